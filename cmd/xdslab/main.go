@@ -1,0 +1,86 @@
+// Command xdslab is the CLI of the xDS control plane and its lab. Flags and environment are read
+// only in this package and turned into config structs for the packages below.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (DESIGN.md): 0 ok, 1 regression found by compare, 2 bad usage or input,
+// 99 a threshold failed.
+const (
+	exitOK         = 0
+	exitRegression = 1
+	exitUsage      = 2
+	exitThreshold  = 99
+)
+
+// exitError carries an exit code up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr marks err as bad usage or input (exit 2).
+func usageErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitUsage, err: err}
+}
+
+// withCode marks err with an explicit exit code.
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run executes the CLI with args and returns the process exit code.
+func run(ctx context.Context, args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.code != exitRegression && ee.code != exitThreshold {
+			fmt.Fprintln(os.Stderr, "xdslab:", ee.err)
+		} else if ee.err != nil {
+			fmt.Fprintln(os.Stderr, ee.err)
+		}
+		return ee.code
+	}
+	// cobra's own flag and argument errors are usage errors.
+	fmt.Fprintln(os.Stderr, "xdslab:", err)
+	return exitUsage
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "xdslab",
+		Short: "A Pilot-style xDS control plane and the lab that measures it",
+		Long: `xdslab runs scenario files against an xDS control plane (its own, in-process, or any ADS
+server such as istiod or a go-control-plane server) with thousands of fake Envoy clients, and
+measures push latency, debounce effectiveness and cache hit rates.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(subcommands()...)
+	return root
+}

@@ -1,0 +1,324 @@
+package probe
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// Op names what a Predicate checks.
+type Op string
+
+// The predicate operations. Each names the resource type it reads (see Op.TypeURL).
+const (
+	// EndpointPresent: ClusterLoadAssignment Resource has an lb endpoint Address:Port.
+	EndpointPresent Op = "endpoint-present"
+	// EndpointAbsent: ClusterLoadAssignment Resource has no lb endpoint Address:Port
+	// (an absent assignment counts as absent).
+	EndpointAbsent Op = "endpoint-absent"
+	// EndpointCount: ClusterLoadAssignment Resource has exactly Count lb endpoints.
+	EndpointCount Op = "endpoint-count"
+	// ClusterPresent: Cluster Resource exists.
+	ClusterPresent Op = "cluster-present"
+	// ClusterAbsent: Cluster Resource does not exist.
+	ClusterAbsent Op = "cluster-absent"
+	// ClusterLbPolicy: Cluster Resource exists with lb_policy Value (Envoy enum name, e.g.
+	// "LEAST_REQUEST").
+	ClusterLbPolicy Op = "cluster-lb-policy"
+	// ListenerPresent / ListenerAbsent: Listener Resource exists / does not.
+	ListenerPresent Op = "listener-present"
+	ListenerAbsent  Op = "listener-absent"
+	// RouteTo: RouteConfiguration Resource has a virtual host whose domains contain Host and a
+	// route on it that sends traffic to Cluster (directly or as one weighted cluster); with
+	// Weight > 0 the weighted cluster must carry exactly that weight.
+	RouteTo Op = "route-to"
+)
+
+// Predicate is one fact about a client's accepted resources.
+type Predicate struct {
+	Op       Op     `json:"op"`
+	Resource string `json:"resource"`
+	Address  string `json:"address,omitempty"`
+	Port     uint32 `json:"port,omitempty"`
+	Count    int    `json:"count,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Cluster  string `json:"cluster,omitempty"`
+	Weight   uint32 `json:"weight,omitempty"`
+	Value    string `json:"value,omitempty"`
+}
+
+// TypeURL is the xDS type the operation reads.
+func (o Op) TypeURL() string {
+	switch o {
+	case EndpointPresent, EndpointAbsent, EndpointCount:
+		return resource.EndpointType
+	case ClusterPresent, ClusterAbsent, ClusterLbPolicy:
+		return resource.ClusterType
+	case ListenerPresent, ListenerAbsent:
+		return resource.ListenerType
+	case RouteTo:
+		return resource.RouteType
+	}
+	return ""
+}
+
+// Validate reports a predicate that names an unknown op or lacks the fields its op needs.
+func (p Predicate) Validate() error {
+	if p.Op.TypeURL() == "" {
+		return fmt.Errorf("probe: unknown op %q", p.Op)
+	}
+	if p.Resource == "" {
+		return fmt.Errorf("probe: %s needs a resource name", p.Op)
+	}
+	switch p.Op {
+	case EndpointPresent, EndpointAbsent:
+		if p.Address == "" || p.Port == 0 {
+			return fmt.Errorf("probe: %s needs address and port", p.Op)
+		}
+	case EndpointCount:
+		if p.Count < 0 {
+			return fmt.Errorf("probe: %s needs a count >= 0", p.Op)
+		}
+	case ClusterLbPolicy:
+		if _, ok := clusterv3.Cluster_LbPolicy_value[p.Value]; !ok {
+			return fmt.Errorf("probe: %s: unknown lb policy %q", p.Op, p.Value)
+		}
+	case RouteTo:
+		if p.Host == "" || p.Cluster == "" {
+			return fmt.Errorf("probe: %s needs host and cluster", p.Op)
+		}
+	}
+	return nil
+}
+
+// Subject identifies what a predicate is about, so that a later expectation about the same
+// subject supersedes an earlier one a client has not yet observed (an endpoint removed and
+// re-added before a client saw the removal, say). Predicates with equal subjects conflict.
+func (p Predicate) Subject() string {
+	switch p.Op {
+	case EndpointPresent, EndpointAbsent:
+		return fmt.Sprintf("eds/%s/%s:%d", p.Resource, p.Address, p.Port)
+	case EndpointCount:
+		return "eds-count/" + p.Resource
+	case ClusterPresent, ClusterAbsent:
+		return "cds/" + p.Resource
+	case ClusterLbPolicy:
+		return "cds-lb/" + p.Resource
+	case ListenerPresent, ListenerAbsent:
+		return "lds/" + p.Resource
+	case RouteTo:
+		return fmt.Sprintf("rds/%s/%s/%s", p.Resource, p.Host, p.Cluster)
+	}
+	return string(p.Op) + "/" + p.Resource
+}
+
+func (p Predicate) String() string {
+	switch p.Op {
+	case EndpointPresent:
+		return fmt.Sprintf("ClusterLoadAssignment %s contains %s:%d", p.Resource, p.Address, p.Port)
+	case EndpointAbsent:
+		return fmt.Sprintf("ClusterLoadAssignment %s lacks %s:%d", p.Resource, p.Address, p.Port)
+	case EndpointCount:
+		return fmt.Sprintf("ClusterLoadAssignment %s has %d endpoints", p.Resource, p.Count)
+	case ClusterPresent:
+		return fmt.Sprintf("cluster %s present", p.Resource)
+	case ClusterAbsent:
+		return fmt.Sprintf("cluster %s absent", p.Resource)
+	case ClusterLbPolicy:
+		return fmt.Sprintf("cluster %s has lb policy %s", p.Resource, p.Value)
+	case ListenerPresent:
+		return fmt.Sprintf("listener %s present", p.Resource)
+	case ListenerAbsent:
+		return fmt.Sprintf("listener %s absent", p.Resource)
+	case RouteTo:
+		s := fmt.Sprintf("route config %s routes %s to %s", p.Resource, p.Host, p.Cluster)
+		if p.Weight > 0 {
+			s += fmt.Sprintf(" (weight %d)", p.Weight)
+		}
+		return s
+	}
+	return fmt.Sprintf("%s %s", p.Op, p.Resource)
+}
+
+// View is a client's set of accepted resources, decoded. Resource returns nil when the client
+// holds no resource of that type and name.
+type View interface {
+	Resource(typeURL, name string) proto.Message
+}
+
+// Holds evaluates the predicate against v.
+func (p Predicate) Holds(v View) bool {
+	m := v.Resource(p.Op.TypeURL(), p.Resource)
+	switch p.Op {
+	case EndpointPresent, EndpointAbsent:
+		cla, _ := m.(*endpointv3.ClusterLoadAssignment)
+		found := cla != nil && claHas(cla, p.Address, p.Port)
+		return found == (p.Op == EndpointPresent)
+	case EndpointCount:
+		cla, _ := m.(*endpointv3.ClusterLoadAssignment)
+		if cla == nil {
+			return p.Count == 0
+		}
+		n := 0
+		for _, le := range cla.GetEndpoints() {
+			n += len(le.GetLbEndpoints())
+		}
+		return n == p.Count
+	case ClusterPresent:
+		_, ok := m.(*clusterv3.Cluster)
+		return ok
+	case ClusterAbsent:
+		return m == nil
+	case ClusterLbPolicy:
+		c, ok := m.(*clusterv3.Cluster)
+		return ok && c.GetLbPolicy().String() == p.Value
+	case ListenerPresent:
+		_, ok := m.(*listenerv3.Listener)
+		return ok
+	case ListenerAbsent:
+		return m == nil
+	case RouteTo:
+		rc, _ := m.(*routev3.RouteConfiguration)
+		return rc != nil && routesTo(rc, p.Host, p.Cluster, p.Weight)
+	}
+	return false
+}
+
+func claHas(cla *endpointv3.ClusterLoadAssignment, addr string, port uint32) bool {
+	for _, le := range cla.GetEndpoints() {
+		for _, lb := range le.GetLbEndpoints() {
+			sa := lb.GetEndpoint().GetAddress().GetSocketAddress()
+			if sa.GetAddress() == addr && sa.GetPortValue() == port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func routesTo(rc *routev3.RouteConfiguration, host, cluster string, weight uint32) bool {
+	for _, vh := range rc.GetVirtualHosts() {
+		if !hasDomain(vh.GetDomains(), host) {
+			continue
+		}
+		for _, r := range vh.GetRoutes() {
+			ra := r.GetRoute()
+			if ra == nil {
+				continue
+			}
+			if ra.GetCluster() == cluster && weight == 0 {
+				return true
+			}
+			for _, wc := range ra.GetWeightedClusters().GetClusters() {
+				if wc.GetName() == cluster && (weight == 0 || wc.GetWeight().GetValue() == weight) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func hasDomain(domains []string, host string) bool {
+	for _, d := range domains {
+		if strings.EqualFold(d, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reach says which clients an event should reach. The zero value means every client.
+type Reach struct {
+	// Groups limits the event to clients of these fleet groups (scenario client names).
+	Groups []string `json:"groups,omitempty"`
+	// Namespaces limits the event to clients whose proxy namespace is listed (Sidecar scoping).
+	Namespaces []string `json:"namespaces,omitempty"`
+	// WatchersOnly limits the event to clients that subscribe to every predicate's resource
+	// (named subscriptions: proxyless gRPC clients, EDS/RDS of scoped sidecars).
+	WatchersOnly bool `json:"watchersOnly,omitempty"`
+}
+
+// Includes reports whether a client of group in namespace is in reach (subscription is checked
+// by the fleet, which knows what each client watches).
+func (r Reach) Includes(group, namespace string) bool {
+	return (len(r.Groups) == 0 || contains(r.Groups, group)) &&
+		(len(r.Namespaces) == 0 || contains(r.Namespaces, namespace))
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Expectation is what a simulator event must produce at the clients it reaches. Every
+// predicate must hold at once for the event to count as delivered to a client.
+type Expectation struct {
+	EventID   uint64      `json:"id"`
+	Kind      string      `json:"kind"`
+	Scheduled time.Time   `json:"scheduled"`
+	T0        time.Time   `json:"t0"`
+	All       []Predicate `json:"all"`
+	Reach     Reach       `json:"reach,omitzero"`
+}
+
+// Validate checks every predicate and that there is at least one.
+func (e Expectation) Validate() error {
+	if len(e.All) == 0 {
+		return fmt.Errorf("probe: event %d (%s) has no predicates", e.EventID, e.Kind)
+	}
+	for i, p := range e.All {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("event %d predicate %d: %w", e.EventID, i, err)
+		}
+	}
+	return nil
+}
+
+// Holds reports whether every predicate holds in v.
+func (e Expectation) Holds(v View) bool {
+	for _, p := range e.All {
+		if !p.Holds(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Supersedes reports whether e, a later expectation, makes an earlier unobserved one moot: they
+// share a subject with a different predicate (the state the earlier one waited for may never be
+// visible to a client any more).
+func (e Expectation) Supersedes(earlier Expectation) bool {
+	for _, p := range e.All {
+		for _, q := range earlier.All {
+			if p.Subject() == q.Subject() && p != q {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TypeURLs lists the resource types the expectation reads, once each.
+func (e Expectation) TypeURLs() []string {
+	var out []string
+	for _, p := range e.All {
+		t := p.Op.TypeURL()
+		if !contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
