@@ -1,0 +1,88 @@
+package model
+
+import (
+	"maps"
+	"time"
+)
+
+// TriggerReason says why a push was requested. The values are Istio's push trigger reasons
+// where Istio has one, so that pilot_push_triggers{type} keeps its meaning.
+type TriggerReason string
+
+// Push trigger reasons.
+const (
+	ReasonEndpointUpdate TriggerReason = "endpoint"
+	ReasonConfigUpdate   TriggerReason = "config"
+	ReasonServiceUpdate  TriggerReason = "service"
+	ReasonProxyRequest   TriggerReason = "proxyrequest"
+	ReasonGlobalUpdate   TriggerReason = "global"
+	ReasonUnknown        TriggerReason = "unknown"
+)
+
+// PushRequest asks for a push. Requests are merged by the debouncer and by the push queue; a
+// request is treated as a value once handed over (Merge returns a new one).
+type PushRequest struct {
+	// Full is true when clusters, listeners and routes may have changed; false means only the
+	// endpoints of the services in ConfigsUpdated (KindEndpoint keys) changed: an EDS-only push.
+	Full bool
+	// ConfigsUpdated is the union of what changed. Empty with Full means "everything".
+	ConfigsUpdated map[ConfigKey]struct{}
+	// Reasons counts the events merged into this request, by reason.
+	Reasons map[TriggerReason]int
+	// Start is when the earliest merged event happened (debounce delay and convergence run
+	// from here).
+	Start time.Time
+	// EventIDs are the ids of simulator events carried by the merged changes, when known
+	// (the lab's in-process sink sets them; other sources leave them empty).
+	EventIDs []uint64
+}
+
+// Count is the number of events merged into the request.
+func (pr *PushRequest) Count() int {
+	if pr == nil {
+		return 0
+	}
+	n := 0
+	for _, c := range pr.Reasons {
+		n += c
+	}
+	return n
+}
+
+// Merge returns the union of pr and other: Full if either is, the union of their configs and
+// reasons (counts added), the earliest start. Either side may be nil. Neither input is
+// modified.
+func (pr *PushRequest) Merge(other *PushRequest) *PushRequest {
+	if pr == nil {
+		return other
+	}
+	if other == nil {
+		return pr
+	}
+	out := &PushRequest{
+		Full:     pr.Full || other.Full,
+		Reasons:  make(map[TriggerReason]int, len(pr.Reasons)+len(other.Reasons)),
+		Start:    pr.Start,
+		EventIDs: append(append([]uint64(nil), pr.EventIDs...), other.EventIDs...),
+	}
+	if out.Start.IsZero() || (!other.Start.IsZero() && other.Start.Before(out.Start)) {
+		out.Start = other.Start
+	}
+	for r, n := range pr.Reasons {
+		out.Reasons[r] += n
+	}
+	for r, n := range other.Reasons {
+		out.Reasons[r] += n
+	}
+	// A full push with an empty ConfigsUpdated means "everything": the union stays empty.
+	if (pr.Full && len(pr.ConfigsUpdated) == 0) || (other.Full && len(other.ConfigsUpdated) == 0) {
+		return out
+	}
+	out.ConfigsUpdated = make(map[ConfigKey]struct{}, len(pr.ConfigsUpdated)+len(other.ConfigsUpdated))
+	maps.Copy(out.ConfigsUpdated, pr.ConfigsUpdated)
+	maps.Copy(out.ConfigsUpdated, other.ConfigsUpdated)
+	return out
+}
+
+// IsEndpointOnly reports whether the request only changes endpoints (an incremental EDS push).
+func (pr *PushRequest) IsEndpointOnly() bool { return pr != nil && !pr.Full }

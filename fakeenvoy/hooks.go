@@ -1,0 +1,74 @@
+package fakeenvoy
+
+import (
+	"time"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+// This file is the contract between a client (the per-connection state machine and its gRPC
+// shell) and whoever observes it (the fleet's observer, probe matching). Hooks are called on the
+// client's own goroutine, in protocol order, and must not block.
+
+// ResponseInfo describes one DiscoveryResponse (SotW) or DeltaDiscoveryResponse as the client saw
+// it.
+type ResponseInfo struct {
+	// Seq numbers the client's responses from 1 (across reconnects).
+	Seq     uint64
+	TypeURL string
+	Version string // SotW system version; empty for Delta
+	Nonce   string
+	Delta   bool
+	// Recv is taken right after the stream's Recv returned, before decoding.
+	Recv time.Time
+	// Bytes is the encoded size of the resources in the response.
+	Bytes int
+	// Resources is the number of resources in the response; Removed the number of Delta
+	// removed_resources (or CDS/LDS resources that a SotW response dropped).
+	Resources int
+	Removed   int
+	// Changed is the number of resources whose bytes differ from what the client held.
+	Changed int
+	// NoOp is true when no resource changed for this client (the response was wasted).
+	NoOp bool
+	// Nacked is true when the client rejected the response; Error is its error_detail message.
+	Nacked bool
+	Error  string
+}
+
+// Hooks receives a client's observations.
+type Hooks interface {
+	// Connected is called when a stream is established (attempt counts from 1 per client).
+	Connected(c *Client, at time.Time, attempt int)
+	// Disconnected is called when a stream ends; err is nil on a clean stop.
+	Disconnected(c *Client, at time.Time, err error)
+	// ConnectFailed is called when dialing or opening the stream failed (ResourceExhausted
+	// included); the client backs off and retries.
+	ConnectFailed(c *Client, at time.Time, err error)
+	// Response is called for every response after the client decided to ACK or NACK it.
+	Response(c *Client, r ResponseInfo)
+	// Applied is called after an accepted response changed the client's resources; view is
+	// the client's state after applying it and is only valid during the call.
+	Applied(c *Client, r ResponseInfo, view probe.View)
+	// AckSent is called when the ACK or NACK for response r was written to the stream.
+	AckSent(c *Client, r ResponseInfo, at time.Time)
+	// WarmingTimeout is called when initial_fetch_timeout expired for typeURL.
+	WarmingTimeout(c *Client, typeURL string, at time.Time)
+	// FirstFullConfig is called once per client, when it first holds a complete warmed
+	// configuration (clusters warmed, listeners and their routes received).
+	FirstFullConfig(c *Client, at time.Time)
+}
+
+// NopHooks ignores every observation; embed it to implement only some hooks.
+type NopHooks struct{}
+
+var _ Hooks = NopHooks{}
+
+func (NopHooks) Connected(*Client, time.Time, int)         {}
+func (NopHooks) Disconnected(*Client, time.Time, error)    {}
+func (NopHooks) ConnectFailed(*Client, time.Time, error)   {}
+func (NopHooks) Response(*Client, ResponseInfo)            {}
+func (NopHooks) Applied(*Client, ResponseInfo, probe.View) {}
+func (NopHooks) AckSent(*Client, ResponseInfo, time.Time)  {}
+func (NopHooks) WarmingTimeout(*Client, string, time.Time) {}
+func (NopHooks) FirstFullConfig(*Client, time.Time)        {}
