@@ -1,0 +1,98 @@
+package model
+
+import (
+	"strings"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+func node(t testing.TB, id string, md map[string]any) *corev3.Node {
+	t.Helper()
+	s, err := structpb.NewStruct(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev3.Node{Id: id, Metadata: s}
+}
+
+func TestParseProxy(t *testing.T) {
+	tests := []struct {
+		name    string
+		id      string
+		md      map[string]any
+		want    Proxy
+		wantErr string
+	}{
+		{
+			name: "istio sidecar",
+			id:   "sidecar~10.1.2.3~web-0.ns-1~ns-1.svc.cluster.local",
+			md: map[string]any{"NAMESPACE": "ns-1", "CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.28.0",
+				"LABELS": map[string]any{"app": "web", "version": "v1"}, "INTERCEPTION_MODE": "REDIRECT"},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.1.2.3"}, ID: "web-0.ns-1",
+				DNSDomain: "ns-1.svc.cluster.local", Namespace: "ns-1", ClusterID: "Kubernetes",
+				IstioVersion: "1.28.0", InterceptionMode: "REDIRECT",
+				Labels: map[string]string{"app": "web", "version": "v1"}},
+		},
+		{
+			name: "grpc proxyless, namespace from id",
+			id:   "sidecar~::1~client.default~default.svc.cluster.local",
+			md:   map[string]any{"GENERATOR": "grpc"},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"::1"}, ID: "client.default",
+				DNSDomain: "default.svc.cluster.local", Namespace: "default", Generator: "grpc"},
+		},
+		{name: "router", id: "router~10.0.0.1~gw.istio-system~istio-system.svc.cluster.local",
+			want: Proxy{Type: Router, IPAddresses: []string{"10.0.0.1"}, ID: "gw.istio-system",
+				DNSDomain: "istio-system.svc.cluster.local", Namespace: "istio-system"}},
+		{name: "too few fields", id: "sidecar~10.0.0.1~pod.ns", wantErr: "want 4 fields"},
+		{name: "bad type", id: "waypoint~10.0.0.1~pod.ns~ns.svc", wantErr: "unknown proxy type"},
+		{name: "bad ip", id: "sidecar~ten~pod.ns~ns.svc", wantErr: "bad IP"},
+		{name: "no namespace", id: "sidecar~10.0.0.1~pod~d", wantErr: "no namespace"},
+		{name: "empty", id: "", wantErr: "want 4 fields"},
+		{name: "non-string label", id: "sidecar~10.0.0.1~p.ns~d", md: map[string]any{"LABELS": map[string]any{"a": 1.0}}, wantErr: "not a string"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseProxy(node(t, tc.id, tc.md))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.want.NodeID = tc.id
+			if got.Type != tc.want.Type || got.ID != tc.want.ID || got.DNSDomain != tc.want.DNSDomain ||
+				got.Namespace != tc.want.Namespace || got.ClusterID != tc.want.ClusterID ||
+				got.Generator != tc.want.Generator || got.IstioVersion != tc.want.IstioVersion ||
+				got.InterceptionMode != tc.want.InterceptionMode || got.NodeID != tc.want.NodeID ||
+				got.IP() != tc.want.IPAddresses[0] || !mapsEqual(got.Labels, tc.want.Labels) {
+				t.Errorf("got %+v\nwant %+v", *got, tc.want)
+			}
+		})
+	}
+	if _, err := ParseProxy(nil); err == nil {
+		t.Error("nil node: no error")
+	}
+}
+
+func FuzzParseNodeID(f *testing.F) {
+	for _, s := range []string{"sidecar~10.1.2.3~web-0.ns-1~ns-1.svc.cluster.local", "router~::1~a.b~c", "~~~", "sidecar~1.2.3.4~.~"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		p, err := ParseProxy(&corev3.Node{Id: id})
+		if err != nil {
+			if p != nil {
+				t.Fatal("proxy returned with an error")
+			}
+			return
+		}
+		if p.Namespace == "" || p.NodeID != id || (p.Type != SidecarProxy && p.Type != Router) {
+			t.Fatalf("accepted %q as %+v", id, p)
+		}
+	})
+}

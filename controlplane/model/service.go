@@ -1,0 +1,231 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Protocol is an application protocol of a service port, as Istio infers it.
+type Protocol string
+
+// Protocols.
+const (
+	ProtocolHTTP    Protocol = "HTTP"
+	ProtocolHTTP2   Protocol = "HTTP2"
+	ProtocolGRPC    Protocol = "GRPC"
+	ProtocolTCP     Protocol = "TCP"
+	ProtocolTLS     Protocol = "TLS"
+	ProtocolHTTPS   Protocol = "HTTPS"
+	ProtocolUnknown Protocol = "UNKNOWN"
+)
+
+// ParseProtocol maps a protocol name (case-insensitive, Istio's names) to a Protocol.
+func ParseProtocol(s string) Protocol {
+	switch strings.ToUpper(s) {
+	case "HTTP":
+		return ProtocolHTTP
+	case "HTTP2":
+		return ProtocolHTTP2
+	case "GRPC", "GRPC-WEB":
+		return ProtocolGRPC
+	case "TCP", "MONGO", "MYSQL", "REDIS":
+		return ProtocolTCP
+	case "TLS":
+		return ProtocolTLS
+	case "HTTPS":
+		return ProtocolHTTPS
+	}
+	return ProtocolUnknown
+}
+
+// IsHTTP reports whether the protocol is served through an HTTP connection manager.
+func (p Protocol) IsHTTP() bool {
+	return p == ProtocolHTTP || p == ProtocolHTTP2 || p == ProtocolGRPC
+}
+
+// IsHTTP2 reports whether upstream connections must speak HTTP/2.
+func (p Protocol) IsHTTP2() bool { return p == ProtocolHTTP2 || p == ProtocolGRPC }
+
+// Port is a service port.
+type Port struct {
+	Name     string
+	Number   uint32
+	Protocol Protocol
+}
+
+// Resolution says how a service's endpoints are found.
+type Resolution int
+
+// Resolutions.
+const (
+	// ResolutionStatic: endpoints are known to the control plane (EDS).
+	ResolutionStatic Resolution = iota
+	// ResolutionDNS: the proxy resolves the hostname.
+	ResolutionDNS
+	// ResolutionPassthrough: traffic goes to the original destination.
+	ResolutionPassthrough
+)
+
+func (r Resolution) String() string {
+	switch r {
+	case ResolutionStatic:
+		return "STATIC"
+	case ResolutionDNS:
+		return "DNS"
+	case ResolutionPassthrough:
+		return "PASSTHROUGH"
+	}
+	return fmt.Sprintf("Resolution(%d)", int(r))
+}
+
+// Service is a service known to the mesh. Services are immutable once published in a Snapshot.
+type Service struct {
+	// Hostname is the fully qualified name, e.g. svc-3.ns-1.svc.cluster.local.
+	Hostname  string
+	Namespace string
+	// Addresses are the service's virtual IPs, if any.
+	Addresses  []string
+	Ports      []Port
+	Resolution Resolution
+	Labels     map[string]string
+	// ServiceAccounts that run the service's workloads, sorted. A change forces a full push.
+	ServiceAccounts []string
+	// Source is the config that defined the service (a ServiceEntry), when there is one.
+	Source ConfigKey
+	// MeshExternal marks services outside the mesh.
+	MeshExternal bool
+}
+
+// Port returns the port with the given number.
+func (s *Service) Port(number uint32) (Port, bool) {
+	for _, p := range s.Ports {
+		if p.Number == number {
+			return p, true
+		}
+	}
+	return Port{}, false
+}
+
+// PortByName returns the port with the given name.
+func (s *Service) PortByName(name string) (Port, bool) {
+	for _, p := range s.Ports {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Port{}, false
+}
+
+// Equal reports whether two services are the same in every field a generator reads.
+func (s *Service) Equal(o *Service) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return s.Hostname == o.Hostname && s.Namespace == o.Namespace &&
+		slices.Equal(s.Addresses, o.Addresses) && slices.Equal(s.Ports, o.Ports) &&
+		s.Resolution == o.Resolution && mapsEqual(s.Labels, o.Labels) &&
+		slices.Equal(s.ServiceAccounts, o.ServiceAccounts) && s.Source == o.Source &&
+		s.MeshExternal == o.MeshExternal
+}
+
+// ShortNames returns the names a client in namespace ns may use for the service: the hostname,
+// and for cluster-local names "name", "name.ns", "name.ns.svc" (only "name" within ns).
+func (s *Service) ShortNames(ns string) []string {
+	out := []string{s.Hostname}
+	const suffix = ".svc.cluster.local"
+	if !strings.HasSuffix(s.Hostname, suffix) {
+		return out
+	}
+	parts := strings.SplitN(strings.TrimSuffix(s.Hostname, suffix), ".", 2)
+	if len(parts) != 2 {
+		return out
+	}
+	name, sns := parts[0], parts[1]
+	if sns == ns {
+		out = append(out, name)
+	}
+	return append(out, name+"."+sns, name+"."+sns+".svc")
+}
+
+// HealthStatus is an endpoint's health.
+type HealthStatus int
+
+// Health statuses.
+const (
+	Healthy HealthStatus = iota
+	Unhealthy
+	Draining
+)
+
+// Locality is where an endpoint runs.
+type Locality struct {
+	Region, Zone, SubZone string
+}
+
+func (l Locality) String() string {
+	return strings.TrimRight(l.Region+"/"+l.Zone+"/"+l.SubZone, "/")
+}
+
+// Endpoint is one workload instance of a service.
+type Endpoint struct {
+	// Service is the hostname of the service this endpoint belongs to.
+	Service string
+	Address string
+	// Ports maps a service port name to the workload's target port. A service port with no
+	// entry uses the service port number.
+	Ports          map[string]uint32
+	Labels         map[string]string
+	Locality       Locality
+	Weight         uint32
+	ServiceAccount string
+	Health         HealthStatus
+	// Source is the config that defined the endpoint (a ServiceEntry or WorkloadEntry).
+	Source ConfigKey
+}
+
+// TargetPort returns the workload port for the service port p.
+func (e *Endpoint) TargetPort(p Port) uint32 {
+	if tp, ok := e.Ports[p.Name]; ok && tp != 0 {
+		return tp
+	}
+	return p.Number
+}
+
+// Equal reports whether two endpoints are the same in every field a generator reads.
+func (e *Endpoint) Equal(o *Endpoint) bool {
+	if e == nil || o == nil {
+		return e == o
+	}
+	return e.Service == o.Service && e.Address == o.Address && mapsEqual(e.Ports, o.Ports) &&
+		mapsEqual(e.Labels, o.Labels) && e.Locality == o.Locality && e.Weight == o.Weight &&
+		e.ServiceAccount == o.ServiceAccount && e.Health == o.Health && e.Source == o.Source
+}
+
+// CompareEndpoints orders endpoints by address then by source, for deterministic output.
+func CompareEndpoints(a, b *Endpoint) int {
+	return cmp.Or(strings.Compare(a.Address, b.Address), strings.Compare(a.Source.String(), b.Source.String()))
+}
+
+// LabelsMatch reports whether labels contains every key/value of selector.
+func LabelsMatch(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if lv, ok := labels[k]; !ok || lv != v {
+			return false
+		}
+	}
+	return true
+}
+
+func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,158 @@
+package model
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Snapshot is an immutable view of the mesh that a push reads: services, the endpoint index and
+// config objects by kind and namespace. A Snapshot never changes once built; an update builds a
+// new one that shares every unchanged part with its parent (an endpoint-only update copies only
+// the endpoint index's top-level map and the changed hosts' slices).
+type Snapshot struct {
+	// Version is unique per snapshot and increases with Seq ("1", "2", …).
+	Version string
+	Seq     uint64
+
+	services      []*Service // sorted by hostname
+	serviceByHost map[string]*Service
+	endpoints     map[string][]*Endpoint // hostname → endpoints sorted by CompareEndpoints
+	// endpointGen maps a hostname to the Seq at which its endpoints last changed, so caches can
+	// key EDS resources by it.
+	endpointGen map[string]uint64
+	// serviceGen maps a hostname to the Seq at which its Service last changed.
+	serviceGen map[string]uint64
+	configs    map[Kind][]*Config // sorted by namespace, then name
+	configKey  map[ConfigKey]*Config
+	// configGen is the Seq at which any config object last changed.
+	configGen uint64
+}
+
+// SnapshotInput is what a snapshot is built from.
+type SnapshotInput struct {
+	Services  []*Service
+	Endpoints map[string][]*Endpoint // by service hostname
+	Configs   []*Config
+}
+
+// NewSnapshot builds a snapshot at seq from scratch. The inputs are not copied deeply: callers
+// hand over ownership of the pointed-to values, which must not be modified afterwards.
+func NewSnapshot(seq uint64, in SnapshotInput) *Snapshot {
+	s := &Snapshot{
+		Seq:           seq,
+		Version:       strconv.FormatUint(seq, 10),
+		serviceByHost: make(map[string]*Service, len(in.Services)),
+		endpoints:     make(map[string][]*Endpoint, len(in.Endpoints)),
+		endpointGen:   make(map[string]uint64, len(in.Services)),
+		serviceGen:    make(map[string]uint64, len(in.Services)),
+		configs:       make(map[Kind][]*Config),
+		configKey:     make(map[ConfigKey]*Config, len(in.Configs)),
+		configGen:     seq,
+	}
+	for _, svc := range in.Services {
+		s.serviceByHost[svc.Hostname] = svc
+		s.serviceGen[svc.Hostname] = seq
+	}
+	s.services = sortedServices(s.serviceByHost)
+	for host, eps := range in.Endpoints {
+		s.endpoints[host] = sortedEndpoints(eps)
+		s.endpointGen[host] = seq
+	}
+	for _, c := range in.Configs {
+		s.configKey[c.Key()] = c
+	}
+	s.configs = groupConfigs(s.configKey)
+	return s
+}
+
+func sortedServices(m map[string]*Service) []*Service {
+	out := slices.Collect(maps.Values(m))
+	slices.SortFunc(out, func(a, b *Service) int { return strings.Compare(a.Hostname, b.Hostname) })
+	return out
+}
+
+func sortedEndpoints(eps []*Endpoint) []*Endpoint {
+	out := slices.Clone(eps)
+	slices.SortFunc(out, CompareEndpoints)
+	return out
+}
+
+func groupConfigs(byKey map[ConfigKey]*Config) map[Kind][]*Config {
+	out := make(map[Kind][]*Config)
+	for _, c := range byKey {
+		out[c.Kind] = append(out[c.Kind], c)
+	}
+	for _, cs := range out {
+		slices.SortFunc(cs, func(a, b *Config) int {
+			return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+		})
+	}
+	return out
+}
+
+// Services returns every service sorted by hostname. The slice must not be modified.
+func (s *Snapshot) Services() []*Service { return s.services }
+
+// Service returns the service with the hostname, or nil.
+func (s *Snapshot) Service(host string) *Service { return s.serviceByHost[host] }
+
+// Endpoints returns the endpoints of the service with the hostname, sorted. The slice must not
+// be modified.
+func (s *Snapshot) Endpoints(host string) []*Endpoint { return s.endpoints[host] }
+
+// EndpointGen is the snapshot Seq at which the host's endpoints last changed (0 if never set).
+func (s *Snapshot) EndpointGen(host string) uint64 { return s.endpointGen[host] }
+
+// ServiceGen is the snapshot Seq at which the host's Service last changed (0 if unknown).
+func (s *Snapshot) ServiceGen(host string) uint64 { return s.serviceGen[host] }
+
+// ConfigGen is the snapshot Seq at which any config object last changed.
+func (s *Snapshot) ConfigGen() uint64 { return s.configGen }
+
+// Configs returns every config of a kind, sorted by namespace then name. The slice must not be
+// modified.
+func (s *Snapshot) Configs(kind Kind) []*Config { return s.configs[kind] }
+
+// ConfigsIn returns the configs of a kind in one namespace.
+func (s *Snapshot) ConfigsIn(kind Kind, namespace string) []*Config {
+	all := s.configs[kind]
+	i, _ := slices.BinarySearchFunc(all, namespace, func(c *Config, ns string) int { return strings.Compare(c.Namespace, ns) })
+	j := i
+	for j < len(all) && all[j].Namespace == namespace {
+		j++
+	}
+	return all[i:j]
+}
+
+// Config returns one config object, or nil.
+func (s *Snapshot) Config(key ConfigKey) *Config { return s.configKey[key] }
+
+// EndpointCount is the total number of endpoints.
+func (s *Snapshot) EndpointCount() int {
+	n := 0
+	for _, eps := range s.endpoints {
+		n += len(eps)
+	}
+	return n
+}
+
+// WithEndpoints returns a new snapshot at seq in which the listed hosts' endpoints are replaced
+// (a nil or empty slice removes them). Services and configs are shared with s, not rebuilt.
+func (s *Snapshot) WithEndpoints(seq uint64, updates map[string][]*Endpoint) *Snapshot {
+	n := *s
+	n.Seq, n.Version = seq, strconv.FormatUint(seq, 10)
+	n.endpoints = maps.Clone(s.endpoints)
+	n.endpointGen = maps.Clone(s.endpointGen)
+	for host, eps := range updates {
+		if len(eps) == 0 {
+			delete(n.endpoints, host)
+		} else {
+			n.endpoints[host] = sortedEndpoints(eps)
+		}
+		n.endpointGen[host] = seq
+	}
+	return &n
+}
