@@ -321,4 +321,3 @@ func (e Expectation) TypeURLs() []string {
 	}
 	return out
 }
-
