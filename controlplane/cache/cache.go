@@ -1,0 +1,188 @@
+package cache
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Resource is one marshalled resource, ready to be placed in a DiscoveryResponse.
+type Resource struct {
+	Name string
+	// Framed is the resource encoded as field 2 (resources) of a DiscoveryResponse: the tag, the
+	// length and the google.protobuf.Any message (type_url, value). Responses are built by
+	// concatenating Framed bytes, so the bytes are never copied per client.
+	Framed []byte
+	// Size is the length of the resource's own encoding (the Any's value).
+	Size int
+	// Hash identifies the resource's bytes, for no-op detection at the receiver.
+	Hash uint64
+}
+
+var hashSeed = maphash.MakeSeed()
+
+// NewResource frames value (the marshalled resource of typeURL) for a DiscoveryResponse.
+func NewResource(name, typeURL string, value []byte) *Resource {
+	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(len(value))
+	b := make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(anyLen))
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(anyLen))
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, typeURL)
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendBytes(b, value)
+	return &Resource{Name: name, Framed: b, Size: len(value), Hash: maphash.Bytes(hashSeed, value)}
+}
+
+// Key names a cache entry.
+type Key struct {
+	TypeURL string
+	Class   string
+	// Name is the resource name, or "" for a wildcard list.
+	Name string
+}
+
+// Result says how a read was served.
+type Result string
+
+// Read results.
+const (
+	Hit    Result = "hit"
+	Miss   Result = "miss"
+	Bypass Result = "bypass"
+)
+
+// Counter counts cache reads (xds_cache_reads{type,result}).
+type Counter interface {
+	CacheRead(typeURL string, r Result)
+}
+
+// Stats is a snapshot of the cache's counters.
+type Stats struct {
+	Hits, Misses, Bypasses uint64
+	Entries                int
+	Bytes                  int64
+}
+
+type entry struct {
+	gen   uint64
+	ready chan struct{} // closed once res/err are set
+	res   []*Resource
+	err   error
+	bytes int64
+}
+
+// Cache is safe for concurrent use.
+type Cache struct {
+	counter Counter
+
+	mu      sync.Mutex
+	entries map[Key]*entry
+	stats   Stats
+}
+
+// New returns an empty cache that reports reads to counter (nil: not reported).
+func New(counter Counter) *Cache {
+	return &Cache{counter: counter, entries: make(map[Key]*entry)}
+}
+
+// BuildFunc builds the resources of a missed entry.
+type BuildFunc func() ([]*Resource, error)
+
+// Get returns the resources stored under key at generation gen, building them with build on a
+// miss. Errors are returned and never cached. The returned slice must not be modified.
+func (c *Cache) Get(key Key, gen uint64, build BuildFunc) ([]*Resource, Result, error) {
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	switch {
+	case ok && e.gen == gen:
+		c.mu.Unlock()
+		<-e.ready
+		if e.err != nil {
+			// The builder failed; build again for this caller rather than share an error.
+			res, err := build()
+			c.note(key.TypeURL, Bypass)
+			return res, Bypass, err
+		}
+		c.note(key.TypeURL, Hit)
+		return e.res, Hit, nil
+	case ok && e.gen > gen:
+		c.mu.Unlock()
+		res, err := build()
+		c.note(key.TypeURL, Bypass)
+		return res, Bypass, err
+	}
+	ne := &entry{gen: gen, ready: make(chan struct{})}
+	if ok {
+		c.stats.Bytes -= e.bytes
+		c.stats.Entries--
+	}
+	c.entries[key] = ne
+	c.stats.Entries++
+	c.mu.Unlock()
+
+	res, err := build()
+	ne.res, ne.err = res, err
+	for _, r := range res {
+		ne.bytes += int64(len(r.Framed))
+	}
+	close(ne.ready)
+	c.mu.Lock()
+	if err != nil {
+		if c.entries[key] == ne {
+			delete(c.entries, key)
+			c.stats.Entries--
+		}
+	} else if c.entries[key] == ne {
+		c.stats.Bytes += ne.bytes
+	}
+	c.mu.Unlock()
+	c.note(key.TypeURL, Miss)
+	return res, Miss, err
+}
+
+// note counts one read.
+func (c *Cache) note(typeURL string, r Result) {
+	c.mu.Lock()
+	switch r {
+	case Hit:
+		c.stats.Hits++
+	case Miss:
+		c.stats.Misses++
+	case Bypass:
+		c.stats.Bypasses++
+	}
+	c.mu.Unlock()
+	if c.counter != nil {
+		c.counter.CacheRead(typeURL, r)
+	}
+}
+
+// EvictOlder removes every entry of typeURL ("" = all types) whose generation is below gen.
+func (c *Cache) EvictOlder(typeURL string, gen uint64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, e := range c.entries {
+		if (typeURL == "" || k.TypeURL == typeURL) && e.gen < gen {
+			select {
+			case <-e.ready:
+			default:
+				continue // still being built; its builder owns it
+			}
+			delete(c.entries, k)
+			c.stats.Entries--
+			c.stats.Bytes -= e.bytes
+			n++
+		}
+	}
+	return n
+}
+
+// Stats returns the cache's counters.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}

@@ -1,0 +1,142 @@
+package cache
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type counts struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *counts) CacheRead(typeURL string, r Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]int{}
+	}
+	c.m[typeURL+"/"+string(r)]++
+}
+
+func build(n *atomic.Int32, names ...string) BuildFunc {
+	return func() ([]*Resource, error) {
+		n.Add(1)
+		var out []*Resource
+		for _, name := range names {
+			out = append(out, NewResource(name, "type.googleapis.com/test", []byte(name)))
+		}
+		return out, nil
+	}
+}
+
+func TestGenerations(t *testing.T) {
+	var built atomic.Int32
+	cnt := &counts{}
+	c := New(cnt)
+	k := Key{TypeURL: "T", Class: "ns-1", Name: ""}
+	steps := []struct {
+		gen       uint64
+		want      Result
+		wantBuilt int32
+	}{
+		{1, Miss, 1},
+		{1, Hit, 1},
+		{2, Miss, 2},   // newer generation replaces
+		{1, Bypass, 3}, // older generation bypasses, keeps the newer entry
+		{2, Hit, 3},
+	}
+	for i, s := range steps {
+		res, r, err := c.Get(k, s.gen, build(&built, "a", "b"))
+		if err != nil || r != s.want || built.Load() != s.wantBuilt || len(res) != 2 {
+			t.Fatalf("step %d: result %s err %v built %d, want %s built %d", i, r, err, built.Load(), s.want, s.wantBuilt)
+		}
+	}
+	st := c.Stats()
+	if st.Hits != 2 || st.Misses != 2 || st.Bypasses != 1 || st.Entries != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	if cnt.m["T/hit"] != 2 || cnt.m["T/miss"] != 2 || cnt.m["T/bypass"] != 1 {
+		t.Errorf("counter %v", cnt.m)
+	}
+	if n := c.EvictOlder("T", 3); n != 1 || c.Stats().Entries != 0 || c.Stats().Bytes != 0 {
+		t.Errorf("evicted %d, stats %+v", n, c.Stats())
+	}
+}
+
+func TestErrorsAreNotCached(t *testing.T) {
+	c := New(nil)
+	k := Key{TypeURL: "T", Name: "x"}
+	boom := errors.New("boom")
+	if _, _, err := c.Get(k, 1, func() ([]*Resource, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Fatalf("err %v", err)
+	}
+	var built atomic.Int32
+	if _, r, _ := c.Get(k, 1, build(&built, "x")); r != Miss {
+		t.Fatalf("after an error, got %s, want a miss", r)
+	}
+}
+
+func TestConcurrentMissesCollapse(t *testing.T) {
+	c := New(nil)
+	var built atomic.Int32
+	release := make(chan struct{})
+	slow := func() ([]*Resource, error) {
+		<-release
+		return build(&built, "a")()
+	}
+	var wg sync.WaitGroup
+	results := make([]Result, 20)
+	for i := range results {
+		wg.Go(func() {
+			_, results[i], _ = c.Get(Key{TypeURL: "T", Name: "a"}, 7, slow)
+		})
+	}
+	// Wait until the first caller has registered its entry, then let it build.
+	for c.Stats().Entries == 0 {
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	if built.Load() != 1 {
+		t.Fatalf("built %d times, want once", built.Load())
+	}
+	misses := 0
+	for _, r := range results {
+		if r == Miss {
+			misses++
+		}
+	}
+	if misses != 1 {
+		t.Errorf("%d misses, want 1 (others wait and hit)", misses)
+	}
+}
+
+// Framed resources concatenated with a tail are a valid DiscoveryResponse.
+func TestFramedResourcesDecode(t *testing.T) {
+	const typeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	r1 := NewResource("a", typeURL, []byte{0x0a, 0x01, 'a'}) // Cluster{name:"a"}
+	r2 := NewResource("b", typeURL, []byte{0x0a, 0x01, 'b'})
+	tail, _ := proto.Marshal(&discoveryv3.DiscoveryResponse{VersionInfo: "3", TypeUrl: typeURL, Nonce: "n1"})
+	buf := append(append(append([]byte{}, r1.Framed...), r2.Framed...), tail...)
+	var got discoveryv3.DiscoveryResponse
+	if err := proto.Unmarshal(buf, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Resources) != 2 || got.Resources[1].TypeUrl != typeURL || string(got.Resources[1].Value) != "\x0a\x01b" ||
+		got.VersionInfo != "3" || got.Nonce != "n1" {
+		t.Fatalf("decoded %v", &got)
+	}
+	if r1.Hash == r2.Hash || r1.Size != 3 {
+		t.Errorf("hash/size: %+v %+v", r1, r2)
+	}
+}
