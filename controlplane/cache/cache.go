@@ -159,6 +159,60 @@ func (c *Cache) note(typeURL string, r Result) {
 	}
 }
 
+// Peek returns the resources stored under key at generation gen, counting a hit; on a miss it
+// counts nothing (the caller builds and calls Put, which counts the miss). An entry still being
+// built by Get is not waited for: Peek reports it missing.
+func (c *Cache) Peek(key Key, gen uint64) ([]*Resource, bool) {
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	if ok && e.gen == gen {
+		select {
+		case <-e.ready:
+			if e.err == nil {
+				c.mu.Unlock()
+				c.note(key.TypeURL, Hit)
+				return e.res, true
+			}
+		default:
+		}
+	}
+	c.mu.Unlock()
+	return nil, false
+}
+
+// Put stores resources built after a Peek miss and counts the miss. A stored entry of a newer
+// generation is kept (the read counts as a bypass).
+func (c *Cache) Put(key Key, gen uint64, res []*Resource) {
+	c.mu.Lock()
+	if e, ok := c.entries[key]; ok {
+		if e.gen > gen {
+			c.mu.Unlock()
+			c.note(key.TypeURL, Bypass)
+			return
+		}
+		select {
+		case <-e.ready:
+		default:
+			c.mu.Unlock() // a concurrent Get is building it; let it finish
+			c.note(key.TypeURL, Miss)
+			return
+		}
+		c.stats.Bytes -= e.bytes
+		c.stats.Entries--
+	}
+	ne := &entry{gen: gen, ready: closedChan, res: res}
+	for _, r := range res {
+		ne.bytes += int64(len(r.Framed))
+	}
+	c.entries[key] = ne
+	c.stats.Entries++
+	c.stats.Bytes += ne.bytes
+	c.mu.Unlock()
+	c.note(key.TypeURL, Miss)
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // EvictOlder removes every entry of typeURL ("" = all types) whose generation is below gen.
 func (c *Cache) EvictOlder(typeURL string, gen uint64) int {
 	c.mu.Lock()

@@ -140,3 +140,27 @@ func TestFramedResourcesDecode(t *testing.T) {
 		t.Errorf("hash/size: %+v %+v", r1, r2)
 	}
 }
+
+func TestPeekPut(t *testing.T) {
+	c := New(nil)
+	k := Key{TypeURL: "E", Name: "c1"}
+	if _, ok := c.Peek(k, 1); ok {
+		t.Fatal("hit on empty cache")
+	}
+	c.Put(k, 1, []*Resource{NewResource("c1", "E", []byte("x"))})
+	if res, ok := c.Peek(k, 1); !ok || res[0].Name != "c1" {
+		t.Fatal("miss after Put")
+	}
+	if _, ok := c.Peek(k, 2); ok {
+		t.Fatal("hit at a newer generation")
+	}
+	c.Put(k, 3, []*Resource{NewResource("c1", "E", []byte("y"))})
+	c.Put(k, 2, []*Resource{NewResource("c1", "E", []byte("old"))}) // older: kept out
+	if res, ok := c.Peek(k, 3); !ok || res[0].Size != 1 || string(res[0].Framed[len(res[0].Framed)-1]) != "y" {
+		t.Fatal("newer entry replaced by an older Put")
+	}
+	st := c.Stats()
+	if st.Hits != 2 || st.Misses != 2 || st.Bypasses != 1 || st.Entries != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}

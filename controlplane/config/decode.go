@@ -1,0 +1,502 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/yaml"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// DefaultNamespace is the namespace of an object whose metadata has none, as with kubectl.
+const DefaultNamespace = "default"
+
+// Decoder turns Istio YAML or JSON, as users `kubectl apply` it, into configs.
+type Decoder struct {
+	// DefaultNamespace is used for objects without metadata.namespace. Default "default".
+	DefaultNamespace string
+}
+
+// DecodeError is one problem in one document of a file. Error() reads
+// "file:line: [Kind namespace/name: ]message", with the fix in the message.
+type DecodeError struct {
+	File string
+	// Line is the 1-based line of the offending key when known, else of the document start.
+	Line int
+	// Object names the object ("ServiceEntry default/web") once kind and name are known.
+	Object string
+	Msg    string
+}
+
+func (e *DecodeError) Error() string {
+	s := e.File + ":" + strconv.Itoa(e.Line) + ": "
+	if e.Object != "" {
+		s += e.Object + ": "
+	}
+	return s + e.Msg
+}
+
+// Decode decodes data with the default Decoder.
+func Decode(file string, data []byte) ([]*model.Config, error) {
+	return Decoder{}.Decode(file, data)
+}
+
+// Decode decodes every document of data (YAML documents separated by "---" lines, or a stream
+// of JSON objects; a "kind: List" document contributes its items). file names the input in
+// errors and becomes each config's Source. It returns the configs of the good documents and,
+// joined, a *DecodeError for each bad one: a document with an error contributes nothing.
+// Spec decoding is strict, like the API server's: an unknown field is an error.
+func (d Decoder) Decode(file string, data []byte) ([]*model.Config, error) {
+	if d.DefaultNamespace == "" {
+		d.DefaultNamespace = DefaultNamespace
+	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	st := &decodeState{d: d, file: file}
+	docs, ok := splitJSON(data)
+	if !ok {
+		docs = splitYAML(data)
+	}
+	for _, doc := range docs {
+		st.document(doc)
+	}
+	return st.out, errors.Join(st.errs...)
+}
+
+type decodeState struct {
+	d    Decoder
+	file string
+	out  []*model.Config
+	errs []error
+}
+
+// rawDoc is one document's text: YAML, or JSON when json is set.
+type rawDoc struct {
+	src  []byte
+	json bool
+	loc  *locator
+}
+
+func (st *decodeState) fail(line int, object, format string, args ...any) {
+	st.errs = append(st.errs, &DecodeError{File: st.file, Line: line, Object: object, Msg: fmt.Sprintf(format, args...)})
+}
+
+var (
+	yamlLineRE  = regexp.MustCompile(`line (\d+)`)
+	yamlNoiseRE = regexp.MustCompile(`^(yaml: )?(unmarshal errors: )?(line \d+: )?`)
+)
+
+func (st *decodeState) document(doc rawDoc) {
+	js := doc.src
+	if !doc.json {
+		var err error
+		js, err = yaml.YAMLToJSONStrict(doc.src)
+		if err != nil {
+			st.yamlError(doc.loc, err)
+			return
+		}
+	}
+	if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return // an empty document, as kubectl skips them
+	}
+	st.object(js, doc.loc, nil, true)
+}
+
+// yamlError reports a YAML syntax error at its file line, with a hint for the usual causes.
+func (st *decodeState) yamlError(loc *locator, err error) {
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	line := loc.docLine
+	if m := yamlLineRE.FindStringSubmatchIndex(msg); m != nil {
+		n, _ := strconv.Atoi(msg[m[2]:m[3]])
+		line = n + loc.firstLine - 1
+		msg = msg[:m[0]] + "line " + strconv.Itoa(line) + msg[m[1]:]
+	}
+	msg = strings.Join(strings.Fields(msg), " ")
+	// The line is in front of the message already.
+	msg = yamlNoiseRE.ReplaceAllString(msg, "")
+	hint := ""
+	switch {
+	case strings.Contains(msg, "tab character"):
+		hint = "YAML indents with spaces, never tabs: replace the tabs"
+	case strings.Contains(msg, "cannot start any token"):
+		hint = "YAML indents with spaces, never tabs; quote values that start with '@' or '`'"
+	case strings.Contains(msg, "mapping values are not allowed"):
+		hint = "check the indentation of this line, and quote values that contain ': '"
+	case strings.Contains(msg, "did not find expected"), strings.Contains(msg, "not allowed in this context"):
+		hint = "check the indentation of this line against the line before"
+	case strings.Contains(msg, "already set in map"), strings.Contains(msg, "already defined"):
+		hint = "remove the duplicate key"
+	default:
+		hint = "fix the YAML syntax"
+	}
+	st.fail(line, "", "invalid YAML: %s: %s", msg, hint)
+}
+
+var topLevelKeys = []string{"apiVersion", "kind", "metadata", "spec", "status"}
+
+// object decodes one Kubernetes object (or, when allowList, a List of them) from JSON.
+func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(js, &top); err != nil || top == nil {
+		st.fail(loc.line(at), "", "%sthe document is not an object: write apiVersion, kind, metadata and spec as keys", where(at))
+		return
+	}
+	var apiVersion, kind string
+	if err := unmarshalString(top["apiVersion"], &apiVersion); err != nil {
+		st.fail(loc.line(at.with("apiVersion")), "", "%s: must be a string such as %q", at.with("apiVersion"), apiVersions[0])
+		return
+	}
+	if err := unmarshalString(top["kind"], &kind); err != nil {
+		st.fail(loc.line(at.with("kind")), "", "%s: must be a string such as %q", at.with("kind"), model.KindServiceEntry)
+		return
+	}
+	if kind == "" {
+		st.fail(loc.line(at), "", "%skind is missing: add one of %s", where(at), kindNames())
+		return
+	}
+	if kind == "List" || strings.HasSuffix(kind, "List") && top["items"] != nil {
+		if !allowList {
+			st.fail(loc.line(at.with("kind")), "", "%s: a List inside a List is not supported: move the items up", at.with("kind"))
+			return
+		}
+		st.list(top, apiVersion, kind, loc, at)
+		return
+	}
+	for _, k := range sortedKeys(top) {
+		if !slices.Contains(topLevelKeys, k) {
+			st.fail(loc.line(at.with(k)), "", "%s: unknown field %q%s", at.with(k), k, didYouMean(k, topLevelKeys))
+			return
+		}
+	}
+	if apiVersion == "" {
+		st.fail(loc.line(at), "", "%sapiVersion is missing: add apiVersion: %s", where(at), apiVersions[0])
+		return
+	}
+	if !slices.Contains(apiVersions, apiVersion) {
+		st.fail(loc.line(at.with("apiVersion")), "", "%s: %q is not supported: use %s (or %s)",
+			at.with("apiVersion"), apiVersion, apiVersions[0], strings.Join(apiVersions[1:], ", "))
+		return
+	}
+	mk := model.Kind(kind)
+	spec, ok := NewSpec(mk)
+	if !ok {
+		st.fail(loc.line(at.with("kind")), "", "%s: unknown kind %q: use one of %s%s", at.with("kind"), kind, kindNames(), didYouMean(kind, strings.Split(kindNames(), ", ")))
+		return
+	}
+	meta, ok := st.metadata(top["metadata"], loc, at.with("metadata"), mk)
+	if !ok {
+		return
+	}
+	meta.Kind, meta.Source = mk, st.file
+	obj := fmt.Sprintf("%s %s/%s", kind, meta.Namespace, meta.Name)
+	if raw := top["spec"]; len(raw) > 0 && string(raw) != "null" {
+		err := protojson.Unmarshal(raw, spec)
+		if err != nil && strings.Contains(err.Error(), string(durationName)) {
+			// Go-style durations ("30ms") are valid Istio YAML: convert them and retry.
+			if fixed, ok := normalizeDurations(raw, spec.ProtoReflect().Descriptor()); ok {
+				proto.Reset(spec)
+				if err = protojson.Unmarshal(fixed, spec); err != nil {
+					// Report against the original text, where the lines are.
+					proto.Reset(spec)
+					err = protojson.Unmarshal(raw, spec)
+				}
+			}
+		}
+		if err != nil {
+			st.specError(raw, err, spec, loc, at.with("spec"), obj)
+			return
+		}
+	}
+	cfg := &model.Config{Meta: meta, Spec: spec}
+	if err := Validate(cfg); err != nil {
+		st.fail(loc.line(at), obj, "%v", err)
+		return
+	}
+	st.out = append(st.out, cfg)
+}
+
+func (st *decodeState) list(top map[string]json.RawMessage, apiVersion, kind string, loc *locator, at path) {
+	for _, k := range sortedKeys(top) {
+		if k != "apiVersion" && k != "kind" && k != "items" && k != "metadata" {
+			st.fail(loc.line(at.with(k)), "", "%s: unknown field %q in a %s: a List has apiVersion, kind, metadata and items", at.with(k), k, kind)
+			return
+		}
+	}
+	if kind != "List" || (apiVersion != "v1" && apiVersion != "") {
+		st.fail(loc.line(at.with("kind")), "", "%s: unsupported list %s %q: use apiVersion: v1 and kind: List", at.with("kind"), apiVersion, kind)
+		return
+	}
+	var items []json.RawMessage
+	if raw := top["items"]; len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			st.fail(loc.line(at.with("items")), "", "%s: must be a list of objects", at.with("items"))
+			return
+		}
+	}
+	for i, item := range items {
+		st.object(item, loc, at.with("items", i), false)
+	}
+}
+
+// ignoredMeta are ObjectMeta fields of `kubectl get -o yaml` output that the control plane has
+// no use for; they are accepted so such output can be applied unchanged.
+var (
+	usedMeta    = []string{"name", "namespace", "labels", "annotations", "resourceVersion", "creationTimestamp"}
+	ignoredMeta = []string{"uid", "generation", "managedFields", "finalizers", "ownerReferences",
+		"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
+)
+
+func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind model.Kind) (model.Meta, bool) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || string(raw) == "null" {
+		st.fail(loc.line(at[:len(at)-1]), "", "%s is missing: add metadata with a name (and a namespace, else %q)", at, st.d.DefaultNamespace)
+		return model.Meta{}, false
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		st.fail(loc.line(at), "", "%s: must be an object with name, namespace, labels, annotations", at)
+		return model.Meta{}, false
+	}
+	var meta model.Meta
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		switch k {
+		case "name", "namespace", "resourceVersion":
+			var s string
+			if err := unmarshalString(v, &s); err != nil {
+				st.fail(loc.line(at.with(k)), "", "%s: must be a string, got %s: quote it (YAML reads y, n, yes, no, on, off as booleans)", at.with(k), v)
+				return meta, false
+			}
+			switch k {
+			case "name":
+				meta.Name = s
+			case "namespace":
+				meta.Namespace = s
+			default:
+				meta.ResourceVersion = s
+			}
+		case "labels", "annotations":
+			var mm map[string]any
+			if err := json.Unmarshal(v, &mm); err != nil {
+				st.fail(loc.line(at.with(k)), "", "%s: must be a map of strings", at.with(k))
+				return meta, false
+			}
+			out := make(map[string]string, len(mm))
+			for _, mk := range sortedKeys(mm) {
+				s, ok := mm[mk].(string)
+				if !ok {
+					st.fail(loc.line(at.with(k, mk)), "", "%s: the value must be a string: quote it (%s: \"%v\")", at.with(k, mk), mk, jsonText(mm[mk]))
+					return meta, false
+				}
+				out[mk] = s
+			}
+			if len(out) == 0 {
+				out = nil
+			}
+			if k == "labels" {
+				meta.Labels = out
+			} else {
+				meta.Annotations = out
+			}
+		case "creationTimestamp":
+			var s *string
+			if err := json.Unmarshal(v, &s); err != nil {
+				st.fail(loc.line(at.with(k)), "", "%s: must be an RFC 3339 time string", at.with(k))
+				return meta, false
+			}
+			if s != nil {
+				t, err := time.Parse(time.RFC3339, *s)
+				if err != nil {
+					st.fail(loc.line(at.with(k)), "", "%s: %q is not an RFC 3339 time such as 2024-01-02T15:04:05Z", at.with(k), *s)
+					return meta, false
+				}
+				meta.CreationTimestamp = t
+			}
+		case "generateName":
+			st.fail(loc.line(at.with(k)), "", "%s is not supported: set metadata.name", at.with(k))
+			return meta, false
+		default:
+			if !slices.Contains(ignoredMeta, k) {
+				st.fail(loc.line(at.with(k)), "", "%s: unknown field %q%s", at.with(k), k, didYouMean(k, usedMeta))
+				return meta, false
+			}
+		}
+	}
+	if meta.Namespace == "" {
+		meta.Namespace = st.d.DefaultNamespace
+	}
+	obj := fmt.Sprintf("%s %s/%s", kind, meta.Namespace, meta.Name)
+	if err := validateName(meta.Name); err != nil {
+		st.fail(loc.line(at.with("name")), obj, "%v", err)
+		return meta, false
+	}
+	if err := validateNamespace(meta.Namespace); err != nil {
+		st.fail(loc.line(at.with("namespace")), obj, "%v", err)
+		return meta, false
+	}
+	return meta, true
+}
+
+var protoPosRE = regexp.MustCompile(`\(line (\d+):(\d+)\): (.*)$`)
+
+// specError turns a protojson error into a message at the offending key's line.
+func (st *decodeState) specError(raw json.RawMessage, err error, spec proto.Message, loc *locator, at path, obj string) {
+	msg := err.Error()
+	m := protoPosRE.FindStringSubmatch(msg)
+	if m == nil {
+		st.fail(loc.line(at), obj, "%s: %s", at, cleanProtoMsg(msg))
+		return
+	}
+	l, _ := strconv.Atoi(m[1])
+	c, _ := strconv.Atoi(m[2])
+	sub := jsonPathAt(raw, byteOffset(raw, l, c))
+	full := at.with(sub...)
+	text := m[3]
+	switch {
+	case strings.HasPrefix(text, "unknown field "):
+		name := strings.Trim(strings.TrimPrefix(text, "unknown field "), `"`)
+		cands := fieldsAt(spec.ProtoReflect().Descriptor(), sub)
+		text = fmt.Sprintf("unknown field %q%s", name, didYouMean(name, cands))
+		if len(cands) > 0 && didYouMean(name, cands) == "" {
+			text += fmt.Sprintf(" (valid fields here: %s)", strings.Join(cands, ", "))
+		}
+	case strings.HasPrefix(text, "invalid value for "):
+		text += ": check the value's type (quote strings, use numbers without quotes, durations like \"5s\")"
+	}
+	st.fail(loc.line(full), obj, "%s: %s", full, text)
+}
+
+func cleanProtoMsg(s string) string {
+	s = strings.TrimPrefix(s, "proto:")
+	return strings.TrimSpace(strings.TrimPrefix(s, "\u00a0"))
+}
+
+func where(at path) string {
+	if len(at) == 0 {
+		return ""
+	}
+	return at.String() + ": "
+}
+
+func didYouMean(s string, candidates []string) string {
+	if n := nearest(s, candidates); n != "" && n != s {
+		return fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return ""
+}
+
+func unmarshalString(raw json.RawMessage, s *string) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return json.Unmarshal(raw, s)
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// splitYAML cuts a YAML stream at "---" lines (and "..." end markers) and returns the
+// documents that hold more than blanks and comments, each with the file line it starts on.
+func splitYAML(data []byte) []rawDoc {
+	var docs []rawDoc
+	start, startLine := 0, 1
+	flush := func(end int) {
+		src := data[start:end]
+		if first := firstContentLine(src); first > 0 {
+			docs = append(docs, rawDoc{src: src, loc: &locator{src: src, firstLine: startLine, docLine: startLine + first - 1}})
+		}
+	}
+	line := 1
+	for off := 0; off < len(data); line++ {
+		end := bytes.IndexByte(data[off:], '\n')
+		next := len(data)
+		if end >= 0 {
+			next = off + end + 1
+		}
+		l := bytes.TrimRight(data[off:next], "\r\n")
+		if isDocMarker(l) {
+			flush(off)
+			rest := bytes.TrimSpace(l[3:])
+			if len(rest) > 0 && rest[0] != '#' {
+				// "--- value": the document starts on the marker line; keep columns by blanking
+				// the marker.
+				start, startLine = off, line
+				data = slices.Clone(data) // never modify the caller's bytes
+				copy(data[off:], "   ")
+			} else {
+				start, startLine = next, line+1
+			}
+		}
+		off = next
+	}
+	flush(len(data))
+	return docs
+}
+
+func isDocMarker(l []byte) bool {
+	if !bytes.HasPrefix(l, []byte("---")) && !bytes.HasPrefix(l, []byte("...")) {
+		return false
+	}
+	return len(l) == 3 || l[3] == ' ' || l[3] == '\t'
+}
+
+// firstContentLine is the 1-based line of the first line of src that is neither blank nor a
+// comment, or 0.
+func firstContentLine(src []byte) int {
+	for i, l := range bytes.Split(src, []byte("\n")) {
+		t := bytes.TrimSpace(l)
+		if len(t) > 0 && t[0] != '#' && !bytes.HasPrefix(t, []byte("%")) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// splitJSON reads a stream of JSON objects. ok is false when data is not JSON (then it is
+// read as YAML, of which JSON is a subset, to report errors the YAML way).
+func splitJSON(data []byte) (docs []rawDoc, ok bool) {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var raw json.RawMessage
+		startOff := int(dec.InputOffset())
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return docs, true
+			}
+			return nil, false
+		}
+		// InputOffset before Decode may include whitespace: find the value's first byte.
+		valueOff := startOff + bytes.IndexByte(data[startOff:], raw[0])
+		line := bytes.Count(data[:valueOff], []byte("\n")) + 1
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			return nil, false
+		}
+		docs = append(docs, rawDoc{src: compact.Bytes(), json: true,
+			loc: &locator{src: data[valueOff : valueOff+len(raw)], firstLine: line, docLine: line}})
+	}
+}

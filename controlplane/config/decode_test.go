@@ -1,0 +1,314 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// dump renders configs in a stable text form for golden files.
+func dump(cs []*model.Config) string {
+	var b strings.Builder
+	for _, c := range cs {
+		raw, err := protojson.Marshal(c.Spec)
+		if err != nil {
+			panic(err)
+		}
+		// protojson varies its spacing from build to build on purpose: compact it.
+		var js bytes.Buffer
+		if err := json.Compact(&js, raw); err != nil {
+			panic(err)
+		}
+		fmt.Fprintf(&b, "%s source=%s labels=%v annotations=%v rv=%q created=%s\n  spec %T %s\n",
+			c.Key(), c.Source, c.Labels, c.Annotations, c.ResourceVersion, c.CreationTimestamp.Format(time.RFC3339), c.Spec,
+			js.String())
+	}
+	return b.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run with -update to accept):\n got:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+func TestDecodeGolden(t *testing.T) {
+	data, err := os.ReadFile("testdata/good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := Decode("testdata/good.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 7 {
+		t.Errorf("got %d configs, want 7", len(cs))
+	}
+	golden(t, "good.golden", dump(cs))
+}
+
+const seHead = "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata:\n  name: a\nspec:\n"
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		file     string // default f.yaml
+		wantKeys []string
+		// wantErrs are "line: substring" for each expected error, in order.
+		wantErrs []string
+	}{
+		{name: "empty", in: ""},
+		{name: "comments only", in: "# nothing\n---\n# still nothing\n"},
+		{name: "v1", in: seHead + "  hosts: [a]\n", wantKeys: []string{"ServiceEntry/default/a"}},
+		{name: "v1beta1", in: strings.Replace(seHead, "/v1\n", "/v1beta1\n", 1), wantKeys: []string{"ServiceEntry/default/a"}},
+		{name: "v1alpha3", in: strings.Replace(seHead, "/v1\n", "/v1alpha3\n", 1) + "  hosts: [a]\n", wantKeys: []string{"ServiceEntry/default/a"}},
+		{name: "no spec is an empty spec", in: "apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: s, namespace: ns}\n", wantKeys: []string{"Sidecar/ns/s"}},
+		{
+			name: "document marker with content and CRLF",
+			in:   "--- " + strings.ReplaceAll("{apiVersion: networking.istio.io/v1, kind: Gateway, metadata: {name: g}}\n", "\n", "\r\n"),
+			wantKeys: []string{"Gateway/default/g"},
+		},
+		{
+			name: "json stream",
+			in:   `{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"g"}}` + "\n" + `{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"h"}}`,
+			wantKeys: []string{"Gateway/default/g", "Gateway/default/h"},
+		},
+		{
+			name:     "json unknown spec field line",
+			in:       "{\n  \"apiVersion\": \"networking.istio.io/v1\",\n  \"kind\": \"ServiceEntry\",\n  \"metadata\": {\"name\": \"a\"},\n  \"spec\": {\n    \"hosts\": [\"x\"],\n    \"resolutio\": \"DNS\"\n  }\n}\n",
+			wantErrs: []string{`7: ServiceEntry default/a: spec.resolutio: unknown field "resolutio" (did you mean "resolution"?)`},
+		},
+		{
+			name:     "unknown field in spec names line, path and fix",
+			in:       seHead + "  hosts: [a]\n  ports:\n  - number: 80\n    name: http\n    protocoll: HTTP\n",
+			wantErrs: []string{`10: ServiceEntry default/a: spec.ports[0].protocoll: unknown field "protocoll" (did you mean "protocol"?)`},
+		},
+		{
+			name:     "unknown field deep in a map value",
+			in:       "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n  http:\n  - match:\n    - headers:\n        user:\n          exakt: x\n",
+			wantErrs: []string{`9: VirtualService default/v: spec.http[0].match[0].headers.user.exakt: unknown field "exakt" (did you mean "exact"?)`},
+		},
+		{
+			name:     "wrong value type",
+			in:       seHead + "  hosts: [a]\n  ports:\n  - number: eighty\n",
+			wantErrs: []string{`8: ServiceEntry default/a: spec.ports[0].number: invalid value for uint32 field number`},
+		},
+		{
+			name:     "bad enum",
+			in:       seHead + "  resolution: SOMETIMES\n",
+			wantErrs: []string{`6: ServiceEntry default/a: spec.resolution: invalid value for enum field resolution`},
+		},
+		{
+			name:     "bad indentation",
+			in:       "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata:\n  name: a\n   namespace: b\nspec: {}\n",
+			wantErrs: []string{`5: invalid YAML: mapping values are not allowed in this context: check the indentation`},
+		},
+		{
+			name:     "tab indentation in the second document",
+			in:       seHead + "  hosts: [a]\n---\napiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata:\n\tname: b\n",
+			wantKeys: []string{"ServiceEntry/default/a"},
+			wantErrs: []string{`11: invalid YAML: found character that cannot start any token: YAML indents with spaces, never tabs`},
+		},
+		{
+			name:     "duplicate key",
+			in:       "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata:\n  name: a\n  name: b\n",
+			wantErrs: []string{`5: invalid YAML: key "name" already set in map: remove the duplicate key`},
+		},
+		{
+			name:     "unknown kind, and the next document still loads",
+			in:       "apiVersion: networking.istio.io/v1\nkind: ServiceEntri\nmetadata: {name: a}\n---\n" + seHead,
+			wantKeys: []string{"ServiceEntry/default/a"},
+			wantErrs: []string{`2: kind: unknown kind "ServiceEntri": use one of ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway (did you mean "ServiceEntry"?)`},
+		},
+		{
+			name:     "unknown apiVersion",
+			in:       "apiVersion: networking.istio.io/v2\nkind: ServiceEntry\nmetadata: {name: a}\n",
+			wantErrs: []string{`1: apiVersion: "networking.istio.io/v2" is not supported: use networking.istio.io/v1 (or networking.istio.io/v1beta1, networking.istio.io/v1alpha3)`},
+		},
+		{
+			name:     "missing apiVersion",
+			in:       "# header\n\nkind: Gateway\nmetadata: {name: a}\n",
+			wantErrs: []string{`3: apiVersion is missing: add apiVersion: networking.istio.io/v1`},
+		},
+		{
+			name:     "missing kind",
+			in:       "apiVersion: networking.istio.io/v1\nmetadata: {name: a}\n",
+			wantErrs: []string{`1: kind is missing`},
+		},
+		{
+			name:     "missing name",
+			in:       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata:\n  namespace: x\n",
+			wantErrs: []string{`3: Gateway x/: metadata.name is required`},
+		},
+		{
+			name:     "missing metadata",
+			in:       "apiVersion: networking.istio.io/v1\nkind: Gateway\nspec: {}\n",
+			wantErrs: []string{`1: metadata is missing`},
+		},
+		{
+			name:     "invalid name",
+			in:       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata:\n  name: My_Gateway\n",
+			wantErrs: []string{`4: Gateway default/My_Gateway: metadata.name "My_Gateway" is not a valid name`},
+		},
+		{
+			name:     "unknown metadata field",
+			in:       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata:\n  name: g\n  label: {a: b}\n",
+			wantErrs: []string{`5: metadata.label: unknown field "label" (did you mean "labels"?)`},
+		},
+		{
+			name:     "unquoted label value",
+			in:       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata:\n  name: g\n  labels:\n    version: 2\n",
+			wantErrs: []string{`6: metadata.labels.version: the value must be a string: quote it (version: "2")`},
+		},
+		{
+			name:     "unknown top-level field",
+			in:       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g}\nspce: {}\n",
+			wantErrs: []string{`4: spce: unknown field "spce" (did you mean "spec"?)`},
+		},
+		{
+			name:     "not an object",
+			in:       "- a\n- b\n",
+			wantErrs: []string{`1: the document is not an object`},
+		},
+		{
+			name:     "list with a bad item keeps the good ones",
+			in:       "apiVersion: v1\nkind: List\nitems:\n- apiVersion: networking.istio.io/v1\n  kind: Gateway\n  metadata: {name: g}\n- apiVersion: networking.istio.io/v1\n  kind: Gateway\n  metadata: {name: h}\n  spec:\n    servers:\n    - hostz: [a]\n",
+			wantKeys: []string{"Gateway/default/g"},
+			wantErrs: []string{`12: Gateway default/h: items[1].spec.servers[0].hostz: unknown field "hostz" (did you mean "hosts"?)`},
+		},
+		{
+			name:     "list inside a list",
+			in:       "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items: []\n",
+			wantErrs: []string{`5: items[0].kind: a List inside a List is not supported`},
+		},
+		{
+			name:     "other list kinds",
+			in:       "apiVersion: networking.istio.io/v1\nkind: ServiceEntryList\nitems: []\n",
+			wantErrs: []string{`2: kind: unsupported list networking.istio.io/v1 "ServiceEntryList": use apiVersion: v1 and kind: List`},
+		},
+		{
+			name:     "bad duration",
+			in:       "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec:\n  host: a\n  trafficPolicy:\n    connectionPool:\n      tcp:\n        connectTimeout: 5 seconds\n",
+			wantErrs: []string{`9: DestinationRule default/d: spec.trafficPolicy.connectionPool.tcp.connectTimeout: invalid google.protobuf.Duration value`},
+		},
+		{
+			name: "Go-style durations as Istio's CRDs take them",
+			in: "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec:\n  host: a\n  trafficPolicy:\n    outlierDetection: {interval: 1m30s, baseEjectionTime: 15m}\n" +
+				"  subsets:\n  - name: v1\n    trafficPolicy:\n      connectionPool: {tcp: {connectTimeout: 250ms}}\n",
+			wantKeys: []string{"DestinationRule/default/d"},
+		},
+		{
+			name:     "bad creationTimestamp",
+			in:       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata:\n  name: g\n  creationTimestamp: yesterday\n",
+			wantErrs: []string{`5: metadata.creationTimestamp: "yesterday" is not an RFC 3339 time`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := "f.yaml"
+			cs, err := Decode(file, []byte(tc.in))
+			var keys []string
+			for _, c := range cs {
+				keys = append(keys, c.Key().String())
+				if c.Source != file {
+					t.Errorf("%s: Source = %q", c.Key(), c.Source)
+				}
+			}
+			if strings.Join(keys, ",") != strings.Join(tc.wantKeys, ",") {
+				t.Errorf("keys = %v, want %v", keys, tc.wantKeys)
+			}
+			var got []string
+			if err != nil {
+				for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+					var de *DecodeError
+					if !errors.As(e, &de) {
+						t.Fatalf("error %v is not a *DecodeError", e)
+					}
+					got = append(got, de.Error())
+				}
+			}
+			if len(got) != len(tc.wantErrs) {
+				t.Fatalf("errors:\n got %q\nwant %q", got, tc.wantErrs)
+			}
+			for i, w := range tc.wantErrs {
+				if !strings.HasPrefix(got[i], file+":"+w) {
+					t.Errorf("error %d:\n got %s\nwant prefix %s:%s", i, got[i], file, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeDefaultNamespace(t *testing.T) {
+	cs, err := Decoder{DefaultNamespace: "team-a"}.Decode("f", []byte(seHead))
+	if err != nil || len(cs) != 1 || cs[0].Namespace != "team-a" {
+		t.Fatalf("%v %v", cs, err)
+	}
+}
+
+func TestJSONPathAt(t *testing.T) {
+	js := []byte(`{"a":1,"b":{"c":[10,{"d":true}],"e":"x"}}`)
+	tests := []struct {
+		at   string // a substring whose first byte is the offset
+		want string
+	}{
+		{`"a"`, "a"}, {`1,`, "a"}, {`"c"`, "b.c"}, {`10`, "b.c[0]"}, {`"d"`, "b.c[1].d"},
+		{`true`, "b.c[1].d"}, {`"e"`, "b.e"}, {`"x"`, "b.e"},
+	}
+	for _, tc := range tests {
+		off := strings.Index(string(js), tc.at)
+		if got := jsonPathAt(js, off).String(); got != tc.want {
+			t.Errorf("at %s (%d): %q, want %q", tc.at, off, got, tc.want)
+		}
+	}
+}
+
+func FuzzDecodeYAML(f *testing.F) {
+	good, _ := os.ReadFile("testdata/good.yaml")
+	f.Add(good)
+	f.Add([]byte(seHead + "  hosts: [a]\n  ports:\n  - number: 80\n    protocoll: HTTP\n"))
+	f.Add([]byte("--- {apiVersion: v1, kind: List, items: [{}]}\n...\n"))
+	f.Add([]byte(`{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"g"},"spec":{"servers":[{"port":{"number":"x"}}]}}`))
+	f.Add([]byte("a: &x [*x]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cs, err := Decode("fuzz.yaml", data)
+		for _, c := range cs {
+			if verr := Validate(c); verr != nil {
+				t.Fatalf("decoded an invalid config: %v", verr)
+			}
+		}
+		if err != nil {
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				var de *DecodeError
+				if !errors.As(e, &de) || de.Line < 1 || de.File != "fuzz.yaml" {
+					t.Fatalf("error without file and line: %v", e)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,395 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+func se(name, ns string, hosts ...string) *model.Config {
+	return &model.Config{
+		Meta: model.Meta{Kind: model.KindServiceEntry, Name: name, Namespace: ns},
+		Spec: &networking.ServiceEntry{Hosts: hosts},
+	}
+}
+
+func key(kind model.Kind, ns, name string) model.ConfigKey {
+	return model.ConfigKey{Kind: kind, Namespace: ns, Name: name}
+}
+
+// drain starts Run and returns a function that reads the next n events (failing the test if
+// they do not come).
+func runStore(t *testing.T, m *Memory) func(n int) []Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return func(n int) []Event {
+		t.Helper()
+		var out []Event
+		for range n {
+			out = append(out, nextEvent(t, m.Events()))
+		}
+		return out
+	}
+}
+
+func nextEvent(t *testing.T, ch <-chan Event) Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("event channel closed")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	return Event{}
+}
+
+// describe renders events as "add ServiceEntry/ns/name[hosts]" for compact assertions.
+func describe(evs []Event) string {
+	var parts []string
+	for _, e := range evs {
+		s := e.String()
+		if e.New != nil {
+			if sp, ok := e.New.Spec.(*networking.ServiceEntry); ok {
+				s += fmt.Sprint(sp.Hosts)
+			}
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func TestMemoryWrites(t *testing.T) {
+	type op struct {
+		do      string // create, update, delete
+		cfg     *model.Config
+		key     model.ConfigKey
+		wantErr string
+	}
+	a := key(model.KindServiceEntry, "default", "a")
+	tests := []struct {
+		name       string
+		ops        []op
+		wantEvents string
+		wantList   []string // names in List(ServiceEntry, "")
+	}{
+		{
+			name:       "create then update then delete",
+			ops:        []op{{do: "create", cfg: se("a", "default", "a.com")}, {do: "update", cfg: se("a", "default", "b.com")}, {do: "delete", key: a}},
+			wantEvents: "add ServiceEntry/default/a[a.com]; update ServiceEntry/default/a[b.com]; delete ServiceEntry/default/a",
+		},
+		{
+			name:       "update upserts",
+			ops:        []op{{do: "update", cfg: se("a", "default", "a.com")}},
+			wantEvents: "add ServiceEntry/default/a[a.com]",
+			wantList:   []string{"default/a"},
+		},
+		{
+			name:       "equal update is a no-op",
+			ops:        []op{{do: "create", cfg: se("a", "default", "a.com")}, {do: "update", cfg: se("a", "default", "a.com")}},
+			wantEvents: "add ServiceEntry/default/a[a.com]",
+			wantList:   []string{"default/a"},
+		},
+		{
+			name:       "create twice fails",
+			ops:        []op{{do: "create", cfg: se("a", "default")}, {do: "create", cfg: se("a", "default"), wantErr: "already exists"}},
+			wantEvents: "add ServiceEntry/default/a[]",
+			wantList:   []string{"default/a"},
+		},
+		{
+			name: "delete missing fails",
+			ops:  []op{{do: "delete", key: a, wantErr: "not found"}},
+		},
+		{
+			name: "validation",
+			ops: []op{
+				{do: "create", cfg: se("", "default"), wantErr: "metadata.name is required"},
+				{do: "create", cfg: se("a", ""), wantErr: "metadata.namespace is required"},
+				{do: "create", cfg: se("A_b", "default"), wantErr: "not a valid name"},
+				{do: "create", cfg: se("a", "ns.x"), wantErr: "not a valid namespace"},
+				{do: "create", cfg: &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "a", Namespace: "d"}, Spec: &networking.ServiceEntry{}}, wantErr: "want istio.networking.v1alpha3.VirtualService"},
+				{do: "update", cfg: &model.Config{Meta: model.Meta{Kind: "Pod", Name: "a", Namespace: "d"}, Spec: &networking.ServiceEntry{}}, wantErr: "unknown kind"},
+				{do: "update", cfg: &model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "a", Namespace: "d"}}, wantErr: "spec is nil"},
+				{do: "update", cfg: &model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "a", Namespace: "d"}, Spec: (*networking.Gateway)(nil)}, wantErr: "spec is nil"},
+				{do: "update", cfg: nil, wantErr: "nil"},
+			},
+		},
+		{
+			name: "list sorted by namespace then name, one kind",
+			ops: []op{
+				{do: "create", cfg: se("b", "ns2")}, {do: "create", cfg: se("a", "ns2")}, {do: "create", cfg: se("z", "ns1")},
+				{do: "create", cfg: &model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "g", Namespace: "ns1"}, Spec: &networking.Gateway{}}},
+			},
+			wantEvents: "add ServiceEntry/ns2/b[]; add ServiceEntry/ns2/a[]; add ServiceEntry/ns1/z[]; add Gateway/ns1/g",
+			wantList:   []string{"ns1/z", "ns2/a", "ns2/b"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMemory(MemoryOptions{})
+			for i, o := range tc.ops {
+				var err error
+				switch o.do {
+				case "create":
+					_, err = m.Create(o.cfg)
+				case "update":
+					_, err = m.Update(o.cfg)
+				case "delete":
+					err = m.Delete(o.key)
+				}
+				if o.wantErr == "" && err != nil {
+					t.Fatalf("op %d: %v", i, err)
+				}
+				if o.wantErr != "" && (err == nil || !strings.Contains(err.Error(), o.wantErr)) {
+					t.Fatalf("op %d: err = %v, want containing %q", i, err, o.wantErr)
+				}
+			}
+			n := m.Pending()
+			if want := len(strings.Split(tc.wantEvents, "; ")); tc.wantEvents != "" && n != want {
+				t.Fatalf("pending = %d, want %d", n, want)
+			} else if tc.wantEvents == "" && n != 0 {
+				t.Fatalf("pending = %d, want 0", n)
+			}
+			if got := describe(runStore(t, m)(n)); got != tc.wantEvents {
+				t.Errorf("events:\n got %s\nwant %s", got, tc.wantEvents)
+			}
+			var names []string
+			for _, c := range m.List(model.KindServiceEntry, "") {
+				names = append(names, c.Namespace+"/"+c.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tc.wantList, ",") {
+				t.Errorf("List = %v, want %v", names, tc.wantList)
+			}
+		})
+	}
+}
+
+func TestMemoryMetadata(t *testing.T) {
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	m := NewMemory(MemoryOptions{Now: func() time.Time { return clock }})
+	in := se("a", "default", "a.com")
+	c1, err := m.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1 == in || in.ResourceVersion != "" {
+		t.Fatal("the caller's config was modified or kept as is")
+	}
+	if c1.Spec != in.Spec {
+		t.Error("spec was copied: the store must share it")
+	}
+	if c1.ResourceVersion != "1" || !c1.CreationTimestamp.Equal(clock) {
+		t.Errorf("rv=%q created=%v", c1.ResourceVersion, c1.CreationTimestamp)
+	}
+	clock = clock.Add(time.Hour)
+	c2, _ := m.Update(se("a", "default", "b.com"))
+	if c2.ResourceVersion != "2" || !c2.CreationTimestamp.Equal(c1.CreationTimestamp) {
+		t.Errorf("update: rv=%q created=%v (want 2, %v)", c2.ResourceVersion, c2.CreationTimestamp, c1.CreationTimestamp)
+	}
+	if got, _ := m.Get(c1.Key()); got != c2 {
+		t.Error("Get does not return the stored pointer")
+	}
+	if got := m.List(model.KindServiceEntry, "other"); len(got) != 0 {
+		t.Errorf("List(other) = %v", got)
+	}
+	if err := m.Delete(c1.Key()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(c1.Key()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second delete: %v", err)
+	}
+	evs := runStore(t, m)(3)
+	if evs[1].Old != c1 || evs[1].New != c2 || evs[2].Old != c2 || evs[2].New != nil {
+		t.Errorf("events do not carry the stored values: %+v", evs)
+	}
+}
+
+func TestMemoryCoalescing(t *testing.T) {
+	k := func(n string) *model.Config { return se(n, "default", n+".com") }
+	upd := func(n, h string) *model.Config { return se(n, "default", h) }
+	tests := []struct {
+		name  string
+		above int
+		write func(m *Memory)
+		want  string
+	}{
+		{
+			name: "below the threshold every write is an event", above: 100,
+			write: func(m *Memory) { m.Update(k("a")); m.Update(upd("a", "x")); m.Delete(k("a").Key()) },
+			want:  "add ServiceEntry/default/a[a.com]; update ServiceEntry/default/a[x]; delete ServiceEntry/default/a",
+		},
+		{
+			name: "add+update → add", above: -1,
+			write: func(m *Memory) { m.Update(k("a")); m.Update(upd("a", "x")) },
+			want:  "add ServiceEntry/default/a[x]",
+		},
+		{
+			name: "add+delete → nothing, other keys keep their order", above: -1,
+			write: func(m *Memory) { m.Update(k("a")); m.Update(k("b")); m.Delete(k("a").Key()); m.Update(k("c")) },
+			want:  "add ServiceEntry/default/b[b.com]; add ServiceEntry/default/c[c.com]",
+		},
+		{
+			name: "add+update+delete → nothing", above: -1,
+			write: func(m *Memory) { m.Update(k("b")); m.Update(upd("b", "y")); m.Delete(k("b").Key()) },
+			want:  "",
+		},
+		{
+			name: "coalescing starts at the threshold", above: 2,
+			write: func(m *Memory) {
+				m.Update(k("a"))
+				m.Update(k("b"))
+				m.Update(upd("a", "1")) // backlog is 2: merged into add a
+				m.Update(k("c"))        // new key: queued
+				m.Update(upd("b", "2")) // merged into add b
+			},
+			want: "add ServiceEntry/default/a[1]; add ServiceEntry/default/b[2]; add ServiceEntry/default/c[c.com]",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMemory(MemoryOptions{CoalesceAbove: tc.above})
+			tc.write(m)
+			n := m.Pending()
+			if got := describe(runStore(t, m)(n)); got != tc.want {
+				t.Errorf("events:\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCoalesce checks every merge of two successive undelivered events of one key.
+func TestCoalesce(t *testing.T) {
+	v1, v2, v3 := se("a", "d", "1"), se("a", "d", "2"), se("a", "d", "3")
+	tests := []struct {
+		name     string
+		a, b     Event
+		want     Event
+		wantKeep bool
+	}{
+		{"add+update", Event{EventAdd, nil, v1}, Event{EventUpdate, v1, v2}, Event{EventAdd, nil, v2}, true},
+		{"add+delete", Event{EventAdd, nil, v1}, Event{EventDelete, v1, nil}, Event{}, false},
+		{"update+update", Event{EventUpdate, v1, v2}, Event{EventUpdate, v2, v3}, Event{EventUpdate, v1, v3}, true},
+		{"update+delete", Event{EventUpdate, v1, v2}, Event{EventDelete, v2, nil}, Event{EventDelete, v1, nil}, true},
+		{"delete+add", Event{EventDelete, v1, nil}, Event{EventAdd, nil, v2}, Event{EventUpdate, v1, v2}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, keep := coalesce(tc.a, tc.b)
+			if keep != tc.wantKeep || (keep && got != tc.want) {
+				t.Errorf("coalesce = %v %v, want %v %v", got, keep, tc.want, tc.wantKeep)
+			}
+		})
+	}
+}
+
+func TestMemoryApplyAtomic(t *testing.T) {
+	m := NewMemory(MemoryOptions{})
+	if err := m.Apply([]*model.Config{se("a", "default"), se("", "default")}, nil); err == nil {
+		t.Fatal("a batch with an invalid object was accepted")
+	}
+	if m.Len() != 0 {
+		t.Fatal("an invalid batch was partly applied")
+	}
+	m.Update(se("a", "default"))
+	if err := m.Apply([]*model.Config{se("b", "default")}, []model.ConfigKey{se("a", "default").Key(), se("zz", "default").Key()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(runStore(t, m)(3)); got != "add ServiceEntry/default/a[]; delete ServiceEntry/default/a; add ServiceEntry/default/b[]" {
+		t.Error(got)
+	}
+}
+
+func TestMemoryRunClosesEvents(t *testing.T) {
+	m := NewMemory(MemoryOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-m.Events(); ok {
+		t.Error("events channel open after Run returned")
+	}
+	if err := m.Run(context.Background()); err == nil {
+		t.Error("second Run accepted")
+	}
+}
+
+// TestMemoryConcurrentConsumerView has writers race a slow consumer (with coalescing on) and
+// checks that the consumer's view built from events alone matches the store: every event's
+// Old is exactly the value the consumer holds, so no event was lost or reordered per key.
+func TestMemoryConcurrentConsumerView(t *testing.T) {
+	for _, above := range []int{-1, 8, 1 << 20} {
+		t.Run(fmt.Sprint("coalesceAbove=", above), func(t *testing.T) {
+			m := NewMemory(MemoryOptions{CoalesceAbove: above})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			runDone := make(chan struct{})
+			go func() { defer close(runDone); _ = m.Run(ctx) }()
+			defer func() { cancel(); <-runDone }()
+
+			const writers, writes, keys = 4, 300, 10
+			writersDone := make(chan struct{})
+			go func() {
+				defer close(writersDone)
+				done := make(chan struct{}, writers)
+				for w := range writers {
+					go func() {
+						defer func() { done <- struct{}{} }()
+						for i := range writes {
+							name := fmt.Sprintf("k%d", (w*7+i)%keys)
+							if i%5 == 4 {
+								_ = m.Delete(key(model.KindServiceEntry, "default", name))
+							} else {
+								_, _ = m.Update(se(name, "default", fmt.Sprint(w, "-", i)))
+							}
+						}
+					}()
+				}
+				for range writers {
+					<-done
+				}
+				_, _ = m.Update(se("sentinel", "default"))
+			}()
+			view := map[model.ConfigKey]*model.Config{}
+			for {
+				ev := nextEvent(t, m.Events())
+				k := ev.Key()
+				if view[k] != ev.Old {
+					t.Fatalf("%v: Old is not the consumer's current value", ev)
+				}
+				if ev.New == nil {
+					delete(view, k)
+				} else {
+					view[k] = ev.New
+				}
+				if k.Name == "sentinel" {
+					break
+				}
+			}
+			<-writersDone
+			all := m.List(model.KindServiceEntry, "")
+			if len(all) != len(view) {
+				t.Fatalf("store has %d objects, consumer view %d", len(all), len(view))
+			}
+			for _, c := range all {
+				if view[c.Key()] != c {
+					t.Errorf("%s: consumer view differs from the store", c.Key())
+				}
+			}
+		})
+	}
+}

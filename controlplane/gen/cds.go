@@ -1,0 +1,286 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	networking "istio.io/api/networking/v1alpha3"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// adsConfigSource points a cluster or route discovery at the ADS stream.
+func adsConfigSource() *corev3.ConfigSource {
+	return &corev3.ConfigSource{
+		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+		ResourceApiVersion:    corev3.ApiVersion_V3,
+	}
+}
+
+// sidecarClusters is the sidecar CDS generator: every outbound cluster (per service port, plus
+// one per DestinationRule subset), the inbound clusters of the proxy's own services, and
+// BlackHoleCluster, PassthroughCluster and InboundPassthroughCluster.
+func sidecarClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	want := nameSet(names)
+	ix := newIndex(s)
+	out, errs := outboundClusters(s, ix, want, false)
+	out = append(out, inboundClusters(p, s, want)...)
+	for _, c := range []*clusterv3.Cluster{blackHole(), passthrough(PassthroughCluster), inboundPassthrough()} {
+		if wanted(want, c.Name) {
+			out = append(out, Resource{Name: c.Name, Message: c})
+		}
+	}
+	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
+	return out, errs
+}
+
+// grpcClusters is the proxyless gRPC CDS generator: only outbound clusters grpc-go accepts
+// (EDS, or LOGICAL_DNS for DNS services; passthrough services are skipped).
+func grpcClusters(_ *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	out, err := outboundClusters(s, newIndex(s), nameSet(names), true)
+	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
+	return out, err
+}
+
+func wanted(want map[string]struct{}, name string) bool {
+	if want == nil {
+		return true
+	}
+	_, ok := want[name]
+	return ok
+}
+
+// outboundClusters builds "outbound|PORT|SUBSET|HOST" for every wanted service port and subset.
+// A named request only touches the services it names.
+func outboundClusters(s *model.Snapshot, ix *index, want map[string]struct{}, grpc bool) ([]Resource, error) {
+	var errs []error
+	var out []Resource
+	build := func(svc *model.Service) {
+		rs, err := serviceClusters(s, ix, svc, want, grpc)
+		out = append(out, rs...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if want == nil {
+		for _, svc := range s.Services() {
+			build(svc)
+		}
+		return out, errors.Join(errs...)
+	}
+	hosts := map[string]bool{}
+	for name := range want {
+		if cn, err := ParseClusterName(name); err == nil && cn.Direction == Outbound {
+			hosts[cn.Host] = true
+		}
+	}
+	sorted := make([]string, 0, len(hosts))
+	for h := range hosts {
+		sorted = append(sorted, h)
+	}
+	slices.Sort(sorted)
+	for _, h := range sorted {
+		if svc := s.Service(h); svc != nil {
+			build(svc)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// serviceClusters builds one service's outbound clusters.
+func serviceClusters(s *model.Snapshot, ix *index, svc *model.Service, want map[string]struct{}, grpc bool) ([]Resource, error) {
+	if grpc && svc.Resolution == model.ResolutionPassthrough {
+		return nil, nil // grpc-go has no ORIGINAL_DST clusters
+	}
+	drc := ix.destinationRule(svc.Hostname)
+	var dr *networking.DestinationRule
+	deps := []model.ConfigKey{ServiceKey(svc), svc.Source}
+	if drc != nil {
+		dr = drc.Spec.(*networking.DestinationRule)
+		deps = append(deps, drc.Key())
+	}
+	if svc.Resolution == model.ResolutionDNS {
+		deps = append(deps, EndpointKey(svc))
+	}
+	deps = sortDeps(deps)
+	var errs []error
+	var out []Resource
+	for _, port := range svc.Ports {
+		subsets := append([]*networking.Subset{nil}, dr.GetSubsets()...)
+		seen := map[string]bool{}
+		for _, ss := range subsets {
+			name := ClusterName(Outbound, port.Number, ss.GetName(), svc.Hostname)
+			if ss != nil {
+				if err := checkSubsetName(ss.GetName()); err != nil {
+					errs = append(errs, fmt.Errorf("DestinationRule %s: %w", drc.Key(), err))
+					continue
+				}
+				if seen[ss.GetName()] {
+					errs = append(errs, fmt.Errorf("DestinationRule %s: subset %q defined twice; only the first is used", drc.Key(), ss.GetName()))
+					continue
+				}
+				seen[ss.GetName()] = true
+			}
+			if !wanted(want, name) {
+				continue
+			}
+			c, err := outboundCluster(name, svc, port, dr, ss, s.Endpoints(svc.Hostname), grpc)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, Resource{Name: name, Message: c, Deps: deps})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func checkSubsetName(n string) error {
+	if n == "" || strings.ContainsAny(n, "|:/ ") {
+		return fmt.Errorf("subset name %q is empty or contains one of '|', ':', '/', ' '; rename the subset", n)
+	}
+	return nil
+}
+
+// outboundCluster builds one outbound cluster. Errors concern the endpoints inlined for DNS
+// clusters; the cluster returned is still valid.
+func outboundCluster(name string, svc *model.Service, port model.Port, dr *networking.DestinationRule, ss *networking.Subset, eps []*model.Endpoint, grpc bool) (*clusterv3.Cluster, error) {
+	c := &clusterv3.Cluster{Name: name}
+	pol := effectivePolicy(dr, port.Number, ss)
+	var err error
+	switch svc.Resolution {
+	case model.ResolutionStatic:
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
+		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource(), ServiceName: name}
+	case model.ResolutionDNS:
+		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
+		var cla *endpointv3.ClusterLoadAssignment
+		cla, err = loadAssignment(name, svc, port, eps, ss.GetLabels(), true)
+		n := 0
+		for _, l := range cla.GetEndpoints() {
+			n += len(l.GetLbEndpoints())
+		}
+		switch {
+		case n == 0 || (grpc && n > 1):
+			// The proxy resolves the service's own hostname (grpc-go's LOGICAL_DNS takes exactly
+			// one endpoint).
+			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_LOGICAL_DNS}
+			cla = logicalDNSAssignment(name, svc.Hostname, port.Number)
+		case grpc:
+			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_LOGICAL_DNS}
+		default:
+			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+		}
+		c.LoadAssignment = cla
+	case model.ResolutionPassthrough:
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
+	}
+	pol.applyLB(c, grpc)
+	if svc.Resolution == model.ResolutionPassthrough {
+		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
+	}
+	pol.applyPool(c, port.Protocol.IsHTTP2())
+	pol.applyOutlier(c)
+	return c, err
+}
+
+func logicalDNSAssignment(name, host string, port uint32) *endpointv3.ClusterLoadAssignment {
+	return &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{
+		LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socketAddress(host, port)}}}},
+	}}}
+}
+
+// inboundPort is one port the proxy's workload serves, found through the services whose
+// endpoints carry the proxy's IP.
+type inboundPort struct {
+	target   uint32
+	protocol model.Protocol
+	svc      *model.Service
+}
+
+// inboundPorts lists the proxy's inbound ports by target port (first service by hostname wins
+// a port shared by several services), and the dependency keys they came from.
+func inboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []model.ConfigKey) {
+	if p == nil || len(p.IPAddresses) == 0 {
+		return nil, nil
+	}
+	var out []inboundPort
+	var deps []model.ConfigKey
+	seen := map[uint32]bool{}
+	for _, svc := range s.Services() {
+		for _, ep := range s.Endpoints(svc.Hostname) {
+			if !slices.Contains(p.IPAddresses, ep.Address) {
+				continue
+			}
+			deps = append(deps, ServiceKey(svc), EndpointKey(svc))
+			for _, port := range svc.Ports {
+				tp := ep.TargetPort(port)
+				if seen[tp] || tp == VirtualInboundPort || tp == VirtualOutboundPort {
+					continue
+				}
+				seen[tp] = true
+				out = append(out, inboundPort{target: tp, protocol: port.Protocol, svc: svc})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b inboundPort) int { return int(a.target) - int(b.target) })
+	return out, sortDeps(deps)
+}
+
+// inboundClusters builds "inbound|PORT||" for each target port of the proxy's services: a
+// STATIC cluster to 127.0.0.1:PORT (the workload listens on localhost in the sidecar model).
+func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}) []Resource {
+	ports, deps := inboundPorts(p, s)
+	var out []Resource
+	for _, ip := range ports {
+		name := ClusterName(Inbound, ip.target, "", "")
+		if !wanted(want, name) {
+			continue
+		}
+		c := &clusterv3.Cluster{
+			Name:                 name,
+			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
+			ConnectTimeout:       durationpb.New(DefaultConnectTimeout),
+			LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{
+				LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socketAddress("127.0.0.1", ip.target)}}}},
+			}}},
+		}
+		policy{}.applyPool(c, ip.protocol.IsHTTP2())
+		out = append(out, Resource{Name: name, Message: c, Deps: deps})
+	}
+	return out
+}
+
+// blackHole drops everything: a STATIC cluster with no endpoints.
+func blackHole() *clusterv3.Cluster {
+	return &clusterv3.Cluster{
+		Name:                 BlackHoleCluster,
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
+		ConnectTimeout:       durationpb.New(DefaultConnectTimeout),
+	}
+}
+
+// passthrough forwards to the original destination address.
+func passthrough(name string) *clusterv3.Cluster {
+	return &clusterv3.Cluster{
+		Name:                 name,
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
+		LbPolicy:             clusterv3.Cluster_CLUSTER_PROVIDED,
+		ConnectTimeout:       durationpb.New(DefaultConnectTimeout),
+	}
+}
+
+// inboundPassthrough forwards inbound traffic for ports no service declares to the original
+// destination, binding to 127.0.0.6 as Istio does so that iptables does not loop it back.
+func inboundPassthrough() *clusterv3.Cluster {
+	c := passthrough(InboundPassthroughCluster)
+	c.UpstreamBindConfig = &corev3.BindConfig{SourceAddress: &corev3.SocketAddress{
+		Address: "127.0.0.6", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 0},
+	}}
+	return c
+}

@@ -1,0 +1,201 @@
+package gen
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	networking "istio.io/api/networking/v1alpha3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// endpoints is the EDS generator (the same for sidecars and proxyless gRPC clients). EDS is
+// named: a wildcard request gets the assignments of every EDS cluster the CDS generator
+// would produce for a sidecar (outbound, default and subsets).
+func endpoints(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	ix := newIndex(s)
+	if wantAll(names) {
+		names = edsClusterNames(s, ix)
+	} else {
+		names = slices.Clone(names)
+		slices.Sort(names)
+		names = slices.Compact(names)
+	}
+	out := make([]Resource, 0, len(names))
+	var errs []error
+	for _, name := range names {
+		r, err := endpointResource(s, ix, name)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if r.Message != nil { // bad endpoints are left out, the rest of the assignment is kept
+			out = append(out, r)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// edsClusterNames lists every outbound EDS cluster name in the snapshot, sorted.
+func edsClusterNames(s *model.Snapshot, ix *index) []string {
+	var names []string
+	for _, svc := range s.Services() {
+		if svc.Resolution != model.ResolutionStatic {
+			continue
+		}
+		dr := ix.destinationRule(svc.Hostname)
+		for _, port := range svc.Ports {
+			names = append(names, ClusterName(Outbound, port.Number, "", svc.Hostname))
+			if dr != nil {
+				for _, ss := range dr.Spec.(*networking.DestinationRule).GetSubsets() {
+					names = append(names, ClusterName(Outbound, port.Number, ss.GetName(), svc.Hostname))
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// endpointResource builds the ClusterLoadAssignment for one cluster name. A well-formed name of
+// an unknown service, port or subset gets an assignment with no endpoints (so a warming
+// cluster completes and sends no traffic); a malformed name is an error.
+func endpointResource(s *model.Snapshot, ix *index, name string) (Resource, error) {
+	cn, err := ParseClusterName(name)
+	if err != nil {
+		return Resource{}, fmt.Errorf("EDS: %w", err)
+	}
+	empty := Resource{Name: name, Message: &endpointv3.ClusterLoadAssignment{ClusterName: name}}
+	if cn.Direction != Outbound {
+		return empty, nil
+	}
+	svc := s.Service(cn.Host)
+	if svc == nil {
+		return empty, nil
+	}
+	deps := []model.ConfigKey{ServiceKey(svc), EndpointKey(svc)}
+	port, ok := svc.Port(cn.Port)
+	if !ok {
+		empty.Deps = sortDeps(deps)
+		return empty, nil
+	}
+	var selector map[string]string
+	if cn.Subset != "" {
+		dr := ix.destinationRule(svc.Hostname)
+		if dr != nil {
+			deps = append(deps, dr.Key())
+		}
+		ss := subset(dr, cn.Subset)
+		if ss == nil {
+			empty.Deps = sortDeps(deps)
+			return empty, nil
+		}
+		selector = ss.GetLabels()
+	}
+	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS)
+	return Resource{Name: name, Message: cla, Deps: sortDeps(deps)}, err
+}
+
+// loadAssignment groups the endpoints that match selector by locality. Each endpoint's
+// load_balancing_weight is its weight (at least 1, as grpc-go rejects 0); a locality's weight is
+// the sum of its endpoints' weights. Duplicate address:port pairs are dropped (the first, by
+// model.CompareEndpoints order, wins) since grpc-go rejects them. With allowHostnames false
+// (EDS), an endpoint whose address is not an IP is dropped with an error, as Envoy would reject
+// the whole assignment.
+func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool) (*endpointv3.ClusterLoadAssignment, error) {
+	type group struct {
+		loc    model.Locality
+		eps    []*endpointv3.LbEndpoint
+		weight uint64
+	}
+	var groups []*group
+	byLoc := map[model.Locality]*group{}
+	seen := map[netip.AddrPort]bool{}
+	seenHost := map[string]bool{}
+	var errs []error
+	for _, ep := range eps {
+		if !model.LabelsMatch(selector, ep.Labels) {
+			continue
+		}
+		tp := ep.TargetPort(port)
+		if addr, err := netip.ParseAddr(ep.Address); err == nil {
+			ap := netip.AddrPortFrom(addr, uint16(tp))
+			if seen[ap] {
+				continue
+			}
+			seen[ap] = true
+		} else if !allowHostnames {
+			errs = append(errs, fmt.Errorf("EDS %s: endpoint %q of service %s (from %s) is not an IP address; use resolution DNS for hostnames", name, ep.Address, svc.Hostname, ep.Source))
+			continue
+		} else {
+			k := HostPortName(ep.Address, tp)
+			if seenHost[k] {
+				continue
+			}
+			seenHost[k] = true
+		}
+		g := byLoc[ep.Locality]
+		if g == nil {
+			g = &group{loc: ep.Locality}
+			byLoc[ep.Locality] = g
+			groups = append(groups, g)
+		}
+		w := max(ep.Weight, 1)
+		g.weight += uint64(w)
+		g.eps = append(g.eps, &endpointv3.LbEndpoint{
+			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+				Address: socketAddress(ep.Address, tp),
+			}},
+			HealthStatus:        healthStatus(ep.Health),
+			LoadBalancingWeight: wrapperspb.UInt32(w),
+		})
+	}
+	slices.SortFunc(groups, func(a, b *group) int {
+		return cmp.Or(strings.Compare(a.loc.Region, b.loc.Region), strings.Compare(a.loc.Zone, b.loc.Zone), strings.Compare(a.loc.SubZone, b.loc.SubZone))
+	})
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: name}
+	for _, g := range groups {
+		l := &endpointv3.LocalityLbEndpoints{
+			LbEndpoints:         g.eps,
+			LoadBalancingWeight: wrapperspb.UInt32(uint32(min(g.weight, math.MaxUint32))),
+		}
+		if g.loc != (model.Locality{}) {
+			l.Locality = &corev3.Locality{Region: g.loc.Region, Zone: g.loc.Zone, SubZone: g.loc.SubZone}
+		}
+		cla.Endpoints = append(cla.Endpoints, l)
+	}
+	return cla, errors.Join(errs...)
+}
+
+func healthStatus(h model.HealthStatus) corev3.HealthStatus {
+	switch h {
+	case model.Unhealthy:
+		return corev3.HealthStatus_UNHEALTHY
+	case model.Draining:
+		return corev3.HealthStatus_DRAINING
+	}
+	return corev3.HealthStatus_HEALTHY
+}
+
+func socketAddress(addr string, port uint32) *corev3.Address {
+	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+		Address:       addr,
+		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
+	}}}
+}
+
+// sortDeps sorts and de-duplicates dependency keys, dropping empty ones.
+func sortDeps(deps []model.ConfigKey) []model.ConfigKey {
+	deps = slices.DeleteFunc(deps, func(k model.ConfigKey) bool { return k.Kind == "" })
+	slices.SortFunc(deps, func(a, b model.ConfigKey) int {
+		return cmp.Or(strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return slices.Compact(deps)
+}

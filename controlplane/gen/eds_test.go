@@ -1,0 +1,138 @@
+package gen
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/google/go-cmp/cmp"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+const shop = "shop.store.svc.cluster.local"
+
+func edsMesh(eps ...*model.Endpoint) *model.Snapshot {
+	svc := &model.Service{Hostname: shop, Namespace: "store", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "grpc", Number: 90, Protocol: model.ProtocolGRPC}}}
+	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "shop", Namespace: "store"}, Spec: &networking.DestinationRule{
+		Host: "shop",
+		Subsets: []*networking.Subset{
+			{Name: "v1", Labels: map[string]string{"version": "v1"}},
+			{Name: "blue", Labels: map[string]string{"version": "v2", "color": "blue"}},
+		},
+	}}
+	return model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{shop: eps}, Configs: []*model.Config{dr}})
+}
+
+func shopEP(addr string, labels map[string]string, loc model.Locality, w uint32, h model.HealthStatus) *model.Endpoint {
+	return &model.Endpoint{Service: shop, Address: addr, Labels: labels, Locality: loc, Weight: w, Health: h, Ports: map[string]uint32{"grpc": 9090}}
+}
+
+// summarize renders an assignment as "locality(weight): addr:port/weight/health ...".
+func summarize(c *endpointv3.ClusterLoadAssignment) []string {
+	var out []string
+	for _, l := range c.GetEndpoints() {
+		s := fmt.Sprintf("%s/%s/%s(%d):", l.GetLocality().GetRegion(), l.GetLocality().GetZone(), l.GetLocality().GetSubZone(), l.GetLoadBalancingWeight().GetValue())
+		for _, e := range l.GetLbEndpoints() {
+			sa := e.GetEndpoint().GetAddress().GetSocketAddress()
+			s += fmt.Sprintf(" %s:%d/%d/%s", sa.GetAddress(), sa.GetPortValue(), e.GetLoadBalancingWeight().GetValue(), e.GetHealthStatus())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestEndpoints(t *testing.T) {
+	east := model.Locality{Region: "us-east", Zone: "a"}
+	eastB := model.Locality{Region: "us-east", Zone: "b", SubZone: "rack1"}
+	west := model.Locality{Region: "us-west", Zone: "a"}
+	v1 := map[string]string{"version": "v1"}
+	v2blue := map[string]string{"version": "v2", "color": "blue"}
+	v2red := map[string]string{"version": "v2", "color": "red"}
+	s := edsMesh(
+		shopEP("10.0.0.3", v1, west, 5, model.Healthy),
+		shopEP("10.0.0.1", v1, east, 0, model.Healthy),
+		shopEP("10.0.0.2", v2blue, east, 2, model.Draining),
+		shopEP("10.0.0.4", v2red, eastB, 1, model.Unhealthy),
+		shopEP("10.0.0.1", v1, east, 7, model.Healthy), // duplicate address: dropped
+	)
+	tests := []struct {
+		cluster string
+		want    []string
+	}{
+		{"outbound|80||" + shop, []string{
+			"us-east/a/(3): 10.0.0.1:80/1/HEALTHY 10.0.0.2:80/2/DRAINING",
+			"us-east/b/rack1(1): 10.0.0.4:80/1/UNHEALTHY",
+			"us-west/a/(5): 10.0.0.3:80/5/HEALTHY",
+		}},
+		{"outbound|90||" + shop, []string{ // target port 9090 from the endpoint's port map
+			"us-east/a/(3): 10.0.0.1:9090/1/HEALTHY 10.0.0.2:9090/2/DRAINING",
+			"us-east/b/rack1(1): 10.0.0.4:9090/1/UNHEALTHY",
+			"us-west/a/(5): 10.0.0.3:9090/5/HEALTHY",
+		}},
+		{"outbound|80|v1|" + shop, []string{"us-east/a/(1): 10.0.0.1:80/1/HEALTHY", "us-west/a/(5): 10.0.0.3:80/5/HEALTHY"}},
+		{"outbound|80|blue|" + shop, []string{"us-east/a/(2): 10.0.0.2:80/2/DRAINING"}},
+		{"outbound|80|nosuch|" + shop, nil},
+		{"outbound|81||" + shop, nil},
+		{"outbound|80||unknown.svc", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cluster, func(t *testing.T) {
+			rs, err := ForType(EndpointType, nil).Generate(nil, s, []string{tt.cluster})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 1 || rs[0].Name != tt.cluster {
+				t.Fatalf("got %d resources", len(rs))
+			}
+			if _, err := validateDeep(rs[0].Message); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, summarize(rs[0].Message.(*endpointv3.ClusterLoadAssignment))); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEndpointsErrorsKeepTheRest(t *testing.T) {
+	s := edsMesh(
+		shopEP("10.0.0.1", nil, model.Locality{}, 1, model.Healthy),
+		shopEP("not-an-ip.example", nil, model.Locality{}, 1, model.Healthy),
+	)
+	rs, err := ForType(EndpointType, nil).Generate(nil, s, []string{"bogus", "outbound|80||" + shop, "outbound|80||" + shop})
+	if err == nil || !strings.Contains(err.Error(), `cluster name "bogus"`) || !strings.Contains(err.Error(), `"not-an-ip.example"`) {
+		t.Fatalf("err = %v, want errors naming the bad cluster name and the bad address", err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("want the good assignment only (deduplicated), got %d", len(rs))
+	}
+	if got := summarize(rs[0].Message.(*endpointv3.ClusterLoadAssignment)); len(got) != 1 || got[0] != "//(1): 10.0.0.1:80/1/HEALTHY" {
+		t.Errorf("got %v", got)
+	}
+	want := []model.ConfigKey{
+		{Kind: model.KindEndpoint, Name: shop, Namespace: "store"},
+		{Kind: model.KindService, Name: shop, Namespace: "store"},
+	}
+	if diff := cmp.Diff(want, rs[0].Deps); diff != "" {
+		t.Errorf("deps (-want +got)\n%s", diff)
+	}
+}
+
+func TestEndpointsWildcard(t *testing.T) {
+	s := edsMesh(shopEP("10.0.0.1", map[string]string{"version": "v1"}, model.Locality{}, 1, model.Healthy))
+	rs, err := ForType(EndpointType, nil).Generate(nil, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Name)
+	}
+	want := []string{"outbound|80|blue|" + shop, "outbound|80|v1|" + shop, "outbound|80||" + shop, "outbound|90|blue|" + shop, "outbound|90|v1|" + shop, "outbound|90||" + shop}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}

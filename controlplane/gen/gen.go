@@ -1,0 +1,233 @@
+package gen
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// Type URLs of the resources generated here.
+const (
+	ClusterType  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	EndpointType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	ListenerType = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	RouteType    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+)
+
+// Well-known cluster and listener names (Istio's).
+const (
+	BlackHoleCluster          = "BlackHoleCluster"
+	PassthroughCluster        = "PassthroughCluster"
+	InboundPassthroughCluster = "InboundPassthroughCluster"
+	VirtualOutboundListener   = "virtualOutbound"
+	VirtualInboundListener    = "virtualInbound"
+	// VirtualOutboundPort receives all redirected outbound traffic (iptables REDIRECT).
+	VirtualOutboundPort = 15001
+	// VirtualInboundPort receives all redirected inbound traffic.
+	VirtualInboundPort = 15006
+	// AllowAnyVirtualHost is the last virtual host of every sidecar route configuration.
+	AllowAnyVirtualHost = "allow_any"
+)
+
+// Resource is one generated xDS resource.
+type Resource struct {
+	// Name is the resource name (cluster, listener or route configuration name).
+	Name string
+	// Message is the resource (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment, …).
+	Message proto.Message
+	// Deps are the config objects and registry entries the resource was built from, sorted and
+	// unique. A change to any of them (a PushRequest.ConfigsUpdated key) invalidates it.
+	// Services are keyed by ServiceKey, their endpoints by EndpointKey.
+	Deps []model.ConfigKey
+}
+
+// Generator builds the resources of one type for a proxy from a snapshot. names nil (or
+// containing "*") asks for every resource of the type (wildcard CDS/LDS); otherwise only the
+// named ones are returned (a name that matches nothing is omitted, except EDS, which answers
+// every well-formed cluster name, with no endpoints when the service is unknown).
+// Resources come sorted by name. A non-nil error joins every problem found; the resources
+// returned are still valid and complete except for the broken parts.
+type Generator interface {
+	Generate(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error)
+}
+
+// GeneratorFunc adapts a function to Generator.
+type GeneratorFunc func(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error)
+
+// Generate calls f.
+func (f GeneratorFunc) Generate(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	return f(p, s, names)
+}
+
+var _ Generator = GeneratorFunc(nil)
+
+// ForType returns the generator for a type URL and a proxy: the proxyless gRPC variant when
+// p.IsGRPC(), the sidecar one otherwise. It returns nil for a type URL it does not serve.
+func ForType(typeURL string, p *model.Proxy) Generator {
+	grpc := p != nil && p.IsGRPC()
+	switch typeURL {
+	case ClusterType:
+		if grpc {
+			return GeneratorFunc(grpcClusters)
+		}
+		return GeneratorFunc(sidecarClusters)
+	case EndpointType:
+		return GeneratorFunc(endpoints)
+	case ListenerType:
+		if grpc {
+			return GeneratorFunc(grpcListeners)
+		}
+		return GeneratorFunc(sidecarListeners)
+	case RouteType:
+		if grpc {
+			return GeneratorFunc(grpcRoutes)
+		}
+		return GeneratorFunc(sidecarRoutes)
+	}
+	return nil
+}
+
+// Types lists the type URLs served, in the order Envoy requests them.
+func Types() []string { return []string{ClusterType, EndpointType, ListenerType, RouteType} }
+
+// Direction of a cluster.
+const (
+	Outbound = "outbound"
+	Inbound  = "inbound"
+)
+
+// ClusterName builds Istio's cluster name "DIRECTION|PORT|SUBSET|HOST".
+func ClusterName(direction string, port uint32, subset, host string) string {
+	return direction + "|" + strconv.FormatUint(uint64(port), 10) + "|" + subset + "|" + host
+}
+
+// ClusterNameParts is a parsed cluster name.
+type ClusterNameParts struct {
+	Direction string
+	Port      uint32
+	Subset    string
+	Host      string
+}
+
+// ParseClusterName splits "outbound|PORT|SUBSET|HOST" (or inbound). The port must be a decimal
+// number in 1..65535; an outbound name needs a host.
+func ParseClusterName(name string) (ClusterNameParts, error) {
+	parts := strings.SplitN(name, "|", 4)
+	if len(parts) != 4 {
+		return ClusterNameParts{}, fmt.Errorf("cluster name %q: want DIRECTION|PORT|SUBSET|HOST (4 fields separated by '|'), got %d", name, len(parts))
+	}
+	if parts[0] != Outbound && parts[0] != Inbound {
+		return ClusterNameParts{}, fmt.Errorf("cluster name %q: direction %q is neither %q nor %q", name, parts[0], Outbound, Inbound)
+	}
+	port, err := parsePort(parts[1])
+	if err != nil {
+		return ClusterNameParts{}, fmt.Errorf("cluster name %q: %w", name, err)
+	}
+	if parts[0] == Outbound && parts[3] == "" {
+		return ClusterNameParts{}, fmt.Errorf("cluster name %q: outbound cluster without a host", name)
+	}
+	if strings.Contains(parts[3], "|") {
+		return ClusterNameParts{}, fmt.Errorf("cluster name %q: host %q contains '|'", name, parts[3])
+	}
+	return ClusterNameParts{Direction: parts[0], Port: port, Subset: parts[2], Host: parts[3]}, nil
+}
+
+func parsePort(s string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || n == 0 || n > 65535 || (len(s) > 1 && s[0] == '0') {
+		return 0, fmt.Errorf("port %q is not a number in 1..65535", s)
+	}
+	return uint32(n), nil
+}
+
+// HostPortName is the proxyless gRPC listener and route configuration name "HOST:PORT".
+func HostPortName(host string, port uint32) string {
+	return host + ":" + strconv.FormatUint(uint64(port), 10)
+}
+
+// ParseHostPort splits "HOST:PORT" at the last colon.
+func ParseHostPort(name string) (string, uint32, error) {
+	i := strings.LastIndexByte(name, ':')
+	if i <= 0 {
+		return "", 0, fmt.Errorf("name %q: want HOST:PORT", name)
+	}
+	port, err := parsePort(name[i+1:])
+	if err != nil {
+		return "", 0, fmt.Errorf("name %q: %w", name, err)
+	}
+	return name[:i], port, nil
+}
+
+// ServiceKey is the dependency key of a registry service (its definition).
+func ServiceKey(svc *model.Service) model.ConfigKey {
+	return model.ConfigKey{Kind: model.KindService, Name: svc.Hostname, Namespace: svc.Namespace}
+}
+
+// EndpointKey is the dependency key of a registry service's endpoints.
+func EndpointKey(svc *model.Service) model.ConfigKey {
+	return model.ConfigKey{Kind: model.KindEndpoint, Name: svc.Hostname, Namespace: svc.Namespace}
+}
+
+// wantAll reports whether names is a wildcard request.
+func wantAll(names []string) bool {
+	if len(names) == 0 {
+		return true
+	}
+	for _, n := range names {
+		if n == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// nameSet returns the requested names as a set, nil for a wildcard request.
+func nameSet(names []string) map[string]struct{} {
+	if wantAll(names) {
+		return nil
+	}
+	m := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		m[n] = struct{}{}
+	}
+	return m
+}
+
+// vtMessage is implemented by every envoy message (vtprotobuf code in the envoy module).
+type vtMessage interface {
+	proto.Message
+	MarshalVTStrict() ([]byte, error)
+	SizeVT() int
+}
+
+// Marshal encodes a resource with vtprotobuf when the message supports it (every envoy type
+// does), falling back to deterministic proto.Marshal.
+func Marshal(m proto.Message) ([]byte, error) {
+	if vt, ok := m.(vtMessage); ok {
+		return vt.MarshalVTStrict()
+	}
+	return proto.MarshalOptions{Deterministic: true}.Marshal(m)
+}
+
+// Size is the encoded size of a resource.
+func Size(m proto.Message) int {
+	if vt, ok := m.(vtMessage); ok {
+		return vt.SizeVT()
+	}
+	return proto.Size(m)
+}
+
+// toAny wraps an extension config in an Any, encoded with vtprotobuf.
+func toAny(m proto.Message) *anypb.Any {
+	b, err := Marshal(m)
+	if err != nil {
+		// Envoy messages built here always encode; a failure is a programming error.
+		panic(fmt.Sprintf("gen: marshal %T: %v", m, err))
+	}
+	return &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b}
+}

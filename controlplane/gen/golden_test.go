@@ -1,0 +1,173 @@
+package gen
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	networking "istio.io/api/networking/v1alpha3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// goldenMesh is a small mesh that exercises every feature the generators support.
+func goldenMesh() *model.Snapshot {
+	ep := func(svc, addr, version, region, zone string, w uint32, h model.HealthStatus) *model.Endpoint {
+		return &model.Endpoint{Service: svc, Address: addr, Labels: map[string]string{"app": strings.Split(svc, ".")[0], "version": version},
+			Locality: model.Locality{Region: region, Zone: zone}, Weight: w, Health: h, ServiceAccount: "default"}
+	}
+	reviews := "reviews.default.svc.cluster.local"
+	ratings := "ratings.default.svc.cluster.local"
+	services := []*model.Service{
+		{Hostname: reviews, Namespace: "default", Addresses: []string{"10.96.0.10"}, Ports: []model.Port{{Name: "http", Number: 9080, Protocol: model.ProtocolHTTP}}, ServiceAccounts: []string{"default"}},
+		{Hostname: ratings, Namespace: "default", Addresses: []string{"10.96.0.11"}, Ports: []model.Port{{Name: "grpc", Number: 9090, Protocol: model.ProtocolGRPC}}},
+		{Hostname: "mysql.db.svc.cluster.local", Namespace: "db", Addresses: []string{"10.96.0.20"}, Ports: []model.Port{{Name: "tcp", Number: 3306, Protocol: model.ProtocolTCP}}},
+		{Hostname: "redis.cache.svc.cluster.local", Namespace: "cache", Ports: []model.Port{{Name: "tcp", Number: 6379, Protocol: model.ProtocolTCP}}},
+		{Hostname: "httpbin.org", Namespace: "default", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}, Resolution: model.ResolutionDNS, MeshExternal: true},
+		{Hostname: "api.example.com", Namespace: "default", Ports: []model.Port{{Name: "https", Number: 443, Protocol: model.ProtocolHTTPS}}, Resolution: model.ResolutionDNS, MeshExternal: true},
+		{Hostname: "legacy.example.com", Namespace: "default", Ports: []model.Port{{Name: "tcp", Number: 7000, Protocol: model.ProtocolTCP}}, Resolution: model.ResolutionPassthrough, MeshExternal: true},
+	}
+	ratingsEP := ep(ratings, "10.1.0.5", "v1", "us-east", "a", 1, model.Healthy)
+	ratingsEP.Ports = map[string]uint32{"grpc": 50051}
+	endpoints := map[string][]*model.Endpoint{
+		reviews: {
+			ep(reviews, "10.1.0.1", "v1", "us-east", "a", 1, model.Healthy),
+			ep(reviews, "10.1.0.2", "v2", "us-east", "b", 3, model.Healthy),
+			ep(reviews, "10.1.0.3", "v2", "us-west", "a", 0, model.Draining),
+			ep(reviews, "10.1.0.4", "v3", "us-west", "a", 2, model.Unhealthy),
+		},
+		ratings:                         {ratingsEP},
+		"mysql.db.svc.cluster.local":    {ep("mysql.db.svc.cluster.local", "10.1.1.1", "v1", "us-east", "a", 1, model.Healthy)},
+		"redis.cache.svc.cluster.local": {ep("redis.cache.svc.cluster.local", "10.1.2.1", "v1", "us-east", "a", 1, model.Healthy)},
+		"api.example.com": {
+			ep("api.example.com", "api-1.example.com", "v1", "", "", 1, model.Healthy),
+			ep("api.example.com", "api-2.example.com", "v1", "", "", 1, model.Healthy),
+		},
+	}
+	dr := &networking.DestinationRule{
+		Host: "reviews",
+		TrafficPolicy: &networking.TrafficPolicy{
+			LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_RANDOM}},
+			ConnectionPool: &networking.ConnectionPoolSettings{
+				Tcp:  &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 100, ConnectTimeout: durationpb.New(250 * time.Millisecond)},
+				Http: &networking.ConnectionPoolSettings_HTTPSettings{Http1MaxPendingRequests: 10, Http2MaxRequests: 200, MaxRequestsPerConnection: 5},
+			},
+			OutlierDetection: &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(3), Interval: durationpb.New(5 * time.Second), BaseEjectionTime: durationpb.New(time.Minute), MaxEjectionPercent: 30},
+		},
+		Subsets: []*networking.Subset{
+			{Name: "v1", Labels: map[string]string{"version": "v1"}},
+			{Name: "v2", Labels: map[string]string{"version": "v2"}, TrafficPolicy: &networking.TrafficPolicy{
+				LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_ROUND_ROBIN}},
+			}},
+		},
+	}
+	vs := &networking.VirtualService{
+		Hosts: []string{"reviews"},
+		Http: []*networking.HTTPRoute{
+			{Name: "jason", Match: []*networking.HTTPMatchRequest{{Headers: map[string]*networking.StringMatch{"end-user": {MatchType: &networking.StringMatch_Exact{Exact: "jason"}}}}},
+				Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "reviews", Subset: "v2"}}}},
+			{Name: "old", Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: "/old"}}}},
+				Redirect: &networking.HTTPRedirect{Uri: "/new", RedirectCode: 302}},
+			{Name: "teapot", Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Exact{Exact: "/coffee"}}}},
+				DirectResponse: &networking.HTTPDirectResponse{Status: 418, Body: &networking.HTTPBody{Specifier: &networking.HTTPBody_String_{String_: "teapot"}}}},
+			{Name: "split", Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Regex{Regex: "/api/v[12]/.*"}}, IgnoreUriCase: true}},
+				Route: []*networking.HTTPRouteDestination{
+					{Destination: &networking.Destination{Host: "reviews", Subset: "v1"}, Weight: 80},
+					{Destination: &networking.Destination{Host: "reviews", Subset: "v2"}, Weight: 20},
+				},
+				Rewrite: &networking.HTTPRewrite{Authority: "reviews.internal"},
+				Timeout: durationpb.New(2 * time.Second),
+				Retries: &networking.HTTPRetry{Attempts: 4, PerTryTimeout: durationpb.New(500 * time.Millisecond)}},
+			{Name: "rest", Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "reviews", Subset: "v1"}}}},
+		},
+	}
+	ratingsVS := &networking.VirtualService{
+		Hosts: []string{ratings},
+		Http: []*networking.HTTPRoute{
+			{Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: "/ratings.Ratings/"}}, Method: &networking.StringMatch{MatchType: &networking.StringMatch_Exact{Exact: "POST"}}}},
+				Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: ratings}}},
+				Timeout: durationpb.New(time.Second), Retries: &networking.HTTPRetry{Attempts: 2}},
+		},
+	}
+	configs := []*model.Config{
+		{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "reviews", Namespace: "default", ResourceVersion: "7"}, Spec: dr},
+		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "reviews", Namespace: "default", ResourceVersion: "3"}, Spec: vs},
+		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "ratings", Namespace: "default", ResourceVersion: "1"}, Spec: ratingsVS},
+	}
+	return model.NewSnapshot(1, model.SnapshotInput{Services: services, Endpoints: endpoints, Configs: configs})
+}
+
+var typeShort = map[string]string{ClusterType: "cds", EndpointType: "eds", ListenerType: "lds", RouteType: "rds"}
+
+// goldenJSON renders resources as indented protojson with their deps. protojson's whitespace
+// is deliberately unstable, so the output is compacted and re-indented by encoding/json.
+func goldenJSON(t *testing.T, rs []Resource) []byte {
+	t.Helper()
+	type entry struct {
+		Name     string          `json:"name"`
+		Deps     []string        `json:"deps,omitempty"`
+		Resource json.RawMessage `json:"resource"`
+	}
+	var entries []entry
+	for _, r := range rs {
+		b, err := protojson.Marshal(r.Message)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := entry{Name: r.Name, Resource: b}
+		for _, d := range r.Deps {
+			e.Deps = append(e.Deps, d.String())
+		}
+		entries = append(entries, e)
+	}
+	raw, err := json.Marshal(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	out.WriteByte('\n')
+	return out.Bytes()
+}
+
+func TestGolden(t *testing.T) {
+	s := goldenMesh()
+	proxies := map[string]*model.Proxy{
+		"sidecar": sidecarProxy("10.1.0.1", "default"),
+		"grpc":    grpcProxy("default"),
+	}
+	for pname, p := range proxies {
+		g, err := generateAll(t, p, s)
+		if err != nil {
+			t.Fatalf("%s: %v", pname, err)
+		}
+		checkResources(t, p, g)
+		for _, typeURL := range Types() {
+			file := filepath.Join("testdata", pname+"-"+typeShort[typeURL]+".json")
+			got := goldenJSON(t, g[typeURL])
+			if *update {
+				if err := os.WriteFile(file, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("%v (run go test ./controlplane/gen -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s differs from the golden file (-want +got; run go test ./controlplane/gen -update if intended):\n%s", file, diff)
+			}
+		}
+	}
+}

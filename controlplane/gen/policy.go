@@ -1,0 +1,203 @@
+package gen
+
+import (
+	"math"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	networking "istio.io/api/networking/v1alpha3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// DefaultConnectTimeout is Istio's default cluster connect timeout.
+const DefaultConnectTimeout = 10 * time.Second
+
+// httpProtocolOptionsName is the typed_extension_protocol_options key for upstream HTTP options.
+const httpProtocolOptionsName = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+
+// policy is the traffic policy in effect for one cluster: a DestinationRule's top-level policy,
+// overridden by its port-level settings for the port, then by the subset's policy (and its
+// port-level settings). Each group (load balancer, connection pool, outlier detection) is
+// replaced as a whole, as Istio does.
+type policy struct {
+	lb      *networking.LoadBalancerSettings
+	pool    *networking.ConnectionPoolSettings
+	outlier *networking.OutlierDetection
+}
+
+func effectivePolicy(dr *networking.DestinationRule, port uint32, ss *networking.Subset) policy {
+	var p policy
+	if dr != nil {
+		p.apply(dr.GetTrafficPolicy(), port)
+	}
+	if ss != nil {
+		p.apply(ss.GetTrafficPolicy(), port)
+	}
+	return p
+}
+
+func (p *policy) apply(tp *networking.TrafficPolicy, port uint32) {
+	if tp == nil {
+		return
+	}
+	p.set(tp.GetLoadBalancer(), tp.GetConnectionPool(), tp.GetOutlierDetection())
+	for _, pl := range tp.GetPortLevelSettings() {
+		if pl.GetPort().GetNumber() == port {
+			p.set(pl.GetLoadBalancer(), pl.GetConnectionPool(), pl.GetOutlierDetection())
+		}
+	}
+}
+
+func (p *policy) set(lb *networking.LoadBalancerSettings, pool *networking.ConnectionPoolSettings, od *networking.OutlierDetection) {
+	if lb != nil {
+		p.lb = lb
+	}
+	if pool != nil {
+		p.pool = pool
+	}
+	if od != nil {
+		p.outlier = od
+	}
+}
+
+// applyLB sets the cluster's lb_policy. Consistent hashing maps to RING_HASH/MAGLEV without the
+// route hash policy that would feed it (a documented gap: Envoy then hashes randomly).
+// grpc restricts the result to what grpc-go accepts (ROUND_ROBIN, RING_HASH, LEAST_REQUEST).
+func (p policy) applyLB(c *clusterv3.Cluster, grpc bool) {
+	c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST // Istio's default
+	if grpc {
+		c.LbPolicy = clusterv3.Cluster_ROUND_ROBIN
+	}
+	if p.lb == nil {
+		return
+	}
+	switch p.lb.GetSimple() {
+	case networking.LoadBalancerSettings_ROUND_ROBIN:
+		c.LbPolicy = clusterv3.Cluster_ROUND_ROBIN
+	case networking.LoadBalancerSettings_LEAST_CONN, networking.LoadBalancerSettings_LEAST_REQUEST:
+		c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+	case networking.LoadBalancerSettings_RANDOM:
+		if !grpc {
+			c.LbPolicy = clusterv3.Cluster_RANDOM
+		}
+	case networking.LoadBalancerSettings_PASSTHROUGH:
+		if !grpc {
+			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
+			c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
+			c.EdsClusterConfig = nil
+			c.LoadAssignment = nil
+		}
+	}
+	if ch := p.lb.GetConsistentHash(); ch != nil {
+		c.LbPolicy = clusterv3.Cluster_RING_HASH
+		if ch.GetMaglev() != nil && !grpc {
+			c.LbPolicy = clusterv3.Cluster_MAGLEV
+		}
+	}
+}
+
+// applyPool sets connect timeout, circuit breakers and upstream HTTP options.
+func (p policy) applyPool(c *clusterv3.Cluster, h2 bool) {
+	c.ConnectTimeout = durationpb.New(DefaultConnectTimeout)
+	th := &clusterv3.CircuitBreakers_Thresholds{
+		Priority:           corev3.RoutingPriority_DEFAULT,
+		MaxConnections:     wrapperspb.UInt32(math.MaxUint32),
+		MaxPendingRequests: wrapperspb.UInt32(math.MaxUint32),
+		MaxRequests:        wrapperspb.UInt32(math.MaxUint32),
+		MaxRetries:         wrapperspb.UInt32(math.MaxUint32),
+	}
+	var common *corev3.HttpProtocolOptions
+	if tcp := p.pool.GetTcp(); tcp != nil {
+		if tcp.GetMaxConnections() > 0 {
+			th.MaxConnections = wrapperspb.UInt32(uint32(tcp.GetMaxConnections()))
+		}
+		if d := tcp.GetConnectTimeout(); d != nil && d.AsDuration() > 0 {
+			c.ConnectTimeout = durationpb.New(d.AsDuration())
+		}
+	}
+	if hs := p.pool.GetHttp(); hs != nil {
+		if v := hs.GetHttp1MaxPendingRequests(); v > 0 {
+			th.MaxPendingRequests = wrapperspb.UInt32(uint32(v))
+		}
+		if v := hs.GetHttp2MaxRequests(); v > 0 {
+			th.MaxRequests = wrapperspb.UInt32(uint32(v))
+		}
+		if v := hs.GetMaxRetries(); v > 0 {
+			th.MaxRetries = wrapperspb.UInt32(uint32(v))
+		}
+		if v := hs.GetMaxRequestsPerConnection(); v > 0 {
+			common = &corev3.HttpProtocolOptions{MaxRequestsPerConnection: wrapperspb.UInt32(uint32(v))}
+		}
+		if d := hs.GetIdleTimeout(); d != nil && d.AsDuration() > 0 {
+			if common == nil {
+				common = &corev3.HttpProtocolOptions{}
+			}
+			common.IdleTimeout = durationpb.New(d.AsDuration())
+		}
+		if hs.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE {
+			h2 = true
+		}
+	}
+	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th}}
+	if !h2 && common == nil {
+		return
+	}
+	opts := &upstreamhttpv3.HttpProtocolOptions{CommonHttpProtocolOptions: common}
+	explicit := &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig{}
+	if h2 {
+		explicit.ProtocolConfig = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}}
+	} else {
+		explicit.ProtocolConfig = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &corev3.Http1ProtocolOptions{}}
+	}
+	opts.UpstreamProtocolOptions = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: explicit}
+	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
+}
+
+// applyOutlier maps Istio's outlier detection to Envoy's.
+func (p policy) applyOutlier(c *clusterv3.Cluster) {
+	od := p.outlier
+	if od == nil {
+		return
+	}
+	out := &clusterv3.OutlierDetection{
+		// Istio enforces only what the user configured: 5xx and gateway errors at 100 %,
+		// success-rate ejection off.
+		EnforcingSuccessRate: wrapperspb.UInt32(0),
+	}
+	if v := od.GetConsecutive_5XxErrors(); v != nil {
+		out.Consecutive_5Xx = wrapperspb.UInt32(v.GetValue())
+		out.EnforcingConsecutive_5Xx = wrapperspb.UInt32(100)
+	} else {
+		out.EnforcingConsecutive_5Xx = wrapperspb.UInt32(0)
+	}
+	gw := od.GetConsecutiveGatewayErrors()
+	if gw == nil && od.GetConsecutiveErrors() > 0 { // the deprecated field meant gateway errors
+		gw = wrapperspb.UInt32(uint32(od.GetConsecutiveErrors()))
+	}
+	if gw != nil {
+		out.ConsecutiveGatewayFailure = wrapperspb.UInt32(gw.GetValue())
+		out.EnforcingConsecutiveGatewayFailure = wrapperspb.UInt32(100)
+	}
+	if d := od.GetInterval(); d != nil && d.AsDuration() > 0 {
+		out.Interval = durationpb.New(d.AsDuration())
+	}
+	if d := od.GetBaseEjectionTime(); d != nil && d.AsDuration() > 0 {
+		out.BaseEjectionTime = durationpb.New(d.AsDuration())
+	}
+	if v := od.GetMaxEjectionPercent(); v > 0 {
+		out.MaxEjectionPercent = wrapperspb.UInt32(uint32(min(v, 100)))
+	}
+	out.SplitExternalLocalOriginErrors = od.GetSplitExternalLocalOriginErrors()
+	if v := od.GetConsecutiveLocalOriginFailures(); v != nil {
+		out.ConsecutiveLocalOriginFailure = wrapperspb.UInt32(v.GetValue())
+	}
+	c.OutlierDetection = out
+	if v := od.GetMinHealthPercent(); v >= 0 {
+		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{Value: float64(min(v, 100))}}
+	}
+}

@@ -1,0 +1,532 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	networking "istio.io/api/networking/v1alpha3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// DefaultRetryOn is Istio's default retry_on for sidecar routes.
+const DefaultRetryOn = "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"
+
+// grpcRetryOn is used for proxyless gRPC routes when a VirtualService asks for retries without
+// saying on what: gRPC status names are all grpc-go understands.
+const grpcRetryOn = "unavailable,cancelled"
+
+// httpServicesByPort groups the services with an HTTP/HTTP2/GRPC port by port number.
+func httpServicesByPort(s *model.Snapshot) map[uint32][]*model.Service {
+	out := map[uint32][]*model.Service{}
+	for _, svc := range s.Services() {
+		for _, port := range svc.Ports {
+			if port.Protocol.IsHTTP() && port.Number != VirtualInboundPort && port.Number != VirtualOutboundPort {
+				out[port.Number] = append(out[port.Number], svc)
+			}
+		}
+	}
+	return out
+}
+
+// sidecarRoutes is the sidecar RDS generator: a route configuration "PORT" per port with HTTP
+// services (the names 0.0.0.0_PORT listeners ask for), a virtual host "HOST:PORT" per service,
+// and a last "allow_any" virtual host to PassthroughCluster.
+func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	byPort := httpServicesByPort(s)
+	var ports []uint32
+	if wantAll(names) {
+		for num := range byPort {
+			ports = append(ports, num)
+		}
+	} else {
+		for _, n := range uniqueSorted(names) {
+			if num, err := parsePort(n); err == nil && len(byPort[num]) > 0 {
+				ports = append(ports, num)
+			}
+		}
+	}
+	slices.Sort(ports)
+	ix := newIndex(s)
+	var errs []error
+	out := make([]Resource, 0, len(ports))
+	for _, num := range ports {
+		r, err := sidecarRouteConfig(p, ix, num, byPort[num])
+		if err != nil {
+			errs = append(errs, err)
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
+	return out, errors.Join(errs...)
+}
+
+func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Service) (Resource, error) {
+	name := strconv.FormatUint(uint64(num), 10)
+	rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}
+	var deps []model.ConfigKey
+	var errs []error
+	usedDomains := map[string]bool{}
+	for _, svc := range svcs {
+		port, _ := svc.Port(num)
+		var domains []string
+		addDomain := func(d string) {
+			if !usedDomains[d] {
+				usedDomains[d] = true
+				domains = append(domains, d)
+			}
+		}
+		for _, n := range svc.ShortNames(p.Namespace) {
+			addDomain(n)
+			addDomain(n + ":" + name)
+		}
+		for _, vip := range ipAddresses(svc.Addresses) {
+			addDomain(vip)
+			addDomain(vip + ":" + name)
+		}
+		if len(domains) == 0 {
+			continue // every name already served by an earlier service (e.g. a shared VIP only)
+		}
+		routes, rdeps, err := serviceRoutes(p, ix, svc, port, false)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		deps = append(deps, ServiceKey(svc))
+		deps = append(deps, rdeps...)
+		rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
+			Name:    HostPortName(svc.Hostname, num),
+			Domains: domains,
+			Routes:  routes,
+		})
+	}
+	rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
+		Name:    AllowAnyVirtualHost,
+		Domains: []string{"*"},
+		Routes: []*routev3.Route{{
+			Name:  AllowAnyVirtualHost,
+			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: PassthroughCluster},
+				Timeout:          durationpb.New(0),
+			}},
+		}},
+	})
+	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, errors.Join(errs...)
+}
+
+// grpcRoutes is the proxyless gRPC RDS generator: route configuration "HOST:PORT" with one
+// virtual host for the service (domains HOST:PORT, HOST and the short names).
+func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	ix := newIndex(s)
+	var errs []error
+	var out []Resource
+	add := func(svc *model.Service, port model.Port) {
+		name := HostPortName(svc.Hostname, port.Number)
+		routes, rdeps, err := serviceRoutes(p, ix, svc, port, true)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		var domains []string
+		ns := ""
+		if p != nil {
+			ns = p.Namespace
+		}
+		for _, n := range svc.ShortNames(ns) {
+			if d := HostPortName(n, port.Number); !slices.Contains(domains, d) {
+				domains = append(domains, d)
+			}
+			if !slices.Contains(domains, n) {
+				domains = append(domains, n)
+			}
+		}
+		rc := &routev3.RouteConfiguration{Name: name, VirtualHosts: []*routev3.VirtualHost{{
+			Name: name, Domains: domains, Routes: routes,
+		}}}
+		out = append(out, Resource{Name: name, Message: rc, Deps: sortDeps(append(rdeps, ServiceKey(svc)))})
+	}
+	if wantAll(names) {
+		for _, svc := range s.Services() {
+			if svc.Resolution == model.ResolutionPassthrough {
+				continue
+			}
+			for _, port := range svc.Ports {
+				add(svc, port)
+			}
+		}
+	} else {
+		for _, name := range uniqueSorted(names) {
+			if svc, port, ok := lookupHostPort(s, name); ok && svc.Resolution != model.ResolutionPassthrough {
+				add(svc, port)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// serviceRoutes translates the HTTP routes of the VirtualServices for svc into Envoy routes for
+// one port. An HTTP route that cannot be translated is dropped with an error naming the
+// VirtualService; the others are kept. With no VirtualService route for the port, a default
+// route sends everything to the service's cluster. It also returns the VS keys it read.
+func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Port, grpc bool) ([]*routev3.Route, []model.ConfigKey, error) {
+	var routes []*routev3.Route
+	var deps []model.ConfigKey
+	var errs []error
+	for _, c := range ix.virtualServices(svc.Hostname) {
+		deps = append(deps, c.Key())
+		vs := c.Spec.(*networking.VirtualService)
+		for i, hr := range vs.GetHttp() {
+			for _, d := range hr.GetRoute() {
+				if ds := ix.snap.Service(resolveHost(d.GetDestination().GetHost(), c.Namespace)); ds != nil && ds != svc {
+					deps = append(deps, ServiceKey(ds))
+				}
+			}
+			rs, err := translateHTTPRoute(p, ix, c.Namespace, hr, svc, port, grpc)
+			if err != nil {
+				label := strconv.Itoa(i)
+				if hr.GetName() != "" {
+					label += " (" + hr.GetName() + ")"
+				}
+				errs = append(errs, fmt.Errorf("VirtualService %s/%s http[%s] for %s port %d: %w; route skipped, fix the VirtualService", c.Namespace, c.Name, label, svc.Hostname, port.Number, err))
+				continue
+			}
+			routes = append(routes, rs...)
+		}
+	}
+	if len(routes) == 0 {
+		routes = []*routev3.Route{{
+			Name:  "default",
+			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: ClusterName(Outbound, port.Number, "", svc.Hostname)},
+				Timeout:          durationpb.New(0),
+				RetryPolicy:      defaultRetryPolicy(grpc),
+			}},
+		}}
+	}
+	return routes, deps, errors.Join(errs...)
+}
+
+func defaultRetryPolicy(grpc bool) *routev3.RetryPolicy {
+	if grpc {
+		return nil // grpc-go applies its own retry policy from the service config
+	}
+	return &routev3.RetryPolicy{RetryOn: DefaultRetryOn, NumRetries: wrapperspb.UInt32(2)}
+}
+
+// translateHTTPRoute turns one VirtualService HTTP route into Envoy routes, one per match
+// request (they are ORed). Matches for another port, another gateway or other source labels are
+// left out; a route whose matches all are left out yields nothing.
+func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *model.Service, port model.Port, grpc bool) ([]*routev3.Route, error) {
+	if hr.GetDelegate() != nil {
+		return nil, errors.New("delegate VirtualServices are not supported")
+	}
+	var matches []*routev3.RouteMatch
+	if len(hr.GetMatch()) == 0 {
+		matches = []*routev3.RouteMatch{{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}}
+	}
+	for _, m := range hr.GetMatch() {
+		if !matchApplies(p, m, port.Number) {
+			continue
+		}
+		rm, err := translateMatch(m)
+		if err != nil {
+			return nil, err
+		}
+		matches = append(matches, rm)
+	}
+	if len(matches) == 0 {
+		return nil, nil
+	}
+	build := func(rm *routev3.RouteMatch) (*routev3.Route, error) {
+		r := &routev3.Route{Name: hr.GetName(), Match: rm}
+		switch {
+		case hr.GetRedirect() != nil:
+			if grpc {
+				return nil, nil // grpc-go cannot redirect: the route is left out for gRPC clients
+			}
+			r.Action = &routev3.Route_Redirect{Redirect: redirectAction(hr.GetRedirect())}
+		case hr.GetDirectResponse() != nil:
+			if grpc {
+				return nil, nil // nor answer directly
+			}
+			dr := hr.GetDirectResponse()
+			if dr.GetStatus() < 200 || dr.GetStatus() > 599 {
+				return nil, fmt.Errorf("direct_response status %d is not in 200..599", dr.GetStatus())
+			}
+			act := &routev3.DirectResponseAction{Status: dr.GetStatus()}
+			if b := dr.GetBody(); b != nil {
+				if str, ok := b.GetSpecifier().(*networking.HTTPBody_String_); ok {
+					act.Body = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: str.String_}}
+				} else {
+					act.Body = &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: b.GetBytes()}}
+				}
+			}
+			r.Action = &routev3.Route_DirectResponse{DirectResponse: act}
+		default:
+			ra, err := routeAction(ix, vsNamespace, hr, svc, port, grpc)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := rm.GetPathSpecifier().(*routev3.RouteMatch_Prefix); ok && !grpc {
+				ra.PrefixRewrite = hr.GetRewrite().GetUri()
+			}
+			r.Action = &routev3.Route_Route{Route: ra}
+		}
+		return r, nil
+	}
+	out := make([]*routev3.Route, 0, len(matches))
+	for _, rm := range matches {
+		r, err := build(rm)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// matchApplies reports whether a match request concerns this proxy and port.
+func matchApplies(p *model.Proxy, m *networking.HTTPMatchRequest, port uint32) bool {
+	if m.GetPort() != 0 && m.GetPort() != port {
+		return false
+	}
+	if len(m.GetGateways()) > 0 && !forMesh(m.GetGateways()) {
+		return false
+	}
+	if len(m.GetSourceLabels()) > 0 && (p == nil || !model.LabelsMatch(m.GetSourceLabels(), p.Labels)) {
+		return false
+	}
+	if m.GetSourceNamespace() != "" && (p == nil || p.Namespace != m.GetSourceNamespace()) {
+		return false
+	}
+	return true
+}
+
+func translateMatch(m *networking.HTTPMatchRequest) (*routev3.RouteMatch, error) {
+	rm := &routev3.RouteMatch{}
+	switch u := m.GetUri().GetMatchType().(type) {
+	case nil:
+		rm.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: "/"}
+	case *networking.StringMatch_Exact:
+		rm.PathSpecifier = &routev3.RouteMatch_Path{Path: u.Exact}
+	case *networking.StringMatch_Prefix:
+		rm.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: u.Prefix}
+	case *networking.StringMatch_Regex:
+		if err := checkRegex(u.Regex); err != nil {
+			return nil, fmt.Errorf("uri: %w", err)
+		}
+		rm.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: u.Regex}}
+	}
+	if m.GetIgnoreUriCase() {
+		rm.CaseSensitive = wrapperspb.Bool(false)
+	}
+	add := func(name string, sm *networking.StringMatch, invert bool) error {
+		hm := &routev3.HeaderMatcher{Name: name, InvertMatch: invert}
+		sm2, err := stringMatcher(sm)
+		if err != nil {
+			return fmt.Errorf("header %q: %w", name, err)
+		}
+		if sm2 == nil {
+			hm.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
+		} else {
+			hm.HeaderMatchSpecifier = &routev3.HeaderMatcher_StringMatch{StringMatch: sm2}
+		}
+		rm.Headers = append(rm.Headers, hm)
+		return nil
+	}
+	for _, pseudo := range []struct {
+		name string
+		sm   *networking.StringMatch
+	}{{":method", m.GetMethod()}, {":authority", m.GetAuthority()}, {":scheme", m.GetScheme()}} {
+		if pseudo.sm != nil {
+			if err := add(pseudo.name, pseudo.sm, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, k := range sortedKeys(m.GetHeaders()) {
+		if err := add(k, m.GetHeaders()[k], false); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range sortedKeys(m.GetWithoutHeaders()) {
+		if err := add(k, m.GetWithoutHeaders()[k], true); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range sortedKeys(m.GetQueryParams()) {
+		sm, err := stringMatcher(m.GetQueryParams()[k])
+		if err != nil {
+			return nil, fmt.Errorf("query parameter %q: %w", k, err)
+		}
+		qm := &routev3.QueryParameterMatcher{Name: k}
+		if sm == nil {
+			qm.QueryParameterMatchSpecifier = &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}
+		} else {
+			qm.QueryParameterMatchSpecifier = &routev3.QueryParameterMatcher_StringMatch{StringMatch: sm}
+		}
+		rm.QueryParameters = append(rm.QueryParameters, qm)
+	}
+	return rm, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// stringMatcher converts an Istio StringMatch; nil for one with no match type (presence).
+func stringMatcher(sm *networking.StringMatch) (*matcherv3.StringMatcher, error) {
+	switch v := sm.GetMatchType().(type) {
+	case *networking.StringMatch_Exact:
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v.Exact}}, nil
+	case *networking.StringMatch_Prefix:
+		if v.Prefix == "" {
+			return nil, nil // Envoy requires a non-empty prefix; "" means any value
+		}
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: v.Prefix}}, nil
+	case *networking.StringMatch_Regex:
+		if err := checkRegex(v.Regex); err != nil {
+			return nil, err
+		}
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: v.Regex}}}, nil
+	}
+	return nil, nil
+}
+
+// checkRegex rejects what RE2 (Envoy's and grpc-go's engine) would reject; Go's regexp
+// implements the same syntax.
+func checkRegex(re string) error {
+	if re == "" {
+		return errors.New("empty regex")
+	}
+	if _, err := regexp.Compile(re); err != nil {
+		return fmt.Errorf("bad regex %q: %v", re, err)
+	}
+	return nil
+}
+
+var redirectCodes = map[uint32]routev3.RedirectAction_RedirectResponseCode{
+	301: routev3.RedirectAction_MOVED_PERMANENTLY,
+	302: routev3.RedirectAction_FOUND,
+	303: routev3.RedirectAction_SEE_OTHER,
+	307: routev3.RedirectAction_TEMPORARY_REDIRECT,
+	308: routev3.RedirectAction_PERMANENT_REDIRECT,
+}
+
+func redirectAction(r *networking.HTTPRedirect) *routev3.RedirectAction {
+	ra := &routev3.RedirectAction{HostRedirect: r.GetAuthority(), ResponseCode: redirectCodes[r.GetRedirectCode()]}
+	if r.GetUri() != "" {
+		ra.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: r.GetUri()}
+	}
+	if r.GetScheme() != "" {
+		ra.SchemeRewriteSpecifier = &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: r.GetScheme()}
+	}
+	return ra
+}
+
+// routeAction builds the forwarding action: one cluster or weighted clusters, timeout, retries
+// and authority rewrite.
+func routeAction(ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *model.Service, port model.Port, grpc bool) (*routev3.RouteAction, error) {
+	dests := hr.GetRoute()
+	if len(dests) == 0 {
+		return nil, errors.New("no route destination")
+	}
+	type wc struct {
+		cluster string
+		weight  uint32
+	}
+	var clusters []wc
+	total := 0
+	for i, d := range dests {
+		dst := d.GetDestination()
+		if dst.GetHost() == "" {
+			return nil, fmt.Errorf("route[%d]: destination without a host", i)
+		}
+		if d.GetWeight() < 0 {
+			return nil, fmt.Errorf("route[%d]: negative weight %d", i, d.GetWeight())
+		}
+		host := resolveHost(dst.GetHost(), vsNamespace)
+		num := dst.GetPort().GetNumber()
+		if num == 0 {
+			num = port.Number
+			if ds := ix.snap.Service(host); ds != nil && len(ds.Ports) == 1 {
+				num = ds.Ports[0].Number
+			}
+		}
+		if num > 65535 {
+			return nil, fmt.Errorf("route[%d]: port %d out of range", i, num)
+		}
+		if dst.GetSubset() != "" {
+			if err := checkSubsetName(dst.GetSubset()); err != nil {
+				return nil, fmt.Errorf("route[%d]: %w", i, err)
+			}
+		}
+		clusters = append(clusters, wc{ClusterName(Outbound, num, dst.GetSubset(), host), uint32(d.GetWeight())})
+		total += int(d.GetWeight())
+	}
+	if total == 0 { // no weights given: an even split (one destination takes all)
+		for i := range clusters {
+			clusters[i].weight = 1
+		}
+	}
+	clusters = slices.DeleteFunc(clusters, func(c wc) bool { return c.weight == 0 })
+	ra := &routev3.RouteAction{Timeout: durationpb.New(0)}
+	if len(clusters) == 1 {
+		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: clusters[0].cluster}
+	} else {
+		w := &routev3.WeightedCluster{}
+		for _, c := range clusters {
+			w.Clusters = append(w.Clusters, &routev3.WeightedCluster_ClusterWeight{Name: c.cluster, Weight: wrapperspb.UInt32(c.weight)})
+		}
+		ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: w}
+	}
+	if t := hr.GetTimeout(); t != nil {
+		if t.AsDuration() < 0 {
+			return nil, fmt.Errorf("negative timeout %s", t.AsDuration())
+		}
+		ra.Timeout = durationpb.New(t.AsDuration())
+		if grpc { // grpc-go reads the stream duration, not the route timeout
+			ra.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(t.AsDuration())}
+		}
+	}
+	ra.RetryPolicy = defaultRetryPolicy(grpc)
+	if rt := hr.GetRetries(); rt != nil {
+		ra.RetryPolicy = nil
+		if rt.GetAttempts() < 0 {
+			return nil, fmt.Errorf("negative retry attempts %d", rt.GetAttempts())
+		}
+		if rt.GetAttempts() > 0 {
+			on := rt.GetRetryOn()
+			if on == "" {
+				on = DefaultRetryOn
+				if grpc {
+					on = grpcRetryOn
+				}
+			}
+			ra.RetryPolicy = &routev3.RetryPolicy{RetryOn: on, NumRetries: wrapperspb.UInt32(uint32(rt.GetAttempts()))}
+			if d := rt.GetPerTryTimeout(); d != nil && d.AsDuration() > 0 {
+				ra.RetryPolicy.PerTryTimeout = durationpb.New(d.AsDuration())
+			}
+		}
+	}
+	if a := hr.GetRewrite().GetAuthority(); a != "" && !grpc {
+		ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: a}
+	}
+	return ra, nil
+}

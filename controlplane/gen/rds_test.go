@@ -1,0 +1,246 @@
+package gen
+
+import (
+	"strings"
+	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/google/go-cmp/cmp"
+	networking "istio.io/api/networking/v1alpha3"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+func exact(s string) *networking.StringMatch {
+	return &networking.StringMatch{MatchType: &networking.StringMatch_Exact{Exact: s}}
+}
+func prefix(s string) *networking.StringMatch {
+	return &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: s}}
+}
+func regex(s string) *networking.StringMatch {
+	return &networking.StringMatch{MatchType: &networking.StringMatch_Regex{Regex: s}}
+}
+
+func TestTranslateMatch(t *testing.T) {
+	hdr := func(name string, sm *matcherv3.StringMatcher, invert bool) *routev3.HeaderMatcher {
+		h := &routev3.HeaderMatcher{Name: name, InvertMatch: invert}
+		if sm == nil {
+			h.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
+		} else {
+			h.HeaderMatchSpecifier = &routev3.HeaderMatcher_StringMatch{StringMatch: sm}
+		}
+		return h
+	}
+	slash := &routev3.RouteMatch_Prefix{Prefix: "/"}
+	tests := []struct {
+		name    string
+		in      *networking.HTTPMatchRequest
+		want    *routev3.RouteMatch
+		wantErr string
+	}{
+		{"empty is prefix /", &networking.HTTPMatchRequest{}, &routev3.RouteMatch{PathSpecifier: slash}, ""},
+		{"exact path", &networking.HTTPMatchRequest{Uri: exact("/a")}, &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/a"}}, ""},
+		{"prefix path", &networking.HTTPMatchRequest{Uri: prefix("/api")}, &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/api"}}, ""},
+		{"regex path, ignore case", &networking.HTTPMatchRequest{Uri: regex("/v[0-9]+"), IgnoreUriCase: true},
+			&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "/v[0-9]+"}}, CaseSensitive: wrapperspb.Bool(false)}, ""},
+		{"bad path regex", &networking.HTTPMatchRequest{Uri: regex("/v[0-9")}, nil, "bad regex"},
+		{"headers sorted, presence, without", &networking.HTTPMatchRequest{
+			Headers:        map[string]*networking.StringMatch{"x-b": prefix("pre"), "x-a": exact("1"), "x-any": {}},
+			WithoutHeaders: map[string]*networking.StringMatch{"x-debug": {}},
+			Method:         exact("GET"),
+		}, &routev3.RouteMatch{PathSpecifier: slash, Headers: []*routev3.HeaderMatcher{
+			hdr(":method", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "GET"}}, false),
+			hdr("x-a", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "1"}}, false),
+			hdr("x-any", nil, false),
+			hdr("x-b", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "pre"}}, false),
+			hdr("x-debug", nil, true),
+		}}, ""},
+		{"header regex", &networking.HTTPMatchRequest{Headers: map[string]*networking.StringMatch{"user": regex("^j.*")}},
+			&routev3.RouteMatch{PathSpecifier: slash, Headers: []*routev3.HeaderMatcher{hdr("user", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "^j.*"}}}, false)}}, ""},
+		{"bad header regex", &networking.HTTPMatchRequest{Headers: map[string]*networking.StringMatch{"user": regex("(")}}, nil, `header "user"`},
+		{"query params", &networking.HTTPMatchRequest{QueryParams: map[string]*networking.StringMatch{"q": exact("x"), "p": {}}},
+			&routev3.RouteMatch{PathSpecifier: slash, QueryParameters: []*routev3.QueryParameterMatcher{
+				{Name: "p", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}},
+				{Name: "q", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "x"}}}},
+			}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := translateMatch(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// routeMesh is one HTTP service "web" in ns "app" with the given VirtualServices.
+func routeMesh(vss ...*model.Config) *model.Snapshot {
+	svcs := []*model.Service{
+		{Hostname: "web.app.svc.cluster.local", Namespace: "app", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "admin", Number: 9000, Protocol: model.ProtocolHTTP}}},
+		{Hostname: "api.app.svc.cluster.local", Namespace: "app", Ports: []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}}},
+	}
+	return model.NewSnapshot(1, model.SnapshotInput{Services: svcs, Configs: vss})
+}
+
+func vsConfig(name, ns string, vs *networking.VirtualService) *model.Config {
+	return &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: name, Namespace: ns}, Spec: vs}
+}
+
+func dest(host, subset string, weight int32) *networking.HTTPRouteDestination {
+	return &networking.HTTPRouteDestination{Destination: &networking.Destination{Host: host, Subset: subset}, Weight: weight}
+}
+
+// routeSummary lists "name match → action" for the web virtual host on a port.
+func routeSummary(t *testing.T, p *model.Proxy, s *model.Snapshot, port string) []string {
+	t.Helper()
+	rs, _ := ForType(RouteType, p).Generate(p, s, []string{port})
+	if len(rs) != 1 {
+		t.Fatalf("want 1 route configuration, got %d", len(rs))
+	}
+	var out []string
+	for _, vh := range rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
+		if !strings.HasPrefix(vh.GetName(), "web.") {
+			continue
+		}
+		for _, r := range vh.GetRoutes() {
+			m := r.GetMatch()
+			var act string
+			switch {
+			case r.GetRoute().GetCluster() != "":
+				act = r.GetRoute().GetCluster()
+			case r.GetRoute().GetWeightedClusters() != nil:
+				for _, c := range r.GetRoute().GetWeightedClusters().GetClusters() {
+					act += c.GetName() + "=" + c.GetWeight().String() + " "
+				}
+				act = strings.TrimSpace(act)
+			case r.GetRedirect() != nil:
+				act = "redirect"
+			}
+			out = append(out, r.GetName()+" "+m.GetPrefix()+m.GetPath()+m.GetSafeRegex().GetRegex()+" -> "+act)
+		}
+	}
+	return out
+}
+
+func TestVirtualServiceRoutes(t *testing.T) {
+	sidecar := sidecarProxy("10.0.0.9", "app")
+	sidecar.Labels = map[string]string{"app": "client", "track": "canary"}
+	tests := []struct {
+		name    string
+		vss     []*model.Config
+		port    string
+		want    []string
+		wantErr string
+	}{
+		{"no VS: default route", nil, "80", []string{"default / -> outbound|80||web.app.svc.cluster.local"}, ""},
+		{"weighted subsets, zero weight dropped", []*model.Config{vsConfig("w", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+			{Name: "split", Route: []*networking.HTTPRouteDestination{dest("web", "v1", 70), dest("web", "v2", 30), dest("web", "v3", 0)}},
+		}})}, "80", []string{"split / -> outbound|80|v1|web.app.svc.cluster.local=value:70 outbound|80|v2|web.app.svc.cluster.local=value:30"}, ""},
+		{"port match filters, destination port from the single-port service", []*model.Config{vsConfig("p", "app", &networking.VirtualService{Hosts: []string{"web.app.svc.cluster.local"}, Http: []*networking.HTTPRoute{
+			{Name: "admin-only", Match: []*networking.HTTPMatchRequest{{Port: 9000, Uri: prefix("/admin")}}, Route: []*networking.HTTPRouteDestination{dest("web", "", 0)}},
+			{Name: "to-api", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/api")}}, Route: []*networking.HTTPRouteDestination{dest("api", "", 0)}},
+		}})}, "80", []string{"to-api /api -> outbound|8080||api.app.svc.cluster.local"}, ""},
+		{"source labels match the proxy", []*model.Config{vsConfig("s", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+			{Name: "canary", Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "canary"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
+			{Name: "other", Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "stable"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
+			{Name: "rest", Route: []*networking.HTTPRouteDestination{dest("web", "", 0)}},
+		}})}, "80", []string{"canary / -> outbound|80|v2|web.app.svc.cluster.local", "rest / -> outbound|80||web.app.svc.cluster.local"}, ""},
+		{"one bad route does not drop the others", []*model.Config{
+			vsConfig("bad", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+				{Name: "broken", Match: []*networking.HTTPMatchRequest{{Uri: regex("([")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
+				{Name: "fine", Match: []*networking.HTTPMatchRequest{{Uri: exact("/ok")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
+			}}),
+			vsConfig("good", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+				{Name: "redir", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/old")}}, Redirect: &networking.HTTPRedirect{Uri: "/new"}},
+			}}),
+		}, "80", []string{"fine /ok -> outbound|80|v1|web.app.svc.cluster.local", "redir /old -> redirect"}, "VirtualService app/bad http[0 (broken)]"},
+		{"gateway-only VS ignored", []*model.Config{vsConfig("gw", "app", &networking.VirtualService{Hosts: []string{"web"}, Gateways: []string{"ingress"}, Http: []*networking.HTTPRoute{
+			{Name: "gw", Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
+		}})}, "80", []string{"default / -> outbound|80||web.app.svc.cluster.local"}, ""},
+		{"wildcard host", []*model.Config{vsConfig("wild", "other", &networking.VirtualService{Hosts: []string{"*.app.svc.cluster.local"}, Http: []*networking.HTTPRoute{
+			{Name: "all", Route: []*networking.HTTPRouteDestination{dest("web.app.svc.cluster.local", "", 0)}},
+		}})}, "80", []string{"all / -> outbound|80||web.app.svc.cluster.local"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := routeMesh(tt.vss...)
+			got := routeSummary(t, sidecar, s, tt.port)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("routes (-want +got)\n%s", diff)
+			}
+			_, err := ForType(RouteType, sidecar).Generate(sidecar, s, []string{tt.port})
+			if tt.wantErr == "" && err != nil {
+				t.Errorf("unexpected error: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRouteDomains(t *testing.T) {
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{
+		{Hostname: "a.x.svc.cluster.local", Namespace: "x", Addresses: []string{"10.0.0.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}},
+		// Shares a's VIP: the VIP domains stay with a, b keeps its names.
+		{Hostname: "b.y.svc.cluster.local", Namespace: "y", Addresses: []string{"10.0.0.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}},
+	}})
+	p := sidecarProxy("10.9.9.9", "x")
+	rs, err := ForType(RouteType, p).Generate(p, s, nil)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("got %d resources, err %v", len(rs), err)
+	}
+	got := map[string][]string{}
+	for _, vh := range rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
+		got[vh.GetName()] = vh.GetDomains()
+	}
+	want := map[string][]string{
+		"a.x.svc.cluster.local:80": {"a.x.svc.cluster.local", "a.x.svc.cluster.local:80", "a", "a:80", "a.x", "a.x:80", "a.x.svc", "a.x.svc:80", "10.0.0.1", "10.0.0.1:80"},
+		"b.y.svc.cluster.local:80": {"b.y.svc.cluster.local", "b.y.svc.cluster.local:80", "b.y", "b.y:80", "b.y.svc", "b.y.svc:80"},
+		AllowAnyVirtualHost:        {"*"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("domains (-want +got)\n%s", diff)
+	}
+	if last := rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts(); last[len(last)-1].GetName() != AllowAnyVirtualHost {
+		t.Errorf("allow_any is not the last virtual host")
+	}
+}
+
+func TestGRPCRoutesDropUnsupportedActions(t *testing.T) {
+	s := routeMesh(vsConfig("v", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+		{Name: "redir", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/old")}}, Redirect: &networking.HTTPRedirect{Uri: "/new"}},
+		{Name: "main", Route: []*networking.HTTPRouteDestination{dest("web", "", 0)}, Retries: &networking.HTTPRetry{Attempts: 2}},
+	}}))
+	p := grpcProxy("app")
+	rs, err := ForType(RouteType, p).Generate(p, s, []string{"web.app.svc.cluster.local:80", "nope:1", "garbage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Name != "web.app.svc.cluster.local:80" {
+		t.Fatalf("got %v", rs)
+	}
+	vh := rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts()[0]
+	if len(vh.GetRoutes()) != 1 || vh.GetRoutes()[0].GetName() != "main" {
+		t.Fatalf("routes: %v", vh.GetRoutes())
+	}
+	if rp := vh.GetRoutes()[0].GetRoute().GetRetryPolicy(); rp.GetRetryOn() != grpcRetryOn || rp.GetNumRetries().GetValue() != 2 {
+		t.Errorf("retry policy %v", rp)
+	}
+	if d := vh.GetDomains(); d[0] != "web.app.svc.cluster.local:80" || !strings.Contains(strings.Join(d, ","), "web:80") {
+		t.Errorf("domains %v", d)
+	}
+}

@@ -1,0 +1,188 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestRegisterExportsEveryName(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	// Vectors only export a series once a label value is used.
+	m.XDSPushes.WithLabelValues("cds").Inc()
+	m.XDSPushTime.WithLabelValues("cds").Observe(0.01)
+	m.InboundUpdates.WithLabelValues(InboundEDS).Inc()
+	m.PushTriggers.WithLabelValues("endpoint").Inc()
+	m.TotalXDSRejects.WithLabelValues("eds").Inc()
+	m.XDSExpiredNonce.WithLabelValues("eds").Inc()
+	m.XDSConfigSizeBytes.WithLabelValues("cds").Observe(1234)
+	m.CacheReads.WithLabelValues("cds", CacheHit).Inc()
+
+	want := []string{
+		"pilot_xds_pushes", "pilot_proxy_convergence_time", "pilot_debounce_time",
+		"pilot_pushcontext_init_seconds", "pilot_xds_push_time", "pilot_proxy_queue_time",
+		"pilot_inbound_updates", "pilot_push_triggers", "pilot_total_xds_rejects",
+		"pilot_xds_expired_nonce", "pilot_xds", "pilot_services", "pilot_xds_config_size_bytes",
+		"xds_cache_reads", "xdslab_cp_debounce_events_per_push", "xdslab_cp_config_file_errors_total",
+		"xdslab_cp_push_cycles_total", "xdslab_cp_ack_latency_seconds", "xdslab_cp_events_merged_total",
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = true
+	}
+	for _, n := range want {
+		if !got[n] {
+			t.Errorf("metric %s not exported", n)
+		}
+	}
+	if len(mfs) != len(want) || len(m.Names()) != len(want) {
+		t.Errorf("exported %d metrics, Names() has %d, want %d", len(mfs), len(m.Names()), len(want))
+	}
+	// Istio's label sets.
+	labels := map[string][]string{"pilot_xds_pushes": {"type"}, "xds_cache_reads": {"result", "type"}, "pilot_xds": nil}
+	for _, mf := range mfs {
+		wantL, ok := labels[mf.GetName()]
+		if !ok {
+			continue
+		}
+		var gotL []string
+		for _, l := range mf.GetMetric()[0].GetLabel() {
+			gotL = append(gotL, l.GetName())
+		}
+		if strings.Join(gotL, ",") != strings.Join(wantL, ",") {
+			t.Errorf("%s labels = %v, want %v", mf.GetName(), gotL, wantL)
+		}
+	}
+}
+
+func TestRegisterTwiceFailsNamingTheMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := New().Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	err := New().Register(reg)
+	if err == nil || !strings.Contains(err.Error(), "pilot_services") {
+		t.Fatalf("second Register: err = %v, want one naming pilot_services", err)
+	}
+	if err := New().Register(nil); err == nil {
+		t.Fatal("nil registerer accepted")
+	}
+}
+
+func TestObserveDebounce(t *testing.T) {
+	tests := []struct {
+		name       string
+		events     []int
+		wantCycles float64
+		wantMerged float64
+	}{
+		{"one event per push", []int{1, 1, 1}, 3, 0},
+		{"batches", []int{5, 1, 10}, 3, 13},
+		{"none", nil, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New()
+			for _, n := range tc.events {
+				m.ObserveDebounce(0.1, n)
+			}
+			if got := testutil.ToFloat64(m.PushCycles); got != tc.wantCycles {
+				t.Errorf("cycles = %v, want %v", got, tc.wantCycles)
+			}
+			if got := testutil.ToFloat64(m.EventsMerged); got != tc.wantMerged {
+				t.Errorf("merged = %v, want %v", got, tc.wantMerged)
+			}
+			if got := testutil.CollectAndCount(m.DebounceEventsPerPush); got != 1 {
+				t.Errorf("events histogram series = %d", got)
+			}
+		})
+	}
+}
+
+func TestHistogramBuckets(t *testing.T) {
+	m := New()
+	m.AckLatency.Observe(0.003)
+	m.PushContextInitSeconds.Observe(0.002)
+	const want = `
+# HELP xdslab_cp_ack_latency_seconds Time in seconds from a response being sent to its ACK being received.
+# TYPE xdslab_cp_ack_latency_seconds histogram
+xdslab_cp_ack_latency_seconds_bucket{le="0.001"} 0
+xdslab_cp_ack_latency_seconds_bucket{le="0.0025"} 0
+xdslab_cp_ack_latency_seconds_bucket{le="0.005"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="0.0075"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="0.01"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="0.025"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="0.05"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="0.075"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="0.1"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="0.25"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="0.5"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="0.75"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="1"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="2.5"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="5"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="10"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="20"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="30"} 1
+xdslab_cp_ack_latency_seconds_bucket{le="+Inf"} 1
+xdslab_cp_ack_latency_seconds_sum 0.003
+xdslab_cp_ack_latency_seconds_count 1
+`
+	if err := testutil.CollectAndCompare(m.AckLatency, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	// Every Istio boundary is kept in the latency layout, with finer ones below 100 ms.
+	for _, b := range []float64{.1, .5, 1, 3, 5, 10, 20, 30} {
+		found := false
+		for _, x := range LatencyBuckets {
+			found = found || x == b
+		}
+		if !found {
+			t.Errorf("LatencyBuckets lacks Istio's %v", b)
+		}
+	}
+	if n := countBelow(LatencyBuckets, .1); n < 5 {
+		t.Errorf("LatencyBuckets has %d buckets below 100ms, want at least 5", n)
+	}
+}
+
+func countBelow(bs []float64, x float64) int {
+	n := 0
+	for _, b := range bs {
+		if b < x {
+			n++
+		}
+	}
+	return n
+}
+
+func TestLint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := New().Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Istio's own names break two lint rules (counters without _total, pilot_debounce_time
+	// without a unit suffix); they are kept for dashboard compatibility. Our own must be clean.
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "xdslab_") {
+			t.Errorf("lint %s: %s", p.Metric, p.Text)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package model
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// SnapshotSource is the current state a snapshot is built from: the merged services and
+// endpoints and the Istio config objects (VirtualService, DestinationRule, Sidecar, Gateway;
+// ServiceEntry and WorkloadEntry reach a snapshot only as the services they define). The
+// registry aggregate implements it; a builder reads it under one lock so that it is consistent.
+type SnapshotSource interface {
+	// Services returns every service, in any order.
+	Services() []*Service
+	Service(host string) *Service
+	// Endpoints returns a host's endpoints, sorted by CompareEndpoints. It is only called for
+	// hosts that have a Service.
+	Endpoints(host string) []*Endpoint
+	// Configs returns every config object, in any order.
+	Configs() []*Config
+	Config(key ConfigKey) *Config
+}
+
+// ChangeReport says what a snapshot changed compared with its parent. Host lists and keys are
+// sorted.
+type ChangeReport struct {
+	// Full is true when clusters, listeners or routes may have changed: a service was added,
+	// removed or redefined (its service accounts included), or a config object changed. False
+	// means only endpoints changed: an incremental (EDS) push of EndpointsChanged suffices.
+	Full            bool
+	ServicesAdded   []string
+	ServicesRemoved []string
+	ServicesChanged []string
+	// EndpointsChanged lists the hosts whose endpoints changed (added and removed services
+	// included when they have endpoints).
+	EndpointsChanged []string
+	ConfigsChanged   []ConfigKey
+	// Rebuilt is true when the snapshot was built from scratch (no parent, or a request for
+	// everything); the lists then still describe the difference from the parent.
+	Rebuilt bool
+}
+
+// Empty reports whether nothing changed (the builder then returns the parent unchanged).
+func (r ChangeReport) Empty() bool {
+	return len(r.ServicesAdded)+len(r.ServicesRemoved)+len(r.ServicesChanged)+
+		len(r.EndpointsChanged)+len(r.ConfigsChanged) == 0
+}
+
+// SnapshotDelta is a set of changes to apply to a snapshot.
+type SnapshotDelta struct {
+	// Services by host; a nil value removes the service and its endpoints.
+	Services map[string]*Service
+	// Endpoints by host; a nil or empty slice removes them.
+	Endpoints map[string][]*Endpoint
+	// Configs by key; a nil value removes the object.
+	Configs map[ConfigKey]*Config
+}
+
+// Apply returns a new snapshot at seq with d applied. Everything d does not touch is shared
+// with s; the generations (ServiceGen, EndpointGen, ConfigGen) move to seq only for what
+// changed.
+func (s *Snapshot) Apply(seq uint64, d SnapshotDelta) *Snapshot {
+	var n *Snapshot
+	if len(d.Endpoints) > 0 {
+		n = s.WithEndpoints(seq, d.Endpoints)
+	} else {
+		c := *s
+		c.Seq, c.Version = seq, strconv.FormatUint(seq, 10)
+		n = &c
+	}
+	if len(d.Services) > 0 {
+		n.serviceByHost = maps.Clone(s.serviceByHost)
+		n.serviceGen = maps.Clone(s.serviceGen)
+		removed := false
+		// The sorted list is patched in place (binary search) rather than re-sorted.
+		n.services = slices.Clone(s.services)
+		for host, svc := range d.Services {
+			i, found := slices.BinarySearchFunc(n.services, host, func(x *Service, h string) int { return strings.Compare(x.Hostname, h) })
+			switch {
+			case svc != nil && found:
+				n.services[i] = svc
+			case svc != nil:
+				n.services = slices.Insert(n.services, i, svc)
+			case found:
+				n.services = slices.Delete(n.services, i, i+1)
+			}
+			if svc != nil {
+				n.serviceByHost[host] = svc
+				n.serviceGen[host] = seq
+				continue
+			}
+			delete(n.serviceByHost, host)
+			delete(n.serviceGen, host)
+			removed = true
+		}
+		if removed {
+			// A removed service takes its endpoints with it (n may still share the maps with s).
+			n.endpoints, n.endpointGen = maps.Clone(n.endpoints), maps.Clone(n.endpointGen)
+			for host, svc := range d.Services {
+				if svc == nil {
+					delete(n.endpoints, host)
+					delete(n.endpointGen, host)
+				}
+			}
+		}
+	}
+	if len(d.Configs) > 0 {
+		n.configKey = maps.Clone(s.configKey)
+		for key, c := range d.Configs {
+			if c == nil {
+				delete(n.configKey, key)
+			} else {
+				n.configKey[key] = c
+			}
+		}
+		n.configs = groupConfigs(n.configKey)
+		n.configGen = seq
+	}
+	return n
+}
+
+// BuildSnapshot builds the snapshot that follows prev at seq from the state in src, for the
+// changes named by req, and reports what changed. It is pure: it reads only its arguments.
+//
+//   - prev nil, req nil, or a full request with no ConfigsUpdated ("everything"): every
+//     service, endpoint and config is compared with prev (Rebuilt).
+//   - otherwise only the keys in req are looked at: KindService and KindEndpoint keys name
+//     hosts (a service key also checks its endpoints), other kinds name config objects. A host
+//     named only by an endpoint key whose Service also differs is treated as a service change,
+//     so a request that claims too little never yields a stale snapshot.
+//
+// When only endpoints changed, the result is prev.WithEndpoints (services and configs shared,
+// Full false). When nothing changed, prev itself is returned with an empty report.
+func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSource) (*Snapshot, ChangeReport) {
+	if prev == nil {
+		return buildFromScratch(seq, src)
+	}
+	var (
+		svcHosts, epHosts = map[string]struct{}{}, map[string]struct{}{}
+		cfgKeys           = map[ConfigKey]struct{}{}
+		everything        = req == nil || (req.Full && len(req.ConfigsUpdated) == 0)
+	)
+	if !everything {
+		for k := range req.ConfigsUpdated {
+			switch k.Kind {
+			case KindService:
+				svcHosts[k.Name] = struct{}{}
+			case KindEndpoint:
+				epHosts[k.Name] = struct{}{}
+			case KindServiceEntry, KindWorkloadEntry:
+				// These reach a snapshot only through the services they define; a request
+				// naming them directly cannot say which hosts, so compare every service.
+				everything = true
+			default:
+				cfgKeys[k] = struct{}{}
+			}
+		}
+	}
+	if everything {
+		for _, svc := range prev.services {
+			svcHosts[svc.Hostname] = struct{}{}
+		}
+		for _, svc := range src.Services() {
+			svcHosts[svc.Hostname] = struct{}{}
+		}
+		for k := range prev.configKey {
+			cfgKeys[k] = struct{}{}
+		}
+		for _, c := range src.Configs() {
+			cfgKeys[c.Key()] = struct{}{}
+		}
+	}
+	// An endpoint key whose service moved under it becomes a service change.
+	for h := range epHosts {
+		if !prev.Service(h).Equal(src.Service(h)) {
+			svcHosts[h] = struct{}{}
+		}
+	}
+	for h := range svcHosts {
+		epHosts[h] = struct{}{}
+	}
+
+	var rep ChangeReport
+	rep.Rebuilt = everything
+	d := SnapshotDelta{}
+	for h := range svcHosts {
+		old, cur := prev.Service(h), src.Service(h)
+		switch {
+		case old == nil && cur == nil:
+			continue
+		case old == nil:
+			rep.ServicesAdded = append(rep.ServicesAdded, h)
+		case cur == nil:
+			rep.ServicesRemoved = append(rep.ServicesRemoved, h)
+		case old.Equal(cur):
+			continue
+		default:
+			rep.ServicesChanged = append(rep.ServicesChanged, h)
+		}
+		if d.Services == nil {
+			d.Services = map[string]*Service{}
+		}
+		d.Services[h] = cur
+	}
+	for h := range epHosts {
+		var cur []*Endpoint
+		if src.Service(h) != nil {
+			cur = src.Endpoints(h)
+		}
+		if endpointsEqual(prev.Endpoints(h), cur) {
+			continue
+		}
+		rep.EndpointsChanged = append(rep.EndpointsChanged, h)
+		if d.Endpoints == nil {
+			d.Endpoints = map[string][]*Endpoint{}
+		}
+		d.Endpoints[h] = cur
+	}
+	for k := range cfgKeys {
+		old, cur := prev.Config(k), src.Config(k)
+		if configsEqual(old, cur) {
+			continue
+		}
+		rep.ConfigsChanged = append(rep.ConfigsChanged, k)
+		if d.Configs == nil {
+			d.Configs = map[ConfigKey]*Config{}
+		}
+		d.Configs[k] = cur
+	}
+	rep.sort()
+	rep.Full = len(d.Services) > 0 || len(d.Configs) > 0
+	switch {
+	case rep.Empty():
+		return prev, rep
+	case !rep.Full:
+		return prev.WithEndpoints(seq, d.Endpoints), rep
+	}
+	return prev.Apply(seq, d), rep
+}
+
+func buildFromScratch(seq uint64, src SnapshotSource) (*Snapshot, ChangeReport) {
+	in := SnapshotInput{Services: src.Services(), Configs: src.Configs()}
+	in.Endpoints = make(map[string][]*Endpoint, len(in.Services))
+	rep := ChangeReport{Full: true, Rebuilt: true}
+	for _, svc := range in.Services {
+		rep.ServicesAdded = append(rep.ServicesAdded, svc.Hostname)
+		if eps := src.Endpoints(svc.Hostname); len(eps) > 0 {
+			in.Endpoints[svc.Hostname] = eps
+			rep.EndpointsChanged = append(rep.EndpointsChanged, svc.Hostname)
+		}
+	}
+	for _, c := range in.Configs {
+		rep.ConfigsChanged = append(rep.ConfigsChanged, c.Key())
+	}
+	rep.sort()
+	return NewSnapshot(seq, in), rep
+}
+
+func (r *ChangeReport) sort() {
+	slices.Sort(r.ServicesAdded)
+	slices.Sort(r.ServicesRemoved)
+	slices.Sort(r.ServicesChanged)
+	slices.Sort(r.EndpointsChanged)
+	slices.SortFunc(r.ConfigsChanged, func(a, b ConfigKey) int { return strings.Compare(a.String(), b.String()) })
+}
+
+// endpointsEqual compares two sorted endpoint lists.
+func endpointsEqual(a, b []*Endpoint) bool {
+	return slices.EqualFunc(a, b, func(x, y *Endpoint) bool { return x == y || x.Equal(y) })
+}
+
+// configsEqual reports whether two configs have the same content. Stored configs are
+// immutable, so the same pointer is the common, cheap case.
+func configsEqual(a, b *Config) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	return a.Meta.Key() == b.Meta.Key() && a.ResourceVersion == b.ResourceVersion &&
+		mapsEqual(a.Labels, b.Labels) && mapsEqual(a.Annotations, b.Annotations) && proto.Equal(a.Spec, b.Spec)
+}

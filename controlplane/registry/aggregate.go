@@ -1,0 +1,475 @@
+package registry
+
+import (
+	"cmp"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// Change is one change of the aggregate's state, reported to its consumer.
+type Change struct {
+	// Keys are what changed: KindService and KindEndpoint keys (Name is the hostname,
+	// Namespace the service's) for services and their endpoints, or the key of an Istio config
+	// object (VirtualService, DestinationRule, Sidecar, Gateway).
+	Keys map[model.ConfigKey]struct{}
+	// EndpointOnly is true when only endpoints changed (every key is a KindEndpoint key).
+	EndpointOnly bool
+	// ServicesAdded and ServicesRemoved count services that appeared or disappeared.
+	ServicesAdded, ServicesRemoved int
+	// Time is when the change was made (the aggregate's clock).
+	Time time.Time
+	// EventIDs of simulator events carried by the change, when known.
+	EventIDs []uint64
+}
+
+// Reason is the push trigger reason of the change.
+func (c Change) Reason() model.TriggerReason {
+	for k := range c.Keys {
+		if k.Kind != model.KindService && k.Kind != model.KindEndpoint {
+			return model.ReasonConfigUpdate
+		}
+	}
+	if c.EndpointOnly {
+		return model.ReasonEndpointUpdate
+	}
+	return model.ReasonServiceUpdate
+}
+
+// PushRequest turns the change into a request for the debouncer.
+func (c Change) PushRequest() *model.PushRequest {
+	return &model.PushRequest{
+		Full:           !c.EndpointOnly,
+		ConfigsUpdated: maps.Clone(c.Keys),
+		Reasons:        map[model.TriggerReason]int{c.Reason(): 1},
+		Start:          c.Time,
+		EventIDs:       slices.Clone(c.EventIDs),
+	}
+}
+
+// AggregateOptions configure an Aggregate.
+type AggregateOptions struct {
+	// Registries in priority order: a host defined by several takes the first one's service
+	// and endpoints. ServiceEntry-derived services come after every registry.
+	Registries []Registry
+	// Convert configures the ServiceEntry conversion.
+	Convert ConvertOptions
+	// Now is the clock that stamps Change.Time; nil means time.Now.
+	Now func() time.Time
+	// OnChange is the one consumer of changes. It is called in change order, on the goroutine
+	// that made the change, outside the aggregate's state lock (it may read the aggregate). It
+	// should not block for long: writers wait for it.
+	OnChange func(Change)
+	// OnError is told about a ServiceEntry that could not be converted; the entry's previous
+	// services and endpoints are kept.
+	OnError func(key model.ConfigKey, err error)
+}
+
+type entry struct {
+	svc *model.Service
+	eps []*model.Endpoint
+}
+
+type seState struct {
+	cfg      *model.Config
+	services map[string]*model.Service
+	eps      map[string][]*model.Endpoint
+}
+
+// Aggregate merges registries and ServiceEntries into one view of services and endpoints, and
+// mirrors the Istio config objects that snapshots carry. It is safe for concurrent use: writes
+// are serialized (and reported in order), reads take a read lock.
+type Aggregate struct {
+	opts AggregateOptions
+
+	// writeMu serializes writers together with their OnChange call; mu guards the state.
+	writeMu sync.Mutex
+	mu      sync.RWMutex
+	regs    []map[string]entry // per registry, by host
+	ses     map[model.ConfigKey]*seState
+	// seByHost indexes the ServiceEntries that define a host.
+	seByHost map[string]map[model.ConfigKey]struct{}
+	// wes are WorkloadEntries by namespace.
+	wes      map[string]map[model.ConfigKey]*model.Config
+	rejected map[model.ConfigKey]error
+	merged   map[string]entry
+	configs  map[model.ConfigKey]*model.Config
+}
+
+var _ model.SnapshotSource = view{}
+
+// NewAggregate returns an aggregate subscribed to opts.Registries (their current content is
+// loaded, and reported as a change, before it returns).
+func NewAggregate(opts AggregateOptions) *Aggregate {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	a := &Aggregate{
+		opts:     opts,
+		regs:     make([]map[string]entry, len(opts.Registries)),
+		ses:      map[model.ConfigKey]*seState{},
+		seByHost: map[string]map[model.ConfigKey]struct{}{},
+		wes:      map[string]map[model.ConfigKey]*model.Config{},
+		rejected: map[model.ConfigKey]error{},
+		merged:   map[string]entry{},
+		configs:  map[model.ConfigKey]*model.Config{},
+	}
+	for i, r := range opts.Registries {
+		a.regs[i] = map[string]entry{}
+		r.Subscribe(func(u Update) { a.registryUpdate(i, u) })
+	}
+	return a
+}
+
+// changeSet accumulates what one write changed.
+type changeSet struct{ Change }
+
+func (c *changeSet) add(k model.ConfigKey) {
+	if c.Keys == nil {
+		c.Keys = map[model.ConfigKey]struct{}{}
+	}
+	c.Keys[k] = struct{}{}
+}
+
+// write runs apply under the state lock and reports the change it recorded, if any.
+func (a *Aggregate) write(eventIDs []uint64, apply func(*changeSet)) {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	cs := &changeSet{}
+	a.mu.Lock()
+	apply(cs)
+	a.mu.Unlock()
+	if len(cs.Keys) == 0 || a.opts.OnChange == nil {
+		return
+	}
+	cs.EndpointOnly = true
+	for k := range cs.Keys {
+		if k.Kind != model.KindEndpoint {
+			cs.EndpointOnly = false
+		}
+	}
+	cs.Time = a.opts.Now()
+	cs.EventIDs = eventIDs
+	a.opts.OnChange(cs.Change)
+}
+
+func (a *Aggregate) registryUpdate(i int, u Update) {
+	a.write(u.EventIDs, func(cs *changeSet) {
+		hosts := map[string]struct{}{}
+		for h, svc := range u.Services {
+			e := a.regs[i][h]
+			e.svc = svc
+			a.regs[i][h] = e
+			hosts[h] = struct{}{}
+		}
+		for h, eps := range u.Endpoints {
+			e := a.regs[i][h]
+			e.eps = eps
+			a.regs[i][h] = e
+			hosts[h] = struct{}{}
+		}
+		for h := range hosts {
+			if e := a.regs[i][h]; e.svc == nil && len(e.eps) == 0 {
+				delete(a.regs[i], h)
+			}
+			a.recompute(h, cs)
+		}
+	})
+}
+
+// ConfigChanged applies one change of an Istio config object: old is the previous value (nil
+// for an add), cur the new one (nil for a delete). ServiceEntries and WorkloadEntries
+// recompute the hosts they touch; other kinds are mirrored and reported by their key.
+func (a *Aggregate) ConfigChanged(old, cur *model.Config) {
+	ref := cmp.Or(cur, old)
+	if ref == nil {
+		return
+	}
+	key := ref.Key()
+	a.write(nil, func(cs *changeSet) {
+		switch key.Kind {
+		case model.KindServiceEntry:
+			a.serviceEntryChanged(key, cur, cs)
+		case model.KindWorkloadEntry:
+			a.workloadEntryChanged(key, old, cur, cs)
+		default:
+			if cur == nil {
+				if _, ok := a.configs[key]; !ok {
+					return
+				}
+				delete(a.configs, key)
+			} else {
+				a.configs[key] = cur
+			}
+			cs.add(key)
+		}
+	})
+}
+
+func (a *Aggregate) serviceEntryChanged(key model.ConfigKey, cur *model.Config, cs *changeSet) {
+	hosts := map[string]struct{}{}
+	if prev := a.ses[key]; prev != nil {
+		for h := range prev.services {
+			hosts[h] = struct{}{}
+		}
+	}
+	if cur == nil {
+		delete(a.ses, key)
+		delete(a.rejected, key)
+	} else {
+		st, err := a.convert(cur)
+		if err != nil {
+			a.reject(key, err)
+			return
+		}
+		a.ses[key] = st
+		for h := range st.services {
+			hosts[h] = struct{}{}
+		}
+	}
+	a.reindex(key, hosts)
+	for h := range hosts {
+		a.recompute(h, cs)
+	}
+}
+
+func (a *Aggregate) workloadEntryChanged(key model.ConfigKey, old, cur *model.Config, cs *changeSet) {
+	ns := key.Namespace
+	if cur == nil {
+		delete(a.wes[ns], key)
+	} else {
+		if a.wes[ns] == nil {
+			a.wes[ns] = map[model.ConfigKey]*model.Config{}
+		}
+		a.wes[ns][key] = cur
+	}
+	selects := func(sel map[string]string, c *model.Config) bool {
+		if c == nil {
+			return false
+		}
+		spec, ok := c.Spec.(*networking.WorkloadEntry)
+		return ok && model.LabelsMatch(sel, workloadLabels(c, spec))
+	}
+	hosts := map[string]struct{}{}
+	for sk, st := range a.ses {
+		spec := st.cfg.Spec.(*networking.ServiceEntry)
+		sel := spec.GetWorkloadSelector()
+		if sk.Namespace != ns || sel == nil || !(selects(sel.GetLabels(), old) || selects(sel.GetLabels(), cur)) {
+			continue
+		}
+		nst, err := a.convert(st.cfg)
+		if err != nil {
+			a.reject(sk, err)
+			continue
+		}
+		a.ses[sk] = nst
+		for h := range nst.services {
+			hosts[h] = struct{}{}
+		}
+	}
+	for h := range hosts {
+		a.recompute(h, cs)
+	}
+}
+
+func (a *Aggregate) convert(se *model.Config) (*seState, error) {
+	wes := slices.Collect(maps.Values(a.wes[se.Namespace]))
+	conv, err := ConvertServiceEntry(se, wes, a.opts.Convert)
+	if err != nil {
+		return nil, err
+	}
+	delete(a.rejected, se.Key())
+	st := &seState{cfg: se, services: make(map[string]*model.Service, len(conv.Services)), eps: conv.Endpoints}
+	for _, svc := range conv.Services {
+		st.services[svc.Hostname] = svc
+	}
+	return st, nil
+}
+
+func (a *Aggregate) reject(key model.ConfigKey, err error) {
+	a.rejected[key] = err
+	if a.opts.OnError != nil {
+		a.opts.OnError(key, err)
+	}
+}
+
+// reindex makes seByHost list key under exactly the hosts its current state defines; hosts
+// holds every host it was or is indexed under.
+func (a *Aggregate) reindex(key model.ConfigKey, hosts map[string]struct{}) {
+	st := a.ses[key]
+	for h := range hosts {
+		defines := false
+		if st != nil {
+			_, defines = st.services[h]
+		}
+		if defines {
+			if a.seByHost[h] == nil {
+				a.seByHost[h] = map[model.ConfigKey]struct{}{}
+			}
+			a.seByHost[h][key] = struct{}{}
+		} else if m := a.seByHost[h]; m != nil {
+			delete(m, key)
+			if len(m) == 0 {
+				delete(a.seByHost, h)
+			}
+		}
+	}
+}
+
+// seEntry merges the ServiceEntries that define host: the oldest entry (then by namespace and
+// name, as Istio orders them) defines the service; the endpoints of every entry for the host in
+// that namespace are merged, and so are their service accounts.
+func (a *Aggregate) seEntry(host string) entry {
+	var keys []model.ConfigKey
+	for k := range a.seByHost[host] {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return entry{}
+	}
+	slices.SortFunc(keys, func(x, y model.ConfigKey) int {
+		cx, cy := a.ses[x].cfg, a.ses[y].cfg
+		return cmp.Or(cx.CreationTimestamp.Compare(cy.CreationTimestamp),
+			strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
+	})
+	win := a.ses[keys[0]]
+	e := entry{svc: win.services[host], eps: win.eps[host]}
+	var more []*seState
+	for _, k := range keys[1:] {
+		if k.Namespace == keys[0].Namespace {
+			more = append(more, a.ses[k])
+		}
+	}
+	if len(more) == 0 {
+		return e
+	}
+	svc := *e.svc
+	svc.ServiceAccounts = slices.Clone(svc.ServiceAccounts)
+	eps := slices.Clone(e.eps)
+	for _, st := range more {
+		svc.ServiceAccounts = append(svc.ServiceAccounts, st.services[host].ServiceAccounts...)
+		eps = append(eps, st.eps[host]...)
+	}
+	slices.Sort(svc.ServiceAccounts)
+	svc.ServiceAccounts = slices.Compact(svc.ServiceAccounts)
+	slices.SortFunc(eps, model.CompareEndpoints)
+	return entry{svc: &svc, eps: eps}
+}
+
+// recompute sets the merged entry of host and records what changed.
+func (a *Aggregate) recompute(host string, cs *changeSet) {
+	var e entry
+	for _, r := range a.regs {
+		if re, ok := r[host]; ok && re.svc != nil {
+			e = re
+			break
+		}
+	}
+	if e.svc == nil {
+		e = a.seEntry(host)
+	}
+	old := a.merged[host]
+	if e.svc == nil && old.svc == nil {
+		return // endpoints without a service are not part of the mesh
+	}
+	if e.svc == nil {
+		delete(a.merged, host)
+		e.eps = nil
+	} else {
+		a.merged[host] = e
+	}
+	ns := cmp.Or(e.svc, old.svc).Namespace
+	if !old.svc.Equal(e.svc) {
+		cs.add(model.ConfigKey{Kind: model.KindService, Name: host, Namespace: ns})
+		switch {
+		case old.svc == nil:
+			cs.ServicesAdded++
+		case e.svc == nil:
+			cs.ServicesRemoved++
+		}
+	}
+	if !slices.EqualFunc(old.eps, e.eps, func(x, y *model.Endpoint) bool { return x == y || x.Equal(y) }) {
+		cs.add(model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: ns})
+	}
+}
+
+// Read calls fn with a consistent view of the aggregate, under its read lock: fn must not
+// write to the aggregate or its registries, and must not keep the view.
+func (a *Aggregate) Read(fn func(model.SnapshotSource)) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	fn(view{a})
+}
+
+// Services returns every merged service, sorted by hostname.
+func (a *Aggregate) Services() []*model.Service {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	out := view{a}.Services()
+	slices.SortFunc(out, func(x, y *model.Service) int { return strings.Compare(x.Hostname, y.Hostname) })
+	return out
+}
+
+// Service returns the merged service of host, or nil.
+func (a *Aggregate) Service(host string) *model.Service {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.merged[host].svc
+}
+
+// Endpoints returns the merged endpoints of host, sorted. The slice must not be modified.
+func (a *Aggregate) Endpoints(host string) []*model.Endpoint {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.merged[host].eps
+}
+
+// ServiceCount is the number of merged services.
+func (a *Aggregate) ServiceCount() int {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return len(a.merged)
+}
+
+// Rejected returns the ServiceEntries whose latest version could not be converted, with why.
+func (a *Aggregate) Rejected() map[model.ConfigKey]error {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return maps.Clone(a.rejected)
+}
+
+// RejectedError joins every rejection, or returns nil.
+func (a *Aggregate) RejectedError() error {
+	var errs []error
+	for _, err := range a.Rejected() {
+		errs = append(errs, err)
+	}
+	slices.SortFunc(errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
+	return errors.Join(errs...)
+}
+
+// view reads the aggregate's state without locking; Read holds the lock.
+type view struct{ a *Aggregate }
+
+func (v view) Services() []*model.Service {
+	out := make([]*model.Service, 0, len(v.a.merged))
+	for _, e := range v.a.merged {
+		out = append(out, e.svc)
+	}
+	return out
+}
+
+func (v view) Service(host string) *model.Service { return v.a.merged[host].svc }
+
+func (v view) Endpoints(host string) []*model.Endpoint { return v.a.merged[host].eps }
+
+func (v view) Configs() []*model.Config { return slices.Collect(maps.Values(v.a.configs)) }
+
+func (v view) Config(key model.ConfigKey) *model.Config { return v.a.configs[key] }

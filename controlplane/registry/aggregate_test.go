@@ -1,0 +1,237 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// recorder collects changes as compact strings: "E" for an endpoint-only change, "F" for
+// any other, then the sorted keys as Kind/name.
+type recorder struct {
+	mu  sync.Mutex
+	got []string
+	raw []Change
+}
+
+func (r *recorder) onChange(c Change) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var keys []string
+	for k := range c.Keys {
+		keys = append(keys, string(k.Kind)+"/"+k.Name)
+	}
+	slices.Sort(keys)
+	mode := "F"
+	if c.EndpointOnly {
+		mode = "E"
+	}
+	r.got = append(r.got, mode+" "+strings.Join(keys, " "))
+	r.raw = append(r.raw, c)
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.got
+	r.got = nil
+	return out
+}
+
+func ep(addr string) *model.Endpoint { return &model.Endpoint{Address: addr} }
+
+func staticSE(ns, name string, hosts []string, addrs ...string) *model.Config {
+	spec := &networking.ServiceEntry{Hosts: hosts, Ports: []*networking.ServicePort{{Number: 80, Name: "http"}},
+		Location: networking.ServiceEntry_MESH_INTERNAL, Resolution: networking.ServiceEntry_STATIC}
+	for _, a := range addrs {
+		spec.Endpoints = append(spec.Endpoints, &networking.WorkloadEntry{Address: a})
+	}
+	return seConfig(ns, name, spec)
+}
+
+func TestAggregateChanges(t *testing.T) {
+	mem := NewMemory("memory")
+	rec := &recorder{}
+	var rejected []string
+	now := time.Unix(100, 0)
+	agg := NewAggregate(AggregateOptions{Registries: []Registry{mem}, OnChange: rec.onChange, Now: func() time.Time { return now },
+		OnError: func(k model.ConfigKey, err error) { rejected = append(rejected, k.String()) }})
+
+	selSE := seConfig("ns1", "vm", &networking.ServiceEntry{Hosts: []string{"vm.ns1"}, Ports: []*networking.ServicePort{{Number: 80, Name: "http"}},
+		Resolution: networking.ServiceEntry_STATIC, WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "vm"}}})
+	vmWE := func(addr, sa string) *model.Config {
+		return weConfig("ns1", "vm-1", &networking.WorkloadEntry{Address: addr, Labels: map[string]string{"app": "vm"}, ServiceAccount: sa})
+	}
+	vs := &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "route", Namespace: "ns1"}, Spec: &networking.VirtualService{Hosts: []string{"a"}}}
+
+	steps := []struct {
+		name string
+		do   func()
+		want []string
+	}{
+		{"memory service added", func() { mem.SetService(&model.Service{Hostname: "m.ns1", Namespace: "ns1"}) }, []string{"F Service/m.ns1"}},
+		{"memory endpoints only", func() { mem.SetEndpoints("m.ns1", []*model.Endpoint{ep("10.0.0.1")}) }, []string{"E Endpoint/m.ns1"}},
+		{"same endpoints again: no change", func() { mem.SetEndpoints("m.ns1", []*model.Endpoint{ep("10.0.0.1")}) }, nil},
+		{"endpoints for an unknown host: nothing to report", func() { mem.SetEndpoints("ghost", []*model.Endpoint{ep("10.0.0.9")}) }, nil},
+		{"ServiceEntry with two hosts", func() { agg.ConfigChanged(nil, staticSE("ns1", "se", []string{"a.ext", "b.ext"}, "10.1.0.1")) },
+			[]string{"F Endpoint/a.ext Endpoint/b.ext Service/a.ext Service/b.ext"}},
+		{"ServiceEntry endpoint change is endpoint-only", func() {
+			agg.ConfigChanged(nil, staticSE("ns1", "se", []string{"a.ext", "b.ext"}, "10.1.0.1", "10.1.0.2"))
+		}, []string{"E Endpoint/a.ext Endpoint/b.ext"}},
+		{"ServiceEntry drops a host: only that host", func() {
+			agg.ConfigChanged(nil, staticSE("ns1", "se", []string{"a.ext"}, "10.1.0.1", "10.1.0.2"))
+		}, []string{"F Endpoint/b.ext Service/b.ext"}},
+		{"invalid ServiceEntry update keeps the last good one", func() {
+			agg.ConfigChanged(nil, seConfig("ns1", "se", &networking.ServiceEntry{Hosts: []string{"a.ext"}, Ports: []*networking.ServicePort{{Number: 0, Name: "x"}}}))
+		}, nil},
+		{"registry shadows a ServiceEntry host", func() {
+			mem.Apply(Update{Services: map[string]*model.Service{"a.ext": {Hostname: "a.ext", Namespace: "mesh"}},
+				Endpoints: map[string][]*model.Endpoint{"a.ext": {ep("10.9.9.9")}}})
+		}, []string{"F Endpoint/a.ext Service/a.ext"}},
+		{"registry deletes it: the ServiceEntry's comes back", func() { mem.DeleteService("a.ext") }, []string{"F Endpoint/a.ext Service/a.ext"}},
+		{"selector entry without workloads", func() { agg.ConfigChanged(nil, selSE) }, []string{"F Service/vm.ns1"}},
+		{"WorkloadEntry selected: service account set changes the service", func() { agg.ConfigChanged(nil, vmWE("10.2.0.1", "vm-sa")) },
+			[]string{"F Endpoint/vm.ns1 Service/vm.ns1"}},
+		{"WorkloadEntry address change is endpoint-only", func() { agg.ConfigChanged(vmWE("10.2.0.1", "vm-sa"), vmWE("10.2.0.2", "vm-sa")) },
+			[]string{"E Endpoint/vm.ns1"}},
+		{"WorkloadEntry in another namespace: nothing", func() {
+			agg.ConfigChanged(nil, weConfig("ns2", "vm-1", &networking.WorkloadEntry{Address: "10.3.0.1", Labels: map[string]string{"app": "vm"}}))
+		}, nil},
+		{"WorkloadEntry deleted", func() { agg.ConfigChanged(vmWE("10.2.0.2", "vm-sa"), nil) }, []string{"F Endpoint/vm.ns1 Service/vm.ns1"}},
+		{"VirtualService is a config change", func() { agg.ConfigChanged(nil, vs) }, []string{"F VirtualService/route"}},
+		{"VirtualService deleted", func() { agg.ConfigChanged(vs, nil) }, []string{"F VirtualService/route"}},
+		{"unknown VirtualService deleted: nothing", func() { agg.ConfigChanged(vs, nil) }, nil},
+		{"ServiceEntry deleted", func() { agg.ConfigChanged(staticSE("ns1", "se", nil), nil) }, []string{"F Endpoint/a.ext Service/a.ext"}},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := rec.take(); !slices.Equal(got, st.want) {
+			t.Errorf("%s:\n got  %q\n want %q", st.name, got, st.want)
+		}
+	}
+	if len(rejected) != 1 || rejected[0] != "ServiceEntry/ns1/se" {
+		t.Errorf("rejected = %v", rejected)
+	}
+	if got := agg.ServiceCount(); got != 2 { // m.ns1, vm.ns1
+		t.Errorf("services = %d: %v", got, agg.Services())
+	}
+}
+
+func TestAggregateMergesServiceEntriesForOneHost(t *testing.T) {
+	rec := &recorder{}
+	agg := NewAggregate(AggregateOptions{OnChange: rec.onChange})
+	older := staticSE("ns1", "b-older", []string{"shared.ext"}, "10.0.0.2")
+	older.CreationTimestamp = time.Unix(1, 0)
+	older.Spec.(*networking.ServiceEntry).SubjectAltNames = []string{"sa-b"}
+	newer := staticSE("ns1", "a-newer", []string{"shared.ext"}, "10.0.0.1")
+	newer.CreationTimestamp = time.Unix(2, 0)
+	newer.Spec.(*networking.ServiceEntry).SubjectAltNames = []string{"sa-a"}
+	otherNS := staticSE("ns2", "c", []string{"shared.ext"}, "10.0.0.3")
+	otherNS.CreationTimestamp = time.Unix(3, 0)
+
+	agg.ConfigChanged(nil, newer)
+	agg.ConfigChanged(nil, older)
+	agg.ConfigChanged(nil, otherNS)
+	svc := agg.Service("shared.ext")
+	if svc.Source.Name != "b-older" {
+		t.Errorf("service defined by %s, want the oldest entry", svc.Source)
+	}
+	if !slices.Equal(svc.ServiceAccounts, []string{"sa-a", "sa-b"}) {
+		t.Errorf("service accounts = %v", svc.ServiceAccounts)
+	}
+	var addrs []string
+	for _, e := range agg.Endpoints("shared.ext") {
+		addrs = append(addrs, e.Address)
+	}
+	if !slices.Equal(addrs, []string{"10.0.0.1", "10.0.0.2"}) {
+		t.Errorf("endpoints = %v (other namespace's must not merge)", addrs)
+	}
+	// The third entry (other namespace) changed nothing.
+	if got := rec.take(); len(got) != 2 {
+		t.Errorf("changes = %q, want 2", got)
+	}
+}
+
+func TestChangePushRequest(t *testing.T) {
+	at := time.Unix(5, 0)
+	tests := []struct {
+		name       string
+		c          Change
+		wantReason model.TriggerReason
+		wantFull   bool
+	}{
+		{"endpoints", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: "h"}: {}}, EndpointOnly: true, Time: at, EventIDs: []uint64{7}},
+			model.ReasonEndpointUpdate, false},
+		{"service", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindService, Name: "h"}: {}, {Kind: model.KindEndpoint, Name: "h"}: {}}, Time: at},
+			model.ReasonServiceUpdate, true},
+		{"config", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindDestinationRule, Name: "d"}: {}}, Time: at},
+			model.ReasonConfigUpdate, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := tc.c.PushRequest()
+			if req.Full != tc.wantFull || req.Reasons[tc.wantReason] != 1 || req.Count() != 1 || !req.Start.Equal(at) ||
+				len(req.ConfigsUpdated) != len(tc.c.Keys) || !slices.Equal(req.EventIDs, tc.c.EventIDs) {
+				t.Errorf("PushRequest = %+v", req)
+			}
+		})
+	}
+}
+
+func TestMemoryRegistry(t *testing.T) {
+	mem := NewMemory("m")
+	mem.SetService(&model.Service{Hostname: "b"})
+	mem.SetService(&model.Service{Hostname: "a"})
+	in := []*model.Endpoint{ep("10.0.0.2"), ep("10.0.0.1")}
+	mem.SetEndpoints("a", in, 42)
+	var got []Update
+	mem.Subscribe(func(u Update) { got = append(got, u) })
+	if len(got) != 1 || len(got[0].Services) != 2 || len(got[0].Endpoints) != 1 {
+		t.Fatalf("initial update = %+v", got)
+	}
+	eps := mem.Endpoints("a")
+	if eps[0].Address != "10.0.0.1" || eps[0].Service != "a" || in[0].Service != "" {
+		t.Errorf("endpoints not owned and sorted: %+v (input %+v)", eps, in)
+	}
+	mem.SetEndpoints("a", nil, 43)
+	if len(got) != 2 || !slices.Equal(got[1].EventIDs, []uint64{43}) || mem.Endpoints("a") != nil {
+		t.Errorf("updates = %+v", got)
+	}
+	mem.DeleteService("b")
+	if s := mem.Services(); len(s) != 1 || s[0].Hostname != "a" || mem.Service("b") != nil {
+		t.Errorf("services = %v", s)
+	}
+}
+
+// TestAggregateConcurrentWriters checks, under -race, that writers from several goroutines and
+// readers agree: the final state is the last write per host, and every change is reported.
+func TestAggregateConcurrentWriters(t *testing.T) {
+	mem := NewMemory("m")
+	var mu sync.Mutex
+	changes := 0
+	agg := NewAggregate(AggregateOptions{Registries: []Registry{mem}, OnChange: func(Change) { mu.Lock(); changes++; mu.Unlock() }})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			host := string(rune('a' + w))
+			mem.SetService(&model.Service{Hostname: host})
+			for i := range 50 {
+				mem.SetEndpoints(host, []*model.Endpoint{ep("10.0.0." + string(rune('0'+i%10)))})
+				agg.Read(func(v model.SnapshotSource) { _ = v.Endpoints(host) })
+			}
+		})
+	}
+	wg.Wait()
+	if agg.ServiceCount() != 4 {
+		t.Errorf("services = %d", agg.ServiceCount())
+	}
+	if changes != 4*51 { // per host: the service, then 50 endpoint sets that each differ from the last
+		t.Errorf("changes = %d, want %d", changes, 4*51)
+	}
+}

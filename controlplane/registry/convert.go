@@ -1,0 +1,323 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// Istio's topology label that carries an endpoint's network (model.Endpoint has no field for
+// it; Istio adds the same label to workload labels).
+const LabelTopologyNetwork = "topology.istio.io/network"
+
+// DefaultTrustDomain is the SPIFFE trust domain of service accounts when none is configured.
+const DefaultTrustDomain = "cluster.local"
+
+// ConvertOptions configures ConvertServiceEntry.
+type ConvertOptions struct {
+	// TrustDomain of the SPIFFE ids built from workload service accounts
+	// (spiffe://TRUST_DOMAIN/ns/NAMESPACE/sa/NAME). Empty means DefaultTrustDomain.
+	TrustDomain string
+}
+
+// Converted is what one ServiceEntry becomes.
+type Converted struct {
+	// Services has one Service per host, in the order of spec.hosts.
+	Services []*model.Service
+	// Endpoints by host. Every host of the entry has the same endpoints.
+	Endpoints map[string][]*model.Endpoint
+}
+
+// SpiffeID returns the SPIFFE identity Istio gives a service account.
+func SpiffeID(trustDomain, namespace, serviceAccount string) string {
+	if trustDomain == "" {
+		trustDomain = DefaultTrustDomain
+	}
+	return "spiffe://" + trustDomain + "/ns/" + namespace + "/sa/" + serviceAccount
+}
+
+// ConvertServiceEntry converts the ServiceEntry se into Services and Endpoints. workloads are
+// WorkloadEntry configs; those in se's namespace whose labels match se's workloadSelector
+// become endpoints (the others are ignored, so callers may pass every WorkloadEntry).
+//
+// An invalid entry (no hosts, a bad or duplicate port, both endpoints and a workloadSelector,
+// an endpoint without an address) is rejected as a whole with an error that says what to fix.
+func ConvertServiceEntry(se *model.Config, workloads []*model.Config, opts ConvertOptions) (Converted, error) {
+	spec, ok := se.Spec.(*networking.ServiceEntry)
+	if !ok || spec == nil {
+		return Converted{}, fmt.Errorf("%s: spec is %T, want a ServiceEntry", se.Key(), se.Spec)
+	}
+	var errs []error
+	fail := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{se.Key()}, args...)...))
+	}
+	if len(spec.GetHosts()) == 0 {
+		fail("spec.hosts is empty: list at least one host name")
+	}
+	for i, h := range spec.GetHosts() {
+		if h == "" {
+			fail("spec.hosts[%d] is empty: give a host name such as api.example.com", i)
+		}
+	}
+	plist, targets := convertPorts(spec.GetPorts(), fail)
+	ports := portSet{ports: plist, targets: targets}
+	if len(spec.GetEndpoints()) > 0 && spec.GetWorkloadSelector() != nil {
+		fail("both spec.endpoints and spec.workloadSelector are set: use one of them")
+	}
+	resolution := convertResolution(spec.GetResolution())
+	key := se.Key()
+
+	// Endpoints (with their ports resolved) are the same for every host; Service is filled in
+	// per host below.
+	var eps []*model.Endpoint
+	for i, we := range spec.GetEndpoints() {
+		if we.GetAddress() == "" {
+			fail("spec.endpoints[%d].address is empty: give an IP address or, with resolution DNS, a host name", i)
+			continue
+		}
+		ep, err := convertWorkload(we, se.Namespace, key, ports, true, opts)
+		if err != nil {
+			fail("spec.endpoints[%d]: %v", i, err)
+			continue
+		}
+		eps = append(eps, ep)
+	}
+	if sel := spec.GetWorkloadSelector(); sel != nil {
+		for _, w := range workloads {
+			wspec, ok := w.Spec.(*networking.WorkloadEntry)
+			if !ok || w.Kind != model.KindWorkloadEntry || w.Namespace != se.Namespace {
+				continue
+			}
+			if !model.LabelsMatch(sel.GetLabels(), workloadLabels(w, wspec)) || wspec.GetAddress() == "" {
+				continue
+			}
+			// A bad WorkloadEntry must not take the whole ServiceEntry down: skip it.
+			if ep, err := convertWorkload(wspec, w.Namespace, w.Key(), ports, false, opts); err == nil {
+				eps = append(eps, ep)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Converted{}, err
+	}
+
+	sas := slices.Clone(spec.GetSubjectAltNames())
+	for _, ep := range eps {
+		if ep.ServiceAccount != "" {
+			sas = append(sas, ep.ServiceAccount)
+		}
+	}
+	slices.Sort(sas)
+	sas = slices.Compact(sas)
+	if len(sas) == 0 {
+		sas = nil
+	}
+
+	dnsHostEndpoints := len(spec.GetEndpoints()) == 0 && spec.GetWorkloadSelector() == nil && resolution == model.ResolutionDNS
+	out := Converted{Endpoints: make(map[string][]*model.Endpoint, len(spec.GetHosts()))}
+	for _, host := range spec.GetHosts() {
+		svc := &model.Service{
+			Hostname:        host,
+			Namespace:       se.Namespace,
+			Addresses:       cloneOrNil(spec.GetAddresses()),
+			Ports:           plist,
+			Resolution:      resolution,
+			Labels:          maps.Clone(se.Labels),
+			ServiceAccounts: sas,
+			Source:          key,
+			MeshExternal:    spec.GetLocation() == networking.ServiceEntry_MESH_EXTERNAL,
+		}
+		out.Services = append(out.Services, svc)
+		var hostEps []*model.Endpoint
+		switch {
+		case dnsHostEndpoints:
+			// Istio resolves a DNS entry without endpoints through its own host names: the host
+			// is the endpoint.
+			hostEps = []*model.Endpoint{{Service: host, Address: host, Ports: targetPorts(nil, ports), Source: key}}
+		default:
+			hostEps = make([]*model.Endpoint, 0, len(eps))
+			for _, ep := range eps {
+				c := *ep
+				c.Service = host
+				hostEps = append(hostEps, &c)
+			}
+		}
+		slices.SortFunc(hostEps, model.CompareEndpoints)
+		if len(hostEps) > 0 {
+			out.Endpoints[host] = hostEps
+		}
+	}
+	return out, nil
+}
+
+func cloneOrNil[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+// convertPorts converts spec ports; the protocol comes from port.protocol, else from the name
+// prefix ("http-web" → HTTP), as Istio infers it. It also returns each port's targetPort by
+// port name (model.Port has no target port: it lives in Endpoint.Ports).
+func convertPorts(in []*networking.ServicePort, fail func(string, ...any)) ([]model.Port, map[string]uint32) {
+	out := make([]model.Port, 0, len(in))
+	var targets map[string]uint32
+	seenNum := map[uint32]bool{}
+	seenName := map[string]bool{}
+	for i, p := range in {
+		switch {
+		case p.GetNumber() == 0 || p.GetNumber() > 65535:
+			fail("spec.ports[%d].number is %d: use 1-65535", i, p.GetNumber())
+			continue
+		case p.GetName() == "":
+			fail("spec.ports[%d].name is empty: name every port, e.g. http-%d", i, p.GetNumber())
+			continue
+		case seenNum[p.GetNumber()]:
+			fail("spec.ports[%d].number %d is listed twice: list each port number once", i, p.GetNumber())
+			continue
+		case seenName[p.GetName()]:
+			fail("spec.ports[%d].name %q is listed twice: port names must be unique", i, p.GetName())
+			continue
+		case p.GetTargetPort() > 65535:
+			fail("spec.ports[%d].targetPort is %d: use 1-65535", i, p.GetTargetPort())
+			continue
+		}
+		seenNum[p.GetNumber()], seenName[p.GetName()] = true, true
+		out = append(out, model.Port{Name: p.GetName(), Number: p.GetNumber(), Protocol: InferProtocol(p.GetProtocol(), p.GetName())})
+		if p.GetTargetPort() != 0 {
+			if targets == nil {
+				targets = map[string]uint32{}
+			}
+			targets[p.GetName()] = p.GetTargetPort()
+		}
+	}
+	return out, targets
+}
+
+// InferProtocol returns the protocol of a port: the declared one if it is known, else the one
+// the port name's prefix names (Istio's convention: "grpc-api", "http2", "tcp-db"), else
+// UNKNOWN (Istio then sniffs the protocol).
+func InferProtocol(declared, name string) model.Protocol {
+	if p := model.ParseProtocol(declared); p != model.ProtocolUnknown {
+		return p
+	}
+	prefix, _, _ := strings.Cut(name, "-")
+	return model.ParseProtocol(prefix)
+}
+
+func convertResolution(r networking.ServiceEntry_Resolution) model.Resolution {
+	switch r {
+	case networking.ServiceEntry_STATIC:
+		return model.ResolutionStatic
+	case networking.ServiceEntry_DNS, networking.ServiceEntry_DNS_ROUND_ROBIN, networking.ServiceEntry_DYNAMIC_DNS:
+		return model.ResolutionDNS
+	}
+	return model.ResolutionPassthrough // NONE
+}
+
+// workloadLabels are the labels a workloadSelector matches: the WorkloadEntry's spec labels,
+// else its metadata labels (Istio falls back the same way).
+func workloadLabels(c *model.Config, spec *networking.WorkloadEntry) map[string]string {
+	if len(spec.GetLabels()) > 0 {
+		return spec.GetLabels()
+	}
+	return c.Labels
+}
+
+// convertWorkload builds the endpoint of one workload (an inline endpoint or a WorkloadEntry).
+// Service is left empty: the caller sets it per host.
+// Inline endpoints must only name ports of the entry (Istio's validation); a WorkloadEntry may be
+// selected by several entries with different ports, so its other port names are ignored.
+func convertWorkload(we *networking.WorkloadEntry, namespace string, source model.ConfigKey, ports portSet, inline bool, opts ConvertOptions) (*model.Endpoint, error) {
+	loc, err := parseLocality(we.GetLocality())
+	if err != nil {
+		return nil, err
+	}
+	for name := range we.GetPorts() {
+		if _, ok := ports.byName(name); !ok && inline {
+			return nil, fmt.Errorf("ports names %q, which is not a port of the ServiceEntry (%s): use one of the spec.ports names", name, ports.names())
+		}
+	}
+	ep := &model.Endpoint{
+		Address:  we.GetAddress(),
+		Ports:    targetPorts(we.GetPorts(), ports),
+		Labels:   maps.Clone(we.GetLabels()),
+		Locality: loc,
+		Weight:   we.GetWeight(),
+		Source:   source,
+	}
+	if n := we.GetNetwork(); n != "" {
+		if ep.Labels == nil {
+			ep.Labels = map[string]string{}
+		}
+		ep.Labels[LabelTopologyNetwork] = n
+	}
+	if sa := we.GetServiceAccount(); sa != "" {
+		ep.ServiceAccount = SpiffeID(opts.TrustDomain, namespace, sa)
+	}
+	return ep, nil
+}
+
+// portSet is a ServiceEntry's ports with their target ports.
+type portSet struct {
+	ports   []model.Port
+	targets map[string]uint32
+}
+
+func (ps portSet) byName(name string) (model.Port, bool) {
+	for _, p := range ps.ports {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return model.Port{}, false
+}
+
+func (ps portSet) names() string {
+	var out []string
+	for _, p := range ps.ports {
+		out = append(out, p.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// targetPorts maps each service port name to the workload port: the workload's own port for
+// that name, else the service port's targetPort; ports that map to their own number are left
+// out (Endpoint.TargetPort falls back to the service port).
+func targetPorts(workload map[string]uint32, ps portSet) map[string]uint32 {
+	var out map[string]uint32
+	for _, p := range ps.ports {
+		tp := workload[p.Name]
+		if tp == 0 {
+			tp = ps.targets[p.Name]
+		}
+		if tp == 0 || tp == p.Number {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]uint32, len(ps.ports))
+		}
+		out[p.Name] = tp
+	}
+	return out
+}
+
+// parseLocality parses Istio's "region/zone/subzone" (each part optional from the right).
+func parseLocality(s string) (model.Locality, error) {
+	if s == "" {
+		return model.Locality{}, nil
+	}
+	parts := strings.Split(s, "/")
+	if len(parts) > 3 {
+		return model.Locality{}, fmt.Errorf("locality %q has %d parts: write region/zone/subzone", s, len(parts))
+	}
+	parts = append(parts, "", "")
+	return model.Locality{Region: parts[0], Zone: parts[1], SubZone: parts[2]}, nil
+}

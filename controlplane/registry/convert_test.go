@@ -1,0 +1,228 @@
+package registry
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+func seConfig(ns, name string, spec *networking.ServiceEntry) *model.Config {
+	return &model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: name, Namespace: ns}, Spec: spec}
+}
+
+func weConfig(ns, name string, spec *networking.WorkloadEntry) *model.Config {
+	return &model.Config{Meta: model.Meta{Kind: model.KindWorkloadEntry, Name: name, Namespace: ns}, Spec: spec}
+}
+
+func seKey(ns, name string) model.ConfigKey {
+	return model.ConfigKey{Kind: model.KindServiceEntry, Name: name, Namespace: ns}
+}
+
+func weKey(ns, name string) model.ConfigKey {
+	return model.ConfigKey{Kind: model.KindWorkloadEntry, Name: name, Namespace: ns}
+}
+
+func TestConvertServiceEntry(t *testing.T) {
+	httpPort := &networking.ServicePort{Number: 80, Name: "http-web", Protocol: "HTTP"}
+	tests := []struct {
+		name      string
+		se        *model.Config
+		workloads []*model.Config
+		want      Converted
+		wantErr   []string
+	}{
+		{
+			name: "inline endpoints, two hosts, every endpoint field",
+			se: seConfig("ns1", "api", &networking.ServiceEntry{
+				Hosts:     []string{"api.example.com", "api2.example.com"},
+				Addresses: []string{"240.0.0.1"},
+				Ports: []*networking.ServicePort{
+					{Number: 80, Name: "http", Protocol: "http"},
+					{Number: 9090, Name: "grpc-api", TargetPort: 9091}, // protocol from the name
+					{Number: 5432, Name: "tcp-db", Protocol: "TCP"},
+				},
+				Location:        networking.ServiceEntry_MESH_INTERNAL,
+				Resolution:      networking.ServiceEntry_STATIC,
+				SubjectAltNames: []string{"spiffe://cluster.local/ns/ns1/sa/extra"},
+				Endpoints: []*networking.WorkloadEntry{
+					{Address: "10.0.0.2", Ports: map[string]uint32{"http": 8080}, Labels: map[string]string{"app": "api"},
+						Locality: "us-east1/us-east1-b", Weight: 3, Network: "net-a", ServiceAccount: "api-sa"},
+					{Address: "10.0.0.1", Locality: "eu/z/sz"},
+				},
+			}),
+			want: Converted{
+				Services: []*model.Service{
+					svcWant("api.example.com", "ns1", seKey("ns1", "api"), []string{"spiffe://cluster.local/ns/ns1/sa/api-sa", "spiffe://cluster.local/ns/ns1/sa/extra"}),
+					svcWant("api2.example.com", "ns1", seKey("ns1", "api"), []string{"spiffe://cluster.local/ns/ns1/sa/api-sa", "spiffe://cluster.local/ns/ns1/sa/extra"}),
+				},
+				Endpoints: map[string][]*model.Endpoint{
+					"api.example.com":  apiEndpoints("api.example.com"),
+					"api2.example.com": apiEndpoints("api2.example.com"),
+				},
+			},
+		},
+		{
+			name: "DNS without endpoints: each host is its own endpoint",
+			se: seConfig("ext", "google", &networking.ServiceEntry{
+				Hosts: []string{"www.google.com"}, Ports: []*networking.ServicePort{{Number: 443, Name: "https", Protocol: "HTTPS", TargetPort: 8443}},
+				Resolution: networking.ServiceEntry_DNS,
+			}),
+			want: Converted{
+				Services: []*model.Service{{Hostname: "www.google.com", Namespace: "ext", Ports: []model.Port{{Name: "https", Number: 443, Protocol: model.ProtocolHTTPS}},
+					Resolution: model.ResolutionDNS, Source: seKey("ext", "google"), MeshExternal: true}},
+				Endpoints: map[string][]*model.Endpoint{"www.google.com": {{Service: "www.google.com", Address: "www.google.com",
+					Ports: map[string]uint32{"https": 8443}, Source: seKey("ext", "google")}}},
+			},
+		},
+		{
+			name: "DNS_ROUND_ROBIN with host-name endpoints",
+			se: seConfig("ext", "db", &networking.ServiceEntry{
+				Hosts: []string{"db.corp"}, Ports: []*networking.ServicePort{{Number: 3306, Name: "mysql"}},
+				Resolution: networking.ServiceEntry_DNS_ROUND_ROBIN,
+				Endpoints:  []*networking.WorkloadEntry{{Address: "db-1.corp"}},
+			}),
+			want: Converted{
+				Services: []*model.Service{{Hostname: "db.corp", Namespace: "ext", Ports: []model.Port{{Name: "mysql", Number: 3306, Protocol: model.ProtocolTCP}},
+					Resolution: model.ResolutionDNS, Source: seKey("ext", "db"), MeshExternal: true}},
+				Endpoints: map[string][]*model.Endpoint{"db.corp": {{Service: "db.corp", Address: "db-1.corp", Source: seKey("ext", "db")}}},
+			},
+		},
+		{
+			name: "NONE resolution: passthrough, no endpoints, unknown protocol",
+			se: seConfig("ext", "any", &networking.ServiceEntry{
+				Hosts: []string{"*.example.org"}, Ports: []*networking.ServicePort{{Number: 8000, Name: "custom"}},
+			}),
+			want: Converted{
+				Services: []*model.Service{{Hostname: "*.example.org", Namespace: "ext", Ports: []model.Port{{Name: "custom", Number: 8000, Protocol: model.ProtocolUnknown}},
+					Resolution: model.ResolutionPassthrough, Source: seKey("ext", "any"), MeshExternal: true}},
+				Endpoints: map[string][]*model.Endpoint{},
+			},
+		},
+		{
+			name: "workloadSelector picks matching WorkloadEntries of its namespace only",
+			se: seConfig("ns1", "vm", &networking.ServiceEntry{
+				Hosts: []string{"vm.ns1.svc.cluster.local"}, Ports: []*networking.ServicePort{httpPort},
+				Location: networking.ServiceEntry_MESH_INTERNAL, Resolution: networking.ServiceEntry_STATIC,
+				WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "vm"}},
+			}),
+			workloads: []*model.Config{
+				weConfig("ns1", "vm-1", &networking.WorkloadEntry{Address: "10.1.0.1", Labels: map[string]string{"app": "vm", "v": "1"},
+					ServiceAccount: "vm-sa", Ports: map[string]uint32{"http-web": 8080, "other": 1}}),
+				weConfig("ns1", "other", &networking.WorkloadEntry{Address: "10.1.0.2", Labels: map[string]string{"app": "db"}}),
+				weConfig("ns2", "vm-elsewhere", &networking.WorkloadEntry{Address: "10.1.0.3", Labels: map[string]string{"app": "vm"}}),
+				weConfig("ns1", "no-address", &networking.WorkloadEntry{Labels: map[string]string{"app": "vm"}}),
+				// Labels only in metadata: Istio matches those when the spec has none.
+				func() *model.Config {
+					c := weConfig("ns1", "meta-labels", &networking.WorkloadEntry{Address: "10.1.0.4"})
+					c.Labels = map[string]string{"app": "vm"}
+					return c
+				}(),
+			},
+			want: Converted{
+				Services: []*model.Service{{Hostname: "vm.ns1.svc.cluster.local", Namespace: "ns1",
+					Ports: []model.Port{{Name: "http-web", Number: 80, Protocol: model.ProtocolHTTP}}, Resolution: model.ResolutionStatic,
+					ServiceAccounts: []string{"spiffe://cluster.local/ns/ns1/sa/vm-sa"}, Source: seKey("ns1", "vm")}},
+				Endpoints: map[string][]*model.Endpoint{"vm.ns1.svc.cluster.local": {
+					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.1", Ports: map[string]uint32{"http-web": 8080},
+						Labels: map[string]string{"app": "vm", "v": "1"}, ServiceAccount: "spiffe://cluster.local/ns/ns1/sa/vm-sa", Source: weKey("ns1", "vm-1")},
+					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.4", Source: weKey("ns1", "meta-labels")},
+				}},
+			},
+		},
+		{
+			name: "invalid entry: every problem reported",
+			se: seConfig("ns1", "bad", &networking.ServiceEntry{
+				Ports: []*networking.ServicePort{{Number: 0, Name: "a"}, {Number: 80, Name: "http"}, {Number: 80, Name: "dup"}, {Number: 81}},
+				Endpoints: []*networking.WorkloadEntry{{Address: ""}, {Address: "10.0.0.1", Locality: "a/b/c/d"},
+					{Address: "10.0.0.2", Ports: map[string]uint32{"nope": 1}}},
+				WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"a": "b"}},
+			}),
+			wantErr: []string{"ServiceEntry/ns1/bad", "spec.hosts is empty", "spec.ports[0].number is 0", "spec.ports[2].number 80 is listed twice",
+				"spec.ports[3].name is empty", "both spec.endpoints and spec.workloadSelector", "spec.endpoints[0].address is empty",
+				`locality "a/b/c/d"`, `"nope", which is not a port`},
+		},
+		{
+			name:    "not a ServiceEntry",
+			se:      &model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: "x", Namespace: "y"}, Spec: &networking.VirtualService{}},
+			wantErr: []string{"want a ServiceEntry"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ConvertServiceEntry(tc.se, tc.workloads, ConvertOptions{})
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("no error, got %+v", got)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func svcWant(host, ns string, src model.ConfigKey, sas []string) *model.Service {
+	return &model.Service{Hostname: host, Namespace: ns, Addresses: []string{"240.0.0.1"},
+		Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "grpc-api", Number: 9090, Protocol: model.ProtocolGRPC},
+			{Name: "tcp-db", Number: 5432, Protocol: model.ProtocolTCP}},
+		Resolution: model.ResolutionStatic, ServiceAccounts: sas, Source: src}
+}
+
+func apiEndpoints(host string) []*model.Endpoint {
+	return []*model.Endpoint{
+		{Service: host, Address: "10.0.0.1", Ports: map[string]uint32{"grpc-api": 9091}, Locality: model.Locality{Region: "eu", Zone: "z", SubZone: "sz"}, Source: seKey("ns1", "api")},
+		{Service: host, Address: "10.0.0.2", Ports: map[string]uint32{"http": 8080, "grpc-api": 9091},
+			Labels: map[string]string{"app": "api", LabelTopologyNetwork: "net-a"}, Locality: model.Locality{Region: "us-east1", Zone: "us-east1-b"},
+			Weight: 3, ServiceAccount: "spiffe://cluster.local/ns/ns1/sa/api-sa", Source: seKey("ns1", "api")},
+	}
+}
+
+func TestInferProtocol(t *testing.T) {
+	tests := []struct {
+		declared, name string
+		want           model.Protocol
+	}{
+		{"HTTP", "tcp-x", model.ProtocolHTTP}, // the declared protocol wins
+		{"", "http", model.ProtocolHTTP},
+		{"", "http-web", model.ProtocolHTTP},
+		{"", "http2-x", model.ProtocolHTTP2},
+		{"", "grpc", model.ProtocolGRPC},
+		{"", "grpc-web", model.ProtocolGRPC},
+		{"", "https-admin", model.ProtocolHTTPS},
+		{"", "tls", model.ProtocolTLS},
+		{"", "mongo-1", model.ProtocolTCP},
+		{"", "redis", model.ProtocolTCP},
+		{"", "web", model.ProtocolUnknown},
+		{"", "", model.ProtocolUnknown},
+		{"bogus", "tcp", model.ProtocolTCP},
+	}
+	for _, tc := range tests {
+		if got := InferProtocol(tc.declared, tc.name); got != tc.want {
+			t.Errorf("InferProtocol(%q, %q) = %s, want %s", tc.declared, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSpiffeID(t *testing.T) {
+	if got := SpiffeID("", "ns", "sa"); got != "spiffe://cluster.local/ns/ns/sa/sa" {
+		t.Error(got)
+	}
+	if got := SpiffeID("td.example", "ns", "sa"); got != "spiffe://td.example/ns/ns/sa/sa" {
+		t.Error(got)
+	}
+}

@@ -1,0 +1,389 @@
+package xds
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslab/xdslab/controlplane/cache"
+	"github.com/xdslab/xdslab/controlplane/gen"
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/controlplane/push"
+)
+
+// pushItem is a connection's turn in a push: the merged request, when it was enqueued, and a
+// channel the owner closes once every response of the push is written.
+type pushItem struct {
+	req      *model.PushRequest
+	enqueued time.Time
+	dequeued time.Time
+	done     chan struct{}
+}
+
+// typeState is one type URL's protocol state on one stream. Only the owner goroutine touches it.
+type typeState struct {
+	typeURL  string
+	wildcard bool
+	names    map[string]struct{}
+
+	nonce    string // latest nonce sent; requests with another nonce are stale
+	version  string // version of the latest response sent
+	sentAt   time.Time
+	acked    string
+	nacked   string
+	lastErr  string
+	nacks    int
+	sent     map[string]uint64 // resource name → hash of the bytes last sent
+	sentResp int
+
+	// heldForce names the cluster assignments that must be re-sent with a push that flow
+	// control holds (the held request itself lives in conn.flow).
+	heldForce map[string]struct{}
+}
+
+// conn is one ADS stream. Its fields are owned by the stream's goroutine, except status, which
+// /debug/syncz reads under statusMu.
+type conn struct {
+	id     string
+	srv    *Server
+	stream grpc.ServerStream
+	proxy  *model.Proxy
+	since  time.Time
+	types  map[string]*typeState
+	nonces uint64
+	flow   *push.Flow
+
+	pushCh chan pushItem
+	closed chan struct{}
+	wake   chan time.Time // flow-control ACK timeouts
+
+	statusMu sync.Mutex
+	status   ClientStatus
+}
+
+func (c *conn) nextNonce() string {
+	c.nonces++
+	return strconv.FormatUint(c.nonces, 36)
+}
+
+// isWildcardType reports whether a type's SotW responses must list every subscribed resource
+// (a missing one is deleted).
+func allRequired(typeURL string) bool {
+	return typeURL == gen.ClusterType || typeURL == gen.ListenerType
+}
+
+func subscription(typeURL string, names []string) (wildcard bool, set map[string]struct{}) {
+	set = make(map[string]struct{}, len(names))
+	for _, n := range names {
+		if n == "*" {
+			wildcard = true
+			continue
+		}
+		set[n] = struct{}{}
+	}
+	if len(names) == 0 && allRequired(typeURL) {
+		wildcard = true
+	}
+	return wildcard, set
+}
+
+// handleRequest applies one DiscoveryRequest. A returned error ends the stream.
+func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) error {
+	if c.proxy == nil {
+		p, err := parseProxy(req)
+		if err != nil {
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		c.proxy = p
+		c.id = p.NodeID + "-" + strconv.FormatUint(c.srv.connSeq.Add(1), 10)
+		c.setStatus(func(s *ClientStatus) { s.NodeID, s.Namespace, s.Generator = p.NodeID, p.Namespace, p.Generator })
+		c.srv.register(c)
+	}
+	typeURL := req.GetTypeUrl()
+	if typeURL == "" {
+		return status.Error(codes.InvalidArgument, "request without type_url: ADS requests must name their type")
+	}
+	ts := c.types[typeURL]
+	nonce := req.GetResponseNonce()
+	if ts != nil && nonce != "" && nonce != ts.nonce {
+		c.srv.metrics.ExpiredNonce(typeURL)
+		return nil
+	}
+	var release *model.PushRequest
+	if nonce != "" && ts != nil {
+		release = c.answered(ts, req, now)
+	}
+
+	wildcard, names := subscription(typeURL, req.GetResourceNames())
+	if ts == nil || nonce == "" {
+		// A new subscription, or one restated after a reconnect: answer it in full.
+		if ts == nil {
+			ts = &typeState{typeURL: typeURL, sent: map[string]uint64{}}
+			c.types[typeURL] = ts
+		} else {
+			clear(ts.sent)
+		}
+		ts.wildcard, ts.names = wildcard, names
+		_, err := c.respond(ts, nil, nil, true, now)
+		return err
+	}
+
+	var added []string
+	for n := range names {
+		if _, ok := ts.names[n]; !ok {
+			added = append(added, n)
+		}
+	}
+	removed := false
+	for n := range ts.names {
+		if _, ok := names[n]; !ok {
+			delete(ts.sent, n) // the client dropped it: a re-subscription must send it again
+			removed = true
+		}
+	}
+	changedWildcard := wildcard != ts.wildcard
+	ts.wildcard, ts.names = wildcard, names
+
+	if release != nil {
+		force := ts.heldForce
+		ts.heldForce = nil
+		if _, err := c.pushType(typeURL, release, force, now); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch {
+	case allRequired(typeURL) && (len(added) > 0 || removed || changedWildcard):
+		_, err = c.respond(ts, nil, nil, true, now)
+	case !allRequired(typeURL) && changedWildcard && wildcard:
+		_, err = c.respond(ts, nil, nil, true, now)
+	case !allRequired(typeURL) && len(added) > 0:
+		slices.Sort(added)
+		force := make(map[string]struct{}, len(added))
+		for _, n := range added {
+			force[n] = struct{}{}
+		}
+		_, err = c.respond(ts, added, force, true, now)
+	}
+	return err
+}
+
+// answered records the ACK or NACK of ts's latest response and returns a push that flow
+// control held meanwhile. A repeated answer to the same response changes nothing.
+func (c *conn) answered(ts *typeState, req *discoveryv3.DiscoveryRequest, now time.Time) *model.PushRequest {
+	ar := c.flow.Ack(ts.typeURL, req.GetResponseNonce(), now)
+	if !ar.Matched {
+		return nil
+	}
+	c.srv.metrics.Acked(ts.typeURL, ar.Wait)
+	if d := req.GetErrorDetail(); d != nil {
+		ts.nacked, ts.lastErr = ts.version, d.GetMessage()
+		ts.nacks++
+		c.srv.metrics.Rejected(ts.typeURL)
+		c.srv.log.Debug("NACK", "node", c.proxy.NodeID, "type", ts.typeURL, "version", ts.version, "error", d.GetMessage())
+	} else {
+		ts.acked = ts.version
+	}
+	c.updateTypeStatus(ts, now)
+	return ar.Release
+}
+
+// pushAll handles one push turn: the affected types in Envoy's order, each cluster that changed
+// followed by its ClusterLoadAssignment.
+func (c *conn) pushAll(req *model.PushRequest, now time.Time) error {
+	if c.proxy == nil {
+		return nil
+	}
+	if !req.Full {
+		_, err := c.pushType(gen.EndpointType, req, nil, now)
+		return err
+	}
+	changedClusters, err := c.pushType(gen.ClusterType, req, nil, now)
+	if err != nil {
+		return err
+	}
+	if _, err := c.pushType(gen.EndpointType, req, changedClusters, now); err != nil {
+		return err
+	}
+	for _, t := range []string{gen.ListenerType, gen.RouteType} {
+		if _, err := c.pushType(t, req, nil, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pushType pushes one type for req. force names resources that must be sent even when the
+// client holds the same bytes. It returns the names of resources that changed.
+func (c *conn) pushType(typeURL string, req *model.PushRequest, force map[string]struct{}, now time.Time) (map[string]struct{}, error) {
+	ts := c.types[typeURL]
+	if ts == nil {
+		return nil, nil
+	}
+	if len(ts.heldForce) > 0 {
+		// Anything forced for an earlier held push goes out with this one.
+		f := ts.heldForce
+		maps.Copy(f, force)
+		force, ts.heldForce = f, nil
+	}
+	if req = c.flow.Push(typeURL, req, now); req == nil {
+		if len(force) > 0 {
+			ts.heldForce = force
+		}
+		c.srv.timers.arm(c, c.flow.Deadline())
+		c.updateTypeStatus(ts, now)
+		return nil, nil
+	}
+	var names []string
+	if !req.Full && typeURL == gen.EndpointType {
+		hosts := map[string]struct{}{}
+		for k := range req.ConfigsUpdated {
+			if k.Kind == model.KindEndpoint || k.Kind == model.KindService {
+				hosts[k.Name] = struct{}{}
+			}
+		}
+		for n := range ts.names {
+			if p, err := gen.ParseClusterName(n); err == nil {
+				if _, ok := hosts[p.Host]; ok {
+					names = append(names, n)
+				}
+			}
+		}
+		if len(names) == 0 && len(force) == 0 {
+			return nil, nil
+		}
+		slices.Sort(names)
+	}
+	return c.respond(ts, names, force, false, now)
+}
+
+// respond generates ts's resources (names nil: the whole subscription), keeps what the client
+// does not already hold (all of it for CDS/LDS when anything changed) and sends one response.
+// With always set, a response is sent even when nothing changed (answering a request).
+func (c *conn) respond(ts *typeState, names []string, force map[string]struct{}, always bool, now time.Time) (map[string]struct{}, error) {
+	st := c.srv.state.Load()
+	if st == nil {
+		return nil, nil // no snapshot yet: the first push answers every subscription
+	}
+	if names == nil && !ts.wildcard {
+		names = slices.Sorted(maps.Keys(ts.names))
+		if len(names) == 0 && !always {
+			return nil, nil
+		}
+	}
+	for n := range force {
+		if _, ok := ts.names[n]; ok || ts.wildcard {
+			names = appendUnique(names, n)
+		}
+	}
+	res, err := c.srv.resources(c, st, ts.typeURL, names, ts.wildcard && names == nil)
+	if err != nil {
+		c.srv.log.Warn("generating resources", "node", c.proxy.NodeID, "type", ts.typeURL, "error", err)
+	}
+	changed := make(map[string]struct{})
+	for _, r := range res {
+		if h, ok := ts.sent[r.Name]; !ok || h != r.Hash {
+			changed[r.Name] = struct{}{}
+		}
+	}
+	var out []*cache.Resource
+	if allRequired(ts.typeURL) {
+		removed := len(ts.sent) > len(res)-len(changed)
+		if len(changed) == 0 && !removed && !always && len(force) == 0 {
+			return nil, nil
+		}
+		out = res
+		clear(ts.sent)
+	} else {
+		for _, r := range res {
+			_, ch := changed[r.Name]
+			_, f := force[r.Name]
+			if ch || f {
+				out = append(out, r)
+			}
+		}
+		if len(out) == 0 && !always {
+			return nil, nil
+		}
+	}
+	if err := c.send(ts, st.snap.Version, out, now); err != nil {
+		return nil, err
+	}
+	for _, r := range out {
+		ts.sent[r.Name] = r.Hash
+	}
+	return changed, nil
+}
+
+func appendUnique(xs []string, x string) []string {
+	if slices.Contains(xs, x) {
+		return xs
+	}
+	return append(xs, x)
+}
+
+// send writes one response and records it.
+func (c *conn) send(ts *typeState, version string, res []*cache.Resource, start time.Time) error {
+	nonce := c.nextNonce()
+	resp := &encodedResponse{resources: res, tail: responseTail(version, ts.typeURL, nonce)}
+	if err := c.stream.SendMsg(resp); err != nil {
+		return err
+	}
+	now := c.srv.now()
+	ts.nonce, ts.version, ts.sentAt = nonce, version, now
+	ts.sentResp++
+	c.flow.Sent(ts.typeURL, nonce, now)
+	c.srv.metrics.ResponseSent(ts.typeURL, resp.size(), now.Sub(start))
+	c.updateTypeStatus(ts, now)
+	return nil
+}
+
+// flowTimeout releases held pushes whose ACK did not come within the timeout.
+func (c *conn) flowTimeout(now time.Time) error {
+	for _, r := range c.flow.Expire(now) {
+		ts := c.types[r.TypeURL]
+		if ts == nil {
+			continue
+		}
+		force := ts.heldForce
+		ts.heldForce = nil
+		if _, err := c.pushType(r.TypeURL, r.Req, force, now); err != nil {
+			return err
+		}
+	}
+	if d := c.flow.Deadline(); !d.IsZero() {
+		c.srv.timers.arm(c, d)
+	}
+	return nil
+}
+
+func (c *conn) sortedTypes() []string { return slices.Sorted(maps.Keys(c.types)) }
+
+// streamEnded maps a receive error to the handler's return value.
+func streamEnded(err error) error {
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if s, ok := status.FromError(err); ok && s.Code() == codes.Canceled {
+		return nil
+	}
+	return err
+}
+
+func parseProxy(req *discoveryv3.DiscoveryRequest) (*model.Proxy, error) {
+	p, err := model.ParseProxy(req.GetNode())
+	if err != nil {
+		return nil, fmt.Errorf("first request: %w", err)
+	}
+	return p, nil
+}

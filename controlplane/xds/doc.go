@@ -1,0 +1,27 @@
+// Package xds is the control plane's ADS server: it accepts Envoy and proxyless gRPC streams,
+// keeps per-connection, per-type protocol state (subscription, nonce, versions sent, acked and
+// nacked), answers requests and pushes snapshots.
+//
+// Each stream has one owner goroutine (the gRPC handler); a receive goroutine only forwards
+// requests to it. The owner serves requests before pushes. Pushes come from Server.Push: every
+// connection is enqueued in the push queue (one pending, merged request per connection) and a
+// bounded set of workers hands each connection its turn; the worker waits until the connection
+// has written its responses, so the throttle bounds concurrent pushes.
+//
+// Protocol rules (SotW):
+//   - a request whose response_nonce is not the latest sent for its type is ignored (counted as
+//     an expired nonce); an empty nonce starts or restarts a subscription;
+//   - a NACK is a request with error_detail: the rejected version, error and count are kept and
+//     the same content is never re-sent (only a later change sends a new version);
+//   - CDS/LDS responses carry every subscribed resource (wildcard: all); EDS/RDS responses carry
+//     only what changed or was newly subscribed;
+//   - resources whose bytes the client already holds are not re-sent, except that a cluster
+//     that changed is always followed by its ClusterLoadAssignment (Envoy keeps a changed
+//     cluster warming until it gets one);
+//   - with flow control on, a type whose last response is not yet acked holds newer pushes,
+//     merged, until the ACK/NACK or a timeout.
+//
+// Resources are marshalled once and shared through controlplane/cache; responses are encoded by
+// concatenating the cached bytes (see codec.go), so a push to many clients does not marshal per
+// client.
+package xds

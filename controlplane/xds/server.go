@@ -1,0 +1,404 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslab/xdslab/controlplane/cache"
+	"github.com/xdslab/xdslab/controlplane/gen"
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/controlplane/push"
+)
+
+// Options configures the ADS server. The zero value is not useful: start from DefaultOptions.
+type Options struct {
+	// FlowControl holds newer pushes of a type while its last response is unanswered.
+	FlowControl bool
+	// AckTimeout releases a held push when the client has not answered for this long.
+	AckTimeout time.Duration
+	// PushThrottle is the number of connections pushed concurrently.
+	PushThrottle int
+	// AdmissionRate limits new streams per second (ResourceExhausted beyond); 0 disables.
+	AdmissionRate float64
+	// AdmissionBurst is how many streams may arrive at once.
+	AdmissionBurst int
+	Metrics        Metrics
+	Cache          *cache.Cache
+	Logger         *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// DefaultOptions returns the defaults for a machine with cores CPUs: Istio's throttle
+// min(15 + 5 × cores, 100), admission at the same rate per second, flow control on with a 5 s
+// ACK timeout.
+func DefaultOptions(cores int) Options {
+	t := min(15+5*max(cores, 1), 100)
+	return Options{FlowControl: true, AckTimeout: 5 * time.Second, PushThrottle: t, AdmissionRate: float64(t), AdmissionBurst: t}
+}
+
+// Validate reports options that cannot work.
+func (o Options) Validate() error {
+	var errs []error
+	if o.PushThrottle < 1 {
+		errs = append(errs, fmt.Errorf("push throttle %d: must be at least 1", o.PushThrottle))
+	}
+	if o.FlowControl && o.AckTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ack timeout %v: must be positive with flow control on", o.AckTimeout))
+	}
+	if o.AdmissionRate < 0 {
+		errs = append(errs, fmt.Errorf("admission rate %v: must be >= 0", o.AdmissionRate))
+	}
+	return errors.Join(errs...)
+}
+
+// pushState is what pushes read: the latest snapshot and the generation of its last full change
+// (cache entries of clusters, listeners and routes are stamped with it).
+type pushState struct {
+	snap    *model.Snapshot
+	fullGen uint64
+
+	ipOnce sync.Once
+	ips    map[string]struct{}
+}
+
+// endpointIP reports whether ip is the address of some endpoint (then a proxy with that IP has
+// inbound config of its own and cannot share cluster and listener bytes with others).
+func (st *pushState) endpointIP(ip string) bool {
+	st.ipOnce.Do(func() {
+		st.ips = make(map[string]struct{})
+		for _, svc := range st.snap.Services() {
+			for _, ep := range st.snap.Endpoints(svc.Hostname) {
+				st.ips[ep.Address] = struct{}{}
+			}
+		}
+	})
+	_, ok := st.ips[ip]
+	return ok
+}
+
+// Server is the ADS server.
+type Server struct {
+	discoverygrpc.UnimplementedAggregatedDiscoveryServiceServer
+
+	opts    Options
+	metrics Metrics
+	cache   *cache.Cache
+	log     *slog.Logger
+	now     func() time.Time
+	admit   *admission
+
+	state   atomic.Pointer[pushState]
+	connSeq atomic.Uint64
+	queue   *push.Queue[*conn]
+
+	mu         sync.Mutex
+	conns      map[*conn]struct{}
+	pushCycles uint64
+
+	timers *flowTimers
+}
+
+// New returns a server; call Run to start its push workers and Register to serve it.
+func New(opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, metrics: opts.Metrics, cache: opts.Cache, log: opts.Logger, now: opts.Now,
+		conns: make(map[*conn]struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst)}
+	if s.metrics == nil {
+		s.metrics = NopMetrics{}
+	}
+	if s.cache == nil {
+		s.cache = cache.New(s.metrics)
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.queue = push.NewQueue[*conn](s.now)
+	s.timers = newFlowTimers(s.now)
+	return s, nil
+}
+
+// Register adds the ADS service to a gRPC server.
+func (s *Server) Register(g *grpc.Server) {
+	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, s)
+}
+
+// ServerOptions returns the gRPC server options the ADS server needs (its pass-through codec,
+// generous message sizes).
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(newCodec()),
+		grpc.MaxRecvMsgSize(16 << 20),
+		grpc.MaxConcurrentStreams(1 << 20),
+	}
+}
+
+// Run runs the push workers until ctx is done.
+func (s *Server) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range s.opts.PushThrottle {
+		wg.Go(func() { s.worker(ctx) })
+	}
+	<-ctx.Done()
+	s.queue.Close()
+	wg.Wait()
+	s.timers.stopAll()
+}
+
+func (s *Server) worker(ctx context.Context) {
+	for {
+		it, err := s.queue.Dequeue(ctx)
+		if err != nil {
+			return
+		}
+		c := it.Conn
+		item := pushItem{req: it.Req, enqueued: it.Enqueued, dequeued: s.now(), done: make(chan struct{})}
+		select {
+		case c.pushCh <- item:
+			select {
+			case <-item.done:
+				s.metrics.Converged(item.dequeued.Sub(item.enqueued), s.now().Sub(item.enqueued))
+			case <-c.closed:
+			case <-ctx.Done():
+			}
+		case <-c.closed:
+		case <-ctx.Done():
+		}
+		s.queue.MarkDone(c)
+	}
+}
+
+// Push publishes snap and enqueues every connection with req. It must be called by one goroutine
+// at a time (the debouncer's), with snapshots in increasing Seq order.
+func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
+	prev := s.state.Load()
+	full := req.Full || prev == nil
+	st := &pushState{snap: snap, fullGen: snap.Seq}
+	if !full {
+		st.fullGen = prev.fullGen
+	}
+	s.state.Store(st)
+	if full && prev != nil {
+		s.cache.EvictOlder("", st.fullGen)
+	}
+	if full {
+		req = req.Merge(&model.PushRequest{Full: true})
+	}
+	s.mu.Lock()
+	s.pushCycles++
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		s.queue.Enqueue(c, req)
+	}
+}
+
+// Snapshot returns the snapshot pushes currently read, or nil before the first Push.
+func (s *Server) Snapshot() *model.Snapshot {
+	if st := s.state.Load(); st != nil {
+		return st.snap
+	}
+	return nil
+}
+
+// PushCycles is the number of Push calls so far.
+func (s *Server) PushCycles() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pushCycles
+}
+
+// Connections is the number of registered streams.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// CacheStats returns the resource cache's counters.
+func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
+
+func (s *Server) register(c *conn) {
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.metrics.ConnectedClients(1)
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	_, ok := s.conns[c]
+	delete(s.conns, c)
+	s.mu.Unlock()
+	if ok {
+		s.metrics.ConnectedClients(-1)
+	}
+	s.queue.Remove(c)
+	s.timers.remove(c)
+}
+
+// StreamAggregatedResources serves one SotW ADS stream.
+func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	if !s.admit.allow(s.now()) {
+		s.metrics.StreamRejected()
+		return status.Error(codes.ResourceExhausted, "too many new xDS streams per second; retry with backoff")
+	}
+	ctx := stream.Context()
+	c := &conn{srv: s, stream: stream, since: s.now(), types: map[string]*typeState{},
+		pushCh: make(chan pushItem), closed: make(chan struct{}), wake: make(chan time.Time, 1),
+		flow: push.NewFlow(push.FlowOptions{Enabled: s.opts.FlowControl, AckTimeout: s.opts.AckTimeout})}
+	defer func() {
+		close(c.closed)
+		s.unregister(c)
+	}()
+
+	reqs := make(chan *discoveryv3.DiscoveryRequest)
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case reqs <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	for {
+		// Requests are served before pushes.
+		select {
+		case req := <-reqs:
+			if err := c.handleRequest(req, s.now()); err != nil {
+				return err
+			}
+			continue
+		default:
+		}
+		select {
+		case req := <-reqs:
+			if err := c.handleRequest(req, s.now()); err != nil {
+				return err
+			}
+		case item := <-c.pushCh:
+			err := c.pushAll(item.req, s.now())
+			close(item.done)
+			if err != nil {
+				return err
+			}
+		case <-c.wake:
+			if err := c.flowTimeout(s.now()); err != nil {
+				return err
+			}
+		case err := <-recvErr:
+			return streamEnded(err)
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// resources returns the marshalled resources of typeURL for c: the whole set when wildcard,
+// else the named ones, from the cache or generated and stored.
+func (s *Server) resources(c *conn, st *pushState, typeURL string, names []string, wildcard bool) ([]*cache.Resource, error) {
+	g := gen.ForType(typeURL, c.proxy)
+	if g == nil {
+		return nil, nil // a type we do not serve: answered with an empty response
+	}
+	class := s.class(c.proxy, st, typeURL)
+	build := func(names []string) ([]*cache.Resource, error) {
+		rs, err := g.Generate(c.proxy, st.snap, names)
+		out := make([]*cache.Resource, 0, len(rs))
+		for _, r := range rs {
+			b, merr := gen.Marshal(r.Message)
+			if merr != nil {
+				err = errors.Join(err, fmt.Errorf("marshal %s %s: %w", typeURL, r.Name, merr))
+				continue
+			}
+			out = append(out, cache.NewResource(r.Name, typeURL, b))
+		}
+		return out, err
+	}
+	if wildcard {
+		res, _, err := s.cache.Get(cache.Key{TypeURL: typeURL, Class: class}, st.fullGen, func() ([]*cache.Resource, error) { return build(nil) })
+		return res, err
+	}
+	out := make([]*cache.Resource, 0, len(names))
+	var missing []string
+	gens := make(map[string]uint64, len(names))
+	for _, n := range names {
+		g := s.genOf(st, typeURL, n)
+		gens[n] = g
+		if res, ok := s.cache.Peek(cache.Key{TypeURL: typeURL, Class: class, Name: n}, g); ok {
+			out = append(out, res...)
+		} else {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	built, err := build(missing)
+	byName := make(map[string]*cache.Resource, len(built))
+	for _, r := range built {
+		byName[r.Name] = r
+	}
+	for _, n := range missing {
+		r, ok := byName[n]
+		if !ok {
+			continue // the generator has no such resource
+		}
+		s.cache.Put(cache.Key{TypeURL: typeURL, Class: class, Name: n}, gens[n], []*cache.Resource{r})
+		out = append(out, r)
+	}
+	return out, err
+}
+
+// genOf is the generation of one named resource: endpoints change on their own, everything
+// else with the last full change.
+func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
+	if typeURL == gen.EndpointType {
+		if p, err := gen.ParseClusterName(name); err == nil {
+			return max(st.fullGen, st.snap.EndpointGen(p.Host))
+		}
+		return st.snap.Seq
+	}
+	return st.fullGen
+}
+
+// class names the proxies that receive identical bytes for typeURL. Endpoints are the same for
+// everyone; other types depend on the generator, the proxy type and namespace, and for a
+// sidecar whose IP is an endpoint, on its own inbound services.
+func (s *Server) class(p *model.Proxy, st *pushState, typeURL string) string {
+	if typeURL == gen.EndpointType {
+		return ""
+	}
+	k := p.Generator + "|" + string(p.Type) + "|" + p.Namespace
+	if !p.IsGRPC() && st.endpointIP(p.IP()) {
+		k += "|" + p.IP()
+	}
+	return k
+}

@@ -1,0 +1,446 @@
+package fakeenvoy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+// ErrPolicyDisconnect is the error Disconnected reports when AckPolicy.DisconnectAfter closed
+// the stream.
+var ErrPolicyDisconnect = errors.New("fakeenvoy: disconnected by policy after N responses")
+
+// Client is one fake Envoy: a protocol state machine owned by the goroutine that calls Run.
+type Client struct {
+	index     int
+	group     string
+	nodeID    string
+	namespace string
+	delta     bool
+	backoff   Backoff
+	clock     Clock
+	hooks     Hooks
+	rng       *rand.Rand // reconnect jitter
+	m         *machine
+	attempts  int
+	running   bool
+}
+
+var _ probe.View = (*Client)(nil)
+
+// NewClient validates cfg, applies Envoy's defaults and returns a client ready to Run. A nil
+// hooks means NopHooks.
+func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	nack, err := cfg.Nack.Compile()
+	if err != nil {
+		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
+	}
+	cfg.Nack = nack
+	m, err := newMachine(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
+	}
+	if hooks == nil {
+		hooks = NopHooks{}
+	}
+	ns := ""
+	if f := cfg.Node.GetMetadata().GetFields()["NAMESPACE"]; f != nil {
+		ns = f.GetStringValue()
+	}
+	return &Client{
+		index:     cfg.Index,
+		group:     cfg.Group,
+		nodeID:    cfg.Node.GetId(),
+		namespace: ns,
+		delta:     cfg.Delta,
+		backoff:   cfg.Backoff,
+		clock:     cfg.Clock,
+		hooks:     hooks,
+		rng:       rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(cfg.Index))),
+		m:         m,
+	}, nil
+}
+
+// Index is the client's position in the fleet.
+func (c *Client) Index() int { return c.index }
+
+// Group is the client's fleet group (scenario client name).
+func (c *Client) Group() string { return c.group }
+
+// NodeID is the node id the client sends.
+func (c *Client) NodeID() string { return c.nodeID }
+
+// Namespace is the NAMESPACE of the client's node metadata.
+func (c *Client) Namespace() string { return c.namespace }
+
+// Delta reports whether the client speaks incremental xDS.
+func (c *Client) Delta() bool { return c.delta }
+
+// Subscribed reports whether the client watches resource name of typeURL (CDS and LDS are
+// wildcard: every name once subscribed). Only valid inside hooks (on the client goroutine).
+func (c *Client) Subscribed(typeURL, name string) bool {
+	t := typeIndex(typeURL)
+	return t >= 0 && c.m.subscribedName(t, name)
+}
+
+// Resource returns the accepted resource (probe.View). Only valid inside hooks.
+func (c *Client) Resource(typeURL, name string) proto.Message { return c.m.Resource(typeURL, name) }
+
+// Run connects, follows the protocol and reconnects with Envoy's backoff until ctx is done;
+// it returns nil then. Connect failures are reported to hooks, never returned. Run must not be
+// called twice at once.
+func (c *Client) Run(ctx context.Context, connect Connector) error {
+	if c.running {
+		return fmt.Errorf("fakeenvoy: client %d: Run called twice", c.index)
+	}
+	c.running = true
+	defer func() { c.running = false }()
+	retry := 0
+	for ctx.Err() == nil {
+		got := c.runStream(ctx, connect)
+		if ctx.Err() != nil {
+			break
+		}
+		if got > 0 {
+			retry = 0
+		}
+		wait := c.backoff.Next(retry, c.rng)
+		retry++
+		if !c.sleep(ctx, wait) {
+			break
+		}
+	}
+	return nil
+}
+
+func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+// recvEvent is what the receive goroutine forwards: server headers (the stream is
+// established), a response stamped with its receive time, or the error that ended the stream.
+type recvEvent struct {
+	header bool
+	sotw   *discoveryv3.DiscoveryResponse
+	delta  *discoveryv3.DeltaDiscoveryResponse
+	at     time.Time
+	err    error
+}
+
+// adsStream is what the shell needs of either ADS stream.
+type adsStream interface {
+	Header() (md map[string][]string, err error)
+	send(s *step) error
+	recv() (recvEvent, error)
+}
+
+type sotwStream struct {
+	grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
+}
+
+func (s sotwStream) Header() (map[string][]string, error) {
+	md, err := s.BidiStreamingClient.Header()
+	return md, err
+}
+
+func (s sotwStream) send(st *step) error {
+	for _, r := range st.sotw {
+		if err := s.Send(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s sotwStream) recv() (recvEvent, error) {
+	r, err := s.Recv()
+	return recvEvent{sotw: r}, err
+}
+
+type deltaStream struct {
+	grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
+}
+
+func (s deltaStream) Header() (map[string][]string, error) {
+	md, err := s.BidiStreamingClient.Header()
+	return md, err
+}
+
+func (s deltaStream) send(st *step) error {
+	for _, r := range st.delta {
+		if err := s.Send(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s deltaStream) recv() (recvEvent, error) {
+	r, err := s.Recv()
+	return recvEvent{delta: r}, err
+}
+
+// runStream runs one stream to its end and returns how many responses it received.
+func (c *Client) runStream(ctx context.Context, connect Connector) int {
+	cc, err := connect(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.hooks.ConnectFailed(c, c.clock.Now(), err)
+		}
+		return 0
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(cc)
+	var stream adsStream
+	if c.delta {
+		s, err := ads.DeltaAggregatedResources(sctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.hooks.ConnectFailed(c, c.clock.Now(), err)
+			}
+			return 0
+		}
+		stream = deltaStream{s}
+	} else {
+		s, err := ads.StreamAggregatedResources(sctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.hooks.ConnectFailed(c, c.clock.Now(), err)
+			}
+			return 0
+		}
+		stream = sotwStream{s}
+	}
+
+	events := make(chan recvEvent)
+	done := make(chan struct{})
+	go c.receive(sctx, stream, events, done)
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	o := owner{c: c, stream: stream}
+	defer o.stopTimers()
+	first := c.m.start(c.clock.Now())
+	if err := stream.send(&first); err != nil {
+		// The real cause arrives on Recv; let the loop report it.
+		o.sendErr = err
+	}
+	return o.loop(ctx, events)
+}
+
+// receive only forwards: it stamps the receive time right after Recv returns, before anything
+// else touches the message.
+func (c *Client) receive(ctx context.Context, s adsStream, out chan<- recvEvent, done chan<- struct{}) {
+	defer close(done)
+	forward := func(ev recvEvent) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if md, err := s.Header(); err == nil && md != nil {
+		if !forward(recvEvent{header: true, at: c.clock.Now()}) {
+			return
+		}
+	}
+	for {
+		ev, err := s.recv()
+		ev.at = c.clock.Now()
+		if err != nil {
+			forward(recvEvent{err: err, at: ev.at})
+			return
+		}
+		if !forward(ev) {
+			return
+		}
+	}
+}
+
+// owner is the per-stream part of the client's goroutine: the machine, the delayed step and
+// the timers.
+type owner struct {
+	c         *Client
+	stream    adsStream
+	connected bool
+	received  int
+	sendErr   error
+	pending   *step // waiting for its ACK delay
+	deadline  Timer
+	delayT    Timer
+}
+
+func (o *owner) stopTimers() {
+	if o.deadline != nil {
+		o.deadline.Stop()
+	}
+	if o.delayT != nil {
+		o.delayT.Stop()
+	}
+}
+
+func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
+	c := o.c
+	for {
+		deadlineC := o.armDeadline()
+		recvC := events
+		var delayC <-chan time.Time
+		if o.pending != nil {
+			// Envoy is busy applying: later responses and timers wait.
+			recvC, deadlineC = nil, nil
+			delayC = o.delayT.C()
+		}
+		select {
+		case <-ctx.Done():
+			if o.connected {
+				c.hooks.Disconnected(c, c.clock.Now(), nil)
+			}
+			return o.received
+		case ev := <-recvC:
+			if ev.header {
+				o.markConnected(ev.at)
+				continue
+			}
+			if ev.err != nil {
+				if o.connected {
+					c.hooks.Disconnected(c, ev.at, ev.err)
+				} else {
+					c.hooks.ConnectFailed(c, ev.at, ev.err)
+				}
+				return o.received
+			}
+			o.markConnected(ev.at)
+			o.received++
+			var st step
+			if ev.sotw != nil {
+				st = c.m.onSotw(ev.sotw, ev.at)
+			} else {
+				st = c.m.onDelta(ev.delta, ev.at)
+			}
+			if !o.perform(&st) {
+				return o.received
+			}
+		case <-deadlineC:
+			st := c.m.onTimer(c.clock.Now())
+			if !o.perform(&st) {
+				return o.received
+			}
+		case <-delayC:
+			st := o.pending
+			o.pending = nil
+			if !o.send(st) {
+				return o.received
+			}
+		}
+	}
+}
+
+func (o *owner) markConnected(at time.Time) {
+	if o.connected {
+		return
+	}
+	o.connected = true
+	o.c.attempts++
+	o.c.hooks.Connected(o.c, at, o.c.attempts)
+}
+
+// perform reports a step to the hooks, then sends it now or after its delay. It returns false
+// when the stream must end.
+func (o *owner) perform(st *step) bool {
+	c := o.c
+	if st.response {
+		c.hooks.Response(c, st.info)
+		if st.applied {
+			c.hooks.Applied(c, st.info, c.m)
+		}
+	}
+	now := time.Time{}
+	for _, t := range st.timeouts {
+		if now.IsZero() {
+			now = c.clock.Now()
+		}
+		c.hooks.WarmingTimeout(c, t, now)
+	}
+	if st.firstFull {
+		c.hooks.FirstFullConfig(c, c.clock.Now())
+	}
+	if st.delay > 0 && (st.requests() > 0 || st.disconnect) {
+		o.pending = st
+		if o.delayT == nil {
+			o.delayT = c.clock.NewTimer(st.delay)
+		} else {
+			o.delayT.Reset(st.delay)
+		}
+		return true
+	}
+	return o.send(st)
+}
+
+func (o *owner) send(st *step) bool {
+	c := o.c
+	if st.requests() > 0 {
+		if o.sendErr == nil {
+			o.sendErr = o.stream.send(st)
+		}
+		if o.sendErr != nil {
+			// The stream is broken; Recv reports why. Keep reading until it does.
+			return true
+		}
+		if st.acked {
+			c.hooks.AckSent(c, st.info, c.clock.Now())
+		}
+	}
+	if st.disconnect {
+		c.hooks.Disconnected(c, c.clock.Now(), ErrPolicyDisconnect)
+		return false
+	}
+	return true
+}
+
+// armDeadline (re)arms the machine's timer and returns its channel, or nil when nothing waits.
+func (o *owner) armDeadline() <-chan time.Time {
+	next := o.c.m.nextDeadline()
+	if next.IsZero() {
+		if o.deadline != nil {
+			o.deadline.Stop()
+		}
+		return nil
+	}
+	d := next.Sub(o.c.clock.Now())
+	if d < 0 {
+		d = 0
+	}
+	if o.deadline == nil {
+		o.deadline = o.c.clock.NewTimer(d)
+	} else {
+		o.deadline.Stop()
+		o.deadline.Reset(d)
+	}
+	return o.deadline.C()
+}

@@ -1,0 +1,129 @@
+package fakeenvoy
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/grpc"
+)
+
+// Envoy's defaults.
+const (
+	DefaultInitialFetchTimeout = 15 * time.Second
+	DefaultBackoffBase         = 500 * time.Millisecond
+	DefaultBackoffMax          = 30 * time.Second
+)
+
+// ClientConfig configures one fake Envoy. Zero values take Envoy's defaults (see
+// withDefaults).
+type ClientConfig struct {
+	// Index and Group are the client's position in the fleet and its group (scenario client
+	// name); they are reported back to hooks unchanged.
+	Index int
+	Group string
+	// Node is the identity sent to the server (build it with IdentityTemplate.Node). Required.
+	Node *corev3.Node
+	// Delta selects the incremental protocol (DeltaAggregatedResources).
+	Delta bool
+	// NodeOnFirstOnly sends node only on the first request of each stream
+	// (set_node_on_first_message_only); by default every request carries it, as Envoy does.
+	NodeOnFirstOnly bool
+	// InitialFetchTimeout bounds how long a subscription or a warming cluster/listener waits
+	// for its first config; default 15s. A negative value disables it (Envoy's 0).
+	InitialFetchTimeout time.Duration
+	Nack                NackPolicy
+	Ack                 AckPolicy
+	// Backoff between reconnect attempts; default 500ms base, 30s max, fully jittered.
+	Backoff Backoff
+	// Seed drives every random choice of the client (NACK probability, ACK delay, jitter).
+	Seed uint64
+	// Clock is injected for tests; nil means the real clock.
+	Clock Clock
+}
+
+// Connector returns a connection to the control plane; the fleet may share one among clients.
+// Run calls it for every (re)connect attempt and never closes what it returns.
+type Connector func(ctx context.Context) (grpc.ClientConnInterface, error)
+
+// Backoff is Envoy's jittered exponential backoff: attempt n (from 0) waits a uniformly random
+// time in [0, min(Base*2^n, Max)).
+type Backoff struct {
+	Base time.Duration
+	Max  time.Duration
+}
+
+// Next returns the wait before retry number attempt (0 = first retry).
+func (b Backoff) Next(attempt int, rng *rand.Rand) time.Duration {
+	ceil := b.Max
+	if attempt < 32 {
+		if d := b.Base << attempt; d > 0 && d < b.Max {
+			ceil = d
+		}
+	}
+	if ceil <= 0 {
+		return 0
+	}
+	return time.Duration(rng.Int64N(int64(ceil)))
+}
+
+// Validate reports a configuration the client cannot run with.
+func (c ClientConfig) Validate() error {
+	if c.Node == nil || c.Node.GetId() == "" {
+		return fmt.Errorf("fakeenvoy: client %d: node with an id is required (use IdentityTemplate.Node)", c.Index)
+	}
+	if c.Backoff.Base < 0 || c.Backoff.Max < 0 || (c.Backoff.Max > 0 && c.Backoff.Base > c.Backoff.Max) {
+		return fmt.Errorf("fakeenvoy: client %d: backoff needs 0 <= base <= max, got base %s max %s", c.Index, c.Backoff.Base, c.Backoff.Max)
+	}
+	if err := c.Nack.Validate(); err != nil {
+		return fmt.Errorf("fakeenvoy: client %d: %w", c.Index, err)
+	}
+	if err := c.Ack.Validate(); err != nil {
+		return fmt.Errorf("fakeenvoy: client %d: %w", c.Index, err)
+	}
+	return nil
+}
+
+func (c ClientConfig) withDefaults() ClientConfig {
+	if c.InitialFetchTimeout == 0 {
+		c.InitialFetchTimeout = DefaultInitialFetchTimeout
+	}
+	if c.Backoff.Base == 0 {
+		c.Backoff.Base = DefaultBackoffBase
+	}
+	if c.Backoff.Max == 0 {
+		c.Backoff.Max = DefaultBackoffMax
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	return c
+}
+
+// Clock is the time source of a client's shell (the machine never reads a clock).
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of *time.Timer the client uses.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+func (realClock) NewTimer(d time.Duration) Timer {
+	return realTimer{time.NewTimer(d)}
+}
+
+type realTimer struct{ t *time.Timer }
+
+func (t realTimer) C() <-chan time.Time        { return t.t.C }
+func (t realTimer) Stop() bool                 { return t.t.Stop() }
+func (t realTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }

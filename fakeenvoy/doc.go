@@ -1,0 +1,29 @@
+// Package fakeenvoy is a fleet of fake Envoy ADS clients that behave like Envoy against any
+// control plane (ours, Istio's, go-control-plane based ones), speaking only the public xDS
+// protocol.
+//
+// Each client is a pure state machine (machine: no I/O, no clock reads) wrapped by a thin gRPC
+// shell (Client.Run). The machine takes "stream started", "response received at t" and "timer
+// fired at t" and returns the requests to send, the ACK/NACK decision, the hooks to call and the
+// next deadline to arm. The shell owns the machine on one goroutine per client; a second
+// goroutine only forwards Recv results, stamped with the receive time right after Recv returns.
+//
+// State of the world (SotW) follows Envoy's order: CDS wildcard first; after every CDS response
+// that changed something, one EDS request naming every EDS cluster, sent before the CDS ACK;
+// LDS once the initial clusters have warmed (a fresh ClusterLoadAssignment each) or
+// initial_fetch_timeout passed; after every LDS response that changed something, one RDS
+// request naming every route config referenced by HTTP connection managers, sent before the LDS
+// ACK. ACK = response version + nonce; NACK = last accepted version + nonce + error_detail
+// (code 13, as Envoy). Identical resources (same bytes) are skipped: no re-warm, no request.
+//
+// Delta follows the same order with subscribe/unsubscribe diffs, legacy wildcard for CDS/LDS
+// and initial_resource_versions on reconnect; ACK = nonce, NACK = nonce + error_detail.
+//
+// NACK policies (NackPolicy) combine a probability, every Nth response, a resource-name regexp
+// and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures, recursively inside
+// every Any; duplicate names; a Delta name both added and removed). AckPolicy adds Envoy's apply
+// time before the ACK, a hung client that never ACKs, and disconnects after N responses.
+//
+// The fleet, observer and probe matching (fleet*.go, observ*.go, match*.go) run many clients
+// and merge what the Hooks report.
+package fakeenvoy

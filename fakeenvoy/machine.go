@@ -1,0 +1,906 @@
+package fakeenvoy
+
+import (
+	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslab/xdslab/internal/dist"
+)
+
+// The four types a client watches, in Envoy's subscription order.
+const (
+	tCDS = iota
+	tEDS
+	tLDS
+	tRDS
+	numTypes
+)
+
+var typeURLs = [numTypes]string{resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType}
+
+func typeIndex(url string) int {
+	for i, u := range typeURLs {
+		if u == url {
+			return i
+		}
+	}
+	return -1
+}
+
+// wildcard types hold the state of the world: a resource missing from a SotW response is
+// deleted, and they are subscribed without names.
+func wildcard(t int) bool { return t == tCDS || t == tLDS }
+
+// hashSeed is fixed for the process so that equal bytes hash equally in every client.
+var hashSeed = maphash.MakeSeed()
+
+// entry is one accepted resource: the hash of its bytes (no-op and identical-resend detection),
+// the decoded message (probe.View), its Delta version and what it references (a cluster's EDS
+// service name, a listener's RDS route config names).
+type entry struct {
+	hash    uint64
+	msg     proto.Message
+	version string
+	refs    []string
+}
+
+// typeState is what the client keeps per type. subscribed, version, names and res survive a
+// reconnect; nonce is per stream.
+type typeState struct {
+	subscribed bool
+	accepted   bool     // an accepted response arrived at least once
+	version    string   // SotW: last accepted version_info
+	nonce      string   // latest nonce received on this stream
+	names      []string // EDS/RDS: sorted subscription (replaced, never mutated in place)
+	res        map[string]entry
+}
+
+// phase is the client's initialization, as Envoy's init managers run it:
+//
+//	phaseCDS:       CDS requested, waiting for its first response (or initial_fetch_timeout)
+//	phaseClusters:  waiting until every cluster has warmed (fresh ClusterLoadAssignment) or
+//	                timed out; then LDS is requested
+//	phaseLDS:       waiting for the first LDS response (or timeout)
+//	phaseListeners: waiting until every listener has its routes (or timed out)
+//	phaseDone:      initialized
+type phase uint8
+
+const (
+	phaseCDS phase = iota
+	phaseClusters
+	phaseLDS
+	phaseListeners
+	phaseDone
+)
+
+// machine is a client's pure protocol state machine: no I/O, no clock reads, no goroutines.
+// The shell calls start on every new stream, onSotw/onDelta per response and onTimer when
+// nextDeadline passes, and performs the returned step.
+type machine struct {
+	node          *corev3.Node
+	delta         bool
+	nodeFirstOnly bool
+	ift           time.Duration // <= 0: no initial fetch timeout
+	nack          NackPolicy
+	ack           AckPolicy
+
+	types         [numTypes]typeState
+	warmC, warmL  map[string]time.Time // warming clusters / listeners → deadline (zero: none)
+	phase         phase
+	phaseDeadline time.Time
+	started       bool
+	nodeSent      bool // node already sent on this stream
+	fullDone      bool
+	seq           uint64 // responses over the client's life
+	streamResp    int    // responses on this stream
+
+	rng   *rand.Rand    // NACK probability; nil when unused
+	delay *dist.Sampler // ACK delay; nil when none
+}
+
+// step is what the shell must do after feeding the machine one event, in this order: call the
+// Response hook (when response), Applied (when applied), WarmingTimeout for each timeout,
+// FirstFullConfig (when firstFull), wait delay, send the requests (the last one is the
+// ACK/NACK of the response when acked), call AckSent, and close the stream when disconnect.
+type step struct {
+	sotw       []*discoveryv3.DiscoveryRequest
+	delta      []*discoveryv3.DeltaDiscoveryRequest
+	response   bool
+	info       ResponseInfo
+	acked      bool
+	applied    bool
+	timeouts   []string
+	firstFull  bool
+	delay      time.Duration
+	disconnect bool
+}
+
+func (s *step) requests() int { return len(s.sotw) + len(s.delta) }
+
+func newMachine(cfg ClientConfig) (*machine, error) {
+	m := &machine{
+		node:          cfg.Node,
+		delta:         cfg.Delta,
+		nodeFirstOnly: cfg.NodeOnFirstOnly,
+		ift:           cfg.InitialFetchTimeout,
+		nack:          cfg.Nack,
+		ack:           cfg.Ack,
+	}
+	if m.nack.Probability > 0 {
+		m.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5bd1e995))
+	}
+	if cfg.Ack.hasDelay() {
+		s, err := dist.New(cfg.Ack.Delay, cfg.Seed^0x2545f4914f6cdd1d)
+		if err != nil {
+			return nil, err
+		}
+		m.delay = s
+	}
+	return m, nil
+}
+
+// deadline returns when something that starts waiting at now times out.
+func (m *machine) deadline(now time.Time) time.Time {
+	if m.ift <= 0 {
+		return time.Time{}
+	}
+	return now.Add(m.ift)
+}
+
+// start begins a new stream: nonces are cleared and every subscription is restated in order
+// with the last accepted versions (the very first stream subscribes to CDS only).
+func (m *machine) start(now time.Time) step {
+	var s step
+	m.nodeSent = false
+	m.streamResp = 0
+	for t := range m.types {
+		m.types[t].nonce = ""
+	}
+	if !m.started {
+		m.started = true
+		m.types[tCDS].subscribed = true
+		m.phaseDeadline = m.deadline(now)
+	}
+	for t := range m.types {
+		if !m.types[t].subscribed {
+			continue
+		}
+		if m.delta {
+			ts := &m.types[t]
+			r := m.deltaReq(t)
+			if !wildcard(t) {
+				r.ResourceNamesSubscribe = ts.names
+			}
+			if len(ts.res) > 0 {
+				r.InitialResourceVersions = make(map[string]string, len(ts.res))
+				for name, e := range ts.res {
+					if e.version != "" {
+						r.InitialResourceVersions[name] = e.version
+					}
+				}
+			}
+			s.delta = append(s.delta, r)
+		} else {
+			s.sotw = append(s.sotw, m.sotwReq(t, nil))
+		}
+	}
+	return s
+}
+
+func (m *machine) attachNode() *corev3.Node {
+	if m.nodeFirstOnly && m.nodeSent {
+		return nil
+	}
+	m.nodeSent = true
+	return m.node
+}
+
+func (m *machine) sotwReq(t int, nack *status.Status) *discoveryv3.DiscoveryRequest {
+	ts := &m.types[t]
+	r := &discoveryv3.DiscoveryRequest{
+		VersionInfo:   ts.version,
+		TypeUrl:       typeURLs[t],
+		ResponseNonce: ts.nonce,
+		ErrorDetail:   nack,
+		Node:          m.attachNode(),
+	}
+	if !wildcard(t) {
+		r.ResourceNames = ts.names
+	}
+	return r
+}
+
+func (m *machine) deltaReq(t int) *discoveryv3.DeltaDiscoveryRequest {
+	return &discoveryv3.DeltaDiscoveryRequest{
+		TypeUrl:       typeURLs[t],
+		ResponseNonce: m.types[t].nonce,
+		Node:          m.attachNode(),
+	}
+}
+
+func nackStatus(msg string) *status.Status {
+	return &status.Status{Code: int32(codes.Internal), Message: msg}
+}
+
+// item is one resource of a response, before it is applied.
+type item struct {
+	name    string
+	raw     []byte
+	version string
+	hash    uint64
+	msg     proto.Message // nil when identical to the held resource
+	refs    []string
+	err     error
+}
+
+// onSotw handles one SotW DiscoveryResponse received at recv.
+func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step {
+	m.seq++
+	m.streamResp++
+	s := step{response: true}
+	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Recv: recv, Resources: len(r.GetResources())}
+	for _, a := range r.GetResources() {
+		s.info.Bytes += len(a.GetValue())
+	}
+	t := typeIndex(r.GetTypeUrl())
+	if t >= 0 {
+		m.types[t].nonce = r.GetNonce()
+	}
+	if t < 0 || !m.types[t].subscribed {
+		// Envoy with no watch for the type: an empty response is ACKed with its version, one
+		// with resources is answered with the old version and the new nonce, no error_detail.
+		req := &discoveryv3.DiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce(), Node: m.attachNode()}
+		if t >= 0 {
+			if len(r.GetResources()) == 0 {
+				m.types[t].version = r.GetVersionInfo()
+			}
+			req.VersionInfo = m.types[t].version
+		} else if len(r.GetResources()) == 0 {
+			req.VersionInfo = r.GetVersionInfo()
+		}
+		s.info.NoOp = true
+		m.finishAck(&s, req, nil)
+		return s
+	}
+	var respErr error
+	items := make([]item, 0, len(r.GetResources()))
+	for _, a := range r.GetResources() {
+		if a.GetTypeUrl() != r.GetTypeUrl() {
+			respErr = fmt.Errorf("resource type %s does not match the response type %s", a.GetTypeUrl(), r.GetTypeUrl())
+			break
+		}
+		name, ok := readName(a.GetValue())
+		if !ok {
+			respErr = fmt.Errorf("%s resource %d does not decode", shortType(r.GetTypeUrl()), len(items))
+			break
+		}
+		items = append(items, item{name: name, raw: a.GetValue()})
+	}
+	m.process(&s, t, items, nil, respErr, recv)
+	var nack *status.Status
+	if s.info.Nacked {
+		nack = nackStatus(s.info.Error)
+	} else {
+		m.types[t].version = r.GetVersionInfo()
+	}
+	m.finishAck(&s, m.sotwReq(t, nack), nil)
+	return s
+}
+
+// onDelta handles one DeltaDiscoveryResponse received at recv.
+func (m *machine) onDelta(r *discoveryv3.DeltaDiscoveryResponse, recv time.Time) step {
+	m.seq++
+	m.streamResp++
+	s := step{response: true}
+	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Nonce: r.GetNonce(), Delta: true, Recv: recv, Resources: len(r.GetResources())}
+	for _, res := range r.GetResources() {
+		s.info.Bytes += len(res.GetResource().GetValue())
+	}
+	t := typeIndex(r.GetTypeUrl())
+	if t < 0 || !m.types[t].subscribed {
+		// Envoy drops a Delta response for a type it has no subscription for, unanswered.
+		s.info.NoOp = true
+		m.finishDisconnect(&s)
+		return s
+	}
+	m.types[t].nonce = r.GetNonce()
+	var respErr error
+	items := make([]item, 0, len(r.GetResources()))
+	for _, res := range r.GetResources() {
+		a := res.GetResource()
+		if a == nil {
+			continue // a TTL heartbeat: nothing to apply
+		}
+		if a.GetTypeUrl() != r.GetTypeUrl() {
+			respErr = fmt.Errorf("resource %s type %s does not match the response type %s", res.GetName(), a.GetTypeUrl(), r.GetTypeUrl())
+			break
+		}
+		name := res.GetName()
+		if name == "" {
+			name, _ = readName(a.GetValue())
+		}
+		items = append(items, item{name: name, raw: a.GetValue(), version: res.GetVersion()})
+	}
+	m.process(&s, t, items, r.GetRemovedResources(), respErr, recv)
+	req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURLs[t], ResponseNonce: r.GetNonce(), Node: m.attachNode()}
+	if s.info.Nacked {
+		req.ErrorDetail = nackStatus(s.info.Error)
+	}
+	m.finishAck(&s, nil, req)
+	return s
+}
+
+// finishAck appends the ACK/NACK (unless the client never ACKs), then the delay and the
+// disconnect decision.
+func (m *machine) finishAck(s *step, sotw *discoveryv3.DiscoveryRequest, delta *discoveryv3.DeltaDiscoveryRequest) {
+	if !m.ack.NeverAck {
+		if sotw != nil {
+			s.sotw = append(s.sotw, sotw)
+		}
+		if delta != nil {
+			s.delta = append(s.delta, delta)
+		}
+		s.acked = true
+	}
+	if m.delay != nil {
+		s.delay = secondsToDuration(m.delay.Float())
+	}
+	m.finishDisconnect(s)
+}
+
+func (m *machine) finishDisconnect(s *step) {
+	if m.ack.DisconnectAfter > 0 && m.streamResp >= m.ack.DisconnectAfter {
+		s.disconnect = true
+	}
+}
+
+// process validates and applies one response's resources of type t (SotW when removed is nil
+// and t is wildcard: missing resources are deleted) and fills s with the decision, follow-up
+// requests and init progress. The ACK/NACK itself is appended by the caller.
+func (m *machine) process(s *step, t int, items []item, removed []string, respErr error, now time.Time) {
+	ts := &m.types[t]
+	sotwFull := !m.delta && wildcard(t)
+	realistic := m.nack.Realistic
+
+	// Response-level checks: they reject everything.
+	if respErr == nil && realistic {
+		seen := make(map[string]struct{}, len(items))
+		for _, it := range items {
+			if _, dup := seen[it.name]; dup {
+				respErr = fmt.Errorf("duplicate %s %q in one response", kindName(t), it.name)
+				break
+			}
+			seen[it.name] = struct{}{}
+		}
+		if respErr == nil {
+			for _, name := range removed {
+				if _, both := seen[name]; both {
+					respErr = fmt.Errorf("%s %q is both added and removed", kindName(t), name)
+					break
+				}
+			}
+		}
+	}
+	if respErr == nil && m.nack.EveryN > 0 && m.seq%uint64(m.nack.EveryN) == 0 {
+		respErr = fmt.Errorf("rejected by policy: every %d responses", m.nack.EveryN)
+	}
+	if m.rng != nil && m.rng.Float64() < m.nack.Probability && respErr == nil {
+		respErr = fmt.Errorf("rejected by policy: probability %g", m.nack.Probability)
+	}
+
+	// Per-resource decoding and checks.
+	var itemErrs []string
+	present := make(map[string]struct{}, len(items))
+	for i := range items {
+		it := &items[i]
+		present[it.name] = struct{}{}
+		if !wildcard(t) && !m.subscribedName(t, it.name) {
+			it.err = errIgnored // unrequested EDS/RDS: ignored, as Envoy does
+			continue
+		}
+		it.hash = maphash.Bytes(hashSeed, it.raw)
+		if held, ok := ts.res[it.name]; ok && held.hash == it.hash {
+			continue // identical: skipped
+		}
+		s.info.Changed++
+		if m.nack.matchName(it.name) {
+			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
+		} else {
+			it.msg, it.refs, it.err = decode(t, it.raw, realistic)
+		}
+		if it.err != nil {
+			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", kindName(t), it.name, it.err))
+		}
+	}
+
+	// Deletions: SotW CDS/LDS drop what the response lacks; Delta drops removed_resources.
+	var gone []string
+	if sotwFull {
+		for name := range ts.res {
+			if _, ok := present[name]; !ok {
+				gone = append(gone, name)
+			}
+		}
+	} else {
+		for _, name := range removed {
+			if _, ok := ts.res[name]; ok {
+				gone = append(gone, name)
+			}
+		}
+	}
+	s.info.Removed = len(gone)
+	s.info.NoOp = s.info.Changed == 0 && len(gone) == 0
+
+	nacked := respErr != nil || len(itemErrs) > 0
+	if nacked {
+		s.info.Nacked = true
+		msgs := itemErrs
+		if respErr != nil {
+			msgs = []string{respErr.Error()}
+		}
+		s.info.Error = joinErrors(msgs)
+	}
+	// CDS and LDS apply their valid resources even when the response is NACKed.
+	apply := respErr == nil && (len(itemErrs) == 0 || wildcard(t))
+	if !apply {
+		m.afterResponse(s, t, now)
+		return
+	}
+	if ts.res == nil {
+		ts.res = make(map[string]entry, len(items))
+	}
+	changed := false
+	for i := range items {
+		it := &items[i]
+		if it.err != nil {
+			continue
+		}
+		if it.msg == nil { // identical
+			if !nacked && m.delta {
+				e := ts.res[it.name]
+				e.version = it.version
+				ts.res[it.name] = e
+			}
+			continue
+		}
+		version := it.version
+		if nacked {
+			version = "" // Envoy records Delta versions only when the whole response is accepted
+		}
+		ts.res[it.name] = entry{hash: it.hash, msg: it.msg, version: version, refs: it.refs}
+		changed = true
+		m.warmStored(t, it.name, it.refs, now)
+	}
+	for _, name := range gone {
+		delete(ts.res, name)
+		changed = true
+		switch t {
+		case tCDS:
+			delete(m.warmC, name)
+		case tLDS:
+			delete(m.warmL, name)
+		}
+	}
+	if !nacked {
+		ts.accepted = true
+	}
+	// Warming driven by EDS/RDS content: a ClusterLoadAssignment received (even unchanged)
+	// warms its clusters; a removed one means "does not exist" and warms them too.
+	switch t {
+	case tEDS:
+		warmed := make(map[string]struct{}, len(items)+len(removed))
+		for _, it := range items {
+			if it.err == nil {
+				warmed[it.name] = struct{}{}
+			}
+		}
+		for _, name := range removed {
+			warmed[name] = struct{}{}
+		}
+		for c := range m.warmC {
+			if e, ok := m.types[tCDS].res[c]; ok && len(e.refs) > 0 {
+				if _, ok := warmed[e.refs[0]]; ok {
+					delete(m.warmC, c)
+				}
+			}
+		}
+	case tRDS:
+		m.rewarmListeners()
+	}
+	if changed {
+		s.applied = true
+		m.followUp(s, t)
+	}
+	m.afterResponse(s, t, now)
+}
+
+var errIgnored = fmt.Errorf("not subscribed")
+
+// warmStored puts a new or changed cluster or listener into warming.
+func (m *machine) warmStored(t int, name string, refs []string, now time.Time) {
+	switch t {
+	case tCDS:
+		if len(refs) == 0 {
+			delete(m.warmC, name) // not EDS: ready at once
+			return
+		}
+		// Delta cannot ask for a fresh assignment of a name it already watches; a held one
+		// is used (Envoy's EDS cache), otherwise the cluster waits for it.
+		if m.delta {
+			if _, ok := m.types[tEDS].res[refs[0]]; ok {
+				delete(m.warmC, name)
+				return
+			}
+		}
+		if m.warmC == nil {
+			m.warmC = make(map[string]time.Time)
+		}
+		m.warmC[name] = m.deadline(now)
+	case tLDS:
+		if m.hasRoutes(refs) {
+			delete(m.warmL, name)
+			return
+		}
+		if m.warmL == nil {
+			m.warmL = make(map[string]time.Time)
+		}
+		m.warmL[name] = m.deadline(now)
+	}
+}
+
+func (m *machine) hasRoutes(refs []string) bool {
+	for _, r := range refs {
+		if _, ok := m.types[tRDS].res[r]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *machine) rewarmListeners() {
+	for l := range m.warmL {
+		if m.hasRoutes(m.types[tLDS].res[l].refs) {
+			delete(m.warmL, l)
+		}
+	}
+}
+
+// followUp sends, after a CDS or LDS change, the EDS or RDS request naming every resource
+// the clusters or listeners now reference (before the ACK of the CDS/LDS response).
+func (m *machine) followUp(s *step, t int) {
+	var dep int
+	switch t {
+	case tCDS:
+		dep = tEDS
+	case tLDS:
+		dep = tRDS
+	default:
+		return
+	}
+	var names []string
+	for _, e := range m.types[t].res {
+		names = append(names, e.refs...)
+	}
+	sort.Strings(names)
+	names = slices.Compact(names)
+	ds := &m.types[dep]
+	if m.delta {
+		sub, unsub := diffSorted(ds.names, names)
+		if len(sub) == 0 && len(unsub) == 0 {
+			return
+		}
+		m.setNames(dep, names, unsub)
+		r := m.deltaReq(dep)
+		r.ResourceNamesSubscribe = sub
+		r.ResourceNamesUnsubscribe = unsub
+		s.delta = append(s.delta, r)
+		return
+	}
+	if len(names) == 0 && !ds.subscribed {
+		return
+	}
+	_, unsub := diffSorted(ds.names, names)
+	m.setNames(dep, names, unsub)
+	s.sotw = append(s.sotw, m.sotwReq(dep, nil))
+}
+
+func (m *machine) setNames(t int, names, unsub []string) {
+	ts := &m.types[t]
+	ts.subscribed = true
+	ts.names = names
+	for _, n := range unsub {
+		delete(ts.res, n)
+	}
+}
+
+// afterResponse advances initialization after a response of type t.
+func (m *machine) afterResponse(s *step, t int, now time.Time) {
+	if (m.phase == phaseCDS && t == tCDS) || (m.phase == phaseLDS && t == tLDS) {
+		m.phase++
+	}
+	m.advance(s, now)
+}
+
+// advance moves initialization forward as far as it can go and reports the first full config.
+func (m *machine) advance(s *step, now time.Time) {
+	if m.phase == phaseClusters && len(m.warmC) == 0 {
+		m.phase = phaseLDS
+		m.phaseDeadline = m.deadline(now)
+		m.types[tLDS].subscribed = true
+		if m.delta {
+			s.delta = append(s.delta, m.deltaReq(tLDS))
+		} else {
+			s.sotw = append(s.sotw, m.sotwReq(tLDS, nil))
+		}
+	}
+	if m.phase == phaseListeners && len(m.warmL) == 0 {
+		m.phase = phaseDone
+	}
+	if m.phase == phaseDone && !m.fullDone && m.complete() {
+		m.fullDone = true
+		s.firstFull = true
+	}
+}
+
+// complete reports whether the client holds a whole warmed configuration: CDS and LDS
+// accepted, every EDS cluster with its assignment, every listener with its routes.
+func (m *machine) complete() bool {
+	if !m.types[tCDS].accepted || !m.types[tLDS].accepted || len(m.warmC) > 0 || len(m.warmL) > 0 {
+		return false
+	}
+	for _, e := range m.types[tCDS].res {
+		for _, r := range e.refs {
+			if _, ok := m.types[tEDS].res[r]; !ok {
+				return false
+			}
+		}
+	}
+	for _, e := range m.types[tLDS].res {
+		if !m.hasRoutes(e.refs) {
+			return false
+		}
+	}
+	return true
+}
+
+// onTimer expires initial fetch timeouts and warming at now.
+func (m *machine) onTimer(now time.Time) step {
+	var s step
+	if (m.phase == phaseCDS || m.phase == phaseLDS) && !m.phaseDeadline.IsZero() && !now.Before(m.phaseDeadline) {
+		if m.phase == phaseCDS {
+			s.timeouts = append(s.timeouts, typeURLs[tCDS])
+		} else {
+			s.timeouts = append(s.timeouts, typeURLs[tLDS])
+		}
+		m.phase++
+	}
+	if expire(m.warmC, now) {
+		s.timeouts = append(s.timeouts, typeURLs[tEDS])
+	}
+	if expire(m.warmL, now) {
+		s.timeouts = append(s.timeouts, typeURLs[tRDS])
+	}
+	m.advance(&s, now)
+	return s
+}
+
+func expire(w map[string]time.Time, now time.Time) bool {
+	any := false
+	for k, d := range w {
+		if !d.IsZero() && !now.Before(d) {
+			delete(w, k)
+			any = true
+		}
+	}
+	return any
+}
+
+// nextDeadline is when onTimer must next run; zero when nothing waits.
+func (m *machine) nextDeadline() time.Time {
+	var next time.Time
+	consider := func(d time.Time) {
+		if !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+	}
+	if m.phase == phaseCDS || m.phase == phaseLDS {
+		consider(m.phaseDeadline)
+	}
+	for _, d := range m.warmC {
+		consider(d)
+	}
+	for _, d := range m.warmL {
+		consider(d)
+	}
+	return next
+}
+
+// Resource implements probe.View over the accepted resources.
+func (m *machine) Resource(typeURL, name string) proto.Message {
+	t := typeIndex(typeURL)
+	if t < 0 {
+		return nil
+	}
+	e, ok := m.types[t].res[name]
+	if !ok {
+		return nil
+	}
+	return e.msg
+}
+
+func (m *machine) subscribedName(t int, name string) bool {
+	ts := &m.types[t]
+	if !ts.subscribed {
+		return false
+	}
+	if wildcard(t) {
+		return true
+	}
+	_, ok := slices.BinarySearch(ts.names, name)
+	return ok
+}
+
+// decode unmarshals a resource of type t, validates it when realistic, and extracts what it
+// references.
+func decode(t int, raw []byte, realistic bool) (proto.Message, []string, error) {
+	var msg proto.Message
+	switch t {
+	case tCDS:
+		msg = &clusterv3.Cluster{}
+	case tEDS:
+		msg = &endpointv3.ClusterLoadAssignment{}
+	case tLDS:
+		msg = &listenerv3.Listener{}
+	case tRDS:
+		msg = &routev3.RouteConfiguration{}
+	}
+	if err := proto.Unmarshal(raw, msg); err != nil {
+		return nil, nil, err
+	}
+	if realistic {
+		if err := validateDeep(msg); err != nil {
+			return nil, nil, err
+		}
+	}
+	var refs []string
+	switch v := msg.(type) {
+	case *clusterv3.Cluster:
+		if v.GetType() == clusterv3.Cluster_EDS {
+			n := v.GetEdsClusterConfig().GetServiceName()
+			if n == "" {
+				n = v.GetName()
+			}
+			refs = []string{n}
+		}
+	case *listenerv3.Listener:
+		var err error
+		refs, err = routeNames(v)
+		if err != nil && realistic {
+			return nil, nil, err
+		}
+	}
+	return msg, refs, nil
+}
+
+// routeNames lists the RDS route config names of every HTTP connection manager of l: in all
+// filter chains, the default chain and the api_listener.
+func routeNames(l *listenerv3.Listener) ([]string, error) {
+	var names []string
+	var firstErr error
+	add := func(a *anypb.Any) {
+		if a.GetTypeUrl() != hcmType {
+			return
+		}
+		hcm := &hcmv3.HttpConnectionManager{}
+		if err := a.UnmarshalTo(hcm); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("http connection manager: %w", err)
+			}
+			return
+		}
+		if n := hcm.GetRds().GetRouteConfigName(); n != "" {
+			names = append(names, n)
+		}
+	}
+	chains := l.GetFilterChains()
+	if d := l.GetDefaultFilterChain(); d != nil {
+		chains = append(slices.Clip(chains), d)
+	}
+	for _, fc := range chains {
+		for _, f := range fc.GetFilters() {
+			add(f.GetTypedConfig())
+		}
+	}
+	add(l.GetApiListener().GetApiListener())
+	sort.Strings(names)
+	return slices.Compact(names), firstErr
+}
+
+const hcmType = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+
+// readName reads field 1 (the name of a Cluster, Listener and RouteConfiguration, the
+// cluster_name of a ClusterLoadAssignment) without decoding the rest.
+func readName(b []byte) (string, bool) {
+	name := ""
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", false
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return "", false
+			}
+			name = string(v) // the last occurrence wins, as in proto decoding
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return "", false
+		}
+		b = b[n:]
+	}
+	return name, true
+}
+
+// diffSorted returns what is in b and not a (subscribe) and in a and not b (unsubscribe).
+func diffSorted(a, b []string) (added, removed []string) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j >= len(b) || (i < len(a) && a[i] < b[j]):
+			removed = append(removed, a[i])
+			i++
+		case i >= len(a) || b[j] < a[i]:
+			added = append(added, b[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return added, removed
+}
+
+func kindName(t int) string {
+	switch t {
+	case tCDS:
+		return "cluster"
+	case tEDS:
+		return "cluster load assignment"
+	case tLDS:
+		return "listener"
+	default:
+		return "route config"
+	}
+}
+
+func joinErrors(msgs []string) string {
+	const max = 5
+	if len(msgs) > max {
+		return strings.Join(msgs[:max], "; ") + fmt.Sprintf("; and %d more", len(msgs)-max)
+	}
+	return strings.Join(msgs, "; ")
+}

@@ -1,0 +1,323 @@
+package fakeenvoy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+// mtClient is a synthetic client for driving the matcher without a stream.
+type mtClient struct {
+	index     int
+	group, ns string
+	subs      map[string]bool // typeURL + "/" + name
+	view      mtView
+	seq       uint64
+}
+
+func (c *mtClient) Index() int        { return c.index }
+func (c *mtClient) Group() string     { return c.group }
+func (c *mtClient) Namespace() string { return c.ns }
+func (c *mtClient) Subscribed(typeURL, name string) bool {
+	return c.subs[typeURL+"/"+name]
+}
+
+// mtView is a client's accepted resources by typeURL/name.
+type mtView map[string]proto.Message
+
+func (v mtView) Resource(typeURL, name string) proto.Message { return v[typeURL+"/"+name] }
+
+func mtCLA(name string, addrs ...string) *endpointv3.ClusterLoadAssignment {
+	c := &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{}}}
+	for _, a := range addrs {
+		c.Endpoints[0].LbEndpoints = append(c.Endpoints[0].LbEndpoints, &endpointv3.LbEndpoint{
+			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+					Address: a, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 80},
+				}}},
+			}},
+		})
+	}
+	return c
+}
+
+// push applies a response to the synthetic client and calls the matcher's hooks in the order
+// a real client does: Response, Applied, AckSent.
+func (c *mtClient) push(m *Matcher, typeURL string, recv, ack time.Time, set map[string]proto.Message) ResponseInfo {
+	c.seq++
+	r := ResponseInfo{Seq: c.seq, TypeURL: typeURL, Recv: recv}
+	if c.view == nil {
+		c.view = mtView{}
+	}
+	for name, msg := range set {
+		if msg == nil {
+			delete(c.view, typeURL+"/"+name)
+		} else {
+			c.view[typeURL+"/"+name] = msg
+		}
+	}
+	m.touch(c)
+	m.applied1(c, r, c.view)
+	if !ack.IsZero() {
+		m.ackSent1(c, r, ack)
+	}
+	return r
+}
+
+func present(cluster, addr string) probe.Predicate {
+	return probe.Predicate{Op: probe.EndpointPresent, Resource: cluster, Address: addr, Port: 80}
+}
+
+func absent(cluster, addr string) probe.Predicate {
+	return probe.Predicate{Op: probe.EndpointAbsent, Resource: cluster, Address: addr, Port: 80}
+}
+
+var mtBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return mtBase.Add(time.Duration(ms) * time.Millisecond) }
+
+func TestMatcherLatencyIsRecvMinusT0(t *testing.T) {
+	m := NewMatcher(MatcherConfig{KeepLatencies: true})
+	a := &mtClient{index: 0, group: "g", ns: "ns-0"}
+	b := &mtClient{index: 1, group: "g", ns: "ns-0"}
+	m.Track(0, "g", "ns-0")
+	m.Track(1, "g", "ns-0")
+	if _, err := m.Expect(probe.Expectation{EventID: 7, Kind: "endpoint-add", T0: at(100),
+		All: []probe.Predicate{present("c1", "10.0.0.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	// An unrelated CDS response does not count even though nothing is decided yet; an EDS
+	// response without the endpoint does not either.
+	a.push(m, resource.ClusterType, at(105), at(106), nil)
+	a.push(m, resource.EndpointType, at(110), at(111), map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.9")})
+	a.push(m, resource.EndpointType, at(150), at(175), map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+	b.push(m, resource.EndpointType, at(130), at(131), map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+	// A later response that still satisfies it does not count twice.
+	a.push(m, resource.EndpointType, at(300), at(301), map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1", "10.0.0.2")})
+
+	res := m.Results()
+	if len(res.Events) != 1 {
+		t.Fatalf("events = %d, want 1", len(res.Events))
+	}
+	e := res.Events[0]
+	want := EventResult{EventID: 7, Kind: "endpoint-add", T0: at(100), Reached: 2, Observed: 2, Acked: 2,
+		Convergence: 50 * time.Millisecond, AckConvergence: 75 * time.Millisecond,
+		MinLatency: 30 * time.Millisecond, MeanLatency: 40 * time.Millisecond,
+		Latencies: []time.Duration{30 * time.Millisecond, 50 * time.Millisecond}}
+	if !mtEqual(e, want) {
+		t.Errorf("event result\n got %+v\nwant %+v", e, want)
+	}
+	h := res.PushLatency["endpoint-add"]
+	if h == nil || h.TotalCount() != 2 || h.Max() < 50000 || h.Max() > 50100 {
+		t.Errorf("push latency histogram: %v", h)
+	}
+	if res.AckLatencyAll.TotalCount() != 2 {
+		t.Errorf("ack latencies = %d, want 2", res.AckLatencyAll.TotalCount())
+	}
+	if res.Convergence.TotalCount() != 1 {
+		t.Errorf("convergence samples = %d, want 1", res.Convergence.TotalCount())
+	}
+}
+
+func mtEqual(a, b EventResult) bool {
+	if len(a.Latencies) != len(b.Latencies) {
+		return false
+	}
+	for i := range a.Latencies {
+		if a.Latencies[i] != b.Latencies[i] {
+			return false
+		}
+	}
+	a.Latencies, b.Latencies = nil, nil
+	return a.EventID == b.EventID && a.Kind == b.Kind && a.T0.Equal(b.T0) && a.Reached == b.Reached &&
+		a.Observed == b.Observed && a.Superseded == b.Superseded && a.Missed == b.Missed &&
+		a.Unresolved == b.Unresolved && a.Acked == b.Acked && a.EarlyReceives == b.EarlyReceives &&
+		a.Convergence == b.Convergence && a.AckConvergence == b.AckConvergence &&
+		a.MinLatency == b.MinLatency && a.MeanLatency == b.MeanLatency
+}
+
+func TestMatcherSupersededAndMissed(t *testing.T) {
+	m := NewMatcher(MatcherConfig{})
+	a := &mtClient{index: 0, group: "g", ns: "default"}
+	b := &mtClient{index: 1, group: "g", ns: "default"}
+	c := &mtClient{index: 2, group: "g", ns: "default"} // never hears anything
+	for _, cl := range []*mtClient{a, b, c} {
+		m.Track(cl.index, cl.group, cl.ns)
+	}
+	add := probe.Expectation{EventID: 1, Kind: "add", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}
+	del := probe.Expectation{EventID: 2, Kind: "remove", T0: at(10), All: []probe.Predicate{absent("c1", "10.0.0.1")}}
+	for _, e := range []probe.Expectation{add} {
+		if _, err := m.Expect(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a sees the add, then b claims the add (a hook) but the server coalesces add+remove.
+	a.push(m, resource.EndpointType, at(5), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+	b.push(m, resource.ClusterType, at(6), time.Time{}, nil)
+	if _, err := m.Expect(del); err != nil {
+		t.Fatal(err)
+	}
+	a.push(m, resource.EndpointType, at(30), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
+	b.push(m, resource.EndpointType, at(40), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
+
+	if n := m.Outstanding(); n != 2 {
+		t.Errorf("outstanding = %d, want 2 (client 2 never saw either event)", n)
+	}
+	res := m.Results()
+	got := []EventResult{res.Events[0], res.Events[1]}
+	want := []EventResult{
+		{EventID: 1, Kind: "add", T0: at(0), Reached: 3, Observed: 1, Superseded: 1, Missed: 1,
+			Convergence: 5 * time.Millisecond, MinLatency: 5 * time.Millisecond, MeanLatency: 5 * time.Millisecond},
+		{EventID: 2, Kind: "remove", T0: at(10), Reached: 3, Observed: 2, Missed: 1,
+			Convergence: 30 * time.Millisecond, MinLatency: 20 * time.Millisecond, MeanLatency: 25 * time.Millisecond},
+	}
+	for i := range want {
+		if !mtEqual(got[i], want[i]) {
+			t.Errorf("event %d\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+	if res.Observed != 3 || res.Superseded != 1 || res.Missed != 2 {
+		t.Errorf("totals observed/superseded/missed = %d/%d/%d, want 3/1/2", res.Observed, res.Superseded, res.Missed)
+	}
+	if res.Convergence.TotalCount() != 0 {
+		t.Errorf("incomplete events must not enter the convergence histogram")
+	}
+}
+
+func TestMatcherReach(t *testing.T) {
+	eds := resource.EndpointType
+	clients := []*mtClient{
+		{index: 0, group: "sidecars", ns: "ns-0", subs: map[string]bool{eds + "/c1": true}},
+		{index: 1, group: "sidecars", ns: "ns-1"},
+		{index: 2, group: "gateways", ns: "ns-0", subs: map[string]bool{eds + "/c1": true}},
+		{index: 3, group: "sidecars", ns: "ns-0"},                                           // not a watcher
+		{index: 4, group: "sidecars", ns: "ns-0", subs: map[string]bool{eds + "/c1": true}}, // silent
+	}
+	tests := []struct {
+		name                                  string
+		reach                                 probe.Reach
+		observed, missed, unresolved, reached int
+	}{
+		{"everyone", probe.Reach{}, 4, 1, 0, 5},
+		{"group", probe.Reach{Groups: []string{"gateways"}}, 1, 0, 0, 1},
+		{"namespace", probe.Reach{Namespaces: []string{"ns-0"}}, 3, 1, 0, 4},
+		{"group and namespace", probe.Reach{Groups: []string{"sidecars"}, Namespaces: []string{"ns-1"}}, 1, 0, 0, 1},
+		{"watchers", probe.Reach{WatchersOnly: true}, 2, 0, 1, 2},
+		{"watchers in ns-1", probe.Reach{WatchersOnly: true, Namespaces: []string{"ns-1"}}, 0, 0, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMatcher(MatcherConfig{Shards: 2})
+			for _, c := range clients {
+				c.view, c.seq = nil, 0
+				m.Track(c.index, c.group, c.ns)
+			}
+			if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "k", T0: at(0), Reach: tc.reach,
+				All: []probe.Predicate{present("c1", "10.0.0.1")}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range clients[:4] {
+				c.push(m, eds, at(10), at(11), map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+			}
+			e := m.Results().Events[0]
+			if e.Observed != tc.observed || e.Missed != tc.missed || e.Unresolved != tc.unresolved || e.Reached != tc.reached {
+				t.Errorf("observed/missed/unresolved/reached = %d/%d/%d/%d, want %d/%d/%d/%d",
+					e.Observed, e.Missed, e.Unresolved, e.Reached, tc.observed, tc.missed, tc.unresolved, tc.reached)
+			}
+		})
+	}
+}
+
+func TestMatcherT0SetAfterObservation(t *testing.T) {
+	m := NewMatcher(MatcherConfig{})
+	a := &mtClient{index: 0, group: "g", ns: "default"}
+	m.Track(0, "g", "default")
+	h, err := m.Expect(probe.Expectation{EventID: 3, Kind: "add", All: []probe.Predicate{present("c1", "10.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The push and its ACK arrive before the simulator got to SetT0.
+	a.push(m, resource.EndpointType, at(20), at(25), map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+	if n := m.Outstanding(); n != 0 {
+		t.Errorf("outstanding = %d, want 0: the observation counts before T0 is known", n)
+	}
+	if err := h.SetT0(at(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetT0(at(6)); err == nil {
+		t.Error("second SetT0 succeeded")
+	}
+	e := m.Results().Events[0]
+	if e.Convergence != 15*time.Millisecond || e.AckConvergence != 20*time.Millisecond || !e.T0.Equal(at(5)) {
+		t.Errorf("convergence %v ack %v t0 %v, want 15ms 20ms %v", e.Convergence, e.AckConvergence, e.T0, at(5))
+	}
+
+	// A T0 later than the receive time clamps to 0 and is reported.
+	h2, err := m.Expect(probe.Expectation{EventID: 4, Kind: "add", All: []probe.Predicate{present("c1", "10.0.0.2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.push(m, resource.EndpointType, at(30), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.2")})
+	if err := h2.SetT0(at(31)); err != nil {
+		t.Fatal(err)
+	}
+	e = m.Results().Events[1]
+	if e.EarlyReceives != 1 || e.Convergence != 0 || e.Observed != 1 {
+		t.Errorf("early receive: %+v", e)
+	}
+}
+
+func TestMatcherTrackedLaterIsNotInReach(t *testing.T) {
+	m := NewMatcher(MatcherConfig{})
+	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "k", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	m.Track(0, "g", "default")
+	a := &mtClient{index: 0, group: "g", ns: "default"}
+	a.push(m, resource.EndpointType, at(10), at(11), map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+	if e := m.Results().Events[0]; e.Reached != 0 || e.Observed != 0 {
+		t.Errorf("a client started after the event was reached: %+v", e)
+	}
+}
+
+func TestMatcherExpectValidates(t *testing.T) {
+	m := NewMatcher(MatcherConfig{})
+	if _, err := m.Expect(probe.Expectation{EventID: 1}); err == nil {
+		t.Error("an expectation without predicates was accepted")
+	}
+	if _, err := m.Expect(probe.Expectation{EventID: 1, All: []probe.Predicate{{Op: "bogus", Resource: "x"}}}); err == nil {
+		t.Error("an unknown op was accepted")
+	}
+}
+
+func TestMatcherDrain(t *testing.T) {
+	m := NewMatcher(MatcherConfig{})
+	a := &mtClient{index: 0, group: "g", ns: "default"}
+	m.Track(0, "g", "default")
+	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "k", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if n, err := m.Drain(ctx, time.Millisecond); n != 1 || err == nil {
+		t.Errorf("Drain on a done context = %d, %v; want 1 outstanding and an error", n, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.push(m, resource.EndpointType, at(10), at(11), map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+	}()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if n, err := m.Drain(ctx2, time.Millisecond); n != 0 || err != nil {
+		t.Errorf("Drain = %d, %v; want 0, nil", n, err)
+	}
+	<-done
+}

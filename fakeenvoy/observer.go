@@ -1,0 +1,465 @@
+package fakeenvoy
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+// Histogram geometry shared by every latency the fleet records: microseconds from 1µs to one
+// hour at 3 significant digits, so shards and runs merge.
+const (
+	histLowest  = 1
+	histHighest = int64(time.Hour / time.Microsecond)
+	histDigits  = 3
+)
+
+// NewLatencyHistogram returns an empty histogram with the fleet's geometry (values in µs).
+func NewLatencyHistogram() *hdr.Histogram { return hdr.New(histLowest, histHighest, histDigits) }
+
+// recordDuration records d in µs, clamped into the histogram's range.
+func recordDuration(h *hdr.Histogram, d time.Duration) {
+	us := d.Microseconds()
+	if us < histLowest {
+		us = histLowest
+	}
+	if us > histHighest {
+		us = histHighest
+	}
+	_ = h.RecordValue(us) // in range by construction
+}
+
+// TypeName is the short name of an xDS type URL: CDS, EDS, LDS, RDS, SDS, ECDS, RTDS, SRDS,
+// VHDS, or the message name for any other type.
+func TypeName(typeURL string) string {
+	switch typeURL {
+	case resource.ClusterType:
+		return "CDS"
+	case resource.EndpointType:
+		return "EDS"
+	case resource.ListenerType:
+		return "LDS"
+	case resource.RouteType:
+		return "RDS"
+	case resource.SecretType:
+		return "SDS"
+	case resource.ExtensionConfigType:
+		return "ECDS"
+	case resource.RuntimeType:
+		return "RTDS"
+	case resource.ScopedRouteType:
+		return "SRDS"
+	case resource.VirtualHostType:
+		return "VHDS"
+	}
+	if i := strings.LastIndexByte(typeURL, '/'); i >= 0 {
+		return typeURL[i+1:]
+	}
+	return typeURL
+}
+
+// ObserverConfig configures an Observer. Zero values take the documented defaults.
+type ObserverConfig struct {
+	// Shards spreads clients over this many independently locked shards (client index modulo
+	// Shards); default 8. Each shard holds two latency histograms (~190 KB each).
+	Shards int
+	// ResendLoopAfter flags a server resend loop once a client has received this many
+	// consecutive resends of a response it NACKed (same type, version, size and resource
+	// count, each following the NACK of the previous one); default 3.
+	ResendLoopAfter int
+}
+
+func (c ObserverConfig) withDefaults() ObserverConfig {
+	if c.Shards <= 0 {
+		c.Shards = 8
+	}
+	if c.ResendLoopAfter <= 0 {
+		c.ResendLoopAfter = 3
+	}
+	return c
+}
+
+// Observer implements Hooks: it counts what every client of a fleet sees and records latencies
+// in HDR histograms. Hooks run on each client's goroutine and only lock the client's shard;
+// Stats merges the shards at read time.
+type Observer struct {
+	cfg       ObserverConfig
+	shards    []obsShard
+	connected atomic.Int64
+	maxConn   atomic.Int64
+}
+
+var _ Hooks = (*Observer)(nil)
+
+type obsShard struct {
+	mu          sync.Mutex
+	clients     map[int]*obsClient
+	types       map[string]*TypeStats // by type URL
+	failures    map[codes.Code]uint64
+	connects    uint64
+	disconnects uint64
+	acks        uint64
+	firstConfig uint64
+	ttfc        *hdr.Histogram // client start → first full config, µs
+	ackDelay    *hdr.Histogram // response receive → ACK/NACK written, µs
+	_           [64]byte       // keep shards' locks on separate cache lines
+}
+
+// obsClient is the per-client state the observer keeps (a few words per client).
+type obsClient struct {
+	started     time.Time
+	connected   bool
+	firstConfig bool
+	last        []obsLast // one per type seen on the current stream
+}
+
+// obsLast remembers a client's previous response of one type, to recognise a resend after a
+// NACK.
+type obsLast struct {
+	typeURL   string
+	version   string
+	bytes     int
+	resources int
+	nacked    bool
+	streak    int
+	flagged   bool
+}
+
+// NewObserver returns an empty observer.
+func NewObserver(cfg ObserverConfig) *Observer {
+	cfg = cfg.withDefaults()
+	o := &Observer{cfg: cfg, shards: make([]obsShard, cfg.Shards)}
+	for i := range o.shards {
+		s := &o.shards[i]
+		s.clients = make(map[int]*obsClient)
+		s.types = make(map[string]*TypeStats)
+		s.failures = make(map[codes.Code]uint64)
+		s.ttfc = NewLatencyHistogram()
+		s.ackDelay = NewLatencyHistogram()
+	}
+	return o
+}
+
+func (o *Observer) shard(index int) *obsShard {
+	if index < 0 {
+		index = -index
+	}
+	return &o.shards[index%len(o.shards)]
+}
+
+// client returns the state of client index; the shard lock must be held.
+func (s *obsShard) client(index int) *obsClient {
+	c := s.clients[index]
+	if c == nil {
+		c = &obsClient{}
+		s.clients[index] = c
+	}
+	return c
+}
+
+func (s *obsShard) typ(typeURL string) *TypeStats {
+	t := s.types[typeURL]
+	if t == nil {
+		t = &TypeStats{}
+		s.types[typeURL] = t
+	}
+	return t
+}
+
+// Started records when the fleet started client index: time to first full config counts from
+// here (from the client's first Connected when Started was never called).
+func (o *Observer) Started(index int, at time.Time) {
+	s := o.shard(index)
+	s.mu.Lock()
+	c := s.client(index)
+	if c.started.IsZero() {
+		c.started = at
+	}
+	s.mu.Unlock()
+}
+
+// Connected implements Hooks.
+func (o *Observer) Connected(c *Client, at time.Time, attempt int) { o.connected1(c.Index(), at) }
+
+func (o *Observer) connected1(index int, at time.Time) {
+	s := o.shard(index)
+	s.mu.Lock()
+	cl := s.client(index)
+	if cl.started.IsZero() {
+		cl.started = at
+	}
+	wasConnected := cl.connected
+	cl.connected = true
+	cl.last = cl.last[:0]
+	s.connects++
+	s.mu.Unlock()
+	if !wasConnected {
+		n := o.connected.Add(1)
+		for {
+			m := o.maxConn.Load()
+			if n <= m || o.maxConn.CompareAndSwap(m, n) {
+				break
+			}
+		}
+	}
+}
+
+// Disconnected implements Hooks.
+func (o *Observer) Disconnected(c *Client, at time.Time, err error) { o.disconnected1(c.Index()) }
+
+func (o *Observer) disconnected1(index int) {
+	s := o.shard(index)
+	s.mu.Lock()
+	cl := s.client(index)
+	was := cl.connected
+	cl.connected = false
+	cl.last = cl.last[:0]
+	s.disconnects++
+	s.mu.Unlock()
+	if was {
+		o.connected.Add(-1)
+	}
+}
+
+// ConnectFailed implements Hooks: failures are counted by gRPC status code.
+func (o *Observer) ConnectFailed(c *Client, at time.Time, err error) {
+	o.connectFailed1(c.Index(), err)
+}
+
+func (o *Observer) connectFailed1(index int, err error) {
+	code := errorCode(err)
+	s := o.shard(index)
+	s.mu.Lock()
+	s.client(index)
+	s.failures[code]++
+	s.mu.Unlock()
+}
+
+func errorCode(err error) codes.Code {
+	switch {
+	case err == nil:
+		return codes.OK
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
+	}
+	return codes.Unknown
+}
+
+// Response implements Hooks.
+func (o *Observer) Response(c *Client, r ResponseInfo) { o.response1(c.Index(), r) }
+
+func (o *Observer) response1(index int, r ResponseInfo) {
+	s := o.shard(index)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.typ(r.TypeURL)
+	t.Responses++
+	t.Resources += uint64(r.Resources)
+	t.Removed += uint64(r.Removed)
+	t.Changed += uint64(r.Changed)
+	t.Bytes += uint64(r.Bytes)
+	if r.NoOp {
+		t.NoOp++
+	}
+	if r.Nacked {
+		t.Nacks++
+	}
+	cl := s.client(index)
+	var l *obsLast
+	for i := range cl.last {
+		if cl.last[i].typeURL == r.TypeURL {
+			l = &cl.last[i]
+			break
+		}
+	}
+	if l == nil {
+		cl.last = append(cl.last, obsLast{typeURL: r.TypeURL})
+		l = &cl.last[len(cl.last)-1]
+	} else if l.nacked && l.version == r.Version && l.bytes == r.Bytes && l.resources == r.Resources {
+		// The server sent again exactly what this client just rejected.
+		t.ResendsAfterNack++
+		l.streak++
+		if l.streak >= o.cfg.ResendLoopAfter && !l.flagged {
+			l.flagged = true
+			t.ResendLoops++
+		}
+	} else {
+		l.streak, l.flagged = 0, false
+	}
+	l.version, l.bytes, l.resources, l.nacked = r.Version, r.Bytes, r.Resources, r.Nacked
+}
+
+// Applied implements Hooks (nothing to count: Response did).
+func (o *Observer) Applied(*Client, ResponseInfo, probe.View) {}
+
+// AckSent implements Hooks: the response→ACK time includes the client's apply delay.
+func (o *Observer) AckSent(c *Client, r ResponseInfo, at time.Time) { o.ackSent1(c.Index(), r, at) }
+
+func (o *Observer) ackSent1(index int, r ResponseInfo, at time.Time) {
+	s := o.shard(index)
+	s.mu.Lock()
+	s.acks++
+	recordDuration(s.ackDelay, at.Sub(r.Recv))
+	s.mu.Unlock()
+}
+
+// WarmingTimeout implements Hooks.
+func (o *Observer) WarmingTimeout(c *Client, typeURL string, at time.Time) {
+	o.warmingTimeout1(c.Index(), typeURL)
+}
+
+func (o *Observer) warmingTimeout1(index int, typeURL string) {
+	s := o.shard(index)
+	s.mu.Lock()
+	s.typ(typeURL).WarmingTimeouts++
+	s.mu.Unlock()
+}
+
+// FirstFullConfig implements Hooks.
+func (o *Observer) FirstFullConfig(c *Client, at time.Time) { o.firstFullConfig1(c.Index(), at) }
+
+func (o *Observer) firstFullConfig1(index int, at time.Time) {
+	s := o.shard(index)
+	s.mu.Lock()
+	cl := s.client(index)
+	if !cl.firstConfig {
+		cl.firstConfig = true
+		s.firstConfig++
+		recordDuration(s.ttfc, at.Sub(cl.started))
+	}
+	s.mu.Unlock()
+}
+
+// ConnectedNow returns how many clients hold a stream now.
+func (o *Observer) ConnectedNow() int { return int(o.connected.Load()) }
+
+// TypeStats counts the responses of one xDS type (or of all types, in FleetStats.Total).
+type TypeStats struct {
+	Responses uint64 `json:"responses"`
+	Resources uint64 `json:"resources"`
+	Removed   uint64 `json:"removed"`
+	Changed   uint64 `json:"changed"`
+	Bytes     uint64 `json:"bytes"`
+	// NoOp counts responses in which no resource changed for the client.
+	NoOp  uint64 `json:"noop"`
+	Nacks uint64 `json:"nacks"`
+	// ResendsAfterNack counts responses identical to the previous one of the type, which the
+	// client had NACKed; ResendLoops counts client×type streaks of ObserverConfig.ResendLoopAfter
+	// such resends in a row (a server that answers a NACK by resending it).
+	ResendsAfterNack uint64 `json:"resendsAfterNack"`
+	ResendLoops      uint64 `json:"resendLoops"`
+	WarmingTimeouts  uint64 `json:"warmingTimeouts"`
+}
+
+func (t *TypeStats) add(u TypeStats) {
+	t.Responses += u.Responses
+	t.Resources += u.Resources
+	t.Removed += u.Removed
+	t.Changed += u.Changed
+	t.Bytes += u.Bytes
+	t.NoOp += u.NoOp
+	t.Nacks += u.Nacks
+	t.ResendsAfterNack += u.ResendsAfterNack
+	t.ResendLoops += u.ResendLoops
+	t.WarmingTimeouts += u.WarmingTimeouts
+}
+
+// ResponsesPerNack is responses ÷ NACKs (0 without NACKs); a resend loop drives it towards 1.
+func (t TypeStats) ResponsesPerNack() float64 {
+	if t.Nacks == 0 {
+		return 0
+	}
+	return float64(t.Responses) / float64(t.Nacks)
+}
+
+// FleetStats is a merged view of an Observer at one moment.
+type FleetStats struct {
+	Clients      int // clients the observer has seen
+	Connected    int
+	MaxConnected int
+	Connects     uint64
+	Disconnects  uint64
+	// ConnectFailures counts failed connects and stream opens by gRPC code name.
+	ConnectFailures map[string]uint64
+	AcksSent        uint64 // ACKs and NACKs written
+	// FullConfig counts clients that reached their first full config.
+	FullConfig uint64
+	// Types is keyed by TypeName (CDS, EDS, ...); Total sums them.
+	Types map[string]TypeStats
+	Total TypeStats
+	// TimeToFirstConfig (client start → first full config) and AckDelay (response received →
+	// ACK/NACK written) in µs.
+	TimeToFirstConfig *hdr.Histogram
+	AckDelay          *hdr.Histogram
+}
+
+// TypeNames lists the types in Types, sorted.
+func (s FleetStats) TypeNames() []string {
+	out := make([]string, 0, len(s.Types))
+	for k := range s.Types {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ConnectFailuresTotal sums ConnectFailures.
+func (s FleetStats) ConnectFailuresTotal() uint64 {
+	var n uint64
+	for _, v := range s.ConnectFailures {
+		n += v
+	}
+	return n
+}
+
+// Stats merges every shard into one view. It locks one shard at a time, so clients keep
+// running; the view is consistent per shard.
+func (o *Observer) Stats() FleetStats {
+	st := FleetStats{
+		ConnectFailures:   map[string]uint64{},
+		Types:             map[string]TypeStats{},
+		TimeToFirstConfig: NewLatencyHistogram(),
+		AckDelay:          NewLatencyHistogram(),
+	}
+	for i := range o.shards {
+		s := &o.shards[i]
+		s.mu.Lock()
+		st.Clients += len(s.clients)
+		st.Connects += s.connects
+		st.Disconnects += s.disconnects
+		st.AcksSent += s.acks
+		st.FullConfig += s.firstConfig
+		for code, n := range s.failures {
+			st.ConnectFailures[code.String()] += n
+		}
+		for url, t := range s.types {
+			name := TypeName(url)
+			agg := st.Types[name]
+			agg.add(*t)
+			st.Types[name] = agg
+			st.Total.add(*t)
+		}
+		st.TimeToFirstConfig.Merge(s.ttfc)
+		st.AckDelay.Merge(s.ackDelay)
+		s.mu.Unlock()
+	}
+	st.Connected = int(o.connected.Load())
+	st.MaxConnected = int(o.maxConn.Load())
+	return st
+}

@@ -1,0 +1,152 @@
+package fakeenvoy
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestObserverCounts(t *testing.T) {
+	o := NewObserver(ObserverConfig{Shards: 3})
+	cds, eds := resource.ClusterType, resource.EndpointType
+	o.Started(0, at(0))
+	o.Started(1, at(0))
+	o.connected1(0, at(10))
+	o.connected1(1, at(20))
+	o.response1(0, ResponseInfo{TypeURL: cds, Version: "1", Bytes: 100, Resources: 2, Changed: 2, Recv: at(30)})
+	o.ackSent1(0, ResponseInfo{TypeURL: cds, Recv: at(30)}, at(32))
+	o.response1(0, ResponseInfo{TypeURL: eds, Version: "1", Bytes: 50, Resources: 2, Changed: 2, Recv: at(40)})
+	o.response1(1, ResponseInfo{TypeURL: eds, Version: "1", Bytes: 50, Resources: 2, NoOp: true, Recv: at(41)})
+	o.response1(1, ResponseInfo{TypeURL: eds, Version: "2", Bytes: 60, Resources: 2, Removed: 1, Nacked: true, Recv: at(42)})
+	o.ackSent1(1, ResponseInfo{TypeURL: eds, Recv: at(42)}, at(52))
+	o.firstFullConfig1(0, at(100))
+	o.firstFullConfig1(0, at(200)) // once per client
+	o.warmingTimeout1(1, cds)
+	o.connectFailed1(2, status.Error(codes.ResourceExhausted, "too many streams"))
+	o.connectFailed1(2, status.Error(codes.ResourceExhausted, "too many streams"))
+	o.connectFailed1(3, fmt.Errorf("dial: %w", errors.New("refused")))
+	o.disconnected1(1)
+
+	s := o.Stats()
+	if s.Clients != 4 || s.Connected != 1 || s.MaxConnected != 2 || s.Connects != 2 || s.Disconnects != 1 {
+		t.Errorf("clients/connected/max/connects/disconnects = %d/%d/%d/%d/%d, want 4/1/2/2/1",
+			s.Clients, s.Connected, s.MaxConnected, s.Connects, s.Disconnects)
+	}
+	wantTypes := map[string]TypeStats{
+		"CDS": {Responses: 1, Resources: 2, Changed: 2, Bytes: 100, WarmingTimeouts: 1},
+		"EDS": {Responses: 3, Resources: 6, Changed: 2, Removed: 1, Bytes: 160, NoOp: 1, Nacks: 1},
+	}
+	for name, want := range wantTypes {
+		if got := s.Types[name]; got != want {
+			t.Errorf("%s = %+v, want %+v", name, got, want)
+		}
+	}
+	if s.Total.Responses != 4 || s.Total.Bytes != 260 || s.Total.Nacks != 1 {
+		t.Errorf("total = %+v", s.Total)
+	}
+	if got := s.ConnectFailures; got["ResourceExhausted"] != 2 || got["Unknown"] != 1 || s.ConnectFailuresTotal() != 3 {
+		t.Errorf("connect failures = %v", got)
+	}
+	if s.FullConfig != 1 || s.TimeToFirstConfig.TotalCount() != 1 || !s.TimeToFirstConfig.ValuesAreEquivalent(s.TimeToFirstConfig.Max(), 100000) {
+		t.Errorf("time to first config: count %d max %dµs, want 1 and 100000µs (start at 0, full at 100ms)",
+			s.TimeToFirstConfig.TotalCount(), s.TimeToFirstConfig.Max())
+	}
+	if s.AcksSent != 2 || s.AckDelay.Min() != 2000 || !s.AckDelay.ValuesAreEquivalent(s.AckDelay.Max(), 10000) {
+		t.Errorf("ack delay: count %d min %d max %d, want 2, 2000µs, 10000µs", s.AcksSent, s.AckDelay.Min(), s.AckDelay.Max())
+	}
+	if got := s.Types["EDS"].ResponsesPerNack(); got != 3 {
+		t.Errorf("responses per NACK = %g, want 3", got)
+	}
+}
+
+func TestObserverResendLoop(t *testing.T) {
+	lds := resource.ListenerType
+	resp := func(version string, bytes int, nacked bool) ResponseInfo {
+		return ResponseInfo{TypeURL: lds, Version: version, Bytes: bytes, Resources: 1, Nacked: nacked}
+	}
+	tests := []struct {
+		name           string
+		seq            []ResponseInfo
+		resends, loops uint64
+	}{
+		{"accepted", []ResponseInfo{resp("1", 10, false), resp("1", 10, false), resp("1", 10, false)}, 0, 0},
+		{"fixed after nack", []ResponseInfo{resp("1", 10, true), resp("2", 12, false)}, 0, 0},
+		{"one resend", []ResponseInfo{resp("1", 10, true), resp("1", 10, true), resp("2", 12, false)}, 1, 0},
+		{"loop", []ResponseInfo{resp("1", 10, true), resp("1", 10, true), resp("1", 10, true), resp("1", 10, true), resp("1", 10, true)}, 4, 1},
+		{"two loops", []ResponseInfo{resp("1", 10, true), resp("1", 10, true), resp("1", 10, true), resp("1", 10, true),
+			resp("2", 10, true), resp("2", 10, true), resp("2", 10, true), resp("2", 10, true)}, 6, 2},
+		{"resend accepted at last", []ResponseInfo{resp("1", 10, true), resp("1", 10, false), resp("1", 10, true)}, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewObserver(ObserverConfig{ResendLoopAfter: 3})
+			o.connected1(0, at(0))
+			for _, r := range tc.seq {
+				o.response1(0, r)
+			}
+			got := o.Stats().Types["LDS"]
+			if got.ResendsAfterNack != tc.resends || got.ResendLoops != tc.loops {
+				t.Errorf("resends/loops = %d/%d, want %d/%d", got.ResendsAfterNack, got.ResendLoops, tc.resends, tc.loops)
+			}
+		})
+	}
+	// A reconnect forgets the last response: the server restating it is no resend.
+	o := NewObserver(ObserverConfig{})
+	o.connected1(0, at(0))
+	o.response1(0, resp("1", 10, true))
+	o.disconnected1(0)
+	o.connected1(0, at(1))
+	o.response1(0, resp("1", 10, true))
+	if got := o.Stats().Types["LDS"].ResendsAfterNack; got != 0 {
+		t.Errorf("resend counted across a reconnect: %d", got)
+	}
+}
+
+func TestObserverConcurrentShards(t *testing.T) {
+	o := NewObserver(ObserverConfig{Shards: 4})
+	const clients, responses = 40, 200
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o.connected1(i, at(0))
+			for j := range responses {
+				o.response1(i, ResponseInfo{TypeURL: resource.EndpointType, Version: fmt.Sprint(j), Bytes: 3})
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { // readers run beside the writers
+		defer close(done)
+		for range 20 {
+			_ = o.Stats()
+		}
+	}()
+	wg.Wait()
+	<-done
+	s := o.Stats()
+	if s.Connected != clients || s.Total.Responses != clients*responses || s.Total.Bytes != 3*clients*responses {
+		t.Errorf("connected %d responses %d bytes %d", s.Connected, s.Total.Responses, s.Total.Bytes)
+	}
+}
+
+func TestTypeName(t *testing.T) {
+	for url, want := range map[string]string{
+		resource.ClusterType:  "CDS",
+		resource.EndpointType: "EDS",
+		resource.ListenerType: "LDS",
+		resource.RouteType:    "RDS",
+		resource.SecretType:   "SDS",
+		"type.googleapis.com/foo.Bar": "foo.Bar",
+	} {
+		if got := TypeName(url); got != want {
+			t.Errorf("TypeName(%s) = %s, want %s", url, got, want)
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package fakeenvoy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+func sotwWant(typeURL, version, nonce string, names ...string) *discoveryv3.DiscoveryRequest {
+	return &discoveryv3.DiscoveryRequest{TypeUrl: typeURL, VersionInfo: version, ResponseNonce: nonce, ResourceNames: names}
+}
+
+// checkSotw compares a request with want, ignoring the nonce's value (only its presence) and
+// the node (only its presence when wantNode).
+func checkSotw(t *testing.T, step string, got, want *discoveryv3.DiscoveryRequest, wantNode bool) {
+	t.Helper()
+	if (got.GetNode() != nil) != wantNode {
+		t.Errorf("%s: node present = %v, want %v", step, got.GetNode() != nil, wantNode)
+	}
+	g := cloneSotw(got)
+	g.Node = nil
+	if (g.ResponseNonce != "") != (want.ResponseNonce != "") {
+		t.Errorf("%s: nonce %q, want one: %v", step, g.ResponseNonce, want.ResponseNonce != "")
+	}
+	g.ResponseNonce = want.ResponseNonce
+	if g.ErrorDetail != nil && want.ErrorDetail != nil {
+		if g.ErrorDetail.Code != want.ErrorDetail.Code || !strings.Contains(g.ErrorDetail.Message, want.ErrorDetail.Message) {
+			t.Errorf("%s: error_detail %v, want code %d containing %q", step, g.ErrorDetail, want.ErrorDetail.Code, want.ErrorDetail.Message)
+		}
+		g.ErrorDetail = want.ErrorDetail
+	}
+	if d := cmp.Diff(want, g, protocmp.Transform()); d != "" {
+		t.Errorf("%s: request mismatch (-want +got):\n%s", step, d)
+	}
+}
+
+func cloneSotw(r *discoveryv3.DiscoveryRequest) *discoveryv3.DiscoveryRequest {
+	return proto.Clone(r).(*discoveryv3.DiscoveryRequest)
+}
+
+func newTestClient(t *testing.T, cfg ClientConfig, h Hooks) *Client {
+	t.Helper()
+	if cfg.Node == nil {
+		cfg.Node = IdentityTemplate{}.Node(cfg.Index)
+	}
+	if cfg.Backoff == (Backoff{}) {
+		cfg.Backoff = Backoff{Base: time.Millisecond, Max: 20 * time.Millisecond}
+	}
+	c, err := NewClient(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestSotwOrderAckAndUpdates follows one SotW client against go-control-plane: Envoy's request
+// order and contents, ACKs, warming, a no-op resend, a deletion and a changed cluster.
+func TestSotwOrderAckAndUpdates(t *testing.T) {
+	srv := newCPServer(t)
+	h := newHookLog()
+	type seen struct{ c2, c1 bool }
+	views := make(chan seen, 64)
+	h.onApplied = func(c *Client, r ResponseInfo, v probe.View) {
+		if r.TypeURL == resource.ClusterType {
+			views <- seen{c1: v.Resource(resource.ClusterType, "c1") != nil, c2: v.Resource(resource.ClusterType, "c2") != nil}
+		}
+	}
+	c := newTestClient(t, ClientConfig{}, h)
+	srv.set(t, c.NodeID(), "v1", baseResources(t))
+	runClient(t, c, srv.connector(t))
+
+	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
+	steps := []struct {
+		name string
+		want *discoveryv3.DiscoveryRequest
+	}{
+		{"CDS wildcard first", sotwWant(C, "", "")},
+		{"EDS for all EDS clusters before the CDS ACK", sotwWant(E, "", "", "c1", "c2")},
+		{"CDS ACK", sotwWant(C, "v1", "n")},
+		{"LDS once clusters warmed, before the EDS ACK", sotwWant(L, "", "")},
+		{"EDS ACK", sotwWant(E, "v1", "n", "c1", "c2")},
+		{"RDS for the HCM route names before the LDS ACK", sotwWant(R, "", "", "r1")},
+		{"LDS ACK", sotwWant(L, "v1", "n")},
+		{"RDS ACK", sotwWant(R, "v1", "n", "r1")},
+	}
+	for _, s := range steps {
+		checkSotw(t, s.name, srv.nextSotw(t), s.want, true)
+	}
+	h.waitEvent(t, "first-full")
+	for range 4 {
+		if r := h.nextInfo(t); r.NoOp || r.Nacked || r.Changed == 0 || r.Version != "v1" {
+			t.Errorf("initial response %+v: want accepted, changed, version v1", r)
+		}
+	}
+	if v := <-views; !v.c1 || !v.c2 {
+		t.Errorf("after CDS v1 the view holds c1=%v c2=%v, want both", v.c1, v.c2)
+	}
+
+	// v2: same resources, new version: every type is resent and is a no-op; no EDS/RDS
+	// re-request, only ACKs.
+	srv.set(t, c.NodeID(), "v2", baseResources(t))
+	acks := map[string]*discoveryv3.DiscoveryRequest{}
+	for range 4 {
+		r := srv.nextSotw(t)
+		if r.VersionInfo != "v2" {
+			t.Fatalf("after an identical resend got %v, want only v2 ACKs", r)
+		}
+		acks[r.TypeUrl] = r
+	}
+	if len(acks) != 4 {
+		t.Errorf("ACKs for %d types, want 4", len(acks))
+	}
+	for range 4 {
+		if r := h.nextInfo(t); !r.NoOp || r.Changed != 0 {
+			t.Errorf("identical resend %+v: want NoOp", r)
+		}
+	}
+
+	// v3: c2 deleted from CDS (and its assignment). CDS response drops c2: one EDS request
+	// naming c1 before the CDS ACK.
+	res := baseResources(t)
+	res[resource.ClusterType] = []types.Resource{edsCluster("c1")}
+	res[resource.EndpointType] = []types.Resource{cla("c1", "10.1.0.1", 8080)}
+	srv.set(t, c.NodeID(), "v3", res)
+	var got []*discoveryv3.DiscoveryRequest
+	for len(got) < 3 {
+		r := srv.nextSotw(t)
+		if r.TypeUrl == C || r.TypeUrl == E {
+			got = append(got, r)
+		}
+	}
+	// go-control-plane may answer the EDS watch before or after CDS; find the CDS-driven pair.
+	idx := -1
+	for i, r := range got {
+		if r.TypeUrl == E && r.VersionInfo != "v3" && len(r.ResourceNames) == 1 && i+1 < len(got) && got[i+1].TypeUrl == C {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		t.Fatalf("no EDS request for [c1] followed by the CDS ACK; got %v", got)
+	}
+	checkSotw(t, "CDS ACK after deletion", got[idx+1], sotwWant(C, "v3", "n"), true)
+	if got[idx].ResourceNames[0] != "c1" {
+		t.Errorf("EDS after deletion names %v, want [c1]", got[idx].ResourceNames)
+	}
+	for v := range views {
+		if v.c1 && !v.c2 {
+			break
+		}
+	}
+}
+
+// TestSotwReconnectRestatesVersions uses DisconnectAfter to force a reconnect: the new stream
+// restates every subscription in order with the last accepted versions and no nonces.
+func TestSotwReconnectRestatesVersions(t *testing.T) {
+	srv := newCPServer(t)
+	h := newHookLog()
+	c := newTestClient(t, ClientConfig{Ack: AckPolicy{DisconnectAfter: 4}, NodeOnFirstOnly: true}, h)
+	srv.set(t, c.NodeID(), "v1", baseResources(t))
+	runClient(t, c, srv.connector(t))
+	for range 8 {
+		srv.nextSotw(t)
+	}
+	h.waitEvent(t, "disconnected policy")
+	h.waitEvent(t, "connected")
+	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
+	// (go-control-plane fills in the node of later requests itself: node-on-first-only is
+	// checked on the core, TestMachineNodeFirstOnly.)
+	checkSotw(t, "restate CDS", srv.nextSotw(t), sotwWant(C, "v1", ""), true)
+	checkSotw(t, "restate EDS", srv.nextSotw(t), sotwWant(E, "v1", "", "c1", "c2"), true)
+	checkSotw(t, "restate LDS", srv.nextSotw(t), sotwWant(L, "v1", ""), true)
+	checkSotw(t, "restate RDS", srv.nextSotw(t), sotwWant(R, "v1", "", "r1"), true)
+}
+
+// TestSotwRealisticNacksHiddenInvalidCluster: a cluster whose TLS transport socket (inside an
+// Any) violates PGV is NACKed with the last accepted version and code 13; the valid cluster is
+// still applied and gets its EDS request.
+func TestSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
+	srv := newCPServer(t)
+	h := newHookLog()
+	c := newTestClient(t, ClientConfig{Nack: NackPolicy{Realistic: true}}, h)
+	res := baseResources(t)
+	res[resource.ClusterType] = []types.Resource{edsCluster("c1"), badTLSCluster(t, "c2")}
+	if err := badTLSCluster(t, "x").ValidateAll(); err != nil {
+		t.Fatalf("the hidden violation must pass the top-level ValidateAll, got %v", err)
+	}
+	srv.set(t, c.NodeID(), "v1", res)
+	runClient(t, c, srv.connector(t))
+
+	C, E := resource.ClusterType, resource.EndpointType
+	checkSotw(t, "CDS", srv.nextSotw(t), sotwWant(C, "", ""), true)
+	checkSotw(t, "EDS for the valid cluster only", srv.nextSotw(t), sotwWant(E, "", "", "c1"), true)
+	nack := sotwWant(C, "", "n")
+	nack.ErrorDetail = nackStatus("cluster c2")
+	checkSotw(t, "CDS NACK keeps the last accepted version", srv.nextSotw(t), nack, true)
+	r := h.nextInfo(t)
+	if !r.Nacked || !strings.Contains(r.Error, "UpstreamTlsContext") || r.Changed != 2 {
+		t.Errorf("ResponseInfo %+v: want Nacked naming UpstreamTlsContext, 2 changed", r)
+	}
+}
+
+// TestSotwWarmingTimeout: with no ClusterLoadAssignment served, LDS waits for
+// initial_fetch_timeout, then goes out.
+func TestSotwWarmingTimeout(t *testing.T) {
+	srv := newCPServer(t)
+	h := newHookLog()
+	c := newTestClient(t, ClientConfig{InitialFetchTimeout: 50 * time.Millisecond}, h)
+	res := baseResources(t)
+	res[resource.EndpointType] = nil
+	srv.set(t, c.NodeID(), "v1", res)
+	runClient(t, c, srv.connector(t))
+	C, E, L := resource.ClusterType, resource.EndpointType, resource.ListenerType
+	checkSotw(t, "CDS", srv.nextSotw(t), sotwWant(C, "", ""), true)
+	checkSotw(t, "EDS", srv.nextSotw(t), sotwWant(E, "", "", "c1", "c2"), true)
+	checkSotw(t, "CDS ACK", srv.nextSotw(t), sotwWant(C, "v1", "n"), true)
+	// go-control-plane has no assignment to send: the clusters stay warming and LDS waits.
+	h.waitEvent(t, "warming-timeout envoy.config.endpoint.v3.ClusterLoadAssignment")
+	checkSotw(t, "LDS after the warming timeout", srv.nextSotw(t), sotwWant(L, "", ""), true)
+}
+
+func TestEdsClusterName(t *testing.T) {
+	c := edsCluster("a")
+	c.EdsClusterConfig.ServiceName = "svc-a"
+	_, refs, err := decode(tCDS, mustMarshal(t, c), true)
+	if err != nil || len(refs) != 1 || refs[0] != "svc-a" {
+		t.Errorf("refs %v err %v, want [svc-a]", refs, err)
+	}
+	st := &clusterv3.Cluster{Name: "s", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
+	if _, refs, _ := decode(tCDS, mustMarshal(t, st), false); len(refs) != 0 {
+		t.Errorf("static cluster refs %v, want none", refs)
+	}
+}

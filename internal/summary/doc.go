@@ -1,0 +1,36 @@
+// Package summary is the machine-readable result of a run: the k6-like summary.json that the fleet
+// (xdslab fleet --summary), the runner (xdslab run) and compare/gate read and write.
+//
+// The shape follows k6's summary vocabulary so k6 users can read it:
+//
+//	{
+//	  "version": "1",
+//	  "metadata": {"tool": "xdslab", "command": "fleet", "started": ..., "ended": ..., "durationSeconds": ...},
+//	  "config": { ...the resolved scenario or command configuration... },
+//	  "results": {
+//	    "passed": true,
+//	    "metrics": [{"name", "type", "contains", "values", "tags"?, "histogram"?}],
+//	    "thresholds": [{"metric", "tags"?, "expression", "passed", "value"?}]
+//	  }
+//	}
+//
+// Metric types are counter, gauge, trend and rate. Values carry:
+//
+//	counter: count, rate (count per second of the run)
+//	gauge:   value, min, max
+//	trend:   min, med, avg, max, p(50), p(90), p(99), p(99.9)
+//	rate:    rate (passes / total), passes, fails
+//
+// Unlike k6, values are in the metric's base unit — seconds for "contains": "time", bytes for
+// "data" — matching the Prometheus names (xdslab_*_seconds, *_bytes).
+//
+// Per-dimension metrics (per xDS type, per event kind) are separate entries with the same name
+// and a tags object, e.g. {"name": "xdslab_fleet_responses_total", "tags": {"type": "CDS"}};
+// the entry without tags is the total over every dimension. Metrics are written sorted by name,
+// then by tags, so files diff cleanly.
+//
+// Every trend may carry its full distribution: "histogram": {"scale": 1e-6, "hdr": "HISTF..."}
+// is the base64 of HdrHistogram's V2 compressed encoding; a recorded value v stands for
+// v × scale in the base unit (trends of durations record microseconds, scale 1e-6). compare
+// decodes it with Histogram.Decode to test distributions rather than points.
+package summary

@@ -1,0 +1,403 @@
+package summary
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Version is the summary format version this package writes and reads.
+const Version = "1"
+
+// MetricType is a k6 metric type.
+type MetricType string
+
+// The metric types.
+const (
+	Counter MetricType = "counter"
+	Gauge   MetricType = "gauge"
+	Trend   MetricType = "trend"
+	Rate    MetricType = "rate"
+)
+
+// ValueType says what a metric's values measure.
+type ValueType string
+
+// The value types.
+const (
+	Default ValueType = "default"
+	Time    ValueType = "time" // seconds
+	Data    ValueType = "data" // bytes
+)
+
+// The value keys of each metric type (k6's names).
+var (
+	counterKeys = []string{"count", "rate"}
+	gaugeKeys   = []string{"value", "min", "max"}
+	trendKeys   = []string{"min", "med", "avg", "max", "p(50)", "p(90)", "p(99)", "p(99.9)"}
+	rateKeys    = []string{"rate", "passes", "fails"}
+)
+
+// trendPercentiles pairs each trend percentile key with its percentile.
+var trendPercentiles = []struct {
+	key string
+	p   float64
+}{{"med", 50}, {"p(50)", 50}, {"p(90)", 90}, {"p(99)", 99}, {"p(99.9)", 99.9}}
+
+// Summary is the whole document.
+type Summary struct {
+	Version  string          `json:"version"`
+	Metadata Metadata        `json:"metadata"`
+	Config   json.RawMessage `json:"config,omitempty"`
+	Results  Results         `json:"results"`
+}
+
+// Metadata says what produced the summary and when.
+type Metadata struct {
+	Tool            string            `json:"tool"`
+	ToolVersion     string            `json:"toolVersion,omitempty"`
+	Command         string            `json:"command,omitempty"`
+	Started         time.Time         `json:"started"`
+	Ended           time.Time         `json:"ended"`
+	DurationSeconds float64           `json:"durationSeconds"`
+	Labels          map[string]string `json:"labels,omitempty"`
+}
+
+// Results holds the metrics and the threshold verdicts.
+type Results struct {
+	Passed     bool        `json:"passed"`
+	Metrics    []Metric    `json:"metrics"`
+	Thresholds []Threshold `json:"thresholds,omitempty"`
+}
+
+// Metric is one metric, or one tagged dimension of it.
+type Metric struct {
+	Name      string             `json:"name"`
+	Type      MetricType         `json:"type"`
+	Contains  ValueType          `json:"contains"`
+	Values    map[string]float64 `json:"values"`
+	Tags      map[string]string  `json:"tags,omitempty"`
+	Histogram *Histogram         `json:"histogram,omitempty"`
+}
+
+// Histogram is a trend's full distribution.
+type Histogram struct {
+	// Scale converts a recorded value to the metric's base unit (1e-6 for microseconds).
+	Scale float64 `json:"scale"`
+	// HDR is the base64 HdrHistogram V2 compressed encoding.
+	HDR string `json:"hdr"`
+}
+
+// Threshold is one threshold expression and its verdict.
+type Threshold struct {
+	Metric     string            `json:"metric"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Expression string            `json:"expression"`
+	Passed     bool              `json:"passed"`
+	// Value is the metric value the expression was evaluated on.
+	Value *float64 `json:"value,omitempty"`
+}
+
+// NewCounter is a counter with its count and its rate over dur.
+func NewCounter(name string, contains ValueType, count float64, dur time.Duration, tags map[string]string) Metric {
+	rate := 0.0
+	if dur > 0 {
+		rate = count / dur.Seconds()
+	}
+	return Metric{Name: name, Type: Counter, Contains: contains, Tags: tags,
+		Values: map[string]float64{"count": count, "rate": rate}}
+}
+
+// NewGauge is a gauge with its last value and the min and max it took.
+func NewGauge(name string, contains ValueType, value, minV, maxV float64, tags map[string]string) Metric {
+	return Metric{Name: name, Type: Gauge, Contains: contains, Tags: tags,
+		Values: map[string]float64{"value": value, "min": minV, "max": maxV}}
+}
+
+// NewRate is a k6 rate: the fraction of passes among passes+fails.
+func NewRate(name string, passes, fails float64, tags map[string]string) Metric {
+	rate := 0.0
+	if passes+fails > 0 {
+		rate = passes / (passes + fails)
+	}
+	return Metric{Name: name, Type: Rate, Contains: Default, Tags: tags,
+		Values: map[string]float64{"rate": rate, "passes": passes, "fails": fails}}
+}
+
+// NewTrend summarises h, whose recorded values times scale are in the base unit, and embeds
+// its encoding. An empty histogram gives zero values.
+func NewTrend(name string, contains ValueType, h *hdr.Histogram, scale float64, tags map[string]string) (Metric, error) {
+	m := Metric{Name: name, Type: Trend, Contains: contains, Tags: tags, Values: TrendValues(h, scale)}
+	enc, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return Metric{}, fmt.Errorf("summary: encode histogram of %s: %w", name, err)
+	}
+	m.Histogram = &Histogram{Scale: scale, HDR: string(enc)}
+	return m, nil
+}
+
+// TrendValues computes the trend values of h (values × scale).
+func TrendValues(h *hdr.Histogram, scale float64) map[string]float64 {
+	v := make(map[string]float64, len(trendKeys))
+	for _, k := range trendKeys {
+		v[k] = 0
+	}
+	if h == nil || h.TotalCount() == 0 {
+		return v
+	}
+	v["min"] = float64(h.Min()) * scale
+	v["max"] = float64(h.Max()) * scale
+	v["avg"] = h.Mean() * scale
+	for _, tp := range trendPercentiles {
+		v[tp.key] = float64(h.ValueAtPercentile(tp.p)) * scale
+	}
+	return v
+}
+
+// Decode returns the histogram of a trend (nil when it carries none).
+func (h *Histogram) Decode() (*hdr.Histogram, error) {
+	if h == nil {
+		return nil, nil
+	}
+	out, err := hdr.Decode([]byte(h.HDR))
+	if err != nil {
+		return nil, fmt.Errorf("decode hdr histogram: %w", err)
+	}
+	return out, nil
+}
+
+// Key identifies a metric entry: its name and its tags, in a stable text form.
+func (m Metric) Key() string { return m.Name + TagString(m.Tags) }
+
+// TagString renders tags as {k="v",...} sorted by key, or "" for none.
+func TagString(tags map[string]string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%q", k, tags[k])
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// Find returns the metric with name and exactly these tags (nil tags: the untagged total).
+func (r Results) Find(name string, tags map[string]string) (Metric, bool) {
+	key := name + TagString(tags)
+	for _, m := range r.Metrics {
+		if m.Key() == key {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+// Sort orders metrics by name then tags, and thresholds by metric, tags and expression.
+func (r *Results) Sort() {
+	slices.SortStableFunc(r.Metrics, func(a, b Metric) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(TagString(a.Tags), TagString(b.Tags))
+	})
+	slices.SortStableFunc(r.Thresholds, func(a, b Threshold) int {
+		if c := strings.Compare(a.Metric+TagString(a.Tags), b.Metric+TagString(b.Tags)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Expression, b.Expression)
+	})
+}
+
+// Validate checks the document's invariants: known version, types and value kinds, the value
+// keys each type requires, finite values, unique metric keys, decodable histograms.
+func (s *Summary) Validate() error {
+	if s.Version != Version {
+		return fmt.Errorf("version %q is not supported: this xdslab reads version %q", s.Version, Version)
+	}
+	var errs []error
+	seen := make(map[string]bool, len(s.Results.Metrics))
+	for i, m := range s.Results.Metrics {
+		if err := m.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("results.metrics[%d] (%s): %w", i, m.Key(), err))
+			continue
+		}
+		if seen[m.Key()] {
+			errs = append(errs, fmt.Errorf("results.metrics[%d]: duplicate metric %s", i, m.Key()))
+		}
+		seen[m.Key()] = true
+	}
+	for i, t := range s.Results.Thresholds {
+		if t.Metric == "" || t.Expression == "" {
+			errs = append(errs, fmt.Errorf("results.thresholds[%d]: needs metric and expression", i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m Metric) validate() error {
+	if m.Name == "" {
+		return errors.New("metric has no name")
+	}
+	var keys []string
+	switch m.Type {
+	case Counter:
+		keys = counterKeys
+	case Gauge:
+		keys = gaugeKeys
+	case Trend:
+		keys = trendKeys
+	case Rate:
+		keys = rateKeys
+	default:
+		return fmt.Errorf("unknown type %q: use counter, gauge, trend or rate", m.Type)
+	}
+	switch m.Contains {
+	case Default, Time, Data:
+	default:
+		return fmt.Errorf("unknown contains %q: use default, time or data", m.Contains)
+	}
+	for _, k := range keys {
+		if _, ok := m.Values[k]; !ok {
+			return fmt.Errorf("%s metric lacks values[%q]", m.Type, k)
+		}
+	}
+	for k, v := range m.Values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("values[%q] is not finite", k)
+		}
+	}
+	if m.Histogram != nil {
+		if m.Type != Trend {
+			return fmt.Errorf("a %s metric cannot carry a histogram", m.Type)
+		}
+		if !(m.Histogram.Scale > 0) || math.IsInf(m.Histogram.Scale, 0) {
+			return fmt.Errorf("histogram scale must be > 0, got %g", m.Histogram.Scale)
+		}
+		if _, err := m.Histogram.Decode(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Encode writes s as indented JSON, metrics sorted (see Results.Sort).
+func Encode(w io.Writer, s *Summary) error {
+	c := *s
+	c.Results.Metrics = slices.Clone(s.Results.Metrics)
+	c.Results.Thresholds = slices.Clone(s.Results.Thresholds)
+	c.Results.Sort()
+	if c.Results.Metrics == nil {
+		c.Results.Metrics = []Metric{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&c); err != nil {
+		return fmt.Errorf("summary: encode: %w", err)
+	}
+	return nil
+}
+
+// Decode reads and validates a summary. Errors name the line (and column) of bad JSON; name is
+// the source (a file name) used in messages.
+func Decode(name string, data []byte) (*Summary, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s Summary
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %w", position(name, data, dec.InputOffset(), err), err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: trailing data after the summary object", position(name, data, dec.InputOffset(), nil))
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &s, nil
+}
+
+// position renders name:line:col for the error's offset (the decoder's offset when the error
+// carries none).
+func position(name string, data []byte, off int64, err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	if off < 0 {
+		off = 0
+	}
+	line := 1 + bytes.Count(data[:off], []byte{'\n'})
+	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
+	return fmt.Sprintf("%s:%d:%d", name, line, col)
+}
+
+// ReadFile reads and validates the summary at path.
+func ReadFile(path string) (*Summary, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read summary: %w", err)
+	}
+	return Decode(path, data)
+}
+
+// WriteFile writes s to path atomically (a temporary file renamed into place).
+func WriteFile(path string, s *Summary) error {
+	var buf bytes.Buffer
+	if err := Encode(&buf, s); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dirOf(path), ".summary-*.json")
+	if err != nil {
+		return fmt.Errorf("write summary %s: %w", path, err)
+	}
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write summary %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write summary %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write summary %s: %w", path, err)
+	}
+	return nil
+}
+
+func dirOf(path string) string {
+	if i := strings.LastIndexByte(path, os.PathSeparator); i >= 0 {
+		if i == 0 {
+			return string(os.PathSeparator)
+		}
+		return path[:i]
+	}
+	return "."
+}

@@ -1,0 +1,264 @@
+package summary
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// sample builds a summary with one metric of every type, a tagged dimension and a threshold.
+func sample(t testing.TB) *Summary {
+	t.Helper()
+	h := hdr.New(1, 3_600_000_000, 3)
+	for _, us := range []int64{1200, 1500, 2000, 2500, 40_000, 250_000} {
+		if err := h.RecordValue(us); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trend, err := NewTrend("xdslab_fleet_time_to_first_config_seconds", Time, h, 1e-6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dur := 10 * time.Second
+	v := 0.25
+	return &Summary{
+		Version: Version,
+		Metadata: Metadata{Tool: "xdslab", Command: "fleet", Started: start, Ended: start.Add(dur),
+			DurationSeconds: dur.Seconds()},
+		Config: []byte(`{"clients":6}`),
+		Results: Results{
+			Passed: false,
+			Metrics: []Metric{
+				NewCounter("xdslab_fleet_responses_total", Default, 120, dur, map[string]string{"type": "EDS"}),
+				NewCounter("xdslab_fleet_responses_total", Default, 200, dur, nil),
+				NewCounter("xdslab_fleet_responses_total", Default, 80, dur, map[string]string{"type": "CDS"}),
+				NewCounter("xdslab_fleet_bytes_received_total", Data, 3<<20, dur, nil),
+				NewGauge("xdslab_fleet_connected", Default, 6, 0, 6, nil),
+				NewRate("xdslab_probe_observed_rate", 9, 1, nil),
+				trend,
+			},
+			Thresholds: []Threshold{{Metric: "xdslab_fleet_time_to_first_config_seconds",
+				Expression: "p(99)<100ms", Passed: false, Value: &v}},
+		},
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", path, diff)
+	}
+}
+
+func TestEncodeGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Encode(&buf, sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "summary.golden.json", buf.Bytes())
+}
+
+func TestTextGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteText(&buf, sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "summary.golden.txt", buf.Bytes())
+}
+
+func TestRoundTrip(t *testing.T) {
+	s := sample(t)
+	var buf bytes.Buffer
+	if err := Encode(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode("mem.json", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *s
+	want.Results.Sort()
+	if diff := cmp.Diff(&want, got, cmp.Transformer("json", compactJSON)); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	// The histogram survives: its decoded percentiles give back the trend values.
+	m, ok := got.Results.Find("xdslab_fleet_time_to_first_config_seconds", nil)
+	if !ok {
+		t.Fatal("trend not found")
+	}
+	h, err := m.Histogram.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.TotalCount() != 6 {
+		t.Errorf("decoded histogram count = %d, want 6", h.TotalCount())
+	}
+	if diff := cmp.Diff(m.Values, TrendValues(h, m.Histogram.Scale)); diff != "" {
+		t.Errorf("trend values from decoded histogram differ:\n%s", diff)
+	}
+	if v := m.Values["max"]; v < 0.25 || v > 0.25*1.001 {
+		t.Errorf("max = %g s, want 0.25 s within HDR precision", v)
+	}
+}
+
+// compactJSON lets raw JSON compare by content, not layout.
+func compactJSON(r json.RawMessage) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, r); err != nil {
+		return "invalid: " + string(r)
+	}
+	return buf.String()
+}
+
+func TestFind(t *testing.T) {
+	r := sample(t).Results
+	tests := []struct {
+		name  string
+		tags  map[string]string
+		count float64
+		ok    bool
+	}{
+		{"xdslab_fleet_responses_total", nil, 200, true},
+		{"xdslab_fleet_responses_total", map[string]string{"type": "CDS"}, 80, true},
+		{"xdslab_fleet_responses_total", map[string]string{"type": "LDS"}, 0, false},
+		{"nope", nil, 0, false},
+	}
+	for _, tc := range tests {
+		m, ok := r.Find(tc.name, tc.tags)
+		if ok != tc.ok || m.Values["count"] != tc.count {
+			t.Errorf("Find(%s%s) = %v, %v; want count %v, %v", tc.name, TagString(tc.tags), m.Values["count"], ok, tc.count, tc.ok)
+		}
+	}
+	if got := r.Metrics[0].Values["rate"]; got != 12 {
+		t.Errorf("rate of 120 over 10s = %g, want 12", got)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	valid := func() string {
+		var buf bytes.Buffer
+		if err := Encode(&buf, sample(t)); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}()
+	tests := []struct {
+		name, in, want string
+	}{
+		{"syntax", "{\n  \"version\": \"1\",\n  oops\n}", "x.json:3:"},
+		{"unknown field", `{"version":"1","bogus":1,"metadata":{},"results":{"passed":true,"metrics":[]}}`, `unknown field "bogus"`},
+		{"version", strings.Replace(valid, `"version": "1"`, `"version": "9"`, 1), `version "9" is not supported`},
+		{"type", strings.Replace(valid, `"type": "gauge"`, `"type": "meter"`, 1), `unknown type "meter"`},
+		{"contains", strings.Replace(valid, `"contains": "data"`, `"contains": "bits"`, 1), `unknown contains "bits"`},
+		{"missing value", strings.Replace(valid, `"p(99.9)"`, `"p(99.8)"`, 1), `lacks values["p(99.9)"]`},
+		{"bad hdr", strings.Replace(valid, `"hdr": "`, `"hdr": "!!`, 1), "decode hdr histogram"},
+		{"duplicate", strings.Replace(valid, `"type": "EDS"`, `"type": "CDS"`, 1), "duplicate metric"},
+		{"trailing", valid + "{}", "trailing data"},
+		{"wrong value type", `{"version":"1","metadata":{},"results":{"passed":"yes","metrics":[]}}`, "x.json:1:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode("x.json", []byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Decode error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestWriteReadFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "summary.json")
+	s := sample(t)
+	if err := WriteFile(path, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Results.Metrics) != len(s.Results.Metrics) {
+		t.Errorf("read %d metrics, wrote %d", len(got.Results.Metrics), len(s.Results.Metrics))
+	}
+	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Error("reading a missing file succeeded")
+	}
+}
+
+func TestFormatValue(t *testing.T) {
+	tests := []struct {
+		c    ValueType
+		x    float64
+		want string
+	}{
+		{Time, 0, "0s"},
+		{Time, 0.0012345, "1.23ms"},
+		{Time, 2.5, "2.5s"},
+		{Time, 0.000004, "4µs"},
+		{Data, 512, "512 B"},
+		{Data, 3 << 20, "3.0 MiB"},
+		{Data, 1536, "1.5 KiB"},
+		{Default, 42, "42"},
+		{Default, 0.125, "0.125"},
+	}
+	for _, tc := range tests {
+		if got := FormatValue(tc.c, tc.x); got != tc.want {
+			t.Errorf("FormatValue(%s, %g) = %q, want %q", tc.c, tc.x, got, tc.want)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	var buf bytes.Buffer
+	if err := Encode(&buf, sample(f)); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"version":"1","metadata":{},"results":{"passed":true,"metrics":[]}}`))
+	f.Add([]byte(`{"version":"1","metadata":{},"results":{"passed":true,"metrics":[{"name":"a","type":"trend","contains":"time","values":{},"histogram":{"scale":1,"hdr":"HISTFAAAACB4nJNpmSzMwMDAwgABzFCaEUzOmNZg/wEiAAJ/APs="}}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Decode("fuzz.json", data)
+		if err != nil {
+			return
+		}
+		// Whatever decodes re-encodes and decodes to the same document.
+		var out bytes.Buffer
+		if err := Encode(&out, s); err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		s2, err := Decode("fuzz2.json", out.Bytes())
+		if err != nil {
+			t.Fatalf("decode of re-encoded summary: %v\n%s", err, out.Bytes())
+		}
+		var out2 bytes.Buffer
+		if err := Encode(&out2, s2); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), out2.Bytes()) {
+			t.Fatalf("encoding not stable:\n%s\n---\n%s", out.Bytes(), out2.Bytes())
+		}
+	})
+}

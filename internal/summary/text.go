@@ -1,0 +1,93 @@
+package summary
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText writes the metrics the way k6 prints its end-of-test summary: one line per metric
+// entry, dotted to a common column, values formatted by what they contain.
+func WriteText(w io.Writer, s *Summary) error {
+	r := s.Results
+	c := r
+	c.Metrics = append([]Metric(nil), r.Metrics...)
+	c.Thresholds = append([]Threshold(nil), r.Thresholds...)
+	c.Sort()
+	width := 0
+	for _, m := range c.Metrics {
+		width = max(width, len(m.Key()))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	for _, m := range c.Metrics {
+		key := m.Key()
+		fmt.Fprintf(tw, "  %s%s: %s\n", key, strings.Repeat(".", width-len(key)+1), formatValues(m))
+	}
+	for _, t := range c.Thresholds {
+		mark := "✓"
+		if !t.Passed {
+			mark = "✗"
+		}
+		fmt.Fprintf(tw, "  %s %s%s %s\n", mark, t.Metric, TagString(t.Tags), t.Expression)
+	}
+	return tw.Flush()
+}
+
+func formatValues(m Metric) string {
+	v := m.Values
+	f := func(x float64) string { return FormatValue(m.Contains, x) }
+	switch m.Type {
+	case Counter:
+		return fmt.Sprintf("%s\t%s/s", f(v["count"]), f(v["rate"]))
+	case Gauge:
+		return fmt.Sprintf("%s\tmin=%s max=%s", f(v["value"]), f(v["min"]), f(v["max"]))
+	case Rate:
+		return fmt.Sprintf("%.2f%%\t✓ %g ✗ %g", 100*v["rate"], v["passes"], v["fails"])
+	case Trend:
+		parts := make([]string, 0, len(trendKeys))
+		for _, k := range []string{"avg", "min", "med", "max", "p(90)", "p(99)", "p(99.9)"} {
+			parts = append(parts, k+"="+f(v[k]))
+		}
+		return strings.Join(parts, " ")
+	}
+	return fmt.Sprint(v)
+}
+
+// FormatValue renders a value in its unit: durations for time, IEC sizes for data, a plain
+// number otherwise.
+func FormatValue(contains ValueType, x float64) string {
+	switch contains {
+	case Time:
+		d := time.Duration(x * float64(time.Second))
+		switch {
+		case d == 0:
+			return "0s"
+		case d < time.Microsecond:
+			return d.String()
+		case d < time.Millisecond:
+			return d.Round(10 * time.Nanosecond).String()
+		case d < time.Second:
+			return d.Round(10 * time.Microsecond).String()
+		default:
+			return d.Round(time.Millisecond).String()
+		}
+	case Data:
+		const unit = 1024
+		if math.Abs(x) < unit {
+			return fmt.Sprintf("%g B", math.Round(x*100)/100)
+		}
+		exp, div := 0, float64(unit)
+		for n := math.Abs(x) / unit; n >= unit && exp < 5; n /= unit {
+			div *= unit
+			exp++
+		}
+		return fmt.Sprintf("%.1f %ciB", x/div, "KMGTPE"[exp])
+	}
+	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+		return fmt.Sprintf("%d", int64(x))
+	}
+	return fmt.Sprintf("%.4g", x)
+}

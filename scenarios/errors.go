@@ -1,0 +1,150 @@
+package scenarios
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Error is one problem in a scenario: where it is (File, Line, Col; Line 0 when the field was
+// not written, e.g. a missing required field), which field (Path, like "clients[0].ackDelay"),
+// what is wrong (Msg) and what to do (Fix).
+type Error struct {
+	File string
+	Line int
+	Col  int
+	Path string
+	Msg  string
+	Fix  string
+}
+
+// Error formats the error as "file:line:col: path: msg; fix".
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			b.WriteString(":" + strconv.Itoa(e.Line))
+			if e.Col > 0 {
+				b.WriteString(":" + strconv.Itoa(e.Col))
+			}
+		}
+		b.WriteString(": ")
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path + ": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Fix != "" {
+		b.WriteString("; " + e.Fix)
+	}
+	return b.String()
+}
+
+// Errors is every problem found in one scenario, in file order.
+type Errors []*Error
+
+// Error joins the errors, one per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap exposes each *Error to errors.As and errors.Is.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// maxErrors bounds how many errors one load reports (a garbage file is not listed in full).
+const maxErrors = 50
+
+// pos is a position in the source.
+type pos struct{ line, col int }
+
+// source records where a scenario came from and where each path was written.
+type source struct {
+	file string
+	dir  string // directory for relative paths (replay files); "" for built-ins and bytes
+	at   map[string]pos
+}
+
+// lookup returns the position of path or of its nearest written ancestor.
+func (s *source) lookup(path string) pos {
+	if s == nil {
+		return pos{}
+	}
+	for p := path; p != ""; p = parentPath(p) {
+		if at, ok := s.at[p]; ok {
+			return at
+		}
+	}
+	return pos{}
+}
+
+// parentPath strips the last element of a path: "a.b[2]" → "a.b", "a.b" → "a".
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+// editDistance is the optimal-string-alignment distance between a and b, case-insensitive: a
+// transposition ("mena" for "mean") costs 1 like any other typo.
+func editDistance(a, b string) int {
+	ra, rb := []rune(strings.ToLower(a)), []rune(strings.ToLower(b))
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// nearest returns the candidate closest to s, or "" when none is close enough to be a typo.
+func nearest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		d := editDistance(s, c)
+		if bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	limit := max(2, len([]rune(s))/3)
+	if bestD < 0 || bestD > limit {
+		return ""
+	}
+	return best
+}
+
+// didYouMean phrases a suggestion, falling back to the list of valid values.
+func didYouMean(s string, candidates []string) string {
+	if n := nearest(s, candidates); n != "" {
+		return "did you mean " + strconv.Quote(n) + "?"
+	}
+	return "use one of: " + strings.Join(candidates, ", ")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,255 @@
+package scenarios
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Every malformed case names its line (and column when it is a node's), what is wrong and the
+// fix. Each YAML starts on line 1.
+func TestMalformed(t *testing.T) {
+	tests := []struct {
+		name      string
+		yaml      string
+		line, col int    // 0 col: not checked
+		path      string // "" not checked
+		msg, fix  string // substrings
+	}{
+		// Unknown keys, with the nearest valid key.
+		{"unknown top-level key", "name: x\nduraton: 5s\n", 2, 1, "", `unknown field "duraton"`, `did you mean "duration"?`},
+		{"unknown nested key", "name: x\ncontrolPlane:\n  debounce:\n    minQuite: 1s\n", 4, 5, "controlPlane.debounce", `unknown field "minQuite"`, `did you mean "minQuiet"?`},
+		{"wrong case", "name: x\ncontrolplane: {}\n", 2, 1, "", `unknown field "controlplane"`, `did you mean "controlPlane"?`},
+		{"key in the wrong section", "name: x\ncontrolPlane:\n  minQuiet: 1s\n", 3, 3, "controlPlane", `unknown field "minQuiet"`, `belongs under controlPlane.debounce`},
+		{"unknown key far from any", "name: x\ntopology: {zzzzzzzzzz: 1}\n", 2, 12, "topology", `unknown field "zzzzzzzzzz"`, "valid keys at topology: namespaces"},
+		{"unknown client key", "name: x\nclients:\n  - count: 1\n    ackdelay: 5ms\n", 4, 5, "clients[0]", `unknown field "ackdelay"`, `did you mean "ackDelay"?`},
+		{"unknown dist key", "name: x\ntopology: {endpointsPerService: {dist: exp, mena: 3}}\n", 2, 45, "topology.endpointsPerService", `unknown distribution field "mena"`, `did you mean "mean"?`},
+		{"duplicate key", "name: x\nseed: 1\nseed: 2\n", 3, 1, "", `key "seed" given twice`, "first is at line 2"},
+
+		// Wrong types.
+		{"string for int", "name: x\ntopology: {services: many}\n", 2, 22, "topology.services", `expected a number, got the string "many"`, "write a number"},
+		{"quoted number", "name: x\ntopology: {services: \"10\"}\n", 2, 22, "topology.services", "expected a number", "remove the quotes"},
+		{"fractional int", "name: x\ntopology: {services: 1.5}\n", 2, 22, "topology.services", "expected a whole number", "whole number"},
+		{"int overflow", "name: x\ntopology: {services: 99999999999999999999}\n", 2, 22, "topology.services", "out of range", "smaller"},
+		{"negative seed", "name: x\nseed: -1\n", 2, 7, "seed", "out of range", ">= 0"},
+		{"number for string", "name: 123\n", 1, 7, "name", "expected a string, got the number 123", `quote it: "123"`},
+		{"list for mapping", "name: x\ncontrolPlane: [1, 2]\n", 2, 15, "controlPlane", "expected a mapping, got a list", "write a mapping of debounce"},
+		{"mapping for list", "name: x\nchurn: {kind: scale}\n", 2, 8, "churn", "expected a list, got a mapping", "write a list"},
+		{"yes for bool", "name: x\ntopology: {sidecarScoping: yes}\n", 2, 28, "topology.sidecarScoping", `expected true or false, got the string "yes"`, "true or false"},
+		{"nan", "name: x\ntopology: {virtualServices: .nan}\n", 2, 29, "topology.virtualServices", "invalid number", "finite"},
+		{"not a mapping at all", "- a\n- b\n", 1, 1, "", "expected a mapping, got a list", "write a mapping of name"},
+		{"complex key", "name: x\n? [a]\n: 1\n", 2, 3, "", "a key must be a name", "plain name"},
+
+		// Units.
+		{"duration without unit", "name: x\nduration: 30\n", 2, 11, "duration", `duration "30" has no unit`, "30s"},
+		{"bad duration", "name: x\nduration: soon\n", 2, 11, "duration", `invalid duration "soon"`, `"250ms"`},
+		{"negative duration", "name: x\nphases: {drain: {timeout: -5s}}\n", 2, 27, "phases.drain.timeout", "negative duration -5s", ">= 0, e.g. 5s"},
+		{"zero duration", "name: x\nduration: 0s\n", 2, 11, "duration", "must be > 0", "> 0"},
+		{"bad rate unit", "name: x\nchurn: [{kind: scale, rate: 5/d}]\n", 2, 29, "churn[0].rate", `unknown unit "d"`, `"20/s"`},
+		{"bad rate", "name: x\nchurn: [{kind: scale, rate: fast}]\n", 2, 29, "churn[0].rate", `invalid rate "fast"`, `"20/s"`},
+		{"negative rate", "name: x\nchurn: [{kind: scale, rate: -5/s}]\n", 2, 29, "churn[0].rate", "negative rate -5/s", "rate > 0"},
+		{"negative ramp", "name: x\nclients: [{ramp: -1/s}]\n", 2, 18, "clients[0].ramp", "negative rate", ">= 0"},
+		{"negative admission", "name: x\ncontrolPlane: {admissionRate: -3}\n", 2, 31, "controlPlane.admissionRate", "negative rate", ">= 0"},
+
+		// Churn.
+		{"unknown churn kind", "name: x\nchurn:\n  - kind: endpoint-flip\n    rate: 1/s\n", 3, 11, "churn[0].kind", `unknown churn kind "endpoint-flip"`, `did you mean "endpoint-flap"?`},
+		{"missing kind", "name: x\nchurn: [{rate: 1/s}]\n", 2, 9, "churn[0].kind", "kind is required", "add kind"},
+		{"no timing", "name: x\nchurn: [{kind: scale}]\n", 2, 9, "churn[0]", "scale has no timing", "exactly one of rate"},
+		{"two timings", "name: x\nchurn: [{kind: scale, rate: 1/s, every: 5s}]\n", 2, 9, "churn[0]", "more than one timing", "exactly one of"},
+		{"replay with timing", "name: x\nchurn: [{kind: replay, file: t.jsonl, rate: 1/s}]\n", 2, 9, "churn[0]", "replay has its own timing", "remove rate"},
+		{"replay without file", "name: x\nchurn: [{kind: replay}]\n", 2, 9, "churn[0].file", "replay needs a file", "add file"},
+		{"field of another kind", "name: x\nchurn: [{kind: endpoint-flap, rate: 1/s, services: 3}]\n", 2, 52, "churn[0].services", "services does not apply to kind endpoint-flap", "rolling-deploy only"},
+		{"at past the end", "name: x\nduration: 10s\nchurn: [{kind: zone-failure, at: [5s, 20s]}]\n", 3, 39, "churn[0].at[1]", "after the end of the measure phase", "within duration (10s)"},
+		{"at is not a list", "name: x\nchurn: [{kind: zone-failure, at: 5s}]\n", 2, 34, "churn[0].at", "expected a list", "write a list"},
+		{"stop before start", "name: x\nchurn: [{kind: scale, rate: 1/s, start: 10s, stop: 5s}]\n", 2, 52, "churn[0].stop", "not after start", "later than start"},
+		{"zone fraction", "name: x\nchurn: [{kind: zone-failure, at: [1s], fraction: 1.5}]\n", 2, 50, "churn[0].fraction", "within (0, 1]", "(0, 1]"},
+		{"config target", "name: x\nchurn: [{kind: config-change, rate: 1/s, target: virtualservices}]\n", 2, 50, "churn[0].target", `unknown target "virtualservices"`, `did you mean "virtualservice"?`},
+		{"config target without configs", "name: x\ntopology: {destinationRules: 0}\nchurn: [{kind: config-change, rate: 1/s, target: destinationrule}]\n", 3, 50, "churn[0].target", "no DestinationRules", "destinationRules > 0"},
+		{"rolling services", "name: x\nchurn: [{kind: rolling-deploy, every: 5s, services: -1}]\n", 2, 53, "churn[0].services", "must be >= 1", ">= 1"},
+
+		// Distributions.
+		{"unknown dist", "name: x\ntopology: {endpointsPerService: {dist: lognormall, median: 3}}\n", 2, 40, "topology.endpointsPerService.dist", `unknown distribution "lognormall"`, `did you mean "lognormal"?`},
+		{"param of another dist", "name: x\ntopology: {endpointsPerService: {dist: exp, median: 3}}\n", 2, 53, "topology.endpointsPerService.median", "median does not apply to dist exp", "reads mean, min, max"},
+		{"invalid dist params", "name: x\ntopology: {endpointsPerService: {dist: lognormal, median: 0, sigma: 1}}\n", 2, 33, "topology.endpointsPerService", "needs median > 0", "median > 0"},
+		{"dist without name", "name: x\nclients: [{ackDelay: {mean: 5ms}}]\n", 2, 29, "clients[0].ackDelay.mean", "mean does not apply to dist constant", "reads value"},
+		{"duration in a count dist", "name: x\ntopology: {endpointsPerService: {dist: exp, mean: 5ms}}\n", 2, 51, "topology.endpointsPerService.mean", "expected a number", "write a number"},
+		{"bad duration in a time dist", "name: x\nclients: [{ackDelay: {dist: exp, mean: 5 ms}}]\n", 2, 40, "clients[0].ackDelay.mean", `invalid duration "5 ms"`, "duration"},
+		{"list for a dist", "name: x\nclients: [{ackDelay: [1, 2]}]\n", 2, 22, "clients[0].ackDelay", "expected a distribution", "{dist: exp, mean: 5ms}"},
+		{"zero ports", "name: x\ntopology: {portsPerService: 0}\n", 2, 29, "topology.portsPerService", "constant 0 is below 1", ">= 1"},
+		{"scale delta", "name: x\nchurn: [{kind: scale, rate: 1/s, delta: {dist: uniform, min: 3, max: 1}}]\n", 2, 41, "churn[0].delta", "needs 0 <= min <= max", "min <= max"},
+
+		// Clients.
+		{"no clients", "name: x\nclients: []\n", 2, 10, "clients", "at least one client group", "add a group"},
+		{"duplicate group", "name: x\nclients: [{name: a}, {name: a}]\n", 2, 29, "clients[1].name", `duplicate group name "a"`, "clients[0]"},
+		{"bad group name", "name: x\nclients: [{name: Side_Cars}]\n", 2, 18, "clients[0].name", "invalid group name", `"side-cars"`},
+		{"xds variant", "name: x\nclients: [{xds: detla}]\n", 2, 17, "clients[0].xds", `unknown xds variant "detla"`, `did you mean "delta"?`},
+		{"client type", "name: x\nclients: [{type: gateway}]\n", 2, 18, "clients[0].type", `unknown client type "gateway"`, "use one of: sidecar, router, grpc"},
+		{"zero count", "name: x\nclients: [{count: 0}]\n", 2, 19, "clients[0].count", "must be >= 1", ">= 1"},
+		{"nack probability", "name: x\nclients: [{nack: {probability: 2}}]\n", 2, 32, "clients[0].nack.probability", "within [0, 1]", "fraction"},
+		{"nack pattern", "name: x\nclients: [{nack: {pattern: 'a(b'}}]\n", 2, 28, "clients[0].nack.pattern", "invalid pattern", "RE2"},
+		{"too many namespaces", "name: x\ntopology: {namespaces: 2}\nclients: [{namespaces: 3}]\n", 3, 24, "clients[0].namespaces", "more than the topology has", "at most topology.namespaces (2)"},
+		{"jitter", "name: x\nclients: [{churn: {every: 10s, jitter: -0.1}}]\n", 2, 40, "clients[0].churn.jitter", "within [0, 1]", "fraction"},
+
+		// Top level and control plane.
+		{"missing name", "seed: 3\n", 0, 0, "name", "name is required", "add a name"},
+		{"bad name", "name: My Scenario\n", 1, 7, "name", `invalid name "My Scenario"`, `"my-scenario"`},
+		{"maxDelay below minQuiet", "name: x\ncontrolPlane: {debounce: {minQuiet: 2s, maxDelay: 1s}}\n", 2, 51, "controlPlane.debounce.maxDelay", "shorter than minQuiet", "at least minQuiet (2s)"},
+		{"negative throttle", "name: x\ncontrolPlane: {pushThrottle: -1}\n", 2, 30, "controlPlane.pushThrottle", "must be >= 0", ">= 0"},
+		{"protocols all zero", "name: x\ntopology: {protocols: {http: 0}}\n", 2, 23, "topology.protocols", "all 0", "weight > 0"},
+		{"fraction", "name: x\ntopology: {virtualServices: 20}\n", 2, 29, "topology.virtualServices", "within [0, 1]", "fraction"},
+
+		// Thresholds.
+		{"invalid threshold", "name: x\nthresholds:\n  xdslab_push_latency_seconds: ['p99<500ms']\n", 3, 33, "thresholds.xdslab_push_latency_seconds[0]", `invalid threshold "p99<500ms"`, "'p(99)<500ms'"},
+		{"threshold unit", "name: x\nthresholds:\n  xdslab_push_latency_seconds: ['p(99)<500 parsecs']\n", 3, 33, "thresholds.xdslab_push_latency_seconds[0]", "unknown unit", "AGG OP VALUE"},
+		{"threshold not a list", "name: x\nthresholds:\n  xdslab_fleet_nacks_total: count==0\n", 3, 29, "thresholds.xdslab_fleet_nacks_total", "expected a list of expressions", "['count==0']"},
+		{"threshold on a counter", "name: x\nthresholds:\n  xdslab_fleet_nacks_total: ['p(99)<3']\n", 3, 30, "thresholds.xdslab_fleet_nacks_total[0]", "is a counter; p(99) does not apply", "count==0"},
+		{"time unit on a counter", "name: x\nthresholds:\n  xdslab_fleet_nacks_total: ['count<5s']\n", 3, 30, "thresholds.xdslab_fleet_nacks_total[0]", "time unit", "_seconds"},
+		{"bad metric name", "name: x\nthresholds:\n  9lives: ['count==0']\n", 3, 3, "thresholds.9lives", "invalid metric name", "metric name"},
+		{"bad tag filter", "name: x\nthresholds:\n  m_total{type}: ['count==0']\n", 3, 3, "thresholds.m_total{type}", "invalid tag filter", "tags"},
+
+		// Syntax and documents.
+		{"tabs", "name: x\ntopology:\n\tservices: 3\n", 3, 0, "", "YAML syntax", "indent with spaces"},
+		{"bad indentation", "name: x\n topology: 1\n", 2, 0, "", "YAML syntax", "indentation"},
+		{"empty", "", 0, 0, "", "empty", "quickstart --print"},
+		{"comment only", "# nothing\n", 0, 0, "", "empty", "quickstart"},
+		{"two documents", "name: x\n---\nname: y\n", 2, 1, "", "second YAML document", "one scenario per file"},
+		{"unknown tag", "name: !weird x\n", 1, 7, "name", "expected a string", "quote"},
+		{"alias bomb", aliasBomb(), 3, 0, "", "more than", "fewer aliases"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := LoadBytes("bad.yaml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("loaded without error: %+v", s)
+			}
+			if s != nil {
+				t.Error("a failed load returned a scenario")
+			}
+			var es Errors
+			if !errors.As(err, &es) || len(es) == 0 {
+				t.Fatalf("error %T %v is not a non-empty Errors", err, err)
+			}
+			var found *Error
+			for _, e := range es {
+				if strings.Contains(e.Msg, tc.msg) {
+					found = e
+					break
+				}
+			}
+			if found == nil {
+				t.Fatalf("no error says %q; got:\n%v", tc.msg, err)
+			}
+			if found.File != "bad.yaml" {
+				t.Errorf("File = %q", found.File)
+			}
+			if found.Line != tc.line || (tc.col != 0 && found.Col != tc.col) {
+				t.Errorf("position = %d:%d, want %d:%d (%v)", found.Line, found.Col, tc.line, tc.col, found)
+			}
+			if tc.path != "" && found.Path != tc.path {
+				t.Errorf("Path = %q, want %q", found.Path, tc.path)
+			}
+			if !strings.Contains(found.Fix, tc.fix) {
+				t.Errorf("Fix = %q, want it to contain %q", found.Fix, tc.fix)
+			}
+			if !strings.HasPrefix(found.Error(), "bad.yaml") {
+				t.Errorf("Error() = %q does not start with the file", found.Error())
+			}
+		})
+	}
+}
+
+func aliasBomb() string {
+	var b strings.Builder
+	// Merge keys are the one place the schema recurses into aliases: each level merges the
+	// previous one ten times, 10^8 mappings if expanded.
+	b.WriteString("name: x\nclients:\n  - &c0 {count: 1}\n")
+	for i := 1; i < 9; i++ {
+		prev := "*c" + itoa(i-1)
+		b.WriteString("  - &c" + itoa(i) + " {<<: [" + strings.Repeat(prev+", ", 9) + prev + "]}\n")
+	}
+	return b.String()
+}
+
+// One load lists every problem, in file order, not just the first.
+func TestAllErrorsReported(t *testing.T) {
+	src := `name: Bad Name
+duration: -1s
+controlPlane: {debounce: {minQuiet: 1s, maxDelay: 10ms}}
+churn:
+  - {kind: endpoint-flop, rate: 1/s}
+  - {kind: scale}
+clients: [{count: -2, xds: grpc}]
+thresholds: {xdslab_fleet_nacks_total: ['cnt==0']}
+`
+	_, err := LoadBytes("many.yaml", []byte(src))
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("err = %v", err)
+	}
+	wantLines := []int{1, 2, 3, 5, 6, 7, 7, 8}
+	var got []int
+	for _, e := range es {
+		got = append(got, e.Line)
+	}
+	if len(got) != len(wantLines) {
+		t.Fatalf("got %d errors at lines %v, want lines %v:\n%v", len(got), got, wantLines, err)
+	}
+	for i := range got {
+		if got[i] != wantLines[i] {
+			t.Fatalf("errors at lines %v, want %v:\n%v", got, wantLines, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n"); n != len(es)-1 {
+		t.Errorf("Error() has %d lines, want one per error", n+1)
+	}
+}
+
+// Decoding errors stop before validation (values are not trustworthy), but all decoding errors
+// are listed.
+func TestDecodeErrorsAreAllListed(t *testing.T) {
+	_, err := LoadBytes("d.yaml", []byte("name: x\nseeed: 1\ntopology: {servics: 1}\nclients: [{cont: 1}]\n"))
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 3 {
+		t.Fatalf("want 3 errors, got %v", err)
+	}
+	for i, want := range []string{`"seed"`, `"services"`, `"count"`} {
+		if !strings.Contains(es[i].Fix, want) {
+			t.Errorf("error %d fix %q lacks %s", i, es[i].Fix, want)
+		}
+	}
+}
+
+func TestAnchorsAndMerge(t *testing.T) {
+	src := `
+name: anchors
+x-client: &base {count: 5, xds: delta, ackDelay: {dist: exp, mean: 3ms}}
+clients:
+  - <<: *base
+    name: a
+  - <<: *base
+    name: b
+    count: 7
+`
+	_, err := LoadBytes("a.yaml", []byte(src))
+	if err == nil || !strings.Contains(err.Error(), `unknown field "x-client"`) {
+		t.Fatalf("an unknown top-level anchor holder must be rejected, got %v", err)
+	}
+	src = strings.Replace(src, "x-client: &base", "description: &d hello\nclients: &unused []\n#", 1)
+	_ = src
+	ok := `
+name: anchors
+clients:
+  - &base {name: a, count: 5, xds: delta, ackDelay: {dist: exp, mean: 3ms}}
+  - <<: *base
+    name: b
+    count: 7
+`
+	s, err := LoadBytes("a.yaml", []byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.Clients[1]
+	if b.Name != "b" || b.Count != 7 || b.XDS != XDSDelta || b.AckDelay.Mean != 0.003 {
+		t.Errorf("merged group = %+v", b)
+	}
+}

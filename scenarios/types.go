@@ -1,0 +1,295 @@
+package scenarios
+
+import (
+	"math"
+	"time"
+
+	"github.com/xdslab/xdslab/internal/dist"
+)
+
+// The struct tags below are the single source of the schema: `yaml` names the key (json uses
+// the same), `doc` is the meaning shown in docs/scenarios.md and the JSON Schema, `def`
+// overrides the default column where Defaults() cannot show it (kind-specific defaults), and
+// `kinds` lists the churn kinds a churn field applies to.
+
+// Scenario is one benchmark: a synthetic mesh, its churn, a fleet of clients and the
+// pass/fail thresholds. Offsets (churn at/start/stop) count from the start of the measure phase.
+type Scenario struct {
+	Name         string                 `yaml:"name" json:"name" doc:"Required. Lower-case letters, digits and '-', at most 63 characters; names the run and its outputs."`
+	Description  string                 `yaml:"description" json:"description" doc:"Free text shown in reports."`
+	Seed         uint64                 `yaml:"seed" json:"seed" doc:"Seeds every random choice (topology, churn, client behaviour): the same seed gives the same run."`
+	Duration     Duration               `yaml:"duration" json:"duration" doc:"Length of the measure phase, during which churn runs and observations are recorded."`
+	ControlPlane ControlPlane           `yaml:"controlPlane" json:"controlPlane" doc:"Settings of the in-process control plane (ignored with --target)."`
+	Topology     Topology               `yaml:"topology" json:"topology" doc:"The synthetic mesh the simulator builds before the run."`
+	Churn        []Churn                `yaml:"churn" json:"churn" doc:"Churn processes, each an open-model arrival process running during the measure phase."`
+	Clients      []Client               `yaml:"clients" json:"clients" doc:"Client groups of the fake Envoy fleet; at least one."`
+	Phases       Phases                 `yaml:"phases" json:"phases" doc:"Timeouts of the connect and drain phases."`
+	Thresholds   map[string][]Threshold `yaml:"thresholds" json:"thresholds" doc:"Pass/fail criteria in k6 syntax: metric name (optionally with {tag:value}) to a list of expressions."`
+
+	// src is where the scenario came from and where each field was written; unexported so it is
+	// neither printed nor embedded in summaries.
+	src *source
+}
+
+// ControlPlane tunes the in-process control plane.
+type ControlPlane struct {
+	Debounce      Debounce    `yaml:"debounce" json:"debounce" doc:"How changes are batched into pushes."`
+	PushThrottle  int         `yaml:"pushThrottle" json:"pushThrottle" doc:"Maximum concurrent pushes; 0 picks a default from the core count."`
+	FlowControl   FlowControl `yaml:"flowControl" json:"flowControl" doc:"ACK-gated flow control: a connection gets its next push only after the previous one is ACKed."`
+	AdmissionRate Rate        `yaml:"admissionRate" json:"admissionRate" doc:"New ADS streams admitted per second; 0 picks the control plane's default."`
+}
+
+// Debounce configures the debouncer (Istio's PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX,
+// PILOT_ENABLE_EDS_DEBOUNCE).
+type Debounce struct {
+	MinQuiet  Duration `yaml:"minQuiet" json:"minQuiet" doc:"Push once no change has arrived for this long; 0 disables debouncing."`
+	MaxDelay  Duration `yaml:"maxDelay" json:"maxDelay" doc:"Push at the latest this long after the first change of a batch; must be >= minQuiet."`
+	Endpoints bool     `yaml:"endpoints" json:"endpoints" doc:"Debounce endpoint-only (EDS) changes too; false pushes them at once."`
+}
+
+// FlowControl configures ACK-gated pushes.
+type FlowControl struct {
+	Enabled    bool     `yaml:"enabled" json:"enabled" doc:"Hold a connection's next push until it ACKs the previous one."`
+	AckTimeout Duration `yaml:"ackTimeout" json:"ackTimeout" doc:"Stop waiting for an ACK after this long and push anyway."`
+}
+
+// Topology describes the synthetic mesh.
+type Topology struct {
+	Namespaces                  int        `yaml:"namespaces" json:"namespaces" doc:"Namespaces; services are spread over them round-robin."`
+	Services                    int        `yaml:"services" json:"services" doc:"Services at the start of the run."`
+	Protocols                   Protocols  `yaml:"protocols" json:"protocols" doc:"Protocol mix of service ports, as weights (normalised; a written mix replaces the default as a whole)."`
+	PortsPerService             dist.Spec  `yaml:"portsPerService" json:"portsPerService" doc:"Ports per service (distribution, rounded, at least 1)."`
+	EndpointsPerService         dist.Spec  `yaml:"endpointsPerService" json:"endpointsPerService" doc:"Endpoints per service (distribution, rounded)."`
+	Localities                  Localities `yaml:"localities" json:"localities" doc:"Regions and zones endpoints are placed in."`
+	Versions                    int        `yaml:"versions" json:"versions" doc:"Versions per service: endpoints carry label version=v1..vN (subsets)."`
+	ServiceAccountsPerNamespace int        `yaml:"serviceAccountsPerNamespace" json:"serviceAccountsPerNamespace" doc:"Service accounts per namespace, assigned to services round-robin."`
+	VirtualServices             float64    `yaml:"virtualServices" json:"virtualServices" doc:"Fraction (0..1) of services with a VirtualService (weighted split across versions, timeout)."`
+	DestinationRules            float64    `yaml:"destinationRules" json:"destinationRules" doc:"Fraction (0..1) of services with a DestinationRule (subsets, load balancer, outlier detection)."`
+	SidecarScoping              bool       `yaml:"sidecarScoping" json:"sidecarScoping" doc:"Add a Sidecar per namespace limiting egress to the namespace itself and istio-system."`
+}
+
+// Protocols are weights of the port protocol mix.
+type Protocols struct {
+	HTTP float64 `yaml:"http" json:"http" doc:"Weight of HTTP ports."`
+	GRPC float64 `yaml:"grpc" json:"grpc" doc:"Weight of gRPC ports."`
+	TCP  float64 `yaml:"tcp" json:"tcp" doc:"Weight of TCP ports."`
+}
+
+// Localities are the regions and zones of the mesh.
+type Localities struct {
+	Regions        int `yaml:"regions" json:"regions" doc:"Regions (region-1..N)."`
+	ZonesPerRegion int `yaml:"zonesPerRegion" json:"zonesPerRegion" doc:"Zones per region (zone-a, zone-b, ...)."`
+}
+
+// The churn kinds.
+const (
+	KindEndpointFlap         = "endpoint-flap"
+	KindScale                = "scale"
+	KindRollingDeploy        = "rolling-deploy"
+	KindServiceCreate        = "service-create"
+	KindServiceDelete        = "service-delete"
+	KindConfigChange         = "config-change"
+	KindServiceAccountChange = "service-account-change"
+	KindZoneFailure          = "zone-failure"
+	KindReplay               = "replay"
+)
+
+// ChurnKinds returns the churn kinds in documentation order.
+func ChurnKinds() []string {
+	return []string{KindEndpointFlap, KindScale, KindRollingDeploy, KindServiceCreate,
+		KindServiceDelete, KindConfigChange, KindServiceAccountChange, KindZoneFailure, KindReplay}
+}
+
+// Config-change targets.
+const (
+	TargetVirtualService  = "virtualservice"
+	TargetDestinationRule = "destinationrule"
+)
+
+// Churn is one churn process. Its timing is exactly one of Rate (Poisson arrivals), Every
+// (fixed period) or At (fixed offsets); replay takes its timing from the trace. Offsets count
+// from the start of the measure phase.
+type Churn struct {
+	Kind     string     `yaml:"kind" json:"kind" doc:"What changes: endpoint-flap, scale, rolling-deploy, service-create, service-delete, config-change, service-account-change, zone-failure, replay." kinds:"all" def:"required"`
+	Rate     Rate       `yaml:"rate,omitempty" json:"rate,omitempty" doc:"Poisson arrivals at this mean rate (\"20/s\", \"5/m\")." kinds:"all but replay" def:"—"`
+	Every    Duration   `yaml:"every,omitempty" json:"every,omitempty" doc:"One event every period, the first one period after start." kinds:"all but replay" def:"—"`
+	At       []Duration `yaml:"at,omitempty" json:"at,omitempty" doc:"One event at each offset." kinds:"all but replay" def:"—"`
+	Start    Duration   `yaml:"start,omitempty" json:"start,omitempty" doc:"The process starts this long into the measure phase." kinds:"all" def:"0s"`
+	Stop     Duration   `yaml:"stop,omitempty" json:"stop,omitempty" doc:"The process stops this long into the measure phase; 0 runs to the end." kinds:"all" def:"0s (end)"`
+	Delta    *dist.Spec `yaml:"delta,omitempty" json:"delta,omitempty" doc:"Endpoints added or removed per event (direction chosen at random, never below 0)." kinds:"scale" def:"{dist: uniform, min: 1, max: 3}"`
+	Services int        `yaml:"services,omitempty" json:"services,omitempty" doc:"Services rolled per event; each has every endpoint replaced by new addresses." kinds:"rolling-deploy" def:"1"`
+	Window   Duration   `yaml:"window,omitempty" json:"window,omitempty" doc:"A rollout replaces a service's endpoints one by one spread over this window." kinds:"rolling-deploy" def:"10s"`
+	Target   string     `yaml:"target,omitempty" json:"target,omitempty" doc:"The config changed: virtualservice (route weights, timeout) or destinationrule (lb policy, outlier detection)." kinds:"config-change" def:"virtualservice"`
+	Fraction float64    `yaml:"fraction,omitempty" json:"fraction,omitempty" doc:"Fraction (0..1] of one zone's endpoints removed at once." kinds:"zone-failure" def:"1"`
+	File     string     `yaml:"file,omitempty" json:"file,omitempty" doc:"Event trace (JSON lines, the simulator's event-log format) to replay; relative to the scenario file." kinds:"replay" def:"required"`
+}
+
+// Client xDS protocol variants.
+const (
+	XDSSotW  = "sotw"
+	XDSDelta = "delta"
+)
+
+// Client types.
+const (
+	TypeSidecar = "sidecar"
+	TypeRouter  = "router"
+	TypeGRPC    = "grpc"
+)
+
+// Client is a group of identical fake clients.
+type Client struct {
+	Name                string   `yaml:"name" json:"name" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
+	Count               int      `yaml:"count" json:"count" doc:"Clients in the group."`
+	XDS                 string   `yaml:"xds" json:"xds" doc:"Protocol variant: sotw (state of the world) or delta (incremental)."`
+	Type                string   `yaml:"type" json:"type" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
+	Ramp                Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
+	Namespaces          int      `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
+	AckDelay            TimeDist `yaml:"ackDelay" json:"ackDelay" doc:"Time from receiving a response to sending its ACK or NACK (Envoy's apply time); a time distribution."`
+	Nack                Nack     `yaml:"nack" json:"nack" doc:"When clients reject a response (policies combine: any one NACKs)."`
+	NeverAck            bool     `yaml:"neverAck" json:"neverAck" doc:"Never ACK or NACK (a hung client)."`
+	DisconnectAfter     int      `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
+	NodeOnFirstOnly     bool     `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
+	InitialFetchTimeout Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout: stop waiting for warming clusters after this long; 0 waits forever."`
+	Churn               Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
+}
+
+// Nack is a client group's NACK policy.
+type Nack struct {
+	Probability float64 `yaml:"probability" json:"probability" doc:"NACK each response with this probability (0..1)."`
+	EveryN      int     `yaml:"everyN" json:"everyN" doc:"NACK every Nth response; 0 never."`
+	Pattern     string  `yaml:"pattern" json:"pattern" doc:"NACK a response holding a resource whose name matches this regular expression (RE2); empty never."`
+	Realistic   bool    `yaml:"realistic" json:"realistic" doc:"NACK what Envoy rejects: validation failures (also inside typed_config), duplicate names, a Delta resource both added and removed."`
+}
+
+// Reconn is connection churn.
+type Reconn struct {
+	Every  Duration `yaml:"every" json:"every" doc:"Reconnect each client every period; 0 never."`
+	Jitter float64  `yaml:"jitter" json:"jitter" doc:"Spread each period uniformly by ± this fraction (0..1)."`
+}
+
+// Phases holds the timeouts of the phases around the measure phase.
+type Phases struct {
+	Connect Phase `yaml:"connect" json:"connect" doc:"Ramp the clients and wait until each holds its first full config."`
+	Drain   Phase `yaml:"drain" json:"drain" doc:"After churn stops, wait for in-flight events to converge; unconverged events are counted."`
+}
+
+// Phase is one phase's settings.
+type Phase struct {
+	Timeout Duration `yaml:"timeout" json:"timeout" doc:"Give up on the phase after this long (clients or events still pending are counted)."`
+}
+
+// Defaults returns a scenario with every field at its default. Name is empty (required) and
+// there are no churn processes; there is one client group.
+func Defaults() *Scenario {
+	return &Scenario{
+		Seed:     1,
+		Duration: Duration(30 * time.Second),
+		ControlPlane: ControlPlane{
+			Debounce: Debounce{
+				MinQuiet:  Duration(100 * time.Millisecond),
+				MaxDelay:  Duration(10 * time.Second),
+				Endpoints: true,
+			},
+			FlowControl: FlowControl{AckTimeout: Duration(5 * time.Second)},
+		},
+		Topology: Topology{
+			Namespaces:                  5,
+			Services:                    100,
+			Protocols:                   Protocols{HTTP: 0.6, GRPC: 0.3, TCP: 0.1},
+			PortsPerService:             dist.Constant(1),
+			EndpointsPerService:         dist.Spec{Dist: "lognormal", Median: 3, Sigma: 0.5},
+			Localities:                  Localities{Regions: 1, ZonesPerRegion: 3},
+			Versions:                    2,
+			ServiceAccountsPerNamespace: 3,
+			VirtualServices:             0.2,
+			DestinationRules:            0.3,
+		},
+		Churn:   []Churn{},
+		Clients: []Client{DefaultClient()},
+		Phases: Phases{
+			Connect: Phase{Timeout: Duration(60 * time.Second)},
+			Drain:   Phase{Timeout: Duration(10 * time.Second)},
+		},
+		Thresholds: map[string][]Threshold{},
+	}
+}
+
+// DefaultClient returns a client group with every field at its default; the loader starts
+// each written group from it. Its name is set by Complete when left empty.
+func DefaultClient() Client {
+	return Client{
+		Count:               100,
+		XDS:                 XDSSotW,
+		Type:                TypeSidecar,
+		Ramp:                200,
+		AckDelay:            TimeDist(dist.Constant(0)),
+		InitialFetchTimeout: Duration(15 * time.Second),
+		Churn:               Reconn{Jitter: 0.2},
+	}
+}
+
+// Complete fills the defaults that depend on other fields: kind-specific churn defaults (a zero
+// value there is not meaningful), client group names, and normalised protocol weights. The
+// loader calls it; call it after building a Scenario in Go. It is idempotent.
+func (s *Scenario) Complete() {
+	for i := range s.Churn {
+		c := &s.Churn[i]
+		switch c.Kind {
+		case KindScale:
+			if c.Delta == nil {
+				c.Delta = &dist.Spec{Dist: "uniform", Min: 1, Max: 3}
+			}
+		case KindRollingDeploy:
+			if c.Services == 0 {
+				c.Services = 1
+			}
+			if c.Window == 0 {
+				c.Window = Duration(10 * time.Second)
+			}
+		case KindConfigChange:
+			if c.Target == "" {
+				c.Target = TargetVirtualService
+			}
+		case KindZoneFailure:
+			if c.Fraction == 0 {
+				c.Fraction = 1
+			}
+		}
+	}
+	for i := range s.Clients {
+		if s.Clients[i].Name == "" {
+			s.Clients[i].Name = "group-" + itoa(i+1)
+		}
+	}
+	p := &s.Topology.Protocols
+	// Weights already summing to 1 (within rounding) are left alone, which keeps Complete
+	// idempotent and a printed scenario reloading to the same values.
+	if sum := p.HTTP + p.GRPC + p.TCP; sum > 0 && math.Abs(sum-1) > 1e-9 && p.HTTP >= 0 && p.GRPC >= 0 && p.TCP >= 0 {
+		p.HTTP, p.GRPC, p.TCP = p.HTTP/sum, p.GRPC/sum, p.TCP/sum
+	}
+	if s.Thresholds == nil {
+		s.Thresholds = map[string][]Threshold{}
+	}
+	if s.Churn == nil {
+		s.Churn = []Churn{}
+	}
+}
+
+// TotalClients is the number of clients over all groups.
+func (s *Scenario) TotalClients() int {
+	n := 0
+	for _, c := range s.Clients {
+		n += c.Count
+	}
+	return n
+}
+
+// Source returns the file the scenario was loaded from ("builtin:NAME" for a built-in, the
+// name given to LoadBytes otherwise; empty when built in Go).
+func (s *Scenario) Source() string {
+	if s.src == nil {
+		return ""
+	}
+	return s.src.file
+}

@@ -1,0 +1,198 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xdslab/xdslab/internal/dist"
+)
+
+// Duration is a time.Duration written as a Go duration string ("100ms", "1m30s"); a bare 0 is
+// accepted for zero. It marshals back to the same form, so a printed scenario reloads.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats d as a Go duration ("1m30s").
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalYAML writes d as a duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// parseDuration parses a duration string; it names the fix on error.
+func parseDuration(s string) (Duration, string, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" {
+		return 0, "", nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return 0, fmt.Sprintf("add a unit, e.g. %ss or %sms", s, s), fmt.Errorf("duration %q has no unit", s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, `write a Go duration such as "250ms", "5s" or "1m30s"`, fmt.Errorf("invalid duration %q", s)
+	}
+	return Duration(d), "", nil
+}
+
+// Rate is an arrival rate in events (or clients) per second. In YAML it is written "N/s",
+// "N/m" or "N/h", or as a bare number meaning per second. It marshals as "N/s".
+type Rate float64
+
+// PerSecond returns the rate in events per second.
+func (r Rate) PerSecond() float64 { return float64(r) }
+
+// Interval returns the mean time between arrivals (0 for a zero rate).
+func (r Rate) Interval() time.Duration {
+	if r <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / float64(r))
+}
+
+// String formats r as "N/s" (exactly: the float is printed with the fewest digits that round-trip).
+func (r Rate) String() string { return strconv.FormatFloat(float64(r), 'g', -1, 64) + "/s" }
+
+// MarshalYAML writes r as "N/s".
+func (r Rate) MarshalYAML() (any, error) { return r.String(), nil }
+
+// MarshalJSON writes r as "N/s".
+func (r Rate) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
+
+// parseRate parses "N/s", "N/m", "N/h" or a bare number (per second).
+func parseRate(s string) (Rate, string, error) {
+	const fix = `write a rate such as "20/s", "30/m" or "2/h"`
+	s = strings.TrimSpace(s)
+	num, unit, ok := strings.Cut(s, "/")
+	per := 1.0
+	if ok {
+		switch strings.TrimSpace(unit) {
+		case "s":
+		case "m":
+			per = 60
+		case "h":
+			per = 3600
+		default:
+			return 0, fix, fmt.Errorf("rate %q has unknown unit %q", s, unit)
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil {
+		return 0, fix, fmt.Errorf("invalid rate %q", s)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fix, fmt.Errorf("rate %q is not finite", s)
+	}
+	return Rate(v / per), "", nil
+}
+
+// TimeDist is a distribution of times (dist.Spec in seconds). In YAML its numeric fields may be
+// written as durations ("5ms") or as numbers of seconds; a bare duration or number is shorthand
+// for a constant. Convert with dist.Spec(td) to sample it (samples are seconds).
+type TimeDist dist.Spec
+
+// Spec returns td as a dist.Spec (values in seconds).
+func (td TimeDist) Spec() dist.Spec { return dist.Spec(td) }
+
+// timeDistOut is how a TimeDist prints: durations instead of seconds.
+type timeDistOut struct {
+	Dist   string `yaml:"dist" json:"dist"`
+	Value  string `yaml:"value,omitempty" json:"value,omitempty"`
+	Min    string `yaml:"min,omitempty" json:"min,omitempty"`
+	Max    string `yaml:"max,omitempty" json:"max,omitempty"`
+	Mean   string `yaml:"mean,omitempty" json:"mean,omitempty"`
+	Median string `yaml:"median,omitempty" json:"median,omitempty"`
+	// Sigma, Alpha and S are shape parameters, not times.
+	Sigma float64 `yaml:"sigma,omitempty" json:"sigma,omitempty"`
+	Alpha float64 `yaml:"alpha,omitempty" json:"alpha,omitempty"`
+	S     float64 `yaml:"s,omitempty" json:"s,omitempty"`
+}
+
+// secs formats seconds as a duration string, "" for zero.
+func secs(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return time.Duration(math.Round(v * float64(time.Second))).String()
+}
+
+func (td TimeDist) out() timeDistOut {
+	d := td.Dist
+	if d == "" {
+		d = "constant"
+	}
+	return timeDistOut{Dist: d, Value: secs(td.Value), Min: secs(td.Min), Max: secs(td.Max),
+		Mean: secs(td.Mean), Median: secs(td.Median), Sigma: td.Sigma, Alpha: td.Alpha, S: td.S}
+}
+
+// MarshalYAML writes td with durations.
+func (td TimeDist) MarshalYAML() (any, error) { return td.out(), nil }
+
+// MarshalJSON writes td with durations.
+func (td TimeDist) MarshalJSON() ([]byte, error) { return json.Marshal(td.out()) }
+
+// timeParams are the TimeDist fields that are times (the others are shapes).
+var timeParams = map[string]bool{"value": true, "min": true, "max": true, "mean": true, "median": true}
+
+// distParams lists the parameters each distribution reads (min and max also clamp the
+// distributions that do not use them as parameters, as dist.Sampler does).
+func distParams(name string) []string {
+	switch name {
+	case "constant", "":
+		return []string{"value", "min", "max"}
+	case "uniform":
+		return []string{"min", "max"}
+	case "exp":
+		return []string{"mean", "min", "max"}
+	case "normal":
+		return []string{"mean", "sigma", "min", "max"}
+	case "lognormal":
+		return []string{"median", "sigma", "min", "max"}
+	case "pareto":
+		return []string{"min", "alpha"}
+	case "zipf":
+		return []string{"s", "max", "min"}
+	}
+	return nil
+}
+
+// fmtDist renders a count distribution compactly for summaries.
+func fmtDist(s dist.Spec, unit func(float64) string) string {
+	if unit == nil {
+		unit = func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+	}
+	var parts []string
+	add := func(k string, v float64, isTime bool) {
+		if v == 0 {
+			return
+		}
+		if isTime {
+			parts = append(parts, k+"="+unit(v))
+		} else {
+			parts = append(parts, k+"="+strconv.FormatFloat(v, 'g', 4, 64))
+		}
+	}
+	name := s.Dist
+	if name == "" {
+		name = "constant"
+	}
+	if name == "constant" {
+		return unit(s.Value)
+	}
+	add("mean", s.Mean, true)
+	add("median", s.Median, true)
+	add("sigma", s.Sigma, false)
+	add("alpha", s.Alpha, false)
+	add("s", s.S, false)
+	add("min", s.Min, true)
+	add("max", s.Max, true)
+	return name + "(" + strings.Join(parts, " ") + ")"
+}

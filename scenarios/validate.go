@@ -1,0 +1,413 @@
+package scenarios
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/xdslab/xdslab/internal/dist"
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+
+// validator collects errors with the positions recorded when the scenario was loaded.
+type validator struct {
+	s    *Scenario
+	errs Errors
+}
+
+func (v *validator) add(path, fix, format string, a ...any) {
+	if len(v.errs) >= maxErrors {
+		return
+	}
+	e := &Error{Path: path, Msg: fmt.Sprintf(format, a...), Fix: fix}
+	if v.s.src != nil {
+		e.File = v.s.src.file
+		p := v.s.src.lookup(path)
+		e.Line, e.Col = p.line, p.col
+	}
+	v.errs = append(v.errs, e)
+}
+
+func (v *validator) nonNegDur(path string, d Duration) {
+	if d < 0 {
+		v.add(path, "use a duration >= 0, e.g. "+strings.TrimPrefix(d.String(), "-"), "negative duration %s", d)
+	}
+}
+
+func (v *validator) posDur(path string, d Duration) {
+	if d <= 0 {
+		v.add(path, `use a duration > 0, e.g. "30s"`, "must be > 0, got %s", d)
+	}
+}
+
+func (v *validator) fraction(path string, f float64) {
+	if f < 0 || f > 1 {
+		v.add(path, "use a fraction from 0 to 1", "must be within [0, 1], got %g", f)
+	}
+}
+
+func (v *validator) atLeast(path string, n, lo int) {
+	if n < lo {
+		v.add(path, fmt.Sprintf("use a whole number >= %d", lo), "must be >= %d, got %d", lo, n)
+	}
+}
+
+// Validate checks every value and cross-field rule and returns all problems as Errors (nil when
+// the scenario is valid). Call Complete first when the scenario was built in Go.
+func (s *Scenario) Validate() error {
+	v := &validator{s: s}
+	v.scenario()
+	if len(v.errs) == 0 {
+		return nil
+	}
+	sortErrors(v.errs)
+	return v.errs
+}
+
+func (v *validator) scenario() {
+	s := v.s
+	switch {
+	case s.Name == "":
+		v.add("name", "add a name such as: name: my-scenario", "name is required")
+	case len(s.Name) > 63 || !nameRE.MatchString(s.Name):
+		v.add("name", "use lower-case letters, digits and '-' (at most 63, not starting or ending with '-'), e.g. "+
+			strconv.Quote(suggestName(s.Name)), "invalid name %q", s.Name)
+	}
+	v.posDur("duration", s.Duration)
+	v.controlPlane()
+	v.topology()
+	for i := range s.Churn {
+		v.churn(i)
+	}
+	v.clients()
+	v.posDur("phases.connect.timeout", s.Phases.Connect.Timeout)
+	v.nonNegDur("phases.drain.timeout", s.Phases.Drain.Timeout)
+	v.thresholds()
+}
+
+func (v *validator) controlPlane() {
+	cp := v.s.ControlPlane
+	v.nonNegDur("controlPlane.debounce.minQuiet", cp.Debounce.MinQuiet)
+	v.nonNegDur("controlPlane.debounce.maxDelay", cp.Debounce.MaxDelay)
+	if cp.Debounce.MaxDelay < cp.Debounce.MinQuiet {
+		v.add("controlPlane.debounce.maxDelay", "raise maxDelay to at least minQuiet ("+cp.Debounce.MinQuiet.String()+")",
+			"maxDelay %s is shorter than minQuiet %s", cp.Debounce.MaxDelay, cp.Debounce.MinQuiet)
+	}
+	v.atLeast("controlPlane.pushThrottle", cp.PushThrottle, 0)
+	v.nonNegDur("controlPlane.flowControl.ackTimeout", cp.FlowControl.AckTimeout)
+	if cp.FlowControl.Enabled && cp.FlowControl.AckTimeout == 0 {
+		v.add("controlPlane.flowControl.ackTimeout", `set an ackTimeout such as "5s"`, "flow control needs an ackTimeout > 0")
+	}
+	if cp.AdmissionRate < 0 {
+		v.add("controlPlane.admissionRate", "use a rate >= 0 (0 = default), e.g. \"100/s\"", "negative rate %s", cp.AdmissionRate)
+	}
+}
+
+func (v *validator) topology() {
+	t := v.s.Topology
+	v.atLeast("topology.namespaces", t.Namespaces, 1)
+	v.atLeast("topology.services", t.Services, 0)
+	p := t.Protocols
+	if p.HTTP < 0 || p.GRPC < 0 || p.TCP < 0 {
+		v.add("topology.protocols", "use weights >= 0", "negative protocol weight")
+	} else if p.HTTP+p.GRPC+p.TCP == 0 {
+		v.add("topology.protocols", "give at least one protocol a weight > 0, e.g. {http: 1}", "the protocol weights are all 0")
+	}
+	v.countDist("topology.portsPerService", t.PortsPerService, 1)
+	v.countDist("topology.endpointsPerService", t.EndpointsPerService, 0)
+	v.atLeast("topology.localities.regions", t.Localities.Regions, 1)
+	v.atLeast("topology.localities.zonesPerRegion", t.Localities.ZonesPerRegion, 1)
+	v.atLeast("topology.versions", t.Versions, 1)
+	v.atLeast("topology.serviceAccountsPerNamespace", t.ServiceAccountsPerNamespace, 1)
+	v.fraction("topology.virtualServices", t.VirtualServices)
+	v.fraction("topology.destinationRules", t.DestinationRules)
+}
+
+// distCheck validates a distribution: a known name, only the parameters it reads, and
+// parameters that define it.
+func (v *validator) distCheck(path string, s dist.Spec) bool {
+	if s.Dist != "" && !slices.Contains(dist.Names(), s.Dist) {
+		v.add(path+".dist", didYouMean(s.Dist, dist.Names()), "unknown distribution %q", s.Dist)
+		return false
+	}
+	reads := distParams(s.Dist)
+	name := s.Dist
+	if name == "" {
+		name = "constant"
+	}
+	ok := true
+	for _, p := range []struct {
+		k string
+		v float64
+	}{{"value", s.Value}, {"min", s.Min}, {"max", s.Max}, {"mean", s.Mean}, {"median", s.Median},
+		{"sigma", s.Sigma}, {"alpha", s.Alpha}, {"s", s.S}} {
+		if p.v != 0 && !slices.Contains(reads, p.k) {
+			v.add(path+"."+p.k, "remove it; dist "+name+" reads "+strings.Join(reads, ", ")+distNeeds(name),
+				"%s does not apply to dist %s", p.k, name)
+			ok = false
+		}
+	}
+	if !ok {
+		return false
+	}
+	if err := s.Validate(); err != nil {
+		v.add(path, "dist "+name+distNeeds(name), "%v", err)
+		return false
+	}
+	return true
+}
+
+// distNeeds says what a distribution's parameters must satisfy.
+func distNeeds(name string) string {
+	switch name {
+	case "constant":
+		return " (needs value >= 0)"
+	case "uniform":
+		return " (needs 0 <= min <= max)"
+	case "exp":
+		return " (needs mean > 0; min and max clamp)"
+	case "normal":
+		return " (needs sigma >= 0; min and max clamp)"
+	case "lognormal":
+		return " (needs median > 0, sigma >= 0; min and max clamp)"
+	case "pareto":
+		return " (needs min > 0, alpha > 0)"
+	case "zipf":
+		return " (needs s > 1, max >= 1)"
+	}
+	return ""
+}
+
+// countDist validates a distribution of counts whose constant value must be >= lo.
+func (v *validator) countDist(path string, s dist.Spec, lo int) {
+	if !v.distCheck(path, s) {
+		return
+	}
+	if (s.Dist == "constant" || s.Dist == "") && s.Value < float64(lo) {
+		v.add(path, fmt.Sprintf("use a value >= %d", lo), "constant %g is below %d", s.Value, lo)
+	}
+}
+
+func (v *validator) churn(i int) {
+	s := v.s
+	c := s.Churn[i]
+	p := "churn[" + itoa(i) + "]"
+	if c.Kind == "" {
+		v.add(p+".kind", "add kind: one of "+strings.Join(ChurnKinds(), ", "), "kind is required")
+		return
+	}
+	if !slices.Contains(ChurnKinds(), c.Kind) {
+		v.add(p+".kind", didYouMean(c.Kind, ChurnKinds()), "unknown churn kind %q", c.Kind)
+		return
+	}
+	// Timing.
+	timings := 0
+	if c.Rate != 0 {
+		timings++
+	}
+	if c.Every != 0 {
+		timings++
+	}
+	if len(c.At) > 0 {
+		timings++
+	}
+	if c.Kind == KindReplay {
+		if timings > 0 {
+			v.add(p, "remove rate/every/at; a replay takes its timing from the trace", "replay has its own timing")
+		}
+	} else if timings != 1 {
+		fix := `give exactly one of rate ("20/s"), every ("30s") or at ([10s, 20s])`
+		if timings == 0 {
+			v.add(p, fix, "%s has no timing", c.Kind)
+		} else {
+			v.add(p, fix, "%s has more than one timing", c.Kind)
+		}
+	}
+	if c.Rate < 0 {
+		v.add(p+".rate", `use a rate > 0 such as "20/s"`, "negative rate %s", c.Rate)
+	}
+	v.nonNegDur(p+".every", c.Every)
+	for j, at := range c.At {
+		ap := p + ".at[" + itoa(j) + "]"
+		v.nonNegDur(ap, at)
+		if at > s.Duration && s.Duration > 0 {
+			v.add(ap, "use an offset within duration ("+s.Duration.String()+") or raise duration",
+				"offset %s is after the end of the measure phase", at)
+		}
+	}
+	v.nonNegDur(p+".start", c.Start)
+	v.nonNegDur(p+".stop", c.Stop)
+	if c.Stop != 0 && c.Stop <= c.Start {
+		v.add(p+".stop", "make stop later than start ("+c.Start.String()+"), or 0 to run to the end", "stop %s is not after start", c.Stop)
+	}
+	if c.Start > s.Duration && s.Duration > 0 {
+		v.add(p+".start", "start within duration ("+s.Duration.String()+")", "start %s is after the end of the measure phase", c.Start)
+	}
+	// Kind-specific fields.
+	notFor := func(field string, set bool, kind string) {
+		if set && c.Kind != kind {
+			v.add(p+"."+field, "remove it; "+field+" applies to kind "+kind+" only", "%s does not apply to kind %s", field, c.Kind)
+		}
+	}
+	notFor("delta", c.Delta != nil, KindScale)
+	notFor("services", c.Services != 0, KindRollingDeploy)
+	notFor("window", c.Window != 0, KindRollingDeploy)
+	notFor("target", c.Target != "", KindConfigChange)
+	notFor("fraction", c.Fraction != 0, KindZoneFailure)
+	notFor("file", c.File != "", KindReplay)
+	switch c.Kind {
+	case KindScale:
+		if c.Delta != nil {
+			v.countDist(p+".delta", *c.Delta, 0)
+		}
+	case KindRollingDeploy:
+		v.atLeast(p+".services", c.Services, 1)
+		v.nonNegDur(p+".window", c.Window)
+	case KindConfigChange:
+		switch c.Target {
+		case TargetVirtualService:
+			if s.Topology.VirtualServices == 0 {
+				v.add(p+".target", "set topology.virtualServices > 0, or target destinationrule", "there are no VirtualServices to change")
+			}
+		case TargetDestinationRule:
+			if s.Topology.DestinationRules == 0 {
+				v.add(p+".target", "set topology.destinationRules > 0, or target virtualservice", "there are no DestinationRules to change")
+			}
+		default:
+			v.add(p+".target", didYouMean(c.Target, []string{TargetVirtualService, TargetDestinationRule}), "unknown target %q", c.Target)
+		}
+	case KindZoneFailure:
+		if c.Fraction <= 0 || c.Fraction > 1 {
+			v.add(p+".fraction", "use a fraction in (0, 1]", "must be within (0, 1], got %g", c.Fraction)
+		}
+	case KindReplay:
+		if c.File == "" {
+			v.add(p+".file", "add file: trace.jsonl (an event log written by xdslab sim --events)", "replay needs a file")
+		}
+	}
+}
+
+func (v *validator) clients() {
+	s := v.s
+	if len(s.Clients) == 0 {
+		v.add("clients", "add a group such as: clients: [{name: sidecars, count: 100}]", "at least one client group is required")
+		return
+	}
+	seen := map[string]int{}
+	for i, c := range s.Clients {
+		p := "clients[" + itoa(i) + "]"
+		if j, dup := seen[c.Name]; dup {
+			v.add(p+".name", fmt.Sprintf("rename one; clients[%d] has the same name", j), "duplicate group name %q", c.Name)
+		}
+		seen[c.Name] = i
+		if len(c.Name) > 63 || !nameRE.MatchString(c.Name) {
+			v.add(p+".name", "use lower-case letters, digits and '-', e.g. "+strconv.Quote(suggestName(c.Name)), "invalid group name %q", c.Name)
+		}
+		v.atLeast(p+".count", c.Count, 1)
+		if c.XDS != XDSSotW && c.XDS != XDSDelta {
+			v.add(p+".xds", didYouMean(c.XDS, []string{XDSSotW, XDSDelta}), "unknown xds variant %q", c.XDS)
+		}
+		if types := []string{TypeSidecar, TypeRouter, TypeGRPC}; !slices.Contains(types, c.Type) {
+			v.add(p+".type", didYouMean(c.Type, types), "unknown client type %q", c.Type)
+		}
+		if c.Ramp < 0 {
+			v.add(p+".ramp", `use a rate >= 0 such as "200/s" (0 connects all at once)`, "negative rate %s", c.Ramp)
+		}
+		v.atLeast(p+".namespaces", c.Namespaces, 0)
+		if c.Namespaces > s.Topology.Namespaces && s.Topology.Namespaces > 0 {
+			v.add(p+".namespaces", fmt.Sprintf("use at most topology.namespaces (%d), or 0 for all", s.Topology.Namespaces),
+				"%d namespaces is more than the topology has", c.Namespaces)
+		}
+		v.distCheck(p+".ackDelay", c.AckDelay.Spec())
+		v.fraction(p+".nack.probability", c.Nack.Probability)
+		v.atLeast(p+".nack.everyN", c.Nack.EveryN, 0)
+		if c.Nack.Pattern != "" {
+			if _, err := regexp.Compile(c.Nack.Pattern); err != nil {
+				v.add(p+".nack.pattern", "write an RE2 regular expression (quote it in YAML), e.g. 'outbound\\|8080\\|.*'", "invalid pattern: %v", err)
+			}
+		}
+		v.atLeast(p+".disconnectAfter", c.DisconnectAfter, 0)
+		v.nonNegDur(p+".initialFetchTimeout", c.InitialFetchTimeout)
+		v.nonNegDur(p+".churn.every", c.Churn.Every)
+		v.fraction(p+".churn.jitter", c.Churn.Jitter)
+	}
+}
+
+func (v *validator) thresholds() {
+	keys := make([]string, 0, len(v.s.Thresholds))
+	for k := range v.s.Thresholds {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := "thresholds." + k
+		if err := checkMetricSelector(k); err != nil {
+			v.add(p, `write a metric name, optionally with tags: xdslab_fleet_nacks_total{type:cds}`, "%v", err)
+			continue
+		}
+		name := MetricName(k)
+		for i, th := range v.s.Thresholds[k] {
+			tp := p + "[" + itoa(i) + "]"
+			if th.Op == "" { // built in Go without ParseThreshold
+				parsed, err := ParseThreshold(th.Source)
+				if err != nil {
+					v.add(tp, thresholdFix(err), "invalid threshold %q: %v", th.Source, err)
+					continue
+				}
+				th = parsed
+			}
+			// Naming conventions tell counters and units apart (DESIGN.md: _total counters,
+			// base units _seconds and _bytes).
+			if strings.HasSuffix(name, "_total") && th.Agg != "count" && th.Agg != "rate" {
+				v.add(tp, "a counter has count and rate, e.g. 'count==0' or 'rate<5'", "%s is a counter; %s does not apply", name, th.Key())
+			}
+			if th.Unit == "time" && !strings.HasSuffix(name, "_seconds") {
+				v.add(tp, "write a plain number, or use a time unit only on a _seconds metric", "%q has a time unit but %s is not in seconds", th.Source, name)
+			}
+			if th.Unit == "size" && !strings.HasSuffix(name, "_bytes") && !strings.HasSuffix(name, "_bytes_total") {
+				v.add(tp, "write a plain number, or use a size unit only on a _bytes metric", "%q has a size unit but %s is not in bytes", th.Source, name)
+			}
+		}
+	}
+}
+
+// suggestName turns s into a valid name.
+func suggestName(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
+				b.WriteByte('-')
+			}
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) > 63 {
+		out = strings.Trim(out[:63], "-")
+	}
+	if out == "" {
+		out = "my-scenario"
+	}
+	return out
+}
+
+// sortErrors orders errors by position (unpositioned last), stable.
+func sortErrors(es Errors) {
+	sort.SliceStable(es, func(i, j int) bool {
+		a, b := es[i], es[j]
+		if (a.Line == 0) != (b.Line == 0) {
+			return a.Line != 0
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+}

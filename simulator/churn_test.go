@@ -1,0 +1,278 @@
+package simulator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/probe"
+)
+
+// drain runs the simulator to the end without a runner.
+func drain(t testing.TB, sim *Simulator) []Event {
+	t.Helper()
+	var out []Event
+	for {
+		ev, ok, err := sim.Next()
+		require.NoError(t, err)
+		if !ok {
+			return out
+		}
+		out = append(out, ev)
+	}
+}
+
+// checkEvents applies events to a store built from initial, and checks each expectation against
+// the reference view: it did not hold before the event, it holds after, and it reaches the
+// service's own namespace under sidecar scoping.
+func checkEvents(t *testing.T, initial []model.Config, events []Event, scoped bool) store {
+	t.Helper()
+	st := newStore(initial)
+	for _, ev := range events {
+		if ev.Skip != "" {
+			continue
+		}
+		require.NoError(t, ev.Expectation.Validate(), "event %d", ev.ID)
+		require.Equal(t, ev.ID, ev.Expectation.EventID)
+		require.Equal(t, string(ev.Kind), ev.Expectation.Kind)
+		require.False(t, ev.Expectation.Holds(buildView(st)), "event %d (%s %s) expectation already held before it: %v", ev.ID, ev.Kind, ev.Phase, ev.Expectation.All)
+		st.apply(t, ev)
+		after := buildView(st)
+		for _, p := range ev.Expectation.All {
+			require.True(t, p.Holds(after), "event %d (%s %s): %s does not hold after applying it", ev.ID, ev.Kind, ev.Phase, p)
+		}
+		if scoped {
+			for _, c := range ev.Upserts {
+				require.Contains(t, ev.Expectation.Reach.Namespaces, c.Namespace, "event %d reach", ev.ID)
+			}
+		} else {
+			require.Empty(t, ev.Expectation.Reach.Namespaces)
+		}
+	}
+	return st
+}
+
+func requireSameObjects(t *testing.T, want []model.Config, got store) {
+	t.Helper()
+	w := newStore(want)
+	require.Len(t, got, len(w))
+	for k, c := range w {
+		g, ok := got[k]
+		require.True(t, ok, "missing %s", k)
+		require.True(t, proto.Equal(c.Spec, g.Spec), "%s differs:\nwant %v\ngot  %v", k, c.Spec, g.Spec)
+		require.Equal(t, c.Labels, g.Labels, "%s labels", k)
+	}
+}
+
+func TestExpectationsMatchState(t *testing.T) {
+	for _, ch := range kindCases() {
+		for _, mode := range []struct {
+			name           string
+			workloadEntrys bool
+			scoped         bool
+		}{{"inline", false, false}, {"workloadentries", true, false}, {"scoped", false, true}} {
+			name := string(ch.Kind)
+			if ch.Target != "" {
+				name += "-" + ch.Target
+			}
+			t.Run(name+"/"+mode.name, func(t *testing.T) {
+				cfg := Config{Seed: 7, Duration: 30 * time.Second, Topology: smallTopology(), Churn: []Churn{ch}}
+				cfg.Topology.WorkloadEntries = mode.workloadEntrys
+				cfg.Topology.SidecarScoping = mode.scoped
+				sim, err := New(cfg)
+				require.NoError(t, err)
+				events := drain(t, sim)
+				phases := map[string]int{}
+				for _, ev := range events {
+					if ev.Skip == "" {
+						require.Equal(t, ch.Kind, ev.Kind)
+						phases[ev.Phase]++
+					}
+				}
+				require.NotEmpty(t, phases, "no events")
+				switch ch.Kind {
+				case EndpointFlap, ZoneFailure:
+					require.Positive(t, phases["remove"])
+					require.Positive(t, phases["restore"])
+				case RollingDeploy:
+					require.Greater(t, phases["step"], 5)
+				}
+				st := checkEvents(t, sim.Initial(), events, mode.scoped)
+				// The events produced exactly the simulator's state.
+				requireSameObjects(t, sim.Current(), st)
+			})
+		}
+	}
+}
+
+func TestMixedChurnMatchesState(t *testing.T) {
+	cfg := mixedConfig(3)
+	cfg.Duration = time.Minute
+	sim, err := New(cfg)
+	require.NoError(t, err)
+	events := drain(t, sim)
+	require.Greater(t, len(events), 100)
+	st := checkEvents(t, sim.Initial(), events, false)
+	requireSameObjects(t, sim.Current(), st)
+	// IDs are dense and timeline order holds.
+	var id uint64
+	var last time.Duration
+	for _, ev := range events {
+		require.GreaterOrEqual(t, ev.Scheduled, last)
+		last = ev.Scheduled
+		if ev.Skip == "" {
+			id++
+			require.Equal(t, id, ev.ID)
+		}
+	}
+}
+
+func addressesOf(c model.Config) []string {
+	switch spec := c.Spec.(type) {
+	case *networking.ServiceEntry:
+		var out []string
+		for _, e := range spec.Endpoints {
+			out = append(out, e.Address)
+		}
+		return out
+	case *networking.WorkloadEntry:
+		return []string{spec.Address}
+	}
+	return nil
+}
+
+// Every endpoint address is unique in the initial topology, and an event adds an address that
+// was never used before (except a restore, which brings the same endpoint back).
+func TestAddressesUnique(t *testing.T) {
+	for _, wes := range []bool{false, true} {
+		cfg := mixedConfig(11)
+		cfg.Topology.WorkloadEntries = wes
+		sim, err := New(cfg)
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		for _, c := range sim.Initial() {
+			for _, a := range addressesOf(c) {
+				require.False(t, seen[a], "address %s used twice", a)
+				seen[a] = true
+			}
+		}
+		fresh := 0
+		for _, ev := range drain(t, sim) {
+			added := map[string]bool{}
+			for _, p := range ev.Expectation.All {
+				if p.Op == probe.EndpointPresent && ev.Phase != "restore" && !added[p.Address] {
+					require.False(t, seen[p.Address], "event %d (%s) reuses address %s", ev.ID, ev.Kind, p.Address)
+					added[p.Address] = true
+					fresh++
+				}
+			}
+			for a := range added {
+				seen[a] = true
+			}
+		}
+		require.Positive(t, fresh)
+	}
+}
+
+func TestReplayReemitsTrace(t *testing.T) {
+	cfg := mixedConfig(5)
+	sim, err := New(cfg)
+	require.NoError(t, err)
+	var log bytes.Buffer
+	el := NewEventLog(&log)
+	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: SinkFuncs{}, Recorders: []Sink{el}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, r.Init(ctx))
+	stats, err := r.Run(ctx)
+	require.NoError(t, err)
+	require.NoError(t, el.Close())
+	require.Equal(t, stats.Events, el.Events)
+	orig, err := ParseTrace(bytes.NewReader(log.Bytes()), "orig")
+	require.NoError(t, err)
+	require.Len(t, orig, stats.Events)
+
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	require.NoError(t, os.WriteFile(path, log.Bytes(), 0o644))
+	rcfg := cfg
+	rcfg.Churn = []Churn{{Kind: Replay, File: path}}
+	rsim, err := New(rcfg)
+	require.NoError(t, err)
+	events := drain(t, rsim)
+	require.Len(t, events, len(orig))
+	for i, ev := range events {
+		o := orig[i]
+		require.Equal(t, o.Kind, ev.Kind)
+		require.Equal(t, o.Phase, ev.Phase)
+		require.Equal(t, o.Scheduled, ev.Scheduled)
+		require.Equal(t, o.Expectation.All, ev.Expectation.All)
+		require.Equal(t, o.Deletes, ev.Deletes)
+		require.Len(t, ev.Upserts, len(o.Upserts))
+	}
+	// Replayed on the same topology, the events are consistent with the state they produce.
+	checkEvents(t, rsim.Initial(), events, false)
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := mixedConfig(1)
+	require.NoError(t, ok.Validate())
+	cases := []struct {
+		name string
+		mut  func(*Config)
+		want string
+	}{
+		{"no duration", func(c *Config) { c.Duration = 0 }, "duration must be > 0"},
+		{"no namespaces", func(c *Config) { c.Topology.Namespaces = 0 }, "topology.namespaces"},
+		{"bad protocols", func(c *Config) { c.Topology.Protocols = Protocols{HTTP: -1} }, "topology.protocols"},
+		{"bad endpoints dist", func(c *Config) { c.Topology.EndpointsPerService.Dist = "gauss" }, "topology.endpointsPerService"},
+		{"fraction", func(c *Config) { c.Topology.VirtualServices = 2 }, "topology.virtualServices"},
+		{"unknown kind", func(c *Config) { c.Churn[0].Kind = "flap" }, `churn[0] (flap): unknown kind`},
+		{"two timings", func(c *Config) { c.Churn[0].Every = time.Second }, "exactly one of rate"},
+		{"no timing", func(c *Config) { c.Churn[0].Rate = 0 }, "exactly one of rate"},
+		{"negative rate", func(c *Config) { c.Churn[0].Rate = -1 }, "rate must be > 0"},
+		{"stop before start", func(c *Config) { c.Churn[0].Start, c.Churn[0].Stop = 5*time.Second, time.Second }, "start < stop"},
+		{"bad target", func(c *Config) { c.Churn[5].Target = "gateway" }, "target must be"},
+		{"sa pool", func(c *Config) { c.Topology.ServiceAccountsPerNamespace = 1 }, "serviceAccountsPerNamespace >= 2"},
+		{"zone fraction", func(c *Config) { c.Churn[8].Fraction = 1.5 }, "fraction must be in (0,1]"},
+		{"replay timing", func(c *Config) { c.Churn = []Churn{{Kind: Replay, File: "x", Rate: 1}} }, "replay takes its timing"},
+		{"replay file", func(c *Config) { c.Churn = []Churn{{Kind: Replay}} }, "replay needs file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mixedConfig(1)
+			c.Churn = slices.Clone(c.Churn)
+			tc.mut(&c)
+			err := c.Validate()
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+			_, err = New(c)
+			require.Error(t, err)
+		})
+	}
+}
+
+func TestSameSeedSameEvents(t *testing.T) {
+	render := func(seed uint64) string {
+		sim, err := New(mixedConfig(seed))
+		require.NoError(t, err)
+		var b bytes.Buffer
+		for _, ev := range drain(t, sim) {
+			line, err := encodeEvent(ev)
+			require.NoError(t, err)
+			fmt.Fprintf(&b, "%s %s\n", ev.Skip, line)
+		}
+		return b.String()
+	}
+	require.Equal(t, render(9), render(9))
+	require.NotEqual(t, render(9), render(10))
+}

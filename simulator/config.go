@@ -1,0 +1,356 @@
+package simulator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xdslab/xdslab/internal/dist"
+)
+
+// Config is everything the simulator needs. Field names mirror the scenario file's topology and
+// churn sections; the scenario runner maps a scenario onto it.
+type Config struct {
+	// Seed makes every name, value and arrival time reproducible.
+	Seed uint64
+	// Duration is how long churn runs; events scheduled at or after it are not emitted.
+	Duration time.Duration
+	Topology Topology
+	Churn    []Churn
+	// MaxPredicates caps the predicates of one event's expectation (default 64). Events that
+	// touch more endpoints than that keep their endpoint-count predicates and an evenly spaced
+	// sample of the per-endpoint ones.
+	MaxPredicates int
+}
+
+// Topology describes the synthetic mesh.
+type Topology struct {
+	// Namespaces ns-0 … ns-(N-1); services are spread over them round-robin.
+	Namespaces int
+	// Services svc-0 … svc-(N-1), hosts svc-N.ns-M.svc.cluster.local.
+	Services int
+	// Protocols weighs the protocol of each port.
+	Protocols Protocols
+	// PortsPerService is drawn per service (at least 1, at most 16).
+	PortsPerService dist.Spec
+	// EndpointsPerService is drawn per service (at least 0).
+	EndpointsPerService dist.Spec
+	// Localities: each endpoint gets a uniformly drawn region/zone.
+	Localities Localities
+	// Versions v1 … vN: each endpoint gets a uniformly drawn version label (DestinationRule
+	// subsets are by version).
+	Versions int
+	// ServiceAccountsPerNamespace sa-0 … sa-(N-1): each service runs as one of them.
+	ServiceAccountsPerNamespace int
+	// VirtualServices is the fraction of services with a VirtualService (weighted subset split
+	// and a timeout on every HTTP/gRPC port). Services with one also get a DestinationRule.
+	VirtualServices float64
+	// DestinationRules is the fraction of services with a DestinationRule (subsets by version,
+	// a simple lb policy, outlier detection).
+	DestinationRules float64
+	// SidecarScoping adds a Sidecar "default" per namespace whose egress imports the namespace
+	// itself and SidecarImports others; events then reach only the importing namespaces.
+	SidecarScoping bool
+	// SidecarImports is how many other namespaces each Sidecar imports (default 2).
+	SidecarImports int
+	// WorkloadEntries represents endpoints as one WorkloadEntry each, selected by the
+	// ServiceEntry's workloadSelector, instead of inline ServiceEntry endpoints.
+	WorkloadEntries bool
+}
+
+// Protocols are relative weights; they need not sum to 1.
+type Protocols struct {
+	HTTP, GRPC, TCP float64
+}
+
+// Localities is the region/zone grid.
+type Localities struct {
+	Regions, ZonesPerRegion int
+}
+
+// ChurnKind names a churn process.
+type ChurnKind string
+
+// The churn kinds.
+const (
+	// EndpointFlap removes one endpoint and re-adds it (same address) after Down.
+	EndpointFlap ChurnKind = "endpoint-flap"
+	// Scale adds or removes Delta endpoints (direction drawn 50/50) of Services services.
+	Scale ChurnKind = "scale"
+	// RollingDeploy replaces every endpoint of Services services with new addresses, one at a
+	// time, evenly over Window.
+	RollingDeploy ChurnKind = "rolling-deploy"
+	// ServiceCreate creates Services new services with their endpoints and routing config.
+	ServiceCreate ChurnKind = "service-create"
+	// ServiceDelete deletes Services services and everything that belongs to them.
+	ServiceDelete ChurnKind = "service-delete"
+	// ConfigChange changes the VirtualService weights (Target virtualservice) or the
+	// DestinationRule lb policy (Target destinationrule) of Services services, creating the
+	// object when the service has none.
+	ConfigChange ChurnKind = "config-change"
+	// ServiceAccountChange moves Services services to another service account: their endpoints
+	// are re-created with new addresses, as a Kubernetes rollout would.
+	ServiceAccountChange ChurnKind = "service-account-change"
+	// ZoneFailure removes Fraction of one zone's endpoints at once; with Down > 0 they come
+	// back after Down.
+	ZoneFailure ChurnKind = "zone-failure"
+	// Replay re-emits the events of a JSON-lines trace (the EventLog format) read from File.
+	Replay ChurnKind = "replay"
+)
+
+var churnKinds = []ChurnKind{EndpointFlap, Scale, RollingDeploy, ServiceCreate, ServiceDelete,
+	ConfigChange, ServiceAccountChange, ZoneFailure, Replay}
+
+// ChurnKinds returns every churn kind in a stable order.
+func ChurnKinds() []ChurnKind { return append([]ChurnKind(nil), churnKinds...) }
+
+// Config-change targets.
+const (
+	TargetVirtualService  = "virtualservice"
+	TargetDestinationRule = "destinationrule"
+)
+
+// Churn is one open-model arrival process. Exactly one of Rate, Every and At sets the timing
+// (Replay takes its timing from the trace and sets none).
+type Churn struct {
+	Kind ChurnKind
+	// Target of a config-change: virtualservice or destinationrule.
+	Target string
+	// Rate is a Poisson arrival rate in events per second.
+	Rate float64
+	// Every is a fixed interval; the first arrival is at Start+Every.
+	Every time.Duration
+	// At lists absolute offsets from the start of churn.
+	At []time.Duration
+	// Start and Stop bound the process (Stop 0 means the end of the run).
+	Start, Stop time.Duration
+	// Services is how many services one event touches (default 1; scale, rolling-deploy,
+	// service-create, service-delete, config-change, service-account-change).
+	Services int
+	// Window is the length of a rolling deploy (default 10s).
+	Window time.Duration
+	// Delta is the size of a scale step (default constant 1; at least 1).
+	Delta dist.Spec
+	// Fraction of the zone's endpoints a zone failure removes (default 0.5).
+	Fraction float64
+	// Down is how long a flapped endpoint stays away (default 1s), or how long a failed zone
+	// stays down (default 0: it does not come back).
+	Down time.Duration
+	// File is the trace a replay reads.
+	File string
+}
+
+// DefaultConfig returns a small, valid configuration: 10 namespaces, 100 services with about 8
+// endpoints each, light endpoint churn for a minute.
+func DefaultConfig() Config {
+	return Config{
+		Seed:     1,
+		Duration: time.Minute,
+		Topology: DefaultTopology(),
+		Churn: []Churn{
+			{Kind: EndpointFlap, Rate: 5, Down: time.Second},
+		},
+		MaxPredicates: 64,
+	}
+}
+
+// DefaultTopology returns the topology defaults.
+func DefaultTopology() Topology {
+	return Topology{
+		Namespaces:                  10,
+		Services:                    100,
+		Protocols:                   Protocols{HTTP: 0.6, GRPC: 0.2, TCP: 0.2},
+		PortsPerService:             dist.Constant(1),
+		EndpointsPerService:         dist.Spec{Dist: "lognormal", Median: 8, Sigma: 0.6},
+		Localities:                  Localities{Regions: 2, ZonesPerRegion: 3},
+		Versions:                    2,
+		ServiceAccountsPerNamespace: 3,
+		VirtualServices:             0.2,
+		DestinationRules:            0.3,
+		SidecarImports:              2,
+	}
+}
+
+// withDefaults fills zero values that have a documented default.
+func (c Config) withDefaults() Config {
+	if c.MaxPredicates == 0 {
+		c.MaxPredicates = 64
+	}
+	t := &c.Topology
+	if t.Protocols == (Protocols{}) {
+		t.Protocols = Protocols{HTTP: 1}
+	}
+	if t.PortsPerService.Dist == "" && t.PortsPerService.Value == 0 {
+		t.PortsPerService = dist.Constant(1)
+	}
+	if t.Localities.Regions == 0 {
+		t.Localities.Regions = 1
+	}
+	if t.Localities.ZonesPerRegion == 0 {
+		t.Localities.ZonesPerRegion = 1
+	}
+	if t.Versions == 0 {
+		t.Versions = 1
+	}
+	if t.ServiceAccountsPerNamespace == 0 {
+		t.ServiceAccountsPerNamespace = 1
+	}
+	churn := make([]Churn, len(c.Churn))
+	for i, ch := range c.Churn {
+		if ch.Services == 0 {
+			ch.Services = 1
+		}
+		if ch.Kind == RollingDeploy && ch.Window == 0 {
+			ch.Window = 10 * time.Second
+		}
+		if ch.Kind == Scale && ch.Delta.Dist == "" && ch.Delta.Value == 0 {
+			ch.Delta = dist.Constant(1)
+		}
+		if ch.Kind == ZoneFailure && ch.Fraction == 0 {
+			ch.Fraction = 0.5
+		}
+		if ch.Kind == EndpointFlap && ch.Down == 0 {
+			ch.Down = time.Second
+		}
+		churn[i] = ch
+	}
+	c.Churn = churn
+	return c
+}
+
+// Validate reports every problem with the configuration (after defaults), each naming the field
+// and the fix.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Duration <= 0 {
+		bad("duration must be > 0, got %v", c.Duration)
+	}
+	if c.MaxPredicates < 1 {
+		bad("maxPredicates must be >= 1, got %d", c.MaxPredicates)
+	}
+	t := c.Topology
+	if t.Namespaces < 1 {
+		bad("topology.namespaces must be >= 1, got %d", t.Namespaces)
+	}
+	if t.Services < 0 {
+		bad("topology.services must be >= 0, got %d", t.Services)
+	}
+	p := t.Protocols
+	if p.HTTP < 0 || p.GRPC < 0 || p.TCP < 0 || p.HTTP+p.GRPC+p.TCP <= 0 {
+		bad("topology.protocols: weights must be >= 0 with a positive sum, got http %g grpc %g tcp %g", p.HTTP, p.GRPC, p.TCP)
+	}
+	if err := t.PortsPerService.Validate(); err != nil {
+		bad("topology.portsPerService: %w", err)
+	}
+	if err := t.EndpointsPerService.Validate(); err != nil {
+		bad("topology.endpointsPerService: %w", err)
+	}
+	if t.Localities.Regions < 1 || t.Localities.ZonesPerRegion < 1 {
+		bad("topology.localities: regions and zonesPerRegion must be >= 1, got %d and %d", t.Localities.Regions, t.Localities.ZonesPerRegion)
+	}
+	if t.Versions < 1 || t.Versions > 100 {
+		bad("topology.versions must be in 1..100, got %d", t.Versions)
+	}
+	if t.ServiceAccountsPerNamespace < 1 {
+		bad("topology.serviceAccountsPerNamespace must be >= 1, got %d", t.ServiceAccountsPerNamespace)
+	}
+	if t.VirtualServices < 0 || t.VirtualServices > 1 {
+		bad("topology.virtualServices is a fraction in [0,1], got %g", t.VirtualServices)
+	}
+	if t.DestinationRules < 0 || t.DestinationRules > 1 {
+		bad("topology.destinationRules is a fraction in [0,1], got %g", t.DestinationRules)
+	}
+	if t.SidecarImports < 0 {
+		bad("topology.sidecarImports must be >= 0, got %d", t.SidecarImports)
+	}
+	for i, ch := range c.Churn {
+		if err := ch.validate(t); err != nil {
+			bad("churn[%d] (%s): %w", i, ch.Kind, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (ch Churn) validate(t Topology) error {
+	known := false
+	for _, k := range churnKinds {
+		known = known || k == ch.Kind
+	}
+	if !known {
+		return fmt.Errorf("unknown kind %q: use one of %v", ch.Kind, churnKinds)
+	}
+	timings := 0
+	if ch.Rate != 0 {
+		timings++
+	}
+	if ch.Every != 0 {
+		timings++
+	}
+	if len(ch.At) > 0 {
+		timings++
+	}
+	if ch.Kind == Replay {
+		if timings != 0 {
+			return errors.New("replay takes its timing from the trace: remove rate/every/at")
+		}
+		if ch.File == "" {
+			return errors.New("replay needs file: the JSON-lines trace to re-emit")
+		}
+	} else if timings != 1 {
+		return errors.New("set exactly one of rate (events/s), every (interval) or at (offsets)")
+	}
+	if ch.Rate < 0 {
+		return fmt.Errorf("rate must be > 0 events/s, got %g", ch.Rate)
+	}
+	if ch.Every < 0 {
+		return fmt.Errorf("every must be > 0, got %v", ch.Every)
+	}
+	for _, a := range ch.At {
+		if a < 0 {
+			return fmt.Errorf("at offsets must be >= 0, got %v", a)
+		}
+	}
+	if ch.Start < 0 || ch.Stop < 0 || (ch.Stop != 0 && ch.Stop <= ch.Start) {
+		return fmt.Errorf("need 0 <= start < stop (stop 0 = end of run), got start %v stop %v", ch.Start, ch.Stop)
+	}
+	if ch.Services < 1 {
+		return fmt.Errorf("services must be >= 1, got %d", ch.Services)
+	}
+	if ch.Down < 0 {
+		return fmt.Errorf("down must be >= 0, got %v", ch.Down)
+	}
+	switch ch.Kind {
+	case ConfigChange:
+		if ch.Target != TargetVirtualService && ch.Target != TargetDestinationRule {
+			return fmt.Errorf("target must be %q or %q, got %q", TargetVirtualService, TargetDestinationRule, ch.Target)
+		}
+		if ch.Target == TargetVirtualService && t.Protocols.HTTP+t.Protocols.GRPC <= 0 {
+			return errors.New("target virtualservice needs HTTP or gRPC ports: give topology.protocols.http or grpc a weight")
+		}
+	case RollingDeploy:
+		if ch.Window <= 0 {
+			return fmt.Errorf("window must be > 0, got %v", ch.Window)
+		}
+	case Scale:
+		if err := ch.Delta.Validate(); err != nil {
+			return fmt.Errorf("delta: %w", err)
+		}
+	case ZoneFailure:
+		if ch.Fraction <= 0 || ch.Fraction > 1 {
+			return fmt.Errorf("fraction must be in (0,1], got %g", ch.Fraction)
+		}
+	case ServiceAccountChange:
+		if t.ServiceAccountsPerNamespace < 2 {
+			return errors.New("needs topology.serviceAccountsPerNamespace >= 2 (an account to change to)")
+		}
+	}
+	if ch.Target != "" && ch.Kind != ConfigChange {
+		return errors.New("target applies only to config-change")
+	}
+	if ch.File != "" && ch.Kind != Replay {
+		return errors.New("file applies only to replay")
+	}
+	return nil
+}

@@ -1,0 +1,449 @@
+package simulator
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/dist"
+)
+
+// ServiceLabel is the metadata label every object that belongs to a service carries (its
+// ServiceEntry, WorkloadEntries, VirtualService, DestinationRule); DirSink groups files by it.
+const ServiceLabel = "xdslab.io/service"
+
+// protocol port bases: ports are named "<proto>-<number>" so that Istio infers the protocol.
+var protoInfo = [...]struct {
+	name, istio string
+	base        uint32
+}{
+	{"http", "HTTP", 8080},
+	{"grpc", "GRPC", 9090},
+	{"tcp", "TCP", 3306},
+}
+
+const maxPortsPerService = 16
+
+type port struct {
+	number uint32
+	proto  int // index into protoInfo
+}
+
+func (p port) name() string       { return fmt.Sprintf("%s-%d", protoInfo[p.proto].name, p.number) }
+func (p port) isHTTP() bool       { return p.proto != 2 }
+func (p port) istioProto() string { return protoInfo[p.proto].istio }
+
+type endpoint struct {
+	addr    string
+	region  int
+	zone    int
+	version int // 1-based
+	sa      string
+	gen     int // the service epoch that created it
+}
+
+func (e *endpoint) locality() string {
+	return fmt.Sprintf("region-%d/zone-%d-%d", e.region, e.region, e.zone)
+}
+
+type vsState struct {
+	weights []int32 // per version, sum 100
+	timeout time.Duration
+}
+
+type drState struct {
+	lb            networking.LoadBalancerSettings_SimpleLB
+	consecutive5x uint32
+}
+
+type service struct {
+	name, ns  string
+	ports     []port
+	sa        string
+	endpoints []*endpoint
+	// epoch changes when every endpoint is being replaced (rolling deploy, service-account
+	// change); pending restores of an older epoch are dropped.
+	epoch int
+	vs    *vsState
+	dr    *drState
+	// deleted marks a service removed from the mesh (pending actions on it are dropped).
+	deleted bool
+}
+
+func (s *service) host() string { return fmt.Sprintf("%s.%s.svc.cluster.local", s.name, s.ns) }
+
+func (s *service) hasHTTP() bool {
+	for _, p := range s.ports {
+		if p.isHTTP() {
+			return true
+		}
+	}
+	return false
+}
+
+// mesh is the simulator's model of the world; objects are rendered from it on demand and never
+// mutated once handed out.
+type mesh struct {
+	topo     Topology
+	rng      *rand.Rand
+	ports    *dist.Sampler
+	eps      *dist.Sampler
+	services []*service // creation order
+	nextSvc  int
+	nextAddr uint64
+	// imports[ns] lists the namespaces whose Sidecar imports ns (sidecar scoping only).
+	importers map[string][]string
+	sidecars  []model.Config
+}
+
+// maxAddresses is the size of 10.0.0.0/8 without .0 and .255 host octets.
+const maxAddresses = 256 * 256 * 254
+
+func (m *mesh) allocAddr() (string, error) {
+	if m.nextAddr >= maxAddresses {
+		return "", fmt.Errorf("simulator: address space 10.0.0.0/8 exhausted after %d endpoints", maxAddresses)
+	}
+	i := m.nextAddr
+	m.nextAddr++
+	return fmt.Sprintf("10.%d.%d.%d", i/(254*256), (i/254)%256, i%254+1), nil
+}
+
+func nsName(i int) string { return fmt.Sprintf("ns-%d", i) }
+
+func newMesh(t Topology, seed uint64) (*mesh, error) {
+	ports, err := dist.New(t.PortsPerService, subSeed(seed, "ports"))
+	if err != nil {
+		return nil, fmt.Errorf("topology.portsPerService: %w", err)
+	}
+	eps, err := dist.New(t.EndpointsPerService, subSeed(seed, "endpoints"))
+	if err != nil {
+		return nil, fmt.Errorf("topology.endpointsPerService: %w", err)
+	}
+	m := &mesh{topo: t, rng: newRand(subSeed(seed, "topology")), ports: ports, eps: eps}
+	if t.SidecarScoping {
+		m.buildSidecars()
+	}
+	for i := 0; i < t.Services; i++ {
+		if _, err := m.createService(nsName(i % t.Namespaces)); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *mesh) buildSidecars() {
+	n := m.topo.Namespaces
+	m.importers = map[string][]string{}
+	for i := 0; i < n; i++ {
+		ns := nsName(i)
+		hosts := []string{"./*", "istio-system/*"}
+		imported := []int{i}
+		others := m.rng.Perm(n)
+		for _, j := range others {
+			if len(imported) > m.topo.SidecarImports {
+				break
+			}
+			if j != i {
+				imported = append(imported, j)
+			}
+		}
+		slices.Sort(imported)
+		for _, j := range imported {
+			m.importers[nsName(j)] = append(m.importers[nsName(j)], ns)
+			if j != i {
+				hosts = append(hosts, nsName(j)+"/*")
+			}
+		}
+		m.sidecars = append(m.sidecars, model.Config{
+			Meta: model.Meta{Kind: model.KindSidecar, Name: "default", Namespace: ns},
+			Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: hosts}}},
+		})
+	}
+	for k := range m.importers {
+		slices.Sort(m.importers[k])
+	}
+}
+
+// pickProto draws a protocol index by weight.
+func (m *mesh) pickProto() int {
+	p := m.topo.Protocols
+	w := []float64{p.HTTP, p.GRPC, p.TCP}
+	x := m.rng.Float64() * (w[0] + w[1] + w[2])
+	for i, wi := range w {
+		if x < wi {
+			return i
+		}
+		x -= wi
+	}
+	return 2
+}
+
+func (m *mesh) newEndpoint(s *service) (*endpoint, error) {
+	addr, err := m.allocAddr()
+	if err != nil {
+		return nil, err
+	}
+	return &endpoint{
+		addr:    addr,
+		region:  m.rng.IntN(m.topo.Localities.Regions),
+		zone:    m.rng.IntN(m.topo.Localities.ZonesPerRegion),
+		version: 1 + m.rng.IntN(m.topo.Versions),
+		sa:      s.sa,
+		gen:     s.epoch,
+	}, nil
+}
+
+func (m *mesh) saName(i int) string { return fmt.Sprintf("sa-%d", i) }
+
+// createService adds a service to namespace ns with ports, endpoints and (by density) routing
+// config, drawn from the topology.
+func (m *mesh) createService(ns string) (*service, error) {
+	s := &service{name: fmt.Sprintf("svc-%d", m.nextSvc), ns: ns}
+	m.nextSvc++
+	np := min(max(m.ports.Int(), 1), maxPortsPerService)
+	var perProto [len(protoInfo)]uint32
+	for range np {
+		pr := m.pickProto()
+		s.ports = append(s.ports, port{number: protoInfo[pr].base + perProto[pr], proto: pr})
+		perProto[pr]++
+	}
+	slices.SortFunc(s.ports, func(a, b port) int { return cmp.Compare(a.number, b.number) })
+	s.sa = m.saName(m.rng.IntN(m.topo.ServiceAccountsPerNamespace))
+	ne := max(m.eps.Int(), 0)
+	for range ne {
+		e, err := m.newEndpoint(s)
+		if err != nil {
+			return nil, err
+		}
+		s.endpoints = append(s.endpoints, e)
+	}
+	u := m.rng.Float64()
+	if u < m.topo.DestinationRules || (u < m.topo.VirtualServices && s.hasHTTP()) {
+		s.dr = m.newDR()
+	}
+	if u < m.topo.VirtualServices && s.hasHTTP() {
+		s.vs = m.newVS(nil)
+	}
+	m.services = append(m.services, s)
+	return s, nil
+}
+
+var lbChoices = []networking.LoadBalancerSettings_SimpleLB{
+	networking.LoadBalancerSettings_ROUND_ROBIN,
+	networking.LoadBalancerSettings_LEAST_REQUEST,
+	networking.LoadBalancerSettings_RANDOM,
+}
+
+// envoyLbPolicy is the Envoy Cluster.LbPolicy name Istio gives a simple lb.
+func envoyLbPolicy(lb networking.LoadBalancerSettings_SimpleLB) string {
+	switch lb {
+	case networking.LoadBalancerSettings_ROUND_ROBIN:
+		return "ROUND_ROBIN"
+	case networking.LoadBalancerSettings_RANDOM:
+		return "RANDOM"
+	}
+	return "LEAST_REQUEST"
+}
+
+func (m *mesh) newDR() *drState {
+	return &drState{lb: lbChoices[m.rng.IntN(len(lbChoices))], consecutive5x: uint32(3 + m.rng.IntN(5))}
+}
+
+// newVS draws a weighted split over the versions (each weight >= 1, sum 100) that differs from
+// prev, and a timeout.
+func (m *mesh) newVS(prev *vsState) *vsState {
+	n := m.topo.Versions
+	w := make([]int32, n)
+	for {
+		left := int32(100 - n)
+		for i := range n - 1 {
+			x := int32(m.rng.IntN(int(left) + 1))
+			w[i] = 1 + x
+			left -= x
+		}
+		w[n-1] = 1 + left
+		if prev == nil || n == 1 || !slices.Equal(prev.weights, w) {
+			break
+		}
+	}
+	return &vsState{weights: w, timeout: time.Duration(1+m.rng.IntN(30)) * time.Second}
+}
+
+func (m *mesh) deleteService(s *service) {
+	s.deleted = true
+	m.services = slices.DeleteFunc(m.services, func(x *service) bool { return x == s })
+}
+
+// reach is the set of clients an event on services in nss reaches.
+func (m *mesh) reach(nss ...string) []string {
+	if m.importers == nil {
+		return nil
+	}
+	var out []string
+	for _, ns := range nss {
+		out = append(out, m.importers[ns]...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// --- rendering to Istio objects -------------------------------------------------------------
+
+func (s *service) meta(kind model.Kind, name string) model.Meta {
+	return model.Meta{Kind: kind, Name: name, Namespace: s.ns, Labels: map[string]string{ServiceLabel: s.name}}
+}
+
+func weName(s *service, e *endpoint) string {
+	b := []byte(s.name + "-" + e.addr)
+	for i, c := range b {
+		if c == '.' {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+func (s *service) weLabels(e *endpoint) map[string]string {
+	return map[string]string{"app": s.name, "version": fmt.Sprintf("v%d", e.version)}
+}
+
+func (s *service) workloadEntry(e *endpoint) *networking.WorkloadEntry {
+	return &networking.WorkloadEntry{
+		Address:        e.addr,
+		Labels:         s.weLabels(e),
+		Locality:       e.locality(),
+		ServiceAccount: e.sa,
+	}
+}
+
+func (m *mesh) serviceEntry(s *service) model.Config {
+	se := &networking.ServiceEntry{
+		Hosts:      []string{s.host()},
+		Location:   networking.ServiceEntry_MESH_INTERNAL,
+		Resolution: networking.ServiceEntry_STATIC,
+	}
+	for _, p := range s.ports {
+		se.Ports = append(se.Ports, &networking.ServicePort{Number: p.number, Protocol: p.istioProto(), Name: p.name(), TargetPort: p.number})
+	}
+	if m.topo.WorkloadEntries {
+		se.WorkloadSelector = &networking.WorkloadSelector{Labels: map[string]string{"app": s.name}}
+	} else {
+		for _, e := range s.endpoints {
+			se.Endpoints = append(se.Endpoints, s.workloadEntry(e))
+		}
+	}
+	return model.Config{Meta: s.meta(model.KindServiceEntry, s.name), Spec: se}
+}
+
+func (m *mesh) workloadEntryConfig(s *service, e *endpoint) model.Config {
+	return model.Config{Meta: s.meta(model.KindWorkloadEntry, weName(s, e)), Spec: s.workloadEntry(e)}
+}
+
+func subsetName(v int) string { return fmt.Sprintf("v%d", v) }
+
+func (m *mesh) destinationRule(s *service) model.Config {
+	dr := &networking.DestinationRule{
+		Host: s.host(),
+		TrafficPolicy: &networking.TrafficPolicy{
+			LoadBalancer: &networking.LoadBalancerSettings{
+				LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: s.dr.lb},
+			},
+			OutlierDetection: &networking.OutlierDetection{
+				Consecutive_5XxErrors: wrapperspb.UInt32(s.dr.consecutive5x),
+				Interval:              durationpb.New(10 * time.Second),
+				BaseEjectionTime:      durationpb.New(30 * time.Second),
+				MaxEjectionPercent:    50,
+			},
+		},
+	}
+	for v := 1; v <= m.topo.Versions; v++ {
+		dr.Subsets = append(dr.Subsets, &networking.Subset{Name: subsetName(v), Labels: map[string]string{"version": subsetName(v)}})
+	}
+	return model.Config{Meta: s.meta(model.KindDestinationRule, s.name), Spec: dr}
+}
+
+func (m *mesh) virtualService(s *service) model.Config {
+	vs := &networking.VirtualService{Hosts: []string{s.host()}}
+	for _, p := range s.ports {
+		if !p.isHTTP() {
+			continue
+		}
+		r := &networking.HTTPRoute{
+			Name:    fmt.Sprintf("port-%d", p.number),
+			Match:   []*networking.HTTPMatchRequest{{Port: p.number}},
+			Timeout: durationpb.New(s.vs.timeout),
+		}
+		for i, w := range s.vs.weights {
+			r.Route = append(r.Route, &networking.HTTPRouteDestination{
+				Destination: &networking.Destination{Host: s.host(), Subset: subsetName(i + 1), Port: &networking.PortSelector{Number: p.number}},
+				Weight:      w,
+			})
+		}
+		vs.Http = append(vs.Http, r)
+	}
+	return model.Config{Meta: s.meta(model.KindVirtualService, s.name), Spec: vs}
+}
+
+// objects renders everything that belongs to s, in a stable order.
+func (m *mesh) objects(s *service) []model.Config {
+	out := []model.Config{m.serviceEntry(s)}
+	if m.topo.WorkloadEntries {
+		for _, e := range s.endpoints {
+			out = append(out, m.workloadEntryConfig(s, e))
+		}
+	}
+	if s.vs != nil {
+		out = append(out, m.virtualService(s))
+	}
+	if s.dr != nil {
+		out = append(out, m.destinationRule(s))
+	}
+	return out
+}
+
+// keys names everything that belongs to s.
+func (m *mesh) keys(s *service) []model.ConfigKey {
+	var out []model.ConfigKey
+	for _, c := range m.objects(s) {
+		out = append(out, c.Key())
+	}
+	return out
+}
+
+// all renders the whole mesh: Sidecars, then every service's objects.
+func (m *mesh) all() []model.Config {
+	out := slices.Clone(m.sidecars)
+	for _, s := range m.services {
+		out = append(out, m.objects(s)...)
+	}
+	return out
+}
+
+// --- seeds ----------------------------------------------------------------------------------
+
+// subSeed derives an independent seed for one purpose, so that adding a churn process or a
+// topology knob does not shift the draws of the others.
+func subSeed(seed uint64, purpose string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(purpose); i++ {
+		h ^= uint64(purpose[i])
+		h *= 1099511628211
+	}
+	return splitmix(seed ^ splitmix(h))
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, splitmix(seed))) }

@@ -1,0 +1,279 @@
+package simulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Clock is the Runner's time source.
+type Clock interface {
+	Now() time.Time
+	// WaitUntil returns when the clock reaches t (at once if it has), or ctx's error.
+	WaitUntil(ctx context.Context, t time.Time) error
+}
+
+// WallClock is the real clock. Its zero value is ready; one goroutine uses it.
+type WallClock struct {
+	timer *time.Timer
+}
+
+// Now returns time.Now().
+func (c *WallClock) Now() time.Time { return time.Now() }
+
+// WaitUntil sleeps until t on one reused timer.
+func (c *WallClock) WaitUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if c.timer == nil {
+		c.timer = time.NewTimer(d)
+	} else {
+		c.timer.Reset(d)
+	}
+	select {
+	case <-c.timer.C:
+		return nil
+	case <-ctx.Done():
+		c.timer.Stop()
+		return ctx.Err()
+	}
+}
+
+// VirtualClock runs as fast as possible: WaitUntil jumps to t. Advance moves time on, as work
+// would (a test sink can make events late with it). Safe for concurrent use.
+type VirtualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewVirtualClock starts at start.
+func NewVirtualClock(start time.Time) *VirtualClock { return &VirtualClock{now: start} }
+
+// Now returns the virtual time.
+func (c *VirtualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// WaitUntil sets the time to t if t is later.
+func (c *VirtualClock) WaitUntil(ctx context.Context, t time.Time) error {
+	c.mu.Lock()
+	if t.After(c.now) {
+		c.now = t
+	}
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// Advance moves the time on by d.
+func (c *VirtualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Metrics are the simulator's Prometheus series.
+type Metrics struct {
+	Events  *prometheus.CounterVec // xdslab_sim_events_total{kind}
+	Late    *prometheus.CounterVec // xdslab_sim_events_late_total{kind}
+	Skipped *prometheus.CounterVec // xdslab_sim_events_skipped_total{kind}
+	// Lateness observes fire time minus scheduled time of late events.
+	Lateness prometheus.Histogram // xdslab_sim_event_lateness_seconds
+	// Apply observes the primary sink's Apply duration.
+	Apply prometheus.Histogram // xdslab_sim_apply_duration_seconds
+}
+
+// NewMetrics creates the series and registers them on reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xdslab_sim_events_total", Help: "Simulator events applied to the sink, by churn kind.",
+		}, []string{"kind"}),
+		Late: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xdslab_sim_events_late_total", Help: "Events applied after their scheduled time had passed (fired at once, not shifted), by churn kind.",
+		}, []string{"kind"}),
+		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xdslab_sim_events_skipped_total", Help: "Churn arrivals that found nothing to change (no service left, a restore superseded), by churn kind.",
+		}, []string{"kind"}),
+		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "xdslab_sim_event_lateness_seconds", Help: "How late late events fired (fire time minus scheduled time).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}),
+		Apply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "xdslab_sim_apply_duration_seconds", Help: "Time the sink took to apply one event.",
+			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 12),
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.Events, m.Late, m.Skipped, m.Lateness, m.Apply} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("simulator metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// RunnerOptions wires a Runner.
+type RunnerOptions struct {
+	// Clock defaults to the wall clock.
+	Clock Clock
+	// Sink is the source the control plane reads; t0 is taken when its Apply returns.
+	Sink Sink
+	// Recorders (the event log) receive each event after t0, with T0 set.
+	Recorders []Sink
+	// OnEvent is called before the sink applies the event (Expectation.Scheduled set, T0 not),
+	// so a fleet can register the expectation before any client could observe it.
+	OnEvent func(Event)
+	// OnApplied is called with T0 set, before the recorders.
+	OnApplied func(Event)
+	// Metrics may be nil.
+	Metrics *Metrics
+}
+
+// KindStats counts one churn kind's events.
+type KindStats struct {
+	Events, Late, Skipped int
+}
+
+// Stats summarizes a run.
+type Stats struct {
+	Events, Late, Skipped int
+	// MaxLateness and TotalLateness cover late events.
+	MaxLateness, TotalLateness time.Duration
+	// ApplyTotal is the time spent in the sink's Apply.
+	ApplyTotal time.Duration
+	ByKind     map[ChurnKind]KindStats
+}
+
+// Runner applies a Simulator's events to a Sink on a Clock. One goroutine calls Init then Run.
+type Runner struct {
+	sim   *Simulator
+	opts  RunnerOptions
+	stats Stats
+}
+
+// NewRunner checks the options.
+func NewRunner(sim *Simulator, opts RunnerOptions) (*Runner, error) {
+	if sim == nil || opts.Sink == nil {
+		return nil, errors.New("simulator: runner needs a simulator and a sink")
+	}
+	if opts.Clock == nil {
+		opts.Clock = &WallClock{}
+	}
+	return &Runner{sim: sim, opts: opts, stats: Stats{ByKind: map[ChurnKind]KindStats{}}}, nil
+}
+
+// Init writes the initial topology to the sink and the recorders.
+func (r *Runner) Init(ctx context.Context) error {
+	initial := r.sim.Initial()
+	if err := r.opts.Sink.Init(ctx, initial); err != nil {
+		return err
+	}
+	for _, rec := range r.opts.Recorders {
+		if err := rec.Init(ctx, initial); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run applies churn from now until the configured duration has passed (churn offsets count from
+// the call), and returns the stats. It stops early with ctx's error or a sink's error, returning
+// the stats so far. It does not close the sinks.
+func (r *Runner) Run(ctx context.Context) (Stats, error) {
+	clk := r.opts.Clock
+	start := clk.Now()
+	for {
+		ev, ok, err := r.sim.Next()
+		if err != nil {
+			return r.stats, err
+		}
+		if !ok {
+			break
+		}
+		due := start.Add(ev.Scheduled)
+		if ev.Skip != "" {
+			r.count(ev, func(k *KindStats) { k.Skipped++ })
+			r.stats.Skipped++
+			if m := r.opts.Metrics; m != nil {
+				m.Skipped.WithLabelValues(string(ev.Kind)).Inc()
+			}
+			continue
+		}
+		if now := clk.Now(); now.After(due) {
+			ev.Late, ev.Lateness = true, now.Sub(due)
+		} else if err := clk.WaitUntil(ctx, due); err != nil {
+			return r.stats, err
+		}
+		if err := r.apply(ctx, ev, due); err != nil {
+			return r.stats, err
+		}
+	}
+	if err := clk.WaitUntil(ctx, start.Add(r.sim.cfg.Duration)); err != nil {
+		return r.stats, err
+	}
+	return r.stats, nil
+}
+
+func (r *Runner) count(ev Event, f func(*KindStats)) {
+	k := r.stats.ByKind[ev.Kind]
+	f(&k)
+	r.stats.ByKind[ev.Kind] = k
+}
+
+func (r *Runner) apply(ctx context.Context, ev Event, due time.Time) error {
+	clk, m := r.opts.Clock, r.opts.Metrics
+	ev.Fired = clk.Now()
+	ev.Expectation.Scheduled = due
+	if r.opts.OnEvent != nil {
+		r.opts.OnEvent(ev)
+	}
+	begin := clk.Now()
+	if err := r.opts.Sink.Apply(ctx, ev); err != nil {
+		return err
+	}
+	ev.T0 = clk.Now()
+	ev.Expectation.T0 = ev.T0
+	took := ev.T0.Sub(begin)
+	r.stats.Events++
+	r.stats.ApplyTotal += took
+	r.count(ev, func(k *KindStats) {
+		k.Events++
+		if ev.Late {
+			k.Late++
+		}
+	})
+	if ev.Late {
+		r.stats.Late++
+		r.stats.TotalLateness += ev.Lateness
+		r.stats.MaxLateness = max(r.stats.MaxLateness, ev.Lateness)
+	}
+	if m != nil {
+		m.Events.WithLabelValues(string(ev.Kind)).Inc()
+		m.Apply.Observe(took.Seconds())
+		if ev.Late {
+			m.Late.WithLabelValues(string(ev.Kind)).Inc()
+			m.Lateness.Observe(ev.Lateness.Seconds())
+		}
+	}
+	if r.opts.OnApplied != nil {
+		r.opts.OnApplied(ev)
+	}
+	for _, rec := range r.opts.Recorders {
+		if err := rec.Apply(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stats returns the stats so far (from the Runner's goroutine, or after Run returned).
+func (r *Runner) Stats() Stats { return r.stats }

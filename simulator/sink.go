@@ -1,0 +1,324 @@
+package simulator
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// Sink receives the mesh: the initial objects once, then every event in timeline order. One
+// goroutine (the Runner's) calls it. The objects are immutable: a sink may keep them.
+//
+// A sink needs nothing beyond model.Config and model.ConfigKey; the in-process sink that feeds
+// our control plane's registry and config store implements the same three methods.
+type Sink interface {
+	// Init writes the initial topology.
+	Init(ctx context.Context, initial []model.Config) error
+	// Apply makes the event's upserts and deletes visible to the control plane. When it
+	// returns, the change is in the source (t0 is taken right after).
+	Apply(ctx context.Context, ev Event) error
+	// Close flushes and releases the sink.
+	Close() error
+}
+
+// SinkFuncs adapts functions to a Sink; nil functions do nothing.
+type SinkFuncs struct {
+	InitFunc  func(ctx context.Context, initial []model.Config) error
+	ApplyFunc func(ctx context.Context, ev Event) error
+	CloseFunc func() error
+}
+
+var _ Sink = SinkFuncs{}
+
+// Init calls InitFunc.
+func (f SinkFuncs) Init(ctx context.Context, initial []model.Config) error {
+	if f.InitFunc == nil {
+		return nil
+	}
+	return f.InitFunc(ctx, initial)
+}
+
+// Apply calls ApplyFunc.
+func (f SinkFuncs) Apply(ctx context.Context, ev Event) error {
+	if f.ApplyFunc == nil {
+		return nil
+	}
+	return f.ApplyFunc(ctx, ev)
+}
+
+// Close calls CloseFunc.
+func (f SinkFuncs) Close() error {
+	if f.CloseFunc == nil {
+		return nil
+	}
+	return f.CloseFunc()
+}
+
+// --- Istio YAML directory -------------------------------------------------------------------
+
+// DirOptions configures a DirSink.
+type DirOptions struct {
+	// Dir is created if missing.
+	Dir string
+	// APIVersion of the written objects (default networking.istio.io/v1alpha3; v1 and v1beta1
+	// take the same specs).
+	APIVersion string
+	// GroupRouting puts a service's VirtualService and DestinationRule into its file beside the
+	// ServiceEntry and WorkloadEntries; by default each gets its own file.
+	GroupRouting bool
+	// Clean removes the YAML files already in Dir at Init; without it Init refuses a directory
+	// that holds YAML files (a control plane watching it would load them).
+	Clean bool
+}
+
+// DefaultAPIVersion is the apiVersion DirSink writes unless told otherwise.
+const DefaultAPIVersion = "networking.istio.io/v1alpha3"
+
+// DirSink writes Istio YAML into a directory that a control plane watches: one multi-document
+// file per service (<namespace>.<service>.yaml: its ServiceEntry and WorkloadEntries, and with
+// GroupRouting its VirtualService and DestinationRule), one file per other object
+// (<namespace>.<kind>.<name>.yaml). Files are written atomically (a temporary file in the same
+// directory, renamed over the old one); a file whose last object is deleted is removed. The
+// output is what `kubectl apply -f` accepts.
+type DirSink struct {
+	opts DirOptions
+	objs map[model.ConfigKey]dirDoc
+	// files maps a file name to the keys it holds.
+	files map[string]map[model.ConfigKey]struct{}
+	// Writes and Removes count file operations (for benchmarks and progress).
+	Writes, Removes int
+}
+
+type dirDoc struct {
+	file string
+	yaml []byte
+}
+
+// NewDirSink returns a sink writing into opts.Dir.
+func NewDirSink(opts DirOptions) (*DirSink, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("dir sink: no directory given (--sink-dir)")
+	}
+	if opts.APIVersion == "" {
+		opts.APIVersion = DefaultAPIVersion
+	}
+	return &DirSink{opts: opts, objs: map[model.ConfigKey]dirDoc{}, files: map[string]map[model.ConfigKey]struct{}{}}, nil
+}
+
+func isYAMLName(n string) bool { return strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") }
+
+// Init creates the directory, checks (or cleans) it and writes every initial object.
+func (d *DirSink) Init(ctx context.Context, initial []model.Config) error {
+	if err := os.MkdirAll(d.opts.Dir, 0o755); err != nil {
+		return fmt.Errorf("dir sink: %w", err)
+	}
+	ents, err := os.ReadDir(d.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("dir sink: %w", err)
+	}
+	var stale []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && (isYAMLName(e.Name()) || strings.Contains(e.Name(), ".tmp-")) {
+			stale = append(stale, e.Name())
+		}
+	}
+	if len(stale) > 0 && !d.opts.Clean {
+		return fmt.Errorf("dir sink: %s already holds %d YAML files (%s, …): choose an empty directory or pass --clean to remove them", d.opts.Dir, len(stale), stale[0])
+	}
+	for _, n := range stale {
+		if err := os.Remove(filepath.Join(d.opts.Dir, n)); err != nil {
+			return fmt.Errorf("dir sink: clean: %w", err)
+		}
+	}
+	return d.apply(ctx, initial, nil)
+}
+
+// Apply rewrites the files the event touches.
+func (d *DirSink) Apply(ctx context.Context, ev Event) error {
+	if err := d.apply(ctx, ev.Upserts, ev.Deletes); err != nil {
+		return fmt.Errorf("dir sink: event %d: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// Close does nothing: every Apply leaves the directory complete.
+func (d *DirSink) Close() error { return nil }
+
+func (d *DirSink) fileFor(c model.Config) string {
+	svc := c.Labels[ServiceLabel]
+	grouped := svc != "" && (c.Kind == model.KindServiceEntry || c.Kind == model.KindWorkloadEntry ||
+		(d.opts.GroupRouting && (c.Kind == model.KindVirtualService || c.Kind == model.KindDestinationRule)))
+	if grouped {
+		return fmt.Sprintf("%s.%s.yaml", c.Namespace, svc)
+	}
+	return fmt.Sprintf("%s.%s.%s.yaml", c.Namespace, strings.ToLower(string(c.Kind)), c.Name)
+}
+
+func (d *DirSink) apply(ctx context.Context, upserts []model.Config, deletes []model.ConfigKey) error {
+	dirty := map[string]bool{}
+	drop := func(k model.ConfigKey) {
+		if doc, ok := d.objs[k]; ok {
+			delete(d.objs, k)
+			delete(d.files[doc.file], k)
+			dirty[doc.file] = true
+		}
+	}
+	for _, k := range deletes {
+		drop(k)
+	}
+	for _, c := range upserts {
+		y, err := RenderYAML(c, d.opts.APIVersion)
+		if err != nil {
+			return err
+		}
+		drop(c.Key())
+		f := d.fileFor(c)
+		d.objs[c.Key()] = dirDoc{file: f, yaml: y}
+		if d.files[f] == nil {
+			d.files[f] = map[model.ConfigKey]struct{}{}
+		}
+		d.files[f][c.Key()] = struct{}{}
+		dirty[f] = true
+	}
+	names := make([]string, 0, len(dirty))
+	for f := range dirty {
+		names = append(names, f)
+	}
+	slices.Sort(names)
+	for _, f := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(d.files[f]) == 0 {
+			delete(d.files, f)
+			if err := os.Remove(filepath.Join(d.opts.Dir, f)); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+			d.Removes++
+			continue
+		}
+		if err := writeAtomic(d.opts.Dir, f, d.render(f)); err != nil {
+			return err
+		}
+		d.Writes++
+	}
+	return nil
+}
+
+var kindOrder = map[model.Kind]int{
+	model.KindServiceEntry: 0, model.KindWorkloadEntry: 1, model.KindVirtualService: 2,
+	model.KindDestinationRule: 3, model.KindSidecar: 4, model.KindGateway: 5,
+}
+
+func (d *DirSink) render(f string) []byte {
+	keys := make([]model.ConfigKey, 0, len(d.files[f]))
+	for k := range d.files[f] {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b model.ConfigKey) int {
+		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	var buf bytes.Buffer
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(d.objs[k].yaml)
+	}
+	return buf.Bytes()
+}
+
+// RenderYAML renders one object as a Kubernetes-style YAML document: apiVersion, kind,
+// metadata {name, namespace, labels}, spec (protojson field names).
+func RenderYAML(c model.Config, apiVersion string) ([]byte, error) {
+	spec, err := MarshalSpec(c.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Key(), err)
+	}
+	type meta struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels,omitempty"`
+	}
+	j, err := json.Marshal(struct {
+		APIVersion string          `json:"apiVersion"`
+		Kind       string          `json:"kind"`
+		Metadata   meta            `json:"metadata"`
+		Spec       json.RawMessage `json:"spec"`
+	}{apiVersion, string(c.Kind), meta{c.Name, c.Namespace, c.Labels}, spec})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Key(), err)
+	}
+	y, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Key(), err)
+	}
+	return y, nil
+}
+
+// writeAtomic replaces dir/name with data: readers see the old file or the new one, never a
+// partial one. The temporary name starts with a dot and does not end in .yaml, so directory
+// watchers that load *.yaml skip it.
+func writeAtomic(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := cmp.Or(werr, cerr, os.Chmod(tmp, 0o644)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// --- event log ------------------------------------------------------------------------------
+
+// EventLog writes the event stream as JSON lines (the trace format ParseTrace reads and the
+// replay churn kind re-emits). Use it as a Runner recorder, so that each line carries t0.
+type EventLog struct {
+	w *bufio.Writer
+	// Events counts the lines written.
+	Events int
+}
+
+// NewEventLog writes to w; the caller closes w after Close.
+func NewEventLog(w io.Writer) *EventLog { return &EventLog{w: bufio.NewWriterSize(w, 1<<16)} }
+
+// Init writes nothing: the log holds events only.
+func (l *EventLog) Init(context.Context, []model.Config) error { return nil }
+
+// Apply appends one line.
+func (l *EventLog) Apply(_ context.Context, ev Event) error {
+	line, err := encodeEvent(ev)
+	if err != nil {
+		return fmt.Errorf("event log: %w", err)
+	}
+	line = append(line, '\n')
+	if _, err := l.w.Write(line); err != nil {
+		return fmt.Errorf("event log: %w", err)
+	}
+	l.Events++
+	return nil
+}
+
+// Close flushes buffered lines.
+func (l *EventLog) Close() error { return l.w.Flush() }
