@@ -21,7 +21,9 @@
 //
 // NACK policies (NackPolicy) combine a probability, every Nth response, a resource-name regexp
 // and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures, recursively inside
-// every Any; duplicate names; a Delta name both added and removed). AckPolicy adds Envoy's apply
+// every Any; undecodable resources; duplicate names; a Delta name both added and removed;
+// listeners binding the same address; filter chains with identical matches). For CDS and LDS
+// the valid resources are applied and the whole response is still NACKed, as Envoy does. AckPolicy adds Envoy's apply
 // time before the ACK, a hung client that never ACKs, and disconnects after N responses.
 //
 // The fleet, observer and probe matching (fleet*.go, observ*.go, match*.go) run many clients

@@ -229,12 +229,9 @@ func (m *machine) sotwReq(t int, nack *status.Status) *discoveryv3.DiscoveryRequ
 	return r
 }
 
+// deltaReq starts a Delta subscription request; like Envoy, only ACKs and NACKs carry a nonce.
 func (m *machine) deltaReq(t int) *discoveryv3.DeltaDiscoveryRequest {
-	return &discoveryv3.DeltaDiscoveryRequest{
-		TypeUrl:       typeURLs[t],
-		ResponseNonce: m.types[t].nonce,
-		Node:          m.attachNode(),
-	}
+	return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURLs[t], Node: m.attachNode()}
 }
 
 func nackStatus(msg string) *status.Status {
@@ -432,6 +429,10 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		}
 	}
 
+	if realistic && t == tLDS && respErr == nil {
+		itemErrs = append(itemErrs, m.addressConflicts(items, removed)...)
+	}
+
 	// Deletions: SotW CDS/LDS drop what the response lacks; Delta drops removed_resources.
 	var gone []string
 	if sotwFull {
@@ -448,6 +449,9 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		}
 	}
 	s.info.Removed = len(gone)
+	if m.delta {
+		s.info.Removed = len(removed) // as on the wire; NoOp counts only what was held
+	}
 	s.info.NoOp = s.info.Changed == 0 && len(gone) == 0
 
 	nacked := respErr != nil || len(itemErrs) > 0
@@ -534,6 +538,87 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 }
 
 var errIgnored = fmt.Errorf("not subscribed")
+
+// addressConflicts marks new or changed listeners that bind the address of another listener
+// of the resulting set (Envoy: "has duplicate address ... as existing listener").
+func (m *machine) addressConflicts(items []item, removed []string) []string {
+	owner := make(map[string]string)
+	inResp := make(map[string]struct{}, len(items))
+	claim := func(name string, l *listenerv3.Listener) string {
+		k := bindKey(l)
+		if k == "" {
+			return ""
+		}
+		if other, ok := owner[k]; ok && other != name {
+			return other
+		}
+		owner[k] = name
+		return ""
+	}
+	// Unchanged listeners keep their addresses first; in Delta, so do held ones not touched.
+	for i := range items {
+		it := &items[i]
+		inResp[it.name] = struct{}{}
+		if it.err == nil && it.msg == nil {
+			if e, ok := m.types[tLDS].res[it.name]; ok {
+				claim(it.name, e.msg.(*listenerv3.Listener))
+			}
+		}
+	}
+	if m.delta {
+		for name, e := range m.types[tLDS].res {
+			if _, ok := inResp[name]; !ok && !slices.Contains(removed, name) {
+				claim(name, e.msg.(*listenerv3.Listener))
+			}
+		}
+	}
+	var errs []string
+	for i := range items {
+		it := &items[i]
+		if it.err != nil || it.msg == nil {
+			continue
+		}
+		if other := claim(it.name, it.msg.(*listenerv3.Listener)); other != "" {
+			it.err = fmt.Errorf("duplicate address %s as listener %s", bindKey(it.msg.(*listenerv3.Listener)), other)
+			errs = append(errs, fmt.Sprintf("listener %s: %v", it.name, it.err))
+		}
+	}
+	return errs
+}
+
+// bindKey is the address a listener binds ("" when it does not bind: bind_to_port false,
+// a pipe, an api_listener).
+func bindKey(l *listenerv3.Listener) string {
+	if b := l.GetBindToPort(); b != nil && !b.GetValue() {
+		return ""
+	}
+	sa := l.GetAddress().GetSocketAddress()
+	if sa == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s:%s:%d", sa.GetProtocol(), sa.GetAddress(), sa.GetPortValue())
+}
+
+// duplicateFilterChain reports two filter chains of l with the same match (Envoy rejects
+// "multiple filter chains with the same matching rules").
+func duplicateFilterChain(l *listenerv3.Listener) error {
+	seen := make(map[string]string, len(l.GetFilterChains()))
+	for i, fc := range l.GetFilterChains() {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(fc.GetFilterChainMatch())
+		if err != nil {
+			return err
+		}
+		name := fc.GetName()
+		if name == "" {
+			name = fmt.Sprintf("#%d", i)
+		}
+		if other, ok := seen[string(b)]; ok {
+			return fmt.Errorf("filter chains %s and %s have the same matching rules", other, name)
+		}
+		seen[string(b)] = name
+	}
+	return nil
+}
 
 // warmStored puts a new or changed cluster or listener into warming.
 func (m *machine) warmStored(t int, name string, refs []string, now time.Time) {
@@ -794,6 +879,9 @@ func decode(t int, raw []byte, realistic bool) (proto.Message, []string, error) 
 	case *listenerv3.Listener:
 		var err error
 		refs, err = routeNames(v)
+		if realistic && err == nil {
+			err = duplicateFilterChain(v)
+		}
 		if err != nil && realistic {
 			return nil, nil, err
 		}

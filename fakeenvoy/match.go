@@ -102,8 +102,8 @@ type matchEvent struct {
 	ackMax                           atomic.Int64
 
 	mu    sync.Mutex
-	early []matchEarly      // observations before T0 was known
-	lat   []time.Duration   // every push latency, with KeepLatencies
+	early []matchEarly    // observations before T0 was known
+	lat   []time.Duration // every push latency, with KeepLatencies
 }
 
 type matchEarly struct {
@@ -202,7 +202,6 @@ func (h *Expected) SetT0(t time.Time) error {
 		ev.mu.Unlock()
 		return fmt.Errorf("fakeenvoy: event %d: T0 already set", ev.exp.EventID)
 	}
-	ev.exp.T0 = t
 	ev.t0.Store(t.UnixNano())
 	early := ev.early
 	ev.early = nil

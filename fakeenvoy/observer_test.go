@@ -138,11 +138,11 @@ func TestObserverConcurrentShards(t *testing.T) {
 
 func TestTypeName(t *testing.T) {
 	for url, want := range map[string]string{
-		resource.ClusterType:  "CDS",
-		resource.EndpointType: "EDS",
-		resource.ListenerType: "LDS",
-		resource.RouteType:    "RDS",
-		resource.SecretType:   "SDS",
+		resource.ClusterType:          "CDS",
+		resource.EndpointType:         "EDS",
+		resource.ListenerType:         "LDS",
+		resource.RouteType:            "RDS",
+		resource.SecretType:           "SDS",
 		"type.googleapis.com/foo.Bar": "foo.Bar",
 	} {
 		if got := TypeName(url); got != want {

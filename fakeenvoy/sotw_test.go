@@ -1,7 +1,9 @@
 package fakeenvoy
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,9 +12,11 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -168,15 +172,19 @@ func TestSotwReconnectRestatesVersions(t *testing.T) {
 	c := newTestClient(t, ClientConfig{Ack: AckPolicy{DisconnectAfter: 4}, NodeOnFirstOnly: true}, h)
 	srv.set(t, c.NodeID(), "v1", baseResources(t))
 	runClient(t, c, srv.connector(t))
-	for range 8 {
-		srv.nextSotw(t)
-	}
 	h.waitEvent(t, "disconnected policy")
 	h.waitEvent(t, "connected")
 	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
+	// The first stream's requests come first (its last ACK may be lost to the disconnect);
+	// the new stream starts with a CDS request carrying v1 and no nonce.
+	for {
+		r := srv.nextSotw(t)
+		if r.TypeUrl == C && r.ResponseNonce == "" && r.VersionInfo == "v1" {
+			break
+		}
+	}
 	// (go-control-plane fills in the node of later requests itself: node-on-first-only is
 	// checked on the core, TestMachineNodeFirstOnly.)
-	checkSotw(t, "restate CDS", srv.nextSotw(t), sotwWant(C, "v1", ""), true)
 	checkSotw(t, "restate EDS", srv.nextSotw(t), sotwWant(E, "v1", "", "c1", "c2"), true)
 	checkSotw(t, "restate LDS", srv.nextSotw(t), sotwWant(L, "v1", ""), true)
 	checkSotw(t, "restate RDS", srv.nextSotw(t), sotwWant(R, "v1", "", "r1"), true)
@@ -207,6 +215,35 @@ func TestSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
 	if !r.Nacked || !strings.Contains(r.Error, "UpstreamTlsContext") || r.Changed != 2 {
 		t.Errorf("ResponseInfo %+v: want Nacked naming UpstreamTlsContext, 2 changed", r)
 	}
+	// go-control-plane v0.14 resends the snapshot after every NACK; each NACK echoes the
+	// nonce of the response it answers, never a stale one.
+	nonces := map[string]bool{}
+	for len(nonces) < 5 {
+		r := srv.nextSotw(t)
+		if r.TypeUrl != C || r.ErrorDetail == nil {
+			continue
+		}
+		if nonces[r.ResponseNonce] {
+			t.Fatalf("nonce %q NACKed twice", r.ResponseNonce)
+		}
+		nonces[r.ResponseNonce] = true
+		if r.VersionInfo != "" {
+			t.Errorf("NACK carries version %q, want the last accepted (none)", r.VersionInfo)
+		}
+	}
+}
+
+// TestConnectFailureAndBackoff: a server that is gone yields ConnectFailed and retries; Run
+// returns nil once cancelled.
+func TestConnectFailureAndBackoff(t *testing.T) {
+	srv := newCPServer(t)
+	srv.srv.Stop()
+	h := newHookLog()
+	c := newTestClient(t, ClientConfig{}, h)
+	stop := runClient(t, c, srv.connector(t))
+	h.waitEvent(t, "connect-failed")
+	h.waitEvent(t, "connect-failed")
+	stop()
 }
 
 // TestSotwWarmingTimeout: with no ClusterLoadAssignment served, LDS waits for
@@ -223,7 +260,7 @@ func TestSotwWarmingTimeout(t *testing.T) {
 	checkSotw(t, "CDS", srv.nextSotw(t), sotwWant(C, "", ""), true)
 	checkSotw(t, "EDS", srv.nextSotw(t), sotwWant(E, "", "", "c1", "c2"), true)
 	checkSotw(t, "CDS ACK", srv.nextSotw(t), sotwWant(C, "v1", "n"), true)
-	// go-control-plane has no assignment to send: the clusters stay warming and LDS waits.
+	checkSotw(t, "EDS ACK of the empty response: clusters still warming, no LDS", srv.nextSotw(t), sotwWant(E, "v1", "n", "c1", "c2"), true)
 	h.waitEvent(t, "warming-timeout envoy.config.endpoint.v3.ClusterLoadAssignment")
 	checkSotw(t, "LDS after the warming timeout", srv.nextSotw(t), sotwWant(L, "", ""), true)
 }
@@ -238,5 +275,74 @@ func TestEdsClusterName(t *testing.T) {
 	st := &clusterv3.Cluster{Name: "s", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
 	if _, refs, _ := decode(tCDS, mustMarshal(t, st), false); len(refs) != 0 {
 		t.Errorf("static cluster refs %v, want none", refs)
+	}
+}
+
+// TestSotwReconnectAfterServerLoss: the server goes away mid-stream; the client reports the
+// disconnect, backs off and restates its subscriptions with the versions it accepted to the
+// next server the connector returns.
+func TestSotwReconnectAfterServerLoss(t *testing.T) {
+	a, b := newCPServer(t), newCPServer(t)
+	h := newHookLog()
+	c := newTestClient(t, ClientConfig{}, h)
+	a.set(t, c.NodeID(), "v1", baseResources(t))
+	b.set(t, c.NodeID(), "v1", baseResources(t))
+	var mu sync.Mutex
+	target := a.connector(t)
+	runClient(t, c, func(ctx context.Context) (grpc.ClientConnInterface, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return target(ctx)
+	})
+	h.waitEvent(t, "first-full")
+	mu.Lock()
+	target = b.connector(t)
+	mu.Unlock()
+	a.srv.Stop()
+	h.waitEvent(t, "disconnected")
+	h.waitEvent(t, "connected")
+	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
+	checkSotw(t, "restate CDS", b.nextSotw(t), sotwWant(C, "v1", ""), true)
+	checkSotw(t, "restate EDS", b.nextSotw(t), sotwWant(E, "v1", "", "c1", "c2"), true)
+	checkSotw(t, "restate LDS", b.nextSotw(t), sotwWant(L, "v1", ""), true)
+	checkSotw(t, "restate RDS", b.nextSotw(t), sotwWant(R, "v1", "", "r1"), true)
+}
+
+type ackHooks struct {
+	NopHooks
+	acks chan time.Duration // AckSent time minus the response's receive time
+}
+
+func (h *ackHooks) AckSent(_ *Client, r ResponseInfo, at time.Time) {
+	select {
+	case h.acks <- at.Sub(r.Recv):
+	default:
+	}
+}
+
+// TestAckDelayHoldsRequests: with an apply time of 30ms every ACK goes out no earlier than 30ms
+// after its response was received, and the exchange still completes in Envoy's order.
+func TestAckDelayHoldsRequests(t *testing.T) {
+	srv := newCPServer(t)
+	h := &ackHooks{acks: make(chan time.Duration, 16)}
+	c := newTestClient(t, ClientConfig{Ack: AckPolicy{Delay: dist.Constant(0.03)}}, h)
+	srv.set(t, c.NodeID(), "v1", baseResources(t))
+	runClient(t, c, srv.connector(t))
+	want := []string{resource.ClusterType, resource.EndpointType, resource.ClusterType, resource.ListenerType,
+		resource.EndpointType, resource.RouteType, resource.ListenerType, resource.RouteType}
+	for i, typ := range want {
+		if r := srv.nextSotw(t); r.TypeUrl != typ {
+			t.Fatalf("request %d is %s, want %s", i, r.TypeUrl, typ)
+		}
+	}
+	for range 4 {
+		select {
+		case d := <-h.acks:
+			if d < 30*time.Millisecond {
+				t.Errorf("ACK sent %v after receive, want >= 30ms", d)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("AckSent not called")
+		}
 	}
 }

@@ -143,9 +143,18 @@ type cpServer struct {
 	mu     sync.Mutex
 	closed bool
 	srv    *grpc.Server
+	close  func()
 }
 
 func newCPServer(t *testing.T) *cpServer {
+	t.Helper()
+	s := newCPServerB(t)
+	t.Cleanup(s.close)
+	return s
+}
+
+// newCPServerB starts a server the caller stops with close.
+func newCPServerB(t testing.TB) *cpServer {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -167,13 +176,13 @@ func newCPServer(t *testing.T) *cpServer {
 	s.srv = grpc.NewServer()
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(s.srv, xds)
 	go func() { _ = s.srv.Serve(lis) }()
-	t.Cleanup(func() {
+	s.close = func() {
 		s.srv.Stop()
 		cancel()
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
-	})
+	}
 	return s
 }
 
@@ -343,4 +352,18 @@ func runClient(t *testing.T, c *Client, connect Connector) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// badInlineRouteListener is a listener whose HCM (inside an Any) carries an inline route
+// config with a virtual host without domains: PGV rejects it, ValidateAll on the Listener
+// does not see it.
+func badInlineRouteListener(t testing.TB, name string) *listenerv3.Listener {
+	l := rdsListener(t, name, 15002)
+	l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{hcmFilter(t, &hcmv3.HttpConnectionManager{
+		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
+			Name:         "inline",
+			VirtualHosts: []*routev3.VirtualHost{{Name: "vh"}},
+		}},
+	})}}}
+	return l
 }

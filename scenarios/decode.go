@@ -44,23 +44,23 @@ type decoder struct {
 	errs   Errors
 	at     map[string]pos
 	budget int
-	// failed lists the paths of decoding errors; validation errors at, under or above them are
-	// consequences (the value kept its default) and are not reported.
+	// failed lists the paths of decoding errors; validation errors at or under them, or at
+	// their parent, are consequences (the value kept its default) and are not reported.
 	failed []string
 	// keyHome maps a key name to the paths (schema-level) where it is valid, for "belongs under".
 	keyHome map[string][]string
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, at: map[string]pos{}, budget: maxNodes, keyHome: schemaKeys()}
+	return &decoder{file: file, at: map[string]pos{}, budget: maxNodes}
 }
 
 // fail records an error at node n.
 func (d *decoder) fail(n *yaml.Node, path, fix, format string, args ...any) {
+	d.failed = append(d.failed, path)
 	if len(d.errs) >= maxErrors {
 		return
 	}
-	d.failed = append(d.failed, path)
 	e := &Error{File: d.file, Path: path, Msg: fmt.Sprintf(format, args...), Fix: fix}
 	if n != nil {
 		e.Line, e.Col = n.Line, n.Column
@@ -382,6 +382,8 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string, depth in
 		idx, ok := fields[k.Value]
 		if !ok {
 			d.fail(k, path, d.keyFix(k.Value, t, path), "unknown field %q", k.Value)
+			// Suppress consequences at the missing field and its parent only, not the siblings.
+			d.failed[len(d.failed)-1] = join(path, k.Value)
 			continue
 		}
 		d.decode(val, v.Field(idx), join(path, k.Value), depth+1)
@@ -393,6 +395,9 @@ func (d *decoder) keyFix(key string, t reflect.Type, path string) string {
 	names := fieldNames(t)
 	if near := nearest(key, names); near != "" {
 		return "did you mean " + strconv.Quote(near) + "?"
+	}
+	if d.keyHome == nil {
+		d.keyHome = schemaKeys() // only needed once a key is wrong
 	}
 	if homes := d.keyHome[key]; len(homes) > 0 {
 		return fmt.Sprintf("%q belongs under %s", key, strings.Join(homes, " or "))
@@ -423,14 +428,25 @@ func (d *decoder) slice(n *yaml.Node, v reflect.Value, path string, depth int) {
 }
 
 func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, depth int) {
+	thresholds := v.Type() == reflect.TypeFor[map[string][]Threshold]()
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "write a mapping of metric name to a list of expressions", "expected a mapping, got %s", describe(n))
+		fix := "write a mapping of name: value"
+		if thresholds {
+			fix = "write a mapping of metric name to a list of expressions"
+		}
+		d.fail(n, path, fix, "expected a mapping, got %s", describe(n))
 		return
 	}
 	out := reflect.MakeMap(v.Type())
 	for _, kv := range d.pairs(n, path, depth) {
 		k, val := kv[0], kv[1]
 		p := join(path, k.Value)
+		if !thresholds {
+			ev := reflect.New(v.Type().Elem()).Elem()
+			d.decode(val, ev, p, depth+1)
+			out.SetMapIndex(reflect.ValueOf(k.Value), ev)
+			continue
+		}
 		if err := checkMetricSelector(k.Value); err != nil {
 			d.fail(k, p, `write a metric name, optionally with tags: xdslab_fleet_nacks_total{type:cds}`, "%v", err)
 		}
@@ -593,13 +609,14 @@ func schemaKeys() map[string][]string {
 	return out
 }
 
-// related reports whether validation path p is at, under or directly above a failed path.
+// related reports whether validation path p is at or under a failed path, or is its parent
+// (a parent-level rule such as "churn[0] has no timing" after its rate failed to decode).
 func (d *decoder) related(p string) bool {
 	for _, f := range d.failed {
 		if f == "" {
 			continue // an unknown top-level key says nothing about the other fields
 		}
-		if p == f || under(p, f) || under(f, p) {
+		if p == f || under(p, f) || p == parentPath(f) {
 			return true
 		}
 	}

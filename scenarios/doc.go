@@ -15,6 +15,9 @@
 // the paths the walk recorded. Every error is collected, so one run of `xdslab validate` lists
 // them all.
 //
+// Parameter sweeps vary a loaded scenario with Clone and Set ("controlPlane.debounce.minQuiet",
+// "50ms"), which decode the value exactly as the loader would and re-validate.
+//
 // docs/scenarios.md's field tables and scenario.schema.json are generated from the struct tags
 // (`doc`, `yaml`) and Defaults(); tests fail when either is stale (regenerate with
 // `go test ./scenarios -run 'TestSchema|TestDocs' -update`).

@@ -70,7 +70,6 @@ type pos struct{ line, col int }
 // source records where a scenario came from and where each path was written.
 type source struct {
 	file string
-	dir  string // directory for relative paths (replay files); "" for built-ins and bytes
 	at   map[string]pos
 }
 

@@ -1,8 +1,6 @@
 package scenarios
 
 import (
-	"fmt"
-	"os"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -28,13 +26,13 @@ func FuzzLoad(f *testing.F) {
 		"name: x\nthresholds: {m_seconds{type:cds}: ['p(99.9)<1.5s', 'avg<1']}\n",
 		"{\"name\": \"j\", \"seed\": 5, \"duration\": \"10s\"}",
 		"name: x\nduraton: 5s\n",
+		"name: x\nclients: [{node: {labels: {app: a, v: \"1\"}}}, {node: {labels: {}}}]\n",
 		"- a\n",
 		"name: x\n---\nname: y\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = os.WriteFile(fmt.Sprintf("/tmp/fuzzlast-%d", os.Getpid()), data, 0o644) // DEBUG
 		s, err := LoadBytes("fuzz.yaml", data)
 		if err != nil {
 			var es Errors

@@ -187,7 +187,7 @@ func load(file, dir string, data []byte) (*Scenario, error) {
 	}
 	s := Defaults()
 	d.decode(root, reflect.ValueOf(s).Elem(), "", 0)
-	s.src = &source{file: file, dir: dir, at: d.at}
+	s.src = &source{file: file, at: d.at}
 	s.Complete()
 	// Validation runs even after decoding errors so that one pass lists every problem; its
 	// errors about fields that failed to decode are dropped (they only echo the default).

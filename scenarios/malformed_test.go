@@ -58,13 +58,17 @@ func TestMalformed(t *testing.T) {
 		{"two timings", "name: x\nchurn: [{kind: scale, rate: 1/s, every: 5s}]\n", 2, 9, "churn[0]", "more than one timing", "exactly one of"},
 		{"replay with timing", "name: x\nchurn: [{kind: replay, file: t.jsonl, rate: 1/s}]\n", 2, 9, "churn[0]", "replay has its own timing", "remove rate"},
 		{"replay without file", "name: x\nchurn: [{kind: replay}]\n", 2, 9, "churn[0].file", "replay needs a file", "add file"},
-		{"field of another kind", "name: x\nchurn: [{kind: endpoint-flap, rate: 1/s, services: 3}]\n", 2, 52, "churn[0].services", "services does not apply to kind endpoint-flap", "rolling-deploy only"},
+		{"field of another kind", "name: x\nchurn: [{kind: endpoint-flap, rate: 1/s, services: 3}]\n", 2, 52, "churn[0].services", "services does not apply to kind endpoint-flap", "services applies to scale, rolling-deploy"},
 		{"at past the end", "name: x\nduration: 10s\nchurn: [{kind: zone-failure, at: [5s, 20s]}]\n", 3, 39, "churn[0].at[1]", "after the end of the measure phase", "within duration (10s)"},
 		{"at is not a list", "name: x\nchurn: [{kind: zone-failure, at: 5s}]\n", 2, 34, "churn[0].at", "expected a list", "write a list"},
 		{"stop before start", "name: x\nchurn: [{kind: scale, rate: 1/s, start: 10s, stop: 5s}]\n", 2, 52, "churn[0].stop", "not after start", "later than start"},
 		{"zone fraction", "name: x\nchurn: [{kind: zone-failure, at: [1s], fraction: 1.5}]\n", 2, 50, "churn[0].fraction", "within (0, 1]", "(0, 1]"},
 		{"config target", "name: x\nchurn: [{kind: config-change, rate: 1/s, target: virtualservices}]\n", 2, 50, "churn[0].target", `unknown target "virtualservices"`, `did you mean "virtualservice"?`},
-		{"config target without configs", "name: x\ntopology: {destinationRules: 0}\nchurn: [{kind: config-change, rate: 1/s, target: destinationrule}]\n", 3, 50, "churn[0].target", "no DestinationRules", "destinationRules > 0"},
+		{"virtualservice without http", "name: x\ntopology: {protocols: {tcp: 1}}\nchurn: [{kind: config-change, rate: 1/s, target: virtualservice}]\n", 3, 50, "churn[0].target", "has neither", "target destinationrule"},
+		{"down on the wrong kind", "name: x\nchurn: [{kind: scale, rate: 1/s, down: 1s}]\n", 2, 40, "churn[0].down", "down does not apply to kind scale", "endpoint-flap and zone-failure"},
+		{"one service account", "name: x\ntopology: {serviceAccountsPerNamespace: 1}\nchurn: [{kind: service-account-change, every: 5s}]\n", 3, 16, "churn[0].kind", "needs a second service account", ">= 2"},
+		{"too many versions", "name: x\ntopology: {versions: 101}\n", 2, 22, "topology.versions", "within 1..100", "1 to 100"},
+		{"zero scale delta", "name: x\nchurn: [{kind: scale, rate: 1/s, delta: 0}]\n", 2, 41, "churn[0].delta", "constant 0 is below 1", ">= 1"},
 		{"rolling services", "name: x\nchurn: [{kind: rolling-deploy, every: 5s, services: -1}]\n", 2, 53, "churn[0].services", "must be >= 1", ">= 1"},
 
 		// Distributions.
@@ -88,6 +92,8 @@ func TestMalformed(t *testing.T) {
 		{"nack probability", "name: x\nclients: [{nack: {probability: 2}}]\n", 2, 32, "clients[0].nack.probability", "within [0, 1]", "fraction"},
 		{"nack pattern", "name: x\nclients: [{nack: {pattern: 'a(b'}}]\n", 2, 28, "clients[0].nack.pattern", "invalid pattern", "RE2"},
 		{"too many namespaces", "name: x\ntopology: {namespaces: 2}\nclients: [{namespaces: 3}]\n", 3, 24, "clients[0].namespaces", "more than the topology has", "at most topology.namespaces (2)"},
+		{"label not a string", "name: x\nclients: [{node: {labels: {app: [a]}}}]\n", 2, 33, "clients[0].node.labels.app", "expected a string, got a list", "write a string"},
+		{"empty cluster id", "name: x\nclients: [{node: {clusterID: \"\"}}]\n", 2, 30, "clients[0].node.clusterID", "clusterID is empty", "Kubernetes"},
 		{"jitter", "name: x\nclients: [{churn: {every: 10s, jitter: -0.1}}]\n", 2, 40, "clients[0].churn.jitter", "within [0, 1]", "fraction"},
 
 		// Top level and control plane.
@@ -251,5 +257,35 @@ clients:
 	b := s.Clients[1]
 	if b.Name != "b" || b.Count != 7 || b.XDS != XDSDelta || b.AckDelay.Mean != 0.003 {
 		t.Errorf("merged group = %+v", b)
+	}
+}
+
+// A decoding error suppresses only the validation errors it causes, not its siblings'.
+func TestDecodeErrorSuppressesOnlyConsequences(t *testing.T) {
+	src := `name: x
+controlPlane:
+  minQuiet: 1s
+  debounce: {minQuiet: 2s, maxDelay: 1s}
+churn:
+  - {kind: scale, rat: 1/s}
+  - {kind: scale, rate: often}
+`
+	_, err := LoadBytes("s.yaml", []byte(src))
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Path+": "+e.Msg)
+	}
+	want := []string{
+		`controlPlane: unknown field "minQuiet"`,
+		"controlPlane.debounce.maxDelay: maxDelay 1s is shorter than minQuiet 2s",
+		`churn[0]: unknown field "rat"`,
+		`churn[1].rate: invalid rate "often"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -148,7 +149,7 @@ churn:
   - {kind: zone-failure, at: [5s]}
 clients:
   - {count: 3, ackDelay: 5ms}
-  - {name: gw, type: router, ackDelay: {dist: exp, mean: 0.01}}
+  - {name: gw, type: router, ackDelay: {dist: exp, mean: 0.01}, node: {istioVersion: "1.29.1", labels: {app: gw, "version": v2}}}
 `
 	s, err := LoadBytes("overlay.yaml", []byte(src))
 	if err != nil {
@@ -168,7 +169,7 @@ clients:
 	if c[1].Delta == nil || c[1].Delta.Dist != "uniform" || c[1].Rate.PerSecond() != 1.0/60 {
 		t.Errorf("scale = %+v, want default delta and rate 1/60 per second", c[1])
 	}
-	if c[2].Target != TargetVirtualService || c[3].Fraction != 1 {
+	if c[2].Target != TargetVirtualService || c[3].Fraction != 0.5 || c[2].Services != 1 || c[0].Down != 0 {
 		t.Errorf("config-change target %q, zone-failure fraction %g", c[2].Target, c[3].Fraction)
 	}
 	g := s.Clients
@@ -177,6 +178,10 @@ clients:
 	}
 	if g[0].AckDelay.Dist != "constant" || g[0].AckDelay.Value != 0.005 {
 		t.Errorf("ackDelay shorthand 5ms = %+v, want constant 0.005s", g[0].AckDelay)
+	}
+	if g[0].Node.ClusterID != "Kubernetes" || g[1].Node.ClusterID != "Kubernetes" || g[1].Node.IstioVersion != "1.29.1" ||
+		g[1].Node.Labels["app"] != "gw" || g[1].Node.Labels["version"] != "v2" || len(g[1].Node.Labels) != 2 {
+		t.Errorf("node templates = %+v, %+v", g[0].Node, g[1].Node)
 	}
 	if g[1].Count != 100 || g[1].AckDelay.Mean != 0.01 || g[1].Type != TypeRouter {
 		t.Errorf("second group = %+v", g[1])
@@ -228,4 +233,43 @@ func TestSummaryMentionsEverySection(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}
 	}
+}
+
+func reflectType[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+func TestBuiltInGo(t *testing.T) {
+	s := Defaults()
+	s.Name = "in-go"
+	s.Clients = []Client{DefaultClient()}
+	s.Thresholds = map[string][]Threshold{"xdslab_push_latency_seconds": {{Source: "p(99)<250ms"}}}
+	s.Complete()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := s.Thresholds["xdslab_push_latency_seconds"][0].Eval(map[string]float64{"p(99)": 0.2})
+	if err != nil || !ok {
+		t.Errorf("Eval after Complete = %v, %v", ok, err)
+	}
+	s.Thresholds["m_total"] = []Threshold{{Source: "nonsense"}}
+	s.Complete()
+	err = s.Validate()
+	var e *Error
+	if !errors.As(err, &e) || e.Path != "thresholds.m_total[0]" || e.Line != 0 || e.File != "" {
+		t.Errorf("Validate of a Go-built scenario = %#v", e)
+	}
+}
+
+// BenchmarkLoad measures loading (parse, decode, complete, validate) the largest built-in.
+func BenchmarkLoad(b *testing.B) {
+	data, err := BuiltinSource("scale-10k")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := LoadBytes("scale-10k.yaml", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/load")
 }

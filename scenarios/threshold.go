@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -54,11 +53,13 @@ var units = map[string]struct {
 	"KiB": {1 << 10, "size"}, "MiB": {1 << 20, "size"}, "GiB": {1 << 30, "size"},
 }
 
-// errThreshold marks a threshold syntax error; its message names the part that is wrong.
-var errThreshold = errors.New("threshold")
+// ThresholdError is a threshold syntax error; its message names the part that is wrong.
+type ThresholdError struct{ Msg string }
+
+func (e *ThresholdError) Error() string { return e.Msg }
 
 func thresholdErr(format string, a ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errThreshold}, a...)...)
+	return &ThresholdError{Msg: fmt.Sprintf(format, a...)}
 }
 
 // thresholdFix is the fix shown with a threshold syntax error.
@@ -90,7 +91,7 @@ func ParseThreshold(src string) (Threshold, error) {
 		s = s[end+1:]
 	default:
 		i := 0
-		for i < len(s) && s[i] >= 'a' && s[i] <= 'z' {
+		for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9' || s[i] == '.' || s[i] == '_') {
 			i++
 		}
 		name := s[:i]
@@ -99,7 +100,13 @@ func ParseThreshold(src string) (Threshold, error) {
 		case "":
 			return th, thresholdErr("missing aggregation before %q", s)
 		default:
-			return th, thresholdErr("unknown aggregation %q (%s)", name, didYouMean(name, Aggregations()))
+			if len(name) > 1 && name[0] == 'p' && isPlainNumber(name[1:]) {
+				return th, thresholdErr("write the percentile as p(%s), not %s", name[1:], name)
+			}
+			if near := nearest(name, Aggregations()); near != "" {
+				return th, thresholdErr("unknown aggregation %q (did you mean %q?)", name, near)
+			}
+			return th, thresholdErr("unknown aggregation %q", name)
 		}
 		th.Agg = name
 		s = s[i:]

@@ -31,7 +31,8 @@ func TestParseThreshold(t *testing.T) {
 		{src: "max<2kB", key: "max", op: "<", value: 2000, unit: "size"},
 		{src: "p(0)>0", key: "p(0)", op: ">", value: 0},
 		{src: "", errSubstr: "empty"},
-		{src: "p99<5", errSubstr: `unknown aggregation "p"`},
+		{src: "p99<5", errSubstr: "write the percentile as p(99), not p99"},
+		{src: "P(99)<5", errSubstr: `unknown aggregation "P"`},
 		{src: "p(101)<5", errSubstr: "from 0 to 100"},
 		{src: "p(abc)<5", errSubstr: "from 0 to 100"},
 		{src: "p(99<5", errSubstr: "not closed"},
@@ -48,7 +49,8 @@ func TestParseThreshold(t *testing.T) {
 		t.Run(tc.src, func(t *testing.T) {
 			th, err := ParseThreshold(tc.src)
 			if tc.errSubstr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.errSubstr) || !errors.Is(err, errThreshold) {
+				var te *ThresholdError
+				if err == nil || !strings.Contains(err.Error(), tc.errSubstr) || !errors.As(err, &te) {
 					t.Fatalf("ParseThreshold(%q) = %+v, %v; want an error containing %q", tc.src, th, err, tc.errSubstr)
 				}
 				return
@@ -162,7 +164,8 @@ func FuzzThreshold(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src string, v float64) {
 		th, err := ParseThreshold(src)
 		if err != nil {
-			if !errors.Is(err, errThreshold) {
+			var te *ThresholdError
+			if !errors.As(err, &te) {
 				t.Fatalf("error %v is not a threshold error", err)
 			}
 			return

@@ -9,13 +9,14 @@ import (
 
 // The struct tags below are the single source of the schema: `yaml` names the key (json uses
 // the same), `doc` is the meaning shown in docs/scenarios.md and the JSON Schema, `def`
-// overrides the default column where Defaults() cannot show it (kind-specific defaults), and
-// `kinds` lists the churn kinds a churn field applies to.
+// overrides the default column where Defaults() cannot show it (kind-specific defaults),
+// `kinds` lists the churn kinds a churn field applies to, and `enum`, `range` and `pattern`
+// constrain values in the JSON Schema (Validate enforces the same rules).
 
 // Scenario is one benchmark: a synthetic mesh, its churn, a fleet of clients and the
 // pass/fail thresholds. Offsets (churn at/start/stop) count from the start of the measure phase.
 type Scenario struct {
-	Name         string                 `yaml:"name" json:"name" doc:"Required. Lower-case letters, digits and '-', at most 63 characters; names the run and its outputs."`
+	Name         string                 `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Required. Lower-case letters, digits and '-', at most 63 characters; names the run and its outputs."`
 	Description  string                 `yaml:"description" json:"description" doc:"Free text shown in reports."`
 	Seed         uint64                 `yaml:"seed" json:"seed" doc:"Seeds every random choice (topology, churn, client behaviour): the same seed gives the same run."`
 	Duration     Duration               `yaml:"duration" json:"duration" doc:"Length of the measure phase, during which churn runs and observations are recorded."`
@@ -55,17 +56,19 @@ type FlowControl struct {
 
 // Topology describes the synthetic mesh.
 type Topology struct {
-	Namespaces                  int        `yaml:"namespaces" json:"namespaces" doc:"Namespaces; services are spread over them round-robin."`
+	Namespaces                  int        `yaml:"namespaces" json:"namespaces" doc:"Namespaces the services are spread over."`
 	Services                    int        `yaml:"services" json:"services" doc:"Services at the start of the run."`
 	Protocols                   Protocols  `yaml:"protocols" json:"protocols" doc:"Protocol mix of service ports, as weights (normalised; a written mix replaces the default as a whole)."`
 	PortsPerService             dist.Spec  `yaml:"portsPerService" json:"portsPerService" doc:"Ports per service (distribution, rounded, at least 1)."`
 	EndpointsPerService         dist.Spec  `yaml:"endpointsPerService" json:"endpointsPerService" doc:"Endpoints per service (distribution, rounded)."`
 	Localities                  Localities `yaml:"localities" json:"localities" doc:"Regions and zones endpoints are placed in."`
 	Versions                    int        `yaml:"versions" json:"versions" doc:"Versions per service: endpoints carry label version=v1..vN (subsets)."`
-	ServiceAccountsPerNamespace int        `yaml:"serviceAccountsPerNamespace" json:"serviceAccountsPerNamespace" doc:"Service accounts per namespace, assigned to services round-robin."`
-	VirtualServices             float64    `yaml:"virtualServices" json:"virtualServices" doc:"Fraction (0..1) of services with a VirtualService (weighted split across versions, timeout)."`
-	DestinationRules            float64    `yaml:"destinationRules" json:"destinationRules" doc:"Fraction (0..1) of services with a DestinationRule (subsets, load balancer, outlier detection)."`
-	SidecarScoping              bool       `yaml:"sidecarScoping" json:"sidecarScoping" doc:"Add a Sidecar per namespace limiting egress to the namespace itself and istio-system."`
+	ServiceAccountsPerNamespace int        `yaml:"serviceAccountsPerNamespace" json:"serviceAccountsPerNamespace" doc:"Service accounts per namespace, shared by its services."`
+	VirtualServices             float64    `yaml:"virtualServices" json:"virtualServices" range:"0,1" doc:"Fraction (0..1) of services with a VirtualService (weighted split across versions, timeout)."`
+	DestinationRules            float64    `yaml:"destinationRules" json:"destinationRules" range:"0,1" doc:"Fraction (0..1) of services with a DestinationRule (subsets, load balancer, outlier detection)."`
+	SidecarScoping              bool       `yaml:"sidecarScoping" json:"sidecarScoping" doc:"Add an Istio Sidecar per namespace whose egress imports the namespace itself and sidecarImports others; events then reach only the importing namespaces."`
+	SidecarImports              int        `yaml:"sidecarImports" json:"sidecarImports" doc:"Other namespaces each Sidecar imports (with sidecarScoping)."`
+	WorkloadEntries             bool       `yaml:"workloadEntries" json:"workloadEntries" doc:"Represent endpoints as one WorkloadEntry each (selected by the ServiceEntry) instead of inline ServiceEntry endpoints."`
 }
 
 // Protocols are weights of the port protocol mix.
@@ -77,8 +80,8 @@ type Protocols struct {
 
 // Localities are the regions and zones of the mesh.
 type Localities struct {
-	Regions        int `yaml:"regions" json:"regions" doc:"Regions (region-1..N)."`
-	ZonesPerRegion int `yaml:"zonesPerRegion" json:"zonesPerRegion" doc:"Zones per region (zone-a, zone-b, ...)."`
+	Regions        int `yaml:"regions" json:"regions" doc:"Regions endpoints are placed in."`
+	ZonesPerRegion int `yaml:"zonesPerRegion" json:"zonesPerRegion" doc:"Zones per region."`
 }
 
 // The churn kinds.
@@ -110,17 +113,18 @@ const (
 // (fixed period) or At (fixed offsets); replay takes its timing from the trace. Offsets count
 // from the start of the measure phase.
 type Churn struct {
-	Kind     string     `yaml:"kind" json:"kind" doc:"What changes: endpoint-flap, scale, rolling-deploy, service-create, service-delete, config-change, service-account-change, zone-failure, replay." kinds:"all" def:"required"`
+	Kind     string     `yaml:"kind" json:"kind" enum:"endpoint-flap,scale,rolling-deploy,service-create,service-delete,config-change,service-account-change,zone-failure,replay" doc:"What changes: endpoint-flap, scale, rolling-deploy, service-create, service-delete, config-change, service-account-change, zone-failure, replay." kinds:"all" def:"required"`
 	Rate     Rate       `yaml:"rate,omitempty" json:"rate,omitempty" doc:"Poisson arrivals at this mean rate (\"20/s\", \"5/m\")." kinds:"all but replay" def:"—"`
 	Every    Duration   `yaml:"every,omitempty" json:"every,omitempty" doc:"One event every period, the first one period after start." kinds:"all but replay" def:"—"`
 	At       []Duration `yaml:"at,omitempty" json:"at,omitempty" doc:"One event at each offset." kinds:"all but replay" def:"—"`
 	Start    Duration   `yaml:"start,omitempty" json:"start,omitempty" doc:"The process starts this long into the measure phase." kinds:"all" def:"0s"`
 	Stop     Duration   `yaml:"stop,omitempty" json:"stop,omitempty" doc:"The process stops this long into the measure phase; 0 runs to the end." kinds:"all" def:"0s (end)"`
-	Delta    *dist.Spec `yaml:"delta,omitempty" json:"delta,omitempty" doc:"Endpoints added or removed per event (direction chosen at random, never below 0)." kinds:"scale" def:"{dist: uniform, min: 1, max: 3}"`
-	Services int        `yaml:"services,omitempty" json:"services,omitempty" doc:"Services rolled per event; each has every endpoint replaced by new addresses." kinds:"rolling-deploy" def:"1"`
-	Window   Duration   `yaml:"window,omitempty" json:"window,omitempty" doc:"A rollout replaces a service's endpoints one by one spread over this window." kinds:"rolling-deploy" def:"10s"`
-	Target   string     `yaml:"target,omitempty" json:"target,omitempty" doc:"The config changed: virtualservice (route weights, timeout) or destinationrule (lb policy, outlier detection)." kinds:"config-change" def:"virtualservice"`
-	Fraction float64    `yaml:"fraction,omitempty" json:"fraction,omitempty" doc:"Fraction (0..1] of one zone's endpoints removed at once." kinds:"zone-failure" def:"1"`
+	Delta    *dist.Spec `yaml:"delta,omitempty" json:"delta,omitempty" doc:"Endpoints added or removed per event (up or down at random)." kinds:"scale" def:"{dist: uniform, min: 1, max: 3}"`
+	Services int        `yaml:"services,omitempty" json:"services,omitempty" doc:"Services one event touches (a rolling deploy replaces every endpoint of each)." kinds:"scale, rolling-deploy, service-create, service-delete, config-change, service-account-change" def:"1"`
+	Window   Duration   `yaml:"window,omitempty" json:"window,omitempty" doc:"Each service's rollout is spread over this window." kinds:"rolling-deploy" def:"10s"`
+	Target   string     `yaml:"target,omitempty" json:"target,omitempty" enum:"virtualservice,destinationrule" doc:"The config changed: virtualservice (route weights, timeout) or destinationrule (lb policy, outlier detection)." kinds:"config-change" def:"virtualservice"`
+	Down     Duration   `yaml:"down,omitempty" json:"down,omitempty" doc:"How long a flapped endpoint stays away; for a zone failure, how long the zone stays down (0: it does not come back)." kinds:"endpoint-flap, zone-failure" def:"1s (endpoint-flap), 0s (zone-failure)"`
+	Fraction float64    `yaml:"fraction,omitempty" json:"fraction,omitempty" range:"0,1" doc:"Fraction (0..1] of one zone's endpoints removed at once." kinds:"zone-failure" def:"0.5"`
 	File     string     `yaml:"file,omitempty" json:"file,omitempty" doc:"Event trace (JSON lines, the simulator's event-log format) to replay; relative to the scenario file." kinds:"replay" def:"required"`
 }
 
@@ -139,10 +143,10 @@ const (
 
 // Client is a group of identical fake clients.
 type Client struct {
-	Name                string   `yaml:"name" json:"name" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
+	Name                string   `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
 	Count               int      `yaml:"count" json:"count" doc:"Clients in the group."`
-	XDS                 string   `yaml:"xds" json:"xds" doc:"Protocol variant: sotw (state of the world) or delta (incremental)."`
-	Type                string   `yaml:"type" json:"type" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
+	XDS                 string   `yaml:"xds" json:"xds" enum:"sotw,delta" doc:"Protocol variant: sotw (state of the world) or delta (incremental)."`
+	Type                string   `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
 	Ramp                Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
 	Namespaces          int      `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
 	AckDelay            TimeDist `yaml:"ackDelay" json:"ackDelay" doc:"Time from receiving a response to sending its ACK or NACK (Envoy's apply time); a time distribution."`
@@ -152,11 +156,21 @@ type Client struct {
 	NodeOnFirstOnly     bool     `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
 	InitialFetchTimeout Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout: stop waiting for warming clusters after this long; 0 waits forever."`
 	Churn               Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
+	Node                Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
+}
+
+// Node is the identity template of a client group: Istio-style node id
+// (TYPE~IP~pod.NS~NS.svc.cluster.local) and metadata. NAMESPACE comes from the client's
+// namespace, GENERATOR from type grpc.
+type Node struct {
+	ClusterID    string            `yaml:"clusterID" json:"clusterID" doc:"Metadata CLUSTER_ID."`
+	IstioVersion string            `yaml:"istioVersion" json:"istioVersion" doc:"Metadata ISTIO_VERSION."`
+	Labels       map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Metadata LABELS (workload labels), added to every client of the group." def:"{}"`
 }
 
 // Nack is a client group's NACK policy.
 type Nack struct {
-	Probability float64 `yaml:"probability" json:"probability" doc:"NACK each response with this probability (0..1)."`
+	Probability float64 `yaml:"probability" json:"probability" range:"0,1" doc:"NACK each response with this probability (0..1)."`
 	EveryN      int     `yaml:"everyN" json:"everyN" doc:"NACK every Nth response; 0 never."`
 	Pattern     string  `yaml:"pattern" json:"pattern" doc:"NACK a response holding a resource whose name matches this regular expression (RE2); empty never."`
 	Realistic   bool    `yaml:"realistic" json:"realistic" doc:"NACK what Envoy rejects: validation failures (also inside typed_config), duplicate names, a Delta resource both added and removed."`
@@ -165,7 +179,7 @@ type Nack struct {
 // Reconn is connection churn.
 type Reconn struct {
 	Every  Duration `yaml:"every" json:"every" doc:"Reconnect each client every period; 0 never."`
-	Jitter float64  `yaml:"jitter" json:"jitter" doc:"Spread each period uniformly by ± this fraction (0..1)."`
+	Jitter float64  `yaml:"jitter" json:"jitter" range:"0,1" doc:"Spread each period uniformly by ± this fraction (0..1)."`
 }
 
 // Phases holds the timeouts of the phases around the measure phase.
@@ -176,7 +190,7 @@ type Phases struct {
 
 // Phase is one phase's settings.
 type Phase struct {
-	Timeout Duration `yaml:"timeout" json:"timeout" doc:"Give up on the phase after this long (clients or events still pending are counted)."`
+	Timeout Duration `yaml:"timeout" json:"timeout" doc:"Give up on the phase after this long; what is still pending is counted."`
 }
 
 // Defaults returns a scenario with every field at its default. Name is empty (required) and
@@ -204,6 +218,7 @@ func Defaults() *Scenario {
 			ServiceAccountsPerNamespace: 3,
 			VirtualServices:             0.2,
 			DestinationRules:            0.3,
+			SidecarImports:              2,
 		},
 		Churn:   []Churn{},
 		Clients: []Client{DefaultClient()},
@@ -226,24 +241,29 @@ func DefaultClient() Client {
 		AckDelay:            TimeDist(dist.Constant(0)),
 		InitialFetchTimeout: Duration(15 * time.Second),
 		Churn:               Reconn{Jitter: 0.2},
+		Node:                Node{ClusterID: "Kubernetes", IstioVersion: "1.28.0"},
 	}
 }
 
 // Complete fills the defaults that depend on other fields: kind-specific churn defaults (a zero
-// value there is not meaningful), client group names, and normalised protocol weights. The
-// loader calls it; call it after building a Scenario in Go. It is idempotent.
+// value there is not meaningful), client group names, normalised protocol weights, and parsed
+// thresholds. The loader calls it; call it after building a Scenario in Go. It is idempotent.
 func (s *Scenario) Complete() {
 	for i := range s.Churn {
 		c := &s.Churn[i]
+		if c.Services == 0 && takesServices(c.Kind) {
+			c.Services = 1
+		}
 		switch c.Kind {
 		case KindScale:
 			if c.Delta == nil {
 				c.Delta = &dist.Spec{Dist: "uniform", Min: 1, Max: 3}
 			}
-		case KindRollingDeploy:
-			if c.Services == 0 {
-				c.Services = 1
+		case KindEndpointFlap:
+			if c.Down == 0 {
+				c.Down = Duration(time.Second)
 			}
+		case KindRollingDeploy:
 			if c.Window == 0 {
 				c.Window = Duration(10 * time.Second)
 			}
@@ -253,13 +273,16 @@ func (s *Scenario) Complete() {
 			}
 		case KindZoneFailure:
 			if c.Fraction == 0 {
-				c.Fraction = 1
+				c.Fraction = 0.5
 			}
 		}
 	}
 	for i := range s.Clients {
 		if s.Clients[i].Name == "" {
 			s.Clients[i].Name = "group-" + itoa(i+1)
+		}
+		if len(s.Clients[i].Node.Labels) == 0 {
+			s.Clients[i].Node.Labels = nil // {} and absent are the same
 		}
 	}
 	p := &s.Topology.Protocols
@@ -271,9 +294,29 @@ func (s *Scenario) Complete() {
 	if s.Thresholds == nil {
 		s.Thresholds = map[string][]Threshold{}
 	}
+	// Thresholds built in Go as Threshold{Source: "..."} are parsed here; a bad one is left for
+	// Validate to report.
+	for _, ths := range s.Thresholds {
+		for i, th := range ths {
+			if th.Op == "" {
+				if parsed, err := ParseThreshold(th.Source); err == nil {
+					ths[i] = parsed
+				}
+			}
+		}
+	}
 	if s.Churn == nil {
 		s.Churn = []Churn{}
 	}
+}
+
+// takesServices reports whether a churn kind touches a number of services per event.
+func takesServices(kind string) bool {
+	switch kind {
+	case KindScale, KindRollingDeploy, KindServiceCreate, KindServiceDelete, KindConfigChange, KindServiceAccountChange:
+		return true
+	}
+	return false
 }
 
 // TotalClients is the number of clients over all groups.

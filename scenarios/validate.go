@@ -121,7 +121,10 @@ func (v *validator) topology() {
 	v.countDist("topology.endpointsPerService", t.EndpointsPerService, 0)
 	v.atLeast("topology.localities.regions", t.Localities.Regions, 1)
 	v.atLeast("topology.localities.zonesPerRegion", t.Localities.ZonesPerRegion, 1)
-	v.atLeast("topology.versions", t.Versions, 1)
+	if t.Versions < 1 || t.Versions > 100 {
+		v.add("topology.versions", "use 1 to 100", "must be within 1..100, got %d", t.Versions)
+	}
+	v.atLeast("topology.sidecarImports", t.SidecarImports, 0)
 	v.atLeast("topology.serviceAccountsPerNamespace", t.ServiceAccountsPerNamespace, 1)
 	v.fraction("topology.virtualServices", t.VirtualServices)
 	v.fraction("topology.destinationRules", t.DestinationRules)
@@ -200,6 +203,9 @@ func (v *validator) churn(i int) {
 		v.add(p+".kind", "add kind: one of "+strings.Join(ChurnKinds(), ", "), "kind is required")
 		return
 	}
+	if takesServices(c.Kind) {
+		v.atLeast(p+".services", c.Services, 1)
+	}
 	if !slices.Contains(ChurnKinds(), c.Kind) {
 		v.add(p+".kind", didYouMean(c.Kind, ChurnKinds()), "unknown churn kind %q", c.Kind)
 		return
@@ -254,7 +260,14 @@ func (v *validator) churn(i int) {
 		}
 	}
 	notFor("delta", c.Delta != nil, KindScale)
-	notFor("services", c.Services != 0, KindRollingDeploy)
+	if c.Services != 0 && !takesServices(c.Kind) {
+		v.add(p+".services", "remove it; services applies to scale, rolling-deploy, service-create, service-delete, config-change and service-account-change",
+			"services does not apply to kind %s", c.Kind)
+	}
+	if c.Down != 0 && c.Kind != KindEndpointFlap && c.Kind != KindZoneFailure {
+		v.add(p+".down", "remove it; down applies to endpoint-flap and zone-failure", "down does not apply to kind %s", c.Kind)
+	}
+	v.nonNegDur(p+".down", c.Down)
 	notFor("window", c.Window != 0, KindRollingDeploy)
 	notFor("target", c.Target != "", KindConfigChange)
 	notFor("fraction", c.Fraction != 0, KindZoneFailure)
@@ -262,21 +275,21 @@ func (v *validator) churn(i int) {
 	switch c.Kind {
 	case KindScale:
 		if c.Delta != nil {
-			v.countDist(p+".delta", *c.Delta, 0)
+			v.countDist(p+".delta", *c.Delta, 1)
 		}
 	case KindRollingDeploy:
-		v.atLeast(p+".services", c.Services, 1)
-		v.nonNegDur(p+".window", c.Window)
+		v.posDur(p+".window", c.Window)
+	case KindServiceAccountChange:
+		if s.Topology.ServiceAccountsPerNamespace < 2 {
+			v.add(p+".kind", "set topology.serviceAccountsPerNamespace >= 2", "service-account-change needs a second service account to change to")
+		}
 	case KindConfigChange:
 		switch c.Target {
 		case TargetVirtualService:
-			if s.Topology.VirtualServices == 0 {
-				v.add(p+".target", "set topology.virtualServices > 0, or target destinationrule", "there are no VirtualServices to change")
+			if pr := s.Topology.Protocols; pr.HTTP+pr.GRPC <= 0 {
+				v.add(p+".target", "give topology.protocols.http or grpc a weight, or target destinationrule", "VirtualServices route HTTP and gRPC, and the topology has neither")
 			}
 		case TargetDestinationRule:
-			if s.Topology.DestinationRules == 0 {
-				v.add(p+".target", "set topology.destinationRules > 0, or target virtualservice", "there are no DestinationRules to change")
-			}
 		default:
 			v.add(p+".target", didYouMean(c.Target, []string{TargetVirtualService, TargetDestinationRule}), "unknown target %q", c.Target)
 		}
@@ -332,6 +345,17 @@ func (v *validator) clients() {
 		}
 		v.atLeast(p+".disconnectAfter", c.DisconnectAfter, 0)
 		v.nonNegDur(p+".initialFetchTimeout", c.InitialFetchTimeout)
+		if c.Node.ClusterID == "" {
+			v.add(p+".node.clusterID", "set a cluster id such as Kubernetes", "clusterID is empty")
+		}
+		if c.Node.IstioVersion == "" {
+			v.add(p+".node.istioVersion", `set a version such as "1.28.0"`, "istioVersion is empty")
+		}
+		for k := range c.Node.Labels {
+			if k == "" {
+				v.add(p+".node.labels", "give the label a name", "empty label name")
+			}
+		}
 		v.nonNegDur(p+".churn.every", c.Churn.Every)
 		v.fraction(p+".churn.jitter", c.Churn.Jitter)
 	}

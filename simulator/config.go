@@ -231,11 +231,11 @@ func (c Config) Validate() error {
 		bad("maxPredicates must be >= 1, got %d", c.MaxPredicates)
 	}
 	t := c.Topology
-	if t.Namespaces < 1 {
-		bad("topology.namespaces must be >= 1, got %d", t.Namespaces)
+	if t.Namespaces < 1 || t.Namespaces > 100_000 {
+		bad("topology.namespaces must be in 1..100000, got %d", t.Namespaces)
 	}
-	if t.Services < 0 {
-		bad("topology.services must be >= 0, got %d", t.Services)
+	if t.Services < 0 || t.Services > 1_000_000 {
+		bad("topology.services must be in 0..1000000, got %d", t.Services)
 	}
 	p := t.Protocols
 	if p.HTTP < 0 || p.GRPC < 0 || p.TCP < 0 || p.HTTP+p.GRPC+p.TCP <= 0 {
@@ -315,8 +315,8 @@ func (ch Churn) validate(t Topology) error {
 	if ch.Start < 0 || ch.Stop < 0 || (ch.Stop != 0 && ch.Stop <= ch.Start) {
 		return fmt.Errorf("need 0 <= start < stop (stop 0 = end of run), got start %v stop %v", ch.Start, ch.Stop)
 	}
-	if ch.Services < 1 {
-		return fmt.Errorf("services must be >= 1, got %d", ch.Services)
+	if ch.Services < 1 || ch.Services > 100_000 {
+		return fmt.Errorf("services must be in 1..100000, got %d", ch.Services)
 	}
 	if ch.Down < 0 {
 		return fmt.Errorf("down must be >= 0, got %v", ch.Down)

@@ -2,17 +2,79 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xdslab/xdslab/controlplane"
 )
 
-// newControlplaneCmd is replaced by the issue that builds 'controlplane'.
+// controlplaneFlags are the flags of 'xdslab controlplane'.
+type controlplaneFlags struct {
+	configDir    string
+	logLevel     string
+	opts         controlplane.Options
+	pushThrottle int
+}
+
 func newControlplaneCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "controlplane",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return usageErr(errors.New("controlplane: not built yet"))
-		},
+	f := controlplaneFlags{opts: controlplane.DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "controlplane --config-dir DIR",
+		Short: "Run the xDS control plane on a directory of Istio YAML",
+		Long: `controlplane watches a directory of Istio YAML (ServiceEntry, WorkloadEntry, VirtualService,
+DestinationRule, Sidecar, Gateway; multi-document files as you would kubectl-apply them),
+debounces the changes and builds a snapshot per push. It serves /metrics, /debug/config (what
+was loaded, and each file's last error) and /debug/snapshot on --metrics-addr, and runs until
+SIGINT or SIGTERM.`,
+		Example: `  xdslab controlplane --config-dir examples/mesh
+  xdslab controlplane --config-dir /tmp/mesh --min-quiet 50ms --max-delay 2s --debounce-eds=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runControlplane(cmd, f) },
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.configDir, "config-dir", "", "directory of Istio YAML to watch (required)")
+	fl.StringVar(&f.opts.GRPCAddr, "grpc-addr", controlplane.DefaultGRPCAddr, "address of the ADS (xDS) gRPC server")
+	fl.StringVar(&f.opts.MetricsAddr, "metrics-addr", controlplane.DefaultMetricsAddr, "address of /metrics and /debug/*")
+	fl.DurationVar(&f.opts.Debounce.MinQuiet, "min-quiet", f.opts.Debounce.MinQuiet, "push once no change arrived for this long (Istio's PILOT_DEBOUNCE_AFTER)")
+	fl.DurationVar(&f.opts.Debounce.MaxDelay, "max-delay", f.opts.Debounce.MaxDelay, "push at the latest this long after a batch's first change (Istio's PILOT_DEBOUNCE_MAX)")
+	fl.BoolVar(&f.opts.Debounce.DebounceEDS, "debounce-eds", f.opts.Debounce.DebounceEDS, "debounce endpoint-only changes too; =false pushes them at once")
+	fl.IntVar(&f.pushThrottle, "push-throttle", 0, "proxies pushed concurrently (0: Istio's min(15 + 5 × cores, 100))")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
+	if f.configDir == "" {
+		return usageErr(errors.New("controlplane: --config-dir is required: pass a directory of Istio YAML, e.g. --config-dir examples/mesh"))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return usageErr(fmt.Errorf("controlplane: --log-level %q: use debug, info, warn or error", f.logLevel))
+	}
+	opts := f.opts
+	opts.ConfigDir = f.configDir
+	opts.PushThrottle = f.pushThrottle
+	opts.Cores = runtime.NumCPU()
+	opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	if err := opts.Validate(); err != nil {
+		return usageErr(fmt.Errorf("controlplane: %s", strings.ReplaceAll(err.Error(), "\n", "; ")))
+	}
+	srv, err := controlplane.New(opts)
+	if err != nil {
+		return usageErr(err)
+	}
+	ctx := cmd.Context()
+	if err := srv.Start(ctx); err != nil {
+		srv.Stop()
+		return usageErr(err)
+	}
+	defer srv.Stop()
+	fmt.Fprintf(cmd.OutOrStdout(), "control plane running: metrics and debug on http://%s (/metrics, /debug/config, /debug/snapshot); stop with Ctrl-C\n", srv.MetricsAddr())
+	<-srv.Done()
+	opts.Logger.Info("control plane stopping", "snapshot", srv.Snapshot().Version)
+	return nil
 }

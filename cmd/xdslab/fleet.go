@@ -1,18 +1,337 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/internal/summary"
 )
 
-// newFleetCmd is replaced by the issue that builds 'fleet'.
+// fleetFlags are the flags of 'xdslab fleet'.
+type fleetFlags struct {
+	Target              string        `json:"target"`
+	Clients             int           `json:"clients"`
+	Duration            time.Duration `json:"duration"`
+	Ramp                float64       `json:"ramp"`
+	Delta               bool          `json:"delta"`
+	Nack                string        `json:"nack"`
+	AckDelay            string        `json:"ackDelay,omitempty"`
+	NeverAck            bool          `json:"neverAck,omitempty"`
+	DisconnectAfter     int           `json:"disconnectAfter,omitempty"`
+	Group               string        `json:"group"`
+	ProxyType           string        `json:"proxyType"`
+	Namespace           string        `json:"namespace,omitempty"`
+	Namespaces          int           `json:"namespaces,omitempty"`
+	ClusterID           string        `json:"clusterID,omitempty"`
+	IstioVersion        string        `json:"istioVersion,omitempty"`
+	Generator           string        `json:"generator,omitempty"`
+	NodeOnFirstOnly     bool          `json:"nodeOnFirstOnly,omitempty"`
+	InitialFetchTimeout time.Duration `json:"initialFetchTimeout,omitempty"`
+	Churn               time.Duration `json:"churn,omitempty"`
+	ChurnJitter         float64       `json:"churnJitter,omitempty"`
+	StreamsPerConn      int           `json:"streamsPerConn,omitempty"`
+	Seed                uint64        `json:"seed"`
+	SummaryFile         string        `json:"-"`
+	MetricsAddr         string        `json:"-"`
+	Progress            string        `json:"-"`
+}
+
 func newFleetCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "fleet",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return usageErr(errors.New("fleet: not built yet"))
-		},
+	f := fleetFlags{}
+	cmd := &cobra.Command{
+		Use:   "fleet --target HOST:PORT --clients N",
+		Short: "Run a fleet of fake Envoys against any ADS server and summarise what they saw",
+		Long: `fleet connects N fake Envoy clients (SotW or Delta ADS, Envoy's request order, ACK/NACK and
+warming behaviour) to an ADS server — ours, istiod, any go-control-plane based one — ramps them
+up at --ramp clients/s, runs for --duration (or until Ctrl-C), then prints a k6-like summary and
+writes it as JSON with --summary. Connect failures (ResourceExhausted included) are retried with
+Envoy's backoff and counted. Live metrics (xdslab_fleet_*) are served on --metrics-addr.
+
+--nack combines: never, realistic (what Envoy rejects), p=P, every=N, name=REGEXP, e.g.
+"realistic,p=0.001". --ack-delay is Envoy's apply time before the ACK: a duration (constant) or
+DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, lognormal:MEDIAN:SIGMA
+(sigma unitless), pareto:MIN:ALPHA.`,
+		Example: `  xdslab fleet --target 127.0.0.1:15010 --clients 1000 --ramp 200 --duration 2m --summary fleet.json
+  xdslab fleet --target istiod:15010 --clients 200 --delta --nack realistic --ack-delay exp:5ms --namespaces 10`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFleet(cmd, f) },
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.Target, "target", "", "ADS server HOST:PORT (required; insecure gRPC)")
+	fl.IntVar(&f.Clients, "clients", 10, "number of clients")
+	fl.DurationVar(&f.Duration, "duration", 0, "run time after the ramp starts (0: until Ctrl-C)")
+	fl.Float64Var(&f.Ramp, "ramp", 100, "clients started per second (0: all at once)")
+	fl.BoolVar(&f.Delta, "delta", false, "speak incremental (Delta) ADS instead of state of the world")
+	fl.StringVar(&f.Nack, "nack", "never", "NACK policy: never, realistic, p=P, every=N, name=REGEXP, comma-separated")
+	fl.StringVar(&f.AckDelay, "ack-delay", "", "delay before each ACK: a duration or DIST:PARAMS (see above)")
+	fl.BoolVar(&f.NeverAck, "never-ack", false, "hung clients: apply responses but never ACK")
+	fl.IntVar(&f.DisconnectAfter, "disconnect-after", 0, "close each stream after this many responses (0: never)")
+	fl.StringVar(&f.Group, "group", "fleet", "group name of the clients (probe reach, hooks)")
+	fl.StringVar(&f.ProxyType, "proxy-type", "sidecar", "Istio proxy type: sidecar or router")
+	fl.StringVar(&f.Namespace, "namespace", "", "namespace of every client (default \"default\")")
+	fl.IntVar(&f.Namespaces, "namespaces", 0, "spread clients round-robin over ns-0..ns-(K-1)")
+	fl.StringVar(&f.ClusterID, "cluster-id", "", "node metadata CLUSTER_ID (default Kubernetes)")
+	fl.StringVar(&f.IstioVersion, "istio-version", "", "node metadata ISTIO_VERSION")
+	fl.StringVar(&f.Generator, "generator", "", "node metadata GENERATOR (grpc for proxyless)")
+	fl.BoolVar(&f.NodeOnFirstOnly, "node-first-only", false, "send node only on a stream's first request (Istio's set_node_on_first_message_only)")
+	fl.DurationVar(&f.InitialFetchTimeout, "initial-fetch-timeout", 0, "Envoy's initial_fetch_timeout (0: 15s; negative: disabled)")
+	fl.DurationVar(&f.Churn, "churn", 0, "reconnect every client this often (0: never)")
+	fl.Float64Var(&f.ChurnJitter, "churn-jitter", 0.2, "churn period jitter as a fraction of --churn, in [0,1)")
+	fl.IntVar(&f.StreamsPerConn, "streams-per-conn", 0, "clients per shared gRPC connection (0 or 1: one connection per client, as Envoy)")
+	fl.Uint64Var(&f.Seed, "seed", 1, "seed of every random choice")
+	fl.StringVar(&f.SummaryFile, "summary", "", "write the JSON summary to this file")
+	fl.StringVar(&f.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address (/metrics)")
+	fl.StringVar(&f.Progress, "progress", "auto", "live progress on stderr: auto (a refreshed line on a terminal, log lines otherwise), line, log or off")
+	return cmd
+}
+
+// fleetConfig turns the flags into the fleet's configuration, or a usage error naming the flag.
+func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error) {
+	if f.Target == "" {
+		return fakeenvoy.FleetConfig{}, errors.New("fleet: --target is required, e.g. --target 127.0.0.1:15010")
+	}
+	if _, _, err := net.SplitHostPort(f.Target); err != nil {
+		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --target %q must be HOST:PORT: %v", f.Target, err)
+	}
+	if f.Clients <= 0 {
+		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --clients %d must be at least 1", f.Clients)
+	}
+	if f.Duration < 0 {
+		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --duration %s must be >= 0 (0 runs until Ctrl-C)", f.Duration)
+	}
+	nack, err := fakeenvoy.ParseNackPolicy(f.Nack)
+	if err != nil {
+		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --nack: %w", err)
+	}
+	delay, err := parseDelay(f.AckDelay)
+	if err != nil {
+		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --ack-delay: %w", err)
+	}
+	cfg := fakeenvoy.FleetConfig{
+		Target: f.Target,
+		Groups: []fakeenvoy.Group{{
+			Name:  f.Group,
+			Count: f.Clients,
+			Identity: fakeenvoy.IdentityTemplate{Type: f.ProxyType, Namespace: f.Namespace, Namespaces: f.Namespaces,
+				ClusterID: f.ClusterID, IstioVersion: f.IstioVersion, Generator: f.Generator},
+			Client: fakeenvoy.ClientConfig{
+				Delta:               f.Delta,
+				NodeOnFirstOnly:     f.NodeOnFirstOnly,
+				InitialFetchTimeout: f.InitialFetchTimeout,
+				Nack:                nack,
+				Ack:                 fakeenvoy.AckPolicy{Delay: delay, NeverAck: f.NeverAck, DisconnectAfter: f.DisconnectAfter},
+			},
+		}},
+		Ramp:           f.Ramp,
+		Churn:          fakeenvoy.Churn{Every: f.Churn, Jitter: f.ChurnJitter},
+		StreamsPerConn: f.StreamsPerConn,
+		Seed:           f.Seed,
+	}
+	switch f.Progress {
+	case "auto":
+		cfg.Progress, cfg.ProgressTTY = progress, isTerminal(progress)
+	case "line":
+		cfg.Progress, cfg.ProgressTTY = progress, true
+	case "log":
+		cfg.Progress = progress
+	case "off":
+	default:
+		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --progress %q: use auto, line, log or off", f.Progress)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fakeenvoy.FleetConfig{}, err
+	}
+	if err := cfg.Groups[0].Client.Ack.Validate(); err != nil {
+		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: %w", err)
+	}
+	return cfg, nil
+}
+
+// parseDelay parses --ack-delay into a distribution in seconds.
+func parseDelay(s string) (dist.Spec, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return dist.Spec{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return dist.Spec{}, fmt.Errorf("%q: a delay must be >= 0", s)
+		}
+		return dist.Constant(d.Seconds()), nil
+	}
+	name, rest, _ := strings.Cut(s, ":")
+	params := strings.Split(rest, ":")
+	dur := func(i int) (float64, error) {
+		if i >= len(params) || params[i] == "" {
+			return 0, fmt.Errorf("%q: %s needs %d parameters", s, name, i+1)
+		}
+		d, err := time.ParseDuration(params[i])
+		if err != nil {
+			return 0, fmt.Errorf("%q: parameter %d: %v (write a duration such as 5ms)", s, i+1, err)
+		}
+		return d.Seconds(), nil
+	}
+	num := func(i int) (float64, error) {
+		if i >= len(params) || params[i] == "" {
+			return 0, fmt.Errorf("%q: %s needs %d parameters", s, name, i+1)
+		}
+		v, err := strconv.ParseFloat(params[i], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q: parameter %d: %q is not a number", s, i+1, params[i])
+		}
+		return v, nil
+	}
+	var spec dist.Spec
+	var errs [2]error
+	want := 2
+	switch name {
+	case "constant":
+		spec.Value, errs[0] = dur(0)
+		want = 1
+	case "exp":
+		spec.Mean, errs[0] = dur(0)
+		want = 1
+	case "uniform":
+		spec.Min, errs[0] = dur(0)
+		spec.Max, errs[1] = dur(1)
+	case "normal":
+		spec.Mean, errs[0] = dur(0)
+		spec.Sigma, errs[1] = dur(1)
+	case "lognormal":
+		spec.Median, errs[0] = dur(0)
+		spec.Sigma, errs[1] = num(1)
+	case "pareto":
+		spec.Min, errs[0] = dur(0)
+		spec.Alpha, errs[1] = num(1)
+	default:
+		return dist.Spec{}, fmt.Errorf("%q: not a duration, and %q is not a distribution: use constant, exp, uniform, normal, lognormal or pareto", s, name)
+	}
+	if err := errors.Join(errs[:]...); err != nil {
+		return dist.Spec{}, err
+	}
+	if len(params) != want {
+		return dist.Spec{}, fmt.Errorf("%q: %s takes %d parameters, got %d", s, name, want, len(params))
+	}
+	spec.Dist = name
+	if err := spec.Validate(); err != nil {
+		return dist.Spec{}, fmt.Errorf("%q: %w", s, err)
+	}
+	return spec, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func runFleet(cmd *cobra.Command, f fleetFlags) error {
+	cfg, err := fleetConfig(f, cmd.ErrOrStderr())
+	if err != nil {
+		return usageErr(err)
+	}
+	fleet, err := fakeenvoy.NewFleet(cfg)
+	if err != nil {
+		return usageErr(err)
+	}
+	ctx := cmd.Context()
+	if f.MetricsAddr != "" {
+		stop, err := serveFleetMetrics(f.MetricsAddr, fleet, cmd.ErrOrStderr())
+		if err != nil {
+			return usageErr(err)
+		}
+		defer stop()
+	}
+	if err := fleet.Start(ctx); err != nil {
+		return err
+	}
+	if f.Duration > 0 {
+		t := time.NewTimer(f.Duration)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	} else {
+		<-ctx.Done()
+	}
+	fleet.Stop()
+	ended := time.Now()
+	began := fleet.Began()
+	metrics, err := fleet.Metrics(ended.Sub(began))
+	if err != nil {
+		return err
+	}
+	config, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	s := &summary.Summary{
+		Version: summary.Version,
+		Metadata: summary.Metadata{Tool: "xdslab", Command: "fleet", Started: began.UTC(), Ended: ended.UTC(),
+			DurationSeconds: ended.Sub(began).Seconds()},
+		Config:  config,
+		Results: summary.Results{Passed: true, Metrics: metrics},
+	}
+	out := cmd.OutOrStdout()
+	st := fleet.Observer().Stats()
+	fmt.Fprintf(out, "\nfleet: %d clients against %s for %s: %d reached a full config, %d connect failures, %d resend loops after NACK\n\n",
+		fleet.Size(), f.Target, ended.Sub(began).Round(time.Millisecond), st.FullConfig, st.ConnectFailuresTotal(), st.Total.ResendLoops)
+	if err := summary.WriteText(out, s); err != nil {
+		return err
+	}
+	if f.SummaryFile != "" {
+		if err := summary.WriteFile(f.SummaryFile, s); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nsummary written to %s\n", f.SummaryFile)
+	}
+	return nil
+}
+
+// serveFleetMetrics serves the fleet's metrics (plus Go and process metrics) on addr.
+func serveFleetMetrics(addr string, fleet *fakeenvoy.Fleet, log io.Writer) (stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	if err := fleet.Register(reg); err != nil {
+		return nil, err
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: --metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(log, "xdslab fleet: metrics server:", err)
+		}
+	}()
+	fmt.Fprintf(log, "fleet metrics on http://%s/metrics\n", lis.Addr())
+	return func() {
+		srv.Close()
+		<-done
+	}, nil
 }

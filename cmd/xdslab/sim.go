@@ -1,18 +1,267 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/simulator"
 )
 
-// newSimCmd is replaced by the issue that builds 'sim'.
+// simFlags are the flags of 'xdslab sim'.
+type simFlags struct {
+	sinkDir      string
+	events       string
+	fast         bool
+	clean        bool
+	groupRouting bool
+	apiVersion   string
+	progress     time.Duration
+	metricsAddr  string
+}
+
 func newSimCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "sim",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return usageErr(errors.New("sim: not built yet"))
+	var f simFlags
+	cmd := &cobra.Command{
+		Use:   "sim SCENARIO|NAME --sink-dir DIR [--events FILE] [--fast]",
+		Short: "Write a scenario's synthetic mesh as Istio YAML and apply its churn",
+		Long: `sim builds the scenario's synthetic mesh (its topology section), writes it into --sink-dir
+as Istio YAML, then applies the scenario's churn for its duration on the wall clock (or as
+fast as possible with --fast). Any control plane that watches a directory of Istio YAML
+(xdslab controlplane --config-dir DIR, or istiod with a file config source) can read it.
+
+SCENARIO is a scenario file or a built-in name (see 'xdslab validate --list'); only its seed,
+duration, topology and churn are used. Files in DIR:
+  NS.SVC.yaml                   a service's ServiceEntry and WorkloadEntries (and with
+                                --group-routing its VirtualService and DestinationRule)
+  NS.KIND.NAME.yaml             every other object (VirtualService, DestinationRule, Sidecar)
+Each file is written atomically (a temporary file in DIR renamed over it); deleting a service
+removes its files. DIR must hold no YAML files unless --clean is given.
+
+--events FILE records every applied event as one JSON line (id, kind, scheduled offset, t0,
+upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSim(cmd.Context(), cmd.OutOrStdout(), args[0], f)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.sinkDir, "sink-dir", "", "directory to write Istio YAML into (required)")
+	fl.StringVar(&f.events, "events", "", "write the event log (JSON lines) to this file")
+	fl.BoolVar(&f.fast, "fast", false, "run as fast as possible on a virtual clock (a dry run; t0 values are virtual)")
+	fl.BoolVar(&f.clean, "clean", false, "remove YAML files already in --sink-dir first")
+	fl.BoolVar(&f.groupRouting, "group-routing", false, "write VirtualServices and DestinationRules into their service's file")
+	fl.StringVar(&f.apiVersion, "api-version", simulator.DefaultAPIVersion, "apiVersion of the written objects (networking.istio.io/v1alpha3, v1beta1 or v1)")
+	fl.DurationVar(&f.progress, "progress", 5*time.Second, "print a progress line this often (run time); 0 disables")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the simulator's Prometheus metrics on this address (e.g. 127.0.0.1:15090)")
+	return cmd
+}
+
+// simConfig maps a resolved scenario onto the simulator's configuration.
+func simConfig(s *scenarios.Scenario) simulator.Config {
+	t := s.Topology
+	cfg := simulator.Config{
+		Seed:     s.Seed,
+		Duration: s.Duration.D(),
+		Topology: simulator.Topology{
+			Namespaces:                  t.Namespaces,
+			Services:                    t.Services,
+			Protocols:                   simulator.Protocols{HTTP: t.Protocols.HTTP, GRPC: t.Protocols.GRPC, TCP: t.Protocols.TCP},
+			PortsPerService:             t.PortsPerService,
+			EndpointsPerService:         t.EndpointsPerService,
+			Localities:                  simulator.Localities{Regions: t.Localities.Regions, ZonesPerRegion: t.Localities.ZonesPerRegion},
+			Versions:                    t.Versions,
+			ServiceAccountsPerNamespace: t.ServiceAccountsPerNamespace,
+			VirtualServices:             t.VirtualServices,
+			DestinationRules:            t.DestinationRules,
+			SidecarScoping:              t.SidecarScoping,
+			SidecarImports:              t.SidecarImports,
+			WorkloadEntries:             t.WorkloadEntries,
+		},
+	}
+	for _, c := range s.Churn {
+		ch := simulator.Churn{
+			Kind: simulator.ChurnKind(c.Kind), Target: c.Target, Rate: c.Rate.PerSecond(),
+			Every: c.Every.D(), Start: c.Start.D(), Stop: c.Stop.D(), Services: c.Services,
+			Window: c.Window.D(), Fraction: c.Fraction, Down: c.Down.D(), File: c.File,
+		}
+		for _, a := range c.At {
+			ch.At = append(ch.At, a.D())
+		}
+		if c.Delta != nil {
+			ch.Delta = *c.Delta
+		}
+		cfg.Churn = append(cfg.Churn, ch)
+	}
+	return cfg
+}
+
+func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (err error) {
+	if f.sinkDir == "" {
+		return usageErr(errors.New("sim: --sink-dir is required: the directory the control plane watches"))
+	}
+	sc, err := scenarios.Resolve(scenario)
+	if err != nil {
+		return usageErr(err)
+	}
+	sim, err := simulator.New(simConfig(sc))
+	if err != nil {
+		return usageErr(fmt.Errorf("sim: scenario %s: %w", scenario, err))
+	}
+	sink, err := simulator.NewDirSink(simulator.DirOptions{Dir: f.sinkDir, APIVersion: f.apiVersion, GroupRouting: f.groupRouting, Clean: f.clean})
+	if err != nil {
+		return usageErr(err)
+	}
+	defer sink.Close()
+	var recorders []simulator.Sink
+	if f.events != "" {
+		file, err := os.Create(f.events)
+		if err != nil {
+			return usageErr(fmt.Errorf("sim: --events: %w", err))
+		}
+		log := simulator.NewEventLog(file)
+		recorders = append(recorders, log)
+		defer func() {
+			err = errors.Join(err, log.Close(), file.Close())
+		}()
+	}
+	reg := prometheus.NewRegistry()
+	metrics, err := simulator.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	if f.metricsAddr != "" {
+		stop, err := simServeMetrics(f.metricsAddr, reg, out)
+		if err != nil {
+			return usageErr(err)
+		}
+		defer stop()
+	}
+	var clock simulator.Clock = &simulator.WallClock{}
+	if f.fast {
+		clock = simulator.NewVirtualClock(time.Now())
+	}
+	p := &simProgress{out: out, clock: clock, every: f.progress}
+	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{
+		Clock: clock, Sink: sink, Recorders: recorders, Metrics: metrics, OnApplied: p.applied,
+	})
+	if err != nil {
+		return err
+	}
+	initial := sim.Initial()
+	if err := r.Init(ctx); err != nil {
+		return usageErr(fmt.Errorf("sim: %w", err))
+	}
+	fmt.Fprintf(out, "sim: %s: wrote %d objects (%s) to %s (%d files)\n", sc.Name, len(initial), simCensus(initial), f.sinkDir, sink.Writes)
+	fmt.Fprintf(out, "sim: applying churn for %v (%d processes, seed %d)%s\n", sc.Duration.D(), len(sc.Churn), sc.Seed, map[bool]string{true: " as fast as possible", false: ""}[f.fast])
+	p.start = clock.Now()
+	stats, runErr := r.Run(ctx)
+	simSummary(out, stats, clock.Now().Sub(p.start))
+	if runErr != nil && errors.Is(runErr, context.Canceled) {
+		fmt.Fprintln(out, "sim: interrupted")
+		return nil
+	}
+	return runErr
+}
+
+// simCensus counts objects by kind, in the order kinds first appear.
+func simCensus(objs []model.Config) string {
+	var kinds []model.Kind
+	n := map[model.Kind]int{}
+	for _, c := range objs {
+		if n[c.Kind] == 0 {
+			kinds = append(kinds, c.Kind)
+		}
+		n[c.Kind]++
+	}
+	s := ""
+	for i, k := range kinds {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%d %s", n[k], k)
+	}
+	return s
+}
+
+// simProgress prints a line at most every `every` of run time, from the runner's goroutine.
+type simProgress struct {
+	out          io.Writer
+	clock        simulator.Clock
+	every        time.Duration
+	start, next  time.Time
+	events, late int
+}
+
+func (p *simProgress) applied(ev simulator.Event) {
+	p.events++
+	if ev.Late {
+		p.late++
+	}
+	if p.every <= 0 {
+		return
+	}
+	now := p.clock.Now()
+	if p.next.IsZero() {
+		p.next = p.start.Add(p.every)
+	}
+	if now.Before(p.next) {
+		return
+	}
+	for !now.Before(p.next) {
+		p.next = p.next.Add(p.every)
+	}
+	fmt.Fprintf(p.out, "sim: t=%-8v events=%d late=%d last=%s (%s)\n", now.Sub(p.start).Truncate(time.Millisecond), p.events, p.late, ev.Kind, ev.Expectation.All[0])
+}
+
+func simSummary(out io.Writer, s simulator.Stats, took time.Duration) {
+	fmt.Fprintf(out, "sim: done in %v: %d events applied, %d late", took.Truncate(time.Millisecond), s.Events, s.Late)
+	if s.Late > 0 {
+		fmt.Fprintf(out, " (max %v, mean %v)", s.MaxLateness, s.TotalLateness/time.Duration(s.Late))
+	}
+	fmt.Fprintf(out, ", %d skipped (nothing to change)\n", s.Skipped)
+	kinds := make([]string, 0, len(s.ByKind))
+	for k := range s.ByKind {
+		kinds = append(kinds, string(k))
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		ks := s.ByKind[simulator.ChurnKind(k)]
+		fmt.Fprintf(out, "  %-24s events=%-6d late=%-6d skipped=%d\n", k, ks.Events, ks.Late, ks.Skipped)
+	}
+}
+
+// simServeMetrics serves reg on addr until stop is called.
+func simServeMetrics(addr string, reg *prometheus.Registry, log io.Writer) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sim: --metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(log, "sim: metrics server:", err)
+		}
+	}()
+	fmt.Fprintf(log, "sim: metrics on http://%s/metrics\n", lis.Addr())
+	return func() {
+		srv.Close()
+		<-done
+	}, nil
 }

@@ -89,13 +89,13 @@ func TestDecode(t *testing.T) {
 		{name: "v1alpha3", in: strings.Replace(seHead, "/v1\n", "/v1alpha3\n", 1) + "  hosts: [a]\n", wantKeys: []string{"ServiceEntry/default/a"}},
 		{name: "no spec is an empty spec", in: "apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: s, namespace: ns}\n", wantKeys: []string{"Sidecar/ns/s"}},
 		{
-			name: "document marker with content and CRLF",
-			in:   "--- " + strings.ReplaceAll("{apiVersion: networking.istio.io/v1, kind: Gateway, metadata: {name: g}}\n", "\n", "\r\n"),
+			name:     "document marker with content and CRLF",
+			in:       "--- " + strings.ReplaceAll("{apiVersion: networking.istio.io/v1, kind: Gateway, metadata: {name: g}}\n", "\n", "\r\n"),
 			wantKeys: []string{"Gateway/default/g"},
 		},
 		{
-			name: "json stream",
-			in:   `{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"g"}}` + "\n" + `{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"h"}}`,
+			name:     "json stream",
+			in:       `{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"g"}}` + "\n" + `{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"h"}}`,
 			wantKeys: []string{"Gateway/default/g", "Gateway/default/h"},
 		},
 		{
@@ -311,4 +311,17 @@ func FuzzDecodeYAML(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkDecode measures decoding one ServiceEntry document (YAML → JSON → protojson).
+func BenchmarkDecode(b *testing.B) {
+	doc := []byte("apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata:\n  name: svc-1\n  namespace: ns-1\n  labels: {app: svc-1}\n" +
+		"spec:\n  hosts: [svc-1.ns-1.svc.cluster.local]\n  resolution: STATIC\n  ports:\n  - {number: 80, name: http, protocol: HTTP}\n" +
+		"  endpoints:\n  - {address: 10.0.0.1, labels: {version: v1}}\n  - {address: 10.0.0.2, labels: {version: v2}}\n")
+	for b.Loop() {
+		if _, err := Decode("b.yaml", doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "docs/s")
 }

@@ -63,5 +63,13 @@
 //   - A file that defines one object twice is rejected like a parse error.
 //
 // Synced is closed after the first scan has been written to the store, so a server can wait
-// for it before building its first snapshot.
+// for it before building its first snapshot (from Memory.All), then apply events from there:
+// the events of the initial load are still delivered, so treat an add of a known key as an
+// upsert.
+//
+// # Metrics hooks
+//
+// FileOptions.Errors (any Inc(), e.g. a prometheus.Counter) counts rejected file loads for
+// xdslab_cp_config_file_errors_total, with no file label; the per-file detail is in Status.
+// Memory.Pending and Memory.Coalesced can back gauges of the event backlog.
 package config

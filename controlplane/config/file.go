@@ -271,7 +271,7 @@ func (s *FileSource) Run(ctx context.Context) error {
 				}
 			}
 			if full {
-				s.scan(w) // reads every changed file, the due ones included
+				s.scan(w, due...)
 			} else if len(due) > 0 {
 				s.load(due)
 			}
@@ -323,11 +323,11 @@ func isConfigFile(base string) bool {
 }
 
 // scan walks the tree, watches its directories, and loads every file that is new, changed
-// (size or modification time) or gone.
-func (s *FileSource) scan(w *fsnotify.Watcher) {
+// (size or modification time) or gone, and the extra paths.
+func (s *FileSource) scan(w *fsnotify.Watcher, extra ...string) {
 	s.lastScan = s.opts.Now()
 	seen := make(map[string]bool, len(s.files))
-	var changed []string
+	changed := extra
 	dirs := make(map[string]bool, len(s.watched))
 	err := filepath.WalkDir(s.opts.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -340,6 +340,13 @@ func (s *FileSource) scan(w *fsnotify.Watcher) {
 		if d.IsDir() {
 			if p != s.opts.Dir && ignoredName(d.Name()) {
 				return filepath.SkipDir
+			}
+			// Watch before reading the directory's files, so that no change falls between.
+			if w != nil && !s.watched[p] {
+				if err := w.Add(p); err != nil {
+					s.opts.Logger.Warn("config dir: cannot watch; relying on rescans", "dir", p, "err", err)
+					return nil
+				}
 			}
 			dirs[p] = true
 			return nil
@@ -362,17 +369,7 @@ func (s *FileSource) scan(w *fsnotify.Watcher) {
 		s.opts.Logger.Error("config dir unreadable; keeping the loaded config", "dir", s.opts.Dir, "err", err)
 		return
 	}
-	if w != nil {
-		for d := range dirs {
-			if !s.watched[d] {
-				if err := w.Add(d); err != nil {
-					s.opts.Logger.Warn("config dir: cannot watch", "dir", d, "err", err)
-					continue
-				}
-			}
-		}
-		s.watched = dirs
-	}
+	s.watched = dirs
 	for p := range s.files {
 		if !seen[p] {
 			changed = append(changed, p)
@@ -432,11 +429,11 @@ func (s *FileSource) load(paths []string) {
 		s.reject(r)
 	}
 	for _, p := range slices.Sorted(maps.Keys(conflicts)) {
+		s.opts.Logger.Error("config file defines objects another file defined first; the first definition wins",
+			"file", p, "conflicts", strings.Join(conflicts[p], "; "))
 		if s.opts.Errors != nil {
 			s.opts.Errors.Inc()
 		}
-		s.opts.Logger.Error("config file defines objects another file defined first; the first definition wins",
-			"file", p, "conflicts", strings.Join(conflicts[p], "; "))
 	}
 	if len(upserts) == 0 && len(deletes) == 0 {
 		return
@@ -471,9 +468,6 @@ func (s *FileSource) read(p string) ([]byte, os.FileInfo, error) {
 }
 
 func (s *FileSource) reject(r rejection) {
-	if s.opts.Errors != nil {
-		s.opts.Errors.Inc()
-	}
 	line := 0
 	var de *DecodeError
 	if errors.As(r.err, &de) {
@@ -481,6 +475,9 @@ func (s *FileSource) reject(r rejection) {
 	}
 	s.opts.Logger.Error("config file rejected; keeping its previous objects",
 		"file", r.path, "line", line, "kept", r.kept, "err", r.err)
+	if s.opts.Errors != nil {
+		s.opts.Errors.Inc()
+	}
 }
 
 // duplicates rejects a file that defines one object twice.

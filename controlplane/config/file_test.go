@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -199,6 +200,9 @@ func TestFileSourceLifecycle(t *testing.T) {
 	}
 	if len(fs.Objects) != 2 || fs.LastErrorTime.IsZero() {
 		t.Errorf("status of the bad file: %+v", fs)
+	}
+	if js, err := json.Marshal(h.src.Status()); err != nil || !strings.Contains(string(js), `"lastError":"`+filepath.Join(dir, "a.yaml")+`:5: invalid YAML`) {
+		t.Errorf("status JSON for /debug/config: %s %v", js, err)
 	}
 	if logs := h.logs.String(); !strings.Contains(logs, "line=5") || !strings.Contains(logs, "a.yaml") {
 		t.Errorf("log lacks file and line:\n%s", logs)

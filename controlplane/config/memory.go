@@ -180,6 +180,16 @@ func (m *Memory) List(kind model.Kind, namespace string) []*model.Config {
 	return out
 }
 
+// All returns every object, sorted by kind (model.ConfigKinds order), namespace and name: the
+// input of a full snapshot build.
+func (m *Memory) All() []*model.Config {
+	var out []*model.Config
+	for _, k := range model.ConfigKinds() {
+		out = append(out, m.List(k, "")...)
+	}
+	return out
+}
+
 // Create implements Store.
 func (m *Memory) Create(cfg *model.Config) (*model.Config, error) {
 	if err := Validate(cfg); err != nil {

@@ -393,3 +393,51 @@ func TestMemoryConcurrentConsumerView(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkMemoryUpdate measures an upsert that changes the spec, with its event delivered to
+// a consumer.
+func BenchmarkMemoryUpdate(b *testing.B) {
+	m := NewMemory(MemoryOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	consumed := make(chan int)
+	go func() {
+		n := 0
+		for range m.Events() {
+			n++
+		}
+		consumed <- n
+	}()
+	cfgs := make([]*model.Config, 1000)
+	for i := range cfgs {
+		cfgs[i] = se(fmt.Sprintf("svc-%d", i), "default", fmt.Sprint(i))
+	}
+	i := 0
+	for b.Loop() {
+		c := *cfgs[i%len(cfgs)]
+		c.Spec = &networking.ServiceEntry{Hosts: []string{fmt.Sprint(i)}}
+		if _, err := m.Update(&c); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+	cancel()
+	<-done
+	<-consumed
+}
+
+func TestMemoryAll(t *testing.T) {
+	m := NewMemory(MemoryOptions{})
+	m.Update(&model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "g", Namespace: "a"}, Spec: &networking.Gateway{}})
+	m.Update(se("b", "z"))
+	m.Update(se("a", "z"))
+	var got []string
+	for _, c := range m.All() {
+		got = append(got, c.Key().String())
+	}
+	if want := "ServiceEntry/z/a ServiceEntry/z/b Gateway/a/g"; strings.Join(got, " ") != want {
+		t.Errorf("All = %v, want %s", got, want)
+	}
+}

@@ -105,8 +105,10 @@ type Action struct {
 //	             Event → collecting (Deadline armed), or pushing if the event is ready at once
 //	             (MinQuiet 0, or an undebounced endpoint-only request).
 //	collecting   a batch pending, nothing pushing; Deadline = min(last event + MinQuiet,
-//	             first event + MaxDelay), or now for an undebounced endpoint-only request.
-//	             Event → merge, Deadline moves (the max-delay part never does);
+//	             first event + MaxDelay).
+//	             Event → merge, Deadline moves (the max-delay part never does). (With
+//	             DebounceEDS false a collecting batch is always full, so an endpoint-only
+//	             request rides along with it.)
 //	             Tick at/after Deadline → pushing (batch handed over, cleared); early Tick →
 //	             same Deadline again. An Event that finds the batch already due (late Tick)
 //	             pushes the batch first and starts a new one with the event.
@@ -114,7 +116,8 @@ type Action struct {
 //	             Event → pushing+pending; PushDone → idle.
 //	pushing+pending  a push in flight and a batch collecting behind it; no Deadline.
 //	             Event → merge; PushDone → pushing (next push starts at once) if the batch's
-//	             condition is already met, else collecting with its Deadline.
+//	             condition is already met or it holds an undebounced endpoint-only request,
+//	             else collecting with its Deadline.
 type Core struct {
 	opts Options
 

@@ -160,7 +160,9 @@ func TestCoreSteps(t *testing.T) {
 
 func TestCoreMergesRequests(t *testing.T) {
 	c := NewCore(DefaultOptions())
-	k := func(n string) model.ConfigKey { return model.ConfigKey{Kind: model.KindEndpoint, Name: n, Namespace: "ns"} }
+	k := func(n string) model.ConfigKey {
+		return model.ConfigKey{Kind: model.KindEndpoint, Name: n, Namespace: "ns"}
+	}
 	a := &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{k("a"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1}, Start: at(-5), EventIDs: []uint64{1}}
 	b := &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{k("b"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 2}, Start: at(-9), EventIDs: []uint64{2, 3}}
 	c.Event(a, at(0))

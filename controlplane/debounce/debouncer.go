@@ -52,7 +52,8 @@ func New(cfg Config) (*Debouncer, error) {
 //
 //   - ctx done: Run returns ctx.Err(). Pending events are dropped (the control plane is
 //     stopping); the push in flight sees ctx cancelled.
-//   - in closed: the pending batch is still pushed when it is due, then Run returns nil.
+//   - in closed (or nil): the pending batch is still pushed when it is due, then Run returns
+//     nil.
 //
 // Each call to Run has its own state; one Debouncer may be run again after Run returned.
 func (d *Debouncer) Run(ctx context.Context, in <-chan *model.PushRequest) error {

@@ -179,7 +179,9 @@ func TestDebouncerMatchesSimulate(t *testing.T) {
 				for _, ev := range tt.events {
 					now := simEpoch.Add(ev.At)
 					clock.advanceTo(now)
-					in <- simRequest(ev, now)
+					r := simRequest(ev)
+					r.Start = now
+					in <- r
 				}
 				close(in)
 				clock.advanceTo(simEpoch.Add(time.Minute))

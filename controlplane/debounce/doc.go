@@ -25,6 +25,11 @@
 //     so the lab can predict push cycles for a grid of MinQuiet × MaxDelay without running
 //     anything.
 //
+// Metrics: the Debouncer's Observe callback receives one Stats per push. The metrics package
+// records pilot_debounce_time from Stats.Delay and xdslab_cp_debounce_events_per_push from
+// Stats.Events; Stats.Trigger (quiet, max-delay, immediate) is a bounded label, and
+// Stats.Blocked shows how long ready batches queued behind a slow push.
+//
 // Compared with Istio's debounce (pilot/pkg/xds/discovery.go): the same trailing edge and
 // single push in flight, but the max-delay deadline is armed exactly instead of being checked
 // on quiet-timer ticks (Istio can overshoot MaxDelay by up to MinQuiet), and undebounced

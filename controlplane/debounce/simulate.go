@@ -53,6 +53,8 @@ func Simulate(opts Options, events []SimEvent, pushDuration time.Duration) ([]Si
 	}
 
 	core := NewCore(opts)
+	// The Core never modifies the requests it is given, so two shared ones serve every event.
+	fullReq, edsReq := simRequest(SimEvent{}), simRequest(SimEvent{EndpointOnly: true})
 	var (
 		pushes   []SimPush
 		deadline time.Time // zero: no timer armed
@@ -90,20 +92,21 @@ func Simulate(opts Options, events []SimEvent, pushDuration time.Duration) ([]Si
 		case 2:
 			apply(core.Tick(next))
 		case 3:
-			apply(core.Event(simRequest(events[i], next), next))
+			req := fullReq
+			if events[i].EndpointOnly {
+				req = edsReq
+			}
+			apply(core.Event(req, next))
 			i++
 		}
 	}
 }
 
-func simRequest(ev SimEvent, at time.Time) *model.PushRequest {
+// simRequest is the request a simulated event stands for: one config or endpoint change.
+func simRequest(ev SimEvent) *model.PushRequest {
 	reason := model.ReasonConfigUpdate
 	if ev.EndpointOnly {
 		reason = model.ReasonEndpointUpdate
 	}
-	return &model.PushRequest{
-		Full:    !ev.EndpointOnly,
-		Reasons: map[model.TriggerReason]int{reason: 1},
-		Start:   at,
-	}
+	return &model.PushRequest{Full: !ev.EndpointOnly, Reasons: map[model.TriggerReason]int{reason: 1}}
 }

@@ -9,8 +9,8 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	networking "istio.io/api/networking/v1alpha3"
 	"google.golang.org/protobuf/types/known/durationpb"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
 )
@@ -102,7 +102,7 @@ func serviceClusters(s *model.Snapshot, ix *index, svc *model.Service, want map[
 	var dr *networking.DestinationRule
 	deps := []model.ConfigKey{ServiceKey(svc), svc.Source}
 	if drc != nil {
-		dr = drc.Spec.(*networking.DestinationRule)
+		dr = drSpec(drc)
 		deps = append(deps, drc.Key())
 	}
 	if svc.Resolution == model.ResolutionDNS {

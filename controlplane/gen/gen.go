@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -70,26 +71,43 @@ var _ Generator = GeneratorFunc(nil)
 // p.IsGRPC(), the sidecar one otherwise. It returns nil for a type URL it does not serve.
 func ForType(typeURL string, p *model.Proxy) Generator {
 	grpc := p != nil && p.IsGRPC()
+	var f GeneratorFunc
 	switch typeURL {
 	case ClusterType:
+		f = sidecarClusters
 		if grpc {
-			return GeneratorFunc(grpcClusters)
+			f = grpcClusters
 		}
-		return GeneratorFunc(sidecarClusters)
 	case EndpointType:
-		return GeneratorFunc(endpoints)
+		f = endpoints
 	case ListenerType:
+		f = sidecarListeners
 		if grpc {
-			return GeneratorFunc(grpcListeners)
+			f = grpcListeners
 		}
-		return GeneratorFunc(sidecarListeners)
 	case RouteType:
+		f = sidecarRoutes
 		if grpc {
-			return GeneratorFunc(grpcRoutes)
+			f = grpcRoutes
 		}
-		return GeneratorFunc(sidecarRoutes)
+	default:
+		return nil
 	}
-	return nil
+	return guarded(f)
+}
+
+// guarded makes a generator safe for a nil proxy (treated as a proxy with no address, labels
+// or namespace) and reports a nil snapshot as an error.
+func guarded(f GeneratorFunc) GeneratorFunc {
+	return func(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+		if s == nil {
+			return nil, errors.New("gen: no snapshot to generate from")
+		}
+		if p == nil {
+			p = &model.Proxy{}
+		}
+		return f(p, s, names)
+	}
 }
 
 // Types lists the type URLs served, in the order Envoy requests them.
@@ -117,24 +135,26 @@ type ClusterNameParts struct {
 // ParseClusterName splits "outbound|PORT|SUBSET|HOST" (or inbound). The port must be a decimal
 // number in 1..65535; an outbound name needs a host.
 func ParseClusterName(name string) (ClusterNameParts, error) {
-	parts := strings.SplitN(name, "|", 4)
-	if len(parts) != 4 {
-		return ClusterNameParts{}, fmt.Errorf("cluster name %q: want DIRECTION|PORT|SUBSET|HOST (4 fields separated by '|'), got %d", name, len(parts))
+	dir, rest, ok1 := strings.Cut(name, "|")
+	port, rest, ok2 := strings.Cut(rest, "|")
+	sub, host, ok3 := strings.Cut(rest, "|")
+	if !ok1 || !ok2 || !ok3 {
+		return ClusterNameParts{}, fmt.Errorf("cluster name %q: want DIRECTION|PORT|SUBSET|HOST (4 fields separated by '|')", name)
 	}
-	if parts[0] != Outbound && parts[0] != Inbound {
-		return ClusterNameParts{}, fmt.Errorf("cluster name %q: direction %q is neither %q nor %q", name, parts[0], Outbound, Inbound)
+	if dir != Outbound && dir != Inbound {
+		return ClusterNameParts{}, fmt.Errorf("cluster name %q: direction %q is neither %q nor %q", name, dir, Outbound, Inbound)
 	}
-	port, err := parsePort(parts[1])
+	num, err := parsePort(port)
 	if err != nil {
 		return ClusterNameParts{}, fmt.Errorf("cluster name %q: %w", name, err)
 	}
-	if parts[0] == Outbound && parts[3] == "" {
+	if dir == Outbound && host == "" {
 		return ClusterNameParts{}, fmt.Errorf("cluster name %q: outbound cluster without a host", name)
 	}
-	if strings.Contains(parts[3], "|") {
-		return ClusterNameParts{}, fmt.Errorf("cluster name %q: host %q contains '|'", name, parts[3])
+	if strings.Contains(host, "|") {
+		return ClusterNameParts{}, fmt.Errorf("cluster name %q: host %q contains '|'", name, host)
 	}
-	return ClusterNameParts{Direction: parts[0], Port: port, Subset: parts[2], Host: parts[3]}, nil
+	return ClusterNameParts{Direction: dir, Port: num, Subset: sub, Host: host}, nil
 }
 
 func parsePort(s string) (uint32, error) {

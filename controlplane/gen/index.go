@@ -21,14 +21,38 @@ import (
 //     HTTP routes are concatenated.
 type index struct {
 	snap *model.Snapshot
-	dr   map[string]*model.Config   // exact host → chosen DR
-	drW  []*model.Config            // DRs with a wildcard host
-	vs   map[string][]*model.Config // exact host → VSs
-	vsW  []*model.Config            // VSs with at least one wildcard host
+	// The maps are built on first need, after scanLimit lookups answered by a linear scan, so
+	// that a request for one or two names (an EDS push) does not pay O(configs) allocations.
+	lookups int
+	built   bool
+	dr      map[string]*model.Config   // exact host → chosen DR
+	drW     []*model.Config            // DRs with a wildcard host
+	vs      map[string][]*model.Config // exact host → VSs
+	vsW     []*model.Config            // VSs with at least one wildcard host
 }
 
-func newIndex(s *model.Snapshot) *index {
-	ix := &index{snap: s, dr: map[string]*model.Config{}, vs: map[string][]*model.Config{}}
+const scanLimit = 8
+
+func newIndex(s *model.Snapshot) *index { return &index{snap: s} }
+
+// useMaps reports whether lookups should go through the maps, building them when the scan
+// budget is spent.
+func (ix *index) useMaps() bool {
+	if ix.built {
+		return true
+	}
+	ix.lookups++
+	if ix.lookups <= scanLimit {
+		return false
+	}
+	ix.build()
+	return true
+}
+
+func (ix *index) build() {
+	s := ix.snap
+	ix.built = true
+	ix.dr, ix.vs = map[string]*model.Config{}, map[string][]*model.Config{}
 	for _, c := range s.Configs(model.KindDestinationRule) {
 		dr, ok := c.Spec.(*networking.DestinationRule)
 		if !ok || dr.GetHost() == "" {
@@ -45,20 +69,22 @@ func newIndex(s *model.Snapshot) *index {
 		}
 	}
 	for _, c := range s.Configs(model.KindVirtualService) {
-		vs, ok := c.Spec.(*networking.VirtualService)
-		if !ok || !forMesh(vs.GetGateways()) {
+		vs := vsSpec(c)
+		if vs == nil || !forMesh(vs.GetGateways()) {
 			continue
 		}
 		wild := false
-		seen := map[string]bool{}
-		for _, raw := range vs.GetHosts() {
+		for i, raw := range vs.GetHosts() {
 			h := resolveHost(raw, c.Namespace)
 			if strings.HasPrefix(h, "*") {
 				wild = true
 				continue
 			}
-			if !seen[h] {
-				seen[h] = true
+			dup := false
+			for _, prev := range vs.GetHosts()[:i] {
+				dup = dup || resolveHost(prev, c.Namespace) == h
+			}
+			if !dup {
 				ix.vs[h] = append(ix.vs[h], c)
 			}
 		}
@@ -66,7 +92,21 @@ func newIndex(s *model.Snapshot) *index {
 			ix.vsW = append(ix.vsW, c)
 		}
 	}
-	return ix
+}
+
+// refersTo reports whether raw (a host in a config of namespace ns, possibly short) names host
+// exactly, without allocating.
+func refersTo(raw, ns, host string) bool {
+	if raw == host {
+		return true
+	}
+	if raw == "*" || strings.Contains(raw, ".") || ns == "" {
+		return false
+	}
+	// raw + "." + ns + ".svc.cluster.local"
+	const suffix = ".svc.cluster.local"
+	return len(host) == len(raw)+1+len(ns)+len(suffix) && strings.HasPrefix(host, raw) &&
+		host[len(raw)] == '.' && strings.HasPrefix(host[len(raw)+1:], ns) && strings.HasSuffix(host, suffix)
 }
 
 func serviceNamespace(s *model.Snapshot, host string) string {
@@ -111,14 +151,34 @@ func hostMatches(pattern, host string) bool {
 
 // destinationRule returns the DR that applies to host, or nil.
 func (ix *index) destinationRule(host string) *model.Config {
-	if c := ix.dr[host]; c != nil {
-		return c
-	}
 	ns := serviceNamespace(ix.snap, host)
+	wild := ix.drW
+	if ix.useMaps() {
+		if c := ix.dr[host]; c != nil {
+			return c
+		}
+	} else {
+		var exact *model.Config
+		wild = nil
+		for _, c := range ix.snap.Configs(model.KindDestinationRule) {
+			raw := drSpec(c).GetHost()
+			switch {
+			case refersTo(raw, c.Namespace, host):
+				if exact == nil || (exact.Namespace != ns && c.Namespace == ns) {
+					exact = c
+				}
+			case strings.HasPrefix(raw, "*"):
+				wild = append(wild, c)
+			}
+		}
+		if exact != nil {
+			return exact
+		}
+	}
 	var best *model.Config
 	bestLen := -1
-	for _, c := range ix.drW {
-		pat := resolveHost(c.Spec.(*networking.DestinationRule).GetHost(), c.Namespace)
+	for _, c := range wild {
+		pat := resolveHost(drSpec(c).GetHost(), c.Namespace)
 		if !hostMatches(pat, host) {
 			continue
 		}
@@ -134,14 +194,36 @@ func (ix *index) destinationRule(host string) *model.Config {
 // virtualServices returns the VSs that apply to host, service namespace first, then by
 // namespace/name.
 func (ix *index) virtualServices(host string) []*model.Config {
-	exact := ix.vs[host]
+	var exact, wild []*model.Config
+	if ix.useMaps() {
+		exact, wild = ix.vs[host], ix.vsW
+	} else {
+		for _, c := range ix.snap.Configs(model.KindVirtualService) {
+			vs := vsSpec(c)
+			if !forMesh(vs.GetGateways()) {
+				continue
+			}
+			for _, raw := range vs.GetHosts() {
+				if refersTo(raw, c.Namespace, host) {
+					exact = append(exact, c)
+					break
+				}
+			}
+			for _, raw := range vs.GetHosts() {
+				if strings.HasPrefix(raw, "*") {
+					wild = append(wild, c)
+					break
+				}
+			}
+		}
+	}
 	var out []*model.Config
-	if len(ix.vsW) == 0 {
+	if len(wild) == 0 {
 		out = exact
 	} else {
 		out = append(out, exact...)
-		for _, c := range ix.vsW {
-			for _, raw := range c.Spec.(*networking.VirtualService).GetHosts() {
+		for _, c := range wild {
+			for _, raw := range vsSpec(c).GetHosts() {
 				h := resolveHost(raw, c.Namespace)
 				if strings.HasPrefix(h, "*") && hostMatches(h, host) && !containsConfig(out, c) {
 					out = append(out, c)
@@ -183,10 +265,23 @@ func subset(dr *model.Config, name string) *networking.Subset {
 	if dr == nil || name == "" {
 		return nil
 	}
-	for _, ss := range dr.Spec.(*networking.DestinationRule).GetSubsets() {
+	for _, ss := range drSpec(dr).GetSubsets() {
 		if ss.GetName() == name {
 			return ss
 		}
 	}
 	return nil
+}
+
+// drSpec returns a config's DestinationRule spec, nil (whose getters return zero values) when
+// the config holds something else.
+func drSpec(c *model.Config) *networking.DestinationRule {
+	dr, _ := c.Spec.(*networking.DestinationRule)
+	return dr
+}
+
+// vsSpec returns a config's VirtualService spec, or nil.
+func vsSpec(c *model.Config) *networking.VirtualService {
+	vs, _ := c.Spec.(*networking.VirtualService)
+	return vs
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	networking "istio.io/api/networking/v1alpha3"
-
 	"github.com/xdslab/xdslab/controlplane/model"
 )
 
@@ -16,7 +14,8 @@ import (
 // from s. Two calls that return the same key with ok true build identical resources, whatever
 // the proxy or snapshot, so a cache may store marshalled bytes under (typeURL, key) and share
 // them across clients and snapshots. ok is false for resources that are specific to one proxy
-// or cheap to build (inbound clusters, sidecar listeners): generate those.
+// or cheap to build (inbound clusters, sidecar listeners): generate those. See KeyScope to share
+// the keys themselves across proxies.
 //
 // Keys are built from the snapshot's generations (Snapshot.ServiceGen, EndpointGen) and from the
 // identity of the config objects a resource reads: namespace/name@ResourceVersion, or
@@ -25,6 +24,33 @@ import (
 func CacheKey(typeURL string, p *model.Proxy, s *model.Snapshot, name string) (key string, ok bool) {
 	k := newKeyer(typeURL, p, s)
 	return k.key(name)
+}
+
+// KeyScope names the proxy attributes CacheKey reads for typeURL: for two proxies with the same
+// scope, CacheKey returns the same key for every name of the same snapshot, so a cache can compute
+// keys once per (snapshot, typeURL, scope) and share them. EDS keys do not depend on the proxy at
+// all (scope ""); CDS and LDS keys depend only on the generator family; RDS keys also on the
+// proxy's namespace and labels.
+func KeyScope(typeURL string, p *model.Proxy) string {
+	fam := "sidecar"
+	if p != nil && p.IsGRPC() {
+		fam = "grpc"
+	}
+	switch typeURL {
+	case EndpointType:
+		return ""
+	case RouteType:
+		if p == nil {
+			return fam
+		}
+		var b strings.Builder
+		b.WriteString(fam + "|" + p.Namespace)
+		for _, k := range sortedKeys(p.Labels) {
+			b.WriteString("|" + k + "=" + p.Labels[k])
+		}
+		return b.String()
+	}
+	return fam
 }
 
 // CacheKeys is CacheKey for many names at once (sharing the lookups); "" marks a name that is not
@@ -166,7 +192,7 @@ func (k *keyer) rdsKey(name string) string {
 		b.WriteString("|" + svc.Hostname + "@" + itoa64(k.s.ServiceGen(svc.Hostname)))
 		for _, c := range k.ix.virtualServices(svc.Hostname) {
 			b.WriteString("|" + k.configIdent(c))
-			for _, hr := range c.Spec.(*networking.VirtualService).GetHttp() {
+			for _, hr := range vsSpec(c).GetHttp() {
 				for _, m := range hr.GetMatch() {
 					labels = labels || len(m.GetSourceLabels()) > 0
 				}

@@ -11,9 +11,9 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	networking "istio.io/api/networking/v1alpha3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
 )
@@ -182,7 +182,7 @@ func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Por
 	var errs []error
 	for _, c := range ix.virtualServices(svc.Hostname) {
 		deps = append(deps, c.Key())
-		vs := c.Spec.(*networking.VirtualService)
+		vs := vsSpec(c)
 		for i, hr := range vs.GetHttp() {
 			for _, d := range hr.GetRoute() {
 				if ds := ix.snap.Service(resolveHost(d.GetDestination().GetHost(), c.Namespace)); ds != nil && ds != svc {

@@ -228,3 +228,26 @@ func (m *Metrics) ObserveDebounce(delaySeconds float64, events int) {
 		m.EventsMerged.Add(float64(events - 1))
 	}
 }
+
+// TypeLabel maps an xDS type URL to the short type Istio uses as the label value of
+// pilot_xds_pushes, pilot_total_xds_rejects, … (cds, eds, lds, rds, sds, ecds, nds); an unknown
+// URL maps to "other" so that label values stay bounded.
+func TypeLabel(typeURL string) string {
+	switch typeURL {
+	case "type.googleapis.com/envoy.config.cluster.v3.Cluster":
+		return "cds"
+	case "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment":
+		return "eds"
+	case "type.googleapis.com/envoy.config.listener.v3.Listener":
+		return "lds"
+	case "type.googleapis.com/envoy.config.route.v3.RouteConfiguration":
+		return "rds"
+	case "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret":
+		return "sds"
+	case "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig":
+		return "ecds"
+	case "type.googleapis.com/istio.networking.nds.v1.NameTable":
+		return "nds"
+	}
+	return "other"
+}

@@ -186,3 +186,19 @@ func TestLint(t *testing.T) {
 		}
 	}
 }
+
+func TestTypeLabel(t *testing.T) {
+	tests := map[string]string{
+		"type.googleapis.com/envoy.config.cluster.v3.Cluster":                "cds",
+		"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment": "eds",
+		"type.googleapis.com/envoy.config.listener.v3.Listener":              "lds",
+		"type.googleapis.com/envoy.config.route.v3.RouteConfiguration":       "rds",
+		"type.googleapis.com/envoy.api.v2.Cluster":                           "other",
+		"": "other",
+	}
+	for url, want := range tests {
+		if got := TypeLabel(url); got != want {
+			t.Errorf("TypeLabel(%q) = %q, want %q", url, got, want)
+		}
+	}
+}

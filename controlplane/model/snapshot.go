@@ -19,16 +19,15 @@ type Snapshot struct {
 	Version string
 	Seq     uint64
 
-	services      []*Service // sorted by hostname
-	serviceByHost map[string]*Service
-	endpoints     map[string][]*Endpoint // hostname → endpoints sorted by CompareEndpoints
-	// endpointGen maps a hostname to the Seq at which its endpoints last changed, so caches can
-	// key EDS resources by it.
-	endpointGen map[string]uint64
-	// serviceGen maps a hostname to the Seq at which its Service last changed.
-	serviceGen map[string]uint64
-	configs    map[Kind][]*Config // sorted by namespace, then name
-	configKey  map[ConfigKey]*Config
+	services []*Service // sorted by hostname
+	// serviceByHost holds each service with the Seq at which it last changed.
+	serviceByHost map[string]hostService
+	// endpoints holds each host's endpoints, sorted by CompareEndpoints, with the Seq at which
+	// they last changed (so caches can key EDS resources by it). A host whose endpoints were
+	// removed keeps an entry without endpoints, for its generation.
+	endpoints map[string]hostEndpoints
+	configs   map[Kind][]*Config // sorted by namespace, then name
+	configKey map[ConfigKey]*Config
 	// configGen is the Seq at which any config object last changed.
 	configGen uint64
 }
@@ -41,27 +40,24 @@ type SnapshotInput struct {
 }
 
 // NewSnapshot builds a snapshot at seq from scratch. The inputs are not copied deeply: callers
-// hand over ownership of the pointed-to values, which must not be modified afterwards.
+// hand over ownership of the pointed-to values and of the endpoint slices (a sorted slice is
+// kept as is), which must not be modified afterwards.
 func NewSnapshot(seq uint64, in SnapshotInput) *Snapshot {
 	s := &Snapshot{
 		Seq:           seq,
 		Version:       strconv.FormatUint(seq, 10),
-		serviceByHost: make(map[string]*Service, len(in.Services)),
-		endpoints:     make(map[string][]*Endpoint, len(in.Endpoints)),
-		endpointGen:   make(map[string]uint64, len(in.Services)),
-		serviceGen:    make(map[string]uint64, len(in.Services)),
+		serviceByHost: make(map[string]hostService, len(in.Services)),
+		endpoints:     make(map[string]hostEndpoints, len(in.Endpoints)),
 		configs:       make(map[Kind][]*Config),
 		configKey:     make(map[ConfigKey]*Config, len(in.Configs)),
 		configGen:     seq,
 	}
 	for _, svc := range in.Services {
-		s.serviceByHost[svc.Hostname] = svc
-		s.serviceGen[svc.Hostname] = seq
+		s.serviceByHost[svc.Hostname] = hostService{svc, seq}
 	}
 	s.services = sortedServices(s.serviceByHost)
 	for host, eps := range in.Endpoints {
-		s.endpoints[host] = sortedEndpoints(eps)
-		s.endpointGen[host] = seq
+		s.endpoints[host] = hostEndpoints{sortedEndpoints(eps), seq}
 	}
 	for _, c := range in.Configs {
 		s.configKey[c.Key()] = c
@@ -70,17 +66,35 @@ func NewSnapshot(seq uint64, in SnapshotInput) *Snapshot {
 	return s
 }
 
-func sortedServices(m map[string]*Service) []*Service {
-	out := slices.Collect(maps.Values(m))
+// hostService is a service with the Seq at which it last changed.
+type hostService struct {
+	svc *Service
+	gen uint64
+}
+
+// hostEndpoints are a host's endpoints with the Seq at which they last changed.
+type hostEndpoints struct {
+	eps []*Endpoint
+	gen uint64
+}
+
+func sortedServices(m map[string]hostService) []*Service {
+	out := make([]*Service, 0, len(m))
+	for _, hs := range m {
+		out = append(out, hs.svc)
+	}
 	slices.SortFunc(out, func(a, b *Service) int { return strings.Compare(a.Hostname, b.Hostname) })
 	return out
 }
 
+// sortedEndpoints returns eps sorted: eps itself when it already is (the snapshot then shares
+// the caller's slice, which callers hand over and never modify), else a sorted copy.
 func sortedEndpoints(eps []*Endpoint) []*Endpoint {
-	out := slices.Clone(eps)
-	if !slices.IsSortedFunc(out, compareEndpoints) {
-		slices.SortFunc(out, compareEndpoints)
+	if slices.IsSortedFunc(eps, compareEndpoints) {
+		return eps
 	}
+	out := slices.Clone(eps)
+	slices.SortFunc(out, compareEndpoints)
 	return out
 }
 
@@ -114,17 +128,17 @@ func groupConfigs(byKey map[ConfigKey]*Config) map[Kind][]*Config {
 func (s *Snapshot) Services() []*Service { return s.services }
 
 // Service returns the service with the hostname, or nil.
-func (s *Snapshot) Service(host string) *Service { return s.serviceByHost[host] }
+func (s *Snapshot) Service(host string) *Service { return s.serviceByHost[host].svc }
 
 // Endpoints returns the endpoints of the service with the hostname, sorted. The slice must not
 // be modified.
-func (s *Snapshot) Endpoints(host string) []*Endpoint { return s.endpoints[host] }
+func (s *Snapshot) Endpoints(host string) []*Endpoint { return s.endpoints[host].eps }
 
 // EndpointGen is the snapshot Seq at which the host's endpoints last changed (0 if never set).
-func (s *Snapshot) EndpointGen(host string) uint64 { return s.endpointGen[host] }
+func (s *Snapshot) EndpointGen(host string) uint64 { return s.endpoints[host].gen }
 
 // ServiceGen is the snapshot Seq at which the host's Service last changed (0 if unknown).
-func (s *Snapshot) ServiceGen(host string) uint64 { return s.serviceGen[host] }
+func (s *Snapshot) ServiceGen(host string) uint64 { return s.serviceByHost[host].gen }
 
 // ConfigGen is the snapshot Seq at which any config object last changed.
 func (s *Snapshot) ConfigGen() uint64 { return s.configGen }
@@ -150,8 +164,8 @@ func (s *Snapshot) Config(key ConfigKey) *Config { return s.configKey[key] }
 // EndpointCount is the total number of endpoints.
 func (s *Snapshot) EndpointCount() int {
 	n := 0
-	for _, eps := range s.endpoints {
-		n += len(eps)
+	for _, he := range s.endpoints {
+		n += len(he.eps)
 	}
 	return n
 }
@@ -162,14 +176,12 @@ func (s *Snapshot) WithEndpoints(seq uint64, updates map[string][]*Endpoint) *Sn
 	n := *s
 	n.Seq, n.Version = seq, strconv.FormatUint(seq, 10)
 	n.endpoints = maps.Clone(s.endpoints)
-	n.endpointGen = maps.Clone(s.endpointGen)
 	for host, eps := range updates {
 		if len(eps) == 0 {
-			delete(n.endpoints, host)
+			n.endpoints[host] = hostEndpoints{gen: seq}
 		} else {
-			n.endpoints[host] = sortedEndpoints(eps)
+			n.endpoints[host] = hostEndpoints{sortedEndpoints(eps), seq}
 		}
-		n.endpointGen[host] = seq
 	}
 	return &n
 }
@@ -206,15 +218,16 @@ func (s *Snapshot) Consistent() error {
 		errs = append(errs, fmt.Errorf("snapshot %s: %d services listed, %d indexed", s.Version, len(s.services), len(s.serviceByHost)))
 	}
 	for i, svc := range s.services {
-		if s.serviceByHost[svc.Hostname] != svc {
+		if s.serviceByHost[svc.Hostname].svc != svc {
 			errs = append(errs, fmt.Errorf("snapshot %s: service %s not indexed", s.Version, svc.Hostname))
 		}
 		if i > 0 && s.services[i-1].Hostname >= svc.Hostname {
 			errs = append(errs, fmt.Errorf("snapshot %s: services not sorted at %s", s.Version, svc.Hostname))
 		}
 	}
-	for host, eps := range s.endpoints {
-		if s.serviceByHost[host] == nil {
+	for host, he := range s.endpoints {
+		eps := he.eps
+		if len(eps) > 0 && s.serviceByHost[host].svc == nil {
 			errs = append(errs, fmt.Errorf("snapshot %s: endpoints for unknown service %s", s.Version, host))
 		}
 		if !slices.IsSortedFunc(eps, compareEndpoints) {

@@ -74,7 +74,6 @@ func (s *Snapshot) Apply(seq uint64, d SnapshotDelta) *Snapshot {
 	}
 	if len(d.Services) > 0 {
 		n.serviceByHost = maps.Clone(s.serviceByHost)
-		n.serviceGen = maps.Clone(s.serviceGen)
 		removed := false
 		// The sorted list is patched in place (binary search) rather than re-sorted.
 		n.services = slices.Clone(s.services)
@@ -89,21 +88,20 @@ func (s *Snapshot) Apply(seq uint64, d SnapshotDelta) *Snapshot {
 				n.services = slices.Delete(n.services, i, i+1)
 			}
 			if svc != nil {
-				n.serviceByHost[host] = svc
-				n.serviceGen[host] = seq
+				n.serviceByHost[host] = hostService{svc, seq}
 				continue
 			}
 			delete(n.serviceByHost, host)
-			delete(n.serviceGen, host)
 			removed = true
 		}
 		if removed {
 			// A removed service takes its endpoints with it (n may still share the maps with s).
-			n.endpoints, n.endpointGen = maps.Clone(n.endpoints), maps.Clone(n.endpointGen)
+			if len(d.Endpoints) == 0 {
+				n.endpoints = maps.Clone(n.endpoints)
+			}
 			for host, svc := range d.Services {
 				if svc == nil {
 					delete(n.endpoints, host)
-					delete(n.endpointGen, host)
 				}
 			}
 		}

@@ -211,8 +211,8 @@ func TestPendingModel(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(7, 9))
 	p := NewPending[int]()
-	var queue []mentry                  // waiting, in order
-	processing := map[int]*mentry{}     // conn → deferred request (ids nil: none)
+	var queue []mentry              // waiting, in order
+	processing := map[int]*mentry{} // conn → deferred request (ids nil: none)
 	const conns = 40
 	for i := range 50_000 {
 		conn := rng.IntN(conns)

@@ -101,6 +101,12 @@ type Aggregate struct {
 	rejected map[model.ConfigKey]error
 	merged   map[string]entry
 	configs  map[model.ConfigKey]*model.Config
+
+	// appliedIDs are the event ids of the changes applied since the last TakeEventIDs; they are
+	// appended under mu's write lock, so a reader holding the read lock takes exactly the ids
+	// whose changes it sees.
+	idsMu      sync.Mutex
+	appliedIDs []uint64
 }
 
 var _ model.SnapshotSource = view{}
@@ -121,8 +127,10 @@ func NewAggregate(opts AggregateOptions) *Aggregate {
 		merged:   map[string]entry{},
 		configs:  map[model.ConfigKey]*model.Config{},
 	}
-	for i, r := range opts.Registries {
+	for i := range a.regs {
 		a.regs[i] = map[string]entry{}
+	}
+	for i, r := range opts.Registries {
 		r.Subscribe(func(u Update) { a.registryUpdate(i, u) })
 	}
 	return a
@@ -145,6 +153,11 @@ func (a *Aggregate) write(eventIDs []uint64, apply func(*changeSet)) {
 	cs := &changeSet{}
 	a.mu.Lock()
 	apply(cs)
+	if len(cs.Keys) > 0 && len(eventIDs) > 0 {
+		a.idsMu.Lock()
+		a.appliedIDs = append(a.appliedIDs, eventIDs...)
+		a.idsMu.Unlock()
+	}
 	a.mu.Unlock()
 	if len(cs.Keys) == 0 || a.opts.OnChange == nil {
 		return
@@ -406,6 +419,18 @@ func (a *Aggregate) Read(fn func(model.SnapshotSource)) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	fn(view{a})
+}
+
+// TakeEventIDs returns the ids of the events whose changes were applied since the previous call
+// (events that changed nothing are not listed). Called inside Read, it returns exactly the
+// events a snapshot built in that Read contains, which can be more than the push request being
+// built names: the state is read when the push runs, and later events may already be in it.
+func (a *Aggregate) TakeEventIDs() []uint64 {
+	a.idsMu.Lock()
+	defer a.idsMu.Unlock()
+	ids := a.appliedIDs
+	a.appliedIDs = nil
+	return ids
 }
 
 // Services returns every merged service, sorted by hostname.

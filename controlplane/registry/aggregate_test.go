@@ -235,3 +235,45 @@ func TestAggregateConcurrentWriters(t *testing.T) {
 		t.Errorf("changes = %d, want %d", changes, 4*51)
 	}
 }
+
+func TestAggregateRegistryPriorityAndReplay(t *testing.T) {
+	first, second := NewMemory("first"), NewMemory("second")
+	// Content written before the aggregate exists is replayed when it subscribes.
+	second.SetService(&model.Service{Hostname: "h", Namespace: "second"})
+	second.SetEndpoints("h", []*model.Endpoint{ep("10.0.0.2")})
+	rec := &recorder{}
+	agg := NewAggregate(AggregateOptions{Registries: []Registry{first, second}, OnChange: rec.onChange})
+	if got := rec.take(); !slices.Equal(got, []string{"F Endpoint/h Service/h"}) {
+		t.Fatalf("replay = %q", got)
+	}
+	first.SetService(&model.Service{Hostname: "h", Namespace: "first"})
+	if svc := agg.Service("h"); svc.Namespace != "first" || len(agg.Endpoints("h")) != 0 {
+		t.Errorf("first registry must win with its own (no) endpoints: %+v %v", svc, agg.Endpoints("h"))
+	}
+	// Endpoints of the lower-priority registry no longer matter.
+	second.SetEndpoints("h", []*model.Endpoint{ep("10.0.0.3")})
+	first.DeleteService("h")
+	if svc := agg.Service("h"); svc.Namespace != "second" || agg.Endpoints("h")[0].Address != "10.0.0.3" {
+		t.Errorf("after delete: %+v %v", svc, agg.Endpoints("h"))
+	}
+	if got := rec.take(); !slices.Equal(got, []string{"F Endpoint/h Service/h", "F Endpoint/h Service/h"}) {
+		t.Errorf("changes = %q (the shadowed endpoint write must report nothing)", got)
+	}
+}
+
+func TestAggregateTakeEventIDs(t *testing.T) {
+	mem := NewMemory("m")
+	agg := NewAggregate(AggregateOptions{Registries: []Registry{mem}})
+	mem.SetService(&model.Service{Hostname: "h"}, 1)
+	mem.SetEndpoints("h", []*model.Endpoint{ep("10.0.0.1")}, 2)
+	mem.SetEndpoints("h", []*model.Endpoint{ep("10.0.0.1")}, 3) // no change: not listed
+	mem.SetEndpoints("ghost", []*model.Endpoint{ep("10.0.0.1")}, 4)
+	var ids []uint64
+	agg.Read(func(model.SnapshotSource) { ids = agg.TakeEventIDs() })
+	if !slices.Equal(ids, []uint64{1, 2}) {
+		t.Errorf("ids = %v, want [1 2]", ids)
+	}
+	if again := agg.TakeEventIDs(); len(again) != 0 {
+		t.Errorf("ids taken twice: %v", again)
+	}
+}

@@ -60,10 +60,15 @@ func ConvertServiceEntry(se *model.Config, workloads []*model.Config, opts Conve
 	if len(spec.GetHosts()) == 0 {
 		fail("spec.hosts is empty: list at least one host name")
 	}
+	seenHost := map[string]bool{}
 	for i, h := range spec.GetHosts() {
-		if h == "" {
+		switch {
+		case h == "":
 			fail("spec.hosts[%d] is empty: give a host name such as api.example.com", i)
+		case seenHost[h]:
+			fail("spec.hosts[%d] %q is listed twice: list each host once", i, h)
 		}
+		seenHost[h] = true
 	}
 	plist, targets := convertPorts(spec.GetPorts(), fail)
 	ports := portSet{ports: plist, targets: targets}

@@ -137,12 +137,13 @@ func TestConvertServiceEntry(t *testing.T) {
 		{
 			name: "invalid entry: every problem reported",
 			se: seConfig("ns1", "bad", &networking.ServiceEntry{
+				Hosts: []string{"", "x", "x"},
 				Ports: []*networking.ServicePort{{Number: 0, Name: "a"}, {Number: 80, Name: "http"}, {Number: 80, Name: "dup"}, {Number: 81}},
 				Endpoints: []*networking.WorkloadEntry{{Address: ""}, {Address: "10.0.0.1", Locality: "a/b/c/d"},
 					{Address: "10.0.0.2", Ports: map[string]uint32{"nope": 1}}},
 				WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"a": "b"}},
 			}),
-			wantErr: []string{"ServiceEntry/ns1/bad", "spec.hosts is empty", "spec.ports[0].number is 0", "spec.ports[2].number 80 is listed twice",
+			wantErr: []string{"ServiceEntry/ns1/bad", "spec.hosts[0] is empty", `spec.hosts[2] "x" is listed twice`, "spec.ports[0].number is 0", "spec.ports[2].number 80 is listed twice",
 				"spec.ports[3].name is empty", "both spec.endpoints and spec.workloadSelector", "spec.endpoints[0].address is empty",
 				`locality "a/b/c/d"`, `"nope", which is not a port`},
 		},

@@ -41,7 +41,8 @@ func responseTail(version, typeURL, nonce string) []byte {
 }
 
 // codec is the server's codec: pre-encoded responses pass through as buffer slices that point
-// at the cached bytes; everything else is ordinary protobuf.
+// at the cached bytes; everything else is ordinary protobuf, encoded and decoded without
+// grpc-go's buffer pool (see Unmarshal).
 type codec struct{ proto encoding.CodecV2 }
 
 func newCodec() *codec { return &codec{proto: encoding.GetCodecV2("proto")} }
@@ -51,7 +52,16 @@ func (c *codec) Name() string { return "proto" }
 func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 	r, ok := v.(*encodedResponse)
 	if !ok {
-		return c.proto.Marshal(v)
+		m, ok := v.(proto.Message)
+		if !ok {
+			return c.proto.Marshal(v)
+		}
+		// Unpooled, for the same reason as Unmarshal.
+		b, err := proto.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 	}
 	out := make(mem.BufferSlice, 0, len(r.resources)+1)
 	for _, res := range r.resources {
@@ -60,9 +70,19 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 	return append(out, mem.SliceBuffer(r.tail)), nil
 }
 
+// Unmarshal decodes requests without grpc-go's pooled buffers: the default pool would take
+// (and clear) a 1 MiB buffer for every request just over 32 KiB, which is what an EDS request
+// naming a thousand clusters is.
 func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if m, ok := v.(proto.Message); ok {
-		return c.proto.Unmarshal(data, m)
+	m, ok := v.(proto.Message)
+	if !ok {
+		return c.proto.Unmarshal(data, v)
 	}
-	return c.proto.Unmarshal(data, v)
+	var b []byte
+	if len(data) == 1 {
+		b = data[0].ReadOnlyData()
+	} else {
+		b = data.Materialize()
+	}
+	return proto.Unmarshal(b, m)
 }

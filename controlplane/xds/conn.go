@@ -45,6 +45,9 @@ type typeState struct {
 	nacks    int
 	sent     map[string]uint64 // resource name → hash of the bytes last sent
 	sentResp int
+	// byHost indexes an EDS subscription by service hostname (built on first use after the
+	// subscription changes), so an endpoint push finds its clusters without parsing every name.
+	byHost map[string][]string
 
 	// heldForce names the cluster assignments that must be re-sent with a push that flow
 	// control holds (the held request itself lives in conn.flow).
@@ -80,6 +83,22 @@ func (c *conn) nextNonce() string {
 // (a missing one is deleted).
 func allRequired(typeURL string) bool {
 	return typeURL == gen.ClusterType || typeURL == gen.ListenerType
+}
+
+// sameSubscription reports whether names restate ts's subscription exactly.
+func sameSubscription(ts *typeState, names []string) bool {
+	if len(names) == 0 {
+		return len(ts.names) == 0 && (ts.wildcard == allRequired(ts.typeURL))
+	}
+	if ts.wildcard || len(names) != len(ts.names) {
+		return false
+	}
+	for _, n := range names {
+		if _, ok := ts.names[n]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func subscription(typeURL string, names []string) (wildcard bool, set map[string]struct{}) {
@@ -124,6 +143,16 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 		release = c.answered(ts, req, now)
 	}
 
+	if ts != nil && nonce != "" && sameSubscription(ts, req.GetResourceNames()) {
+		// The common case, an ACK restating the subscription: nothing to diff.
+		if release != nil {
+			force := ts.heldForce
+			ts.heldForce = nil
+			_, err := c.pushType(typeURL, release, force, now)
+			return err
+		}
+		return nil
+	}
 	wildcard, names := subscription(typeURL, req.GetResourceNames())
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
@@ -133,7 +162,7 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 		} else {
 			clear(ts.sent)
 		}
-		ts.wildcard, ts.names = wildcard, names
+		ts.wildcard, ts.names, ts.byHost = wildcard, names, nil
 		_, err := c.respond(ts, nil, nil, true, now)
 		return err
 	}
@@ -152,6 +181,9 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 		}
 	}
 	changedWildcard := wildcard != ts.wildcard
+	if len(added) > 0 || removed {
+		ts.byHost = nil
+	}
 	ts.wildcard, ts.names = wildcard, names
 
 	if release != nil {
@@ -246,17 +278,17 @@ func (c *conn) pushType(typeURL string, req *model.PushRequest, force map[string
 	}
 	var names []string
 	if !req.Full && typeURL == gen.EndpointType {
-		hosts := map[string]struct{}{}
-		for k := range req.ConfigsUpdated {
-			if k.Kind == model.KindEndpoint || k.Kind == model.KindService {
-				hosts[k.Name] = struct{}{}
+		if ts.byHost == nil {
+			ts.byHost = make(map[string][]string)
+			for n := range ts.names {
+				if p, err := gen.ParseClusterName(n); err == nil {
+					ts.byHost[p.Host] = append(ts.byHost[p.Host], n)
+				}
 			}
 		}
-		for n := range ts.names {
-			if p, err := gen.ParseClusterName(n); err == nil {
-				if _, ok := hosts[p.Host]; ok {
-					names = append(names, n)
-				}
+		for k := range req.ConfigsUpdated {
+			if k.Kind == model.KindEndpoint || k.Kind == model.KindService {
+				names = append(names, ts.byHost[k.Name]...)
 			}
 		}
 		if len(names) == 0 && len(force) == 0 {

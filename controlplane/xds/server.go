@@ -13,6 +13,8 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslab/xdslab/controlplane/cache"
@@ -139,14 +141,32 @@ func (s *Server) Register(g *grpc.Server) {
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, s)
 }
 
-// ServerOptions returns the gRPC server options the ADS server needs (its pass-through codec,
-// generous message sizes).
+// ServerOptions returns the gRPC server options the ADS server needs: its pass-through codec,
+// generous message sizes, and a buffer pool with a tier for every power of two. grpc-go's
+// default pool jumps from 32 KiB to 1 MiB, so every request just over 32 KiB (an EDS ACK
+// naming a thousand clusters) would take, and clear, a 1 MiB buffer.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
+		experimental.BufferPool(FineBufferPool()),
 		grpc.ForceServerCodecV2(newCodec()),
 		grpc.MaxRecvMsgSize(16 << 20),
 		grpc.MaxConcurrentStreams(1 << 20),
 	}
+}
+
+// FineBufferPool returns a gRPC buffer pool with tiers at every power of two from 256 B to
+// 16 MiB; clients that receive large xDS responses benefit from it too
+// (experimental.WithBufferPool).
+func FineBufferPool() mem.BufferPool {
+	exps := make([]uint8, 0, 17)
+	for e := uint8(8); e <= 24; e++ {
+		exps = append(exps, e)
+	}
+	p, err := mem.NewBinaryTieredBufferPool(exps...)
+	if err != nil {
+		panic(err) // the exponents above are valid by construction
+	}
+	return p
 }
 
 // Run runs the push workers until ctx is done.

@@ -1,0 +1,15 @@
+// Package controlplane assembles the xDS control plane from its parts (see DESIGN.md, "Inside
+// the control plane"):
+//
+//	config dir ─▶ config.FileSource ─▶ config.Memory ─events─┐
+//	lab sink ───▶ registry.Memory ───────────────────────────┴▶ registry.Aggregate
+//	    ─Change─▶ debounce.Debouncer ─PushRequest─▶ model.BuildSnapshot ─▶ Pusher (the ADS server)
+//
+// Server owns one of each, wired by New from an Options struct (DefaultOptions, Validate), and
+// serves /metrics, /debug/config and /debug/snapshot on Options.MetricsAddr. Every snapshot it
+// builds is kept (Snapshot) and handed to the Pusher with the ChangeReport that says whether the
+// push is full or endpoint-only. The metrics are the ones in package metrics, registered on
+// Options.Registerer.
+//
+// Package controlplanetest starts a Server on 127.0.0.1:0 for tests.
+package controlplane

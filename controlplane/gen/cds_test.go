@@ -1,0 +1,174 @@
+package gen
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// clusterSummary is what the DR policy tests compare.
+type clusterSummary struct {
+	Type           string
+	LB             string
+	ConnectTimeout time.Duration
+	MaxConns       uint32
+	MaxPending     uint32
+	MaxRequests    uint32
+	MaxRetries     uint32
+	H2             bool
+	MaxReqPerConn  uint32
+	Consecutive5xx uint32
+	Panic          float64
+}
+
+func summarizeCluster(t *testing.T, c *clusterv3.Cluster) clusterSummary {
+	t.Helper()
+	th := c.GetCircuitBreakers().GetThresholds()[0]
+	s := clusterSummary{
+		Type: c.GetType().String(), LB: c.GetLbPolicy().String(), ConnectTimeout: c.GetConnectTimeout().AsDuration(),
+		MaxConns: th.GetMaxConnections().GetValue(), MaxPending: th.GetMaxPendingRequests().GetValue(),
+		MaxRequests: th.GetMaxRequests().GetValue(), MaxRetries: th.GetMaxRetries().GetValue(),
+		Consecutive5xx: c.GetOutlierDetection().GetConsecutive_5Xx().GetValue(),
+		Panic:          c.GetCommonLbConfig().GetHealthyPanicThreshold().GetValue(),
+	}
+	if a := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName]; a != nil {
+		o := &upstreamhttpv3.HttpProtocolOptions{}
+		if err := a.UnmarshalTo(o); err != nil {
+			t.Fatal(err)
+		}
+		s.H2 = o.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
+		s.MaxReqPerConn = o.GetCommonHttpProtocolOptions().GetMaxRequestsPerConnection().GetValue()
+	}
+	return s
+}
+
+const maxU32 = 4294967295
+
+func TestDestinationRulePolicies(t *testing.T) {
+	simple := func(lb networking.LoadBalancerSettings_SimpleLB) *networking.LoadBalancerSettings {
+		return &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: lb}}
+	}
+	def := clusterSummary{Type: "EDS", LB: "LEAST_REQUEST", ConnectTimeout: DefaultConnectTimeout, MaxConns: maxU32, MaxPending: maxU32, MaxRequests: maxU32, MaxRetries: maxU32}
+	with := func(f func(*clusterSummary)) clusterSummary { s := def; f(&s); return s }
+	tests := []struct {
+		name    string
+		dr      *networking.DestinationRule
+		cluster string
+		proto   model.Protocol
+		grpc    bool
+		want    clusterSummary
+	}{
+		{"no DR", nil, "outbound|80||" + shop, model.ProtocolHTTP, false, def},
+		{"no DR, grpc proxy", nil, "outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN" })},
+		{"GRPC port gets HTTP/2", nil, "outbound|80||" + shop, model.ProtocolGRPC, false, with(func(s *clusterSummary) { s.H2 = true })},
+		{"simple random", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_RANDOM)}},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RANDOM" })},
+		{"random is round robin for grpc", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_RANDOM)}},
+			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN" })},
+		{"passthrough lb", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_PASSTHROUGH)}},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.Type = "ORIGINAL_DST"; s.LB = "CLUSTER_PROVIDED" })},
+		{"consistent hash", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}}}}}},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RING_HASH" })},
+		{"connection pool and outlier", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{
+			ConnectionPool: &networking.ConnectionPoolSettings{
+				Tcp:  &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 10, ConnectTimeout: durationpb.New(time.Second)},
+				Http: &networking.ConnectionPoolSettings_HTTPSettings{Http1MaxPendingRequests: 20, Http2MaxRequests: 30, MaxRetries: 4, MaxRequestsPerConnection: 1},
+			},
+			OutlierDetection: &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(7), MinHealthPercent: 40},
+		}}, "outbound|80||" + shop, model.ProtocolHTTP, false, clusterSummary{Type: "EDS", LB: "LEAST_REQUEST", ConnectTimeout: time.Second, MaxConns: 10, MaxPending: 20, MaxRequests: 30, MaxRetries: 4, MaxReqPerConn: 1, Consecutive5xx: 7, Panic: 40}},
+		{"port level overrides top level", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{
+			LoadBalancer: simple(networking.LoadBalancerSettings_RANDOM),
+			PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{
+				{Port: &networking.PortSelector{Number: 80}, LoadBalancer: simple(networking.LoadBalancerSettings_ROUND_ROBIN)},
+				{Port: &networking.PortSelector{Number: 81}, LoadBalancer: simple(networking.LoadBalancerSettings_LEAST_CONN)},
+			},
+		}}, "outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN" })},
+		{"subset overrides, keeps the rest", &networking.DestinationRule{Host: shop,
+			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_RANDOM), ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 5}}},
+			Subsets:       []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_ROUND_ROBIN)}}},
+		}, "outbound|80|v1|" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN"; s.MaxConns = 5 })},
+		{"h2 upgrade", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{ConnectionPool: &networking.ConnectionPoolSettings{Http: &networking.ConnectionPoolSettings_HTTPSettings{H2UpgradePolicy: networking.ConnectionPoolSettings_HTTPSettings_UPGRADE}}}},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.H2 = true })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := &model.Service{Hostname: shop, Namespace: "store", Ports: []model.Port{{Name: "p", Number: 80, Protocol: tt.proto}}}
+			var configs []*model.Config
+			if tt.dr != nil {
+				configs = append(configs, &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "d", Namespace: "store"}, Spec: tt.dr})
+			}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: configs})
+			p := sidecarProxy("10.9.9.9", "store")
+			if tt.grpc {
+				p = grpcProxy("store")
+			}
+			rs, err := ForType(ClusterType, p).Generate(p, s, []string{tt.cluster})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 1 {
+				t.Fatalf("want 1 cluster, got %d", len(rs))
+			}
+			if _, err := validateDeep(rs[0].Message); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, summarizeCluster(t, rs[0].Message.(*clusterv3.Cluster))); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClustersBadSubsetsKeepTheRest(t *testing.T) {
+	svc := &model.Service{Hostname: shop, Namespace: "store", Ports: []model.Port{{Name: "p", Number: 80, Protocol: model.ProtocolHTTP}}}
+	dr := &networking.DestinationRule{Host: shop, Subsets: []*networking.Subset{{Name: "v1"}, {Name: "v1"}, {Name: "a|b"}, {Name: "v2"}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*model.Config{{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "d", Namespace: "store"}, Spec: dr}}})
+	p := sidecarProxy("10.9.9.9", "store")
+	rs, err := ForType(ClusterType, p).Generate(p, s, nil)
+	if err == nil || !strings.Contains(err.Error(), `subset "v1" defined twice`) || !strings.Contains(err.Error(), `"a|b"`) {
+		t.Fatalf("err = %v", err)
+	}
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Name)
+	}
+	want := []string{BlackHoleCluster, InboundPassthroughCluster, PassthroughCluster, "outbound|80|v1|" + shop, "outbound|80|v2|" + shop, "outbound|80||" + shop}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+func TestInboundClusters(t *testing.T) {
+	s := edsMesh(shopEP("10.0.0.1", nil, model.Locality{}, 1, model.Healthy))
+	for _, tc := range []struct {
+		ip   string
+		want []string
+	}{
+		{"10.0.0.1", []string{"inbound|80||", "inbound|9090||"}},
+		{"10.0.0.2", nil},
+	} {
+		p := sidecarProxy(tc.ip, "store")
+		rs, err := ForType(ClusterType, p).Generate(p, s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rs {
+			if strings.HasPrefix(r.Name, "inbound|") {
+				got = append(got, r.Name)
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("proxy %s: (-want +got)\n%s", tc.ip, diff)
+		}
+	}
+}

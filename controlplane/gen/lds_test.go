@@ -1,0 +1,108 @@
+package gen
+
+import (
+	"strings"
+	"testing"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+func TestSidecarListenerConflicts(t *testing.T) {
+	tcp := func(host, vip string, port uint32) *model.Service {
+		s := &model.Service{Hostname: host, Namespace: "n", Ports: []model.Port{{Name: "tcp", Number: port, Protocol: model.ProtocolTCP}}}
+		if vip != "" {
+			s.Addresses = []string{vip}
+		}
+		return s
+	}
+	http := &model.Service{Hostname: "web.n.svc.cluster.local", Namespace: "n", Ports: []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{
+		tcp("a.n.svc.cluster.local", "10.0.0.1", 5432),
+		tcp("b.n.svc.cluster.local", "10.0.0.1", 5432), // same VIP:port as a
+		tcp("c.n.svc.cluster.local", "", 8080),         // port taken by HTTP
+		tcp("d.n.svc.cluster.local", "", 6000),
+		tcp("e.n.svc.cluster.local", "", 6000), // 0.0.0.0_6000 already d's
+		tcp("f.n.svc.cluster.local", "10.0.0.2", 15001),
+		http,
+	}})
+	p := sidecarProxy("10.9.9.9", "n")
+	rs, err := ForType(ListenerType, p).Generate(p, s, nil)
+	if err == nil || !strings.Contains(err.Error(), "both use 10.0.0.1:5432") || !strings.Contains(err.Error(), "port 15001 collides") {
+		t.Fatalf("err = %v", err)
+	}
+	got := map[string]string{}
+	for _, r := range rs {
+		l := r.Message.(*listenerv3.Listener)
+		if len(l.GetFilterChains()) == 0 {
+			got[r.Name] = ""
+			continue
+		}
+		got[r.Name] = l.GetFilterChains()[0].GetFilters()[0].GetName()
+		if r.Name == "0.0.0.0_6000" && !strings.Contains(l.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().String(), "d.n.svc") {
+			t.Errorf("0.0.0.0_6000 should proxy to d: %v", l)
+		}
+	}
+	want := map[string]string{
+		"10.0.0.1_5432":         tcpProxyFilterName,
+		"0.0.0.0_8080":          hcmFilterName,
+		"0.0.0.0_6000":          tcpProxyFilterName,
+		VirtualOutboundListener: tcpProxyFilterName,
+		VirtualInboundListener:  "", // no filter chain of its own: only the default chain
+	}
+	for k, v := range want {
+		if k == VirtualInboundListener {
+			if _, ok := got[k]; !ok {
+				t.Errorf("missing %s", k)
+			}
+			continue
+		}
+		if got[k] != v {
+			t.Errorf("listener %s: filter %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("listeners %v, want the %d of %v", got, len(want), want)
+	}
+}
+
+func TestGRPCListenersNamed(t *testing.T) {
+	s := routeMesh()
+	p := grpcProxy("app")
+	rs, err := ForType(ListenerType, p).Generate(p, s, []string{"web.app.svc.cluster.local:9000", "web.app.svc.cluster.local:1", "nohost:80", ":80", "web.app.svc.cluster.local:9000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Name)
+	}
+	if diff := cmp.Diff([]string{"web.app.svc.cluster.local:9000"}, names); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if rn := routeNames(rs); len(rn) != 1 || rn[0] != "web.app.svc.cluster.local:9000" {
+		t.Errorf("route names %v", rn)
+	}
+}
+
+func TestForType(t *testing.T) {
+	if ForType("type.googleapis.com/unknown", nil) != nil {
+		t.Error("unknown type URL should have no generator")
+	}
+	s := routeMesh()
+	for _, typeURL := range Types() {
+		if ForType(typeURL, nil) == nil || ForType(typeURL, grpcProxy("x")) == nil {
+			t.Errorf("%s: no generator", typeURL)
+		}
+	}
+	// The gRPC LDS variant answers host:port names; the sidecar one does not know them.
+	g := grpcProxy("app")
+	rs, _ := ForType(ListenerType, g).Generate(g, s, []string{"web.app.svc.cluster.local:80"})
+	sc := sidecarProxy("10.0.0.1", "app")
+	rs2, _ := ForType(ListenerType, sc).Generate(sc, s, []string{"web.app.svc.cluster.local:80"})
+	if len(rs) != 1 || len(rs2) != 0 {
+		t.Errorf("grpc got %d, sidecar got %d", len(rs), len(rs2))
+	}
+}

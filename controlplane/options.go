@@ -1,0 +1,117 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xdslab/xdslab/controlplane/debounce"
+)
+
+// Default addresses (Istio's ports: 15010 plaintext xDS, 15014 monitoring).
+const (
+	DefaultGRPCAddr    = "127.0.0.1:15010"
+	DefaultMetricsAddr = "127.0.0.1:15014"
+)
+
+// Options configure a Server. Start from DefaultOptions.
+type Options struct {
+	// ConfigDir is the directory of Istio YAML to watch. Empty: no file source (the memory
+	// registry and the config store are then fed in-process).
+	ConfigDir string
+	// ConfigRescan is how often the config directory is rescanned as a safety net for missed
+	// fs events. Zero means the file source's default (1s); negative disables rescans.
+	ConfigRescan time.Duration
+	// GRPCAddr is where the ADS server listens (host:port; port 0 picks one).
+	GRPCAddr string
+	// MetricsAddr is where /metrics and /debug/* are served (host:port; port 0 picks one).
+	MetricsAddr string
+	// Debounce configures the debouncer (minQuiet, maxDelay, whether endpoint-only changes are
+	// debounced).
+	Debounce debounce.Options
+	// PushThrottle is the number of proxies pushed concurrently. Zero derives it from Cores as
+	// Istio does: min(15 + 5 × cores, 100).
+	PushThrottle int
+	// Cores is the number of CPU cores the server may use; zero means runtime.GOMAXPROCS(0).
+	Cores int
+	// TrustDomain of the SPIFFE ids built from workload service accounts; empty means
+	// cluster.local.
+	TrustDomain string
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the control-plane metrics; nil means a new registry of the server's
+	// own. Gatherer is what /metrics serves; nil means Registerer when it is also a Gatherer
+	// (a *prometheus.Registry is both).
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	// Pusher receives every snapshot the server builds; nil means none (the server only keeps
+	// the latest one).
+	Pusher Pusher
+	// Now is the clock that stamps changes; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultOptions returns the defaults: gRPC on 127.0.0.1:15010, metrics on 127.0.0.1:15014,
+// Istio's debounce (100ms quiet, 10s max delay, endpoint changes debounced), push throttle from
+// the core count, no config directory.
+func DefaultOptions() Options {
+	return Options{
+		GRPCAddr:    DefaultGRPCAddr,
+		MetricsAddr: DefaultMetricsAddr,
+		Debounce:    debounce.DefaultOptions(),
+	}
+}
+
+// EffectiveCores is Cores, or runtime.GOMAXPROCS(0) when it is zero.
+func (o Options) EffectiveCores() int {
+	if o.Cores > 0 {
+		return o.Cores
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// EffectivePushThrottle is PushThrottle, or Istio's min(15 + 5 × cores, 100) when it is zero.
+func (o Options) EffectivePushThrottle() int {
+	if o.PushThrottle > 0 {
+		return o.PushThrottle
+	}
+	return min(15+5*o.EffectiveCores(), 100)
+}
+
+// Validate reports every problem with the options, each saying how to fix it.
+func (o Options) Validate() error {
+	var errs []error
+	if o.ConfigDir != "" {
+		if fi, err := os.Stat(o.ConfigDir); err != nil {
+			errs = append(errs, fmt.Errorf("config dir: %w: create it or pass an existing directory", err))
+		} else if !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("config dir %s is not a directory: pass the directory that holds the YAML files", o.ConfigDir))
+		}
+	}
+	for _, a := range []struct{ name, addr string }{{"grpc address", o.GRPCAddr}, {"metrics address", o.MetricsAddr}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %v: write host:port, e.g. 127.0.0.1:15010", a.name, a.addr, err))
+		}
+	}
+	if err := o.Debounce.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.PushThrottle < 0 {
+		errs = append(errs, fmt.Errorf("push throttle %d is negative: use 0 (derived from the cores) or a positive number", o.PushThrottle))
+	}
+	if o.Cores < 0 {
+		errs = append(errs, fmt.Errorf("cores %d is negative: use 0 (all) or a positive number", o.Cores))
+	}
+	if o.Gatherer == nil && o.Registerer != nil {
+		if _, ok := o.Registerer.(prometheus.Gatherer); !ok {
+			errs = append(errs, errors.New("metrics: Registerer is not a Gatherer and no Gatherer was given: pass the registry to serve on /metrics"))
+		}
+	}
+	return errors.Join(errs...)
+}

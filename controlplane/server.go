@@ -1,0 +1,384 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/debounce"
+	"github.com/xdslab/xdslab/controlplane/metrics"
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/controlplane/registry"
+)
+
+// Pusher receives every snapshot the server builds, in order, one call at a time (the
+// debouncer runs one push at a time), and should return once the push is queued. report says
+// what changed; req agrees with it: req.Full == report.Full, and req.ConfigsUpdated names
+// exactly what the report lists (KindService keys for added, removed and changed services,
+// KindEndpoint keys for hosts whose endpoints changed, and the changed config keys); Reasons
+// and Start are those of the events the debouncer merged, and EventIDs name the events whose
+// changes are in snap and were not in the previous snapshot. req.Full false means an
+// endpoint-only (EDS) push. The ADS server implements it.
+type Pusher interface {
+	Push(snap *model.Snapshot, req *model.PushRequest, report model.ChangeReport)
+}
+
+// PusherFunc adapts a function to Pusher.
+type PusherFunc func(snap *model.Snapshot, req *model.PushRequest, report model.ChangeReport)
+
+// Push implements Pusher.
+func (f PusherFunc) Push(snap *model.Snapshot, req *model.PushRequest, report model.ChangeReport) {
+	f(snap, req, report)
+}
+
+var _ Pusher = PusherFunc(nil)
+
+// Server is the control plane: config sources, registries, the aggregate, the debouncer and the
+// snapshot builder, with its metrics and debug endpoints. Create it with New, then Start; Stop
+// ends it.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	gatherer prometheus.Gatherer
+
+	store    *config.Memory
+	files    *config.FileSource // nil without ConfigDir
+	registry *registry.Memory
+	agg      atomic.Pointer[registry.Aggregate] // set by Start
+	deb      *debounce.Debouncer
+	reqs     chan *model.PushRequest
+
+	snap    atomic.Pointer[model.Snapshot]
+	changed atomic.Pointer[chan struct{}] // closed and replaced on every new snapshot
+	seq     uint64                        // owned by the push goroutine
+	synced  chan struct{}
+
+	ctx       context.Context // ends when the server stops
+	cancel    context.CancelFunc
+	started   atomic.Bool
+	stopOnce  sync.Once
+	wg        sync.WaitGroup
+	metricsLn net.Listener
+	httpSrv   *http.Server
+}
+
+// New validates opts and builds a Server. Nothing runs until Start.
+func New(opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("control plane options: %w", err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		opts.Registerer, opts.Gatherer = reg, reg
+	}
+	if opts.Gatherer == nil {
+		opts.Gatherer = opts.Registerer.(prometheus.Gatherer) // checked by Validate
+	}
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger,
+		metrics:  metrics.New(),
+		gatherer: opts.Gatherer,
+		store:    config.NewMemory(config.MemoryOptions{Now: opts.Now}),
+		registry: registry.NewMemory("memory"),
+		reqs:     make(chan *model.PushRequest),
+		synced:   make(chan struct{}),
+	}
+	if err := s.metrics.Register(opts.Registerer); err != nil {
+		return nil, fmt.Errorf("control plane metrics: %w", err)
+	}
+	if opts.ConfigDir != "" {
+		files, err := config.NewFileSource(s.store, config.FileOptions{
+			Dir: opts.ConfigDir, RescanInterval: opts.ConfigRescan, Logger: opts.Logger.With("component", "config-files"),
+			Errors: s.metrics.ConfigFileErrors, Now: opts.Now,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.files = files
+	}
+	deb, err := debounce.New(debounce.Config{
+		Options: opts.Debounce,
+		Push:    s.push,
+		Observe: func(st debounce.Stats) { s.metrics.ObserveDebounce(st.Delay.Seconds(), st.Events) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.deb = deb
+	s.snap.Store(model.NewSnapshot(0, model.SnapshotInput{}))
+	ch := make(chan struct{})
+	s.changed.Store(&ch)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Start binds the metrics address and starts every part. It returns once they run; the server
+// stops when ctx is done or Stop is called. The first snapshot is built once the config
+// directory has been read (Synced).
+func (s *Server) Start(ctx context.Context) error {
+	if s.started.Swap(true) {
+		return errors.New("control plane: Start called twice")
+	}
+	ln, err := net.Listen("tcp", s.opts.MetricsAddr)
+	if err != nil {
+		s.cancel()
+		return fmt.Errorf("control plane: listen on metrics address %s: %w: pick a free port with --metrics-addr", s.opts.MetricsAddr, err)
+	}
+	s.metricsLn = ln
+	s.httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	run := func(name string, fn func() error) {
+		s.wg.Go(func() {
+			if err := fn(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("control plane part stopped", "part", name, "err", err)
+			}
+		})
+	}
+	// Stop when the caller's context ends.
+	s.wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			s.cancel()
+		case <-s.ctx.Done():
+		}
+	})
+	run("http", func() error { return s.httpSrv.Serve(ln) })
+	run("debouncer", func() error { return s.deb.Run(s.ctx, s.reqs) })
+	run("config-store", func() error { return s.store.Run(s.ctx) })
+	agg := registry.NewAggregate(registry.AggregateOptions{
+		Registries: []registry.Registry{s.registry},
+		Convert:    registry.ConvertOptions{TrustDomain: s.opts.TrustDomain},
+		Now:        s.opts.Now,
+		OnChange:   s.onChange,
+		OnError: func(key model.ConfigKey, err error) {
+			s.log.Warn("ServiceEntry rejected; keeping its previous services", "config", key.String(), "err", err)
+		},
+	})
+	s.agg.Store(agg)
+	run("config-events", func() error {
+		for ev := range s.store.Events() {
+			agg.ConfigChanged(ev.Old, ev.New)
+		}
+		return nil
+	})
+	if s.files != nil {
+		run("config-files", func() error { return s.files.Run(s.ctx) })
+	}
+	s.wg.Go(s.initialPush)
+	s.log.Info("control plane started", "metrics", ln.Addr().String(), "configDir", s.opts.ConfigDir,
+		"minQuiet", s.opts.Debounce.MinQuiet, "maxDelay", s.opts.Debounce.MaxDelay, "debounceEDS", s.opts.Debounce.DebounceEDS,
+		"pushThrottle", s.opts.EffectivePushThrottle())
+	return nil
+}
+
+// initialPush asks for a full push once the config directory has been read, so a first
+// snapshot exists even when nothing changes, then reports what was loaded.
+func (s *Server) initialPush() {
+	if s.files != nil {
+		select {
+		case <-s.files.Synced():
+		case <-s.ctx.Done():
+			return
+		}
+	}
+	req := &model.PushRequest{Full: true, Reasons: map[model.TriggerReason]int{model.ReasonGlobalUpdate: 1}, Start: s.opts.Now()}
+	select {
+	case s.reqs <- req:
+	case <-s.ctx.Done():
+		return
+	}
+	close(s.synced)
+	if s.files != nil {
+		st := s.files.Status()
+		failed := 0
+		for _, f := range st.Files {
+			if f.LastError != "" {
+				failed++
+				s.log.Warn("config file not loaded", "file", f.Path, "err", f.LastError)
+			}
+		}
+		for _, f := range st.Files {
+			s.log.Debug("config file loaded", "file", f.Path, "objects", len(f.Objects))
+		}
+		s.log.Info("config directory loaded", "dir", st.Dir, "files", len(st.Files), "objects", st.Objects, "failedFiles", failed)
+	}
+}
+
+// onChange is the aggregate's consumer: count the update and hand it to the debouncer.
+func (s *Server) onChange(c registry.Change) {
+	typ := metrics.InboundService
+	switch {
+	case c.Reason() == model.ReasonConfigUpdate:
+		typ = metrics.InboundConfig
+	case c.EndpointOnly:
+		typ = metrics.InboundEDS
+	case c.ServicesRemoved > 0 && c.ServicesAdded == 0:
+		typ = metrics.InboundServiceDelete
+	}
+	s.metrics.InboundUpdates.WithLabelValues(typ).Inc()
+	select {
+	case s.reqs <- c.PushRequest():
+	case <-s.ctx.Done():
+	}
+}
+
+// push runs one push cycle on the debouncer's push goroutine: build the next snapshot from the
+// aggregate, publish it and hand it to the Pusher.
+func (s *Server) push(ctx context.Context, req *model.PushRequest) {
+	agg := s.agg.Load()
+	prev := s.snap.Load()
+	start := time.Now()
+	var (
+		next *model.Snapshot
+		rep  model.ChangeReport
+		ids  []uint64
+	)
+	agg.Read(func(src model.SnapshotSource) {
+		next, rep = model.BuildSnapshot(prev, s.seq+1, req, src)
+		ids = agg.TakeEventIDs()
+	})
+	s.metrics.PushContextInitSeconds.Observe(time.Since(start).Seconds())
+	for reason, n := range req.Reasons {
+		s.metrics.PushTriggers.WithLabelValues(string(reason)).Add(float64(n))
+	}
+	if rep.Empty() {
+		s.log.Debug("push: nothing changed", "events", req.Count())
+		return
+	}
+	s.seq = next.Seq
+	s.snap.Store(next)
+	fresh := make(chan struct{})
+	close(*s.changed.Swap(&fresh))
+	s.metrics.Services.Set(float64(next.ServiceCount()))
+	if prev.Seq == 0 {
+		sum := next.Summary()
+		s.log.Info("first snapshot built", "version", next.Version, "services", sum.Services, "endpoints", sum.Endpoints, "configs", sum.Configs)
+	}
+	s.log.Debug("push", "version", next.Version, "full", rep.Full, "events", req.Count(),
+		"servicesAdded", len(rep.ServicesAdded), "servicesRemoved", len(rep.ServicesRemoved),
+		"servicesChanged", len(rep.ServicesChanged), "endpointsChanged", len(rep.EndpointsChanged),
+		"configsChanged", len(rep.ConfigsChanged))
+	if s.opts.Pusher != nil && ctx.Err() == nil {
+		s.opts.Pusher.Push(next, pushRequestFor(req, rep, ids, prev, next), rep)
+	}
+}
+
+// pushRequestFor returns req with Full and ConfigsUpdated replaced by what the builder found,
+// and EventIDs by the events whose changes the snapshot contains: the debouncer's request says
+// what its events claimed, the report what really changed (an endpoint event that also changed
+// a service's accounts is full; a service event that only moved endpoints is not; a no-op part
+// names nothing), and the snapshot may already hold events that reach the debouncer later.
+func pushRequestFor(req *model.PushRequest, rep model.ChangeReport, ids []uint64, prev, next *model.Snapshot) *model.PushRequest {
+	out := &model.PushRequest{Full: rep.Full, Reasons: req.Reasons, Start: req.Start, EventIDs: ids,
+		ConfigsUpdated: make(map[model.ConfigKey]struct{}, len(rep.ServicesAdded)+len(rep.ServicesRemoved)+
+			len(rep.ServicesChanged)+len(rep.EndpointsChanged)+len(rep.ConfigsChanged))}
+	ns := func(host string) string {
+		if svc := next.Service(host); svc != nil {
+			return svc.Namespace
+		}
+		if svc := prev.Service(host); svc != nil {
+			return svc.Namespace
+		}
+		return ""
+	}
+	for _, hosts := range [][]string{rep.ServicesAdded, rep.ServicesRemoved, rep.ServicesChanged} {
+		for _, h := range hosts {
+			out.ConfigsUpdated[model.ConfigKey{Kind: model.KindService, Name: h, Namespace: ns(h)}] = struct{}{}
+		}
+	}
+	for _, h := range rep.EndpointsChanged {
+		out.ConfigsUpdated[model.ConfigKey{Kind: model.KindEndpoint, Name: h, Namespace: ns(h)}] = struct{}{}
+	}
+	for _, k := range rep.ConfigsChanged {
+		out.ConfigsUpdated[k] = struct{}{}
+	}
+	return out
+}
+
+// Stop stops every part and waits for them. It is safe to call more than once.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		s.cancel()
+		if s.httpSrv != nil {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.httpSrv.Shutdown(shutdownCtx)
+		}
+		s.wg.Wait()
+	})
+}
+
+// Done is closed when the server stops (Stop, or the context given to Start ends).
+func (s *Server) Done() <-chan struct{} { return s.ctx.Done() }
+
+// Synced is closed once the config directory has been read and the first push requested.
+func (s *Server) Synced() <-chan struct{} { return s.synced }
+
+// Snapshot returns the latest snapshot (an empty one at version "0" before the first push).
+func (s *Server) Snapshot() *model.Snapshot { return s.snap.Load() }
+
+// WaitForSnapshot waits until the latest snapshot satisfies ok, and returns it.
+func (s *Server) WaitForSnapshot(ctx context.Context, ok func(*model.Snapshot) bool) (*model.Snapshot, error) {
+	for {
+		ch := *s.changed.Load()
+		if snap := s.snap.Load(); ok(snap) {
+			return snap, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return s.snap.Load(), fmt.Errorf("wait for snapshot (latest version %s): %w", s.snap.Load().Version, ctx.Err())
+		case <-s.ctx.Done():
+			return s.snap.Load(), errors.New("wait for snapshot: the server stopped")
+		}
+	}
+}
+
+// Registry is the in-process memory registry (for the lab's in-process sink and tests).
+func (s *Server) Registry() *registry.Memory { return s.registry }
+
+// ConfigStore is the Istio config store the file source writes to; in-process writers may
+// write to it too.
+func (s *Server) ConfigStore() *config.Memory { return s.store }
+
+// Aggregate is the merged view of services and endpoints; nil before Start.
+func (s *Server) Aggregate() *registry.Aggregate { return s.agg.Load() }
+
+// Metrics are the server's metric handles (the ADS server records into them).
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
+
+// Options returns the options the server runs with (defaults filled in).
+func (s *Server) Options() Options { return s.opts }
+
+// MetricsAddr is the address /metrics is served on (the bound port when MetricsAddr had port
+// 0); empty before Start.
+func (s *Server) MetricsAddr() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	return s.metricsLn.Addr().String()
+}
+
+// FileStatus is the config file source's status (zero without a config directory).
+func (s *Server) FileStatus() config.Status {
+	if s.files == nil {
+		return config.Status{}
+	}
+	return s.files.Status()
+}

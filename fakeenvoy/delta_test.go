@@ -1,0 +1,150 @@
+package fakeenvoy
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
+)
+
+type deltaWant struct {
+	typeURL    string
+	nonce      bool
+	sub, unsub []string
+	initial    map[string]bool // names expected in initial_resource_versions (non-empty versions)
+	errorHas   string
+}
+
+func checkDelta(t *testing.T, step string, got *discoveryv3.DeltaDiscoveryRequest, w deltaWant) {
+	t.Helper()
+	if got.GetTypeUrl() != w.typeURL {
+		t.Errorf("%s: type %s, want %s (request %v)", step, got.GetTypeUrl(), w.typeURL, got)
+		return
+	}
+	if (got.GetResponseNonce() != "") != w.nonce {
+		t.Errorf("%s: nonce %q, want one: %v", step, got.GetResponseNonce(), w.nonce)
+	}
+	sorted := func(s []string) []string { s = append([]string(nil), s...); sort.Strings(s); return s }
+	if d := cmp.Diff(sorted(w.sub), sorted(got.GetResourceNamesSubscribe())); d != "" {
+		t.Errorf("%s: subscribe (-want +got):\n%s", step, d)
+	}
+	if d := cmp.Diff(sorted(w.unsub), sorted(got.GetResourceNamesUnsubscribe())); d != "" {
+		t.Errorf("%s: unsubscribe (-want +got):\n%s", step, d)
+	}
+	gotInit := map[string]bool{}
+	for n, v := range got.GetInitialResourceVersions() {
+		gotInit[n] = v != ""
+	}
+	if len(w.initial) == 0 {
+		w.initial = map[string]bool{}
+	}
+	if d := cmp.Diff(w.initial, gotInit); d != "" {
+		t.Errorf("%s: initial_resource_versions (-want +got):\n%s", step, d)
+	}
+	switch {
+	case w.errorHas == "" && got.GetErrorDetail() != nil:
+		t.Errorf("%s: unexpected error_detail %v", step, got.GetErrorDetail())
+	case w.errorHas != "" && (got.GetErrorDetail().GetCode() != 13 || !strings.Contains(got.GetErrorDetail().GetMessage(), w.errorHas)):
+		t.Errorf("%s: error_detail %v, want code 13 containing %q", step, got.GetErrorDetail(), w.errorHas)
+	}
+}
+
+// TestDeltaOrderAckDeletionReconnect follows one Delta client against go-control-plane: legacy
+// wildcard CDS/LDS, EDS/RDS subscriptions driven by CDS/LDS before their ACKs, ACK = nonce,
+// removal driving an unsubscribe, and initial_resource_versions after a reconnect.
+func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
+	srv := newCPServer(t)
+	h := newHookLog()
+	c := newTestClient(t, ClientConfig{Delta: true}, h)
+	srv.set(t, c.NodeID(), "v1", baseResources(t))
+	runClient(t, c, srv.connector(t))
+	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
+	steps := []struct {
+		name string
+		want deltaWant
+	}{
+		{"CDS legacy wildcard", deltaWant{typeURL: C}},
+		{"EDS subscribe before the CDS ACK", deltaWant{typeURL: E, sub: []string{"c1", "c2"}}},
+		{"CDS ACK", deltaWant{typeURL: C, nonce: true}},
+		{"LDS legacy wildcard once warmed", deltaWant{typeURL: L}},
+		{"EDS ACK", deltaWant{typeURL: E, nonce: true}},
+		{"RDS subscribe before the LDS ACK", deltaWant{typeURL: R, sub: []string{"r1"}}},
+		{"LDS ACK", deltaWant{typeURL: L, nonce: true}},
+		{"RDS ACK", deltaWant{typeURL: R, nonce: true}},
+	}
+	for _, s := range steps {
+		checkDelta(t, s.name, srv.nextDelta(t), s.want)
+	}
+	h.waitEvent(t, "first-full")
+
+	// Deleting c2: removed_resources drives an EDS unsubscribe before the CDS ACK.
+	res := baseResources(t)
+	res[resource.ClusterType] = []types.Resource{edsCluster("c1")}
+	srv.set(t, c.NodeID(), "v2", res)
+	checkDelta(t, "EDS unsubscribe c2", srv.nextDelta(t), deltaWant{typeURL: E, unsub: []string{"c2"}})
+	checkDelta(t, "CDS ACK of the removal", srv.nextDelta(t), deltaWant{typeURL: C, nonce: true})
+	for {
+		r := h.nextInfo(t)
+		if r.TypeURL == C && r.Seq > 4 {
+			if r.Removed != 1 || r.NoOp || r.Nacked || !r.Delta {
+				t.Errorf("removal response %+v: want Removed 1, accepted", r)
+			}
+			break
+		}
+	}
+}
+
+// TestDeltaReconnectInitialVersions forces a reconnect with DisconnectAfter: the new stream
+// restates every type with its names and initial_resource_versions.
+func TestDeltaReconnectInitialVersions(t *testing.T) {
+	srv := newCPServer(t)
+	h := newHookLog()
+	c := newTestClient(t, ClientConfig{Delta: true, Ack: AckPolicy{DisconnectAfter: 4}}, h)
+	srv.set(t, c.NodeID(), "v1", baseResources(t))
+	runClient(t, c, srv.connector(t))
+	h.waitEvent(t, "disconnected policy")
+	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
+	for {
+		r := srv.nextDelta(t)
+		if r.TypeUrl == C && len(r.InitialResourceVersions) > 0 {
+			checkDelta(t, "restate CDS", r, deltaWant{typeURL: C, initial: map[string]bool{"c1": true, "c2": true}})
+			break
+		}
+	}
+	checkDelta(t, "restate EDS", srv.nextDelta(t), deltaWant{typeURL: E, sub: []string{"c1", "c2"}, initial: map[string]bool{"c1": true, "c2": true}})
+	checkDelta(t, "restate LDS", srv.nextDelta(t), deltaWant{typeURL: L, initial: map[string]bool{"l1": true}})
+	checkDelta(t, "restate RDS", srv.nextDelta(t), deltaWant{typeURL: R, sub: []string{"r1"}, initial: map[string]bool{"r1": true}})
+}
+
+// TestDeltaRealisticNack: an HCM whose inline route config is invalid inside its Any gets the
+// listener NACKed (nonce + error_detail), and versions are not recorded.
+func TestDeltaRealisticNack(t *testing.T) {
+	srv := newCPServer(t)
+	h := newHookLog()
+	c := newTestClient(t, ClientConfig{Delta: true, Nack: NackPolicy{Realistic: true}}, h)
+	res := baseResources(t)
+	res[resource.ListenerType] = append(res[resource.ListenerType], badInlineRouteListener(t, "bad"))
+	srv.set(t, c.NodeID(), "v1", res)
+	runClient(t, c, srv.connector(t))
+	L := resource.ListenerType
+	for {
+		r := srv.nextDelta(t)
+		if r.TypeUrl == L && r.ResponseNonce != "" {
+			checkDelta(t, "LDS NACK", r, deltaWant{typeURL: L, nonce: true, errorHas: "listener bad"})
+			break
+		}
+	}
+	for {
+		r := h.nextInfo(t)
+		if r.TypeURL == L {
+			if !r.Nacked || !strings.Contains(r.Error, "VirtualHost") {
+				t.Errorf("LDS response %+v: want NACK naming the VirtualHost violation", r)
+			}
+			break
+		}
+	}
+}

@@ -1,0 +1,434 @@
+package fakeenvoy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+// MaxRecvMsgSize is the largest response a fleet client accepts: Envoy takes big responses, so
+// a server's full-config CDS must not be refused by the harness.
+const MaxRecvMsgSize = 256 << 20
+
+// Group is a set of identical clients (a scenario client group).
+type Group struct {
+	// Name is the group name reported to hooks and used by probe.Reach.Groups.
+	Name string
+	// Count clients, numbered consecutively across the fleet's groups.
+	Count int
+	// Identity builds each client's node from its fleet index.
+	Identity IdentityTemplate
+	// Client is the template of every client's configuration; Index, Group, Node, Seed and
+	// Clock are set per client by the fleet.
+	Client ClientConfig
+}
+
+// Churn reconnects every client periodically: each run lasts Every ± Jitter×Every (uniform),
+// then the client's stream and connection are closed and it starts again, as a restarted pod.
+type Churn struct {
+	Every  time.Duration
+	Jitter float64
+}
+
+// FleetConfig configures a Fleet. Zero values take the documented defaults.
+type FleetConfig struct {
+	// Target is the ADS server, host:port, dialled with insecure credentials.
+	Target string
+	Groups []Group
+	// Ramp starts clients at this many per second, paced from their scheduled start times;
+	// 0 starts them all at once.
+	Ramp float64
+	// Churn, when Every > 0, reconnects clients periodically.
+	Churn Churn
+	// StreamsPerConn > 1 makes that many clients share one grpc.ClientConn (one HTTP/2
+	// connection), for large fleets; 0 or 1 gives every client its own connection, as Envoy.
+	StreamsPerConn int
+	// DialOptions are appended to the fleet's (insecure credentials, 256 MiB max receive size,
+	// shared write buffers).
+	DialOptions []grpc.DialOption
+	// Seed drives every client's random choices (client i uses Seed and i).
+	Seed uint64
+	// Clock is injected for tests; nil means the real clock.
+	Clock Clock
+	// Progress receives live progress (connected, responses/s, NACKs) every ProgressInterval
+	// (default 1s): one rewritten line when ProgressTTY, else one log line per interval. Nil
+	// writes nothing.
+	Progress         io.Writer
+	ProgressTTY      bool
+	ProgressInterval time.Duration
+	Observer         ObserverConfig
+	Matcher          MatcherConfig
+	// Hooks, if set, also receives every client's observations (after the observer and the
+	// matcher).
+	Hooks Hooks
+}
+
+// Clients is the total client count over the groups.
+func (c FleetConfig) Clients() int {
+	n := 0
+	for _, g := range c.Groups {
+		n += g.Count
+	}
+	return n
+}
+
+// Validate reports a configuration the fleet cannot run, naming the field and the fix.
+func (c FleetConfig) Validate() error {
+	var errs []error
+	if c.Target == "" {
+		errs = append(errs, errors.New("fleet: target is required (host:port of the ADS server)"))
+	}
+	if len(c.Groups) == 0 || c.Clients() == 0 {
+		errs = append(errs, errors.New("fleet: at least one client is required"))
+	}
+	names := map[string]bool{}
+	for i, g := range c.Groups {
+		if g.Count < 0 {
+			errs = append(errs, fmt.Errorf("fleet: group %d (%s): count %d must be >= 0", i, g.Name, g.Count))
+		}
+		if names[g.Name] {
+			errs = append(errs, fmt.Errorf("fleet: group %d: duplicate group name %q", i, g.Name))
+		}
+		names[g.Name] = true
+		if err := g.Identity.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("fleet: group %s: %w", g.Name, err))
+		}
+	}
+	if c.Ramp < 0 {
+		errs = append(errs, fmt.Errorf("fleet: ramp %g clients/s must be >= 0 (0 starts all at once)", c.Ramp))
+	}
+	if c.Churn.Every < 0 || c.Churn.Jitter < 0 || c.Churn.Jitter >= 1 {
+		errs = append(errs, fmt.Errorf("fleet: churn needs every >= 0 and 0 <= jitter < 1, got %s and %g", c.Churn.Every, c.Churn.Jitter))
+	}
+	if c.StreamsPerConn < 0 {
+		errs = append(errs, fmt.Errorf("fleet: streams per connection %d must be >= 0", c.StreamsPerConn))
+	}
+	return errors.Join(errs...)
+}
+
+// Fleet runs many clients against one ADS server and observes them.
+type Fleet struct {
+	cfg     FleetConfig
+	clock   Clock
+	obs     *Observer
+	match   *Matcher
+	hooks   Hooks
+	clients []*fleetClient
+	conns   []*fleetConn // shared connections (StreamsPerConn > 1)
+
+	mu      sync.Mutex // guards cancel, started state
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	began   time.Time
+	stopped bool
+
+	launched atomic.Int64 // clients started by the ramp
+	rampDone atomic.Bool
+	gauge    fleetGauge
+}
+
+type fleetClient struct {
+	c     *Client
+	group string
+	ns    string
+	conn  *fleetConn // this client's own connection, or a shared one
+	own   bool
+	rng   *rand.Rand // churn jitter; used only by the client's runner goroutine
+}
+
+// fleetConn is a lazily dialled grpc.ClientConn.
+type fleetConn struct {
+	target string
+	opts   []grpc.DialOption
+	mu     sync.Mutex
+	cc     *grpc.ClientConn
+}
+
+func (fc *fleetConn) get() (*grpc.ClientConn, error) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.cc == nil {
+		cc, err := grpc.NewClient(fc.target, fc.opts...)
+		if err != nil {
+			return nil, err
+		}
+		fc.cc = cc
+	}
+	return fc.cc, nil
+}
+
+func (fc *fleetConn) close() {
+	fc.mu.Lock()
+	cc := fc.cc
+	fc.cc = nil
+	fc.mu.Unlock()
+	if cc != nil {
+		cc.Close()
+	}
+}
+
+// fleetGauge samples the connected count once the ramp is done, for the gauge's min.
+type fleetGauge struct {
+	mu      sync.Mutex
+	sampled bool // min holds a steady-state sample
+	min     int
+	hasLast bool
+	last    int
+}
+
+// sample records the current value; steady (the ramp is done) samples also update the min.
+func (g *fleetGauge) sample(v int, steady bool) {
+	g.mu.Lock()
+	if steady && (!g.sampled || v < g.min) {
+		g.min, g.sampled = v, true
+	}
+	g.last, g.hasLast = v, true
+	g.mu.Unlock()
+}
+
+// NewFleet builds every client (validating their configurations) without connecting.
+func NewFleet(cfg FleetConfig) (*Fleet, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	f := &Fleet{cfg: cfg, clock: cfg.Clock, obs: NewObserver(cfg.Observer), match: NewMatcher(cfg.Matcher)}
+	if f.clock == nil {
+		f.clock = realClock{}
+	}
+	if f.cfg.ProgressInterval <= 0 {
+		f.cfg.ProgressInterval = time.Second
+	}
+	f.hooks = teeHooks{f.obs, f.match}
+	if cfg.Hooks != nil {
+		f.hooks = teeHooks{f.obs, f.match, cfg.Hooks}
+	}
+	opts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgSize)),
+		grpc.WithSharedWriteBuffer(true),
+	}, cfg.DialOptions...)
+	index := 0
+	for _, g := range cfg.Groups {
+		for range g.Count {
+			cc := g.Client
+			cc.Index, cc.Group, cc.Node = index, g.Name, g.Identity.Node(index)
+			cc.Seed, cc.Clock = cfg.Seed, cfg.Clock
+			c, err := NewClient(cc, f.hooks)
+			if err != nil {
+				return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
+			}
+			fc := &fleetClient{c: c, group: g.Name, ns: c.Namespace(),
+				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(index)^0xc4ceb9fe1a85ec53))}
+			if cfg.StreamsPerConn > 1 {
+				k := index / cfg.StreamsPerConn
+				for len(f.conns) <= k {
+					f.conns = append(f.conns, &fleetConn{target: cfg.Target, opts: opts})
+				}
+				fc.conn = f.conns[k]
+			} else {
+				fc.conn, fc.own = &fleetConn{target: cfg.Target, opts: opts}, true
+			}
+			f.clients = append(f.clients, fc)
+			index++
+		}
+	}
+	return f, nil
+}
+
+// Observer returns the fleet's observer.
+func (f *Fleet) Observer() *Observer { return f.obs }
+
+// Matcher returns the fleet's probe matcher.
+func (f *Fleet) Matcher() *Matcher { return f.match }
+
+// Expect registers an expectation with the matcher (see Matcher.Expect).
+func (f *Fleet) Expect(e probe.Expectation) (*Expected, error) { return f.match.Expect(e) }
+
+// Size is the number of clients.
+func (f *Fleet) Size() int { return len(f.clients) }
+
+// Launched is the number of clients the ramp has started so far.
+func (f *Fleet) Launched() int { return int(f.launched.Load()) }
+
+// Began is when Start was called.
+func (f *Fleet) Began() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.began
+}
+
+// Start launches the ramp and returns at once; clients run until ctx is done or Stop.
+func (f *Fleet) Start(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cancel != nil || f.stopped {
+		return errors.New("fleet: already started")
+	}
+	ctx, f.cancel = context.WithCancel(ctx)
+	f.began = f.clock.Now()
+	f.wg.Add(2)
+	go f.ramp(ctx)
+	go f.report(ctx)
+	return nil
+}
+
+// Stop stops every client, waits for them and closes the connections. Safe to call twice
+// and before Start.
+func (f *Fleet) Stop() {
+	f.mu.Lock()
+	first := !f.stopped
+	f.stopped = true
+	cancel := f.cancel
+	f.mu.Unlock()
+	if cancel != nil && first {
+		// The gauge's last value is the connected count of the running fleet.
+		f.gauge.sample(f.obs.ConnectedNow(), f.rampDone.Load())
+		cancel()
+	}
+	f.wg.Wait()
+	for _, c := range f.conns {
+		c.close()
+	}
+}
+
+// ramp starts client i at began + i/Ramp.
+func (f *Fleet) ramp(ctx context.Context) {
+	defer f.wg.Done()
+	defer f.rampDone.Store(true)
+	var timer Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for i, fc := range f.clients {
+		if f.cfg.Ramp > 0 {
+			due := f.began.Add(time.Duration(float64(i) / f.cfg.Ramp * float64(time.Second)))
+			if d := due.Sub(f.clock.Now()); d > 0 {
+				if timer == nil {
+					timer = f.clock.NewTimer(d)
+				} else {
+					timer.Reset(d)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-timer.C():
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		f.obs.Started(fc.c.Index(), f.clock.Now())
+		f.match.Track(fc.c.Index(), fc.group, fc.ns)
+		f.wg.Add(1)
+		go f.runClient(ctx, fc)
+		f.launched.Add(1)
+	}
+}
+
+// runClient runs one client until ctx is done, restarting it on churn.
+func (f *Fleet) runClient(ctx context.Context, fc *fleetClient) {
+	defer f.wg.Done()
+	connect := func(context.Context) (grpc.ClientConnInterface, error) {
+		cc, err := fc.conn.get()
+		if err != nil {
+			return nil, err
+		}
+		return cc, nil
+	}
+	for ctx.Err() == nil {
+		runCtx, stopChurn := f.churnContext(ctx, fc)
+		_ = fc.c.Run(runCtx, connect) // Run only fails when called twice, which we never do
+		stopChurn()
+		if fc.own {
+			fc.conn.close()
+		}
+	}
+}
+
+// churnContext returns the context of one client run: ctx itself without churn, else ctx
+// cancelled after a jittered period.
+func (f *Fleet) churnContext(ctx context.Context, fc *fleetClient) (context.Context, func()) {
+	ch := f.cfg.Churn
+	if ch.Every <= 0 {
+		return ctx, func() {}
+	}
+	d := ch.Every
+	if ch.Jitter > 0 {
+		d = time.Duration(float64(d) * (1 + ch.Jitter*(2*fc.rng.Float64()-1)))
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	t := f.clock.NewTimer(d)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-runCtx.Done():
+		case <-t.C():
+			cancel()
+		}
+	}()
+	return runCtx, func() {
+		cancel()
+		t.Stop()
+		<-done
+	}
+}
+
+// teeHooks calls every hook in order.
+type teeHooks []Hooks
+
+var _ Hooks = teeHooks(nil)
+
+func (t teeHooks) Connected(c *Client, at time.Time, attempt int) {
+	for _, h := range t {
+		h.Connected(c, at, attempt)
+	}
+}
+func (t teeHooks) Disconnected(c *Client, at time.Time, err error) {
+	for _, h := range t {
+		h.Disconnected(c, at, err)
+	}
+}
+func (t teeHooks) ConnectFailed(c *Client, at time.Time, err error) {
+	for _, h := range t {
+		h.ConnectFailed(c, at, err)
+	}
+}
+func (t teeHooks) Response(c *Client, r ResponseInfo) {
+	for _, h := range t {
+		h.Response(c, r)
+	}
+}
+func (t teeHooks) Applied(c *Client, r ResponseInfo, v probe.View) {
+	for _, h := range t {
+		h.Applied(c, r, v)
+	}
+}
+func (t teeHooks) AckSent(c *Client, r ResponseInfo, at time.Time) {
+	for _, h := range t {
+		h.AckSent(c, r, at)
+	}
+}
+func (t teeHooks) WarmingTimeout(c *Client, typeURL string, at time.Time) {
+	for _, h := range t {
+		h.WarmingTimeout(c, typeURL, at)
+	}
+}
+func (t teeHooks) FirstFullConfig(c *Client, at time.Time) {
+	for _, h := range t {
+		h.FirstFullConfig(c, at)
+	}
+}

@@ -1,0 +1,75 @@
+package fakeenvoy
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Progress is a light view of the fleet for live reporting.
+type Progress struct {
+	Launched, Clients int
+	Connected         int
+	FullConfig        uint64
+	Responses, Nacks  uint64
+	ConnectFailures   uint64
+	// ResponsesPerSec is the response rate since the previous Progress taken by the reporter.
+	ResponsesPerSec float64
+}
+
+func (p Progress) String() string {
+	return fmt.Sprintf("fleet: %d/%d started, %d connected, %d full config, %d responses (%.0f/s), %d NACKs, %d connect failures",
+		p.Launched, p.Clients, p.Connected, p.FullConfig, p.Responses, p.ResponsesPerSec, p.Nacks, p.ConnectFailures)
+}
+
+// Progress returns the fleet's counters now (cheap: no histogram is merged).
+func (f *Fleet) Progress() Progress {
+	p := Progress{Launched: f.Launched(), Clients: len(f.clients), Connected: f.obs.ConnectedNow()}
+	for i := range f.obs.shards {
+		s := &f.obs.shards[i]
+		s.mu.Lock()
+		p.FullConfig += s.firstConfig
+		for _, t := range s.types {
+			p.Responses += t.Responses
+			p.Nacks += t.Nacks
+		}
+		for _, n := range s.failures {
+			p.ConnectFailures += n
+		}
+		s.mu.Unlock()
+	}
+	return p
+}
+
+// report writes progress every interval and samples the connected gauge once the ramp is done.
+func (f *Fleet) report(ctx context.Context) {
+	defer f.wg.Done()
+	t := f.clock.NewTimer(f.cfg.ProgressInterval)
+	defer t.Stop()
+	last, lastAt := uint64(0), f.clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			if f.cfg.Progress != nil && f.cfg.ProgressTTY {
+				fmt.Fprintln(f.cfg.Progress)
+			}
+			return
+		case <-t.C():
+		}
+		now := f.clock.Now()
+		p := f.Progress()
+		if dt := now.Sub(lastAt).Seconds(); dt > 0 {
+			p.ResponsesPerSec = float64(p.Responses-last) / dt
+		}
+		last, lastAt = p.Responses, now
+		f.gauge.sample(p.Connected, f.rampDone.Load())
+		if f.cfg.Progress != nil {
+			if f.cfg.ProgressTTY {
+				fmt.Fprintf(f.cfg.Progress, "\r\x1b[K%s", p)
+			} else {
+				fmt.Fprintf(f.cfg.Progress, "%s %s\n", now.UTC().Format(time.TimeOnly), p)
+			}
+		}
+		t.Reset(f.cfg.ProgressInterval)
+	}
+}

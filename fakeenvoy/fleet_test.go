@@ -1,0 +1,357 @@
+package fakeenvoy
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/probe"
+)
+
+// flWait polls cond until it holds or the test's limit passes.
+func flWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %s", what, waitLimit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// flBuffer is a goroutine-safe progress sink.
+type flBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *flBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *flBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func flConfig(target string, n int, nack NackPolicy) FleetConfig {
+	return FleetConfig{
+		Target: target,
+		Groups: []Group{{Name: "sidecars", Count: n, Identity: IdentityTemplate{Namespaces: 5},
+			Client: ClientConfig{Nack: nack, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}}}},
+		Ramp:             1000,
+		Seed:             1,
+		ProgressInterval: 20 * time.Millisecond,
+		Matcher:          MatcherConfig{KeepLatencies: true},
+	}
+}
+
+func flSetAll(t *testing.T, s *cpServer, f *Fleet, version string, res map[resource.Type][]types.Resource) {
+	t.Helper()
+	for _, fc := range f.clients {
+		s.set(t, fc.c.NodeID(), version, res)
+	}
+}
+
+// TestFleetEndToEnd runs 50 SotW clients against go-control-plane: all reach a full config, an
+// endpoint change registered as an expectation is observed by every client in reach, and a
+// config that the realistic policy rejects makes go-control-plane resend in a loop, which the
+// observer detects and counts.
+func TestFleetEndToEnd(t *testing.T) {
+	const n = 50
+	srv := newCPServer(t)
+	nack, err := ParseNackPolicy("realistic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := flConfig(srv.addr, n, nack)
+	progress := &flBuffer{}
+	cfg.Progress = progress
+	f, err := NewFleet(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := f.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	base := baseResources(t)
+	flSetAll(t, srv, f, "v1", base)
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	flWait(t, "every client has a full config", func() bool { return f.Progress().FullConfig == n })
+
+	// Two events: an endpoint added to c1 (everyone), and c2's endpoint moved (ns-1 only, but
+	// go-control-plane sends it to everyone: the others simply are not in reach).
+	everyone, err := f.Expect(probe.Expectation{EventID: 1, Kind: "endpoint-add",
+		All: []probe.Predicate{{Op: probe.EndpointPresent, Resource: "c1", Address: "10.1.0.9", Port: 8080}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoped, err := f.Expect(probe.Expectation{EventID: 2, Kind: "endpoint-move", Reach: probe.Reach{Namespaces: []string{"ns-1"}},
+		All: []probe.Predicate{
+			{Op: probe.EndpointPresent, Resource: "c2", Address: "10.1.0.22", Port: 8080},
+			{Op: probe.EndpointAbsent, Resource: "c2", Address: "10.1.0.2", Port: 8080},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	v2 := baseResources(t)
+	c1 := cla("c1", "10.1.0.1", 8080)
+	c1.Endpoints = append(c1.Endpoints, cla("c1", "10.1.0.9", 8080).Endpoints...)
+	v2[resource.EndpointType] = []types.Resource{c1, cla("c2", "10.1.0.22", 8080)}
+	flSetAll(t, srv, f, "v2", v2)
+	for _, h := range []*Expected{everyone, scoped} {
+		if err := h.SetT0(t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if left, err := f.Matcher().Drain(ctx, 5*time.Millisecond); left != 0 || err != nil {
+		t.Fatalf("drain: %d outstanding, %v", left, err)
+	}
+	res := f.Matcher().Results()
+	for i, want := range []struct{ reached int }{{n}, {n / 5}} {
+		e := res.Events[i]
+		if e.Reached != want.reached || e.Observed != want.reached || e.Missed != 0 || e.Superseded != 0 {
+			t.Errorf("event %d: reached %d observed %d missed %d superseded %d; want %d observed by all",
+				e.EventID, e.Reached, e.Observed, e.Missed, e.Superseded, want.reached)
+		}
+		if e.Convergence <= 0 || e.MinLatency > e.Convergence || len(e.Latencies) != want.reached {
+			t.Errorf("event %d: convergence %v min %v latencies %d", e.EventID, e.Convergence, e.MinLatency, len(e.Latencies))
+		}
+	}
+
+	// A cluster whose TLS context (inside an Any) is invalid, for two clients: they NACK, and
+	// go-control-plane v0.14.0 answers each NACK with the same response again.
+	bad := baseResources(t)
+	bad[resource.ClusterType] = append(bad[resource.ClusterType], badTLSCluster(t, "c3"))
+	for _, fc := range f.clients[:2] {
+		srv.set(t, fc.c.NodeID(), "v3-bad", bad)
+	}
+	flWait(t, "resend loops flagged for both clients", func() bool {
+		return f.Observer().Stats().Types["CDS"].ResendLoops >= 2
+	})
+	for _, fc := range f.clients[:2] {
+		srv.set(t, fc.c.NodeID(), "v4", base) // ends the loop
+	}
+	st := f.Observer().Stats()
+	cds := st.Types["CDS"]
+	if cds.Nacks < 2*3 || cds.ResendsAfterNack < 2*2 || cds.ResendLoops != 2 {
+		t.Errorf("CDS nacks %d resends %d loops %d; want a loop for each of the 2 clients", cds.Nacks, cds.ResendsAfterNack, cds.ResendLoops)
+	}
+	if rpn := cds.ResponsesPerNack(); rpn <= 1 {
+		t.Errorf("responses per NACK %g must exceed 1 (most clients accepted)", rpn)
+	}
+
+	// Live metrics.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, want := range []string{MetricConnected, MetricResponses, MetricNacks, MetricResendLoops, MetricTimeToFirstConfig, MetricPushLatency} {
+		if !names[want] {
+			t.Errorf("metric %s not exported; got %v", want, names)
+		}
+	}
+
+	f.Stop()
+	f.Stop() // safe twice
+	ms, err := f.Metrics(time.Since(f.Began()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := summary.Results{Metrics: ms}
+	conn, ok := r.Find(MetricConnected, nil)
+	if !ok || conn.Values["value"] != n || conn.Values["max"] != n {
+		t.Errorf("connected gauge = %v, want value and max %d", conn.Values, n)
+	}
+	ttfc, ok := r.Find(MetricTimeToFirstConfig, nil)
+	if h, err := ttfc.Histogram.Decode(); !ok || err != nil || h.TotalCount() != n {
+		t.Errorf("time to first config trend: %v %v", ttfc, err)
+	}
+	for _, name := range []string{MetricResponses, MetricNacks, MetricNoop, MetricBytes} {
+		for _, tags := range []map[string]string{nil, {"type": "CDS"}, {"type": "EDS"}} {
+			if _, ok := r.Find(name, tags); !ok {
+				t.Errorf("summary lacks %s%s", name, summary.TagString(tags))
+			}
+		}
+	}
+	if m, _ := r.Find(MetricProbesObserved, nil); m.Values["count"] != n+n/5 {
+		t.Errorf("observed probes = %v, want %d", m.Values["count"], n+n/5)
+	}
+	s := &summary.Summary{Version: summary.Version, Results: summary.Results{Passed: true, Metrics: ms}}
+	if err := s.Validate(); err != nil {
+		t.Errorf("fleet summary does not validate: %v", err)
+	}
+	if out := progress.String(); !strings.Contains(out, "connected") {
+		t.Errorf("no progress line written: %q", out)
+	}
+}
+
+// TestFleetConnectFailuresRetried: a server that refuses the first streams with
+// ResourceExhausted (as Istio does beyond its admission rate) and a target with nothing
+// listening are counted by code, never fatal; the clients get through once the server admits.
+func TestFleetConnectFailuresRetried(t *testing.T) {
+	srv := newCPServer(t)
+	var mu sync.Mutex
+	refuse := 6
+	gate := func(srvI any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		mu.Lock()
+		if refuse > 0 {
+			refuse--
+			mu.Unlock()
+			return status.Error(codes.ResourceExhausted, "too many new streams")
+		}
+		mu.Unlock()
+		return h(srvI, ss)
+	}
+	// A second listener in front of the same cache, with the admission gate.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.StreamInterceptor(gate))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, srv.cache, nil))
+	go func() { _ = gs.Serve(lis) }()
+	defer gs.Stop()
+
+	f, err := NewFleet(flConfig(lis.Addr().String(), 3, NackPolicy{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flSetAll(t, srv, f, "v1", baseResources(t))
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	flWait(t, "all connected after being refused", func() bool { return f.Progress().FullConfig == 3 })
+	f.Stop()
+	if got := f.Observer().Stats().ConnectFailures["ResourceExhausted"]; got != 6 {
+		t.Errorf("ResourceExhausted failures = %d, want 6", got)
+	}
+
+	// Nothing listens on a closed port: Unavailable, retried until Stop.
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := dead.Addr().String()
+	dead.Close()
+	f2, err := NewFleet(flConfig(addr, 2, NackPolicy{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	flWait(t, "repeated connect failures", func() bool { return f2.Progress().ConnectFailures >= 4 })
+	f2.Stop()
+	if st := f2.Observer().Stats(); st.ConnectFailures["Unavailable"] < 4 || st.Connected != 0 {
+		t.Errorf("failures %v connected %d", st.ConnectFailures, st.Connected)
+	}
+}
+
+// TestFleetChurnAndSharedConns: clients sharing connections reconnect periodically and keep
+// observing pushes.
+func TestFleetChurnAndSharedConns(t *testing.T) {
+	srv := newCPServer(t)
+	cfg := flConfig(srv.addr, 6, NackPolicy{})
+	cfg.StreamsPerConn = 3
+	cfg.Churn = Churn{Every: 200 * time.Millisecond, Jitter: 0.3}
+	f, err := NewFleet(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.conns) != 2 {
+		t.Errorf("6 clients at 3 streams per connection use %d connections, want 2", len(f.conns))
+	}
+	flSetAll(t, srv, f, "v1", baseResources(t))
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	flWait(t, "clients reconnected", func() bool { return f.Observer().Stats().Connects >= 2*6 })
+	h, err := f.Expect(probe.Expectation{EventID: 9, Kind: "cluster-add", T0: time.Now(),
+		All: []probe.Predicate{{Op: probe.ClusterPresent, Resource: "c9"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = h
+	v2 := baseResources(t)
+	v2[resource.ClusterType] = append(v2[resource.ClusterType], edsCluster("c9"))
+	v2[resource.EndpointType] = append(v2[resource.EndpointType], cla("c9", "10.9.0.1", 80))
+	flSetAll(t, srv, f, "v2", v2)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if left, err := f.Matcher().Drain(ctx, 5*time.Millisecond); left != 0 || err != nil {
+		t.Fatalf("drain under churn: %d outstanding, %v", left, err)
+	}
+	f.Stop()
+	if st := f.Observer().Stats(); st.Connected != 0 || st.Disconnects != st.Connects {
+		t.Errorf("after stop: connected %d, connects %d, disconnects %d", st.Connected, st.Connects, st.Disconnects)
+	}
+}
+
+func TestFleetConfigValidate(t *testing.T) {
+	good := flConfig("127.0.0.1:1", 1, NackPolicy{})
+	tests := []struct {
+		name   string
+		mutate func(*FleetConfig)
+		want   string
+	}{
+		{"ok", func(*FleetConfig) {}, ""},
+		{"no target", func(c *FleetConfig) { c.Target = "" }, "target is required"},
+		{"no clients", func(c *FleetConfig) { c.Groups[0].Count = 0 }, "at least one client"},
+		{"negative ramp", func(c *FleetConfig) { c.Ramp = -1 }, "ramp"},
+		{"jitter", func(c *FleetConfig) { c.Churn = Churn{Every: time.Second, Jitter: 1} }, "jitter"},
+		{"duplicate group", func(c *FleetConfig) { c.Groups = append(c.Groups, c.Groups[0]) }, "duplicate group"},
+		{"identity", func(c *FleetConfig) { c.Groups[0].Identity.Type = "gateway" }, "use sidecar or router"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			c.Groups = append([]Group(nil), good.Groups...)
+			tc.mutate(&c)
+			err := c.Validate()
+			if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	f, err := NewFleet(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Stop() // before Start: harmless
+	if err := f.Start(context.Background()); err == nil {
+		t.Error("Start after Stop succeeded")
+	}
+}

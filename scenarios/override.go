@@ -1,0 +1,194 @@
+package scenarios
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Clone returns a deep copy of s (for parameter sweeps that vary one scenario).
+func (s *Scenario) Clone() *Scenario {
+	c := *s
+	c.Churn = slices.Clone(s.Churn)
+	for i := range c.Churn {
+		c.Churn[i].At = slices.Clone(c.Churn[i].At)
+		if d := c.Churn[i].Delta; d != nil {
+			dd := *d
+			c.Churn[i].Delta = &dd
+		}
+	}
+	c.Clients = slices.Clone(s.Clients)
+	c.Thresholds = maps.Clone(s.Thresholds)
+	for k, v := range c.Thresholds {
+		c.Thresholds[k] = slices.Clone(v)
+	}
+	return &c
+}
+
+// Set assigns one field by its path, with the value written as in a scenario file:
+//
+//	s.Set("controlPlane.debounce.minQuiet", "50ms")
+//	s.Set("clients[1].count", "200")
+//	s.Set("topology.endpointsPerService", "{dist: exp, mean: 4}")
+//	s.Set("clients[0].ackDelay.mean", "3ms")
+//
+// It then completes and validates the scenario; on error the scenario may hold the new value
+// and must not be run. This is how `xdslab tune --param` and command-line overrides vary a
+// scenario.
+func (s *Scenario) Set(path, value string) error {
+	fail := func(msg, fix string) error {
+		return Errors{{File: "--set", Path: path, Msg: msg, Fix: fix}}
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(value), &doc); err != nil {
+		return fail("invalid value "+strconv.Quote(value)+": "+strings.TrimPrefix(err.Error(), "yaml: "), "write the value as in a scenario file")
+	}
+	node := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		node = doc.Content[0]
+	}
+	segs, err := splitPath(path)
+	if err != nil {
+		return fail(err.Error(), `write a path such as controlPlane.debounce.minQuiet or clients[0].count`)
+	}
+	v := reflect.ValueOf(s).Elem()
+	walked := ""
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch {
+		case seg.index >= 0:
+			if v.Kind() != reflect.Slice {
+				return fail(walked+" is not a list", "remove ["+itoa(seg.index)+"]")
+			}
+			if seg.index >= v.Len() {
+				return fail(walked+" has "+itoa(v.Len())+" entries", "use an index below "+itoa(v.Len()))
+			}
+			v = v.Index(seg.index)
+			walked += "[" + itoa(seg.index) + "]"
+		case v.Type() == timeDistType || v.Type() == distSpecType:
+			if !last || !slices.Contains(distKeys, seg.name) {
+				return fail("unknown distribution field "+strconv.Quote(seg.name), didYouMean(seg.name, distKeys))
+			}
+			// Set one parameter by decoding the distribution with that key replaced.
+			cur := dist2node(v.Interface(), v.Type() == timeDistType)
+			setKey(cur, seg.name, node)
+			d := newDecoder("--set")
+			d.decode(cur, v, walked, 0)
+			if len(d.errs) > 0 {
+				return d.errs
+			}
+			return s.revalidate()
+		case v.Kind() == reflect.Map:
+			if !last {
+				return fail("a threshold takes a list of expressions", "set thresholds."+seg.name+" to a list: ['p(99)<1s']")
+			}
+			m := v
+			if m.IsNil() {
+				m.Set(reflect.MakeMap(m.Type()))
+			}
+			d := newDecoder("--set")
+			wrapped := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg.name}, node}}
+			tmp := reflect.New(m.Type()).Elem()
+			d.decode(wrapped, tmp, walked, 0)
+			if len(d.errs) > 0 {
+				return d.errs
+			}
+			m.SetMapIndex(reflect.ValueOf(seg.name), tmp.MapIndex(reflect.ValueOf(seg.name)))
+			return s.revalidate()
+		case v.Kind() == reflect.Struct:
+			idx, ok := fieldIndex(v.Type())[seg.name]
+			if !ok {
+				return fail("unknown field "+strconv.Quote(seg.name)+" in "+orTop(walked), didYouMean(seg.name, fieldNames(v.Type())))
+			}
+			v = v.Field(idx)
+			walked = join(walked, seg.name)
+		default:
+			return fail(walked+" has no field "+strconv.Quote(seg.name), "shorten the path to "+walked)
+		}
+	}
+	d := newDecoder("--set")
+	d.decode(node, v, walked, 0)
+	if len(d.errs) > 0 {
+		return d.errs
+	}
+	return s.revalidate()
+}
+
+func orTop(p string) string {
+	if p == "" {
+		return "the top level"
+	}
+	return p
+}
+
+func (s *Scenario) revalidate() error {
+	s.Complete()
+	return s.Validate()
+}
+
+type pathSeg struct {
+	name  string
+	index int // >= 0 for [i]
+}
+
+// splitPath splits "a.b[2].c" into segments.
+func splitPath(p string) ([]pathSeg, error) {
+	if p == "" {
+		return nil, errorString("empty path")
+	}
+	var out []pathSeg
+	for _, part := range strings.Split(p, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name == "" && len(out) == 0 {
+			return nil, errorString("path starts with an index")
+		}
+		if name != "" {
+			out = append(out, pathSeg{name: name, index: -1})
+		} else if rest == "" {
+			return nil, errorString("empty path element in " + strconv.Quote(p))
+		}
+		for rest != "" {
+			num, after, ok := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(num)
+			if !ok || err != nil || i < 0 {
+				return nil, errorString("bad index in " + strconv.Quote(part))
+			}
+			out = append(out, pathSeg{index: i})
+			rest = strings.TrimPrefix(after, "[")
+			if after != "" && !strings.HasPrefix(after, "[") {
+				return nil, errorString("bad index in " + strconv.Quote(part))
+			}
+		}
+	}
+	return out, nil
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// dist2node renders a distribution as a mapping node (time parameters in seconds).
+func dist2node(v any, isTime bool) *yaml.Node {
+	var n yaml.Node
+	var src any = v
+	if isTime {
+		src = v.(TimeDist).Spec() // numbers are seconds, which a time dist accepts
+	}
+	_ = n.Encode(src)
+	return &n
+}
+
+// setKey replaces or adds key in mapping node m.
+func setKey(m *yaml.Node, key string, val *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = val
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, val)
+}
