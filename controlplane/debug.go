@@ -18,9 +18,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: nil, EnableOpenMetrics: true}))
 	mux.HandleFunc("GET /debug/config", s.serveDebugConfig)
 	mux.HandleFunc("GET /debug/snapshot", s.serveDebugSnapshot)
+	mux.Handle("GET /debug/syncz", s.xds.SynczHandler())
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("xdslab control plane\n/metrics\n/debug/config\n/debug/snapshot\n"))
+		_, _ = w.Write([]byte("xdslab control plane\n/metrics\n/debug/config\n/debug/snapshot\n/debug/syncz\n"))
 	})
 	return mux
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdslab/xdslab/controlplane/debounce"
+	"github.com/xdslab/xdslab/controlplane/push"
 )
 
 // Default addresses (Istio's ports: 15010 plaintext xDS, 15014 monitoring).
@@ -38,6 +39,15 @@ type Options struct {
 	// PushThrottle is the number of proxies pushed concurrently. Zero derives it from Cores as
 	// Istio does: min(15 + 5 × cores, 100).
 	PushThrottle int
+	// FlowControl holds newer pushes of a type for a client while its last response of that
+	// type is unanswered (ACK-gated flow control, which Istio removed); AckTimeout releases a
+	// held push when the client does not answer.
+	FlowControl bool
+	AckTimeout  time.Duration
+	// AdmissionRate limits new xDS streams per second (ResourceExhausted beyond, so a reconnect
+	// storm cannot starve pushes). Zero derives it from the push throttle, as Istio does;
+	// negative disables the limit.
+	AdmissionRate float64
 	// Cores is the number of CPU cores the server may use; zero means runtime.GOMAXPROCS(0).
 	Cores int
 	// TrustDomain of the SPIFFE ids built from workload service accounts; empty means
@@ -65,7 +75,21 @@ func DefaultOptions() Options {
 		GRPCAddr:    DefaultGRPCAddr,
 		MetricsAddr: DefaultMetricsAddr,
 		Debounce:    debounce.DefaultOptions(),
+		FlowControl: true,
+		AckTimeout:  push.DefaultAckTimeout,
 	}
+}
+
+// EffectiveAdmissionRate is AdmissionRate, the push throttle per second when it is zero, or 0
+// (no limit) when it is negative.
+func (o Options) EffectiveAdmissionRate() float64 {
+	switch {
+	case o.AdmissionRate > 0:
+		return o.AdmissionRate
+	case o.AdmissionRate < 0:
+		return 0
+	}
+	return float64(o.EffectivePushThrottle())
 }
 
 // EffectiveCores is Cores, or runtime.GOMAXPROCS(0) when it is zero.
@@ -104,6 +128,9 @@ func (o Options) Validate() error {
 	}
 	if o.PushThrottle < 0 {
 		errs = append(errs, fmt.Errorf("push throttle %d is negative: use 0 (derived from the cores) or a positive number", o.PushThrottle))
+	}
+	if o.FlowControl && o.AckTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ack timeout %v is negative: use a positive duration such as %v, or 0 to wait forever", o.AckTimeout, push.DefaultAckTimeout))
 	}
 	if o.Cores < 0 {
 		errs = append(errs, fmt.Errorf("cores %d is negative: use 0 (all) or a positive number", o.Cores))

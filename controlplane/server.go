@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
+	"github.com/xdslab/xdslab/controlplane/cache"
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/debounce"
 	"github.com/xdslab/xdslab/controlplane/metrics"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
+	"github.com/xdslab/xdslab/controlplane/xds"
 )
 
 // Pusher receives every snapshot the server builds, in order, one call at a time (the
@@ -41,6 +44,13 @@ func (f PusherFunc) Push(snap *model.Snapshot, req *model.PushRequest, report mo
 }
 
 var _ Pusher = PusherFunc(nil)
+
+// xdsMetrics records the ADS server's measurements into the control plane's metrics.
+type xdsMetrics struct{ *metrics.Metrics }
+
+var _ xds.Metrics = xdsMetrics{}
+
+func (m xdsMetrics) CacheRead(typeURL string, r cache.Result) { m.CacheReadResult(typeURL, string(r)) }
 
 // Server is the control plane: config sources, registries, the aggregate, the debouncer and the
 // snapshot builder, with its metrics and debug endpoints. Create it with New, then Start; Stop
@@ -70,6 +80,11 @@ type Server struct {
 	wg        sync.WaitGroup
 	metricsLn net.Listener
 	httpSrv   *http.Server
+	xds       *xds.Server
+	grpcLn    net.Listener
+	grpcSrv   *grpc.Server
+	errMu     sync.Mutex
+	err       error // the failure that stopped the server, if any
 }
 
 // New validates opts and builds a Server. Nothing runs until Start.
@@ -122,6 +137,18 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.deb = deb
+	xo := xds.Options{
+		FlowControl:    opts.FlowControl,
+		AckTimeout:     opts.AckTimeout,
+		PushThrottle:   opts.EffectivePushThrottle(),
+		AdmissionRate:  opts.EffectiveAdmissionRate(),
+		AdmissionBurst: opts.EffectivePushThrottle(),
+		Metrics:        xdsMetrics{s.metrics},
+		Logger:         opts.Logger.With("component", "xds"),
+	}
+	if s.xds, err = xds.New(xo); err != nil {
+		return nil, err
+	}
 	s.snap.Store(model.NewSnapshot(0, model.SnapshotInput{}))
 	ch := make(chan struct{})
 	s.changed.Store(&ch)
@@ -143,10 +170,27 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.metricsLn = ln
 	s.httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	gln, err := net.Listen("tcp", s.opts.GRPCAddr)
+	if err != nil {
+		_ = ln.Close()
+		s.cancel()
+		return fmt.Errorf("control plane: listen on gRPC address %s: %w: pick a free port with --grpc-addr", s.opts.GRPCAddr, err)
+	}
+	s.grpcLn = gln
+	s.grpcSrv = grpc.NewServer(xds.ServerOptions()...)
+	s.xds.Register(s.grpcSrv)
+	// A part that fails stops the whole server: a control plane without its config source or
+	// its debouncer would serve stale config silently.
 	run := func(name string, fn func() error) {
 		s.wg.Go(func() {
 			if err := fn(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
-				s.log.Error("control plane part stopped", "part", name, "err", err)
+				s.log.Error("control plane part failed; stopping", "part", name, "err", err)
+				s.errMu.Lock()
+				if s.err == nil {
+					s.err = fmt.Errorf("control plane %s: %w", name, err)
+				}
+				s.errMu.Unlock()
+				s.cancel()
 			}
 		})
 	}
@@ -159,6 +203,12 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	})
 	run("http", func() error { return s.httpSrv.Serve(ln) })
+	run("grpc", func() error { return s.grpcSrv.Serve(gln) })
+	s.wg.Go(func() { s.xds.Run(s.ctx) })
+	s.wg.Go(func() {
+		<-s.ctx.Done()
+		s.grpcSrv.Stop() // ends every stream; the ADS handlers return and unregister
+	})
 	run("debouncer", func() error { return s.deb.Run(s.ctx, s.reqs) })
 	run("config-store", func() error { return s.store.Run(s.ctx) })
 	agg := registry.NewAggregate(registry.AggregateOptions{
@@ -181,7 +231,7 @@ func (s *Server) Start(ctx context.Context) error {
 		run("config-files", func() error { return s.files.Run(s.ctx) })
 	}
 	s.wg.Go(s.initialPush)
-	s.log.Info("control plane started", "metrics", ln.Addr().String(), "configDir", s.opts.ConfigDir,
+	s.log.Info("control plane started", "grpc", gln.Addr().String(), "metrics", ln.Addr().String(), "configDir", s.opts.ConfigDir,
 		"minQuiet", s.opts.Debounce.MinQuiet, "maxDelay", s.opts.Debounce.MaxDelay, "debounceEDS", s.opts.Debounce.DebounceEDS,
 		"pushThrottle", s.opts.EffectivePushThrottle())
 	return nil
@@ -274,8 +324,13 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 		"servicesAdded", len(rep.ServicesAdded), "servicesRemoved", len(rep.ServicesRemoved),
 		"servicesChanged", len(rep.ServicesChanged), "endpointsChanged", len(rep.EndpointsChanged),
 		"configsChanged", len(rep.ConfigsChanged))
-	if s.opts.Pusher != nil && ctx.Err() == nil {
-		s.opts.Pusher.Push(next, pushRequestFor(req, rep, ids, prev, next), rep)
+	if ctx.Err() != nil {
+		return
+	}
+	preq := pushRequestFor(req, rep, ids, prev, next)
+	s.xds.Push(next, preq)
+	if s.opts.Pusher != nil {
+		s.opts.Pusher.Push(next, preq, rep)
 	}
 }
 
@@ -324,8 +379,16 @@ func (s *Server) Stop() {
 	})
 }
 
-// Done is closed when the server stops (Stop, or the context given to Start ends).
+// Done is closed when the server stops (Stop, the context given to Start ends, or a part
+// failed: see Err).
 func (s *Server) Done() <-chan struct{} { return s.ctx.Done() }
+
+// Err returns the failure that stopped the server, or nil.
+func (s *Server) Err() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
 
 // Synced is closed once the config directory has been read and the first push requested.
 func (s *Server) Synced() <-chan struct{} { return s.synced }
@@ -349,6 +412,18 @@ func (s *Server) WaitForSnapshot(ctx context.Context, ok func(*model.Snapshot) b
 		}
 	}
 }
+
+// GRPCAddr is the address the ADS server listens on (the bound port when GRPCAddr had port 0);
+// empty before Start.
+func (s *Server) GRPCAddr() string {
+	if s.grpcLn == nil {
+		return ""
+	}
+	return s.grpcLn.Addr().String()
+}
+
+// XDS is the ADS server (connections, push cycles, cache statistics, /debug/syncz).
+func (s *Server) XDS() *xds.Server { return s.xds }
 
 // Registry is the in-process memory registry (for the lab's in-process sink and tests).
 func (s *Server) Registry() *registry.Memory { return s.registry }

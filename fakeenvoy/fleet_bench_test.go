@@ -101,8 +101,8 @@ func benchFleet(b *testing.B, n, streamsPerConn int) {
 	}
 	time.Sleep(time.Second) // let the last ACKs settle
 	heap1 := liveHeap()
-	if benchHeapProfile != "" {
-		if w, err := os.Create(benchHeapProfile); err == nil {
+	if *benchHeapProfile != "" {
+		if w, err := os.Create(*benchHeapProfile); err == nil {
 			_ = pprof.WriteHeapProfile(w)
 			w.Close()
 		}
@@ -137,6 +137,9 @@ func benchFleet(b *testing.B, n, streamsPerConn int) {
 	b.ReportMetric(float64(cpu.Microseconds())/float64(responses), "cpu-µs/response")
 	b.ReportMetric(float64(responses)/float64(b.N), "responses/op")
 	b.ReportMetric(float64(worst.Milliseconds()), "convergence-ms")
+	pl := f.Matcher().Results().PushLatencyAll
+	b.ReportMetric(float64(pl.ValueAtPercentile(50))/1e3, "push-p50-ms")
+	b.ReportMetric(float64(pl.ValueAtPercentile(99))/1e3, "push-p99-ms")
 	b.ReportMetric(float64(heap1-heap0)/float64(n), "heap-B/idle-client")
 	b.ReportMetric(float64(heap1)/float64(n), "total-heap-B/client")
 }

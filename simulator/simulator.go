@@ -292,6 +292,17 @@ func (b *evb) endpointsChanged(svc *service, added, removed []*endpoint) {
 
 // pickServices draws up to n distinct services satisfying ok, uniformly.
 func (s *Simulator) pickServices(n int, ok func(*service) bool) []*service {
+	rng := s.m.rng
+	all := s.m.services
+	if n == 1 && len(all) > 0 {
+		// The common case, without scanning the mesh: a few random draws, which are uniform
+		// over the services satisfying ok; the scan below handles meshes where few do.
+		for range 16 {
+			if svc := all[rng.IntN(len(all))]; ok == nil || ok(svc) {
+				return []*service{svc}
+			}
+		}
+	}
 	var cands []*service
 	for _, svc := range s.m.services {
 		if ok == nil || ok(svc) {
@@ -301,7 +312,6 @@ func (s *Simulator) pickServices(n int, ok func(*service) bool) []*service {
 	if n >= len(cands) {
 		return cands
 	}
-	rng := s.m.rng
 	for i := range n {
 		j := i + rng.IntN(len(cands)-i)
 		cands[i], cands[j] = cands[j], cands[i]

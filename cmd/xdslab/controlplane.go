@@ -76,5 +76,5 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 	fmt.Fprintf(cmd.OutOrStdout(), "control plane running: metrics and debug on http://%s (/metrics, /debug/config, /debug/snapshot); stop with Ctrl-C\n", srv.MetricsAddr())
 	<-srv.Done()
 	opts.Logger.Info("control plane stopping", "snapshot", srv.Snapshot().Version)
-	return nil
+	return srv.Err()
 }

@@ -26,7 +26,7 @@ import (
 type fleetFlags struct {
 	Target              string        `json:"target"`
 	Clients             int           `json:"clients"`
-	Duration            time.Duration `json:"duration"`
+	Duration            time.Duration `json:"-"`
 	Ramp                float64       `json:"ramp"`
 	Delta               bool          `json:"delta"`
 	Nack                string        `json:"nack"`
@@ -41,8 +41,8 @@ type fleetFlags struct {
 	IstioVersion        string        `json:"istioVersion,omitempty"`
 	Generator           string        `json:"generator,omitempty"`
 	NodeOnFirstOnly     bool          `json:"nodeOnFirstOnly,omitempty"`
-	InitialFetchTimeout time.Duration `json:"initialFetchTimeout,omitempty"`
-	Churn               time.Duration `json:"churn,omitempty"`
+	InitialFetchTimeout time.Duration `json:"-"`
+	Churn               time.Duration `json:"-"`
 	ChurnJitter         float64       `json:"churnJitter,omitempty"`
 	StreamsPerConn      int           `json:"streamsPerConn,omitempty"`
 	Seed                uint64        `json:"seed"`
@@ -281,7 +281,7 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err != nil {
 		return err
 	}
-	config, err := json.Marshal(f)
+	config, err := f.configJSON()
 	if err != nil {
 		return err
 	}
@@ -306,6 +306,28 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 		fmt.Fprintf(out, "\nsummary written to %s\n", f.SummaryFile)
 	}
 	return nil
+}
+
+// configJSON is the resolved configuration embedded in summary.json, durations as text.
+func (f fleetFlags) configJSON() ([]byte, error) {
+	type durations struct {
+		Duration            string `json:"duration"`
+		InitialFetchTimeout string `json:"initialFetchTimeout,omitempty"`
+		Churn               string `json:"churn,omitempty"`
+	}
+	type alias fleetFlags // drops the methods, keeps the tags
+	var d durations
+	d.Duration = f.Duration.String()
+	if f.InitialFetchTimeout != 0 {
+		d.InitialFetchTimeout = f.InitialFetchTimeout.String()
+	}
+	if f.Churn != 0 {
+		d.Churn = f.Churn.String()
+	}
+	return json.Marshal(struct {
+		alias
+		durations
+	}{alias(f), d})
 }
 
 // serveFleetMetrics serves the fleet's metrics (plus Go and process metrics) on addr.

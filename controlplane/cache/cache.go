@@ -2,6 +2,7 @@ package cache
 
 import (
 	"hash/maphash"
+	"strconv"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -18,6 +19,43 @@ type Resource struct {
 	Size int
 	// Hash identifies the resource's bytes, for no-op detection at the receiver.
 	Hash uint64
+
+	deltaOnce   sync.Once
+	deltaFramed []byte
+}
+
+// Version is the resource's Delta xDS version: its hash in hex.
+func (r *Resource) Version() string { return strconv.FormatUint(r.Hash, 16) }
+
+// DeltaFramed is the resource encoded as field 2 (resources) of a DeltaDiscoveryResponse: an
+// envoy.service.discovery.v3.Resource with name, version and the Any. It is built on first use
+// and then shared like Framed.
+func (r *Resource) DeltaFramed() []byte {
+	r.deltaOnce.Do(func() {
+		anyBytes := r.anyBytes()
+		version := r.Version()
+		inner := protowire.SizeTag(3) + protowire.SizeBytes(len(r.Name)) +
+			protowire.SizeTag(1) + protowire.SizeBytes(len(version)) +
+			protowire.SizeTag(2) + protowire.SizeBytes(len(anyBytes))
+		b := make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(inner))
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(inner))
+		b = protowire.AppendTag(b, 3, protowire.BytesType)
+		b = protowire.AppendString(b, r.Name)
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendString(b, version)
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendBytes(b, anyBytes)
+		r.deltaFramed = b
+	})
+	return r.deltaFramed
+}
+
+// anyBytes is the Any message inside Framed (after its field tag and length).
+func (r *Resource) anyBytes() []byte {
+	_, _, n := protowire.ConsumeTag(r.Framed)
+	_, m := protowire.ConsumeVarint(r.Framed[n:])
+	return r.Framed[n+m:]
 }
 
 var hashSeed = maphash.MakeSeed()

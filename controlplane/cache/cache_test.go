@@ -164,3 +164,18 @@ func TestPeekPut(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+func TestDeltaFramedDecodes(t *testing.T) {
+	const typeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	r := NewResource("a", typeURL, []byte{0x0a, 0x01, 'a'})
+	tail, _ := proto.Marshal(&discoveryv3.DeltaDiscoveryResponse{SystemVersionInfo: "3", TypeUrl: typeURL, Nonce: "n", RemovedResources: []string{"gone"}})
+	var got discoveryv3.DeltaDiscoveryResponse
+	if err := proto.Unmarshal(append(append([]byte{}, r.DeltaFramed()...), tail...), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Resources) != 1 || got.Resources[0].Name != "a" || got.Resources[0].Version != r.Version() ||
+		got.Resources[0].Resource.TypeUrl != typeURL || string(got.Resources[0].Resource.Value) != "\x0a\x01a" ||
+		got.RemovedResources[0] != "gone" || got.Nonce != "n" {
+		t.Fatalf("decoded %v", &got)
+	}
+}

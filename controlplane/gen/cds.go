@@ -61,8 +61,9 @@ func wanted(want map[string]struct{}, name string) bool {
 func outboundClusters(s *model.Snapshot, ix *index, want map[string]struct{}, grpc bool) ([]Resource, error) {
 	var errs []error
 	var out []Resource
+	sh := &shared{}
 	build := func(svc *model.Service) {
-		rs, err := serviceClusters(s, ix, svc, want, grpc)
+		rs, err := serviceClusters(s, ix, sh, svc, want, grpc)
 		out = append(out, rs...)
 		if err != nil {
 			errs = append(errs, err)
@@ -94,7 +95,7 @@ func outboundClusters(s *model.Snapshot, ix *index, want map[string]struct{}, gr
 }
 
 // serviceClusters builds one service's outbound clusters.
-func serviceClusters(s *model.Snapshot, ix *index, svc *model.Service, want map[string]struct{}, grpc bool) ([]Resource, error) {
+func serviceClusters(s *model.Snapshot, ix *index, sh *shared, svc *model.Service, want map[string]struct{}, grpc bool) ([]Resource, error) {
 	if grpc && svc.Resolution == model.ResolutionPassthrough {
 		return nil, nil // grpc-go has no ORIGINAL_DST clusters
 	}
@@ -130,7 +131,7 @@ func serviceClusters(s *model.Snapshot, ix *index, svc *model.Service, want map[
 			if !wanted(want, name) {
 				continue
 			}
-			c, err := outboundCluster(name, svc, port, dr, ss, s.Endpoints(svc.Hostname), grpc)
+			c, err := outboundCluster(sh, name, svc, port, dr, ss, s.Endpoints(svc.Hostname), grpc)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -149,14 +150,14 @@ func checkSubsetName(n string) error {
 
 // outboundCluster builds one outbound cluster. Errors concern the endpoints inlined for DNS
 // clusters; the cluster returned is still valid.
-func outboundCluster(name string, svc *model.Service, port model.Port, dr *networking.DestinationRule, ss *networking.Subset, eps []*model.Endpoint, grpc bool) (*clusterv3.Cluster, error) {
+func outboundCluster(sh *shared, name string, svc *model.Service, port model.Port, dr *networking.DestinationRule, ss *networking.Subset, eps []*model.Endpoint, grpc bool) (*clusterv3.Cluster, error) {
 	c := &clusterv3.Cluster{Name: name}
 	pol := effectivePolicy(dr, port.Number, ss)
 	var err error
 	switch svc.Resolution {
 	case model.ResolutionStatic:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
-		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource(), ServiceName: name}
+		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: sh.adsSource(), ServiceName: name}
 	case model.ResolutionDNS:
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
 		var cla *endpointv3.ClusterLoadAssignment
@@ -184,7 +185,7 @@ func outboundCluster(name string, svc *model.Service, port model.Port, dr *netwo
 	if svc.Resolution == model.ResolutionPassthrough {
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 	}
-	pol.applyPool(c, port.Protocol.IsHTTP2())
+	pol.applyPool(sh, c, port.Protocol.IsHTTP2())
 	pol.applyOutlier(c)
 	return c, err
 }
@@ -250,7 +251,7 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 				LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socketAddress("127.0.0.1", ip.target)}}}},
 			}}},
 		}
-		policy{}.applyPool(c, ip.protocol.IsHTTP2())
+		policy{}.applyPool(&shared{}, c, ip.protocol.IsHTTP2())
 		out = append(out, Resource{Name: name, Message: c, Deps: deps})
 	}
 	return out

@@ -1,21 +1,48 @@
 // Package gen holds the xDS generators: pure functions that turn a proxy, an immutable
 // model.Snapshot and the resource names a client asked for into Envoy v3 resources (CDS, EDS,
 // LDS, RDS). They do no I/O and read no clock, so the ADS server can call them from any
-// connection goroutine and the marshalled-resource cache can reuse their output.
+// connection goroutine, and the marshalled-resource cache can reuse their output.
 //
-// Two families exist, chosen by ForType from the proxy's GENERATOR metadata:
+// # Use
 //
-//   - Sidecar (Envoy): Istio-style outbound clusters "outbound|PORT|SUBSET|HOST", inbound
-//     clusters "inbound|PORT||", BlackHoleCluster, PassthroughCluster and
-//     InboundPassthroughCluster; listeners "0.0.0.0_PORT" (HTTP, RDS "PORT"), "VIP_PORT" (TCP),
-//     virtualOutbound (15001) and virtualInbound (15006); route configurations "PORT".
-//   - Proxyless gRPC (GENERATOR=grpc): API listeners and route configurations named
-//     "HOST:PORT", EDS (or LOGICAL_DNS) clusters, the same ClusterLoadAssignments.
+//	g := gen.ForType(typeURL, proxy)            // nil for a type URL not served here
+//	rs, err := g.Generate(proxy, snap, names)   // names nil or "*" = wildcard
+//	// rs is sorted by name and valid even when err != nil (err joins every problem found:
+//	// one bad VirtualService costs only its own routes)
+//	b, _ := gen.Marshal(rs[i].Message)          // vtprotobuf when built with -tags vtprotobuf
 //
-// Every Resource carries the ConfigKeys it was built from (Deps) for cache invalidation, and
-// CacheKey/CacheKeys give a lookup key that changes whenever any input of a resource changes,
-// so marshalled bytes can be shared across clients and snapshots.
+// Generated messages may share immutable sub-messages: never modify one.
 //
-// Errors never drop good output: a bad VirtualService or DestinationRule costs only the routes
-// or clusters it breaks; Generate returns everything else with the joined errors.
+// # Families and names (Istio's conventions)
+//
+// ForType picks the family from the proxy's GENERATOR metadata.
+//
+// Sidecar (Envoy):
+//   - clusters "outbound|PORT||HOST" per service port and "outbound|PORT|SUBSET|HOST" per
+//     DestinationRule subset (EDS over ADS, service_name = cluster name; STRICT_DNS or
+//     LOGICAL_DNS with inline endpoints for DNS services; ORIGINAL_DST for passthrough ones),
+//     "inbound|PORT||" per port of the proxy's own services (services with an endpoint at the
+//     proxy's IP), BlackHoleCluster, PassthroughCluster, InboundPassthroughCluster;
+//   - listeners "0.0.0.0_PORT" (HTTP/HTTP2/GRPC ports: HTTP connection manager, RDS "PORT"),
+//     "VIP_PORT" (TCP ports: tcp_proxy), "0.0.0.0_PORT" for a VIP-less TCP service,
+//     virtualOutbound (15001) and virtualInbound (15006);
+//   - route configurations "PORT" with a virtual host "HOST:PORT" per service (FQDN, short
+//     names for the proxy's namespace, VIPs, each with and without ":PORT") and "allow_any" last.
+//
+// Proxyless gRPC (GENERATOR=grpc): API listeners and route configurations "HOST:PORT" (only the
+// names asked for), outbound EDS or LOGICAL_DNS clusters, the same ClusterLoadAssignments.
+//
+// # Caching
+//
+// Each Resource lists the ConfigKeys it was built from (Deps; services as ServiceKey, their
+// endpoints as EndpointKey). CacheKey gives, without generating, a key that changes whenever any
+// input of the resource changes (snapshot generations, config ResourceVersions), so bytes can be
+// shared across clients and snapshots; KeyScope says which proxies share keys. A config that
+// starts to apply to a host (a new DestinationRule) changes the key even though no Deps named it.
+//
+// # Selection rules
+//
+// One DestinationRule applies per host (exact host over wildcard; the service's namespace first);
+// every VirtualService for the host applies, its HTTP routes concatenated (service namespace
+// first). Neither depends on the proxy, so outbound clusters and assignments are shared by all.
 package gen

@@ -96,7 +96,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					Address:          socketAddress(vip, port.Number),
 					BindToPort:       wrapperspb.Bool(false),
 					TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-					FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxyFilter("outbound|"+strconv.Itoa(int(port.Number))+"||"+svc.Hostname, cluster)}}},
+					FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}}},
 				}
 				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps([]model.ConfigKey{ServiceKey(svc)})})
 			}

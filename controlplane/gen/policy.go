@@ -101,16 +101,89 @@ func (p policy) applyLB(c *clusterv3.Cluster, grpc bool) {
 	}
 }
 
-// applyPool sets connect timeout, circuit breakers and upstream HTTP options.
-func (p policy) applyPool(c *clusterv3.Cluster, h2 bool) {
-	c.ConnectTimeout = durationpb.New(DefaultConnectTimeout)
-	th := &clusterv3.CircuitBreakers_Thresholds{
+// shared holds sub-messages that many clusters of one Generate call have in common, built once:
+// generated resources are immutable, so sharing them is safe and saves most of the allocations
+// of a cluster.
+type shared struct {
+	ads        *corev3.ConfigSource
+	timeout    *durationpb.Duration
+	thresholds *clusterv3.CircuitBreakers
+	h2         map[string]*anypb.Any
+}
+
+func (sh *shared) adsSource() *corev3.ConfigSource {
+	if sh.ads == nil {
+		sh.ads = adsConfigSource()
+	}
+	return sh.ads
+}
+
+func (sh *shared) defaultTimeout() *durationpb.Duration {
+	if sh.timeout == nil {
+		sh.timeout = durationpb.New(DefaultConnectTimeout)
+	}
+	return sh.timeout
+}
+
+func (sh *shared) defaultBreakers() *clusterv3.CircuitBreakers {
+	if sh.thresholds == nil {
+		sh.thresholds = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{defaultThresholds()}}
+	}
+	return sh.thresholds
+}
+
+// protocolOptions returns the typed_extension_protocol_options map for HTTP/2 or HTTP/1 with no
+// common options (the frequent cases), shared.
+func (sh *shared) protocolOptions(h2 bool) map[string]*anypb.Any {
+	k := "h1"
+	if h2 {
+		k = "h2"
+	}
+	if a := sh.h2[k]; a != nil {
+		return map[string]*anypb.Any{httpProtocolOptionsName: a}
+	}
+	if sh.h2 == nil {
+		sh.h2 = map[string]*anypb.Any{}
+	}
+	a := toAny(httpOptions(h2, nil))
+	sh.h2[k] = a
+	return map[string]*anypb.Any{httpProtocolOptionsName: a}
+}
+
+// defaultThresholds are Istio's: no limits.
+func defaultThresholds() *clusterv3.CircuitBreakers_Thresholds {
+	return &clusterv3.CircuitBreakers_Thresholds{
 		Priority:           corev3.RoutingPriority_DEFAULT,
 		MaxConnections:     wrapperspb.UInt32(math.MaxUint32),
 		MaxPendingRequests: wrapperspb.UInt32(math.MaxUint32),
 		MaxRequests:        wrapperspb.UInt32(math.MaxUint32),
 		MaxRetries:         wrapperspb.UInt32(math.MaxUint32),
 	}
+}
+
+func httpOptions(h2 bool, common *corev3.HttpProtocolOptions) *upstreamhttpv3.HttpProtocolOptions {
+	opts := &upstreamhttpv3.HttpProtocolOptions{CommonHttpProtocolOptions: common}
+	explicit := &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig{}
+	if h2 {
+		explicit.ProtocolConfig = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}}
+	} else {
+		explicit.ProtocolConfig = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &corev3.Http1ProtocolOptions{}}
+	}
+	opts.UpstreamProtocolOptions = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: explicit}
+	return opts
+}
+
+// applyPool sets connect timeout, circuit breakers and upstream HTTP options.
+func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) {
+	c.ConnectTimeout = sh.defaultTimeout()
+	if p.pool == nil {
+		c.CircuitBreakers = sh.defaultBreakers()
+		if h2 {
+			c.TypedExtensionProtocolOptions = sh.protocolOptions(true)
+		}
+		return
+	}
+	th := defaultThresholds()
 	var common *corev3.HttpProtocolOptions
 	if tcp := p.pool.GetTcp(); tcp != nil {
 		if tcp.GetMaxConnections() > 0 {
@@ -144,18 +217,12 @@ func (p policy) applyPool(c *clusterv3.Cluster, h2 bool) {
 		}
 	}
 	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th}}
-	if !h2 && common == nil {
-		return
+	switch {
+	case common != nil:
+		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(httpOptions(h2, common))}
+	case h2:
+		c.TypedExtensionProtocolOptions = sh.protocolOptions(true)
 	}
-	opts := &upstreamhttpv3.HttpProtocolOptions{CommonHttpProtocolOptions: common}
-	explicit := &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig{}
-	if h2 {
-		explicit.ProtocolConfig = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}}
-	} else {
-		explicit.ProtocolConfig = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &corev3.Http1ProtocolOptions{}}
-	}
-	opts.UpstreamProtocolOptions = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: explicit}
-	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
 }
 
 // applyOutlier maps Istio's outlier detection to Envoy's.

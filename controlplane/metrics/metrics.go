@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -26,8 +27,9 @@ const (
 
 // Values of the result label of xds_cache_reads.
 const (
-	CacheHit  = "hit"
-	CacheMiss = "miss"
+	CacheHit    = "hit"
+	CacheMiss   = "miss"
+	CacheBypass = "bypass"
 )
 
 // Bucket layouts. Each keeps Istio's boundaries where Istio has the metric and adds finer ones.
@@ -99,6 +101,9 @@ type Metrics struct {
 	// merged into another event's cycle: events − 1 per cycle (xdslab_cp_events_merged_total).
 	// Events in = xdslab_cp_push_cycles_total + xdslab_cp_events_merged_total.
 	EventsMerged prometheus.Counter
+	// StreamsRejected counts xDS streams refused by admission control
+	// (xdslab_cp_streams_rejected_total).
+	StreamsRejected prometheus.Counter
 }
 
 func histogram(name, help string, buckets []float64) prometheus.Histogram {
@@ -150,6 +155,7 @@ func New() *Metrics {
 		PushCycles:            counter("xdslab_cp_push_cycles_total", "Total number of push cycles started by the debouncer."),
 		AckLatency:            histogram("xdslab_cp_ack_latency_seconds", "Time in seconds from a response being sent to its ACK being received.", AckBuckets),
 		EventsMerged:          counter("xdslab_cp_events_merged_total", "Total number of change events merged into another event's push cycle (events minus cycles)."),
+		StreamsRejected:       counter("xdslab_cp_streams_rejected_total", "Total number of xDS streams refused by admission control."),
 	}
 }
 
@@ -182,6 +188,7 @@ func (m *Metrics) named() []struct {
 		{"xdslab_cp_push_cycles_total", m.PushCycles},
 		{"xdslab_cp_ack_latency_seconds", m.AckLatency},
 		{"xdslab_cp_events_merged_total", m.EventsMerged},
+		{"xdslab_cp_streams_rejected_total", m.StreamsRejected},
 	}
 }
 
@@ -250,4 +257,48 @@ func TypeLabel(typeURL string) string {
 		return "nds"
 	}
 	return "other"
+}
+
+// The methods below record the ADS server's measurements; type URLs become Istio's short type
+// labels (TypeLabel). They have the shapes of the xds package's Metrics interface, so the
+// server that wires the two only adapts the cache read result type.
+
+// ConnectedClients adds delta to pilot_xds.
+func (m *Metrics) ConnectedClients(delta int) { m.XDSClients.Add(float64(delta)) }
+
+// ResponseSent counts a response in pilot_xds_pushes{type} and observes its size
+// (pilot_xds_config_size_bytes{type}) and push time (pilot_xds_push_time{type}).
+func (m *Metrics) ResponseSent(typeURL string, bytes int, pushTime time.Duration) {
+	t := TypeLabel(typeURL)
+	m.XDSPushes.WithLabelValues(t).Inc()
+	m.XDSConfigSizeBytes.WithLabelValues(t).Observe(float64(bytes))
+	m.XDSPushTime.WithLabelValues(t).Observe(pushTime.Seconds())
+}
+
+// Converged observes pilot_proxy_queue_time and pilot_proxy_convergence_time of one proxy push.
+func (m *Metrics) Converged(queueTime, convergence time.Duration) {
+	m.ProxyQueueTime.Observe(queueTime.Seconds())
+	m.ProxyConvergenceTime.Observe(convergence.Seconds())
+}
+
+// Rejected counts a NACK in pilot_total_xds_rejects{type}.
+func (m *Metrics) Rejected(typeURL string) {
+	m.TotalXDSRejects.WithLabelValues(TypeLabel(typeURL)).Inc()
+}
+
+// ExpiredNonce counts a stale nonce in pilot_xds_expired_nonce{type}.
+func (m *Metrics) ExpiredNonce(typeURL string) {
+	m.XDSExpiredNonce.WithLabelValues(TypeLabel(typeURL)).Inc()
+}
+
+// Acked observes xdslab_cp_ack_latency_seconds (response sent → its ACK or NACK).
+func (m *Metrics) Acked(_ string, latency time.Duration) { m.AckLatency.Observe(latency.Seconds()) }
+
+// StreamRejected counts a stream refused by admission control.
+func (m *Metrics) StreamRejected() { m.StreamsRejected.Inc() }
+
+// CacheReadResult counts a resource cache read in xds_cache_reads{type,result} (result: hit,
+// miss, or bypass for reads that skip the cache).
+func (m *Metrics) CacheReadResult(typeURL, result string) {
+	m.CacheReads.WithLabelValues(TypeLabel(typeURL), result).Inc()
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -34,6 +35,7 @@ func TestRegisterExportsEveryName(t *testing.T) {
 		"pilot_xds_expired_nonce", "pilot_xds", "pilot_services", "pilot_xds_config_size_bytes",
 		"xds_cache_reads", "xdslab_cp_debounce_events_per_push", "xdslab_cp_config_file_errors_total",
 		"xdslab_cp_push_cycles_total", "xdslab_cp_ack_latency_seconds", "xdslab_cp_events_merged_total",
+		"xdslab_cp_streams_rejected_total",
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -199,6 +201,46 @@ func TestTypeLabel(t *testing.T) {
 	for url, want := range tests {
 		if got := TypeLabel(url); got != want {
 			t.Errorf("TypeLabel(%q) = %q, want %q", url, got, want)
+		}
+	}
+}
+
+func TestXDSRecorders(t *testing.T) {
+	const cds = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	m := New()
+	m.ConnectedClients(3)
+	m.ConnectedClients(-1)
+	m.ResponseSent(cds, 2048, 5*time.Millisecond)
+	m.ResponseSent(cds, 10, time.Millisecond)
+	m.Converged(time.Millisecond, 20*time.Millisecond)
+	m.Rejected(cds)
+	m.ExpiredNonce("type.googleapis.com/unknown")
+	m.Acked(cds, 3*time.Millisecond)
+	m.StreamRejected()
+	m.CacheReadResult(cds, CacheHit)
+	m.CacheReadResult(cds, CacheMiss)
+	checks := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"pilot_xds", testutil.ToFloat64(m.XDSClients), 2},
+		{"pilot_xds_pushes{cds}", testutil.ToFloat64(m.XDSPushes.WithLabelValues("cds")), 2},
+		{"pilot_total_xds_rejects{cds}", testutil.ToFloat64(m.TotalXDSRejects.WithLabelValues("cds")), 1},
+		{"pilot_xds_expired_nonce{other}", testutil.ToFloat64(m.XDSExpiredNonce.WithLabelValues("other")), 1},
+		{"xdslab_cp_streams_rejected_total", testutil.ToFloat64(m.StreamsRejected), 1},
+		{"xds_cache_reads{cds,hit}", testutil.ToFloat64(m.CacheReads.WithLabelValues("cds", CacheHit)), 1},
+		{"xds_cache_reads{cds,miss}", testutil.ToFloat64(m.CacheReads.WithLabelValues("cds", CacheMiss)), 1},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	for name, c := range map[string]prometheus.Collector{"size": m.XDSConfigSizeBytes, "push time": m.XDSPushTime,
+		"queue": m.ProxyQueueTime, "convergence": m.ProxyConvergenceTime, "ack": m.AckLatency} {
+		if n := testutil.CollectAndCount(c); n != 1 {
+			t.Errorf("%s: %d series, want 1", name, n)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -203,9 +202,16 @@ func (e *Endpoint) Equal(o *Endpoint) bool {
 		e.ServiceAccount == o.ServiceAccount && e.Health == o.Health && e.Source == o.Source
 }
 
-// CompareEndpoints orders endpoints by address then by source, for deterministic output.
+// CompareEndpoints orders endpoints by address then by source, for deterministic output. The
+// source is only formatted on an address tie (sorting is on the snapshot build path).
 func CompareEndpoints(a, b *Endpoint) int {
-	return cmp.Or(strings.Compare(a.Address, b.Address), strings.Compare(a.Source.String(), b.Source.String()))
+	if c := strings.Compare(a.Address, b.Address); c != 0 {
+		return c
+	}
+	if a.Source == b.Source {
+		return 0
+	}
+	return strings.Compare(a.Source.String(), b.Source.String())
 }
 
 // LabelsMatch reports whether labels contains every key/value of selector.

@@ -90,25 +90,12 @@ func sortedServices(m map[string]hostService) []*Service {
 // sortedEndpoints returns eps sorted: eps itself when it already is (the snapshot then shares
 // the caller's slice, which callers hand over and never modify), else a sorted copy.
 func sortedEndpoints(eps []*Endpoint) []*Endpoint {
-	if slices.IsSortedFunc(eps, compareEndpoints) {
+	if slices.IsSortedFunc(eps, CompareEndpoints) {
 		return eps
 	}
 	out := slices.Clone(eps)
-	slices.SortFunc(out, compareEndpoints)
+	slices.SortFunc(out, CompareEndpoints)
 	return out
-}
-
-// compareEndpoints orders exactly like CompareEndpoints, but formats the Source keys only when
-// the addresses tie (CompareEndpoints formats them on every call: cmp.Or evaluates all its
-// arguments), which made sorting the dominant cost of a snapshot build.
-func compareEndpoints(a, b *Endpoint) int {
-	if c := strings.Compare(a.Address, b.Address); c != 0 {
-		return c
-	}
-	if a.Source == b.Source {
-		return 0
-	}
-	return strings.Compare(a.Source.String(), b.Source.String())
 }
 
 func groupConfigs(byKey map[ConfigKey]*Config) map[Kind][]*Config {
@@ -230,7 +217,7 @@ func (s *Snapshot) Consistent() error {
 		if len(eps) > 0 && s.serviceByHost[host].svc == nil {
 			errs = append(errs, fmt.Errorf("snapshot %s: endpoints for unknown service %s", s.Version, host))
 		}
-		if !slices.IsSortedFunc(eps, compareEndpoints) {
+		if !slices.IsSortedFunc(eps, CompareEndpoints) {
 			errs = append(errs, fmt.Errorf("snapshot %s: endpoints of %s not sorted", s.Version, host))
 		}
 		for _, ep := range eps {

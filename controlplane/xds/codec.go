@@ -18,12 +18,21 @@ import (
 type encodedResponse struct {
 	resources []*cache.Resource
 	tail      []byte
+	// delta selects the DeltaDiscoveryResponse framing of the resources.
+	delta bool
+}
+
+func (r *encodedResponse) framed(res *cache.Resource) []byte {
+	if r.delta {
+		return res.DeltaFramed()
+	}
+	return res.Framed
 }
 
 func (r *encodedResponse) size() int {
 	n := len(r.tail)
 	for _, res := range r.resources {
-		n += len(res.Framed)
+		n += len(r.framed(res))
 	}
 	return n
 }
@@ -37,6 +46,17 @@ func responseTail(version, typeURL, nonce string) []byte {
 	b = protowire.AppendString(b, typeURL)
 	b = protowire.AppendTag(b, 5, protowire.BytesType)
 	b = protowire.AppendString(b, nonce)
+	return b
+}
+
+// deltaTail encodes DeltaDiscoveryResponse fields 1 (system_version_info), 4 (type_url),
+// 6 (removed_resources) and 5 (nonce).
+func deltaTail(version, typeURL, nonce string, removed []string) []byte {
+	b := responseTail(version, typeURL, nonce) // fields 1, 4 and 5 have the same numbers
+	for _, name := range removed {
+		b = protowire.AppendTag(b, 6, protowire.BytesType)
+		b = protowire.AppendString(b, name)
+	}
 	return b
 }
 
@@ -65,7 +85,7 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	out := make(mem.BufferSlice, 0, len(r.resources)+1)
 	for _, res := range r.resources {
-		out = append(out, mem.SliceBuffer(res.Framed))
+		out = append(out, mem.SliceBuffer(r.framed(res)))
 	}
 	return append(out, mem.SliceBuffer(r.tail)), nil
 }

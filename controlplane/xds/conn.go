@@ -65,6 +65,7 @@ type conn struct {
 	types  map[string]*typeState
 	nonces uint64
 	flow   *push.Flow
+	delta  bool // a Delta (incremental) xDS stream
 
 	pushCh chan pushItem
 	closed chan struct{}
@@ -79,7 +80,18 @@ func (c *conn) nextNonce() string {
 	return strconv.FormatUint(c.nonces, 36)
 }
 
-// isWildcardType reports whether a type's SotW responses must list every subscribed resource
+// register records the proxy of a stream's first request and makes the stream reachable by
+// pushes.
+func (c *conn) register(p *model.Proxy) {
+	c.proxy = p
+	c.id = p.NodeID + "-" + strconv.FormatUint(c.srv.connSeq.Add(1), 10)
+	c.setStatus(func(s *ClientStatus) {
+		s.NodeID, s.Namespace, s.Generator, s.Delta = p.NodeID, p.Namespace, p.Generator, c.delta
+	})
+	c.srv.register(c)
+}
+
+// allRequired reports whether a type's SotW responses must list every subscribed resource
 // (a missing one is deleted).
 func allRequired(typeURL string) bool {
 	return typeURL == gen.ClusterType || typeURL == gen.ListenerType
@@ -123,10 +135,7 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
-		c.proxy = p
-		c.id = p.NodeID + "-" + strconv.FormatUint(c.srv.connSeq.Add(1), 10)
-		c.setStatus(func(s *ClientStatus) { s.NodeID, s.Namespace, s.Generator = p.NodeID, p.Namespace, p.Generator })
-		c.srv.register(c)
+		c.register(p)
 	}
 	typeURL := req.GetTypeUrl()
 	if typeURL == "" {
@@ -140,7 +149,7 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 	}
 	var release *model.PushRequest
 	if nonce != "" && ts != nil {
-		release = c.answered(ts, req, now)
+		release = c.answered(ts, req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil, now)
 	}
 
 	if ts != nil && nonce != "" && sameSubscription(ts, req.GetResourceNames()) {
@@ -212,17 +221,17 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 
 // answered records the ACK or NACK of ts's latest response and returns a push that flow
 // control held meanwhile. A repeated answer to the same response changes nothing.
-func (c *conn) answered(ts *typeState, req *discoveryv3.DiscoveryRequest, now time.Time) *model.PushRequest {
-	ar := c.flow.Ack(ts.typeURL, req.GetResponseNonce(), now)
+func (c *conn) answered(ts *typeState, errMsg string, nack bool, now time.Time) *model.PushRequest {
+	ar := c.flow.Ack(ts.typeURL, ts.nonce, now)
 	if !ar.Matched {
 		return nil
 	}
 	c.srv.metrics.Acked(ts.typeURL, ar.Wait)
-	if d := req.GetErrorDetail(); d != nil {
-		ts.nacked, ts.lastErr = ts.version, d.GetMessage()
+	if nack {
+		ts.nacked, ts.lastErr = ts.version, errMsg
 		ts.nacks++
 		c.srv.metrics.Rejected(ts.typeURL)
-		c.srv.log.Debug("NACK", "node", c.proxy.NodeID, "type", ts.typeURL, "version", ts.version, "error", d.GetMessage())
+		c.srv.log.Debug("NACK", "node", c.proxy.NodeID, "type", ts.typeURL, "version", ts.version, "error", errMsg)
 	} else {
 		ts.acked = ts.version
 	}
@@ -307,7 +316,8 @@ func (c *conn) respond(ts *typeState, names []string, force map[string]struct{},
 	if st == nil {
 		return nil, nil // no snapshot yet: the first push answers every subscription
 	}
-	if names == nil && !ts.wildcard {
+	full := names == nil // the whole subscription, not only some names
+	if full && !ts.wildcard {
 		names = slices.Sorted(maps.Keys(ts.names))
 		if len(names) == 0 && !always {
 			return nil, nil
@@ -329,9 +339,10 @@ func (c *conn) respond(ts *typeState, names []string, force map[string]struct{},
 		}
 	}
 	var out []*cache.Resource
-	if allRequired(ts.typeURL) {
-		removed := len(ts.sent) > len(res)-len(changed)
-		if len(changed) == 0 && !removed && !always && len(force) == 0 {
+	var removed []string
+	if !c.delta && allRequired(ts.typeURL) {
+		gone := len(ts.sent) > len(res)-len(changed)
+		if len(changed) == 0 && !gone && !always && len(force) == 0 {
 			return nil, nil
 		}
 		out = res
@@ -344,17 +355,52 @@ func (c *conn) respond(ts *typeState, names []string, force map[string]struct{},
 				out = append(out, r)
 			}
 		}
-		if len(out) == 0 && !always {
+		if c.delta {
+			removed = deltaRemoved(ts, res, names, full, always)
+		}
+		if len(out) == 0 && len(removed) == 0 && !always {
 			return nil, nil
 		}
 	}
-	if err := c.send(ts, st.snap.Version, out, now); err != nil {
+	if err := c.send(ts, st.snap.Version, out, removed, now); err != nil {
 		return nil, err
 	}
 	for _, r := range out {
 		ts.sent[r.Name] = r.Hash
 	}
+	for _, n := range removed {
+		delete(ts.sent, n)
+	}
 	return changed, nil
+}
+
+// deltaRemoved lists what a Delta response must remove: for a wildcard subscription answered in
+// full, what the client holds that no longer exists; for named resources that were asked for,
+// those that do not exist and that the client holds (or, answering a request, that it asked
+// for: removed_resources also means "does not exist").
+func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, answering bool) []string {
+	present := make(map[string]struct{}, len(res))
+	for _, r := range res {
+		present[r.Name] = struct{}{}
+	}
+	var out []string
+	if ts.wildcard && full {
+		for n := range ts.sent {
+			if _, ok := present[n]; !ok {
+				out = append(out, n)
+			}
+		}
+	}
+	for _, n := range names {
+		if _, ok := present[n]; ok || slices.Contains(out, n) {
+			continue
+		}
+		if _, held := ts.sent[n]; held || answering {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func appendUnique(xs []string, x string) []string {
@@ -365,9 +411,12 @@ func appendUnique(xs []string, x string) []string {
 }
 
 // send writes one response and records it.
-func (c *conn) send(ts *typeState, version string, res []*cache.Resource, start time.Time) error {
+func (c *conn) send(ts *typeState, version string, res []*cache.Resource, removed []string, start time.Time) error {
 	nonce := c.nextNonce()
 	resp := &encodedResponse{resources: res, tail: responseTail(version, ts.typeURL, nonce)}
+	if c.delta {
+		resp = &encodedResponse{resources: res, tail: deltaTail(version, ts.typeURL, nonce, removed), delta: true}
+	}
 	if err := c.stream.SendMsg(resp); err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/experimental"
@@ -43,11 +42,11 @@ type Options struct {
 }
 
 // DefaultOptions returns the defaults for a machine with cores CPUs: Istio's throttle
-// min(15 + 5 × cores, 100), admission at the same rate per second, flow control on with a 5 s
-// ACK timeout.
+// min(15 + 5 × cores, 100), admission at the same rate per second, flow control on with
+// push.DefaultAckTimeout.
 func DefaultOptions(cores int) Options {
 	t := min(15+5*max(cores, 1), 100)
-	return Options{FlowControl: true, AckTimeout: 5 * time.Second, PushThrottle: t, AdmissionRate: float64(t), AdmissionBurst: t}
+	return Options{FlowControl: true, AckTimeout: push.DefaultAckTimeout, PushThrottle: t, AdmissionRate: float64(t), AdmissionBurst: t}
 }
 
 // Validate reports options that cannot work.
@@ -282,20 +281,41 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 		s.metrics.StreamRejected()
 		return status.Error(codes.ResourceExhausted, "too many new xDS streams per second; retry with backoff")
 	}
-	ctx := stream.Context()
-	c := &conn{srv: s, stream: stream, since: s.now(), types: map[string]*typeState{},
+	c := s.newConn(stream, false)
+	defer s.closeConn(c)
+	return serve(s, stream.Context(), c, stream.Recv, c.handleRequest)
+}
+
+// DeltaAggregatedResources serves one Delta (incremental) ADS stream.
+func (s *Server) DeltaAggregatedResources(stream discoverygrpc.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	if !s.admit.allow(s.now()) {
+		s.metrics.StreamRejected()
+		return status.Error(codes.ResourceExhausted, "too many new xDS streams per second; retry with backoff")
+	}
+	c := s.newConn(stream, true)
+	defer s.closeConn(c)
+	return serve(s, stream.Context(), c, stream.Recv, c.handleDeltaRequest)
+}
+
+func (s *Server) newConn(stream grpc.ServerStream, delta bool) *conn {
+	return &conn{srv: s, stream: stream, delta: delta, since: s.now(), types: map[string]*typeState{},
 		pushCh: make(chan pushItem), closed: make(chan struct{}), wake: make(chan time.Time, 1),
 		flow: push.NewFlow(push.FlowOptions{Enabled: s.opts.FlowControl, AckTimeout: s.opts.AckTimeout})}
-	defer func() {
-		close(c.closed)
-		s.unregister(c)
-	}()
+}
 
-	reqs := make(chan *discoveryv3.DiscoveryRequest)
+func (s *Server) closeConn(c *conn) {
+	close(c.closed)
+	s.unregister(c)
+}
+
+// serve is a stream's owner loop: a receive goroutine forwards requests; the owner serves
+// requests before pushes, and handles flow-control timeouts.
+func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, error), handle func(Req, time.Time) error) error {
+	reqs := make(chan Req)
 	recvErr := make(chan error, 1)
 	go func() {
 		for {
-			req, err := stream.Recv()
+			req, err := recv()
 			if err != nil {
 				recvErr <- err
 				return
@@ -307,12 +327,10 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 			}
 		}
 	}()
-
 	for {
-		// Requests are served before pushes.
 		select {
 		case req := <-reqs:
-			if err := c.handleRequest(req, s.now()); err != nil {
+			if err := handle(req, s.now()); err != nil {
 				return err
 			}
 			continue
@@ -320,7 +338,7 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 		}
 		select {
 		case req := <-reqs:
-			if err := c.handleRequest(req, s.now()); err != nil {
+			if err := handle(req, s.now()); err != nil {
 				return err
 			}
 		case item := <-c.pushCh:

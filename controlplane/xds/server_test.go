@@ -293,5 +293,3 @@ func TestAdmissionLimitsNewStreams(t *testing.T) {
 		t.Fatalf("second stream: %v, want ResourceExhausted", err)
 	}
 }
-
-

@@ -31,6 +31,7 @@ type ClientStatus struct {
 	NodeID    string       `json:"nodeId"`
 	Namespace string       `json:"namespace"`
 	Generator string       `json:"generator,omitempty"`
+	Delta     bool         `json:"delta,omitempty"`
 	Connected time.Time    `json:"connected"`
 	Types     []TypeStatus `json:"types"`
 }

@@ -1,0 +1,308 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+// The run's own metric names (the fleet's are in fakeenvoy: xdslab_fleet_*, xdslab_push_*,
+// xdslab_convergence_seconds, xdslab_probe_*).
+const (
+	MetricTimeToFirstConfig = "xdslab_time_to_first_config_seconds"
+	MetricSimEvents         = "xdslab_sim_events_total"
+	MetricSimLate           = "xdslab_sim_events_late_total"
+	MetricSimSkipped        = "xdslab_sim_events_skipped_total"
+	MetricEventsMissed      = "xdslab_events_missed_total"
+	MetricEventsUnmeasured  = "xdslab_events_unmeasured_total"
+	MetricPushCycles        = "xdslab_cp_push_cycles_total"
+	MetricCPInbound         = "xdslab_cp_inbound_updates_total"
+	MetricCPResponses       = "xdslab_cp_responses_total"
+	MetricCPRejects         = "xdslab_cp_rejects_total"
+	MetricEventsPerPush     = "xdslab_debounce_events_per_push"
+	MetricDebounceDelay     = "xdslab_debounce_delay_seconds"
+	MetricCacheHitRatio     = "xdslab_cache_hit_ratio"
+	MetricCPUSeconds        = "xdslab_cpu_seconds"
+	MetricPeakRSS           = "xdslab_peak_rss_bytes"
+	MetricPhaseDuration     = "xdslab_phase_duration_seconds"
+	MetricConnectIncomplete = "xdslab_connect_incomplete_clients"
+)
+
+// notAvailable marks a figure the target does not expose.
+const notAvailable = "not available"
+
+// collect builds the summary of the run.
+func (r *run) collect(ended time.Time) (*summary.Summary, error) {
+	dur := ended.Sub(r.began)
+	metrics, err := r.fleet.Metrics(dur)
+	if err != nil {
+		return nil, err
+	}
+	add := func(ms ...summary.Metric) { metrics = append(metrics, ms...) }
+
+	// Time to first config, under the run's name.
+	for _, m := range metrics {
+		if m.Name == fakeenvoy.MetricTimeToFirstConfig && len(m.Tags) == 0 {
+			c := m
+			c.Name = MetricTimeToFirstConfig
+			add(c)
+		}
+	}
+	full := r.fleet.Progress().FullConfig
+	add(summary.NewGauge(MetricConnectIncomplete, summary.Default, float64(uint64(r.fleet.Size())-min(full, uint64(r.fleet.Size()))), 0, float64(r.fleet.Size()), nil))
+
+	// Simulator events.
+	st := r.simStats
+	add(summary.NewCounter(MetricSimEvents, summary.Default, float64(st.Events), dur, nil),
+		summary.NewCounter(MetricSimLate, summary.Default, float64(st.Late), dur, nil),
+		summary.NewCounter(MetricSimSkipped, summary.Default, float64(st.Skipped), dur, nil))
+	kinds := make([]string, 0, len(st.ByKind))
+	for k := range st.ByKind {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		ks := st.ByKind[simKind(k)]
+		tags := map[string]string{"kind": k}
+		add(summary.NewCounter(MetricSimEvents, summary.Default, float64(ks.Events), dur, tags),
+			summary.NewCounter(MetricSimLate, summary.Default, float64(ks.Late), dur, tags))
+	}
+
+	// Events missed: an event that some client in its reach never observed (nor superseded).
+	res := r.fleet.Matcher().Results()
+	missed := map[string]int{}
+	total := 0
+	for _, e := range res.Events {
+		if !e.Complete() {
+			missed[e.Kind]++
+			total++
+		}
+	}
+	unmeasured := 0
+	for _, e := range r.events {
+		if e.expectErr != nil {
+			unmeasured++
+		}
+	}
+	add(summary.NewCounter(MetricEventsMissed, summary.Default, float64(total), dur, nil),
+		summary.NewCounter(MetricEventsUnmeasured, summary.Default, float64(unmeasured), dur, nil))
+	for _, k := range kinds {
+		add(summary.NewCounter(MetricEventsMissed, summary.Default, float64(missed[k]), dur, map[string]string{"kind": k}))
+	}
+
+	// The control plane's own figures.
+	r.collectCP(add, dur, st.Events)
+
+	// CPU and memory.
+	u := r.usage
+	if u.processCPU > 0 {
+		add(summary.NewGauge(MetricCPUSeconds, summary.Time, u.processCPU.Seconds(), 0, u.processCPU.Seconds(), map[string]string{"side": "process"}))
+		add(summary.NewGauge(MetricPeakRSS, summary.Data, float64(u.peakRSS), 0, float64(u.peakRSS), map[string]string{"side": "process"}))
+	}
+	for side, d := range u.bySide {
+		add(summary.NewGauge(MetricCPUSeconds, summary.Time, d.Seconds(), 0, d.Seconds(), map[string]string{"side": side}))
+	}
+	if u.hasTargetCPU {
+		add(summary.NewGauge(MetricCPUSeconds, summary.Time, u.targetCPU, 0, u.targetCPU, map[string]string{"side": sideControlPlane}))
+	}
+	if u.hasTargetRSS {
+		add(summary.NewGauge(MetricPeakRSS, summary.Data, u.targetRSS, 0, u.targetRSS, map[string]string{"side": sideControlPlane}))
+	}
+	r.notes["cpu"] = u.note
+
+	// Phases.
+	for _, p := range r.phases {
+		d := p.End.Sub(p.Start).Seconds()
+		add(summary.NewGauge(MetricPhaseDuration, summary.Time, d, 0, d, map[string]string{"phase": p.Name}))
+	}
+
+	cfg, err := scenarioJSON(r.sc)
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{"scenario": r.sc.Name, "target": r.tgt.kind, "ads": r.tgt.addr}
+	if r.index > 0 {
+		labels["repeat"] = strconv.Itoa(r.index)
+	}
+	if r.tgt.metricsSource != "" {
+		labels["controlPlaneMetrics"] = r.tgt.metricsSource
+	}
+	for k, v := range r.notes {
+		labels["note."+k] = v
+	}
+	s := &summary.Summary{
+		Version: summary.Version,
+		Metadata: summary.Metadata{Tool: "xdslab", ToolVersion: r.opts.ToolVersion, Command: "run",
+			Started: r.began.UTC(), Ended: ended.UTC(), DurationSeconds: dur.Seconds(), Labels: labels},
+		Config:  cfg,
+		Results: summary.Results{Metrics: metrics},
+	}
+	s.Results.Thresholds, s.Results.Passed = EvaluateThresholds(r.sc, s.Results)
+	s.Results.Sort()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("run summary: %w", err)
+	}
+	return s, nil
+}
+
+// collectCP adds debounce effectiveness, push cycles and cache hit rates from the control
+// plane's metrics, over the measure and drain phases (cache reads: over the whole run). Without
+// them it notes "not available".
+func (r *run) collectCP(add func(...summary.Metric), dur time.Duration, events int) {
+	a, b := r.cpStart, r.cpEnd
+	if !a.ok || !b.ok || b.cyclesFrom == "" {
+		r.notes["debounce"] = notAvailable + ": the target exports neither xdslab_cp_push_cycles_total nor pilot_debounce_time" + r.metricsHint()
+	} else {
+		cycles := b.pushCycles - a.pushCycles
+		add(summary.NewCounter(MetricPushCycles, summary.Default, cycles, dur, nil),
+			summary.NewCounter(MetricCPInbound, summary.Default, b.inbound-a.inbound, dur, nil))
+		perPush := 0.0
+		if cycles > 0 {
+			perPush = float64(events) / cycles
+		}
+		add(summary.NewGauge(MetricEventsPerPush, summary.Default, perPush, 0, perPush, nil))
+		if b.hasDebounce {
+			add(bucketTrend(MetricDebounceDelay, summary.Time, b.debounce.sub(a.debounce)))
+		}
+		if b.hasPerPush {
+			// The control plane's own view: change events (inbound updates) merged per cycle.
+			add(bucketTrend(MetricEventsPerPush+"_cp", summary.Default, b.perPush.sub(a.perPush)))
+		}
+		r.notes["debounce"] = "push cycles from " + b.cyclesFrom + "; events per push = simulator events ÷ push cycles in the measure and drain phases"
+	}
+	first := r.cpFirst
+	if !b.ok || len(b.cacheReads) == 0 {
+		r.notes["cache"] = notAvailable + ": the target exports no xds_cache_reads" + r.metricsHint()
+	} else {
+		var hits, others float64
+		types := make([]string, 0, len(b.cacheReads))
+		for t := range b.cacheReads {
+			types = append(types, t)
+		}
+		sort.Strings(types)
+		for _, t := range types {
+			h, o := 0.0, 0.0
+			for res, n := range b.cacheReads[t] {
+				n -= first.cacheReads[t][res]
+				if res == "hit" {
+					h += n
+				} else {
+					o += n // misses and reads that bypass the cache
+				}
+			}
+			hits, others = hits+h, others+o
+			add(summary.NewRate(MetricCacheHitRatio, h, o, map[string]string{"type": t}))
+		}
+		add(summary.NewRate(MetricCacheHitRatio, hits, others, nil))
+		r.notes["cache"] = "cache hit ratio = hits ÷ (hits + misses + bypassed reads) over connect, measure and drain"
+	}
+	if b.ok {
+		var resp, rej float64
+		for t, n := range b.pushes {
+			resp += n
+			add(summary.NewCounter(MetricCPResponses, summary.Default, n, dur, map[string]string{"type": t}))
+		}
+		for t, n := range b.rejects {
+			rej += n
+			add(summary.NewCounter(MetricCPRejects, summary.Default, n, dur, map[string]string{"type": t}))
+		}
+		if len(b.pushes) > 0 {
+			add(summary.NewCounter(MetricCPResponses, summary.Default, resp, dur, nil))
+		}
+		if len(b.rejects) > 0 {
+			add(summary.NewCounter(MetricCPRejects, summary.Default, rej, dur, nil))
+		}
+	}
+}
+
+func (r *run) metricsHint() string {
+	if r.tgt.kind != "in-process" && r.opts.TargetMetrics == "" {
+		return " (pass --target-metrics HOST:PORT to scrape it)"
+	}
+	return ""
+}
+
+// bucketTrend summarises a Prometheus histogram as a trend. Its percentiles are interpolated
+// inside buckets (as histogram_quantile does), so they are only as fine as the buckets; it
+// carries no HDR histogram.
+func bucketTrend(name string, contains summary.ValueType, h histSnap) summary.Metric {
+	v := map[string]float64{"min": 0, "med": 0, "avg": 0, "max": 0, "p(50)": 0, "p(90)": 0, "p(99)": 0, "p(99.9)": 0}
+	if h.count > 0 {
+		v["avg"] = h.sum / h.count
+		v["med"] = h.quantile(0.5)
+		v["p(50)"] = v["med"]
+		v["p(90)"] = h.quantile(0.9)
+		v["p(99)"] = h.quantile(0.99)
+		v["p(99.9)"] = h.quantile(0.999)
+		v["max"] = h.quantile(1)
+		for i, c := range h.cum {
+			if c > 0 {
+				if i > 0 {
+					v["min"] = h.bounds[i-1]
+				}
+				break
+			}
+		}
+	}
+	for k, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			v[k] = 0
+		}
+	}
+	return summary.Metric{Name: name, Type: summary.Trend, Contains: contains, Values: v}
+}
+
+// EvaluateThresholds evaluates the scenario's thresholds against the metrics: one verdict per
+// expression. A threshold naming a metric (or tags) the run did not produce fails, with no
+// value: a gate must not pass on a figure nobody measured.
+func EvaluateThresholds(sc *scenarios.Scenario, res summary.Results) ([]summary.Threshold, bool) {
+	keys := make([]string, 0, len(sc.Thresholds))
+	for k := range sc.Thresholds {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	passed := true
+	var out []summary.Threshold
+	for _, key := range keys {
+		name, tags := scenarios.MetricName(key), scenarios.MetricTags(key)
+		m, found := res.Find(name, tags)
+		for _, th := range sc.Thresholds[key] {
+			t := summary.Threshold{Metric: name, Tags: tags, Expression: th.Source}
+			if found {
+				if v, ok := m.Values[th.Key()]; ok {
+					v := v
+					t.Value = &v
+				}
+				ok, err := th.Eval(m.Values)
+				t.Passed = ok && err == nil
+			}
+			passed = passed && t.Passed
+			out = append(out, t)
+		}
+	}
+	return out, passed
+}
+
+// countServices counts the hosts of the ServiceEntries in objs (the services the control plane
+// will know once it has loaded them).
+func countServices(objs []model.Config) int {
+	n := 0
+	for _, c := range objs {
+		if c.Kind != model.KindServiceEntry {
+			continue
+		}
+		if se, ok := c.Spec.(*networking.ServiceEntry); ok {
+			n += len(se.GetHosts())
+		}
+	}
+	return n
+}

@@ -1,0 +1,572 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/xdslab/xdslab/internal/summary"
+)
+
+// Side is one side of a comparison: the summaries of one or more runs of one configuration.
+type Side struct {
+	// Path is what the user named: a summary.json or a directory of runs.
+	Path string
+	// Files are the summary files read, in run order.
+	Files []string
+	Runs  []*summary.Summary
+}
+
+// maxSideRuns bounds how many summaries one side may hold (a guard against pointing compare
+// at a huge tree by mistake).
+const maxSideRuns = 1000
+
+// LoadSide reads one side. path is a summary.json, or a directory holding summary.json files:
+// DIR/summary.json, or DIR/*/summary.json (what `xdslab run --repeat K` writes as
+// DIR/run-1 … DIR/run-K), taken in natural order (run-2 before run-10).
+func LoadSide(path string) (*Side, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w: give a summary.json or a directory of runs", err)
+	}
+	side := &Side{Path: path}
+	if !st.IsDir() {
+		side.Files = []string{path}
+	} else {
+		files, err := cmpSideFiles(path)
+		if err != nil {
+			return nil, err
+		}
+		side.Files = files
+	}
+	for _, f := range side.Files {
+		s, err := summary.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("compare: %w", err)
+		}
+		side.Runs = append(side.Runs, s)
+	}
+	return side, nil
+}
+
+// NewSide builds a side from summaries already in memory (labelled path).
+func NewSide(path string, runs ...*summary.Summary) *Side {
+	s := &Side{Path: path, Runs: runs}
+	for i := range runs {
+		s.Files = append(s.Files, fmt.Sprintf("%s#%d", path, i+1))
+	}
+	return s
+}
+
+func cmpSideFiles(dir string) ([]string, error) {
+	var files []string
+	top := filepath.Join(dir, "summary.json")
+	if _, err := os.Stat(top); err == nil {
+		files = append(files, top)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	var subs []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		f := filepath.Join(dir, e.Name(), "summary.json")
+		if _, err := os.Stat(f); err == nil {
+			subs = append(subs, e.Name())
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("compare: %w", err)
+		}
+	}
+	slices.SortFunc(subs, cmpNaturalOrder)
+	for _, s := range subs {
+		files = append(files, filepath.Join(dir, s, "summary.json"))
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("compare: %s holds no summary.json (nor */summary.json): run 'xdslab run --repeat K --out %s' first, or give a summary file", dir, dir)
+	}
+	if len(files) > maxSideRuns {
+		return nil, fmt.Errorf("compare: %s holds %d summaries, more than %d: point compare at one run directory", dir, len(files), maxSideRuns)
+	}
+	return files, nil
+}
+
+// cmpNaturalOrder orders strings with their digit runs compared as numbers.
+func cmpNaturalOrder(a, b string) int {
+	for a != "" && b != "" {
+		da, db := cmpDigitPrefix(a), cmpDigitPrefix(b)
+		if da > 0 && db > 0 {
+			na, _ := strconv.ParseUint(a[:da], 10, 64)
+			nb, _ := strconv.ParseUint(b[:db], 10, 64)
+			if na != nb {
+				if na < nb {
+					return -1
+				}
+				return 1
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			if a[0] < b[0] {
+				return -1
+			}
+			return 1
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) - len(b)
+}
+
+func cmpDigitPrefix(s string) int {
+	i := 0
+	for i < len(s) && i < 18 && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// seed returns the seed every run of the side was made with, and false when the runs do not
+// record one or disagree.
+func (s *Side) seed() (uint64, bool) {
+	var seed uint64
+	for i, r := range s.Runs {
+		var cfg struct {
+			Seed *uint64 `json:"seed"`
+		}
+		if len(r.Config) == 0 || json.Unmarshal(r.Config, &cfg) != nil || cfg.Seed == nil {
+			return 0, false
+		}
+		if i > 0 && *cfg.Seed != seed {
+			return 0, false
+		}
+		seed = *cfg.Seed
+	}
+	return seed, len(s.Runs) > 0
+}
+
+// CompareOptions configures Compare. Start from DefaultCompareOptions.
+type CompareOptions struct {
+	// Threshold is the smallest change, as a fraction, that counts as a regression
+	// (DefaultThreshold, 5%). Zero flags every significant change for the worse.
+	Threshold float64
+	// MetricThresholds override Threshold per metric or stat; the last match wins.
+	MetricThresholds []MetricThreshold
+	// Directions override the direction compare infers from a metric's name.
+	Directions []DirectionOverride
+	// Alpha is the significance level of the U test (default 0.05).
+	Alpha float64
+	// Confidence is the level of the printed intervals (default 0.95).
+	Confidence float64
+}
+
+// DefaultThreshold is --threshold's default.
+const DefaultThreshold = 0.05
+
+// DefaultCompareOptions returns the defaults: threshold 5%, alpha 0.05, 95% intervals.
+func DefaultCompareOptions() CompareOptions {
+	return CompareOptions{Threshold: DefaultThreshold, Alpha: benchAlpha, Confidence: defaultConfidence}
+}
+
+func (o CompareOptions) withDefaults() CompareOptions {
+	if o.Threshold < 0 || math.IsNaN(o.Threshold) {
+		o.Threshold = 0
+	}
+	if !(o.Alpha > 0 && o.Alpha < 1) {
+		o.Alpha = benchAlpha
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		o.Confidence = defaultConfidence
+	}
+	return o
+}
+
+// benchAlpha is benchstat's default significance level.
+const benchAlpha = 0.05
+
+// Float is a float64 that encodes NaN as null and ±Inf as "+Inf"/"-Inf" in JSON.
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte("null"), nil
+	case math.IsInf(v, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Inf"`), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+// Estimate is one side's figure for a row: the centre (median of runs, or the histogram's
+// stat) and its confidence interval.
+type Estimate struct {
+	Center Float `json:"center"`
+	Lo     Float `json:"lo"`
+	Hi     Float `json:"hi"`
+	// N is the number of runs, or of histogram values drawn, the estimate rests on.
+	N int `json:"n"`
+}
+
+// The test methods a row may use.
+const (
+	// MethodRuns: U test over the per-run values (repeated runs on both sides).
+	MethodRuns = "u-test/runs"
+	// MethodHistogram: U test over values drawn from the HDR histograms (one run per side).
+	MethodHistogram = "u-test/histogram"
+	// MethodExact: a figure deterministic under the shared seed, compared for equality.
+	MethodExact = "exact"
+	// MethodNone: one run per side and no distribution: shown, never significant.
+	MethodNone = "none"
+)
+
+// Row is one compared figure: one stat of one metric entry.
+type Row struct {
+	Metric    string            `json:"metric"`
+	Tags      map[string]string `json:"tags,omitempty"`
+	Stat      string            `json:"stat"`
+	Contains  summary.ValueType `json:"contains"`
+	Direction Direction         `json:"worse"`
+	Method    string            `json:"method"`
+	Base      Estimate          `json:"base"`
+	New       Estimate          `json:"new"`
+	// Delta is the change of the centres, new/base − 1 (±Inf when base is 0).
+	Delta Float `json:"delta"`
+	// P is the U test's p value (0 for a differing exact figure, 1 for no test).
+	P           Float   `json:"p"`
+	Significant bool    `json:"significant"`
+	Threshold   float64 `json:"threshold"`
+	// Regression: significant, worse, and beyond the threshold. Improvement: significant,
+	// better, beyond the threshold.
+	Regression  bool   `json:"regression"`
+	Improvement bool   `json:"improvement"`
+	Note        string `json:"note,omitempty"`
+}
+
+// Name is the row's label: metric{tags} stat.
+func (r Row) Name() string { return r.Metric + summary.TagString(r.Tags) + " " + r.Stat }
+
+// SideInfo describes a side in a report.
+type SideInfo struct {
+	Path  string   `json:"path"`
+	Runs  int      `json:"runs"`
+	Files []string `json:"files"`
+	Seed  *uint64  `json:"seed,omitempty"`
+}
+
+// Report is the result of Compare.
+type Report struct {
+	Base       SideInfo `json:"base"`
+	New        SideInfo `json:"new"`
+	Alpha      float64  `json:"alpha"`
+	Confidence float64  `json:"confidence"`
+	Threshold  float64  `json:"threshold"`
+	Rows       []Row    `json:"rows"`
+	// OnlyBase and OnlyNew list metric entries present on one side only.
+	OnlyBase    []string `json:"onlyBase,omitempty"`
+	OnlyNew     []string `json:"onlyNew,omitempty"`
+	Regressions int      `json:"regressions"`
+	// Notes explain choices that apply to the whole report (seeds differ, …).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Regressed reports whether any row is a regression (compare's exit status 1).
+func (r *Report) Regressed() bool { return r.Regressions > 0 }
+
+// cmpSideMetrics indexes one side: per metric key, the entry of each run (nil where absent).
+type cmpSideMetrics struct {
+	byKey map[string][]*summary.Metric
+	order []string
+}
+
+func cmpIndexSide(s *Side) cmpSideMetrics {
+	idx := cmpSideMetrics{byKey: map[string][]*summary.Metric{}}
+	for i, run := range s.Runs {
+		for j := range run.Results.Metrics {
+			m := &run.Results.Metrics[j]
+			k := m.Key()
+			if _, ok := idx.byKey[k]; !ok {
+				idx.byKey[k] = make([]*summary.Metric, len(s.Runs))
+				idx.order = append(idx.order, k)
+			}
+			idx.byKey[k][i] = m
+		}
+	}
+	return idx
+}
+
+// Compare compares every metric the two sides share, stat by stat.
+func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
+	if base == nil || nw == nil || len(base.Runs) == 0 || len(nw.Runs) == 0 {
+		return nil, errors.New("compare: each side needs at least one summary")
+	}
+	opts = opts.withDefaults()
+	rep := &Report{
+		Base:  SideInfo{Path: base.Path, Runs: len(base.Runs), Files: base.Files},
+		New:   SideInfo{Path: nw.Path, Runs: len(nw.Runs), Files: nw.Files},
+		Alpha: opts.Alpha, Confidence: opts.Confidence, Threshold: opts.Threshold,
+	}
+	bSeed, bOK := base.seed()
+	nSeed, nOK := nw.seed()
+	if bOK {
+		rep.Base.Seed = &bSeed
+	}
+	if nOK {
+		rep.New.Seed = &nSeed
+	}
+	sameSeed := bOK && nOK && bSeed == nSeed
+	if !sameSeed {
+		rep.Notes = append(rep.Notes, "the sides do not share one recorded seed: deterministic figures are tested like measurements")
+	}
+	bi, ni := cmpIndexSide(base), cmpIndexSide(nw)
+	keys := slices.Clone(bi.order)
+	slices.Sort(keys)
+	for _, k := range keys {
+		nm, ok := ni.byKey[k]
+		if !ok {
+			rep.OnlyBase = append(rep.OnlyBase, k)
+			continue
+		}
+		bm := bi.byKey[k]
+		proto := cmpFirstMetric(bm)
+		if other := cmpFirstMetric(nm); other.Type != proto.Type {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a %s in base and a %s in new: not compared", k, proto.Type, other.Type))
+			continue
+		}
+		dir, exact := cmpClassify(*proto)
+		for _, d := range opts.Directions {
+			if d.Name == proto.Name {
+				dir = d.Dir
+			}
+		}
+		for _, stat := range cmpStats(proto.Type) {
+			row := cmpStat(proto, stat, bm, nm, exact && sameSeed, opts)
+			row.Direction = dir
+			row.Threshold = opts.Threshold
+			for _, mt := range opts.MetricThresholds {
+				if mt.matches(*proto, stat) {
+					row.Threshold = mt.Fraction
+				}
+			}
+			cmpJudge(&row)
+			if row.Regression {
+				rep.Regressions++
+			}
+			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	for _, k := range ni.order {
+		if _, ok := bi.byKey[k]; !ok {
+			rep.OnlyNew = append(rep.OnlyNew, k)
+		}
+	}
+	slices.Sort(rep.OnlyNew)
+	return rep, nil
+}
+
+func cmpFirstMetric(ms []*summary.Metric) *summary.Metric {
+	for _, m := range ms {
+		if m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// values returns the stat of every run that has the metric.
+func cmpValues(ms []*summary.Metric, stat string) []float64 {
+	var out []float64
+	for _, m := range ms {
+		if m == nil {
+			continue
+		}
+		if v, ok := m.Values[stat]; ok {
+			out = append(out, v)
+		} else if stat == "p(50)" {
+			if v, ok := m.Values["med"]; ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func cmpAllEqual(v []float64) bool {
+	for _, x := range v[1:] {
+		if x != v[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// compareStat fills a row's estimates, p value and significance.
+func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, exactOK bool, opts CompareOptions) Row {
+	row := Row{Metric: proto.Name, Tags: proto.Tags, Stat: stat, Contains: proto.Contains}
+	bv, nv := cmpValues(bm, stat), cmpValues(nm, stat)
+	if len(bv) == 0 || len(nv) == 0 {
+		row.Method = MethodNone
+		row.Base, row.New = cmpPointEstimate(bv), cmpPointEstimate(nv)
+		row.P = 1
+		row.Note = "stat missing on one side"
+		return row
+	}
+	switch {
+	case exactOK && cmpAllEqual(bv) && cmpAllEqual(nv):
+		row.Method = MethodExact
+		row.Base, row.New = cmpPointEstimate(bv), cmpPointEstimate(nv)
+		row.Significant = bv[0] != nv[0]
+		row.P = 1
+		if row.Significant {
+			row.P = 0
+		}
+	case len(bv) >= 2 && len(nv) >= 2:
+		row.Method = MethodRuns
+		row.Base = cmpRunsEstimate(bv, opts.Confidence)
+		row.New = cmpRunsEstimate(nv, opts.Confidence)
+		row.P = Float(statUTest(bv, nv, opts.Alpha))
+		row.Significant = float64(row.P) < opts.Alpha
+		if exactOK {
+			row.Note = "not deterministic across runs"
+		}
+	default:
+		bh, bErr := cmpMergedHistogram(bm)
+		nh, nErr := cmpMergedHistogram(nm)
+		if proto.Type == summary.Trend && bh != nil && nh != nil && bErr == nil && nErr == nil {
+			cmpHistograms(&row, bh, nh, opts)
+			return row
+		}
+		row.Method = MethodNone
+		row.Base, row.New = cmpPointEstimate(bv), cmpPointEstimate(nv)
+		row.P = 1
+		row.Note = "one run on a side and no distribution: repeat runs (xdslab run --repeat K) to test it"
+		if bErr != nil || nErr != nil {
+			row.Note = "histogram unreadable: " + errors.Join(bErr, nErr).Error()
+		}
+	}
+	return row
+}
+
+func cmpPointEstimate(v []float64) Estimate {
+	c := Float(statMedian(v))
+	return Estimate{Center: c, Lo: c, Hi: c, N: len(v)}
+}
+
+func cmpRunsEstimate(v []float64, conf float64) Estimate {
+	s := statSummarize(v, conf)
+	return Estimate{Center: Float(s.Center), Lo: Float(s.Lo), Hi: Float(s.Hi), N: s.N}
+}
+
+// histScale is the scale shared by a side's histograms (the first one's).
+type statScaledHist struct {
+	h     *hdr.Histogram
+	scale float64
+}
+
+// mergedHistogram merges the histograms of every run of a side (nil when a run has none or
+// the scales differ).
+func cmpMergedHistogram(ms []*summary.Metric) (*statScaledHist, error) {
+	var out *statScaledHist
+	for _, m := range ms {
+		if m == nil {
+			continue
+		}
+		if m.Histogram == nil {
+			return nil, nil
+		}
+		h, err := m.Histogram.Decode()
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = &statScaledHist{h: h, scale: m.Histogram.Scale}
+			continue
+		}
+		if m.Histogram.Scale != out.scale {
+			return nil, nil
+		}
+		out.h.Merge(h)
+	}
+	if out == nil || out.h.TotalCount() == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// compareHistograms tests two distributions: the U test over values drawn from each says
+// whether they differ; for a percentile row the percentile's own intervals must also be
+// disjoint, so a shift in the bulk is not reported as a change of the tail (and the reverse).
+func cmpHistograms(row *Row, b, n *statScaledHist, opts CompareOptions) {
+	row.Method = MethodHistogram
+	bs := statHistSamples(b.h, b.scale, maxHistSamples)
+	ns := statHistSamples(n.h, n.scale, maxHistSamples)
+	row.Base = cmpHistEstimate(b, row.Stat, opts.Confidence, len(bs))
+	row.New = cmpHistEstimate(n, row.Stat, opts.Confidence, len(ns))
+	row.P = Float(statUTest(bs, ns, opts.Alpha))
+	row.Significant = float64(row.P) < opts.Alpha &&
+		(row.Base.Hi < row.New.Lo || row.New.Hi < row.Base.Lo)
+}
+
+func cmpHistEstimate(sh *statScaledHist, stat string, conf float64, n int) Estimate {
+	h, scale := sh.h, sh.scale
+	if q, ok := cmpTrendQuantile(stat); ok {
+		lo, hi := statQuantileCI(h, scale, q, conf)
+		return Estimate{Center: Float(float64(h.ValueAtPercentile(100*q)) * scale), Lo: Float(lo), Hi: Float(hi), N: n}
+	}
+	// avg: the mean with its normal-approximation interval.
+	mean := h.Mean() * scale
+	half := statNormalQuantile(0.5+conf/2) * h.StdDev() * scale / math.Sqrt(float64(h.TotalCount()))
+	return Estimate{Center: Float(mean), Lo: Float(mean - half), Hi: Float(mean + half), N: n}
+}
+
+// judge sets the row's delta, regression and improvement.
+func cmpJudge(r *Row) {
+	b, n := float64(r.Base.Center), float64(r.New.Center)
+	switch {
+	case math.IsNaN(b) || math.IsNaN(n):
+		r.Delta = Float(math.NaN())
+	case b == n:
+		r.Delta = 0
+	case b == 0:
+		r.Delta = Float(math.Inf(int(math.Copysign(1, n))))
+	default:
+		r.Delta = Float(n/b - 1)
+	}
+	d := float64(r.Delta)
+	if !r.Significant || math.IsNaN(d) || r.Direction == Neutral {
+		return
+	}
+	beyond := math.Abs(d) > r.Threshold
+	worse := (r.Direction == HigherIsWorse && d > 0) || (r.Direction == LowerIsWorse && d < 0)
+	r.Regression = beyond && worse
+	r.Improvement = beyond && !worse
+}
+
+// FormatDelta renders a row's change the way benchstat does: "~" when not significant.
+func (r Row) FormatDelta() string {
+	d := float64(r.Delta)
+	switch {
+	case !r.Significant:
+		return "~"
+	case math.IsNaN(d):
+		return "?"
+	case math.IsInf(d, 1):
+		return "+∞"
+	case math.IsInf(d, -1):
+		return "-∞"
+	}
+	return fmt.Sprintf("%+.2f%%", 100*d)
+}

@@ -1,0 +1,253 @@
+package bench
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/xdslab/xdslab/internal/summary"
+)
+
+// Formats of WriteReport.
+var CompareFormats = []string{"text", "markdown", "json", "junit"}
+
+// WriteReport writes r in format: text (a benchstat-like table), markdown (a table for pull
+// request comments), json (the Report) or junit (one testcase per gated row).
+func WriteReport(w io.Writer, r *Report, format string) error {
+	switch format {
+	case "text", "":
+		return writeCompareText(w, r)
+	case "markdown", "md":
+		return writeCompareMarkdown(w, r)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case "junit":
+		return writeCompareJUnit(w, r)
+	}
+	return fmt.Errorf("unknown format %q: use %s", format, strings.Join(CompareFormats, ", "))
+}
+
+// FormatCompareValue renders v in the unit of contains: seconds as ns/µs/ms/s, bytes as B/KiB/…,
+// plain numbers with 4 significant digits.
+func FormatCompareValue(v float64, contains summary.ValueType) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	if math.IsInf(v, 0) {
+		if v > 0 {
+			return "+∞"
+		}
+		return "-∞"
+	}
+	a := math.Abs(v)
+	switch contains {
+	case summary.Time:
+		switch {
+		case a == 0:
+			return "0s"
+		case a < 1e-6:
+			return fmt.Sprintf("%.4gns", v*1e9)
+		case a < 1e-3:
+			return fmt.Sprintf("%.4gµs", v*1e6)
+		case a < 1:
+			return fmt.Sprintf("%.4gms", v*1e3)
+		}
+		return fmt.Sprintf("%.4gs", v)
+	case summary.Data:
+		units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+		i := 0
+		for a >= 1024 && i < len(units)-1 {
+			a /= 1024
+			v /= 1024
+			i++
+		}
+		return fmt.Sprintf("%.4g%s", v, units[i])
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// estimateText is "centre ± spread%" (benchstat's form), "centre" for a point.
+func cmpEstimateText(e Estimate, contains summary.ValueType, method string) string {
+	c, lo, hi := float64(e.Center), float64(e.Lo), float64(e.Hi)
+	s := FormatCompareValue(c, contains)
+	switch method {
+	case MethodNone, MethodExact:
+		return s
+	}
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(lo) || math.IsNaN(hi) {
+		return s + " ± ∞"
+	}
+	if c == 0 {
+		if lo == 0 && hi == 0 {
+			return s + " ± 0%"
+		}
+		return s + " ± ?"
+	}
+	spread := math.Max(hi/c-1, 1-lo/c)
+	return fmt.Sprintf("%s ± %.0f%%", s, 100*math.Abs(spread))
+}
+
+// testText is "(p=0.002 n=5)", "(exact)", "(n=1)".
+func cmpTestText(r Row) string {
+	switch r.Method {
+	case MethodExact:
+		return "(exact)"
+	case MethodNone:
+		return fmt.Sprintf("(n=%d+%d, no test)", r.Base.N, r.New.N)
+	}
+	n := fmt.Sprintf("n=%d", r.Base.N)
+	if r.Base.N != r.New.N {
+		n = fmt.Sprintf("n=%d+%d", r.Base.N, r.New.N)
+	}
+	return fmt.Sprintf("(p=%.3f %s)", float64(r.P), n)
+}
+
+func cmpVerdictText(r Row) string {
+	switch {
+	case r.Regression:
+		return fmt.Sprintf("REGRESSION (>%s)", cmpPctText(r.Threshold))
+	case r.Improvement:
+		return "improved"
+	}
+	return ""
+}
+
+func cmpPctText(f float64) string { return fmt.Sprintf("%g%%", math.Round(f*1e4)/1e2) }
+
+func cmpSideText(s SideInfo) string {
+	t := fmt.Sprintf("%s (%d run", s.Path, s.Runs)
+	if s.Runs != 1 {
+		t += "s"
+	}
+	if s.Seed != nil {
+		t += fmt.Sprintf(", seed %d", *s.Seed)
+	}
+	return t + ")"
+}
+
+func writeCompareText(w io.Writer, r *Report) error {
+	fmt.Fprintf(w, "base: %s\nnew:  %s\n", cmpSideText(r.Base), cmpSideText(r.New))
+	fmt.Fprintf(w, "medians with %g%% intervals; ~ = no significant change (U test, alpha %g); threshold %s\n\n",
+		100*r.Confidence, r.Alpha, cmpPctText(r.Threshold))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "metric\tbase\tnew\tvs base\t\t")
+	for _, row := range r.Rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", row.Name(),
+			cmpEstimateText(row.Base, row.Contains, row.Method), cmpEstimateText(row.New, row.Contains, row.Method),
+			row.FormatDelta(), cmpTestText(row), cmpVerdictText(row))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeCompareFooter(w, r, "")
+	return nil
+}
+
+func writeCompareFooter(w io.Writer, r *Report, bullet string) {
+	fmt.Fprintln(w)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "%snote: %s\n", bullet, n)
+	}
+	if len(r.OnlyBase) > 0 {
+		fmt.Fprintf(w, "%sonly in base (not compared): %s\n", bullet, strings.Join(r.OnlyBase, ", "))
+	}
+	if len(r.OnlyNew) > 0 {
+		fmt.Fprintf(w, "%sonly in new (not compared): %s\n", bullet, strings.Join(r.OnlyNew, ", "))
+	}
+	if r.Regressed() {
+		fmt.Fprintf(w, "%s%d regression(s) beyond threshold:\n", bullet, r.Regressions)
+		for _, row := range r.Rows {
+			if row.Regression {
+				fmt.Fprintf(w, "%s  %s: %s → %s (%s, worse when %s, threshold %s)\n", bullet, row.Name(),
+					FormatCompareValue(float64(row.Base.Center), row.Contains), FormatCompareValue(float64(row.New.Center), row.Contains),
+					row.FormatDelta(), row.Direction, cmpPctText(row.Threshold))
+			}
+		}
+		return
+	}
+	fmt.Fprintf(w, "%sno significant regression beyond threshold\n", bullet)
+}
+
+func writeCompareMarkdown(w io.Writer, r *Report) error {
+	fmt.Fprintf(w, "**base:** `%s`  \n**new:** `%s`\n\n", cmpSideText(r.Base), cmpSideText(r.New))
+	fmt.Fprintln(w, "| metric | base | new | vs base | test | |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|")
+	esc := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	for _, row := range r.Rows {
+		v := cmpVerdictText(row)
+		if row.Regression {
+			v = "**" + v + "**"
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", esc(row.Name()),
+			esc(cmpEstimateText(row.Base, row.Contains, row.Method)), esc(cmpEstimateText(row.New, row.Contains, row.Method)),
+			row.FormatDelta(), cmpTestText(row), v)
+	}
+	fmt.Fprintf(w, "\nMedians with %g%% intervals; `~` = no significant change (Mann-Whitney U, alpha %g); threshold %s.\n",
+		100*r.Confidence, r.Alpha, cmpPctText(r.Threshold))
+	writeCompareFooter(w, r, "- ")
+	return nil
+}
+
+type cmpJUnitSuites struct {
+	XMLName xml.Name        `xml:"testsuites"`
+	Suites  []cmpJUnitSuite `xml:"testsuite"`
+}
+
+type cmpJUnitSuite struct {
+	Name     string         `xml:"name,attr"`
+	Tests    int            `xml:"tests,attr"`
+	Failures int            `xml:"failures,attr"`
+	Skipped  int            `xml:"skipped,attr"`
+	Cases    []cmpJUnitCase `xml:"testcase"`
+}
+
+type cmpJUnitCase struct {
+	Name      string           `xml:"name,attr"`
+	Classname string           `xml:"classname,attr"`
+	Failure   *cmpJUnitMessage `xml:"failure,omitempty"`
+	Skipped   *cmpJUnitMessage `xml:"skipped,omitempty"`
+	SystemOut string           `xml:"system-out,omitempty"`
+}
+
+type cmpJUnitMessage struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// writeCompareJUnit writes one testcase per row; rows of neutral metrics are skipped (they
+// never gate), regressions fail.
+func writeCompareJUnit(w io.Writer, r *Report) error {
+	s := cmpJUnitSuite{Name: "xdslab compare " + r.Base.Path + " " + r.New.Path}
+	for _, row := range r.Rows {
+		c := cmpJUnitCase{Name: row.Name(), Classname: "xdslab.compare",
+			SystemOut: fmt.Sprintf("base %s, new %s, %s %s", cmpEstimateText(row.Base, row.Contains, row.Method),
+				cmpEstimateText(row.New, row.Contains, row.Method), row.FormatDelta(), cmpTestText(row))}
+		switch {
+		case row.Regression:
+			c.Failure = &cmpJUnitMessage{Message: fmt.Sprintf("%s regressed %s (threshold %s)", row.Name(), row.FormatDelta(), cmpPctText(row.Threshold)),
+				Body: c.SystemOut}
+			s.Failures++
+		case row.Direction == Neutral:
+			c.Skipped = &cmpJUnitMessage{Message: "neutral metric: never gates"}
+			s.Skipped++
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	s.Tests = len(s.Cases)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(cmpJUnitSuites{Suites: []cmpJUnitSuite{s}}); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

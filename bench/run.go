@@ -1,0 +1,532 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/simulator"
+)
+
+// RunOptions configure Run. The zero value runs the scenario once against the in-process
+// control plane and writes nothing.
+type RunOptions struct {
+	// Out is the directory summary.json, report.html and junit.xml are written to (created if
+	// missing); empty writes nothing. With Repeat > 1 run i goes to Out/run-i.
+	Out string
+	// Target is an external ADS server (host:port). Empty starts xdslab's control plane in
+	// this process, configured from the scenario's controlPlane section.
+	Target string
+	// SinkDir is the directory of Istio YAML the control plane at Target watches; the
+	// simulator writes the mesh and its churn there. Required with Target unless Sink is set.
+	SinkDir string
+	// CleanSinkDir removes YAML files already in SinkDir first (otherwise such a directory is
+	// refused, since the control plane would load them).
+	CleanSinkDir bool
+	// TargetMetrics is the target's Prometheus endpoint (host:port or URL); when it exports
+	// Istio's pilot_* names (or xdslab's), debounce effectiveness, cache hit rates and the
+	// target's CPU and memory are read from it. Empty: those figures are "not available".
+	TargetMetrics string
+	// Sink, with Target, replaces the directory sink (tests drive non-file control planes).
+	Sink simulator.Sink
+	// Repeat runs the scenario this many times (default 1), each into Out/run-i.
+	Repeat int
+	// Progress receives live progress; nil writes none. ProgressTTY rewrites one line (a
+	// terminal), otherwise one log line per ProgressInterval (default 1s).
+	Progress         io.Writer
+	ProgressTTY      bool
+	ProgressInterval time.Duration
+	// Logger receives the run's logs (and the in-process control plane's); nil discards them.
+	Logger *slog.Logger
+	// MetricsAddr serves the live metrics (xdslab_* of the fleet and simulator, and the
+	// in-process control plane's) on /metrics while the run lasts. Empty serves none.
+	MetricsAddr string
+	// CPUProfile attributes CPU time to the control plane and the harness of an in-process run
+	// with a CPU profile whose samples carry pprof labels. Without it (or when another profile
+	// is running) CPU is reported for the whole process.
+	CPUProfile bool
+	// ToolVersion goes into the summary's metadata.
+	ToolVersion string
+}
+
+// Run runs a resolved scenario: phases connect, measure and drain against the target, then
+// collects the summary, evaluates the thresholds and writes the outputs. A failed threshold is
+// not an error: it shows as Results.Passed false (the CLI exits 99). With Repeat > 1 every run
+// is written to Out/run-i and the summary returned is the last run's, with Passed false if any
+// run failed a threshold.
+func Run(ctx context.Context, sc *scenarios.Scenario, opts RunOptions) (*summary.Summary, error) {
+	if sc == nil {
+		return nil, errors.New("run: no scenario")
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("run: scenario %s: %w", sc.Name, err)
+	}
+	if opts.Repeat <= 1 {
+		return runOnce(ctx, sc, opts, 0)
+	}
+	var last *summary.Summary
+	passed := true
+	for i := 1; i <= opts.Repeat; i++ {
+		o := opts
+		if opts.Out != "" {
+			o.Out = filepath.Join(opts.Out, fmt.Sprintf("run-%d", i))
+		}
+		s, err := runOnce(ctx, sc, o, i)
+		if err != nil {
+			return nil, fmt.Errorf("run %d of %d: %w", i, opts.Repeat, err)
+		}
+		passed = passed && s.Results.Passed
+		last = s
+	}
+	last.Results.Passed = passed
+	return last, nil
+}
+
+// eventRecord is one applied simulator event, as the report needs it.
+type eventRecord struct {
+	ID        uint64
+	Kind      string
+	Phase     string
+	Scheduled time.Duration // offset from the start of the measure phase
+	T0        time.Time
+	Late      bool
+	Lateness  time.Duration
+	handle    *fakeenvoy.Expected
+	expectErr error
+}
+
+// sample is one point of the run's timeline.
+type sample struct {
+	At         time.Duration // since the measure phase started
+	Events     int64
+	PushCycles float64
+	HasCycles  bool
+	Connected  int
+}
+
+// run is the state of one run.
+type run struct {
+	sc    *scenarios.Scenario
+	opts  RunOptions
+	log   *slog.Logger
+	index int
+
+	tgt   *target
+	fleet *fakeenvoy.Fleet
+
+	phase      atomic.Value // string
+	applied    atomic.Int64
+	measureT0  atomic.Int64 // unix ns; 0 before measure
+	samplesMu  sync.Mutex
+	samples    []sample
+	events     []eventRecord
+	began      time.Time
+	phases     []phaseTime
+	cpStart    cpSample // at the start of the measure phase
+	cpFirst    cpSample // right after the control plane started
+	cpEnd      cpSample // after drain
+	simStats   simulator.Stats
+	drainLeft  int
+	connectOK  bool
+	notes      map[string]string
+	usage      usageReport
+	simMetrics *simulator.Metrics
+}
+
+type phaseTime struct {
+	Name       string
+	Start, End time.Time
+}
+
+func runOnce(ctx context.Context, sc *scenarios.Scenario, opts RunOptions, index int) (s *summary.Summary, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = time.Second
+	}
+	r := &run{sc: sc, opts: opts, log: log, index: index, notes: map[string]string{}}
+	r.phase.Store("setup")
+	pprof.Do(ctx, pprof.Labels(sideLabel, sideHarness), func(ctx context.Context) {
+		s, err = r.execute(ctx)
+	})
+	return s, err
+}
+
+func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
+	sc, opts := r.sc, r.opts
+	r.began = time.Now()
+	prof := startProfile(opts.CPUProfile && opts.Target == "")
+	usage0 := readUsage()
+
+	// The target.
+	var err error
+	if opts.Target == "" {
+		r.tgt, err = startInProcess(ctx, sc, r.log)
+	} else {
+		r.tgt, err = startExternal(externalOptions{addr: opts.Target, sinkDir: opts.SinkDir, metricsURL: opts.TargetMetrics,
+			clean: opts.CleanSinkDir, sink: opts.Sink}, r.log)
+	}
+	if err != nil {
+		prof.stop()
+		return nil, err
+	}
+	defer r.tgt.close()
+	defer r.tgt.sink.Close()
+
+	sim, err := simulator.New(SimConfig(sc))
+	if err != nil {
+		prof.stop()
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	fcfg, err := FleetConfig(sc, r.tgt.addr)
+	if err != nil {
+		prof.stop()
+		return nil, err
+	}
+	r.fleet, err = fakeenvoy.NewFleet(fcfg)
+	if err != nil {
+		prof.stop()
+		return nil, err
+	}
+	defer r.fleet.Stop()
+
+	reg := prometheus.NewRegistry()
+	if r.simMetrics, err = simulator.NewMetrics(reg); err != nil {
+		prof.stop()
+		return nil, err
+	}
+	if err := r.fleet.Register(reg); err != nil {
+		prof.stop()
+		return nil, err
+	}
+	if opts.MetricsAddr != "" {
+		stop, err := r.serveMetrics(opts.MetricsAddr, reg)
+		if err != nil {
+			prof.stop()
+			return nil, err
+		}
+		defer stop()
+	}
+
+	runner, err := simulator.NewRunner(sim, simulator.RunnerOptions{
+		Sink: r.tgt.sink, Metrics: r.simMetrics,
+		OnEvent:   r.onEvent,
+		OnApplied: r.onApplied,
+	})
+	if err != nil {
+		prof.stop()
+		return nil, err
+	}
+
+	// Load the initial topology before any client connects.
+	setup := r.startPhase("setup")
+	if err := runner.Init(ctx); err != nil {
+		prof.stop()
+		return nil, fmt.Errorf("load the initial topology: %w", err)
+	}
+	services := countServices(sim.Initial())
+	if r.tgt.loaded != nil {
+		lctx, cancel := context.WithTimeout(ctx, phaseTimeout(sc.Phases.Connect.Timeout, time.Minute))
+		err := r.tgt.loaded(lctx, services)
+		cancel()
+		if err != nil {
+			prof.stop()
+			return nil, fmt.Errorf("the control plane did not load the initial topology (%d services): %w", services, err)
+		}
+	} else {
+		r.notes["setup"] = "the target's load of the initial topology could not be checked (no --target-metrics)"
+	}
+	r.cpFirst = r.readCP(ctx)
+	r.endPhase(setup)
+	r.log.Info("initial topology loaded", "services", services, "objects", len(sim.Initial()), "target", r.tgt.addr, "kind", r.tgt.kind)
+
+	monCtx, stopMon := context.WithCancel(ctx)
+	var monWG sync.WaitGroup
+	monWG.Go(func() { r.monitor(monCtx) })
+	defer func() {
+		stopMon()
+		monWG.Wait()
+	}()
+
+	// Connect: ramp the clients, wait for each one's first full config.
+	if err := r.connect(ctx); err != nil {
+		prof.stop()
+		return nil, err
+	}
+
+	// Measure: churn for the scenario's duration.
+	measure := r.startPhase("measure")
+	r.cpStart = r.readCP(ctx)
+	r.measureT0.Store(time.Now().UnixNano())
+	r.simStats, err = runner.Run(ctx)
+	r.endPhase(measure)
+	if err != nil {
+		prof.stop()
+		return nil, fmt.Errorf("measure: %w", err)
+	}
+
+	// Drain: wait for in-flight events to converge.
+	drain := r.startPhase("drain")
+	dctx, cancel := context.WithTimeout(ctx, phaseTimeout(sc.Phases.Drain.Timeout, 10*time.Second))
+	r.drainLeft, _ = r.fleet.Matcher().Drain(dctx, 10*time.Millisecond)
+	cancel()
+	r.endPhase(drain)
+	if ctx.Err() != nil {
+		prof.stop()
+		return nil, ctx.Err()
+	}
+	r.cpEnd = r.readCP(ctx)
+	stopMon()
+	monWG.Wait()
+	r.sample(time.Now()) // the last point of the timeline
+
+	r.fleet.Stop()
+	ended := time.Now()
+	r.usage = usageBetween(usage0, readUsage(), prof.stop(), r.cpFirst, r.cpEnd, r.tgt.kind)
+
+	s, err := r.collect(ended)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Out != "" {
+		if err := r.write(s); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func (r *run) startPhase(name string) int {
+	r.phase.Store(name)
+	r.phases = append(r.phases, phaseTime{Name: name, Start: time.Now()})
+	return len(r.phases) - 1
+}
+
+func (r *run) endPhase(i int) { r.phases[i].End = time.Now() }
+
+// connect starts the fleet and waits until every client holds its first full config or the
+// connect timeout passes; what is missing then is counted, and the run goes on.
+func (r *run) connect(ctx context.Context) error {
+	p := r.startPhase("connect")
+	defer r.endPhase(p)
+	if err := r.fleet.Start(ctx); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	timeout := phaseTimeout(r.sc.Phases.Connect.Timeout, time.Minute)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	n := uint64(r.fleet.Size())
+	for {
+		if r.fleet.Progress().FullConfig >= n {
+			r.connectOK = true
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			got := r.fleet.Progress().FullConfig
+			r.notes["connect"] = fmt.Sprintf("%d of %d clients had no full config after the connect timeout (%s); measuring anyway", n-got, n, timeout)
+			r.log.Warn("connect phase timed out", "fullConfig", got, "clients", n, "timeout", timeout)
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// onEvent runs on the simulator's goroutine before the sink applies ev: the expectation is
+// registered with the fleet first, so no response carrying the change can be missed.
+func (r *run) onEvent(ev simulator.Event) {
+	rec := eventRecord{ID: ev.ID, Kind: string(ev.Kind), Phase: ev.Phase, Scheduled: ev.Scheduled, Late: ev.Late, Lateness: ev.Lateness}
+	rec.handle, rec.expectErr = r.fleet.Expect(ev.Expectation)
+	if rec.expectErr != nil {
+		r.log.Warn("event not measurable", "event", ev.ID, "kind", ev.Kind, "err", rec.expectErr)
+	}
+	r.events = append(r.events, rec)
+}
+
+// onApplied runs right after the sink's Apply returned, with t0 taken.
+func (r *run) onApplied(ev simulator.Event) {
+	rec := &r.events[len(r.events)-1]
+	rec.T0 = ev.T0
+	if rec.handle != nil {
+		if err := rec.handle.SetT0(ev.T0); err != nil {
+			r.log.Warn("set t0", "event", ev.ID, "err", err)
+		}
+	}
+	r.applied.Add(1)
+}
+
+// readCP reads the control plane's metrics now (the zero sample when unavailable).
+func (r *run) readCP(ctx context.Context) cpSample {
+	if r.tgt.gather == nil {
+		return cpSample{}
+	}
+	fams, err := r.tgt.gather(ctx)
+	if err != nil {
+		r.log.Debug("read control-plane metrics", "err", err)
+		return cpSample{}
+	}
+	return readCP(fams)
+}
+
+// monitor samples the timeline every half second and writes progress.
+func (r *run) monitor(ctx context.Context) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	lastPrint := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			if r.opts.Progress != nil && r.opts.ProgressTTY {
+				fmt.Fprintln(r.opts.Progress)
+			}
+			return
+		case now := <-tick.C:
+			r.sample(now)
+			if r.opts.Progress != nil && now.Sub(lastPrint) >= r.opts.ProgressInterval {
+				lastPrint = now
+				r.printProgress(now)
+			}
+		}
+	}
+}
+
+// sample appends one timeline point (measure and drain phases only).
+func (r *run) sample(now time.Time) {
+	t0 := r.measureT0.Load()
+	if t0 == 0 {
+		return
+	}
+	cp := r.readCP(context.Background())
+	s := sample{At: now.Sub(time.Unix(0, t0)), Events: r.applied.Load(), Connected: r.fleet.Observer().ConnectedNow()}
+	if cp.cyclesFrom != "" {
+		s.PushCycles, s.HasCycles = cp.pushCycles, true
+	}
+	r.samplesMu.Lock()
+	r.samples = append(r.samples, s)
+	r.samplesMu.Unlock()
+}
+
+func (r *run) printProgress(now time.Time) {
+	phase, _ := r.phase.Load().(string)
+	p := r.fleet.Progress()
+	line := fmt.Sprintf("%s %6s: clients %d/%d connected, %d full config, events %d",
+		r.sc.Name, phase, p.Connected, p.Clients, p.FullConfig, r.applied.Load())
+	if phase == "measure" || phase == "drain" {
+		if t0 := r.measureT0.Load(); t0 != 0 {
+			line += fmt.Sprintf(" (%s/%s)", now.Sub(time.Unix(0, t0)).Truncate(time.Second), r.sc.Duration.D())
+		}
+		r.samplesMu.Lock()
+		if n := len(r.samples); n > 0 && r.samples[n-1].HasCycles {
+			line += fmt.Sprintf(", pushes %.0f", r.samples[n-1].PushCycles-r.cpStart.pushCycles)
+		}
+		r.samplesMu.Unlock()
+		res := r.fleet.Matcher().Results()
+		if res.PushLatencyAll.TotalCount() > 0 {
+			p99 := time.Duration(res.PushLatencyAll.ValueAtPercentile(99)) * time.Microsecond
+			line += fmt.Sprintf(", p99 push latency %s", p99)
+		}
+	}
+	if r.opts.ProgressTTY {
+		fmt.Fprintf(r.opts.Progress, "\r\x1b[K%s", line)
+	} else {
+		fmt.Fprintf(r.opts.Progress, "%s %s\n", now.UTC().Format(time.TimeOnly), line)
+	}
+}
+
+// serveMetrics serves the live metrics (and the in-process control plane's) on addr.
+func (r *run) serveMetrics(addr string, reg *prometheus.Registry) (func(), error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	g := prometheus.Gatherers{reg}
+	if r.tgt.kind == "in-process" && r.tgt.gather != nil {
+		g = append(g, prometheus.GathererFunc(func() ([]*dtoMetricFamily, error) { return r.tgt.gather(context.Background()) }))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			r.log.Warn("metrics server", "err", err)
+		}
+	}()
+	r.log.Info("live metrics", "url", "http://"+lis.Addr().String()+"/metrics")
+	if r.opts.Progress != nil {
+		fmt.Fprintf(r.opts.Progress, "live metrics on http://%s/metrics\n", lis.Addr())
+	}
+	return func() {
+		srv.Close()
+		<-done
+	}, nil
+}
+
+// write writes summary.json, report.html and junit.xml into Out.
+func (r *run) write(s *summary.Summary) error {
+	if err := os.MkdirAll(r.opts.Out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := summary.WriteFile(filepath.Join(r.opts.Out, "summary.json"), s); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(r.opts.Out, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, s) }); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(r.opts.Out, "report.html"), func(w io.Writer) error { return r.writeHTML(w, s) })
+}
+
+// writeFileAtomic writes path through a temporary file renamed into place.
+func writeFileAtomic(path string, fill func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := fill(tmp); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// scenarioJSON is the resolved scenario as summary.json embeds it.
+func scenarioJSON(sc *scenarios.Scenario) (json.RawMessage, error) {
+	b, err := json.Marshal(sc)
+	if err != nil {
+		return nil, fmt.Errorf("encode scenario %s: %w", sc.Name, err)
+	}
+	return b, nil
+}

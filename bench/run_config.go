@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/controlplane/debounce"
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/simulator"
+)
+
+// SimConfig maps a resolved scenario onto the simulator: seed, duration, topology and churn.
+func SimConfig(s *scenarios.Scenario) simulator.Config {
+	t := s.Topology
+	cfg := simulator.Config{
+		Seed:     s.Seed,
+		Duration: s.Duration.D(),
+		Topology: simulator.Topology{
+			Namespaces:                  t.Namespaces,
+			Services:                    t.Services,
+			Protocols:                   simulator.Protocols{HTTP: t.Protocols.HTTP, GRPC: t.Protocols.GRPC, TCP: t.Protocols.TCP},
+			PortsPerService:             t.PortsPerService,
+			EndpointsPerService:         t.EndpointsPerService,
+			Localities:                  simulator.Localities{Regions: t.Localities.Regions, ZonesPerRegion: t.Localities.ZonesPerRegion},
+			Versions:                    t.Versions,
+			ServiceAccountsPerNamespace: t.ServiceAccountsPerNamespace,
+			VirtualServices:             t.VirtualServices,
+			DestinationRules:            t.DestinationRules,
+			SidecarScoping:              t.SidecarScoping,
+			SidecarImports:              t.SidecarImports,
+			WorkloadEntries:             t.WorkloadEntries,
+		},
+	}
+	for _, c := range s.Churn {
+		ch := simulator.Churn{
+			Kind: simulator.ChurnKind(c.Kind), Target: c.Target, Rate: c.Rate.PerSecond(),
+			Every: c.Every.D(), Start: c.Start.D(), Stop: c.Stop.D(), Services: c.Services,
+			Window: c.Window.D(), Fraction: c.Fraction, Down: c.Down.D(), File: c.File,
+		}
+		for _, a := range c.At {
+			ch.At = append(ch.At, a.D())
+		}
+		if c.Delta != nil {
+			ch.Delta = *c.Delta
+		}
+		cfg.Churn = append(cfg.Churn, ch)
+	}
+	return cfg
+}
+
+// FleetConfig maps a resolved scenario's client groups onto the fake Envoy fleet dialling
+// target. The fleet has one ramp and one connection-churn setting for all groups: the ramp is
+// the sum of the groups' ramps (groups ramp side by side; 0 anywhere starts all at once), and
+// connection churn is the first group's that sets one.
+func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, error) {
+	cfg := fakeenvoy.FleetConfig{Target: target, Seed: s.Seed}
+	ramp, allRamp := 0.0, true
+	for _, c := range s.Clients {
+		nack := fakeenvoy.NackPolicy{Probability: c.Nack.Probability, EveryN: c.Nack.EveryN,
+			NamePattern: c.Nack.Pattern, Realistic: c.Nack.Realistic}
+		ift := c.InitialFetchTimeout.D()
+		if ift == 0 {
+			ift = -1 // the scenario's 0 waits forever; the client's negative disables the timeout
+		}
+		ns := c.Namespaces
+		if ns == 0 || ns > s.Topology.Namespaces {
+			ns = s.Topology.Namespaces
+		}
+		id := fakeenvoy.IdentityTemplate{Type: scenarios.TypeSidecar, Namespaces: ns,
+			ClusterID: c.Node.ClusterID, IstioVersion: c.Node.IstioVersion, Labels: c.Node.Labels}
+		switch c.Type {
+		case scenarios.TypeRouter:
+			id.Type = scenarios.TypeRouter
+		case scenarios.TypeGRPC:
+			id.Generator = "grpc"
+		}
+		cfg.Groups = append(cfg.Groups, fakeenvoy.Group{
+			Name: c.Name, Count: c.Count, Identity: id,
+			Client: fakeenvoy.ClientConfig{
+				Delta:               c.XDS == scenarios.XDSDelta,
+				NodeOnFirstOnly:     c.NodeOnFirstOnly,
+				InitialFetchTimeout: ift,
+				Nack:                nack,
+				Ack:                 fakeenvoy.AckPolicy{Delay: c.AckDelay.Spec(), NeverAck: c.NeverAck, DisconnectAfter: c.DisconnectAfter},
+			},
+		})
+		if c.Ramp <= 0 {
+			allRamp = false
+		}
+		ramp += c.Ramp.PerSecond()
+		if cfg.Churn.Every == 0 && c.Churn.Every > 0 {
+			cfg.Churn = fakeenvoy.Churn{Every: c.Churn.Every.D(), Jitter: c.Churn.Jitter}
+		}
+	}
+	if allRamp {
+		cfg.Ramp = ramp
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("scenario %s: clients: %w", s.Name, err)
+	}
+	return cfg, nil
+}
+
+// ControlPlaneOptions maps a scenario's controlPlane section onto the in-process control
+// plane's options (addresses on 127.0.0.1:0; the caller sets Registerer and Logger).
+func ControlPlaneOptions(s *scenarios.Scenario) controlplane.Options {
+	o := controlplane.DefaultOptions()
+	o.GRPCAddr, o.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
+	o.Debounce = debounce.Options{
+		MinQuiet:    s.ControlPlane.Debounce.MinQuiet.D(),
+		MaxDelay:    s.ControlPlane.Debounce.MaxDelay.D(),
+		DebounceEDS: s.ControlPlane.Debounce.Endpoints,
+	}
+	o.PushThrottle = s.ControlPlane.PushThrottle
+	o.Cores = runtime.GOMAXPROCS(0)
+	return o
+}
+
+// phaseTimeout returns d, or def when d is not positive.
+func phaseTimeout(d scenarios.Duration, def time.Duration) time.Duration {
+	if d.D() > 0 {
+		return d.D()
+	}
+	return def
+}

@@ -1,0 +1,225 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/grpc"
+
+	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/controlplane/cache"
+	"github.com/xdslab/xdslab/controlplane/metrics"
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/controlplane/xds"
+	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/simulator"
+)
+
+// The pprof label that tells the two sides of an in-process run apart in the CPU profile.
+const (
+	sideLabel        = "xdslab_side"
+	sideControlPlane = "controlplane"
+	sideHarness      = "harness"
+)
+
+// target is the control plane a run drives: where the clients dial, the sink the simulator
+// writes to, and where the control plane's own metrics come from.
+type target struct {
+	// kind is "in-process" or "external".
+	kind string
+	// addr is the ADS address (host:port).
+	addr string
+	sink simulator.Sink
+	// gather returns the control plane's metric families; nil when none are available.
+	gather func(ctx context.Context) ([]*dto.MetricFamily, error)
+	// metricsSource says where gather reads from, for the report.
+	metricsSource string
+	// loaded waits until the control plane holds at least n services (nil: cannot tell).
+	loaded func(ctx context.Context, n int) error
+	close  func()
+}
+
+// xdsMetrics adapts the control plane's metric handles to the ADS server's Metrics interface.
+type xdsMetrics struct{ *metrics.Metrics }
+
+func (m xdsMetrics) CacheRead(typeURL string, r cache.Result) { m.CacheReadResult(typeURL, string(r)) }
+
+var _ xds.Metrics = xdsMetrics{}
+
+// startInProcess starts xdslab's control plane in this process, configured from the scenario's
+// controlPlane section: the config store fed by the in-process sink, the debouncer and snapshot
+// builder, and the ADS server on 127.0.0.1:0. Its goroutines carry the pprof label
+// xdslab_side=controlplane.
+func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logger) (*target, error) {
+	reg := prometheus.NewRegistry()
+	opts := ControlPlaneOptions(sc)
+	opts.Registerer, opts.Gatherer = reg, reg
+	opts.Logger = log.With("component", "controlplane")
+
+	var xs *xds.Server
+	opts.Pusher = controlplane.PusherFunc(func(snap *model.Snapshot, req *model.PushRequest, _ model.ChangeReport) {
+		xs.Push(snap, req)
+	})
+	srv, err := controlplane.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("in-process control plane: %w", err)
+	}
+	xo := xds.DefaultOptions(opts.EffectiveCores())
+	xo.PushThrottle = opts.EffectivePushThrottle()
+	xo.FlowControl = sc.ControlPlane.FlowControl.Enabled
+	if d := sc.ControlPlane.FlowControl.AckTimeout.D(); d > 0 {
+		xo.AckTimeout = d
+	}
+	if r := sc.ControlPlane.AdmissionRate.PerSecond(); r > 0 {
+		xo.AdmissionRate, xo.AdmissionBurst = r, max(1, int(r))
+	}
+	xo.Metrics = xdsMetrics{srv.Metrics()}
+	xo.Logger = opts.Logger.With("component", "xds")
+	xs, err = xds.New(xo)
+	if err != nil {
+		return nil, fmt.Errorf("in-process ADS server: %w", err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("in-process ADS server: %w", err)
+	}
+	g := grpc.NewServer(xds.ServerOptions()...)
+	xs.Register(g)
+
+	cpCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var startErr error
+	pprof.Do(cpCtx, pprof.Labels(sideLabel, sideControlPlane), func(cpCtx context.Context) {
+		if startErr = srv.Start(cpCtx); startErr != nil {
+			return
+		}
+		wg.Go(func() { _ = g.Serve(lis) })
+		wg.Go(func() { xs.Run(cpCtx) })
+	})
+	stop := func() {
+		cancel()
+		g.Stop()
+		srv.Stop()
+		wg.Wait()
+	}
+	if startErr != nil {
+		stop()
+		lis.Close()
+		return nil, fmt.Errorf("in-process control plane: %w", startErr)
+	}
+	sink, err := simulator.NewInProcessSink(srv.ConfigStore())
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return &target{
+		kind:          "in-process",
+		addr:          lis.Addr().String(),
+		sink:          sink,
+		gather:        func(context.Context) ([]*dto.MetricFamily, error) { return reg.Gather() },
+		metricsSource: "in-process control plane",
+		loaded: func(ctx context.Context, n int) error {
+			_, err := srv.WaitForSnapshot(ctx, func(s *model.Snapshot) bool { return s.ServiceCount() >= n })
+			return err
+		},
+		close: stop,
+	}, nil
+}
+
+// externalOptions configure a run against a control plane that is not ours to start.
+type externalOptions struct {
+	addr, sinkDir, metricsURL string
+	clean                     bool
+	sink                      simulator.Sink
+}
+
+// startExternal drives a control plane at addr: the simulator writes Istio YAML into sinkDir
+// (which that control plane watches) unless a sink is given, and the control plane's metrics
+// are scraped from metricsURL when one is given.
+func startExternal(o externalOptions, log *slog.Logger) (*target, error) {
+	t := &target{kind: "external", addr: o.addr, sink: o.sink, close: func() {}}
+	if t.sink == nil {
+		if o.sinkDir == "" {
+			return nil, errors.New("--target needs --sink-dir: the directory of Istio YAML the control plane at the target watches")
+		}
+		ds, err := simulator.NewDirSink(simulator.DirOptions{Dir: o.sinkDir, Clean: o.clean})
+		if err != nil {
+			return nil, err
+		}
+		t.sink = ds
+	}
+	if o.metricsURL != "" {
+		url := o.metricsURL
+		if !strings.Contains(url, "://") {
+			url = "http://" + url
+		}
+		if !strings.Contains(strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://"), "/") {
+			url += "/metrics"
+		}
+		client := &http.Client{Timeout: 5 * time.Second}
+		t.gather = func(ctx context.Context) ([]*dto.MetricFamily, error) { return scrape(ctx, client, url) }
+		t.metricsSource = url
+		t.loaded = func(ctx context.Context, n int) error {
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				fams, err := t.gather(ctx)
+				if err == nil {
+					if v, ok := familyValue(fams, "pilot_services", nil); ok && int(v) >= n {
+						return nil
+					}
+				} else {
+					log.Debug("scrape target metrics", "url", url, "err", err)
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("waiting for the target to load %d services (pilot_services on %s): %w", n, url, ctx.Err())
+				case <-tick.C:
+				}
+			}
+		}
+	}
+	return t, nil
+}
+
+// scrape reads a Prometheus text exposition.
+func scrape(ctx context.Context, client *http.Client, url string) ([]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+	var out []*dto.MetricFamily
+	for {
+		mf := &dto.MetricFamily{}
+		if err := dec.Decode(mf); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return out, fmt.Errorf("scrape %s: %w", url, err)
+		}
+		out = append(out, mf)
+	}
+	return out, nil
+}

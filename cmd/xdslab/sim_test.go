@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/simulator"
+)
+
+func TestSimCommand(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	scenario := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(scenario, []byte(`name: sim-test
+seed: 9
+duration: 5s
+topology: {services: 20, namespaces: 2, workloadEntries: true}
+churn:
+  - {kind: endpoint-flap, rate: 10/s}
+  - {kind: service-delete, at: [2s]}
+  - {kind: config-change, target: destinationrule, every: 1s}
+`), 0o644))
+	sink := filepath.Join(dir, "out")
+	events := filepath.Join(dir, "events.jsonl")
+	ctx := context.Background()
+	require.Equal(t, exitOK, run(ctx, []string{"sim", scenario, "--sink-dir", sink, "--events", events, "--fast", "--progress", "0"}))
+	ents, err := os.ReadDir(sink)
+	require.NoError(t, err)
+	require.NotEmpty(t, ents)
+	f, err := os.Open(events)
+	require.NoError(t, err)
+	defer f.Close()
+	trace, err := simulator.ParseTrace(f, events)
+	require.NoError(t, err)
+	require.Greater(t, len(trace), 20)
+
+	// The trace replays through a scenario.
+	replay := filepath.Join(dir, "replay.yaml")
+	require.NoError(t, os.WriteFile(replay, []byte("name: replay\nseed: 9\nduration: 5s\ntopology: {services: 20, namespaces: 2, workloadEntries: true}\nchurn:\n  - {kind: replay, file: events.jsonl}\n"), 0o644))
+	require.Equal(t, exitOK, run(ctx, []string{"sim", replay, "--sink-dir", filepath.Join(dir, "out2"), "--fast", "--progress", "0"}))
+
+	// Bad input exits 2.
+	require.Equal(t, exitUsage, run(ctx, []string{"sim", scenario, "--sink-dir", sink, "--fast"}), "non-empty dir without --clean")
+	require.Equal(t, exitOK, run(ctx, []string{"sim", scenario, "--sink-dir", sink, "--fast", "--clean", "--progress", "0"}))
+	require.Equal(t, exitUsage, run(ctx, []string{"sim", scenario}), "no --sink-dir")
+	require.Equal(t, exitUsage, run(ctx, []string{"sim", filepath.Join(dir, "missing.yaml"), "--sink-dir", sink}))
+	require.Equal(t, exitUsage, run(ctx, []string{"sim", scenario, "--sink-dir", sink, "--clean", "--events", filepath.Join(dir, "no", "such", "dir.jsonl")}))
+}
+
+// The YAML sink's output is accepted by our file config source's decoder with no error, after
+// every event of every churn kind (and holds exactly the simulator's objects).
+func TestSimOutputAcceptedByConfigDecoder(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	sc, err := scenarios.LoadBytes("all-kinds.yaml", []byte(`name: all-kinds
+seed: 4
+duration: 12s
+topology: {services: 15, namespaces: 3, versions: 3, virtualServices: 0.5, destinationRules: 0.5}
+churn:
+  - {kind: endpoint-flap, rate: 3/s}
+  - {kind: scale, every: 2s, services: 2}
+  - {kind: rolling-deploy, every: 4s, window: 2s}
+  - {kind: service-create, every: 3s}
+  - {kind: service-delete, every: 5s}
+  - {kind: config-change, target: virtualservice, every: 2s}
+  - {kind: config-change, target: destinationrule, every: 2s}
+  - {kind: service-account-change, every: 3s}
+  - {kind: zone-failure, at: [6s], down: 2s}
+`))
+	require.NoError(t, err)
+	for _, mode := range []struct {
+		name                  string
+		wes, scoped, grouping bool
+	}{{"inline", false, false, false}, {"workloadentries-scoped-grouped", true, true, true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			cfg := simConfig(sc)
+			cfg.Topology.WorkloadEntries, cfg.Topology.SidecarScoping = mode.wes, mode.scoped
+			sim, err := simulator.New(cfg)
+			require.NoError(t, err)
+			dir := t.TempDir()
+			sink, err := simulator.NewDirSink(simulator.DirOptions{Dir: dir, GroupRouting: mode.grouping})
+			require.NoError(t, err)
+			decodeAll := func() int {
+				ents, err := os.ReadDir(dir)
+				require.NoError(t, err)
+				n := 0
+				for _, e := range ents {
+					data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+					require.NoError(t, err)
+					cfgs, err := config.Decode(e.Name(), data)
+					require.NoError(t, err)
+					n += len(cfgs)
+				}
+				return n
+			}
+			kinds := map[simulator.ChurnKind]bool{}
+			r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(time.Unix(0, 0)), Sink: sink,
+				OnApplied: func(ev simulator.Event) {
+					kinds[ev.Kind] = true
+					require.Equal(t, len(sim.Current()), decodeAll(), "event %d (%s)", ev.ID, ev.Kind)
+				}})
+			require.NoError(t, err)
+			require.NoError(t, r.Init(context.Background()))
+			require.Equal(t, len(sim.Initial()), decodeAll())
+			_, err = r.Run(context.Background())
+			require.NoError(t, err)
+			require.Len(t, kinds, 8, "every synthetic kind ran: %v", kinds)
+		})
+	}
+}

@@ -1,0 +1,122 @@
+package gen
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/xds"
+	"google.golang.org/protobuf/types/known/durationpb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// TestGRPCClientAcceptsResources serves the proxyless gRPC resources generated here through
+// go-control-plane's reference SotW server (not ours: the ADS server lives in controlplane/xds)
+// to grpc-go's own xDS client, and makes an RPC through them: grpc-go accepts the listener, the
+// route configuration (VirtualService with a subset, retries and a timeout), the cluster
+// (DestinationRule with outlier detection) and the assignment.
+func TestGRPCClientAcceptsResources(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// The backend: a health service on loopback.
+	backendLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := grpc.NewServer()
+	healthpb.RegisterHealthServer(backend, health.NewServer())
+	go backend.Serve(backendLis)
+	defer backend.Stop()
+	backendPort := uint32(backendLis.Addr().(*net.TCPAddr).Port)
+
+	const svcHost = "backend.test.svc.cluster.local"
+	svc := &model.Service{Hostname: svcHost, Namespace: "test", Ports: []model.Port{{Name: "grpc", Number: 7070, Protocol: model.ProtocolGRPC}}}
+	ep := &model.Endpoint{Service: svcHost, Address: "127.0.0.1", Ports: map[string]uint32{"grpc": backendPort}, Labels: map[string]string{"version": "v1"}, Locality: model.Locality{Region: "r", Zone: "z"}}
+	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.DestinationRule{
+		Host:          "backend",
+		TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{Interval: durationpb.New(time.Second), MaxEjectionPercent: 50}},
+		Subsets:       []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}},
+	}}
+	vs := &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.VirtualService{
+		Hosts: []string{"backend"},
+		Http: []*networking.HTTPRoute{{
+			Match:   []*networking.HTTPMatchRequest{{Uri: prefix("/grpc.health.v1.Health/")}},
+			Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "backend", Subset: "v1"}}},
+			Timeout: durationpb.New(5 * time.Second),
+			Retries: &networking.HTTPRetry{Attempts: 2, RetryOn: "unavailable"},
+		}},
+	}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{svcHost: {ep}}, Configs: []*model.Config{dr, vs}})
+
+	p := grpcProxy("test")
+	target := HostPortName(svcHost, 7070)
+	gen := func(typeURL string, names ...string) []cachev3.Resource {
+		rs, err := ForType(typeURL, p).Generate(p, s, names)
+		if err != nil || len(rs) != len(names) {
+			t.Fatalf("%s %v: %d resources, %v", typeURL, names, len(rs), err)
+		}
+		out := make([]cachev3.Resource, len(rs))
+		for i, r := range rs {
+			out[i] = r.Message
+		}
+		return out
+	}
+	cluster := "outbound|7070|v1|" + svcHost
+	snap, err := cache.NewSnapshot("1", map[resource.Type][]cachev3.Resource{
+		resource.ListenerType: gen(ListenerType, target),
+		resource.RouteType:    gen(RouteType, target),
+		resource.ClusterType:  gen(ClusterType, cluster),
+		resource.EndpointType: gen(EndpointType, cluster),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nodeID = "sidecar~10.200.0.1~client-0.test~test.svc.cluster.local"
+	sc := cache.NewSnapshotCache(false, cache.IDHash{}, nil)
+	if err := sc.SetSnapshot(ctx, nodeID, snap); err != nil {
+		t.Fatal(err)
+	}
+	cpLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := grpc.NewServer()
+	srvCtx, srvCancel := context.WithCancel(ctx)
+	defer srvCancel()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(cp, serverv3.NewServer(srvCtx, sc, nil))
+	go cp.Serve(cpLis)
+	defer cp.Stop()
+
+	bootstrap := fmt.Sprintf(`{"xds_servers":[{"server_uri":%q,"channel_creds":[{"type":"insecure"}],"server_features":[]}],
+		"node":{"id":%q,"metadata":{"GENERATOR":"grpc","NAMESPACE":"test"}}}`, cpLis.Addr().String(), nodeID)
+	rb, err := xds.NewXDSResolverWithConfigForTesting([]byte(bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient("xds:///"+target, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(rb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatalf("RPC through the generated xDS resources: %v", err)
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("status %v", resp.GetStatus())
+	}
+}

@@ -1,0 +1,115 @@
+package xds
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xdslab/xdslab/controlplane/gen"
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/probe"
+)
+
+// recorder collects what the fake Envoys observed.
+type recorder struct {
+	fakeenvoy.NopHooks
+	mu     sync.Mutex
+	full   map[int]bool
+	nacks  int
+	errors []string
+	ready  chan int
+	seen   map[int]chan struct{}
+	want   *probe.Expectation
+}
+
+func (r *recorder) FirstFullConfig(c *fakeenvoy.Client, _ time.Time) {
+	r.mu.Lock()
+	r.full[c.Index()] = true
+	r.mu.Unlock()
+	r.ready <- c.Index()
+}
+
+func (r *recorder) Response(_ *fakeenvoy.Client, info fakeenvoy.ResponseInfo) {
+	if info.Nacked {
+		r.mu.Lock()
+		r.nacks++
+		r.errors = append(r.errors, info.Error)
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) Applied(c *fakeenvoy.Client, _ fakeenvoy.ResponseInfo, view probe.View) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.want != nil && r.want.Holds(view) {
+		if ch, ok := r.seen[c.Index()]; ok {
+			close(ch)
+			delete(r.seen, c.Index())
+		}
+	}
+}
+
+// The fake Envoy (SotW and Delta, realistic NACK policy: PGV and typed_config validation) gets a
+// full config from our server without NACKing, and observes an endpoint change.
+func TestFakeEnvoysConvergeSotWAndDelta(t *testing.T) {
+	ts := startServer(t, testOptions())
+	in := topology(30, 2)
+	ts.push(in, true)
+
+	const n = 6
+	rec := &recorder{full: map[int]bool{}, ready: make(chan int, n), seen: map[int]chan struct{}{}}
+	cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	tmpl := fakeenvoy.IdentityTemplate{Type: "sidecar", Namespace: "ns-0", IPBase: "10.200.0.1"}
+	for i := range n {
+		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: tmpl.Node(i), Delta: i%2 == 1,
+			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i)}, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
+	}
+	for range n {
+		select {
+		case <-rec.ready:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("only %d of %d clients got a full config", len(rec.full), n)
+		}
+	}
+
+	host := "svc-7.ns-1.svc.cluster.local"
+	want := probe.Expectation{EventID: 1, Kind: "endpoint-add", All: []probe.Predicate{{Op: probe.EndpointPresent,
+		Resource: gen.ClusterName(gen.Outbound, 8080, "", host), Address: "10.77.0.1", Port: 8080}}}
+	rec.mu.Lock()
+	rec.want = &want
+	chans := make([]chan struct{}, n)
+	for i := range n {
+		chans[i] = make(chan struct{})
+		rec.seen[i] = chans[i]
+	}
+	rec.mu.Unlock()
+	in.Endpoints[host] = append(in.Endpoints[host], endpoint(host, "10.77.0.1"))
+	ts.push(in, false, host)
+	for i, ch := range chans {
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("client %d (delta=%v) never observed %s", i, i%2 == 1, want.All[0])
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.nacks != 0 {
+		t.Errorf("%d NACKs: %v", rec.nacks, rec.errors)
+	}
+}
