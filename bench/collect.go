@@ -13,6 +13,7 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/simulator"
 )
 
 // The run's own metric names (the fleet's are in fakeenvoy: xdslab_fleet_*, xdslab_push_*,
@@ -71,7 +72,7 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 	}
 	sort.Strings(kinds)
 	for _, k := range kinds {
-		ks := st.ByKind[simKind(k)]
+		ks := st.ByKind[simulator.ChurnKind(k)]
 		tags := map[string]string{"kind": k}
 		add(summary.NewCounter(MetricSimEvents, summary.Default, float64(ks.Events), dur, tags),
 			summary.NewCounter(MetricSimLate, summary.Default, float64(ks.Late), dur, tags))

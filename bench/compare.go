@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 
@@ -155,6 +156,28 @@ func (s *Side) seed() (uint64, bool) {
 	return seed, len(s.Runs) > 0
 }
 
+// cmpEventMetrics name the count of independent events a run saw, in order of preference.
+var cmpEventMetrics = []string{"xdslab_probe_events_total", "xdslab_sim_events_total"}
+
+// events is the number of events all runs of the side saw (0 when they do not say).
+func (s *Side) events() float64 {
+	total := 0.0
+	for _, r := range s.Runs {
+		found := false
+		for _, name := range cmpEventMetrics {
+			if m, ok := r.Results.Find(name, nil); ok && m.Type == summary.Counter {
+				total += m.Values["count"]
+				found = true
+				break
+			}
+		}
+		if !found {
+			return 0
+		}
+	}
+	return total
+}
+
 // CompareOptions configures Compare. Start from DefaultCompareOptions.
 type CompareOptions struct {
 	// Threshold is the smallest change, as a fraction, that counts as a regression
@@ -168,6 +191,10 @@ type CompareOptions struct {
 	Alpha float64
 	// Confidence is the level of the printed intervals (default 0.95).
 	Confidence float64
+	// Gate, when set, limits the regressions that count to metrics whose name it matches;
+	// the other rows are still shown and tested. CI gates usually name the few figures that
+	// matter, because every extra gated row is one more chance of a false alarm.
+	Gate *regexp.Regexp
 }
 
 // DefaultThreshold is --threshold's default.
@@ -254,6 +281,15 @@ type Row struct {
 	Regression  bool   `json:"regression"`
 	Improvement bool   `json:"improvement"`
 	Note        string `json:"note,omitempty"`
+
+	alpha float64
+}
+
+func (r Row) alphaOr() float64 {
+	if r.alpha > 0 {
+		return r.alpha
+	}
+	return benchAlpha
 }
 
 // Name is the row's label: metric{tags} stat.
@@ -332,6 +368,7 @@ func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
 		rep.Notes = append(rep.Notes, "the sides do not share one recorded seed: deterministic figures are tested like measurements")
 	}
 	bi, ni := cmpIndexSide(base), cmpIndexSide(nw)
+	bEvents, nEvents := base.events(), nw.events()
 	keys := slices.Clone(bi.order)
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -353,8 +390,9 @@ func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
 			}
 		}
 		for _, stat := range cmpStats(proto.Type) {
-			row := cmpStat(proto, stat, bm, nm, exact && sameSeed, opts)
+			row := cmpStat(proto, stat, bm, nm, bEvents, nEvents, exact && sameSeed, opts)
 			row.Direction = dir
+			row.alpha = opts.Alpha
 			row.Threshold = opts.Threshold
 			for _, mt := range opts.MetricThresholds {
 				if mt.matches(*proto, stat) {
@@ -362,6 +400,10 @@ func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
 				}
 			}
 			cmpJudge(&row)
+			if row.Regression && opts.Gate != nil && !opts.Gate.MatchString(row.Metric) {
+				row.Regression = false
+				row.Note = "regressed, but not gated (--gate)"
+			}
 			if row.Regression {
 				rep.Regressions++
 			}
@@ -414,7 +456,7 @@ func cmpAllEqual(v []float64) bool {
 }
 
 // compareStat fills a row's estimates, p value and significance.
-func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, exactOK bool, opts CompareOptions) Row {
+func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, bEvents, nEvents float64, exactOK bool, opts CompareOptions) Row {
 	row := Row{Metric: proto.Name, Tags: proto.Tags, Stat: stat, Contains: proto.Contains}
 	bv, nv := cmpValues(bm, stat), cmpValues(nm, stat)
 	if len(bv) == 0 || len(nv) == 0 {
@@ -445,6 +487,9 @@ func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, exact
 	default:
 		bh, bErr := cmpMergedHistogram(bm)
 		nh, nErr := cmpMergedHistogram(nm)
+		if bh != nil && nh != nil {
+			bh.events, nh.events = bEvents, nEvents
+		}
 		if proto.Type == summary.Trend && bh != nil && nh != nil && bErr == nil && nErr == nil {
 			cmpHistograms(&row, bh, nh, opts)
 			return row
@@ -474,6 +519,8 @@ func cmpRunsEstimate(v []float64, conf float64) Estimate {
 type statScaledHist struct {
 	h     *hdr.Histogram
 	scale float64
+	// events is the number of independent events the runs saw (0: unknown).
+	events float64
 }
 
 // mergedHistogram merges the histograms of every run of a side (nil when a run has none or
@@ -506,13 +553,16 @@ func cmpMergedHistogram(ms []*summary.Metric) (*statScaledHist, error) {
 	return out, nil
 }
 
-// compareHistograms tests two distributions: the U test over values drawn from each says
+// cmpHistograms tests two distributions: the U test over values drawn from each says
 // whether they differ; for a percentile row the percentile's own intervals must also be
 // disjoint, so a shift in the bulk is not reported as a change of the tail (and the reverse).
+// Each side contributes as many values as it has independent observations (statEffectiveN).
 func cmpHistograms(row *Row, b, n *statScaledHist, opts CompareOptions) {
 	row.Method = MethodHistogram
-	bs := statHistSamples(b.h, b.scale, maxHistSamples)
-	ns := statHistSamples(n.h, n.scale, maxHistSamples)
+	bn := statEffectiveN(b.h.TotalCount(), b.events)
+	nn := statEffectiveN(n.h.TotalCount(), n.events)
+	bs := statHistSamples(b.h, b.scale, bn)
+	ns := statHistSamples(n.h, n.scale, nn)
 	row.Base = cmpHistEstimate(b, row.Stat, opts.Confidence, len(bs))
 	row.New = cmpHistEstimate(n, row.Stat, opts.Confidence, len(ns))
 	row.P = Float(statUTest(bs, ns, opts.Alpha))
@@ -523,12 +573,12 @@ func cmpHistograms(row *Row, b, n *statScaledHist, opts CompareOptions) {
 func cmpHistEstimate(sh *statScaledHist, stat string, conf float64, n int) Estimate {
 	h, scale := sh.h, sh.scale
 	if q, ok := cmpTrendQuantile(stat); ok {
-		lo, hi := statQuantileCI(h, scale, q, conf)
+		lo, hi := statQuantileCI(h, scale, q, conf, n)
 		return Estimate{Center: Float(float64(h.ValueAtPercentile(100*q)) * scale), Lo: Float(lo), Hi: Float(hi), N: n}
 	}
 	// avg: the mean with its normal-approximation interval.
 	mean := h.Mean() * scale
-	half := statNormalQuantile(0.5+conf/2) * h.StdDev() * scale / math.Sqrt(float64(h.TotalCount()))
+	half := statNormalQuantile(0.5+conf/2) * h.StdDev() * scale / math.Sqrt(float64(max(n, 1)))
 	return Estimate{Center: Float(mean), Lo: Float(mean - half), Hi: Float(mean + half), N: n}
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -105,6 +106,10 @@ func cmpTestText(r Row) string {
 	if r.Base.N != r.New.N {
 		n = fmt.Sprintf("n=%d+%d", r.Base.N, r.New.N)
 	}
+	if r.Method == MethodHistogram && float64(r.P) < r.alphaOr() && !r.Significant {
+		// The distributions differ, but not at this percentile.
+		return fmt.Sprintf("(p=%.3f %s, CIs overlap)", float64(r.P), n)
+	}
 	return fmt.Sprintf("(p=%.3f %s)", float64(r.P), n)
 }
 
@@ -112,6 +117,8 @@ func cmpVerdictText(r Row) string {
 	switch {
 	case r.Regression:
 		return fmt.Sprintf("REGRESSION (>%s)", cmpPctText(r.Threshold))
+	case r.Note == "regressed, but not gated (--gate)":
+		return "worse (not gated)"
 	case r.Improvement:
 		return "improved"
 	}
@@ -135,14 +142,18 @@ func writeCompareText(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "base: %s\nnew:  %s\n", cmpSideText(r.Base), cmpSideText(r.New))
 	fmt.Fprintf(w, "medians with %g%% intervals; ~ = no significant change (U test, alpha %g); threshold %s\n\n",
 		100*r.Confidence, r.Alpha, cmpPctText(r.Threshold))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "metric\tbase\tnew\tvs base\t\t")
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "metric\tbase\tnew\tvs base\t")
 	for _, row := range r.Rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", row.Name(),
 			cmpEstimateText(row.Base, row.Contains, row.Method), cmpEstimateText(row.New, row.Contains, row.Method),
 			row.FormatDelta(), cmpTestText(row), cmpVerdictText(row))
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if _, err := w.Write(trimTrailingSpace(table.Bytes())); err != nil {
 		return err
 	}
 	writeCompareFooter(w, r, "")
@@ -250,4 +261,13 @@ func writeCompareJUnit(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// trimTrailingSpace removes the padding tabwriter leaves after each line's last cell.
+func trimTrailingSpace(b []byte) []byte {
+	lines := bytes.Split(b, []byte("\n"))
+	for i, l := range lines {
+		lines[i] = bytes.TrimRight(l, " ")
+	}
+	return bytes.Join(lines, []byte("\n"))
 }

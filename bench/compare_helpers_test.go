@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -97,4 +99,22 @@ func cmpGolden(t *testing.T, path string, got []byte) {
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", path, diff)
 	}
+}
+
+func mustRegexp(t *testing.T, s string) *regexp.Regexp {
+	t.Helper()
+	re, err := regexp.Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return re
+}
+
+func reportText(t *testing.T, r *Report) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, r, "text"); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -464,7 +465,7 @@ func (r *run) serveMetrics(addr string, reg *prometheus.Registry) (func(), error
 	}
 	g := prometheus.Gatherers{reg}
 	if r.tgt.kind == "in-process" && r.tgt.gather != nil {
-		g = append(g, prometheus.GathererFunc(func() ([]*dtoMetricFamily, error) { return r.tgt.gather(context.Background()) }))
+		g = append(g, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return r.tgt.gather(context.Background()) }))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))

@@ -58,16 +58,20 @@ func (m xdsMetrics) CacheRead(typeURL string, r cache.Result) { m.CacheReadResul
 
 var _ xds.Metrics = xdsMetrics{}
 
-// startInProcess starts xdslab's control plane in this process, configured from the scenario's
-// controlPlane section: the config store fed by the in-process sink, the debouncer and snapshot
-// builder, and the ADS server on 127.0.0.1:0. Its goroutines carry the pprof label
-// xdslab_side=controlplane.
-func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logger) (*target, error) {
-	reg := prometheus.NewRegistry()
-	opts := ControlPlaneOptions(sc)
-	opts.Registerer, opts.Gatherer = reg, reg
-	opts.Logger = log.With("component", "controlplane")
+// cpHandle is a running xdslab control plane with its ADS server.
+type cpHandle struct {
+	srv  *controlplane.Server
+	addr string // ADS address
+	reg  *prometheus.Registry
+	stop func()
+}
 
+// startControlPlane starts xdslab's control plane in this process with opts (its Registerer
+// and Pusher are set here) and the ADS server on 127.0.0.1:0, configured from the scenario's
+// controlPlane section. Its goroutines carry the pprof label xdslab_side=controlplane.
+func startControlPlane(ctx context.Context, opts controlplane.Options, cp scenarios.ControlPlane) (*cpHandle, error) {
+	reg := prometheus.NewRegistry()
+	opts.Registerer, opts.Gatherer = reg, reg
 	var xs *xds.Server
 	opts.Pusher = controlplane.PusherFunc(func(snap *model.Snapshot, req *model.PushRequest, _ model.ChangeReport) {
 		xs.Push(snap, req)
@@ -78,15 +82,17 @@ func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logge
 	}
 	xo := xds.DefaultOptions(opts.EffectiveCores())
 	xo.PushThrottle = opts.EffectivePushThrottle()
-	xo.FlowControl = sc.ControlPlane.FlowControl.Enabled
-	if d := sc.ControlPlane.FlowControl.AckTimeout.D(); d > 0 {
+	xo.FlowControl = cp.FlowControl.Enabled
+	if d := cp.FlowControl.AckTimeout.D(); d > 0 {
 		xo.AckTimeout = d
 	}
-	if r := sc.ControlPlane.AdmissionRate.PerSecond(); r > 0 {
+	if r := cp.AdmissionRate.PerSecond(); r > 0 {
 		xo.AdmissionRate, xo.AdmissionBurst = r, max(1, int(r))
 	}
 	xo.Metrics = xdsMetrics{srv.Metrics()}
-	xo.Logger = opts.Logger.With("component", "xds")
+	if opts.Logger != nil {
+		xo.Logger = opts.Logger.With("component", "xds")
+	}
 	xs, err = xds.New(xo)
 	if err != nil {
 		return nil, fmt.Errorf("in-process ADS server: %w", err)
@@ -119,22 +125,34 @@ func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logge
 		lis.Close()
 		return nil, fmt.Errorf("in-process control plane: %w", startErr)
 	}
-	sink, err := simulator.NewInProcessSink(srv.ConfigStore())
+	return &cpHandle{srv: srv, addr: lis.Addr().String(), reg: reg, stop: stop}, nil
+}
+
+// startInProcess starts xdslab's control plane in this process, configured from the scenario's
+// controlPlane section, fed by the in-process sink (its config store).
+func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logger) (*target, error) {
+	opts := ControlPlaneOptions(sc)
+	opts.Logger = log.With("component", "controlplane")
+	cp, err := startControlPlane(ctx, opts, sc.ControlPlane)
 	if err != nil {
-		stop()
+		return nil, err
+	}
+	sink, err := simulator.NewInProcessSink(cp.srv.ConfigStore())
+	if err != nil {
+		cp.stop()
 		return nil, err
 	}
 	return &target{
 		kind:          "in-process",
-		addr:          lis.Addr().String(),
+		addr:          cp.addr,
 		sink:          sink,
-		gather:        func(context.Context) ([]*dto.MetricFamily, error) { return reg.Gather() },
+		gather:        func(context.Context) ([]*dto.MetricFamily, error) { return cp.reg.Gather() },
 		metricsSource: "in-process control plane",
 		loaded: func(ctx context.Context, n int) error {
-			_, err := srv.WaitForSnapshot(ctx, func(s *model.Snapshot) bool { return s.ServiceCount() >= n })
+			_, err := cp.srv.WaitForSnapshot(ctx, func(s *model.Snapshot) bool { return s.ServiceCount() >= n })
 			return err
 		},
-		close: stop,
+		close: cp.stop,
 	}, nil
 }
 

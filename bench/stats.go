@@ -96,8 +96,16 @@ func statHistSamples(h *hdr.Histogram, scale float64, maxN int) []float64 {
 // quantileCI is a distribution-free confidence interval for the q-quantile (0..1) of h: the
 // order statistics whose ranks bracket n·q by z·sqrt(n·q·(1−q)) (the normal approximation to
 // the binomial count of values below the quantile), read back from the histogram.
-func statQuantileCI(h *hdr.Histogram, scale, q, confidence float64) (lo, hi float64) {
+//
+// nEff is the effective sample size (at most the count): within a run, observations are
+// clustered (every client that receives one push reports nearly the same latency), so the
+// interval is as wide as nEff independent values would make it. The ranks are found on the
+// nEff scale and read back as quantiles of the whole histogram.
+func statQuantileCI(h *hdr.Histogram, scale, q, confidence float64, nEff int) (lo, hi float64) {
 	n := float64(h.TotalCount())
+	if nEff > 0 && float64(nEff) < n {
+		n = float64(nEff)
+	}
 	if n == 0 {
 		return math.NaN(), math.NaN()
 	}
@@ -116,6 +124,20 @@ func statQuantileCI(h *hdr.Histogram, scale, q, confidence float64) (lo, hi floa
 
 func statRankValue(h *hdr.Histogram, scale, rank, n float64) float64 {
 	return float64(h.ValueAtPercentile(100*rank/n)) * scale
+}
+
+// statEffectiveN is the effective sample size of a histogram of count values from runs
+// that saw events independent events in all: observations of one event by many clients
+// are one piece of evidence, not many. events <= 0 (unknown) leaves count.
+func statEffectiveN(count int64, events float64) int {
+	n := count
+	if events > 0 && events < float64(n) {
+		n = int64(events)
+	}
+	if n > maxHistSamples {
+		n = maxHistSamples
+	}
+	return int(n)
 }
 
 // normalQuantile is the standard normal quantile function (for the CI half width).

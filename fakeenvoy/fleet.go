@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -301,6 +302,11 @@ func (f *Fleet) Stop() {
 	}
 }
 
+// fleetLabels mark the clients' goroutines (and those they start) in CPU profiles, so the
+// fleet's share of a process that also runs a control plane can be told apart:
+// go tool pprof -tagfocus xdslab=fleet.
+var fleetLabels = pprof.Labels("xdslab", "fleet")
+
 // ramp starts client i at began + i/Ramp.
 func (f *Fleet) ramp(ctx context.Context) {
 	defer f.wg.Done()
@@ -333,7 +339,7 @@ func (f *Fleet) ramp(ctx context.Context) {
 		f.obs.Started(fc.c.Index(), f.clock.Now())
 		f.match.Track(fc.c.Index(), fc.group, fc.ns)
 		f.wg.Add(1)
-		go f.runClient(ctx, fc)
+		go pprof.Do(ctx, fleetLabels, func(ctx context.Context) { f.runClient(ctx, fc) })
 		f.launched.Add(1)
 	}
 }

@@ -117,7 +117,7 @@ func TestExpectationsMatchState(t *testing.T) {
 
 func TestMixedChurnMatchesState(t *testing.T) {
 	cfg := mixedConfig(3)
-	cfg.Duration = time.Minute
+	cfg.Duration = 40 * time.Second
 	sim, err := New(cfg)
 	require.NoError(t, err)
 	events := drain(t, sim)

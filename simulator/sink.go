@@ -317,6 +317,10 @@ func (l *EventLog) Apply(_ context.Context, ev Event) error {
 		return fmt.Errorf("event log: %w", err)
 	}
 	l.Events++
+	// Flush per event so that a live run's log can be tailed and survives a kill.
+	if err := l.w.Flush(); err != nil {
+		return fmt.Errorf("event log: %w", err)
+	}
 	return nil
 }
 

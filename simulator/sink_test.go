@@ -103,7 +103,7 @@ func TestDirSinkRoundTrip(t *testing.T) {
 		}{{"inline", false, false, false, ""}, {"workloadentries-grouped-v1", true, true, true, "networking.istio.io/v1"}} {
 			name := string(ch.Kind) + ch.Target + "/" + opt.name
 			t.Run(name, func(t *testing.T) {
-				cfg := Config{Seed: 4, Duration: 12 * time.Second, Topology: smallTopology(), Churn: []Churn{ch}}
+				cfg := Config{Seed: 4, Duration: 10 * time.Second, Topology: smallTopology(), Churn: []Churn{ch}}
 				cfg.Topology.WorkloadEntries, cfg.Topology.SidecarScoping = opt.wes, opt.scoped
 				sim, err := New(cfg)
 				require.NoError(t, err)
@@ -113,10 +113,10 @@ func TestDirSinkRoundTrip(t *testing.T) {
 				api := cmpOr(opt.api, DefaultAPIVersion)
 				applied := 0
 				// Parsing the whole directory after every event is slow under -race: check the
-				// first events, then every 10th, and the end.
+				// first events, then every 20th, and the end.
 				r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: sink, OnApplied: func(ev Event) {
 					applied++
-					if applied < 5 || applied%10 == 0 {
+					if applied < 5 || applied%20 == 0 {
 						requireSameObjects(t, sim.Current(), loadDir(t, dir, api))
 					}
 				}})

@@ -1,18 +1,160 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xdslab/xdslab/bench"
 )
 
-// newCompareCmd is replaced by the issue that builds 'compare'.
+// compareFlags are the flags of 'xdslab compare'.
+type compareFlags struct {
+	threshold        string
+	metricThresholds []string
+	worse            []string
+	format           string
+	output           string
+	alpha            float64
+	gate             string
+}
+
 func newCompareCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "compare",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return usageErr(errors.New("compare: not built yet"))
+	var f compareFlags
+	cmd := &cobra.Command{
+		Use:   "compare BASE NEW [--threshold 5%] [--metric-threshold NAME[:STAT]=PCT] [--format text|markdown|json|junit]",
+		Short: "Compare two runs (or two sets of repeated runs) and fail on a significant regression",
+		Long: `compare reads BASE and NEW — each a summary.json, or a directory of repeated runs as written
+by 'xdslab run --repeat K --out DIR' (DIR/run-1/summary.json …) — and compares every metric
+they share, stat by stat (trends: avg, p(50), p(90), p(99), p(99.9); counters: count; gauges:
+value; rates: rate), in a benchstat-like table:
+
+  - With repeated runs on both sides, each side's figure is the median over runs with a 95%
+    interval, and a Mann-Whitney U test over the runs says whether the change is significant.
+  - With one run on a side, a trend is tested on values drawn from the two HDR histograms the
+    summaries carry (a percentile must also move beyond its own interval); other metrics
+    cannot be tested from one run and are shown only.
+  - Figures that are deterministic under a fixed seed (push cycles, events per push, NACKs,
+    bytes) are compared exactly when both sides record the same seed.
+  - ~ means no significant change.
+
+A row is a regression when its change is significant, in the metric's worse direction
+(latency up, cache hit ratio down, push cycles up, …) and larger than its threshold
+(--threshold, or --metric-threshold for one metric or stat). --worse sets the direction of a
+metric compare cannot classify from its name. --gate REGEXP limits the metrics that can fail
+the comparison (the others are still shown): a CI gate usually names the few figures it is
+about, since every gated row is one more chance of a false alarm.
+
+One run per side cannot show how much a figure varies from run to run (machine load, timer
+jitter): gate on repeated runs (K >= 5 per side) when you can.
+
+Exit codes: 0 no regression, 1 a significant regression beyond its threshold, 2 bad usage or
+input.`,
+		Example: `  xdslab run quickstart --repeat 5 --out out/base
+  xdslab run quickstart.yaml --repeat 5 --out out/new
+  xdslab compare out/base out/new
+  xdslab compare base.json new.json --threshold 10% --metric-threshold xdslab_push_latency_seconds:p(99)=20%
+  xdslab compare out/base out/new --format junit --output compare.xml`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErr(fmt.Errorf("compare: want BASE and NEW (each a summary.json or a run directory), got %d argument(s)", len(args)))
+			}
+			return nil
 		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runCompare(cmd, args[0], args[1], f) },
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.threshold, "threshold", "5%", "smallest significant change for the worse that fails the comparison")
+	fl.StringArrayVar(&f.metricThresholds, "metric-threshold", nil, "per-metric threshold NAME[{tag:value}][:STAT]=PCT, e.g. xdslab_push_latency_seconds:p(99)=10% (repeatable)")
+	fl.StringArrayVar(&f.worse, "worse", nil, "direction of a metric: NAME=up (higher is worse), NAME=down or NAME=none (repeatable)")
+	fl.StringVar(&f.format, "format", "text", "output format: "+strings.Join(bench.CompareFormats, ", "))
+	fl.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
+	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the U test")
+	fl.StringVar(&f.gate, "gate", "", "only metrics whose name matches this regular expression can fail the comparison (default: all)")
+	return cmd
+}
+
+// compareOptions turns the flags into bench.CompareOptions, or a usage error naming the flag.
+func compareOptions(f compareFlags) (bench.CompareOptions, error) {
+	o := bench.DefaultCompareOptions()
+	th, err := bench.ParsePercent(f.threshold)
+	if err != nil {
+		return o, fmt.Errorf("compare: --%w", err)
+	}
+	o.Threshold = th
+	for _, s := range f.metricThresholds {
+		mt, err := bench.ParseMetricThreshold(s)
+		if err != nil {
+			return o, fmt.Errorf("compare: %w", err)
+		}
+		o.MetricThresholds = append(o.MetricThresholds, mt)
+	}
+	for _, s := range f.worse {
+		d, err := bench.ParseDirectionOverride(s)
+		if err != nil {
+			return o, fmt.Errorf("compare: %w", err)
+		}
+		o.Directions = append(o.Directions, d)
+	}
+	if !(f.alpha > 0 && f.alpha < 1) {
+		return o, fmt.Errorf("compare: --alpha %g must be between 0 and 1, e.g. 0.05", f.alpha)
+	}
+	o.Alpha = f.alpha
+	if f.gate != "" {
+		re, err := regexp.Compile(f.gate)
+		if err != nil {
+			return o, fmt.Errorf("compare: --gate %q: %v", f.gate, err)
+		}
+		o.Gate = re
+	}
+	if !slices.Contains(bench.CompareFormats, f.format) {
+		return o, fmt.Errorf("compare: --format %q: use %s", f.format, strings.Join(bench.CompareFormats, ", "))
+	}
+	return o, nil
+}
+
+func runCompare(cmd *cobra.Command, basePath, newPath string, f compareFlags) error {
+	opts, err := compareOptions(f)
+	if err != nil {
+		return usageErr(err)
+	}
+	base, err := bench.LoadSide(basePath)
+	if err != nil {
+		return usageErr(err)
+	}
+	nw, err := bench.LoadSide(newPath)
+	if err != nil {
+		return usageErr(err)
+	}
+	rep, err := bench.Compare(base, nw, opts)
+	if err != nil {
+		return usageErr(err)
+	}
+	var buf bytes.Buffer
+	if err := bench.WriteReport(&buf, rep, f.format); err != nil {
+		return usageErr(err)
+	}
+	if f.output != "" {
+		if err := os.WriteFile(f.output, buf.Bytes(), 0o644); err != nil {
+			return usageErr(fmt.Errorf("compare: --output: %w", err))
+		}
+	} else if _, err := cmd.OutOrStdout().Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if rep.Regressed() {
+		var names []string
+		for _, r := range rep.Rows {
+			if r.Regression {
+				names = append(names, r.Name())
+			}
+		}
+		return withCode(exitRegression, errors.New("compare: "+fmt.Sprint(rep.Regressions)+" regression(s): "+strings.Join(names, "; ")))
+	}
+	return nil
 }

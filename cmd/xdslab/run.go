@@ -2,17 +2,168 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
 )
 
-// newRunCmd is replaced by the issue that builds 'run'.
+// runFlags are the flags of 'xdslab run'.
+type runFlags struct {
+	out           string
+	target        string
+	sinkDir       string
+	clean         bool
+	targetMetrics string
+	repeat        int
+	metricsAddr   string
+	progress      string
+	logLevel      string
+	cpuProfile    bool
+}
+
 func newRunCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "run",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return usageErr(errors.New("run: not built yet"))
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [SCENARIO|NAME] [--out DIR] [--target HOST:PORT --sink-dir DIR]",
+		Short: "Run a scenario against a control plane and report what it measured",
+		Long: `run executes a scenario (a file, or a built-in name; default quickstart) in phases: the
+initial topology is loaded into the control plane, the fake Envoy fleet connects and waits for
+its first full config (connect), the simulator applies churn for the scenario's duration while
+every client's observation of every event is timed (measure), and in-flight events are given
+phases.drain.timeout to converge (drain). It prints a k6-like summary and writes summary.json,
+report.html and junit.xml into --out.
+
+By default the control plane is xdslab's own, started in this process with the scenario's
+controlPlane settings. --target HOST:PORT drives any other ADS server instead (istiod, a
+go-control-plane server, 'xdslab controlplane'): the simulator writes Istio YAML into
+--sink-dir, which that control plane must watch; --target-metrics scrapes its /metrics for
+debounce and cache figures when it exports Istio's pilot_* names.
+
+Built-in scenarios: ` + strings.Join(scenarios.BuiltinNames(), ", ") + `.
+Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are written first).`,
+		Example: `  xdslab run                                   # quickstart, in-process
+  xdslab run eds-churn-1k --out out/eds
+  xdslab run my.yaml --repeat 5 --out out/base  # run-1..run-5 for 'xdslab compare'
+  xdslab controlplane --config-dir /tmp/mesh --grpc-addr 127.0.0.1:15010 &
+  xdslab run quickstart --target 127.0.0.1:15010 --sink-dir /tmp/mesh --target-metrics 127.0.0.1:15014`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := "quickstart"
+			if len(args) == 1 {
+				name = args[0]
+			}
+			return runRun(cmd, name, f)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.out, "out", "", "write summary.json, report.html and junit.xml into this directory")
+	fl.StringVar(&f.target, "target", "", "external ADS server HOST:PORT (default: xdslab's control plane in-process)")
+	fl.StringVar(&f.sinkDir, "sink-dir", "", "with --target: the directory of Istio YAML that control plane watches")
+	fl.BoolVar(&f.clean, "clean", false, "with --sink-dir: remove YAML files already in the directory first")
+	fl.StringVar(&f.targetMetrics, "target-metrics", "", "with --target: its Prometheus endpoint (HOST:PORT or URL) for debounce, cache and CPU figures")
+	fl.IntVar(&f.repeat, "repeat", 1, "run the scenario K times into DIR/run-1..run-K (for compare)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the live xdslab_* metrics on this address (/metrics)")
+	fl.StringVar(&f.progress, "progress", "auto", "live progress on stderr: auto (a refreshed line on a terminal, log lines otherwise), line, log or off")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	fl.BoolVar(&f.cpuProfile, "cpu-split", true, "in-process: split CPU between control plane and harness with a labelled CPU profile")
+	return cmd
+}
+
+// runOptions turns the flags into the runner's options, or a usage error naming the flag.
+func runOptions(f runFlags, stderr io.Writer) (bench.RunOptions, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return bench.RunOptions{}, fmt.Errorf("run: --log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	if f.repeat < 1 {
+		return bench.RunOptions{}, fmt.Errorf("run: --repeat %d must be at least 1", f.repeat)
+	}
+	if f.target != "" {
+		if _, _, err := net.SplitHostPort(f.target); err != nil {
+			return bench.RunOptions{}, fmt.Errorf("run: --target %q must be HOST:PORT: %v", f.target, err)
+		}
+		if f.sinkDir == "" {
+			return bench.RunOptions{}, errors.New("run: --target needs --sink-dir DIR: the directory of Istio YAML the control plane at the target watches")
+		}
+	} else if f.sinkDir != "" || f.targetMetrics != "" {
+		return bench.RunOptions{}, errors.New("run: --sink-dir and --target-metrics go with --target; without --target the control plane runs in-process")
+	}
+	o := bench.RunOptions{
+		Out: f.out, Target: f.target, SinkDir: f.sinkDir, CleanSinkDir: f.clean, TargetMetrics: f.targetMetrics,
+		Repeat: f.repeat, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	}
+	switch f.progress {
+	case "auto":
+		o.Progress, o.ProgressTTY = stderr, isTerminal(stderr)
+	case "line":
+		o.Progress, o.ProgressTTY = stderr, true
+	case "log":
+		o.Progress = stderr
+	case "off":
+	default:
+		return bench.RunOptions{}, fmt.Errorf("run: --progress %q: use auto, line, log or off", f.progress)
+	}
+	return o, nil
+}
+
+func runRun(cmd *cobra.Command, name string, f runFlags) error {
+	sc, err := scenarios.Resolve(name)
+	if err != nil {
+		var es scenarios.Errors
+		if errors.As(err, &es) {
+			for _, e := range es {
+				fmt.Fprintln(cmd.ErrOrStderr(), e)
+			}
+			return usageErr(fmt.Errorf("run: %s: %d problem(s) in the scenario; 'xdslab validate %s' lists them", name, len(es), name))
+		}
+		return usageErr(fmt.Errorf("run: %w", err))
+	}
+	opts, err := runOptions(f, cmd.ErrOrStderr())
+	if err != nil {
+		return usageErr(err)
+	}
+	out := cmd.OutOrStdout()
+	target := "in-process control plane"
+	if f.target != "" {
+		target = f.target + " (sink " + f.sinkDir + ")"
+	}
+	fmt.Fprintf(out, "xdslab run %s: %d clients, %d services, %s of churn against the %s\n",
+		sc.Name, sc.TotalClients(), sc.Topology.Services, sc.Duration.D(), target)
+	started := time.Now()
+	s, err := bench.Run(cmd.Context(), sc, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n%s: done in %s\n\n", sc.Name, time.Since(started).Round(time.Millisecond))
+	if err := summary.WriteText(out, s); err != nil {
+		return err
+	}
+	if f.out != "" {
+		where := f.out
+		if f.repeat > 1 {
+			where = filepath.Join(f.out, "run-1..run-"+fmt.Sprint(f.repeat))
+		}
+		fmt.Fprintf(out, "\nsummary.json, report.html and junit.xml written to %s\n", where)
+	}
+	if !s.Results.Passed {
+		failed := []string{}
+		for _, t := range s.Results.Thresholds {
+			if !t.Passed {
+				failed = append(failed, t.Metric+summary.TagString(t.Tags)+" "+t.Expression)
+			}
+		}
+		return withCode(exitThreshold, fmt.Errorf("run: %d threshold(s) failed: %s", len(failed), strings.Join(failed, "; ")))
+	}
+	return nil
 }

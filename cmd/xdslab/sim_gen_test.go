@@ -12,6 +12,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
+	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
 )
@@ -47,16 +48,8 @@ func generate(t *testing.T, objs map[model.ConfigKey]model.Config, seq uint64) g
 	proxy := &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"10.255.0.1"}, ID: "client-0.ns-0", Namespace: "ns-0", DNSDomain: "ns-0.svc.cluster.local"}
 	v := genView{}
 	for _, typeURL := range []string{gen.ClusterType, gen.EndpointType, gen.RouteType} {
-		var names []string
-		if typeURL == gen.RouteType {
-			for _, svc := range in.Services {
-				for _, p := range svc.Ports {
-					names = append(names, p.Name)
-				}
-			}
-			names = nil
-		}
-		res, err := gen.ForType(typeURL, proxy).Generate(proxy, snap, names)
+		res, err := gen.ForType(typeURL, proxy).Generate(proxy, snap, nil) // every resource
+
 		require.NoError(t, err)
 		v[typeURL] = map[string]proto.Message{}
 		for _, r := range res {
@@ -98,6 +91,7 @@ churn:
 		seq := uint64(1)
 		before := generate(t, objs, seq)
 		kinds := map[simulator.ChurnKind]int{}
+		ops := map[probe.Op]int{}
 		r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(time.Unix(0, 0)),
 			Sink: simulator.SinkFuncs{ApplyFunc: func(_ context.Context, ev simulator.Event) error {
 				for _, k := range ev.Deletes {
@@ -116,11 +110,18 @@ churn:
 					require.True(t, p.Holds(after), "event %d (%s %s): %s does not hold in the generated resources", ev.ID, ev.Kind, ev.Phase, p)
 				}
 				kinds[ev.Kind]++
+				for _, p := range ev.Expectation.All {
+					ops[p.Op]++
+				}
 				before = after
 			}})
 		require.NoError(t, err)
 		_, err = r.Run(context.Background())
 		require.NoError(t, err)
 		require.Len(t, kinds, 8, "%v", kinds)
+		// Every predicate op the simulator uses was checked.
+		for _, op := range []probe.Op{probe.EndpointPresent, probe.EndpointAbsent, probe.EndpointCount, probe.ClusterPresent, probe.ClusterAbsent, probe.ClusterLbPolicy, probe.RouteTo} {
+			require.Positive(t, ops[op], "%s never checked: %v", op, ops)
+		}
 	}
 }

@@ -1,18 +1,134 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
 )
 
-// newTuneCmd is replaced by the issue that builds 'tune'.
+// tuneFlags are the flags of 'xdslab tune'.
+type tuneFlags struct {
+	params       []string
+	repeats      int
+	out          string
+	cost         string
+	estimateOnly bool
+	logLevel     string
+	cpuSplit     bool
+}
+
 func newTuneCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "tune",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return usageErr(errors.New("tune: not built yet"))
+	var f tuneFlags
+	cmd := &cobra.Command{
+		Use:   "tune SCENARIO|NAME --param minQuiet=50ms,100ms,200ms [--param maxDelay=1s,10s] [--repeats K] [--out DIR]",
+		Short: "Sweep debounce (or any scenario) settings and recommend the cheapest that meets the latency thresholds",
+		Long: `tune runs the scenario at every point of the grid its --param flags span (each point --repeats
+times, in-process), and writes into --out:
+
+  tune.csv, tune.json  every point: p99 push latency, convergence p99, push cycles, events per
+                       push, control-plane CPU seconds, bytes sent (medians over repeats), the
+                       fast estimate, and the verdicts below
+  tune.txt             the table, the Pareto frontier, its knee and the recommendation
+  tune.png, tune.svg   latency against cost, dominated points greyed, knee and recommendation
+                       marked
+  point-N/run-K/       each run's summary.json, report.html and junit.xml
+
+The Pareto frontier trades p99 push latency against cost (--cost push-cycles or cpu); the
+knee is its point of diminishing returns; the recommendation is the cheapest point that meets
+every latency threshold of the scenario (thresholds on *_seconds metrics), or the knee when
+the scenario has none.
+
+--param NAME=V1,V2,… takes minQuiet, maxDelay, endpoints, pushThrottle or any scenario path
+(controlPlane.debounce.minQuiet, clients[0].count, …), values written as in a scenario file.
+
+The fast estimate replays the scenario's churn timeline (from its seed, no control plane, no
+clients) through the debouncer in virtual time and predicts each point's push cycles and
+debounce delay in a moment; --estimate-only prints just that, and the report says how far the
+estimate was from the real run at the recommended point.`,
+		Example: `  xdslab tune quickstart --param minQuiet=50ms,100ms,200ms --param maxDelay=1s,10s --repeats 3 --out out/tune
+  xdslab tune eds-churn-1k --param minQuiet=10ms,100ms,500ms,1s --estimate-only`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr(fmt.Errorf("tune: want one SCENARIO (a file or a built-in name: %s)", strings.Join(scenarios.BuiltinNames(), ", ")))
+			}
+			return nil
 		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runTune(cmd, args[0], f) },
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.params, "param", nil, "swept setting NAME=V1,V2,… (repeatable; the grid is their product)")
+	fl.IntVar(&f.repeats, "repeats", 1, "runs per grid point (figures are medians over them)")
+	fl.StringVar(&f.out, "out", "", "directory for the table, the plot and every run's outputs (default tune-SCENARIO)")
+	fl.StringVar(&f.cost, "cost", string(bench.CostPushCycles), "cost axis of the frontier: push-cycles or cpu")
+	fl.BoolVar(&f.estimateOnly, "estimate-only", false, "only the fast estimate: no runs")
+	fl.StringVar(&f.logLevel, "log-level", "error", "log level of the runs on stderr: debug, info, warn or error")
+	fl.BoolVar(&f.cpuSplit, "cpu-split", true, "split CPU between control plane and harness (needed for --cost cpu)")
+	return cmd
+}
+
+func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
+	sc, err := scenarios.Resolve(name)
+	if err != nil {
+		return usageErr(fmt.Errorf("tune: %w", err))
+	}
+	if len(f.params) == 0 {
+		return usageErr(errors.New("tune: no --param: give at least one, e.g. --param minQuiet=50ms,100ms,200ms"))
+	}
+	if f.repeats < 1 {
+		return usageErr(fmt.Errorf("tune: --repeats %d must be at least 1", f.repeats))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return usageErr(fmt.Errorf("tune: --log-level %q: use debug, info, warn or error", f.logLevel))
+	}
+	opts := bench.TuneOptions{Repeats: f.repeats, Cost: bench.Cost(f.cost), EstimateOnly: f.estimateOnly,
+		Progress: cmd.ErrOrStderr()}
+	for _, p := range f.params {
+		pp, err := bench.ParseParam(p)
+		if err != nil {
+			return usageErr(fmt.Errorf("tune: %w", err))
+		}
+		opts.Params = append(opts.Params, pp)
+	}
+	out := f.out
+	if out == "" {
+		out = "tune-" + sc.Name
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	opts.Run = tuneRunner(out, logger, f.cpuSplit)
+	res, err := bench.Tune(cmd.Context(), sc, opts)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return usageErr(err)
+	}
+	if err := bench.WriteTuneText(cmd.OutOrStdout(), res); err != nil {
+		return err
+	}
+	if err := bench.WriteTuneFiles(out, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "\n%s, %s, %s, %s and %s written to %s\n", bench.TuneCSVFile, bench.TuneJSONFile,
+		bench.TuneTextFile, bench.TunePNGFile, bench.TuneSVGFile, out)
+	return nil
+}
+
+// tuneRunner runs one repeat in-process with bench.Run, its outputs in out/point-N/run-K.
+func tuneRunner(out string, logger *slog.Logger, cpuSplit bool) bench.TuneRunFunc {
+	return func(ctx context.Context, sc *scenarios.Scenario, info bench.TuneRunInfo) (*summary.Summary, error) {
+		dir := filepath.Join(out, fmt.Sprintf("point-%d", info.Point), fmt.Sprintf("run-%d", info.Repeat))
+		return bench.Run(ctx, sc, bench.RunOptions{Out: dir, Logger: logger, CPUProfile: cpuSplit,
+			Progress: io.Discard})
 	}
 }

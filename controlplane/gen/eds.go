@@ -54,7 +54,9 @@ func edsClusterNames(s *model.Snapshot, ix *index) []string {
 			names = append(names, ClusterName(Outbound, port.Number, "", svc.Hostname))
 			if dr != nil {
 				for _, ss := range drSpec(dr).GetSubsets() {
-					names = append(names, ClusterName(Outbound, port.Number, ss.GetName(), svc.Hostname))
+					if checkSubsetName(ss.GetName()) == nil { // CDS reports bad names
+						names = append(names, ClusterName(Outbound, port.Number, ss.GetName(), svc.Hostname))
+					}
 				}
 			}
 		}

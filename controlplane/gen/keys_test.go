@@ -255,3 +255,22 @@ func TestNilInputs(t *testing.T) {
 		}
 	}
 }
+
+func TestNamesMatchWildcardGenerate(t *testing.T) {
+	top := buildTopology(150, 3)
+	top.configs = append(top.configs, &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "dup", Namespace: "ns-1"},
+		Spec: &networking.DestinationRule{Host: host(1), Subsets: []*networking.Subset{{Name: "a"}, {Name: "a"}, {Name: "b|c"}}}})
+	s := top.snapshot(1)
+	for _, p := range []*model.Proxy{sidecarProxy("10.0.0.1", "ns-0"), grpcProxy("ns-2")} {
+		for _, typeURL := range Types() {
+			rs, _ := ForType(typeURL, p).Generate(p, s, nil)
+			var want []string
+			for _, r := range rs {
+				want = append(want, r.Name)
+			}
+			if got := Names(typeURL, p, s); !slices.Equal(got, want) {
+				t.Errorf("%s %s: Names has %d names, Generate %d", p.Generator, typeURL, len(got), len(want))
+			}
+		}
+	}
+}

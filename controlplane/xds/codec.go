@@ -94,15 +94,17 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 // (and clear) a 1 MiB buffer for every request just over 32 KiB, which is what an EDS request
 // naming a thousand clusters is.
 func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
-	m, ok := v.(proto.Message)
-	if !ok {
-		return c.proto.Unmarshal(data, v)
-	}
 	var b []byte
 	if len(data) == 1 {
-		b = data[0].ReadOnlyData()
+		b = data[0].ReadOnlyData() // valid only during this call
 	} else {
 		b = data.Materialize()
 	}
-	return proto.Unmarshal(b, m)
+	switch m := v.(type) {
+	case *sotwRequest:
+		return m.decode(b) // copies what it keeps
+	case proto.Message:
+		return proto.Unmarshal(b, m)
+	}
+	return c.proto.Unmarshal(data, v)
 }

@@ -36,15 +36,16 @@ type typeState struct {
 	wildcard bool
 	names    map[string]struct{}
 
-	nonce    string // latest nonce sent; requests with another nonce are stale
-	version  string // version of the latest response sent
-	sentAt   time.Time
-	acked    string
-	nacked   string
-	lastErr  string
-	nacks    int
-	sent     map[string]uint64 // resource name → hash of the bytes last sent
-	sentResp int
+	nonce     string // latest nonce sent; requests with another nonce are stale
+	version   string // version of the latest response sent
+	sentAt    time.Time
+	acked     string
+	nacked    string
+	lastErr   string
+	nacks     int
+	namesHash uint64            // SotW: hashNames(names), to recognise a request that restates it
+	sent      map[string]uint64 // resource name → hash of the bytes last sent
+	sentResp  int
 	// byHost indexes an EDS subscription by service hostname (built on first use after the
 	// subscription changes), so an endpoint push finds its clusters without parsing every name.
 	byHost map[string][]string
@@ -97,22 +98,6 @@ func allRequired(typeURL string) bool {
 	return typeURL == gen.ClusterType || typeURL == gen.ListenerType
 }
 
-// sameSubscription reports whether names restate ts's subscription exactly.
-func sameSubscription(ts *typeState, names []string) bool {
-	if len(names) == 0 {
-		return len(ts.names) == 0 && (ts.wildcard == allRequired(ts.typeURL))
-	}
-	if ts.wildcard || len(names) != len(ts.names) {
-		return false
-	}
-	for _, n := range names {
-		if _, ok := ts.names[n]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
 func subscription(typeURL string, names []string) (wildcard bool, set map[string]struct{}) {
 	set = make(map[string]struct{}, len(names))
 	for _, n := range names {
@@ -129,9 +114,9 @@ func subscription(typeURL string, names []string) (wildcard bool, set map[string
 }
 
 // handleRequest applies one DiscoveryRequest. A returned error ends the stream.
-func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) error {
+func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 	if c.proxy == nil {
-		p, err := parseProxy(req)
+		p, err := parseProxy(&req.DiscoveryRequest)
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
@@ -152,7 +137,7 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 		release = c.answered(ts, req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil, now)
 	}
 
-	if ts != nil && nonce != "" && sameSubscription(ts, req.GetResourceNames()) {
+	if ts != nil && nonce != "" && req.restates(ts.namesHash, len(ts.names)) && (req.namesCount > 0 || ts.wildcard == allRequired(typeURL)) {
 		// The common case, an ACK restating the subscription: nothing to diff.
 		if release != nil {
 			force := ts.heldForce
@@ -162,7 +147,7 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 		}
 		return nil
 	}
-	wildcard, names := subscription(typeURL, req.GetResourceNames())
+	wildcard, names := subscription(typeURL, req.Names())
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
 		if ts == nil {
@@ -171,7 +156,7 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 		} else {
 			clear(ts.sent)
 		}
-		ts.wildcard, ts.names, ts.byHost = wildcard, names, nil
+		ts.wildcard, ts.names, ts.byHost, ts.namesHash = wildcard, names, nil, hashNames(names)
 		_, err := c.respond(ts, nil, nil, true, now)
 		return err
 	}
@@ -193,7 +178,7 @@ func (c *conn) handleRequest(req *discoveryv3.DiscoveryRequest, now time.Time) e
 	if len(added) > 0 || removed {
 		ts.byHost = nil
 	}
-	ts.wildcard, ts.names = wildcard, names
+	ts.wildcard, ts.names, ts.namesHash = wildcard, names, hashNames(names)
 
 	if release != nil {
 		force := ts.heldForce

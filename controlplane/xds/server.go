@@ -283,7 +283,11 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 	}
 	c := s.newConn(stream, false)
 	defer s.closeConn(c)
-	return serve(s, stream.Context(), c, stream.Recv, c.handleRequest)
+	recv := func() (*sotwRequest, error) {
+		r := &sotwRequest{}
+		return r, stream.RecvMsg(r)
+	}
+	return serve(s, stream.Context(), c, recv, c.handleRequest)
 }
 
 // DeltaAggregatedResources serves one Delta (incremental) ADS stream.
@@ -427,15 +431,15 @@ func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 	return st.fullGen
 }
 
-// class names the proxies that receive identical bytes for typeURL. Endpoints are the same for
-// everyone; other types depend on the generator, the proxy type and namespace, and for a
-// sidecar whose IP is an endpoint, on its own inbound services.
+// class names the proxies that receive identical bytes for typeURL: the generators' key scope
+// (the proxy family; for routes also the namespace and labels), the proxy type, and for a
+// sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are its own).
 func (s *Server) class(p *model.Proxy, st *pushState, typeURL string) string {
 	if typeURL == gen.EndpointType {
 		return ""
 	}
-	k := p.Generator + "|" + string(p.Type) + "|" + p.Namespace
-	if !p.IsGRPC() && st.endpointIP(p.IP()) {
+	k := gen.KeyScope(typeURL, p) + "|" + string(p.Type)
+	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
 	}
 	return k

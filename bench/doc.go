@@ -1,0 +1,31 @@
+// Package bench runs scenarios and turns what they measured into reports, comparisons and
+// tuning advice.
+//
+// The runner (Run, run*.go) executes one resolved scenario in phases against a target — the
+// in-process control plane configured from the scenario's controlPlane section, or an external
+// ADS server fed through a directory of Istio YAML it watches:
+//
+//	setup    the simulator's initial topology is loaded into the control plane (in-process: its
+//	         config store, then wait for a snapshot holding every service)
+//	connect  the fake Envoy fleet ramps up; the phase ends when every client holds its first full
+//	         config, or at phases.connect.timeout (the clients still without one are counted)
+//	measure  the simulator applies churn for the scenario's duration on the wall clock; every
+//	         event's expectation is registered with the fleet BEFORE the sink applies it, and t0
+//	         is taken right after the sink's Apply returns
+//	drain    wait until every registered expectation is observed or superseded at every client
+//	         in its reach, or phases.drain.timeout; what is left is counted as missed
+//
+// The collector (collect*.go) merges the fleet's observations (push latency and convergence per
+// event kind as HDR histograms, time to first config, NACKs, no-op responses, bytes) with the
+// simulator's event counts, the control plane's own metrics (push cycles, debounce delay and
+// events per push, cache hit ratio per type; read in-process, or scraped from the target's
+// /metrics when it exports Istio's pilot_* names), and the CPU and memory of both sides (an
+// in-process run splits CPU with pprof labels). Thresholds in k6 syntax are evaluated on the
+// result; a failed one makes Results.Passed false, which the CLI turns into exit code 99.
+//
+// The reports (report*.go) are summary.json (internal/summary's k6-like shape, with encoded HDR
+// histograms and the resolved scenario as config), report.html (self-contained, plots as inline
+// SVG) and junit.xml (one test case per threshold).
+//
+// compare*.go and tune*.go read these summaries to gate releases and tune the debouncer.
+package bench

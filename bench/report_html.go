@@ -1,0 +1,267 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/summary"
+)
+
+// The HTML report: one self-contained page (inline CSS, plots as inline SVG made with
+// gonum/plot) with the thresholds, the main figures, three plots — push latency CDF per event
+// kind, latency over time (per event), events and push cycles over time — and every metric.
+
+// reportData is what the template renders.
+type reportData struct {
+	Name, Description, Target string
+	Started                   string
+	Duration                  string
+	Passed                    bool
+	Thresholds                []reportThreshold
+	Notes                     []reportNote
+	Plots                     []reportPlot
+	Metrics                   []reportMetric
+	Config                    string
+}
+
+type reportThreshold struct {
+	Metric, Expression, Value string
+	Passed                    bool
+}
+
+type reportNote struct{ Key, Text string }
+
+type reportPlot struct {
+	Title string
+	SVG   template.HTML
+}
+
+type reportMetric struct{ Name, Type, Values string }
+
+var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>xdslab run {{.Name}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{margin-bottom:0}.sub{color:#666;margin-top:.2em}
+table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}.pass{color:#080;font-weight:bold}.fail{color:#c00;font-weight:bold}
+.plot{margin:1em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:85%}
+</style></head><body>
+<h1>xdslab run: {{.Name}}</h1>
+<p class="sub">{{.Description}}</p>
+<p>Target: {{.Target}} · started {{.Started}} · took {{.Duration}} ·
+{{if .Passed}}<span class="pass">thresholds passed</span>{{else}}<span class="fail">thresholds FAILED</span>{{end}}</p>
+{{if .Thresholds}}<h2>Thresholds</h2><table><tr><th></th><th>metric</th><th>expression</th><th>value</th></tr>
+{{range .Thresholds}}<tr><td>{{if .Passed}}<span class="pass">✓</span>{{else}}<span class="fail">✗</span>{{end}}</td><td>{{.Metric}}</td><td>{{.Expression}}</td><td>{{.Value}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Notes}}<h2>Notes</h2><table>{{range .Notes}}<tr><th>{{.Key}}</th><td>{{.Text}}</td></tr>{{end}}</table>{{end}}
+{{range .Plots}}<div class="plot"><h2>{{.Title}}</h2>{{.SVG}}</div>{{end}}
+<h2>Metrics</h2><table><tr><th>metric</th><th>type</th><th>values</th></tr>
+{{range .Metrics}}<tr><td>{{.Name}}</td><td>{{.Type}}</td><td>{{.Values}}</td></tr>
+{{end}}</table>
+<h2>Scenario (resolved)</h2><pre>{{.Config}}</pre>
+</body></html>
+`))
+
+// writeHTML renders the report of this run.
+func (r *run) writeHTML(w io.Writer, s *summary.Summary) error {
+	res := r.fleet.Matcher().Results()
+	d := reportData{
+		Name: r.sc.Name, Description: strings.TrimSpace(r.sc.Description),
+		Target:   fmt.Sprintf("%s (%s)", r.tgt.kind, r.tgt.addr),
+		Started:  s.Metadata.Started.Format(time.RFC3339),
+		Duration: time.Duration(s.Metadata.DurationSeconds * float64(time.Second)).Round(time.Millisecond).String(),
+		Passed:   s.Results.Passed,
+	}
+	for _, t := range s.Results.Thresholds {
+		v := "—"
+		if t.Value != nil {
+			v = fmt.Sprintf("%g", *t.Value)
+		}
+		d.Thresholds = append(d.Thresholds, reportThreshold{Metric: t.Metric + summary.TagString(t.Tags), Expression: t.Expression, Value: v, Passed: t.Passed})
+	}
+	keys := make([]string, 0, len(s.Metadata.Labels))
+	for k := range s.Metadata.Labels {
+		if strings.HasPrefix(k, "note.") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d.Notes = append(d.Notes, reportNote{Key: strings.TrimPrefix(k, "note."), Text: s.Metadata.Labels[k]})
+	}
+	plots := []struct {
+		title string
+		make  func() (*plot.Plot, error)
+	}{
+		{"Push latency CDF per event kind", func() (*plot.Plot, error) { return latencyCDF(res) }},
+		{"Latency over time (per event)", func() (*plot.Plot, error) { return latencyOverTime(res, r.measureStart()) }},
+		{"Events and push cycles over time", func() (*plot.Plot, error) { return eventsOverTime(r.timeline(), r.cpStart) }},
+	}
+	for _, p := range plots {
+		pl, err := p.make()
+		if err != nil {
+			return fmt.Errorf("plot %q: %w", p.title, err)
+		}
+		svg, err := plotSVG(pl, 10*vg.Inch, 4*vg.Inch)
+		if err != nil {
+			return fmt.Errorf("plot %q: %w", p.title, err)
+		}
+		d.Plots = append(d.Plots, reportPlot{Title: p.title, SVG: template.HTML(svg)}) //nolint:gosec // our own SVG
+	}
+	ms := append([]summary.Metric(nil), s.Results.Metrics...)
+	for _, m := range ms {
+		d.Metrics = append(d.Metrics, reportMetric{Name: m.Key(), Type: string(m.Type), Values: formatMetricValues(m)})
+	}
+	var cfg bytes.Buffer
+	if b, err := r.sc.YAML(); err == nil {
+		cfg.Write(b)
+	}
+	d.Config = cfg.String()
+	return reportTmpl.Execute(w, d)
+}
+
+func (r *run) measureStart() time.Time {
+	for _, p := range r.phases {
+		if p.Name == "measure" {
+			return p.Start
+		}
+	}
+	return r.began
+}
+
+func (r *run) timeline() []sample {
+	r.samplesMu.Lock()
+	defer r.samplesMu.Unlock()
+	return append([]sample(nil), r.samples...)
+}
+
+func formatMetricValues(m summary.Metric) string {
+	keys := make([]string, 0, len(m.Values))
+	for k := range m.Values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v := m.Values[k]
+		if m.Type == summary.Rate && k == "rate" {
+			parts = append(parts, fmt.Sprintf("%s=%.2f%%", k, 100*v))
+			continue
+		}
+		c := m.Contains
+		if m.Type == summary.Counter && k == "rate" && c == summary.Time {
+			c = summary.Default
+		}
+		parts = append(parts, k+"="+summary.FormatValue(c, v))
+	}
+	return strings.Join(parts, " ")
+}
+
+// plotSVG renders p as an SVG element (the XML prolog dropped, for inlining).
+func plotSVG(p *plot.Plot, w, h vg.Length) (string, error) {
+	c := vgsvg.New(w, h)
+	p.Draw(draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return "", err
+	}
+	out := buf.String()
+	if i := strings.Index(out, "<svg"); i > 0 {
+		out = out[i:]
+	}
+	return out, nil
+}
+
+// cdfPoints turns a histogram of µs into (milliseconds, percentile) points.
+func cdfPoints(h *hdr.Histogram) plotter.XYs {
+	var pts plotter.XYs
+	if h == nil || h.TotalCount() == 0 {
+		return pts
+	}
+	for _, b := range h.CumulativeDistribution() {
+		pts = append(pts, plotter.XY{X: float64(b.ValueAt) / 1000, Y: b.Quantile})
+	}
+	return pts
+}
+
+func latencyCDF(res fakeenvoy.MatchResults) (*plot.Plot, error) {
+	p := plot.New()
+	p.X.Label.Text = "push latency (ms)"
+	p.Y.Label.Text = "percentile"
+	p.Legend.Top = false
+	p.Legend.Left = false
+	series := []any{}
+	if pts := cdfPoints(res.PushLatencyAll); len(pts) > 0 {
+		series = append(series, "all", pts)
+	}
+	for _, k := range res.Kinds() {
+		if pts := cdfPoints(res.PushLatency[k]); len(pts) > 0 {
+			series = append(series, k, pts)
+		}
+	}
+	if len(series) == 0 {
+		p.Title.Text = "no observations"
+		return p, nil
+	}
+	return p, plotutil.AddLines(p, series...)
+}
+
+func latencyOverTime(res fakeenvoy.MatchResults, start time.Time) (*plot.Plot, error) {
+	p := plot.New()
+	p.X.Label.Text = "time since the measure phase started (s)"
+	p.Y.Label.Text = "latency (ms)"
+	var conv, mean plotter.XYs
+	for _, e := range res.Events {
+		if e.T0.IsZero() || e.Observed == 0 {
+			continue
+		}
+		x := e.T0.Sub(start).Seconds()
+		conv = append(conv, plotter.XY{X: x, Y: float64(e.Convergence) / 1e6})
+		mean = append(mean, plotter.XY{X: x, Y: float64(e.MeanLatency) / 1e6})
+	}
+	if len(conv) == 0 {
+		p.Title.Text = "no observations"
+		return p, nil
+	}
+	return p, plotutil.AddScatters(p, "convergence (max over clients)", conv, "mean push latency", mean)
+}
+
+func eventsOverTime(samples []sample, cpStart cpSample) (*plot.Plot, error) {
+	p := plot.New()
+	p.X.Label.Text = "time since the measure phase started (s)"
+	p.Y.Label.Text = "count (cumulative)"
+	p.Legend.Top = true
+	var ev, pushes plotter.XYs
+	for _, s := range samples {
+		ev = append(ev, plotter.XY{X: s.At.Seconds(), Y: float64(s.Events)})
+		if s.HasCycles {
+			pushes = append(pushes, plotter.XY{X: s.At.Seconds(), Y: s.PushCycles - cpStart.pushCycles})
+		}
+	}
+	if len(ev) == 0 {
+		p.Title.Text = "no samples"
+		return p, nil
+	}
+	series := []any{"simulator events", ev}
+	if len(pushes) > 0 {
+		series = append(series, "push cycles", pushes)
+	} else {
+		p.Title.Text = "push cycles: " + notAvailable
+	}
+	return p, plotutil.AddLines(p, series...)
+}

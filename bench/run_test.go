@@ -1,0 +1,205 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+// smallScenario is a few services, ten clients and a few seconds of churn: enough for every
+// phase and every report to have content, small enough for -race on 2 cores.
+const smallScenario = `
+name: small
+seed: 7
+duration: 3s
+topology:
+  namespaces: 2
+  services: 6
+  endpointsPerService: {dist: constant, value: 3}
+churn:
+  - {kind: endpoint-flap, rate: 4/s, down: 400ms}
+  - {kind: config-change, every: 1s}
+clients:
+  - {name: sidecars, count: 10, ramp: 0}
+phases:
+  connect: {timeout: 30s}
+  drain: {timeout: 5s}
+thresholds:
+  xdslab_push_latency_seconds: ['p(99)<30s']
+  xdslab_events_missed_total: ['count==0']
+  xdslab_sim_events_total: ['count>0']
+`
+
+func loadScenario(t *testing.T, src string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.LoadBytes("test.yaml", []byte(src))
+	require.NoError(t, err)
+	return sc
+}
+
+// find returns the metric or fails the test.
+func find(t *testing.T, s *summary.Summary, name string, tags map[string]string) summary.Metric {
+	t.Helper()
+	m, ok := s.Results.Find(name, tags)
+	require.Truef(t, ok, "summary has no metric %s%s", name, summary.TagString(tags))
+	return m
+}
+
+// checkRunSummary asserts what every run of smallScenario must produce, reading summary.json
+// back from disk.
+func checkRunSummary(t *testing.T, out string) *summary.Summary {
+	t.Helper()
+	s, err := summary.ReadFile(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	require.Equal(t, "run", s.Metadata.Command)
+
+	// The resolved scenario is embedded and loads back.
+	var cfg struct {
+		Name    string `json:"name"`
+		Clients []struct {
+			Count int `json:"count"`
+		} `json:"clients"`
+	}
+	require.NoError(t, json.Unmarshal(s.Config, &cfg))
+	require.Equal(t, "small", cfg.Name)
+	require.Equal(t, 10, cfg.Clients[0].Count)
+
+	events := find(t, s, MetricSimEvents, nil).Values["count"]
+	require.Greater(t, events, 2.0, "churn ran")
+	require.Equal(t, events, find(t, s, "xdslab_probe_events_total", nil).Values["count"], "every event was registered")
+	require.Equal(t, 0.0, find(t, s, MetricEventsMissed, nil).Values["count"])
+	require.Equal(t, 0.0, find(t, s, MetricEventsUnmeasured, nil).Values["count"])
+
+	push := find(t, s, "xdslab_push_latency_seconds", nil)
+	require.NotNil(t, push.Histogram, "trends carry their HDR histogram")
+	h, err := push.Histogram.Decode()
+	require.NoError(t, err)
+	require.Greater(t, h.TotalCount(), int64(events), "each event observed by several clients")
+	require.Greater(t, push.Values["p(50)"], 0.0)
+	require.LessOrEqual(t, push.Values["p(50)"], push.Values["p(99)"])
+	find(t, s, "xdslab_push_latency_seconds", map[string]string{"kind": "endpoint-flap"})
+	find(t, s, "xdslab_push_latency_seconds", map[string]string{"kind": "config-change"})
+	conv := find(t, s, "xdslab_convergence_seconds", nil)
+	require.GreaterOrEqual(t, conv.Values["max"], push.Values["p(50)"], "convergence is the max over clients")
+
+	ttfc := find(t, s, MetricTimeToFirstConfig, nil)
+	require.Greater(t, ttfc.Values["max"], 0.0)
+	require.Equal(t, 0.0, find(t, s, MetricConnectIncomplete, nil).Values["value"])
+	require.Equal(t, 10.0, find(t, s, "xdslab_fleet_full_config_clients", nil).Values["value"])
+
+	for _, p := range []string{"setup", "connect", "measure", "drain"} {
+		find(t, s, MetricPhaseDuration, map[string]string{"phase": p})
+	}
+	require.GreaterOrEqual(t, find(t, s, MetricPhaseDuration, map[string]string{"phase": "measure"}).Values["value"], 3.0)
+	require.Greater(t, find(t, s, MetricCPUSeconds, map[string]string{"side": "process"}).Values["value"], 0.0)
+
+	require.Len(t, s.Results.Thresholds, 3)
+	for _, th := range s.Results.Thresholds {
+		require.Truef(t, th.Passed, "threshold %s %s", th.Metric, th.Expression)
+		require.NotNil(t, th.Value)
+	}
+	require.True(t, s.Results.Passed)
+
+	junit, err := os.ReadFile(filepath.Join(out, "junit.xml"))
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(string(junit), "<testcase "))
+	require.NotContains(t, string(junit), "<failure")
+	html, err := os.ReadFile(filepath.Join(out, "report.html"))
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(string(html), "<svg"), "three inline plots")
+	require.Contains(t, string(html), "endpoint-flap")
+	return s
+}
+
+func TestRunInProcess(t *testing.T) {
+	sc := loadScenario(t, smallScenario)
+	out := t.TempDir()
+	var progress strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Run(ctx, sc, RunOptions{Out: out, Progress: &progress, ProgressInterval: 500 * time.Millisecond, CPUProfile: true})
+	require.NoError(t, err)
+	require.True(t, s.Results.Passed)
+	s = checkRunSummary(t, out)
+
+	// In-process, the control plane's own figures are available.
+	cycles := find(t, s, MetricPushCycles, nil).Values["count"]
+	require.Greater(t, cycles, 0.0)
+	perPush := find(t, s, MetricEventsPerPush, nil).Values["value"]
+	require.InDelta(t, find(t, s, MetricSimEvents, nil).Values["count"]/cycles, perPush, 1e-9)
+	find(t, s, MetricDebounceDelay, nil)
+	hit := find(t, s, MetricCacheHitRatio, nil)
+	require.Greater(t, hit.Values["passes"]+hit.Values["fails"], 0.0)
+	// The CPU profile splits the process between the two sides.
+	cp := find(t, s, MetricCPUSeconds, map[string]string{"side": sideControlPlane}).Values["value"]
+	h := find(t, s, MetricCPUSeconds, map[string]string{"side": sideHarness}).Values["value"]
+	require.Greater(t, cp, 0.0)
+	require.Greater(t, h, 0.0)
+	require.Contains(t, progress.String(), "measure")
+	require.Equal(t, "in-process", s.Metadata.Labels["target"])
+}
+
+// TestRunExternal runs the same scenario against a control plane that is not started by the
+// runner: one watching a directory of Istio YAML (what 'xdslab controlplane --config-dir DIR'
+// runs), reached only through --target, --sink-dir and --target-metrics.
+func TestRunExternal(t *testing.T) {
+	sc := loadScenario(t, smallScenario)
+	dir := t.TempDir()
+	opts := controlplane.DefaultOptions()
+	opts.GRPCAddr, opts.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.ConfigDir = dir
+	opts.ConfigRescan = 200 * time.Millisecond
+	opts.Debounce.MinQuiet = 50 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := startControlPlane(ctx, opts, sc.ControlPlane)
+	require.NoError(t, err)
+	defer cp.stop()
+
+	out := t.TempDir()
+	s, err := Run(ctx, sc, RunOptions{Out: out, Target: cp.addr, SinkDir: dir, TargetMetrics: cp.srv.MetricsAddr()})
+	require.NoError(t, err)
+	require.True(t, s.Results.Passed)
+	s = checkRunSummary(t, out)
+	require.Equal(t, "external", s.Metadata.Labels["target"])
+	// The figures scraped from the target's /metrics.
+	require.Greater(t, find(t, s, MetricPushCycles, nil).Values["count"], 0.0)
+	find(t, s, MetricCacheHitRatio, nil)
+	// The simulator wrote the mesh as files.
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+}
+
+func TestRunExternalNeedsSinkDir(t *testing.T) {
+	sc := loadScenario(t, smallScenario)
+	_, err := Run(context.Background(), sc, RunOptions{Target: "127.0.0.1:1"})
+	require.ErrorContains(t, err, "--sink-dir")
+}
+
+func TestRunRepeat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the scenario twice")
+	}
+	sc := loadScenario(t, strings.Replace(smallScenario, "duration: 3s", "duration: 1s", 1))
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Run(ctx, sc, RunOptions{Out: out, Repeat: 2})
+	require.NoError(t, err)
+	require.Equal(t, "2", s.Metadata.Labels["repeat"])
+	for _, d := range []string{"run-1", "run-2"} {
+		_, err := summary.ReadFile(filepath.Join(out, d, "summary.json"))
+		require.NoError(t, err)
+	}
+}

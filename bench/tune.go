@@ -1,0 +1,396 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+// TuneRunFunc runs one repeat of one grid point and returns its summary. bench.Run wrapped by
+// the CLI is the real one; tests inject fakes.
+type TuneRunFunc func(ctx context.Context, sc *scenarios.Scenario, info TuneRunInfo) (*summary.Summary, error)
+
+// TuneRunInfo says which run a TuneRunFunc call is.
+type TuneRunInfo struct {
+	Point  int // 0-based grid index
+	Repeat int // 1-based
+	Label  string
+}
+
+// tuneParamAliases are the short names of the usual tuning knobs.
+var tuneParamAliases = map[string]string{
+	"minQuiet":     "controlPlane.debounce.minQuiet",
+	"maxDelay":     "controlPlane.debounce.maxDelay",
+	"endpoints":    "controlPlane.debounce.endpoints",
+	"pushThrottle": "controlPlane.pushThrottle",
+}
+
+// Param is one swept scenario field: --param NAME=V1,V2,… where NAME is a short name
+// (minQuiet, maxDelay, endpoints, pushThrottle) or any scenario path (scenarios.Set).
+type Param struct {
+	Name   string   `json:"name"`
+	Path   string   `json:"path"`
+	Values []string `json:"values"`
+}
+
+// ParseParam parses NAME=V1,V2,….
+func ParseParam(s string) (Param, error) {
+	name, vals, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return Param{}, fmt.Errorf("--param %q: write NAME=V1,V2,… e.g. minQuiet=50ms,100ms,200ms", s)
+	}
+	p := Param{Name: name, Path: name}
+	if full, ok := tuneParamAliases[name]; ok {
+		p.Path = full
+	}
+	for _, v := range strings.Split(vals, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return Param{}, fmt.Errorf("--param %q: empty value: write NAME=V1,V2,… with no empty entries", s)
+		}
+		if slices.Contains(p.Values, v) {
+			return Param{}, fmt.Errorf("--param %q: value %q is listed twice", s, v)
+		}
+		p.Values = append(p.Values, v)
+	}
+	return p, nil
+}
+
+// Cost is what the Pareto frontier trades latency against.
+type Cost string
+
+// The costs.
+const (
+	CostPushCycles Cost = "push-cycles"
+	CostCPU        Cost = "cpu"
+)
+
+// TuneOptions configures Tune.
+type TuneOptions struct {
+	Params []Param
+	// Repeats runs each point this many times (default 1); figures are medians over repeats.
+	Repeats int
+	// Run runs one repeat; required unless EstimateOnly.
+	Run TuneRunFunc
+	// Cost is the frontier's cost axis (default push cycles).
+	Cost Cost
+	// EstimateOnly skips the real runs: the table and the frontier use the fast estimate
+	// (predicted push cycles against predicted debounce delay p99).
+	EstimateOnly bool
+	// Progress receives a line per run; nil writes nothing.
+	Progress io.Writer
+	// MaxPoints bounds the grid (default 200) so a typo cannot start days of runs.
+	MaxPoints int
+}
+
+// Setting is one parameter's value at a grid point.
+type Setting struct {
+	Name  string `json:"name"`
+	Path  string `json:"path"`
+	Value string `json:"value"`
+}
+
+// PointFigures are a point's measured figures, medians over its repeats (NaN when the runs
+// do not report one).
+type PointFigures struct {
+	PushLatencyP99    Float `json:"pushLatencyP99Seconds"`
+	ConvergenceP99    Float `json:"convergenceP99Seconds"`
+	PushCycles        Float `json:"pushCycles"`
+	EventsPerPush     Float `json:"eventsPerPush"`
+	CPUSeconds        Float `json:"controlPlaneCPUSeconds"`
+	BytesSent         Float `json:"bytesSent"`
+	DebounceDelayMean Float `json:"debounceDelayMeanSeconds"`
+	DebounceDelayP99  Float `json:"debounceDelayP99Seconds"`
+}
+
+// TunePoint is one grid point.
+type TunePoint struct {
+	Index    int       `json:"index"`
+	Settings []Setting `json:"settings"`
+	Label    string    `json:"label"`
+	Runs     int       `json:"runs"`
+	// Measured is nil for an estimate-only tune or a point whose runs failed.
+	Measured *PointFigures `json:"measured,omitempty"`
+	Estimate TuneEstimate  `json:"estimate"`
+	// MeetsThresholds: every latency threshold of the scenario holds on the medians.
+	MeetsThresholds  bool     `json:"meetsThresholds"`
+	FailedThresholds []string `json:"failedThresholds,omitempty"`
+	Pareto           bool     `json:"pareto"`
+	Knee             bool     `json:"knee"`
+	Recommended      bool     `json:"recommended"`
+	Error            string   `json:"error,omitempty"`
+}
+
+// Latency is the point's latency axis: measured p99 push latency, or the estimated
+// debounce delay p99 for an estimate-only tune.
+func (p TunePoint) Latency() float64 {
+	if p.Measured != nil {
+		return float64(p.Measured.PushLatencyP99)
+	}
+	return float64(p.Estimate.DebounceDelayP99)
+}
+
+// CostValue is the point's cost axis.
+func (p TunePoint) CostValue(c Cost) float64 {
+	if p.Measured == nil {
+		return float64(p.Estimate.PushCycles)
+	}
+	if c == CostCPU {
+		return float64(p.Measured.CPUSeconds)
+	}
+	return float64(p.Measured.PushCycles)
+}
+
+func (p TunePoint) usable(c Cost) bool {
+	x, y := p.CostValue(c), p.Latency()
+	return p.Error == "" && !math.IsNaN(x) && !math.IsNaN(y)
+}
+
+// EstimateCheck is how far the fast estimate was from the real run at one point.
+type EstimateCheck struct {
+	Point                  int   `json:"point"`
+	PushCyclesPredicted    Float `json:"pushCyclesPredicted"`
+	PushCyclesMeasured     Float `json:"pushCyclesMeasured"`
+	PushCyclesError        Float `json:"pushCyclesRelativeError"`
+	DebounceDelayPredicted Float `json:"debounceDelayMeanPredictedSeconds"`
+	DebounceDelayMeasured  Float `json:"debounceDelayMeanMeasuredSeconds"`
+	DebounceDelayError     Float `json:"debounceDelayRelativeError"`
+}
+
+// TuneResult is the outcome of a tune.
+type TuneResult struct {
+	Scenario     string      `json:"scenario"`
+	Params       []Param     `json:"params"`
+	Repeats      int         `json:"repeats"`
+	Cost         Cost        `json:"cost"`
+	EstimateOnly bool        `json:"estimateOnly"`
+	Thresholds   []string    `json:"latencyThresholds"`
+	Points       []TunePoint `json:"points"`
+	// Frontier lists the Pareto points' indices by increasing cost.
+	Frontier []int `json:"frontier"`
+	// Knee and Recommended are point indices, -1 for none.
+	Knee        int    `json:"knee"`
+	Recommended int    `json:"recommended"`
+	Why         string `json:"why"`
+	// Check compares the estimate with the real run at the recommended point.
+	Check *EstimateCheck `json:"estimateCheck,omitempty"`
+}
+
+// grid expands the parameters into points (the first parameter varies slowest).
+func tuneGrid(params []Param) [][]Setting {
+	out := [][]Setting{nil}
+	for _, p := range params {
+		var next [][]Setting
+		for _, prefix := range out {
+			for _, v := range p.Values {
+				next = append(next, append(slices.Clone(prefix), Setting{Name: p.Name, Path: p.Path, Value: v}))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+func tunePointLabel(s []Setting) string {
+	parts := make([]string, len(s))
+	for i, x := range s {
+		parts[i] = x.Name + "=" + x.Value
+	}
+	return strings.Join(parts, " ")
+}
+
+// Tune runs the grid of opts.Params over sc, each point opts.Repeats times, then finds the
+// frontier, the knee and the recommendation. A point whose settings are invalid (maxDelay
+// below minQuiet, …) or whose runs fail is kept with its Error; a cancelled ctx stops the tune.
+func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneResult, error) {
+	if sc == nil {
+		return nil, errors.New("tune: no scenario")
+	}
+	if len(opts.Params) == 0 {
+		return nil, errors.New("tune: no --param: give at least one, e.g. --param minQuiet=50ms,100ms,200ms")
+	}
+	if opts.Repeats <= 0 {
+		opts.Repeats = 1
+	}
+	if opts.Cost == "" {
+		opts.Cost = CostPushCycles
+	}
+	if opts.Cost != CostPushCycles && opts.Cost != CostCPU {
+		return nil, fmt.Errorf("tune: cost %q: use %s or %s", opts.Cost, CostPushCycles, CostCPU)
+	}
+	if opts.EstimateOnly && opts.Cost == CostCPU {
+		return nil, errors.New("tune: the estimate predicts push cycles, not CPU: use --cost push-cycles with --estimate-only")
+	}
+	if opts.Run == nil && !opts.EstimateOnly {
+		return nil, errors.New("tune: no run function")
+	}
+	if opts.MaxPoints <= 0 {
+		opts.MaxPoints = 200
+	}
+	seen := map[string]bool{}
+	for _, p := range opts.Params {
+		if seen[p.Path] {
+			return nil, fmt.Errorf("tune: %s is swept twice: give each parameter once", p.Path)
+		}
+		seen[p.Path] = true
+	}
+	points := tuneGrid(opts.Params)
+	if len(points) > opts.MaxPoints {
+		return nil, fmt.Errorf("tune: the grid has %d points, more than %d: sweep fewer values", len(points), opts.MaxPoints)
+	}
+	res := &TuneResult{Scenario: sc.Name, Params: opts.Params, Repeats: opts.Repeats, Cost: opts.Cost,
+		EstimateOnly: opts.EstimateOnly, Knee: -1, Recommended: -1}
+	ths := tuneLatencyThresholds(sc)
+	for _, th := range ths {
+		res.Thresholds = append(res.Thresholds, th.selector+": "+th.t.Source)
+	}
+	est := newTuneEstimator()
+	for i, settings := range points {
+		pt := TunePoint{Index: i, Settings: settings, Label: tunePointLabel(settings)}
+		psc := sc.Clone()
+		var setErr error
+		for _, s := range settings {
+			if err := psc.Set(s.Path, s.Value); err != nil {
+				setErr = err
+				break
+			}
+		}
+		if setErr != nil {
+			pt.Error = "invalid settings: " + setErr.Error()
+			res.Points = append(res.Points, pt)
+			continue
+		}
+		e, err := est.estimate(psc)
+		if err != nil {
+			pt.Error = "estimate: " + err.Error()
+		}
+		pt.Estimate = e
+		if !opts.EstimateOnly && pt.Error == "" {
+			var runs []*summary.Summary
+			for k := 1; k <= opts.Repeats; k++ {
+				if opts.Progress != nil {
+					fmt.Fprintf(opts.Progress, "tune: point %d/%d %s, run %d/%d\n", i+1, len(points), pt.Label, k, opts.Repeats)
+				}
+				s, err := opts.Run(ctx, psc, TuneRunInfo{Point: i, Repeat: k, Label: pt.Label})
+				if ctxErr := ctx.Err(); ctxErr != nil {
+					return nil, fmt.Errorf("tune: %w", ctxErr)
+				}
+				if err != nil {
+					pt.Error = fmt.Sprintf("run %d: %v", k, err)
+					break
+				}
+				runs = append(runs, s)
+			}
+			if pt.Error == "" {
+				pt.Runs = len(runs)
+				f := tunePointFigures(runs)
+				pt.Measured = &f
+				pt.MeetsThresholds, pt.FailedThresholds = tuneEvalThresholds(ths, runs)
+			}
+		} else if opts.EstimateOnly && pt.Error == "" {
+			pt.MeetsThresholds = true
+		}
+		res.Points = append(res.Points, pt)
+	}
+	res.Frontier = tuneParetoFrontier(res.Points, opts.Cost)
+	for _, i := range res.Frontier {
+		res.Points[i].Pareto = true
+	}
+	res.Knee = tuneKnee(res.Points, res.Frontier, opts.Cost)
+	if res.Knee >= 0 {
+		res.Points[res.Knee].Knee = true
+	}
+	res.Recommended, res.Why = tuneRecommend(res, len(ths) > 0)
+	if res.Recommended >= 0 {
+		res.Points[res.Recommended].Recommended = true
+		res.Check = tuneEstimateCheck(res.Points[res.Recommended])
+	}
+	return res, nil
+}
+
+// figure reads one value of the untagged (or tagged) metric of every run; NaN when absent.
+func tuneFigure(runs []*summary.Summary, name string, tags map[string]string, stat string) Float {
+	var vs []float64
+	for _, r := range runs {
+		if m, ok := r.Results.Find(name, tags); ok {
+			if v, ok := m.Values[stat]; ok {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return Float(statMedian(vs))
+}
+
+// pointFigures are the medians of the tune's figures over a point's runs.
+func tunePointFigures(runs []*summary.Summary) PointFigures {
+	f := PointFigures{
+		PushLatencyP99:    tuneFigure(runs, "xdslab_push_latency_seconds", nil, "p(99)"),
+		ConvergenceP99:    tuneFigure(runs, "xdslab_convergence_seconds", nil, "p(99)"),
+		PushCycles:        tuneFigure(runs, "xdslab_cp_push_cycles_total", nil, "count"),
+		EventsPerPush:     tuneFigure(runs, "xdslab_debounce_events_per_push", nil, "value"),
+		CPUSeconds:        tuneFigure(runs, "xdslab_cpu_seconds", map[string]string{"side": "controlplane"}, "value"),
+		BytesSent:         tuneFigure(runs, "xdslab_fleet_bytes_received_total", nil, "count"),
+		DebounceDelayMean: tuneFigure(runs, "xdslab_debounce_delay_seconds", nil, "avg"),
+		DebounceDelayP99:  tuneFigure(runs, "xdslab_debounce_delay_seconds", nil, "p(99)"),
+	}
+	if math.IsNaN(float64(f.CPUSeconds)) {
+		// Without a per-side profile the run reports the whole process.
+		f.CPUSeconds = tuneFigure(runs, "xdslab_cpu_seconds", map[string]string{"side": "process"}, "value")
+	}
+	return f
+}
+
+// tuneLatencyThreshold is one of the scenario's thresholds on a time metric.
+type tuneLatencyThreshold struct {
+	selector string
+	name     string
+	tags     map[string]string
+	t        scenarios.Threshold
+}
+
+// latencyThresholds are the scenario's thresholds on latency: metrics whose names end in
+// _seconds (push latency, convergence, debounce delay …).
+func tuneLatencyThresholds(sc *scenarios.Scenario) []tuneLatencyThreshold {
+	var out []tuneLatencyThreshold
+	sels := make([]string, 0, len(sc.Thresholds))
+	for sel := range sc.Thresholds {
+		sels = append(sels, sel)
+	}
+	slices.Sort(sels)
+	for _, sel := range sels {
+		name := scenarios.MetricName(sel)
+		if !strings.HasSuffix(name, "_seconds") || strings.Contains(name, "cpu") {
+			continue
+		}
+		for _, t := range sc.Thresholds[sel] {
+			out = append(out, tuneLatencyThreshold{selector: sel, name: name, tags: scenarios.MetricTags(sel), t: t})
+		}
+	}
+	return out
+}
+
+// evalLatencyThresholds evaluates each threshold on the median over runs of the value it
+// reads; a metric no run reports fails (a latency that was not measured is not met).
+func tuneEvalThresholds(ths []tuneLatencyThreshold, runs []*summary.Summary) (bool, []string) {
+	var failed []string
+	for _, th := range ths {
+		v := tuneFigure(runs, th.name, th.tags, th.t.Key())
+		if math.IsNaN(float64(v)) {
+			failed = append(failed, th.selector+": "+th.t.Source+" (not measured)")
+			continue
+		}
+		ok, err := th.t.Eval(map[string]float64{th.t.Key(): float64(v)})
+		if err != nil || !ok {
+			failed = append(failed, fmt.Sprintf("%s: %s (%s)", th.selector, th.t.Source, FormatCompareValue(float64(v), summary.Time)))
+		}
+	}
+	return len(failed) == 0, failed
+}

@@ -1,0 +1,264 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+// fakeTuneRun models a control plane whose p99 push latency is 20ms + minQuiet and whose
+// push cycles fall as minQuiet grows; a 1s maxDelay costs 20% more pushes at the same
+// latency (so those points are dominated). It records what it was asked to run.
+type fakeTuneRun struct {
+	calls []TuneRunInfo
+	fail  string // a point label whose runs fail
+}
+
+func (f *fakeTuneRun) run(_ context.Context, sc *scenarios.Scenario, info TuneRunInfo) (*summary.Summary, error) {
+	f.calls = append(f.calls, info)
+	if info.Label == f.fail {
+		return nil, errors.New("control plane crashed")
+	}
+	mq := sc.ControlPlane.Debounce.MinQuiet.D()
+	md := sc.ControlPlane.Debounce.MaxDelay.D()
+	lat := 20*time.Millisecond + mq
+	h := hdr.New(1, 3_600_000_000, 3)
+	for i := 0; i < 100; i++ {
+		// 98 values at lat/2 and the top two at lat: p(50) = lat/2, p(99) = lat.
+		v := lat / 2
+		if i >= 98 {
+			v = lat
+		}
+		if err := h.RecordValue(v.Microseconds()); err != nil {
+			return nil, err
+		}
+	}
+	trend, err := summary.NewTrend("xdslab_push_latency_seconds", summary.Time, h, 1e-6, nil)
+	if err != nil {
+		return nil, err
+	}
+	cycles := float64(int(2000 / (1 + mq.Seconds()*100)))
+	if md < 5*time.Second {
+		cycles *= 1.2
+	}
+	dur := sc.Duration.D()
+	return &summary.Summary{Version: summary.Version, Results: summary.Results{Passed: true, Metrics: []summary.Metric{
+		trend,
+		summary.NewCounter("xdslab_cp_push_cycles_total", summary.Default, cycles, dur, nil),
+		summary.NewGauge("xdslab_debounce_events_per_push", summary.Default, 400/cycles, 0, 0, nil),
+		summary.NewGauge("xdslab_cpu_seconds", summary.Time, cycles/1000, 0, 0, map[string]string{"side": "controlplane"}),
+		summary.NewCounter("xdslab_fleet_bytes_received_total", summary.Data, cycles*1e4, dur, nil),
+	}}}, nil
+}
+
+func tuneScenario(t *testing.T) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Builtin("quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Thresholds = nil
+	if err := sc.Set("thresholds.xdslab_push_latency_seconds", "['p(99)<250ms']"); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func mustParams(t *testing.T, specs ...string) []Param {
+	t.Helper()
+	var ps []Param
+	for _, s := range specs {
+		p, err := ParseParam(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+func TestTuneFakeRuns(t *testing.T) {
+	fake := &fakeTuneRun{}
+	res, err := Tune(context.Background(), tuneScenario(t), TuneOptions{
+		Params:  mustParams(t, "minQuiet=50ms,100ms,200ms,500ms", "maxDelay=1s,10s"),
+		Repeats: 2,
+		Run:     fake.run,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(fake.calls); got != 16 {
+		t.Errorf("runs = %d, want 8 points × 2 repeats", got)
+	}
+	if len(res.Points) != 8 {
+		t.Fatalf("points = %d, want 8", len(res.Points))
+	}
+	// p99 = 20ms + minQuiet: 70, 120, 220, 520ms; under 250ms: 50, 100 and 200ms.
+	// The cheapest of those is minQuiet=200ms with maxDelay=10s.
+	rec := res.Points[res.Recommended]
+	if res.Recommended < 0 || rec.Label != "minQuiet=200ms maxDelay=10s" {
+		t.Fatalf("recommended %d (%s), want minQuiet=200ms maxDelay=10s; why: %s", res.Recommended, rec.Label, res.Why)
+	}
+	// Every maxDelay=1s point costs more at equal latency: dominated. The rest form the frontier.
+	var front []string
+	for _, i := range res.Frontier {
+		front = append(front, res.Points[i].Label)
+	}
+	want := "minQuiet=500ms maxDelay=10s|minQuiet=200ms maxDelay=10s|minQuiet=100ms maxDelay=10s|minQuiet=50ms maxDelay=10s"
+	if strings.Join(front, "|") != want {
+		t.Errorf("frontier = %v, want %s", front, want)
+	}
+	if res.Knee < 0 || !res.Points[res.Knee].Pareto {
+		t.Errorf("knee %d is not on the frontier", res.Knee)
+	}
+	for _, p := range res.Points {
+		if p.Measured == nil || p.Runs != 2 {
+			t.Fatalf("point %s: measured %v runs %d", p.Label, p.Measured, p.Runs)
+		}
+		if wantMeets := p.Settings[0].Value != "500ms"; p.MeetsThresholds != wantMeets {
+			t.Errorf("point %s meets thresholds = %v, want %v (%v)", p.Label, p.MeetsThresholds, wantMeets, p.FailedThresholds)
+		}
+		if p.Estimate.Events == 0 || p.Estimate.PushCycles == 0 {
+			t.Errorf("point %s: empty estimate %+v", p.Label, p.Estimate)
+		}
+	}
+	// The estimate: a longer minQuiet merges more events, never fewer.
+	if a, b := res.Points[1].Estimate.PushCycles, res.Points[7].Estimate.PushCycles; a < b {
+		t.Errorf("estimated push cycles at minQuiet=50ms (%d) < at 500ms (%d)", a, b)
+	}
+	if res.Check == nil || res.Check.Point != res.Recommended || float64(res.Check.PushCyclesMeasured) != float64(rec.Measured.PushCycles) {
+		t.Errorf("estimate check = %+v, want one at the recommended point", res.Check)
+	}
+
+	// The files: table, report, plots.
+	dir := t.TempDir()
+	if err := WriteTuneFiles(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, TuneCSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 9 || rows[0][1] != "minQuiet" || rows[0][2] != "maxDelay" {
+		t.Errorf("csv: %d rows, header %v", len(rows), rows[0])
+	}
+	pngData, err := os.ReadFile(filepath.Join(dir, TunePNGFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(pngData))
+	if err != nil || img.Bounds().Dx() < 300 {
+		t.Errorf("png: %v, bounds %v", err, img.Bounds())
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, TuneSVGFile))
+	if err != nil || !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("minQuiet=200ms")) {
+		t.Errorf("svg lacks the plot or the point labels (err %v)", err)
+	}
+	for _, name := range []string{TuneTextFile, TuneCSVFile} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmpGolden(t, filepath.Join("testdata", "tune", name+".golden"), data)
+	}
+}
+
+func TestTuneBadPoints(t *testing.T) {
+	fake := &fakeTuneRun{fail: "minQuiet=100ms maxDelay=1s"}
+	res, err := Tune(context.Background(), tuneScenario(t), TuneOptions{
+		Params: mustParams(t, "minQuiet=100ms,2s", "maxDelay=1s"),
+		Run:    fake.run,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := res.Points[0].Error; !strings.Contains(e, "control plane crashed") {
+		t.Errorf("failed run error = %q", e)
+	}
+	if e := res.Points[1].Error; !strings.Contains(e, "invalid settings") || !strings.Contains(e, "maxDelay") {
+		t.Errorf("invalid point error = %q, want the scenario's maxDelay < minQuiet message", e)
+	}
+	if res.Recommended != -1 || !strings.Contains(res.Why, "no point ran successfully") {
+		t.Errorf("recommended %d why %q", res.Recommended, res.Why)
+	}
+	if len(fake.calls) != 1 {
+		t.Errorf("runs = %d, want 1 (the invalid point is never run)", len(fake.calls))
+	}
+}
+
+func TestTuneEstimateOnly(t *testing.T) {
+	res, err := EstimateTune(tuneScenario(t), mustParams(t, "minQuiet=0s,100ms,1s", "maxDelay=10s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, p1, p2 := res.Points[0].Estimate, res.Points[1].Estimate, res.Points[2].Estimate
+	// minQuiet 0 pushes every event at once: as many cycles as events, no delay.
+	if p0.PushCycles != p0.Events || float64(p0.DebounceDelayMax) != 0 {
+		t.Errorf("minQuiet=0: %d cycles for %d events, max delay %v", p0.PushCycles, p0.Events, p0.DebounceDelayMax)
+	}
+	if !(p0.PushCycles > p1.PushCycles && p1.PushCycles > p2.PushCycles) {
+		t.Errorf("push cycles not decreasing with minQuiet: %d %d %d", p0.PushCycles, p1.PushCycles, p2.PushCycles)
+	}
+	if d := float64(p1.DebounceDelayMean); d < 0.1 || d > 10 {
+		t.Errorf("minQuiet=100ms: mean debounce delay %vs, want between minQuiet and maxDelay", d)
+	}
+	if res.Recommended < 0 {
+		t.Errorf("estimate-only tune recommends nothing: %s", res.Why)
+	}
+	var buf bytes.Buffer
+	if err := TunePlot(&buf, res, "svg"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseParam(t *testing.T) {
+	tests := []struct {
+		in, path string
+		n        int
+		err      string
+	}{
+		{"minQuiet=50ms,100ms,200ms", "controlPlane.debounce.minQuiet", 3, ""},
+		{"maxDelay=1s", "controlPlane.debounce.maxDelay", 1, ""},
+		{"clients[0].count=100,200", "clients[0].count", 2, ""},
+		{"minQuiet", "", 0, "write NAME=V1,V2"},
+		{"minQuiet=50ms,,1s", "", 0, "empty value"},
+		{"minQuiet=1s,1s", "", 0, "listed twice"},
+	}
+	for _, tc := range tests {
+		p, err := ParseParam(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseParam(%q) error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || p.Path != tc.path || len(p.Values) != tc.n {
+			t.Errorf("ParseParam(%q) = %+v, %v", tc.in, p, err)
+		}
+	}
+	// An unknown path is caught when the grid is built, with the scenario's own message.
+	res, err := Tune(context.Background(), tuneScenario(t), TuneOptions{Params: mustParams(t, "controlPlane.debounce.minQiet=1s"), EstimateOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := res.Points[0].Error; !strings.Contains(e, "minQuiet") {
+		t.Errorf("unknown path error = %q, want a did-you-mean naming minQuiet", e)
+	}
+}
