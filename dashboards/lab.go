@@ -142,9 +142,10 @@ func Lab() Spec {
 				},
 				{
 					Title: "Time to first config", Unit: "s", Min: zero(),
-					Description: "p50/p90/p99 of client start → first full config (xdslab_fleet_time_to_first_config_seconds): " +
+					Description: "p50/p90/p99 of client start → first full config (xdslab_fleet_time_to_first_config_seconds) over every " +
+						"client since the fleet started (not per rate interval: clients connect during the ramp, before the measurement): " +
 						"how long a new proxy waits before it can serve traffic, at the ramp's arrival rate.",
-					Queries: percentiles(v, "xdslab_fleet_time_to_first_config_seconds"),
+					Queries: cumulativePercentiles(v, "xdslab_fleet_time_to_first_config_seconds"),
 				},
 				{
 					Title: "Connect failures and resends", Unit: "ops", Min: zero(),

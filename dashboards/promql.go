@@ -52,6 +52,20 @@ func percentiles(variable, metric string) []Query {
 	return out
 }
 
+// cumulativePercentiles is the p50, p90 and p99 lines of a histogram over everything it
+// observed since the process started, for distributions recorded in a burst (a ramp) rather
+// than continuously.
+func cumulativePercentiles(variable, metric string) []Query {
+	var out []Query
+	for _, q := range []struct {
+		q      float64
+		legend string
+	}{{0.5, "p50"}, {0.9, "p90"}, {0.99, "p99"}} {
+		out = append(out, Query{Expr: fmt.Sprintf("histogram_quantile(%g, %s)", q.q, sumBy("le", sel(variable, metric+"_bucket"))), Legend: q.legend})
+	}
+	return out
+}
+
 // heatmapOf is a histogram's bucket rates summed by le, drawn as heatmap cells.
 func heatmapOf(variable, metric string) Query {
 	return Query{Expr: sumBy("le", "rate("+sel(variable, metric+"_bucket")+rateWindow+")"), Legend: "{{le}}", Heatmap: true}

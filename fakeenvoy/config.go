@@ -42,6 +42,10 @@ type ClientConfig struct {
 	Seed uint64
 	// Clock is injected for tests; nil means the real clock.
 	Clock Clock
+	// Interner, when set, shares decoded resources with every other client given the same
+	// one (a fleet gives one to all its clients); nil decodes privately. Sharing changes
+	// nothing the client does or reports: resources are immutable once decoded.
+	Interner *Interner
 }
 
 // Connector returns a connection to the control plane; the fleet may share one among clients.

@@ -218,10 +218,15 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgSize)),
 		grpc.WithSharedWriteBuffer(true),
 	}, cfg.DialOptions...)
+	// One table for the whole fleet: clients with the same config share decoded resources.
+	interner := NewInterner()
 	index := 0
 	for _, g := range cfg.Groups {
 		for range g.Count {
 			cc := g.Client
+			if cc.Interner == nil {
+				cc.Interner = interner
+			}
 			cc.Index, cc.Group, cc.Node = index, g.Name, g.Identity.Node(index)
 			cc.Seed, cc.Clock = cfg.Seed, cfg.Clock
 			c, err := NewClient(cc, f.hooks)

@@ -54,13 +54,20 @@ func wildcard(t int) bool { return t == tCDS || t == tLDS }
 var hashSeed = maphash.MakeSeed()
 
 // entry is one accepted resource: the hash of its bytes (no-op and identical-resend detection),
-// the decoded message (probe.View), its Delta version and what it references (a cluster's EDS
-// service name, a listener's RDS route config names).
+// its Delta version and the decoded resource (probe.View and references), shared with other
+// clients through the Interner.
 type entry struct {
 	hash    uint64
-	msg     proto.Message
 	version string
-	refs    []string
+	d       *decoded
+}
+
+// refs is what the resource references; nil for a missing entry.
+func (e entry) refs() []string {
+	if e.d == nil {
+		return nil
+	}
+	return e.d.refs
 }
 
 // typeState is what the client keeps per type. subscribed, version, names and res survive a
@@ -102,6 +109,7 @@ type machine struct {
 	ift           time.Duration // <= 0: no initial fetch timeout
 	nack          NackPolicy
 	ack           AckPolicy
+	interner      *Interner // nil: private decoding
 
 	types         [numTypes]typeState
 	warmC, warmL  map[string]time.Time // warming clusters / listeners → deadline (zero: none)
@@ -144,6 +152,7 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 		ift:           cfg.InitialFetchTimeout,
 		nack:          cfg.Nack,
 		ack:           cfg.Ack,
+		interner:      cfg.Interner,
 	}
 	if m.nack.Probability > 0 {
 		m.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5bd1e995))
@@ -244,8 +253,7 @@ type item struct {
 	raw     []byte
 	version string
 	hash    uint64
-	msg     proto.Message // nil when identical to the held resource
-	refs    []string
+	d       *decoded // nil when identical to the held resource
 	err     error
 }
 
@@ -422,7 +430,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if m.nack.matchName(it.name) {
 			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
 		} else {
-			it.msg, it.refs, it.err = decode(t, it.raw, realistic)
+			it.d, it.err = m.interner.decode(t, realistic, it.hash, it.name, it.raw)
 		}
 		if it.err != nil {
 			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", kindName(t), it.name, it.err))
@@ -478,7 +486,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if it.err != nil {
 			continue
 		}
-		if it.msg == nil { // identical
+		if it.d == nil { // identical
 			if !nacked && m.delta {
 				e := ts.res[it.name]
 				e.version = it.version
@@ -490,9 +498,13 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if nacked {
 			version = "" // Envoy records Delta versions only when the whole response is accepted
 		}
-		ts.res[it.name] = entry{hash: it.hash, msg: it.msg, version: version, refs: it.refs}
+		name := it.name
+		if it.d.name == name {
+			name = it.d.name // the shared copy: the per-response one becomes garbage
+		}
+		ts.res[name] = entry{hash: it.hash, version: version, d: it.d}
 		changed = true
-		m.warmStored(t, it.name, it.refs, now)
+		m.warmStored(t, name, it.d.refs, now)
 	}
 	for _, name := range gone {
 		delete(ts.res, name)
@@ -521,8 +533,8 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 			warmed[name] = struct{}{}
 		}
 		for c := range m.warmC {
-			if e, ok := m.types[tCDS].res[c]; ok && len(e.refs) > 0 {
-				if _, ok := warmed[e.refs[0]]; ok {
+			if e, ok := m.types[tCDS].res[c]; ok && len(e.refs()) > 0 {
+				if _, ok := warmed[e.refs()[0]]; ok {
 					delete(m.warmC, c)
 				}
 			}
@@ -559,27 +571,28 @@ func (m *machine) addressConflicts(items []item, removed []string) []string {
 	for i := range items {
 		it := &items[i]
 		inResp[it.name] = struct{}{}
-		if it.err == nil && it.msg == nil {
+		if it.err == nil && it.d == nil {
 			if e, ok := m.types[tLDS].res[it.name]; ok {
-				claim(it.name, e.msg.(*listenerv3.Listener))
+				claim(it.name, e.d.msg.(*listenerv3.Listener))
 			}
 		}
 	}
 	if m.delta {
 		for name, e := range m.types[tLDS].res {
 			if _, ok := inResp[name]; !ok && !slices.Contains(removed, name) {
-				claim(name, e.msg.(*listenerv3.Listener))
+				claim(name, e.d.msg.(*listenerv3.Listener))
 			}
 		}
 	}
 	var errs []string
 	for i := range items {
 		it := &items[i]
-		if it.err != nil || it.msg == nil {
+		if it.err != nil || it.d == nil {
 			continue
 		}
-		if other := claim(it.name, it.msg.(*listenerv3.Listener)); other != "" {
-			it.err = fmt.Errorf("duplicate address %s as listener %s", bindKey(it.msg.(*listenerv3.Listener)), other)
+		l := it.d.msg.(*listenerv3.Listener)
+		if other := claim(it.name, l); other != "" {
+			it.err = fmt.Errorf("duplicate address %s as listener %s", bindKey(l), other)
 			errs = append(errs, fmt.Sprintf("listener %s: %v", it.name, it.err))
 		}
 	}
@@ -663,7 +676,7 @@ func (m *machine) hasRoutes(refs []string) bool {
 
 func (m *machine) rewarmListeners() {
 	for l := range m.warmL {
-		if m.hasRoutes(m.types[tLDS].res[l].refs) {
+		if m.hasRoutes(m.types[tLDS].res[l].refs()) {
 			delete(m.warmL, l)
 		}
 	}
@@ -683,7 +696,7 @@ func (m *machine) followUp(s *step, t int) {
 	}
 	var names []string
 	for _, e := range m.types[t].res {
-		names = append(names, e.refs...)
+		names = append(names, e.refs()...)
 	}
 	sort.Strings(names)
 	names = slices.Compact(names)
@@ -727,6 +740,13 @@ func (m *machine) afterResponse(s *step, t int, now time.Time) {
 
 // advance moves initialization forward as far as it can go and reports the first full config.
 func (m *machine) advance(s *step, now time.Time) {
+	// An emptied map keeps its buckets: drop it, an idle client warms nothing.
+	if len(m.warmC) == 0 {
+		m.warmC = nil
+	}
+	if len(m.warmL) == 0 {
+		m.warmL = nil
+	}
 	if m.phase == phaseClusters && len(m.warmC) == 0 {
 		m.phase = phaseLDS
 		m.phaseDeadline = m.deadline(now)
@@ -753,14 +773,14 @@ func (m *machine) complete() bool {
 		return false
 	}
 	for _, e := range m.types[tCDS].res {
-		for _, r := range e.refs {
+		for _, r := range e.refs() {
 			if _, ok := m.types[tEDS].res[r]; !ok {
 				return false
 			}
 		}
 	}
 	for _, e := range m.types[tLDS].res {
-		if !m.hasRoutes(e.refs) {
+		if !m.hasRoutes(e.refs()) {
 			return false
 		}
 	}
@@ -829,7 +849,7 @@ func (m *machine) Resource(typeURL, name string) proto.Message {
 	if !ok {
 		return nil
 	}
-	return e.msg
+	return e.d.msg
 }
 
 func (m *machine) subscribedName(t int, name string) bool {

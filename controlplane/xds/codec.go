@@ -95,14 +95,15 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 // naming a thousand clusters is.
 func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 	var b []byte
-	if len(data) == 1 {
-		b = data[0].ReadOnlyData() // valid only during this call
+	owned := len(data) != 1
+	if owned {
+		b = data.Materialize() // a fresh copy
 	} else {
-		b = data.Materialize()
+		b = data[0].ReadOnlyData() // valid only during this call
 	}
 	switch m := v.(type) {
 	case *sotwRequest:
-		return m.decode(b) // copies what it keeps
+		return m.decode(b, owned)
 	case proto.Message:
 		return proto.Unmarshal(b, m)
 	}

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
 
@@ -19,7 +20,7 @@ type sotwRequest struct {
 
 	namesHash  uint64
 	namesCount int
-	names      []byte // the concatenated field-3 records, owned by the request
+	raw        []byte // the request's wire bytes (owned), rescanned by Names
 	decoded    bool
 }
 
@@ -38,9 +39,11 @@ func hashNames[S ~map[string]struct{}](names S) uint64 {
 	return h
 }
 
-// decode fills r from the wire bytes of a DiscoveryRequest.
-func (r *sotwRequest) decode(b []byte) error {
-	rest := make([]byte, 0, 256)
+// decode fills r from the wire bytes of a DiscoveryRequest. owned says whether r may keep b
+// (otherwise it is copied, once, and only when there are names to decode later).
+func (r *sotwRequest) decode(b []byte, owned bool) error {
+	raw := b
+	var rest []byte
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -55,11 +58,16 @@ func (r *sotwRequest) decode(b []byte) error {
 			v, _ := protowire.ConsumeBytes(b[n:])
 			r.namesHash += hashName(v)
 			r.namesCount++
-			r.names = append(r.names, field...)
 		} else {
 			rest = append(rest, field...)
 		}
 		b = b[n+m:]
+	}
+	if r.namesCount > 0 {
+		if !owned {
+			raw = bytes.Clone(raw)
+		}
+		r.raw = raw
 	}
 	return proto.Unmarshal(rest, &r.DiscoveryRequest)
 }
@@ -69,13 +77,17 @@ func (r *sotwRequest) Names() []string {
 	if !r.decoded {
 		r.decoded = true
 		r.ResourceNames = make([]string, 0, r.namesCount)
-		b := r.names
+		b := r.raw
 		for len(b) > 0 {
-			_, _, n := protowire.ConsumeTag(b)
-			v, m := protowire.ConsumeBytes(b[n:])
-			r.ResourceNames = append(r.ResourceNames, string(v))
+			num, typ, n := protowire.ConsumeTag(b)
+			m := protowire.ConsumeFieldValue(num, typ, b[n:])
+			if num == 3 && typ == protowire.BytesType {
+				v, _ := protowire.ConsumeBytes(b[n:])
+				r.ResourceNames = append(r.ResourceNames, string(v))
+			}
 			b = b[n+m:]
 		}
+		r.raw = nil
 	}
 	return r.ResourceNames
 }

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"go.uber.org/goleak"
+
+	"github.com/xdslab/xdslab/internal/summary"
+)
+
+// writeCompareSummary writes a summary whose push latency is lognormal around medianMs (drawn
+// from seed draw) and whose push cycles are cycles, under scenario seed 1.
+func writeCompareSummary(t *testing.T, path string, draw uint64, medianMs, cycles float64) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(draw, draw+1))
+	h := hdr.New(1, 3_600_000_000, 3)
+	for i := 0; i < 500; i++ {
+		if err := h.RecordValue(int64(1000 * medianMs * (1 + 0.3*r.NormFloat64()*0.5))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lat, err := summary.NewTrend("xdslab_push_latency_seconds", summary.Time, h, 1e-6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &summary.Summary{Version: summary.Version,
+		Metadata: summary.Metadata{Tool: "xdslab", Started: start, Ended: start.Add(10 * time.Second), DurationSeconds: 10},
+		Config:   []byte(`{"seed":1}`),
+		Results: summary.Results{Passed: true, Metrics: []summary.Metric{lat,
+			summary.NewCounter("xdslab_cp_push_cycles_total", summary.Default, cycles, 10*time.Second, nil),
+			summary.NewCounter("xdslab_probe_events_total", summary.Default, 100, 10*time.Second, nil),
+		}}}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := summary.WriteFile(path, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCompareCommandExitCodes(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	writeCompareSummary(t, p("base.json"), 1, 100, 50)
+	writeCompareSummary(t, p("same.json"), 2, 100, 50)
+	writeCompareSummary(t, p("slow.json"), 3, 250, 50)
+	writeCompareSummary(t, p("pushy.json"), 4, 100, 60)
+	for i := 1; i <= 3; i++ {
+		writeCompareSummary(t, p(fmt.Sprintf("base-runs/run-%d/summary.json", i)), uint64(10+i), 100, 50)
+		writeCompareSummary(t, p(fmt.Sprintf("new-runs/run-%d/summary.json", i)), uint64(20+i), 100, 50)
+	}
+	if err := os.WriteFile(p("broken.json"), []byte("{\"version\": \"1\",\n\"results\": 3}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"same configuration passes", []string{p("base.json"), p("same.json")}, exitOK},
+		{"planted latency regression fails", []string{p("base.json"), p("slow.json")}, exitRegression},
+		{"20% more push cycles fails", []string{p("base.json"), p("pushy.json")}, exitRegression},
+		{"per-metric threshold lets them pass", []string{p("base.json"), p("pushy.json"), "--metric-threshold", "xdslab_cp_push_cycles_total=25%"}, exitOK},
+		{"gate leaves push cycles out", []string{p("base.json"), p("pushy.json"), "--gate", "latency"}, exitOK},
+		{"run directories", []string{p("base-runs"), p("new-runs"), "--format", "markdown"}, exitOK},
+		{"junit to a file", []string{p("base.json"), p("slow.json"), "--format", "junit", "--output", p("junit.xml")}, exitRegression},
+		{"one argument", []string{p("base.json")}, exitUsage},
+		{"missing file", []string{p("base.json"), p("nope.json")}, exitUsage},
+		{"broken file", []string{p("base.json"), p("broken.json")}, exitUsage},
+		{"bad threshold", []string{p("base.json"), p("same.json"), "--threshold", "five"}, exitUsage},
+		{"bad metric threshold", []string{p("base.json"), p("same.json"), "--metric-threshold", "x:p99=5%"}, exitUsage},
+		{"bad format", []string{p("base.json"), p("same.json"), "--format", "html"}, exitUsage},
+		{"bad gate", []string{p("base.json"), p("same.json"), "--gate", "("}, exitUsage},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := run(context.Background(), append([]string{"compare"}, tc.args...)); got != tc.code {
+				t.Errorf("xdslab compare %s: exit %d, want %d", strings.Join(tc.args, " "), got, tc.code)
+			}
+		})
+	}
+	data, err := os.ReadFile(p("junit.xml"))
+	if err != nil || !strings.Contains(string(data), "<failure") {
+		t.Errorf("junit output lacks the failure (err %v)", err)
+	}
+}
+
+func TestTuneCommandEstimateOnly(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	out := t.TempDir()
+	code := run(context.Background(), []string{"tune", "quickstart", "--param", "minQuiet=50ms,200ms,1s", "--estimate-only", "--out", out})
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, f := range []string{"tune.csv", "tune.json", "tune.txt", "tune.png", "tune.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"tune", "quickstart"},
+		{"tune", "quickstart", "--param", "minQuiet"},
+		{"tune", "no-such-scenario", "--param", "minQuiet=1s"},
+		{"tune", "quickstart", "--param", "minQuiet=1s", "--repeats", "0"},
+		{"tune", "quickstart", "--param", "minQuiet=1s", "--cost", "money"},
+	} {
+		if code := run(context.Background(), args); code != exitUsage {
+			t.Errorf("xdslab %s: exit %d, want %d", strings.Join(args, " "), code, exitUsage)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package fakeenvoy
+
+import (
+	"bytes"
+	"runtime"
+	"sync"
+	"weak"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// Interner shares decoded resources among the clients of a fleet: 10,000 clients that receive
+// the same cluster hold one decoded proto instead of 10,000. A decoded resource is immutable
+// once built (clients, hooks and probe.View only read it), so sharing it changes nothing a
+// client or an observer sees.
+//
+// Entries are keyed by (type, validation mode, hash of the encoded bytes) and keep one copy of
+// those bytes: a hit is only a hit when the bytes are equal, so a hash collision costs a
+// private decode, never a wrong resource.
+//
+// Lifetime: the table holds weak pointers (package weak) and the clients hold the strong ones.
+// When no client holds a resource any more the garbage collector frees it, and a cleanup
+// (runtime.AddCleanup) removes its table slot. Nothing has to be released by hand, so a client
+// that is dropped without being stopped cannot leak entries, and the table never outlives its
+// users' data. An Interner is safe for concurrent use; the zero value is not usable, use
+// NewInterner. A nil *Interner decodes privately (no sharing).
+type Interner struct {
+	mu sync.Mutex
+	m  map[internKey]weak.Pointer[decoded]
+}
+
+type internKey struct {
+	hash      uint64
+	t         uint8
+	realistic bool
+}
+
+// decoded is one decoded resource: its name (field 1), encoded bytes (nil when private), the
+// message and what it references (a cluster's EDS service name, a listener's RDS route config
+// names). Never mutated after decodeShared returns it.
+type decoded struct {
+	name string
+	raw  []byte
+	msg  proto.Message
+	refs []string
+}
+
+// NewInterner returns an empty table; give the same one to every client that should share.
+func NewInterner() *Interner {
+	return &Interner{m: make(map[internKey]weak.Pointer[decoded])}
+}
+
+// Len is the number of table slots (live resources, plus dead ones whose cleanup has not run).
+func (in *Interner) Len() int {
+	if in == nil {
+		return 0
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.m)
+}
+
+// decode returns the decoded resource of type t with bytes raw (hash is their maphash with
+// hashSeed) named name, validated when realistic: a shared one when the table holds the same
+// bytes, else a new one (added to the table when in is not nil). Resources that fail to decode
+// or validate are not shared.
+func (in *Interner) decode(t int, realistic bool, hash uint64, name string, raw []byte) (*decoded, error) {
+	if in == nil {
+		return decodeNew(t, realistic, name, nil, raw)
+	}
+	k := internKey{hash: hash, t: uint8(t), realistic: realistic}
+	if d := in.lookup(k, raw); d != nil {
+		return d, nil
+	}
+	// Decode outside the lock: clients decode different resources in parallel; two that race
+	// on the same one both decode it and the second adopts the first's.
+	d, err := decodeNew(t, realistic, name, raw, raw)
+	if err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if wp, ok := in.m[k]; ok {
+		if old := wp.Value(); old != nil {
+			if bytes.Equal(old.raw, raw) {
+				return old, nil
+			}
+			return d, nil // a live hash collision: keep this one private
+		}
+	}
+	in.m[k] = weak.Make(d)
+	runtime.AddCleanup(d, in.evict, k)
+	return d, nil
+}
+
+func (in *Interner) lookup(k internKey, raw []byte) *decoded {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if wp, ok := in.m[k]; ok {
+		if d := wp.Value(); d != nil && bytes.Equal(d.raw, raw) {
+			return d
+		}
+	}
+	return nil
+}
+
+// evict drops the slot of a collected resource, unless the slot was reused meanwhile.
+func (in *Interner) evict(k internKey) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if wp, ok := in.m[k]; ok && wp.Value() == nil {
+		delete(in.m, k)
+	}
+}
+
+func decodeNew(t int, realistic bool, name string, keep, raw []byte) (*decoded, error) {
+	msg, refs, err := decode(t, raw, realistic)
+	if err != nil {
+		return nil, err
+	}
+	return &decoded{name: name, raw: keep, msg: msg, refs: refs}, nil
+}
