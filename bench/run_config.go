@@ -115,6 +115,11 @@ func ControlPlaneOptions(s *scenarios.Scenario) controlplane.Options {
 		DebounceEDS: s.ControlPlane.Debounce.Endpoints,
 	}
 	o.PushThrottle = s.ControlPlane.PushThrottle
+	o.FlowControl = s.ControlPlane.FlowControl.Enabled
+	if d := s.ControlPlane.FlowControl.AckTimeout.D(); d > 0 {
+		o.AckTimeout = d
+	}
+	o.AdmissionRate = s.ControlPlane.AdmissionRate.PerSecond() // 0: the control plane's default
 	o.Cores = runtime.GOMAXPROCS(0)
 	return o
 }

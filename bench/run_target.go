@@ -6,23 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"google.golang.org/grpc"
 
 	"github.com/xdslab/xdslab/controlplane"
-	"github.com/xdslab/xdslab/controlplane/cache"
-	"github.com/xdslab/xdslab/controlplane/metrics"
 	"github.com/xdslab/xdslab/controlplane/model"
-	"github.com/xdslab/xdslab/controlplane/xds"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
 )
@@ -51,14 +45,7 @@ type target struct {
 	close  func()
 }
 
-// xdsMetrics adapts the control plane's metric handles to the ADS server's Metrics interface.
-type xdsMetrics struct{ *metrics.Metrics }
-
-func (m xdsMetrics) CacheRead(typeURL string, r cache.Result) { m.CacheReadResult(typeURL, string(r)) }
-
-var _ xds.Metrics = xdsMetrics{}
-
-// cpHandle is a running xdslab control plane with its ADS server.
+// cpHandle is a running xdslab control plane (its ADS server included).
 type cpHandle struct {
 	srv  *controlplane.Server
 	addr string // ADS address
@@ -66,66 +53,25 @@ type cpHandle struct {
 	stop func()
 }
 
-// startControlPlane starts xdslab's control plane in this process with opts (its Registerer
-// and Pusher are set here) and the ADS server on 127.0.0.1:0, configured from the scenario's
-// controlPlane section. Its goroutines carry the pprof label xdslab_side=controlplane.
-func startControlPlane(ctx context.Context, opts controlplane.Options, cp scenarios.ControlPlane) (*cpHandle, error) {
+// startControlPlane starts xdslab's control plane in this process with opts (its Registerer is
+// set here). Its goroutines, and the gRPC server's stream goroutines they start, carry the
+// pprof label xdslab_side=controlplane.
+func startControlPlane(ctx context.Context, opts controlplane.Options) (*cpHandle, error) {
 	reg := prometheus.NewRegistry()
 	opts.Registerer, opts.Gatherer = reg, reg
-	var xs *xds.Server
-	opts.Pusher = controlplane.PusherFunc(func(snap *model.Snapshot, req *model.PushRequest, _ model.ChangeReport) {
-		xs.Push(snap, req)
-	})
 	srv, err := controlplane.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("in-process control plane: %w", err)
 	}
-	xo := xds.DefaultOptions(opts.EffectiveCores())
-	xo.PushThrottle = opts.EffectivePushThrottle()
-	xo.FlowControl = cp.FlowControl.Enabled
-	if d := cp.FlowControl.AckTimeout.D(); d > 0 {
-		xo.AckTimeout = d
-	}
-	if r := cp.AdmissionRate.PerSecond(); r > 0 {
-		xo.AdmissionRate, xo.AdmissionBurst = r, max(1, int(r))
-	}
-	xo.Metrics = xdsMetrics{srv.Metrics()}
-	if opts.Logger != nil {
-		xo.Logger = opts.Logger.With("component", "xds")
-	}
-	xs, err = xds.New(xo)
-	if err != nil {
-		return nil, fmt.Errorf("in-process ADS server: %w", err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("in-process ADS server: %w", err)
-	}
-	g := grpc.NewServer(xds.ServerOptions()...)
-	xs.Register(g)
-
-	cpCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
 	var startErr error
-	pprof.Do(cpCtx, pprof.Labels(sideLabel, sideControlPlane), func(cpCtx context.Context) {
-		if startErr = srv.Start(cpCtx); startErr != nil {
-			return
-		}
-		wg.Go(func() { _ = g.Serve(lis) })
-		wg.Go(func() { xs.Run(cpCtx) })
+	pprof.Do(ctx, pprof.Labels(sideLabel, sideControlPlane), func(ctx context.Context) {
+		startErr = srv.Start(ctx)
 	})
-	stop := func() {
-		cancel()
-		g.Stop()
-		srv.Stop()
-		wg.Wait()
-	}
 	if startErr != nil {
-		stop()
-		lis.Close()
+		srv.Stop()
 		return nil, fmt.Errorf("in-process control plane: %w", startErr)
 	}
-	return &cpHandle{srv: srv, addr: lis.Addr().String(), reg: reg, stop: stop}, nil
+	return &cpHandle{srv: srv, addr: srv.GRPCAddr(), reg: reg, stop: srv.Stop}, nil
 }
 
 // startInProcess starts xdslab's control plane in this process, configured from the scenario's
@@ -133,7 +79,7 @@ func startControlPlane(ctx context.Context, opts controlplane.Options, cp scenar
 func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logger) (*target, error) {
 	opts := ControlPlaneOptions(sc)
 	opts.Logger = log.With("component", "controlplane")
-	cp, err := startControlPlane(ctx, opts, sc.ControlPlane)
+	cp, err := startControlPlane(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -162,7 +162,7 @@ func TestRunExternal(t *testing.T) {
 	opts.Debounce.MinQuiet = 50 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, err := startControlPlane(ctx, opts, sc.ControlPlane)
+	cp, err := startControlPlane(ctx, opts)
 	require.NoError(t, err)
 	defer cp.stop()
 

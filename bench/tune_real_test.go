@@ -12,18 +12,42 @@ import (
 	"github.com/xdslab/xdslab/scenarios"
 )
 
-// TestTuneRealRuns tunes the tiny scenario for real (two points, one run each, about 4 s
-// each) and checks the table, the plot, the recommendation and the estimate check. Its
-// threshold p(99)<2s is met by the 100ms point only. Skipped with -short.
-func TestTuneRealRuns(t *testing.T) {
+// realGate names the figures the real-run test gates on (docs/gating.md says why a gate
+// names its figures).
+const realGate = `^xdslab_(push_latency|convergence)_seconds$|^xdslab_cp_push_cycles_total$`
+
+func tinyScenario(t *testing.T, minQuiet string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Load(filepath.Join("testdata", "compare", "tiny.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Set("controlPlane.debounce.minQuiet", minQuiet); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// TestRealRuns is the must-show end to end, on the tiny scenario run in-process (about 4 s
+// a run, three runs):
+//
+//   - tune sweeps minQuiet=100ms,1s (one run each) and must produce the table, the plot, a
+//     recommendation (100ms: the only point under the scenario's p(99)<2s) and the estimate
+//     check at that point;
+//   - compare must pass a second run of the 100ms baseline against the first (exit 0), and
+//     flag the 1s run against it (the planted regression, exit 1).
+//
+// Skipped with -short.
+func TestRealRuns(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the tiny scenario twice in-process (~8 s): skipped with -short")
+		t.Skip("runs the tiny scenario three times in-process (~12 s): skipped with -short")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := t.TempDir()
+	runDir := func(label string) string { return filepath.Join(out, "runs", label) }
 	run := func(ctx context.Context, sc *scenarios.Scenario, info TuneRunInfo) (*summary.Summary, error) {
-		return Run(ctx, sc, RunOptions{Out: filepath.Join(out, "runs", info.Label)})
+		return Run(ctx, sc, RunOptions{Out: runDir(info.Label)})
 	}
 	res, err := Tune(ctx, tinyScenario(t, "100ms"), TuneOptions{
 		Params: mustParams(t, "minQuiet=100ms,1s"), Run: run,
@@ -31,38 +55,80 @@ func TestTuneRealRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range res.Points {
-		if p.Error != "" || p.Measured == nil {
-			t.Fatalf("point %s: %s", p.Label, p.Error)
-		}
-		m := p.Measured
-		for name, v := range map[string]Float{"p99 push latency": m.PushLatencyP99, "convergence p99": m.ConvergenceP99,
-			"push cycles": m.PushCycles, "bytes": m.BytesSent, "cpu": m.CPUSeconds} {
-			if math.IsNaN(float64(v)) || v <= 0 {
-				t.Errorf("point %s: %s = %v, want a measured positive figure", p.Label, name, v)
+	t.Run("tune", func(t *testing.T) {
+		for _, p := range res.Points {
+			if p.Error != "" || p.Measured == nil {
+				t.Fatalf("point %s: %s", p.Label, p.Error)
+			}
+			m := p.Measured
+			for name, v := range map[string]Float{"p99 push latency": m.PushLatencyP99, "convergence p99": m.ConvergenceP99,
+				"push cycles": m.PushCycles, "bytes": m.BytesSent, "cpu": m.CPUSeconds} {
+				if math.IsNaN(float64(v)) || v <= 0 {
+					t.Errorf("point %s: %s = %v, want a measured positive figure", p.Label, name, v)
+				}
 			}
 		}
-	}
-	fast, slow := res.Points[0], res.Points[1]
-	if !(slow.Measured.PushLatencyP99 > fast.Measured.PushLatencyP99 && slow.Measured.PushCycles < fast.Measured.PushCycles) {
-		t.Errorf("minQuiet 1s should trade latency for fewer pushes: 100ms %+v, 1s %+v", fast.Measured, slow.Measured)
-	}
-	if res.Recommended != 0 {
-		t.Errorf("recommended %d (%s), want minQuiet=100ms, the only point under p(99)<2s", res.Recommended, res.Why)
-	}
-	if res.Check == nil || math.IsNaN(float64(res.Check.PushCyclesError)) {
-		t.Errorf("no estimate check at the recommended point: %+v", res.Check)
-	} else {
-		t.Logf("estimate at %s: push cycles %v predicted, %v measured (%+.1f%%); debounce delay %vs predicted, %vs measured",
-			fast.Label, res.Check.PushCyclesPredicted, res.Check.PushCyclesMeasured, 100*float64(res.Check.PushCyclesError),
-			res.Check.DebounceDelayPredicted, res.Check.DebounceDelayMeasured)
-	}
-	if err := WriteTuneFiles(out, res); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{TuneCSVFile, TuneJSONFile, TuneTextFile, TunePNGFile, TuneSVGFile} {
-		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
-			t.Errorf("%s: %v", f, err)
+		fast, slow := res.Points[0], res.Points[1]
+		if !(slow.Measured.PushLatencyP99 > fast.Measured.PushLatencyP99 && slow.Measured.PushCycles < fast.Measured.PushCycles) {
+			t.Errorf("minQuiet 1s should trade latency for fewer pushes: 100ms %+v, 1s %+v", fast.Measured, slow.Measured)
 		}
-	}
+		if res.Recommended != 0 {
+			t.Errorf("recommended %d (%s), want minQuiet=100ms, the only point under p(99)<2s", res.Recommended, res.Why)
+		}
+		if res.Check == nil || math.IsNaN(float64(res.Check.PushCyclesError)) {
+			t.Errorf("no estimate check at the recommended point: %+v", res.Check)
+		} else {
+			t.Logf("estimate at %s: push cycles %v predicted, %v measured (%+.1f%%); mean debounce delay %.4fs predicted, %.4fs measured",
+				fast.Label, res.Check.PushCyclesPredicted, res.Check.PushCyclesMeasured, 100*float64(res.Check.PushCyclesError),
+				float64(res.Check.DebounceDelayPredicted), float64(res.Check.DebounceDelayMeasured))
+		}
+		if err := WriteTuneFiles(out, res); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{TuneCSVFile, TuneJSONFile, TuneTextFile, TunePNGFile, TuneSVGFile} {
+			if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+	})
+
+	t.Run("compare", func(t *testing.T) {
+		if _, err := Run(ctx, tinyScenario(t, "100ms"), RunOptions{Out: runDir("same")}); err != nil {
+			t.Fatal(err)
+		}
+		load := func(label string) *Side {
+			s, err := LoadSide(filepath.Join(runDir(label), "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		base := load(res.Points[0].Label)
+		opts := DefaultCompareOptions()
+		opts.Gate = mustRegexp(t, realGate)
+
+		same, err := Compare(base, load("same"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if same.Regressed() {
+			t.Errorf("two runs of the same configuration: %d regression(s):\n%s", same.Regressions, reportText(t, same))
+		}
+		if row := findRow(t, same, "xdslab_cp_push_cycles_total", "count"); row.Method != MethodExact || row.Significant {
+			t.Errorf("push cycles under one seed: method %s significant %v, want exact and equal (%v vs %v)",
+				row.Method, row.Significant, row.Base.Center, row.New.Center)
+		}
+
+		slow, err := Compare(base, load(res.Points[1].Label), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slow.Regressed() {
+			t.Fatalf("minQuiet 1s against 100ms: no regression found:\n%s", reportText(t, slow))
+		}
+		if row := findRow(t, slow, "xdslab_push_latency_seconds", "p(50)"); !row.Regression || float64(row.Delta) < 1 {
+			t.Errorf("push latency p(50): regression %v delta %+.0f%%, want a regression of more than +100%%",
+				row.Regression, 100*float64(row.Delta))
+		}
+	})
 }

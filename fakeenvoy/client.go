@@ -216,7 +216,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(cc)
 	var stream adsStream
 	if c.delta {
-		s, err := ads.DeltaAggregatedResources(sctx)
+		s, err := ads.DeltaAggregatedResources(sctx, codecOption)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.hooks.ConnectFailed(c, c.clock.Now(), err)
@@ -225,7 +225,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 		}
 		stream = deltaStream{s}
 	} else {
-		s, err := ads.StreamAggregatedResources(sctx)
+		s, err := ads.StreamAggregatedResources(sctx, codecOption)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.hooks.ConnectFailed(c, c.clock.Now(), err)

@@ -21,6 +21,10 @@ import (
 // a server's full-config CDS must not be refused by the harness.
 const MaxRecvMsgSize = 256 << 20
 
+// connBufferSize is the read and write buffer size of the fleet's connections (grpc-go's
+// default is 32 KiB each, more than a whole idle client); FleetConfig.DialOptions can override it.
+const connBufferSize = 4 << 10
+
 // Group is a set of identical clients (a scenario client group).
 type Group struct {
 	// Name is the group name reported to hooks and used by probe.Reach.Groups.
@@ -55,7 +59,8 @@ type FleetConfig struct {
 	// connection), for large fleets; 0 or 1 gives every client its own connection, as Envoy.
 	StreamsPerConn int
 	// DialOptions are appended to the fleet's (insecure credentials, 256 MiB max receive size,
-	// shared write buffers).
+	// shared write buffers, 4 KiB read and write buffers, a buffer pool with a
+	// tier at every power of two from 256 B to 16 MiB).
 	DialOptions []grpc.DialOption
 	// Seed drives every client's random choices (client i uses Seed and i).
 	Seed uint64
@@ -216,7 +221,13 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgSize)),
+		// An idle connection keeps its read buffer; the write buffer is shared (released
+		// between writes). 4 KiB holds the small frames (headers, ACK-sized data, window
+		// updates); bigger frames are read straight into their own buffer anyway.
 		grpc.WithSharedWriteBuffer(true),
+		grpc.WithReadBufferSize(connBufferSize),
+		grpc.WithWriteBufferSize(connBufferSize),
+		bufferPoolOption(newBufferPool()),
 	}, cfg.DialOptions...)
 	// One table for the whole fleet: clients with the same config share decoded resources.
 	interner := NewInterner()

@@ -23,7 +23,10 @@ type IdentityTemplate struct {
 	ClusterID, IstioVersion, Generator string
 	// Labels go to metadata LABELS.
 	Labels map[string]string
-	// IPBase is the first client address (default 10.0.0.1); client i gets IPBase + i.
+	// IPBase is the first client address; client i gets IPBase + i. The default, 100.64.0.1
+	// (shared address space), keeps fake proxies off the simulator's 10.0.0.0/8 endpoint
+	// addresses: a proxy whose IP is an endpoint gets inbound config of its own, so a chance
+	// collision would change what the control plane generates for it.
 	IPBase string
 }
 
@@ -106,7 +109,7 @@ func (t IdentityTemplate) Node(index int) *corev3.Node {
 func ipAt(base string, index int) string {
 	a, err := netip.ParseAddr(base)
 	if err != nil || !a.Is4() {
-		a = netip.AddrFrom4([4]byte{10, 0, 0, 1})
+		a = netip.AddrFrom4([4]byte{100, 64, 0, 1})
 	}
 	b := a.As4()
 	v := binary.BigEndian.Uint32(b[:]) + uint32(index)

@@ -100,7 +100,7 @@ func TestIdentityTemplate(t *testing.T) {
 		t.Errorf("labels %v", md["LABELS"])
 	}
 	r := IdentityTemplate{Type: "router", Namespace: "istio-system"}.Node(0)
-	if r.GetId() != "router~10.0.0.1~gateway-0.istio-system~istio-system.svc.cluster.local" {
+	if r.GetId() != "router~100.64.0.1~gateway-0.istio-system~istio-system.svc.cluster.local" {
 		t.Errorf("router id %q", r.GetId())
 	}
 	if _, ok := r.GetMetadata().GetFields()["GENERATOR"]; ok {

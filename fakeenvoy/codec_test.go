@@ -1,0 +1,72 @@
+package fakeenvoy
+
+import (
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+func TestCodecRoundTrip(t *testing.T) {
+	want := sotwResp(t, E, "7", "n", cla("c1", "10.0.0.1", 80), cla("c2", "10.0.0.2", 80))
+	out, err := codec{}.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := out.Materialize()
+	for _, tc := range []struct {
+		name  string
+		split []int // cut points: the message arrives in several buffers
+	}{
+		{name: "one buffer"},
+		{name: "two buffers", split: []int{len(b) / 2}},
+		{name: "every few bytes", split: []int{1, 5, 17, 40, len(b) - 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var data mem.BufferSlice
+			prev := 0
+			for _, cut := range append(tc.split, len(b)) {
+				data = append(data, mem.SliceBuffer(append([]byte(nil), b[prev:cut]...)))
+				prev = cut
+			}
+			got := &discoveryv3.DiscoveryResponse{}
+			if err := (codec{}).Unmarshal(data, got); err != nil {
+				t.Fatal(err)
+			}
+			// The decoded message must not alias the received buffers (gRPC recycles them).
+			for _, buf := range data {
+				clear(buf.ReadOnlyData())
+			}
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCodecRejectsNonProto(t *testing.T) {
+	if _, err := (codec{}).Marshal("text"); err == nil {
+		t.Errorf("Marshal(string) succeeded")
+	}
+	var s string
+	if err := (codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{1})}, &s); err == nil {
+		t.Errorf("Unmarshal into *string succeeded")
+	}
+}
+
+func TestBufferPoolTiers(t *testing.T) {
+	p := newBufferPool()
+	for _, size := range []int{1, 256, 300, 32<<10 + 1, 1 << 20, 16 << 20} {
+		buf := p.Get(size)
+		if len(*buf) != size {
+			t.Errorf("Get(%d) returned %d bytes", size, len(*buf))
+		}
+		// A tier at every power of two: never more than twice what was asked (from 256 B).
+		if c := cap(*buf); c > 2*max(size, 256) {
+			t.Errorf("Get(%d) has capacity %d, want at most %d", size, c, 2*max(size, 256))
+		}
+		p.Put(buf)
+	}
+}
