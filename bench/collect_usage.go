@@ -43,6 +43,7 @@ func readUsage() processUsage {
 // profile is a running CPU profile (or none).
 type profile struct {
 	buf     *bytes.Buffer
+	data    []byte // the stopped profile (gzipped pprof), for cpu.pprof
 	running bool
 	err     error
 }
@@ -71,7 +72,8 @@ func (p *profile) stop() map[string]time.Duration {
 	}
 	p.running = false
 	pprof.StopCPUProfile()
-	bySide, err := cpuByLabel(p.buf.Bytes(), sideLabel)
+	p.data = p.buf.Bytes()
+	bySide, err := cpuByLabel(p.data, sideLabel)
 	if err != nil {
 		p.err = err
 		return nil

@@ -30,9 +30,9 @@ type Side struct {
 // at a huge tree by mistake).
 const maxSideRuns = 1000
 
-// LoadSide reads one side. path is a summary.json, or a directory holding summary.json files:
-// DIR/summary.json, or DIR/*/summary.json (what `xdslab run --repeat K` writes as
-// DIR/run-1 … DIR/run-K), taken in natural order (run-2 before run-10).
+// LoadSide reads one side. path is a summary.json, or a directory: DIR/*/summary.json (what
+// `xdslab run --repeat K` writes as DIR/run-1 … DIR/run-K), taken in natural order (run-2
+// before run-10), or else DIR/summary.json (one run's output directory).
 func LoadSide(path string) (*Side, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -69,10 +69,6 @@ func NewSide(path string, runs ...*summary.Summary) *Side {
 
 func cmpSideFiles(dir string) ([]string, error) {
 	var files []string
-	top := filepath.Join(dir, "summary.json")
-	if _, err := os.Stat(top); err == nil {
-		files = append(files, top)
-	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
@@ -92,6 +88,13 @@ func cmpSideFiles(dir string) ([]string, error) {
 	slices.SortFunc(subs, cmpNaturalOrder)
 	for _, s := range subs {
 		files = append(files, filepath.Join(dir, s, "summary.json"))
+	}
+	if len(files) == 0 {
+		// A single run's output directory.
+		top := filepath.Join(dir, "summary.json")
+		if _, err := os.Stat(top); err == nil {
+			files = append(files, top)
+		}
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("compare: %s holds no summary.json (nor */summary.json): run 'xdslab run --repeat K --out %s' first, or give a summary file", dir, dir)

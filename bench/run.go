@@ -149,6 +149,7 @@ type run struct {
 	notes      map[string]string
 	usage      usageReport
 	simMetrics *simulator.Metrics
+	profile    []byte // the run's CPU profile (labelled by side), when one was taken
 }
 
 type phaseTime struct {
@@ -303,6 +304,7 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	r.fleet.Stop()
 	ended := time.Now()
 	r.usage = usageBetween(usage0, readUsage(), prof.stop(), r.cpFirst, r.cpEnd, r.tgt.kind)
+	r.profile = prof.data
 
 	s, err := r.collect(ended)
 	if err != nil {
@@ -497,6 +499,15 @@ func (r *run) write(s *summary.Summary) error {
 	}
 	if err := writeFileAtomic(filepath.Join(r.opts.Out, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, s) }); err != nil {
 		return err
+	}
+	if len(r.profile) > 0 {
+		// go tool pprof -tagfocus xdslab_side=harness cpu.pprof: where each side spent its CPU.
+		if err := writeFileAtomic(filepath.Join(r.opts.Out, "cpu.pprof"), func(w io.Writer) error {
+			_, err := w.Write(r.profile)
+			return err
+		}); err != nil {
+			return err
+		}
 	}
 	return writeFileAtomic(filepath.Join(r.opts.Out, "report.html"), func(w io.Writer) error { return r.writeHTML(w, s) })
 }

@@ -414,10 +414,15 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 
 	// Per-resource decoding and checks.
 	var itemErrs []string
-	present := make(map[string]struct{}, len(items))
+	var present map[string]struct{} // SotW CDS/LDS: what the response holds
+	if sotwFull {
+		present = make(map[string]struct{}, len(items))
+	}
 	for i := range items {
 		it := &items[i]
-		present[it.name] = struct{}{}
+		if sotwFull {
+			present[it.name] = struct{}{}
+		}
 		if !wildcard(t) && !m.subscribedName(t, it.name) {
 			it.err = errIgnored // unrequested EDS/RDS: ignored, as Envoy does
 			continue
@@ -523,6 +528,9 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 	// warms its clusters; a removed one means "does not exist" and warms them too.
 	switch t {
 	case tEDS:
+		if len(m.warmC) == 0 {
+			break
+		}
 		warmed := make(map[string]struct{}, len(items)+len(removed))
 		for _, it := range items {
 			if it.err == nil {

@@ -139,13 +139,7 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 
 	if ts != nil && nonce != "" && req.restates(ts.namesHash, len(ts.names)) && (req.namesCount > 0 || ts.wildcard == allRequired(typeURL)) {
 		// The common case, an ACK restating the subscription: nothing to diff.
-		if release != nil {
-			force := ts.heldForce
-			ts.heldForce = nil
-			_, err := c.pushType(typeURL, release, force, now)
-			return err
-		}
-		return nil
+		return c.release(ts, release, now)
 	}
 	wildcard, names := subscription(typeURL, req.Names())
 	if ts == nil || nonce == "" {
@@ -180,12 +174,8 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 	}
 	ts.wildcard, ts.names, ts.namesHash = wildcard, names, hashNames(names)
 
-	if release != nil {
-		force := ts.heldForce
-		ts.heldForce = nil
-		if _, err := c.pushType(typeURL, release, force, now); err != nil {
-			return err
-		}
+	if err := c.release(ts, release, now); err != nil {
+		return err
 	}
 	var err error
 	switch {
@@ -201,6 +191,18 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 		}
 		_, err = c.respond(ts, added, force, true, now)
 	}
+	return err
+}
+
+// release sends a push that flow control held for ts until the client answered (nil: none),
+// with the assignments that had to be re-sent with it.
+func (c *conn) release(ts *typeState, req *model.PushRequest, now time.Time) error {
+	if req == nil {
+		return nil
+	}
+	force := ts.heldForce
+	ts.heldForce = nil
+	_, err := c.pushType(ts.typeURL, req, force, now)
 	return err
 }
 
@@ -421,9 +423,7 @@ func (c *conn) flowTimeout(now time.Time) error {
 		if ts == nil {
 			continue
 		}
-		force := ts.heldForce
-		ts.heldForce = nil
-		if _, err := c.pushType(r.TypeURL, r.Req, force, now); err != nil {
+		if err := c.release(ts, r.Req, now); err != nil {
 			return err
 		}
 	}

@@ -78,12 +78,8 @@ func (c *conn) handleDeltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now ti
 			release = c.answered(ts, req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil, now)
 		}
 	}
-	if release != nil {
-		force := ts.heldForce
-		ts.heldForce = nil
-		if _, err := c.pushType(typeURL, release, force, now); err != nil {
-			return err
-		}
+	if err := c.release(ts, release, now); err != nil {
+		return err
 	}
 
 	var err error
