@@ -215,8 +215,11 @@ func histogramOf(f *dto.MetricFamily) histSnap {
 		bounds[i], cum[i] = h.bounds[o], h.cum[o]
 	}
 	h.bounds, h.cum = bounds, cum
-	// The +Inf bucket is implicit in the exposition: the total count.
-	h.bounds = append(h.bounds, math.Inf(1))
-	h.cum = append(h.cum, h.count)
+	// The +Inf bucket holds the total count; client_golang leaves it implicit, the text format
+	// writes it.
+	if n := len(h.bounds); n == 0 || !math.IsInf(h.bounds[n-1], 1) {
+		h.bounds = append(h.bounds, math.Inf(1))
+		h.cum = append(h.cum, h.count)
+	}
 	return h
 }

@@ -392,8 +392,9 @@ func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
 				dir = d.Dir
 			}
 		}
+		cache := &cmpHistPair{}
 		for _, stat := range cmpStats(proto.Type) {
-			row := cmpStat(proto, stat, bm, nm, bEvents, nEvents, exact && sameSeed, opts)
+			row := cmpStat(proto, stat, bm, nm, bEvents, nEvents, exact && sameSeed, opts, cache)
 			row.Direction = dir
 			row.alpha = opts.Alpha
 			row.Threshold = opts.Threshold
@@ -459,7 +460,7 @@ func cmpAllEqual(v []float64) bool {
 }
 
 // compareStat fills a row's estimates, p value and significance.
-func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, bEvents, nEvents float64, exactOK bool, opts CompareOptions) Row {
+func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, bEvents, nEvents float64, exactOK bool, opts CompareOptions, cache *cmpHistPair) Row {
 	row := Row{Metric: proto.Name, Tags: proto.Tags, Stat: stat, Contains: proto.Contains}
 	bv, nv := cmpValues(bm, stat), cmpValues(nm, stat)
 	if len(bv) == 0 || len(nv) == 0 {
@@ -488,13 +489,10 @@ func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, bEven
 			row.Note = "not deterministic across runs"
 		}
 	default:
-		bh, bErr := cmpMergedHistogram(bm)
-		nh, nErr := cmpMergedHistogram(nm)
-		if bh != nil && nh != nil {
-			bh.events, nh.events = bEvents, nEvents
-		}
+		hp := cache.get(bm, nm, bEvents, nEvents, opts.Alpha)
+		bh, nh, bErr, nErr := hp.b, hp.n, hp.bErr, hp.nErr
 		if proto.Type == summary.Trend && bh != nil && nh != nil && bErr == nil && nErr == nil {
-			cmpHistograms(&row, bh, nh, opts)
+			cmpHistograms(&row, hp, opts)
 			return row
 		}
 		row.Method = MethodNone
@@ -560,17 +558,40 @@ func cmpMergedHistogram(ms []*summary.Metric) (*statScaledHist, error) {
 // whether they differ; for a percentile row the percentile's own intervals must also be
 // disjoint, so a shift in the bulk is not reported as a change of the tail (and the reverse).
 // Each side contributes as many values as it has independent observations (statEffectiveN).
-func cmpHistograms(row *Row, b, n *statScaledHist, opts CompareOptions) {
+func cmpHistograms(row *Row, hp *cmpHistPair, opts CompareOptions) {
 	row.Method = MethodHistogram
-	bn := statEffectiveN(b.h.TotalCount(), b.events)
-	nn := statEffectiveN(n.h.TotalCount(), n.events)
-	bs := statHistSamples(b.h, b.scale, bn)
-	ns := statHistSamples(n.h, n.scale, nn)
-	row.Base = cmpHistEstimate(b, row.Stat, opts.Confidence, len(bs))
-	row.New = cmpHistEstimate(n, row.Stat, opts.Confidence, len(ns))
-	row.P = Float(statUTest(bs, ns, opts.Alpha))
-	row.Significant = float64(row.P) < opts.Alpha &&
+	row.Base = cmpHistEstimate(hp.b, row.Stat, opts.Confidence, len(hp.bs))
+	row.New = cmpHistEstimate(hp.n, row.Stat, opts.Confidence, len(hp.ns))
+	row.P = Float(hp.p)
+	row.Significant = hp.p < opts.Alpha &&
 		(row.Base.Hi < row.New.Lo || row.New.Hi < row.Base.Lo)
+}
+
+// cmpHistPair is the decoded histograms of one metric on both sides, the values drawn from
+// them and the U test's p: computed once and shared by the metric's stat rows.
+type cmpHistPair struct {
+	done       bool
+	b, n       *statScaledHist
+	bErr, nErr error
+	bs, ns     []float64
+	p          float64
+}
+
+func (hp *cmpHistPair) get(bm, nm []*summary.Metric, bEvents, nEvents, alpha float64) *cmpHistPair {
+	if hp.done {
+		return hp
+	}
+	hp.done = true
+	hp.b, hp.bErr = cmpMergedHistogram(bm)
+	hp.n, hp.nErr = cmpMergedHistogram(nm)
+	if hp.b == nil || hp.n == nil || hp.bErr != nil || hp.nErr != nil {
+		return hp
+	}
+	hp.b.events, hp.n.events = bEvents, nEvents
+	hp.bs = statHistSamples(hp.b.h, hp.b.scale, statEffectiveN(hp.b.h.TotalCount(), bEvents))
+	hp.ns = statHistSamples(hp.n.h, hp.n.scale, statEffectiveN(hp.n.h.TotalCount(), nEvents))
+	hp.p = statUTest(hp.bs, hp.ns, alpha)
+	return hp
 }
 
 func cmpHistEstimate(sh *statScaledHist, stat string, conf float64, n int) Estimate {

@@ -222,6 +222,8 @@ func TestClassify(t *testing.T) {
 		{"xdslab_cp_cpu_seconds_total", summary.Counter, summary.Time, HigherIsWorse, false},
 		{"xdslab_fleet_connected", summary.Gauge, summary.Default, Neutral, false},
 		{"xdslab_probe_observed_rate", summary.Rate, summary.Default, LowerIsWorse, false},
+		{"xdslab_fleet_ack_delay_seconds", summary.Trend, summary.Time, Neutral, false},
+		{"xdslab_peak_rss_bytes", summary.Gauge, summary.Data, HigherIsWorse, false},
 		{"something_else", summary.Counter, summary.Default, Neutral, false},
 		{"something_else_duration", summary.Trend, summary.Time, HigherIsWorse, false},
 	}

@@ -238,6 +238,7 @@ func latencyOverTime(res fakeenvoy.MatchResults, start time.Time) (*plot.Plot, e
 		p.Title.Text = "no observations"
 		return p, nil
 	}
+	p.Y.Min = 0
 	return p, plotutil.AddScatters(p, "convergence (max over clients)", conv, "mean push latency", mean)
 }
 
@@ -257,6 +258,7 @@ func eventsOverTime(samples []sample, cpStart cpSample) (*plot.Plot, error) {
 		p.Title.Text = "no samples"
 		return p, nil
 	}
+	p.Y.Min = 0
 	series := []any{"simulator events", ev}
 	if len(pushes) > 0 {
 		series = append(series, "push cycles", pushes)

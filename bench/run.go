@@ -310,6 +310,7 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+
 	if opts.Out != "" {
 		if err := r.write(s); err != nil {
 			return s, err
@@ -516,6 +517,11 @@ func (r *run) write(s *summary.Summary) error {
 func writeFileAtomic(path string, fill func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := fill(tmp); err != nil {

@@ -40,7 +40,7 @@ thresholds:
   xdslab_sim_events_total: ['count>0']
 `
 
-func loadScenario(t *testing.T, src string) *scenarios.Scenario {
+func loadScenario(t testing.TB, src string) *scenarios.Scenario {
 	t.Helper()
 	sc, err := scenarios.LoadBytes("test.yaml", []byte(src))
 	require.NoError(t, err)

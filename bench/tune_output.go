@@ -144,7 +144,7 @@ func WriteTuneText(w io.Writer, r *TuneResult) error {
 		if pt.Pareto {
 			flags = append(flags, "pareto")
 		}
-		if !r.EstimateOnly && pt.Error == "" && !pt.MeetsThresholds {
+		if pt.Error == "" && !pt.MeetsThresholds {
 			flags = append(flags, "fails "+strings.Join(pt.FailedThresholds, ", "))
 		}
 		if pt.Error != "" {

@@ -100,15 +100,12 @@ func tuneRecommend(r *TuneResult, haveThresholds bool) (int, string) {
 	if c == CostCPU {
 		costName = "control-plane CPU seconds"
 	}
-	if r.EstimateOnly {
-		if r.Knee < 0 {
-			return -1, "no usable point"
-		}
-		return r.Knee, "estimate only (no runs): the knee of predicted push cycles against predicted debounce delay p99"
-	}
 	if !haveThresholds {
 		if r.Knee < 0 {
 			return -1, "no usable point"
+		}
+		if r.EstimateOnly {
+			return r.Knee, "estimate only (no runs) and no latency thresholds: the knee of predicted push cycles against predicted debounce delay"
 		}
 		return r.Knee, "the scenario has no latency thresholds: recommending the knee of the frontier"
 	}
@@ -138,6 +135,9 @@ func tuneRecommend(r *TuneResult, haveThresholds bool) (int, string) {
 		}
 		return -1, fmt.Sprintf("no point meets the latency thresholds; the lowest p99 push latency was %s at %s",
 			FormatCompareValue(r.Points[fastest].Latency(), "time"), r.Points[fastest].Label)
+	}
+	if r.EstimateOnly {
+		return best, "estimate only (no runs): the point with the fewest predicted push cycles whose predicted debounce delay leaves room for every latency threshold; confirm it with a real run"
 	}
 	return best, fmt.Sprintf("the cheapest point (fewest %s) that meets every latency threshold", costName)
 }

@@ -6,6 +6,8 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -33,11 +35,24 @@ func TunePlot(w io.Writer, r *TuneResult, format string) error {
 		p.Y.Label.Text = "predicted debounce delay p99 (ms)"
 	case r.Cost == CostCPU:
 		p.X.Label.Text = "control-plane CPU (s)"
-		p.Y.Label.Text = "p99 push latency (ms)"
+		p.Y.Label.Text = "p99 push latency (ms, log scale)"
 	default:
 		p.X.Label.Text = "push cycles"
-		p.Y.Label.Text = "p99 push latency (ms)"
+		p.Y.Label.Text = "p99 push latency (ms, log scale)"
 	}
+	if r.EstimateOnly {
+		p.Y.Label.Text += ", log scale"
+	}
+	// Latencies span orders of magnitude across a debounce sweep: a log axis keeps the fast
+	// points apart. Zero (no predicted delay) is drawn at 0.01 ms.
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = tuneLogTicks{}
+	ms := func(sec float64) float64 { return math.Max(1000*sec, 0.01) }
+	var names0 []string
+	for _, prm := range r.Params {
+		names0 = append(names0, prm.Name)
+	}
+	p.Title.Text += "\npoints labelled " + strings.Join(names0, "/")
 	p.Add(plotter.NewGrid())
 	var dom, front, labels plotter.XYs
 	var names []string
@@ -45,16 +60,20 @@ func TunePlot(w io.Writer, r *TuneResult, format string) error {
 		if !pt.usable(r.Cost) {
 			continue
 		}
-		xy := plotter.XY{X: pt.CostValue(r.Cost), Y: 1000 * pt.Latency()}
+		xy := plotter.XY{X: pt.CostValue(r.Cost), Y: ms(pt.Latency())}
 		labels = append(labels, xy)
-		names = append(names, pt.Label)
+		var vals []string
+		for _, st := range pt.Settings {
+			vals = append(vals, st.Value)
+		}
+		names = append(names, strings.Join(vals, "/"))
 		if !pt.Pareto {
 			dom = append(dom, xy)
 		}
 	}
 	for _, i := range r.Frontier {
 		pt := r.Points[i]
-		front = append(front, plotter.XY{X: pt.CostValue(r.Cost), Y: 1000 * pt.Latency()})
+		front = append(front, plotter.XY{X: pt.CostValue(r.Cost), Y: ms(pt.Latency())})
 	}
 	if len(labels) == 0 {
 		return fmt.Errorf("tune plot: no point ran successfully: nothing to plot")
@@ -84,7 +103,7 @@ func TunePlot(w io.Writer, r *TuneResult, format string) error {
 			return nil
 		}
 		pt := r.Points[i]
-		s, err := plotter.NewScatter(plotter.XYs{{X: pt.CostValue(r.Cost), Y: 1000 * pt.Latency()}})
+		s, err := plotter.NewScatter(plotter.XYs{{X: pt.CostValue(r.Cost), Y: ms(pt.Latency())}})
 		if err != nil {
 			return err
 		}
@@ -99,6 +118,21 @@ func TunePlot(w io.Writer, r *TuneResult, format string) error {
 	if err := mark(r.Recommended, tuneRecColor, draw.SquareGlyph{}, "recommended"); err != nil {
 		return err
 	}
+	if r.Budget != nil && !r.EstimateOnly {
+		minX, maxX := math.Inf(1), math.Inf(-1)
+		for _, xy := range labels {
+			minX, maxX = math.Min(minX, xy.X), math.Max(maxX, xy.X)
+		}
+		b := ms(*r.Budget)
+		l, err := plotter.NewLine(plotter.XYs{{X: minX, Y: b}, {X: maxX, Y: b}})
+		if err != nil {
+			return err
+		}
+		l.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add("p99 latency threshold", l)
+	}
 	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: labels, Labels: names})
 	if err != nil {
 		return err
@@ -111,7 +145,6 @@ func TunePlot(w io.Writer, r *TuneResult, format string) error {
 	p.Legend.Top = true
 	// Room on the right for the labels of the costliest points.
 	p.X.Max += 0.15 * math.Max(p.X.Max-p.X.Min, 1)
-	p.Y.Min = math.Min(p.Y.Min, 0)
 	wt, err := p.WriterTo(7*vg.Inch, 4.5*vg.Inch, format)
 	if err != nil {
 		return fmt.Errorf("tune plot: %w", err)
@@ -122,4 +155,26 @@ func TunePlot(w io.Writer, r *TuneResult, format string) error {
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
+}
+
+// tuneLogTicks labels a log axis at 1, 2 and 5 times each power of ten, so a range of less
+// than two decades still gets several labels (gonum's LogTicks labels powers of ten only).
+type tuneLogTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (tuneLogTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	if !(lo > 0) || !(hi > lo) {
+		return ticks
+	}
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v < lo || v > hi {
+				continue
+			}
+			ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+		}
+	}
+	return ticks
 }

@@ -168,7 +168,7 @@ func TestTuneFakeRuns(t *testing.T) {
 		t.Errorf("png: %v, bounds %v", err, img.Bounds())
 	}
 	svg, err := os.ReadFile(filepath.Join(dir, TuneSVGFile))
-	if err != nil || !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("minQuiet=200ms")) {
+	if err != nil || !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("200ms/10s")) {
 		t.Errorf("svg lacks the plot or the point labels (err %v)", err)
 	}
 	for _, name := range []string{TuneTextFile, TuneCSVFile} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
 	"github.com/xdslab/xdslab/controlplane/cache"
@@ -100,6 +101,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Registerer == nil {
 		reg := prometheus.NewRegistry()
+		// A registry of the server's own also carries the Go runtime and process collectors, as
+		// istiod's does, so the CPU, memory and goroutine panels work on a standalone server.
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		opts.Registerer, opts.Gatherer = reg, reg
 	}
 	if opts.Gatherer == nil {

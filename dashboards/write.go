@@ -162,7 +162,7 @@ func Write(o WriteOptions) (Written, error) {
 		files[p] = data
 		w.Dashboards = append(w.Dashboards, p)
 	}
-	ds, dp, err := GrafanaProvisioning(o.PrometheusURL, o.GrafanaDashboardsPath)
+	ds, dp, err := GrafanaProvisioning(o.PrometheusURL, o.GrafanaDashboardsPath, o.ScrapeInterval)
 	if err != nil {
 		return Written{}, err
 	}
@@ -198,9 +198,9 @@ func Write(o WriteOptions) (Written, error) {
 }
 
 // GrafanaProvisioning returns Grafana's datasource provisioning file (a Prometheus datasource
-// at prometheusURL, UID DatasourceUID, the default) and its dashboards provider file (reading
-// dashboardsPath into a folder named xdslab).
-func GrafanaProvisioning(prometheusURL, dashboardsPath string) (datasources, dashboards []byte, err error) {
+// at prometheusURL, UID DatasourceUID, the default, scraping every scrapeInterval) and its
+// dashboards provider file (reading dashboardsPath into a folder named xdslab).
+func GrafanaProvisioning(prometheusURL, dashboardsPath string, scrapeInterval time.Duration) (datasources, dashboards []byte, err error) {
 	datasources, err = yaml.Marshal(map[string]any{
 		"apiVersion": 1,
 		"datasources": []map[string]any{{
@@ -211,8 +211,8 @@ func GrafanaProvisioning(prometheusURL, dashboardsPath string) (datasources, das
 			"url":       prometheusURL,
 			"isDefault": true,
 			"editable":  true,
-			// Grafana's $__rate_interval needs the scrape interval; 1s covers the lab's fast scrapes.
-			"jsonData": map[string]any{"timeInterval": "1s"},
+			// Grafana derives $__rate_interval from the scrape interval: four of them at least.
+			"jsonData": map[string]any{"timeInterval": seconds(scrapeInterval)},
 		}},
 	})
 	if err != nil {
@@ -236,7 +236,7 @@ func GrafanaProvisioning(prometheusURL, dashboardsPath string) (datasources, das
 // PrometheusConfig returns a Prometheus configuration scraping the control plane (job
 // ControlPlaneJob) and the lab (job LabJob) every interval, loading ruleFiles.
 func PrometheusConfig(interval time.Duration, controlPlane, lab, ruleFiles []string) ([]byte, error) {
-	iv := fmt.Sprintf("%ds", int(interval/time.Second))
+	iv := seconds(interval)
 	targets := func(t []string) []map[string]any {
 		if t == nil {
 			t = []string{}
@@ -252,3 +252,6 @@ func PrometheusConfig(interval time.Duration, controlPlane, lab, ruleFiles []str
 		},
 	})
 }
+
+// seconds formats a whole-second duration the way Prometheus and Grafana write it: "5s".
+func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int(d/time.Second)) }

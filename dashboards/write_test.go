@@ -42,13 +42,17 @@ func TestWrite(t *testing.T) {
 		Datasources []struct {
 			Name, UID, Type, URL string
 			IsDefault            bool `json:"isDefault"`
+			JSONData             struct {
+				TimeInterval string `json:"timeInterval"`
+			} `json:"jsonData"`
 		}
 	}
 	if err := yaml.Unmarshal(mustRead(t, w.GrafanaDatasource), &ds); err != nil {
 		t.Fatal(err)
 	}
 	if ds.APIVersion != 1 || len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" ||
-		ds.Datasources[0].URL != "http://prom:9090" || ds.Datasources[0].UID != DatasourceUID || !ds.Datasources[0].IsDefault {
+		ds.Datasources[0].URL != "http://prom:9090" || ds.Datasources[0].UID != DatasourceUID || !ds.Datasources[0].IsDefault ||
+		ds.Datasources[0].JSONData.TimeInterval != "2s" {
 		t.Errorf("datasource provisioning: %+v", ds)
 	}
 	var dp struct {

@@ -30,6 +30,7 @@ type Client struct {
 	hooks     Hooks
 	rng       *rand.Rand // reconnect jitter
 	m         *machine
+	codec     *codec
 	attempts  int
 	running   bool
 }
@@ -55,6 +56,10 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 	if hooks == nil {
 		hooks = NopHooks{}
 	}
+	cd, err := newCodec(cfg.Node)
+	if err != nil {
+		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
+	}
 	ns := ""
 	if f := cfg.Node.GetMetadata().GetFields()["NAMESPACE"]; f != nil {
 		ns = f.GetStringValue()
@@ -70,6 +75,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		hooks:     hooks,
 		rng:       rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(cfg.Index))),
 		m:         m,
+		codec:     cd,
 	}, nil
 }
 
@@ -216,7 +222,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(cc)
 	var stream adsStream
 	if c.delta {
-		s, err := ads.DeltaAggregatedResources(sctx, codecOption)
+		s, err := ads.DeltaAggregatedResources(sctx, c.codec.callOption())
 		if err != nil {
 			if ctx.Err() == nil {
 				c.hooks.ConnectFailed(c, c.clock.Now(), err)
@@ -225,7 +231,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 		}
 		stream = deltaStream{s}
 	} else {
-		s, err := ads.StreamAggregatedResources(sctx, codecOption)
+		s, err := ads.StreamAggregatedResources(sctx, c.codec.callOption())
 		if err != nil {
 			if ctx.Err() == nil {
 				c.hooks.ConnectFailed(c, c.clock.Now(), err)

@@ -3,39 +3,99 @@ package fakeenvoy
 import (
 	"fmt"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
-// codec is every client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers.
+// codec is a client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers, and
+// with the client's node encoded once.
 //
 // Requests are small and marshalled once: a plain proto.Marshal into an unpooled slice costs
-// one allocation, where the default codec takes a pooled buffer sized to the next tier. Responses
+// one allocation, where the default codec takes a pooled buffer sized to the next tier. Envoy
+// sends its node on every request, and a node's metadata is a map of Struct values, the most
+// expensive part of a request to encode (reflection, an allocation per entry): a request that
+// carries the client's own node gets the node's bytes, encoded once by newCodec, followed by
+// the rest of the request. Protobuf fields may come in any order, so the server decodes the
+// same request. Responses
 // are decoded straight from the received buffer (no MaterializeToBuffer into the pool): when a
 // message spans one buffer it is read in place; otherwise it is copied once into a fresh slice.
 // proto.Unmarshal copies every bytes and string field, so nothing decoded points into a buffer
 // gRPC recycles afterwards.
-type codec struct{}
+type codec struct {
+	node      *corev3.Node // the client's node (never modified after NewClient)
+	nodeBytes []byte       // its encoding; nil when there is no node
+}
 
-var codecOption = grpc.ForceCodecV2(codec{})
-
-func (codec) Name() string { return "proto" }
-
-func (codec) Marshal(v any) (mem.BufferSlice, error) {
-	m, ok := v.(proto.Message)
-	if !ok {
-		return nil, fmt.Errorf("fakeenvoy codec: cannot marshal %T: not a proto message", v)
+// newCodec encodes node (which may be nil) for the codec of one client.
+func newCodec(node *corev3.Node) (*codec, error) {
+	c := &codec{node: node}
+	if node != nil {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(node)
+		if err != nil {
+			return nil, fmt.Errorf("encode node: %w", err)
+		}
+		c.nodeBytes = b
 	}
-	b, err := proto.Marshal(m)
+	return c, nil
+}
+
+func (c *codec) callOption() grpc.CallOption { return grpc.ForceCodecV2(c) }
+
+func (*codec) Name() string { return "proto" }
+
+func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
+	b, err := c.marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 }
 
-func (codec) Unmarshal(data mem.BufferSlice, v any) error {
+// Field numbers of node in DiscoveryRequest and DeltaDiscoveryRequest.
+const (
+	sotwNodeField  protowire.Number = 2
+	deltaNodeField protowire.Number = 1
+)
+
+func (c *codec) marshal(v any) ([]byte, error) {
+	// The request belongs to the client goroutine that is sending it (Send marshals on the
+	// caller's goroutine), so its node can be taken out while the rest is encoded.
+	switch r := v.(type) {
+	case *discoveryv3.DiscoveryRequest:
+		if c.nodeBytes != nil && r.Node == c.node {
+			r.Node = nil
+			defer func() { r.Node = c.node }()
+			return c.withNode(sotwNodeField, r)
+		}
+	case *discoveryv3.DeltaDiscoveryRequest:
+		if c.nodeBytes != nil && r.Node == c.node {
+			r.Node = nil
+			defer func() { r.Node = c.node }()
+			return c.withNode(deltaNodeField, r)
+		}
+	}
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("fakeenvoy codec: cannot marshal %T: not a proto message", v)
+	}
+	return proto.Marshal(m)
+}
+
+// withNode encodes the node as field, then m (which has no node).
+func (c *codec) withNode(field protowire.Number, m proto.Message) ([]byte, error) {
+	size := proto.Size(m)
+	b := make([]byte, 0, protowire.SizeTag(field)+protowire.SizeBytes(len(c.nodeBytes))+size)
+	b = protowire.AppendTag(b, field, protowire.BytesType)
+	b = protowire.AppendBytes(b, c.nodeBytes)
+	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
+}
+
+func (*codec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("fakeenvoy codec: cannot unmarshal into %T: not a proto message", v)

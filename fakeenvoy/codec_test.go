@@ -3,15 +3,60 @@ package fakeenvoy
 import (
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 )
 
+// TestCodecNode checks that requests carrying the client's node (encoded once) decode exactly
+// as the plain encoding of the same request, and that the request is left unchanged.
+func TestCodecNode(t *testing.T) {
+	node := IdentityTemplate{Namespaces: 3, Labels: map[string]string{"app": "a", "v": "1"}}.Node(7)
+	other := IdentityTemplate{}.Node(8)
+	errDetail := &status.Status{Code: 13, Message: "bad"}
+	for _, tc := range []struct {
+		name string
+		req  proto.Message
+	}{
+		{"SotW with the node", &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: E, VersionInfo: "3", ResponseNonce: "n", ResourceNames: []string{"a", "b"}}},
+		{"SotW NACK with the node", &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: C, ResponseNonce: "n", ErrorDetail: errDetail}},
+		{"SotW without node", &discoveryv3.DiscoveryRequest{TypeUrl: C, VersionInfo: "1"}},
+		{"SotW with another node", &discoveryv3.DiscoveryRequest{Node: other, TypeUrl: C}},
+		{"Delta with the node", &discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: E, ResourceNamesSubscribe: []string{"a"}, InitialResourceVersions: map[string]string{"a": "1"}}},
+		{"Delta without node", &discoveryv3.DeltaDiscoveryRequest{TypeUrl: L, ResponseNonce: "x"}},
+		{"not a request", &corev3.Node{Id: "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := newCodec(node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := proto.Clone(tc.req)
+			out, err := c.Marshal(tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := tc.req.ProtoReflect().New().Interface()
+			if err := proto.Unmarshal(out.Materialize(), got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before, got, protocmp.Transform()); diff != "" {
+				t.Errorf("decoded request (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.req, protocmp.Transform()); diff != "" {
+				t.Errorf("Marshal changed the request (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestCodecRoundTrip(t *testing.T) {
 	want := sotwResp(t, E, "7", "n", cla("c1", "10.0.0.1", 80), cla("c2", "10.0.0.2", 80))
-	out, err := codec{}.Marshal(want)
+	out, err := (&codec{}).Marshal(want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +77,7 @@ func TestCodecRoundTrip(t *testing.T) {
 				prev = cut
 			}
 			got := &discoveryv3.DiscoveryResponse{}
-			if err := (codec{}).Unmarshal(data, got); err != nil {
+			if err := (&codec{}).Unmarshal(data, got); err != nil {
 				t.Fatal(err)
 			}
 			// The decoded message must not alias the received buffers (gRPC recycles them).
@@ -47,11 +92,11 @@ func TestCodecRoundTrip(t *testing.T) {
 }
 
 func TestCodecRejectsNonProto(t *testing.T) {
-	if _, err := (codec{}).Marshal("text"); err == nil {
+	if _, err := (&codec{}).Marshal("text"); err == nil {
 		t.Errorf("Marshal(string) succeeded")
 	}
 	var s string
-	if err := (codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{1})}, &s); err == nil {
+	if err := (&codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{1})}, &s); err == nil {
 		t.Errorf("Unmarshal into *string succeeded")
 	}
 }

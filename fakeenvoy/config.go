@@ -24,7 +24,8 @@ type ClientConfig struct {
 	// name); they are reported back to hooks unchanged.
 	Index int
 	Group string
-	// Node is the identity sent to the server (build it with IdentityTemplate.Node). Required.
+	// Node is the identity sent to the server (build it with IdentityTemplate.Node). Required;
+	// it is encoded once by NewClient and must not be modified afterwards.
 	Node *corev3.Node
 	// Delta selects the incremental protocol (DeltaAggregatedResources).
 	Delta bool

@@ -108,16 +108,27 @@ func TestDeltaReconnectInitialVersions(t *testing.T) {
 	runClient(t, c, srv.connector(t))
 	h.waitEvent(t, "disconnected policy")
 	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
+	// The old stream's last requests may reach the server's callback after the new stream's
+	// first ones (streams are served concurrently): follow the new stream only.
+	var stream int64
 	for {
 		r := srv.nextDelta(t)
 		if r.TypeUrl == C && len(r.InitialResourceVersions) > 0 {
 			checkDelta(t, "restate CDS", r, deltaWant{typeURL: C, initial: map[string]bool{"c1": true, "c2": true}})
+			stream = srv.stream(r)
 			break
 		}
 	}
-	checkDelta(t, "restate EDS", srv.nextDelta(t), deltaWant{typeURL: E, sub: []string{"c1", "c2"}, initial: map[string]bool{"c1": true, "c2": true}})
-	checkDelta(t, "restate LDS", srv.nextDelta(t), deltaWant{typeURL: L, initial: map[string]bool{"l1": true}})
-	checkDelta(t, "restate RDS", srv.nextDelta(t), deltaWant{typeURL: R, sub: []string{"r1"}, initial: map[string]bool{"r1": true}})
+	next := func() *discoveryv3.DeltaDiscoveryRequest {
+		for {
+			if r := srv.nextDelta(t); srv.stream(r) == stream {
+				return r
+			}
+		}
+	}
+	checkDelta(t, "restate EDS", next(), deltaWant{typeURL: E, sub: []string{"c1", "c2"}, initial: map[string]bool{"c1": true, "c2": true}})
+	checkDelta(t, "restate LDS", next(), deltaWant{typeURL: L, initial: map[string]bool{"l1": true}})
+	checkDelta(t, "restate RDS", next(), deltaWant{typeURL: R, sub: []string{"r1"}, initial: map[string]bool{"r1": true}})
 }
 
 // TestDeltaRealisticNack: an HCM whose inline route config is invalid inside its Any gets the

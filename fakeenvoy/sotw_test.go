@@ -175,19 +175,29 @@ func TestSotwReconnectRestatesVersions(t *testing.T) {
 	h.waitEvent(t, "disconnected policy")
 	h.waitEvent(t, "connected")
 	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
-	// The first stream's requests come first (its last ACK may be lost to the disconnect);
-	// the new stream starts with a CDS request carrying v1 and no nonce.
+	// The first stream's requests come first (its last ACK may be lost to the disconnect, or
+	// reach the server's callback after the new stream's first requests: streams are served
+	// concurrently); the new stream starts with a CDS request carrying v1 and no nonce.
+	var stream int64
 	for {
 		r := srv.nextSotw(t)
 		if r.TypeUrl == C && r.ResponseNonce == "" && r.VersionInfo == "v1" {
+			stream = srv.stream(r)
 			break
+		}
+	}
+	next := func() *discoveryv3.DiscoveryRequest {
+		for {
+			if r := srv.nextSotw(t); srv.stream(r) == stream {
+				return r
+			}
 		}
 	}
 	// (go-control-plane fills in the node of later requests itself: node-on-first-only is
 	// checked on the core, TestMachineNodeFirstOnly.)
-	checkSotw(t, "restate EDS", srv.nextSotw(t), sotwWant(E, "v1", "", "c1", "c2"), true)
-	checkSotw(t, "restate LDS", srv.nextSotw(t), sotwWant(L, "v1", ""), true)
-	checkSotw(t, "restate RDS", srv.nextSotw(t), sotwWant(R, "v1", "", "r1"), true)
+	checkSotw(t, "restate EDS", next(), sotwWant(E, "v1", "", "c1", "c2"), true)
+	checkSotw(t, "restate LDS", next(), sotwWant(L, "v1", ""), true)
+	checkSotw(t, "restate RDS", next(), sotwWant(R, "v1", "", "r1"), true)
 }
 
 // TestSotwRealisticNacksHiddenInvalidCluster: a cluster whose TLS transport socket (inside an

@@ -142,8 +142,11 @@ type cpServer struct {
 	reqs   chan proto.Message // *DiscoveryRequest or *DeltaDiscoveryRequest, cloned
 	mu     sync.Mutex
 	closed bool
-	srv    *grpc.Server
-	close  func()
+	// streamOf maps each recorded request to its server stream id: requests of different
+	// streams reach the callbacks in no guaranteed order.
+	streamOf map[proto.Message]int64
+	srv      *grpc.Server
+	close    func()
 }
 
 func newCPServer(t *testing.T) *cpServer {
@@ -163,12 +166,12 @@ func newCPServerB(t testing.TB) *cpServer {
 	s := &cpServer{addr: lis.Addr().String(), cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil), reqs: make(chan proto.Message, 4096)}
 	ctx, cancel := context.WithCancel(context.Background())
 	cb := serverv3.CallbackFuncs{
-		StreamRequestFunc: func(_ int64, r *discoveryv3.DiscoveryRequest) error {
-			s.record(proto.Clone(r))
+		StreamRequestFunc: func(id int64, r *discoveryv3.DiscoveryRequest) error {
+			s.record(id, proto.Clone(r))
 			return nil
 		},
-		StreamDeltaRequestFunc: func(_ int64, r *discoveryv3.DeltaDiscoveryRequest) error {
-			s.record(proto.Clone(r))
+		StreamDeltaRequestFunc: func(id int64, r *discoveryv3.DeltaDiscoveryRequest) error {
+			s.record(id, proto.Clone(r))
 			return nil
 		},
 	}
@@ -187,7 +190,7 @@ func newCPServerB(t testing.TB) *cpServer {
 }
 
 // record keeps a request; when the buffer is full (a resend loop) it drops it.
-func (s *cpServer) record(m proto.Message) {
+func (s *cpServer) record(stream int64, m proto.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -195,6 +198,10 @@ func (s *cpServer) record(m proto.Message) {
 	}
 	select {
 	case s.reqs <- m:
+		if s.streamOf == nil {
+			s.streamOf = make(map[proto.Message]int64)
+		}
+		s.streamOf[m] = stream
 	default:
 	}
 }
@@ -244,6 +251,13 @@ func (s *cpServer) next(t *testing.T) proto.Message {
 		t.Fatalf("no request from the client within %s", waitLimit)
 		return nil
 	}
+}
+
+// stream is the server stream id request m arrived on.
+func (s *cpServer) stream(m proto.Message) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streamOf[m]
 }
 
 func (s *cpServer) nextSotw(t *testing.T) *discoveryv3.DiscoveryRequest {

@@ -161,12 +161,14 @@ func (c *Cache) Get(key Key, gen uint64, build BuildFunc) ([]*Resource, Result, 
 	c.mu.Unlock()
 
 	res, err := build()
-	ne.res, ne.err = res, err
+	var size int64
 	for _, r := range res {
-		ne.bytes += int64(len(r.Framed))
+		size += int64(len(r.Framed))
 	}
+	ne.res, ne.err = res, err
 	close(ne.ready)
 	c.mu.Lock()
+	ne.bytes = size // under the lock: a concurrent replacement reads it there
 	if err != nil {
 		if c.entries[key] == ne {
 			delete(c.entries, key)

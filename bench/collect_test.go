@@ -1,0 +1,262 @@
+package bench
+
+import (
+	"bytes"
+	"compress/gzip"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+func TestHistSnapQuantile(t *testing.T) {
+	// 10 observations: 4 in (0, 0.1], 4 in (0.1, 0.2], 2 in (0.2, 1]; cumulative with +Inf.
+	h := histSnap{count: 10, sum: 2, bounds: []float64{0.1, 0.2, 1, math.Inf(1)}, cum: []float64{4, 8, 10, 10}}
+	for _, tc := range []struct{ q, want float64 }{
+		{0, 0},
+		{0.2, 0.05}, // rank 2 of 4 in the first bucket: halfway to 0.1
+		{0.4, 0.1},  // the top of the first bucket
+		{0.6, 0.15}, // rank 6: halfway through the second
+		{0.9, 0.6},  // rank 9: halfway through (0.2, 1]
+		{1, 1},      // the last finite bound
+		{0.999, 0.996},
+	} {
+		require.InDeltaf(t, tc.want, h.quantile(tc.q), 1e-9, "q=%g", tc.q)
+	}
+	require.Equal(t, 0.0, histSnap{}.quantile(0.5), "empty")
+
+	prev := histSnap{count: 4, sum: 0.2, bounds: h.bounds, cum: []float64{4, 4, 4, 4}}
+	d := h.sub(prev)
+	require.Equal(t, 6.0, d.count)
+	require.Equal(t, []float64{0, 4, 6, 6}, d.cum)
+	require.InDelta(t, 0.15, d.quantile(1.0/3), 1e-9)
+}
+
+func TestBucketTrend(t *testing.T) {
+	h := histSnap{count: 2, sum: 0.3, bounds: []float64{0.1, 0.2, math.Inf(1)}, cum: []float64{0, 2, 2}}
+	m := bucketTrend("d", summary.Time, h)
+	require.Equal(t, summary.Trend, m.Type)
+	require.InDelta(t, 0.15, m.Values["avg"], 1e-9)
+	require.InDelta(t, 0.1, m.Values["min"], 1e-9, "the lower bound of the first bucket with observations")
+	require.InDelta(t, 0.2, m.Values["max"], 1e-9)
+	require.Nil(t, m.Histogram)
+	s := summary.Summary{Version: summary.Version, Results: summary.Results{Metrics: []summary.Metric{m, bucketTrend("e", summary.Time, histSnap{})}}}
+	require.NoError(t, s.Validate(), "a valid trend, empty or not")
+}
+
+// exposition is the text format of an Istio-like control plane's /metrics.
+const exposition = `# TYPE pilot_debounce_time histogram
+pilot_debounce_time_bucket{le="0.1"} 3
+pilot_debounce_time_bucket{le="0.5"} 5
+pilot_debounce_time_bucket{le="+Inf"} 6
+pilot_debounce_time_sum 1.5
+pilot_debounce_time_count 6
+# TYPE pilot_inbound_updates counter
+pilot_inbound_updates{type="eds"} 20
+pilot_inbound_updates{type="config"} 4
+# TYPE xds_cache_reads counter
+xds_cache_reads{type="cds",result="hit"} 90
+xds_cache_reads{type="cds",result="miss"} 10
+xds_cache_reads{type="eds",result="bypass"} 5
+# TYPE pilot_services gauge
+pilot_services 12
+# TYPE process_cpu_seconds_total counter
+process_cpu_seconds_total 3.5
+`
+
+func parseExposition(t *testing.T, text string) []*dto.MetricFamily {
+	t.Helper()
+	dec := expfmt.NewDecoder(strings.NewReader(text), expfmt.NewFormat(expfmt.TypeTextPlain))
+	var out []*dto.MetricFamily
+	for {
+		mf := &dto.MetricFamily{}
+		if err := dec.Decode(mf); err != nil {
+			break
+		}
+		out = append(out, mf)
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+func TestReadCPIstioNames(t *testing.T) {
+	s := readCP(parseExposition(t, exposition))
+	require.True(t, s.ok)
+	// Istio has no push-cycle counter: pilot_debounce_time counts one observation per cycle.
+	require.Equal(t, 6.0, s.pushCycles)
+	require.Contains(t, s.cyclesFrom, "pilot_debounce_time")
+	require.Equal(t, 24.0, s.inbound)
+	require.Equal(t, 90.0, s.cacheReads["cds"]["hit"])
+	require.Equal(t, 5.0, s.cacheReads["eds"]["bypass"])
+	require.Equal(t, 12.0, s.services)
+	require.True(t, s.hasCPU)
+	require.Equal(t, 3.5, s.cpu)
+	require.False(t, s.hasRSS)
+	require.Equal(t, []float64{0.1, 0.5, math.Inf(1)}, s.debounce.bounds)
+	require.Equal(t, []float64{3, 5, 6}, s.debounce.cum)
+
+	v, ok := familyValue(parseExposition(t, exposition), "pilot_inbound_updates", map[string]string{"type": "eds"})
+	require.True(t, ok)
+	require.Equal(t, 20.0, v)
+
+	// xdslab's own counter wins over the Istio fallback.
+	s = readCP(parseExposition(t, exposition+"# TYPE xdslab_cp_push_cycles_total counter\nxdslab_cp_push_cycles_total 4\n"))
+	require.Equal(t, 4.0, s.pushCycles)
+	require.Equal(t, cpPushCycles, s.cyclesFrom)
+
+	require.False(t, readCP(nil).ok, "no families: not available")
+}
+
+func TestEvaluateThresholds(t *testing.T) {
+	res := summary.Results{Metrics: []summary.Metric{
+		summary.NewCounter("xdslab_events_missed_total", summary.Default, 0, time.Second, nil),
+		summary.NewCounter("xdslab_fleet_nacks_total", summary.Default, 3, time.Second, map[string]string{"type": "CDS"}),
+		summary.NewRate("xdslab_cache_hit_ratio", 9, 1, nil),
+	}}
+	for _, tc := range []struct {
+		name   string
+		key    string
+		exprs  []string
+		passed []bool
+		value  []bool // a value was read
+	}{
+		{"counter passes", "xdslab_events_missed_total", []string{"count==0", "rate<1"}, []bool{true, true}, []bool{true, true}},
+		{"tagged fails", "xdslab_fleet_nacks_total{type:CDS}", []string{"count==0"}, []bool{false}, []bool{true}},
+		{"rate", "xdslab_cache_hit_ratio", []string{"rate>0.8", "rate>95%"}, []bool{true, false}, []bool{true, true}},
+		{"unknown metric fails", "xdslab_nothing_total", []string{"count==0"}, []bool{false}, []bool{false}},
+		{"unknown tags fail", "xdslab_fleet_nacks_total{type:LDS}", []string{"count==0"}, []bool{false}, []bool{false}},
+		{"aggregation it lacks fails", "xdslab_events_missed_total", []string{"p(99)<1"}, []bool{false}, []bool{false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenarios.Defaults()
+			sc.Name = "t"
+			for _, e := range tc.exprs {
+				sc.Thresholds[tc.key] = append(sc.Thresholds[tc.key], scenarios.Threshold{Source: e})
+			}
+			sc.Complete()
+			got, all := EvaluateThresholds(sc, res)
+			require.Len(t, got, len(tc.exprs))
+			want := true
+			for i := range got {
+				require.Equalf(t, tc.passed[i], got[i].Passed, "%s", got[i].Expression)
+				require.Equal(t, tc.value[i], got[i].Value != nil)
+				want = want && tc.passed[i]
+			}
+			require.Equal(t, want, all)
+		})
+	}
+}
+
+// profileBytes builds a pprof profile with the given samples (cpu nanoseconds, side label).
+func profileBytes(samples []struct {
+	ns   int64
+	side string
+}) []byte {
+	strs := []string{"", "samples", "count", "cpu", "nanoseconds", sideLabel}
+	idx := func(s string) uint64 {
+		for i, x := range strs {
+			if x == s {
+				return uint64(i)
+			}
+		}
+		strs = append(strs, s)
+		return uint64(len(strs) - 1)
+	}
+	valueType := func(typ, unit uint64) []byte {
+		var b []byte
+		b = protowire.AppendTag(b, 1, protowire.VarintType)
+		b = protowire.AppendVarint(b, typ)
+		b = protowire.AppendTag(b, 2, protowire.VarintType)
+		return protowire.AppendVarint(b, unit)
+	}
+	var p []byte
+	p = protowire.AppendTag(p, 1, protowire.BytesType)
+	p = protowire.AppendBytes(p, valueType(1, 2))
+	p = protowire.AppendTag(p, 1, protowire.BytesType)
+	p = protowire.AppendBytes(p, valueType(3, 4))
+	for _, s := range samples {
+		var packed []byte
+		packed = protowire.AppendVarint(packed, 1)
+		packed = protowire.AppendVarint(packed, uint64(s.ns))
+		var sm []byte
+		sm = protowire.AppendTag(sm, 2, protowire.BytesType)
+		sm = protowire.AppendBytes(sm, packed)
+		if s.side != "" {
+			var l []byte
+			l = protowire.AppendTag(l, 1, protowire.VarintType)
+			l = protowire.AppendVarint(l, idx(sideLabel))
+			l = protowire.AppendTag(l, 2, protowire.VarintType)
+			l = protowire.AppendVarint(l, idx(s.side))
+			sm = protowire.AppendTag(sm, 3, protowire.BytesType)
+			sm = protowire.AppendBytes(sm, l)
+		}
+		p = protowire.AppendTag(p, 2, protowire.BytesType)
+		p = protowire.AppendBytes(p, sm)
+	}
+	for _, s := range strs {
+		p = protowire.AppendTag(p, 6, protowire.BytesType)
+		p = protowire.AppendString(p, s)
+	}
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, _ = w.Write(p)
+	_ = w.Close()
+	return gz.Bytes()
+}
+
+func TestCPUByLabel(t *testing.T) {
+	data := profileBytes([]struct {
+		ns   int64
+		side string
+	}{{10e6, "controlplane"}, {20e6, "harness"}, {30e6, "controlplane"}, {5e6, ""}})
+	got, err := cpuByLabel(data, sideLabel)
+	require.NoError(t, err)
+	require.Equal(t, map[string]time.Duration{"controlplane": 40 * time.Millisecond, "harness": 20 * time.Millisecond, "runtime": 5 * time.Millisecond}, got)
+
+	_, err = cpuByLabel([]byte{0x1f, 0x8b, 1, 2}, sideLabel)
+	require.Error(t, err, "corrupt gzip")
+	_, err = cpuByLabel(nil, sideLabel)
+	require.ErrorContains(t, err, "no cpu sample type")
+}
+
+func FuzzCPUByLabel(f *testing.F) {
+	f.Add(profileBytes([]struct {
+		ns   int64
+		side string
+	}{{1, "harness"}}))
+	f.Add([]byte{0x0a, 0x02, 0x08, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := cpuByLabel(data, sideLabel)
+		if err == nil && out == nil {
+			t.Fatal("nil map without an error")
+		}
+	})
+}
+
+func FuzzReadCP(f *testing.F) {
+	f.Add(exposition)
+	f.Fuzz(func(t *testing.T, text string) {
+		dec := expfmt.NewDecoder(strings.NewReader(text), expfmt.NewFormat(expfmt.TypeTextPlain))
+		var fams []*dto.MetricFamily
+		for range 1000 {
+			mf := &dto.MetricFamily{}
+			if err := dec.Decode(mf); err != nil {
+				break
+			}
+			fams = append(fams, mf)
+		}
+		s := readCP(fams)
+		if s.hasDebounce {
+			_ = s.debounce.quantile(0.99)
+			_ = bucketTrend("x", summary.Time, s.debounce)
+		}
+	})
+}
