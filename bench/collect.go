@@ -27,6 +27,7 @@ const (
 	MetricSimLateness       = "xdslab_sim_event_lateness_seconds"
 	MetricEventsMissed      = "xdslab_events_missed_total"
 	MetricEventsUnmeasured  = "xdslab_events_unmeasured_total"
+	MetricEarlyReceives     = "xdslab_probe_early_receives_total"
 	MetricPushCycles        = "xdslab_cp_push_cycles_total"
 	MetricCPInbound         = "xdslab_cp_inbound_updates_total"
 	MetricCPResponses       = "xdslab_cp_responses_total"
@@ -95,6 +96,16 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 			total++
 		}
 	}
+	// Observations whose response arrived before t0 (a client applying a backlog: the matcher
+	// counts them at latency 0); a loaded harness shows here, and the low percentiles lie.
+	early := 0
+	for _, e := range res.Events {
+		early += e.EarlyReceives
+	}
+	add(summary.NewCounter(MetricEarlyReceives, summary.Default, float64(early), dur, nil))
+	if early > 0 {
+		r.notes["early"] = fmt.Sprintf("%d observations were of responses received before their event's t0 and count as latency 0 (clients behind on their backlog: the harness is overloaded)", early)
+	}
 	unmeasured := 0
 	for _, e := range r.events {
 		if e.expectErr != nil {
@@ -144,6 +155,11 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 	}
 	for side, d := range u.bySide {
 		add(summary.NewGauge(MetricCPUSeconds, summary.Time, d.Seconds(), 0, d.Seconds(), map[string]string{"side": side}))
+	}
+	if r.tgt.kind != "in-process" && u.processCPU > 0 {
+		// Against an external target this whole process is the harness.
+		add(summary.NewGauge(MetricCPUSeconds, summary.Time, u.processCPU.Seconds(), 0, u.processCPU.Seconds(), map[string]string{"side": sideHarness}))
+		add(summary.NewGauge(MetricPeakRSS, summary.Data, float64(u.peakRSS), 0, float64(u.peakRSS), map[string]string{"side": sideHarness}))
 	}
 	if u.hasTargetCPU {
 		add(summary.NewGauge(MetricCPUSeconds, summary.Time, u.targetCPU, 0, u.targetCPU, map[string]string{"side": sideControlPlane}))
@@ -209,7 +225,7 @@ func (r *run) collectCP(add func(...summary.Metric), dur time.Duration, events i
 		}
 		if b.hasPerPush {
 			// The control plane's own view: change events (inbound updates) merged per cycle.
-			add(bucketTrend(MetricEventsPerPush+"_cp", summary.Default, b.perPush.sub(a.perPush)))
+			add(bucketTrend(cpEventsPerPush, summary.Default, b.perPush.sub(a.perPush)))
 		}
 		r.notes["debounce"] = "push cycles from " + b.cyclesFrom + "; events per push = simulator events ÷ push cycles in the measure and drain phases"
 	}

@@ -252,7 +252,7 @@ func usageBetween(a, b processUsage, bySide map[string]time.Duration, cpA, cpB c
 		if cpB.hasRSS {
 			u.targetRSS, u.hasTargetRSS = cpB.rss, true
 		}
-		u.note = "the harness is this process; the control plane's CPU and memory are its process_* metrics"
+		u.note = "the harness is this process; the control plane's CPU is its process_cpu_seconds_total over the run and its peak RSS the largest process_resident_memory_bytes sampled every 0.5s"
 		if !u.hasTargetCPU {
 			u.note = "the harness is this process; the control plane's CPU and memory are not available (no process_* metrics at --target-metrics)"
 		}

@@ -25,7 +25,11 @@
 //
 // The reports (report*.go) are summary.json (internal/summary's k6-like shape, with encoded HDR
 // histograms and the resolved scenario as config), report.html (self-contained, plots as inline
-// SVG) and junit.xml (one test case per threshold).
+// SVG), junit.xml (one test case per threshold) and, for in-process runs, cpu.pprof (the run's
+// CPU profile; go tool pprof -tagfocus xdslab_side=harness shows where the harness spent its
+// share). Notes that qualify a figure ("not available", how CPU was attributed, clients that
+// missed the connect timeout, responses counted at latency 0) are in metadata.labels as
+// note.KEY and in the HTML report.
 //
 // compare*.go and tune*.go read these summaries to gate releases and tune the debouncer.
 package bench

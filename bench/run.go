@@ -59,12 +59,18 @@ type RunOptions struct {
 	// MetricsAddr serves the live metrics (xdslab_* of the fleet and simulator, and the
 	// in-process control plane's) on /metrics while the run lasts. Empty serves none.
 	MetricsAddr string
+	// MetricsListener, if set, is used instead of listening on MetricsAddr (tests pass one bound
+	// to 127.0.0.1:0); Run closes it. Repeated runs listen again on its address.
+	MetricsListener net.Listener
 	// CPUProfile attributes CPU time to the control plane and the harness of an in-process run
 	// with a CPU profile whose samples carry pprof labels. Without it (or when another profile
 	// is running) CPU is reported for the whole process.
 	CPUProfile bool
 	// ToolVersion goes into the summary's metadata.
 	ToolVersion string
+	// OnRun, if set, receives each run's summary as it completes (i from 1; with Repeat <= 1
+	// once, with i = 1): repeated runs for statistics without reading run-i back from disk.
+	OnRun func(i int, s *summary.Summary)
 }
 
 // Run runs a resolved scenario: phases connect, measure and drain against the target, then
@@ -80,18 +86,28 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts RunOptions) (*summary
 		return nil, fmt.Errorf("run: scenario %s: %w", sc.Name, err)
 	}
 	if opts.Repeat <= 1 {
-		return runOnce(ctx, sc, opts, 0)
+		s, err := runOnce(ctx, sc, opts, 0)
+		if err == nil && opts.OnRun != nil {
+			opts.OnRun(1, s)
+		}
+		return s, err
 	}
 	var last *summary.Summary
 	passed := true
 	for i := 1; i <= opts.Repeat; i++ {
 		o := opts
+		if i > 1 && opts.MetricsListener != nil {
+			o.MetricsListener, o.MetricsAddr = nil, opts.MetricsListener.Addr().String()
+		}
 		if opts.Out != "" {
 			o.Out = filepath.Join(opts.Out, fmt.Sprintf("run-%d", i))
 		}
 		s, err := runOnce(ctx, sc, o, i)
 		if err != nil {
 			return nil, fmt.Errorf("run %d of %d: %w", i, opts.Repeat, err)
+		}
+		if opts.OnRun != nil {
+			opts.OnRun(i, s)
 		}
 		passed = passed && s.Results.Passed
 		last = s
@@ -149,7 +165,8 @@ type run struct {
 	notes      map[string]string
 	usage      usageReport
 	simMetrics *simulator.Metrics
-	profile    []byte // the run's CPU profile (labelled by side), when one was taken
+	profile    []byte  // the run's CPU profile (labelled by side), when one was taken
+	cpMaxRSS   float64 // an external control plane's largest sampled resident memory
 }
 
 type phaseTime struct {
@@ -177,6 +194,7 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	sc, opts := r.sc, r.opts
 	r.began = time.Now()
 	prof := startProfile(opts.CPUProfile && opts.Target == "")
+	defer prof.stop() // on every early return; the normal path stops it first, to read it
 	usage0 := readUsage()
 
 	// The target.
@@ -188,7 +206,6 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 			clean: opts.CleanSinkDir, sink: opts.Sink}, r.log)
 	}
 	if err != nil {
-		prof.stop()
 		return nil, err
 	}
 	defer r.tgt.close()
@@ -196,34 +213,28 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 
 	sim, err := simulator.New(SimConfig(sc))
 	if err != nil {
-		prof.stop()
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	fcfg, err := FleetConfig(sc, r.tgt.addr)
 	if err != nil {
-		prof.stop()
 		return nil, err
 	}
 	r.fleet, err = fakeenvoy.NewFleet(fcfg)
 	if err != nil {
-		prof.stop()
 		return nil, err
 	}
 	defer r.fleet.Stop()
 
 	reg := prometheus.NewRegistry()
 	if r.simMetrics, err = simulator.NewMetrics(reg); err != nil {
-		prof.stop()
 		return nil, err
 	}
 	if err := r.fleet.Register(reg); err != nil {
-		prof.stop()
 		return nil, err
 	}
-	if opts.MetricsAddr != "" {
-		stop, err := r.serveMetrics(opts.MetricsAddr, reg)
+	if opts.MetricsAddr != "" || opts.MetricsListener != nil {
+		stop, err := r.serveMetrics(opts.MetricsAddr, opts.MetricsListener, reg)
 		if err != nil {
-			prof.stop()
 			return nil, err
 		}
 		defer stop()
@@ -235,14 +246,12 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 		OnApplied: r.onApplied,
 	})
 	if err != nil {
-		prof.stop()
 		return nil, err
 	}
 
 	// Load the initial topology before any client connects.
 	setup := r.startPhase("setup")
 	if err := runner.Init(ctx); err != nil {
-		prof.stop()
 		return nil, fmt.Errorf("load the initial topology: %w", err)
 	}
 	services := countServices(sim.Initial())
@@ -251,7 +260,6 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 		err := r.tgt.loaded(lctx, services)
 		cancel()
 		if err != nil {
-			prof.stop()
 			return nil, fmt.Errorf("the control plane did not load the initial topology (%d services): %w", services, err)
 		}
 	} else {
@@ -271,7 +279,6 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 
 	// Connect: ramp the clients, wait for each one's first full config.
 	if err := r.connect(ctx); err != nil {
-		prof.stop()
 		return nil, err
 	}
 
@@ -282,7 +289,6 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	r.simStats, err = runner.Run(ctx)
 	r.endPhase(measure)
 	if err != nil {
-		prof.stop()
 		return nil, fmt.Errorf("measure: %w", err)
 	}
 
@@ -293,7 +299,6 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	cancel()
 	r.endPhase(drain)
 	if ctx.Err() != nil {
-		prof.stop()
 		return nil, ctx.Err()
 	}
 	r.cpEnd = r.readCP(ctx)
@@ -303,6 +308,9 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 
 	r.fleet.Stop()
 	ended := time.Now()
+	if r.cpEnd.hasRSS {
+		r.cpEnd.rss = max(r.cpEnd.rss, r.cpMaxRSS)
+	}
 	r.usage = usageBetween(usage0, readUsage(), prof.stop(), r.cpFirst, r.cpEnd, r.tgt.kind)
 	r.profile = prof.data
 
@@ -424,6 +432,11 @@ func (r *run) sample(now time.Time) {
 		return
 	}
 	cp := r.readCP(context.Background())
+	if cp.hasRSS {
+		r.samplesMu.Lock()
+		r.cpMaxRSS = max(r.cpMaxRSS, cp.rss)
+		r.samplesMu.Unlock()
+	}
 	s := sample{At: now.Sub(time.Unix(0, t0)), Events: r.applied.Load(), Connected: r.fleet.Observer().ConnectedNow()}
 	if cp.cyclesFrom != "" {
 		s.PushCycles, s.HasCycles = cp.pushCycles, true
@@ -461,10 +474,12 @@ func (r *run) printProgress(now time.Time) {
 }
 
 // serveMetrics serves the live metrics (and the in-process control plane's) on addr.
-func (r *run) serveMetrics(addr string, reg *prometheus.Registry) (func(), error) {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+func (r *run) serveMetrics(addr string, lis net.Listener, reg *prometheus.Registry) (func(), error) {
+	if lis == nil {
+		var err error
+		if lis, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+		}
 	}
 	g := prometheus.Gatherers{reg}
 	if r.tgt.kind == "in-process" && r.tgt.gather != nil {

@@ -3,9 +3,14 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +44,24 @@ thresholds:
   xdslab_events_missed_total: ['count==0']
   xdslab_sim_events_total: ['count>0']
 `
+
+// syncBuffer is a strings.Builder safe for the run's progress goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
 
 func loadScenario(t testing.TB, src string) *scenarios.Scenario {
 	t.Helper()
@@ -124,11 +147,36 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 func TestRunInProcess(t *testing.T) {
 	sc := loadScenario(t, smallScenario)
 	out := t.TempDir()
-	var progress strings.Builder
+	var progress syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := Run(ctx, sc, RunOptions{Out: out, Progress: &progress, ProgressInterval: 500 * time.Millisecond, CPUProfile: true})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	// Scrape the live metrics while the run lasts.
+	scraped := make(chan string, 1)
+	scrapeCtx, stopScrape := context.WithCancel(ctx)
+	go func() {
+		defer close(scraped)
+		url := "http://" + lis.Addr().String() + "/metrics"
+		for scrapeCtx.Err() == nil {
+			if resp, err := http.Get(url); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if strings.Contains(string(b), "xdslab_push_latency_seconds_bucket") {
+					scraped <- string(b)
+					return
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	s, err := Run(ctx, sc, RunOptions{Out: out, Progress: &progress, ProgressInterval: 500 * time.Millisecond, CPUProfile: true, MetricsListener: lis})
+	stopScrape()
+	require.NoError(t, err)
+	live := <-scraped
+	for _, name := range []string{"xdslab_fleet_connected", "xdslab_sim_events_total", "xdslab_push_latency_seconds", "pilot_xds", "xdslab_cp_push_cycles_total"} {
+		require.Contains(t, live, name, "live /metrics")
+	}
 	require.True(t, s.Results.Passed)
 	s = checkRunSummary(t, out)
 
@@ -195,8 +243,13 @@ func TestRunRepeat(t *testing.T) {
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := Run(ctx, sc, RunOptions{Out: out, Repeat: 2})
+	var seen []int
+	s, err := Run(ctx, sc, RunOptions{Out: out, Repeat: 2, OnRun: func(i int, s *summary.Summary) {
+		require.Equal(t, strconv.Itoa(i), s.Metadata.Labels["repeat"])
+		seen = append(seen, i)
+	}})
 	require.NoError(t, err)
+	require.Equal(t, []int{1, 2}, seen)
 	require.Equal(t, "2", s.Metadata.Labels["repeat"])
 	for _, d := range []string{"run-1", "run-2"} {
 		_, err := summary.ReadFile(filepath.Join(out, d, "summary.json"))

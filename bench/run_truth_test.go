@@ -162,7 +162,7 @@ topology:
 churn:
   - {kind: scale, at: [200ms, 400ms, 600ms, 800ms, 1s, 1200ms, 1400ms, 1600ms, 1800ms, 2s, 2300ms], delta: {dist: constant, value: 1}}
 clients:
-  - {name: sidecars, count: 6, ramp: 0}
+  - {name: sidecars, count: 3, ramp: 0}
 phases:
   connect: {timeout: 30s}
   drain: {timeout: 700ms}
@@ -198,13 +198,13 @@ func TestRunMeasurementTruth(t *testing.T) {
 	require.GreaterOrEqual(t, events, 4.0)
 	require.Equal(t, 1.0, find(t, s, MetricEventsMissed, nil).Values["count"], "the unpublished event is missed")
 	require.Equal(t, 1.0, find(t, s, MetricEventsMissed, map[string]string{"kind": "scale"}).Values["count"])
-	require.Equal(t, 6.0, find(t, s, "xdslab_probe_missed_total", nil).Values["count"], "by each of the 6 clients")
+	require.Equal(t, 3.0, find(t, s, "xdslab_probe_missed_total", nil).Values["count"], "by each of the 3 clients")
 
 	push := find(t, s, "xdslab_push_latency_seconds", nil)
 	h, err := push.Histogram.Decode()
 	require.NoError(t, err)
 	// Every published event is seen by every client (nothing else changes those resources).
-	require.Equal(t, int64(6*(events-1)), h.TotalCount())
+	require.Equal(t, int64(3*(events-1)), h.TotalCount())
 	d := delay.Seconds()
 	tol := (2 * time.Millisecond).Seconds()
 	t.Logf("push latency: min %.3fms p50 %.3fms p99 %.3fms max %.3fms (D = %v)",

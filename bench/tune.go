@@ -89,6 +89,9 @@ type TuneOptions struct {
 	Progress io.Writer
 	// MaxPoints bounds the grid (default 200) so a typo cannot start days of runs.
 	MaxPoints int
+	// Search adds one point found by a gonum/optimize search of the fast estimate between
+	// the grid's minQuiet and maxDelay values (see TuneSearch), and runs it like the others.
+	Search bool
 }
 
 // Setting is one parameter's value at a grid point.
@@ -185,6 +188,9 @@ type TuneResult struct {
 	Why         string `json:"why"`
 	// Check compares the estimate with the real run at the recommended point.
 	Check *EstimateCheck `json:"estimateCheck,omitempty"`
+	// Search is the searched point (TuneOptions.Search); SearchNote says why there is none.
+	Search     *TuneSearch `json:"search,omitempty"`
+	SearchNote string      `json:"searchNote,omitempty"`
 }
 
 // grid expands the parameters into points (the first parameter varies slowest).
@@ -260,52 +266,65 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 		}
 	}
 	est := newTuneEstimator()
-	for i, settings := range points {
-		pt := TunePoint{Index: i, Settings: settings, Label: tunePointLabel(settings)}
+	total := len(points)
+	if opts.Search {
+		total++
+	}
+	// point evaluates (estimates and, unless estimate-only, runs) one point.
+	point := func(i int, settings []Setting, label string) (TunePoint, error) {
+		pt := TunePoint{Index: i, Settings: settings, Label: label}
 		psc := sc.Clone()
-		var setErr error
 		for _, s := range settings {
 			if err := psc.Set(s.Path, s.Value); err != nil {
-				setErr = err
-				break
+				pt.Error = "invalid settings: " + err.Error()
+				return pt, nil
 			}
-		}
-		if setErr != nil {
-			pt.Error = "invalid settings: " + setErr.Error()
-			res.Points = append(res.Points, pt)
-			continue
 		}
 		e, err := est.estimate(psc)
 		if err != nil {
 			pt.Error = "estimate: " + err.Error()
+			return pt, nil
 		}
 		pt.Estimate = e
-		if !opts.EstimateOnly && pt.Error == "" {
-			var runs []*summary.Summary
-			for k := 1; k <= opts.Repeats; k++ {
-				if opts.Progress != nil {
-					fmt.Fprintf(opts.Progress, "tune: point %d/%d %s, run %d/%d\n", i+1, len(points), pt.Label, k, opts.Repeats)
-				}
-				s, err := opts.Run(ctx, psc, TuneRunInfo{Point: i, Repeat: k, Label: pt.Label})
-				if ctxErr := ctx.Err(); ctxErr != nil {
-					return nil, fmt.Errorf("tune: %w", ctxErr)
-				}
-				if err != nil {
-					pt.Error = fmt.Sprintf("run %d: %v", k, err)
-					break
-				}
-				runs = append(runs, s)
-			}
-			if pt.Error == "" {
-				pt.Runs = len(runs)
-				f := tunePointFigures(runs)
-				pt.Measured = &f
-				pt.MeetsThresholds, pt.FailedThresholds = tuneEvalThresholds(ths, runs)
-			}
-		} else if opts.EstimateOnly && pt.Error == "" {
+		if opts.EstimateOnly {
 			pt.MeetsThresholds, pt.FailedThresholds = tuneEstimateMeets(ths, pt.Estimate)
+			return pt, nil
+		}
+		var runs []*summary.Summary
+		for k := 1; k <= opts.Repeats; k++ {
+			if opts.Progress != nil {
+				fmt.Fprintf(opts.Progress, "tune: point %d/%d %s, run %d/%d\n", i+1, total, pt.Label, k, opts.Repeats)
+			}
+			s, err := opts.Run(ctx, psc, TuneRunInfo{Point: i, Repeat: k, Label: pt.Label})
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return pt, fmt.Errorf("tune: %w", ctxErr)
+			}
+			if err != nil {
+				pt.Error = fmt.Sprintf("run %d: %v", k, err)
+				return pt, nil
+			}
+			runs = append(runs, s)
+		}
+		pt.Runs = len(runs)
+		f := tunePointFigures(runs)
+		pt.Measured = &f
+		pt.MeetsThresholds, pt.FailedThresholds = tuneEvalThresholds(ths, runs)
+		return pt, nil
+	}
+	for i, settings := range points {
+		pt, err := point(i, settings, tunePointLabel(settings))
+		if err != nil {
+			return nil, err
 		}
 		res.Points = append(res.Points, pt)
+	}
+	if opts.Search {
+		if err := tuneAddSearch(sc, res, est, point); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return nil, err
+			}
+			res.SearchNote = err.Error()
+		}
 	}
 	res.Frontier = tuneParetoFrontier(res.Points, opts.Cost)
 	for _, i := range res.Frontier {

@@ -80,7 +80,12 @@ func (e *tuneEstimator) estimate(sc *scenarios.Scenario) (TuneEstimate, error) {
 		return TuneEstimate{}, err
 	}
 	d := sc.ControlPlane.Debounce
-	pushes, err := debounce.Simulate(debounce.Options{MinQuiet: d.MinQuiet.D(), MaxDelay: d.MaxDelay.D(), DebounceEDS: d.Endpoints}, tl, 0)
+	return tuneReplay(tl, debounce.Options{MinQuiet: d.MinQuiet.D(), MaxDelay: d.MaxDelay.D(), DebounceEDS: d.Endpoints})
+}
+
+// tuneReplay runs the timeline through the debouncer with opts.
+func tuneReplay(tl []debounce.SimEvent, opts debounce.Options) (TuneEstimate, error) {
+	pushes, err := debounce.Simulate(opts, tl, 0)
 	if err != nil {
 		return TuneEstimate{}, err
 	}

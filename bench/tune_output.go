@@ -177,6 +177,13 @@ func WriteTuneText(w io.Writer, r *TuneResult) error {
 	} else {
 		fmt.Fprintf(w, "recommendation: none — %s\n", r.Why)
 	}
+	if sr := r.Search; sr != nil {
+		fmt.Fprintf(w, "search (gonum/optimize Nelder-Mead over the estimate, %d evaluations): minQuiet=%s maxDelay=%s, predicted %d push cycles, debounce delay p99 %s + run overhead %s (point %d)\n",
+			sr.Evaluations, sr.MinQuiet, sr.MaxDelay, sr.Predicted.PushCycles, tuneFmt(sr.Predicted.DebounceDelayP99, summary.Time),
+			tuneFmt(sr.Overhead, summary.Time), sr.Point)
+	} else if r.SearchNote != "" {
+		fmt.Fprintf(w, "search: %s\n", r.SearchNote)
+	}
 	if c := r.Check; c != nil {
 		fmt.Fprintf(w, "estimate vs real run at the recommended point: push cycles %s predicted, %s measured (%s); mean debounce delay %s predicted, %s measured (%s)\n",
 			tuneFmt(c.PushCyclesPredicted, summary.Default), tuneFmt(c.PushCyclesMeasured, summary.Default), tuneRelText(c.PushCyclesError),

@@ -262,3 +262,50 @@ func TestParseParam(t *testing.T) {
 		t.Errorf("unknown path error = %q, want a did-you-mean naming minQuiet", e)
 	}
 }
+
+func TestTuneSearch(t *testing.T) {
+	for _, estimateOnly := range []bool{false, true} {
+		fake := &fakeTuneRun{}
+		opts := TuneOptions{Params: mustParams(t, "minQuiet=50ms,100ms,200ms,500ms", "maxDelay=1s,10s"), Run: fake.run,
+			Search: true, EstimateOnly: estimateOnly}
+		res, err := Tune(context.Background(), tuneScenario(t), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr := res.Search
+		if sr == nil {
+			t.Fatalf("estimateOnly=%v: no search: %s", estimateOnly, res.SearchNote)
+		}
+		if sr.Point != 8 || len(res.Points) != 9 || !strings.HasPrefix(res.Points[8].Label, "search: ") {
+			t.Fatalf("search point %d of %d points", sr.Point, len(res.Points))
+		}
+		if !estimateOnly && len(fake.calls) != 9 {
+			t.Errorf("runs = %d, want 8 grid points + the searched one", len(fake.calls))
+		}
+		// The search starts from the best grid point, so it is at least as good: no more
+		// predicted pushes than any grid point inside the budget, and inside the budget.
+		budget := *res.Budget
+		if got := float64(sr.Predicted.DebounceDelayP99) + float64(sr.Overhead); got > budget {
+			t.Errorf("searched point predicts p99 %vs, over the %vs budget", got, budget)
+		}
+		for _, p := range res.Points[:8] {
+			if float64(p.Estimate.DebounceDelayP99)+float64(sr.Overhead) <= budget && p.Estimate.PushCycles < sr.Predicted.PushCycles {
+				t.Errorf("grid point %s predicts %d pushes within budget, the search %d", p.Label, p.Estimate.PushCycles, sr.Predicted.PushCycles)
+			}
+		}
+		var buf bytes.Buffer
+		if err := WriteTuneText(&buf, res); err != nil || !strings.Contains(buf.String(), "search (gonum/optimize") {
+			t.Errorf("report lacks the search line (%v):\n%s", err, buf.String())
+		}
+	}
+	// Without a p(99) budget there is nothing to search against: a note, not an error.
+	sc := tuneScenario(t)
+	sc.Thresholds = nil
+	res, err := Tune(context.Background(), sc, TuneOptions{Params: mustParams(t, "minQuiet=50ms,500ms"), EstimateOnly: true, Search: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Search != nil || !strings.Contains(res.SearchNote, "no p(99) push latency threshold") {
+		t.Errorf("search without budget: %+v, note %q", res.Search, res.SearchNote)
+	}
+}

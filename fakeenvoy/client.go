@@ -49,16 +49,19 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
 	cfg.Nack = nack
-	m, err := newMachine(cfg)
+	// The client keeps its node encoded (see codec); the machine's requests carry a stand-in.
+	cd, err := newCodec(cfg.Node)
+	if err != nil {
+		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
+	}
+	mcfg := cfg
+	mcfg.Node = cd.node
+	m, err := newMachine(mcfg)
 	if err != nil {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
 	if hooks == nil {
 		hooks = NopHooks{}
-	}
-	cd, err := newCodec(cfg.Node)
-	if err != nil {
-		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
 	ns := ""
 	if f := cfg.Node.GetMetadata().GetFields()["NAMESPACE"]; f != nil {

@@ -18,28 +18,31 @@ import (
 // Requests are small and marshalled once: a plain proto.Marshal into an unpooled slice costs
 // one allocation, where the default codec takes a pooled buffer sized to the next tier. Envoy
 // sends its node on every request, and a node's metadata is a map of Struct values, the most
-// expensive part of a request to encode (reflection, an allocation per entry): a request that
-// carries the client's own node gets the node's bytes, encoded once by newCodec, followed by
-// the rest of the request. Protobuf fields may come in any order, so the server decodes the
-// same request. Responses
+// expensive part of a request to encode (reflection, an allocation per entry), and its decoded
+// form costs more memory than the rest of an idle client's state. So the client keeps only the
+// node's bytes, encoded once by newCodec: its machine puts a stand-in node (holding just the
+// id) in the requests it builds, and the codec writes the node's bytes in its place, followed
+// by the rest of the request. Protobuf fields may come in any order, so the server decodes the
+// request the client would have sent with the full node. Responses
 // are decoded straight from the received buffer (no MaterializeToBuffer into the pool): when a
 // message spans one buffer it is read in place; otherwise it is copied once into a fresh slice.
 // proto.Unmarshal copies every bytes and string field, so nothing decoded points into a buffer
 // gRPC recycles afterwards.
 type codec struct {
-	node      *corev3.Node // the client's node (never modified after NewClient)
-	nodeBytes []byte       // its encoding; nil when there is no node
+	node      *corev3.Node // the stand-in the client's requests carry; nil when no node
+	nodeBytes []byte       // the encoding of the client's real node
 }
 
-// newCodec encodes node (which may be nil) for the codec of one client.
+// newCodec encodes node (which may be nil) for the codec of one client; the client's machine
+// must put c.node, the stand-in, in its requests.
 func newCodec(node *corev3.Node) (*codec, error) {
-	c := &codec{node: node}
+	c := &codec{}
 	if node != nil {
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(node)
 		if err != nil {
 			return nil, fmt.Errorf("encode node: %w", err)
 		}
-		c.nodeBytes = b
+		c.node, c.nodeBytes = &corev3.Node{Id: node.GetId()}, b
 	}
 	return c, nil
 }

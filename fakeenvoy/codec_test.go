@@ -12,30 +12,44 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 )
 
-// TestCodecNode checks that requests carrying the client's node (encoded once) decode exactly
-// as the plain encoding of the same request, and that the request is left unchanged.
+// TestCodecNode checks that a request carrying the codec's stand-in node decodes exactly as
+// the plain encoding of the same request with the client's real node, that other requests are
+// encoded as they are, and that Marshal leaves the request unchanged.
 func TestCodecNode(t *testing.T) {
 	node := IdentityTemplate{Namespaces: 3, Labels: map[string]string{"app": "a", "v": "1"}}.Node(7)
 	other := IdentityTemplate{}.Node(8)
 	errDetail := &status.Status{Code: 13, Message: "bad"}
+	c, err := newCodec(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.node == node || c.node.GetId() != node.GetId() {
+		t.Fatalf("stand-in %v, want a new node with id %s", c.node, node.GetId())
+	}
 	for _, tc := range []struct {
-		name string
-		req  proto.Message
+		name      string
+		req, want proto.Message
 	}{
-		{"SotW with the node", &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: E, VersionInfo: "3", ResponseNonce: "n", ResourceNames: []string{"a", "b"}}},
-		{"SotW NACK with the node", &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: C, ResponseNonce: "n", ErrorDetail: errDetail}},
-		{"SotW without node", &discoveryv3.DiscoveryRequest{TypeUrl: C, VersionInfo: "1"}},
-		{"SotW with another node", &discoveryv3.DiscoveryRequest{Node: other, TypeUrl: C}},
-		{"Delta with the node", &discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: E, ResourceNamesSubscribe: []string{"a"}, InitialResourceVersions: map[string]string{"a": "1"}}},
-		{"Delta without node", &discoveryv3.DeltaDiscoveryRequest{TypeUrl: L, ResponseNonce: "x"}},
-		{"not a request", &corev3.Node{Id: "x"}},
+		{"SotW with the node",
+			&discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: E, VersionInfo: "3", ResponseNonce: "n", ResourceNames: []string{"a", "b"}},
+			&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: E, VersionInfo: "3", ResponseNonce: "n", ResourceNames: []string{"a", "b"}}},
+		{"SotW NACK with the node",
+			&discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: C, ResponseNonce: "n", ErrorDetail: errDetail},
+			&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: C, ResponseNonce: "n", ErrorDetail: errDetail}},
+		{"SotW without node", &discoveryv3.DiscoveryRequest{TypeUrl: C, VersionInfo: "1"}, nil},
+		{"SotW with another node", &discoveryv3.DiscoveryRequest{Node: other, TypeUrl: C}, nil},
+		{"Delta with the node",
+			&discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: E, ResourceNamesSubscribe: []string{"a"}, InitialResourceVersions: map[string]string{"a": "1"}},
+			&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: E, ResourceNamesSubscribe: []string{"a"}, InitialResourceVersions: map[string]string{"a": "1"}}},
+		{"Delta without node", &discoveryv3.DeltaDiscoveryRequest{TypeUrl: L, ResponseNonce: "x"}, nil},
+		{"not a request", &corev3.Node{Id: "x"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := newCodec(node)
-			if err != nil {
-				t.Fatal(err)
-			}
 			before := proto.Clone(tc.req)
+			want := tc.want
+			if want == nil {
+				want = before
+			}
 			out, err := c.Marshal(tc.req)
 			if err != nil {
 				t.Fatal(err)
@@ -44,7 +58,7 @@ func TestCodecNode(t *testing.T) {
 			if err := proto.Unmarshal(out.Materialize(), got); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(before, got, protocmp.Transform()); diff != "" {
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("decoded request (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(before, tc.req, protocmp.Transform()); diff != "" {

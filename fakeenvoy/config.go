@@ -50,7 +50,9 @@ type ClientConfig struct {
 }
 
 // Connector returns a connection to the control plane; the fleet may share one among clients.
-// Run calls it for every (re)connect attempt and never closes what it returns.
+// Run calls it for every (re)connect attempt and never closes what it returns. The client opens
+// its streams with a grpc.ForceCodecV2 call option (its codec writes the node it keeps
+// encoded), which the connection must honour, as *grpc.ClientConn does.
 type Connector func(ctx context.Context) (grpc.ClientConnInterface, error)
 
 // Backoff is Envoy's jittered exponential backoff: attempt n (from 0) waits a uniformly random

@@ -9,6 +9,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
 )
 
 type deltaWant struct {
@@ -76,8 +77,13 @@ func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
 		{"LDS ACK", deltaWant{typeURL: L, nonce: true}},
 		{"RDS ACK", deltaWant{typeURL: R, nonce: true}},
 	}
+	wantNode := IdentityTemplate{}.Node(0)
 	for _, s := range steps {
-		checkDelta(t, s.name, srv.nextDelta(t), s.want)
+		got := srv.nextDelta(t)
+		if diff := cmp.Diff(wantNode, got.GetNode(), protocmp.Transform()); diff != "" {
+			t.Errorf("%s: node (-want +got):\n%s", s.name, diff)
+		}
+		checkDelta(t, s.name, got, s.want)
 	}
 	h.waitEvent(t, "first-full")
 

@@ -29,6 +29,8 @@ import (
 //   - cpu-µs/response: process CPU (fleet + server, getrusage) per response received while
 //     each iteration pushes an endpoint change to every client (go-control-plane resends all
 //     four types on a new snapshot version) and waits until every client observed it;
+//   - allocs/response, alloc-B/response: heap allocations of the whole process (fleet, server
+//     and the snapshot updates) over the same iterations, per response;
 //   - convergence-ms: the slowest iteration's convergence (max push latency over 10,000), and
 //     set-snapshots-ms the time the benchmark itself took to set the new snapshot for every
 //     node (included in the latencies: t0 is taken before).
@@ -112,6 +114,8 @@ func benchFleet(b *testing.B, n, streamsPerConn int) {
 
 	var worst, setWorst time.Duration
 	resp0 := f.Progress().Responses
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := range b.N {
@@ -136,8 +140,12 @@ func benchFleet(b *testing.B, n, streamsPerConn int) {
 	}
 	b.StopTimer()
 	cpu := cpuTime() - cpu0
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
 	responses := f.Progress().Responses - resp0
 	b.ReportMetric(float64(cpu.Microseconds())/float64(responses), "cpu-µs/response")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(responses), "allocs/response")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(responses), "alloc-B/response")
 	b.ReportMetric(float64(responses)/float64(b.N), "responses/op")
 	b.ReportMetric(float64(worst.Milliseconds()), "convergence-ms")
 	b.ReportMetric(float64(setWorst.Milliseconds()), "set-snapshots-ms")

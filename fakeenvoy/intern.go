@@ -35,11 +35,12 @@ type internKey struct {
 	realistic bool
 }
 
-// decoded is one decoded resource: its name (field 1), encoded bytes (nil when private), the
-// message and what it references (a cluster's EDS service name, a listener's RDS route config
-// names). Never mutated after decodeShared returns it.
+// decoded is one decoded resource: its name (field 1), the hash of its encoded bytes (with
+// hashSeed), those bytes (nil when private), the message and what it references (a cluster's
+// EDS service name, a listener's RDS route config names). Never mutated once built.
 type decoded struct {
 	name string
+	hash uint64
 	raw  []byte
 	msg  proto.Message
 	refs []string
@@ -66,7 +67,7 @@ func (in *Interner) Len() int {
 // or validate are not shared.
 func (in *Interner) decode(t int, realistic bool, hash uint64, name string, raw []byte) (*decoded, error) {
 	if in == nil {
-		return decodeNew(t, realistic, name, nil, raw)
+		return decodeNew(t, realistic, hash, name, nil, raw)
 	}
 	k := internKey{hash: hash, t: uint8(t), realistic: realistic}
 	if d := in.lookup(k, raw); d != nil {
@@ -74,7 +75,7 @@ func (in *Interner) decode(t int, realistic bool, hash uint64, name string, raw 
 	}
 	// Decode outside the lock: clients decode different resources in parallel; two that race
 	// on the same one both decode it and the second adopts the first's.
-	d, err := decodeNew(t, realistic, name, raw, raw)
+	d, err := decodeNew(t, realistic, hash, name, raw, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -113,10 +114,10 @@ func (in *Interner) evict(k internKey) {
 	}
 }
 
-func decodeNew(t int, realistic bool, name string, keep, raw []byte) (*decoded, error) {
+func decodeNew(t int, realistic bool, hash uint64, name string, keep, raw []byte) (*decoded, error) {
 	msg, refs, err := decode(t, raw, realistic)
 	if err != nil {
 		return nil, err
 	}
-	return &decoded{name: name, raw: keep, msg: msg, refs: refs}, nil
+	return &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs}, nil
 }

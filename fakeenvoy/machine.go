@@ -53,11 +53,10 @@ func wildcard(t int) bool { return t == tCDS || t == tLDS }
 // hashSeed is fixed for the process so that equal bytes hash equally in every client.
 var hashSeed = maphash.MakeSeed()
 
-// entry is one accepted resource: the hash of its bytes (no-op and identical-resend detection),
-// its Delta version and the decoded resource (probe.View and references), shared with other
-// clients through the Interner.
+// entry is one accepted resource: its Delta version and the decoded resource (the hash of its
+// bytes for no-op and identical-resend detection, the message for probe.View, references),
+// shared with other clients through the Interner.
 type entry struct {
-	hash    uint64
 	version string
 	d       *decoded
 }
@@ -428,7 +427,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 			continue
 		}
 		it.hash = maphash.Bytes(hashSeed, it.raw)
-		if held, ok := ts.res[it.name]; ok && held.hash == it.hash {
+		if held, ok := ts.res[it.name]; ok && held.d.hash == it.hash {
 			continue // identical: skipped
 		}
 		s.info.Changed++
@@ -507,7 +506,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if it.d.name == name {
 			name = it.d.name // the shared copy: the per-response one becomes garbage
 		}
-		ts.res[name] = entry{hash: it.hash, version: version, d: it.d}
+		ts.res[name] = entry{version: version, d: it.d}
 		changed = true
 		m.warmStored(t, name, it.d.refs, now)
 	}

@@ -97,8 +97,14 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 		{"LDS ACK", sotwWant(L, "v1", "n")},
 		{"RDS ACK", sotwWant(R, "v1", "n", "r1")},
 	}
+	// Every request carries the whole configured node, as Envoy sends it.
+	wantNode := IdentityTemplate{}.Node(0)
 	for _, s := range steps {
-		checkSotw(t, s.name, srv.nextSotw(t), s.want, true)
+		got := srv.nextSotw(t)
+		if diff := cmp.Diff(wantNode, got.GetNode(), protocmp.Transform()); diff != "" {
+			t.Errorf("%s: node (-want +got):\n%s", s.name, diff)
+		}
+		checkSotw(t, s.name, got, s.want, true)
 	}
 	h.waitEvent(t, "first-full")
 	for range 4 {
@@ -144,9 +150,10 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 		}
 	}
 	// go-control-plane may answer the EDS watch before or after CDS; find the CDS-driven pair.
+	// (When EDS v3 came first, its ACK names [c1 c2] and the CDS-driven request carries v3.)
 	idx := -1
 	for i, r := range got {
-		if r.TypeUrl == E && r.VersionInfo != "v3" && len(r.ResourceNames) == 1 && i+1 < len(got) && got[i+1].TypeUrl == C {
+		if r.TypeUrl == E && len(r.ResourceNames) == 1 && i+1 < len(got) && got[i+1].TypeUrl == C {
 			idx = i
 		}
 	}

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,9 +103,10 @@ func (p Predicate) Validate() error {
 // subject supersedes an earlier one a client has not yet observed (an endpoint removed and
 // re-added before a client saw the removal, say). Predicates with equal subjects conflict.
 func (p Predicate) Subject() string {
+	// Concatenation, not fmt: the fleet compares subjects for every pending expectation.
 	switch p.Op {
 	case EndpointPresent, EndpointAbsent:
-		return fmt.Sprintf("eds/%s/%s:%d", p.Resource, p.Address, p.Port)
+		return "eds/" + p.Resource + "/" + p.Address + ":" + strconv.FormatUint(uint64(p.Port), 10)
 	case EndpointCount:
 		return "eds-count/" + p.Resource
 	case ClusterPresent, ClusterAbsent:
@@ -114,7 +116,7 @@ func (p Predicate) Subject() string {
 	case ListenerPresent, ListenerAbsent:
 		return "lds/" + p.Resource
 	case RouteTo:
-		return fmt.Sprintf("rds/%s/%s/%s", p.Resource, p.Host, p.Cluster)
+		return "rds/" + p.Resource + "/" + p.Host + "/" + p.Cluster
 	}
 	return string(p.Op) + "/" + p.Resource
 }

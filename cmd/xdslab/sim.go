@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/xdslab/xdslab/bench"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -69,45 +70,6 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 	return cmd
 }
 
-// simConfig maps a resolved scenario onto the simulator's configuration.
-func simConfig(s *scenarios.Scenario) simulator.Config {
-	t := s.Topology
-	cfg := simulator.Config{
-		Seed:     s.Seed,
-		Duration: s.Duration.D(),
-		Topology: simulator.Topology{
-			Namespaces:                  t.Namespaces,
-			Services:                    t.Services,
-			Protocols:                   simulator.Protocols{HTTP: t.Protocols.HTTP, GRPC: t.Protocols.GRPC, TCP: t.Protocols.TCP},
-			PortsPerService:             t.PortsPerService,
-			EndpointsPerService:         t.EndpointsPerService,
-			Localities:                  simulator.Localities{Regions: t.Localities.Regions, ZonesPerRegion: t.Localities.ZonesPerRegion},
-			Versions:                    t.Versions,
-			ServiceAccountsPerNamespace: t.ServiceAccountsPerNamespace,
-			VirtualServices:             t.VirtualServices,
-			DestinationRules:            t.DestinationRules,
-			SidecarScoping:              t.SidecarScoping,
-			SidecarImports:              t.SidecarImports,
-			WorkloadEntries:             t.WorkloadEntries,
-		},
-	}
-	for _, c := range s.Churn {
-		ch := simulator.Churn{
-			Kind: simulator.ChurnKind(c.Kind), Target: c.Target, Rate: c.Rate.PerSecond(),
-			Every: c.Every.D(), Start: c.Start.D(), Stop: c.Stop.D(), Services: c.Services,
-			Window: c.Window.D(), Fraction: c.Fraction, Down: c.Down.D(), File: c.File,
-		}
-		for _, a := range c.At {
-			ch.At = append(ch.At, a.D())
-		}
-		if c.Delta != nil {
-			ch.Delta = *c.Delta
-		}
-		cfg.Churn = append(cfg.Churn, ch)
-	}
-	return cfg
-}
-
 func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (err error) {
 	if f.sinkDir == "" {
 		return usageErr(errors.New("sim: --sink-dir is required: the directory the control plane watches"))
@@ -116,7 +78,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	if err != nil {
 		return usageErr(err)
 	}
-	sim, err := simulator.New(simConfig(sc))
+	sim, err := simulator.New(bench.SimConfig(sc))
 	if err != nil {
 		return usageErr(fmt.Errorf("sim: scenario %s: %w", scenario, err))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/xdslab/xdslab/bench"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ churn:
 `))
 	require.NoError(t, err)
 	for _, wes := range []bool{false, true} {
-		cfg := simConfig(sc)
+		cfg := bench.SimConfig(sc)
 		cfg.Topology.WorkloadEntries = wes
 		sim, err := simulator.New(cfg)
 		require.NoError(t, err)

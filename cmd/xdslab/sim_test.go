@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/xdslab/xdslab/bench"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,7 +81,7 @@ churn:
 		wes, scoped, grouping bool
 	}{{"inline", false, false, false}, {"workloadentries-scoped-grouped", true, true, true}} {
 		t.Run(mode.name, func(t *testing.T) {
-			cfg := simConfig(sc)
+			cfg := bench.SimConfig(sc)
 			cfg.Topology.WorkloadEntries, cfg.Topology.SidecarScoping = mode.wes, mode.scoped
 			sim, err := simulator.New(cfg)
 			require.NoError(t, err)

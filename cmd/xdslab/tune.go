@@ -25,6 +25,7 @@ type tuneFlags struct {
 	estimateOnly bool
 	logLevel     string
 	cpuSplit     bool
+	search       bool
 }
 
 func newTuneCmd() *cobra.Command {
@@ -54,7 +55,13 @@ the scenario has none.
 The fast estimate replays the scenario's churn timeline (from its seed, no control plane, no
 clients) through the debouncer in virtual time and predicts each point's push cycles and
 debounce delay in a moment; --estimate-only prints just that, and the report says how far the
-estimate was from the real run at the recommended point.`,
+estimate was from the real run at the recommended point.
+
+--search adds one point between the grid's values: a Nelder-Mead search (gonum/optimize) over
+minQuiet and maxDelay of the fast estimate, for the fewest predicted push cycles whose
+predicted p99 push latency (debounce delay p99 plus the overhead the grid's runs measured on
+top of it) stays within the scenario's p(99) threshold; that point is then run like the
+others, so the frontier and the recommendation include it.`,
 		Example: `  xdslab tune quickstart --param minQuiet=50ms,100ms,200ms --param maxDelay=1s,10s --repeats 3 --out out/tune
   xdslab tune eds-churn-1k --param minQuiet=10ms,100ms,500ms,1s --estimate-only`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -73,6 +80,7 @@ estimate was from the real run at the recommended point.`,
 	fl.BoolVar(&f.estimateOnly, "estimate-only", false, "only the fast estimate: no runs")
 	fl.StringVar(&f.logLevel, "log-level", "error", "log level of the runs on stderr: debug, info, warn or error")
 	fl.BoolVar(&f.cpuSplit, "cpu-split", true, "split CPU between control plane and harness (needed for --cost cpu)")
+	fl.BoolVar(&f.search, "search", false, "after the grid, search between its minQuiet/maxDelay values with gonum/optimize on the fast estimate and run the point found")
 	return cmd
 }
 
@@ -92,7 +100,7 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 		return usageErr(fmt.Errorf("tune: --log-level %q: use debug, info, warn or error", f.logLevel))
 	}
 	opts := bench.TuneOptions{Repeats: f.repeats, Cost: bench.Cost(f.cost), EstimateOnly: f.estimateOnly,
-		Progress: cmd.ErrOrStderr()}
+		Search: f.search, Progress: cmd.ErrOrStderr()}
 	for _, p := range f.params {
 		pp, err := bench.ParseParam(p)
 		if err != nil {
