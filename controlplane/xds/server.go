@@ -26,7 +26,8 @@ import (
 type Options struct {
 	// FlowControl holds newer pushes of a type while its last response is unanswered.
 	FlowControl bool
-	// AckTimeout releases a held push when the client has not answered for this long.
+	// AckTimeout releases a held push when the client has not answered for this long; zero
+	// waits forever.
 	AckTimeout time.Duration
 	// PushThrottle is the number of connections pushed concurrently.
 	PushThrottle int
@@ -55,8 +56,8 @@ func (o Options) Validate() error {
 	if o.PushThrottle < 1 {
 		errs = append(errs, fmt.Errorf("push throttle %d: must be at least 1", o.PushThrottle))
 	}
-	if o.FlowControl && o.AckTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("ack timeout %v: must be positive with flow control on", o.AckTimeout))
+	if o.AckTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ack timeout %v: must be positive, or 0 to wait for the client forever", o.AckTimeout))
 	}
 	if o.AdmissionRate < 0 {
 		errs = append(errs, fmt.Errorf("admission rate %v: must be >= 0", o.AdmissionRate))
