@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 
@@ -226,6 +227,9 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	defer r.fleet.Stop()
 
 	reg := prometheus.NewRegistry()
+	// The process's runtime and resource figures, once: in-process, the control plane shares
+	// this process, and its own registry (merged into /metrics below) carries none.
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if r.simMetrics, err = simulator.NewMetrics(reg); err != nil {
 		return nil, err
 	}

@@ -85,24 +85,7 @@ var exclusions = map[string]string{
 	"xdslab-lab / Late and skipped events / skipped {{kind}}":              "xdslab_sim_events_skipped_total{kind} appears only when a churn arrival finds nothing to change",
 	"xdslab-lab / Simulator lateness / p99":                                "xdslab_sim_event_lateness_seconds is observed only for late events (see above): its quantile is NaN in a healthy run",
 	"xdslab-lab / Connect failures and resends / connect failure {{code}}": "xdslab_fleet_connect_failures_total{code} appears only when a connect fails",
-
-	"xdslab-controlplane / CPU / {{instance}}":                processGap,
-	"xdslab-controlplane / Memory / RSS {{instance}}":         processGap,
-	"xdslab-controlplane / Memory / heap in use {{instance}}": processGap,
-	"xdslab-controlplane / Goroutines / {{instance}}":         processGap,
-	"xdslab-lab / CPU by job / lab {{job}}":                   processGap,
-	"xdslab-lab / CPU by job / control plane {{job}}":         processGap,
-	"xdslab-lab / Memory by job / lab {{job}}":                processGap,
-	"xdslab-lab / Memory by job / control plane {{job}}":      processGap,
-	"xdslab-lab / Goroutines by job / lab {{job}}":            processGap,
-	"xdslab-lab / Goroutines by job / control plane {{job}}":  processGap,
 }
-
-// processGap is why the process_* and go_* panels are excluded: the run's live /metrics
-// (bench.Run with MetricsAddr) registers no Go or process collectors, so an in-process run does
-// not export them; istiod, and xdslab fleet's --metrics-addr, do. Once the run exports them
-// the test logs these queries as returning data: then remove these entries.
-const processGap = "the run's /metrics (bench.Run MetricsAddr) registers no collectors.NewGoCollector / NewProcessCollector, so process_* and go_* are absent"
 
 // addrCatcher is the run's progress writer: it hands over the live metrics address the run
 // prints, and keeps the rest for the log.
