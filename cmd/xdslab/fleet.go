@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/xdslab/xdslab/fakeenvoy"
@@ -330,30 +328,13 @@ func (f fleetFlags) configJSON() ([]byte, error) {
 	}{alias(f), d})
 }
 
-// serveFleetMetrics serves the fleet's metrics (plus Go and process metrics) on addr.
+// serveFleetMetrics serves the fleet's metrics, with the process's Go and process collectors,
+// on addr until stop is called.
 func serveFleetMetrics(addr string, fleet *fakeenvoy.Fleet, log io.Writer) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
 	if err := fleet.Register(reg); err != nil {
 		return nil, err
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: --metrics-addr %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(log, "xdslab fleet: metrics server:", err)
-		}
-	}()
-	fmt.Fprintf(log, "fleet metrics on http://%s/metrics\n", lis.Addr())
-	return func() {
-		srv.Close()
-		<-done
-	}, nil
+	return serveMetrics("fleet", addr, reg, log)
 }

@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/xdslab/xdslab/bench"
@@ -105,7 +102,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		return err
 	}
 	if f.metricsAddr != "" {
-		stop, err := simServeMetrics(f.metricsAddr, reg, out)
+		stop, err := serveMetrics("sim", f.metricsAddr, reg, out)
 		if err != nil {
 			return usageErr(err)
 		}
@@ -205,25 +202,3 @@ func simSummary(out io.Writer, s simulator.Stats, took time.Duration) {
 	}
 }
 
-// simServeMetrics serves reg on addr until stop is called.
-func simServeMetrics(addr string, reg *prometheus.Registry, log io.Writer) (stop func(), err error) {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("sim: --metrics-addr %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(log, "sim: metrics server:", err)
-		}
-	}()
-	fmt.Fprintf(log, "sim: metrics on http://%s/metrics\n", lis.Addr())
-	return func() {
-		srv.Close()
-		<-done
-	}, nil
-}

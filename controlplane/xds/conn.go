@@ -36,16 +36,22 @@ type typeState struct {
 	wildcard bool
 	names    map[string]struct{}
 
-	nonce     string // latest nonce sent; requests with another nonce are stale
-	version   string // version of the latest response sent
-	sentAt    time.Time
-	acked     string
-	nacked    string
-	lastErr   string
-	nacks     int
-	namesHash uint64            // SotW: hashNames(names), to recognise a request that restates it
-	sent      map[string]uint64 // resource name → hash of the bytes last sent
-	sentResp  int
+	nonce   string // latest nonce sent; requests with another nonce are stale
+	version string // version of the latest response sent
+	sentAt  time.Time
+	acked   string
+	nacked  string
+	lastErr string
+	nacks   int
+	// SotW: the hash and count of the resource_names of the request that set the subscription,
+	// exactly as sent ("*" and duplicates included), to recognise a request that restates it.
+	reqHash  uint64
+	reqCount int
+	// unanswered marks a request that came before the first snapshot: the first push must
+	// answer it even when the answer is empty.
+	unanswered bool
+	sent       map[string]uint64 // resource name → hash of the bytes last sent
+	sentResp   int
 	// byHost indexes an EDS subscription by service hostname (built on first use after the
 	// subscription changes), so an endpoint push finds its clusters without parsing every name.
 	byHost map[string][]string
@@ -137,7 +143,7 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 		release = c.answered(ts, req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil, now)
 	}
 
-	if ts != nil && nonce != "" && req.restates(ts.namesHash, len(ts.names)) && (req.namesCount > 0 || ts.wildcard == allRequired(typeURL)) {
+	if ts != nil && nonce != "" && req.restates(ts.reqHash, ts.reqCount) {
 		// The common case, an ACK restating the subscription: nothing to diff.
 		return c.release(ts, release, now)
 	}
@@ -150,7 +156,8 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 		} else {
 			clear(ts.sent)
 		}
-		ts.wildcard, ts.names, ts.byHost, ts.namesHash = wildcard, names, nil, hashNames(names)
+		ts.wildcard, ts.names, ts.byHost = wildcard, names, nil
+		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 		_, err := c.respond(ts, nil, nil, true, now)
 		return err
 	}
@@ -172,16 +179,24 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 	if len(added) > 0 || removed {
 		ts.byHost = nil
 	}
-	ts.wildcard, ts.names, ts.namesHash = wildcard, names, hashNames(names)
+	ts.wildcard, ts.names = wildcard, names
+	ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 
+	full := (allRequired(typeURL) && (len(added) > 0 || removed || changedWildcard)) ||
+		(!allRequired(typeURL) && changedWildcard && wildcard)
+	if full && release != nil {
+		// The answer below covers the held push: send the type once, with what it had to carry.
+		force := ts.heldForce
+		ts.heldForce = nil
+		_, err := c.respond(ts, nil, force, true, now)
+		return err
+	}
 	if err := c.release(ts, release, now); err != nil {
 		return err
 	}
 	var err error
 	switch {
-	case allRequired(typeURL) && (len(added) > 0 || removed || changedWildcard):
-		_, err = c.respond(ts, nil, nil, true, now)
-	case !allRequired(typeURL) && changedWildcard && wildcard:
+	case full:
 		_, err = c.respond(ts, nil, nil, true, now)
 	case !allRequired(typeURL) && len(added) > 0:
 		slices.Sort(added)
@@ -202,7 +217,11 @@ func (c *conn) release(ts *typeState, req *model.PushRequest, now time.Time) err
 	}
 	force := ts.heldForce
 	ts.heldForce = nil
-	_, err := c.pushType(ts.typeURL, req, force, now)
+	changed, err := c.pushType(ts.typeURL, req, force, now)
+	if err == nil && ts.typeURL == gen.ClusterType && len(changed) > 0 {
+		// A changed cluster warms until its ClusterLoadAssignment comes: send them now too.
+		_, err = c.pushType(gen.EndpointType, req, changed, now)
+	}
 	return err
 }
 
@@ -273,7 +292,7 @@ func (c *conn) pushType(typeURL string, req *model.PushRequest, force map[string
 		return nil, nil
 	}
 	var names []string
-	if !req.Full && typeURL == gen.EndpointType {
+	if !req.Full && typeURL == gen.EndpointType && !ts.wildcard {
 		if ts.byHost == nil {
 			ts.byHost = make(map[string][]string)
 			for n := range ts.names {
@@ -301,8 +320,11 @@ func (c *conn) pushType(typeURL string, req *model.PushRequest, force map[string
 func (c *conn) respond(ts *typeState, names []string, force map[string]struct{}, always bool, now time.Time) (map[string]struct{}, error) {
 	st := c.srv.state.Load()
 	if st == nil {
-		return nil, nil // no snapshot yet: the first push answers every subscription
+		// No snapshot yet: the first push answers, even with an empty response.
+		ts.unanswered = ts.unanswered || always
+		return nil, nil
 	}
+	always = always || ts.unanswered
 	full := names == nil // the whole subscription, not only some names
 	if full && !ts.wildcard {
 		names = slices.Sorted(maps.Keys(ts.names))
@@ -310,9 +332,11 @@ func (c *conn) respond(ts *typeState, names []string, force map[string]struct{},
 			return nil, nil
 		}
 	}
-	for n := range force {
-		if _, ok := ts.names[n]; ok || ts.wildcard {
-			names = appendUnique(names, n)
+	if !(full && ts.wildcard) { // a full wildcard answer already holds every forced name
+		for n := range force {
+			if _, ok := ts.names[n]; ok || ts.wildcard {
+				names = appendUnique(names, n)
+			}
 		}
 	}
 	res, err := c.srv.resources(c, st, ts.typeURL, names, ts.wildcard && names == nil)
@@ -352,6 +376,7 @@ func (c *conn) respond(ts *typeState, names []string, force map[string]struct{},
 	if err := c.send(ts, st.snap.Version, out, removed, now); err != nil {
 		return nil, err
 	}
+	ts.unanswered = false
 	for _, r := range out {
 		ts.sent[r.Name] = r.Hash
 	}

@@ -30,15 +30,6 @@ var namesSeed = maphash.MakeSeed()
 // so the order of names does not matter.
 func hashName(name []byte) uint64 { return maphash.Bytes(namesSeed, name) }
 
-// hashNames is the subscription hash of a decoded set of names.
-func hashNames[S ~map[string]struct{}](names S) uint64 {
-	var h uint64
-	for n := range names {
-		h += maphash.String(namesSeed, n)
-	}
-	return h
-}
-
 // decode fills r from the wire bytes of a DiscoveryRequest. owned says whether r may keep b
 // (otherwise it is copied, once, and only when there are names to decode later).
 func (r *sotwRequest) decode(b []byte, owned bool) error {

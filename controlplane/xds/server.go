@@ -386,7 +386,11 @@ func (s *Server) resources(c *conn, st *pushState, typeURL string, names []strin
 		return out, err
 	}
 	if wildcard {
-		res, _, err := s.cache.Get(cache.Key{TypeURL: typeURL, Class: class}, st.fullGen, func() ([]*cache.Resource, error) { return build(nil) })
+		g := st.fullGen
+		if typeURL == gen.EndpointType {
+			g = st.snap.Seq // a wildcard endpoint list changes with every endpoint change
+		}
+		res, _, err := s.cache.Get(cache.Key{TypeURL: typeURL, Class: class}, g, func() ([]*cache.Resource, error) { return build(nil) })
 		return res, err
 	}
 	out := make([]*cache.Resource, 0, len(names))
