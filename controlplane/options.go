@@ -44,6 +44,9 @@ type Options struct {
 	// held push when the client does not answer.
 	FlowControl bool
 	AckTimeout  time.Duration
+	// SendTimeout closes a stream whose client has not read a response for this long, so a
+	// stuck client cannot hold a push worker; zero disables it.
+	SendTimeout time.Duration
 	// AdmissionRate limits new xDS streams per second (ResourceExhausted beyond, so a reconnect
 	// storm cannot starve pushes). Zero derives it from the push throttle, as Istio does;
 	// negative disables the limit.
@@ -77,6 +80,7 @@ func DefaultOptions() Options {
 		Debounce:    debounce.DefaultOptions(),
 		FlowControl: true,
 		AckTimeout:  push.DefaultAckTimeout,
+		SendTimeout: 30 * time.Second,
 	}
 }
 
@@ -131,6 +135,9 @@ func (o Options) Validate() error {
 	}
 	if o.FlowControl && o.AckTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ack timeout %v is negative: use a positive duration such as %v, or 0 to wait forever", o.AckTimeout, push.DefaultAckTimeout))
+	}
+	if o.SendTimeout < 0 {
+		errs = append(errs, fmt.Errorf("send timeout %v is negative: use a positive duration, or 0 to wait for slow clients forever", o.SendTimeout))
 	}
 	if o.Cores < 0 {
 		errs = append(errs, fmt.Errorf("cores %d is negative: use 0 (all) or a positive number", o.Cores))

@@ -147,6 +147,7 @@ func New(opts Options) (*Server, error) {
 		PushThrottle:   opts.EffectivePushThrottle(),
 		AdmissionRate:  opts.EffectiveAdmissionRate(),
 		AdmissionBurst: opts.EffectivePushThrottle(),
+		SendTimeout:    opts.SendTimeout,
 		Metrics:        xdsMetrics{s.metrics},
 		Logger:         opts.Logger.With("component", "xds"),
 	}

@@ -45,6 +45,7 @@ SIGINT or SIGTERM.`,
 	fl.IntVar(&f.pushThrottle, "push-throttle", 0, "proxies pushed concurrently (0: Istio's min(15 + 5 × cores, 100))")
 	fl.BoolVar(&f.opts.FlowControl, "flow-control", f.opts.FlowControl, "hold a type's pushes to a client until it answers the last response of that type (ACK-gated)")
 	fl.DurationVar(&f.opts.AckTimeout, "ack-timeout", f.opts.AckTimeout, "with --flow-control: release a held push when the client has not answered for this long (0: wait forever)")
+	fl.DurationVar(&f.opts.SendTimeout, "send-timeout", f.opts.SendTimeout, "close a stream whose client has not read a response for this long (0: never)")
 	fl.Float64Var(&f.opts.AdmissionRate, "admission-rate", 0, "new xDS streams admitted per second, ResourceExhausted beyond (0: the push throttle per second, as Istio; negative: no limit)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd

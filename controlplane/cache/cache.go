@@ -1,7 +1,7 @@
 package cache
 
 import (
-	"hash/maphash"
+	"hash/fnv"
 	"strconv"
 	"sync"
 
@@ -17,7 +17,8 @@ type Resource struct {
 	Framed []byte
 	// Size is the length of the resource's own encoding (the Any's value).
 	Size int
-	// Hash identifies the resource's bytes, for no-op detection at the receiver.
+	// Hash identifies the resource's bytes (FNV-1a, stable across processes): no-op detection,
+	// and the Delta version.
 	Hash uint64
 
 	deltaOnce   sync.Once
@@ -58,7 +59,6 @@ func (r *Resource) anyBytes() []byte {
 	return r.Framed[n+m:]
 }
 
-var hashSeed = maphash.MakeSeed()
 
 // NewResource frames value (the marshalled resource of typeURL) for a DiscoveryResponse.
 func NewResource(name, typeURL string, value []byte) *Resource {
@@ -70,7 +70,9 @@ func NewResource(name, typeURL string, value []byte) *Resource {
 	b = protowire.AppendString(b, typeURL)
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
 	b = protowire.AppendBytes(b, value)
-	return &Resource{Name: name, Framed: b, Size: len(value), Hash: maphash.Bytes(hashSeed, value)}
+	h := fnv.New64a() // a fixed function, so Delta versions survive a control-plane restart
+	_, _ = h.Write(value)
+	return &Resource{Name: name, Framed: b, Size: len(value), Hash: h.Sum64()}
 }
 
 // Key names a cache entry.

@@ -76,6 +76,11 @@ type conn struct {
 
 	pushCh chan pushItem
 	closed chan struct{}
+	// With a send timeout, responses are written by a sender goroutine so the owner can give
+	// up on a client that does not read (see sendMsg).
+	sendq     chan any
+	sendErr   chan error
+	sendTimer *time.Timer
 	wake   chan time.Time // flow-control ACK timeouts
 
 	statusMu sync.Mutex
@@ -429,7 +434,7 @@ func (c *conn) send(ts *typeState, version string, res []*cache.Resource, remove
 	if c.delta {
 		resp = &encodedResponse{resources: res, tail: deltaTail(version, ts.typeURL, nonce, removed), delta: true}
 	}
-	if err := c.stream.SendMsg(resp); err != nil {
+	if err := c.sendMsg(resp); err != nil {
 		return err
 	}
 	now := c.srv.now()
@@ -439,6 +444,36 @@ func (c *conn) send(ts *typeState, version string, res []*cache.Resource, remove
 	c.srv.metrics.ResponseSent(ts.typeURL, resp.size(), now.Sub(start))
 	c.updateTypeStatus(ts, now)
 	return nil
+}
+
+// sendMsg writes m to the stream. With a send timeout it hands m to the connection's sender
+// goroutine and gives up after the timeout: the error ends the stream, which unblocks the
+// sender, and the push worker waiting on this connection is released.
+func (c *conn) sendMsg(m any) error {
+	timeout := c.srv.opts.SendTimeout
+	if timeout <= 0 {
+		return c.stream.SendMsg(m)
+	}
+	if c.sendq == nil {
+		c.sendq, c.sendErr = make(chan any), make(chan error, 1)
+		c.sendTimer = time.NewTimer(timeout)
+		go func(q <-chan any, errs chan<- error) {
+			for m := range q {
+				errs <- c.stream.SendMsg(m)
+			}
+		}(c.sendq, c.sendErr)
+	} else {
+		c.sendTimer.Reset(timeout)
+	}
+	c.sendq <- m // the sender is idle: the previous send finished or ended the stream
+	select {
+	case err := <-c.sendErr:
+		c.sendTimer.Stop()
+		return err
+	case <-c.sendTimer.C:
+		c.srv.log.Warn("closing a stream whose client does not read", "node", c.proxy.NodeID, "timeout", timeout)
+		return status.Errorf(codes.DeadlineExceeded, "the client did not read a response for %v; closing the stream", timeout)
+	}
 }
 
 // flowTimeout releases held pushes whose ACK did not come within the timeout.

@@ -3,6 +3,7 @@ package xds
 import (
 	"context"
 	"testing"
+	"time"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -156,4 +157,42 @@ func grpcPort(svc *model.Service) *model.Service {
 	c := *svc
 	c.Ports = []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolGRPC}}
 	return &c
+}
+
+// A client that stops reading is cut off after the send timeout, so it cannot hold the only
+// push worker: another client still gets its pushes.
+func TestClientThatStopsReadingDoesNotStallPushes(t *testing.T) {
+	o := testOptions()
+	o.PushThrottle, o.FlowControl, o.SendTimeout = 1, false, 300*time.Millisecond
+	ts := startServer(t, o)
+	in := topology(3000, 3) // a CDS response far larger than the HTTP/2 windows
+	ts.push(in, true)
+	b := dial(t, ts.addr, sidecarNode(t, "10.200.0.2", "ns-0", ""))
+	b.send(gen.ClusterType, "", "", nil, "")
+	b.ack(b.recv())
+
+	cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := discoverygrpc.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A subscribes and then never reads.
+	if err := a.Send(&discoveryv3.DiscoveryRequest{Node: sidecarNode(t, "10.200.0.1", "ns-0", ""), TypeUrl: gen.ClusterType}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		in.Services[i] = grpcPort(in.Services[i])
+		ts.push(in, true)
+		r := b.recv()
+		if r.TypeUrl != gen.ClusterType {
+			t.Fatalf("push %d: B got %s, want CDS", i, r.TypeUrl)
+		}
+		b.ack(r)
+	}
 }

@@ -35,6 +35,10 @@ type Options struct {
 	AdmissionRate float64
 	// AdmissionBurst is how many streams may arrive at once.
 	AdmissionBurst int
+	// SendTimeout closes a stream whose client has not taken a response for this long (its
+	// HTTP/2 window stays full), so a client that stops reading cannot hold a push worker;
+	// zero disables it (like Istio's PILOT_XDS_SEND_TIMEOUT).
+	SendTimeout time.Duration
 	Metrics        Metrics
 	Cache          *cache.Cache
 	Logger         *slog.Logger
@@ -42,12 +46,16 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultSendTimeout is how long a response may wait for a client to read it.
+const DefaultSendTimeout = 30 * time.Second
+
 // DefaultOptions returns the defaults for a machine with cores CPUs: Istio's throttle
 // min(15 + 5 × cores, 100), admission at the same rate per second, flow control on with
 // push.DefaultAckTimeout.
 func DefaultOptions(cores int) Options {
 	t := min(15+5*max(cores, 1), 100)
-	return Options{FlowControl: true, AckTimeout: push.DefaultAckTimeout, PushThrottle: t, AdmissionRate: float64(t), AdmissionBurst: t}
+	return Options{FlowControl: true, AckTimeout: push.DefaultAckTimeout, PushThrottle: t, AdmissionRate: float64(t),
+		AdmissionBurst: t, SendTimeout: DefaultSendTimeout}
 }
 
 // Validate reports options that cannot work.
@@ -58,6 +66,9 @@ func (o Options) Validate() error {
 	}
 	if o.AckTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ack timeout %v: must be positive, or 0 to wait for the client forever", o.AckTimeout))
+	}
+	if o.SendTimeout < 0 {
+		errs = append(errs, fmt.Errorf("send timeout %v: must be positive, or 0 to wait for slow clients forever", o.SendTimeout))
 	}
 	if o.AdmissionRate < 0 {
 		errs = append(errs, fmt.Errorf("admission rate %v: must be >= 0", o.AdmissionRate))
@@ -310,6 +321,9 @@ func (s *Server) newConn(stream grpc.ServerStream, delta bool) *conn {
 
 func (s *Server) closeConn(c *conn) {
 	close(c.closed)
+	if c.sendq != nil {
+		close(c.sendq) // the sender exits once a blocked SendMsg returns with the stream
+	}
 	s.unregister(c)
 }
 
