@@ -12,7 +12,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 )
 
-// Handler serves /metrics, /debug/config and /debug/snapshot.
+// Handler serves /metrics, /debug/config, /debug/snapshot and /debug/syncz.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: nil, EnableOpenMetrics: true}))

@@ -6,7 +6,7 @@
 //	    ─Change─▶ debounce.Debouncer ─PushRequest─▶ model.BuildSnapshot ─▶ Pusher (the ADS server)
 //
 // Server owns one of each, wired by New from an Options struct (DefaultOptions, Validate), and
-// serves /metrics, /debug/config and /debug/snapshot on Options.MetricsAddr. Every snapshot it
+// serves /metrics, /debug/config, /debug/snapshot and /debug/syncz on Options.MetricsAddr. Every snapshot it
 // builds is kept (Snapshot) and handed to the Pusher with the ChangeReport that says whether the
 // push is full or endpoint-only. The metrics are the ones in package metrics, registered on
 // Options.Registerer.

@@ -28,7 +28,7 @@ func newControlplaneCmd() *cobra.Command {
 		Long: `controlplane watches a directory of Istio YAML (ServiceEntry, WorkloadEntry, VirtualService,
 DestinationRule, Sidecar, Gateway; multi-document files as you would kubectl-apply them),
 debounces the changes and builds a snapshot per push. It serves /metrics, /debug/config (what
-was loaded, and each file's last error) and /debug/snapshot on --metrics-addr, and runs until
+was loaded, and each file's last error) /debug/snapshot and /debug/syncz (per client and type: versions sent, acked and nacked, last error) on --metrics-addr, and runs until
 SIGINT or SIGTERM.`,
 		Example: `  xdslab controlplane --config-dir examples/mesh
   xdslab controlplane --config-dir /tmp/mesh --min-quiet 50ms --max-delay 2s --debounce-eds=false`,
@@ -77,7 +77,7 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 		return usageErr(err)
 	}
 	defer srv.Stop()
-	fmt.Fprintf(cmd.OutOrStdout(), "control plane running: metrics and debug on http://%s (/metrics, /debug/config, /debug/snapshot); stop with Ctrl-C\n", srv.MetricsAddr())
+	fmt.Fprintf(cmd.OutOrStdout(), "control plane running: metrics and debug on http://%s (/metrics, /debug/config, /debug/snapshot, /debug/syncz); stop with Ctrl-C\n", srv.MetricsAddr())
 	<-srv.Done()
 	opts.Logger.Info("control plane stopping", "snapshot", srv.Snapshot().Version)
 	return srv.Err()

@@ -201,4 +201,3 @@ func simSummary(out io.Writer, s simulator.Stats, took time.Duration) {
 		fmt.Fprintf(out, "  %-24s events=%-6d late=%-6d skipped=%d\n", k, ks.Events, ks.Late, ks.Skipped)
 	}
 }
-

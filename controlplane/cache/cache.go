@@ -59,7 +59,6 @@ func (r *Resource) anyBytes() []byte {
 	return r.Framed[n+m:]
 }
 
-
 // NewResource frames value (the marshalled resource of typeURL) for a DiscoveryResponse.
 func NewResource(name, typeURL string, value []byte) *Resource {
 	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(len(value))

@@ -6,7 +6,7 @@
 // newer generation is a miss that replaces the entry (this is how an entry is invalidated: a
 // ConfigKey change moves the generation of everything that depends on it); a lookup with an older
 // generation than the stored one bypasses the cache (a connection still finishing an older push
-// must not evict newer bytes). Concurrent misses of one key are collapsed: one caller builds, the
+// must not evict newer bytes). Concurrent Get misses of one key are collapsed: one caller builds, the
 // others wait for its result.
 //
 // The class names the set of proxies that get identical bytes for that resource ("" when every

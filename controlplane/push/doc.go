@@ -28,7 +28,9 @@
 //
 // Throttle is a counting semaphore with a context-aware Acquire. Its size comes from the
 // caller's configuration; DefaultConcurrency(cores) gives Istio's min(15 + 5 × cores, 100).
-// A push worker loop:
+// The ADS server (controlplane/xds) bounds concurrency the other way round, with a fixed pool
+// of PushThrottle workers that each push one connection at a time; Throttle serves callers that
+// start work per item, like this push worker loop:
 //
 //	for {
 //		if err := throttle.Acquire(ctx); err != nil {

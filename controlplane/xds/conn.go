@@ -81,7 +81,7 @@ type conn struct {
 	sendq     chan any
 	sendErr   chan error
 	sendTimer *time.Timer
-	wake   chan time.Time // flow-control ACK timeouts
+	wake      chan time.Time // flow-control ACK timeouts
 
 	statusMu sync.Mutex
 	status   ClientStatus

@@ -39,9 +39,9 @@ type Options struct {
 	// HTTP/2 window stays full), so a client that stops reading cannot hold a push worker;
 	// zero disables it (like Istio's PILOT_XDS_SEND_TIMEOUT).
 	SendTimeout time.Duration
-	Metrics        Metrics
-	Cache          *cache.Cache
-	Logger         *slog.Logger
+	Metrics     Metrics
+	Cache       *cache.Cache
+	Logger      *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -53,7 +53,7 @@ const DefaultSendTimeout = 30 * time.Second
 // min(15 + 5 × cores, 100), admission at the same rate per second, flow control on with
 // push.DefaultAckTimeout.
 func DefaultOptions(cores int) Options {
-	t := min(15+5*max(cores, 1), 100)
+	t := push.DefaultConcurrency(cores)
 	return Options{FlowControl: true, AckTimeout: push.DefaultAckTimeout, PushThrottle: t, AdmissionRate: float64(t),
 		AdmissionBurst: t, SendTimeout: DefaultSendTimeout}
 }
