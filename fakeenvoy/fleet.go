@@ -207,6 +207,9 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Matcher.Now == nil && cfg.Clock != nil {
+		cfg.Matcher.Now = cfg.Clock.Now // registrations and receive times on one clock
+	}
 	f := &Fleet{cfg: cfg, clock: cfg.Clock, obs: NewObserver(cfg.Observer), match: NewMatcher(cfg.Matcher)}
 	if f.clock == nil {
 		f.clock = realClock{}

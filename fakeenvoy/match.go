@@ -57,11 +57,17 @@ type MatcherConfig struct {
 	// KeepLatencies keeps every client's push latency per event in EventResult.Latencies
 	// (16 bytes per observation); off, events keep count, min, mean and max only.
 	KeepLatencies bool
+	// Now stamps registrations; it must read the clock the clients stamp receive times with
+	// (default time.Now).
+	Now func() time.Time
 }
 
 func (c MatcherConfig) withDefaults() MatcherConfig {
 	if c.Shards <= 0 {
 		c.Shards = 8
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return c
 }
@@ -94,7 +100,8 @@ type matchEvent struct {
 	exp   probe.Expectation
 	types []string
 
-	t0 atomic.Int64 // Unix ns; 0 while unknown
+	t0    atomic.Int64 // Unix ns; 0 while unknown
+	regAt int64        // Unix ns of Expect: a response received earlier cannot observe the event
 
 	observed, superseded, acked, earlyRecv atomic.Int64
 	// Latency statistics in ns, updated once T0 is known.
@@ -176,7 +183,7 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("fakeenvoy: expect: %w", err)
 	}
-	ev := &matchEvent{exp: e, types: e.TypeURLs()}
+	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: m.cfg.Now().UnixNano()}
 	ev.latMin.Store(math.MaxInt64)
 	if !e.T0.IsZero() {
 		ev.t0.Store(e.T0.UnixNano())
@@ -389,7 +396,9 @@ func (m *Matcher) applied1(c matchee, r ResponseInfo, view probe.View) {
 	defer s.mu.Unlock()
 	cl := m.claim(s, c)
 	cl.pending = slices.DeleteFunc(cl.pending, func(ev *matchEvent) bool {
-		if !slices.Contains(ev.types, r.TypeURL) || !ev.exp.Holds(view) {
+		// A response received before the event was registered was not caused by it, even if
+		// the predicates hold after it (a flap's restore overtaking an unseen removal).
+		if r.Recv.UnixNano() < ev.regAt || !slices.Contains(ev.types, r.TypeURL) || !ev.exp.Holds(view) {
 			return false
 		}
 		m.observe(s, ev, r.Recv, false)

@@ -83,8 +83,12 @@ var mtBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func at(ms int) time.Time { return mtBase.Add(time.Duration(ms) * time.Millisecond) }
 
+// mtNow is the matcher's clock in these tests: every expectation is registered at mtBase, before
+// the synthetic responses.
+func mtNow() time.Time { return mtBase }
+
 func TestMatcherLatencyIsRecvMinusT0(t *testing.T) {
-	m := NewMatcher(MatcherConfig{KeepLatencies: true})
+	m := NewMatcher(MatcherConfig{KeepLatencies: true, Now: mtNow})
 	a := &mtClient{index: 0, group: "g", ns: "ns-0"}
 	b := &mtClient{index: 1, group: "g", ns: "ns-0"}
 	m.Track(0, "g", "ns-0")
@@ -144,7 +148,7 @@ func mtEqual(a, b EventResult) bool {
 }
 
 func TestMatcherSupersededAndMissed(t *testing.T) {
-	m := NewMatcher(MatcherConfig{})
+	m := NewMatcher(MatcherConfig{Now: mtNow})
 	a := &mtClient{index: 0, group: "g", ns: "default"}
 	b := &mtClient{index: 1, group: "g", ns: "default"}
 	c := &mtClient{index: 2, group: "g", ns: "default"} // never hears anything
@@ -214,7 +218,7 @@ func TestMatcherReach(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := NewMatcher(MatcherConfig{Shards: 2})
+			m := NewMatcher(MatcherConfig{Shards: 2, Now: mtNow})
 			for _, c := range clients {
 				c.view, c.seq = nil, 0
 				m.Track(c.index, c.group, c.ns)
@@ -236,7 +240,7 @@ func TestMatcherReach(t *testing.T) {
 }
 
 func TestMatcherT0SetAfterObservation(t *testing.T) {
-	m := NewMatcher(MatcherConfig{})
+	m := NewMatcher(MatcherConfig{Now: mtNow})
 	a := &mtClient{index: 0, group: "g", ns: "default"}
 	m.Track(0, "g", "default")
 	h, err := m.Expect(probe.Expectation{EventID: 3, Kind: "add", All: []probe.Predicate{present("c1", "10.0.0.1")}})
@@ -275,7 +279,7 @@ func TestMatcherT0SetAfterObservation(t *testing.T) {
 }
 
 func TestMatcherTrackedLaterIsNotInReach(t *testing.T) {
-	m := NewMatcher(MatcherConfig{})
+	m := NewMatcher(MatcherConfig{Now: mtNow})
 	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "k", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +292,7 @@ func TestMatcherTrackedLaterIsNotInReach(t *testing.T) {
 }
 
 func TestMatcherExpectValidates(t *testing.T) {
-	m := NewMatcher(MatcherConfig{})
+	m := NewMatcher(MatcherConfig{Now: mtNow})
 	if _, err := m.Expect(probe.Expectation{EventID: 1}); err == nil {
 		t.Error("an expectation without predicates was accepted")
 	}
@@ -298,7 +302,7 @@ func TestMatcherExpectValidates(t *testing.T) {
 }
 
 func TestMatcherDrain(t *testing.T) {
-	m := NewMatcher(MatcherConfig{})
+	m := NewMatcher(MatcherConfig{Now: mtNow})
 	a := &mtClient{index: 0, group: "g", ns: "default"}
 	m.Track(0, "g", "default")
 	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "k", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}); err != nil {
