@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"github.com/xdslab/xdslab/scenarios"
 	"io"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func FuzzParseMetricThreshold(f *testing.F) {
 			}
 			return
 		}
-		if !cmpValidName(mt.Name) || mt.Fraction < 0 || mt.Fraction != mt.Fraction {
+		if !scenarios.ValidMetricName(mt.Name) || mt.Fraction < 0 || mt.Fraction != mt.Fraction {
 			t.Fatalf("parsed %q into %+v", s, mt)
 		}
 	})

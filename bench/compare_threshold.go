@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/xdslab/xdslab/scenarios"
 	"math"
 	"strconv"
 	"strings"
@@ -68,7 +69,7 @@ func ParseMetricThreshold(s string) (MetricThreshold, error) {
 	}
 	name, tagText, hasTags := strings.Cut(rest, "{")
 	mt.Name = strings.TrimSpace(name)
-	if !cmpValidName(mt.Name) {
+	if !scenarios.ValidMetricName(mt.Name) {
 		return fail("invalid metric name " + strconv.Quote(mt.Name))
 	}
 	if hasTags {
@@ -79,7 +80,7 @@ func ParseMetricThreshold(s string) (MetricThreshold, error) {
 		for _, kv := range strings.Split(strings.TrimSuffix(tagText, "}"), ",") {
 			k, v, ok := strings.Cut(kv, ":")
 			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			if !ok || !cmpValidName(k) || v == "" {
+			if !ok || !scenarios.ValidMetricName(k) || v == "" {
 				return fail("bad tag " + strconv.Quote(strings.TrimSpace(kv)) + " (write tag:value)")
 			}
 			mt.Tags[k] = v
@@ -119,21 +120,6 @@ func cmpValidStat(s string) bool {
 	return false
 }
 
-func cmpValidName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_' || r == ':' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
-		case r >= '0' && r <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // DirectionOverride sets the direction of one metric name (--worse NAME=up|down|none), for
 // metrics compare cannot classify from their names.
 type DirectionOverride struct {
@@ -145,7 +131,7 @@ type DirectionOverride struct {
 func ParseDirectionOverride(s string) (DirectionOverride, error) {
 	name, d, ok := strings.Cut(s, "=")
 	name = strings.TrimSpace(name)
-	if !ok || !cmpValidName(name) {
+	if !ok || !scenarios.ValidMetricName(name) {
 		return DirectionOverride{}, fmt.Errorf("--worse %q: write NAME=up (higher is worse), NAME=down or NAME=none", s)
 	}
 	dir, err := ParseDirection(d)

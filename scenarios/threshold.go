@@ -267,7 +267,7 @@ func MetricTags(selector string) map[string]string {
 // checkMetricSelector checks "name" or "name{tag:value,...}".
 func checkMetricSelector(sel string) error {
 	name, rest, hasTags := strings.Cut(sel, "{")
-	if !validMetricName(name) {
+	if !ValidMetricName(name) {
 		return fmt.Errorf("invalid metric name %q (letters, digits, '_' and ':', not starting with a digit)", name)
 	}
 	if !hasTags {
@@ -280,14 +280,15 @@ func checkMetricSelector(sel string) error {
 	for _, kv := range strings.Split(rest, ",") {
 		k, v, ok := strings.Cut(kv, ":")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || !validMetricName(k) || strings.Contains(k, ":") || v == "" || strings.ContainsAny(v, "{}") {
+		if !ok || !ValidMetricName(k) || strings.Contains(k, ":") || v == "" || strings.ContainsAny(v, "{}") {
 			return fmt.Errorf("invalid tag filter %q in %q (write tag:value)", strings.TrimSpace(kv), sel)
 		}
 	}
 	return nil
 }
 
-func validMetricName(s string) bool {
+// ValidMetricName reports whether s is a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*).
+func ValidMetricName(s string) bool {
 	if s == "" {
 		return false
 	}
