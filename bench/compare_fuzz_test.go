@@ -2,12 +2,12 @@ package bench
 
 import (
 	"bytes"
-	"github.com/xdslab/xdslab/scenarios"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
 )
 
 // FuzzCompareInput feeds arbitrary bytes to compare as the NEW summary (and the same bytes

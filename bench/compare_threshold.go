@@ -2,12 +2,12 @@ package bench
 
 import (
 	"fmt"
-	"github.com/xdslab/xdslab/scenarios"
 	"math"
 	"strconv"
 	"strings"
 
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
 )
 
 // MetricThreshold overrides the regression threshold for one metric (optionally one tagged
