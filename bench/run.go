@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -18,10 +17,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/metricsserver"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -479,33 +478,22 @@ func (r *run) printProgress(now time.Time) {
 
 // serveMetrics serves the live metrics (and the in-process control plane's) on addr.
 func (r *run) serveMetrics(addr string, lis net.Listener, reg *prometheus.Registry) (func(), error) {
-	if lis == nil {
-		var err error
-		if lis, err = net.Listen("tcp", addr); err != nil {
-			return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
-		}
-	}
 	g := prometheus.Gatherers{reg}
 	if r.tgt.kind == "in-process" && r.tgt.gather != nil {
 		g = append(g, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return r.tgt.gather(context.Background()) }))
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			r.log.Warn("metrics server", "err", err)
-		}
-	}()
-	r.log.Info("live metrics", "url", "http://"+lis.Addr().String()+"/metrics")
+	srv, err := metricsserver.Start(addr, lis, g)
+	if err != nil {
+		return nil, err
+	}
+	r.log.Info("live metrics", "url", "http://"+srv.Addr()+"/metrics")
 	if r.opts.Progress != nil {
-		fmt.Fprintf(r.opts.Progress, "live metrics on http://%s/metrics\n", lis.Addr())
+		fmt.Fprintf(r.opts.Progress, "live metrics on http://%s/metrics\n", srv.Addr())
 	}
 	return func() {
-		srv.Close()
-		<-done
+		if err := srv.Stop(); err != nil {
+			r.log.Warn("metrics server", "err", err)
+		}
 	}, nil
 }
 

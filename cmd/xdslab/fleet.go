@@ -140,16 +140,8 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 		StreamsPerConn: f.StreamsPerConn,
 		Seed:           f.Seed,
 	}
-	switch f.Progress {
-	case "auto":
-		cfg.Progress, cfg.ProgressTTY = progress, isTerminal(progress)
-	case "line":
-		cfg.Progress, cfg.ProgressTTY = progress, true
-	case "log":
-		cfg.Progress = progress
-	case "off":
-	default:
-		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --progress %q: use auto, line, log or off", f.Progress)
+	if cfg.Progress, cfg.ProgressTTY, err = progressMode("fleet", f.Progress, progress); err != nil {
+		return fakeenvoy.FleetConfig{}, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return fakeenvoy.FleetConfig{}, err

@@ -103,16 +103,9 @@ func runOptions(f runFlags, stderr io.Writer) (bench.RunOptions, error) {
 		Repeat: f.repeat, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
-	switch f.progress {
-	case "auto":
-		o.Progress, o.ProgressTTY = stderr, isTerminal(stderr)
-	case "line":
-		o.Progress, o.ProgressTTY = stderr, true
-	case "log":
-		o.Progress = stderr
-	case "off":
-	default:
-		return bench.RunOptions{}, fmt.Errorf("run: --progress %q: use auto, line, log or off", f.progress)
+	var err error
+	if o.Progress, o.ProgressTTY, err = progressMode("run", f.progress, stderr); err != nil {
+		return bench.RunOptions{}, err
 	}
 	return o, nil
 }
