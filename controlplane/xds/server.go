@@ -116,9 +116,8 @@ type Server struct {
 	connSeq atomic.Uint64
 	queue   *push.Queue[*conn]
 
-	mu         sync.Mutex
-	conns      map[*conn]struct{}
-	pushCycles uint64
+	mu    sync.Mutex
+	conns map[*conn]struct{}
 
 	timers *flowTimers
 }
@@ -232,7 +231,6 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 		req = req.Merge(&model.PushRequest{Full: true})
 	}
 	s.mu.Lock()
-	s.pushCycles++
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
@@ -242,31 +240,6 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 		s.queue.Enqueue(c, req)
 	}
 }
-
-// Snapshot returns the snapshot pushes currently read, or nil before the first Push.
-func (s *Server) Snapshot() *model.Snapshot {
-	if st := s.state.Load(); st != nil {
-		return st.snap
-	}
-	return nil
-}
-
-// PushCycles is the number of Push calls so far.
-func (s *Server) PushCycles() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pushCycles
-}
-
-// Connections is the number of registered streams.
-func (s *Server) Connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}
-
-// CacheStats returns the resource cache's counters.
-func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
 
 func (s *Server) register(c *conn) {
 	s.mu.Lock()
