@@ -162,7 +162,9 @@ func TestRunInProcess(t *testing.T) {
 			if resp, err := http.Get(url); err == nil {
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if strings.Contains(string(b), "xdslab_push_latency_seconds_bucket") {
+				// Wait for the measure phase: the simulator's counter appears with its first
+				// event (the histograms are exported, empty, from the start).
+				if strings.Contains(string(b), "xdslab_push_latency_seconds_bucket") && strings.Contains(string(b), "xdslab_sim_events_total{") {
 					scraped <- string(b)
 					return
 				}
