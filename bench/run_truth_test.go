@@ -209,7 +209,14 @@ func TestRunMeasurementTruth(t *testing.T) {
 	tol := (2 * time.Millisecond).Seconds()
 	t.Logf("push latency: min %.3fms p50 %.3fms p99 %.3fms max %.3fms (D = %v)",
 		1e3*push.Values["min"], 1e3*push.Values["p(50)"], 1e3*push.Values["p(99)"], 1e3*push.Values["max"], delay)
-	require.GreaterOrEqual(t, push.Values["min"], d-0.1e-3, "no client sees a change before it is published")
+	// t0 is stamped just after the sink's Apply returns, while the sink's clock for D started
+	// inside Apply: allow for the runner goroutine being descheduled in between (longer under
+	// the race detector on a loaded machine).
+	slack := 0.1e-3
+	if raceEnabled {
+		slack = 2e-3
+	}
+	require.GreaterOrEqual(t, push.Values["min"], d-slack, "no client sees a change before it is published")
 	if raceEnabled {
 		// The race detector multiplies the cost of the transport (gRPC framing, protobuf, the
 		// SnapshotCache's marshalling) that sits between the push and the receive: the 2ms bound
