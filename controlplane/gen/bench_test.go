@@ -149,29 +149,3 @@ func BenchmarkEDSOne(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkCacheKeys is the cost of keying a sidecar's EDS and CDS resources (what a cache hit
-// costs before the lookup itself).
-func BenchmarkCacheKeys(b *testing.B) {
-	s := benchSnapshot(b)
-	p := sidecarProxy("10.0.0.1", "ns-0")
-	g, err := generateAll(b, p, s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, typeURL := range Types() {
-		var names []string
-		for _, r := range g[typeURL] {
-			names = append(names, r.Name)
-		}
-		b.Run(typeShort[typeURL], func(b *testing.B) {
-			b.ReportAllocs()
-			cpu := processCPU()
-			for b.Loop() {
-				CacheKeys(typeURL, p, s, names)
-			}
-			reportCPU(b, cpu)
-			b.ReportMetric(float64(len(names)), "names")
-		})
-	}
-}

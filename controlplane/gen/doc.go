@@ -34,11 +34,12 @@
 //
 // # Caching
 //
-// Each Resource lists the ConfigKeys it was built from (Deps; services as ServiceKey, their
-// endpoints as EndpointKey). CacheKey gives, without generating, a key that changes whenever any
-// input of the resource changes (snapshot generations, config ResourceVersions), so bytes can be
-// shared across clients and snapshots; KeyScope says which proxies share keys. A config that
-// starts to apply to a host (a new DestinationRule) changes the key even though no Deps named it.
+// Generators do not cache. The ADS server caches marshalled resources keyed by (type, class,
+// name) and stamped with a snapshot generation (controlplane/xds); KeyScope gives the proxy
+// attributes a generator reads, so the server can share bytes among proxies of one class. Each
+// Resource also lists the ConfigKeys it was built from (Deps; services as ServiceKey, their
+// endpoints as EndpointKey), recorded in the golden files so a change in what a resource reads
+// shows up in review.
 //
 // # Selection rules
 //

@@ -1,9 +1,9 @@
 // Package push moves a push cycle from the debouncer to the connections: a per-connection
-// queue that coalesces requests, a throttle on concurrent pushes, and ACK-gated flow control.
+// queue that coalesces requests, the default push concurrency, and ACK-gated flow control.
 //
 //	debounce ─PushRequest─▶ Queue.Enqueue(conn, req) for every connection
 //	                          │ at most one pending request per connection, merged in place
-//	workers: Throttle.Acquire ─▶ Queue.Dequeue ─▶ hand the Item to the connection ─▶ MarkDone, Release
+//	PushThrottle workers: Queue.Dequeue ─▶ hand the Item to the connection ─▶ MarkDone
 //	connection (owner goroutine): per type, Flow.Push ─▶ send ─▶ Flow.Sent; on ACK/NACK Flow.Ack
 //
 // # Queue
@@ -24,27 +24,11 @@
 //   - Remove(conn) when the connection closes: its pending request is dropped.
 //   - Len() is the number of connections waiting (a gauge), Close() stops the workers.
 //
-// # Throttle
+// # Concurrency
 //
-// Throttle is a counting semaphore with a context-aware Acquire. Its size comes from the
-// caller's configuration; DefaultConcurrency(cores) gives Istio's min(15 + 5 × cores, 100).
-// The ADS server (controlplane/xds) bounds concurrency the other way round, with a fixed pool
-// of PushThrottle workers that each push one connection at a time; Throttle serves callers that
-// start work per item, like this push worker loop:
-//
-//	for {
-//		if err := throttle.Acquire(ctx); err != nil {
-//			return
-//		}
-//		item, err := queue.Dequeue(ctx)
-//		if err != nil {
-//			throttle.Release()
-//			return
-//		}
-//		conn.deliver(item) // the connection's goroutine pushes, then:
-//		queue.MarkDone(item.Conn)
-//		throttle.Release()
-//	}
+// DefaultConcurrency(cores) gives Istio's default push throttle, min(15 + 5 × cores, 100). The
+// ADS server (controlplane/xds) runs that many workers, each pushing one connection at a time,
+// so a slow connection holds one worker and never more.
 //
 // # Flow control (for the ADS server)
 //
