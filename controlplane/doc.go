@@ -2,8 +2,9 @@
 // the control plane"):
 //
 //	config dir ─▶ config.FileSource ─▶ config.Memory ─events─┐
-//	lab sink ───▶ registry.Memory ───────────────────────────┴▶ registry.Aggregate
-//	    ─Change─▶ debounce.Debouncer ─PushRequest─▶ model.BuildSnapshot ─▶ Pusher (the ADS server)
+//	lab's in-process sink ───────────▶ config.Memory         ├▶ registry.Aggregate
+//	tests ─────▶ registry.Memory ────────────────────────────┘
+//	    ─Change─▶ debounce.Debouncer ─PushRequest─▶ model.BuildSnapshot ─▶ the ADS server (and Options.Pusher)
 //
 // Server owns one of each, wired by New from an Options struct (DefaultOptions, Validate), and
 // serves /metrics, /debug/config, /debug/snapshot and /debug/syncz on Options.MetricsAddr. Every snapshot it

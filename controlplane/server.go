@@ -31,7 +31,8 @@ import (
 // KindEndpoint keys for hosts whose endpoints changed, and the changed config keys); Reasons
 // and Start are those of the events the debouncer merged, and EventIDs name the events whose
 // changes are in snap and were not in the previous snapshot. req.Full false means an
-// endpoint-only (EDS) push. The ADS server implements it.
+// endpoint-only (EDS) push. The server always pushes to its own ADS server; Options.Pusher, when
+// set, receives the same calls after it (tests use it to observe the pipeline).
 type Pusher interface {
 	Push(snap *model.Snapshot, req *model.PushRequest, report model.ChangeReport)
 }

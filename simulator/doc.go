@@ -24,6 +24,7 @@
 //
 // Sinks: DirSink writes Istio YAML into a directory (one file per service, written atomically)
 // that a file-watching control plane reads; EventLog writes the event stream as JSON lines, which
-// ParseTrace reads back for the replay churn kind. The in-process sink, which knows our
-// registries, lives with the control plane; Sink needs nothing beyond model.Config and ConfigKey.
+// ParseTrace reads back for the replay churn kind; the in-process sink (sink_inprocess.go) applies
+// the same configs through a ConfigApplier, which our control plane's config.Memory implements.
+// Sink needs nothing beyond model.Config and ConfigKey.
 package simulator

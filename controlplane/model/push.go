@@ -32,8 +32,8 @@ type PushRequest struct {
 	// Start is when the earliest merged event happened (debounce delay and convergence run
 	// from here).
 	Start time.Time
-	// EventIDs are the ids of simulator events carried by the merged changes, when known
-	// (the lab's in-process sink sets them; other sources leave them empty).
+	// EventIDs are the ids of events carried by the merged changes, when a source sets them
+	// (registry.Update can; no production source does, and the lab measures at the client).
 	EventIDs []uint64
 }
 

@@ -1,8 +1,8 @@
 // Package registry is the control plane's service discovery: where Services and Endpoints come
 // from, and the aggregate that merges every source into the one view the snapshot is built from.
 //
-//   - Memory is a registry of Services and Endpoints held in memory. The lab's in-process sink
-//     writes to it, and tests use it.
+//   - Memory is a registry of Services and Endpoints held in memory, for tests and for
+//     embedders. (The lab's in-process sink writes Istio config to config.Memory instead.)
 //   - ConvertServiceEntry turns an Istio ServiceEntry (with its inline endpoints, or the
 //     WorkloadEntries its workloadSelector picks) into Services and Endpoints, the way Istio's
 //     serviceentry controller does: one Service per host.
