@@ -218,15 +218,16 @@ func nameSet(names []string) map[string]struct{} {
 	return m
 }
 
-// vtMessage is implemented by every envoy message (vtprotobuf code in the envoy module).
+// vtMessage is implemented by every envoy message when built with -tags vtprotobuf (the envoy
+// module's vtprotobuf code is behind that build tag; the Makefile sets it).
 type vtMessage interface {
 	proto.Message
 	MarshalVTStrict() ([]byte, error)
 	SizeVT() int
 }
 
-// Marshal encodes a resource with vtprotobuf when the message supports it (every envoy type
-// does), falling back to deterministic proto.Marshal.
+// Marshal encodes a resource with vtprotobuf when the message supports it (every envoy type,
+// with -tags vtprotobuf), falling back to deterministic proto.Marshal.
 func Marshal(m proto.Message) ([]byte, error) {
 	if vt, ok := m.(vtMessage); ok {
 		return vt.MarshalVTStrict()
