@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"sync"
+	"time"
 	"weak"
 
 	"google.golang.org/protobuf/proto"
@@ -44,6 +45,11 @@ type decoded struct {
 	raw  []byte
 	msg  proto.Message
 	refs []string
+	// fetchTimeout is the initial_fetch_timeout of the config source the resource names for
+	// what it references (a cluster's eds_config, a listener's RDS config_source); hasFetch
+	// is false when the config source gives none (Envoy's 15s default applies).
+	fetchTimeout time.Duration
+	hasFetch     bool
 }
 
 // NewInterner returns an empty table; give the same one to every client that should share.
@@ -119,5 +125,7 @@ func decodeNew(t int, realistic bool, hash uint64, name string, keep, raw []byte
 	if err != nil {
 		return nil, err
 	}
-	return &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs}, nil
+	d := &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs}
+	d.fetchTimeout, d.hasFetch = fetchTimeoutOf(msg)
+	return d, nil
 }
