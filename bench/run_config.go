@@ -70,7 +70,8 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 			ns = s.Topology.Namespaces
 		}
 		id := fakeenvoy.IdentityTemplate{Type: scenarios.TypeSidecar, Namespaces: ns,
-			ClusterID: c.Node.ClusterID, IstioVersion: c.Node.IstioVersion, Labels: c.Node.Labels}
+			ClusterID: c.Node.ClusterID, IstioVersion: c.Node.IstioVersion, Labels: c.Node.Labels,
+			IstioMetadata: c.Node.IstioMetadata}
 		switch c.Type {
 		case scenarios.TypeRouter:
 			id.Type = scenarios.TypeRouter

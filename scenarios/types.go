@@ -163,9 +163,10 @@ type Client struct {
 // (TYPE~IP~pod.NS~NS.svc.cluster.local) and metadata. NAMESPACE comes from the client's
 // namespace, GENERATOR from type grpc.
 type Node struct {
-	ClusterID    string            `yaml:"clusterID" json:"clusterID" doc:"Metadata CLUSTER_ID."`
-	IstioVersion string            `yaml:"istioVersion" json:"istioVersion" doc:"Metadata ISTIO_VERSION."`
-	Labels       map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Metadata LABELS (workload labels), added to every client of the group." def:"{}"`
+	ClusterID     string            `yaml:"clusterID" json:"clusterID" doc:"Metadata CLUSTER_ID."`
+	IstioVersion  string            `yaml:"istioVersion" json:"istioVersion" doc:"Metadata ISTIO_VERSION."`
+	Labels        map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Metadata LABELS (workload labels), added to every client of the group." def:"{}"`
+	IstioMetadata bool              `yaml:"istioMetadata,omitempty" json:"istioMetadata,omitempty" doc:"Send an Istio-sized node (about 5 KB: istio-agent's PROXY_CONFIG, ANNOTATIONS, POD_PORTS, OWNER, Envoy's extensions and client features) instead of the basic metadata; pair with nodeOnFirstOnly as Istio's bootstrap does."`
 }
 
 // Nack is a client group's NACK policy.
