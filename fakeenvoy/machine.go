@@ -47,8 +47,18 @@ func typeIndex(url string) int {
 }
 
 // wildcard types hold the state of the world: a resource missing from a SotW response is
-// deleted, and they are subscribed without names.
+// deleted, and they are subscribed without names (Envoy; a gRPC client names them, see named).
 func wildcard(t int) bool { return t == tCDS || t == tLDS }
+
+// checkMode is how resources are validated when decoded: not at all, as Envoy does
+// (NackPolicy.Realistic), or as grpc-go's xDS client does (ClientConfig.GRPC).
+type checkMode uint8
+
+const (
+	checkNone checkMode = iota
+	checkEnvoy
+	checkGRPC
+)
 
 // hashSeed is fixed for the process so that equal bytes hash equally in every client.
 var hashSeed = maphash.MakeSeed()
@@ -105,6 +115,8 @@ type machine struct {
 	node          *corev3.Node
 	delta         bool
 	nodeFirstOnly bool
+	grpc          bool          // a proxyless gRPC client (see grpc.go)
+	targets       []string      // gRPC: the API listeners ("host:port") it asks for, sorted
 	ift           time.Duration // <= 0: no initial fetch timeout
 	nack          NackPolicy
 	ack           AckPolicy
@@ -153,10 +165,15 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 		node:          cfg.Node,
 		delta:         cfg.Delta,
 		nodeFirstOnly: cfg.NodeOnFirstOnly,
+		grpc:          cfg.GRPC,
 		ift:           cfg.InitialFetchTimeout,
 		nack:          cfg.Nack,
 		ack:           cfg.Ack,
 		interner:      cfg.Interner,
+	}
+	if m.grpc {
+		m.targets = slices.Sorted(slices.Values(cfg.GRPCTargets))
+		m.targets = slices.Compact(m.targets)
 	}
 	if m.nack.Probability > 0 {
 		m.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5bd1e995))
@@ -204,8 +221,15 @@ func (m *machine) start(now time.Time) step {
 	}
 	if !m.started {
 		m.started = true
-		m.types[tCDS].subscribed = true
-		m.phaseDeadline = m.deadline(now)
+		if m.grpc {
+			// grpc-go starts from its targets' listeners and has no init phases.
+			m.types[tLDS].subscribed = true
+			m.types[tLDS].names = m.targets
+			m.phase = phaseDone
+		} else {
+			m.types[tCDS].subscribed = true
+			m.phaseDeadline = m.deadline(now)
+		}
 	}
 	for t := range m.types {
 		if !m.types[t].subscribed {
@@ -250,11 +274,14 @@ func (m *machine) sotwReq(t int, nack *status.Status) *discoveryv3.DiscoveryRequ
 		ErrorDetail:   nack,
 		Node:          m.attachNode(),
 	}
-	if !wildcard(t) {
+	if m.named(t) {
 		r.ResourceNames = ts.names
 	}
 	return r
 }
+
+// named reports whether type t is subscribed by name (every type of a gRPC client).
+func (m *machine) named(t int) bool { return m.grpc || !wildcard(t) }
 
 // deltaReq starts a Delta subscription request; like Envoy, only ACKs and NACKs carry a nonce.
 func (m *machine) deltaReq(t int) *discoveryv3.DeltaDiscoveryRequest {
@@ -404,8 +431,15 @@ func (m *machine) finishDisconnect(s *step) {
 // requests and init progress. The ACK/NACK itself is appended by the caller.
 func (m *machine) process(s *step, t int, items []item, removed []string, respErr error, now time.Time) {
 	ts := &m.types[t]
-	sotwFull := !m.delta && wildcard(t)
+	sotwFull := !m.delta && wildcard(t) // grpc-go too: a named LDS/CDS resource left out is gone
 	realistic := m.nack.Realistic
+	mode := checkNone
+	switch {
+	case m.grpc:
+		mode = checkGRPC
+	case realistic:
+		mode = checkEnvoy
+	}
 
 	// Response-level checks: they reject everything.
 	if respErr == nil && realistic {
@@ -444,8 +478,8 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if sotwFull {
 			present[it.name] = struct{}{}
 		}
-		if !wildcard(t) && !m.subscribedName(t, it.name) {
-			it.err = errIgnored // unrequested EDS/RDS: ignored, as Envoy does
+		if m.named(t) && !m.subscribedName(t, it.name) {
+			it.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
 			continue
 		}
 		it.hash = maphash.Bytes(hashSeed, it.raw)
@@ -456,7 +490,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if m.nack.matchName(it.name) {
 			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
 		} else {
-			it.d, it.err = m.interner.decode(t, realistic, it.hash, it.name, it.raw)
+			it.d, it.err = m.interner.decode(t, mode, it.hash, it.name, it.raw)
 		}
 		if it.err != nil {
 			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", kindName(t), it.name, it.err))
@@ -497,8 +531,9 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		}
 		s.info.Error = joinErrors(msgs)
 	}
-	// CDS and LDS apply their valid resources even when the response is NACKed.
-	apply := respErr == nil && (len(itemErrs) == 0 || wildcard(t))
+	// CDS and LDS apply their valid resources even when the response is NACKed; grpc-go does
+	// so for every type.
+	apply := respErr == nil && (len(itemErrs) == 0 || wildcard(t) || m.grpc)
 	if !apply {
 		m.afterResponse(s, t, now)
 		return
@@ -666,13 +701,16 @@ func duplicateFilterChain(l *listenerv3.Listener) error {
 }
 
 // warmStored puts a new or changed cluster or listener d into warming; old is the copy it
-// replaces (nil: none), which stays in effect until d has warmed.
+// replaces (nil: none), which stays in effect until d has warmed. gRPC clients do not warm.
 //
 // A cluster warms when a ClusterLoadAssignment for it arrives. In Delta the client cannot ask
 // again for an assignment it already watches, and the one it holds is used only when the
 // cluster's initial_fetch_timeout expires (Envoy's EDS resources cache, used on FetchTimedout
 // only): until then the cluster waits for the server to send one.
 func (m *machine) warmStored(t int, name string, d, old *decoded, now time.Time) {
+	if m.grpc {
+		return
+	}
 	switch t {
 	case tCDS:
 		if len(d.refs) == 0 {
@@ -729,14 +767,17 @@ func (m *machine) rewarmListeners() {
 }
 
 // followUp sends, after a CDS or LDS change, the EDS or RDS request naming every resource
-// the clusters or listeners now reference (before the ACK of the CDS/LDS response).
+// the clusters or listeners now reference (before the ACK of the CDS/LDS response); a gRPC
+// client also follows an RDS change with the CDS request naming the routes' clusters.
 func (m *machine) followUp(s *step, t int) {
 	var dep int
-	switch t {
-	case tCDS:
+	switch {
+	case t == tCDS:
 		dep = tEDS
-	case tLDS:
+	case t == tLDS:
 		dep = tRDS
+	case t == tRDS && m.grpc:
+		dep = tCDS
 	default:
 		return
 	}
@@ -813,8 +854,12 @@ func (m *machine) advance(s *step, now time.Time) {
 }
 
 // complete reports whether the client holds a whole warmed configuration: CDS and LDS
-// accepted, every EDS cluster with its assignment, every listener with its routes.
+// accepted, every EDS cluster with its assignment, every listener with its routes (for a gRPC
+// client: every target's listener, its routes, their clusters and those clusters' assignments).
 func (m *machine) complete() bool {
+	if m.grpc {
+		return m.completeGRPC()
+	}
 	if !m.types[tCDS].accepted || !m.types[tLDS].accepted || len(m.warmC) > 0 || len(m.warmL) > 0 {
 		return false
 	}
@@ -828,6 +873,29 @@ func (m *machine) complete() bool {
 	for _, e := range m.types[tLDS].res {
 		if !m.hasRoutes(e.refs()) {
 			return false
+		}
+	}
+	return true
+}
+
+func (m *machine) completeGRPC() bool {
+	for _, l := range m.targets {
+		e, ok := m.types[tLDS].res[l]
+		if !ok || !m.hasRoutes(e.refs()) {
+			return false
+		}
+		for _, r := range e.refs() {
+			for _, c := range m.types[tRDS].res[r].refs() {
+				ce, ok := m.types[tCDS].res[c]
+				if !ok {
+					return false
+				}
+				for _, a := range ce.refs() {
+					if _, ok := m.types[tEDS].res[a]; !ok {
+						return false
+					}
+				}
+			}
 		}
 	}
 	return true
@@ -927,16 +995,18 @@ func (m *machine) subscribedName(t int, name string) bool {
 	if !ts.subscribed {
 		return false
 	}
-	if wildcard(t) {
+	if !m.named(t) {
 		return true
 	}
 	_, ok := slices.BinarySearch(ts.names, name)
 	return ok
 }
 
-// decode unmarshals a resource of type t, validates it when realistic, and extracts what it
-// references.
-func decode(t int, raw []byte, realistic bool) (proto.Message, []string, error) {
+// decode unmarshals a resource of type t, validates it as mode says, and extracts what it
+// references (for gRPC clients, also a route configuration's clusters, and an assignment as
+// grpc-go uses it).
+func decode(t int, raw []byte, mode checkMode) (proto.Message, []string, error) {
+	realistic := mode == checkEnvoy
 	var msg proto.Message
 	switch t {
 	case tCDS:
@@ -954,6 +1024,17 @@ func decode(t int, raw []byte, realistic bool) (proto.Message, []string, error) 
 	if realistic {
 		if err := validateDeep(msg); err != nil {
 			return nil, nil, err
+		}
+	}
+	if mode == checkGRPC {
+		if err := grpcValidate(t, msg); err != nil {
+			return nil, nil, err
+		}
+		switch v := msg.(type) {
+		case *routev3.RouteConfiguration:
+			return v, routeClusters(v), nil
+		case *endpointv3.ClusterLoadAssignment:
+			return grpcInUse(v), nil, nil
 		}
 	}
 	var refs []string

@@ -128,6 +128,7 @@ type matchEvent struct {
 	idx   int
 	exp   probe.Expectation
 	types []string
+	subj  []string // Subject of each predicate, computed once: clients compare them often
 
 	hasT0 atomic.Bool
 	t0    atomic.Int64 // offset from the epoch, valid once hasT0
@@ -237,7 +238,10 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("fakeenvoy: expect: %w", err)
 	}
-	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: m.off(m.cfg.Now())}
+	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: m.off(m.cfg.Now()), subj: make([]string, len(e.All))}
+	for i, p := range e.All {
+		ev.subj[i] = p.Subject()
+	}
 	ev.latMin.Store(math.MaxInt64)
 	if !e.T0.IsZero() {
 		ev.t0Time = e.T0
@@ -478,6 +482,19 @@ func casMin(a *atomic.Int64, v int64) {
 	}
 }
 
+// supersedes is probe.Expectation.Supersedes over the precomputed subjects: later shares a
+// subject with earlier under a different predicate.
+func (later *matchEvent) supersedes(earlier *matchEvent) bool {
+	for i, ps := range later.subj {
+		for j, qs := range earlier.subj {
+			if ps == qs && later.exp.All[i] != earlier.exp.All[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Hooks. Every hook claims new expectations; Response matches (every response, applied or
 // not: an unchanged assignment can still warm a cluster), WarmingTimeout brings received
 // changes into effect, AckSent records ACK latencies.
@@ -590,7 +607,7 @@ func (m *Matcher) resolve(cl *matchClient, reached []int) {
 		later := cl.pending[i].ev
 		for j := 0; j < i; j++ {
 			p := cl.pending[j]
-			if drop[j] || !later.exp.Supersedes(p.ev.exp) {
+			if drop[j] || !later.supersedes(p.ev) {
 				continue
 			}
 			drop[j] = true
@@ -719,7 +736,11 @@ func (m *Matcher) outstanding() outstandingCounts {
 		s := &m.shards[i]
 		s.mu.Lock()
 		for _, cl := range s.clients {
-			for j, p := range cl.pending {
+			// Walk backwards so that the held entries registered later are known: each
+			// pending entry is compared with those only (few: merged changes).
+			var laterHeld []*matchEvent
+			for j := len(cl.pending) - 1; j >= 0; j-- {
+				p := cl.pending[j]
 				idx := p.ev.idx
 				if idx >= n {
 					continue
@@ -727,7 +748,8 @@ func (m *Matcher) outstanding() outstandingCounts {
 				switch {
 				case p.held:
 					o.held[idx]++
-				case slices.ContainsFunc(cl.pending[j+1:], func(q matchPend) bool { return q.held && q.ev.exp.Supersedes(p.ev.exp) }):
+					laterHeld = append(laterHeld, p.ev)
+				case slices.ContainsFunc(laterHeld, func(q *matchEvent) bool { return q.supersedes(p.ev) }):
 					o.superseded[idx]++
 				default:
 					o.missed[idx]++

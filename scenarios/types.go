@@ -132,6 +132,9 @@ type Churn struct {
 const (
 	XDSSotW  = "sotw"
 	XDSDelta = "delta"
+	// XDSGRPC is a proxyless gRPC client: grpc-go's xDS client (SotW, named subscriptions
+	// from API listeners down to EDS, grpc-go's validation rules).
+	XDSGRPC = "grpc"
 )
 
 // Client types.
@@ -145,7 +148,7 @@ const (
 type Client struct {
 	Name                string   `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
 	Count               int      `yaml:"count" json:"count" doc:"Clients in the group."`
-	XDS                 string   `yaml:"xds" json:"xds" enum:"sotw,delta" doc:"Protocol variant: sotw (state of the world) or delta (incremental)."`
+	XDS                 string   `yaml:"xds" json:"xds" enum:"sotw,delta,grpc" doc:"Protocol variant: sotw (state of the world), delta (incremental), or grpc (a proxyless gRPC client as grpc-go's xDS client behaves: API listeners host:port, then RDS, CDS, EDS by name; NACKs what grpc-go rejects; node metadata GENERATOR=grpc)."`
 	Type                string   `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
 	Ramp                Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
 	Namespaces          int      `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
@@ -157,6 +160,7 @@ type Client struct {
 	InitialFetchTimeout Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout: stop waiting for warming clusters after this long; 0 waits forever."`
 	Churn               Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
 	Node                Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
+	Targets             []string `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
 }
 
 // Node is the identity template of a client group: Istio-style node id
