@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,12 +16,18 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -107,7 +114,7 @@ func (s *delayedSink) update(upserts []model.Config, deletes []model.ConfigKey) 
 // our generators (and the simulator's expectations) name it, and its endpoints.
 func (s *delayedSink) snapshot() (*cachev3.Snapshot, error) {
 	s.version++
-	var clusters, endpoints []types.Resource
+	var clusters, endpoints, listeners, routes []types.Resource
 	for _, se := range s.ses {
 		for _, host := range se.GetHosts() {
 			for _, p := range se.GetPorts() {
@@ -127,8 +134,21 @@ func (s *delayedSink) snapshot() (*cachev3.Snapshot, error) {
 							Address: e.GetAddress(), PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: p.GetNumber()}}}},
 					}}})
 				}
+				// A locality with a weight: grpc-go rejects assignments without one.
 				endpoints = append(endpoints, &endpointv3.ClusterLoadAssignment{ClusterName: name,
-					Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: lbs}}})
+					Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: lbs,
+						Locality:            &corev3.Locality{Region: "r", Zone: "z"},
+						LoadBalancingWeight: wrapperspb.UInt32(1)}}})
+				// The proxyless gRPC chain: API listener and route config "host:port".
+				hp := net.JoinHostPort(host, strconv.FormatUint(uint64(p.GetNumber()), 10))
+				listeners = append(listeners, apiListener(hp))
+				routes = append(routes, &routev3.RouteConfiguration{Name: hp, VirtualHosts: []*routev3.VirtualHost{{
+					Name: hp, Domains: []string{hp},
+					Routes: []*routev3.Route{{
+						Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+						Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: name}}},
+					}},
+				}}})
 			}
 		}
 	}
@@ -142,11 +162,25 @@ func (s *delayedSink) snapshot() (*cachev3.Snapshot, error) {
 	}
 	sort.Strings(names)
 	snap := &cachev3.Snapshot{}
-	snap.Resources[types.Cluster] = cachev3.NewResources(fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(names, ",")))), clusters)
+	setVersion := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(names, ","))))
+	snap.Resources[types.Cluster] = cachev3.NewResources(setVersion, clusters)
 	snap.Resources[types.Endpoint] = cachev3.NewResources(fmt.Sprint(s.version), endpoints)
-	snap.Resources[types.Listener] = cachev3.NewResources("1", nil)
-	snap.Resources[types.Route] = cachev3.NewResources("1", nil)
+	snap.Resources[types.Listener] = cachev3.NewResources(setVersion, listeners)
+	snap.Resources[types.Route] = cachev3.NewResources(setVersion, routes)
 	return snap, nil
+}
+
+// apiListener is a proxyless gRPC API listener whose routes come over ADS under its name.
+func apiListener(name string) *listenerv3.Listener {
+	router, _ := anypb.New(&routerv3.Router{})
+	hcm, _ := anypb.New(&hcmv3.HttpConnectionManager{
+		StatPrefix: "grpc",
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{RouteConfigName: name,
+			ConfigSource: &corev3.ConfigSource{ResourceApiVersion: corev3.ApiVersion_V3,
+				ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}},
+		HttpFilters: []*hcmv3.HttpFilter{{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}}},
+	})
+	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: hcm}}
 }
 
 const truthScenario = `
@@ -162,15 +196,23 @@ topology:
 churn:
   - {kind: scale, at: [200ms, 400ms, 600ms, 800ms, 1s, 1200ms, 1400ms, 1600ms, 1800ms, 2s, 2300ms], delta: {dist: constant, value: 1}}
 clients:
-  - {name: sidecars, count: 3, ramp: 0}
+  - {name: sidecars, count: 3, ramp: 0, xds: %s}
 phases:
   connect: {timeout: 30s}
   drain: {timeout: 700ms}
 `
 
+// TestRunMeasurementTruth runs once per client flavour: Envoy SotW, Envoy Delta and proxyless
+// gRPC clients must all measure the injected delay.
 func TestRunMeasurementTruth(t *testing.T) {
+	for _, xds := range []string{"sotw", "delta", "grpc"} {
+		t.Run(xds, func(t *testing.T) { testMeasurementTruth(t, xds) })
+	}
+}
+
+func testMeasurementTruth(t *testing.T, xds string) {
 	const delay = 50 * time.Millisecond
-	sc := loadScenario(t, truthScenario)
+	sc := loadScenario(t, fmt.Sprintf(truthScenario, xds))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -225,7 +267,17 @@ func TestRunMeasurementTruth(t *testing.T) {
 		t.Logf("race detector on: tolerance widened to %v", time.Duration(tol*float64(time.Second)))
 	}
 	require.LessOrEqual(t, math.Abs(push.Values["p(50)"]-d), tol, "the median push latency is D within 2ms")
+	require.LessOrEqual(t, math.Abs(push.Values["p(99)"]-d), tol, "the p99 push latency is D within 2ms")
 	require.LessOrEqual(t, math.Abs(push.Values["min"]-d), tol)
+	require.Equal(t, 0.0, find(t, s, "xdslab_fleet_nacks_total", nil).Values["count"], "nothing is rejected")
+	// Convergence has one definition: per kind, and overall as their merge; the unpublished
+	// event is in it (censored), not dropped.
+	conv, err := find(t, s, "xdslab_convergence_seconds", nil).Histogram.Decode()
+	require.NoError(t, err)
+	convScale, err := find(t, s, "xdslab_convergence_seconds", map[string]string{"kind": "scale"}).Histogram.Decode()
+	require.NoError(t, err)
+	require.Equal(t, int64(events), conv.TotalCount(), "every event, the missed one included")
+	require.Equal(t, conv.TotalCount(), convScale.TotalCount())
 
 	// Without the target's metrics, the control plane's figures are reported as not available.
 	require.Contains(t, s.Metadata.Labels["note.debounce"], notAvailable)

@@ -157,7 +157,7 @@ type Client struct {
 	NeverAck            bool     `yaml:"neverAck" json:"neverAck" doc:"Never ACK or NACK (a hung client)."`
 	DisconnectAfter     int      `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
 	NodeOnFirstOnly     bool     `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
-	InitialFetchTimeout Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout: stop waiting for warming clusters after this long; 0 waits forever."`
+	InitialFetchTimeout Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
 	Churn               Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
 	Node                Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
 	Targets             []string `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
