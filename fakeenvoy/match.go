@@ -535,7 +535,14 @@ func (m *Matcher) touch(c matchee) {
 	s.mu.Unlock()
 }
 
-// response1 matches c's pending expectations against response r, in registration order.
+// response1 matches c's pending expectations against response r.
+//
+// The entries r touches are taken latest-registered first: the state r shows on a subject
+// belongs to the latest event whose predicates it satisfies. That one is received (or, held
+// when claimed, confirmed held); earlier events on the same subjects were never seen by the
+// client as such and are superseded (or, held when claimed, confirmed held). So a removal's
+// state brought back by a later removal of the same endpoint is the later one's, not a 30 s
+// latency of the first; a removal arriving after its restore was registered is the removal's.
 func (m *Matcher) response1(c matchee, r ResponseInfo) {
 	s := m.shard(c.Index())
 	s.mu.Lock()
@@ -543,33 +550,56 @@ func (m *Matcher) response1(c matchee, r ResponseInfo) {
 	cl := m.claim(s, c, &r)
 	recv := m.off(r.Recv)
 	accepted, effective := acceptedView{c}, effectiveView{c}
-	var reached []int // indices into pending of the events resolved here
-	for i := range cl.pending {
+	var reached, superseded []int // indices into pending of the events resolved here
+	var shown map[string]bool     // subjects whose shown state a later event has claimed
+	claimedBy := func(ev *matchEvent) bool {
+		for _, sj := range ev.subj {
+			if shown[sj] {
+				return true
+			}
+		}
+		return false
+	}
+	for i := len(cl.pending) - 1; i >= 0; i-- {
 		p := &cl.pending[i]
 		ev := p.ev
-		if p.held {
-			if touches(&r, ev) {
-				if ev.exp.Holds(accepted) {
-					reached = append(reached, i) // still held: confirmed, no latency
-				} else {
-					p.held = false // the client has left that state: it must see it again
-				}
-			}
+		if !touches(&r, ev) {
 			continue
 		}
-		// A response received before the event was registered was not caused by it, even if
-		// the predicates hold after it (a flap's restore overtaking an unseen removal).
-		if !p.recvd && recv >= ev.regAt && touches(&r, ev) && ev.exp.Holds(accepted) {
-			p.recvd = true
-			m.observe(s, ev, recv, obsRecv)
-			cl.awaiting = append(cl.awaiting, matchAwait{ev: ev, seq: r.Seq})
+		holds := ev.exp.Holds(accepted)
+		switch {
+		case claimedBy(ev):
+			if p.held {
+				reached = append(reached, i) // it held when registered: the client was in it
+			} else if !p.recvd {
+				superseded = append(superseded, i)
+			}
+		case holds && (p.held || p.recvd || recv >= ev.regAt):
+			if shown == nil {
+				shown = make(map[string]bool, len(ev.subj))
+			}
+			for _, sj := range ev.subj {
+				shown[sj] = true
+			}
+			switch {
+			case p.held:
+				reached = append(reached, i) // still held: confirmed, no latency
+			case !p.recvd:
+				p.recvd = true
+				m.observe(s, ev, recv, obsRecv)
+				cl.awaiting = append(cl.awaiting, matchAwait{ev: ev, seq: r.Seq})
+			}
+		case p.held && !holds:
+			p.held = false // the client has left that state: it must see it again
 		}
-		if p.recvd && ev.exp.Holds(effective) {
-			m.observe(s, ev, recv, obsEffect)
+	}
+	for i := range cl.pending {
+		if p := &cl.pending[i]; p.recvd && !p.held && !slices.Contains(superseded, i) && p.ev.exp.Holds(effective) {
+			m.observe(s, p.ev, recv, obsEffect)
 			reached = append(reached, i)
 		}
 	}
-	m.resolve(cl, reached)
+	m.resolve(cl, reached, superseded)
 }
 
 // effect brings c's received expectations that now hold in effect into effect at at.
@@ -586,17 +616,21 @@ func (m *Matcher) effect(c matchee, at time.Time) {
 			reached = append(reached, i)
 		}
 	}
-	m.resolve(cl, reached)
+	m.resolve(cl, reached, nil)
 }
 
 // resolve removes the pending entries at indices reached (observed, or confirmed held) and
-// retires the earlier ones they supersede: the client reached a later state without having
-// been in theirs.
-func (m *Matcher) resolve(cl *matchClient, reached []int) {
-	if len(reached) == 0 {
+// superseded, and retires the earlier ones the reached supersede: the client reached a later
+// state without having been in theirs.
+func (m *Matcher) resolve(cl *matchClient, reached, superseded []int) {
+	if len(reached) == 0 && len(superseded) == 0 {
 		return
 	}
-	drop := make(map[int]bool, len(reached))
+	drop := make(map[int]bool, len(reached)+len(superseded))
+	for _, i := range superseded {
+		drop[i] = true
+		cl.pending[i].ev.superseded.Add(1)
+	}
 	for _, i := range reached {
 		drop[i] = true
 		if p := cl.pending[i]; p.held {

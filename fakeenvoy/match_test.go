@@ -289,6 +289,22 @@ func TestMatcherClasses(t *testing.T) {
 		},
 		want: []mtWant{{superseded: 1}, {held: 1}},
 	}, {
+		name: "a state brought back by a later event belongs to the later event",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "flap-remove", T0: at(0), All: []probe.Predicate{absent("c1", "10.0.0.1")}},
+			{EventID: 2, Kind: "flap-restore", T0: at(50), All: []probe.Predicate{present("c1", "10.0.0.1")}},
+			{EventID: 3, Kind: "flap-remove", T0: at(40000), All: []probe.Predicate{absent("c1", "10.0.0.1")}},
+		},
+		initial: eds("c1", mtCLA("c1", "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			expect(0)
+			expect(1) // merged with the removal: the client never sees it absent
+			m.touch(c)
+			expect(2)
+			c.push(m, edsT, at(40100), time.Time{}, eds("c1", mtCLA("c1")))
+		},
+		want: []mtWant{{superseded: 1}, {held: 1}, {observed: 1, push: 100 * time.Millisecond, recv: 100 * time.Millisecond}},
+	}, {
 		name: "only a response touching the subject observes",
 		events: []probe.Expectation{
 			{EventID: 1, Kind: "endpoint-add", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}},
