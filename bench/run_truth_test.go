@@ -82,15 +82,22 @@ func (s *delayedSink) Apply(_ context.Context, ev simulator.Event) error {
 	version := s.version
 	at := time.Now().Add(s.delay) // Apply returns right after this: t0 follows it
 	s.pending.Add(1)
-	time.AfterFunc(time.Until(at), func() {
+	go func() {
 		defer s.pending.Done()
+		// The injected delay must be known to the µs: a timer alone fires up to a few ms late
+		// on a loaded machine, so sleep to just before the deadline and spin the rest.
+		if d := time.Until(at) - 3*time.Millisecond; d > 0 {
+			time.Sleep(d)
+		}
+		for time.Now().Before(at) {
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if version > s.pub {
 			s.pub = version
 			_ = s.cache.SetSnapshot(context.Background(), "all", snap)
 		}
-	})
+	}()
 	return nil
 }
 
