@@ -119,8 +119,9 @@ func (c *Client) Namespace() string { return c.namespace }
 // Delta reports whether the client speaks incremental xDS.
 func (c *Client) Delta() bool { return c.delta }
 
-// Subscribed reports whether the client watches resource name of typeURL (CDS and LDS are
-// wildcard: every name once subscribed). Only valid inside hooks (on the client goroutine).
+// Subscribed reports whether the client watches resource name of typeURL (an Envoy client's
+// CDS and LDS are wildcard: every name once subscribed; a gRPC client names every type). Only
+// valid inside hooks (on the client goroutine).
 func (c *Client) Subscribed(typeURL, name string) bool {
 	t := typeIndex(typeURL)
 	return t >= 0 && c.m.subscribedName(t, name)

@@ -62,7 +62,8 @@ type Hooks interface {
 	// Response is called for every response after the client decided to ACK or NACK it.
 	Response(c *Client, r ResponseInfo)
 	// Applied is called after an accepted response changed the client's resources; view is
-	// the client's state after applying it and is only valid during the call.
+	// the client's received state after applying it (warming resources included; see
+	// Client.Effective for what is in effect) and is only valid during the call.
 	Applied(c *Client, r ResponseInfo, view probe.View)
 	// AckSent is called when the ACK or NACK for response r was written to the stream.
 	AckSent(c *Client, r ResponseInfo, at time.Time)
