@@ -42,6 +42,9 @@ type ResponseInfo struct {
 	// client's accepted state, each with the copy held before (nil: absent). It is what lets
 	// the matcher tell which subjects a response touched and what the client held before it.
 	changed []changedRes
+	// fresh: the client held no accepted state of TypeURL before this response (a new
+	// process), so "before" is nothing, not "absent".
+	fresh bool
 }
 
 // changedRes is one resource a response changed, with the client's copy from before it.

@@ -431,6 +431,7 @@ func (m *machine) finishDisconnect(s *step) {
 // requests and init progress. The ACK/NACK itself is appended by the caller.
 func (m *machine) process(s *step, t int, items []item, removed []string, respErr error, now time.Time) {
 	ts := &m.types[t]
+	s.info.fresh = !ts.accepted
 	sotwFull := !m.delta && wildcard(t) // grpc-go too: a named LDS/CDS resource left out is gone
 	realistic := m.nack.Realistic
 	mode := checkNone

@@ -336,6 +336,9 @@ func (m *Matcher) heldBefore(c matchee, r *ResponseInfo, ev *matchEvent) bool {
 		}
 	}
 	var v probe.View = acceptedView{c}
+	if r != nil && r.fresh && m.off(r.Recv) >= ev.regAt && slices.Contains(ev.types, r.TypeURL) {
+		return false // before this response the client held nothing of the type
+	}
 	if r != nil && m.off(r.Recv) >= ev.regAt && len(r.changed) > 0 {
 		v = beforeView{c: c, r: r}
 	}

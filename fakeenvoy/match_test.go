@@ -91,6 +91,7 @@ func (c *mtClient) push(m *Matcher, typeURL string, recv, ack time.Time, set map
 			c.view[k] = msg
 		}
 	}
+	r.fresh = c.unsynced
 	c.unsynced = false
 	m.response1(c, r)
 	m.touch(c)
@@ -370,6 +371,17 @@ func TestMatcherClasses(t *testing.T) {
 			c.push(m, edsT, at(400), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.2")))
 		},
 		want: []mtWant{{observed: 1, push: 400 * time.Millisecond, recv: 400 * time.Millisecond}},
+	}, {
+		name: "a fresh process claiming at its first response is not already held",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "endpoint-remove", T0: at(0), All: []probe.Predicate{absent("c1", "10.0.0.1")}},
+		},
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.unsynced = true
+			expect(0)
+			c.push(m, edsT, at(300), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.2")))
+		},
+		want: []mtWant{{observed: 1, push: 300 * time.Millisecond, recv: 300 * time.Millisecond}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
