@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -112,32 +111,8 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 			unmeasured++
 		}
 	}
-	// Convergence per event kind (the fleet reports it over every kind): each complete event's
-	// largest push latency over the clients that observed it.
-	conv := map[string]*hdr.Histogram{}
-	for _, e := range res.Events {
-		if !e.Complete() || e.Observed == 0 {
-			continue
-		}
-		h := conv[e.Kind]
-		if h == nil {
-			h = fakeenvoy.NewLatencyHistogram()
-			conv[e.Kind] = h
-		}
-		_ = h.RecordValue(max(1, min(e.Convergence.Microseconds(), h.HighestTrackableValue())))
-	}
-	convKinds := make([]string, 0, len(conv))
-	for k := range conv {
-		convKinds = append(convKinds, k)
-	}
-	sort.Strings(convKinds)
-	for _, k := range convKinds {
-		m, err := summary.NewTrend(fakeenvoy.MetricConvergence, summary.Time, conv[k], 1e-6, map[string]string{"kind": k})
-		if err != nil {
-			return nil, err
-		}
-		add(m)
-	}
+	// Convergence (overall and per kind) comes with the fleet's metrics: the matcher is its
+	// only definition.
 	add(summary.NewCounter(MetricEventsMissed, summary.Default, float64(total), dur, nil),
 		summary.NewCounter(MetricEventsUnmeasured, summary.Default, float64(unmeasured), dur, nil))
 	for _, k := range kinds {

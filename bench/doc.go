@@ -12,11 +12,12 @@
 //	measure  the simulator applies churn for the scenario's duration on the wall clock; every
 //	         event's expectation is registered with the fleet BEFORE the sink applies it, and t0
 //	         is taken right after the sink's Apply returns
-//	drain    wait until every registered expectation is observed or superseded at every client
-//	         in its reach, or phases.drain.timeout; what is left is counted as missed
+//	drain    wait until every registered expectation is resolved (observed, already held or
+//	         superseded) at every client in its reach, or phases.drain.timeout; what is left is
+//	         counted as missed, and the event's convergence as at least t0 to then
 //
 // The collector (collect*.go) merges the fleet's observations (push latency and convergence per
-// event kind as HDR histograms, time to first config, NACKs, no-op responses, bytes) with the
+// event kind as HDR histograms, computed by the fleet's matcher, their only definition; time to first config, NACKs, no-op responses, bytes) with the
 // simulator's event counts, the control plane's own metrics (push cycles, debounce delay and
 // events per push, cache hit ratio per type; read in-process, or scraped from the target's
 // /metrics when it exports Istio's pilot_* names), and the CPU and memory of both sides (an

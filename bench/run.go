@@ -219,6 +219,7 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	fillGRPCTargets(&fcfg, sim.Initial())
 	r.fleet, err = fakeenvoy.NewFleet(fcfg)
 	if err != nil {
 		return nil, err

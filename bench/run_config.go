@@ -2,11 +2,17 @@ package bench
 
 import (
 	"fmt"
+	"net"
 	"runtime"
+	"sort"
+	"strconv"
 	"time"
+
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/debounce"
+	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -70,17 +76,23 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 			ns = s.Topology.Namespaces
 		}
 		id := fakeenvoy.IdentityTemplate{Type: scenarios.TypeSidecar, Namespaces: ns,
-			ClusterID: c.Node.ClusterID, IstioVersion: c.Node.IstioVersion, Labels: c.Node.Labels}
+			ClusterID: c.Node.ClusterID, IstioVersion: c.Node.IstioVersion, Labels: c.Node.Labels,
+			IstioMetadata: c.Node.IstioMetadata}
 		switch c.Type {
 		case scenarios.TypeRouter:
 			id.Type = scenarios.TypeRouter
 		case scenarios.TypeGRPC:
 			id.Generator = "grpc"
 		}
+		if c.XDS == scenarios.XDSGRPC {
+			id.Generator = "grpc"
+		}
 		cfg.Groups = append(cfg.Groups, fakeenvoy.Group{
 			Name: c.Name, Count: c.Count, Identity: id,
 			Client: fakeenvoy.ClientConfig{
 				Delta:               c.XDS == scenarios.XDSDelta,
+				GRPC:                c.XDS == scenarios.XDSGRPC,
+				GRPCTargets:         c.Targets,
 				NodeOnFirstOnly:     c.NodeOnFirstOnly,
 				InitialFetchTimeout: ift,
 				Nack:                nack,
@@ -130,4 +142,31 @@ func phaseTimeout(d scenarios.Duration, def time.Duration) time.Duration {
 		return d.D()
 	}
 	return def
+}
+
+// fillGRPCTargets gives every gRPC group without targets the listener of every service port
+// of the initial topology (what a client calling all of them would ask for).
+func fillGRPCTargets(cfg *fakeenvoy.FleetConfig, initial []model.Config) {
+	var all []string
+	for i := range cfg.Groups {
+		g := &cfg.Groups[i]
+		if !g.Client.GRPC || len(g.Client.GRPCTargets) > 0 {
+			continue
+		}
+		if all == nil {
+			for _, c := range initial {
+				se, ok := c.Spec.(*networking.ServiceEntry)
+				if !ok || c.Kind != model.KindServiceEntry {
+					continue
+				}
+				for _, h := range se.GetHosts() {
+					for _, p := range se.GetPorts() {
+						all = append(all, net.JoinHostPort(h, strconv.FormatUint(uint64(p.GetNumber()), 10)))
+					}
+				}
+			}
+			sort.Strings(all)
+		}
+		g.Client.GRPCTargets = all
+	}
 }

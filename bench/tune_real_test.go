@@ -32,7 +32,7 @@ func tinyScenario(t *testing.T, minQuiet string) *scenarios.Scenario {
 // a run, three runs):
 //
 //   - tune sweeps minQuiet=100ms,1s (one run each) and must produce the table, the plot, a
-//     recommendation (100ms: the only point under the scenario's p(99)<2s) and the estimate
+//     recommendation (100ms: the only point under the scenario's p(99)<1s) and the estimate
 //     check at that point;
 //   - compare must pass a second run of the 100ms baseline against the first (exit 0), and
 //     flag the 1s run against it (the planted regression, exit 1).
@@ -73,7 +73,7 @@ func TestRealRuns(t *testing.T) {
 			t.Errorf("minQuiet 1s should trade latency for fewer pushes: 100ms %+v, 1s %+v", fast.Measured, slow.Measured)
 		}
 		if res.Recommended != 0 {
-			t.Errorf("recommended %d (%s), want minQuiet=100ms, the only point under p(99)<2s", res.Recommended, res.Why)
+			t.Errorf("recommended %d (%s), want minQuiet=100ms, the only point under p(99)<1s", res.Recommended, res.Why)
 		}
 		if res.Check == nil || math.IsNaN(float64(res.Check.PushCyclesError)) {
 			t.Errorf("no estimate check at the recommended point: %+v", res.Check)

@@ -30,6 +30,8 @@ type Client struct {
 	hooks     Hooks
 	rng       *rand.Rand // reconnect jitter
 	m         *machine
+	mcfg      ClientConfig // what m was built from: Restart builds a fresh one
+	restarts  uint64
 	codec     *codec
 	attempts  int
 	running   bool
@@ -50,7 +52,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 	}
 	cfg.Nack = nack
 	// The client keeps its node encoded (see codec); the machine's requests carry a stand-in.
-	cd, err := newCodec(cfg.Node)
+	cd, err := newCodec(cfg.Node, cfg.Clock.Now)
 	if err != nil {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
@@ -78,8 +80,28 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		hooks:     hooks,
 		rng:       rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(cfg.Index))),
 		m:         m,
+		mcfg:      mcfg,
 		codec:     cd,
 	}, nil
+}
+
+// Restart makes the client a new Envoy process: the next Run starts from nothing (no
+// versions, no resources, no initial_resource_versions, initialization from CDS), as a
+// restarted pod does. Its random choices continue on a new stream of the client's seed. It
+// must not be called while Run runs.
+func (c *Client) Restart() error {
+	if c.running {
+		return fmt.Errorf("fakeenvoy: client %d: Restart while running", c.index)
+	}
+	c.restarts++
+	cfg := c.mcfg
+	cfg.Seed ^= c.restarts * 0x9e3779b97f4a7c15
+	m, err := newMachine(cfg)
+	if err != nil {
+		return fmt.Errorf("fakeenvoy: client %d: %w", c.index, err)
+	}
+	c.m = m
+	return nil
 }
 
 // Index is the client's position in the fleet.
@@ -97,15 +119,26 @@ func (c *Client) Namespace() string { return c.namespace }
 // Delta reports whether the client speaks incremental xDS.
 func (c *Client) Delta() bool { return c.delta }
 
-// Subscribed reports whether the client watches resource name of typeURL (CDS and LDS are
-// wildcard: every name once subscribed). Only valid inside hooks (on the client goroutine).
+// Subscribed reports whether the client watches resource name of typeURL (an Envoy client's
+// CDS and LDS are wildcard: every name once subscribed; a gRPC client names every type). Only
+// valid inside hooks (on the client goroutine).
 func (c *Client) Subscribed(typeURL, name string) bool {
 	t := typeIndex(typeURL)
 	return t >= 0 && c.m.subscribedName(t, name)
 }
 
-// Resource returns the accepted resource (probe.View). Only valid inside hooks.
+// Resource returns the accepted resource (probe.View), warming or not. Only valid inside hooks.
 func (c *Client) Resource(typeURL, name string) proto.Message { return c.m.Resource(typeURL, name) }
+
+// Effective returns the resource in effect: a warming cluster or listener has not replaced
+// the copy held before it. Only valid inside hooks.
+func (c *Client) Effective(typeURL, name string) proto.Message {
+	return c.m.Effective(typeURL, name)
+}
+
+// Synced reports whether the client holds an accepted state of typeURL since it (re)started.
+// Only valid inside hooks.
+func (c *Client) Synced(typeURL string) bool { return c.m.synced(typeURL) }
 
 // Run connects, follows the protocol and reconnects with Envoy's backoff until ctx is done;
 // it returns nil then. Connect failures are reported to hooks, never returned. Run must not be
@@ -262,8 +295,8 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 	return o.loop(ctx, events)
 }
 
-// receive only forwards: it stamps the receive time right after Recv returns, before anything
-// else touches the message.
+// receive only forwards: it takes the receive time the codec stamped when the message's bytes
+// arrived, before they were decoded (the clock right after Recv returns if none).
 func (c *Client) receive(ctx context.Context, s adsStream, out chan<- recvEvent, done chan<- struct{}) {
 	defer close(done)
 	forward := func(ev recvEvent) bool {
@@ -281,7 +314,10 @@ func (c *Client) receive(ctx context.Context, s adsStream, out chan<- recvEvent,
 	}
 	for {
 		ev, err := s.recv()
-		ev.at = c.clock.Now()
+		ev.at = c.codec.lastRecv()
+		if ev.at.IsZero() {
+			ev.at = c.clock.Now()
+		}
 		if err != nil {
 			forward(recvEvent{err: err, at: ev.at})
 			return

@@ -2,6 +2,7 @@ package fakeenvoy
 
 import (
 	"fmt"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -28,15 +29,25 @@ import (
 // message spans one buffer it is read in place; otherwise it is copied once into a fresh slice.
 // proto.Unmarshal copies every bytes and string field, so nothing decoded points into a buffer
 // gRPC recycles afterwards.
+//
+// The codec also stamps each response's receive time: Unmarshal is where the transport hands
+// over a whole message's bytes, before any decoding, so that is where the push latency ends.
+// grpc-go calls it on the goroutine that called RecvMsg (the client's receive goroutine), which
+// reads the stamp with lastRecv right after Recv returns.
 type codec struct {
 	node      *corev3.Node // the stand-in the client's requests carry; nil when no node
 	nodeBytes []byte       // the encoding of the client's real node
+	now       func() time.Time
+	recvAt    time.Time // entry of the last Unmarshal; only read by the receiving goroutine
 }
 
 // newCodec encodes node (which may be nil) for the codec of one client; the client's machine
 // must put c.node, the stand-in, in its requests.
-func newCodec(node *corev3.Node) (*codec, error) {
-	c := &codec{}
+func newCodec(node *corev3.Node, now func() time.Time) (*codec, error) {
+	if now == nil {
+		now = time.Now
+	}
+	c := &codec{now: now}
 	if node != nil {
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(node)
 		if err != nil {
@@ -98,7 +109,12 @@ func (c *codec) withNode(field protowire.Number, m proto.Message) ([]byte, error
 	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
 }
 
-func (*codec) Unmarshal(data mem.BufferSlice, v any) error {
+func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if c.now != nil {
+		c.recvAt = c.now()
+	} else {
+		c.recvAt = time.Now()
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("fakeenvoy codec: cannot unmarshal into %T: not a proto message", v)
@@ -107,6 +123,14 @@ func (*codec) Unmarshal(data mem.BufferSlice, v any) error {
 		return proto.Unmarshal(data[0].ReadOnlyData(), m)
 	}
 	return proto.Unmarshal(data.Materialize(), m)
+}
+
+// lastRecv returns the receive stamp of the message the last Recv returned, and clears it (a
+// zero time means the message did not pass through this codec).
+func (c *codec) lastRecv() time.Time {
+	t := c.recvAt
+	c.recvAt = time.Time{}
+	return t
 }
 
 // newBufferPool returns the pool a fleet's connections read frames and messages into: a tier at

@@ -19,7 +19,7 @@ func TestCodecNode(t *testing.T) {
 	node := IdentityTemplate{Namespaces: 3, Labels: map[string]string{"app": "a", "v": "1"}}.Node(7)
 	other := IdentityTemplate{}.Node(8)
 	errDetail := &status.Status{Code: 13, Message: "bad"}
-	c, err := newCodec(node)
+	c, err := newCodec(node, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,11 @@ type ClientConfig struct {
 	Node *corev3.Node
 	// Delta selects the incremental protocol (DeltaAggregatedResources).
 	Delta bool
+	// GRPC makes the client a proxyless gRPC client (grpc-go's xDS client, see grpc.go): SotW,
+	// named subscriptions from the GRPCTargets listeners ("host:port") down to EDS, grpc-go's
+	// validation rules. Delta must be false.
+	GRPC        bool
+	GRPCTargets []string
 	// NodeOnFirstOnly sends node only on the first request of each stream
 	// (set_node_on_first_message_only); by default every request carries it, as Envoy does.
 	NodeOnFirstOnly bool
@@ -83,6 +88,12 @@ func (c ClientConfig) Validate() error {
 	}
 	if c.Backoff.Base < 0 || c.Backoff.Max < 0 || (c.Backoff.Max > 0 && c.Backoff.Base > c.Backoff.Max) {
 		return fmt.Errorf("fakeenvoy: client %d: backoff needs 0 <= base <= max, got base %s max %s", c.Index, c.Backoff.Base, c.Backoff.Max)
+	}
+	if c.GRPC && c.Delta {
+		return fmt.Errorf("fakeenvoy: client %d: a gRPC client speaks SotW only (grpc-go has no Delta xDS): unset Delta", c.Index)
+	}
+	if c.GRPC && len(c.GRPCTargets) == 0 {
+		return fmt.Errorf("fakeenvoy: client %d: a gRPC client needs GRPCTargets (listener names host:port)", c.Index)
 	}
 	if err := c.Nack.Validate(); err != nil {
 		return fmt.Errorf("fakeenvoy: client %d: %w", c.Index, err)

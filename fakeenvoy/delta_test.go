@@ -68,13 +68,14 @@ func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
 		name string
 		want deltaWant
 	}{
+		// Envoy's Delta mux sends ACKs before plain updates (subscriptions).
 		{"CDS legacy wildcard", deltaWant{typeURL: C}},
-		{"EDS subscribe before the CDS ACK", deltaWant{typeURL: E, sub: []string{"c1", "c2"}}},
-		{"CDS ACK", deltaWant{typeURL: C, nonce: true}},
+		{"CDS ACK before the EDS subscribe", deltaWant{typeURL: C, nonce: true}},
+		{"EDS subscribe", deltaWant{typeURL: E, sub: []string{"c1", "c2"}}},
+		{"EDS ACK before the LDS subscribe", deltaWant{typeURL: E, nonce: true}},
 		{"LDS legacy wildcard once warmed", deltaWant{typeURL: L}},
-		{"EDS ACK", deltaWant{typeURL: E, nonce: true}},
-		{"RDS subscribe before the LDS ACK", deltaWant{typeURL: R, sub: []string{"r1"}}},
-		{"LDS ACK", deltaWant{typeURL: L, nonce: true}},
+		{"LDS ACK before the RDS subscribe", deltaWant{typeURL: L, nonce: true}},
+		{"RDS subscribe", deltaWant{typeURL: R, sub: []string{"r1"}}},
 		{"RDS ACK", deltaWant{typeURL: R, nonce: true}},
 	}
 	wantNode := IdentityTemplate{}.Node(0)
@@ -87,12 +88,12 @@ func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
 	}
 	h.waitEvent(t, "first-full")
 
-	// Deleting c2: removed_resources drives an EDS unsubscribe before the CDS ACK.
+	// Deleting c2: removed_resources drives an EDS unsubscribe after the CDS ACK.
 	res := baseResources(t)
 	res[resource.ClusterType] = []types.Resource{edsCluster("c1")}
 	srv.set(t, c.NodeID(), "v2", res)
-	checkDelta(t, "EDS unsubscribe c2", srv.nextDelta(t), deltaWant{typeURL: E, unsub: []string{"c2"}})
 	checkDelta(t, "CDS ACK of the removal", srv.nextDelta(t), deltaWant{typeURL: C, nonce: true})
+	checkDelta(t, "EDS unsubscribe c2", srv.nextDelta(t), deltaWant{typeURL: E, unsub: []string{"c2"}})
 	for {
 		r := h.nextInfo(t)
 		if r.TypeURL == C && r.Seq > 4 {

@@ -6,7 +6,8 @@
 // shell (Client.Run). The machine takes "stream started", "response received at t" and "timer
 // fired at t" and returns the requests to send, the ACK/NACK decision, the hooks to call and the
 // next deadline to arm. The shell owns the machine on one goroutine per client; a second
-// goroutine only forwards Recv results, stamped with the receive time right after Recv returns.
+// goroutine only forwards Recv results, stamped with the receive time the client's codec took
+// when the transport handed it the message's bytes, before decoding (monotonic clock).
 //
 // State of the world (SotW) follows Envoy's order: CDS wildcard first; after every CDS response
 // that changed something, one EDS request naming every EDS cluster, sent before the CDS ACK;
@@ -17,7 +18,24 @@
 // (code 13, as Envoy). Identical resources (same bytes) are skipped: no re-warm, no request.
 //
 // Delta follows the same order with subscribe/unsubscribe diffs, legacy wildcard for CDS/LDS
-// and initial_resource_versions on reconnect; ACK = nonce, NACK = nonce + error_detail.
+// and initial_resource_versions on reconnect; ACK = nonce, NACK = nonce + error_detail. As in
+// Envoy's Delta mux, the ACK of a response goes before the subscriptions it causes.
+//
+// Warming: a new or changed EDS cluster waits for a ClusterLoadAssignment, a listener for its
+// route configurations, each up to the initial_fetch_timeout of the config source it names
+// (eds_config, the HCM's rds.config_source; 0s waits forever, as Istio sets it; the client's
+// InitialFetchTimeout, default 15s, when none is given, and for the bootstrap CDS and LDS). A
+// Delta client cannot ask again for an assignment it holds: it uses that one only when the
+// timeout expires (Envoy's EDS cache on FetchTimedout). While a resource warms, the copy it
+// replaces stays in effect (Client.Effective); Resource is what was received.
+//
+// Restart (churn) makes a client a new process: no versions, resources or initial versions.
+// The node goes on every request, or only on a stream's first with NodeOnFirstOnly (Istio's
+// set_node_on_first_message_only); IdentityTemplate.IstioMetadata sends an Istio-sized node.
+//
+// A gRPC client (ClientConfig.GRPC; see grpc.go) behaves like grpc-go's xDS client instead:
+// SotW with named subscriptions from its targets' API listeners down to EDS, no warming, and
+// grpc-go's resource rules.
 //
 // NACK policies (NackPolicy) combine a probability, every Nth response, a resource-name regexp
 // and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures, recursively inside

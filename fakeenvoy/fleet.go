@@ -373,7 +373,11 @@ func (f *Fleet) runClient(ctx context.Context, fc *fleetClient) {
 		}
 		return cc, nil
 	}
-	for ctx.Err() == nil {
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			// A churn restart is a new Envoy process: it keeps nothing of the last one.
+			_ = fc.c.Restart() // fails only while running, which it is not
+		}
 		runCtx, stopChurn := f.churnContext(ctx, fc)
 		_ = fc.c.Run(runCtx, connect) // Run only fails when called twice, which we never do
 		stopChurn()

@@ -33,9 +33,11 @@ const (
 	MetricAckDelay          = "xdslab_fleet_ack_delay_seconds"
 	MetricPushLatency       = "xdslab_push_latency_seconds"
 	MetricPushAckLatency    = "xdslab_push_ack_latency_seconds"
+	MetricPushRecvLatency   = "xdslab_push_received_latency_seconds"
 	MetricConvergence       = "xdslab_convergence_seconds"
 	MetricProbesObserved    = "xdslab_probe_observed_total"
 	MetricProbesSuperseded  = "xdslab_probe_superseded_total"
+	MetricProbesHeld        = "xdslab_probe_already_held_total"
 	MetricProbesMissed      = "xdslab_probe_missed_total"
 	MetricProbesUnresolved  = "xdslab_probe_unresolved_total"
 	MetricProbesOutstanding = "xdslab_probe_outstanding"
@@ -133,8 +135,9 @@ func trends(st FleetStats) ([]summary.Metric, error) {
 	return []summary.Metric{ttfc, ack}, nil
 }
 
-// MatchMetrics turns probe results into summary metrics: push and ACK latency trends (overall
-// and per kind), the convergence trend of complete events, and observation counters.
+// MatchMetrics turns probe results into summary metrics: push (in effect), received and ACK
+// latency trends and the convergence trend (overall and per kind, as the matcher defines them),
+// and observation counters.
 func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
 	var out []summary.Metric
 	add := func(name string, h *hdr.Histogram, tags map[string]string) error {
@@ -151,6 +154,9 @@ func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
 	if err := add(MetricPushAckLatency, r.AckLatencyAll, nil); err != nil {
 		return nil, err
 	}
+	if err := add(MetricPushRecvLatency, r.ReceiveLatencyAll, nil); err != nil {
+		return nil, err
+	}
 	if err := add(MetricConvergence, r.Convergence, nil); err != nil {
 		return nil, err
 	}
@@ -164,6 +170,24 @@ func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
 			}
 		}
 	}
+	kinds := func(m map[string]*hdr.Histogram) []string {
+		out := make([]string, 0, len(m))
+		for k := range m {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, kind := range kinds(r.ReceiveLatency) {
+		if err := add(MetricPushRecvLatency, r.ReceiveLatency[kind], map[string]string{"kind": kind}); err != nil {
+			return nil, err
+		}
+	}
+	for _, kind := range kinds(r.ConvergenceByKind) {
+		if err := add(MetricConvergence, r.ConvergenceByKind[kind], map[string]string{"kind": kind}); err != nil {
+			return nil, err
+		}
+	}
 	incomplete := 0
 	for _, e := range r.Events {
 		if !e.Complete() {
@@ -175,6 +199,7 @@ func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
 		summary.NewCounter(MetricIncompleteEvents, summary.Default, float64(incomplete), dur, nil),
 		summary.NewCounter(MetricProbesObserved, summary.Default, float64(r.Observed), dur, nil),
 		summary.NewCounter(MetricProbesSuperseded, summary.Default, float64(r.Superseded), dur, nil),
+		summary.NewCounter(MetricProbesHeld, summary.Default, float64(r.AlreadyHeld), dur, nil),
 		summary.NewCounter(MetricProbesMissed, summary.Default, float64(r.Missed), dur, nil),
 		summary.NewCounter(MetricProbesUnresolved, summary.Default, float64(r.Unresolved), dur, nil),
 	)
@@ -199,11 +224,11 @@ var (
 	descConnFail    = prometheus.NewDesc(MetricConnectFailures, "Failed connects and stream opens, by gRPC code.", []string{"code"}, nil)
 	descTTFC        = prometheus.NewDesc(MetricTimeToFirstConfig, "Client start to first full config.", nil, nil)
 	descAckDelay    = prometheus.NewDesc(MetricAckDelay, "Response received to ACK/NACK written.", nil, nil)
-	descPush        = prometheus.NewDesc(MetricPushLatency, "Probe t0 to the response that showed the change, per client.", []string{"kind"}, nil)
+	descPush        = prometheus.NewDesc(MetricPushLatency, "Probe t0 to the change in effect at the client (received, and warmed when it is a cluster or listener), per client.", []string{"kind"}, nil)
 	descPushAck     = prometheus.NewDesc(MetricPushAckLatency, "Probe t0 to the ACK of that response, per client.", []string{"kind"}, nil)
-	descConvergence = prometheus.NewDesc(MetricConvergence, "Per event: the largest push latency over the clients it reached (complete events).", nil, nil)
+	descConvergence = prometheus.NewDesc(MetricConvergence, "Per event: the largest push latency over the clients that observed it; an event some client has not observed yet counts as at least t0 to now (the matcher's one definition).", nil, nil)
 	descObserved    = prometheus.NewDesc(MetricProbesObserved, "Client x event observations.", nil, nil)
-	descSuperseded  = prometheus.NewDesc(MetricProbesSuperseded, "Client x event expectations superseded before being observed.", nil, nil)
+	descSuperseded  = prometheus.NewDesc(MetricProbesSuperseded, "Client x event expectations superseded: the client reached a later conflicting state without ever being in this one.", nil, nil)
 	descOutstanding = prometheus.NewDesc(MetricProbesOutstanding, "Client x event observations still awaited.", nil, nil)
 	descTypes       = func() []*prometheus.Desc {
 		out := make([]*prometheus.Desc, len(typeCounters))

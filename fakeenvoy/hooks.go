@@ -3,6 +3,8 @@ package fakeenvoy
 import (
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -19,7 +21,8 @@ type ResponseInfo struct {
 	Version string // SotW system version; empty for Delta
 	Nonce   string
 	Delta   bool
-	// Recv is taken right after the stream's Recv returned, before decoding.
+	// Recv is taken when the transport handed the client the message's bytes, before they are
+	// decoded (the client codec's Unmarshal entry); it carries the monotonic clock reading.
 	Recv time.Time
 	// Bytes is the encoded size of the resources in the response.
 	Bytes int
@@ -34,6 +37,20 @@ type ResponseInfo struct {
 	// Nacked is true when the client rejected the response; Error is its error_detail message.
 	Nacked bool
 	Error  string
+
+	// changed lists the resources of TypeURL the response added, changed or removed in the
+	// client's accepted state, each with the copy held before (nil: absent). It is what lets
+	// the matcher tell which subjects a response touched and what the client held before it.
+	changed []changedRes
+	// fresh: the client held no accepted state of TypeURL before this response (a new
+	// process), so "before" is nothing, not "absent".
+	fresh bool
+}
+
+// changedRes is one resource a response changed, with the client's copy from before it.
+type changedRes struct {
+	name string
+	prev proto.Message
 }
 
 // Hooks receives a client's observations.
@@ -48,7 +65,8 @@ type Hooks interface {
 	// Response is called for every response after the client decided to ACK or NACK it.
 	Response(c *Client, r ResponseInfo)
 	// Applied is called after an accepted response changed the client's resources; view is
-	// the client's state after applying it and is only valid during the call.
+	// the client's received state after applying it (warming resources included; see
+	// Client.Effective for what is in effect) and is only valid during the call.
 	Applied(c *Client, r ResponseInfo, view probe.View)
 	// AckSent is called when the ACK or NACK for response r was written to the stream.
 	AckSent(c *Client, r ResponseInfo, at time.Time)

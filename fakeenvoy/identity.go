@@ -28,6 +28,11 @@ type IdentityTemplate struct {
 	// addresses: a proxy whose IP is an endpoint gets inbound config of its own, so a chance
 	// collision would change what the control plane generates for it.
 	IPBase string
+	// IstioMetadata adds what a real Istio sidecar's node carries besides the basics (istio-
+	// agent's PROXY_CONFIG, ANNOTATIONS, POD_PORTS, OWNER, ..., Envoy's extensions list and
+	// client features): a node of about 5 KB instead of a few hundred bytes, so that a
+	// control plane's node decoding costs what it costs against a real fleet.
+	IstioMetadata bool
 }
 
 // Validate reports a template that cannot produce identities.
@@ -98,12 +103,140 @@ func (t IdentityTemplate) Node(index int) *corev3.Node {
 	if t.Generator != "" {
 		fields["GENERATOR"] = structpb.NewStringValue(t.Generator)
 	}
-	return &corev3.Node{
+	n := &corev3.Node{
 		Id:            fmt.Sprintf("%s~%s~%s.%s~%s.svc.cluster.local", typ, ip, pod, ns, ns),
 		Cluster:       typ + "." + ns,
 		Metadata:      &structpb.Struct{Fields: fields},
 		UserAgentName: "envoy",
 	}
+	if t.IstioMetadata {
+		istioSized(n, fields, index, ns, version)
+	}
+	return n
+}
+
+// istioSized fills n with the rest of what an Istio sidecar's node holds, in the shapes istio-
+// agent and Envoy send (values are plausible stand-ins; only their shape and size matter).
+func istioSized(n *corev3.Node, fields map[string]*structpb.Value, index int, ns, version string) {
+	str := structpb.NewStringValue
+	app := fmt.Sprintf("app-%d", index%50)
+	strct := func(kv map[string]any) *structpb.Value {
+		v, err := structpb.NewStruct(kv)
+		if err != nil {
+			return structpb.NewNullValue() // only non-JSON Go values fail; these are literals
+		}
+		return structpb.NewStructValue(v)
+	}
+	fields["ANNOTATIONS"] = strct(map[string]any{
+		"kubectl.kubernetes.io/default-container":      app,
+		"kubectl.kubernetes.io/default-logs-container": app,
+		"prometheus.io/path":                           "/stats/prometheus",
+		"prometheus.io/port":                           "15020",
+		"prometheus.io/scrape":                         "true",
+		"istio.io/rev":                                 "default",
+		"kubernetes.io/config.seen":                    "2026-01-01T00:00:00.000000000Z",
+		"kubernetes.io/config.source":                  "api",
+		"sidecar.istio.io/status": `{"initContainers":["istio-init"],"containers":["istio-proxy"],` +
+			`"volumes":["workload-socket","credential-socket","workload-certs","istio-envoy","istio-data",` +
+			`"istio-podinfo","istio-token","istiod-ca-cert"],"imagePullSecrets":null,"revision":"default"}`,
+	})
+	fields["APP_CONTAINERS"] = str(app)
+	fields["ENVOY_PROMETHEUS_PORT"] = structpb.NewNumberValue(15090)
+	fields["ENVOY_STATUS_PORT"] = structpb.NewNumberValue(15021)
+	fields["ISTIO_PROXY_SHA"] = str("9c5d3c8a1b7e4f20a6d1e0b3c2f4a5d6e7f8091a")
+	fields["MESH_ID"] = str("cluster.local")
+	fields["NODE_NAME"] = str(fmt.Sprintf("node-%d", index%100))
+	fields["OWNER"] = str(fmt.Sprintf("kubernetes://apis/apps/v1/namespaces/%s/deployments/%s", ns, app))
+	fields["PILOT_SAN"] = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{str("istiod.istio-system.svc")}})
+	fields["POD_PORTS"] = str(`[{"name":"http","containerPort":8080,"protocol":"TCP"},{"name":"grpc","containerPort":9090,"protocol":"TCP"}]`)
+	fields["SERVICE_ACCOUNT"] = str(app)
+	fields["WORKLOAD_NAME"] = str(app)
+	fields["PLATFORM_METADATA"] = strct(map[string]any{})
+	fields["PROXY_CONFIG"] = strct(map[string]any{
+		"binaryPath":                      "/usr/local/bin/envoy",
+		"concurrency":                     2,
+		"configPath":                      "./etc/istio/proxy",
+		"controlPlaneAuthPolicy":          "MUTUAL_TLS",
+		"discoveryAddress":                "istiod.istio-system.svc:15012",
+		"drainDuration":                   "45s",
+		"proxyAdminPort":                  15000,
+		"serviceCluster":                  "istio-proxy",
+		"statNameLength":                  189,
+		"statusPort":                      15020,
+		"terminationDrainDuration":        "5s",
+		"tracing":                         map[string]any{"zipkin": map[string]any{"address": "zipkin.istio-system:9411"}},
+		"holdApplicationUntilProxyStarts": false,
+		"proxyMetadata":                   map[string]any{"ISTIO_META_DNS_CAPTURE": "true", "ISTIO_META_DNS_AUTO_ALLOCATE": "true"},
+	})
+	if l := fields["LABELS"].GetStructValue(); l != nil {
+		for k, v := range map[string]string{
+			"app": app, "version": "v1", "pod-template-hash": "7d9f8c6b5d",
+			"security.istio.io/tlsMode": "istio", "service.istio.io/canonical-name": app,
+			"service.istio.io/canonical-revision": "v1",
+		} {
+			if _, ok := l.Fields[k]; !ok {
+				l.Fields[k] = str(v)
+			}
+		}
+	}
+	n.Locality = &corev3.Locality{Region: "region-0", Zone: fmt.Sprintf("zone-%d", index%3)}
+	n.UserAgentVersionType = &corev3.Node_UserAgentBuildVersion{UserAgentBuildVersion: &corev3.BuildVersion{
+		Metadata: &structpb.Struct{Fields: map[string]*structpb.Value{
+			"revision.status": str("Clean"), "build.type": str("RELEASE"), "ssl.version": str("BoringSSL"),
+			"revision.sha": str("9c5d3c8a1b7e4f20a6d1e0b3c2f4a5d6e7f8091a"), "istio.version": str(version)}},
+	}}
+	n.ClientFeatures = []string{"envoy.lb.does_not_support_overprovisioning", "envoy.lrs.supports_send_all_clusters",
+		"envoy.config.require-any-fields-contain-struct", "xds.config.resource-ttl", "xds.config.supports-resource-ttl"}
+	for _, cat := range envoyExtensions {
+		for _, name := range cat.names {
+			n.Extensions = append(n.Extensions, &corev3.Extension{Name: name, Category: cat.category})
+		}
+	}
+}
+
+// envoyExtensions is a sample of the extensions an Istio proxy build reports, by category.
+var envoyExtensions = []struct {
+	category string
+	names    []string
+}{
+	{"envoy.filters.http", []string{"envoy.filters.http.router", "envoy.filters.http.fault", "envoy.filters.http.cors",
+		"envoy.filters.http.grpc_stats", "envoy.filters.http.grpc_web", "envoy.filters.http.health_check",
+		"envoy.filters.http.local_ratelimit", "envoy.filters.http.ratelimit", "envoy.filters.http.rbac",
+		"envoy.filters.http.jwt_authn", "envoy.filters.http.ext_authz", "envoy.filters.http.lua",
+		"envoy.filters.http.wasm", "envoy.filters.http.compressor", "envoy.filters.http.decompressor",
+		"envoy.filters.http.header_to_metadata", "envoy.filters.http.buffer", "envoy.filters.http.csrf",
+		"istio.alpn", "istio.metadata_exchange", "istio.stats", "envoy.filters.http.grpc_json_transcoder"}},
+	{"envoy.filters.network", []string{"envoy.filters.network.http_connection_manager", "envoy.filters.network.tcp_proxy",
+		"envoy.filters.network.rbac", "envoy.filters.network.ext_authz", "envoy.filters.network.local_ratelimit",
+		"envoy.filters.network.mongo_proxy", "envoy.filters.network.redis_proxy", "envoy.filters.network.mysql_proxy",
+		"envoy.filters.network.sni_cluster", "envoy.filters.network.wasm", "istio.metadata_exchange", "istio.stats"}},
+	{"envoy.filters.listener", []string{"envoy.filters.listener.tls_inspector", "envoy.filters.listener.http_inspector",
+		"envoy.filters.listener.original_dst", "envoy.filters.listener.original_src", "envoy.filters.listener.proxy_protocol"}},
+	{"envoy.transport_sockets.upstream", []string{"envoy.transport_sockets.tls", "envoy.transport_sockets.raw_buffer",
+		"envoy.transport_sockets.tcp_stats", "envoy.transport_sockets.internal_upstream", "envoy.transport_sockets.upstream_proxy_protocol"}},
+	{"envoy.transport_sockets.downstream", []string{"envoy.transport_sockets.tls", "envoy.transport_sockets.raw_buffer",
+		"envoy.transport_sockets.tcp_stats"}},
+	{"envoy.access_loggers", []string{"envoy.access_loggers.file", "envoy.access_loggers.http_grpc",
+		"envoy.access_loggers.open_telemetry", "envoy.access_loggers.stderr", "envoy.access_loggers.stdout",
+		"envoy.access_loggers.tcp_grpc", "envoy.access_loggers.wasm"}},
+	{"envoy.tracers", []string{"envoy.tracers.zipkin", "envoy.tracers.opentelemetry", "envoy.tracers.datadog",
+		"envoy.tracers.skywalking", "envoy.tracers.dynamic_ot"}},
+	{"envoy.clusters", []string{"envoy.cluster.eds", "envoy.cluster.static", "envoy.cluster.strict_dns",
+		"envoy.cluster.logical_dns", "envoy.cluster.original_dst", "envoy.clusters.aggregate", "envoy.clusters.dynamic_forward_proxy"}},
+	{"envoy.load_balancing_policies", []string{"envoy.load_balancing_policies.round_robin",
+		"envoy.load_balancing_policies.least_request", "envoy.load_balancing_policies.random",
+		"envoy.load_balancing_policies.ring_hash", "envoy.load_balancing_policies.maglev",
+		"envoy.load_balancing_policies.cluster_provided", "envoy.load_balancing_policies.client_side_weighted_round_robin"}},
+	{"envoy.stats_sinks", []string{"envoy.stat_sinks.metrics_service", "envoy.stat_sinks.statsd",
+		"envoy.stat_sinks.dog_statsd", "envoy.stat_sinks.hystrix", "envoy.stat_sinks.wasm", "envoy.stat_sinks.open_telemetry"}},
+	{"envoy.resolvers", []string{"envoy.ip"}},
+	{"envoy.health_checkers", []string{"envoy.health_checkers.redis", "envoy.health_checkers.grpc",
+		"envoy.health_checkers.http", "envoy.health_checkers.tcp"}},
+	{"envoy.matching.http.input", []string{"envoy.matching.inputs.request_headers", "envoy.matching.inputs.response_headers",
+		"envoy.matching.inputs.query_params", "envoy.matching.inputs.destination_ip", "envoy.matching.inputs.source_ip"}},
+	{"envoy.upstreams", []string{"envoy.upstreams.http.generic", "envoy.upstreams.http.http", "envoy.upstreams.http.tcp",
+		"envoy.upstreams.tcp.generic"}},
+	{"envoy.wasm.runtime", []string{"envoy.wasm.runtime.null", "envoy.wasm.runtime.v8"}},
 }
 
 func ipAt(base string, index int) string {

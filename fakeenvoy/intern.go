@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"sync"
+	"time"
 	"weak"
 
 	"google.golang.org/protobuf/proto"
@@ -30,9 +31,9 @@ type Interner struct {
 }
 
 type internKey struct {
-	hash      uint64
-	t         uint8
-	realistic bool
+	hash uint64
+	t    uint8
+	mode checkMode
 }
 
 // decoded is one decoded resource: its name (field 1), the hash of its encoded bytes (with
@@ -44,6 +45,11 @@ type decoded struct {
 	raw  []byte
 	msg  proto.Message
 	refs []string
+	// fetchTimeout is the initial_fetch_timeout of the config source the resource names for
+	// what it references (a cluster's eds_config, a listener's RDS config_source); hasFetch
+	// is false when the config source gives none (Envoy's 15s default applies).
+	fetchTimeout time.Duration
+	hasFetch     bool
 }
 
 // NewInterner returns an empty table; give the same one to every client that should share.
@@ -62,20 +68,20 @@ func (in *Interner) Len() int {
 }
 
 // decode returns the decoded resource of type t with bytes raw (hash is their maphash with
-// hashSeed) named name, validated when realistic: a shared one when the table holds the same
+// hashSeed) named name, validated as mode says: a shared one when the table holds the same
 // bytes, else a new one (added to the table when in is not nil). Resources that fail to decode
 // or validate are not shared.
-func (in *Interner) decode(t int, realistic bool, hash uint64, name string, raw []byte) (*decoded, error) {
+func (in *Interner) decode(t int, mode checkMode, hash uint64, name string, raw []byte) (*decoded, error) {
 	if in == nil {
-		return decodeNew(t, realistic, hash, name, nil, raw)
+		return decodeNew(t, mode, hash, name, nil, raw)
 	}
-	k := internKey{hash: hash, t: uint8(t), realistic: realistic}
+	k := internKey{hash: hash, t: uint8(t), mode: mode}
 	if d := in.lookup(k, raw); d != nil {
 		return d, nil
 	}
 	// Decode outside the lock: clients decode different resources in parallel; two that race
 	// on the same one both decode it and the second adopts the first's.
-	d, err := decodeNew(t, realistic, hash, name, raw, raw)
+	d, err := decodeNew(t, mode, hash, name, raw, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +120,12 @@ func (in *Interner) evict(k internKey) {
 	}
 }
 
-func decodeNew(t int, realistic bool, hash uint64, name string, keep, raw []byte) (*decoded, error) {
-	msg, refs, err := decode(t, raw, realistic)
+func decodeNew(t int, mode checkMode, hash uint64, name string, keep, raw []byte) (*decoded, error) {
+	msg, refs, err := decode(t, raw, mode)
 	if err != nil {
 		return nil, err
 	}
-	return &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs}, nil
+	d := &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs}
+	d.fetchTimeout, d.hasFetch = fetchTimeoutOf(msg)
+	return d, nil
 }

@@ -40,11 +40,11 @@ func TestInternerDecode(t *testing.T) {
 			if tc.interner {
 				in = NewInterner()
 			}
-			da, err := in.decode(tc.aT, tc.aReal, tc.aH, "a", tc.a)
+			da, err := in.decode(tc.aT, modeOf(tc.aReal), tc.aH, "a", tc.a)
 			if err != nil {
 				t.Fatal(err)
 			}
-			db, err := in.decode(tc.bT, tc.bReal, tc.bH, "b", tc.b)
+			db, err := in.decode(tc.bT, modeOf(tc.bReal), tc.bH, "b", tc.b)
 			if (err != nil) != tc.wantBErr {
 				t.Fatalf("second decode error %v, want error %v", err, tc.wantBErr)
 			}
@@ -55,7 +55,7 @@ func TestInternerDecode(t *testing.T) {
 				t.Errorf("%d slots, want %d", got, tc.wantSlots)
 			}
 			// Whatever was shared, each decode holds exactly what its bytes say.
-			want, _, _ := decode(tc.aT, tc.a, false)
+			want, _, _ := decode(tc.aT, tc.a, checkNone)
 			if diff := cmp.Diff(want, da.msg, protocmp.Transform()); diff != "" {
 				t.Errorf("first resource (-want +got):\n%s", diff)
 			}
@@ -70,7 +70,7 @@ func TestInternerDecode(t *testing.T) {
 func TestInternerForgets(t *testing.T) {
 	in := NewInterner()
 	raw := mustMarshal(t, edsCluster("c1"))
-	d, err := in.decode(tCDS, false, maphash.Bytes(hashSeed, raw), "c1", raw)
+	d, err := in.decode(tCDS, checkNone, maphash.Bytes(hashSeed, raw), "c1", raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,4 +117,11 @@ func TestInternerSharedMachines(t *testing.T) {
 	if a.Resource(E, "c2") != b.Resource(E, "c2") {
 		t.Errorf("unchanged c2 no longer shared")
 	}
+}
+
+func modeOf(realistic bool) checkMode {
+	if realistic {
+		return checkEnvoy
+	}
+	return checkNone
 }

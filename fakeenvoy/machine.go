@@ -47,8 +47,18 @@ func typeIndex(url string) int {
 }
 
 // wildcard types hold the state of the world: a resource missing from a SotW response is
-// deleted, and they are subscribed without names.
+// deleted, and they are subscribed without names (Envoy; a gRPC client names them, see named).
 func wildcard(t int) bool { return t == tCDS || t == tLDS }
+
+// checkMode is how resources are validated when decoded: not at all, as Envoy does
+// (NackPolicy.Realistic), or as grpc-go's xDS client does (ClientConfig.GRPC).
+type checkMode uint8
+
+const (
+	checkNone checkMode = iota
+	checkEnvoy
+	checkGRPC
+)
 
 // hashSeed is fixed for the process so that equal bytes hash equally in every client.
 var hashSeed = maphash.MakeSeed()
@@ -105,13 +115,19 @@ type machine struct {
 	node          *corev3.Node
 	delta         bool
 	nodeFirstOnly bool
+	grpc          bool          // a proxyless gRPC client (see grpc.go)
+	targets       []string      // gRPC: the API listeners ("host:port") it asks for, sorted
 	ift           time.Duration // <= 0: no initial fetch timeout
 	nack          NackPolicy
 	ack           AckPolicy
 	interner      *Interner // nil: private decoding
 
-	types         [numTypes]typeState
-	warmC, warmL  map[string]time.Time // warming clusters / listeners → deadline (zero: none)
+	types        [numTypes]typeState
+	warmC, warmL map[string]time.Time // warming clusters / listeners → deadline (zero: none)
+	// prevC and prevL hold, per warming cluster / listener, the copy in effect while the new
+	// one warms (nil: none, the resource is new). Envoy keeps serving that copy until warming
+	// ends, so it is what Effective returns.
+	prevC, prevL  map[string]*decoded
 	phase         phase
 	phaseDeadline time.Time
 	started       bool
@@ -126,8 +142,9 @@ type machine struct {
 
 // step is what the shell must do after feeding the machine one event, in this order: call the
 // Response hook (when response), Applied (when applied), WarmingTimeout for each timeout,
-// FirstFullConfig (when firstFull), wait delay, send the requests (the last one is the
-// ACK/NACK of the response when acked), call AckSent, and close the stream when disconnect.
+// FirstFullConfig (when firstFull), wait delay, send the requests (one of them is the ACK/NACK
+// of the response when acked: the last in SotW, the first in Delta), call AckSent, and close
+// the stream when disconnect.
 type step struct {
 	sotw       []*discoveryv3.DiscoveryRequest
 	delta      []*discoveryv3.DeltaDiscoveryRequest
@@ -148,10 +165,15 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 		node:          cfg.Node,
 		delta:         cfg.Delta,
 		nodeFirstOnly: cfg.NodeOnFirstOnly,
+		grpc:          cfg.GRPC,
 		ift:           cfg.InitialFetchTimeout,
 		nack:          cfg.Nack,
 		ack:           cfg.Ack,
 		interner:      cfg.Interner,
+	}
+	if m.grpc {
+		m.targets = slices.Sorted(slices.Values(cfg.GRPCTargets))
+		m.targets = slices.Compact(m.targets)
 	}
 	if m.nack.Probability > 0 {
 		m.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5bd1e995))
@@ -166,12 +188,26 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 	return m, nil
 }
 
-// deadline returns when something that starts waiting at now times out.
+// deadline returns when a bootstrap subscription (CDS, LDS) that starts waiting at now times
+// out.
 func (m *machine) deadline(now time.Time) time.Time {
 	if m.ift <= 0 {
 		return time.Time{}
 	}
 	return now.Add(m.ift)
+}
+
+// deadlineFor returns when a cluster or listener d that starts warming at now times out: after
+// the initial_fetch_timeout of the config source it names (0s waits forever, as in Envoy), or
+// after the client's default when that config source gives none.
+func (m *machine) deadlineFor(now time.Time, d *decoded) time.Time {
+	if d == nil || !d.hasFetch {
+		return m.deadline(now)
+	}
+	if d.fetchTimeout <= 0 {
+		return time.Time{}
+	}
+	return now.Add(d.fetchTimeout)
 }
 
 // start begins a new stream: nonces are cleared and every subscription is restated in order
@@ -185,8 +221,15 @@ func (m *machine) start(now time.Time) step {
 	}
 	if !m.started {
 		m.started = true
-		m.types[tCDS].subscribed = true
-		m.phaseDeadline = m.deadline(now)
+		if m.grpc {
+			// grpc-go starts from its targets' listeners and has no init phases.
+			m.types[tLDS].subscribed = true
+			m.types[tLDS].names = m.targets
+			m.phase = phaseDone
+		} else {
+			m.types[tCDS].subscribed = true
+			m.phaseDeadline = m.deadline(now)
+		}
 	}
 	for t := range m.types {
 		if !m.types[t].subscribed {
@@ -231,11 +274,14 @@ func (m *machine) sotwReq(t int, nack *status.Status) *discoveryv3.DiscoveryRequ
 		ErrorDetail:   nack,
 		Node:          m.attachNode(),
 	}
-	if !wildcard(t) {
+	if m.named(t) {
 		r.ResourceNames = ts.names
 	}
 	return r
 }
+
+// named reports whether type t is subscribed by name (every type of a gRPC client).
+func (m *machine) named(t int) bool { return m.grpc || !wildcard(t) }
 
 // deltaReq starts a Delta subscription request; like Envoy, only ACKs and NACKs carry a nonce.
 func (m *machine) deltaReq(t int) *discoveryv3.DeltaDiscoveryRequest {
@@ -361,7 +407,10 @@ func (m *machine) finishAck(s *step, sotw *discoveryv3.DiscoveryRequest, delta *
 			s.sotw = append(s.sotw, sotw)
 		}
 		if delta != nil {
-			s.delta = append(s.delta, delta)
+			// Envoy's Delta mux sends every ACK before plain updates (NewGrpcMuxImpl::
+			// whoWantsToSendDiscoveryRequest): the ACK goes ahead of the subscriptions this
+			// response caused. SotW's legacy mux sends the EDS/RDS request first.
+			s.delta = append([]*discoveryv3.DeltaDiscoveryRequest{delta}, s.delta...)
 		}
 		s.acked = true
 	}
@@ -382,8 +431,16 @@ func (m *machine) finishDisconnect(s *step) {
 // requests and init progress. The ACK/NACK itself is appended by the caller.
 func (m *machine) process(s *step, t int, items []item, removed []string, respErr error, now time.Time) {
 	ts := &m.types[t]
-	sotwFull := !m.delta && wildcard(t)
+	s.info.fresh = !ts.accepted
+	sotwFull := !m.delta && wildcard(t) // grpc-go too: a named LDS/CDS resource left out is gone
 	realistic := m.nack.Realistic
+	mode := checkNone
+	switch {
+	case m.grpc:
+		mode = checkGRPC
+	case realistic:
+		mode = checkEnvoy
+	}
 
 	// Response-level checks: they reject everything.
 	if respErr == nil && realistic {
@@ -422,8 +479,8 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if sotwFull {
 			present[it.name] = struct{}{}
 		}
-		if !wildcard(t) && !m.subscribedName(t, it.name) {
-			it.err = errIgnored // unrequested EDS/RDS: ignored, as Envoy does
+		if m.named(t) && !m.subscribedName(t, it.name) {
+			it.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
 			continue
 		}
 		it.hash = maphash.Bytes(hashSeed, it.raw)
@@ -434,7 +491,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if m.nack.matchName(it.name) {
 			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
 		} else {
-			it.d, it.err = m.interner.decode(t, realistic, it.hash, it.name, it.raw)
+			it.d, it.err = m.interner.decode(t, mode, it.hash, it.name, it.raw)
 		}
 		if it.err != nil {
 			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", kindName(t), it.name, it.err))
@@ -475,8 +532,9 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		}
 		s.info.Error = joinErrors(msgs)
 	}
-	// CDS and LDS apply their valid resources even when the response is NACKed.
-	apply := respErr == nil && (len(itemErrs) == 0 || wildcard(t))
+	// CDS and LDS apply their valid resources even when the response is NACKed; grpc-go does
+	// so for every type.
+	apply := respErr == nil && (len(itemErrs) == 0 || wildcard(t) || m.grpc)
 	if !apply {
 		m.afterResponse(s, t, now)
 		return
@@ -506,11 +564,14 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if it.d.name == name {
 			name = it.d.name // the shared copy: the per-response one becomes garbage
 		}
+		old := ts.res[name].d
 		ts.res[name] = entry{version: version, d: it.d}
 		changed = true
-		m.warmStored(t, name, it.d.refs, now)
+		s.info.changed = append(s.info.changed, changedRes{name: name, prev: old.message()})
+		m.warmStored(t, name, it.d, old, now)
 	}
 	for _, name := range gone {
+		s.info.changed = append(s.info.changed, changedRes{name: name, prev: ts.res[name].d.message()})
 		delete(ts.res, name)
 		changed = true
 		switch t {
@@ -640,36 +701,53 @@ func duplicateFilterChain(l *listenerv3.Listener) error {
 	return nil
 }
 
-// warmStored puts a new or changed cluster or listener into warming.
-func (m *machine) warmStored(t int, name string, refs []string, now time.Time) {
+// warmStored puts a new or changed cluster or listener d into warming; old is the copy it
+// replaces (nil: none), which stays in effect until d has warmed. gRPC clients do not warm.
+//
+// A cluster warms when a ClusterLoadAssignment for it arrives. In Delta the client cannot ask
+// again for an assignment it already watches, and the one it holds is used only when the
+// cluster's initial_fetch_timeout expires (Envoy's EDS resources cache, used on FetchTimedout
+// only): until then the cluster waits for the server to send one.
+func (m *machine) warmStored(t int, name string, d, old *decoded, now time.Time) {
+	if m.grpc {
+		return
+	}
 	switch t {
 	case tCDS:
-		if len(refs) == 0 {
+		if len(d.refs) == 0 {
 			delete(m.warmC, name) // not EDS: ready at once
 			return
 		}
-		// Delta cannot ask for a fresh assignment of a name it already watches; a held one
-		// is used (Envoy's EDS cache), otherwise the cluster waits for it.
-		if m.delta {
-			if _, ok := m.types[tEDS].res[refs[0]]; ok {
-				delete(m.warmC, name)
-				return
-			}
-		}
 		if m.warmC == nil {
 			m.warmC = make(map[string]time.Time)
+			m.prevC = make(map[string]*decoded)
 		}
-		m.warmC[name] = m.deadline(now)
+		if _, warming := m.warmC[name]; !warming {
+			m.prevC[name] = old
+		}
+		m.warmC[name] = m.deadlineFor(now, d)
 	case tLDS:
-		if m.hasRoutes(refs) {
+		if m.hasRoutes(d.refs) {
 			delete(m.warmL, name)
 			return
 		}
 		if m.warmL == nil {
 			m.warmL = make(map[string]time.Time)
+			m.prevL = make(map[string]*decoded)
 		}
-		m.warmL[name] = m.deadline(now)
+		if _, warming := m.warmL[name]; !warming {
+			m.prevL[name] = old
+		}
+		m.warmL[name] = m.deadlineFor(now, d)
 	}
+}
+
+// message is d's decoded message; nil for a nil d.
+func (d *decoded) message() proto.Message {
+	if d == nil {
+		return nil
+	}
+	return d.msg
 }
 
 func (m *machine) hasRoutes(refs []string) bool {
@@ -690,14 +768,17 @@ func (m *machine) rewarmListeners() {
 }
 
 // followUp sends, after a CDS or LDS change, the EDS or RDS request naming every resource
-// the clusters or listeners now reference (before the ACK of the CDS/LDS response).
+// the clusters or listeners now reference (before the ACK of the CDS/LDS response); a gRPC
+// client also follows an RDS change with the CDS request naming the routes' clusters.
 func (m *machine) followUp(s *step, t int) {
 	var dep int
-	switch t {
-	case tCDS:
+	switch {
+	case t == tCDS:
 		dep = tEDS
-	case tLDS:
+	case t == tLDS:
 		dep = tRDS
+	case t == tRDS && m.grpc:
+		dep = tCDS
 	default:
 		return
 	}
@@ -749,10 +830,10 @@ func (m *machine) afterResponse(s *step, t int, now time.Time) {
 func (m *machine) advance(s *step, now time.Time) {
 	// An emptied map keeps its buckets: drop it, an idle client warms nothing.
 	if len(m.warmC) == 0 {
-		m.warmC = nil
+		m.warmC, m.prevC = nil, nil
 	}
 	if len(m.warmL) == 0 {
-		m.warmL = nil
+		m.warmL, m.prevL = nil, nil
 	}
 	if m.phase == phaseClusters && len(m.warmC) == 0 {
 		m.phase = phaseLDS
@@ -774,8 +855,12 @@ func (m *machine) advance(s *step, now time.Time) {
 }
 
 // complete reports whether the client holds a whole warmed configuration: CDS and LDS
-// accepted, every EDS cluster with its assignment, every listener with its routes.
+// accepted, every EDS cluster with its assignment, every listener with its routes (for a gRPC
+// client: every target's listener, its routes, their clusters and those clusters' assignments).
 func (m *machine) complete() bool {
+	if m.grpc {
+		return m.completeGRPC()
+	}
 	if !m.types[tCDS].accepted || !m.types[tLDS].accepted || len(m.warmC) > 0 || len(m.warmL) > 0 {
 		return false
 	}
@@ -789,6 +874,29 @@ func (m *machine) complete() bool {
 	for _, e := range m.types[tLDS].res {
 		if !m.hasRoutes(e.refs()) {
 			return false
+		}
+	}
+	return true
+}
+
+func (m *machine) completeGRPC() bool {
+	for _, l := range m.targets {
+		e, ok := m.types[tLDS].res[l]
+		if !ok || !m.hasRoutes(e.refs()) {
+			return false
+		}
+		for _, r := range e.refs() {
+			for _, c := range m.types[tRDS].res[r].refs() {
+				ce, ok := m.types[tCDS].res[c]
+				if !ok {
+					return false
+				}
+				for _, a := range ce.refs() {
+					if _, ok := m.types[tEDS].res[a]; !ok {
+						return false
+					}
+				}
+			}
 		}
 	}
 	return true
@@ -846,7 +954,8 @@ func (m *machine) nextDeadline() time.Time {
 	return next
 }
 
-// Resource implements probe.View over the accepted resources.
+// Resource implements probe.View over the accepted resources (what the client received,
+// warming or not).
 func (m *machine) Resource(typeURL, name string) proto.Message {
 	t := typeIndex(typeURL)
 	if t < 0 {
@@ -859,21 +968,46 @@ func (m *machine) Resource(typeURL, name string) proto.Message {
 	return e.d.msg
 }
 
+// Effective returns the resource in effect, as Envoy serves traffic with it: a cluster still
+// warming (waiting for its assignment) or a listener waiting for its routes has not replaced
+// the copy held before it (nil when it is new).
+func (m *machine) Effective(typeURL, name string) proto.Message {
+	switch typeIndex(typeURL) {
+	case tCDS:
+		if _, warming := m.warmC[name]; warming {
+			return m.prevC[name].message()
+		}
+	case tLDS:
+		if _, warming := m.warmL[name]; warming {
+			return m.prevL[name].message()
+		}
+	}
+	return m.Resource(typeURL, name)
+}
+
+// synced reports whether the client holds an accepted state of typeURL (on this process).
+func (m *machine) synced(typeURL string) bool {
+	t := typeIndex(typeURL)
+	return t >= 0 && m.types[t].accepted
+}
+
 func (m *machine) subscribedName(t int, name string) bool {
 	ts := &m.types[t]
 	if !ts.subscribed {
 		return false
 	}
-	if wildcard(t) {
+	if !m.named(t) {
 		return true
 	}
 	_, ok := slices.BinarySearch(ts.names, name)
 	return ok
 }
 
-// decode unmarshals a resource of type t, validates it when realistic, and extracts what it
-// references.
-func decode(t int, raw []byte, realistic bool) (proto.Message, []string, error) {
+// decode unmarshals a resource of type t, validates it as mode says, and extracts what it
+// references (for gRPC clients, also a route configuration's clusters, and an assignment as
+// grpc-go uses it).
+func decode(t int, raw []byte, mode checkMode) (proto.Message, []string, error) {
+	realistic := mode == checkEnvoy
 	var msg proto.Message
 	switch t {
 	case tCDS:
@@ -893,6 +1027,17 @@ func decode(t int, raw []byte, realistic bool) (proto.Message, []string, error) 
 			return nil, nil, err
 		}
 	}
+	if mode == checkGRPC {
+		if err := grpcValidate(t, msg); err != nil {
+			return nil, nil, err
+		}
+		switch v := msg.(type) {
+		case *routev3.RouteConfiguration:
+			return v, routeClusters(v), nil
+		case *endpointv3.ClusterLoadAssignment:
+			return grpcInUse(v), nil, nil
+		}
+	}
 	var refs []string
 	switch v := msg.(type) {
 	case *clusterv3.Cluster:
@@ -905,7 +1050,7 @@ func decode(t int, raw []byte, realistic bool) (proto.Message, []string, error) 
 		}
 	case *listenerv3.Listener:
 		var err error
-		refs, err = routeNames(v)
+		refs, _, err = routeNames(v)
 		if realistic && err == nil {
 			err = duplicateFilterChain(v)
 		}
@@ -918,8 +1063,9 @@ func decode(t int, raw []byte, realistic bool) (proto.Message, []string, error) 
 
 // routeNames lists the RDS route config names of every HTTP connection manager of l: in all
 // filter chains, the default chain and the api_listener.
-func routeNames(l *listenerv3.Listener) ([]string, error) {
+func routeNames(l *listenerv3.Listener) ([]string, []*corev3.ConfigSource, error) {
 	var names []string
+	var sources []*corev3.ConfigSource
 	var firstErr error
 	add := func(a *anypb.Any) {
 		if a.GetTypeUrl() != hcmType {
@@ -934,6 +1080,7 @@ func routeNames(l *listenerv3.Listener) ([]string, error) {
 		}
 		if n := hcm.GetRds().GetRouteConfigName(); n != "" {
 			names = append(names, n)
+			sources = append(sources, hcm.GetRds().GetConfigSource())
 		}
 	}
 	chains := l.GetFilterChains()
@@ -947,7 +1094,36 @@ func routeNames(l *listenerv3.Listener) ([]string, error) {
 	}
 	add(l.GetApiListener().GetApiListener())
 	sort.Strings(names)
-	return slices.Compact(names), firstErr
+	return slices.Compact(names), sources, firstErr
+}
+
+// fetchTimeoutOf returns the initial_fetch_timeout of the config source through which msg
+// gets what it references: a cluster's eds_config, a listener's RDS config_source (the
+// largest of its connection managers', as the listener waits for all of them; 0 wins: wait
+// forever). ok is false when no config source sets one.
+func fetchTimeoutOf(msg proto.Message) (d time.Duration, ok bool) {
+	switch v := msg.(type) {
+	case *clusterv3.Cluster:
+		if ift := v.GetEdsClusterConfig().GetEdsConfig().GetInitialFetchTimeout(); ift != nil {
+			return ift.AsDuration(), true
+		}
+	case *listenerv3.Listener:
+		_, sources, _ := routeNames(v)
+		for _, cs := range sources {
+			ift := cs.GetInitialFetchTimeout()
+			if ift == nil {
+				continue
+			}
+			td := ift.AsDuration()
+			switch {
+			case !ok:
+				d, ok = td, true
+			case d > 0 && (td <= 0 || td > d):
+				d = td
+			}
+		}
+	}
+	return d, ok
 }
 
 const hcmType = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"

@@ -363,8 +363,8 @@ func TestMachineDelta(t *testing.T) {
 		t.Fatalf("first request %v, want CDS legacy wildcard", s.delta)
 	}
 	s = m.onDelta(deltaResp(t, C, "n1", nil, edsCluster("c1"), edsCluster("c2")), t0)
-	if len(s.delta) != 2 || !slices.Equal(s.delta[0].ResourceNamesSubscribe, []string{"c1", "c2"}) || s.delta[0].ResponseNonce != "" || s.delta[1].ResponseNonce != "n1" {
-		t.Fatalf("after CDS: %v, want EDS subscribe then the ACK", s.delta)
+	if len(s.delta) != 2 || s.delta[0].ResponseNonce != "n1" || !slices.Equal(s.delta[1].ResourceNamesSubscribe, []string{"c1", "c2"}) || s.delta[1].ResponseNonce != "" {
+		t.Fatalf("after CDS: %v, want the ACK then the EDS subscribe (Envoy's Delta mux: ACKs first)", s.delta)
 	}
 	s = m.onDelta(deltaResp(t, C, "n2", []string{"c2"}, edsCluster("c2")), t0)
 	if !s.info.Nacked || !strings.Contains(s.info.Error, "both added and removed") || len(s.delta) != 1 || s.delta[0].ErrorDetail == nil || s.delta[0].ResponseNonce != "n2" {
@@ -374,7 +374,7 @@ func TestMachineDelta(t *testing.T) {
 		t.Errorf("version changed on a NACK: %q", m.types[tCDS].res["c2"].version)
 	}
 	s = m.onDelta(deltaResp(t, C, "n3", []string{"c2", "nope"}), t0)
-	if s.info.Removed != 2 || s.info.NoOp || m.Resource(C, "c2") != nil || len(s.delta) != 2 || !slices.Equal(s.delta[0].ResourceNamesUnsubscribe, []string{"c2"}) {
+	if s.info.Removed != 2 || s.info.NoOp || m.Resource(C, "c2") != nil || len(s.delta) != 2 || !slices.Equal(s.delta[1].ResourceNamesUnsubscribe, []string{"c2"}) {
 		t.Errorf("removal: %+v %v", s.info, s.delta)
 	}
 	s = m.onDelta(deltaResp(t, "type.googleapis.com/x.Y", "n4", nil), t0)

@@ -12,20 +12,38 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/xdslab/xdslab/probe"
 )
 
 // Probe matching: when is a push observed?
 //
-// An expectation (a simulator event's predicates) is observed by a client at the first accepted
-// response that satisfies all three:
-//   - it was received after the expectation was registered with Expect;
-//   - its type is one the expectation's predicates read (probe.Expectation.TypeURLs), so an
-//     unrelated response never counts;
-//   - after applying it, every predicate holds in the client's view.
+// An expectation (a simulator event's predicates) reaches each client in its reach, and each
+// such client ends in exactly one class:
 //
-// The push latency is that response's receive time (ResponseInfo.Recv) minus T0; the ACK
-// latency is the time the client wrote the ACK for the same response (same Seq) minus T0.
+//   - observed: the client received the change and it took effect. It is received at the
+//     first accepted response received after the expectation was registered (Expect) that
+//     touches one of its subjects (a response of the predicate's type that added, changed or
+//     removed the predicate's resource: an unrelated response never counts) and after which
+//     every predicate holds in what the client accepted. It is in effect once every predicate
+//     also holds in what the client serves traffic with (Client.Effective): a cluster still
+//     warming for its ClusterLoadAssignment, or a listener waiting for its routes, keeps the
+//     copy it replaces in effect, as Envoy does. The push latency is the in-effect time minus
+//     T0 (the receive time of the response that brought it into effect, or the moment a
+//     warming timeout did); the receive latency is the receive time minus T0, and the ACK
+//     latency the time the ACK of the receiving response was written minus T0.
+//   - already held: every predicate held in the client's state when the expectation was
+//     registered (a removal and its restore merged into one push, a scale up and down that
+//     cancel out). Such a client is given no latency, and a later response never observes it.
+//     It stays provisional while an earlier conflicting expectation is unresolved at the
+//     client: if the client later sees that earlier state, the held one must be observed by
+//     a response of its own.
+//   - superseded: the client reached a later conflicting expectation's state (same subject,
+//     probe.Expectation.Supersedes) without ever having been in this one's: it could never
+//     see it any more. A client whose response carries this event's state has observed it,
+//     even if a later event on the same subject was registered before that response arrived.
+//   - missed: none of the above when Results is called (call Drain first).
 //
 // No push can be missed if the caller registers the expectation BEFORE it applies the change to
 // the source: no response can carry a change that does not exist yet, so every response carrying
@@ -33,22 +51,28 @@ import (
 // registration: leave Expectation.T0 zero and call SetT0 on the returned handle right after
 // applying. Observations that arrive before SetT0 are counted at once and their latencies
 // computed when T0 is set; a response received before T0 (T0 taken late) counts as latency 0 and
-// is reported in EventResult.EarlyReceives.
-//
-// The caller must register only real changes: an expectation that already holds at every
-// client is matched by the next response of its type, whatever it carries.
+// is reported in EventResult.EarlyReceives. Every time is compared on the monotonic clock (as
+// offsets from the matcher's creation), so a wall-clock step during a run changes no latency.
 //
 // Registration is lazy per client: Expect appends to an append-only log, and each client claims
 // the new entries on its own goroutine at its next hook call (every hook claims). Reach by group
 // and namespace is fixed per client; Reach.WatchersOnly is decided with Client.Subscribed when
-// the client claims the entry — its subscriptions as of its first hook after registration. A
-// newly claimed expectation supersedes the client's unobserved ones it conflicts with
-// (probe.Expectation.Supersedes): those are counted as superseded for that client.
+// the client claims the entry — its subscriptions as of its first hook after registration.
+// "Already held" is decided at the claim too, over the state the client held before the
+// response being reported (ResponseInfo carries the copies it replaced); a client that holds
+// no accepted state of a predicate's type since it (re)started holds nothing yet.
 //
-// Results counts, per event, the clients that observed it, superseded it, and missed it (in
-// reach but not observed when Results is called — call Drain first). A WatchersOnly event that a
-// client in its groups/namespaces never claimed (the client had no hook call since) cannot be
-// classified without the client's subscriptions: it is counted as Unresolved, never dropped.
+// Convergence is defined here and only here. An event's convergence is the largest push
+// latency over the clients that observed it; when some client in reach missed it (or its
+// WatchersOnly reach is unresolved) it is censored: at least the time from T0 to Results,
+// and EventResult.Censored says so. Every event with a T0 that some client observed or missed
+// enters the convergence histogram of its kind (MatchResults.ConvergenceByKind); the overall
+// histogram is the merge of the per-kind ones. Events whose every client already held them or
+// superseded them have nothing to converge and are not recorded.
+//
+// Results counts, per event, the clients of each class. A WatchersOnly event that a client in
+// its groups/namespaces never claimed (the client had no hook call since) cannot be classified
+// without the client's subscriptions: it is counted as Unresolved, never dropped.
 
 // MatcherConfig configures a Matcher. Zero values take the documented defaults.
 type MatcherConfig struct {
@@ -76,6 +100,7 @@ func (c MatcherConfig) withDefaults() MatcherConfig {
 // Hooks; the fleet tees it with the Observer.
 type Matcher struct {
 	cfg    MatcherConfig
+	epoch  time.Time // offsets of every time the matcher keeps are from here (monotonic)
 	logMu  sync.RWMutex
 	log    []*matchEvent
 	logLen atomic.Int64
@@ -85,12 +110,16 @@ type Matcher struct {
 var _ Hooks = (*Matcher)(nil)
 
 // matchee is the part of *Client the matcher reads (an interface so tests can drive the
-// matcher with synthetic clients).
+// matcher with synthetic clients). Resource is what the client accepted, Effective what is in
+// effect (see Client.Effective), Synced whether it holds accepted state of a type.
 type matchee interface {
 	Index() int
 	Group() string
 	Namespace() string
 	Subscribed(typeURL, name string) bool
+	Resource(typeURL, name string) proto.Message
+	Effective(typeURL, name string) proto.Message
+	Synced(typeURL string) bool
 }
 
 var _ matchee = (*Client)(nil)
@@ -99,41 +128,63 @@ type matchEvent struct {
 	idx   int
 	exp   probe.Expectation
 	types []string
+	subj  []string // Subject of each predicate, computed once: clients compare them often
 
-	t0    atomic.Int64 // Unix ns; 0 while unknown
-	regAt int64        // Unix ns of Expect: a response received earlier cannot observe the event
+	hasT0 atomic.Bool
+	t0    atomic.Int64 // offset from the epoch, valid once hasT0
+	regAt int64        // offset of Expect: a response received earlier cannot observe the event
 
-	observed, superseded, acked, earlyRecv atomic.Int64
+	observed, superseded, held, received, acked, earlyRecv atomic.Int64
 	// Latency statistics in ns, updated once T0 is known.
 	latCount, latSum, latMin, latMax atomic.Int64
-	ackMax                           atomic.Int64
+	ackMax, recvMax                  atomic.Int64
 
-	mu    sync.Mutex
-	early []matchEarly    // observations before T0 was known
-	lat   []time.Duration // every push latency, with KeepLatencies
+	mu     sync.Mutex
+	t0Time time.Time       // as given, for reporting
+	early  []matchEarly    // observations before T0 was known
+	lat    []time.Duration // every push latency, with KeepLatencies
 }
 
+// What an observation is: in effect (the push latency), received, or its ACK written.
+type obsKind uint8
+
+const (
+	obsEffect obsKind = iota
+	obsRecv
+	obsAck
+)
+
 type matchEarly struct {
-	at  time.Time
-	ack bool
+	at   int64 // offset from the epoch
+	kind obsKind
 }
 
 type matchShard struct {
 	mu      sync.Mutex
 	clients map[int]*matchClient
 	push    map[string]*hdr.PackedHistogram // by kind, µs
+	recv    map[string]*hdr.PackedHistogram
 	ack     map[string]*hdr.PackedHistogram
 	_       [64]byte
 }
 
 type matchClient struct {
 	group, ns string
-	cursor    int // next log entry to claim
-	pending   []*matchEvent
+	cursor    int         // next log entry to claim
+	pending   []matchPend // in registration order
 	awaiting  []matchAwait
 }
 
-// matchAwait is an observed expectation waiting for the ACK of the response that showed it.
+// matchPend is an expectation a client has claimed and not resolved.
+type matchPend struct {
+	ev *matchEvent
+	// held: every predicate held when the client claimed it (provisionally already held).
+	held bool
+	// recvd: received (see the package comment) but not yet in effect.
+	recvd bool
+}
+
+// matchAwait is a received expectation waiting for the ACK of the response that carried it.
 type matchAwait struct {
 	ev  *matchEvent
 	seq uint64
@@ -142,14 +193,18 @@ type matchAwait struct {
 // NewMatcher returns a matcher with no expectations.
 func NewMatcher(cfg MatcherConfig) *Matcher {
 	cfg = cfg.withDefaults()
-	m := &Matcher{cfg: cfg, shards: make([]matchShard, cfg.Shards)}
+	m := &Matcher{cfg: cfg, epoch: cfg.Now(), shards: make([]matchShard, cfg.Shards)}
 	for i := range m.shards {
 		m.shards[i].clients = make(map[int]*matchClient)
 		m.shards[i].push = make(map[string]*hdr.PackedHistogram)
+		m.shards[i].recv = make(map[string]*hdr.PackedHistogram)
 		m.shards[i].ack = make(map[string]*hdr.PackedHistogram)
 	}
 	return m
 }
+
+// off is t as an offset from the epoch: on the monotonic clock when both readings carry it.
+func (m *Matcher) off(t time.Time) int64 { return int64(t.Sub(m.epoch)) }
 
 func (m *Matcher) shard(index int) *matchShard {
 	if index < 0 {
@@ -183,10 +238,15 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("fakeenvoy: expect: %w", err)
 	}
-	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: m.cfg.Now().UnixNano()}
+	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: m.off(m.cfg.Now()), subj: make([]string, len(e.All))}
+	for i, p := range e.All {
+		ev.subj[i] = p.Subject()
+	}
 	ev.latMin.Store(math.MaxInt64)
 	if !e.T0.IsZero() {
-		ev.t0.Store(e.T0.UnixNano())
+		ev.t0Time = e.T0
+		ev.t0.Store(m.off(e.T0))
+		ev.hasT0.Store(true)
 	}
 	m.logMu.Lock()
 	ev.idx = len(m.log)
@@ -205,11 +265,14 @@ func (h *Expected) SetT0(t time.Time) error {
 	}
 	ev := h.ev
 	ev.mu.Lock()
-	if ev.t0.Load() != 0 {
+	if ev.hasT0.Load() {
 		ev.mu.Unlock()
 		return fmt.Errorf("fakeenvoy: event %d: T0 already set", ev.exp.EventID)
 	}
-	ev.t0.Store(t.UnixNano())
+	t0 := m.off(t)
+	ev.t0Time = t
+	ev.t0.Store(t0)
+	ev.hasT0.Store(true)
 	early := ev.early
 	ev.early = nil
 	ev.mu.Unlock()
@@ -220,7 +283,7 @@ func (h *Expected) SetT0(t time.Time) error {
 	s := &m.shards[0]
 	s.mu.Lock()
 	for _, o := range early {
-		m.record(s, ev, o.at.Sub(t), o.ack)
+		m.record(s, ev, time.Duration(o.at-t0), o.kind)
 	}
 	s.mu.Unlock()
 	return nil
@@ -239,9 +302,10 @@ func (m *Matcher) client(s *matchShard, c matchee) *matchClient {
 	return cl
 }
 
-// claim moves the expectations registered since the client's last hook into its pending list;
-// the shard lock must be held.
-func (m *Matcher) claim(s *matchShard, c matchee) *matchClient {
+// claim moves the expectations registered since the client's last hook into its pending list,
+// deciding which already hold; r is the response being reported (nil for other hooks). The
+// shard lock must be held.
+func (m *Matcher) claim(s *matchShard, c matchee, r *ResponseInfo) *matchClient {
 	cl := m.client(s, c)
 	n := int(m.logLen.Load())
 	if n == cl.cursor {
@@ -258,16 +322,27 @@ func (m *Matcher) claim(s *matchShard, c matchee) *matchClient {
 		if ev.exp.Reach.WatchersOnly && !watches(c, ev.exp) {
 			continue
 		}
-		cl.pending = slices.DeleteFunc(cl.pending, func(p *matchEvent) bool {
-			if ev.exp.Supersedes(p.exp) {
-				p.superseded.Add(1)
-				return true
-			}
-			return false
-		})
-		cl.pending = append(cl.pending, ev)
+		cl.pending = append(cl.pending, matchPend{ev: ev, held: m.heldBefore(c, r, ev)})
 	}
 	return cl
+}
+
+// heldBefore reports whether ev's predicates held in c's state as of ev's registration: the
+// state before r when r was received after it, else the current one.
+func (m *Matcher) heldBefore(c matchee, r *ResponseInfo, ev *matchEvent) bool {
+	for _, t := range ev.types {
+		if !c.Synced(t) {
+			return false
+		}
+	}
+	var v probe.View = acceptedView{c}
+	if r != nil && r.fresh && m.off(r.Recv) >= ev.regAt && slices.Contains(ev.types, r.TypeURL) {
+		return false // before this response the client held nothing of the type
+	}
+	if r != nil && m.off(r.Recv) >= ev.regAt && len(r.changed) > 0 {
+		v = beforeView{c: c, r: r}
+	}
+	return ev.exp.Holds(v)
 }
 
 func watches(c matchee, e probe.Expectation) bool {
@@ -279,37 +354,91 @@ func watches(c matchee, e probe.Expectation) bool {
 	return true
 }
 
-// observe counts one observation (push, or its ACK) and records its latency once T0 is known;
-// the shard lock must be held.
-func (m *Matcher) observe(s *matchShard, ev *matchEvent, at time.Time, ack bool) {
-	if ack {
-		ev.acked.Add(1)
-	} else {
-		ev.observed.Add(1)
+// acceptedView and effectiveView are a matchee's two states as probe.View.
+type acceptedView struct{ c matchee }
+
+func (v acceptedView) Resource(typeURL, name string) proto.Message {
+	return v.c.Resource(typeURL, name)
+}
+
+type effectiveView struct{ c matchee }
+
+func (v effectiveView) Resource(typeURL, name string) proto.Message {
+	return v.c.Effective(typeURL, name)
+}
+
+// beforeView is what the client accepted before response r.
+type beforeView struct {
+	c matchee
+	r *ResponseInfo
+}
+
+func (v beforeView) Resource(typeURL, name string) proto.Message {
+	if typeURL == v.r.TypeURL {
+		for _, ch := range v.r.changed {
+			if ch.name == name {
+				return ch.prev
+			}
+		}
 	}
-	t0 := ev.t0.Load()
-	if t0 == 0 {
+	return v.c.Resource(typeURL, name)
+}
+
+// touches reports whether response r added, changed or removed a resource one of ev's
+// predicates reads.
+func touches(r *ResponseInfo, ev *matchEvent) bool {
+	if len(r.changed) == 0 || !slices.Contains(ev.types, r.TypeURL) {
+		return false
+	}
+	for _, p := range ev.exp.All {
+		if p.Op.TypeURL() != r.TypeURL {
+			continue
+		}
+		for _, ch := range r.changed {
+			if ch.name == p.Resource {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// observe counts one observation and records its latency once T0 is known; the shard lock
+// must be held.
+func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind) {
+	switch kind {
+	case obsEffect:
+		ev.observed.Add(1)
+	case obsRecv:
+		ev.received.Add(1)
+	case obsAck:
+		ev.acked.Add(1)
+	}
+	if !ev.hasT0.Load() {
 		ev.mu.Lock()
-		if t0 = ev.t0.Load(); t0 == 0 {
-			ev.early = append(ev.early, matchEarly{at: at, ack: ack})
+		if !ev.hasT0.Load() {
+			ev.early = append(ev.early, matchEarly{at: at, kind: kind})
 			ev.mu.Unlock()
 			return
 		}
 		ev.mu.Unlock()
 	}
-	m.record(s, ev, time.Duration(at.UnixNano()-t0), ack)
+	m.record(s, ev, time.Duration(at-ev.t0.Load()), kind)
 }
 
 // record records latency d of ev in s's histograms; the shard lock must be held.
-func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, ack bool) {
+func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind obsKind) {
 	if d < 0 {
-		if !ack {
+		if kind == obsEffect {
 			ev.earlyRecv.Add(1)
 		}
 		d = 0
 	}
 	hists := s.push
-	if ack {
+	switch kind {
+	case obsRecv:
+		hists = s.recv
+	case obsAck:
 		hists = s.ack
 	}
 	h := hists[ev.exp.Kind]
@@ -319,8 +448,12 @@ func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, ack boo
 	}
 	us := max(min(d.Microseconds(), histHighest), histLowest)
 	_ = h.RecordValue(us)
-	if ack {
+	switch kind {
+	case obsAck:
 		casMax(&ev.ackMax, int64(d))
+		return
+	case obsRecv:
+		casMax(&ev.recvMax, int64(d))
 		return
 	}
 	ev.latCount.Add(1)
@@ -352,7 +485,22 @@ func casMin(a *atomic.Int64, v int64) {
 	}
 }
 
-// Hooks. Every hook claims new expectations; Applied matches, AckSent records ACK latencies.
+// supersedes is probe.Expectation.Supersedes over the precomputed subjects: later shares a
+// subject with earlier under a different predicate.
+func (later *matchEvent) supersedes(earlier *matchEvent) bool {
+	for i, ps := range later.subj {
+		for j, qs := range earlier.subj {
+			if ps == qs && later.exp.All[i] != earlier.exp.All[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Hooks. Every hook claims new expectations; Response matches (every response, applied or
+// not: an unchanged assignment can still warm a cluster), WarmingTimeout brings received
+// changes into effect, AckSent records ACK latencies.
 
 // Connected implements Hooks.
 func (m *Matcher) Connected(c *Client, _ time.Time, _ int) { m.touch(c) }
@@ -363,7 +511,7 @@ func (m *Matcher) Disconnected(c *Client, _ time.Time, _ error) { m.disconnected
 func (m *Matcher) disconnected1(c matchee) {
 	s := m.shard(c.Index())
 	s.mu.Lock()
-	cl := m.claim(s, c)
+	cl := m.claim(s, c, nil)
 	cl.awaiting = cl.awaiting[:0]
 	s.mu.Unlock()
 }
@@ -371,40 +519,151 @@ func (m *Matcher) disconnected1(c matchee) {
 // ConnectFailed implements Hooks.
 func (m *Matcher) ConnectFailed(c *Client, _ time.Time, _ error) { m.touch(c) }
 
-// Response implements Hooks.
-func (m *Matcher) Response(c *Client, _ ResponseInfo) { m.touch(c) }
+// Response implements Hooks: pending expectations are matched against the response.
+func (m *Matcher) Response(c *Client, r ResponseInfo) { m.response1(c, r) }
 
-// WarmingTimeout implements Hooks.
-func (m *Matcher) WarmingTimeout(c *Client, _ string, _ time.Time) { m.touch(c) }
+// WarmingTimeout implements Hooks: a cluster or listener that stopped warming is in effect.
+func (m *Matcher) WarmingTimeout(c *Client, _ string, at time.Time) { m.effect(c, at) }
 
 // FirstFullConfig implements Hooks.
 func (m *Matcher) FirstFullConfig(c *Client, _ time.Time) { m.touch(c) }
 
+// Applied implements Hooks; Response has matched already.
+func (m *Matcher) Applied(c *Client, _ ResponseInfo, _ probe.View) { m.touch(c) }
+
 func (m *Matcher) touch(c matchee) {
 	s := m.shard(c.Index())
 	s.mu.Lock()
-	m.claim(s, c)
+	m.claim(s, c, nil)
 	s.mu.Unlock()
 }
 
-// Applied implements Hooks: pending expectations of r's type are evaluated against view.
-func (m *Matcher) Applied(c *Client, r ResponseInfo, view probe.View) { m.applied1(c, r, view) }
-
-func (m *Matcher) applied1(c matchee, r ResponseInfo, view probe.View) {
+// response1 matches c's pending expectations against response r.
+//
+// The entries r touches are taken latest-registered first: the state r shows on a subject
+// belongs to the latest event whose predicates it satisfies. That one is received (or, held
+// when claimed, confirmed held); earlier events on the same subjects were never seen by the
+// client as such and are superseded (or, held when claimed, confirmed held). So a removal's
+// state brought back by a later removal of the same endpoint is the later one's, not a 30 s
+// latency of the first; a removal arriving after its restore was registered is the removal's.
+func (m *Matcher) response1(c matchee, r ResponseInfo) {
 	s := m.shard(c.Index())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cl := m.claim(s, c)
-	cl.pending = slices.DeleteFunc(cl.pending, func(ev *matchEvent) bool {
-		// A response received before the event was registered was not caused by it, even if
-		// the predicates hold after it (a flap's restore overtaking an unseen removal).
-		if r.Recv.UnixNano() < ev.regAt || !slices.Contains(ev.types, r.TypeURL) || !ev.exp.Holds(view) {
-			return false
+	cl := m.claim(s, c, &r)
+	recv := m.off(r.Recv)
+	accepted, effective := acceptedView{c}, effectiveView{c}
+	var reached, superseded []int // indices into pending of the events resolved here
+	var shown map[string]bool     // subjects whose shown state a later event has claimed
+	claimedBy := func(ev *matchEvent) bool {
+		for _, sj := range ev.subj {
+			if shown[sj] {
+				return true
+			}
 		}
-		m.observe(s, ev, r.Recv, false)
-		cl.awaiting = append(cl.awaiting, matchAwait{ev: ev, seq: r.Seq})
-		return true
-	})
+		return false
+	}
+	for i := len(cl.pending) - 1; i >= 0; i-- {
+		p := &cl.pending[i]
+		ev := p.ev
+		if !touches(&r, ev) {
+			continue
+		}
+		holds := ev.exp.Holds(accepted)
+		switch {
+		case claimedBy(ev):
+			if p.held {
+				reached = append(reached, i) // it held when registered: the client was in it
+			} else if !p.recvd {
+				superseded = append(superseded, i)
+			}
+		case holds && (p.held || p.recvd || recv >= ev.regAt):
+			if shown == nil {
+				shown = make(map[string]bool, len(ev.subj))
+			}
+			for _, sj := range ev.subj {
+				shown[sj] = true
+			}
+			switch {
+			case p.held:
+				reached = append(reached, i) // still held: confirmed, no latency
+			case !p.recvd:
+				p.recvd = true
+				m.observe(s, ev, recv, obsRecv)
+				cl.awaiting = append(cl.awaiting, matchAwait{ev: ev, seq: r.Seq})
+			}
+		case p.held && !holds:
+			p.held = false // the client has left that state: it must see it again
+		}
+	}
+	for i := range cl.pending {
+		if p := &cl.pending[i]; p.recvd && !p.held && !slices.Contains(superseded, i) && p.ev.exp.Holds(effective) {
+			m.observe(s, p.ev, recv, obsEffect)
+			reached = append(reached, i)
+		}
+	}
+	m.resolve(cl, reached, superseded)
+}
+
+// effect brings c's received expectations that now hold in effect into effect at at.
+func (m *Matcher) effect(c matchee, at time.Time) {
+	s := m.shard(c.Index())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl := m.claim(s, c, nil)
+	effective := effectiveView{c}
+	var reached []int
+	for i := range cl.pending {
+		if p := &cl.pending[i]; p.recvd && p.ev.exp.Holds(effective) {
+			m.observe(s, p.ev, m.off(at), obsEffect)
+			reached = append(reached, i)
+		}
+	}
+	m.resolve(cl, reached, nil)
+}
+
+// resolve removes the pending entries at indices reached (observed, or confirmed held) and
+// superseded, and retires the earlier ones the reached supersede: the client reached a later
+// state without having been in theirs.
+func (m *Matcher) resolve(cl *matchClient, reached, superseded []int) {
+	if len(reached) == 0 && len(superseded) == 0 {
+		return
+	}
+	drop := make(map[int]bool, len(reached)+len(superseded))
+	for _, i := range superseded {
+		drop[i] = true
+		cl.pending[i].ev.superseded.Add(1)
+	}
+	for _, i := range reached {
+		drop[i] = true
+		if p := cl.pending[i]; p.held {
+			p.ev.held.Add(1)
+		}
+	}
+	for _, i := range reached {
+		later := cl.pending[i].ev
+		for j := 0; j < i; j++ {
+			p := cl.pending[j]
+			if drop[j] || !later.supersedes(p.ev) {
+				continue
+			}
+			drop[j] = true
+			if p.held {
+				p.ev.held.Add(1) // it held when registered: the client was in its state
+			} else {
+				p.ev.superseded.Add(1)
+			}
+		}
+	}
+	k := 0
+	for i, p := range cl.pending {
+		if !drop[i] {
+			cl.pending[k] = p
+			k++
+		}
+	}
+	clear(cl.pending[k:])
+	cl.pending = cl.pending[:k]
 }
 
 // AckSent implements Hooks.
@@ -414,10 +673,10 @@ func (m *Matcher) ackSent1(c matchee, r ResponseInfo, at time.Time) {
 	s := m.shard(c.Index())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cl := m.claim(s, c)
+	cl := m.claim(s, c, nil)
 	cl.awaiting = slices.DeleteFunc(cl.awaiting, func(a matchAwait) bool {
 		if a.seq == r.Seq {
-			m.observe(s, a.ev, at, true)
+			m.observe(s, a.ev, m.off(at), obsAck)
 		}
 		// An older response never ACKed (a NACK of a later one, a policy that skips) is gone.
 		return a.seq <= r.Seq
@@ -430,44 +689,59 @@ type EventResult struct {
 	Kind      string
 	Scheduled time.Time
 	T0        time.Time
-	// Reached = Observed + Superseded + Missed: the clients in the event's reach.
-	Reached    int
-	Observed   int
-	Superseded int
-	// Missed counts clients in reach that had not observed the event when Results was called.
+	// Reached = Observed + AlreadyHeld + Superseded + Missed: the clients in the event's reach
+	// (see the package comment for the classes).
+	Reached     int
+	Observed    int
+	AlreadyHeld int
+	Superseded  int
+	// Missed counts clients in reach that had not observed the event when Results was called
+	// (Received of them may have received it without it taking effect).
 	Missed int
 	// Unresolved counts WatchersOnly clients that never claimed the event (see the package
 	// comment); they are not in Reached.
 	Unresolved int
-	// Acked counts observations whose ACK was sent.
+	// Received counts clients that received the change (in effect or not yet).
+	Received int
+	// Acked counts received observations whose ACK was sent.
 	Acked int
 	// EarlyReceives counts observations received before T0 (recorded as latency 0).
 	EarlyReceives int
-	// Convergence is the largest push latency over the clients that observed the event (the
-	// convergence time when Missed is 0); AckConvergence the same up to the ACK.
-	Convergence    time.Duration
-	AckConvergence time.Duration
-	MinLatency     time.Duration
-	MeanLatency    time.Duration
+	// Convergence is the event's convergence time (see the package comment): the largest push
+	// latency over the clients that observed it, and when Censored (some client missed it or
+	// is unresolved) at least the time from T0 to Results. ReceiveConvergence and
+	// AckConvergence are the largest receive and ACK latencies.
+	Convergence        time.Duration
+	Censored           bool
+	ReceiveConvergence time.Duration
+	AckConvergence     time.Duration
+	MinLatency         time.Duration
+	MeanLatency        time.Duration
 	// Latencies lists every client's push latency (MatcherConfig.KeepLatencies), sorted.
 	Latencies []time.Duration
 }
 
-// Complete reports whether every client in reach observed or superseded the event.
+// Complete reports whether every client in reach observed, already held or superseded the
+// event.
 func (r EventResult) Complete() bool { return r.Missed == 0 && r.Unresolved == 0 }
 
 // MatchResults is the matcher's state at one moment.
 type MatchResults struct {
 	Events []EventResult // in registration order
-	// PushLatency and AckLatency by event kind, and over every kind, in µs.
-	PushLatency    map[string]*hdr.Histogram
-	AckLatency     map[string]*hdr.Histogram
-	PushLatencyAll *hdr.Histogram
-	AckLatencyAll  *hdr.Histogram
-	// Convergence holds each complete event's convergence time, in µs.
-	Convergence *hdr.Histogram
+	// PushLatency (in effect), ReceiveLatency and AckLatency by event kind, and over every
+	// kind, in µs.
+	PushLatency       map[string]*hdr.Histogram
+	ReceiveLatency    map[string]*hdr.Histogram
+	AckLatency        map[string]*hdr.Histogram
+	PushLatencyAll    *hdr.Histogram
+	ReceiveLatencyAll *hdr.Histogram
+	AckLatencyAll     *hdr.Histogram
+	// ConvergenceByKind holds each event's convergence time by kind, in µs; Convergence is
+	// their merge.
+	ConvergenceByKind map[string]*hdr.Histogram
+	Convergence       *hdr.Histogram
 	// Totals over events.
-	Observed, Superseded, Missed, Unresolved int
+	Observed, AlreadyHeld, Superseded, Missed, Unresolved, Received int
 }
 
 // Kinds lists the event kinds with latencies, sorted.
@@ -480,22 +754,42 @@ func (r MatchResults) Kinds() []string {
 	return out
 }
 
-// outstanding counts, per event index, the clients still pending (missed so far) and the
-// WatchersOnly claims nobody made; every shard is locked in turn.
-func (m *Matcher) outstanding() (missed, unresolved []int) {
+// outstandingCounts is, per event index, how its unresolved claims stand right now.
+type outstandingCounts struct {
+	missed, unresolved, held, superseded []int
+}
+
+// outstanding classifies every client's unresolved entries without changing them: pending
+// provisionally held ones count as already held, pending ones a later held one supersedes as
+// superseded (the client sits in the later state), the rest as missed; unclaimed in-reach
+// entries as missed (WatchersOnly ones as unresolved). Every shard is locked in turn.
+func (m *Matcher) outstanding() outstandingCounts {
 	n := int(m.logLen.Load())
 	m.logMu.RLock()
 	log := m.log[:n]
 	m.logMu.RUnlock()
-	missed = make([]int, n)
-	unresolved = make([]int, n)
+	o := outstandingCounts{missed: make([]int, n), unresolved: make([]int, n), held: make([]int, n), superseded: make([]int, n)}
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
 		for _, cl := range s.clients {
-			for _, ev := range cl.pending {
-				if ev.idx < n {
-					missed[ev.idx]++
+			// Walk backwards so that the held entries registered later are known: each
+			// pending entry is compared with those only (few: merged changes).
+			var laterHeld []*matchEvent
+			for j := len(cl.pending) - 1; j >= 0; j-- {
+				p := cl.pending[j]
+				idx := p.ev.idx
+				if idx >= n {
+					continue
+				}
+				switch {
+				case p.held:
+					o.held[idx]++
+					laterHeld = append(laterHeld, p.ev)
+				case slices.ContainsFunc(laterHeld, func(q *matchEvent) bool { return q.supersedes(p.ev) }):
+					o.superseded[idx]++
+				default:
+					o.missed[idx]++
 				}
 			}
 			for _, ev := range log[min(cl.cursor, n):] {
@@ -503,23 +797,22 @@ func (m *Matcher) outstanding() (missed, unresolved []int) {
 					continue
 				}
 				if ev.exp.Reach.WatchersOnly {
-					unresolved[ev.idx]++
+					o.unresolved[ev.idx]++
 				} else {
-					missed[ev.idx]++
+					o.missed[ev.idx]++
 				}
 			}
 		}
 		s.mu.Unlock()
 	}
-	return missed, unresolved
+	return o
 }
 
 // Outstanding returns how many client×event observations are still awaited (pending
 // claims and unclaimed entries in reach; WatchersOnly entries nobody claimed are not awaited).
 func (m *Matcher) Outstanding() int {
-	missed, _ := m.outstanding()
 	n := 0
-	for _, v := range missed {
+	for _, v := range m.outstanding().missed {
 		n += v
 	}
 	return n
@@ -549,13 +842,17 @@ func (m *Matcher) Drain(ctx context.Context, poll time.Duration) (int, error) {
 // Results returns every event's result and the merged histograms. Clients not yet observing an
 // event count as missed: call it after Drain (or after the fleet stopped).
 func (m *Matcher) Results() MatchResults {
-	missed, unresolved := m.outstanding()
+	now := m.off(m.cfg.Now())
+	o := m.outstanding()
 	res := MatchResults{
-		PushLatency:    map[string]*hdr.Histogram{},
-		AckLatency:     map[string]*hdr.Histogram{},
-		PushLatencyAll: NewLatencyHistogram(),
-		AckLatencyAll:  NewLatencyHistogram(),
-		Convergence:    NewLatencyHistogram(),
+		PushLatency:       map[string]*hdr.Histogram{},
+		ReceiveLatency:    map[string]*hdr.Histogram{},
+		AckLatency:        map[string]*hdr.Histogram{},
+		PushLatencyAll:    NewLatencyHistogram(),
+		ReceiveLatencyAll: NewLatencyHistogram(),
+		AckLatencyAll:     NewLatencyHistogram(),
+		ConvergenceByKind: map[string]*hdr.Histogram{},
+		Convergence:       NewLatencyHistogram(),
 	}
 	merge := func(dst map[string]*hdr.Histogram, all *hdr.Histogram, src map[string]*hdr.PackedHistogram) {
 		for kind, p := range src {
@@ -572,11 +869,12 @@ func (m *Matcher) Results() MatchResults {
 		s := &m.shards[i]
 		s.mu.Lock()
 		merge(res.PushLatency, res.PushLatencyAll, s.push)
+		merge(res.ReceiveLatency, res.ReceiveLatencyAll, s.recv)
 		merge(res.AckLatency, res.AckLatencyAll, s.ack)
 		s.mu.Unlock()
 	}
 	m.logMu.RLock()
-	log := m.log[:len(missed)]
+	log := m.log[:len(o.missed)]
 	m.logMu.RUnlock()
 	res.Events = make([]EventResult, len(log))
 	for i, ev := range log {
@@ -585,24 +883,39 @@ func (m *Matcher) Results() MatchResults {
 			Kind:          ev.exp.Kind,
 			Scheduled:     ev.exp.Scheduled,
 			Observed:      int(ev.observed.Load()),
-			Superseded:    int(ev.superseded.Load()),
-			Missed:        missed[i],
-			Unresolved:    unresolved[i],
+			AlreadyHeld:   int(ev.held.Load()) + o.held[i],
+			Superseded:    int(ev.superseded.Load()) + o.superseded[i],
+			Missed:        o.missed[i],
+			Unresolved:    o.unresolved[i],
+			Received:      int(ev.received.Load()),
 			Acked:         int(ev.acked.Load()),
 			EarlyReceives: int(ev.earlyRecv.Load()),
 		}
-		if t0 := ev.t0.Load(); t0 != 0 {
-			r.T0 = time.Unix(0, t0).In(time.UTC)
+		hasT0 := ev.hasT0.Load()
+		if hasT0 {
+			ev.mu.Lock()
+			r.T0 = ev.t0Time.UTC()
+			ev.mu.Unlock()
 		}
-		r.Reached = r.Observed + r.Superseded + r.Missed
+		r.Reached = r.Observed + r.AlreadyHeld + r.Superseded + r.Missed
 		if n := ev.latCount.Load(); n > 0 {
 			r.Convergence = time.Duration(ev.latMax.Load())
 			r.MinLatency = time.Duration(ev.latMin.Load())
 			r.MeanLatency = time.Duration(ev.latSum.Load() / n)
-			if r.Complete() && int(n) == r.Observed {
-				recordDuration(res.Convergence, r.Convergence)
-			}
 		}
+		if !r.Complete() && hasT0 {
+			r.Censored = true
+			r.Convergence = max(r.Convergence, time.Duration(now-ev.t0.Load()))
+		}
+		if hasT0 && (r.Observed > 0 || !r.Complete()) {
+			h := res.ConvergenceByKind[r.Kind]
+			if h == nil {
+				h = NewLatencyHistogram()
+				res.ConvergenceByKind[r.Kind] = h
+			}
+			recordDuration(h, r.Convergence)
+		}
+		r.ReceiveConvergence = time.Duration(ev.recvMax.Load())
 		r.AckConvergence = time.Duration(ev.ackMax.Load())
 		if m.cfg.KeepLatencies {
 			ev.mu.Lock()
@@ -611,10 +924,15 @@ func (m *Matcher) Results() MatchResults {
 			slices.Sort(r.Latencies)
 		}
 		res.Observed += r.Observed
+		res.AlreadyHeld += r.AlreadyHeld
 		res.Superseded += r.Superseded
 		res.Missed += r.Missed
 		res.Unresolved += r.Unresolved
+		res.Received += r.Received
 		res.Events[i] = r
+	}
+	for _, h := range res.ConvergenceByKind {
+		res.Convergence.Merge(h)
 	}
 	return res
 }

@@ -2,9 +2,11 @@ package fakeenvoy
 
 import (
 	"context"
+	"sort"
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -19,7 +21,11 @@ type mtClient struct {
 	group, ns string
 	subs      map[string]bool // typeURL + "/" + name
 	view      mtView
-	seq       uint64
+	// warming maps typeURL/name of a resource not yet in effect to the copy in effect
+	// (nil: none).
+	warming  map[string]proto.Message
+	unsynced bool // holds no accepted state yet (a fresh process)
+	seq      uint64
 }
 
 func (c *mtClient) Index() int        { return c.index }
@@ -28,6 +34,16 @@ func (c *mtClient) Namespace() string { return c.ns }
 func (c *mtClient) Subscribed(typeURL, name string) bool {
 	return c.subs[typeURL+"/"+name]
 }
+func (c *mtClient) Resource(typeURL, name string) proto.Message {
+	return c.view.Resource(typeURL, name)
+}
+func (c *mtClient) Effective(typeURL, name string) proto.Message {
+	if prev, ok := c.warming[typeURL+"/"+name]; ok {
+		return prev
+	}
+	return c.view.Resource(typeURL, name)
+}
+func (c *mtClient) Synced(string) bool { return !c.unsynced }
 
 // mtView is a client's accepted resources by typeURL/name.
 type mtView map[string]proto.Message
@@ -49,22 +65,36 @@ func mtCLA(name string, addrs ...string) *endpointv3.ClusterLoadAssignment {
 }
 
 // push applies a response to the synthetic client and calls the matcher's hooks in the order
-// a real client does: Response, Applied, AckSent.
+// a real client does: Response, Applied, AckSent. A nil message in set removes the resource.
 func (c *mtClient) push(m *Matcher, typeURL string, recv, ack time.Time, set map[string]proto.Message) ResponseInfo {
 	c.seq++
 	r := ResponseInfo{Seq: c.seq, TypeURL: typeURL, Recv: recv}
 	if c.view == nil {
 		c.view = mtView{}
 	}
-	for name, msg := range set {
+	names := make([]string, 0, len(set))
+	for name := range set {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		k := typeURL + "/" + name
+		prev := c.view[k]
+		msg := set[name]
+		if proto.Equal(prev, msg) {
+			continue // identical: not a change
+		}
+		r.changed = append(r.changed, changedRes{name: name, prev: prev})
 		if msg == nil {
-			delete(c.view, typeURL+"/"+name)
+			delete(c.view, k)
 		} else {
-			c.view[typeURL+"/"+name] = msg
+			c.view[k] = msg
 		}
 	}
+	r.fresh = c.unsynced
+	c.unsynced = false
+	m.response1(c, r)
 	m.touch(c)
-	m.applied1(c, r, c.view)
 	if !ack.IsZero() {
 		m.ackSent1(c, r, ack)
 	}
@@ -143,6 +173,7 @@ func mtEqual(a, b EventResult) bool {
 	return a.EventID == b.EventID && a.Kind == b.Kind && a.T0.Equal(b.T0) && a.Reached == b.Reached &&
 		a.Observed == b.Observed && a.Superseded == b.Superseded && a.Missed == b.Missed &&
 		a.Unresolved == b.Unresolved && a.Acked == b.Acked && a.EarlyReceives == b.EarlyReceives &&
+		a.AlreadyHeld == b.AlreadyHeld && a.Censored == b.Censored &&
 		a.Convergence == b.Convergence && a.AckConvergence == b.AckConvergence &&
 		a.MinLatency == b.MinLatency && a.MeanLatency == b.MeanLatency
 }
@@ -154,15 +185,15 @@ func TestMatcherSupersededAndMissed(t *testing.T) {
 	c := &mtClient{index: 2, group: "g", ns: "default"} // never hears anything
 	for _, cl := range []*mtClient{a, b, c} {
 		m.Track(cl.index, cl.group, cl.ns)
+		cl.push(m, resource.EndpointType, at(0), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
 	}
 	add := probe.Expectation{EventID: 1, Kind: "add", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}
 	del := probe.Expectation{EventID: 2, Kind: "remove", T0: at(10), All: []probe.Predicate{absent("c1", "10.0.0.1")}}
-	for _, e := range []probe.Expectation{add} {
-		if _, err := m.Expect(e); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := m.Expect(add); err != nil {
+		t.Fatal(err)
 	}
-	// a sees the add, then b claims the add (a hook) but the server coalesces add+remove.
+	// a sees the add, then b claims the add (a hook) but the server coalesces add+remove: b
+	// holds the remove's state when it claims it, and never was in the add's.
 	a.push(m, resource.EndpointType, at(5), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
 	b.push(m, resource.ClusterType, at(6), time.Time{}, nil)
 	if _, err := m.Expect(del); err != nil {
@@ -177,21 +208,266 @@ func TestMatcherSupersededAndMissed(t *testing.T) {
 	res := m.Results()
 	got := []EventResult{res.Events[0], res.Events[1]}
 	want := []EventResult{
-		{EventID: 1, Kind: "add", T0: at(0), Reached: 3, Observed: 1, Superseded: 1, Missed: 1,
+		{EventID: 1, Kind: "add", T0: at(0), Reached: 3, Observed: 1, Superseded: 1, Missed: 1, Censored: true,
 			Convergence: 5 * time.Millisecond, MinLatency: 5 * time.Millisecond, MeanLatency: 5 * time.Millisecond},
-		{EventID: 2, Kind: "remove", T0: at(10), Reached: 3, Observed: 2, Missed: 1,
-			Convergence: 30 * time.Millisecond, MinLatency: 20 * time.Millisecond, MeanLatency: 25 * time.Millisecond},
+		{EventID: 2, Kind: "remove", T0: at(10), Reached: 3, Observed: 1, AlreadyHeld: 1, Missed: 1, Censored: true,
+			Convergence: 20 * time.Millisecond, MinLatency: 20 * time.Millisecond, MeanLatency: 20 * time.Millisecond},
 	}
 	for i := range want {
 		if !mtEqual(got[i], want[i]) {
 			t.Errorf("event %d\n got %+v\nwant %+v", i, got[i], want[i])
 		}
 	}
-	if res.Observed != 3 || res.Superseded != 1 || res.Missed != 2 {
-		t.Errorf("totals observed/superseded/missed = %d/%d/%d, want 3/1/2", res.Observed, res.Superseded, res.Missed)
+	if res.Observed != 2 || res.Superseded != 1 || res.Missed != 2 || res.AlreadyHeld != 1 {
+		t.Errorf("totals observed/held/superseded/missed = %d/%d/%d/%d, want 2/1/1/2", res.Observed, res.AlreadyHeld, res.Superseded, res.Missed)
 	}
-	if res.Convergence.TotalCount() != 0 {
-		t.Errorf("incomplete events must not enter the convergence histogram")
+	if res.Convergence.TotalCount() != 2 {
+		t.Errorf("convergence samples = %d, want 2: an event some client missed is in it (censored)", res.Convergence.TotalCount())
+	}
+}
+
+// mtWant is one event's expected classification.
+type mtWant struct {
+	observed, held, superseded, missed int
+	push, recv                         time.Duration // largest push (in effect) / receive latency
+	censored                           bool
+}
+
+func eds(set ...any) map[string]proto.Message {
+	out := map[string]proto.Message{}
+	for i := 0; i < len(set); i += 2 {
+		out[set[i].(string)] = set[i+1].(proto.Message)
+	}
+	return out
+}
+
+func lbCluster(name string, p clusterv3.Cluster_LbPolicy) *clusterv3.Cluster {
+	return &clusterv3.Cluster{Name: name, LbPolicy: p}
+}
+
+// TestMatcherClasses drives one client through scripted responses and checks how each event
+// is classified (issue 11: superseded only when the client never saw the state, no false
+// match, already-held events get no latency, in effect after warming).
+func TestMatcherClasses(t *testing.T) {
+	cds, edsT := resource.ClusterType, resource.EndpointType
+	lb := func(v string) probe.Predicate {
+		return probe.Predicate{Op: probe.ClusterLbPolicy, Resource: "c1", Value: v}
+	}
+	cases := []struct {
+		name   string
+		events []probe.Expectation
+		// script runs after the initial state is pushed; expect(i) registers events[i].
+		initial map[string]proto.Message
+		script  func(m *Matcher, c *mtClient, expect func(int))
+		want    []mtWant
+	}{{
+		name: "a slow removal arriving after its restore was registered is observed",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "flap-remove", T0: at(0), All: []probe.Predicate{absent("c1", "10.0.0.1")}},
+			{EventID: 2, Kind: "flap-restore", T0: at(1000), All: []probe.Predicate{present("c1", "10.0.0.1")}},
+		},
+		initial: eds("c1", mtCLA("c1", "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			expect(0)
+			expect(1)
+			c.push(m, edsT, at(1500), time.Time{}, eds("c1", mtCLA("c1")))
+			c.push(m, edsT, at(2100), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.1")))
+		},
+		want: []mtWant{{observed: 1, push: 1500 * time.Millisecond, recv: 1500 * time.Millisecond},
+			{observed: 1, push: 1100 * time.Millisecond, recv: 1100 * time.Millisecond}},
+	}, {
+		name: "a merged flap: the restore already holds, the removal is superseded, no latency",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "flap-remove", T0: at(0), All: []probe.Predicate{absent("c1", "10.0.0.1")}},
+			{EventID: 2, Kind: "flap-restore", T0: at(50), All: []probe.Predicate{present("c1", "10.0.0.1")}},
+		},
+		initial: eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			expect(0)
+			expect(1)
+			// An unrelated cluster's assignment changes 7s later: it observes nothing.
+			c.push(m, edsT, at(7050), time.Time{}, eds("c2", mtCLA("c2", "10.0.0.9")))
+		},
+		want: []mtWant{{superseded: 1}, {held: 1}},
+	}, {
+		name: "a state brought back by a later event belongs to the later event",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "flap-remove", T0: at(0), All: []probe.Predicate{absent("c1", "10.0.0.1")}},
+			{EventID: 2, Kind: "flap-restore", T0: at(50), All: []probe.Predicate{present("c1", "10.0.0.1")}},
+			{EventID: 3, Kind: "flap-remove", T0: at(40000), All: []probe.Predicate{absent("c1", "10.0.0.1")}},
+		},
+		initial: eds("c1", mtCLA("c1", "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			expect(0)
+			expect(1) // merged with the removal: the client never sees it absent
+			m.touch(c)
+			expect(2)
+			c.push(m, edsT, at(40100), time.Time{}, eds("c1", mtCLA("c1")))
+		},
+		want: []mtWant{{superseded: 1}, {held: 1}, {observed: 1, push: 100 * time.Millisecond, recv: 100 * time.Millisecond}},
+	}, {
+		name: "only a response touching the subject observes",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "endpoint-add", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}},
+		},
+		initial: eds("c1", mtCLA("c1"), "c2", mtCLA("c2")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			expect(0)
+			c.push(m, edsT, at(100), time.Time{}, eds("c2", mtCLA("c2", "10.0.0.9")))
+			c.push(m, edsT, at(200), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.1")))
+		},
+		want: []mtWant{{observed: 1, push: 200 * time.Millisecond, recv: 200 * time.Millisecond}},
+	}, {
+		name: "a warming cluster is received at CDS and in effect at its assignment",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "lb-change", T0: at(0), All: []probe.Predicate{lb("LEAST_REQUEST")}},
+		},
+		initial: nil,
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, map[string]proto.Message{"c1": lbCluster("c1", clusterv3.Cluster_ROUND_ROBIN)})
+			expect(0)
+			c.warming = map[string]proto.Message{cds + "/c1": lbCluster("c1", clusterv3.Cluster_ROUND_ROBIN)}
+			c.push(m, cds, at(100), time.Time{}, map[string]proto.Message{"c1": lbCluster("c1", clusterv3.Cluster_LEAST_REQUEST)})
+			c.warming = nil // the assignment warms it
+			c.push(m, edsT, at(300), time.Time{}, nil)
+		},
+		want: []mtWant{{observed: 1, push: 300 * time.Millisecond, recv: 100 * time.Millisecond}},
+	}, {
+		name: "a warming timeout brings a received cluster into effect",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "lb-change", T0: at(0), All: []probe.Predicate{lb("LEAST_REQUEST")}},
+		},
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, map[string]proto.Message{"c1": lbCluster("c1", clusterv3.Cluster_ROUND_ROBIN)})
+			expect(0)
+			c.warming = map[string]proto.Message{cds + "/c1": lbCluster("c1", clusterv3.Cluster_ROUND_ROBIN)}
+			c.push(m, cds, at(100), time.Time{}, map[string]proto.Message{"c1": lbCluster("c1", clusterv3.Cluster_LEAST_REQUEST)})
+			c.push(m, edsT, at(200), time.Time{}, eds("c9", mtCLA("c9"))) // still warming
+			c.warming = nil
+			m.effect(c, at(15100))
+		},
+		want: []mtWant{{observed: 1, push: 15100 * time.Millisecond, recv: 100 * time.Millisecond}},
+	}, {
+		name: "received but never in effect is missed",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "lb-change", T0: at(0), All: []probe.Predicate{lb("LEAST_REQUEST")}},
+		},
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, map[string]proto.Message{"c1": lbCluster("c1", clusterv3.Cluster_ROUND_ROBIN)})
+			expect(0)
+			c.warming = map[string]proto.Message{cds + "/c1": lbCluster("c1", clusterv3.Cluster_ROUND_ROBIN)}
+			c.push(m, cds, at(100), time.Time{}, map[string]proto.Message{"c1": lbCluster("c1", clusterv3.Cluster_LEAST_REQUEST)})
+		},
+		want: []mtWant{{missed: 1, recv: 100 * time.Millisecond, censored: true}},
+	}, {
+		name: "a fresh process holds nothing: an absent endpoint is observed, not already held",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "endpoint-remove", T0: at(0), All: []probe.Predicate{absent("c1", "10.0.0.1")}},
+		},
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.unsynced = true
+			expect(0)
+			m.touch(c) // Connected after a restart: claims with an empty state
+			c.push(m, edsT, at(400), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.2")))
+		},
+		want: []mtWant{{observed: 1, push: 400 * time.Millisecond, recv: 400 * time.Millisecond}},
+	}, {
+		name: "a fresh process claiming at its first response is not already held",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "endpoint-remove", T0: at(0), All: []probe.Predicate{absent("c1", "10.0.0.1")}},
+		},
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.unsynced = true
+			expect(0)
+			c.push(m, edsT, at(300), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.2")))
+		},
+		want: []mtWant{{observed: 1, push: 300 * time.Millisecond, recv: 300 * time.Millisecond}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMatcher(MatcherConfig{Now: mtNow})
+			c := &mtClient{index: 0, group: "g", ns: "default"}
+			m.Track(0, "g", "default")
+			if tc.initial != nil {
+				c.push(m, edsT, at(0), time.Time{}, tc.initial)
+			}
+			tc.script(m, c, func(i int) {
+				if _, err := m.Expect(tc.events[i]); err != nil {
+					t.Fatal(err)
+				}
+			})
+			res := m.Results()
+			if len(res.Events) != len(tc.want) {
+				t.Fatalf("events = %d, want %d", len(res.Events), len(tc.want))
+			}
+			for i, w := range tc.want {
+				e := res.Events[i]
+				got := mtWant{observed: e.Observed, held: e.AlreadyHeld, superseded: e.Superseded, missed: e.Missed,
+					push: e.Convergence, recv: e.ReceiveConvergence, censored: e.Censored}
+				if e.Censored {
+					got.push = 0 // the censored bound depends on when Results runs
+				}
+				if got != w {
+					t.Errorf("event %d (%s): got %+v, want %+v", e.EventID, e.Kind, got, w)
+				}
+				if e.Observed == 0 && e.MinLatency != 0 {
+					t.Errorf("event %d: latency %v without an observation", e.EventID, e.MinLatency)
+				}
+			}
+			n := int64(0)
+			for _, w := range tc.want {
+				n += int64(w.observed)
+			}
+			if got := res.PushLatencyAll.TotalCount(); got != n {
+				t.Errorf("push latency samples = %d, want %d (one per observation, none for held or superseded)", got, n)
+			}
+		})
+	}
+}
+
+// TestMatcherConvergenceOneOwner: every event some client observed or missed enters its
+// kind's convergence histogram (a missed one censored at Results time), and the overall
+// histogram is the merge of the per-kind ones.
+func TestMatcherConvergenceOneOwner(t *testing.T) {
+	now := at(0)
+	m := NewMatcher(MatcherConfig{Now: func() time.Time { return now }})
+	a := &mtClient{index: 0, group: "g", ns: "default"}
+	b := &mtClient{index: 1, group: "g", ns: "default"}
+	for _, c := range []*mtClient{a, b} {
+		m.Track(c.index, c.group, c.ns)
+		c.push(m, resource.EndpointType, at(0), time.Time{}, eds("c1", mtCLA("c1"), "c2", mtCLA("c2")))
+	}
+	for _, e := range []probe.Expectation{
+		{EventID: 1, Kind: "add", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}},
+		{EventID: 2, Kind: "scale", T0: at(0), All: []probe.Predicate{present("c2", "10.0.0.2")}},
+	} {
+		if _, err := m.Expect(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.push(m, resource.EndpointType, at(50), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2", "10.0.0.2")))
+	b.push(m, resource.EndpointType, at(80), time.Time{}, eds("c2", mtCLA("c2", "10.0.0.2"))) // b misses event 1
+	now = at(5000)
+	res := m.Results()
+	e1, e2 := res.Events[0], res.Events[1]
+	if !e1.Censored || e1.Missed != 1 || e1.Convergence != 5*time.Second {
+		t.Errorf("event 1: %+v, want censored at 5s with 1 missed", e1)
+	}
+	if e2.Censored || e2.Convergence != 80*time.Millisecond {
+		t.Errorf("event 2: %+v, want 80ms", e2)
+	}
+	if len(res.ConvergenceByKind) != 2 {
+		t.Fatalf("kinds = %v", res.ConvergenceByKind)
+	}
+	merged := NewLatencyHistogram()
+	for _, h := range res.ConvergenceByKind {
+		merged.Merge(h)
+	}
+	if res.Convergence.TotalCount() != 2 || !res.Convergence.Equals(merged) {
+		t.Errorf("overall convergence is not the merge of the per-kind ones")
+	}
+	if got := res.ConvergenceByKind["add"].Max(); got < 4_990_000 {
+		t.Errorf("add convergence max %dµs, want the censored 5s", got)
 	}
 }
 

@@ -285,12 +285,12 @@ func TestSotwWarmingTimeout(t *testing.T) {
 func TestEdsClusterName(t *testing.T) {
 	c := edsCluster("a")
 	c.EdsClusterConfig.ServiceName = "svc-a"
-	_, refs, err := decode(tCDS, mustMarshal(t, c), true)
+	_, refs, err := decode(tCDS, mustMarshal(t, c), checkEnvoy)
 	if err != nil || len(refs) != 1 || refs[0] != "svc-a" {
 		t.Errorf("refs %v err %v, want [svc-a]", refs, err)
 	}
 	st := &clusterv3.Cluster{Name: "s", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
-	if _, refs, _ := decode(tCDS, mustMarshal(t, st), false); len(refs) != 0 {
+	if _, refs, _ := decode(tCDS, mustMarshal(t, st), checkNone); len(refs) != 0 {
 		t.Errorf("static cluster refs %v, want none", refs)
 	}
 }

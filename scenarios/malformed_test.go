@@ -49,6 +49,8 @@ func TestMalformed(t *testing.T) {
 		{"bad rate", "name: x\nchurn: [{kind: scale, rate: fast}]\n", 2, 29, "churn[0].rate", `invalid rate "fast"`, `"20/s"`},
 		{"negative rate", "name: x\nchurn: [{kind: scale, rate: -5/s}]\n", 2, 29, "churn[0].rate", "negative rate -5/s", "rate > 0"},
 		{"negative ramp", "name: x\nclients: [{ramp: -1/s}]\n", 2, 18, "clients[0].ramp", "negative rate", ">= 0"},
+		{"targets without grpc", "name: x\nclients:\n  - targets: [a.b:80]\n", 3, 0, "clients[0].targets", `targets given for xds "sotw"`, "set xds: grpc"},
+		{"target without port", "name: x\nclients:\n  - xds: grpc\n    targets: [svc.ns.svc.cluster.local]\n", 4, 0, "clients[0].targets[0]", `invalid target "svc.ns.svc.cluster.local"`, "write host:port"},
 		{"negative admission", "name: x\ncontrolPlane: {admissionRate: -3}\n", 2, 31, "controlPlane.admissionRate", "negative rate", ">= 0"},
 
 		// Churn.
@@ -184,7 +186,7 @@ controlPlane: {debounce: {minQuiet: 1s, maxDelay: 10ms}}
 churn:
   - {kind: endpoint-flop, rate: 1/s}
   - {kind: scale}
-clients: [{count: -2, xds: grpc}]
+clients: [{count: -2, xds: quic}]
 thresholds: {xdslab_fleet_nacks_total: ['cnt==0']}
 `
 	_, err := LoadBytes("many.yaml", []byte(src))

@@ -132,6 +132,9 @@ type Churn struct {
 const (
 	XDSSotW  = "sotw"
 	XDSDelta = "delta"
+	// XDSGRPC is a proxyless gRPC client: grpc-go's xDS client (SotW, named subscriptions
+	// from API listeners down to EDS, grpc-go's validation rules).
+	XDSGRPC = "grpc"
 )
 
 // Client types.
@@ -145,7 +148,7 @@ const (
 type Client struct {
 	Name                string   `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
 	Count               int      `yaml:"count" json:"count" doc:"Clients in the group."`
-	XDS                 string   `yaml:"xds" json:"xds" enum:"sotw,delta" doc:"Protocol variant: sotw (state of the world) or delta (incremental)."`
+	XDS                 string   `yaml:"xds" json:"xds" enum:"sotw,delta,grpc" doc:"Protocol variant: sotw (state of the world), delta (incremental), or grpc (a proxyless gRPC client as grpc-go's xDS client behaves: API listeners host:port, then RDS, CDS, EDS by name; NACKs what grpc-go rejects; node metadata GENERATOR=grpc)."`
 	Type                string   `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
 	Ramp                Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
 	Namespaces          int      `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
@@ -154,18 +157,20 @@ type Client struct {
 	NeverAck            bool     `yaml:"neverAck" json:"neverAck" doc:"Never ACK or NACK (a hung client)."`
 	DisconnectAfter     int      `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
 	NodeOnFirstOnly     bool     `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
-	InitialFetchTimeout Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout: stop waiting for warming clusters after this long; 0 waits forever."`
+	InitialFetchTimeout Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
 	Churn               Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
 	Node                Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
+	Targets             []string `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
 }
 
 // Node is the identity template of a client group: Istio-style node id
 // (TYPE~IP~pod.NS~NS.svc.cluster.local) and metadata. NAMESPACE comes from the client's
 // namespace, GENERATOR from type grpc.
 type Node struct {
-	ClusterID    string            `yaml:"clusterID" json:"clusterID" doc:"Metadata CLUSTER_ID."`
-	IstioVersion string            `yaml:"istioVersion" json:"istioVersion" doc:"Metadata ISTIO_VERSION."`
-	Labels       map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Metadata LABELS (workload labels), added to every client of the group." def:"{}"`
+	ClusterID     string            `yaml:"clusterID" json:"clusterID" doc:"Metadata CLUSTER_ID."`
+	IstioVersion  string            `yaml:"istioVersion" json:"istioVersion" doc:"Metadata ISTIO_VERSION."`
+	Labels        map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Metadata LABELS (workload labels), added to every client of the group." def:"{}"`
+	IstioMetadata bool              `yaml:"istioMetadata,omitempty" json:"istioMetadata,omitempty" doc:"Send an Istio-sized node (about 5 KB: istio-agent's PROXY_CONFIG, ANNOTATIONS, POD_PORTS, OWNER, Envoy's extensions and client features) instead of the basic metadata; pair with nodeOnFirstOnly as Istio's bootstrap does."`
 }
 
 // Nack is a client group's NACK policy.

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"sort"
@@ -321,8 +322,16 @@ func (v *validator) clients() {
 			v.add(p+".name", "use lower-case letters, digits and '-', e.g. "+strconv.Quote(suggestName(c.Name)), "invalid group name %q", c.Name)
 		}
 		v.atLeast(p+".count", c.Count, 1)
-		if c.XDS != XDSSotW && c.XDS != XDSDelta {
-			v.add(p+".xds", didYouMean(c.XDS, []string{XDSSotW, XDSDelta}), "unknown xds variant %q", c.XDS)
+		if c.XDS != XDSSotW && c.XDS != XDSDelta && c.XDS != XDSGRPC {
+			v.add(p+".xds", didYouMean(c.XDS, []string{XDSSotW, XDSDelta, XDSGRPC}), "unknown xds variant %q", c.XDS)
+		}
+		if len(c.Targets) > 0 && c.XDS != XDSGRPC {
+			v.add(p+".targets", "remove targets, or set xds: grpc (only proxyless gRPC clients name their listeners)", "targets given for xds %q", c.XDS)
+		}
+		for j, tg := range c.Targets {
+			if host, port, err := net.SplitHostPort(tg); err != nil || host == "" || port == "" {
+				v.add(p+".targets["+itoa(j)+"]", `write host:port, e.g. "svc-0.ns-0.svc.cluster.local:8080"`, "invalid target %q", tg)
+			}
 		}
 		if types := []string{TypeSidecar, TypeRouter, TypeGRPC}; !slices.Contains(types, c.Type) {
 			v.add(p+".type", didYouMean(c.Type, types), "unknown client type %q", c.Type)

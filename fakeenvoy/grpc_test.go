@@ -1,0 +1,130 @@
+package fakeenvoy
+
+import (
+	"strings"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+// apiListener is a proxyless gRPC listener "host:port" fetching route config of the same name.
+func apiListener(t *testing.T, name string) *listenerv3.Listener {
+	hcm := &hcmv3.HttpConnectionManager{
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: adsSource(), RouteConfigName: name}},
+		HttpFilters: []*hcmv3.HttpFilter{{Name: "envoy.filters.http.router",
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(t, &routerv3.Router{})}}},
+	}
+	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: mustAny(t, hcm)}}
+}
+
+// grpcCLA is an assignment as grpc-go needs it: one weighted locality.
+func grpcCLA(name, addr string) *endpointv3.ClusterLoadAssignment {
+	c := cla(name, addr, 80)
+	c.Endpoints[0].Locality = &corev3.Locality{Region: "r", Zone: "z"}
+	c.Endpoints[0].LoadBalancingWeight = wrapperspb.UInt32(1)
+	return c
+}
+
+// TestGRPCClientRequests: a gRPC client asks for its targets' API listeners, then by name for
+// the routes, the clusters they send to and their assignments — grpc-go's order.
+func TestGRPCClientRequests(t *testing.T) {
+	const tgt = "svc.ns.svc.cluster.local:80"
+	const cl = "outbound|80||svc.ns.svc.cluster.local"
+	m := newTestMachine(t, ClientConfig{GRPC: true, GRPCTargets: []string{tgt}})
+	wantReqs(t, "start", m.start(t0).sotw, "LDS(,,["+tgt+"])")
+	wantReqs(t, "LDS", m.onSotw(sotwResp(t, L, "1", "a", apiListener(t, tgt)), t0).sotw,
+		"RDS(,,["+tgt+"])", "LDS(1,a,["+tgt+"])")
+	wantReqs(t, "RDS", m.onSotw(sotwResp(t, R, "1", "b", route(tgt, "svc", cl)), t0).sotw,
+		"CDS(,,["+cl+"])", "RDS(1,b,["+tgt+"])")
+	wantReqs(t, "CDS", m.onSotw(sotwResp(t, C, "1", "c", edsCluster(cl)), t0).sotw,
+		"EDS(,,["+cl+"])", "CDS(1,c,["+cl+"])")
+	s := m.onSotw(sotwResp(t, E, "1", "d", grpcCLA(cl, "10.0.0.1")), t0)
+	wantReqs(t, "EDS", s.sotw, "EDS(1,d,["+cl+"])")
+	if !s.firstFull || s.info.Nacked {
+		t.Errorf("EDS: first full %v, nacked %v (%s)", s.firstFull, s.info.Nacked, s.info.Error)
+	}
+	if m.Effective(C, cl) == nil {
+		t.Errorf("a gRPC client does not warm: the cluster is in effect once accepted")
+	}
+	if err := (ClientConfig{Node: IdentityTemplate{}.Node(0), GRPC: true, Delta: true, GRPCTargets: []string{tgt}}).Validate(); err == nil {
+		t.Errorf("a Delta gRPC client was accepted")
+	}
+}
+
+// TestGRPCClientRejects: what grpc-go's xDS client rejects is NACKed by a gRPC client, while an
+// Envoy client (even realistic) accepts it — the fleet catches the class of fault a real gRPC
+// client hits. Each case names the grpc-go rule it mirrors.
+func TestGRPCClientRejects(t *testing.T) {
+	const cl = "c1"
+	noLocality := cla(cl, "10.0.0.1", 80) // LocalityLbEndpoints without locality
+	zeroEndpointWeight := grpcCLA(cl, "10.0.0.1")
+	zeroEndpointWeight.Endpoints[0].LbEndpoints[0].LoadBalancingWeight = wrapperspb.UInt32(0)
+	dupAddr := grpcCLA(cl, "10.0.0.1")
+	dupAddr.Endpoints[0].LbEndpoints = append(dupAddr.Endpoints[0].LbEndpoints, dupAddr.Endpoints[0].LbEndpoints[0])
+	gapPriority := grpcCLA(cl, "10.0.0.1")
+	gapPriority.Endpoints[0].Priority = 1
+	dupLocality := grpcCLA(cl, "10.0.0.1")
+	dupLocality.Endpoints = append(dupLocality.Endpoints, proto.CloneOf(dupLocality.Endpoints[0]))
+	dupLocality.Endpoints[1].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().Address = "10.0.0.2"
+	staticCluster := edsCluster(cl)
+	staticCluster.ClusterDiscoveryType = nil // STATIC
+	cases := []struct {
+		name    string
+		typeURL string
+		msg     proto.Message
+		want    string // in the NACK's error_detail
+	}{
+		{"EDS locality without ID (parseEDSRespProto)", E, noLocality, "locality without ID"},
+		{"EDS endpoint weight 0 (parseEndpoints)", E, zeroEndpointWeight, "zero weight"},
+		{"EDS duplicate address (parseEndpoints)", E, dupAddr, "duplicate endpoint"},
+		{"EDS priorities with a gap (parseEDSRespProto)", E, gapPriority, "priority 0 missing"},
+		{"EDS duplicate locality (parseEDSRespProto)", E, dupLocality, "duplicate locality"},
+		{"CDS static cluster (validateClusterAndConstructClusterUpdate)", C, staticCluster, "unsupported cluster type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newTestMachine(t, ClientConfig{GRPC: true, GRPCTargets: []string{"x:1"}})
+			g.start(t0)
+			g.types[tEDS] = typeState{subscribed: true, names: []string{cl}}
+			g.types[tCDS] = typeState{subscribed: true, names: []string{cl}}
+			s := g.onSotw(sotwResp(t, tc.typeURL, "1", "n", tc.msg), t0)
+			if !s.info.Nacked || !strings.Contains(s.info.Error, tc.want) || s.sotw[len(s.sotw)-1].ErrorDetail == nil {
+				t.Errorf("gRPC client: nacked %v, error %q, want %q", s.info.Nacked, s.info.Error, tc.want)
+			}
+			if g.Resource(tc.typeURL, cl) != nil {
+				t.Errorf("the rejected resource was applied")
+			}
+		})
+	}
+	// The fault of the protocol review: an EDS assignment without locality passes Envoy's
+	// validation and fails grpc-go's.
+	e := warmedMachine(t, ClientConfig{Nack: NackPolicy{Realistic: true}})
+	if s := e.onSotw(sotwResp(t, E, "2", "n", noLocality, cla("c2", "10.0.0.2", 80)), t0); s.info.Nacked {
+		t.Errorf("an Envoy client NACKs an assignment without locality: %s", s.info.Error)
+	}
+}
+
+// TestGRPCClientIgnoresUnweightedLocality: grpc-go uses no endpoint of a locality without a
+// weight; the probes see the assignment as the client uses it.
+func TestGRPCClientIgnoresUnweightedLocality(t *testing.T) {
+	g := newTestMachine(t, ClientConfig{GRPC: true, GRPCTargets: []string{"x:1"}})
+	g.start(t0)
+	g.types[tEDS] = typeState{subscribed: true, names: []string{"c1"}}
+	c := grpcCLA("c1", "10.0.0.1")
+	c.Endpoints[0].LoadBalancingWeight = nil
+	if s := g.onSotw(sotwResp(t, E, "1", "n", c), t0); s.info.Nacked {
+		t.Fatalf("NACKed: %s", s.info.Error)
+	}
+	p := probe.Predicate{Op: probe.EndpointPresent, Resource: "c1", Address: "10.0.0.1", Port: 80}
+	if p.Holds(g) {
+		t.Errorf("an endpoint of an unweighted locality counts as present")
+	}
+}
