@@ -68,6 +68,10 @@ type Options struct {
 	Pusher Pusher
 	// Now is the clock that stamps changes; nil means time.Now.
 	Now func() time.Time
+	// Sources are external feeds such as the Kubernetes registry (controlplane/registry/kube):
+	// each one's services and endpoints are merged after the in-process registry, its Istio
+	// config goes into the config store, and the first push waits until every source synced.
+	Sources []Source
 }
 
 // DefaultOptions returns the defaults: gRPC on 127.0.0.1:15010, metrics on 127.0.0.1:15014,

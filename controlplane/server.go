@@ -47,6 +47,16 @@ func (f PusherFunc) Push(snap *model.Snapshot, req *model.PushRequest, report mo
 
 var _ Pusher = PusherFunc(nil)
 
+// Source is an external feed the server runs beside its own parts: a registry of services and
+// endpoints that also writes Istio config into the server's config store.
+type Source interface {
+	registry.Registry
+	// Run feeds the source until ctx ends; Istio objects go to configs.
+	Run(ctx context.Context, configs *config.Memory) error
+	// Synced is closed once the source's initial content has been delivered.
+	Synced() <-chan struct{}
+}
+
 // xdsMetrics records the ADS server's measurements into the control plane's metrics.
 type xdsMetrics struct{ *metrics.Metrics }
 
@@ -218,7 +228,7 @@ func (s *Server) Start(ctx context.Context) error {
 	run("debouncer", func() error { return s.deb.Run(s.ctx, s.reqs) })
 	run("config-store", func() error { return s.store.Run(s.ctx) })
 	agg := registry.NewAggregate(registry.AggregateOptions{
-		Registries: []registry.Registry{s.registry},
+		Registries: s.registries(),
 		Convert:    registry.ConvertOptions{TrustDomain: s.opts.TrustDomain},
 		Now:        s.opts.Now,
 		OnChange:   s.onChange,
@@ -236,6 +246,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.files != nil {
 		run("config-files", func() error { return s.files.Run(s.ctx) })
 	}
+	for _, src := range s.opts.Sources {
+		run("source-"+src.Name(), func() error { return src.Run(s.ctx, s.store) })
+	}
 	s.wg.Go(s.initialPush)
 	s.log.Info("control plane started", "grpc", gln.Addr().String(), "metrics", ln.Addr().String(), "configDir", s.opts.ConfigDir,
 		"minQuiet", s.opts.Debounce.MinQuiet, "maxDelay", s.opts.Debounce.MaxDelay, "debounceEDS", s.opts.Debounce.DebounceEDS,
@@ -243,9 +256,25 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// registries are the in-process registry, then every source's, in priority order.
+func (s *Server) registries() []registry.Registry {
+	regs := []registry.Registry{s.registry}
+	for _, src := range s.opts.Sources {
+		regs = append(regs, src)
+	}
+	return regs
+}
+
 // initialPush asks for a full push once the config directory has been read, so a first
 // snapshot exists even when nothing changes, then reports what was loaded.
 func (s *Server) initialPush() {
+	for _, src := range s.opts.Sources {
+		select {
+		case <-src.Synced():
+		case <-s.ctx.Done():
+			return
+		}
+	}
 	if s.files != nil {
 		select {
 		case <-s.files.Synced():

@@ -23,8 +23,10 @@
 // recorders (the event log).
 //
 // Sinks: DirSink writes Istio YAML into a directory (one file per service, written atomically)
-// that a file-watching control plane reads; EventLog writes the event stream as JSON lines, which
-// ParseTrace reads back for the replay churn kind; the in-process sink (sink_inprocess.go) applies
-// the same configs through a ConfigApplier, which our control plane's config.Memory implements.
-// Sink needs nothing beyond model.Config and ConfigKey.
+// that a file-watching control plane reads; KubeSink writes it to a Kubernetes API server
+// (Namespaces, Services and EndpointSlices, Istio objects; server-side apply; docs/kubernetes.md);
+// EventLog writes the event stream as JSON lines, which ParseTrace reads back for the replay churn
+// kind; the in-process sink (sink_inprocess.go) applies the same configs through a
+// ConfigApplier, which our control plane's config.Memory implements. Sink needs nothing beyond
+// model.Config and ConfigKey.
 package simulator

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -243,23 +242,9 @@ func (d *DirSink) render(f string) []byte {
 // RenderYAML renders one object as a Kubernetes-style YAML document: apiVersion, kind,
 // metadata {name, namespace, labels}, spec (protojson field names).
 func RenderYAML(c model.Config, apiVersion string) ([]byte, error) {
-	spec, err := MarshalSpec(c.Spec)
+	j, err := renderJSON(c, apiVersion, c.Labels)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Key(), err)
-	}
-	type meta struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace"`
-		Labels    map[string]string `json:"labels,omitempty"`
-	}
-	j, err := json.Marshal(struct {
-		APIVersion string          `json:"apiVersion"`
-		Kind       string          `json:"kind"`
-		Metadata   meta            `json:"metadata"`
-		Spec       json.RawMessage `json:"spec"`
-	}{apiVersion, string(c.Kind), meta{c.Name, c.Namespace, c.Labels}, spec})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Key(), err)
+		return nil, err
 	}
 	y, err := yaml.JSONToYAML(j)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/controlplane/registry/kube"
 )
 
 // controlplaneFlags are the flags of 'xdslab controlplane'.
@@ -18,25 +19,32 @@ type controlplaneFlags struct {
 	logLevel     string
 	opts         controlplane.Options
 	pushThrottle int
+	kube         kubeFlags
+	kubeNS       string
 }
 
 func newControlplaneCmd() *cobra.Command {
 	f := controlplaneFlags{opts: controlplane.DefaultOptions()}
 	cmd := &cobra.Command{
-		Use:   "controlplane --config-dir DIR",
+		Use:   "controlplane --config-dir DIR | --kubeconfig FILE",
 		Short: "Run the xDS control plane on a directory of Istio YAML",
 		Long: `controlplane watches a directory of Istio YAML (ServiceEntry, WorkloadEntry, VirtualService,
 DestinationRule, Sidecar, Gateway; multi-document files as you would kubectl-apply them),
 debounces the changes and builds a snapshot per push. It serves /metrics, /debug/config (what
 was loaded, and each file's last error) /debug/snapshot and /debug/syncz (per client and type: versions sent, acked and nacked, last error) on --metrics-addr, and runs until
-SIGINT or SIGTERM.`,
+SIGINT or SIGTERM.
+
+With --kubeconfig it also reads a Kubernetes cluster, as istiod does: Services and
+EndpointSlices become services and endpoints, and Istio's config kinds (networking.istio.io/v1)
+are read from the API server; see docs/kubernetes.md.`,
 		Example: `  xdslab controlplane --config-dir examples/mesh
-  xdslab controlplane --config-dir /tmp/mesh --min-quiet 50ms --max-delay 2s --debounce-eds=false`,
+  xdslab controlplane --config-dir /tmp/mesh --min-quiet 50ms --max-delay 2s --debounce-eds=false
+  xdslab controlplane --kubeconfig ~/.kube/config`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runControlplane(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.configDir, "config-dir", "", "directory of Istio YAML to watch (required)")
+	fl.StringVar(&f.configDir, "config-dir", "", "directory of Istio YAML to watch (required unless --kubeconfig is given)")
 	fl.StringVar(&f.opts.GRPCAddr, "grpc-addr", controlplane.DefaultGRPCAddr, "address of the ADS (xDS) gRPC server")
 	fl.StringVar(&f.opts.MetricsAddr, "metrics-addr", controlplane.DefaultMetricsAddr, "address of /metrics and /debug/*")
 	fl.DurationVar(&f.opts.Debounce.MinQuiet, "min-quiet", f.opts.Debounce.MinQuiet, "push once no change arrived for this long (Istio's PILOT_DEBOUNCE_AFTER)")
@@ -48,12 +56,15 @@ SIGINT or SIGTERM.`,
 	fl.DurationVar(&f.opts.SendTimeout, "send-timeout", f.opts.SendTimeout, "close a stream whose client has not read a response for this long (0: never)")
 	fl.Float64Var(&f.opts.AdmissionRate, "admission-rate", 0, "new xDS streams admitted per second, ResourceExhausted beyond (0: the push throttle per second, as Istio; negative: no limit)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.kube.register(fl, 50, 100)
+	fl.StringVar(&f.kubeNS, "kube-namespace", "", "with --kubeconfig: watch only this namespace (default all)")
 	return cmd
 }
 
 func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
-	if f.configDir == "" {
-		return usageErr(errors.New("controlplane: --config-dir is required: pass a directory of Istio YAML, e.g. --config-dir examples/mesh"))
+	useKube := cmd.Flags().Changed("kubeconfig") || cmd.Flags().Changed("kube-namespace")
+	if f.configDir == "" && !useKube {
+		return usageErr(errors.New("controlplane: --config-dir or --kubeconfig is required: pass a directory of Istio YAML (e.g. --config-dir examples/mesh) or a cluster's kubeconfig"))
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -64,6 +75,17 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 	opts.PushThrottle = f.pushThrottle
 	opts.Cores = runtime.NumCPU()
 	opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	if useKube {
+		kc, ic, err := f.kube.clients("xdslab-controlplane")
+		if err != nil {
+			return usageErr(fmt.Errorf("controlplane: %w", err))
+		}
+		ctrl, err := kube.New(kube.Options{Kube: kc, Istio: ic, Namespace: f.kubeNS, Logger: opts.Logger.With("component", "kube")})
+		if err != nil {
+			return usageErr(fmt.Errorf("controlplane: %w", err))
+		}
+		opts.Sources = append(opts.Sources, kubeSource{ctrl})
+	}
 	if err := opts.Validate(); err != nil {
 		return usageErr(fmt.Errorf("controlplane: %s", strings.ReplaceAll(err.Error(), "\n", "; ")))
 	}

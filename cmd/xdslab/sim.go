@@ -28,6 +28,9 @@ type simFlags struct {
 	apiVersion   string
 	progress     time.Duration
 	metricsAddr  string
+	sink         string
+	kube         kubeFlags
+	kubeSEs      bool
 }
 
 func newSimCmd() *cobra.Command {
@@ -59,17 +62,23 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 	fl.StringVar(&f.sinkDir, "sink-dir", "", "directory to write Istio YAML into (required)")
 	fl.StringVar(&f.events, "events", "", "write the event log (JSON lines) to this file")
 	fl.BoolVar(&f.fast, "fast", false, "run as fast as possible on a virtual clock (a dry run; t0 values are virtual)")
-	fl.BoolVar(&f.clean, "clean", false, "remove YAML files already in --sink-dir first")
+	fl.BoolVar(&f.clean, "clean", false, "remove YAML files already in --sink-dir first (with --sink kube: the objects an earlier run wrote)")
 	fl.BoolVar(&f.groupRouting, "group-routing", false, "write VirtualServices and DestinationRules into their service's file")
 	fl.StringVar(&f.apiVersion, "api-version", simulator.DefaultAPIVersion, "apiVersion of the written objects (networking.istio.io/v1alpha3, v1beta1 or v1)")
 	fl.DurationVar(&f.progress, "progress", 5*time.Second, "print a progress line this often (run time); 0 disables")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the simulator's Prometheus metrics on this address (e.g. 127.0.0.1:15090)")
+	fl.StringVar(&f.sink, "sink", "dir", "where the mesh goes: dir (Istio YAML in --sink-dir) or kube (a Kubernetes API server; see docs/kubernetes.md)")
+	f.kube.register(fl, 50, 100)
+	fl.BoolVar(&f.kubeSEs, "kube-service-entries", false, "with --sink kube: write ServiceEntries instead of Services and EndpointSlices")
 	return cmd
 }
 
 func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (err error) {
-	if f.sinkDir == "" {
-		return usageErr(errors.New("sim: --sink-dir is required: the directory the control plane watches"))
+	switch {
+	case f.sink != "dir" && f.sink != "kube":
+		return usageErr(fmt.Errorf("sim: --sink %q: use dir or kube", f.sink))
+	case f.sink == "dir" && f.sinkDir == "":
+		return usageErr(errors.New("sim: --sink-dir is required: the directory the control plane watches (or --sink kube)"))
 	}
 	sc, err := scenarios.Resolve(scenario)
 	if err != nil {
@@ -79,9 +88,29 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	if err != nil {
 		return usageErr(fmt.Errorf("sim: scenario %s: %w", scenario, err))
 	}
-	sink, err := simulator.NewDirSink(simulator.DirOptions{Dir: f.sinkDir, APIVersion: f.apiVersion, GroupRouting: f.groupRouting, Clean: f.clean})
-	if err != nil {
-		return usageErr(err)
+	var (
+		sink  simulator.Sink
+		where = f.sinkDir
+		files = func() string { return "" }
+	)
+	if f.sink == "kube" {
+		kc, ic, err := f.kube.clients("xdslab-sim")
+		if err != nil {
+			return usageErr(fmt.Errorf("sim: %w", err))
+		}
+		ks, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, ServiceEntries: f.kubeSEs, Clean: f.clean})
+		if err != nil {
+			return usageErr(err)
+		}
+		sink, where = ks, "the Kubernetes API server "+f.kube.path()
+		files = func() string { return fmt.Sprintf(" (%d API writes)", ks.Stats().Objects()) }
+	} else {
+		ds, err := simulator.NewDirSink(simulator.DirOptions{Dir: f.sinkDir, APIVersion: f.apiVersion, GroupRouting: f.groupRouting, Clean: f.clean})
+		if err != nil {
+			return usageErr(err)
+		}
+		sink = ds
+		files = func() string { return fmt.Sprintf(" (%d files)", ds.Writes) }
 	}
 	defer sink.Close()
 	var recorders []simulator.Sink
@@ -123,7 +152,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	if err := r.Init(ctx); err != nil {
 		return usageErr(fmt.Errorf("sim: %w", err))
 	}
-	fmt.Fprintf(out, "sim: %s: wrote %d objects (%s) to %s (%d files)\n", sc.Name, len(initial), simCensus(initial), f.sinkDir, sink.Writes)
+	fmt.Fprintf(out, "sim: %s: wrote %d objects (%s) to %s%s\n", sc.Name, len(initial), simCensus(initial), where, files())
 	fmt.Fprintf(out, "sim: applying churn for %v (%d processes, seed %d)%s\n", sc.Duration.D(), len(sc.Churn), sc.Seed, map[bool]string{true: " as fast as possible", false: ""}[f.fast])
 	p.start = clock.Now()
 	stats, runErr := r.Run(ctx)

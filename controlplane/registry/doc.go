@@ -12,6 +12,9 @@
 //     ConfigKeys and whether only endpoints changed. A ServiceEntry or WorkloadEntry change
 //     recomputes only the hosts it touches.
 //
+// Subpackage kube is a Registry fed by a Kubernetes cluster (Services and EndpointSlices, and
+// Istio's config kinds into the config store) through client-go informers.
+//
 // The snapshot builder (model.BuildSnapshot) reads the aggregate through Aggregate.Read, under
 // one read lock, so a snapshot always sees one consistent state.
 package registry

@@ -1,0 +1,14 @@
+// Package kube reads a Kubernetes cluster the way istiod's Kubernetes registry does, through
+// client-go shared informers, and feeds the control plane's pipeline:
+//
+//   - Services and their EndpointSlices become model.Services and model.Endpoints (host
+//     NAME.NAMESPACE.svc.DOMAIN), delivered as registry Updates: the Controller is a
+//     registry.Registry the Aggregate merges. A change of an EndpointSlice alone updates only
+//     the host's endpoints, so the push it causes stays endpoint-only (EDS).
+//   - Istio's config kinds (ServiceEntry, WorkloadEntry, VirtualService, DestinationRule,
+//     Sidecar, Gateway; read as networking.istio.io/v1) go into the control plane's config
+//     store, from which the Aggregate takes them like objects from files.
+//
+// Informer callbacks only queue what they saw; one goroutine (Run's) owns the state, converts
+// and notifies, in the order the API server reported the changes.
+package kube

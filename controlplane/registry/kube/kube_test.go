@@ -1,0 +1,273 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	networking "istio.io/api/networking/v1alpha3"
+	istionet "istio.io/client-go/pkg/apis/networking/v1"
+	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/features"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/controlplane/registry"
+)
+
+func TestMain(m *testing.M) {
+	// Istio's generated fake clientset does not declare that it cannot stream lists (client-go's
+	// own fakes do), so informers on it would wait for a bookmark that never comes: list and
+	// watch the classic way in these tests. The real API server streams lists.
+	features.ReplaceFeatureGates(noWatchList{features.FeatureGates()})
+	goleak.VerifyTestMain(m)
+}
+
+type noWatchList struct{ features.Gates }
+
+func (g noWatchList) Enabled(f features.Feature) bool {
+	return f != features.WatchListClient && g.Gates.Enabled(f)
+}
+
+func service(ns, name string, ports ...corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}, Ports: ports}}
+}
+
+func slice(ns, svc, name string, addrs ...string) *discoveryv1.EndpointSlice {
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: new("http-80"), Port: new(int32(8080))}},
+	}
+	for _, a := range addrs {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Zone: new("z1")})
+	}
+	return es
+}
+
+// harness runs a Controller on fake clients into an Aggregate, collecting its changes.
+type harness struct {
+	kube    *kubefake.Clientset
+	istio   *istiofake.Clientset
+	store   *config.Memory
+	agg     *registry.Aggregate
+	changes chan registry.Change
+	stop    func()
+}
+
+func start(t *testing.T, kube *kubefake.Clientset, istio *istiofake.Clientset) *harness {
+	t.Helper()
+	c, err := New(Options{Kube: kube, Istio: istio})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{kube: kube, istio: istio, store: config.NewMemory(config.MemoryOptions{}), changes: make(chan registry.Change, 100)}
+	h.agg = registry.NewAggregate(registry.AggregateOptions{Registries: []registry.Registry{c}, OnChange: func(ch registry.Change) { h.changes <- ch }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() { done <- c.Run(ctx, h.store) }()
+	go func() { done <- h.store.Run(ctx) }()
+	// The config store's events reach the aggregate as they do in the server.
+	evDone := make(chan struct{})
+	go func() {
+		defer close(evDone)
+		for ev := range h.store.Events() {
+			h.agg.ConfigChanged(ev.Old, ev.New)
+		}
+	}()
+	h.stop = func() {
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+		<-evDone
+	}
+	t.Cleanup(h.stop)
+	select {
+	case <-c.Synced():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the controller did not sync")
+	}
+	return h
+}
+
+// next returns the next change that satisfies ok, failing after a bounded wait.
+func (h *harness) next(t *testing.T, what string, ok func(registry.Change) bool) registry.Change {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ch := <-h.changes:
+			if ok(ch) {
+				return ch
+			}
+		case <-timeout:
+			t.Fatalf("no change: %s", what)
+		}
+	}
+}
+
+func has(ch registry.Change, k model.ConfigKey) bool { _, ok := ch.Keys[k]; return ok }
+
+const host = "web.shop.svc.cluster.local"
+
+func TestControllerServicesAndEndpoints(t *testing.T) {
+	ctx := context.Background()
+	kube := kubefake.NewClientset(
+		service("shop", "web", corev1.ServicePort{Name: "http-80", Port: 80}),
+		slice("shop", "web", "web-a", "10.1.0.1", "10.1.0.2"),
+		// A slice of a Service that does not exist yet, and one of no Service at all.
+		slice("shop", "late", "late-a", "10.2.0.1"),
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "shop"}, AddressType: discoveryv1.AddressTypeIPv4},
+	)
+	h := start(t, kube, istiofake.NewSimpleClientset())
+	// Every initial object has been applied once Synced is closed: drop the changes they made.
+	for len(h.changes) > 0 {
+		<-h.changes
+	}
+	svc := h.agg.Service(host)
+	if svc == nil || len(svc.Ports) != 1 || svc.Ports[0].Protocol != model.ProtocolHTTP || svc.Addresses[0] != "10.96.0.10" {
+		t.Fatalf("service after sync: %+v", svc)
+	}
+	eps := h.agg.Endpoints(host)
+	if len(eps) != 2 || eps[0].Address != "10.1.0.1" || eps[0].TargetPort(svc.Ports[0]) != 8080 || eps[0].Locality.Zone != "z1" {
+		t.Fatalf("endpoints after sync: %v", eps)
+	}
+
+	// An EndpointSlice change alone is an endpoint-only change.
+	es := slice("shop", "web", "web-a", "10.1.0.1", "10.1.0.3")
+	es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.1.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: new(false)}})
+	if _, err := kube.DiscoveryV1().EndpointSlices("shop").Update(ctx, es, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	epKey := model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
+	ch := h.next(t, "endpoint update", func(ch registry.Change) bool { return has(ch, epKey) })
+	if !ch.EndpointOnly || len(ch.Keys) != 1 || ch.Reason() != model.ReasonEndpointUpdate {
+		t.Fatalf("slice update gave %+v, want an endpoint-only change of %s", ch, host)
+	}
+	if eps := h.agg.Endpoints(host); len(eps) != 2 || eps[1].Address != "10.1.0.3" {
+		t.Fatalf("endpoints after update: %v (the not-ready one must be left out)", eps)
+	}
+
+	// A second slice of the same Service adds to the endpoints; a duplicate address counts once.
+	if _, err := kube.DiscoveryV1().EndpointSlices("shop").Create(ctx, slice("shop", "web", "web-b", "10.1.0.3", "10.1.0.4"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.next(t, "second slice", func(ch registry.Change) bool { return has(ch, epKey) })
+	if eps := h.agg.Endpoints(host); len(eps) != 3 {
+		t.Fatalf("endpoints with two slices: %v, want 10.1.0.1, .3, .4", eps)
+	}
+
+	// The late Service picks up the slice that was waiting for it.
+	if _, err := kube.CoreV1().Services("shop").Create(ctx, service("shop", "late", corev1.ServicePort{Name: "tcp", Port: 9000}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lateHost := "late.shop.svc.cluster.local"
+	ch = h.next(t, "late service", func(ch registry.Change) bool {
+		return has(ch, model.ConfigKey{Kind: model.KindService, Name: lateHost, Namespace: "shop"})
+	})
+	if ch.EndpointOnly || ch.ServicesAdded != 1 || len(h.agg.Endpoints(lateHost)) != 1 {
+		t.Fatalf("late service change %+v, endpoints %v", ch, h.agg.Endpoints(lateHost))
+	}
+
+	// Deleting the Service removes it and its endpoints.
+	if err := kube.CoreV1().Services("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ch = h.next(t, "service delete", func(ch registry.Change) bool { return ch.ServicesRemoved == 1 })
+	if h.agg.Service(host) != nil || len(h.agg.Endpoints(host)) != 0 {
+		t.Fatal("deleted service still in the aggregate")
+	}
+}
+
+func TestControllerIstioConfig(t *testing.T) {
+	ctx := context.Background()
+	vs := &istionet.VirtualService{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+		Spec: networking.VirtualService{Hosts: []string{host}}}
+	istio := istiofake.NewSimpleClientset(vs)
+	h := start(t, kubefake.NewClientset(), istio)
+	vsKey := model.ConfigKey{Kind: model.KindVirtualService, Name: "web", Namespace: "shop"}
+	h.next(t, "initial VirtualService", func(ch registry.Change) bool { return has(ch, vsKey) })
+	if got, ok := h.store.Get(vsKey); !ok || got.Spec.(*networking.VirtualService).Hosts[0] != host || got.Source != "kubernetes" {
+		t.Fatalf("store holds %v, %v", got, ok)
+	}
+
+	// A ServiceEntry from the cluster becomes services through the aggregate.
+	se := &istionet.ServiceEntry{ObjectMeta: metav1.ObjectMeta{Name: "ext", Namespace: "shop"},
+		Spec: networking.ServiceEntry{Hosts: []string{"api.example.com"}, Location: networking.ServiceEntry_MESH_EXTERNAL,
+			Resolution: networking.ServiceEntry_DNS, Ports: []*networking.ServicePort{{Name: "https", Number: 443, Protocol: "TLS"}}}}
+	if _, err := istio.NetworkingV1().ServiceEntries("shop").Create(ctx, se, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.next(t, "ServiceEntry service", func(ch registry.Change) bool { return ch.ServicesAdded == 1 })
+	if svc := h.agg.Service("api.example.com"); svc == nil || !svc.MeshExternal {
+		t.Fatalf("ServiceEntry service %+v", svc)
+	}
+
+	dr := &istionet.DestinationRule{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: networking.DestinationRule{Host: host}}
+	if _, err := istio.NetworkingV1().DestinationRules("shop").Create(ctx, dr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	drKey := model.ConfigKey{Kind: model.KindDestinationRule, Name: "web", Namespace: "shop"}
+	h.next(t, "DestinationRule create", func(ch registry.Change) bool { return has(ch, drKey) })
+	if got, ok := h.store.Get(drKey); !ok || got.Spec.(*networking.DestinationRule).Host != host {
+		t.Fatalf("store holds %v, %v", got, ok)
+	}
+
+	if err := istio.NetworkingV1().DestinationRules("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.next(t, "DestinationRule delete", func(ch registry.Change) bool { return has(ch, drKey) })
+	if _, ok := h.store.Get(drKey); ok {
+		t.Fatal("deleted DestinationRule still in the store")
+	}
+}
+
+func TestConvertService(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		port corev1.ServicePort
+		want model.Protocol
+	}{
+		{"name prefix", corev1.ServicePort{Name: "grpc-api", Port: 1}, model.ProtocolGRPC},
+		{"appProtocol wins", corev1.ServicePort{Name: "tcp-x", AppProtocol: new("http"), Port: 1}, model.ProtocolHTTP},
+		{"unknown appProtocol falls back to the name", corev1.ServicePort{Name: "http2-x", AppProtocol: new("kubernetes.io/h2c"), Port: 1}, model.ProtocolHTTP2},
+		{"udp", corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}, model.ProtocolUnknown},
+		{"unnamed", corev1.ServicePort{Port: 1}, model.ProtocolUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := ConvertService(service("ns", "s", tc.port), "s.ns.svc.cluster.local")
+			if got := svc.Ports[0].Protocol; got != tc.want {
+				t.Errorf("protocol %s, want %s", got, tc.want)
+			}
+		})
+	}
+	headless := service("ns", "h")
+	headless.Spec.ClusterIP, headless.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
+	if svc := ConvertService(headless, "h"); svc.Resolution != model.ResolutionPassthrough || len(svc.Addresses) != 0 {
+		t.Errorf("headless service %+v", svc)
+	}
+	ext := service("ns", "e")
+	ext.Spec.Type = corev1.ServiceTypeExternalName
+	if svc := ConvertService(ext, "e"); svc != nil {
+		t.Errorf("ExternalName service converted: %+v", svc)
+	}
+	if _, err := New(Options{}); err == nil {
+		t.Error("no clients accepted")
+	}
+	if _, err := New(Options{Kube: kubefake.NewClientset(), Resync: -time.Second}); err == nil {
+		t.Error("negative resync accepted")
+	}
+	if _, err := istioConfig(fmt.Sprint("x")); err == nil {
+		t.Error("a non-Istio object converted")
+	}
+}

@@ -1,0 +1,340 @@
+package simulator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	networking "istio.io/api/networking/v1alpha3"
+	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// istioRecorder stands in for the Istio API: client-go's generated fake does not implement
+// server-side apply, so a reactor keeps the last applied body of every object and drops it on
+// delete, failing (once) on a chosen object.
+type istioRecorder struct {
+	mu      sync.Mutex
+	objects map[string]map[string]any // "resource/ns/name" -> applied body
+	calls   []string
+	failOn  string
+}
+
+func newIstioRecorder(c *istiofake.Clientset) *istioRecorder {
+	r := &istioRecorder{objects: map[string]map[string]any{}}
+	c.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		res := a.GetResource().Resource
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			id := res + "/" + a.GetNamespace() + "/" + a.GetName()
+			r.calls = append(r.calls, "apply "+id)
+			if a.GetPatchType() != types.ApplyPatchType {
+				return true, nil, errors.New("not a server-side apply")
+			}
+			if id == r.failOn {
+				return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "networking.istio.io", Kind: "X"}, a.GetName(), nil)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(a.GetPatch(), &body); err != nil {
+				return true, nil, err
+			}
+			r.objects[id] = body
+			return true, nil, nil
+		case k8stesting.DeleteAction:
+			id := res + "/" + a.GetNamespace() + "/" + a.GetName()
+			r.calls = append(r.calls, "delete "+id)
+			if _, ok := r.objects[id]; !ok {
+				return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), a.GetName())
+			}
+			delete(r.objects, id)
+			return true, nil, nil
+		case k8stesting.DeleteCollectionAction:
+			r.calls = append(r.calls, "deletecollection "+res+"/"+a.GetNamespace()+" "+a.GetListRestrictions().Labels.String())
+			return true, nil, nil
+		}
+		return false, nil, nil
+	})
+	return r
+}
+
+var istioResources = map[model.Kind]string{
+	model.KindServiceEntry: "serviceentries", model.KindWorkloadEntry: "workloadentries",
+	model.KindVirtualService: "virtualservices", model.KindDestinationRule: "destinationrules",
+	model.KindSidecar: "sidecars", model.KindGateway: "gateways",
+}
+
+// checkKubeState compares what the fake API servers hold with the simulator's mesh.
+func checkKubeState(t *testing.T, kube *kubefake.Clientset, rec *istioRecorder, cur []model.Config, serviceEntries bool) {
+	t.Helper()
+	ctx := context.Background()
+	wantIstio := map[string]model.Config{}
+	wantSvc := map[string]model.Config{}
+	for _, c := range cur {
+		se, ok := c.Spec.(*networking.ServiceEntry)
+		if ok && !serviceEntries && nativeServiceEntry(c, se) {
+			wantSvc[c.Namespace+"/"+c.Name] = c
+			continue
+		}
+		wantIstio[istioResources[c.Kind]+"/"+c.Namespace+"/"+c.Name] = c
+	}
+	rec.mu.Lock()
+	gotIstio := slices.Sorted(maps.Keys(rec.objects))
+	for id, body := range rec.objects {
+		c, ok := wantIstio[id]
+		if !ok {
+			continue
+		}
+		want, err := renderJSON(c, KubeIstioAPIVersion, managedLabels(c.Labels))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantBody map[string]any
+		if err := json.Unmarshal(want, &wantBody); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(wantBody, body); d != "" {
+			t.Errorf("%s differs (-want +got):\n%s", id, d)
+		}
+	}
+	rec.mu.Unlock()
+	if d := cmp.Diff(slices.Sorted(maps.Keys(wantIstio)), gotIstio); d != "" {
+		t.Errorf("Istio objects (-want +got):\n%s", d)
+	}
+	svcs, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotSvc []string
+	for _, s := range svcs.Items {
+		gotSvc = append(gotSvc, s.Namespace+"/"+s.Name)
+		c := wantSvc[s.Namespace+"/"+s.Name]
+		if c.Spec == nil {
+			continue
+		}
+		se := c.Spec.(*networking.ServiceEntry)
+		if len(s.Spec.Ports) != len(se.Ports) || s.Labels[KubeManagedByLabel] != KubeFieldManager || s.Spec.Selector != nil {
+			t.Errorf("service %s: ports %d labels %v selector %v; want %d ports, managed-by label, no selector",
+				s.Name, len(s.Spec.Ports), s.Labels, s.Spec.Selector, len(se.Ports))
+		}
+	}
+	slices.Sort(gotSvc)
+	if d := cmp.Diff(slices.Sorted(maps.Keys(wantSvc)), gotSvc); d != "" {
+		t.Errorf("Services (-want +got):\n%s", d)
+	}
+	eps, err := kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotAddrs := map[string][]string{}
+	for _, es := range eps.Items {
+		svc := es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
+		if _, ok := wantSvc[svc]; !ok {
+			t.Errorf("endpointslice %s/%s of no current service", es.Namespace, es.Name)
+		}
+		for _, e := range es.Endpoints {
+			if e.Conditions.Ready == nil || !*e.Conditions.Ready || e.Zone == nil {
+				t.Errorf("endpointslice %s: endpoint %v not ready or without zone", es.Name, e.Addresses)
+			}
+			gotAddrs[svc] = append(gotAddrs[svc], e.Addresses...)
+		}
+	}
+	for svc, c := range wantSvc {
+		var want []string
+		for _, e := range c.Spec.(*networking.ServiceEntry).Endpoints {
+			want = append(want, e.Address)
+		}
+		got := gotAddrs[svc]
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(want, got) {
+			t.Errorf("service %s: slice addresses %v, want %v", svc, got, want)
+		}
+	}
+}
+
+func TestKubeSink(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		workloadEntries bool
+		serviceEntries  bool
+	}{
+		{"native services", false, false},
+		{"workload entries", true, false},
+		{"istio service entries", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Topology = smallTopology()
+			cfg.Topology.WorkloadEntries = tc.workloadEntries
+			cfg.Churn = kindCases()
+			cfg.Duration = 10 * time.Second
+			sim, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kube := kubefake.NewClientset()
+			istio := istiofake.NewSimpleClientset()
+			rec := newIstioRecorder(istio)
+			sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, ServiceEntries: tc.serviceEntries, Workers: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := sink.Init(ctx, sim.Initial()); err != nil {
+				t.Fatal(err)
+			}
+			checkKubeState(t, kube, rec, sim.Current(), tc.serviceEntries)
+			nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(nss.Items) != cfg.Topology.Namespaces {
+				t.Errorf("%d namespaces, want %d", len(nss.Items), cfg.Topology.Namespaces)
+			}
+			events := 0
+			for {
+				ev, ok, err := sim.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				if ev.Skip != "" {
+					continue
+				}
+				events++
+				if err := sink.Apply(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if events == 0 {
+				t.Fatal("the churn produced no events")
+			}
+			checkKubeState(t, kube, rec, sim.Current(), tc.serviceEntries)
+			if st := sink.Stats(); st.Applies == 0 || st.Deletes == 0 {
+				t.Errorf("stats %+v: want applies and deletes counted", st)
+			}
+			if err := sink.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := sink.Apply(ctx, Event{ID: 1}); err == nil {
+				t.Fatal("Apply after Close succeeded")
+			}
+		})
+	}
+}
+
+func TestKubeSinkErrorsAndClean(t *testing.T) {
+	if _, err := NewKubeSink(KubeOptions{}); err == nil {
+		t.Fatal("a sink without clients was accepted")
+	}
+	kube := kubefake.NewClientset()
+	istio := istiofake.NewSimpleClientset()
+	if _, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, Workers: -1}); err == nil {
+		t.Fatal("negative workers accepted")
+	}
+	rec := newIstioRecorder(istio)
+	rec.failOn = "virtualservices/ns-a/bad"
+	sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, Clean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := func(name string) model.Config {
+		return model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: name, Namespace: "ns-a"},
+			Spec: &networking.VirtualService{Hosts: []string{"a.example.com"}}}
+	}
+	ctx := context.Background()
+	if err := sink.Init(ctx, []model.Config{vs("good")}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rec.calls, "deletecollection virtualservices/ns-a "+KubeManagedByLabel+"="+KubeFieldManager) {
+		t.Errorf("Clean did not delete the earlier run's VirtualServices: calls %v", rec.calls)
+	}
+	err = sink.Apply(ctx, Event{ID: 7, Kind: ConfigChange, Upserts: []model.Config{vs("bad")}})
+	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "event 7") || !strings.Contains(err.Error(), "virtualservice ns-a/bad") {
+		t.Fatalf("error %v: want the API's Invalid, naming the event and the object", err)
+	}
+	// Deleting what is already gone is not an error: a rerun may delete objects a crash left.
+	if err := sink.Apply(ctx, Event{ID: 8, Deletes: []model.ConfigKey{{Kind: model.KindDestinationRule, Name: "never", Namespace: "ns-a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.upsertWrites(model.Config{Meta: model.Meta{Kind: "Pod", Name: "p", Namespace: "ns-a"}}); err == nil {
+		t.Fatal("an unknown kind was accepted")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := sink.Apply(cctx, Event{ID: 9, Upserts: []model.Config{vs("late")}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v after the context ended, want context.Canceled", err)
+	}
+}
+
+func TestKubeServiceSlices(t *testing.T) {
+	se := &networking.ServiceEntry{
+		Hosts: []string{"big.ns.svc.cluster.local"}, Location: networking.ServiceEntry_MESH_INTERNAL,
+		Resolution: networking.ServiceEntry_STATIC,
+		Ports:      []*networking.ServicePort{{Name: "http-80", Number: 80, Protocol: "HTTP", TargetPort: 8080}},
+	}
+	for i := range 2500 {
+		se.Endpoints = append(se.Endpoints, &networking.WorkloadEntry{Address: "10.1." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250+1), Locality: "r1/z2"})
+	}
+	c := model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: "big", Namespace: "ns"}, Spec: se}
+	if !nativeServiceEntry(c, se) {
+		t.Fatal("a cluster-local ServiceEntry is not native")
+	}
+	svc, sl := kubeService(c, se)
+	if len(sl) != 3 || len(sl[0].Endpoints) != maxSliceEndpoints || len(sl[2].Endpoints) != 500 {
+		t.Fatalf("%d slices, want 3 of at most %d endpoints", len(sl), maxSliceEndpoints)
+	}
+	if p := svc.Spec.Ports[0]; *p.Port != 80 || p.TargetPort.IntVal != 8080 || *p.AppProtocol != "http" {
+		t.Errorf("service port %+v", p)
+	}
+	if ep := sl[0].Endpoints[0]; *ep.Zone != "z2" || *sl[0].Ports[0].Port != 8080 {
+		t.Errorf("endpoint zone %q, slice port %d; want z2 and the target port", *ep.Zone, *sl[0].Ports[0].Port)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(c *model.Config, se *networking.ServiceEntry)
+	}{
+		{"other host", func(_ *model.Config, se *networking.ServiceEntry) { se.Hosts = []string{"big.example.com"} }},
+		{"other namespace", func(c *model.Config, _ *networking.ServiceEntry) { c.Namespace = "other" }},
+		{"two hosts", func(_ *model.Config, se *networking.ServiceEntry) {
+			se.Hosts = append(se.Hosts, "x.ns.svc.cluster.local")
+		}},
+		{"dns", func(_ *model.Config, se *networking.ServiceEntry) { se.Resolution = networking.ServiceEntry_DNS }},
+		{"external", func(_ *model.Config, se *networking.ServiceEntry) {
+			se.Location = networking.ServiceEntry_MESH_EXTERNAL
+		}},
+		{"selector", func(_ *model.Config, se *networking.ServiceEntry) {
+			se.WorkloadSelector = &networking.WorkloadSelector{}
+		}},
+		{"unnamed port", func(_ *model.Config, se *networking.ServiceEntry) { se.Ports[0].Name = "" }},
+	} {
+		c2 := c
+		se2 := &networking.ServiceEntry{Hosts: slices.Clone(se.Hosts), Location: se.Location, Resolution: se.Resolution,
+			Ports: []*networking.ServicePort{{Name: "http-80", Number: 80, Protocol: "HTTP"}}}
+		tc.mod(&c2, se2)
+		if nativeServiceEntry(c2, se2) {
+			t.Errorf("%s: written as a Kubernetes Service", tc.name)
+		}
+	}
+}
