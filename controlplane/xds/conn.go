@@ -11,6 +11,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -43,6 +44,9 @@ type typeState struct {
 	nacked  string
 	lastErr string
 	nacks   int
+	// lastNack is the nonce (as a number) of the latest NACK logged and counted, so a NACK
+	// the client repeats is counted once.
+	lastNack uint64
 	// SotW: the hash and count of the resource_names of the request that set the subscription,
 	// exactly as sent ("*" and duplicates included), to recognise a request that restates it.
 	reqHash  uint64
@@ -139,13 +143,16 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 	}
 	ts := c.types[typeURL]
 	nonce := req.GetResponseNonce()
+	if ts != nil && nonce != "" && req.GetErrorDetail() != nil {
+		c.rejected(ts, nonce, req.GetErrorDetail())
+	}
 	if ts != nil && nonce != "" && nonce != ts.nonce {
 		c.srv.metrics.ExpiredNonce(typeURL)
 		return nil
 	}
 	var release *model.PushRequest
 	if nonce != "" && ts != nil {
-		release = c.answered(ts, req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil, now)
+		release = c.answered(ts, req.GetErrorDetail() != nil, now)
 	}
 
 	if ts != nil && nonce != "" && req.restates(ts.reqHash, ts.reqCount) {
@@ -231,23 +238,44 @@ func (c *conn) release(ts *typeState, req *model.PushRequest, now time.Time) err
 }
 
 // answered records the ACK or NACK of ts's latest response and returns a push that flow
-// control held meanwhile. A repeated answer to the same response changes nothing.
-func (c *conn) answered(ts *typeState, errMsg string, nack bool, now time.Time) *model.PushRequest {
+// control held meanwhile. A repeated answer to the same response changes nothing. (A NACK is
+// logged and counted by rejected, whatever its nonce.)
+func (c *conn) answered(ts *typeState, nack bool, now time.Time) *model.PushRequest {
 	ar := c.flow.Ack(ts.typeURL, ts.nonce, now)
+	if !nack {
+		ts.acked = ts.version
+	}
 	if !ar.Matched {
 		return nil
 	}
 	c.srv.metrics.Acked(ts.typeURL, ar.Wait)
-	if nack {
-		ts.nacked, ts.lastErr = ts.version, errMsg
-		ts.nacks++
-		c.srv.metrics.Rejected(ts.typeURL)
-		c.srv.log.Debug("NACK", "node", c.proxy.NodeID, "type", ts.typeURL, "version", ts.version, "error", errMsg)
-	} else {
-		ts.acked = ts.version
-	}
 	c.updateTypeStatus(ts, now)
 	return ar.Release
+}
+
+// rejected handles a NACK of ts's response with nonce: like istiod, it logs the client's error
+// at warning level and counts pilot_total_xds_rejects{type}, once per nonce (a client repeats
+// its NACK with every request until a new version comes; those are not new rejections). A
+// NACK of the latest response also records the rejected version for /debug/syncz. Nonces are
+// a per-connection counter, so "not yet counted" is "newer than the last one counted"; a nonce
+// this connection never sent is ignored.
+func (c *conn) rejected(ts *typeState, nonce string, detail *rpcstatus.Status) {
+	n, err := strconv.ParseUint(nonce, 36, 64)
+	if err != nil || n == 0 || n > c.nonces || n <= ts.lastNack {
+		return
+	}
+	ts.lastNack = n
+	version := ""
+	if nonce == ts.nonce {
+		version = ts.version
+		ts.nacked = version
+	}
+	ts.lastErr = detail.GetMessage()
+	ts.nacks++
+	c.srv.metrics.Rejected(ts.typeURL)
+	c.srv.log.Warn("xDS client rejected a response (NACK)", "conn", c.id, "node", c.proxy.NodeID, "type", ts.typeURL,
+		"nonce", nonce, "version", version, "code", codes.Code(detail.GetCode()).String(), "error", detail.GetMessage())
+	c.updateTypeStatus(ts, c.srv.now())
 }
 
 // pushAll handles one push turn: the affected types in Envoy's order, each cluster that changed

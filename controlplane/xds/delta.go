@@ -72,10 +72,13 @@ func (c *conn) handleDeltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now ti
 
 	var release *model.PushRequest
 	if nonce := req.GetResponseNonce(); nonce != "" {
+		if req.GetErrorDetail() != nil {
+			c.rejected(ts, nonce, req.GetErrorDetail())
+		}
 		if nonce != ts.nonce {
 			c.srv.metrics.ExpiredNonce(typeURL)
 		} else {
-			release = c.answered(ts, req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil, now)
+			release = c.answered(ts, req.GetErrorDetail() != nil, now)
 		}
 	}
 	if err := c.release(ts, release, now); err != nil {

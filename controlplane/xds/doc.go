@@ -11,8 +11,10 @@
 // Protocol rules (SotW):
 //   - a request whose response_nonce is not the latest sent for its type is ignored (counted as
 //     an expired nonce); an empty nonce starts or restarts a subscription;
-//   - a NACK is a request with error_detail: the rejected version, error and count are kept and
-//     the same content is never re-sent (only a later change sends a new version);
+//   - a NACK is a request with error_detail: it is logged at warning level with the client's
+//     error and counted (pilot_total_xds_rejects{type}) once per nonce, even when the nonce is
+//     stale; the rejected version, error and count are kept and the same content is never
+//     re-sent (only a later change sends a new version);
 //   - CDS/LDS responses carry every subscribed resource (wildcard: all); EDS/RDS responses carry
 //     only what changed or was newly subscribed;
 //   - resources whose bytes the client already holds are not re-sent, except that a cluster
