@@ -36,6 +36,9 @@ type typeState struct {
 	typeURL  string
 	wildcard bool
 	names    map[string]struct{}
+	// named: a SotW request of this type has named resources (or "*"), so an empty list no
+	// longer means wildcard.
+	named bool
 
 	nonce   string // latest nonce sent; requests with another nonce are stale
 	version string // version of the latest response sent
@@ -113,7 +116,11 @@ func allRequired(typeURL string) bool {
 	return typeURL == gen.ClusterType || typeURL == gen.ListenerType
 }
 
-func subscription(typeURL string, names []string) (wildcard bool, set map[string]struct{}) {
+// subscription reads a SotW request's resource_names. An empty list for CDS/LDS is the legacy
+// wildcard only while the client has never named a resource of the type on this stream
+// (named); after that it means "unsubscribe from everything" (xDS protocol, "How the client
+// specifies what resources to return").
+func subscription(typeURL string, names []string, named bool) (wildcard bool, set map[string]struct{}) {
 	set = make(map[string]struct{}, len(names))
 	for _, n := range names {
 		if n == "*" {
@@ -122,7 +129,7 @@ func subscription(typeURL string, names []string) (wildcard bool, set map[string
 		}
 		set[n] = struct{}{}
 	}
-	if len(names) == 0 && allRequired(typeURL) {
+	if len(names) == 0 && allRequired(typeURL) && !named {
 		wildcard = true
 	}
 	return wildcard, set
@@ -159,7 +166,7 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 		// The common case, an ACK restating the subscription: nothing to diff.
 		return c.release(ts, release, now)
 	}
-	wildcard, names := subscription(typeURL, req.Names())
+	wildcard, names := subscription(typeURL, req.Names(), ts != nil && ts.named)
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
 		if ts == nil {
@@ -169,6 +176,7 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 			clear(ts.sent)
 		}
 		ts.wildcard, ts.names, ts.byHost = wildcard, names, nil
+		ts.named = ts.named || req.namesCount > 0
 		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 		_, err := c.respond(ts, nil, nil, true, now)
 		return err
@@ -192,6 +200,7 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 		ts.byHost = nil
 	}
 	ts.wildcard, ts.names = wildcard, names
+	ts.named = ts.named || req.namesCount > 0
 	ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 
 	full := (allRequired(typeURL) && (len(added) > 0 || removed || changedWildcard)) ||
