@@ -94,6 +94,16 @@ type conn struct {
 	status   ClientStatus
 }
 
+// isClosed reports whether the stream has ended (closeConn ran).
+func (c *conn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *conn) nextNonce() string {
 	c.nonces++
 	return strconv.FormatUint(c.nonces, 36)

@@ -31,6 +31,11 @@
 // unsubscribing a name is answered with that name in resources (it exists) or
 // removed_resources (it does not), and it stays covered by the wildcard.
 //
+// Admission: a new stream takes a token from a bucket (Options.AdmissionRate per second, up to
+// AdmissionBurst at once); when none is left it waits for the next one up to
+// Options.AdmissionWait, and only a stream whose token would come later is refused with
+// ResourceExhausted, so a reconnect burst is spread out rather than bounced.
+//
 // Resources are marshalled once and shared through controlplane/cache; responses are encoded by
 // concatenating the cached bytes (see codec.go), so a push to many clients does not marshal per
 // client.
