@@ -79,7 +79,11 @@ type conn struct {
 	types  map[string]*typeState
 	nonces uint64
 	flow   *push.Flow
-	delta  bool // a Delta (incremental) xDS stream
+	// afterCDS is the listener and route part of pushes whose CDS flow control holds: they
+	// would reference clusters the client does not have yet (make-before-break), so they go
+	// out right after the held CDS does.
+	afterCDS *model.PushRequest
+	delta    bool // a Delta (incremental) xDS stream
 
 	pushCh chan pushItem
 	closed chan struct{}
@@ -253,6 +257,15 @@ func (c *conn) release(ts *typeState, req *model.PushRequest, now time.Time) err
 		// A changed cluster warms until its ClusterLoadAssignment comes: send them now too.
 		_, err = c.pushType(gen.EndpointType, req, changed, now)
 	}
+	if err == nil && ts.typeURL == gen.ClusterType && c.afterCDS != nil {
+		after := c.afterCDS
+		c.afterCDS = nil
+		for _, t := range []string{gen.ListenerType, gen.RouteType} {
+			if _, err = c.pushType(t, after, nil, now); err != nil {
+				return err
+			}
+		}
+	}
 	return err
 }
 
@@ -313,6 +326,10 @@ func (c *conn) pushAll(req *model.PushRequest, now time.Time) error {
 	}
 	if _, err := c.pushType(gen.EndpointType, req, changedClusters, now); err != nil {
 		return err
+	}
+	if c.flow.Holding(gen.ClusterType) {
+		c.afterCDS = c.afterCDS.Merge(req)
+		return nil
 	}
 	for _, t := range []string{gen.ListenerType, gen.RouteType} {
 		if _, err := c.pushType(t, req, nil, now); err != nil {

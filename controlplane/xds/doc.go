@@ -23,7 +23,9 @@
 //     that changed is always followed by its ClusterLoadAssignment (Envoy keeps a changed
 //     cluster warming until it gets one);
 //   - with flow control on, a type whose last response is not yet acked holds newer pushes,
-//     merged, until the ACK/NACK or a timeout.
+//     merged, until the ACK/NACK or a timeout; while a push's CDS is held its LDS/RDS are held
+//     too and follow the released CDS (make-before-break: no route to a cluster the client
+//     has not received).
 //
 // Delta differs: subscription changes are honoured even on a stale nonce; the first request's
 // initial_resource_versions are not re-sent while unchanged; a name subscribed again on a later
