@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/debounce"
 	"github.com/xdslab/xdslab/controlplane/push"
+	"github.com/xdslab/xdslab/controlplane/xds"
 )
 
 // Default addresses (Istio's ports: 15010 plaintext xDS, 15014 monitoring).
@@ -51,6 +52,9 @@ type Options struct {
 	// storm cannot starve pushes). Zero derives it from the push throttle, as Istio does;
 	// negative disables the limit.
 	AdmissionRate float64
+	// AdmissionWait is how long a new stream waits for an admission token before it is refused;
+	// zero refuses at once.
+	AdmissionWait time.Duration
 	// Cores is the number of CPU cores the server may use; zero means runtime.GOMAXPROCS(0).
 	Cores int
 	// TrustDomain of the SPIFFE ids built from workload service accounts; empty means
@@ -79,12 +83,13 @@ type Options struct {
 // the core count, no config directory.
 func DefaultOptions() Options {
 	return Options{
-		GRPCAddr:    DefaultGRPCAddr,
-		MetricsAddr: DefaultMetricsAddr,
-		Debounce:    debounce.DefaultOptions(),
-		FlowControl: true,
-		AckTimeout:  push.DefaultAckTimeout,
-		SendTimeout: 30 * time.Second,
+		GRPCAddr:      DefaultGRPCAddr,
+		MetricsAddr:   DefaultMetricsAddr,
+		Debounce:      debounce.DefaultOptions(),
+		FlowControl:   true,
+		AckTimeout:    push.DefaultAckTimeout,
+		SendTimeout:   30 * time.Second,
+		AdmissionWait: xds.DefaultAdmissionWait,
 	}
 }
 
@@ -139,6 +144,9 @@ func (o Options) Validate() error {
 	}
 	if o.FlowControl && o.AckTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ack timeout %v is negative: use a positive duration such as %v, or 0 to wait forever", o.AckTimeout, push.DefaultAckTimeout))
+	}
+	if o.AdmissionWait < 0 {
+		errs = append(errs, fmt.Errorf("admission wait %v is negative: use a positive duration, or 0 to refuse streams beyond the rate at once", o.AdmissionWait))
 	}
 	if o.SendTimeout < 0 {
 		errs = append(errs, fmt.Errorf("send timeout %v is negative: use a positive duration, or 0 to wait for slow clients forever", o.SendTimeout))

@@ -158,6 +158,7 @@ func New(opts Options) (*Server, error) {
 		PushThrottle:   opts.EffectivePushThrottle(),
 		AdmissionRate:  opts.EffectiveAdmissionRate(),
 		AdmissionBurst: opts.EffectivePushThrottle(),
+		AdmissionWait:  opts.AdmissionWait,
 		SendTimeout:    opts.SendTimeout,
 		Metrics:        xdsMetrics{s.metrics},
 		Logger:         opts.Logger.With("component", "xds"),

@@ -55,6 +55,7 @@ are read from the API server; see docs/kubernetes.md.`,
 	fl.DurationVar(&f.opts.AckTimeout, "ack-timeout", f.opts.AckTimeout, "with --flow-control: release a held push when the client has not answered for this long (0: wait forever)")
 	fl.DurationVar(&f.opts.SendTimeout, "send-timeout", f.opts.SendTimeout, "close a stream whose client has not read a response for this long (0: never)")
 	fl.Float64Var(&f.opts.AdmissionRate, "admission-rate", 0, "new xDS streams admitted per second, ResourceExhausted beyond (0: the push throttle per second, as Istio; negative: no limit)")
+	fl.DurationVar(&f.opts.AdmissionWait, "admission-wait", f.opts.AdmissionWait, "how long a new xDS stream waits for an admission token before ResourceExhausted (0: refuse at once)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.kube.register(fl, 50, 100)
 	fl.StringVar(&f.kubeNS, "kube-namespace", "", "with --kubeconfig: watch only this namespace (default all)")

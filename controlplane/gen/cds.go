@@ -192,6 +192,7 @@ func outboundCluster(sh *shared, name string, svc *model.Service, port model.Por
 
 func logicalDNSAssignment(name, host string, port uint32) *endpointv3.ClusterLoadAssignment {
 	return &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{
+		Locality:    &corev3.Locality{},
 		LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socketAddress(host, port)}}}},
 	}}}
 }
@@ -248,6 +249,7 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
 			ConnectTimeout:       durationpb.New(DefaultConnectTimeout),
 			LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{
+				Locality:    &corev3.Locality{},
 				LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socketAddress("127.0.0.1", ip.target)}}}},
 			}}},
 		}

@@ -165,10 +165,10 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 	for _, g := range groups {
 		g.wrapped.Value = uint32(min(g.weight, math.MaxUint32))
 		g.lle.LoadBalancingWeight = &g.wrapped
-		if g.loc != (model.Locality{}) {
-			g.locMsg = corev3.Locality{Region: g.loc.Region, Zone: g.loc.Zone, SubZone: g.loc.SubZone}
-			g.lle.Locality = &g.locMsg
-		}
+		// Always a Locality message, even with empty fields: grpc-go NACKs a
+		// LocalityLbEndpoints without one ("EDS response contains a locality without ID").
+		g.locMsg = corev3.Locality{Region: g.loc.Region, Zone: g.loc.Zone, SubZone: g.loc.SubZone}
+		g.lle.Locality = &g.locMsg
 		cla.Endpoints = append(cla.Endpoints, &g.lle)
 	}
 	return cla, errors.Join(errs...)

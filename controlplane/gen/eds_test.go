@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/google/go-cmp/cmp"
 	networking "istio.io/api/networking/v1alpha3"
@@ -134,5 +135,54 @@ func TestEndpointsWildcard(t *testing.T) {
 	want := []string{"outbound|80|blue|" + shop, "outbound|80|v1|" + shop, "outbound|80||" + shop, "outbound|90|blue|" + shop, "outbound|90|v1|" + shop, "outbound|90||" + shop}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// Every LocalityLbEndpoints carries a Locality message, even for endpoints without a locality:
+// grpc-go NACKs the whole assignment otherwise ("EDS response contains a locality without ID").
+// Inline assignments of DNS and inbound clusters follow the same rule.
+func TestEveryLocalityLbEndpointsHasALocality(t *testing.T) {
+	s := edsMesh(
+		shopEP("10.0.0.1", nil, model.Locality{}, 1, model.Healthy),
+		shopEP("10.0.0.2", nil, model.Locality{Region: "r"}, 1, model.Healthy),
+	)
+	rs, err := ForType(EndpointType, nil).Generate(nil, s, []string{"outbound|80||" + shop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
+	if len(cla.GetEndpoints()) != 2 {
+		t.Fatalf("want 2 localities, got %d", len(cla.GetEndpoints()))
+	}
+	for i, l := range cla.GetEndpoints() {
+		if l.GetLocality() == nil {
+			t.Errorf("EDS locality group %d has no Locality message", i)
+		}
+	}
+	if got := cla.GetEndpoints()[0].GetLocality(); got.GetRegion() != "" || got.GetZone() != "" {
+		t.Errorf("first group should be the empty locality, got %v", got)
+	}
+
+	dnsSvc := &model.Service{Hostname: "ext.example.com", Namespace: "store", Resolution: model.ResolutionDNS,
+		Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	noEPs := &model.Service{Hostname: "api.example.com", Namespace: "store", Resolution: model.ResolutionDNS,
+		Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	snap := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{dnsSvc, noEPs},
+		Endpoints: map[string][]*model.Endpoint{dnsSvc.Hostname: {{Service: dnsSvc.Hostname, Address: "a.example.com", Weight: 1}}}})
+	cds, err := ForType(ClusterType, nil).Generate(nil, snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, r := range cds {
+		for i, l := range r.Message.(*clusterv3.Cluster).GetLoadAssignment().GetEndpoints() {
+			checked++
+			if l.GetLocality() == nil {
+				t.Errorf("cluster %s: inline locality group %d has no Locality message", r.Name, i)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no inline load assignment was generated: the test checks nothing")
 	}
 }

@@ -29,8 +29,9 @@ type SnapshotSource interface {
 // sorted.
 type ChangeReport struct {
 	// Full is true when clusters, listeners or routes may have changed: a service was added,
-	// removed or redefined (its service accounts included), or a config object changed. False
-	// means only endpoints changed: an incremental (EDS) push of EndpointsChanged suffices.
+	// removed or redefined (its service accounts included), a config object changed, or the
+	// endpoints of a DNS-resolution service changed (its cluster inlines them). False means only
+	// endpoints of EDS services changed: an incremental (EDS) push of EndpointsChanged suffices.
 	Full            bool
 	ServicesAdded   []string
 	ServicesRemoved []string
@@ -230,7 +231,7 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 		d.Configs[k] = cur
 	}
 	rep.sort()
-	rep.Full = len(d.Services) > 0 || len(d.Configs) > 0
+	rep.Full = len(d.Services) > 0 || len(d.Configs) > 0 || dnsEndpointsChanged(src, rep.EndpointsChanged)
 	switch {
 	case rep.Empty():
 		return prev, rep
@@ -238,6 +239,18 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 		return prev.WithEndpoints(seq, d.Endpoints), rep
 	}
 	return prev.Apply(seq, d), rep
+}
+
+// dnsEndpointsChanged reports whether a host in hosts resolves by DNS: its cluster
+// (STRICT_DNS/LOGICAL_DNS) inlines its endpoints, so they are CDS content and a change is a full
+// push, as in Istio; an EDS-only push would leave the cluster's addresses stale.
+func dnsEndpointsChanged(src SnapshotSource, hosts []string) bool {
+	for _, h := range hosts {
+		if svc := src.Service(h); svc != nil && svc.Resolution == ResolutionDNS {
+			return true
+		}
+	}
+	return false
 }
 
 func buildFromScratch(seq uint64, src SnapshotSource) (*Snapshot, ChangeReport) {

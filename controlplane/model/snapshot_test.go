@@ -262,3 +262,29 @@ func TestConsistentCatchesBrokenSnapshots(t *testing.T) {
 		t.Error("endpoint naming another service not caught")
 	}
 }
+
+// The endpoints of a DNS-resolution service are inlined in its STRICT_DNS/LOGICAL_DNS cluster,
+// so a change to them is a full push (CDS content), unlike an EDS service's.
+func TestBuildSnapshotDNSEndpointChangeIsFull(t *testing.T) {
+	base := baseSource()
+	dns := svc("dns")
+	dns.Resolution = ResolutionDNS
+	base.svcs["dns"] = dns
+	base.setEndpoints("dns", "a.example.com")
+	prev, _ := BuildSnapshot(nil, 1, nil, base)
+	next := base.clone()
+	next.setEndpoints("dns", "b.example.com")
+	snap, rep := BuildSnapshot(prev, 2, &PushRequest{ConfigsUpdated: keys(epKey("dns"))}, next)
+	if want := (ChangeReport{Full: true, EndpointsChanged: []string{"dns"}}); !cmp.Equal(want, rep, cmpopts.EquateEmpty()) {
+		t.Errorf("report (-want +got)\n%s", cmp.Diff(want, rep, cmpopts.EquateEmpty()))
+	}
+	if eps := snap.Endpoints("dns"); len(eps) != 1 || eps[0].Address != "b.example.com" {
+		t.Errorf("snapshot endpoints = %v", eps)
+	}
+	// An EDS service's endpoint change in the same snapshot stays incremental on its own.
+	next2 := next.clone()
+	next2.setEndpoints("b", "10.0.0.7")
+	if _, rep := BuildSnapshot(snap, 3, &PushRequest{ConfigsUpdated: keys(epKey("b"))}, next2); rep.Full {
+		t.Errorf("EDS endpoint change reported full: %+v", rep)
+	}
+}

@@ -101,6 +101,10 @@ func (p *Pending[K]) Len() int { return p.queued }
 // Processing is the number of connections dequeued and not yet marked done.
 func (p *Pending[K]) Processing() int { return p.processing }
 
+// Known is the number of connections the queue holds an entry for (waiting, processing or
+// idle): each pins its key until Remove.
+func (p *Pending[K]) Known() int { return len(p.entries) }
+
 // Enqueue adds req for conn at now. req is not modified (requests are merged into new
 // values).
 func (p *Pending[K]) Enqueue(conn K, req *model.PushRequest, now time.Time) EnqueueResult {

@@ -104,6 +104,13 @@ func (q *Queue[K]) Remove(conn K) (dropped bool) {
 	return q.p.Remove(conn)
 }
 
+// Known is the number of connections with an entry (see Pending.Known).
+func (q *Queue[K]) Known() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.p.Known()
+}
+
 // Len is the number of connections waiting.
 func (q *Queue[K]) Len() int {
 	q.mu.Lock()

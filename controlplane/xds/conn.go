@@ -11,6 +11,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -35,6 +36,9 @@ type typeState struct {
 	typeURL  string
 	wildcard bool
 	names    map[string]struct{}
+	// named: a SotW request of this type has named resources (or "*"), so an empty list no
+	// longer means wildcard.
+	named bool
 
 	nonce   string // latest nonce sent; requests with another nonce are stale
 	version string // version of the latest response sent
@@ -43,6 +47,9 @@ type typeState struct {
 	nacked  string
 	lastErr string
 	nacks   int
+	// lastNack is the nonce (as a number) of the latest NACK logged and counted, so a NACK
+	// the client repeats is counted once.
+	lastNack uint64
 	// SotW: the hash and count of the resource_names of the request that set the subscription,
 	// exactly as sent ("*" and duplicates included), to recognise a request that restates it.
 	reqHash  uint64
@@ -72,7 +79,11 @@ type conn struct {
 	types  map[string]*typeState
 	nonces uint64
 	flow   *push.Flow
-	delta  bool // a Delta (incremental) xDS stream
+	// afterCDS is the listener and route part of pushes whose CDS flow control holds: they
+	// would reference clusters the client does not have yet (make-before-break), so they go
+	// out right after the held CDS does.
+	afterCDS *model.PushRequest
+	delta    bool // a Delta (incremental) xDS stream
 
 	pushCh chan pushItem
 	closed chan struct{}
@@ -85,6 +96,16 @@ type conn struct {
 
 	statusMu sync.Mutex
 	status   ClientStatus
+}
+
+// isClosed reports whether the stream has ended (closeConn ran).
+func (c *conn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *conn) nextNonce() string {
@@ -109,7 +130,11 @@ func allRequired(typeURL string) bool {
 	return typeURL == gen.ClusterType || typeURL == gen.ListenerType
 }
 
-func subscription(typeURL string, names []string) (wildcard bool, set map[string]struct{}) {
+// subscription reads a SotW request's resource_names. An empty list for CDS/LDS is the legacy
+// wildcard only while the client has never named a resource of the type on this stream
+// (named); after that it means "unsubscribe from everything" (xDS protocol, "How the client
+// specifies what resources to return").
+func subscription(typeURL string, names []string, named bool) (wildcard bool, set map[string]struct{}) {
 	set = make(map[string]struct{}, len(names))
 	for _, n := range names {
 		if n == "*" {
@@ -118,7 +143,7 @@ func subscription(typeURL string, names []string) (wildcard bool, set map[string
 		}
 		set[n] = struct{}{}
 	}
-	if len(names) == 0 && allRequired(typeURL) {
+	if len(names) == 0 && allRequired(typeURL) && !named {
 		wildcard = true
 	}
 	return wildcard, set
@@ -139,20 +164,23 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 	}
 	ts := c.types[typeURL]
 	nonce := req.GetResponseNonce()
+	if ts != nil && nonce != "" && req.GetErrorDetail() != nil {
+		c.rejected(ts, nonce, req.GetErrorDetail())
+	}
 	if ts != nil && nonce != "" && nonce != ts.nonce {
 		c.srv.metrics.ExpiredNonce(typeURL)
 		return nil
 	}
 	var release *model.PushRequest
 	if nonce != "" && ts != nil {
-		release = c.answered(ts, req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil, now)
+		release = c.answered(ts, req.GetErrorDetail() != nil, now)
 	}
 
 	if ts != nil && nonce != "" && req.restates(ts.reqHash, ts.reqCount) {
 		// The common case, an ACK restating the subscription: nothing to diff.
 		return c.release(ts, release, now)
 	}
-	wildcard, names := subscription(typeURL, req.Names())
+	wildcard, names := subscription(typeURL, req.Names(), ts != nil && ts.named)
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
 		if ts == nil {
@@ -162,6 +190,7 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 			clear(ts.sent)
 		}
 		ts.wildcard, ts.names, ts.byHost = wildcard, names, nil
+		ts.named = ts.named || req.namesCount > 0
 		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 		_, err := c.respond(ts, nil, nil, true, now)
 		return err
@@ -185,6 +214,7 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 		ts.byHost = nil
 	}
 	ts.wildcard, ts.names = wildcard, names
+	ts.named = ts.named || req.namesCount > 0
 	ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 
 	full := (allRequired(typeURL) && (len(added) > 0 || removed || changedWildcard)) ||
@@ -227,27 +257,57 @@ func (c *conn) release(ts *typeState, req *model.PushRequest, now time.Time) err
 		// A changed cluster warms until its ClusterLoadAssignment comes: send them now too.
 		_, err = c.pushType(gen.EndpointType, req, changed, now)
 	}
+	if err == nil && ts.typeURL == gen.ClusterType && c.afterCDS != nil {
+		after := c.afterCDS
+		c.afterCDS = nil
+		for _, t := range []string{gen.ListenerType, gen.RouteType} {
+			if _, err = c.pushType(t, after, nil, now); err != nil {
+				return err
+			}
+		}
+	}
 	return err
 }
 
 // answered records the ACK or NACK of ts's latest response and returns a push that flow
-// control held meanwhile. A repeated answer to the same response changes nothing.
-func (c *conn) answered(ts *typeState, errMsg string, nack bool, now time.Time) *model.PushRequest {
+// control held meanwhile. A repeated answer to the same response changes nothing. (A NACK is
+// logged and counted by rejected, whatever its nonce.)
+func (c *conn) answered(ts *typeState, nack bool, now time.Time) *model.PushRequest {
 	ar := c.flow.Ack(ts.typeURL, ts.nonce, now)
+	if !nack {
+		ts.acked = ts.version
+	}
 	if !ar.Matched {
 		return nil
 	}
 	c.srv.metrics.Acked(ts.typeURL, ar.Wait)
-	if nack {
-		ts.nacked, ts.lastErr = ts.version, errMsg
-		ts.nacks++
-		c.srv.metrics.Rejected(ts.typeURL)
-		c.srv.log.Debug("NACK", "node", c.proxy.NodeID, "type", ts.typeURL, "version", ts.version, "error", errMsg)
-	} else {
-		ts.acked = ts.version
-	}
 	c.updateTypeStatus(ts, now)
 	return ar.Release
+}
+
+// rejected handles a NACK of ts's response with nonce: like istiod, it logs the client's error
+// at warning level and counts pilot_total_xds_rejects{type}, once per nonce (a client repeats
+// its NACK with every request until a new version comes; those are not new rejections). A
+// NACK of the latest response also records the rejected version for /debug/syncz. Nonces are
+// a per-connection counter, so "not yet counted" is "newer than the last one counted"; a nonce
+// this connection never sent is ignored.
+func (c *conn) rejected(ts *typeState, nonce string, detail *rpcstatus.Status) {
+	n, err := strconv.ParseUint(nonce, 36, 64)
+	if err != nil || n == 0 || n > c.nonces || n <= ts.lastNack {
+		return
+	}
+	ts.lastNack = n
+	version := ""
+	if nonce == ts.nonce {
+		version = ts.version
+		ts.nacked = version
+	}
+	ts.lastErr = detail.GetMessage()
+	ts.nacks++
+	c.srv.metrics.Rejected(ts.typeURL)
+	c.srv.log.Warn("xDS client rejected a response (NACK)", "conn", c.id, "node", c.proxy.NodeID, "type", ts.typeURL,
+		"nonce", nonce, "version", version, "code", codes.Code(detail.GetCode()).String(), "error", detail.GetMessage())
+	c.updateTypeStatus(ts, c.srv.now())
 }
 
 // pushAll handles one push turn: the affected types in Envoy's order, each cluster that changed
@@ -266,6 +326,10 @@ func (c *conn) pushAll(req *model.PushRequest, now time.Time) error {
 	}
 	if _, err := c.pushType(gen.EndpointType, req, changedClusters, now); err != nil {
 		return err
+	}
+	if c.flow.Holding(gen.ClusterType) {
+		c.afterCDS = c.afterCDS.Merge(req)
+		return nil
 	}
 	for _, t := range []string{gen.ListenerType, gen.RouteType} {
 		if _, err := c.pushType(t, req, nil, now); err != nil {

@@ -43,7 +43,12 @@ func (c *conn) handleDeltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now ti
 		ts.wildcard = allRequired(typeURL) && len(req.GetResourceNamesSubscribe()) == 0
 	}
 
+	// added: names to answer now. A name the client subscribes to again while the server thinks
+	// it is subscribed (Envoy does this after removing and re-adding interest) must still be
+	// sent: the client may have forgotten its copy (force). Only the first request's names may
+	// be skipped when initial_resource_versions says the client holds them.
 	var added []string
+	force := map[string]struct{}{}
 	wildcardOn := false
 	for _, n := range req.GetResourceNamesSubscribe() {
 		if n == "*" {
@@ -53,29 +58,39 @@ func (c *conn) handleDeltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now ti
 		}
 		if _, ok := ts.names[n]; !ok {
 			ts.names[n] = struct{}{}
-			added = append(added, n)
+		}
+		added = appendUnique(added, n)
+		if !first {
+			force[n] = struct{}{}
 		}
 	}
-	for _, n := range req.GetResourceNamesUnsubscribe() {
+	unsub := req.GetResourceNamesUnsubscribe()
+	if slices.Contains(unsub, "*") {
+		ts.wildcard = false
+	}
+	for _, n := range unsub {
 		if n == "*" {
-			ts.wildcard = false
 			continue
 		}
-		if _, ok := ts.names[n]; ok {
-			delete(ts.names, n)
-			delete(ts.sent, n)
+		delete(ts.names, n)
+		if ts.wildcard {
+			// Still covered by the wildcard: the protocol asks for a response carrying it in
+			// resources (it exists) or removed_resources (it does not).
+			added = appendUnique(added, n)
+			force[n] = struct{}{}
+			continue
 		}
+		delete(ts.sent, n)
 	}
-	if len(added) > 0 || len(req.GetResourceNamesUnsubscribe()) > 0 {
-		ts.byHost = nil
-	}
-
 	var release *model.PushRequest
 	if nonce := req.GetResponseNonce(); nonce != "" {
+		if req.GetErrorDetail() != nil {
+			c.rejected(ts, nonce, req.GetErrorDetail())
+		}
 		if nonce != ts.nonce {
 			c.srv.metrics.ExpiredNonce(typeURL)
 		} else {
-			release = c.answered(ts, req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil, now)
+			release = c.answered(ts, req.GetErrorDetail() != nil, now)
 		}
 	}
 	if err := c.release(ts, release, now); err != nil {
@@ -88,7 +103,7 @@ func (c *conn) handleDeltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now ti
 		_, err = c.respond(ts, nil, nil, true, now)
 	case len(added) > 0:
 		slices.Sort(added)
-		_, err = c.respond(ts, added, nil, true, now)
+		_, err = c.respond(ts, added, force, true, now)
 	}
 	return err
 }

@@ -11,15 +11,32 @@
 // Protocol rules (SotW):
 //   - a request whose response_nonce is not the latest sent for its type is ignored (counted as
 //     an expired nonce); an empty nonce starts or restarts a subscription;
-//   - a NACK is a request with error_detail: the rejected version, error and count are kept and
-//     the same content is never re-sent (only a later change sends a new version);
+//   - a NACK is a request with error_detail: it is logged at warning level with the client's
+//     error and counted (pilot_total_xds_rejects{type}) once per nonce, even when the nonce is
+//     stale; the rejected version, error and count are kept and the same content is never
+//     re-sent (only a later change sends a new version);
+//   - an empty resource_names on CDS/LDS is the wildcard only while the stream has never named
+//     a resource of the type; after names it unsubscribes from everything;
 //   - CDS/LDS responses carry every subscribed resource (wildcard: all); EDS/RDS responses carry
 //     only what changed or was newly subscribed;
 //   - resources whose bytes the client already holds are not re-sent, except that a cluster
 //     that changed is always followed by its ClusterLoadAssignment (Envoy keeps a changed
 //     cluster warming until it gets one);
 //   - with flow control on, a type whose last response is not yet acked holds newer pushes,
-//     merged, until the ACK/NACK or a timeout.
+//     merged, until the ACK/NACK or a timeout; while a push's CDS is held its LDS/RDS are held
+//     too and follow the released CDS (make-before-break: no route to a cluster the client
+//     has not received).
+//
+// Delta differs: subscription changes are honoured even on a stale nonce; the first request's
+// initial_resource_versions are not re-sent while unchanged; a name subscribed again on a later
+// request is always sent (the client may have dropped its copy); under a wildcard,
+// unsubscribing a name is answered with that name in resources (it exists) or
+// removed_resources (it does not), and it stays covered by the wildcard.
+//
+// Admission: a new stream takes a token from a bucket (Options.AdmissionRate per second, up to
+// AdmissionBurst at once); when none is left it waits for the next one up to
+// Options.AdmissionWait, and only a stream whose token would come later is refused with
+// ResourceExhausted, so a reconnect burst is spread out rather than bounced.
 //
 // Resources are marshalled once and shared through controlplane/cache; responses are encoded by
 // concatenating the cached bytes (see codec.go), so a push to many clients does not marshal per

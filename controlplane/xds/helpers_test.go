@@ -204,3 +204,93 @@ func (c *adsClient) barrier() {
 		c.t.Fatalf("unexpected response before the barrier: type %s version %s with %d resources", r.TypeUrl, r.VersionInfo, len(r.Resources))
 	}
 }
+
+// deltaClient is a scripted Delta ADS client.
+type deltaClient struct {
+	t      *testing.T
+	stream discoverygrpc.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
+	node   *corev3.Node
+	resps  chan *discoveryv3.DeltaDiscoveryResponse
+	errc   chan error
+}
+
+func dialDelta(t *testing.T, addr string, node *corev3.Node) *deltaClient {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := discoverygrpc.NewAggregatedDiscoveryServiceClient(cc).DeltaAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &deltaClient{t: t, stream: stream, node: node, resps: make(chan *discoveryv3.DeltaDiscoveryResponse, 100), errc: make(chan error, 1)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			r, err := stream.Recv()
+			if err != nil {
+				c.errc <- err
+				return
+			}
+			c.resps <- r
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = cc.Close()
+	})
+	return c
+}
+
+// send writes one Delta request; nack non-empty adds error_detail.
+func (c *deltaClient) send(typeURL string, subscribe, unsubscribe []string, nonce, nack string) {
+	c.t.Helper()
+	req := &discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNamesSubscribe: subscribe,
+		ResourceNamesUnsubscribe: unsubscribe, ResponseNonce: nonce}
+	if nack != "" {
+		req.ErrorDetail = &status.Status{Code: 13, Message: nack}
+	}
+	if err := c.stream.Send(req); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// recv waits for the next response (failing after 10 s: a hang, not a timing assertion).
+func (c *deltaClient) recv() *discoveryv3.DeltaDiscoveryResponse {
+	c.t.Helper()
+	select {
+	case r := <-c.resps:
+		return r
+	case err := <-c.errc:
+		c.t.Fatalf("stream ended: %v", err)
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("no response within 10s")
+	}
+	return nil
+}
+
+// barrier proves that nothing else was sent before it (see adsClient.barrier).
+func (c *deltaClient) barrier() {
+	c.t.Helper()
+	const probeType = "type.googleapis.com/xdslab.test.Barrier"
+	c.send(probeType, []string{"x"}, nil, "", "")
+	if r := c.recv(); r.TypeUrl != probeType {
+		c.t.Fatalf("unexpected response before the barrier: type %s with %d resources, removed %v", r.TypeUrl, len(r.Resources), r.RemovedResources)
+	}
+}
+
+// waitFor polls cond until it holds (failing after 10 s: a hang, not a timing assertion).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -35,6 +35,9 @@ type Options struct {
 	AdmissionRate float64
 	// AdmissionBurst is how many streams may arrive at once.
 	AdmissionBurst int
+	// AdmissionWait is how long a new stream may wait for an admission token before it is
+	// refused with ResourceExhausted; zero refuses at once.
+	AdmissionWait time.Duration
 	// SendTimeout closes a stream whose client has not taken a response for this long (its
 	// HTTP/2 window stays full), so a client that stops reading cannot hold a push worker;
 	// zero disables it (like Istio's PILOT_XDS_SEND_TIMEOUT).
@@ -55,8 +58,12 @@ const DefaultSendTimeout = 30 * time.Second
 func DefaultOptions(cores int) Options {
 	t := push.DefaultConcurrency(cores)
 	return Options{FlowControl: true, AckTimeout: push.DefaultAckTimeout, PushThrottle: t, AdmissionRate: float64(t),
-		AdmissionBurst: t, SendTimeout: DefaultSendTimeout}
+		AdmissionBurst: t, AdmissionWait: DefaultAdmissionWait, SendTimeout: DefaultSendTimeout}
 }
+
+// DefaultAdmissionWait is how long a new stream waits for an admission token (istiod waits a
+// second on its stream limiter too).
+const DefaultAdmissionWait = time.Second
 
 // Validate reports options that cannot work.
 func (o Options) Validate() error {
@@ -72,6 +79,9 @@ func (o Options) Validate() error {
 	}
 	if o.AdmissionRate < 0 {
 		errs = append(errs, fmt.Errorf("admission rate %v: must be >= 0", o.AdmissionRate))
+	}
+	if o.AdmissionWait < 0 {
+		errs = append(errs, fmt.Errorf("admission wait %v: must be >= 0", o.AdmissionWait))
 	}
 	return errors.Join(errs...)
 }
@@ -211,6 +221,11 @@ func (s *Server) worker(ctx context.Context) {
 		case <-ctx.Done():
 		}
 		s.queue.MarkDone(c)
+		if c.isClosed() {
+			// A push enqueued as the connection closed (after unregister's Remove) would
+			// leave an entry pinning the connection: drop it.
+			s.queue.Remove(c)
+		}
 	}
 }
 
@@ -238,6 +253,12 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 	s.mu.Unlock()
 	for _, c := range conns {
 		s.queue.Enqueue(c, req)
+		if c.isClosed() {
+			// c closed after the copy above: its unregister may have run Remove before this
+			// Enqueue, which then made a new entry. closeConn closes c.closed before
+			// unregistering, so checking after Enqueue cannot miss it.
+			s.queue.Remove(c)
+		}
 	}
 }
 
@@ -260,11 +281,30 @@ func (s *Server) unregister(c *conn) {
 	s.timers.remove(c)
 }
 
-// StreamAggregatedResources serves one SotW ADS stream.
-func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	if !s.admit.allow(s.now()) {
+// admitStream takes an admission token for a new stream, waiting up to AdmissionWait for one.
+func (s *Server) admitStream(ctx context.Context) error {
+	wait, ok := s.admit.reserve(s.now(), s.opts.AdmissionWait)
+	if !ok {
 		s.metrics.StreamRejected()
 		return status.Error(codes.ResourceExhausted, "too many new xDS streams per second; retry with backoff")
+	}
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// StreamAggregatedResources serves one SotW ADS stream.
+func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	if err := s.admitStream(stream.Context()); err != nil {
+		return err
 	}
 	c := s.newConn(stream, false)
 	defer s.closeConn(c)
@@ -277,9 +317,8 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 
 // DeltaAggregatedResources serves one Delta (incremental) ADS stream.
 func (s *Server) DeltaAggregatedResources(stream discoverygrpc.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	if !s.admit.allow(s.now()) {
-		s.metrics.StreamRejected()
-		return status.Error(codes.ResourceExhausted, "too many new xDS streams per second; retry with backoff")
+	if err := s.admitStream(stream.Context()); err != nil {
+		return err
 	}
 	c := s.newConn(stream, true)
 	defer s.closeConn(c)
@@ -300,8 +339,13 @@ func (s *Server) closeConn(c *conn) {
 	s.unregister(c)
 }
 
+// maxRequestStreak is how many ready requests the owner serves in a row before it lets a
+// waiting push in.
+const maxRequestStreak = 16
+
 // serve is a stream's owner loop: a receive goroutine forwards requests; the owner serves
-// requests before pushes, and handles flow-control timeouts.
+// requests before pushes (so a push sees the latest ACKs and subscriptions), at most
+// maxRequestStreak in a row, and handles flow-control timeouts.
 func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, error), handle func(Req, time.Time) error) error {
 	reqs := make(chan Req)
 	recvErr := make(chan error, 1)
@@ -319,15 +363,34 @@ func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, e
 			}
 		}
 	}()
+	streak := 0 // requests served in a row ahead of anything else
 	for {
-		select {
-		case req := <-reqs:
-			if err := handle(req, s.now()); err != nil {
-				return err
+		if streak < maxRequestStreak {
+			select {
+			case req := <-reqs:
+				streak++
+				if err := handle(req, s.now()); err != nil {
+					return err
+				}
+				continue
+			default:
 			}
-			continue
-		default:
+		} else {
+			// A client that keeps requests coming must not starve its own push, whose worker
+			// is held until the owner takes it.
+			streak = 0
+			select {
+			case item := <-c.pushCh:
+				err := c.pushAll(item.req, s.now())
+				close(item.done)
+				if err != nil {
+					return err
+				}
+				continue
+			default:
+			}
 		}
+		streak = 0
 		select {
 		case req := <-reqs:
 			if err := handle(req, s.now()); err != nil {

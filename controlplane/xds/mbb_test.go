@@ -1,0 +1,69 @@
+package xds
+
+import (
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/xdslab/xdslab/controlplane/gen"
+)
+
+// turnMetrics signals each finished push turn.
+type turnMetrics struct {
+	NopMetrics
+	turns chan struct{}
+}
+
+func (m turnMetrics) Converged(time.Duration, time.Duration) { m.turns <- struct{}{} }
+
+// TestFlowControlKeepsMakeBeforeBreak: while the client has not answered a CDS response, a push
+// that adds a service must not send the route that references its cluster ahead of the
+// cluster itself; both come, cluster first, once the client ACKs.
+func TestFlowControlKeepsMakeBeforeBreak(t *testing.T) {
+	const newCluster = "outbound|8080||svc-1.ns-1.svc.cluster.local"
+	o := testOptions()
+	o.AckTimeout = 0 // hold until the client answers
+	m := turnMetrics{turns: make(chan struct{}, 16)}
+	o.Metrics = m
+	ts := startServer(t, o)
+	ts.push(topology(1, 1), true)
+	c := dial(t, ts.addr, sidecarNode(t, "10.200.0.1", "ns-0", ""))
+	c.send(gen.ClusterType, "", "", nil, "")
+	cds := c.recv() // not acked yet
+	c.send(gen.RouteType, "", "", []string{"8080"}, "")
+	rds := c.recv()
+	if rds.TypeUrl != gen.RouteType || len(rds.Resources) != 1 {
+		t.Fatalf("route request answered with %s, %d resources", rds.TypeUrl, len(rds.Resources))
+	}
+	c.ack(rds)
+
+	ts.push(topology(2, 1), true) // adds svc-1: a new cluster and a new virtual host
+	select {
+	case <-m.turns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("push turn did not finish")
+	}
+	c.barrier() // nothing may have gone out: CDS is held, and the route needs its cluster
+
+	c.ack(cds)
+	r := c.recv()
+	if r.TypeUrl != gen.ClusterType {
+		t.Fatalf("after the CDS ACK: %s, want the clusters first", r.TypeUrl)
+	}
+	if _, ok := decode(t, r, func() *clusterv3.Cluster { return &clusterv3.Cluster{} })[newCluster]; !ok {
+		t.Fatalf("CDS after the ACK lacks %s", newCluster)
+	}
+	r = c.recv()
+	if r.TypeUrl != gen.RouteType {
+		t.Fatalf("after the clusters: %s, want the route", r.TypeUrl)
+	}
+	vhosts := 0
+	for _, rc := range decode(t, r, func() *routev3.RouteConfiguration { return &routev3.RouteConfiguration{} }) {
+		vhosts += len(rc.VirtualHosts)
+	}
+	if vhosts < 2 {
+		t.Fatalf("route has %d virtual hosts, want the new service's too", vhosts)
+	}
+}
