@@ -41,7 +41,15 @@ func TestSotWEmptyNamesAfterNamesIsUnsubscribeAll(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			all := gen.Names(typeURL, p, snap)
+			rs, err := gen.ForType(typeURL, p).Generate(p, snap, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []string
+			for _, r := range rs {
+				all = append(all, r.Name)
+			}
+			slices.Sort(all)
 			if len(all) < 2 {
 				t.Fatalf("topology has %d %s names, want at least 2", len(all), typeURL)
 			}
