@@ -215,15 +215,18 @@ func labelKeyError(k string) string {
 // selector mirrors istiod's validateWorkloadSelector: valid labels, and no wildcards (a
 // selector matches labels exactly).
 func (c *checker) selector(at path, m map[string]string, kindName string) {
+	rest := make(map[string]string, len(m))
 	for _, k := range sortedKeys(m) {
-		if k == "" {
-			c.errf(at, "a %s selector has an empty label key: remove it or name the label", kindName)
-		}
-		if strings.Contains(k, "*") || strings.Contains(m[k], "*") {
+		switch {
+		case k == "":
+			c.errf(at, "a %s has an empty label key: remove it or name the label", kindName)
+		case strings.Contains(k, "*") || strings.Contains(m[k], "*"):
 			c.errf(at.with(k), "wildcards are not supported in a selector: match the label's exact value")
+		default:
+			rest[k] = m[k]
 		}
 	}
-	c.labels(at, m)
+	c.labels(at, rest)
 }
 
 // duration mirrors istiod's ValidateDuration: at least 1ms and a whole number of milliseconds.
@@ -389,7 +392,7 @@ func (c *checker) serviceEntry(at path, namespace string, se *networking.Service
 			case !isIP(addr):
 				c.errf(ea.with("address"), "%q is not an IP address, as resolution STATIC needs: use an IP, or set resolution: DNS for host names", addr)
 			}
-			c.endpointPorts(ea, ep, names, false)
+			c.endpointPorts(ea, ep, names)
 			c.labels(ea.with("labels"), ep.GetLabels())
 		}
 		if unix && len(se.GetPorts()) != 1 {
@@ -416,7 +419,7 @@ func (c *checker) serviceEntry(at path, namespace string, se *networking.Service
 			if addr := ep.GetAddress(); !isIP(addr) && fqdnError(addr) != "" {
 				c.errf(ea.with("address"), "%q is neither an IP address nor a fully qualified domain name: fix the address", addr)
 			}
-			c.endpointPorts(ea, ep, names, true)
+			c.endpointPorts(ea, ep, names)
 			c.labels(ea.with("labels"), ep.GetLabels())
 		}
 	default:
@@ -435,14 +438,13 @@ func (c *checker) serviceEntry(at path, namespace string, se *networking.Service
 	c.exportTo(at.with("exportTo"), namespace, se.GetExportTo(), true)
 }
 
-func (c *checker) endpointPorts(ea path, ep *networking.WorkloadEntry, names map[string]bool, checkName bool) {
+// endpointPorts checks an endpoint's port map: each name is one of the ServiceEntry's ports
+// (whose names are checked there), each number a valid port.
+func (c *checker) endpointPorts(ea path, ep *networking.WorkloadEntry, names map[string]bool) {
 	for _, name := range sortedKeys(ep.GetPorts()) {
 		pa := ea.with("ports", name)
 		if !names[name] {
 			c.errf(pa, "port %q is not one of the ServiceEntry's ports: use a name from spec.ports", name)
-		}
-		if checkName {
-			c.portName(pa, name)
 		}
 		c.port(pa, ep.GetPorts()[name])
 	}
