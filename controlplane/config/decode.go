@@ -264,17 +264,20 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 		return
 	}
 	bad := false
+	var warns []*DecodeError
 	for _, p := range checkSpec(cfg.Namespace, cfg.Spec) {
 		full := at.with(p.at...)
 		e := &DecodeError{File: st.file, Line: loc.line(full), Object: obj, Msg: full.String() + ": " + p.msg}
 		if p.warn {
-			st.warns = append(st.warns, e)
+			warns = append(warns, e)
 			continue
 		}
 		st.errs = append(st.errs, e)
 		bad = true
 	}
 	if !bad {
+		// Warnings only of objects that load: a rejected object's errors come first.
+		st.warns = append(st.warns, warns...)
 		st.out = append(st.out, cfg)
 	}
 }

@@ -61,14 +61,15 @@
 // endpoints (NONE takes none; STATIC needs IPs or unix sockets; DNS without endpoints needs
 // hosts without wildcards; DNS_ROUND_ROBIN at most one endpoint; endpoints and a
 // workloadSelector exclude each other; CIDR addresses only with NONE or STATIC; several hosts
-// only on HTTP or TLS ports), route weights (each 0-100, adding up to 100 when a route has
-// several destinations), label keys and values and selectors (no wildcards), durations (at
+// only on HTTP or TLS ports), route weights (each 0-100, not all 0 when a route has several
+// destinations; a sum other than 100 is a warning, as current istiod reads weights as
+// relative and only old releases rejected it), label keys and values and selectors (no wildcards), durations (at
 // least 1ms, whole milliseconds), percentages, exportTo, Sidecar egress hosts (namespace/host,
 // the port-less listener last) and ingress endpoints, and Gateway TLS settings. A broken rule
 // is a *DecodeError on the offending field's line, and the object's document contributes
-// nothing. Where istiod admits an object with a finding (a STATIC ServiceEntry with neither
-// endpoints nor a workloadSelector) the object is kept and the finding is a warning in
-// Decoded.Warnings.
+// nothing. Where istiod admits an object with a finding (a partial wildcard host, an empty
+// or ignored workloadSelector, an address-less endpoint on another network) the object is
+// kept and the finding is a warning in Decoded.Warnings.
 //
 // References between objects are not checked on load, as istiod's webhook does not: a
 // VirtualService may route to a subset no DestinationRule defines (istiod admits it; the

@@ -124,6 +124,11 @@ func hostError(host string) string {
 	return ""
 }
 
+// partialWildcard reports a host like "*foo.com": a wildcard that is not a whole label.
+func partialWildcard(h string) bool {
+	return strings.HasPrefix(h, "*") && h != "*" && !strings.HasPrefix(h, "*.")
+}
+
 // fqdnError checks a host name without wildcards, as istiod's ValidateFQDN.
 func fqdnError(host string) string {
 	if host == "" {
@@ -318,6 +323,9 @@ func unixAddressError(addr string) string {
 func (c *checker) serviceEntry(at path, namespace string, se *networking.ServiceEntry) {
 	hasSelector := se.GetWorkloadSelector() != nil
 	if hasSelector {
+		if len(se.GetWorkloadSelector().GetLabels()) == 0 {
+			c.warnf(at.with("workloadSelector", "labels"), "is empty, so the selector picks every workload of the namespace: add labels")
+		}
 		c.selector(at.with("workloadSelector", "labels"), se.GetWorkloadSelector().GetLabels(), "workloadSelector")
 		if len(se.GetEndpoints()) > 0 {
 			c.errf(at.with("workloadSelector"), "a ServiceEntry takes either endpoints or a workloadSelector, not both: remove one")
@@ -331,6 +339,9 @@ func (c *checker) serviceEntry(at path, namespace string, se *networking.Service
 			c.errf(at.with("hosts", i), "\"*\" is not allowed in a ServiceEntry: name the hosts (a wildcard prefix such as *.example.com is fine)")
 		} else if msg := hostError(h); msg != "" {
 			c.errf(at.with("hosts", i), "%s", msg)
+		} else if partialWildcard(h) {
+			// istiod: ValidatePartialWildCard, a warning.
+			c.warnf(at.with("hosts", i), "%q is a partial wildcard (the '*' is not a whole label), which istiod admits only with a warning: write *.%s to match subdomains", h, strings.TrimPrefix(h[1:], "."))
 		}
 	}
 	cidr := false
@@ -373,6 +384,9 @@ func (c *checker) serviceEntry(at path, namespace string, se *networking.Service
 		if len(eps) > 0 {
 			c.errf(at.with("endpoints"), "resolution NONE takes no endpoints: remove them, or set resolution: STATIC (IPs) or DNS (host names)")
 		}
+		if hasSelector {
+			c.warnf(at.with("workloadSelector"), "is ignored with resolution NONE: set resolution: STATIC to use the selected workloads as endpoints")
+		}
 	case networking.ServiceEntry_STATIC:
 		unix := false
 		for i, ep := range eps {
@@ -387,6 +401,8 @@ func (c *checker) serviceEntry(at path, namespace string, se *networking.Service
 				if len(ep.GetPorts()) > 0 {
 					c.errf(ea.with("ports"), "a unix socket endpoint has no ports: remove them")
 				}
+			case addr == "" && ep.GetNetwork() != "":
+				c.warnf(ea.with("address"), "is empty: the endpoint on network %q is reached through that network's gateway only", ep.GetNetwork())
 			case addr == "":
 				c.errf(ea.with("address"), "is required: resolution STATIC needs an IP address (or unix:///socket) per endpoint")
 			case !isIP(addr):
@@ -398,11 +414,8 @@ func (c *checker) serviceEntry(at path, namespace string, se *networking.Service
 		if unix && len(se.GetPorts()) != 1 {
 			c.errf(at.with("ports"), "a ServiceEntry with unix socket endpoints needs exactly one port")
 		}
-		if len(eps) == 0 && !hasSelector {
-			// istiod admits this; the service then has no endpoints unless another
-			// registry supplies them.
-			c.warnf(at.with("resolution"), "resolution STATIC without endpoints or a workloadSelector has no endpoints: add endpoints, a workloadSelector, or use resolution: DNS")
-		}
+		// istiod admits a STATIC entry with neither endpoints nor a selector, and so do we
+		// silently: a service scaled to zero is one.
 	case networking.ServiceEntry_DNS, networking.ServiceEntry_DNS_ROUND_ROBIN:
 		if len(eps) == 0 {
 			for i, h := range se.GetHosts() {
@@ -457,6 +470,8 @@ func (c *checker) workloadEntry(at path, we *networking.WorkloadEntry) {
 	switch {
 	case addr == "" && we.GetNetwork() == "":
 		c.errf(at.with("address"), "is required: set the workload's IP address (or host name, or unix:///socket)")
+	case addr == "":
+		c.warnf(at.with("address"), "is empty: the workload on network %q is reached through that network's gateway only", we.GetNetwork())
 	case strings.HasPrefix(addr, unixPrefix):
 		if msg := unixAddressError(addr); msg != "" {
 			c.errf(at.with("address"), "%s", msg)
@@ -588,8 +603,10 @@ func routeDests(rs []*networking.RouteDestination) []dest {
 }
 
 // routeDestinations mirrors istiod's validateRouteDestinations and
-// validateHTTPRouteDestinations: every destination is set and valid, every weight is a
-// percentage, and with several destinations the weights add up to 100.
+// validateHTTPRouteDestinations: every destination is set and valid, every weight is 0-100,
+// and several destinations do not all weigh 0. istiod up to 1.1x also required the weights
+// to add up to 100; current istiod (and Envoy) read them as relative, so a sum other than 100
+// is a warning here, not an error.
 func (c *checker) routeDestinations(at path, ds []dest) {
 	total := int64(0)
 	for i, d := range ds {
@@ -604,8 +621,11 @@ func (c *checker) routeDestinations(at path, ds []dest) {
 		}
 		total += int64(d.weight)
 	}
-	if len(ds) > 1 && total != 100 {
-		c.errf(at, "the weights add up to %d: with several destinations they must add up to 100", total)
+	switch {
+	case len(ds) > 1 && total == 0:
+		c.errf(at, "every destination has weight 0, so no traffic can flow: give the destinations weights adding up to 100")
+	case len(ds) > 1 && total != 100:
+		c.warnf(at, "the weights add up to %d, not 100: they are read as relative shares; make them add up to 100 to say what you mean (older istiod rejects this)", total)
 	}
 }
 
@@ -648,6 +668,12 @@ func (c *checker) httpRoute(at path, r *networking.HTTPRoute) {
 		if code := rd.GetRedirectCode(); code != 0 && (code < 300 || code > 399) {
 			c.errf(at.with("redirect", "redirectCode"), "%d is not a redirect status: use a 3xx code such as 301", code)
 		}
+		if sc := rd.GetScheme(); sc != "" && sc != "http" && sc != "https" {
+			c.errf(at.with("redirect", "scheme"), "%q is not a redirect scheme: use http or https", sc)
+		}
+		if p := rd.GetPort(); p != 0 {
+			c.port(at.with("redirect", "port"), p)
+		}
 	case r.GetDirectResponse() != nil:
 		if len(r.GetRoute()) > 0 {
 			c.errf(at.with("directResponse"), "an http route has either route or directResponse, not both: remove one")
@@ -659,8 +685,16 @@ func (c *checker) httpRoute(at path, r *networking.HTTPRoute) {
 	case len(r.GetRoute()) == 0:
 		c.errf(at.with("route"), "is required: an http route needs route destinations (or a redirect or directResponse)")
 	}
-	if rw := r.GetRewrite(); rw != nil && rw.GetUri() == "" && rw.GetAuthority() == "" && rw.GetUriRegexRewrite() == nil {
-		c.errf(at.with("rewrite"), "says nothing to rewrite: set uri or authority")
+	if rw := r.GetRewrite(); rw != nil {
+		switch {
+		case rw.GetUri() == "" && rw.GetAuthority() == "" && rw.GetUriRegexRewrite() == nil:
+			c.errf(at.with("rewrite"), "says nothing to rewrite: set uri, uriRegexRewrite or authority")
+		case rw.GetUri() != "" && rw.GetUriRegexRewrite() != nil:
+			c.errf(at.with("rewrite", "uriRegexRewrite"), "a rewrite has either uri or uriRegexRewrite, not both: remove one")
+		}
+		if rr := rw.GetUriRegexRewrite(); rr != nil && (rr.GetMatch() == "" || rr.GetRewrite() == "") {
+			c.errf(at.with("rewrite", "uriRegexRewrite"), "needs both match and rewrite")
+		}
 	}
 	for j, m := range r.GetMatch() {
 		ma := at.with("match", j)

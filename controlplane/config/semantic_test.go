@@ -55,8 +55,12 @@ func TestValidateSpec(t *testing.T) {
 		{name: "se STATIC unix relative", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nports: [{number: 80, name: http}]\nendpoints: [{address: 'unix://a.sock'}]", err: `spec.endpoints[0].address: "unix://a.sock" is not an absolute socket path`},
 		{name: "se STATIC unix two ports", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nports: [{number: 80, name: http}, {number: 81, name: b}]\nendpoints: [{address: 'unix:///a.sock'}]", err: "spec.ports: a ServiceEntry with unix socket endpoints needs exactly one port"},
 		{name: "se STATIC unix with ports", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nports: [{number: 80, name: http}]\nendpoints: [{address: 'unix:///a.sock', ports: {http: 80}}]", err: "spec.endpoints[0].ports: a unix socket endpoint has no ports"},
-		{name: "se STATIC without endpoints warns", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC", warn: "spec.resolution: resolution STATIC without endpoints or a workloadSelector"},
+		{name: "se STATIC without endpoints ok (scaled to zero)", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC"},
 		{name: "se STATIC with selector ok", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {app: a}}"},
+		{name: "se empty selector warns", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {}}", warn: "spec.workloadSelector.labels: is empty"},
+		{name: "se selector with NONE warns", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nworkloadSelector: {labels: {app: a}}", warn: "spec.workloadSelector: is ignored with resolution NONE"},
+		{name: "se partial wildcard warns", kind: model.KindServiceEntry, spec: "hosts: ['*foo.com']", warn: `spec.hosts[0]: "*foo.com" is a partial wildcard`},
+		{name: "se STATIC endpoint on a network warns", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nendpoints: [{network: n2}]", warn: `spec.endpoints[0].address: is empty: the endpoint on network "n2"`},
 		{name: "se selector and endpoints", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {app: a}}\nendpoints: [{address: 10.0.0.1}]", err: "spec.workloadSelector: a ServiceEntry takes either endpoints or a workloadSelector"},
 		{name: "se selector wildcard", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {app: '*'}}", err: "spec.workloadSelector.labels.app: wildcards are not supported"},
 		{name: "se DNS wildcard host without endpoints", kind: model.KindServiceEntry, spec: "hosts: ['*.a.com']\nresolution: DNS", err: `spec.hosts[0]: "*.a.com" cannot be resolved by DNS`},
@@ -76,7 +80,7 @@ func TestValidateSpec(t *testing.T) {
 		{name: "we ok", kind: model.KindWorkloadEntry, spec: "address: 10.0.0.1\nports: {http: 8080}\nlabels: {app: a}"},
 		{name: "we host name ok", kind: model.KindWorkloadEntry, spec: "address: vm.example.com"},
 		{name: "we no address", kind: model.KindWorkloadEntry, spec: "labels: {app: a}", err: "spec.address: is required"},
-		{name: "we address on another network ok", kind: model.KindWorkloadEntry, spec: "network: net2"},
+		{name: "we address on another network warns", kind: model.KindWorkloadEntry, spec: "network: net2", warn: `spec.address: is empty: the workload on network "net2"`},
 		{name: "we wildcard address", kind: model.KindWorkloadEntry, spec: "address: '*.example.com'", err: `spec.address: "*.example.com": wildcards are not allowed`},
 		{name: "we unix with ports", kind: model.KindWorkloadEntry, spec: "address: 'unix:///a.sock'\nports: {http: 80}", err: "spec.ports: a unix socket workload has no ports"},
 		{name: "we port 0", kind: model.KindWorkloadEntry, spec: "address: 10.0.0.1\nports: {http: 0}", err: "spec.ports.http: 0 is not a valid port"},
@@ -95,10 +99,11 @@ func TestValidateSpec(t *testing.T) {
 		{name: "vs * on gateway ok", kind: model.KindVirtualService, spec: "hosts: ['*']\ngateways: [istio-system/gw]\nhttp: [{route: [{destination: {host: r}}]}]"},
 		{name: "vs bad host", kind: model.KindVirtualService, spec: "hosts: [r_1]\nhttp: [{route: [{destination: {host: r}}]}]", err: `spec.hosts[0]: "r_1" is not a valid host`},
 		{name: "vs bad gateway", kind: model.KindVirtualService, spec: "hosts: [r]\ngateways: [a/b/c]\nhttp: [{route: [{destination: {host: r}}]}]", err: `spec.gateways[0]: "a/b/c" is not a gateway reference`},
-		{name: "vs weights not 100", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp:\n- route:\n  - destination: {host: r, subset: v1}\n    weight: 60\n  - destination: {host: r, subset: v2}\n    weight: 60", err: "spec.http[0].route: the weights add up to 120"},
+		{name: "vs weights not 100", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp:\n- route:\n  - destination: {host: r, subset: v1}\n    weight: 60\n  - destination: {host: r, subset: v2}\n    weight: 60", warn: "spec.http[0].route: the weights add up to 120, not 100"},
+		{name: "vs all weights 0", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp:\n- route:\n  - destination: {host: r, subset: v1}\n    weight: 0\n  - destination: {host: r, subset: v2}", err: "spec.http[0].route: every destination has weight 0"},
 		{name: "vs one weight any", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}, weight: 30}]}]"},
 		{name: "vs weight > 100", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}, weight: 130}]}]", err: "spec.http[0].route[0].weight: 130 is not a percentage"},
-		{name: "vs tcp weights", kind: model.KindVirtualService, spec: "hosts: [r]\ntcp: [{route: [{destination: {host: a}, weight: 50}, {destination: {host: b}, weight: 40}]}]", err: "spec.tcp[0].route: the weights add up to 90"},
+		{name: "vs tcp weights", kind: model.KindVirtualService, spec: "hosts: [r]\ntcp: [{route: [{destination: {host: a}, weight: 50}, {destination: {host: b}, weight: 40}]}]", warn: "spec.tcp[0].route: the weights add up to 90"},
 		{name: "vs no destination", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{weight: 100}]}]", err: "spec.http[0].route[0].destination: is required"},
 		{name: "vs destination host *", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: '*'}}]}]", err: `spec.http[0].route[0].destination.host: "*" is not a destination`},
 		{name: "vs destination no host", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {subset: v1}}]}]", err: "spec.http[0].route[0].destination.host: is required"},
@@ -108,6 +113,8 @@ func TestValidateSpec(t *testing.T) {
 		{name: "vs route and redirect", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{redirect: {uri: /x}, route: [{destination: {host: r}}]}]", err: "spec.http[0].redirect: an http route has either route or redirect"},
 		{name: "vs empty redirect", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{redirect: {redirectCode: 301}}]", err: "spec.http[0].redirect: says nothing to change"},
 		{name: "vs redirect code", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{redirect: {uri: /x, redirectCode: 200}}]", err: "spec.http[0].redirect.redirectCode: 200 is not a redirect status"},
+		{name: "vs redirect scheme", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{redirect: {scheme: ftp}}]", err: `spec.http[0].redirect.scheme: "ftp" is not a redirect scheme`},
+		{name: "vs rewrite uri and regex", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{rewrite: {uri: /a, uriRegexRewrite: {match: a, rewrite: b}}, route: [{destination: {host: r}}]}]", err: "spec.http[0].rewrite.uriRegexRewrite: a rewrite has either uri or uriRegexRewrite"},
 		{name: "vs direct response ok", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{directResponse: {status: 503}}]"},
 		{name: "vs direct response status", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{directResponse: {status: 42}}]", err: "spec.http[0].directResponse.status: 42 is not an HTTP status"},
 		{name: "vs empty rewrite", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{rewrite: {}, route: [{destination: {host: r}}]}]", err: "spec.http[0].rewrite: says nothing to rewrite"},
@@ -220,13 +227,13 @@ func TestValidateSpec(t *testing.T) {
 // TestValidateSpecAPI checks the exported entry point on a config built in code.
 func TestValidateSpecAPI(t *testing.T) {
 	cfg := &model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: "a", Namespace: "default"},
-		Spec: &networking.ServiceEntry{Resolution: networking.ServiceEntry_STATIC}}
+		Spec: &networking.ServiceEntry{Hosts: []string{"", "*web.com"}}}
 	warns, err := ValidateSpec(cfg)
 	var se *SpecError
-	if !errors.As(err, &se) || se.Path != "spec.hosts" {
-		t.Fatalf("err = %v, want a *SpecError at spec.hosts", err)
+	if !errors.As(err, &se) || se.Path != "spec.hosts[0]" {
+		t.Fatalf("err = %v, want a *SpecError at spec.hosts[0]", err)
 	}
-	if len(warns) != 1 || warns[0].Path != "spec.resolution" {
+	if len(warns) != 1 || warns[0].Path != "spec.hosts[1]" {
 		t.Errorf("warnings = %v", warns)
 	}
 	cfg.Spec = &networking.ServiceEntry{Hosts: []string{"a.com"}}
