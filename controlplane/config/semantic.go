@@ -799,7 +799,12 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 	if tp == nil {
 		return
 	}
+	if tp.GetConnectionPool() == nil && tp.GetOutlierDetection() == nil && tp.GetLoadBalancer() == nil && tp.GetTls() == nil &&
+		len(tp.GetPortLevelSettings()) == 0 && tp.GetTunnel() == nil && tp.GetProxyProtocol() == nil {
+		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings) or remove it")
+	}
 	c.policyParts(at, tp.GetConnectionPool(), tp.GetOutlierDetection())
+	c.loadBalancer(at.with("loadBalancer"), tp.GetLoadBalancer())
 	ports := map[uint32]bool{}
 	for i, pl := range tp.GetPortLevelSettings() {
 		pa := at.with("portLevelSettings", i)
@@ -814,18 +819,34 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 			ports[n] = true
 		}
 		c.policyParts(pa, pl.GetConnectionPool(), pl.GetOutlierDetection())
+		c.loadBalancer(pa.with("loadBalancer"), pl.GetLoadBalancer())
+	}
+}
+
+// loadBalancer mirrors the part of istiod's validateLoadBalancer that applies to plain
+// settings: a consistent-hash cookie needs a name.
+func (c *checker) loadBalancer(at path, lb *networking.LoadBalancerSettings) {
+	if ck := lb.GetConsistentHash().GetHttpCookie(); ck != nil && ck.GetName() == "" {
+		c.errf(at.with("consistentHash", "httpCookie", "name"), "is required: name the cookie to hash on")
 	}
 }
 
 // policyParts mirrors istiod's validateConnectionPool and validateOutlierDetection.
 func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od *networking.OutlierDetection) {
 	if cp != nil {
+		if cp.GetTcp() == nil && cp.GetHttp() == nil {
+			c.errf(at.with("connectionPool"), "is empty: set tcp or http settings, or remove it")
+		}
 		if t := cp.GetTcp(); t != nil {
 			if t.GetMaxConnections() < 0 {
 				c.errf(at.with("connectionPool", "tcp", "maxConnections"), "%d is negative: use 0 (the default) or more", t.GetMaxConnections())
 			}
 			c.duration(at.with("connectionPool", "tcp", "connectTimeout"), t.GetConnectTimeout())
 			c.duration(at.with("connectionPool", "tcp", "maxConnectionDuration"), t.GetMaxConnectionDuration())
+			if ka := t.GetTcpKeepalive(); ka != nil {
+				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "time"), ka.GetTime())
+				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "interval"), ka.GetInterval())
+			}
 		}
 		if h := cp.GetHttp(); h != nil {
 			for name, v := range map[string]int32{"http1MaxPendingRequests": h.GetHttp1MaxPendingRequests(),
@@ -840,8 +861,12 @@ func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od
 	}
 	if od != nil {
 		oa := at.with("outlierDetection")
-		if od.GetConsecutiveErrors() < 0 {
-			c.errf(oa.with("consecutiveErrors"), "%d is negative: use 0 or more", od.GetConsecutiveErrors())
+		//nolint:staticcheck // the deprecated field is what the rule is about
+		if od.GetConsecutiveErrors() != 0 {
+			c.warnf(oa.with("consecutiveErrors"), "is deprecated: use consecutive5xxErrors or consecutiveGatewayErrors")
+		}
+		if !od.GetSplitExternalLocalOriginErrors() && od.GetConsecutiveLocalOriginFailures().GetValue() > 0 {
+			c.errf(oa.with("consecutiveLocalOriginFailures"), "has no effect unless splitExternalLocalOriginErrors is true: set it, or remove this field")
 		}
 		c.duration(oa.with("interval"), od.GetInterval())
 		c.duration(oa.with("baseEjectionTime"), od.GetBaseEjectionTime())
@@ -859,7 +884,7 @@ func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od
 func (c *checker) sidecar(at path, sc *networking.Sidecar) {
 	if ws := sc.GetWorkloadSelector(); ws != nil {
 		if len(ws.GetLabels()) == 0 {
-			c.errf(at.with("workloadSelector", "labels"), "is empty: a Sidecar's workloadSelector needs at least one label (or remove it to apply to the whole namespace)")
+			c.warnf(at.with("workloadSelector", "labels"), "is empty, so the Sidecar applies to every workload of the namespace: add labels, or remove the selector to say so")
 		}
 		c.selector(at.with("workloadSelector", "labels"), ws.GetLabels(), "workloadSelector")
 	}
@@ -878,6 +903,9 @@ func (c *checker) sidecar(at path, sc *networking.Sidecar) {
 			}
 			ports[in.GetPort().GetNumber()] = true
 		}
+		if b := in.GetBind(); b != "" && !isIP(b) {
+			c.errf(ia.with("bind"), "%q is not an IP address", b)
+		}
 		if ep := in.GetDefaultEndpoint(); ep != "" {
 			c.defaultEndpoint(ia.with("defaultEndpoint"), ep)
 		}
@@ -894,13 +922,26 @@ func (c *checker) sidecar(at path, sc *networking.Sidecar) {
 			if i != len(sc.GetEgress())-1 {
 				c.errf(ea.with("port"), "the egress listener without a port must be the last one: move it to the end")
 			}
+		} else if n := eg.GetPort().GetNumber(); n == 0 {
+			// Port 0 is a unix domain socket listener, named by its bind address.
+			c.protocol(ea.with("port", "protocol"), eg.GetPort().GetProtocol(), false)
+			switch b := eg.GetBind(); {
+			case !strings.HasPrefix(b, unixPrefix):
+				c.errf(ea.with("bind"), "port 0 is a unix socket listener and needs bind: unix:///path (or give the port a number)")
+			default:
+				if msg := unixAddressError(b); msg != "" {
+					c.errf(ea.with("bind"), "%s", msg)
+				}
+			}
 		} else {
-			n := eg.GetPort().GetNumber()
 			c.sidecarPort(ea.with("port"), n, eg.GetPort().GetName(), eg.GetPort().GetProtocol())
 			if egressPorts[n] {
 				c.errf(ea.with("port", "number"), "port %d has two egress listeners: merge their hosts", n)
 			}
 			egressPorts[n] = true
+			if b := eg.GetBind(); b != "" && !isIP(b) {
+				c.errf(ea.with("bind"), "%q is not an IP address: bind a listener to an IP (or use port 0 with a unix:// bind)", b)
+			}
 		}
 		if len(eg.GetHosts()) == 0 {
 			c.errf(ea.with("hosts"), "is required: list namespace/host entries, e.g. [\"./*\", \"istio-system/*\"]")

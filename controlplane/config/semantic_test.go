@@ -150,6 +150,12 @@ func TestValidateSpec(t *testing.T) {
 		{name: "dr ejection time", kind: model.KindDestinationRule, spec: "host: r\nsubsets: [{name: v1, trafficPolicy: {outlierDetection: {baseEjectionTime: 0.0001s}}}]", err: "spec.subsets[0].trafficPolicy.outlierDetection.baseEjectionTime: 100µs is too short"},
 		{name: "dr port level without port", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {portLevelSettings: [{connectionPool: {tcp: {maxConnections: 1}}}]}", err: "spec.trafficPolicy.portLevelSettings[0].port: is required"},
 		{name: "dr port level twice", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {portLevelSettings: [{port: {number: 80}}, {port: {number: 80}}]}", err: "spec.trafficPolicy.portLevelSettings[1].port.number: port 80 has settings twice"},
+		{name: "dr empty traffic policy", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {}", err: "spec.trafficPolicy: is empty"},
+		{name: "dr empty connection pool", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {connectionPool: {}}", err: "spec.trafficPolicy.connectionPool: is empty"},
+		{name: "dr keepalive", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {connectionPool: {tcp: {tcpKeepalive: {time: 0s}}}}", err: "spec.trafficPolicy.connectionPool.tcp.tcpKeepalive.time: 0s is too short"},
+		{name: "dr deprecated consecutiveErrors warns", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {outlierDetection: {consecutiveErrors: 5}}", warn: "spec.trafficPolicy.outlierDetection.consecutiveErrors: is deprecated"},
+		{name: "dr local origin without split", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {outlierDetection: {consecutiveLocalOriginFailures: 3}}", err: "spec.trafficPolicy.outlierDetection.consecutiveLocalOriginFailures: has no effect"},
+		{name: "dr cookie name", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {loadBalancer: {consistentHash: {httpCookie: {ttl: 0s}}}}", err: "spec.trafficPolicy.loadBalancer.consistentHash.httpCookie.name: is required"},
 		{name: "dr selector", kind: model.KindDestinationRule, spec: "host: r\nworkloadSelector: {matchLabels: {app: 'a*'}}", err: "spec.workloadSelector.matchLabels.app: wildcards are not supported"},
 
 		// Sidecar (ValidateSidecar)
@@ -164,7 +170,10 @@ func TestValidateSpec(t *testing.T) {
 		{name: "sidecar ingress port", kind: model.KindSidecar, spec: "ingress: [{defaultEndpoint: '127.0.0.1:8080'}]", err: "spec.ingress[0].port: is required"},
 		{name: "sidecar ingress endpoint", kind: model.KindSidecar, spec: "ingress: [{port: {number: 80, protocol: HTTP, name: http}, defaultEndpoint: '10.0.0.1:8080'}]", err: `spec.ingress[0].defaultEndpoint: "10.0.0.1:8080" is not a local endpoint`},
 		{name: "sidecar ingress ok", kind: model.KindSidecar, spec: "ingress: [{port: {number: 80, protocol: HTTP, name: http}, defaultEndpoint: '0.0.0.0:8080'}]"},
-		{name: "sidecar empty selector", kind: model.KindSidecar, spec: "workloadSelector: {labels: {}}\negress: [{hosts: ['./*']}]", err: "spec.workloadSelector.labels: is empty"},
+		{name: "sidecar empty selector warns", kind: model.KindSidecar, spec: "workloadSelector: {labels: {}}\negress: [{hosts: ['./*']}]", warn: "spec.workloadSelector.labels: is empty"},
+		{name: "sidecar unix egress ok", kind: model.KindSidecar, spec: "egress: [{port: {number: 0, protocol: HTTP}, bind: 'unix:///var/run/app.sock', hosts: ['./*']}]"},
+		{name: "sidecar port 0 without unix bind", kind: model.KindSidecar, spec: "egress: [{port: {number: 0, protocol: HTTP}, hosts: ['./*']}]", err: "spec.egress[0].bind: port 0 is a unix socket listener"},
+		{name: "sidecar egress bind", kind: model.KindSidecar, spec: "egress: [{port: {number: 80}, bind: localhost, hosts: ['./*']}]", err: `spec.egress[0].bind: "localhost" is not an IP address`},
 
 		// Gateway (ValidateGateway)
 		{name: "gw ok", kind: model.KindGateway, spec: "selector: {istio: ingressgateway}\nservers: [{port: {number: 443, name: https, protocol: HTTPS}, hosts: ['ns1/*.example.com'], tls: {mode: SIMPLE, credentialName: cert}}]"},
