@@ -1,6 +1,7 @@
 package model
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +132,22 @@ func TestParseEgressHost(t *testing.T) {
 	if (EgressHost{Namespace: "", Host: "*"}).Matches("a.com", "x") {
 		t.Error("~/* must import nothing")
 	}
+}
+
+// FuzzParseEgressHost: any string parses or is refused without a panic; a parsed entry keeps
+// the host text after the first slash, and matching never panics.
+func FuzzParseEgressHost(f *testing.F) {
+	for _, s := range []string{"./*", "*/*.a.com", "~/*", "ns/x", "x", "/", "a/b/c"} {
+		f.Add(s, "web.shop.svc.cluster.local")
+	}
+	f.Fuzz(func(t *testing.T, s, host string) {
+		e, ok := ParseEgressHost(s, "shop")
+		if !ok {
+			return
+		}
+		if i := strings.IndexByte(s, '/'); i < 0 || e.Host != s[i+1:] || e.Host == "" {
+			t.Fatalf("ParseEgressHost(%q) = %+v", s, e)
+		}
+		_ = e.Matches(host, "shop")
+	})
 }
