@@ -136,7 +136,7 @@ func New(opts Options) (*Server, error) {
 	if opts.ConfigDir != "" {
 		files, err := config.NewFileSource(s.store, config.FileOptions{
 			Dir: opts.ConfigDir, RescanInterval: opts.ConfigRescan, Logger: opts.Logger.With("component", "config-files"),
-			Errors: s.metrics.ConfigFileErrors, Now: opts.Now,
+			Errors: s.metrics.ConfigFileErrors, Skipped: s.metrics.ConfigObjectsSkipped, Now: opts.Now,
 		})
 		if err != nil {
 			return nil, err

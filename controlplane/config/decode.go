@@ -52,12 +52,56 @@ func Decode(file string, data []byte) ([]*model.Config, error) {
 	return Decoder{}.Decode(file, data)
 }
 
+// Skipped is a document that is not one of the kinds this package stores (another apiVersion
+// or kind, such as a Kubernetes Service or an AuthorizationPolicy): it is left out, as istiod
+// ignores kinds it does not watch, and reported so that a typo is not silent.
+type Skipped struct {
+	File       string
+	Line       int
+	APIVersion string
+	Kind       string
+	// Name is namespace/name when the metadata has them.
+	Name string
+	// Hint names the kind or apiVersion that was probably meant, if any.
+	Hint string
+}
+
+func (s Skipped) String() string {
+	out := fmt.Sprintf("%s:%d: skipped %s %s", s.File, s.Line, s.APIVersion, s.Kind)
+	if s.Name != "" {
+		out += " " + s.Name
+	}
+	out += ": not a kind the control plane reads (" + kindNames() + " in " + strings.Join(apiVersions, ", ") + ")"
+	if s.Hint != "" {
+		out += "; " + s.Hint
+	}
+	return out
+}
+
+// Decoded is everything Decoder.DecodeAll found in one input.
+type Decoded struct {
+	// Configs are the objects of the good documents.
+	Configs []*model.Config
+	// Skipped are documents of kinds or apiVersions this package does not store.
+	Skipped []Skipped
+	// Warnings are findings that istiod admits the object with (it is in Configs).
+	Warnings []*DecodeError
+}
+
 // Decode decodes every document of data (YAML documents separated by "---" lines, or a stream
 // of JSON objects; a "kind: List" document contributes its items). file names the input in
 // errors and becomes each config's Source. It returns the configs of the good documents and,
 // joined, a *DecodeError for each bad one: a document with an error contributes nothing.
 // Spec decoding is strict, like the API server's: an unknown field is an error.
 func (d Decoder) Decode(file string, data []byte) ([]*model.Config, error) {
+	res, err := d.DecodeAll(file, data)
+	return res.Configs, err
+}
+
+// DecodeAll is Decode that also returns the skipped documents and the warnings. Every
+// object is checked with Istio's semantic validation (ValidateSpec): an object that breaks a
+// rule is an error naming the field's line, and its document contributes nothing.
+func (d Decoder) DecodeAll(file string, data []byte) (Decoded, error) {
 	if d.DefaultNamespace == "" {
 		d.DefaultNamespace = DefaultNamespace
 	}
@@ -70,14 +114,16 @@ func (d Decoder) Decode(file string, data []byte) ([]*model.Config, error) {
 	for _, doc := range docs {
 		st.document(doc)
 	}
-	return st.out, errors.Join(st.errs...)
+	return Decoded{Configs: st.out, Skipped: st.skipped, Warnings: st.warns}, errors.Join(st.errs...)
 }
 
 type decodeState struct {
-	d    Decoder
-	file string
-	out  []*model.Config
-	errs []error
+	d       Decoder
+	file    string
+	out     []*model.Config
+	errs    []error
+	skipped []Skipped
+	warns   []*DecodeError
 }
 
 // rawDoc is one document's text: YAML, or JSON when json is set.
@@ -182,15 +228,10 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 		st.fail(loc.line(at), "", "%sapiVersion is missing: add apiVersion: %s", where(at), apiVersions[0])
 		return
 	}
-	if !slices.Contains(apiVersions, apiVersion) {
-		st.fail(loc.line(at.with("apiVersion")), "", "%s: %q is not supported: use %s (or %s)",
-			at.with("apiVersion"), apiVersion, apiVersions[0], strings.Join(apiVersions[1:], ", "))
-		return
-	}
 	mk := model.Kind(kind)
-	spec, ok := NewSpec(mk)
-	if !ok {
-		st.fail(loc.line(at.with("kind")), "", "%s: unknown kind %q: use one of %s%s", at.with("kind"), kind, kindNames(), didYouMean(kind, strings.Split(kindNames(), ", ")))
+	spec, known := NewSpec(mk)
+	if !known || !slices.Contains(apiVersions, apiVersion) {
+		st.skip(top, apiVersion, kind, known, loc, at)
 		return
 	}
 	meta, ok := st.metadata(top["metadata"], loc, at.with("metadata"), mk)
@@ -222,7 +263,47 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 		st.fail(loc.line(at), obj, "%v", err)
 		return
 	}
-	st.out = append(st.out, cfg)
+	bad := false
+	var warns []*DecodeError
+	for _, p := range checkSpec(cfg.Namespace, cfg.Spec) {
+		full := at.with(p.at...)
+		e := &DecodeError{File: st.file, Line: loc.line(full), Object: obj, Msg: full.String() + ": " + p.msg}
+		if p.warn {
+			warns = append(warns, e)
+			continue
+		}
+		st.errs = append(st.errs, e)
+		bad = true
+	}
+	if !bad {
+		// Warnings only of objects that load: a rejected object's errors come first.
+		st.warns = append(st.warns, warns...)
+		st.out = append(st.out, cfg)
+	}
+}
+
+// skip records a document of a kind or apiVersion this package does not store, with a hint
+// when it looks like a typo of one it does.
+func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind string, knownKind bool, loc *locator, at path) {
+	sk := Skipped{File: st.file, Line: loc.line(at), APIVersion: apiVersion, Kind: kind}
+	var meta struct{ Name, Namespace string }
+	if json.Unmarshal(top["metadata"], &meta) == nil && meta.Name != "" {
+		ns := meta.Namespace
+		if ns == "" {
+			ns = st.d.DefaultNamespace
+		}
+		sk.Name = ns + "/" + meta.Name
+	}
+	group, _, _ := strings.Cut(apiVersion, "/")
+	switch {
+	case knownKind:
+		sk.Hint = fmt.Sprintf("for a %s use apiVersion: %s", kind, apiVersions[0])
+	case group == Group:
+		if n := nearest(kind, strings.Split(kindNames(), ", ")); n != "" {
+			sk.Hint = fmt.Sprintf("did you mean kind: %s?", n)
+		}
+	}
+	st.skipped = append(st.skipped, sk)
 }
 
 func (st *decodeState) list(top map[string]json.RawMessage, apiVersion, kind string, loc *locator, at path) {

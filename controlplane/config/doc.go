@@ -8,7 +8,8 @@
 // Memory implements Store (Get, List, Create, Update as an upsert, Delete) and Apply (a batch
 // applied under one lock). Every write is validated (Validate): the spec must be the kind's
 // istio.io/api networking/v1alpha3 type, the name a DNS-1123 subdomain and the namespace a
-// DNS-1123 label. Configs are immutable: the store keeps a shallow copy of what it is given
+// DNS-1123 label (Istio's semantic rules are checked on decode, not on every write: see
+// Validation). Configs are immutable: the store keeps a shallow copy of what it is given
 // (the Spec and label maps are shared, never cloned) with a store-assigned ResourceVersion
 // (increasing) and a CreationTimestamp (kept from the input, else the store's clock). Writing
 // an object Equal to the stored one is a no-op without an event.
@@ -42,6 +43,40 @@
 // start), the path (spec.ports[0].targetPort), and the fix ("did you mean …?"). A bad document
 // contributes nothing; the good ones are still returned beside the joined errors.
 //
+// A document of another kind or apiVersion (a Kubernetes Service, an AuthorizationPolicy,
+// networking.istio.io/v2, a misspelt kind) is not an error: like istiod, which ignores kinds
+// it does not watch, the decoder skips it and DecodeAll reports it as a Skipped (with a hint
+// when it looks like a typo of a kind or apiVersion it reads).
+//
+// # Validation
+//
+// Every decoded object then passes Istio's semantic validation (ValidateSpec), the rules
+// istiod's validating webhook applies (istio.io/istio pkg/config/validation; semantic.go names
+// the istiod function each rule mirrors), restated in our words: required fields (ServiceEntry
+// hosts, WorkloadEntry address, DestinationRule host, Gateway servers, hosts, port and
+// protocol, route destinations, subset names), host syntax (DNS labels, '*' only as the first
+// label, no "*" ServiceEntry host or destination, no "*" host for a VirtualService bound to the
+// mesh), ports (1-65535, names DNS-1123 labels, unique names and numbers in a ServiceEntry,
+// unique Gateway port names, endpoint ports naming a ServiceEntry port), resolution against
+// endpoints (NONE takes none; STATIC needs IPs or unix sockets; DNS without endpoints needs
+// hosts without wildcards; DNS_ROUND_ROBIN at most one endpoint; endpoints and a
+// workloadSelector exclude each other; CIDR addresses only with NONE or STATIC; several hosts
+// only on HTTP or TLS ports), route weights (each 0-100, not all 0 when a route has several
+// destinations; a sum other than 100 is a warning, as current istiod reads weights as
+// relative and only old releases rejected it), label keys and values and selectors (no wildcards), durations (at
+// least 1ms, whole milliseconds), percentages, exportTo, Sidecar egress hosts (namespace/host,
+// the port-less listener last) and ingress endpoints, and Gateway TLS settings. A broken rule
+// is a *DecodeError on the offending field's line, and the object's document contributes
+// nothing. Where istiod admits an object with a finding (a partial wildcard host, an empty
+// or ignored workloadSelector, an address-less endpoint on another network) the object is
+// kept and the finding is a warning in Decoded.Warnings.
+//
+// References between objects are not checked on load, as istiod's webhook does not: a
+// VirtualService may route to a subset no DestinationRule defines (istiod admits it; the
+// traffic fails with 503 and `istioctl analyze` reports IST0101). Analyze reports such
+// references, and CheckPaths runs decoding, the file rules below and Analyze over files and
+// directories for `xdslab validate`.
+//
 // # File source
 //
 // FileSource watches FileOptions.Dir recursively (subdirectories too, except those starting
@@ -54,8 +89,12 @@
 // applies the adds, updates and deletes to the store in one Apply, so an atomic writer's
 // temp-file + rename yields only the updates of objects that changed, never a delete and re-add.
 // The rules:
-//   - A file that fails to read or parse keeps its previous objects; the error (with file and
-//     line) is logged, counted in FileOptions.Errors, and kept as the file's LastError.
+//   - A file that fails to read or parse, or holds an object that fails validation, keeps its
+//     previous objects (none of its objects are applied, valid or not, so a file is always
+//     seen whole); the error (with file and line) is logged, counted in FileOptions.Errors,
+//     and kept as the file's LastError.
+//   - A skipped document (another kind or apiVersion) is logged once and counted once in
+//     FileOptions.Skipped, when a load of its file first shows it; warnings are logged once.
 //   - Deleting a file deletes its objects.
 //   - An object defined by two files belongs to the file that defined it first (at startup:
 //     the first path in lexical order); the later file's copy is ignored, counted and reported
@@ -71,5 +110,6 @@
 //
 // FileOptions.Errors (any Inc(), e.g. a prometheus.Counter) counts rejected file loads for
 // xdslab_cp_config_file_errors_total, with no file label; the per-file detail is in Status.
+// FileOptions.Skipped counts skipped documents for xdslab_cp_config_objects_skipped_total.
 // Memory.Pending and Memory.Coalesced can back gauges of the event backlog.
 package config

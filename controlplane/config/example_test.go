@@ -25,6 +25,10 @@ spec:
 apiVersion: networking.istio.io/v1
 kind: Gateway
 metadata: {name: ingress, namespace: istio-system}
+spec:
+  servers:
+  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: ["*"]
 `
 	cfgs, err := config.Decode("istio.yaml", []byte(yaml))
 	for _, c := range cfgs {

@@ -47,6 +47,11 @@ type FileOptions struct {
 	// defined by another file). Map it to xdslab_cp_config_file_errors_total; the per-file
 	// detail is in Status. Optional.
 	Errors Counter
+	// Skipped is incremented once per skipped document (a kind or apiVersion the control plane
+	// does not read, such as a Kubernetes Service) the first time a file shows it; the document
+	// is logged once at the same time. Map it to xdslab_cp_config_objects_skipped_total.
+	// Optional.
+	Skipped Counter
 	// Now is the clock for status times and debouncing. Default time.Now.
 	Now func() time.Time
 }
@@ -148,6 +153,9 @@ type fileState struct {
 	errTime   time.Time
 	lastLoad  time.Time
 	conflicts map[model.ConfigKey]string // key → owning file
+	// reported holds the skipped documents and warnings of the last good parse that were
+	// logged already, so that a reload logs only new ones.
+	reported map[string]bool
 }
 
 // NewFileSource returns a source that writes into store. Run starts it.
@@ -405,12 +413,12 @@ func (s *FileSource) load(paths []string) {
 		if fi != nil {
 			st.size, st.mtime = fi.Size(), fi.ModTime()
 		}
-		var objs []*model.Config
+		var dec Decoded
 		if err == nil {
-			objs, err = s.opts.Decoder.Decode(p, data)
+			dec, err = s.opts.Decoder.DecodeAll(p, data)
 		}
 		if err == nil {
-			err = duplicates(p, objs)
+			err = duplicates(p, dec.Configs)
 		}
 		if err != nil {
 			st.lastErr, st.errTime = err.Error(), now
@@ -418,7 +426,8 @@ func (s *FileSource) load(paths []string) {
 			continue
 		}
 		st.lastErr, st.errTime, st.lastLoad = "", time.Time{}, now
-		s.setObjects(p, st, objs, affected)
+		s.report(p, st, dec)
+		s.setObjects(p, st, dec.Configs, affected)
 	}
 	upserts, deletes, conflicts := s.reconcile(affected)
 	s.errors += uint64(len(rejected) + len(conflicts))
@@ -478,6 +487,33 @@ func (s *FileSource) reject(r rejection) {
 	if s.opts.Errors != nil {
 		s.opts.Errors.Inc()
 	}
+}
+
+// report logs the skipped documents and warnings of a good parse that the file's previous
+// parse did not have, and counts the new skipped documents.
+func (s *FileSource) report(p string, st *fileState, dec Decoded) {
+	now := make(map[string]bool, len(dec.Skipped)+len(dec.Warnings))
+	for _, sk := range dec.Skipped {
+		key := "skip " + sk.APIVersion + " " + sk.Kind + " " + sk.Name
+		now[key] = true
+		if st.reported[key] {
+			continue
+		}
+		s.opts.Logger.Warn("config document skipped: not a kind the control plane reads",
+			"file", p, "line", sk.Line, "apiVersion", sk.APIVersion, "kind", sk.Kind, "name", sk.Name, "hint", sk.Hint)
+		if s.opts.Skipped != nil {
+			s.opts.Skipped.Inc()
+		}
+	}
+	for _, w := range dec.Warnings {
+		// The message without the line: moving an object within its file is not news.
+		key := "warn " + w.Object + " " + w.Msg
+		now[key] = true
+		if !st.reported[key] {
+			s.opts.Logger.Warn("config object accepted with a warning", "file", p, "line", w.Line, "object", w.Object, "warning", w.Msg)
+		}
+	}
+	st.reported = now
 }
 
 // duplicates rejects a file that defines one object twice.

@@ -405,3 +405,71 @@ func BenchmarkFileSourceLoad(b *testing.B) {
 	}
 	b.ReportMetric(float64(files*b.N)/time.Since(start).Seconds(), "files/s")
 }
+
+// countCounter counts Inc calls.
+type countCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countCounter) Inc()     { c.mu.Lock(); c.n++; c.mu.Unlock() }
+func (c *countCounter) get() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
+
+// TestFileSourceSemanticRules: an object that breaks an Istio rule rejects its file like a
+// parse error (counted, logged with file and line, previous objects kept); a document of
+// another kind is skipped, logged and counted once however often the file is reloaded; a
+// warning keeps the object.
+func TestFileSourceSemanticRules(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cfg")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	svc := "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {}\n"
+	os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(docs(seYAML("x", "x1"), svc)), 0o644)
+	skipped := &countCounter{}
+	h := startSource(t, dir, FileOptions{Skipped: skipped})
+	if got := h.next(1); got != "add ServiceEntry/default/x[x1]" {
+		t.Fatalf("initial events: %s", got)
+	}
+	if skipped.get() != 1 {
+		t.Errorf("skipped = %d after the first load, want 1", skipped.get())
+	}
+
+	// A ServiceEntry without hosts, as istiod rejects it: the file keeps x1.
+	h.write("a.yaml", docs(seYAML("x", "x2"), svc, "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata:\n  name: nohosts\nspec:\n  ports: [{number: 80, name: http}]\n"))
+	h.waitError()
+	if got := hostsOf(t, h.store, "x"); got != "x1" {
+		t.Errorf("after an invalid object x is %q, want the previous x1", got)
+	}
+	fs := h.file("a.yaml")
+	want := filepath.Join(dir, "a.yaml") + ":17: ServiceEntry default/nohosts: spec.hosts: is required"
+	if !strings.HasPrefix(fs.LastError, want) {
+		t.Errorf("LastError = %q, want prefix %q", fs.LastError, want)
+	}
+	if logs := h.logs.String(); !strings.Contains(logs, "line=17") {
+		t.Errorf("log lacks the line:\n%s", logs)
+	}
+	if got := h.events(); got != "" {
+		t.Errorf("an invalid object changed the store: %s", got)
+	}
+
+	// Fixed, with a warning: loaded; the Service is still skipped but not counted again.
+	partial := seYAML("partial", "'*l.internal'")
+	h.write("a.yaml", docs(seYAML("x", "x2"), svc, partial))
+	if got, want := h.events(), "add ServiceEntry/default/partial[*l.internal]; update ServiceEntry/default/x[x2]"; got != want {
+		t.Errorf("after the fix:\n got %s\nwant %s", got, want)
+	}
+	if skipped.get() != 1 {
+		t.Errorf("skipped = %d after reloads of the same Service, want 1", skipped.get())
+	}
+	logs := h.logs.String()
+	if n := strings.Count(logs, "config document skipped"); n != 1 {
+		t.Errorf("the skipped Service was logged %d times, want once:\n%s", n, logs)
+	}
+	if !strings.Contains(logs, "accepted with a warning") || !strings.Contains(logs, "partial wildcard") {
+		t.Errorf("no warning logged:\n%s", logs)
+	}
+	if st := h.src.Status(); st.Errors != 1 {
+		t.Errorf("errors = %d, want 1", st.Errors)
+	}
+}

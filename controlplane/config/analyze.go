@@ -1,0 +1,104 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// Finding is a problem between objects that each pass validation: istiod admits them (its
+// webhook sees one object at a time) and `istioctl analyze` reports it. The control plane
+// applies such objects unchanged; `xdslab validate` prints the findings.
+type Finding struct {
+	// Object is "Kind namespace/name" of the object with the reference, Source its file.
+	Object, Source string
+	// Path is the field (spec.http[0].route[1].destination.subset).
+	Path string
+	Msg  string
+}
+
+func (f Finding) String() string {
+	s := ""
+	if f.Source != "" {
+		s = f.Source + ": "
+	}
+	return s + f.Object + ": " + f.Path + ": " + f.Msg
+}
+
+// Analyze checks references between cfgs, as istioctl analyze's
+// destinationrule/virtualservice analyzers do (IST0101, ReferencedResourceNotFound): every
+// subset a VirtualService routes to must be defined by a DestinationRule for that host. Hosts
+// are compared after expanding short names to name.namespace.svc.cluster.local, each in its
+// object's namespace. Findings are sorted by object and path.
+func Analyze(cfgs []*model.Config) []Finding {
+	subsets := map[string]map[string]bool{} // host → subset names
+	for _, c := range cfgs {
+		dr, ok := c.Spec.(*networking.DestinationRule)
+		if !ok || c.Kind != model.KindDestinationRule {
+			continue
+		}
+		h := fqdn(dr.GetHost(), c.Namespace)
+		if subsets[h] == nil {
+			subsets[h] = map[string]bool{}
+		}
+		for _, s := range dr.GetSubsets() {
+			subsets[h][s.GetName()] = true
+		}
+	}
+	var out []Finding
+	for _, c := range cfgs {
+		vs, ok := c.Spec.(*networking.VirtualService)
+		if !ok || c.Kind != model.KindVirtualService {
+			continue
+		}
+		obj := fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name)
+		check := func(at path, d *networking.Destination) {
+			if d.GetSubset() == "" {
+				return
+			}
+			h := fqdn(d.GetHost(), c.Namespace)
+			if subsets[h][d.GetSubset()] {
+				return
+			}
+			msg := fmt.Sprintf("subset %q of host %s is not defined by any DestinationRule: traffic to it fails (HTTP 503); add the subset to the host's DestinationRule or route to a defined one", d.GetSubset(), d.GetHost())
+			if subsets[h] == nil {
+				msg = fmt.Sprintf("subset %q of host %s: no DestinationRule defines subsets for this host: traffic to it fails (HTTP 503); add a DestinationRule with the subset", d.GetSubset(), d.GetHost())
+			}
+			out = append(out, Finding{Object: obj, Source: c.Source, Path: at.with("subset").String(), Msg: msg})
+		}
+		at := path{"spec"}
+		for i, r := range vs.GetHttp() {
+			for j, rd := range r.GetRoute() {
+				check(at.with("http", i, "route", j, "destination"), rd.GetDestination())
+			}
+			if r.GetMirror() != nil {
+				check(at.with("http", i, "mirror"), r.GetMirror())
+			}
+		}
+		for i, r := range vs.GetTls() {
+			for j, rd := range r.GetRoute() {
+				check(at.with("tls", i, "route", j, "destination"), rd.GetDestination())
+			}
+		}
+		for i, r := range vs.GetTcp() {
+			for j, rd := range r.GetRoute() {
+				check(at.with("tcp", i, "route", j, "destination"), rd.GetDestination())
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Finding) int { return strings.Compare(a.Object, b.Object) })
+	return out
+}
+
+// fqdn expands a short host name the way istiod does (a name without dots is a Kubernetes
+// service in the object's namespace).
+func fqdn(host, namespace string) string {
+	if host == "" || strings.Contains(host, ".") || strings.HasPrefix(host, "*") {
+		return host
+	}
+	return host + "." + namespace + ".svc.cluster.local"
+}

@@ -1,0 +1,100 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// CheckReport is what CheckPaths found: what a control plane watching those files would load,
+// reject, skip and warn about.
+type CheckReport struct {
+	// Files are the config files read, sorted.
+	Files []string
+	// Configs are the objects of the files that would load.
+	Configs []*model.Config
+	// Errors reject a file (its objects do not load): read, parse and validation errors, an
+	// object defined twice in a file, or one another file defined first.
+	Errors []error
+	// Warnings are objects that load with a finding (DecodeError.Msg says which).
+	Warnings []*DecodeError
+	// Skipped are documents of kinds the control plane does not read.
+	Skipped []Skipped
+	// Findings are problems between objects (Analyze), over the objects that would load.
+	Findings []Finding
+}
+
+// CheckPaths reads each path (a file, or a directory read recursively with the FileSource's
+// rules: *.yaml, *.yml and *.json, dot-files, dot-directories and editor files ignored) and
+// applies the FileSource's rules to the files: a file with any error contributes nothing, and
+// an object defined by two files belongs to the first in lexical order. It never stops at
+// the first problem.
+func CheckPaths(paths []string, d Decoder) CheckReport {
+	var r CheckReport
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			r.Errors = append(r.Errors, fmt.Errorf("%w: pass an existing file or directory", err))
+			continue
+		}
+		if !fi.IsDir() {
+			r.Files = append(r.Files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(f string, e fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				r.Errors = append(r.Errors, err)
+				return nil
+			case e.IsDir() && f != p && ignoredName(e.Name()):
+				return filepath.SkipDir
+			case !e.IsDir() && isConfigFile(e.Name()):
+				r.Files = append(r.Files, f)
+			}
+			return nil
+		})
+		if err != nil {
+			r.Errors = append(r.Errors, err)
+		}
+	}
+	slices.Sort(r.Files)
+	r.Files = slices.Compact(r.Files)
+	owner := map[model.ConfigKey]string{}
+	for _, f := range r.Files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			r.Errors = append(r.Errors, err)
+			continue
+		}
+		res, err := d.DecodeAll(f, data)
+		r.Skipped = append(r.Skipped, res.Skipped...)
+		if err == nil {
+			err = duplicates(f, res.Configs)
+		}
+		if err != nil {
+			var joined interface{ Unwrap() []error }
+			if errors.As(err, &joined) {
+				r.Errors = append(r.Errors, joined.Unwrap()...)
+			} else {
+				r.Errors = append(r.Errors, err)
+			}
+			continue
+		}
+		r.Warnings = append(r.Warnings, res.Warnings...)
+		for _, c := range res.Configs {
+			if first, taken := owner[c.Key()]; taken {
+				r.Errors = append(r.Errors, fmt.Errorf("%s: %s %s/%s is already defined in %s: this copy is ignored; remove one", f, c.Kind, c.Namespace, c.Name, first))
+				continue
+			}
+			owner[c.Key()] = f
+			r.Configs = append(r.Configs, c)
+		}
+	}
+	r.Findings = Analyze(r.Configs)
+	return r
+}

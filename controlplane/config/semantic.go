@@ -1,0 +1,1067 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// Semantic validation: the rules istiod's validating webhook applies to each kind
+// (istio.io/istio pkg/config/validation, ValidateServiceEntry, ValidateWorkloadEntry,
+// ValidateVirtualService, ValidateDestinationRule, ValidateSidecar, ValidateGateway and their
+// helpers). The rules are restated here, in our words, with the istiod check each mirrors
+// named in a comment. Where istiod only warns (it admits the object), so do we: a warning is
+// reported but the object is kept.
+
+// problem is one violated rule: the field (a path from the document root, for the line) and
+// what is wrong with the fix.
+type problem struct {
+	at   path
+	msg  string
+	warn bool
+}
+
+type checker struct {
+	problems []problem
+}
+
+func (c *checker) errf(at path, format string, args ...any) {
+	c.problems = append(c.problems, problem{at: at, msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) warnf(at path, format string, args ...any) {
+	c.problems = append(c.problems, problem{at: at, msg: fmt.Sprintf(format, args...), warn: true})
+}
+
+// SpecError is one rule a spec breaks: Path names the field (spec.ports[0].number), Msg says
+// what is wrong and how to fix it.
+type SpecError struct {
+	Path string
+	Msg  string
+}
+
+func (e *SpecError) Error() string { return e.Path + ": " + e.Msg }
+
+// ValidateSpec applies istiod's semantic validation of cfg's kind to its spec (cfg must pass
+// Validate first). It returns the errors, joined (each a *SpecError), and separately the
+// warnings: findings istiod admits the object with.
+func ValidateSpec(cfg *model.Config) (warnings []*SpecError, err error) {
+	var errs []error
+	for _, p := range checkSpec(cfg.Namespace, cfg.Spec) {
+		e := &SpecError{Path: p.at.String(), Msg: p.msg}
+		if p.warn {
+			warnings = append(warnings, e)
+		} else {
+			errs = append(errs, e)
+		}
+	}
+	return warnings, errors.Join(errs...)
+}
+
+// checkSpec runs the kind's rules; paths start at "spec".
+func checkSpec(namespace string, spec proto.Message) []problem {
+	c := &checker{}
+	at := path{"spec"}
+	switch s := spec.(type) {
+	case *networking.ServiceEntry:
+		c.serviceEntry(at, namespace, s)
+	case *networking.WorkloadEntry:
+		c.workloadEntry(at, s)
+	case *networking.VirtualService:
+		c.virtualService(at, namespace, s)
+	case *networking.DestinationRule:
+		c.destinationRule(at, namespace, s)
+	case *networking.Sidecar:
+		c.sidecar(at, s)
+	case *networking.Gateway:
+		c.gateway(at, s)
+	}
+	return c.problems
+}
+
+// ---- shared rules ----
+
+var (
+	dnsLabelRE   = regexp.MustCompile(`^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$`)
+	labelValueRE = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+	labelNameRE  = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+)
+
+func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRE.MatchString(s) }
+
+// hostError checks a host name that may start with a wildcard label ("*.example.com" or "*"),
+// as istiod's ValidateWildcardDomain: at most 255 characters, the wildcard only as the whole
+// first label (or a "*" prefix of it), every other label a DNS-1123 label.
+func hostError(host string) string {
+	switch {
+	case host == "":
+		return "is empty: write a host name such as reviews.default.svc.cluster.local"
+	case len(host) > 255:
+		return fmt.Sprintf("%q is longer than 255 characters: shorten it", host)
+	}
+	rest := host
+	if strings.HasPrefix(host, "*") {
+		rest = strings.TrimPrefix(strings.TrimPrefix(host, "*"), ".")
+		if rest == "" {
+			return ""
+		}
+	}
+	for _, l := range strings.Split(rest, ".") {
+		if !isDNSLabel(l) {
+			return fmt.Sprintf("%q is not a valid host: use DNS labels (letters, digits, '-') separated by dots, with '*' allowed only as the first label (*.example.com)", host)
+		}
+	}
+	return ""
+}
+
+// partialWildcard reports a host like "*foo.com": a wildcard that is not a whole label.
+func partialWildcard(h string) bool {
+	return strings.HasPrefix(h, "*") && h != "*" && !strings.HasPrefix(h, "*.")
+}
+
+// fqdnError checks a host name without wildcards, as istiod's ValidateFQDN.
+func fqdnError(host string) string {
+	if host == "" {
+		return "is empty: write a host name such as api.example.com"
+	}
+	if len(host) > 255 {
+		return fmt.Sprintf("%q is longer than 255 characters: shorten it", host)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if !isDNSLabel(l) {
+			return fmt.Sprintf("%q is not a fully qualified domain name: use DNS labels (letters, digits, '-') separated by dots, without wildcards", host)
+		}
+	}
+	return ""
+}
+
+// port mirrors istiod's ValidatePort.
+func (c *checker) port(at path, n uint32) {
+	if n < 1 || n > 65535 {
+		c.errf(at, "%d is not a valid port: use a number from 1 to 65535", n)
+	}
+}
+
+// portName mirrors istiod's ValidatePortName: a DNS-1123 label.
+func (c *checker) portName(at path, name string) {
+	switch {
+	case name == "":
+		c.errf(at, "is required: name the port with lowercase letters, digits and '-' (e.g. http-web)")
+	case !isDNSLabel(name):
+		c.errf(at, "%q is not a valid port name: use at most 63 letters, digits and '-', starting and ending with a letter or digit", name)
+	}
+}
+
+// protocols are the port protocols istiod's protocol.Parse recognises (case-insensitive).
+var protocols = []string{"HTTP", "HTTPS", "HTTP2", "HTTP_PROXY", "GRPC", "GRPC-WEB", "TCP", "TLS", "UDP", "MONGO", "REDIS", "MYSQL"}
+
+// protocol mirrors istiod's ValidateProtocol; empty means "sniff", allowed where required is
+// false.
+func (c *checker) protocol(at path, p string, required bool) {
+	if p == "" {
+		if required {
+			c.errf(at, "is required: set one of %s", strings.Join(protocols, ", "))
+		}
+		return
+	}
+	if !slices.Contains(protocols, strings.ToUpper(p)) {
+		c.errf(at, "%q is not a supported protocol: use one of %s%s", p, strings.Join(protocols, ", "), didYouMean(strings.ToUpper(p), protocols))
+	}
+}
+
+func isHTTPOrTLS(p string) bool {
+	switch strings.ToUpper(p) {
+	case "HTTP", "HTTPS", "HTTP2", "HTTP_PROXY", "GRPC", "GRPC-WEB", "TLS":
+		return true
+	}
+	return false
+}
+
+// labels mirrors istiod's labels.Instance.Validate: Kubernetes label keys ([prefix/]name, the
+// prefix a DNS subdomain, the name at most 63 characters) and values (at most 63 characters of
+// letters, digits, '-', '_' and '.', starting and ending alphanumeric).
+func (c *checker) labels(at path, m map[string]string) {
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		if msg := labelKeyError(k); msg != "" {
+			c.errf(at.with(k), "%s", msg)
+		}
+		if len(v) > 63 || !labelValueRE.MatchString(v) {
+			c.errf(at.with(k), "label value %q is invalid: use at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit", v)
+		}
+	}
+}
+
+func labelKeyError(k string) string {
+	name := k
+	if i := strings.LastIndexByte(k, '/'); i >= 0 {
+		prefix := k[:i]
+		name = k[i+1:]
+		if prefix == "" || len(prefix) > 253 || !dns1123Subdomain.MatchString(prefix) {
+			return fmt.Sprintf("label key %q has an invalid prefix: the part before '/' must be a lowercase DNS subdomain (example.com/)", k)
+		}
+	}
+	if name == "" || len(name) > 63 || !labelNameRE.MatchString(name) {
+		return fmt.Sprintf("label key %q is invalid: use at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit", k)
+	}
+	return ""
+}
+
+// selector mirrors istiod's validateWorkloadSelector: valid labels, and no wildcards (a
+// selector matches labels exactly).
+func (c *checker) selector(at path, m map[string]string, kindName string) {
+	rest := make(map[string]string, len(m))
+	for _, k := range sortedKeys(m) {
+		switch {
+		case k == "":
+			c.errf(at, "a %s has an empty label key: remove it or name the label", kindName)
+		case strings.Contains(k, "*") || strings.Contains(m[k], "*"):
+			c.errf(at.with(k), "wildcards are not supported in a selector: match the label's exact value")
+		default:
+			rest[k] = m[k]
+		}
+	}
+	c.labels(at, rest)
+}
+
+// duration mirrors istiod's ValidateDuration: at least 1ms and a whole number of milliseconds.
+func (c *checker) duration(at path, d *durationpb.Duration) {
+	if d == nil {
+		return
+	}
+	if err := d.CheckValid(); err != nil {
+		c.errf(at, "is not a valid duration: write it like \"5s\" or \"250ms\"")
+		return
+	}
+	v := d.AsDuration()
+	switch {
+	case v < time.Millisecond:
+		c.errf(at, "%v is too short: a duration must be at least 1ms", v)
+	case v%time.Millisecond != 0:
+		c.errf(at, "%v has sub-millisecond precision: round it to whole milliseconds", v)
+	}
+}
+
+// percent mirrors istiod's ValidatePercent and validatePercentage.
+func (c *checker) percent(at path, v float64) {
+	if v < 0 || v > 100 {
+		c.errf(at, "%v is not a percentage: use a value from 0 to 100", v)
+	}
+}
+
+// exportTo mirrors istiod's validateExportTo: "." (this namespace), "*" (every namespace),
+// "~" (none; ServiceEntry only) or namespace names, without duplicates, and "*" or "~" alone.
+func (c *checker) exportTo(at path, namespace string, list []string, allowNone bool) {
+	seen := make(map[string]bool, len(list))
+	for i, e := range list {
+		v := e
+		if v == "." {
+			v = namespace
+		}
+		switch {
+		case e == "*", e == ".":
+		case e == "~":
+			if !allowNone {
+				c.errf(at.with(i), "\"~\" (export to no namespace) is only allowed on a ServiceEntry: remove it")
+			}
+		case !isDNSLabel(e) || strings.ToLower(e) != e:
+			c.errf(at.with(i), "%q is not a namespace: use \".\", \"*\" or a namespace name", e)
+		}
+		if seen[v] {
+			c.errf(at.with(i), "%q is listed twice: remove the duplicate", e)
+		}
+		seen[v] = true
+	}
+	if len(list) > 1 {
+		for i, e := range list {
+			if e == "*" || e == "~" {
+				c.errf(at.with(i), "%q cannot be combined with other entries: keep it alone", e)
+			}
+		}
+	}
+}
+
+func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }
+
+func isIPOrCIDR(s string) bool {
+	if strings.Contains(s, "/") {
+		_, err := netip.ParsePrefix(s)
+		return err == nil
+	}
+	return isIP(s)
+}
+
+const unixPrefix = "unix://"
+
+// unixAddressError mirrors istiod's ValidateUnixAddress: an absolute path (or an @abstract
+// socket name) after unix://.
+func unixAddressError(addr string) string {
+	p := strings.TrimPrefix(addr, unixPrefix)
+	switch {
+	case p == "":
+		return fmt.Sprintf("%q has no socket path: write unix:///path/to/socket", addr)
+	case strings.HasPrefix(p, "@"):
+		return ""
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Sprintf("%q is not an absolute socket path: write unix:///path/to/socket", addr)
+	}
+	return ""
+}
+
+// ---- ServiceEntry (istiod: ValidateServiceEntry) ----
+
+func (c *checker) serviceEntry(at path, namespace string, se *networking.ServiceEntry) {
+	hasSelector := se.GetWorkloadSelector() != nil
+	if hasSelector {
+		if len(se.GetWorkloadSelector().GetLabels()) == 0 {
+			c.warnf(at.with("workloadSelector", "labels"), "is empty, so the selector picks every workload of the namespace: add labels")
+		}
+		c.selector(at.with("workloadSelector", "labels"), se.GetWorkloadSelector().GetLabels(), "workloadSelector")
+		if len(se.GetEndpoints()) > 0 {
+			c.errf(at.with("workloadSelector"), "a ServiceEntry takes either endpoints or a workloadSelector, not both: remove one")
+		}
+	}
+	if len(se.GetHosts()) == 0 {
+		c.errf(at.with("hosts"), "is required: add at least one host, e.g. hosts: [api.example.com]")
+	}
+	for i, h := range se.GetHosts() {
+		if h == "*" {
+			c.errf(at.with("hosts", i), "\"*\" is not allowed in a ServiceEntry: name the hosts (a wildcard prefix such as *.example.com is fine)")
+		} else if msg := hostError(h); msg != "" {
+			c.errf(at.with("hosts", i), "%s", msg)
+		} else if partialWildcard(h) {
+			// istiod: ValidatePartialWildCard, a warning.
+			c.warnf(at.with("hosts", i), "%q is a partial wildcard (the '*' is not a whole label), which istiod admits only with a warning: write *.%s to match subdomains", h, strings.TrimPrefix(h[1:], "."))
+		}
+	}
+	cidr := false
+	for i, a := range se.GetAddresses() {
+		cidr = cidr || strings.Contains(a, "/")
+		if !isIPOrCIDR(a) {
+			c.errf(at.with("addresses", i), "%q is not an IP address or CIDR: write e.g. 10.0.0.1 or 10.0.0.0/24", a)
+		}
+	}
+	res := se.GetResolution()
+	if cidr && res != networking.ServiceEntry_NONE && res != networking.ServiceEntry_STATIC {
+		c.errf(at.with("resolution"), "%s cannot be used with CIDR addresses: use NONE or STATIC, or list single IPs", res)
+	}
+	names := map[string]bool{}
+	numbers := map[uint32]bool{}
+	for i, p := range se.GetPorts() {
+		pa := at.with("ports", i)
+		if p == nil {
+			c.errf(pa, "is empty: give the port a number, name and protocol")
+			continue
+		}
+		if names[p.GetName()] && p.GetName() != "" {
+			c.errf(pa.with("name"), "port name %q is used twice: give each port its own name", p.GetName())
+		}
+		names[p.GetName()] = true
+		if numbers[p.GetNumber()] {
+			c.errf(pa.with("number"), "port %d is listed twice: give each port its own number", p.GetNumber())
+		}
+		numbers[p.GetNumber()] = true
+		c.port(pa.with("number"), p.GetNumber())
+		c.portName(pa.with("name"), p.GetName())
+		c.protocol(pa.with("protocol"), p.GetProtocol(), false)
+		if p.GetTargetPort() != 0 {
+			c.port(pa.with("targetPort"), p.GetTargetPort())
+		}
+	}
+	eps := se.GetEndpoints()
+	switch res {
+	case networking.ServiceEntry_NONE:
+		if len(eps) > 0 {
+			c.errf(at.with("endpoints"), "resolution NONE takes no endpoints: remove them, or set resolution: STATIC (IPs) or DNS (host names)")
+		}
+		if hasSelector {
+			c.warnf(at.with("workloadSelector"), "is ignored with resolution NONE: set resolution: STATIC to use the selected workloads as endpoints")
+		}
+	case networking.ServiceEntry_STATIC:
+		unix := false
+		for i, ep := range eps {
+			ea := at.with("endpoints", i)
+			addr := ep.GetAddress()
+			switch {
+			case strings.HasPrefix(addr, unixPrefix):
+				unix = true
+				if msg := unixAddressError(addr); msg != "" {
+					c.errf(ea.with("address"), "%s", msg)
+				}
+				if len(ep.GetPorts()) > 0 {
+					c.errf(ea.with("ports"), "a unix socket endpoint has no ports: remove them")
+				}
+			case addr == "" && ep.GetNetwork() != "":
+				c.warnf(ea.with("address"), "is empty: the endpoint on network %q is reached through that network's gateway only", ep.GetNetwork())
+			case addr == "":
+				c.errf(ea.with("address"), "is required: resolution STATIC needs an IP address (or unix:///socket) per endpoint")
+			case !isIP(addr):
+				c.errf(ea.with("address"), "%q is not an IP address, as resolution STATIC needs: use an IP, or set resolution: DNS for host names", addr)
+			}
+			c.endpointPorts(ea, ep, names)
+			c.labels(ea.with("labels"), ep.GetLabels())
+		}
+		if unix && len(se.GetPorts()) != 1 {
+			c.errf(at.with("ports"), "a ServiceEntry with unix socket endpoints needs exactly one port")
+		}
+		// istiod admits a STATIC entry with neither endpoints nor a selector, and so do we
+		// silently: a service scaled to zero is one.
+	case networking.ServiceEntry_DNS, networking.ServiceEntry_DNS_ROUND_ROBIN:
+		if len(eps) == 0 {
+			for i, h := range se.GetHosts() {
+				if h != "" && fqdnError(h) != "" && hostError(h) == "" {
+					c.errf(at.with("hosts", i), "%q cannot be resolved by DNS: resolution %s without endpoints needs fully qualified hosts (no wildcards); add endpoints or use resolution: NONE", h, res)
+				}
+			}
+		}
+		if res == networking.ServiceEntry_DNS_ROUND_ROBIN && len(eps) > 1 {
+			c.errf(at.with("endpoints"), "resolution DNS_ROUND_ROBIN takes at most one endpoint: use resolution: DNS for several")
+		}
+		for i, ep := range eps {
+			ea := at.with("endpoints", i)
+			if addr := ep.GetAddress(); !isIP(addr) && fqdnError(addr) != "" {
+				c.errf(ea.with("address"), "%q is neither an IP address nor a fully qualified domain name: fix the address", addr)
+			}
+			c.endpointPorts(ea, ep, names)
+			c.labels(ea.with("labels"), ep.GetLabels())
+		}
+	default:
+		c.errf(at.with("resolution"), "%v is not a supported resolution: use NONE, STATIC, DNS or DNS_ROUND_ROBIN", res)
+	}
+	// A plain TCP port cannot tell hosts apart (no Host header, no SNI), so several hosts only
+	// make sense on HTTP or TLS ports, unless resolution NONE ignores the hosts.
+	if res != networking.ServiceEntry_NONE && len(se.GetHosts()) > 1 {
+		for i, p := range se.GetPorts() {
+			if !isHTTPOrTLS(p.GetProtocol()) {
+				c.errf(at.with("ports", i, "protocol"), "several hosts share port %d, which is not HTTP or TLS, so traffic cannot be told apart: use one host per ServiceEntry, or an HTTP/TLS protocol", p.GetNumber())
+				break
+			}
+		}
+	}
+	c.exportTo(at.with("exportTo"), namespace, se.GetExportTo(), true)
+}
+
+// endpointPorts checks an endpoint's port map: each name is one of the ServiceEntry's ports
+// (whose names are checked there), each number a valid port.
+func (c *checker) endpointPorts(ea path, ep *networking.WorkloadEntry, names map[string]bool) {
+	for _, name := range sortedKeys(ep.GetPorts()) {
+		pa := ea.with("ports", name)
+		if !names[name] {
+			c.errf(pa, "port %q is not one of the ServiceEntry's ports: use a name from spec.ports", name)
+		}
+		c.port(pa, ep.GetPorts()[name])
+	}
+}
+
+// ---- WorkloadEntry (istiod: ValidateWorkloadEntry) ----
+
+func (c *checker) workloadEntry(at path, we *networking.WorkloadEntry) {
+	addr := we.GetAddress()
+	switch {
+	case addr == "" && we.GetNetwork() == "":
+		c.errf(at.with("address"), "is required: set the workload's IP address (or host name, or unix:///socket)")
+	case addr == "":
+		c.warnf(at.with("address"), "is empty: the workload on network %q is reached through that network's gateway only", we.GetNetwork())
+	case strings.HasPrefix(addr, unixPrefix):
+		if msg := unixAddressError(addr); msg != "" {
+			c.errf(at.with("address"), "%s", msg)
+		}
+		if len(we.GetPorts()) > 0 {
+			c.errf(at.with("ports"), "a unix socket workload has no ports: remove them")
+		}
+	case addr != "" && !isIP(addr):
+		if strings.Contains(addr, "*") {
+			c.errf(at.with("address"), "%q: wildcards are not allowed in an address: use an IP or a host name", addr)
+		} else if msg := fqdnError(addr); msg != "" {
+			c.errf(at.with("address"), "%s", msg)
+		}
+	}
+	c.labels(at.with("labels"), we.GetLabels())
+	for _, name := range sortedKeys(we.GetPorts()) {
+		c.portName(at.with("ports", name), name)
+		c.port(at.with("ports", name), we.GetPorts()[name])
+	}
+}
+
+// ---- VirtualService (istiod: ValidateVirtualService, virtualservice.go) ----
+
+func (c *checker) virtualService(at path, namespace string, vs *networking.VirtualService) {
+	delegate := len(vs.GetHosts()) == 0
+	if delegate {
+		// istiod reads a VirtualService without hosts as a delegate, which binds to no
+		// gateway and carries HTTP routes only.
+		if len(vs.GetGateways()) > 0 {
+			c.errf(at.with("hosts"), "is required when gateways are set: add the hosts this VirtualService routes (only a delegate VirtualService has none)")
+		}
+		if len(vs.GetTls()) > 0 || len(vs.GetTcp()) > 0 {
+			c.errf(at.with("hosts"), "is required for tls and tcp routes: add the hosts (a delegate VirtualService without hosts carries http routes only)")
+		}
+	}
+	mesh := len(vs.GetGateways()) == 0
+	for i, g := range vs.GetGateways() {
+		if g == "mesh" {
+			mesh = true
+		}
+		c.gatewayName(at.with("gateways", i), g)
+	}
+	for i, h := range vs.GetHosts() {
+		ha := at.with("hosts", i)
+		switch {
+		case h == "*":
+			if mesh {
+				c.errf(ha, "\"*\" is not allowed for a VirtualService bound to the mesh (no gateways, or \"mesh\"): name the hosts, or bind it to a gateway only")
+			}
+		case isIP(h):
+		default:
+			if msg := hostError(h); msg != "" {
+				c.errf(ha, "%s", msg)
+			}
+		}
+	}
+	if len(vs.GetHttp()) == 0 && len(vs.GetTls()) == 0 && len(vs.GetTcp()) == 0 {
+		c.errf(at, "a VirtualService needs http, tls or tcp routes: add at least one")
+	}
+	for i, r := range vs.GetHttp() {
+		c.httpRoute(at.with("http", i), r)
+	}
+	for i, r := range vs.GetTls() {
+		ra := at.with("tls", i)
+		if len(r.GetMatch()) == 0 {
+			c.errf(ra.with("match"), "is required: a tls route matches on SNI, add match: [{sniHosts: [...]}]")
+		}
+		for j, m := range r.GetMatch() {
+			ma := ra.with("match", j)
+			if len(m.GetSniHosts()) == 0 {
+				c.errf(ma.with("sniHosts"), "is required: list the SNI host names this route matches")
+			}
+			for k, h := range m.GetSniHosts() {
+				if msg := hostError(h); msg != "" && h != "*" {
+					c.errf(ma.with("sniHosts", k), "%s", msg)
+				}
+			}
+			for k, d := range m.GetDestinationSubnets() {
+				if !isIPOrCIDR(d) {
+					c.errf(ma.with("destinationSubnets", k), "%q is not an IP address or CIDR", d)
+				}
+			}
+			if m.GetPort() != 0 {
+				c.port(ma.with("port"), m.GetPort())
+			}
+			c.labels(ma.with("sourceLabels"), m.GetSourceLabels())
+		}
+		c.routeDestinations(ra.with("route"), routeDests(r.GetRoute()))
+	}
+	for i, r := range vs.GetTcp() {
+		ra := at.with("tcp", i)
+		for j, m := range r.GetMatch() {
+			if m.GetPort() != 0 {
+				c.port(ra.with("match", j, "port"), m.GetPort())
+			}
+			c.labels(ra.with("match", j, "sourceLabels"), m.GetSourceLabels())
+		}
+		c.routeDestinations(ra.with("route"), routeDests(r.GetRoute()))
+	}
+	c.exportTo(at.with("exportTo"), namespace, vs.GetExportTo(), false)
+}
+
+// gatewayName mirrors istiod's validateGatewayNames: "mesh", a gateway name, or
+// namespace/name.
+func (c *checker) gatewayName(at path, g string) {
+	if g == "mesh" {
+		return
+	}
+	ns, name, slash := strings.Cut(g, "/")
+	if !slash {
+		name, ns = ns, ""
+	}
+	if (slash && !isDNSLabel(ns)) || name == "" || len(name) > 253 || !dns1123Subdomain.MatchString(name) {
+		c.errf(at, "%q is not a gateway reference: use \"mesh\", a Gateway name, or namespace/name", g)
+	}
+}
+
+type dest struct {
+	d      *networking.Destination
+	weight int32
+}
+
+func routeDests(rs []*networking.RouteDestination) []dest {
+	out := make([]dest, len(rs))
+	for i, r := range rs {
+		out[i] = dest{r.GetDestination(), r.GetWeight()}
+	}
+	return out
+}
+
+// routeDestinations mirrors istiod's validateRouteDestinations and
+// validateHTTPRouteDestinations: every destination is set and valid, every weight is 0-100,
+// and several destinations do not all weigh 0. istiod up to 1.1x also required the weights
+// to add up to 100; current istiod (and Envoy) read them as relative, so a sum other than 100
+// is a warning here, not an error.
+func (c *checker) routeDestinations(at path, ds []dest) {
+	total := int64(0)
+	for i, d := range ds {
+		da := at.with(i)
+		if d.d == nil {
+			c.errf(da.with("destination"), "is required: set destination.host")
+		} else {
+			c.destination(da.with("destination"), d.d)
+		}
+		if d.weight < 0 || d.weight > 100 {
+			c.errf(da.with("weight"), "%d is not a percentage: use a weight from 0 to 100", d.weight)
+		}
+		total += int64(d.weight)
+	}
+	switch {
+	case len(ds) > 1 && total == 0:
+		c.errf(at, "every destination has weight 0, so no traffic can flow: give the destinations weights adding up to 100")
+	case len(ds) > 1 && total != 100:
+		c.warnf(at, "the weights add up to %d, not 100: they are read as relative shares; make them add up to 100 to say what you mean (older istiod rejects this)", total)
+	}
+}
+
+// destination mirrors istiod's validateDestination.
+func (c *checker) destination(at path, d *networking.Destination) {
+	switch h := d.GetHost(); {
+	case h == "":
+		c.errf(at.with("host"), "is required: name the service to route to")
+	case h == "*":
+		c.errf(at.with("host"), "\"*\" is not a destination: name one service")
+	default:
+		if msg := hostError(h); msg != "" {
+			c.errf(at.with("host"), "%s", msg)
+		}
+	}
+	if s := d.GetSubset(); s != "" && !isDNSLabel(s) {
+		c.errf(at.with("subset"), "%q is not a valid subset name: use letters, digits and '-' (as in the DestinationRule)", s)
+	}
+	if d.GetPort() != nil {
+		c.port(at.with("port", "number"), d.GetPort().GetNumber())
+	}
+}
+
+func (c *checker) httpRoute(at path, r *networking.HTTPRoute) {
+	switch {
+	case r.GetRedirect() != nil:
+		if len(r.GetRoute()) > 0 {
+			c.errf(at.with("redirect"), "an http route has either route or redirect, not both: remove one")
+		}
+		if r.GetFault() != nil {
+			c.errf(at.with("fault"), "fault injection does not apply to a redirect: remove fault or redirect")
+		}
+		if r.GetRewrite() != nil {
+			c.errf(at.with("rewrite"), "an http route has either rewrite or redirect, not both: remove one")
+		}
+		rd := r.GetRedirect()
+		if rd.GetUri() == "" && rd.GetAuthority() == "" && rd.GetScheme() == "" && rd.GetPort() == 0 && rd.GetDerivePort() == 0 {
+			c.errf(at.with("redirect"), "says nothing to change: set uri, authority, scheme or port")
+		}
+		if code := rd.GetRedirectCode(); code != 0 && (code < 300 || code > 399) {
+			c.errf(at.with("redirect", "redirectCode"), "%d is not a redirect status: use a 3xx code such as 301", code)
+		}
+		if sc := rd.GetScheme(); sc != "" && sc != "http" && sc != "https" {
+			c.errf(at.with("redirect", "scheme"), "%q is not a redirect scheme: use http or https", sc)
+		}
+		if p := rd.GetPort(); p != 0 {
+			c.port(at.with("redirect", "port"), p)
+		}
+	case r.GetDirectResponse() != nil:
+		if len(r.GetRoute()) > 0 {
+			c.errf(at.with("directResponse"), "an http route has either route or directResponse, not both: remove one")
+		}
+		if st := r.GetDirectResponse().GetStatus(); st < 200 || st > 599 {
+			c.errf(at.with("directResponse", "status"), "%d is not an HTTP status: use 200 to 599", st)
+		}
+	case r.GetDelegate() != nil:
+	case len(r.GetRoute()) == 0:
+		c.errf(at.with("route"), "is required: an http route needs route destinations (or a redirect or directResponse)")
+	}
+	if rw := r.GetRewrite(); rw != nil {
+		switch {
+		case rw.GetUri() == "" && rw.GetAuthority() == "" && rw.GetUriRegexRewrite() == nil:
+			c.errf(at.with("rewrite"), "says nothing to rewrite: set uri, uriRegexRewrite or authority")
+		case rw.GetUri() != "" && rw.GetUriRegexRewrite() != nil:
+			c.errf(at.with("rewrite", "uriRegexRewrite"), "a rewrite has either uri or uriRegexRewrite, not both: remove one")
+		}
+		if rr := rw.GetUriRegexRewrite(); rr != nil && (rr.GetMatch() == "" || rr.GetRewrite() == "") {
+			c.errf(at.with("rewrite", "uriRegexRewrite"), "needs both match and rewrite")
+		}
+	}
+	for j, m := range r.GetMatch() {
+		ma := at.with("match", j)
+		if m.GetPort() != 0 {
+			c.port(ma.with("port"), m.GetPort())
+		}
+		c.labels(ma.with("sourceLabels"), m.GetSourceLabels())
+		for _, h := range sortedKeys(m.GetHeaders()) {
+			if h == "" || strings.ToLower(h) != h {
+				c.errf(ma.with("headers", h), "header name %q must be lowercase and not empty", h)
+			}
+		}
+		if sn := m.GetSourceNamespace(); sn != "" && !isDNSLabel(sn) {
+			c.errf(ma.with("sourceNamespace"), "%q is not a namespace name", sn)
+		}
+		for k, g := range m.GetGateways() {
+			c.gatewayName(ma.with("gateways", k), g)
+		}
+	}
+	ds := make([]dest, len(r.GetRoute()))
+	for i, d := range r.GetRoute() {
+		ds[i] = dest{d.GetDestination(), d.GetWeight()}
+	}
+	c.routeDestinations(at.with("route"), ds)
+	if r.GetTimeout() != nil {
+		c.duration(at.with("timeout"), r.GetTimeout())
+	}
+	if rt := r.GetRetries(); rt != nil {
+		if rt.GetAttempts() < 0 {
+			c.errf(at.with("retries", "attempts"), "%d is negative: use 0 (no retries) or more", rt.GetAttempts())
+		}
+		if rt.GetAttempts() == 0 && (rt.GetPerTryTimeout() != nil || rt.GetRetryOn() != "") {
+			c.errf(at.with("retries", "attempts"), "is 0, which disables retries, yet perTryTimeout or retryOn is set: set attempts, or remove the retry settings")
+		}
+		c.duration(at.with("retries", "perTryTimeout"), rt.GetPerTryTimeout())
+	}
+	if f := r.GetFault(); f != nil {
+		if d := f.GetDelay(); d != nil {
+			if d.GetPercentage() != nil {
+				c.percent(at.with("fault", "delay", "percentage", "value"), d.GetPercentage().GetValue())
+			}
+			if d.GetFixedDelay() == nil {
+				c.errf(at.with("fault", "delay", "fixedDelay"), "is required: set the delay, e.g. fixedDelay: 5s")
+			}
+			c.duration(at.with("fault", "delay", "fixedDelay"), d.GetFixedDelay())
+		}
+		if a := f.GetAbort(); a != nil {
+			if a.GetPercentage() != nil {
+				c.percent(at.with("fault", "abort", "percentage", "value"), a.GetPercentage().GetValue())
+			}
+			if st, ok := a.GetErrorType().(*networking.HTTPFaultInjection_Abort_HttpStatus); ok && (st.HttpStatus < 200 || st.HttpStatus > 599) {
+				c.errf(at.with("fault", "abort", "httpStatus"), "%d is not an HTTP status: use 200 to 599", st.HttpStatus)
+			}
+		}
+		if f.GetDelay() == nil && f.GetAbort() == nil {
+			c.errf(at.with("fault"), "is empty: set delay or abort")
+		}
+	}
+	if r.GetMirror() != nil {
+		c.destination(at.with("mirror"), r.GetMirror())
+	}
+	if mp := r.GetMirrorPercentage(); mp != nil {
+		c.percent(at.with("mirrorPercentage", "value"), mp.GetValue())
+	}
+}
+
+// ---- DestinationRule (istiod: ValidateDestinationRule) ----
+
+func (c *checker) destinationRule(at path, namespace string, dr *networking.DestinationRule) {
+	switch h := dr.GetHost(); {
+	case h == "":
+		c.errf(at.with("host"), "is required: name the service this rule applies to")
+	case isIP(h):
+	default:
+		if msg := hostError(h); msg != "" {
+			c.errf(at.with("host"), "%s", msg)
+		}
+	}
+	c.trafficPolicy(at.with("trafficPolicy"), dr.GetTrafficPolicy())
+	seen := map[string]bool{}
+	for i, s := range dr.GetSubsets() {
+		sa := at.with("subsets", i)
+		switch name := s.GetName(); {
+		case name == "":
+			c.errf(sa.with("name"), "is required: name the subset (e.g. v1)")
+		case !isDNSLabel(name):
+			c.errf(sa.with("name"), "%q is not a valid subset name: use at most 63 letters, digits and '-'", name)
+		case seen[name]:
+			c.errf(sa.with("name"), "subset %q is defined twice: give each subset its own name", name)
+		}
+		seen[s.GetName()] = true
+		c.labels(sa.with("labels"), s.GetLabels())
+		c.trafficPolicy(sa.with("trafficPolicy"), s.GetTrafficPolicy())
+	}
+	if ws := dr.GetWorkloadSelector(); ws != nil {
+		c.selector(at.with("workloadSelector", "matchLabels"), ws.GetMatchLabels(), "workloadSelector")
+	}
+	c.exportTo(at.with("exportTo"), namespace, dr.GetExportTo(), false)
+}
+
+func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
+	if tp == nil {
+		return
+	}
+	if tp.GetConnectionPool() == nil && tp.GetOutlierDetection() == nil && tp.GetLoadBalancer() == nil && tp.GetTls() == nil &&
+		len(tp.GetPortLevelSettings()) == 0 && tp.GetTunnel() == nil && tp.GetProxyProtocol() == nil {
+		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings) or remove it")
+	}
+	c.policyParts(at, tp.GetConnectionPool(), tp.GetOutlierDetection())
+	c.loadBalancer(at.with("loadBalancer"), tp.GetLoadBalancer())
+	ports := map[uint32]bool{}
+	for i, pl := range tp.GetPortLevelSettings() {
+		pa := at.with("portLevelSettings", i)
+		if pl.GetPort() == nil {
+			c.errf(pa.with("port"), "is required: say which port these settings apply to (port: {number: 8080})")
+		} else {
+			n := pl.GetPort().GetNumber()
+			c.port(pa.with("port", "number"), n)
+			if ports[n] {
+				c.errf(pa.with("port", "number"), "port %d has settings twice: merge them", n)
+			}
+			ports[n] = true
+		}
+		c.policyParts(pa, pl.GetConnectionPool(), pl.GetOutlierDetection())
+		c.loadBalancer(pa.with("loadBalancer"), pl.GetLoadBalancer())
+	}
+}
+
+// loadBalancer mirrors the part of istiod's validateLoadBalancer that applies to plain
+// settings: a consistent-hash cookie needs a name.
+func (c *checker) loadBalancer(at path, lb *networking.LoadBalancerSettings) {
+	if ck := lb.GetConsistentHash().GetHttpCookie(); ck != nil && ck.GetName() == "" {
+		c.errf(at.with("consistentHash", "httpCookie", "name"), "is required: name the cookie to hash on")
+	}
+}
+
+// policyParts mirrors istiod's validateConnectionPool and validateOutlierDetection.
+func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od *networking.OutlierDetection) {
+	if cp != nil {
+		if cp.GetTcp() == nil && cp.GetHttp() == nil {
+			c.errf(at.with("connectionPool"), "is empty: set tcp or http settings, or remove it")
+		}
+		if t := cp.GetTcp(); t != nil {
+			if t.GetMaxConnections() < 0 {
+				c.errf(at.with("connectionPool", "tcp", "maxConnections"), "%d is negative: use 0 (the default) or more", t.GetMaxConnections())
+			}
+			c.duration(at.with("connectionPool", "tcp", "connectTimeout"), t.GetConnectTimeout())
+			c.duration(at.with("connectionPool", "tcp", "maxConnectionDuration"), t.GetMaxConnectionDuration())
+			if ka := t.GetTcpKeepalive(); ka != nil {
+				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "time"), ka.GetTime())
+				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "interval"), ka.GetInterval())
+			}
+		}
+		if h := cp.GetHttp(); h != nil {
+			for name, v := range map[string]int32{"http1MaxPendingRequests": h.GetHttp1MaxPendingRequests(),
+				"http2MaxRequests": h.GetHttp2MaxRequests(), "maxRequestsPerConnection": h.GetMaxRequestsPerConnection(),
+				"maxRetries": h.GetMaxRetries(), "maxConcurrentStreams": h.GetMaxConcurrentStreams()} {
+				if v < 0 {
+					c.errf(at.with("connectionPool", "http", name), "%d is negative: use 0 (the default) or more", v)
+				}
+			}
+			c.duration(at.with("connectionPool", "http", "idleTimeout"), h.GetIdleTimeout())
+		}
+	}
+	if od != nil {
+		oa := at.with("outlierDetection")
+		//nolint:staticcheck // the deprecated field is what the rule is about
+		if od.GetConsecutiveErrors() != 0 {
+			c.warnf(oa.with("consecutiveErrors"), "is deprecated: use consecutive5xxErrors or consecutiveGatewayErrors")
+		}
+		if !od.GetSplitExternalLocalOriginErrors() && od.GetConsecutiveLocalOriginFailures().GetValue() > 0 {
+			c.errf(oa.with("consecutiveLocalOriginFailures"), "has no effect unless splitExternalLocalOriginErrors is true: set it, or remove this field")
+		}
+		c.duration(oa.with("interval"), od.GetInterval())
+		c.duration(oa.with("baseEjectionTime"), od.GetBaseEjectionTime())
+		if v := od.GetMaxEjectionPercent(); v < 0 || v > 100 {
+			c.errf(oa.with("maxEjectionPercent"), "%d is not a percentage: use 0 to 100", v)
+		}
+		if v := od.GetMinHealthPercent(); v < 0 || v > 100 {
+			c.errf(oa.with("minHealthPercent"), "%d is not a percentage: use 0 to 100", v)
+		}
+	}
+}
+
+// ---- Sidecar (istiod: ValidateSidecar) ----
+
+func (c *checker) sidecar(at path, sc *networking.Sidecar) {
+	if ws := sc.GetWorkloadSelector(); ws != nil {
+		if len(ws.GetLabels()) == 0 {
+			c.warnf(at.with("workloadSelector", "labels"), "is empty, so the Sidecar applies to every workload of the namespace: add labels, or remove the selector to say so")
+		}
+		c.selector(at.with("workloadSelector", "labels"), ws.GetLabels(), "workloadSelector")
+	}
+	if len(sc.GetEgress()) == 0 && len(sc.GetIngress()) == 0 && sc.GetOutboundTrafficPolicy() == nil && sc.GetInboundConnectionPool() == nil {
+		c.errf(at, "the Sidecar configures nothing: add egress (e.g. hosts: [\"./*\"]), ingress or outboundTrafficPolicy")
+	}
+	ports := map[uint32]bool{}
+	for i, in := range sc.GetIngress() {
+		ia := at.with("ingress", i)
+		if in.GetPort() == nil {
+			c.errf(ia.with("port"), "is required: an ingress listener needs port: {number, protocol, name}")
+		} else {
+			c.sidecarPort(ia.with("port"), in.GetPort().GetNumber(), in.GetPort().GetName(), in.GetPort().GetProtocol())
+			if ports[in.GetPort().GetNumber()] {
+				c.errf(ia.with("port", "number"), "port %d has two ingress listeners: keep one", in.GetPort().GetNumber())
+			}
+			ports[in.GetPort().GetNumber()] = true
+		}
+		if b := in.GetBind(); b != "" && !isIP(b) {
+			c.errf(ia.with("bind"), "%q is not an IP address", b)
+		}
+		if ep := in.GetDefaultEndpoint(); ep != "" {
+			c.defaultEndpoint(ia.with("defaultEndpoint"), ep)
+		}
+	}
+	egressPorts := map[uint32]bool{}
+	portless := 0
+	for i, eg := range sc.GetEgress() {
+		ea := at.with("egress", i)
+		if eg.GetPort() == nil {
+			portless++
+			if portless > 1 {
+				c.errf(ea.with("port"), "a second egress listener without a port: only one may omit the port")
+			}
+			if i != len(sc.GetEgress())-1 {
+				c.errf(ea.with("port"), "the egress listener without a port must be the last one: move it to the end")
+			}
+		} else if n := eg.GetPort().GetNumber(); n == 0 {
+			// Port 0 is a unix domain socket listener, named by its bind address.
+			c.protocol(ea.with("port", "protocol"), eg.GetPort().GetProtocol(), false)
+			switch b := eg.GetBind(); {
+			case !strings.HasPrefix(b, unixPrefix):
+				c.errf(ea.with("bind"), "port 0 is a unix socket listener and needs bind: unix:///path (or give the port a number)")
+			default:
+				if msg := unixAddressError(b); msg != "" {
+					c.errf(ea.with("bind"), "%s", msg)
+				}
+			}
+		} else {
+			c.sidecarPort(ea.with("port"), n, eg.GetPort().GetName(), eg.GetPort().GetProtocol())
+			if egressPorts[n] {
+				c.errf(ea.with("port", "number"), "port %d has two egress listeners: merge their hosts", n)
+			}
+			egressPorts[n] = true
+			if b := eg.GetBind(); b != "" && !isIP(b) {
+				c.errf(ea.with("bind"), "%q is not an IP address: bind a listener to an IP (or use port 0 with a unix:// bind)", b)
+			}
+		}
+		if len(eg.GetHosts()) == 0 {
+			c.errf(ea.with("hosts"), "is required: list namespace/host entries, e.g. [\"./*\", \"istio-system/*\"]")
+		}
+		for j, h := range eg.GetHosts() {
+			c.namespacedHost(ea.with("hosts", j), h, true)
+		}
+	}
+}
+
+func (c *checker) sidecarPort(at path, n uint32, name, proto string) {
+	c.port(at.with("number"), n)
+	if name != "" && !isDNSLabel(name) {
+		c.errf(at.with("name"), "%q is not a valid port name: use letters, digits and '-'", name)
+	}
+	c.protocol(at.with("protocol"), proto, false)
+}
+
+// defaultEndpoint mirrors istiod's validateSidecarIngressPortAndBind: 127.0.0.1:PORT,
+// 0.0.0.0:PORT ([::1] and [::] too) or a unix socket.
+func (c *checker) defaultEndpoint(at path, ep string) {
+	if strings.HasPrefix(ep, unixPrefix) {
+		if msg := unixAddressError(ep); msg != "" {
+			c.errf(at, "%s", msg)
+		}
+		return
+	}
+	ap, err := netip.ParseAddrPort(ep)
+	if err != nil || ap.Port() == 0 || !(ap.Addr().IsLoopback() || ap.Addr().IsUnspecified()) {
+		c.errf(at, "%q is not a local endpoint: use 127.0.0.1:PORT, 0.0.0.0:PORT or unix:///socket", ep)
+	}
+}
+
+// namespacedHost mirrors istiod's validateNamespaceSlashWildcardHostname: namespace/host with
+// the namespace "*", "." (this namespace), "~" (no namespace; Sidecar only) or a name, and the
+// host "*" or a host name with an optional wildcard prefix.
+func (c *checker) namespacedHost(at path, h string, sidecar bool) {
+	ns, host, ok := strings.Cut(h, "/")
+	if !ok {
+		if sidecar {
+			c.errf(at, "%q has no namespace: write namespace/host, e.g. \"./%s\" or \"*/%s\"", h, h, h)
+			return
+		}
+		ns, host = "*", h // a Gateway host without a namespace means any namespace
+	}
+	switch {
+	case ns == "*", ns == ".":
+	case ns == "~":
+		if !sidecar {
+			c.errf(at, "%q: \"~\" (no namespace) is only allowed in a Sidecar", h)
+		}
+	case !isDNSLabel(ns):
+		c.errf(at, "%q: %q is not a namespace: use \"*\", \".\" or a namespace name", h, ns)
+	}
+	if host == "*" {
+		return
+	}
+	if msg := hostError(host); msg != "" {
+		c.errf(at, "%s", msg)
+	}
+}
+
+// ---- Gateway (istiod: ValidateGateway) ----
+
+func (c *checker) gateway(at path, gw *networking.Gateway) {
+	c.selector(at.with("selector"), gw.GetSelector(), "selector")
+	if len(gw.GetServers()) == 0 {
+		c.errf(at.with("servers"), "is required: add at least one server with port and hosts")
+	}
+	names := map[string]bool{}
+	for i, s := range gw.GetServers() {
+		sa := at.with("servers", i)
+		if s == nil {
+			c.errf(sa, "is empty: give the server a port and hosts")
+			continue
+		}
+		if len(s.GetHosts()) == 0 {
+			c.errf(sa.with("hosts"), "is required: list the hosts this server exposes (\"*\" for any)")
+		}
+		for j, h := range s.GetHosts() {
+			c.namespacedHost(sa.with("hosts", j), h, false)
+		}
+		p := s.GetPort()
+		if p == nil {
+			c.errf(sa.with("port"), "is required: set port: {number, name, protocol}")
+			continue
+		}
+		c.port(sa.with("port", "number"), p.GetNumber())
+		c.protocol(sa.with("port", "protocol"), p.GetProtocol(), true)
+		if p.GetName() != "" {
+			if names[p.GetName()] {
+				c.errf(sa.with("port", "name"), "port name %q is used by another server: give each server port its own name", p.GetName())
+			}
+			names[p.GetName()] = true
+		}
+		proto := strings.ToUpper(p.GetProtocol())
+		tls := s.GetTls()
+		if (proto == "HTTPS" || proto == "TLS") && tls == nil {
+			c.errf(sa.with("tls"), "is required for protocol %s: add tls: {mode: SIMPLE, credentialName: ...} (or mode: PASSTHROUGH)", p.GetProtocol())
+		}
+		if tls == nil {
+			continue
+		}
+		ta := sa.with("tls")
+		if tls.GetHttpsRedirect() && proto != "HTTP" {
+			c.errf(ta.with("httpsRedirect"), "only applies to an HTTP server: remove it")
+		}
+		switch tls.GetMode() {
+		case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL:
+			if tls.GetCredentialName() == "" && len(tls.GetCredentialNames()) == 0 {
+				if tls.GetServerCertificate() == "" {
+					c.errf(ta.with("serverCertificate"), "mode %s needs a certificate: set credentialName, or serverCertificate and privateKey", tls.GetMode())
+				}
+				if tls.GetPrivateKey() == "" {
+					c.errf(ta.with("privateKey"), "mode %s needs a private key: set credentialName, or serverCertificate and privateKey", tls.GetMode())
+				}
+				if tls.GetMode() != networking.ServerTLSSettings_SIMPLE && tls.GetCaCertificates() == "" {
+					c.errf(ta.with("caCertificates"), "mode %s verifies clients and needs CA certificates: set caCertificates or credentialName", tls.GetMode())
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,324 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// TestValidateSpec has one case per rule (and a valid case beside each): the spec YAML of a
+// kind, and the path and message start of the error (or warning) istiod's validation gives for
+// it. The istiod function each rule mirrors is named in semantic.go.
+func TestValidateSpec(t *testing.T) {
+	tests := []struct {
+		name string
+		kind model.Kind
+		spec string
+		// err is "path: message prefix" of the one expected error; "" means valid.
+		err string
+		// warn is the same for the one expected warning.
+		warn string
+	}{
+		// ServiceEntry (ValidateServiceEntry)
+		{name: "se ok", kind: model.KindServiceEntry, spec: "hosts: [api.example.com]\nports: [{number: 443, name: https, protocol: TLS}]\nresolution: DNS"},
+		{name: "se no hosts", kind: model.KindServiceEntry, spec: "ports: [{number: 80, name: http}]", err: "spec.hosts: is required"},
+		{name: "se host *", kind: model.KindServiceEntry, spec: "hosts: ['*']", err: `spec.hosts[0]: "*" is not allowed`},
+		{name: "se wildcard prefix ok", kind: model.KindServiceEntry, spec: "hosts: ['*.example.com']"},
+		{name: "se wildcard in the middle", kind: model.KindServiceEntry, spec: "hosts: ['a.*.com']", err: `spec.hosts[0]: "a.*.com" is not a valid host`},
+		{name: "se bad host label", kind: model.KindServiceEntry, spec: "hosts: [bad_host.com]", err: `spec.hosts[0]: "bad_host.com" is not a valid host`},
+		{name: "se empty label", kind: model.KindServiceEntry, spec: "hosts: [a..com]", err: `spec.hosts[0]: "a..com" is not a valid host`},
+		{name: "se host too long", kind: model.KindServiceEntry, spec: "hosts: [" + strings.Repeat("a.", 128) + "com]", err: "spec.hosts[0]: "},
+		{name: "se bad address", kind: model.KindServiceEntry, spec: "hosts: [a.com]\naddresses: [10.0.0.300]", err: `spec.addresses[0]: "10.0.0.300" is not an IP address or CIDR`},
+		{name: "se cidr with DNS", kind: model.KindServiceEntry, spec: "hosts: [a.com]\naddresses: [10.0.0.0/24]\nresolution: DNS", err: "spec.resolution: DNS cannot be used with CIDR addresses"},
+		{name: "se cidr with NONE ok", kind: model.KindServiceEntry, spec: "hosts: [a.com]\naddresses: [10.0.0.0/24, '2001:db8::/32']"},
+		{name: "se port 0", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nports: [{number: 0, name: http}]", err: "spec.ports[0].number: 0 is not a valid port"},
+		{name: "se port too big", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nports: [{number: 65536, name: http}]", err: "spec.ports[0].number: 65536 is not a valid port"},
+		{name: "se target port too big", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nports: [{number: 80, name: http, targetPort: 70000}]", err: "spec.ports[0].targetPort: 70000"},
+		{name: "se port name missing", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nports: [{number: 80}]", err: "spec.ports[0].name: is required"},
+		{name: "se port name invalid", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nports: [{number: 80, name: http_web}]", err: `spec.ports[0].name: "http_web" is not a valid port name`},
+		{name: "se duplicate port name", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nports: [{number: 80, name: http}, {number: 81, name: http}]", err: `spec.ports[1].name: port name "http" is used twice`},
+		{name: "se duplicate port number", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nports: [{number: 80, name: a}, {number: 80, name: b}]", err: "spec.ports[1].number: port 80 is listed twice"},
+		{name: "se bad protocol", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nports: [{number: 80, name: a, protocol: HTTP3}]", err: `spec.ports[0].protocol: "HTTP3" is not a supported protocol`},
+		{name: "se protocol any case", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nports: [{number: 80, name: a, protocol: grpc}]"},
+		{name: "se NONE with endpoints", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nendpoints: [{address: 10.0.0.1}]", err: "spec.endpoints: resolution NONE takes no endpoints"},
+		{name: "se STATIC needs IPs", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nendpoints: [{address: b.com}]", err: `spec.endpoints[0].address: "b.com" is not an IP address`},
+		{name: "se STATIC empty address", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nendpoints: [{labels: {a: b}}]", err: "spec.endpoints[0].address: is required"},
+		{name: "se STATIC unknown endpoint port", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nports: [{number: 80, name: http}]\nendpoints: [{address: 10.0.0.1, ports: {grpc: 9000}}]", err: `spec.endpoints[0].ports.grpc: port "grpc" is not one of the ServiceEntry's ports`},
+		{name: "se STATIC unix ok", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nports: [{number: 80, name: http}]\nendpoints: [{address: 'unix:///var/run/a.sock'}]"},
+		{name: "se STATIC unix relative", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nports: [{number: 80, name: http}]\nendpoints: [{address: 'unix://a.sock'}]", err: `spec.endpoints[0].address: "unix://a.sock" is not an absolute socket path`},
+		{name: "se STATIC unix two ports", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nports: [{number: 80, name: http}, {number: 81, name: b}]\nendpoints: [{address: 'unix:///a.sock'}]", err: "spec.ports: a ServiceEntry with unix socket endpoints needs exactly one port"},
+		{name: "se STATIC unix with ports", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nports: [{number: 80, name: http}]\nendpoints: [{address: 'unix:///a.sock', ports: {http: 80}}]", err: "spec.endpoints[0].ports: a unix socket endpoint has no ports"},
+		{name: "se STATIC without endpoints ok (scaled to zero)", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC"},
+		{name: "se STATIC with selector ok", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {app: a}}"},
+		{name: "se empty selector warns", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {}}", warn: "spec.workloadSelector.labels: is empty"},
+		{name: "se selector with NONE warns", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nworkloadSelector: {labels: {app: a}}", warn: "spec.workloadSelector: is ignored with resolution NONE"},
+		{name: "se partial wildcard warns", kind: model.KindServiceEntry, spec: "hosts: ['*foo.com']", warn: `spec.hosts[0]: "*foo.com" is a partial wildcard`},
+		{name: "se STATIC endpoint on a network warns", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nendpoints: [{network: n2}]", warn: `spec.endpoints[0].address: is empty: the endpoint on network "n2"`},
+		{name: "se selector and endpoints", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {app: a}}\nendpoints: [{address: 10.0.0.1}]", err: "spec.workloadSelector: a ServiceEntry takes either endpoints or a workloadSelector"},
+		{name: "se selector wildcard", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {app: '*'}}", err: "spec.workloadSelector.labels.app: wildcards are not supported"},
+		{name: "se DNS wildcard host without endpoints", kind: model.KindServiceEntry, spec: "hosts: ['*.a.com']\nresolution: DNS", err: `spec.hosts[0]: "*.a.com" cannot be resolved by DNS`},
+		{name: "se DNS wildcard host with endpoints ok", kind: model.KindServiceEntry, spec: "hosts: ['*.a.com']\nresolution: DNS\nendpoints: [{address: b.a.com}]"},
+		{name: "se DNS bad endpoint", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: DNS\nendpoints: [{address: '*.b.com'}]", err: `spec.endpoints[0].address: "*.b.com" is neither an IP address nor a fully qualified domain name`},
+		{name: "se DNS bad endpoint port name", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: DNS\nports: [{number: 80, name: http}]\nendpoints: [{address: b.com, ports: {HTTP_X: 80}}]", err: `spec.endpoints[0].ports.HTTP_X: port "HTTP_X" is not one of`},
+		{name: "se DNS_ROUND_ROBIN two endpoints", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: DNS_ROUND_ROBIN\nendpoints: [{address: b.com}, {address: c.com}]", err: "spec.endpoints: resolution DNS_ROUND_ROBIN takes at most one endpoint"},
+		{name: "se several hosts on TCP", kind: model.KindServiceEntry, spec: "hosts: [a.com, b.com]\nresolution: DNS\nports: [{number: 5432, name: tcp, protocol: TCP}]", err: "spec.ports[0].protocol: several hosts share port 5432"},
+		{name: "se several hosts on HTTP ok", kind: model.KindServiceEntry, spec: "hosts: [a.com, b.com]\nresolution: DNS\nports: [{number: 80, name: http, protocol: HTTP}]"},
+		{name: "se endpoint label value", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nendpoints: [{address: 10.0.0.1, labels: {version: 'v 1'}}]", err: `spec.endpoints[0].labels.version: label value "v 1" is invalid`},
+		{name: "se exportTo bad", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nexportTo: [Foo]", err: `spec.exportTo[0]: "Foo" is not a namespace`},
+		{name: "se exportTo duplicate", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nexportTo: [., default]", err: `spec.exportTo[1]: "default" is listed twice`},
+		{name: "se exportTo star with others", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nexportTo: ['*', a]", err: `spec.exportTo[0]: "*" cannot be combined`},
+		{name: "se exportTo none ok", kind: model.KindServiceEntry, spec: "hosts: [a.com]\nexportTo: ['~']"},
+
+		// WorkloadEntry (ValidateWorkloadEntry)
+		{name: "we ok", kind: model.KindWorkloadEntry, spec: "address: 10.0.0.1\nports: {http: 8080}\nlabels: {app: a}"},
+		{name: "we host name ok", kind: model.KindWorkloadEntry, spec: "address: vm.example.com"},
+		{name: "we no address", kind: model.KindWorkloadEntry, spec: "labels: {app: a}", err: "spec.address: is required"},
+		{name: "we address on another network warns", kind: model.KindWorkloadEntry, spec: "network: net2", warn: `spec.address: is empty: the workload on network "net2"`},
+		{name: "we wildcard address", kind: model.KindWorkloadEntry, spec: "address: '*.example.com'", err: `spec.address: "*.example.com": wildcards are not allowed`},
+		{name: "we unix with ports", kind: model.KindWorkloadEntry, spec: "address: 'unix:///a.sock'\nports: {http: 80}", err: "spec.ports: a unix socket workload has no ports"},
+		{name: "we port 0", kind: model.KindWorkloadEntry, spec: "address: 10.0.0.1\nports: {http: 0}", err: "spec.ports.http: 0 is not a valid port"},
+		{name: "we port name", kind: model.KindWorkloadEntry, spec: "address: 10.0.0.1\nports: {'http web': 80}", err: `spec.ports.http web: "http web" is not a valid port name`},
+		{name: "we label key", kind: model.KindWorkloadEntry, spec: "address: 10.0.0.1\nlabels: {'-app': a}", err: `spec.labels.-app: label key "-app" is invalid`},
+		{name: "we label prefix", kind: model.KindWorkloadEntry, spec: "address: 10.0.0.1\nlabels: {'Example.com/app': a}", err: `spec.labels.Example.com/app: label key "Example.com/app" has an invalid prefix`},
+		{name: "we label prefix ok", kind: model.KindWorkloadEntry, spec: "address: 10.0.0.1\nlabels: {'app.kubernetes.io/name': a}"},
+
+		// VirtualService (ValidateVirtualService)
+		{name: "vs ok", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp:\n- route:\n  - destination: {host: r, subset: v1}\n    weight: 90\n  - destination: {host: r, subset: v2}\n    weight: 10\n  timeout: 2s"},
+		{name: "vs no routes", kind: model.KindVirtualService, spec: "hosts: [r]", err: "spec: a VirtualService needs http, tls or tcp routes"},
+		{name: "vs delegate ok", kind: model.KindVirtualService, spec: "http: [{route: [{destination: {host: r}}]}]"},
+		{name: "vs no hosts with gateways", kind: model.KindVirtualService, spec: "gateways: [gw]\nhttp: [{route: [{destination: {host: r}}]}]", err: "spec.hosts: is required when gateways are set"},
+		{name: "vs no hosts with tcp", kind: model.KindVirtualService, spec: "tcp: [{route: [{destination: {host: r}}]}]", err: "spec.hosts: is required for tls and tcp routes"},
+		{name: "vs * on mesh", kind: model.KindVirtualService, spec: "hosts: ['*']\nhttp: [{route: [{destination: {host: r}}]}]", err: `spec.hosts[0]: "*" is not allowed for a VirtualService bound to the mesh`},
+		{name: "vs * on gateway ok", kind: model.KindVirtualService, spec: "hosts: ['*']\ngateways: [istio-system/gw]\nhttp: [{route: [{destination: {host: r}}]}]"},
+		{name: "vs bad host", kind: model.KindVirtualService, spec: "hosts: [r_1]\nhttp: [{route: [{destination: {host: r}}]}]", err: `spec.hosts[0]: "r_1" is not a valid host`},
+		{name: "vs bad gateway", kind: model.KindVirtualService, spec: "hosts: [r]\ngateways: [a/b/c]\nhttp: [{route: [{destination: {host: r}}]}]", err: `spec.gateways[0]: "a/b/c" is not a gateway reference`},
+		{name: "vs weights not 100", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp:\n- route:\n  - destination: {host: r, subset: v1}\n    weight: 60\n  - destination: {host: r, subset: v2}\n    weight: 60", warn: "spec.http[0].route: the weights add up to 120, not 100"},
+		{name: "vs all weights 0", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp:\n- route:\n  - destination: {host: r, subset: v1}\n    weight: 0\n  - destination: {host: r, subset: v2}", err: "spec.http[0].route: every destination has weight 0"},
+		{name: "vs one weight any", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}, weight: 30}]}]"},
+		{name: "vs weight > 100", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}, weight: 130}]}]", err: "spec.http[0].route[0].weight: 130 is not a percentage"},
+		{name: "vs tcp weights", kind: model.KindVirtualService, spec: "hosts: [r]\ntcp: [{route: [{destination: {host: a}, weight: 50}, {destination: {host: b}, weight: 40}]}]", warn: "spec.tcp[0].route: the weights add up to 90"},
+		{name: "vs no destination", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{weight: 100}]}]", err: "spec.http[0].route[0].destination: is required"},
+		{name: "vs destination host *", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: '*'}}]}]", err: `spec.http[0].route[0].destination.host: "*" is not a destination`},
+		{name: "vs destination no host", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {subset: v1}}]}]", err: "spec.http[0].route[0].destination.host: is required"},
+		{name: "vs bad subset name", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r, subset: v_1}}]}]", err: `spec.http[0].route[0].destination.subset: "v_1" is not a valid subset name`},
+		{name: "vs destination port", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r, port: {number: 0}}}]}]", err: "spec.http[0].route[0].destination.port.number: 0 is not a valid port"},
+		{name: "vs http without route", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{timeout: 1s}]", err: "spec.http[0].route: is required"},
+		{name: "vs route and redirect", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{redirect: {uri: /x}, route: [{destination: {host: r}}]}]", err: "spec.http[0].redirect: an http route has either route or redirect"},
+		{name: "vs empty redirect", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{redirect: {redirectCode: 301}}]", err: "spec.http[0].redirect: says nothing to change"},
+		{name: "vs redirect code", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{redirect: {uri: /x, redirectCode: 200}}]", err: "spec.http[0].redirect.redirectCode: 200 is not a redirect status"},
+		{name: "vs redirect scheme", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{redirect: {scheme: ftp}}]", err: `spec.http[0].redirect.scheme: "ftp" is not a redirect scheme`},
+		{name: "vs rewrite uri and regex", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{rewrite: {uri: /a, uriRegexRewrite: {match: a, rewrite: b}}, route: [{destination: {host: r}}]}]", err: "spec.http[0].rewrite.uriRegexRewrite: a rewrite has either uri or uriRegexRewrite"},
+		{name: "vs direct response ok", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{directResponse: {status: 503}}]"},
+		{name: "vs direct response status", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{directResponse: {status: 42}}]", err: "spec.http[0].directResponse.status: 42 is not an HTTP status"},
+		{name: "vs empty rewrite", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{rewrite: {}, route: [{destination: {host: r}}]}]", err: "spec.http[0].rewrite: says nothing to rewrite"},
+		{name: "vs timeout too short", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}], timeout: 0.0005s}]", err: "spec.http[0].timeout: 500µs is too short"},
+		{name: "vs timeout precision", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}], timeout: 1.0005s}]", err: "spec.http[0].timeout: 1.0005s has sub-millisecond precision"},
+		{name: "vs retries negative", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}], retries: {attempts: -1}}]", err: "spec.http[0].retries.attempts: -1 is negative"},
+		{name: "vs retries 0 with settings", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}], retries: {attempts: 0, perTryTimeout: 1s}}]", err: "spec.http[0].retries.attempts: is 0, which disables retries"},
+		{name: "vs per-try timeout", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}], retries: {attempts: 2, perTryTimeout: 0s}}]", err: "spec.http[0].retries.perTryTimeout: 0s is too short"},
+		{name: "vs fault percentage", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}], fault: {abort: {httpStatus: 503, percentage: {value: 120}}}}]", err: "spec.http[0].fault.abort.percentage.value: 120 is not a percentage"},
+		{name: "vs fault delay missing", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}], fault: {delay: {percentage: {value: 10}}}}]", err: "spec.http[0].fault.delay.fixedDelay: is required"},
+		{name: "vs fault abort status", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}], fault: {abort: {httpStatus: 99}}}]", err: "spec.http[0].fault.abort.httpStatus: 99 is not an HTTP status"},
+		{name: "vs mirror percentage", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}], mirror: {host: m}, mirrorPercentage: {value: 101}}]", err: "spec.http[0].mirrorPercentage.value: 101 is not a percentage"},
+		{name: "vs match port", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{match: [{port: 70000}], route: [{destination: {host: r}}]}]", err: "spec.http[0].match[0].port: 70000 is not a valid port"},
+		{name: "vs match header uppercase", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{match: [{headers: {X-User: {exact: a}}}], route: [{destination: {host: r}}]}]", err: `spec.http[0].match[0].headers.X-User: header name "X-User" must be lowercase`},
+		{name: "vs match source labels", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{match: [{sourceLabels: {app: 'a b'}}], route: [{destination: {host: r}}]}]", err: `spec.http[0].match[0].sourceLabels.app: label value "a b" is invalid`},
+		{name: "vs tls without match", kind: model.KindVirtualService, spec: "hosts: [r]\ntls: [{route: [{destination: {host: r}}]}]", err: "spec.tls[0].match: is required"},
+		{name: "vs tls without sni", kind: model.KindVirtualService, spec: "hosts: [r]\ntls: [{match: [{port: 443}], route: [{destination: {host: r}}]}]", err: "spec.tls[0].match[0].sniHosts: is required"},
+		{name: "vs tls ok", kind: model.KindVirtualService, spec: "hosts: [r]\ntls: [{match: [{sniHosts: [r]}], route: [{destination: {host: r}}]}]"},
+		{name: "vs exportTo ~", kind: model.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: r}}]}]\nexportTo: ['~']", err: `spec.exportTo[0]: "~" (export to no namespace) is only allowed on a ServiceEntry`},
+
+		// DestinationRule (ValidateDestinationRule)
+		{name: "dr ok", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {outlierDetection: {interval: 10s, maxEjectionPercent: 50}}\nsubsets: [{name: v1, labels: {version: v1}}]"},
+		{name: "dr no host", kind: model.KindDestinationRule, spec: "subsets: [{name: v1}]", err: "spec.host: is required"},
+		{name: "dr bad host", kind: model.KindDestinationRule, spec: "host: 'r*'", err: `spec.host: "r*" is not a valid host`},
+		{name: "dr subset no name", kind: model.KindDestinationRule, spec: "host: r\nsubsets: [{labels: {version: v1}}]", err: "spec.subsets[0].name: is required"},
+		{name: "dr subset bad name", kind: model.KindDestinationRule, spec: "host: r\nsubsets: [{name: V.1}]", err: `spec.subsets[0].name: "V.1" is not a valid subset name`},
+		{name: "dr duplicate subset", kind: model.KindDestinationRule, spec: "host: r\nsubsets: [{name: v1}, {name: v1}]", err: `spec.subsets[1].name: subset "v1" is defined twice`},
+		{name: "dr subset labels", kind: model.KindDestinationRule, spec: "host: r\nsubsets: [{name: v1, labels: {version: '-v1'}}]", err: `spec.subsets[0].labels.version: label value "-v1" is invalid`},
+		{name: "dr connect timeout", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {connectionPool: {tcp: {connectTimeout: 0s}}}", err: "spec.trafficPolicy.connectionPool.tcp.connectTimeout: 0s is too short"},
+		{name: "dr negative max connections", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {connectionPool: {tcp: {maxConnections: -1}}}", err: "spec.trafficPolicy.connectionPool.tcp.maxConnections: -1 is negative"},
+		{name: "dr negative http setting", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {connectionPool: {http: {maxRetries: -2}}}", err: "spec.trafficPolicy.connectionPool.http.maxRetries: -2 is negative"},
+		{name: "dr max ejection", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {outlierDetection: {maxEjectionPercent: 101}}", err: "spec.trafficPolicy.outlierDetection.maxEjectionPercent: 101 is not a percentage"},
+		{name: "dr ejection time", kind: model.KindDestinationRule, spec: "host: r\nsubsets: [{name: v1, trafficPolicy: {outlierDetection: {baseEjectionTime: 0.0001s}}}]", err: "spec.subsets[0].trafficPolicy.outlierDetection.baseEjectionTime: 100µs is too short"},
+		{name: "dr port level without port", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {portLevelSettings: [{connectionPool: {tcp: {maxConnections: 1}}}]}", err: "spec.trafficPolicy.portLevelSettings[0].port: is required"},
+		{name: "dr port level twice", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {portLevelSettings: [{port: {number: 80}}, {port: {number: 80}}]}", err: "spec.trafficPolicy.portLevelSettings[1].port.number: port 80 has settings twice"},
+		{name: "dr empty traffic policy", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {}", err: "spec.trafficPolicy: is empty"},
+		{name: "dr empty connection pool", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {connectionPool: {}}", err: "spec.trafficPolicy.connectionPool: is empty"},
+		{name: "dr keepalive", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {connectionPool: {tcp: {tcpKeepalive: {time: 0s}}}}", err: "spec.trafficPolicy.connectionPool.tcp.tcpKeepalive.time: 0s is too short"},
+		{name: "dr deprecated consecutiveErrors warns", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {outlierDetection: {consecutiveErrors: 5}}", warn: "spec.trafficPolicy.outlierDetection.consecutiveErrors: is deprecated"},
+		{name: "dr local origin without split", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {outlierDetection: {consecutiveLocalOriginFailures: 3}}", err: "spec.trafficPolicy.outlierDetection.consecutiveLocalOriginFailures: has no effect"},
+		{name: "dr cookie name", kind: model.KindDestinationRule, spec: "host: r\ntrafficPolicy: {loadBalancer: {consistentHash: {httpCookie: {ttl: 0s}}}}", err: "spec.trafficPolicy.loadBalancer.consistentHash.httpCookie.name: is required"},
+		{name: "dr selector", kind: model.KindDestinationRule, spec: "host: r\nworkloadSelector: {matchLabels: {app: 'a*'}}", err: "spec.workloadSelector.matchLabels.app: wildcards are not supported"},
+
+		// Sidecar (ValidateSidecar)
+		{name: "sidecar ok", kind: model.KindSidecar, spec: "egress: [{hosts: ['./*', 'istio-system/*', '~/*']}]"},
+		{name: "sidecar empty", kind: model.KindSidecar, spec: "{}", err: "spec: the Sidecar configures nothing"},
+		{name: "sidecar host without namespace", kind: model.KindSidecar, spec: "egress: [{hosts: [foo.com]}]", err: `spec.egress[0].hosts[0]: "foo.com" has no namespace`},
+		{name: "sidecar bad namespace", kind: model.KindSidecar, spec: "egress: [{hosts: ['Bad_NS/*']}]", err: `spec.egress[0].hosts[0]: "Bad_NS/*": "Bad_NS" is not a namespace`},
+		{name: "sidecar bad host", kind: model.KindSidecar, spec: "egress: [{hosts: ['./a_b.com']}]", err: `spec.egress[0].hosts[0]: "a_b.com" is not a valid host`},
+		{name: "sidecar no hosts", kind: model.KindSidecar, spec: "egress: [{port: {number: 80, name: http, protocol: HTTP}}]", err: "spec.egress[0].hosts: is required"},
+		{name: "sidecar portless not last", kind: model.KindSidecar, spec: "egress: [{hosts: ['./*']}, {port: {number: 80}, hosts: ['./*']}]", err: "spec.egress[0].port: the egress listener without a port must be the last one"},
+		{name: "sidecar duplicate egress port", kind: model.KindSidecar, spec: "egress: [{port: {number: 80}, hosts: ['./*']}, {port: {number: 80}, hosts: ['*/*']}]", err: "spec.egress[1].port.number: port 80 has two egress listeners"},
+		{name: "sidecar ingress port", kind: model.KindSidecar, spec: "ingress: [{defaultEndpoint: '127.0.0.1:8080'}]", err: "spec.ingress[0].port: is required"},
+		{name: "sidecar ingress endpoint", kind: model.KindSidecar, spec: "ingress: [{port: {number: 80, protocol: HTTP, name: http}, defaultEndpoint: '10.0.0.1:8080'}]", err: `spec.ingress[0].defaultEndpoint: "10.0.0.1:8080" is not a local endpoint`},
+		{name: "sidecar ingress ok", kind: model.KindSidecar, spec: "ingress: [{port: {number: 80, protocol: HTTP, name: http}, defaultEndpoint: '0.0.0.0:8080'}]"},
+		{name: "sidecar empty selector warns", kind: model.KindSidecar, spec: "workloadSelector: {labels: {}}\negress: [{hosts: ['./*']}]", warn: "spec.workloadSelector.labels: is empty"},
+		{name: "sidecar unix egress ok", kind: model.KindSidecar, spec: "egress: [{port: {number: 0, protocol: HTTP}, bind: 'unix:///var/run/app.sock', hosts: ['./*']}]"},
+		{name: "sidecar port 0 without unix bind", kind: model.KindSidecar, spec: "egress: [{port: {number: 0, protocol: HTTP}, hosts: ['./*']}]", err: "spec.egress[0].bind: port 0 is a unix socket listener"},
+		{name: "sidecar egress bind", kind: model.KindSidecar, spec: "egress: [{port: {number: 80}, bind: localhost, hosts: ['./*']}]", err: `spec.egress[0].bind: "localhost" is not an IP address`},
+
+		// Gateway (ValidateGateway)
+		{name: "gw ok", kind: model.KindGateway, spec: "selector: {istio: ingressgateway}\nservers: [{port: {number: 443, name: https, protocol: HTTPS}, hosts: ['ns1/*.example.com'], tls: {mode: SIMPLE, credentialName: cert}}]"},
+		{name: "gw no servers", kind: model.KindGateway, spec: "selector: {istio: ingressgateway}", err: "spec.servers: is required"},
+		{name: "gw no hosts", kind: model.KindGateway, spec: "servers: [{port: {number: 80, name: http, protocol: HTTP}}]", err: "spec.servers[0].hosts: is required"},
+		{name: "gw no port", kind: model.KindGateway, spec: "servers: [{hosts: ['*']}]", err: "spec.servers[0].port: is required"},
+		{name: "gw no protocol", kind: model.KindGateway, spec: "servers: [{port: {number: 80, name: http}, hosts: ['*']}]", err: "spec.servers[0].port.protocol: is required"},
+		{name: "gw bad host", kind: model.KindGateway, spec: "servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['a.*']}]", err: `spec.servers[0].hosts[0]: "a.*" is not a valid host`},
+		{name: "gw ~ namespace", kind: model.KindGateway, spec: "servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['~/*']}]", err: `spec.servers[0].hosts[0]: "~/*": "~" (no namespace) is only allowed in a Sidecar`},
+		{name: "gw https without tls", kind: model.KindGateway, spec: "servers: [{port: {number: 443, name: https, protocol: HTTPS}, hosts: ['*']}]", err: "spec.servers[0].tls: is required for protocol HTTPS"},
+		{name: "gw simple without cert", kind: model.KindGateway, spec: "servers: [{port: {number: 443, name: https, protocol: HTTPS}, hosts: ['*'], tls: {mode: SIMPLE, privateKey: /k}}]", err: "spec.servers[0].tls.serverCertificate: mode SIMPLE needs a certificate"},
+		{name: "gw passthrough ok", kind: model.KindGateway, spec: "servers: [{port: {number: 443, name: tls, protocol: TLS}, hosts: ['*'], tls: {mode: PASSTHROUGH}}]"},
+		{name: "gw https redirect on https", kind: model.KindGateway, spec: "servers: [{port: {number: 443, name: tls, protocol: TLS}, hosts: ['*'], tls: {mode: PASSTHROUGH, httpsRedirect: true}}]", err: "spec.servers[0].tls.httpsRedirect: only applies to an HTTP server"},
+		{name: "gw duplicate port name", kind: model.KindGateway, spec: "servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['a.com']}, {port: {number: 8080, name: http, protocol: HTTP}, hosts: ['b.com']}]", err: `spec.servers[1].port.name: port name "http" is used by another server`},
+		{name: "gw selector wildcard", kind: model.KindGateway, spec: "selector: {'*': x}\nservers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['*']}]", err: `spec.selector.*: wildcards are not supported`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "apiVersion: networking.istio.io/v1\nkind: " + string(tc.kind) + "\nmetadata: {name: x}\nspec:\n  " +
+				strings.ReplaceAll(tc.spec, "\n", "\n  ") + "\n"
+			res, err := Decoder{}.DecodeAll("t.yaml", []byte(doc))
+			var errs []string
+			if err != nil {
+				for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+					var de *DecodeError
+					if !errors.As(e, &de) {
+						t.Fatalf("%v is not a *DecodeError", e)
+					}
+					if de.Line < 4 {
+						t.Errorf("%v: line %d is not in the spec", de, de.Line)
+					}
+					errs = append(errs, de.Msg)
+				}
+			}
+			check := func(what string, got []string, want string) {
+				t.Helper()
+				if want == "" {
+					if len(got) > 0 {
+						t.Errorf("%s: got %q, want none", what, got)
+					}
+					return
+				}
+				if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+					t.Errorf("%s:\n got %q\nwant one starting %q", what, got, want)
+				}
+			}
+			check("errors", errs, tc.err)
+			var warns []string
+			for _, w := range res.Warnings {
+				warns = append(warns, w.Msg)
+			}
+			check("warnings", warns, tc.warn)
+			if (len(res.Configs) == 1) != (tc.err == "") {
+				t.Errorf("%d configs decoded; an invalid object must contribute none, a valid one itself", len(res.Configs))
+			}
+		})
+	}
+}
+
+// TestValidateSpecAPI checks the exported entry point on a config built in code.
+func TestValidateSpecAPI(t *testing.T) {
+	cfg := &model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: "a", Namespace: "default"},
+		Spec: &networking.ServiceEntry{Hosts: []string{"", "*web.com"}}}
+	warns, err := ValidateSpec(cfg)
+	var se *SpecError
+	if !errors.As(err, &se) || se.Path != "spec.hosts[0]" {
+		t.Fatalf("err = %v, want a *SpecError at spec.hosts[0]", err)
+	}
+	if len(warns) != 1 || warns[0].Path != "spec.hosts[1]" {
+		t.Errorf("warnings = %v", warns)
+	}
+	cfg.Spec = &networking.ServiceEntry{Hosts: []string{"a.com"}}
+	if warns, err := ValidateSpec(cfg); err != nil || len(warns) != 0 {
+		t.Errorf("valid spec: %v %v", warns, err)
+	}
+}
+
+// TestInvalidCorpus decodes every file of testdata/invalid and compares the messages (errors,
+// warnings and skipped documents) with the file's .golden (run with -update to rewrite).
+func TestInvalidCorpus(t *testing.T) {
+	files, err := filepath.Glob("testdata/invalid/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Decoder{}.DecodeAll(f, data)
+			if err == nil {
+				t.Fatalf("%s decoded without errors: every corpus file must hold at least one invalid object", f)
+			}
+			var b strings.Builder
+			b.WriteString("# errors\n" + err.Error() + "\n")
+			if len(res.Warnings) > 0 {
+				b.WriteString("# warnings\n")
+				for _, w := range res.Warnings {
+					b.WriteString(w.Error() + "\n")
+				}
+			}
+			if len(res.Skipped) > 0 {
+				b.WriteString("# skipped\n")
+				for _, s := range res.Skipped {
+					b.WriteString(s.String() + "\n")
+				}
+			}
+			b.WriteString("# decoded\n")
+			for _, c := range res.Configs {
+				b.WriteString(c.Key().String() + "\n")
+			}
+			golden(t, filepath.Join("invalid", strings.TrimSuffix(filepath.Base(f), ".yaml")+".golden"), b.String())
+		})
+	}
+}
+
+// FuzzValidateSpec feeds arbitrary specs (as protobuf wire bytes, so every field and value is
+// reachable) of every kind to the validator: it must never panic, and must be deterministic.
+func FuzzValidateSpec(f *testing.F) {
+	kinds := model.ConfigKinds()
+	for i, k := range kinds {
+		spec, _ := NewSpec(k)
+		b, _ := proto.Marshal(spec)
+		f.Add(uint8(i), b)
+	}
+	seed := &networking.ServiceEntry{Hosts: []string{"*.a.com", "*"}, Addresses: []string{"10.0.0.0/8"},
+		Ports:      []*networking.ServicePort{{Number: 0, Name: "Bad_Name"}, {Number: 0}},
+		Resolution: networking.ServiceEntry_DNS, Endpoints: []*networking.WorkloadEntry{{Address: "unix://x", Ports: map[string]uint32{"a": 99999}}}}
+	b, _ := proto.Marshal(seed)
+	f.Add(uint8(0), b)
+	vs := &networking.VirtualService{Hosts: []string{"*"}, Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Weight: -5}, {Destination: &networking.Destination{Host: "*"}}}}}}
+	b, _ = proto.Marshal(vs)
+	f.Add(uint8(2), b)
+	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
+		k := kinds[int(kind)%len(kinds)]
+		spec, _ := NewSpec(k)
+		if err := proto.Unmarshal(data, spec); err != nil {
+			return
+		}
+		cfg := &model.Config{Meta: model.Meta{Kind: k, Name: "x", Namespace: "default"}, Spec: spec}
+		w1, e1 := ValidateSpec(cfg)
+		w2, e2 := ValidateSpec(cfg)
+		if len(w1) != len(w2) || (e1 == nil) != (e2 == nil) || (e1 != nil && e1.Error() != e2.Error()) {
+			t.Fatalf("not deterministic: %v %v / %v %v", w1, e1, w2, e2)
+		}
+	})
+}
