@@ -223,8 +223,11 @@ func (c *conn) handleRequest(req *sotwRequest, now time.Time) error {
 		// The answer below covers the held push: send the type once, with what it had to carry.
 		force := ts.heldForce
 		ts.heldForce = nil
-		_, err := c.respond(ts, nil, force, true, now)
-		return err
+		changed, err := c.respond(ts, nil, force, true, now)
+		if err != nil || ts.typeURL != gen.ClusterType {
+			return err
+		}
+		return c.afterReleasedCDS(release, changed, now)
 	}
 	if err := c.release(ts, release, now); err != nil {
 		return err
@@ -253,20 +256,32 @@ func (c *conn) release(ts *typeState, req *model.PushRequest, now time.Time) err
 	force := ts.heldForce
 	ts.heldForce = nil
 	changed, err := c.pushType(ts.typeURL, req, force, now)
-	if err == nil && ts.typeURL == gen.ClusterType && len(changed) > 0 {
-		// A changed cluster warms until its ClusterLoadAssignment comes: send them now too.
-		_, err = c.pushType(gen.EndpointType, req, changed, now)
+	if err != nil || ts.typeURL != gen.ClusterType {
+		return err
 	}
-	if err == nil && ts.typeURL == gen.ClusterType && c.afterCDS != nil {
-		after := c.afterCDS
-		c.afterCDS = nil
-		for _, t := range []string{gen.ListenerType, gen.RouteType} {
-			if _, err = c.pushType(t, after, nil, now); err != nil {
-				return err
-			}
+	return c.afterReleasedCDS(req, changed, now)
+}
+
+// afterReleasedCDS follows a CDS response that flow control had held: the assignments of the
+// clusters that changed (a changed cluster warms until its ClusterLoadAssignment comes), then
+// the listeners and routes held behind it (make-before-break).
+func (c *conn) afterReleasedCDS(req *model.PushRequest, changed map[string]struct{}, now time.Time) error {
+	if len(changed) > 0 {
+		if _, err := c.pushType(gen.EndpointType, req, changed, now); err != nil {
+			return err
 		}
 	}
-	return err
+	if c.afterCDS == nil || c.flow.Holding(gen.ClusterType) {
+		return nil
+	}
+	after := c.afterCDS
+	c.afterCDS = nil
+	for _, t := range []string{gen.ListenerType, gen.RouteType} {
+		if _, err := c.pushType(t, after, nil, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // answered records the ACK or NACK of ts's latest response and returns a push that flow

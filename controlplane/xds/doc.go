@@ -3,10 +3,12 @@
 // nacked), answers requests and pushes snapshots.
 //
 // Each stream has one owner goroutine (the gRPC handler); a receive goroutine only forwards
-// requests to it. The owner serves requests before pushes. Pushes come from Server.Push: every
-// connection is enqueued in the push queue (one pending, merged request per connection) and a
-// bounded set of workers hands each connection its turn; the worker waits until the connection
-// has written its responses, so the throttle bounds concurrent pushes.
+// requests to it. The owner serves requests before pushes, at most maxRequestStreak in a row.
+// Pushes come from Server.Push: every connection is enqueued in the push queue (one pending,
+// merged request per connection) and a bounded set of workers hands each connection its turn;
+// the worker waits until the connection has written its responses, so the throttle bounds
+// concurrent pushes. A connection that closed is dropped from the queue whenever it is met
+// (by Push after enqueueing, by the worker after its turn), so none stays pinned there.
 //
 // Protocol rules (SotW):
 //   - a request whose response_nonce is not the latest sent for its type is ignored (counted as

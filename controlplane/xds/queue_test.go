@@ -79,7 +79,7 @@ func TestRequestFloodDoesNotStarvePush(t *testing.T) {
 		mu.Unlock()
 		// As with a client flooding over a fast link, the next request is ready before this
 		// one is done: wait until the receive goroutine holds it and is offering it.
-		for produced.Load() <= int64(k) {
+		for k < flood && produced.Load() <= int64(k) {
 			runtime.Gosched()
 		}
 		for range 20 {
