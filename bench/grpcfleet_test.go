@@ -11,7 +11,8 @@ import (
 )
 
 // grpcTestDuration is the measure phase of every shrunk built-in scenario: long enough for each
-// churn process to fire at least once, short enough for six runs under -race on 2 cores.
+// churn process to be expected to fire (the test asserts some churn ran and was observed),
+// short enough for six runs under -race on 2 cores.
 const grpcTestDuration = 1500 * time.Millisecond
 
 // shrinkForGRPC turns a built-in scenario into a test-sized run of proxyless gRPC clients: a
