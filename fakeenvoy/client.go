@@ -136,6 +136,9 @@ func (c *Client) Effective(typeURL, name string) proto.Message {
 	return c.m.Effective(typeURL, name)
 }
 
+// NamedOnly reports whether the client subscribes to every type by name (ClientConfig.GRPC).
+func (c *Client) NamedOnly() bool { return c.mcfg.GRPC }
+
 // Synced reports whether the client holds an accepted state of typeURL since it (re)started.
 // Only valid inside hooks.
 func (c *Client) Synced(typeURL string) bool { return c.m.synced(typeURL) }

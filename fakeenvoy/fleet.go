@@ -356,7 +356,7 @@ func (f *Fleet) ramp(ctx context.Context) {
 			return
 		}
 		f.obs.Started(fc.c.Index(), f.clock.Now())
-		f.match.Track(fc.c.Index(), fc.group, fc.ns)
+		f.match.TrackNamed(fc.c.Index(), fc.group, fc.ns, fc.c.NamedOnly())
 		f.wg.Add(1)
 		go pprof.Do(ctx, fleetLabels, func(ctx context.Context) { f.runClient(ctx, fc) })
 		f.launched.Add(1)

@@ -57,7 +57,9 @@ import (
 // Registration is lazy per client: Expect appends to an append-only log, and each client claims
 // the new entries on its own goroutine at its next hook call (every hook claims). Reach by group
 // and namespace is fixed per client; Reach.WatchersOnly is decided with Client.Subscribed when
-// the client claims the entry — its subscriptions as of its first hook after registration.
+// the client claims the entry — its subscriptions as of its first hook after registration. A
+// NamedOnly client (proxyless gRPC: every type by name) treats every event as WatchersOnly: an
+// endpoint change of a cluster it never asked for does not target it, so it is not "missed".
 // "Already held" is decided at the claim too, over the state the client held before the
 // response being reported (ResponseInfo carries the copies it replaced); a client that holds
 // no accepted state of a predicate's type since it (re)started holds nothing yet.
@@ -117,6 +119,9 @@ type matchee interface {
 	Group() string
 	Namespace() string
 	Subscribed(typeURL, name string) bool
+	// NamedOnly reports whether the client subscribes to every type by name (a proxyless
+	// gRPC client): an event on resources it does not watch does not target it.
+	NamedOnly() bool
 	Resource(typeURL, name string) proto.Message
 	Effective(typeURL, name string) proto.Message
 	Synced(typeURL string) bool
@@ -170,6 +175,7 @@ type matchShard struct {
 
 type matchClient struct {
 	group, ns string
+	named     bool        // NamedOnly: every event is reached only through subscriptions
 	cursor    int         // next log entry to claim
 	pending   []matchPend // in registration order
 	awaiting  []matchAwait
@@ -217,10 +223,16 @@ func (m *Matcher) shard(index int) *matchShard {
 // from now on. The fleet calls it when it starts a client; tracking again (a churn restart)
 // keeps the client's pending expectations. A client never tracked is tracked at its first hook.
 func (m *Matcher) Track(index int, group, namespace string) {
+	m.TrackNamed(index, group, namespace, false)
+}
+
+// TrackNamed is Track for a client that says whether it is NamedOnly (a proxyless gRPC client),
+// so that events it never claims are counted as unresolved rather than missed.
+func (m *Matcher) TrackNamed(index int, group, namespace string, namedOnly bool) {
 	s := m.shard(index)
 	s.mu.Lock()
 	if s.clients[index] == nil {
-		s.clients[index] = &matchClient{group: group, ns: namespace, cursor: int(m.logLen.Load())}
+		s.clients[index] = &matchClient{group: group, ns: namespace, named: namedOnly, cursor: int(m.logLen.Load())}
 	}
 	s.mu.Unlock()
 }
@@ -296,7 +308,7 @@ func (h *Expected) EventID() uint64 { return h.ev.exp.EventID }
 func (m *Matcher) client(s *matchShard, c matchee) *matchClient {
 	cl := s.clients[c.Index()]
 	if cl == nil {
-		cl = &matchClient{group: c.Group(), ns: c.Namespace(), cursor: int(m.logLen.Load())}
+		cl = &matchClient{group: c.Group(), ns: c.Namespace(), named: c.NamedOnly(), cursor: int(m.logLen.Load())}
 		s.clients[c.Index()] = cl
 	}
 	return cl
@@ -319,7 +331,7 @@ func (m *Matcher) claim(s *matchShard, c matchee, r *ResponseInfo) *matchClient 
 		if !ev.exp.Reach.Includes(cl.group, cl.ns) {
 			continue
 		}
-		if ev.exp.Reach.WatchersOnly && !watches(c, ev.exp) {
+		if (ev.exp.Reach.WatchersOnly || cl.named) && !watches(c, ev.exp) {
 			continue
 		}
 		cl.pending = append(cl.pending, matchPend{ev: ev, held: m.heldBefore(c, r, ev)})
@@ -796,7 +808,7 @@ func (m *Matcher) outstanding() outstandingCounts {
 				if !ev.exp.Reach.Includes(cl.group, cl.ns) {
 					continue
 				}
-				if ev.exp.Reach.WatchersOnly {
+				if ev.exp.Reach.WatchersOnly || cl.named {
 					o.unresolved[ev.idx]++
 				} else {
 					o.missed[ev.idx]++

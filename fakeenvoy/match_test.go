@@ -25,6 +25,7 @@ type mtClient struct {
 	// (nil: none).
 	warming  map[string]proto.Message
 	unsynced bool // holds no accepted state yet (a fresh process)
+	named    bool // NamedOnly (a proxyless gRPC client)
 	seq      uint64
 }
 
@@ -44,6 +45,7 @@ func (c *mtClient) Effective(typeURL, name string) proto.Message {
 	return c.view.Resource(typeURL, name)
 }
 func (c *mtClient) Synced(string) bool { return !c.unsynced }
+func (c *mtClient) NamedOnly() bool    { return c.named }
 
 // mtView is a client's accepted resources by typeURL/name.
 type mtView map[string]proto.Message
@@ -512,6 +514,31 @@ func TestMatcherReach(t *testing.T) {
 					e.Observed, e.Missed, e.Unresolved, e.Reached, tc.observed, tc.missed, tc.unresolved, tc.reached)
 			}
 		})
+	}
+}
+
+// TestMatcherNamedOnlyReach: a proxyless gRPC client asks for its clusters by name, so an event
+// on a cluster it never requested does not target it: not missed, not reached (an Envoy
+// sidecar, subscribed to every cluster through wildcard CDS, is reached by every event).
+func TestMatcherNamedOnlyReach(t *testing.T) {
+	eds := resource.EndpointType
+	watcher := &mtClient{index: 0, group: "grpc", ns: "ns-0", named: true, subs: map[string]bool{eds + "/c1": true}}
+	other := &mtClient{index: 1, group: "grpc", ns: "ns-0", named: true, subs: map[string]bool{eds + "/c2": true}}
+	silent := &mtClient{index: 2, group: "grpc", ns: "ns-0", named: true, subs: map[string]bool{eds + "/c2": true}}
+	m := NewMatcher(MatcherConfig{Shards: 2, Now: mtNow})
+	for _, c := range []*mtClient{watcher, other, silent} {
+		m.TrackNamed(c.index, c.group, c.ns, c.named)
+	}
+	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "k", T0: at(0),
+		All: []probe.Predicate{present("c1", "10.0.0.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	watcher.push(m, eds, at(10), at(11), map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+	other.push(m, eds, at(12), at(13), map[string]proto.Message{"c2": mtCLA("c2", "10.0.0.9")})
+	e := m.Results().Events[0]
+	if e.Observed != 1 || e.Missed != 0 || e.Reached != 1 || e.Unresolved != 1 {
+		t.Errorf("observed/missed/reached/unresolved = %d/%d/%d/%d, want 1/0/1/1 (the silent client's reach is unresolved)",
+			e.Observed, e.Missed, e.Reached, e.Unresolved)
 	}
 }
 
