@@ -9,7 +9,9 @@ import (
 
 // CertSource holds the current server certificate. Set swaps it atomically; new handshakes use
 // the new certificate while established connections, and the streams on them, are untouched.
-type CertSource struct{ cur atomic.Pointer[tls.Certificate] }
+type CertSource struct {
+	cur atomic.Pointer[tls.Certificate]
+}
 
 // Set installs cert for future handshakes.
 func (c *CertSource) Set(cert tls.Certificate) { c.cur.Store(&cert) }
