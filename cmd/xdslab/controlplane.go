@@ -47,6 +47,13 @@ SIGINT or SIGTERM.`,
 	fl.DurationVar(&f.opts.AckTimeout, "ack-timeout", f.opts.AckTimeout, "with --flow-control: release a held push when the client has not answered for this long (0: wait forever)")
 	fl.DurationVar(&f.opts.SendTimeout, "send-timeout", f.opts.SendTimeout, "close a stream whose client has not read a response for this long (0: never)")
 	fl.Float64Var(&f.opts.AdmissionRate, "admission-rate", 0, "new xDS streams admitted per second, ResourceExhausted beyond (0: the push throttle per second, as Istio; negative: no limit)")
+	fl.StringVar(&f.opts.Secure.Addr, "secure-grpc-addr", "", "also serve ADS over mTLS/JWT on this address (e.g. 127.0.0.1:15012; empty: off)")
+	fl.StringVar(&f.opts.Secure.CADir, "ca-dir", "", "with --secure-grpc-addr: directory of the root CA (ca.pem, ca-key.pem), created on first start")
+	fl.StringSliceVar(&f.opts.Secure.DNSNames, "server-dns-names", nil, "with --secure-grpc-addr: DNS names of the server certificate (default localhost, 127.0.0.1, ::1)")
+	fl.StringVar(&f.opts.TrustDomain, "trust-domain", "", "SPIFFE trust domain of workload identities (default cluster.local)")
+	fl.StringVar(&f.opts.Secure.JWKSFile, "jwks-file", "", "with --secure-grpc-addr: also accept bearer JWTs signed by this JWKS file's keys")
+	fl.StringVar(&f.opts.Secure.JWTIssuer, "jwt-issuer", "", "with --jwks-file: required iss claim")
+	fl.StringVar(&f.opts.Secure.JWTAudience, "jwt-audience", "", "with --jwks-file: required aud value")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
 }
