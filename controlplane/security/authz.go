@@ -19,7 +19,7 @@ import (
 )
 
 // AuthFailuresName is the counter of refused xDS streams, labelled by gRPC code.
-const AuthFailuresName = "xdslab_xds_auth_failures_total"
+const AuthFailuresName = "xdslab_cp_xds_auth_failures_total"
 
 // NewAuthFailures makes the refusal counter; the caller registers it.
 func NewAuthFailures() *prometheus.CounterVec {
