@@ -60,6 +60,8 @@ type Options struct {
 	// TrustDomain of the SPIFFE ids built from workload service accounts; empty means
 	// cluster.local.
 	TrustDomain string
+	// Secure configures the mTLS/JWT ADS listener; its zero value disables it.
+	Secure SecureOptions
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// Registerer receives the control-plane metrics; nil means a new registry of the server's
@@ -136,6 +138,7 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %v: write host:port, e.g. 127.0.0.1:15010", a.name, a.addr, err))
 		}
 	}
+	errs = append(errs, o.Secure.validate()...)
 	if err := o.Debounce.Validate(); err != nil {
 		errs = append(errs, err)
 	}

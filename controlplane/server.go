@@ -21,6 +21,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/metrics"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
+	"github.com/xdslab/xdslab/controlplane/security"
 	"github.com/xdslab/xdslab/controlplane/xds"
 )
 
@@ -95,6 +96,9 @@ type Server struct {
 	xds       *xds.Server
 	grpcLn    net.Listener
 	grpcSrv   *grpc.Server
+	secureLn  net.Listener // nil unless Options.Secure.Addr is set
+	secureSrv *grpc.Server
+	authFails *prometheus.CounterVec
 	errMu     sync.Mutex
 	err       error // the failure that stopped the server, if any
 }
@@ -132,6 +136,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := s.metrics.Register(opts.Registerer); err != nil {
 		return nil, fmt.Errorf("control plane metrics: %w", err)
+	}
+	if opts.Secure.Addr != "" {
+		s.authFails = security.NewAuthFailures()
+		if err := opts.Registerer.Register(s.authFails); err != nil {
+			return nil, fmt.Errorf("control plane metrics: %w", err)
+		}
 	}
 	if opts.ConfigDir != "" {
 		files, err := config.NewFileSource(s.store, config.FileOptions{
@@ -226,6 +236,13 @@ func (s *Server) Start(ctx context.Context) error {
 		<-s.ctx.Done()
 		s.grpcSrv.Stop() // ends every stream; the ADS handlers return and unregister
 	})
+	// The caller's Stop ends what already runs when the secure listener cannot start.
+	if s.opts.Secure.Addr != "" {
+		if err := s.startSecure(run); err != nil {
+			s.cancel()
+			return fmt.Errorf("control plane: secure ADS: %w", err)
+		}
+	}
 	run("debouncer", func() error { return s.deb.Run(s.ctx, s.reqs) })
 	run("config-store", func() error { return s.store.Run(s.ctx) })
 	agg := registry.NewAggregate(registry.AggregateOptions{

@@ -24,7 +24,11 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// grpc-go's xDS client starts a certificate-file watcher for TLS channel credentials from the
+// bootstrap and keeps it for the process lifetime (TestSecureGRPCXDSClient).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("google.golang.org/grpc/credentials/tls/certprovider/pemfile.(*watcher).run"))
+}
 
 // waitTimeout bounds every wait; tests assert behaviour, never speed.
 const waitTimeout = 20 * time.Second

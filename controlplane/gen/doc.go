@@ -13,6 +13,9 @@
 //
 // Generated messages may share immutable sub-messages: never modify one.
 //
+// SDSSecrets (sds.go) builds Istio's SDS secrets "default" (the workload certificate) and
+// "ROOTCA" (the trusted root) from PEM; the ADS server does not serve SDS yet.
+//
 // # Families and names (Istio's conventions)
 //
 // ForType picks the family from the proxy's GENERATOR metadata.

@@ -1,0 +1,13 @@
+// Package security secures the ADS endpoint (issue 17).
+//
+// A CA (ca.go) is a self-signed root created on first start and kept in a directory, or loaded
+// from PEM files; it signs the server certificate for configured DNS names and IPs, and SPIFFE
+// workload certificates for tests and the lab's fleet. CertSource (tls.go) lets the server
+// certificate be re-issued without touching established connections. Clients authenticate with
+// a client certificate whose URI SAN is spiffe://TRUST_DOMAIN/ns/NS/sa/SA (spiffe.go) or with a
+// bearer JWT verified against a JWKS file (jwt.go, go-jose; signature, exp, nbf, iss and aud are
+// checked). The Authenticator (authz.go) is a gRPC stream interceptor: it refuses a stream
+// without a valid credential with Unauthenticated, and wraps RecvMsg so that a first request
+// whose node NAMESPACE metadata differs from the identity's namespace is refused with
+// PermissionDenied, as istiod does. Refusals are counted by code and logged once per peer host.
+package security
