@@ -236,6 +236,9 @@ func TestSinkKey(t *testing.T) {
 	if s.Sink != want {
 		t.Errorf("sink = %+v, want %+v", s.Sink, want)
 	}
+	if sum := s.Summary(); !strings.Contains(sum, "sink: kube (with --target), kubeconfig "+want.Kubeconfig+", qps -1, burst 0") {
+		t.Errorf("summary lacks the sink:\n%s", sum)
+	}
 	for _, tc := range []struct{ src, kubeconfig string }{
 		{"name: x\nsink: {kind: kube}\n", ""},
 		{"name: x\nsink: {kind: kube, kubeconfig: /etc/k.yaml}\n", "/etc/k.yaml"},
