@@ -47,6 +47,9 @@ type RunOptions struct {
 	TargetMetrics string
 	// Sink, with Target, replaces the directory sink (tests drive non-file control planes).
 	Sink simulator.Sink
+	// NewSink, with Target, builds the sink of each run instead of Sink (a run closes its sink,
+	// so repeated runs need a fresh one): the CLI's Kubernetes sink.
+	NewSink func() (simulator.Sink, error)
 	// Repeat runs the scenario this many times (default 1), each into Out/run-i.
 	Repeat int
 	// Progress receives live progress; nil writes none. ProgressTTY rewrites one line (a
@@ -202,8 +205,14 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	if opts.Target == "" {
 		r.tgt, err = startInProcess(ctx, sc, r.log)
 	} else {
+		sink := opts.Sink
+		if opts.NewSink != nil {
+			if sink, err = opts.NewSink(); err != nil {
+				return nil, err
+			}
+		}
 		r.tgt, err = startExternal(externalOptions{addr: opts.Target, sinkDir: opts.SinkDir, metricsURL: opts.TargetMetrics,
-			clean: opts.CleanSinkDir, sink: opts.Sink}, r.log)
+			clean: opts.CleanSinkDir, sink: sink}, r.log)
 	}
 	if err != nil {
 		return nil, err

@@ -68,7 +68,8 @@ func Builtin(name string) (*Scenario, error) {
 }
 
 // Load reads, decodes, completes and validates the scenario file at path. A relative replay
-// file is resolved against the file's directory and must exist.
+// file is resolved against the file's directory and must exist; a relative sink.kubeconfig is
+// resolved against it too.
 func Load(path string) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -79,7 +80,8 @@ func Load(path string) (*Scenario, error) {
 }
 
 // LoadBytes decodes, completes and validates a scenario; name is used in error messages (a
-// file name, or "builtin:NAME"). Relative replay files stay relative to the working directory.
+// file name, or "builtin:NAME"). Relative replay files and sink.kubeconfig stay relative to
+// the working directory.
 // Any error is an Errors list holding every problem found.
 func LoadBytes(name string, data []byte) (*Scenario, error) {
 	return load(name, "", data)
@@ -200,6 +202,11 @@ func load(file, dir string, data []byte) (*Scenario, error) {
 		}
 	}
 	if dir != "" {
+		// A kubeconfig is not checked here: the scenario stays valid on a machine without the
+		// cluster, and the run reports an unreadable file when it builds the client.
+		if k := s.Sink.Kubeconfig; k != "" && !filepath.IsAbs(k) {
+			s.Sink.Kubeconfig = filepath.Join(dir, k)
+		}
 		for i := range s.Churn {
 			c := &s.Churn[i]
 			if c.Kind != KindReplay || c.File == "" {

@@ -104,6 +104,13 @@ func TestMalformed(t *testing.T) {
 		{"maxDelay below minQuiet", "name: x\ncontrolPlane: {debounce: {minQuiet: 2s, maxDelay: 1s}}\n", 2, 51, "controlPlane.debounce.maxDelay", "shorter than minQuiet", "at least minQuiet (2s)"},
 		{"negative throttle", "name: x\ncontrolPlane: {pushThrottle: -1}\n", 2, 30, "controlPlane.pushThrottle", "must be >= 0", ">= 0"},
 		{"protocols all zero", "name: x\ntopology: {protocols: {http: 0}}\n", 2, 23, "topology.protocols", "all 0", "weight > 0"},
+		{"unknown sink kind", "name: x\nsink: {kind: kubernetes}\n", 2, 14, "sink.kind", `unknown sink kind "kubernetes"`, "use one of: dir, kube"},
+		{"sink kind typo", "name: x\nsink: {kind: kub}\n", 2, 14, "sink.kind", `unknown sink kind "kub"`, `did you mean "kube"?`},
+		{"kube setting on a dir sink", "name: x\nsink: {qps: 10}\n", 2, 13, "sink.qps", "qps applies to sink kind kube only, not dir", "set sink.kind: kube"},
+		{"kubeconfig on a dir sink", "name: x\nsink:\n  kind: dir\n  kubeconfig: k.yaml\n", 4, 15, "sink.kubeconfig", "kubeconfig applies to sink kind kube only", "remove it"},
+		{"negative kube burst", "name: x\nsink: {kind: kube, burst: -1}\n", 2, 27, "sink.burst", "must be >= 0", ">= 0"},
+		{"kube qps out of range", "name: x\nsink: {kind: kube, qps: 1e300}\n", 2, 25, "sink.qps", "out of range", "such as 50"},
+		{"sink not a mapping", "name: x\nsink: kube\n", 2, 7, "sink", "expected a mapping, got", "write a mapping of kind, kubeconfig, qps, burst"},
 		{"fraction", "name: x\ntopology: {virtualServices: 20}\n", 2, 29, "topology.virtualServices", "within [0, 1]", "fraction"},
 
 		// Thresholds.

@@ -220,6 +220,56 @@ func TestResolveFileAndUnknownName(t *testing.T) {
 	}
 }
 
+// The sink key: kube with its client settings, a kubeconfig relative to the scenario file,
+// and the default (dir) when the key is absent.
+func TestSinkKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kube.yaml")
+	if err := os.WriteFile(path, []byte("name: kube\nsink: {kind: kube, kubeconfig: kind.kubeconfig, qps: -1, burst: 0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Resolve(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Sink{Kind: SinkKube, Kubeconfig: filepath.Join(dir, "kind.kubeconfig"), QPS: -1, Burst: 0}
+	if s.Sink != want {
+		t.Errorf("sink = %+v, want %+v", s.Sink, want)
+	}
+	if sum := s.Summary(); !strings.Contains(sum, "sink: kube (with --target), kubeconfig "+want.Kubeconfig+", qps -1, burst 0") {
+		t.Errorf("summary lacks the sink:\n%s", sum)
+	}
+	for _, tc := range []struct{ src, kubeconfig string }{
+		{"name: x\nsink: {kind: kube}\n", ""},
+		{"name: x\nsink: {kind: kube, kubeconfig: /etc/k.yaml}\n", "/etc/k.yaml"},
+		{"name: x\nsink: {kind: kube, kubeconfig: rel.yaml}\n", "rel.yaml"}, // LoadBytes: the working directory
+	} {
+		s, err := LoadBytes("x.yaml", []byte(tc.src))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.src, err)
+		}
+		if s.Sink.Kind != SinkKube || s.Sink.Kubeconfig != tc.kubeconfig || s.Sink.QPS != 50 || s.Sink.Burst != 100 {
+			t.Errorf("%q: sink = %+v", tc.src, s.Sink)
+		}
+	}
+	s, err = LoadBytes("x.yaml", []byte("name: x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Sink != Defaults().Sink || s.Sink.Kind != SinkDir {
+		t.Errorf("default sink = %+v", s.Sink)
+	}
+	// Built in Go: a kube setting left on a dir sink is reported (no position to go by).
+	g := Defaults()
+	g.Name = "in-go"
+	g.Sink.QPS = 5
+	g.Complete()
+	var e *Error
+	if err := g.Validate(); !errors.As(err, &e) || e.Path != "sink.qps" {
+		t.Errorf("Validate of a dir sink with qps 5 = %v, want a sink.qps error", err)
+	}
+}
+
 func TestSummaryMentionsEverySection(t *testing.T) {
 	s, err := Builtin("nack-storm")
 	if err != nil {

@@ -199,7 +199,7 @@ func (g *schemaGen) typ(t reflect.Type, def reflect.Value) map[string]any {
 }
 
 // DocTables returns the markdown field tables of docs/scenarios.md, keyed by section name:
-// "scenario", "controlPlane", "topology", "churn", "clients", "phases".
+// "scenario", "controlPlane", "sink", "topology", "churn", "clients", "phases".
 func DocTables() map[string]string {
 	d := Defaults()
 	out := map[string]string{}
@@ -209,6 +209,7 @@ func DocTables() map[string]string {
 		return k != reflect.Struct && k != reflect.Slice && k != reflect.Map // sections get their own tables
 	}, false)
 	out["controlPlane"] = docTable(reflect.TypeFor[ControlPlane](), reflect.ValueOf(d.ControlPlane), "", nil, false)
+	out["sink"] = docTable(reflect.TypeFor[Sink](), reflect.ValueOf(d.Sink), "", nil, false)
 	out["topology"] = docTable(reflect.TypeFor[Topology](), reflect.ValueOf(d.Topology), "", nil, false)
 	out["churn"] = docTable(reflect.TypeFor[Churn](), reflect.Value{}, "", nil, true)
 	out["clients"] = docTable(clientType, reflect.ValueOf(DefaultClient()), "", nil, false)

@@ -60,6 +60,13 @@ func (s *Scenario) Summary() string {
 	}
 	w("  control plane: debounce minQuiet %s maxDelay %s (EDS debounced: %t), push throttle %s, flow control %s, admission %s",
 		cp.Debounce.MinQuiet, cp.Debounce.MaxDelay, cp.Debounce.Endpoints, throttle, flow, admission)
+	if sk := s.Sink; sk.Kind == SinkKube {
+		cfg := sk.Kubeconfig
+		if cfg == "" {
+			cfg = "$KUBECONFIG or ~/.kube/config"
+		}
+		w("  sink: kube (with --target), kubeconfig %s, qps %g, burst %d", cfg, sk.QPS, sk.Burst)
+	}
 	t := s.Topology
 	w("  topology: %d services in %d namespaces, ports %s, endpoints %s, protocols http %.2f grpc %.2f tcp %.2f",
 		t.Services, t.Namespaces, fmtDist(t.PortsPerService, nil), fmtDist(t.EndpointsPerService, nil),

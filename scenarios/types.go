@@ -21,6 +21,7 @@ type Scenario struct {
 	Seed         uint64                 `yaml:"seed" json:"seed" doc:"Seeds every random choice (topology, churn, client behaviour): the same seed gives the same run."`
 	Duration     Duration               `yaml:"duration" json:"duration" doc:"Length of the measure phase, during which churn runs and observations are recorded."`
 	ControlPlane ControlPlane           `yaml:"controlPlane" json:"controlPlane" doc:"Settings of the in-process control plane (ignored with --target)."`
+	Sink         Sink                   `yaml:"sink" json:"sink" doc:"Where the simulator writes the mesh and its churn when the run drives a control plane at --target."`
 	Topology     Topology               `yaml:"topology" json:"topology" doc:"The synthetic mesh the simulator builds before the run."`
 	Churn        []Churn                `yaml:"churn" json:"churn" doc:"Churn processes, each an open-model arrival process running during the measure phase."`
 	Clients      []Client               `yaml:"clients" json:"clients" doc:"Client groups of the fake Envoy fleet; at least one."`
@@ -38,6 +39,23 @@ type ControlPlane struct {
 	PushThrottle  int         `yaml:"pushThrottle" json:"pushThrottle" doc:"Maximum concurrent pushes; 0 picks a default from the core count."`
 	FlowControl   FlowControl `yaml:"flowControl" json:"flowControl" doc:"ACK-gated flow control: a connection gets its next push only after the previous one is ACKed."`
 	AdmissionRate Rate        `yaml:"admissionRate" json:"admissionRate" doc:"New ADS streams admitted per second; 0 picks the control plane's default."`
+}
+
+// Sink kinds.
+const (
+	// SinkDir writes Istio YAML into the directory given by --sink-dir.
+	SinkDir = "dir"
+	// SinkKube writes to a Kubernetes API server with client-go (the simulator's kube sink).
+	SinkKube = "kube"
+)
+
+// Sink chooses where a run against --target writes the simulated mesh. The in-process control
+// plane is always fed directly (its config store), so only kind dir goes with it.
+type Sink struct {
+	Kind       string  `yaml:"kind" json:"kind" enum:"dir,kube" doc:"dir: Istio YAML in the directory --sink-dir names, which the target watches; kube: a Kubernetes API server the target reads (stock istiod; see docs/kubernetes.md), which needs --target. The flag --sink (or --sink-dir alone, for dir) overrides it."`
+	Kubeconfig string  `yaml:"kubeconfig" json:"kubeconfig" doc:"Kind kube: the API server's kubeconfig file, relative to the scenario file; --kubeconfig overrides it." def:"$KUBECONFIG, then ~/.kube/config"`
+	QPS        float64 `yaml:"qps" json:"qps" doc:"Kind kube: client-side limit of API requests per second (negative: none); --kube-qps overrides it."`
+	Burst      int     `yaml:"burst" json:"burst" doc:"Kind kube: client-side burst of API requests (0: the qps, rounded up); --kube-burst overrides it."`
 }
 
 // Debounce configures the debouncer (Istio's PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX,
@@ -212,6 +230,7 @@ func Defaults() *Scenario {
 			},
 			FlowControl: FlowControl{AckTimeout: Duration(5 * time.Second)},
 		},
+		Sink: Sink{Kind: SinkDir, QPS: 50, Burst: 100},
 		Topology: Topology{
 			Namespaces:                  5,
 			Services:                    100,

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -80,6 +81,7 @@ func (v *validator) scenario() {
 	}
 	v.posDur("duration", s.Duration)
 	v.controlPlane()
+	v.sink()
 	v.topology()
 	for i := range s.Churn {
 		v.churn(i)
@@ -106,6 +108,32 @@ func (v *validator) controlPlane() {
 	if cp.AdmissionRate < 0 {
 		v.add("controlPlane.admissionRate", "use a rate >= 0 (0 = default), e.g. \"100/s\"", "negative rate %s", cp.AdmissionRate)
 	}
+}
+
+func (v *validator) sink() {
+	sk, def := v.s.Sink, Defaults().Sink
+	switch sk.Kind {
+	case SinkDir, SinkKube:
+	default:
+		v.add("sink.kind", didYouMean(sk.Kind, []string{SinkDir, SinkKube}), "unknown sink kind %q", sk.Kind)
+		return
+	}
+	if sk.Kind != SinkKube {
+		for _, f := range []struct {
+			key     string
+			differs bool
+		}{{"kubeconfig", sk.Kubeconfig != def.Kubeconfig}, {"qps", sk.QPS != def.QPS}, {"burst", sk.Burst != def.Burst}} {
+			// A value at its default is allowed: a printed scenario writes every field.
+			if f.differs {
+				v.add("sink."+f.key, "remove it, or set sink.kind: kube", "%s applies to sink kind kube only, not %s", f.key, sk.Kind)
+			}
+		}
+		return
+	}
+	if sk.QPS > math.MaxFloat32 {
+		v.add("sink.qps", "use a rate such as 50 (negative: no limit)", "qps %g is out of range", sk.QPS)
+	}
+	v.atLeast("sink.burst", sk.Burst, 0)
 }
 
 func (v *validator) topology() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/xdslab/xdslab/bench"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/simulator"
 )
 
 // runFlags are the flags of 'xdslab run'.
@@ -22,6 +24,8 @@ type runFlags struct {
 	out           string
 	target        string
 	sinkDir       string
+	sink          string
+	kube          kubeFlags
 	clean         bool
 	targetMetrics string
 	repeat        int
@@ -34,7 +38,7 @@ type runFlags struct {
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run [SCENARIO|NAME] [--out DIR] [--target HOST:PORT --sink-dir DIR]",
+		Use:   "run [SCENARIO|NAME] [--out DIR] [--target HOST:PORT (--sink-dir DIR | --sink kube)]",
 		Short: "Run a scenario against a control plane and report what it measured",
 		Long: `run executes a scenario (a file, or a built-in name; default quickstart) in phases: the
 initial topology is loaded into the control plane, the fake Envoy fleet connects and waits for
@@ -47,7 +51,10 @@ By default the control plane is xdslab's own, started in this process with the s
 controlPlane settings. --target HOST:PORT drives any other ADS server instead (istiod, a
 go-control-plane server, 'xdslab controlplane'): the simulator writes Istio YAML into
 --sink-dir, which that control plane must watch; --target-metrics scrapes its /metrics for
-debounce and cache figures when it exports Istio's pilot_* names.
+debounce and cache figures when it exports Istio's pilot_* names. With the scenario key
+sink: {kind: kube} (or --sink kube) the simulator writes to a Kubernetes API server instead,
+which the control plane at --target reads (a stock istiod; see docs/kubernetes.md); the flags
+--sink, --sink-dir, --kubeconfig, --kube-qps and --kube-burst override the scenario's sink.
 
 Built-in scenarios: ` + strings.Join(scenarios.BuiltinNames(), ", ") + `.
 Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are written first).`,
@@ -55,21 +62,24 @@ Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are wr
   xdslab run eds-churn-1k --out out/eds
   xdslab run my.yaml --repeat 5 --out out/base  # run-1..run-5 for 'xdslab compare'
   xdslab controlplane --config-dir /tmp/mesh --grpc-addr 127.0.0.1:15010 &
-  xdslab run quickstart --target 127.0.0.1:15010 --sink-dir /tmp/mesh --target-metrics 127.0.0.1:15014`,
+  xdslab run quickstart --target 127.0.0.1:15010 --sink-dir /tmp/mesh --target-metrics 127.0.0.1:15014
+  xdslab run quickstart --target 127.0.0.1:15010 --sink kube --kubeconfig kind.kubeconfig --clean`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := "quickstart"
 			if len(args) == 1 {
 				name = args[0]
 			}
-			return runRun(cmd, name, f)
+			return runRun(cmd, name, f, cmd.Flags().Changed)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "", "write summary.json, report.html and junit.xml into this directory")
 	fl.StringVar(&f.target, "target", "", "external ADS server HOST:PORT (default: xdslab's control plane in-process)")
 	fl.StringVar(&f.sinkDir, "sink-dir", "", "with --target: the directory of Istio YAML that control plane watches")
-	fl.BoolVar(&f.clean, "clean", false, "with --sink-dir: remove YAML files already in the directory first")
+	fl.StringVar(&f.sink, "sink", "", "with --target: where the mesh goes, dir (--sink-dir) or kube (a Kubernetes API server); default the scenario's sink.kind")
+	f.kube.register(fl, 50, 100)
+	fl.BoolVar(&f.clean, "clean", false, "with --sink-dir: remove YAML files already in the directory first; with the kube sink: the objects an earlier run wrote")
 	fl.StringVar(&f.targetMetrics, "target-metrics", "", "with --target: its Prometheus endpoint (HOST:PORT or URL) for debounce, cache and CPU figures")
 	fl.IntVar(&f.repeat, "repeat", 1, "run the scenario K times into DIR/run-1..run-K (for compare)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the live xdslab_* metrics on this address (/metrics)")
@@ -79,8 +89,74 @@ Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are wr
 	return cmd
 }
 
+// runSink is the sink a run writes to: the scenario's sink key with the flags laid over it.
+type runSink struct {
+	kind string // scenarios.SinkDir or scenarios.SinkKube
+	kube kubeFlags
+}
+
+// resolveSink lays the flags (changed reports which were given) over the scenario's sink key
+// and checks that the result goes with the target, or returns a usage error saying what to do.
+func resolveSink(sc *scenarios.Scenario, f runFlags, changed func(string) bool) (runSink, error) {
+	from := "the scenario's sink.kind"
+	if src := sc.Source(); src != "" {
+		from = src + ": sink.kind"
+	}
+	rs := runSink{kind: sc.Sink.Kind, kube: kubeFlags{kubeconfig: sc.Sink.Kubeconfig, qps: sc.Sink.QPS, burst: sc.Sink.Burst}}
+	switch {
+	case changed("sink"):
+		if f.sink != scenarios.SinkDir && f.sink != scenarios.SinkKube {
+			return runSink{}, fmt.Errorf("run: --sink %q: use dir or kube", f.sink)
+		}
+		rs.kind, from = f.sink, "--sink"
+	case f.sinkDir != "":
+		rs.kind, from = scenarios.SinkDir, "--sink-dir"
+	}
+	kubeFlagGiven := changed("kubeconfig") || changed("kube-qps") || changed("kube-burst")
+	if rs.kind != scenarios.SinkKube {
+		if kubeFlagGiven {
+			return runSink{}, errors.New("run: --kubeconfig, --kube-qps and --kube-burst go with the kube sink: add --sink kube (and --target)")
+		}
+		return rs, nil
+	}
+	if f.target == "" {
+		return runSink{}, fmt.Errorf("run: %s is kube, but the in-process control plane does not read a Kubernetes API server: "+
+			"add --target HOST:PORT of a control plane that watches the cluster (istiod, or 'xdslab controlplane --kubeconfig'), or pass --sink dir", from)
+	}
+	if f.sinkDir != "" {
+		return runSink{}, errors.New("run: --sink-dir goes with the dir sink, not kube: drop --sink-dir, or pass --sink dir")
+	}
+	if changed("kubeconfig") {
+		rs.kube.kubeconfig = f.kube.kubeconfig
+	}
+	if changed("kube-qps") {
+		rs.kube.qps = f.kube.qps
+	}
+	if changed("kube-burst") {
+		rs.kube.burst = f.kube.burst
+	}
+	return rs, nil
+}
+
+// kubeSink builds the Kubernetes clients of a kube sink and checks, before the fleet starts,
+// that the API server answers; the sink itself is built per run (bench closes it after each).
+func kubeSink(ctx context.Context, k kubeFlags, clean bool) (func() (simulator.Sink, error), error) {
+	kc, ic, err := k.clients("xdslab-run")
+	if err != nil {
+		return nil, fmt.Errorf("run: kube sink: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := kc.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+		return nil, fmt.Errorf("run: kube sink: the API server of kubeconfig %s does not answer: %w: start the cluster, or pass the kubeconfig of a running one", k.path(), err)
+	}
+	return func() (simulator.Sink, error) {
+		return simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, Clean: clean})
+	}, nil
+}
+
 // runOptions turns the flags into the runner's options, or a usage error naming the flag.
-func runOptions(f runFlags, stderr io.Writer) (bench.RunOptions, error) {
+func runOptions(f runFlags, sink runSink, stderr io.Writer) (bench.RunOptions, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return bench.RunOptions{}, fmt.Errorf("run: --log-level %q: use debug, info, warn or error", f.logLevel)
@@ -92,8 +168,8 @@ func runOptions(f runFlags, stderr io.Writer) (bench.RunOptions, error) {
 		if _, _, err := net.SplitHostPort(f.target); err != nil {
 			return bench.RunOptions{}, fmt.Errorf("run: --target %q must be HOST:PORT: %v", f.target, err)
 		}
-		if f.sinkDir == "" {
-			return bench.RunOptions{}, errors.New("run: --target needs --sink-dir DIR: the directory of Istio YAML the control plane at the target watches")
+		if f.sinkDir == "" && sink.kind == scenarios.SinkDir {
+			return bench.RunOptions{}, errors.New("run: --target needs --sink-dir DIR: the directory of Istio YAML the control plane at the target watches (or --sink kube)")
 		}
 	} else if f.sinkDir != "" || f.targetMetrics != "" {
 		return bench.RunOptions{}, errors.New("run: --sink-dir and --target-metrics go with --target; without --target the control plane runs in-process")
@@ -110,7 +186,7 @@ func runOptions(f runFlags, stderr io.Writer) (bench.RunOptions, error) {
 	return o, nil
 }
 
-func runRun(cmd *cobra.Command, name string, f runFlags) error {
+func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bool) error {
 	sc, err := scenarios.Resolve(name)
 	if err != nil {
 		var es scenarios.Errors
@@ -122,13 +198,23 @@ func runRun(cmd *cobra.Command, name string, f runFlags) error {
 		}
 		return usageErr(fmt.Errorf("run: %w", err))
 	}
-	opts, err := runOptions(f, cmd.ErrOrStderr())
+	sink, err := resolveSink(sc, f, changed)
+	if err != nil {
+		return usageErr(err)
+	}
+	opts, err := runOptions(f, sink, cmd.ErrOrStderr())
 	if err != nil {
 		return usageErr(err)
 	}
 	out := cmd.OutOrStdout()
 	target := "in-process control plane"
-	if f.target != "" {
+	switch {
+	case f.target != "" && sink.kind == scenarios.SinkKube:
+		if opts.NewSink, err = kubeSink(cmd.Context(), sink.kube, f.clean); err != nil {
+			return usageErr(err)
+		}
+		target = f.target + " (sink: the Kubernetes API server of " + sink.kube.path() + ")"
+	case f.target != "":
 		target = f.target + " (sink " + f.sinkDir + ")"
 	}
 	fmt.Fprintf(out, "xdslab run %s: %d clients, %d services, %s of churn against the %s\n",
