@@ -87,25 +87,9 @@ func TestGRPCClientFollowsServiceEntryFile(t *testing.T) {
 	}
 	defer cc.Close()
 	hc := healthpb.NewHealthClient(cc)
-	reaches := func(name string) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		var last error
-		for time.Now().Before(deadline) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: name})
-			cancel()
-			if err == nil && resp.Status == healthpb.HealthCheckResponse_SERVING {
-				return
-			}
-			last = err
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatalf("calls never reached backend %q: %v", name, last)
-	}
-	reaches("a")
+	reachesBackend(t, hc, "a")
 	writeEchoEntry(t, dir, portB)
-	reaches("b")
+	reachesBackend(t, hc, "b")
 	for _, c := range srv.XDS().Syncz() {
 		for _, ty := range c.Types {
 			if ty.Nacks != 0 {
@@ -113,4 +97,23 @@ func TestGRPCClientFollowsServiceEntryFile(t *testing.T) {
 			}
 		}
 	}
+}
+
+// reachesBackend retries a health check through hc until the backend that names itself name
+// answers SERVING (the xDS resolver has followed the config), failing after 20 s.
+func reachesBackend(t *testing.T, hc healthpb.HealthClient, name string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: name})
+		cancel()
+		if err == nil && resp.Status == healthpb.HealthCheckResponse_SERVING {
+			return
+		}
+		last = err
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("calls never reached backend %q: %v", name, last)
 }

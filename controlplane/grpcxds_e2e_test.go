@@ -1,7 +1,6 @@
 package controlplane_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,29 +77,13 @@ func TestGRPCXDSResolverAcrossServiceEntries(t *testing.T) {
 		t.Cleanup(func() { _ = cc.Close() })
 		return healthpb.NewHealthClient(cc)
 	}
-	reaches := func(hc healthpb.HealthClient, name string) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		var last error
-		for time.Now().Before(deadline) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: name})
-			cancel()
-			if err == nil && resp.Status == healthpb.HealthCheckResponse_SERVING {
-				return
-			}
-			last = err
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatalf("calls never reached backend %q: %v", name, last)
-	}
 	echo := dialXDS("echo.default.svc.cluster.local:7070")
 	api := dialXDS("api.other.svc.cluster.local:8080")
-	reaches(echo, "a") // no locality
-	reaches(api, "b")  // with a locality, another namespace
+	reachesBackend(t, echo, "a") // no locality
+	reachesBackend(t, api, "b")  // with a locality, another namespace
 	writeFile(t, dir, "echo.yaml", grpcServiceEntry("echo", "default", 7070, portC, ""))
-	reaches(echo, "c") // the endpoint moved
-	reaches(api, "b")
+	reachesBackend(t, echo, "c") // the endpoint moved
+	reachesBackend(t, api, "b")
 
 	conns := srv.XDS().Syncz()
 	if len(conns) == 0 {
