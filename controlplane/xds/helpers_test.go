@@ -118,18 +118,7 @@ func dial(t *testing.T, addr string, node *corev3.Node) *adsClient {
 	}
 	c := &adsClient{t: t, stream: stream, node: node, resps: make(chan *discoveryv3.DiscoveryResponse, 100),
 		errc: make(chan error, 1), cancel: cancel, subs: map[string][]string{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			r, err := stream.Recv()
-			if err != nil {
-				c.errc <- err
-				return
-			}
-			c.resps <- r
-		}
-	}()
+	done := pump(stream.Recv, c.resps, c.errc)
 	t.Cleanup(func() {
 		cancel()
 		<-done
@@ -226,18 +215,7 @@ func dialDelta(t *testing.T, addr string, node *corev3.Node) *deltaClient {
 		t.Fatal(err)
 	}
 	c := &deltaClient{t: t, stream: stream, node: node, resps: make(chan *discoveryv3.DeltaDiscoveryResponse, 100), errc: make(chan error, 1)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			r, err := stream.Recv()
-			if err != nil {
-				c.errc <- err
-				return
-			}
-			c.resps <- r
-		}
-	}()
+	done := pump(stream.Recv, c.resps, c.errc)
 	t.Cleanup(func() {
 		cancel()
 		<-done
@@ -293,4 +271,22 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// pump delivers every message recv returns to out until it fails, then the error to errc;
+// done closes when it stops (the stream's context was cancelled).
+func pump[T any](recv func() (T, error), out chan<- T, errc chan<- error) (done <-chan struct{}) {
+	d := make(chan struct{})
+	go func() {
+		defer close(d)
+		for {
+			r, err := recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			out <- r
+		}
+	}()
+	return d
 }
