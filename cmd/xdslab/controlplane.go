@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/registry/kube"
+	"github.com/xdslab/xdslab/controlplane/security"
 )
 
 // controlplaneFlags are the flags of 'xdslab controlplane'.
@@ -63,6 +64,7 @@ are read from the API server; see docs/kubernetes.md.`,
 	fl.StringVar(&f.opts.Secure.JWKSFile, "jwks-file", "", "with --secure-grpc-addr: also accept bearer JWTs signed by this JWKS file's keys")
 	fl.StringVar(&f.opts.Secure.JWTIssuer, "jwt-issuer", "", "with --jwks-file: required iss claim")
 	fl.StringVar(&f.opts.Secure.JWTAudience, "jwt-audience", "", "with --jwks-file: required aud value")
+	fl.DurationVar(&f.opts.Secure.WorkloadCertTTL, "workload-cert-ttl", security.DefaultWorkloadCertTTL, "with --secure-grpc-addr: lifetime of the workload certificates served over SDS (re-issued and pushed at half of it)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.kube.register(fl, 50, 100)
 	fl.StringVar(&f.kubeNS, "kube-namespace", "", "with --kubeconfig: watch only this namespace (default all)")

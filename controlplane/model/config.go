@@ -22,6 +22,8 @@ const (
 	// service registry (a service's definition, or only its endpoints).
 	KindService  Kind = "Service"
 	KindEndpoint Kind = "Endpoint"
+	// KindSecret keys a push of rotated SDS secrets; Name is the identity (SPIFFE id).
+	KindSecret Kind = "Secret"
 )
 
 // ConfigKinds lists the Istio config kinds in a stable order.
