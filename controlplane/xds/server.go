@@ -501,6 +501,9 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string) string {
 	k := gen.KeyScope(typeURL, p) + "|" + string(p.Type)
 	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
+		if typeURL == gen.ListenerType {
+			k += "|" + gen.InboundScope(p, st.snap) // its PeerAuthentication's selection
+		}
 	}
 	return k
 }
