@@ -40,6 +40,9 @@ type Group struct {
 	// Auth, when set, gives each client a credential for its namespace (a secure ADS
 	// listener); nil dials with the fleet's options (insecure unless DialOptions say else).
 	Auth *ClientAuth
+	// Target, when set, is where this group's clients dial instead of FleetConfig.Target
+	// (a control plane's secure listener beside its plaintext one).
+	Target string
 }
 
 // Churn reconnects every client periodically: each run lasts Every ± Jitter×Every (uniform),
@@ -117,9 +120,9 @@ func (c FleetConfig) Validate() error {
 			if err := g.Auth.Validate(); err != nil {
 				errs = append(errs, fmt.Errorf("fleet: group %s: %w", g.Name, err))
 			}
-			if c.StreamsPerConn > 1 {
-				errs = append(errs, fmt.Errorf("fleet: group %s: auth gives each client its own credential, so clients cannot share connections: set streams per connection to 1", g.Name))
-			}
+		}
+		if c.StreamsPerConn > 1 && (g.Auth != nil || g.Target != "") {
+			errs = append(errs, fmt.Errorf("fleet: group %s: auth and a group target give clients connections of their own: set streams per connection to 1", g.Name))
 		}
 	}
 	if c.Ramp < 0 {
@@ -282,7 +285,11 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 					}
 					copts = ao
 				}
-				fc.conn, fc.own = &fleetConn{target: cfg.Target, opts: copts}, true
+				target := cfg.Target
+				if g.Target != "" {
+					target = g.Target
+				}
+				fc.conn, fc.own = &fleetConn{target: target, opts: copts}, true
 			}
 			f.clients = append(f.clients, fc)
 			index++
