@@ -40,7 +40,7 @@ type target struct {
 	// secureAddr is the in-process control plane's secure ADS listener, where groups with
 	// auth dial (empty: they dial addr), and caDir the directory of its root CA.
 	secureAddr, caDir string
-	sink simulator.Sink
+	sink              simulator.Sink
 	// gather returns the control plane's metric families; nil when none are available.
 	gather func(ctx context.Context) ([]*dto.MetricFamily, error)
 	// metricsSource says where gather reads from, for the report.
