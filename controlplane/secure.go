@@ -31,10 +31,13 @@ type SecureOptions struct {
 	DNSNames []string
 	IPs      []net.IP
 	// JWKSFile, when set, accepts bearer JWTs signed by its keys, with iss JWTIssuer and aud
-	// JWTAudience.
+	// JWTAudience. Without it, a JWTIssuer is an OIDC issuer: its keys are discovered
+	// (ISSUER/.well-known/openid-configuration → jwks_uri) at start and refreshed every
+	// JWKSRefresh (zero: security.DefaultJWKSRefresh).
 	JWKSFile    string
 	JWTIssuer   string
 	JWTAudience string
+	JWKSRefresh time.Duration
 	// CertTTL is the server certificate lifetime; zero means DefaultServerCertTTL.
 	CertTTL time.Duration
 	// WorkloadCertTTL is the lifetime of the workload certificates served over SDS; they are
@@ -57,6 +60,17 @@ func (o SecureOptions) validate() []error {
 	if o.JWKSFile != "" && (o.JWTIssuer == "" || o.JWTAudience == "") {
 		errs = append(errs, errors.New("secure grpc: --jwks-file needs --jwt-issuer and --jwt-audience"))
 	}
+	if o.JWKSFile == "" && o.JWTIssuer != "" {
+		if o.JWTAudience == "" {
+			errs = append(errs, errors.New("secure grpc: --jwt-issuer (OIDC discovery) needs --jwt-audience"))
+		}
+		if err := security.CheckIssuerURL(o.JWTIssuer); err != nil {
+			errs = append(errs, fmt.Errorf("secure grpc: %w", err))
+		}
+	}
+	if o.JWKSRefresh < 0 {
+		errs = append(errs, fmt.Errorf("secure grpc: jwks refresh %v is negative: pass a positive --jwks-refresh", o.JWKSRefresh))
+	}
 	if o.CertTTL < 0 {
 		errs = append(errs, fmt.Errorf("secure grpc: cert TTL %v is negative", o.CertTTL))
 	}
@@ -75,11 +89,28 @@ func (s *Server) startSecure(run func(string, func() error)) error {
 		return err
 	}
 	var verifier *security.JWTVerifier
-	if o.JWKSFile != "" {
-		verifier, err = security.LoadJWKS(o.JWKSFile, security.JWTConfig{Issuer: o.JWTIssuer, Audience: o.JWTAudience, TrustDomain: s.trustDomain()})
-		if err != nil {
+	jcfg := security.JWTConfig{Issuer: o.JWTIssuer, Audience: o.JWTAudience, TrustDomain: s.trustDomain()}
+	switch {
+	case o.JWKSFile != "":
+		if verifier, err = security.LoadJWKS(o.JWKSFile, jcfg); err != nil {
 			return err
 		}
+	case o.JWTIssuer != "":
+		oidc := security.OIDC{Issuer: o.JWTIssuer}
+		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		verifier, err = oidc.NewVerifier(ctx, jcfg)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("secure grpc: %w", err)
+		}
+		every := o.JWKSRefresh
+		if every == 0 {
+			every = security.DefaultJWKSRefresh
+		}
+		run("jwks-refresh", func() error {
+			oidc.RefreshLoop(s.ctx, verifier, every, s.log.With("component", "xds-auth"))
+			return nil
+		})
 	}
 	names, ips := o.DNSNames, o.IPs
 	if len(names) == 0 && len(ips) == 0 {
