@@ -88,7 +88,7 @@ func TestApplyAuth(t *testing.T) {
 	require.Len(t, strings.Split(tok, "."), 3)
 }
 
-func writeTestKey(t *testing.T) string {
+func writeTestKey(t testing.TB) string {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
