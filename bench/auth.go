@@ -118,7 +118,7 @@ func applyAuth(cfg *fakeenvoy.FleetConfig, s *scenarios.Scenario, secureAddr, ca
 		if !c.Auth.Enabled() {
 			continue
 		}
-		a, err := clientAuth(c.Auth, caDir)
+		a, err := ClientAuth(c.Auth, caDir)
 		if err != nil {
 			return fmt.Errorf("scenario %s: clients[%d].auth: %w", s.Name, i, err)
 		}
@@ -128,7 +128,9 @@ func applyAuth(cfg *fakeenvoy.FleetConfig, s *scenarios.Scenario, secureAddr, ca
 	return nil
 }
 
-func clientAuth(a scenarios.Auth, defaultCADir string) (*fakeenvoy.ClientAuth, error) {
+// ClientAuth builds a group's per-client credentials from its auth settings; defaultCADir is
+// used when a.CADir is empty.
+func ClientAuth(a scenarios.Auth, defaultCADir string) (*fakeenvoy.ClientAuth, error) {
 	dir := a.CADir
 	if dir == "" {
 		dir = defaultCADir

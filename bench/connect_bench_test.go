@@ -82,7 +82,7 @@ func benchConnect(b *testing.B, mode string) {
 	g := fakeenvoy.Group{Name: mode, Count: b.N, Identity: fakeenvoy.IdentityTemplate{Namespaces: 2}}
 	target := cp.addr
 	if auth.Enabled() {
-		if g.Auth, err = clientAuth(auth, ""); err != nil {
+		if g.Auth, err = ClientAuth(auth, ""); err != nil {
 			b.Fatal(err)
 		}
 		target = cp.srv.SecureGRPCAddr()
