@@ -501,8 +501,8 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string) string {
 	k := gen.KeyScope(typeURL, p) + "|" + string(p.Type)
 	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
-		if typeURL == gen.ListenerType {
-			k += "|" + gen.InboundScope(p, st.snap) // its PeerAuthentication's selection
+		if sc := gen.InboundScope(p, st.snap); typeURL == gen.ListenerType && sc != "" {
+			k += "|" + sc // its PeerAuthentication's selection
 		}
 	}
 	return k
