@@ -138,7 +138,8 @@ func waitFull(t *testing.T, f *fakeenvoy.Fleet, n int) {
 // TestFleetIstioMutual: with DestinationRule ISTIO_MUTUAL and a STRICT PeerAuthentication, the
 // generated clusters and listeners reference the SDS secrets; fake Envoys that check resources
 // as Envoy does request default and ROOTCA over ADS, warm on them and reach a full config
-// without a NACK; the plaintext listener's clients cannot get secrets, so they stay warming.
+// without a NACK, over SotW and Delta; the plaintext listener's clients cannot get secrets, so
+// they stay warming.
 func TestFleetIstioMutual(t *testing.T) {
 	l := newSecureLab(t, 0)
 	l.writeMTLS(t)
@@ -147,11 +148,13 @@ func TestFleetIstioMutual(t *testing.T) {
 	const n = 4
 	g := fakeenvoy.Group{Name: "mesh", Count: n, Identity: fakeenvoy.IdentityTemplate{Namespaces: 2, IPBase: "127.0.0.1"},
 		Auth: l.auth("mtls"), Client: fakeenvoy.ClientConfig{Nack: fakeenvoy.NackPolicy{Realistic: true}}}
-	f := startFleet(t, ctx, l.srv.SecureGRPCAddr(), g)
-	waitFull(t, f, n)
+	dg := g
+	dg.Name, dg.Client.Delta = "mesh-delta", true
+	f := startFleet(t, ctx, l.srv.SecureGRPCAddr(), g, dg)
+	waitFull(t, f, 2*n)
 	st := f.Observer().Stats()
-	if st.Types["SDS"].Responses < n || st.Total.Nacks != 0 {
-		t.Fatalf("SDS responses %d (want >= %d), NACKs %d: %+v", st.Types["SDS"].Responses, n, st.Total.Nacks, st.Types)
+	if st.Types["SDS"].Responses < 2*n || st.Total.Nacks != 0 {
+		t.Fatalf("SDS responses %d (want >= %d), NACKs %d: %+v", st.Types["SDS"].Responses, 2*n, st.Total.Nacks, st.Types)
 	}
 	// Plaintext clients get empty SDS answers; their clusters wait for secrets forever (the
 	// generated sds_config says initial_fetch_timeout 0s), so none can reach a full config.
