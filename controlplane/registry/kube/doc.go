@@ -6,8 +6,10 @@
 //     registry.Registry the Aggregate merges. A change of an EndpointSlice alone updates only
 //     the host's endpoints, so the push it causes stays endpoint-only (EDS).
 //   - Istio's config kinds (ServiceEntry, WorkloadEntry, VirtualService, DestinationRule,
-//     Sidecar, Gateway; read as networking.istio.io/v1) go into the control plane's config
-//     store, from which the Aggregate takes them like objects from files.
+//     Sidecar, Gateway, read as networking.istio.io/v1; PeerAuthentication, read as
+//     security.istio.io/v1) go into the control plane's config store, from which the
+//     Aggregate takes them like objects from files. Like istiod, the informers need every one
+//     of those CRDs installed: until each has listed once, Synced stays open.
 //
 // Informer callbacks only queue what they saw; one goroutine (Run's) owns the state, converts
 // and notifies, in the order the API server reported the changes.
