@@ -170,10 +170,8 @@ func (s *KubeSink) Init(ctx context.Context, initial []model.Config) error {
 		for _, c := range initial {
 			nss[c.Namespace] = true
 		}
-		for _, ns := range slices.Sorted(maps.Keys(nss)) {
-			if err := s.clean(ctx, ns); err != nil {
-				return fmt.Errorf("kube sink: clean namespace %s: %w", ns, err)
-			}
+		if err := s.CleanNamespaces(ctx, slices.Sorted(maps.Keys(nss))...); err != nil {
+			return err
 		}
 	}
 	if err := s.apply(ctx, initial, nil); err != nil {
@@ -596,6 +594,23 @@ func (s *KubeSink) istioResource(k model.ConfigKey) (istioResource, error) {
 		return resourceOf(n.Gateways(k.Namespace)), nil
 	}
 	return istioResource{}, fmt.Errorf("%s: the kube sink cannot write kind %s", k, k.Kind)
+}
+
+// CleanNamespaces deletes what the sink (this one or an earlier run) wrote in the namespaces
+// (KubeOptions.Clean does it at Init). The sink then writes every object again.
+func (s *KubeSink) CleanNamespaces(ctx context.Context, namespaces ...string) error {
+	for _, ns := range namespaces {
+		if err := s.clean(ctx, ns); err != nil {
+			return fmt.Errorf("kube sink: clean namespace %s: %w", ns, err)
+		}
+	}
+	s.lastMu.Lock()
+	clear(s.last)
+	s.lastMu.Unlock()
+	clear(s.slices)
+	clear(s.pods)
+	clear(s.accounts)
+	return nil
 }
 
 // clean deletes what an earlier run left in ns: every kind the sink writes, by label.
