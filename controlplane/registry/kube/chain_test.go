@@ -37,7 +37,7 @@ type chainOptions struct {
 	cluster *cluster
 	// services and endpoints per service of the topology (2 namespaces, one port each).
 	services, endpoints int
-	// pods makes the kube sink write Pods.
+	// pods makes the kube sink write Pods and the kube registry read them.
 	pods bool
 	// qps and burst are the sink's client limits (negative qps: none); workers its concurrency.
 	qps     float64
@@ -114,7 +114,7 @@ func newChain(tb testing.TB, o chainOptions) *chain {
 		}
 		c.sink, c.kubeSink = ks, ks
 		rkc, ric := kubeClients(tb, o.cluster.controlPlane, -1, 0)
-		ctrl, err := kube.New(kube.Options{Kube: rkc, Istio: ric})
+		ctrl, err := kube.New(kube.Options{Kube: rkc, Istio: ric, Pods: o.pods})
 		if err != nil {
 			tb.Fatal(err)
 		}
