@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -17,7 +18,9 @@ import (
 //   - write/initial[-pods]: writing a 200-service topology (5 endpoints each; with Pods, 1000
 //     more objects) into cleaned namespaces: objects/s is the sink's sustained write rate.
 //   - write/churn: scale events (5 services, ±1 endpoint each: one EndpointSlice write per
-//     service) applied back to back: objects/s and ms/event until the API server accepted.
+//     service) applied back to back: objects/s and ms/event until the API server accepted;
+//     write/churn-qps50 the same with the CLI's default client limit (50/s, burst 50), which
+//     then bounds the rate.
 //   - e2e/dir and e2e/kube: one endpoint event at a time through the whole chain, the dir
 //     sink (files, fsnotify, our file source) against the kube sink (API server, watch, our
 //     kube registry), the rest alike: accepted-ms is the sink's Apply, delivered-ms from then
@@ -68,42 +71,48 @@ func BenchmarkKube(b *testing.B) {
 			b.ReportMetric(float64(objects)/float64(b.N), "objects/op")
 		})
 	}
-	b.Run("write/churn", func(b *testing.B) {
-		kc, ic := kubeClients(b, cl.sim, -1, 0)
-		cfg := simulator.DefaultConfig()
-		cfg.Duration = 100 * time.Hour
-		cfg.Topology.Namespaces, cfg.Topology.Services = 2, 200
-		cfg.Topology.EndpointsPerService = dist.Spec{Dist: "constant", Value: 5}
-		cfg.Churn = []simulator.Churn{{Kind: simulator.Scale, Every: time.Second, Services: 5, Delta: dist.Spec{Dist: "constant", Value: 1}}}
-		sim, err := simulator.New(cfg)
-		if err != nil {
-			b.Fatal(err)
+	for _, qps := range []float64{-1, 50} {
+		name := "write/churn"
+		if qps > 0 {
+			name += fmt.Sprintf("-qps%g", qps)
 		}
-		sink, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Clean: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := sink.Init(ctx, sim.Initial()); err != nil {
-			b.Fatal(err)
-		}
-		writes0 := sink.Stats().Objects()
-		var took time.Duration
-		for b.Loop() {
-			ev, ok, err := sim.Next()
-			if err != nil || !ok {
-				b.Fatal("the simulation ended", err)
-			}
-			begin := time.Now()
-			if err := sink.Apply(ctx, ev); err != nil {
+		b.Run(name, func(b *testing.B) {
+			kc, ic := kubeClients(b, cl.sim, qps, 0)
+			cfg := simulator.DefaultConfig()
+			cfg.Duration = 100 * time.Hour
+			cfg.Topology.Namespaces, cfg.Topology.Services = 2, 200
+			cfg.Topology.EndpointsPerService = dist.Spec{Dist: "constant", Value: 5}
+			cfg.Churn = []simulator.Churn{{Kind: simulator.Scale, Every: time.Second, Services: 5, Delta: dist.Spec{Dist: "constant", Value: 1}}}
+			sim, err := simulator.New(cfg)
+			if err != nil {
 				b.Fatal(err)
 			}
-			took += time.Since(begin)
-		}
-		writes := sink.Stats().Objects() - writes0
-		b.ReportMetric(float64(writes)/took.Seconds(), "objects/s")
-		b.ReportMetric(float64(writes)/float64(b.N), "objects/op")
-		b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "accepted-ms")
-	})
+			sink, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Clean: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := sink.Init(ctx, sim.Initial()); err != nil {
+				b.Fatal(err)
+			}
+			writes0 := sink.Stats().Objects()
+			var took time.Duration
+			for b.Loop() {
+				ev, ok, err := sim.Next()
+				if err != nil || !ok {
+					b.Fatal("the simulation ended", err)
+				}
+				begin := time.Now()
+				if err := sink.Apply(ctx, ev); err != nil {
+					b.Fatal(err)
+				}
+				took += time.Since(begin)
+			}
+			writes := sink.Stats().Objects() - writes0
+			b.ReportMetric(float64(writes)/took.Seconds(), "objects/s")
+			b.ReportMetric(float64(writes)/float64(b.N), "objects/op")
+			b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "accepted-ms")
+		})
+	}
 	for _, sink := range []string{"dir", "kube"} {
 		b.Run("e2e/"+sink, func(b *testing.B) {
 			c := newChain(b, chainOptions{sink: sink, cluster: cl, services: 200, endpoints: 5, qps: -1, workers: 8, quiet: true})
