@@ -151,7 +151,8 @@ func startCluster(t testing.TB) *cluster {
 		"--token-auth-file", tokens, "--authorization-mode", "RBAC",
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", keyFile,
 		"--service-account-signing-key-file", keyFile, "--service-cluster-ip-range", "10.96.0.0/12",
-		"--disable-admission-plugins", "ServiceAccount",
+		// The ServiceAccount admission plugin stays on (its default): a Pod naming an account
+		// that does not exist is refused, so the sink must write the accounts first.
 		// A loopback address cannot be published as the kubernetes Service's endpoint.
 		"--endpoint-reconciler-type", "none")
 	writeKubeconfig := func(user, token string) string {
