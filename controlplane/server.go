@@ -99,6 +99,7 @@ type Server struct {
 	secureLn  net.Listener // nil unless Options.Secure.Addr is set
 	secureSrv *grpc.Server
 	authFails *prometheus.CounterVec
+	secrets   workloadSecrets // SDS for the secure listener's streams
 	errMu     sync.Mutex
 	err       error // the failure that stopped the server, if any
 }
@@ -172,6 +173,9 @@ func New(opts Options) (*Server, error) {
 		SendTimeout:    opts.SendTimeout,
 		Metrics:        xdsMetrics{s.metrics},
 		Logger:         opts.Logger.With("component", "xds"),
+	}
+	if opts.Secure.Addr != "" {
+		xo.Secrets = &s.secrets
 	}
 	if s.xds, err = xds.New(xo); err != nil {
 		return nil, err

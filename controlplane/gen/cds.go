@@ -187,6 +187,11 @@ func outboundCluster(sh *shared, name string, svc *model.Service, port model.Por
 	}
 	pol.applyPool(sh, c, port.Protocol.IsHTTP2())
 	pol.applyOutlier(c)
+	if !grpc && pol.tls.GetMode() == networking.ClientTLSSettings_ISTIO_MUTUAL {
+		// grpc-go takes TLS from certificate providers, not SDS: proxyless clusters stay
+		// plaintext.
+		c.TransportSocket = istioMutualSocket(port.Number, ss.GetName(), svc.Hostname)
+	}
 	return c, err
 }
 

@@ -14,7 +14,24 @@
 // Generated messages may share immutable sub-messages: never modify one.
 //
 // SDSSecrets (sds.go) builds Istio's SDS secrets "default" (the workload certificate) and
-// "ROOTCA" (the trusted root) from PEM; the ADS server does not serve SDS yet.
+// "ROOTCA" (the trusted root) from PEM; the ADS server serves them over ADS to authenticated
+// streams (SecretType, never cached: Cacheable).
+//
+// # mTLS (tls.go, peerauth.go)
+//
+// A DestinationRule whose traffic policy (or port-level or subset policy) says tls.mode
+// ISTIO_MUTUAL gives the sidecar's outbound cluster a TLS transport socket: SDS "default" as its
+// certificate, SDS "ROOTCA" to validate the peer (sds_config over ADS, initial_fetch_timeout 0s),
+// ALPN "istio" and Istio's SNI "outbound_.PORT_.SUBSET_.HOST". Proxyless gRPC clusters stay
+// plaintext (grpc-go takes no SDS). PeerAuthentication (security.istio.io) picks the inbound
+// mode of each of the proxy's ports: mesh-wide (RootNamespace), then namespace, then a
+// workload policy whose selector matches the proxy's labels, then its portLevelMtls; UNSET
+// inherits, a chain UNSET throughout is PERMISSIVE. STRICT gives the port's virtualInbound
+// chain a DownstreamTlsContext requiring a client certificate; PERMISSIVE gives the port an
+// mTLS chain (transport_protocol "tls") and a plaintext one ("raw_buffer") and adds the TLS
+// inspector listener filter. Without any PeerAuthentication, inbound stays plaintext: Istio
+// defaults to PERMISSIVE, xdslab keeps configs without security policy unchanged. Not built:
+// SIMPLE and MUTUAL client TLS (ignored), mTLS on the catch-all chains.
 //
 // # Families and names (Istio's conventions)
 //

@@ -19,7 +19,10 @@ import (
 )
 
 // goldenMesh is a small mesh that exercises every feature the generators support.
-func goldenMesh() *model.Snapshot {
+func goldenMesh() *model.Snapshot { return model.NewSnapshot(1, goldenInput()) }
+
+// goldenInput is goldenMesh's input.
+func goldenInput() model.SnapshotInput {
 	ep := func(svc, addr, version, region, zone string, w uint32, h model.HealthStatus) *model.Endpoint {
 		return &model.Endpoint{Service: svc, Address: addr, Labels: map[string]string{"app": strings.Split(svc, ".")[0], "version": version},
 			Locality: model.Locality{Region: region, Zone: zone}, Weight: w, Health: h, ServiceAccount: "default"}
@@ -102,7 +105,7 @@ func goldenMesh() *model.Snapshot {
 		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "reviews", Namespace: "default", ResourceVersion: "3"}, Spec: vs},
 		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "ratings", Namespace: "default", ResourceVersion: "1"}, Spec: ratingsVS},
 	}
-	return model.NewSnapshot(1, model.SnapshotInput{Services: services, Endpoints: endpoints, Configs: configs})
+	return model.SnapshotInput{Services: services, Endpoints: endpoints, Configs: configs}
 }
 
 var typeShort = map[string]string{ClusterType: "cds", EndpointType: "eds", ListenerType: "lds", RouteType: "rds"}

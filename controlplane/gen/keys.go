@@ -11,7 +11,7 @@ import (
 // ADS server's cache shares marshalled bytes among them (it adds the IP itself for a sidecar that
 // is an endpoint, whose inbound clusters and listeners are its own). EDS does not depend on the
 // proxy at all (scope ""); CDS and LDS depend only on the generator family; RDS also on the
-// proxy's namespace and labels.
+// proxy's namespace and labels; SDS on the proxy's verified identity.
 func KeyScope(typeURL string, p *model.Proxy) string {
 	fam := "sidecar"
 	if p != nil && p.IsGRPC() {
@@ -20,6 +20,12 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 	switch typeURL {
 	case EndpointType:
 		return ""
+	case SecretType:
+		// Secrets are the proxy's identity's own (and never cached: Cacheable).
+		if p == nil {
+			return "secret|"
+		}
+		return "secret|" + p.Identity
 	case RouteType:
 		if p == nil {
 			return fam

@@ -188,6 +188,11 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 			Filters: []*listenerv3.Filter{tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)},
 		},
 	}
+	pa := peerAuthFor(p, s)
+	if len(ports) > 0 && len(pa.deps) > 0 {
+		deps = sortDeps(append(deps, pa.deps...))
+	}
+	inspect := false
 	for _, ip := range ports {
 		cluster := ClusterName(Inbound, ip.target, "", "")
 		fc := &listenerv3.FilterChain{
@@ -199,7 +204,26 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		} else {
 			fc.Filters = []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}
 		}
+		switch pa.port(ip.target) {
+		case mtlsStrict:
+			// Every connection to the port must be mTLS: a plaintext one fails the handshake.
+			fc.TransportSocket = inboundMTLSSocket()
+		case mtlsPermissive:
+			// The TLS inspector tells mTLS from plaintext; each gets its own chain.
+			inspect = true
+			tlsFC := &listenerv3.FilterChain{
+				Name:             fc.Name + "-mtls",
+				FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(ip.target), TransportProtocol: "tls"},
+				Filters:          fc.Filters,
+				TransportSocket:  inboundMTLSSocket(),
+			}
+			fc.FilterChainMatch.TransportProtocol = "raw_buffer"
+			l.FilterChains = append(l.FilterChains, tlsFC)
+		}
 		l.FilterChains = append(l.FilterChains, fc)
+	}
+	if inspect {
+		l.ListenerFilters = append(l.ListenerFilters, tlsInspector())
 	}
 	return l, deps
 }

@@ -40,6 +40,13 @@
 // Options.AdmissionWait, and only a stream whose token would come later is refused with
 // ResourceExhausted, so a reconnect burst is spread out rather than bounced.
 //
+// SDS (sds.go): with Options.Secrets, a stream authenticated by the secure listener's
+// interceptor carries its identity (model.Proxy.Identity, set from the stream context, never
+// from the node) and gets that identity's "default" and "ROOTCA" secrets over ADS; secrets
+// bypass the shared cache and are built per response. A stream with no verified identity (the
+// plaintext listener) gets empty SDS responses. PushSecrets pushes rotated certificates to the
+// streams of their identities; only changed secrets are re-sent.
+//
 // Resources are marshalled once and shared through controlplane/cache; responses are encoded by
 // concatenating the cached bytes (see codec.go), so a push to many clients does not marshal per
 // client.

@@ -42,9 +42,11 @@ type Options struct {
 	// HTTP/2 window stays full), so a client that stops reading cannot hold a push worker;
 	// zero disables it (like Istio's PILOT_XDS_SEND_TIMEOUT).
 	SendTimeout time.Duration
-	Metrics     Metrics
-	Cache       *cache.Cache
-	Logger      *slog.Logger
+	// Secrets serves SDS to authenticated streams; nil serves no secrets (sds.go).
+	Secrets Secrets
+	Metrics Metrics
+	Cache   *cache.Cache
+	Logger  *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -417,6 +419,9 @@ func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, e
 // resources returns the marshalled resources of typeURL for c: the whole set when wildcard,
 // else the named ones, from the cache or generated and stored.
 func (s *Server) resources(c *conn, st *pushState, typeURL string, names []string, wildcard bool) ([]*cache.Resource, error) {
+	if !gen.Cacheable(typeURL) {
+		return s.secretResources(c, names, s.now())
+	}
 	g := gen.ForType(typeURL, c.proxy)
 	if g == nil {
 		return nil, nil // a type we do not serve: answered with an empty response
@@ -496,6 +501,9 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string) string {
 	k := gen.KeyScope(typeURL, p) + "|" + string(p.Type)
 	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
+		if sc := gen.InboundScope(p, st.snap); typeURL == gen.ListenerType && sc != "" {
+			k += "|" + sc // its PeerAuthentication's selection
+		}
 	}
 	return k
 }

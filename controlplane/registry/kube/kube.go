@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	istionet "istio.io/client-go/pkg/apis/networking/v1"
+	istiosec "istio.io/client-go/pkg/apis/security/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	istioinformers "istio.io/client-go/pkg/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
@@ -189,7 +190,8 @@ func (c *Controller) Run(ctx context.Context, configs ConfigStore) error {
 		f := istioinformers.NewSharedInformerFactoryWithOptions(c.opts.Istio, c.opts.Resync, istioinformers.WithNamespace(c.opts.Namespace))
 		n := f.Networking().V1()
 		if err := watch(n.ServiceEntries().Informer(), n.WorkloadEntries().Informer(), n.VirtualServices().Informer(),
-			n.DestinationRules().Informer(), n.Sidecars().Informer(), n.Gateways().Informer()); err != nil {
+			n.DestinationRules().Informer(), n.Sidecars().Informer(), n.Gateways().Informer(),
+			f.Security().V1().PeerAuthentications().Informer()); err != nil {
 			return err
 		}
 		factories = append(factories, f)
@@ -537,6 +539,8 @@ func istioConfig(obj any) (*model.Config, error) {
 		kind, meta, spec = model.KindSidecar, o.ObjectMeta, &o.Spec
 	case *istionet.Gateway:
 		kind, meta, spec = model.KindGateway, o.ObjectMeta, &o.Spec
+	case *istiosec.PeerAuthentication:
+		kind, meta, spec = model.KindPeerAuthentication, o.ObjectMeta, &o.Spec
 	default:
 		return nil, fmt.Errorf("unexpected object %T from an informer", obj)
 	}

@@ -8,7 +8,9 @@ import (
 
 	"go.uber.org/goleak"
 	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
 	istionet "istio.io/client-go/pkg/apis/networking/v1"
+	istiosec "istio.io/client-go/pkg/apis/security/v1"
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -227,6 +229,17 @@ func TestControllerIstioConfig(t *testing.T) {
 	drKey := model.ConfigKey{Kind: model.KindDestinationRule, Name: "web", Namespace: "shop"}
 	h.next(t, "DestinationRule create", func(ch registry.Change) bool { return has(ch, drKey) })
 	if got, ok := h.store.Get(drKey); !ok || got.Spec.(*networking.DestinationRule).Host != host {
+		t.Fatalf("store holds %v, %v", got, ok)
+	}
+
+	pa := &istiosec.PeerAuthentication{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "shop"},
+		Spec: securityapi.PeerAuthentication{Mtls: &securityapi.PeerAuthentication_MutualTLS{Mode: securityapi.PeerAuthentication_MutualTLS_STRICT}}}
+	if _, err := istio.SecurityV1().PeerAuthentications("shop").Create(ctx, pa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	paKey := model.ConfigKey{Kind: model.KindPeerAuthentication, Name: "default", Namespace: "shop"}
+	h.next(t, "PeerAuthentication create", func(ch registry.Change) bool { return has(ch, paKey) })
+	if got, ok := h.store.Get(paKey); !ok || got.Spec.(*securityapi.PeerAuthentication).GetMtls().GetMode() != securityapi.PeerAuthentication_MutualTLS_STRICT {
 		t.Fatalf("store holds %v, %v", got, ok)
 	}
 
