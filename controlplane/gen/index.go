@@ -12,8 +12,8 @@ import (
 // VirtualServices that apply to each host. It is built from a snapshot in O(configs) and
 // never modified afterwards.
 //
-// Selection rules (simpler than Istio's, and independent of the proxy so that outbound
-// resources can be shared by every client):
+// Selection rules (simpler than Istio's, and dependent on the proxy only through its scope, so
+// that outbound resources are shared by every client with the same view):
 //   - DestinationRule: an exact host match wins over a wildcard; among equals, one in the
 //     service's namespace wins, then the first by namespace/name. Only one applies.
 //   - VirtualService: every VS whose hosts (short names resolved in the VS's namespace) match
