@@ -19,6 +19,16 @@ const RootNamespace = "istio-system"
 type visibility struct {
 	once       sync.Once
 	restricted bool
+
+	// scopes memoizes ScopeFor for proxies whose labels cannot matter (no Sidecar of their
+	// namespace has a workload selector): one Scope per proxy type and namespace.
+	mu     sync.Mutex
+	scopes map[scopeMemoKey]*Scope
+}
+
+type scopeMemoKey struct {
+	typ NodeType
+	ns  string
 }
 
 func (s *Snapshot) exportRestricted() bool {
@@ -72,7 +82,47 @@ type Scope struct {
 // ScopeFor returns the scope of proxy p in s: the Sidecar SelectSidecar picks for its
 // namespace and labels (none for a router), with the root namespace RootNamespace. A nil
 // proxy gets the unscoped view of a proxy without a namespace.
+//
+// Scopes are immutable and may be shared: ScopeFor returns the same one for every proxy of a
+// type and namespace when no Sidecar of that namespace has a workload selector.
 func (s *Snapshot) ScopeFor(p *Proxy) *Scope {
+	var typ NodeType
+	var ns string
+	if p != nil {
+		typ, ns = p.Type, p.Namespace
+	}
+	if s.vis == nil || hasSelector(s.ConfigsIn(KindSidecar, ns)) {
+		return s.newScope(p)
+	}
+	k := scopeMemoKey{typ, ns}
+	s.vis.mu.Lock()
+	sc, ok := s.vis.scopes[k]
+	s.vis.mu.Unlock()
+	if ok {
+		return sc
+	}
+	sc = s.newScope(p)
+	s.vis.mu.Lock()
+	if s.vis.scopes == nil {
+		s.vis.scopes = map[scopeMemoKey]*Scope{}
+	}
+	s.vis.scopes[k] = sc
+	s.vis.mu.Unlock()
+	return sc
+}
+
+// hasSelector reports whether any of the Sidecars has a workload selector.
+func hasSelector(sidecars []*Config) bool {
+	for _, c := range sidecars {
+		if sc, ok := c.Spec.(*networking.Sidecar); ok && len(sc.GetWorkloadSelector().GetLabels()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// newScope computes the scope of p in s.
+func (s *Snapshot) newScope(p *Proxy) *Scope {
 	sc := &Scope{}
 	if p != nil {
 		sc.Namespace, sc.Type = p.Namespace, p.Type

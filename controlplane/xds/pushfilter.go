@@ -12,7 +12,13 @@ import (
 // goroutine that calls Server.Push.
 type pushFilter struct {
 	ch   *model.ChangeSet
-	memo map[string]bool
+	memo map[viewChange]bool
+}
+
+// viewChange names one proxy view across a push: its type and scope keys before and after.
+type viewChange struct {
+	typ        model.NodeType
+	prev, next string
 }
 
 // newPushFilter prepares the filter for req, moving the server from prev (nil before the first
@@ -22,7 +28,7 @@ func newPushFilter(prev *pushState, next *model.Snapshot, req *model.PushRequest
 	if prev != nil {
 		ps = prev.snap
 	}
-	return &pushFilter{ch: model.NewChangeSet(ps, next, req), memo: map[string]bool{}}
+	return &pushFilter{ch: model.NewChangeSet(ps, next, req), memo: map[viewChange]bool{}}
 }
 
 // needsPush reports whether p must be pushed.
@@ -36,7 +42,7 @@ func (f *pushFilter) needsPush(p *model.Proxy) bool {
 		}
 	}
 	prev, next := f.ch.Prev.ScopeFor(p), f.ch.Next.ScopeFor(p)
-	k := string(p.Type) + "\x00" + prev.Key() + "\x00" + next.Key()
+	k := viewChange{p.Type, prev.Key(), next.Key()}
 	need, ok := f.memo[k]
 	if !ok {
 		need = f.ch.Affects(prev, next)
