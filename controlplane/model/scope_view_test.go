@@ -235,3 +235,24 @@ func TestChangeSetAffects(t *testing.T) {
 		t.Error("the first snapshot does not reach everyone")
 	}
 }
+
+// Scopes are shared per namespace unless a Sidecar there selects workloads by labels.
+func TestScopeForMemo(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := scopeMesh(scopeSidecar("ns-a", "default", nil, t0, "./*"), scopeSidecar("ns-a", "wide", map[string]string{"app": "x"}, t0, "*/*"),
+		scopeSidecar("ns-b", "default", nil, t0, "./*"))
+	x, y := s.ScopeFor(proxyIn("ns-a", map[string]string{"app": "x"})), s.ScopeFor(proxyIn("ns-a", map[string]string{"app": "y"}))
+	if x.Key() == y.Key() {
+		t.Errorf("ns-a proxies with different labels share the scope %q", x.Key())
+	}
+	if again := s.ScopeFor(proxyIn("ns-a", map[string]string{"app": "x"})); again.Key() != x.Key() {
+		t.Errorf("the same proxy got %q, then %q", x.Key(), again.Key())
+	}
+	b1, b2 := s.ScopeFor(proxyIn("ns-b", map[string]string{"app": "x"})), s.ScopeFor(proxyIn("ns-b", nil))
+	if b1 != b2 {
+		t.Error("ns-b proxies (no selector there) do not share one scope")
+	}
+	if r := s.ScopeFor(&Proxy{Type: Router, Namespace: "ns-b"}); r == b1 || r.Sidecar != nil {
+		t.Errorf("a router shares the sidecars' scope or has a Sidecar: %+v", r)
+	}
+}
