@@ -65,6 +65,8 @@ var _ xds.Metrics = xdsMetrics{}
 
 func (m xdsMetrics) CacheRead(typeURL string, r cache.Result) { m.CacheReadResult(typeURL, string(r)) }
 
+func (m xdsMetrics) PushSkipped(reason string, n int) { m.PushSkippedTriggers(reason, n) }
+
 // Server is the control plane: config sources, registries, the aggregate, the debouncer and the
 // snapshot builder, with its metrics and debug endpoints. Create it with New, then Start; Stop
 // ends it.
@@ -361,9 +363,6 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 		ids = agg.TakeEventIDs()
 	})
 	s.metrics.PushContextInitSeconds.Observe(time.Since(start).Seconds())
-	for reason, n := range req.Reasons {
-		s.metrics.PushTriggers.WithLabelValues(string(reason)).Add(float64(n))
-	}
 	if rep.Empty() {
 		s.log.Debug("push: nothing changed", "events", req.Count())
 		return

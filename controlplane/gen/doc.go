@@ -56,7 +56,15 @@
 //
 // Generators do not cache. The ADS server caches marshalled resources keyed by (type, class,
 // name) and stamped with a snapshot generation (controlplane/xds); KeyScope gives the proxy
-// attributes a generator reads, so the server can share bytes among proxies of one class. Each
+// attributes a generator reads and ViewKey the proxy's view of the mesh, so the server can
+// share bytes among proxies of one class.
+//
+// # Scope
+//
+// Every generator builds only what the proxy's model.Scope sees (Snapshot.ScopeFor: the Sidecar
+// that applies, egress hosts, exportTo of services, VirtualServices and DestinationRules).
+// Inbound clusters and listeners are not scoped. A named EDS request is answered for any name
+// (assignments do not depend on the proxy); the wildcard EDS list is scoped. Each
 // Resource also lists the ConfigKeys it was built from (Deps; services as ServiceKey, their
 // endpoints as EndpointKey), recorded in the golden files so a change in what a resource reads
 // shows up in review.
@@ -65,5 +73,7 @@
 //
 // One DestinationRule applies per host (exact host over wildcard; the service's namespace first);
 // every VirtualService for the host applies, its HTTP routes concatenated (service namespace
-// first). Neither depends on the proxy, so outbound clusters and assignments are shared by all.
+// first), among those the proxy's scope admits (a DestinationRule exported to its namespace, a
+// VirtualService exported to it and imported by its Sidecar). Proxies with the same view share
+// outbound clusters; assignments are shared by all.
 package gen

@@ -39,3 +39,15 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 	}
 	return fam
 }
+
+// ViewKey names the proxy's view of s that the generator of typeURL reads (model.Scope.Key:
+// the Sidecar that applies and the namespace exportTo is checked against), "" when it reads
+// none: a named EDS request is answered the same for every proxy, a wildcard one lists only
+// the clusters the proxy sees. The ADS server adds it to KeyScope in its cache keys, so
+// proxies with different views never share bytes and proxies with the same view do.
+func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) string {
+	if s == nil || (typeURL == EndpointType && !wildcard) {
+		return ""
+	}
+	return s.ScopeFor(p).Key()
+}

@@ -57,7 +57,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	ports := map[uint32]*portInfo{}
 	var tcp []Resource
 	taken := map[string]string{} // listener name → hostname that took it
-	for _, svc := range s.Services() {
+	for _, svc := range visibleServices(s, s.ScopeFor(p)) {
 		for _, port := range svc.Ports {
 			if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
 				errs = append(errs, fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener))
@@ -284,7 +284,8 @@ func inboundHCM(port uint32, cluster string) *hcmv3.HttpConnectionManager {
 // grpcListeners is the proxyless gRPC LDS generator: an API listener "HOST:PORT" per requested
 // service port (every service port on a wildcard request), whose HTTP connection manager fetches
 // route configuration "HOST:PORT" over ADS. Names that match no service port are omitted.
-func grpcListeners(_ *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+func grpcListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	sc := s.ScopeFor(p)
 	var out []Resource
 	add := func(svc *model.Service, port uint32) {
 		name := HostPortName(svc.Hostname, port)
@@ -298,7 +299,7 @@ func grpcListeners(_ *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 		})
 	}
 	if wantAll(names) {
-		for _, svc := range s.Services() {
+		for _, svc := range visibleServices(s, sc) {
 			if svc.Resolution == model.ResolutionPassthrough {
 				continue
 			}
@@ -310,7 +311,7 @@ func grpcListeners(_ *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 	}
 	for _, name := range uniqueSorted(names) {
 		svc, port, ok := lookupHostPort(s, name)
-		if ok && svc.Resolution != model.ResolutionPassthrough {
+		if ok && svc.Resolution != model.ResolutionPassthrough && sc.SeesService(svc) {
 			add(svc, port.Number)
 		}
 	}

@@ -4,8 +4,9 @@
 //
 // Each stream has one owner goroutine (the gRPC handler); a receive goroutine only forwards
 // requests to it. The owner serves requests before pushes, at most maxRequestStreak in a row.
-// Pushes come from Server.Push: every connection is enqueued in the push queue (one pending,
-// merged request per connection) and a bounded set of workers hands each connection its turn;
+// Pushes come from Server.Push: every connection whose scoped view (model.Scope: its Sidecar
+// and exportTo) the change reaches, before or after it, is enqueued in the push queue (one
+// pending, merged request per connection; see pushfilter.go, istiod's ProxyNeedsPush) and a bounded set of workers hands each connection its turn;
 // the worker waits until the connection has written its responses, so the throttle bounds
 // concurrent pushes. A connection that closed is dropped from the queue whenever it is met
 // (by Push after enqueueing, by the worker after its turn), so none stays pinned there.

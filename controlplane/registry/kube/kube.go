@@ -421,16 +421,27 @@ func (c *Controller) convertEndpoints(k nsName, host string) []*model.Endpoint {
 	return out
 }
 
+// AnnotationExportTo is Istio's annotation that sets a Kubernetes Service's exportTo.
+const AnnotationExportTo = "networking.istio.io/exportTo"
+
 // ConvertService turns a Service into the mesh's view of it (nil for an ExternalName Service,
 // which has no endpoints of its own). Its ClusterIPs are its addresses (none for a headless
 // Service, which resolves as passthrough, as Istio treats it); a port's protocol is its
-// appProtocol, else the prefix of its name before '-' (Istio's naming convention).
+// appProtocol, else the prefix of its name before '-' (Istio's naming convention). Istio's
+// annotation networking.istio.io/exportTo (a comma-separated list) is its exportTo.
 func ConvertService(s *corev1.Service, host string) *model.Service {
 	if s.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil
 	}
 	svc := &model.Service{Hostname: host, Namespace: s.Namespace, Labels: s.Labels,
 		Source: model.ConfigKey{Kind: model.KindService, Name: s.Name, Namespace: s.Namespace}}
+	if v, ok := s.Annotations[AnnotationExportTo]; ok {
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				svc.ExportTo = append(svc.ExportTo, e)
+			}
+		}
+	}
 	ips := s.Spec.ClusterIPs
 	if len(ips) == 0 {
 		ips = []string{s.Spec.ClusterIP}

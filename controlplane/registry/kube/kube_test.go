@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -275,6 +276,11 @@ func TestConvertService(t *testing.T) {
 	headless.Spec.ClusterIP, headless.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
 	if svc := ConvertService(headless, "h"); svc.Resolution != model.ResolutionPassthrough || len(svc.Addresses) != 0 {
 		t.Errorf("headless service %+v", svc)
+	}
+	exported := service("ns", "x")
+	exported.Annotations = map[string]string{AnnotationExportTo: " ., other ,"}
+	if svc := ConvertService(exported, "x"); !slices.Equal(svc.ExportTo, []string{".", "other"}) {
+		t.Errorf("exportTo annotation: ExportTo %q, want [. other]", svc.ExportTo)
 	}
 	ext := service("ns", "e")
 	ext.Spec.Type = corev1.ServiceTypeExternalName
