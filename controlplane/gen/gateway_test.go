@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -560,4 +561,95 @@ func FuzzGatewayNames(f *testing.F) {
 			_, _ = sh.intersect(name, ns)
 		}
 	})
+}
+
+// gatewayBenchSnapshot is benchSnapshot's 1,000 services plus 4 ingress Gateways (HTTP on 80,
+// TLS passthrough on 443) exposing 25 hosts each, every host a VirtualService bound to its
+// gateway routing HTTP and SNI to one HTTP service.
+func gatewayBenchSnapshot(tb testing.TB) *model.Snapshot {
+	tb.Helper()
+	top := buildTopology(1000, 10)
+	for g := range 4 {
+		gw := "gw-" + strconv.Itoa(g)
+		domain := "*/*." + gw + ".example.com"
+		top.configs = append(top.configs, gwConfig(gw, "istio-system", &networking.Gateway{
+			Selector: map[string]string{"istio": "ingressgateway"},
+			Servers:  []*networking.Server{server(80, "HTTP", domain), passthrough443(domain)},
+		}))
+		for h := range 25 {
+			svc := host((g*25 + h) * 5) // protocol HTTP in buildTopology
+			name := "h-" + strconv.Itoa(h) + "." + gw + ".example.com"
+			d := gwDest(svc, 80, "")
+			top.configs = append(top.configs, vsConfig(gw+"-h-"+strconv.Itoa(h), "istio-system", &networking.VirtualService{
+				Hosts: []string{name}, Gateways: []string{gw},
+				Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: d}}}},
+				Tls: []*networking.TLSRoute{{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{name}}},
+					Route: []*networking.RouteDestination{{Destination: d}}}},
+			}))
+		}
+	}
+	return top.snapshot(1)
+}
+
+// BenchmarkRouterFullConfig compares the full config of a router behind 4 gateways × 25 hosts
+// with a sidecar's on the same 1,000-service mesh: bytes, resources and generation time.
+func BenchmarkRouterFullConfig(b *testing.B) {
+	s := gatewayBenchSnapshot(b)
+	for _, tc := range []struct {
+		name string
+		p    *model.Proxy
+	}{
+		{"router", routerProxy("istio-system", ingressLabels)},
+		{"sidecar", sidecarProxy("10.0.0.1", "ns-0")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var bytes, resources int
+			start, cpu := time.Now(), processCPU()
+			for b.Loop() {
+				g, err := generateAll(b, tc.p, s)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes, resources = 0, 0
+				for _, rs := range g {
+					for _, r := range rs {
+						resources++
+						buf, err := Marshal(r.Message)
+						if err != nil {
+							b.Fatal(err)
+						}
+						bytes += len(buf)
+					}
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "µs/proxy")
+			reportCPU(b, cpu)
+			b.ReportMetric(float64(bytes), "bytes/proxy")
+			b.ReportMetric(float64(resources), "resources/proxy")
+		})
+	}
+}
+
+// TestGatewayBenchSnapshotIsValid keeps the benchmark's mesh honest: the router's config from
+// it is valid and complete.
+func TestGatewayBenchSnapshotIsValid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large mesh")
+	}
+	s := gatewayBenchSnapshot(t)
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	rc := routeConfig(t, g[RouteType], "http.80")
+	if n := len(rc.GetVirtualHosts()); n != 100 {
+		t.Errorf("%d virtual hosts, want 100", n)
+	}
+	l, _ := find(g[ListenerType], "0.0.0.0_443")
+	if n := len(l.Message.(*listenerv3.Listener).GetFilterChains()); n != 100 {
+		t.Errorf("%d SNI chains, want 100", n)
+	}
 }
