@@ -68,6 +68,9 @@ func TestIngressChurnRouters(t *testing.T) {
 			if m, ok := s.Results.Find(MetricCPRejects, nil); ok {
 				require.Equal(t, 0.0, m.Values["count"], "pilot_total_xds_rejects")
 			}
+			if m, ok := s.Results.Find("xdslab_fleet_warming_timeouts_total", nil); ok {
+				t.Logf("warming timeouts: %v", m.Values["count"])
+			}
 			require.Equal(t, 0.0, find(t, s, MetricEventsMissed, nil).Values["count"], "events missed")
 			require.Equal(t, 0.0, find(t, s, "xdslab_probe_missed_total", nil).Values["count"], "observations missed")
 			for _, kind := range []string{"config-change", "endpoint-flap"} {

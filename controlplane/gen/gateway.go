@@ -44,7 +44,7 @@ func GatewayRouteName(port uint32) string { return "http." + strconv.FormatUint(
 // ParseGatewayRef resolves a VirtualService's gateway reference the way istiod does: "mesh"
 // (mesh is true), "namespace/name", the legacy "name.namespace[.svc.cluster.local]", or a bare
 // name in the VirtualService's namespace vsNS. ok is false for a reference that names no
-// gateway (an empty part).
+// gateway (an empty part, or a namespace with '.' or '/', which no namespace name has).
 func ParseGatewayRef(ref, vsNS string) (ns, name string, mesh, ok bool) {
 	if ref == "mesh" {
 		return "", "", true, true
@@ -60,7 +60,7 @@ func ParseGatewayRef(ref, vsNS string) (ns, name string, mesh, ok bool) {
 	} else {
 		ns, name = vsNS, ref
 	}
-	if ns == "" || name == "" || strings.Contains(name, "/") {
+	if ns == "" || name == "" || strings.Contains(name, "/") || strings.ContainsAny(ns, "./") {
 		return "", "", false, false
 	}
 	return ns, name, false, true

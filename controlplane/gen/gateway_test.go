@@ -526,6 +526,8 @@ func TestParseGatewayRef(t *testing.T) {
 		{"ns/a/b", "a", "", "", false, false},
 		{"ingress.", "a", "", "", false, false},
 		{"", "a", "", "", false, false},
+		{"a.b/name", "a", "", "", false, false},
+		{"name", ".", "", "", false, false},
 	}
 	for _, tt := range tests {
 		ns, name, mesh, ok := ParseGatewayRef(tt.ref, tt.vsNS)
