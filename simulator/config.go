@@ -101,8 +101,8 @@ const (
 	ServiceDelete ChurnKind = "service-delete"
 	// ConfigChange changes the VirtualService weights (Target virtualservice) or the
 	// DestinationRule lb policy (Target destinationrule) of Services services, creating the
-	// object when the service has none; Target gateway re-binds Services gateway hosts to other
-	// services (routers only).
+	// object when the service has none; Target gateway rotates the backends of Services (at
+	// least 2) gateway hosts bound to distinct services (routers only; their clusters stay).
 	ConfigChange ChurnKind = "config-change"
 	// ServiceAccountChange moves Services services to another service account: their endpoints
 	// are re-created with new addresses, as a Kubernetes rollout would.
@@ -124,7 +124,7 @@ func ChurnKinds() []ChurnKind { return append([]ChurnKind(nil), churnKinds...) }
 const (
 	TargetVirtualService  = "virtualservice"
 	TargetDestinationRule = "destinationrule"
-	// TargetGateway re-binds gateway hosts to other services (their gateway VirtualServices).
+	// TargetGateway rotates the backends of gateway hosts (their gateway VirtualServices).
 	TargetGateway = "gateway"
 )
 

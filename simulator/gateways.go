@@ -159,39 +159,42 @@ func (m *mesh) gatewayObjects() []model.Config {
 // isBackend reports whether a gateway host routes to s (service-delete leaves those alone).
 func (m *mesh) isBackend(s *service) bool { return m.gw.backends[s] > 0 }
 
-// changeGateway re-binds gateway hosts to other services: the VirtualService moves (it lives in
-// the backend's namespace), and routers must route the host to the new cluster.
+// changeGateway re-binds gateway hosts: it picks Services hosts (at least 2) bound to distinct
+// services and rotates their backends, so every host moves to another service while the set
+// of backend clusters — what routers hold — stays the same. (Were a cluster to leave the
+// routers, an endpoint event on it still in flight could never be observed by them.) The
+// VirtualService moves with its backend's namespace.
 func (s *Simulator) changeGateway(b *evb, p *process) {
 	m := s.m
-	if len(m.gw.hosts) == 0 {
-		b.ev.Skip = "no gateway hosts"
-		return
-	}
-	var http []*service
-	for _, svc := range m.services {
-		if svc.hasHTTP() {
-			http = append(http, svc)
+	var picked []*gwHost
+	seen := map[*service]bool{}
+	want := max(p.ch.Services, 2)
+	for _, i := range m.rng.Perm(len(m.gw.hosts)) {
+		if h := m.gw.hosts[i]; !seen[h.svc] {
+			seen[h.svc] = true
+			picked = append(picked, h)
+			if len(picked) == want {
+				break
+			}
 		}
 	}
-	if len(http) < 2 {
-		b.ev.Skip = "no other service with an HTTP port to re-bind to"
+	if len(picked) < 2 {
+		b.ev.Skip = "fewer than two gateway backends to rotate"
 		return
 	}
-	n := min(p.ch.Services, len(m.gw.hosts))
-	for _, i := range m.rng.Perm(len(m.gw.hosts))[:n] {
-		h := m.gw.hosts[i]
-		next := h.svc
-		for next == h.svc {
-			next = http[m.rng.IntN(len(http))]
-		}
+	backends := make([]*service, len(picked))
+	for i, h := range picked {
+		backends[i] = h.svc
+	}
+	for i, h := range picked {
+		next := backends[(i+1)%len(picked)]
 		if next.ns != h.svc.ns {
 			b.ev.Deletes = append(b.ev.Deletes, h.key())
 		}
 		m.bindHost(h, next)
 		b.ev.Upserts = append(b.ev.Upserts, m.gatewayVS(h))
 		b.counts = append(b.counts,
-			probe.Predicate{Op: probe.RouteTo, Resource: GatewayRouteName(GatewayHTTPPort), Host: h.host(), Cluster: h.cluster()},
-			probe.Predicate{Op: probe.ClusterPresent, Resource: h.cluster()})
+			probe.Predicate{Op: probe.RouteTo, Resource: GatewayRouteName(GatewayHTTPPort), Host: h.host(), Cluster: h.cluster()})
 	}
 }
 
