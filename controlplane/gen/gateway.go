@@ -24,7 +24,8 @@ import (
 // listeners:
 //   - per server port with HTTP/HTTP2/GRPC servers, listener "0.0.0.0_PORT" (bound) with an
 //     HTTP connection manager fetching route configuration "http.PORT" over ADS; its virtual
-//     hosts "HOST:PORT" are the hosts of the bound VirtualServices that the servers expose;
+//     hosts "HOST:PORT" are the hosts of the bound VirtualServices that the servers expose
+//     (require_tls ALL, a redirect to HTTPS, for a server with tls.httpsRedirect);
 //   - per port with TLS PASSTHROUGH servers (protocol TLS or HTTPS), listener "0.0.0.0_PORT" with
 //     the TLS inspector and one filter chain per SNI group of the bound VirtualServices' tls
 //     routes, each a tcp_proxy;
@@ -303,6 +304,10 @@ func (rp *routerPlan) httpRoutes(gp *gwPort) (Resource, []string) {
 					}
 					v = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: domains}, seen: map[model.ConfigKey]bool{}}
 					vhosts[h] = v
+				}
+				if gs.srv.GetTls().GetHttpsRedirect() {
+					// Istio answers plain HTTP on such a server with a redirect to HTTPS.
+					v.vh.RequireTls = routev3.VirtualHost_ALL
 				}
 				if v.seen[b.c.Key()] {
 					continue

@@ -71,10 +71,13 @@ func gatewayInput() model.SnapshotInput {
 		"secure.default.svc.cluster.local":  {ep("secure.default.svc.cluster.local", "10.1.2.1", "v1")},
 		"ratings.default.svc.cluster.local": {ep("ratings.default.svc.cluster.local", "10.1.3.1", "v1")},
 	}
+	redirect := server(8080, "HTTP", "*/bookinfo.example.com")
+	redirect.Tls = &networking.ServerTLSSettings{HttpsRedirect: true}
 	ingress := &networking.Gateway{
 		Selector: map[string]string{"istio": "ingressgateway"},
 		Servers: []*networking.Server{
 			server(80, "HTTP", "*/bookinfo.example.com", "./admin.example.com"),
+			redirect,
 			passthrough443("*.secure.example.com"),
 			server(3306, "TCP", "db/*"),
 		},
@@ -215,7 +218,7 @@ func TestGatewaySemantics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("generate: %v", err)
 	}
-	if got, want := names(g[ListenerType]), []string{"0.0.0.0_3306", "0.0.0.0_443", "0.0.0.0_80"}; !slices.Equal(got, want) {
+	if got, want := names(g[ListenerType]), []string{"0.0.0.0_3306", "0.0.0.0_443", "0.0.0.0_80", "0.0.0.0_8080"}; !slices.Equal(got, want) {
 		t.Errorf("listeners %v, want %v (no sidecar listeners on a router)", got, want)
 	}
 	rc := routeConfig(t, g[RouteType], "http.80")
@@ -226,7 +229,18 @@ func TestGatewaySemantics(t *testing.T) {
 	if want := []string{"admin.example.com:80", "bookinfo.example.com:80"}; !slices.Equal(vhs, want) {
 		t.Errorf("virtual hosts %v, want %v", vhs, want)
 	}
+	vh8080 := vhostByName(routeConfig(t, g[RouteType], "http.8080"), "bookinfo.example.com:8080")
+	if vh8080.GetRequireTls() != routev3.VirtualHost_ALL {
+		t.Errorf("httpsRedirect server: virtual host %v does not require TLS", vh8080)
+	}
+	// On port 8080 the port-80 match (canary) is left out and the port-8080 one applies.
+	if got, want := routeNamesOf(vh8080), []string{"other-port", "rest"}; !slices.Equal(got, want) {
+		t.Errorf("bookinfo routes on 8080: %v, want %v", got, want)
+	}
 	book := vhostByName(rc, "bookinfo.example.com:80")
+	if book.GetRequireTls() != routev3.VirtualHost_NONE {
+		t.Errorf("plain HTTP server requires TLS")
+	}
 	// mesh-only (match for the mesh), other-port (port 8080) are left out; the egress and the
 	// private (exportTo ".") VirtualServices add nothing.
 	if got, want := routeNamesOf(book), []string{"canary", "rest"}; !slices.Equal(got, want) {
@@ -268,10 +282,12 @@ func TestGatewaySemantics(t *testing.T) {
 			t.Errorf("listener %s does not bind: a router listens on its ports", r.Name)
 		}
 	}
-	// Only referenced clusters (plus BlackHoleCluster): no ratings|9080 subsets, no unused.
+	// Only referenced clusters (plus BlackHoleCluster): no ratings subsets, no DR subsets of
+	// other hosts.
 	wantClusters := []string{
 		BlackHoleCluster,
 		"outbound|3306||mysql.db.svc.cluster.local",
+		"outbound|8000||unused.default.svc.cluster.local", // the other-port route, on the 8080 server
 		"outbound|8443||secure.default.svc.cluster.local",
 		"outbound|9080|v1|reviews.default.svc.cluster.local",
 		"outbound|9080|v2|reviews.default.svc.cluster.local",
