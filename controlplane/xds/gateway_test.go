@@ -180,3 +180,24 @@ func (t hookTee) Applied(c *fakeenvoy.Client, info fakeenvoy.ResponseInfo, v pro
 	t.views.Applied(c, info, v)
 	t.recorder.Applied(c, info, v)
 }
+
+// TestRouterCacheClass: routers whose IPs are endpoints (a gateway pod is one of its Service)
+// still share one cache class, which is never a sidecar's.
+func TestRouterCacheClass(t *testing.T) {
+	in := topology(3, 2) // endpoints 10.0.0.1, 10.0.0.2, 10.0.1.1, ...
+	in.Configs = gatewayConfigs("svc-1.ns-1.svc.cluster.local")
+	st := &pushState{snap: model.NewSnapshot(1, in)}
+	proxy := func(typ model.NodeType, ip string) *model.Proxy {
+		return &model.Proxy{Type: typ, IPAddresses: []string{ip}, Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}}
+	}
+	var s Server
+	for _, typeURL := range []string{gen.ClusterType, gen.ListenerType, gen.RouteType} {
+		a, b := s.class(proxy(model.Router, "10.0.0.1"), st, typeURL), s.class(proxy(model.Router, "10.0.1.1"), st, typeURL)
+		if a != b {
+			t.Errorf("%s: routers at endpoint IPs have classes %q and %q", typeURL, a, b)
+		}
+		if side := s.class(proxy(model.SidecarProxy, "10.200.0.1"), st, typeURL); side == a {
+			t.Errorf("%s: router and sidecar share class %q", typeURL, a)
+		}
+	}
+}

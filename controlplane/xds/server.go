@@ -488,13 +488,14 @@ func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 
 // class names the proxies that receive identical bytes for typeURL: the generators' key scope
 // (the proxy family; for routes also the namespace and labels), the proxy type, and for a
-// sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are its own).
+// sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are its own; a
+// router's IP is usually an endpoint of its gateway Service, and it has no inbound config).
 func (s *Server) class(p *model.Proxy, st *pushState, typeURL string) string {
 	if typeURL == gen.EndpointType {
 		return ""
 	}
 	k := gen.KeyScope(typeURL, p) + "|" + string(p.Type)
-	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
+	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
 	}
 	return k
