@@ -93,7 +93,7 @@ type Topology struct {
 // Gateways is the simulated ingress.
 type Gateways struct {
 	Count           int  `yaml:"count" json:"count" doc:"Gateways gw-0 … in namespace istio-system, each selecting routers labelled istio: ingressgateway, with an HTTP server on port 80 for *.gw-N.example.com."`
-	HostsPerGateway int  `yaml:"hostsPerGateway" json:"hostsPerGateway" doc:"Hosts h-J.gw-N.example.com per gateway, each a VirtualService bound to the gateway (in its backend's namespace) routing to a random service with an HTTP or gRPC port. Backends are not deleted by service-delete."`
+	HostsPerGateway int  `yaml:"hostsPerGateway" json:"hostsPerGateway" doc:"Hosts h-J.gw-N.example.com per gateway, each a VirtualService bound to the gateway (in its backend's namespace) routing to a random service with an HTTP or gRPC port (its first such port). Backends are not deleted by service-delete. Routers hold only those clusters and route configuration http.80: an event reaches them when each of its predicates is about one of those (an endpoint change of a one-port backend reaches routers and sidecars; others reach sidecars only)."`
 	TLSPassthrough  bool `yaml:"tlsPassthrough" json:"tlsPassthrough" doc:"Add a TLS PASSTHROUGH server on port 443 to each gateway, and route each host's SNI to the same service port."`
 }
 
