@@ -81,3 +81,19 @@ func TestIngressChurnRouters(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetConfigRouterLabels: router groups carry the label the simulated Gateways select
+// unless they set an istio label; sidecars keep theirs as written.
+func TestFleetConfigRouterLabels(t *testing.T) {
+	sc, err := scenarios.Builtin("ingress-churn")
+	require.NoError(t, err)
+	sc.Clients[1].Node.Labels = map[string]string{"istio": "private", "app": "gw"}
+	sc.Clients[2].Node.Labels = map[string]string{"app": "web"}
+	cfg, err := FleetConfig(sc, "127.0.0.1:1")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"istio": "ingressgateway"}, cfg.Groups[0].Identity.Labels)
+	require.Equal(t, "router", cfg.Groups[0].Identity.Type)
+	require.Equal(t, map[string]string{"istio": "private", "app": "gw"}, cfg.Groups[1].Identity.Labels)
+	require.Equal(t, map[string]string{"app": "web"}, cfg.Groups[2].Identity.Labels)
+	require.Equal(t, "sidecar", cfg.Groups[2].Identity.Type)
+}
