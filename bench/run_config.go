@@ -38,6 +38,7 @@ func SimConfig(s *scenarios.Scenario) simulator.Config {
 			SidecarScoping:              t.SidecarScoping,
 			SidecarImports:              t.SidecarImports,
 			WorkloadEntries:             t.WorkloadEntries,
+			Gateways:                    simulator.Gateways{Count: t.Gateways.Count, HostsPerGateway: t.Gateways.HostsPerGateway, TLSPassthrough: t.Gateways.TLSPassthrough},
 		},
 	}
 	for _, c := range s.Churn {
@@ -81,6 +82,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 		switch c.Type {
 		case scenarios.TypeRouter:
 			id.Type = scenarios.TypeRouter
+			id.Labels = routerLabels(c.Node.Labels)
 		case scenarios.TypeGRPC:
 			id.Generator = "grpc"
 		}
@@ -169,4 +171,20 @@ func fillGRPCTargets(cfg *fakeenvoy.FleetConfig, initial []model.Config) {
 		}
 		g.Client.GRPCTargets = all
 	}
+}
+
+// routerLabels gives a router group the label the simulated Gateways select
+// (simulator.GatewaySelector) unless the scenario sets an istio label itself.
+func routerLabels(labels map[string]string) map[string]string {
+	sel := simulator.GatewaySelector()
+	out := make(map[string]string, len(labels)+len(sel))
+	for k, v := range labels {
+		out[k] = v
+	}
+	for k, v := range sel {
+		if _, ok := labels[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -112,6 +113,12 @@ func (c *Client) Group() string { return c.group }
 
 // NodeID is the node id the client sends.
 func (c *Client) NodeID() string { return c.nodeID }
+
+// ProxyType is the Istio proxy type, the first field of the node id ("sidecar", "router").
+func (c *Client) ProxyType() string {
+	t, _, _ := strings.Cut(c.nodeID, "~")
+	return t
+}
 
 // Namespace is the NAMESPACE of the client's node metadata.
 func (c *Client) Namespace() string { return c.namespace }

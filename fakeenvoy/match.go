@@ -118,6 +118,8 @@ type matchee interface {
 	Index() int
 	Group() string
 	Namespace() string
+	// ProxyType is the Istio proxy type of the node id ("sidecar", "router").
+	ProxyType() string
 	Subscribed(typeURL, name string) bool
 	// NamedOnly reports whether the client subscribes to every type by name (a proxyless
 	// gRPC client): an event on resources it does not watch does not target it.
@@ -175,6 +177,7 @@ type matchShard struct {
 
 type matchClient struct {
 	group, ns string
+	ptype     string      // Istio proxy type (probe.Reach.ProxyType); "" for a sidecar
 	named     bool        // NamedOnly: every event is reached only through subscriptions
 	cursor    int         // next log entry to claim
 	pending   []matchPend // in registration order
@@ -308,8 +311,11 @@ func (h *Expected) EventID() uint64 { return h.ev.exp.EventID }
 func (m *Matcher) client(s *matchShard, c matchee) *matchClient {
 	cl := s.clients[c.Index()]
 	if cl == nil {
-		cl = &matchClient{group: c.Group(), ns: c.Namespace(), named: c.NamedOnly(), cursor: int(m.logLen.Load())}
+		cl = &matchClient{group: c.Group(), ns: c.Namespace(), ptype: c.ProxyType(), named: c.NamedOnly(), cursor: int(m.logLen.Load())}
 		s.clients[c.Index()] = cl
+	}
+	if cl.ptype == "" { // tracked before its first hook: learn the type now
+		cl.ptype = c.ProxyType()
 	}
 	return cl
 }
@@ -328,7 +334,7 @@ func (m *Matcher) claim(s *matchShard, c matchee, r *ResponseInfo) *matchClient 
 	m.logMu.RUnlock()
 	cl.cursor = n
 	for _, ev := range log {
-		if !ev.exp.Reach.Includes(cl.group, cl.ns) {
+		if !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) {
 			continue
 		}
 		if (ev.exp.Reach.WatchersOnly || cl.named) && !watches(c, ev.exp) {
@@ -805,7 +811,7 @@ func (m *Matcher) outstanding() outstandingCounts {
 				}
 			}
 			for _, ev := range log[min(cl.cursor, n):] {
-				if !ev.exp.Reach.Includes(cl.group, cl.ns) {
+				if !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) {
 					continue
 				}
 				if ev.exp.Reach.WatchersOnly || cl.named {

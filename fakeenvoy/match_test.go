@@ -26,12 +26,14 @@ type mtClient struct {
 	warming  map[string]proto.Message
 	unsynced bool // holds no accepted state yet (a fresh process)
 	named    bool // NamedOnly (a proxyless gRPC client)
+	ptype    string
 	seq      uint64
 }
 
 func (c *mtClient) Index() int        { return c.index }
 func (c *mtClient) Group() string     { return c.group }
 func (c *mtClient) Namespace() string { return c.ns }
+func (c *mtClient) ProxyType() string { return c.ptype }
 func (c *mtClient) Subscribed(typeURL, name string) bool {
 	return c.subs[typeURL+"/"+name]
 }
@@ -478,7 +480,7 @@ func TestMatcherReach(t *testing.T) {
 	clients := []*mtClient{
 		{index: 0, group: "sidecars", ns: "ns-0", subs: map[string]bool{eds + "/c1": true}},
 		{index: 1, group: "sidecars", ns: "ns-1"},
-		{index: 2, group: "gateways", ns: "ns-0", subs: map[string]bool{eds + "/c1": true}},
+		{index: 2, group: "gateways", ns: "ns-0", ptype: "router", subs: map[string]bool{eds + "/c1": true}},
 		{index: 3, group: "sidecars", ns: "ns-0"},                                           // not a watcher
 		{index: 4, group: "sidecars", ns: "ns-0", subs: map[string]bool{eds + "/c1": true}}, // silent
 	}
@@ -492,7 +494,12 @@ func TestMatcherReach(t *testing.T) {
 		{"namespace", probe.Reach{Namespaces: []string{"ns-0"}}, 3, 1, 0, 4},
 		{"group and namespace", probe.Reach{Groups: []string{"sidecars"}, Namespaces: []string{"ns-1"}}, 1, 0, 0, 1},
 		{"watchers", probe.Reach{WatchersOnly: true}, 2, 0, 1, 2},
-		{"watchers in ns-1", probe.Reach{WatchersOnly: true, Namespaces: []string{"ns-1"}}, 0, 0, 0, 0},
+		{"watchers in ns-1 (the router watches)", probe.Reach{WatchersOnly: true, Namespaces: []string{"ns-1"}}, 1, 0, 0, 1},
+		{"sidecar watchers in ns-1", probe.Reach{WatchersOnly: true, Namespaces: []string{"ns-1"}, ProxyType: probe.ProxySidecar}, 0, 0, 0, 0},
+		{"routers", probe.Reach{ProxyType: probe.ProxyRouter}, 1, 0, 0, 1},
+		{"sidecars", probe.Reach{ProxyType: probe.ProxySidecar}, 3, 1, 0, 4},
+		// Sidecar scoping does not apply to routers: a namespace reach keeps them.
+		{"routers ignore namespaces", probe.Reach{Namespaces: []string{"ns-1"}}, 2, 0, 0, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -246,13 +246,28 @@ type Reach struct {
 	// WatchersOnly limits the event to clients that subscribe to every predicate's resource
 	// (named subscriptions: proxyless gRPC clients, EDS/RDS of scoped sidecars).
 	WatchersOnly bool `json:"watchersOnly,omitempty"`
+	// ProxyType limits the event to clients of one Istio proxy type, the first field of the node
+	// id: ProxySidecar (also proxyless gRPC clients, and clients of unknown type) or ProxyRouter
+	// (gateways). Empty reaches both.
+	ProxyType string `json:"proxyType,omitempty"`
 }
 
-// Includes reports whether a client of group in namespace is in reach (subscription is checked
-// by the fleet, which knows what each client watches).
-func (r Reach) Includes(group, namespace string) bool {
+// Proxy types for Reach.ProxyType.
+const (
+	ProxySidecar = "sidecar"
+	ProxyRouter  = "router"
+)
+
+// Includes reports whether a client of group in namespace, of the given proxy type, is in reach
+// (subscription is checked by the fleet, which knows what each client watches). Namespaces
+// concern sidecars only: Sidecar scoping does not apply to routers.
+func (r Reach) Includes(group, namespace, proxyType string) bool {
+	if proxyType != ProxyRouter {
+		proxyType = ProxySidecar
+	}
 	return (len(r.Groups) == 0 || contains(r.Groups, group)) &&
-		(len(r.Namespaces) == 0 || contains(r.Namespaces, namespace))
+		(r.ProxyType == "" || r.ProxyType == proxyType) &&
+		(len(r.Namespaces) == 0 || proxyType == ProxyRouter || contains(r.Namespaces, namespace))
 }
 
 func contains(xs []string, x string) bool {

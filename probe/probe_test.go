@@ -91,7 +91,30 @@ func TestValidateAndSupersede(t *testing.T) {
 		t.Error("supersede rules broken")
 	}
 	r := Reach{Groups: []string{"a"}, Namespaces: []string{"ns-1"}}
-	if !r.Includes("a", "ns-1") || r.Includes("b", "ns-1") || r.Includes("a", "ns-2") || !(Reach{}).Includes("x", "y") {
+	if !r.Includes("a", "ns-1", "") || r.Includes("b", "ns-1", "") || r.Includes("a", "ns-2", "sidecar") || !(Reach{}).Includes("x", "y", "") {
 		t.Error("reach rules broken")
+	}
+}
+
+func TestReachProxyType(t *testing.T) {
+	tests := []struct {
+		reach         Reach
+		ns, proxyType string
+		want          bool
+	}{
+		{Reach{}, "a", "router", true},
+		{Reach{ProxyType: ProxyRouter}, "a", "router", true},
+		{Reach{ProxyType: ProxyRouter}, "a", "sidecar", false},
+		{Reach{ProxyType: ProxyRouter}, "a", "", false},
+		{Reach{ProxyType: ProxySidecar}, "a", "", true}, // unknown type counts as a sidecar
+		{Reach{ProxyType: ProxySidecar}, "a", "router", false},
+		{Reach{Namespaces: []string{"b"}}, "a", "router", true}, // no Sidecar scoping for routers
+		{Reach{Namespaces: []string{"b"}}, "a", "sidecar", false},
+		{Reach{Groups: []string{"g"}}, "a", "router", false},
+	}
+	for _, tt := range tests {
+		if got := tt.reach.Includes("x", tt.ns, tt.proxyType); got != tt.want {
+			t.Errorf("%+v.Includes(x, %q, %q) = %v, want %v", tt.reach, tt.ns, tt.proxyType, got, tt.want)
+		}
 	}
 }

@@ -88,6 +88,14 @@ type Topology struct {
 	SidecarScoping              bool       `yaml:"sidecarScoping" json:"sidecarScoping" doc:"Add an Istio Sidecar per namespace whose egress imports the namespace itself and sidecarImports others; events then reach only the importing namespaces."`
 	SidecarImports              int        `yaml:"sidecarImports" json:"sidecarImports" doc:"Other namespaces each Sidecar imports (with sidecarScoping)."`
 	WorkloadEntries             bool       `yaml:"workloadEntries" json:"workloadEntries" doc:"Represent endpoints as one WorkloadEntry each (selected by the ServiceEntry) instead of inline ServiceEntry endpoints."`
+	Gateways                    Gateways   `yaml:"gateways" json:"gateways" doc:"Ingress Gateways and the VirtualServices bound to them, served to router clients (clients[].type: router)."`
+}
+
+// Gateways is the simulated ingress.
+type Gateways struct {
+	Count           int  `yaml:"count" json:"count" doc:"Gateways gw-0 … in namespace istio-system, each selecting routers labelled istio: ingressgateway, with an HTTP server on port 80 for *.gw-N.example.com."`
+	HostsPerGateway int  `yaml:"hostsPerGateway" json:"hostsPerGateway" doc:"Hosts h-J.gw-N.example.com per gateway, each a VirtualService bound to the gateway (in its backend's namespace) routing to a random service with an HTTP or gRPC port (its first such port). Backends are not deleted by service-delete. Routers hold only those clusters and route configuration http.80: an event reaches them when each of its predicates is about one of those (an endpoint change of a one-port backend reaches routers and sidecars; others reach sidecars only)."`
+	TLSPassthrough  bool `yaml:"tlsPassthrough" json:"tlsPassthrough" doc:"Add a TLS PASSTHROUGH server on port 443 to each gateway, and route each host's SNI to the same service port."`
 }
 
 // Protocols are weights of the port protocol mix.
@@ -126,6 +134,7 @@ func ChurnKinds() []string {
 const (
 	TargetVirtualService  = "virtualservice"
 	TargetDestinationRule = "destinationrule"
+	TargetGateway         = "gateway"
 )
 
 // Churn is one churn process. Its timing is exactly one of Rate (Poisson arrivals), Every
@@ -141,7 +150,7 @@ type Churn struct {
 	Delta    *dist.Spec `yaml:"delta,omitempty" json:"delta,omitempty" doc:"Endpoints added or removed per event (up or down at random)." kinds:"scale" def:"{dist: uniform, min: 1, max: 3}"`
 	Services int        `yaml:"services,omitempty" json:"services,omitempty" doc:"Services one event touches (a rolling deploy replaces every endpoint of each)." kinds:"scale, rolling-deploy, service-create, service-delete, config-change, service-account-change" def:"1"`
 	Window   Duration   `yaml:"window,omitempty" json:"window,omitempty" doc:"Each service's rollout is spread over this window." kinds:"rolling-deploy" def:"10s"`
-	Target   string     `yaml:"target,omitempty" json:"target,omitempty" enum:"virtualservice,destinationrule" doc:"The config changed: virtualservice (route weights, timeout) or destinationrule (lb policy, outlier detection)." kinds:"config-change" def:"virtualservice"`
+	Target   string     `yaml:"target,omitempty" json:"target,omitempty" enum:"virtualservice,destinationrule,gateway" doc:"The config changed: virtualservice (route weights, timeout), destinationrule (lb policy, outlier detection) or gateway (rotates the backend services of Services gateway hosts, at least 2, so routers keep the same clusters; reaches router clients only; needs topology.gateways)." kinds:"config-change" def:"virtualservice"`
 	Down     Duration   `yaml:"down,omitempty" json:"down,omitempty" doc:"How long a flapped endpoint stays away; for a zone failure, how long the zone stays down (0: it does not come back)." kinds:"endpoint-flap, zone-failure" def:"1s (endpoint-flap), 0s (zone-failure)"`
 	Fraction float64    `yaml:"fraction,omitempty" json:"fraction,omitempty" range:"0,1" doc:"Fraction (0..1] of one zone's endpoints removed at once." kinds:"zone-failure" def:"0.5"`
 	File     string     `yaml:"file,omitempty" json:"file,omitempty" doc:"Event trace (JSON lines, the simulator's event-log format) to replay; relative to the scenario file." kinds:"replay" def:"required"`
@@ -203,7 +212,7 @@ func (a Auth) Enabled() bool { return a.MTLS || a.JWT }
 type Node struct {
 	ClusterID     string            `yaml:"clusterID" json:"clusterID" doc:"Metadata CLUSTER_ID."`
 	IstioVersion  string            `yaml:"istioVersion" json:"istioVersion" doc:"Metadata ISTIO_VERSION."`
-	Labels        map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Metadata LABELS (workload labels), added to every client of the group." def:"{}"`
+	Labels        map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Metadata LABELS (workload labels), added to every client of the group. A router group without an istio label gets istio: ingressgateway, which the simulated Gateways select." def:"{}"`
 	IstioMetadata bool              `yaml:"istioMetadata,omitempty" json:"istioMetadata,omitempty" doc:"Send an Istio-sized node (about 5 KB: istio-agent's PROXY_CONFIG, ANNOTATIONS, POD_PORTS, OWNER, Envoy's extensions and client features) instead of the basic metadata; pair with nodeOnFirstOnly as Istio's bootstrap does."`
 }
 

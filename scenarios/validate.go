@@ -157,6 +157,15 @@ func (v *validator) topology() {
 	v.atLeast("topology.serviceAccountsPerNamespace", t.ServiceAccountsPerNamespace, 1)
 	v.fraction("topology.virtualServices", t.VirtualServices)
 	v.fraction("topology.destinationRules", t.DestinationRules)
+	if g := t.Gateways; g.Count < 0 || g.Count > 1000 {
+		v.add("topology.gateways.count", "use 0 to 1000", "must be within 0..1000, got %d", g.Count)
+	}
+	if g := t.Gateways; g.HostsPerGateway < 0 || g.HostsPerGateway > 10000 {
+		v.add("topology.gateways.hostsPerGateway", "use 0 to 10000", "must be within 0..10000, got %d", g.HostsPerGateway)
+	}
+	if g := t.Gateways; g.Count > 0 && g.HostsPerGateway > 0 && p.HTTP+p.GRPC <= 0 && p.HTTP >= 0 && p.GRPC >= 0 {
+		v.add("topology.gateways", "give topology.protocols.http or grpc a weight", "gateway hosts route to services with HTTP or gRPC ports, and the topology has neither")
+	}
 }
 
 // distCheck validates a distribution: a known name, only the parameters it reads, and
@@ -319,8 +328,12 @@ func (v *validator) churn(i int) {
 				v.add(p+".target", "give topology.protocols.http or grpc a weight, or target destinationrule", "VirtualServices route HTTP and gRPC, and the topology has neither")
 			}
 		case TargetDestinationRule:
+		case TargetGateway:
+			if g := s.Topology.Gateways; g.Count == 0 || g.HostsPerGateway == 0 {
+				v.add(p+".target", "set topology.gateways: {count: N, hostsPerGateway: M}", "target gateway re-binds gateway hosts, and the topology has none")
+			}
 		default:
-			v.add(p+".target", didYouMean(c.Target, []string{TargetVirtualService, TargetDestinationRule}), "unknown target %q", c.Target)
+			v.add(p+".target", didYouMean(c.Target, []string{TargetVirtualService, TargetDestinationRule, TargetGateway}), "unknown target %q", c.Target)
 		}
 	case KindZoneFailure:
 		if c.Fraction <= 0 || c.Fraction > 1 {

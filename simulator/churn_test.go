@@ -241,7 +241,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no timing", func(c *Config) { c.Churn[0].Rate = 0 }, "exactly one of rate"},
 		{"negative rate", func(c *Config) { c.Churn[0].Rate = -1 }, "rate must be > 0"},
 		{"stop before start", func(c *Config) { c.Churn[0].Start, c.Churn[0].Stop = 5*time.Second, time.Second }, "start < stop"},
-		{"bad target", func(c *Config) { c.Churn[5].Target = "gateway" }, "target must be"},
+		{"bad target", func(c *Config) { c.Churn[5].Target = "sidecar" }, "target must be"},
 		{"sa pool", func(c *Config) { c.Topology.ServiceAccountsPerNamespace = 1 }, "serviceAccountsPerNamespace >= 2"},
 		{"zone fraction", func(c *Config) { c.Churn[8].Fraction = 1.5 }, "fraction must be in (0,1]"},
 		{"replay timing", func(c *Config) { c.Churn = []Churn{{Kind: Replay, File: "x", Rate: 1}} }, "replay takes its timing"},

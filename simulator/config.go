@@ -56,6 +56,21 @@ type Topology struct {
 	// WorkloadEntries represents endpoints as one WorkloadEntry each, selected by the
 	// ServiceEntry's workloadSelector, instead of inline ServiceEntry endpoints.
 	WorkloadEntries bool
+	// Gateways adds ingress Gateways and the VirtualServices bound to them (gateways.go).
+	Gateways Gateways
+}
+
+// Gateways describes the simulated ingress: Count Gateways gw-0 … in GatewayNamespace, all
+// selecting GatewaySelector (every router client carrying that label gets them all), each with
+// an HTTP server on port 80 for hosts *.gw-N.example.com and, with TLSPassthrough, a TLS
+// PASSTHROUGH server on 443. Each gateway exposes HostsPerGateway hosts h-J.gw-N.example.com,
+// each bound by its own VirtualService (in the backend service's namespace) to one service
+// with an HTTP port, drawn at random; with TLSPassthrough the VirtualService also routes SNI
+// h-J.gw-N.example.com on 443 to the same service port.
+type Gateways struct {
+	Count           int
+	HostsPerGateway int
+	TLSPassthrough  bool
 }
 
 // Protocols are relative weights; they need not sum to 1.
@@ -86,7 +101,8 @@ const (
 	ServiceDelete ChurnKind = "service-delete"
 	// ConfigChange changes the VirtualService weights (Target virtualservice) or the
 	// DestinationRule lb policy (Target destinationrule) of Services services, creating the
-	// object when the service has none.
+	// object when the service has none; Target gateway rotates the backends of Services (at
+	// least 2) gateway hosts bound to distinct services (routers only; their clusters stay).
 	ConfigChange ChurnKind = "config-change"
 	// ServiceAccountChange moves Services services to another service account: their endpoints
 	// are re-created with new addresses, as a Kubernetes rollout would.
@@ -108,13 +124,15 @@ func ChurnKinds() []ChurnKind { return append([]ChurnKind(nil), churnKinds...) }
 const (
 	TargetVirtualService  = "virtualservice"
 	TargetDestinationRule = "destinationrule"
+	// TargetGateway rotates the backends of gateway hosts (their gateway VirtualServices).
+	TargetGateway = "gateway"
 )
 
 // Churn is one open-model arrival process. Exactly one of Rate, Every and At sets the timing
 // (Replay takes its timing from the trace and sets none).
 type Churn struct {
 	Kind ChurnKind
-	// Target of a config-change: virtualservice or destinationrule.
+	// Target of a config-change: virtualservice, destinationrule or gateway.
 	Target string
 	// Rate is a Poisson arrival rate in events per second.
 	Rate float64
@@ -265,6 +283,12 @@ func (c Config) Validate() error {
 	if t.SidecarImports < 0 {
 		bad("topology.sidecarImports must be >= 0, got %d", t.SidecarImports)
 	}
+	if g := t.Gateways; g.Count < 0 || g.Count > 1000 || g.HostsPerGateway < 0 || g.HostsPerGateway > 10_000 {
+		bad("topology.gateways: count must be in 0..1000 and hostsPerGateway in 0..10000, got %d and %d", g.Count, g.HostsPerGateway)
+	}
+	if t.Gateways.Count > 0 && t.Gateways.HostsPerGateway > 0 && t.Protocols.HTTP+t.Protocols.GRPC <= 0 {
+		bad("topology.gateways: gateway hosts route to services with HTTP or gRPC ports: give topology.protocols.http or grpc a weight")
+	}
 	for i, ch := range c.Churn {
 		if err := ch.validate(t); err != nil {
 			bad("churn[%d] (%s): %w", i, ch.Kind, err)
@@ -323,8 +347,11 @@ func (ch Churn) validate(t Topology) error {
 	}
 	switch ch.Kind {
 	case ConfigChange:
-		if ch.Target != TargetVirtualService && ch.Target != TargetDestinationRule {
-			return fmt.Errorf("target must be %q or %q, got %q", TargetVirtualService, TargetDestinationRule, ch.Target)
+		if ch.Target != TargetVirtualService && ch.Target != TargetDestinationRule && ch.Target != TargetGateway {
+			return fmt.Errorf("target must be %q, %q or %q, got %q", TargetVirtualService, TargetDestinationRule, TargetGateway, ch.Target)
+		}
+		if ch.Target == TargetGateway && (t.Gateways.Count == 0 || t.Gateways.HostsPerGateway == 0) {
+			return errors.New("target gateway needs gateway hosts: set topology.gateways.count and hostsPerGateway")
 		}
 		if ch.Target == TargetVirtualService && t.Protocols.HTTP+t.Protocols.GRPC <= 0 {
 			return errors.New("target virtualservice needs HTTP or gRPC ports: give topology.protocols.http or grpc a weight")

@@ -101,6 +101,7 @@ type mesh struct {
 	// imports[ns] lists the namespaces whose Sidecar imports ns (sidecar scoping only).
 	importers map[string][]string
 	sidecars  []model.Config
+	gw        gatewayState
 }
 
 // maxAddresses is the size of 10.0.0.0/8 without .0 and .255 host octets.
@@ -135,6 +136,7 @@ func newMesh(t Topology, seed uint64) (*mesh, error) {
 			return nil, err
 		}
 	}
+	m.buildGateways(subSeed(seed, "gateways"))
 	return m, nil
 }
 
@@ -417,13 +419,14 @@ func (m *mesh) keys(s *service) []model.ConfigKey {
 	return out
 }
 
-// all renders the whole mesh: Sidecars, then every service's objects.
+// all renders the whole mesh: Sidecars, then every service's objects, then the gateways and
+// their VirtualServices.
 func (m *mesh) all() []model.Config {
 	out := slices.Clone(m.sidecars)
 	for _, s := range m.services {
 		out = append(out, m.objects(s)...)
 	}
-	return out
+	return append(out, m.gatewayObjects()...)
 }
 
 // --- seeds ----------------------------------------------------------------------------------

@@ -229,6 +229,7 @@ func (s *Simulator) finish(b *evb) Event {
 		if ns := s.m.reach(b.nss...); len(ns) > 0 {
 			ev.Expectation.Reach.Namespaces = ns
 		}
+		ev.Expectation.Reach.ProxyType = s.m.proxyTypeReach(ev.Expectation.All)
 	}
 	ev.Expectation.EventID = ev.ID
 	ev.Expectation.Kind = string(ev.Kind)
@@ -340,9 +341,12 @@ func (s *Simulator) arrive(b *evb, p *process, k int) {
 	case ServiceDelete:
 		s.serviceDelete(b, p)
 	case ConfigChange:
-		if p.ch.Target == TargetVirtualService {
+		switch p.ch.Target {
+		case TargetVirtualService:
 			s.changeVS(b, p)
-		} else {
+		case TargetGateway:
+			s.changeGateway(b, p)
+		default:
 			s.changeDR(b, p)
 		}
 	case ServiceAccountChange:
@@ -501,7 +505,11 @@ func (s *Simulator) serviceCreate(b *evb, p *process) {
 }
 
 func (s *Simulator) serviceDelete(b *evb, p *process) {
-	svcs := s.pickServices(p.ch.Services, nil)
+	var keep func(*service) bool
+	if len(s.m.gw.hosts) > 0 { // a gateway host's backend stays (its route would dangle)
+		keep = func(svc *service) bool { return !s.m.isBackend(svc) }
+	}
+	svcs := s.pickServices(p.ch.Services, keep)
 	if len(svcs) == 0 {
 		b.ev.Skip = "no services to delete"
 		return

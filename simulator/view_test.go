@@ -167,6 +167,25 @@ func buildView(s store) *istioView {
 			}
 		}
 	}
+	// Gateway-bound VirtualServices: a router's route configuration http.80, a virtual host per
+	// VS host.
+	for _, c := range s {
+		vs, ok := c.Spec.(*networking.VirtualService)
+		if !ok || len(vs.Gateways) == 0 || slices.Contains(vs.Gateways, "mesh") {
+			continue
+		}
+		rcName := GatewayRouteName(GatewayHTTPPort)
+		rc := v.routes[rcName]
+		if rc == nil {
+			rc = &routev3.RouteConfiguration{Name: rcName}
+			v.routes[rcName] = rc
+		}
+		for _, h := range vs.Hosts {
+			vh := &routev3.VirtualHost{Name: h, Domains: []string{h}}
+			vh.Routes = append(vh.Routes, routeFor(vs, h, GatewayHTTPPort))
+			rc.VirtualHosts = append(rc.VirtualHosts, vh)
+		}
+	}
 	return v
 }
 

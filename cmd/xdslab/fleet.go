@@ -20,41 +20,43 @@ import (
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/simulator"
 )
 
 // fleetFlags are the flags of 'xdslab fleet'.
 type fleetFlags struct {
-	Target              string        `json:"target"`
-	Clients             int           `json:"clients"`
-	Duration            time.Duration `json:"-"`
-	Ramp                float64       `json:"ramp"`
-	Delta               bool          `json:"delta"`
-	Nack                string        `json:"nack"`
-	AckDelay            string        `json:"ackDelay,omitempty"`
-	NeverAck            bool          `json:"neverAck,omitempty"`
-	DisconnectAfter     int           `json:"disconnectAfter,omitempty"`
-	Group               string        `json:"group"`
-	ProxyType           string        `json:"proxyType"`
-	Namespace           string        `json:"namespace,omitempty"`
-	Namespaces          int           `json:"namespaces,omitempty"`
-	ClusterID           string        `json:"clusterID,omitempty"`
-	IstioVersion        string        `json:"istioVersion,omitempty"`
-	Generator           string        `json:"generator,omitempty"`
-	NodeOnFirstOnly     bool          `json:"nodeOnFirstOnly,omitempty"`
-	InitialFetchTimeout time.Duration `json:"-"`
-	Churn               time.Duration `json:"-"`
-	ChurnJitter         float64       `json:"churnJitter,omitempty"`
-	StreamsPerConn      int           `json:"streamsPerConn,omitempty"`
-	Seed                uint64        `json:"seed"`
-	Auth                string        `json:"auth,omitempty"`
-	CADir               string        `json:"caDir,omitempty"`
-	JWTKey              string        `json:"jwtKey,omitempty"`
-	JWTIssuer           string        `json:"jwtIssuer,omitempty"`
-	JWTAudience         string        `json:"jwtAudience,omitempty"`
-	ServerName          string        `json:"serverName,omitempty"`
-	SummaryFile         string        `json:"-"`
-	MetricsAddr         string        `json:"-"`
-	Progress            string        `json:"-"`
+	Target              string            `json:"target"`
+	Clients             int               `json:"clients"`
+	Duration            time.Duration     `json:"-"`
+	Ramp                float64           `json:"ramp"`
+	Delta               bool              `json:"delta"`
+	Nack                string            `json:"nack"`
+	AckDelay            string            `json:"ackDelay,omitempty"`
+	NeverAck            bool              `json:"neverAck,omitempty"`
+	DisconnectAfter     int               `json:"disconnectAfter,omitempty"`
+	Group               string            `json:"group"`
+	ProxyType           string            `json:"proxyType"`
+	Labels              map[string]string `json:"labels,omitempty"`
+	Namespace           string            `json:"namespace,omitempty"`
+	Namespaces          int               `json:"namespaces,omitempty"`
+	ClusterID           string            `json:"clusterID,omitempty"`
+	IstioVersion        string            `json:"istioVersion,omitempty"`
+	Generator           string            `json:"generator,omitempty"`
+	NodeOnFirstOnly     bool              `json:"nodeOnFirstOnly,omitempty"`
+	InitialFetchTimeout time.Duration     `json:"-"`
+	Churn               time.Duration     `json:"-"`
+	ChurnJitter         float64           `json:"churnJitter,omitempty"`
+	StreamsPerConn      int               `json:"streamsPerConn,omitempty"`
+	Seed                uint64            `json:"seed"`
+	Auth                string            `json:"auth,omitempty"`
+	CADir               string            `json:"caDir,omitempty"`
+	JWTKey              string            `json:"jwtKey,omitempty"`
+	JWTIssuer           string            `json:"jwtIssuer,omitempty"`
+	JWTAudience         string            `json:"jwtAudience,omitempty"`
+	ServerName          string            `json:"serverName,omitempty"`
+	SummaryFile         string            `json:"-"`
+	MetricsAddr         string            `json:"-"`
+	Progress            string            `json:"-"`
 }
 
 func newFleetCmd() *cobra.Command {
@@ -89,6 +91,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.IntVar(&f.DisconnectAfter, "disconnect-after", 0, "close each stream after this many responses (0: never)")
 	fl.StringVar(&f.Group, "group", "fleet", "group name of the clients (probe reach, hooks)")
 	fl.StringVar(&f.ProxyType, "proxy-type", "sidecar", "Istio proxy type: sidecar or router")
+	fl.StringToStringVar(&f.Labels, "labels", nil, "node metadata LABELS, k=v,...; a router without an istio label gets istio=ingressgateway (the simulated Gateways' selector)")
 	fl.StringVar(&f.Namespace, "namespace", "", "namespace of every client (default \"default\")")
 	fl.IntVar(&f.Namespaces, "namespaces", 0, "spread clients round-robin over ns-0..ns-(K-1)")
 	fl.StringVar(&f.ClusterID, "cluster-id", "", "node metadata CLUSTER_ID (default Kubernetes)")
@@ -140,7 +143,7 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 			Name:  f.Group,
 			Count: f.Clients,
 			Identity: fakeenvoy.IdentityTemplate{Type: f.ProxyType, Namespace: f.Namespace, Namespaces: f.Namespaces,
-				ClusterID: f.ClusterID, IstioVersion: f.IstioVersion, Generator: f.Generator},
+				ClusterID: f.ClusterID, IstioVersion: f.IstioVersion, Generator: f.Generator, Labels: fleetLabels(f)},
 			Client: fakeenvoy.ClientConfig{
 				Delta:               f.Delta,
 				NodeOnFirstOnly:     f.NodeOnFirstOnly,
@@ -360,4 +363,20 @@ func serveFleetMetrics(addr string, fleet *fakeenvoy.Fleet, log io.Writer) (stop
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return serveMetrics("fleet", addr, reg, log)
+}
+
+// fleetLabels are the clients' LABELS: --labels, plus istio=ingressgateway for routers that
+// set no istio label, so that they are selected by the Gateways the simulator writes.
+func fleetLabels(f fleetFlags) map[string]string {
+	if f.ProxyType != "router" {
+		return f.Labels
+	}
+	out := map[string]string{}
+	for k, v := range simulator.GatewaySelector() {
+		out[k] = v
+	}
+	for k, v := range f.Labels {
+		out[k] = v
+	}
+	return out
 }

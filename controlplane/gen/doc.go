@@ -35,7 +35,7 @@
 //
 // # Families and names (Istio's conventions)
 //
-// ForType picks the family from the proxy's GENERATOR metadata.
+// ForType picks the family from the proxy's GENERATOR metadata and node type.
 //
 // Sidecar (Envoy):
 //   - clusters "outbound|PORT||HOST" per service port and "outbound|PORT|SUBSET|HOST" per
@@ -48,6 +48,14 @@
 //     virtualOutbound (15001) and virtualInbound (15006);
 //   - route configurations "PORT" with a virtual host "HOST:PORT" per service (FQDN, short
 //     names for the proxy's namespace, VIPs, each with and without ":PORT") and "allow_any" last.
+//
+// Router (node type "router", a gateway; gateway.go): from the Gateways whose selector matches
+// the router's labels and the VirtualServices bound to them (gateways "ns/name", a bare name in
+// the VS's namespace, legacy "name.ns"; exported to the gateway's namespace), never sidecar
+// listeners: "0.0.0.0_PORT" per server port (HTTP: RDS "http.PORT" with a virtual host
+// "HOST:PORT" per exposed VS host; TLS PASSTHROUGH: TLS inspector and an SNI filter chain per
+// tls route; TCP: the first matching tcp route), and only the clusters those routes reference
+// plus BlackHoleCluster. TLS termination and AUTO_PASSTHROUGH servers are skipped with an error.
 //
 // Proxyless gRPC (GENERATOR=grpc): API listeners and route configurations "HOST:PORT" (only the
 // names asked for), outbound EDS or LOGICAL_DNS clusters, the same ClusterLoadAssignments.

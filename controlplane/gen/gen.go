@@ -75,9 +75,13 @@ func (f GeneratorFunc) Generate(p *model.Proxy, s *model.Snapshot, names []strin
 var _ Generator = GeneratorFunc(nil)
 
 // ForType returns the generator for a type URL and a proxy: the proxyless gRPC variant when
-// p.IsGRPC(), the sidecar one otherwise. It returns nil for a type URL it does not serve.
+// p.IsGRPC(), the router (gateway) one for node type router (gateway.go), the sidecar one
+// otherwise. It returns nil for a type URL it does not serve.
 func ForType(typeURL string, p *model.Proxy) Generator {
 	grpc := p != nil && p.IsGRPC()
+	if p != nil && p.Type == model.Router && !grpc {
+		return routerForType(typeURL)
+	}
 	var f GeneratorFunc
 	switch typeURL {
 	case ClusterType:

@@ -503,7 +503,8 @@ func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 // (the proxy family; for routes also the namespace and labels), the proxy's view of the mesh
 // (gen.ViewKey: its Sidecar and namespace, when they restrict what it sees), the proxy type,
 // and for a sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are
-// its own). Named EDS is shared by every proxy.
+// its own; a router's IP is usually an endpoint of its gateway Service, and it has no inbound
+// config). Named EDS is shared by every proxy.
 func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard bool) string {
 	view := gen.ViewKey(typeURL, p, st.snap, wildcard)
 	if typeURL == gen.EndpointType {
@@ -513,7 +514,7 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 	if view != "" {
 		k += "|" + view
 	}
-	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
+	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
 		if sc := gen.InboundScope(p, st.snap); typeURL == gen.ListenerType && sc != "" {
 			k += "|" + sc // its PeerAuthentication's selection

@@ -1,0 +1,747 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// Router (gateway) generators. A proxy with node type "router" is served from the Gateways whose
+// selector matches its labels and the VirtualServices bound to them, never from sidecar
+// listeners:
+//   - per server port with HTTP/HTTP2/GRPC servers, listener "0.0.0.0_PORT" (bound) with an
+//     HTTP connection manager fetching route configuration "http.PORT" over ADS; its virtual
+//     hosts "HOST:PORT" are the hosts of the bound VirtualServices that the servers expose
+//     (require_tls ALL, a redirect to HTTPS, for a server with tls.httpsRedirect);
+//   - per port with TLS PASSTHROUGH servers (protocol TLS or HTTPS), listener "0.0.0.0_PORT" with
+//     the TLS inspector and one filter chain per SNI group of the bound VirtualServices' tls
+//     routes, each a tcp_proxy;
+//   - per port with TCP servers, listener "0.0.0.0_PORT" with a tcp_proxy per the first
+//     matching tcp route;
+//   - only the clusters those routes reference (as Istio with
+//     PILOT_FILTER_GATEWAY_CLUSTER_CONFIG=true), and BlackHoleCluster.
+//
+// TLS termination (SIMPLE, MUTUAL, ISTIO_MUTUAL) and AUTO_PASSTHROUGH are not generated: such a
+// server is skipped with an error naming it.
+
+// GatewayRouteName is the route configuration name of a router's HTTP listener on port.
+func GatewayRouteName(port uint32) string { return "http." + strconv.FormatUint(uint64(port), 10) }
+
+// ParseGatewayRef resolves a VirtualService's gateway reference the way istiod does: "mesh"
+// (mesh is true), "namespace/name", the legacy "name.namespace[.svc.cluster.local]", or a bare
+// name in the VirtualService's namespace vsNS. ok is false for a reference that names no
+// gateway (an empty part, or a namespace with '.' or '/', which no namespace name has).
+func ParseGatewayRef(ref, vsNS string) (ns, name string, mesh, ok bool) {
+	if ref == "mesh" {
+		return "", "", true, true
+	}
+	if before, after, found := strings.Cut(ref, "/"); found {
+		ns, name = before, after
+		if ns == "." {
+			ns = vsNS
+		}
+	} else if before, after, found := strings.Cut(ref, "."); found {
+		name = before
+		ns, _, _ = strings.Cut(after, ".")
+	} else {
+		ns, name = vsNS, ref
+	}
+	if ns == "" || name == "" || strings.Contains(name, "/") || strings.ContainsAny(ns, "./") {
+		return "", "", false, false
+	}
+	return ns, name, false, true
+}
+
+// gwServer is one server of a Gateway that selects the router.
+type gwServer struct {
+	gw   *model.Config
+	srv  *networking.Server
+	idx  int
+	hsts []serverHost
+}
+
+func (s gwServer) String() string {
+	return fmt.Sprintf("Gateway %s/%s servers[%d]", s.gw.Namespace, s.gw.Name, s.idx)
+}
+
+// serverHost is one "namespace/host" entry of a server: the VirtualService namespaces it admits
+// ("*" any) and the host pattern.
+type serverHost struct{ ns, host string }
+
+func parseServerHosts(hosts []string, gwNS string) []serverHost {
+	out := make([]serverHost, 0, len(hosts))
+	for _, h := range hosts {
+		ns, host, found := strings.Cut(h, "/")
+		if !found {
+			ns, host = "*", h
+		}
+		if ns == "." {
+			ns = gwNS
+		}
+		if host == "" || ns == "~" {
+			continue
+		}
+		out = append(out, serverHost{ns: ns, host: host})
+	}
+	return out
+}
+
+// intersectHost returns the name a VirtualService host h (of namespace vsNS) is exposed under by
+// a server host: the more specific of the two when one pattern covers the other.
+func (sh serverHost) intersect(h, vsNS string) (string, bool) {
+	if sh.ns != "*" && sh.ns != vsNS {
+		return "", false
+	}
+	switch {
+	case model.HostMatches(sh.host, h):
+		return h, true
+	case model.HostMatches(h, sh.host):
+		return sh.host, true
+	}
+	return "", false
+}
+
+// portKind classifies a server.
+type portKind int
+
+const (
+	kindHTTP portKind = iota + 1
+	kindTLS
+	kindTCP
+)
+
+func (k portKind) String() string {
+	switch k {
+	case kindHTTP:
+		return "HTTP"
+	case kindTLS:
+		return "TLS passthrough"
+	}
+	return "TCP"
+}
+
+func serverKind(srv *networking.Server) (portKind, error) {
+	proto := strings.ToUpper(srv.GetPort().GetProtocol())
+	switch proto {
+	case "HTTP", "HTTP2", "GRPC", "GRPC-WEB":
+		return kindHTTP, nil
+	case "HTTPS", "TLS":
+		if m := srv.GetTls().GetMode(); m != networking.ServerTLSSettings_PASSTHROUGH {
+			return 0, fmt.Errorf("protocol %s with tls mode %s is not supported (only PASSTHROUGH); server skipped", proto, m)
+		}
+		return kindTLS, nil
+	case "TCP", "MONGO", "REDIS", "MYSQL":
+		return kindTCP, nil
+	}
+	return 0, fmt.Errorf("protocol %q is not supported on a gateway server; use HTTP, HTTP2, GRPC, HTTPS/TLS (PASSTHROUGH) or TCP; server skipped", srv.GetPort().GetProtocol())
+}
+
+// gwPort is a listener port of the router and the servers on it.
+type gwPort struct {
+	num     uint32
+	kind    portKind
+	servers []gwServer
+}
+
+// boundVS is a VirtualService bound to one gateway.
+type boundVS struct {
+	c  *model.Config
+	vs *networking.VirtualService
+}
+
+// routerPlan is everything a router gets from one snapshot: its ports and the VirtualServices
+// bound to each selecting gateway. It is computed per Generate call.
+type routerPlan struct {
+	p     *model.Proxy
+	s     *model.Snapshot
+	ix    *index
+	ports []*gwPort                     // by port number
+	bound map[model.ConfigKey][]boundVS // gateway key → bound VSs, by namespace/name
+	errs  []error
+}
+
+// selectsRouter reports whether a Gateway applies to a router with these labels: its selector
+// (every key and value) is among them; an empty selector selects every router.
+func selectsRouter(gw *networking.Gateway, labels map[string]string) bool {
+	return model.LabelsMatch(gw.GetSelector(), labels)
+}
+
+func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
+	rp := &routerPlan{p: p, s: s, ix: newIndex(s, s.ScopeFor(p)), bound: map[model.ConfigKey][]boundVS{}}
+	byPort := map[uint32]*gwPort{}
+	var gateways []*model.Config
+	for _, c := range s.Configs(model.KindGateway) {
+		gw, ok := c.Spec.(*networking.Gateway)
+		if !ok || !selectsRouter(gw, p.Labels) {
+			continue
+		}
+		gateways = append(gateways, c)
+		for i, srv := range gw.GetServers() {
+			gs := gwServer{gw: c, srv: srv, idx: i, hsts: parseServerHosts(srv.GetHosts(), c.Namespace)}
+			num := srv.GetPort().GetNumber()
+			if num == 0 || num > 65535 {
+				rp.errs = append(rp.errs, fmt.Errorf("%s: port %d is not in 1..65535; server skipped, fix the Gateway", gs, num))
+				continue
+			}
+			kind, err := serverKind(srv)
+			if err != nil {
+				rp.errs = append(rp.errs, fmt.Errorf("%s: %w", gs, err))
+				continue
+			}
+			gp := byPort[num]
+			if gp == nil {
+				gp = &gwPort{num: num, kind: kind}
+				byPort[num] = gp
+			}
+			if gp.kind != kind {
+				rp.errs = append(rp.errs, fmt.Errorf("%s: port %d is %s here but %s in %s; server skipped, give it another port", gs, num, kind, gp.kind, gp.servers[0]))
+				continue
+			}
+			gp.servers = append(gp.servers, gs)
+		}
+	}
+	for _, gp := range byPort {
+		rp.ports = append(rp.ports, gp)
+	}
+	slices.SortFunc(rp.ports, func(a, b *gwPort) int { return int(a.num) - int(b.num) })
+	if len(gateways) == 0 {
+		return rp
+	}
+	for _, c := range s.Configs(model.KindVirtualService) {
+		vs := vsSpec(c)
+		if vs == nil {
+			continue
+		}
+		for _, gc := range gateways {
+			if bindsGateway(vs.GetGateways(), c.Namespace, gc) && model.ExportedTo(vs.GetExportTo(), c.Namespace, gc.Namespace) {
+				rp.bound[gc.Key()] = append(rp.bound[gc.Key()], boundVS{c: c, vs: vs})
+			}
+		}
+	}
+	return rp
+}
+
+// bindsGateway reports whether a gateways list (of a VirtualService or a match, resolved in
+// namespace vsNS) names gateway gc.
+func bindsGateway(refs []string, vsNS string, gc *model.Config) bool {
+	for _, r := range refs {
+		if ns, name, mesh, ok := ParseGatewayRef(r, vsNS); ok && !mesh && ns == gc.Namespace && name == gc.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// exposed returns the names under which a bound VirtualService's hosts are exposed by server gs,
+// in the VS's host order, without duplicates.
+func (gs gwServer) exposed(b boundVS) []string {
+	var out []string
+	for _, raw := range b.vs.GetHosts() {
+		h := raw
+		if !strings.Contains(h, "*") {
+			h = resolveHost(raw, b.c.Namespace)
+		}
+		for _, sh := range gs.hsts {
+			if name, ok := sh.intersect(h, b.c.Namespace); ok && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// matchForGateway reports whether a route match (of a VS in vsNS) applies on gateway gc at port.
+func matchForGateway(gateways []string, port uint32, vsNS string, gc *model.Config, num uint32) bool {
+	if port != 0 && port != num {
+		return false
+	}
+	return len(gateways) == 0 || bindsGateway(gateways, vsNS, gc)
+}
+
+// ---- RDS ----
+
+type gwVHost struct {
+	vh   *routev3.VirtualHost
+	seen map[model.ConfigKey]bool
+}
+
+// httpRoutes builds route configuration "http.PORT" and the clusters it references.
+func (rp *routerPlan) httpRoutes(gp *gwPort) (Resource, []string) {
+	name := GatewayRouteName(gp.num)
+	port := strconv.FormatUint(uint64(gp.num), 10)
+	vhosts := map[string]*gwVHost{}
+	var deps []model.ConfigKey
+	for _, gs := range gp.servers {
+		deps = append(deps, gs.gw.Key())
+		for _, b := range rp.bound[gs.gw.Key()] {
+			hosts := gs.exposed(b)
+			if len(hosts) == 0 {
+				continue
+			}
+			var routes []*routev3.Route
+			built := false
+			for _, h := range hosts {
+				v := vhosts[h]
+				if v == nil {
+					domains := []string{h, h + ":" + port}
+					if h == "*" {
+						domains = domains[:1]
+					}
+					v = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: domains}, seen: map[model.ConfigKey]bool{}}
+					vhosts[h] = v
+				}
+				if gs.srv.GetTls().GetHttpsRedirect() {
+					// Istio answers plain HTTP on such a server with a redirect to HTTPS.
+					v.vh.RequireTls = routev3.VirtualHost_ALL
+				}
+				if v.seen[b.c.Key()] {
+					continue
+				}
+				v.seen[b.c.Key()] = true
+				if !built {
+					var rdeps []model.ConfigKey
+					routes, rdeps = rp.vsHTTPRoutes(b, gs, gp.num)
+					deps = append(deps, b.c.Key())
+					deps = append(deps, rdeps...)
+					built = true
+				}
+				v.vh.Routes = append(v.vh.Routes, routes...)
+			}
+		}
+	}
+	rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}
+	for _, h := range sortedKeys(vhosts) {
+		if vh := vhosts[h].vh; len(vh.Routes) > 0 {
+			rc.VirtualHosts = append(rc.VirtualHosts, vh)
+		}
+	}
+	if len(rc.VirtualHosts) == 0 {
+		// Istio's answer when nothing is bound: every request gets 404.
+		rc.VirtualHosts = []*routev3.VirtualHost{{
+			Name:    "blackhole:" + port,
+			Domains: []string{"*"},
+			Routes: []*routev3.Route{{
+				Name:   "default",
+				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+				Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 404}},
+			}},
+		}}
+	}
+	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, routeClusters(rc)
+}
+
+// vsHTTPRoutes translates the HTTP routes of one bound VS for server gs on port num. Matches for
+// another port or gateway are left out; a route that cannot be translated is skipped with an
+// error.
+func (rp *routerPlan) vsHTTPRoutes(b boundVS, gs gwServer, num uint32) ([]*routev3.Route, []model.ConfigKey) {
+	var out []*routev3.Route
+	var deps []model.ConfigKey
+	for i, hr := range b.vs.GetHttp() {
+		label := strconv.Itoa(i)
+		if hr.GetName() != "" {
+			label += " (" + hr.GetName() + ")"
+		}
+		fail := func(err error) {
+			rp.errs = append(rp.errs, fmt.Errorf("VirtualService %s/%s http[%s] on %s port %d: %w; route skipped, fix the VirtualService", b.c.Namespace, b.c.Name, label, gs, num, err))
+		}
+		hr2, ok := gatewayHTTPRoute(hr, b.c.Namespace, gs.gw, num)
+		if !ok {
+			continue
+		}
+		for _, d := range hr2.GetRoute() {
+			host := resolveHost(d.GetDestination().GetHost(), b.c.Namespace)
+			ds := rp.s.Service(host)
+			if ds == nil {
+				continue
+			}
+			deps = append(deps, ServiceKey(ds))
+			if d.GetDestination().GetPort().GetNumber() == 0 && len(ds.Ports) > 1 {
+				fail(fmt.Errorf("destination %s has %d ports: name one with destination.port", host, len(ds.Ports)))
+				hr2 = nil
+				break
+			}
+		}
+		if hr2 == nil {
+			continue
+		}
+		rs, err := translateHTTPRoute(rp.p, rp.ix, b.c.Namespace, hr2, &model.Service{}, model.Port{Number: num}, false)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		out = append(out, rs...)
+	}
+	return out, deps
+}
+
+// gatewayHTTPRoute returns hr restricted to the matches that apply on gateway gc at port num,
+// with their port and gateways cleared (translateHTTPRoute checks them for sidecars); ok is
+// false when no match applies. hr itself is returned when it needs no change.
+func gatewayHTTPRoute(hr *networking.HTTPRoute, vsNS string, gc *model.Config, num uint32) (*networking.HTTPRoute, bool) {
+	if len(hr.GetMatch()) == 0 {
+		return hr, true
+	}
+	change := false
+	var keep []*networking.HTTPMatchRequest
+	for _, m := range hr.GetMatch() {
+		if !matchForGateway(m.GetGateways(), m.GetPort(), vsNS, gc, num) {
+			change = true
+			continue
+		}
+		if m.GetPort() != 0 || len(m.GetGateways()) > 0 {
+			change = true
+		}
+		keep = append(keep, m)
+	}
+	if len(keep) == 0 {
+		return nil, false
+	}
+	if !change {
+		return hr, true
+	}
+	out := proto.Clone(hr).(*networking.HTTPRoute)
+	out.Match = nil
+	for _, m := range keep {
+		m2 := proto.Clone(m).(*networking.HTTPMatchRequest)
+		m2.Port, m2.Gateways = 0, nil
+		out.Match = append(out.Match, m2)
+	}
+	return out, true
+}
+
+// routeClusters lists the clusters a route configuration forwards to.
+func routeClusters(rc *routev3.RouteConfiguration) []string {
+	var out []string
+	for _, vh := range rc.GetVirtualHosts() {
+		for _, r := range vh.GetRoutes() {
+			ra := r.GetRoute()
+			if c := ra.GetCluster(); c != "" {
+				out = append(out, c)
+			}
+			for _, wc := range ra.GetWeightedClusters().GetClusters() {
+				out = append(out, wc.GetName())
+			}
+		}
+	}
+	return out
+}
+
+// ---- LDS ----
+
+// listener builds the router's listener for one port and the clusters it references; nil when
+// the port has nothing to serve (a TLS or TCP port without a bound route).
+func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
+	name := ListenerName(wildcardIP, gp.num)
+	l := &listenerv3.Listener{
+		Name:             name,
+		Address:          socketAddress(wildcardIP, gp.num),
+		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
+	}
+	var deps []model.ConfigKey
+	for _, gs := range gp.servers {
+		deps = append(deps, gs.gw.Key())
+	}
+	var clusters []string
+	switch gp.kind {
+	case kindHTTP:
+		l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
+			hcmFilter(rdsHCM("outbound_"+name, GatewayRouteName(gp.num))),
+		}}}
+	case kindTLS:
+		l.ListenerFilters = []*listenerv3.ListenerFilter{{
+			Name:       tlsInspectorFilterName,
+			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(&tlsinspectorv3.TlsInspector{})},
+		}}
+		var d []model.ConfigKey
+		l.FilterChains, clusters, d = rp.tlsChains(gp)
+		deps = append(deps, d...)
+	case kindTCP:
+		fc, c, d := rp.tcpChain(gp)
+		deps = append(deps, d...)
+		if fc != nil {
+			l.FilterChains = []*listenerv3.FilterChain{fc}
+			clusters = c
+		}
+	}
+	if len(l.FilterChains) == 0 {
+		return nil, nil
+	}
+	return &Resource{Name: name, Message: l, Deps: sortDeps(deps)}, clusters
+}
+
+// tlsChains builds one SNI filter chain per tls route of the bound VirtualServices. An SNI name
+// already taken by an earlier chain is dropped from later ones (Envoy rejects overlapping
+// filter chain matches).
+func (rp *routerPlan) tlsChains(gp *gwPort) ([]*listenerv3.FilterChain, []string, []model.ConfigKey) {
+	var chains []*listenerv3.FilterChain
+	var clusters []string
+	var deps []model.ConfigKey
+	taken := map[string]string{}
+	for _, gs := range gp.servers {
+		for _, b := range rp.bound[gs.gw.Key()] {
+			hosts := gs.exposed(b)
+			if len(hosts) == 0 || len(b.vs.GetTls()) == 0 {
+				continue
+			}
+			deps = append(deps, b.c.Key())
+			for i, tr := range b.vs.GetTls() {
+				where := fmt.Sprintf("VirtualService %s/%s tls[%d] on %s port %d", b.c.Namespace, b.c.Name, i, gs, gp.num)
+				var snis []string
+				for _, m := range tr.GetMatch() {
+					if !matchForGateway(m.GetGateways(), m.GetPort(), b.c.Namespace, gs.gw, gp.num) {
+						continue
+					}
+					if len(m.GetSniHosts()) == 0 {
+						rp.errs = append(rp.errs, fmt.Errorf("%s: a match without sniHosts; match skipped, list the SNI names", where))
+					}
+					for _, sni := range m.GetSniHosts() {
+						for _, h := range hosts {
+							name, ok := serverHost{ns: "*", host: h}.intersect(sni, b.c.Namespace)
+							if !ok || slices.Contains(snis, name) {
+								continue
+							}
+							if prev, dup := taken[name]; dup {
+								rp.errs = append(rp.errs, fmt.Errorf("%s: SNI %q is already routed by %s; kept there", where, name, prev))
+								continue
+							}
+							snis = append(snis, name)
+						}
+					}
+				}
+				if len(snis) == 0 {
+					continue
+				}
+				f, cs, d, err := rp.tcpProxy("outbound_"+ListenerName(wildcardIP, gp.num), tr.GetRoute(), b.c.Namespace)
+				deps = append(deps, d...)
+				if err != nil {
+					rp.errs = append(rp.errs, fmt.Errorf("%s: %w; route skipped, fix the VirtualService", where, err))
+					continue
+				}
+				for _, n := range snis {
+					taken[n] = where
+				}
+				slices.Sort(snis)
+				chains = append(chains, &listenerv3.FilterChain{
+					Name:             snis[0],
+					FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: snis},
+					Filters:          []*listenerv3.Filter{f},
+				})
+				clusters = append(clusters, cs...)
+			}
+		}
+	}
+	return chains, clusters, deps
+}
+
+// tcpChain builds the filter chain of a TCP port: the first tcp route (bound VSs in order) whose
+// match applies.
+func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, []model.ConfigKey) {
+	var deps []model.ConfigKey
+	for _, gs := range gp.servers {
+		for _, b := range rp.bound[gs.gw.Key()] {
+			if len(gs.exposed(b)) == 0 || len(b.vs.GetTcp()) == 0 {
+				continue
+			}
+			deps = append(deps, b.c.Key())
+			for i, tr := range b.vs.GetTcp() {
+				applies := len(tr.GetMatch()) == 0
+				for _, m := range tr.GetMatch() {
+					applies = applies || matchForGateway(m.GetGateways(), m.GetPort(), b.c.Namespace, gs.gw, gp.num)
+				}
+				if !applies {
+					continue
+				}
+				f, cs, d, err := rp.tcpProxy("outbound_"+ListenerName(wildcardIP, gp.num), tr.GetRoute(), b.c.Namespace)
+				deps = append(deps, d...)
+				if err != nil {
+					rp.errs = append(rp.errs, fmt.Errorf("VirtualService %s/%s tcp[%d] on %s port %d: %w; route skipped, fix the VirtualService", b.c.Namespace, b.c.Name, i, gs, gp.num, err))
+					continue
+				}
+				return &listenerv3.FilterChain{Filters: []*listenerv3.Filter{f}}, cs, deps
+			}
+		}
+	}
+	return nil, nil, deps
+}
+
+// tcpProxy builds a tcp_proxy to one destination or a weighted set.
+func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDestination, vsNS string) (*listenerv3.Filter, []string, []model.ConfigKey, error) {
+	if len(dests) == 0 {
+		return nil, nil, nil, errors.New("no route destination")
+	}
+	type wc struct {
+		cluster string
+		weight  uint32
+	}
+	var cs []wc
+	var deps []model.ConfigKey
+	total := 0
+	for i, d := range dests {
+		dst := d.GetDestination()
+		if dst.GetHost() == "" {
+			return nil, nil, deps, fmt.Errorf("route[%d]: destination without a host", i)
+		}
+		if d.GetWeight() < 0 {
+			return nil, nil, deps, fmt.Errorf("route[%d]: negative weight %d", i, d.GetWeight())
+		}
+		host := resolveHost(dst.GetHost(), vsNS)
+		num := dst.GetPort().GetNumber()
+		ds := rp.s.Service(host)
+		if ds != nil {
+			deps = append(deps, ServiceKey(ds))
+		}
+		if num == 0 {
+			if ds == nil || len(ds.Ports) != 1 {
+				return nil, nil, deps, fmt.Errorf("route[%d]: destination %s needs a port (destination.port)", i, host)
+			}
+			num = ds.Ports[0].Number
+		}
+		if num > 65535 {
+			return nil, nil, deps, fmt.Errorf("route[%d]: port %d out of range", i, num)
+		}
+		if sub := dst.GetSubset(); sub != "" {
+			if err := checkSubsetName(sub); err != nil {
+				return nil, nil, deps, fmt.Errorf("route[%d]: %w", i, err)
+			}
+		}
+		cs = append(cs, wc{ClusterName(Outbound, num, dst.GetSubset(), host), uint32(d.GetWeight())})
+		total += int(d.GetWeight())
+	}
+	if total == 0 {
+		for i := range cs {
+			cs[i].weight = 1
+		}
+	}
+	cs = slices.DeleteFunc(cs, func(c wc) bool { return c.weight == 0 })
+	tp := &tcpproxyv3.TcpProxy{StatPrefix: statPrefix}
+	var names []string
+	if len(cs) == 1 {
+		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: cs[0].cluster}
+		names = []string{cs[0].cluster}
+	} else {
+		w := &tcpproxyv3.TcpProxy_WeightedCluster{}
+		for _, c := range cs {
+			w.Clusters = append(w.Clusters, &tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{Name: c.cluster, Weight: c.weight})
+			names = append(names, c.cluster)
+		}
+		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: w}
+	}
+	f := &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}
+	return f, names, deps, nil
+}
+
+// ---- the generators ----
+
+// build produces the router's listeners and route configurations, and the clusters they use.
+func (rp *routerPlan) build() (listeners, routes []Resource, clusters map[string]bool) {
+	clusters = map[string]bool{}
+	for _, gp := range rp.ports {
+		l, cs := rp.listener(gp)
+		if l != nil {
+			listeners = append(listeners, *l)
+		}
+		for _, c := range cs {
+			clusters[c] = true
+		}
+		if gp.kind == kindHTTP {
+			r, cs := rp.httpRoutes(gp)
+			routes = append(routes, r)
+			for _, c := range cs {
+				clusters[c] = true
+			}
+		}
+	}
+	return listeners, routes, clusters
+}
+
+func routerListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	rp := newRouterPlan(p, s)
+	ls, _, _ := rp.build()
+	return filterNamed(ls, names), errors.Join(rp.errs...)
+}
+
+func routerRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	rp := newRouterPlan(p, s)
+	_, rs, _ := rp.build()
+	return filterNamed(rs, names), errors.Join(rp.errs...)
+}
+
+// routerClusters is the router CDS generator: the outbound clusters its routes reference (that
+// exist) and BlackHoleCluster.
+func routerClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	rp := newRouterPlan(p, s)
+	_, _, used := rp.build()
+	want := nameSet(names)
+	refs := make(map[string]struct{}, len(used))
+	for c := range used {
+		if wanted(want, c) {
+			refs[c] = struct{}{}
+		}
+	}
+	var out []Resource
+	var err error
+	if len(refs) > 0 {
+		out, err = outboundClusters(s, rp.ix, refs, false)
+	}
+	if wanted(want, BlackHoleCluster) {
+		out = append(out, Resource{Name: BlackHoleCluster, Message: blackHole()})
+	}
+	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
+	return out, errors.Join(append(rp.errs, err)...)
+}
+
+// filterNamed keeps the wanted resources, sorted by name.
+func filterNamed(rs []Resource, names []string) []Resource {
+	want := nameSet(names)
+	out := rs[:0:0]
+	for _, r := range rs {
+		if wanted(want, r.Name) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// routerForType returns the router generator of a type URL (EDS is shared with sidecars).
+func routerForType(typeURL string) Generator {
+	switch typeURL {
+	case ClusterType:
+		return guarded(routerClusters)
+	case EndpointType:
+		return guarded(endpoints)
+	case ListenerType:
+		return guarded(routerListeners)
+	case RouteType:
+		return guarded(routerRoutes)
+	}
+	return nil
+}
+
+// routerKeyScope is KeyScope for routers: the class "router", then for CDS, LDS and RDS the
+// labels (which Gateways select the router) and the namespace (VirtualService matches on
+// sourceNamespace). EDS is shared with every proxy.
+func routerKeyScope(typeURL string, p *model.Proxy) string {
+	if typeURL == EndpointType {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("router|" + p.Namespace)
+	for _, k := range sortedKeys(p.Labels) {
+		b.WriteString("|" + k + "=" + p.Labels[k])
+	}
+	return b.String()
+}

@@ -1,0 +1,673 @@
+package gen
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"github.com/google/go-cmp/cmp"
+	networking "istio.io/api/networking/v1alpha3"
+
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+func routerProxy(ns string, labels map[string]string) *model.Proxy {
+	return &model.Proxy{Type: model.Router, IPAddresses: []string{"100.64.0.1"}, ID: "gateway-0." + ns, Namespace: ns,
+		DNSDomain: ns + ".svc.cluster.local", Labels: labels}
+}
+
+var ingressLabels = map[string]string{"istio": "ingressgateway", "app": "istio-ingressgateway"}
+
+func gwConfig(name, ns string, gw *networking.Gateway) *model.Config {
+	return &model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: name, Namespace: ns, ResourceVersion: "1"}, Spec: gw}
+}
+
+func server(num uint32, proto string, hosts ...string) *networking.Server {
+	return &networking.Server{Port: &networking.Port{Number: num, Name: strings.ToLower(proto) + "-" + strconv.FormatUint(uint64(num), 10), Protocol: proto}, Hosts: hosts}
+}
+
+func passthrough443(hosts ...string) *networking.Server {
+	s := server(443, "TLS", hosts...)
+	s.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH}
+	return s
+}
+
+func gwDest(host string, port uint32, subset string) *networking.Destination {
+	d := &networking.Destination{Host: host, Subset: subset}
+	if port != 0 {
+		d.Port = &networking.PortSelector{Number: port}
+	}
+	return d
+}
+
+// gatewayInput is a mesh with an ingress gateway (HTTP, TLS passthrough and TCP servers) and the
+// VirtualServices around it, including ones a router must not see.
+func gatewayInput() model.SnapshotInput {
+	reviews := "reviews.default.svc.cluster.local"
+	mysql := "mysql.db.svc.cluster.local"
+	services := []*model.Service{
+		{Hostname: reviews, Namespace: "default", Addresses: []string{"10.96.0.10"}, Ports: []model.Port{{Name: "http", Number: 9080, Protocol: model.ProtocolHTTP}}},
+		{Hostname: "ratings.default.svc.cluster.local", Namespace: "default", Addresses: []string{"10.96.0.11"}, Ports: []model.Port{{Name: "http", Number: 9080, Protocol: model.ProtocolHTTP}}},
+		{Hostname: mysql, Namespace: "db", Addresses: []string{"10.96.0.20"}, Ports: []model.Port{{Name: "tcp", Number: 3306, Protocol: model.ProtocolTCP}}},
+		{Hostname: "secure.default.svc.cluster.local", Namespace: "default", Addresses: []string{"10.96.0.30"}, Ports: []model.Port{{Name: "tls", Number: 8443, Protocol: model.ProtocolTLS}}},
+		{Hostname: "unused.default.svc.cluster.local", Namespace: "default", Addresses: []string{"10.96.0.40"}, Ports: []model.Port{{Name: "http", Number: 8000, Protocol: model.ProtocolHTTP}}},
+	}
+	ep := func(svc, addr, version string) *model.Endpoint {
+		return &model.Endpoint{Service: svc, Address: addr, Labels: map[string]string{"version": version}, Weight: 1, Health: model.Healthy}
+	}
+	endpoints := map[string][]*model.Endpoint{
+		reviews:                             {ep(reviews, "10.1.0.1", "v1"), ep(reviews, "10.1.0.2", "v2")},
+		mysql:                               {ep(mysql, "10.1.1.1", "v1")},
+		"secure.default.svc.cluster.local":  {ep("secure.default.svc.cluster.local", "10.1.2.1", "v1")},
+		"ratings.default.svc.cluster.local": {ep("ratings.default.svc.cluster.local", "10.1.3.1", "v1")},
+	}
+	redirect := server(8080, "HTTP", "*/bookinfo.example.com")
+	redirect.Tls = &networking.ServerTLSSettings{HttpsRedirect: true}
+	ingress := &networking.Gateway{
+		Selector: map[string]string{"istio": "ingressgateway"},
+		Servers: []*networking.Server{
+			server(80, "HTTP", "*/bookinfo.example.com", "./admin.example.com"),
+			redirect,
+			passthrough443("*.secure.example.com"),
+			server(3306, "TCP", "db/*"),
+		},
+	}
+	egress := &networking.Gateway{Selector: map[string]string{"istio": "egressgateway"}, Servers: []*networking.Server{server(8080, "HTTP", "*")}}
+	configs := []*model.Config{
+		gwConfig("ingress", "istio-system", ingress),
+		gwConfig("egress", "istio-system", egress),
+		{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "reviews", Namespace: "default"}, Spec: &networking.DestinationRule{
+			Host: "reviews", Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}, {Name: "v2", Labels: map[string]string{"version": "v2"}}},
+		}},
+		vsConfig("bookinfo", "default", &networking.VirtualService{
+			Hosts:    []string{"bookinfo.example.com"},
+			Gateways: []string{"istio-system/ingress", "mesh"},
+			Http: []*networking.HTTPRoute{
+				{Name: "mesh-only", Match: []*networking.HTTPMatchRequest{{Gateways: []string{"mesh"}}},
+					Route: []*networking.HTTPRouteDestination{{Destination: gwDest("ratings", 0, "")}}},
+				{Name: "canary", Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: "/reviews"}}, Port: 80, Gateways: []string{"istio-system/ingress"}}},
+					Route: []*networking.HTTPRouteDestination{{Destination: gwDest("reviews", 9080, "v1"), Weight: 90}, {Destination: gwDest("reviews", 9080, "v2"), Weight: 10}}},
+				{Name: "other-port", Match: []*networking.HTTPMatchRequest{{Port: 8080}}, Route: []*networking.HTTPRouteDestination{{Destination: gwDest("unused", 0, "")}}},
+				{Name: "rest", Route: []*networking.HTTPRouteDestination{{Destination: gwDest("reviews", 0, "")}}},
+			},
+		}),
+		// Bound by its short gateway name from the gateway's own namespace.
+		vsConfig("admin", "istio-system", &networking.VirtualService{
+			Hosts:    []string{"admin.example.com"},
+			Gateways: []string{"ingress"},
+			Http:     []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: gwDest("ratings.default.svc.cluster.local", 0, "")}}}},
+		}),
+		vsConfig("secure", "default", &networking.VirtualService{
+			Hosts:    []string{"db.secure.example.com", "web.secure.example.com"},
+			Gateways: []string{"istio-system/ingress"},
+			Tls: []*networking.TLSRoute{
+				{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{"db.secure.example.com"}, Port: 443}}, Route: []*networking.RouteDestination{{Destination: gwDest("mysql.db.svc.cluster.local", 3306, "")}}},
+				{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{"web.secure.example.com"}}}, Route: []*networking.RouteDestination{{Destination: gwDest("secure", 0, "")}}},
+			},
+		}),
+		// The legacy name.namespace reference form.
+		vsConfig("mysql", "db", &networking.VirtualService{
+			Hosts:    []string{"mysql.db.svc.cluster.local"},
+			Gateways: []string{"ingress.istio-system"},
+			Tcp:      []*networking.TCPRoute{{Match: []*networking.L4MatchAttributes{{Port: 3306}}, Route: []*networking.RouteDestination{{Destination: gwDest("mysql", 0, "")}}}},
+		}),
+		// Mesh-only and other-gateway VirtualServices the router must not see.
+		vsConfig("reviews", "default", &networking.VirtualService{
+			Hosts: []string{"reviews"},
+			Http:  []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: gwDest("reviews", 0, "v2")}}}},
+		}),
+		vsConfig("egress", "default", &networking.VirtualService{
+			Hosts: []string{"bookinfo.example.com"}, Gateways: []string{"istio-system/egress"},
+			Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: gwDest("unused", 0, "")}}}},
+		}),
+		// Not exported to istio-system.
+		vsConfig("private", "default", &networking.VirtualService{
+			Hosts: []string{"bookinfo.example.com"}, Gateways: []string{"istio-system/ingress"}, ExportTo: []string{"."},
+			Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: gwDest("unused", 0, "")}}}},
+		}),
+	}
+	return model.SnapshotInput{Services: services, Endpoints: endpoints, Configs: configs}
+}
+
+func TestGatewayGolden(t *testing.T) {
+	s := model.NewSnapshot(1, gatewayInput())
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	checkResources(t, p, g)
+	for _, typeURL := range Types() {
+		file := filepath.Join("testdata", "router-"+typeShort[typeURL]+".json")
+		got := goldenJSON(t, g[typeURL])
+		if *update {
+			if err := os.WriteFile(file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("%v (run go test ./controlplane/gen -update to create it)", err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("%s differs from the golden file (-want +got; run go test ./controlplane/gen -update if intended):\n%s", file, diff)
+		}
+	}
+}
+
+func names(rs []Resource) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+func routeConfig(t *testing.T, rs []Resource, name string) *routev3.RouteConfiguration {
+	t.Helper()
+	r, ok := find(rs, name)
+	if !ok {
+		t.Fatalf("route configuration %s missing; have %v", name, names(rs))
+	}
+	return r.Message.(*routev3.RouteConfiguration)
+}
+
+func vhostByName(rc *routev3.RouteConfiguration, name string) *routev3.VirtualHost {
+	for _, vh := range rc.GetVirtualHosts() {
+		if vh.GetName() == name {
+			return vh
+		}
+	}
+	return nil
+}
+
+func routeNamesOf(vh *routev3.VirtualHost) []string {
+	var out []string
+	for _, r := range vh.GetRoutes() {
+		out = append(out, r.GetName())
+	}
+	return out
+}
+
+// tcpClusterOf returns the cluster of a filter chain's tcp_proxy.
+func tcpClusterOf(t *testing.T, fc *listenerv3.FilterChain) string {
+	t.Helper()
+	tp := &tcpproxyv3.TcpProxy{}
+	if err := fc.GetFilters()[0].GetTypedConfig().UnmarshalTo(tp); err != nil {
+		t.Fatal(err)
+	}
+	return tp.GetCluster()
+}
+
+// TestGatewaySemantics checks what a router gets from the gateway mesh, feature by feature.
+func TestGatewaySemantics(t *testing.T) {
+	s := model.NewSnapshot(1, gatewayInput())
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	if got, want := names(g[ListenerType]), []string{"0.0.0.0_3306", "0.0.0.0_443", "0.0.0.0_80", "0.0.0.0_8080"}; !slices.Equal(got, want) {
+		t.Errorf("listeners %v, want %v (no sidecar listeners on a router)", got, want)
+	}
+	rc := routeConfig(t, g[RouteType], "http.80")
+	var vhs []string
+	for _, vh := range rc.GetVirtualHosts() {
+		vhs = append(vhs, vh.GetName())
+	}
+	if want := []string{"admin.example.com:80", "bookinfo.example.com:80"}; !slices.Equal(vhs, want) {
+		t.Errorf("virtual hosts %v, want %v", vhs, want)
+	}
+	vh8080 := vhostByName(routeConfig(t, g[RouteType], "http.8080"), "bookinfo.example.com:8080")
+	if vh8080.GetRequireTls() != routev3.VirtualHost_ALL {
+		t.Errorf("httpsRedirect server: virtual host %v does not require TLS", vh8080)
+	}
+	// On port 8080 the port-80 match (canary) is left out and the port-8080 one applies.
+	if got, want := routeNamesOf(vh8080), []string{"other-port", "rest"}; !slices.Equal(got, want) {
+		t.Errorf("bookinfo routes on 8080: %v, want %v", got, want)
+	}
+	book := vhostByName(rc, "bookinfo.example.com:80")
+	if book.GetRequireTls() != routev3.VirtualHost_NONE {
+		t.Errorf("plain HTTP server requires TLS")
+	}
+	// mesh-only (match for the mesh), other-port (port 8080) are left out; the egress and the
+	// private (exportTo ".") VirtualServices add nothing.
+	if got, want := routeNamesOf(book), []string{"canary", "rest"}; !slices.Equal(got, want) {
+		t.Errorf("bookinfo routes %v, want %v", got, want)
+	}
+	if !slices.Equal(book.GetDomains(), []string{"bookinfo.example.com", "bookinfo.example.com:80"}) {
+		t.Errorf("bookinfo domains %v", book.GetDomains())
+	}
+	canary := book.GetRoutes()[0].GetRoute().GetWeightedClusters().GetClusters()
+	if len(canary) != 2 || canary[0].GetName() != "outbound|9080|v1|reviews.default.svc.cluster.local" || canary[0].GetWeight().GetValue() != 90 {
+		t.Errorf("canary clusters %v", canary)
+	}
+	if c := book.GetRoutes()[1].GetRoute().GetCluster(); c != "outbound|9080||reviews.default.svc.cluster.local" {
+		t.Errorf("rest routes to %q", c)
+	}
+	// TLS passthrough: one SNI chain per tls route, to tcp_proxy clusters.
+	tlsL, _ := find(g[ListenerType], "0.0.0.0_443")
+	l := tlsL.Message.(*listenerv3.Listener)
+	if len(l.GetListenerFilters()) != 1 || l.GetListenerFilters()[0].GetName() != tlsInspectorFilterName {
+		t.Errorf("TLS listener filters %v, want the TLS inspector", l.GetListenerFilters())
+	}
+	chains := map[string]string{}
+	for _, fc := range l.GetFilterChains() {
+		chains[strings.Join(fc.GetFilterChainMatch().GetServerNames(), ",")] = tcpClusterOf(t, fc)
+	}
+	wantChains := map[string]string{
+		"db.secure.example.com":  "outbound|3306||mysql.db.svc.cluster.local",
+		"web.secure.example.com": "outbound|8443||secure.default.svc.cluster.local",
+	}
+	if diff := cmp.Diff(wantChains, chains); diff != "" {
+		t.Errorf("SNI chains (-want +got):\n%s", diff)
+	}
+	tcpL, _ := find(g[ListenerType], "0.0.0.0_3306")
+	if c := tcpClusterOf(t, tcpL.Message.(*listenerv3.Listener).GetFilterChains()[0]); c != "outbound|3306||mysql.db.svc.cluster.local" {
+		t.Errorf("TCP listener routes to %q", c)
+	}
+	for _, r := range g[ListenerType] {
+		if bind := r.Message.(*listenerv3.Listener).GetBindToPort(); bind != nil && !bind.GetValue() {
+			t.Errorf("listener %s does not bind: a router listens on its ports", r.Name)
+		}
+	}
+	// Only referenced clusters (plus BlackHoleCluster): no ratings subsets, no DR subsets of
+	// other hosts.
+	wantClusters := []string{
+		BlackHoleCluster,
+		"outbound|3306||mysql.db.svc.cluster.local",
+		"outbound|8000||unused.default.svc.cluster.local", // the other-port route, on the 8080 server
+		"outbound|8443||secure.default.svc.cluster.local",
+		"outbound|9080|v1|reviews.default.svc.cluster.local",
+		"outbound|9080|v2|reviews.default.svc.cluster.local",
+		"outbound|9080||ratings.default.svc.cluster.local",
+		"outbound|9080||reviews.default.svc.cluster.local",
+	}
+	if got := names(g[ClusterType]); !slices.Equal(got, wantClusters) {
+		t.Errorf("clusters %v, want %v", got, wantClusters)
+	}
+	// A sidecar on the same snapshot sees the mesh-bound routes, not the gateway-only ones.
+	sc := sidecarProxy("10.200.0.1", "default")
+	sg, err := generateAll(t, sc, s)
+	if err != nil {
+		t.Fatalf("sidecar: %v", err)
+	}
+	if _, ok := find(sg[RouteType], "http.80"); ok {
+		t.Errorf("sidecar got the router's route configuration http.80")
+	}
+	rc9080 := routeConfig(t, sg[RouteType], "9080")
+	rv := vhostByName(rc9080, "reviews.default.svc.cluster.local:9080")
+	if rv == nil || rv.GetRoutes()[0].GetRoute().GetCluster() != "outbound|9080|v2|reviews.default.svc.cluster.local" {
+		t.Errorf("sidecar reviews route: %v", rv)
+	}
+}
+
+// TestGatewaySelection: which Gateways apply to a router and which VirtualServices bind.
+func TestGatewaySelection(t *testing.T) {
+	httpGW := func(sel map[string]string) *networking.Gateway {
+		return &networking.Gateway{Selector: sel, Servers: []*networking.Server{server(80, "HTTP", "*")}}
+	}
+	vs := func(name, ns string, gateways []string, match []*networking.HTTPMatchRequest) *model.Config {
+		return vsConfig(name, ns, &networking.VirtualService{Hosts: []string{name + ".example.com"}, Gateways: gateways,
+			Http: []*networking.HTTPRoute{{Name: name, Match: match, Route: []*networking.HTTPRouteDestination{{Destination: gwDest("a.default.svc.cluster.local", 0, "")}}}}})
+	}
+	svc := &model.Service{Hostname: "a.default.svc.cluster.local", Namespace: "default", Ports: []model.Port{{Name: "http", Number: 8000, Protocol: model.ProtocolHTTP}}}
+	tests := []struct {
+		name    string
+		labels  map[string]string
+		configs []*model.Config
+		want    []string // virtual hosts of http.80; nil = no listener at all
+	}{
+		{"selector does not match", map[string]string{"istio": "egressgateway"},
+			[]*model.Config{gwConfig("gw", "gw-ns", httpGW(map[string]string{"istio": "ingressgateway"}))}, nil},
+		{"empty selector selects every router", map[string]string{"x": "y"},
+			[]*model.Config{gwConfig("gw", "gw-ns", httpGW(nil)), vs("a", "default", []string{"gw-ns/gw"}, nil)}, []string{"a.example.com:80"}},
+		{"selector must match every label", map[string]string{"istio": "ingressgateway"},
+			[]*model.Config{gwConfig("gw", "gw-ns", httpGW(map[string]string{"istio": "ingressgateway", "zone": "a"}))}, nil},
+		{"binding forms", ingressLabels, []*model.Config{
+			gwConfig("gw", "gw-ns", httpGW(map[string]string{"istio": "ingressgateway"})),
+			vs("slash", "default", []string{"gw-ns/gw"}, nil),
+			vs("short", "gw-ns", []string{"gw"}, nil),
+			vs("legacy", "default", []string{"gw.gw-ns.svc.cluster.local"}, nil),
+			vs("wrongns", "default", []string{"gw"}, nil),
+			vs("meshonly", "default", []string{"mesh"}, nil),
+			vs("nogateways", "default", nil, nil),
+			vs("matchother", "default", []string{"gw-ns/gw"}, []*networking.HTTPMatchRequest{{Gateways: []string{"gw-ns/other"}}}),
+		}, []string{"legacy.example.com:80", "short.example.com:80", "slash.example.com:80"}},
+		{"no gateway selects: no listeners", ingressLabels, []*model.Config{vs("a", "default", []string{"gw-ns/gw"}, nil)}, nil},
+		{"nothing bound: Istio's 404 virtual host", ingressLabels,
+			[]*model.Config{gwConfig("gw", "gw-ns", httpGW(nil))}, []string{"blackhole:80"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: tt.configs})
+			p := routerProxy("gw-ns", tt.labels)
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == nil {
+				if len(g[ListenerType]) != 0 || len(g[RouteType]) != 0 {
+					t.Fatalf("got listeners %v routes %v, want none", names(g[ListenerType]), names(g[RouteType]))
+				}
+				if got := names(g[ClusterType]); !slices.Equal(got, []string{BlackHoleCluster}) {
+					t.Errorf("clusters %v, want only BlackHoleCluster", got)
+				}
+				return
+			}
+			checkResources(t, p, g)
+			var got []string
+			for _, vh := range routeConfig(t, g[RouteType], "http.80").GetVirtualHosts() {
+				got = append(got, vh.GetName())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("virtual hosts %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestGatewayExportTo: a VirtualService binds to a gateway only if exported to its namespace.
+func TestGatewayExportTo(t *testing.T) {
+	gw := gwConfig("gw", "istio-system", &networking.Gateway{Servers: []*networking.Server{server(80, "HTTP", "*")}})
+	svc := &model.Service{Hostname: "a.apps.svc.cluster.local", Namespace: "apps", Ports: []model.Port{{Name: "http", Number: 8000, Protocol: model.ProtocolHTTP}}}
+	for _, tt := range []struct {
+		exportTo []string
+		bound    bool
+	}{
+		{nil, true}, {[]string{"*"}, true}, {[]string{"."}, false}, {[]string{"istio-system"}, true},
+		{[]string{"other"}, false}, {[]string{"~"}, false}, {[]string{".", "istio-system"}, true},
+	} {
+		v := vsConfig("a", "apps", &networking.VirtualService{Hosts: []string{"a.example.com"}, Gateways: []string{"istio-system/gw"}, ExportTo: tt.exportTo,
+			Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: gwDest("a", 0, "")}}}}})
+		s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*model.Config{gw, v}})
+		rs, err := ForType(RouteType, routerProxy("istio-system", nil)).Generate(routerProxy("istio-system", nil), s, []string{"http.80"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := vhostByName(rs[0].Message.(*routev3.RouteConfiguration), "a.example.com:80") != nil
+		if got != tt.bound {
+			t.Errorf("exportTo %v: bound %v, want %v", tt.exportTo, got, tt.bound)
+		}
+	}
+}
+
+// TestGatewayErrors: bad servers and routes cost only themselves, with an error naming them.
+func TestGatewayErrors(t *testing.T) {
+	simple := server(8443, "HTTPS", "*")
+	simple.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: "cert"}
+	auto := server(15443, "TLS", "*")
+	auto.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}
+	gw := gwConfig("gw", "istio-system", &networking.Gateway{Servers: []*networking.Server{
+		server(80, "HTTP", "*"), simple, auto, server(80, "TCP", "*"), passthrough443("*"), server(9000, "UDP", "*"),
+	}})
+	multi := &model.Service{Hostname: "multi.apps.svc.cluster.local", Namespace: "apps", Ports: []model.Port{
+		{Name: "http", Number: 8000, Protocol: model.ProtocolHTTP}, {Name: "http2", Number: 8001, Protocol: model.ProtocolHTTP}}}
+	one := &model.Service{Hostname: "one.apps.svc.cluster.local", Namespace: "apps", Ports: []model.Port{{Name: "tls", Number: 8443, Protocol: model.ProtocolTLS}}}
+	configs := []*model.Config{gw,
+		vsConfig("a", "apps", &networking.VirtualService{Hosts: []string{"a.example.com"}, Gateways: []string{"istio-system/gw"},
+			Http: []*networking.HTTPRoute{
+				{Name: "noport", Route: []*networking.HTTPRouteDestination{{Destination: gwDest("multi", 0, "")}}},
+				{Name: "badregex", Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Regex{Regex: "("}}}},
+					Route: []*networking.HTTPRouteDestination{{Destination: gwDest("multi", 8000, "")}}},
+				{Name: "good", Route: []*networking.HTTPRouteDestination{{Destination: gwDest("multi", 8001, "")}}},
+			},
+			Tls: []*networking.TLSRoute{
+				{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{"a.example.com"}}}, Route: []*networking.RouteDestination{{Destination: gwDest("one", 0, "")}}},
+			}}),
+		vsConfig("b", "apps", &networking.VirtualService{Hosts: []string{"a.example.com"}, Gateways: []string{"istio-system/gw"},
+			Tls: []*networking.TLSRoute{
+				{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{"a.example.com"}}}, Route: []*networking.RouteDestination{{Destination: gwDest("one", 0, "")}}},
+				{Match: []*networking.TLSMatchAttributes{{Port: 443}}, Route: []*networking.RouteDestination{{Destination: gwDest("one", 0, "")}}},
+			}}),
+	}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{multi, one}, Configs: configs})
+	p := routerProxy("istio-system", nil)
+	g, err := generateAll(t, p, s)
+	if err == nil {
+		t.Fatal("no error for the unsupported servers and bad routes")
+	}
+	for _, want := range []string{
+		"Gateway istio-system/gw servers[1]: protocol HTTPS with tls mode SIMPLE is not supported",
+		"servers[2]: protocol TLS with tls mode AUTO_PASSTHROUGH is not supported",
+		"servers[3]: port 80 is TCP here but HTTP in Gateway istio-system/gw servers[0]",
+		"servers[5]: protocol \"UDP\" is not supported",
+		"VirtualService apps/a http[0 (noport)]", "has 2 ports: name one with destination.port",
+		"VirtualService apps/a http[1 (badregex)]",
+		`VirtualService apps/b tls[0] on Gateway istio-system/gw servers[4] port 443: SNI "a.example.com" is already routed by VirtualService apps/a tls[0]`,
+		"VirtualService apps/b tls[1]", "a match without sniHosts",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	// What is valid is still served, and passes Envoy's checks.
+	checkResources(t, p, g)
+	if got := names(g[ListenerType]); !slices.Equal(got, []string{"0.0.0.0_443", "0.0.0.0_80"}) {
+		t.Errorf("listeners %v", got)
+	}
+	vh := vhostByName(routeConfig(t, g[RouteType], "http.80"), "a.example.com:80")
+	if got := routeNamesOf(vh); !slices.Equal(got, []string{"good"}) {
+		t.Errorf("routes %v, want only the good one", got)
+	}
+	tlsL, _ := find(g[ListenerType], "0.0.0.0_443")
+	if n := len(tlsL.Message.(*listenerv3.Listener).GetFilterChains()); n != 1 {
+		t.Errorf("%d SNI chains, want 1 (the duplicate dropped)", n)
+	}
+}
+
+// TestGatewayKeyScope: routers with the same labels and namespace share bytes; the router class
+// never equals a sidecar's, and labels that change the selected gateways change the scope.
+func TestGatewayKeyScope(t *testing.T) {
+	s := model.NewSnapshot(1, gatewayInput())
+	a := routerProxy("istio-system", ingressLabels)
+	b := routerProxy("istio-system", ingressLabels)
+	b.IPAddresses, b.ID = []string{"100.64.0.9"}, "gateway-9.istio-system"
+	other := routerProxy("istio-system", map[string]string{"istio": "egressgateway"})
+	side := sidecarProxy("100.64.0.1", "istio-system")
+	side.Labels = ingressLabels
+	ga, err := generateAll(t, a, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb, _ := generateAll(t, b, s)
+	gs, _ := generateAll(t, side, s)
+	for _, typeURL := range Types() {
+		if KeyScope(typeURL, a) != KeyScope(typeURL, b) {
+			t.Errorf("%s: routers a and b have scopes %q and %q", typeURL, KeyScope(typeURL, a), KeyScope(typeURL, b))
+		}
+		if !sameBytes(t, ga[typeURL], gb[typeURL]) {
+			t.Errorf("%s: same scope, different bytes", typeURL)
+		}
+		if typeURL == EndpointType {
+			continue
+		}
+		if KeyScope(typeURL, a) == KeyScope(typeURL, side) {
+			t.Errorf("%s: router and sidecar share scope %q", typeURL, KeyScope(typeURL, a))
+		}
+		if sameBytes(t, ga[typeURL], gs[typeURL]) {
+			t.Errorf("%s: router and sidecar got identical resources; the test mesh should tell them apart", typeURL)
+		}
+		if KeyScope(typeURL, a) == KeyScope(typeURL, other) {
+			t.Errorf("%s: routers selected by different gateways share scope", typeURL)
+		}
+	}
+	if go2, _ := generateAll(t, other, s); sameBytes(t, ga[ListenerType], go2[ListenerType]) {
+		t.Errorf("the egress router got the ingress listeners")
+	}
+}
+
+func sameBytes(t *testing.T, x, y []Resource) bool {
+	t.Helper()
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		bx, err1 := Marshal(x[i].Message)
+		by, err2 := Marshal(y[i].Message)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if x[i].Name != y[i].Name || !bytes.Equal(bx, by) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestParseGatewayRef(t *testing.T) {
+	tests := []struct {
+		ref, vsNS, ns, name string
+		mesh, ok            bool
+	}{
+		{"mesh", "a", "", "", true, true},
+		{"istio-system/ingress", "a", "istio-system", "ingress", false, true},
+		{"./ingress", "a", "a", "ingress", false, true},
+		{"ingress", "a", "a", "ingress", false, true},
+		{"ingress.istio-system", "a", "istio-system", "ingress", false, true},
+		{"ingress.istio-system.svc.cluster.local", "a", "istio-system", "ingress", false, true},
+		{"/ingress", "a", "", "", false, false},
+		{"ns/", "a", "", "", false, false},
+		{"ns/a/b", "a", "", "", false, false},
+		{"ingress.", "a", "", "", false, false},
+		{"", "a", "", "", false, false},
+		{"a.b/name", "a", "", "", false, false},
+		{"name", ".", "", "", false, false},
+	}
+	for _, tt := range tests {
+		ns, name, mesh, ok := ParseGatewayRef(tt.ref, tt.vsNS)
+		if ns != tt.ns || name != tt.name || mesh != tt.mesh || ok != tt.ok {
+			t.Errorf("ParseGatewayRef(%q, %q) = %q %q %v %v; want %q %q %v %v", tt.ref, tt.vsNS, ns, name, mesh, ok, tt.ns, tt.name, tt.mesh, tt.ok)
+		}
+	}
+}
+
+// FuzzGatewayNames: gateway references and server hosts never panic, and a resolved reference
+// written back as namespace/name resolves to itself.
+func FuzzGatewayNames(f *testing.F) {
+	for _, s := range []string{"mesh", "istio-system/ingress", "ingress", "a.b.svc.cluster.local", "./x", "/", ".", "a/b/c", "*/h", "~/h"} {
+		f.Add(s, "default")
+	}
+	f.Fuzz(func(t *testing.T, ref, vsNS string) {
+		ns, name, mesh, ok := ParseGatewayRef(ref, vsNS)
+		if ok && !mesh {
+			if ns == "" || name == "" || strings.Contains(name, "/") {
+				t.Fatalf("%q: ok with ns %q name %q", ref, ns, name)
+			}
+			if !strings.Contains(ns, "/") {
+				ns2, name2, _, ok2 := ParseGatewayRef(ns+"/"+name, "elsewhere")
+				if !ok2 || ns2 != ns || name2 != name {
+					t.Fatalf("%q: %s/%s resolves to %q %q %v", ref, ns, name, ns2, name2, ok2)
+				}
+			}
+		}
+		for _, sh := range parseServerHosts([]string{ref}, vsNS) {
+			if sh.host == "" || sh.ns == "~" {
+				t.Fatalf("%q: server host %+v", ref, sh)
+			}
+			_, _ = sh.intersect(name, ns)
+		}
+	})
+}
+
+// gatewayBenchSnapshot is benchSnapshot's 1,000 services plus 4 ingress Gateways (HTTP on 80,
+// TLS passthrough on 443) exposing 25 hosts each, every host a VirtualService bound to its
+// gateway routing HTTP and SNI to one HTTP service.
+func gatewayBenchSnapshot(tb testing.TB) *model.Snapshot {
+	tb.Helper()
+	top := buildTopology(1000, 10)
+	for g := range 4 {
+		gw := "gw-" + strconv.Itoa(g)
+		domain := "*/*." + gw + ".example.com"
+		top.configs = append(top.configs, gwConfig(gw, "istio-system", &networking.Gateway{
+			Selector: map[string]string{"istio": "ingressgateway"},
+			Servers:  []*networking.Server{server(80, "HTTP", domain), passthrough443(domain)},
+		}))
+		for h := range 25 {
+			svc := host((g*25 + h) * 5) // protocol HTTP in buildTopology
+			name := "h-" + strconv.Itoa(h) + "." + gw + ".example.com"
+			d := gwDest(svc, 80, "")
+			top.configs = append(top.configs, vsConfig(gw+"-h-"+strconv.Itoa(h), "istio-system", &networking.VirtualService{
+				Hosts: []string{name}, Gateways: []string{gw},
+				Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: d}}}},
+				Tls: []*networking.TLSRoute{{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{name}}},
+					Route: []*networking.RouteDestination{{Destination: d}}}},
+			}))
+		}
+	}
+	return top.snapshot(1)
+}
+
+// BenchmarkRouterFullConfig compares the full config of a router behind 4 gateways × 25 hosts
+// with a sidecar's on the same 1,000-service mesh: bytes, resources and generation time.
+func BenchmarkRouterFullConfig(b *testing.B) {
+	s := gatewayBenchSnapshot(b)
+	for _, tc := range []struct {
+		name string
+		p    *model.Proxy
+	}{
+		{"router", routerProxy("istio-system", ingressLabels)},
+		{"sidecar", sidecarProxy("10.0.0.1", "ns-0")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var bytes, resources int
+			start, cpu := time.Now(), processCPU()
+			for b.Loop() {
+				g, err := generateAll(b, tc.p, s)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes, resources = 0, 0
+				for _, rs := range g {
+					for _, r := range rs {
+						resources++
+						buf, err := Marshal(r.Message)
+						if err != nil {
+							b.Fatal(err)
+						}
+						bytes += len(buf)
+					}
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "µs/proxy")
+			reportCPU(b, cpu)
+			b.ReportMetric(float64(bytes), "bytes/proxy")
+			b.ReportMetric(float64(resources), "resources/proxy")
+		})
+	}
+}
+
+// TestGatewayBenchSnapshotIsValid keeps the benchmark's mesh honest: the router's config from
+// it is valid and complete.
+func TestGatewayBenchSnapshotIsValid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large mesh")
+	}
+	s := gatewayBenchSnapshot(t)
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	rc := routeConfig(t, g[RouteType], "http.80")
+	if n := len(rc.GetVirtualHosts()); n != 100 {
+		t.Errorf("%d virtual hosts, want 100", n)
+	}
+	l, _ := find(g[ListenerType], "0.0.0.0_443")
+	if n := len(l.Message.(*listenerv3.Listener).GetFilterChains()); n != 100 {
+		t.Errorf("%d SNI chains, want 100", n)
+	}
+}

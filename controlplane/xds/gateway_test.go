@@ -1,0 +1,203 @@
+package xds
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/gen"
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/probe"
+)
+
+// gatewayConfigs is an ingress Gateway (HTTP on 80, TLS passthrough on 443) selecting routers
+// labelled istio=ingressgateway, and a VirtualService binding app.example.com to backend.
+func gatewayConfigs(backend string) []*model.Config {
+	pass := &networking.Server{Port: &networking.Port{Number: 443, Name: "tls", Protocol: "TLS"}, Hosts: []string{"*/*.example.com"},
+		Tls: &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH}}
+	gw := &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}, Servers: []*networking.Server{
+		{Port: &networking.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: []string{"*/*.example.com"}}, pass}}
+	d := &networking.Destination{Host: backend, Port: &networking.PortSelector{Number: 8080}}
+	vs := &networking.VirtualService{Hosts: []string{"app.example.com"}, Gateways: []string{"istio-system/ingress"},
+		Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: d}}}},
+		Tls: []*networking.TLSRoute{{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{"app.example.com"}}},
+			Route: []*networking.RouteDestination{{Destination: d}}}}}
+	return []*model.Config{
+		{Meta: model.Meta{Kind: model.KindGateway, Name: "ingress", Namespace: "istio-system"}, Spec: gw},
+		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "app", Namespace: "ns-0"}, Spec: vs},
+	}
+}
+
+// Routers (SotW and Delta, realistic NACK policy) get gateway listeners, the http.80 route and
+// only the backend's cluster, never sidecar listeners; they follow a re-binding and the new
+// backend's endpoint changes; sidecars on the same server keep their own config. Nothing is
+// NACKed.
+func TestFakeEnvoyRoutersConverge(t *testing.T) {
+	ts := startServer(t, testOptions())
+	in := topology(30, 2)
+	first, second := "svc-7.ns-1.svc.cluster.local", "svc-8.ns-2.svc.cluster.local"
+	in.Configs = gatewayConfigs(first)
+	ts.push(in, true)
+
+	const routers, sidecars = 4, 2
+	const n = routers + sidecars
+	rec := &recorder{full: map[int]bool{}, ready: make(chan int, n), seen: map[int]chan struct{}{}}
+	cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	router := fakeenvoy.IdentityTemplate{Type: "router", Namespace: "istio-system", IPBase: "10.200.0.1", Labels: map[string]string{"istio": "ingressgateway"}}
+	sidecar := fakeenvoy.IdentityTemplate{Type: "sidecar", Namespace: "ns-0", IPBase: "10.201.0.1"}
+	cluster := func(h string) string { return gen.ClusterName(gen.Outbound, 8080, "", h) }
+	routerWants := probe.Expectation{All: []probe.Predicate{
+		{Op: probe.ListenerPresent, Resource: "0.0.0.0_80"},
+		{Op: probe.ListenerPresent, Resource: "0.0.0.0_443"},
+		{Op: probe.ListenerAbsent, Resource: gen.VirtualOutboundListener},
+		{Op: probe.RouteTo, Resource: "http.80", Host: "app.example.com", Cluster: cluster(first)},
+		{Op: probe.ClusterPresent, Resource: cluster(first)},
+		{Op: probe.ClusterAbsent, Resource: cluster(second)},
+		{Op: probe.EndpointCount, Resource: cluster(first), Count: 2},
+	}}
+	sidecarWants := probe.Expectation{All: []probe.Predicate{
+		{Op: probe.ListenerPresent, Resource: gen.VirtualOutboundListener},
+		{Op: probe.ListenerAbsent, Resource: "0.0.0.0_443"},
+		{Op: probe.ClusterPresent, Resource: cluster(second)},
+	}}
+	views := make([]*viewHolder, n)
+	for i := range n {
+		node := router.Node(i)
+		views[i] = &viewHolder{want: routerWants}
+		if i >= routers {
+			node = sidecar.Node(i)
+			views[i].want = sidecarWants
+		}
+		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: node, Delta: i%2 == 1,
+			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i)}, hookTee{rec, views[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
+	}
+	for range n {
+		select {
+		case <-rec.ready:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("only %d of %d clients got a full config", len(rec.full), n)
+		}
+	}
+	for i, v := range views {
+		if !v.holds() {
+			t.Fatalf("client %d's first full config fails %v", i, v.want.All)
+		}
+	}
+
+	// Re-bind the host to the second backend (a full push), then change its endpoints.
+	step := func(name string, want probe.Expectation, clients []int, apply func()) {
+		t.Helper()
+		rec.mu.Lock()
+		rec.want = &want
+		chans := map[int]chan struct{}{}
+		for _, i := range clients {
+			chans[i] = make(chan struct{})
+			rec.seen[i] = chans[i]
+		}
+		rec.mu.Unlock()
+		apply()
+		for i, ch := range chans {
+			select {
+			case <-ch:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s: client %d (delta=%v) never observed %v", name, i, i%2 == 1, want.All)
+			}
+		}
+	}
+	allRouters := []int{0, 1, 2, 3}
+	step("re-bind", probe.Expectation{All: []probe.Predicate{
+		{Op: probe.RouteTo, Resource: "http.80", Host: "app.example.com", Cluster: cluster(second)},
+		{Op: probe.ClusterPresent, Resource: cluster(second)},
+		{Op: probe.ClusterAbsent, Resource: cluster(first)},
+		{Op: probe.EndpointCount, Resource: cluster(second), Count: 2},
+	}}, allRouters, func() {
+		in.Configs = gatewayConfigs(second)
+		ts.push(in, true)
+	})
+	step("endpoint", probe.Expectation{All: []probe.Predicate{
+		{Op: probe.EndpointPresent, Resource: cluster(second), Address: "10.77.0.1", Port: 8080},
+	}}, []int{0, 1, 2, 3, 4, 5}, func() {
+		in.Endpoints[second] = append(in.Endpoints[second], endpoint(second, "10.77.0.1"))
+		ts.push(in, false, second)
+	})
+	for i := routers; i < n; i++ {
+		if !views[i].holds() {
+			t.Errorf("sidecar %d lost its config", i)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.nacks != 0 {
+		t.Errorf("%d NACKs: %v", rec.nacks, rec.errors)
+	}
+}
+
+// viewHolder evaluates want against a client's view after every applied response (the view is
+// only valid during the hook).
+type viewHolder struct {
+	want probe.Expectation
+	mu   sync.Mutex
+	ok   bool
+}
+
+func (h *viewHolder) Applied(_ *fakeenvoy.Client, _ fakeenvoy.ResponseInfo, v probe.View) {
+	ok := h.want.Holds(v)
+	h.mu.Lock()
+	h.ok = ok
+	h.mu.Unlock()
+}
+
+func (h *viewHolder) holds() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ok
+}
+
+// hookTee calls the recorder, then the view holder.
+type hookTee struct {
+	*recorder
+	views *viewHolder
+}
+
+func (t hookTee) Applied(c *fakeenvoy.Client, info fakeenvoy.ResponseInfo, v probe.View) {
+	t.views.Applied(c, info, v)
+	t.recorder.Applied(c, info, v)
+}
+
+// TestRouterCacheClass: routers whose IPs are endpoints (a gateway pod is one of its Service)
+// still share one cache class, which is never a sidecar's.
+func TestRouterCacheClass(t *testing.T) {
+	in := topology(3, 2) // endpoints 10.0.0.1, 10.0.0.2, 10.0.1.1, ...
+	in.Configs = gatewayConfigs("svc-1.ns-1.svc.cluster.local")
+	st := &pushState{snap: model.NewSnapshot(1, in)}
+	proxy := func(typ model.NodeType, ip string) *model.Proxy {
+		return &model.Proxy{Type: typ, IPAddresses: []string{ip}, Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}}
+	}
+	var s Server
+	for _, typeURL := range []string{gen.ClusterType, gen.ListenerType, gen.RouteType} {
+		a, b := s.class(proxy(model.Router, "10.0.0.1"), st, typeURL, true), s.class(proxy(model.Router, "10.0.1.1"), st, typeURL, true)
+		if a != b {
+			t.Errorf("%s: routers at endpoint IPs have classes %q and %q", typeURL, a, b)
+		}
+		if side := s.class(proxy(model.SidecarProxy, "10.200.0.1"), st, typeURL, true); side == a {
+			t.Errorf("%s: router and sidecar share class %q", typeURL, a)
+		}
+	}
+}
