@@ -89,7 +89,9 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 
 	began := time.Now()
 	var phases []summary.Phase
-	phase := func(name string, start time.Time) { phases = append(phases, summary.Phase{Name: name, Start: start, End: time.Now()}) }
+	phase := func(name string, start time.Time) {
+		phases = append(phases, summary.Phase{Name: name, Start: start, End: time.Now()})
+	}
 
 	// Reach the simulator: clock offset, then the subscription.
 	var (
@@ -401,7 +403,9 @@ func RunPublished(ctx context.Context, sc *scenarios.Scenario, opts PublishOptio
 	}
 	began := time.Now()
 	var phases []summary.Phase
-	phase := func(name string, start time.Time) { phases = append(phases, summary.Phase{Name: name, Start: start, End: time.Now()}) }
+	phase := func(name string, start time.Time) {
+		phases = append(phases, summary.Phase{Name: name, Start: start, End: time.Now()})
+	}
 	if err := runner.Init(ctx); err != nil {
 		return nil, fmt.Errorf("write the initial topology: %w", err)
 	}

@@ -237,7 +237,9 @@ func TestMergeExact(t *testing.T) {
 }
 
 func TestMergeErrors(t *testing.T) {
-	shard := func(i, n int) *summary.Summary { return mergeShard(t, shardSpec{index: i, count: n, latencies: []int64{5}, responses: 1}) }
+	shard := func(i, n int) *summary.Summary {
+		return mergeShard(t, shardSpec{index: i, count: n, latencies: []int64{5}, responses: 1})
+	}
 	other := shard(1, 2)
 	other.Metadata.Labels = map[string]string{"scenario": "another"}
 	late := shard(1, 2)
@@ -343,4 +345,3 @@ func BenchmarkMerge(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/merge")
 }
-
