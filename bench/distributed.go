@@ -216,6 +216,18 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		early += e.EarlyReceives
 	}
 	metrics = append(metrics, summary.NewCounter(MetricEarlyReceives, summary.Default, float64(early), ended.Sub(began), nil))
+	// The run's names for the fleet's figures, as Run writes them (scenarios' thresholds use them).
+	for _, m := range metrics {
+		if m.Name == fakeenvoy.MetricTimeToFirstConfig && len(m.Tags) == 0 {
+			c := m
+			c.Name = MetricTimeToFirstConfig
+			metrics = append(metrics, c)
+			break
+		}
+	}
+	size := uint64(fleet.Size())
+	metrics = append(metrics, summary.NewGauge(MetricConnectIncomplete, summary.Default,
+		float64(size-min(fleet.Progress().FullConfig, size)), 0, float64(size), nil))
 	for _, p := range phases {
 		d := p.End.Sub(p.Start).Seconds()
 		metrics = append(metrics, summary.NewGauge(MetricPhaseDuration, summary.Time, d, 0, d, map[string]string{"phase": p.Name}))

@@ -169,11 +169,15 @@ func TestShardsMatchWholeFleet(t *testing.T) {
 		{fakeenvoy.MetricProbeEvents, "count", nil},
 		{bench.MetricEventsMissed, "count", nil},
 		{bench.MetricSimEvents, "count", nil},
+		{bench.MetricConnectIncomplete, "value", nil},
 	} {
 		w, m := get(whole, c.name, c.stat, c.tags), get(merged, c.name, c.stat, c.tags)
 		if w != m {
 			t.Errorf("%s%s %s: whole fleet %v, 3 shards merged %v", c.name, summary.TagString(c.tags), c.stat, w, m)
 		}
+	}
+	if _, ok := merged.Results.Find(bench.MetricTimeToFirstConfig, nil); !ok {
+		t.Errorf("merged summary lacks %s (scenario thresholds use the run's name)", bench.MetricTimeToFirstConfig)
 	}
 	if v := get(whole, fakeenvoy.MetricConnected, "value", nil); v != 9 {
 		t.Errorf("connected %v, want 9", v)
