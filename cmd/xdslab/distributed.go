@@ -170,7 +170,9 @@ func servePublisher(addr string, p *stream.Publisher, log io.Writer) (stop func(
 	if err != nil {
 		return nil, fmt.Errorf("sim: --publish: %w", err)
 	}
-	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Shards under load may take long to send a request's headers: a short timeout would
+	// close their connections and cost acks.
+	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: time.Minute}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -504,8 +504,10 @@ func (s *Stream) Run(ctx context.Context, h Handler) error {
 			if err := h.Expect(e); err != nil {
 				continue
 			}
-			if err := ack(ctx, cfg, e.EventID); err != nil {
-				return err
+			// A lost ack only costs the simulator its ack timeout (and is counted there): keep
+			// reading, or every later event would be lost to this shard too.
+			if err := ack(ctx, cfg, e.EventID); err != nil && ctx.Err() != nil {
+				return ctx.Err()
 			}
 		case TypeT0:
 			h.T0(m.ID, cfg.Clock.ToLocal(m.At))
@@ -553,8 +555,26 @@ func (e *StatusError) Error() string { return fmt.Sprintf("probe stream: HTTP %d
 // Retryable reports whether the publisher asked to retry (still writing the topology).
 func (e *StatusError) Retryable() bool { return e.Code == http.StatusServiceUnavailable }
 
+// ack acknowledges event id, retrying a few times: acks are idempotent (the publisher counts
+// each shard once), and a keep-alive connection closed under the request is no reason to lose
+// one.
 func ack(ctx context.Context, cfg SubscriberConfig, id uint64) error {
-	return post(ctx, cfg, "/ack?shard="+strconv.Itoa(cfg.Shard)+"&id="+strconv.FormatUint(id, 10))
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(attempt) * 50 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+		if err = post(ctx, cfg, "/ack?shard="+strconv.Itoa(cfg.Shard)+"&id="+strconv.FormatUint(id, 10)); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // Ready tells the publisher that the shard's clients hold their first full config.
@@ -567,6 +587,8 @@ func post(ctx context.Context, cfg SubscriberConfig, path string) error {
 	if err != nil {
 		return err
 	}
+	// Marks the POST idempotent, so the transport retries it on a connection closed under it.
+	req.Header.Set("Idempotency-Key", path)
 	resp, err := cfg.Client.Do(req)
 	if err != nil {
 		return err

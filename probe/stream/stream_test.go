@@ -248,3 +248,61 @@ func TestParseBase(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamSurvivesLostAck: an ack that cannot be delivered (the connection is closed under
+// every attempt) costs that event its ack timeout only; the shard keeps reading and
+// acknowledges the next event.
+func TestStreamSurvivesLostAck(t *testing.T) {
+	p, err := NewPublisher(PublisherConfig{Shards: 1, AckTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	dropped := 0
+	h := p.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ack" && r.URL.Query().Get("id") == "1" {
+			mu.Lock()
+			dropped++
+			mu.Unlock()
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	p.Open()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := Dial(ctx, SubscriberConfig{Base: srv.URL, Shard: 0, Client: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, rec) }()
+	if err := p.WaitSubscribed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Expect(ctx, expectation(1)); n != 0 {
+		t.Errorf("event 1: %d acks, want 0 (every ack dropped)", n)
+	}
+	if n := p.Expect(ctx, expectation(2)); n != 1 {
+		t.Errorf("event 2: %d acks, want 1: the stream must survive a lost ack", n)
+	}
+	p.End(ctx)
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dropped < 2 {
+		t.Errorf("the ack of event 1 was tried %d times, want retries", dropped)
+	}
+	if p.BarrierTimeouts() != 1 {
+		t.Errorf("barrier timeouts %d, want 1", p.BarrierTimeouts())
+	}
+}
