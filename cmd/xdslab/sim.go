@@ -79,6 +79,7 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 	fl.StringVar(&f.pub.startAt, "start-at", "", "with --publish: start churn no earlier than this time (RFC 3339 or +DURATION)")
 	fl.StringVar(&f.pub.startAtFile, "start-at-file", "", "with --publish: read the start time from this file (a mounted ConfigMap key)")
 	f.kube.register(fl, 50, 100)
+	f.kube.registerPods(fl)
 	fl.BoolVar(&f.kubeSEs, "kube-service-entries", false, "with --sink kube: write ServiceEntries instead of Services and EndpointSlices")
 	return cmd
 }
@@ -125,7 +126,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))
 		}
-		ks, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, ServiceEntries: f.kubeSEs, Clean: f.clean})
+		ks, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, ServiceEntries: f.kubeSEs, Clean: f.clean, Pods: f.kube.pods})
 		if err != nil {
 			return usageErr(err)
 		}
