@@ -116,6 +116,7 @@ func (c *conn) nextNonce() string {
 // register records the proxy of a stream's first request and makes the stream reachable by
 // pushes.
 func (c *conn) register(p *model.Proxy) {
+	p = c.srv.withIdentity(c.stream.Context(), p)
 	c.proxy = p
 	c.id = p.NodeID + "-" + strconv.FormatUint(c.srv.connSeq.Add(1), 10)
 	c.setStatus(func(s *ClientStatus) {
@@ -330,6 +331,9 @@ func (c *conn) rejected(ts *typeState, nonce string, detail *rpcstatus.Status) {
 func (c *conn) pushAll(req *model.PushRequest, now time.Time) error {
 	if c.proxy == nil {
 		return nil
+	}
+	if only, err := c.pushSecrets(req, now); only || err != nil {
+		return err
 	}
 	if !req.Full {
 		_, err := c.pushType(gen.EndpointType, req, nil, now)
