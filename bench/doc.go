@@ -33,4 +33,11 @@
 // note.KEY and in the HTML report.
 //
 // compare*.go and tune*.go read these summaries to gate releases and tune the debouncer.
+//
+// Distributed runs (docs/distributed.md; distributed.go, merge.go): RunShard runs one segment
+// of a scenario's fleet as a shard that takes the simulator's probe events from its stream
+// (probe/stream) on its own clock, RunPublished runs the simulator that publishes them with an
+// ack barrier, and Merge combines the shards' and the simulator's summaries into one
+// (histograms added, counters summed, per-event records combined, phases aligned on the
+// simulator's clock) on which the scenario's thresholds are evaluated once.
 package bench

@@ -58,4 +58,9 @@
 // and sends it through its own codec (codec.go), which also avoids grpc-go's pooled marshalling
 // buffers; the fleet's connections use small read/write buffers and a buffer pool with a tier
 // at every power of two. A client runs two goroutines: its owner and its receiver.
+//
+// Beyond one process, FleetConfig.Segment {Index, Count} makes a fleet one shard of a larger
+// one: it builds only the clients k with k mod Count == Index, each with the index, node, seed
+// and ramp slot it has in the whole fleet, so Count shards started together are that fleet.
+// SummaryEvents exports the matcher's per-event results for merging shards.
 package fakeenvoy

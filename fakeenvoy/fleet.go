@@ -71,6 +71,11 @@ type FleetConfig struct {
 	DialOptions []grpc.DialOption
 	// Seed drives every client's random choices (client i uses Seed and i).
 	Seed uint64
+	// Segment, when Count > 1, makes this fleet shard Index of Count of the configured fleet:
+	// it runs only the clients k (numbered across the groups) with k mod Count == Index, with
+	// the identity, seed and ramp slot (k/Ramp after Start) they have in the whole fleet, so
+	// Count shards started together behave as one fleet.
+	Segment Segment
 	// Clock is injected for tests; nil means the real clock.
 	Clock Clock
 	// Progress receives live progress (connected, responses/s, NACKs) every ProgressInterval
@@ -84,6 +89,37 @@ type FleetConfig struct {
 	// Hooks, if set, also receives every client's observations (after the observer and the
 	// matcher).
 	Hooks Hooks
+}
+
+// Segment selects one shard of a fleet (see FleetConfig.Segment). The zero value is the whole
+// fleet.
+type Segment struct {
+	Index, Count int
+}
+
+// Has reports whether client k belongs to the segment.
+func (s Segment) Has(k int) bool { return s.Count <= 1 || k%s.Count == s.Index }
+
+// Size is how many of n clients belong to the segment.
+func (s Segment) Size(n int) int {
+	if s.Count <= 1 {
+		return n
+	}
+	if n <= s.Index {
+		return 0
+	}
+	return (n-1-s.Index)/s.Count + 1
+}
+
+// Validate checks 0 <= Index < Count (or the zero value).
+func (s Segment) Validate() error {
+	if s.Count == 0 && s.Index == 0 {
+		return nil
+	}
+	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("fleet: segment %d/%d: want 0 <= index < count", s.Index, s.Count)
+	}
+	return nil
 }
 
 // Clients is the total client count over the groups.
@@ -130,6 +166,11 @@ func (c FleetConfig) Validate() error {
 	}
 	if c.Churn.Every < 0 || c.Churn.Jitter < 0 || c.Churn.Jitter >= 1 {
 		errs = append(errs, fmt.Errorf("fleet: churn needs every >= 0 and 0 <= jitter < 1, got %s and %g", c.Churn.Every, c.Churn.Jitter))
+	}
+	if err := c.Segment.Validate(); err != nil {
+		errs = append(errs, err)
+	} else if c.Segment.Size(c.Clients()) == 0 && c.Clients() > 0 {
+		errs = append(errs, fmt.Errorf("fleet: segment %d/%d of %d clients holds no client: use at most %d segments", c.Segment.Index, c.Segment.Count, c.Clients(), c.Clients()))
 	}
 	if c.StreamsPerConn < 0 {
 		errs = append(errs, fmt.Errorf("fleet: streams per connection %d must be >= 0", c.StreamsPerConn))
@@ -253,6 +294,10 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	for _, g := range cfg.Groups {
 		authOpts := map[string][]grpc.DialOption{} // namespace → the group's dial options
 		for range g.Count {
+			if !cfg.Segment.Has(index) {
+				index++
+				continue
+			}
 			cc := g.Client
 			if cc.Interner == nil {
 				cc.Interner = interner
@@ -266,7 +311,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 			fc := &fleetClient{c: c, group: g.Name, ns: c.Namespace(),
 				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(index)^0xc4ceb9fe1a85ec53))}
 			if cfg.StreamsPerConn > 1 {
-				k := index / cfg.StreamsPerConn
+				k := len(f.clients) / cfg.StreamsPerConn
 				for len(f.conns) <= k {
 					f.conns = append(f.conns, &fleetConn{target: cfg.Target, opts: opts})
 				}
@@ -359,7 +404,7 @@ func (f *Fleet) Stop() {
 // go tool pprof -tagfocus xdslab=fleet.
 var fleetLabels = pprof.Labels("xdslab", "fleet")
 
-// ramp starts client i at began + i/Ramp.
+// ramp starts client i (its index in the whole fleet) at began + i/Ramp.
 func (f *Fleet) ramp(ctx context.Context) {
 	defer f.wg.Done()
 	defer f.rampDone.Store(true)
@@ -369,9 +414,9 @@ func (f *Fleet) ramp(ctx context.Context) {
 			timer.Stop()
 		}
 	}()
-	for i, fc := range f.clients {
+	for _, fc := range f.clients {
 		if f.cfg.Ramp > 0 {
-			due := f.began.Add(time.Duration(float64(i) / f.cfg.Ramp * float64(time.Second)))
+			due := f.began.Add(time.Duration(float64(fc.c.Index()) / f.cfg.Ramp * float64(time.Second)))
 			if d := due.Sub(f.clock.Now()); d > 0 {
 				if timer == nil {
 					timer = f.clock.NewTimer(d)

@@ -206,6 +206,22 @@ func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
 	return out, nil
 }
 
+// SummaryEvents turns the matcher's per-event results into summary events: what a merge of
+// shards needs to compute convergence and missed events over the whole fleet.
+func SummaryEvents(r MatchResults) []summary.Event {
+	out := make([]summary.Event, 0, len(r.Events))
+	for _, e := range r.Events {
+		ev := summary.Event{ID: e.EventID, Kind: e.Kind, T0: e.T0, Reached: e.Reached, Observed: e.Observed,
+			AlreadyHeld: e.AlreadyHeld, Superseded: e.Superseded, Missed: e.Missed, Unresolved: e.Unresolved,
+			Received: e.Received, EarlyReceives: e.EarlyReceives, Censored: e.Censored}
+		if ev.Measured() {
+			ev.ConvergenceSeconds = e.Convergence.Seconds()
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
 // Register registers the fleet's live metrics (read from the observer and matcher at scrape
 // time, so hooks never touch Prometheus) on reg.
 func (f *Fleet) Register(reg prometheus.Registerer) error { return reg.Register(&fleetCollector{f: f}) }

@@ -8,6 +8,7 @@ func subcommands() []*cobra.Command {
 		newRunCmd(),
 		newControlplaneCmd(),
 		newFleetCmd(),
+		newMergeCmd(),
 		newSimCmd(),
 		newValidateCmd(),
 		newTuneCmd(),

@@ -57,6 +57,10 @@ type fleetFlags struct {
 	SummaryFile         string            `json:"-"`
 	MetricsAddr         string            `json:"-"`
 	Progress            string            `json:"-"`
+	Segment             string            `json:"segment,omitempty"`
+	Segments            int               `json:"segments,omitempty"`
+	dist                distFlags
+	jobIndex            string // JOB_COMPLETION_INDEX
 }
 
 func newFleetCmd() *cobra.Command {
@@ -77,7 +81,17 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 		Example: `  xdslab fleet --target 127.0.0.1:15010 --clients 1000 --ramp 200 --duration 2m --summary fleet.json
   xdslab fleet --target istiod:15010 --clients 200 --delta --nack realistic --ack-delay exp:5ms --namespaces 10`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runFleet(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.jobIndex = os.Getenv("JOB_COMPLETION_INDEX")
+			f.dist.Segment, f.dist.Segments = f.Segment, f.Segments
+			if f.dist.Scenario != "" {
+				return runScenarioFleet(cmd, f)
+			}
+			if f.dist.StartAt != "" || f.dist.StartAtFile != "" || f.dist.Probes != "" {
+				return usageErr(errors.New("fleet: --start-at, --start-at-file and --probes need --scenario (a distributed run's shard)"))
+			}
+			return runFleet(cmd, f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Target, "target", "", "ADS server HOST:PORT (required; insecure gRPC unless --auth)")
@@ -111,6 +125,12 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.StringVar(&f.ServerName, "server-name", "", "with --auth: name the server certificate must carry (default localhost)")
 	fl.StringVar(&f.SummaryFile, "summary", "", "write the JSON summary to this file")
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address (/metrics)")
+	fl.StringVar(&f.dist.Scenario, "scenario", "", "run this scenario's clients (file or built-in name) as one shard of a distributed run; --clients, --ramp and the client flags are then the scenario's")
+	fl.StringVar(&f.Segment, "segment", "", "run shard I/N of the fleet: clients k with k mod N == I (auto: I from JOB_COMPLETION_INDEX, with --segments N)")
+	fl.IntVar(&f.Segments, "segments", 0, "the shard count N (with --segment auto or unset: the index comes from JOB_COMPLETION_INDEX)")
+	fl.StringVar(&f.dist.StartAt, "start-at", "", "with --scenario: start ramping at this time (RFC 3339 on the simulator's clock, or +DURATION)")
+	fl.StringVar(&f.dist.StartAtFile, "start-at-file", "", "with --scenario: read the start time from this file (a mounted ConfigMap key)")
+	fl.StringVar(&f.dist.Probes, "probes", "", "with --scenario: the simulator's probe stream, http://HOST:PORT (xdslab sim --publish)")
 	fl.StringVar(&f.Progress, "progress", "auto", "live progress on stderr: auto (a refreshed line on a terminal, log lines otherwise), line, log or off")
 	return cmd
 }
@@ -156,6 +176,9 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 		Churn:          fakeenvoy.Churn{Every: f.Churn, Jitter: f.ChurnJitter},
 		StreamsPerConn: f.StreamsPerConn,
 		Seed:           f.Seed,
+	}
+	if cfg.Segment, err = parseSegment(f.Segment, f.Segments, f.jobIndex); err != nil {
+		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: %w", err)
 	}
 	if f.Auth != "" {
 		a := scenarios.Auth{CADir: f.CADir, JWTKey: f.JWTKey, Issuer: f.JWTIssuer, Audience: f.JWTAudience, ServerName: f.ServerName}
@@ -315,6 +338,9 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 			DurationSeconds: ended.Sub(began).Seconds()},
 		Config:  config,
 		Results: summary.Results{Passed: true, Metrics: metrics},
+	}
+	if seg := cfg.Segment; seg.Count > 0 {
+		s.Metadata.Segment = &summary.Segment{Index: seg.Index, Count: seg.Count}
 	}
 	out := cmd.OutOrStdout()
 	st := fleet.Observer().Stats()

@@ -14,6 +14,8 @@ import (
 
 	"github.com/xdslab/xdslab/bench"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/probe/stream"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
 )
@@ -31,6 +33,7 @@ type simFlags struct {
 	sink         string
 	kube         kubeFlags
 	kubeSEs      bool
+	pub          publishFlags
 }
 
 func newSimCmd() *cobra.Command {
@@ -68,6 +71,13 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 	fl.DurationVar(&f.progress, "progress", 5*time.Second, "print a progress line this often (run time); 0 disables")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the simulator's Prometheus metrics on this address (e.g. 127.0.0.1:15090)")
 	fl.StringVar(&f.sink, "sink", "dir", "where the mesh goes: dir (Istio YAML in --sink-dir) or kube (a Kubernetes API server; see docs/kubernetes.md)")
+	fl.StringVar(&f.pub.addr, "publish", "", "distributed run: serve the probe stream to the fleet shards on this address (docs/distributed.md)")
+	fl.IntVar(&f.pub.shards, "shards", 1, "with --publish: the number of fleet shards (xdslab fleet --segment I/N)")
+	fl.DurationVar(&f.pub.ackTimeout, "ack-timeout", 5*time.Second, "with --publish: longest wait for every shard to register an event before writing it")
+	fl.DurationVar(&f.pub.shardWait, "shard-wait", 10*time.Minute, "with --publish: longest wait for every shard to subscribe and connect its clients")
+	fl.StringVar(&f.pub.summary, "summary", "", "with --publish: write the simulator's summary (events, t0, acks) here, for xdslab merge")
+	fl.StringVar(&f.pub.startAt, "start-at", "", "with --publish: start churn no earlier than this time (RFC 3339 or +DURATION)")
+	fl.StringVar(&f.pub.startAtFile, "start-at-file", "", "with --publish: read the start time from this file (a mounted ConfigMap key)")
 	f.kube.register(fl, 50, 100)
 	f.kube.registerPods(fl)
 	fl.BoolVar(&f.kubeSEs, "kube-service-entries", false, "with --sink kube: write ServiceEntries instead of Services and EndpointSlices")
@@ -84,6 +94,23 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	sc, err := scenarios.Resolve(scenario)
 	if err != nil {
 		return usageErr(err)
+	}
+	var startAt time.Time
+	if f.pub.addr != "" {
+		if f.fast {
+			return usageErr(errors.New("sim: --publish runs on the wall clock: drop --fast"))
+		}
+		if f.pub.shards < 1 {
+			return usageErr(fmt.Errorf("sim: --shards %d must be at least 1", f.pub.shards))
+		}
+		if f.pub.ackTimeout <= 0 {
+			return usageErr(fmt.Errorf("sim: --ack-timeout %s must be > 0", f.pub.ackTimeout))
+		}
+		if startAt, err = parseStartAt(f.pub.startAt, f.pub.startAtFile, time.Now()); err != nil {
+			return usageErr(fmt.Errorf("sim: %w", err))
+		}
+	} else if f.pub.summary != "" || f.pub.startAt != "" || f.pub.startAtFile != "" {
+		return usageErr(errors.New("sim: --summary, --start-at and --start-at-file need --publish"))
 	}
 	sim, err := simulator.New(bench.SimConfig(sc))
 	if err != nil {
@@ -137,6 +164,9 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 			return usageErr(err)
 		}
 		defer stop()
+	}
+	if f.pub.addr != "" {
+		return runPublishedSim(ctx, out, sc, f, sink, recorders, metrics, startAt, where, files)
 	}
 	var clock simulator.Clock = &simulator.WallClock{}
 	if f.fast {
@@ -230,4 +260,38 @@ func simSummary(out io.Writer, s simulator.Stats, took time.Duration) {
 		ks := s.ByKind[simulator.ChurnKind(k)]
 		fmt.Fprintf(out, "  %-24s events=%-6d late=%-6d skipped=%d\n", k, ks.Events, ks.Late, ks.Skipped)
 	}
+}
+
+// runPublishedSim is 'xdslab sim --publish': the simulator of a distributed run.
+func runPublishedSim(ctx context.Context, out io.Writer, sc *scenarios.Scenario, f simFlags, sink simulator.Sink,
+	recorders []simulator.Sink, metrics *simulator.Metrics, startAt time.Time, where string, files func() string) error {
+	pub, err := stream.NewPublisher(stream.PublisherConfig{Shards: f.pub.shards, AckTimeout: f.pub.ackTimeout})
+	if err != nil {
+		return usageErr(err)
+	}
+	stop, err := servePublisher(f.pub.addr, pub, out)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer stop()
+	fmt.Fprintf(out, "sim: %s: writing the initial topology to %s, then waiting for %d shard(s)\n", sc.Name, where, f.pub.shards)
+	s, err := bench.RunPublished(ctx, sc, bench.PublishOptions{Sink: sink, Publisher: pub, StartAt: startAt,
+		ShardWait: f.pub.shardWait, Recorders: recorders, Metrics: metrics, Progress: out})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(out, "sim: interrupted")
+			return nil
+		}
+		return err
+	}
+	ev, _ := s.Results.Find(bench.MetricSimEvents, nil)
+	to, _ := s.Results.Find(bench.MetricBarrierTimeouts, nil)
+	fmt.Fprintf(out, "sim: done: %v events applied%s, %v held past the ack timeout by some shard\n", ev.Values["count"], files(), to.Values["count"])
+	if f.pub.summary != "" {
+		if err := summary.WriteFile(f.pub.summary, s); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "sim: summary written to %s\n", f.pub.summary)
+	}
+	return nil
 }

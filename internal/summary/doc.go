@@ -33,4 +33,13 @@
 // is the base64 of HdrHistogram's V2 compressed encoding; a recorded value v stands for
 // v × scale in the base unit (trends of durations record microseconds, scale 1e-6). compare
 // decodes it with Histogram.Decode to test distributions rather than points.
+//
+// Distributed runs (docs/distributed.md) add optional fields, absent from a single run's
+// summary: metadata.segment {index, count} (a fleet shard), metadata.startAt (the shared
+// start), metadata.clock (the offset from the simulator's clock), metadata.probes (the probe
+// stream), metadata.phases [{name, start, end}], metadata.shards (a merged summary's inputs),
+// and results.events [{id, kind, t0, reached, observed, alreadyHeld, superseded, missed,
+// unresolved, received, earlyReceives, convergenceSeconds, censored, acked, shardsMissing}]:
+// per-event records, since convergence is a maximum over clients and cannot be merged from
+// per-shard histograms. Summaries without them stay valid; the version stays "1".
 package summary

@@ -71,6 +71,60 @@ type Metadata struct {
 	Ended           time.Time         `json:"ended"`
 	DurationSeconds float64           `json:"durationSeconds"`
 	Labels          map[string]string `json:"labels,omitempty"`
+
+	// The fields below are set by distributed runs (docs/distributed.md); a single run leaves
+	// them empty, and summaries without them stay valid.
+
+	// Segment is the fleet shard that wrote the summary (xdslab fleet --segment I/N).
+	Segment *Segment `json:"segment,omitempty"`
+	// StartAt is the shared start time the process waited for (--start-at).
+	StartAt *time.Time `json:"startAt,omitempty"`
+	// Clock is this process's clock offset from the reference clock (the simulator's).
+	Clock *Clock `json:"clock,omitempty"`
+	// Probes is where the process received the simulator's probe events (a URL); a shard
+	// with Probes set is expected to hold every event the simulator published.
+	Probes string `json:"probes,omitempty"`
+	// Phases are the run's phases with their wall-clock bounds (on this process's clock).
+	Phases []Phase `json:"phases,omitempty"`
+	// Shards lists the inputs of a merged summary (xdslab merge).
+	Shards []Shard `json:"shards,omitempty"`
+}
+
+// Segment is shard Index of Count: the fleet clients k with k mod Count == Index.
+type Segment struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// String renders the segment as I/N.
+func (s Segment) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Clock is a measured clock offset: reference time minus local time, with the measurement's
+// uncertainty (half the best round trip).
+type Clock struct {
+	Reference          string  `json:"reference"`
+	OffsetSeconds      float64 `json:"offsetSeconds"`
+	UncertaintySeconds float64 `json:"uncertaintySeconds"`
+	Samples            int     `json:"samples"`
+}
+
+// Phase is one phase of a run (setup, connect, measure, drain).
+type Phase struct {
+	Name  string    `json:"name"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// Shard describes one input of a merged summary.
+type Shard struct {
+	Source  string    `json:"source"`
+	Command string    `json:"command,omitempty"`
+	Segment *Segment  `json:"segment,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	Clock   *Clock    `json:"clock,omitempty"`
+	// Events is how many probe events the input held.
+	Events int `json:"events"`
 }
 
 // Results holds the metrics and the threshold verdicts.
@@ -78,7 +132,42 @@ type Results struct {
 	Passed     bool        `json:"passed"`
 	Metrics    []Metric    `json:"metrics"`
 	Thresholds []Threshold `json:"thresholds,omitempty"`
+	// Events holds one entry per simulator event with what is needed to merge shards
+	// exactly (convergence is a maximum over clients, so per-shard histograms of it cannot be
+	// added): a fleet shard's view of each event, or the simulator's record of it.
+	Events []Event `json:"events,omitempty"`
 }
+
+// Event is one simulator event as one process saw it. A fleet writes the client counts (the
+// clients of this process in the event's reach, by class) and the event's convergence over
+// them; the simulator writes T0 and Acked (shards that acknowledged the probe before the change
+// was written).
+type Event struct {
+	ID                 uint64    `json:"id"`
+	Kind               string    `json:"kind"`
+	T0                 time.Time `json:"t0,omitzero"`
+	Reached            int       `json:"reached,omitempty"`
+	Observed           int       `json:"observed,omitempty"`
+	AlreadyHeld        int       `json:"alreadyHeld,omitempty"`
+	Superseded         int       `json:"superseded,omitempty"`
+	Missed             int       `json:"missed,omitempty"`
+	Unresolved         int       `json:"unresolved,omitempty"`
+	Received           int       `json:"received,omitempty"`
+	EarlyReceives      int       `json:"earlyReceives,omitempty"`
+	ConvergenceSeconds float64   `json:"convergenceSeconds,omitempty"`
+	Censored           bool      `json:"censored,omitempty"`
+	Acked              int       `json:"acked,omitempty"`
+	// ShardsMissing (merged summaries) counts fleet shards that subscribed to the probes but
+	// hold no record of the event: their clients' view of it is unknown, so it is incomplete.
+	ShardsMissing int `json:"shardsMissing,omitempty"`
+}
+
+// Complete reports whether every client in reach observed, already held or superseded it.
+func (e Event) Complete() bool { return e.Missed == 0 && e.Unresolved == 0 && e.ShardsMissing == 0 }
+
+// Measured reports whether the event enters the convergence distribution (as the matcher
+// decides: it has a t0 and was observed by some client, or some client missed it).
+func (e Event) Measured() bool { return !e.T0.IsZero() && (e.Observed > 0 || !e.Complete()) }
 
 // Metric is one metric, or one tagged dimension of it.
 type Metric struct {
@@ -251,7 +340,71 @@ func (s *Summary) Validate() error {
 			errs = append(errs, fmt.Errorf("results.thresholds[%d]: needs metric and expression", i))
 		}
 	}
+	errs = append(errs, s.Metadata.validate()...)
+	ids := make(map[uint64]bool, len(s.Results.Events))
+	for i, e := range s.Results.Events {
+		if err := e.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("results.events[%d] (id %d): %w", i, e.ID, err))
+		}
+		if ids[e.ID] {
+			errs = append(errs, fmt.Errorf("results.events[%d]: duplicate event id %d", i, e.ID))
+		}
+		ids[e.ID] = true
+	}
 	return errors.Join(errs...)
+}
+
+func (m Metadata) validate() []error {
+	var errs []error
+	checkSeg := func(where string, g *Segment) {
+		if g != nil && (g.Count < 1 || g.Index < 0 || g.Index >= g.Count) {
+			errs = append(errs, fmt.Errorf("%s: segment %d/%d: need 0 <= index < count", where, g.Index, g.Count))
+		}
+	}
+	checkClock := func(where string, c *Clock) {
+		if c == nil {
+			return
+		}
+		for _, v := range []float64{c.OffsetSeconds, c.UncertaintySeconds} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				errs = append(errs, fmt.Errorf("%s: clock values must be finite", where))
+				return
+			}
+		}
+		if c.UncertaintySeconds < 0 || c.Samples < 0 {
+			errs = append(errs, fmt.Errorf("%s: clock uncertainty and samples must be >= 0", where))
+		}
+	}
+	checkSeg("metadata", m.Segment)
+	checkClock("metadata", m.Clock)
+	for i, p := range m.Phases {
+		if p.Name == "" || p.End.Before(p.Start) {
+			errs = append(errs, fmt.Errorf("metadata.phases[%d]: needs a name and end >= start", i))
+		}
+	}
+	for i, sh := range m.Shards {
+		checkSeg(fmt.Sprintf("metadata.shards[%d]", i), sh.Segment)
+		checkClock(fmt.Sprintf("metadata.shards[%d]", i), sh.Clock)
+		if sh.Events < 0 {
+			errs = append(errs, fmt.Errorf("metadata.shards[%d]: events must be >= 0", i))
+		}
+	}
+	return errs
+}
+
+func (e Event) validate() error {
+	for _, n := range []int{e.Reached, e.Observed, e.AlreadyHeld, e.Superseded, e.Missed, e.Unresolved, e.Received, e.EarlyReceives, e.Acked, e.ShardsMissing} {
+		if n < 0 {
+			return errors.New("counts must be >= 0")
+		}
+	}
+	if e.Reached != e.Observed+e.AlreadyHeld+e.Superseded+e.Missed {
+		return fmt.Errorf("reached %d != observed + alreadyHeld + superseded + missed (%d)", e.Reached, e.Observed+e.AlreadyHeld+e.Superseded+e.Missed)
+	}
+	if math.IsNaN(e.ConvergenceSeconds) || math.IsInf(e.ConvergenceSeconds, 0) || e.ConvergenceSeconds < 0 {
+		return fmt.Errorf("convergenceSeconds must be finite and >= 0, got %g", e.ConvergenceSeconds)
+	}
+	return nil
 }
 
 func (m Metric) validate() error {

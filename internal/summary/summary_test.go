@@ -262,3 +262,53 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDistributedFields: the optional fields of distributed runs round-trip, are validated,
+// and a summary without them (every earlier summary) still decodes.
+func TestDistributedFields(t *testing.T) {
+	s := sample(t)
+	at := s.Metadata.Started.Add(-time.Minute)
+	s.Metadata.Segment = &Segment{Index: 1, Count: 4}
+	s.Metadata.StartAt = &at
+	s.Metadata.Clock = &Clock{Reference: "http://sim:15080/time", OffsetSeconds: -0.002, UncertaintySeconds: 0.0001, Samples: 8}
+	s.Metadata.Probes = "http://sim:15080"
+	s.Metadata.Phases = []Phase{{Name: "connect", Start: at, End: at.Add(time.Second)}}
+	s.Results.Events = []Event{{ID: 1, Kind: "endpoint-flap", T0: at, Reached: 3, Observed: 2, Missed: 1, ConvergenceSeconds: 0.25, Censored: true}}
+	var buf bytes.Buffer
+	if err := Encode(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode("d.json", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s.Metadata, got.Metadata); diff != "" {
+		t.Errorf("metadata (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(s.Results.Events, got.Results.Events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if got.Results.Events[0].Complete() || !got.Results.Events[0].Measured() {
+		t.Error("an event a client missed is incomplete and measured")
+	}
+	old, err := os.ReadFile(filepath.Join("testdata", "summary.golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode("old.json", old); err != nil {
+		t.Errorf("a summary without the distributed fields: %v", err)
+	}
+	bad := buf.String()
+	for _, tc := range []struct{ from, to, want string }{
+		{`"index": 1`, `"index": 4`, "segment 4/4"},
+		{`"reached": 3`, `"reached": 4`, "reached 4 != observed"},
+		{`"convergenceSeconds": 0.25`, `"convergenceSeconds": -1`, "convergenceSeconds must be"},
+		{`"uncertaintySeconds": 0.0001`, `"uncertaintySeconds": -1`, "uncertainty"},
+		{`"name": "connect"`, `"name": ""`, "metadata.phases[0]"},
+	} {
+		in := strings.Replace(bad, tc.from, tc.to, 1)
+		if _, err := Decode("d.json", []byte(in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s -> %s: err %v, want %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+}

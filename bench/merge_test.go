@@ -1,0 +1,347 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+var mergeT0 = time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
+
+// shardSpec is a synthetic fleet shard: its latencies (µs), counters and event records.
+type shardSpec struct {
+	index, count int
+	latencies    []int64
+	responses    float64
+	connected    float64
+	offset       float64 // clock offset, seconds
+	events       []summary.Event
+	probes       bool
+}
+
+func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
+	t.Helper()
+	h := fakeenvoy.NewLatencyHistogram()
+	for _, v := range sp.latencies {
+		if err := h.RecordValue(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trend, err := summary.NewTrend(fakeenvoy.MetricPushLatency, summary.Time, h, 1e-6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dur := 10 * time.Second
+	// The shard's clock runs offset behind the simulator's: its local times are earlier.
+	local := mergeT0.Add(-time.Duration(sp.offset * float64(time.Second)))
+	start := mergeT0.Add(-10 * time.Second)
+	s := &summary.Summary{
+		Version: summary.Version,
+		Metadata: summary.Metadata{Tool: "xdslab", Command: "fleet", Started: local.Add(-2 * time.Second), Ended: local.Add(dur),
+			DurationSeconds: (dur + 2*time.Second).Seconds(), Labels: map[string]string{"scenario": "merge-test"},
+			Segment: &summary.Segment{Index: sp.index, Count: sp.count}, StartAt: &start,
+			Clock: &summary.Clock{Reference: "http://sim/time", OffsetSeconds: sp.offset, UncertaintySeconds: 0.0002, Samples: 5},
+			Phases: []summary.Phase{
+				{Name: "connect", Start: local.Add(-2 * time.Second), End: local.Add(time.Duration(sp.index) * 100 * time.Millisecond)},
+				{Name: "measure", Start: local, End: local.Add(dur - time.Second)},
+			}},
+		Config: []byte(`{"name":"merge-test"}`),
+		Results: summary.Results{Passed: true, Events: sp.events, Metrics: []summary.Metric{
+			trend,
+			summary.NewCounter(fakeenvoy.MetricResponses, summary.Default, sp.responses, dur, nil),
+			summary.NewCounter(fakeenvoy.MetricResponses, summary.Default, sp.responses/2, dur, map[string]string{"type": "EDS"}),
+			summary.NewGauge(fakeenvoy.MetricConnected, summary.Default, sp.connected, sp.connected-1, sp.connected, nil),
+			summary.NewRate(MetricCacheHitRatio, sp.responses, 1, nil),
+			// A shard's own convergence view: dropped and recomputed from the events.
+			summary.NewCounter(fakeenvoy.MetricProbeEvents, summary.Default, float64(len(sp.events)), dur, nil),
+		}},
+	}
+	if sp.probes {
+		s.Metadata.Probes = "http://sim:15080/probes"
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func simSummary(t testing.TB, events []summary.Event) *summary.Summary {
+	t.Helper()
+	dur := 12 * time.Second
+	s := &summary.Summary{
+		Version: summary.Version,
+		Metadata: summary.Metadata{Tool: "xdslab", Command: "sim", Started: mergeT0.Add(-3 * time.Second), Ended: mergeT0.Add(dur),
+			DurationSeconds: 15, Labels: map[string]string{"scenario": "merge-test"},
+			Phases: []summary.Phase{{Name: "measure", Start: mergeT0, End: mergeT0.Add(10 * time.Second)}}},
+		Results: summary.Results{Passed: true, Events: events, Metrics: []summary.Metric{
+			summary.NewCounter(MetricSimEvents, summary.Default, float64(len(events)), dur, nil),
+			summary.NewGauge(MetricSimLateness, summary.Time, 0.001, 0, 0.004, nil),
+		}},
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ev(id uint64, kind string, reached, observed, missed int, conv float64) summary.Event {
+	return summary.Event{ID: id, Kind: kind, T0: mergeT0.Add(time.Duration(id) * time.Second), Reached: reached,
+		Observed: observed, Missed: missed, Received: observed, ConvergenceSeconds: conv, Censored: missed > 0}
+}
+
+// goldenInputs: two shards with probes and the simulator; shard 1 lacks event 3.
+func goldenInputs(t testing.TB) []MergeInput {
+	simEvents := []summary.Event{
+		{ID: 1, Kind: "endpoint-flap", T0: mergeT0.Add(time.Second), Acked: 2},
+		{ID: 2, Kind: "rolling-deploy", T0: mergeT0.Add(2 * time.Second), Acked: 2},
+		{ID: 3, Kind: "endpoint-flap", T0: mergeT0.Add(3 * time.Second), Acked: 1},
+	}
+	s0 := mergeShard(t, shardSpec{index: 0, count: 2, latencies: []int64{1000, 2000, 3000, 250_000}, responses: 40, connected: 5, offset: 0.003, probes: true,
+		events: []summary.Event{ev(1, "endpoint-flap", 5, 5, 0, 0.004), ev(2, "rolling-deploy", 5, 4, 1, 0.5), ev(3, "endpoint-flap", 5, 5, 0, 0.002)}})
+	s1 := mergeShard(t, shardSpec{index: 1, count: 2, latencies: []int64{1500, 2500, 9000}, responses: 38, connected: 5, offset: -0.001, probes: true,
+		events: []summary.Event{ev(1, "endpoint-flap", 5, 5, 0, 0.006), ev(2, "rolling-deploy", 5, 5, 0, 0.3)}})
+	return []MergeInput{{"shard-1.json", s1}, {"sim.json", simSummary(t, simEvents)}, {"shard-0.json", s0}}
+}
+
+func TestMergeGolden(t *testing.T) {
+	sc := scenarios.Defaults()
+	sc.Name = "merge-test"
+	th, err := scenarios.ParseThreshold("p(99)<100ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Thresholds = map[string][]scenarios.Threshold{fakeenvoy.MetricConvergence: {th}}
+	got, err := Merge(goldenInputs(t), MergeOptions{Scenario: sc, ToolVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Config = nil // the resolved scenario: not this test's subject
+	var buf bytes.Buffer
+	if err := summary.Encode(&buf, got); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "merge", "merged.golden.json")
+	if updatingGolden() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./bench -run TestMergeGolden -update)", err)
+	}
+	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
+		t.Errorf("merged summary differs from %s (-want +got):\n%s", path, diff)
+	}
+	// The golden's key figures, stated (so the golden cannot drift into nonsense unnoticed).
+	find := func(name string, tags map[string]string) summary.Metric {
+		m, ok := got.Results.Find(name, tags)
+		if !ok {
+			t.Fatalf("merged summary lacks %s%s", name, summary.TagString(tags))
+		}
+		return m
+	}
+	if v := find(fakeenvoy.MetricResponses, nil).Values["count"]; v != 78 {
+		t.Errorf("responses %v, want 78", v)
+	}
+	if v := find(fakeenvoy.MetricConnected, nil).Values["value"]; v != 10 {
+		t.Errorf("connected %v, want 10", v)
+	}
+	if v := find(MetricEventsMissed, nil).Values["count"]; v != 2 { // 2: a client missed it; 3: shard 1 lacks it
+		t.Errorf("missed events %v, want 2", v)
+	}
+	if v := find(MetricShardsMissingEvents, nil).Values["count"]; v != 1 {
+		t.Errorf("events a shard lacks %v, want 1", v)
+	}
+	if v := find(fakeenvoy.MetricConvergence, map[string]string{"kind": "rolling-deploy"}).Values["max"]; v < 0.4995 || v > 0.5005 {
+		t.Errorf("rolling-deploy convergence %v, want the larger shard's 0.5", v)
+	}
+	if v := find(MetricClockOffset, nil).Values; v["value"] != 0.003 || v["min"] != -0.001 {
+		t.Errorf("clock offset %v, want value 0.003 min -0.001", v)
+	}
+	if got.Results.Passed || len(got.Results.Thresholds) != 1 {
+		t.Errorf("threshold p(99)<100ms on convergence up to 0.5s: passed=%v thresholds=%v, want one failing", got.Results.Passed, got.Results.Thresholds)
+	}
+	// The shards' measure phases align on the simulator's clock: local times + offsets.
+	for _, p := range got.Metadata.Phases {
+		if p.Name == "measure" && !p.Start.Equal(mergeT0) {
+			t.Errorf("measure phase starts at %s, want the shared %s", p.Start, mergeT0)
+		}
+	}
+}
+
+// TestMergeExact: a distribution split across any number of shards merges into exactly the
+// histogram of the whole (bucket counts equal, so every percentile is the same), counters sum.
+func TestMergeExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var all []int64
+	for range 20000 {
+		all = append(all, int64(rng.ExpFloat64()*20000)+1)
+	}
+	whole := fakeenvoy.NewLatencyHistogram()
+	for _, v := range all {
+		_ = whole.RecordValue(v)
+	}
+	for _, n := range []int{1, 2, 3, 7} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			parts := make([][]int64, n)
+			for _, v := range all {
+				k := rng.IntN(n)
+				parts[k] = append(parts[k], v)
+			}
+			var in []MergeInput
+			total := 0.0
+			for i := range n {
+				sp := shardSpec{index: i, count: n, latencies: parts[i], responses: float64(len(parts[i])), connected: 3}
+				total += sp.responses
+				in = append(in, MergeInput{fmt.Sprintf("s%d", i), mergeShard(t, sp)})
+			}
+			got, err := Merge(in, MergeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := got.Results.Find(fakeenvoy.MetricPushLatency, nil)
+			h, err := m.Histogram.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !h.Equals(whole) {
+				t.Errorf("merged histogram differs from the whole's")
+			}
+			if diff := cmp.Diff(summary.TrendValues(whole, 1e-6), m.Values); diff != "" {
+				t.Errorf("trend values (-whole +merged):\n%s", diff)
+			}
+			c, _ := got.Results.Find(fakeenvoy.MetricResponses, nil)
+			if c.Values["count"] != total {
+				t.Errorf("responses %v, want %v", c.Values["count"], total)
+			}
+			if g, _ := got.Results.Find(fakeenvoy.MetricConnected, nil); g.Values["value"] != float64(3*n) {
+				t.Errorf("connected %v, want %d", g.Values["value"], 3*n)
+			}
+		})
+	}
+}
+
+func TestMergeErrors(t *testing.T) {
+	shard := func(i, n int) *summary.Summary {
+		return mergeShard(t, shardSpec{index: i, count: n, latencies: []int64{5}, responses: 1})
+	}
+	other := shard(1, 2)
+	other.Metadata.Labels = map[string]string{"scenario": "another"}
+	late := shard(1, 2)
+	at := mergeT0.Add(time.Minute)
+	late.Metadata.StartAt = &at
+	conflict := shard(1, 2)
+	conflict.Results.Metrics[1].Type = summary.Gauge
+	conflict.Results.Metrics[1].Values = map[string]float64{"value": 1, "min": 1, "max": 1}
+	run := shard(1, 2)
+	run.Metadata.Command = "run"
+	for _, tc := range []struct {
+		name string
+		in   []MergeInput
+		want string
+	}{
+		{"none", nil, "no summaries"},
+		{"missing shard", []MergeInput{{"a", shard(0, 3)}, {"c", shard(2, 3)}}, "shard(s) 1/3 missing"},
+		{"twice", []MergeInput{{"a", shard(0, 2)}, {"b", shard(0, 2)}, {"c", shard(1, 2)}}, "b: shard 0/2 is also a"},
+		{"counts", []MergeInput{{"a", shard(0, 2)}, {"b", shard(1, 3)}}, "b: shard 1/3 of a 3-shard fleet"},
+		{"scenario", []MergeInput{{"a", shard(0, 2)}, {"b", other}}, `b: scenario "another" differs`},
+		{"start", []MergeInput{{"a", shard(0, 2)}, {"b", late}}, "b: start time"},
+		{"types", []MergeInput{{"a", shard(0, 2)}, {"b", conflict}}, "b: metric xdslab_fleet_responses_total is a gauge"},
+		{"run", []MergeInput{{"a", shard(0, 2)}, {"b", run}}, `b: a "run" summary cannot be merged`},
+		{"two sims", []MergeInput{{"a", shard(0, 1)}, {"s1", simSummary(t, nil)}, {"s2", simSummary(t, nil)}}, "s2: a second simulator summary"},
+		{"sim only", []MergeInput{{"s", simSummary(t, nil)}}, "no fleet shard summary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Merge(tc.in, MergeOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzMergeInput decodes arbitrary bytes as a shard summary and merges it with a valid shard:
+// an error naming the input or a valid merged summary, never a panic.
+func FuzzMergeInput(f *testing.F) {
+	var buf bytes.Buffer
+	for _, in := range goldenInputs(f) {
+		buf.Reset()
+		if err := summary.Encode(&buf, in.Summary); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
+	f.Add([]byte(`{"version":"1","metadata":{"tool":"x","command":"fleet","segment":{"index":1,"count":2},"started":"2026-01-01T00:00:00Z","ended":"2026-01-01T00:00:00Z","durationSeconds":0},"results":{"passed":true,"metrics":[],"events":[{"id":1,"kind":"k","reached":1,"missed":1}]}}`))
+	f.Add([]byte(`{"version":"1","metadata":{"segment":{"index":3,"count":2}}}`))
+	base := mergeShard(f, shardSpec{index: 0, count: 2, latencies: []int64{10, 20}, responses: 2, probes: true,
+		events: []summary.Event{ev(1, "k", 1, 1, 0, 0.001)}})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := summary.Decode("in.json", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "in.json") {
+				t.Fatalf("decode error does not name the file: %v", err)
+			}
+			return
+		}
+		out, err := Merge([]MergeInput{{"base.json", base}, {"in.json", s}}, MergeOptions{})
+		if err != nil {
+			return
+		}
+		if err := out.Validate(); err != nil {
+			t.Fatalf("merged summary invalid: %v", err)
+		}
+		buf.Reset()
+		if err := summary.Encode(&buf, out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := summary.Decode("merged.json", buf.Bytes()); err != nil {
+			t.Fatalf("merged summary does not read back: %v", err)
+		}
+	})
+}
+
+// BenchmarkMerge merges 4 shards of a 10,000-client run (every metric the fleet writes,
+// 2,000 events each): the merge's own cost.
+func BenchmarkMerge(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var in []MergeInput
+	for i := range 4 {
+		var lat []int64
+		for range 50000 {
+			lat = append(lat, int64(rng.ExpFloat64()*300000)+1)
+		}
+		var events []summary.Event
+		for id := range 2000 {
+			events = append(events, ev(uint64(id+1), "endpoint-flap", 2500, 2500, 0, rng.Float64()))
+		}
+		s := mergeShard(b, shardSpec{index: i, count: 4, latencies: lat, responses: 1e5, connected: 2500, events: events, probes: true})
+		// Round-trip through JSON, as merge reads files.
+		var buf bytes.Buffer
+		if err := summary.Encode(&buf, s); err != nil {
+			b.Fatal(err)
+		}
+		in = append(in, MergeInput{fmt.Sprint(i), s})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Merge(in, MergeOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/merge")
+}

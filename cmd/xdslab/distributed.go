@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/probe/stream"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+// distFlags are the distributed-run flags of 'xdslab fleet' (docs/distributed.md).
+type distFlags struct {
+	Scenario    string
+	Segment     string
+	Segments    int
+	StartAt     string
+	StartAtFile string
+	Probes      string
+}
+
+// parseSegment resolves --segment and --segments: "I/N", or "auto" (or empty with --segments
+// N) to take I from jobIndex (JOB_COMPLETION_INDEX of a Kubernetes Indexed Job).
+func parseSegment(seg string, segments int, jobIndex string) (fakeenvoy.Segment, error) {
+	if segments < 0 {
+		return fakeenvoy.Segment{}, fmt.Errorf("--segments %d must be >= 1", segments)
+	}
+	if seg == "" && segments == 0 {
+		return fakeenvoy.Segment{}, nil
+	}
+	if seg == "" || seg == "auto" {
+		if segments == 0 {
+			return fakeenvoy.Segment{}, errors.New("--segment auto needs --segments N (the shard count)")
+		}
+		if jobIndex == "" {
+			return fakeenvoy.Segment{}, fmt.Errorf("--segments %d without --segment I/N: JOB_COMPLETION_INDEX is not set (it is in a Kubernetes Indexed Job); pass --segment I/%d", segments, segments)
+		}
+		i, err := strconv.Atoi(jobIndex)
+		if err != nil || i < 0 || i >= segments {
+			return fakeenvoy.Segment{}, fmt.Errorf("JOB_COMPLETION_INDEX %q is not a shard index in [0,%d)", jobIndex, segments)
+		}
+		return fakeenvoy.Segment{Index: i, Count: segments}, nil
+	}
+	a, b, ok := strings.Cut(seg, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil {
+		return fakeenvoy.Segment{}, fmt.Errorf("--segment %q: want I/N (shard I of N, from 0), e.g. 0/4, or auto", seg)
+	}
+	if segments != 0 && segments != n {
+		return fakeenvoy.Segment{}, fmt.Errorf("--segment %s and --segments %d disagree on the shard count", seg, segments)
+	}
+	s := fakeenvoy.Segment{Index: i, Count: n}
+	if err := s.Validate(); err != nil {
+		return fakeenvoy.Segment{}, fmt.Errorf("--segment %q: want 0 <= I < N", seg)
+	}
+	return s, nil
+}
+
+// parseStartAt resolves --start-at (RFC 3339, or +DURATION from now) or --start-at-file (a
+// file holding one such value: a mounted ConfigMap key).
+func parseStartAt(value, file string, now time.Time) (time.Time, error) {
+	if value != "" && file != "" {
+		return time.Time{}, errors.New("--start-at and --start-at-file: give one")
+	}
+	src := "--start-at"
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("--start-at-file: %w", err)
+		}
+		value, src = strings.TrimSpace(string(b)), file
+	}
+	if value == "" {
+		return time.Time{}, nil
+	}
+	if d, ok := strings.CutPrefix(value, "+"); ok {
+		dd, err := time.ParseDuration(d)
+		if err != nil || dd < 0 {
+			return time.Time{}, fmt.Errorf("%s %q: +DURATION needs a duration >= 0, e.g. +30s", src, value)
+		}
+		return now.Add(dd), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, value)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-12-03T16:30:00Z, or +30s", src, value)
+	}
+	return t, nil
+}
+
+// runScenarioFleet is 'xdslab fleet --scenario S': one shard of a distributed run.
+func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
+	if f.Target == "" {
+		return usageErr(errors.New("fleet: --target is required, e.g. --target 127.0.0.1:15010"))
+	}
+	if _, _, err := net.SplitHostPort(f.Target); err != nil {
+		return usageErr(fmt.Errorf("fleet: --target %q must be HOST:PORT: %v", f.Target, err))
+	}
+	sc, err := scenarios.Resolve(f.dist.Scenario)
+	if err != nil {
+		return usageErr(err)
+	}
+	seg, err := parseSegment(f.dist.Segment, f.dist.Segments, f.jobIndex)
+	if err != nil {
+		return usageErr(fmt.Errorf("fleet: %w", err))
+	}
+	start, err := parseStartAt(f.dist.StartAt, f.dist.StartAtFile, time.Now())
+	if err != nil {
+		return usageErr(fmt.Errorf("fleet: %w", err))
+	}
+	if f.dist.Probes != "" {
+		if _, err := stream.ParseBase(f.dist.Probes); err != nil {
+			return usageErr(fmt.Errorf("fleet: --probes %w", err))
+		}
+	}
+	out := cmd.OutOrStdout()
+	s, err := bench.RunShard(cmd.Context(), sc, bench.ShardOptions{Target: f.Target, Segment: seg, StartAt: start,
+		Probes: f.dist.Probes, Progress: cmd.ErrOrStderr()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nfleet %s: scenario %s against %s\n\n", segLabel(seg), sc.Name, f.Target)
+	if err := summary.WriteText(out, s); err != nil {
+		return err
+	}
+	if f.SummaryFile != "" {
+		if err := summary.WriteFile(f.SummaryFile, s); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nsummary written to %s\n", f.SummaryFile)
+	}
+	return nil
+}
+
+func segLabel(s fakeenvoy.Segment) string {
+	if s.Count <= 1 {
+		return "0/1"
+	}
+	return fmt.Sprintf("%d/%d", s.Index, s.Count)
+}
+
+// publishFlags are the flags of 'xdslab sim --publish'.
+type publishFlags struct {
+	addr        string
+	shards      int
+	ackTimeout  time.Duration
+	shardWait   time.Duration
+	summary     string
+	startAt     string
+	startAtFile string
+}
+
+// servePublisher serves p on addr until stop; it prints the URL.
+func servePublisher(addr string, p *stream.Publisher, log io.Writer) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sim: --publish: %w", err)
+	}
+	// Shards under load may take long to send a request's headers: a short timeout would
+	// close their connections and cost acks.
+	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: time.Minute}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(lis)
+	}()
+	fmt.Fprintf(log, "sim: probes published on http://%s\n", lis.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// mergeFlags are the flags of 'xdslab merge'.
+type mergeFlags struct {
+	dir      string
+	wait     int
+	timeout  time.Duration
+	out      string
+	scenario string
+	quiet    bool
+}
+
+func newMergeCmd() *cobra.Command {
+	var f mergeFlags
+	cmd := &cobra.Command{
+		Use:   "merge SUMMARY... | --dir DIR [--wait N] [--out FILE] [--scenario S]",
+		Short: "Merge the summaries of a distributed run's fleet shards (and its simulator) and gate once",
+		Long: `merge combines the summary.json of every fleet shard of a distributed run ('xdslab fleet
+--segment I/N --summary F') and of its simulator ('xdslab sim --publish --summary F') into the
+summary of the whole run: HDR histograms are added (so percentiles are exact to the
+histogram's precision), counters summed, phases aligned on the simulator's clock, and each
+event's convergence taken over every shard's clients; an event a shard never received counts
+as missed. The scenario's thresholds are then evaluated once on the merged figures (exit 99 if
+one fails, as for 'xdslab run'). compare reads merged summaries like any other.
+
+--dir DIR reads every *.json in DIR (a volume the shards write to); with --wait N it first
+waits (up to --timeout) until N fleet shard summaries are there. The scenario is --scenario, or
+else the one embedded in the shards' summaries.
+
+Exit codes: 0 merged and every threshold passed, 2 bad input (unreadable summaries, missing or
+repeated shards, inputs of different runs), 99 a threshold failed.`,
+		Example: `  xdslab merge shard-0.json shard-1.json shard-2.json shard-3.json sim.json --out merged.json
+  xdslab merge --dir /results --wait 4 --timeout 30m --out /results/merged/summary.json`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(cmd, args, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dir, "dir", "", "read every *.json summary in this directory")
+	fl.IntVar(&f.wait, "wait", 0, "with --dir: wait until this many fleet shard summaries are present")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "with --wait: give up after this long")
+	fl.StringVar(&f.out, "out", "", "write the merged summary.json here (default: print only)")
+	fl.StringVar(&f.scenario, "scenario", "", "scenario file or built-in name whose thresholds are evaluated (default: the one in the summaries)")
+	fl.BoolVar(&f.quiet, "quiet", false, "do not print the merged summary")
+	return cmd
+}
+
+func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
+	if (f.dir == "") == (len(args) == 0) {
+		return usageErr(errors.New("merge: give summary files or --dir DIR (not both)"))
+	}
+	if f.wait < 0 || (f.wait > 0 && f.dir == "") {
+		return usageErr(errors.New("merge: --wait N needs --dir and N >= 1"))
+	}
+	files := args
+	if f.dir != "" {
+		var err error
+		if files, err = waitSummaries(cmd.Context(), f.dir, f.out, f.wait, f.timeout); err != nil {
+			return usageErr(fmt.Errorf("merge: %w", err))
+		}
+	}
+	var in []bench.MergeInput
+	var errs []error
+	for _, p := range files {
+		s, err := summary.ReadFile(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in = append(in, bench.MergeInput{Source: p, Summary: s})
+	}
+	if len(errs) > 0 {
+		return usageErr(fmt.Errorf("merge: %w", errors.Join(errs...)))
+	}
+	var sc *scenarios.Scenario
+	if f.scenario != "" {
+		var err error
+		if sc, err = scenarios.Resolve(f.scenario); err != nil {
+			return usageErr(err)
+		}
+	} else {
+		sc = embeddedScenario(in)
+	}
+	start := time.Now()
+	merged, err := bench.Merge(in, bench.MergeOptions{Scenario: sc})
+	if err != nil {
+		return usageErr(err)
+	}
+	took := time.Since(start)
+	out := cmd.OutOrStdout()
+	if !f.quiet {
+		if err := summary.WriteText(out, merged); err != nil {
+			return err
+		}
+	}
+	if sc == nil {
+		fmt.Fprintln(out, "\nmerge: no scenario given or embedded: no thresholds evaluated")
+	}
+	fmt.Fprintf(out, "\nmerge: %d summaries (%s shards) merged in %v\n", len(in), merged.Metadata.Labels["shards"], took.Round(time.Microsecond))
+	if f.out != "" {
+		if dir := filepath.Dir(f.out); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("merge: --out: %w", err)
+			}
+		}
+		if err := summary.WriteFile(f.out, merged); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "merged summary written to %s\n", f.out)
+	}
+	if !merged.Results.Passed {
+		return withCode(exitThreshold, errors.New("merge: a threshold failed"))
+	}
+	return nil
+}
+
+// embeddedScenario decodes the scenario the fleet shards embed as their config (nil if none
+// does or it does not decode).
+func embeddedScenario(in []bench.MergeInput) *scenarios.Scenario {
+	for _, x := range in {
+		if x.Summary.Metadata.Command != "fleet" || len(x.Summary.Config) == 0 {
+			continue
+		}
+		if sc, err := scenarios.LoadBytes(x.Source+" (config)", x.Summary.Config); err == nil {
+			return sc
+		}
+	}
+	return nil
+}
+
+// waitSummaries lists the *.json files in dir (except skip), waiting until want of them are
+// fleet shard summaries when want > 0.
+func waitSummaries(ctx context.Context, dir, skip string, want int, timeout time.Duration) ([]string, error) {
+	deadline := time.Now().Add(timeout)
+	skipAbs, _ := filepath.Abs(skip)
+	for {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		if err != nil {
+			return nil, err
+		}
+		var files []string
+		shards := 0
+		for _, p := range paths {
+			if abs, _ := filepath.Abs(p); skip != "" && abs == skipAbs {
+				continue
+			}
+			files = append(files, p)
+			if want > 0 {
+				if s, err := summary.ReadFile(p); err == nil && s.Metadata.Command == "fleet" {
+					shards++
+				}
+			}
+		}
+		sort.Strings(files)
+		if want == 0 || shards >= want {
+			if len(files) == 0 {
+				return nil, fmt.Errorf("no *.json summaries in %s", dir)
+			}
+			return files, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d fleet shard summaries in %s after %s", shards, want, dir, timeout)
+		}
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+// distScenario: events a second apart (one push each, whatever the load), so the totals of a
+// run do not depend on timing: every client observes every event once.
+const distScenario = `
+name: dist
+seed: 11
+duration: 4s
+controlPlane:
+  debounce: {minQuiet: 20ms, maxDelay: 200ms}
+topology:
+  namespaces: 2
+  services: 6
+  endpointsPerService: {dist: constant, value: 2}
+churn:
+  - {kind: scale, at: [500ms, 1500ms, 2500ms], delta: {dist: constant, value: 1}}
+clients:
+  - {name: sidecars, count: 9, ramp: 0}
+phases:
+  connect: {timeout: 60s}
+  drain: {timeout: 20s}
+thresholds:
+  xdslab_events_missed_total: ['count==0']
+`
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// distRun runs a distributed run with the CLI's commands, in this process: a control plane on
+// a watched directory, 'xdslab sim --publish' and N 'xdslab fleet --scenario --segment I/N',
+// each as its own command with its own flags, then 'xdslab merge'. It returns the merged
+// summary, the shards' and the merge's exit code.
+func distRun(t *testing.T, scenarioFile string, n int, extraMerge ...string) (*summary.Summary, []*summary.Summary, int) {
+	t.Helper()
+	sc, err := scenarios.Load(scenarioFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mesh := filepath.Join(dir, "mesh")
+	if err := os.Mkdir(mesh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := bench.ControlPlaneOptions(sc)
+	opts.ConfigDir = mesh
+	opts.ConfigRescan = 100 * time.Millisecond
+	cp, err := controlplane.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := cp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+
+	pub := freeAddr(t)
+	start := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	codes := make([]int, n+1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		codes[n] = run(ctx, []string{"sim", scenarioFile, "--sink-dir", mesh, "--publish", pub, "--shards", fmt.Sprint(n),
+			"--summary", filepath.Join(dir, "sim.json"), "--progress", "0", "--ack-timeout", "1m", "--start-at", start})
+	})
+	for i := range n {
+		wg.Go(func() {
+			codes[i] = run(ctx, []string{"fleet", "--scenario", scenarioFile, "--target", cp.GRPCAddr(), "--segment", fmt.Sprintf("%d/%d", i, n),
+				"--probes", "http://" + pub, "--start-at", start, "--summary", filepath.Join(dir, fmt.Sprintf("shard-%d.json", i)), "--progress", "off"})
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != exitOK {
+			t.Fatalf("process %d of the run: exit %d", i, c)
+		}
+	}
+	var shards []*summary.Summary
+	for i := range n {
+		s, err := summary.ReadFile(filepath.Join(dir, fmt.Sprintf("shard-%d.json", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, s)
+	}
+	out := filepath.Join(dir, "merged", "summary.json")
+	code := run(ctx, append([]string{"merge", "--dir", dir, "--wait", fmt.Sprint(n), "--timeout", "10s", "--out", out, "--quiet"}, extraMerge...))
+	merged, err := summary.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return merged, shards, code
+}
+
+func writeScenario(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "dist.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestShardsMatchWholeFleet: N shard processes against one control plane give the totals one
+// process with the whole fleet gives (connected clients, responses, observations, events),
+// and the merged percentiles are those of every shard's observations put together, within the
+// histogram's precision.
+func TestShardsMatchWholeFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two distributed runs")
+	}
+	defer goleak.VerifyNone(t)
+	sc := writeScenario(t, distScenario)
+	whole, _, code := distRun(t, sc, 1)
+	if code != exitOK {
+		t.Fatalf("merge of the whole fleet: exit %d", code)
+	}
+	merged, shards, code := distRun(t, sc, 3)
+	if code != exitOK {
+		t.Fatalf("merge of 3 shards: exit %d", code)
+	}
+	get := func(s *summary.Summary, name, stat string, tags map[string]string) float64 {
+		m, ok := s.Results.Find(name, tags)
+		if !ok {
+			t.Fatalf("%s lacks %s%s", s.Metadata.Command, name, summary.TagString(tags))
+		}
+		return m.Values[stat]
+	}
+	for _, c := range []struct {
+		name, stat string
+		tags       map[string]string
+	}{
+		{fakeenvoy.MetricConnected, "value", nil},
+		{fakeenvoy.MetricFullConfigClients, "value", nil},
+		{fakeenvoy.MetricResponses, "count", nil},
+		{fakeenvoy.MetricResponses, "count", map[string]string{"type": "EDS"}},
+		{fakeenvoy.MetricResponses, "count", map[string]string{"type": "CDS"}},
+		{fakeenvoy.MetricProbesObserved, "count", nil},
+		{fakeenvoy.MetricProbesMissed, "count", nil},
+		{fakeenvoy.MetricProbeEvents, "count", nil},
+		{bench.MetricEventsMissed, "count", nil},
+		{bench.MetricSimEvents, "count", nil},
+		{bench.MetricConnectIncomplete, "value", nil},
+	} {
+		w, m := get(whole, c.name, c.stat, c.tags), get(merged, c.name, c.stat, c.tags)
+		if w != m {
+			t.Errorf("%s%s %s: whole fleet %v, 3 shards merged %v", c.name, summary.TagString(c.tags), c.stat, w, m)
+		}
+	}
+	if _, ok := merged.Results.Find(bench.MetricTimeToFirstConfig, nil); !ok {
+		t.Errorf("merged summary lacks %s (scenario thresholds use the run's name)", bench.MetricTimeToFirstConfig)
+	}
+	if v := get(whole, fakeenvoy.MetricConnected, "value", nil); v != 9 {
+		t.Errorf("connected %v, want 9", v)
+	}
+	if v := get(merged, fakeenvoy.MetricProbesObserved, "count", nil); v != 27 {
+		t.Errorf("observations %v, want 9 clients x 3 events", v)
+	}
+	// Percentiles: the merged histogram against all shards' raw observations.
+	var all []float64
+	for _, s := range shards {
+		m, _ := s.Results.Find(fakeenvoy.MetricPushLatency, nil)
+		h, err := m.Histogram.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range h.Distribution() {
+			for range b.Count {
+				all = append(all, float64(b.From))
+			}
+		}
+	}
+	slices.Sort(all)
+	pm, _ := merged.Results.Find(fakeenvoy.MetricPushLatency, nil)
+	for _, p := range []struct {
+		key string
+		q   float64
+	}{{"p(50)", 50}, {"p(90)", 90}, {"p(99)", 99}} {
+		// The rank HdrHistogram reports for a percentile: the value at which the count reaches
+		// round(q × n) (a rank rule, not a precision matter: with few observations another rule
+		// picks a neighbouring observation).
+		rank := max(int(p.q/100*float64(len(all))+0.5), 1)
+		want := all[rank-1] * 1e-6
+		got := pm.Values[p.key]
+		// HDR with 3 significant digits: a value stands for its bucket, within 0.1%.
+		if math.Abs(got-want) > want*2e-3+1e-6 {
+			t.Errorf("merged %s = %v, the shards' observations give %v", p.key, got, want)
+		}
+	}
+	// Every shard's clock was measured against the simulator and reported.
+	if m, ok := merged.Results.Find(bench.MetricClockOffset, nil); !ok || len(merged.Metadata.Shards) != 4 {
+		t.Errorf("merged summary: clock offset %v (found %v), %d inputs; want the offset and 3 shards + sim", m.Values, ok, len(merged.Metadata.Shards))
+	}
+}
+
+// TestDistributedRunCommands: the shards' and the simulator's summaries carry what a merge
+// needs, the merge gates once (exit 99 when a threshold fails) and compare reads it.
+func TestDistributedRunCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a distributed run")
+	}
+	defer goleak.VerifyNone(t)
+	failing := strings.Replace(distScenario, "['count==0']", "['count==0']\n  xdslab_fleet_connected: ['value<5']", 1)
+	sc := writeScenario(t, failing)
+	merged, shards, code := distRun(t, sc, 2)
+	if code != exitThreshold {
+		t.Errorf("merge with a failing threshold: exit %d, want %d", code, exitThreshold)
+	}
+	for i, s := range shards {
+		md := s.Metadata
+		if md.Segment == nil || md.Segment.Index != i || md.Segment.Count != 2 || md.Clock == nil || md.StartAt == nil || md.Probes == "" || len(s.Results.Events) != 3 {
+			t.Errorf("shard %d: segment %v clock %v startAt %v probes %q events %d", i, md.Segment, md.Clock, md.StartAt, md.Probes, len(s.Results.Events))
+		}
+		if len(s.Results.Thresholds) != 0 {
+			t.Errorf("shard %d evaluated thresholds on its part of the fleet", i)
+		}
+	}
+	if merged.Results.Passed || len(merged.Results.Thresholds) != 2 {
+		t.Errorf("merged: passed %v thresholds %+v; want value<5 on 9 connected clients to fail", merged.Results.Passed, merged.Results.Thresholds)
+	}
+	for _, th := range merged.Results.Thresholds {
+		if th.Metric == bench.MetricEventsMissed && !th.Passed {
+			t.Errorf("events missed across shards: %v", *th.Value)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "m.json")
+	if err := summary.WriteFile(p, merged); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(context.Background(), []string{"compare", p, p}); got != exitOK {
+		t.Errorf("compare of a merged summary with itself: exit %d", got)
+	}
+}
+
+func TestMergeCommandExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, s *summary.Summary) string {
+		p := filepath.Join(dir, name)
+		if err := summary.WriteFile(p, s); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	at := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
+	shard := func(i, n int, connected float64) *summary.Summary {
+		return &summary.Summary{Version: summary.Version,
+			Metadata: summary.Metadata{Tool: "xdslab", Command: "fleet", Started: at, Ended: at.Add(time.Second), DurationSeconds: 1,
+				Segment: &summary.Segment{Index: i, Count: n}},
+			Results: summary.Results{Passed: true, Metrics: []summary.Metric{summary.NewGauge(fakeenvoy.MetricConnected, summary.Default, connected, 0, connected, nil)}}}
+	}
+	a, b := write("a.json", shard(0, 2, 3)), write("b.json", shard(1, 2, 4))
+	lone := write("lone.json", shard(0, 3, 1))
+	broken := filepath.Join(dir, "broken.json")
+	if err := os.WriteFile(broken, []byte("{\n  \"version\": 1\n}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pass := writeScenario(t, strings.Replace(distScenario, "xdslab_events_missed_total: ['count==0']", "xdslab_fleet_connected: ['value==7']", 1))
+	fail := writeScenario(t, strings.Replace(distScenario, "xdslab_events_missed_total: ['count==0']", "xdslab_fleet_connected: ['value<7']", 1))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"merged passes", []string{"merge", a, b, "--scenario", pass, "--out", filepath.Join(dir, "out", "m.json")}, exitOK},
+		{"merged fails once", []string{"merge", a, b, "--scenario", fail}, exitThreshold},
+		{"no scenario", []string{"merge", a, b}, exitOK},
+		{"missing shard", []string{"merge", lone}, exitUsage},
+		{"mixed runs", []string{"merge", a, lone}, exitUsage},
+		{"bad json", []string{"merge", a, broken}, exitUsage},
+		{"no file", []string{"merge", a, filepath.Join(dir, "nope.json")}, exitUsage},
+		{"nothing", []string{"merge"}, exitUsage},
+		{"wait without dir", []string{"merge", a, "--wait", "2"}, exitUsage},
+		{"dir times out", []string{"merge", "--dir", t.TempDir(), "--wait", "1", "--timeout", "1ms"}, exitUsage},
+		{"bad scenario", []string{"merge", a, b, "--scenario", "no-such-scenario"}, exitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := run(context.Background(), append(tc.args, "--quiet")); got != tc.want {
+				t.Errorf("xdslab %s: exit %d, want %d", strings.Join(tc.args, " "), got, tc.want)
+			}
+		})
+	}
+	m, err := summary.ReadFile(filepath.Join(dir, "out", "m.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := m.Results.Find(fakeenvoy.MetricConnected, nil); g.Values["value"] != 7 {
+		t.Errorf("merged connected %v, want 3+4", g.Values["value"])
+	}
+}
+
+func TestParseSegmentAndStart(t *testing.T) {
+	for _, tc := range []struct {
+		seg      string
+		segments int
+		job      string
+		want     fakeenvoy.Segment
+		err      string
+	}{
+		{"", 0, "", fakeenvoy.Segment{}, ""},
+		{"1/4", 0, "", fakeenvoy.Segment{Index: 1, Count: 4}, ""},
+		{"1/4", 4, "3", fakeenvoy.Segment{Index: 1, Count: 4}, ""},
+		{"auto", 4, "3", fakeenvoy.Segment{Index: 3, Count: 4}, ""},
+		{"", 4, "2", fakeenvoy.Segment{Index: 2, Count: 4}, ""},
+		{"", 4, "", fakeenvoy.Segment{}, "JOB_COMPLETION_INDEX is not set"},
+		{"auto", 0, "1", fakeenvoy.Segment{}, "needs --segments"},
+		{"", 4, "4", fakeenvoy.Segment{}, "not a shard index"},
+		{"4/4", 0, "", fakeenvoy.Segment{}, "0 <= I < N"},
+		{"1/4", 3, "", fakeenvoy.Segment{}, "disagree"},
+		{"x", 0, "", fakeenvoy.Segment{}, "want I/N"},
+	} {
+		got, err := parseSegment(tc.seg, tc.segments, tc.job)
+		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("parseSegment(%q, %d, %q) = %v, %v; want %v, %q", tc.seg, tc.segments, tc.job, got, err, tc.want, tc.err)
+		}
+	}
+	now := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
+	f := filepath.Join(t.TempDir(), "startAt")
+	if err := os.WriteFile(f, []byte("2026-12-03T16:05:00Z\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		v, file string
+		want    time.Time
+		err     bool
+	}{
+		{"", "", time.Time{}, false},
+		{"+30s", "", now.Add(30 * time.Second), false},
+		{"2026-12-03T16:01:00Z", "", now.Add(time.Minute), false},
+		{"", f, now.Add(5 * time.Minute), false},
+		{"tomorrow", "", time.Time{}, true},
+		{"+-1s", "", time.Time{}, true},
+		{"+1s", f, time.Time{}, true},
+		{"", f + ".missing", time.Time{}, true},
+	} {
+		got, err := parseStartAt(tc.v, tc.file, now)
+		if !got.Equal(tc.want) || (err != nil) != tc.err {
+			t.Errorf("parseStartAt(%q, %q) = %v, %v; want %v (error %v)", tc.v, tc.file, got, err, tc.want, tc.err)
+		}
+	}
+}
