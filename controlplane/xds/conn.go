@@ -78,7 +78,8 @@ func (c *conn) apply(e *effects, start time.Time) error {
 	if e.register {
 		c.register()
 	}
-	for _, r := range e.out {
+	for i := range e.out {
+		r := &e.out[i]
 		resp := r.encode()
 		if err := c.sendMsg(resp); err != nil {
 			return err
@@ -91,9 +92,8 @@ func (c *conn) apply(e *effects, start time.Time) error {
 		c.record(n)
 	}
 	if e.status || len(e.out) > 0 {
-		ts := c.sess.typeStatuses()
-		c.statusMu.Lock()
-		c.status.Types = ts
+		c.statusMu.Lock() // Syncz copies Types under the lock, so they are updated in place
+		c.status.Types = c.sess.typeStatuses(c.status.Types)
 		c.statusMu.Unlock()
 	}
 	c.arm(e.deadline)

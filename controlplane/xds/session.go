@@ -112,7 +112,7 @@ type note struct {
 // stream with err when it is not nil. The slices are reused by the next input.
 type effects struct {
 	register bool
-	out      []*response
+	out      []response
 	notes    []note
 	status   bool
 	deadline time.Time
@@ -675,7 +675,7 @@ func appendUnique(xs []string, x string) []string {
 // shell finished writing it).
 func (s *session) send(ts *typeState, version string, res []*cache.Resource, removed []string, now time.Time) {
 	nonce := s.nextNonce()
-	s.eff.out = append(s.eff.out, &response{typeURL: ts.typeURL, version: version, nonce: nonce,
+	s.eff.out = append(s.eff.out, response{typeURL: ts.typeURL, version: version, nonce: nonce,
 		resources: res, removed: removed, delta: s.delta})
 	ts.nonce, ts.version, ts.sentAt = nonce, version, now
 	ts.sentResp++
@@ -683,9 +683,10 @@ func (s *session) send(ts *typeState, version string, res []*cache.Resource, rem
 	s.eff.status = true
 }
 
-// typeStatuses returns every type's state for /debug/syncz, sorted by type URL.
-func (s *session) typeStatuses() []TypeStatus {
-	out := make([]TypeStatus, 0, len(s.types))
+// typeStatuses returns every type's state for /debug/syncz, sorted by type URL, in dst's
+// storage when it is large enough.
+func (s *session) typeStatuses(dst []TypeStatus) []TypeStatus {
+	out := dst[:0]
 	for _, ts := range s.types {
 		out = append(out, TypeStatus{TypeURL: ts.typeURL, Subscribed: len(ts.names), Wildcard: ts.wildcard,
 			Sent: ts.version, Acked: ts.acked, Nacked: ts.nacked, LastError: ts.lastErr, Nacks: ts.nacks,

@@ -227,7 +227,7 @@ func (x *transcript) input(line string) (effects []string, ok bool) {
 		return x.render(x.request(w[1], kv(w[2:]))), true
 	case "status":
 		var out []string
-		for _, ts := range x.sess.typeStatuses() {
+		for _, ts := range x.sess.typeStatuses(nil) {
 			out = append(out, fmt.Sprintf("= %s subscribed=%d wildcard=%t sent=%s acked=%s nacked=%s nacks=%d responses=%d pending=%t held=%t err=%s",
 				abbrevOf(ts.TypeURL), ts.Subscribed, ts.Wildcard, ts.Sent, ts.Acked, ts.Nacked, ts.Nacks, ts.Responses, ts.Pending, ts.Held, ts.LastError))
 		}
@@ -291,7 +291,8 @@ func (x *transcript) render(e *effects) []string {
 	if e.register {
 		out = append(out, "! register")
 	}
-	for _, r := range e.out {
+	for i := range e.out {
+		r := &e.out[i]
 		x.sess.written(r.typeURL, r.nonce, x.now)
 		l := fmt.Sprintf("< %s v=%s n=%s", abbrevOf(r.typeURL), r.version, r.nonce)
 		for _, res := range r.resources {
