@@ -196,3 +196,30 @@ func TestClientThatStopsReadingDoesNotStallPushes(t *testing.T) {
 		b.ack(r)
 	}
 }
+
+// The shell's flow-control timer: a push held for a client that never answers goes out when
+// the ACK timeout passes, not before (a lower bound: load can only delay the release).
+func TestAckTimeoutReleasesHeldPush(t *testing.T) {
+	o := testOptions()
+	o.AckTimeout = 200 * time.Millisecond
+	ts := startServer(t, o)
+	in := topology(2, 1)
+	ts.push(in, true)
+	c := dial(t, ts.addr, sidecarNode(t, "10.200.0.1", "ns-0", ""))
+	host := "svc-1.ns-1.svc.cluster.local"
+	start := time.Now() // before the first response is written, so before its wait starts
+	c.send(gen.EndpointType, "", "", []string{"outbound|8080||" + host}, "")
+	first := c.recv() // never acknowledged
+	in.Endpoints[host] = append(in.Endpoints[host], endpoint(host, "10.9.9.9"))
+	snap := ts.push(in, false, host)
+	r := c.recv()
+	if waited := time.Since(start); waited < o.AckTimeout {
+		t.Fatalf("the held push came %v after the first response, before the %v ACK timeout", waited, o.AckTimeout)
+	}
+	if r.VersionInfo != snap.Version || r.Nonce == first.Nonce {
+		t.Fatalf("got version %s nonce %s, want the held push's version %s", r.VersionInfo, r.Nonce, snap.Version)
+	}
+	if cla := decode(t, r, newCLA)["outbound|8080||"+host]; len(cla.GetEndpoints()[0].GetLbEndpoints()) != 2 {
+		t.Fatalf("released push carries %v, want 2 endpoints", cla)
+	}
+}
