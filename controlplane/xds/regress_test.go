@@ -223,3 +223,31 @@ func TestAckTimeoutReleasesHeldPush(t *testing.T) {
 		t.Fatalf("released push carries %v, want 2 endpoints", cla)
 	}
 }
+
+// A Delta EDS subscription that grows after an endpoint push still gets endpoint pushes for the
+// names it added (the session re-indexes the subscription by host when it changes; it used to
+// keep the index built by the first endpoint push and miss the later names).
+func TestDeltaLaterEDSSubscriptionGetsEndpointPushes(t *testing.T) {
+	ts := startServer(t, testOptions())
+	in := topology(3, 1)
+	ts.push(in, true)
+	c := dialDelta(t, ts.addr, sidecarNode(t, "10.200.0.1", "ns-0", ""))
+	hostA, hostB := in.Services[0].Hostname, in.Services[1].Hostname
+	nameA, nameB := "outbound|8080||"+hostA, "outbound|8080||"+hostB
+	c.send(gen.EndpointType, []string{nameA}, nil, "", "")
+	r := c.recv()
+	c.send(gen.EndpointType, nil, nil, r.Nonce, "")
+	in.Endpoints[hostA] = append(in.Endpoints[hostA], endpoint(hostA, "10.9.9.1"))
+	ts.push(in, false, hostA)
+	r = c.recv()
+	c.send(gen.EndpointType, []string{nameB}, nil, r.Nonce, "")
+	if r = c.recv(); len(r.Resources) != 1 || r.Resources[0].Name != nameB {
+		t.Fatalf("subscribing %s: got %d resources", nameB, len(r.Resources))
+	}
+	c.send(gen.EndpointType, nil, nil, r.Nonce, "")
+	in.Endpoints[hostB] = append(in.Endpoints[hostB], endpoint(hostB, "10.9.9.2"))
+	ts.push(in, false, hostB)
+	if r = c.recv(); len(r.Resources) != 1 || r.Resources[0].Name != nameB {
+		t.Fatalf("endpoint push for %s: got %d resources", hostB, len(r.Resources))
+	}
+}
