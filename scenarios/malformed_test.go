@@ -108,6 +108,7 @@ func TestMalformed(t *testing.T) {
 		{"sink kind typo", "name: x\nsink: {kind: kub}\n", 2, 14, "sink.kind", `unknown sink kind "kub"`, `did you mean "kube"?`},
 		{"kube setting on a dir sink", "name: x\nsink: {qps: 10}\n", 2, 13, "sink.qps", "qps applies to sink kind kube only, not dir", "set sink.kind: kube"},
 		{"kubeconfig on a dir sink", "name: x\nsink:\n  kind: dir\n  kubeconfig: k.yaml\n", 4, 15, "sink.kubeconfig", "kubeconfig applies to sink kind kube only", "remove it"},
+		{"pods on a dir sink", "name: x\nsink: {kind: dir, pods: true}\n", 2, 25, "sink.pods", "pods applies to sink kind kube only, not dir", "set sink.kind: kube"},
 		{"negative kube burst", "name: x\nsink: {kind: kube, burst: -1}\n", 2, 27, "sink.burst", "must be >= 0", ">= 0"},
 		{"kube qps out of range", "name: x\nsink: {kind: kube, qps: 1e300}\n", 2, 25, "sink.qps", "out of range", "such as 50"},
 		{"sink not a mapping", "name: x\nsink: kube\n", 2, 7, "sink", "expected a mapping, got", "write a mapping of kind, kubeconfig, qps, burst"},

@@ -65,7 +65,7 @@ func (s *Scenario) Summary() string {
 		if cfg == "" {
 			cfg = "$KUBECONFIG or ~/.kube/config"
 		}
-		w("  sink: kube (with --target), kubeconfig %s, qps %g, burst %d", cfg, sk.QPS, sk.Burst)
+		w("  sink: kube (with --target), kubeconfig %s, qps %g, burst %d, pods %t", cfg, sk.QPS, sk.Burst, sk.Pods)
 	}
 	t := s.Topology
 	w("  topology: %d services in %d namespaces, ports %s, endpoints %s, protocols http %.2f grpc %.2f tcp %.2f",

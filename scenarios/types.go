@@ -56,6 +56,7 @@ type Sink struct {
 	Kubeconfig string  `yaml:"kubeconfig" json:"kubeconfig" doc:"Kind kube: the API server's kubeconfig file, relative to the scenario file; --kubeconfig overrides it." def:"$KUBECONFIG, then ~/.kube/config"`
 	QPS        float64 `yaml:"qps" json:"qps" doc:"Kind kube: client-side limit of API requests per second (negative: none); --kube-qps overrides it."`
 	Burst      int     `yaml:"burst" json:"burst" doc:"Kind kube: client-side burst of API requests (0: the qps, rounded up); --kube-burst overrides it."`
+	Pods       bool    `yaml:"pods" json:"pods" doc:"Kind kube: write a Pod per endpoint (labels, service account, locality, Ready status; bound to a Node no kubelet runs) as a real cluster holds them, so that istiod sees endpoint labels and identities; --kube-pods overrides it."`
 }
 
 // Debounce configures the debouncer (Istio's PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX,

@@ -122,7 +122,7 @@ func (v *validator) sink() {
 		for _, f := range []struct {
 			key     string
 			differs bool
-		}{{"kubeconfig", sk.Kubeconfig != def.Kubeconfig}, {"qps", sk.QPS != def.QPS}, {"burst", sk.Burst != def.Burst}} {
+		}{{"kubeconfig", sk.Kubeconfig != def.Kubeconfig}, {"qps", sk.QPS != def.QPS}, {"burst", sk.Burst != def.Burst}, {"pods", sk.Pods != def.Pods}} {
 			// A value at its default is allowed: a printed scenario writes every field.
 			if f.differs {
 				v.add("sink."+f.key, "remove it, or set sink.kind: kube", "%s applies to sink kind kube only, not %s", f.key, sk.Kind)

@@ -24,7 +24,8 @@
 //
 // Sinks: DirSink writes Istio YAML into a directory (one file per service, written atomically)
 // that a file-watching control plane reads; KubeSink writes it to a Kubernetes API server
-// (Namespaces, Services and EndpointSlices, Istio objects; server-side apply; docs/kubernetes.md);
+// (Namespaces, Services and EndpointSlices, optionally Pods, Istio objects through
+// istio.io/client-go; server-side apply, only what changed; docs/kubernetes.md);
 // EventLog writes the event stream as JSON lines, which ParseTrace reads back for the replay churn
 // kind; the in-process sink (sink_inprocess.go) applies the same configs through a
 // ConfigApplier, which our control plane's config.Memory implements. Sink needs nothing beyond

@@ -3,6 +3,7 @@ package simulator
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,11 +35,21 @@ const (
 	KubeManagedByLabel = "app.kubernetes.io/managed-by"
 	// KubeFieldManager is the sink's server-side apply field manager (and managed-by value).
 	KubeFieldManager = "xdslab-sim"
+	// KubeStatusFieldManager is the field manager of the status the sink applies to its Pods.
+	KubeStatusFieldManager = KubeFieldManager + "-status"
 	// KubeSourceLabel on a Service and its EndpointSlices names the simulated ServiceEntry
 	// they stand for.
 	KubeSourceLabel = "xdslab.io/service-entry"
 	// KubeIstioAPIVersion is the apiVersion the sink writes Istio objects with.
 	KubeIstioAPIVersion = "networking.istio.io/v1"
+	// KubeNodeName is the Node the sink's Pods are bound to (no kubelet runs it).
+	KubeNodeName = "xdslab-sim"
+	// KubeLocalityLabel is Istio's Pod label for the workload's locality (region.zone.subzone),
+	// which overrides the node's topology labels.
+	KubeLocalityLabel = "istio-locality"
+	// KubePodImage is the image of the sink's Pods' one container; it is never pulled, since
+	// no kubelet runs their node.
+	KubePodImage = "registry.k8s.io/pause:3.10"
 	// maxSliceEndpoints is the EndpointSlice controller's default (and the API's maximum) of
 	// endpoints per slice.
 	maxSliceEndpoints = 1000
@@ -61,13 +72,25 @@ type KubeOptions struct {
 	// Clean deletes, at Init, every object an earlier run of the sink left in the namespaces
 	// the initial topology uses (found by KubeManagedByLabel).
 	Clean bool
+	// Pods writes a Pod for every endpoint of a native Service (labels, service account,
+	// locality as the istio-locality label, Ready status with the endpoint's IP) and points
+	// the endpoint's EndpointSlice entry at it (targetRef), as a real cluster holds them: a
+	// control plane that reads Pods (istiod) then sees endpoint labels and identities. The
+	// Pods are bound to one Node object, KubeNodeName, that no kubelet runs: nothing is
+	// started, and they tolerate every taint so that the node controller does not evict them.
+	// It also writes the ServiceAccounts the Pods name (the API's admission requires them).
+	Pods bool
 }
 
 // KubeStats count the sink's API calls.
 type KubeStats struct {
 	// Applies and Deletes count accepted server-side applies and deletes (a delete of an
-	// object already gone counts too); Objects is their sum.
+	// object already gone counts too); Objects is their sum. A Pod counts two applies: the
+	// object and its status.
 	Applies, Deletes int64
+	// Unchanged counts applies not sent because the object's body was the one the sink last
+	// wrote (an endpoint change rewrites only the EndpointSlice, not its Service).
+	Unchanged int64
 }
 
 // Objects is Applies + Deletes.
@@ -84,19 +107,34 @@ func (s KubeStats) Objects() int64 { return s.Applies + s.Deletes }
 //
 // A Service and its EndpointSlices carry what Kubernetes can say about an endpoint: address,
 // target ports, zone and readiness. Endpoint labels (version), region and service accounts are
-// carried by Pods in a real cluster, which the sink does not write: a control plane reading
-// the Services sees endpoints without them (subset clusters are then empty). Use
-// ServiceEntries to keep them.
+// carried by Pods in a real cluster, which the sink writes only with KubeOptions.Pods: without
+// them a control plane reading the Services sees endpoints without labels (subset clusters are
+// then empty). Use Pods or ServiceEntries to keep them.
+//
+// The sink remembers the body it last applied to every object and does not send an unchanged
+// one again, so an event costs the writes a real cluster would see for it (an endpoint change
+// is one EndpointSlice write). It assumes it is the only writer of its objects between Init
+// and Close.
 type KubeSink struct {
 	opts KubeOptions
-	// namespaces already applied.
+	// namespaces and service accounts ("ns/name") already applied; node once applied.
 	namespaces map[string]bool
+	accounts   map[string]bool
+	node       bool
 	// slices is the number of EndpointSlices written per native ServiceEntry key; a key in it
 	// is written as a Service, any other key as an Istio object.
-	slices  map[model.ConfigKey]int
-	applies atomic.Int64
-	deletes atomic.Int64
-	closed  bool
+	slices map[model.ConfigKey]int
+	// pods are the Pods written per native ServiceEntry key (with Pods), name -> service
+	// account.
+	pods map[model.ConfigKey]map[string]string
+	// lastMu guards last: the checksum of the body last applied per object ("resource/ns/name"),
+	// written by the workers once the API server accepted it.
+	lastMu    sync.Mutex
+	last      map[string][sha256.Size]byte
+	applies   atomic.Int64
+	deletes   atomic.Int64
+	unchanged atomic.Int64
+	closed    bool
 }
 
 var _ Sink = (*KubeSink)(nil)
@@ -112,12 +150,14 @@ func NewKubeSink(opts KubeOptions) (*KubeSink, error) {
 	if opts.Workers == 0 {
 		opts.Workers = 4
 	}
-	return &KubeSink{opts: opts, namespaces: map[string]bool{}, slices: map[model.ConfigKey]int{}}, nil
+	return &KubeSink{opts: opts, namespaces: map[string]bool{}, accounts: map[string]bool{},
+		slices: map[model.ConfigKey]int{}, pods: map[model.ConfigKey]map[string]string{},
+		last: map[string][sha256.Size]byte{}}, nil
 }
 
 // Stats returns the calls made so far.
 func (s *KubeSink) Stats() KubeStats {
-	return KubeStats{Applies: s.applies.Load(), Deletes: s.deletes.Load()}
+	return KubeStats{Applies: s.applies.Load(), Deletes: s.deletes.Load(), Unchanged: s.unchanged.Load()}
 }
 
 // Init writes the initial topology (after cleaning up, with Clean).
@@ -130,10 +170,8 @@ func (s *KubeSink) Init(ctx context.Context, initial []model.Config) error {
 		for _, c := range initial {
 			nss[c.Namespace] = true
 		}
-		for _, ns := range slices.Sorted(maps.Keys(nss)) {
-			if err := s.clean(ctx, ns); err != nil {
-				return fmt.Errorf("kube sink: clean namespace %s: %w", ns, err)
-			}
+		if err := s.CleanNamespaces(ctx, slices.Sorted(maps.Keys(nss))...); err != nil {
+			return err
 		}
 	}
 	if err := s.apply(ctx, initial, nil); err != nil {
@@ -160,37 +198,92 @@ func (s *KubeSink) Close() error {
 	return nil
 }
 
-// write is one API call; plan builds them on the sink's goroutine and run issues them.
+// write is one API call (a Pod's is two: the object, then its status); plan builds them on
+// the sink's goroutine and run issues them.
 type write struct {
 	what string
 	do   func(ctx context.Context) error
 	del  bool
+	// calls is the number of API calls do makes (default 1).
+	calls int64
+	// id and sum, for an apply: the object and the checksum of its body, recorded once the
+	// API server accepted it.
+	id  string
+	sum [sha256.Size]byte
+}
+
+// plan collects an event's writes in the order the API needs them: namespaces, service
+// accounts and the node before the Pods that name them, Pods before the EndpointSlices that
+// point at them, and Pod deletes after the slices stopped pointing at them.
+type plan struct {
+	setup, pods, main, cleanup []write
 }
 
 func (s *KubeSink) apply(ctx context.Context, upserts []model.Config, deletes []model.ConfigKey) error {
-	// Namespaces first: every other object needs its namespace.
-	var nsWrites []write
+	var p plan
 	for _, c := range upserts {
 		if !s.namespaces[c.Namespace] {
 			s.namespaces[c.Namespace] = true
-			nsWrites = append(nsWrites, s.namespaceWrite(c.Namespace))
+			p.setup = append(p.setup, s.namespaceWrite(c.Namespace))
 		}
 	}
-	if err := s.run(ctx, nsWrites); err != nil {
-		return err
-	}
-	var ws []write
 	for _, c := range upserts {
-		cw, err := s.upsertWrites(c)
-		if err != nil {
+		if err := s.upsertWrites(&p, c); err != nil {
 			return err
 		}
-		ws = append(ws, cw...)
 	}
 	for _, k := range deletes {
-		ws = append(ws, s.deleteWrites(k)...)
+		s.deleteWrites(&p, k)
 	}
-	return s.run(ctx, ws)
+	for _, ws := range [][]write{p.setup, p.pods, p.main, p.cleanup} {
+		if err := s.run(ctx, ws); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyWrite is a write of the object id with body; false when body is what the sink last
+// applied to id (nothing to send).
+func (s *KubeSink) applyWrite(id, what string, body any, do func(ctx context.Context) error) (write, bool) {
+	j, err := json.Marshal(body)
+	if err != nil {
+		// Apply configurations and rendered JSON always marshal; never skip on a surprise.
+		return write{what: what, do: do}, true
+	}
+	sum := sha256.Sum256(j)
+	s.lastMu.Lock()
+	same := s.last[id] == sum
+	s.lastMu.Unlock()
+	if same {
+		s.unchanged.Add(1)
+		return write{}, false
+	}
+	return write{what: what, do: do, id: id, sum: sum}, true
+}
+
+// appendTo appends applyWrite's write to ws when there is one: appendTo(&p.main)(s.applyWrite(...)).
+func appendTo(ws *[]write) func(write, bool) {
+	return func(w write, ok bool) {
+		if ok {
+			*ws = append(*ws, w)
+		}
+	}
+}
+
+// wrote reports whether the sink applied id and has not deleted it since.
+func (s *KubeSink) wrote(id string) bool {
+	s.lastMu.Lock()
+	defer s.lastMu.Unlock()
+	_, ok := s.last[id]
+	return ok
+}
+
+// forget drops what the sink remembers of id (it is being deleted).
+func (s *KubeSink) forget(id string) {
+	s.lastMu.Lock()
+	delete(s.last, id)
+	s.lastMu.Unlock()
 }
 
 // run issues the writes with at most Workers in flight and returns the first error (the
@@ -228,10 +321,16 @@ func (s *KubeSink) run(ctx context.Context, ws []write) error {
 					cancel()
 					return
 				}
+				n := max(w.calls, 1)
 				if w.del {
-					s.deletes.Add(1)
+					s.deletes.Add(n)
 				} else {
-					s.applies.Add(1)
+					s.applies.Add(n)
+				}
+				if w.id != "" {
+					s.lastMu.Lock()
+					s.last[w.id] = w.sum
+					s.lastMu.Unlock()
 				}
 			}
 		})
@@ -265,77 +364,179 @@ func (s *KubeSink) namespaceWrite(ns string) write {
 	}}
 }
 
-// upsertWrites returns the calls that make c current.
-func (s *KubeSink) upsertWrites(c model.Config) ([]write, error) {
+// upsertWrites plans the calls that make c current.
+func (s *KubeSink) upsertWrites(p *plan, c model.Config) error {
 	key := c.Key()
-	var ws []write
 	if se, ok := c.Spec.(*networking.ServiceEntry); ok && !s.opts.ServiceEntries && nativeServiceEntry(c, se) {
-		svc, eps := kubeService(c, se)
-		ws = append(ws, write{what: "service " + key.Namespace + "/" + c.Name, do: func(ctx context.Context) error {
+		var pods map[string]kubePod
+		if s.opts.Pods {
+			pods = kubePods(c, se)
+		}
+		svc, eps := kubeService(c, se, pods != nil)
+		appendTo(&p.main)(s.applyWrite("services/"+key.Namespace+"/"+c.Name, "service "+key.Namespace+"/"+c.Name, svc, func(ctx context.Context) error {
 			_, err := s.opts.Kube.CoreV1().Services(c.Namespace).Apply(ctx, svc, s.applyOpts())
 			return err
-		}})
+		}))
 		for _, es := range eps {
-			ws = append(ws, write{what: "endpointslice " + c.Namespace + "/" + *es.Name, do: func(ctx context.Context) error {
+			appendTo(&p.main)(s.applyWrite("endpointslices/"+c.Namespace+"/"+*es.Name, "endpointslice "+c.Namespace+"/"+*es.Name, es, func(ctx context.Context) error {
 				_, err := s.opts.Kube.DiscoveryV1().EndpointSlices(c.Namespace).Apply(ctx, es, s.applyOpts())
 				return err
-			}})
+			}))
 		}
 		prev, wasNative := s.slices[key]
-		if !wasNative {
-			// It may have been an Istio ServiceEntry before (it is not, for the simulator's
-			// services, but a replayed trace can say anything).
-			ws = append(ws, s.istioDelete(key))
+		if !wasNative && s.wrote(istioID(key)) {
+			// It was an Istio ServiceEntry before (never, for the simulator's services, but a
+			// replayed trace can say anything).
+			p.main = append(p.main, s.istioDelete(key))
 		}
 		for i := len(eps); i < prev; i++ {
-			ws = append(ws, s.sliceDelete(c.Namespace, sliceName(c.Name, i)))
+			p.main = append(p.main, s.sliceDelete(c.Namespace, sliceName(c.Name, i)))
 		}
 		s.slices[key] = len(eps)
-		return ws, nil
+		s.podWrites(p, key, pods)
+		return nil
 	}
 	if prev, wasNative := s.slices[key]; wasNative {
-		ws = append(ws, s.nativeDeletes(key, prev)...)
+		s.nativeDeletes(p, key, prev)
 		delete(s.slices, key)
 	}
 	body, err := renderJSON(c, KubeIstioAPIVersion, managedLabels(c.Labels))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res, err := s.istioResource(key)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ws = append(ws, write{what: strings.ToLower(string(key.Kind)) + " " + key.Namespace + "/" + key.Name, do: func(ctx context.Context) error {
+	appendTo(&p.main)(s.applyWrite(istioID(key), strings.ToLower(string(key.Kind))+" "+key.Namespace+"/"+key.Name, json.RawMessage(body), func(ctx context.Context) error {
 		return res.apply(ctx, key.Name, body, metav1.PatchOptions{FieldManager: KubeFieldManager, Force: new(true)})
-	}})
-	return ws, nil
+	}))
+	return nil
 }
 
-func (s *KubeSink) deleteWrites(k model.ConfigKey) []write {
+func istioID(k model.ConfigKey) string { return string(k.Kind) + "/" + k.Namespace + "/" + k.Name }
+
+// podWrites plans the Pods of the native service key: applies (and their status) of the new
+// and changed ones, deletes of the ones whose endpoint is gone. A Pod's service account cannot
+// change, so a Pod whose endpoint changed account is deleted and created again.
+func (s *KubeSink) podWrites(p *plan, key model.ConfigKey, pods map[string]kubePod) {
+	prev := s.pods[key]
+	cur := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(pods)) {
+		pod := pods[name]
+		sa := pod.sa
+		cur[name] = sa
+		if acct := key.Namespace + "/" + sa; !s.accounts[acct] {
+			s.accounts[acct] = true
+			p.setup = append(p.setup, s.accountWrite(key.Namespace, sa))
+		}
+		if !s.node {
+			s.node = true
+			p.setup = append(p.setup, s.nodeWrite())
+		}
+		id := "pods/" + key.Namespace + "/" + name
+		oldSA, existed := prev[name]
+		replace := existed && oldSA != sa
+		if replace {
+			s.forget(id)
+		}
+		status := kubePodStatus(key.Namespace, name, pod.ip)
+		w, ok := s.applyWrite(id, "pod "+key.Namespace+"/"+name, []any{pod.apply, status}, func(ctx context.Context) error {
+			pc := s.opts.Kube.CoreV1().Pods(key.Namespace)
+			if replace {
+				if err := pc.Delete(ctx, name, podDeleteOpts()); err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+			if _, err := pc.Apply(ctx, pod.apply, s.applyOpts()); err != nil {
+				return err
+			}
+			// Its own field manager: the status is a subresource, which the API server tracks
+			// apart, and client-go's fake (which does not) keeps the spec as well.
+			_, err := pc.ApplyStatus(ctx, status, metav1.ApplyOptions{FieldManager: KubeStatusFieldManager, Force: true})
+			return err
+		})
+		w.calls = 2
+		if replace {
+			w.calls = 3 // counted as applies: the delete is part of replacing
+		}
+		appendTo(&p.pods)(w, ok)
+	}
+	for _, name := range slices.Sorted(maps.Keys(prev)) {
+		if _, ok := cur[name]; !ok {
+			p.cleanup = append(p.cleanup, s.podDelete(key.Namespace, name))
+		}
+	}
+	if len(cur) == 0 {
+		delete(s.pods, key)
+	} else {
+		s.pods[key] = cur
+	}
+}
+
+// podDeleteOpts deletes a Pod at once: no kubelet runs the sink's node to finish a graceful
+// termination.
+func podDeleteOpts() metav1.DeleteOptions {
+	return metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}
+}
+
+func (s *KubeSink) podDelete(ns, name string) write {
+	s.forget("pods/" + ns + "/" + name)
+	return write{what: "delete pod " + ns + "/" + name, del: true, do: func(ctx context.Context) error {
+		return s.opts.Kube.CoreV1().Pods(ns).Delete(ctx, name, podDeleteOpts())
+	}}
+}
+
+func (s *KubeSink) accountWrite(ns, name string) write {
+	ac := corev1ac.ServiceAccount(name, ns).WithLabels(map[string]string{KubeManagedByLabel: KubeFieldManager}).
+		WithAutomountServiceAccountToken(false)
+	return write{what: "serviceaccount " + ns + "/" + name, do: func(ctx context.Context) error {
+		_, err := s.opts.Kube.CoreV1().ServiceAccounts(ns).Apply(ctx, ac, s.applyOpts())
+		return err
+	}}
+}
+
+// nodeWrite applies the Node the Pods are bound to. Its NoSchedule taint keeps the scheduler
+// from placing real Pods there.
+func (s *KubeSink) nodeWrite() write {
+	ac := corev1ac.Node(KubeNodeName).WithLabels(map[string]string{KubeManagedByLabel: KubeFieldManager}).
+		WithSpec(corev1ac.NodeSpec().WithTaints(corev1ac.Taint().WithKey("xdslab.io/simulated").
+			WithValue("true").WithEffect(corev1.TaintEffectNoSchedule)))
+	return write{what: "node " + KubeNodeName, do: func(ctx context.Context) error {
+		_, err := s.opts.Kube.CoreV1().Nodes().Apply(ctx, ac, s.applyOpts())
+		return err
+	}}
+}
+
+func (s *KubeSink) deleteWrites(p *plan, k model.ConfigKey) {
 	if n, ok := s.slices[k]; ok {
 		delete(s.slices, k)
-		return s.nativeDeletes(k, n)
+		s.nativeDeletes(p, k, n)
+		return
 	}
-	return []write{s.istioDelete(k)}
+	p.main = append(p.main, s.istioDelete(k))
 }
 
-func (s *KubeSink) nativeDeletes(k model.ConfigKey, slices int) []write {
-	ws := []write{{what: "delete service " + k.Namespace + "/" + k.Name, del: true, do: func(ctx context.Context) error {
+func (s *KubeSink) nativeDeletes(p *plan, k model.ConfigKey, slices int) {
+	s.forget("services/" + k.Namespace + "/" + k.Name)
+	p.main = append(p.main, write{what: "delete service " + k.Namespace + "/" + k.Name, del: true, do: func(ctx context.Context) error {
 		return s.opts.Kube.CoreV1().Services(k.Namespace).Delete(ctx, k.Name, metav1.DeleteOptions{})
-	}}}
+	}})
 	for i := range slices {
-		ws = append(ws, s.sliceDelete(k.Namespace, sliceName(k.Name, i)))
+		p.main = append(p.main, s.sliceDelete(k.Namespace, sliceName(k.Name, i)))
 	}
-	return ws
+	s.podWrites(p, k, nil)
 }
 
 func (s *KubeSink) sliceDelete(ns, name string) write {
+	s.forget("endpointslices/" + ns + "/" + name)
 	return write{what: "delete endpointslice " + ns + "/" + name, del: true, do: func(ctx context.Context) error {
 		return s.opts.Kube.DiscoveryV1().EndpointSlices(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	}}
 }
 
 func (s *KubeSink) istioDelete(k model.ConfigKey) write {
+	s.forget(istioID(k))
 	return write{what: "delete " + strings.ToLower(string(k.Kind)) + " " + k.Namespace + "/" + k.Name, del: true, do: func(ctx context.Context) error {
 		res, err := s.istioResource(k)
 		if err != nil {
@@ -395,6 +596,23 @@ func (s *KubeSink) istioResource(k model.ConfigKey) (istioResource, error) {
 	return istioResource{}, fmt.Errorf("%s: the kube sink cannot write kind %s", k, k.Kind)
 }
 
+// CleanNamespaces deletes what the sink (this one or an earlier run) wrote in the namespaces
+// (KubeOptions.Clean does it at Init). The sink then writes every object again.
+func (s *KubeSink) CleanNamespaces(ctx context.Context, namespaces ...string) error {
+	for _, ns := range namespaces {
+		if err := s.clean(ctx, ns); err != nil {
+			return fmt.Errorf("kube sink: clean namespace %s: %w", ns, err)
+		}
+	}
+	s.lastMu.Lock()
+	clear(s.last)
+	s.lastMu.Unlock()
+	clear(s.slices)
+	clear(s.pods)
+	clear(s.accounts)
+	return nil
+}
+
 // clean deletes what an earlier run left in ns: every kind the sink writes, by label.
 func (s *KubeSink) clean(ctx context.Context, ns string) error {
 	sel := metav1.ListOptions{LabelSelector: KubeManagedByLabel + "=" + KubeFieldManager}
@@ -413,6 +631,8 @@ func (s *KubeSink) clean(ctx context.Context, ns string) error {
 	}
 	errs = append(errs,
 		s.opts.Kube.DiscoveryV1().EndpointSlices(ns).DeleteCollection(ctx, del, sel),
+		s.opts.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, podDeleteOpts(), sel),
+		s.opts.Kube.CoreV1().ServiceAccounts(ns).DeleteCollection(ctx, del, sel),
 		n.ServiceEntries(ns).DeleteCollection(ctx, del, sel),
 		n.WorkloadEntries(ns).DeleteCollection(ctx, del, sel),
 		n.VirtualServices(ns).DeleteCollection(ctx, del, sel),
@@ -450,8 +670,9 @@ func appProtocol(istio string) string { return strings.ToLower(istio) }
 
 // kubeService renders a native ServiceEntry as a Service and its EndpointSlices (at most
 // maxSliceEndpoints endpoints each; the sink writes at least one slice, empty when the service
-// has no endpoints, so that a service scaled to zero keeps a slice to scale back into).
-func kubeService(c model.Config, se *networking.ServiceEntry) (*corev1ac.ServiceApplyConfiguration, []*discoveryv1ac.EndpointSliceApplyConfiguration) {
+// has no endpoints, so that a service scaled to zero keeps a slice to scale back into). With
+// pods, every endpoint points at its Pod (kubePods) on KubeNodeName.
+func kubeService(c model.Config, se *networking.ServiceEntry, pods bool) (*corev1ac.ServiceApplyConfiguration, []*discoveryv1ac.EndpointSliceApplyConfiguration) {
 	labels := managedLabels(c.Labels)
 	labels[KubeSourceLabel] = c.Name
 	svc := corev1ac.Service(c.Name, c.Namespace).WithLabels(labels).
@@ -480,11 +701,63 @@ func kubeService(c model.Config, se *networking.ServiceEntry) (*corev1ac.Service
 				zone, _, _ = strings.Cut(zone, "/")
 				ep.WithZone(zone)
 			}
+			if pods {
+				ep.WithNodeName(KubeNodeName).WithTargetRef(corev1ac.ObjectReference().
+					WithKind("Pod").WithNamespace(c.Namespace).WithName(podName(c.Name, e.GetAddress())))
+			}
 			es.WithEndpoints(ep)
 		}
 		out = append(out, es)
 	}
 	return svc, out
+}
+
+// podName is the name of the Pod of service svc's endpoint addr: svc-ADDR, the address'
+// dots and colons as dashes.
+func podName(svc, addr string) string {
+	return svc + "-" + strings.NewReplacer(".", "-", ":", "-").Replace(addr)
+}
+
+// kubePods renders the Pods of a native ServiceEntry's endpoints, by name: the endpoint's
+// labels, its service account (default when it has none) and its locality as the
+// istio-locality label, bound to KubeNodeName and tolerating every taint. Their status is
+// kubePodStatus.
+func kubePods(c model.Config, se *networking.ServiceEntry) map[string]kubePod {
+	out := map[string]kubePod{}
+	for _, e := range se.GetEndpoints() {
+		name := podName(c.Name, e.GetAddress())
+		labels := managedLabels(e.GetLabels())
+		labels[KubeSourceLabel] = c.Name
+		if loc := e.GetLocality(); loc != "" {
+			labels[KubeLocalityLabel] = strings.ReplaceAll(loc, "/", ".")
+		}
+		ctr := corev1ac.Container().WithName("app").WithImage(KubePodImage)
+		for _, p := range se.GetPorts() {
+			port := cmp.Or(e.GetPorts()[p.GetName()], p.GetTargetPort(), p.GetNumber())
+			ctr.WithPorts(corev1ac.ContainerPort().WithContainerPort(int32(port)).WithProtocol(corev1.ProtocolTCP))
+		}
+		out[name] = kubePod{ip: e.GetAddress(), sa: cmp.Or(e.GetServiceAccount(), "default"),
+			apply: corev1ac.Pod(name, c.Namespace).WithLabels(labels).WithSpec(corev1ac.PodSpec().
+				WithNodeName(KubeNodeName).WithServiceAccountName(cmp.Or(e.GetServiceAccount(), "default")).
+				WithAutomountServiceAccountToken(false).WithContainers(ctr).
+				WithTolerations(corev1ac.Toleration().WithOperator(corev1.TolerationOpExists)))}
+	}
+	return out
+}
+
+// kubePod is one endpoint's Pod: the object, its IP and service account.
+type kubePod struct {
+	apply  *corev1ac.PodApplyConfiguration
+	ip, sa string
+}
+
+// kubePodStatus is the status of a Pod that runs and is ready at ip.
+func kubePodStatus(ns, name, ip string) *corev1ac.PodApplyConfiguration {
+	st := corev1ac.PodStatus().WithPhase(corev1.PodRunning).WithPodIP(ip).WithPodIPs(corev1ac.PodIP().WithIP(ip))
+	for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		st.WithConditions(corev1ac.PodCondition().WithType(t).WithStatus(corev1.ConditionTrue))
+	}
+	return corev1ac.Pod(name, ns).WithStatus(st)
 }
 
 // renderJSON renders c as a Kubernetes object: apiVersion, kind, metadata {name, namespace,

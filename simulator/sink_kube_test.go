@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -278,7 +279,7 @@ func TestKubeSinkErrorsAndClean(t *testing.T) {
 	if err := sink.Apply(ctx, Event{ID: 8, Deletes: []model.ConfigKey{{Kind: model.KindDestinationRule, Name: "never", Namespace: "ns-a"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sink.upsertWrites(model.Config{Meta: model.Meta{Kind: "Pod", Name: "p", Namespace: "ns-a"}}); err == nil {
+	if err := sink.upsertWrites(&plan{}, model.Config{Meta: model.Meta{Kind: "Pod", Name: "p", Namespace: "ns-a"}}); err == nil {
 		t.Fatal("an unknown kind was accepted")
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -301,7 +302,7 @@ func TestKubeServiceSlices(t *testing.T) {
 	if !nativeServiceEntry(c, se) {
 		t.Fatal("a cluster-local ServiceEntry is not native")
 	}
-	svc, sl := kubeService(c, se)
+	svc, sl := kubeService(c, se, false)
 	if len(sl) != 3 || len(sl[0].Endpoints) != maxSliceEndpoints || len(sl[2].Endpoints) != 500 {
 		t.Fatalf("%d slices, want 3 of at most %d endpoints", len(sl), maxSliceEndpoints)
 	}
@@ -337,4 +338,268 @@ func TestKubeServiceSlices(t *testing.T) {
 			t.Errorf("%s: written as a Kubernetes Service", tc.name)
 		}
 	}
+}
+
+// checkKubePods compares the Pods the fake API server holds with the endpoints of the native
+// services of cur: one Pod per endpoint with its labels, service account and locality, running
+// and ready at its address, and every slice entry pointing at its Pod.
+func checkKubePods(t *testing.T, kube *kubefake.Clientset, cur []model.Config) {
+	t.Helper()
+	ctx := context.Background()
+	want := map[string]*networking.WorkloadEntry{}
+	for _, c := range cur {
+		if se, ok := c.Spec.(*networking.ServiceEntry); ok && nativeServiceEntry(c, se) {
+			for _, e := range se.Endpoints {
+				want[c.Namespace+"/"+podName(c.Name, e.Address)] = e
+			}
+		}
+	}
+	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pods.Items {
+		id := p.Namespace + "/" + p.Name
+		got = append(got, id)
+		e := want[id]
+		if e == nil {
+			continue
+		}
+		for k, v := range e.Labels {
+			if p.Labels[k] != v {
+				t.Errorf("pod %s: label %s=%q, want %q", id, k, p.Labels[k], v)
+			}
+		}
+		if loc := strings.ReplaceAll(e.Locality, "/", "."); p.Labels[KubeLocalityLabel] != loc {
+			t.Errorf("pod %s: locality label %q, want %q", id, p.Labels[KubeLocalityLabel], loc)
+		}
+		if p.Spec.ServiceAccountName != e.ServiceAccount || p.Spec.NodeName != KubeNodeName {
+			t.Errorf("pod %s: service account %q node %q, want %q and %q", id, p.Spec.ServiceAccountName, p.Spec.NodeName, e.ServiceAccount, KubeNodeName)
+		}
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || c.Type == "Ready" && c.Status == "True"
+		}
+		if p.Status.PodIP != e.Address || p.Status.Phase != "Running" || !ready {
+			t.Errorf("pod %s: status ip %q phase %q ready %v, want %s, Running, ready", id, p.Status.PodIP, p.Status.Phase, ready, e.Address)
+		}
+		if _, err := kube.CoreV1().ServiceAccounts(p.Namespace).Get(ctx, p.Spec.ServiceAccountName, metav1.GetOptions{}); err != nil {
+			t.Errorf("pod %s: service account: %v", id, err)
+		}
+	}
+	slices.Sort(got)
+	if d := cmp.Diff(slices.Sorted(maps.Keys(want)), got); d != "" {
+		t.Errorf("Pods (-want +got):\n%s", d)
+	}
+	eps, err := kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, es := range eps.Items {
+		for _, e := range es.Endpoints {
+			ref := e.TargetRef
+			if ref == nil || ref.Kind != "Pod" || want[ref.Namespace+"/"+ref.Name] == nil || want[ref.Namespace+"/"+ref.Name].Address != e.Addresses[0] {
+				t.Errorf("endpointslice %s: endpoint %v points at %+v, not its Pod", es.Name, e.Addresses, ref)
+			}
+		}
+	}
+	if _, err := kube.CoreV1().Nodes().Get(ctx, KubeNodeName, metav1.GetOptions{}); err != nil {
+		t.Errorf("node: %v", err)
+	}
+}
+
+// TestKubeSinkPods: with Pods, every endpoint of a native service is a Pod, through scale,
+// flaps, rollouts (label changes) and service-account changes (a Pod replaced).
+func TestKubeSinkPods(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Topology = smallTopology()
+	cfg.Churn = kindCases()
+	cfg.Duration = 10 * time.Second
+	sim, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubefake.NewClientset()
+	istio := istiofake.NewSimpleClientset()
+	rec := newIstioRecorder(istio)
+	sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, Pods: true, Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := sink.Init(ctx, sim.Initial()); err != nil {
+		t.Fatal(err)
+	}
+	checkKubeState(t, kube, rec, sim.Current(), false)
+	checkKubePods(t, kube, sim.Current())
+	kinds := map[ChurnKind]int{}
+	for {
+		ev, ok, err := sim.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		if ev.Skip != "" {
+			continue
+		}
+		kinds[ev.Kind]++
+		if err := sink.Apply(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []ChurnKind{ServiceAccountChange, RollingDeploy, Scale, ServiceDelete} {
+		if kinds[k] == 0 {
+			t.Errorf("the churn had no %s event: %v", k, kinds)
+		}
+	}
+	checkKubeState(t, kube, rec, sim.Current(), false)
+	checkKubePods(t, kube, sim.Current())
+}
+
+// countingKube records the verb and resource of every call that reaches the fake.
+func countingKube() (*kubefake.Clientset, func() []string) {
+	kube := kubefake.NewClientset()
+	var (
+		mu    sync.Mutex
+		calls []string
+	)
+	kube.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		c := a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			c += "/" + a.GetSubresource()
+		}
+		calls = append(calls, c)
+		return false, nil, nil
+	})
+	return kube, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := calls
+		calls = nil
+		return out
+	}
+}
+
+// TestKubeSinkWritesOnlyChanges: the sink sends what changed and nothing else, so an
+// endpoint-only event is endpoint-only in the API server too (watchers see no Service
+// update).
+func TestKubeSinkWritesOnlyChanges(t *testing.T) {
+	svc := func(addrs ...string) model.Config {
+		se := &networking.ServiceEntry{Hosts: []string{"a.ns-a.svc.cluster.local"}, Location: networking.ServiceEntry_MESH_INTERNAL,
+			Resolution: networking.ServiceEntry_STATIC, Ports: []*networking.ServicePort{{Name: "http", Number: 80, Protocol: "HTTP"}}}
+		for _, a := range addrs {
+			se.Endpoints = append(se.Endpoints, &networking.WorkloadEntry{Address: a, Labels: map[string]string{"version": "v1"},
+				Locality: "r/z", ServiceAccount: "sa"})
+		}
+		return model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: "a", Namespace: "ns-a"}, Spec: se}
+	}
+	vs := model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "a", Namespace: "ns-a"},
+		Spec: &networking.VirtualService{Hosts: []string{"a"}}}
+	for _, tc := range []struct {
+		name  string
+		pods  bool
+		steps [][]model.Config
+		want  [][]string // sorted calls per step
+	}{
+		{"services", false, [][]model.Config{
+			{svc("10.0.0.1"), vs},
+			{svc("10.0.0.1", "10.0.0.2"), vs},
+			{svc("10.0.0.1", "10.0.0.2"), vs},
+		}, [][]string{
+			{"patch endpointslices", "patch namespaces", "patch services"},
+			{"patch endpointslices"},
+			nil,
+		}},
+		{"pods", true, [][]model.Config{
+			{svc("10.0.0.1")},
+			{svc("10.0.0.1", "10.0.0.2")},
+			{svc("10.0.0.2")},
+		}, [][]string{
+			{"patch endpointslices", "patch namespaces", "patch nodes", "patch pods", "patch pods/status", "patch serviceaccounts", "patch services"},
+			{"patch endpointslices", "patch pods", "patch pods/status"},
+			{"delete pods", "patch endpointslices"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kube, calls := countingKube()
+			istio := istiofake.NewSimpleClientset()
+			rec := newIstioRecorder(istio)
+			sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, Pods: tc.pods})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for i, step := range tc.steps {
+				rec.mu.Lock()
+				rec.calls = nil
+				rec.mu.Unlock()
+				if i == 0 {
+					err = sink.Init(ctx, step)
+				} else {
+					err = sink.Apply(ctx, Event{ID: uint64(i), Upserts: step})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := calls()
+				slices.Sort(got)
+				if d := cmp.Diff(tc.want[i], got); d != "" {
+					t.Errorf("step %d: Kubernetes calls (-want +got):\n%s", i, d)
+				}
+				rec.mu.Lock()
+				istioCalls := len(rec.calls)
+				rec.mu.Unlock()
+				wantIstio := 0
+				if i == 0 && slices.ContainsFunc(step, func(c model.Config) bool { return c.Kind == model.KindVirtualService }) {
+					wantIstio = 1 // written once, then unchanged
+				}
+				if istioCalls != wantIstio {
+					t.Errorf("step %d: %d Istio calls, want %d", i, istioCalls, wantIstio)
+				}
+			}
+			if st := sink.Stats(); st.Unchanged == 0 {
+				t.Errorf("stats %+v: no unchanged write counted", st)
+			}
+		})
+	}
+}
+
+// TestKubeSinkIstioKinds: each of Istio's six networking kinds goes to its own resource
+// through istio.io/client-go, and a delete removes it.
+func TestKubeSinkIstioKinds(t *testing.T) {
+	specs := map[model.Kind]proto.Message{
+		model.KindServiceEntry:    &networking.ServiceEntry{Hosts: []string{"x.example.com"}, Resolution: networking.ServiceEntry_DNS},
+		model.KindWorkloadEntry:   &networking.WorkloadEntry{Address: "10.0.0.9", Labels: map[string]string{"app": "x"}},
+		model.KindVirtualService:  &networking.VirtualService{Hosts: []string{"x.example.com"}},
+		model.KindDestinationRule: &networking.DestinationRule{Host: "x.example.com"},
+		model.KindSidecar:         &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}},
+		model.KindGateway:         &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}},
+	}
+	kube := kubefake.NewClientset()
+	istio := istiofake.NewSimpleClientset()
+	rec := newIstioRecorder(istio)
+	sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []model.Config
+	for _, k := range slices.Sorted(maps.Keys(specs)) {
+		all = append(all, model.Config{Meta: model.Meta{Kind: k, Name: "x", Namespace: "ns-a"}, Spec: specs[k]})
+	}
+	ctx := context.Background()
+	if err := sink.Init(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	checkKubeState(t, kube, rec, all, false)
+	for _, c := range all {
+		if err := sink.Apply(ctx, Event{ID: 1, Deletes: []model.ConfigKey{c.Key()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkKubeState(t, kube, rec, nil, false)
 }

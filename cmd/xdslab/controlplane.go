@@ -66,11 +66,12 @@ are read from the API server; see docs/kubernetes.md.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.kube.register(fl, 50, 100)
 	fl.StringVar(&f.kubeNS, "kube-namespace", "", "with --kubeconfig: watch only this namespace (default all)")
+	fl.BoolVar(&f.kube.pods, "kube-pods", false, "with --kubeconfig: also watch Pods, for endpoint labels, service accounts and istio-locality (as istiod does)")
 	return cmd
 }
 
 func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
-	useKube := cmd.Flags().Changed("kubeconfig") || cmd.Flags().Changed("kube-namespace")
+	useKube := cmd.Flags().Changed("kubeconfig") || cmd.Flags().Changed("kube-namespace") || cmd.Flags().Changed("kube-pods")
 	if f.configDir == "" && !useKube {
 		return usageErr(errors.New("controlplane: --config-dir or --kubeconfig is required: pass a directory of Istio YAML (e.g. --config-dir examples/mesh) or a cluster's kubeconfig"))
 	}
@@ -88,7 +89,7 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 		if err != nil {
 			return usageErr(fmt.Errorf("controlplane: %w", err))
 		}
-		ctrl, err := kube.New(kube.Options{Kube: kc, Istio: ic, Namespace: f.kubeNS, Logger: opts.Logger.With("component", "kube")})
+		ctrl, err := kube.New(kube.Options{Kube: kc, Istio: ic, Namespace: f.kubeNS, Pods: f.kube.pods, Logger: opts.Logger.With("component", "kube")})
 		if err != nil {
 			return usageErr(fmt.Errorf("controlplane: %w", err))
 		}

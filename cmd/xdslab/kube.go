@@ -22,12 +22,19 @@ type kubeFlags struct {
 	kubeconfig string
 	qps        float64
 	burst      int
+	// pods makes the kube sink write a Pod per endpoint.
+	pods bool
 }
 
 func (k *kubeFlags) register(fl *pflag.FlagSet, qps float64, burst int) {
 	fl.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file of the Kubernetes API server (default $KUBECONFIG, then ~/.kube/config)")
 	fl.Float64Var(&k.qps, "kube-qps", qps, "client-side limit of Kubernetes API requests per second (negative: none)")
 	fl.IntVar(&k.burst, "kube-burst", burst, "client-side burst of Kubernetes API requests (0: the qps, rounded up)")
+}
+
+// registerPods adds --kube-pods (the sink's commands only).
+func (k *kubeFlags) registerPods(fl *pflag.FlagSet) {
+	fl.BoolVar(&k.pods, "kube-pods", false, "with the kube sink: write a Pod per endpoint (labels, service account, locality) as a real cluster holds them")
 }
 
 // path resolves the kubeconfig the way kubectl does for a single file: the flag, $KUBECONFIG,

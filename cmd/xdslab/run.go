@@ -54,7 +54,7 @@ go-control-plane server, 'xdslab controlplane'): the simulator writes Istio YAML
 debounce and cache figures when it exports Istio's pilot_* names. With the scenario key
 sink: {kind: kube} (or --sink kube) the simulator writes to a Kubernetes API server instead,
 which the control plane at --target reads (a stock istiod; see docs/kubernetes.md); the flags
---sink, --sink-dir, --kubeconfig, --kube-qps and --kube-burst override the scenario's sink.
+--sink, --sink-dir, --kubeconfig, --kube-qps, --kube-burst and --kube-pods override the scenario's sink.
 
 Built-in scenarios: ` + strings.Join(scenarios.BuiltinNames(), ", ") + `.
 Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are written first).`,
@@ -79,6 +79,7 @@ Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are wr
 	fl.StringVar(&f.sinkDir, "sink-dir", "", "with --target: the directory of Istio YAML that control plane watches")
 	fl.StringVar(&f.sink, "sink", "", "with --target: where the mesh goes, dir (--sink-dir) or kube (a Kubernetes API server); default the scenario's sink.kind")
 	f.kube.register(fl, 50, 100)
+	f.kube.registerPods(fl)
 	fl.BoolVar(&f.clean, "clean", false, "with --sink-dir: remove YAML files already in the directory first; with the kube sink: the objects an earlier run wrote")
 	fl.StringVar(&f.targetMetrics, "target-metrics", "", "with --target: its Prometheus endpoint (HOST:PORT or URL) for debounce, cache and CPU figures")
 	fl.IntVar(&f.repeat, "repeat", 1, "run the scenario K times into DIR/run-1..run-K (for compare)")
@@ -102,7 +103,7 @@ func resolveSink(sc *scenarios.Scenario, f runFlags, changed func(string) bool) 
 	if src := sc.Source(); src != "" {
 		from = src + ": sink.kind"
 	}
-	rs := runSink{kind: sc.Sink.Kind, kube: kubeFlags{kubeconfig: sc.Sink.Kubeconfig, qps: sc.Sink.QPS, burst: sc.Sink.Burst}}
+	rs := runSink{kind: sc.Sink.Kind, kube: kubeFlags{kubeconfig: sc.Sink.Kubeconfig, qps: sc.Sink.QPS, burst: sc.Sink.Burst, pods: sc.Sink.Pods}}
 	switch {
 	case changed("sink"):
 		if f.sink != scenarios.SinkDir && f.sink != scenarios.SinkKube {
@@ -112,10 +113,10 @@ func resolveSink(sc *scenarios.Scenario, f runFlags, changed func(string) bool) 
 	case f.sinkDir != "":
 		rs.kind, from = scenarios.SinkDir, "--sink-dir"
 	}
-	kubeFlagGiven := changed("kubeconfig") || changed("kube-qps") || changed("kube-burst")
+	kubeFlagGiven := changed("kubeconfig") || changed("kube-qps") || changed("kube-burst") || changed("kube-pods")
 	if rs.kind != scenarios.SinkKube {
 		if kubeFlagGiven {
-			return runSink{}, errors.New("run: --kubeconfig, --kube-qps and --kube-burst go with the kube sink: add --sink kube (and --target)")
+			return runSink{}, errors.New("run: --kubeconfig, --kube-qps, --kube-burst and --kube-pods go with the kube sink: add --sink kube (and --target)")
 		}
 		return rs, nil
 	}
@@ -135,6 +136,9 @@ func resolveSink(sc *scenarios.Scenario, f runFlags, changed func(string) bool) 
 	if changed("kube-burst") {
 		rs.kube.burst = f.kube.burst
 	}
+	if changed("kube-pods") {
+		rs.kube.pods = f.kube.pods
+	}
 	return rs, nil
 }
 
@@ -151,7 +155,7 @@ func kubeSink(ctx context.Context, k kubeFlags, clean bool) (func() (simulator.S
 		return nil, fmt.Errorf("run: kube sink: the API server of kubeconfig %s does not answer: %w: start the cluster, or pass the kubeconfig of a running one", k.path(), err)
 	}
 	return func() (simulator.Sink, error) {
-		return simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, Clean: clean})
+		return simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, Clean: clean, Pods: k.pods})
 	}, nil
 }
 

@@ -164,6 +164,7 @@ func TestResolveSink(t *testing.T) {
 	}
 	kubeSc := load("sink: {kind: kube, kubeconfig: /k/config, qps: 7, burst: 9}\n")
 	dirSc := load("")
+	podsSc := load("sink: {kind: kube, pods: true}\n")
 	for _, tc := range []struct {
 		name  string
 		sc    *scenarios.Scenario
@@ -185,6 +186,13 @@ func TestResolveSink(t *testing.T) {
 		{"--sink kube over a dir scenario", dirSc, runFlags{target: "h:1", sink: "kube"}, []string{"sink"},
 			runSink{kind: "kube", kube: kubeFlags{qps: 50, burst: 100}}, ""},
 		{"default dir", dirSc, runFlags{}, nil, runSink{kind: "dir", kube: kubeFlags{qps: 50, burst: 100}}, ""},
+		{"scenario pods", podsSc, runFlags{target: "h:1"}, nil,
+			runSink{kind: "kube", kube: kubeFlags{qps: 50, burst: 100, pods: true}}, ""},
+		{"--kube-pods=false over the scenario", podsSc, runFlags{target: "h:1"}, []string{"kube-pods"},
+			runSink{kind: "kube", kube: kubeFlags{qps: 50, burst: 100}}, ""},
+		{"--kube-pods over a kube scenario", kubeSc, runFlags{target: "h:1", kube: kubeFlags{pods: true}}, []string{"kube-pods"},
+			runSink{kind: "kube", kube: kubeFlags{kubeconfig: "/k/config", qps: 7, burst: 9, pods: true}}, ""},
+		{"--kube-pods on dir", dirSc, runFlags{target: "h:1", sinkDir: "/mesh"}, []string{"sink-dir", "kube-pods"}, runSink{}, "add --sink kube"},
 		{"kube in-process", kubeSc, runFlags{}, nil, runSink{}, "s.yaml: sink.kind is kube, but the in-process control plane does not read a Kubernetes API server: add --target"},
 		{"--sink kube in-process", dirSc, runFlags{sink: "kube"}, []string{"sink"}, runSink{}, "--sink is kube"},
 		{"kube and sink dir", dirSc, runFlags{target: "h:1", sink: "kube", sinkDir: "/mesh"}, []string{"sink", "sink-dir"}, runSink{}, "drop --sink-dir"},

@@ -69,6 +69,7 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the simulator's Prometheus metrics on this address (e.g. 127.0.0.1:15090)")
 	fl.StringVar(&f.sink, "sink", "dir", "where the mesh goes: dir (Istio YAML in --sink-dir) or kube (a Kubernetes API server; see docs/kubernetes.md)")
 	f.kube.register(fl, 50, 100)
+	f.kube.registerPods(fl)
 	fl.BoolVar(&f.kubeSEs, "kube-service-entries", false, "with --sink kube: write ServiceEntries instead of Services and EndpointSlices")
 	return cmd
 }
@@ -98,7 +99,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))
 		}
-		ks, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, ServiceEntries: f.kubeSEs, Clean: f.clean})
+		ks, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, ServiceEntries: f.kubeSEs, Clean: f.clean, Pods: f.kube.pods})
 		if err != nil {
 			return usageErr(err)
 		}

@@ -5,6 +5,8 @@
 //     NAME.NAMESPACE.svc.DOMAIN), delivered as registry Updates: the Controller is a
 //     registry.Registry the Aggregate merges. A change of an EndpointSlice alone updates only
 //     the host's endpoints, so the push it causes stays endpoint-only (EDS).
+//   - With Options.Pods, Pods too: an endpoint pointing at a Pod (targetRef) takes its labels,
+//     service account and istio-locality; a Pod change is endpoint-only as well.
 //   - Istio's config kinds (ServiceEntry, WorkloadEntry, VirtualService, DestinationRule,
 //     Sidecar, Gateway; read as networking.istio.io/v1) go into the control plane's config
 //     store, from which the Aggregate takes them like objects from files.

@@ -45,6 +45,10 @@ type Options struct {
 	// nil to read only the other.
 	Kube  kubernetes.Interface
 	Istio istioclient.Interface
+	// Pods also watches Pods, as istiod does: an EndpointSlice endpoint that points at a Pod
+	// (targetRef) takes the Pod's labels, service account and istio-locality label (else
+	// the slice's zone). Without it endpoints have no labels, and subsets select nothing.
+	Pods bool
 	// Namespace limits the watch to one namespace; empty watches all.
 	Namespace string
 	// DomainSuffix of service hostnames (default cluster.local).
@@ -74,6 +78,10 @@ type Controller struct {
 	services  map[nsName]*model.Service
 	endpoints map[string][]*model.Endpoint // by host, as last notified
 	slicesOf  map[nsName]map[string]*discoveryv1.EndpointSlice
+	// pods by namespace/name (with Options.Pods), and the services whose slices point at
+	// each pod, to recompute when it changes.
+	pods     map[nsName]*corev1.Pod
+	podUsers map[nsName]map[nsName]bool
 }
 
 type nsName struct{ ns, name string }
@@ -103,6 +111,7 @@ func New(opts Options) (*Controller, error) {
 		opts: opts, log: opts.Logger, signal: make(chan struct{}, 1), synced: make(chan struct{}),
 		services: map[nsName]*model.Service{}, endpoints: map[string][]*model.Endpoint{},
 		slicesOf: map[nsName]map[string]*discoveryv1.EndpointSlice{},
+		pods:     map[nsName]*corev1.Pod{}, podUsers: map[nsName]map[nsName]bool{},
 	}, nil
 }
 
@@ -167,7 +176,11 @@ func (c *Controller) Run(ctx context.Context, configs ConfigStore) error {
 	}
 	if c.opts.Kube != nil {
 		f := informers.NewSharedInformerFactoryWithOptions(c.opts.Kube, c.opts.Resync, informers.WithNamespace(c.opts.Namespace))
-		if err := watch(f.Core().V1().Services().Informer(), f.Discovery().V1().EndpointSlices().Informer()); err != nil {
+		infs := []cache.SharedIndexInformer{f.Core().V1().Services().Informer(), f.Discovery().V1().EndpointSlices().Informer()}
+		if c.opts.Pods {
+			infs = append(infs, f.Core().V1().Pods().Informer())
+		}
+		if err := watch(infs...); err != nil {
 			return err
 		}
 		factories = append(factories, f)
@@ -247,6 +260,8 @@ func (c *Controller) handle(ev event, configs ConfigStore) {
 		c.serviceChanged(o, ev.obj == nil)
 	case *discoveryv1.EndpointSlice:
 		c.sliceChanged(o, ev.obj == nil)
+	case *corev1.Pod:
+		c.podChanged(o, ev.obj == nil)
 	default:
 		cfg, err := istioConfig(o)
 		if err != nil {
@@ -326,6 +341,35 @@ func (c *Controller) sliceChanged(es *discoveryv1.EndpointSlice, deleted bool) {
 	if c.services[k] == nil {
 		return // endpoints without a Service are not part of the mesh
 	}
+	c.refreshEndpoints(k)
+}
+
+// podChanged records a Pod and refreshes the endpoints of the services whose slices point at
+// it: a label or service-account change is an endpoint-only change.
+func (c *Controller) podChanged(p *corev1.Pod, deleted bool) {
+	k := nsName{p.Namespace, p.Name}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	users := c.podUsers[k]
+	if deleted {
+		delete(c.pods, k)
+		// Refreshing registers again the services whose slices still point at it.
+		delete(c.podUsers, k)
+	} else {
+		c.pods[k] = p
+	}
+	for _, svc := range slices.SortedFunc(maps.Keys(users), func(a, b nsName) int {
+		return cmp.Or(strings.Compare(a.ns, b.ns), strings.Compare(a.name, b.name))
+	}) {
+		if c.services[svc] != nil {
+			c.refreshEndpoints(svc)
+		}
+	}
+}
+
+// refreshEndpoints converts the slices of service k and notifies if its endpoints changed;
+// c.mu is held.
+func (c *Controller) refreshEndpoints(k nsName) {
 	host := c.Hostname(k.ns, k.name)
 	eps := c.convertEndpoints(k, host)
 	if slices.EqualFunc(eps, c.endpoints[host], (*model.Endpoint).Equal) {
@@ -351,7 +395,19 @@ func (c *Controller) convertEndpoints(k nsName, host string) []*model.Endpoint {
 	var out []*model.Endpoint
 	seen := map[string]bool{}
 	for _, n := range names {
-		for _, ep := range ConvertEndpointSlice(c.slicesOf[k][n], host) {
+		es := c.slicesOf[k][n]
+		var pod func(ref *corev1.ObjectReference) *corev1.Pod
+		if c.opts.Pods {
+			pod = func(ref *corev1.ObjectReference) *corev1.Pod {
+				pk := nsName{cmp.Or(ref.Namespace, es.Namespace), ref.Name}
+				if c.podUsers[pk] == nil {
+					c.podUsers[pk] = map[nsName]bool{}
+				}
+				c.podUsers[pk][k] = true
+				return c.pods[pk]
+			}
+		}
+		for _, ep := range convertEndpointSlice(es, host, pod) {
 			// An address in two slices (a slice handover) is one endpoint: the first slice's.
 			if !seen[ep.Address] {
 				seen[ep.Address] = true
@@ -406,8 +462,14 @@ func portProtocol(name string, appProtocol *string, l4 corev1.Protocol) model.Pr
 
 // ConvertEndpointSlice returns the ready endpoints of a slice (Kubernetes' ready condition:
 // unset means ready), one per endpoint (its first address), with the slice's ports by name and
-// its zone. Labels and service accounts live on Pods, which the registry does not read.
+// its zone. Labels and service accounts live on Pods (Options.Pods).
 func ConvertEndpointSlice(es *discoveryv1.EndpointSlice, host string) []*model.Endpoint {
+	return convertEndpointSlice(es, host, nil)
+}
+
+// convertEndpointSlice is ConvertEndpointSlice with the Pods the endpoints point at: pod (nil:
+// none read) returns the Pod of a targetRef, or nil when it is not known (yet).
+func convertEndpointSlice(es *discoveryv1.EndpointSlice, host string, pod func(*corev1.ObjectReference) *corev1.Pod) []*model.Endpoint {
 	ports := map[string]uint32{}
 	for _, p := range es.Ports {
 		if p.Port != nil {
@@ -420,10 +482,31 @@ func ConvertEndpointSlice(es *discoveryv1.EndpointSlice, host string) []*model.E
 		if len(e.Addresses) == 0 || !ptrOr(e.Conditions.Ready, true) {
 			continue
 		}
-		out = append(out, &model.Endpoint{Service: host, Address: e.Addresses[0], Ports: ports,
-			Locality: model.Locality{Zone: ptrOr(e.Zone, "")}, Source: src})
+		ep := &model.Endpoint{Service: host, Address: e.Addresses[0], Ports: ports,
+			Locality: model.Locality{Zone: ptrOr(e.Zone, "")}, Source: src}
+		if pod != nil && e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
+			if p := pod(e.TargetRef); p != nil {
+				applyPod(ep, p)
+			}
+		}
+		out = append(out, ep)
 	}
 	return out
+}
+
+// LocalityLabel is Istio's Pod label for a workload's locality, region.zone.subzone.
+const LocalityLabel = "istio-locality"
+
+// applyPod gives an endpoint what its Pod says: labels, service account, and the
+// istio-locality label's locality when it has one.
+func applyPod(ep *model.Endpoint, p *corev1.Pod) {
+	ep.Labels = maps.Clone(p.Labels)
+	ep.ServiceAccount = p.Spec.ServiceAccountName
+	if loc, ok := p.Labels[LocalityLabel]; ok && loc != "" {
+		parts := strings.SplitN(loc, ".", 3)
+		parts = append(parts, "", "")
+		ep.Locality = model.Locality{Region: parts[0], Zone: parts[1], SubZone: parts[2]}
+	}
 }
 
 func ptrOr[T any](p *T, def T) T {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/features"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
@@ -64,7 +65,13 @@ type harness struct {
 
 func start(t *testing.T, kube *kubefake.Clientset, istio *istiofake.Clientset) *harness {
 	t.Helper()
-	c, err := New(Options{Kube: kube, Istio: istio})
+	return startWith(t, Options{Kube: kube, Istio: istio})
+}
+
+func startWith(t *testing.T, opts Options) *harness {
+	t.Helper()
+	kube, istio := opts.Kube.(*kubefake.Clientset), opts.Istio.(*istiofake.Clientset)
+	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,3 +278,111 @@ func TestConvertService(t *testing.T) {
 		t.Error("a non-Istio object converted")
 	}
 }
+
+func pod(ns, name, sa string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: corev1.PodSpec{ServiceAccountName: sa}}
+}
+
+// TestControllerPods: with Pods, an endpoint takes its Pod's labels, service account and
+// istio-locality; a Pod change is an endpoint-only change; a Pod that is not (yet) known leaves
+// its endpoint without them.
+func TestControllerPods(t *testing.T) {
+	ctx := context.Background()
+	es := slice("shop", "web", "web-a", "10.1.0.1", "10.1.0.2")
+	for i := range es.Endpoints {
+		es.Endpoints[i].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("web-%d", i+1), Namespace: "shop"}
+	}
+	kube := kubefake.NewClientset(
+		service("shop", "web", corev1.ServicePort{Name: "http-80", Port: 80}), es,
+		pod("shop", "web-1", "sa-web", map[string]string{"app": "web", "version": "v1", LocalityLabel: "r1.z2.s3"}),
+	)
+	h := startWith(t, Options{Kube: kube, Istio: istiofake.NewSimpleClientset(), Pods: true})
+	for len(h.changes) > 0 {
+		<-h.changes
+	}
+	eps := h.agg.Endpoints(host)
+	if len(eps) != 2 {
+		t.Fatalf("endpoints after sync: %v", eps)
+	}
+	if e := eps[0]; e.Labels["version"] != "v1" || e.ServiceAccount != "sa-web" || e.Locality != (model.Locality{Region: "r1", Zone: "z2", SubZone: "s3"}) {
+		t.Errorf("endpoint of a known Pod: %+v", e)
+	}
+	if e := eps[1]; e.Labels != nil || e.ServiceAccount != "" || e.Locality.Zone != "z1" {
+		t.Errorf("endpoint of an unknown Pod: %+v, want the slice's zone and nothing else", e)
+	}
+
+	epKey := model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
+	endpointOnly := func(what string) {
+		t.Helper()
+		ch := h.next(t, what, func(ch registry.Change) bool { return has(ch, epKey) })
+		if !ch.EndpointOnly || len(ch.Keys) != 1 {
+			t.Fatalf("%s gave %+v, want an endpoint-only change of %s", what, ch, host)
+		}
+	}
+	// The second Pod arrives; then the first one's version changes (a rollout relabels it).
+	if _, err := kube.CoreV1().Pods("shop").Create(ctx, pod("shop", "web-2", "sa-web", map[string]string{"version": "v2"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	endpointOnly("late Pod")
+	if e := h.agg.Endpoints(host)[1]; e.Labels["version"] != "v2" || e.ServiceAccount != "sa-web" {
+		t.Errorf("endpoint after its Pod arrived: %+v", e)
+	}
+	if _, err := kube.CoreV1().Pods("shop").Update(ctx, pod("shop", "web-1", "sa-web", map[string]string{"version": "v3"}), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	endpointOnly("Pod relabel")
+	if e := h.agg.Endpoints(host)[0]; e.Labels["version"] != "v3" || e.Locality.Zone != "z1" {
+		t.Errorf("endpoint after its Pod was relabelled (no istio-locality any more): %+v", e)
+	}
+	if err := kube.CoreV1().Pods("shop").Delete(ctx, "web-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	endpointOnly("Pod delete")
+	if e := h.agg.Endpoints(host)[1]; e.Labels != nil {
+		t.Errorf("endpoint after its Pod was deleted: %+v", e)
+	}
+}
+
+// TestControllerIstioKinds: each of Istio's six networking kinds read through istio.io/client-go
+// lands in the config store under its kind.
+func TestControllerIstioKinds(t *testing.T) {
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: "shop"} }
+	objs := map[model.Kind]runtime.Object{
+		model.KindServiceEntry: &istionet.ServiceEntry{ObjectMeta: meta("se"), Spec: networking.ServiceEntry{Hosts: []string{"x.example.com"},
+			Resolution: networking.ServiceEntry_DNS, Ports: []*networking.ServicePort{{Name: "http", Number: 80, Protocol: "HTTP"}}}},
+		model.KindWorkloadEntry:   &istionet.WorkloadEntry{ObjectMeta: meta("we"), Spec: networking.WorkloadEntry{Address: "10.0.0.9"}},
+		model.KindVirtualService:  &istionet.VirtualService{ObjectMeta: meta("vs"), Spec: networking.VirtualService{Hosts: []string{"x.example.com"}}},
+		model.KindDestinationRule: &istionet.DestinationRule{ObjectMeta: meta("dr"), Spec: networking.DestinationRule{Host: "x.example.com"}},
+		model.KindSidecar:         &istionet.Sidecar{ObjectMeta: meta("sc"), Spec: networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}}},
+		model.KindGateway: &istionet.Gateway{ObjectMeta: meta("gw"), Spec: networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"},
+			Servers: []*networking.Server{{Port: &networking.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: []string{"*"}}}}},
+	}
+	// Created through the typed clients: the fake's object tracker files a Gateway given to
+	// NewSimpleClientset under another version than the one its client lists.
+	istio := istiofake.NewSimpleClientset()
+	ctx := context.Background()
+	n := istio.NetworkingV1()
+	for _, err := range []error{
+		create(n.ServiceEntries("shop").Create(ctx, objs[model.KindServiceEntry].(*istionet.ServiceEntry), metav1.CreateOptions{})),
+		create(n.WorkloadEntries("shop").Create(ctx, objs[model.KindWorkloadEntry].(*istionet.WorkloadEntry), metav1.CreateOptions{})),
+		create(n.VirtualServices("shop").Create(ctx, objs[model.KindVirtualService].(*istionet.VirtualService), metav1.CreateOptions{})),
+		create(n.DestinationRules("shop").Create(ctx, objs[model.KindDestinationRule].(*istionet.DestinationRule), metav1.CreateOptions{})),
+		create(n.Sidecars("shop").Create(ctx, objs[model.KindSidecar].(*istionet.Sidecar), metav1.CreateOptions{})),
+		create(n.Gateways("shop").Create(ctx, objs[model.KindGateway].(*istionet.Gateway), metav1.CreateOptions{})),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := start(t, kubefake.NewClientset(), istio)
+	for kind, o := range objs {
+		name := o.(metav1.Object).GetName()
+		got, ok := h.store.Get(model.ConfigKey{Kind: kind, Name: name, Namespace: "shop"})
+		if !ok || got.Source != "kubernetes" || got.Spec == nil {
+			t.Errorf("%s shop/%s: store holds %+v, %v", kind, name, got, ok)
+		}
+	}
+}
+
+func create[T any](_ T, err error) error { return err }
