@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -35,7 +37,10 @@ type target struct {
 	kind string
 	// addr is the ADS address (host:port).
 	addr string
-	sink simulator.Sink
+	// secureAddr is the in-process control plane's secure ADS listener, where groups with
+	// auth dial (empty: they dial addr), and caDir the directory of its root CA.
+	secureAddr, caDir string
+	sink              simulator.Sink
 	// gather returns the control plane's metric families; nil when none are available.
 	gather func(ctx context.Context) ([]*dto.MetricFamily, error)
 	// metricsSource says where gather reads from, for the report.
@@ -79,18 +84,46 @@ func startControlPlane(ctx context.Context, opts controlplane.Options) (*cpHandl
 func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logger) (*target, error) {
 	opts := ControlPlaneOptions(sc)
 	opts.Logger = log.With("component", "controlplane")
+	sec, jwtKey, err := secureOptions(sc)
+	if err != nil {
+		return nil, err
+	}
+	cleanup := func() {}
+	if sec.Addr != "" {
+		// Groups authenticate: serve the secure listener, with the scenario's CA or a new one,
+		// and the jwt groups' public key as the JWKS.
+		tmp, err := os.MkdirTemp("", "xdslab-secure-")
+		if err != nil {
+			return nil, err
+		}
+		cleanup = func() { _ = os.RemoveAll(tmp) }
+		if sec.CADir == "" {
+			sec.CADir = filepath.Join(tmp, "ca")
+		}
+		if jwtKey != "" {
+			if sec.JWKSFile, err = writeJWKS(jwtKey, tmp); err != nil {
+				cleanup()
+				return nil, err
+			}
+		}
+		opts.Secure = sec
+	}
 	cp, err := startControlPlane(ctx, opts)
 	if err != nil {
+		cleanup()
 		return nil, err
 	}
 	sink, err := simulator.NewInProcessSink(cp.srv.ConfigStore())
 	if err != nil {
 		cp.stop()
+		cleanup()
 		return nil, err
 	}
 	return &target{
 		kind:          "in-process",
 		addr:          cp.addr,
+		secureAddr:    cp.srv.SecureGRPCAddr(),
+		caDir:         sec.CADir,
 		sink:          sink,
 		gather:        func(context.Context) ([]*dto.MetricFamily, error) { return cp.reg.Gather() },
 		metricsSource: "in-process control plane",
@@ -98,7 +131,7 @@ func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logge
 			_, err := cp.srv.WaitForSnapshot(ctx, func(s *model.Snapshot) bool { return s.ServiceCount() >= n })
 			return err
 		},
-		close: cp.stop,
+		close: func() { cp.stop(); cleanup() },
 	}, nil
 }
 

@@ -65,6 +65,8 @@ var _ xds.Metrics = xdsMetrics{}
 
 func (m xdsMetrics) CacheRead(typeURL string, r cache.Result) { m.CacheReadResult(typeURL, string(r)) }
 
+func (m xdsMetrics) PushSkipped(reason string, n int) { m.PushSkippedTriggers(reason, n) }
+
 // Server is the control plane: config sources, registries, the aggregate, the debouncer and the
 // snapshot builder, with its metrics and debug endpoints. Create it with New, then Start; Stop
 // ends it.
@@ -99,6 +101,7 @@ type Server struct {
 	secureLn  net.Listener // nil unless Options.Secure.Addr is set
 	secureSrv *grpc.Server
 	authFails *prometheus.CounterVec
+	secrets   workloadSecrets // SDS for the secure listener's streams
 	errMu     sync.Mutex
 	err       error // the failure that stopped the server, if any
 }
@@ -172,6 +175,9 @@ func New(opts Options) (*Server, error) {
 		SendTimeout:    opts.SendTimeout,
 		Metrics:        xdsMetrics{s.metrics},
 		Logger:         opts.Logger.With("component", "xds"),
+	}
+	if opts.Secure.Addr != "" {
+		xo.Secrets = &s.secrets
 	}
 	if s.xds, err = xds.New(xo); err != nil {
 		return nil, err
@@ -357,9 +363,6 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 		ids = agg.TakeEventIDs()
 	})
 	s.metrics.PushContextInitSeconds.Observe(time.Since(start).Seconds())
-	for reason, n := range req.Reasons {
-		s.metrics.PushTriggers.WithLabelValues(string(reason)).Add(float64(n))
-	}
 	if rep.Empty() {
 		s.log.Debug("push: nothing changed", "events", req.Count())
 		return

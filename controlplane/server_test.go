@@ -243,7 +243,7 @@ spec:
 	// Metrics recorded along the way.
 	body = scrape(t, s)
 	for _, want := range []string{`pilot_inbound_updates{type="eds"}`, `pilot_inbound_updates{type="svc"}`, `pilot_inbound_updates{type="config"}`,
-		`pilot_inbound_updates{type="svcdelete"}`, `pilot_push_triggers{type="endpoint"}`, `pilot_push_triggers{type="global"}`,
+		`pilot_inbound_updates{type="svcdelete"}`,
 		"pilot_services 0", "pilot_pushcontext_init_seconds_count", "pilot_debounce_time_count", "xdslab_cp_push_cycles_total",
 		"xdslab_cp_debounce_events_per_push_count"} {
 		if !strings.Contains(body, want) {

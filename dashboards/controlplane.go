@@ -183,7 +183,17 @@ func ControlPlane() Spec {
 					Queries: percentiles(v, "xdslab_cp_ack_latency_seconds"),
 				},
 				{
-					Title: "Config file errors", Unit: "short", Min: zero(), Width: 24,
+					Title: "Push triggers skipped by scope", Unit: "ops", Min: zero(),
+					Description: "Per second, by reason: push triggers counted for connections pushed (pilot_push_triggers) and for connections " +
+						"left out because their Sidecar scope and exportTo hide the change (xdslab_cp_push_skipped_total). " +
+						"A high skipped share is what Sidecar scoping saves.",
+					Queries: []Query{
+						{Expr: rateOf(v, "pilot_push_triggers", "type"), Legend: "pushed {{type}}"},
+						{Expr: rateOf(v, "xdslab_cp_push_skipped_total", "type"), Legend: "skipped {{type}}"},
+					},
+				},
+				{
+					Title: "Config file errors", Unit: "short", Min: zero(),
 					Description: "Config files that failed to load, per rate interval (xdslab_cp_config_file_errors_total). The previous objects " +
 						"of a bad file are kept, so proxies keep working on stale config: see /debug/config for the file, line and error.",
 					Queries: []Query{{Expr: sumBy("job", "increase("+sel(v, "xdslab_cp_config_file_errors_total")+rateWindow+")"), Legend: "{{job}}"}},

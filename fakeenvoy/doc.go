@@ -29,6 +29,11 @@
 // timeout expires (Envoy's EDS cache on FetchTimedout). While a resource warms, the copy it
 // replaces stays in effect (Client.Effective); Resource is what was received.
 //
+// SDS (sds.go): a cluster or listener whose TLS transport socket names SDS secrets warms until
+// they arrive (up to its sds_config's initial_fetch_timeout); the client asks for them over
+// ADS, one SDS subscription naming every secret referenced, right after the CDS or LDS response.
+// Group.Auth (ClientAuth) gives each client a TLS credential for its namespace.
+//
 // Restart (churn) makes a client a new process: no versions, resources or initial versions.
 // The node goes on every request, or only on a stream's first with NodeOnFirstOnly (Istio's
 // set_node_on_first_message_only); IdentityTemplate.IstioMetadata sends an Istio-sized node.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,12 @@ type Group struct {
 	// Client is the template of every client's configuration; Index, Group, Node, Seed and
 	// Clock are set per client by the fleet.
 	Client ClientConfig
+	// Auth, when set, gives each client a credential for its namespace (a secure ADS
+	// listener); nil dials with the fleet's options (insecure unless DialOptions say else).
+	Auth *ClientAuth
+	// Target, when set, is where this group's clients dial instead of FleetConfig.Target
+	// (a control plane's secure listener beside its plaintext one).
+	Target string
 }
 
 // Churn reconnects every client periodically: each run lasts Every ± Jitter×Every (uniform),
@@ -108,6 +115,14 @@ func (c FleetConfig) Validate() error {
 		names[g.Name] = true
 		if err := g.Identity.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("fleet: group %s: %w", g.Name, err))
+		}
+		if g.Auth != nil {
+			if err := g.Auth.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("fleet: group %s: %w", g.Name, err))
+			}
+		}
+		if c.StreamsPerConn > 1 && (g.Auth != nil || g.Target != "") {
+			errs = append(errs, fmt.Errorf("fleet: group %s: auth and a group target give clients connections of their own: set streams per connection to 1", g.Name))
 		}
 	}
 	if c.Ramp < 0 {
@@ -236,6 +251,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	interner := NewInterner()
 	index := 0
 	for _, g := range cfg.Groups {
+		authOpts := map[string][]grpc.DialOption{} // namespace → the group's dial options
 		for range g.Count {
 			cc := g.Client
 			if cc.Interner == nil {
@@ -256,7 +272,24 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 				}
 				fc.conn = f.conns[k]
 			} else {
-				fc.conn, fc.own = &fleetConn{target: cfg.Target, opts: opts}, true
+				copts := opts
+				if g.Auth != nil {
+					ao, ok := authOpts[fc.ns]
+					if !ok {
+						extra, err := g.Auth.dialOptions(fc.ns)
+						if err != nil {
+							return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
+						}
+						ao = append(slices.Clip(opts), extra...)
+						authOpts[fc.ns] = ao
+					}
+					copts = ao
+				}
+				target := cfg.Target
+				if g.Target != "" {
+					target = g.Target
+				}
+				fc.conn, fc.own = &fleetConn{target: target, opts: copts}, true
 			}
 			f.clients = append(f.clients, fc)
 			index++

@@ -50,6 +50,12 @@ type decoded struct {
 	// is false when the config source gives none (Envoy's 15s default applies).
 	fetchTimeout time.Duration
 	hasFetch     bool
+	// secrets are the SDS secret names the resource's TLS transport sockets reference (sorted,
+	// unique), and secretTimeout the initial_fetch_timeout of their sds_config (hasSecretTimeout
+	// false: none given).
+	secrets          []string
+	secretTimeout    time.Duration
+	hasSecretTimeout bool
 }
 
 // NewInterner returns an empty table; give the same one to every client that should share.
@@ -127,5 +133,12 @@ func decodeNew(t int, mode checkMode, hash uint64, name string, keep, raw []byte
 	}
 	d := &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs}
 	d.fetchTimeout, d.hasFetch = fetchTimeoutOf(msg)
+	if t == tCDS || t == tLDS {
+		var refs secretRefs
+		if err := refs.collect(msg); err != nil && mode == checkEnvoy {
+			return nil, err
+		}
+		d.secrets, d.secretTimeout, d.hasSecretTimeout = refs.result()
+	}
 	return d, nil
 }

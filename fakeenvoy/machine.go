@@ -15,6 +15,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -26,16 +27,18 @@ import (
 	"github.com/xdslab/xdslab/internal/dist"
 )
 
-// The four types a client watches, in Envoy's subscription order.
+// The types a client watches, in Envoy's subscription order; SDS (secrets referenced by TLS
+// transport sockets) is subscribed when a cluster or listener first names a secret.
 const (
 	tCDS = iota
 	tEDS
 	tLDS
 	tRDS
+	tSDS
 	numTypes
 )
 
-var typeURLs = [numTypes]string{resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType}
+var typeURLs = [numTypes]string{resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType, resource.SecretType}
 
 func typeIndex(url string) int {
 	for i, u := range typeURLs {
@@ -127,7 +130,11 @@ type machine struct {
 	// prevC and prevL hold, per warming cluster / listener, the copy in effect while the new
 	// one warms (nil: none, the resource is new). Envoy keeps serving that copy until warming
 	// ends, so it is what Effective returns.
-	prevC, prevL  map[string]*decoded
+	prevC, prevL map[string]*decoded
+	// secC and secL are the clusters / listeners waiting for the SDS secrets their transport
+	// sockets name (→ deadline, zero: none), as Envoy's SDS init targets; a resource is
+	// warming while it is in warmC/warmL or secC/secL.
+	secC, secL    map[string]time.Time
 	phase         phase
 	phaseDeadline time.Time
 	started       bool
@@ -577,8 +584,10 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		switch t {
 		case tCDS:
 			delete(m.warmC, name)
+			delete(m.secC, name)
 		case tLDS:
 			delete(m.warmL, name)
+			delete(m.secL, name)
 		}
 	}
 	if !nacked {
@@ -609,10 +618,15 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		}
 	case tRDS:
 		m.rewarmListeners()
+	case tSDS:
+		m.rewarmSecrets()
 	}
 	if changed {
 		s.applied = true
 		m.followUp(s, t)
+		if t == tCDS || t == tLDS {
+			m.followUpSecrets(s)
+		}
 	}
 	m.afterResponse(s, t, now)
 }
@@ -712,6 +726,7 @@ func (m *machine) warmStored(t int, name string, d, old *decoded, now time.Time)
 	if m.grpc {
 		return
 	}
+	m.warmSecrets(t, name, d, old, now)
 	switch t {
 	case tCDS:
 		if len(d.refs) == 0 {
@@ -720,11 +735,8 @@ func (m *machine) warmStored(t int, name string, d, old *decoded, now time.Time)
 		}
 		if m.warmC == nil {
 			m.warmC = make(map[string]time.Time)
-			m.prevC = make(map[string]*decoded)
 		}
-		if _, warming := m.warmC[name]; !warming {
-			m.prevC[name] = old
-		}
+		m.keepPrev(t, name, old)
 		m.warmC[name] = m.deadlineFor(now, d)
 	case tLDS:
 		if m.hasRoutes(d.refs) {
@@ -733,11 +745,8 @@ func (m *machine) warmStored(t int, name string, d, old *decoded, now time.Time)
 		}
 		if m.warmL == nil {
 			m.warmL = make(map[string]time.Time)
-			m.prevL = make(map[string]*decoded)
 		}
-		if _, warming := m.warmL[name]; !warming {
-			m.prevL[name] = old
-		}
+		m.keepPrev(t, name, old)
 		m.warmL[name] = m.deadlineFor(now, d)
 	}
 }
@@ -788,6 +797,12 @@ func (m *machine) followUp(s *step, t int) {
 	}
 	sort.Strings(names)
 	names = slices.Compact(names)
+	m.subscribeNames(s, dep, names)
+}
+
+// subscribeNames makes type dep's subscription names (sorted, unique), sending the request
+// that changes it: in Delta the diff, in SotW the whole list.
+func (m *machine) subscribeNames(s *step, dep int, names []string) {
 	ds := &m.types[dep]
 	if m.delta {
 		sub, unsub := diffSorted(ds.names, names)
@@ -830,12 +845,24 @@ func (m *machine) afterResponse(s *step, t int, now time.Time) {
 func (m *machine) advance(s *step, now time.Time) {
 	// An emptied map keeps its buckets: drop it, an idle client warms nothing.
 	if len(m.warmC) == 0 {
-		m.warmC, m.prevC = nil, nil
+		m.warmC = nil
+	}
+	if len(m.secC) == 0 {
+		m.secC = nil
+	}
+	if m.warmC == nil && m.secC == nil {
+		m.prevC = nil
 	}
 	if len(m.warmL) == 0 {
-		m.warmL, m.prevL = nil, nil
+		m.warmL = nil
 	}
-	if m.phase == phaseClusters && len(m.warmC) == 0 {
+	if len(m.secL) == 0 {
+		m.secL = nil
+	}
+	if m.warmL == nil && m.secL == nil {
+		m.prevL = nil
+	}
+	if m.phase == phaseClusters && len(m.warmC) == 0 && len(m.secC) == 0 {
 		m.phase = phaseLDS
 		m.phaseDeadline = m.deadline(now)
 		m.types[tLDS].subscribed = true
@@ -845,7 +872,7 @@ func (m *machine) advance(s *step, now time.Time) {
 			s.sotw = append(s.sotw, m.sotwReq(tLDS, nil))
 		}
 	}
-	if m.phase == phaseListeners && len(m.warmL) == 0 {
+	if m.phase == phaseListeners && len(m.warmL) == 0 && len(m.secL) == 0 {
 		m.phase = phaseDone
 	}
 	if m.phase == phaseDone && !m.fullDone && m.complete() {
@@ -861,7 +888,7 @@ func (m *machine) complete() bool {
 	if m.grpc {
 		return m.completeGRPC()
 	}
-	if !m.types[tCDS].accepted || !m.types[tLDS].accepted || len(m.warmC) > 0 || len(m.warmL) > 0 {
+	if !m.types[tCDS].accepted || !m.types[tLDS].accepted || len(m.warmC) > 0 || len(m.warmL) > 0 || len(m.secC) > 0 || len(m.secL) > 0 {
 		return false
 	}
 	for _, e := range m.types[tCDS].res {
@@ -919,6 +946,9 @@ func (m *machine) onTimer(now time.Time) step {
 	if expire(m.warmL, now) {
 		s.timeouts = append(s.timeouts, typeURLs[tRDS])
 	}
+	if a, b := expire(m.secC, now), expire(m.secL, now); a || b {
+		s.timeouts = append(s.timeouts, typeURLs[tSDS])
+	}
 	m.advance(&s, now)
 	return s
 }
@@ -951,6 +981,12 @@ func (m *machine) nextDeadline() time.Time {
 	for _, d := range m.warmL {
 		consider(d)
 	}
+	for _, d := range m.secC {
+		consider(d)
+	}
+	for _, d := range m.secL {
+		consider(d)
+	}
 	return next
 }
 
@@ -974,11 +1010,15 @@ func (m *machine) Resource(typeURL, name string) proto.Message {
 func (m *machine) Effective(typeURL, name string) proto.Message {
 	switch typeIndex(typeURL) {
 	case tCDS:
-		if _, warming := m.warmC[name]; warming {
+		_, w := m.warmC[name]
+		_, ws := m.secC[name]
+		if w || ws {
 			return m.prevC[name].message()
 		}
 	case tLDS:
-		if _, warming := m.warmL[name]; warming {
+		_, w := m.warmL[name]
+		_, ws := m.secL[name]
+		if w || ws {
 			return m.prevL[name].message()
 		}
 	}
@@ -1018,6 +1058,8 @@ func decode(t int, raw []byte, mode checkMode) (proto.Message, []string, error) 
 		msg = &listenerv3.Listener{}
 	case tRDS:
 		msg = &routev3.RouteConfiguration{}
+	case tSDS:
+		msg = &tlsv3.Secret{}
 	}
 	if err := proto.Unmarshal(raw, msg); err != nil {
 		return nil, nil, err
@@ -1183,6 +1225,8 @@ func kindName(t int) string {
 		return "cluster load assignment"
 	case tLDS:
 		return "listener"
+	case tSDS:
+		return "secret"
 	default:
 		return "route config"
 	}

@@ -76,6 +76,8 @@ func typeShort(url string) string {
 		return "LDS"
 	case resource.RouteType:
 		return "RDS"
+	case resource.SecretType:
+		return "SDS"
 	}
 	return shortType(url)
 }

@@ -180,7 +180,22 @@ type Client struct {
 	Churn               Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
 	Node                Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
 	Targets             []string `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
+	Auth                Auth     `yaml:"auth" json:"auth" doc:"Authenticate each client to a secure ADS listener (mTLS or JWT) with a credential for its own namespace; in-process runs then start the control plane's secure listener and the group dials it."`
 }
+
+// Auth is a client group's credentials for a secure ADS listener (docs/security.md).
+type Auth struct {
+	MTLS       bool   `yaml:"mtls" json:"mtls" doc:"Present a workload certificate (SPIFFE id spiffe://cluster.local/ns/NS/sa/default) issued per namespace from caDir's root."`
+	JWT        bool   `yaml:"jwt" json:"jwt" doc:"Present a bearer JWT per namespace (subject system:serviceaccount:NS:default), signed with jwtKey."`
+	CADir      string `yaml:"caDir" json:"caDir" doc:"Directory of the root CA: ca.pem verifies the server; with mtls, ca-key.pem signs the client certificates. Required with --target; in-process the run's own CA directory is used when empty."`
+	JWTKey     string `yaml:"jwtKey" json:"jwtKey" doc:"jwt: PEM PKCS#8 private key (ECDSA P-256 or RSA) that signs the tokens; in-process its public key is the control plane's JWKS."`
+	Issuer     string `yaml:"issuer" json:"issuer" doc:"jwt: the tokens' iss claim (the control plane's --jwt-issuer)."`
+	Audience   string `yaml:"audience" json:"audience" doc:"jwt: the tokens' aud claim (the control plane's --jwt-audience)."`
+	ServerName string `yaml:"serverName" json:"serverName" doc:"Name the server certificate must carry." def:"localhost"`
+}
+
+// Enabled reports whether the group authenticates.
+func (a Auth) Enabled() bool { return a.MTLS || a.JWT }
 
 // Node is the identity template of a client group: Istio-style node id
 // (TYPE~IP~pod.NS~NS.svc.cluster.local) and metadata. NAMESPACE comes from the client's

@@ -353,6 +353,7 @@ func (v *validator) clients() {
 		if c.XDS != XDSSotW && c.XDS != XDSDelta && c.XDS != XDSGRPC {
 			v.add(p+".xds", didYouMean(c.XDS, []string{XDSSotW, XDSDelta, XDSGRPC}), "unknown xds variant %q", c.XDS)
 		}
+		v.auth(p+".auth", c)
 		if len(c.Targets) > 0 && c.XDS != XDSGRPC {
 			v.add(p+".targets", "remove targets, or set xds: grpc (only proxyless gRPC clients name their listeners)", "targets given for xds %q", c.XDS)
 		}
@@ -471,4 +472,30 @@ func sortErrors(es Errors) {
 		}
 		return a.Col < b.Col
 	})
+}
+
+// auth checks a group's credentials: one kind, what it needs, and an Envoy-like client.
+func (v *validator) auth(p string, c Client) {
+	a := c.Auth
+	switch {
+	case a.MTLS && a.JWT:
+		v.add(p, "keep mtls: true or jwt: true, not both", "choose one credential")
+	case !a.Enabled():
+		if a.CADir != "" || a.JWTKey != "" || a.Issuer != "" || a.Audience != "" || a.ServerName != "" {
+			v.add(p, "add mtls: true or jwt: true, or remove auth", "auth settings without a credential")
+		}
+		return
+	}
+	if c.XDS == XDSGRPC {
+		v.add(p, "remove auth from the xds: grpc group", "proxyless gRPC clients do not authenticate in the lab")
+	}
+	if a.JWT {
+		for _, f := range []struct{ key, val string }{{"jwtKey", a.JWTKey}, {"issuer", a.Issuer}, {"audience", a.Audience}} {
+			if f.val == "" {
+				v.add(p+"."+f.key, "set it (see docs/security.md)", "jwt needs %s", f.key)
+			}
+		}
+	} else if a.JWTKey != "" || a.Issuer != "" || a.Audience != "" {
+		v.add(p, "remove jwtKey, issuer and audience, or use jwt: true", "jwt settings given for mtls")
+	}
 }

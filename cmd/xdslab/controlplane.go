@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/registry/kube"
+	"github.com/xdslab/xdslab/controlplane/security"
 )
 
 // controlplaneFlags are the flags of 'xdslab controlplane'.
@@ -61,8 +62,10 @@ are read from the API server; see docs/kubernetes.md.`,
 	fl.StringSliceVar(&f.opts.Secure.DNSNames, "server-dns-names", nil, "with --secure-grpc-addr: DNS names of the server certificate (default localhost, 127.0.0.1, ::1)")
 	fl.StringVar(&f.opts.TrustDomain, "trust-domain", "", "SPIFFE trust domain of workload identities (default cluster.local)")
 	fl.StringVar(&f.opts.Secure.JWKSFile, "jwks-file", "", "with --secure-grpc-addr: also accept bearer JWTs signed by this JWKS file's keys")
-	fl.StringVar(&f.opts.Secure.JWTIssuer, "jwt-issuer", "", "with --jwks-file: required iss claim")
-	fl.StringVar(&f.opts.Secure.JWTAudience, "jwt-audience", "", "with --jwks-file: required aud value")
+	fl.StringVar(&f.opts.Secure.JWTIssuer, "jwt-issuer", "", "required iss claim of bearer JWTs; without --jwks-file an OIDC issuer URL whose keys are discovered (ISSUER/.well-known/openid-configuration)")
+	fl.DurationVar(&f.opts.Secure.JWKSRefresh, "jwks-refresh", security.DefaultJWKSRefresh, "with --jwt-issuer and no --jwks-file: how often the OIDC issuer's keys are fetched again")
+	fl.StringVar(&f.opts.Secure.JWTAudience, "jwt-audience", "", "with --jwt-issuer: required aud value")
+	fl.DurationVar(&f.opts.Secure.WorkloadCertTTL, "workload-cert-ttl", security.DefaultWorkloadCertTTL, "with --secure-grpc-addr: lifetime of the workload certificates served over SDS (re-issued and pushed at half of it)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.kube.register(fl, 50, 100)
 	fl.StringVar(&f.kubeNS, "kube-namespace", "", "with --kubeconfig: watch only this namespace (default all)")

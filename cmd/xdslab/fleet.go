@@ -15,9 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/xdslab/xdslab/bench"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
 )
 
 // fleetFlags are the flags of 'xdslab fleet'.
@@ -44,6 +46,12 @@ type fleetFlags struct {
 	ChurnJitter         float64       `json:"churnJitter,omitempty"`
 	StreamsPerConn      int           `json:"streamsPerConn,omitempty"`
 	Seed                uint64        `json:"seed"`
+	Auth                string        `json:"auth,omitempty"`
+	CADir               string        `json:"caDir,omitempty"`
+	JWTKey              string        `json:"jwtKey,omitempty"`
+	JWTIssuer           string        `json:"jwtIssuer,omitempty"`
+	JWTAudience         string        `json:"jwtAudience,omitempty"`
+	ServerName          string        `json:"serverName,omitempty"`
 	SummaryFile         string        `json:"-"`
 	MetricsAddr         string        `json:"-"`
 	Progress            string        `json:"-"`
@@ -70,7 +78,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFleet(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.Target, "target", "", "ADS server HOST:PORT (required; insecure gRPC)")
+	fl.StringVar(&f.Target, "target", "", "ADS server HOST:PORT (required; insecure gRPC unless --auth)")
 	fl.IntVar(&f.Clients, "clients", 10, "number of clients")
 	fl.DurationVar(&f.Duration, "duration", 0, "run time after the ramp starts (0: until Ctrl-C)")
 	fl.Float64Var(&f.Ramp, "ramp", 100, "clients started per second (0: all at once)")
@@ -92,6 +100,12 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.Float64Var(&f.ChurnJitter, "churn-jitter", 0.2, "churn period jitter as a fraction of --churn, in [0,1)")
 	fl.IntVar(&f.StreamsPerConn, "streams-per-conn", 0, "clients per shared gRPC connection (0 or 1: one connection per client, as Envoy)")
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of every random choice")
+	fl.StringVar(&f.Auth, "auth", "", "authenticate each client to a secure ADS listener as its namespace: mtls (certificates from --ca-dir's root) or jwt (tokens signed with --jwt-key); empty: insecure")
+	fl.StringVar(&f.CADir, "ca-dir", "", "with --auth: directory of the server's root CA (ca.pem; ca-key.pem for mtls)")
+	fl.StringVar(&f.JWTKey, "jwt-key", "", "with --auth jwt: PEM PKCS#8 private key that signs the tokens")
+	fl.StringVar(&f.JWTIssuer, "jwt-issuer", "", "with --auth jwt: the tokens' iss claim")
+	fl.StringVar(&f.JWTAudience, "jwt-audience", "", "with --auth jwt: the tokens' aud claim")
+	fl.StringVar(&f.ServerName, "server-name", "", "with --auth: name the server certificate must carry (default localhost)")
 	fl.StringVar(&f.SummaryFile, "summary", "", "write the JSON summary to this file")
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address (/metrics)")
 	fl.StringVar(&f.Progress, "progress", "auto", "live progress on stderr: auto (a refreshed line on a terminal, log lines otherwise), line, log or off")
@@ -139,6 +153,23 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 		Churn:          fakeenvoy.Churn{Every: f.Churn, Jitter: f.ChurnJitter},
 		StreamsPerConn: f.StreamsPerConn,
 		Seed:           f.Seed,
+	}
+	if f.Auth != "" {
+		a := scenarios.Auth{CADir: f.CADir, JWTKey: f.JWTKey, Issuer: f.JWTIssuer, Audience: f.JWTAudience, ServerName: f.ServerName}
+		switch f.Auth {
+		case "mtls":
+			a.MTLS = true
+		case "jwt":
+			a.JWT = true
+			if f.JWTKey == "" || f.JWTIssuer == "" || f.JWTAudience == "" {
+				return fakeenvoy.FleetConfig{}, errors.New("fleet: --auth jwt needs --jwt-key, --jwt-issuer and --jwt-audience")
+			}
+		default:
+			return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --auth %q: use mtls or jwt", f.Auth)
+		}
+		if cfg.Groups[0].Auth, err = bench.ClientAuth(a, ""); err != nil {
+			return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --auth: %w", err)
+		}
 	}
 	if cfg.Progress, cfg.ProgressTTY, err = progressMode("fleet", f.Progress, progress); err != nil {
 		return fakeenvoy.FleetConfig{}, err

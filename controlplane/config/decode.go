@@ -71,7 +71,7 @@ func (s Skipped) String() string {
 	if s.Name != "" {
 		out += " " + s.Name
 	}
-	out += ": not a kind the control plane reads (" + kindNames() + " in " + strings.Join(apiVersions, ", ") + ")"
+	out += ": not a kind the control plane reads (" + strings.TrimSuffix(kindNames(), ", "+string(model.KindPeerAuthentication)) + " in " + strings.Join(apiVersions, ", ") + "; PeerAuthentication in " + strings.Join(securityAPIVersions, ", ") + ")"
 	if s.Hint != "" {
 		out += "; " + s.Hint
 	}
@@ -230,7 +230,7 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 	}
 	mk := model.Kind(kind)
 	spec, known := NewSpec(mk)
-	if !known || !slices.Contains(apiVersions, apiVersion) {
+	if !known || !slices.Contains(kindAPIVersions(mk), apiVersion) {
 		st.skip(top, apiVersion, kind, known, loc, at)
 		return
 	}
@@ -297,8 +297,8 @@ func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind str
 	group, _, _ := strings.Cut(apiVersion, "/")
 	switch {
 	case knownKind:
-		sk.Hint = fmt.Sprintf("for a %s use apiVersion: %s", kind, apiVersions[0])
-	case group == Group:
+		sk.Hint = fmt.Sprintf("for a %s use apiVersion: %s", kind, kindAPIVersions(model.Kind(kind))[0])
+	case group == Group || group == SecurityGroup:
 		if n := nearest(kind, strings.Split(kindNames(), ", ")); n != "" {
 			sk.Hint = fmt.Sprintf("did you mean kind: %s?", n)
 		}

@@ -9,29 +9,49 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
 )
 
-// Group is the API group of every kind this package stores.
+// Group is the API group of the networking kinds this package stores.
 const Group = "networking.istio.io"
+
+// SecurityGroup is the API group of PeerAuthentication.
+const SecurityGroup = "security.istio.io"
+
+// securityAPIVersions are PeerAuthentication's apiVersions, newest first (v1 types are aliases
+// of v1beta1).
+var securityAPIVersions = []string{SecurityGroup + "/v1", SecurityGroup + "/v1beta1"}
+
+// kindAPIVersions returns the apiVersions a kind is accepted under, newest first.
+func kindAPIVersions(k model.Kind) []string {
+	if k == model.KindPeerAuthentication {
+		return securityAPIVersions
+	}
+	return apiVersions
+}
 
 // APIVersions are the accepted apiVersion values, newest first. Istio serves the same schema
 // under all three (networking/v1 and v1beta1 types are aliases of v1alpha3), so all decode into
 // the istio.io/api networking/v1alpha3 types.
 var apiVersions = []string{Group + "/v1", Group + "/v1beta1", Group + "/v1alpha3"}
 
-// APIVersions returns the accepted apiVersion values, newest first.
+// APIVersions returns the accepted apiVersion values of the networking kinds, newest first.
 func APIVersions() []string { return slices.Clone(apiVersions) }
+
+// KindAPIVersions returns the apiVersions kind is accepted under, newest first.
+func KindAPIVersions(kind model.Kind) []string { return slices.Clone(kindAPIVersions(kind)) }
 
 // specFactories maps each Istio config kind to a constructor of its empty spec.
 var specFactories = map[model.Kind]func() proto.Message{
-	model.KindServiceEntry:    func() proto.Message { return &networking.ServiceEntry{} },
-	model.KindWorkloadEntry:   func() proto.Message { return &networking.WorkloadEntry{} },
-	model.KindVirtualService:  func() proto.Message { return &networking.VirtualService{} },
-	model.KindDestinationRule: func() proto.Message { return &networking.DestinationRule{} },
-	model.KindSidecar:         func() proto.Message { return &networking.Sidecar{} },
-	model.KindGateway:         func() proto.Message { return &networking.Gateway{} },
+	model.KindServiceEntry:       func() proto.Message { return &networking.ServiceEntry{} },
+	model.KindWorkloadEntry:      func() proto.Message { return &networking.WorkloadEntry{} },
+	model.KindVirtualService:     func() proto.Message { return &networking.VirtualService{} },
+	model.KindDestinationRule:    func() proto.Message { return &networking.DestinationRule{} },
+	model.KindSidecar:            func() proto.Message { return &networking.Sidecar{} },
+	model.KindGateway:            func() proto.Message { return &networking.Gateway{} },
+	model.KindPeerAuthentication: func() proto.Message { return &securityapi.PeerAuthentication{} },
 }
 
 // NewSpec returns an empty spec message of the kind (*networking.ServiceEntry for

@@ -3,22 +3,26 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // Semantic validation: the rules istiod's validating webhook applies to each kind
 // (istio.io/istio pkg/config/validation, ValidateServiceEntry, ValidateWorkloadEntry,
-// ValidateVirtualService, ValidateDestinationRule, ValidateSidecar, ValidateGateway and their
+// ValidateVirtualService, ValidateDestinationRule, ValidateSidecar, ValidateGateway,
+// ValidatePeerAuthentication and their
 // helpers). The rules are restated here, in our words, with the istiod check each mirrors
 // named in a comment. Where istiod only warns (it admits the object), so do we: a warning is
 // reported but the object is kept.
@@ -85,6 +89,8 @@ func checkSpec(namespace string, spec proto.Message) []problem {
 		c.sidecar(at, s)
 	case *networking.Gateway:
 		c.gateway(at, s)
+	case *securityapi.PeerAuthentication:
+		c.peerAuthentication(at, s)
 	}
 	return c.problems
 }
@@ -805,6 +811,7 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 	}
 	c.policyParts(at, tp.GetConnectionPool(), tp.GetOutlierDetection())
 	c.loadBalancer(at.with("loadBalancer"), tp.GetLoadBalancer())
+	c.clientTLS(at.with("tls"), tp.GetTls())
 	ports := map[uint32]bool{}
 	for i, pl := range tp.GetPortLevelSettings() {
 		pa := at.with("portLevelSettings", i)
@@ -820,6 +827,29 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 		}
 		c.policyParts(pa, pl.GetConnectionPool(), pl.GetOutlierDetection())
 		c.loadBalancer(pa.with("loadBalancer"), pl.GetLoadBalancer())
+		c.clientTLS(pa.with("tls"), pl.GetTls())
+	}
+}
+
+// clientTLS mirrors istiod's validateTLS: ISTIO_MUTUAL takes its certificates from the mesh,
+// so none may be given; MUTUAL needs a client certificate and key unless credentialName names
+// them.
+func (c *checker) clientTLS(at path, t *networking.ClientTLSSettings) {
+	switch t.GetMode() {
+	case networking.ClientTLSSettings_ISTIO_MUTUAL:
+		if t.GetClientCertificate() != "" || t.GetPrivateKey() != "" || t.GetCaCertificates() != "" || t.GetCredentialName() != "" {
+			c.errf(at, "ISTIO_MUTUAL uses the mesh's certificates: remove clientCertificate, privateKey, caCertificates and credentialName (or use MUTUAL)")
+		}
+	case networking.ClientTLSSettings_MUTUAL:
+		if t.GetCredentialName() != "" {
+			return
+		}
+		if t.GetClientCertificate() == "" {
+			c.errf(at.with("clientCertificate"), "is required for MUTUAL TLS (or set credentialName)")
+		}
+		if t.GetPrivateKey() == "" {
+			c.errf(at.with("privateKey"), "is required for MUTUAL TLS (or set credentialName)")
+		}
 	}
 }
 
@@ -1064,4 +1094,20 @@ func (c *checker) gateway(at path, gw *networking.Gateway) {
 			}
 		}
 	}
+}
+
+// peerAuthentication mirrors istiod's ValidatePeerAuthentication: port-level modes only with a
+// workload selector (a mesh- or namespace-wide policy has no ports of its own), no port 0 or
+// beyond 65535, and a valid selector.
+func (c *checker) peerAuthentication(at path, pa *securityapi.PeerAuthentication) {
+	sel := pa.GetSelector().GetMatchLabels()
+	if len(pa.GetPortLevelMtls()) > 0 && len(sel) == 0 {
+		c.errf(at.with("portLevelMtls"), "a mesh- or namespace-wide PeerAuthentication (no selector) cannot set port-level mTLS: add selector.matchLabels or remove portLevelMtls")
+	}
+	for _, port := range slices.Sorted(maps.Keys(pa.GetPortLevelMtls())) {
+		if port == 0 || port > 65535 {
+			c.errf(at.with("portLevelMtls", strconv.FormatUint(uint64(port), 10)), "port %d is not in 1..65535", port)
+		}
+	}
+	c.selector(at.with("selector", "matchLabels"), sel, "PeerAuthentication selector")
 }

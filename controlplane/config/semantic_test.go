@@ -26,6 +26,15 @@ func TestValidateSpec(t *testing.T) {
 		// warn is the same for the one expected warning.
 		warn string
 	}{
+		// PeerAuthentication (ValidatePeerAuthentication) and DestinationRule tls (validateTLS)
+		{name: "pa ok", kind: model.KindPeerAuthentication, spec: "mtls: {mode: STRICT}"},
+		{name: "pa workload ports ok", kind: model.KindPeerAuthentication, spec: "selector: {matchLabels: {app: a}}\nportLevelMtls: {8080: {mode: DISABLE}}"},
+		{name: "pa ports without selector", kind: model.KindPeerAuthentication, spec: "portLevelMtls: {8080: {mode: DISABLE}}", err: "spec.portLevelMtls: a mesh- or namespace-wide PeerAuthentication"},
+		{name: "pa port 0", kind: model.KindPeerAuthentication, spec: "selector: {matchLabels: {app: a}}\nportLevelMtls: {0: {mode: DISABLE}}", err: "spec.portLevelMtls.0: port 0 is not in 1..65535"},
+		{name: "pa wildcard selector", kind: model.KindPeerAuthentication, spec: "selector: {matchLabels: {app: '*'}}", err: "spec.selector.matchLabels.app: wildcards are not supported"},
+		{name: "dr istio mutual ok", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {tls: {mode: ISTIO_MUTUAL}}"},
+		{name: "dr istio mutual with cert", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {tls: {mode: ISTIO_MUTUAL, clientCertificate: /c.pem}}", err: "spec.trafficPolicy.tls: ISTIO_MUTUAL uses the mesh's certificates"},
+		{name: "dr mutual without key", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {portLevelSettings: [{port: {number: 80}, tls: {mode: MUTUAL, clientCertificate: /c.pem}}]}", err: "spec.trafficPolicy.portLevelSettings[0].tls.privateKey: is required"},
 		// ServiceEntry (ValidateServiceEntry)
 		{name: "se ok", kind: model.KindServiceEntry, spec: "hosts: [api.example.com]\nports: [{number: 443, name: https, protocol: TLS}]\nresolution: DNS"},
 		{name: "se no hosts", kind: model.KindServiceEntry, spec: "ports: [{number: 80, name: http}]", err: "spec.hosts: is required"},
@@ -192,7 +201,7 @@ func TestValidateSpec(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := "apiVersion: networking.istio.io/v1\nkind: " + string(tc.kind) + "\nmetadata: {name: x}\nspec:\n  " +
+			doc := "apiVersion: " + KindAPIVersions(tc.kind)[0] + "\nkind: " + string(tc.kind) + "\nmetadata: {name: x}\nspec:\n  " +
 				strings.ReplaceAll(tc.spec, "\n", "\n  ") + "\n"
 			res, err := Decoder{}.DecodeAll("t.yaml", []byte(doc))
 			var errs []string

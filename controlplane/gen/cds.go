@@ -28,7 +28,7 @@ func adsConfigSource() *corev3.ConfigSource {
 // BlackHoleCluster, PassthroughCluster and InboundPassthroughCluster.
 func sidecarClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	want := nameSet(names)
-	ix := newIndex(s)
+	ix := newIndex(s, s.ScopeFor(p))
 	out, errs := outboundClusters(s, ix, want, false)
 	out = append(out, inboundClusters(p, s, want)...)
 	for _, c := range []*clusterv3.Cluster{blackHole(), passthrough(PassthroughCluster), inboundPassthrough()} {
@@ -42,8 +42,8 @@ func sidecarClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resou
 
 // grpcClusters is the proxyless gRPC CDS generator: only outbound clusters grpc-go accepts
 // (EDS, or LOGICAL_DNS for DNS services; passthrough services are skipped).
-func grpcClusters(_ *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
-	out, err := outboundClusters(s, newIndex(s), nameSet(names), true)
+func grpcClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	out, err := outboundClusters(s, newIndex(s, s.ScopeFor(p)), nameSet(names), true)
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
 	return out, err
 }
@@ -70,7 +70,7 @@ func outboundClusters(s *model.Snapshot, ix *index, want map[string]struct{}, gr
 		}
 	}
 	if want == nil {
-		for _, svc := range s.Services() {
+		for _, svc := range visibleServices(s, ix.scope) {
 			build(svc)
 		}
 		return out, errors.Join(errs...)
@@ -87,7 +87,7 @@ func outboundClusters(s *model.Snapshot, ix *index, want map[string]struct{}, gr
 	}
 	slices.Sort(sorted)
 	for _, h := range sorted {
-		if svc := s.Service(h); svc != nil {
+		if svc := visibleService(s, ix.scope, h); svc != nil {
 			build(svc)
 		}
 	}
@@ -187,6 +187,11 @@ func outboundCluster(sh *shared, name string, svc *model.Service, port model.Por
 	}
 	pol.applyPool(sh, c, port.Protocol.IsHTTP2())
 	pol.applyOutlier(c)
+	if !grpc && pol.tls.GetMode() == networking.ClientTLSSettings_ISTIO_MUTUAL {
+		// grpc-go takes TLS from certificate providers, not SDS: proxyless clusters stay
+		// plaintext.
+		c.TransportSocket = istioMutualSocket(port.Number, ss.GetName(), svc.Hostname)
+	}
 	return c, err
 }
 

@@ -14,7 +14,24 @@
 // Generated messages may share immutable sub-messages: never modify one.
 //
 // SDSSecrets (sds.go) builds Istio's SDS secrets "default" (the workload certificate) and
-// "ROOTCA" (the trusted root) from PEM; the ADS server does not serve SDS yet.
+// "ROOTCA" (the trusted root) from PEM; the ADS server serves them over ADS to authenticated
+// streams (SecretType, never cached: Cacheable).
+//
+// # mTLS (tls.go, peerauth.go)
+//
+// A DestinationRule whose traffic policy (or port-level or subset policy) says tls.mode
+// ISTIO_MUTUAL gives the sidecar's outbound cluster a TLS transport socket: SDS "default" as its
+// certificate, SDS "ROOTCA" to validate the peer (sds_config over ADS, initial_fetch_timeout 0s),
+// ALPN "istio" and Istio's SNI "outbound_.PORT_.SUBSET_.HOST". Proxyless gRPC clusters stay
+// plaintext (grpc-go takes no SDS). PeerAuthentication (security.istio.io) picks the inbound
+// mode of each of the proxy's ports: mesh-wide (RootNamespace), then namespace, then a
+// workload policy whose selector matches the proxy's labels, then its portLevelMtls; UNSET
+// inherits, a chain UNSET throughout is PERMISSIVE. STRICT gives the port's virtualInbound
+// chain a DownstreamTlsContext requiring a client certificate; PERMISSIVE gives the port an
+// mTLS chain (transport_protocol "tls") and a plaintext one ("raw_buffer") and adds the TLS
+// inspector listener filter. Without any PeerAuthentication, inbound stays plaintext: Istio
+// defaults to PERMISSIVE, xdslab keeps configs without security policy unchanged. Not built:
+// SIMPLE and MUTUAL client TLS (ignored), mTLS on the catch-all chains.
 //
 // # Families and names (Istio's conventions)
 //
@@ -39,7 +56,15 @@
 //
 // Generators do not cache. The ADS server caches marshalled resources keyed by (type, class,
 // name) and stamped with a snapshot generation (controlplane/xds); KeyScope gives the proxy
-// attributes a generator reads, so the server can share bytes among proxies of one class. Each
+// attributes a generator reads and ViewKey the proxy's view of the mesh, so the server can
+// share bytes among proxies of one class.
+//
+// # Scope
+//
+// Every generator builds only what the proxy's model.Scope sees (Snapshot.ScopeFor: the Sidecar
+// that applies, egress hosts, exportTo of services, VirtualServices and DestinationRules).
+// Inbound clusters and listeners are not scoped. A named EDS request is answered for any name
+// (assignments do not depend on the proxy); the wildcard EDS list is scoped. Each
 // Resource also lists the ConfigKeys it was built from (Deps; services as ServiceKey, their
 // endpoints as EndpointKey), recorded in the golden files so a change in what a resource reads
 // shows up in review.
@@ -48,5 +73,7 @@
 //
 // One DestinationRule applies per host (exact host over wildcard; the service's namespace first);
 // every VirtualService for the host applies, its HTTP routes concatenated (service namespace
-// first). Neither depends on the proxy, so outbound clusters and assignments are shared by all.
+// first), among those the proxy's scope admits (a DestinationRule exported to its namespace, a
+// VirtualService exported to it and imported by its Sidecar). Proxies with the same view share
+// outbound clusters; assignments are shared by all.
 package gen

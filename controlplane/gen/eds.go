@@ -19,9 +19,14 @@ import (
 // endpoints is the EDS generator (the same for sidecars and proxyless gRPC clients). EDS is
 // named: a wildcard request gets the assignments of every EDS cluster the CDS generator
 // would produce for a sidecar (outbound, default and subsets).
+//
+// Only the wildcard list is scoped to the proxy's view (the clusters its CDS has); a named
+// request is answered for any name, as the assignment of a cluster does not depend on who asks,
+// so every proxy shares the bytes.
 func endpoints(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
-	ix := newIndex(s)
+	ix := newIndex(s, nil)
 	if wantAll(names) {
+		ix = newIndex(s, s.ScopeFor(p))
 		names = edsClusterNames(s, ix)
 	} else {
 		names = slices.Clone(names)
@@ -45,7 +50,7 @@ func endpoints(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, e
 // edsClusterNames lists every outbound EDS cluster name in the snapshot, sorted.
 func edsClusterNames(s *model.Snapshot, ix *index) []string {
 	var names []string
-	for _, svc := range s.Services() {
+	for _, svc := range visibleServices(s, ix.scope) {
 		if svc.Resolution != model.ResolutionStatic {
 			continue
 		}

@@ -18,7 +18,14 @@ const (
 	EndpointType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 	ListenerType = "type.googleapis.com/envoy.config.listener.v3.Listener"
 	RouteType    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	// SecretType is SDS over ADS: the workload certificate and root (sds.go).
+	SecretType = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 )
+
+// Cacheable reports whether resources of typeURL may go into the shared marshalled-resource
+// cache. Secrets may not: they hold a private key, differ per identity and are never shared
+// between streams of different workloads.
+func Cacheable(typeURL string) bool { return typeURL != SecretType }
 
 // Well-known cluster and listener names (Istio's).
 const (

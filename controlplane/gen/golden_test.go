@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -19,7 +21,10 @@ import (
 )
 
 // goldenMesh is a small mesh that exercises every feature the generators support.
-func goldenMesh() *model.Snapshot {
+func goldenMesh() *model.Snapshot { return model.NewSnapshot(1, goldenInput()) }
+
+// goldenInput is goldenMesh's input.
+func goldenInput() model.SnapshotInput {
 	ep := func(svc, addr, version, region, zone string, w uint32, h model.HealthStatus) *model.Endpoint {
 		return &model.Endpoint{Service: svc, Address: addr, Labels: map[string]string{"app": strings.Split(svc, ".")[0], "version": version},
 			Locality: model.Locality{Region: region, Zone: zone}, Weight: w, Health: h, ServiceAccount: "default"}
@@ -102,7 +107,7 @@ func goldenMesh() *model.Snapshot {
 		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "reviews", Namespace: "default", ResourceVersion: "3"}, Spec: vs},
 		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "ratings", Namespace: "default", ResourceVersion: "1"}, Spec: ratingsVS},
 	}
-	return model.NewSnapshot(1, model.SnapshotInput{Services: services, Endpoints: endpoints, Configs: configs})
+	return model.SnapshotInput{Services: services, Endpoints: endpoints, Configs: configs}
 }
 
 var typeShort = map[string]string{ClusterType: "cds", EndpointType: "eds", ListenerType: "lds", RouteType: "rds"}
@@ -140,20 +145,50 @@ func goldenJSON(t *testing.T, rs []Resource) []byte {
 	return out.Bytes()
 }
 
+// scopedGoldenMesh is goldenMesh with visibility rules: a Sidecar in default importing its own
+// namespace and db, a db service exported only to db, and a DestinationRule for redis in cache
+// exported only to cache.
+func scopedGoldenMesh() *model.Snapshot {
+	internal := &model.Service{Hostname: "internal.db.svc.cluster.local", Namespace: "db", Addresses: []string{"10.96.0.21"},
+		Ports: []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}}, ExportTo: []string{"."}}
+	sidecar := &model.Config{Meta: model.Meta{Kind: model.KindSidecar, Name: "default", Namespace: "default"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*", "db/*"}}}}}
+	redisDR := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "redis", Namespace: "cache"},
+		Spec: &networking.DestinationRule{Host: "redis", ExportTo: []string{"."},
+			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{
+				LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_RANDOM}}}}}
+	return goldenMesh().Apply(2, model.SnapshotDelta{
+		Services:  map[string]*model.Service{internal.Hostname: internal},
+		Endpoints: map[string][]*model.Endpoint{internal.Hostname: {{Service: internal.Hostname, Address: "10.1.1.2", Weight: 1}}},
+		Configs:   map[model.ConfigKey]*model.Config{sidecar.Key(): sidecar, redisDR.Key(): redisDR},
+	})
+}
+
 func TestGolden(t *testing.T) {
-	s := goldenMesh()
-	proxies := map[string]*model.Proxy{
-		"sidecar": sidecarProxy("10.1.0.1", "default"),
-		"grpc":    grpcProxy("default"),
+	mesh, scoped := goldenMesh(), scopedGoldenMesh()
+	cases := []struct {
+		name  string
+		proxy *model.Proxy
+		snap  *model.Snapshot
+	}{
+		{"sidecar", sidecarProxy("10.1.0.1", "default"), mesh},
+		{"grpc", grpcProxy("default"), mesh},
+		// The Sidecar of default: only default's and db's services (internal.db is not
+		// exported to default), so no redis.
+		{"scoped-sidecar", sidecarProxy("10.1.0.1", "default"), scoped},
+		{"scoped-grpc", grpcProxy("default"), scoped},
+		// No Sidecar in cache: the whole mesh except internal.db, with redis's cache-only
+		// DestinationRule applied.
+		{"cache-sidecar", sidecarProxy("10.200.0.9", "cache"), scoped},
 	}
-	for pname, p := range proxies {
-		g, err := generateAll(t, p, s)
+	for _, tc := range cases {
+		g, err := generateAll(t, tc.proxy, tc.snap)
 		if err != nil {
-			t.Fatalf("%s: %v", pname, err)
+			t.Fatalf("%s: %v", tc.name, err)
 		}
-		checkResources(t, p, g)
+		checkResources(t, tc.proxy, g)
 		for _, typeURL := range Types() {
-			file := filepath.Join("testdata", pname+"-"+typeShort[typeURL]+".json")
+			file := filepath.Join("testdata", tc.name+"-"+typeShort[typeURL]+".json")
 			got := goldenJSON(t, g[typeURL])
 			if *update {
 				if err := os.WriteFile(file, got, 0o644); err != nil {
@@ -169,5 +204,55 @@ func TestGolden(t *testing.T) {
 				t.Errorf("%s differs from the golden file (-want +got; run go test ./controlplane/gen -update if intended):\n%s", file, diff)
 			}
 		}
+	}
+}
+
+// The scoped goldens hold what the rules say, independent of the JSON: the services each
+// proxy's clusters and listeners name.
+func TestScopedViews(t *testing.T) {
+	s := scopedGoldenMesh()
+	hostsOf := func(p *model.Proxy) []string {
+		rs, err := ForType(ClusterType, p).Generate(p, s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rs {
+			if cn, err := ParseClusterName(r.Name); err == nil && cn.Direction == Outbound && !slices.Contains(out, cn.Host) {
+				out = append(out, cn.Host)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	tests := []struct {
+		proxy *model.Proxy
+		want  []string
+	}{
+		{sidecarProxy("10.1.0.1", "default"), []string{"api.example.com", "httpbin.org", "legacy.example.com",
+			"mysql.db.svc.cluster.local", "ratings.default.svc.cluster.local", "reviews.default.svc.cluster.local"}},
+		{sidecarProxy("10.200.0.9", "cache"), []string{"api.example.com", "httpbin.org", "legacy.example.com",
+			"mysql.db.svc.cluster.local", "ratings.default.svc.cluster.local", "redis.cache.svc.cluster.local", "reviews.default.svc.cluster.local"}},
+		{sidecarProxy("10.200.0.8", "db"), []string{"api.example.com", "httpbin.org", "internal.db.svc.cluster.local", "legacy.example.com",
+			"mysql.db.svc.cluster.local", "ratings.default.svc.cluster.local", "redis.cache.svc.cluster.local", "reviews.default.svc.cluster.local"}},
+	}
+	for _, tt := range tests {
+		if got := hostsOf(tt.proxy); !slices.Equal(got, tt.want) {
+			t.Errorf("proxy in %s: clusters for %v, want %v", tt.proxy.Namespace, got, tt.want)
+		}
+	}
+	// redis's DestinationRule (exported to cache only) shapes the cache proxy's cluster alone.
+	lb := func(p *model.Proxy) clusterv3.Cluster_LbPolicy {
+		rs, _ := ForType(ClusterType, p).Generate(p, s, []string{ClusterName(Outbound, 6379, "", "redis.cache.svc.cluster.local")})
+		if len(rs) != 1 {
+			t.Fatalf("proxy in %s: %d redis clusters", p.Namespace, len(rs))
+		}
+		return rs[0].Message.(*clusterv3.Cluster).GetLbPolicy()
+	}
+	if got := lb(sidecarProxy("10.200.0.9", "cache")); got != clusterv3.Cluster_RANDOM {
+		t.Errorf("cache proxy: redis lb %v, want RANDOM from the cache-only DestinationRule", got)
+	}
+	if got := lb(sidecarProxy("10.200.0.8", "db")); got == clusterv3.Cluster_RANDOM {
+		t.Error("db proxy: redis uses the DestinationRule exported only to cache")
 	}
 }

@@ -27,7 +27,7 @@ import (
 // go-control-plane's reference SotW server (not ours: the ADS server lives in controlplane/xds)
 // to grpc-go's own xDS client, and makes an RPC through them: grpc-go accepts the listener, the
 // route configuration (VirtualService with a subset, retries and a timeout), the cluster
-// (DestinationRule with outlier detection) and the assignment.
+// (DestinationRule with outlier detection) and the assignment, all scoped by a Sidecar.
 func TestGRPCClientAcceptsResources(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -60,7 +60,12 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 			Retries: &networking.HTTPRetry{Attempts: 2, RetryOn: "unavailable"},
 		}},
 	}}
-	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{svcHost: {ep}}, Configs: []*model.Config{dr, vs}})
+	// A Sidecar scopes the client to its own namespace: other.elsewhere is not in its view.
+	sidecar := &model.Config{Meta: model.Meta{Kind: model.KindSidecar, Name: "default", Namespace: "test"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}}}
+	other := &model.Service{Hostname: "other.elsewhere.svc.cluster.local", Namespace: "elsewhere", Ports: svc.Ports}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc, other}, Endpoints: map[string][]*model.Endpoint{svcHost: {ep}},
+		Configs: []*model.Config{dr, vs, sidecar}})
 
 	p := grpcProxy("test")
 	target := HostPortName(svcHost, 7070)
@@ -76,6 +81,9 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 		return out
 	}
 	cluster := "outbound|7070|v1|" + svcHost
+	if rs, _ := ForType(ListenerType, p).Generate(p, s, nil); len(rs) != 1 || rs[0].Name != target {
+		t.Fatalf("scoped wildcard LDS: %d listeners, want only %s", len(rs), target)
+	}
 	snap, err := cache.NewSnapshot("1", map[resource.Type][]cachev3.Resource{
 		resource.ListenerType: gen(ListenerType, target),
 		resource.RouteType:    gen(RouteType, target),

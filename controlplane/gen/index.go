@@ -12,8 +12,8 @@ import (
 // VirtualServices that apply to each host. It is built from a snapshot in O(configs) and
 // never modified afterwards.
 //
-// Selection rules (simpler than Istio's, and independent of the proxy so that outbound
-// resources can be shared by every client):
+// Selection rules (simpler than Istio's, and dependent on the proxy only through its scope, so
+// that outbound resources are shared by every client with the same view):
 //   - DestinationRule: an exact host match wins over a wildcard; among equals, one in the
 //     service's namespace wins, then the first by namespace/name. Only one applies.
 //   - VirtualService: every VS whose hosts (short names resolved in the VS's namespace) match
@@ -21,6 +21,9 @@ import (
 //     HTTP routes are concatenated.
 type index struct {
 	snap *model.Snapshot
+	// scope is the proxy's view: DestinationRules not exported to it and VirtualServices it
+	// does not see are ignored (nil: every config applies).
+	scope *model.Scope
 	// The maps are built on first need, after scanLimit lookups answered by a linear scan, so
 	// that a request for one or two names (an EDS push) does not pay O(configs) allocations.
 	lookups int
@@ -33,7 +36,11 @@ type index struct {
 
 const scanLimit = 8
 
-func newIndex(s *model.Snapshot) *index { return &index{snap: s} }
+func newIndex(s *model.Snapshot, sc *model.Scope) *index { return &index{snap: s, scope: sc} }
+
+// drVisible and vsVisible apply the scope to one config.
+func (ix *index) drVisible(c *model.Config) bool { return ix.scope.ExportsDestinationRule(c) }
+func (ix *index) vsVisible(c *model.Config) bool { return ix.scope.SeesVirtualService(c) }
 
 // useMaps reports whether lookups should go through the maps, building them when the scan
 // budget is spent.
@@ -55,7 +62,7 @@ func (ix *index) build() {
 	ix.dr, ix.vs = map[string]*model.Config{}, map[string][]*model.Config{}
 	for _, c := range s.Configs(model.KindDestinationRule) {
 		dr, ok := c.Spec.(*networking.DestinationRule)
-		if !ok || dr.GetHost() == "" {
+		if !ok || dr.GetHost() == "" || !ix.drVisible(c) {
 			continue
 		}
 		h := resolveHost(dr.GetHost(), c.Namespace)
@@ -70,7 +77,7 @@ func (ix *index) build() {
 	}
 	for _, c := range s.Configs(model.KindVirtualService) {
 		vs := vsSpec(c)
-		if vs == nil || !forMesh(vs.GetGateways()) {
+		if vs == nil || !forMesh(vs.GetGateways()) || !ix.vsVisible(c) {
 			continue
 		}
 		wild := false
@@ -161,6 +168,9 @@ func (ix *index) destinationRule(host string) *model.Config {
 		var exact *model.Config
 		wild = nil
 		for _, c := range ix.snap.Configs(model.KindDestinationRule) {
+			if !ix.drVisible(c) {
+				continue
+			}
 			raw := drSpec(c).GetHost()
 			switch {
 			case refersTo(raw, c.Namespace, host):
@@ -200,7 +210,7 @@ func (ix *index) virtualServices(host string) []*model.Config {
 	} else {
 		for _, c := range ix.snap.Configs(model.KindVirtualService) {
 			vs := vsSpec(c)
-			if !forMesh(vs.GetGateways()) {
+			if !forMesh(vs.GetGateways()) || !ix.vsVisible(c) {
 				continue
 			}
 			for _, raw := range vs.GetHosts() {
@@ -284,4 +294,28 @@ func drSpec(c *model.Config) *networking.DestinationRule {
 func vsSpec(c *model.Config) *networking.VirtualService {
 	vs, _ := c.Spec.(*networking.VirtualService)
 	return vs
+}
+
+// visibleServices returns the services of s that sc sees, sorted by hostname (s.Services()
+// itself, not a copy, for the unscoped view).
+func visibleServices(s *model.Snapshot, sc *model.Scope) []*model.Service {
+	all := s.Services()
+	if sc.Key() == "" {
+		return all
+	}
+	out := make([]*model.Service, 0, len(all))
+	for _, svc := range all {
+		if sc.SeesService(svc) {
+			out = append(out, svc)
+		}
+	}
+	return out
+}
+
+// visibleService returns the service with the host name when sc sees it, else nil.
+func visibleService(s *model.Snapshot, sc *model.Scope, host string) *model.Service {
+	if svc := s.Service(host); svc != nil && sc.SeesService(svc) {
+		return svc
+	}
+	return nil
 }

@@ -11,7 +11,7 @@ import (
 // ADS server's cache shares marshalled bytes among them (it adds the IP itself for a sidecar that
 // is an endpoint, whose inbound clusters and listeners are its own). EDS does not depend on the
 // proxy at all (scope ""); CDS and LDS depend only on the generator family; RDS also on the
-// proxy's namespace and labels.
+// proxy's namespace and labels; SDS on the proxy's verified identity.
 func KeyScope(typeURL string, p *model.Proxy) string {
 	fam := "sidecar"
 	if p != nil && p.IsGRPC() {
@@ -20,6 +20,12 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 	switch typeURL {
 	case EndpointType:
 		return ""
+	case SecretType:
+		// Secrets are the proxy's identity's own (and never cached: Cacheable).
+		if p == nil {
+			return "secret|"
+		}
+		return "secret|" + p.Identity
 	case RouteType:
 		if p == nil {
 			return fam
@@ -32,4 +38,16 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 		return b.String()
 	}
 	return fam
+}
+
+// ViewKey names the proxy's view of s that the generator of typeURL reads (model.Scope.Key:
+// the Sidecar that applies and the namespace exportTo is checked against), "" when it reads
+// none: a named EDS request is answered the same for every proxy, a wildcard one lists only
+// the clusters the proxy sees. The ADS server adds it to KeyScope in its cache keys, so
+// proxies with different views never share bytes and proxies with the same view do.
+func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) string {
+	if s == nil || (typeURL == EndpointType && !wildcard) {
+		return ""
+	}
+	return s.ScopeFor(p).Key()
 }

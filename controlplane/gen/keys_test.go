@@ -20,10 +20,10 @@ func TestIndexScanMatchesMaps(t *testing.T) {
 		&model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "broken", Namespace: "ns-1"}, Spec: &networking.VirtualService{}},
 	)
 	s := top.snapshot(1)
-	built := newIndex(s)
+	built := newIndex(s, nil)
 	built.build()
 	for _, svc := range s.Services() {
-		scan := newIndex(s)
+		scan := newIndex(s, nil)
 		if got, want := scan.destinationRule(svc.Hostname), built.destinationRule(svc.Hostname); got != want {
 			t.Errorf("%s: scan DR %v, map DR %v", svc.Hostname, got, want)
 		}

@@ -57,7 +57,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	ports := map[uint32]*portInfo{}
 	var tcp []Resource
 	taken := map[string]string{} // listener name → hostname that took it
-	for _, svc := range s.Services() {
+	for _, svc := range visibleServices(s, s.ScopeFor(p)) {
 		for _, port := range svc.Ports {
 			if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
 				errs = append(errs, fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener))
@@ -188,6 +188,11 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 			Filters: []*listenerv3.Filter{tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)},
 		},
 	}
+	pa := peerAuthFor(p, s)
+	if len(ports) > 0 && len(pa.deps) > 0 {
+		deps = sortDeps(append(deps, pa.deps...))
+	}
+	inspect := false
 	for _, ip := range ports {
 		cluster := ClusterName(Inbound, ip.target, "", "")
 		fc := &listenerv3.FilterChain{
@@ -199,7 +204,26 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		} else {
 			fc.Filters = []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}
 		}
+		switch pa.port(ip.target) {
+		case mtlsStrict:
+			// Every connection to the port must be mTLS: a plaintext one fails the handshake.
+			fc.TransportSocket = inboundMTLSSocket()
+		case mtlsPermissive:
+			// The TLS inspector tells mTLS from plaintext; each gets its own chain.
+			inspect = true
+			tlsFC := &listenerv3.FilterChain{
+				Name:             fc.Name + "-mtls",
+				FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(ip.target), TransportProtocol: "tls"},
+				Filters:          fc.Filters,
+				TransportSocket:  inboundMTLSSocket(),
+			}
+			fc.FilterChainMatch.TransportProtocol = "raw_buffer"
+			l.FilterChains = append(l.FilterChains, tlsFC)
+		}
 		l.FilterChains = append(l.FilterChains, fc)
+	}
+	if inspect {
+		l.ListenerFilters = append(l.ListenerFilters, tlsInspector())
 	}
 	return l, deps
 }
@@ -260,7 +284,8 @@ func inboundHCM(port uint32, cluster string) *hcmv3.HttpConnectionManager {
 // grpcListeners is the proxyless gRPC LDS generator: an API listener "HOST:PORT" per requested
 // service port (every service port on a wildcard request), whose HTTP connection manager fetches
 // route configuration "HOST:PORT" over ADS. Names that match no service port are omitted.
-func grpcListeners(_ *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+func grpcListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+	sc := s.ScopeFor(p)
 	var out []Resource
 	add := func(svc *model.Service, port uint32) {
 		name := HostPortName(svc.Hostname, port)
@@ -274,7 +299,7 @@ func grpcListeners(_ *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 		})
 	}
 	if wantAll(names) {
-		for _, svc := range s.Services() {
+		for _, svc := range visibleServices(s, sc) {
 			if svc.Resolution == model.ResolutionPassthrough {
 				continue
 			}
@@ -286,7 +311,7 @@ func grpcListeners(_ *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 	}
 	for _, name := range uniqueSorted(names) {
 		svc, port, ok := lookupHostPort(s, name)
-		if ok && svc.Resolution != model.ResolutionPassthrough {
+		if ok && svc.Resolution != model.ResolutionPassthrough && sc.SeesService(svc) {
 			add(svc, port.Number)
 		}
 	}

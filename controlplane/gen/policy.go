@@ -22,12 +22,13 @@ const httpProtocolOptionsName = "envoy.extensions.upstreams.http.v3.HttpProtocol
 
 // policy is the traffic policy in effect for one cluster: a DestinationRule's top-level policy,
 // overridden by its port-level settings for the port, then by the subset's policy (and its
-// port-level settings). Each group (load balancer, connection pool, outlier detection) is
-// replaced as a whole, as Istio does.
+// port-level settings). Each group (load balancer, connection pool, outlier detection, client
+// TLS) is replaced as a whole, as Istio does.
 type policy struct {
 	lb      *networking.LoadBalancerSettings
 	pool    *networking.ConnectionPoolSettings
 	outlier *networking.OutlierDetection
+	tls     *networking.ClientTLSSettings
 }
 
 func effectivePolicy(dr *networking.DestinationRule, port uint32, ss *networking.Subset) policy {
@@ -46,6 +47,9 @@ func (p *policy) apply(tp *networking.TrafficPolicy, port uint32) {
 		return
 	}
 	p.set(tp.GetLoadBalancer(), tp.GetConnectionPool(), tp.GetOutlierDetection())
+	if t := clientTLS(tp, port); t != nil {
+		p.tls = t
+	}
 	for _, pl := range tp.GetPortLevelSettings() {
 		if pl.GetPort().GetNumber() == port {
 			p.set(pl.GetLoadBalancer(), pl.GetConnectionPool(), pl.GetOutlierDetection())

@@ -26,9 +26,9 @@ const DefaultRetryOn = "connect-failure,refused-stream,unavailable,cancelled,ret
 const grpcRetryOn = "unavailable,cancelled"
 
 // httpServicesByPort groups the services with an HTTP/HTTP2/GRPC port by port number.
-func httpServicesByPort(s *model.Snapshot) map[uint32][]*model.Service {
+func httpServicesByPort(s *model.Snapshot, sc *model.Scope) map[uint32][]*model.Service {
 	out := map[uint32][]*model.Service{}
-	for _, svc := range s.Services() {
+	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
 			if port.Protocol.IsHTTP() && port.Number != VirtualInboundPort && port.Number != VirtualOutboundPort {
 				out[port.Number] = append(out[port.Number], svc)
@@ -42,7 +42,8 @@ func httpServicesByPort(s *model.Snapshot) map[uint32][]*model.Service {
 // services (the names 0.0.0.0_PORT listeners ask for), a virtual host "HOST:PORT" per service,
 // and a last "allow_any" virtual host to PassthroughCluster.
 func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
-	byPort := httpServicesByPort(s)
+	sc := s.ScopeFor(p)
+	byPort := httpServicesByPort(s, sc)
 	var ports []uint32
 	if wantAll(names) {
 		for num := range byPort {
@@ -56,7 +57,7 @@ func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 		}
 	}
 	slices.Sort(ports)
-	ix := newIndex(s)
+	ix := newIndex(s, sc)
 	var errs []error
 	out := make([]Resource, 0, len(ports))
 	for _, num := range ports {
@@ -126,7 +127,8 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 // grpcRoutes is the proxyless gRPC RDS generator: route configuration "HOST:PORT" with one
 // virtual host for the service (domains HOST:PORT, HOST and the short names).
 func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
-	ix := newIndex(s)
+	sc := s.ScopeFor(p)
+	ix := newIndex(s, sc)
 	var errs []error
 	var out []Resource
 	add := func(svc *model.Service, port model.Port) {
@@ -154,7 +156,7 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 		out = append(out, Resource{Name: name, Message: rc, Deps: sortDeps(append(rdeps, ServiceKey(svc)))})
 	}
 	if wantAll(names) {
-		for _, svc := range s.Services() {
+		for _, svc := range visibleServices(s, sc) {
 			if svc.Resolution == model.ResolutionPassthrough {
 				continue
 			}
@@ -164,7 +166,7 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 		}
 	} else {
 		for _, name := range uniqueSorted(names) {
-			if svc, port, ok := lookupHostPort(s, name); ok && svc.Resolution != model.ResolutionPassthrough {
+			if svc, port, ok := lookupHostPort(s, name); ok && svc.Resolution != model.ResolutionPassthrough && sc.SeesService(svc) {
 				add(svc, port)
 			}
 		}

@@ -72,7 +72,9 @@ type Metrics struct {
 	// InboundUpdates counts changes reaching the pipeline, by kind: config, eds, svc,
 	// svcdelete (pilot_inbound_updates{type}).
 	InboundUpdates *prometheus.CounterVec
-	// PushTriggers counts the events in each push by trigger reason (pilot_push_triggers{type}).
+	// PushTriggers counts, by trigger reason, the events of each push once per connection it
+	// is pushed to, as istiod counts them per proxy (pilot_push_triggers{type}); connections
+	// whose scoped view the change does not reach are left out (see PushSkipped).
 	PushTriggers *prometheus.CounterVec
 	// TotalXDSRejects counts NACKs by type (pilot_total_xds_rejects{type}).
 	TotalXDSRejects *prometheus.CounterVec
@@ -107,6 +109,10 @@ type Metrics struct {
 	// StreamsRejected counts xDS streams refused by admission control
 	// (xdslab_cp_streams_rejected_total).
 	StreamsRejected prometheus.Counter
+	// PushSkipped counts, like PushTriggers, the events of each push once per connection the
+	// push filter left out because the proxy's Sidecar scope and exportTo hide the change
+	// (xdslab_cp_push_skipped_total{type}; istiod only logs these).
+	PushSkipped *prometheus.CounterVec
 }
 
 func histogram(name, help string, buckets []float64) prometheus.Histogram {
@@ -160,6 +166,7 @@ func New() *Metrics {
 		AckLatency:            histogram("xdslab_cp_ack_latency_seconds", "Time in seconds from a response being sent to its ACK being received.", AckBuckets),
 		EventsMerged:          counter("xdslab_cp_events_merged_total", "Total number of change events merged into another event's push cycle (events minus cycles)."),
 		StreamsRejected:       counter("xdslab_cp_streams_rejected_total", "Total number of xDS streams refused by admission control."),
+		PushSkipped:           counterVec("xdslab_cp_push_skipped_total", "Total number of push triggers not pushed to a connection because its Sidecar scope does not contain the change, labeled by reason for the push.", LabelType),
 	}
 }
 
@@ -194,6 +201,7 @@ func (m *Metrics) named() []struct {
 		{"xdslab_cp_ack_latency_seconds", m.AckLatency},
 		{"xdslab_cp_events_merged_total", m.EventsMerged},
 		{"xdslab_cp_streams_rejected_total", m.StreamsRejected},
+		{"xdslab_cp_push_skipped_total", m.PushSkipped},
 	}
 }
 
@@ -301,6 +309,16 @@ func (m *Metrics) Acked(_ string, latency time.Duration) { m.AckLatency.Observe(
 
 // StreamRejected counts a stream refused by admission control.
 func (m *Metrics) StreamRejected() { m.StreamsRejected.Inc() }
+
+// PushTriggered adds n to pilot_push_triggers{type=reason}.
+func (m *Metrics) PushTriggered(reason string, n int) {
+	m.PushTriggers.WithLabelValues(reason).Add(float64(n))
+}
+
+// PushSkipped adds n to xdslab_cp_push_skipped_total{type=reason}.
+func (m *Metrics) PushSkippedTriggers(reason string, n int) {
+	m.PushSkipped.WithLabelValues(reason).Add(float64(n))
+}
 
 // CacheReadResult counts a resource cache read in xds_cache_reads{type,result} (result: hit,
 // miss, or bypass for reads that skip the cache).

@@ -23,6 +23,7 @@ func TestRegisterExportsEveryName(t *testing.T) {
 	m.XDSPushTime.WithLabelValues("cds").Observe(0.01)
 	m.InboundUpdates.WithLabelValues(InboundEDS).Inc()
 	m.PushTriggers.WithLabelValues("endpoint").Inc()
+	m.PushSkipped.WithLabelValues("endpoint").Inc()
 	m.TotalXDSRejects.WithLabelValues("eds").Inc()
 	m.XDSExpiredNonce.WithLabelValues("eds").Inc()
 	m.XDSConfigSizeBytes.WithLabelValues("cds").Observe(1234)
@@ -36,7 +37,7 @@ func TestRegisterExportsEveryName(t *testing.T) {
 		"xds_cache_reads", "xdslab_cp_debounce_events_per_push", "xdslab_cp_config_file_errors_total",
 		"xdslab_cp_config_objects_skipped_total",
 		"xdslab_cp_push_cycles_total", "xdslab_cp_ack_latency_seconds", "xdslab_cp_events_merged_total",
-		"xdslab_cp_streams_rejected_total",
+		"xdslab_cp_streams_rejected_total", "xdslab_cp_push_skipped_total",
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -218,6 +219,9 @@ func TestXDSRecorders(t *testing.T) {
 	m.ExpiredNonce("type.googleapis.com/unknown")
 	m.Acked(cds, 3*time.Millisecond)
 	m.StreamRejected()
+	m.PushTriggered("endpoint", 3)
+	m.PushTriggered("endpoint", 2)
+	m.PushSkippedTriggers("config", 4)
 	m.CacheReadResult(cds, CacheHit)
 	m.CacheReadResult(cds, CacheMiss)
 	checks := []struct {
@@ -230,6 +234,8 @@ func TestXDSRecorders(t *testing.T) {
 		{"pilot_total_xds_rejects{cds}", testutil.ToFloat64(m.TotalXDSRejects.WithLabelValues("cds")), 1},
 		{"pilot_xds_expired_nonce{other}", testutil.ToFloat64(m.XDSExpiredNonce.WithLabelValues("other")), 1},
 		{"xdslab_cp_streams_rejected_total", testutil.ToFloat64(m.StreamsRejected), 1},
+		{"pilot_push_triggers{endpoint}", testutil.ToFloat64(m.PushTriggers.WithLabelValues("endpoint")), 5},
+		{"xdslab_cp_push_skipped_total{config}", testutil.ToFloat64(m.PushSkipped.WithLabelValues("config")), 4},
 		{"xds_cache_reads{cds,hit}", testutil.ToFloat64(m.CacheReads.WithLabelValues("cds", CacheHit)), 1},
 		{"xds_cache_reads{cds,miss}", testutil.ToFloat64(m.CacheReads.WithLabelValues("cds", CacheMiss)), 1},
 	}

@@ -10,7 +10,7 @@ import (
 // Kind is an Istio config kind.
 type Kind string
 
-// The config kinds the control plane understands (istio.io/api networking types).
+// The config kinds the control plane understands (istio.io/api networking and security types).
 const (
 	KindServiceEntry    Kind = "ServiceEntry"
 	KindWorkloadEntry   Kind = "WorkloadEntry"
@@ -18,14 +18,18 @@ const (
 	KindDestinationRule Kind = "DestinationRule"
 	KindSidecar         Kind = "Sidecar"
 	KindGateway         Kind = "Gateway"
+	// KindPeerAuthentication is security.istio.io's PeerAuthentication (inbound mTLS mode).
+	KindPeerAuthentication Kind = "PeerAuthentication"
 	// KindService and KindEndpoint are not Istio config: they key changes that come from a
 	// service registry (a service's definition, or only its endpoints).
 	KindService  Kind = "Service"
 	KindEndpoint Kind = "Endpoint"
+	// KindSecret keys a push of rotated SDS secrets; Name is the identity (SPIFFE id).
+	KindSecret Kind = "Secret"
 )
 
 // ConfigKinds lists the Istio config kinds in a stable order.
-var configKinds = []Kind{KindServiceEntry, KindWorkloadEntry, KindVirtualService, KindDestinationRule, KindSidecar, KindGateway}
+var configKinds = []Kind{KindServiceEntry, KindWorkloadEntry, KindVirtualService, KindDestinationRule, KindSidecar, KindGateway, KindPeerAuthentication}
 
 // ConfigKinds returns the Istio config kinds in a stable order.
 func ConfigKinds() []Kind { return append([]Kind(nil), configKinds...) }

@@ -44,6 +44,11 @@ type Proxy struct {
 	InterceptionMode string
 	// NodeID is the raw node id.
 	NodeID string
+	// Identity is the SPIFFE id the stream's peer authenticated as (client certificate or
+	// JWT) on the secure ADS listener; empty on the plaintext listener. It is set by the ADS
+	// server, never parsed from the node (which the client controls), and selects the
+	// workload certificate SDS serves.
+	Identity string
 }
 
 // ParseNodeID splits an Istio node id "type~ip~pod.ns~ns.svc.cluster.local".

@@ -16,6 +16,7 @@ const (
 	ReasonServiceUpdate  TriggerReason = "service"
 	ReasonProxyRequest   TriggerReason = "proxyrequest"
 	ReasonGlobalUpdate   TriggerReason = "global"
+	ReasonSecretUpdate   TriggerReason = "secret"
 	ReasonUnknown        TriggerReason = "unknown"
 )
 

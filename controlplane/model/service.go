@@ -95,6 +95,9 @@ type Service struct {
 	Source ConfigKey
 	// MeshExternal marks services outside the mesh.
 	MeshExternal bool
+	// ExportTo is the namespaces the service is visible from (a ServiceEntry's exportTo:
+	// "*", ".", "~" or namespace names); empty exports it everywhere (see ExportedTo).
+	ExportTo []string
 }
 
 // Port returns the port with the given number.
@@ -126,7 +129,7 @@ func (s *Service) Equal(o *Service) bool {
 		slices.Equal(s.Addresses, o.Addresses) && slices.Equal(s.Ports, o.Ports) &&
 		s.Resolution == o.Resolution && mapsEqual(s.Labels, o.Labels) &&
 		slices.Equal(s.ServiceAccounts, o.ServiceAccounts) && s.Source == o.Source &&
-		s.MeshExternal == o.MeshExternal
+		s.MeshExternal == o.MeshExternal && slices.Equal(s.ExportTo, o.ExportTo)
 }
 
 // ShortNames returns the names a client in namespace ns may use for the service: the hostname,

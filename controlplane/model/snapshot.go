@@ -30,6 +30,9 @@ type Snapshot struct {
 	configKey map[ConfigKey]*Config
 	// configGen is the Seq at which any config object last changed.
 	configGen uint64
+	// vis holds visibility facts computed on first use (see scope_view.go). It depends only on
+	// services and configs, so an endpoint-only successor shares it.
+	vis *visibility
 }
 
 // SnapshotInput is what a snapshot is built from.
@@ -51,6 +54,7 @@ func NewSnapshot(seq uint64, in SnapshotInput) *Snapshot {
 		configs:       make(map[Kind][]*Config),
 		configKey:     make(map[ConfigKey]*Config, len(in.Configs)),
 		configGen:     seq,
+		vis:           &visibility{},
 	}
 	for _, svc := range in.Services {
 		s.serviceByHost[svc.Hostname] = hostService{svc, seq}

@@ -119,6 +119,9 @@ func (s *Snapshot) Apply(seq uint64, d SnapshotDelta) *Snapshot {
 		n.configs = groupConfigs(n.configKey)
 		n.configGen = seq
 	}
+	if len(d.Services) > 0 || len(d.Configs) > 0 {
+		n.vis = &visibility{}
+	}
 	return n
 }
 

@@ -137,6 +137,7 @@ func ConvertServiceEntry(se *model.Config, workloads []*model.Config, opts Conve
 			ServiceAccounts: sas,
 			Source:          key,
 			MeshExternal:    spec.GetLocation() == networking.ServiceEntry_MESH_EXTERNAL,
+			ExportTo:        cloneOrNil(spec.GetExportTo()),
 		}
 		out.Services = append(out.Services, svc)
 		var hostEps []*model.Endpoint

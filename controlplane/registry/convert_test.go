@@ -67,14 +67,14 @@ func TestConvertServiceEntry(t *testing.T) {
 			},
 		},
 		{
-			name: "DNS without endpoints: each host is its own endpoint",
+			name: "DNS without endpoints: each host is its own endpoint; exportTo kept",
 			se: seConfig("ext", "google", &networking.ServiceEntry{
 				Hosts: []string{"www.google.com"}, Ports: []*networking.ServicePort{{Number: 443, Name: "https", Protocol: "HTTPS", TargetPort: 8443}},
-				Resolution: networking.ServiceEntry_DNS,
+				Resolution: networking.ServiceEntry_DNS, ExportTo: []string{".", "apps"},
 			}),
 			want: Converted{
 				Services: []*model.Service{{Hostname: "www.google.com", Namespace: "ext", Ports: []model.Port{{Name: "https", Number: 443, Protocol: model.ProtocolHTTPS}},
-					Resolution: model.ResolutionDNS, Source: seKey("ext", "google"), MeshExternal: true}},
+					Resolution: model.ResolutionDNS, Source: seKey("ext", "google"), MeshExternal: true, ExportTo: []string{".", "apps"}}},
 				Endpoints: map[string][]*model.Endpoint{"www.google.com": {{Service: "www.google.com", Address: "www.google.com",
 					Ports: map[string]uint32{"https": 8443}, Source: seKey("ext", "google")}}},
 			},

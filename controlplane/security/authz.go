@@ -116,7 +116,7 @@ func (a *Authenticator) StreamInterceptor() grpc.StreamServerInterceptor {
 		if err != nil {
 			return a.refuse(ss.Context(), codes.Unauthenticated, err.Error())
 		}
-		return handler(srv, &authzStream{ServerStream: ss, a: a, id: id})
+		return handler(srv, &authzStream{ServerStream: ss, a: a, id: id, ctx: ContextWithIdentity(ss.Context(), id)})
 	}
 }
 
@@ -150,7 +150,25 @@ type authzStream struct {
 	grpc.ServerStream
 	a       *Authenticator
 	id      Identity
+	ctx     context.Context // the stream's context, carrying id
 	checked bool
+}
+
+// Context carries the verified identity (IdentityFromContext), for the ADS server's SDS.
+func (s *authzStream) Context() context.Context { return s.ctx }
+
+type identityKey struct{}
+
+// ContextWithIdentity returns ctx carrying the verified identity id.
+func ContextWithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFromContext returns the identity the Authenticator verified for the stream whose
+// context is ctx; ok is false on a stream it did not authenticate (the plaintext listener).
+func IdentityFromContext(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
 }
 
 // RecvMsg checks the first request's node; only the first request must carry the node.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -29,11 +30,21 @@ type JWTConfig struct {
 	TrustDomain string
 }
 
-// JWTVerifier verifies bearer tokens against a fixed JWKS. It is immutable and safe for
-// concurrent use.
+// JWTVerifier verifies bearer tokens against a JWKS. It is safe for concurrent use; the key
+// set can be replaced (SetKeys, an OIDC issuer's refreshed keys) under running verifications.
 type JWTVerifier struct {
-	keys jose.JSONWebKeySet
+	keys atomic.Pointer[jose.JSONWebKeySet]
 	cfg  JWTConfig
+}
+
+// SetKeys replaces the key set with the JWKS document b (the same checks as ParseJWKS).
+func (v *JWTVerifier) SetKeys(b []byte, name string) error {
+	set, err := parseKeySet(b, name)
+	if err != nil {
+		return err
+	}
+	v.keys.Store(set)
+	return nil
 }
 
 // LoadJWKS reads a JWKS JSON file.
@@ -47,6 +58,20 @@ func LoadJWKS(path string, cfg JWTConfig) (*JWTVerifier, error) {
 
 // ParseJWKS parses a JWKS document; name is used in errors.
 func ParseJWKS(b []byte, name string, cfg JWTConfig) (*JWTVerifier, error) {
+	if cfg.Issuer == "" || cfg.Audience == "" {
+		return nil, fmt.Errorf("%s: JWT issuer and audience must both be set", name)
+	}
+	set, err := parseKeySet(b, name)
+	if err != nil {
+		return nil, err
+	}
+	v := &JWTVerifier{cfg: cfg}
+	v.keys.Store(set)
+	return v, nil
+}
+
+// parseKeySet parses a JWKS of public keys.
+func parseKeySet(b []byte, name string) (*jose.JSONWebKeySet, error) {
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(b, &set); err != nil {
 		var se *json.SyntaxError
@@ -64,10 +89,7 @@ func ParseJWKS(b []byte, name string, cfg JWTConfig) (*JWTVerifier, error) {
 			return nil, fmt.Errorf("%s: key %d (kid %q) is not a public key; publish only public keys", name, i, k.KeyID)
 		}
 	}
-	if cfg.Issuer == "" || cfg.Audience == "" {
-		return nil, fmt.Errorf("%s: JWT issuer and audience must both be set", name)
-	}
-	return &JWTVerifier{keys: set, cfg: cfg}, nil
+	return &set, nil
 }
 
 // subjectClaims adds nothing to the registered claims; the subject names the workload.
@@ -81,7 +103,7 @@ func (v *JWTVerifier) Verify(token string, now time.Time) (Identity, error) {
 		return Identity{}, fmt.Errorf("jwt: %w", err)
 	}
 	var c subjectClaims
-	if err := tok.Claims(v.keys, &c); err != nil {
+	if err := tok.Claims(*v.keys.Load(), &c); err != nil {
 		return Identity{}, fmt.Errorf("jwt: %w", err)
 	}
 	if c.Expiry == nil {

@@ -10,8 +10,9 @@
 // goroutine (the gRPC handler), which feeds the session and performs its effects; a receive
 // goroutine only forwards requests to it. The owner serves requests before pushes, at most
 // maxRequestStreak in a row.
-// Pushes come from Server.Push: every connection is enqueued in the push queue (one pending,
-// merged request per connection) and a bounded set of workers hands each connection its turn;
+// Pushes come from Server.Push: every connection whose scoped view (model.Scope: its Sidecar
+// and exportTo) the change reaches, before or after it, is enqueued in the push queue (one
+// pending, merged request per connection; see pushfilter.go, istiod's ProxyNeedsPush) and a bounded set of workers hands each connection its turn;
 // the worker waits until the connection has written its responses, so the throttle bounds
 // concurrent pushes. A connection that closed is dropped from the queue whenever it is met
 // (by Push after enqueueing, by the worker after its turn), so none stays pinned there.
@@ -45,6 +46,13 @@
 // AdmissionBurst at once); when none is left it waits for the next one up to
 // Options.AdmissionWait, and only a stream whose token would come later is refused with
 // ResourceExhausted, so a reconnect burst is spread out rather than bounced.
+//
+// SDS (sds.go): with Options.Secrets, a stream authenticated by the secure listener's
+// interceptor carries its identity (model.Proxy.Identity, set from the stream context, never
+// from the node) and gets that identity's "default" and "ROOTCA" secrets over ADS; secrets
+// bypass the shared cache and are built per response. A stream with no verified identity (the
+// plaintext listener) gets empty SDS responses. PushSecrets pushes rotated certificates to the
+// streams of their identities; only changed secrets are re-sent.
 //
 // Resources are marshalled once and shared through controlplane/cache; responses are encoded by
 // concatenating the cached bytes (see codec.go), so a push to many clients does not marshal per

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xdslab/xdslab/controlplane/gen"
+	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -106,6 +107,80 @@ func TestFakeEnvoysConvergeSotWAndDelta(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("client %d (delta=%v) never observed %s", i, i%2 == 1, want.All[0])
 		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.nacks != 0 {
+		t.Errorf("%d NACKs: %v", rec.nacks, rec.errors)
+	}
+}
+
+// With Sidecars, the fake Envoys (realistic NACK policy) accept their scoped configs, observe an
+// endpoint change of a service they import, and nothing reaches the proxies of a namespace
+// whose Sidecar does not import it.
+func TestFakeEnvoysScopedBySidecar(t *testing.T) {
+	m := &triggerMetrics{pushed: map[string]int{}, skipped: map[string]int{}}
+	opts := testOptions()
+	opts.Metrics = m
+	ts := startServer(t, opts)
+	in := topology(30, 2)
+	in.Configs = []*model.Config{sidecarConfig("ns-0", "./*", "ns-1/*"), sidecarConfig("ns-2", "./*")}
+	ts.push(in, true)
+
+	const n = 6 // clients 0, 2, 4 in ns-0 (see ns-1), 1, 3, 5 in ns-2 (do not)
+	rec := &recorder{full: map[int]bool{}, ready: make(chan int, n), seen: map[int]chan struct{}{}}
+	cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for i := range n {
+		tmpl := fakeenvoy.IdentityTemplate{Type: "sidecar", Namespace: []string{"ns-0", "ns-2"}[i%2], IPBase: "10.200.0.1"}
+		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: tmpl.Node(i), Delta: i%3 == 1,
+			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i)}, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
+	}
+	for range n {
+		select {
+		case <-rec.ready:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("only %d of %d clients got a full config", len(rec.full), n)
+		}
+	}
+	ts.settle(t)
+	base, baseSkip := m.counts()
+
+	host := "svc-7.ns-1.svc.cluster.local"
+	want := probe.Expectation{EventID: 1, Kind: "endpoint-add", All: []probe.Predicate{{Op: probe.EndpointPresent,
+		Resource: gen.ClusterName(gen.Outbound, 8080, "", host), Address: "10.77.0.1", Port: 8080}}}
+	rec.mu.Lock()
+	rec.want = &want
+	var chans []chan struct{}
+	for i := 0; i < n; i += 2 {
+		ch := make(chan struct{})
+		rec.seen[i] = ch
+		chans = append(chans, ch)
+	}
+	rec.mu.Unlock()
+	in.Endpoints[host] = append(in.Endpoints[host], endpoint(host, "10.77.0.1"))
+	ts.pushKeys(in, false, model.ReasonEndpointUpdate, model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: "ns-1"})
+	for i, ch := range chans {
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("ns-0 client %d never observed %s", 2*i, want.All[0])
+		}
+	}
+	ts.settle(t)
+	pushed, skipped := m.counts()
+	if d, s := pushed["endpoint"]-base["endpoint"], skipped["endpoint"]-baseSkip["endpoint"]; d != 3 || s != 3 {
+		t.Errorf("endpoint change in ns-1: pushed %d, skipped %d connections; want 3 (ns-0) and 3 (ns-2)", d, s)
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

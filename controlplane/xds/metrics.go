@@ -25,6 +25,12 @@ type Metrics interface {
 	Acked(typeURL string, latency time.Duration)
 	// StreamRejected counts streams refused by admission control.
 	StreamRejected()
+	// PushTriggered adds n to pilot_push_triggers{type=reason}: the events of that reason in
+	// a push, once per connection pushed.
+	PushTriggered(reason string, n int)
+	// PushSkipped adds n to xdslab_cp_push_skipped_total{type=reason}: the same count for the
+	// connections a push left out because their scoped view does not contain the change.
+	PushSkipped(reason string, n int)
 	cache.Counter
 }
 
@@ -40,4 +46,6 @@ func (NopMetrics) Rejected(string)                         {}
 func (NopMetrics) ExpiredNonce(string)                     {}
 func (NopMetrics) Acked(string, time.Duration)             {}
 func (NopMetrics) StreamRejected()                         {}
+func (NopMetrics) PushTriggered(string, int)               {}
+func (NopMetrics) PushSkipped(string, int)                 {}
 func (NopMetrics) CacheRead(string, cache.Result)          {}

@@ -42,9 +42,11 @@ type Options struct {
 	// HTTP/2 window stays full), so a client that stops reading cannot hold a push worker;
 	// zero disables it (like Istio's PILOT_XDS_SEND_TIMEOUT).
 	SendTimeout time.Duration
-	Metrics     Metrics
-	Cache       *cache.Cache
-	Logger      *slog.Logger
+	// Secrets serves SDS to authenticated streams; nil serves no secrets (sds.go).
+	Secrets Secrets
+	Metrics Metrics
+	Cache   *cache.Cache
+	Logger  *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -232,8 +234,9 @@ func (s *Server) worker(ctx context.Context) {
 	}
 }
 
-// Push publishes snap and enqueues every connection with req. It must be called by one goroutine
-// at a time (the debouncer's), with snapshots in increasing Seq order.
+// Push publishes snap and enqueues with req every connection whose scoped view the change
+// reaches (pushFilter, istiod's ProxyNeedsPush). It must be called by one goroutine at a time
+// (the debouncer's), with snapshots in increasing Seq order.
 func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 	prev := s.state.Load()
 	full := req.Full || prev == nil
@@ -245,6 +248,7 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 	if full && prev != nil {
 		s.cache.EvictOlder("", st.fullGen)
 	}
+	filter := newPushFilter(prev, snap, req)
 	if full {
 		req = req.Merge(&model.PushRequest{Full: true})
 	}
@@ -254,7 +258,12 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	skipped := 0
 	for _, c := range conns {
+		if !filter.needsPush(c.proxy()) {
+			skipped++
+			continue
+		}
 		s.queue.Enqueue(c, req)
 		if c.isClosed() {
 			// c closed after the copy above: its unregister may have run Remove before this
@@ -263,6 +272,7 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 			s.queue.Remove(c)
 		}
 	}
+	s.countTriggers(req, len(conns)-skipped, skipped)
 }
 
 func (s *Server) register(c *conn) {
@@ -332,8 +342,12 @@ func (s *Server) DeltaAggregatedResources(stream discoverygrpc.AggregatedDiscove
 }
 
 func (s *Server) newConn(stream grpc.ServerStream, delta bool) *conn {
-	return &conn{srv: s, stream: stream, since: s.now(), pushCh: make(chan pushItem), closed: make(chan struct{}),
+	c := &conn{srv: s, stream: stream, since: s.now(), pushCh: make(chan pushItem), closed: make(chan struct{}),
 		sess: newSession(s, delta, push.FlowOptions{Enabled: s.opts.FlowControl, AckTimeout: s.opts.AckTimeout})}
+	if stream != nil {
+		c.sess.identity = s.streamIdentity(stream.Context())
+	}
+	return c
 }
 
 func (s *Server) closeConn(c *conn) {
@@ -427,11 +441,14 @@ func (s *Server) current() *pushState { return s.state.Load() }
 // resources returns the marshalled resources of typeURL for p: the whole set when wildcard,
 // else the named ones, from the cache or generated and stored.
 func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names []string, wildcard bool) ([]*cache.Resource, error) {
+	if !gen.Cacheable(typeURL) {
+		return s.secretResources(p, names, s.now())
+	}
 	g := gen.ForType(typeURL, p)
 	if g == nil {
 		return nil, nil // a type we do not serve: answered with an empty response
 	}
-	class := s.class(p, st, typeURL)
+	class := s.class(p, st, typeURL, wildcard)
 	build := func(names []string) ([]*cache.Resource, error) {
 		rs, err := g.Generate(p, st.snap, names)
 		out := make([]*cache.Resource, 0, len(rs))
@@ -497,15 +514,24 @@ func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 }
 
 // class names the proxies that receive identical bytes for typeURL: the generators' key scope
-// (the proxy family; for routes also the namespace and labels), the proxy type, and for a
-// sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are its own).
-func (s *Server) class(p *model.Proxy, st *pushState, typeURL string) string {
+// (the proxy family; for routes also the namespace and labels), the proxy's view of the mesh
+// (gen.ViewKey: its Sidecar and namespace, when they restrict what it sees), the proxy type,
+// and for a sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are
+// its own). Named EDS is shared by every proxy.
+func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard bool) string {
+	view := gen.ViewKey(typeURL, p, st.snap, wildcard)
 	if typeURL == gen.EndpointType {
-		return ""
+		return view
 	}
 	k := gen.KeyScope(typeURL, p) + "|" + string(p.Type)
+	if view != "" {
+		k += "|" + view
+	}
 	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
+		if typeURL == gen.ListenerType {
+			k += "|" + gen.InboundScope(p, st.snap) // its PeerAuthentication's selection
+		}
 	}
 	return k
 }

@@ -126,8 +126,11 @@ type effects struct {
 type session struct {
 	src   source
 	delta bool // a Delta (incremental) xDS stream
-	proxy *model.Proxy
-	types map[string]*typeState
+	// identity is the stream's verified identity (mTLS or JWT; "" for none), stamped on the
+	// proxy: SDS secrets are issued for it, never for what the node claims.
+	identity string
+	proxy    *model.Proxy
+	types    map[string]*typeState
 	// nonces counts responses; a nonce is the count in base 36.
 	nonces uint64
 	flow   *push.Flow
@@ -172,6 +175,9 @@ func (s *session) identify(node func() (*model.Proxy, error)) error {
 	p, err := node()
 	if err != nil {
 		return status.Error(codes.InvalidArgument, "first request: "+err.Error())
+	}
+	if s.identity != "" {
+		p.Identity = s.identity
 	}
 	s.proxy = p
 	s.eff.register = true
@@ -471,8 +477,9 @@ func (s *session) rejected(ts *typeState, nonce string, detail *rpcstatus.Status
 	s.eff.status = true
 }
 
-// Push handles one push turn at now: the affected types in Envoy's order, each cluster that
-// changed followed by its ClusterLoadAssignment, listeners and routes last.
+// Push handles one push turn at now: the affected types in Envoy's order (secrets first, which
+// clusters and listeners reference), each cluster that changed followed by its
+// ClusterLoadAssignment, listeners and routes last.
 func (s *session) Push(req *model.PushRequest, now time.Time) *effects {
 	s.begin()
 	s.pushAll(req, now)
@@ -481,6 +488,9 @@ func (s *session) Push(req *model.PushRequest, now time.Time) *effects {
 
 func (s *session) pushAll(req *model.PushRequest, now time.Time) {
 	if s.proxy == nil {
+		return
+	}
+	if s.pushSecrets(req, now) {
 		return
 	}
 	if !req.Full {

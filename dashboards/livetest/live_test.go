@@ -47,6 +47,10 @@ topology:
   localities: {regions: 1, zonesPerRegion: 2}
   virtualServices: 0.3
   destinationRules: 0.3
+  # Sidecars importing 2 of the 3 namespaces: a change is skipped for the third's proxies
+  # (the "Push triggers skipped by scope" panel).
+  sidecarScoping: true
+  sidecarImports: 1
 churn:
   - {kind: endpoint-flap, rate: %s}
   - {kind: scale, rate: 1/s}

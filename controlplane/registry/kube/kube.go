@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	istionet "istio.io/client-go/pkg/apis/networking/v1"
+	istiosec "istio.io/client-go/pkg/apis/security/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	istioinformers "istio.io/client-go/pkg/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
@@ -189,7 +190,8 @@ func (c *Controller) Run(ctx context.Context, configs ConfigStore) error {
 		f := istioinformers.NewSharedInformerFactoryWithOptions(c.opts.Istio, c.opts.Resync, istioinformers.WithNamespace(c.opts.Namespace))
 		n := f.Networking().V1()
 		if err := watch(n.ServiceEntries().Informer(), n.WorkloadEntries().Informer(), n.VirtualServices().Informer(),
-			n.DestinationRules().Informer(), n.Sidecars().Informer(), n.Gateways().Informer()); err != nil {
+			n.DestinationRules().Informer(), n.Sidecars().Informer(), n.Gateways().Informer(),
+			f.Security().V1().PeerAuthentications().Informer()); err != nil {
 			return err
 		}
 		factories = append(factories, f)
@@ -419,16 +421,27 @@ func (c *Controller) convertEndpoints(k nsName, host string) []*model.Endpoint {
 	return out
 }
 
+// AnnotationExportTo is Istio's annotation that sets a Kubernetes Service's exportTo.
+const AnnotationExportTo = "networking.istio.io/exportTo"
+
 // ConvertService turns a Service into the mesh's view of it (nil for an ExternalName Service,
 // which has no endpoints of its own). Its ClusterIPs are its addresses (none for a headless
 // Service, which resolves as passthrough, as Istio treats it); a port's protocol is its
-// appProtocol, else the prefix of its name before '-' (Istio's naming convention).
+// appProtocol, else the prefix of its name before '-' (Istio's naming convention). Istio's
+// annotation networking.istio.io/exportTo (a comma-separated list) is its exportTo.
 func ConvertService(s *corev1.Service, host string) *model.Service {
 	if s.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil
 	}
 	svc := &model.Service{Hostname: host, Namespace: s.Namespace, Labels: s.Labels,
 		Source: model.ConfigKey{Kind: model.KindService, Name: s.Name, Namespace: s.Namespace}}
+	if v, ok := s.Annotations[AnnotationExportTo]; ok {
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				svc.ExportTo = append(svc.ExportTo, e)
+			}
+		}
+	}
 	ips := s.Spec.ClusterIPs
 	if len(ips) == 0 {
 		ips = []string{s.Spec.ClusterIP}
@@ -537,6 +550,8 @@ func istioConfig(obj any) (*model.Config, error) {
 		kind, meta, spec = model.KindSidecar, o.ObjectMeta, &o.Spec
 	case *istionet.Gateway:
 		kind, meta, spec = model.KindGateway, o.ObjectMeta, &o.Spec
+	case *istiosec.PeerAuthentication:
+		kind, meta, spec = model.KindPeerAuthentication, o.ObjectMeta, &o.Spec
 	default:
 		return nil, fmt.Errorf("unexpected object %T from an informer", obj)
 	}

@@ -3,12 +3,15 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
 	istionet "istio.io/client-go/pkg/apis/networking/v1"
+	istiosec "istio.io/client-go/pkg/apis/security/v1"
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -230,6 +233,17 @@ func TestControllerIstioConfig(t *testing.T) {
 		t.Fatalf("store holds %v, %v", got, ok)
 	}
 
+	pa := &istiosec.PeerAuthentication{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "shop"},
+		Spec: securityapi.PeerAuthentication{Mtls: &securityapi.PeerAuthentication_MutualTLS{Mode: securityapi.PeerAuthentication_MutualTLS_STRICT}}}
+	if _, err := istio.SecurityV1().PeerAuthentications("shop").Create(ctx, pa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	paKey := model.ConfigKey{Kind: model.KindPeerAuthentication, Name: "default", Namespace: "shop"}
+	h.next(t, "PeerAuthentication create", func(ch registry.Change) bool { return has(ch, paKey) })
+	if got, ok := h.store.Get(paKey); !ok || got.Spec.(*securityapi.PeerAuthentication).GetMtls().GetMode() != securityapi.PeerAuthentication_MutualTLS_STRICT {
+		t.Fatalf("store holds %v, %v", got, ok)
+	}
+
 	if err := istio.NetworkingV1().DestinationRules("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +276,11 @@ func TestConvertService(t *testing.T) {
 	headless.Spec.ClusterIP, headless.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
 	if svc := ConvertService(headless, "h"); svc.Resolution != model.ResolutionPassthrough || len(svc.Addresses) != 0 {
 		t.Errorf("headless service %+v", svc)
+	}
+	exported := service("ns", "x")
+	exported.Annotations = map[string]string{AnnotationExportTo: " ., other ,"}
+	if svc := ConvertService(exported, "x"); !slices.Equal(svc.ExportTo, []string{".", "other"}) {
+		t.Errorf("exportTo annotation: ExportTo %q, want [. other]", svc.ExportTo)
 	}
 	ext := service("ns", "e")
 	ext.Spec.Type = corev1.ServiceTypeExternalName

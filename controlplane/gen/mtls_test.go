@@ -1,0 +1,170 @@
+package gen
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"github.com/google/go-cmp/cmp"
+	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+func peerAuthConfig(ns, name string, sel map[string]string, mode securityapi.PeerAuthentication_MutualTLS_Mode, ports map[uint32]securityapi.PeerAuthentication_MutualTLS_Mode, age time.Duration) *model.Config {
+	pa := &securityapi.PeerAuthentication{Mtls: &securityapi.PeerAuthentication_MutualTLS{Mode: mode}}
+	if sel != nil {
+		pa.Selector = &typev1beta1.WorkloadSelector{MatchLabels: sel}
+	}
+	for p, m := range ports {
+		if pa.PortLevelMtls == nil {
+			pa.PortLevelMtls = map[uint32]*securityapi.PeerAuthentication_MutualTLS{}
+		}
+		pa.PortLevelMtls[p] = &securityapi.PeerAuthentication_MutualTLS{Mode: m}
+	}
+	return &model.Config{Meta: model.Meta{Kind: model.KindPeerAuthentication, Name: name, Namespace: ns,
+		CreationTimestamp: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-age)}, Spec: pa}
+}
+
+func istioMutualDR(ns, host string) *model.Config {
+	return &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "mtls-" + ns, Namespace: ns},
+		Spec: &networking.DestinationRule{Host: host, TrafficPolicy: &networking.TrafficPolicy{
+			Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL}}}}
+}
+
+// istioMutualMesh is goldenMesh with ISTIO_MUTUAL for ratings and mysql, a mesh-wide STRICT
+// PeerAuthentication and a PERMISSIVE one for the default namespace.
+func istioMutualMesh() *model.Snapshot {
+	in := goldenInput()
+	in.Configs = append(in.Configs,
+		istioMutualDR("default", "ratings.default.svc.cluster.local"),
+		istioMutualDR("db", "mysql.db.svc.cluster.local"),
+		peerAuthConfig(RootNamespace, "default", nil, securityapi.PeerAuthentication_MutualTLS_STRICT, nil, 0),
+		peerAuthConfig("default", "default", nil, securityapi.PeerAuthentication_MutualTLS_PERMISSIVE, nil, 0),
+	)
+	return model.NewSnapshot(1, in)
+}
+
+// TestIstioMutualGolden: DestinationRule ISTIO_MUTUAL gives a cluster the TLS transport socket
+// referencing SDS default and ROOTCA; a PERMISSIVE port of virtualInbound gets an mTLS and a
+// plaintext chain told apart by the TLS inspector. Everything passes deep validation.
+func TestIstioMutualGolden(t *testing.T) {
+	s := istioMutualMesh()
+	p := sidecarProxy("10.1.0.1", "default") // a reviews endpoint: inbound port 9080
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	for _, typeURL := range []string{ClusterType, ListenerType} {
+		file := filepath.Join("testdata", "istio-mutual-"+typeShort[typeURL]+".json")
+		got := goldenJSON(t, g[typeURL])
+		if *update {
+			if err := os.WriteFile(file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("%v (run go test ./controlplane/gen -update to create it)", err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("%s differs (-want +got; go test ./controlplane/gen -update if intended):\n%s", file, diff)
+		}
+	}
+	tls := map[string]bool{}
+	for _, r := range g[ClusterType] {
+		tls[r.Name] = r.Message.(*clusterv3.Cluster).GetTransportSocket() != nil
+	}
+	for name, want := range map[string]bool{
+		"outbound|9090||ratings.default.svc.cluster.local": true, "outbound|3306||mysql.db.svc.cluster.local": true,
+		"outbound|9080||reviews.default.svc.cluster.local": false, "inbound|9080||": false,
+	} {
+		if tls[name] != want {
+			t.Errorf("cluster %s: transport socket %v, want %v", name, tls[name], want)
+		}
+	}
+	// The proxyless family keeps plaintext clusters (grpc-go takes no SDS).
+	gp := grpcProxy("default")
+	rs, err := ForType(ClusterType, gp).Generate(gp, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Message.(*clusterv3.Cluster).GetTransportSocket() != nil {
+			t.Errorf("grpc cluster %s has a transport socket", r.Name)
+		}
+	}
+}
+
+// inboundModes returns, per filter chain of virtualInbound, whether it terminates TLS.
+func inboundModes(t *testing.T, p *model.Proxy, s *model.Snapshot) (map[string]bool, bool) {
+	t.Helper()
+	rs, err := ForType(ListenerType, p).Generate(p, s, []string{VirtualInboundListener})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("virtualInbound: %v (%d resources)", err, len(rs))
+	}
+	l := rs[0].Message.(*listenerv3.Listener)
+	out := map[string]bool{}
+	for _, fc := range l.GetFilterChains() {
+		out[fc.GetName()] = fc.GetTransportSocket() != nil
+	}
+	inspector := false
+	for _, lf := range l.GetListenerFilters() {
+		inspector = inspector || lf.GetName() == tlsInspectorFilterName
+	}
+	return out, inspector
+}
+
+// TestPeerAuthResolution: mesh, namespace, workload and port-level policies, UNSET
+// inheritance, the oldest of two workload policies, and no policy at all (plaintext).
+func TestPeerAuthResolution(t *testing.T) {
+	const (
+		unset      = securityapi.PeerAuthentication_MutualTLS_UNSET
+		disable    = securityapi.PeerAuthentication_MutualTLS_DISABLE
+		permissive = securityapi.PeerAuthentication_MutualTLS_PERMISSIVE
+		strict     = securityapi.PeerAuthentication_MutualTLS_STRICT
+	)
+	client := map[string]string{"app": "client"}
+	for _, tc := range []struct {
+		name      string
+		pas       []*model.Config
+		want      map[string]bool // chain name → TLS
+		inspector bool
+	}{
+		{"none", nil, map[string]bool{"0.0.0.0_9080": false}, false},
+		{"mesh strict", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, strict, nil, 0)}, map[string]bool{"0.0.0.0_9080": true}, false},
+		{"mesh unset is permissive", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, unset, nil, 0)},
+			map[string]bool{"0.0.0.0_9080": false, "0.0.0.0_9080-mtls": true}, true},
+		{"namespace disables mesh strict", []*model.Config{
+			peerAuthConfig(RootNamespace, "default", nil, strict, nil, 0), peerAuthConfig("default", "default", nil, disable, nil, 0)},
+			map[string]bool{"0.0.0.0_9080": false}, false},
+		{"other namespace does not apply", []*model.Config{peerAuthConfig("other", "default", nil, strict, nil, 0)}, map[string]bool{"0.0.0.0_9080": false}, false},
+		{"workload unset inherits namespace strict", []*model.Config{
+			peerAuthConfig("default", "default", nil, strict, nil, 0), peerAuthConfig("default", "w", client, unset, nil, 0)},
+			map[string]bool{"0.0.0.0_9080": true}, false},
+		{"selector not matching", []*model.Config{peerAuthConfig("default", "w", map[string]string{"app": "x"}, strict, nil, 0)}, map[string]bool{"0.0.0.0_9080": false}, false},
+		{"port level overrides", []*model.Config{
+			peerAuthConfig("default", "w", client, strict, map[uint32]securityapi.PeerAuthentication_MutualTLS_Mode{9080: disable}, 0)},
+			map[string]bool{"0.0.0.0_9080": false}, false},
+		{"oldest workload policy wins", []*model.Config{
+			peerAuthConfig("default", "a-new", client, disable, nil, 0), peerAuthConfig("default", "z-old", client, strict, nil, time.Hour)},
+			map[string]bool{"0.0.0.0_9080": true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := goldenInput()
+			in.Configs = append(in.Configs, tc.pas...)
+			p := sidecarProxy("10.1.0.1", "default")
+			got, inspector := inboundModes(t, p, model.NewSnapshot(1, in))
+			if diff := cmp.Diff(tc.want, got); diff != "" || inspector != tc.inspector {
+				t.Errorf("chains (-want +got):\n%s\ntls inspector %v, want %v", diff, inspector, tc.inspector)
+			}
+		})
+	}
+}

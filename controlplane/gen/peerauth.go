@@ -1,0 +1,132 @@
+package gen
+
+import (
+	"strings"
+
+	securityapi "istio.io/api/security/v1beta1"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// RootNamespace holds mesh-wide PeerAuthentications (Istio's default meshConfig.rootNamespace).
+const RootNamespace = "istio-system"
+
+// mtlsMode is the inbound mTLS mode of one port.
+type mtlsMode uint8
+
+const (
+	// mtlsNone: no PeerAuthentication applies, the port is plaintext. (Istio's default is
+	// PERMISSIVE; xdslab keeps plaintext so that configs without security policy generate
+	// what they always did.)
+	mtlsNone mtlsMode = iota
+	mtlsDisable
+	mtlsPermissive
+	mtlsStrict
+)
+
+// peerAuth is the PeerAuthentication in effect for one proxy: the mesh-wide policy, overridden
+// by the namespace's, then by a workload policy whose selector matches the proxy's labels, then
+// per port. UNSET inherits; a policy chain that is UNSET all the way means PERMISSIVE, as in
+// Istio.
+type peerAuth struct {
+	mode  mtlsMode
+	ports map[uint32]mtlsMode // workload policy's portLevelMtls
+	deps  []model.ConfigKey
+}
+
+// peerAuthFor resolves the proxy's policy. Among several candidates of one level the oldest
+// wins, then the first by name, as istiod picks.
+func peerAuthFor(p *model.Proxy, s *model.Snapshot) peerAuth {
+	var out peerAuth
+	pick := func(ns string, workload bool) *model.Config {
+		var best *model.Config
+		for _, c := range s.ConfigsIn(model.KindPeerAuthentication, ns) {
+			sel := paSpec(c).GetSelector().GetMatchLabels()
+			if workload != (len(sel) > 0) || (workload && !labelsMatch(sel, p.Labels)) {
+				continue
+			}
+			if best == nil || c.CreationTimestamp.Before(best.CreationTimestamp) ||
+				(c.CreationTimestamp.Equal(best.CreationTimestamp) && c.Name < best.Name) {
+				best = c
+			}
+		}
+		return best
+	}
+	apply := func(c *model.Config) {
+		if c == nil {
+			return
+		}
+		out.deps = append(out.deps, c.Key())
+		if m := modeOf(paSpec(c).GetMtls()); m != mtlsNone {
+			out.mode = m
+		} else if out.mode == mtlsNone {
+			out.mode = mtlsPermissive // present but UNSET: Istio's default
+		}
+	}
+	apply(pick(RootNamespace, false))
+	if p.Namespace != RootNamespace {
+		apply(pick(p.Namespace, false))
+	}
+	if w := pick(p.Namespace, true); w != nil {
+		apply(w)
+		for port, m := range paSpec(w).GetPortLevelMtls() {
+			if pm := modeOf(m); pm != mtlsNone {
+				if out.ports == nil {
+					out.ports = map[uint32]mtlsMode{}
+				}
+				out.ports[port] = pm
+			}
+		}
+	}
+	out.deps = sortDeps(out.deps)
+	return out
+}
+
+// port is the mode of one inbound (target) port.
+func (pa peerAuth) port(n uint32) mtlsMode {
+	if m, ok := pa.ports[n]; ok {
+		return m
+	}
+	return pa.mode
+}
+
+func modeOf(m *securityapi.PeerAuthentication_MutualTLS) mtlsMode {
+	switch m.GetMode() {
+	case securityapi.PeerAuthentication_MutualTLS_DISABLE:
+		return mtlsDisable
+	case securityapi.PeerAuthentication_MutualTLS_PERMISSIVE:
+		return mtlsPermissive
+	case securityapi.PeerAuthentication_MutualTLS_STRICT:
+		return mtlsStrict
+	}
+	return mtlsNone
+}
+
+func paSpec(c *model.Config) *securityapi.PeerAuthentication {
+	s, _ := c.Spec.(*securityapi.PeerAuthentication)
+	return s
+}
+
+func labelsMatch(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// InboundScope names what a sidecar's inbound listener reads besides its IP: the namespace and
+// labels that select its PeerAuthentication. The ADS server adds it to the listener cache class
+// of a sidecar that is an endpoint, when the snapshot has PeerAuthentications.
+func InboundScope(p *model.Proxy, s *model.Snapshot) string {
+	if p == nil || s == nil || len(s.Configs(model.KindPeerAuthentication)) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(p.Namespace)
+	for _, k := range sortedKeys(p.Labels) {
+		b.WriteString("|" + k + "=" + p.Labels[k])
+	}
+	return b.String()
+}

@@ -1,0 +1,343 @@
+package model
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	networking "istio.io/api/networking/v1alpha3"
+)
+
+// RootNamespace is istiod's default root namespace (meshConfig.rootNamespace): a Sidecar
+// without a workload selector there applies to the proxies of every namespace that has none
+// of its own. xdslab does not read a mesh config, so it is fixed.
+const RootNamespace = "istio-system"
+
+// visibility holds what a snapshot computes once about exportTo: whether any service,
+// VirtualService or DestinationRule restricts it (when none does and no Sidecar applies, every
+// proxy sees the same mesh and shares one scope key).
+type visibility struct {
+	once       sync.Once
+	restricted bool
+
+	// scopes memoizes ScopeFor for proxies whose labels cannot matter (no Sidecar of their
+	// namespace has a workload selector): one Scope per proxy type and namespace.
+	mu     sync.Mutex
+	scopes map[scopeMemoKey]*Scope
+}
+
+type scopeMemoKey struct {
+	typ NodeType
+	ns  string
+}
+
+func (s *Snapshot) exportRestricted() bool {
+	compute := func() bool {
+		for _, svc := range s.services {
+			if restrictive(svc.ExportTo) {
+				return true
+			}
+		}
+		for _, c := range s.configs[KindVirtualService] {
+			if vs, ok := c.Spec.(*networking.VirtualService); ok && restrictive(vs.GetExportTo()) {
+				return true
+			}
+		}
+		for _, c := range s.configs[KindDestinationRule] {
+			if dr, ok := c.Spec.(*networking.DestinationRule); ok && restrictive(dr.GetExportTo()) {
+				return true
+			}
+		}
+		return false
+	}
+	if s.vis == nil { // a snapshot not built by NewSnapshot (tests)
+		return compute()
+	}
+	s.vis.once.Do(func() { s.vis.restricted = compute() })
+	return s.vis.restricted
+}
+
+// restrictive reports whether an exportTo list hides the object from some namespace.
+func restrictive(exportTo []string) bool {
+	return len(exportTo) > 0 && !slices.Contains(exportTo, "*")
+}
+
+// Scope is what one proxy sees of one snapshot, istiod's SidecarScope: the services exported
+// to the proxy's namespace that the applied Sidecar's egress hosts import, and the
+// VirtualServices and DestinationRules exported to that namespace (VirtualServices also
+// filtered by the egress hosts, in their own namespace). Generators build only what the scope
+// sees; the push filter (ChangeSet.Affects) pushes a change only to scopes that see it.
+type Scope struct {
+	// Namespace is the proxy's namespace: exportTo is checked against it, and "." in egress
+	// hosts means it (also for a root-namespace Sidecar, as in istiod).
+	Namespace string
+	// Type is the proxy type; routers (gateways) use no Sidecar.
+	Type NodeType
+	// Sidecar is the Sidecar that applies, nil when none does (the whole exported mesh).
+	Sidecar *Config
+	hosts   []EgressHost
+	key     string
+}
+
+// ScopeFor returns the scope of proxy p in s: the Sidecar SelectSidecar picks for its
+// namespace and labels (none for a router), with the root namespace RootNamespace. A nil
+// proxy gets the unscoped view of a proxy without a namespace.
+//
+// Scopes are immutable and may be shared: ScopeFor returns the same one for every proxy of a
+// type and namespace when no Sidecar of that namespace has a workload selector.
+func (s *Snapshot) ScopeFor(p *Proxy) *Scope {
+	var typ NodeType
+	var ns string
+	if p != nil {
+		typ, ns = p.Type, p.Namespace
+	}
+	if s.vis == nil || hasSelector(s.ConfigsIn(KindSidecar, ns)) {
+		return s.newScope(p)
+	}
+	k := scopeMemoKey{typ, ns}
+	s.vis.mu.Lock()
+	sc, ok := s.vis.scopes[k]
+	s.vis.mu.Unlock()
+	if ok {
+		return sc
+	}
+	sc = s.newScope(p)
+	s.vis.mu.Lock()
+	if s.vis.scopes == nil {
+		s.vis.scopes = map[scopeMemoKey]*Scope{}
+	}
+	s.vis.scopes[k] = sc
+	s.vis.mu.Unlock()
+	return sc
+}
+
+// hasSelector reports whether any of the Sidecars has a workload selector.
+func hasSelector(sidecars []*Config) bool {
+	for _, c := range sidecars {
+		if sc, ok := c.Spec.(*networking.Sidecar); ok && len(sc.GetWorkloadSelector().GetLabels()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// newScope computes the scope of p in s.
+func (s *Snapshot) newScope(p *Proxy) *Scope {
+	sc := &Scope{}
+	if p != nil {
+		sc.Namespace, sc.Type = p.Namespace, p.Type
+	}
+	if sc.Type != Router {
+		cands := s.ConfigsIn(KindSidecar, sc.Namespace)
+		if sc.Namespace != RootNamespace {
+			cands = append(slices.Clip(cands), s.ConfigsIn(KindSidecar, RootNamespace)...)
+		}
+		var labels map[string]string
+		if p != nil {
+			labels = p.Labels
+		}
+		sc.Sidecar = SelectSidecar(cands, sc.Namespace, labels, RootNamespace)
+	}
+	switch {
+	case sc.Sidecar != nil:
+		spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
+		for _, eg := range spec.GetEgress() {
+			for _, h := range eg.GetHosts() {
+				if e, ok := ParseEgressHost(h, sc.Namespace); ok {
+					sc.hosts = append(sc.hosts, e)
+				}
+			}
+		}
+		sc.key = "ns=" + sc.Namespace + "|sidecar=" + sc.Sidecar.Namespace + "/" + sc.Sidecar.Name
+	case s.exportRestricted():
+		sc.key = "ns=" + sc.Namespace
+	}
+	return sc
+}
+
+// Key names the view: two proxies whose scopes of one snapshot have the same key see the same
+// services and configs (and get the same generated resources, other things equal). It is ""
+// for the whole mesh (no Sidecar applies and nothing restricts exportTo); otherwise it names
+// the proxy namespace and the applied Sidecar. The Sidecar's content is not in the key: a
+// Sidecar change is a config change, which moves the snapshot's full generation, and cache
+// entries of older generations are never served.
+func (sc *Scope) Key() string {
+	if sc == nil {
+		return ""
+	}
+	return sc.key
+}
+
+// imports reports whether an egress host imports hostname in namespace ns; true with no Sidecar.
+func (sc *Scope) imports(hostname, ns string) bool {
+	if sc.Sidecar == nil {
+		return true
+	}
+	for _, e := range sc.hosts {
+		if e.Matches(hostname, ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// SeesService reports whether the scope contains svc: exported to the proxy's namespace and
+// imported by the Sidecar.
+func (sc *Scope) SeesService(svc *Service) bool {
+	if sc == nil {
+		return true
+	}
+	if svc == nil || !ExportedTo(svc.ExportTo, svc.Namespace, sc.Namespace) {
+		return false
+	}
+	return sc.imports(svc.Hostname, svc.Namespace)
+}
+
+// SeesVirtualService reports whether the VirtualService c applies in the scope: exported to
+// the proxy's namespace and, under a Sidecar, one of its hosts (short names resolved in c's
+// namespace) matched by an egress host of c's namespace (or "*"). A wildcard VS host is
+// matched by an egress host that covers it ("*" or the same wildcard).
+func (sc *Scope) SeesVirtualService(c *Config) bool {
+	if sc == nil {
+		return true
+	}
+	vs, ok := c.Spec.(*networking.VirtualService)
+	if !ok || !ExportedTo(vs.GetExportTo(), c.Namespace, sc.Namespace) {
+		return false
+	}
+	if sc.Sidecar == nil {
+		return true
+	}
+	for _, h := range vs.GetHosts() {
+		h = qualify(h, c.Namespace)
+		for _, e := range sc.hosts {
+			if e.Namespace == "" || (e.Namespace != "*" && e.Namespace != c.Namespace) {
+				continue
+			}
+			if HostMatches(e.Host, h) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ExportsDestinationRule reports whether the DestinationRule c is exported to the scope's
+// namespace (istiod applies to a proxy only the rules exported to it; which services they
+// reach is decided by the services the scope sees).
+func (sc *Scope) ExportsDestinationRule(c *Config) bool {
+	if sc == nil {
+		return true
+	}
+	dr, ok := c.Spec.(*networking.DestinationRule)
+	return ok && ExportedTo(dr.GetExportTo(), c.Namespace, sc.Namespace)
+}
+
+// seesDestinationRule reports whether DR c changes something the scope sees in s: it is
+// exported to the scope and its host names (or, wildcard, matches) a service the scope sees.
+func (sc *Scope) seesDestinationRule(c *Config, s *Snapshot) bool {
+	if !sc.ExportsDestinationRule(c) {
+		return false
+	}
+	dr, _ := c.Spec.(*networking.DestinationRule)
+	h := qualify(dr.GetHost(), c.Namespace)
+	if !strings.HasPrefix(h, "*") {
+		return sc.SeesService(s.Service(h))
+	}
+	for _, svc := range s.Services() {
+		if HostMatches(h, svc.Hostname) && sc.SeesService(svc) {
+			return true
+		}
+	}
+	return false
+}
+
+// qualify turns a short host name into the FQDN in namespace ns, as istiod resolves hosts of
+// VirtualServices and DestinationRules.
+func qualify(h, ns string) string {
+	if h == "*" || strings.Contains(h, ".") || ns == "" {
+		return h
+	}
+	return h + "." + ns + ".svc.cluster.local"
+}
+
+// ChangeSet is one push's changes prepared for the per-proxy push filter: the keys of the
+// request with the snapshots before and after, and the addresses of the endpoints whose
+// services changed (a proxy at one of them has inbound config built from that service,
+// whatever its scope).
+type ChangeSet struct {
+	Prev, Next *Snapshot
+	// Everything is true for a full request with no ConfigsUpdated (or no previous
+	// snapshot): every proxy is pushed.
+	Everything bool
+	Keys       []ConfigKey
+	ips        map[string]struct{}
+}
+
+// NewChangeSet prepares req for filtering; prev may be nil (the first snapshot).
+func NewChangeSet(prev, next *Snapshot, req *PushRequest) *ChangeSet {
+	ch := &ChangeSet{Prev: prev, Next: next}
+	if prev == nil || req == nil || (req.Full && len(req.ConfigsUpdated) == 0) {
+		ch.Everything = true
+		return ch
+	}
+	ch.ips = map[string]struct{}{}
+	for k := range req.ConfigsUpdated {
+		ch.Keys = append(ch.Keys, k)
+		if k.Kind != KindService && k.Kind != KindEndpoint {
+			continue
+		}
+		for _, snap := range []*Snapshot{prev, next} {
+			for _, ep := range snap.Endpoints(k.Name) {
+				ch.ips[ep.Address] = struct{}{}
+			}
+		}
+	}
+	slices.SortFunc(ch.Keys, func(a, b ConfigKey) int { return strings.Compare(a.String(), b.String()) })
+	return ch
+}
+
+// TouchesIP reports whether an endpoint of a changed service is (or was) at ip: the proxy
+// there must be pushed, as its inbound clusters and listeners come from that service.
+func (ch *ChangeSet) TouchesIP(ip string) bool {
+	_, ok := ch.ips[ip]
+	return ok
+}
+
+// Affects reports whether the change reaches a proxy whose scope was prev (in ch.Prev) and is
+// next (in ch.Next), istiod's ProxyNeedsPush for sidecars: yes when the view itself changed
+// (another Sidecar applies, or the applied one changed), when a changed service or its
+// endpoints is seen before or after, when a changed VirtualService or DestinationRule applies
+// before or after, and for kinds it does not know. Gateway changes do not reach sidecars.
+// It does not look at the proxy's IP (see TouchesIP).
+func (ch *ChangeSet) Affects(prev, next *Scope) bool {
+	if ch.Everything || prev.Key() != next.Key() {
+		return true
+	}
+	for _, k := range ch.Keys {
+		if ch.keyAffects(k, prev, next) {
+			return true
+		}
+	}
+	return false
+}
+
+func (ch *ChangeSet) keyAffects(k ConfigKey, prev, next *Scope) bool {
+	switch k.Kind {
+	case KindService, KindEndpoint:
+		return prev.SeesService(ch.Prev.Service(k.Name)) || next.SeesService(ch.Next.Service(k.Name))
+	case KindVirtualService:
+		return seen(ch.Prev.Config(k), prev.SeesVirtualService) || seen(ch.Next.Config(k), next.SeesVirtualService)
+	case KindDestinationRule:
+		return (ch.Prev.Config(k) != nil && prev.seesDestinationRule(ch.Prev.Config(k), ch.Prev)) ||
+			(ch.Next.Config(k) != nil && next.seesDestinationRule(ch.Next.Config(k), ch.Next))
+	case KindSidecar:
+		// Selection changes show in the key; here the applied Sidecar itself changed.
+		return (prev.Sidecar != nil && prev.Sidecar.Key() == k) || (next.Sidecar != nil && next.Sidecar.Key() == k)
+	case KindGateway:
+		return next.Type == Router
+	}
+	return true
+}
+
+func seen(c *Config, sees func(*Config) bool) bool { return c != nil && sees(c) }
