@@ -4,7 +4,8 @@
 //	debounce ─PushRequest─▶ Queue.Enqueue(conn, req) for every connection
 //	                          │ at most one pending request per connection, merged in place
 //	PushThrottle workers: Queue.Dequeue ─▶ hand the Item to the connection ─▶ MarkDone
-//	connection (owner goroutine): per type, Flow.Push ─▶ send ─▶ Flow.Sent; on ACK/NACK Flow.Ack
+//	connection (its session, fed by the owner goroutine): per type, Flow.Push ─▶ send ─▶ Flow.Sent;
+//	                          on ACK/NACK Flow.Ack
 //
 // # Queue
 //

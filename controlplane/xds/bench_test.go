@@ -32,9 +32,9 @@ func cpuTime() time.Duration {
 // fullConfig does the server's work for one sidecar's initial config: every type generated or
 // taken from the cache and encoded into a response.
 func fullConfig(b *testing.B, s *Server, st *pushState, p *model.Proxy) int {
-	c := &conn{srv: s, proxy: p}
+
 	bytes := 0
-	cds, err := s.resources(c, st, gen.ClusterType, nil, true)
+	cds, err := s.resources(p, st, gen.ClusterType, nil, true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func fullConfig(b *testing.B, s *Server, st *pushState, p *model.Proxy) int {
 		names    []string
 		wildcard bool
 	}{{gen.EndpointType, eds, false}, {gen.ListenerType, nil, true}, {gen.RouteType, []string{"8080"}, false}} {
-		res, err := s.resources(c, st, t.typeURL, t.names, t.wildcard)
+		res, err := s.resources(p, st, t.typeURL, t.names, t.wildcard)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,8 +2,14 @@
 // keeps per-connection, per-type protocol state (subscription, nonce, versions sent, acked and
 // nacked), answers requests and pushes snapshots.
 //
-// Each stream has one owner goroutine (the gRPC handler); a receive goroutine only forwards
-// requests to it. The owner serves requests before pushes, at most maxRequestStreak in a row.
+// A stream's protocol state is a session (session.go), a pure core: SotW or Delta requests,
+// push turns and flow-control ticks go in; effects come out (responses to write, notes that
+// become metrics and log records, the flow-control timer's next deadline, the syncz status).
+// It has no goroutines, no clock and no gRPC; the transcripts in testdata/session script it
+// input by input and pin the rules below. Its shell (conn.go) is the stream's one owner
+// goroutine (the gRPC handler), which feeds the session and performs its effects; a receive
+// goroutine only forwards requests to it. The owner serves requests before pushes, at most
+// maxRequestStreak in a row.
 // Pushes come from Server.Push: every connection whose scoped view (model.Scope: its Sidecar
 // and exportTo) the change reaches, before or after it, is enqueued in the push queue (one
 // pending, merged request per connection; see pushfilter.go, istiod's ProxyNeedsPush) and a bounded set of workers hands each connection its turn;

@@ -196,3 +196,58 @@ func TestClientThatStopsReadingDoesNotStallPushes(t *testing.T) {
 		b.ack(r)
 	}
 }
+
+// The shell's flow-control timer: a push held for a client that never answers goes out when
+// the ACK timeout passes, not before (a lower bound: load can only delay the release).
+func TestAckTimeoutReleasesHeldPush(t *testing.T) {
+	o := testOptions()
+	o.AckTimeout = 200 * time.Millisecond
+	ts := startServer(t, o)
+	in := topology(2, 1)
+	ts.push(in, true)
+	c := dial(t, ts.addr, sidecarNode(t, "10.200.0.1", "ns-0", ""))
+	host := "svc-1.ns-1.svc.cluster.local"
+	start := time.Now() // before the first response is written, so before its wait starts
+	c.send(gen.EndpointType, "", "", []string{"outbound|8080||" + host}, "")
+	first := c.recv() // never acknowledged
+	in.Endpoints[host] = append(in.Endpoints[host], endpoint(host, "10.9.9.9"))
+	snap := ts.push(in, false, host)
+	r := c.recv()
+	if waited := time.Since(start); waited < o.AckTimeout {
+		t.Fatalf("the held push came %v after the first response, before the %v ACK timeout", waited, o.AckTimeout)
+	}
+	if r.VersionInfo != snap.Version || r.Nonce == first.Nonce {
+		t.Fatalf("got version %s nonce %s, want the held push's version %s", r.VersionInfo, r.Nonce, snap.Version)
+	}
+	if cla := decode(t, r, newCLA)["outbound|8080||"+host]; len(cla.GetEndpoints()[0].GetLbEndpoints()) != 2 {
+		t.Fatalf("released push carries %v, want 2 endpoints", cla)
+	}
+}
+
+// A Delta EDS subscription that grows after an endpoint push still gets endpoint pushes for the
+// names it added (the session re-indexes the subscription by host when it changes; it used to
+// keep the index built by the first endpoint push and miss the later names).
+func TestDeltaLaterEDSSubscriptionGetsEndpointPushes(t *testing.T) {
+	ts := startServer(t, testOptions())
+	in := topology(3, 1)
+	ts.push(in, true)
+	c := dialDelta(t, ts.addr, sidecarNode(t, "10.200.0.1", "ns-0", ""))
+	hostA, hostB := in.Services[0].Hostname, in.Services[1].Hostname
+	nameA, nameB := "outbound|8080||"+hostA, "outbound|8080||"+hostB
+	c.send(gen.EndpointType, []string{nameA}, nil, "", "")
+	r := c.recv()
+	c.send(gen.EndpointType, nil, nil, r.Nonce, "")
+	in.Endpoints[hostA] = append(in.Endpoints[hostA], endpoint(hostA, "10.9.9.1"))
+	ts.push(in, false, hostA)
+	r = c.recv()
+	c.send(gen.EndpointType, []string{nameB}, nil, r.Nonce, "")
+	if r = c.recv(); len(r.Resources) != 1 || r.Resources[0].Name != nameB {
+		t.Fatalf("subscribing %s: got %d resources", nameB, len(r.Resources))
+	}
+	c.send(gen.EndpointType, nil, nil, r.Nonce, "")
+	in.Endpoints[hostB] = append(in.Endpoints[hostB], endpoint(hostB, "10.9.9.2"))
+	ts.push(in, false, hostB)
+	if r = c.recv(); len(r.Resources) != 1 || r.Resources[0].Name != nameB {
+		t.Fatalf("endpoint push for %s: got %d resources", hostB, len(r.Resources))
+	}
+}

@@ -23,33 +23,32 @@ type Secrets interface {
 	Material(identity string, now time.Time) (gen.SDSMaterial, error)
 }
 
-// withIdentity returns p with the verified identity of the stream ctx belongs to (p itself
-// when there is none). The identity never comes from the node, which the client writes.
-func (s *Server) withIdentity(ctx context.Context, p *model.Proxy) *model.Proxy {
-	if s.opts.Secrets == nil {
-		return p
+// streamIdentity returns the verified identity of the stream whose context is ctx ("" when
+// there is none). The identity never comes from the node, which the client writes; the session
+// stamps it on the proxy of the stream's first request.
+func (s *Server) streamIdentity(ctx context.Context) string {
+	if s.opts.Secrets == nil || ctx == nil {
+		return ""
 	}
 	id, ok := s.opts.Secrets.Identity(ctx)
-	if !ok || id == "" {
-		return p
+	if !ok {
+		return ""
 	}
-	q := *p
-	q.Identity = id
-	return &q
+	return id
 }
 
-// secretResources builds c's secrets (names nil: all). They bypass the shared cache (a private
+// secretResources builds p's secrets (names nil: all). They bypass the shared cache (a private
 // key must never be shared across identities) and are built per response; Material returns
 // the same certificate until it is rotated, so an unchanged secret hashes the same and is not
 // re-sent.
-func (s *Server) secretResources(c *conn, names []string, now time.Time) ([]*cache.Resource, error) {
-	if s.opts.Secrets == nil || c.proxy.Identity == "" {
+func (s *Server) secretResources(p *model.Proxy, names []string, now time.Time) ([]*cache.Resource, error) {
+	if s.opts.Secrets == nil || p.Identity == "" {
 		return nil, nil
 	}
 	s.metrics.CacheRead(gen.SecretType, cache.Bypass)
-	m, err := s.opts.Secrets.Material(c.proxy.Identity, now)
+	m, err := s.opts.Secrets.Material(p.Identity, now)
 	if err != nil {
-		return nil, fmt.Errorf("sds: certificate for %s: %w", c.proxy.Identity, err)
+		return nil, fmt.Errorf("sds: certificate for %s: %w", p.Identity, err)
 	}
 	secs, err := gen.SDSSecrets(m, names)
 	out := make([]*cache.Resource, 0, len(secs))
@@ -86,7 +85,7 @@ func (s *Server) PushSecrets(identities []string) {
 	s.mu.Lock()
 	var conns []*conn
 	for c := range s.conns {
-		if _, ok := want[c.proxy.Identity]; ok {
+		if _, ok := want[c.proxy().Identity]; ok {
 			conns = append(conns, c)
 		}
 	}
@@ -102,18 +101,18 @@ func (s *Server) PushSecrets(identities []string) {
 // pushSecrets is the SDS part of a push turn: after a rotation of the stream's identity, or
 // with a push of everything (a merged rotation is then part of it). It reports whether the
 // request asked for nothing else.
-func (c *conn) pushSecrets(req *model.PushRequest, now time.Time) (only bool, err error) {
+func (s *session) pushSecrets(req *model.PushRequest, now time.Time) (only bool) {
 	only = !req.Full && len(req.ConfigsUpdated) > 0
 	rotated := false
 	for k := range req.ConfigsUpdated {
 		if k.Kind != model.KindSecret {
 			only = false
-		} else if k.Name == c.proxy.Identity {
+		} else if k.Name == s.proxy.Identity {
 			rotated = true
 		}
 	}
 	if rotated || (req.Full && len(req.ConfigsUpdated) == 0) {
-		_, err = c.pushType(gen.SecretType, req, nil, now)
+		s.pushType(gen.SecretType, req, nil, now)
 	}
-	return only, err
+	return only
 }

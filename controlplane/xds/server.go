@@ -130,8 +130,6 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
-
-	timers *flowTimers
 }
 
 // New returns a server; call Run to start its push workers and Register to serve it.
@@ -154,7 +152,6 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.queue = push.NewQueue[*conn](s.now)
-	s.timers = newFlowTimers(s.now)
 	return s, nil
 }
 
@@ -191,6 +188,13 @@ func FineBufferPool() mem.BufferPool {
 	return p
 }
 
+// pushTurn performs one push turn and lets its worker go.
+func (c *conn) pushTurn(item pushItem) error {
+	defer close(item.done)
+	now := c.srv.now()
+	return c.apply(c.sess.Push(item.req, now), now)
+}
+
 // Run runs the push workers until ctx is done.
 func (s *Server) Run(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -200,7 +204,6 @@ func (s *Server) Run(ctx context.Context) {
 	<-ctx.Done()
 	s.queue.Close()
 	wg.Wait()
-	s.timers.stopAll()
 }
 
 func (s *Server) worker(ctx context.Context) {
@@ -257,7 +260,7 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 	s.mu.Unlock()
 	skipped := 0
 	for _, c := range conns {
-		if !filter.needsPush(c.proxy) {
+		if !filter.needsPush(c.proxy()) {
 			skipped++
 			continue
 		}
@@ -288,7 +291,6 @@ func (s *Server) unregister(c *conn) {
 		s.metrics.ConnectedClients(-1)
 	}
 	s.queue.Remove(c)
-	s.timers.remove(c)
 }
 
 // admitStream takes an admission token for a new stream, waiting up to AdmissionWait for one.
@@ -322,7 +324,9 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 		r := &sotwRequest{}
 		return r, stream.RecvMsg(r)
 	}
-	return serve(s, stream.Context(), c, recv, c.handleRequest)
+	return serve(s, stream.Context(), c, recv, func(r *sotwRequest, now time.Time) error {
+		return c.apply(c.sess.Request(r, now), now)
+	})
 }
 
 // DeltaAggregatedResources serves one Delta (incremental) ADS stream.
@@ -332,19 +336,27 @@ func (s *Server) DeltaAggregatedResources(stream discoverygrpc.AggregatedDiscove
 	}
 	c := s.newConn(stream, true)
 	defer s.closeConn(c)
-	return serve(s, stream.Context(), c, stream.Recv, c.handleDeltaRequest)
+	return serve(s, stream.Context(), c, stream.Recv, func(r *discoverygrpc.DeltaDiscoveryRequest, now time.Time) error {
+		return c.apply(c.sess.DeltaRequest(r, now), now)
+	})
 }
 
 func (s *Server) newConn(stream grpc.ServerStream, delta bool) *conn {
-	return &conn{srv: s, stream: stream, delta: delta, since: s.now(), types: map[string]*typeState{},
-		pushCh: make(chan pushItem), closed: make(chan struct{}), wake: make(chan time.Time, 1),
-		flow: push.NewFlow(push.FlowOptions{Enabled: s.opts.FlowControl, AckTimeout: s.opts.AckTimeout})}
+	c := &conn{srv: s, stream: stream, since: s.now(), pushCh: make(chan pushItem), closed: make(chan struct{}),
+		sess: newSession(s, delta, push.FlowOptions{Enabled: s.opts.FlowControl, AckTimeout: s.opts.AckTimeout})}
+	if stream != nil {
+		c.sess.identity = s.streamIdentity(stream.Context())
+	}
+	return c
 }
 
 func (s *Server) closeConn(c *conn) {
 	close(c.closed)
 	if c.sendq != nil {
 		close(c.sendq) // the sender exits once a blocked SendMsg returns with the stream
+	}
+	if c.timer != nil {
+		c.timer.Stop()
 	}
 	s.unregister(c)
 }
@@ -355,7 +367,8 @@ const maxRequestStreak = 16
 
 // serve is a stream's owner loop: a receive goroutine forwards requests; the owner serves
 // requests before pushes (so a push sees the latest ACKs and subscriptions), at most
-// maxRequestStreak in a row, and handles flow-control timeouts.
+// maxRequestStreak in a row, and ticks the session when its flow-control timer fires. handle
+// feeds one request to the session and performs its effects.
 func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, error), handle func(Req, time.Time) error) error {
 	reqs := make(chan Req)
 	recvErr := make(chan error, 1)
@@ -391,9 +404,7 @@ func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, e
 			streak = 0
 			select {
 			case item := <-c.pushCh:
-				err := c.pushAll(item.req, s.now())
-				close(item.done)
-				if err != nil {
+				if err := c.pushTurn(item); err != nil {
 					return err
 				}
 				continue
@@ -407,13 +418,13 @@ func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, e
 				return err
 			}
 		case item := <-c.pushCh:
-			err := c.pushAll(item.req, s.now())
-			close(item.done)
-			if err != nil {
+			if err := c.pushTurn(item); err != nil {
 				return err
 			}
-		case <-c.wake:
-			if err := c.flowTimeout(s.now()); err != nil {
+		case <-c.timerC():
+			c.armed = time.Time{} // fired
+			now := s.now()
+			if err := c.apply(c.sess.Tick(now), now); err != nil {
 				return err
 			}
 		case err := <-recvErr:
@@ -424,19 +435,22 @@ func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, e
 	}
 }
 
-// resources returns the marshalled resources of typeURL for c: the whole set when wildcard,
+// current is the latest push state (nil before the first Push); sessions read it.
+func (s *Server) current() *pushState { return s.state.Load() }
+
+// resources returns the marshalled resources of typeURL for p: the whole set when wildcard,
 // else the named ones, from the cache or generated and stored.
-func (s *Server) resources(c *conn, st *pushState, typeURL string, names []string, wildcard bool) ([]*cache.Resource, error) {
+func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names []string, wildcard bool) ([]*cache.Resource, error) {
 	if !gen.Cacheable(typeURL) {
-		return s.secretResources(c, names, s.now())
+		return s.secretResources(p, names, s.now())
 	}
-	g := gen.ForType(typeURL, c.proxy)
+	g := gen.ForType(typeURL, p)
 	if g == nil {
 		return nil, nil // a type we do not serve: answered with an empty response
 	}
-	class := s.class(c.proxy, st, typeURL, wildcard)
+	class := s.class(p, st, typeURL, wildcard)
 	build := func(names []string) ([]*cache.Resource, error) {
-		rs, err := g.Generate(c.proxy, st.snap, names)
+		rs, err := g.Generate(p, st.snap, names)
 		out := make([]*cache.Resource, 0, len(rs))
 		for _, r := range rs {
 			b, merr := gen.Marshal(r.Message)
@@ -516,8 +530,8 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
-		if sc := gen.InboundScope(p, st.snap); typeURL == gen.ListenerType && sc != "" {
-			k += "|" + sc // its PeerAuthentication's selection
+		if typeURL == gen.ListenerType {
+			k += "|" + gen.InboundScope(p, st.snap) // its PeerAuthentication's selection
 		}
 	}
 	return k

@@ -36,27 +36,6 @@ type ClientStatus struct {
 	Types     []TypeStatus `json:"types"`
 }
 
-func (c *conn) setStatus(f func(*ClientStatus)) {
-	c.statusMu.Lock()
-	f(&c.status)
-	c.statusMu.Unlock()
-}
-
-func (c *conn) updateTypeStatus(ts *typeState, _ time.Time) {
-	t := TypeStatus{TypeURL: ts.typeURL, Subscribed: len(ts.names), Wildcard: ts.wildcard, Sent: ts.version,
-		Acked: ts.acked, Nacked: ts.nacked, LastError: ts.lastErr, Nacks: ts.nacks, Responses: ts.sentResp,
-		Pending: c.flow.Awaiting(ts.typeURL), Held: c.flow.Holding(ts.typeURL), LastPush: ts.sentAt}
-	c.setStatus(func(s *ClientStatus) {
-		i := slices.IndexFunc(s.Types, func(x TypeStatus) bool { return x.TypeURL == t.TypeURL })
-		if i < 0 {
-			s.Types = append(s.Types, t)
-			slices.SortFunc(s.Types, func(a, b TypeStatus) int { return strings.Compare(a.TypeURL, b.TypeURL) })
-		} else {
-			s.Types[i] = t
-		}
-	})
-}
-
 // Syncz returns every registered client's status, sorted by node id.
 func (s *Server) Syncz() []ClientStatus {
 	s.mu.Lock()

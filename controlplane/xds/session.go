@@ -1,0 +1,708 @@
+package xds
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslab/xdslab/controlplane/cache"
+	"github.com/xdslab/xdslab/controlplane/gen"
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/controlplane/push"
+)
+
+// source is what a session serves from: the latest push state (nil before the first
+// snapshot) and the marshalled resources of a type for a proxy in that state (the whole set
+// when wildcard, else the named ones that exist). The Server is the source of every stream.
+type source interface {
+	current() *pushState
+	resources(p *model.Proxy, st *pushState, typeURL string, names []string, wildcard bool) ([]*cache.Resource, error)
+}
+
+// typeState is one type URL's protocol state on one stream.
+type typeState struct {
+	typeURL  string
+	wildcard bool
+	names    map[string]struct{}
+	// named: a SotW request of this type has named resources (or "*"), so an empty list no
+	// longer means wildcard.
+	named bool
+
+	nonce   string // latest nonce sent; requests with another nonce are stale
+	version string // version of the latest response sent
+	sentAt  time.Time
+	acked   string
+	nacked  string
+	lastErr string
+	nacks   int
+	// lastNack is the nonce (as a number) of the latest NACK logged and counted, so a NACK
+	// the client repeats is counted once.
+	lastNack uint64
+	// SotW: the hash and count of the resource_names of the request that set the subscription,
+	// exactly as sent ("*" and duplicates included), to recognise a request that restates it.
+	reqHash  uint64
+	reqCount int
+	// unanswered marks a request that came before the first snapshot: the first push must
+	// answer it even when the answer is empty.
+	unanswered bool
+	sent       map[string]uint64 // resource name → hash of the bytes last sent
+	sentResp   int
+	// byHost indexes an EDS subscription by service hostname (built on first use after the
+	// subscription changes), so an endpoint push finds its clusters without parsing every name.
+	byHost map[string][]string
+
+	// heldForce names the cluster assignments that must be re-sent with a push that flow
+	// control holds (the held request itself lives in session.flow).
+	heldForce map[string]struct{}
+}
+
+// response is one response a session asks its shell to write.
+type response struct {
+	typeURL, version, nonce string
+	resources               []*cache.Resource
+	removed                 []string // Delta only
+	delta                   bool
+}
+
+// encode returns the response in wire form (see codec.go).
+func (r *response) encode() *encodedResponse {
+	if r.delta {
+		return &encodedResponse{resources: r.resources, tail: deltaTail(r.version, r.typeURL, r.nonce, r.removed), delta: true}
+	}
+	return &encodedResponse{resources: r.resources, tail: responseTail(r.version, r.typeURL, r.nonce)}
+}
+
+// noteKind is a measurement or log record a session asks its shell to make.
+type noteKind uint8
+
+const (
+	// noteExpiredNonce: a request carried a stale nonce (pilot_xds_expired_nonce{type}).
+	noteExpiredNonce noteKind = iota
+	// noteAcked: the latest response of a type was answered after wait
+	// (xdslab_cp_ack_latency_seconds).
+	noteAcked
+	// noteRejected: a NACK not seen before (pilot_total_xds_rejects{type} and a warning log
+	// with nonce, version, code and message).
+	noteRejected
+	// noteGenError: generating resources failed for some of them (a warning log with msg).
+	noteGenError
+)
+
+type note struct {
+	kind    noteKind
+	typeURL string
+	wait    time.Duration
+	nonce   string
+	version string
+	code    codes.Code
+	msg     string
+}
+
+// effects is what the shell must do after feeding its session one input, in this order:
+// register the stream when register (the first request named the proxy), write out in
+// order (calling session.written after each), record notes, publish the status when status,
+// set the flow-control timer to deadline (zero: none; when it fires, call Tick), and end the
+// stream with err when it is not nil. The slices are reused by the next input.
+type effects struct {
+	register bool
+	out      []response
+	notes    []note
+	status   bool
+	deadline time.Time
+	err      error
+}
+
+// session is one ADS stream's protocol state: a pure core with no goroutines, no clock and no
+// gRPC. Its inputs are Request (SotW) or DeltaRequest, Push (a push turn), Tick (a flow-control
+// deadline passed) and written (a response went out); each returns the effects to perform. The
+// shell (conn.go) feeds it from one goroutine.
+type session struct {
+	src   source
+	delta bool // a Delta (incremental) xDS stream
+	// identity is the stream's verified identity (mTLS or JWT; "" for none), stamped on the
+	// proxy: SDS secrets are issued for it, never for what the node claims.
+	identity string
+	proxy    *model.Proxy
+	types    map[string]*typeState
+	// nonces counts responses; a nonce is the count in base 36.
+	nonces uint64
+	flow   *push.Flow
+	// afterCDS is the listener and route part of pushes whose CDS flow control holds: they
+	// would reference clusters the client does not have yet (make-before-break), so they go
+	// out right after the held CDS does.
+	afterCDS *model.PushRequest
+
+	eff effects
+}
+
+func newSession(src source, delta bool, flow push.FlowOptions) *session {
+	return &session{src: src, delta: delta, types: map[string]*typeState{}, flow: push.NewFlow(flow)}
+}
+
+// begin starts the effects of one input.
+func (s *session) begin() {
+	clear(s.eff.out)
+	clear(s.eff.notes)
+	s.eff = effects{out: s.eff.out[:0], notes: s.eff.notes[:0]}
+}
+
+// end finishes the effects of one input.
+func (s *session) end(err error) *effects {
+	s.eff.err = err
+	s.eff.deadline = s.flow.Deadline()
+	return &s.eff
+}
+
+func (s *session) note(n note) { s.eff.notes = append(s.eff.notes, n) }
+
+func (s *session) nextNonce() string {
+	s.nonces++
+	return strconv.FormatUint(s.nonces, 36)
+}
+
+// identify parses the proxy of a stream's first request.
+func (s *session) identify(node func() (*model.Proxy, error)) error {
+	if s.proxy != nil {
+		return nil
+	}
+	p, err := node()
+	if err != nil {
+		return status.Error(codes.InvalidArgument, "first request: "+err.Error())
+	}
+	if s.identity != "" {
+		p.Identity = s.identity
+	}
+	s.proxy = p
+	s.eff.register = true
+	return nil
+}
+
+// allRequired reports whether a type's SotW responses must list every subscribed resource
+// (a missing one is deleted).
+func allRequired(typeURL string) bool {
+	return typeURL == gen.ClusterType || typeURL == gen.ListenerType
+}
+
+// subscription reads a SotW request's resource_names. An empty list for CDS/LDS is the legacy
+// wildcard only while the client has never named a resource of the type on this stream
+// (named); after that it means "unsubscribe from everything" (xDS protocol, "How the client
+// specifies what resources to return").
+func subscription(typeURL string, names []string, named bool) (wildcard bool, set map[string]struct{}) {
+	set = make(map[string]struct{}, len(names))
+	for _, n := range names {
+		if n == "*" {
+			wildcard = true
+			continue
+		}
+		set[n] = struct{}{}
+	}
+	if len(names) == 0 && allRequired(typeURL) && !named {
+		wildcard = true
+	}
+	return wildcard, set
+}
+
+var errNoType = status.Error(codes.InvalidArgument, "request without type_url: ADS requests must name their type")
+
+// Request applies one SotW DiscoveryRequest received at now.
+func (s *session) Request(req *sotwRequest, now time.Time) *effects {
+	s.begin()
+	return s.end(s.request(req, now))
+}
+
+func (s *session) request(req *sotwRequest, now time.Time) error {
+	if err := s.identify(func() (*model.Proxy, error) { return model.ParseProxy(req.GetNode()) }); err != nil {
+		return err
+	}
+	typeURL := req.GetTypeUrl()
+	if typeURL == "" {
+		return errNoType
+	}
+	ts := s.types[typeURL]
+	nonce := req.GetResponseNonce()
+	if ts != nil && nonce != "" && req.GetErrorDetail() != nil {
+		s.rejected(ts, nonce, req.GetErrorDetail())
+	}
+	if ts != nil && nonce != "" && nonce != ts.nonce {
+		s.note(note{kind: noteExpiredNonce, typeURL: typeURL})
+		return nil
+	}
+	var release *model.PushRequest
+	if nonce != "" && ts != nil {
+		release = s.answered(ts, req.GetErrorDetail() != nil, now)
+	}
+
+	if ts != nil && nonce != "" && req.restates(ts.reqHash, ts.reqCount) {
+		// The common case, an ACK restating the subscription: nothing to diff.
+		s.release(ts, release, now)
+		return nil
+	}
+	wildcard, names := subscription(typeURL, req.Names(), ts != nil && ts.named)
+	if ts == nil || nonce == "" {
+		// A new subscription, or one restated after a reconnect: answer it in full.
+		if ts == nil {
+			ts = &typeState{typeURL: typeURL, sent: map[string]uint64{}}
+			s.types[typeURL] = ts
+		} else {
+			clear(ts.sent)
+		}
+		ts.wildcard, ts.names, ts.byHost = wildcard, names, nil
+		ts.named = ts.named || req.namesCount > 0
+		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
+		s.respond(ts, nil, nil, true, now)
+		return nil
+	}
+
+	var added []string
+	for n := range names {
+		if _, ok := ts.names[n]; !ok {
+			added = append(added, n)
+		}
+	}
+	removed := false
+	for n := range ts.names {
+		if _, ok := names[n]; !ok {
+			delete(ts.sent, n) // the client dropped it: a re-subscription must send it again
+			removed = true
+		}
+	}
+	changedWildcard := wildcard != ts.wildcard
+	if len(added) > 0 || removed {
+		ts.byHost = nil
+	}
+	ts.wildcard, ts.names = wildcard, names
+	ts.named = ts.named || req.namesCount > 0
+	ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
+
+	full := (allRequired(typeURL) && (len(added) > 0 || removed || changedWildcard)) ||
+		(!allRequired(typeURL) && changedWildcard && wildcard)
+	if full && release != nil {
+		// The answer below covers the held push: send the type once, with what it had to carry.
+		force := ts.heldForce
+		ts.heldForce = nil
+		changed := s.respond(ts, nil, force, true, now)
+		if ts.typeURL == gen.ClusterType {
+			s.afterReleasedCDS(release, changed, now)
+		}
+		return nil
+	}
+	s.release(ts, release, now)
+	switch {
+	case full:
+		s.respond(ts, nil, nil, true, now)
+	case !allRequired(typeURL) && len(added) > 0:
+		slices.Sort(added)
+		force := make(map[string]struct{}, len(added))
+		for _, n := range added {
+			force[n] = struct{}{}
+		}
+		s.respond(ts, added, force, true, now)
+	}
+	return nil
+}
+
+// DeltaRequest applies one DeltaDiscoveryRequest received at now. Subscription changes are
+// honoured even when the nonce is stale; ACK and NACK are judged by the nonce alone.
+func (s *session) DeltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.Time) *effects {
+	s.begin()
+	return s.end(s.deltaRequest(req, now))
+}
+
+func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.Time) error {
+	if err := s.identify(func() (*model.Proxy, error) { return model.ParseProxy(req.GetNode()) }); err != nil {
+		return err
+	}
+	typeURL := req.GetTypeUrl()
+	if typeURL == "" {
+		return errNoType
+	}
+	ts := s.types[typeURL]
+	first := ts == nil
+	if first {
+		ts = &typeState{typeURL: typeURL, sent: map[string]uint64{}, names: map[string]struct{}{}}
+		s.types[typeURL] = ts
+		// What the client already holds (after a reconnect): not re-sent while unchanged.
+		for name, v := range req.GetInitialResourceVersions() {
+			if h, err := strconv.ParseUint(v, 16, 64); err == nil {
+				ts.sent[name] = h
+			} else {
+				ts.sent[name] = 0 // unknown version: sent again
+			}
+		}
+		// Legacy wildcard: the first CDS/LDS request subscribes to nothing in particular.
+		ts.wildcard = allRequired(typeURL) && len(req.GetResourceNamesSubscribe()) == 0
+	}
+
+	// added: names to answer now. A name the client subscribes to again while the server thinks
+	// it is subscribed (Envoy does this after removing and re-adding interest) must still be
+	// sent: the client may have forgotten its copy (force). Only the first request's names may
+	// be skipped when initial_resource_versions says the client holds them.
+	var added []string
+	force := map[string]struct{}{}
+	wildcardOn := false
+	for _, n := range req.GetResourceNamesSubscribe() {
+		if n == "*" {
+			wildcardOn = wildcardOn || !ts.wildcard
+			ts.wildcard = true
+			continue
+		}
+		ts.names[n] = struct{}{}
+		added = appendUnique(added, n)
+		if !first {
+			force[n] = struct{}{}
+		}
+	}
+	unsub := req.GetResourceNamesUnsubscribe()
+	if slices.Contains(unsub, "*") {
+		ts.wildcard = false
+	}
+	for _, n := range unsub {
+		if n == "*" {
+			continue
+		}
+		delete(ts.names, n)
+		if ts.wildcard {
+			// Still covered by the wildcard: the protocol asks for a response carrying it in
+			// resources (it exists) or removed_resources (it does not).
+			added = appendUnique(added, n)
+			force[n] = struct{}{}
+			continue
+		}
+		delete(ts.sent, n)
+	}
+	if len(added) > 0 || len(unsub) > 0 {
+		ts.byHost = nil
+	}
+	var release *model.PushRequest
+	if nonce := req.GetResponseNonce(); nonce != "" {
+		if req.GetErrorDetail() != nil {
+			s.rejected(ts, nonce, req.GetErrorDetail())
+		}
+		if nonce != ts.nonce {
+			s.note(note{kind: noteExpiredNonce, typeURL: typeURL})
+		} else {
+			release = s.answered(ts, req.GetErrorDetail() != nil, now)
+		}
+	}
+	s.release(ts, release, now)
+
+	switch {
+	case first || wildcardOn:
+		s.respond(ts, nil, nil, true, now)
+	case len(added) > 0:
+		slices.Sort(added)
+		s.respond(ts, added, force, true, now)
+	}
+	return nil
+}
+
+// release sends a push that flow control held for ts until the client answered (nil: none),
+// with the assignments that had to be re-sent with it.
+func (s *session) release(ts *typeState, req *model.PushRequest, now time.Time) {
+	if req == nil {
+		return
+	}
+	force := ts.heldForce
+	ts.heldForce = nil
+	changed := s.pushType(ts.typeURL, req, force, now)
+	if ts.typeURL == gen.ClusterType {
+		s.afterReleasedCDS(req, changed, now)
+	}
+}
+
+// afterReleasedCDS follows a CDS response that flow control had held: the assignments of the
+// clusters that changed (a changed cluster warms until its ClusterLoadAssignment comes), then
+// the listeners and routes held behind it (make-before-break).
+func (s *session) afterReleasedCDS(req *model.PushRequest, changed map[string]struct{}, now time.Time) {
+	if len(changed) > 0 {
+		s.pushType(gen.EndpointType, req, changed, now)
+	}
+	if s.afterCDS == nil || s.flow.Holding(gen.ClusterType) {
+		return
+	}
+	after := s.afterCDS
+	s.afterCDS = nil
+	for _, t := range afterClusterTypes {
+		s.pushType(t, after, nil, now)
+	}
+}
+
+// afterClusterTypes are pushed after CDS and EDS, in Envoy's order; they reference clusters.
+var afterClusterTypes = []string{gen.ListenerType, gen.RouteType}
+
+// answered records the ACK or NACK of ts's latest response and returns a push that flow
+// control held meanwhile. A repeated answer to the same response changes nothing. (A NACK is
+// logged and counted by rejected, whatever its nonce.)
+func (s *session) answered(ts *typeState, nack bool, now time.Time) *model.PushRequest {
+	ar := s.flow.Ack(ts.typeURL, ts.nonce, now)
+	if !nack {
+		ts.acked = ts.version
+	}
+	if !ar.Matched {
+		return nil
+	}
+	s.note(note{kind: noteAcked, typeURL: ts.typeURL, wait: ar.Wait})
+	s.eff.status = true
+	return ar.Release
+}
+
+// rejected handles a NACK of ts's response with nonce: like istiod, it is logged at warning
+// level with the client's error and counted (pilot_total_xds_rejects{type}), once per nonce (a
+// client repeats its NACK with every request until a new version comes; those are not new
+// rejections). A NACK of the latest response also records the rejected version for
+// /debug/syncz. Nonces are a per-session counter, so "not yet counted" is "newer than the last
+// one counted"; a nonce this session never sent is ignored.
+func (s *session) rejected(ts *typeState, nonce string, detail *rpcstatus.Status) {
+	n, err := strconv.ParseUint(nonce, 36, 64)
+	if err != nil || n == 0 || n > s.nonces || n <= ts.lastNack {
+		return
+	}
+	ts.lastNack = n
+	version := ""
+	if nonce == ts.nonce {
+		version = ts.version
+		ts.nacked = version
+	}
+	ts.lastErr = detail.GetMessage()
+	ts.nacks++
+	s.note(note{kind: noteRejected, typeURL: ts.typeURL, nonce: nonce, version: version,
+		code: codes.Code(detail.GetCode()), msg: detail.GetMessage()})
+	s.eff.status = true
+}
+
+// Push handles one push turn at now: the affected types in Envoy's order (secrets first, which
+// clusters and listeners reference), each cluster that changed followed by its
+// ClusterLoadAssignment, listeners and routes last.
+func (s *session) Push(req *model.PushRequest, now time.Time) *effects {
+	s.begin()
+	s.pushAll(req, now)
+	return s.end(nil)
+}
+
+func (s *session) pushAll(req *model.PushRequest, now time.Time) {
+	if s.proxy == nil {
+		return
+	}
+	if s.pushSecrets(req, now) {
+		return
+	}
+	if !req.Full {
+		s.pushType(gen.EndpointType, req, nil, now)
+		return
+	}
+	changedClusters := s.pushType(gen.ClusterType, req, nil, now)
+	s.pushType(gen.EndpointType, req, changedClusters, now)
+	if s.flow.Holding(gen.ClusterType) {
+		s.afterCDS = s.afterCDS.Merge(req)
+		return
+	}
+	for _, t := range afterClusterTypes {
+		s.pushType(t, req, nil, now)
+	}
+}
+
+// Tick releases held pushes whose ACK did not come within the timeout by now.
+func (s *session) Tick(now time.Time) *effects {
+	s.begin()
+	for _, r := range s.flow.Expire(now) {
+		if ts := s.types[r.TypeURL]; ts != nil {
+			s.release(ts, r.Req, now)
+		}
+	}
+	s.eff.status = true
+	return s.end(nil)
+}
+
+// written records that the response of typeURL with nonce finished writing at now: the ACK
+// wait (and its timeout) runs from then.
+func (s *session) written(typeURL, nonce string, now time.Time) {
+	ts := s.types[typeURL]
+	if ts == nil || ts.nonce != nonce {
+		return
+	}
+	ts.sentAt = now
+	s.flow.Sent(typeURL, nonce, now)
+}
+
+// pushType pushes one type for req. force names resources that must be sent even when the
+// client holds the same bytes. It returns the names of resources that changed.
+func (s *session) pushType(typeURL string, req *model.PushRequest, force map[string]struct{}, now time.Time) map[string]struct{} {
+	ts := s.types[typeURL]
+	if ts == nil {
+		return nil
+	}
+	if len(ts.heldForce) > 0 {
+		// Anything forced for an earlier held push goes out with this one.
+		f := ts.heldForce
+		maps.Copy(f, force)
+		force, ts.heldForce = f, nil
+	}
+	if req = s.flow.Push(typeURL, req, now); req == nil {
+		if len(force) > 0 {
+			ts.heldForce = force
+		}
+		s.eff.status = true
+		return nil
+	}
+	var names []string
+	if !req.Full && typeURL == gen.EndpointType && !ts.wildcard {
+		if ts.byHost == nil {
+			ts.byHost = make(map[string][]string)
+			for n := range ts.names {
+				if p, err := gen.ParseClusterName(n); err == nil {
+					ts.byHost[p.Host] = append(ts.byHost[p.Host], n)
+				}
+			}
+		}
+		for k := range req.ConfigsUpdated {
+			if k.Kind == model.KindEndpoint || k.Kind == model.KindService {
+				names = append(names, ts.byHost[k.Name]...)
+			}
+		}
+		if len(names) == 0 && len(force) == 0 {
+			return nil
+		}
+		slices.Sort(names)
+	}
+	return s.respond(ts, names, force, false, now)
+}
+
+// respond generates ts's resources (names nil: the whole subscription), keeps what the client
+// does not already hold (all of it for CDS/LDS when anything changed) and sends one response.
+// With always set, a response is sent even when nothing changed (answering a request). It
+// returns the names of the resources that changed.
+func (s *session) respond(ts *typeState, names []string, force map[string]struct{}, always bool, now time.Time) map[string]struct{} {
+	st := s.src.current()
+	if st == nil {
+		// No snapshot yet: the first push answers, even with an empty response.
+		ts.unanswered = ts.unanswered || always
+		return nil
+	}
+	always = always || ts.unanswered
+	full := names == nil // the whole subscription, not only some names
+	if full && !ts.wildcard {
+		names = slices.Sorted(maps.Keys(ts.names))
+		if len(names) == 0 && !always {
+			return nil
+		}
+	}
+	if !(full && ts.wildcard) { // a full wildcard answer already holds every forced name
+		for n := range force {
+			if _, ok := ts.names[n]; ok || ts.wildcard {
+				names = appendUnique(names, n)
+			}
+		}
+	}
+	res, err := s.src.resources(s.proxy, st, ts.typeURL, names, ts.wildcard && names == nil)
+	if err != nil {
+		s.note(note{kind: noteGenError, typeURL: ts.typeURL, msg: err.Error()})
+	}
+	changed := make(map[string]struct{})
+	for _, r := range res {
+		if h, ok := ts.sent[r.Name]; !ok || h != r.Hash {
+			changed[r.Name] = struct{}{}
+		}
+	}
+	var out []*cache.Resource
+	var removed []string
+	if !s.delta && allRequired(ts.typeURL) {
+		gone := len(ts.sent) > len(res)-len(changed)
+		if len(changed) == 0 && !gone && !always && len(force) == 0 {
+			return nil
+		}
+		out = res
+		clear(ts.sent)
+	} else {
+		for _, r := range res {
+			_, ch := changed[r.Name]
+			_, f := force[r.Name]
+			if ch || f {
+				out = append(out, r)
+			}
+		}
+		if s.delta {
+			removed = deltaRemoved(ts, res, names, full, always)
+		}
+		if len(out) == 0 && len(removed) == 0 && !always {
+			return nil
+		}
+	}
+	s.send(ts, st.snap.Version, out, removed, now)
+	ts.unanswered = false
+	for _, r := range out {
+		ts.sent[r.Name] = r.Hash
+	}
+	for _, n := range removed {
+		delete(ts.sent, n)
+	}
+	return changed
+}
+
+// deltaRemoved lists what a Delta response must remove: for a wildcard subscription answered in
+// full, what the client holds that no longer exists; for named resources that were asked for,
+// those that do not exist and that the client holds (or, answering a request, that it asked
+// for: removed_resources also means "does not exist").
+func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, answering bool) []string {
+	present := make(map[string]struct{}, len(res))
+	for _, r := range res {
+		present[r.Name] = struct{}{}
+	}
+	var out []string
+	if ts.wildcard && full {
+		for n := range ts.sent {
+			if _, ok := present[n]; !ok {
+				out = append(out, n)
+			}
+		}
+	}
+	for _, n := range names {
+		if _, ok := present[n]; ok || slices.Contains(out, n) {
+			continue
+		}
+		if _, held := ts.sent[n]; held || answering {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func appendUnique(xs []string, x string) []string {
+	if slices.Contains(xs, x) {
+		return xs
+	}
+	return append(xs, x)
+}
+
+// send emits one response and records it as sent at now (written moves that to when the
+// shell finished writing it).
+func (s *session) send(ts *typeState, version string, res []*cache.Resource, removed []string, now time.Time) {
+	nonce := s.nextNonce()
+	s.eff.out = append(s.eff.out, response{typeURL: ts.typeURL, version: version, nonce: nonce,
+		resources: res, removed: removed, delta: s.delta})
+	ts.nonce, ts.version, ts.sentAt = nonce, version, now
+	ts.sentResp++
+	s.flow.Sent(ts.typeURL, nonce, now)
+	s.eff.status = true
+}
+
+// typeStatuses returns every type's state for /debug/syncz, sorted by type URL, in dst's
+// storage when it is large enough.
+func (s *session) typeStatuses(dst []TypeStatus) []TypeStatus {
+	out := dst[:0]
+	for _, ts := range s.types {
+		out = append(out, TypeStatus{TypeURL: ts.typeURL, Subscribed: len(ts.names), Wildcard: ts.wildcard,
+			Sent: ts.version, Acked: ts.acked, Nacked: ts.nacked, LastError: ts.lastErr, Nacks: ts.nacks,
+			Responses: ts.sentResp, Pending: s.flow.Awaiting(ts.typeURL), Held: s.flow.Holding(ts.typeURL),
+			LastPush: ts.sentAt})
+	}
+	slices.SortFunc(out, func(a, b TypeStatus) int { return strings.Compare(a.TypeURL, b.TypeURL) })
+	return out
+}
