@@ -2,8 +2,6 @@ package gen
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,23 +145,7 @@ func TestGatewayGolden(t *testing.T) {
 		t.Fatalf("generate: %v", err)
 	}
 	checkResources(t, p, g)
-	for _, typeURL := range Types() {
-		file := filepath.Join("testdata", "router-"+typeShort[typeURL]+".json")
-		got := goldenJSON(t, g[typeURL])
-		if *update {
-			if err := os.WriteFile(file, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatalf("%v (run go test ./controlplane/gen -update to create it)", err)
-		}
-		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Errorf("%s differs from the golden file (-want +got; run go test ./controlplane/gen -update if intended):\n%s", file, diff)
-		}
-	}
+	checkGolden(t, "router", Types(), g)
 }
 
 func names(rs []Resource) []string {

@@ -164,6 +164,29 @@ func scopedGoldenMesh() *model.Snapshot {
 	})
 }
 
+// checkGolden compares g's resources of each type with testdata/PREFIX-TYPE.json (rewritten
+// with -update).
+func checkGolden(t *testing.T, prefix string, types []string, g generated) {
+	t.Helper()
+	for _, typeURL := range types {
+		file := filepath.Join("testdata", prefix+"-"+typeShort[typeURL]+".json")
+		got := goldenJSON(t, g[typeURL])
+		if *update {
+			if err := os.WriteFile(file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("%v (run go test ./controlplane/gen -update to create it)", err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("%s differs from the golden file (-want +got; run go test ./controlplane/gen -update if intended):\n%s", file, diff)
+		}
+	}
+}
+
 func TestGolden(t *testing.T) {
 	mesh, scoped := goldenMesh(), scopedGoldenMesh()
 	cases := []struct {
@@ -187,23 +210,7 @@ func TestGolden(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		checkResources(t, tc.proxy, g)
-		for _, typeURL := range Types() {
-			file := filepath.Join("testdata", tc.name+"-"+typeShort[typeURL]+".json")
-			got := goldenJSON(t, g[typeURL])
-			if *update {
-				if err := os.WriteFile(file, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run go test ./controlplane/gen -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("%s differs from the golden file (-want +got; run go test ./controlplane/gen -update if intended):\n%s", file, diff)
-			}
-		}
+		checkGolden(t, tc.name, Types(), g)
 	}
 }
 

@@ -1,8 +1,6 @@
 package gen
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -61,23 +59,7 @@ func TestIstioMutualGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkResources(t, p, g)
-	for _, typeURL := range []string{ClusterType, ListenerType} {
-		file := filepath.Join("testdata", "istio-mutual-"+typeShort[typeURL]+".json")
-		got := goldenJSON(t, g[typeURL])
-		if *update {
-			if err := os.WriteFile(file, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatalf("%v (run go test ./controlplane/gen -update to create it)", err)
-		}
-		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Errorf("%s differs (-want +got; go test ./controlplane/gen -update if intended):\n%s", file, diff)
-		}
-	}
+	checkGolden(t, "istio-mutual", []string{ClusterType, ListenerType}, g)
 	tls := map[string]bool{}
 	for _, r := range g[ClusterType] {
 		tls[r.Name] = r.Message.(*clusterv3.Cluster).GetTransportSocket() != nil
