@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -54,6 +55,49 @@ func (r *recorder) Applied(c *fakeenvoy.Client, _ fakeenvoy.ResponseInfo, view p
 	}
 }
 
+// fakeEnvoy is one client of runFakeEnvoys: its node, transport and hooks (the recorder when nil).
+type fakeEnvoy struct {
+	node  *corev3.Node
+	delta bool
+	hooks fakeenvoy.Hooks
+}
+
+// runFakeEnvoys starts n fake Envoys (realistic NACK policy) against ts, client i as spec(i),
+// and waits up to wait for every one's first full config; they stop when the test ends.
+func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time.Duration, spec func(i int) fakeEnvoy) {
+	t.Helper()
+	cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() }) // runs before cc.Close
+	for i := range n {
+		sp := spec(i)
+		var hooks fakeenvoy.Hooks = rec
+		if sp.hooks != nil {
+			hooks = sp.hooks
+		}
+		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: sp.node, Delta: sp.delta,
+			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i)}, hooks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
+	}
+	for range n {
+		select {
+		case <-rec.ready:
+		case <-time.After(wait):
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			t.Fatalf("only %d of %d clients got a full config", len(rec.full), n)
+		}
+	}
+}
+
 // The fake Envoy (SotW and Delta, realistic NACK policy: PGV and typed_config validation) gets a
 // full config from our server without NACKing, and observes an endpoint change.
 func TestFakeEnvoysConvergeSotWAndDelta(t *testing.T) {
@@ -63,30 +107,8 @@ func TestFakeEnvoysConvergeSotWAndDelta(t *testing.T) {
 
 	const n = 6
 	rec := &recorder{full: map[int]bool{}, ready: make(chan int, n), seen: map[int]chan struct{}{}}
-	cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
 	tmpl := fakeenvoy.IdentityTemplate{Type: "sidecar", Namespace: "ns-0", IPBase: "10.200.0.1"}
-	for i := range n {
-		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: tmpl.Node(i), Delta: i%2 == 1,
-			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i)}, rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
-	}
-	for range n {
-		select {
-		case <-rec.ready:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("only %d of %d clients got a full config", len(rec.full), n)
-		}
-	}
+	runFakeEnvoys(t, ts, rec, n, 20*time.Second, func(i int) fakeEnvoy { return fakeEnvoy{node: tmpl.Node(i), delta: i%2 == 1} })
 
 	host := "svc-7.ns-1.svc.cluster.local"
 	want := probe.Expectation{EventID: 1, Kind: "endpoint-add", All: []probe.Predicate{{Op: probe.EndpointPresent,
@@ -129,30 +151,10 @@ func TestFakeEnvoysScopedBySidecar(t *testing.T) {
 
 	const n = 6 // clients 0, 2, 4 in ns-0 (see ns-1), 1, 3, 5 in ns-2 (do not)
 	rec := &recorder{full: map[int]bool{}, ready: make(chan int, n), seen: map[int]chan struct{}{}}
-	cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	for i := range n {
+	runFakeEnvoys(t, ts, rec, n, 20*time.Second, func(i int) fakeEnvoy {
 		tmpl := fakeenvoy.IdentityTemplate{Type: "sidecar", Namespace: []string{"ns-0", "ns-2"}[i%2], IPBase: "10.200.0.1"}
-		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: tmpl.Node(i), Delta: i%3 == 1,
-			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i)}, rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
-	}
-	for range n {
-		select {
-		case <-rec.ready:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("only %d of %d clients got a full config", len(rec.full), n)
-		}
-	}
+		return fakeEnvoy{node: tmpl.Node(i), delta: i%3 == 1}
+	})
 	ts.settle(t)
 	base, baseSkip := m.counts()
 

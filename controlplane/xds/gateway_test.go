@@ -1,13 +1,10 @@
 package xds
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/gen"
@@ -48,14 +45,6 @@ func TestFakeEnvoyRoutersConverge(t *testing.T) {
 	const routers, sidecars = 4, 2
 	const n = routers + sidecars
 	rec := &recorder{full: map[int]bool{}, ready: make(chan int, n), seen: map[int]chan struct{}{}}
-	cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
 	router := fakeenvoy.IdentityTemplate{Type: "router", Namespace: "istio-system", IPBase: "10.200.0.1", Labels: map[string]string{"istio": "ingressgateway"}}
 	sidecar := fakeenvoy.IdentityTemplate{Type: "sidecar", Namespace: "ns-0", IPBase: "10.201.0.1"}
 	cluster := func(h string) string { return gen.ClusterName(gen.Outbound, 8080, "", h) }
@@ -74,27 +63,15 @@ func TestFakeEnvoyRoutersConverge(t *testing.T) {
 		{Op: probe.ClusterPresent, Resource: cluster(second)},
 	}}
 	views := make([]*viewHolder, n)
-	for i := range n {
+	runFakeEnvoys(t, ts, rec, n, 30*time.Second, func(i int) fakeEnvoy {
 		node := router.Node(i)
 		views[i] = &viewHolder{want: routerWants}
 		if i >= routers {
 			node = sidecar.Node(i)
 			views[i].want = sidecarWants
 		}
-		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: node, Delta: i%2 == 1,
-			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i)}, hookTee{rec, views[i]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
-	}
-	for range n {
-		select {
-		case <-rec.ready:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("only %d of %d clients got a full config", len(rec.full), n)
-		}
-	}
+		return fakeEnvoy{node: node, delta: i%2 == 1, hooks: hookTee{rec, views[i]}}
+	})
 	for i, v := range views {
 		if !v.holds() {
 			t.Fatalf("client %d's first full config fails %v", i, v.want.All)
