@@ -20,6 +20,24 @@ import (
 	"github.com/xdslab/xdslab/controlplane/security"
 )
 
+// openADS dials addr with creds and opens one SotW ADS stream; both end with the test (the
+// stream after waitTimeout at the latest).
+func openADS(t *testing.T, addr string, creds credentials.TransportCredentials) discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func sdsNode(ns string) *corev3.Node {
 	md, _ := structpb.NewStruct(map[string]any{"NAMESPACE": ns})
 	return &corev3.Node{Id: "sidecar~127.0.0.1~client-0." + ns + "~" + ns + ".svc.cluster.local", Metadata: md}
@@ -85,19 +103,9 @@ func TestSDSOverADS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := grpc.NewClient(srv.SecureGRPCAddr(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+	st := openADS(t, srv.SecureGRPCAddr(), credentials.NewTLS(&tls.Config{
 		RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13,
-	})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	}))
 	if err := st.Send(&discovery.DiscoveryRequest{Node: sdsNode("default"), TypeUrl: gen.SecretType, ResourceNames: []string{gen.SecretDefault, gen.SecretRootCA}}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,17 +148,7 @@ func TestSDSPlaintextRefused(t *testing.T) {
 	writeEchoEntry(t, opts.ConfigDir, 7070) // responses wait for the first snapshot
 	opts.Secure.Addr, opts.Secure.CADir = "127.0.0.1:0", t.TempDir()
 	srv := controlplanetest.NewServer(t, opts)
-	cc, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	st, err := discovery.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openADS(t, srv.GRPCAddr(), insecure.NewCredentials())
 	if err := st.Send(&discovery.DiscoveryRequest{Node: sdsNode("default"), TypeUrl: gen.SecretType, ResourceNames: []string{gen.SecretDefault, gen.SecretRootCA}}); err != nil {
 		t.Fatal(err)
 	}
