@@ -1010,15 +1010,11 @@ func (m *machine) Resource(typeURL, name string) proto.Message {
 func (m *machine) Effective(typeURL, name string) proto.Message {
 	switch typeIndex(typeURL) {
 	case tCDS:
-		_, w := m.warmC[name]
-		_, ws := m.secC[name]
-		if w || ws {
+		if m.warming(tCDS, name) {
 			return m.prevC[name].message()
 		}
 	case tLDS:
-		_, w := m.warmL[name]
-		_, ws := m.secL[name]
-		if w || ws {
+		if m.warming(tLDS, name) {
 			return m.prevL[name].message()
 		}
 	}

@@ -121,27 +121,30 @@ func (m *machine) hasSecrets(names []string) bool {
 	return true
 }
 
+// warming reports whether cluster (t tCDS) or listener (tLDS) name is warming, on its
+// dependencies or on its SDS secrets.
+func (m *machine) warming(t int, name string) bool {
+	warm, sec := m.warmC, m.secC
+	if t == tLDS {
+		warm, sec = m.warmL, m.secL
+	}
+	_, w := warm[name]
+	_, ws := sec[name]
+	return w || ws
+}
+
 // keepPrev records, for a cluster or listener that starts warming, the copy that stays in
 // effect meanwhile (nil: it is new). A resource already warming keeps its first copy.
 func (m *machine) keepPrev(t int, name string, old *decoded) {
-	if t == tCDS {
-		_, w := m.warmC[name]
-		_, ws := m.secC[name]
-		if m.prevC == nil {
-			m.prevC = make(map[string]*decoded)
-		}
-		if !w && !ws {
-			m.prevC[name] = old
-		}
-		return
+	prev := &m.prevC
+	if t == tLDS {
+		prev = &m.prevL
 	}
-	_, w := m.warmL[name]
-	_, ws := m.secL[name]
-	if m.prevL == nil {
-		m.prevL = make(map[string]*decoded)
+	if *prev == nil {
+		*prev = make(map[string]*decoded)
 	}
-	if !w && !ws {
-		m.prevL[name] = old
+	if !m.warming(t, name) {
+		(*prev)[name] = old
 	}
 }
 
