@@ -32,6 +32,29 @@ func drain(t testing.TB, sim *Simulator) []Event {
 	}
 }
 
+// applyChurn runs the simulator to the end, applying every event it does not skip to sink as it
+// goes, and returns the applied events per kind.
+func applyChurn(t testing.TB, ctx context.Context, sim *Simulator, sink Sink) map[ChurnKind]int {
+	t.Helper()
+	kinds := map[ChurnKind]int{}
+	for {
+		ev, ok, err := sim.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return kinds
+		}
+		if ev.Skip != "" {
+			continue
+		}
+		kinds[ev.Kind]++
+		if err := sink.Apply(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // checkEvents applies events to a store built from initial, and checks each expectation against
 // the reference view: it did not hold before the event, it holds after, and it reaches the
 // service's own namespace under sidecar scoping.

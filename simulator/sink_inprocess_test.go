@@ -42,21 +42,7 @@ func TestInProcessSink(t *testing.T) {
 		t.Fatalf("store holds %d objects after Init, want %d", got, len(initial))
 	}
 	// Apply every event of the run; the store must then hold exactly the simulator's mesh.
-	for {
-		ev, ok, err := sim.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			break
-		}
-		if ev.Skip != "" {
-			continue
-		}
-		if err := sink.Apply(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
+	applyChurn(t, ctx, sim, sink)
 	cur := sim.Current()
 	if got := store.Len(); got != len(cur) {
 		t.Fatalf("store holds %d objects after churn, want the simulator's %d", got, len(cur))

@@ -212,21 +212,8 @@ func TestKubeSink(t *testing.T) {
 				t.Errorf("%d namespaces, want %d", len(nss.Items), cfg.Topology.Namespaces)
 			}
 			events := 0
-			for {
-				ev, ok, err := sim.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ok {
-					break
-				}
-				if ev.Skip != "" {
-					continue
-				}
-				events++
-				if err := sink.Apply(ctx, ev); err != nil {
-					t.Fatal(err)
-				}
+			for _, n := range applyChurn(t, ctx, sim, sink) {
+				events += n
 			}
 			if events == 0 {
 				t.Fatal("the churn produced no events")
@@ -433,23 +420,7 @@ func TestKubeSinkPods(t *testing.T) {
 	}
 	checkKubeState(t, kube, rec, sim.Current(), false)
 	checkKubePods(t, kube, sim.Current())
-	kinds := map[ChurnKind]int{}
-	for {
-		ev, ok, err := sim.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			break
-		}
-		if ev.Skip != "" {
-			continue
-		}
-		kinds[ev.Kind]++
-		if err := sink.Apply(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kinds := applyChurn(t, ctx, sim, sink)
 	for _, k := range []ChurnKind{ServiceAccountChange, RollingDeploy, Scale, ServiceDelete} {
 		if kinds[k] == 0 {
 			t.Errorf("the churn had no %s event: %v", k, kinds)
