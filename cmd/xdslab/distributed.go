@@ -134,16 +134,7 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 		return err
 	}
 	fmt.Fprintf(out, "\nfleet %s: scenario %s against %s\n\n", segLabel(seg), sc.Name, f.Target)
-	if err := summary.WriteText(out, s); err != nil {
-		return err
-	}
-	if f.SummaryFile != "" {
-		if err := summary.WriteFile(f.SummaryFile, s); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "\nsummary written to %s\n", f.SummaryFile)
-	}
-	return nil
+	return writeFleetSummary(out, s, f.SummaryFile)
 }
 
 func segLabel(s fakeenvoy.Segment) string {

@@ -346,19 +346,24 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	st := fleet.Observer().Stats()
 	fmt.Fprintf(out, "\nfleet: %d clients against %s for %s: %d reached a full config, %d connect failures, %d resend loops after NACK\n\n",
 		fleet.Size(), f.Target, ended.Sub(began).Round(time.Millisecond), st.FullConfig, st.ConnectFailuresTotal(), st.Total.ResendLoops)
+	return writeFleetSummary(out, s, f.SummaryFile)
+}
+
+// configJSON is the resolved configuration embedded in summary.json, durations as text.
+// writeFleetSummary prints a fleet's summary to out and, when file is set, writes it there.
+func writeFleetSummary(out io.Writer, s *summary.Summary, file string) error {
 	if err := summary.WriteText(out, s); err != nil {
 		return err
 	}
-	if f.SummaryFile != "" {
-		if err := summary.WriteFile(f.SummaryFile, s); err != nil {
+	if file != "" {
+		if err := summary.WriteFile(file, s); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "\nsummary written to %s\n", f.SummaryFile)
+		fmt.Fprintf(out, "\nsummary written to %s\n", file)
 	}
 	return nil
 }
 
-// configJSON is the resolved configuration embedded in summary.json, durations as text.
 func (f fleetFlags) configJSON() ([]byte, error) {
 	type durations struct {
 		Duration            string `json:"duration"`
