@@ -3,6 +3,7 @@ package controlplane
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"slices"
 	"strings"
 
@@ -12,16 +13,22 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 )
 
-// Handler serves /metrics, /debug/config, /debug/snapshot and /debug/syncz.
+// Handler serves /metrics, /debug/config, /debug/snapshot, /debug/syncz and Go's profiles under
+// /debug/pprof/ (as istiod does on its debug port), so a slow push can be profiled in place.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: nil, EnableOpenMetrics: true}))
 	mux.HandleFunc("GET /debug/config", s.serveDebugConfig)
 	mux.HandleFunc("GET /debug/snapshot", s.serveDebugSnapshot)
 	mux.Handle("GET /debug/syncz", s.xds.SynczHandler())
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("xdslab control plane\n/metrics\n/debug/config\n/debug/snapshot\n/debug/syncz\n"))
+		_, _ = w.Write([]byte("xdslab control plane\n/metrics\n/debug/config\n/debug/snapshot\n/debug/syncz\n/debug/pprof/\n"))
 	})
 	return mux
 }
