@@ -325,6 +325,7 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 		return r, stream.RecvMsg(r)
 	}
 	return serve(s, stream.Context(), c, recv, func(r *sotwRequest, now time.Time) error {
+		defer r.release() // the transport's buffers, when the names were not needed
 		return c.apply(c.sess.Request(r, now), now)
 	})
 }
