@@ -96,6 +96,11 @@ type pushState struct {
 
 	ipOnce sync.Once
 	ips    map[string]struct{}
+
+	// sets holds the answers to whole SotW subscriptions shared by the streams that subscribe
+	// to the same names (nameset.go).
+	setsMu sync.Mutex
+	sets   map[setKey]*setAnswer
 }
 
 // endpointIP reports whether ip is the address of some endpoint (then a proxy with that IP has
@@ -126,6 +131,7 @@ type Server struct {
 
 	state   atomic.Pointer[pushState]
 	connSeq atomic.Uint64
+	sets    *nameSets
 	queue   *push.Queue[*conn]
 
 	mu    sync.Mutex
@@ -138,7 +144,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, metrics: opts.Metrics, cache: opts.Cache, log: opts.Logger, now: opts.Now,
-		conns: make(map[*conn]struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst)}
+		conns: make(map[*conn]struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst), sets: newNameSets()}
 	if s.metrics == nil {
 		s.metrics = NopMetrics{}
 	}
@@ -345,6 +351,7 @@ func (s *Server) DeltaAggregatedResources(stream discoverygrpc.AggregatedDiscove
 func (s *Server) newConn(stream grpc.ServerStream, delta bool) *conn {
 	c := &conn{srv: s, stream: stream, since: s.now(), pushCh: make(chan pushItem), closed: make(chan struct{}),
 		sess: newSession(s, delta, push.FlowOptions{Enabled: s.opts.FlowControl, AckTimeout: s.opts.AckTimeout})}
+	c.sess.sets = s.sets
 	if stream != nil {
 		c.sess.identity = s.streamIdentity(stream.Context())
 	}

@@ -31,6 +31,9 @@ type typeState struct {
 	typeURL  string
 	wildcard bool
 	names    map[string]struct{}
+	// set is a SotW subscription's names, shared with the streams that subscribe to the same
+	// ones (names is set.names then, read-only); nil on Delta, whose names change one by one.
+	set *nameSet
 	// named: a SotW request of this type has named resources (or "*"), so an empty list no
 	// longer means wildcard.
 	named bool
@@ -54,8 +57,9 @@ type typeState struct {
 	unanswered bool
 	sent       map[string]uint64 // resource name → hash of the bytes last sent
 	sentResp   int
-	// byHost indexes an EDS subscription by service hostname (built on first use after the
-	// subscription changes), so an endpoint push finds its clusters without parsing every name.
+	// byHost indexes a Delta EDS subscription by service hostname (built on first use after
+	// the subscription changes), so an endpoint push finds its clusters without parsing every
+	// name; SotW uses set.hosts.
 	byHost map[string][]string
 
 	// heldForce names the cluster assignments that must be re-sent with a push that flow
@@ -134,6 +138,8 @@ type session struct {
 	// nonces counts responses; a nonce is the count in base 36.
 	nonces uint64
 	flow   *push.Flow
+	// sets interns SotW subscriptions across the server's streams (nil: none shared).
+	sets *nameSets
 	// afterCDS is the listener and route part of pushes whose CDS flow control holds: they
 	// would reference clusters the client does not have yet (make-before-break), so they go
 	// out right after the held CDS does.
@@ -245,6 +251,8 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		return nil
 	}
 	wildcard, names := subscription(typeURL, req.Names(), ts != nil && ts.named)
+	set := s.sets.intern(names)
+	names = set.names
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
 		if ts == nil {
@@ -253,7 +261,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		} else {
 			clear(ts.sent)
 		}
-		ts.wildcard, ts.names, ts.byHost = wildcard, names, nil
+		ts.wildcard, ts.names, ts.set, ts.byHost = wildcard, names, set, nil
 		ts.named = ts.named || req.namesCount > 0
 		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 		s.respond(ts, nil, nil, true, now)
@@ -277,7 +285,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	if len(added) > 0 || removed {
 		ts.byHost = nil
 	}
-	ts.wildcard, ts.names = wildcard, names
+	ts.wildcard, ts.names, ts.set = wildcard, names, set
 	ts.named = ts.named || req.namesCount > 0
 	ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 
@@ -553,7 +561,9 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 	}
 	var names []string
 	if !req.Full && typeURL == gen.EndpointType && !ts.wildcard {
-		if ts.byHost == nil {
+		if ts.set != nil {
+			ts.byHost = ts.set.hosts()
+		} else if ts.byHost == nil {
 			ts.byHost = make(map[string][]string)
 			for n := range ts.names {
 				if p, err := gen.ParseClusterName(n); err == nil {
@@ -588,7 +598,11 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	always = always || ts.unanswered
 	full := names == nil // the whole subscription, not only some names
 	if full && !ts.wildcard {
-		names = slices.Sorted(maps.Keys(ts.names))
+		if ts.set != nil {
+			names = ts.set.sorted // shared: clipped, so the appends below copy it
+		} else {
+			names = slices.Sorted(maps.Keys(ts.names))
+		}
 		if len(names) == 0 && !always {
 			return nil
 		}
@@ -600,7 +614,13 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 			}
 		}
 	}
-	res, err := s.src.resources(s.proxy, st, ts.typeURL, names, ts.wildcard && names == nil)
+	var res []*cache.Resource
+	var err error
+	if ss, ok := s.src.(setSource); ok && full && !ts.wildcard && ts.set != nil && len(names) == len(ts.set.sorted) {
+		res, err = ss.subscribed(s.proxy, st, ts.typeURL, ts.set) // the whole shared subscription
+	} else {
+		res, err = s.src.resources(s.proxy, st, ts.typeURL, names, ts.wildcard && names == nil)
+	}
 	if err != nil {
 		s.note(note{kind: noteGenError, typeURL: ts.typeURL, msg: err.Error()})
 	}
