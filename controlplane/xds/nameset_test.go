@@ -1,11 +1,14 @@
 package xds
 
 import (
+	"maps"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 	"weak"
 
+	"github.com/xdslab/xdslab/controlplane/cache"
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 )
@@ -112,3 +115,31 @@ func TestSubscribedSharesAnswers(t *testing.T) {
 }
 
 func weakOf(s *nameSet) weak.Pointer[nameSet] { return weak.Make(s) }
+
+func TestDiffLists(t *testing.T) {
+	r := func(name, body string) *cache.Resource { return cache.NewResource(name, gen.ClusterType, []byte(body)) }
+	a1, b1, c1, b2 := r("a", "1"), r("b", "1"), r("c", "1"), r("b", "2")
+	same := []*cache.Resource{a1, b1}
+	for _, tc := range []struct {
+		name     string
+		old, cur []*cache.Resource
+		changed  []string
+		gone     bool
+	}{
+		{"same slice", same, same, nil, false},
+		{"equal copies", []*cache.Resource{a1, b1}, []*cache.Resource{a1, b1}, nil, false},
+		{"first send", nil, []*cache.Resource{a1, b1}, []string{"a", "b"}, false},
+		{"added", []*cache.Resource{a1, c1}, []*cache.Resource{a1, b1, c1}, []string{"b"}, false},
+		{"changed", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, b2, c1}, []string{"b"}, false},
+		{"removed middle", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, c1}, nil, true},
+		{"removed last", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, b1}, nil, true},
+		{"unsorted", []*cache.Resource{c1, a1, b1}, []*cache.Resource{b2, a1}, []string{"b"}, true},
+		{"all gone", []*cache.Resource{a1}, nil, nil, true},
+	} {
+		changed, gone := diffLists(tc.old, tc.cur)
+		got := slices.Sorted(maps.Keys(changed))
+		if !slices.Equal(got, tc.changed) || gone != tc.gone {
+			t.Errorf("%s: changed %q gone %v, want %q %v", tc.name, got, gone, tc.changed, tc.gone)
+		}
+	}
+}

@@ -56,7 +56,11 @@ type typeState struct {
 	// answer it even when the answer is empty.
 	unanswered bool
 	sent       map[string]uint64 // resource name → hash of the bytes last sent
-	sentResp   int
+	// sentList is what the last SotW CDS or LDS response carried (every resource, as the
+	// protocol wants): the cache's own slice, shared by every stream that got it, so those
+	// types keep nothing per stream (sent stays empty for them).
+	sentList []*cache.Resource
+	sentResp int
 	// byHost indexes a Delta EDS subscription by service hostname (built on first use after
 	// the subscription changes), so an endpoint push finds its clusters without parsing every
 	// name; SotW uses set.hosts.
@@ -260,6 +264,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 			s.types[typeURL] = ts
 		} else {
 			clear(ts.sent)
+			ts.sentList = nil
 		}
 		ts.wildcard, ts.names, ts.set, ts.byHost = wildcard, names, set, nil
 		ts.named = ts.named || req.namesCount > 0
@@ -278,6 +283,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	for n := range ts.names {
 		if _, ok := names[n]; !ok {
 			delete(ts.sent, n) // the client dropped it: a re-subscription must send it again
+			ts.sentList = withoutName(ts.sentList, n)
 			removed = true
 		}
 	}
@@ -624,6 +630,17 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	if err != nil {
 		s.note(note{kind: noteGenError, typeURL: ts.typeURL, msg: err.Error()})
 	}
+	if !s.delta && allRequired(ts.typeURL) {
+		// SotW CDS and LDS carry every resource whenever anything changed.
+		changed, gone := diffLists(ts.sentList, res)
+		if len(changed) == 0 && !gone && !always && len(force) == 0 {
+			return changed
+		}
+		s.send(ts, st.snap.Version, res, nil, now)
+		ts.unanswered = false
+		ts.sentList = res
+		return changed
+	}
 	changed := make(map[string]struct{})
 	for _, r := range res {
 		if h, ok := ts.sent[r.Name]; !ok || h != r.Hash {
@@ -631,28 +648,19 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 		}
 	}
 	var out []*cache.Resource
+	for _, r := range res {
+		_, ch := changed[r.Name]
+		_, f := force[r.Name]
+		if ch || f {
+			out = append(out, r)
+		}
+	}
 	var removed []string
-	if !s.delta && allRequired(ts.typeURL) {
-		gone := len(ts.sent) > len(res)-len(changed)
-		if len(changed) == 0 && !gone && !always && len(force) == 0 {
-			return nil
-		}
-		out = res
-		clear(ts.sent)
-	} else {
-		for _, r := range res {
-			_, ch := changed[r.Name]
-			_, f := force[r.Name]
-			if ch || f {
-				out = append(out, r)
-			}
-		}
-		if s.delta {
-			removed = deltaRemoved(ts, res, names, full, always)
-		}
-		if len(out) == 0 && len(removed) == 0 && !always {
-			return nil
-		}
+	if s.delta {
+		removed = deltaRemoved(ts, res, names, full, always)
+	}
+	if len(out) == 0 && len(removed) == 0 && !always {
+		return nil
 	}
 	s.send(ts, st.snap.Version, out, removed, now)
 	ts.unanswered = false
@@ -692,6 +700,56 @@ func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, an
 	}
 	slices.Sort(out)
 	return out
+}
+
+// diffLists compares what was sent (old) with what is current (cur): the names whose bytes are
+// new or changed, and whether some sent resource no longer exists. The same slice (a cache hit
+// on the same entry) is unchanged at once; two lists sorted by name are walked side by side.
+func diffLists(old, cur []*cache.Resource) (changed map[string]struct{}, gone bool) {
+	changed = make(map[string]struct{})
+	if len(old) == len(cur) && (len(cur) == 0 || &old[0] == &cur[0]) {
+		return changed, false
+	}
+	byName := func(a, b *cache.Resource) int { return strings.Compare(a.Name, b.Name) }
+	if slices.IsSortedFunc(old, byName) && slices.IsSortedFunc(cur, byName) {
+		i := 0
+		for _, r := range cur {
+			for i < len(old) && old[i].Name < r.Name {
+				gone = true
+				i++
+			}
+			if i < len(old) && old[i].Name == r.Name {
+				if old[i].Hash != r.Hash {
+					changed[r.Name] = struct{}{}
+				}
+				i++
+				continue
+			}
+			changed[r.Name] = struct{}{}
+		}
+		return changed, gone || i < len(old)
+	}
+	prev := make(map[string]uint64, len(old))
+	for _, r := range old {
+		prev[r.Name] = r.Hash
+	}
+	for _, r := range cur {
+		h, ok := prev[r.Name]
+		if !ok || h != r.Hash {
+			changed[r.Name] = struct{}{}
+		}
+		delete(prev, r.Name)
+	}
+	return changed, len(prev) > 0
+}
+
+// withoutName returns list without the resource called name (a copy when it was there).
+func withoutName(list []*cache.Resource, name string) []*cache.Resource {
+	i := slices.IndexFunc(list, func(r *cache.Resource) bool { return r.Name == name })
+	if i < 0 {
+		return list
+	}
+	return slices.Concat(list[:i], list[i+1:])
 }
 
 func appendUnique(xs []string, x string) []string {
