@@ -155,8 +155,9 @@ type setAnswer struct {
 	err  error
 }
 
-// subscribed returns the resources of set for p in st, built once per push state for every
-// proxy of p's class subscribed to the same set, from the per-name cache entries. The answers
+// subscribed returns the resources of set for p in st, sorted by name, built once per push
+// state for every proxy of p's class subscribed to the same set, from the per-name cache
+// entries. The answers
 // live as long as the push state: the next push starts afresh.
 func (s *Server) subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error) {
 	if !gen.Cacheable(typeURL) || gen.ForType(typeURL, p) == nil {
@@ -173,6 +174,11 @@ func (s *Server) subscribed(p *model.Proxy, st *pushState, typeURL string, set *
 		st.sets[k] = a
 	}
 	st.setsMu.Unlock()
-	a.once.Do(func() { a.res, a.err = s.resources(p, st, typeURL, set.sorted, false) })
+	a.once.Do(func() {
+		a.res, a.err = s.resources(p, st, typeURL, set.sorted, false)
+		// Sorted by name (cache misses come last), so each stream diffs it in one walk and
+		// can keep it as the record of what it holds (typeState.sentBase).
+		slices.SortFunc(a.res, byName) // resources returned a slice of its own
+	})
 	return a.res, a.err
 }

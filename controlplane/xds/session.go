@@ -60,6 +60,10 @@ type typeState struct {
 	// protocol wants): the cache's own slice, shared by every stream that got it, so those
 	// types keep nothing per stream (sent stays empty for them).
 	sentList []*cache.Resource
+	// sentBase is, for a named SotW subscription of another type (EDS, RDS), the shared answer
+	// to the whole subscription the client last got (sorted by name): it holds those bytes,
+	// except where sent, which then only records what went out since, says otherwise.
+	sentBase []*cache.Resource
 	sentResp int
 	// byHost indexes a Delta EDS subscription by service hostname (built on first use after
 	// the subscription changes), so an endpoint push finds its clusters without parsing every
@@ -264,7 +268,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 			s.types[typeURL] = ts
 		} else {
 			clear(ts.sent)
-			ts.sentList = nil
+			ts.sentList, ts.sentBase = nil, nil
 		}
 		ts.wildcard, ts.names, ts.set, ts.byHost = wildcard, names, set, nil
 		ts.named = ts.named || req.namesCount > 0
@@ -641,17 +645,19 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 		ts.sentList = res
 		return changed
 	}
-	changed := make(map[string]struct{})
-	for _, r := range res {
-		if h, ok := ts.sent[r.Name]; !ok || h != r.Hash {
-			changed[r.Name] = struct{}{}
-		}
+	held := heldCursor{ts: ts, sorted: slices.IsSortedFunc(res, byName)}
+	var changed map[string]struct{} // only CDS callers use it (Delta CDS)
+	if ts.typeURL == gen.ClusterType {
+		changed = make(map[string]struct{})
 	}
 	var out []*cache.Resource
 	for _, r := range res {
-		_, ch := changed[r.Name]
-		_, f := force[r.Name]
-		if ch || f {
+		h, ok := held.hash(r.Name)
+		ch := !ok || h != r.Hash
+		if ch && changed != nil {
+			changed[r.Name] = struct{}{}
+		}
+		if _, f := force[r.Name]; ch || f {
 			out = append(out, r)
 		}
 	}
@@ -664,6 +670,12 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	}
 	s.send(ts, st.snap.Version, out, removed, now)
 	ts.unanswered = false
+	if !s.delta && full && !ts.wildcard && held.sorted {
+		// The client now holds the whole answer: remember the shared list, not each name.
+		ts.sentBase = res
+		clear(ts.sent)
+		return changed
+	}
 	for _, r := range out {
 		ts.sent[r.Name] = r.Hash
 	}
@@ -671,6 +683,40 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 		delete(ts.sent, n)
 	}
 	return changed
+}
+
+func byName(a, b *cache.Resource) int { return strings.Compare(a.Name, b.Name) }
+
+// heldCursor says which bytes of a resource the client holds: what sent records, else what
+// sentBase has. Asked in increasing name order (sorted) it walks sentBase once; otherwise it
+// searches it.
+type heldCursor struct {
+	ts     *typeState
+	sorted bool
+	i      int
+}
+
+func (c *heldCursor) hash(name string) (uint64, bool) {
+	if h, ok := c.ts.sent[name]; ok {
+		return h, true
+	}
+	b := c.ts.sentBase
+	if len(b) == 0 {
+		return 0, false
+	}
+	if c.sorted {
+		for c.i < len(b) && b[c.i].Name < name {
+			c.i++
+		}
+		if c.i < len(b) && b[c.i].Name == name {
+			return b[c.i].Hash, true
+		}
+		return 0, false
+	}
+	if i, ok := slices.BinarySearchFunc(b, name, func(r *cache.Resource, n string) int { return strings.Compare(r.Name, n) }); ok {
+		return b[i].Hash, true
+	}
+	return 0, false
 }
 
 // deltaRemoved lists what a Delta response must remove: for a wildcard subscription answered in
@@ -710,7 +756,6 @@ func diffLists(old, cur []*cache.Resource) (changed map[string]struct{}, gone bo
 	if len(old) == len(cur) && (len(cur) == 0 || &old[0] == &cur[0]) {
 		return changed, false
 	}
-	byName := func(a, b *cache.Resource) int { return strings.Compare(a.Name, b.Name) }
 	if slices.IsSortedFunc(old, byName) && slices.IsSortedFunc(cur, byName) {
 		i := 0
 		for _, r := range cur {
