@@ -252,7 +252,14 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 	}
 	s.state.Store(st)
 	if full && prev != nil {
-		s.cache.EvictOlder("", st.fullGen)
+		// Named assignments keep their own generations (genOf): only those that are stale or
+		// whose service is gone go; everything else is of the previous full change.
+		s.cache.Evict(func(k cache.Key, g uint64) bool {
+			if k.TypeURL == gen.EndpointType && k.Name != "" {
+				return g < s.genOf(st, k.TypeURL, k.Name) || st.snap.Service(clusterHost(k.Name)) == nil
+			}
+			return g < st.fullGen
+		})
 	}
 	filter := newPushFilter(prev, snap, req)
 	if full {
@@ -509,14 +516,30 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	return out, err
 }
 
-// genOf is the generation of one named resource: endpoints change on their own, everything
-// else with the last full change.
+// clusterHost is the service hostname of a cluster name ("" when it is not one).
+func clusterHost(name string) string {
+	p, err := gen.ParseClusterName(name)
+	if err != nil {
+		return ""
+	}
+	return p.Host
+}
+
+// genOf is the generation of one named resource. A named ClusterLoadAssignment is built from
+// its service, the service's endpoints and, for a subset, the DestinationRule (gen.endpoints),
+// so it changes only with those: a full push for another service keeps every other
+// assignment's bytes. Everything else changes with the last full change.
 func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 	if typeURL == gen.EndpointType {
-		if p, err := gen.ParseClusterName(name); err == nil {
-			return max(st.fullGen, st.snap.EndpointGen(p.Host))
+		p, err := gen.ParseClusterName(name)
+		if err != nil {
+			return st.snap.Seq
 		}
-		return st.snap.Seq
+		g := max(st.snap.ServiceGen(p.Host), st.snap.EndpointGen(p.Host))
+		if p.Subset != "" {
+			g = max(g, st.snap.ConfigGen()) // its DestinationRule, or one that now defines it
+		}
+		return g
 	}
 	return st.fullGen
 }
