@@ -570,7 +570,7 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 		return nil
 	}
 	var names []string
-	if !req.Full && typeURL == gen.EndpointType && !ts.wildcard {
+	if typeURL == gen.EndpointType && !ts.wildcard && (!req.Full || assignmentsByHost(req)) {
 		if ts.set != nil {
 			ts.byHost = ts.set.hosts()
 		} else if ts.byHost == nil {
@@ -590,8 +590,31 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 			return nil
 		}
 		slices.Sort(names)
+		if names == nil {
+			names = []string{} // only the forced names, not the whole subscription
+		}
 	}
 	return s.respond(ts, names, force, false, now)
+}
+
+// assignmentsByHost reports whether a full push can change only the assignments of the hosts it
+// names (KindService and KindEndpoint keys): a named ClusterLoadAssignment depends on its
+// service, its endpoints and, for subsets, the DestinationRule (genOf), so a push that names no
+// DestinationRule (nor a ServiceEntry or WorkloadEntry, which do not say which hosts) leaves
+// every other assignment as it was, and EDS need not diff the whole subscription.
+func assignmentsByHost(req *model.PushRequest) bool {
+	if len(req.ConfigsUpdated) == 0 {
+		return false // everything
+	}
+	for k := range req.ConfigsUpdated {
+		switch k.Kind {
+		case model.KindService, model.KindEndpoint, model.KindVirtualService, model.KindGateway, model.KindSidecar,
+			model.KindPeerAuthentication, model.KindSecret:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // respond generates ts's resources (names nil: the whole subscription), keeps what the client
