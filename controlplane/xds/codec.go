@@ -83,11 +83,48 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 		}
 		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 	}
-	out := make(mem.BufferSlice, 0, len(r.resources)+1)
-	for _, res := range r.resources {
-		out = append(out, mem.SliceBuffer(r.framed(res)))
+	return r.buffers(mem.DefaultBufferPool()), nil
+}
+
+// packBelow and packChunk shape a response's buffers: a resource of packBelow bytes or more
+// goes out as the cached bytes themselves; smaller ones are copied together into pooled chunks
+// of packChunk bytes (an HTTP/2 frame's worth). A thousand 250-byte clusters as a thousand
+// buffers would cost an allocation each here, and grpc-go's writer a fresh slice of slices per
+// frame (it keeps one of at most 64 entries).
+const (
+	packBelow = 1 << 10
+	packChunk = 16 << 10
+)
+
+// buffers returns the response's wire bytes as buffers: the resources (large ones shared with
+// the cache, small ones packed into chunks from pool), then the tail.
+func (r *encodedResponse) buffers(pool mem.BufferPool) mem.BufferSlice {
+	out := make(mem.BufferSlice, 0, 4)
+	var cur *[]byte
+	flush := func() {
+		if cur != nil {
+			out = append(out, mem.NewBuffer(cur, pool))
+			cur = nil
+		}
 	}
-	return append(out, mem.SliceBuffer(r.tail)), nil
+	for _, res := range r.resources {
+		f := r.framed(res)
+		if len(f) >= packBelow {
+			flush()
+			out = append(out, mem.SliceBuffer(f))
+			continue
+		}
+		if cur != nil && len(*cur)+len(f) > packChunk {
+			flush()
+		}
+		if cur == nil {
+			cur = pool.Get(packChunk)
+			*cur = (*cur)[:0]
+		}
+		*cur = append(*cur, f...)
+	}
+	flush()
+	return append(out, mem.SliceBuffer(r.tail))
 }
 
 // Unmarshal decodes requests without grpc-go's buffer pool (see ServerOptions) and, for SotW
