@@ -194,11 +194,25 @@ func FineBufferPool() mem.BufferPool {
 	return p
 }
 
-// pushTurn performs one push turn and lets its worker go.
+// pushTurn performs one push turn. Its worker is let go once the clusters and assignments are
+// written and the listeners and routes generated: writing those (cached bytes, often the
+// largest response: one RouteConfiguration holds every virtual host of a port) does not hold
+// a worker, so one client's route write does not delay every other client's clusters. The
+// stream still gets its responses in order, and the convergence time (pilot_proxy_convergence_time)
+// runs to the last of them.
 func (c *conn) pushTurn(item pushItem) error {
-	defer close(item.done)
 	now := c.srv.now()
-	return c.apply(c.sess.Push(item.req, now), now)
+	err := c.apply(c.sess.PushClusters(item.req, now), now)
+	var rest *effects
+	if err == nil {
+		rest = c.sess.PushRest(now)
+	}
+	close(item.done)
+	if rest != nil {
+		err = c.apply(rest, now)
+	}
+	c.srv.metrics.Converged(item.dequeued.Sub(item.enqueued), c.srv.now().Sub(item.enqueued))
+	return err
 }
 
 // Run runs the push workers until ctx is done.
@@ -224,7 +238,6 @@ func (s *Server) worker(ctx context.Context) {
 		case c.pushCh <- item:
 			select {
 			case <-item.done:
-				s.metrics.Converged(item.dequeued.Sub(item.enqueued), s.now().Sub(item.enqueued))
 			case <-c.closed:
 			case <-ctx.Done():
 			}

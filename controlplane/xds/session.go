@@ -152,6 +152,8 @@ type session struct {
 	// would reference clusters the client does not have yet (make-before-break), so they go
 	// out right after the held CDS does.
 	afterCDS *model.PushRequest
+	// rest is the listener and route part of the push turn begun by PushClusters.
+	rest *model.PushRequest
 
 	eff effects
 }
@@ -505,11 +507,33 @@ func (s *session) rejected(ts *typeState, nonce string, detail *rpcstatus.Status
 // ClusterLoadAssignment, listeners and routes last.
 func (s *session) Push(req *model.PushRequest, now time.Time) *effects {
 	s.begin()
-	s.pushAll(req, now)
+	s.pushAll(req, now, false)
 	return s.end(nil)
 }
 
-func (s *session) pushAll(req *model.PushRequest, now time.Time) {
+// PushClusters is the first half of a push turn: Push up to the clusters and their
+// assignments; the listeners and routes wait for PushRest, which the shell calls next, before
+// any other input (so the stream sees the same responses in the same order as with Push). The
+// shell writes this half while it holds a push worker and the rest after letting it go.
+func (s *session) PushClusters(req *model.PushRequest, now time.Time) *effects {
+	s.begin()
+	s.pushAll(req, now, true)
+	return s.end(nil)
+}
+
+// PushRest is the second half of a push turn begun with PushClusters: its listeners and routes.
+func (s *session) PushRest(now time.Time) *effects {
+	s.begin()
+	if r := s.rest; r != nil {
+		s.rest = nil
+		for _, t := range afterClusterTypes {
+			s.pushType(t, r, nil, now)
+		}
+	}
+	return s.end(nil)
+}
+
+func (s *session) pushAll(req *model.PushRequest, now time.Time, split bool) {
 	if s.proxy == nil {
 		return
 	}
@@ -524,6 +548,10 @@ func (s *session) pushAll(req *model.PushRequest, now time.Time) {
 	s.pushType(gen.EndpointType, req, changedClusters, now)
 	if s.flow.Holding(gen.ClusterType) {
 		s.afterCDS = s.afterCDS.Merge(req)
+		return
+	}
+	if split {
+		s.rest = req
 		return
 	}
 	for _, t := range afterClusterTypes {
