@@ -80,11 +80,13 @@ type leanResponse struct {
 	raw       []byte
 }
 
-// scan reads the envelope from the wire bytes of a response. Field numbers: SotW
-// version_info 1, resources 2, type_url 4, nonce 5; Delta system_version_info 1, resources 2
-// (a Resource, whose name is field 3), type_url 4, nonce 5, removed_resources 6.
-func (r *leanResponse) scan(b []byte) error {
-	r.typ, r.version, r.nonce, r.resources, r.removed, r.names, r.hasWant, r.size = -1, "", "", 0, 0, r.names[:0], false, len(b)
+// scan reads the envelope from the wire bytes of a response, which arrive in several buffers
+// (one per HTTP/2 frame or so): it walks them in place and copies only the small fields, so a
+// client costs little next to the server. Field numbers: SotW version_info 1, resources 2,
+// type_url 4, nonce 5; Delta system_version_info 1, resources 2 (a Resource, whose name is
+// field 3), type_url 4, nonce 5, removed_resources 6.
+func (r *leanResponse) scan(data mem.BufferSlice) error {
+	r.typ, r.version, r.nonce, r.resources, r.removed, r.names, r.hasWant, r.size = -1, "", "", 0, 0, r.names[:0], false, data.Len()
 	want := ""
 	if r.want != nil {
 		if p := r.want.Load(); p != nil {
@@ -92,34 +94,48 @@ func (r *leanResponse) scan(b []byte) error {
 		}
 	}
 	if r.keepRaw {
-		r.raw = bytes.Clone(b)
+		r.raw = data.Materialize()
 	}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("scan response: %w", protowire.ParseError(n))
+	c := cursor{bufs: data}
+	for !c.done() {
+		tag, err := c.varint()
+		if err != nil {
+			return fmt.Errorf("scan response: %w", err)
 		}
-		b = b[n:]
+		num, typ := protowire.DecodeTag(tag)
 		if typ != protowire.BytesType {
-			m := protowire.ConsumeFieldValue(num, typ, b)
-			if m < 0 {
-				return fmt.Errorf("scan response field %d: %w", num, protowire.ParseError(m))
+			if err := c.skipValue(typ); err != nil {
+				return fmt.Errorf("scan response field %d: %w", num, err)
 			}
-			b = b[m:]
 			continue
 		}
-		v, m := protowire.ConsumeBytes(b)
-		if m < 0 {
-			return fmt.Errorf("scan response field %d: %w", num, protowire.ParseError(m))
+		l, err := c.varint()
+		if err != nil {
+			return fmt.Errorf("scan response field %d: %w", num, err)
 		}
-		b = b[m:]
+		n := int(l)
 		switch num {
-		case 1:
-			r.version = string(v)
+		case 1, 4, 5:
+			v, err := c.take(n)
+			if err != nil {
+				return fmt.Errorf("scan response field %d: %w", num, err)
+			}
+			switch num {
+			case 1:
+				r.version = string(v)
+			case 4:
+				r.typ = typeIndex(v)
+			case 5:
+				r.nonce = string(v)
+			}
 		case 2:
 			r.resources++
 			switch {
 			case r.delta && r.keepName:
+				v, err := c.take(n)
+				if err != nil {
+					return fmt.Errorf("scan response resource: %w", err)
+				}
 				name, ok := field(v, 3) // Resource.name
 				if !ok {
 					return fmt.Errorf("scan response: a resource without a name")
@@ -127,24 +143,149 @@ func (r *leanResponse) scan(b []byte) error {
 				r.names = append(r.names, string(name))
 				r.hasWant = r.hasWant || string(name) == want
 			case want != "" && !r.hasWant:
-				// Any.value (2), whose name is field 1 in Cluster, ClusterLoadAssignment,
-				// Listener and RouteConfiguration.
-				if m, ok := field(v, 2); ok {
-					name, _ := field(m, 1)
-					r.hasWant = string(name) == want
+				// Any: type_url (1), then value (2), whose first field is the name (field 1
+				// of Cluster, ClusterLoadAssignment, Listener and RouteConfiguration): a
+				// prefix of the resource holds it.
+				k := min(n, 512)
+				v, err := c.take(k)
+				if err != nil {
+					return fmt.Errorf("scan response resource: %w", err)
+				}
+				r.hasWant = string(anyName(v)) == want
+				if err := c.skip(n - k); err != nil {
+					return fmt.Errorf("scan response resource: %w", err)
+				}
+			default:
+				if err := c.skip(n); err != nil {
+					return fmt.Errorf("scan response resource: %w", err)
 				}
 			}
-		case 4:
-			r.typ = typeIndex(v)
-		case 5:
-			r.nonce = string(v)
 		case 6:
 			if r.delta {
 				r.removed++
 			}
+			fallthrough
+		default:
+			if err := c.skip(n); err != nil {
+				return fmt.Errorf("scan response field %d: %w", num, err)
+			}
 		}
 	}
 	return nil
+}
+
+// anyName reads the resource name from a prefix of an Any: value (field 2), then its field 1.
+func anyName(b []byte) []byte {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType {
+			return nil
+		}
+		b = b[n:]
+		l, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		if num != 2 {
+			if uint64(len(b)) < l {
+				return nil
+			}
+			b = b[l:]
+			continue
+		}
+		// The value, possibly cut short: its first field should be the name.
+		num, typ, n = protowire.ConsumeTag(b)
+		if n < 0 || num != 1 || typ != protowire.BytesType {
+			return nil
+		}
+		v, n := protowire.ConsumeBytes(b[n:])
+		if n < 0 {
+			return nil
+		}
+		return v
+	}
+	return nil
+}
+
+// cursor reads a message that is split over buffers without joining them.
+type cursor struct {
+	bufs    mem.BufferSlice
+	i, off  int
+	scratch []byte
+}
+
+func (c *cursor) cur() []byte {
+	for c.i < len(c.bufs) {
+		if b := c.bufs[c.i].ReadOnlyData(); c.off < len(b) {
+			return b[c.off:]
+		}
+		c.i, c.off = c.i+1, 0
+	}
+	return nil
+}
+
+func (c *cursor) done() bool { return c.cur() == nil }
+
+func (c *cursor) varint() (uint64, error) {
+	var x uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		b := c.cur()
+		if b == nil {
+			return 0, io.ErrUnexpectedEOF
+		}
+		c.off++
+		x |= uint64(b[0]&0x7f) << shift
+		if b[0] < 0x80 {
+			return x, nil
+		}
+	}
+	return 0, fmt.Errorf("varint overflow")
+}
+
+func (c *cursor) skip(n int) error {
+	for n > 0 {
+		b := c.cur()
+		if b == nil {
+			return io.ErrUnexpectedEOF
+		}
+		k := min(n, len(b))
+		c.off, n = c.off+k, n-k
+	}
+	return nil
+}
+
+// take returns the next n bytes: in place when one buffer holds them, else a copy (valid
+// until the next take).
+func (c *cursor) take(n int) ([]byte, error) {
+	if b := c.cur(); len(b) >= n {
+		c.off += n
+		return b[:n], nil
+	}
+	c.scratch = c.scratch[:0]
+	for len(c.scratch) < n {
+		b := c.cur()
+		if b == nil {
+			return nil, io.ErrUnexpectedEOF
+		}
+		k := min(n-len(c.scratch), len(b))
+		c.scratch = append(c.scratch, b[:k]...)
+		c.off += k
+	}
+	return c.scratch, nil
+}
+
+func (c *cursor) skipValue(typ protowire.Type) error {
+	switch typ {
+	case protowire.VarintType:
+		_, err := c.varint()
+		return err
+	case protowire.Fixed32Type:
+		return c.skip(4)
+	case protowire.Fixed64Type:
+		return c.skip(8)
+	}
+	return fmt.Errorf("unexpected wire type %d", typ)
 }
 
 // field returns the first bytes field num of a message.
@@ -226,10 +367,7 @@ func (leanCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("lean codec: cannot unmarshal into %T", v)
 	}
-	if len(data) == 1 {
-		return r.scan(data[0].ReadOnlyData())
-	}
-	return r.scan(data.Materialize())
+	return r.scan(data)
 }
 
 // perfObserver sees every response a harness client receives, on that client's goroutine.
