@@ -132,16 +132,21 @@ func (r *leanResponse) scan(data mem.BufferSlice) error {
 			r.resources++
 			switch {
 			case r.delta && r.keepName:
-				v, err := c.take(n)
+				// Resource: the server writes the name (field 3) first.
+				k := min(n, 512)
+				v, err := c.take(k)
 				if err != nil {
 					return fmt.Errorf("scan response resource: %w", err)
 				}
-				name, ok := field(v, 3) // Resource.name
+				name, ok := field(v, 3)
 				if !ok {
-					return fmt.Errorf("scan response: a resource without a name")
+					return fmt.Errorf("scan response: no resource name in the first %d bytes of a resource", k)
 				}
 				r.names = append(r.names, string(name))
 				r.hasWant = r.hasWant || string(name) == want
+				if err := c.skip(n - k); err != nil {
+					return fmt.Errorf("scan response resource: %w", err)
+				}
 			case want != "" && !r.hasWant:
 				// Any: type_url (1), then value (2), whose first field is the name (field 1
 				// of Cluster, ClusterLoadAssignment, Listener and RouteConfiguration): a
@@ -288,7 +293,8 @@ func (c *cursor) skipValue(typ protowire.Type) error {
 	return fmt.Errorf("unexpected wire type %d", typ)
 }
 
-// field returns the first bytes field num of a message.
+// field returns bytes field num of a message prefix, if it lies whole before the first field
+// the prefix cuts short.
 func field(b []byte, num protowire.Number) ([]byte, bool) {
 	for len(b) > 0 {
 		n, typ, k := protowire.ConsumeTag(b)
