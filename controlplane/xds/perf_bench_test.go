@@ -324,8 +324,11 @@ func (h *heapSampler) end() uint64 {
 	return h.peak.Load()
 }
 
-// heapMeasure is the live heap and goroutine stacks after a GC.
+// heapMeasure is the live heap and goroutine stacks after a GC. The second GC empties the
+// victim caches of sync.Pools (gRPC's buffer pools), which would otherwise count the buffers
+// that served the connects as live.
 func heapMeasure() (live, stacks uint64) {
+	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
