@@ -132,34 +132,20 @@ func (r *leanResponse) scan(data mem.BufferSlice) error {
 			r.resources++
 			switch {
 			case r.delta && r.keepName:
-				// Resource: the server writes the name (field 3) first.
-				k := min(n, 512)
-				v, err := c.take(k)
+				name, err := c.nameIn(n, 3) // Resource.name
 				if err != nil {
 					return fmt.Errorf("scan response resource: %w", err)
-				}
-				name, ok := field(v, 3)
-				if !ok {
-					return fmt.Errorf("scan response: no resource name in the first %d bytes of a resource", k)
 				}
 				r.names = append(r.names, string(name))
 				r.hasWant = r.hasWant || string(name) == want
-				if err := c.skip(n - k); err != nil {
-					return fmt.Errorf("scan response resource: %w", err)
-				}
 			case want != "" && !r.hasWant:
-				// Any: type_url (1), then value (2), whose first field is the name (field 1
-				// of Cluster, ClusterLoadAssignment, Listener and RouteConfiguration): a
-				// prefix of the resource holds it.
-				k := min(n, 512)
-				v, err := c.take(k)
+				// Any.value (2), whose name is field 1 in Cluster, ClusterLoadAssignment,
+				// Listener and RouteConfiguration.
+				name, err := c.nameIn(n, 2, 1)
 				if err != nil {
 					return fmt.Errorf("scan response resource: %w", err)
 				}
-				r.hasWant = string(anyName(v)) == want
-				if err := c.skip(n - k); err != nil {
-					return fmt.Errorf("scan response resource: %w", err)
-				}
+				r.hasWant = string(name) == want
 			default:
 				if err := c.skip(n); err != nil {
 					return fmt.Errorf("scan response resource: %w", err)
@@ -179,44 +165,11 @@ func (r *leanResponse) scan(data mem.BufferSlice) error {
 	return nil
 }
 
-// anyName reads the resource name from a prefix of an Any: value (field 2), then its field 1.
-func anyName(b []byte) []byte {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType {
-			return nil
-		}
-		b = b[n:]
-		l, n := protowire.ConsumeVarint(b)
-		if n < 0 {
-			return nil
-		}
-		b = b[n:]
-		if num != 2 {
-			if uint64(len(b)) < l {
-				return nil
-			}
-			b = b[l:]
-			continue
-		}
-		// The value, possibly cut short: its first field should be the name.
-		num, typ, n = protowire.ConsumeTag(b)
-		if n < 0 || num != 1 || typ != protowire.BytesType {
-			return nil
-		}
-		v, n := protowire.ConsumeBytes(b[n:])
-		if n < 0 {
-			return nil
-		}
-		return v
-	}
-	return nil
-}
-
 // cursor reads a message that is split over buffers without joining them.
 type cursor struct {
 	bufs    mem.BufferSlice
 	i, off  int
+	pos     int // bytes consumed
 	scratch []byte
 }
 
@@ -240,6 +193,7 @@ func (c *cursor) varint() (uint64, error) {
 			return 0, io.ErrUnexpectedEOF
 		}
 		c.off++
+		c.pos++
 		x |= uint64(b[0]&0x7f) << shift
 		if b[0] < 0x80 {
 			return x, nil
@@ -255,7 +209,7 @@ func (c *cursor) skip(n int) error {
 			return io.ErrUnexpectedEOF
 		}
 		k := min(n, len(b))
-		c.off, n = c.off+k, n-k
+		c.off, c.pos, n = c.off+k, c.pos+k, n-k
 	}
 	return nil
 }
@@ -265,6 +219,7 @@ func (c *cursor) skip(n int) error {
 func (c *cursor) take(n int) ([]byte, error) {
 	if b := c.cur(); len(b) >= n {
 		c.off += n
+		c.pos += n
 		return b[:n], nil
 	}
 	c.scratch = c.scratch[:0]
@@ -276,8 +231,51 @@ func (c *cursor) take(n int) ([]byte, error) {
 		k := min(n-len(c.scratch), len(b))
 		c.scratch = append(c.scratch, b[:k]...)
 		c.off += k
+		c.pos += k
 	}
 	return c.scratch, nil
+}
+
+// nameIn walks the next n bytes as a message and returns the bytes field found by following
+// path (field numbers, outermost first), consuming all n bytes; nil when there is none. The
+// result is valid until the next take.
+func (c *cursor) nameIn(n int, path ...protowire.Number) ([]byte, error) {
+	end := c.pos + n
+	var found []byte
+	for c.pos < end {
+		tag, err := c.varint()
+		if err != nil {
+			return nil, err
+		}
+		num, typ := protowire.DecodeTag(tag)
+		if typ != protowire.BytesType {
+			if err := c.skipValue(typ); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		l, err := c.varint()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case c.pos+int(l) > end:
+			return nil, fmt.Errorf("field %d overruns its message", num)
+		case num != path[0] || found != nil:
+			err = c.skip(int(l))
+		case len(path) == 1:
+			found, err = c.take(int(l))
+		default:
+			found, err = c.nameIn(int(l), path[1:]...)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if c.pos != end {
+		return nil, fmt.Errorf("a field overruns its message")
+	}
+	return found, nil
 }
 
 func (c *cursor) skipValue(typ protowire.Type) error {
@@ -291,27 +289,6 @@ func (c *cursor) skipValue(typ protowire.Type) error {
 		return c.skip(8)
 	}
 	return fmt.Errorf("unexpected wire type %d", typ)
-}
-
-// field returns bytes field num of a message prefix, if it lies whole before the first field
-// the prefix cuts short.
-func field(b []byte, num protowire.Number) ([]byte, bool) {
-	for len(b) > 0 {
-		n, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			return nil, false
-		}
-		m := protowire.ConsumeFieldValue(n, typ, b[k:])
-		if m < 0 {
-			return nil, false
-		}
-		if n == num && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(b[k:])
-			return v, true
-		}
-		b = b[k+m:]
-	}
-	return nil, false
 }
 
 // leanRequest is a SotW DiscoveryRequest written from parts: names is the pre-encoded
