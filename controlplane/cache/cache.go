@@ -256,21 +256,28 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // EvictOlder removes every entry of typeURL ("" = all types) whose generation is below gen.
 func (c *Cache) EvictOlder(typeURL string, gen uint64) int {
+	return c.Evict(func(k Key, g uint64) bool { return (typeURL == "" || k.TypeURL == typeURL) && g < gen })
+}
+
+// Evict removes every built entry for which stale(key, generation) is true (entries still being
+// built belong to their builders and stay).
+func (c *Cache) Evict(stale func(k Key, gen uint64) bool) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
 	for k, e := range c.entries {
-		if (typeURL == "" || k.TypeURL == typeURL) && e.gen < gen {
-			select {
-			case <-e.ready:
-			default:
-				continue // still being built; its builder owns it
-			}
-			delete(c.entries, k)
-			c.stats.Entries--
-			c.stats.Bytes -= e.bytes
-			n++
+		if !stale(k, e.gen) {
+			continue
 		}
+		select {
+		case <-e.ready:
+		default:
+			continue // still being built; its builder owns it
+		}
+		delete(c.entries, k)
+		c.stats.Entries--
+		c.stats.Bytes -= e.bytes
+		n++
 	}
 	return n
 }

@@ -90,22 +90,17 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 	return append(out, mem.SliceBuffer(r.tail)), nil
 }
 
-// Unmarshal decodes requests without grpc-go's pooled buffers: the default pool would take
-// (and clear) a 1 MiB buffer for every request just over 32 KiB, which is what an EDS request
-// naming a thousand clusters is.
+// Unmarshal decodes requests without grpc-go's buffer pool (see ServerOptions) and, for SotW
+// requests, without copying them (sotwRequest keeps a reference to the transport's buffers).
 func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
-	var b []byte
-	owned := len(data) != 1
-	if owned {
-		b = data.Materialize() // a fresh copy
-	} else {
-		b = data[0].ReadOnlyData() // valid only during this call
-	}
 	switch m := v.(type) {
 	case *sotwRequest:
-		return m.decode(b, owned)
+		return m.decodeBuffers(data)
 	case proto.Message:
-		return proto.Unmarshal(b, m)
+		if len(data) == 1 {
+			return proto.Unmarshal(data[0].ReadOnlyData(), m) // valid only during this call, which is enough
+		}
+		return proto.Unmarshal(data.Materialize(), m)
 	}
 	return c.proto.Unmarshal(data, v)
 }

@@ -31,6 +31,9 @@ type typeState struct {
 	typeURL  string
 	wildcard bool
 	names    map[string]struct{}
+	// set is a SotW subscription's names, shared with the streams that subscribe to the same
+	// ones (names is set.names then, read-only); nil on Delta, whose names change one by one.
+	set *nameSet
 	// named: a SotW request of this type has named resources (or "*"), so an empty list no
 	// longer means wildcard.
 	named bool
@@ -53,9 +56,18 @@ type typeState struct {
 	// answer it even when the answer is empty.
 	unanswered bool
 	sent       map[string]uint64 // resource name → hash of the bytes last sent
-	sentResp   int
-	// byHost indexes an EDS subscription by service hostname (built on first use after the
-	// subscription changes), so an endpoint push finds its clusters without parsing every name.
+	// sentList is what the last SotW CDS or LDS response carried (every resource, as the
+	// protocol wants): the cache's own slice, shared by every stream that got it, so those
+	// types keep nothing per stream (sent stays empty for them).
+	sentList []*cache.Resource
+	// sentBase is, for a named SotW subscription of another type (EDS, RDS), the shared answer
+	// to the whole subscription the client last got (sorted by name): it holds those bytes,
+	// except where sent, which then only records what went out since, says otherwise.
+	sentBase []*cache.Resource
+	sentResp int
+	// byHost indexes a Delta EDS subscription by service hostname (built on first use after
+	// the subscription changes), so an endpoint push finds its clusters without parsing every
+	// name; SotW uses set.hosts.
 	byHost map[string][]string
 
 	// heldForce names the cluster assignments that must be re-sent with a push that flow
@@ -134,6 +146,8 @@ type session struct {
 	// nonces counts responses; a nonce is the count in base 36.
 	nonces uint64
 	flow   *push.Flow
+	// sets interns SotW subscriptions across the server's streams (nil: none shared).
+	sets *nameSets
 	// afterCDS is the listener and route part of pushes whose CDS flow control holds: they
 	// would reference clusters the client does not have yet (make-before-break), so they go
 	// out right after the held CDS does.
@@ -245,6 +259,8 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		return nil
 	}
 	wildcard, names := subscription(typeURL, req.Names(), ts != nil && ts.named)
+	set := s.sets.intern(names)
+	names = set.names
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
 		if ts == nil {
@@ -252,8 +268,9 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 			s.types[typeURL] = ts
 		} else {
 			clear(ts.sent)
+			ts.sentList, ts.sentBase = nil, nil
 		}
-		ts.wildcard, ts.names, ts.byHost = wildcard, names, nil
+		ts.wildcard, ts.names, ts.set, ts.byHost = wildcard, names, set, nil
 		ts.named = ts.named || req.namesCount > 0
 		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 		s.respond(ts, nil, nil, true, now)
@@ -270,6 +287,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	for n := range ts.names {
 		if _, ok := names[n]; !ok {
 			delete(ts.sent, n) // the client dropped it: a re-subscription must send it again
+			ts.sentList = withoutName(ts.sentList, n)
 			removed = true
 		}
 	}
@@ -277,7 +295,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	if len(added) > 0 || removed {
 		ts.byHost = nil
 	}
-	ts.wildcard, ts.names = wildcard, names
+	ts.wildcard, ts.names, ts.set = wildcard, names, set
 	ts.named = ts.named || req.namesCount > 0
 	ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 
@@ -552,8 +570,10 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 		return nil
 	}
 	var names []string
-	if !req.Full && typeURL == gen.EndpointType && !ts.wildcard {
-		if ts.byHost == nil {
+	if typeURL == gen.EndpointType && !ts.wildcard && (!req.Full || assignmentsByHost(req)) {
+		if ts.set != nil {
+			ts.byHost = ts.set.hosts()
+		} else if ts.byHost == nil {
 			ts.byHost = make(map[string][]string)
 			for n := range ts.names {
 				if p, err := gen.ParseClusterName(n); err == nil {
@@ -570,8 +590,31 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 			return nil
 		}
 		slices.Sort(names)
+		if names == nil {
+			names = []string{} // only the forced names, not the whole subscription
+		}
 	}
 	return s.respond(ts, names, force, false, now)
+}
+
+// assignmentsByHost reports whether a full push can change only the assignments of the hosts it
+// names (KindService and KindEndpoint keys): a named ClusterLoadAssignment depends on its
+// service, its endpoints and, for subsets, the DestinationRule (genOf), so a push that names no
+// DestinationRule (nor a ServiceEntry or WorkloadEntry, which do not say which hosts) leaves
+// every other assignment as it was, and EDS need not diff the whole subscription.
+func assignmentsByHost(req *model.PushRequest) bool {
+	if len(req.ConfigsUpdated) == 0 {
+		return false // everything
+	}
+	for k := range req.ConfigsUpdated {
+		switch k.Kind {
+		case model.KindService, model.KindEndpoint, model.KindVirtualService, model.KindGateway, model.KindSidecar,
+			model.KindPeerAuthentication, model.KindSecret:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // respond generates ts's resources (names nil: the whole subscription), keeps what the client
@@ -588,7 +631,11 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	always = always || ts.unanswered
 	full := names == nil // the whole subscription, not only some names
 	if full && !ts.wildcard {
-		names = slices.Sorted(maps.Keys(ts.names))
+		if ts.set != nil {
+			names = ts.set.sorted // shared: clipped, so the appends below copy it
+		} else {
+			names = slices.Sorted(maps.Keys(ts.names))
+		}
 		if len(names) == 0 && !always {
 			return nil
 		}
@@ -600,42 +647,58 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 			}
 		}
 	}
-	res, err := s.src.resources(s.proxy, st, ts.typeURL, names, ts.wildcard && names == nil)
+	var res []*cache.Resource
+	var err error
+	if ss, ok := s.src.(setSource); ok && full && !ts.wildcard && ts.set != nil && len(names) == len(ts.set.sorted) {
+		res, err = ss.subscribed(s.proxy, st, ts.typeURL, ts.set) // the whole shared subscription
+	} else {
+		res, err = s.src.resources(s.proxy, st, ts.typeURL, names, ts.wildcard && names == nil)
+	}
 	if err != nil {
 		s.note(note{kind: noteGenError, typeURL: ts.typeURL, msg: err.Error()})
 	}
-	changed := make(map[string]struct{})
-	for _, r := range res {
-		if h, ok := ts.sent[r.Name]; !ok || h != r.Hash {
-			changed[r.Name] = struct{}{}
+	if !s.delta && allRequired(ts.typeURL) {
+		// SotW CDS and LDS carry every resource whenever anything changed.
+		changed, gone := diffLists(ts.sentList, res)
+		if len(changed) == 0 && !gone && !always && len(force) == 0 {
+			return changed
 		}
+		s.send(ts, st.snap.Version, res, nil, now)
+		ts.unanswered = false
+		ts.sentList = res
+		return changed
+	}
+	held := heldCursor{ts: ts, sorted: slices.IsSortedFunc(res, byName)}
+	var changed map[string]struct{} // only CDS callers use it (Delta CDS)
+	if ts.typeURL == gen.ClusterType {
+		changed = make(map[string]struct{})
 	}
 	var out []*cache.Resource
+	for _, r := range res {
+		h, ok := held.hash(r.Name)
+		ch := !ok || h != r.Hash
+		if ch && changed != nil {
+			changed[r.Name] = struct{}{}
+		}
+		if _, f := force[r.Name]; ch || f {
+			out = append(out, r)
+		}
+	}
 	var removed []string
-	if !s.delta && allRequired(ts.typeURL) {
-		gone := len(ts.sent) > len(res)-len(changed)
-		if len(changed) == 0 && !gone && !always && len(force) == 0 {
-			return nil
-		}
-		out = res
-		clear(ts.sent)
-	} else {
-		for _, r := range res {
-			_, ch := changed[r.Name]
-			_, f := force[r.Name]
-			if ch || f {
-				out = append(out, r)
-			}
-		}
-		if s.delta {
-			removed = deltaRemoved(ts, res, names, full, always)
-		}
-		if len(out) == 0 && len(removed) == 0 && !always {
-			return nil
-		}
+	if s.delta {
+		removed = deltaRemoved(ts, res, names, full, always)
+	}
+	if len(out) == 0 && len(removed) == 0 && !always {
+		return nil
 	}
 	s.send(ts, st.snap.Version, out, removed, now)
 	ts.unanswered = false
+	if !s.delta && full && !ts.wildcard && held.sorted {
+		// The client now holds the whole answer: remember the shared list, not each name.
+		ts.sentBase = res
+		clear(ts.sent)
+		return changed
+	}
 	for _, r := range out {
 		ts.sent[r.Name] = r.Hash
 	}
@@ -643,6 +706,40 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 		delete(ts.sent, n)
 	}
 	return changed
+}
+
+func byName(a, b *cache.Resource) int { return strings.Compare(a.Name, b.Name) }
+
+// heldCursor says which bytes of a resource the client holds: what sent records, else what
+// sentBase has. Asked in increasing name order (sorted) it walks sentBase once; otherwise it
+// searches it.
+type heldCursor struct {
+	ts     *typeState
+	sorted bool
+	i      int
+}
+
+func (c *heldCursor) hash(name string) (uint64, bool) {
+	if h, ok := c.ts.sent[name]; ok {
+		return h, true
+	}
+	b := c.ts.sentBase
+	if len(b) == 0 {
+		return 0, false
+	}
+	if c.sorted {
+		for c.i < len(b) && b[c.i].Name < name {
+			c.i++
+		}
+		if c.i < len(b) && b[c.i].Name == name {
+			return b[c.i].Hash, true
+		}
+		return 0, false
+	}
+	if i, ok := slices.BinarySearchFunc(b, name, func(r *cache.Resource, n string) int { return strings.Compare(r.Name, n) }); ok {
+		return b[i].Hash, true
+	}
+	return 0, false
 }
 
 // deltaRemoved lists what a Delta response must remove: for a wildcard subscription answered in
@@ -672,6 +769,55 @@ func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, an
 	}
 	slices.Sort(out)
 	return out
+}
+
+// diffLists compares what was sent (old) with what is current (cur): the names whose bytes are
+// new or changed, and whether some sent resource no longer exists. The same slice (a cache hit
+// on the same entry) is unchanged at once; two lists sorted by name are walked side by side.
+func diffLists(old, cur []*cache.Resource) (changed map[string]struct{}, gone bool) {
+	changed = make(map[string]struct{})
+	if len(old) == len(cur) && (len(cur) == 0 || &old[0] == &cur[0]) {
+		return changed, false
+	}
+	if slices.IsSortedFunc(old, byName) && slices.IsSortedFunc(cur, byName) {
+		i := 0
+		for _, r := range cur {
+			for i < len(old) && old[i].Name < r.Name {
+				gone = true
+				i++
+			}
+			if i < len(old) && old[i].Name == r.Name {
+				if old[i].Hash != r.Hash {
+					changed[r.Name] = struct{}{}
+				}
+				i++
+				continue
+			}
+			changed[r.Name] = struct{}{}
+		}
+		return changed, gone || i < len(old)
+	}
+	prev := make(map[string]uint64, len(old))
+	for _, r := range old {
+		prev[r.Name] = r.Hash
+	}
+	for _, r := range cur {
+		h, ok := prev[r.Name]
+		if !ok || h != r.Hash {
+			changed[r.Name] = struct{}{}
+		}
+		delete(prev, r.Name)
+	}
+	return changed, len(prev) > 0
+}
+
+// withoutName returns list without the resource called name (a copy when it was there).
+func withoutName(list []*cache.Resource, name string) []*cache.Resource {
+	i := slices.IndexFunc(list, func(r *cache.Resource) bool { return r.Name == name })
+	if i < 0 {
+		return list
+	}
+	return slices.Concat(list[:i], list[i+1:])
 }
 
 func appendUnique(xs []string, x string) []string {
