@@ -25,6 +25,8 @@ type nameSet struct {
 
 	hostsOnce sync.Once
 	byHost    map[string][]string
+	posOnce   sync.Once
+	pos       map[string]int32 // name → index in sorted (built on the first lookup)
 }
 
 var nameSetSeq atomic.Uint64
@@ -106,6 +108,44 @@ func (t *nameSets) intern(names map[string]struct{}) *nameSet {
 	t.sets[sum] = append(t.sets[sum], weak.Make(s))
 	runtime.AddCleanup(s, t.drop, sum)
 	return s
+}
+
+// lookup returns the interned set that req names exactly (no "*", no duplicates), found by the
+// hash the codec took and checked name by name without decoding them; nil when there is none
+// (then the caller decodes the names and interns them).
+func (t *nameSets) lookup(req *sotwRequest) *nameSet {
+	if t == nil || req.namesCount == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	var cands []*nameSet
+	for _, w := range t.sets[req.namesHash] {
+		if s := w.Value(); s != nil && len(s.names) == req.namesCount {
+			cands = append(cands, s)
+		}
+	}
+	t.mu.Unlock()
+	for _, s := range cands {
+		// Every name a member, each once, as many as the members: the same set.
+		s.posOnce.Do(func() {
+			s.pos = make(map[string]int32, len(s.sorted))
+			for i, n := range s.sorted {
+				s.pos[n] = int32(i)
+			}
+		})
+		seen := make([]bool, len(s.sorted))
+		if req.eachName(func(b []byte) bool {
+			i, ok := s.pos[string(b)]
+			if !ok || seen[i] {
+				return false
+			}
+			seen[i] = true
+			return true
+		}) {
+			return s // namesCount names, all distinct members of a set of that size
+		}
+	}
+	return nil
 }
 
 // drop forgets the collected sets of one sum.

@@ -8,6 +8,9 @@ import (
 	"time"
 	"weak"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/xdslab/xdslab/controlplane/cache"
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -136,10 +139,51 @@ func TestDiffLists(t *testing.T) {
 		{"unsorted", []*cache.Resource{c1, a1, b1}, []*cache.Resource{b2, a1}, []string{"b"}, true},
 		{"all gone", []*cache.Resource{a1}, nil, nil, true},
 	} {
-		changed, gone := diffLists(tc.old, tc.cur)
+		changed, differ := diffLists(tc.old, tc.cur, true)
 		got := slices.Sorted(maps.Keys(changed))
-		if !slices.Equal(got, tc.changed) || gone != tc.gone {
-			t.Errorf("%s: changed %q gone %v, want %q %v", tc.name, got, gone, tc.changed, tc.gone)
+		if want := len(tc.changed) > 0 || tc.gone; !slices.Equal(got, tc.changed) || differ != want {
+			t.Errorf("%s: changed %q differ %v, want %q %v", tc.name, got, differ, tc.changed, want)
 		}
+		if c, d := diffLists(tc.old, tc.cur, false); c != nil || d != differ {
+			t.Errorf("%s: without want: %v, %v", tc.name, c, d)
+		}
+	}
+}
+
+func TestNameSetsLookup(t *testing.T) {
+	tab := newNameSets()
+	s := tab.intern(set("a", "b", "c"))
+	req := func(names ...string) *sotwRequest {
+		b, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: gen.EndpointType, ResourceNames: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &sotwRequest{}
+		if err := r.decode(b, true); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		names []string
+		hit   bool
+	}{
+		{[]string{"c", "a", "b"}, true},
+		{[]string{"a", "b"}, false},
+		{[]string{"a", "b", "c", "d"}, false},
+		{[]string{"a", "a", "c"}, false},
+		{[]string{"*", "a", "b"}, false},
+		{nil, false},
+	} {
+		got := tab.lookup(req(tc.names...))
+		if (got == s) != tc.hit || (!tc.hit && got != nil) {
+			t.Errorf("%q: lookup = %p, want hit %v (set %p)", tc.names, got, tc.hit, s)
+		}
+	}
+	// Decoded names are read the same way.
+	r := req("b", "c", "a")
+	r.Names()
+	if tab.lookup(r) != s {
+		t.Error("a request whose names were decoded is not found")
 	}
 }

@@ -239,6 +239,43 @@ func (r *sotwRequest) Names() []string {
 	return r.ResourceNames
 }
 
+// eachName calls f with the wire bytes of every resource name, in order, until f returns false;
+// it reports whether every call returned true. It decodes no strings: with Names not called
+// yet it reads the request's bytes (copied together once when they came in several buffers).
+func (r *sotwRequest) eachName(f func([]byte) bool) bool {
+	if r.decoded {
+		for _, n := range r.ResourceNames {
+			if !f([]byte(n)) {
+				return false
+			}
+		}
+		return true
+	}
+	b := r.raw
+	if r.held != nil {
+		if len(r.held) == 1 {
+			b = r.held[0].ReadOnlyData()
+		} else {
+			b = r.held.Materialize()
+		}
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if n < 0 || m < 0 {
+			return false // cannot happen after scan accepted the bytes
+		}
+		if num == 3 && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b[n:])
+			if !f(v) {
+				return false
+			}
+		}
+		b = b[n+m:]
+	}
+	return true
+}
+
 // restates reports whether the request names exactly the subscription whose hash and size are
 // given (a hash collision would only skip a subscription diff, never misroute a resource, and
 // needs 2^64 luck).

@@ -258,9 +258,14 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		s.release(ts, release, now)
 		return nil
 	}
-	wildcard, names := subscription(typeURL, req.Names(), ts != nil && ts.named)
-	set := s.sets.intern(names)
-	names = set.names
+	// Most subscriptions are some other stream's too: found without decoding the names.
+	set, wildcard := s.sets.lookup(req), false
+	if set == nil {
+		var fresh map[string]struct{}
+		wildcard, fresh = subscription(typeURL, req.Names(), ts != nil && ts.named)
+		set = s.sets.intern(fresh)
+	}
+	names := set.names
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
 		if ts == nil {
@@ -273,7 +278,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		ts.wildcard, ts.names, ts.set, ts.byHost = wildcard, names, set, nil
 		ts.named = ts.named || req.namesCount > 0
 		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
-		s.respond(ts, nil, nil, true, now)
+		s.respond(ts, nil, nil, true, false, now)
 		return nil
 	}
 
@@ -305,7 +310,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		// The answer below covers the held push: send the type once, with what it had to carry.
 		force := ts.heldForce
 		ts.heldForce = nil
-		changed := s.respond(ts, nil, force, true, now)
+		changed := s.respond(ts, nil, force, true, true, now)
 		if ts.typeURL == gen.ClusterType {
 			s.afterReleasedCDS(release, changed, now)
 		}
@@ -314,14 +319,14 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	s.release(ts, release, now)
 	switch {
 	case full:
-		s.respond(ts, nil, nil, true, now)
+		s.respond(ts, nil, nil, true, false, now)
 	case !allRequired(typeURL) && len(added) > 0:
 		slices.Sort(added)
 		force := make(map[string]struct{}, len(added))
 		for _, n := range added {
 			force[n] = struct{}{}
 		}
-		s.respond(ts, added, force, true, now)
+		s.respond(ts, added, force, true, false, now)
 	}
 	return nil
 }
@@ -413,10 +418,10 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 
 	switch {
 	case first || wildcardOn:
-		s.respond(ts, nil, nil, true, now)
+		s.respond(ts, nil, nil, true, false, now)
 	case len(added) > 0:
 		slices.Sort(added)
-		s.respond(ts, added, force, true, now)
+		s.respond(ts, added, force, true, false, now)
 	}
 	return nil
 }
@@ -594,7 +599,7 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 			names = []string{} // only the forced names, not the whole subscription
 		}
 	}
-	return s.respond(ts, names, force, false, now)
+	return s.respond(ts, names, force, false, true, now)
 }
 
 // assignmentsByHost reports whether a full push can change only the assignments of the hosts it
@@ -619,9 +624,9 @@ func assignmentsByHost(req *model.PushRequest) bool {
 
 // respond generates ts's resources (names nil: the whole subscription), keeps what the client
 // does not already hold (all of it for CDS/LDS when anything changed) and sends one response.
-// With always set, a response is sent even when nothing changed (answering a request). It
-// returns the names of the resources that changed.
-func (s *session) respond(ts *typeState, names []string, force map[string]struct{}, always bool, now time.Time) map[string]struct{} {
+// With always set, a response is sent even when nothing changed (answering a request). With
+// want set it returns the names of the CDS resources that changed (nil otherwise).
+func (s *session) respond(ts *typeState, names []string, force map[string]struct{}, always, want bool, now time.Time) map[string]struct{} {
 	st := s.src.current()
 	if st == nil {
 		// No snapshot yet: the first push answers, even with an empty response.
@@ -659,8 +664,8 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	}
 	if !s.delta && allRequired(ts.typeURL) {
 		// SotW CDS and LDS carry every resource whenever anything changed.
-		changed, gone := diffLists(ts.sentList, res)
-		if len(changed) == 0 && !gone && !always && len(force) == 0 {
+		changed, differ := diffLists(ts.sentList, res, want)
+		if !differ && !always && len(force) == 0 {
 			return changed
 		}
 		s.send(ts, st.snap.Version, res, nil, now)
@@ -670,7 +675,7 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	}
 	held := heldCursor{ts: ts, sorted: slices.IsSortedFunc(res, byName)}
 	var changed map[string]struct{} // only CDS callers use it (Delta CDS)
-	if ts.typeURL == gen.ClusterType {
+	if want && ts.typeURL == gen.ClusterType {
 		changed = make(map[string]struct{})
 	}
 	var out []*cache.Resource
@@ -771,31 +776,39 @@ func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, an
 	return out
 }
 
-// diffLists compares what was sent (old) with what is current (cur): the names whose bytes are
-// new or changed, and whether some sent resource no longer exists. The same slice (a cache hit
-// on the same entry) is unchanged at once; two lists sorted by name are walked side by side.
-func diffLists(old, cur []*cache.Resource) (changed map[string]struct{}, gone bool) {
-	changed = make(map[string]struct{})
+// diffLists compares what was sent (old) with what is current (cur): whether they differ and,
+// with want, the names whose bytes are new or changed. The same slice (a cache hit on the same
+// entry) is unchanged at once; two lists sorted by name are walked side by side.
+func diffLists(old, cur []*cache.Resource, want bool) (changed map[string]struct{}, differ bool) {
 	if len(old) == len(cur) && (len(cur) == 0 || &old[0] == &cur[0]) {
-		return changed, false
+		return nil, false
+	}
+	if want {
+		changed = make(map[string]struct{})
+	}
+	note := func(name string) {
+		differ = true
+		if want {
+			changed[name] = struct{}{}
+		}
 	}
 	if slices.IsSortedFunc(old, byName) && slices.IsSortedFunc(cur, byName) {
 		i := 0
 		for _, r := range cur {
 			for i < len(old) && old[i].Name < r.Name {
-				gone = true
+				differ = true // gone
 				i++
 			}
 			if i < len(old) && old[i].Name == r.Name {
 				if old[i].Hash != r.Hash {
-					changed[r.Name] = struct{}{}
+					note(r.Name)
 				}
 				i++
 				continue
 			}
-			changed[r.Name] = struct{}{}
+			note(r.Name)
 		}
-		return changed, gone || i < len(old)
+		return changed, differ || i < len(old)
 	}
 	prev := make(map[string]uint64, len(old))
 	for _, r := range old {
@@ -804,11 +817,11 @@ func diffLists(old, cur []*cache.Resource) (changed map[string]struct{}, gone bo
 	for _, r := range cur {
 		h, ok := prev[r.Name]
 		if !ok || h != r.Hash {
-			changed[r.Name] = struct{}{}
+			note(r.Name)
 		}
 		delete(prev, r.Name)
 	}
-	return changed, len(prev) > 0
+	return changed, differ || len(prev) > 0
 }
 
 // withoutName returns list without the resource called name (a copy when it was there).
