@@ -370,6 +370,13 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 	// sent: the client may have forgotten its copy (force). Only the first request's names may
 	// be skipped when initial_resource_versions says the client holds them.
 	var added []string
+	addedSet := map[string]struct{}{} // added without duplicates, in one pass
+	addOnce := func(n string) {
+		if _, ok := addedSet[n]; !ok {
+			addedSet[n] = struct{}{}
+			added = append(added, n)
+		}
+	}
 	force := map[string]struct{}{}
 	wildcardOn := false
 	for _, n := range req.GetResourceNamesSubscribe() {
@@ -379,7 +386,7 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 			continue
 		}
 		ts.names[n] = struct{}{}
-		added = appendUnique(added, n)
+		addOnce(n)
 		if !first {
 			force[n] = struct{}{}
 		}
@@ -396,7 +403,7 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 		if ts.wildcard {
 			// Still covered by the wildcard: the protocol asks for a response carrying it in
 			// resources (it exists) or removed_resources (it does not).
-			added = appendUnique(added, n)
+			addOnce(n)
 			force[n] = struct{}{}
 			continue
 		}
@@ -673,11 +680,22 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 			return nil
 		}
 	}
-	if !(full && ts.wildcard) { // a full wildcard answer already holds every forced name
+	if !full && len(force) > 0 { // a whole answer already holds every subscribed forced name
+		have := make(map[string]struct{}, len(names)+len(force))
+		for _, n := range names {
+			have[n] = struct{}{}
+		}
+		grew := false
 		for n := range force {
-			if _, ok := ts.names[n]; ok || ts.wildcard {
-				names = appendUnique(names, n)
+			_, sub := ts.names[n]
+			if _, dup := have[n]; !dup && (sub || ts.wildcard) {
+				have[n] = struct{}{}
+				names = append(names, n)
+				grew = true
 			}
+		}
+		if grew {
+			slices.Sort(names)
 		}
 	}
 	var res []*cache.Resource
@@ -859,13 +877,6 @@ func withoutName(list []*cache.Resource, name string) []*cache.Resource {
 		return list
 	}
 	return slices.Concat(list[:i], list[i+1:])
-}
-
-func appendUnique(xs []string, x string) []string {
-	if slices.Contains(xs, x) {
-		return xs
-	}
-	return append(xs, x)
 }
 
 // send emits one response and records it as sent at now (written moves that to when the
