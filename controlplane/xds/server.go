@@ -275,7 +275,9 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 		})
 	}
 	filter := newPushFilter(prev, snap, req)
-	if full {
+	if prev == nil {
+		// The first snapshot: everything is new to every stream. (A full request keeps what
+		// it names: EDS uses it to diff only the named hosts' assignments.)
 		req = req.Merge(&model.PushRequest{Full: true})
 	}
 	s.mu.Lock()

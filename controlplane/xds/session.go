@@ -65,9 +65,9 @@ type typeState struct {
 	// except where sent, which then only records what went out since, says otherwise.
 	sentBase []*cache.Resource
 	sentResp int
-	// byHost indexes a Delta EDS subscription by service hostname (built on first use after
-	// the subscription changes), so an endpoint push finds its clusters without parsing every
-	// name; SotW uses set.hosts.
+	// byHost indexes a Delta EDS subscription by service hostname (built on first use, then
+	// kept up to date), so an endpoint push finds its clusters without parsing every name;
+	// SotW uses set.hosts.
 	byHost map[string][]string
 
 	// heldForce names the cluster assignments that must be re-sent with a push that flow
@@ -385,6 +385,9 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 			ts.wildcard = true
 			continue
 		}
+		if _, ok := ts.names[n]; !ok && ts.byHost != nil {
+			hostIndexAdd(ts.byHost, n) // kept up to date: a thousand names are not parsed again
+		}
 		ts.names[n] = struct{}{}
 		addOnce(n)
 		if !first {
@@ -399,6 +402,9 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 		if n == "*" {
 			continue
 		}
+		if _, ok := ts.names[n]; ok && ts.byHost != nil {
+			hostIndexRemove(ts.byHost, n)
+		}
 		delete(ts.names, n)
 		if ts.wildcard {
 			// Still covered by the wildcard: the protocol asks for a response carrying it in
@@ -408,9 +414,6 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 			continue
 		}
 		delete(ts.sent, n)
-	}
-	if len(added) > 0 || len(unsub) > 0 {
-		ts.byHost = nil
 	}
 	var release *model.PushRequest
 	if nonce := req.GetResponseNonce(); nonce != "" {
@@ -616,9 +619,7 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 		} else if ts.byHost == nil {
 			ts.byHost = make(map[string][]string)
 			for n := range ts.names {
-				if p, err := gen.ParseClusterName(n); err == nil {
-					ts.byHost[p.Host] = append(ts.byHost[p.Host], n)
-				}
+				hostIndexAdd(ts.byHost, n)
 			}
 		}
 		for k := range req.ConfigsUpdated {
@@ -635,6 +636,26 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 		}
 	}
 	return s.respond(ts, names, force, false, true, now)
+}
+
+// hostIndexAdd and hostIndexRemove keep an index of cluster names by host (typeState.byHost).
+func hostIndexAdd(ix map[string][]string, name string) {
+	if p, err := gen.ParseClusterName(name); err == nil {
+		ix[p.Host] = append(ix[p.Host], name)
+	}
+}
+
+func hostIndexRemove(ix map[string][]string, name string) {
+	p, err := gen.ParseClusterName(name)
+	if err != nil {
+		return
+	}
+	names := slices.DeleteFunc(slices.Clone(ix[p.Host]), func(n string) bool { return n == name })
+	if len(names) == 0 {
+		delete(ix, p.Host)
+		return
+	}
+	ix[p.Host] = names
 }
 
 // assignmentsByHost reports whether a full push can change only the assignments of the hosts it
@@ -725,8 +746,12 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 		changed = make(map[string]struct{})
 	}
 	var out []*cache.Resource
+	heldInRes := 0 // Delta: how many of res the client holds (all it holds, when equal to len(sent))
 	for _, r := range res {
 		h, ok := held.hash(r.Name)
+		if ok {
+			heldInRes++
+		}
 		ch := !ok || h != r.Hash
 		if ch && changed != nil {
 			changed[r.Name] = struct{}{}
@@ -737,7 +762,7 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	}
 	var removed []string
 	if s.delta {
-		removed = deltaRemoved(ts, res, names, full, always)
+		removed = deltaRemoved(ts, res, names, full, always, heldInRes)
 	}
 	if len(out) == 0 && len(removed) == 0 && !always {
 		return nil
@@ -797,25 +822,37 @@ func (c *heldCursor) hash(name string) (uint64, bool) {
 // full, what the client holds that no longer exists; for named resources that were asked for,
 // those that do not exist and that the client holds (or, answering a request, that it asked
 // for: removed_resources also means "does not exist").
-func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, answering bool) []string {
+func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, answering bool, heldInRes int) []string {
+	wildGone := ts.wildcard && full && heldInRes < len(ts.sent) // the client holds something res lacks
+	missing := len(res) < len(names)                            // names are unique: one lacks a resource
+	if !wildGone && !missing {
+		return nil
+	}
 	present := make(map[string]struct{}, len(res))
 	for _, r := range res {
 		present[r.Name] = struct{}{}
 	}
 	var out []string
-	if ts.wildcard && full {
+	gone := map[string]struct{}{}
+	if wildGone {
 		for n := range ts.sent {
 			if _, ok := present[n]; !ok {
 				out = append(out, n)
+				gone[n] = struct{}{}
 			}
 		}
 	}
-	for _, n := range names {
-		if _, ok := present[n]; ok || slices.Contains(out, n) {
-			continue
-		}
-		if _, held := ts.sent[n]; held || answering {
-			out = append(out, n)
+	if missing {
+		for _, n := range names {
+			if _, ok := present[n]; ok {
+				continue
+			}
+			if _, ok := gone[n]; ok {
+				continue
+			}
+			if _, held := ts.sent[n]; held || answering {
+				out = append(out, n)
+			}
 		}
 	}
 	slices.Sort(out)
