@@ -88,11 +88,12 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 
 // packBelow and packChunk shape a response's buffers: a resource of packBelow bytes or more
 // goes out as the cached bytes themselves; smaller ones are copied together into pooled chunks
-// of packChunk bytes (an HTTP/2 frame's worth). A thousand 250-byte clusters as a thousand
-// buffers would cost an allocation each here, and grpc-go's writer a fresh slice of slices per
-// frame (it keeps one of at most 64 entries).
+// of packChunk bytes (an HTTP/2 frame's worth). grpc-go's writer gathers a frame's buffers in a
+// slice it keeps only up to 64 entries: a frame of more than 64 resources (under 256 bytes
+// each, small clusters) would cost it a fresh slice per frame, and us a buffer allocation per
+// resource. Larger resources are not copied: copying costs more than it saves.
 const (
-	packBelow = 1 << 10
+	packBelow = 256
 	packChunk = 16 << 10
 )
 

@@ -18,10 +18,10 @@ import (
 // tail, and they decode as the DiscoveryResponse (SotW and Delta); chunks never exceed
 // packChunk and large resources are not copied.
 func TestEncodedResponseBuffers(t *testing.T) {
-	sizes := []int{10, 300, 300, packBelow - 10, packBelow, 5000, 200, packChunk, 100}
+	sizes := []int{10, 100, 100, packBelow - 10, packBelow, 5000, 200, packChunk, 100}
 	for _, n := range []int{0, 1, 60, 200} { // many small ones
 		for range n {
-			sizes = append(sizes, 250)
+			sizes = append(sizes, 120)
 		}
 	}
 	var res []*cache.Resource
