@@ -183,6 +183,33 @@ func (c *Cache) Get(key Key, gen uint64, build BuildFunc) ([]*Resource, Result, 
 	return res, Miss, err
 }
 
+// CountHits counts n reads served without the cache's lock from resources it handed out
+// earlier (a whole-subscription answer shared by the streams that ask the same names), so the
+// hit ratio means what it meant when each of them read every name.
+func (c *Cache) CountHits(typeURL string, n int) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.stats.Hits += uint64(n)
+	c.mu.Unlock()
+	switch k := c.counter.(type) {
+	case nil:
+	case BulkCounter:
+		k.CacheReads(typeURL, Hit, n)
+	default:
+		for range n {
+			k.CacheRead(typeURL, Hit)
+		}
+	}
+}
+
+// BulkCounter is a Counter that can count n reads at once.
+type BulkCounter interface {
+	Counter
+	CacheReads(typeURL string, r Result, n int)
+}
+
 // note counts one read.
 func (c *Cache) note(typeURL string, r Result) {
 	c.mu.Lock()

@@ -199,3 +199,19 @@ func TestEvictPredicate(t *testing.T) {
 		t.Error("a current entry was evicted")
 	}
 }
+
+func TestCountHits(t *testing.T) {
+	cnt := &counts{}
+	c := New(cnt)
+	c.CountHits("T", 3)
+	c.CountHits("T", 0)
+	if got := c.Stats().Hits; got != 3 {
+		t.Errorf("hits = %d, want 3", got)
+	}
+	cnt.mu.Lock()
+	got := cnt.m["T/hit"]
+	cnt.mu.Unlock()
+	if got != 3 {
+		t.Errorf("counted %d hits, want 3", got)
+	}
+}

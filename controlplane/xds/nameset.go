@@ -214,11 +214,16 @@ func (s *Server) subscribed(p *model.Proxy, st *pushState, typeURL string, set *
 		st.sets[k] = a
 	}
 	st.setsMu.Unlock()
+	built := false
 	a.once.Do(func() {
+		built = true
 		a.res, a.err = s.resources(p, st, typeURL, set.sorted, false)
 		// Sorted by name (cache misses come last), so each stream diffs it in one walk and
 		// can keep it as the record of what it holds (typeState.sentBase).
 		slices.SortFunc(a.res, byName) // resources returned a slice of its own
 	})
+	if !built {
+		s.cache.CountHits(typeURL, len(a.res)) // each name served from the cache, as a read of it would be
+	}
 	return a.res, a.err
 }
