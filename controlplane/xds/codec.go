@@ -83,48 +83,17 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 		}
 		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 	}
-	return r.buffers(mem.DefaultBufferPool()), nil
+	return r.buffers(), nil
 }
 
-// packBelow and packChunk shape a response's buffers: a resource of packBelow bytes or more
-// goes out as the cached bytes themselves; smaller ones are copied together into pooled chunks
-// of packChunk bytes (an HTTP/2 frame's worth). grpc-go's writer gathers a frame's buffers in a
-// slice it keeps only up to 64 entries: a frame of more than 64 resources (under 256 bytes
-// each, small clusters) would cost it a fresh slice per frame, and us a buffer allocation per
-// resource. Larger resources are not copied: copying costs more than it saves.
-const (
-	packBelow = 256
-	packChunk = 16 << 10
-)
-
-// buffers returns the response's wire bytes as buffers: the resources (large ones shared with
-// the cache, small ones packed into chunks from pool), then the tail.
-func (r *encodedResponse) buffers(pool mem.BufferPool) mem.BufferSlice {
-	out := make(mem.BufferSlice, 0, 4)
-	var cur *[]byte
-	flush := func() {
-		if cur != nil {
-			out = append(out, mem.NewBuffer(cur, pool))
-			cur = nil
-		}
-	}
+// buffers returns the response's wire bytes as buffers: each resource's cached framing itself
+// (never copied: a response waiting for a slow client's window holds no bytes of its own), then
+// the tail.
+func (r *encodedResponse) buffers() mem.BufferSlice {
+	out := make(mem.BufferSlice, 0, len(r.resources)+1)
 	for _, res := range r.resources {
-		f := r.framed(res)
-		if len(f) >= packBelow {
-			flush()
-			out = append(out, mem.SliceBuffer(f))
-			continue
-		}
-		if cur != nil && len(*cur)+len(f) > packChunk {
-			flush()
-		}
-		if cur == nil {
-			cur = pool.Get(packChunk)
-			*cur = (*cur)[:0]
-		}
-		*cur = append(*cur, f...)
+		out = append(out, mem.SliceBuffer(r.framed(res)))
 	}
-	flush()
 	return append(out, mem.SliceBuffer(r.tail))
 }
 

@@ -6,77 +6,46 @@ import (
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslab/xdslab/controlplane/cache"
 	"github.com/xdslab/xdslab/controlplane/gen"
 )
 
-// TestEncodedResponseBuffers: however the resources are packed into buffers (small ones copied
-// into chunks, large ones shared), the bytes are the resources' framings in order then the
-// tail, and they decode as the DiscoveryResponse (SotW and Delta); chunks never exceed
-// packChunk and large resources are not copied.
+// TestEncodedResponseBuffers: a response's buffers are the resources' cached framings
+// themselves (never copies: a response waiting for a slow client holds no bytes of its own), in
+// order, then the tail, and they decode as the DiscoveryResponse (SotW and Delta).
 func TestEncodedResponseBuffers(t *testing.T) {
-	sizes := []int{10, 100, 100, packBelow - 10, packBelow, 5000, 200, packChunk, 100}
-	for _, n := range []int{0, 1, 60, 200} { // many small ones
-		for range n {
-			sizes = append(sizes, 120)
-		}
-	}
 	var res []*cache.Resource
-	for i, n := range sizes {
+	for i, n := range []int{10, 100, 300, 5000, 20000, 1} {
 		res = append(res, cache.NewResource("r"+strconv.Itoa(i), gen.ClusterType, bytes.Repeat([]byte{byte(i)}, n)))
 	}
 	for _, delta := range []bool{false, true} {
 		r := &encodedResponse{resources: res, tail: responseTail("7", gen.ClusterType, "n"), delta: delta}
-		bs := r.buffers(mem.DefaultBufferPool())
-		var want []byte
-		for _, x := range res {
-			want = append(want, r.framed(x)...)
+		bs := r.buffers()
+		if len(bs) != len(res)+1 {
+			t.Fatalf("delta=%v: %d buffers for %d resources and a tail", delta, len(bs), len(res))
 		}
-		want = append(want, r.tail...)
-		if got := bs.Materialize(); !bytes.Equal(got, want) {
-			t.Fatalf("delta=%v: bytes differ (%d vs %d)", delta, len(got), len(want))
+		for i, x := range res {
+			d, f := bs[i].ReadOnlyData(), r.framed(x)
+			if len(d) != len(f) || &d[0] != &f[0] {
+				t.Errorf("delta=%v: resource %d is not the cached framing itself", delta, i)
+			}
 		}
 		if bs.Len() != r.size() {
 			t.Errorf("size() %d, buffers %d", r.size(), bs.Len())
 		}
-		for _, b := range bs[:len(bs)-1] { // the last one is the tail
-			d := b.ReadOnlyData()
-			isShared := false
-			for _, x := range res {
-				if f := r.framed(x); len(f) >= packBelow && len(d) == len(f) && &d[0] == &f[0] {
-					isShared = true
-				}
-			}
-			if !isShared && len(d) > packChunk {
-				t.Errorf("a packed chunk of %d bytes", len(d))
-			}
-		}
-		if len(bs) > len(res)/8 {
-			t.Errorf("%d buffers for %d resources: small ones were not packed", len(bs), len(res))
-		}
-		shared := false
-		for _, b := range bs {
-			if d := b.ReadOnlyData(); len(d) > 0 && &d[0] == &r.framed(res[5])[0] {
-				shared = true
-			}
-		}
-		if !shared {
-			t.Error("a large resource was copied instead of shared")
-		}
+		b := bs.Materialize()
 		if delta {
 			var m discoveryv3.DeltaDiscoveryResponse
-			if err := proto.Unmarshal(bs.Materialize(), &m); err != nil || len(m.Resources) != len(res) || m.Nonce != "n" {
+			if err := proto.Unmarshal(b, &m); err != nil || len(m.Resources) != len(res) || m.Nonce != "n" {
 				t.Errorf("delta decode: %v, %d resources", err, len(m.Resources))
 			}
 		} else {
 			var m discoveryv3.DiscoveryResponse
-			if err := proto.Unmarshal(bs.Materialize(), &m); err != nil || len(m.Resources) != len(res) || m.VersionInfo != "7" {
+			if err := proto.Unmarshal(b, &m); err != nil || len(m.Resources) != len(res) || m.VersionInfo != "7" {
 				t.Errorf("sotw decode: %v, %d resources", err, len(m.Resources))
 			}
 		}
-		bs.Free()
 	}
 }

@@ -631,6 +631,7 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 			return nil
 		}
 		slices.Sort(names)
+		names = slices.Compact(names) // a host named by both a service and an endpoint key
 		if names == nil {
 			names = []string{} // only the forced names, not the whole subscription
 		}
