@@ -1,8 +1,11 @@
 package fakeenvoy
 
 import (
+	"bytes"
 	"fmt"
+	"hash/maphash"
 	"time"
+	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -39,6 +42,17 @@ type codec struct {
 	nodeBytes []byte       // the encoding of the client's real node
 	now       func() time.Time
 	recvAt    time.Time // entry of the last Unmarshal; only read by the receiving goroutine
+
+	// What readSotw needs: the table decoded resources are looked up in, the client's
+	// validation mode (part of the key) and the pool messages spanning several buffers are
+	// gathered into (nil: grpc-go's default pool).
+	interner *Interner
+	mode     checkMode
+	pool     mem.BufferPool
+	// res and read are the resources of the last SotW response Unmarshal read itself (the
+	// response then holds none); only used by the receiving goroutine, like recvAt.
+	res  []wireRes
+	read bool
 }
 
 // newCodec encodes node (which may be nil) for the codec of one client; the client's machine
@@ -115,14 +129,135 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 	} else {
 		c.recvAt = time.Now()
 	}
+	c.res, c.read = nil, false
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("fakeenvoy codec: cannot unmarshal into %T: not a proto message", v)
 	}
+	var b []byte
 	if len(data) == 1 {
-		return proto.Unmarshal(data[0].ReadOnlyData(), m)
+		b = data[0].ReadOnlyData()
+	} else {
+		pool := c.pool
+		if pool == nil {
+			pool = mem.DefaultBufferPool()
+		}
+		buf := data.MaterializeToBuffer(pool)
+		defer buf.Free()
+		b = buf.ReadOnlyData()
 	}
-	return proto.Unmarshal(data.Materialize(), m)
+	if r, ok := v.(*discoveryv3.DiscoveryResponse); ok {
+		if res, ok := c.readSotw(b, r); ok {
+			c.res, c.read = res, true
+			return nil
+		}
+		proto.Reset(r)
+	}
+	return proto.Unmarshal(b, m)
+}
+
+// wireRes is one resource of a SotW response as the codec read it from the transport's buffer.
+type wireRes struct {
+	typeURL string
+	name    string // field 1 of the resource (see readName); "" when !nameOK
+	nameOK  bool
+	hashed  bool   // hash is set
+	hash    uint64 // maphash of the bytes with hashSeed
+	size    int    // bytes of the resource
+	raw     []byte // the bytes (a copy); nil when d holds them
+	d       *decoded
+}
+
+// readSotw decodes a DiscoveryResponse from b into r, except its resources, which it returns
+// (see codec). ok is false when b holds something readSotw leaves to proto.Unmarshal (a
+// malformed message, an Any with unknown fields or a type URL that is not UTF-8): the caller
+// then decodes b as usual, so errors stay proto's.
+func (c *codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []wireRes, ok bool) {
+	var rest []byte // every field but the resources, decoded by proto
+	res = []wireRes{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		if num == 2 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b[n:])
+			if m < 0 {
+				return nil, false
+			}
+			w, ok := c.readAny(v)
+			if !ok {
+				return nil, false
+			}
+			res = append(res, w)
+			b = b[n+m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil, false
+		}
+		rest = append(rest, b[:n+m]...)
+		b = b[n+m:]
+	}
+	if len(rest) > 0 {
+		if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(rest, r); err != nil {
+			return nil, false
+		}
+	}
+	return res, true
+}
+
+// readAny reads one google.protobuf.Any (type_url, value) of a response.
+func (c *codec) readAny(b []byte) (wireRes, bool) {
+	var url, val []byte
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType || (num != 1 && num != 2) {
+			return wireRes{}, false
+		}
+		v, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 {
+			return wireRes{}, false
+		}
+		if num == 1 {
+			url = v
+		} else {
+			val = v
+		}
+		b = b[n+m:]
+	}
+	if !utf8.Valid(url) {
+		return wireRes{}, false
+	}
+	w := wireRes{size: len(val), hashed: true, hash: maphash.Bytes(hashSeed, val)}
+	if t := typeIndex(string(url)); t >= 0 {
+		w.typeURL = typeURLs[t] // no per-resource copy of the type URL
+		w.d = c.interner.lookup(internKey{hash: w.hash, t: uint8(t), mode: c.mode}, val)
+	} else {
+		w.typeURL = string(url)
+	}
+	nb, ok := readNameBytes(val)
+	w.nameOK = ok
+	switch {
+	case !ok:
+	case w.d != nil && string(nb) == w.d.name:
+		w.name = w.d.name
+	default:
+		w.name = string(nb)
+	}
+	if w.d == nil {
+		w.raw = bytes.Clone(val)
+	}
+	return w, true
+}
+
+// lastRead returns the resources of the last response if Unmarshal read them itself (read
+// false: they are in the response), and clears them.
+func (c *codec) lastRead() ([]wireRes, bool) {
+	res, read := c.res, c.read
+	c.res, c.read = nil, false
+	return res, read
 }
 
 // lastRecv returns the receive stamp of the message the last Recv returned, and clears it (a

@@ -106,7 +106,11 @@ func (in *Interner) decode(t int, mode checkMode, hash uint64, name string, raw 
 	return d, nil
 }
 
+// lookup returns the table's resource with key k and bytes raw, nil when none (or in is nil).
 func (in *Interner) lookup(k internKey, raw []byte) *decoded {
+	if in == nil {
+		return nil
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if wp, ok := in.m[k]; ok {

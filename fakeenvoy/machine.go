@@ -302,21 +302,34 @@ func nackStatus(msg string) *status.Status {
 // item is one resource of a response, before it is applied.
 type item struct {
 	name    string
-	raw     []byte
+	raw     []byte // nil when hit holds the bytes
 	version string
+	hashed  bool // hash is already set
 	hash    uint64
+	hit     *decoded // the interned resource with these bytes, when the codec found it
 	d       *decoded // nil when identical to the held resource
 	err     error
 }
 
 // onSotw handles one SotW DiscoveryResponse received at recv.
 func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step {
+	res := make([]wireRes, len(r.GetResources()))
+	for i, a := range r.GetResources() {
+		res[i] = wireRes{typeURL: a.GetTypeUrl(), size: len(a.GetValue()), raw: a.GetValue()}
+		res[i].name, res[i].nameOK = readName(a.GetValue())
+	}
+	return m.onSotwRead(r, res, recv)
+}
+
+// onSotwRead handles a SotW response received at recv whose resources are res (the codec read
+// them from the wire: r's own are ignored).
+func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []wireRes, recv time.Time) step {
 	m.seq++
 	m.streamResp++
 	s := step{response: true}
-	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Recv: recv, Resources: len(r.GetResources())}
-	for _, a := range r.GetResources() {
-		s.info.Bytes += len(a.GetValue())
+	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Recv: recv, Resources: len(res)}
+	for i := range res {
+		s.info.Bytes += res[i].size
 	}
 	t := typeIndex(r.GetTypeUrl())
 	if t >= 0 {
@@ -327,11 +340,11 @@ func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step 
 		// with resources is answered with the old version and the new nonce, no error_detail.
 		req := &discoveryv3.DiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce(), Node: m.attachNode()}
 		if t >= 0 {
-			if len(r.GetResources()) == 0 {
+			if len(res) == 0 {
 				m.types[t].version = r.GetVersionInfo()
 			}
 			req.VersionInfo = m.types[t].version
-		} else if len(r.GetResources()) == 0 {
+		} else if len(res) == 0 {
 			req.VersionInfo = r.GetVersionInfo()
 		}
 		s.info.NoOp = true
@@ -339,18 +352,18 @@ func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step 
 		return s
 	}
 	var respErr error
-	items := make([]item, 0, len(r.GetResources()))
-	for _, a := range r.GetResources() {
-		if a.GetTypeUrl() != r.GetTypeUrl() {
-			respErr = fmt.Errorf("resource type %s does not match the response type %s", a.GetTypeUrl(), r.GetTypeUrl())
+	items := make([]item, 0, len(res))
+	for i := range res {
+		w := &res[i]
+		if w.typeURL != r.GetTypeUrl() {
+			respErr = fmt.Errorf("resource type %s does not match the response type %s", w.typeURL, r.GetTypeUrl())
 			break
 		}
-		name, ok := readName(a.GetValue())
-		if !ok {
+		if !w.nameOK {
 			respErr = fmt.Errorf("%s resource %d does not decode", shortType(r.GetTypeUrl()), len(items))
 			break
 		}
-		items = append(items, item{name: name, raw: a.GetValue()})
+		items = append(items, item{name: w.name, raw: w.raw, hashed: w.hashed, hash: w.hash, hit: w.d})
 	}
 	m.process(&s, t, items, nil, respErr, recv)
 	var nack *status.Status
@@ -490,13 +503,17 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 			it.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
 			continue
 		}
-		it.hash = maphash.Bytes(hashSeed, it.raw)
+		if !it.hashed {
+			it.hash = maphash.Bytes(hashSeed, it.raw)
+		}
 		if held, ok := ts.res[it.name]; ok && held.d.hash == it.hash {
 			continue // identical: skipped
 		}
 		s.info.Changed++
 		if m.nack.matchName(it.name) {
 			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
+		} else if it.hit != nil {
+			it.d = it.hit
 		} else {
 			it.d, it.err = m.interner.decode(t, mode, it.hash, it.name, it.raw)
 		}
@@ -1169,25 +1186,31 @@ const hcmType = "type.googleapis.com/envoy.extensions.filters.network.http_conne
 // readName reads field 1 (the name of a Cluster, Listener and RouteConfiguration, the
 // cluster_name of a ClusterLoadAssignment) without decoding the rest.
 func readName(b []byte) (string, bool) {
-	name := ""
+	name, ok := readNameBytes(b)
+	return string(name), ok
+}
+
+// readNameBytes is readName without the copy: the name's bytes inside b.
+func readNameBytes(b []byte) ([]byte, bool) {
+	var name []byte
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return "", false
+			return nil, false
 		}
 		b = b[n:]
 		if num == 1 && typ == protowire.BytesType {
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return "", false
+				return nil, false
 			}
-			name = string(v) // the last occurrence wins, as in proto decoding
+			name = v // the last occurrence wins, as in proto decoding
 			b = b[n:]
 			continue
 		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
 		if n < 0 {
-			return "", false
+			return nil, false
 		}
 		b = b[n:]
 	}
