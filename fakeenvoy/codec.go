@@ -174,7 +174,7 @@ type wireRes struct {
 // then decodes b as usual, so errors stay proto's.
 func (c *codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []wireRes, ok bool) {
 	var rest []byte // every field but the resources, decoded by proto
-	res = []wireRes{}
+	res = make([]wireRes, 0, countResources(b))
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -206,6 +206,27 @@ func (c *codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []wire
 		}
 	}
 	return res, true
+}
+
+// countResources counts the resources (field 2) of an encoded DiscoveryResponse, stopping at
+// the first malformed field (readSotw then fails anyway).
+func countResources(b []byte) int {
+	k := 0
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return k
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return k
+		}
+		if num == 2 && typ == protowire.BytesType {
+			k++
+		}
+		b = b[n+m:]
+	}
+	return k
 }
 
 // readAny reads one google.protobuf.Any (type_url, value) of a response.

@@ -28,6 +28,9 @@ import (
 type Interner struct {
 	mu sync.Mutex
 	m  map[internKey]weak.Pointer[decoded]
+	// sets are the clients' shared maps of accepted resources (resset.go).
+	sets    map[setKey]weak.Pointer[resSet]
+	nextSet uint64
 }
 
 type internKey struct {
@@ -60,7 +63,7 @@ type decoded struct {
 
 // NewInterner returns an empty table; give the same one to every client that should share.
 func NewInterner() *Interner {
-	return &Interner{m: make(map[internKey]weak.Pointer[decoded])}
+	return &Interner{m: make(map[internKey]weak.Pointer[decoded]), sets: make(map[setKey]weak.Pointer[resSet])}
 }
 
 // Len is the number of table slots (live resources, plus dead ones whose cleanup has not run).

@@ -90,7 +90,10 @@ type typeState struct {
 	version    string   // SotW: last accepted version_info
 	nonce      string   // latest nonce received on this stream
 	names      []string // EDS/RDS: sorted subscription (replaced, never mutated in place)
-	res        map[string]entry
+	// res is read only: it belongs to set (shared with other clients, see resset.go) or, with
+	// no Interner, to the client; changes go through commit.
+	res map[string]entry
+	set *resSet
 }
 
 // phase is the client's initialization, as Envoy's init managers run it:
@@ -563,9 +566,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		m.afterResponse(s, t, now)
 		return
 	}
-	if ts.res == nil {
-		ts.res = make(map[string]entry, len(items))
-	}
+	ed := newEdits(ts.res) // applied by commit, below (see resset.go)
 	changed := false
 	for i := range items {
 		it := &items[i]
@@ -574,9 +575,9 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		}
 		if it.d == nil { // identical
 			if !nacked && m.delta {
-				e := ts.res[it.name]
+				e, _ := ed.get(it.name)
 				e.version = it.version
-				ts.res[it.name] = e
+				ed.put(it.name, e)
 			}
 			continue
 		}
@@ -588,15 +589,17 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if it.d.name == name {
 			name = it.d.name // the shared copy: the per-response one becomes garbage
 		}
-		old := ts.res[name].d
-		ts.res[name] = entry{version: version, d: it.d}
+		held, _ := ed.get(name)
+		old := held.d
+		ed.put(name, entry{version: version, d: it.d})
 		changed = true
 		s.info.changed = append(s.info.changed, changedRes{name: name, prev: old.message()})
 		m.warmStored(t, name, it.d, old, now)
 	}
 	for _, name := range gone {
-		s.info.changed = append(s.info.changed, changedRes{name: name, prev: ts.res[name].d.message()})
-		delete(ts.res, name)
+		held, _ := ed.get(name)
+		s.info.changed = append(s.info.changed, changedRes{name: name, prev: held.d.message()})
+		ed.del(name)
 		changed = true
 		switch t {
 		case tCDS:
@@ -607,6 +610,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 			delete(m.secL, name)
 		}
 	}
+	m.commit(t, ed)
 	if !nacked {
 		ts.accepted = true
 	}
@@ -809,11 +813,11 @@ func (m *machine) followUp(s *step, t int) {
 		return
 	}
 	var names []string
-	for _, e := range m.types[t].res {
-		names = append(names, e.refs()...)
+	if set := m.types[t].set; set != nil {
+		names = set.refs // shared, computed once per set
+	} else {
+		names = setRefs(t, m.types[t].res, m.grpc)
 	}
-	sort.Strings(names)
-	names = slices.Compact(names)
 	m.subscribeNames(s, dep, names)
 }
 
@@ -845,9 +849,16 @@ func (m *machine) setNames(t int, names, unsub []string) {
 	ts := &m.types[t]
 	ts.subscribed = true
 	ts.names = names
-	for _, n := range unsub {
-		delete(ts.res, n)
+	if len(ts.res) == 0 {
+		return
 	}
+	ed := newEdits(ts.res)
+	for _, n := range unsub {
+		if _, ok := ts.res[n]; ok {
+			ed.del(n)
+		}
+	}
+	m.commit(t, ed)
 }
 
 // afterResponse advances initialization after a response of type t.
