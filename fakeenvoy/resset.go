@@ -27,19 +27,17 @@ import (
 // resSet is one immutable map of accepted resources and what was derived from it once.
 type resSet struct {
 	id    uint64
-	t     int
 	m     map[string]entry
-	base  uint64 // the id of the set the edits were applied to (0: the empty set)
-	edits []edit // sorted by name
+	base  uint64          // the id of the set the edits were applied to (0: the empty set)
+	edits map[string]edit // the net changes from base, as commit compares them
 	// refs are the sorted, unique references of every entry (followUp's names).
 	refs []string
 }
 
 // edit is one change: the entry a name now has, or its removal.
 type edit struct {
-	name string
-	e    entry
-	del  bool
+	e   entry
+	del bool
 }
 
 type setKey struct {
@@ -48,7 +46,8 @@ type setKey struct {
 	hash uint64
 }
 
-// edits is the overlay of changes to one type's resources during a response.
+// edits is the overlay of changes to one type's resources during a response: m holds only net
+// changes (a put of what base holds, or a removal of what it lacks, is no change).
 type edits struct {
 	base map[string]entry
 	m    map[string]edit
@@ -66,67 +65,51 @@ func (ed *edits) get(name string) (entry, bool) {
 }
 
 func (ed *edits) put(name string, e entry) {
+	if old, had := ed.base[name]; had && old == e {
+		delete(ed.m, name)
+		return
+	}
 	if ed.m == nil {
 		ed.m = make(map[string]edit)
 	}
-	ed.m[name] = edit{name: name, e: e}
+	ed.m[name] = edit{e: e}
 }
 
 func (ed *edits) del(name string) {
+	if _, had := ed.base[name]; !had {
+		delete(ed.m, name)
+		return
+	}
 	if ed.m == nil {
 		ed.m = make(map[string]edit)
 	}
-	ed.m[name] = edit{name: name, del: true}
+	ed.m[name] = edit{del: true}
 }
 
-// sorted returns the edits that change something, by name.
-func (ed *edits) sorted() []edit {
-	out := make([]edit, 0, len(ed.m))
-	for _, e := range ed.m {
-		old, had := ed.base[e.name]
-		if e.del && !had || !e.del && had && old == e.e {
-			continue
-		}
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b edit) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
-	return out
-}
-
-func editsHash(es []edit) uint64 {
-	var h maphash.Hash
-	h.SetSeed(hashSeed)
-	var b [8]byte
-	for _, e := range es {
-		h.WriteString(e.name)
-		h.WriteByte(0)
+// hash is an order-independent hash of the changes (a sum over them).
+func (ed *edits) hash() uint64 {
+	var sum uint64
+	for name, e := range ed.m {
+		x := maphash.String(hashSeed, name)
 		if e.del {
-			h.WriteByte(1)
-			continue
-		}
-		h.WriteString(e.e.version)
-		h.WriteByte(0)
-		if e.e.d != nil {
-			x := e.e.d.hash
-			for i := range b {
-				b[i] = byte(x >> (8 * i))
+			x ^= 0x9e3779b97f4a7c15
+		} else {
+			if e.e.version != "" {
+				x ^= maphash.String(hashSeed, e.e.version) * 0xbf58476d1ce4e5b9
 			}
-			h.Write(b[:])
+			if e.e.d != nil {
+				x ^= e.e.d.hash * 0x94d049bb133111eb
+			}
 		}
+		// splitmix64's finalizer, so that a sum of entries does not cancel out
+		x ^= x >> 30
+		x *= 0xbf58476d1ce4e5b9
+		x ^= x >> 27
+		x *= 0x94d049bb133111eb
+		x ^= x >> 31
+		sum += x
 	}
-	return h.Sum64()
-}
-
-func sameEdits(a, b []edit) bool {
-	return slices.EqualFunc(a, b, func(x, y edit) bool { return x == y })
+	return sum
 }
 
 // commit applies ed to type t's resources: a shared set equal to the result when the interner
@@ -141,34 +124,43 @@ func (m *machine) commit(t int, ed *edits) {
 		if ts.res == nil {
 			ts.res = make(map[string]entry, len(ed.m))
 		}
-		for _, e := range ed.sorted() {
+		for name, e := range ed.m {
 			if e.del {
-				delete(ts.res, e.name)
+				delete(ts.res, name)
 			} else {
-				ts.res[e.name] = e.e
+				ts.res[name] = e.e
 			}
 		}
-		return
-	}
-	es := ed.sorted()
-	if len(es) == 0 {
 		return
 	}
 	var base uint64
 	if ts.set != nil {
 		base = ts.set.id
 	}
-	ts.set = m.interner.applyEdits(t, base, ts.res, es, m.grpc)
+	ts.set = m.interner.applyEdits(t, base, ed, m.grpc)
 	ts.res = ts.set.m
 }
 
-// applyEdits returns the set that results from applying es (sorted, each changing something)
-// to the set with id base whose map is from: a live one from the table, or a new one.
-func (in *Interner) applyEdits(t int, base uint64, from map[string]entry, es []edit, grpc bool) *resSet {
-	k := setKey{t: uint8(t), base: base, hash: editsHash(es)}
+// sameEdits reports whether a set built from base with edits want is what ed gives.
+func sameEdits(want map[string]edit, ed *edits) bool {
+	if len(want) != len(ed.m) {
+		return false
+	}
+	for name, e := range ed.m {
+		if w, ok := want[name]; !ok || w != e {
+			return false
+		}
+	}
+	return true
+}
+
+// applyEdits returns the set that results from applying ed (to the set with id base whose map
+// is ed.base): a live one from the table, or a new one, which keeps ed's changes.
+func (in *Interner) applyEdits(t int, base uint64, ed *edits, grpc bool) *resSet {
+	k := setKey{t: uint8(t), base: base, hash: ed.hash()}
 	in.mu.Lock()
 	if wp, ok := in.sets[k]; ok {
-		if s := wp.Value(); s != nil && sameEdits(s.edits, es) {
+		if s := wp.Value(); s != nil && sameEdits(s.edits, ed) {
 			in.mu.Unlock()
 			return s
 		}
@@ -177,30 +169,30 @@ func (in *Interner) applyEdits(t int, base uint64, from map[string]entry, es []e
 	id := in.nextSet
 	in.mu.Unlock()
 
-	n := len(from)
-	for _, e := range es {
-		if _, had := from[e.name]; had && e.del {
+	n := len(ed.base)
+	for name, e := range ed.m {
+		if _, had := ed.base[name]; had && e.del {
 			n--
-		} else if !had && !e.del {
+		} else if !had {
 			n++
 		}
 	}
 	m := make(map[string]entry, n)
-	maps.Copy(m, from)
-	for _, e := range es {
+	maps.Copy(m, ed.base)
+	for name, e := range ed.m {
 		if e.del {
-			delete(m, e.name)
+			delete(m, name)
 		} else {
-			m[e.name] = e.e
+			m[name] = e.e
 		}
 	}
-	s := &resSet{id: id, t: t, m: m, base: base, edits: es, refs: setRefs(t, m, grpc)}
+	s := &resSet{id: id, m: m, base: base, edits: ed.m, refs: setRefs(t, m, grpc)}
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if wp, ok := in.sets[k]; ok {
 		if old := wp.Value(); old != nil {
-			if sameEdits(old.edits, es) {
+			if sameEdits(old.edits, ed) {
 				return old // another client built it meanwhile
 			}
 			return s // a live hash collision: keep this one private
