@@ -198,7 +198,7 @@ type recvEvent struct {
 	header bool
 	sotw   *discoveryv3.DiscoveryResponse
 	delta  *discoveryv3.DeltaDiscoveryResponse
-	res    []wireRes // the SotW response's resources when read (by the codec; see codec)
+	res    []item // the SotW response's resources when read (by the codec; see codec)
 	read   bool
 	at     time.Time
 	err    error

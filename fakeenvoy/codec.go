@@ -51,7 +51,7 @@ type codec struct {
 	pool     mem.BufferPool
 	// res and read are the resources of the last SotW response Unmarshal read itself (the
 	// response then holds none); only used by the receiving goroutine, like recvAt.
-	res  []wireRes
+	res  []item
 	read bool
 }
 
@@ -156,25 +156,13 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 	return proto.Unmarshal(b, m)
 }
 
-// wireRes is one resource of a SotW response as the codec read it from the transport's buffer.
-type wireRes struct {
-	typeURL string
-	name    string // field 1 of the resource (see readName); "" when !nameOK
-	nameOK  bool
-	hashed  bool   // hash is set
-	hash    uint64 // maphash of the bytes with hashSeed
-	size    int    // bytes of the resource
-	raw     []byte // the bytes (a copy); nil when d holds them
-	d       *decoded
-}
-
 // readSotw decodes a DiscoveryResponse from b into r, except its resources, which it returns
 // (see codec). ok is false when b holds something readSotw leaves to proto.Unmarshal (a
 // malformed message, an Any with unknown fields or a type URL that is not UTF-8): the caller
 // then decodes b as usual, so errors stay proto's.
-func (c *codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []wireRes, ok bool) {
+func (c *codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item, ok bool) {
 	var rest []byte // every field but the resources, decoded by proto
-	res = make([]wireRes, 0, countResources(b))
+	res = make([]item, 0, countResources(b))
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -230,16 +218,16 @@ func countResources(b []byte) int {
 }
 
 // readAny reads one google.protobuf.Any (type_url, value) of a response.
-func (c *codec) readAny(b []byte) (wireRes, bool) {
+func (c *codec) readAny(b []byte) (item, bool) {
 	var url, val []byte
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || typ != protowire.BytesType || (num != 1 && num != 2) {
-			return wireRes{}, false
+			return item{}, false
 		}
 		v, m := protowire.ConsumeBytes(b[n:])
 		if m < 0 {
-			return wireRes{}, false
+			return item{}, false
 		}
 		if num == 1 {
 			url = v
@@ -249,12 +237,12 @@ func (c *codec) readAny(b []byte) (wireRes, bool) {
 		b = b[n+m:]
 	}
 	if !utf8.Valid(url) {
-		return wireRes{}, false
+		return item{}, false
 	}
-	w := wireRes{size: len(val), hashed: true, hash: maphash.Bytes(hashSeed, val)}
+	w := item{size: len(val), hashed: true, hash: maphash.Bytes(hashSeed, val)}
 	if t := typeIndex(string(url)); t >= 0 {
 		w.typeURL = typeURLs[t] // no per-resource copy of the type URL
-		w.d = c.interner.lookup(internKey{hash: w.hash, t: uint8(t), mode: c.mode}, val)
+		w.hit = c.interner.lookup(internKey{hash: w.hash, t: uint8(t), mode: c.mode}, val)
 	} else {
 		w.typeURL = string(url)
 	}
@@ -262,12 +250,12 @@ func (c *codec) readAny(b []byte) (wireRes, bool) {
 	w.nameOK = ok
 	switch {
 	case !ok:
-	case w.d != nil && string(nb) == w.d.name:
-		w.name = w.d.name
+	case w.hit != nil && string(nb) == w.hit.name:
+		w.name = w.hit.name
 	default:
 		w.name = string(nb)
 	}
-	if w.d == nil {
+	if w.hit == nil {
 		w.raw = bytes.Clone(val)
 	}
 	return w, true
@@ -275,7 +263,7 @@ func (c *codec) readAny(b []byte) (wireRes, bool) {
 
 // lastRead returns the resources of the last response if Unmarshal read them itself (read
 // false: they are in the response), and clears them.
-func (c *codec) lastRead() ([]wireRes, bool) {
+func (c *codec) lastRead() ([]item, bool) {
 	res, read := c.res, c.read
 	c.res, c.read = nil, false
 	return res, read

@@ -118,7 +118,7 @@ func TestCodecRoundTrip(t *testing.T) {
 				w := res[i]
 				name, _ := readName(a.GetValue())
 				if w.typeURL != a.GetTypeUrl() || w.name != name || !w.nameOK || w.size != len(a.GetValue()) ||
-					!bytes.Equal(w.raw, a.GetValue()) || !w.hashed || w.hash != maphash.Bytes(hashSeed, a.GetValue()) || w.d != nil {
+					!bytes.Equal(w.raw, a.GetValue()) || !w.hashed || w.hash != maphash.Bytes(hashSeed, a.GetValue()) || w.hit != nil {
 					t.Errorf("resource %d read as %+v, want type %s, name %s, %d bytes equal to the Any's", i, w, a.GetTypeUrl(), name, len(a.GetValue()))
 				}
 			}
@@ -171,10 +171,10 @@ func TestCodecInterned(t *testing.T) {
 			if len(res) != 2 {
 				t.Fatalf("%d resources read, want 2", len(res))
 			}
-			if got := res[0].d == d && res[0].raw == nil && res[0].name == "c1"; got != tc.hit {
+			if got := res[0].hit == d && res[0].raw == nil && res[0].name == "c1"; got != tc.hit {
 				t.Errorf("c1 read as %+v: shared = %v, want %v", res[0], got, tc.hit)
 			}
-			if res[1].d != nil || res[1].name != "c2" || res[1].raw == nil {
+			if res[1].hit != nil || res[1].name != "c2" || res[1].raw == nil {
 				t.Errorf("c2 (not interned) read as %+v, want its own bytes", res[1])
 			}
 		})

@@ -303,10 +303,16 @@ func nackStatus(msg string) *status.Status {
 }
 
 // item is one resource of a response, before it is applied.
+//
+// A SotW response's items are built by the codec, while the bytes are still in the transport's
+// buffer (codec.readSotw), or by onSotw from the response's Anys.
 type item struct {
-	name    string
+	name    string // field 1 of the resource (see readName); SotW: "" when !nameOK
 	raw     []byte // nil when hit holds the bytes
 	version string
+	typeURL string // SotW: the Any's type URL
+	size    int    // bytes of the resource
+	nameOK  bool
 	hashed  bool // hash is already set
 	hash    uint64
 	hit     *decoded // the interned resource with these bytes, when the codec found it
@@ -316,17 +322,17 @@ type item struct {
 
 // onSotw handles one SotW DiscoveryResponse received at recv.
 func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step {
-	res := make([]wireRes, len(r.GetResources()))
+	res := make([]item, len(r.GetResources()))
 	for i, a := range r.GetResources() {
-		res[i] = wireRes{typeURL: a.GetTypeUrl(), size: len(a.GetValue()), raw: a.GetValue()}
+		res[i] = item{typeURL: a.GetTypeUrl(), size: len(a.GetValue()), raw: a.GetValue()}
 		res[i].name, res[i].nameOK = readName(a.GetValue())
 	}
 	return m.onSotwRead(r, res, recv)
 }
 
-// onSotwRead handles a SotW response received at recv whose resources are res (the codec read
-// them from the wire: r's own are ignored).
-func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []wireRes, recv time.Time) step {
+// onSotwRead handles a SotW response received at recv whose resources are res (read by the
+// codec: r's own are ignored). It owns res.
+func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []item, recv time.Time) step {
 	m.seq++
 	m.streamResp++
 	s := step{response: true}
@@ -355,18 +361,18 @@ func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []wireRes, re
 		return s
 	}
 	var respErr error
-	items := make([]item, 0, len(res))
+	items := res
 	for i := range res {
 		w := &res[i]
 		if w.typeURL != r.GetTypeUrl() {
 			respErr = fmt.Errorf("resource type %s does not match the response type %s", w.typeURL, r.GetTypeUrl())
+		} else if !w.nameOK {
+			respErr = fmt.Errorf("%s resource %d does not decode", shortType(r.GetTypeUrl()), i)
+		}
+		if respErr != nil {
+			items = res[:i]
 			break
 		}
-		if !w.nameOK {
-			respErr = fmt.Errorf("%s resource %d does not decode", shortType(r.GetTypeUrl()), len(items))
-			break
-		}
-		items = append(items, item{name: w.name, raw: w.raw, hashed: w.hashed, hash: w.hash, hit: w.d})
 	}
 	m.process(&s, t, items, nil, respErr, recv)
 	var nack *status.Status
@@ -567,6 +573,9 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		return
 	}
 	ed := newEdits(ts.res) // applied by commit, below (see resset.go)
+	if n := s.info.Changed + len(gone); n > 0 {
+		s.info.changed = make([]changedRes, 0, n)
+	}
 	changed := false
 	for i := range items {
 		it := &items[i]
