@@ -77,46 +77,62 @@ func (c *codec) callOption() grpc.CallOption { return grpc.ForceCodecV2(c) }
 func (*codec) Name() string { return "proto" }
 
 func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
-	b, err := c.marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
-}
-
-// Field numbers of node in DiscoveryRequest and DeltaDiscoveryRequest.
-const (
-	sotwNodeField  protowire.Number = 2
-	deltaNodeField protowire.Number = 1
-)
-
-func (c *codec) marshal(v any) ([]byte, error) {
 	// The request belongs to the client goroutine that is sending it (Send marshals on the
-	// caller's goroutine), so its node can be taken out while the rest is encoded.
+	// caller's goroutine), so its node and names can be taken out while the rest is encoded.
 	switch r := v.(type) {
 	case *discoveryv3.DiscoveryRequest:
-		if c.nodeBytes != nil && r.Node == c.node {
-			r.Node = nil
-			defer func() { r.Node = c.node }()
-			return c.withNode(sotwNodeField, r)
+		node := c.nodeBytes != nil && r.Node == c.node
+		names := c.interner.namesWire(r.ResourceNames)
+		if !node && names == nil {
+			break
 		}
+		saved, savedNames := r.Node, r.ResourceNames
+		if node {
+			r.Node = nil
+		}
+		if names != nil {
+			r.ResourceNames = nil
+		}
+		defer func() { r.Node, r.ResourceNames = saved, savedNames }()
+		b, err := c.withNode(sotwNodeField, node, r)
+		if err != nil || names == nil {
+			return mem.BufferSlice{mem.SliceBuffer(b)}, err
+		}
+		// Protobuf fields may come in any order: the shared encoding of the names follows.
+		return mem.BufferSlice{mem.SliceBuffer(b), mem.SliceBuffer(names)}, nil
 	case *discoveryv3.DeltaDiscoveryRequest:
 		if c.nodeBytes != nil && r.Node == c.node {
 			r.Node = nil
 			defer func() { r.Node = c.node }()
-			return c.withNode(deltaNodeField, r)
+			b, err := c.withNode(deltaNodeField, true, r)
+			return mem.BufferSlice{mem.SliceBuffer(b)}, err
 		}
 	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("fakeenvoy codec: cannot marshal %T: not a proto message", v)
 	}
-	return proto.Marshal(m)
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 }
 
-// withNode encodes the node as field, then m (which has no node).
-func (c *codec) withNode(field protowire.Number, m proto.Message) ([]byte, error) {
+// Field numbers of node in DiscoveryRequest and DeltaDiscoveryRequest, and of resource_names in
+// DiscoveryRequest.
+const (
+	sotwNodeField  protowire.Number = 2
+	deltaNodeField protowire.Number = 1
+	sotwNamesField protowire.Number = 3
+)
+
+// withNode encodes the node as field (when node), then m (which has no node).
+func (c *codec) withNode(field protowire.Number, node bool, m proto.Message) ([]byte, error) {
 	size := proto.Size(m)
+	if !node {
+		return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, 0, size), m)
+	}
 	b := make([]byte, 0, protowire.SizeTag(field)+protowire.SizeBytes(len(c.nodeBytes))+size)
 	b = protowire.AppendTag(b, field, protowire.BytesType)
 	b = protowire.AppendBytes(b, c.nodeBytes)

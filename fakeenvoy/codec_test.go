@@ -2,8 +2,10 @@ package fakeenvoy
 
 import (
 	"bytes"
+	"fmt"
 	"hash/maphash"
 	"runtime"
+	"slices"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -251,4 +253,63 @@ func TestBufferPoolTiers(t *testing.T) {
 		}
 		p.Put(buf)
 	}
+}
+
+// TestCodecSharedNames checks that a SotW request naming a shared set's references (the EDS
+// names every request of a client repeats) is sent with the set's encoding of the names, and
+// decodes exactly as the plain encoding of the same request; a list that is not a set's refs is
+// encoded as usual.
+func TestCodecSharedNames(t *testing.T) {
+	in := NewInterner()
+	ed := newEdits(nil, 0)
+	for i := range 20 {
+		raw := mustMarshal(t, edsCluster(fmt.Sprintf("c%02d", i)))
+		d, err := in.decode(tCDS, checkNone, maphash.Bytes(hashSeed, raw), fmt.Sprintf("c%02d", i), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ed.put(d.name, entry{d: d})
+	}
+	set := in.applyEdits(tCDS, 0, ed, false)
+	if len(set.refs) != 20 || set.refsWire == nil {
+		t.Fatalf("set refs %v (wire %d bytes), want 20 names kept encoded", set.refs, len(set.refsWire))
+	}
+	node := IdentityTemplate{Namespaces: 3}.Node(1)
+	c, err := newCodec(node, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.interner = in
+	for _, tc := range []struct {
+		name    string
+		names   []string
+		buffers int
+	}{
+		{"shared refs", set.refs, 2},
+		{"a copy of them", slices.Clone(set.refs), 1},
+		{"a prefix of them", set.refs[:18], 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: E, VersionInfo: "2", ResponseNonce: "n", ResourceNames: tc.names}
+			want := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: E, VersionInfo: "2", ResponseNonce: "n", ResourceNames: slices.Clone(tc.names)}
+			out, err := c.Marshal(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != tc.buffers {
+				t.Errorf("encoded in %d buffers, want %d", len(out), tc.buffers)
+			}
+			got := &discoveryv3.DiscoveryRequest{}
+			if err := proto.Unmarshal(out.Materialize(), got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("decoded request (-want +got):\n%s", diff)
+			}
+			if req.Node != c.node || len(req.ResourceNames) != len(tc.names) {
+				t.Errorf("Marshal did not restore the request: node %v, %d names", req.Node, len(req.ResourceNames))
+			}
+		})
+	}
+	runtime.KeepAlive(set)
 }

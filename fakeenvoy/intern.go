@@ -31,6 +31,8 @@ type Interner struct {
 	// sets are the clients' shared maps of accepted resources (resset.go).
 	sets    map[setKey]weak.Pointer[resSet]
 	nextSet uint64
+	// names finds a set by its refs' first element (resSet.refsWire).
+	names map[*string]weak.Pointer[resSet]
 }
 
 type internKey struct {
@@ -63,7 +65,8 @@ type decoded struct {
 
 // NewInterner returns an empty table; give the same one to every client that should share.
 func NewInterner() *Interner {
-	return &Interner{m: make(map[internKey]weak.Pointer[decoded]), sets: make(map[setKey]weak.Pointer[resSet])}
+	return &Interner{m: make(map[internKey]weak.Pointer[decoded]), sets: make(map[setKey]weak.Pointer[resSet]),
+		names: make(map[*string]weak.Pointer[resSet])}
 }
 
 // Len is the number of table slots (live resources, plus dead ones whose cleanup has not run).

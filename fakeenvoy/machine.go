@@ -572,7 +572,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		m.afterResponse(s, t, now)
 		return
 	}
-	ed := newEdits(ts.res) // applied by commit, below (see resset.go)
+	ed := newEdits(ts.res, s.info.Changed+len(gone)) // applied by commit, below (see resset.go)
 	if n := s.info.Changed + len(gone); n > 0 {
 		s.info.changed = make([]changedRes, 0, n)
 	}
@@ -861,7 +861,7 @@ func (m *machine) setNames(t int, names, unsub []string) {
 	if len(ts.res) == 0 {
 		return
 	}
-	ed := newEdits(ts.res)
+	ed := newEdits(ts.res, len(unsub))
 	for _, n := range unsub {
 		if _, ok := ts.res[n]; ok {
 			ed.del(n)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"weak"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // A client's accepted resources of one type (typeState.res, name → entry) are shared among the
@@ -30,8 +32,12 @@ type resSet struct {
 	m     map[string]entry
 	base  uint64          // the id of the set the edits were applied to (0: the empty set)
 	edits map[string]edit // the net changes from base, as commit compares them
-	// refs are the sorted, unique references of every entry (followUp's names).
-	refs []string
+	// refs are the sorted, unique references of every entry (followUp's names), and refsWire
+	// their encoding as a DiscoveryRequest's resource_names (nil when short): a SotW client
+	// sends every EDS or RDS name on every request, so the codec sends these shared bytes
+	// instead of encoding the list again per request.
+	refs     []string
+	refsWire []byte
 }
 
 // edit is one change: the entry a name now has, or its removal.
@@ -51,9 +57,10 @@ type setKey struct {
 type edits struct {
 	base map[string]entry
 	m    map[string]edit
+	hint int // how many edits to make room for
 }
 
-func newEdits(base map[string]entry) *edits { return &edits{base: base} }
+func newEdits(base map[string]entry, hint int) *edits { return &edits{base: base, hint: hint} }
 
 // get returns name's entry as the edits leave it.
 func (ed *edits) get(name string) (entry, bool) {
@@ -70,7 +77,7 @@ func (ed *edits) put(name string, e entry) {
 		return
 	}
 	if ed.m == nil {
-		ed.m = make(map[string]edit)
+		ed.m = make(map[string]edit, ed.hint)
 	}
 	ed.m[name] = edit{e: e}
 }
@@ -81,7 +88,7 @@ func (ed *edits) del(name string) {
 		return
 	}
 	if ed.m == nil {
-		ed.m = make(map[string]edit)
+		ed.m = make(map[string]edit, ed.hint)
 	}
 	ed.m[name] = edit{del: true}
 }
@@ -187,6 +194,12 @@ func (in *Interner) applyEdits(t int, base uint64, ed *edits, grpc bool) *resSet
 		}
 	}
 	s := &resSet{id: id, m: m, base: base, edits: ed.m, refs: setRefs(t, m, grpc)}
+	if len(s.refs) >= minWireNames {
+		for _, n := range s.refs {
+			s.refsWire = protowire.AppendTag(s.refsWire, sotwNamesField, protowire.BytesType)
+			s.refsWire = protowire.AppendString(s.refsWire, n)
+		}
+	}
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -199,16 +212,57 @@ func (in *Interner) applyEdits(t int, base uint64, ed *edits, grpc bool) *resSet
 		}
 	}
 	in.sets[k] = weak.Make(s)
-	runtime.AddCleanup(s, in.evictSet, k)
+	if s.refsWire != nil {
+		in.names[&s.refs[0]] = weak.Make(s)
+	}
+	runtime.AddCleanup(s, in.evictSet, setSlots{k: k, names: s.refsWire != nil, first: firstOf(s.refs)})
 	return s
 }
 
-func (in *Interner) evictSet(k setKey) {
+// minWireNames is the shortest list of names worth keeping encoded.
+const minWireNames = 16
+
+func firstOf(s []string) *string {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
+}
+
+// setSlots are the table slots of a set, dropped once it is collected.
+type setSlots struct {
+	k     setKey
+	names bool
+	first *string
+}
+
+func (in *Interner) evictSet(sl setSlots) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if wp, ok := in.sets[k]; ok && wp.Value() == nil {
-		delete(in.sets, k)
+	if wp, ok := in.sets[sl.k]; ok && wp.Value() == nil {
+		delete(in.sets, sl.k)
 	}
+	if wp, ok := in.names[sl.first]; sl.names && ok && wp.Value() == nil {
+		delete(in.names, sl.first)
+	}
+}
+
+// namesWire returns the encoding of names as resource_names when names is a shared set's refs
+// (the same slice), else nil.
+func (in *Interner) namesWire(names []string) []byte {
+	if in == nil || len(names) < minWireNames {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	wp, ok := in.names[&names[0]]
+	if !ok {
+		return nil
+	}
+	if s := wp.Value(); s != nil && len(s.refs) == len(names) {
+		return s.refsWire
+	}
+	return nil
 }
 
 // setRefs is what followUp names after a change of type t: the sorted, unique references of
