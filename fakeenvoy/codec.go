@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// codec is a client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers, and
-// with the client's node encoded once.
+// codec is a client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers, with
+// the client's node encoded once, and reading SotW responses against the fleet's Interner.
 //
 // Requests are small and marshalled once: a plain proto.Marshal into an unpooled slice costs
 // one allocation, where the default codec takes a pooled buffer sized to the next tier. Envoy
@@ -27,11 +27,19 @@ import (
 // node's bytes, encoded once by newCodec: its machine puts a stand-in node (holding just the
 // id) in the requests it builds, and the codec writes the node's bytes in its place, followed
 // by the rest of the request. Protobuf fields may come in any order, so the server decodes the
-// request the client would have sent with the full node. Responses
-// are decoded straight from the received buffer (no MaterializeToBuffer into the pool): when a
-// message spans one buffer it is read in place; otherwise it is copied once into a fresh slice.
-// proto.Unmarshal copies every bytes and string field, so nothing decoded points into a buffer
-// gRPC recycles afterwards.
+// request the client would have sent with the full node. Likewise a SotW request repeats every
+// EDS (or RDS) name on every ACK, tens of KB on a large mesh: when the names are a shared set's
+// references (resset.go), the codec sends the set's encoding of them as a second buffer, shared
+// by every client that holds that set, instead of encoding the list again.
+//
+// Responses are decoded straight from the received buffer: when a message spans one buffer it
+// is read in place; otherwise it is gathered once into a buffer of the fleet's pool, freed when
+// Unmarshal returns. Nothing decoded points into either buffer afterwards. A SotW response's
+// resources are not unpacked into Anys (readSotw): while the bytes are still in the buffer, the
+// codec hashes each resource and looks it up in the Interner. A resource some client already
+// decoded (every client but the first, for the same config) is handed to the machine as that
+// shared decoded resource and its bytes are never copied; only the others are copied out.
+// proto.Unmarshal would have allocated every resource again, a MB per client for a large mesh.
 //
 // The codec also stamps each response's receive time: Unmarshal is where the transport hands
 // over a whole message's bytes, before any decoding, so that is where the push latency ends.
