@@ -29,7 +29,8 @@ type Interner struct {
 	mu sync.Mutex
 	m  map[internKey]weak.Pointer[decoded]
 	// sets are the clients' shared maps of accepted resources (resset.go).
-	sets    map[setKey]weak.Pointer[resSet]
+	trans   map[setKey]transition
+	content map[contentKey]weak.Pointer[resSet]
 	nextSet uint64
 	// names finds a set by its refs' first element (resSet.refsWire).
 	names map[*string]weak.Pointer[resSet]
@@ -65,8 +66,9 @@ type decoded struct {
 
 // NewInterner returns an empty table; give the same one to every client that should share.
 func NewInterner() *Interner {
-	return &Interner{m: make(map[internKey]weak.Pointer[decoded]), sets: make(map[setKey]weak.Pointer[resSet]),
-		names: make(map[*string]weak.Pointer[resSet])}
+	return &Interner{m: make(map[internKey]weak.Pointer[decoded]), trans: make(map[setKey]transition),
+		content: make(map[contentKey]weak.Pointer[resSet]),
+		names:   make(map[*string]weak.Pointer[resSet])}
 }
 
 // Len is the number of table slots (live resources, plus dead ones whose cleanup has not run).

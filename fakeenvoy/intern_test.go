@@ -167,6 +167,15 @@ func TestInternerSharedSets(t *testing.T) {
 	if got := c.Resource(E, "c1").(*endpointv3.ClusterLoadAssignment).GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress().GetAddress(); got != "10.8.8.8" {
 		t.Errorf("client c holds c1 at %s, want 10.8.8.8", got)
 	}
+	// The same content reached another way (two pushes on client d, one on client e, as a
+	// debounce may batch them) is one set too.
+	d, e := warmedMachine(t, ClientConfig{Interner: in}), warmedMachine(t, ClientConfig{Interner: in})
+	d.onSotw(sotwResp(t, E, "2", "e", cla("c1", "10.7.7.7", 80)), t0)
+	d.onSotw(sotwResp(t, E, "3", "e", cla("c2", "10.7.7.8", 80)), t0)
+	e.onSotw(sotwResp(t, E, "3", "e", cla("c1", "10.7.7.7", 80), cla("c2", "10.7.7.8", 80)), t0)
+	if d.types[tEDS].set != e.types[tEDS].set || d.types[tEDS].set == nil {
+		t.Errorf("equal assignments through different pushes: sets %p and %p, want one", d.types[tEDS].set, e.types[tEDS].set)
+	}
 	// A removal (SotW CDS without c2) is a change too, shared the same way.
 	for _, m := range []*machine{a, b} {
 		m.onSotw(sotwResp(t, C, "2", "f", edsCluster("c1")), t0)

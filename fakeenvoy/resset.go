@@ -17,21 +17,27 @@ import (
 //
 // A map that belongs to a resSet is immutable. A change to a client's resources is first
 // collected in an edits overlay (what process and setNames would have written in place), then
-// committed: the result of applying edits e to set b is looked up in the Interner by (type, b's
-// id, e); a hit is only a hit when the stored base and edits are equal to b and e (names,
-// decoded pointers, versions), so the result is exactly the map the client would have built.
-// Otherwise the client builds the new map (a copy of b with e applied) and publishes it. The
-// first client that receives a given change pays for the map; the others adopt it, without
-// copying or hashing the whole set. Like decoded resources, sets live as long as a client
-// holds them (weak table, cleanup on collection). Without an Interner every client's map is its
-// own and edits are applied in place.
+// committed (Interner.applyEdits):
+//   - a transition (type, base set, edits) another client already made gives its resulting set
+//     at once, without copying or hashing the whole set: the first client that receives a
+//     given change pays for the map, the others adopt it. A hit is only a hit when the stored
+//     edits are equal to these (names, decoded pointers, versions).
+//   - otherwise a set with the same content (clients whose pushes were batched differently end
+//     with the same resources through different transitions) is found by a hash of the content
+//     kept up to date from the base's, and adopted once an entry-by-entry comparison confirms
+//     it;
+//   - otherwise the client builds the new map (a copy of the base with the edits applied) and
+//     publishes it.
+//
+// Either way the client holds exactly the map it would have built. Sets live as long as a
+// client holds them (weak tables, cleaned up on collection). Without an Interner every client's
+// map is its own and edits are applied in place.
 
 // resSet is one immutable map of accepted resources and what was derived from it once.
 type resSet struct {
-	id    uint64
-	m     map[string]entry
-	base  uint64          // the id of the set the edits were applied to (0: the empty set)
-	edits map[string]edit // the net changes from base, as commit compares them
+	id  uint64
+	m   map[string]entry
+	sum uint64 // contentHash of m
 	// refs are the sorted, unique references of every entry (followUp's names), and refsWire
 	// their encoding as a DiscoveryRequest's resource_names (nil when short): a SotW client
 	// sends every EDS or RDS name on every request, so the codec sends these shared bytes
@@ -46,10 +52,24 @@ type edit struct {
 	del bool
 }
 
+// setKey finds a transition: type, base set id (0: the empty set), hash of the edits.
 type setKey struct {
 	t    uint8
 	base uint64
 	hash uint64
+}
+
+// contentKey finds a set by content: type, contentHash, size.
+type contentKey struct {
+	t   uint8
+	sum uint64
+	n   int
+}
+
+// transition is a change some client made: its edits and the set it led to.
+type transition struct {
+	edits map[string]edit
+	to    weak.Pointer[resSet]
 }
 
 // edits is the overlay of changes to one type's resources during a response: m holds only net
@@ -93,30 +113,64 @@ func (ed *edits) del(name string) {
 	ed.m[name] = edit{del: true}
 }
 
+// entryHash hashes one entry of a set (or, with del, the removal of name); a set's content
+// hash is the sum over its entries, so it follows a change without visiting the rest.
+func entryHash(name string, e entry, del bool) uint64 {
+	x := maphash.String(hashSeed, name)
+	if del {
+		x ^= 0x9e3779b97f4a7c15
+	} else {
+		if e.version != "" {
+			x ^= maphash.String(hashSeed, e.version) * 0xbf58476d1ce4e5b9
+		}
+		if e.d != nil {
+			x ^= e.d.hash * 0x94d049bb133111eb
+		}
+	}
+	// splitmix64's finalizer, so that a sum of entries does not cancel out
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
 // hash is an order-independent hash of the changes (a sum over them).
 func (ed *edits) hash() uint64 {
 	var sum uint64
 	for name, e := range ed.m {
-		x := maphash.String(hashSeed, name)
-		if e.del {
-			x ^= 0x9e3779b97f4a7c15
-		} else {
-			if e.e.version != "" {
-				x ^= maphash.String(hashSeed, e.e.version) * 0xbf58476d1ce4e5b9
-			}
-			if e.e.d != nil {
-				x ^= e.e.d.hash * 0x94d049bb133111eb
-			}
-		}
-		// splitmix64's finalizer, so that a sum of entries does not cancel out
-		x ^= x >> 30
-		x *= 0xbf58476d1ce4e5b9
-		x ^= x >> 27
-		x *= 0x94d049bb133111eb
-		x ^= x >> 31
-		sum += x
+		sum += entryHash(name, e.e, e.del)
 	}
 	return sum
+}
+
+// result returns the content hash and size of the set ed leads to from a base of content
+// hash sum.
+func (ed *edits) result(sum uint64) (uint64, int) {
+	n := len(ed.base)
+	for name, e := range ed.m {
+		old, had := ed.base[name]
+		if had {
+			sum -= entryHash(name, old, false)
+			n--
+		}
+		if !e.del {
+			sum += entryHash(name, e.e, false)
+			n++
+		}
+	}
+	return sum, n
+}
+
+// leadsTo reports whether s holds exactly what ed gives (s has the expected size).
+func (ed *edits) leadsTo(s *resSet) bool {
+	for name, e := range s.m {
+		if want, ok := ed.get(name); !ok || want != e {
+			return false
+		}
+	}
+	return true
 }
 
 // commit applies ed to type t's resources: a shared set equal to the result when the interner
@@ -140,15 +194,11 @@ func (m *machine) commit(t int, ed *edits) {
 		}
 		return
 	}
-	var base uint64
-	if ts.set != nil {
-		base = ts.set.id
-	}
-	ts.set = m.interner.applyEdits(t, base, ed, m.grpc)
+	ts.set = m.interner.applyEdits(t, ts.set, ed, m.grpc)
 	ts.res = ts.set.m
 }
 
-// sameEdits reports whether a set built from base with edits want is what ed gives.
+// sameEdits reports whether want holds exactly ed's changes.
 func sameEdits(want map[string]edit, ed *edits) bool {
 	if len(want) != len(ed.m) {
 		return false
@@ -161,29 +211,39 @@ func sameEdits(want map[string]edit, ed *edits) bool {
 	return true
 }
 
-// applyEdits returns the set that results from applying ed (to the set with id base whose map
-// is ed.base): a live one from the table, or a new one, which keeps ed's changes.
-func (in *Interner) applyEdits(t int, base uint64, ed *edits, grpc bool) *resSet {
-	k := setKey{t: uint8(t), base: base, hash: ed.hash()}
+// applyEdits returns the set that results from applying ed to base (nil: the empty set; its
+// map is ed.base): by a known transition, a live set of the same content, or a new set. ed
+// must not be used afterwards (a transition keeps its changes).
+func (in *Interner) applyEdits(t int, base *resSet, ed *edits, grpc bool) *resSet {
+	var baseID, baseSum uint64
+	if base != nil {
+		baseID, baseSum = base.id, base.sum
+	}
+	k := setKey{t: uint8(t), base: baseID, hash: ed.hash()}
 	in.mu.Lock()
-	if wp, ok := in.sets[k]; ok {
-		if s := wp.Value(); s != nil && sameEdits(s.edits, ed) {
+	if tr, ok := in.trans[k]; ok {
+		if s := tr.to.Value(); s != nil && sameEdits(tr.edits, ed) {
 			in.mu.Unlock()
 			return s
 		}
 	}
-	in.nextSet++
-	id := in.nextSet
+	sum, n := ed.result(baseSum)
+	ck := contentKey{t: uint8(t), sum: sum, n: n}
+	var same *resSet
+	if wp, ok := in.content[ck]; ok {
+		same = wp.Value()
+	}
 	in.mu.Unlock()
 
-	n := len(ed.base)
-	for name, e := range ed.m {
-		if _, had := ed.base[name]; had && e.del {
-			n--
-		} else if !had {
-			n++
-		}
+	// A set of the same content reached another way: compare outside the lock (sets are
+	// immutable).
+	if same != nil && ed.leadsTo(same) {
+		in.mu.Lock()
+		in.addTransition(k, ed, same)
+		in.mu.Unlock()
+		return same
 	}
+
 	m := make(map[string]entry, n)
 	maps.Copy(m, ed.base)
 	for name, e := range ed.m {
@@ -193,7 +253,7 @@ func (in *Interner) applyEdits(t int, base uint64, ed *edits, grpc bool) *resSet
 			m[name] = e.e
 		}
 	}
-	s := &resSet{id: id, m: m, base: base, edits: ed.m, refs: setRefs(t, m, grpc)}
+	s := &resSet{m: m, sum: sum, refs: setRefs(t, m, grpc)}
 	if len(s.refs) >= minWireNames {
 		for _, n := range s.refs {
 			s.refsWire = protowire.AppendTag(s.refsWire, sotwNamesField, protowire.BytesType)
@@ -203,20 +263,42 @@ func (in *Interner) applyEdits(t int, base uint64, ed *edits, grpc bool) *resSet
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if wp, ok := in.sets[k]; ok {
-		if old := wp.Value(); old != nil {
-			if sameEdits(old.edits, ed) {
-				return old // another client built it meanwhile
-			}
-			return s // a live hash collision: keep this one private
+	if tr, ok := in.trans[k]; ok {
+		if old := tr.to.Value(); old != nil && sameEdits(tr.edits, ed) {
+			return old // another client built it meanwhile
 		}
 	}
-	in.sets[k] = weak.Make(s)
+	in.nextSet++
+	s.id = in.nextSet
+	sl := setSlots{}
+	if wp, ok := in.content[ck]; !ok || wp.Value() == nil {
+		in.content[ck] = weak.Make(s)
+		sl.content, sl.ck = true, ck
+	}
 	if s.refsWire != nil {
 		in.names[&s.refs[0]] = weak.Make(s)
+		sl.names, sl.first = true, &s.refs[0]
 	}
-	runtime.AddCleanup(s, in.evictSet, setSlots{k: k, names: s.refsWire != nil, first: firstOf(s.refs)})
+	runtime.AddCleanup(s, in.evictSet, sl)
+	in.addTransition(k, ed, s)
 	return s
+}
+
+// addTransition records that ed applied to the base of k leads to s (in.mu held).
+func (in *Interner) addTransition(k setKey, ed *edits, s *resSet) {
+	if tr, ok := in.trans[k]; ok && tr.to.Value() != nil {
+		return // a live one (a hash collision, or a race): keep it
+	}
+	in.trans[k] = transition{edits: ed.m, to: weak.Make(s)}
+	runtime.AddCleanup(s, in.evictTransition, k)
+}
+
+func (in *Interner) evictTransition(k setKey) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if tr, ok := in.trans[k]; ok && tr.to.Value() == nil {
+		delete(in.trans, k)
+	}
 }
 
 // minWireNames is the shortest list of names worth keeping encoded.
@@ -231,16 +313,17 @@ func firstOf(s []string) *string {
 
 // setSlots are the table slots of a set, dropped once it is collected.
 type setSlots struct {
-	k     setKey
-	names bool
-	first *string
+	content bool
+	ck      contentKey
+	names   bool
+	first   *string
 }
 
 func (in *Interner) evictSet(sl setSlots) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if wp, ok := in.sets[sl.k]; ok && wp.Value() == nil {
-		delete(in.sets, sl.k)
+	if wp, ok := in.content[sl.ck]; sl.content && ok && wp.Value() == nil {
+		delete(in.content, sl.ck)
 	}
 	if wp, ok := in.names[sl.first]; sl.names && ok && wp.Value() == nil {
 		delete(in.names, sl.first)
