@@ -64,6 +64,9 @@ type xdsMetrics struct{ *metrics.Metrics }
 var _ xds.Metrics = xdsMetrics{}
 
 func (m xdsMetrics) CacheRead(typeURL string, r cache.Result) { m.CacheReadResult(typeURL, string(r)) }
+func (m xdsMetrics) CacheReads(typeURL string, r cache.Result, n int) {
+	m.CacheReadResults(typeURL, string(r), n)
+}
 
 func (m xdsMetrics) PushSkipped(reason string, n int) { m.PushSkippedTriggers(reason, n) }
 

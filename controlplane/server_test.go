@@ -303,6 +303,17 @@ func TestServerMemoryRegistry(t *testing.T) {
 	if dbg.Version != snap.Version || dbg.Services != 1 || dbg.Endpoints != 1 || len(dbg.ServiceList) != 1 {
 		t.Errorf("/debug/snapshot = %+v", dbg)
 	}
+
+	// Go's profiles are served for profiling a push in place.
+	resp, err := http.Get("http://" + s.MetricsAddr() + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile:") {
+		t.Errorf("/debug/pprof/goroutine: %s\n%.200s", resp.Status, body)
+	}
 }
 
 func TestServerBundledExample(t *testing.T) {

@@ -32,7 +32,7 @@ func newControlplaneCmd() *cobra.Command {
 		Long: `controlplane watches a directory of Istio YAML (ServiceEntry, WorkloadEntry, VirtualService,
 DestinationRule, Sidecar, Gateway; multi-document files as you would kubectl-apply them),
 debounces the changes and builds a snapshot per push. It serves /metrics, /debug/config (what
-was loaded, and each file's last error) /debug/snapshot and /debug/syncz (per client and type: versions sent, acked and nacked, last error) on --metrics-addr, and runs until
+was loaded, and each file's last error) /debug/snapshot, /debug/syncz (per client and type: versions sent, acked and nacked, last error) and Go's profiles (/debug/pprof/) on --metrics-addr, and runs until
 SIGINT or SIGTERM.
 
 With --kubeconfig it also reads a Kubernetes cluster, as istiod does: Services and
@@ -111,7 +111,7 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 		return usageErr(err)
 	}
 	defer srv.Stop()
-	fmt.Fprintf(cmd.OutOrStdout(), "control plane running: metrics and debug on http://%s (/metrics, /debug/config, /debug/snapshot, /debug/syncz); stop with Ctrl-C\n", srv.MetricsAddr())
+	fmt.Fprintf(cmd.OutOrStdout(), "control plane running: metrics and debug on http://%s (/metrics, /debug/config, /debug/snapshot, /debug/syncz, /debug/pprof/); stop with Ctrl-C\n", srv.MetricsAddr())
 	<-srv.Done()
 	opts.Logger.Info("control plane stopping", "snapshot", srv.Snapshot().Version)
 	return srv.Err()

@@ -183,6 +183,33 @@ func (c *Cache) Get(key Key, gen uint64, build BuildFunc) ([]*Resource, Result, 
 	return res, Miss, err
 }
 
+// CountHits counts n reads served without the cache's lock from resources it handed out
+// earlier (a whole-subscription answer shared by the streams that ask the same names), so the
+// hit ratio means what it meant when each of them read every name.
+func (c *Cache) CountHits(typeURL string, n int) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.stats.Hits += uint64(n)
+	c.mu.Unlock()
+	switch k := c.counter.(type) {
+	case nil:
+	case BulkCounter:
+		k.CacheReads(typeURL, Hit, n)
+	default:
+		for range n {
+			k.CacheRead(typeURL, Hit)
+		}
+	}
+}
+
+// BulkCounter is a Counter that can count n reads at once.
+type BulkCounter interface {
+	Counter
+	CacheReads(typeURL string, r Result, n int)
+}
+
 // note counts one read.
 func (c *Cache) note(typeURL string, r Result) {
 	c.mu.Lock()
@@ -256,21 +283,28 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // EvictOlder removes every entry of typeURL ("" = all types) whose generation is below gen.
 func (c *Cache) EvictOlder(typeURL string, gen uint64) int {
+	return c.Evict(func(k Key, g uint64) bool { return (typeURL == "" || k.TypeURL == typeURL) && g < gen })
+}
+
+// Evict removes every built entry for which stale(key, generation) is true (entries still being
+// built belong to their builders and stay).
+func (c *Cache) Evict(stale func(k Key, gen uint64) bool) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
 	for k, e := range c.entries {
-		if (typeURL == "" || k.TypeURL == typeURL) && e.gen < gen {
-			select {
-			case <-e.ready:
-			default:
-				continue // still being built; its builder owns it
-			}
-			delete(c.entries, k)
-			c.stats.Entries--
-			c.stats.Bytes -= e.bytes
-			n++
+		if !stale(k, e.gen) {
+			continue
 		}
+		select {
+		case <-e.ready:
+		default:
+			continue // still being built; its builder owns it
+		}
+		delete(c.entries, k)
+		c.stats.Entries--
+		c.stats.Bytes -= e.bytes
+		n++
 	}
 	return n
 }

@@ -179,3 +179,39 @@ func TestDeltaFramedDecodes(t *testing.T) {
 		t.Fatalf("decoded %v", &got)
 	}
 }
+
+func TestEvictPredicate(t *testing.T) {
+	c := New(nil)
+	build := func() ([]*Resource, error) { return []*Resource{NewResource("r", "T", []byte("x"))}, nil }
+	for i, k := range []Key{{TypeURL: "A", Name: "a"}, {TypeURL: "A", Name: "b"}, {TypeURL: "B", Name: "a"}} {
+		if _, _, err := c.Get(k, uint64(i+1), build); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := c.Evict(func(k Key, g uint64) bool { return k.TypeURL == "A" && g < 2 })
+	if n != 1 || c.Stats().Entries != 2 {
+		t.Fatalf("evicted %d, %d left; want 1 evicted, 2 left", n, c.Stats().Entries)
+	}
+	if _, ok := c.Peek(Key{TypeURL: "A", Name: "a"}, 1); ok {
+		t.Error("the stale entry is still there")
+	}
+	if _, ok := c.Peek(Key{TypeURL: "A", Name: "b"}, 2); !ok {
+		t.Error("a current entry was evicted")
+	}
+}
+
+func TestCountHits(t *testing.T) {
+	cnt := &counts{}
+	c := New(cnt)
+	c.CountHits("T", 3)
+	c.CountHits("T", 0)
+	if got := c.Stats().Hits; got != 3 {
+		t.Errorf("hits = %d, want 3", got)
+	}
+	cnt.mu.Lock()
+	got := cnt.m["T/hit"]
+	cnt.mu.Unlock()
+	if got != 3 {
+		t.Errorf("counted %d hits, want 3", got)
+	}
+}

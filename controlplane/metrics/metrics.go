@@ -325,3 +325,8 @@ func (m *Metrics) PushSkippedTriggers(reason string, n int) {
 func (m *Metrics) CacheReadResult(typeURL, result string) {
 	m.CacheReads.WithLabelValues(TypeLabel(typeURL), result).Inc()
 }
+
+// CacheReadResults counts n reads with one result at once.
+func (m *Metrics) CacheReadResults(typeURL, result string, n int) {
+	m.CacheReads.WithLabelValues(TypeLabel(typeURL), result).Add(float64(n))
+}

@@ -61,6 +61,7 @@ func fullConfig(b *testing.B, s *Server, st *pushState, p *model.Proxy) int {
 func encode(res []*cache.Resource) int {
 	r := &encodedResponse{resources: res, tail: responseTail("1", gen.ClusterType, "n")}
 	bs, _ := newCodec().Marshal(r)
+	defer bs.Free() // as the transport does once the bytes are written
 	return bs.Len()
 }
 

@@ -83,29 +83,62 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 		}
 		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 	}
-	out := make(mem.BufferSlice, 0, len(r.resources)+1)
-	for _, res := range r.resources {
-		out = append(out, mem.SliceBuffer(r.framed(res)))
-	}
-	return append(out, mem.SliceBuffer(r.tail)), nil
+	return r.buffers(mem.DefaultBufferPool()), nil
 }
 
-// Unmarshal decodes requests without grpc-go's pooled buffers: the default pool would take
-// (and clear) a 1 MiB buffer for every request just over 32 KiB, which is what an EDS request
-// naming a thousand clusters is.
-func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
-	var b []byte
-	owned := len(data) != 1
-	if owned {
-		b = data.Materialize() // a fresh copy
-	} else {
-		b = data[0].ReadOnlyData() // valid only during this call
+// packBelow and packChunk shape a response's buffers: a resource of packBelow bytes or more
+// goes out as the cached bytes themselves; smaller ones are copied together into pooled chunks
+// of packChunk bytes (an HTTP/2 frame's worth). grpc-go's writer gathers a frame's buffers in a
+// slice it keeps only up to 64 entries: a frame of more than 64 resources (under 256 bytes
+// each, small clusters) would cost it a fresh slice per frame, and us a buffer allocation per
+// resource. Larger resources are not copied: copying costs more than it saves.
+const (
+	packBelow = 256
+	packChunk = 16 << 10
+)
+
+// buffers returns the response's wire bytes as buffers: the resources (large ones shared with
+// the cache, small ones packed into chunks from pool), then the tail.
+func (r *encodedResponse) buffers(pool mem.BufferPool) mem.BufferSlice {
+	out := make(mem.BufferSlice, 0, 4)
+	var cur *[]byte
+	flush := func() {
+		if cur != nil {
+			out = append(out, mem.NewBuffer(cur, pool))
+			cur = nil
+		}
 	}
+	for _, res := range r.resources {
+		f := r.framed(res)
+		if len(f) >= packBelow {
+			flush()
+			out = append(out, mem.SliceBuffer(f))
+			continue
+		}
+		if cur != nil && len(*cur)+len(f) > packChunk {
+			flush()
+		}
+		if cur == nil {
+			cur = pool.Get(packChunk)
+			*cur = (*cur)[:0]
+		}
+		*cur = append(*cur, f...)
+	}
+	flush()
+	return append(out, mem.SliceBuffer(r.tail))
+}
+
+// Unmarshal decodes requests without grpc-go's buffer pool (see ServerOptions) and, for SotW
+// requests, without copying them (sotwRequest keeps a reference to the transport's buffers).
+func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
 	case *sotwRequest:
-		return m.decode(b, owned)
+		return m.decodeBuffers(data)
 	case proto.Message:
-		return proto.Unmarshal(b, m)
+		if len(data) == 1 {
+			return proto.Unmarshal(data[0].ReadOnlyData(), m) // valid only during this call, which is enough
+		}
+		return proto.Unmarshal(data.Materialize(), m)
 	}
 	return c.proto.Unmarshal(data, v)
 }

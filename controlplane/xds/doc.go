@@ -13,8 +13,10 @@
 // Pushes come from Server.Push: every connection whose scoped view (model.Scope: its Sidecar
 // and exportTo) the change reaches, before or after it, is enqueued in the push queue (one
 // pending, merged request per connection; see pushfilter.go, istiod's ProxyNeedsPush) and a bounded set of workers hands each connection its turn;
-// the worker waits until the connection has written its responses, so the throttle bounds
-// concurrent pushes. A connection that closed is dropped from the queue whenever it is met
+// the worker waits until the connection has generated its responses and written its clusters
+// and assignments, so the throttle bounds concurrent generation; the listeners and routes
+// (cached bytes, the route often the largest response) are written after the worker is let go,
+// in order on the same stream. A connection that closed is dropped from the queue whenever it is met
 // (by Push after enqueueing, by the worker after its turn), so none stays pinned there.
 //
 // Protocol rules (SotW):
@@ -56,5 +58,12 @@
 //
 // Resources are marshalled once and shared through controlplane/cache; responses are encoded by
 // concatenating the cached bytes (see codec.go), so a push to many clients does not marshal per
-// client.
+// client. What a stream keeps is shared too (nameset.go): a SotW subscription is an interned
+// nameSet (found from the request's hash and bytes, without decoding the names), the answer to
+// a whole subscription is built once per push state per class and shared by every stream
+// subscribed to the same names, SotW CDS/LDS remember the shared list they sent, and a named
+// SotW subscription its last whole answer plus what went out since. A named
+// ClusterLoadAssignment changes only with its service, endpoints and (subsets) configs
+// (Server.genOf), so a full push that names no DestinationRule diffs EDS only for the hosts it
+// names.
 package xds

@@ -2,10 +2,12 @@ package xds
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/maphash"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -14,13 +16,16 @@ import (
 // whole subscription on every ACK: with a thousand EDS clusters that is a thousand strings per
 // ACK per client, which made decoding ACKs the largest cost of an endpoint push. The codec
 // decodes every other field, and only hashes the names (order-independent) and keeps their wire
-// bytes; the names are decoded when the hash says the subscription changed.
+// bytes; the names are decoded when the hash says the subscription changed. The wire bytes are
+// read where the transport left them (a request over 16 KiB arrives in several buffers), never
+// copied: the request holds a reference to the transport's buffers until Names or release.
 type sotwRequest struct {
 	discoveryv3.DiscoveryRequest // without ResourceNames, until Names is called
 
 	namesHash  uint64
 	namesCount int
-	raw        []byte // the request's wire bytes (owned), rescanned by Names
+	raw        []byte          // the request's wire bytes (owned), rescanned by Names
+	held       mem.BufferSlice // or the transport's buffers, referenced until Names or release
 	decoded    bool
 }
 
@@ -33,7 +38,102 @@ func hashName(name []byte) uint64 { return maphash.Bytes(namesSeed, name) }
 // decode fills r from the wire bytes of a DiscoveryRequest. owned says whether r may keep b
 // (otherwise it is copied, once, and only when there are names to decode later).
 func (r *sotwRequest) decode(b []byte, owned bool) error {
-	raw := b
+	if err := r.scan([][]byte{b}); err != nil {
+		return err
+	}
+	if r.namesCount > 0 {
+		if !owned {
+			b = bytes.Clone(b)
+		}
+		r.raw = b
+	}
+	return nil
+}
+
+// decodeBuffers fills r from a request as the transport received it, without copying it: when
+// it has names, r references data until Names or release.
+func (r *sotwRequest) decodeBuffers(data mem.BufferSlice) error {
+	bufs := make([][]byte, len(data))
+	for i, d := range data {
+		bufs[i] = d.ReadOnlyData()
+	}
+	if err := r.scan(bufs); err != nil {
+		return err
+	}
+	if r.namesCount > 0 {
+		data.Ref()
+		r.held = data
+	}
+	return nil
+}
+
+// release drops the reference to the transport's buffers (a request whose names were not needed).
+func (r *sotwRequest) release() {
+	if r.held != nil {
+		r.held.Free()
+		r.held = nil
+	}
+}
+
+// scan decodes the fields other than resource_names from the request's bytes, given as
+// consecutive pieces, and hashes and counts the names.
+func (r *sotwRequest) scan(bufs [][]byte) error {
+	c := wireCursor{bufs: bufs}
+	var rest []byte
+	var h maphash.Hash
+	h.SetSeed(namesSeed)
+	for !c.done() {
+		mark := len(rest)
+		tag, err := c.varint(&rest) // kept as received, in case the field is not a name
+		if err != nil {
+			return fmt.Errorf("decode DiscoveryRequest: %w", err)
+		}
+		num, typ := protowire.DecodeTag(tag)
+		if num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
+			return fmt.Errorf("decode DiscoveryRequest: %w", errWire)
+		}
+		switch typ {
+		case protowire.BytesType:
+			n, err := c.varint(&rest)
+			if err != nil || n > uint64(c.left()) {
+				return fmt.Errorf("decode DiscoveryRequest field %d: %w", num, errWire)
+			}
+			if num == 3 {
+				rest = rest[:mark]
+				h.Reset()
+				c.take(int(n), func(p []byte) { _, _ = h.Write(p) })
+				r.namesHash += h.Sum64()
+				r.namesCount++
+				continue
+			}
+			c.take(int(n), func(p []byte) { rest = append(rest, p...) })
+		case protowire.VarintType:
+			if _, err := c.varint(&rest); err != nil {
+				return fmt.Errorf("decode DiscoveryRequest field %d: %w", num, err)
+			}
+		case protowire.Fixed32Type, protowire.Fixed64Type:
+			n := 4
+			if typ == protowire.Fixed64Type {
+				n = 8
+			}
+			if n > c.left() {
+				return fmt.Errorf("decode DiscoveryRequest field %d: %w", num, errWire)
+			}
+			c.take(n, func(p []byte) { rest = append(rest, p...) })
+		default:
+			// Groups: no field of DiscoveryRequest is one; let proto decide on the whole message.
+			return r.scanWhole(bufs)
+		}
+	}
+	return proto.Unmarshal(rest, &r.DiscoveryRequest)
+}
+
+// scanWhole is scan for messages it does not take apart itself: the bytes in one piece, every
+// field but the names decoded by proto.
+func (r *sotwRequest) scanWhole(bufs [][]byte) error {
+	b := bytes.Join(bufs, nil)
+	r.namesHash, r.namesCount = 0, 0
+	r.DiscoveryRequest = discoveryv3.DiscoveryRequest{}
 	var rest []byte
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -44,23 +144,75 @@ func (r *sotwRequest) decode(b []byte, owned bool) error {
 		if m < 0 {
 			return fmt.Errorf("decode DiscoveryRequest field %d: %w", num, protowire.ParseError(m))
 		}
-		field := b[:n+m]
 		if num == 3 && typ == protowire.BytesType {
 			v, _ := protowire.ConsumeBytes(b[n:])
 			r.namesHash += hashName(v)
 			r.namesCount++
 		} else {
-			rest = append(rest, field...)
+			rest = append(rest, b[:n+m]...)
 		}
 		b = b[n+m:]
 	}
-	if r.namesCount > 0 {
-		if !owned {
-			raw = bytes.Clone(raw)
-		}
-		r.raw = raw
-	}
 	return proto.Unmarshal(rest, &r.DiscoveryRequest)
+}
+
+var errWire = errors.New("malformed protobuf wire data")
+
+// wireCursor reads protobuf wire data laid out in consecutive pieces.
+type wireCursor struct {
+	bufs [][]byte
+	i    int // current piece
+	off  int // offset in it
+}
+
+func (c *wireCursor) skipEmpty() {
+	for c.i < len(c.bufs) && c.off == len(c.bufs[c.i]) {
+		c.i, c.off = c.i+1, 0
+	}
+}
+
+func (c *wireCursor) done() bool { c.skipEmpty(); return c.i == len(c.bufs) }
+
+func (c *wireCursor) left() int {
+	n := -c.off
+	for _, b := range c.bufs[c.i:] {
+		n += len(b)
+	}
+	return n
+}
+
+// varint reads a varint and appends its bytes, as they were, to raw.
+func (c *wireCursor) varint(raw *[]byte) (uint64, error) {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		c.skipEmpty()
+		if c.i == len(c.bufs) {
+			return 0, errWire
+		}
+		b := c.bufs[c.i][c.off]
+		c.off++
+		*raw = append(*raw, b)
+		if shift == 63 && b > 1 {
+			return 0, errWire // overflows 64 bits
+		}
+		v |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, errWire
+}
+
+// take passes the next n bytes to f, piece by piece (n must not exceed left()).
+func (c *wireCursor) take(n int, f func([]byte)) {
+	for n > 0 {
+		c.skipEmpty()
+		p := c.bufs[c.i][c.off:]
+		k := min(n, len(p))
+		f(p[:k])
+		c.off += k
+		n -= k
+	}
 }
 
 // Names decodes and returns the resource names.
@@ -69,6 +221,10 @@ func (r *sotwRequest) Names() []string {
 		r.decoded = true
 		r.ResourceNames = make([]string, 0, r.namesCount)
 		b := r.raw
+		if r.held != nil {
+			b = r.held.Materialize()
+			r.release()
+		}
 		for len(b) > 0 {
 			num, typ, n := protowire.ConsumeTag(b)
 			m := protowire.ConsumeFieldValue(num, typ, b[n:])
@@ -81,6 +237,43 @@ func (r *sotwRequest) Names() []string {
 		r.raw = nil
 	}
 	return r.ResourceNames
+}
+
+// eachName calls f with the wire bytes of every resource name, in order, until f returns false;
+// it reports whether every call returned true. It decodes no strings: with Names not called
+// yet it reads the request's bytes (copied together once when they came in several buffers).
+func (r *sotwRequest) eachName(f func([]byte) bool) bool {
+	if r.decoded {
+		for _, n := range r.ResourceNames {
+			if !f([]byte(n)) {
+				return false
+			}
+		}
+		return true
+	}
+	b := r.raw
+	if r.held != nil {
+		if len(r.held) == 1 {
+			b = r.held[0].ReadOnlyData()
+		} else {
+			b = r.held.Materialize()
+		}
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if n < 0 || m < 0 {
+			return false // cannot happen after scan accepted the bytes
+		}
+		if num == 3 && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b[n:])
+			if !f(v) {
+				return false
+			}
+		}
+		b = b[n+m:]
+	}
+	return true
 }
 
 // restates reports whether the request names exactly the subscription whose hash and size are

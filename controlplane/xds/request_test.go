@@ -1,7 +1,10 @@
 package xds
 
 import (
+	"strconv"
 	"testing"
+
+	"google.golang.org/grpc/mem"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -76,6 +79,57 @@ func FuzzSotwRequestDecode(f *testing.F) {
 		got.Names()
 		if d := cmp.Diff(&want, &got.DiscoveryRequest, protocmp.Transform()); d != "" {
 			t.Fatalf("differs:\n%s", d)
+		}
+	})
+}
+
+// FuzzSotwRequestPieces: a request split into pieces anywhere (as the transport hands over a
+// request larger than one buffer) decodes exactly as the same bytes in one piece.
+func FuzzSotwRequestPieces(f *testing.F) {
+	names := make([]string, 30)
+	for i := range names {
+		names[i] = "outbound|8080||svc-" + strconv.Itoa(i) + ".ns-1.svc.cluster.local"
+	}
+	big, _ := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: "t", VersionInfo: "7", ResponseNonce: "k",
+		Node: &corev3.Node{Id: "sidecar~1.2.3.4~p.ns~ns.svc.cluster.local"}, ResourceNames: names})
+	// The first two bytes say where to cut the rest.
+	f.Add(append([]byte{200, 255}, big...))
+	f.Add(append([]byte{1, 7}, big...))
+	small, _ := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: "t", ResourceNames: []string{"a", "b"}})
+	f.Add(append([]byte{3, 5}, small...))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
+		}
+		cut1, cut2, b := in[0], in[1], in[2:]
+		var whole sotwRequest
+		werr := whole.decode(b, false)
+		var data mem.BufferSlice
+		rest := b
+		for _, c := range []int{int(cut1), int(cut2)} {
+			c = min(c, len(rest))
+			data = append(data, mem.SliceBuffer(rest[:c]))
+			rest = rest[c:]
+		}
+		data = append(data, mem.SliceBuffer(rest))
+		var got sotwRequest
+		gerr := got.decodeBuffers(data)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("one piece: %v; in pieces: %v", werr, gerr)
+		}
+		if werr != nil {
+			return
+		}
+		if got.namesHash != whole.namesHash || got.namesCount != whole.namesCount {
+			t.Fatalf("names hash/count %x/%d in pieces, %x/%d whole", got.namesHash, got.namesCount, whole.namesHash, whole.namesCount)
+		}
+		whole.Names()
+		got.Names()
+		if d := cmp.Diff(&whole.DiscoveryRequest, &got.DiscoveryRequest, protocmp.Transform()); d != "" {
+			t.Fatalf("differs (-whole +pieces):\n%s", d)
+		}
+		if got.held != nil {
+			t.Fatal("Names kept the transport's buffers")
 		}
 	})
 }

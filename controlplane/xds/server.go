@@ -96,6 +96,11 @@ type pushState struct {
 
 	ipOnce sync.Once
 	ips    map[string]struct{}
+
+	// sets holds the answers to whole SotW subscriptions shared by the streams that subscribe
+	// to the same names (nameset.go).
+	setsMu sync.Mutex
+	sets   map[setKey]*setAnswer
 }
 
 // endpointIP reports whether ip is the address of some endpoint (then a proxy with that IP has
@@ -126,6 +131,7 @@ type Server struct {
 
 	state   atomic.Pointer[pushState]
 	connSeq atomic.Uint64
+	sets    *nameSets
 	queue   *push.Queue[*conn]
 
 	mu    sync.Mutex
@@ -138,7 +144,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, metrics: opts.Metrics, cache: opts.Cache, log: opts.Logger, now: opts.Now,
-		conns: make(map[*conn]struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst)}
+		conns: make(map[*conn]struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst), sets: newNameSets()}
 	if s.metrics == nil {
 		s.metrics = NopMetrics{}
 	}
@@ -161,11 +167,14 @@ func (s *Server) Register(g *grpc.Server) {
 }
 
 // ServerOptions returns the gRPC server options the ADS server needs: its pass-through codec,
-// generous message sizes, and a buffer pool with a tier for every power of two. grpc-go's
-// default pool jumps from 32 KiB to 1 MiB, so every request just over 32 KiB (an EDS ACK
-// naming a thousand clusters) would take, and clear, a 1 MiB buffer.
+// generous message sizes, a buffer pool with a tier for every power of two, and write buffers
+// shared between writes. grpc-go's default pool jumps from 32 KiB to 1 MiB, so every request
+// just over 32 KiB (an EDS ACK naming a thousand clusters) would take, and clear, a 1 MiB
+// buffer; and each connection would keep a 32 KiB write buffer while idle, which is what ten
+// thousand sidecars between pushes are.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
+		grpc.SharedWriteBuffer(true),
 		experimental.BufferPool(FineBufferPool()),
 		grpc.ForceServerCodecV2(newCodec()),
 		grpc.MaxRecvMsgSize(16 << 20),
@@ -188,11 +197,25 @@ func FineBufferPool() mem.BufferPool {
 	return p
 }
 
-// pushTurn performs one push turn and lets its worker go.
+// pushTurn performs one push turn. Its worker is let go once the clusters and assignments are
+// written and the listeners and routes generated: writing those (cached bytes, often the
+// largest response: one RouteConfiguration holds every virtual host of a port) does not hold
+// a worker, so one client's route write does not delay every other client's clusters. The
+// stream still gets its responses in order, and the convergence time (pilot_proxy_convergence_time)
+// runs to the last of them.
 func (c *conn) pushTurn(item pushItem) error {
-	defer close(item.done)
 	now := c.srv.now()
-	return c.apply(c.sess.Push(item.req, now), now)
+	err := c.apply(c.sess.PushClusters(item.req, now), now)
+	var rest *effects
+	if err == nil {
+		rest = c.sess.PushRest(now)
+	}
+	close(item.done)
+	if rest != nil {
+		err = c.apply(rest, now)
+	}
+	c.srv.metrics.Converged(item.dequeued.Sub(item.enqueued), c.srv.now().Sub(item.enqueued))
+	return err
 }
 
 // Run runs the push workers until ctx is done.
@@ -218,7 +241,6 @@ func (s *Server) worker(ctx context.Context) {
 		case c.pushCh <- item:
 			select {
 			case <-item.done:
-				s.metrics.Converged(item.dequeued.Sub(item.enqueued), s.now().Sub(item.enqueued))
 			case <-c.closed:
 			case <-ctx.Done():
 			}
@@ -246,10 +268,19 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 	}
 	s.state.Store(st)
 	if full && prev != nil {
-		s.cache.EvictOlder("", st.fullGen)
+		// Named assignments keep their own generations (genOf): only those that are stale or
+		// whose service is gone go; everything else is of the previous full change.
+		s.cache.Evict(func(k cache.Key, g uint64) bool {
+			if k.TypeURL == gen.EndpointType && k.Name != "" {
+				return g < s.genOf(st, k.TypeURL, k.Name) || st.snap.Service(clusterHost(k.Name)) == nil
+			}
+			return g < st.fullGen
+		})
 	}
 	filter := newPushFilter(prev, snap, req)
-	if full {
+	if prev == nil {
+		// The first snapshot: everything is new to every stream. (A full request keeps what
+		// it names: EDS uses it to diff only the named hosts' assignments.)
 		req = req.Merge(&model.PushRequest{Full: true})
 	}
 	s.mu.Lock()
@@ -325,6 +356,7 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 		return r, stream.RecvMsg(r)
 	}
 	return serve(s, stream.Context(), c, recv, func(r *sotwRequest, now time.Time) error {
+		defer r.release() // the transport's buffers, when the names were not needed
 		return c.apply(c.sess.Request(r, now), now)
 	})
 }
@@ -344,6 +376,7 @@ func (s *Server) DeltaAggregatedResources(stream discoverygrpc.AggregatedDiscove
 func (s *Server) newConn(stream grpc.ServerStream, delta bool) *conn {
 	c := &conn{srv: s, stream: stream, since: s.now(), pushCh: make(chan pushItem), closed: make(chan struct{}),
 		sess: newSession(s, delta, push.FlowOptions{Enabled: s.opts.FlowControl, AckTimeout: s.opts.AckTimeout})}
+	c.sess.sets = s.sets
 	if stream != nil {
 		c.sess.identity = s.streamIdentity(stream.Context())
 	}
@@ -501,14 +534,30 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	return out, err
 }
 
-// genOf is the generation of one named resource: endpoints change on their own, everything
-// else with the last full change.
+// clusterHost is the service hostname of a cluster name ("" when it is not one).
+func clusterHost(name string) string {
+	p, err := gen.ParseClusterName(name)
+	if err != nil {
+		return ""
+	}
+	return p.Host
+}
+
+// genOf is the generation of one named resource. A named ClusterLoadAssignment is built from
+// its service, the service's endpoints and, for a subset, the DestinationRule (gen.endpoints),
+// so it changes only with those: a full push for another service keeps every other
+// assignment's bytes. Everything else changes with the last full change.
 func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 	if typeURL == gen.EndpointType {
-		if p, err := gen.ParseClusterName(name); err == nil {
-			return max(st.fullGen, st.snap.EndpointGen(p.Host))
+		p, err := gen.ParseClusterName(name)
+		if err != nil {
+			return st.snap.Seq
 		}
-		return st.snap.Seq
+		g := max(st.snap.ServiceGen(p.Host), st.snap.EndpointGen(p.Host))
+		if p.Subset != "" {
+			g = max(g, st.snap.ConfigGen()) // its DestinationRule, or one that now defines it
+		}
+		return g
 	}
 	return st.fullGen
 }

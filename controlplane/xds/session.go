@@ -31,6 +31,9 @@ type typeState struct {
 	typeURL  string
 	wildcard bool
 	names    map[string]struct{}
+	// set is a SotW subscription's names, shared with the streams that subscribe to the same
+	// ones (names is set.names then, read-only); nil on Delta, whose names change one by one.
+	set *nameSet
 	// named: a SotW request of this type has named resources (or "*"), so an empty list no
 	// longer means wildcard.
 	named bool
@@ -53,9 +56,18 @@ type typeState struct {
 	// answer it even when the answer is empty.
 	unanswered bool
 	sent       map[string]uint64 // resource name → hash of the bytes last sent
-	sentResp   int
-	// byHost indexes an EDS subscription by service hostname (built on first use after the
-	// subscription changes), so an endpoint push finds its clusters without parsing every name.
+	// sentList is what the last SotW CDS or LDS response carried (every resource, as the
+	// protocol wants): the cache's own slice, shared by every stream that got it, so those
+	// types keep nothing per stream (sent stays empty for them).
+	sentList []*cache.Resource
+	// sentBase is, for a named SotW subscription of another type (EDS, RDS), the shared answer
+	// to the whole subscription the client last got (sorted by name): it holds those bytes,
+	// except where sent, which then only records what went out since, says otherwise.
+	sentBase []*cache.Resource
+	sentResp int
+	// byHost indexes a Delta EDS subscription by service hostname (built on first use, then
+	// kept up to date), so an endpoint push finds its clusters without parsing every name;
+	// SotW uses set.hosts.
 	byHost map[string][]string
 
 	// heldForce names the cluster assignments that must be re-sent with a push that flow
@@ -134,10 +146,14 @@ type session struct {
 	// nonces counts responses; a nonce is the count in base 36.
 	nonces uint64
 	flow   *push.Flow
+	// sets interns SotW subscriptions across the server's streams (nil: none shared).
+	sets *nameSets
 	// afterCDS is the listener and route part of pushes whose CDS flow control holds: they
 	// would reference clusters the client does not have yet (make-before-break), so they go
 	// out right after the held CDS does.
 	afterCDS *model.PushRequest
+	// rest is the listener and route part of the push turn begun by PushClusters.
+	rest *model.PushRequest
 
 	eff effects
 }
@@ -244,7 +260,14 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		s.release(ts, release, now)
 		return nil
 	}
-	wildcard, names := subscription(typeURL, req.Names(), ts != nil && ts.named)
+	// Most subscriptions are some other stream's too: found without decoding the names.
+	set, wildcard := s.sets.lookup(req), false
+	if set == nil {
+		var fresh map[string]struct{}
+		wildcard, fresh = subscription(typeURL, req.Names(), ts != nil && ts.named)
+		set = s.sets.intern(fresh)
+	}
+	names := set.names
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
 		if ts == nil {
@@ -252,11 +275,12 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 			s.types[typeURL] = ts
 		} else {
 			clear(ts.sent)
+			ts.sentList, ts.sentBase = nil, nil
 		}
-		ts.wildcard, ts.names, ts.byHost = wildcard, names, nil
+		ts.wildcard, ts.names, ts.set, ts.byHost = wildcard, names, set, nil
 		ts.named = ts.named || req.namesCount > 0
 		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
-		s.respond(ts, nil, nil, true, now)
+		s.respond(ts, nil, nil, true, false, now)
 		return nil
 	}
 
@@ -270,6 +294,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	for n := range ts.names {
 		if _, ok := names[n]; !ok {
 			delete(ts.sent, n) // the client dropped it: a re-subscription must send it again
+			ts.sentList = withoutName(ts.sentList, n)
 			removed = true
 		}
 	}
@@ -277,7 +302,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	if len(added) > 0 || removed {
 		ts.byHost = nil
 	}
-	ts.wildcard, ts.names = wildcard, names
+	ts.wildcard, ts.names, ts.set = wildcard, names, set
 	ts.named = ts.named || req.namesCount > 0
 	ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
 
@@ -287,7 +312,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		// The answer below covers the held push: send the type once, with what it had to carry.
 		force := ts.heldForce
 		ts.heldForce = nil
-		changed := s.respond(ts, nil, force, true, now)
+		changed := s.respond(ts, nil, force, true, true, now)
 		if ts.typeURL == gen.ClusterType {
 			s.afterReleasedCDS(release, changed, now)
 		}
@@ -296,14 +321,14 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	s.release(ts, release, now)
 	switch {
 	case full:
-		s.respond(ts, nil, nil, true, now)
+		s.respond(ts, nil, nil, true, false, now)
 	case !allRequired(typeURL) && len(added) > 0:
 		slices.Sort(added)
 		force := make(map[string]struct{}, len(added))
 		for _, n := range added {
 			force[n] = struct{}{}
 		}
-		s.respond(ts, added, force, true, now)
+		s.respond(ts, added, force, true, false, now)
 	}
 	return nil
 }
@@ -345,6 +370,13 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 	// sent: the client may have forgotten its copy (force). Only the first request's names may
 	// be skipped when initial_resource_versions says the client holds them.
 	var added []string
+	addedSet := map[string]struct{}{} // added without duplicates, in one pass
+	addOnce := func(n string) {
+		if _, ok := addedSet[n]; !ok {
+			addedSet[n] = struct{}{}
+			added = append(added, n)
+		}
+	}
 	force := map[string]struct{}{}
 	wildcardOn := false
 	for _, n := range req.GetResourceNamesSubscribe() {
@@ -353,8 +385,11 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 			ts.wildcard = true
 			continue
 		}
+		if _, ok := ts.names[n]; !ok && ts.byHost != nil {
+			hostIndexAdd(ts.byHost, n) // kept up to date: a thousand names are not parsed again
+		}
 		ts.names[n] = struct{}{}
-		added = appendUnique(added, n)
+		addOnce(n)
 		if !first {
 			force[n] = struct{}{}
 		}
@@ -367,18 +402,18 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 		if n == "*" {
 			continue
 		}
+		if _, ok := ts.names[n]; ok && ts.byHost != nil {
+			hostIndexRemove(ts.byHost, n)
+		}
 		delete(ts.names, n)
 		if ts.wildcard {
 			// Still covered by the wildcard: the protocol asks for a response carrying it in
 			// resources (it exists) or removed_resources (it does not).
-			added = appendUnique(added, n)
+			addOnce(n)
 			force[n] = struct{}{}
 			continue
 		}
 		delete(ts.sent, n)
-	}
-	if len(added) > 0 || len(unsub) > 0 {
-		ts.byHost = nil
 	}
 	var release *model.PushRequest
 	if nonce := req.GetResponseNonce(); nonce != "" {
@@ -395,10 +430,10 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 
 	switch {
 	case first || wildcardOn:
-		s.respond(ts, nil, nil, true, now)
+		s.respond(ts, nil, nil, true, false, now)
 	case len(added) > 0:
 		slices.Sort(added)
-		s.respond(ts, added, force, true, now)
+		s.respond(ts, added, force, true, false, now)
 	}
 	return nil
 }
@@ -482,11 +517,33 @@ func (s *session) rejected(ts *typeState, nonce string, detail *rpcstatus.Status
 // ClusterLoadAssignment, listeners and routes last.
 func (s *session) Push(req *model.PushRequest, now time.Time) *effects {
 	s.begin()
-	s.pushAll(req, now)
+	s.pushAll(req, now, false)
 	return s.end(nil)
 }
 
-func (s *session) pushAll(req *model.PushRequest, now time.Time) {
+// PushClusters is the first half of a push turn: Push up to the clusters and their
+// assignments; the listeners and routes wait for PushRest, which the shell calls next, before
+// any other input (so the stream sees the same responses in the same order as with Push). The
+// shell writes this half while it holds a push worker and the rest after letting it go.
+func (s *session) PushClusters(req *model.PushRequest, now time.Time) *effects {
+	s.begin()
+	s.pushAll(req, now, true)
+	return s.end(nil)
+}
+
+// PushRest is the second half of a push turn begun with PushClusters: its listeners and routes.
+func (s *session) PushRest(now time.Time) *effects {
+	s.begin()
+	if r := s.rest; r != nil {
+		s.rest = nil
+		for _, t := range afterClusterTypes {
+			s.pushType(t, r, nil, now)
+		}
+	}
+	return s.end(nil)
+}
+
+func (s *session) pushAll(req *model.PushRequest, now time.Time, split bool) {
 	if s.proxy == nil {
 		return
 	}
@@ -501,6 +558,10 @@ func (s *session) pushAll(req *model.PushRequest, now time.Time) {
 	s.pushType(gen.EndpointType, req, changedClusters, now)
 	if s.flow.Holding(gen.ClusterType) {
 		s.afterCDS = s.afterCDS.Merge(req)
+		return
+	}
+	if split {
+		s.rest = req
 		return
 	}
 	for _, t := range afterClusterTypes {
@@ -552,13 +613,13 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 		return nil
 	}
 	var names []string
-	if !req.Full && typeURL == gen.EndpointType && !ts.wildcard {
-		if ts.byHost == nil {
+	if typeURL == gen.EndpointType && !ts.wildcard && (!req.Full || assignmentsByHost(req)) {
+		if ts.set != nil {
+			ts.byHost = ts.set.hosts()
+		} else if ts.byHost == nil {
 			ts.byHost = make(map[string][]string)
 			for n := range ts.names {
-				if p, err := gen.ParseClusterName(n); err == nil {
-					ts.byHost[p.Host] = append(ts.byHost[p.Host], n)
-				}
+				hostIndexAdd(ts.byHost, n)
 			}
 		}
 		for k := range req.ConfigsUpdated {
@@ -570,15 +631,58 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 			return nil
 		}
 		slices.Sort(names)
+		if names == nil {
+			names = []string{} // only the forced names, not the whole subscription
+		}
 	}
-	return s.respond(ts, names, force, false, now)
+	return s.respond(ts, names, force, false, true, now)
+}
+
+// hostIndexAdd and hostIndexRemove keep an index of cluster names by host (typeState.byHost).
+func hostIndexAdd(ix map[string][]string, name string) {
+	if p, err := gen.ParseClusterName(name); err == nil {
+		ix[p.Host] = append(ix[p.Host], name)
+	}
+}
+
+func hostIndexRemove(ix map[string][]string, name string) {
+	p, err := gen.ParseClusterName(name)
+	if err != nil {
+		return
+	}
+	names := slices.DeleteFunc(slices.Clone(ix[p.Host]), func(n string) bool { return n == name })
+	if len(names) == 0 {
+		delete(ix, p.Host)
+		return
+	}
+	ix[p.Host] = names
+}
+
+// assignmentsByHost reports whether a full push can change only the assignments of the hosts it
+// names (KindService and KindEndpoint keys): a named ClusterLoadAssignment depends on its
+// service, its endpoints and, for subsets, the DestinationRule (genOf), so a push that names no
+// DestinationRule (nor a ServiceEntry or WorkloadEntry, which do not say which hosts) leaves
+// every other assignment as it was, and EDS need not diff the whole subscription.
+func assignmentsByHost(req *model.PushRequest) bool {
+	if len(req.ConfigsUpdated) == 0 {
+		return false // everything
+	}
+	for k := range req.ConfigsUpdated {
+		switch k.Kind {
+		case model.KindService, model.KindEndpoint, model.KindVirtualService, model.KindGateway, model.KindSidecar,
+			model.KindPeerAuthentication, model.KindSecret:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // respond generates ts's resources (names nil: the whole subscription), keeps what the client
 // does not already hold (all of it for CDS/LDS when anything changed) and sends one response.
-// With always set, a response is sent even when nothing changed (answering a request). It
-// returns the names of the resources that changed.
-func (s *session) respond(ts *typeState, names []string, force map[string]struct{}, always bool, now time.Time) map[string]struct{} {
+// With always set, a response is sent even when nothing changed (answering a request). With
+// want set it returns the names of the CDS resources that changed (nil otherwise).
+func (s *session) respond(ts *typeState, names []string, force map[string]struct{}, always, want bool, now time.Time) map[string]struct{} {
 	st := s.src.current()
 	if st == nil {
 		// No snapshot yet: the first push answers, even with an empty response.
@@ -588,54 +692,89 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	always = always || ts.unanswered
 	full := names == nil // the whole subscription, not only some names
 	if full && !ts.wildcard {
-		names = slices.Sorted(maps.Keys(ts.names))
+		if ts.set != nil {
+			names = ts.set.sorted // shared: clipped, so the appends below copy it
+		} else {
+			names = slices.Sorted(maps.Keys(ts.names))
+		}
 		if len(names) == 0 && !always {
 			return nil
 		}
 	}
-	if !(full && ts.wildcard) { // a full wildcard answer already holds every forced name
+	if !full && len(force) > 0 { // a whole answer already holds every subscribed forced name
+		have := make(map[string]struct{}, len(names)+len(force))
+		for _, n := range names {
+			have[n] = struct{}{}
+		}
+		grew := false
 		for n := range force {
-			if _, ok := ts.names[n]; ok || ts.wildcard {
-				names = appendUnique(names, n)
+			_, sub := ts.names[n]
+			if _, dup := have[n]; !dup && (sub || ts.wildcard) {
+				have[n] = struct{}{}
+				names = append(names, n)
+				grew = true
 			}
 		}
+		if grew {
+			slices.Sort(names)
+		}
 	}
-	res, err := s.src.resources(s.proxy, st, ts.typeURL, names, ts.wildcard && names == nil)
+	var res []*cache.Resource
+	var err error
+	if ss, ok := s.src.(setSource); ok && full && !ts.wildcard && ts.set != nil && len(names) == len(ts.set.sorted) {
+		res, err = ss.subscribed(s.proxy, st, ts.typeURL, ts.set) // the whole shared subscription
+	} else {
+		res, err = s.src.resources(s.proxy, st, ts.typeURL, names, ts.wildcard && names == nil)
+	}
 	if err != nil {
 		s.note(note{kind: noteGenError, typeURL: ts.typeURL, msg: err.Error()})
 	}
-	changed := make(map[string]struct{})
-	for _, r := range res {
-		if h, ok := ts.sent[r.Name]; !ok || h != r.Hash {
-			changed[r.Name] = struct{}{}
+	if !s.delta && allRequired(ts.typeURL) {
+		// SotW CDS and LDS carry every resource whenever anything changed.
+		changed, differ := diffLists(ts.sentList, res, want)
+		if !differ && !always && len(force) == 0 {
+			return changed
 		}
+		s.send(ts, st.snap.Version, res, nil, now)
+		ts.unanswered = false
+		ts.sentList = res
+		return changed
+	}
+	held := heldCursor{ts: ts, sorted: slices.IsSortedFunc(res, byName)}
+	var changed map[string]struct{} // only CDS callers use it (Delta CDS)
+	if want && ts.typeURL == gen.ClusterType {
+		changed = make(map[string]struct{})
 	}
 	var out []*cache.Resource
+	heldInRes := 0 // Delta: how many of res the client holds (all it holds, when equal to len(sent))
+	for _, r := range res {
+		h, ok := held.hash(r.Name)
+		if ok {
+			heldInRes++
+		}
+		ch := !ok || h != r.Hash
+		if ch && changed != nil {
+			changed[r.Name] = struct{}{}
+		}
+		if _, f := force[r.Name]; ch || f {
+			out = append(out, r)
+		}
+	}
 	var removed []string
-	if !s.delta && allRequired(ts.typeURL) {
-		gone := len(ts.sent) > len(res)-len(changed)
-		if len(changed) == 0 && !gone && !always && len(force) == 0 {
-			return nil
-		}
-		out = res
-		clear(ts.sent)
-	} else {
-		for _, r := range res {
-			_, ch := changed[r.Name]
-			_, f := force[r.Name]
-			if ch || f {
-				out = append(out, r)
-			}
-		}
-		if s.delta {
-			removed = deltaRemoved(ts, res, names, full, always)
-		}
-		if len(out) == 0 && len(removed) == 0 && !always {
-			return nil
-		}
+	if s.delta {
+		removed = deltaRemoved(ts, res, names, full, always, heldInRes)
+	}
+	if len(out) == 0 && len(removed) == 0 && !always {
+		return nil
 	}
 	s.send(ts, st.snap.Version, out, removed, now)
 	ts.unanswered = false
+	if !s.delta && full && !ts.wildcard && held.sorted {
+		// The client now holds the whole answer: remember the shared list, not each name.
+		ts.sentBase = res
+		clear(ts.sent)
+		return changed
+	}
 	for _, r := range out {
 		ts.sent[r.Name] = r.Hash
 	}
@@ -645,40 +784,136 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	return changed
 }
 
+func byName(a, b *cache.Resource) int { return strings.Compare(a.Name, b.Name) }
+
+// heldCursor says which bytes of a resource the client holds: what sent records, else what
+// sentBase has. Asked in increasing name order (sorted) it walks sentBase once; otherwise it
+// searches it.
+type heldCursor struct {
+	ts     *typeState
+	sorted bool
+	i      int
+}
+
+func (c *heldCursor) hash(name string) (uint64, bool) {
+	if h, ok := c.ts.sent[name]; ok {
+		return h, true
+	}
+	b := c.ts.sentBase
+	if len(b) == 0 {
+		return 0, false
+	}
+	if c.sorted {
+		for c.i < len(b) && b[c.i].Name < name {
+			c.i++
+		}
+		if c.i < len(b) && b[c.i].Name == name {
+			return b[c.i].Hash, true
+		}
+		return 0, false
+	}
+	if i, ok := slices.BinarySearchFunc(b, name, func(r *cache.Resource, n string) int { return strings.Compare(r.Name, n) }); ok {
+		return b[i].Hash, true
+	}
+	return 0, false
+}
+
 // deltaRemoved lists what a Delta response must remove: for a wildcard subscription answered in
 // full, what the client holds that no longer exists; for named resources that were asked for,
 // those that do not exist and that the client holds (or, answering a request, that it asked
 // for: removed_resources also means "does not exist").
-func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, answering bool) []string {
+func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, answering bool, heldInRes int) []string {
+	wildGone := ts.wildcard && full && heldInRes < len(ts.sent) // the client holds something res lacks
+	missing := len(res) < len(names)                            // names are unique: one lacks a resource
+	if !wildGone && !missing {
+		return nil
+	}
 	present := make(map[string]struct{}, len(res))
 	for _, r := range res {
 		present[r.Name] = struct{}{}
 	}
 	var out []string
-	if ts.wildcard && full {
+	gone := map[string]struct{}{}
+	if wildGone {
 		for n := range ts.sent {
 			if _, ok := present[n]; !ok {
 				out = append(out, n)
+				gone[n] = struct{}{}
 			}
 		}
 	}
-	for _, n := range names {
-		if _, ok := present[n]; ok || slices.Contains(out, n) {
-			continue
-		}
-		if _, held := ts.sent[n]; held || answering {
-			out = append(out, n)
+	if missing {
+		for _, n := range names {
+			if _, ok := present[n]; ok {
+				continue
+			}
+			if _, ok := gone[n]; ok {
+				continue
+			}
+			if _, held := ts.sent[n]; held || answering {
+				out = append(out, n)
+			}
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func appendUnique(xs []string, x string) []string {
-	if slices.Contains(xs, x) {
-		return xs
+// diffLists compares what was sent (old) with what is current (cur): whether they differ and,
+// with want, the names whose bytes are new or changed. The same slice (a cache hit on the same
+// entry) is unchanged at once; two lists sorted by name are walked side by side.
+func diffLists(old, cur []*cache.Resource, want bool) (changed map[string]struct{}, differ bool) {
+	if len(old) == len(cur) && (len(cur) == 0 || &old[0] == &cur[0]) {
+		return nil, false
 	}
-	return append(xs, x)
+	if want {
+		changed = make(map[string]struct{})
+	}
+	note := func(name string) {
+		differ = true
+		if want {
+			changed[name] = struct{}{}
+		}
+	}
+	if slices.IsSortedFunc(old, byName) && slices.IsSortedFunc(cur, byName) {
+		i := 0
+		for _, r := range cur {
+			for i < len(old) && old[i].Name < r.Name {
+				differ = true // gone
+				i++
+			}
+			if i < len(old) && old[i].Name == r.Name {
+				if old[i].Hash != r.Hash {
+					note(r.Name)
+				}
+				i++
+				continue
+			}
+			note(r.Name)
+		}
+		return changed, differ || i < len(old)
+	}
+	prev := make(map[string]uint64, len(old))
+	for _, r := range old {
+		prev[r.Name] = r.Hash
+	}
+	for _, r := range cur {
+		h, ok := prev[r.Name]
+		if !ok || h != r.Hash {
+			note(r.Name)
+		}
+		delete(prev, r.Name)
+	}
+	return changed, differ || len(prev) > 0
+}
+
+// withoutName returns list without the resource called name (a copy when it was there).
+func withoutName(list []*cache.Resource, name string) []*cache.Resource {
+	i := slices.IndexFunc(list, func(r *cache.Resource) bool { return r.Name == name })
+	if i < 0 {
+		return list
+	}
+	return slices.Concat(list[:i], list[i+1:])
 }
 
 // send emits one response and records it as sent at now (written moves that to when the

@@ -130,7 +130,15 @@ func FuzzSession(f *testing.F) {
 					req.ConfigsUpdated = map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: hosts[int(next())%len(hosts)]}: {}}
 				}
 				heldBefore := maps.Clone(awaiting)
-				e = s.Push(req, now)
+				if kind%2 == 0 {
+					e = s.Push(req, now)
+				} else {
+					// The shell's split turn: the same responses in the same order.
+					first := s.PushClusters(req, now)
+					out := slices.Clone(first.out)
+					e = s.PushRest(now)
+					e.out = append(out, e.out...)
+				}
 				for _, r := range e.out {
 					if heldBefore[r.typeURL] {
 						t.Fatalf("push sent %s while its response %s was unanswered", r.typeURL, lastNonce[r.typeURL])

@@ -37,7 +37,7 @@ var update = flag.Bool("update", false, "rewrite the expected effects in testdat
 //	> TYPE [n=NONCE] [names=A,B] [nack=MSG]         a SotW request (names= empty: no names)
 //	> TYPE [n=NONCE] [sub=A,B] [unsub=C] [init=A:HEX|A:=CONTENT] [nack=MSG]   a Delta request
 //	> TYPE node=bad | > type=                       a first request without node / type URL
-//	push full | push eds HOST,...                   a push turn (an endpoint push names hosts)
+//	push full [KIND/NAME,...] | push eds HOST,...   a push turn (a full push may name what changed; an endpoint push names hosts)
 //	wait DUR | tick DUR                             advance the clock (tick: then Tick)
 //	status                                          the /debug/syncz state of every type
 //
@@ -216,6 +216,13 @@ func (x *transcript) input(line string) (effects []string, ok bool) {
 		return x.render(x.sess.Tick(x.now)), true
 	case "push":
 		req := &model.PushRequest{Full: w[1] == "full"}
+		if req.Full && len(w) > 2 {
+			req.ConfigsUpdated = map[model.ConfigKey]struct{}{}
+			for _, k := range strings.Split(w[2], ",") {
+				kind, name, _ := strings.Cut(k, "/")
+				req.ConfigsUpdated[model.ConfigKey{Kind: model.Kind(kind), Name: name}] = struct{}{}
+			}
+		}
 		if !req.Full {
 			req.ConfigsUpdated = map[model.ConfigKey]struct{}{}
 			for _, h := range strings.Split(w[2], ",") {
