@@ -57,6 +57,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
+	cd.interner, cd.mode, cd.pool = cfg.Interner, cfg.checkMode(), cfg.pool
 	mcfg := cfg
 	mcfg.Node = cd.node
 	m, err := newMachine(mcfg)
@@ -197,6 +198,8 @@ type recvEvent struct {
 	header bool
 	sotw   *discoveryv3.DiscoveryResponse
 	delta  *discoveryv3.DeltaDiscoveryResponse
+	res    []item // the SotW response's resources when read (by the codec; see codec)
+	read   bool
 	at     time.Time
 	err    error
 }
@@ -325,6 +328,7 @@ func (c *Client) receive(ctx context.Context, s adsStream, out chan<- recvEvent,
 	for {
 		ev, err := s.recv()
 		ev.at = c.codec.lastRecv()
+		ev.res, ev.read = c.codec.lastRead()
 		if ev.at.IsZero() {
 			ev.at = c.clock.Now()
 		}
@@ -393,9 +397,12 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 			o.markConnected(ev.at)
 			o.received++
 			var st step
-			if ev.sotw != nil {
+			switch {
+			case ev.sotw != nil && ev.read:
+				st = c.m.onSotwRead(ev.sotw, ev.res, ev.at)
+			case ev.sotw != nil:
 				st = c.m.onSotw(ev.sotw, ev.at)
-			} else {
+			default:
 				st = c.m.onDelta(ev.delta, ev.at)
 			}
 			if !o.perform(&st) {

@@ -1,8 +1,11 @@
 package fakeenvoy
 
 import (
+	"bytes"
 	"fmt"
+	"hash/maphash"
 	"time"
+	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -13,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// codec is a client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers, and
-// with the client's node encoded once.
+// codec is a client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers, with
+// the client's node encoded once, and reading SotW responses against the fleet's Interner.
 //
 // Requests are small and marshalled once: a plain proto.Marshal into an unpooled slice costs
 // one allocation, where the default codec takes a pooled buffer sized to the next tier. Envoy
@@ -24,11 +27,19 @@ import (
 // node's bytes, encoded once by newCodec: its machine puts a stand-in node (holding just the
 // id) in the requests it builds, and the codec writes the node's bytes in its place, followed
 // by the rest of the request. Protobuf fields may come in any order, so the server decodes the
-// request the client would have sent with the full node. Responses
-// are decoded straight from the received buffer (no MaterializeToBuffer into the pool): when a
-// message spans one buffer it is read in place; otherwise it is copied once into a fresh slice.
-// proto.Unmarshal copies every bytes and string field, so nothing decoded points into a buffer
-// gRPC recycles afterwards.
+// request the client would have sent with the full node. Likewise a SotW request repeats every
+// EDS (or RDS) name on every ACK, tens of KB on a large mesh: when the names are a shared set's
+// references (resset.go), the codec sends the set's encoding of them as a second buffer, shared
+// by every client that holds that set, instead of encoding the list again.
+//
+// Responses are decoded straight from the received buffer: when a message spans one buffer it
+// is read in place; otherwise it is gathered once into a buffer of the fleet's pool, freed when
+// Unmarshal returns. Nothing decoded points into either buffer afterwards. A SotW response's
+// resources are not unpacked into Anys (readSotw): while the bytes are still in the buffer, the
+// codec hashes each resource and looks it up in the Interner. A resource some client already
+// decoded (every client but the first, for the same config) is handed to the machine as that
+// shared decoded resource and its bytes are never copied; only the others are copied out.
+// proto.Unmarshal would have allocated every resource again, a MB per client for a large mesh.
 //
 // The codec also stamps each response's receive time: Unmarshal is where the transport hands
 // over a whole message's bytes, before any decoding, so that is where the push latency ends.
@@ -39,6 +50,17 @@ type codec struct {
 	nodeBytes []byte       // the encoding of the client's real node
 	now       func() time.Time
 	recvAt    time.Time // entry of the last Unmarshal; only read by the receiving goroutine
+
+	// What readSotw needs: the table decoded resources are looked up in, the client's
+	// validation mode (part of the key) and the pool messages spanning several buffers are
+	// gathered into (nil: grpc-go's default pool).
+	interner *Interner
+	mode     checkMode
+	pool     mem.BufferPool
+	// res and read are the resources of the last SotW response Unmarshal read itself (the
+	// response then holds none); only used by the receiving goroutine, like recvAt.
+	res  []item
+	read bool
 }
 
 // newCodec encodes node (which may be nil) for the codec of one client; the client's machine
@@ -63,46 +85,62 @@ func (c *codec) callOption() grpc.CallOption { return grpc.ForceCodecV2(c) }
 func (*codec) Name() string { return "proto" }
 
 func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
-	b, err := c.marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
-}
-
-// Field numbers of node in DiscoveryRequest and DeltaDiscoveryRequest.
-const (
-	sotwNodeField  protowire.Number = 2
-	deltaNodeField protowire.Number = 1
-)
-
-func (c *codec) marshal(v any) ([]byte, error) {
 	// The request belongs to the client goroutine that is sending it (Send marshals on the
-	// caller's goroutine), so its node can be taken out while the rest is encoded.
+	// caller's goroutine), so its node and names can be taken out while the rest is encoded.
 	switch r := v.(type) {
 	case *discoveryv3.DiscoveryRequest:
-		if c.nodeBytes != nil && r.Node == c.node {
-			r.Node = nil
-			defer func() { r.Node = c.node }()
-			return c.withNode(sotwNodeField, r)
+		node := c.nodeBytes != nil && r.Node == c.node
+		names := c.interner.namesWire(r.ResourceNames)
+		if !node && names == nil {
+			break
 		}
+		saved, savedNames := r.Node, r.ResourceNames
+		if node {
+			r.Node = nil
+		}
+		if names != nil {
+			r.ResourceNames = nil
+		}
+		defer func() { r.Node, r.ResourceNames = saved, savedNames }()
+		b, err := c.withNode(sotwNodeField, node, r)
+		if err != nil || names == nil {
+			return mem.BufferSlice{mem.SliceBuffer(b)}, err
+		}
+		// Protobuf fields may come in any order: the shared encoding of the names follows.
+		return mem.BufferSlice{mem.SliceBuffer(b), mem.SliceBuffer(names)}, nil
 	case *discoveryv3.DeltaDiscoveryRequest:
 		if c.nodeBytes != nil && r.Node == c.node {
 			r.Node = nil
 			defer func() { r.Node = c.node }()
-			return c.withNode(deltaNodeField, r)
+			b, err := c.withNode(deltaNodeField, true, r)
+			return mem.BufferSlice{mem.SliceBuffer(b)}, err
 		}
 	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("fakeenvoy codec: cannot marshal %T: not a proto message", v)
 	}
-	return proto.Marshal(m)
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 }
 
-// withNode encodes the node as field, then m (which has no node).
-func (c *codec) withNode(field protowire.Number, m proto.Message) ([]byte, error) {
+// Field numbers of node in DiscoveryRequest and DeltaDiscoveryRequest, and of resource_names in
+// DiscoveryRequest.
+const (
+	sotwNodeField  protowire.Number = 2
+	deltaNodeField protowire.Number = 1
+	sotwNamesField protowire.Number = 3
+)
+
+// withNode encodes the node as field (when node), then m (which has no node).
+func (c *codec) withNode(field protowire.Number, node bool, m proto.Message) ([]byte, error) {
 	size := proto.Size(m)
+	if !node {
+		return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, 0, size), m)
+	}
 	b := make([]byte, 0, protowire.SizeTag(field)+protowire.SizeBytes(len(c.nodeBytes))+size)
 	b = protowire.AppendTag(b, field, protowire.BytesType)
 	b = protowire.AppendBytes(b, c.nodeBytes)
@@ -115,14 +153,154 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 	} else {
 		c.recvAt = time.Now()
 	}
+	c.res, c.read = nil, false
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("fakeenvoy codec: cannot unmarshal into %T: not a proto message", v)
 	}
+	var b []byte
 	if len(data) == 1 {
-		return proto.Unmarshal(data[0].ReadOnlyData(), m)
+		b = data[0].ReadOnlyData()
+	} else {
+		pool := c.pool
+		if pool == nil {
+			pool = mem.DefaultBufferPool()
+		}
+		buf := data.MaterializeToBuffer(pool)
+		defer buf.Free()
+		b = buf.ReadOnlyData()
 	}
-	return proto.Unmarshal(data.Materialize(), m)
+	if r, ok := v.(*discoveryv3.DiscoveryResponse); ok {
+		if res, ok := c.readSotw(b, r); ok {
+			c.res, c.read = res, true
+			return nil
+		}
+		proto.Reset(r)
+	}
+	return proto.Unmarshal(b, m)
+}
+
+// readSotw decodes a DiscoveryResponse from b into r, except its resources, which it returns
+// (see codec). ok is false when b holds something readSotw leaves to proto.Unmarshal (a
+// malformed message, an Any with unknown fields or a type URL that is not UTF-8): the caller
+// then decodes b as usual, so errors stay proto's.
+func (c *codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item, ok bool) {
+	var rest []byte // every field but the resources, decoded by proto
+	res = make([]item, 0, countResources(b))
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		if num == 2 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b[n:])
+			if m < 0 {
+				return nil, false
+			}
+			w, ok := c.readAny(v)
+			if !ok {
+				return nil, false
+			}
+			res = append(res, w)
+			b = b[n+m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil, false
+		}
+		rest = append(rest, b[:n+m]...)
+		b = b[n+m:]
+	}
+	if len(rest) > 0 {
+		if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(rest, r); err != nil {
+			return nil, false
+		}
+	}
+	return res, true
+}
+
+// typeIndexBytes is typeIndex without converting url to a string (a copy per resource).
+func typeIndexBytes(url []byte) int {
+	for i, u := range typeURLs {
+		if string(url) == u {
+			return i
+		}
+	}
+	return -1
+}
+
+// countResources counts the resources (field 2) of an encoded DiscoveryResponse, stopping at
+// the first malformed field (readSotw then fails anyway).
+func countResources(b []byte) int {
+	k := 0
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return k
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return k
+		}
+		if num == 2 && typ == protowire.BytesType {
+			k++
+		}
+		b = b[n+m:]
+	}
+	return k
+}
+
+// readAny reads one google.protobuf.Any (type_url, value) of a response.
+func (c *codec) readAny(b []byte) (item, bool) {
+	var url, val []byte
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType || (num != 1 && num != 2) {
+			return item{}, false
+		}
+		v, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 {
+			return item{}, false
+		}
+		if num == 1 {
+			url = v
+		} else {
+			val = v
+		}
+		b = b[n+m:]
+	}
+	if !utf8.Valid(url) {
+		return item{}, false
+	}
+	w := item{size: len(val), hashed: true, hash: maphash.Bytes(hashSeed, val)}
+	if t := typeIndexBytes(url); t >= 0 {
+		w.typeURL = typeURLs[t] // no per-resource copy of the type URL
+		w.hit = c.interner.lookup(internKey{hash: w.hash, t: uint8(t), mode: c.mode}, val)
+	} else {
+		w.typeURL = string(url)
+	}
+	nb, ok := readNameBytes(val)
+	w.nameOK = ok
+	switch {
+	case !ok:
+	case w.hit != nil && string(nb) == w.hit.name:
+		w.name = w.hit.name
+	default:
+		w.name = string(nb)
+	}
+	if w.hit == nil {
+		w.raw = bytes.Clone(val)
+	}
+	return w, true
+}
+
+// lastRead returns the resources of the last response if Unmarshal read them itself (read
+// false: they are in the response), and clears them.
+func (c *codec) lastRead() ([]item, bool) {
+	res, read := c.res, c.read
+	c.res, c.read = nil, false
+	return res, read
 }
 
 // lastRecv returns the receive stamp of the message the last Recv returned, and clears it (a

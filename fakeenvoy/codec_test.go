@@ -1,6 +1,11 @@
 package fakeenvoy
 
 import (
+	"bytes"
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"slices"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -8,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 )
@@ -68,13 +74,19 @@ func TestCodecNode(t *testing.T) {
 	}
 }
 
+// TestCodecRoundTrip checks that a SotW response decodes, in one buffer or several, into the
+// response without its resources plus the resources as the codec read them (type, name, hash,
+// size, a copy of the bytes), and that nothing it returns aliases the received buffers.
 func TestCodecRoundTrip(t *testing.T) {
 	want := sotwResp(t, E, "7", "n", cla("c1", "10.0.0.1", 80), cla("c2", "10.0.0.2", 80))
+	want.ControlPlane = &corev3.ControlPlane{Identifier: "cp"}
 	out, err := (&codec{}).Marshal(want)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := out.Materialize()
+	wantRest := proto.CloneOf(want)
+	wantRest.Resources = nil
 	for _, tc := range []struct {
 		name  string
 		split []int // cut points: the message arrives in several buffers
@@ -84,22 +96,135 @@ func TestCodecRoundTrip(t *testing.T) {
 		{name: "every few bytes", split: []int{1, 5, 17, 40, len(b) - 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var data mem.BufferSlice
-			prev := 0
-			for _, cut := range append(tc.split, len(b)) {
-				data = append(data, mem.SliceBuffer(append([]byte(nil), b[prev:cut]...)))
-				prev = cut
-			}
+			data := splitBuffers(b, tc.split)
+			c := &codec{}
 			got := &discoveryv3.DiscoveryResponse{}
-			if err := (&codec{}).Unmarshal(data, got); err != nil {
+			if err := c.Unmarshal(data, got); err != nil {
 				t.Fatal(err)
 			}
+			res, read := c.lastRead()
 			// The decoded message must not alias the received buffers (gRPC recycles them).
 			for _, buf := range data {
 				clear(buf.ReadOnlyData())
 			}
-			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
-				t.Errorf("round trip (-want +got):\n%s", diff)
+			if !read {
+				t.Fatal("the codec did not read the resources itself")
+			}
+			if diff := cmp.Diff(wantRest, got, protocmp.Transform()); diff != "" {
+				t.Errorf("response without resources (-want +got):\n%s", diff)
+			}
+			if len(res) != len(want.Resources) {
+				t.Fatalf("%d resources read, want %d", len(res), len(want.Resources))
+			}
+			for i, a := range want.Resources {
+				w := res[i]
+				name, _ := readName(a.GetValue())
+				if w.typeURL != a.GetTypeUrl() || w.name != name || !w.nameOK || w.size != len(a.GetValue()) ||
+					!bytes.Equal(w.raw, a.GetValue()) || !w.hashed || w.hash != maphash.Bytes(hashSeed, a.GetValue()) || w.hit != nil {
+					t.Errorf("resource %d read as %+v, want type %s, name %s, %d bytes equal to the Any's", i, w, a.GetTypeUrl(), name, len(a.GetValue()))
+				}
+			}
+			if _, again := c.lastRead(); again {
+				t.Errorf("lastRead did not clear")
+			}
+		})
+	}
+}
+
+func splitBuffers(b []byte, cuts []int) mem.BufferSlice {
+	var data mem.BufferSlice
+	prev := 0
+	for _, cut := range append(cuts, len(b)) {
+		data = append(data, mem.SliceBuffer(append([]byte(nil), b[prev:cut]...)))
+		prev = cut
+	}
+	return data
+}
+
+// TestCodecInterned checks that a resource the interner holds (same type, mode and bytes) is
+// handed over as the shared decoded resource without a copy of its bytes, and that one decoded
+// under another validation mode is not.
+func TestCodecInterned(t *testing.T) {
+	in := NewInterner()
+	resp := sotwResp(t, C, "1", "n", edsCluster("c1"), edsCluster("c2"))
+	raw := resp.Resources[0].GetValue()
+	d, err := in.decode(tCDS, checkEnvoy, maphash.Bytes(hashSeed, raw), "c1", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mode checkMode
+		hit  bool
+	}{
+		{"same mode", checkEnvoy, true},
+		{"other mode", checkNone, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &codec{interner: in, mode: tc.mode}
+			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &discoveryv3.DiscoveryResponse{}); err != nil {
+				t.Fatal(err)
+			}
+			res, _ := c.lastRead()
+			if len(res) != 2 {
+				t.Fatalf("%d resources read, want 2", len(res))
+			}
+			if got := res[0].hit == d && res[0].raw == nil && res[0].name == "c1"; got != tc.hit {
+				t.Errorf("c1 read as %+v: shared = %v, want %v", res[0], got, tc.hit)
+			}
+			if res[1].hit != nil || res[1].name != "c2" || res[1].raw == nil {
+				t.Errorf("c2 (not interned) read as %+v, want its own bytes", res[1])
+			}
+		})
+	}
+	runtime.KeepAlive(d)
+}
+
+// TestCodecFallback checks what the codec leaves to proto: a malformed response fails as
+// proto.Unmarshal fails, and an Any with a field besides type_url and value is decoded by proto
+// (the response then holds its resources).
+func TestCodecFallback(t *testing.T) {
+	good, err := proto.Marshal(sotwResp(t, C, "1", "n", edsCluster("c1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An Any carrying an unknown field 3 after its value.
+	anyExtra := protowire.AppendTag(nil, 1, protowire.BytesType)
+	anyExtra = protowire.AppendString(anyExtra, C)
+	anyExtra = protowire.AppendTag(anyExtra, 3, protowire.VarintType)
+	anyExtra = protowire.AppendVarint(anyExtra, 1)
+	extra := protowire.AppendTag(nil, 2, protowire.BytesType)
+	extra = protowire.AppendBytes(extra, anyExtra)
+	badURL := protowire.AppendTag(nil, 1, protowire.BytesType)
+	badURL = protowire.AppendBytes(badURL, []byte{0xff, 0xfe})
+	badURLResp := protowire.AppendTag(nil, 2, protowire.BytesType)
+	badURLResp = protowire.AppendBytes(badURLResp, badURL)
+	for _, tc := range []struct {
+		name      string
+		b         []byte
+		resources int // in the response, when proto decoded it
+	}{
+		{"truncated", good[:len(good)/2], -1},
+		{"type URL not UTF-8", badURLResp, -1},
+		{"Any with an unknown field", extra, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantErr := proto.Unmarshal(tc.b, &discoveryv3.DiscoveryResponse{})
+			c := &codec{}
+			got := &discoveryv3.DiscoveryResponse{}
+			err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(tc.b)}, got)
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("Unmarshal error %v, proto.Unmarshal's %v", err, wantErr)
+			}
+			if _, read := c.lastRead(); read {
+				t.Errorf("the codec read resources it should leave to proto")
+			}
+			if err == nil && len(got.GetResources()) != tc.resources {
+				t.Errorf("%d resources in the response, want %d", len(got.GetResources()), tc.resources)
 			}
 		})
 	}
@@ -128,4 +253,63 @@ func TestBufferPoolTiers(t *testing.T) {
 		}
 		p.Put(buf)
 	}
+}
+
+// TestCodecSharedNames checks that a SotW request naming a shared set's references (the EDS
+// names every request of a client repeats) is sent with the set's encoding of the names, and
+// decodes exactly as the plain encoding of the same request; a list that is not a set's refs is
+// encoded as usual.
+func TestCodecSharedNames(t *testing.T) {
+	in := NewInterner()
+	ed := newEdits(nil, 0)
+	for i := range 20 {
+		raw := mustMarshal(t, edsCluster(fmt.Sprintf("c%02d", i)))
+		d, err := in.decode(tCDS, checkNone, maphash.Bytes(hashSeed, raw), fmt.Sprintf("c%02d", i), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ed.put(d.name, entry{d: d})
+	}
+	set := in.applyEdits(tCDS, nil, ed, false)
+	if len(set.refs) != 20 || set.refsWire == nil {
+		t.Fatalf("set refs %v (wire %d bytes), want 20 names kept encoded", set.refs, len(set.refsWire))
+	}
+	node := IdentityTemplate{Namespaces: 3}.Node(1)
+	c, err := newCodec(node, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.interner = in
+	for _, tc := range []struct {
+		name    string
+		names   []string
+		buffers int
+	}{
+		{"shared refs", set.refs, 2},
+		{"a copy of them", slices.Clone(set.refs), 1},
+		{"a prefix of them", set.refs[:18], 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: E, VersionInfo: "2", ResponseNonce: "n", ResourceNames: tc.names}
+			want := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: E, VersionInfo: "2", ResponseNonce: "n", ResourceNames: slices.Clone(tc.names)}
+			out, err := c.Marshal(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != tc.buffers {
+				t.Errorf("encoded in %d buffers, want %d", len(out), tc.buffers)
+			}
+			got := &discoveryv3.DiscoveryRequest{}
+			if err := proto.Unmarshal(out.Materialize(), got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("decoded request (-want +got):\n%s", diff)
+			}
+			if req.Node != c.node || len(req.ResourceNames) != len(tc.names) {
+				t.Errorf("Marshal did not restore the request: node %v, %d names", req.Node, len(req.ResourceNames))
+			}
+		})
+	}
+	runtime.KeepAlive(set)
 }

@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
 )
 
 // Envoy's defaults.
@@ -52,6 +53,21 @@ type ClientConfig struct {
 	// one (a fleet gives one to all its clients); nil decodes privately. Sharing changes
 	// nothing the client does or reports: resources are immutable once decoded.
 	Interner *Interner
+
+	// pool is the buffer pool of the fleet's connections, where the client's codec gathers a
+	// response spanning several buffers (nil: grpc-go's default pool).
+	pool mem.BufferPool
+}
+
+// checkMode is how the client validates the resources it decodes.
+func (c ClientConfig) checkMode() checkMode {
+	switch {
+	case c.GRPC:
+		return checkGRPC
+	case c.Nack.Realistic:
+		return checkEnvoy
+	}
+	return checkNone
 }
 
 // Connector returns a connection to the control plane; the fleet may share one among clients.

@@ -277,6 +277,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if cfg.Hooks != nil {
 		f.hooks = teeHooks{f.obs, f.match, cfg.Hooks}
 	}
+	pool := newBufferPool()
 	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgSize)),
@@ -286,7 +287,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		grpc.WithSharedWriteBuffer(true),
 		grpc.WithReadBufferSize(connBufferSize),
 		grpc.WithWriteBufferSize(connBufferSize),
-		bufferPoolOption(newBufferPool()),
+		bufferPoolOption(pool),
 	}, cfg.DialOptions...)
 	// One table for the whole fleet: clients with the same config share decoded resources.
 	interner := NewInterner()
@@ -302,6 +303,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 			if cc.Interner == nil {
 				cc.Interner = interner
 			}
+			cc.pool = pool
 			cc.Index, cc.Group, cc.Node = index, g.Name, g.Identity.Node(index)
 			cc.Seed, cc.Clock = cfg.Seed, cfg.Clock
 			c, err := NewClient(cc, f.hooks)

@@ -28,6 +28,12 @@ import (
 type Interner struct {
 	mu sync.Mutex
 	m  map[internKey]weak.Pointer[decoded]
+	// sets are the clients' shared maps of accepted resources (resset.go).
+	trans   map[setKey]transition
+	content map[contentKey]weak.Pointer[resSet]
+	nextSet uint64
+	// names finds a set by its refs' first element (resSet.refsWire).
+	names map[*string]weak.Pointer[resSet]
 }
 
 type internKey struct {
@@ -60,7 +66,9 @@ type decoded struct {
 
 // NewInterner returns an empty table; give the same one to every client that should share.
 func NewInterner() *Interner {
-	return &Interner{m: make(map[internKey]weak.Pointer[decoded])}
+	return &Interner{m: make(map[internKey]weak.Pointer[decoded]), trans: make(map[setKey]transition),
+		content: make(map[contentKey]weak.Pointer[resSet]),
+		names:   make(map[*string]weak.Pointer[resSet])}
 }
 
 // Len is the number of table slots (live resources, plus dead ones whose cleanup has not run).
@@ -106,7 +114,11 @@ func (in *Interner) decode(t int, mode checkMode, hash uint64, name string, raw 
 	return d, nil
 }
 
+// lookup returns the table's resource with key k and bytes raw, nil when none (or in is nil).
 func (in *Interner) lookup(k internKey, raw []byte) *decoded {
+	if in == nil {
+		return nil
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if wp, ok := in.m[k]; ok {

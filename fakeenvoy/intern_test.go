@@ -2,9 +2,11 @@ package fakeenvoy
 
 import (
 	"hash/maphash"
+	"maps"
 	"runtime"
 	"testing"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -124,4 +126,61 @@ func modeOf(realistic bool) checkMode {
 		return checkEnvoy
 	}
 	return checkNone
+}
+
+// TestInternerSharedSets checks that clients with one interner that apply the same changes hold
+// one map of resources per type (and one list of follow-up names), that a client's change
+// leaves the others' maps as they were, and that a later client making the same change adopts
+// the map built by the first; a diverging change (another version) gets its own map.
+func TestInternerSharedSets(t *testing.T) {
+	in := NewInterner()
+	a := warmedMachine(t, ClientConfig{Interner: in})
+	b := warmedMachine(t, ClientConfig{Interner: in})
+	for tt := range numTypes {
+		if sa, sb := a.types[tt].set, b.types[tt].set; sa != sb {
+			t.Errorf("%s: sets %p and %p, want one shared set", typeURLs[tt], sa, sb)
+		}
+	}
+	if a.types[tCDS].set == nil || len(a.types[tCDS].res) != 2 {
+		t.Fatalf("CDS set %+v, want a shared set of 2 clusters", a.types[tCDS].set)
+	}
+	if &a.types[tEDS].names[0] != &b.types[tEDS].names[0] {
+		t.Errorf("EDS names not shared: %v and %v", a.types[tEDS].names, b.types[tEDS].names)
+	}
+	before := b.types[tEDS].res
+	change := func(m *machine, addr string) {
+		m.onSotw(sotwResp(t, E, "2", "e", cla("c1", addr, 80), cla("c2", "10.0.0.2", 80)), t0)
+	}
+	change(a, "10.9.9.9")
+	if b.types[tEDS].set == a.types[tEDS].set || !maps.Equal(b.types[tEDS].res, before) || len(before) != 2 {
+		t.Fatalf("client a's change reached client b's map")
+	}
+	change(b, "10.9.9.9")
+	if b.types[tEDS].set != a.types[tEDS].set {
+		t.Errorf("client b built its own map for the change client a made first")
+	}
+	c := warmedMachine(t, ClientConfig{Interner: in})
+	change(c, "10.8.8.8")
+	if c.types[tEDS].set == a.types[tEDS].set {
+		t.Errorf("a different change adopted client a's map")
+	}
+	if got := c.Resource(E, "c1").(*endpointv3.ClusterLoadAssignment).GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress().GetAddress(); got != "10.8.8.8" {
+		t.Errorf("client c holds c1 at %s, want 10.8.8.8", got)
+	}
+	// The same content reached another way (two pushes on client d, one on client e, as a
+	// debounce may batch them) is one set too.
+	d, e := warmedMachine(t, ClientConfig{Interner: in}), warmedMachine(t, ClientConfig{Interner: in})
+	d.onSotw(sotwResp(t, E, "2", "e", cla("c1", "10.7.7.7", 80)), t0)
+	d.onSotw(sotwResp(t, E, "3", "e", cla("c2", "10.7.7.8", 80)), t0)
+	e.onSotw(sotwResp(t, E, "3", "e", cla("c1", "10.7.7.7", 80), cla("c2", "10.7.7.8", 80)), t0)
+	if d.types[tEDS].set != e.types[tEDS].set || d.types[tEDS].set == nil {
+		t.Errorf("equal assignments through different pushes: sets %p and %p, want one", d.types[tEDS].set, e.types[tEDS].set)
+	}
+	// A removal (SotW CDS without c2) is a change too, shared the same way.
+	for _, m := range []*machine{a, b} {
+		m.onSotw(sotwResp(t, C, "2", "f", edsCluster("c1")), t0)
+	}
+	if a.types[tCDS].set != b.types[tCDS].set || len(a.types[tCDS].res) != 1 || a.Resource(C, "c2") != nil {
+		t.Errorf("after removing c2: sets %p and %p with %d clusters", a.types[tCDS].set, b.types[tCDS].set, len(a.types[tCDS].res))
+	}
 }

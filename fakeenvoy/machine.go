@@ -90,7 +90,10 @@ type typeState struct {
 	version    string   // SotW: last accepted version_info
 	nonce      string   // latest nonce received on this stream
 	names      []string // EDS/RDS: sorted subscription (replaced, never mutated in place)
-	res        map[string]entry
+	// res is read only: it belongs to set (shared with other clients, see resset.go) or, with
+	// no Interner, to the client; changes go through commit.
+	res map[string]entry
+	set *resSet
 }
 
 // phase is the client's initialization, as Envoy's init managers run it:
@@ -300,23 +303,42 @@ func nackStatus(msg string) *status.Status {
 }
 
 // item is one resource of a response, before it is applied.
+//
+// A SotW response's items are built by the codec, while the bytes are still in the transport's
+// buffer (codec.readSotw), or by onSotw from the response's Anys.
 type item struct {
-	name    string
-	raw     []byte
+	name    string // field 1 of the resource (see readName); SotW: "" when !nameOK
+	raw     []byte // nil when hit holds the bytes
 	version string
+	typeURL string // SotW: the Any's type URL
+	size    int    // bytes of the resource
+	nameOK  bool
+	hashed  bool // hash is already set
 	hash    uint64
+	hit     *decoded // the interned resource with these bytes, when the codec found it
 	d       *decoded // nil when identical to the held resource
 	err     error
 }
 
 // onSotw handles one SotW DiscoveryResponse received at recv.
 func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step {
+	res := make([]item, len(r.GetResources()))
+	for i, a := range r.GetResources() {
+		res[i] = item{typeURL: a.GetTypeUrl(), size: len(a.GetValue()), raw: a.GetValue()}
+		res[i].name, res[i].nameOK = readName(a.GetValue())
+	}
+	return m.onSotwRead(r, res, recv)
+}
+
+// onSotwRead handles a SotW response received at recv whose resources are res (read by the
+// codec: r's own are ignored). It owns res.
+func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []item, recv time.Time) step {
 	m.seq++
 	m.streamResp++
 	s := step{response: true}
-	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Recv: recv, Resources: len(r.GetResources())}
-	for _, a := range r.GetResources() {
-		s.info.Bytes += len(a.GetValue())
+	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Recv: recv, Resources: len(res)}
+	for i := range res {
+		s.info.Bytes += res[i].size
 	}
 	t := typeIndex(r.GetTypeUrl())
 	if t >= 0 {
@@ -327,11 +349,11 @@ func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step 
 		// with resources is answered with the old version and the new nonce, no error_detail.
 		req := &discoveryv3.DiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce(), Node: m.attachNode()}
 		if t >= 0 {
-			if len(r.GetResources()) == 0 {
+			if len(res) == 0 {
 				m.types[t].version = r.GetVersionInfo()
 			}
 			req.VersionInfo = m.types[t].version
-		} else if len(r.GetResources()) == 0 {
+		} else if len(res) == 0 {
 			req.VersionInfo = r.GetVersionInfo()
 		}
 		s.info.NoOp = true
@@ -339,18 +361,18 @@ func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step 
 		return s
 	}
 	var respErr error
-	items := make([]item, 0, len(r.GetResources()))
-	for _, a := range r.GetResources() {
-		if a.GetTypeUrl() != r.GetTypeUrl() {
-			respErr = fmt.Errorf("resource type %s does not match the response type %s", a.GetTypeUrl(), r.GetTypeUrl())
+	items := res
+	for i := range res {
+		w := &res[i]
+		if w.typeURL != r.GetTypeUrl() {
+			respErr = fmt.Errorf("resource type %s does not match the response type %s", w.typeURL, r.GetTypeUrl())
+		} else if !w.nameOK {
+			respErr = fmt.Errorf("%s resource %d does not decode", shortType(r.GetTypeUrl()), i)
+		}
+		if respErr != nil {
+			items = res[:i]
 			break
 		}
-		name, ok := readName(a.GetValue())
-		if !ok {
-			respErr = fmt.Errorf("%s resource %d does not decode", shortType(r.GetTypeUrl()), len(items))
-			break
-		}
-		items = append(items, item{name: name, raw: a.GetValue()})
 	}
 	m.process(&s, t, items, nil, respErr, recv)
 	var nack *status.Status
@@ -490,13 +512,17 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 			it.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
 			continue
 		}
-		it.hash = maphash.Bytes(hashSeed, it.raw)
+		if !it.hashed {
+			it.hash = maphash.Bytes(hashSeed, it.raw)
+		}
 		if held, ok := ts.res[it.name]; ok && held.d.hash == it.hash {
 			continue // identical: skipped
 		}
 		s.info.Changed++
 		if m.nack.matchName(it.name) {
 			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
+		} else if it.hit != nil {
+			it.d = it.hit
 		} else {
 			it.d, it.err = m.interner.decode(t, mode, it.hash, it.name, it.raw)
 		}
@@ -546,8 +572,9 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		m.afterResponse(s, t, now)
 		return
 	}
-	if ts.res == nil {
-		ts.res = make(map[string]entry, len(items))
+	ed := newEdits(ts.res, s.info.Changed+len(gone)) // applied by commit, below (see resset.go)
+	if n := s.info.Changed + len(gone); n > 0 {
+		s.info.changed = make([]changedRes, 0, n)
 	}
 	changed := false
 	for i := range items {
@@ -557,9 +584,9 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		}
 		if it.d == nil { // identical
 			if !nacked && m.delta {
-				e := ts.res[it.name]
+				e, _ := ed.get(it.name)
 				e.version = it.version
-				ts.res[it.name] = e
+				ed.put(it.name, e)
 			}
 			continue
 		}
@@ -571,15 +598,17 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		if it.d.name == name {
 			name = it.d.name // the shared copy: the per-response one becomes garbage
 		}
-		old := ts.res[name].d
-		ts.res[name] = entry{version: version, d: it.d}
+		held, _ := ed.get(name)
+		old := held.d
+		ed.put(name, entry{version: version, d: it.d})
 		changed = true
 		s.info.changed = append(s.info.changed, changedRes{name: name, prev: old.message()})
 		m.warmStored(t, name, it.d, old, now)
 	}
 	for _, name := range gone {
-		s.info.changed = append(s.info.changed, changedRes{name: name, prev: ts.res[name].d.message()})
-		delete(ts.res, name)
+		held, _ := ed.get(name)
+		s.info.changed = append(s.info.changed, changedRes{name: name, prev: held.d.message()})
+		ed.del(name)
 		changed = true
 		switch t {
 		case tCDS:
@@ -590,6 +619,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 			delete(m.secL, name)
 		}
 	}
+	m.commit(t, ed)
 	if !nacked {
 		ts.accepted = true
 	}
@@ -792,11 +822,11 @@ func (m *machine) followUp(s *step, t int) {
 		return
 	}
 	var names []string
-	for _, e := range m.types[t].res {
-		names = append(names, e.refs()...)
+	if set := m.types[t].set; set != nil {
+		names = set.refs // shared, computed once per set
+	} else {
+		names = setRefs(t, m.types[t].res, m.grpc)
 	}
-	sort.Strings(names)
-	names = slices.Compact(names)
 	m.subscribeNames(s, dep, names)
 }
 
@@ -828,9 +858,16 @@ func (m *machine) setNames(t int, names, unsub []string) {
 	ts := &m.types[t]
 	ts.subscribed = true
 	ts.names = names
-	for _, n := range unsub {
-		delete(ts.res, n)
+	if len(ts.res) == 0 {
+		return
 	}
+	ed := newEdits(ts.res, len(unsub))
+	for _, n := range unsub {
+		if _, ok := ts.res[n]; ok {
+			ed.del(n)
+		}
+	}
+	m.commit(t, ed)
 }
 
 // afterResponse advances initialization after a response of type t.
@@ -1169,25 +1206,31 @@ const hcmType = "type.googleapis.com/envoy.extensions.filters.network.http_conne
 // readName reads field 1 (the name of a Cluster, Listener and RouteConfiguration, the
 // cluster_name of a ClusterLoadAssignment) without decoding the rest.
 func readName(b []byte) (string, bool) {
-	name := ""
+	name, ok := readNameBytes(b)
+	return string(name), ok
+}
+
+// readNameBytes is readName without the copy: the name's bytes inside b.
+func readNameBytes(b []byte) ([]byte, bool) {
+	var name []byte
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return "", false
+			return nil, false
 		}
 		b = b[n:]
 		if num == 1 && typ == protowire.BytesType {
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return "", false
+				return nil, false
 			}
-			name = string(v) // the last occurrence wins, as in proto decoding
+			name = v // the last occurrence wins, as in proto decoding
 			b = b[n:]
 			continue
 		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
 		if n < 0 {
-			return "", false
+			return nil, false
 		}
 		b = b[n:]
 	}

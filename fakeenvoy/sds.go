@@ -134,18 +134,24 @@ func (m *machine) warming(t int, name string) bool {
 }
 
 // keepPrev records, for a cluster or listener that starts warming, the copy that stays in
-// effect meanwhile (nil: it is new). A resource already warming keeps its first copy.
+// effect meanwhile (nil: it is new, kept as no entry: a whole new config warms without a map of
+// nils). A resource already warming keeps its first copy.
 func (m *machine) keepPrev(t int, name string, old *decoded) {
 	prev := &m.prevC
 	if t == tLDS {
 		prev = &m.prevL
 	}
+	if m.warming(t, name) {
+		return
+	}
+	if old == nil {
+		delete(*prev, name)
+		return
+	}
 	if *prev == nil {
 		*prev = make(map[string]*decoded)
 	}
-	if !m.warming(t, name) {
-		(*prev)[name] = old
-	}
+	(*prev)[name] = old
 }
 
 // warmSecrets puts a new or changed cluster or listener d into SDS warming when it names a
