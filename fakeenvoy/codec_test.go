@@ -313,3 +313,58 @@ func TestCodecSharedNames(t *testing.T) {
 	}
 	runtime.KeepAlive(set)
 }
+
+// FuzzCodecResponse: the codec's own read of a DiscoveryResponse, in any number of buffers,
+// accepts what proto.Unmarshal accepts and yields the same message (its resources as items with
+// the Any's type URL and bytes); it never panics.
+func FuzzCodecResponse(f *testing.F) {
+	for _, r := range []*discoveryv3.DiscoveryResponse{
+		sotwResp(f, E, "7", "n", cla("c1", "10.0.0.1", 80), cla("c2", "10.0.0.2", 80)),
+		sotwResp(f, C, "1", "x", edsCluster("c1")),
+		{VersionInfo: "3", TypeUrl: "t"},
+	} {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(append([]byte{3, 40}, b...)) // the first two bytes say where to cut the rest
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
+		}
+		b := in[2:]
+		cut1, cut2 := min(int(in[0]), len(b)), min(int(in[0])+int(in[1]), len(b))
+		var want discoveryv3.DiscoveryResponse
+		werr := proto.Unmarshal(b, &want)
+		c := &codec{}
+		got := &discoveryv3.DiscoveryResponse{}
+		gerr := c.Unmarshal(splitBuffers(b, []int{cut1, cut2}), got)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("proto.Unmarshal: %v; codec: %v", werr, gerr)
+		}
+		if werr != nil {
+			return
+		}
+		res, read := c.lastRead()
+		if !read {
+			if d := cmp.Diff(&want, got, protocmp.Transform()); d != "" {
+				t.Fatalf("fallback decode differs:\n%s", d)
+			}
+			return
+		}
+		wantRes := want.Resources
+		want.Resources = nil
+		if d := cmp.Diff(&want, got, protocmp.Transform()); d != "" {
+			t.Fatalf("response without resources differs:\n%s", d)
+		}
+		if len(res) != len(wantRes) {
+			t.Fatalf("%d resources read, proto has %d", len(res), len(wantRes))
+		}
+		for i, a := range wantRes {
+			if res[i].typeURL != a.GetTypeUrl() || res[i].size != len(a.GetValue()) || !bytes.Equal(res[i].raw, a.GetValue()) {
+				t.Fatalf("resource %d: %q %d bytes, proto %q %d bytes", i, res[i].typeURL, res[i].size, a.GetTypeUrl(), len(a.GetValue()))
+			}
+		}
+	})
+}
