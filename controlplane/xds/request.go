@@ -70,6 +70,9 @@ func (r *sotwRequest) decodeBuffers(data mem.BufferSlice) error {
 // release drops the reference to the transport's buffers (a request whose names were not needed).
 func (r *sotwRequest) release() {
 	if r.held != nil {
+		if len(r.held) == 1 {
+			r.raw = nil // it pointed into the buffer
+		}
 		r.held.Free()
 		r.held = nil
 	}
@@ -218,30 +221,22 @@ func (c *wireCursor) take(n int, f func([]byte)) {
 // Names decodes and returns the resource names.
 func (r *sotwRequest) Names() []string {
 	if !r.decoded {
-		r.decoded = true
-		r.ResourceNames = make([]string, 0, r.namesCount)
-		b := r.raw
-		if r.held != nil {
-			b = r.held.Materialize()
-			r.release()
-		}
-		for len(b) > 0 {
-			num, typ, n := protowire.ConsumeTag(b)
-			m := protowire.ConsumeFieldValue(num, typ, b[n:])
-			if num == 3 && typ == protowire.BytesType {
-				v, _ := protowire.ConsumeBytes(b[n:])
-				r.ResourceNames = append(r.ResourceNames, string(v))
-			}
-			b = b[n+m:]
-		}
+		names := make([]string, 0, r.namesCount)
+		r.eachName(func(v []byte) bool {
+			names = append(names, string(v))
+			return true
+		})
+		r.ResourceNames, r.decoded = names, true
+		r.release()
 		r.raw = nil
 	}
 	return r.ResourceNames
 }
 
 // eachName calls f with the wire bytes of every resource name, in order, until f returns false;
-// it reports whether every call returned true. It decodes no strings: with Names not called
-// yet it reads the request's bytes (copied together once when they came in several buffers).
+// it reports whether every call returned true. It decodes no strings: before Names it reads the
+// request's bytes, copying a request that came in several buffers together once (and letting
+// the transport's buffers go).
 func (r *sotwRequest) eachName(f func([]byte) bool) bool {
 	if r.decoded {
 		for _, n := range r.ResourceNames {
@@ -251,14 +246,15 @@ func (r *sotwRequest) eachName(f func([]byte) bool) bool {
 		}
 		return true
 	}
-	b := r.raw
 	if r.held != nil {
 		if len(r.held) == 1 {
-			b = r.held[0].ReadOnlyData()
+			r.raw = r.held[0].ReadOnlyData() // valid until release, which drops it too
 		} else {
-			b = r.held.Materialize()
+			r.raw = r.held.Materialize()
+			r.release()
 		}
 	}
+	b := r.raw
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		m := protowire.ConsumeFieldValue(num, typ, b[n:])
