@@ -271,10 +271,11 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 		// Named assignments keep their own generations (genOf): only those that are stale or
 		// whose service is gone go; everything else is of the previous full change.
 		s.cache.Evict(func(k cache.Key, g uint64) bool {
-			if k.TypeURL == gen.EndpointType && k.Name != "" {
-				return g < s.genOf(st, k.TypeURL, k.Name) || st.snap.Service(clusterHost(k.Name)) == nil
+			if k.TypeURL != gen.EndpointType || k.Name == "" {
+				return g < st.fullGen
 			}
-			return g < st.fullGen
+			p, err := gen.ParseClusterName(k.Name)
+			return err != nil || st.snap.Service(p.Host) == nil || g < assignmentGen(st.snap, p)
 		})
 	}
 	filter := newPushFilter(prev, snap, req)
@@ -534,32 +535,28 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	return out, err
 }
 
-// clusterHost is the service hostname of a cluster name ("" when it is not one).
-func clusterHost(name string) string {
+// genOf is the generation of one named resource: for an assignment assignmentGen, everything
+// else changes with the last full change.
+func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
+	if typeURL != gen.EndpointType {
+		return st.fullGen
+	}
 	p, err := gen.ParseClusterName(name)
 	if err != nil {
-		return ""
+		return st.snap.Seq
 	}
-	return p.Host
+	return assignmentGen(st.snap, p)
 }
 
-// genOf is the generation of one named resource. A named ClusterLoadAssignment is built from
-// its service, the service's endpoints and, for a subset, the DestinationRule (gen.endpoints),
-// so it changes only with those: a full push for another service keeps every other
-// assignment's bytes. Everything else changes with the last full change.
-func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
-	if typeURL == gen.EndpointType {
-		p, err := gen.ParseClusterName(name)
-		if err != nil {
-			return st.snap.Seq
-		}
-		g := max(st.snap.ServiceGen(p.Host), st.snap.EndpointGen(p.Host))
-		if p.Subset != "" {
-			g = max(g, st.snap.ConfigGen()) // its DestinationRule, or one that now defines it
-		}
-		return g
+// assignmentGen is the generation of a named ClusterLoadAssignment. It is built from its
+// service, the service's endpoints and, for a subset, the DestinationRule (gen.endpoints), so it
+// changes only with those: a full push for another service keeps every other assignment's bytes.
+func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
+	g := max(snap.ServiceGen(p.Host), snap.EndpointGen(p.Host))
+	if p.Subset != "" {
+		g = max(g, snap.ConfigGen()) // its DestinationRule, or one that now defines it
 	}
-	return st.fullGen
+	return g
 }
 
 // class names the proxies that receive identical bytes for typeURL: the generators' key scope
