@@ -741,7 +741,7 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 		ts.sentList = res
 		return changed
 	}
-	held := heldCursor{ts: ts, sorted: slices.IsSortedFunc(res, byName)}
+	held := heldCursor{ts: ts}
 	var changed map[string]struct{} // only CDS callers use it (Delta CDS)
 	if want && ts.typeURL == gen.ClusterType {
 		changed = make(map[string]struct{})
@@ -770,7 +770,7 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	}
 	s.send(ts, st.snap.Version, out, removed, now)
 	ts.unanswered = false
-	if !s.delta && full && !ts.wildcard && held.sorted {
+	if !s.delta && full && !ts.wildcard && !held.unsorted {
 		// The client now holds the whole answer: remember the shared list, not each name.
 		ts.sentBase = res
 		clear(ts.sent)
@@ -788,15 +788,21 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 func byName(a, b *cache.Resource) int { return strings.Compare(a.Name, b.Name) }
 
 // heldCursor says which bytes of a resource the client holds: what sent records, else what
-// sentBase has. Asked in increasing name order (sorted) it walks sentBase once; otherwise it
-// searches it.
+// sentBase has. Asked in increasing name order (a response's resources, sorted by name) it walks
+// sentBase once; the first name out of order switches it to searching, and unsorted records
+// that the names asked were not sorted.
 type heldCursor struct {
-	ts     *typeState
-	sorted bool
-	i      int
+	ts       *typeState
+	i        int
+	last     string
+	unsorted bool
 }
 
 func (c *heldCursor) hash(name string) (uint64, bool) {
+	if name < c.last {
+		c.unsorted = true
+	}
+	c.last = name
 	if h, ok := c.ts.sent[name]; ok {
 		return h, true
 	}
@@ -804,7 +810,7 @@ func (c *heldCursor) hash(name string) (uint64, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
-	if c.sorted {
+	if !c.unsorted {
 		for c.i < len(b) && b[c.i].Name < name {
 			c.i++
 		}
