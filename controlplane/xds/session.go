@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -225,6 +226,18 @@ func subscription(typeURL string, names []string, named bool) (wildcard bool, se
 	return wildcard, set
 }
 
+// accept checks what every request must carry, SotW or Delta: a node on the stream's first
+// request (identifying the proxy) and a type URL, which it returns.
+func (s *session) accept(node *corev3.Node, typeURL string) (string, error) {
+	if err := s.identify(func() (*model.Proxy, error) { return model.ParseProxy(node) }); err != nil {
+		return "", err
+	}
+	if typeURL == "" {
+		return "", errNoType
+	}
+	return typeURL, nil
+}
+
 var errNoType = status.Error(codes.InvalidArgument, "request without type_url: ADS requests must name their type")
 
 // Request applies one SotW DiscoveryRequest received at now.
@@ -234,12 +247,9 @@ func (s *session) Request(req *sotwRequest, now time.Time) *effects {
 }
 
 func (s *session) request(req *sotwRequest, now time.Time) error {
-	if err := s.identify(func() (*model.Proxy, error) { return model.ParseProxy(req.GetNode()) }); err != nil {
+	typeURL, err := s.accept(req.GetNode(), req.GetTypeUrl())
+	if err != nil {
 		return err
-	}
-	typeURL := req.GetTypeUrl()
-	if typeURL == "" {
-		return errNoType
 	}
 	ts := s.types[typeURL]
 	nonce := req.GetResponseNonce()
@@ -341,12 +351,9 @@ func (s *session) DeltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 }
 
 func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.Time) error {
-	if err := s.identify(func() (*model.Proxy, error) { return model.ParseProxy(req.GetNode()) }); err != nil {
+	typeURL, err := s.accept(req.GetNode(), req.GetTypeUrl())
+	if err != nil {
 		return err
-	}
-	typeURL := req.GetTypeUrl()
-	if typeURL == "" {
-		return errNoType
 	}
 	ts := s.types[typeURL]
 	first := ts == nil
