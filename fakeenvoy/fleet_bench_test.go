@@ -96,13 +96,7 @@ func benchFleet(b *testing.B, n, streamsPerConn int) {
 		b.Fatal(err)
 	}
 	defer f.Stop()
-	deadline := time.Now().Add(5 * time.Minute)
-	for f.Progress().FullConfig < uint64(n) {
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d clients reached a full config in 5 minutes: %+v", f.Progress().FullConfig, n, f.Observer().Stats().ConnectFailures)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFullConfig(b, f, n, 50*time.Millisecond)
 	time.Sleep(time.Second) // let the last ACKs settle
 	heap1 := liveHeap()
 	if *benchHeapProfile != "" {
@@ -193,4 +187,18 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// waitFullConfig waits (polling every poll, at most 5 minutes) until n of the fleet's clients
+// hold a full config.
+func waitFullConfig(b *testing.B, f *Fleet, n int, poll time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for f.Progress().FullConfig < uint64(n) {
+		if time.Now().After(deadline) {
+			b.Fatalf("only %d of %d clients reached a full config in 5 minutes (NACKs %d, connect failures %+v)",
+				f.Progress().FullConfig, n, f.Progress().Nacks, f.Observer().Stats().ConnectFailures)
+		}
+		time.Sleep(poll)
+	}
 }

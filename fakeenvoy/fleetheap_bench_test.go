@@ -80,13 +80,7 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 		b.Fatal(err)
 	}
 	defer f.Stop()
-	deadline := time.Now().Add(5 * time.Minute)
-	for f.Progress().FullConfig < uint64(n) {
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d clients reached a full config in 5 minutes (NACKs %d)", f.Progress().FullConfig, n, f.Progress().Nacks)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFullConfig(b, f, n, 20*time.Millisecond)
 	cpu := cpuTime() - cpu0
 	peakFull := peak()
 	if nacks := f.Progress().Nacks; nacks != 0 {
