@@ -623,10 +623,7 @@ func BenchmarkRouterFullConfig(b *testing.B) {
 					}
 				}
 			}
-			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "µs/proxy")
-			reportCPU(b, cpu)
-			b.ReportMetric(float64(bytes), "bytes/proxy")
-			b.ReportMetric(float64(resources), "resources/proxy")
+			reportPerProxy(b, start, cpu, bytes, resources)
 		})
 	}
 }
