@@ -38,6 +38,33 @@ type istioRecorder struct {
 	failOn  string
 }
 
+// initKubeSink builds a simulator on the small topology with every churn kind for 10s and a
+// kube sink (opts, on fake clientsets, 3 workers) that has written its initial state.
+func initKubeSink(t *testing.T, workloadEntries bool, opts KubeOptions) (Config, *Simulator, *kubefake.Clientset, *istioRecorder, *KubeSink) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Topology = smallTopology()
+	cfg.Topology.WorkloadEntries = workloadEntries
+	cfg.Churn = kindCases()
+	cfg.Duration = 10 * time.Second
+	sim, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubefake.NewClientset()
+	istio := istiofake.NewSimpleClientset()
+	rec := newIstioRecorder(istio)
+	opts.Kube, opts.Istio, opts.Workers = kube, istio, 3
+	sink, err := NewKubeSink(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Init(context.Background(), sim.Initial()); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, sim, kube, rec, sink
+}
+
 func newIstioRecorder(c *istiofake.Clientset) *istioRecorder {
 	r := &istioRecorder{objects: map[string]map[string]any{}}
 	c.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -183,26 +210,8 @@ func TestKubeSink(t *testing.T) {
 		{"istio service entries", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.Topology = smallTopology()
-			cfg.Topology.WorkloadEntries = tc.workloadEntries
-			cfg.Churn = kindCases()
-			cfg.Duration = 10 * time.Second
-			sim, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kube := kubefake.NewClientset()
-			istio := istiofake.NewSimpleClientset()
-			rec := newIstioRecorder(istio)
-			sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, ServiceEntries: tc.serviceEntries, Workers: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, sim, kube, rec, sink := initKubeSink(t, tc.workloadEntries, KubeOptions{ServiceEntries: tc.serviceEntries})
 			ctx := context.Background()
-			if err := sink.Init(ctx, sim.Initial()); err != nil {
-				t.Fatal(err)
-			}
 			checkKubeState(t, kube, rec, sim.Current(), tc.serviceEntries)
 			nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 			if err != nil {
@@ -399,25 +408,8 @@ func checkKubePods(t *testing.T, kube *kubefake.Clientset, cur []model.Config) {
 // TestKubeSinkPods: with Pods, every endpoint of a native service is a Pod, through scale,
 // flaps, rollouts (label changes) and service-account changes (a Pod replaced).
 func TestKubeSinkPods(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Topology = smallTopology()
-	cfg.Churn = kindCases()
-	cfg.Duration = 10 * time.Second
-	sim, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubefake.NewClientset()
-	istio := istiofake.NewSimpleClientset()
-	rec := newIstioRecorder(istio)
-	sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, Pods: true, Workers: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sim, kube, rec, sink := initKubeSink(t, false, KubeOptions{Pods: true})
 	ctx := context.Background()
-	if err := sink.Init(ctx, sim.Initial()); err != nil {
-		t.Fatal(err)
-	}
 	checkKubeState(t, kube, rec, sim.Current(), false)
 	checkKubePods(t, kube, sim.Current())
 	kinds := applyChurn(t, ctx, sim, sink)
