@@ -2,7 +2,6 @@ package xds
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/pprofcpu"
 )
 
 // The performance benchmarks (perf_bench_test.go) drive thousands of in-process ADS clients.
@@ -836,9 +836,16 @@ func (s *cpuSplit) stop(tb testing.TB) {
 		return
 	}
 	pprof.StopCPUProfile()
-	srv, har, oth, err := profileBySide(s.buf.Bytes())
+	bySide, err := pprofcpu.ByLabel(s.buf.Bytes(), "side")
 	if err != nil {
 		tb.Fatalf("read CPU profile: %v", err)
+	}
+	srv, har := bySide["server"], bySide["harness"]
+	var oth time.Duration
+	for side, d := range bySide {
+		if side != "server" && side != "harness" {
+			oth += d
+		}
 	}
 	sum := srv + har + oth
 	if sum == 0 {
@@ -860,121 +867,6 @@ func (s *cpuSplit) report(b *testing.B, prefix string, clients int) {
 		b.ReportMetric(per(s.harness), prefix+"harness-cpu-µs/client")
 		b.ReportMetric(per(s.other), prefix+"runtime-cpu-µs/client")
 	}
-}
-
-// profileBySide sums the CPU samples of a gzipped pprof profile by the value of their "side"
-// label. Fields read (profile.proto): Profile.sample 2, Profile.string_table 6; Sample.value 2
-// (packed or not; the last value is CPU nanoseconds), Sample.label 3; Label.key 1, Label.str 2.
-func profileBySide(gz []byte) (server, harness, other int64, err error) {
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	type sample struct {
-		value      int64
-		key, label int64 // string indexes of the labels (the last one; we set one)
-	}
-	var samples []sample
-	var strs []string
-	err = eachField(b, func(num protowire.Number, v []byte, _ uint64) error {
-		switch num {
-		case 2:
-			var s sample
-			err := eachField(v, func(num protowire.Number, v []byte, x uint64) error {
-				switch num {
-				case 2:
-					if v == nil {
-						s.value = int64(x)
-						return nil
-					}
-					for len(v) > 0 {
-						x, n := protowire.ConsumeVarint(v)
-						if n < 0 {
-							return protowire.ParseError(n)
-						}
-						s.value, v = int64(x), v[n:]
-					}
-				case 3:
-					return eachField(v, func(num protowire.Number, _ []byte, x uint64) error {
-						switch num {
-						case 1:
-							s.key = int64(x)
-						case 2:
-							s.label = int64(x)
-						}
-						return nil
-					})
-				}
-				return nil
-			})
-			samples = append(samples, s)
-			return err
-		case 6:
-			strs = append(strs, string(v))
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	str := func(i int64) string {
-		if i <= 0 || int(i) >= len(strs) {
-			return ""
-		}
-		return strs[i]
-	}
-	for _, s := range samples {
-		side := ""
-		if str(s.key) == "side" {
-			side = str(s.label)
-		}
-		switch side {
-		case "server":
-			server += s.value
-		case "harness":
-			harness += s.value
-		default:
-			other += s.value
-		}
-	}
-	return server, harness, other, nil
-}
-
-// eachField calls fn with each field of a message: v is the value of a bytes field (nil
-// otherwise), x the value of a varint field.
-func eachField(b []byte, fn func(num protowire.Number, v []byte, x uint64) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if v == nil && typ == protowire.BytesType {
-			v = []byte{}
-		}
-		if err := fn(num, v, x); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // meshClusters names the outbound clusters of topology's services (port 8080).
