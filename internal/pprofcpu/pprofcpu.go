@@ -152,4 +152,3 @@ func ByLabel(data []byte, key string) (map[string]time.Duration, error) {
 	}
 	return out, nil
 }
-

@@ -97,4 +97,3 @@ func FuzzByLabel(f *testing.F) {
 		}
 	})
 }
-
