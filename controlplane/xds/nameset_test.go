@@ -127,25 +127,33 @@ func TestDiffLists(t *testing.T) {
 		name     string
 		old, cur []*cache.Resource
 		changed  []string
-		gone     bool
+		gone     []string
 	}{
-		{"same slice", same, same, nil, false},
-		{"equal copies", []*cache.Resource{a1, b1}, []*cache.Resource{a1, b1}, nil, false},
-		{"first send", nil, []*cache.Resource{a1, b1}, []string{"a", "b"}, false},
-		{"added", []*cache.Resource{a1, c1}, []*cache.Resource{a1, b1, c1}, []string{"b"}, false},
-		{"changed", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, b2, c1}, []string{"b"}, false},
-		{"removed middle", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, c1}, nil, true},
-		{"removed last", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, b1}, nil, true},
-		{"unsorted", []*cache.Resource{c1, a1, b1}, []*cache.Resource{b2, a1}, []string{"b"}, true},
-		{"all gone", []*cache.Resource{a1}, nil, nil, true},
+		{"same slice", same, same, nil, nil},
+		{"equal copies", []*cache.Resource{a1, b1}, []*cache.Resource{a1, b1}, nil, nil},
+		{"same bytes, other resource", []*cache.Resource{a1, b1}, []*cache.Resource{a1, r("b", "1")}, nil, nil},
+		{"first send", nil, []*cache.Resource{a1, b1}, []string{"a", "b"}, nil},
+		{"added", []*cache.Resource{a1, c1}, []*cache.Resource{a1, b1, c1}, []string{"b"}, nil},
+		{"changed", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, b2, c1}, []string{"b"}, nil},
+		{"removed middle", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, c1}, nil, []string{"b"}},
+		{"removed last", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, b1}, nil, []string{"c"}},
+		{"removed first and added", []*cache.Resource{a1, c1}, []*cache.Resource{b1, c1}, []string{"b"}, []string{"a"}},
+		{"unsorted", []*cache.Resource{c1, a1, b1}, []*cache.Resource{b2, a1}, []string{"b"}, []string{"c"}},
+		{"unsorted, several gone", []*cache.Resource{c1, a1, b1}, []*cache.Resource{b1}, nil, []string{"c", "a"}},
+		{"all gone", []*cache.Resource{a1}, nil, nil, []string{"a"}},
 	} {
-		changed, differ := diffLists(tc.old, tc.cur, true)
-		got := slices.Sorted(maps.Keys(changed))
-		if want := len(tc.changed) > 0 || tc.gone; !slices.Equal(got, tc.changed) || differ != want {
-			t.Errorf("%s: changed %q differ %v, want %q %v", tc.name, got, differ, tc.changed, want)
+		d := diffLists(tc.old, tc.cur)
+		got := slices.Sorted(maps.Keys(d.changedSet()))
+		if want := len(tc.changed) > 0 || len(tc.gone) > 0; !slices.Equal(got, tc.changed) || d.differ() != want {
+			t.Errorf("%s: changed %q differ %v, want %q %v", tc.name, got, d.differ(), tc.changed, want)
 		}
-		if c, d := diffLists(tc.old, tc.cur, false); c != nil || d != differ {
-			t.Errorf("%s: without want: %v, %v", tc.name, c, d)
+		if !slices.Equal(d.removed, tc.gone) {
+			t.Errorf("%s: removed %q, want %q", tc.name, d.removed, tc.gone)
+		}
+		for i := 1; i < len(d.out); i++ { // in cur's order
+			if slices.Index(tc.cur, d.out[i-1]) > slices.Index(tc.cur, d.out[i]) {
+				t.Errorf("%s: out not in the current list's order: %v", tc.name, d.out)
+			}
 		}
 	}
 }

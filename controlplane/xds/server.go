@@ -101,6 +101,9 @@ type pushState struct {
 	// to the same names (nameset.go).
 	setsMu sync.Mutex
 	sets   map[setKey]*setAnswer
+
+	// diffs compares the lists streams hold with the current ones once per pair (listdiff.go).
+	diffs listDiffs
 }
 
 // endpointIP reports whether ip is the address of some endpoint (then a proxy with that IP has

@@ -66,8 +66,12 @@ type typeState struct {
 	// except where sent, which then only records what went out since, says otherwise.
 	sentBase []*cache.Resource
 	sentResp int
-	// byHost indexes a Delta EDS subscription by service hostname (built on first use, then
-	// kept up to date), so an endpoint push finds its clusters without parsing every name;
+	// heldList is, for a Delta wildcard subscription, the list of its last whole answer while
+	// the client holds exactly it (sent then records the same names and hashes); nil once
+	// anything else was sent or dropped. A push compares it with the new list (listDiffs).
+	heldList []*cache.Resource
+	// byHost indexes a Delta EDS subscription by service hostname (kept up to date from the
+	// first request), so an endpoint push finds its clusters without parsing every name;
 	// SotW uses set.hosts.
 	byHost map[string][]string
 
@@ -359,6 +363,10 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 	first := ts == nil
 	if first {
 		ts = &typeState{typeURL: typeURL, sent: map[string]uint64{}, names: map[string]struct{}{}}
+		if typeURL == gen.EndpointType {
+			// Indexed as names come, so an endpoint push does not parse a thousand names.
+			ts.byHost = map[string][]string{}
+		}
 		s.types[typeURL] = ts
 		// What the client already holds (after a reconnect): not re-sent while unchanged.
 		for name, v := range req.GetInitialResourceVersions() {
@@ -421,6 +429,7 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 			continue
 		}
 		delete(ts.sent, n)
+		ts.heldList = nil
 	}
 	var release *model.PushRequest
 	if nonce := req.GetResponseNonce(); nonce != "" {
@@ -739,8 +748,12 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	}
 	if !s.delta && allRequired(ts.typeURL) {
 		// SotW CDS and LDS carry every resource whenever anything changed.
-		changed, differ := diffLists(ts.sentList, res, want)
-		if !differ && !always && len(force) == 0 {
+		d := st.diffs.get(ts.sentList, res)
+		var changed map[string]struct{}
+		if want && len(d.out) > 0 {
+			changed = d.changedSet()
+		}
+		if !d.differ() && !always && len(force) == 0 {
 			return changed
 		}
 		s.send(ts, st.snap.Version, res, nil, now)
@@ -748,6 +761,11 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 		ts.sentList = res
 		return changed
 	}
+	wholeWildcard := s.delta && full && ts.wildcard
+	if wholeWildcard && ts.heldList != nil && len(force) == 0 {
+		return s.respondHeldList(ts, st, res, always, want, now)
+	}
+	ts.heldList = nil
 	held := heldCursor{ts: ts}
 	var changed map[string]struct{} // only CDS callers use it (Delta CDS)
 	if want && ts.typeURL == gen.ClusterType {
@@ -772,6 +790,9 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	if s.delta {
 		removed = deltaRemoved(ts, res, names, full, always, heldInRes)
 	}
+	if wholeWildcard {
+		ts.heldList = res // below, sent comes to hold exactly res
+	}
 	if len(out) == 0 && len(removed) == 0 && !always {
 		return nil
 	}
@@ -787,6 +808,30 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 		ts.sent[r.Name] = r.Hash
 	}
 	for _, n := range removed {
+		delete(ts.sent, n)
+	}
+	return changed
+}
+
+// respondHeldList is respond for a Delta wildcard subscription answered in full while the
+// client holds exactly ts.heldList: what changed comes from the push state's shared comparison
+// of the two lists, not from a lookup per resource per stream.
+func (s *session) respondHeldList(ts *typeState, st *pushState, res []*cache.Resource, always, want bool, now time.Time) map[string]struct{} {
+	d := st.diffs.get(ts.heldList, res)
+	ts.heldList = res
+	var changed map[string]struct{}
+	if want && ts.typeURL == gen.ClusterType {
+		changed = d.changedSet()
+	}
+	if !d.differ() && !always {
+		return changed
+	}
+	s.send(ts, st.snap.Version, d.out, d.removed, now)
+	ts.unanswered = false
+	for _, r := range d.out {
+		ts.sent[r.Name] = r.Hash
+	}
+	for _, n := range d.removed {
 		delete(ts.sent, n)
 	}
 	return changed
@@ -871,54 +916,6 @@ func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, an
 	}
 	slices.Sort(out)
 	return out
-}
-
-// diffLists compares what was sent (old) with what is current (cur): whether they differ and,
-// with want, the names whose bytes are new or changed. The same slice (a cache hit on the same
-// entry) is unchanged at once; two lists sorted by name are walked side by side.
-func diffLists(old, cur []*cache.Resource, want bool) (changed map[string]struct{}, differ bool) {
-	if len(old) == len(cur) && (len(cur) == 0 || &old[0] == &cur[0]) {
-		return nil, false
-	}
-	if want {
-		changed = make(map[string]struct{})
-	}
-	note := func(name string) {
-		differ = true
-		if want {
-			changed[name] = struct{}{}
-		}
-	}
-	if slices.IsSortedFunc(old, byName) && slices.IsSortedFunc(cur, byName) {
-		i := 0
-		for _, r := range cur {
-			for i < len(old) && old[i].Name < r.Name {
-				differ = true // gone
-				i++
-			}
-			if i < len(old) && old[i].Name == r.Name {
-				if old[i].Hash != r.Hash {
-					note(r.Name)
-				}
-				i++
-				continue
-			}
-			note(r.Name)
-		}
-		return changed, differ || i < len(old)
-	}
-	prev := make(map[string]uint64, len(old))
-	for _, r := range old {
-		prev[r.Name] = r.Hash
-	}
-	for _, r := range cur {
-		h, ok := prev[r.Name]
-		if !ok || h != r.Hash {
-			note(r.Name)
-		}
-		delete(prev, r.Name)
-	}
-	return changed, differ || len(prev) > 0
 }
 
 // withoutName returns list without the resource called name (a copy when it was there).
