@@ -136,6 +136,11 @@ type matchEvent struct {
 	exp   probe.Expectation
 	types []string
 	subj  []string // Subject of each predicate, computed once: clients compare them often
+	// root is, for the view of an event with per-predicate reach that the clients of one
+	// namespace are held to (only their predicates: forClient), the registered event, which
+	// keeps every count and latency; nil for the registered event itself.
+	root  *matchEvent
+	views map[string]*matchEvent // by namespace, under mu
 
 	hasT0 atomic.Bool
 	t0    atomic.Int64 // offset from the epoch, valid once hasT0
@@ -253,10 +258,7 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("fakeenvoy: expect: %w", err)
 	}
-	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: m.off(m.cfg.Now()), subj: make([]string, len(e.All))}
-	for i, p := range e.All {
-		ev.subj[i] = p.Subject()
-	}
+	ev := newMatchEvent(e, m.off(m.cfg.Now()))
 	ev.latMin.Store(math.MaxInt64)
 	if !e.T0.IsZero() {
 		ev.t0Time = e.T0
@@ -269,6 +271,46 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 	m.logLen.Store(int64(len(m.log)))
 	m.logMu.Unlock()
 	return &Expected{m: m, ev: ev}, nil
+}
+
+func newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
+	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: regAt, subj: make([]string, len(e.All))}
+	for i, p := range e.All {
+		ev.subj[i] = p.Subject()
+	}
+	return ev
+}
+
+// stats is the event whose counters and latencies an observation of ev goes to.
+func (ev *matchEvent) stats() *matchEvent {
+	if ev.root != nil {
+		return ev.root
+	}
+	return ev
+}
+
+// forClient is the event as cl must meet it (probe.Expectation.For): the event itself, the
+// shared view for cl's namespace holding only the predicates that apply there, or nil when
+// none does. The caller holds cl's shard lock (ev.mu is taken after it, as everywhere).
+func (ev *matchEvent) forClient(cl *matchClient) *matchEvent {
+	if len(ev.exp.Reach.PredicateNamespaces) == 0 || cl.ptype == probe.ProxyRouter {
+		return ev
+	}
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if v, ok := ev.views[cl.ns]; ok {
+		return v
+	}
+	var v *matchEvent
+	if e, ok := ev.exp.For(cl.ns, cl.ptype); ok {
+		v = newMatchEvent(e, ev.regAt)
+		v.idx, v.root = ev.idx, ev
+	}
+	if ev.views == nil {
+		ev.views = make(map[string]*matchEvent)
+	}
+	ev.views[cl.ns] = v
+	return v
 }
 
 // SetT0 sets the event's T0 when Expect was called without one. It fails if T0 is already
@@ -336,6 +378,9 @@ func (m *Matcher) claim(s *matchShard, c matchee, r *ResponseInfo) *matchClient 
 	for _, ev := range log {
 		if !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) {
 			continue
+		}
+		if ev = ev.forClient(cl); ev == nil {
+			continue // none of its predicates concerns this client
 		}
 		if (ev.exp.Reach.WatchersOnly || cl.named) && !watches(c, ev.exp) {
 			continue
@@ -424,6 +469,7 @@ func touches(r *ResponseInfo, ev *matchEvent) bool {
 // observe counts one observation and records its latency once T0 is known; the shard lock
 // must be held.
 func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind) {
+	ev = ev.stats()
 	switch kind {
 	case obsEffect:
 		ev.observed.Add(1)
@@ -650,12 +696,12 @@ func (m *Matcher) resolve(cl *matchClient, reached, superseded []int) {
 	drop := make(map[int]bool, len(reached)+len(superseded))
 	for _, i := range superseded {
 		drop[i] = true
-		cl.pending[i].ev.superseded.Add(1)
+		cl.pending[i].ev.stats().superseded.Add(1)
 	}
 	for _, i := range reached {
 		drop[i] = true
 		if p := cl.pending[i]; p.held {
-			p.ev.held.Add(1)
+			p.ev.stats().held.Add(1)
 		}
 	}
 	for _, i := range reached {
@@ -667,9 +713,9 @@ func (m *Matcher) resolve(cl *matchClient, reached, superseded []int) {
 			}
 			drop[j] = true
 			if p.held {
-				p.ev.held.Add(1) // it held when registered: the client was in its state
+				p.ev.stats().held.Add(1) // it held when registered: the client was in its state
 			} else {
-				p.ev.superseded.Add(1)
+				p.ev.stats().superseded.Add(1)
 			}
 		}
 	}
@@ -811,7 +857,7 @@ func (m *Matcher) outstanding() outstandingCounts {
 				}
 			}
 			for _, ev := range log[min(cl.cursor, n):] {
-				if !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) {
+				if !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) || ev.forClient(cl) == nil {
 					continue
 				}
 				if ev.exp.Reach.WatchersOnly || cl.named {

@@ -524,6 +524,56 @@ func TestMatcherReach(t *testing.T) {
 	}
 }
 
+// TestMatcherPredicateReach: an event on services of two namespaces under Sidecar scoping
+// (probe.Reach.PredicateNamespaces) holds each sidecar to the predicates of the services its
+// namespace sees: a client that gets only its own service's assignment observes the event, with
+// its own latency; a client that sees neither service is not reached; a router is held to both.
+func TestMatcherPredicateReach(t *testing.T) {
+	eds := resource.EndpointType
+	onlyA := &mtClient{index: 0, group: "g", ns: "ns-a"}
+	onlyB := &mtClient{index: 1, group: "g", ns: "ns-b"}
+	both := &mtClient{index: 2, group: "g", ns: "ns-ab"}
+	neither := &mtClient{index: 3, group: "g", ns: "ns-c"}
+	router := &mtClient{index: 4, group: "gw", ns: "ns-c", ptype: probe.ProxyRouter}
+	lagging := &mtClient{index: 5, group: "g", ns: "ns-a"} // never gets it: missed
+	m := NewMatcher(MatcherConfig{Shards: 2, KeepLatencies: true, Now: mtNow})
+	for _, c := range []*mtClient{onlyA, onlyB, both, neither, router, lagging} {
+		m.Track(c.index, c.group, c.ns)
+		c.view = mtView{eds + "/a": mtCLA("a", "10.0.0.1")} // before the event: a has the endpoint
+	}
+	reach := probe.Reach{Namespaces: []string{"ns-a", "ns-ab", "ns-b"},
+		PredicateNamespaces: [][]string{{"ns-a", "ns-ab"}, {"ns-ab", "ns-b"}}}
+	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "zone-failure", T0: at(0), Reach: reach,
+		All: []probe.Predicate{absent("a", "10.0.0.1"), present("b", "10.0.0.2")}}); err != nil {
+		t.Fatal(err)
+	}
+	onlyA.push(m, eds, at(10), at(11), map[string]proto.Message{"a": mtCLA("a", "10.0.0.9")})
+	onlyB.push(m, eds, at(20), at(21), map[string]proto.Message{"b": mtCLA("b", "10.0.0.2")})
+	both.push(m, eds, at(30), at(31), map[string]proto.Message{"a": mtCLA("a", "10.0.0.9")})
+	both.push(m, eds, at(40), at(41), map[string]proto.Message{"b": mtCLA("b", "10.0.0.2")}) // both hold now
+	neither.push(m, eds, at(50), at(51), map[string]proto.Message{"x": mtCLA("x", "10.0.0.7")})
+	router.push(m, eds, at(55), at(56), map[string]proto.Message{"a": mtCLA("a", "10.0.0.9")})
+	router.push(m, eds, at(60), at(61), map[string]proto.Message{"b": mtCLA("b", "10.0.0.2")})
+	lagging.push(m, eds, at(70), at(71), map[string]proto.Message{"a": mtCLA("a", "10.0.0.1", "10.0.0.3")})
+	e := m.Results().Events[0]
+	if e.Observed != 4 || e.Missed != 1 || e.Reached != 5 {
+		t.Errorf("observed/missed/reached = %d/%d/%d, want 4/1/5 (ns-c's sidecar is not reached)", e.Observed, e.Missed, e.Reached)
+	}
+	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 60 * time.Millisecond}
+	if len(e.Latencies) != len(want) {
+		t.Fatalf("latencies %v, want %v", e.Latencies, want)
+	}
+	for i := range want {
+		if e.Latencies[i] != want[i] {
+			t.Errorf("latencies %v, want %v", e.Latencies, want)
+			break
+		}
+	}
+	if !e.Censored {
+		t.Error("an event a client missed is not censored")
+	}
+}
+
 // TestMatcherNamedOnlyReach: a proxyless gRPC client asks for its clusters by name, so an event
 // on a cluster it never requested does not target it: not missed, not reached (an Envoy
 // sidecar, subscribed to every cluster through wildcard CDS, is reached by every event).

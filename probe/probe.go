@@ -250,6 +250,22 @@ type Reach struct {
 	// id: ProxySidecar (also proxyless gRPC clients, and clients of unknown type) or ProxyRouter
 	// (gateways). Empty reaches both.
 	ProxyType string `json:"proxyType,omitempty"`
+	// PredicateNamespaces, when set, has one entry per predicate of the expectation (All): entry
+	// i limits predicate i to sidecars whose namespace is listed, as Namespaces does for the
+	// whole event (an empty entry limits nothing). An event that changes services of several
+	// namespaces uses it under Sidecar scoping: a sidecar sees only some of those services, so it
+	// is held to the predicates it can see, and one that can see none is not reached. Routers
+	// are held to every predicate.
+	PredicateNamespaces [][]string `json:"predicateNamespaces,omitempty"`
+}
+
+// Applies reports whether predicate i of the expectation concerns a client of the given proxy
+// type in namespace (see PredicateNamespaces).
+func (r Reach) Applies(i int, namespace, proxyType string) bool {
+	if i >= len(r.PredicateNamespaces) || len(r.PredicateNamespaces[i]) == 0 || proxyType == ProxyRouter {
+		return true
+	}
+	return contains(r.PredicateNamespaces[i], namespace)
 }
 
 // Proxy types for Reach.ProxyType.
@@ -300,7 +316,28 @@ func (e Expectation) Validate() error {
 			return fmt.Errorf("event %d predicate %d: %w", e.EventID, i, err)
 		}
 	}
+	if n := len(e.Reach.PredicateNamespaces); n > 0 && n != len(e.All) {
+		return fmt.Errorf("probe: event %d (%s): reach.predicateNamespaces has %d entries for %d predicates: give one per predicate (an empty one limits nothing)", e.EventID, e.Kind, n, len(e.All))
+	}
 	return nil
+}
+
+// For returns the expectation as a client of the given proxy type in namespace must meet it:
+// only the predicates that apply to it (Reach.Applies), and ok false when none does (the event
+// does not reach it). Without PredicateNamespaces it is e itself.
+func (e Expectation) For(namespace, proxyType string) (Expectation, bool) {
+	if len(e.Reach.PredicateNamespaces) == 0 {
+		return e, true
+	}
+	out := e
+	out.All = nil
+	out.Reach.PredicateNamespaces = nil
+	for i, p := range e.All {
+		if e.Reach.Applies(i, namespace, proxyType) {
+			out.All = append(out.All, p)
+		}
+	}
+	return out, len(out.All) > 0
 }
 
 // Holds reports whether every predicate holds in v.

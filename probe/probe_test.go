@@ -1,6 +1,9 @@
 package probe
 
 import (
+	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -116,5 +119,60 @@ func TestReachProxyType(t *testing.T) {
 		if got := tt.reach.Includes("x", tt.ns, tt.proxyType); got != tt.want {
 			t.Errorf("%+v.Includes(x, %q, %q) = %v, want %v", tt.reach, tt.ns, tt.proxyType, got, tt.want)
 		}
+	}
+}
+
+func TestPredicateNamespaces(t *testing.T) {
+	a := Predicate{Op: EndpointAbsent, Resource: "outbound|80||a.ns-a.svc.cluster.local", Address: "1.1.1.1", Port: 80}
+	b := Predicate{Op: EndpointCount, Resource: "outbound|80||b.ns-b.svc.cluster.local", Count: 2}
+	c := Predicate{Op: ClusterPresent, Resource: "outbound|80||c.ns-c.svc.cluster.local"}
+	e := Expectation{EventID: 3, Kind: "zone-failure", All: []Predicate{a, b, c},
+		Reach: Reach{Namespaces: []string{"ns-a", "ns-b", "ns-x"}, PredicateNamespaces: [][]string{{"ns-a", "ns-x"}, {"ns-b", "ns-x"}, nil}}}
+	if err := e.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		ns, proxyType string
+		want          []Predicate // nil: not reached
+	}{
+		{"ns-a", ProxySidecar, []Predicate{a, c}},
+		{"ns-b", "", []Predicate{b, c}},
+		{"ns-x", ProxySidecar, []Predicate{a, b, c}},
+		{"ns-y", ProxySidecar, []Predicate{c}}, // an empty entry limits nothing
+		{"ns-y", ProxyRouter, []Predicate{a, b, c}},
+	}
+	for _, tt := range tests {
+		got, ok := e.For(tt.ns, tt.proxyType)
+		if ok != (tt.want != nil) || !slices.Equal(got.All, tt.want) {
+			t.Errorf("For(%q, %q) = %v, %v; want %v", tt.ns, tt.proxyType, got.All, ok, tt.want)
+		}
+		if got.Reach.PredicateNamespaces != nil {
+			t.Errorf("For(%q): the client's expectation keeps per-predicate reach", tt.ns)
+		}
+	}
+	narrow := e
+	narrow.Reach.PredicateNamespaces = [][]string{{"ns-a"}, {"ns-b"}, {"ns-b"}}
+	if _, ok := narrow.For("ns-x", ProxySidecar); ok {
+		t.Error("a client no predicate applies to is reached")
+	}
+	if whole, ok := (Expectation{All: []Predicate{a}}).For("any", ""); !ok || len(whole.All) != 1 {
+		t.Error("an expectation without per-predicate reach is not itself")
+	}
+	short := e
+	short.Reach.PredicateNamespaces = short.Reach.PredicateNamespaces[:2]
+	if err := short.Validate(); err == nil || !strings.Contains(err.Error(), "one per predicate") {
+		t.Errorf("2 entries for 3 predicates: %v", err)
+	}
+	// It travels in the event's JSON (the probe stream to fleet shards, recorded scenarios).
+	b2, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Expectation
+	if err := json.Unmarshal(b2, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(back.Reach.PredicateNamespaces, e.Reach.PredicateNamespaces, slices.Equal) {
+		t.Errorf("JSON round trip: %v, want %v", back.Reach.PredicateNamespaces, e.Reach.PredicateNamespaces)
 	}
 }

@@ -85,7 +85,7 @@ type Topology struct {
 	ServiceAccountsPerNamespace int        `yaml:"serviceAccountsPerNamespace" json:"serviceAccountsPerNamespace" doc:"Service accounts per namespace, shared by its services."`
 	VirtualServices             float64    `yaml:"virtualServices" json:"virtualServices" range:"0,1" doc:"Fraction (0..1) of services with a VirtualService (weighted split across versions, timeout)."`
 	DestinationRules            float64    `yaml:"destinationRules" json:"destinationRules" range:"0,1" doc:"Fraction (0..1) of services with a DestinationRule (subsets, load balancer, outlier detection)."`
-	SidecarScoping              bool       `yaml:"sidecarScoping" json:"sidecarScoping" doc:"Add an Istio Sidecar per namespace whose egress imports the namespace itself and sidecarImports others; events then reach only the importing namespaces."`
+	SidecarScoping              bool       `yaml:"sidecarScoping" json:"sidecarScoping" doc:"Add an Istio Sidecar per namespace whose egress imports the namespace itself and sidecarImports others; events then reach only the importing namespaces, and each client is held to the changed services it imports."`
 	SidecarImports              int        `yaml:"sidecarImports" json:"sidecarImports" doc:"Other namespaces each Sidecar imports (with sidecarScoping)."`
 	WorkloadEntries             bool       `yaml:"workloadEntries" json:"workloadEntries" doc:"Represent endpoints as one WorkloadEntry each (selected by the ServiceEntry) instead of inline ServiceEntry endpoints."`
 	Gateways                    Gateways   `yaml:"gateways" json:"gateways" doc:"Ingress Gateways and the VirtualServices bound to them, served to router clients (clients[].type: router)."`

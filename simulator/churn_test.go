@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,11 +79,64 @@ func checkEvents(t *testing.T, initial []model.Config, events []Event, scoped bo
 			for _, c := range ev.Upserts {
 				require.Contains(t, ev.Expectation.Reach.Namespaces, c.Namespace, "event %d reach", ev.ID)
 			}
+			checkPredicateReach(t, ev, importersOf(initial))
 		} else {
 			require.Empty(t, ev.Expectation.Reach.Namespaces)
 		}
 	}
 	return st
+}
+
+// importersOf reads the Sidecars: namespace → the namespaces whose Sidecar imports it.
+func importersOf(cfgs []model.Config) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range cfgs {
+		sc, ok := c.Spec.(*networking.Sidecar)
+		if !ok {
+			continue
+		}
+		for _, l := range sc.GetEgress() {
+			for _, h := range l.GetHosts() {
+				ns, _, _ := strings.Cut(h, "/")
+				if ns == "." {
+					ns = c.Namespace
+				}
+				out[ns] = append(out[ns], c.Namespace)
+			}
+		}
+	}
+	for k := range out {
+		slices.Sort(out[k])
+		out[k] = slices.Compact(out[k])
+	}
+	return out
+}
+
+// checkPredicateReach: under Sidecar scoping each predicate reaches exactly the sidecars that
+// import its service's namespace (through Reach.PredicateNamespaces, or the event's Namespaces
+// when every predicate's reach is the same).
+func checkPredicateReach(t *testing.T, ev Event, importers map[string][]string) {
+	t.Helper()
+	r := ev.Expectation.Reach
+	if r.PredicateNamespaces != nil {
+		require.Len(t, r.PredicateNamespaces, len(ev.Expectation.All), "event %d", ev.ID)
+	}
+	for i, p := range ev.Expectation.All {
+		host := p.Host
+		if p.Op != probe.RouteTo {
+			host = p.Resource[strings.LastIndexByte(p.Resource, '|')+1:]
+		}
+		labels := strings.Split(host, ".")
+		if len(labels) < 2 || !strings.HasSuffix(host, ".svc.cluster.local") {
+			continue // not a service of the mesh
+		}
+		got := r.Namespaces
+		if i < len(r.PredicateNamespaces) && len(r.PredicateNamespaces[i]) > 0 {
+			got = r.PredicateNamespaces[i]
+			require.Subset(t, r.Namespaces, got, "event %d predicate %d: its reach is within the event's", ev.ID, i)
+		}
+		require.Equal(t, importers[labels[1]], got, "event %d (%s) predicate %d %s: the sidecars that import %s", ev.ID, ev.Kind, i, p, labels[1])
+	}
 }
 
 func requireSameObjects(t *testing.T, want []model.Config, got store) {

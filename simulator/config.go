@@ -49,7 +49,8 @@ type Topology struct {
 	// a simple lb policy, outlier detection).
 	DestinationRules float64
 	// SidecarScoping adds a Sidecar "default" per namespace whose egress imports the namespace
-	// itself and SidecarImports others; events then reach only the importing namespaces.
+	// itself and SidecarImports others; events then reach only the importing namespaces, each
+	// predicate only the namespaces that import its service (probe.Reach.PredicateNamespaces).
 	SidecarScoping bool
 	// SidecarImports is how many other namespaces each Sidecar imports (default 2).
 	SidecarImports int

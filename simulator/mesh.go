@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/probe"
 )
 
 // ServiceLabel is the metadata label every object that belongs to a service carries (its
@@ -294,6 +296,53 @@ func (m *mesh) reach(nss ...string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// predicateReach gives each predicate the namespaces whose sidecars see its service, when
+// they are not all the event's (all): an event that changes services of several namespaces
+// (a zone failure) holds each Sidecar-scoped client only to the services it can see. A
+// predicate whose service is not known from its names is left to all. Nil when every
+// predicate's reach is all.
+func (m *mesh) predicateReach(ps []probe.Predicate, all []string) [][]string {
+	out := make([][]string, len(ps))
+	narrower := false
+	for i, p := range ps {
+		ns, ok := predicateNamespace(p)
+		if !ok {
+			continue
+		}
+		r := m.reach(ns)
+		if len(r) == 0 || slices.Equal(r, all) {
+			continue
+		}
+		out[i], narrower = r, true
+	}
+	if !narrower {
+		return nil
+	}
+	return out
+}
+
+// predicateNamespace is the namespace of the service a predicate is about, from the hostname in
+// its cluster name or route (NAME.NAMESPACE.svc.cluster.local).
+func predicateNamespace(p probe.Predicate) (string, bool) {
+	host := p.Host
+	if p.Op != probe.RouteTo {
+		parts := strings.Split(p.Resource, "|")
+		if len(parts) != 4 {
+			return "", false
+		}
+		host = parts[3]
+	}
+	name, rest, ok := strings.Cut(host, ".")
+	if !ok || name == "" {
+		return "", false
+	}
+	ns, suffix, ok := strings.Cut(rest, ".")
+	if !ok || ns == "" || suffix != "svc.cluster.local" {
+		return "", false
+	}
+	return ns, true
 }
 
 // --- rendering to Istio objects -------------------------------------------------------------

@@ -228,6 +228,7 @@ func (s *Simulator) finish(b *evb) Event {
 		ev.Expectation.All = capPredicates(b.counts, b.others, s.cfg.MaxPredicates)
 		if ns := s.m.reach(b.nss...); len(ns) > 0 {
 			ev.Expectation.Reach.Namespaces = ns
+			ev.Expectation.Reach.PredicateNamespaces = s.m.predicateReach(ev.Expectation.All, ns)
 		}
 		ev.Expectation.Reach.ProxyType = s.m.proxyTypeReach(ev.Expectation.All)
 	}
