@@ -148,7 +148,9 @@ func (m *sharedMemo[K, V]) get(k K, make func() V, p memoPolicy[V]) V {
 // A key is where each list starts in memory and its length (a resource alone would not do: one
 // resource is in many lists): the lists are immutable, and the key holds their arrays alive, so
 // it cannot come to name another list.
-type listDiffs struct{ memo sharedMemo[listKey, *listDiff] }
+type listDiffs struct {
+	memo sharedMemo[listKey, *listDiff]
+}
 
 type listKey struct {
 	old, cur   **cache.Resource
