@@ -300,6 +300,13 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	total := 0
+	for _, g := range cfg.Groups {
+		total += g.Count
+	}
+	if advice := fdAdvice(cfg.Segment.Size(total), false, openFileLimit()); advice != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), advice)
+	}
 	ctx := cmd.Context()
 	if f.MetricsAddr != "" {
 		stop, err := serveFleetMetrics(f.MetricsAddr, fleet, cmd.ErrOrStderr())

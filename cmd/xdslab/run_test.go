@@ -213,3 +213,25 @@ func TestResolveSink(t *testing.T) {
 		})
 	}
 }
+
+func TestFDAdvice(t *testing.T) {
+	tests := []struct {
+		clients   int
+		inProcess bool
+		limit     uint64
+		want      string // substring; "" for no advice
+	}{
+		{1000, true, 20000, ""},
+		{9800, false, 20000, ""},                           // the fleet alone fits
+		{9900, true, 20000, "need about 20056 open files"}, // both ends in one process do not
+		{10000, true, 20000, "ulimit -n 32768"},
+		{10000, true, 0, ""}, // unknown limit: no advice
+		{50000, false, 20000, "for the fleet,"},
+	}
+	for _, tt := range tests {
+		got := fdAdvice(tt.clients, tt.inProcess, tt.limit)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("fdAdvice(%d, %v, %d) = %q, want %q", tt.clients, tt.inProcess, tt.limit, got, tt.want)
+		}
+	}
+}
