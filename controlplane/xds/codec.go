@@ -17,29 +17,19 @@ import (
 // fields in any order, so the concatenation decodes as one DiscoveryResponse.
 type encodedResponse struct {
 	resources []*cache.Resource
-	// joined, when not nil, is the resources' framing end to end (joinedLists), shared by every
-	// stream that sends the same list.
-	joined []byte
-	tail   []byte
+	tail      []byte
 	// delta selects the DeltaDiscoveryResponse framing of the resources.
 	delta bool
 }
 
-func (r *encodedResponse) framed(res *cache.Resource) []byte { return framing(res, r.delta) }
-
-// framing is a resource's cached encoding as a resource of a DiscoveryResponse, or of a
-// DeltaDiscoveryResponse when delta.
-func framing(res *cache.Resource, delta bool) []byte {
-	if delta {
+func (r *encodedResponse) framed(res *cache.Resource) []byte {
+	if r.delta {
 		return res.DeltaFramed()
 	}
 	return res.Framed
 }
 
 func (r *encodedResponse) size() int {
-	if r.joined != nil {
-		return len(r.joined) + len(r.tail)
-	}
 	n := len(r.tail)
 	for _, res := range r.resources {
 		n += len(r.framed(res))
@@ -96,13 +86,10 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 	return r.buffers(), nil
 }
 
-// buffers returns the response's wire bytes as buffers: the shared joined framing, or each
-// resource's cached framing itself (never copied: a response waiting for a slow client's window
-// holds no bytes of its own), then the tail.
+// buffers returns the response's wire bytes as buffers: each resource's cached framing itself
+// (never copied: a response waiting for a slow client's window holds no bytes of its own), then
+// the tail.
 func (r *encodedResponse) buffers() mem.BufferSlice {
-	if r.joined != nil {
-		return mem.BufferSlice{mem.SliceBuffer(r.joined), mem.SliceBuffer(r.tail)}
-	}
 	out := make(mem.BufferSlice, 0, len(r.resources)+1)
 	for _, res := range r.resources {
 		out = append(out, mem.SliceBuffer(r.framed(res)))

@@ -66,6 +66,5 @@
 // ClusterLoadAssignment changes only with its service, endpoints and (subsets) configs
 // (Server.genOf), so a full push that names no DestinationRule diffs EDS only for the hosts it
 // names. A push compares the list a class of streams holds with the new one once per push
-// state, and a list sent to two streams is written as one buffer of its resources' framing end
-// to end (listdiff.go); both keep only what is asked for twice, never a stream's own list.
+// state (listdiff.go), keeping only pairs asked for twice, never a stream's own list.
 package xds

@@ -1,7 +1,6 @@
 package xds
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -25,7 +24,7 @@ func TestListDiffsShareOneComparisonPerPair(t *testing.T) {
 	cur := []*cache.Resource{a, b, c}
 	var l listDiffs
 	l.get(old, cur) // asked for once: remembered in the ring only
-	if len(l.memo.m) != 0 {
+	if len(l.m) != 0 {
 		t.Error("a pair asked for once is kept")
 	}
 	d1 := l.get(old, cur)
@@ -46,7 +45,7 @@ func TestListDiffsShareOneComparisonPerPair(t *testing.T) {
 	for i := range 100 {
 		l.get([]*cache.Resource{r(fmt.Sprint(i), "x")}, cur)
 	}
-	if n := len(l.memo.m); n != 2 {
+	if n := len(l.m); n != 2 {
 		t.Errorf("memo holds %d pairs after 100 asked for once, want the 2 asked for twice", n)
 	}
 	// Bounded: beyond maxListDiffs pairs the comparison is made but not kept.
@@ -57,7 +56,7 @@ func TestListDiffsShareOneComparisonPerPair(t *testing.T) {
 			t.Fatalf("pair %d: %d out, %d removed", i, len(d.out), len(d.removed))
 		}
 	}
-	if n := len(l.memo.m); n > maxListDiffs {
+	if n := len(l.m); n > maxListDiffs {
 		t.Errorf("memo holds %d pairs, bound %d", n, maxListDiffs)
 	}
 	// Safe for concurrent use (run with -race).
@@ -179,71 +178,5 @@ func TestDeltaWildcardClientHoldsCurrent(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestJoinedLists: a shared list is joined from its second send, short lists and lists sent once
-// never are, the join is the resources' framing end to end (SotW or Delta), and the memo stops
-// keeping joins at its byte bound.
-func TestJoinedLists(t *testing.T) {
-	list := make([]*cache.Resource, minJoined)
-	for i := range list {
-		list[i] = cache.NewResource(fmt.Sprintf("c%03d", i), gen.ClusterType, []byte(fmt.Sprintf("body %d", i)))
-	}
-	var j joinedLists
-	if b := j.get(list, false); b != nil {
-		t.Error("a list sent once is joined")
-	}
-	b := j.get(list, false)
-	var want []byte
-	for _, r := range list {
-		want = append(want, r.Framed...)
-	}
-	if !bytes.Equal(b, want) {
-		t.Fatalf("joined %d bytes, want the framing end to end (%d bytes)", len(b), len(want))
-	}
-	if again := j.get(list, false); &again[0] != &b[0] {
-		t.Error("the join is made again, not shared")
-	}
-	j.get(list, true)
-	var wantDelta []byte
-	for _, r := range list {
-		wantDelta = append(wantDelta, r.DeltaFramed()...)
-	}
-	if d := j.get(list, true); !bytes.Equal(d, wantDelta) {
-		t.Error("the Delta join is not the Delta framing end to end")
-	}
-	short := list[:minJoined-1]
-	j.get(short, false)
-	if j.get(short, false) != nil {
-		t.Error("a list shorter than minJoined is joined")
-	}
-	// Over the byte bound the join is made but not kept.
-	var full joinedLists
-	full.memo.spent = maxJoinedBytes
-	full.get(list, false)
-	if b1, b2 := full.get(list, false), full.get(list, false); b1 == nil || &b1[0] == &b2[0] {
-		t.Error("over the bound: want a join made per send, not kept")
-	}
-}
-
-// TestEncodedResponseJoined: a response written from the joined bytes is the response written
-// resource by resource.
-func TestEncodedResponseJoined(t *testing.T) {
-	list := make([]*cache.Resource, minJoined)
-	for i := range list {
-		list[i] = cache.NewResource(fmt.Sprintf("c%03d", i), gen.ClusterType, []byte(fmt.Sprintf("body %d", i)))
-	}
-	for _, delta := range []bool{false, true} {
-		r := response{typeURL: gen.ClusterType, version: "v1", nonce: "7", resources: list, removed: []string{"gone"}, delta: delta}
-		plain := r.encode()
-		r.joined = joinFramed(list, delta)
-		joined := r.encode()
-		if got, want := joined.buffers().Materialize(), plain.buffers().Materialize(); !bytes.Equal(got, want) {
-			t.Errorf("delta %v: joined response differs from the one written per resource", delta)
-		}
-		if joined.size() != plain.size() || len(joined.buffers()) != 2 {
-			t.Errorf("delta %v: size %d vs %d, %d buffers (want 2)", delta, joined.size(), plain.size(), len(joined.buffers()))
-		}
 	}
 }

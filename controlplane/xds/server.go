@@ -102,10 +102,8 @@ type pushState struct {
 	setsMu sync.Mutex
 	sets   map[setKey]*setAnswer
 
-	// diffs compares the lists streams hold with the current ones once per pair, and joins
-	// writes each shared list as one buffer (listdiff.go).
+	// diffs compares the lists streams hold with the current ones once per pair (listdiff.go).
 	diffs listDiffs
-	joins joinedLists
 }
 
 // endpointIP reports whether ip is the address of some endpoint (then a proxy with that IP has

@@ -84,7 +84,6 @@ type typeState struct {
 type response struct {
 	typeURL, version, nonce string
 	resources               []*cache.Resource
-	joined                  []byte   // the resources' framing end to end, when shared (joinedLists)
 	removed                 []string // Delta only
 	delta                   bool
 }
@@ -92,9 +91,9 @@ type response struct {
 // encode returns the response in wire form (see codec.go).
 func (r *response) encode() *encodedResponse {
 	if r.delta {
-		return &encodedResponse{resources: r.resources, joined: r.joined, tail: deltaTail(r.version, r.typeURL, r.nonce, r.removed), delta: true}
+		return &encodedResponse{resources: r.resources, tail: deltaTail(r.version, r.typeURL, r.nonce, r.removed), delta: true}
 	}
-	return &encodedResponse{resources: r.resources, joined: r.joined, tail: responseTail(r.version, r.typeURL, r.nonce)}
+	return &encodedResponse{resources: r.resources, tail: responseTail(r.version, r.typeURL, r.nonce)}
 }
 
 // noteKind is a measurement or log record a session asks its shell to make.
@@ -932,12 +931,8 @@ func withoutName(list []*cache.Resource, name string) []*cache.Resource {
 // shell finished writing it).
 func (s *session) send(ts *typeState, version string, res []*cache.Resource, removed []string, now time.Time) {
 	nonce := s.nextNonce()
-	var joined []byte
-	if st := s.src.current(); st != nil {
-		joined = st.joins.get(res, s.delta)
-	}
 	s.eff.out = append(s.eff.out, response{typeURL: ts.typeURL, version: version, nonce: nonce,
-		resources: res, joined: joined, removed: removed, delta: s.delta})
+		resources: res, removed: removed, delta: s.delta})
 	ts.nonce, ts.version, ts.sentAt = nonce, version, now
 	ts.sentResp++
 	s.flow.Sent(ts.typeURL, nonce, now)
