@@ -227,6 +227,7 @@ func TestDecode(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"type":"expect","expectation":{"id":1,"kind":"endpoint-flap","all":[{"op":"endpoint-present","resource":"c","address":"10.0.0.1","port":80}]}}`))
+	f.Add([]byte(`{"type":"expect","expectation":{"id":2,"kind":"zone-failure","all":[{"op":"cluster-present","resource":"a"},{"op":"cluster-present","resource":"b"}],"reach":{"namespaces":["x","y"],"predicateNamespaces":[["x"],null]}}}`))
 	f.Add([]byte(`{"type":"measure","at":"2026-01-01T00:00:00Z"}`))
 	f.Add([]byte(`{"type":"end"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -236,6 +237,15 @@ func FuzzDecode(f *testing.F) {
 		}
 		if m.Type == TypeExpect && m.Expectation.Validate() != nil {
 			t.Fatal("decoded an invalid expectation")
+		}
+		if m.Type == TypeExpect {
+			// A client's view of it (Reach.PredicateNamespaces applied) never panics and keeps
+			// only predicates of the event.
+			for _, ns := range []string{"x", "y", ""} {
+				if e, ok := m.Expectation.For(ns, "sidecar"); ok && len(e.All) > len(m.Expectation.All) {
+					t.Fatalf("For(%q) has %d predicates of %d", ns, len(e.All), len(m.Expectation.All))
+				}
+			}
 		}
 	})
 }
