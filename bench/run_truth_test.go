@@ -215,9 +215,12 @@ func TestRunMeasurementTruth(t *testing.T) {
 	for _, xds := range []string{"sotw", "delta", "grpc"} {
 		t.Run(xds, func(t *testing.T) {
 			// The p99 of ~30 observations is their maximum: one late scheduler wakeup of the
-			// transport on an idle VM (seen: 3-8 ms, on either side) puts it over 2 ms. A
+			// transport on an idle VM (seen: 3-8 ms, on either side) puts it over 2 ms, and a
+			// slow stretch of the shared machine has moved a whole run's median by 4 ms. A
 			// systematic error (a stamp after decoding, a false or late match) would fail every
-			// attempt; the p50, min and counts must hold in each. So p99 gets five attempts.
+			// attempt; the counts, the misses and "nothing seen before it is published" must
+			// hold in each. So the latency bounds (min, p50, p99 within 2 ms of D) get five
+			// attempts.
 			const attempts = 5
 			var dev, tol float64
 			for i := 1; i <= attempts; i++ {
@@ -225,15 +228,16 @@ func TestRunMeasurementTruth(t *testing.T) {
 				if dev <= tol {
 					return
 				}
-				t.Logf("attempt %d: p99 is D + %.3fms", i, 1e3*dev)
+				t.Logf("attempt %d: min, p50 or p99 is D + %.3fms", i, 1e3*dev)
 			}
-			require.LessOrEqual(t, dev, tol, "the p99 push latency is D within 2ms (in one of %d runs)", attempts)
+			require.LessOrEqual(t, dev, tol, "min, p50 and p99 push latency are D within 2ms (in one of %d runs)", attempts)
 		})
 	}
 }
 
 // testMeasurementTruth runs the scenario once with xds clients, checks everything but the
-// p99 bound, and returns the p99's distance from D and the tolerance.
+// latency bounds, and returns the largest distance of min, p50 and p99 from D, and the
+// tolerance.
 func testMeasurementTruth(t *testing.T, xds string) (float64, float64) {
 	const delay = 50 * time.Millisecond
 	sc := loadScenario(t, fmt.Sprintf(truthScenario, xds))
@@ -292,8 +296,6 @@ func testMeasurementTruth(t *testing.T, xds string) (float64, float64) {
 		tol = (250 * time.Millisecond).Seconds()
 		t.Logf("race detector on: tolerance widened to %v", time.Duration(tol*float64(time.Second)))
 	}
-	require.LessOrEqual(t, math.Abs(push.Values["p(50)"]-d), tol, "the median push latency is D within 2ms")
-	require.LessOrEqual(t, math.Abs(push.Values["min"]-d), tol)
 	require.Equal(t, 0.0, find(t, s, "xdslab_fleet_nacks_total", nil).Values["count"], "nothing is rejected")
 	// Convergence has one definition: per kind, and overall as their merge; the unpublished
 	// event is in it (censored), not dropped.
@@ -310,5 +312,6 @@ func testMeasurementTruth(t *testing.T, xds string) (float64, float64) {
 	_, ok := s.Results.Find(MetricPushCycles, nil)
 	require.False(t, ok)
 	require.True(t, strings.HasPrefix(s.Metadata.Labels["target"], "external"))
-	return math.Abs(push.Values["p(99)"] - d), tol
+	dev := max(math.Abs(push.Values["p(99)"]-d), math.Abs(push.Values["p(50)"]-d), math.Abs(push.Values["min"]-d))
+	return dev, tol
 }
