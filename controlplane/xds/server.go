@@ -488,17 +488,16 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	class := s.class(p, st, typeURL, wildcard)
 	build := func(names []string) ([]*cache.Resource, error) {
 		rs, err := g.Generate(p, st.snap, names)
-		ns, values := make([]string, 0, len(rs)), make([][]byte, 0, len(rs))
+		out := make([]*cache.Resource, 0, len(rs))
 		for _, r := range rs {
 			b, merr := gen.Marshal(r.Message)
 			if merr != nil {
 				err = errors.Join(err, fmt.Errorf("marshal %s %s: %w", typeURL, r.Name, merr))
 				continue
 			}
-			ns, values = append(ns, r.Name), append(values, b)
+			out = append(out, cache.NewResource(r.Name, typeURL, b))
 		}
-		// Framed end to end: a response carrying them in this order writes one buffer.
-		return cache.NewResources(typeURL, ns, values), err
+		return out, err
 	}
 	if wildcard {
 		g := st.fullGen
