@@ -300,11 +300,7 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	total := 0
-	for _, g := range cfg.Groups {
-		total += g.Count
-	}
-	if advice := fdAdvice(cfg.Segment.Size(total), false, openFileLimit()); advice != "" {
+	if advice := fdAdvice(fleet.Size(), false, openFileLimit()); advice != "" { // this shard's clients
 		fmt.Fprintln(cmd.ErrOrStderr(), advice)
 	}
 	ctx := cmd.Context()

@@ -804,13 +804,18 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 		clear(ts.sent)
 		return changed
 	}
+	ts.recordSent(out, removed)
+	return changed
+}
+
+// recordSent notes that the client now holds out and no longer holds removed.
+func (ts *typeState) recordSent(out []*cache.Resource, removed []string) {
 	for _, r := range out {
 		ts.sent[r.Name] = r.Hash
 	}
 	for _, n := range removed {
 		delete(ts.sent, n)
 	}
-	return changed
 }
 
 // respondHeldList is respond for a Delta wildcard subscription answered in full while the
@@ -828,12 +833,7 @@ func (s *session) respondHeldList(ts *typeState, st *pushState, res []*cache.Res
 	}
 	s.send(ts, st.snap.Version, d.out, d.removed, now)
 	ts.unanswered = false
-	for _, r := range d.out {
-		ts.sent[r.Name] = r.Hash
-	}
-	for _, n := range d.removed {
-		delete(ts.sent, n)
-	}
+	ts.recordSent(d.out, d.removed)
 	return changed
 }
 
