@@ -424,6 +424,7 @@ func (r *run) monitor(ctx context.Context) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	lastPrint := time.Now()
+	failSeen := map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -433,6 +434,9 @@ func (r *run) monitor(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			r.sample(now)
+			for _, l := range r.fleet.Progress().NewFailures(failSeen) {
+				r.log.Warn(l)
+			}
 			if r.opts.Progress != nil && now.Sub(lastPrint) >= r.opts.ProgressInterval {
 				lastPrint = now
 				r.printProgress(now)

@@ -3,6 +3,7 @@ package fakeenvoy
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -13,6 +14,9 @@ type Progress struct {
 	FullConfig        uint64
 	Responses, Nacks  uint64
 	ConnectFailures   uint64
+	// FailureText holds one error text per gRPC code that failed a connect (see
+	// FleetStats.ConnectFailureText); nil when none failed.
+	FailureText map[string]string
 	// ResponsesPerSec is the response rate since the previous Progress taken by the reporter.
 	ResponsesPerSec float64
 }
@@ -36,9 +40,32 @@ func (f *Fleet) Progress() Progress {
 		for _, n := range s.failures {
 			p.ConnectFailures += n
 		}
+		for code, text := range s.failText {
+			if p.FailureText == nil {
+				p.FailureText = map[string]string{}
+			}
+			if _, ok := p.FailureText[code.String()]; !ok {
+				p.FailureText[code.String()] = text
+			}
+		}
 		s.mu.Unlock()
 	}
 	return p
+}
+
+// NewFailures returns a line for each code in p.FailureText not yet in seen, sorted, and
+// adds those codes to seen: a live reporter prints what the first failure of each kind said
+// (a refused connection, a handshake timeout, admission control) once.
+func (p Progress) NewFailures(seen map[string]bool) []string {
+	var out []string
+	for code, text := range p.FailureText {
+		if !seen[code] {
+			seen[code] = true
+			out = append(out, fmt.Sprintf("first connect failure with code %s: %s", code, text))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // report writes progress every interval and samples the connected gauge once the ramp is done.
@@ -47,6 +74,7 @@ func (f *Fleet) report(ctx context.Context) {
 	t := f.clock.NewTimer(f.cfg.ProgressInterval)
 	defer t.Stop()
 	last, lastAt := uint64(0), f.clock.Now()
+	seen := map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -64,10 +92,18 @@ func (f *Fleet) report(ctx context.Context) {
 		last, lastAt = p.Responses, now
 		f.gauge.sample(p.Connected, f.rampDone.Load())
 		if f.cfg.Progress != nil {
+			stamp := now.UTC().Format(time.TimeOnly)
+			for _, l := range p.NewFailures(seen) {
+				if f.cfg.ProgressTTY {
+					fmt.Fprintf(f.cfg.Progress, "\r\x1b[K%s fleet: %s\n", stamp, l)
+				} else {
+					fmt.Fprintf(f.cfg.Progress, "%s fleet: %s\n", stamp, l)
+				}
+			}
 			if f.cfg.ProgressTTY {
 				fmt.Fprintf(f.cfg.Progress, "\r\x1b[K%s", p)
 			} else {
-				fmt.Fprintf(f.cfg.Progress, "%s %s\n", now.UTC().Format(time.TimeOnly), p)
+				fmt.Fprintf(f.cfg.Progress, "%s %s\n", stamp, p)
 			}
 		}
 		t.Reset(f.cfg.ProgressInterval)

@@ -107,6 +107,7 @@ type obsShard struct {
 	clients     map[int]*obsClient
 	types       map[string]*TypeStats // by type URL
 	failures    map[codes.Code]uint64
+	failText    map[codes.Code]string // the first failure's error text, by code
 	connects    uint64
 	disconnects uint64
 	acks        uint64
@@ -145,6 +146,7 @@ func NewObserver(cfg ObserverConfig) *Observer {
 		s.clients = make(map[int]*obsClient)
 		s.types = make(map[string]*TypeStats)
 		s.failures = make(map[codes.Code]uint64)
+		s.failText = make(map[codes.Code]string)
 		s.ttfc = NewLatencyHistogram()
 		s.ackDelay = NewLatencyHistogram()
 	}
@@ -243,6 +245,9 @@ func (o *Observer) connectFailed1(index int, err error) {
 	s.mu.Lock()
 	s.client(index)
 	s.failures[code]++
+	if _, ok := s.failText[code]; !ok && err != nil {
+		s.failText[code] = err.Error()
+	}
 	s.mu.Unlock()
 }
 
@@ -397,7 +402,10 @@ type FleetStats struct {
 	Disconnects  uint64
 	// ConnectFailures counts failed connects and stream opens by gRPC code name.
 	ConnectFailures map[string]uint64
-	AcksSent        uint64 // ACKs and NACKs written
+	// ConnectFailureText holds, by code name, the error text of one failure with that code
+	// (the first one its observer shard saw), to tell a refused connection from a timeout.
+	ConnectFailureText map[string]string
+	AcksSent           uint64 // ACKs and NACKs written
 	// FullConfig counts clients that reached their first full config.
 	FullConfig uint64
 	// Types is keyed by TypeName (CDS, EDS, ...); Total sums them.
@@ -432,10 +440,11 @@ func (s FleetStats) ConnectFailuresTotal() uint64 {
 // running; the view is consistent per shard.
 func (o *Observer) Stats() FleetStats {
 	st := FleetStats{
-		ConnectFailures:   map[string]uint64{},
-		Types:             map[string]TypeStats{},
-		TimeToFirstConfig: NewLatencyHistogram(),
-		AckDelay:          NewLatencyHistogram(),
+		ConnectFailures:    map[string]uint64{},
+		ConnectFailureText: map[string]string{},
+		Types:              map[string]TypeStats{},
+		TimeToFirstConfig:  NewLatencyHistogram(),
+		AckDelay:           NewLatencyHistogram(),
 	}
 	for i := range o.shards {
 		s := &o.shards[i]
@@ -447,6 +456,11 @@ func (o *Observer) Stats() FleetStats {
 		st.FullConfig += s.firstConfig
 		for code, n := range s.failures {
 			st.ConnectFailures[code.String()] += n
+		}
+		for code, text := range s.failText {
+			if _, ok := st.ConnectFailureText[code.String()]; !ok {
+				st.ConnectFailureText[code.String()] = text
+			}
 		}
 		for url, t := range s.types {
 			name := TypeName(url)

@@ -3,6 +3,8 @@ package fakeenvoy
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 
@@ -52,6 +54,22 @@ func TestObserverCounts(t *testing.T) {
 	}
 	if got := s.ConnectFailures; got["ResourceExhausted"] != 2 || got["Unknown"] != 1 || s.ConnectFailuresTotal() != 3 {
 		t.Errorf("connect failures = %v", got)
+	}
+	wantText := map[string]string{"ResourceExhausted": "rpc error: code = ResourceExhausted desc = too many streams", "Unknown": "dial: refused"}
+	if !maps.Equal(s.ConnectFailureText, wantText) {
+		t.Errorf("connect failure texts = %q, want %q", s.ConnectFailureText, wantText)
+	}
+	seen := map[string]bool{}
+	p := Progress{FailureText: s.ConnectFailureText}
+	wantLines := []string{
+		"first connect failure with code ResourceExhausted: rpc error: code = ResourceExhausted desc = too many streams",
+		"first connect failure with code Unknown: dial: refused",
+	}
+	if got := p.NewFailures(seen); !slices.Equal(got, wantLines) {
+		t.Errorf("NewFailures = %q, want %q", got, wantLines)
+	}
+	if got := p.NewFailures(seen); len(got) != 0 {
+		t.Errorf("NewFailures repeated %q; each code is reported once", got)
 	}
 	if s.FullConfig != 1 || s.TimeToFirstConfig.TotalCount() != 1 || !s.TimeToFirstConfig.ValuesAreEquivalent(s.TimeToFirstConfig.Max(), 100000) {
 		t.Errorf("time to first config: count %d max %dµs, want 1 and 100000µs (start at 0, full at 100ms)",
