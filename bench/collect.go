@@ -128,6 +128,15 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 		add(summary.NewGauge(MetricCPUSeconds, summary.Time, u.processCPU.Seconds(), 0, u.processCPU.Seconds(), map[string]string{"side": "process"}))
 		add(summary.NewGauge(MetricPeakRSS, summary.Data, float64(u.peakRSS), 0, float64(u.peakRSS), map[string]string{"side": "process"}))
 	}
+	if u.bySide != nil {
+		// Both sides are always reported: a side the 100 Hz profile caught no sample of (in a
+		// short run on a loaded machine) is reported as 0, a figure, not a missing metric.
+		for _, side := range []string{sideControlPlane, sideHarness} {
+			if _, ok := u.bySide[side]; !ok {
+				u.bySide[side] = 0
+			}
+		}
+	}
 	for side, d := range u.bySide {
 		add(summary.NewGauge(MetricCPUSeconds, summary.Time, d.Seconds(), 0, d.Seconds(), map[string]string{"side": side}))
 	}

@@ -193,8 +193,13 @@ func TestRunInProcess(t *testing.T) {
 	// The CPU profile splits the process between the two sides.
 	cp := find(t, s, MetricCPUSeconds, map[string]string{"side": sideControlPlane}).Values["value"]
 	h := find(t, s, MetricCPUSeconds, map[string]string{"side": sideHarness}).Values["value"]
-	require.Greater(t, cp, 0.0)
-	require.Greater(t, h, 0.0)
+	// A 3 s run of 10 clients costs each side a few profile samples (10 ms each); on a
+	// loaded machine one side may get none, so only the sum must be seen, and the split
+	// cannot exceed the process's CPU.
+	require.Greater(t, cp+h, 0.0)
+	require.GreaterOrEqual(t, cp, 0.0)
+	require.GreaterOrEqual(t, h, 0.0)
+	require.LessOrEqual(t, cp+h, find(t, s, MetricCPUSeconds, map[string]string{"side": "process"}).Values["value"]+0.05)
 	require.Contains(t, progress.String(), "measure")
 	require.Equal(t, "in-process", s.Metadata.Labels["target"])
 }
