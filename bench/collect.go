@@ -60,6 +60,9 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 			add(c)
 		}
 	}
+	if note := connectFailureNote(r.fleet.Observer().Stats()); note != "" {
+		r.notes["connect failures"] = note
+	}
 	full := r.fleet.Progress().FullConfig
 	add(summary.NewGauge(MetricConnectIncomplete, summary.Default, float64(uint64(r.fleet.Size())-min(full, uint64(r.fleet.Size()))), 0, float64(r.fleet.Size()), nil))
 

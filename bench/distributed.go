@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,6 +208,10 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	phase("drain", t)
 	fleet.Stop()
 	ended := time.Now()
+	if note := connectFailureNote(fleet.Observer().Stats()); note != "" {
+		say("connect failures: %s", note)
+		notes["connect failures"] = note
+	}
 
 	metrics, err := fleet.Metrics(ended.Sub(began))
 	if err != nil {
@@ -502,4 +509,15 @@ func RunPublished(ctx context.Context, sc *scenarios.Scenario, opts PublishOptio
 		return nil, fmt.Errorf("simulator summary: %w", err)
 	}
 	return s, nil
+}
+
+// connectFailureNote says how many connects failed with each gRPC code and what one of each
+// said ("" when none failed): admission control (ResourceExhausted) reads differently from a
+// refused or timed-out dial (Unavailable).
+func connectFailureNote(st fakeenvoy.FleetStats) string {
+	var parts []string
+	for _, code := range slices.Sorted(maps.Keys(st.ConnectFailures)) {
+		parts = append(parts, fmt.Sprintf("%d %s (one said: %s)", st.ConnectFailures[code], code, st.ConnectFailureText[code]))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -345,3 +345,20 @@ func BenchmarkMerge(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/merge")
 }
+
+func TestConnectFailureNote(t *testing.T) {
+	for _, tc := range []struct {
+		st   fakeenvoy.FleetStats
+		want string
+	}{
+		{fakeenvoy.FleetStats{}, ""},
+		{fakeenvoy.FleetStats{
+			ConnectFailures:    map[string]uint64{"Unavailable": 3, "ResourceExhausted": 40},
+			ConnectFailureText: map[string]string{"Unavailable": "dial: refused", "ResourceExhausted": "admission"},
+		}, "40 ResourceExhausted (one said: admission); 3 Unavailable (one said: dial: refused)"},
+	} {
+		if got := connectFailureNote(tc.st); got != tc.want {
+			t.Errorf("connectFailureNote = %q, want %q", got, tc.want)
+		}
+	}
+}
