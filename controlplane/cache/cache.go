@@ -23,6 +23,11 @@ type Resource struct {
 
 	deltaOnce   sync.Once
 	deltaFramed []byte
+
+	// batch is the array the resources of one NewResources call are framed into, end to end;
+	// Framed is batch[off:off+len(Framed)]. Nil for a resource framed alone.
+	batch []byte
+	off   int
 }
 
 // Version is the resource's Delta xDS version: its hash in hex.
@@ -61,17 +66,83 @@ func (r *Resource) anyBytes() []byte {
 
 // NewResource frames value (the marshalled resource of typeURL) for a DiscoveryResponse.
 func NewResource(name, typeURL string, value []byte) *Resource {
+	b := appendFramed(make([]byte, 0, framedLen(typeURL, len(value))), typeURL, value)
+	return &Resource{Name: name, Framed: b, Size: len(value), Hash: hashValue(value)}
+}
+
+// NewResources frames a batch of resources of typeURL (names[i] with values[i]), as NewResource
+// does, end to end in one array: the resources of a batch that a response carries in their
+// batch order are written as one buffer (FramedRuns), not one per resource. The array lives as
+// long as any of them does.
+func NewResources(typeURL string, names []string, values [][]byte) []*Resource {
+	total := 0
+	for _, v := range values {
+		total += framedLen(typeURL, len(v))
+	}
+	batch := make([]byte, 0, total)
+	out := make([]*Resource, len(values))
+	for i, v := range values {
+		off := len(batch)
+		batch = appendFramed(batch, typeURL, v)
+		out[i] = &Resource{Name: names[i], Framed: batch[off:len(batch):len(batch)], Size: len(v), Hash: hashValue(v), off: off}
+	}
+	if len(batch) != total || cap(batch) != total { // never: framedLen is exact; but never share a moved array
+		for i, v := range values {
+			out[i] = NewResource(names[i], typeURL, v)
+		}
+		return out
+	}
+	for _, r := range out {
+		r.batch = batch
+	}
+	return out
+}
+
+// FramedRuns calls yield with the framing of rs in order, one call per run of resources framed
+// next to each other in one batch (NewResources), so their bytes go out as one buffer.
+func FramedRuns(rs []*Resource, yield func([]byte)) {
+	for i := 0; i < len(rs); {
+		r := rs[i]
+		if r.batch == nil {
+			yield(r.Framed)
+			i++
+			continue
+		}
+		start, end := r.off, r.off+len(r.Framed)
+		j := i + 1
+		for ; j < len(rs); j++ {
+			n := rs[j]
+			if n.batch == nil || &n.batch[0] != &r.batch[0] || n.off != end {
+				break
+			}
+			end += len(n.Framed)
+		}
+		yield(r.batch[start:end:end])
+		i = j
+	}
+}
+
+// framedLen is the length of a resource of typeURL with a value of n bytes, framed.
+func framedLen(typeURL string, n int) int {
+	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(n)
+	return protowire.SizeTag(2) + protowire.SizeBytes(anyLen)
+}
+
+func appendFramed(b []byte, typeURL string, value []byte) []byte {
 	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(len(value))
-	b := make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(anyLen))
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(anyLen))
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
 	b = protowire.AppendString(b, typeURL)
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendBytes(b, value)
-	h := fnv.New64a() // a fixed function, so Delta versions survive a control-plane restart
+	return protowire.AppendBytes(b, value)
+}
+
+// hashValue is a fixed function of the bytes, so Delta versions survive a control-plane restart.
+func hashValue(value []byte) uint64 {
+	h := fnv.New64a()
 	_, _ = h.Write(value)
-	return &Resource{Name: name, Framed: b, Size: len(value), Hash: h.Sum64()}
+	return h.Sum64()
 }
 
 // Key names a cache entry.

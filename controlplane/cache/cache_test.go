@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"errors"
 	"runtime"
 	"sync"
@@ -213,5 +214,52 @@ func TestCountHits(t *testing.T) {
 	cnt.mu.Unlock()
 	if got != 3 {
 		t.Errorf("counted %d hits, want 3", got)
+	}
+}
+
+// TestNewResourcesBatch: a batch frames each resource exactly as NewResource does, and
+// FramedRuns writes runs of batch neighbours as one buffer, never joining what is not adjacent.
+func TestNewResourcesBatch(t *testing.T) {
+	const typeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	names := []string{"a", "b", "c", "d"}
+	values := [][]byte{[]byte("1"), bytes.Repeat([]byte("x"), 300), {}, []byte("4444")}
+	batch := NewResources(typeURL, names, values)
+	other := NewResources(typeURL, []string{"e", "f"}, [][]byte{[]byte("5"), []byte("6")})
+	alone := NewResource("g", typeURL, []byte("7"))
+	for i, r := range batch {
+		want := NewResource(names[i], typeURL, values[i])
+		if r.Name != want.Name || !bytes.Equal(r.Framed, want.Framed) || r.Hash != want.Hash || r.Size != want.Size {
+			t.Fatalf("%s: batch framing differs from NewResource's", r.Name)
+		}
+		if cap(r.Framed) != len(r.Framed) {
+			t.Fatalf("%s: Framed may be appended to over its neighbour", r.Name)
+		}
+	}
+	a, b, c, d := batch[0], batch[1], batch[2], batch[3]
+	e, f := other[0], other[1]
+	for _, tc := range []struct {
+		name string
+		list []*Resource
+		runs int
+	}{
+		{"the batch in order", batch, 1},
+		{"a contiguous part", []*Resource{b, c, d}, 1},
+		{"a gap", []*Resource{a, c, d}, 2},
+		{"reordered", []*Resource{b, a}, 2},
+		{"repeated", []*Resource{a, a}, 2},
+		{"two batches", []*Resource{a, b, e, f}, 2},
+		{"framed alone in between", []*Resource{a, alone, b, c}, 3},
+		{"empty", nil, 0},
+	} {
+		var got []byte
+		runs := 0
+		FramedRuns(tc.list, func(p []byte) { got = append(got, p...); runs++ })
+		var want []byte
+		for _, r := range tc.list {
+			want = append(want, r.Framed...)
+		}
+		if !bytes.Equal(got, want) || runs != tc.runs {
+			t.Errorf("%s: %d runs (want %d), bytes equal %v", tc.name, runs, tc.runs, bytes.Equal(got, want))
+		}
 	}
 }

@@ -86,14 +86,21 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 	return r.buffers(), nil
 }
 
-// buffers returns the response's wire bytes as buffers: each resource's cached framing itself
-// (never copied: a response waiting for a slow client's window holds no bytes of its own), then
-// the tail.
+// buffers returns the response's wire bytes as buffers: the resources' cached framing itself
+// (never copied: a response waiting for a slow client's window holds no bytes of its own), one
+// buffer per run of resources generated together, then the tail.
 func (r *encodedResponse) buffers() mem.BufferSlice {
-	out := make(mem.BufferSlice, 0, len(r.resources)+1)
-	for _, res := range r.resources {
-		out = append(out, mem.SliceBuffer(r.framed(res)))
+	if r.delta {
+		out := make(mem.BufferSlice, 0, len(r.resources)+1)
+		for _, res := range r.resources {
+			out = append(out, mem.SliceBuffer(r.framed(res)))
+		}
+		return append(out, mem.SliceBuffer(r.tail))
 	}
+	// Resources generated together are framed next to each other: one buffer per run (gRPC
+	// gathers a 16 KiB frame from at most 64 buffers before it allocates).
+	var out mem.BufferSlice
+	cache.FramedRuns(r.resources, func(b []byte) { out = append(out, mem.SliceBuffer(b)) })
 	return append(out, mem.SliceBuffer(r.tail))
 }
 

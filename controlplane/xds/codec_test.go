@@ -2,6 +2,7 @@ package xds
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -45,6 +46,38 @@ func TestEncodedResponseBuffers(t *testing.T) {
 			var m discoveryv3.DiscoveryResponse
 			if err := proto.Unmarshal(b, &m); err != nil || len(m.Resources) != len(res) || m.VersionInfo != "7" {
 				t.Errorf("sotw decode: %v, %d resources", err, len(m.Resources))
+			}
+		}
+	}
+}
+
+// TestEncodedResponseBatchRuns: resources generated together go out as one buffer per run of
+// batch neighbours, and the response's bytes are those of its resources framed one by one.
+func TestEncodedResponseBatchRuns(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	values := [][]byte{[]byte("1"), []byte("22"), []byte("333")}
+	batch := cache.NewResources(gen.ClusterType, names, values)
+	alone := cache.NewResource("z", gen.ClusterType, []byte("9"))
+	for _, tc := range []struct {
+		list []*cache.Resource
+		bufs int // with the tail
+	}{{batch, 2}, {[]*cache.Resource{batch[0], batch[2]}, 3}, {append(slices.Clone(batch), alone), 3}} {
+		for _, delta := range []bool{false, true} {
+			r := response{typeURL: gen.ClusterType, version: "v", nonce: "1", resources: tc.list, delta: delta}
+			enc := r.encode()
+			want := []byte{}
+			for _, res := range tc.list {
+				want = append(want, enc.framed(res)...)
+			}
+			want = append(want, enc.tail...)
+			if got := enc.buffers().Materialize(); !bytes.Equal(got, want) {
+				t.Errorf("delta %v, %d resources: bytes differ from the resources framed one by one", delta, len(tc.list))
+			}
+			if n := len(enc.buffers()); !delta && n != tc.bufs {
+				t.Errorf("%d resources: %d buffers, want %d", len(tc.list), n, tc.bufs)
+			}
+			if enc.size() != len(want) {
+				t.Errorf("size %d, want %d", enc.size(), len(want))
 			}
 		}
 	}

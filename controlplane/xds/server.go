@@ -488,16 +488,17 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	class := s.class(p, st, typeURL, wildcard)
 	build := func(names []string) ([]*cache.Resource, error) {
 		rs, err := g.Generate(p, st.snap, names)
-		out := make([]*cache.Resource, 0, len(rs))
+		ns, values := make([]string, 0, len(rs)), make([][]byte, 0, len(rs))
 		for _, r := range rs {
 			b, merr := gen.Marshal(r.Message)
 			if merr != nil {
 				err = errors.Join(err, fmt.Errorf("marshal %s %s: %w", typeURL, r.Name, merr))
 				continue
 			}
-			out = append(out, cache.NewResource(r.Name, typeURL, b))
+			ns, values = append(ns, r.Name), append(values, b)
 		}
-		return out, err
+		// Framed end to end: a response carrying them in this order writes one buffer.
+		return cache.NewResources(typeURL, ns, values), err
 	}
 	if wildcard {
 		g := st.fullGen
