@@ -417,8 +417,9 @@ func (f *Fleet) ramp(ctx context.Context) {
 		}
 	}()
 	for _, fc := range f.clients {
+		due := f.began // without a ramp every client is due at once
 		if f.cfg.Ramp > 0 {
-			due := f.began.Add(time.Duration(float64(fc.c.Index()) / f.cfg.Ramp * float64(time.Second)))
+			due = f.began.Add(time.Duration(float64(fc.c.Index()) / f.cfg.Ramp * float64(time.Second)))
 			if d := due.Sub(f.clock.Now()); d > 0 {
 				if timer == nil {
 					timer = f.clock.NewTimer(d)
@@ -435,7 +436,7 @@ func (f *Fleet) ramp(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		f.obs.Started(fc.c.Index(), f.clock.Now())
+		f.obs.Started(fc.c.Index(), due, f.clock.Now())
 		f.match.TrackNamed(fc.c.Index(), fc.group, fc.ns, fc.c.NamedOnly())
 		f.wg.Add(1)
 		go pprof.Do(ctx, fleetLabels, func(ctx context.Context) { f.runClient(ctx, fc) })

@@ -31,6 +31,7 @@ const (
 	MetricConnectFailures   = "xdslab_fleet_connect_failures_total"
 	MetricTimeToFirstConfig = "xdslab_fleet_time_to_first_config_seconds"
 	MetricAckDelay          = "xdslab_fleet_ack_delay_seconds"
+	MetricStartLateness     = "xdslab_fleet_start_lateness_seconds"
 	MetricPushLatency       = "xdslab_push_latency_seconds"
 	MetricPushAckLatency    = "xdslab_push_ack_latency_seconds"
 	MetricPushRecvLatency   = "xdslab_push_received_latency_seconds"
@@ -132,7 +133,11 @@ func trends(st FleetStats) ([]summary.Metric, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []summary.Metric{ttfc, ack}, nil
+	late, err := summary.NewTrend(MetricStartLateness, summary.Time, st.StartLateness, metricScaleMicroseconds, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []summary.Metric{ttfc, ack, late}, nil
 }
 
 // MatchMetrics turns probe results into summary metrics: push (in effect), received and ACK
@@ -238,7 +243,8 @@ var (
 	descFullConfig  = prometheus.NewDesc(MetricFullConfigClients, "Clients that reached their first full config.", nil, nil)
 	descConnects    = prometheus.NewDesc(MetricConnects, "ADS streams established.", nil, nil)
 	descConnFail    = prometheus.NewDesc(MetricConnectFailures, "Failed connects and stream opens, by gRPC code.", []string{"code"}, nil)
-	descTTFC        = prometheus.NewDesc(MetricTimeToFirstConfig, "Client start to first full config.", nil, nil)
+	descTTFC        = prometheus.NewDesc(MetricTimeToFirstConfig, "Client's scheduled start (its slot in the ramp) to first full config.", nil, nil)
+	descStartLate   = prometheus.NewDesc(MetricStartLateness, "Client's scheduled start to the fleet starting it: the harness's lag, inside time to first config.", nil, nil)
 	descAckDelay    = prometheus.NewDesc(MetricAckDelay, "Response received to ACK/NACK written.", nil, nil)
 	descPush        = prometheus.NewDesc(MetricPushLatency, "Probe t0 to the change in effect at the client (received, and warmed when it is a cluster or listener), per client.", []string{"kind"}, nil)
 	descPushAck     = prometheus.NewDesc(MetricPushAckLatency, "Probe t0 to the ACK of that response, per client.", []string{"kind"}, nil)
@@ -257,7 +263,7 @@ var (
 
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnected, descClients, descFullConfig, descConnects, descConnFail,
-		descTTFC, descAckDelay, descPush, descPushAck, descConvergence, descObserved, descSuperseded, descOutstanding} {
+		descTTFC, descStartLate, descAckDelay, descPush, descPushAck, descConvergence, descObserved, descSuperseded, descOutstanding} {
 		ch <- d
 	}
 	for _, d := range descTypes {
@@ -281,6 +287,7 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- promHistogram(descTTFC, st.TimeToFirstConfig)
+	ch <- promHistogram(descStartLate, st.StartLateness)
 	ch <- promHistogram(descAckDelay, st.AckDelay)
 	if f.match.logLen.Load() == 0 {
 		return

@@ -461,4 +461,14 @@ func TestFleetRampPacing(t *testing.T) {
 			t.Fatalf("after advancing to %s: %d clients started, want %d", clock.Now().Sub(f.Began()), got, step.launched)
 		}
 	}
+	// Clients 2 and 3 (due at 200 and 300ms) started at 350ms, client 4 (due at 400ms) at
+	// 1350ms: their lateness is counted, and their time to first config would count from 200,
+	// 300 and 400ms.
+	late := f.Observer().Stats().StartLateness
+	if late.TotalCount() != 5 || !late.ValuesAreEquivalent(late.Max(), 950000) || late.Min() > 1 {
+		t.Errorf("start lateness: %d clients, min %dµs, max %dµs; want 5, ~0 and 950000µs", late.TotalCount(), late.Min(), late.Max())
+	}
+	if got := late.ValueAtQuantile(70); !late.ValuesAreEquivalent(got, 150000) {
+		t.Errorf("start lateness p70 %dµs, want 150000µs (client 2)", got)
+	}
 }

@@ -112,7 +112,8 @@ type obsShard struct {
 	disconnects uint64
 	acks        uint64
 	firstConfig uint64
-	ttfc        *hdr.Histogram // client start → first full config, µs
+	ttfc        *hdr.Histogram // client's scheduled start → first full config, µs
+	startLate   *hdr.Histogram // scheduled start → the fleet started the client, µs
 	ackDelay    *hdr.Histogram // response receive → ACK/NACK written, µs
 	_           [64]byte       // keep shards' locks on separate cache lines
 }
@@ -148,6 +149,7 @@ func NewObserver(cfg ObserverConfig) *Observer {
 		s.failures = make(map[codes.Code]uint64)
 		s.failText = make(map[codes.Code]string)
 		s.ttfc = NewLatencyHistogram()
+		s.startLate = NewLatencyHistogram()
 		s.ackDelay = NewLatencyHistogram()
 	}
 	return o
@@ -179,14 +181,17 @@ func (s *obsShard) typ(typeURL string) *TypeStats {
 	return t
 }
 
-// Started records when the fleet started client index: time to first full config counts from
-// here (from the client's first Connected when Started was never called).
-func (o *Observer) Started(index int, at time.Time) {
+// Started records that the fleet started client index at at, due at due (its slot in the
+// ramp). Time to first full config counts from due, so a ramp that fell behind (a loaded
+// harness) shows in it instead of hiding (no coordinated omission); at − due is recorded as the
+// start lateness. A client Started never counts from its first Connected.
+func (o *Observer) Started(index int, due, at time.Time) {
 	s := o.shard(index)
 	s.mu.Lock()
 	c := s.client(index)
 	if c.started.IsZero() {
-		c.started = at
+		c.started = due
+		recordDuration(s.startLate, max(0, at.Sub(due)))
 	}
 	s.mu.Unlock()
 }
@@ -411,10 +416,13 @@ type FleetStats struct {
 	// Types is keyed by TypeName (CDS, EDS, ...); Total sums them.
 	Types map[string]TypeStats
 	Total TypeStats
-	// TimeToFirstConfig (client start → first full config) and AckDelay (response received →
+	// TimeToFirstConfig (client's scheduled start → first full config) and AckDelay (response received →
 	// ACK/NACK written) in µs.
 	TimeToFirstConfig *hdr.Histogram
-	AckDelay          *hdr.Histogram
+	// StartLateness is, per client, how late the fleet started it after its scheduled start
+	// (µs): the harness's own lag, already inside TimeToFirstConfig.
+	StartLateness *hdr.Histogram
+	AckDelay      *hdr.Histogram
 }
 
 // TypeNames lists the types in Types, sorted.
@@ -444,6 +452,7 @@ func (o *Observer) Stats() FleetStats {
 		ConnectFailureText: map[string]string{},
 		Types:              map[string]TypeStats{},
 		TimeToFirstConfig:  NewLatencyHistogram(),
+		StartLateness:      NewLatencyHistogram(),
 		AckDelay:           NewLatencyHistogram(),
 	}
 	for i := range o.shards {
@@ -470,6 +479,7 @@ func (o *Observer) Stats() FleetStats {
 			st.Total.add(*t)
 		}
 		st.TimeToFirstConfig.Merge(s.ttfc)
+		st.StartLateness.Merge(s.startLate)
 		st.AckDelay.Merge(s.ackDelay)
 		s.mu.Unlock()
 	}

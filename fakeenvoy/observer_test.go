@@ -17,8 +17,8 @@ import (
 func TestObserverCounts(t *testing.T) {
 	o := NewObserver(ObserverConfig{Shards: 3})
 	cds, eds := resource.ClusterType, resource.EndpointType
-	o.Started(0, at(0))
-	o.Started(1, at(0))
+	o.Started(0, at(0), at(0))
+	o.Started(1, at(0), at(0))
 	o.connected1(0, at(10))
 	o.connected1(1, at(20))
 	o.response1(0, ResponseInfo{TypeURL: cds, Version: "1", Bytes: 100, Resources: 2, Changed: 2, Recv: at(30)})
@@ -192,5 +192,35 @@ func TestPromHistogramFromHDR(t *testing.T) {
 	}
 	if sum := m.GetHistogram().GetSampleSum(); sum < 70.004 || sum > 70.004*1.001 {
 		t.Errorf("sum = %g s, want 70.0044 within HDR precision", sum)
+	}
+}
+
+// TestObserverTimeToFirstConfigFromSchedule: time to first config counts from the client's
+// scheduled start, so a fleet that started it late (a loaded harness) cannot hide the lag;
+// the lag itself is the start lateness.
+func TestObserverTimeToFirstConfigFromSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		due, at, full   int // ms
+		wantTTFC, wantL int64
+	}{
+		{"on time", 0, 0, 100, 100000, 1}, // 0 is recorded as the histograms' lowest, 1µs
+		{"started 400ms late", 0, 400, 500, 500000, 400000},
+		{"started early (a clock step)", 100, 50, 300, 200000, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewObserver(ObserverConfig{Shards: 2})
+			o.Started(7, at(tc.due), at(tc.at))
+			o.Started(7, at(tc.due+1000), at(tc.at+1000)) // a second start (churn) keeps the first
+			o.connected1(7, at(tc.at+10))
+			o.firstFullConfig1(7, at(tc.full))
+			s := o.Stats()
+			if s.TimeToFirstConfig.TotalCount() != 1 || !s.TimeToFirstConfig.ValuesAreEquivalent(s.TimeToFirstConfig.Max(), tc.wantTTFC) {
+				t.Errorf("time to first config %dµs (count %d), want %dµs", s.TimeToFirstConfig.Max(), s.TimeToFirstConfig.TotalCount(), tc.wantTTFC)
+			}
+			if s.StartLateness.TotalCount() != 1 || !s.StartLateness.ValuesAreEquivalent(s.StartLateness.Max(), tc.wantL) {
+				t.Errorf("start lateness %dµs (count %d), want %dµs", s.StartLateness.Max(), s.StartLateness.TotalCount(), tc.wantL)
+			}
+		})
 	}
 }
