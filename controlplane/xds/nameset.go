@@ -27,6 +27,34 @@ type nameSet struct {
 	byHost    map[string][]string
 	posOnce   sync.Once
 	pos       map[string]int32 // name → index in sorted (built on the first lookup)
+
+	// orders holds the order fingerprints (sotwRequest.namesOrder) of requests already found
+	// to name exactly this set, name by name: a request with the same sum, count and order is
+	// this set without a second check (every sidecar of a class names its clusters in the same
+	// order). 0 is an empty slot; the oldest is replaced.
+	orders    [4]atomic.Uint64
+	nextOrder atomic.Uint32
+}
+
+// knowsOrder reports whether a request with fingerprint order was checked against the set.
+func (n *nameSet) knowsOrder(order uint64) bool {
+	if order == 0 {
+		return false
+	}
+	for i := range n.orders {
+		if n.orders[i].Load() == order {
+			return true
+		}
+	}
+	return false
+}
+
+// rememberOrder records the fingerprint of a request found to name exactly this set.
+func (n *nameSet) rememberOrder(order uint64) {
+	if order == 0 || n.knowsOrder(order) {
+		return
+	}
+	n.orders[n.nextOrder.Add(1)%uint32(len(n.orders))].Store(order)
 }
 
 var nameSetSeq atomic.Uint64
@@ -111,8 +139,10 @@ func (t *nameSets) intern(names map[string]struct{}) *nameSet {
 }
 
 // lookup returns the interned set that req names exactly (no "*", no duplicates), found by the
-// hash the codec took and checked name by name without decoding them; nil when there is none
-// (then the caller decodes the names and interns them).
+// hash the codec took and checked name by name without decoding them, or by an order of names
+// already checked; nil when there is none (then the caller decodes the names and interns them).
+// A set is only returned for a request with its sum and size, so only a collision of two 64-bit
+// keyed hashes at once could return another set; restates trusts one of them alone.
 func (t *nameSets) lookup(req *sotwRequest) *nameSet {
 	if t == nil || req.namesCount == 0 {
 		return nil
@@ -125,6 +155,11 @@ func (t *nameSets) lookup(req *sotwRequest) *nameSet {
 		}
 	}
 	t.mu.Unlock()
+	for _, s := range cands {
+		if s.knowsOrder(req.namesOrder) {
+			return s
+		}
+	}
 	for _, s := range cands {
 		// Every name a member, each once, as many as the members: the same set.
 		s.posOnce.Do(func() {
@@ -142,6 +177,7 @@ func (t *nameSets) lookup(req *sotwRequest) *nameSet {
 			seen[i] = true
 			return true
 		}) {
+			s.rememberOrder(req.namesOrder)
 			return s // namesCount names, all distinct members of a set of that size
 		}
 	}

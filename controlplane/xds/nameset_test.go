@@ -195,3 +195,77 @@ func TestNameSetsLookup(t *testing.T) {
 		t.Error("a request whose names were decoded is not found")
 	}
 }
+
+// TestNameSetsLookupByOrder: a request naming a set in an order already checked name by name is
+// found from its fingerprints alone; another order of the same names is checked, then known too;
+// the fingerprint tells orders apart, also across the codec's one-piece and multi-piece reads.
+func TestNameSetsLookupByOrder(t *testing.T) {
+	tab := newNameSets()
+	s := tab.intern(set("a", "b", "c"))
+	wire := func(names ...string) []byte {
+		b, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: gen.EndpointType, ResourceNames: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	req := func(names ...string) *sotwRequest {
+		r := &sotwRequest{}
+		if err := r.decode(wire(names...), true); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	abc, cba := req("a", "b", "c"), req("c", "b", "a")
+	if abc.namesHash != cba.namesHash || abc.namesOrder == cba.namesOrder || abc.namesOrder == 0 {
+		t.Fatalf("fingerprints: sums %x %x (want equal), orders %x %x (want different, not 0)",
+			abc.namesHash, cba.namesHash, abc.namesOrder, cba.namesOrder)
+	}
+	// The same request split into pieces at every byte hashes the same.
+	b := wire("a", "b", "c")
+	for cut := 1; cut < len(b); cut++ {
+		r := &sotwRequest{}
+		if err := r.scan([][]byte{b[:cut], b[cut:]}); err != nil {
+			t.Fatal(err)
+		}
+		if r.namesHash != abc.namesHash || r.namesOrder != abc.namesOrder {
+			t.Fatalf("cut at %d: fingerprints %x/%x, want %x/%x", cut, r.namesHash, r.namesOrder, abc.namesHash, abc.namesOrder)
+		}
+	}
+	if s.knowsOrder(abc.namesOrder) {
+		t.Fatal("an order is known before any request was checked")
+	}
+	if tab.lookup(abc) != s || !s.knowsOrder(abc.namesOrder) {
+		t.Fatal("a checked order is not remembered")
+	}
+	// Found by the order alone: its names are not read again (here they would not match).
+	again := req("a", "b", "c")
+	again.raw = wire("x", "y", "z")
+	if tab.lookup(again) != s {
+		t.Error("a known order is not found without reading the names")
+	}
+	// An order not yet known is checked name by name (the same substitution fails), then known.
+	if s.knowsOrder(cba.namesOrder) {
+		t.Error("the reversed order is known without being checked")
+	}
+	forged := req("c", "b", "a")
+	forged.raw = wire("x", "y", "z")
+	if got := tab.lookup(forged); got != nil {
+		t.Errorf("an unknown order was not checked name by name: lookup = %p", got)
+	}
+	if tab.lookup(cba) != s || !s.knowsOrder(cba.namesOrder) {
+		t.Error("the reversed order is not found and remembered")
+	}
+	// A set with the same count but other names never matches by order.
+	other := tab.intern(set("a", "b", "d"))
+	if got := tab.lookup(req("a", "b", "d")); got != other {
+		t.Errorf("lookup(a, b, d) = %p, want %p", got, other)
+	}
+	// The ring keeps the last few orders.
+	for i := 0; i < 2*len(s.orders); i++ {
+		s.rememberOrder(uint64(1000 + 2*i + 1))
+	}
+	if s.knowsOrder(abc.namesOrder) || !s.knowsOrder(uint64(1000+2*(2*len(s.orders)-1)+1)) {
+		t.Error("the order ring does not replace its oldest entries")
+	}
+}

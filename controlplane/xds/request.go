@@ -24,6 +24,10 @@ type sotwRequest struct {
 
 	namesHash  uint64
 	namesCount int
+	// namesOrder is an order-dependent fingerprint of the names (nameOrderStep over their
+	// hashes, never 0): a request naming a set in an order already checked against it name by
+	// name is recognised without reading the names again (nameSets.lookup).
+	namesOrder uint64
 	raw        []byte          // the request's wire bytes (owned), rescanned by Names
 	held       mem.BufferSlice // or the transport's buffers, referenced until Names or release
 	decoded    bool
@@ -34,6 +38,10 @@ var namesSeed = maphash.MakeSeed()
 // hashName is one name's contribution to a subscription hash; a subscription's hash is the sum,
 // so the order of names does not matter.
 func hashName(name []byte) uint64 { return maphash.Bytes(namesSeed, name) }
+
+// nameOrderStep folds the next name's hash into an order-dependent fingerprint (a polynomial
+// in the hashes with an odd multiplier: a permutation of the same names gives another value).
+func nameOrderStep(order, h uint64) uint64 { return order*0x9e3779b97f4a7c15 + h }
 
 // decode fills r from the wire bytes of a DiscoveryRequest. owned says whether r may keep b
 // (otherwise it is copied, once, and only when there are names to decode later).
@@ -103,9 +111,16 @@ func (r *sotwRequest) scan(bufs [][]byte) error {
 			}
 			if num == 3 {
 				rest = rest[:mark]
-				h.Reset()
-				c.take(int(n), func(p []byte) { _, _ = h.Write(p) })
-				r.namesHash += h.Sum64()
+				var hn uint64
+				if p := c.contiguous(int(n)); p != nil {
+					hn = hashName(p) // the common case, a name within one piece: no copy
+				} else {
+					h.Reset()
+					c.take(int(n), func(p []byte) { _, _ = h.Write(p) })
+					hn = h.Sum64()
+				}
+				r.namesHash += hn
+				r.namesOrder = nameOrderStep(r.namesOrder, hn)
 				r.namesCount++
 				continue
 			}
@@ -128,6 +143,7 @@ func (r *sotwRequest) scan(bufs [][]byte) error {
 			return r.scanWhole(bufs)
 		}
 	}
+	r.namesOrder |= 1 // never 0, the empty slot of nameSet.orders
 	return proto.Unmarshal(rest, &r.DiscoveryRequest)
 }
 
@@ -135,7 +151,7 @@ func (r *sotwRequest) scan(bufs [][]byte) error {
 // field but the names decoded by proto.
 func (r *sotwRequest) scanWhole(bufs [][]byte) error {
 	b := bytes.Join(bufs, nil)
-	r.namesHash, r.namesCount = 0, 0
+	r.namesHash, r.namesCount, r.namesOrder = 0, 0, 0
 	r.DiscoveryRequest = discoveryv3.DiscoveryRequest{}
 	var rest []byte
 	for len(b) > 0 {
@@ -149,13 +165,16 @@ func (r *sotwRequest) scanWhole(bufs [][]byte) error {
 		}
 		if num == 3 && typ == protowire.BytesType {
 			v, _ := protowire.ConsumeBytes(b[n:])
-			r.namesHash += hashName(v)
+			hn := hashName(v)
+			r.namesHash += hn
+			r.namesOrder = nameOrderStep(r.namesOrder, hn)
 			r.namesCount++
 		} else {
 			rest = append(rest, b[:n+m]...)
 		}
 		b = b[n+m:]
 	}
+	r.namesOrder |= 1
 	return proto.Unmarshal(rest, &r.DiscoveryRequest)
 }
 
@@ -204,6 +223,18 @@ func (c *wireCursor) varint(raw *[]byte) (uint64, error) {
 		}
 	}
 	return 0, errWire
+}
+
+// contiguous returns the next n bytes and moves past them when they lie in one piece; nil (and
+// no move) otherwise, or when n is 0.
+func (c *wireCursor) contiguous(n int) []byte {
+	c.skipEmpty()
+	if n == 0 || c.i == len(c.bufs) || len(c.bufs[c.i])-c.off < n {
+		return nil
+	}
+	p := c.bufs[c.i][c.off : c.off+n]
+	c.off += n
+	return p
 }
 
 // take passes the next n bytes to f, piece by piece (n must not exceed left()).

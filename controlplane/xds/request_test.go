@@ -120,8 +120,9 @@ func FuzzSotwRequestPieces(f *testing.F) {
 		if werr != nil {
 			return
 		}
-		if got.namesHash != whole.namesHash || got.namesCount != whole.namesCount {
-			t.Fatalf("names hash/count %x/%d in pieces, %x/%d whole", got.namesHash, got.namesCount, whole.namesHash, whole.namesCount)
+		if got.namesHash != whole.namesHash || got.namesCount != whole.namesCount || got.namesOrder != whole.namesOrder {
+			t.Fatalf("names hash/count/order %x/%d/%x in pieces, %x/%d/%x whole", got.namesHash, got.namesCount, got.namesOrder,
+				whole.namesHash, whole.namesCount, whole.namesOrder)
 		}
 		whole.Names()
 		got.Names()

@@ -280,6 +280,9 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		var fresh map[string]struct{}
 		wildcard, fresh = subscription(typeURL, req.Names(), ts != nil && ts.named)
 		set = s.sets.intern(fresh)
+		if !wildcard && len(fresh) == req.namesCount {
+			set.rememberOrder(req.namesOrder) // no "*", no duplicate: exactly the set, in this order
+		}
 	}
 	names := set.names
 	if ts == nil || nonce == "" {
