@@ -60,7 +60,7 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 			add(c)
 		}
 	}
-	if note := connectFailureNote(r.fleet.Observer().Stats()); note != "" {
+	if note := ConnectFailureNote(r.fleet.Observer().Stats()); note != "" {
 		r.notes["connect failures"] = note
 	}
 	full := r.fleet.Progress().FullConfig

@@ -208,7 +208,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	phase("drain", t)
 	fleet.Stop()
 	ended := time.Now()
-	if note := connectFailureNote(fleet.Observer().Stats()); note != "" {
+	if note := ConnectFailureNote(fleet.Observer().Stats()); note != "" {
 		say("connect failures: %s", note)
 		notes["connect failures"] = note
 	}
@@ -511,10 +511,10 @@ func RunPublished(ctx context.Context, sc *scenarios.Scenario, opts PublishOptio
 	return s, nil
 }
 
-// connectFailureNote says how many connects failed with each gRPC code and what one of each
+// ConnectFailureNote says how many connects failed with each gRPC code and what one of each
 // said ("" when none failed): admission control (ResourceExhausted) reads differently from a
-// refused or timed-out dial (Unavailable).
-func connectFailureNote(st fakeenvoy.FleetStats) string {
+// refused or timed-out dial (Unavailable). Runs, shards and xdslab fleet print it.
+func ConnectFailureNote(st fakeenvoy.FleetStats) string {
 	var parts []string
 	for _, code := range slices.Sorted(maps.Keys(st.ConnectFailures)) {
 		parts = append(parts, fmt.Sprintf("%d %s (one said: %s)", st.ConnectFailures[code], code, st.ConnectFailureText[code]))

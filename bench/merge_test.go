@@ -357,8 +357,8 @@ func TestConnectFailureNote(t *testing.T) {
 			ConnectFailureText: map[string]string{"Unavailable": "dial: refused", "ResourceExhausted": "admission"},
 		}, "40 ResourceExhausted (one said: admission); 3 Unavailable (one said: dial: refused)"},
 	} {
-		if got := connectFailureNote(tc.st); got != tc.want {
-			t.Errorf("connectFailureNote = %q, want %q", got, tc.want)
+		if got := ConnectFailureNote(tc.st); got != tc.want {
+			t.Errorf("ConnectFailureNote = %q, want %q", got, tc.want)
 		}
 	}
 }

@@ -434,12 +434,13 @@ func (r *run) monitor(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			r.sample(now)
-			for _, l := range r.fleet.Progress().NewFailures(failSeen) {
+			p := r.fleet.Progress()
+			for _, l := range p.NewFailures(failSeen) {
 				r.log.Warn(l)
 			}
 			if r.opts.Progress != nil && now.Sub(lastPrint) >= r.opts.ProgressInterval {
 				lastPrint = now
-				r.printProgress(now)
+				r.printProgress(now, p)
 			}
 		}
 	}
@@ -466,9 +467,8 @@ func (r *run) sample(now time.Time) {
 	r.samplesMu.Unlock()
 }
 
-func (r *run) printProgress(now time.Time) {
+func (r *run) printProgress(now time.Time, p fakeenvoy.Progress) {
 	phase, _ := r.phase.Load().(string)
-	p := r.fleet.Progress()
 	line := fmt.Sprintf("%s %6s: clients %d/%d connected, %d full config, events %d",
 		r.sc.Name, phase, p.Connected, p.Clients, p.FullConfig, r.applied.Load())
 	if phase == "measure" || phase == "drain" {

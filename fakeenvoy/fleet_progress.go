@@ -40,13 +40,11 @@ func (f *Fleet) Progress() Progress {
 		for _, n := range s.failures {
 			p.ConnectFailures += n
 		}
-		for code, text := range s.failText {
+		if len(s.failText) > 0 {
 			if p.FailureText == nil {
 				p.FailureText = map[string]string{}
 			}
-			if _, ok := p.FailureText[code.String()]; !ok {
-				p.FailureText[code.String()] = text
-			}
+			s.mergeFailText(p.FailureText)
 		}
 		s.mu.Unlock()
 	}

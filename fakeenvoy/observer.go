@@ -256,6 +256,16 @@ func (o *Observer) connectFailed1(index int, err error) {
 	s.mu.Unlock()
 }
 
+// mergeFailText adds the shard's failure text of each code into does not hold yet; the caller
+// holds s.mu.
+func (s *obsShard) mergeFailText(into map[string]string) {
+	for code, text := range s.failText {
+		if _, ok := into[code.String()]; !ok {
+			into[code.String()] = text
+		}
+	}
+}
+
 func errorCode(err error) codes.Code {
 	switch {
 	case err == nil:
@@ -466,11 +476,7 @@ func (o *Observer) Stats() FleetStats {
 		for code, n := range s.failures {
 			st.ConnectFailures[code.String()] += n
 		}
-		for code, text := range s.failText {
-			if _, ok := st.ConnectFailureText[code.String()]; !ok {
-				st.ConnectFailureText[code.String()] = text
-			}
-		}
+		s.mergeFailText(st.ConnectFailureText)
 		for url, t := range s.types {
 			name := TypeName(url)
 			agg := st.Types[name]

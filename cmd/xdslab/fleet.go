@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -351,8 +349,8 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	st := fleet.Observer().Stats()
 	fmt.Fprintf(out, "\nfleet: %d clients against %s for %s: %d reached a full config, %d connect failures, %d resend loops after NACK\n",
 		fleet.Size(), f.Target, ended.Sub(began).Round(time.Millisecond), st.FullConfig, st.ConnectFailuresTotal(), st.Total.ResendLoops)
-	for _, code := range slices.Sorted(maps.Keys(st.ConnectFailures)) {
-		fmt.Fprintf(out, "connect failures with code %s: %d, one said: %s\n", code, st.ConnectFailures[code], st.ConnectFailureText[code])
+	if note := bench.ConnectFailureNote(st); note != "" {
+		fmt.Fprintf(out, "connect failures: %s\n", note)
 	}
 	fmt.Fprintln(out)
 	return writeFleetSummary(out, s, f.SummaryFile)

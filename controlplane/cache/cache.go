@@ -83,14 +83,8 @@ func NewResources(typeURL string, names []string, values [][]byte) []*Resource {
 	out := make([]*Resource, len(values))
 	for i, v := range values {
 		off := len(batch)
-		batch = appendFramed(batch, typeURL, v)
+		batch = appendFramed(batch, typeURL, v) // never grows: framedLen is exact
 		out[i] = &Resource{Name: names[i], Framed: batch[off:len(batch):len(batch)], Size: len(v), Hash: hashValue(v), off: off}
-	}
-	if len(batch) != total || cap(batch) != total { // never: framedLen is exact; but never share a moved array
-		for i, v := range values {
-			out[i] = NewResource(names[i], typeURL, v)
-		}
-		return out
 	}
 	for _, r := range out {
 		r.batch = batch
@@ -122,16 +116,19 @@ func FramedRuns(rs []*Resource, yield func([]byte)) {
 	}
 }
 
+// anyLen is the length of the Any holding a value of n bytes of typeURL.
+func anyLen(typeURL string, n int) int {
+	return protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(n)
+}
+
 // framedLen is the length of a resource of typeURL with a value of n bytes, framed.
 func framedLen(typeURL string, n int) int {
-	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(n)
-	return protowire.SizeTag(2) + protowire.SizeBytes(anyLen)
+	return protowire.SizeTag(2) + protowire.SizeBytes(anyLen(typeURL, n))
 }
 
 func appendFramed(b []byte, typeURL string, value []byte) []byte {
-	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(len(value))
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(anyLen))
+	b = protowire.AppendVarint(b, uint64(anyLen(typeURL, len(value))))
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
 	b = protowire.AppendString(b, typeURL)
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
