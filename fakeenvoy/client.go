@@ -36,6 +36,7 @@ type Client struct {
 	codec     *codec
 	attempts  int
 	running   bool
+	blocked   blockedCell // why it has no full config (see blocked.go)
 }
 
 var _ probe.View = (*Client)(nil)
@@ -59,6 +60,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 	}
 	cd.interner, cd.mode, cd.pool = cfg.Interner, cfg.checkMode(), cfg.pool
 	mcfg := cfg
+	mcfg.workload = workloadOf(cfg.Node)
 	mcfg.Node = cd.node
 	m, err := newMachine(mcfg)
 	if err != nil {
@@ -103,6 +105,7 @@ func (c *Client) Restart() error {
 		return fmt.Errorf("fakeenvoy: client %d: %w", c.index, err)
 	}
 	c.m = m
+	c.blocked.Store(nil)
 	return nil
 }
 
@@ -452,6 +455,7 @@ func (o *owner) perform(st *step) bool {
 	if st.firstFull {
 		c.hooks.FirstFullConfig(c, c.clock.Now())
 	}
+	c.publishBlocked()
 	if st.delay > 0 && (st.requests() > 0 || st.disconnect) {
 		o.pending = st
 		if o.delayT == nil {

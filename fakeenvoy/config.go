@@ -53,7 +53,14 @@ type ClientConfig struct {
 	// one (a fleet gives one to all its clients); nil decodes privately. Sharing changes
 	// nothing the client does or reports: resources are immutable once decoded.
 	Interner *Interner
+	// Agent is the emulated istio-agent that serves the secrets whose sds_config is not ADS
+	// (see sds.go); a fleet gives one to all its clients. nil: such secrets never arrive (and
+	// Client.Blocked says so).
+	Agent *Agent
 
+	// workload is the node's namespace and service account (NewClient reads them before it
+	// gives the machine a stand-in node without metadata).
+	workload workload
 	// pool is the buffer pool of the fleet's connections, where the client's codec gathers a
 	// response spanning several buffers (nil: grpc-go's default pool).
 	pool mem.BufferPool

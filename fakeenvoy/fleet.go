@@ -90,6 +90,9 @@ type FleetConfig struct {
 	ProgressInterval time.Duration
 	Observer         ObserverConfig
 	Matcher          MatcherConfig
+	// Agent configures the emulated istio-agent that serves every client the secrets whose
+	// sds_config is not ADS (a client template's own Agent wins).
+	Agent AgentConfig
 	// Hooks, if set, also receives every client's observations (after the observer and the
 	// matcher).
 	Hooks Hooks
@@ -294,6 +297,11 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	}, cfg.DialOptions...)
 	// One table for the whole fleet: clients with the same config share decoded resources.
 	interner := NewInterner()
+	// One istio-agent CA for the whole fleet, one workload certificate per client.
+	agent, err := NewAgent(cfg.Agent)
+	if err != nil {
+		return nil, err
+	}
 	index := 0
 	for _, g := range cfg.Groups {
 		authOpts := map[string][]grpc.DialOption{} // namespace → the group's dial options
@@ -305,6 +313,9 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 			cc := g.Client
 			if cc.Interner == nil {
 				cc.Interner = interner
+			}
+			if cc.Agent == nil {
+				cc.Agent = agent
 			}
 			cc.pool = pool
 			cc.Index, cc.Group, cc.Node = index, g.Name, g.Identity.Node(index)

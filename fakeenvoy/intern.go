@@ -56,10 +56,10 @@ type decoded struct {
 	// is false when the config source gives none (Envoy's 15s default applies).
 	fetchTimeout time.Duration
 	hasFetch     bool
-	// secrets are the SDS secret names the resource's TLS transport sockets reference (sorted,
-	// unique), and secretTimeout the initial_fetch_timeout of their sds_config (hasSecretTimeout
-	// false: none given).
-	secrets          []string
+	// secrets are the SDS secrets the resource's TLS transport sockets reference, with their
+	// config sources (sorted, unique), and secretTimeout the initial_fetch_timeout of their
+	// sds_config (hasSecretTimeout false: none given).
+	secrets          []secretRef
 	secretTimeout    time.Duration
 	hasSecretTimeout bool
 }

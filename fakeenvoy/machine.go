@@ -138,6 +138,13 @@ type machine struct {
 	// sockets name (→ deadline, zero: none), as Envoy's SDS init targets; a resource is
 	// warming while it is in warmC/warmL or secC/secL.
 	secC, secL    map[string]time.Time
+	// agent serves the secrets that are not on ADS (nil: none can arrive); workload is who the
+	// client is to it. local holds those secrets, requested once per client process, and
+	// localPending counts the ones still being issued.
+	agent        *Agent
+	workload     workload
+	local        map[secretRef]*localSecret
+	localPending int
 	phase         phase
 	phaseDeadline time.Time
 	started       bool
@@ -180,6 +187,11 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 		nack:          cfg.Nack,
 		ack:           cfg.Ack,
 		interner:      cfg.Interner,
+		agent:         cfg.Agent,
+		workload:      cfg.workload,
+	}
+	if cfg.workload == (workload{}) {
+		m.workload = workloadOf(cfg.Node)
 	}
 	if m.grpc {
 		m.targets = slices.Sorted(slices.Values(cfg.GRPCTargets))
@@ -526,6 +538,11 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		} else {
 			it.d, it.err = m.interner.decode(t, mode, it.hash, it.name, it.raw)
 		}
+		if it.err == nil && mode == checkEnvoy && len(it.d.secrets) > 0 {
+			if err := m.secretSourceErr(it.d); err != nil {
+				it.d, it.err = nil, err
+			}
+		}
 		if it.err != nil {
 			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", kindName(t), it.name, it.err))
 		}
@@ -655,7 +672,8 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		s.applied = true
 		m.followUp(s, t)
 		if t == tCDS || t == tLDS {
-			m.followUpSecrets(s)
+			m.followUpSecrets(s, now)
+			m.rewarmSecrets() // secrets the agent served at once
 		}
 	}
 	m.afterResponse(s, t, now)
@@ -983,6 +1001,9 @@ func (m *machine) onTimer(now time.Time) step {
 	if expire(m.warmL, now) {
 		s.timeouts = append(s.timeouts, typeURLs[tRDS])
 	}
+	if m.deliverLocal(now) {
+		m.rewarmSecrets()
+	}
 	if a, b := expire(m.secC, now), expire(m.secL, now); a || b {
 		s.timeouts = append(s.timeouts, typeURLs[tSDS])
 	}
@@ -1023,6 +1044,13 @@ func (m *machine) nextDeadline() time.Time {
 	}
 	for _, d := range m.secL {
 		consider(d)
+	}
+	if m.localPending > 0 {
+		for _, l := range m.local {
+			if !l.held && l.err == nil {
+				consider(l.ready)
+			}
+		}
 	}
 	return next
 }

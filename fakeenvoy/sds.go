@@ -1,8 +1,10 @@
 package fakeenvoy
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -15,20 +17,90 @@ import (
 // SDS, as Envoy does it: a cluster or listener whose TLS transport socket names SDS secrets
 // (tls_certificate_sds_secret_configs, validation_context_sds_secret_config, also inside a
 // combined_validation_context) warms until every one of them has arrived, up to the
-// initial_fetch_timeout of their sds_config (0s: forever, as Istio sets it). The client asks
-// for the secrets over ADS, as one SDS subscription naming every secret its clusters and
-// listeners reference, right after the CDS or LDS response that changed them. A secret
-// reference without sds_config names a static bootstrap secret, which a fake Envoy has none of:
-// rejected under the realistic NACK policy.
+// initial_fetch_timeout of their sds_config (0s: forever, as Istio sets it). Where a secret
+// comes from is decided by its sds_config, as Envoy and the istio-agent decide it:
+//
+//   - ads (or self, or an API config source on the control plane's bootstrap cluster xds-grpc):
+//     asked of the control plane, as one SDS subscription naming every such secret, right
+//     after the CDS or LDS response that changed them;
+//   - an API config source on the agent's cluster (sds-grpc): served by the emulated
+//     istio-agent (agent.go), after its issue delay, without network traffic;
+//   - a path config source: read from the file (a DiscoveryResponse holding the Secret);
+//   - an API config source on any other cluster: Envoy rejects the resource ("unknown
+//     cluster"; NACK under the realistic policy, else the secret never arrives);
+//   - no sds_config: a static bootstrap secret, which a fake Envoy has none of: rejected under
+//     the realistic policy.
+//
+// A secret that cannot arrive (refused, unreadable) is recorded with its reason, and the
+// resource warms until its timeout: Client.Blocked names it, so a run can say why a client never
+// reached full config instead of warming silently.
 
 const (
 	upstreamTLSType   = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
 	downstreamTLSType = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
 )
 
+// srcKind is where a secret's sds_config says it comes from.
+type srcKind uint8
+
+const (
+	srcADS     srcKind = iota // ads or self
+	srcCluster                // an API config source on a bootstrap cluster (arg)
+	srcFile                   // a path config source (arg)
+)
+
+// secretRef is one SDS secret a resource names, with its config source. Comparable: it keys
+// the client's local secrets.
+type secretRef struct {
+	name string
+	kind srcKind
+	arg  string
+}
+
+// source describes where ref comes from, for messages.
+func (r secretRef) source() string {
+	switch r.kind {
+	case srcCluster:
+		return "config source cluster " + r.arg
+	case srcFile:
+		return "file " + r.arg
+	}
+	return "ADS"
+}
+
+// overADS reports whether ref is asked of the control plane on the ADS stream.
+func (r secretRef) overADS() bool {
+	return r.kind == srcADS || (r.kind == srcCluster && r.arg == XDSCluster)
+}
+
+// sourceOf classifies an sds_config; ok is false when it names no source Envoy knows.
+func sourceOf(cs *corev3.ConfigSource) (kind srcKind, arg string, ok bool) {
+	switch {
+	case cs.GetAds() != nil, cs.GetSelf() != nil:
+		return srcADS, "", true
+	case cs.GetPathConfigSource() != nil:
+		return srcFile, cs.GetPathConfigSource().GetPath(), true
+	case cs.GetPath() != "":
+		return srcFile, cs.GetPath(), true
+	case cs.GetApiConfigSource() != nil:
+		for _, g := range cs.GetApiConfigSource().GetGrpcServices() {
+			if c := g.GetEnvoyGrpc().GetClusterName(); c != "" {
+				return srcCluster, c, true
+			}
+			if u := g.GetGoogleGrpc().GetTargetUri(); u != "" {
+				return srcCluster, u, true
+			}
+		}
+		if cn := cs.GetApiConfigSource().GetClusterNames(); len(cn) > 0 {
+			return srcCluster, cn[0], true
+		}
+	}
+	return 0, "", false
+}
+
 // secretRefs collects the SDS secrets of one resource.
 type secretRefs struct {
-	names   []string
+	refs    []secretRef
 	timeout time.Duration
 	hasTO   bool
 }
@@ -88,7 +160,11 @@ func (r *secretRefs) socket(ts *corev3.TransportSocket) error {
 		if sc.GetSdsConfig() == nil {
 			return fmt.Errorf("transport socket %s: unknown static secret %q (no sds_config, and no bootstrap secrets)", ts.GetName(), sc.GetName())
 		}
-		r.names = append(r.names, sc.GetName())
+		kind, arg, ok := sourceOf(sc.GetSdsConfig())
+		if !ok {
+			return fmt.Errorf("transport socket %s: secret %q: sds_config names no config source (ads, api_config_source or path)", ts.GetName(), sc.GetName())
+		}
+		r.refs = append(r.refs, secretRef{name: sc.GetName(), kind: kind, arg: arg})
 		if ift := sc.GetSdsConfig().GetInitialFetchTimeout(); ift != nil {
 			// The resource waits for all of its secrets: the longest wait wins, 0 (forever) most.
 			d := ift.AsDuration()
@@ -103,18 +179,131 @@ func (r *secretRefs) socket(ts *corev3.TransportSocket) error {
 	return nil
 }
 
-func (r *secretRefs) result() ([]string, time.Duration, bool) {
-	if len(r.names) == 0 {
+func (r *secretRefs) result() ([]secretRef, time.Duration, bool) {
+	if len(r.refs) == 0 {
 		return nil, 0, false
 	}
-	slices.Sort(r.names)
-	return slices.Compact(r.names), r.timeout, r.hasTO
+	slices.SortFunc(r.refs, cmpSecretRef)
+	return slices.Compact(r.refs), r.timeout, r.hasTO
+}
+
+func cmpSecretRef(a, b secretRef) int {
+	if c := strings.Compare(a.name, b.name); c != 0 {
+		return c
+	}
+	if a.kind != b.kind {
+		return int(a.kind) - int(b.kind)
+	}
+	return strings.Compare(a.arg, b.arg)
+}
+
+// localSecret is a secret the client gets from outside the control plane (the agent, a file):
+// issued at ready (zero: failed, err says why).
+type localSecret struct {
+	ready  time.Time
+	secret *tlsv3.Secret
+	err    error
+	held   bool
+}
+
+// secretSourceErr reports a secret source Envoy would reject the resource for: an API config
+// source on a cluster the bootstrap lacks (neither the control plane's nor the agent's).
+func (m *machine) secretSourceErr(d *decoded) error {
+	for _, r := range d.secretList() {
+		if r.kind == srcCluster && !r.overADS() && !m.agentServes(r.arg) {
+			return fmt.Errorf("secret %q: sds_config names cluster %q, which is not in the bootstrap (%s, %s)", r.name, r.arg, XDSCluster, m.agentClusters())
+		}
+	}
+	return nil
+}
+
+func (m *machine) agentServes(cluster string) bool {
+	if m.agent == nil {
+		return cluster == AgentCluster
+	}
+	return m.agent.serves(cluster)
+}
+
+func (m *machine) agentClusters() string {
+	if m.agent == nil {
+		return AgentCluster
+	}
+	return strings.Join(m.agent.cfg.Clusters, ", ")
+}
+
+// holdsSecret reports whether ref has arrived.
+func (m *machine) holdsSecret(r secretRef) bool {
+	if r.overADS() {
+		_, ok := m.types[tSDS].res[r.name]
+		return ok
+	}
+	l, ok := m.local[r]
+	return ok && l.held
+}
+
+// requestLocal asks the agent (or the file) for a secret not on ADS, once per client process.
+func (m *machine) requestLocal(r secretRef, now time.Time) {
+	if _, ok := m.local[r]; ok {
+		return
+	}
+	if m.local == nil {
+		m.local = make(map[secretRef]*localSecret)
+	}
+	l := &localSecret{}
+	m.local[r] = l
+	var delay time.Duration
+	switch {
+	case m.agent == nil:
+		l.err = errors.New("no istio-agent in this fleet")
+	case r.kind == srcFile:
+		l.secret, l.err = m.agent.fileSecret(r.arg, r.name)
+	case m.agent.serves(r.arg):
+		l.secret, delay, l.err = m.agent.serve(m.workload, r.name)
+	default:
+		l.err = fmt.Errorf("cluster %q is not the istio-agent's (%s)", r.arg, m.agentClusters())
+	}
+	if l.err != nil {
+		return
+	}
+	l.ready = now.Add(delay)
+	if delay <= 0 {
+		l.held = true
+		return
+	}
+	m.localPending++
+}
+
+// deliverLocal hands over the local secrets issued by now; it reports whether any arrived.
+func (m *machine) deliverLocal(now time.Time) bool {
+	if m.localPending == 0 {
+		return false
+	}
+	any := false
+	for _, l := range m.local {
+		if !l.held && l.err == nil && !now.Before(l.ready) {
+			l.held = true
+			m.localPending--
+			any = true
+		}
+	}
+	return any
+}
+
+// LocalSecret returns a secret the client got outside ADS (from the emulated istio-agent or a
+// file), nil when it does not hold it. Only valid inside hooks.
+func (c *Client) LocalSecret(name string) *tlsv3.Secret {
+	for r, l := range c.m.local {
+		if r.name == name && l.held {
+			return l.secret
+		}
+	}
+	return nil
 }
 
 // hasSecrets reports whether every named secret has arrived.
-func (m *machine) hasSecrets(names []string) bool {
-	for _, n := range names {
-		if _, ok := m.types[tSDS].res[n]; !ok {
+func (m *machine) hasSecrets(refs []secretRef) bool {
+	for _, r := range refs {
+		if !m.holdsSecret(r) {
 			return false
 		}
 	}
@@ -186,34 +375,41 @@ func (m *machine) warmSecrets(t int, name string, d, old *decoded, now time.Time
 // arrived.
 func (m *machine) rewarmSecrets() {
 	for c := range m.secC {
-		if m.hasSecrets(m.types[tCDS].res[c].d.secretNames()) {
+		if m.hasSecrets(m.types[tCDS].res[c].d.secretList()) {
 			delete(m.secC, c)
 		}
 	}
 	for l := range m.secL {
-		if m.hasSecrets(m.types[tLDS].res[l].d.secretNames()) {
+		if m.hasSecrets(m.types[tLDS].res[l].d.secretList()) {
 			delete(m.secL, l)
 		}
 	}
 }
 
-func (d *decoded) secretNames() []string {
+func (d *decoded) secretList() []secretRef {
 	if d == nil {
 		return nil
 	}
 	return d.secrets
 }
 
-// followUpSecrets subscribes SDS to every secret the clusters and listeners now reference,
-// when that set changed (gRPC clients take no SDS).
-func (m *machine) followUpSecrets(s *step) {
+// followUpSecrets subscribes SDS to every secret on ADS that the clusters and listeners now
+// reference, when that set changed, and asks the agent for those it serves (gRPC clients take
+// no SDS).
+func (m *machine) followUpSecrets(s *step, now time.Time) {
 	if m.grpc {
 		return
 	}
 	var names []string
 	for _, t := range []int{tCDS, tLDS} {
 		for _, e := range m.types[t].res {
-			names = append(names, e.d.secretNames()...)
+			for _, r := range e.d.secretList() {
+				if r.overADS() {
+					names = append(names, r.name)
+				} else {
+					m.requestLocal(r, now)
+				}
+			}
 		}
 	}
 	slices.Sort(names)

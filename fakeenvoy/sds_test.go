@@ -139,7 +139,7 @@ func FuzzSecretRefs(f *testing.F) {
 		_ = r.collect(msg)
 		names, _, _ := r.result()
 		for i := 1; i < len(names); i++ {
-			if names[i-1] >= names[i] {
+			if cmpSecretRef(names[i-1], names[i]) >= 0 {
 				t.Fatalf("names not sorted and unique: %q", names)
 			}
 		}

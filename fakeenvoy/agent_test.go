@@ -1,0 +1,324 @@
+package fakeenvoy
+
+import (
+	"crypto/x509"
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// agentSource is the config source istiod gives its auto-mTLS secrets: the istio-agent's SDS
+// server, reached through the bootstrap cluster sds-grpc, initial_fetch_timeout 0s.
+func agentSource(cluster string, ift *durationpb.Duration) *corev3.ConfigSource {
+	return &corev3.ConfigSource{
+		ResourceApiVersion:  corev3.ApiVersion_V3,
+		InitialFetchTimeout: ift,
+		ConfigSourceSpecifier: &corev3.ConfigSource_ApiConfigSource{ApiConfigSource: &corev3.ApiConfigSource{
+			ApiType: corev3.ApiConfigSource_GRPC, TransportApiVersion: corev3.ApiVersion_V3,
+			SetNodeOnFirstMessageOnly: true,
+			GrpcServices: []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
+				EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: cluster}}}},
+		}},
+	}
+}
+
+// autoMTLSCluster is an EDS cluster as istiod builds it with auto-mTLS: a
+// transport_socket_matches entry for tlsMode istio with TLS whose secrets are on src.
+func autoMTLSCluster(t testing.TB, name string, cert, root *corev3.ConfigSource, certName, rootName string) *clusterv3.Cluster {
+	c := edsCluster(name)
+	up := &tlsv3.UpstreamTlsContext{Sni: "outbound_.80_._." + name, CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: certName, SdsConfig: cert}},
+		ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+			DefaultValidationContext:         &tlsv3.CertificateValidationContext{},
+			ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: rootName, SdsConfig: root},
+		}},
+	}}
+	c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{
+		{Name: "tlsMode-istio", TransportSocket: tlsSocket(t, up)},
+		{Name: "tlsMode-disabled", TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.raw_buffer"}},
+	}
+	return c
+}
+
+func testAgent(t testing.TB, cfg AgentConfig) *Agent {
+	t.Helper()
+	a, err := NewAgent(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func nodeWithSA(ns, sa string) *corev3.Node {
+	n := IdentityTemplate{Namespace: ns}.Node(3)
+	n.Metadata.Fields["SERVICE_ACCOUNT"] = structpb.NewStringValue(sa)
+	return n
+}
+
+// TestAgentSecretsBySource: istiod's auto-mTLS cluster names default and ROOTCA on sds-grpc.
+// The client never asks the control plane for them (no SDS request on ADS); the emulated agent
+// issues them after its delay, and only then does the cluster warm and LDS follow. The
+// workload certificate is real X.509: SPIFFE SAN from the node's namespace and service account,
+// serverAuth and clientAuth, signed by the agent's root.
+func TestAgentSecretsBySource(t *testing.T) {
+	for _, delta := range []bool{false, true} {
+		agent := testAgent(t, AgentConfig{IssueDelay: 7 * time.Millisecond, Now: func() time.Time { return t0 }})
+		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: NackPolicy{Realistic: true}, Agent: agent, Node: nodeWithSA("shop", "cart")})
+		m.start(t0)
+		src := agentSource(AgentCluster, durationpb.New(0))
+		c := autoMTLSCluster(t, "outbound|80||a.shop.svc.cluster.local", src, src, SecretWorkload, SecretRoot)
+		var s step
+		if delta {
+			s = m.onDelta(deltaResp(t, C, "a", nil, c), t0)
+			for _, r := range s.delta {
+				if r.GetTypeUrl() == S {
+					t.Fatalf("delta=%v: secrets on sds-grpc were asked over ADS: %v", delta, r)
+				}
+			}
+		} else {
+			s = m.onSotw(sotwResp(t, C, "1", "a", c), t0)
+			wantReqs(t, "CDS", s.sotw, "EDS(,,[outbound|80||a.shop.svc.cluster.local])", "CDS(1,a,[])")
+		}
+		if s.info.Nacked {
+			t.Fatalf("delta=%v: NACK %s", delta, s.info.Error)
+		}
+		feed := func(typeURL, nonce string, msgs ...proto.Message) step {
+			if delta {
+				return m.onDelta(deltaResp(t, typeURL, nonce, nil, msgs...), t0)
+			}
+			return m.onSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
+		}
+		feed(E, "b", cla(c.Name, "10.0.0.1", 80))
+		if m.phase != phaseClusters {
+			t.Fatalf("delta=%v: cluster warmed before the agent issued its secrets", delta)
+		}
+		b := m.blocker()
+		if !strings.Contains(b.Reason, `secret "ROOTCA" from config source cluster sds-grpc: being issued`) {
+			t.Fatalf("delta=%v: blocker %+v", delta, b)
+		}
+		if d := m.nextDeadline(); !d.Equal(t0.Add(7 * time.Millisecond)) {
+			t.Fatalf("delta=%v: next deadline %v, want the issue delay", delta, d.Sub(t0))
+		}
+		st := m.onTimer(t0.Add(7 * time.Millisecond))
+		if m.phase != phaseLDS || len(st.timeouts) != 0 {
+			t.Fatalf("delta=%v: after the agent issued: phase %d timeouts %v", delta, m.phase, st.timeouts)
+		}
+		if m.types[tSDS].subscribed {
+			t.Fatalf("delta=%v: SDS subscribed on ADS", delta)
+		}
+		checkWorkloadCert(t, agent, m, "spiffe://cluster.local/ns/shop/sa/cart")
+	}
+}
+
+func checkWorkloadCert(t *testing.T, agent *Agent, m *machine, wantID string) {
+	t.Helper()
+	c := &Client{m: m}
+	wl := c.LocalSecret(SecretWorkload)
+	root := c.LocalSecret(SecretRoot)
+	if wl == nil || root == nil {
+		t.Fatalf("secrets held: default %v ROOTCA %v", wl != nil, root != nil)
+	}
+	cert, err := parseCertPEM([]byte(wl.GetTlsCertificate().GetCertificateChain().GetInlineString()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cert.URIs) != 1 || cert.URIs[0].String() != wantID {
+		t.Fatalf("SAN %v, want %s", cert.URIs, wantID)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(root.GetValidationContext().GetTrustedCa().GetInlineString())) {
+		t.Fatal("ROOTCA holds no certificate")
+	}
+	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{usage}, CurrentTime: t0}); err != nil {
+			t.Fatalf("workload certificate for usage %v: %v", usage, err)
+		}
+	}
+	if root.GetValidationContext().GetTrustedCa().GetInlineString() != agent.RootPEM() {
+		t.Fatal("ROOTCA is not the agent's root")
+	}
+	if !strings.Contains(wl.GetTlsCertificate().GetPrivateKey().GetInlineString(), "PRIVATE KEY") {
+		t.Fatal("workload secret has no private key")
+	}
+}
+
+// TestSecretSources: each sds_config, one table row: which secrets go on the ADS subscription,
+// whether the resource is NACKed (realistic policy), and why it waits when it does.
+func TestSecretSources(t *testing.T) {
+	files := map[string]string{
+		"/etc/sds/secret.yaml": `resources:
+- "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret
+  name: filecert
+  tls_certificate:
+    certificate_chain: {inline_string: "cert"}
+    private_key: {inline_string: "key"}
+`,
+	}
+	read := func(p string) ([]byte, error) {
+		if s, ok := files[p]; ok {
+			return []byte(s), nil
+		}
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	}
+	ads := adsSource()
+	pathSrc := func(p string) *corev3.ConfigSource {
+		return &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_PathConfigSource{PathConfigSource: &corev3.PathConfigSource{Path: p}}}
+	}
+	forever := durationpb.New(0)
+	for _, tc := range []struct {
+		name           string
+		cert, root     *corev3.ConfigSource
+		certN, rootN   string
+		noAgent        bool
+		realistic      bool
+		wantSDS        string // the ADS SDS request, "" when none
+		wantNack       string
+		wantWarm       bool   // still warming once the assignment and the agent's delay passed
+		wantBlockedHas string // part of the blocker's reason
+	}{
+		{name: "both on ADS", cert: ads, root: ads, certN: "default", rootN: "ROOTCA", wantSDS: "SDS(,,[ROOTCA default])", wantWarm: true,
+			wantBlockedHas: `secret "ROOTCA" from ADS: asked of the control plane over ADS, not received`},
+		{name: "mixed: root on ADS, cert on the agent", cert: agentSource(AgentCluster, forever), root: ads, certN: "default", rootN: "ROOTCA",
+			wantSDS: "SDS(,,[ROOTCA])", wantWarm: true, wantBlockedHas: `secret "ROOTCA" from ADS`},
+		{name: "on the control plane's bootstrap cluster", cert: agentSource(XDSCluster, forever), root: agentSource(XDSCluster, forever),
+			certN: "default", rootN: "ROOTCA", wantSDS: "SDS(,,[ROOTCA default])", wantWarm: true},
+		{name: "both on the agent", cert: agentSource(AgentCluster, forever), root: agentSource(AgentCluster, forever), certN: "default", rootN: "ROOTCA"},
+		{name: "agent refuses an unknown name", cert: agentSource(AgentCluster, forever), root: agentSource(AgentCluster, forever),
+			certN: "kubernetes://other", rootN: "ROOTCA", wantWarm: true,
+			wantBlockedHas: `secret "kubernetes://other" from config source cluster sds-grpc: cannot arrive: the istio-agent serves`},
+		{name: "no agent in the fleet", cert: agentSource(AgentCluster, forever), root: agentSource(AgentCluster, forever),
+			certN: "default", rootN: "ROOTCA", noAgent: true, wantWarm: true, wantBlockedHas: "cannot arrive: no istio-agent in this fleet"},
+		{name: "unknown cluster, realistic: NACK", cert: agentSource("vault", forever), root: agentSource(AgentCluster, forever),
+			certN: "default", rootN: "ROOTCA", realistic: true, wantNack: `sds_config names cluster "vault", which is not in the bootstrap`},
+		{name: "unknown cluster, lenient: never arrives", cert: agentSource("vault", forever), root: agentSource(AgentCluster, forever),
+			certN: "default", rootN: "ROOTCA", wantWarm: true, wantBlockedHas: `from config source cluster vault: cannot arrive: cluster "vault" is not the istio-agent's`},
+		{name: "file source", cert: pathSrc("/etc/sds/secret.yaml"), root: agentSource(AgentCluster, forever), certN: "filecert", rootN: "ROOTCA"},
+		{name: "file source, missing file", cert: pathSrc("/etc/sds/gone.yaml"), root: agentSource(AgentCluster, forever), certN: "filecert", rootN: "ROOTCA",
+			wantWarm: true, wantBlockedHas: `secret "filecert" from file /etc/sds/gone.yaml: cannot arrive: open /etc/sds/gone.yaml: file does not exist`},
+		{name: "file source, secret not in file", cert: pathSrc("/etc/sds/secret.yaml"), root: agentSource(AgentCluster, forever), certN: "other", rootN: "ROOTCA",
+			wantWarm: true, wantBlockedHas: `holds no secret "other"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ClientConfig{Nack: NackPolicy{Realistic: tc.realistic}}
+			if !tc.noAgent {
+				cfg.Agent = testAgent(t, AgentConfig{IssueDelay: 3 * time.Millisecond, ReadFile: read})
+			}
+			m := newTestMachine(t, cfg)
+			m.start(t0)
+			c := autoMTLSCluster(t, "c1", tc.cert, tc.root, tc.certN, tc.rootN)
+			s := m.onSotw(sotwResp(t, C, "1", "a", c), t0)
+			if tc.wantNack != "" {
+				if !s.info.Nacked || !strings.Contains(s.info.Error, tc.wantNack) {
+					t.Fatalf("NACK %v %q, want %q", s.info.Nacked, s.info.Error, tc.wantNack)
+				}
+				return
+			}
+			if s.info.Nacked {
+				t.Fatalf("NACK: %s", s.info.Error)
+			}
+			var sds []string
+			for _, r := range reqSummary(s.sotw) {
+				if strings.HasPrefix(r, "SDS") {
+					sds = append(sds, r)
+				}
+			}
+			if got := strings.Join(sds, " "); got != tc.wantSDS {
+				t.Fatalf("SDS requests %q, want %q", got, tc.wantSDS)
+			}
+			m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80)), t0)
+			m.onTimer(t0.Add(3 * time.Millisecond))
+			warming := m.phase == phaseClusters
+			if warming != tc.wantWarm {
+				t.Fatalf("warming %v, want %v (blocker %+v)", warming, tc.wantWarm, m.blocker())
+			}
+			if tc.wantBlockedHas != "" {
+				b := m.blocker()
+				if !strings.Contains(b.Reason, tc.wantBlockedHas) || b.Example != "cluster c1" {
+					t.Fatalf("blocker %+v, want it to contain %q (example cluster c1)", b, tc.wantBlockedHas)
+				}
+			}
+		})
+	}
+}
+
+// TestAgentRefusedSecretTimesOut: a secret the agent cannot serve, on a source with a finite
+// initial_fetch_timeout, ends warming at that timeout (Envoy then uses the cluster without it).
+func TestAgentRefusedSecretTimesOut(t *testing.T) {
+	m := newTestMachine(t, ClientConfig{Agent: testAgent(t, AgentConfig{})})
+	m.start(t0)
+	src := agentSource(AgentCluster, durationpb.New(2*time.Second))
+	m.onSotw(sotwResp(t, C, "1", "a", autoMTLSCluster(t, "c1", src, src, "nope", SecretRoot)), t0)
+	m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80)), t0)
+	if d := m.nextDeadline(); !d.Equal(t0.Add(DefaultAgentIssueDelay)) {
+		t.Fatalf("first deadline %v, want the agent's issue delay", d.Sub(t0))
+	}
+	m.onTimer(t0.Add(DefaultAgentIssueDelay))
+	if d := m.nextDeadline(); !d.Equal(t0.Add(2 * time.Second)) {
+		t.Fatalf("deadline %v, want the secret's 2s", d.Sub(t0))
+	}
+	s := m.onTimer(t0.Add(2 * time.Second))
+	if len(s.timeouts) != 1 || s.timeouts[0] != S || m.phase != phaseLDS {
+		t.Fatalf("timeouts %v, phase %d", s.timeouts, m.phase)
+	}
+}
+
+// TestSecretFromFile reads Envoy's file format (a DiscoveryResponse, YAML or JSON) and names what
+// is wrong with a bad one.
+func TestSecretFromFile(t *testing.T) {
+	good := `{"resources":[{"@type":"type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret","name":"s","validation_context":{"trusted_ca":{"inline_string":"x"}}}]}`
+	if s, err := secretFromFile([]byte(good), "s"); err != nil || s.GetValidationContext() == nil {
+		t.Fatalf("JSON file: %v %v", s, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"resources: [", "not YAML or JSON"},
+		{`{"resources": 3}`, "not a DiscoveryResponse"},
+		{`{"resources":[{"@type":"type.googleapis.com/envoy.config.cluster.v3.Cluster","name":"s"}]}`, "resource 0"},
+		{good, `holds no secret "t"`},
+	} {
+		name := "s"
+		if tc.in == good {
+			name = "t"
+		}
+		if _, err := secretFromFile([]byte(tc.in), name); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestAgentFileCertificates: the agent's file-cert: and file-root: names read PEM files.
+func TestAgentFileCertificates(t *testing.T) {
+	a := testAgent(t, AgentConfig{})
+	files := map[string][]byte{"/c/root.pem": []byte(a.RootPEM()), "/c/key.pem": []byte("KEY"), "/c/bad.pem": []byte("nope")}
+	a.cfg.ReadFile = func(p string) ([]byte, error) {
+		if b, ok := files[p]; ok {
+			return b, nil
+		}
+		return nil, errors.New("no such file")
+	}
+	w := workload{namespace: "ns", serviceAccount: "sa"}
+	if s, d, err := a.serve(w, "file-root:/c/root.pem"); err != nil || d != 0 || s.GetValidationContext() == nil {
+		t.Fatalf("file-root: %v %v %v", s, d, err)
+	}
+	if s, _, err := a.serve(w, "file-cert:/c/root.pem~/c/key.pem"); err != nil || s.GetTlsCertificate().GetPrivateKey().GetInlineString() != "KEY" {
+		t.Fatalf("file-cert: %v %v", s, err)
+	}
+	for name, want := range map[string]string{
+		"file-root:/c/bad.pem":            "no PEM certificate",
+		"file-root:/c/none.pem":           "no such file",
+		"file-cert:/c/root.pem":           "want file-cert:CERT~KEY",
+		"file-cert:/c/bad.pem~/c/key.pem": "no PEM certificate",
+	} {
+		if _, _, err := a.serve(w, name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package fakeenvoy
+
+import (
+	"fmt"
+	"sort"
+	"sync/atomic"
+)
+
+// Why a client has no full config. A run that reaches its end with clients short of a full
+// config must say why, in terms a user can act on: which secret from which source and why it
+// cannot arrive, which clusters wait for endpoints, which listeners for routes.
+
+// Blocker is why a client does not hold a full config: Reason is the same text for every
+// client blocked the same way (it aggregates), Example one resource it concerns.
+type Blocker struct {
+	Reason  string
+	Example string
+}
+
+// blocker explains, from the machine's state, why the client has no full config yet; the zero
+// Blocker once it has one.
+func (m *machine) blocker() Blocker {
+	if m.fullDone {
+		return Blocker{}
+	}
+	if m.grpc {
+		for _, l := range m.targets {
+			if _, ok := m.types[tLDS].res[l]; !ok {
+				return Blocker{Reason: "gRPC client: waiting for its target listener (LDS)", Example: l}
+			}
+		}
+		return Blocker{Reason: "gRPC client: waiting for the routes, clusters or endpoints of its targets"}
+	}
+	switch m.phase {
+	case phaseCDS:
+		return Blocker{Reason: "waiting for the first CDS response"}
+	case phaseLDS:
+		return Blocker{Reason: "waiting for the first LDS response (clusters done)"}
+	}
+	if b, ok := m.secretBlocker(); ok {
+		return b
+	}
+	if name, ok := minKey(m.warmC); ok {
+		return Blocker{Reason: "clusters warming: waiting for their endpoints (EDS)", Example: name}
+	}
+	if name, ok := minKey(m.warmL); ok {
+		return Blocker{Reason: "listeners warming: waiting for their routes (RDS)", Example: name}
+	}
+	if !m.types[tCDS].accepted {
+		return Blocker{Reason: "no CDS response accepted (NACKed)"}
+	}
+	if !m.types[tLDS].accepted {
+		return Blocker{Reason: "no LDS response accepted (NACKed)"}
+	}
+	return Blocker{Reason: "clusters or listeners reference endpoints or routes that never came"}
+}
+
+// secretBlocker names the first missing secret (by name) of the warming clusters and
+// listeners.
+func (m *machine) secretBlocker() (Blocker, bool) {
+	var best *secretRef
+	var who string
+	for _, t := range []int{tCDS, tLDS} {
+		sec := m.secC
+		if t == tLDS {
+			sec = m.secL
+		}
+		for name := range sec {
+			for _, r := range m.types[t].res[name].d.secretList() {
+				if m.holdsSecret(r) {
+					continue
+				}
+				if best == nil || cmpSecretRef(r, *best) < 0 || (r == *best && name < who) {
+					r := r
+					best, who = &r, kindName(t)+" "+name
+				}
+			}
+		}
+	}
+	if best == nil {
+		return Blocker{}, false
+	}
+	r := *best
+	var why string
+	switch {
+	case r.overADS():
+		why = "asked of the control plane over ADS, not received"
+	default:
+		l := m.local[r]
+		switch {
+		case l == nil:
+			why = "not requested yet"
+		case l.err != nil:
+			why = "cannot arrive: " + l.err.Error()
+		default:
+			why = "being issued by the istio-agent"
+		}
+	}
+	return Blocker{Reason: fmt.Sprintf("waiting for secret %q from %s: %s", r.name, r.source(), why), Example: who}, true
+}
+
+func minKey[V any](m map[string]V) (string, bool) {
+	first, ok := "", false
+	for k := range m {
+		if !ok || k < first {
+			first, ok = k, true
+		}
+	}
+	return first, ok
+}
+
+// blockedState is what a client publishes of its blocker for other goroutines.
+type blockedState struct {
+	b    Blocker
+	done bool // the client reached full config at least once
+}
+
+// publishBlocked records, on the client's goroutine, why it has no full config (nothing once
+// it has one).
+func (c *Client) publishBlocked() {
+	if c.m.fullDone {
+		if s := c.blocked.Load(); s == nil || !s.done {
+			c.blocked.Store(&blockedState{done: true})
+		}
+		return
+	}
+	b := c.m.blocker()
+	if s := c.blocked.Load(); s != nil && s.b == b {
+		return
+	}
+	c.blocked.Store(&blockedState{b: b})
+}
+
+// Blocked reports why the client has not reached a full config (ok false once it has). It is
+// safe to call from any goroutine; a client that never got a response reports "no response
+// from the control plane".
+func (c *Client) Blocked() (Blocker, bool) {
+	s := c.blocked.Load()
+	if s == nil {
+		return Blocker{Reason: "no response from the control plane"}, true
+	}
+	if s.done {
+		return Blocker{}, false
+	}
+	return s.b, true
+}
+
+// blockedCell is the client's published blocker.
+type blockedCell = atomic.Pointer[blockedState]
+
+// IncompleteGroup is how many clients of one group share one reason for having no full config,
+// with a few of them named.
+type IncompleteGroup struct {
+	Group    string
+	Reason   string
+	Clients  int
+	Examples []string // node ids (at most 3) and, per example, the resource concerned
+}
+
+// Incomplete lists why the fleet's clients that never reached a full config did not, one entry
+// per group and reason, most clients first. Safe to call while the fleet runs.
+func (f *Fleet) Incomplete() []IncompleteGroup {
+	type key struct{ group, reason string }
+	agg := map[key]*IncompleteGroup{}
+	for _, fc := range f.clients {
+		b, ok := fc.c.Blocked()
+		if !ok {
+			continue
+		}
+		k := key{fc.group, b.Reason}
+		g := agg[k]
+		if g == nil {
+			g = &IncompleteGroup{Group: fc.group, Reason: b.Reason}
+			agg[k] = g
+		}
+		g.Clients++
+		if len(g.Examples) < 3 {
+			ex := fc.c.NodeID()
+			if b.Example != "" {
+				ex += " (" + b.Example + ")"
+			}
+			g.Examples = append(g.Examples, ex)
+		}
+	}
+	out := make([]IncompleteGroup, 0, len(agg))
+	for _, g := range agg {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Clients != out[j].Clients {
+			return out[i].Clients > out[j].Clients
+		}
+		if out[i].Group != out[j].Group {
+			return out[i].Group < out[j].Group
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out
+}
