@@ -10,7 +10,7 @@ OUT     ?= out
 TAGS    ?= vtprotobuf
 GOTAGS  := -tags $(TAGS)
 
-.PHONY: all build run test test-short bench lint fuzz clean
+.PHONY: all build run test test-istio test-short bench lint fuzz clean
 
 all: lint test
 
@@ -25,6 +25,11 @@ test:
 	$(GO) test $(GOTAGS) -race -count=1 -timeout 15m $(PKGS)
 	# Measurement truth at its real bound (2 ms): the race detector slows gRPC too much for it.
 	$(GO) test $(GOTAGS) -count=1 -run '^TestRunMeasurementTruth$$' ./bench
+
+# The Istio test module (hack/istio, a module of its own so istio.io/istio stays out of ours):
+# the fleet and the lab against Istio's own DiscoveryServer with its default mesh config.
+test-istio:
+	cd hack/istio && $(GO) test -count=1 -timeout 15m ./...
 
 test-short:
 	$(GO) test $(GOTAGS) -short -count=1 $(PKGS)
