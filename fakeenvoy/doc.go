@@ -30,9 +30,15 @@
 // replaces stays in effect (Client.Effective); Resource is what was received.
 //
 // SDS (sds.go): a cluster or listener whose TLS transport socket names SDS secrets warms until
-// they arrive (up to its sds_config's initial_fetch_timeout); the client asks for them over
-// ADS, one SDS subscription naming every secret referenced, right after the CDS or LDS response.
-// Group.Auth (ClientAuth) gives each client a TLS credential for its namespace.
+// they arrive (up to its sds_config's initial_fetch_timeout). Each secret comes from where its
+// sds_config says, as with Envoy and its istio-agent: secrets on ADS are asked of the control
+// plane (one SDS subscription naming every such secret, right after the CDS or LDS response);
+// secrets on the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS "default" and
+// "ROOTCA") are served by the fleet's emulated istio-agent (agent.go: a lab CA, a real SPIFFE
+// workload certificate per client, an issue delay, no network); path sources are read from
+// the file. Client.Blocked and Fleet.Incomplete (blocked.go) say why a client has no full
+// config: which secret from which source and why it cannot arrive, which clusters wait for
+// endpoints. Group.Auth (ClientAuth) gives each client a TLS credential for its namespace.
 //
 // Restart (churn) makes a client a new process: no versions, resources or initial versions.
 // The node goes on every request, or only on a stream's first with NodeOnFirstOnly (Istio's
