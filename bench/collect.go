@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -207,14 +206,26 @@ func (r *run) collectCP(add func(...summary.Metric), dur time.Duration, events i
 			perPush = float64(events) / cycles
 		}
 		add(summary.NewGauge(MetricEventsPerPush, summary.Default, perPush, 0, perPush, nil))
+		note := "push cycles from " + b.cyclesFrom + "; events per push = simulator events ÷ push cycles in the measure and drain phases"
+		addBuckets := func(name string, contains summary.ValueType, source string, h histSnap) {
+			m, err := bucketTrend(name, contains, source, h)
+			if err != nil {
+				note += "; " + name + " left out: " + err.Error()
+				return
+			}
+			add(m)
+		}
 		if b.hasDebounce {
-			add(bucketTrend(MetricDebounceDelay, summary.Time, b.debounce.sub(a.debounce)))
+			addBuckets(MetricDebounceDelay, summary.Time, cpDebounceTime, b.debounce.sub(a.debounce))
 		}
 		if b.hasPerPush {
 			// The control plane's own view: change events (inbound updates) merged per cycle.
-			add(bucketTrend(cpEventsPerPush, summary.Default, b.perPush.sub(a.perPush)))
+			addBuckets(cpEventsPerPush, summary.Default, cpEventsPerPush, b.perPush.sub(a.perPush))
 		}
-		r.notes["debounce"] = "push cycles from " + b.cyclesFrom + "; events per push = simulator events ÷ push cycles in the measure and drain phases"
+		if b.hasDebounce || b.hasPerPush {
+			note += "; " + MetricDebounceDelay + " and " + cpEventsPerPush + " are read from the control plane's Prometheus buckets: count and mean are exact, each quantile is the bucket that holds it"
+		}
+		r.notes["debounce"] = note
 	}
 	first := r.cpFirst
 	if !b.ok || len(b.cacheReads) == 0 {
@@ -268,39 +279,23 @@ func (r *run) metricsHint() string {
 	return ""
 }
 
-// bucketTrend summarises a Prometheus histogram as a trend. Its percentiles are interpolated
-// inside buckets (as histogram_quantile does), so they are only as fine as the buckets; it
-// carries no HDR histogram.
-func bucketTrend(name string, contains summary.ValueType, h histSnap) summary.Metric {
-	v := map[string]float64{"min": 0, "med": 0, "avg": 0, "max": 0, "p(50)": 0, "p(90)": 0, "p(99)": 0, "p(99.9)": 0}
-	if h.count > 0 {
-		v["avg"] = h.sum / h.count
-		v["med"] = h.quantile(0.5)
-		v["p(50)"] = v["med"]
-		v["p(90)"] = h.quantile(0.9)
-		v["p(99)"] = h.quantile(0.99)
-		v["p(99.9)"] = h.quantile(0.999)
-		v["max"] = h.quantile(1)
-		for i, c := range h.cum {
-			if c > 0 {
-				if i > 0 {
-					v["min"] = h.bounds[i-1]
-				}
-				break
-			}
-		}
+// bucketTrend summarises the observations of a Prometheus histogram (source, as scraped) as a
+// trend that claims no precision its buckets lack: count and mean exactly, every quantile as
+// the bucket that holds it (summary.NewBucketTrend). It carries no HDR histogram.
+func bucketTrend(name string, contains summary.ValueType, source string, h histSnap) (summary.Metric, error) {
+	b, err := h.buckets(source)
+	if err != nil {
+		return summary.Metric{}, err
 	}
-	for k, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			v[k] = 0
-		}
-	}
-	return summary.Metric{Name: name, Type: summary.Trend, Contains: contains, Values: v}
+	return summary.NewBucketTrend(name, contains, b, nil)
 }
 
 // EvaluateThresholds evaluates the scenario's thresholds against the metrics: one verdict per
 // expression. A threshold naming a metric (or tags) the run did not produce fails, with no
-// value: a gate must not pass on a figure nobody measured.
+// value: a gate must not pass on a figure nobody measured. A value known only as a bucket bound
+// (a trend read from a control plane's Prometheus histogram) passes only when the bound proves
+// the expression, fails when it proves the opposite, and is otherwise inconclusive, which
+// fails too; Reason says which.
 func EvaluateThresholds(sc *scenarios.Scenario, res summary.Results) ([]summary.Threshold, bool) {
 	keys := make([]string, 0, len(sc.Thresholds))
 	for k := range sc.Thresholds {
@@ -313,20 +308,57 @@ func EvaluateThresholds(sc *scenarios.Scenario, res summary.Results) ([]summary.
 		name, tags := scenarios.MetricName(key), scenarios.MetricTags(key)
 		m, found := res.Find(name, tags)
 		for _, th := range sc.Thresholds[key] {
-			t := summary.Threshold{Metric: name, Tags: tags, Expression: th.Source}
-			if found {
-				if v, ok := m.Values[th.Key()]; ok {
-					v := v
-					t.Value = &v
-				}
-				ok, err := th.Eval(m.Values)
-				t.Passed = ok && err == nil
-			}
+			t := evaluateThreshold(th, name, tags, m, found)
 			passed = passed && t.Passed
 			out = append(out, t)
 		}
 	}
 	return out, passed
+}
+
+// evaluateThreshold is one expression's verdict on metric m (found: the run produced it).
+func evaluateThreshold(th scenarios.Threshold, name string, tags map[string]string, m summary.Metric, found bool) summary.Threshold {
+	t := summary.Threshold{Metric: name, Tags: tags, Expression: th.Source}
+	key := th.Key()
+	if !found {
+		t.Reason = "the run did not produce " + name + summary.TagString(tags)
+		return t
+	}
+	if b, ok := m.Bounded(key); ok {
+		bd := b
+		t.Bound = &bd
+		v, err := th.EvalBound(b.Lower(), b.Upper())
+		where := key + " " + summary.FormatBound(m.Contains, b)
+		switch {
+		case err != nil:
+			t.Reason = err.Error()
+		case v == scenarios.Pass:
+			t.Passed = true
+			t.Reason = where + ": the bucket bound proves it"
+		case v == scenarios.Fail:
+			t.Reason = where + ": the bucket bound disproves it"
+		default:
+			t.Inconclusive = true
+			t.Reason = "inconclusive: " + where + " is a bucket bound that neither proves nor disproves it"
+		}
+		return t
+	}
+	if v, ok := m.Values[key]; ok {
+		t.Value = &v
+	}
+	ok, err := th.Eval(m.Values)
+	t.Passed = ok && err == nil
+	switch {
+	case err == nil:
+	case m.Buckets != nil && m.Buckets.Count == 0:
+		t.Reason = "no data: the histogram observed nothing in the run"
+		if src := m.Buckets.Source; src != "" {
+			t.Reason = "no data: " + src + " observed nothing in the run"
+		}
+	default:
+		t.Reason = err.Error()
+	}
+	return t
 }
 
 // countServices counts the hosts of the ServiceEntries in objs (the services the control plane

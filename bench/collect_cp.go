@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/xdslab/xdslab/internal/summary"
 )
 
 // The control plane's metrics the collector reads: Istio-compatible names (so an istiod target
@@ -42,25 +45,32 @@ func (h histSnap) sub(prev histSnap) histSnap {
 	return out
 }
 
-// quantile estimates the q-quantile (0..1) by linear interpolation inside the bucket that holds
-// it, as Prometheus's histogram_quantile does; the last finite bound stands for +Inf.
-func (h histSnap) quantile(q float64) float64 {
-	if h.count <= 0 || len(h.bounds) == 0 {
-		return 0
+// buckets converts h to a summary's bucket histogram (finite bounds; the +Inf bucket is the
+// count). Counts must be whole and must not go down from one bucket to the next or between two
+// scrapes: a target that restarted between them resets its histograms, and its difference is
+// no histogram at all.
+func (h histSnap) buckets(source string) (summary.Buckets, error) {
+	whole := func(x float64) (uint64, bool) {
+		return uint64(x), x >= 0 && x == math.Trunc(x) && x < 1<<53
 	}
-	rank := q * h.count
-	lower, below := 0.0, 0.0
-	for i, b := range h.bounds {
-		if h.cum[i] >= rank {
-			in := h.cum[i] - below
-			if in <= 0 || math.IsInf(b, 1) {
-				return lower
-			}
-			return lower + (b-lower)*(rank-below)/in
+	b := summary.Buckets{Source: source, Sum: h.sum}
+	n, ok := whole(h.count)
+	if !ok {
+		return b, fmt.Errorf("%s: count %g is not a whole number of observations (did the target restart between the scrapes?)", source, h.count)
+	}
+	b.Count = n
+	for i, le := range h.bounds {
+		if math.IsInf(le, 1) {
+			continue
 		}
-		lower, below = b, h.cum[i]
+		c, ok := whole(h.cum[i])
+		if !ok {
+			return b, fmt.Errorf("%s: bucket le=%g holds %g observations, not a whole number (did the target restart between the scrapes?)", source, le, h.cum[i])
+		}
+		b.LE = append(b.LE, le)
+		b.Cumulative = append(b.Cumulative, c)
 	}
-	return lower
+	return b, nil
 }
 
 // cpSample is the control plane's metrics at one moment.

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"bytes"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,39 +17,91 @@ import (
 	"github.com/xdslab/xdslab/scenarios"
 )
 
-func TestHistSnapQuantile(t *testing.T) {
+func TestHistSnapBuckets(t *testing.T) {
 	// 10 observations: 4 in (0, 0.1], 4 in (0.1, 0.2], 2 in (0.2, 1]; cumulative with +Inf.
 	h := histSnap{count: 10, sum: 2, bounds: []float64{0.1, 0.2, 1, math.Inf(1)}, cum: []float64{4, 8, 10, 10}}
-	for _, tc := range []struct{ q, want float64 }{
-		{0, 0},
-		{0.2, 0.05}, // rank 2 of 4 in the first bucket: halfway to 0.1
-		{0.4, 0.1},  // the top of the first bucket
-		{0.6, 0.15}, // rank 6: halfway through the second
-		{0.9, 0.6},  // rank 9: halfway through (0.2, 1]
-		{1, 1},      // the last finite bound
-		{0.999, 0.996},
-	} {
-		require.InDeltaf(t, tc.want, h.quantile(tc.q), 1e-9, "q=%g", tc.q)
-	}
-	require.Equal(t, 0.0, histSnap{}.quantile(0.5), "empty")
+	b, err := h.buckets("src")
+	require.NoError(t, err)
+	require.Equal(t, summary.Buckets{Source: "src", Count: 10, Sum: 2, LE: []float64{0.1, 0.2, 1}, Cumulative: []uint64{4, 8, 10}}, b)
 
 	prev := histSnap{count: 4, sum: 0.2, bounds: h.bounds, cum: []float64{4, 4, 4, 4}}
 	d := h.sub(prev)
 	require.Equal(t, 6.0, d.count)
 	require.Equal(t, []float64{0, 4, 6, 6}, d.cum)
-	require.InDelta(t, 0.15, d.quantile(1.0/3), 1e-9)
+	b, err = d.buckets("src")
+	require.NoError(t, err)
+	q, ok := b.Quantile(1.0 / 3)
+	require.True(t, ok)
+	require.Equal(t, "in (100ms, 200ms]", summary.FormatBound(summary.Time, q))
+
+	// A target that restarted between the scrapes: its counts went down.
+	_, err = prev.sub(h).buckets("pilot_debounce_time")
+	require.ErrorContains(t, err, "restart")
+	_, err = histSnap{count: 1.5}.buckets("x")
+	require.ErrorContains(t, err, "not a whole number")
 }
 
-func TestBucketTrend(t *testing.T) {
-	h := histSnap{count: 2, sum: 0.3, bounds: []float64{0.1, 0.2, math.Inf(1)}, cum: []float64{0, 2, 2}}
-	m := bucketTrend("d", summary.Time, h)
-	require.Equal(t, summary.Trend, m.Type)
-	require.InDelta(t, 0.15, m.Values["avg"], 1e-9)
-	require.InDelta(t, 0.1, m.Values["min"], 1e-9, "the lower bound of the first bucket with observations")
-	require.InDelta(t, 0.2, m.Values["max"], 1e-9)
+// debounceExposition is istiod's pilot_debounce_time (its buckets .01, .1, 1, 3, 5, 10, 20, 30)
+// after n pushes of 100.7 ms each.
+func debounceExposition(n int, les []string) string {
+	var b strings.Builder
+	b.WriteString("# TYPE pilot_debounce_time histogram\n")
+	for _, le := range les {
+		c := n
+		if v, _ := strconv.ParseFloat(le, 64); v < 0.1007 {
+			c = 0
+		}
+		fmt.Fprintf(&b, "pilot_debounce_time_bucket{le=%q} %d\n", le, c)
+	}
+	fmt.Fprintf(&b, "pilot_debounce_time_bucket{le=\"+Inf\"} %d\npilot_debounce_time_sum %g\npilot_debounce_time_count %d\n", n, float64(n)*0.1007, n)
+	return b.String()
+}
+
+// TestBucketTrendEighteenPushes: 18 pushes that each took about 100.7 ms, scraped from
+// istiod's coarse buckets, were printed as "avg=101ms med=550ms p(99)=991ms" (interpolated
+// inside (0.1, 1]). Now: the exact count and mean, and every quantile as the bucket that
+// holds it.
+func TestBucketTrendEighteenPushes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		les    []string
+		bucket string
+	}{
+		{"istiod pilot_debounce_time", []string{"0.01", "0.1", "1", "3", "5", "10", "20", "30"}, "in (100ms, 1s]"},
+		{"istiod pilot_proxy_convergence_time", []string{"0.1", "0.5", "1", "3", "5", "10", "20", "30"}, "in (100ms, 500ms]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := readCP(parseExposition(t, debounceExposition(0, tc.les)))
+			after := readCP(parseExposition(t, debounceExposition(18, tc.les)))
+			require.True(t, after.hasDebounce)
+			m, err := bucketTrend(MetricDebounceDelay, summary.Time, cpDebounceTime, after.debounce.sub(before.debounce))
+			require.NoError(t, err)
+			s := &summary.Summary{Version: summary.Version, Results: summary.Results{Metrics: []summary.Metric{m}}}
+			require.NoError(t, s.Validate())
+			var buf bytes.Buffer
+			require.NoError(t, summary.WriteText(&buf, s))
+			out := buf.String()
+			require.Contains(t, out, "count=18 avg=100.7ms min,med,p(90),p(99),p(99.9),max "+tc.bucket+" (pilot_debounce_time buckets)")
+			for _, invented := range []string{"med=", "p(99)=", "550ms", "991ms", "300ms"} {
+				require.NotContains(t, out, invented, "a point the buckets do not give")
+			}
+			require.Equal(t, map[string]float64{"avg": m.Values["avg"]}, m.Values, "only the mean is a value")
+			require.InDelta(t, 0.1007, m.Values["avg"], 1e-12)
+			_, hasP99 := m.Values["p(99)"]
+			require.False(t, hasP99)
+		})
+	}
+}
+
+func TestBucketTrendEmpty(t *testing.T) {
+	m, err := bucketTrend("d", summary.Time, cpDebounceTime, histSnap{bounds: []float64{0.1, math.Inf(1)}, cum: []float64{0, 0}})
+	require.NoError(t, err)
+	require.Empty(t, m.Values, "no data, not 0")
+	require.Empty(t, m.Bounds)
 	require.Nil(t, m.Histogram)
-	s := summary.Summary{Version: summary.Version, Results: summary.Results{Metrics: []summary.Metric{m, bucketTrend("e", summary.Time, histSnap{})}}}
-	require.NoError(t, s.Validate(), "a valid trend, empty or not")
+	require.EqualValues(t, 0, m.Buckets.Count)
+	s := summary.Summary{Version: summary.Version, Results: summary.Results{Metrics: []summary.Metric{m}}}
+	require.NoError(t, s.Validate(), "an empty bucket trend is valid")
 }
 
 // exposition is the text format of an Istio-like control plane's /metrics.
@@ -152,6 +207,64 @@ func TestEvaluateThresholds(t *testing.T) {
 	}
 }
 
+// TestEvaluateThresholdsBounded: a threshold on a quantile known only as a bucket passes when
+// the bucket proves it, fails when it proves the opposite, and is otherwise inconclusive —
+// which fails, with the reason in the verdict.
+func TestEvaluateThresholdsBounded(t *testing.T) {
+	mk := func(cum []uint64, n uint64) summary.Metric {
+		m, err := summary.NewBucketTrend(MetricDebounceDelay, summary.Time, summary.Buckets{Source: cpDebounceTime,
+			Count: n, Sum: 0.1007 * float64(n), LE: []float64{.01, .1, 1, 3, 5, 10, 20, 30}, Cumulative: cum}, nil)
+		require.NoError(t, err)
+		return m
+	}
+	in := mk([]uint64{0, 0, 18, 18, 18, 18, 18, 18}, 18)     // every push in (0.1, 1]
+	fast := mk([]uint64{18, 18, 18, 18, 18, 18, 18, 18}, 18) // every push within 10 ms
+	slow := mk([]uint64{0, 0, 0, 0, 0, 0, 0, 0}, 18)         // every push above 30 s
+	empty := mk(make([]uint64, 8), 0)
+	for _, tc := range []struct {
+		name         string
+		m            summary.Metric
+		expr         string
+		passed       bool
+		inconclusive bool
+		reason       string
+	}{
+		{"the bucket proves it", in, "p(99)<=1s", true, false, "p(99) in (100ms, 1s]: the bucket bound proves it"},
+		{"the first bucket proves it", fast, "p(99)<500ms", true, false, "p(99) ≤ 10ms: the bucket bound proves it"},
+		{"the bucket disproves it", in, "p(99)<100ms", false, false, "p(99) in (100ms, 1s]: the bucket bound disproves it"},
+		{"the +Inf bucket disproves it", slow, "max<30s", false, false, "max > 30s: the bucket bound disproves it"},
+		// The interpolated p(99) was 991ms, which "passed"; nobody measured that.
+		{"inconclusive fails", in, "p(99)<995ms", false, true, "inconclusive: p(99) in (100ms, 1s] is a bucket bound"},
+		{"inconclusive med", in, "med<500ms", false, true, "inconclusive: med in (100ms, 1s]"},
+		{"the exact mean is a value", in, "avg<101ms", true, false, ""},
+		{"no data fails", empty, "p(99)<1s", false, false, "no data: pilot_debounce_time observed nothing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenarios.Defaults()
+			sc.Name = "t"
+			sc.Thresholds[MetricDebounceDelay] = []scenarios.Threshold{{Source: tc.expr}}
+			sc.Complete()
+			got, all := EvaluateThresholds(sc, summary.Results{Metrics: []summary.Metric{tc.m}})
+			require.Len(t, got, 1)
+			th := got[0]
+			require.Equal(t, tc.passed, th.Passed, th.Reason)
+			require.Equal(t, tc.passed, all)
+			require.Equal(t, tc.inconclusive, th.Inconclusive)
+			if tc.reason == "" {
+				require.Empty(t, th.Reason)
+			} else {
+				require.Contains(t, th.Reason, tc.reason)
+			}
+			if _, bounded := tc.m.Bounded(th.Expression[:strings.IndexAny(th.Expression, "<>=!")]); bounded {
+				require.NotNil(t, th.Bound)
+				require.Nil(t, th.Value, "a bound is not a value")
+			}
+			s := summary.Summary{Version: summary.Version, Results: summary.Results{Metrics: []summary.Metric{tc.m}, Thresholds: got}}
+			require.NoError(t, s.Validate())
+		})
+	}
+}
+
 func FuzzReadCP(f *testing.F) {
 	f.Add(exposition)
 	f.Fuzz(func(t *testing.T, text string) {
@@ -166,8 +279,13 @@ func FuzzReadCP(f *testing.F) {
 		}
 		s := readCP(fams)
 		if s.hasDebounce {
-			_ = s.debounce.quantile(0.99)
-			_ = bucketTrend("x", summary.Time, s.debounce)
+			// Whatever the exposition, a bucket trend is valid or an error, never a panic.
+			if m, err := bucketTrend("x", summary.Time, cpDebounceTime, s.debounce); err == nil {
+				sum := summary.Summary{Version: summary.Version, Results: summary.Results{Metrics: []summary.Metric{m}}}
+				if err := sum.Validate(); err != nil {
+					t.Fatalf("bucket trend does not validate: %v", err)
+				}
+			}
 		}
 	})
 }

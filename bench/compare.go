@@ -249,6 +249,10 @@ type Estimate struct {
 	Hi     Float `json:"hi"`
 	// N is the number of runs, or of histogram values drawn, the estimate rests on.
 	N int `json:"n"`
+	// Bounded (rows of MethodBounds): the figure is known only to lie between Lo and Hi — the
+	// bucket (Lo, Hi] that holds it, widened over runs; Center is null, N counts the
+	// observations. -Inf and +Inf are the open ends of the first and the +Inf bucket.
+	Bounded bool `json:"bounded,omitempty"`
 }
 
 // The test methods a row may use.
@@ -261,6 +265,11 @@ const (
 	MethodExact = "exact"
 	// MethodNone: one run per side and no distribution: shown, never significant.
 	MethodNone = "none"
+	// MethodBounds: a quantile known only as a bucket bound on a side (a trend read from a
+	// control plane's Prometheus histogram): a change is claimed only when the buckets that
+	// hold the sides' confidence intervals do not overlap, and Delta is the smallest change
+	// they prove, never a difference of invented points.
+	MethodBounds = "bounds"
 )
 
 // Row is one compared figure: one stat of one metric entry.
@@ -273,7 +282,9 @@ type Row struct {
 	Method    string            `json:"method"`
 	Base      Estimate          `json:"base"`
 	New       Estimate          `json:"new"`
-	// Delta is the change of the centres, new/base − 1 (±Inf when base is 0).
+	// Delta is the change of the centres, new/base − 1 (±Inf when base is 0). For MethodBounds
+	// it is the smallest change the buckets prove (the true change is beyond it), null when
+	// they overlap.
 	Delta Float `json:"delta"`
 	// P is the U test's p value (0 for a differing exact figure, 1 for no test).
 	P           Float   `json:"p"`
@@ -414,6 +425,12 @@ func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
 			rep.Rows = append(rep.Rows, row)
 		}
 	}
+	for _, row := range rep.Rows {
+		if row.Method == MethodBounds {
+			rep.Notes = append(rep.Notes, "(bucket bounds) rows are quantiles read from a control plane's Prometheus buckets, known only as the bucket that holds them: they differ only when the buckets that hold their confidence intervals do not overlap, and by at least the change shown")
+			break
+		}
+	}
 	for _, k := range ni.order {
 		if _, ok := bi.byKey[k]; !ok {
 			rep.OnlyNew = append(rep.OnlyNew, k)
@@ -462,6 +479,10 @@ func cmpAllEqual(v []float64) bool {
 // compareStat fills a row's estimates, p value and significance.
 func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, bEvents, nEvents float64, exactOK bool, opts CompareOptions, cache *cmpHistPair) Row {
 	row := Row{Metric: proto.Name, Tags: proto.Tags, Stat: stat, Contains: proto.Contains}
+	if cmpAnyBounded(bm, stat) || cmpAnyBounded(nm, stat) {
+		cmpBounds(&row, bm, nm, stat, opts.Confidence)
+		return row
+	}
 	bv, nv := cmpValues(bm, stat), cmpValues(nm, stat)
 	if len(bv) == 0 || len(nv) == 0 {
 		row.Method = MethodNone
@@ -606,10 +627,12 @@ func cmpHistEstimate(sh *statScaledHist, stat string, conf float64, n int) Estim
 	return Estimate{Center: Float(mean), Lo: Float(mean - half), Hi: Float(mean + half), N: n}
 }
 
-// judge sets the row's delta, regression and improvement.
+// judge sets the row's delta, regression and improvement. A bounds row's delta is already the
+// smallest change its buckets prove, so reaching the threshold is enough.
 func cmpJudge(r *Row) {
 	b, n := float64(r.Base.Center), float64(r.New.Center)
 	switch {
+	case r.Method == MethodBounds:
 	case math.IsNaN(b) || math.IsNaN(n):
 		r.Delta = Float(math.NaN())
 	case b == n:
@@ -623,18 +646,25 @@ func cmpJudge(r *Row) {
 	if !r.Significant || math.IsNaN(d) || r.Direction == Neutral {
 		return
 	}
-	beyond := math.Abs(d) > r.Threshold
+	beyond := math.Abs(d) > r.Threshold || r.Method == MethodBounds && math.Abs(d) >= r.Threshold
 	worse := (r.Direction == HigherIsWorse && d > 0) || (r.Direction == LowerIsWorse && d < 0)
 	r.Regression = beyond && worse
 	r.Improvement = beyond && !worse
 }
 
-// FormatDelta renders a row's change the way benchstat does: "~" when not significant.
+// FormatDelta renders a row's change the way benchstat does: "~" when not significant; a
+// bounds row's proven change as "> +12.00%" or "< -50.00%".
 func (r Row) FormatDelta() string {
 	d := float64(r.Delta)
 	switch {
 	case !r.Significant:
 		return "~"
+	case r.Method == MethodBounds && math.IsNaN(d):
+		return "changed"
+	case r.Method == MethodBounds && d >= 0:
+		return fmt.Sprintf("> %+.2f%%", 100*d)
+	case r.Method == MethodBounds:
+		return fmt.Sprintf("< %+.2f%%", 100*d)
 	case math.IsNaN(d):
 		return "?"
 	case math.IsInf(d, 1):

@@ -80,6 +80,8 @@ func cmpEstimateText(e Estimate, contains summary.ValueType, method string) stri
 	switch method {
 	case MethodNone, MethodExact:
 		return s
+	case MethodBounds:
+		return cmpBoundText(e, contains)
 	}
 	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(lo) || math.IsNaN(hi) {
 		return s + " ± ∞"
@@ -101,6 +103,11 @@ func cmpTestText(r Row) string {
 		return "(exact)"
 	case MethodNone:
 		return fmt.Sprintf("(n=%d+%d, no test)", r.Base.N, r.New.N)
+	case MethodBounds:
+		if !r.Significant && strings.Contains(r.Note, "intervals overlap") {
+			return fmt.Sprintf("(bucket bounds, n=%d+%d, CIs overlap)", r.Base.N, r.New.N)
+		}
+		return fmt.Sprintf("(bucket bounds, n=%d+%d)", r.Base.N, r.New.N)
 	}
 	n := fmt.Sprintf("n=%d", r.Base.N)
 	if r.Base.N != r.New.N {
@@ -175,9 +182,12 @@ func writeCompareFooter(w io.Writer, r *Report, bullet string) {
 		fmt.Fprintf(w, "%s%d regression(s) beyond threshold:\n", bullet, r.Regressions)
 		for _, row := range r.Rows {
 			if row.Regression {
+				b, n := FormatCompareValue(float64(row.Base.Center), row.Contains), FormatCompareValue(float64(row.New.Center), row.Contains)
+				if row.Method == MethodBounds {
+					b, n = cmpBoundText(row.Base, row.Contains), cmpBoundText(row.New, row.Contains)
+				}
 				fmt.Fprintf(w, "%s  %s: %s → %s (%s, worse when %s, threshold %s)\n", bullet, row.Name(),
-					FormatCompareValue(float64(row.Base.Center), row.Contains), FormatCompareValue(float64(row.New.Center), row.Contains),
-					row.FormatDelta(), row.Direction, cmpPctText(row.Threshold))
+					b, n, row.FormatDelta(), row.Direction, cmpPctText(row.Threshold))
 			}
 		}
 		return

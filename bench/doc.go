@@ -21,8 +21,12 @@
 // simulator's event counts, the control plane's own metrics (push cycles, debounce delay and
 // events per push, cache hit ratio per type; read in-process, or scraped from the target's
 // /metrics when it exports Istio's pilot_* names), and the CPU and memory of both sides (an
-// in-process run splits CPU with pprof labels). Thresholds in k6 syntax are evaluated on the
-// result; a failed one makes Results.Passed false, which the CLI turns into exit code 99.
+// in-process run splits CPU with pprof labels). The control plane's histograms (pilot_debounce_time,
+// xdslab_cp_debounce_events_per_push) become bucket trends (summary.NewBucketTrend): exact
+// count and mean, every quantile as the bucket that holds it, never interpolated. Thresholds in
+// k6 syntax are evaluated on the result; one on a bucket-bounded quantile passes only when the
+// bucket proves it and is otherwise failed or inconclusive (which fails too); a failed one
+// makes Results.Passed false, which the CLI turns into exit code 99.
 //
 // The reports (report*.go) are summary.json (internal/summary's k6-like shape, with encoded HDR
 // histograms and the resolved scenario as config), report.html (self-contained, plots as inline
@@ -32,7 +36,11 @@
 // missed the connect timeout, responses counted at latency 0) are in metadata.labels as
 // note.KEY and in the HTML report.
 //
-// compare*.go and tune*.go read these summaries to gate releases and tune the debouncer.
+// compare*.go and tune*.go read these summaries to gate releases and tune the debouncer. Neither
+// treats a bucket bound as a point: compare's "bounds" rows claim a change only when the
+// sides' buckets (of their confidence intervals) do not overlap, and tune ranks on the lab's
+// own HDR latencies and exact counts, evaluating thresholds on bucket-bounded figures by
+// their bounds.
 //
 // Distributed runs (docs/distributed.md; distributed.go, merge.go): RunShard runs one segment
 // of a scenario's fleet as a shard that takes the simulator's probe events from its stream

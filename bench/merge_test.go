@@ -362,3 +362,63 @@ func TestConnectFailureNote(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeBucketTrend: a trend read from a control plane's buckets, held by one input, comes
+// through a merge with its bounds and buckets (no invented points); held by two, it is left
+// out with a note (the same control plane scraped twice would count twice). A threshold on it
+// is evaluated on the bound.
+func TestMergeBucketTrend(t *testing.T) {
+	bucketed := func() summary.Metric {
+		m, err := summary.NewBucketTrend(MetricDebounceDelay, summary.Time, summary.Buckets{Source: cpDebounceTime, Count: 18,
+			Sum: 18 * 0.1007, LE: []float64{.01, .1, 1, 3, 5, 10, 20, 30}, Cumulative: []uint64{0, 0, 18, 18, 18, 18, 18, 18}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	in := goldenInputs(t)
+	in[1].Summary.Results.Metrics = append(in[1].Summary.Results.Metrics, bucketed())
+	sc := scenarios.Defaults()
+	sc.Name = "merge-test"
+	sc.Thresholds = map[string][]scenarios.Threshold{MetricDebounceDelay: {{Source: "p(99)<=1s"}, {Source: "p(99)<500ms"}}}
+	sc.Complete()
+	out, err := Merge(in, MergeOptions{Scenario: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := out.Results.Find(MetricDebounceDelay, nil)
+	if !ok {
+		t.Fatal("the bucket trend is missing from the merge")
+	}
+	if _, point := m.Values["p(99)"]; point || m.Buckets == nil || m.Buckets.Count != 18 {
+		t.Errorf("merged bucket trend: values %v buckets %+v", m.Values, m.Buckets)
+	}
+	if b, ok := m.Bounded("p(99)"); !ok || summary.FormatBound(m.Contains, b) != "in (100ms, 1s]" {
+		t.Errorf("p(99) bound %v %v", b, ok)
+	}
+	verdicts := map[string]summary.Threshold{}
+	for _, th := range out.Results.Thresholds {
+		verdicts[th.Expression] = th
+	}
+	if len(verdicts) != 2 || !verdicts["p(99)<=1s"].Passed || verdicts["p(99)<500ms"].Passed || !verdicts["p(99)<500ms"].Inconclusive || out.Results.Passed {
+		t.Errorf("thresholds on the bound: %+v", out.Results.Thresholds)
+	}
+	var buf bytes.Buffer
+	if err := summary.Encode(&buf, out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := summary.Decode("merged.json", buf.Bytes()); err != nil {
+		t.Errorf("the merged summary does not read back: %v", err)
+	}
+
+	in = goldenInputs(t)
+	in[0].Summary.Results.Metrics = append(in[0].Summary.Results.Metrics, bucketed())
+	in[2].Summary.Results.Metrics = append(in[2].Summary.Results.Metrics, bucketed())
+	out, err = Merge(in, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := out.Results.Find(MetricDebounceDelay, nil); ok || !strings.Contains(out.Metadata.Labels["note.merge"], MetricDebounceDelay+" left out") {
+		t.Errorf("a bucket trend in two inputs: note %q", out.Metadata.Labels["note.merge"])
+	}
+}

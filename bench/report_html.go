@@ -39,8 +39,8 @@ type reportData struct {
 }
 
 type reportThreshold struct {
-	Metric, Expression, Value string
-	Passed                    bool
+	Metric, Expression, Value, Reason string
+	Passed, Inconclusive              bool
 }
 
 type reportNote struct{ Key, Text string }
@@ -65,8 +65,8 @@ th{background:#f4f4f4}.pass{color:#080;font-weight:bold}.fail{color:#c00;font-we
 <p class="sub">{{.Description}}</p>
 <p>Target: {{.Target}} · started {{.Started}} · took {{.Duration}} ·
 {{if .Passed}}<span class="pass">thresholds passed</span>{{else}}<span class="fail">thresholds FAILED</span>{{end}}</p>
-{{if .Thresholds}}<h2>Thresholds</h2><table><tr><th></th><th>metric</th><th>expression</th><th>value</th></tr>
-{{range .Thresholds}}<tr><td>{{if .Passed}}<span class="pass">✓</span>{{else}}<span class="fail">✗</span>{{end}}</td><td>{{.Metric}}</td><td>{{.Expression}}</td><td>{{.Value}}</td></tr>
+{{if .Thresholds}}<h2>Thresholds</h2><table><tr><th></th><th>metric</th><th>expression</th><th>value</th><th>why</th></tr>
+{{range .Thresholds}}<tr><td>{{if .Passed}}<span class="pass">✓</span>{{else if .Inconclusive}}<span class="fail">✗ inconclusive</span>{{else}}<span class="fail">✗</span>{{end}}</td><td>{{.Metric}}</td><td>{{.Expression}}</td><td>{{.Value}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Notes}}<h2>Notes</h2><table>{{range .Notes}}<tr><th>{{.Key}}</th><td>{{.Text}}</td></tr>{{end}}</table>{{end}}
 {{range .Plots}}<div class="plot"><h2>{{.Title}}</h2>{{.SVG}}</div>{{end}}
@@ -88,11 +88,7 @@ func (r *run) writeHTML(w io.Writer, s *summary.Summary) error {
 		Passed:   s.Results.Passed,
 	}
 	for _, t := range s.Results.Thresholds {
-		v := "—"
-		if t.Value != nil {
-			v = fmt.Sprintf("%g", *t.Value)
-		}
-		d.Thresholds = append(d.Thresholds, reportThreshold{Metric: t.Metric + summary.TagString(t.Tags), Expression: t.Expression, Value: v, Passed: t.Passed})
+		d.Thresholds = append(d.Thresholds, reportThresholdOf(s.Results, t))
 	}
 	keys := make([]string, 0, len(s.Metadata.Labels))
 	for k := range s.Metadata.Labels {
@@ -150,6 +146,27 @@ func (r *run) timeline() []sample {
 	return append([]sample(nil), r.samples...)
 }
 
+// reportThresholdOf is a threshold's row: its value (or the bucket bound it rests on, in the
+// metric's unit) and why it passed or failed when that is not a plain value.
+func reportThresholdOf(res summary.Results, t summary.Threshold) reportThreshold {
+	row := reportThreshold{Metric: t.Metric + summary.TagString(t.Tags), Expression: t.Expression, Value: "—",
+		Reason: t.Reason, Passed: t.Passed, Inconclusive: t.Inconclusive}
+	switch {
+	case t.Value != nil:
+		row.Value = fmt.Sprintf("%g", *t.Value)
+	case t.Bound != nil:
+		contains := summary.Default
+		if m, ok := res.Find(t.Metric, t.Tags); ok {
+			contains = m.Contains
+		}
+		row.Value = summary.FormatBound(contains, *t.Bound)
+	}
+	return row
+}
+
+// formatMetricValues lists a metric's values, then (a trend read from buckets) its count and
+// the bucket bound of every other figure, e.g. "avg=100.7ms count=18 max in (100ms, 1s] …
+// (pilot_debounce_time buckets)".
 func formatMetricValues(m summary.Metric) string {
 	keys := make([]string, 0, len(m.Values))
 	for k := range m.Values {
@@ -168,6 +185,25 @@ func formatMetricValues(m summary.Metric) string {
 			c = summary.Default
 		}
 		parts = append(parts, k+"="+summary.FormatValue(c, v))
+	}
+	if b := m.Buckets; b != nil {
+		parts = append(parts, fmt.Sprintf("count=%d", b.Count))
+		if b.Count == 0 {
+			parts = append(parts, "no data")
+		}
+		bkeys := make([]string, 0, len(m.Bounds))
+		for k := range m.Bounds {
+			bkeys = append(bkeys, k)
+		}
+		sort.Strings(bkeys)
+		for _, k := range bkeys {
+			parts = append(parts, k+" "+summary.FormatBound(m.Contains, m.Bounds[k]))
+		}
+		src := "bucket bounds"
+		if b.Source != "" {
+			src = b.Source + " buckets"
+		}
+		parts = append(parts, "("+src+")")
 	}
 	return strings.Join(parts, " ")
 }

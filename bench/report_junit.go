@@ -9,7 +9,8 @@ import (
 )
 
 // JUnit XML for CI: one test suite per run, one test case per threshold expression (a failed
-// threshold is a failed test case whose message gives the value it was evaluated on).
+// threshold is a failed test case whose message gives the value it was evaluated on, or why
+// there was none: an inconclusive bucket bound, a metric the run did not produce).
 
 type junitSuites struct {
 	XMLName xml.Name     `xml:"testsuites"`
@@ -49,9 +50,15 @@ func WriteJUnit(w io.Writer, s *summary.Summary) error {
 		if !t.Passed {
 			msg := fmt.Sprintf("%s: %s failed", metric, t.Expression)
 			text := "the run did not produce this metric (or this aggregation of it)"
-			if t.Value != nil {
+			switch {
+			case t.Inconclusive:
+				msg = fmt.Sprintf("%s: %s inconclusive, counted as failed", metric, t.Expression)
+				text = t.Reason
+			case t.Value != nil:
 				msg = fmt.Sprintf("%s: %s failed (value %g)", metric, t.Expression, *t.Value)
 				text = fmt.Sprintf("value %g", *t.Value)
+			case t.Reason != "":
+				text = t.Reason
 			}
 			c.Failure = &junitFailure{Message: msg, Type: "threshold", Text: text}
 			suite.Failures++

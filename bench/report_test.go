@@ -40,6 +40,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 func TestWriteJUnit(t *testing.T) {
 	v := 0.42
+	lo, hi := 0.1, 1.0
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s := &summary.Summary{Version: summary.Version,
 		Metadata: summary.Metadata{Tool: "xdslab", Command: "run", Started: start, Ended: start.Add(12 * time.Second),
@@ -48,9 +49,31 @@ func TestWriteJUnit(t *testing.T) {
 			{Metric: "xdslab_push_latency_seconds", Expression: "p(99)<500ms", Passed: true, Value: &v},
 			{Metric: "xdslab_fleet_nacks_total", Tags: map[string]string{"type": "CDS"}, Expression: "count==0", Passed: false, Value: &v},
 			{Metric: "xdslab_nothing_total", Expression: "count==0", Passed: false},
+			{Metric: MetricDebounceDelay, Expression: "p(99)<500ms", Passed: false, Bound: &summary.Bound{Gt: &lo, Le: &hi}, Inconclusive: true,
+				Reason: "inconclusive: p(99) in (100ms, 1s] is a bucket bound that neither proves nor disproves it"},
 		}},
 	}
 	var buf bytes.Buffer
 	require.NoError(t, WriteJUnit(&buf, s))
 	golden(t, "junit.golden.xml", buf.Bytes())
+}
+
+// TestHTMLBucketTrend: the HTML report shows a bucket trend's count, exact mean and bounds, and
+// a threshold's bound and reason, never an interpolated point.
+func TestHTMLBucketTrend(t *testing.T) {
+	m, err := summary.NewBucketTrend(MetricDebounceDelay, summary.Time, summary.Buckets{Source: cpDebounceTime, Count: 18,
+		Sum: 18 * 0.1007, LE: []float64{.01, .1, 1, 3, 5, 10, 20, 30}, Cumulative: []uint64{0, 0, 18, 18, 18, 18, 18, 18}}, nil)
+	require.NoError(t, err)
+	got := formatMetricValues(m)
+	require.Equal(t, "avg=100.7ms count=18 max in (100ms, 1s] med in (100ms, 1s] min in (100ms, 1s] p(50) in (100ms, 1s] "+
+		"p(90) in (100ms, 1s] p(99) in (100ms, 1s] p(99.9) in (100ms, 1s] (pilot_debounce_time buckets)", got)
+	lo, hi := 0.1, 1.0
+	row := reportThresholdOf(summary.Results{Metrics: []summary.Metric{m}}, summary.Threshold{Metric: MetricDebounceDelay,
+		Expression: "p(99)<500ms", Bound: &summary.Bound{Gt: &lo, Le: &hi}, Inconclusive: true, Reason: "inconclusive: …"})
+	require.Equal(t, "in (100ms, 1s]", row.Value)
+	require.True(t, row.Inconclusive)
+	require.Equal(t, "inconclusive: …", row.Reason)
+	var buf bytes.Buffer
+	require.NoError(t, reportTmpl.Execute(&buf, reportData{Name: "x", Thresholds: []reportThreshold{row}}))
+	require.Contains(t, buf.String(), "✗ inconclusive")
 }

@@ -102,7 +102,8 @@ type Setting struct {
 }
 
 // PointFigures are a point's measured figures, medians over its repeats (NaN when the runs
-// do not report one).
+// do not report one). The debounce delay comes from the control plane's Prometheus buckets:
+// its mean is exact, its p99 only a bound (tuneBound), and neither ranks points.
 type PointFigures struct {
 	PushLatencyP99    Float `json:"pushLatencyP99Seconds"`
 	ConvergenceP99    Float `json:"convergenceP99Seconds"`
@@ -111,7 +112,8 @@ type PointFigures struct {
 	CPUSeconds        Float `json:"controlPlaneCPUSeconds"`
 	BytesSent         Float `json:"bytesSent"`
 	DebounceDelayMean Float `json:"debounceDelayMeanSeconds"`
-	DebounceDelayP99  Float `json:"debounceDelayP99Seconds"`
+	// DebounceDelayP99 bounds the median p99 debounce delay: nil when no run bounds it.
+	DebounceDelayP99 *summary.Bound `json:"debounceDelayP99BoundSeconds,omitempty"`
 }
 
 // TunePoint is one grid point.
@@ -355,6 +357,38 @@ func tuneFigure(runs []*summary.Summary, name string, tags map[string]string, st
 	return Float(statMedian(vs))
 }
 
+// tuneBound bounds the median over runs of a value that some run knows only as a bucket bound
+// (a trend read from the control plane's Prometheus histogram): each run's value lies in
+// (gt, le], so their median lies above the median of the gts and at most the median of the
+// les (order statistics are monotone). A run with a point value v counts as the bound
+// (v⁻, v]. ok is false when no run bounds the value.
+func tuneBound(runs []*summary.Summary, name string, tags map[string]string, stat string) (summary.Bound, bool) {
+	var los, his []float64
+	bounded := false
+	for _, r := range runs {
+		m, ok := r.Results.Find(name, tags)
+		if !ok {
+			continue
+		}
+		if b, ok := m.Bounded(stat); ok {
+			los, his, bounded = append(los, b.Lower()), append(his, b.Upper()), true
+		} else if v, ok := m.Values[stat]; ok {
+			los, his = append(los, math.Nextafter(v, math.Inf(-1))), append(his, v)
+		}
+	}
+	if !bounded {
+		return summary.Bound{}, false
+	}
+	var out summary.Bound
+	if lo := statMedian(los); !math.IsInf(lo, -1) {
+		out.Gt = &lo
+	}
+	if hi := statMedian(his); !math.IsInf(hi, 1) {
+		out.Le = &hi
+	}
+	return out, true
+}
+
 // pointFigures are the medians of the tune's figures over a point's runs.
 func tunePointFigures(runs []*summary.Summary) PointFigures {
 	f := PointFigures{
@@ -364,8 +398,10 @@ func tunePointFigures(runs []*summary.Summary) PointFigures {
 		EventsPerPush:     tuneFigure(runs, "xdslab_debounce_events_per_push", nil, "value"),
 		CPUSeconds:        tuneFigure(runs, "xdslab_cpu_seconds", map[string]string{"side": "controlplane"}, "value"),
 		BytesSent:         tuneFigure(runs, "xdslab_fleet_bytes_received_total", nil, "count"),
-		DebounceDelayMean: tuneFigure(runs, "xdslab_debounce_delay_seconds", nil, "avg"),
-		DebounceDelayP99:  tuneFigure(runs, "xdslab_debounce_delay_seconds", nil, "p(99)"),
+		DebounceDelayMean: tuneFigure(runs, MetricDebounceDelay, nil, "avg"),
+	}
+	if b, ok := tuneBound(runs, MetricDebounceDelay, nil, "p(99)"); ok {
+		f.DebounceDelayP99 = &b
 	}
 	if math.IsNaN(float64(f.CPUSeconds)) {
 		// Without a per-side profile the run reports the whole process.
@@ -404,10 +440,25 @@ func tuneLatencyThresholds(sc *scenarios.Scenario) []tuneLatencyThreshold {
 }
 
 // evalLatencyThresholds evaluates each threshold on the median over runs of the value it
-// reads; a metric no run reports fails (a latency that was not measured is not met).
+// reads; a metric no run reports fails (a latency that was not measured is not met). A value
+// the runs know only as bucket bounds (the control plane's Prometheus histograms) is met only
+// when the bound of its median (tuneBound) proves the threshold: an inconclusive bound is not
+// met, and the failure says so — a bucket is never read as a point.
 func tuneEvalThresholds(ths []tuneLatencyThreshold, runs []*summary.Summary) (bool, []string) {
 	var failed []string
 	for _, th := range ths {
+		if b, ok := tuneBound(runs, th.name, th.tags, th.t.Key()); ok {
+			verdict, err := th.t.EvalBound(b.Lower(), b.Upper())
+			if err != nil || verdict != scenarios.Pass {
+				why := "disproved"
+				if verdict == scenarios.Inconclusive {
+					why = "inconclusive, counted as not met"
+				}
+				failed = append(failed, fmt.Sprintf("%s: %s (median %s %s, bucket bound: %s)", th.selector, th.t.Source,
+					th.t.Key(), summary.FormatBound(summary.Time, b), why))
+			}
+			continue
+		}
 		v := tuneFigure(runs, th.name, th.tags, th.t.Key())
 		if math.IsNaN(float64(v)) {
 			failed = append(failed, th.selector+": "+th.t.Source+" (not measured)")

@@ -205,5 +205,6 @@ func tuneFiguresOf(pt TunePoint) PointFigures {
 		return *pt.Measured
 	}
 	nan := Float(math.NaN())
-	return PointFigures{nan, nan, nan, nan, nan, nan, nan, nan}
+	return PointFigures{PushLatencyP99: nan, ConvergenceP99: nan, PushCycles: nan, EventsPerPush: nan,
+		CPUSeconds: nan, BytesSent: nan, DebounceDelayMean: nan}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -307,5 +308,105 @@ func TestTuneSearch(t *testing.T) {
 	}
 	if res.Search != nil || !strings.Contains(res.SearchNote, "no p(99) push latency threshold") {
 		t.Errorf("search without budget: %+v, note %q", res.Search, res.SearchNote)
+	}
+}
+
+// bucketTuneRun adds what a control plane's pilot_debounce_time gives (istiod's buckets) to
+// fakeTuneRun: 18 pushes, in (10ms, 100ms] at minQuiet below 100ms and in (100ms, 1s] above,
+// where each really takes about 100.7 ms.
+type bucketTuneRun struct{ fakeTuneRun }
+
+func (f *bucketTuneRun) run(ctx context.Context, sc *scenarios.Scenario, info TuneRunInfo) (*summary.Summary, error) {
+	s, err := f.fakeTuneRun.run(ctx, sc, info)
+	if err != nil {
+		return nil, err
+	}
+	b := summary.Buckets{Source: cpDebounceTime, Count: 18, Sum: 18 * 0.1007, LE: []float64{.01, .1, 1, 3, 5, 10, 20, 30},
+		Cumulative: []uint64{0, 0, 18, 18, 18, 18, 18, 18}}
+	if sc.ControlPlane.Debounce.MinQuiet.D() < 100*time.Millisecond {
+		b.Sum, b.Cumulative = 18*0.06, []uint64{0, 18, 18, 18, 18, 18, 18, 18}
+	}
+	m, err := summary.NewBucketTrend(MetricDebounceDelay, summary.Time, b, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.Results.Metrics = append(s.Results.Metrics, m)
+	return s, nil
+}
+
+// TestTuneBucketThresholds: a threshold on a quantile the control plane's buckets only bound
+// is met only when the bound proves it. Interpolated, the (100ms, 1s] bucket's p(99) was
+// 991ms, which "met" p(99)<995ms and made minQuiet=200ms the recommendation; nobody measured
+// that figure, so only minQuiet=50ms (p(99) ≤ 100ms, proven) meets it now.
+func TestTuneBucketThresholds(t *testing.T) {
+	sc := tuneScenario(t)
+	if err := sc.Set("thresholds.xdslab_debounce_delay_seconds", "['p(99)<995ms']"); err != nil {
+		t.Fatal(err)
+	}
+	fake := &bucketTuneRun{}
+	res, err := Tune(context.Background(), sc, TuneOptions{
+		Params:  mustParams(t, "minQuiet=50ms,100ms,200ms", "maxDelay=10s"),
+		Repeats: 3,
+		Run:     fake.run,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Points {
+		fast := p.Settings[0].Value == "50ms"
+		if p.MeetsThresholds != fast {
+			t.Errorf("point %s meets thresholds = %v, want %v (%v)", p.Label, p.MeetsThresholds, fast, p.FailedThresholds)
+		}
+		if !fast && !strings.Contains(strings.Join(p.FailedThresholds, "; "), "median p(99) in (100ms, 1s], bucket bound: inconclusive, counted as not met") {
+			t.Errorf("point %s: the failure does not say the bound was inconclusive: %v", p.Label, p.FailedThresholds)
+		}
+		b := p.Measured.DebounceDelayP99
+		if b == nil {
+			t.Fatalf("point %s: no p99 debounce delay bound", p.Label)
+		}
+		if want := map[bool]string{true: "in (10ms, 100ms]", false: "in (100ms, 1s]"}[fast]; summary.FormatBound(summary.Time, *b) != want {
+			t.Errorf("point %s: p99 debounce delay %s, want %s", p.Label, summary.FormatBound(summary.Time, *b), want)
+		}
+		if d, want := float64(p.Measured.DebounceDelayMean), map[bool]float64{true: 0.06, false: 0.1007}[fast]; math.Abs(d-want) > 1e-12 {
+			t.Errorf("point %s: mean debounce delay %v, want the exact mean", p.Label, d)
+		}
+	}
+	if rec := res.Points[res.Recommended]; res.Recommended < 0 || rec.Settings[0].Value != "50ms" {
+		t.Errorf("recommended %d (%s), want minQuiet=50ms: the only point whose bound proves the threshold; why: %s", res.Recommended, rec.Label, res.Why)
+	}
+}
+
+func TestTuneBound(t *testing.T) {
+	run := func(cum []uint64) *summary.Summary {
+		m, err := summary.NewBucketTrend("d", summary.Time, summary.Buckets{Count: 10, Sum: 1, LE: []float64{0.1, 0.5, 1}, Cumulative: cum}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &summary.Summary{Results: summary.Results{Metrics: []summary.Metric{m}}}
+	}
+	low, mid, high := run([]uint64{10, 10, 10}), run([]uint64{0, 10, 10}), run([]uint64{0, 0, 9})
+	for _, tc := range []struct {
+		name string
+		runs []*summary.Summary
+		want string
+	}{
+		{"one run", []*summary.Summary{mid}, "in (100ms, 500ms]"},
+		{"median of three: the middle bucket", []*summary.Summary{high, low, mid}, "in (100ms, 500ms]"},
+		// The median of a first-bucket run and a +Inf-bucket run is known to lie nowhere.
+		{"median of two: the far ends", []*summary.Summary{low, high}, "unbounded"},
+		{"+Inf bucket in two of three", []*summary.Summary{high, high, mid}, "> 1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, ok := tuneBound(tc.runs, "d", nil, "p(99)")
+			if !ok {
+				t.Fatal("not bounded")
+			}
+			if got := summary.FormatBound(summary.Time, b); got != tc.want {
+				t.Errorf("bound %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if _, ok := tuneBound([]*summary.Summary{{}}, "d", nil, "p(99)"); ok {
+		t.Error("no run bounds it: not bounded")
 	}
 }

@@ -242,6 +242,66 @@ func (t Threshold) Eval(values map[string]float64) (bool, error) {
 	return false, fmt.Errorf("threshold %q: unknown operator %q", t.Source, t.Op)
 }
 
+// Verdict is a threshold's outcome on a value known only to lie in a bucket.
+type Verdict int
+
+// The verdicts.
+const (
+	// Fail: every value in the bound breaks the expression.
+	Fail Verdict = iota
+	// Pass: every value in the bound meets the expression.
+	Pass
+	// Inconclusive: some values in the bound meet it and some break it. A gate treats it as
+	// a failure: it must not pass on a figure nobody measured.
+	Inconclusive
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Pass:
+		return "pass"
+	case Inconclusive:
+		return "inconclusive"
+	}
+	return "fail"
+}
+
+// EvalBound evaluates the threshold on a value x known only to lie in (gt, le] — a Prometheus
+// bucket; gt may be -Inf (the first bucket) and le +Inf (the +Inf bucket). It passes when the
+// bound proves the expression (p(99)<500ms with le < 500ms), fails when the bound proves the
+// opposite (gt >= 500ms), and is Inconclusive otherwise. NaN bounds are inconclusive.
+func (t Threshold) EvalBound(gt, le float64) (Verdict, error) {
+	if math.IsNaN(gt) || math.IsNaN(le) || !(gt < le) {
+		return Inconclusive, nil
+	}
+	v := t.Value
+	decide := func(pass, fail bool) (Verdict, error) {
+		switch {
+		case pass:
+			return Pass, nil
+		case fail:
+			return Fail, nil
+		}
+		return Inconclusive, nil
+	}
+	switch t.Op {
+	case "<":
+		return decide(le < v, gt >= v)
+	case "<=":
+		return decide(le <= v, gt >= v)
+	case ">":
+		return decide(gt >= v, le <= v)
+	case ">=":
+		return decide(gt >= v, le < v)
+	case "==":
+		// An interval open below never holds a single value alone.
+		return decide(false, v <= gt || v > le)
+	case "!=":
+		return decide(v <= gt || v > le, false)
+	}
+	return Fail, fmt.Errorf("threshold %q: unknown operator %q", t.Source, t.Op)
+}
+
 // MetricName returns the metric name of a threshold key ("m{type:cds}" → "m").
 func MetricName(selector string) string {
 	name, _, _ := strings.Cut(selector, "{")

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -111,6 +112,55 @@ func TestThresholdEval(t *testing.T) {
 				t.Errorf("Eval = %v, %v; want %v", pass, err, tc.pass)
 			}
 		})
+	}
+}
+
+// TestThresholdEvalBound: a value known only to lie in (gt, le] passes when the bucket proves
+// the expression, fails when it proves the opposite, and is inconclusive otherwise.
+func TestThresholdEvalBound(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		expr   string
+		gt, le float64
+		want   Verdict
+	}{
+		{"p(99)<500ms", 0.1, 0.5, Inconclusive}, // x may be exactly 0.5
+		{"p(99)<=500ms", 0.1, 0.5, Pass},
+		{"p(99)<500ms", 0.1, 0.25, Pass},
+		{"p(99)<500ms", math.Inf(-1), 0.1, Pass}, // the first bucket: at most 100ms
+		{"p(99)<500ms", 0.5, 1, Fail},            // above 500ms
+		{"p(99)<500ms", 0.1, 1, Inconclusive},    // istiod's (.1, 1]: nothing is known either way
+		{"p(99)<500ms", 30, inf, Fail},           // the +Inf bucket: above 30s
+		{"p(99)<40s", 30, inf, Inconclusive},
+		{"p(99)<=500ms", 0.5, 1, Fail},
+		{"max>1", 1, 3, Pass},
+		{"max>1", 0.5, 1, Fail},
+		{"max>1", 0.5, 3, Inconclusive},
+		{"min>=1", 1, 3, Pass},
+		{"min>=1", 0.1, 0.5, Fail},
+		{"min>=1", 0.1, 1, Inconclusive}, // x may be exactly 1
+		{"med==1", 0.5, 1, Inconclusive},
+		{"med==1", 1, 3, Fail},
+		{"med==0.1", math.Inf(-1), 0.05, Fail},
+		{"med!=1", 1, 3, Pass},
+		{"med!=1", 0.5, 1, Inconclusive},
+		{"p(99)<1", math.NaN(), 1, Inconclusive},
+		{"p(99)<1", 1, 1, Inconclusive}, // an empty bound proves nothing
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s in (%g,%g]", tc.expr, tc.gt, tc.le), func(t *testing.T) {
+			th, err := ParseThreshold(tc.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := th.EvalBound(tc.gt, tc.le)
+			if err != nil || got != tc.want {
+				t.Errorf("EvalBound = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := (Threshold{Source: "x", Op: "~"}).EvalBound(0, 1); err == nil {
+		t.Error("an unknown operator is an error")
 	}
 }
 

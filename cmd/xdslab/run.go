@@ -246,7 +246,11 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 		failed := []string{}
 		for _, t := range s.Results.Thresholds {
 			if !t.Passed {
-				failed = append(failed, t.Metric+summary.TagString(t.Tags)+" "+t.Expression)
+				f := t.Metric + summary.TagString(t.Tags) + " " + t.Expression
+				if t.Inconclusive {
+					f += " (inconclusive)"
+				}
+				failed = append(failed, f)
 			}
 		}
 		return withCode(exitThreshold, fmt.Errorf("run: %d threshold(s) failed: %s", len(failed), strings.Join(failed, "; ")))

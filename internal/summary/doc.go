@@ -9,8 +9,8 @@
 //	  "config": { ...the resolved scenario or command configuration... },
 //	  "results": {
 //	    "passed": true,
-//	    "metrics": [{"name", "type", "contains", "values", "tags"?, "histogram"?}],
-//	    "thresholds": [{"metric", "tags"?, "expression", "passed", "value"?}]
+//	    "metrics": [{"name", "type", "contains", "values", "bounds"?, "buckets"?, "tags"?, "histogram"?}],
+//	    "thresholds": [{"metric", "tags"?, "expression", "passed", "value"?, "bound"?, "inconclusive"?, "reason"?}]
 //	  }
 //	}
 //
@@ -33,6 +33,27 @@
 // is the base64 of HdrHistogram's V2 compressed encoding; a recorded value v stands for
 // v × scale in the base unit (trends of durations record microseconds, scale 1e-6). compare
 // decodes it with Histogram.Decode to test distributions rather than points.
+//
+// A trend read from a Prometheus bucket histogram (a control plane's pilot_debounce_time, scraped
+// by xdslab run; NewBucketTrend) claims no precision its buckets lack. Its "values" hold only
+// what the buckets give exactly, "avg" (sum ÷ count); every other trend key (min, med, p(50),
+// p(90), p(99), p(99.9), max) is in "bounds" as the bucket that holds it, by nearest rank (the
+// ⌈q·count⌉-th smallest observation):
+//
+//	"values":  {"avg": 0.1007},
+//	"bounds":  {"p(99)": {"gt": 0.1, "le": 1}, "min": {"gt": 0.1, "le": 1}, ...},
+//	"buckets": {"source": "pilot_debounce_time", "count": 18, "sum": 1.8126,
+//	            "le": [0.01, 0.1, 1, 3, 5, 10, 20, 30], "cumulative": [0, 0, 18, 18, 18, 18, 18, 18]}
+//
+// A bound {"gt": a, "le": b} says a < value ≤ b; without "gt" it is the first bucket (value ≤ b),
+// without "le" the +Inf bucket (value > a). "buckets" lists the finite upper bounds and the
+// cumulative counts at each; the +Inf bucket is implicit (count). A key is in values or in
+// bounds, never both, and Validate checks that they are what the buckets give. A histogram with
+// no observations has empty values and no bounds: no data, not 0. A threshold evaluated on a
+// bound records it ("bound", no "value"): it passes only when the bound proves the expression,
+// fails when it disproves it, and is otherwise "inconclusive": true, which fails; "reason" says
+// what the verdict rests on. Summaries without these fields (every earlier one) stay valid,
+// every value a point; the version stays "1".
 //
 // Distributed runs (docs/distributed.md) add optional fields, absent from a single run's
 // summary: metadata.segment {index, count} (a fleet shard), metadata.startAt (the shared

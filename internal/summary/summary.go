@@ -171,12 +171,17 @@ func (e Event) Measured() bool { return !e.T0.IsZero() && (e.Observed > 0 || !e.
 
 // Metric is one metric, or one tagged dimension of it.
 type Metric struct {
-	Name      string             `json:"name"`
-	Type      MetricType         `json:"type"`
-	Contains  ValueType          `json:"contains"`
-	Values    map[string]float64 `json:"values"`
-	Tags      map[string]string  `json:"tags,omitempty"`
-	Histogram *Histogram         `json:"histogram,omitempty"`
+	Name     string             `json:"name"`
+	Type     MetricType         `json:"type"`
+	Contains ValueType          `json:"contains"`
+	Values   map[string]float64 `json:"values"`
+	// Bounds holds the values known only to lie in a bucket (a trend read from a Prometheus
+	// bucket histogram, see NewBucketTrend): such a key is in Bounds, never in Values.
+	Bounds map[string]Bound `json:"bounds,omitempty"`
+	// Buckets is the bucket histogram a bounded trend was read from.
+	Buckets   *Buckets          `json:"buckets,omitempty"`
+	Tags      map[string]string `json:"tags,omitempty"`
+	Histogram *Histogram        `json:"histogram,omitempty"`
 }
 
 // Histogram is a trend's full distribution.
@@ -195,6 +200,15 @@ type Threshold struct {
 	Passed     bool              `json:"passed"`
 	// Value is the metric value the expression was evaluated on.
 	Value *float64 `json:"value,omitempty"`
+	// Bound is what the expression was evaluated on when the value is known only to lie in a
+	// bucket (Value is then nil): it passes only when every value in the bound would.
+	Bound *Bound `json:"bound,omitempty"`
+	// Inconclusive: the bound neither proves nor disproves the expression. The threshold
+	// fails: a gate never passes on a figure nobody measured.
+	Inconclusive bool `json:"inconclusive,omitempty"`
+	// Reason says what the verdict rests on when it is not a plain value: a bound, a metric
+	// or aggregation the run did not produce, a histogram with no observations.
+	Reason string `json:"reason,omitempty"`
 }
 
 // NewCounter is a counter with its count and its rate over dur.
@@ -336,8 +350,19 @@ func (s *Summary) Validate() error {
 		seen[m.Key()] = true
 	}
 	for i, t := range s.Results.Thresholds {
-		if t.Metric == "" || t.Expression == "" {
+		switch {
+		case t.Metric == "" || t.Expression == "":
 			errs = append(errs, fmt.Errorf("results.thresholds[%d]: needs metric and expression", i))
+		case t.Inconclusive && t.Passed:
+			errs = append(errs, fmt.Errorf("results.thresholds[%d]: an inconclusive threshold cannot pass", i))
+		case t.Inconclusive && t.Bound == nil:
+			errs = append(errs, fmt.Errorf("results.thresholds[%d]: inconclusive needs the bound it rests on", i))
+		case t.Value != nil && t.Bound != nil:
+			errs = append(errs, fmt.Errorf("results.thresholds[%d]: a value is a point or a bound, not both", i))
+		case t.Bound != nil:
+			if err := t.Bound.validate(); err != nil {
+				errs = append(errs, fmt.Errorf("results.thresholds[%d]: %w", i, err))
+			}
 		}
 	}
 	errs = append(errs, s.Metadata.validate()...)
@@ -429,14 +454,17 @@ func (m Metric) validate() error {
 	default:
 		return fmt.Errorf("unknown contains %q: use default, time or data", m.Contains)
 	}
-	for _, k := range keys {
-		if _, ok := m.Values[k]; !ok {
-			return fmt.Errorf("%s metric lacks values[%q]", m.Type, k)
-		}
-	}
 	for k, v := range m.Values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("values[%q] is not finite", k)
+		}
+	}
+	if m.Buckets != nil || m.Bounds != nil {
+		return m.validateBucketTrend()
+	}
+	for _, k := range keys {
+		if _, ok := m.Values[k]; !ok {
+			return fmt.Errorf("%s metric lacks values[%q]", m.Type, k)
 		}
 	}
 	if m.Histogram != nil {

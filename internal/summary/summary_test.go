@@ -32,9 +32,16 @@ func sample(t testing.TB) *Summary {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A control plane's pilot_debounce_time over the run: 18 pushes in istiod's (0.1, 1] bucket.
+	debounce, err := NewBucketTrend("xdslab_debounce_delay_seconds", Time, Buckets{Source: "pilot_debounce_time",
+		Count: 18, Sum: 1.8126, LE: []float64{.01, .1, 1, 3, 5, 10, 20, 30}, Cumulative: []uint64{0, 0, 18, 18, 18, 18, 18, 18}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	dur := 10 * time.Second
 	v := 0.25
+	lo, hi := 0.1, 1.0
 	return &Summary{
 		Version: Version,
 		Metadata: Metadata{Tool: "xdslab", Command: "fleet", Started: start, Ended: start.Add(dur),
@@ -50,9 +57,13 @@ func sample(t testing.TB) *Summary {
 				NewGauge("xdslab_fleet_connected", Default, 6, 0, 6, nil),
 				NewRate("xdslab_probe_observed_rate", 9, 1, nil),
 				trend,
+				debounce,
 			},
 			Thresholds: []Threshold{{Metric: "xdslab_fleet_time_to_first_config_seconds",
-				Expression: "p(99)<100ms", Passed: false, Value: &v}},
+				Expression: "p(99)<100ms", Passed: false, Value: &v},
+				{Metric: "xdslab_debounce_delay_seconds", Expression: "p(99)<500ms", Passed: false,
+					Bound: &Bound{Gt: &lo, Le: &hi}, Inconclusive: true,
+					Reason: "inconclusive: p(99) in (100ms, 1s] is a bucket bound that neither proves nor disproves it"}},
 		},
 	}
 }
@@ -174,7 +185,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"version", strings.Replace(valid, `"version": "1"`, `"version": "9"`, 1), `version "9" is not supported`},
 		{"type", strings.Replace(valid, `"type": "gauge"`, `"type": "meter"`, 1), `unknown type "meter"`},
 		{"contains", strings.Replace(valid, `"contains": "data"`, `"contains": "bits"`, 1), `unknown contains "bits"`},
-		{"missing value", strings.Replace(valid, `"p(99.9)"`, `"p(99.8)"`, 1), `lacks values["p(99.9)"]`},
+		{"missing value", strings.Replace(valid, `"p(99.9)": 0.25`, `"p(99.8)": 0.25`, 1), `lacks values["p(99.9)"]`},
 		{"bad hdr", strings.Replace(valid, `"hdr": "`, `"hdr": "!!`, 1), "decode hdr histogram"},
 		{"duplicate", strings.Replace(valid, `"type": "EDS"`, `"type": "CDS"`, 1), "duplicate metric"},
 		{"trailing", valid + "{}", "trailing data"},

@@ -10,7 +10,9 @@ import (
 )
 
 // WriteText writes the metrics the way k6 prints its end-of-test summary: one line per metric
-// entry, dotted to a common column, values formatted by what they contain.
+// entry, dotted to a common column, values formatted by what they contain. A trend read from
+// buckets shows its count and exact mean, and every other figure as the bucket that holds it;
+// a threshold with a Reason shows it.
 func WriteText(w io.Writer, s *Summary) error {
 	r := s.Results
 	c := r
@@ -31,7 +33,11 @@ func WriteText(w io.Writer, s *Summary) error {
 		if !t.Passed {
 			mark = "✗"
 		}
-		fmt.Fprintf(tw, "  %s %s%s %s\n", mark, t.Metric, TagString(t.Tags), t.Expression)
+		why := ""
+		if t.Reason != "" {
+			why = " (" + t.Reason + ")"
+		}
+		fmt.Fprintf(tw, "  %s %s%s %s%s\n", mark, t.Metric, TagString(t.Tags), t.Expression, why)
 	}
 	return tw.Flush()
 }
@@ -47,6 +53,9 @@ func formatValues(m Metric) string {
 	case Rate:
 		return fmt.Sprintf("%.2f%%\t✓ %g ✗ %g", 100*v["rate"], v["passes"], v["fails"])
 	case Trend:
+		if m.Buckets != nil {
+			return formatBucketTrend(m)
+		}
 		parts := make([]string, 0, len(trendKeys))
 		for _, k := range []string{"avg", "min", "med", "max", "p(90)", "p(99)", "p(99.9)"} {
 			parts = append(parts, k+"="+f(v[k]))
