@@ -61,7 +61,8 @@ func SimConfig(s *scenarios.Scenario) simulator.Config {
 // FleetConfig maps a resolved scenario's client groups onto the fake Envoy fleet dialling
 // target. The fleet has one ramp and one connection-churn setting for all groups: the ramp is
 // the sum of the groups' ramps (groups ramp side by side; 0 anywhere starts all at once), and
-// connection churn is the first group's that sets one.
+// connection churn is the first group's that sets one. Each group keeps its own streams per
+// connection (its clients share connections only among themselves).
 func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, error) {
 	cfg := fakeenvoy.FleetConfig{Target: target, Seed: s.Seed}
 	ramp, allRamp := 0.0, true
@@ -90,7 +91,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 			id.Generator = "grpc"
 		}
 		cfg.Groups = append(cfg.Groups, fakeenvoy.Group{
-			Name: c.Name, Count: c.Count, Identity: id,
+			Name: c.Name, Count: c.Count, Identity: id, StreamsPerConn: c.StreamsPerConnection,
 			Client: fakeenvoy.ClientConfig{
 				Delta:               c.XDS == scenarios.XDSDelta,
 				GRPC:                c.XDS == scenarios.XDSGRPC,

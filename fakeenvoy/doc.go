@@ -77,4 +77,10 @@
 // one: it builds only the clients k with k mod Count == Index, each with the index, node, seed
 // and ramp slot it has in the whole fleet, so Count shards started together are that fleet.
 // SummaryEvents exports the matcher's per-event results for merging shards.
+//
+// Each client dials its own gRPC connection, as Envoy. Group.StreamsPerConn N > 1 (or
+// FleetConfig.StreamsPerConn, the default of groups that set none) makes each N consecutive
+// clients of a group share one HTTP/2 connection, never with another group's: fewer sockets,
+// and a lighter workload for both ends than as many Envoys (docs/scenarios.md, Connection
+// layout).
 package fakeenvoy

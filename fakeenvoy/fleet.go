@@ -47,6 +47,12 @@ type Group struct {
 	// Target, when set, is where this group's clients dial instead of FleetConfig.Target
 	// (a control plane's secure listener beside its plaintext one).
 	Target string
+	// StreamsPerConn, when > 0, is how many of this group's clients share one
+	// grpc.ClientConn (one HTTP/2 connection: many ADS streams, as pilot-load multiplexes
+	// them); 1 gives each client its own connection, as Envoy. 0 takes
+	// FleetConfig.StreamsPerConn. A group's clients share connections only among themselves,
+	// in the order of their indices; with a Segment, among the clients of that segment.
+	StreamsPerConn int
 }
 
 // Churn reconnects every client periodically: each run lasts Every ± Jitter×Every (uniform),
@@ -66,8 +72,9 @@ type FleetConfig struct {
 	Ramp float64
 	// Churn, when Every > 0, reconnects clients periodically.
 	Churn Churn
-	// StreamsPerConn > 1 makes that many clients share one grpc.ClientConn (one HTTP/2
-	// connection), for large fleets; 0 or 1 gives every client its own connection, as Envoy.
+	// StreamsPerConn is the default of Group.StreamsPerConn for groups that leave it 0: > 1
+	// makes that many clients of a group share one grpc.ClientConn (one HTTP/2 connection),
+	// for large fleets; 0 or 1 gives every client its own connection, as Envoy.
 	StreamsPerConn int
 	// DialOptions are appended to the fleet's (insecure credentials, 256 MiB max receive size,
 	// shared write buffers, 32 KiB read and write buffers, a buffer pool with a
@@ -138,6 +145,14 @@ func (c FleetConfig) Clients() int {
 	return n
 }
 
+// streamsPerConn is how many of group g's clients share a connection (1: each its own).
+func (c FleetConfig) streamsPerConn(g Group) int {
+	if g.StreamsPerConn > 0 {
+		return g.StreamsPerConn
+	}
+	return max(c.StreamsPerConn, 1)
+}
+
 // Validate reports a configuration the fleet cannot run, naming the field and the fix.
 func (c FleetConfig) Validate() error {
 	var errs []error
@@ -164,8 +179,11 @@ func (c FleetConfig) Validate() error {
 				errs = append(errs, fmt.Errorf("fleet: group %s: %w", g.Name, err))
 			}
 		}
-		if c.StreamsPerConn > 1 && (g.Auth != nil || g.Target != "") {
-			errs = append(errs, fmt.Errorf("fleet: group %s: auth and a group target give clients connections of their own: set streams per connection to 1", g.Name))
+		if g.StreamsPerConn < 0 {
+			errs = append(errs, fmt.Errorf("fleet: group %s: streams per connection %d must be >= 0 (0: the fleet's)", g.Name, g.StreamsPerConn))
+		}
+		if n := c.streamsPerConn(g); n > 1 && (g.Auth != nil || g.Target != "") {
+			errs = append(errs, fmt.Errorf("fleet: group %s: %d streams per connection: auth and a group target give clients connections of their own: set the group's streams per connection to 1", g.Name, n))
 		}
 	}
 	if c.Ramp < 0 {
@@ -193,7 +211,8 @@ type Fleet struct {
 	match   *Matcher
 	hooks   Hooks
 	clients []*fleetClient
-	conns   []*fleetConn // shared connections (StreamsPerConn > 1)
+	conns   []*fleetConn // shared connections (groups with StreamsPerConn > 1)
+	own     int          // clients with a connection of their own
 
 	mu      sync.Mutex // guards cancel, started state
 	cancel  context.CancelFunc
@@ -305,6 +324,9 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	index := 0
 	for _, g := range cfg.Groups {
 		authOpts := map[string][]grpc.DialOption{} // namespace → the group's dial options
+		spc := cfg.streamsPerConn(g)
+		var shared *fleetConn // the group's connection being filled
+		member := 0           // this group's clients in the segment so far
 		for range g.Count {
 			if !cfg.Segment.Has(index) {
 				index++
@@ -326,12 +348,12 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 			}
 			fc := &fleetClient{c: c, group: g.Name, ns: c.Namespace(),
 				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(index)^0xc4ceb9fe1a85ec53))}
-			if cfg.StreamsPerConn > 1 {
-				k := len(f.clients) / cfg.StreamsPerConn
-				for len(f.conns) <= k {
-					f.conns = append(f.conns, &fleetConn{target: cfg.Target, opts: opts})
+			if spc > 1 {
+				if member%spc == 0 {
+					shared = &fleetConn{target: cfg.Target, opts: opts}
+					f.conns = append(f.conns, shared)
 				}
-				fc.conn = f.conns[k]
+				fc.conn = shared
 			} else {
 				copts := opts
 				if g.Auth != nil {
@@ -351,8 +373,10 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 					target = g.Target
 				}
 				fc.conn, fc.own = &fleetConn{target: target, opts: copts}, true
+				f.own++
 			}
 			f.clients = append(f.clients, fc)
+			member++
 			index++
 		}
 	}
@@ -370,6 +394,10 @@ func (f *Fleet) Expect(e probe.Expectation) (*Expected, error) { return f.match.
 
 // Size is the number of clients.
 func (f *Fleet) Size() int { return len(f.clients) }
+
+// Connections is the number of gRPC connections the fleet's clients use once all run: one per
+// client, and one per StreamsPerConn clients of a group that shares them.
+func (f *Fleet) Connections() int { return f.own + len(f.conns) }
 
 // Launched is the number of clients the ramp has started so far.
 func (f *Fleet) Launched() int { return int(f.launched.Load()) }

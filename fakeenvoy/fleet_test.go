@@ -3,6 +3,7 @@ package fakeenvoy
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslab/xdslab/internal/summary"
@@ -320,6 +322,140 @@ func TestFleetChurnAndSharedConns(t *testing.T) {
 	}
 }
 
+// peerServer is an ADS server that answers nothing and records, per node, the client address
+// its stream came from: one address per HTTP/2 connection.
+type peerServer struct {
+	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
+	addr string
+	mu   sync.Mutex
+	peer map[string]string // node id → client address
+}
+
+func newPeerServer(t *testing.T) *peerServer {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &peerServer{addr: lis.Addr().String(), peer: map[string]string{}}
+	srv := grpc.NewServer()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, s)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return s
+}
+
+func (s *peerServer) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	req, err := st.Recv()
+	if err != nil {
+		return err
+	}
+	p, ok := peer.FromContext(st.Context())
+	if !ok {
+		return status.Error(codes.Internal, "no peer")
+	}
+	s.mu.Lock()
+	s.peer[req.GetNode().GetId()] = p.Addr.String()
+	s.mu.Unlock()
+	for {
+		if _, err := st.Recv(); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *peerServer) seen() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.peer)
+}
+
+// TestFleetStreamsPerConnPerGroup: a group with streams per connection N opens ceil(count/N)
+// connections (in its segment) that no other group's client uses, and a group with 1 (set, or
+// taken from the fleet's default) opens one per client, as the server sees them.
+func TestFleetStreamsPerConnPerGroup(t *testing.T) {
+	type group struct {
+		name         string
+		count, spc   int
+		wantConns    int
+		wantSegCount int // clients of the group in the segment
+	}
+	tests := []struct {
+		name       string
+		fleetSPC   int
+		segment    Segment
+		groups     []group
+		wantShared int // f.conns
+	}{
+		{"one group shares, the other one per client", 0, Segment{},
+			[]group{{"mux", 7, 3, 3, 7}, {"solo", 4, 0, 4, 4}}, 3},
+		{"the fleet's default, a group sets 1", 4, Segment{},
+			[]group{{"dflt", 8, 0, 2, 8}, {"solo", 3, 1, 3, 3}, {"mux", 5, 5, 1, 5}}, 3},
+		{"a segment shares among its own clients", 0, Segment{Index: 0, Count: 2},
+			[]group{{"mux", 10, 2, 3, 5}, {"solo", 3, 1, 2, 2}}, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newPeerServer(t)
+			cfg := FleetConfig{Target: srv.addr, Seed: 1, StreamsPerConn: tc.fleetSPC, Segment: tc.segment}
+			total := 0
+			for _, g := range tc.groups {
+				cfg.Groups = append(cfg.Groups, Group{Name: g.name, Count: g.count, StreamsPerConn: g.spc,
+					Identity: IdentityTemplate{Namespaces: 3}})
+				total += g.wantConns
+			}
+			f, err := NewFleet(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Stop()
+			if len(f.conns) != tc.wantShared || f.Connections() != total {
+				t.Errorf("shared connections %d, connections %d; want %d, %d", len(f.conns), f.Connections(), tc.wantShared, total)
+			}
+			groupOf := map[string]string{} // node id → group
+			for _, fc := range f.clients {
+				groupOf[fc.c.NodeID()] = fc.group
+			}
+			if err := f.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			flWait(t, "every client's stream reached the server", func() bool { return len(srv.seen()) == f.Size() })
+			addrs := map[string]map[string]int{} // group → client address → streams
+			groupAt := map[string]string{}       // client address → group
+			for node, addr := range srv.seen() {
+				g, ok := groupOf[node]
+				if !ok {
+					t.Fatalf("a stream from node %q, not one of the fleet's", node)
+				}
+				if other, ok := groupAt[addr]; ok && other != g {
+					t.Errorf("connection %s carries clients of %s and %s", addr, other, g)
+				}
+				groupAt[addr] = g
+				if addrs[g] == nil {
+					addrs[g] = map[string]int{}
+				}
+				addrs[g][addr]++
+			}
+			for _, g := range tc.groups {
+				spc := g.spc
+				if spc == 0 {
+					spc = max(tc.fleetSPC, 1)
+				}
+				streams := 0
+				for _, n := range addrs[g.name] {
+					streams += n
+					if n > spc {
+						t.Errorf("group %s: %d streams on one connection", g.name, n)
+					}
+				}
+				if len(addrs[g.name]) != g.wantConns || streams != g.wantSegCount {
+					t.Errorf("group %s: %d streams over %d connections, want %d over %d", g.name, streams, len(addrs[g.name]), g.wantSegCount, g.wantConns)
+				}
+			}
+		})
+	}
+}
+
 func TestFleetConfigValidate(t *testing.T) {
 	good := flConfig("127.0.0.1:1", 1, NackPolicy{})
 	tests := []struct {
@@ -334,6 +470,13 @@ func TestFleetConfigValidate(t *testing.T) {
 		{"jitter", func(c *FleetConfig) { c.Churn = Churn{Every: time.Second, Jitter: 1} }, "jitter"},
 		{"duplicate group", func(c *FleetConfig) { c.Groups = append(c.Groups, c.Groups[0]) }, "duplicate group"},
 		{"identity", func(c *FleetConfig) { c.Groups[0].Identity.Type = "gateway" }, "use sidecar or router"},
+		{"negative streams per connection", func(c *FleetConfig) { c.StreamsPerConn = -1 }, "streams per connection -1 must be >= 0"},
+		{"negative group streams per connection", func(c *FleetConfig) { c.Groups[0].StreamsPerConn = -2 }, "group sidecars: streams per connection -2 must be >= 0"},
+		{"group target sharing", func(c *FleetConfig) { c.Groups[0].Target, c.Groups[0].StreamsPerConn = "127.0.0.1:2", 4 }, "group sidecars: 4 streams per connection: auth and a group target"},
+		{"group target, the fleet's default", func(c *FleetConfig) { c.Groups[0].Target, c.StreamsPerConn = "127.0.0.1:2", 3 }, "group sidecars: 3 streams per connection"},
+		{"group target, the group opts out", func(c *FleetConfig) {
+			c.Groups[0].Target, c.Groups[0].StreamsPerConn, c.StreamsPerConn = "127.0.0.1:2", 1, 3
+		}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

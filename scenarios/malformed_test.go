@@ -101,6 +101,12 @@ func TestMalformed(t *testing.T) {
 		{"label not a string", "name: x\nclients: [{node: {labels: {app: [a]}}}]\n", 2, 33, "clients[0].node.labels.app", "expected a string, got a list", "write a string"},
 		{"empty cluster id", "name: x\nclients: [{node: {clusterID: \"\"}}]\n", 2, 30, "clients[0].node.clusterID", "clusterID is empty", "Kubernetes"},
 		{"jitter", "name: x\nclients: [{churn: {every: 10s, jitter: -0.1}}]\n", 2, 40, "clients[0].churn.jitter", "within [0, 1]", "fraction"},
+		{"zero streams per connection", "name: x\nclients: [{streamsPerConnection: 0}]\n", 2, 34, "clients[0].streamsPerConnection", "must be >= 1, got 0", "whole number >= 1"},
+		{"negative streams per connection", "name: x\nclients:\n  - name: mux\n    streamsPerConnection: -5\n", 4, 27, "clients[0].streamsPerConnection", "must be >= 1, got -5", ">= 1"},
+		{"fractional streams per connection", "name: x\nclients: [{streamsPerConnection: 2.5}]\n", 2, 34, "clients[0].streamsPerConnection", "expected a whole number, got 2.5", "whole number"},
+		{"streams per connection as a string", "name: x\nclients: [{streamsPerConnection: many}]\n", 2, 34, "clients[0].streamsPerConnection", `expected a number, got the string "many"`, "write a number"},
+		{"streams per connection with auth", "name: x\nclients:\n  - auth: {mtls: true}\n    streamsPerConnection: 10\n", 4, 27, "clients[0].streamsPerConnection", "10 streams per connection with auth", "set streamsPerConnection: 1"},
+		{"streams per connection with jwt, second group", "name: x\nclients:\n  - name: a\n  - name: b\n    streamsPerConnection: 2\n    auth: {jwt: true, jwtKey: k.pem, issuer: i, audience: a}\n", 5, 27, "clients[1].streamsPerConnection", "2 streams per connection with auth", "or remove auth"},
 
 		// Top level and control plane.
 		{"missing name", "seed: 3\n", 0, 0, "name", "name is required", "add a name"},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,64 @@ clients:
 	}
 	if g[1].Count != 100 || g[1].AckDelay.Mean != 0.01 || g[1].Type != TypeRouter {
 		t.Errorf("second group = %+v", g[1])
+	}
+}
+
+// clients[].streamsPerConnection: 1 by default, per group, counted by Connections, shown by
+// Summary, kept by a printed scenario and settable with Set.
+func TestStreamsPerConnection(t *testing.T) {
+	tests := []struct {
+		name    string
+		clients string
+		want    []int // per group
+		conns   int
+		summary string // "" when no group shares
+	}{
+		{"default", "[{count: 10}]", []int{1}, 10, ""},
+		{"explicit 1", "[{count: 10, streamsPerConnection: 1}]", []int{1}, 10, ""},
+		{"multiplexed", "[{count: 250, streamsPerConnection: 100}]", []int{100}, 3, "250 × sotw sidecar, ramp 200/s, ack delay 0s, 100 streams per connection"},
+		{"per group", "[{name: mux, count: 7, streamsPerConnection: 3}, {name: solo, count: 4}]", []int{3, 1}, 3 + 4, "mux: 7 × sotw sidecar, ramp 200/s, ack delay 0s, 3 streams per connection"},
+		{"more than the group", "[{count: 5, streamsPerConnection: 64}]", []int{64}, 1, "64 streams per connection"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := LoadBytes("spc.yaml", []byte("name: spc\nclients: "+tc.clients+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for _, c := range s.Clients {
+				got = append(got, c.StreamsPerConnection)
+			}
+			if !slices.Equal(got, tc.want) || s.Connections() != tc.conns {
+				t.Errorf("streamsPerConnection %v, connections %d; want %v, %d", got, s.Connections(), tc.want, tc.conns)
+			}
+			if sum := s.Summary(); (tc.summary == "") != !strings.Contains(sum, "streams per connection") || !strings.Contains(sum, tc.summary) {
+				t.Errorf("summary, want %q:\n%s", tc.summary, sum)
+			}
+			y, err := s.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := LoadBytes("printed.yaml", y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(s, back, ignoreSrc); diff != "" {
+				t.Errorf("printed and reloaded (-want +got):\n%s", diff)
+			}
+		})
+	}
+	s, err := LoadBytes("spc.yaml", []byte("name: spc\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("clients[0].streamsPerConnection", "50"); err != nil || s.Clients[0].StreamsPerConnection != 50 {
+		t.Errorf("Set 50: %v, got %d", err, s.Clients[0].StreamsPerConnection)
+	}
+	var e *Error
+	if err := s.Set("clients[0].streamsPerConnection", "0"); !errors.As(err, &e) || e.Path != "clients[0].streamsPerConnection" || !strings.Contains(e.Msg, "must be >= 1") {
+		t.Errorf("Set 0 = %v, want a clients[0].streamsPerConnection error", err)
 	}
 }
 

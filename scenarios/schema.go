@@ -134,8 +134,11 @@ func (g *schemaGen) field(t reflect.Type, def reflect.Value, f reflect.StructFie
 	if r := f.Tag.Get("range"); r != "" {
 		lo, hi, _ := strings.Cut(r, ",")
 		l, _ := strconv.ParseFloat(lo, 64)
-		h, _ := strconv.ParseFloat(hi, 64)
-		s["minimum"], s["maximum"] = l, h
+		s["minimum"] = l
+		if hi != "" { // "1,": no upper bound
+			h, _ := strconv.ParseFloat(hi, 64)
+			s["maximum"] = h
+		}
 	}
 	if f.Tag.Get("def") == "" && def.IsValid() && t.Kind() != reflect.Struct && t.Kind() != reflect.Slice && t.Kind() != reflect.Map {
 		if b, err := json.Marshal(def.Interface()); err == nil {

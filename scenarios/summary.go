@@ -110,6 +110,9 @@ func (s *Scenario) Summary() string {
 		if c.Churn.Every > 0 {
 			extra += fmt.Sprintf(", reconnect every %s ±%.0f%%", c.Churn.Every, c.Churn.Jitter*100)
 		}
+		if c.StreamsPerConnection > 1 {
+			extra += fmt.Sprintf(", %d streams per connection", c.StreamsPerConnection)
+		}
 		ramp := "all at once"
 		if c.Ramp > 0 {
 			ramp = "ramp " + c.Ramp.String()

@@ -174,22 +174,23 @@ const (
 
 // Client is a group of identical fake clients.
 type Client struct {
-	Name                string   `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
-	Count               int      `yaml:"count" json:"count" doc:"Clients in the group."`
-	XDS                 string   `yaml:"xds" json:"xds" enum:"sotw,delta,grpc" doc:"Protocol variant: sotw (state of the world), delta (incremental), or grpc (a proxyless gRPC client as grpc-go's xDS client behaves: API listeners host:port, then RDS, CDS, EDS by name; NACKs what grpc-go rejects; node metadata GENERATOR=grpc)."`
-	Type                string   `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
-	Ramp                Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
-	Namespaces          int      `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
-	AckDelay            TimeDist `yaml:"ackDelay" json:"ackDelay" doc:"Time from receiving a response to sending its ACK or NACK (Envoy's apply time); a time distribution."`
-	Nack                Nack     `yaml:"nack" json:"nack" doc:"When clients reject a response (policies combine: any one NACKs)."`
-	NeverAck            bool     `yaml:"neverAck" json:"neverAck" doc:"Never ACK or NACK (a hung client)."`
-	DisconnectAfter     int      `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
-	NodeOnFirstOnly     bool     `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
-	InitialFetchTimeout Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
-	Churn               Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
-	Node                Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
-	Targets             []string `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
-	Auth                Auth     `yaml:"auth" json:"auth" doc:"Authenticate each client to a secure ADS listener (mTLS or JWT) with a credential for its own namespace; in-process runs then start the control plane's secure listener and the group dials it."`
+	Name                 string   `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
+	Count                int      `yaml:"count" json:"count" doc:"Clients in the group."`
+	XDS                  string   `yaml:"xds" json:"xds" enum:"sotw,delta,grpc" doc:"Protocol variant: sotw (state of the world), delta (incremental), or grpc (a proxyless gRPC client as grpc-go's xDS client behaves: API listeners host:port, then RDS, CDS, EDS by name; NACKs what grpc-go rejects; node metadata GENERATOR=grpc)."`
+	Type                 string   `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
+	Ramp                 Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
+	Namespaces           int      `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
+	AckDelay             TimeDist `yaml:"ackDelay" json:"ackDelay" doc:"Time from receiving a response to sending its ACK or NACK (Envoy's apply time); a time distribution."`
+	Nack                 Nack     `yaml:"nack" json:"nack" doc:"When clients reject a response (policies combine: any one NACKs)."`
+	NeverAck             bool     `yaml:"neverAck" json:"neverAck" doc:"Never ACK or NACK (a hung client)."`
+	DisconnectAfter      int      `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
+	NodeOnFirstOnly      bool     `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
+	InitialFetchTimeout  Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
+	Churn                Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
+	StreamsPerConnection int      `yaml:"streamsPerConnection" json:"streamsPerConnection" range:"1," doc:"ADS streams per gRPC connection: 1 gives each client its own HTTP/2 connection, as Envoy; N > 1 makes each N consecutive clients of the group share one (pilot-load style: one server-side connection and one connection's HTTP/2 flow control for N streams), which changes the workload (docs/scenarios.md, Connection layout). Groups never share a connection; not with auth."`
+	Node                 Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
+	Targets              []string `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
+	Auth                 Auth     `yaml:"auth" json:"auth" doc:"Authenticate each client to a secure ADS listener (mTLS or JWT) with a credential for its own namespace; in-process runs then start the control plane's secure listener and the group dials it."`
 }
 
 // Auth is a client group's credentials for a secure ADS listener (docs/security.md).
@@ -283,14 +284,15 @@ func Defaults() *Scenario {
 // each written group from it. Its name is set by Complete when left empty.
 func DefaultClient() Client {
 	return Client{
-		Count:               100,
-		XDS:                 XDSSotW,
-		Type:                TypeSidecar,
-		Ramp:                200,
-		AckDelay:            TimeDist(dist.Constant(0)),
-		InitialFetchTimeout: Duration(15 * time.Second),
-		Churn:               Reconn{Jitter: 0.2},
-		Node:                Node{ClusterID: "Kubernetes", IstioVersion: "1.28.0"},
+		Count:                100,
+		XDS:                  XDSSotW,
+		Type:                 TypeSidecar,
+		Ramp:                 200,
+		AckDelay:             TimeDist(dist.Constant(0)),
+		InitialFetchTimeout:  Duration(15 * time.Second),
+		Churn:                Reconn{Jitter: 0.2},
+		StreamsPerConnection: 1,
+		Node:                 Node{ClusterID: "Kubernetes", IstioVersion: "1.28.0"},
 	}
 }
 
@@ -366,6 +368,17 @@ func takesServices(kind string) bool {
 		return true
 	}
 	return false
+}
+
+// Connections is the number of gRPC connections the fleet opens: one per client, or one per
+// streamsPerConnection clients of a group.
+func (s *Scenario) Connections() int {
+	n := 0
+	for _, c := range s.Clients {
+		spc := max(c.StreamsPerConnection, 1)
+		n += (c.Count + spc - 1) / spc
+	}
+	return n
 }
 
 // TotalClients is the number of clients over all groups.

@@ -409,6 +409,11 @@ func (v *validator) clients() {
 		}
 		v.nonNegDur(p+".churn.every", c.Churn.Every)
 		v.fraction(p+".churn.jitter", c.Churn.Jitter)
+		v.atLeast(p+".streamsPerConnection", c.StreamsPerConnection, 1)
+		if c.StreamsPerConnection > 1 && c.Auth.Enabled() {
+			v.add(p+".streamsPerConnection", "set streamsPerConnection: 1 (the default), or remove auth",
+				"%d streams per connection with auth: an authenticating client dials the secure listener with its own credentials, on a connection of its own", c.StreamsPerConnection)
+		}
 	}
 }
 

@@ -23,7 +23,8 @@ import (
 )
 
 // distScenario: events a second apart (one push each, whatever the load), so the totals of a
-// run do not depend on timing: every client observes every event once.
+// run do not depend on timing: every client observes every event once. One group shares
+// connections (each shard among its own clients of the group), the other has one per client.
 const distScenario = `
 name: dist
 seed: 11
@@ -37,7 +38,8 @@ topology:
 churn:
   - {kind: scale, at: [500ms, 1500ms, 2500ms], delta: {dist: constant, value: 1}}
 clients:
-  - {name: sidecars, count: 9, ramp: 0}
+  - {name: sidecars, count: 6, ramp: 0}
+  - {name: mux, count: 3, ramp: 0, streamsPerConnection: 2}
 phases:
   connect: {timeout: 60s}
   drain: {timeout: 20s}

@@ -115,7 +115,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.DurationVar(&f.InitialFetchTimeout, "initial-fetch-timeout", 0, "Envoy's initial_fetch_timeout (0: 15s; negative: disabled)")
 	fl.DurationVar(&f.Churn, "churn", 0, "reconnect every client this often (0: never)")
 	fl.Float64Var(&f.ChurnJitter, "churn-jitter", 0.2, "churn period jitter as a fraction of --churn, in [0,1)")
-	fl.IntVar(&f.StreamsPerConn, "streams-per-conn", 0, "clients per shared gRPC connection (0 or 1: one connection per client, as Envoy)")
+	fl.IntVar(&f.StreamsPerConn, "streams-per-conn", 0, "clients per shared gRPC connection (0 or 1: one connection per client, as Envoy); with --scenario, clients[].streamsPerConnection instead")
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of every random choice")
 	fl.StringVar(&f.Auth, "auth", "", "authenticate each client to a secure ADS listener as its namespace: mtls (certificates from --ca-dir's root) or jwt (tokens signed with --jwt-key); empty: insecure")
 	fl.StringVar(&f.CADir, "ca-dir", "", "with --auth: directory of the server's root CA (ca.pem; ca-key.pem for mtls)")
@@ -300,7 +300,7 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	if advice := fdAdvice(fleet.Size(), false, openFileLimit()); advice != "" { // this shard's clients
+	if advice := fdAdvice(fleet.Size(), fleet.Connections(), false, openFileLimit()); advice != "" { // this shard's clients
 		fmt.Fprintln(cmd.ErrOrStderr(), advice)
 	}
 	ctx := cmd.Context()

@@ -223,7 +223,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	}
 	fmt.Fprintf(out, "xdslab run %s: %d clients, %d services, %s of churn against the %s\n",
 		sc.Name, sc.TotalClients(), sc.Topology.Services, sc.Duration.D(), target)
-	if advice := fdAdvice(sc.TotalClients(), f.target == "", openFileLimit()); advice != "" {
+	if advice := fdAdvice(sc.TotalClients(), sc.Connections(), f.target == "", openFileLimit()); advice != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), advice)
 	}
 	started := time.Now()

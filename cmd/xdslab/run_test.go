@@ -216,22 +216,24 @@ func TestResolveSink(t *testing.T) {
 
 func TestFDAdvice(t *testing.T) {
 	tests := []struct {
-		clients   int
-		inProcess bool
-		limit     uint64
-		want      string // substring; "" for no advice
+		clients, conns int
+		inProcess      bool
+		limit          uint64
+		want           string // substring; "" for no advice
 	}{
-		{1000, true, 20000, ""},
-		{9800, false, 20000, ""},                           // the fleet alone fits
-		{9900, true, 20000, "need about 20056 open files"}, // both ends in one process do not
-		{10000, true, 20000, "ulimit -n 32768"},
-		{10000, true, 0, ""}, // unknown limit: no advice
-		{50000, false, 20000, "for the fleet,"},
+		{1000, 1000, true, 20000, ""},
+		{9800, 9800, false, 20000, ""},                                        // the fleet alone fits
+		{9900, 9900, true, 20000, "9900 clients need about 20056 open files"}, // both ends in one process do not
+		{10000, 10000, true, 20000, "ulimit -n 32768"},
+		{10000, 10000, true, 0, ""}, // unknown limit: no advice
+		{50000, 50000, false, 20000, "for the fleet,"},
+		{50000, 500, true, 20000, ""}, // 100 streams per connection: 500 connections
+		{50000, 12000, true, 20000, "50000 clients on 12000 connections need about 24256 open files"},
 	}
 	for _, tt := range tests {
-		got := fdAdvice(tt.clients, tt.inProcess, tt.limit)
+		got := fdAdvice(tt.clients, tt.conns, tt.inProcess, tt.limit)
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-			t.Errorf("fdAdvice(%d, %v, %d) = %q, want %q", tt.clients, tt.inProcess, tt.limit, got, tt.want)
+			t.Errorf("fdAdvice(%d, %d, %v, %d) = %q, want %q", tt.clients, tt.conns, tt.inProcess, tt.limit, got, tt.want)
 		}
 	}
 }

@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xdslab/xdslab/fakeenvoy"
+)
+
+// TestFleetConfigStreamsPerConnection: each scenario group's streamsPerConnection reaches its
+// fleet group, so a group shares connections among its own clients only, in the whole fleet
+// and in each shard of a distributed run (RunShard builds its fleet the same way).
+func TestFleetConfigStreamsPerConnection(t *testing.T) {
+	sc := loadScenario(t, `
+name: spc
+clients:
+  - {name: mux, count: 250, streamsPerConnection: 100}
+  - {name: solo, count: 7}
+`)
+	tests := []struct {
+		name    string
+		segment fakeenvoy.Segment
+		clients int
+		conns   int
+	}{
+		{"whole fleet", fakeenvoy.Segment{}, 257, 3 + 7},
+		{"shard 0 of 2", fakeenvoy.Segment{Index: 0, Count: 2}, 125 + 4, 2 + 4}, // mux 0,2,..,248; solo 250,252,254,256
+		{"shard 1 of 2", fakeenvoy.Segment{Index: 1, Count: 2}, 125 + 3, 2 + 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := FleetConfig(sc, "127.0.0.1:1")
+			require.NoError(t, err)
+			require.Equal(t, 100, cfg.Groups[0].StreamsPerConn)
+			require.Equal(t, 1, cfg.Groups[1].StreamsPerConn)
+			cfg.Segment = tc.segment
+			f, err := fakeenvoy.NewFleet(cfg)
+			require.NoError(t, err)
+			defer f.Stop()
+			require.Equal(t, tc.clients, f.Size())
+			require.Equal(t, tc.conns, f.Connections())
+		})
+	}
+	require.Equal(t, 3+7, sc.Connections())
+}
