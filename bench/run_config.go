@@ -92,6 +92,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 		}
 		cfg.Groups = append(cfg.Groups, fakeenvoy.Group{
 			Name: c.Name, Count: c.Count, Identity: id, StreamsPerConn: c.StreamsPerConnection,
+			AgentIssueDelay: agentDelay(c.Agent.IssueDelay),
 			Client: fakeenvoy.ClientConfig{
 				Delta:               c.XDS == scenarios.XDSDelta,
 				GRPC:                c.XDS == scenarios.XDSGRPC,
@@ -117,6 +118,15 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 		return cfg, fmt.Errorf("scenario %s: clients: %w", s.Name, err)
 	}
 	return cfg, nil
+}
+
+// agentDelay maps a scenario's issue delay onto the fleet's (where 0 means the default):
+// the scenario's 0 serves at once.
+func agentDelay(d scenarios.Duration) time.Duration {
+	if d.D() == 0 {
+		return -1
+	}
+	return d.D()
 }
 
 // ControlPlaneOptions maps a scenario's controlPlane section onto the in-process control

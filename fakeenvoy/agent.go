@@ -106,6 +106,7 @@ type Agent struct {
 
 	mu     sync.Mutex
 	serial int64
+	shared *Agent // the agent whose serial numbers this one uses (WithIssueDelay); nil: its own
 }
 
 // NewAgent creates the lab CA (a self-signed ECDSA P-256 root) and the agent around it.
@@ -135,6 +136,22 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	}
 	return &Agent{cfg: cfg, caKey: key, caCert: cert, serial: 1,
 		rootPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))}, nil
+}
+
+// WithIssueDelay returns an agent with the same CA that takes d to serve a first request
+// (negative: at once).
+func (a *Agent) WithIssueDelay(d time.Duration) *Agent {
+	b := &Agent{cfg: a.cfg, caKey: a.caKey, caCert: a.caCert, rootPEM: a.rootPEM, serial: a.serial, shared: a.root()}
+	b.cfg.IssueDelay = max(d, 0)
+	return b
+}
+
+// root is the agent that owns the serial numbers of a CA.
+func (a *Agent) root() *Agent {
+	if a.shared != nil {
+		return a.shared
+	}
+	return a
 }
 
 // RootPEM is the lab CA's certificate, PEM-encoded.
@@ -222,10 +239,11 @@ func (a *Agent) issue(w workload) (*tlsv3.Secret, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload identity: %w", err)
 	}
-	a.mu.Lock()
-	a.serial++
-	serial := a.serial
-	a.mu.Unlock()
+	r := a.root()
+	r.mu.Lock()
+	r.serial++
+	serial := r.serial
+	r.mu.Unlock()
 	now := a.cfg.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),

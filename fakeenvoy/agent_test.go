@@ -322,3 +322,33 @@ func TestAgentFileCertificates(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentWithIssueDelay: a group's own issue delay keeps the fleet's CA (one root for the
+// whole fleet) and its serial numbers.
+func TestAgentWithIssueDelay(t *testing.T) {
+	a := testAgent(t, AgentConfig{})
+	b := groupAgent(a, 20*time.Millisecond)
+	c := groupAgent(a, -1)
+	if groupAgent(a, 0) != a || b.RootPEM() != a.RootPEM() || c.RootPEM() != a.RootPEM() {
+		t.Fatal("a group's agent must share the fleet's CA")
+	}
+	w := workload{namespace: "ns", serviceAccount: "sa"}
+	serials := map[string]bool{}
+	for _, ag := range []*Agent{a, b, c, b} {
+		s, d, err := ag.serve(w, SecretWorkload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[*Agent]time.Duration{a: DefaultAgentIssueDelay, b: 20 * time.Millisecond, c: 0}[ag]; d != want {
+			t.Fatalf("issue delay %v, want %v", d, want)
+		}
+		cert, err := parseCertPEM([]byte(s.GetTlsCertificate().GetCertificateChain().GetInlineString()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if serials[cert.SerialNumber.String()] {
+			t.Fatalf("serial %v issued twice", cert.SerialNumber)
+		}
+		serials[cert.SerialNumber.String()] = true
+	}
+}

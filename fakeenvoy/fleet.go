@@ -53,6 +53,9 @@ type Group struct {
 	// FleetConfig.StreamsPerConn. A group's clients share connections only among themselves,
 	// in the order of their indices; with a Segment, among the clients of that segment.
 	StreamsPerConn int
+	// AgentIssueDelay, when set, is the emulated istio-agent's issue delay for this group's
+	// clients (the fleet's Agent config otherwise); negative serves at once.
+	AgentIssueDelay time.Duration
 }
 
 // Churn reconnects every client periodically: each run lasts Every ± Jitter×Every (uniform),
@@ -337,7 +340,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 				cc.Interner = interner
 			}
 			if cc.Agent == nil {
-				cc.Agent = agent
+				cc.Agent = groupAgent(agent, g.AgentIssueDelay)
 			}
 			cc.pool = pool
 			cc.Index, cc.Group, cc.Node = index, g.Name, g.Identity.Node(index)
@@ -381,6 +384,15 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		}
 	}
 	return f, nil
+}
+
+// groupAgent is the fleet's agent, with a group's own issue delay when it sets one (the CA is
+// shared).
+func groupAgent(a *Agent, delay time.Duration) *Agent {
+	if delay == 0 {
+		return a
+	}
+	return a.WithIssueDelay(delay)
 }
 
 // Observer returns the fleet's observer.

@@ -101,6 +101,7 @@ func TestMalformed(t *testing.T) {
 		{"label not a string", "name: x\nclients: [{node: {labels: {app: [a]}}}]\n", 2, 33, "clients[0].node.labels.app", "expected a string, got a list", "write a string"},
 		{"empty cluster id", "name: x\nclients: [{node: {clusterID: \"\"}}]\n", 2, 30, "clients[0].node.clusterID", "clusterID is empty", "Kubernetes"},
 		{"jitter", "name: x\nclients: [{churn: {every: 10s, jitter: -0.1}}]\n", 2, 40, "clients[0].churn.jitter", "within [0, 1]", "fraction"},
+		{"negative agent issue delay", "name: x\nclients:\n  - agent: {issueDelay: -5ms}\n", 3, 0, "clients[0].agent.issueDelay", "", ""},
 		{"zero streams per connection", "name: x\nclients: [{streamsPerConnection: 0}]\n", 2, 34, "clients[0].streamsPerConnection", "must be >= 1, got 0", "whole number >= 1"},
 		{"negative streams per connection", "name: x\nclients:\n  - name: mux\n    streamsPerConnection: -5\n", 4, 27, "clients[0].streamsPerConnection", "must be >= 1, got -5", ">= 1"},
 		{"fractional streams per connection", "name: x\nclients: [{streamsPerConnection: 2.5}]\n", 2, 34, "clients[0].streamsPerConnection", "expected a whole number, got 2.5", "whole number"},

@@ -188,9 +188,15 @@ type Client struct {
 	InitialFetchTimeout  Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
 	Churn                Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
 	StreamsPerConnection int      `yaml:"streamsPerConnection" json:"streamsPerConnection" range:"1," doc:"ADS streams per gRPC connection: 1 gives each client its own HTTP/2 connection, as Envoy; N > 1 makes each N consecutive clients of the group share one (pilot-load style: one server-side connection and one connection's HTTP/2 flow control for N streams), which changes the workload (docs/scenarios.md, Connection layout). Groups never share a connection; not with auth."`
+	Agent                Agent    `yaml:"agent" json:"agent" doc:"The emulated istio-agent next to each client: it serves the SDS secrets whose sds_config is the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS default and ROOTCA) from a lab CA, without network traffic; secrets on ADS are asked of the control plane (docs/security.md)."`
 	Node                 Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
 	Targets              []string `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
 	Auth                 Auth     `yaml:"auth" json:"auth" doc:"Authenticate each client to a secure ADS listener (mTLS or JWT) with a credential for its own namespace; in-process runs then start the control plane's secure listener and the group dials it."`
+}
+
+// Agent is the emulated istio-agent of a client group.
+type Agent struct {
+	IssueDelay Duration `yaml:"issueDelay" json:"issueDelay" doc:"How long the agent takes to serve a client's first request for a secret (the real agent signs a CSR with istiod's CA); applies to default and ROOTCA; 0 serves at once."`
 }
 
 // Auth is a client group's credentials for a secure ADS listener (docs/security.md).
@@ -292,6 +298,7 @@ func DefaultClient() Client {
 		InitialFetchTimeout:  Duration(15 * time.Second),
 		Churn:                Reconn{Jitter: 0.2},
 		StreamsPerConnection: 1,
+		Agent:                Agent{IssueDelay: Duration(5 * time.Millisecond)},
 		Node:                 Node{ClusterID: "Kubernetes", IstioVersion: "1.28.0"},
 	}
 }
