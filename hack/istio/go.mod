@@ -7,6 +7,7 @@ go 1.26.8
 
 require (
 	github.com/xdslab/xdslab v0.0.0
+	golang.org/x/time v0.15.0
 	istio.io/api v1.32.0
 	istio.io/istio v0.0.0-20260827124520-eed52ebb66ad
 )
@@ -136,7 +137,6 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.46.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 	gomodules.xyz/jsonpatch/v2 v2.5.0 // indirect
 	gonum.org/v1/gonum v0.17.0 // indirect

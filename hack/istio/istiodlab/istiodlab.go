@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"istio.io/istio/pilot/pkg/config/kube/file"
 	"istio.io/istio/pilot/pkg/model"
 	kubecontroller "istio.io/istio/pilot/pkg/serviceregistry/kube/controller"
@@ -36,6 +38,9 @@ type Options struct {
 	Debounce time.Duration
 	// MetricsAddr, when set, serves Istio's Prometheus metrics (pilot_*) on /metrics there.
 	MetricsAddr string
+	// AdmissionRate is PILOT_MAX_REQUESTS_PER_SECOND, new ADS streams admitted per second
+	// (ResourceExhausted beyond); 0 keeps istiod's default, derived from the core count.
+	AdmissionRate float64
 }
 
 // Server is a running Istio DiscoveryServer.
@@ -107,6 +112,10 @@ func Start(t test.Failer, opts Options) (*Server, error) {
 		},
 	})
 	s.Addr = listener.Addr().String()
+	if opts.AdmissionRate > 0 {
+		// Before any client connects: the server reads it when a stream starts.
+		s.Fake.Discovery.RequestRateLimit = rate.NewLimiter(rate.Limit(opts.AdmissionRate), 1)
+	}
 	s.files = files
 
 	// Mirror the file source into the server's store: what istiod's aggregate config store

@@ -23,6 +23,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:15010", "ADS listen address")
 	metrics := flag.String("metrics-addr", "127.0.0.1:15014", "Prometheus /metrics listen address (empty: none)")
 	debounce := flag.Duration("debounce", 100*time.Millisecond, "PILOT_DEBOUNCE_AFTER (minQuiet)")
+	admission := flag.Float64("admission-rate", 0, "PILOT_MAX_REQUESTS_PER_SECOND: new ADS streams per second (0: istiod's default from the core count)")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "istiod-lab: --dir is required (a directory of Istio YAML, e.g. the one `xdslab run --sink-dir` writes)")
@@ -34,7 +35,7 @@ func main() {
 	}
 	p := &process{}
 	defer p.cleanup()
-	s, err := istiodlab.Start(p, istiodlab.Options{Dir: *dir, Addr: *addr, Debounce: *debounce, MetricsAddr: *metrics})
+	s, err := istiodlab.Start(p, istiodlab.Options{Dir: *dir, Addr: *addr, Debounce: *debounce, MetricsAddr: *metrics, AdmissionRate: *admission})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "istiod-lab:", err)
 		p.cleanup()
