@@ -180,8 +180,10 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 		Version: summary.Version,
 		Metadata: summary.Metadata{Tool: "xdslab", ToolVersion: r.opts.ToolVersion, Command: "run",
 			Started: r.began.UTC(), Ended: ended.UTC(), DurationSeconds: dur.Seconds(), Labels: labels},
-		Config:  cfg,
-		Results: summary.Results{Metrics: metrics},
+		Config: cfg,
+		// The per-event records (t0, the clients in reach by class, convergence), as a fleet
+		// shard writes them: what compare and merge need beyond the histograms.
+		Results: summary.Results{Metrics: metrics, Events: fakeenvoy.SummaryEvents(res)},
 	}
 	s.Results.Thresholds, s.Results.Passed = EvaluateThresholds(r.sc, s.Results)
 	s.Results.Sort()

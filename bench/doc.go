@@ -25,7 +25,8 @@
 // result; a failed one makes Results.Passed false, which the CLI turns into exit code 99.
 //
 // The reports (report*.go) are summary.json (internal/summary's k6-like shape, with encoded HDR
-// histograms and the resolved scenario as config), report.html (self-contained, plots as inline
+// histograms, the resolved scenario as config and one record per event in results.events: its
+// t0, the clients in its reach by class and its convergence, whatever the target), report.html (self-contained, plots as inline
 // SVG), junit.xml (one test case per threshold) and, for in-process runs, cpu.pprof (the run's
 // CPU profile; go tool pprof -tagfocus xdslab_side=harness shows where the harness spent its
 // share). Notes that qualify a figure ("not available", how CPU was attributed, clients that

@@ -115,6 +115,22 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 	conv := find(t, s, "xdslab_convergence_seconds", nil)
 	require.GreaterOrEqual(t, conv.Values["max"], push.Values["p(50)"], "convergence is the max over clients")
 
+	// One record per event, with its t0, the clients in its reach and its convergence, whatever
+	// the target (results.events[] was written only by fleet shards).
+	require.Len(t, s.Results.Events, int(events))
+	maxConv := 0.0
+	for _, e := range s.Results.Events {
+		require.Falsef(t, e.T0.IsZero(), "event %d has no t0", e.ID)
+		require.NotEmptyf(t, e.Kind, "event %d has no kind", e.ID)
+		require.Positivef(t, e.Reached, "event %d reaches no client", e.ID)
+		require.Equalf(t, e.Reached, e.Observed+e.AlreadyHeld+e.Superseded, "event %d: every client in reach accounted for", e.ID)
+		if e.Observed > 0 {
+			require.Positivef(t, e.ConvergenceSeconds, "event %d observed by %d clients has no convergence", e.ID, e.Observed)
+		}
+		maxConv = max(maxConv, e.ConvergenceSeconds)
+	}
+	require.InEpsilon(t, conv.Values["max"], maxConv, 0.01, "the convergence trend is over the same records")
+
 	ttfc := find(t, s, MetricTimeToFirstConfig, nil)
 	require.Greater(t, ttfc.Values["max"], 0.0)
 	require.Equal(t, 0.0, find(t, s, MetricConnectIncomplete, nil).Values["value"])
