@@ -163,7 +163,9 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	}
 	timeout := phaseTimeout(sc.Phases.Connect.Timeout, time.Minute)
 	notes := map[string]string{}
-	if err := waitFull(ctx, fleet, timeout); err != nil {
+	err = waitFull(ctx, fleet, timeout)
+	connectFull := fleet.Observer().FullConfigByGroup()
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -232,9 +234,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 			break
 		}
 	}
-	size := uint64(fleet.Size())
-	metrics = append(metrics, summary.NewGauge(MetricConnectIncomplete, summary.Default,
-		float64(size-min(fleet.Progress().FullConfig, size)), 0, float64(size), nil))
+	metrics = append(metrics, ConnectIncomplete(sc, fleet.GroupSizes(), connectFull)...)
 	for _, p := range phases {
 		d := p.End.Sub(p.Start).Seconds()
 		metrics = append(metrics, summary.NewGauge(MetricPhaseDuration, summary.Time, d, 0, d, map[string]string{"phase": p.Name}))
@@ -284,7 +284,8 @@ func utcPhases(ps []summary.Phase) []summary.Phase {
 	return out
 }
 
-// waitFull waits until every client of the fleet holds its first full config.
+// waitFull waits until every client of the fleet holds its first full config; after timeout
+// it returns an error counting those that do not, by group.
 func waitFull(ctx context.Context, fleet *fakeenvoy.Fleet, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -297,7 +298,8 @@ func waitFull(ctx context.Context, fleet *fakeenvoy.Fleet, timeout time.Duration
 			return ctx.Err()
 		case <-deadline.C:
 			got := fleet.Progress().FullConfig
-			return fmt.Errorf("%d of %d clients had no full config after the connect timeout (%s); measuring anyway", n-got, n, timeout)
+			return fmt.Errorf("%d of %d clients had no full config after the connect timeout (%s)%s; measuring anyway",
+				n-min(got, n), n, timeout, groupShortfall(fleet.GroupSizes(), fleet.Observer().FullConfigByGroup()))
 		case <-tick.C:
 		}
 	}

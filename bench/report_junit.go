@@ -8,8 +8,9 @@ import (
 	"github.com/xdslab/xdslab/internal/summary"
 )
 
-// JUnit XML for CI: one test suite per run, one test case per threshold expression (a failed
-// threshold is a failed test case whose message gives the value it was evaluated on).
+// JUnit XML for CI: one test suite per run, one test case per threshold expression, the
+// implicit ones included (a failed threshold is a failed test case whose message gives the
+// value it was evaluated on, and an implicit one's text what it checks).
 
 type junitSuites struct {
 	XMLName xml.Name     `xml:"testsuites"`
@@ -52,6 +53,9 @@ func WriteJUnit(w io.Writer, s *summary.Summary) error {
 			if t.Value != nil {
 				msg = fmt.Sprintf("%s: %s failed (value %g)", metric, t.Expression, *t.Value)
 				text = fmt.Sprintf("value %g", *t.Value)
+			}
+			if t.Description != "" {
+				text += "; " + t.Description
 			}
 			c.Failure = &junitFailure{Message: msg, Type: "threshold", Text: text}
 			suite.Failures++

@@ -48,6 +48,8 @@ func TestWriteJUnit(t *testing.T) {
 			{Metric: "xdslab_push_latency_seconds", Expression: "p(99)<500ms", Passed: true, Value: &v},
 			{Metric: "xdslab_fleet_nacks_total", Tags: map[string]string{"type": "CDS"}, Expression: "count==0", Passed: false, Value: &v},
 			{Metric: "xdslab_nothing_total", Expression: "count==0", Passed: false},
+			{Metric: MetricConnectIncomplete, Tags: map[string]string{"group": "sidecars"}, Expression: "value==0", Passed: false, Value: &v,
+				Description: "implicit: every client of group sidecars holds its first full config by the end of the connect phase"},
 		}},
 	}
 	var buf bytes.Buffer

@@ -142,16 +142,19 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 	require.GreaterOrEqual(t, find(t, s, MetricPhaseDuration, map[string]string{"phase": "measure"}).Values["value"], 3.0)
 	require.Greater(t, find(t, s, MetricCPUSeconds, map[string]string{"side": "process"}).Values["value"], 0.0)
 
-	require.Len(t, s.Results.Thresholds, 3)
+	// The scenario's three thresholds and the implicit one of its client group.
+	require.Len(t, s.Results.Thresholds, 4)
 	for _, th := range s.Results.Thresholds {
 		require.Truef(t, th.Passed, "threshold %s %s", th.Metric, th.Expression)
 		require.NotNil(t, th.Value)
 	}
+	require.Equal(t, 0.0, find(t, s, MetricConnectIncomplete, map[string]string{"group": "sidecars"}).Values["value"])
 	require.True(t, s.Results.Passed)
 
 	junit, err := os.ReadFile(filepath.Join(out, "junit.xml"))
 	require.NoError(t, err)
-	require.Equal(t, 3, strings.Count(string(junit), "<testcase "))
+	require.Equal(t, 4, strings.Count(string(junit), "<testcase "))
+	require.Contains(t, string(junit), `xdslab_connect_incomplete_clients{group=&#34;sidecars&#34;} value==0`)
 	require.NotContains(t, string(junit), "<failure")
 	html, err := os.ReadFile(filepath.Join(out, "report.html"))
 	require.NoError(t, err)

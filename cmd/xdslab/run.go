@@ -57,6 +57,9 @@ which the control plane at --target reads (a stock istiod; see docs/kubernetes.m
 --sink, --sink-dir, --kubeconfig, --kube-qps, --kube-burst and --kube-pods override the scenario's sink.
 
 Built-in scenarios: ` + strings.Join(scenarios.BuiltinNames(), ", ") + `.
+Every client group has an implicit threshold beside the scenario's: all its clients hold their
+first full config when the connect phase ends (clients[].requireFullConfig: false drops it).
+
 Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are written first).`,
 		Example: `  xdslab run                                   # quickstart, in-process
   xdslab run eds-churn-1k --out out/eds

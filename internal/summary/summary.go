@@ -195,6 +195,9 @@ type Threshold struct {
 	Passed     bool              `json:"passed"`
 	// Value is the metric value the expression was evaluated on.
 	Value *float64 `json:"value,omitempty"`
+	// Description says what a threshold the scenario did not write checks (an implicit one,
+	// such as every client group reaching its full config); empty for written ones.
+	Description string `json:"description,omitempty"`
 }
 
 // NewCounter is a counter with its count and its rate over dur.

@@ -34,7 +34,7 @@ func sample(t testing.TB) *Summary {
 	}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	dur := 10 * time.Second
-	v := 0.25
+	v, two := 0.25, 2.0
 	return &Summary{
 		Version: Version,
 		Metadata: Metadata{Tool: "xdslab", Command: "fleet", Started: start, Ended: start.Add(dur),
@@ -49,10 +49,14 @@ func sample(t testing.TB) *Summary {
 				NewCounter("xdslab_fleet_bytes_received_total", Data, 3<<20, dur, nil),
 				NewGauge("xdslab_fleet_connected", Default, 6, 0, 6, nil),
 				NewRate("xdslab_probe_observed_rate", 9, 1, nil),
+				NewGauge("xdslab_connect_incomplete_clients", Default, 2, 0, 6, map[string]string{"group": "sidecars"}),
 				trend,
 			},
 			Thresholds: []Threshold{{Metric: "xdslab_fleet_time_to_first_config_seconds",
-				Expression: "p(99)<100ms", Passed: false, Value: &v}},
+				Expression: "p(99)<100ms", Passed: false, Value: &v},
+				{Metric: "xdslab_connect_incomplete_clients", Tags: map[string]string{"group": "sidecars"}, Expression: "value==0",
+					Passed: false, Value: &two, Description: "implicit: every client of group sidecars holds its first full config by the end of the connect phase"},
+				{Metric: "xdslab_probe_missed_total", Expression: "count==0", Passed: false}},
 		},
 	}
 }
