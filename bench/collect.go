@@ -156,6 +156,15 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 	}
 	r.notes["cpu"] = u.note
 
+	// The harness: its CPU beside the control plane's, its lateness and backlog, and whether
+	// it was the bottleneck.
+	hv := assessHarness(metrics, r.runHarnessCPU(), r.opts.Harness)
+	add(hv.metrics...)
+	r.notes["harness"] = hv.note
+	if hv.saturated != "" {
+		r.notes["saturated"] = hv.saturated
+	}
+
 	// Phases.
 	for _, p := range r.phases {
 		d := p.End.Sub(p.Start).Seconds()

@@ -33,6 +33,13 @@
 // missed the connect timeout, responses counted at latency 0) are in metadata.labels as
 // note.KEY and in the HTML report.
 //
+// The harness (harness.go) is stated beside the control plane in every run and merge: both
+// sides' CPU (with their ratio when they share cores), the fleet's start lateness and its
+// receive backlog, in note.harness; when HarnessLimits says the harness was saturated (more
+// than half the control plane's CPU on the same cores, or a start lateness p99 above 50 ms)
+// the run is marked: note.saturated, xdslab_harness_saturated{reason}, a banner atop
+// report.html and a line on the console (docs/observability.md).
+//
 // compare*.go and tune*.go read these summaries to gate releases and tune the debouncer.
 //
 // Distributed runs (docs/distributed.md; distributed.go, merge.go): RunShard runs one segment

@@ -23,6 +23,7 @@ var mergeT0 = time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
 type shardSpec struct {
 	index, count int
 	latencies    []int64
+	lateness     []int64 // the fleet's start lateness, µs
 	responses    float64
 	connected    float64
 	incomplete   float64 // clients of group sidecars without full config after connect
@@ -40,6 +41,16 @@ func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 		}
 	}
 	trend, err := summary.NewTrend(fakeenvoy.MetricPushLatency, summary.Time, h, 1e-6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lh := fakeenvoy.NewLatencyHistogram()
+	for _, v := range sp.lateness {
+		if err := lh.RecordValue(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late, err := summary.NewTrend(fakeenvoy.MetricStartLateness, summary.Time, lh, 1e-6, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +79,7 @@ func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 			summary.NewRate(MetricCacheHitRatio, sp.responses, 1, nil),
 			// A shard's own convergence view: dropped and recomputed from the events.
 			summary.NewCounter(fakeenvoy.MetricProbeEvents, summary.Default, float64(len(sp.events)), dur, nil),
+			late,
 		}},
 	}
 	if sp.probes {
@@ -110,9 +122,9 @@ func goldenInputs(t testing.TB) []MergeInput {
 		{ID: 2, Kind: "rolling-deploy", T0: mergeT0.Add(2 * time.Second), Acked: 2},
 		{ID: 3, Kind: "endpoint-flap", T0: mergeT0.Add(3 * time.Second), Acked: 1},
 	}
-	s0 := mergeShard(t, shardSpec{index: 0, count: 2, latencies: []int64{1000, 2000, 3000, 250_000}, responses: 40, connected: 5, offset: 0.003, probes: true,
+	s0 := mergeShard(t, shardSpec{index: 0, count: 2, latencies: []int64{1000, 2000, 3000, 250_000}, lateness: []int64{1000, 2000}, responses: 40, connected: 5, offset: 0.003, probes: true,
 		events: []summary.Event{ev(1, "endpoint-flap", 5, 5, 0, 0.004), ev(2, "rolling-deploy", 5, 4, 1, 0.5), ev(3, "endpoint-flap", 5, 5, 0, 0.002)}})
-	s1 := mergeShard(t, shardSpec{index: 1, count: 2, latencies: []int64{1500, 2500, 9000}, responses: 38, connected: 5, incomplete: 1, offset: -0.001, probes: true,
+	s1 := mergeShard(t, shardSpec{index: 1, count: 2, latencies: []int64{1500, 2500, 9000}, lateness: []int64{80_000}, responses: 38, connected: 5, incomplete: 1, offset: -0.001, probes: true,
 		events: []summary.Event{ev(1, "endpoint-flap", 5, 5, 0, 0.006), ev(2, "rolling-deploy", 5, 5, 0, 0.3)}})
 	return []MergeInput{{"shard-1.json", s1}, {"sim.json", simSummary(t, simEvents)}, {"shard-0.json", s0}}
 }
@@ -186,6 +198,13 @@ func TestMergeGolden(t *testing.T) {
 		if th.Metric == MetricConnectIncomplete && (th.Passed || th.Value == nil || *th.Value != 1 || th.Tags["group"] != "sidecars" || th.Description == "") {
 			t.Errorf("implicit threshold %+v, want it failed on 1 client of group sidecars", th)
 		}
+	}
+	// The merged start lateness marks the run: shard 1 started a client 80ms late.
+	if v := find(MetricHarnessSaturated, map[string]string{"reason": "start_lateness"}).Values["value"]; v != 1 {
+		t.Errorf("harness saturated by start lateness: %v, want 1", v)
+	}
+	if n := got.Metadata.Labels["note.saturated"]; !strings.Contains(n, "started its clients late") {
+		t.Errorf("note.saturated %q, want the start lateness", n)
 	}
 	// The shards' measure phases align on the simulator's clock: local times + offsets.
 	for _, p := range got.Metadata.Phases {

@@ -71,6 +71,8 @@ type RunOptions struct {
 	CPUProfile bool
 	// ToolVersion goes into the summary's metadata.
 	ToolVersion string
+	// Harness says when the run is marked harness-saturated (zero fields: the defaults).
+	Harness HarnessLimits
 	// OnRun, if set, receives each run's summary as it completes (i from 1; with Repeat <= 1
 	// once, with i = 1): repeated runs for statistics without reading run-i back from disk.
 	OnRun func(i int, s *summary.Summary)
@@ -213,7 +215,7 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 				return nil, err
 			}
 		}
-		r.tgt, err = startExternal(externalOptions{addr: opts.Target, sinkDir: opts.SinkDir, metricsURL: opts.TargetMetrics,
+		r.tgt, err = startExternal(ctx, externalOptions{addr: opts.Target, sinkDir: opts.SinkDir, metricsURL: opts.TargetMetrics,
 			clean: opts.CleanSinkDir, sink: sink}, r.log)
 	}
 	if err != nil {

@@ -100,7 +100,10 @@ type Observer struct {
 	maxConn   atomic.Int64
 }
 
-var _ Hooks = (*Observer)(nil)
+var (
+	_ Hooks       = (*Observer)(nil)
+	_ BacklogHook = (*Observer)(nil)
+)
 
 type obsShard struct {
 	mu          sync.Mutex
@@ -117,6 +120,7 @@ type obsShard struct {
 	ttfc        *hdr.Histogram // client's scheduled start → first full config, µs
 	startLate   *hdr.Histogram // scheduled start → the fleet started the client, µs
 	ackDelay    *hdr.Histogram // response receive → ACK/NACK written, µs
+	backlog     *hdr.Histogram // response receive stamp → the client done with it, µs
 	_           [64]byte       // keep shards' locks on separate cache lines
 }
 
@@ -154,6 +158,7 @@ func NewObserver(cfg ObserverConfig) *Observer {
 		s.ttfc = NewLatencyHistogram()
 		s.startLate = NewLatencyHistogram()
 		s.ackDelay = NewLatencyHistogram()
+		s.backlog = NewLatencyHistogram()
 	}
 	return o
 }
@@ -342,6 +347,16 @@ func (o *Observer) ackSent1(index int, r ResponseInfo, at time.Time) {
 	s.mu.Unlock()
 }
 
+// ReceiveBacklog implements BacklogHook.
+func (o *Observer) ReceiveBacklog(c *Client, d time.Duration) { o.receiveBacklog1(c.Index(), d) }
+
+func (o *Observer) receiveBacklog1(index int, d time.Duration) {
+	s := o.shard(index)
+	s.mu.Lock()
+	recordDuration(s.backlog, d)
+	s.mu.Unlock()
+}
+
 // WarmingTimeout implements Hooks.
 func (o *Observer) WarmingTimeout(c *Client, typeURL string, at time.Time) {
 	o.warmingTimeout1(c.Index(), typeURL)
@@ -456,6 +471,10 @@ type FleetStats struct {
 	// (µs): the harness's own lag, already inside TimeToFirstConfig.
 	StartLateness *hdr.Histogram
 	AckDelay      *hdr.Histogram
+	// ReceiveBacklog is, per response, its receive stamp (or the end of a scripted ACK delay
+	// it waited behind) → the client done with it (µs): how far behind the fleet is in reading
+	// what the server sent (see BacklogHook).
+	ReceiveBacklog *hdr.Histogram
 }
 
 // TypeNames lists the types in Types, sorted.
@@ -488,6 +507,7 @@ func (o *Observer) Stats() FleetStats {
 		TimeToFirstConfig:  NewLatencyHistogram(),
 		StartLateness:      NewLatencyHistogram(),
 		AckDelay:           NewLatencyHistogram(),
+		ReceiveBacklog:     NewLatencyHistogram(),
 	}
 	for i := range o.shards {
 		s := &o.shards[i]
@@ -514,6 +534,7 @@ func (o *Observer) Stats() FleetStats {
 		st.TimeToFirstConfig.Merge(s.ttfc)
 		st.StartLateness.Merge(s.startLate)
 		st.AckDelay.Merge(s.ackDelay)
+		st.ReceiveBacklog.Merge(s.backlog)
 		s.mu.Unlock()
 	}
 	st.Connected = int(o.connected.Load())

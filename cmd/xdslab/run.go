@@ -183,7 +183,7 @@ func runOptions(f runFlags, sink runSink, stderr io.Writer) (bench.RunOptions, e
 	}
 	o := bench.RunOptions{
 		Out: f.out, Target: f.target, SinkDir: f.sinkDir, CleanSinkDir: f.clean, TargetMetrics: f.targetMetrics,
-		Repeat: f.repeat, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile,
+		Repeat: f.repeat, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile, Harness: bench.DefaultHarnessLimits(),
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	var err error
@@ -237,6 +237,12 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	fmt.Fprintf(out, "\n%s: done in %s\n\n", sc.Name, time.Since(started).Round(time.Millisecond))
 	if err := summary.WriteText(out, s); err != nil {
 		return err
+	}
+	if lines := bench.HarnessLines(s); len(lines) > 0 {
+		fmt.Fprintln(out)
+		for _, l := range lines {
+			fmt.Fprintln(out, l)
+		}
 	}
 	if f.out != "" {
 		where := f.out
