@@ -91,6 +91,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	defer fleet.Stop()
 
 	began := time.Now()
+	usage0 := readUsage()
 	var phases []summary.Phase
 	phase := func(name string, start time.Time) {
 		phases = append(phases, summary.Phase{Name: name, Start: start, End: time.Now()})
@@ -225,6 +226,13 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		early += e.EarlyReceives
 	}
 	metrics = append(metrics, summary.NewCounter(MetricEarlyReceives, summary.Default, float64(early), ended.Sub(began), nil))
+	// This shard is harness only: its CPU and peak RSS, summed over the shards by a merge.
+	if u0, u1 := usage0, readUsage(); u0.ok && u1.ok {
+		cpu := (u1.cpu - u0.cpu).Seconds()
+		metrics = append(metrics,
+			summary.NewGauge(MetricCPUSeconds, summary.Time, cpu, 0, cpu, map[string]string{"side": sideHarness}),
+			summary.NewGauge(MetricPeakRSS, summary.Data, float64(u1.maxRSS), 0, float64(u1.maxRSS), map[string]string{"side": sideHarness}))
+	}
 	// The run's names for the fleet's figures, as Run writes them (scenarios' thresholds use them).
 	for _, m := range metrics {
 		if m.Name == fakeenvoy.MetricTimeToFirstConfig && len(m.Tags) == 0 {

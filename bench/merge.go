@@ -220,7 +220,12 @@ func Merge(inputs []MergeInput, opts MergeOptions) (*summary.Summary, error) {
 	metrics = slices.DeleteFunc(metrics, func(m summary.Metric) bool {
 		return m.Name == MetricHarnessSaturated || m.Name == MetricHarnessCPURatio
 	})
-	hv := assessHarness(metrics, harnessCPU{where: "a distributed run: the shards and the control plane run on machines of their own, and no CPU per side is merged"}, opts.Harness)
+	hc := harnessCPU{where: "a distributed run: the control plane's CPU is not collected, and each shard runs on cores of its own"}
+	if m, ok := (summary.Results{Metrics: metrics}).Find(MetricCPUSeconds, map[string]string{"side": sideHarness}); ok {
+		hc.harness, hc.hasHarness = m.Values["value"], true
+		hc.where = "the harness's summed over the shards' processes; " + hc.where
+	}
+	hv := assessHarness(metrics, hc, opts.Harness)
 	add(hv.metrics...)
 
 	labels := map[string]string{"shards": strconv.Itoa(count), "note.harness": hv.note}

@@ -80,6 +80,7 @@ func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 			// A shard's own convergence view: dropped and recomputed from the events.
 			summary.NewCounter(fakeenvoy.MetricProbeEvents, summary.Default, float64(len(sp.events)), dur, nil),
 			late,
+			summary.NewGauge(MetricCPUSeconds, summary.Time, 1.5, 0, 1.5, map[string]string{"side": sideHarness}),
 		}},
 	}
 	if sp.probes {
@@ -205,6 +206,9 @@ func TestMergeGolden(t *testing.T) {
 	}
 	if n := got.Metadata.Labels["note.saturated"]; !strings.Contains(n, "started its clients late") {
 		t.Errorf("note.saturated %q, want the start lateness", n)
+	}
+	if n := got.Metadata.Labels["note.harness"]; !strings.Contains(n, "harness 3s CPU") || !strings.Contains(n, "summed over the shards") {
+		t.Errorf("note.harness %q, want the shards' harness CPU summed", n)
 	}
 	// The shards' measure phases align on the simulator's clock: local times + offsets.
 	for _, p := range got.Metadata.Phases {
