@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -36,7 +37,7 @@ const (
 	MetricCPUSeconds        = "xdslab_cpu_seconds"
 	MetricPeakRSS           = "xdslab_peak_rss_bytes"
 	MetricPhaseDuration     = "xdslab_phase_duration_seconds"
-	MetricConnectIncomplete = "xdslab_connect_incomplete_clients"
+	MetricConnectIncomplete = scenarios.MetricConnectIncomplete
 )
 
 // notAvailable marks a figure the target does not expose.
@@ -62,8 +63,7 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 	if note := ConnectFailureNote(r.fleet.Observer().Stats()); note != "" {
 		r.notes["connect failures"] = note
 	}
-	full := r.fleet.Progress().FullConfig
-	add(summary.NewGauge(MetricConnectIncomplete, summary.Default, float64(uint64(r.fleet.Size())-min(full, uint64(r.fleet.Size()))), 0, float64(r.fleet.Size()), nil))
+	add(ConnectIncomplete(r.sc, r.fleet.GroupSizes(), r.connectFull)...)
 
 	// Simulator events.
 	st := r.simStats
@@ -155,6 +155,15 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 	}
 	r.notes["cpu"] = u.note
 
+	// The harness: its CPU beside the control plane's, its lateness and backlog, and whether
+	// it was the bottleneck.
+	hv := assessHarness(metrics, r.runHarnessCPU(), r.opts.Harness)
+	add(hv.metrics...)
+	r.notes["harness"] = hv.note
+	if hv.saturated != "" {
+		r.notes["saturated"] = hv.saturated
+	}
+
 	// Phases.
 	for _, p := range r.phases {
 		d := p.End.Sub(p.Start).Seconds()
@@ -179,8 +188,10 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 		Version: summary.Version,
 		Metadata: summary.Metadata{Tool: "xdslab", ToolVersion: r.opts.ToolVersion, Command: "run",
 			Started: r.began.UTC(), Ended: ended.UTC(), DurationSeconds: dur.Seconds(), Labels: labels},
-		Config:  cfg,
-		Results: summary.Results{Metrics: metrics},
+		Config: cfg,
+		// The per-event records (t0, the clients in reach by class, convergence), as a fleet
+		// shard writes them: what compare and merge need beyond the histograms.
+		Results: summary.Results{Metrics: metrics, Events: fakeenvoy.SummaryEvents(res)},
 	}
 	s.Results.Thresholds, s.Results.Passed = EvaluateThresholds(r.sc, s.Results)
 	s.Results.Sort()
@@ -290,12 +301,77 @@ func bucketTrend(name string, contains summary.ValueType, source string, h histS
 	return summary.NewBucketTrend(name, contains, b, nil)
 }
 
+// ConnectIncomplete returns xdslab_connect_incomplete_clients, in total and per client group of
+// the scenario (every group, so that shards merge): the clients of sizes (this fleet's, by
+// group) without their first full config when the connect phase ended (full, by group). Its
+// max is the group's size here.
+func ConnectIncomplete(sc *scenarios.Scenario, sizes map[string]int, full map[string]uint64) []summary.Metric {
+	groups := make([]string, len(sc.Clients))
+	for i, c := range sc.Clients {
+		groups[i] = c.Name
+	}
+	return connectIncomplete(groups, sizes, full)
+}
+
+func connectIncomplete(groups []string, sizes map[string]int, full map[string]uint64) []summary.Metric {
+	var out []summary.Metric
+	total, clients := 0, 0
+	for _, g := range groups {
+		n := sizes[g]
+		missing := n - int(min(full[g], uint64(n)))
+		total, clients = total+missing, clients+n
+		out = append(out, summary.NewGauge(MetricConnectIncomplete, summary.Default, float64(missing), 0, float64(n), map[string]string{"group": g}))
+	}
+	return append(out, summary.NewGauge(MetricConnectIncomplete, summary.Default, float64(total), 0, float64(clients), nil))
+}
+
+// FullConfigCheck is the full-config check of a fleet run without a scenario or connect phase
+// ('xdslab fleet'): xdslab_connect_incomplete_clients of the groups as the run ends (sizes and
+// full by group, as ConnectIncomplete takes them), one verdict per group (value==0), and
+// whether all passed.
+func FullConfigCheck(groups []string, sizes map[string]int, full map[string]uint64) ([]summary.Metric, []summary.Threshold, bool) {
+	ms := connectIncomplete(groups, sizes, full)
+	res := summary.Results{Metrics: ms}
+	th := scenarios.Threshold{Source: "value==0", Agg: "value", Op: "==", Value: 0}
+	var out []summary.Threshold
+	passed := true
+	for _, g := range groups {
+		t := evalThreshold(res, MetricConnectIncomplete+"{group:"+g+"}", th)
+		t.Description = "implicit: every client of group " + g + " holds its first full config by the end of the run"
+		passed = passed && t.Passed
+		out = append(out, t)
+	}
+	return ms, out, passed
+}
+
+// groupShortfall lists the groups some of whose clients hold no full config, as
+// " (sidecars 3 of 500, routers 1 of 20)", or "" when there are none.
+func groupShortfall(sizes map[string]int, full map[string]uint64) string {
+	names := make([]string, 0, len(sizes))
+	for g := range sizes {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, g := range names {
+		if n := sizes[g]; uint64(n) > full[g] {
+			parts = append(parts, fmt.Sprintf("%s %d of %d", g, uint64(n)-full[g], n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // EvaluateThresholds evaluates the scenario's thresholds against the metrics: one verdict per
-// expression. A threshold naming a metric (or tags) the run did not produce fails, with no
-// value: a gate must not pass on a figure nobody measured. A value known only as a bucket bound
-// (a trend read from a control plane's Prometheus histogram) passes only when the bound proves
-// the expression, fails when it proves the opposite, and is otherwise inconclusive, which
-// fails too; Reason says which.
+// expression, then one per implicit threshold (Scenario.ImplicitThresholds: every client group
+// reaches its full config within the connect timeout unless it says requireFullConfig: false).
+// A threshold naming a metric (or tags) the run did not produce fails, with no value: a gate
+// must not pass on a figure nobody measured. A value known only as a bucket bound (a trend read
+// from a control plane's Prometheus histogram) passes only when the bound proves the
+// expression, fails when it proves the opposite, and is otherwise inconclusive, which fails
+// too; Reason says which.
 func EvaluateThresholds(sc *scenarios.Scenario, res summary.Results) ([]summary.Threshold, bool) {
 	keys := make([]string, 0, len(sc.Thresholds))
 	for k := range sc.Thresholds {
@@ -305,15 +381,27 @@ func EvaluateThresholds(sc *scenarios.Scenario, res summary.Results) ([]summary.
 	passed := true
 	var out []summary.Threshold
 	for _, key := range keys {
-		name, tags := scenarios.MetricName(key), scenarios.MetricTags(key)
-		m, found := res.Find(name, tags)
 		for _, th := range sc.Thresholds[key] {
-			t := evaluateThreshold(th, name, tags, m, found)
+			t := evalThreshold(res, key, th)
 			passed = passed && t.Passed
 			out = append(out, t)
 		}
 	}
+	for _, it := range sc.ImplicitThresholds() {
+		t := evalThreshold(res, it.Key, it.Threshold)
+		t.Description = it.Description
+		passed = passed && t.Passed
+		out = append(out, t)
+	}
 	return out, passed
+}
+
+// evalThreshold evaluates th on the metric key selects (failed, with no value, when the run did
+// not produce it).
+func evalThreshold(res summary.Results, key string, th scenarios.Threshold) summary.Threshold {
+	name, tags := scenarios.MetricName(key), scenarios.MetricTags(key)
+	m, found := res.Find(name, tags)
+	return evaluateThreshold(th, name, tags, m, found)
 }
 
 // evaluateThreshold is one expression's verdict on metric m (found: the run produced it).

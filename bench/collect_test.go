@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -190,6 +191,7 @@ func TestEvaluateThresholds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := scenarios.Defaults()
 			sc.Name = "t"
+			sc.Clients[0].RequireFullConfig = false // the implicit threshold: TestEvaluateImplicitThresholds
 			for _, e := range tc.exprs {
 				sc.Thresholds[tc.key] = append(sc.Thresholds[tc.key], scenarios.Threshold{Source: e})
 			}
@@ -243,6 +245,7 @@ func TestEvaluateThresholdsBounded(t *testing.T) {
 			sc := scenarios.Defaults()
 			sc.Name = "t"
 			sc.Thresholds[MetricDebounceDelay] = []scenarios.Threshold{{Source: tc.expr}}
+			sc.Clients[0].RequireFullConfig = false // the implicit threshold: TestEvaluateImplicitThresholds
 			sc.Complete()
 			got, all := EvaluateThresholds(sc, summary.Results{Metrics: []summary.Metric{tc.m}})
 			require.Len(t, got, 1)
@@ -263,6 +266,97 @@ func TestEvaluateThresholdsBounded(t *testing.T) {
 			require.NoError(t, s.Validate())
 		})
 	}
+}
+
+// TestEvaluateImplicitThresholds: every client group gets the verdict "all its clients hold
+// their full config at the end of the connect phase", unless it says requireFullConfig: false.
+func TestEvaluateImplicitThresholds(t *testing.T) {
+	incomplete := func(group string, n float64) summary.Metric {
+		return summary.NewGauge(MetricConnectIncomplete, summary.Default, n, 0, 10, map[string]string{"group": group})
+	}
+	type verdict struct {
+		group  string
+		passed bool
+		value  float64 // -1: none
+	}
+	for _, tc := range []struct {
+		name    string
+		relax   []string // groups with requireFullConfig: false
+		metrics []summary.Metric
+		want    []verdict
+		all     bool
+	}{
+		{"every client configured", nil, []summary.Metric{incomplete("a", 0), incomplete("b", 0)},
+			[]verdict{{"a", true, 0}, {"b", true, 0}}, true},
+		{"none of a group configured", nil, []summary.Metric{incomplete("a", 10), incomplete("b", 0)},
+			[]verdict{{"a", false, 10}, {"b", true, 0}}, false},
+		{"one client missing", nil, []summary.Metric{incomplete("a", 0), incomplete("b", 1)},
+			[]verdict{{"a", true, 0}, {"b", false, 1}}, false},
+		{"not measured fails", nil, []summary.Metric{incomplete("a", 0)},
+			[]verdict{{"a", true, 0}, {"b", false, -1}}, false},
+		{"a relaxed group is not checked", []string{"b"}, []summary.Metric{incomplete("a", 0), incomplete("b", 10)},
+			[]verdict{{"a", true, 0}}, true},
+		{"every group relaxed", []string{"a", "b"}, nil, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenarios.Defaults()
+			sc.Name = "t"
+			a, b := scenarios.DefaultClient(), scenarios.DefaultClient()
+			a.Name, b.Name = "a", "b"
+			sc.Clients = []scenarios.Client{a, b}
+			for i := range sc.Clients {
+				if slices.Contains(tc.relax, sc.Clients[i].Name) {
+					sc.Clients[i].RequireFullConfig = false
+				}
+			}
+			sc.Complete()
+			require.NoError(t, sc.Validate())
+			got, all := EvaluateThresholds(sc, summary.Results{Metrics: tc.metrics})
+			require.Len(t, got, len(tc.want))
+			for i, w := range tc.want {
+				th := got[i]
+				require.Equal(t, MetricConnectIncomplete, th.Metric)
+				require.Equal(t, map[string]string{"group": w.group}, th.Tags)
+				require.Equal(t, "value==0", th.Expression)
+				require.Equal(t, w.passed, th.Passed)
+				require.Contains(t, th.Description, "group "+w.group)
+				if w.value < 0 {
+					require.Nil(t, th.Value)
+				} else {
+					require.NotNil(t, th.Value)
+					require.Equal(t, w.value, *th.Value)
+				}
+			}
+			require.Equal(t, tc.all, all)
+		})
+	}
+}
+
+// TestConnectIncomplete: the per-group gauges every run and shard write, with their total.
+func TestConnectIncomplete(t *testing.T) {
+	sc := scenarios.Defaults()
+	a, b, c := scenarios.DefaultClient(), scenarios.DefaultClient(), scenarios.DefaultClient()
+	a.Name, b.Name, c.Name = "a", "b", "c"
+	sc.Clients = []scenarios.Client{a, b, c}
+	// A shard holding 3 clients of a (2 configured) and 2 of b (none), and none of c.
+	ms := ConnectIncomplete(sc, map[string]int{"a": 3, "b": 2}, map[string]uint64{"a": 2})
+	res := summary.Results{Metrics: ms}
+	for _, tc := range []struct {
+		tags       map[string]string
+		value, max float64
+	}{
+		{map[string]string{"group": "a"}, 1, 3},
+		{map[string]string{"group": "b"}, 2, 2},
+		{map[string]string{"group": "c"}, 0, 0},
+		{nil, 3, 5},
+	} {
+		m, ok := res.Find(MetricConnectIncomplete, tc.tags)
+		require.Truef(t, ok, "%v", tc.tags)
+		require.Equalf(t, tc.value, m.Values["value"], "%v", tc.tags)
+		require.Equalf(t, tc.max, m.Values["max"], "%v", tc.tags)
+	}
+	require.Equal(t, " (a 1 of 3, b 2 of 2)", groupShortfall(map[string]int{"a": 3, "b": 2}, map[string]uint64{"a": 2}))
+	require.Empty(t, groupShortfall(map[string]int{"a": 3}, map[string]uint64{"a": 3}))
 }
 
 func FuzzReadCP(f *testing.F) {

@@ -91,6 +91,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	defer fleet.Stop()
 
 	began := time.Now()
+	usage0 := readUsage()
 	var phases []summary.Phase
 	phase := func(name string, start time.Time) {
 		phases = append(phases, summary.Phase{Name: name, Start: start, End: time.Now()})
@@ -163,7 +164,9 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	}
 	timeout := phaseTimeout(sc.Phases.Connect.Timeout, time.Minute)
 	notes := map[string]string{}
-	if err := waitFull(ctx, fleet, timeout); err != nil {
+	err = waitFull(ctx, fleet, timeout)
+	connectFull := fleet.Observer().FullConfigByGroup()
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -223,6 +226,13 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		early += e.EarlyReceives
 	}
 	metrics = append(metrics, summary.NewCounter(MetricEarlyReceives, summary.Default, float64(early), ended.Sub(began), nil))
+	// This shard is harness only: its CPU and peak RSS, summed over the shards by a merge.
+	if u0, u1 := usage0, readUsage(); u0.ok && u1.ok {
+		cpu := (u1.cpu - u0.cpu).Seconds()
+		metrics = append(metrics,
+			summary.NewGauge(MetricCPUSeconds, summary.Time, cpu, 0, cpu, map[string]string{"side": sideHarness}),
+			summary.NewGauge(MetricPeakRSS, summary.Data, float64(u1.maxRSS), 0, float64(u1.maxRSS), map[string]string{"side": sideHarness}))
+	}
 	// The run's names for the fleet's figures, as Run writes them (scenarios' thresholds use them).
 	for _, m := range metrics {
 		if m.Name == fakeenvoy.MetricTimeToFirstConfig && len(m.Tags) == 0 {
@@ -232,9 +242,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 			break
 		}
 	}
-	size := uint64(fleet.Size())
-	metrics = append(metrics, summary.NewGauge(MetricConnectIncomplete, summary.Default,
-		float64(size-min(fleet.Progress().FullConfig, size)), 0, float64(size), nil))
+	metrics = append(metrics, ConnectIncomplete(sc, fleet.GroupSizes(), connectFull)...)
 	for _, p := range phases {
 		d := p.End.Sub(p.Start).Seconds()
 		metrics = append(metrics, summary.NewGauge(MetricPhaseDuration, summary.Time, d, 0, d, map[string]string{"phase": p.Name}))
@@ -284,7 +292,8 @@ func utcPhases(ps []summary.Phase) []summary.Phase {
 	return out
 }
 
-// waitFull waits until every client of the fleet holds its first full config.
+// waitFull waits until every client of the fleet holds its first full config; after timeout
+// it returns an error counting those that do not, by group.
 func waitFull(ctx context.Context, fleet *fakeenvoy.Fleet, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -297,7 +306,8 @@ func waitFull(ctx context.Context, fleet *fakeenvoy.Fleet, timeout time.Duration
 			return ctx.Err()
 		case <-deadline.C:
 			got := fleet.Progress().FullConfig
-			return fmt.Errorf("%d of %d clients had no full config after the connect timeout (%s); measuring anyway", n-got, n, timeout)
+			return fmt.Errorf("%d of %d clients had no full config after the connect timeout (%s)%s; measuring anyway",
+				n-min(got, n), n, timeout, groupShortfall(fleet.GroupSizes(), fleet.Observer().FullConfigByGroup()))
 		case <-tick.C:
 		}
 	}

@@ -29,12 +29,20 @@
 // makes Results.Passed false, which the CLI turns into exit code 99.
 //
 // The reports (report*.go) are summary.json (internal/summary's k6-like shape, with encoded HDR
-// histograms and the resolved scenario as config), report.html (self-contained, plots as inline
+// histograms, the resolved scenario as config and one record per event in results.events: its
+// t0, the clients in its reach by class and its convergence, whatever the target), report.html (self-contained, plots as inline
 // SVG), junit.xml (one test case per threshold) and, for in-process runs, cpu.pprof (the run's
 // CPU profile; go tool pprof -tagfocus xdslab_side=harness shows where the harness spent its
 // share). Notes that qualify a figure ("not available", how CPU was attributed, clients that
 // missed the connect timeout, responses counted at latency 0) are in metadata.labels as
 // note.KEY and in the HTML report.
+//
+// The harness (harness.go) is stated beside the control plane in every run and merge: both
+// sides' CPU (with their ratio when they share cores), the fleet's start lateness and its
+// receive backlog, in note.harness; when HarnessLimits says the harness was saturated (more
+// than half the control plane's CPU on the same cores, or a start lateness p99 above 50 ms)
+// the run is marked: note.saturated, xdslab_harness_saturated{reason}, a banner atop
+// report.html and a line on the console (docs/observability.md).
 //
 // compare*.go and tune*.go read these summaries to gate releases and tune the debouncer. Neither
 // treats a bucket bound as a point: compare's "bounds" rows claim a change only when the

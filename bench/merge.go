@@ -41,6 +41,9 @@ type MergeOptions struct {
 	Scenario *scenarios.Scenario
 	// ToolVersion goes into the merged summary's metadata.
 	ToolVersion string
+	// Harness says when the merged run is marked harness-saturated (zero fields: the
+	// defaults); only the fleet's start lateness can mark it (no side's CPU is known).
+	Harness HarnessLimits
 }
 
 // maxGauges are gauges whose merged value is the largest shard's, not the sum (a lateness,
@@ -213,7 +216,22 @@ func Merge(inputs []MergeInput, opts MergeOptions) (*summary.Summary, error) {
 		}
 	}
 
-	labels := map[string]string{"shards": strconv.Itoa(count)}
+	// The harness: the shards' start lateness and receive backlog merged; CPU is per machine.
+	metrics = slices.DeleteFunc(metrics, func(m summary.Metric) bool {
+		return m.Name == MetricHarnessSaturated || m.Name == MetricHarnessCPURatio
+	})
+	hc := harnessCPU{where: "a distributed run: the control plane's CPU is not collected, and each shard runs on cores of its own"}
+	if m, ok := (summary.Results{Metrics: metrics}).Find(MetricCPUSeconds, map[string]string{"side": sideHarness}); ok {
+		hc.harness, hc.hasHarness = m.Values["value"], true
+		hc.where = "the harness's summed over the shards' processes; " + hc.where
+	}
+	hv := assessHarness(metrics, hc, opts.Harness)
+	add(hv.metrics...)
+
+	labels := map[string]string{"shards": strconv.Itoa(count), "note.harness": hv.note}
+	if hv.saturated != "" {
+		labels["note.saturated"] = hv.saturated
+	}
 	if scen != "" {
 		labels["scenario"] = scen
 	}

@@ -23,8 +23,10 @@ var mergeT0 = time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
 type shardSpec struct {
 	index, count int
 	latencies    []int64
+	lateness     []int64 // the fleet's start lateness, µs
 	responses    float64
 	connected    float64
+	incomplete   float64 // clients of group sidecars without full config after connect
 	offset       float64 // clock offset, seconds
 	events       []summary.Event
 	probes       bool
@@ -39,6 +41,16 @@ func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 		}
 	}
 	trend, err := summary.NewTrend(fakeenvoy.MetricPushLatency, summary.Time, h, 1e-6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lh := fakeenvoy.NewLatencyHistogram()
+	for _, v := range sp.lateness {
+		if err := lh.RecordValue(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late, err := summary.NewTrend(fakeenvoy.MetricStartLateness, summary.Time, lh, 1e-6, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +74,13 @@ func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 			summary.NewCounter(fakeenvoy.MetricResponses, summary.Default, sp.responses, dur, nil),
 			summary.NewCounter(fakeenvoy.MetricResponses, summary.Default, sp.responses/2, dur, map[string]string{"type": "EDS"}),
 			summary.NewGauge(fakeenvoy.MetricConnected, summary.Default, sp.connected, sp.connected-1, sp.connected, nil),
+			summary.NewGauge(MetricConnectIncomplete, summary.Default, sp.incomplete, 0, sp.connected, map[string]string{"group": "sidecars"}),
+			summary.NewGauge(MetricConnectIncomplete, summary.Default, sp.incomplete, 0, sp.connected, nil),
 			summary.NewRate(MetricCacheHitRatio, sp.responses, 1, nil),
 			// A shard's own convergence view: dropped and recomputed from the events.
 			summary.NewCounter(fakeenvoy.MetricProbeEvents, summary.Default, float64(len(sp.events)), dur, nil),
+			late,
+			summary.NewGauge(MetricCPUSeconds, summary.Time, 1.5, 0, 1.5, map[string]string{"side": sideHarness}),
 		}},
 	}
 	if sp.probes {
@@ -107,9 +123,9 @@ func goldenInputs(t testing.TB) []MergeInput {
 		{ID: 2, Kind: "rolling-deploy", T0: mergeT0.Add(2 * time.Second), Acked: 2},
 		{ID: 3, Kind: "endpoint-flap", T0: mergeT0.Add(3 * time.Second), Acked: 1},
 	}
-	s0 := mergeShard(t, shardSpec{index: 0, count: 2, latencies: []int64{1000, 2000, 3000, 250_000}, responses: 40, connected: 5, offset: 0.003, probes: true,
+	s0 := mergeShard(t, shardSpec{index: 0, count: 2, latencies: []int64{1000, 2000, 3000, 250_000}, lateness: []int64{1000, 2000}, responses: 40, connected: 5, offset: 0.003, probes: true,
 		events: []summary.Event{ev(1, "endpoint-flap", 5, 5, 0, 0.004), ev(2, "rolling-deploy", 5, 4, 1, 0.5), ev(3, "endpoint-flap", 5, 5, 0, 0.002)}})
-	s1 := mergeShard(t, shardSpec{index: 1, count: 2, latencies: []int64{1500, 2500, 9000}, responses: 38, connected: 5, offset: -0.001, probes: true,
+	s1 := mergeShard(t, shardSpec{index: 1, count: 2, latencies: []int64{1500, 2500, 9000}, lateness: []int64{80_000}, responses: 38, connected: 5, incomplete: 1, offset: -0.001, probes: true,
 		events: []summary.Event{ev(1, "endpoint-flap", 5, 5, 0, 0.006), ev(2, "rolling-deploy", 5, 5, 0, 0.3)}})
 	return []MergeInput{{"shard-1.json", s1}, {"sim.json", simSummary(t, simEvents)}, {"shard-0.json", s0}}
 }
@@ -117,6 +133,7 @@ func goldenInputs(t testing.TB) []MergeInput {
 func TestMergeGolden(t *testing.T) {
 	sc := scenarios.Defaults()
 	sc.Name = "merge-test"
+	sc.Clients[0].Name = "sidecars"
 	th, err := scenarios.ParseThreshold("p(99)<100ms")
 	if err != nil {
 		t.Fatal(err)
@@ -173,8 +190,25 @@ func TestMergeGolden(t *testing.T) {
 	if v := find(MetricClockOffset, nil).Values; v["value"] != 0.003 || v["min"] != -0.001 {
 		t.Errorf("clock offset %v, want value 0.003 min -0.001", v)
 	}
-	if got.Results.Passed || len(got.Results.Thresholds) != 1 {
-		t.Errorf("threshold p(99)<100ms on convergence up to 0.5s: passed=%v thresholds=%v, want one failing", got.Results.Passed, got.Results.Thresholds)
+	if got.Results.Passed || len(got.Results.Thresholds) != 2 {
+		t.Errorf("threshold p(99)<100ms on convergence up to 0.5s and the implicit one: passed=%v thresholds=%v, want two failing", got.Results.Passed, got.Results.Thresholds)
+	}
+	// The implicit check of the group, on the shards' counts summed: shard 1 had one client
+	// without full config.
+	for _, th := range got.Results.Thresholds {
+		if th.Metric == MetricConnectIncomplete && (th.Passed || th.Value == nil || *th.Value != 1 || th.Tags["group"] != "sidecars" || th.Description == "") {
+			t.Errorf("implicit threshold %+v, want it failed on 1 client of group sidecars", th)
+		}
+	}
+	// The merged start lateness marks the run: shard 1 started a client 80ms late.
+	if v := find(MetricHarnessSaturated, map[string]string{"reason": "start_lateness"}).Values["value"]; v != 1 {
+		t.Errorf("harness saturated by start lateness: %v, want 1", v)
+	}
+	if n := got.Metadata.Labels["note.saturated"]; !strings.Contains(n, "started its clients late") {
+		t.Errorf("note.saturated %q, want the start lateness", n)
+	}
+	if n := got.Metadata.Labels["note.harness"]; !strings.Contains(n, "harness 3s CPU") || !strings.Contains(n, "summed over the shards") {
+		t.Errorf("note.harness %q, want the shards' harness CPU summed", n)
 	}
 	// The shards' measure phases align on the simulator's clock: local times + offsets.
 	for _, p := range got.Metadata.Phases {
@@ -398,7 +432,9 @@ func TestMergeBucketTrend(t *testing.T) {
 	}
 	verdicts := map[string]summary.Threshold{}
 	for _, th := range out.Results.Thresholds {
-		verdicts[th.Expression] = th
+		if th.Metric == MetricDebounceDelay {
+			verdicts[th.Expression] = th
+		}
 	}
 	if len(verdicts) != 2 || !verdicts["p(99)<=1s"].Passed || verdicts["p(99)<500ms"].Passed || !verdicts["p(99)<500ms"].Inconclusive || out.Results.Passed {
 		t.Errorf("thresholds on the bound: %+v", out.Results.Thresholds)

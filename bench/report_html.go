@@ -31,11 +31,14 @@ type reportData struct {
 	Started                   string
 	Duration                  string
 	Passed                    bool
-	Thresholds                []reportThreshold
-	Notes                     []reportNote
-	Plots                     []reportPlot
-	Metrics                   []reportMetric
-	Config                    string
+	// Harness states the harness's figures; Saturated, when set, is why the run is marked
+	// harness-saturated (the banner).
+	Harness, Saturated string
+	Thresholds         []reportThreshold
+	Notes              []reportNote
+	Plots              []reportPlot
+	Metrics            []reportMetric
+	Config             string
 }
 
 type reportThreshold struct {
@@ -60,11 +63,14 @@ h1{margin-bottom:0}.sub{color:#666;margin-top:.2em}
 table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}.pass{color:#080;font-weight:bold}.fail{color:#c00;font-weight:bold}
 .plot{margin:1em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:85%}
+.banner{background:#fff1e0;border:2px solid #c60;padding:.6em 1em;margin:1em 0}
 </style></head><body>
-<h1>xdslab run: {{.Name}}</h1>
+{{if .Saturated}}<div class="banner" id="harness-saturated"><strong>Harness saturated</strong> — {{.Saturated}}.</div>
+{{end}}<h1>xdslab run: {{.Name}}</h1>
 <p class="sub">{{.Description}}</p>
 <p>Target: {{.Target}} · started {{.Started}} · took {{.Duration}} ·
 {{if .Passed}}<span class="pass">thresholds passed</span>{{else}}<span class="fail">thresholds FAILED</span>{{end}}</p>
+{{if .Harness}}<p>Harness: {{.Harness}}</p>{{end}}
 {{if .Thresholds}}<h2>Thresholds</h2><table><tr><th></th><th>metric</th><th>expression</th><th>value</th><th>why</th></tr>
 {{range .Thresholds}}<tr><td>{{if .Passed}}<span class="pass">✓</span>{{else if .Inconclusive}}<span class="fail">✗ inconclusive</span>{{else}}<span class="fail">✗</span>{{end}}</td><td>{{.Metric}}</td><td>{{.Expression}}</td><td>{{.Value}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>{{end}}
@@ -86,13 +92,14 @@ func (r *run) writeHTML(w io.Writer, s *summary.Summary) error {
 		Started:  s.Metadata.Started.Format(time.RFC3339),
 		Duration: time.Duration(s.Metadata.DurationSeconds * float64(time.Second)).Round(time.Millisecond).String(),
 		Passed:   s.Results.Passed,
+		Harness:  s.Metadata.Labels["note.harness"], Saturated: s.Metadata.Labels["note.saturated"],
 	}
 	for _, t := range s.Results.Thresholds {
 		d.Thresholds = append(d.Thresholds, reportThresholdOf(s.Results, t))
 	}
 	keys := make([]string, 0, len(s.Metadata.Labels))
 	for k := range s.Metadata.Labels {
-		if strings.HasPrefix(k, "note.") {
+		if strings.HasPrefix(k, "note.") && k != "note.harness" && k != "note.saturated" { // shown at the top
 			keys = append(keys, k)
 		}
 	}

@@ -8,9 +8,10 @@ import (
 	"github.com/xdslab/xdslab/internal/summary"
 )
 
-// JUnit XML for CI: one test suite per run, one test case per threshold expression (a failed
-// threshold is a failed test case whose message gives the value it was evaluated on, or why
-// there was none: an inconclusive bucket bound, a metric the run did not produce).
+// JUnit XML for CI: one test suite per run, one test case per threshold expression, the
+// implicit ones included (a failed threshold is a failed test case whose message gives the
+// value it was evaluated on, or why there was none: an inconclusive bucket bound, a metric the
+// run did not produce; an implicit one's text says what it checks).
 
 type junitSuites struct {
 	XMLName xml.Name     `xml:"testsuites"`
@@ -59,6 +60,9 @@ func WriteJUnit(w io.Writer, s *summary.Summary) error {
 				text = fmt.Sprintf("value %g", *t.Value)
 			case t.Reason != "":
 				text = t.Reason
+			}
+			if t.Description != "" {
+				text += "; " + t.Description
 			}
 			c.Failure = &junitFailure{Message: msg, Type: "threshold", Text: text}
 			suite.Failures++

@@ -51,6 +51,8 @@ func TestWriteJUnit(t *testing.T) {
 			{Metric: "xdslab_nothing_total", Expression: "count==0", Passed: false},
 			{Metric: MetricDebounceDelay, Expression: "p(99)<500ms", Passed: false, Bound: &summary.Bound{Gt: &lo, Le: &hi}, Inconclusive: true,
 				Reason: "inconclusive: p(99) in (100ms, 1s] is a bucket bound that neither proves nor disproves it"},
+			{Metric: MetricConnectIncomplete, Tags: map[string]string{"group": "sidecars"}, Expression: "value==0", Passed: false, Value: &v,
+				Description: "implicit: every client of group sidecars holds its first full config by the end of the connect phase"},
 		}},
 	}
 	var buf bytes.Buffer

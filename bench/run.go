@@ -71,6 +71,8 @@ type RunOptions struct {
 	CPUProfile bool
 	// ToolVersion goes into the summary's metadata.
 	ToolVersion string
+	// Harness says when the run is marked harness-saturated (zero fields: the defaults).
+	Harness HarnessLimits
 	// OnRun, if set, receives each run's summary as it completes (i from 1; with Repeat <= 1
 	// once, with i = 1): repeated runs for statistics without reading run-i back from disk.
 	OnRun func(i int, s *summary.Summary)
@@ -151,25 +153,27 @@ type run struct {
 	tgt   *target
 	fleet *fakeenvoy.Fleet
 
-	phase      atomic.Value // string
-	applied    atomic.Int64
-	measureT0  atomic.Int64 // unix ns; 0 before measure
-	samplesMu  sync.Mutex
-	samples    []sample
-	events     []eventRecord
-	began      time.Time
-	phases     []phaseTime
-	cpStart    cpSample // at the start of the measure phase
-	cpFirst    cpSample // right after the control plane started
-	cpEnd      cpSample // after drain
-	simStats   simulator.Stats
-	drainLeft  int
-	connectOK  bool
-	notes      map[string]string
-	usage      usageReport
-	simMetrics *simulator.Metrics
-	profile    []byte  // the run's CPU profile (labelled by side), when one was taken
-	cpMaxRSS   float64 // an external control plane's largest sampled resident memory
+	phase     atomic.Value // string
+	applied   atomic.Int64
+	measureT0 atomic.Int64 // unix ns; 0 before measure
+	samplesMu sync.Mutex
+	samples   []sample
+	events    []eventRecord
+	began     time.Time
+	phases    []phaseTime
+	cpStart   cpSample // at the start of the measure phase
+	cpFirst   cpSample // right after the control plane started
+	cpEnd     cpSample // after drain
+	simStats  simulator.Stats
+	drainLeft int
+	// connectFull counts, by client group, the clients holding their first full config when
+	// the connect phase ended (the implicit per-group threshold is judged on it).
+	connectFull map[string]uint64
+	notes       map[string]string
+	usage       usageReport
+	simMetrics  *simulator.Metrics
+	profile     []byte  // the run's CPU profile (labelled by side), when one was taken
+	cpMaxRSS    float64 // an external control plane's largest sampled resident memory
 }
 
 type phaseTime struct {
@@ -211,7 +215,7 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 				return nil, err
 			}
 		}
-		r.tgt, err = startExternal(externalOptions{addr: opts.Target, sinkDir: opts.SinkDir, metricsURL: opts.TargetMetrics,
+		r.tgt, err = startExternal(ctx, externalOptions{addr: opts.Target, sinkDir: opts.SinkDir, metricsURL: opts.TargetMetrics,
 			clean: opts.CleanSinkDir, sink: sink}, r.log)
 	}
 	if err != nil {
@@ -352,35 +356,24 @@ func (r *run) startPhase(name string) int {
 func (r *run) endPhase(i int) { r.phases[i].End = time.Now() }
 
 // connect starts the fleet and waits until every client holds its first full config or the
-// connect timeout passes; what is missing then is counted, and the run goes on.
+// connect timeout passes; what is missing then is counted, per client group, and the run goes
+// on.
 func (r *run) connect(ctx context.Context) error {
 	p := r.startPhase("connect")
 	defer r.endPhase(p)
 	if err := r.fleet.Start(ctx); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	timeout := phaseTimeout(r.sc.Phases.Connect.Timeout, time.Minute)
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	n := uint64(r.fleet.Size())
-	for {
-		if r.fleet.Progress().FullConfig >= n {
-			r.connectOK = true
-			return nil
-		}
-		select {
-		case <-ctx.Done():
+	err := waitFull(ctx, r.fleet, phaseTimeout(r.sc.Phases.Connect.Timeout, time.Minute))
+	r.connectFull = r.fleet.Observer().FullConfigByGroup()
+	if err != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-deadline.C:
-			got := r.fleet.Progress().FullConfig
-			r.notes["connect"] = fmt.Sprintf("%d of %d clients had no full config after the connect timeout (%s); measuring anyway", n-got, n, timeout)
-			r.log.Warn("connect phase timed out", "fullConfig", got, "clients", n, "timeout", timeout)
-			return nil
-		case <-tick.C:
 		}
+		r.notes["connect"] = err.Error()
+		r.log.Warn("connect phase timed out", "err", err)
 	}
+	return nil
 }
 
 // onEvent runs on the simulator's goroutine before the sink applies ev: the expectation is

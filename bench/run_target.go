@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,6 +49,11 @@ type target struct {
 	// loaded waits until the control plane holds at least n services (nil: cannot tell).
 	loaded func(ctx context.Context, n int) error
 	close  func()
+	// local says whether an external target's ADS host is an address of this machine (nil
+	// when that could not be told, localErr saying why): only then can its CPU and the
+	// harness's be compared as a contention of the same cores.
+	local    *bool
+	localErr error
 }
 
 // cpHandle is a running xdslab control plane (its ADS server included).
@@ -145,8 +151,17 @@ type externalOptions struct {
 // startExternal drives a control plane at addr: the simulator writes Istio YAML into sinkDir
 // (which that control plane watches) unless a sink is given, and the control plane's metrics
 // are scraped from metricsURL when one is given.
-func startExternal(o externalOptions, log *slog.Logger) (*target, error) {
+func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*target, error) {
 	t := &target{kind: "external", addr: o.addr, sink: o.sink, close: func() {}}
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		host = o.addr
+	}
+	if local, err := hostIsLocal(ctx, host); err != nil {
+		t.localErr = err
+	} else {
+		t.local = &local
+	}
 	if t.sink == nil {
 		if o.sinkDir == "" {
 			return nil, errors.New("--target needs --sink-dir: the directory of Istio YAML the control plane at the target watches")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -115,6 +116,22 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 	conv := find(t, s, "xdslab_convergence_seconds", nil)
 	require.GreaterOrEqual(t, conv.Values["max"], push.Values["p(50)"], "convergence is the max over clients")
 
+	// One record per event, with its t0, the clients in its reach and its convergence, whatever
+	// the target (results.events[] was written only by fleet shards).
+	require.Len(t, s.Results.Events, int(events))
+	maxConv := 0.0
+	for _, e := range s.Results.Events {
+		require.Falsef(t, e.T0.IsZero(), "event %d has no t0", e.ID)
+		require.NotEmptyf(t, e.Kind, "event %d has no kind", e.ID)
+		require.Positivef(t, e.Reached, "event %d reaches no client", e.ID)
+		require.Equalf(t, e.Reached, e.Observed+e.AlreadyHeld+e.Superseded, "event %d: every client in reach accounted for", e.ID)
+		if e.Observed > 0 {
+			require.Positivef(t, e.ConvergenceSeconds, "event %d observed by %d clients has no convergence", e.ID, e.Observed)
+		}
+		maxConv = max(maxConv, e.ConvergenceSeconds)
+	}
+	require.InEpsilon(t, conv.Values["max"], maxConv, 0.01, "the convergence trend is over the same records")
+
 	ttfc := find(t, s, MetricTimeToFirstConfig, nil)
 	require.Greater(t, ttfc.Values["max"], 0.0)
 	require.Equal(t, 0.0, find(t, s, MetricConnectIncomplete, nil).Values["value"])
@@ -126,20 +143,38 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 	require.GreaterOrEqual(t, find(t, s, MetricPhaseDuration, map[string]string{"phase": "measure"}).Values["value"], 3.0)
 	require.Greater(t, find(t, s, MetricCPUSeconds, map[string]string{"side": "process"}).Values["value"], 0.0)
 
-	require.Len(t, s.Results.Thresholds, 3)
+	// The harness beside the control plane: one receive backlog per response, the start
+	// lateness and CPU tests stated, and the verdict (whichever it is on this machine).
+	backlog := find(t, s, fakeenvoy.MetricReceiveBacklog, nil)
+	bh, err := backlog.Histogram.Decode()
+	require.NoError(t, err)
+	require.Equal(t, find(t, s, fakeenvoy.MetricResponses, nil).Values["count"], float64(bh.TotalCount()), "a backlog per response received")
+	find(t, s, MetricHarnessSaturated, nil)
+	find(t, s, MetricHarnessSaturated, map[string]string{"reason": reasonStartLateness})
+	for _, want := range []string{"harness ", "control plane", "fleet start lateness p99", "receive backlog p99"} {
+		require.Contains(t, s.Metadata.Labels["note.harness"], want)
+	}
+	require.Equal(t, find(t, s, MetricHarnessSaturated, nil).Values["value"] == 1, s.Metadata.Labels["note.saturated"] != "")
+
+	// The scenario's three thresholds and the implicit one of its client group.
+	require.Len(t, s.Results.Thresholds, 4)
 	for _, th := range s.Results.Thresholds {
 		require.Truef(t, th.Passed, "threshold %s %s", th.Metric, th.Expression)
 		require.NotNil(t, th.Value)
 	}
+	require.Equal(t, 0.0, find(t, s, MetricConnectIncomplete, map[string]string{"group": "sidecars"}).Values["value"])
 	require.True(t, s.Results.Passed)
 
 	junit, err := os.ReadFile(filepath.Join(out, "junit.xml"))
 	require.NoError(t, err)
-	require.Equal(t, 3, strings.Count(string(junit), "<testcase "))
+	require.Equal(t, 4, strings.Count(string(junit), "<testcase "))
+	require.Contains(t, string(junit), `xdslab_connect_incomplete_clients{group=&#34;sidecars&#34;} value==0`)
 	require.NotContains(t, string(junit), "<failure")
 	html, err := os.ReadFile(filepath.Join(out, "report.html"))
 	require.NoError(t, err)
 	require.Equal(t, 3, strings.Count(string(html), "<svg"), "three inline plots")
+	require.Contains(t, string(html), "<p>Harness: harness ")
+	require.Equal(t, s.Metadata.Labels["note.saturated"] != "", strings.Contains(string(html), `id="harness-saturated"`))
 	require.Contains(t, string(html), "endpoint-flap")
 	return s
 }
@@ -202,6 +237,9 @@ func TestRunInProcess(t *testing.T) {
 	require.LessOrEqual(t, cp+h, find(t, s, MetricCPUSeconds, map[string]string{"side": "process"}).Values["value"]+0.05)
 	require.Contains(t, progress.String(), "measure")
 	require.Equal(t, "in-process", s.Metadata.Labels["target"])
+	// One process: the CPU test is made on the profile's split (when the profile caught the
+	// control plane at all, which a short run on a loaded machine may not).
+	require.Contains(t, s.Metadata.Labels["note.harness"], "one process, split by pprof labels")
 }
 
 // TestRunExternal runs the same scenario against a control plane that is not started by the
@@ -227,6 +265,10 @@ func TestRunExternal(t *testing.T) {
 	require.True(t, s.Results.Passed)
 	s = checkRunSummary(t, out)
 	require.Equal(t, "external", s.Metadata.Labels["target"])
+	// This target exports no process_* metrics: the CPU test cannot be made, and says so.
+	_, cpuTest := s.Results.Find(MetricHarnessSaturated, map[string]string{"reason": reasonCPU})
+	require.False(t, cpuTest)
+	require.Contains(t, s.Metadata.Labels["note.harness"], "whether the harness took CPU from the control plane is not known")
 	// The figures scraped from the target's /metrics.
 	require.Greater(t, find(t, s, MetricPushCycles, nil).Values["count"], 0.0)
 	find(t, s, MetricCacheHitRatio, nil)

@@ -29,7 +29,8 @@ type Client struct {
 	backoff   Backoff
 	clock     Clock
 	hooks     Hooks
-	rng       *rand.Rand // reconnect jitter
+	backlog   BacklogHook // hooks, when they take the receive backlog; nil otherwise
+	rng       *rand.Rand  // reconnect jitter
 	m         *machine
 	mcfg      ClientConfig // what m was built from: Restart builds a fresh one
 	restarts  uint64
@@ -69,6 +70,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 	if hooks == nil {
 		hooks = NopHooks{}
 	}
+	backlog, _ := hooks.(BacklogHook)
 	ns := ""
 	if f := cfg.Node.GetMetadata().GetFields()["NAMESPACE"]; f != nil {
 		ns = f.GetStringValue()
@@ -82,6 +84,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		backoff:   cfg.Backoff,
 		clock:     cfg.Clock,
 		hooks:     hooks,
+		backlog:   backlog,
 		rng:       rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(cfg.Index))),
 		m:         m,
 		mcfg:      mcfg,
@@ -356,6 +359,9 @@ type owner struct {
 	pending   *step // waiting for its ACK delay
 	deadline  Timer
 	delayT    Timer
+	// freeAt is when the last scripted ACK delay ended: a response that arrived during it
+	// waited by design, and its receive backlog counts from then.
+	freeAt time.Time
 }
 
 func (o *owner) stopTimers() {
@@ -408,7 +414,9 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 			default:
 				st = c.m.onDelta(ev.delta, ev.at)
 			}
-			if !o.perform(&st) {
+			ok := o.perform(&st)
+			o.reportBacklog(ev.at)
+			if !ok {
 				return o.received
 			}
 		case <-deadlineC:
@@ -416,14 +424,29 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 			if !o.perform(&st) {
 				return o.received
 			}
-		case <-delayC:
+		case fired := <-delayC:
 			st := o.pending
 			o.pending = nil
+			o.freeAt = fired
 			if !o.send(st) {
 				return o.received
 			}
 		}
 	}
+}
+
+// reportBacklog reports the receive backlog of the response received at recv, now that the
+// client has finished with it (see BacklogHook): one clock reading per response.
+func (o *owner) reportBacklog(recv time.Time) {
+	c := o.c
+	if c.backlog == nil {
+		return
+	}
+	from := recv
+	if o.freeAt.After(from) {
+		from = o.freeAt
+	}
+	c.backlog.ReceiveBacklog(c, max(0, c.clock.Now().Sub(from)))
 }
 
 func (o *owner) markConnected(at time.Time) {

@@ -56,7 +56,10 @@
 // time before the ACK, a hung client that never ACKs, and disconnects after N responses.
 //
 // The fleet, observer and probe matching (fleet*.go, observ*.go, match*.go) run many clients
-// and merge what the Hooks report.
+// and merge what the Hooks report. The observer also counts first full configs per client
+// group (FullConfigByGroup), and takes each response's receive backlog (BacklogHook: receive
+// stamp, or the end of a scripted ACK delay, to the client done with it), how far the fleet is
+// behind in reading what the server sent (xdslab_fleet_receive_backlog_seconds).
 //
 // Scale (10,000 clients in one process): a fleet gives all its clients one Interner, so clients
 // that receive the same resource bytes share one decoded, validated, immutable resource (weak

@@ -32,6 +32,7 @@ const (
 	MetricTimeToFirstConfig = "xdslab_fleet_time_to_first_config_seconds"
 	MetricAckDelay          = "xdslab_fleet_ack_delay_seconds"
 	MetricStartLateness     = "xdslab_fleet_start_lateness_seconds"
+	MetricReceiveBacklog    = "xdslab_fleet_receive_backlog_seconds"
 	MetricPushLatency       = "xdslab_push_latency_seconds"
 	MetricPushAckLatency    = "xdslab_push_ack_latency_seconds"
 	MetricPushRecvLatency   = "xdslab_push_received_latency_seconds"
@@ -137,7 +138,11 @@ func trends(st FleetStats) ([]summary.Metric, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []summary.Metric{ttfc, ack, late}, nil
+	backlog, err := summary.NewTrend(MetricReceiveBacklog, summary.Time, st.ReceiveBacklog, metricScaleMicroseconds, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []summary.Metric{ttfc, ack, late, backlog}, nil
 }
 
 // MatchMetrics turns probe results into summary metrics: push (in effect), received and ACK
@@ -246,6 +251,7 @@ var (
 	descTTFC        = prometheus.NewDesc(MetricTimeToFirstConfig, "Client's scheduled start (its slot in the ramp) to first full config.", nil, nil)
 	descStartLate   = prometheus.NewDesc(MetricStartLateness, "Client's scheduled start to the fleet starting it: the harness's lag, inside time to first config.", nil, nil)
 	descAckDelay    = prometheus.NewDesc(MetricAckDelay, "Response received to ACK/NACK written.", nil, nil)
+	descBacklog     = prometheus.NewDesc(MetricReceiveBacklog, "Per response: its receive stamp (or the end of a scripted ACK delay it waited behind) to the client done with it: how far the fleet is behind in reading what the server sent.", nil, nil)
 	descPush        = prometheus.NewDesc(MetricPushLatency, "Probe t0 to the change in effect at the client (received, and warmed when it is a cluster or listener), per client.", []string{"kind"}, nil)
 	descPushAck     = prometheus.NewDesc(MetricPushAckLatency, "Probe t0 to the ACK of that response, per client.", []string{"kind"}, nil)
 	descConvergence = prometheus.NewDesc(MetricConvergence, "Per event: the largest push latency over the clients that observed it; an event some client has not observed yet counts as at least t0 to now (the matcher's one definition).", nil, nil)
@@ -263,7 +269,7 @@ var (
 
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnected, descClients, descFullConfig, descConnects, descConnFail,
-		descTTFC, descStartLate, descAckDelay, descPush, descPushAck, descConvergence, descObserved, descSuperseded, descOutstanding} {
+		descTTFC, descStartLate, descAckDelay, descBacklog, descPush, descPushAck, descConvergence, descObserved, descSuperseded, descOutstanding} {
 		ch <- d
 	}
 	for _, d := range descTypes {
@@ -289,6 +295,7 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- promHistogram(descTTFC, st.TimeToFirstConfig)
 	ch <- promHistogram(descStartLate, st.StartLateness)
 	ch <- promHistogram(descAckDelay, st.AckDelay)
+	ch <- promHistogram(descBacklog, st.ReceiveBacklog)
 	if f.match.logLen.Load() == 0 {
 		return
 	}

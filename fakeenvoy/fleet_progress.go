@@ -26,6 +26,16 @@ func (p Progress) String() string {
 		p.Launched, p.Clients, p.Connected, p.FullConfig, p.Responses, p.ResponsesPerSec, p.Nacks, p.ConnectFailures)
 }
 
+// GroupSizes returns the number of clients of each group in this fleet (of its segment only,
+// when it is a shard); a group with none is absent.
+func (f *Fleet) GroupSizes() map[string]int {
+	out := map[string]int{}
+	for _, fc := range f.clients {
+		out[fc.group]++
+	}
+	return out
+}
+
 // Progress returns the fleet's counters now (cheap: no histogram is merged).
 func (f *Fleet) Progress() Progress {
 	p := Progress{Launched: f.Launched(), Clients: len(f.clients), Connected: f.obs.ConnectedNow()}

@@ -77,6 +77,27 @@ type Hooks interface {
 	FirstFullConfig(c *Client, at time.Time)
 }
 
+// BacklogHook is an optional interface of Hooks (a client checks for it once, in NewClient).
+// ReceiveBacklog is called on the client's goroutine once per response, when the client has
+// finished with it (hooks run, ACK or NACK written or its delay scheduled), with the response's
+// receive backlog: the time from its receive stamp (ResponseInfo.Recv) — or, when it arrived
+// while the client was still in a scripted ACK delay, from the end of that delay — to now. It
+// is how far the client is behind in reading what the server already sent: near the
+// processing time of one response when the harness keeps up, growing when its goroutines wait
+// for a CPU or responses queue behind each other. It must not block.
+type BacklogHook interface {
+	ReceiveBacklog(c *Client, d time.Duration)
+}
+
+// ReceiveBacklog passes the backlog on to every hook that takes it.
+func (t teeHooks) ReceiveBacklog(c *Client, d time.Duration) {
+	for _, h := range t {
+		if b, ok := h.(BacklogHook); ok {
+			b.ReceiveBacklog(c, d)
+		}
+	}
+}
+
 // NopHooks ignores every observation; embed it to implement only some hooks.
 type NopHooks struct{}
 

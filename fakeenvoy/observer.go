@@ -100,7 +100,10 @@ type Observer struct {
 	maxConn   atomic.Int64
 }
 
-var _ Hooks = (*Observer)(nil)
+var (
+	_ Hooks       = (*Observer)(nil)
+	_ BacklogHook = (*Observer)(nil)
+)
 
 type obsShard struct {
 	mu          sync.Mutex
@@ -112,9 +115,12 @@ type obsShard struct {
 	disconnects uint64
 	acks        uint64
 	firstConfig uint64
+	// fullByGroup counts firstConfig by client group (Client.Group).
+	fullByGroup map[string]uint64
 	ttfc        *hdr.Histogram // client's scheduled start → first full config, µs
 	startLate   *hdr.Histogram // scheduled start → the fleet started the client, µs
 	ackDelay    *hdr.Histogram // response receive → ACK/NACK written, µs
+	backlog     *hdr.Histogram // response receive stamp → the client done with it, µs
 	_           [64]byte       // keep shards' locks on separate cache lines
 }
 
@@ -148,9 +154,11 @@ func NewObserver(cfg ObserverConfig) *Observer {
 		s.types = make(map[string]*TypeStats)
 		s.failures = make(map[codes.Code]uint64)
 		s.failText = make(map[codes.Code]string)
+		s.fullByGroup = make(map[string]uint64)
 		s.ttfc = NewLatencyHistogram()
 		s.startLate = NewLatencyHistogram()
 		s.ackDelay = NewLatencyHistogram()
+		s.backlog = NewLatencyHistogram()
 	}
 	return o
 }
@@ -339,6 +347,16 @@ func (o *Observer) ackSent1(index int, r ResponseInfo, at time.Time) {
 	s.mu.Unlock()
 }
 
+// ReceiveBacklog implements BacklogHook.
+func (o *Observer) ReceiveBacklog(c *Client, d time.Duration) { o.receiveBacklog1(c.Index(), d) }
+
+func (o *Observer) receiveBacklog1(index int, d time.Duration) {
+	s := o.shard(index)
+	s.mu.Lock()
+	recordDuration(s.backlog, d)
+	s.mu.Unlock()
+}
+
 // WarmingTimeout implements Hooks.
 func (o *Observer) WarmingTimeout(c *Client, typeURL string, at time.Time) {
 	o.warmingTimeout1(c.Index(), typeURL)
@@ -352,18 +370,36 @@ func (o *Observer) warmingTimeout1(index int, typeURL string) {
 }
 
 // FirstFullConfig implements Hooks.
-func (o *Observer) FirstFullConfig(c *Client, at time.Time) { o.firstFullConfig1(c.Index(), at) }
+func (o *Observer) FirstFullConfig(c *Client, at time.Time) {
+	o.firstFullConfig1(c.Index(), c.Group(), at)
+}
 
-func (o *Observer) firstFullConfig1(index int, at time.Time) {
+func (o *Observer) firstFullConfig1(index int, group string, at time.Time) {
 	s := o.shard(index)
 	s.mu.Lock()
 	cl := s.client(index)
 	if !cl.firstConfig {
 		cl.firstConfig = true
 		s.firstConfig++
+		s.fullByGroup[group]++
 		recordDuration(s.ttfc, at.Sub(cl.started))
 	}
 	s.mu.Unlock()
+}
+
+// FullConfigByGroup returns, by client group, how many clients reached their first full config
+// so far (cheap: no histogram is merged). A group none of whose clients did is absent.
+func (o *Observer) FullConfigByGroup() map[string]uint64 {
+	out := map[string]uint64{}
+	for i := range o.shards {
+		s := &o.shards[i]
+		s.mu.Lock()
+		for g, n := range s.fullByGroup {
+			out[g] += n
+		}
+		s.mu.Unlock()
+	}
+	return out
 }
 
 // ConnectedNow returns how many clients hold a stream now.
@@ -421,8 +457,10 @@ type FleetStats struct {
 	// (the first one its observer shard saw), to tell a refused connection from a timeout.
 	ConnectFailureText map[string]string
 	AcksSent           uint64 // ACKs and NACKs written
-	// FullConfig counts clients that reached their first full config.
-	FullConfig uint64
+	// FullConfig counts clients that reached their first full config; FullConfigByGroup
+	// splits it by client group (a group none of whose clients did is absent).
+	FullConfig        uint64
+	FullConfigByGroup map[string]uint64
 	// Types is keyed by TypeName (CDS, EDS, ...); Total sums them.
 	Types map[string]TypeStats
 	Total TypeStats
@@ -433,6 +471,10 @@ type FleetStats struct {
 	// (µs): the harness's own lag, already inside TimeToFirstConfig.
 	StartLateness *hdr.Histogram
 	AckDelay      *hdr.Histogram
+	// ReceiveBacklog is, per response, its receive stamp (or the end of a scripted ACK delay
+	// it waited behind) → the client done with it (µs): how far behind the fleet is in reading
+	// what the server sent (see BacklogHook).
+	ReceiveBacklog *hdr.Histogram
 }
 
 // TypeNames lists the types in Types, sorted.
@@ -460,10 +502,12 @@ func (o *Observer) Stats() FleetStats {
 	st := FleetStats{
 		ConnectFailures:    map[string]uint64{},
 		ConnectFailureText: map[string]string{},
+		FullConfigByGroup:  map[string]uint64{},
 		Types:              map[string]TypeStats{},
 		TimeToFirstConfig:  NewLatencyHistogram(),
 		StartLateness:      NewLatencyHistogram(),
 		AckDelay:           NewLatencyHistogram(),
+		ReceiveBacklog:     NewLatencyHistogram(),
 	}
 	for i := range o.shards {
 		s := &o.shards[i]
@@ -473,6 +517,9 @@ func (o *Observer) Stats() FleetStats {
 		st.Disconnects += s.disconnects
 		st.AcksSent += s.acks
 		st.FullConfig += s.firstConfig
+		for g, n := range s.fullByGroup {
+			st.FullConfigByGroup[g] += n
+		}
 		for code, n := range s.failures {
 			st.ConnectFailures[code.String()] += n
 		}
@@ -487,6 +534,7 @@ func (o *Observer) Stats() FleetStats {
 		st.TimeToFirstConfig.Merge(s.ttfc)
 		st.StartLateness.Merge(s.startLate)
 		st.AckDelay.Merge(s.ackDelay)
+		st.ReceiveBacklog.Merge(s.backlog)
 		s.mu.Unlock()
 	}
 	st.Connected = int(o.connected.Load())

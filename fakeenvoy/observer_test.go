@@ -27,8 +27,8 @@ func TestObserverCounts(t *testing.T) {
 	o.response1(1, ResponseInfo{TypeURL: eds, Version: "1", Bytes: 50, Resources: 2, NoOp: true, Recv: at(41)})
 	o.response1(1, ResponseInfo{TypeURL: eds, Version: "2", Bytes: 60, Resources: 2, Removed: 1, Nacked: true, Recv: at(42)})
 	o.ackSent1(1, ResponseInfo{TypeURL: eds, Recv: at(42)}, at(52))
-	o.firstFullConfig1(0, at(100))
-	o.firstFullConfig1(0, at(200)) // once per client
+	o.firstFullConfig1(0, "a", at(100))
+	o.firstFullConfig1(0, "a", at(200)) // once per client
 	o.warmingTimeout1(1, cds)
 	o.connectFailed1(2, status.Error(codes.ResourceExhausted, "too many streams"))
 	o.connectFailed1(2, status.Error(codes.ResourceExhausted, "too many streams"))
@@ -213,13 +213,80 @@ func TestObserverTimeToFirstConfigFromSchedule(t *testing.T) {
 			o.Started(7, at(tc.due), at(tc.at))
 			o.Started(7, at(tc.due+1000), at(tc.at+1000)) // a second start (churn) keeps the first
 			o.connected1(7, at(tc.at+10))
-			o.firstFullConfig1(7, at(tc.full))
+			o.firstFullConfig1(7, "g", at(tc.full))
 			s := o.Stats()
 			if s.TimeToFirstConfig.TotalCount() != 1 || !s.TimeToFirstConfig.ValuesAreEquivalent(s.TimeToFirstConfig.Max(), tc.wantTTFC) {
 				t.Errorf("time to first config %dµs (count %d), want %dµs", s.TimeToFirstConfig.Max(), s.TimeToFirstConfig.TotalCount(), tc.wantTTFC)
 			}
 			if s.StartLateness.TotalCount() != 1 || !s.StartLateness.ValuesAreEquivalent(s.StartLateness.Max(), tc.wantL) {
 				t.Errorf("start lateness %dµs (count %d), want %dµs", s.StartLateness.Max(), s.StartLateness.TotalCount(), tc.wantL)
+			}
+		})
+	}
+}
+
+// TestObserverFullConfigByGroup: the first full config of each client counts once, in its
+// group; FullConfigByGroup and Stats agree and sum to FullConfig.
+func TestObserverFullConfigByGroup(t *testing.T) {
+	type full struct {
+		index int
+		group string
+	}
+	tests := []struct {
+		name string
+		seq  []full
+		want map[string]uint64
+	}{
+		{"none", nil, map[string]uint64{}},
+		{"one group", []full{{0, "a"}, {1, "a"}}, map[string]uint64{"a": 2}},
+		{"two groups", []full{{0, "a"}, {1, "b"}, {2, "b"}, {9, "b"}}, map[string]uint64{"a": 1, "b": 3}},
+		{"repeats count once", []full{{0, "a"}, {0, "a"}, {3, "b"}, {3, "b"}}, map[string]uint64{"a": 1, "b": 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewObserver(ObserverConfig{Shards: 3})
+			for _, f := range tc.seq {
+				o.firstFullConfig1(f.index, f.group, at(10))
+			}
+			if got := o.FullConfigByGroup(); !maps.Equal(got, tc.want) {
+				t.Errorf("FullConfigByGroup = %v, want %v", got, tc.want)
+			}
+			st := o.Stats()
+			if !maps.Equal(st.FullConfigByGroup, tc.want) {
+				t.Errorf("Stats().FullConfigByGroup = %v, want %v", st.FullConfigByGroup, tc.want)
+			}
+			var sum uint64
+			for _, n := range tc.want {
+				sum += n
+			}
+			if st.FullConfig != sum {
+				t.Errorf("FullConfig = %d, want the groups' sum %d", st.FullConfig, sum)
+			}
+		})
+	}
+}
+
+// TestFleetGroupSizes: a fleet counts its clients by group, a shard only its own.
+func TestFleetGroupSizes(t *testing.T) {
+	groups := []Group{{Name: "a", Count: 3}, {Name: "b", Count: 4}}
+	tests := []struct {
+		seg  Segment
+		want map[string]int
+	}{
+		{Segment{}, map[string]int{"a": 3, "b": 4}},
+		{Segment{Index: 0, Count: 2}, map[string]int{"a": 2, "b": 2}}, // clients 0, 2 | 4, 6
+		{Segment{Index: 1, Count: 2}, map[string]int{"a": 1, "b": 2}}, // client 1 | 3, 5
+		{Segment{Index: 2, Count: 7}, map[string]int{"a": 1}},         // client 2
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%d of %d", tc.seg.Index, tc.seg.Count), func(t *testing.T) {
+			f, err := NewFleet(FleetConfig{Target: "127.0.0.1:1", Groups: groups, Segment: tc.seg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Stop()
+			if got := f.GroupSizes(); !maps.Equal(got, tc.want) {
+				t.Errorf("GroupSizes = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -108,6 +108,8 @@ func TestMalformed(t *testing.T) {
 		{"streams per connection as a string", "name: x\nclients: [{streamsPerConnection: many}]\n", 2, 34, "clients[0].streamsPerConnection", `expected a number, got the string "many"`, "write a number"},
 		{"streams per connection with auth", "name: x\nclients:\n  - auth: {mtls: true}\n    streamsPerConnection: 10\n", 4, 27, "clients[0].streamsPerConnection", "10 streams per connection with auth", "set streamsPerConnection: 1"},
 		{"streams per connection with jwt, second group", "name: x\nclients:\n  - name: a\n  - name: b\n    streamsPerConnection: 2\n    auth: {jwt: true, jwtKey: k.pem, issuer: i, audience: a}\n", 5, 27, "clients[1].streamsPerConnection", "2 streams per connection with auth", "or remove auth"},
+		{"requireFullConfig not a bool", "name: x\nclients:\n  - name: a\n    requireFullConfig: \"no\"\n", 4, 24, "clients[0].requireFullConfig", `expected true or false, got the string "no"`, "true or false"},
+		{"requireFullConfig misspelt", "name: x\nclients: [{requireFullconfig: false}]\n", 2, 12, "clients[0]", "requireFullconfig", "requireFullConfig"},
 
 		// Top level and control plane.
 		{"missing name", "seed: 3\n", 0, 0, "name", "name is required", "add a name"},
@@ -126,6 +128,8 @@ func TestMalformed(t *testing.T) {
 		{"fraction", "name: x\ntopology: {virtualServices: 20}\n", 2, 29, "topology.virtualServices", "within [0, 1]", "fraction"},
 
 		// Thresholds.
+		{"incomplete clients of an unknown group", "name: x\nclients: [{name: sidecars}]\nthresholds:\n  xdslab_connect_incomplete_clients{group:sidecar}: ['value<=2']\n", 4, 53,
+			"thresholds.xdslab_connect_incomplete_clients{group:sidecar}", `has no client group "sidecar"`, `did you mean "sidecars"?`},
 		{"invalid threshold", "name: x\nthresholds:\n  xdslab_push_latency_seconds: ['p99<500ms']\n", 3, 33, "thresholds.xdslab_push_latency_seconds[0]", `invalid threshold "p99<500ms"`, "'p(99)<500ms'"},
 		{"threshold unit", "name: x\nthresholds:\n  xdslab_push_latency_seconds: ['p(99)<500 parsecs']\n", 3, 33, "thresholds.xdslab_push_latency_seconds[0]", "unknown unit", "AGG OP VALUE"},
 		{"threshold not a list", "name: x\nthresholds:\n  xdslab_fleet_nacks_total: count==0\n", 3, 29, "thresholds.xdslab_fleet_nacks_total", "expected a list of expressions", "['count==0']"},

@@ -120,7 +120,8 @@ func (s *Scenario) Summary() string {
 		w("    - %s: %d × %s %s, %s, ack delay %s%s", c.Name, c.Count, c.XDS, c.Type, ramp,
 			fmtDist(c.AckDelay.Spec(), secondsText), extra)
 	}
-	if len(s.Thresholds) == 0 {
+	implicit := s.ImplicitThresholds()
+	if len(s.Thresholds) == 0 && len(implicit) == 0 {
 		w("  thresholds: none")
 	} else {
 		w("  thresholds:")
@@ -135,6 +136,9 @@ func (s *Scenario) Summary() string {
 				exprs[i] = th.Source
 			}
 			w("    - %s: %s", k, strings.Join(exprs, ", "))
+		}
+		for _, it := range implicit {
+			w("    - %s: %s (%s)", it.Key, it.Threshold.Source, it.Description)
 		}
 	}
 	return b.String()

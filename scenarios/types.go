@@ -192,6 +192,7 @@ type Client struct {
 	Node                 Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
 	Targets              []string `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
 	Auth                 Auth     `yaml:"auth" json:"auth" doc:"Authenticate each client to a secure ADS listener (mTLS or JWT) with a credential for its own namespace; in-process runs then start the control plane's secure listener and the group dials it."`
+	RequireFullConfig    bool     `yaml:"requireFullConfig" json:"requireFullConfig" doc:"The implicit threshold xdslab_connect_incomplete_clients{group:NAME} value==0: every client of the group holds its first full config when the connect phase ends (phases.connect.timeout), or the run fails (exit 99). false drops it, for groups not meant to get there (clients that NACK their initial config); a threshold written on that metric still applies."`
 }
 
 // Agent is the emulated istio-agent of a client group.
@@ -300,6 +301,7 @@ func DefaultClient() Client {
 		StreamsPerConnection: 1,
 		Agent:                Agent{IssueDelay: Duration(5 * time.Millisecond)},
 		Node:                 Node{ClusterID: "Kubernetes", IstioVersion: "1.28.0"},
+		RequireFullConfig:    true,
 	}
 }
 

@@ -431,6 +431,13 @@ func (v *validator) thresholds() {
 			continue
 		}
 		name := MetricName(k)
+		if g, ok := MetricTags(k)["group"]; ok && name == MetricConnectIncomplete && !slices.ContainsFunc(v.s.Clients, func(c Client) bool { return c.Name == g }) {
+			names := make([]string, len(v.s.Clients))
+			for i, c := range v.s.Clients {
+				names[i] = c.Name
+			}
+			v.add(p, didYouMean(g, names), "%s has no client group %q", name, g)
+		}
 		for i, th := range v.s.Thresholds[k] {
 			tp := p + "[" + itoa(i) + "]"
 			if th.Op == "" { // built in Go without ParseThreshold

@@ -258,7 +258,7 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 		sc = embeddedScenario(in)
 	}
 	start := time.Now()
-	merged, err := bench.Merge(in, bench.MergeOptions{Scenario: sc})
+	merged, err := bench.Merge(in, bench.MergeOptions{Scenario: sc, Harness: bench.DefaultHarnessLimits()})
 	if err != nil {
 		return usageErr(err)
 	}
@@ -267,6 +267,12 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 	if !f.quiet {
 		if err := summary.WriteText(out, merged); err != nil {
 			return err
+		}
+	}
+	if lines := bench.HarnessLines(merged); len(lines) > 0 {
+		fmt.Fprintln(out)
+		for _, l := range lines {
+			fmt.Fprintln(out, l)
 		}
 	}
 	if sc == nil {

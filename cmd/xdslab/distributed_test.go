@@ -246,12 +246,17 @@ func TestDistributedRunCommands(t *testing.T) {
 			t.Errorf("shard %d evaluated thresholds on its part of the fleet", i)
 		}
 	}
-	if merged.Results.Passed || len(merged.Results.Thresholds) != 2 {
+	// The two written thresholds and the implicit full-config check of each group, evaluated
+	// on the shards' per-group counts summed.
+	if merged.Results.Passed || len(merged.Results.Thresholds) != 4 {
 		t.Errorf("merged: passed %v thresholds %+v; want value<5 on 9 connected clients to fail", merged.Results.Passed, merged.Results.Thresholds)
 	}
 	for _, th := range merged.Results.Thresholds {
 		if th.Metric == bench.MetricEventsMissed && !th.Passed {
 			t.Errorf("events missed across shards: %v", *th.Value)
+		}
+		if th.Metric == bench.MetricConnectIncomplete && (!th.Passed || th.Value == nil || (th.Tags["group"] != "sidecars" && th.Tags["group"] != "mux")) {
+			t.Errorf("implicit full-config check %+v, want it passed on groups sidecars and mux", th)
 		}
 	}
 	p := filepath.Join(t.TempDir(), "m.json")
@@ -273,14 +278,19 @@ func TestMergeCommandExitCodes(t *testing.T) {
 		return p
 	}
 	at := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
-	shard := func(i, n int, connected float64) *summary.Summary {
+	shard := func(i, n int, connected, incomplete float64) *summary.Summary {
 		return &summary.Summary{Version: summary.Version,
 			Metadata: summary.Metadata{Tool: "xdslab", Command: "fleet", Started: at, Ended: at.Add(time.Second), DurationSeconds: 1,
 				Segment: &summary.Segment{Index: i, Count: n}},
-			Results: summary.Results{Passed: true, Metrics: []summary.Metric{summary.NewGauge(fakeenvoy.MetricConnected, summary.Default, connected, 0, connected, nil)}}}
+			Results: summary.Results{Passed: true, Metrics: []summary.Metric{
+				summary.NewGauge(fakeenvoy.MetricConnected, summary.Default, connected, 0, connected, nil),
+				summary.NewGauge(bench.MetricConnectIncomplete, summary.Default, incomplete, 0, connected, map[string]string{"group": "sidecars"}),
+				summary.NewGauge(bench.MetricConnectIncomplete, summary.Default, 0, 0, 0, map[string]string{"group": "mux"}),
+			}}}
 	}
-	a, b := write("a.json", shard(0, 2, 3)), write("b.json", shard(1, 2, 4))
-	lone := write("lone.json", shard(0, 3, 1))
+	a, b := write("a.json", shard(0, 2, 3, 0)), write("b.json", shard(1, 2, 4, 0))
+	unconfigured := write("unconfigured.json", shard(1, 2, 4, 2))
+	lone := write("lone.json", shard(0, 3, 1, 0))
 	broken := filepath.Join(dir, "broken.json")
 	if err := os.WriteFile(broken, []byte("{\n  \"version\": 1\n}"), 0o644); err != nil {
 		t.Fatal(err)
@@ -294,6 +304,7 @@ func TestMergeCommandExitCodes(t *testing.T) {
 	}{
 		{"merged passes", []string{"merge", a, b, "--scenario", pass, "--out", filepath.Join(dir, "out", "m.json")}, exitOK},
 		{"merged fails once", []string{"merge", a, b, "--scenario", fail}, exitThreshold},
+		{"a shard's clients without full config fail it", []string{"merge", a, unconfigured, "--scenario", pass}, exitThreshold},
 		{"no scenario", []string{"merge", a, b}, exitOK},
 		{"missing shard", []string{"merge", lone}, exitUsage},
 		{"mixed runs", []string{"merge", a, lone}, exitUsage},

@@ -74,6 +74,10 @@ up at --ramp clients/s, runs for --duration (or until Ctrl-C), then prints a k6-
 writes it as JSON with --summary. Connect failures (ResourceExhausted included) are retried with
 Envoy's backoff and counted. Live metrics (xdslab_fleet_*) are served on --metrics-addr.
 
+The run fails with exit 99 (its summary written first, with the check as a threshold) when
+some client holds no full config as it ends: a fleet that never got its configuration measured
+nothing. A shard of a distributed run (--scenario) leaves that verdict to 'xdslab merge'.
+
 --nack combines: never, realistic (what Envoy rejects), p=P, every=N, name=REGEXP, e.g.
 "realistic,p=0.001". --ack-delay is Envoy's apply time before the ACK: a duration (constant) or
 DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, lognormal:MEDIAN:SIGMA
@@ -331,6 +335,10 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err != nil {
 		return err
 	}
+	// A fleet that never got its configuration measured nothing: every client must hold its
+	// first full config when the run ends, or the run fails (exit 99).
+	full, checks, passed := bench.FullConfigCheck([]string{f.Group}, fleet.GroupSizes(), fleet.Observer().FullConfigByGroup())
+	metrics = append(metrics, full...)
 	config, err := f.configJSON()
 	if err != nil {
 		return err
@@ -340,7 +348,7 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 		Metadata: summary.Metadata{Tool: "xdslab", Command: "fleet", Started: began.UTC(), Ended: ended.UTC(),
 			DurationSeconds: ended.Sub(began).Seconds()},
 		Config:  config,
-		Results: summary.Results{Passed: true, Metrics: metrics},
+		Results: summary.Results{Passed: passed, Metrics: metrics, Thresholds: checks},
 	}
 	if seg := cfg.Segment; seg.Count > 0 {
 		s.Metadata.Segment = &summary.Segment{Index: seg.Index, Count: seg.Count}
@@ -353,7 +361,13 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 		fmt.Fprintf(out, "connect failures: %s\n", note)
 	}
 	fmt.Fprintln(out)
-	return writeFleetSummary(out, s, f.SummaryFile)
+	if err := writeFleetSummary(out, s, f.SummaryFile); err != nil {
+		return err
+	}
+	if !passed {
+		return withCode(exitThreshold, fmt.Errorf("fleet: %d of %d clients never reached a full config", uint64(fleet.Size())-min(st.FullConfig, uint64(fleet.Size())), fleet.Size()))
+	}
+	return nil
 }
 
 // configJSON is the resolved configuration embedded in summary.json, durations as text.

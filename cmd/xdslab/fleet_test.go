@@ -1,13 +1,23 @@
 package main
 
 import (
+	"context"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+
+	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/security"
+	"github.com/xdslab/xdslab/internal/summary"
 )
 
 // TestFleetConfigAuth: --auth builds per-client credentials, and bad combinations are usage
@@ -69,5 +79,93 @@ func TestFleetLabels(t *testing.T) {
 		if diff := cmp.Diff(tt.want, cfg.Groups[0].Identity.Labels); diff != "" {
 			t.Errorf("%s %v: labels (-want +got):\n%s", tt.proxyType, tt.labels, diff)
 		}
+	}
+}
+
+// silentADS admits ADS streams and never answers.
+type silentADS struct {
+	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
+}
+
+func (silentADS) StreamAggregatedResources(s discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	for {
+		if _, err := s.Recv(); err != nil {
+			return nil
+		}
+	}
+}
+
+// TestFleetExitsWithoutFullConfig: 'xdslab fleet' fails (exit 99, with the check in its
+// summary) when some client never got a full config: connected to a control plane that never
+// answers, or never connected at all; it passes against one that configures every client.
+func TestFleetExitsWithoutFullConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	mesh := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mesh, "svc.yaml"), []byte(`apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: svc, namespace: default}
+spec:
+  hosts: [svc.default.svc.cluster.local]
+  ports: [{number: 80, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 10.0.0.1}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := controlplane.DefaultOptions()
+	opts.GRPCAddr, opts.MetricsAddr, opts.ConfigDir = "127.0.0.1:0", "127.0.0.1:0", mesh
+	cp, err := controlplane.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, silentADS{})
+	served := make(chan struct{})
+	go func() { _ = g.Serve(lis); close(served) }()
+	defer func() {
+		g.Stop()
+		<-served
+	}()
+
+	for _, tc := range []struct {
+		name, target string
+		duration     string // long enough for three clients to be configured on a loaded machine
+		code         int
+		incomplete   float64
+	}{
+		{"configured", cp.GRPCAddr(), "5s", exitOK, 0},
+		{"never answered", lis.Addr().String(), "1s", exitThreshold, 3},
+		{"never connected", freeAddr(t), "1s", exitThreshold, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "fleet.json")
+			code := run(ctx, []string{"fleet", "--target", tc.target, "--clients", "3", "--ramp", "0", "--duration", tc.duration,
+				"--progress", "off", "--summary", file})
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d", code, tc.code)
+			}
+			s, err := summary.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, ok := s.Results.Find(bench.MetricConnectIncomplete, map[string]string{"group": "fleet"})
+			if !ok || m.Values["value"] != tc.incomplete {
+				t.Errorf("%s{group=fleet} = %v (found %v), want %g", bench.MetricConnectIncomplete, m.Values, ok, tc.incomplete)
+			}
+			if len(s.Results.Thresholds) != 1 || s.Results.Thresholds[0].Passed != (tc.code == exitOK) || s.Results.Passed != (tc.code == exitOK) {
+				t.Errorf("thresholds %+v passed %v, want one verdict matching exit %d", s.Results.Thresholds, s.Results.Passed, tc.code)
+			}
+		})
 	}
 }

@@ -57,6 +57,9 @@ which the control plane at --target reads (a stock istiod; see docs/kubernetes.m
 --sink, --sink-dir, --kubeconfig, --kube-qps, --kube-burst and --kube-pods override the scenario's sink.
 
 Built-in scenarios: ` + strings.Join(scenarios.BuiltinNames(), ", ") + `.
+Every client group has an implicit threshold beside the scenario's: all its clients hold their
+first full config when the connect phase ends (clients[].requireFullConfig: false drops it).
+
 Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are written first).`,
 		Example: `  xdslab run                                   # quickstart, in-process
   xdslab run eds-churn-1k --out out/eds
@@ -180,7 +183,7 @@ func runOptions(f runFlags, sink runSink, stderr io.Writer) (bench.RunOptions, e
 	}
 	o := bench.RunOptions{
 		Out: f.out, Target: f.target, SinkDir: f.sinkDir, CleanSinkDir: f.clean, TargetMetrics: f.targetMetrics,
-		Repeat: f.repeat, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile,
+		Repeat: f.repeat, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile, Harness: bench.DefaultHarnessLimits(),
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	var err error
@@ -234,6 +237,12 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	fmt.Fprintf(out, "\n%s: done in %s\n\n", sc.Name, time.Since(started).Round(time.Millisecond))
 	if err := summary.WriteText(out, s); err != nil {
 		return err
+	}
+	if lines := bench.HarnessLines(s); len(lines) > 0 {
+		fmt.Fprintln(out)
+		for _, l := range lines {
+			fmt.Fprintln(out, l)
+		}
 	}
 	if f.out != "" {
 		where := f.out

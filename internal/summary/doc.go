@@ -55,12 +55,16 @@
 // what the verdict rests on. Summaries without these fields (every earlier one) stay valid,
 // every value a point; the version stays "1".
 //
+// results.events [{id, kind, t0, reached, observed, alreadyHeld, superseded, missed,
+// unresolved, received, earlyReceives, convergenceSeconds, censored, acked, shardsMissing}]
+// holds one record per simulator event (a run, in-process or against --target, and a fleet
+// shard write it; a merge combines them): convergence is a maximum over clients and cannot be
+// merged from per-shard histograms, and an event's own t0 and convergence are what a reader
+// needs to line a latency up with what happened.
+//
 // Distributed runs (docs/distributed.md) add optional fields, absent from a single run's
 // summary: metadata.segment {index, count} (a fleet shard), metadata.startAt (the shared
 // start), metadata.clock (the offset from the simulator's clock), metadata.probes (the probe
-// stream), metadata.phases [{name, start, end}], metadata.shards (a merged summary's inputs),
-// and results.events [{id, kind, t0, reached, observed, alreadyHeld, superseded, missed,
-// unresolved, received, earlyReceives, convergenceSeconds, censored, acked, shardsMissing}]:
-// per-event records, since convergence is a maximum over clients and cannot be merged from
-// per-shard histograms. Summaries without them stay valid; the version stays "1".
+// stream), metadata.phases [{name, start, end}] and metadata.shards (a merged summary's
+// inputs). Summaries without them, or without events, stay valid; the version stays "1".
 package summary

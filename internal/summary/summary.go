@@ -209,6 +209,9 @@ type Threshold struct {
 	// Reason says what the verdict rests on when it is not a plain value: a bound, a metric
 	// or aggregation the run did not produce, a histogram with no observations.
 	Reason string `json:"reason,omitempty"`
+	// Description says what a threshold the scenario did not write checks (an implicit one,
+	// such as every client group reaching its full config); empty for written ones.
+	Description string `json:"description,omitempty"`
 }
 
 // NewCounter is a counter with its count and its rate over dur.

@@ -40,7 +40,7 @@ func sample(t testing.TB) *Summary {
 	}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	dur := 10 * time.Second
-	v := 0.25
+	v, two := 0.25, 2.0
 	lo, hi := 0.1, 1.0
 	return &Summary{
 		Version: Version,
@@ -56,6 +56,7 @@ func sample(t testing.TB) *Summary {
 				NewCounter("xdslab_fleet_bytes_received_total", Data, 3<<20, dur, nil),
 				NewGauge("xdslab_fleet_connected", Default, 6, 0, 6, nil),
 				NewRate("xdslab_probe_observed_rate", 9, 1, nil),
+				NewGauge("xdslab_connect_incomplete_clients", Default, 2, 0, 6, map[string]string{"group": "sidecars"}),
 				trend,
 				debounce,
 			},
@@ -63,7 +64,10 @@ func sample(t testing.TB) *Summary {
 				Expression: "p(99)<100ms", Passed: false, Value: &v},
 				{Metric: "xdslab_debounce_delay_seconds", Expression: "p(99)<500ms", Passed: false,
 					Bound: &Bound{Gt: &lo, Le: &hi}, Inconclusive: true,
-					Reason: "inconclusive: p(99) in (100ms, 1s] is a bucket bound that neither proves nor disproves it"}},
+					Reason: "inconclusive: p(99) in (100ms, 1s] is a bucket bound that neither proves nor disproves it"},
+				{Metric: "xdslab_connect_incomplete_clients", Tags: map[string]string{"group": "sidecars"}, Expression: "value==0",
+					Passed: false, Value: &two, Description: "implicit: every client of group sidecars holds its first full config by the end of the connect phase"},
+				{Metric: "xdslab_probe_missed_total", Expression: "count==0", Passed: false}},
 		},
 	}
 }

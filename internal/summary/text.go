@@ -33,13 +33,32 @@ func WriteText(w io.Writer, s *Summary) error {
 		if !t.Passed {
 			mark = "✗"
 		}
-		why := ""
+		fmt.Fprintf(tw, "  %s %s%s %s: %s", mark, t.Metric, TagString(t.Tags), t.Expression, thresholdValue(c, t))
 		if t.Reason != "" {
-			why = " (" + t.Reason + ")"
+			fmt.Fprintf(tw, " (%s)", t.Reason)
 		}
-		fmt.Fprintf(tw, "  %s %s%s %s%s\n", mark, t.Metric, TagString(t.Tags), t.Expression, why)
+		if t.Description != "" {
+			fmt.Fprintf(tw, " (%s)", t.Description)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// thresholdValue renders the value a threshold was evaluated on in its metric's unit, or says
+// that there was none.
+func thresholdValue(r Results, t Threshold) string {
+	contains := Default
+	if m, ok := r.Find(t.Metric, t.Tags); ok && (m.Type == Trend || m.Type == Gauge) {
+		contains = m.Contains // a counter's rate and a rate's ratio are plain numbers
+	}
+	switch {
+	case t.Value != nil:
+		return FormatValue(contains, *t.Value)
+	case t.Bound != nil:
+		return FormatBound(contains, *t.Bound)
+	}
+	return "not measured"
 }
 
 func formatValues(m Metric) string {
