@@ -99,9 +99,9 @@ func (c AgentConfig) withDefaults() AgentConfig {
 // Agent is the emulated istio-agent shared by a fleet's clients: one lab CA, one workload
 // certificate per client. It is safe for concurrent use.
 type Agent struct {
-	cfg    AgentConfig
-	caKey  *ecdsa.PrivateKey
-	caCert *x509.Certificate
+	cfg     AgentConfig
+	caKey   *ecdsa.PrivateKey
+	caCert  *x509.Certificate
 	rootPEM string
 
 	mu     sync.Mutex

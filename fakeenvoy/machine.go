@@ -137,14 +137,14 @@ type machine struct {
 	// secC and secL are the clusters / listeners waiting for the SDS secrets their transport
 	// sockets name (→ deadline, zero: none), as Envoy's SDS init targets; a resource is
 	// warming while it is in warmC/warmL or secC/secL.
-	secC, secL    map[string]time.Time
+	secC, secL map[string]time.Time
 	// agent serves the secrets that are not on ADS (nil: none can arrive); workload is who the
 	// client is to it. local holds those secrets, requested once per client process, and
 	// localPending counts the ones still being issued.
-	agent        *Agent
-	workload     workload
-	local        map[secretRef]*localSecret
-	localPending int
+	agent         *Agent
+	workload      workload
+	local         map[secretRef]*localSecret
+	localPending  int
 	phase         phase
 	phaseDeadline time.Time
 	started       bool
