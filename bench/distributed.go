@@ -531,3 +531,19 @@ func ConnectFailureNote(st fakeenvoy.FleetStats) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// IncompleteNote says why clients hold no full config, one clause per group and reason, most
+// clients first (at most five, then how many more): "sidecars: 500 clients: waiting for secret
+// "ROOTCA" from ADS: … (e.g. NODE (cluster C))". Empty when every client has one.
+func IncompleteNote(groups []fakeenvoy.IncompleteGroup) string {
+	const max = 5
+	var parts []string
+	for i, g := range groups {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("and %d more reasons", len(groups)-max))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d clients: %s (e.g. %s)", g.Group, g.Clients, g.Reason, g.Examples[0]))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/simulator"
 )
 
@@ -84,6 +86,9 @@ thresholds:
 			require.Equal(t, 2.0, find(t, s, MetricConnectIncomplete, map[string]string{"group": "sidecars"}).Values["value"], "both clients counted")
 			require.Equal(t, 2.0, find(t, s, MetricConnectIncomplete, nil).Values["value"])
 			require.Contains(t, s.Metadata.Labels["note.connect"], "sidecars 2 of 2")
+			// Why, per group: the silent server never answered.
+			require.Equal(t, "sidecars: 2 clients: no response from the control plane (e.g. sidecar~100.64.0.1~pod-0.ns-0~ns-0.svc.cluster.local)",
+				s.Metadata.Labels["note.incomplete"])
 			for _, th := range s.Results.Thresholds {
 				if th.Metric != MetricConnectIncomplete {
 					require.True(t, th.Passed, "the written threshold passes: %s %s", th.Metric, th.Expression)
@@ -97,4 +102,17 @@ thresholds:
 			}
 		})
 	}
+}
+
+// TestIncompleteNote: one clause per group and reason, the first example named, at most five.
+func TestIncompleteNote(t *testing.T) {
+	require.Empty(t, IncompleteNote(nil))
+	var gs []fakeenvoy.IncompleteGroup
+	for i := range 7 {
+		gs = append(gs, fakeenvoy.IncompleteGroup{Group: "g", Reason: fmt.Sprintf("reason %d", i), Clients: 7 - i, Examples: []string{"n1", "n2"}})
+	}
+	require.Equal(t, "g: 7 clients: reason 0 (e.g. n1)", IncompleteNote(gs[:1]))
+	note := IncompleteNote(gs)
+	require.Contains(t, note, "g: 3 clients: reason 4 (e.g. n1); and 2 more reasons")
+	require.NotContains(t, note, "reason 5")
 }

@@ -372,6 +372,11 @@ func (r *run) connect(ctx context.Context) error {
 		}
 		r.notes["connect"] = err.Error()
 		r.log.Warn("connect phase timed out", "err", err)
+		if why := IncompleteNote(r.fleet.Incomplete()); why != "" {
+			// Never an endless silent warm: which clients, waiting for what, and why.
+			r.notes["incomplete"] = why
+			r.log.Warn("clients without a full config", "why", why)
+		}
 	}
 	return nil
 }

@@ -360,6 +360,9 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if note := bench.ConnectFailureNote(st); note != "" {
 		fmt.Fprintf(out, "connect failures: %s\n", note)
 	}
+	if why := bench.IncompleteNote(fleet.Incomplete()); why != "" {
+		fmt.Fprintf(out, "without a full config: %s\n", why)
+	}
 	fmt.Fprintln(out)
 	if err := writeFleetSummary(out, s, f.SummaryFile); err != nil {
 		return err

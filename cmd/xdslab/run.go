@@ -244,6 +244,9 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 			fmt.Fprintln(out, l)
 		}
 	}
+	if why := s.Metadata.Labels["note.incomplete"]; why != "" {
+		fmt.Fprintf(out, "\nwithout a full config at the end of the connect phase: %s\n", why)
+	}
 	if f.out != "" {
 		where := f.out
 		if f.repeat > 1 {
