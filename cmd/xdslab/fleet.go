@@ -47,6 +47,7 @@ type fleetFlags struct {
 	Churn               time.Duration     `json:"-"`
 	ChurnJitter         float64           `json:"churnJitter,omitempty"`
 	StreamsPerConn      int               `json:"streamsPerConn,omitempty"`
+	AgentIssueDelay     time.Duration     `json:"-"`
 	Seed                uint64            `json:"seed"`
 	Auth                string            `json:"auth,omitempty"`
 	CADir               string            `json:"caDir,omitempty"`
@@ -118,6 +119,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.BoolVar(&f.NodeOnFirstOnly, "node-first-only", false, "send node only on a stream's first request (Istio's set_node_on_first_message_only)")
 	fl.DurationVar(&f.InitialFetchTimeout, "initial-fetch-timeout", 0, "Envoy's initial_fetch_timeout (0: 15s; negative: disabled)")
 	fl.DurationVar(&f.Churn, "churn", 0, "reconnect every client this often (0: never)")
+	fl.DurationVar(&f.AgentIssueDelay, "agent-issue-delay", fakeenvoy.DefaultAgentIssueDelay, "how long the emulated istio-agent takes to serve a client's workload certificate and root (secrets on sds-grpc, as istiod's auto-mTLS names them; 0: at once)")
 	fl.Float64Var(&f.ChurnJitter, "churn-jitter", 0.2, "churn period jitter as a fraction of --churn, in [0,1)")
 	fl.IntVar(&f.StreamsPerConn, "streams-per-conn", 0, "clients per shared gRPC connection (0 or 1: one connection per client, as Envoy); with --scenario, clients[].streamsPerConnection instead")
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of every random choice")
@@ -180,6 +182,7 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 		Churn:          fakeenvoy.Churn{Every: f.Churn, Jitter: f.ChurnJitter},
 		StreamsPerConn: f.StreamsPerConn,
 		Seed:           f.Seed,
+		Agent:          fakeenvoy.AgentConfig{IssueDelay: agentIssueDelay(f.AgentIssueDelay)},
 	}
 	if cfg.Segment, err = parseSegment(f.Segment, f.Segments, f.jobIndex); err != nil {
 		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: %w", err)
@@ -388,11 +391,20 @@ func writeFleetSummary(out io.Writer, s *summary.Summary, file string) error {
 	return nil
 }
 
+// agentIssueDelay maps the flag (0: at once) onto the agent's config (0: the default).
+func agentIssueDelay(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 func (f fleetFlags) configJSON() ([]byte, error) {
 	type durations struct {
 		Duration            string `json:"duration"`
 		InitialFetchTimeout string `json:"initialFetchTimeout,omitempty"`
 		Churn               string `json:"churn,omitempty"`
+		AgentIssueDelay     string `json:"agentIssueDelay"`
 	}
 	type alias fleetFlags // drops the methods, keeps the tags
 	var d durations
@@ -403,6 +415,7 @@ func (f fleetFlags) configJSON() ([]byte, error) {
 	if f.Churn != 0 {
 		d.Churn = f.Churn.String()
 	}
+	d.AgentIssueDelay = f.AgentIssueDelay.String()
 	return json.Marshal(struct {
 		alias
 		durations
