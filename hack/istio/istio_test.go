@@ -274,4 +274,17 @@ func TestRunOnIstio(t *testing.T) {
 	if val(bench.MetricSimEvents, "count", nil) <= 0 {
 		t.Error("the simulator applied no event")
 	}
+	// Per-event records, as an in-process run writes them: t0, reach and convergence.
+	measured := 0
+	for _, e := range s.Results.Events {
+		if e.T0.IsZero() || !e.Complete() {
+			t.Errorf("event %d (%s): t0 %v, complete %v", e.ID, e.Kind, e.T0, e.Complete())
+		}
+		if e.Measured() && e.ConvergenceSeconds > 0 {
+			measured++
+		}
+	}
+	if len(s.Results.Events) == 0 || measured == 0 {
+		t.Errorf("summary holds %d event records, %d with a convergence", len(s.Results.Events), measured)
+	}
 }
