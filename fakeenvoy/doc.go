@@ -71,9 +71,9 @@
 // to an immutable set that every client applying the same edits to the same set adopts, with
 // the follow-up names (EDS/RDS) it implies and their encoding, which SotW requests send as
 // shared bytes. Each client keeps its node encoded once and sends it through its codec, which
-// also avoids grpc-go's pooled marshalling buffers; the fleet's connections use small
-// read/write buffers and a buffer pool with a tier at every power of two. A client runs two
-// goroutines: its owner and its receiver. BenchmarkFleetHeapPerClient measures a client's heap
+// also avoids grpc-go's pooled marshalling buffers; the fleet's connections use grpc-go's
+// default 32 KiB read/write buffers (an idle connection holds neither) and a buffer pool with
+// a tier at every power of two. A client runs two goroutines: its owner and its receiver. BenchmarkFleetHeapPerClient measures a client's heap
 // and CPU on a 1,000-service mesh (docs/performance.md).
 //
 // Beyond one process, FleetConfig.Segment {Index, Count} makes a fleet one shard of a larger
