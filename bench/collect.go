@@ -412,6 +412,10 @@ func evaluateThreshold(th scenarios.Threshold, name string, tags map[string]stri
 		t.Reason = "the run did not produce " + name + summary.TagString(tags)
 		return t
 	}
+	if m.NoData() && m.Buckets == nil {
+		t.Reason = "no data: " + name + summary.TagString(tags) + " observed nothing in the run (nothing measured is not 0)"
+		return t
+	}
 	if b, ok := m.Bounded(key); ok {
 		bd := b
 		t.Bound = &bd

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -173,6 +174,8 @@ func TestEvaluateThresholds(t *testing.T) {
 		summary.NewCounter("xdslab_events_missed_total", summary.Default, 0, time.Second, nil),
 		summary.NewCounter("xdslab_fleet_nacks_total", summary.Default, 3, time.Second, map[string]string{"type": "CDS"}),
 		summary.NewRate("xdslab_cache_hit_ratio", 9, 1, nil),
+		mustTrend(t, "xdslab_push_latency_seconds", nil),
+		mustTrend(t, "xdslab_push_latency_seconds", map[string]string{"kind": "scale"}, 2500),
 	}}
 	for _, tc := range []struct {
 		name   string
@@ -187,6 +190,10 @@ func TestEvaluateThresholds(t *testing.T) {
 		{"unknown metric fails", "xdslab_nothing_total", []string{"count==0"}, []bool{false}, []bool{false}},
 		{"unknown tags fail", "xdslab_fleet_nacks_total{type:LDS}", []string{"count==0"}, []bool{false}, []bool{false}},
 		{"aggregation it lacks fails", "xdslab_events_missed_total", []string{"p(99)<1"}, []bool{false}, []bool{false}},
+		// A trend that observed nothing (a dead control plane) is no data, not 0: every
+		// threshold on it fails.
+		{"empty trend fails", "xdslab_push_latency_seconds", []string{"p(99)<500ms", "max<1s"}, []bool{false, false}, []bool{false, false}},
+		{"measured trend passes", "xdslab_push_latency_seconds{kind:scale}", []string{"p(99)<500ms"}, []bool{true}, []bool{true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := scenarios.Defaults()
@@ -207,6 +214,18 @@ func TestEvaluateThresholds(t *testing.T) {
 			require.Equal(t, want, all)
 		})
 	}
+}
+
+// mustTrend is a latency trend of the values (µs) given, none for an empty one.
+func mustTrend(t *testing.T, name string, tags map[string]string, us ...int64) summary.Metric {
+	t.Helper()
+	h := fakeenvoy.NewLatencyHistogram()
+	for _, v := range us {
+		require.NoError(t, h.RecordValue(v))
+	}
+	m, err := summary.NewTrend(name, summary.Time, h, 1e-6, tags)
+	require.NoError(t, err)
+	return m
 }
 
 // TestEvaluateThresholdsBounded: a threshold on a quantile known only as a bucket passes when

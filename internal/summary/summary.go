@@ -285,6 +285,23 @@ func (h *Histogram) Decode() (*hdr.Histogram, error) {
 // Key identifies a metric entry: its name and its tags, in a stable text form.
 func (m Metric) Key() string { return m.Name + TagString(m.Tags) }
 
+// NoData reports a trend that observed nothing: its HDR histogram (or its Prometheus buckets)
+// counts no value, so its zero values are not measurements. A threshold on it fails ("no
+// data"), and the console shows it as such: nothing measured is not zero.
+func (m Metric) NoData() bool {
+	if m.Type != Trend {
+		return false
+	}
+	if m.Buckets != nil {
+		return m.Buckets.Count == 0
+	}
+	if m.Histogram == nil {
+		return false
+	}
+	h, err := m.Histogram.Decode()
+	return err == nil && h != nil && h.TotalCount() == 0
+}
+
 // TagString renders tags as {k="v",...} sorted by key, or "" for none.
 func TagString(tags map[string]string) string {
 	if len(tags) == 0 {

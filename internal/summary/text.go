@@ -75,6 +75,9 @@ func formatValues(m Metric) string {
 		if m.Buckets != nil {
 			return formatBucketTrend(m)
 		}
+		if m.NoData() {
+			return "no data (nothing observed)"
+		}
 		parts := make([]string, 0, len(trendKeys))
 		for _, k := range []string{"avg", "min", "med", "max", "p(90)", "p(99)", "p(99.9)"} {
 			parts = append(parts, k+"="+f(v[k]))
