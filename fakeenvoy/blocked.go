@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
 )
 
 // Why a client has no full config. A run that reaches its end with clients short of a full
@@ -132,11 +135,15 @@ func (c *Client) publishBlocked() {
 }
 
 // Blocked reports why the client has not reached a full config (ok false once it has). It is
-// safe to call from any goroutine; a client that never got a response reports "no response
-// from the control plane".
+// safe to call from any goroutine; a client that never got a response reports the gRPC code of
+// its last failed connect ("not connected: … ResourceExhausted"), or "no response from the
+// control plane" when its stream is open and silent.
 func (c *Client) Blocked() (Blocker, bool) {
 	s := c.blocked.Load()
 	if s == nil {
+		if code := c.connErr.Load(); code != nil {
+			return Blocker{Reason: "not connected: its connects fail with " + code.String() + " (see the connect failures)"}, true
+		}
 		return Blocker{Reason: "no response from the control plane"}, true
 	}
 	if s.done {
@@ -147,6 +154,17 @@ func (c *Client) Blocked() (Blocker, bool) {
 
 // blockedCell is the client's published blocker.
 type blockedCell = atomic.Pointer[blockedState]
+
+// connErrCell is the gRPC code of the client's last failed connect (nil once connected).
+type connErrCell = atomic.Pointer[codes.Code]
+
+// connectFailed records a failed connect (dial, stream open, or a stream that ended before its
+// headers) and reports it to the hooks.
+func (c *Client) connectFailed(at time.Time, err error) {
+	code := errorCode(err)
+	c.connErr.Store(&code)
+	c.hooks.ConnectFailed(c, at, err)
+}
 
 // IncompleteGroup is how many clients of one group share one reason for having no full config,
 // with a few of them named.

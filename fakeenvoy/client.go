@@ -38,6 +38,7 @@ type Client struct {
 	attempts  int
 	running   bool
 	blocked   blockedCell // why it has no full config (see blocked.go)
+	connErr   connErrCell // the code of its last failed connect, until it connects
 }
 
 var _ probe.View = (*Client)(nil)
@@ -268,7 +269,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 	cc, err := connect(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.hooks.ConnectFailed(c, c.clock.Now(), err)
+			c.connectFailed(c.clock.Now(), err)
 		}
 		return 0
 	}
@@ -280,7 +281,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 		s, err := ads.DeltaAggregatedResources(sctx, c.codec.callOption())
 		if err != nil {
 			if ctx.Err() == nil {
-				c.hooks.ConnectFailed(c, c.clock.Now(), err)
+				c.connectFailed(c.clock.Now(), err)
 			}
 			return 0
 		}
@@ -289,7 +290,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 		s, err := ads.StreamAggregatedResources(sctx, c.codec.callOption())
 		if err != nil {
 			if ctx.Err() == nil {
-				c.hooks.ConnectFailed(c, c.clock.Now(), err)
+				c.connectFailed(c.clock.Now(), err)
 			}
 			return 0
 		}
@@ -399,7 +400,7 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 				if o.connected {
 					c.hooks.Disconnected(c, ev.at, ev.err)
 				} else {
-					c.hooks.ConnectFailed(c, ev.at, ev.err)
+					c.connectFailed(ev.at, ev.err)
 				}
 				return o.received
 			}
@@ -453,6 +454,7 @@ func (o *owner) markConnected(at time.Time) {
 	if o.connected {
 		return
 	}
+	o.c.connErr.Store(nil)
 	o.connected = true
 	o.c.attempts++
 	o.c.hooks.Connected(o.c, at, o.c.attempts)
