@@ -107,7 +107,14 @@ func TestRealRuns(t *testing.T) {
 		opts := DefaultCompareOptions()
 		opts.Gate = mustRegexp(t, realGate)
 
-		same, err := Compare(base, load("same"), opts)
+		// Two runs of one configuration on a shared machine (under -race in make test) differ
+		// by a few percent in their event-level convergence (11 events a run: 110 vs 118 ms
+		// was seen, p = 0.03), which a 5% gate at alpha 0.05 flags about once in twenty
+		// runs per figure. The same-configuration check asks for no change beyond 25%; the
+		// minQuiet 1s run below must still be caught at the default 5%.
+		sameOpts := opts
+		sameOpts.Threshold = 0.25
+		same, err := Compare(base, load("same"), sameOpts)
 		if err != nil {
 			t.Fatal(err)
 		}
