@@ -83,7 +83,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		return nil, err
 	}
 	fcfg.Segment = opts.Segment
-	fillGRPCTargets(&fcfg, sim.Initial())
+	FillGRPCTargets(&fcfg, sim.Initial())
 	fleet, err := fakeenvoy.NewFleet(fcfg)
 	if err != nil {
 		return nil, err

@@ -235,7 +235,7 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	if err := applyAuth(&fcfg, sc, r.tgt.secureAddr, r.tgt.caDir); err != nil {
 		return nil, err
 	}
-	fillGRPCTargets(&fcfg, sim.Initial())
+	FillGRPCTargets(&fcfg, sim.Initial())
 	r.fleet, err = fakeenvoy.NewFleet(fcfg)
 	if err != nil {
 		return nil, err

@@ -157,9 +157,9 @@ func phaseTimeout(d scenarios.Duration, def time.Duration) time.Duration {
 	return def
 }
 
-// fillGRPCTargets gives every gRPC group without targets the listener of every service port
+// FillGRPCTargets gives every gRPC group without targets the listener of every service port
 // of the initial topology (what a client calling all of them would ask for).
-func fillGRPCTargets(cfg *fakeenvoy.FleetConfig, initial []model.Config) {
+func FillGRPCTargets(cfg *fakeenvoy.FleetConfig, initial []model.Config) {
 	var all []string
 	for i := range cfg.Groups {
 		g := &cfg.Groups[i]

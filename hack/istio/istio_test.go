@@ -5,18 +5,12 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	networking "istio.io/api/networking/v1alpha3"
-
 	"github.com/xdslab/xdslab/bench"
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -101,25 +95,6 @@ func (h *secretHooks) FirstFullConfig(c *fakeenvoy.Client, _ time.Time) {
 	h.withCert++
 }
 
-// grpcTargets is every service port of the mesh as host:port (the listeners a proxyless
-// client calling them all would ask for).
-func grpcTargets(initial []model.Config) []string {
-	var all []string
-	for _, c := range initial {
-		se, ok := c.Spec.(*networking.ServiceEntry)
-		if !ok || c.Kind != model.KindServiceEntry {
-			continue
-		}
-		for _, h := range se.GetHosts() {
-			for _, p := range se.GetPorts() {
-				all = append(all, net.JoinHostPort(h, strconv.FormatUint(uint64(p.GetNumber()), 10)))
-			}
-		}
-	}
-	sort.Strings(all)
-	return all
-}
-
 // TestFleetReachesFullConfigOnIstio: Istio's own DiscoveryServer with its default mesh config
 // (auto-mTLS on) serves the simulator's YAML from a directory through its file config source;
 // every fake Envoy and gRPC client reaches full config (clusters warmed with endpoints and the
@@ -188,11 +163,7 @@ func fullConfigOnIstio(t *testing.T, sc *scenarios.Scenario) *secretHooks {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range cfg.Groups {
-		if cfg.Groups[i].Client.GRPC && len(cfg.Groups[i].Client.GRPCTargets) == 0 {
-			cfg.Groups[i].Client.GRPCTargets = grpcTargets(sim.Initial())
-		}
-	}
+	bench.FillGRPCTargets(&cfg, sim.Initial())
 	hooks := &secretHooks{}
 	cfg.Hooks = hooks
 	fleet, err := fakeenvoy.NewFleet(cfg)
