@@ -582,6 +582,13 @@ func WriteFile(path string, s *Summary) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write summary %s: %w", path, err)
 	}
+	// CreateTemp makes the file 0600; a summary is a report like report.html and junit.xml
+	// beside it, readable as they are.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write summary %s: %w", path, err)
+	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write summary %s: %w", path, err)

@@ -215,6 +215,9 @@ func TestWriteReadFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("summary mode %v (%v), want 0644 like the report beside it", st.Mode().Perm(), err)
+	}
 	if len(got.Results.Metrics) != len(s.Results.Metrics) {
 		t.Errorf("read %d metrics, wrote %d", len(got.Results.Metrics), len(s.Results.Metrics))
 	}
