@@ -1,20 +1,15 @@
 package fakeenvoy
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -22,6 +17,8 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
+
+	"github.com/xdslab/xdslab/internal/pki"
 )
 
 // A real Envoy in an Istio mesh never asks the control plane for its own workload certificate:
@@ -99,67 +96,35 @@ func (c AgentConfig) withDefaults() AgentConfig {
 // Agent is the emulated istio-agent shared by a fleet's clients: one lab CA, one workload
 // certificate per client. It is safe for concurrent use.
 type Agent struct {
-	cfg     AgentConfig
-	caKey   *ecdsa.PrivateKey
-	caCert  *x509.Certificate
-	rootPEM string
-
-	mu     sync.Mutex
-	serial int64
-	shared *Agent // the agent whose serial numbers this one uses (WithIssueDelay); nil: its own
+	cfg AgentConfig
+	ca  *pki.CA
 }
 
-// NewAgent creates the lab CA (a self-signed ECDSA P-256 root) and the agent around it.
+// NewAgent creates the lab CA (a self-signed ECDSA P-256 root, in memory) and the agent around
+// it.
 func NewAgent(cfg AgentConfig) (*Agent, error) {
 	cfg = cfg.withDefaults()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA(cfg.Now())
 	if err != nil {
-		return nil, fmt.Errorf("fakeenvoy: agent CA key: %w", err)
+		return nil, fmt.Errorf("fakeenvoy: agent CA: %w", err)
 	}
-	now := cfg.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{Organization: []string{cfg.TrustDomain}, CommonName: "xdslab lab CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("fakeenvoy: agent CA certificate: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("fakeenvoy: agent CA certificate: %w", err)
-	}
-	return &Agent{cfg: cfg, caKey: key, caCert: cert, serial: 1,
-		rootPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))}, nil
+	return &Agent{cfg: cfg, ca: ca}, nil
 }
 
 // WithIssueDelay returns an agent with the same CA that takes d to serve a first request
 // (negative: at once).
 func (a *Agent) WithIssueDelay(d time.Duration) *Agent {
-	b := &Agent{cfg: a.cfg, caKey: a.caKey, caCert: a.caCert, rootPEM: a.rootPEM, serial: a.serial, shared: a.root()}
+	b := &Agent{cfg: a.cfg, ca: a.ca}
 	b.cfg.IssueDelay = max(d, 0)
 	return b
 }
 
-// root is the agent that owns the serial numbers of a CA.
-func (a *Agent) root() *Agent {
-	if a.shared != nil {
-		return a.shared
-	}
-	return a
-}
-
 // RootPEM is the lab CA's certificate, PEM-encoded.
-func (a *Agent) RootPEM() string { return a.rootPEM }
+func (a *Agent) RootPEM() string { return string(a.ca.CertPEM()) }
 
 // SPIFFEID is the identity the agent certifies for a workload.
 func (a *Agent) SPIFFEID(namespace, serviceAccount string) string {
-	return fmt.Sprintf("spiffe://%s/ns/%s/sa/%s", a.cfg.TrustDomain, namespace, serviceAccount)
+	return pki.Identity{TrustDomain: a.cfg.TrustDomain, Namespace: namespace, ServiceAccount: serviceAccount}.String()
 }
 
 // serves reports whether cluster is one of the agent's SDS server clusters.
@@ -197,7 +162,7 @@ func (a *Agent) serve(w workload, name string) (*tlsv3.Secret, time.Duration, er
 		s, err := a.issue(w)
 		return s, a.cfg.IssueDelay, err
 	case name == SecretRoot:
-		return rootSecret(name, a.rootPEM), a.cfg.IssueDelay, nil
+		return rootSecret(name, a.RootPEM()), a.cfg.IssueDelay, nil
 	case strings.HasPrefix(name, fileRootPrefix):
 		b, err := a.cfg.ReadFile(strings.TrimPrefix(name, fileRootPrefix))
 		if err != nil {
@@ -231,39 +196,24 @@ func (a *Agent) serve(w workload, name string) (*tlsv3.Secret, time.Duration, er
 // issue signs a new workload certificate for w: SPIFFE URI SAN, serverAuth and clientAuth
 // (it serves both as a client certificate and as the inbound listener's server certificate).
 func (a *Agent) issue(w workload) (*tlsv3.Secret, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
 	id, err := url.Parse(a.SPIFFEID(w.namespace, w.serviceAccount))
 	if err != nil {
 		return nil, fmt.Errorf("workload identity: %w", err)
 	}
-	r := a.root()
-	r.mu.Lock()
-	r.serial++
-	serial := r.serial
-	r.mu.Unlock()
-	now := a.cfg.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{Organization: []string{a.cfg.TrustDomain}},
-		URIs:         []*url.URL{id},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(a.cfg.CertTTL),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.caCert, &key.PublicKey, a.caKey)
+	c, err := a.ca.Issue(&x509.Certificate{
+		Subject:     pkix.Name{Organization: []string{a.cfg.TrustDomain}},
+		URIs:        []*url.URL{id},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}, a.cfg.Now(), a.cfg.CertTTL)
 	if err != nil {
 		return nil, fmt.Errorf("sign workload certificate: %w", err)
 	}
-	kd, err := x509.MarshalECPrivateKey(key)
+	kd, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
 	if err != nil {
 		return nil, err
 	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd})
 	return certSecret(SecretWorkload, string(certPEM), string(keyPEM)), nil
 }
 

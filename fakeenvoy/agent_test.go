@@ -326,7 +326,7 @@ func TestAgentFileCertificates(t *testing.T) {
 }
 
 // TestAgentWithIssueDelay: a group's own issue delay keeps the fleet's CA (one root for the
-// whole fleet) and its serial numbers.
+// whole fleet), each certificate with a serial of its own.
 func TestAgentWithIssueDelay(t *testing.T) {
 	a := testAgent(t, AgentConfig{})
 	b := groupAgent(a, 20*time.Millisecond)

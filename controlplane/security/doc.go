@@ -1,7 +1,7 @@
 // Package security secures the ADS endpoint (issue 17).
 //
-// A CA (ca.go) is a self-signed root created on first start and kept in a directory, or loaded
-// from PEM files; it signs the server certificate for configured DNS names and IPs, and SPIFFE
+// A CA (internal/pki, shared with the fleet's emulated istio-agent) is a self-signed root
+// created on first start and kept in a directory, or loaded from PEM files; it signs the server certificate for configured DNS names and IPs, and SPIFFE
 // workload certificates for tests and the lab's fleet. CertSource (tls.go) lets the server
 // certificate be re-issued without touching established connections. Clients authenticate with
 // a client certificate whose URI SAN is spiffe://TRUST_DOMAIN/ns/NS/sa/SA (spiffe.go) or with a

@@ -178,11 +178,11 @@ func roundTrip(ctx context.Context, cc *grpc.ClientConn, ns string) (discovery.A
 func TestAuth(t *testing.T) {
 	f := newFixture(t, true)
 	now := time.Now()
-	good, err := f.ca.IssueWorkload(Identity{testTD, "default", "app"}, now, time.Hour)
+	good, err := f.ca.IssueWorkload(Identity{TrustDomain: testTD, Namespace: "default", ServiceAccount: "app"}, now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherTD, err := f.ca.IssueWorkload(Identity{"evil.local", "default", "app"}, now, time.Hour)
+	otherTD, err := f.ca.IssueWorkload(Identity{TrustDomain: "evil.local", Namespace: "default", ServiceAccount: "app"}, now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := otherCA.IssueWorkload(Identity{testTD, "default", "app"}, now, time.Hour)
+	foreign, err := otherCA.IssueWorkload(Identity{TrustDomain: testTD, Namespace: "default", ServiceAccount: "app"}, now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestRotationKeepsStreams(t *testing.T) {
 	f := newFixture(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cert, err := f.ca.IssueWorkload(Identity{testTD, "default", "app"}, time.Now(), time.Hour)
+	cert, err := f.ca.IssueWorkload(Identity{TrustDomain: testTD, Namespace: "default", ServiceAccount: "app"}, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func BenchmarkNewStream(b *testing.B) {
 	for _, mode := range []string{"plaintext", "mtls"} {
 		b.Run(mode, func(b *testing.B) {
 			f := newFixture(b, mode == "mtls")
-			cert, err := f.ca.IssueWorkload(Identity{testTD, "default", "app"}, time.Now(), time.Hour)
+			cert, err := f.ca.IssueWorkload(Identity{TrustDomain: testTD, Namespace: "default", ServiceAccount: "app"}, time.Now(), time.Hour)
 			if err != nil {
 				b.Fatal(err)
 			}

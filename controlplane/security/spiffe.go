@@ -5,18 +5,6 @@ import (
 	"strings"
 )
 
-// Identity is a workload identity in Istio's SPIFFE form.
-type Identity struct {
-	TrustDomain    string
-	Namespace      string
-	ServiceAccount string
-}
-
-// String is the SPIFFE id spiffe://TRUST_DOMAIN/ns/NS/sa/SA.
-func (id Identity) String() string {
-	return "spiffe://" + id.TrustDomain + "/ns/" + id.Namespace + "/sa/" + id.ServiceAccount
-}
-
 // ParseSPIFFE parses spiffe://TRUST_DOMAIN/ns/NS/sa/SA. Every part must be non-empty and free
 // of '/', so one id has exactly one reading; the trust domain is compared case-insensitively by
 // SPIFFE, so it is returned lower-cased.

@@ -14,8 +14,8 @@ func TestParseSPIFFE(t *testing.T) {
 		want Identity
 		ok   bool
 	}{
-		{"spiffe://cluster.local/ns/default/sa/bookinfo", Identity{"cluster.local", "default", "bookinfo"}, true},
-		{"spiffe://Cluster.Local/ns/a/sa/b", Identity{"cluster.local", "a", "b"}, true},
+		{"spiffe://cluster.local/ns/default/sa/bookinfo", Identity{TrustDomain: "cluster.local", Namespace: "default", ServiceAccount: "bookinfo"}, true},
+		{"spiffe://Cluster.Local/ns/a/sa/b", Identity{TrustDomain: "cluster.local", Namespace: "a", ServiceAccount: "b"}, true},
 		{"http://cluster.local/ns/a/sa/b", Identity{}, false},
 		{"spiffe://cluster.local/ns/a", Identity{}, false},
 		{"spiffe://cluster.local/ns//sa/b", Identity{}, false},
