@@ -23,6 +23,7 @@ const (
 	MetricSimEvents         = "xdslab_sim_events_total"
 	MetricSimLate           = "xdslab_sim_events_late_total"
 	MetricSimSkipped        = "xdslab_sim_events_skipped_total"
+	MetricSimFailed         = "xdslab_sim_events_failed_total"
 	MetricSimLateness       = "xdslab_sim_event_lateness_seconds"
 	MetricEventsMissed      = "xdslab_events_missed_total"
 	MetricEventsUnmeasured  = "xdslab_events_unmeasured_total"
@@ -69,7 +70,8 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 	st := r.simStats
 	add(summary.NewCounter(MetricSimEvents, summary.Default, float64(st.Events), dur, nil),
 		summary.NewCounter(MetricSimLate, summary.Default, float64(st.Late), dur, nil),
-		summary.NewCounter(MetricSimSkipped, summary.Default, float64(st.Skipped), dur, nil))
+		summary.NewCounter(MetricSimSkipped, summary.Default, float64(st.Skipped), dur, nil),
+		summary.NewCounter(MetricSimFailed, summary.Default, float64(st.Failed), dur, nil))
 	if st.Late > 0 {
 		// How late late events fired (they fire at once, never shifted): a loaded harness shows here.
 		mean := (st.TotalLateness / time.Duration(st.Late)).Seconds()
@@ -85,6 +87,9 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 		tags := map[string]string{"kind": k}
 		add(summary.NewCounter(MetricSimEvents, summary.Default, float64(ks.Events), dur, tags),
 			summary.NewCounter(MetricSimLate, summary.Default, float64(ks.Late), dur, tags))
+		if ks.Failed > 0 {
+			add(summary.NewCounter(MetricSimFailed, summary.Default, float64(ks.Failed), dur, tags))
+		}
 	}
 
 	// Events missed: an event that some client in its reach never observed (nor superseded).

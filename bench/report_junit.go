@@ -69,6 +69,15 @@ func WriteJUnit(w io.Writer, s *summary.Summary) error {
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
+	// A run stopped before its end is flagged as a failed case of its own: its thresholds were
+	// judged on part of the scenario.
+	for _, k := range []string{"interrupted", "ended"} {
+		if why := s.Metadata.Labels["note."+k]; why != "" {
+			suite.Cases = append(suite.Cases, junitCase{Name: "the run completed its phases", ClassName: "run." + name,
+				Failure: &junitFailure{Message: k + ": " + why, Type: k, Text: why}})
+			suite.Failures++
+		}
+	}
 	suite.Tests = len(suite.Cases)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

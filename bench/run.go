@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,7 +77,24 @@ type RunOptions struct {
 	// OnRun, if set, receives each run's summary as it completes (i from 1; with Repeat <= 1
 	// once, with i = 1): repeated runs for statistics without reading run-i back from disk.
 	OnRun func(i int, s *summary.Summary)
+	// Stop, when closed, ends the run early (the CLI closes it on the first SIGINT or
+	// SIGTERM): the simulator stops, in-flight events get a brief drain (StopDrain, at most
+	// the scenario's drain timeout), and what was measured is collected, evaluated against the
+	// thresholds and written, marked interrupted (note.interrupted). Run then returns that
+	// summary with an error wrapping ErrInterrupted, and starts no further repeats. Canceling
+	// ctx instead abandons the run and writes nothing.
+	Stop <-chan struct{}
+	// StopDrain bounds the drain after Stop (default 2s).
+	StopDrain time.Duration
 }
+
+// ErrInterrupted is returned (wrapped, with the summary of what was measured) by a run that
+// RunOptions.Stop ended early.
+var ErrInterrupted = errors.New("interrupted")
+
+// ErrEndedEarly is returned (wrapped, with the summary of what was measured, written to Out)
+// by a run that an error ended after its clients had started: the error says what.
+var ErrEndedEarly = errors.New("the run ended early")
 
 // Run runs a resolved scenario: phases connect, measure and drain against the target, then
 // collects the summary, evaluates the thresholds and writes the outputs. A failed threshold is
@@ -89,6 +107,12 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts RunOptions) (*summary
 	}
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("run: scenario %s: %w", sc.Name, err)
+	}
+	if opts.Out != "" {
+		// Before anything runs: a run that cannot write its results is refused at once.
+		if err := CheckWritableDir(opts.Out); err != nil {
+			return nil, fmt.Errorf("run: --out: %w", err)
+		}
 	}
 	if opts.Repeat <= 1 {
 		s, err := runOnce(ctx, sc, opts, 0)
@@ -109,6 +133,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts RunOptions) (*summary
 		}
 		s, err := runOnce(ctx, sc, o, i)
 		if err != nil {
+			if s != nil { // ended early with what it measured written: no further repeats
+				return s, fmt.Errorf("run %d of %d: %w", i, opts.Repeat, err)
+			}
 			return nil, fmt.Errorf("run %d of %d: %w", i, opts.Repeat, err)
 		}
 		if opts.OnRun != nil {
@@ -132,6 +159,8 @@ type eventRecord struct {
 	Lateness  time.Duration
 	handle    *fakeenvoy.Expected
 	expectErr error
+	// failErr is the sink's error when it failed to apply the event (the event is withdrawn).
+	failErr error
 }
 
 // sample is one point of the run's timeline.
@@ -166,6 +195,7 @@ type run struct {
 	cpEnd     cpSample // after drain
 	simStats  simulator.Stats
 	drainLeft int
+	measured  time.Duration // how long the measure phase ran
 	// connectFull counts, by client group, the clients holding their first full config when
 	// the connect phase ended (the implicit per-group threshold is judged on it).
 	connectFull map[string]uint64
@@ -264,10 +294,29 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 		Sink: r.tgt.sink, Metrics: r.simMetrics,
 		OnEvent:   r.onEvent,
 		OnApplied: r.onApplied,
+		OnFailed:  r.onFailed,
 	})
 	if err != nil {
 		return nil, err
 	}
+
+	// sctx ends with ctx, or early when Stop is closed: the phases watch it; what must finish
+	// (loading the topology, collecting, writing) runs on ctx.
+	sctx, cancelStop := context.WithCancel(ctx)
+	defer cancelStop()
+	var stopAt atomic.Pointer[string] // the phase Stop came in, once it did
+	if opts.Stop != nil {
+		go func() {
+			select {
+			case <-opts.Stop:
+				p, _ := r.phase.Load().(string)
+				stopAt.Store(&p)
+				cancelStop()
+			case <-sctx.Done():
+			}
+		}()
+	}
+	stopped := func() bool { return ctx.Err() == nil && sctx.Err() != nil }
 
 	// Load the initial topology before any client connects.
 	setup := r.startPhase("setup")
@@ -276,10 +325,10 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	}
 	services := countServices(sim.Initial())
 	if r.tgt.loaded != nil {
-		lctx, cancel := context.WithTimeout(ctx, phaseTimeout(sc.Phases.Connect.Timeout, time.Minute))
+		lctx, cancel := context.WithTimeout(sctx, phaseTimeout(sc.Phases.Connect.Timeout, time.Minute))
 		err := r.tgt.loaded(lctx, services)
 		cancel()
-		if err != nil {
+		if err != nil && !stopped() {
 			return nil, fmt.Errorf("the control plane did not load the initial topology (%d services): %w", services, err)
 		}
 	} else {
@@ -297,29 +346,59 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 		monWG.Wait()
 	}()
 
+	// ended is the error that ended the run before its time (nil: it ran its course, or was
+	// stopped); the results are written either way.
+	var ended error
+
 	// Connect: ramp the clients, wait for each one's first full config.
-	if err := r.connect(ctx); err != nil {
-		return nil, err
+	if !stopped() {
+		ended = r.connect(ctx, sctx)
 	}
 
 	// Measure: churn for the scenario's duration.
-	measure := r.startPhase("measure")
-	r.cpStart = r.readCP(ctx)
-	r.measureT0.Store(time.Now().UnixNano())
-	r.simStats, err = runner.Run(ctx)
-	r.endPhase(measure)
-	if err != nil {
-		return nil, fmt.Errorf("measure: %w", err)
+	if ended == nil && !stopped() {
+		measure := r.startPhase("measure")
+		r.cpStart = r.readCP(ctx)
+		r.measureT0.Store(time.Now().UnixNano())
+		r.simStats, err = runner.Run(sctx)
+		r.endPhase(measure)
+		r.measured = time.Since(r.phases[measure].Start)
+		if err != nil && !stopped() {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("measure: %w", err)
+			}
+			ended = fmt.Errorf("measure: %w", err)
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 
-	// Drain: wait for in-flight events to converge.
+	// Drain: wait for in-flight events to converge; briefly when the run was stopped (a Stop
+	// during the drain cuts it to StopDrain from then).
+	stopDrain := cmp.Or(opts.StopDrain, 2*time.Second)
 	drain := r.startPhase("drain")
 	dctx, cancel := context.WithTimeout(ctx, phaseTimeout(sc.Phases.Drain.Timeout, 10*time.Second))
+	stopDrainTimer := context.AfterFunc(sctx, func() { time.AfterFunc(stopDrain, cancel) })
 	r.drainLeft, _ = r.fleet.Matcher().Drain(dctx, 10*time.Millisecond)
+	stopDrainTimer()
 	cancel()
 	r.endPhase(drain)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if p := stopAt.Load(); p != nil && (*p != "drain" || r.drainLeft > 0) {
+		r.notes["interrupted"] = r.interruptedNote(*p, stopDrain)
+	}
+	if ended != nil {
+		r.notes["ended"] = fmt.Sprintf("the run ended early: %v; the figures cover what ran before", ended)
+	}
+	if st := r.simStats; st.Failed > 0 {
+		r.notes["sink"] = fmt.Sprintf("the sink failed to apply %d of %d events (they are counted in %s and left out of the latencies); first error: %v",
+			st.Failed, st.Failed+st.Events, MetricSimFailed, st.FirstFailure)
+		if st.LastFailure != nil && st.LastFailure.Error() != st.FirstFailure.Error() {
+			r.notes["sink"] += fmt.Sprintf("; last: %v", st.LastFailure)
+		}
 	}
 	r.cpEnd = r.readCP(ctx)
 	stopMon()
@@ -327,14 +406,14 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 	r.sample(time.Now()) // the last point of the timeline
 
 	r.fleet.Stop()
-	ended := time.Now()
+	endedAt := time.Now()
 	if r.cpEnd.hasRSS {
 		r.cpEnd.rss = max(r.cpEnd.rss, r.cpMaxRSS)
 	}
 	r.usage = usageBetween(usage0, readUsage(), prof.stop(), r.cpFirst, r.cpEnd, r.tgt.kind)
 	r.profile = prof.data
 
-	s, err := r.collect(ended)
+	s, err := r.collect(endedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +423,36 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 			return s, err
 		}
 	}
+	switch {
+	case ended != nil:
+		return s, fmt.Errorf("%w: %w", ErrEndedEarly, ended)
+	case r.notes["interrupted"] != "":
+		return s, fmt.Errorf("%w: %s", ErrInterrupted, r.notes["interrupted"])
+	}
 	return s, nil
+}
+
+// interruptedNote says where Stop ended the run and what the figures then cover.
+func (r *run) interruptedNote(phase string, stopDrain time.Duration) string {
+	note := fmt.Sprintf("interrupted in the %s phase", phase)
+	switch phase {
+	case "setup", "connect":
+		note += ": no churn was applied; the figures cover the clients' connection only"
+	case "measure":
+		note += fmt.Sprintf(" after %s of %s of churn (%d events applied)", r.measured.Round(100*time.Millisecond), r.sc.Duration.D(), r.applied.Load())
+	}
+	if r.drainLeft > 0 {
+		note += fmt.Sprintf("; %d observations still outstanding after a drain of at most %s count as missed", r.drainLeft, stopDrain)
+	}
+	return note + "; thresholds are evaluated on what was measured"
+}
+
+// Interrupted returns why a run was stopped early (empty when it was not).
+func Interrupted(s *summary.Summary) string {
+	if s == nil {
+		return ""
+	}
+	return s.Metadata.Labels["note.interrupted"]
 }
 
 func (r *run) startPhase(name string) int {
@@ -358,17 +466,18 @@ func (r *run) endPhase(i int) { r.phases[i].End = time.Now() }
 // connect starts the fleet and waits until every client holds its first full config or the
 // connect timeout passes; what is missing then is counted, per client group, and the run goes
 // on.
-func (r *run) connect(ctx context.Context) error {
+// The clients run on ctx; the wait ends early when sctx does (a Stop).
+func (r *run) connect(ctx, sctx context.Context) error {
 	p := r.startPhase("connect")
 	defer r.endPhase(p)
 	if err := r.fleet.Start(ctx); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	err := waitFull(ctx, r.fleet, phaseTimeout(r.sc.Phases.Connect.Timeout, time.Minute))
+	err := waitFull(sctx, r.fleet, phaseTimeout(r.sc.Phases.Connect.Timeout, time.Minute))
 	r.connectFull = r.fleet.Observer().FullConfigByGroup()
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if sctx.Err() != nil {
+			return nil // stopped (or abandoned): the caller tells which
 		}
 		r.notes["connect"] = err.Error()
 		r.log.Warn("connect phase timed out", "err", err)
@@ -390,6 +499,17 @@ func (r *run) onEvent(ev simulator.Event) {
 		r.log.Warn("event not measurable", "event", ev.ID, "kind", ev.Kind, "err", rec.expectErr)
 	}
 	r.events = append(r.events, rec)
+}
+
+// onFailed runs when the sink failed to apply the event: its expectation is withdrawn (the
+// change was not made, or not wholly) and the event is counted failed, not missed.
+func (r *run) onFailed(ev simulator.Event, err error) {
+	rec := &r.events[len(r.events)-1]
+	rec.failErr = err
+	if rec.handle != nil {
+		rec.handle.Withdraw()
+	}
+	r.log.Warn("the sink failed to apply an event; the run goes on", "event", ev.ID, "kind", ev.Kind, "err", err)
 }
 
 // onApplied runs right after the sink's Apply returned, with t0 taken.
@@ -533,6 +653,24 @@ func (r *run) write(s *summary.Summary) error {
 		}
 	}
 	return writeFileAtomic(filepath.Join(r.opts.Out, "report.html"), func(w io.Writer) error { return r.writeHTML(w, s) })
+}
+
+// CheckWritableDir creates dir if missing and checks that a file can be created in it, so that a
+// run that could not write its results is refused before it starts.
+func CheckWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".xdslab-write-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write into %s: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("cannot write into %s: %w", dir, err)
+	}
+	return nil
 }
 
 // writeFileAtomic writes path through a temporary file renamed into place.

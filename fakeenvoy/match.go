@@ -144,7 +144,10 @@ type matchEvent struct {
 
 	hasT0 atomic.Bool
 	t0    atomic.Int64 // offset from the epoch, valid once hasT0
-	regAt int64        // offset of Expect: a response received earlier cannot observe the event
+	// withdrawn: the change was never made (the sink failed to apply it); no client is held
+	// to it and it is left out of the results.
+	withdrawn atomic.Bool
+	regAt     int64 // offset of Expect: a response received earlier cannot observe the event
 
 	observed, superseded, held, received, acked, earlyRecv atomic.Int64
 	// Latency statistics in ns, updated once T0 is known.
@@ -349,6 +352,11 @@ func (h *Expected) SetT0(t time.Time) error {
 // EventID returns the registered event's id.
 func (h *Expected) EventID() uint64 { return h.ev.exp.EventID }
 
+// Withdraw takes back an expectation whose change was never made (the sink failed to apply
+// it): no client is held to it from now on, Drain does not wait for it, and Results leaves it
+// out (the caller counts it as failed). Safe to call twice.
+func (h *Expected) Withdraw() { h.ev.withdrawn.Store(true) }
+
 // client returns c's state, tracking it on first sight; the shard lock must be held.
 func (m *Matcher) client(s *matchShard, c matchee) *matchClient {
 	cl := s.clients[c.Index()]
@@ -376,7 +384,7 @@ func (m *Matcher) claim(s *matchShard, c matchee, r *ResponseInfo) *matchClient 
 	m.logMu.RUnlock()
 	cl.cursor = n
 	for _, ev := range log {
-		if !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) {
+		if ev.withdrawn.Load() || !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) {
 			continue
 		}
 		if ev = ev.forClient(cl); ev == nil {
@@ -843,7 +851,7 @@ func (m *Matcher) outstanding() outstandingCounts {
 			for j := len(cl.pending) - 1; j >= 0; j-- {
 				p := cl.pending[j]
 				idx := p.ev.idx
-				if idx >= n {
+				if idx >= n || p.ev.stats().withdrawn.Load() {
 					continue
 				}
 				switch {
@@ -857,7 +865,7 @@ func (m *Matcher) outstanding() outstandingCounts {
 				}
 			}
 			for _, ev := range log[min(cl.cursor, n):] {
-				if !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) || ev.forClient(cl) == nil {
+				if ev.withdrawn.Load() || !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) || ev.forClient(cl) == nil {
 					continue
 				}
 				if ev.exp.Reach.WatchersOnly || cl.named {
@@ -940,8 +948,11 @@ func (m *Matcher) Results() MatchResults {
 	m.logMu.RLock()
 	log := m.log[:len(o.missed)]
 	m.logMu.RUnlock()
-	res.Events = make([]EventResult, len(log))
+	res.Events = make([]EventResult, 0, len(log))
 	for i, ev := range log {
+		if ev.withdrawn.Load() {
+			continue
+		}
 		r := EventResult{
 			EventID:       ev.exp.EventID,
 			Kind:          ev.exp.Kind,
@@ -993,7 +1004,7 @@ func (m *Matcher) Results() MatchResults {
 		res.Missed += r.Missed
 		res.Unresolved += r.Unresolved
 		res.Received += r.Received
-		res.Events[i] = r
+		res.Events = append(res.Events, r)
 	}
 	for _, h := range res.ConvergenceByKind {
 		res.Convergence.Merge(h)

@@ -685,3 +685,44 @@ func TestMatcherDrain(t *testing.T) {
 	}
 	<-done
 }
+
+// TestMatcherWithdraw: an event whose change the sink failed to make is withdrawn: clients that
+// claimed it and clients that had not yet are no longer held to it, Drain does not wait for it
+// and Results leaves it out, while the events around it are matched as before.
+func TestMatcherWithdraw(t *testing.T) {
+	m := NewMatcher(MatcherConfig{Now: mtNow})
+	a := &mtClient{index: 0, group: "g", ns: "default"}
+	b := &mtClient{index: 1, group: "g", ns: "default"}
+	for _, cl := range []*mtClient{a, b} {
+		m.Track(cl.index, cl.group, cl.ns)
+		cl.push(m, resource.EndpointType, at(0), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
+	}
+	failed, err := m.Expect(probe.Expectation{EventID: 1, Kind: "add", All: []probe.Predicate{present("c1", "10.0.0.9")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.push(m, resource.ClusterType, at(1), time.Time{}, nil) // a claims event 1; b has not
+	failed.Withdraw()
+	failed.Withdraw() // twice is harmless
+	if _, err := m.Expect(probe.Expectation{EventID: 2, Kind: "add", T0: at(2), All: []probe.Predicate{present("c1", "10.0.0.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Outstanding(); n != 2 {
+		t.Fatalf("outstanding = %d, want 2 (event 2 at both clients; the withdrawn event at none)", n)
+	}
+	for i, cl := range []*mtClient{a, b} {
+		cl.push(m, resource.EndpointType, at(10+i), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n, err := m.Drain(ctx, time.Millisecond); n != 0 || err != nil {
+		t.Fatalf("Drain = %d, %v; want 0, nil: a withdrawn event is not awaited", n, err)
+	}
+	res := m.Results()
+	if len(res.Events) != 1 || res.Events[0].EventID != 2 || !res.Events[0].Complete() || res.Events[0].Observed != 2 {
+		t.Fatalf("results = %+v, want only event 2, observed by both clients", res.Events)
+	}
+	if res.Missed != 0 {
+		t.Errorf("missed = %d, want 0", res.Missed)
+	}
+}

@@ -88,6 +88,8 @@ type Metrics struct {
 	Lateness prometheus.Histogram // xdslab_sim_event_lateness_seconds
 	// Apply observes the primary sink's Apply duration.
 	Apply prometheus.Histogram // xdslab_sim_apply_duration_seconds
+	// Failed counts events the sink failed to apply (the run goes on).
+	Failed *prometheus.CounterVec // xdslab_sim_events_failed_total{kind}
 }
 
 // NewMetrics creates the series and registers them on reg (nil: not registered).
@@ -110,9 +112,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "xdslab_sim_apply_duration_seconds", Help: "Time the sink took to apply one event.",
 			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 12),
 		}),
+		Failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xdslab_sim_events_failed_total", Help: "Events the sink failed to apply (a write error; the run goes on), by churn kind.",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Events, m.Late, m.Skipped, m.Lateness, m.Apply} {
+		for _, c := range []prometheus.Collector{m.Events, m.Late, m.Skipped, m.Lateness, m.Apply, m.Failed} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("simulator metrics: %w", err)
 			}
@@ -134,18 +139,24 @@ type RunnerOptions struct {
 	OnEvent func(Event)
 	// OnApplied is called with T0 set, before the recorders.
 	OnApplied func(Event)
+	// OnFailed is called when the sink failed to apply the event (after OnEvent, instead of
+	// OnApplied): the event is counted failed and the run goes on.
+	OnFailed func(Event, error)
 	// Metrics may be nil.
 	Metrics *Metrics
 }
 
 // KindStats counts one churn kind's events.
 type KindStats struct {
-	Events, Late, Skipped int
+	Events, Late, Skipped, Failed int
 }
 
 // Stats summarizes a run.
 type Stats struct {
-	Events, Late, Skipped int
+	// Events counts the events applied; Failed those the sink failed to apply (not in Events).
+	Events, Late, Skipped, Failed int
+	// FirstFailure and LastFailure are the sink's first and last errors (nil: none failed).
+	FirstFailure, LastFailure error
 	// MaxLateness and TotalLateness cover late events.
 	MaxLateness, TotalLateness time.Duration
 	// ApplyTotal is the time spent in the sink's Apply.
@@ -186,8 +197,10 @@ func (r *Runner) Init(ctx context.Context) error {
 }
 
 // Run applies churn from now until the configured duration has passed (churn offsets count from
-// the call), and returns the stats. It stops early with ctx's error or a sink's error, returning
-// the stats so far. It does not close the sinks.
+// the call), and returns the stats. An event the primary sink fails to apply (a write error: a
+// directory that vanished for a moment) is counted failed, reported to OnFailed, and the run
+// goes on. It stops early with ctx's error or a recorder's error, returning the stats so far.
+// It does not close the sinks.
 func (r *Runner) Run(ctx context.Context) (Stats, error) {
 	clk := r.opts.Clock
 	start := clk.Now()
@@ -238,7 +251,11 @@ func (r *Runner) apply(ctx context.Context, ev Event, due time.Time) error {
 	}
 	begin := clk.Now()
 	if err := r.opts.Sink.Apply(ctx, ev); err != nil {
-		return err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.fail(ev, err)
+		return nil
 	}
 	ev.T0 = clk.Now()
 	ev.Expectation.T0 = ev.T0
@@ -273,6 +290,22 @@ func (r *Runner) apply(ctx context.Context, ev Event, due time.Time) error {
 		}
 	}
 	return nil
+}
+
+// fail counts ev as failed with the sink's err.
+func (r *Runner) fail(ev Event, err error) {
+	r.stats.Failed++
+	if r.stats.FirstFailure == nil {
+		r.stats.FirstFailure = err
+	}
+	r.stats.LastFailure = err
+	r.count(ev, func(k *KindStats) { k.Failed++ })
+	if m := r.opts.Metrics; m != nil {
+		m.Failed.WithLabelValues(string(ev.Kind)).Inc()
+	}
+	if r.opts.OnFailed != nil {
+		r.opts.OnFailed(ev, err)
+	}
 }
 
 // Stats returns the stats so far (from the Runner's goroutine, or after Run returned).

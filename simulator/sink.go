@@ -96,6 +96,10 @@ type DirSink struct {
 	objs map[model.ConfigKey]dirDoc
 	// files maps a file name to the keys it holds.
 	files map[string]map[model.ConfigKey]struct{}
+	// unsynced holds the files whose last write or removal failed (the directory vanished
+	// for a moment): every later Apply retries them, so the directory catches up once it is
+	// back.
+	unsynced map[string]bool
 	// Writes and Removes count file operations (for benchmarks and progress).
 	Writes, Removes int
 }
@@ -113,7 +117,7 @@ func NewDirSink(opts DirOptions) (*DirSink, error) {
 	if opts.APIVersion == "" {
 		opts.APIVersion = DefaultAPIVersion
 	}
-	return &DirSink{opts: opts, objs: map[model.ConfigKey]dirDoc{}, files: map[string]map[model.ConfigKey]struct{}{}}, nil
+	return &DirSink{opts: opts, objs: map[model.ConfigKey]dirDoc{}, files: map[string]map[model.ConfigKey]struct{}{}, unsynced: map[string]bool{}}, nil
 }
 
 func isYAMLName(n string) bool { return strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") }
@@ -144,7 +148,8 @@ func (d *DirSink) Init(ctx context.Context, initial []model.Config) error {
 	return d.apply(ctx, initial, nil)
 }
 
-// Apply rewrites the files the event touches.
+// Apply rewrites the files the event touches, and the files an earlier Apply failed to write.
+// On an error the files not written are retried by the next Apply.
 func (d *DirSink) Apply(ctx context.Context, ev Event) error {
 	if err := d.apply(ctx, ev.Upserts, ev.Deletes); err != nil {
 		return fmt.Errorf("dir sink: event %d: %w", ev.ID, err)
@@ -191,28 +196,44 @@ func (d *DirSink) apply(ctx context.Context, upserts []model.Config, deletes []m
 		d.files[f][c.Key()] = struct{}{}
 		dirty[f] = true
 	}
+	for f := range d.unsynced {
+		dirty[f] = true
+	}
 	names := make([]string, 0, len(dirty))
 	for f := range dirty {
 		names = append(names, f)
 	}
 	slices.Sort(names)
-	for _, f := range names {
-		if err := ctx.Err(); err != nil {
-			return err
+	for i, f := range names {
+		err := ctx.Err()
+		if err == nil {
+			err = d.sync(f)
 		}
-		if len(d.files[f]) == 0 {
-			delete(d.files, f)
-			if err := os.Remove(filepath.Join(d.opts.Dir, f)); err != nil && !os.IsNotExist(err) {
-				return err
+		if err != nil {
+			for _, rest := range names[i:] {
+				d.unsynced[rest] = true
 			}
-			d.Removes++
-			continue
-		}
-		if err := writeAtomic(d.opts.Dir, f, d.render(f)); err != nil {
 			return err
 		}
-		d.Writes++
+		delete(d.unsynced, f)
 	}
+	return nil
+}
+
+// sync writes file f as the objects say, or removes it when it holds none.
+func (d *DirSink) sync(f string) error {
+	if len(d.files[f]) == 0 {
+		if err := os.Remove(filepath.Join(d.opts.Dir, f)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		delete(d.files, f)
+		d.Removes++
+		return nil
+	}
+	if err := writeAtomic(d.opts.Dir, f, d.render(f)); err != nil {
+		return err
+	}
+	d.Writes++
 	return nil
 }
 

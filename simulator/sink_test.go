@@ -181,6 +181,41 @@ func TestDirSinkDeleteRemovesFile(t *testing.T) {
 	require.Len(t, after, len(before)-3)
 }
 
+// TestDirSinkDirectoryVanishes: the sink's directory is moved away for three events and moved
+// back (issue 31): those events fail with the error, the run goes on, and the next event that
+// succeeds rewrites every file the failed ones did not, so the directory ends as the mesh is.
+func TestDirSinkDirectoryVanishes(t *testing.T) {
+	sim, err := New(mixedConfig(3))
+	require.NoError(t, err)
+	root := t.TempDir()
+	dir, away := filepath.Join(root, "mesh"), filepath.Join(root, "moved")
+	sink, err := NewDirSink(DirOptions{Dir: dir})
+	require.NoError(t, err)
+	seen, failures := 0, 0
+	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: sink,
+		OnEvent: func(Event) {
+			seen++
+			if seen == 5 {
+				require.NoError(t, os.Rename(dir, away))
+			}
+		},
+		OnFailed: func(ev Event, err error) {
+			failures++
+			require.ErrorContains(t, err, fmt.Sprintf("dir sink: event %d", ev.ID))
+			if failures == 3 {
+				require.NoError(t, os.Rename(away, dir))
+			}
+		}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, r.Init(ctx))
+	stats, err := r.Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, stats.Failed)
+	require.Greater(t, stats.Events, 10, "the run went on after the failures")
+	requireSameObjects(t, sim.Current(), loadDir(t, dir, DefaultAPIVersion))
+}
+
 func TestDirSinkRefusesNonEmptyDir(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "old.yaml"), []byte("x: 1\n"), 0o644))
@@ -339,13 +374,58 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 	require.Zero(t, applied)
 }
 
+// TestRunnerSinkError: an event the sink fails to apply is counted failed, reported with its
+// error, and the run goes on to the events after it (issue 31: a write error is not the end).
 func TestRunnerSinkError(t *testing.T) {
 	sim, err := New(mixedConfig(1))
 	require.NoError(t, err)
 	boom := fmt.Errorf("disk full")
-	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: SinkFuncs{ApplyFunc: func(context.Context, Event) error { return boom }}})
+	calls := 0
+	var failed []uint64
+	var failErrs []error
+	applied := 0
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Metrics: m,
+		Sink: SinkFuncs{ApplyFunc: func(context.Context, Event) error {
+			calls++
+			if calls >= 2 && calls <= 4 {
+				return boom
+			}
+			return nil
+		}},
+		OnFailed:  func(ev Event, err error) { failed = append(failed, ev.ID); failErrs = append(failErrs, err) },
+		OnApplied: func(Event) { applied++ },
+	})
 	require.NoError(t, err)
 	stats, err := r.Run(context.Background())
-	require.ErrorIs(t, err, boom)
-	require.Zero(t, stats.Events)
+	require.NoError(t, err, "a failed event does not end the run")
+	require.Greater(t, calls, 5)
+	require.Len(t, failed, 3)
+	for _, e := range failErrs {
+		require.ErrorIs(t, e, boom)
+	}
+	require.Equal(t, 3, stats.Failed)
+	require.Equal(t, calls-3, stats.Events)
+	require.Equal(t, calls-3, applied)
+	require.ErrorIs(t, stats.FirstFailure, boom)
+	byKind := 0
+	for k, ks := range stats.ByKind {
+		byKind += ks.Failed
+		require.Equal(t, float64(ks.Failed), testutil.ToFloat64(m.Failed.WithLabelValues(string(k))))
+	}
+	require.Equal(t, 3, byKind)
+
+	// A canceled context still ends the run at once, even when the sink reports it as an error.
+	sim2, err := New(mixedConfig(1))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	r2, err := NewRunner(sim2, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: SinkFuncs{ApplyFunc: func(ctx context.Context, _ Event) error {
+		cancel()
+		return ctx.Err()
+	}}, OnFailed: func(Event, error) { t.Error("a canceled apply is not a failed event") }})
+	require.NoError(t, err)
+	_, err = r2.Run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
 }

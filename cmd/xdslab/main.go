@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,12 +15,13 @@ import (
 )
 
 // Exit codes (DESIGN.md): 0 ok, 1 regression found by compare, 2 bad usage or input,
-// 99 a threshold failed.
+// 99 a threshold failed, 130 interrupted (SIGINT or SIGTERM; the shell's 128+SIGINT).
 const (
-	exitOK         = 0
-	exitRegression = 1
-	exitUsage      = 2
-	exitThreshold  = 99
+	exitOK          = 0
+	exitRegression  = 1
+	exitUsage       = 2
+	exitThreshold   = 99
+	exitInterrupted = 130
 )
 
 // exitError carries an exit code up to main.
@@ -43,10 +45,36 @@ func usageErr(err error) error {
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(context.Background(), sigs, os.Stderr, func() { os.Exit(exitInterrupted) })
 	code := run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
+}
+
+// interruptible returns a context canceled by the first signal on sigs: a command stops what it
+// does and writes what it has (xdslab run writes the results measured so far and exits 130).
+// A second signal calls exit at once, with nothing more written. stop releases the watcher.
+func interruptible(parent context.Context, sigs <-chan os.Signal, stderr io.Writer, exit func()) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(stderr, "\nxdslab: %s: stopping and writing what was measured; press Ctrl-C again to exit at once\n", sig)
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(stderr, "xdslab: %s again: exiting at once, nothing more written (exit %d)\n", sig, exitInterrupted)
+			exit()
+		case <-done:
+		}
+	}()
+	return ctx, func() { close(done); cancel() }
 }
 
 // run executes the CLI with args and returns the process exit code.

@@ -60,7 +60,14 @@ Built-in scenarios: ` + strings.Join(scenarios.BuiltinNames(), ", ") + `.
 Every client group has an implicit threshold beside the scenario's: all its clients hold their
 first full config when the connect phase ends (clients[].requireFullConfig: false drops it).
 
-Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are written first).`,
+The first Ctrl-C (SIGINT or SIGTERM) stops the run: the simulator stops, in-flight events get
+a brief drain, and what was measured is printed and written into --out, marked interrupted
+(thresholds evaluated on it); a second Ctrl-C exits at once. A sink write error (the sink
+directory gone for a moment) fails that event, counted in xdslab_sim_events_failed_total, and
+the run goes on.
+
+Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are written first),
+130 interrupted (outputs of what was measured are written first).`,
 		Example: `  xdslab run                                   # quickstart, in-process
   xdslab run eds-churn-1k --out out/eds
   xdslab run my.yaml --repeat 5 --out out/base  # run-1..run-5 for 'xdslab compare'
@@ -230,13 +237,25 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 		fmt.Fprintln(cmd.ErrOrStderr(), advice)
 	}
 	started := time.Now()
-	s, err := bench.Run(cmd.Context(), sc, opts)
-	if err != nil {
-		return err
+	// The first Ctrl-C (or SIGTERM) ends the run early through Stop; what was measured is
+	// still collected and written, so the run itself must not see the cancellation.
+	opts.Stop = cmd.Context().Done()
+	s, err := bench.Run(context.WithoutCancel(cmd.Context()), sc, opts)
+	if s == nil {
+		if err != nil && cmd.Context().Err() != nil {
+			return withCode(exitInterrupted, fmt.Errorf("run: interrupted before anything was measured: %w", err))
+		}
+		if err != nil {
+			return err
+		}
 	}
+	interrupted := errors.Is(err, bench.ErrInterrupted)
 	fmt.Fprintf(out, "\n%s: done in %s\n\n", sc.Name, time.Since(started).Round(time.Millisecond))
-	if err := summary.WriteText(out, s); err != nil {
-		return err
+	if interrupted {
+		fmt.Fprintf(out, "INTERRUPTED: %s\n\n", bench.Interrupted(s))
+	}
+	if werr := summary.WriteText(out, s); werr != nil {
+		return werr
 	}
 	if lines := bench.HarnessLines(s); len(lines) > 0 {
 		fmt.Fprintln(out)
@@ -247,12 +266,28 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	if why := s.Metadata.Labels["note.incomplete"]; why != "" {
 		fmt.Fprintf(out, "\nwithout a full config at the end of the connect phase: %s\n", why)
 	}
-	if f.out != "" {
+	if why := s.Metadata.Labels["note.sink"]; why != "" {
+		fmt.Fprintf(out, "\nfailed events: %s\n", why)
+	}
+	if why := s.Metadata.Labels["note.admission"]; why != "" {
+		fmt.Fprintf(out, "\nadmission: %s\n", why)
+	}
+	written := err == nil || interrupted || errors.Is(err, bench.ErrEndedEarly)
+	switch {
+	case f.out == "":
+		fmt.Fprintln(out, "\nno --out given: nothing written; add --out DIR to keep summary.json, report.html and junit.xml")
+	case written:
 		where := f.out
 		if f.repeat > 1 {
 			where = filepath.Join(f.out, "run-1..run-"+fmt.Sprint(f.repeat))
 		}
 		fmt.Fprintf(out, "\nsummary.json, report.html and junit.xml written to %s\n", where)
+	}
+	if interrupted {
+		return withCode(exitInterrupted, fmt.Errorf("run: %s: %s", sc.Name, bench.Interrupted(s)))
+	}
+	if err != nil {
+		return err
 	}
 	if !s.Results.Passed {
 		failed := []string{}
