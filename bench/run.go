@@ -245,8 +245,12 @@ func (r *run) execute(ctx context.Context) (*summary.Summary, error) {
 				return nil, err
 			}
 		}
+		plain := false
+		for _, c := range sc.Clients {
+			plain = plain || !c.Auth.Enabled()
+		}
 		r.tgt, err = startExternal(ctx, externalOptions{addr: opts.Target, sinkDir: opts.SinkDir, metricsURL: opts.TargetMetrics,
-			clean: opts.CleanSinkDir, sink: sink}, r.log)
+			clean: opts.CleanSinkDir, sink: sink, probe: plain}, r.log)
 	}
 	if err != nil {
 		return nil, err

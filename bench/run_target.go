@@ -146,6 +146,9 @@ type externalOptions struct {
 	addr, sinkDir, metricsURL string
 	clean                     bool
 	sink                      simulator.Sink
+	// probe: check that addr serves ADS in plaintext before anything is written (false when
+	// every client group dials with TLS: only the TCP port is checked then).
+	probe bool
 }
 
 // startExternal drives a control plane at addr: the simulator writes Istio YAML into sinkDir
@@ -153,6 +156,32 @@ type externalOptions struct {
 // are scraped from metricsURL when one is given.
 func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*target, error) {
 	t := &target{kind: "external", addr: o.addr, sink: o.sink, close: func() {}}
+	if t.sink == nil && o.sinkDir == "" {
+		return nil, errors.New("--target needs --sink-dir: the directory of Istio YAML the control plane at the target watches")
+	}
+	// First contact, before the sink writes anything: a dead or wrong target is reported in
+	// seconds, not after the whole scenario.
+	if o.probe {
+		res, err := ProbeADS(ctx, o.addr, ProbeTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("--target: %w", err)
+		}
+		switch {
+		case res.Refused != nil:
+			log.Warn("the target answered the probe's ADS stream with an error; running anyway", "target", o.addr, "err", res.Refused)
+		case res.Silent:
+			log.Info("the target's ADS stream opened but did not answer the probe's CDS request yet; running anyway", "target", o.addr)
+		}
+	} else {
+		var d net.Dialer
+		dctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+		c, err := d.DialContext(dctx, "tcp", o.addr)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("--target: nothing accepts TCP connections at %s: %w", o.addr, err)
+		}
+		c.Close()
+	}
 	host, _, err := net.SplitHostPort(o.addr)
 	if err != nil {
 		host = o.addr
@@ -163,9 +192,6 @@ func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*t
 		t.local = &local
 	}
 	if t.sink == nil {
-		if o.sinkDir == "" {
-			return nil, errors.New("--target needs --sink-dir: the directory of Istio YAML the control plane at the target watches")
-		}
 		ds, err := simulator.NewDirSink(simulator.DirOptions{Dir: o.sinkDir, Clean: o.clean})
 		if err != nil {
 			return nil, err
@@ -179,6 +205,9 @@ func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*t
 		}
 		if !strings.Contains(strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://"), "/") {
 			url += "/metrics"
+		}
+		if err := ProbeMetrics(ctx, url, ProbeTimeout); err != nil {
+			return nil, err
 		}
 		client := &http.Client{Timeout: 5 * time.Second}
 		t.gather = func(ctx context.Context) ([]*dto.MetricFamily, error) { return scrape(ctx, client, url) }

@@ -60,6 +60,8 @@ func TestRunCommandExitCodes(t *testing.T) {
 		{"bad scenario", []string{"run", bad, "--out", filepath.Join(dir, "bad")}, exitUsage, false},
 		{"unknown built-in", []string{"run", "no-such-scenario"}, exitUsage, false},
 		{"target without sink dir", []string{"run", ok, "--target", "127.0.0.1:1"}, exitUsage, false},
+		{"dead target", []string{"run", ok, "--target", "127.0.0.1:1", "--sink-dir", filepath.Join(dir, "mesh")}, exitUsage, false},
+		{"unwritable out", []string{"run", ok, "--out", "/dev/null/sub"}, exitUsage, false},
 		{"bad progress", []string{"run", ok, "--progress", "loud"}, exitUsage, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
