@@ -61,8 +61,16 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 			add(c)
 		}
 	}
-	if note := ConnectFailureNote(r.fleet.Observer().Stats()); note != "" {
+	fst := r.fleet.Observer().Stats()
+	if note := ConnectFailureNote(fst); note != "" {
 		r.notes["connect failures"] = note
+	}
+	admit := 0.0
+	if r.tgt.kind == "in-process" {
+		admit = ControlPlaneOptions(r.sc).EffectiveAdmissionRate()
+	}
+	if note := AdmissionNote(fst.ConnectFailures["ResourceExhausted"], admit, r.sc); note != "" {
+		r.notes["admission"] = note
 	}
 	add(ConnectIncomplete(r.sc, r.fleet.GroupSizes(), r.connectFull)...)
 
@@ -471,4 +479,29 @@ func countServices(objs []model.Config) int {
 		}
 	}
 	return n
+}
+
+// AdmissionNote explains connection refusals with ResourceExhausted — what they are, why they
+// happened and how to avoid them — or returns "" when there were none. admit is the in-process
+// control plane's admission rate (0: an external target, whose limit is not known here).
+func AdmissionNote(refused uint64, admit float64, sc *scenarios.Scenario) string {
+	if refused == 0 {
+		return ""
+	}
+	ramp := 0.0
+	for _, c := range sc.Clients {
+		if c.Ramp.PerSecond() == 0 {
+			ramp += float64(c.Count)
+		} else {
+			ramp += c.Ramp.PerSecond()
+		}
+	}
+	what := fmt.Sprintf("%d new ADS streams were refused with ResourceExhausted and retried with Envoy's backoff", refused)
+	if admit > 0 {
+		return fmt.Sprintf("%s: the control plane admits %g new streams/s (controlPlane.admissionRate; 0 means the push throttle per second, as Istio) "+
+			"and the clients ramp at %g/s in all; set controlPlane.admissionRate to at least %g/s in the scenario, or lower the groups' ramp, to connect without refusals",
+			what, admit, ramp, ramp)
+	}
+	return fmt.Sprintf("%s: the control plane at the target limits how fast it admits new streams (istiod: PILOT_MAX_REQUESTS_PER_SECOND; 'xdslab controlplane --admission-rate'), "+
+		"and the clients ramp at %g/s in all; raise that limit or lower the groups' ramp", what, ramp)
 }

@@ -60,17 +60,20 @@ type cmpMetricRule struct {
 }
 
 var cmpMetricRules = []cmpMetricRule{
-	// Inputs of the run: the simulator's event count follows from the seed alone.
+	// Inputs of the run: the simulator's event count follows from the seed alone. Nothing
+	// else is exact: push cycles, events per push, bytes and NACKs depend on where the wall
+	// clock put each event against the debounce timers (four identical in-process runs of
+	// quickstart made 55 to 66 push cycles; issue 30), so they are tested like any figure.
 	{contains: []string{"xdslab_sim_events"}, dir: Neutral, exact: true},
 	// Debounce effectiveness: more events merged per push is better.
-	{contains: []string{"events_per_push"}, dir: LowerIsWorse, exact: true},
-	{contains: []string{"events_merged"}, dir: Neutral, exact: true},
-	{contains: []string{"push_cycles"}, dir: HigherIsWorse, exact: true},
+	{contains: []string{"events_per_push"}, dir: LowerIsWorse},
+	{contains: []string{"events_merged"}, dir: Neutral},
+	{contains: []string{"push_cycles"}, dir: HigherIsWorse},
 	{contains: []string{"hit_ratio"}, dir: LowerIsWorse},
 	{contains: []string{"hit_rate"}, dir: LowerIsWorse},
 	{contains: []string{"observed_rate"}, dir: LowerIsWorse},
-	{contains: []string{"nack"}, dir: HigherIsWorse, exact: true},
-	{contains: []string{"rejects"}, dir: HigherIsWorse, exact: true},
+	{contains: []string{"nack"}, dir: HigherIsWorse},
+	{contains: []string{"rejects"}, dir: HigherIsWorse},
 	{contains: []string{"missed"}, dir: HigherIsWorse},
 	{contains: []string{"superseded"}, dir: HigherIsWorse},
 	{contains: []string{"unresolved"}, dir: HigherIsWorse},
@@ -84,7 +87,7 @@ var cmpMetricRules = []cmpMetricRule{
 	{contains: []string{"cpu_seconds"}, dir: HigherIsWorse},
 	{contains: []string{"rss"}, dir: HigherIsWorse},
 	{contains: []string{"memory"}, dir: HigherIsWorse},
-	{contains: []string{"bytes"}, dir: HigherIsWorse, exact: true},
+	{contains: []string{"bytes"}, dir: HigherIsWorse},
 	{contains: []string{"pushes"}, dir: HigherIsWorse},
 	{contains: []string{"responses"}, dir: HigherIsWorse},
 	{contains: []string{"connected"}, dir: Neutral},

@@ -196,6 +196,8 @@ type run struct {
 	simStats  simulator.Stats
 	drainLeft int
 	measured  time.Duration // how long the measure phase ran
+	// progressMu orders the progress lines of the monitor and the connect phase.
+	progressMu sync.Mutex
 	// connectFull counts, by client group, the clients holding their first full config when
 	// the connect phase ended (the implicit per-group threshold is judged on it).
 	connectFull map[string]uint64
@@ -484,11 +486,11 @@ func (r *run) connect(ctx, sctx context.Context) error {
 			return nil // stopped (or abandoned): the caller tells which
 		}
 		r.notes["connect"] = err.Error()
-		r.log.Warn("connect phase timed out", "err", err)
+		r.tell(time.Now(), "connect phase timed out: "+err.Error())
 		if why := IncompleteNote(r.fleet.Incomplete()); why != "" {
 			// Never an endless silent warm: which clients, waiting for what, and why.
 			r.notes["incomplete"] = why
-			r.log.Warn("clients without a full config", "why", why)
+			r.tell(time.Now(), "clients without a full config: "+why)
 		}
 	}
 	return nil
@@ -558,7 +560,7 @@ func (r *run) monitor(ctx context.Context) {
 			r.sample(now)
 			p := r.fleet.Progress()
 			for _, l := range p.NewFailures(failSeen) {
-				r.log.Warn(l)
+				r.tell(now, l)
 			}
 			if r.opts.Progress != nil && now.Sub(lastPrint) >= r.opts.ProgressInterval {
 				lastPrint = now
@@ -589,6 +591,24 @@ func (r *run) sample(now time.Time) {
 	r.samplesMu.Unlock()
 }
 
+// tell reports something the user should see while the run goes on: as a line of its own
+// among the progress lines when progress is written (not a raw log record between them), else
+// as a warning in the log.
+func (r *run) tell(now time.Time, msg string) {
+	if r.opts.Progress == nil {
+		r.log.Warn(msg)
+		return
+	}
+	phase, _ := r.phase.Load().(string)
+	r.progressMu.Lock()
+	defer r.progressMu.Unlock()
+	if r.opts.ProgressTTY {
+		fmt.Fprintf(r.opts.Progress, "\r\x1b[K%s %s: %s\n", r.sc.Name, phase, msg)
+	} else {
+		fmt.Fprintf(r.opts.Progress, "%s %s %6s: %s\n", now.UTC().Format(time.TimeOnly), r.sc.Name, phase, msg)
+	}
+}
+
 func (r *run) printProgress(now time.Time, p fakeenvoy.Progress) {
 	phase, _ := r.phase.Load().(string)
 	line := fmt.Sprintf("%s %6s: clients %d/%d connected, %d full config, events %d",
@@ -608,6 +628,8 @@ func (r *run) printProgress(now time.Time, p fakeenvoy.Progress) {
 			line += fmt.Sprintf(", p99 push latency %s", p99)
 		}
 	}
+	r.progressMu.Lock()
+	defer r.progressMu.Unlock()
 	if r.opts.ProgressTTY {
 		fmt.Fprintf(r.opts.Progress, "\r\x1b[K%s", line)
 	} else {
