@@ -10,7 +10,7 @@ OUT     ?= out
 TAGS    ?= vtprotobuf
 GOTAGS  := -tags $(TAGS)
 
-.PHONY: all build run test test-istio test-short bench lint fuzz clean
+.PHONY: all build run test test-skips test-istio test-short bench lint fuzz clean
 
 all: lint test
 
@@ -21,10 +21,18 @@ build:
 run: build
 	./bin/xdslab run $(SCENARIO) --out $(OUT)
 
-test:
+test: test-skips
 	$(GO) test $(GOTAGS) -race -count=1 -timeout 15m $(PKGS)
 	# Measurement truth at its real bound (2 ms): the race detector slows gRPC too much for it.
 	$(GO) test $(GOTAGS) -count=1 -run '^TestRunMeasurementTruth$$' ./bench
+
+# Tests that need tools this machine may lack skip without them (go test prints no skip): say
+# which before the run.
+KUBE_ASSETS ?= $(or $(XDSLAB_KUBE_ASSETS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/xdslab/kube-testenv)
+test-skips:
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || echo "note: prometheus/promtool not on PATH: the dashboards' rule and live tests will skip (apt-get install prometheus)"
+	@command -v kubectl >/dev/null || echo "note: kubectl not on PATH: deploy/kubernetes's manifest tests will skip (apt-get install kubernetes-client)"
+	@test -x "$(KUBE_ASSETS)/kube-apiserver" -a -x "$(KUBE_ASSETS)/etcd" || echo "note: no kube-apiserver and etcd in $(KUBE_ASSETS): controlplane/registry/kube's integration tests will skip (hack/kube-testenv.sh, then XDSLAB_KUBE_ASSETS)"
 
 # The Istio test module (hack/istio, a module of its own so istio.io/istio stays out of ours):
 # the fleet and the lab against Istio's own DiscoveryServer with its default mesh config.

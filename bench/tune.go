@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
@@ -272,6 +273,9 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 	if opts.Search {
 		total++
 	}
+	// The ETA counts the runs left at the mean duration of the runs so far.
+	var runTime time.Duration
+	runsDone := 0
 	// point evaluates (estimates and, unless estimate-only, runs) one point.
 	point := func(i int, settings []Setting, label string) (TunePoint, error) {
 		pt := TunePoint{Index: i, Settings: settings, Label: label}
@@ -295,9 +299,18 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 		var runs []*summary.Summary
 		for k := 1; k <= opts.Repeats; k++ {
 			if opts.Progress != nil {
-				fmt.Fprintf(opts.Progress, "tune: point %d/%d %s, run %d/%d\n", i+1, total, pt.Label, k, opts.Repeats)
+				// Points are numbered as in the table and the point-N directories: from 0.
+				eta := "ETA after the first run"
+				if runsDone > 0 {
+					runsLeft := (total-i)*opts.Repeats - (k - 1)
+					eta = fmt.Sprintf("ETA %s", (runTime / time.Duration(runsDone) * time.Duration(runsLeft)).Round(time.Second))
+				}
+				fmt.Fprintf(opts.Progress, "tune: point %d (of 0..%d) %s, run %d/%d, %s\n", i, total-1, pt.Label, k, opts.Repeats, eta)
 			}
+			began := time.Now()
 			s, err := opts.Run(ctx, psc, TuneRunInfo{Point: i, Repeat: k, Label: pt.Label})
+			runTime += time.Since(began)
+			runsDone++
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return pt, fmt.Errorf("tune: %w", ctxErr)
 			}

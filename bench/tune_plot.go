@@ -66,7 +66,8 @@ func TunePlot(w io.Writer, r *TuneResult, format string) error {
 		for _, st := range pt.Settings {
 			vals = append(vals, st.Value)
 		}
-		names = append(names, strings.Join(vals, "/"))
+		// The point's number, as in the table and its point-N directory.
+		names = append(names, fmt.Sprintf("%d: %s", pt.Index, strings.Join(vals, "/")))
 		if !pt.Pareto {
 			dom = append(dom, xy)
 		}
@@ -133,7 +134,8 @@ func TunePlot(w io.Writer, r *TuneResult, format string) error {
 		p.Add(l)
 		p.Legend.Add("p99 latency threshold", l)
 	}
-	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: labels, Labels: names})
+	lxy, lnames := tuneMergeLabels(labels, names)
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: lxy, Labels: lnames})
 	if err != nil {
 		return err
 	}
@@ -177,4 +179,37 @@ func (tuneLogTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// tuneMergeLabels merges the labels of points drawn so close together that their labels would
+// overprint (within 4% of the x range and of the log y range of each other): the first point
+// of each cluster carries every name, one per line.
+func tuneMergeLabels(xys plotter.XYs, names []string) (plotter.XYs, []string) {
+	if len(xys) == 0 {
+		return xys, names
+	}
+	minX, maxX, minY, maxY := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, xy := range xys {
+		ly := math.Log10(xy.Y)
+		minX, maxX, minY, maxY = math.Min(minX, xy.X), math.Max(maxX, xy.X), math.Min(minY, ly), math.Max(maxY, ly)
+	}
+	dx, dy := math.Max(maxX-minX, 1e-9), math.Max(maxY-minY, 1e-9)
+	const near = 0.04
+	var out plotter.XYs
+	var outNames []string
+	for i, xy := range xys {
+		merged := false
+		for j, o := range out {
+			if math.Abs(xy.X-o.X)/dx < near && math.Abs(math.Log10(xy.Y)-math.Log10(o.Y))/dy < near {
+				outNames[j] += "\n" + names[i]
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out = append(out, xy)
+			outNames = append(outNames, names[i])
+		}
+	}
+	return out, outNames
 }

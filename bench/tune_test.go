@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"gonum.org/v1/plot/plotter"
 
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
@@ -408,5 +410,44 @@ func TestTuneBound(t *testing.T) {
 	}
 	if _, ok := tuneBound([]*summary.Summary{{}}, "d", nil, "p(99)"); ok {
 		t.Error("no run bounds it: not bounded")
+	}
+}
+
+// TestTuneProgressNumbersPoints: progress numbers points as the table and the point-N
+// directories do (from 0) and gives an ETA once a run has finished (issue 30).
+func TestTuneProgressNumbersPoints(t *testing.T) {
+	fake := &fakeTuneRun{}
+	var progress strings.Builder
+	res, err := Tune(context.Background(), tuneScenario(t), TuneOptions{
+		Params: mustParams(t, "minQuiet=50ms,100ms,200ms"), Repeats: 2, Run: fake.run, Progress: &progress,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("progress lines = %d, want 3 points × 2 runs:\n%s", len(lines), progress.String())
+	}
+	for i, pt := range res.Points {
+		for k := 0; k < 2; k++ {
+			l := lines[2*i+k]
+			if want := fmt.Sprintf("tune: point %d (of 0..2) %s, run %d/2, ", pt.Index, pt.Label, k+1); !strings.HasPrefix(l, want) {
+				t.Errorf("line %q, want it to start %q", l, want)
+			}
+			if first := i == 0 && k == 0; first != strings.HasSuffix(l, "ETA after the first run") || !first && !strings.Contains(l, ", ETA ") {
+				t.Errorf("line %q: the first run has no ETA yet, every later one has", l)
+			}
+		}
+	}
+}
+
+// TestTuneMergeLabels: labels of points drawn on top of each other become one label, so they
+// do not overprint; distant points keep theirs.
+func TestTuneMergeLabels(t *testing.T) {
+	xys := plotter.XYs{{X: 100, Y: 50}, {X: 101, Y: 51}, {X: 10, Y: 1000}, {X: 100, Y: 1000}}
+	names := []string{"0: 50ms", "1: 60ms", "2: 1s", "3: 2s"}
+	got, gotNames := tuneMergeLabels(xys, names)
+	if len(got) != 3 || gotNames[0] != "0: 50ms\n1: 60ms" || gotNames[1] != "2: 1s" || gotNames[2] != "3: 2s" {
+		t.Errorf("merged = %v %q", got, gotNames)
 	}
 }

@@ -14,5 +14,6 @@ func subcommands() []*cobra.Command {
 		newTuneCmd(),
 		newCompareCmd(),
 		newDashboardsCmd(),
+		newVersionCmd(),
 	}
 }

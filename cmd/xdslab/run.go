@@ -189,7 +189,8 @@ func runOptions(f runFlags, sink runSink, stderr io.Writer) (bench.RunOptions, e
 		return bench.RunOptions{}, errors.New("run: --sink-dir and --target-metrics go with --target; without --target the control plane runs in-process")
 	}
 	o := bench.RunOptions{
-		Out: f.out, Target: f.target, SinkDir: f.sinkDir, CleanSinkDir: f.clean, TargetMetrics: f.targetMetrics,
+		ToolVersion: toolVersion(),
+		Out:         f.out, Target: f.target, SinkDir: f.sinkDir, CleanSinkDir: f.clean, TargetMetrics: f.targetMetrics,
 		Repeat: f.repeat, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile, Harness: bench.DefaultHarnessLimits(),
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}

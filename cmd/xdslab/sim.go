@@ -189,8 +189,8 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	stats, runErr := r.Run(ctx)
 	simSummary(out, stats, clock.Now().Sub(p.start))
 	if runErr != nil && errors.Is(runErr, context.Canceled) {
-		fmt.Fprintln(out, "sim: interrupted")
-		return nil
+		// What was applied is in the directory (every write is atomic) and counted above.
+		return withCode(exitInterrupted, errors.New("sim: interrupted before the end of the churn"))
 	}
 	return runErr
 }
@@ -251,6 +251,9 @@ func simSummary(out io.Writer, s simulator.Stats, took time.Duration) {
 		fmt.Fprintf(out, " (max %v, mean %v)", s.MaxLateness, s.TotalLateness/time.Duration(s.Late))
 	}
 	fmt.Fprintf(out, ", %d skipped (nothing to change)\n", s.Skipped)
+	if s.Failed > 0 {
+		fmt.Fprintf(out, "sim: the sink failed to apply %d events (first error: %v); the churn went on\n", s.Failed, s.FirstFailure)
+	}
 	kinds := make([]string, 0, len(s.ByKind))
 	for k := range s.ByKind {
 		kinds = append(kinds, string(k))
@@ -279,8 +282,7 @@ func runPublishedSim(ctx context.Context, out io.Writer, sc *scenarios.Scenario,
 		ShardWait: f.pub.shardWait, Recorders: recorders, Metrics: metrics, Progress: out})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			fmt.Fprintln(out, "sim: interrupted")
-			return nil
+			return withCode(exitInterrupted, errors.New("sim: interrupted before the end of the churn"))
 		}
 		return err
 	}

@@ -114,10 +114,14 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	opts.Run = tuneRunner(out, logger, f.cpuSplit)
+	if !f.estimateOnly {
+		abs, _ := filepath.Abs(out)
+		fmt.Fprintf(cmd.ErrOrStderr(), "tune: every run's outputs go to %s/point-N/run-K, the table and plots to %s (--out to choose)\n", abs, abs)
+	}
 	res, err := bench.Tune(cmd.Context(), sc, opts)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return err
+			return withCode(exitInterrupted, fmt.Errorf("tune: interrupted: no table written; the runs that finished are in %s/point-N/run-K", out))
 		}
 		return usageErr(err)
 	}
