@@ -196,6 +196,7 @@ type run struct {
 	simStats  simulator.Stats
 	drainLeft int
 	measured  time.Duration // how long the measure phase ran
+	failBurst int           // events the sink failed in a row (the simulator's goroutine)
 	// progressMu orders the progress lines of the monitor and the connect phase.
 	progressMu sync.Mutex
 	// connectFull counts, by client group, the clients holding their first full config when
@@ -515,11 +516,20 @@ func (r *run) onFailed(ev simulator.Event, err error) {
 	if rec.handle != nil {
 		rec.handle.Withdraw()
 	}
-	r.log.Warn("the sink failed to apply an event; the run goes on", "event", ev.ID, "kind", ev.Kind, "err", err)
+	// One line per burst of failures (the directory gone for a while fails every event in
+	// between), and one when the sink works again; every failure is counted.
+	if r.failBurst == 0 {
+		r.tell(time.Now(), fmt.Sprintf("the sink failed to apply event %d (%v): counted failed, the run goes on", ev.ID, err))
+	}
+	r.failBurst++
 }
 
 // onApplied runs right after the sink's Apply returned, with t0 taken.
 func (r *run) onApplied(ev simulator.Event) {
+	if r.failBurst > 0 {
+		r.tell(time.Now(), fmt.Sprintf("the sink applies events again, after %d failed", r.failBurst))
+		r.failBurst = 0
+	}
 	rec := &r.events[len(r.events)-1]
 	rec.T0 = ev.T0
 	if rec.handle != nil {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -122,8 +123,15 @@ func TestRunSinkFailureGoesOn(t *testing.T) {
 	}()
 	sink := failingSink{Sink: &delayedSink{cache: cache, drop: func(simulator.Event) bool { return false }}, fail: map[uint64]bool{2: true, 3: true}}
 	out := t.TempDir()
-	s, err := Run(ctx, sc, RunOptions{Out: out, Target: lis.Addr().String(), Sink: sink})
+	var progress syncBuffer
+	s, err := Run(ctx, sc, RunOptions{Out: out, Target: lis.Addr().String(), Sink: sink, Progress: &progress,
+		Logger: slog.New(slog.NewTextHandler(&progress, nil))})
 	require.NoError(t, err)
+	// One line for the burst of two failures, one when the sink works again; no raw log record.
+	require.Equal(t, 1, strings.Count(progress.String(), "the sink failed to apply event 2"), progress.String())
+	require.NotContains(t, progress.String(), "event 3 (")
+	require.Contains(t, progress.String(), "the sink applies events again, after 2 failed")
+	require.NotContains(t, progress.String(), "level=WARN")
 	back, err := summary.ReadFile(filepath.Join(out, "summary.json"))
 	require.NoError(t, err)
 	require.Equal(t, 2.0, find(t, back, MetricSimFailed, nil).Values["count"])
