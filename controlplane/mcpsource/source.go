@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -50,6 +51,11 @@ type Options struct {
 	// CAFile, when set, turns TLS on: the server's certificate must chain to a CA in this PEM
 	// file. Empty: plaintext.
 	CAFile string
+	// CertFile and KeyFile, with CAFile, are a client certificate for mTLS (the secure ADS
+	// listener of an xdslab control plane authenticates MCP clients as it does proxies).
+	CertFile, KeyFile string
+	// TLS, when set, replaces the TLS settings above (tests, embedding programs).
+	TLS *tls.Config
 	// ServerName overrides the name the server's certificate is checked against (default: the
 	// host of Addr).
 	ServerName string
@@ -74,7 +80,7 @@ type Options struct {
 }
 
 // ParseURL reads an xds:// config source URL: xds://host:port, with optional query parameters
-// caFile (TLS with that CA) and serverName.
+// caFile (TLS with that CA), certFile and keyFile (a client certificate) and serverName.
 func ParseURL(raw string) (Options, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -93,8 +99,12 @@ func ParseURL(raw string) (Options, error) {
 			o.CAFile = v[0]
 		case "serverName":
 			o.ServerName = v[0]
+		case "certFile":
+			o.CertFile = v[0]
+		case "keyFile":
+			o.KeyFile = v[0]
 		default:
-			return Options{}, fmt.Errorf("config source %q: unknown parameter %q: use caFile or serverName", raw, k)
+			return Options{}, fmt.Errorf("config source %q: unknown parameter %q: use caFile, certFile, keyFile or serverName", raw, k)
 		}
 	}
 	return o, nil
@@ -157,7 +167,18 @@ func New(opts Options) (*Source, error) {
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("mcp source %s: CA file %s holds no PEM certificate", opts.Addr, opts.CAFile)
 		}
-		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: opts.ServerName, MinVersion: tls.VersionTLS12})
+		tc := &tls.Config{RootCAs: pool, ServerName: opts.ServerName, MinVersion: tls.VersionTLS12}
+		if opts.CertFile != "" || opts.KeyFile != "" {
+			cert, err := tls.LoadX509KeyPair(opts.CertFile, opts.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("mcp source %s: client certificate: %w", opts.Addr, err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		creds = credentials.NewTLS(tc)
+	}
+	if opts.TLS != nil {
+		creds = credentials.NewTLS(opts.TLS)
 	}
 	return &Source{opts: opts, creds: creds, synced: make(chan struct{}), status: Status{Answered: map[string]bool{}}}, nil
 }
@@ -273,7 +294,7 @@ func (s *Source) stream(ctx context.Context, client discoverygrpc.AggregatedDisc
 			req.Node = node
 		}
 		if err := st.Send(req); err != nil {
-			return false, err
+			return false, sendErr(st, err)
 		}
 	}
 	for {
@@ -297,9 +318,21 @@ func (s *Source) stream(ctx context.Context, client discoverygrpc.AggregatedDisc
 			versions[resp.GetTypeUrl()] = resp.GetVersionInfo()
 		}
 		if err := st.Send(ack); err != nil {
-			return got, err
+			return got, sendErr(st, err)
 		}
 	}
+}
+
+// sendErr turns a failed Send into the stream's real status: gRPC reports io.EOF on Send when
+// the server ended the stream, and the reason (Unauthenticated, …) on Recv.
+func sendErr(st grpc.BidiStreamingClient[discoverygrpc.DiscoveryRequest, discoverygrpc.DiscoveryResponse], err error) error {
+	if !errors.Is(err, io.EOF) {
+		return err
+	}
+	if _, rerr := st.Recv(); rerr != nil {
+		return rerr
+	}
+	return err
 }
 
 // handle applies one response; a non-nil error is the NACK's detail.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -64,8 +65,8 @@ type Server struct {
 type typeState struct {
 	seq  uint64
 	objs map[string]entry // by namespace/name
-	// resources is the type's full state sorted by name, rebuilt on change and never modified
-	// after (responses share it).
+	// resources is the type's full state sorted by name, nil after a change until a stream
+	// needs it; never modified once built (responses share it).
 	resources []*anypb.Any
 }
 
@@ -167,18 +168,7 @@ func (s *Server) Apply(upserts []*model.Config, deletes []model.ConfigKey) error
 	for t := range changed {
 		ts := s.types[t]
 		ts.seq++
-		names := slices.Sorted(func(yield func(string) bool) {
-			for n := range ts.objs {
-				if !yield(n) {
-					return
-				}
-			}
-		})
-		res := make([]*anypb.Any, len(names))
-		for i, n := range names {
-			res[i] = ts.objs[n].res
-		}
-		ts.resources = res
+		ts.resources = nil // rebuilt by the first stream that sends it
 		for st := range s.streams {
 			if st.subs[t] {
 				s.markLocked(st, t)
@@ -325,13 +315,26 @@ func (s *Server) pending(st *stream) []*discoverygrpc.DiscoveryResponse {
 			}
 		case ts != nil:
 			r.VersionInfo = strconv.FormatUint(ts.seq, 10)
-			r.Resources = ts.resources
+			r.Resources = ts.sorted()
 		default:
 			r.VersionInfo = "0"
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// sorted returns the type's resources sorted by name, building the list after a change.
+func (ts *typeState) sorted() []*anypb.Any {
+	if ts.resources == nil {
+		names := slices.Sorted(maps.Keys(ts.objs))
+		res := make([]*anypb.Any, len(names))
+		for i, n := range names {
+			res[i] = ts.objs[n].res
+		}
+		ts.resources = res
+	}
+	return ts.resources
 }
 
 func boolInt(b bool) int {
