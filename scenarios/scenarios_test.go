@@ -291,7 +291,7 @@ func TestSinkKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Sink{Kind: SinkKube, Kubeconfig: filepath.Join(dir, "kind.kubeconfig"), QPS: -1, Burst: 0}
+	want := Sink{Kind: SinkKube, Kubeconfig: filepath.Join(dir, "kind.kubeconfig"), QPS: -1, Burst: 0, Listen: "127.0.0.1:0"}
 	if s.Sink != want {
 		t.Errorf("sink = %+v, want %+v", s.Sink, want)
 	}
