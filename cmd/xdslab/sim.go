@@ -31,6 +31,8 @@ type simFlags struct {
 	progress     time.Duration
 	metricsAddr  string
 	sink         string
+	listen       string
+	hold         bool
 	kube         kubeFlags
 	kubeSEs      bool
 	pub          publishFlags
@@ -70,7 +72,9 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 	fl.StringVar(&f.apiVersion, "api-version", simulator.DefaultAPIVersion, "apiVersion of the written objects (networking.istio.io/v1alpha3, v1beta1 or v1)")
 	fl.DurationVar(&f.progress, "progress", 5*time.Second, "print a progress line this often (run time); 0 disables")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the simulator's Prometheus metrics on this address (e.g. 127.0.0.1:15090)")
-	fl.StringVar(&f.sink, "sink", "dir", "where the mesh goes: dir (Istio YAML in --sink-dir) or kube (a Kubernetes API server; see docs/kubernetes.md)")
+	fl.StringVar(&f.sink, "sink", "dir", "where the mesh goes: dir (Istio YAML in --sink-dir), kube (a Kubernetes API server; see docs/kubernetes.md) or mcp (an MCP-over-xDS server on --listen; see docs/mcp.md)")
+	fl.StringVar(&f.listen, "listen", "", "with --sink mcp: the address to serve MCP on (control planes read it as --config-source xds://HOST:PORT)")
+	fl.BoolVar(&f.hold, "hold", false, "with --sink mcp: keep serving the final state after the churn until interrupted")
 	fl.StringVar(&f.pub.addr, "publish", "", "distributed run: serve the probe stream to the fleet shards on this address (docs/distributed.md)")
 	fl.IntVar(&f.pub.shards, "shards", 1, "with --publish: the number of fleet shards (xdslab fleet --segment I/N)")
 	fl.DurationVar(&f.pub.ackTimeout, "ack-timeout", 5*time.Second, "with --publish: longest wait for every shard to register an event before writing it")
@@ -86,8 +90,12 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 
 func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (err error) {
 	switch {
-	case f.sink != "dir" && f.sink != "kube":
-		return usageErr(fmt.Errorf("sim: --sink %q: use dir or kube", f.sink))
+	case f.sink != "dir" && f.sink != "kube" && f.sink != "mcp":
+		return usageErr(fmt.Errorf("sim: --sink %q: use dir, kube or mcp", f.sink))
+	case f.sink == "mcp" && f.listen == "":
+		return usageErr(errors.New("sim: --sink mcp needs --listen HOST:PORT: the address control planes read as --config-source xds://HOST:PORT"))
+	case f.sink != "mcp" && (f.listen != "" || f.hold):
+		return usageErr(errors.New("sim: --listen and --hold go with --sink mcp"))
 	case f.sink == "dir" && f.sinkDir == "":
 		return usageErr(errors.New("sim: --sink-dir is required: the directory the control plane watches (or --sink kube)"))
 	}
@@ -121,7 +129,22 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		where = f.sinkDir
 		files = func() string { return "" }
 	)
-	if f.sink == "kube" {
+	if f.sink == "mcp" {
+		ms, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: f.listen})
+		if err != nil {
+			return usageErr(fmt.Errorf("sim: %w", err))
+		}
+		sink, where = ms, "MCP subscribers of xds://"+ms.Addr()
+		files = func() string { return fmt.Sprintf(" (%d subscribers)", ms.Stats().Streams) }
+		if f.hold {
+			defer func() {
+				if err == nil {
+					fmt.Fprintf(out, "sim: serving the final state on xds://%s until interrupted\n", ms.Addr())
+					<-ctx.Done()
+				}
+			}()
+		}
+	} else if f.sink == "kube" {
 		kc, ic, err := f.kube.clients("xdslab-sim")
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))

@@ -72,7 +72,15 @@ func (s *State) Response(typeURL string, resources []*anypb.Any) Result {
 	old := s.objs[col.Stored]
 	copies := map[string]int{}         // namespace/name → copies in the response, valid or not
 	valid := map[string]*mcp.Decoded{} // namespace/name → its valid copy
+	kept := map[string]bool{}          // unchanged versions: body neither decoded nor validated again
 	for i, a := range resources {
+		if name, v, ok := mcp.Peek(a); ok && v != "" {
+			if h, had := old[name]; had && h.version == v {
+				copies[name]++
+				kept[name] = true
+				continue
+			}
+		}
 		d, err := mcp.Decode(typeURL, i, a)
 		if err == nil {
 			if _, err = config.ValidateSpec(d.Config); err != nil {
@@ -98,6 +106,10 @@ func (s *State) Response(typeURL string, resources []*anypb.Any) Result {
 				Rule: fmt.Sprintf("name appears %d times in the response; none of its copies applied", n)})
 		}
 		h, had := old[name]
+		if n == 1 && kept[name] {
+			r.next[name] = h
+			continue
+		}
 		if n > 1 || d == nil { // rejected: the last good version stays
 			if had {
 				r.next[name] = h

@@ -236,3 +236,17 @@ func Decode(typeURL string, i int, a *anypb.Any) (Decoded, error) {
 	}
 	return Decoded{Config: c, Version: md.Version}, nil
 }
+
+// Peek reads only a resource's metadata name ("namespace/name") and version, so that a client
+// can skip decoding and validating the body of an object whose version it already holds; ok is
+// false when the envelope does not decode (Decode then says why).
+func Peek(a *anypb.Any) (name, version string, ok bool) {
+	if a == nil || a.TypeUrl != ResourceTypeURL {
+		return "", "", false
+	}
+	var md mcpapi.Resource
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(a.Value, &md); err != nil || md.Metadata == nil {
+		return "", "", false
+	}
+	return md.Metadata.Name, md.Metadata.Version, true
+}
