@@ -41,7 +41,9 @@ const (
 	DefaultMaxRecvBytes = 64 << 20
 	DefaultBackoffBase  = 500 * time.Millisecond
 	DefaultBackoffMax   = 30 * time.Second
-	DefaultNodeID       = "xdslab-controlplane"
+	// DefaultNodeID has the four parts istiod requires of a node id (type~ip~id~domain), as
+	// Istio's own MCP client builds it.
+	DefaultNodeID = "sidecar~127.0.0.1~xdslab-controlplane.istio-system~istio-system.svc.cluster.local"
 )
 
 // Options configures a Source.
