@@ -128,6 +128,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		sink  simulator.Sink
 		where = f.sinkDir
 		files = func() string { return "" }
+		hold  func()
 	)
 	if f.sink == "mcp" {
 		ms, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: f.listen})
@@ -137,12 +138,12 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		sink, where = ms, "MCP subscribers of xds://"+ms.Addr()
 		files = func() string { return fmt.Sprintf(" (%d subscribers)", ms.Stats().Streams) }
 		if f.hold {
-			defer func() {
+			hold = func() {
 				if err == nil {
 					fmt.Fprintf(out, "sim: serving the final state on xds://%s until interrupted\n", ms.Addr())
 					<-ctx.Done()
 				}
-			}()
+			}
 		}
 	} else if f.sink == "kube" {
 		kc, ic, err := f.kube.clients("xdslab-sim")
@@ -164,6 +165,9 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		files = func() string { return fmt.Sprintf(" (%d files)", ds.Writes) }
 	}
 	defer sink.Close()
+	if hold != nil {
+		defer hold() // before the sink closes
+	}
 	var recorders []simulator.Sink
 	if f.events != "" {
 		file, err := os.Create(f.events)
