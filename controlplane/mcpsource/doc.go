@@ -12,14 +12,16 @@
 // deleted. Run is the I/O shell: it dials, subscribes, applies each response to the store in
 // one batch, answers ACK or NACK, and reconnects with exponential backoff and jitter.
 //
-// Where it differs from istiod, on purpose:
+// Where it differs from istiod (pkg/adsc), on purpose (docs/mcp.md has the table):
 //   - An invalid object (bad envelope, body of the wrong type, a name used twice, a spec that
 //     breaks Istio's validation rules) is rejected: the response is NACKed with an error that
 //     names each object and the rule it breaks, the object keeps its last good version (or stays
 //     absent), the other objects of the response are applied, and the rejection is logged and
-//     counted. istiod logs such an object and ACKs.
-//   - A lost server keeps the last good config (logged, counted, Connected drops to 0) until the
-//     stream is back; istiod's store is cleared when the stream fails (it fails closed).
+//     counted. istiod ACKs: an object that does not decode is dropped (its previous version
+//     deleted), one that breaks validation is stored as is.
+//   - A server that cannot be reached at startup is retried (readiness waits); istiod does not
+//     start. A lost stream keeps the last good config (logged, counted, Connected drops to 0)
+//     and is reopened with backoff.
 //
 // Synced is closed once every requested collection has been answered at least once.
 package mcpsource
