@@ -7,10 +7,15 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
+	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/security"
@@ -61,6 +66,26 @@ func TestControlPlaneOverMCP(t *testing.T) {
 	cert, err := ca.IssueWorkload(security.Identity{TrustDomain: "cluster.local", Namespace: "istio-system", ServiceAccount: "xdslab"}, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A proxy on the same listener is still served as a proxy (CDS), not over MCP.
+	waitHosts(t, upstream, "a.default.svc.cluster.local", "b.default.svc.cluster.local")
+	cc, err := grpc.NewClient(upstream.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ads.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "sidecar~10.0.0.9~p.default~default.svc.cluster.local"}, TypeUrl: gen.ClusterType}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := ads.Recv()
+	if err != nil || resp.GetTypeUrl() != gen.ClusterType || len(resp.GetResources()) == 0 {
+		t.Fatalf("a proxy beside MCP: %v, %s with %d resources; want clusters", err, resp.GetTypeUrl(), len(resp.GetResources()))
 	}
 	for _, tc := range []struct {
 		name string
