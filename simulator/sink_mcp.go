@@ -22,6 +22,9 @@ type MCPOptions struct {
 	MaxSendBytes int
 	// Logger receives NACKs from subscribers; nil discards them.
 	Logger *slog.Logger
+	// Superseded and NACKs, when set, count as Stats does (metric hooks: a prometheus.Counter
+	// fits).
+	Superseded, NACKs mcp.Counter
 }
 
 // MCPSink serves the simulated mesh over MCP (Istio's MCP over xDS, what an `xds://` config
@@ -54,7 +57,7 @@ func NewMCPSink(opts MCPOptions) (*MCPSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp sink: %w: pick a free address with --listen", err)
 	}
-	s := &MCPSink{srv: mcp.NewServer(mcp.ServerOptions{Logger: opts.Logger}), lis: lis,
+	s := &MCPSink{srv: mcp.NewServer(mcp.ServerOptions{Logger: opts.Logger, Superseded: opts.Superseded, NACKs: opts.NACKs}), lis: lis,
 		g: grpc.NewServer(grpc.MaxSendMsgSize(opts.MaxSendBytes))}
 	s.srv.Register(s.g)
 	s.wg.Go(func() { _ = s.g.Serve(lis) })

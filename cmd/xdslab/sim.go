@@ -130,13 +130,23 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		files = func() string { return "" }
 		hold  func()
 	)
+	var mcpCounters []prometheus.Collector
 	if f.sink == "mcp" {
-		ms, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: f.listen})
+		superseded := prometheus.NewCounter(prometheus.CounterOpts{Name: "xdslab_sim_mcp_superseded_total",
+			Help: "MCP responses a subscriber never got because a newer state of the same type replaced them (a slow subscriber)."})
+		nacks := prometheus.NewCounter(prometheus.CounterOpts{Name: "xdslab_sim_mcp_nacks_total",
+			Help: "MCP responses a subscriber rejected (NACK)."})
+		mcpCounters = []prometheus.Collector{superseded, nacks}
+		ms, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: f.listen, Superseded: superseded, NACKs: nacks})
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))
 		}
 		sink, where = ms, "MCP subscribers of xds://"+ms.Addr()
 		files = func() string { return fmt.Sprintf(" (%d subscribers)", ms.Stats().Streams) }
+		defer func() {
+			st := ms.Stats()
+			fmt.Fprintf(out, "sim: MCP: %d subscribers, %d responses sent, %d superseded (slow subscribers), %d NACKs\n", st.Subscribed, st.Sent, st.Superseded, st.NACKs)
+		}()
 		if f.hold {
 			hold = func() {
 				if err == nil {
@@ -184,6 +194,11 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	metrics, err := simulator.NewMetrics(reg)
 	if err != nil {
 		return err
+	}
+	for _, c := range mcpCounters {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
 	}
 	if f.metricsAddr != "" {
 		stop, err := serveMetrics("sim", f.metricsAddr, reg, out)

@@ -57,6 +57,7 @@ type Server struct {
 	streams map[*stream]struct{}
 
 	nonce      atomic.Uint64
+	subscribed atomic.Uint64
 	sent       atomic.Uint64
 	superseded atomic.Uint64
 	nacks      atomic.Uint64
@@ -99,7 +100,9 @@ func (s *Server) Register(g *grpc.Server) {
 
 // Stats are the server's counters.
 type Stats struct {
+	// Streams are open now; Subscribed counts every stream ever served.
 	Streams                 int
+	Subscribed              uint64
 	Sent, Superseded, NACKs uint64
 	Objects                 int
 }
@@ -112,7 +115,7 @@ func (s *Server) Stats() Stats {
 	for _, t := range s.types {
 		n += len(t.objs)
 	}
-	return Stats{Streams: len(s.streams), Sent: s.sent.Load(), Superseded: s.superseded.Load(), NACKs: s.nacks.Load(), Objects: n}
+	return Stats{Streams: len(s.streams), Subscribed: s.subscribed.Load(), Sent: s.sent.Load(), Superseded: s.superseded.Load(), NACKs: s.nacks.Load(), Objects: n}
 }
 
 // Apply upserts and deletes objects (versions are content hashes) and hands the new state of
@@ -225,6 +228,7 @@ func (s *Server) Serve(ctx context.Context, first *discoverygrpc.DiscoveryReques
 			return err
 		}
 	}
+	s.subscribed.Add(1)
 	st := &stream{subs: map[string]bool{}, dirty: map[string]bool{}, wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.streams[st] = struct{}{}
