@@ -149,10 +149,8 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		}()
 		if f.hold {
 			hold = func() {
-				if err == nil {
-					fmt.Fprintf(out, "sim: serving the final state on xds://%s until interrupted\n", ms.Addr())
-					<-ctx.Done()
-				}
+				fmt.Fprintf(out, "sim: serving the final state on xds://%s until interrupted\n", ms.Addr())
+				<-ctx.Done()
 			}
 		}
 	} else if f.sink == "kube" {
@@ -175,9 +173,6 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		files = func() string { return fmt.Sprintf(" (%d files)", ds.Writes) }
 	}
 	defer sink.Close()
-	if hold != nil {
-		defer hold() // before the sink closes
-	}
 	var recorders []simulator.Sink
 	if f.events != "" {
 		file, err := os.Create(f.events)
@@ -230,6 +225,9 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	p.start = clock.Now()
 	stats, runErr := r.Run(ctx)
 	simSummary(out, stats, clock.Now().Sub(p.start))
+	if runErr == nil && hold != nil {
+		hold() // the sink and the metrics server stay up until interrupted
+	}
 	if runErr != nil && errors.Is(runErr, context.Canceled) {
 		fmt.Fprintln(out, "sim: interrupted")
 		return nil
