@@ -295,3 +295,32 @@ func TestSourceBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestSource100MBResponse: with the default receive limit a 100 MB response fails the stream
+// (gRPC's ResourceExhausted, logged and counted), the state stays, and the source reconnects.
+func TestSource100MBResponse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 100 MB")
+	}
+	var sent sync.Once
+	fake := &scripted{}
+	fake.script = func(send func(*discoverygrpc.DiscoveryResponse) error) error {
+		if err := allTypes(t, send); err != nil {
+			return err
+		}
+		var err error
+		sent.Do(func() {
+			huge := &anypb.Any{TypeUrl: mcp.ResourceTypeURL, Value: make([]byte, 100<<20)}
+			err = send(&discoverygrpc.DiscoveryResponse{TypeUrl: seURL, Nonce: "big", VersionInfo: "2", Resources: []*anypb.Any{huge}})
+		})
+		return err
+	}
+	g := grpc.NewServer(grpc.MaxSendMsgSize(200 << 20))
+	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, fake)
+	addr, _ := serve(t, g, "")
+	src, store, logs := startSource(t, Options{Addr: addr})
+	eventually(t, "the oversized response", func() bool {
+		return strings.Contains(logs.String(), "ResourceExhausted") && src.Status().Rejected > 0
+	})
+	eventually(t, "reconnect", func() bool { return src.Status().Connected && hosts(store) == "a=a.com,c=c.com" })
+}
