@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -114,16 +115,31 @@ func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logge
 		}
 		opts.Secure = sec
 	}
+	// sink.kind mcp: the simulator serves MCP and the control plane reads it as its only
+	// config source (xds://), the path a stock istiod with an xds:// configSource takes.
+	var mcpSink *simulator.MCPSink
+	if sc.Sink.Kind == scenarios.SinkMCP {
+		if mcpSink, err = simulator.NewMCPSink(simulator.MCPOptions{Listen: sc.Sink.Listen, Logger: log.With("component", "mcp-sink")}); err != nil {
+			cleanup()
+			return nil, err
+		}
+		opts.MCP = []mcpsource.Options{{Addr: mcpSink.Addr()}}
+	}
 	cp, err := startControlPlane(ctx, opts)
 	if err != nil {
+		if mcpSink != nil {
+			_ = mcpSink.Close()
+		}
 		cleanup()
 		return nil, err
 	}
-	sink, err := simulator.NewInProcessSink(cp.srv.ConfigStore())
-	if err != nil {
-		cp.stop()
-		cleanup()
-		return nil, err
+	var sink simulator.Sink = mcpSink
+	if mcpSink == nil {
+		if sink, err = simulator.NewInProcessSink(cp.srv.ConfigStore()); err != nil {
+			cp.stop()
+			cleanup()
+			return nil, err
+		}
 	}
 	return &target{
 		kind:          "in-process",

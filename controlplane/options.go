@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdslab/xdslab/controlplane/debounce"
+	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/push"
 	"github.com/xdslab/xdslab/controlplane/xds"
 )
@@ -78,6 +79,14 @@ type Options struct {
 	// each one's services and endpoints are merged after the in-process registry, its Istio
 	// config goes into the config store, and the first push waits until every source synced.
 	Sources []Source
+	// MCP lists MCP-over-xDS config sources (`xds://host:port`, istiod's api generator or any
+	// MCP server): each one's objects go into the config store, and the first push waits until
+	// every one answered every collection. Their metric hooks are set by the server.
+	MCP []mcpsource.Options
+	// ServeMCP serves the config store over MCP (istiod's api generator) on the ADS listeners
+	// to streams whose node metadata says GENERATOR=api; on the secure listener they
+	// authenticate as every stream there does.
+	ServeMCP bool
 }
 
 // DefaultOptions returns the defaults: gRPC on 127.0.0.1:15010, metrics on 127.0.0.1:15014,
@@ -131,6 +140,11 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("config dir: %w: create it or pass an existing directory", err))
 		} else if !fi.IsDir() {
 			errs = append(errs, fmt.Errorf("config dir %s is not a directory: pass the directory that holds the YAML files", o.ConfigDir))
+		}
+	}
+	for _, m := range o.MCP {
+		if _, _, err := net.SplitHostPort(m.Addr); err != nil {
+			errs = append(errs, fmt.Errorf("MCP config source %q: %v: write xds://host:port", m.Addr, err))
 		}
 	}
 	for _, a := range []struct{ name, addr string }{{"grpc address", o.GRPCAddr}, {"metrics address", o.MetricsAddr}} {

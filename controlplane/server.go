@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,11 +19,13 @@ import (
 	"github.com/xdslab/xdslab/controlplane/cache"
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/debounce"
+	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/metrics"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
 	"github.com/xdslab/xdslab/controlplane/security"
 	"github.com/xdslab/xdslab/controlplane/xds"
+	"github.com/xdslab/xdslab/internal/mcp"
 )
 
 // Pusher receives every snapshot the server builds, in order, one call at a time (the
@@ -105,6 +108,7 @@ type Server struct {
 	secureSrv *grpc.Server
 	authFails *prometheus.CounterVec
 	secrets   workloadSecrets // SDS for the secure listener's streams
+	mcp       *mcp.Server     // the config store served over MCP; nil unless Options.ServeMCP
 	errMu     sync.Mutex
 	err       error // the failure that stopped the server, if any
 }
@@ -149,6 +153,9 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("control plane metrics: %w", err)
 		}
 	}
+	if err := s.addMCPSources(); err != nil {
+		return nil, err
+	}
 	if opts.ConfigDir != "" {
 		files, err := config.NewFileSource(s.store, config.FileOptions{
 			Dir: opts.ConfigDir, RescanInterval: opts.ConfigRescan, Logger: opts.Logger.With("component", "config-files"),
@@ -181,6 +188,10 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Secure.Addr != "" {
 		xo.Secrets = &s.secrets
+	}
+	if opts.ServeMCP {
+		s.mcp = mcp.NewServer(mcp.ServerOptions{Logger: opts.Logger.With("component", "mcp-server")})
+		xo.API = s.mcp
 	}
 	if s.xds, err = xds.New(xo); err != nil {
 		return nil, err
@@ -267,6 +278,9 @@ func (s *Server) Start(ctx context.Context) error {
 	run("config-events", func() error {
 		for ev := range s.store.Events() {
 			agg.ConfigChanged(ev.Old, ev.New)
+			if s.mcp != nil {
+				s.serveMCP(ev)
+			}
 		}
 		return nil
 	})
@@ -280,6 +294,40 @@ func (s *Server) Start(ctx context.Context) error {
 	s.log.Info("control plane started", "grpc", gln.Addr().String(), "metrics", ln.Addr().String(), "configDir", s.opts.ConfigDir,
 		"minQuiet", s.opts.Debounce.MinQuiet, "maxDelay", s.opts.Debounce.MaxDelay, "debounceEDS", s.opts.Debounce.DebounceEDS,
 		"pushThrottle", s.opts.EffectivePushThrottle())
+	return nil
+}
+
+// serveMCP hands one config store event to the MCP server.
+func (s *Server) serveMCP(ev config.Event) {
+	var err error
+	if ev.New == nil {
+		err = s.mcp.Apply(nil, []model.ConfigKey{ev.Key()})
+	} else {
+		err = s.mcp.Apply([]*model.Config{ev.New}, nil)
+	}
+	if err != nil {
+		s.log.Warn("config object not served over MCP", "config", ev.Key().String(), "err", err)
+	}
+}
+
+// addMCPSources builds the MCP config sources of Options.MCP, with the server's metrics and
+// logger, and runs them as Sources.
+func (s *Server) addMCPSources() error {
+	if len(s.opts.MCP) == 0 {
+		return nil
+	}
+	srcs := slices.Clone(s.opts.Sources)
+	for _, o := range s.opts.MCP {
+		o.Logger = s.log.With("component", "config-mcp")
+		o.Rejected, o.Disconnects = s.metrics.MCPRejected, s.metrics.MCPDisconnects
+		o.Connected = s.metrics.MCPConnected.WithLabelValues(o.Addr)
+		src, err := mcpsource.New(o)
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, src)
+	}
+	s.opts.Sources = srcs
 	return nil
 }
 

@@ -25,7 +25,7 @@ var ignoreSrc = cmpopts.IgnoreUnexported(Scenario{})
 
 func TestBuiltinsValidate(t *testing.T) {
 	names := BuiltinNames()
-	want := []string{"delta-vs-sotw", "eds-churn-1k", "ingress-churn", "nack-storm", "push-1k", "quickstart", "rollout-storm", "scale-10k"}
+	want := []string{"delta-vs-sotw", "eds-churn-1k", "ingress-churn", "input-paths", "nack-storm", "push-1k", "quickstart", "rollout-storm", "scale-10k"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("BuiltinNames() (-want +got):\n%s", diff)
 	}
@@ -291,7 +291,7 @@ func TestSinkKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Sink{Kind: SinkKube, Kubeconfig: filepath.Join(dir, "kind.kubeconfig"), QPS: -1, Burst: 0}
+	want := Sink{Kind: SinkKube, Kubeconfig: filepath.Join(dir, "kind.kubeconfig"), QPS: -1, Burst: 0, Listen: "127.0.0.1:0"}
 	if s.Sink != want {
 		t.Errorf("sink = %+v, want %+v", s.Sink, want)
 	}

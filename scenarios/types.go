@@ -47,16 +47,19 @@ const (
 	SinkDir = "dir"
 	// SinkKube writes to a Kubernetes API server with client-go (the simulator's kube sink).
 	SinkKube = "kube"
+	// SinkMCP serves the mesh over MCP (Istio's MCP over xDS) on sink.listen.
+	SinkMCP = "mcp"
 )
 
 // Sink chooses where a run against --target writes the simulated mesh. The in-process control
-// plane is always fed directly (its config store), so only kind dir goes with it.
+// plane is fed directly (its config store) for kind dir, and over MCP for kind mcp.
 type Sink struct {
-	Kind       string  `yaml:"kind" json:"kind" enum:"dir,kube" doc:"dir: Istio YAML in the directory --sink-dir names, which the target watches; kube: a Kubernetes API server the target reads (stock istiod; see docs/kubernetes.md), which needs --target. The flag --sink (or --sink-dir alone, for dir) overrides it."`
+	Kind       string  `yaml:"kind" json:"kind" enum:"dir,kube,mcp" doc:"dir: Istio YAML in the directory --sink-dir names, which the target watches; kube: a Kubernetes API server the target reads (stock istiod; see docs/kubernetes.md), which needs --target; mcp: an MCP-over-xDS server on sink.listen that the control plane reads as its xds:// config source (the in-process one too; see docs/mcp.md). The flag --sink (or --sink-dir alone, for dir) overrides it."`
 	Kubeconfig string  `yaml:"kubeconfig" json:"kubeconfig" doc:"Kind kube: the API server's kubeconfig file, relative to the scenario file; --kubeconfig overrides it." def:"$KUBECONFIG, then ~/.kube/config"`
 	QPS        float64 `yaml:"qps" json:"qps" doc:"Kind kube: client-side limit of API requests per second (negative: none); --kube-qps overrides it."`
 	Burst      int     `yaml:"burst" json:"burst" doc:"Kind kube: client-side burst of API requests (0: the qps, rounded up); --kube-burst overrides it."`
 	Pods       bool    `yaml:"pods" json:"pods" doc:"Kind kube: write a Pod per endpoint (labels, service account, locality, Ready status; bound to a Node no kubelet runs) as a real cluster holds them, so that istiod sees endpoint labels and identities; --kube-pods overrides it."`
+	Listen     string  `yaml:"listen" json:"listen" doc:"Kind mcp: the address the simulator's MCP server listens on (port 0 picks one; a --target control plane needs a fixed port in its --config-source xds://HOST:PORT)." def:"127.0.0.1:0"`
 }
 
 // Debounce configures the debouncer (Istio's PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX,
@@ -263,7 +266,7 @@ func Defaults() *Scenario {
 			},
 			FlowControl: FlowControl{AckTimeout: Duration(5 * time.Second)},
 		},
-		Sink: Sink{Kind: SinkDir, QPS: 50, Burst: 100},
+		Sink: Sink{Kind: SinkDir, QPS: 50, Burst: 100, Listen: "127.0.0.1:0"},
 		Topology: Topology{
 			Namespaces:                  5,
 			Services:                    100,

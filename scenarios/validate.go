@@ -113,10 +113,16 @@ func (v *validator) controlPlane() {
 func (v *validator) sink() {
 	sk, def := v.s.Sink, Defaults().Sink
 	switch sk.Kind {
-	case SinkDir, SinkKube:
+	case SinkDir, SinkKube, SinkMCP:
 	default:
-		v.add("sink.kind", didYouMean(sk.Kind, []string{SinkDir, SinkKube}), "unknown sink kind %q", sk.Kind)
+		v.add("sink.kind", didYouMean(sk.Kind, []string{SinkDir, SinkKube, SinkMCP}), "unknown sink kind %q", sk.Kind)
 		return
+	}
+	if sk.Kind != SinkMCP && sk.Listen != def.Listen {
+		v.add("sink.listen", "remove it, or set sink.kind: mcp", "listen applies to sink kind mcp only, not %s", sk.Kind)
+	}
+	if _, _, err := net.SplitHostPort(sk.Listen); sk.Kind == SinkMCP && err != nil {
+		v.add("sink.listen", `write host:port, e.g. "127.0.0.1:15020"`, "listen %q is not host:port", sk.Listen)
 	}
 	if sk.Kind != SinkKube {
 		for _, f := range []struct {

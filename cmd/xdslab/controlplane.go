@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/registry/kube"
 	"github.com/xdslab/xdslab/controlplane/security"
 )
@@ -22,6 +23,7 @@ type controlplaneFlags struct {
 	pushThrottle int
 	kube         kubeFlags
 	kubeNS       string
+	sources      []string
 }
 
 func newControlplaneCmd() *cobra.Command {
@@ -40,12 +42,15 @@ EndpointSlices become services and endpoints, and Istio's config kinds (networki
 are read from the API server; see docs/kubernetes.md.`,
 		Example: `  xdslab controlplane --config-dir examples/mesh
   xdslab controlplane --config-dir /tmp/mesh --min-quiet 50ms --max-delay 2s --debounce-eds=false
-  xdslab controlplane --kubeconfig ~/.kube/config`,
+  xdslab controlplane --kubeconfig ~/.kube/config
+  xdslab controlplane --config-source xds://127.0.0.1:15020 --grpc-addr 127.0.0.1:15030`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runControlplane(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.configDir, "config-dir", "", "directory of Istio YAML to watch (required unless --kubeconfig is given)")
+	fl.StringVar(&f.configDir, "config-dir", "", "directory of Istio YAML to watch (required unless --kubeconfig or --config-source is given)")
+	fl.StringArrayVar(&f.sources, "config-source", nil, "a config source, as istiod's configSources (repeatable): fs:///DIR (= --config-dir), k8s:// (= --kubeconfig), xds://HOST:PORT[?caFile=CA.pem&certFile=C&keyFile=K] (MCP over xDS; docs/mcp.md)")
+	fl.BoolVar(&f.opts.ServeMCP, "serve-mcp", false, "also serve the config store over MCP (istiod's api generator) to ADS streams whose node metadata says GENERATOR=api")
 	fl.StringVar(&f.opts.GRPCAddr, "grpc-addr", controlplane.DefaultGRPCAddr, "address of the ADS (xDS) gRPC server")
 	fl.StringVar(&f.opts.MetricsAddr, "metrics-addr", controlplane.DefaultMetricsAddr, "address of /metrics and /debug/*")
 	fl.DurationVar(&f.opts.Debounce.MinQuiet, "min-quiet", f.opts.Debounce.MinQuiet, "push once no change arrived for this long (Istio's PILOT_DEBOUNCE_AFTER)")
@@ -75,8 +80,13 @@ are read from the API server; see docs/kubernetes.md.`,
 
 func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 	useKube := cmd.Flags().Changed("kubeconfig") || cmd.Flags().Changed("kube-namespace") || cmd.Flags().Changed("kube-pods")
-	if f.configDir == "" && !useKube {
-		return usageErr(errors.New("controlplane: --config-dir or --kubeconfig is required: pass a directory of Istio YAML (e.g. --config-dir examples/mesh) or a cluster's kubeconfig"))
+	mcpSources, err := parseConfigSources(f.sources, &f.configDir, &useKube)
+	if err != nil {
+		return usageErr(fmt.Errorf("controlplane: %w", err))
+	}
+	f.opts.MCP = mcpSources
+	if f.configDir == "" && !useKube && len(mcpSources) == 0 {
+		return usageErr(errors.New("controlplane: --config-dir, --kubeconfig or --config-source is required: pass a directory of Istio YAML (e.g. --config-dir examples/mesh), a cluster's kubeconfig or an MCP server (--config-source xds://HOST:PORT)"))
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -115,4 +125,40 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 	<-srv.Done()
 	opts.Logger.Info("control plane stopping", "snapshot", srv.Snapshot().Version)
 	return srv.Err()
+}
+
+// parseConfigSources reads --config-source values: fs:///DIR sets the config directory (one at
+// most, and not beside --config-dir), k8s:// turns the Kubernetes source on, xds://HOST:PORT
+// adds an MCP source.
+func parseConfigSources(urls []string, configDir *string, useKube *bool) ([]mcpsource.Options, error) {
+	var out []mcpsource.Options
+	for _, raw := range urls {
+		scheme, rest, ok := strings.Cut(raw, "://")
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("--config-source %q: want fs:///DIR, k8s:// or xds://HOST:PORT", raw)
+		case scheme == "fs":
+			if *configDir != "" {
+				return nil, fmt.Errorf("--config-source %q: a config directory is already given (%s): pass one directory", raw, *configDir)
+			}
+			if rest == "" {
+				return nil, fmt.Errorf("--config-source %q: name the directory, e.g. fs:///etc/istio/config", raw)
+			}
+			*configDir = rest
+		case scheme == "k8s":
+			if rest != "" && rest != "/" {
+				return nil, fmt.Errorf("--config-source %q: only the local cluster (k8s://, with --kubeconfig) is supported", raw)
+			}
+			*useKube = true
+		case scheme == "xds":
+			o, err := mcpsource.ParseURL(raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, o)
+		default:
+			return nil, fmt.Errorf("--config-source %q: unknown scheme %q: use fs, k8s or xds", raw, scheme)
+		}
+	}
+	return out, nil
 }

@@ -87,7 +87,7 @@ Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are wr
 	fl.StringVar(&f.out, "out", "", "write summary.json, report.html and junit.xml into this directory")
 	fl.StringVar(&f.target, "target", "", "external ADS server HOST:PORT (default: xdslab's control plane in-process)")
 	fl.StringVar(&f.sinkDir, "sink-dir", "", "with --target: the directory of Istio YAML that control plane watches")
-	fl.StringVar(&f.sink, "sink", "", "with --target: where the mesh goes, dir (--sink-dir) or kube (a Kubernetes API server); default the scenario's sink.kind")
+	fl.StringVar(&f.sink, "sink", "", "where the mesh goes: dir (--sink-dir, with --target), kube (a Kubernetes API server, with --target) or mcp (an MCP server on the scenario's sink.listen, which the control plane reads; in-process too); default the scenario's sink.kind")
 	f.kube.register(fl, 50, 100)
 	f.kube.registerPods(fl)
 	fl.BoolVar(&f.clean, "clean", false, "with --sink-dir: remove YAML files already in the directory first; with the kube sink: the objects an earlier run wrote")
@@ -116,8 +116,8 @@ func resolveSink(sc *scenarios.Scenario, f runFlags, changed func(string) bool) 
 	rs := runSink{kind: sc.Sink.Kind, kube: kubeFlags{kubeconfig: sc.Sink.Kubeconfig, qps: sc.Sink.QPS, burst: sc.Sink.Burst, pods: sc.Sink.Pods}}
 	switch {
 	case changed("sink"):
-		if f.sink != scenarios.SinkDir && f.sink != scenarios.SinkKube {
-			return runSink{}, fmt.Errorf("run: --sink %q: use dir or kube", f.sink)
+		if f.sink != scenarios.SinkDir && f.sink != scenarios.SinkKube && f.sink != scenarios.SinkMCP {
+			return runSink{}, fmt.Errorf("run: --sink %q: use dir, kube or mcp", f.sink)
 		}
 		rs.kind, from = f.sink, "--sink"
 	case f.sinkDir != "":
@@ -221,6 +221,18 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	if err != nil {
 		return usageErr(err)
 	}
+	if sink.kind == scenarios.SinkMCP {
+		// The simulator serves MCP on the scenario's sink.listen; in-process, the control
+		// plane reads it (bench), against --target that control plane must.
+		sc.Sink.Kind = scenarios.SinkMCP
+		if f.target != "" {
+			if f.sinkDir != "" {
+				return usageErr(errors.New("run: --sink-dir goes with the dir sink, not mcp: drop it"))
+			}
+			listen := sc.Sink.Listen
+			opts.NewSink = func() (simulator.Sink, error) { return simulator.NewMCPSink(simulator.MCPOptions{Listen: listen}) }
+		}
+	}
 	out := cmd.OutOrStdout()
 	target := "in-process control plane"
 	switch {
@@ -229,6 +241,8 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 			return usageErr(err)
 		}
 		target = f.target + " (sink: the Kubernetes API server of " + sink.kube.path() + ")"
+	case f.target != "" && sink.kind == scenarios.SinkMCP:
+		target = f.target + " (sink: MCP on xds://" + sc.Sink.Listen + ")"
 	case f.target != "":
 		target = f.target + " (sink " + f.sinkDir + ")"
 	}

@@ -199,7 +199,7 @@ func TestResolveSink(t *testing.T) {
 		{"--sink kube in-process", dirSc, runFlags{sink: "kube"}, []string{"sink"}, runSink{}, "--sink is kube"},
 		{"kube and sink dir", dirSc, runFlags{target: "h:1", sink: "kube", sinkDir: "/mesh"}, []string{"sink", "sink-dir"}, runSink{}, "drop --sink-dir"},
 		{"kube flag on dir", dirSc, runFlags{target: "h:1", sinkDir: "/mesh"}, []string{"sink-dir", "kube-burst"}, runSink{}, "add --sink kube"},
-		{"unknown sink", dirSc, runFlags{sink: "etcd"}, []string{"sink"}, runSink{}, `--sink "etcd": use dir or kube`},
+		{"unknown sink", dirSc, runFlags{sink: "etcd"}, []string{"sink"}, runSink{}, `--sink "etcd": use dir, kube or mcp`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := resolveSink(tc.sc, tc.f, func(name string) bool { return slices.Contains(tc.set, name) })

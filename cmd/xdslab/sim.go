@@ -31,6 +31,8 @@ type simFlags struct {
 	progress     time.Duration
 	metricsAddr  string
 	sink         string
+	listen       string
+	hold         bool
 	kube         kubeFlags
 	kubeSEs      bool
 	pub          publishFlags
@@ -70,7 +72,9 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 	fl.StringVar(&f.apiVersion, "api-version", simulator.DefaultAPIVersion, "apiVersion of the written objects (networking.istio.io/v1alpha3, v1beta1 or v1)")
 	fl.DurationVar(&f.progress, "progress", 5*time.Second, "print a progress line this often (run time); 0 disables")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the simulator's Prometheus metrics on this address (e.g. 127.0.0.1:15090)")
-	fl.StringVar(&f.sink, "sink", "dir", "where the mesh goes: dir (Istio YAML in --sink-dir) or kube (a Kubernetes API server; see docs/kubernetes.md)")
+	fl.StringVar(&f.sink, "sink", "dir", "where the mesh goes: dir (Istio YAML in --sink-dir), kube (a Kubernetes API server; see docs/kubernetes.md) or mcp (an MCP-over-xDS server on --listen; see docs/mcp.md)")
+	fl.StringVar(&f.listen, "listen", "", "with --sink mcp: the address to serve MCP on (control planes read it as --config-source xds://HOST:PORT)")
+	fl.BoolVar(&f.hold, "hold", false, "with --sink mcp: keep serving the final state after the churn until interrupted")
 	fl.StringVar(&f.pub.addr, "publish", "", "distributed run: serve the probe stream to the fleet shards on this address (docs/distributed.md)")
 	fl.IntVar(&f.pub.shards, "shards", 1, "with --publish: the number of fleet shards (xdslab fleet --segment I/N)")
 	fl.DurationVar(&f.pub.ackTimeout, "ack-timeout", 5*time.Second, "with --publish: longest wait for every shard to register an event before writing it")
@@ -86,8 +90,12 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 
 func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (err error) {
 	switch {
-	case f.sink != "dir" && f.sink != "kube":
-		return usageErr(fmt.Errorf("sim: --sink %q: use dir or kube", f.sink))
+	case f.sink != "dir" && f.sink != "kube" && f.sink != "mcp":
+		return usageErr(fmt.Errorf("sim: --sink %q: use dir, kube or mcp", f.sink))
+	case f.sink == "mcp" && f.listen == "":
+		return usageErr(errors.New("sim: --sink mcp needs --listen HOST:PORT: the address control planes read as --config-source xds://HOST:PORT"))
+	case f.sink != "mcp" && (f.listen != "" || f.hold):
+		return usageErr(errors.New("sim: --listen and --hold go with --sink mcp"))
 	case f.sink == "dir" && f.sinkDir == "":
 		return usageErr(errors.New("sim: --sink-dir is required: the directory the control plane watches (or --sink kube)"))
 	}
@@ -120,8 +128,32 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		sink  simulator.Sink
 		where = f.sinkDir
 		files = func() string { return "" }
+		hold  func()
 	)
-	if f.sink == "kube" {
+	var mcpCounters []prometheus.Collector
+	if f.sink == "mcp" {
+		superseded := prometheus.NewCounter(prometheus.CounterOpts{Name: "xdslab_sim_mcp_superseded_total",
+			Help: "MCP responses a subscriber never got because a newer state of the same type replaced them (a slow subscriber)."})
+		nacks := prometheus.NewCounter(prometheus.CounterOpts{Name: "xdslab_sim_mcp_nacks_total",
+			Help: "MCP responses a subscriber rejected (NACK)."})
+		mcpCounters = []prometheus.Collector{superseded, nacks}
+		ms, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: f.listen, Superseded: superseded, NACKs: nacks})
+		if err != nil {
+			return usageErr(fmt.Errorf("sim: %w", err))
+		}
+		sink, where = ms, "MCP subscribers of xds://"+ms.Addr()
+		files = func() string { return fmt.Sprintf(" (%d subscribers)", ms.Stats().Streams) }
+		defer func() {
+			st := ms.Stats()
+			fmt.Fprintf(out, "sim: MCP: %d subscribers, %d responses sent, %d superseded (slow subscribers), %d NACKs\n", st.Subscribed, st.Sent, st.Superseded, st.NACKs)
+		}()
+		if f.hold {
+			hold = func() {
+				fmt.Fprintf(out, "sim: serving the final state on xds://%s until interrupted\n", ms.Addr())
+				<-ctx.Done()
+			}
+		}
+	} else if f.sink == "kube" {
 		kc, ic, err := f.kube.clients("xdslab-sim")
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))
@@ -158,6 +190,11 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	if err != nil {
 		return err
 	}
+	for _, c := range mcpCounters {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
 	if f.metricsAddr != "" {
 		stop, err := serveMetrics("sim", f.metricsAddr, reg, out)
 		if err != nil {
@@ -188,6 +225,9 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	p.start = clock.Now()
 	stats, runErr := r.Run(ctx)
 	simSummary(out, stats, clock.Now().Sub(p.start))
+	if runErr == nil && hold != nil {
+		hold() // the sink and the metrics server stay up until interrupted
+	}
 	if runErr != nil && errors.Is(runErr, context.Canceled) {
 		// What was applied is in the directory (every write is atomic) and counted above.
 		return withCode(exitInterrupted, errors.New("sim: interrupted before the end of the churn"))

@@ -116,3 +116,12 @@ churn:
 		})
 	}
 }
+
+// TestSimMCPSink: --sink mcp needs --listen, --listen goes with --sink mcp only, and a fast run
+// serves the mesh over MCP.
+func TestSimMCPSink(t *testing.T) {
+	ctx := context.Background()
+	require.Equal(t, exitUsage, run(ctx, []string{"sim", "quickstart", "--sink", "mcp"}))
+	require.Equal(t, exitUsage, run(ctx, []string{"sim", "quickstart", "--sink-dir", t.TempDir(), "--listen", "127.0.0.1:0"}))
+	require.Equal(t, exitOK, run(ctx, []string{"sim", "quickstart", "--sink", "mcp", "--listen", "127.0.0.1:0", "--fast", "--progress", "0"}))
+}

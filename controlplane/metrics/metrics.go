@@ -113,6 +113,14 @@ type Metrics struct {
 	// push filter left out because the proxy's Sidecar scope and exportTo hide the change
 	// (xdslab_cp_push_skipped_total{type}; istiod only logs these).
 	PushSkipped *prometheus.CounterVec
+	// MCPRejected counts objects and responses an MCP config source rejected (NACKed; the last
+	// good version kept) (xdslab_cp_mcp_rejected_total).
+	MCPRejected prometheus.Counter
+	// MCPDisconnects counts MCP streams lost (xdslab_cp_mcp_disconnects_total).
+	MCPDisconnects prometheus.Counter
+	// MCPConnected is 1 while the MCP source of a server is connected, by server address
+	// (xdslab_cp_mcp_connected{source}).
+	MCPConnected *prometheus.GaugeVec
 }
 
 func histogram(name, help string, buckets []float64) prometheus.Histogram {
@@ -166,6 +174,9 @@ func New() *Metrics {
 		AckLatency:            histogram("xdslab_cp_ack_latency_seconds", "Time in seconds from a response being sent to its ACK being received.", AckBuckets),
 		EventsMerged:          counter("xdslab_cp_events_merged_total", "Total number of change events merged into another event's push cycle (events minus cycles)."),
 		StreamsRejected:       counter("xdslab_cp_streams_rejected_total", "Total number of xDS streams refused by admission control."),
+		MCPRejected:           counter("xdslab_cp_mcp_rejected_total", "Total number of objects and responses an MCP config source rejected (NACKed, the last good version kept)."),
+		MCPDisconnects:        counter("xdslab_cp_mcp_disconnects_total", "Total number of MCP config source streams lost (the last good config kept)."),
+		MCPConnected:          prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "xdslab_cp_mcp_connected", Help: "Whether the MCP config source of a server is connected (1) or not (0)."}, []string{"source"}),
 		PushSkipped:           counterVec("xdslab_cp_push_skipped_total", "Total number of push triggers not pushed to a connection because its Sidecar scope does not contain the change, labeled by reason for the push.", LabelType),
 	}
 }
@@ -202,6 +213,9 @@ func (m *Metrics) named() []struct {
 		{"xdslab_cp_events_merged_total", m.EventsMerged},
 		{"xdslab_cp_streams_rejected_total", m.StreamsRejected},
 		{"xdslab_cp_push_skipped_total", m.PushSkipped},
+		{"xdslab_cp_mcp_rejected_total", m.MCPRejected},
+		{"xdslab_cp_mcp_disconnects_total", m.MCPDisconnects},
+		{"xdslab_cp_mcp_connected", m.MCPConnected},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslab/xdslab/controlplane/cache"
 	"github.com/xdslab/xdslab/controlplane/gen"
@@ -24,6 +25,9 @@ import (
 
 // Options configures the ADS server. The zero value is not useful: start from DefaultOptions.
 type Options struct {
+	// API, when set, serves the SotW streams whose first request's node metadata says
+	// GENERATOR=api (MCP clients, as istiod's api generator does); nil serves them as proxies.
+	API APIServer
 	// FlowControl holds newer pushes of a type while its last response is unanswered.
 	FlowControl bool
 	// AckTimeout releases a held push when the client has not answered for this long; zero
@@ -348,14 +352,51 @@ func (s *Server) admitStream(ctx context.Context) error {
 	}
 }
 
+// APIServer serves MCP streams (internal/mcp.Server implements it): first is the stream's
+// first request, already read.
+type APIServer interface {
+	Serve(ctx context.Context, first *discoverygrpc.DiscoveryRequest,
+		recv func() (*discoverygrpc.DiscoveryRequest, error), send func(*discoverygrpc.DiscoveryResponse) error) error
+}
+
+// plainRequest copies a request with its names decoded and releases the transport's buffers.
+func plainRequest(r *sotwRequest) *discoverygrpc.DiscoveryRequest {
+	out := proto.Clone(&r.DiscoveryRequest).(*discoverygrpc.DiscoveryRequest)
+	out.ResourceNames = r.Names()
+	r.release()
+	return out
+}
+
 // StreamAggregatedResources serves one SotW ADS stream.
 func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
 	if err := s.admitStream(stream.Context()); err != nil {
 		return err
 	}
+	var first *sotwRequest
+	if s.opts.API != nil {
+		first = &sotwRequest{}
+		if err := stream.RecvMsg(first); err != nil {
+			return streamEnded(err)
+		}
+		if first.GetNode().GetMetadata().GetFields()["GENERATOR"].GetStringValue() == "api" {
+			recv := func() (*discoverygrpc.DiscoveryRequest, error) {
+				r := &sotwRequest{}
+				if err := stream.RecvMsg(r); err != nil {
+					return nil, err
+				}
+				return plainRequest(r), nil
+			}
+			return streamEnded(s.opts.API.Serve(stream.Context(), plainRequest(first), recv, stream.Send))
+		}
+	}
 	c := s.newConn(stream, false)
 	defer s.closeConn(c)
 	recv := func() (*sotwRequest, error) {
+		if first != nil {
+			r := first
+			first = nil
+			return r, nil
+		}
 		r := &sotwRequest{}
 		return r, stream.RecvMsg(r)
 	}

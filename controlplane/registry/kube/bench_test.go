@@ -25,7 +25,8 @@ import (
 //     sink (files, fsnotify, our file source) against the kube sink (API server, watch, our
 //     kube registry), the rest alike: accepted-ms is the sink's Apply, delivered-ms from then
 //     (t0) to the fake Envoy holding the change, total-ms their sum. kube's total minus dir's
-//     is what the API server path adds.
+//     is what the API server path adds. e2e/mcp is the same through the simulator's MCP sink
+//     and our xds:// config source.
 func BenchmarkKube(b *testing.B) {
 	if testing.Short() {
 		b.Skip("starts etcd and kube-apiserver")
@@ -113,7 +114,7 @@ func BenchmarkKube(b *testing.B) {
 			b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "accepted-ms")
 		})
 	}
-	for _, sink := range []string{"dir", "kube"} {
+	for _, sink := range []string{"dir", "kube", "mcp"} {
 		b.Run("e2e/"+sink, func(b *testing.B) {
 			c := newChain(b, chainOptions{sink: sink, cluster: cl, services: 200, endpoints: 5, qps: -1, workers: 8, quiet: true})
 			var accepted, delivered, total []time.Duration

@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
+	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry/kube"
 	"github.com/xdslab/xdslab/fakeenvoy"
@@ -31,7 +32,7 @@ import (
 
 // chainOptions configure a chain.
 type chainOptions struct {
-	// sink is "kube" or "dir".
+	// sink is "kube", "dir" or "mcp" (the simulator's MCP sink, read as an xds:// source).
 	sink string
 	// cluster is the API server (sink kube).
 	cluster *cluster
@@ -128,6 +129,13 @@ func newChain(tb testing.TB, o chainOptions) *chain {
 		}
 		c.sink = ds
 		opts.ConfigDir = dir
+	case "mcp":
+		ms, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: "127.0.0.1:0"})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.sink = ms
+		opts.MCP = []mcpsource.Options{{Addr: ms.Addr()}}
 	default:
 		tb.Fatalf("sink %q", o.sink)
 	}

@@ -4,8 +4,12 @@
 // istiod's `fs://` configSources). It is the reference peer the lab is judged against: the
 // fleet must reach full config on it, and the lab's figures about it must be true.
 //
-// The file source's objects are mirrored into the fake server's config store, which feeds
-// Istio's registries and push machinery exactly as its Kubernetes and file stores do in istiod.
+// With Options.MCP instead of a directory, the config source is Istio's own MCP-over-xDS client
+// (pkg/adsc in MCP mode, configured as istiod configures an `xds://` configSources entry:
+// GENERATOR=api, ConfigInitialRequests, a memory config controller as its store).
+//
+// The source's objects are mirrored into the fake server's config store, which feeds Istio's
+// registries and push machinery exactly as its Kubernetes and file stores do in istiod.
 package istiodlab
 
 import (
@@ -17,10 +21,15 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"istio.io/istio/pilot/pkg/config/kube/file"
+	"istio.io/istio/pilot/pkg/config/memory"
 	"istio.io/istio/pilot/pkg/model"
 	kubecontroller "istio.io/istio/pilot/pkg/serviceregistry/kube/controller"
 	"istio.io/istio/pilot/test/xds"
+	"istio.io/istio/pkg/adsc"
 	"istio.io/istio/pkg/config"
 	"istio.io/istio/pkg/config/schema/collections"
 	"istio.io/istio/pkg/monitoring"
@@ -30,8 +39,11 @@ import (
 // Options configure a Server.
 type Options struct {
 	// Dir is the directory of Istio YAML to serve (watched: changes are applied as istiod's
-	// fs:// config source applies them). Required.
+	// fs:// config source applies them). Dir or MCP is required.
 	Dir string
+	// MCP is the host:port of an MCP-over-xDS server to read config from, as istiod does for an
+	// xds:// config source (plaintext).
+	MCP string
 	// Addr is the ADS listen address; default 127.0.0.1:0.
 	Addr string
 	// Debounce is PILOT_DEBOUNCE_AFTER; default 100ms, istiod's (Istio's test server uses 0).
@@ -50,13 +62,15 @@ type Server struct {
 	// MetricsAddr is where /metrics is served ("" when not).
 	MetricsAddr string
 	Fake        *xds.FakeDiscoveryServer
-	files       *file.Controller
+	files       model.ConfigStoreController
+	// MCPClient is Istio's MCP client when Options.MCP is set.
+	MCPClient *adsc.ADSC
 }
 
 // Start runs the server until t's cleanup. t fails (Fatal) when the server cannot start.
 func Start(t test.Failer, opts Options) (*Server, error) {
-	if opts.Dir == "" {
-		return nil, errors.New("istiodlab: a directory of Istio YAML is required")
+	if (opts.Dir == "") == (opts.MCP == "") {
+		return nil, errors.New("istiodlab: a directory of Istio YAML or an MCP server is required (one of them)")
 	}
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
@@ -82,17 +96,30 @@ func Start(t test.Failer, opts Options) (*Server, error) {
 		s.MetricsAddr = ml.Addr().String()
 	}
 
-	files, err := file.NewController(opts.Dir, "cluster.local", collections.Pilot, kubecontroller.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("istiodlab: file config source %s: %w", opts.Dir, err)
-	}
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
+	var files model.ConfigStoreController
+	what := "file config source " + opts.Dir
+	if opts.MCP != "" {
+		what = "MCP config source xds://" + opts.MCP
+		mc, ctrl, err := startMCP(opts.MCP)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(mc.Close)
+		s.MCPClient, files = mc, ctrl
+	} else {
+		fc, err := file.NewController(opts.Dir, "cluster.local", collections.Pilot, kubecontroller.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("istiodlab: file config source %s: %w", opts.Dir, err)
+		}
+		files = fc
+	}
 	go files.Run(stop)
 	deadline := time.Now().Add(30 * time.Second)
 	for !files.HasSynced() {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("istiodlab: file config source %s did not sync in 30s", opts.Dir)
+			return nil, fmt.Errorf("istiodlab: %s did not sync in 30s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -139,4 +166,29 @@ func Start(t test.Failer, opts Options) (*Server, error) {
 		})
 	}
 	return s, nil
+}
+
+// startMCP starts Istio's MCP client against addr exactly as istiod's bootstrap does for an
+// xds:// config source (pilot/pkg/bootstrap/configcontroller.go), with plaintext credentials.
+func startMCP(addr string) (*adsc.ADSC, model.ConfigStoreController, error) {
+	mc, err := adsc.New(addr, &adsc.ADSConfig{
+		InitialDiscoveryRequests: adsc.ConfigInitialRequests(),
+		Config: adsc.Config{
+			Namespace: "istio-system",
+			Workload:  "istiodlab",
+			Meta:      model.NodeMetadata{Generator: "api"}.ToStruct(),
+			GrpcOpts:  []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("istiodlab: dial MCP server %s: %w", addr, err)
+	}
+	ctrl := memory.NewController(memory.Make(collections.Pilot))
+	ctrl.RegisterHasSyncedHandler(mc.HasSynced)
+	mc.Store = ctrl
+	if err := mc.Run(); err != nil {
+		mc.Close()
+		return nil, nil, fmt.Errorf("istiodlab: MCP client of %s: %w", addr, err)
+	}
+	return mc, ctrl, nil
 }
