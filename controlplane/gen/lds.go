@@ -255,7 +255,7 @@ func rdsHCM(statPrefix, routeName string) *hcmv3.HttpConnectionManager {
 			ConfigSource:    adsConfigSource(),
 			RouteConfigName: routeName,
 		}},
-		HttpFilters: []*hcmv3.HttpFilter{routerFilter()},
+		HttpFilters: httpFilters(),
 	}
 }
 
@@ -277,7 +277,7 @@ func inboundHCM(port uint32, cluster string) *hcmv3.HttpConnectionManager {
 				}},
 			}},
 		}},
-		HttpFilters: []*hcmv3.HttpFilter{routerFilter()},
+		HttpFilters: httpFilters(),
 	}
 }
 
