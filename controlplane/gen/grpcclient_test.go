@@ -48,12 +48,12 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 	svc := &model.Service{Hostname: svcHost, Namespace: "test", Ports: []model.Port{{Name: "grpc", Number: 7070, Protocol: model.ProtocolGRPC}}}
 	ep := &model.Endpoint{Service: svcHost, Address: "127.0.0.1", Ports: map[string]uint32{"grpc": backendPort}, Labels: map[string]string{"version": "v1"}, Locality: model.Locality{Region: "r", Zone: "z"}}
 	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.DestinationRule{
-		Host:          "backend",
+		Host: "backend",
 		TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{Interval: durationpb.New(time.Second), MaxEjectionPercent: 50},
 			// A consistent hash: a RING_HASH cluster and a header hash_policy on the route.
 			LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{
 				HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_HttpHeaderName{HttpHeaderName: "x-user"}}}}},
-		Subsets:       []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}},
+		Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}},
 	}}
 	vs := &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.VirtualService{
 		Hosts: []string{"backend"},
