@@ -57,7 +57,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	ports := map[uint32]*portInfo{}
 	var tcp []Resource
 	taken := map[string]string{} // listener name → hostname that took it
-	for _, svc := range visibleServices(s, s.ScopeFor(p)) {
+	sc := s.ScopeFor(p)
+	ix := newIndex(s, sc)
+	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
 			if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
 				errs = append(errs, fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener))
@@ -72,7 +74,6 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				pi.http = append(pi.http, ServiceKey(svc))
 				continue
 			}
-			cluster := ClusterName(Outbound, port.Number, "", svc.Hostname)
 			vips := ipAddresses(svc.Addresses)
 			if len(vips) == 0 {
 				if pi.wildTCP == nil {
@@ -80,6 +81,10 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				}
 				pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
 				continue
+			}
+			chains, cdeps, err := tcpRouteChains(p, ix, svc, port) // VirtualService tcp routes (tcproute.go)
+			if err != nil {
+				errs = append(errs, err)
 			}
 			for _, vip := range vips {
 				name := ListenerName(vip, port.Number)
@@ -96,9 +101,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					Address:          socketAddress(vip, port.Number),
 					BindToPort:       wrapperspb.Bool(false),
 					TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-					FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}}},
+					FilterChains:     chains,
 				}
-				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps([]model.ConfigKey{ServiceKey(svc)})})
+				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps(append([]model.ConfigKey{ServiceKey(svc)}, cdeps...))})
 			}
 		}
 	}
@@ -122,9 +127,13 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			}}}
 			deps = append(pi.http, pi.wildDeps...)
 		case pi.wildTCP != nil:
-			cluster := ClusterName(Outbound, num, "", pi.wildTCP.Hostname)
-			l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}}}
-			deps = pi.wildDeps
+			port, _ := pi.wildTCP.Port(num)
+			chains, cdeps, err := tcpRouteChains(p, ix, pi.wildTCP, port)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			l.FilterChains = chains
+			deps = append(pi.wildDeps, cdeps...)
 		default:
 			continue
 		}
