@@ -269,8 +269,8 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 		return nil, errors.New("delegate VirtualServices are not supported")
 	}
 	type match struct {
-		rm   *routev3.RouteMatch
-		name string
+		rm               *routev3.RouteMatch
+		name, statPrefix string
 	}
 	var matches []match
 	if len(hr.GetMatch()) == 0 {
@@ -284,18 +284,18 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 		if err != nil {
 			return nil, err
 		}
-		matches = append(matches, match{rm, m.GetName()})
+		matches = append(matches, match{rm, m.GetName(), m.GetStatPrefix()})
 	}
 	if len(matches) == 0 {
 		return nil, nil
 	}
-	build := func(rm *routev3.RouteMatch, matchName string) (*routev3.Route, error) {
+	build := func(rm *routev3.RouteMatch, matchName, statPrefix string) (*routev3.Route, error) {
 		// The route's name is istiod's: the HTTP route's name, then ".MATCHNAME" (TranslateRoute).
 		name := hr.GetName()
 		if matchName != "" {
 			name += "." + matchName
 		}
-		r := &routev3.Route{Name: name, Match: rm}
+		r := &routev3.Route{Name: name, Match: rm, StatPrefix: statPrefix}
 		ops := translateHeaders(hr.GetHeaders())
 		ops.applyToRoute(r)
 		switch {
@@ -303,7 +303,7 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 			if grpc {
 				return nil, nil // grpc-go cannot redirect: the route is left out for gRPC clients
 			}
-			r.Action = &routev3.Route_Redirect{Redirect: redirectAction(hr.GetRedirect())}
+			r.Action = &routev3.Route_Redirect{Redirect: redirectAction(hr.GetRedirect(), port.Number)}
 		case hr.GetDirectResponse() != nil:
 			if grpc {
 				return nil, nil // nor answer directly
@@ -335,7 +335,7 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 	}
 	out := make([]*routev3.Route, 0, len(matches))
 	for _, m := range matches {
-		r, err := build(m.rm, m.name)
+		r, err := build(m.rm, m.name, m.statPrefix)
 		if err != nil {
 			return nil, err
 		}
@@ -479,13 +479,36 @@ var redirectCodes = map[uint32]routev3.RedirectAction_RedirectResponseCode{
 	308: routev3.RedirectAction_PERMANENT_REDIRECT,
 }
 
-func redirectAction(r *networking.HTTPRedirect) *routev3.RedirectAction {
+// redirectAction is istiod's ApplyRedirect for a plain-text listener on port: authority, uri
+// or prefixRewrite, scheme, the response code, and a port (an explicit one, or the listener's
+// for derivePort FROM_REQUEST_PORT), left out when it is the scheme's default.
+func redirectAction(r *networking.HTTPRedirect, port uint32) *routev3.RedirectAction {
 	ra := &routev3.RedirectAction{HostRedirect: r.GetAuthority(), ResponseCode: redirectCodes[r.GetRedirectCode()]}
-	if r.GetUri() != "" {
+	switch {
+	case r.GetPrefixRewrite() != "":
+		ra.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: r.GetPrefixRewrite()}
+	case r.GetUri() != "":
 		ra.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: r.GetUri()}
 	}
 	if r.GetScheme() != "" {
 		ra.SchemeRewriteSpecifier = &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: r.GetScheme()}
+	}
+	if r.GetRedirectPort() != nil {
+		switch rp := r.GetRedirectPort().(type) {
+		case *networking.HTTPRedirect_DerivePort:
+			if rp.DerivePort == networking.HTTPRedirect_FROM_REQUEST_PORT {
+				ra.PortRedirect = port
+			}
+		case *networking.HTTPRedirect_Port:
+			ra.PortRedirect = rp.Port
+		}
+		scheme := r.GetScheme()
+		if scheme == "" {
+			scheme = "http"
+		}
+		if (ra.PortRedirect == 80 && scheme == "http") || (ra.PortRedirect == 443 && scheme == "https") {
+			ra.PortRedirect = 0
+		}
 	}
 	return ra
 }

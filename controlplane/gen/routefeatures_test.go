@@ -224,6 +224,24 @@ func TestRouteFeatures(t *testing.T) {
 		{"uriRegexRewrite", &networking.HTTPRoute{Rewrite: &networking.HTTPRewrite{UriRegexRewrite: &networking.RegexRewrite{Match: "^/api/(.*)$", Rewrite: `/\1`}}}, nil, func(r *routev3.Route) {
 			action(r).RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "^/api/(.*)$"}, Substitution: `/\1`}
 		}},
+		// ApplyRedirect: a derived request port that is the scheme's default is left out; an
+		// explicit port and prefixRewrite are kept; redirectCode picks the response code.
+		{"redirect derivePort", &networking.HTTPRoute{Redirect: &networking.HTTPRedirect{Uri: "/new", RedirectCode: 302,
+			RedirectPort: &networking.HTTPRedirect_DerivePort{DerivePort: networking.HTTPRedirect_FROM_REQUEST_PORT}}}, nil, func(r *routev3.Route) {
+			r.Action = &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{PathRewriteSpecifier: &routev3.RedirectAction_PathRedirect{PathRedirect: "/new"},
+				ResponseCode: routev3.RedirectAction_FOUND}}
+		}},
+		{"redirect port and prefixRewrite", &networking.HTTPRoute{Redirect: &networking.HTTPRedirect{PrefixRewrite: "/v2/", Scheme: "https", Authority: "secure.example",
+			RedirectPort: &networking.HTTPRedirect_Port{Port: 8443}}}, nil, func(r *routev3.Route) {
+			r.Action = &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{HostRedirect: "secure.example", PortRedirect: 8443,
+				PathRewriteSpecifier:   &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: "/v2/"},
+				SchemeRewriteSpecifier: &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: "https"}}}
+		}},
+		// TranslateRoute: a match's statPrefix becomes the route's stat_prefix.
+		{"match statPrefix", &networking.HTTPRoute{Match: []*networking.HTTPMatchRequest{{Uri: prefix("/api"), StatPrefix: "web-api"}}}, nil, func(r *routev3.Route) {
+			r.Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/api"}}
+			r.StatPrefix = "web-api"
+		}},
 		// Item 5, TranslateFault: typed_per_filter_config for envoy.filters.http.fault with a
 		// fixed delay and an HTTP abort, each with a Percent in millionths.
 		{"fault delay and http abort", &networking.HTTPRoute{Fault: &networking.HTTPFaultInjection{
@@ -314,7 +332,7 @@ func TestRouteFeatures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			hr := proto.Clone(tt.hr).(*networking.HTTPRoute)
 			hr.Name = "r"
-			if len(hr.Route) == 0 {
+			if len(hr.Route) == 0 && hr.Redirect == nil {
 				hr.Route = []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "web"}}}
 			}
 			cfgs := []*model.Config{vsConfig("web", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{hr}})}
