@@ -540,6 +540,7 @@ func (c *checker) virtualService(at path, namespace string, vs *networking.Virtu
 	for i, r := range vs.GetHttp() {
 		c.httpRoute(at.with("http", i), r)
 	}
+	c.vsNotGenerated(at, vs) // semantic_routes.go
 	for i, r := range vs.GetTls() {
 		ra := at.with("tls", i)
 		if len(r.GetMatch()) == 0 {
