@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -446,4 +447,64 @@ func listenerHCMs(t *testing.T, r Resource) []*hcmv3.HttpConnectionManager {
 		}
 	}
 	return out
+}
+
+// routeFeaturesMesh is goldenMesh plus a VirtualService per route feature of issue 26 (header
+// operations, mirrors, fault, rewrites, retries, hashing, tcp routes) and a DestinationRule
+// with a consistent hash.
+func routeFeaturesMesh() *model.Snapshot {
+	ratingsDR := drConfig("ratings", "default", &networking.DestinationRule{Host: "ratings",
+		TrafficPolicy: consistentHashLB(&networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_HttpCookie{
+			HttpCookie: &networking.LoadBalancerSettings_ConsistentHashLB_HTTPCookie{Name: "user", Ttl: durationpb.New(time.Minute)}}})})
+	httpbin := vsConfig("httpbin", "default", &networking.VirtualService{Hosts: []string{"httpbin.org"}, Http: []*networking.HTTPRoute{
+		{Name: "faulty", Match: []*networking.HTTPMatchRequest{{Name: "status", Uri: exact("/status"), StatPrefix: "status"}},
+			Fault: &networking.HTTPFaultInjection{
+				Abort: &networking.HTTPFaultInjection_Abort{ErrorType: &networking.HTTPFaultInjection_Abort_HttpStatus{HttpStatus: 503}, Percentage: &networking.Percent{Value: 5}},
+				Delay: &networking.HTTPFaultInjection_Delay{HttpDelayType: &networking.HTTPFaultInjection_Delay_FixedDelay{FixedDelay: durationpb.New(time.Second)}, Percentage: &networking.Percent{Value: 50}}},
+			Rewrite: &networking.HTTPRewrite{Uri: "/anything"},
+			Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "httpbin.org"}}}},
+		{Name: "split", Match: []*networking.HTTPMatchRequest{{Uri: regex("/api/.*")}},
+			Headers: &networking.Headers{Request: &networking.Headers_HeaderOperations{Set: map[string]string{"x-route": "split"}, Remove: []string{"x-debug"}},
+				Response: &networking.Headers_HeaderOperations{Add: map[string]string{"x-served": "xdslab"}}},
+			Rewrite:          &networking.HTTPRewrite{UriRegexRewrite: &networking.RegexRewrite{Match: "^/api/(.*)$", Rewrite: `/\1`}},
+			Mirror:           &networking.Destination{Host: "ratings.default.svc.cluster.local"},
+			MirrorPercentage: &networking.Percent{Value: 10},
+			Retries:          &networking.HTTPRetry{Attempts: 3, RetryOn: "5xx,503", RetryRemoteLocalities: wrapperspb.Bool(true)},
+			Route: []*networking.HTTPRouteDestination{
+				{Destination: &networking.Destination{Host: "httpbin.org"}, Weight: 90, Headers: &networking.Headers{Request: &networking.Headers_HeaderOperations{Set: map[string]string{"x-canary": "no"}}}},
+				{Destination: &networking.Destination{Host: "ratings.default.svc.cluster.local"}, Weight: 10},
+			}},
+	}})
+	ratings := vsConfig("ratings-mirror", "default", &networking.VirtualService{Hosts: []string{"ratings"}, Http: []*networking.HTTPRoute{
+		{Name: "hashed", Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "ratings"}}},
+			Fault:   &networking.HTTPFaultInjection{Abort: &networking.HTTPFaultInjection_Abort{ErrorType: &networking.HTTPFaultInjection_Abort_GrpcStatus{GrpcStatus: "UNAVAILABLE"}, Percentage: &networking.Percent{Value: 1}}},
+			Mirrors: []*networking.HTTPMirrorPolicy{{Destination: &networking.Destination{Host: "reviews", Port: &networking.PortSelector{Number: 9080}}, Percentage: &networking.Percent{Value: 25}}}},
+	}})
+	mysql := vsConfig("mysql", "db", &networking.VirtualService{Hosts: []string{"mysql"}, Tcp: []*networking.TCPRoute{
+		{Match: []*networking.L4MatchAttributes{{DestinationSubnets: []string{"10.9.0.0/16"}}}, Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: "mysql", Subset: "replica"}}}},
+		{Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: "mysql"}, Weight: 80}, {Destination: &networking.Destination{Host: "mysql", Subset: "replica"}, Weight: 20}}},
+	}})
+	in := goldenInput()
+	in.Configs = append(in.Configs, ratingsDR, httpbin, ratings, mysql)
+	// The golden mesh's ratings VirtualService would shadow ratings-mirror: leave it out.
+	in.Configs = slices.DeleteFunc(in.Configs, func(c *model.Config) bool { return c.Kind == model.KindVirtualService && c.Name == "ratings" })
+	return model.NewSnapshot(1, in)
+}
+
+// TestRouteFeaturesGolden pins the whole sidecar and proxyless gRPC RDS/LDS for the route
+// features (testdata/routes-*.json, rewritten with -update), each resource passing ValidateAll
+// with its typed_config unpacked.
+func TestRouteFeaturesGolden(t *testing.T) {
+	s := routeFeaturesMesh()
+	for _, tc := range []struct {
+		name  string
+		proxy *model.Proxy
+	}{{"routes-sidecar", sidecarProxy("10.1.0.1", "default")}, {"routes-grpc", grpcProxy("default")}} {
+		g, err := generateAll(t, tc.proxy, s)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		checkResources(t, tc.proxy, g)
+		checkGolden(t, tc.name, []string{ListenerType, RouteType}, g)
+	}
 }
