@@ -377,12 +377,15 @@ func (rp *routerPlan) vsHTTPRoutes(b boundVS, gs gwServer, num uint32) ([]*route
 		if hr2 == nil {
 			continue
 		}
-		rs, err := translateHTTPRoute(rp.p, rp.ix, b.c.Namespace, hr2, &model.Service{}, model.Port{Number: num}, false)
+		rs, catchAll, err := translateHTTPRoute(rp.p, rp.ix, b.c.Namespace, hr2, &model.Service{}, model.Port{Number: num}, false)
 		if err != nil {
 			fail(err)
 			continue
 		}
 		out = append(out, rs...)
+		if catchAll {
+			break // nothing after a catch-all is reachable (istiod: BuildHTTPRoutesForVirtualService)
+		}
 	}
 	return out, deps
 }

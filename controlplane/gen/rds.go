@@ -119,6 +119,7 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: PassthroughCluster},
 				Timeout:          durationpb.New(0),
+				MaxGrpcTimeout:   durationpb.New(0), //nolint:staticcheck // istiod's buildCatchAllVirtualHost sets it
 			}},
 		}},
 	})
@@ -196,7 +197,7 @@ func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Por
 					deps = append(deps, dr.Key())
 				}
 			}
-			rs, err := translateHTTPRoute(p, ix, c.Namespace, hr, svc, port, grpc)
+			rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, svc, port, grpc)
 			if err != nil {
 				label := strconv.Itoa(i)
 				if hr.GetName() != "" {
@@ -206,6 +207,9 @@ func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Por
 				continue
 			}
 			routes = append(routes, rs...)
+			if catchAll {
+				break // istiod's BuildHTTPRoutesForVirtualService: nothing after a catch-all is reachable
+			}
 		}
 	}
 	if len(routes) == 0 {
@@ -218,6 +222,7 @@ func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Por
 			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: ClusterName(Outbound, port.Number, "", svc.Hostname)},
 				Timeout:          durationpb.New(0),
+				MaxGrpcTimeout:   durationpb.New(0), //nolint:staticcheck // istiod's BuildDefaultHTTPOutboundRoute sets it, for gRPC clients too
 				RetryPolicy:      defaultRetryPolicy(grpc),
 				HashPolicy:       defaultHashPolicy(ix, svc, port),
 			}},
@@ -263,10 +268,13 @@ func defaultHashPolicy(ix *index, svc *model.Service, port model.Port) []*routev
 
 // translateHTTPRoute turns one VirtualService HTTP route into Envoy routes, one per match
 // request (they are ORed). Matches for another port, another gateway or other source labels are
-// left out; a route whose matches all are left out yields nothing.
-func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *model.Service, port model.Port, grpc bool) ([]*routev3.Route, error) {
+// left out; a route whose matches all are left out yields nothing. catchAll reports a route
+// that matches every request (no match, or a match on any path without header or query
+// conditions: istiod's IsCatchAllRoute): the matches after it, and the routes after this one,
+// are unreachable and istiod leaves them out.
+func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *model.Service, port model.Port, grpc bool) (routes []*routev3.Route, catchAll bool, err error) {
 	if hr.GetDelegate() != nil {
-		return nil, errors.New("delegate VirtualServices are not supported")
+		return nil, false, errors.New("delegate VirtualServices are not supported")
 	}
 	type match struct {
 		rm               *routev3.RouteMatch
@@ -282,13 +290,17 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 		}
 		rm, err := translateMatch(m)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		matches = append(matches, match{rm, m.GetName(), m.GetStatPrefix()})
+		if isCatchAll(rm) {
+			break
+		}
 	}
 	if len(matches) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
+	catchAll = len(hr.GetMatch()) == 0 || isCatchAll(matches[len(matches)-1].rm)
 	build := func(rm *routev3.RouteMatch, matchName, statPrefix string) (*routev3.Route, error) {
 		// The route's name is istiod's: the HTTP route's name, then ".MATCHNAME" (TranslateRoute).
 		name := hr.GetName()
@@ -337,13 +349,20 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 	for _, m := range matches {
 		r, err := build(m.rm, m.name, m.statPrefix)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if r != nil {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, catchAll, nil
+}
+
+// isCatchAll is istiod's IsCatchAllRoute: a prefix "/" (or regex ".*") without header or query
+// parameter conditions.
+func isCatchAll(rm *routev3.RouteMatch) bool {
+	all := rm.GetPrefix() == "/" || rm.GetPathSeparatedPrefix() == "/" || rm.GetSafeRegex().GetRegex() == ".*"
+	return all && len(rm.GetHeaders()) == 0 && len(rm.GetQueryParameters()) == 0 && len(rm.GetDynamicMetadata()) == 0
 }
 
 // matchApplies reports whether a match request concerns this proxy and port.
@@ -524,16 +543,11 @@ func routeAction(ix *index, vsNamespace string, hr *networking.HTTPRoute, r *rou
 	if len(dests) == 0 {
 		return nil, errors.New("no route destination")
 	}
-	ra := &routev3.RouteAction{Timeout: durationpb.New(0)}
-	if t := hr.GetTimeout(); t != nil {
-		if t.AsDuration() < 0 {
-			return nil, fmt.Errorf("negative timeout %s", t.AsDuration())
-		}
-		ra.Timeout = durationpb.New(t.AsDuration())
-		if grpc { // grpc-go reads the stream duration, not the route timeout
-			ra.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(t.AsDuration())}
-		}
+	ra := &routev3.RouteAction{}
+	if hr.GetTimeout().AsDuration() < 0 {
+		return nil, fmt.Errorf("negative timeout %s", hr.GetTimeout().AsDuration())
 	}
+	setTimeout(ra, hr.GetTimeout().AsDuration(), grpc)
 	if rw := hr.GetRewrite(); rw != nil && !grpc {
 		if rr := rw.GetUriRegexRewrite(); rr != nil {
 			if err := checkRegex(rr.GetMatch()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -411,4 +412,16 @@ func splitRetryOn(s string) (string, []uint32) {
 		names = append(names, part)
 	}
 	return strings.Join(names, ","), codes
+}
+
+// setTimeout is istiod's setTimeout: the route timeout (0: none); a proxyless gRPC client gets
+// it as max_stream_duration (grpc-go reads no other), an Envoy as max_grpc_timeout too, so
+// that a grpc-timeout header does not outlast the route's timeout.
+func setTimeout(ra *routev3.RouteAction, d time.Duration, grpc bool) {
+	ra.Timeout = durationpb.New(d)
+	if grpc {
+		ra.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(d)}
+		return
+	}
+	ra.MaxGrpcTimeout = durationpb.New(d) //nolint:staticcheck // deprecated in Envoy, still what istiod sends
 }

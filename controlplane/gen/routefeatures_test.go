@@ -68,6 +68,7 @@ func webRoute(t *testing.T, cluster string) *routev3.Route {
 		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster},
 			Timeout:          durationpb.New(0),
+			MaxGrpcTimeout:   durationpb.New(0), //nolint:staticcheck // istiod's setTimeout
 			RetryPolicy:      istioDefaultRetry(t),
 		}},
 	}
