@@ -82,7 +82,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
 				continue
 			}
-			chains, cdeps, err := tcpRouteChains(p, ix, svc, port) // VirtualService tcp routes (tcproute.go)
+			chains, def, cdeps, err := tcpRouteChains(p, ix, svc, port) // VirtualService tcp routes (tcproute.go)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -97,11 +97,12 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					continue
 				}
 				l := &listenerv3.Listener{
-					Name:             name,
-					Address:          socketAddress(vip, port.Number),
-					BindToPort:       wrapperspb.Bool(false),
-					TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-					FilterChains:     chains,
+					Name:               name,
+					Address:            socketAddress(vip, port.Number),
+					BindToPort:         wrapperspb.Bool(false),
+					TrafficDirection:   corev3.TrafficDirection_OUTBOUND,
+					FilterChains:       chains,
+					DefaultFilterChain: def,
 				}
 				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps(append([]model.ConfigKey{ServiceKey(svc)}, cdeps...))})
 			}
@@ -128,11 +129,11 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			deps = append(pi.http, pi.wildDeps...)
 		case pi.wildTCP != nil:
 			port, _ := pi.wildTCP.Port(num)
-			chains, cdeps, err := tcpRouteChains(p, ix, pi.wildTCP, port)
+			chains, def, cdeps, err := tcpRouteChains(p, ix, pi.wildTCP, port)
 			if err != nil {
 				errs = append(errs, err)
 			}
-			l.FilterChains = chains
+			l.FilterChains, l.DefaultFilterChain = chains, def
 			deps = append(pi.wildDeps, cdeps...)
 		default:
 			continue

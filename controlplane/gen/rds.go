@@ -397,9 +397,8 @@ func translateMatch(m *networking.HTTPMatchRequest) (*routev3.RouteMatch, error)
 		}
 		rm.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: u.Regex}}
 	}
-	if m.GetIgnoreUriCase() {
-		rm.CaseSensitive = wrapperspb.Bool(false)
-	}
+	// istiod's TranslateRouteMatch states case sensitivity on every match it translates.
+	rm.CaseSensitive = wrapperspb.Bool(!m.GetIgnoreUriCase())
 	add := func(name string, sm *networking.StringMatch, invert bool) error {
 		hm := &routev3.HeaderMatcher{Name: name, InvertMatch: invert}
 		sm2, err := stringMatcher(sm)

@@ -69,6 +69,9 @@ func TestTranslateMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.want != nil && tt.want.CaseSensitive == nil {
+				tt.want.CaseSensitive = wrapperspb.Bool(true) // istiod's TranslateRouteMatch always says
+			}
 			got, err := translateMatch(tt.in)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -213,13 +213,13 @@ func TestRouteFeatures(t *testing.T) {
 		// match type (here an exact and a regex match); uriRegexRewrite is a regex_rewrite.
 		{"rewrite uri on exact match", &networking.HTTPRoute{Match: []*networking.HTTPMatchRequest{{Uri: exact("/old")}},
 			Rewrite: &networking.HTTPRewrite{Uri: "/new"}}, nil, func(r *routev3.Route) {
-			r.Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/old"}}
+			r.Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/old"}, CaseSensitive: wrapperspb.Bool(true)}
 			action(r).PrefixRewrite = "/new"
 		}},
 		{"rewrite uri on regex match", &networking.HTTPRoute{Match: []*networking.HTTPMatchRequest{{Name: "v1", Uri: regex("/v1/.*")}},
 			Rewrite: &networking.HTTPRewrite{Uri: "/", Authority: "v1.internal"}}, nil, func(r *routev3.Route) {
 			r.Name = "r.v1" // TranslateRoute: route name "." match name
-			r.Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "/v1/.*"}}}
+			r.Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "/v1/.*"}}, CaseSensitive: wrapperspb.Bool(true)}
 			action(r).PrefixRewrite = "/"
 			action(r).HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: "v1.internal"}
 		}},
@@ -241,7 +241,7 @@ func TestRouteFeatures(t *testing.T) {
 		}},
 		// TranslateRoute: a match's statPrefix becomes the route's stat_prefix.
 		{"match statPrefix", &networking.HTTPRoute{Match: []*networking.HTTPMatchRequest{{Uri: prefix("/api"), StatPrefix: "web-api"}}}, nil, func(r *routev3.Route) {
-			r.Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/api"}}
+			r.Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/api"}, CaseSensitive: wrapperspb.Bool(true)}
 			r.StatPrefix = "web-api"
 		}},
 		// Item 5, TranslateFault: typed_per_filter_config for envoy.filters.http.fault with a

@@ -32,17 +32,25 @@ import (
 //
 // A TLS or HTTPS port is left alone (istiod reads tls routes there, not tcp ones). It also
 // returns the VirtualServices and DestinationRules read, and an error per route dropped.
-func tcpRouteChains(p *model.Proxy, ix *index, svc *model.Service, port model.Port) ([]*listenerv3.FilterChain, []model.ConfigKey, error) {
+//
+// As istiod's buildSidecarOutboundListener does, the chain that matches everything becomes the
+// listener's default filter chain when other chains exist (def), and its only chain otherwise.
+func tcpRouteChains(p *model.Proxy, ix *index, svc *model.Service, port model.Port) (chains []*listenerv3.FilterChain, def *listenerv3.FilterChain, deps []model.ConfigKey, err error) {
+	defer func() {
+		if n := len(chains); n > 1 && chains[n-1].GetFilterChainMatch() == nil {
+			chains, def = chains[:n-1], chains[n-1]
+		}
+	}()
 	cluster := ClusterName(Outbound, port.Number, "", svc.Hostname)
 	if len(svc.Ports) == 1 {
 		cluster = ClusterName(Outbound, svc.Ports[0].Number, "", svc.Hostname)
 	}
-	defaultChain := &listenerv3.FilterChain{Filters: []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}}
+	f, fdeps := singleTCPProxy(ix, cluster, svc.Hostname, "")
+	defaultChain := &listenerv3.FilterChain{Filters: []*listenerv3.Filter{f}}
+	deps = append(deps, fdeps...)
 	if port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS {
-		return []*listenerv3.FilterChain{defaultChain}, nil, nil
+		return []*listenerv3.FilterChain{defaultChain}, nil, deps, nil
 	}
-	var chains []*listenerv3.FilterChain
-	var deps []model.ConfigKey
 	var errs []error
 	seenSubnets := map[string]bool{}
 vsLoop:
@@ -101,7 +109,7 @@ vsLoop:
 	if defaultChain != nil {
 		chains = append(chains, defaultChain)
 	}
-	return chains, deps, errors.Join(errs...)
+	return chains, nil, deps, errors.Join(errs...)
 }
 
 // tcpMatchApplies is istiod's matchTCP for a sidecar: gateways (when set) include mesh, the
@@ -135,11 +143,13 @@ func tcpRouteFilter(ix *index, vs *model.Config, dests []*networking.RouteDestin
 		}
 	}
 	if len(dests) == 1 {
-		cluster, err := destinationCluster(ix, vs.Namespace, dests[0].GetDestination(), port)
+		d := dests[0].GetDestination()
+		cluster, err := destinationCluster(ix, vs.Namespace, d, port)
 		if err != nil {
 			return nil, deps, fmt.Errorf("route[0]: %w", err)
 		}
-		return tcpProxyFilter(cluster, cluster), deps, nil
+		f, fdeps := singleTCPProxy(ix, cluster, resolveHost(d.GetHost(), vs.Namespace), d.GetSubset())
+		return f, append(deps, fdeps...), nil
 	}
 	w := &tcpproxyv3.TcpProxy_WeightedCluster{}
 	for i, d := range dests {
@@ -169,13 +179,51 @@ func tcpRouteFilter(ix *index, vs *model.Config, dests []*networking.RouteDestin
 		if d := tcp.GetMaxConnectionDuration(); d != nil {
 			tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
 		}
-		// Weighted clusters read the rule's source-IP hash, unless the unnamed subset overrides
-		// it (maybeSetHashPolicy with subset "").
-		if rule.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp() {
-			tp.HashPolicy = []*hashv3.HashPolicy{{PolicySpecifier: &hashv3.HashPolicy_SourceIp_{SourceIp: &hashv3.HashPolicy_SourceIp{}}}}
-		}
+		// Weighted clusters read the rule's own source-IP hash (maybeSetHashPolicy, subset "").
+		tp.HashPolicy = sourceIPHash(rule, "")
 	}
 	return &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}, deps, nil
+}
+
+// singleTCPProxy is the tcp_proxy to one cluster of host (istiod:
+// buildOutboundNetworkFiltersWithSingleDestination): stat prefix the cluster name, and from
+// host's DestinationRule the idle timeout, the maximum connection duration and the source-IP
+// hash of the subset (or of the rule).
+func singleTCPProxy(ix *index, cluster, host, subsetName string) (*listenerv3.Filter, []model.ConfigKey) {
+	dr := ix.destinationRule(host)
+	if dr == nil {
+		return tcpProxyFilter(cluster, cluster), nil
+	}
+	rule := drSpec(dr)
+	tp := &tcpproxyv3.TcpProxy{StatPrefix: cluster, ClusterSpecifier: &tcpproxyv3.TcpProxy_Cluster{Cluster: cluster}, HashPolicy: sourceIPHash(rule, subsetName)}
+	tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()
+	if d := tcp.GetIdleTimeout(); d != nil {
+		tp.IdleTimeout = durationpb.New(d.AsDuration())
+	}
+	if d := tcp.GetMaxConnectionDuration(); d != nil {
+		tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
+	}
+	return &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}, []model.ConfigKey{dr.Key()}
+}
+
+// sourceIPHash is istiod's maybeSetHashPolicy: a source-IP hash when the rule's consistent hash
+// uses the source IP, unless the named subset sets a load balancer of its own, whose choice
+// then wins.
+func sourceIPHash(rule *networking.DestinationRule, subsetName string) []*hashv3.HashPolicy {
+	use := rule.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp()
+	for _, ss := range rule.GetSubsets() {
+		if ss.GetName() != subsetName {
+			continue
+		}
+		if lb := ss.GetTrafficPolicy().GetLoadBalancer(); lb != nil {
+			use = lb.GetConsistentHash().GetUseSourceIp()
+		}
+		break
+	}
+	if !use {
+		return nil
+	}
+	return []*hashv3.HashPolicy{{PolicySpecifier: &hashv3.HashPolicy_SourceIp_{SourceIp: &hashv3.HashPolicy_SourceIp{}}}}
 }
 
 // cidrRanges turns destination subnets (an IP or a CIDR) into sorted prefix ranges (istiod:

@@ -130,6 +130,32 @@ func TestTCPRoutes(t *testing.T) {
 				tp.HashPolicy = []*hashv3.HashPolicy{{PolicySpecifier: &hashv3.HashPolicy_SourceIp_{SourceIp: &hashv3.HashPolicy_SourceIp{}}}}
 				return tp
 			}())}},
+		// buildOutboundNetworkFiltersWithSingleDestination + maybeSetHashPolicy: one
+		// destination (or the service's own chain) takes its DestinationRule's idle timeout and
+		// source-IP hash, unless its subset sets a load balancer of its own.
+		{"single destinations with DestinationRule", "10.96.0.20_3306",
+			[]*networking.TCPRoute{tcpRoute(subnet("10.4.0.0/16"), l4dest("mysql", "plain", 0)), tcpRoute(subnet("10.5.0.0/16"), l4dest("mysql", "rr", 0))}, nil,
+			&networking.DestinationRule{Host: "mysql", TrafficPolicy: &networking.TrafficPolicy{
+				ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{IdleTimeout: durationpb.New(time.Minute)}},
+				LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{
+					HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}}}},
+			}, Subsets: []*networking.Subset{{Name: "plain"}, {Name: "rr", TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{
+				LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_ROUND_ROBIN}}}}}},
+			func() []*listenerv3.FilterChain {
+				withDR := func(cluster string, hash bool) *tcpproxyv3.TcpProxy {
+					tp := singleTCP(cluster)
+					tp.IdleTimeout = durationpb.New(time.Minute)
+					if hash {
+						tp.HashPolicy = []*hashv3.HashPolicy{{PolicySpecifier: &hashv3.HashPolicy_SourceIp_{SourceIp: &hashv3.HashPolicy_SourceIp{}}}}
+					}
+					return tp
+				}
+				return []*listenerv3.FilterChain{
+					tcpChain(&listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{{AddressPrefix: "10.4.0.0", PrefixLen: wrapperspb.UInt32(16)}}}, withDR(ClusterName(Outbound, 3306, "plain", mysqlHost), true)),
+					tcpChain(&listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{{AddressPrefix: "10.5.0.0", PrefixLen: wrapperspb.UInt32(16)}}}, withDR(ClusterName(Outbound, 3306, "rr", mysqlHost), false)),
+					tcpChain(nil, withDR(mysql, true)),
+				}
+			}()},
 		{"service without a VIP", "0.0.0.0_7000",
 			[]*networking.TCPRoute{tcpRoute(nil, l4dest("legacy", "a", 30), l4dest("legacy", "b", 70))}, nil, nil,
 			[]*listenerv3.FilterChain{tcpChain(nil, weightedTCP("mysql.db",
@@ -157,7 +183,16 @@ func TestTCPRoutes(t *testing.T) {
 			if _, err := validateDeep(rs[0].Message); err != nil {
 				t.Fatal(err)
 			}
-			got := rs[0].Message.(*listenerv3.Listener).GetFilterChains()
+			// The chain matching everything is the default filter chain when others exist
+			// (istiod's buildSidecarOutboundListener), the only chain otherwise.
+			l := rs[0].Message.(*listenerv3.Listener)
+			got := l.GetFilterChains()
+			if (l.GetDefaultFilterChain() != nil) != (len(tt.want) > 1) {
+				t.Errorf("default filter chain %v with %d chains expected", l.GetDefaultFilterChain(), len(tt.want))
+			}
+			if l.GetDefaultFilterChain() != nil {
+				got = append(got, l.GetDefaultFilterChain())
+			}
 			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("filter chains (-istiod +ours):\n%s", diff)
 			}
@@ -183,7 +218,7 @@ func TestTCPRouteErrors(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
-	if len(rs) != 1 || len(rs[0].Message.(*listenerv3.Listener).GetFilterChains()) != 2 {
+	if len(rs) != 1 || len(rs[0].Message.(*listenerv3.Listener).GetFilterChains()) != 1 || rs[0].Message.(*listenerv3.Listener).GetDefaultFilterChain() == nil {
 		t.Fatalf("want the listener with the 10.0.0.0/8 chain and the service's chain, got %v", rs)
 	}
 	if _, err := validateDeep(rs[0].Message); err != nil {
