@@ -169,9 +169,6 @@ func vsNotGenerated(at path, vs *networking.VirtualService) []problem {
 		out = append(out, problem{at: p, msg: notGenerated + ": " + fmt.Sprintf(format, args...), warn: true})
 	}
 	for i, r := range vs.GetHttp() {
-		if r.GetCorsPolicy() != nil {
-			add(at.with("http", i, "corsPolicy"), "no CORS filter or per-route CORS policy is sent; answer CORS in the application")
-		}
 		if r.GetDelegate() != nil {
 			add(at.with("http", i, "delegate"), "delegate VirtualServices are not followed and this route is left out; inline the delegate's routes")
 		}

@@ -47,14 +47,15 @@
 //     "VIP_PORT" (TCP ports: tcp_proxy, or the VirtualServices' tcp routes as istiod builds
 //     them: destination-subnet chains, a catch-all, weighted clusters; tcproute.go),
 //     "0.0.0.0_PORT" for a VIP-less TCP service, virtualOutbound (15001) and virtualInbound
-//     (15006); every HTTP connection manager runs the fault filter, then the router;
+//     (15006); every HTTP connection manager runs the fault and CORS filters, then the router;
 //   - route configurations "PORT" with a virtual host "HOST:PORT" per service (FQDN, short
 //     names for the proxy's namespace, VIPs, each with and without ":PORT") and "allow_any" last.
 //     Routes carry what istiod's route.TranslateRoute puts there (routefeatures.go): header
 //     operations (route and destination level), mirrors, fault per-route config, URI rewrites
-//     for every match type, redirects, DestinationRule consistent-hash policies and istiod's
-//     retry policy (previous_hosts, 5 host re-picks, retriable status codes). A VirtualService's
-//     corsPolicy and delegate, and tls routes for sidecars, are not generated: validation warns.
+//     for every match type, redirects, CORS (not for proxyless gRPC, which has no CORS filter),
+//     DestinationRule consistent-hash policies and istiod's retry policy (previous_hosts, 5 host
+//     re-picks, retriable status codes). A VirtualService's delegate, and tls routes for
+//     sidecars, are not generated: validation warns.
 //
 // Router (node type "router", a gateway; gateway.go): from the Gateways whose selector matches
 // the router's labels and the VirtualServices bound to them (gateways "ns/name", a bare name in

@@ -303,7 +303,7 @@ func grpcListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 			Name: name,
 			Message: &listenerv3.Listener{
 				Name:        name,
-				ApiListener: &listenerv3.ApiListener{ApiListener: toAny(rdsHCM(name, name))},
+				ApiListener: &listenerv3.ApiListener{ApiListener: toAny(grpcHCM(name))},
 			},
 			Deps: sortDeps([]model.ConfigKey{ServiceKey(svc)}),
 		})

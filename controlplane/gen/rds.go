@@ -343,6 +343,12 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 		if f := translateFault(hr.GetFault()); f != nil {
 			r.TypedPerFilterConfig = map[string]*anypb.Any{faultFilterName: toAny(f)}
 		}
+		if c := hr.GetCorsPolicy(); c != nil && !grpc { // grpc-go has no CORS filter and would NACK its config
+			if r.TypedPerFilterConfig == nil {
+				r.TypedPerFilterConfig = map[string]*anypb.Any{}
+			}
+			r.TypedPerFilterConfig[corsFilterName] = toAny(translateCORS(c))
+		}
 		return r, nil
 	}
 	out := make([]*routev3.Route, 0, len(matches))

@@ -10,10 +10,12 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	commonfaultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
 	previousprioritiesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -31,6 +33,7 @@ import (
 
 const (
 	faultFilterName = "envoy.filters.http.fault"
+	corsFilterName  = "envoy.filters.http.cors"
 	// previousHostsPredicate makes a retry pick another host than the ones already tried.
 	previousHostsPredicate = "envoy.retry_host_predicates.previous_hosts"
 	previousPriorities     = "envoy.retry_priorities.previous_priorities"
@@ -47,8 +50,56 @@ func faultFilter() *hcmv3.HttpFilter {
 	return &hcmv3.HttpFilter{Name: faultFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&faultv3.HTTPFault{})}}
 }
 
-// httpFilters is the HTTP filter chain of every HTTP connection manager: fault, then router.
-func httpFilters() []*hcmv3.HttpFilter { return []*hcmv3.HttpFilter{faultFilter(), routerFilter()} }
+// corsFilter is the CORS filter with an empty config, which a route's CorsPolicy under its
+// name turns on; istiod puts it right after the fault filter.
+func corsFilter() *hcmv3.HttpFilter {
+	return &hcmv3.HttpFilter{Name: corsFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&corsv3.Cors{})}}
+}
+
+// httpFilters is the HTTP filter chain of every Envoy HTTP connection manager: fault, cors,
+// router (istiod's order, less its telemetry filters).
+func httpFilters() []*hcmv3.HttpFilter {
+	return []*hcmv3.HttpFilter{faultFilter(), corsFilter(), routerFilter()}
+}
+
+// grpcHCM is a proxyless gRPC API listener's HTTP connection manager: grpc-go has no CORS
+// filter, so its chain is fault, router (istiod's grpcgen supportedFilters).
+func grpcHCM(name string) *hcmv3.HttpConnectionManager {
+	h := rdsHCM(name, name)
+	h.HttpFilters = []*hcmv3.HttpFilter{faultFilter(), routerFilter()}
+	return h
+}
+
+// translateCORS is istiod's TranslateCORSPolicy: allowed origins as string matchers (the
+// deprecated allowOrigin as exact ones), methods, headers and exposed headers comma-joined,
+// maxAge in seconds, credentials, the filter on for 100%, and unmatched preflights forwarded
+// unless unmatchedPreflights is IGNORE.
+func translateCORS(in *networking.CorsPolicy) *corsv3.CorsPolicy {
+	out := &corsv3.CorsPolicy{
+		ForwardNotMatchingPreflights: wrapperspb.Bool(in.GetUnmatchedPreflights() != networking.CorsPolicy_IGNORE),
+		FilterEnabled:                &corev3.RuntimeFractionalPercent{DefaultValue: fractionHundred(100)},
+		AllowCredentials:             in.GetAllowCredentials(),
+		AllowHeaders:                 strings.Join(in.GetAllowHeaders(), ","),
+		AllowMethods:                 strings.Join(in.GetAllowMethods(), ","),
+		ExposeHeaders:                strings.Join(in.GetExposeHeaders(), ","),
+	}
+	if in.GetAllowOrigins() != nil {
+		out.AllowOriginStringMatch = []*matcherv3.StringMatcher{}
+		for _, o := range in.GetAllowOrigins() {
+			if m, _ := stringMatcher(o); m != nil {
+				out.AllowOriginStringMatch = append(out.AllowOriginStringMatch, m)
+			}
+		}
+	} else {
+		for _, o := range in.GetAllowOrigin() { //nolint:staticcheck // deprecated, still read by istiod
+			out.AllowOriginStringMatch = append(out.AllowOriginStringMatch, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: o}})
+		}
+	}
+	if in.GetMaxAge() != nil {
+		out.MaxAge = strconv.FormatInt(in.GetMaxAge().GetSeconds(), 10)
+	}
+	return out
+}
 
 // headerOps is a route's or a destination's header manipulation (istiod: HeadersOperations).
 type headerOps struct {

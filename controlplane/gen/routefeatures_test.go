@@ -10,6 +10,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	commonfaultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
@@ -269,6 +270,38 @@ func TestRouteFeatures(t *testing.T) {
 				Abort: &faultv3.FaultAbort{ErrorType: &faultv3.FaultAbort_GrpcStatus{GrpcStatus: 14}},
 			})}
 		}},
+		// TranslateCORSPolicy: origins as string matchers, lists comma-joined, maxAge in
+		// seconds, the filter on, unmatched preflights forwarded unless IGNORE.
+		{"cors", &networking.HTTPRoute{CorsPolicy: &networking.CorsPolicy{
+			AllowOrigins:  []*networking.StringMatch{exact("https://a.example"), regex(`https://.*\.b\.example`)},
+			AllowMethods:  []string{"GET", "POST"},
+			AllowHeaders:  []string{"x-a", "x-b"},
+			ExposeHeaders: []string{"x-c"},
+			MaxAge:        durationpb.New(24 * time.Hour), AllowCredentials: wrapperspb.Bool(true),
+		}}, nil, func(r *routev3.Route) {
+			r.TypedPerFilterConfig = map[string]*anypb.Any{"envoy.filters.http.cors": mustAny(t, &corsv3.CorsPolicy{
+				AllowOriginStringMatch: []*matcherv3.StringMatcher{
+					{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "https://a.example"}},
+					{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: `https://.*\.b\.example`}}},
+				},
+				AllowMethods: "GET,POST", AllowHeaders: "x-a,x-b", ExposeHeaders: "x-c", MaxAge: "86400", AllowCredentials: wrapperspb.Bool(true),
+				FilterEnabled:                &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{Numerator: 100, Denominator: typev3.FractionalPercent_HUNDRED}},
+				ForwardNotMatchingPreflights: wrapperspb.Bool(true),
+			})}
+		}},
+		{"cors ignoring unmatched preflights, fault too", &networking.HTTPRoute{
+			CorsPolicy: &networking.CorsPolicy{AllowOrigin: []string{"https://old.example"}, UnmatchedPreflights: networking.CorsPolicy_IGNORE},
+			Fault:      &networking.HTTPFaultInjection{Abort: &networking.HTTPFaultInjection_Abort{ErrorType: &networking.HTTPFaultInjection_Abort_HttpStatus{HttpStatus: 500}}},
+		}, nil, func(r *routev3.Route) {
+			r.TypedPerFilterConfig = map[string]*anypb.Any{
+				"envoy.filters.http.cors": mustAny(t, &corsv3.CorsPolicy{
+					AllowOriginStringMatch:       []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "https://old.example"}}},
+					FilterEnabled:                &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{Numerator: 100, Denominator: typev3.FractionalPercent_HUNDRED}},
+					ForwardNotMatchingPreflights: wrapperspb.Bool(false),
+				}),
+				"envoy.filters.http.fault": mustAny(t, &faultv3.HTTPFault{Abort: &faultv3.FaultAbort{ErrorType: &faultv3.FaultAbort_HttpStatus{HttpStatus: 500}}}),
+			}
+		}},
 		// Item 13, retry.ConvertPolicy: attempts, retryOn with status codes split out (and
 		// retriable-status-codes added), perTryTimeout, backoff, remote localities.
 		{"retries", &networking.HTTPRoute{Retries: &networking.HTTPRetry{Attempts: 3, RetryOn: "5xx,503,reset", PerTryTimeout: durationpb.New(time.Second),
@@ -378,13 +411,18 @@ func TestDefaultRouteHashPolicy(t *testing.T) {
 	}
 }
 
-// Every HTTP connection manager has the fault filter right before the router, as istiod's
-// (buildHTTPConnectionManager: "TypedPerFilterConfig in route needs these filters").
+// Every HTTP connection manager has the fault and CORS filters right before the router, as
+// istiod's (buildHTTPConnectionManager: "TypedPerFilterConfig in route needs these filters");
+// proxyless gRPC gets fault and router only (grpcgen supportedFilters).
 func TestFaultFilterInEveryHCM(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		proxy *model.Proxy
-	}{{"sidecar", sidecarProxy("10.1.0.1", "default")}, {"grpc", grpcProxy("default")}} {
+		want  []string
+	}{
+		{"sidecar", sidecarProxy("10.1.0.1", "default"), []string{faultFilterName, corsFilterName, routerFilterName}},
+		{"grpc", grpcProxy("default"), []string{faultFilterName, routerFilterName}},
+	} {
 		g, err := generateAll(t, tc.proxy, goldenMesh())
 		if err != nil {
 			t.Fatal(err)
@@ -393,9 +431,12 @@ func TestFaultFilterInEveryHCM(t *testing.T) {
 		for _, r := range g[ListenerType] {
 			for _, h := range listenerHCMs(t, r) {
 				hcms++
-				fs := h.GetHttpFilters()
-				if len(fs) < 2 || fs[len(fs)-2].GetName() != faultFilterName || fs[len(fs)-1].GetName() != routerFilterName {
-					t.Errorf("%s %s: http filters %v, want ... fault, router", tc.name, r.Name, fs)
+				var names []string
+				for _, f := range h.GetHttpFilters() {
+					names = append(names, f.GetName())
+				}
+				if !slices.Equal(names, tc.want) {
+					t.Errorf("%s %s: http filters %v, want %v", tc.name, r.Name, names, tc.want)
 				}
 			}
 		}
@@ -471,6 +512,8 @@ func routeFeaturesMesh() *model.Snapshot {
 			Mirror:           &networking.Destination{Host: "ratings.default.svc.cluster.local"},
 			MirrorPercentage: &networking.Percent{Value: 10},
 			Retries:          &networking.HTTPRetry{Attempts: 3, RetryOn: "5xx,503", RetryRemoteLocalities: wrapperspb.Bool(true)},
+			// CORS for Envoy; left out for proxyless gRPC, whose xDS client has no CORS filter.
+			CorsPolicy: &networking.CorsPolicy{AllowOrigins: []*networking.StringMatch{prefix("https://")}, AllowMethods: []string{"GET"}},
 			Route: []*networking.HTTPRouteDestination{
 				{Destination: &networking.Destination{Host: "httpbin.org"}, Weight: 90, Headers: &networking.Headers{Request: &networking.Headers_HeaderOperations{Set: map[string]string{"x-canary": "no"}}}},
 				{Destination: &networking.Destination{Host: "ratings.default.svc.cluster.local"}, Weight: 10},
