@@ -9,8 +9,10 @@ import (
 	"os"
 	"strings"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // AuthConfig makes a fleet authenticate to a secure ADS listener (issue 17): TLS verified
@@ -111,6 +113,15 @@ func (a *ClientAuth) serviceAccount() string {
 		return "default"
 	}
 	return a.ServiceAccount
+}
+
+// claimServiceAccount makes a node that names a service account (SERVICE_ACCOUNT metadata)
+// name the one its client authenticates as: a control plane that checks, as istiod does,
+// refuses a node claiming another account than its credential's.
+func claimServiceAccount(n *corev3.Node, sa string) {
+	if f := n.GetMetadata().GetFields(); f != nil && f["SERVICE_ACCOUNT"] != nil {
+		f["SERVICE_ACCOUNT"] = structpb.NewStringValue(sa)
+	}
 }
 
 // dialOptions returns the transport credentials (and per-RPC token) of a client in ns.

@@ -344,6 +344,9 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 			}
 			cc.pool = pool
 			cc.Index, cc.Group, cc.Node = index, g.Name, g.Identity.Node(index)
+			if g.Auth != nil {
+				claimServiceAccount(cc.Node, g.Auth.serviceAccount())
+			}
 			cc.Seed, cc.Clock = cfg.Seed, cfg.Clock
 			c, err := NewClient(cc, f.hooks)
 			if err != nil {

@@ -540,6 +540,7 @@ func (c *checker) virtualService(at path, namespace string, vs *networking.Virtu
 	for i, r := range vs.GetHttp() {
 		c.httpRoute(at.with("http", i), r)
 	}
+	c.vsNotGenerated(at, vs) // semantic_routes.go
 	for i, r := range vs.GetTls() {
 		ra := at.with("tls", i)
 		if len(r.GetMatch()) == 0 {
@@ -742,7 +743,7 @@ func (c *checker) httpRoute(at path, r *networking.HTTPRoute) {
 			if d.GetPercentage() != nil {
 				c.percent(at.with("fault", "delay", "percentage", "value"), d.GetPercentage().GetValue())
 			}
-			if d.GetFixedDelay() == nil {
+			if d.GetFixedDelay() == nil && d.GetExponentialDelay() == nil { // exponentialDelay: semantic_routes.go
 				c.errf(at.with("fault", "delay", "fixedDelay"), "is required: set the delay, e.g. fixedDelay: 5s")
 			}
 			c.duration(at.with("fault", "delay", "fixedDelay"), d.GetFixedDelay())
@@ -765,6 +766,7 @@ func (c *checker) httpRoute(at path, r *networking.HTTPRoute) {
 	if mp := r.GetMirrorPercentage(); mp != nil {
 		c.percent(at.with("mirrorPercentage", "value"), mp.GetValue())
 	}
+	c.httpRouteFeatures(at, r) // semantic_routes.go
 }
 
 // ---- DestinationRule (istiod: ValidateDestinationRule) ----

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -131,7 +134,7 @@ func serviceClusters(s *model.Snapshot, ix *index, sh *shared, svc *model.Servic
 			if !wanted(want, name) {
 				continue
 			}
-			c, err := outboundCluster(sh, name, svc, port, dr, ss, s.Endpoints(svc.Hostname), grpc)
+			c, err := outboundCluster(sh, s, name, svc, port, dr, ss, s.Endpoints(svc.Hostname), grpc)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -150,7 +153,7 @@ func checkSubsetName(n string) error {
 
 // outboundCluster builds one outbound cluster. Errors concern the endpoints inlined for DNS
 // clusters; the cluster returned is still valid.
-func outboundCluster(sh *shared, name string, svc *model.Service, port model.Port, dr *networking.DestinationRule, ss *networking.Subset, eps []*model.Endpoint, grpc bool) (*clusterv3.Cluster, error) {
+func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Service, port model.Port, dr *networking.DestinationRule, ss *networking.Subset, eps []*model.Endpoint, grpc bool) (*clusterv3.Cluster, error) {
 	c := &clusterv3.Cluster{Name: name}
 	pol := effectivePolicy(dr, port.Number, ss)
 	var err error
@@ -161,7 +164,7 @@ func outboundCluster(sh *shared, name string, svc *model.Service, port model.Por
 	case model.ResolutionDNS:
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
 		var cla *endpointv3.ClusterLoadAssignment
-		cla, err = loadAssignment(name, svc, port, eps, ss.GetLabels(), true)
+		cla, err = loadAssignment(name, svc, port, eps, ss.GetLabels(), true, sh.workloadMTLS(s))
 		n := 0
 		for _, l := range cla.GetEndpoints() {
 			n += len(l.GetLbEndpoints())
@@ -185,14 +188,61 @@ func outboundCluster(sh *shared, name string, svc *model.Service, port model.Por
 	if svc.Resolution == model.ResolutionPassthrough {
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 	}
-	pol.applyPool(sh, c, port.Protocol.IsHTTP2())
+	h2 := pol.applyPool(sh, c, port.Protocol.IsHTTP2())
 	pol.applyOutlier(c)
-	if !grpc && pol.tls.GetMode() == networking.ClientTLSSettings_ISTIO_MUTUAL {
+	if grpc {
 		// grpc-go takes TLS from certificate providers, not SDS: proxyless clusters stay
 		// plaintext.
-		c.TransportSocket = istioMutualSocket(port.Number, ss.GetName(), svc.Hostname)
+		return c, err
 	}
+	if c.CommonLbConfig == nil {
+		c.CommonLbConfig = sh.panicDisabled()
+	}
+	applyUpstreamTLS(sh, s, c, svc, port, ss.GetName(), pol, eps, h2)
 	return c, err
+}
+
+// applyUpstreamTLS gives an outbound cluster its TLS as istiod does. A DestinationRule's
+// ISTIO_MUTUAL is a transport socket (its SNI and SANs, else Istio's SNI and the service's
+// accounts; secrets over ADS, from xdslab's SDS); DISABLE or another mode keeps plaintext. Without client TLS settings, auto-mTLS: a
+// mesh-internal service whose namespace (or the mesh) is not PeerAuthentication DISABLE gets
+// transport_socket_matches, mTLS to endpoints whose metadata says tlsMode "istio" and
+// plaintext to the rest; a passthrough (ORIGINAL_DST) cluster gets mTLS as its socket only
+// when every endpoint has tlsMode "istio". Auto-mTLS names its secrets on the istio-agent's
+// sds-grpc, as istiod does.
+func applyUpstreamTLS(sh *shared, s *model.Snapshot, c *clusterv3.Cluster, svc *model.Service, port model.Port, subset string, pol policy, eps []*model.Endpoint, h2 bool) {
+	sni := IstioSNI(port.Number, subset, svc.Hostname)
+	if t := pol.tls; t != nil {
+		if t.GetMode() != networking.ClientTLSSettings_ISTIO_MUTUAL {
+			return
+		}
+		if t.GetSni() != "" {
+			sni = t.GetSni()
+		}
+		sans := t.GetSubjectAltNames()
+		if sans == nil {
+			sans = svc.ServiceAccounts
+		}
+		c.TransportSocket = istioMutualSocket(sdsConfigSource, sni, sans, h2)
+		return
+	}
+	if svc.MeshExternal || sh.namespaceMTLS(s, svc.Namespace) == mtlsDisable {
+		return
+	}
+	if c.GetType() == clusterv3.Cluster_ORIGINAL_DST {
+		n := 0
+		for _, ep := range eps {
+			if endpointTLSMode(ep) != tlsModeIstio {
+				return
+			}
+			n++
+		}
+		if n > 0 {
+			c.TransportSocket = istioMutualSocket(agentSDSConfigSource, sni, svc.ServiceAccounts, h2)
+		}
+		return
+	}
+	c.TransportSocketMatches = autoMTLSMatches(sh, istioMutualSocket(agentSDSConfigSource, sni, svc.ServiceAccounts, h2))
 }
 
 func logicalDNSAssignment(name, host string, port uint32) *endpointv3.ClusterLoadAssignment {
@@ -206,6 +256,7 @@ func logicalDNSAssignment(name, host string, port uint32) *endpointv3.ClusterLoa
 // endpoints carry the proxy's IP.
 type inboundPort struct {
 	target   uint32
+	port     uint32 // the service port
 	protocol model.Protocol
 	svc      *model.Service
 }
@@ -231,7 +282,7 @@ func inboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []model.Con
 					continue
 				}
 				seen[tp] = true
-				out = append(out, inboundPort{target: tp, protocol: port.Protocol, svc: svc})
+				out = append(out, inboundPort{target: tp, port: port.Number, protocol: port.Protocol, svc: svc})
 			}
 		}
 	}
@@ -239,11 +290,16 @@ func inboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []model.Con
 	return out, sortDeps(deps)
 }
 
-// inboundClusters builds "inbound|PORT||" for each target port of the proxy's services: a
-// STATIC cluster to 127.0.0.1:PORT (the workload listens on localhost in the sidecar model).
+// inboundClusters builds "inbound|PORT||" for each target port of the proxy's services, as
+// istiod does: an ORIGINAL_DST cluster (the connection goes to the address it was sent to, the
+// workload's own IP:PORT) bound to 127.0.0.6 so that iptables lets it through, with the
+// connection pool of the service's DestinationRule (its port-level settings for the service
+// port) and no outlier detection, load balancing or TLS.
 func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}) []Resource {
 	ports, deps := inboundPorts(p, s)
 	var out []Resource
+	sh := &shared{}
+	ix := newIndex(s, nil)
 	for _, ip := range ports {
 		name := ClusterName(Inbound, ip.target, "", "")
 		if !wanted(want, name) {
@@ -251,17 +307,28 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 		}
 		c := &clusterv3.Cluster{
 			Name:                 name,
-			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
-			ConnectTimeout:       durationpb.New(DefaultConnectTimeout),
-			LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{
-				Locality:    &corev3.Locality{},
-				LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socketAddress("127.0.0.1", ip.target)}}}},
-			}}},
+			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
+			LbPolicy:             clusterv3.Cluster_CLUSTER_PROVIDED,
+			UpstreamBindConfig:   inboundBind(),
 		}
-		policy{}.applyPool(&shared{}, c, ip.protocol.IsHTTP2())
-		out = append(out, Resource{Name: name, Message: c, Deps: deps})
+		d := deps
+		var pol policy
+		if drc := ix.destinationRule(ip.svc.Hostname); drc != nil {
+			d = sortDeps(append(slices.Clone(deps), drc.Key()))
+			pol = effectivePolicy(drSpec(drc), ip.port, nil)
+		}
+		pol.applyPool(sh, c, ip.protocol.IsHTTP2())
+		out = append(out, Resource{Name: name, Message: c, Deps: d})
 	}
 	return out
+}
+
+// inboundBind binds upstream connections to 127.0.0.6, which the sidecar's iptables rules do
+// not capture again.
+func inboundBind() *corev3.BindConfig {
+	return &corev3.BindConfig{SourceAddress: &corev3.SocketAddress{
+		Address: "127.0.0.6", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 0},
+	}}
 }
 
 // blackHole drops everything: a STATIC cluster with no endpoints.
@@ -273,22 +340,36 @@ func blackHole() *clusterv3.Cluster {
 	}
 }
 
-// passthrough forwards to the original destination address.
+// passthrough forwards to the original destination address, with istiod's settings: no
+// circuit breaking, and HTTP upstream in the protocol the downstream spoke (the traffic is
+// unknown), idle connections closed after 5 minutes.
 func passthrough(name string) *clusterv3.Cluster {
 	return &clusterv3.Cluster{
 		Name:                 name,
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
 		LbPolicy:             clusterv3.Cluster_CLUSTER_PROVIDED,
 		ConnectTimeout:       durationpb.New(DefaultConnectTimeout),
+		CircuitBreakers:      &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{defaultThresholds()}},
+		TypedExtensionProtocolOptions: map[string]*anypb.Any{httpProtocolOptionsName: toAny(&upstreamhttpv3.HttpProtocolOptions{
+			CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(passthroughIdleTimeout)},
+			UpstreamProtocolOptions: &upstreamhttpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{
+				UseDownstreamProtocolConfig: &upstreamhttpv3.HttpProtocolOptions_UseDownstreamHttpConfig{
+					HttpProtocolOptions:  &corev3.Http1ProtocolOptions{},
+					Http2ProtocolOptions: &corev3.Http2ProtocolOptions{},
+				},
+			},
+		})},
 	}
 }
+
+// passthroughIdleTimeout closes idle upstream connections of the passthrough clusters
+// (istiod's value).
+const passthroughIdleTimeout = 5 * time.Minute
 
 // inboundPassthrough forwards inbound traffic for ports no service declares to the original
 // destination, binding to 127.0.0.6 as Istio does so that iptables does not loop it back.
 func inboundPassthrough() *clusterv3.Cluster {
 	c := passthrough(InboundPassthroughCluster)
-	c.UpstreamBindConfig = &corev3.BindConfig{SourceAddress: &corev3.SocketAddress{
-		Address: "127.0.0.6", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 0},
-	}}
+	c.UpstreamBindConfig = inboundBind()
 	return c
 }

@@ -19,19 +19,22 @@
 //
 // # mTLS (tls.go, peerauth.go)
 //
-// A DestinationRule whose traffic policy (or port-level or subset policy) says tls.mode
-// ISTIO_MUTUAL gives the sidecar's outbound cluster a TLS transport socket: SDS "default" as its
-// certificate, SDS "ROOTCA" to validate the peer (sds_config over ADS, initial_fetch_timeout 0s),
-// ALPN "istio" and Istio's SNI "outbound_.PORT_.SUBSET_.HOST". Proxyless gRPC clusters stay
-// plaintext (grpc-go takes no SDS). PeerAuthentication (security.istio.io) picks the inbound
-// mode of each of the proxy's ports: mesh-wide (RootNamespace), then namespace, then a
-// workload policy whose selector matches the proxy's labels, then its portLevelMtls; UNSET
-// inherits, a chain UNSET throughout is PERMISSIVE. STRICT gives the port's virtualInbound
-// chain a DownstreamTlsContext requiring a client certificate; PERMISSIVE gives the port an
-// mTLS chain (transport_protocol "tls") and a plaintext one ("raw_buffer") and adds the TLS
-// inspector listener filter. Without any PeerAuthentication, inbound stays plaintext: Istio
-// defaults to PERMISSIVE, xdslab keeps configs without security policy unchanged. Not built:
-// SIMPLE and MUTUAL client TLS (ignored), mTLS on the catch-all chains.
+// Auto-mTLS, as istiod: an endpoint whose tlsMode is "istio" (its security.istio.io/tlsMode
+// label; else a ServiceEntry or WorkloadEntry endpoint with a service account) carries the
+// metadata envoy.transport_socket_match {tlsMode: istio}, unless its workload's
+// PeerAuthentication disables the port; every outbound cluster of a mesh-internal service whose
+// namespace (or mesh) PeerAuthentication is not DISABLE and that no DestinationRule gives tls
+// settings gets transport_socket_matches: mTLS (SDS "default"/"ROOTCA" on the istio-agent's
+// sds-grpc, SANs the service accounts, SNI "outbound_.PORT_.SUBSET_.HOST", ALPN "istio"[, "h2"])
+// for those endpoints, plaintext for others. A DestinationRule's ISTIO_MUTUAL (also port-level or
+// subset) is a plain transport socket with its secrets over ADS (xdslab's SDS); DISABLE keeps
+// plaintext. Proxyless gRPC clusters stay plaintext (grpc-go takes no SDS). PeerAuthentication
+// (security.istio.io) picks the inbound mode of each of the proxy's ports: mesh-wide
+// (RootNamespace), then namespace, then a workload policy whose selector matches the proxy's
+// labels, then its portLevelMtls; UNSET inherits, no policy means PERMISSIVE. virtualInbound
+// has istiod's chains per port and mode (STRICT: mTLS; PERMISSIVE: mTLS by ALPN, plain TLS for
+// TCP, plaintext; DISABLE: plaintext), catch-all chains to InboundPassthroughCluster, and a
+// BlackHole chain for 15006 itself. Not built: SIMPLE and MUTUAL client TLS (ignored).
 //
 // # Families and names (Istio's conventions)
 //
@@ -42,12 +45,25 @@
 //     DestinationRule subset (EDS over ADS, service_name = cluster name; STRICT_DNS or
 //     LOGICAL_DNS with inline endpoints for DNS services; ORIGINAL_DST for passthrough ones),
 //     "inbound|PORT||" per port of the proxy's own services (services with an endpoint at the
-//     proxy's IP), BlackHoleCluster, PassthroughCluster, InboundPassthroughCluster;
-//   - listeners "0.0.0.0_PORT" (HTTP/HTTP2/GRPC ports: HTTP connection manager, RDS "PORT"),
-//     "VIP_PORT" (TCP ports: tcp_proxy), "0.0.0.0_PORT" for a VIP-less TCP service,
-//     virtualOutbound (15001) and virtualInbound (15006);
+//     proxy's IP; ORIGINAL_DST bound to 127.0.0.6, with the service's DestinationRule
+//     connection pool), BlackHoleCluster, PassthroughCluster, InboundPassthroughCluster
+//     (no circuit breaking, upstream HTTP in the downstream's protocol);
+//   - listeners "0.0.0.0_PORT" (HTTP/HTTP2/GRPC ports: HTTP inspector, a chain for plaintext
+//     HTTP with an HTTP connection manager, RDS "PORT", and a passthrough default chain),
+//     "VIP_PORT" (TCP ports: tcp_proxy, or the VirtualServices' tcp routes as istiod builds
+//     them: destination-subnet chains, a catch-all, weighted clusters; tcproute.go),
+//     "0.0.0.0_PORT" for a VIP-less TCP service (a prefix_ranges chain per CIDR service,
+//     passthrough for the rest), virtualOutbound (15001) and virtualInbound (15006), each with
+//     a BlackHole chain for its own port; every HTTP connection manager runs the fault and CORS
+//     filters, then the router;
 //   - route configurations "PORT" with a virtual host "HOST:PORT" per service (FQDN, short
 //     names for the proxy's namespace, VIPs, each with and without ":PORT") and "allow_any" last.
+//     Routes carry what istiod's route.TranslateRoute puts there (routefeatures.go): header
+//     operations (route and destination level), mirrors, fault per-route config, URI rewrites
+//     for every match type, redirects, CORS (not for proxyless gRPC, which has no CORS filter),
+//     DestinationRule consistent-hash policies and istiod's retry policy (previous_hosts, 5 host
+//     re-picks, retriable status codes). A VirtualService's delegate, and tls routes for
+//     sidecars, are not generated: validation warns.
 //
 // Router (node type "router", a gateway; gateway.go): from the Gateways whose selector matches
 // the router's labels and the VirtualServices bound to them (gateways "ns/name", a bare name in

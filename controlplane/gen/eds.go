@@ -11,6 +11,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -105,7 +106,7 @@ func endpointResource(s *model.Snapshot, ix *index, name string) (Resource, erro
 		}
 		selector = ss.GetLabels()
 	}
-	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS)
+	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s))
 	return Resource{Name: name, Message: cla, Deps: sortDeps(deps)}, err
 }
 
@@ -115,7 +116,11 @@ func endpointResource(s *model.Snapshot, ix *index, name string) (Resource, erro
 // model.CompareEndpoints order, wins) since grpc-go rejects them. With allowHostnames false
 // (EDS), an endpoint whose address is not an IP is dropped with an error, as Envoy would reject
 // the whole assignment.
-func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool) (*endpointv3.ClusterLoadAssignment, error) {
+//
+// An endpoint that takes Istio mTLS (endpointTLSMode) carries the metadata tlsMode "istio"
+// that auto-mTLS clusters match on, unless the workload's PeerAuthentication (ws) says DISABLE
+// for its port: clients then send it plaintext, as istiod's endpoints say.
+func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool, ws *workloadMTLS) (*endpointv3.ClusterLoadAssignment, error) {
 	// group holds a locality's messages, allocated together.
 	type group struct {
 		loc     model.Locality
@@ -128,6 +133,7 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 	byLoc := map[model.Locality]*group{}
 	seen := map[netip.AddrPort]bool{}
 	seenHost := map[string]bool{}
+	var istioMD *corev3.Metadata // shared by the assignment's mTLS endpoints
 	var errs []error
 	for _, ep := range eps {
 		if !model.LabelsMatch(selector, ep.Labels) {
@@ -158,7 +164,15 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		}
 		w := max(ep.Weight, 1)
 		g.weight += uint64(w)
-		g.lle.LbEndpoints = append(g.lle.LbEndpoints, newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health)))
+		lb := newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health))
+		if endpointTLSMode(ep) == tlsModeIstio && ws.mode(svc.Namespace, ep, tp) != mtlsDisable {
+			// auto-mTLS: the cluster's transport_socket_matches pick mTLS for this endpoint.
+			if istioMD == nil {
+				istioMD = tlsModeMetadata()
+			}
+			lb.Metadata = istioMD
+		}
+		g.lle.LbEndpoints = append(g.lle.LbEndpoints, lb)
 	}
 	slices.SortFunc(groups, func(a, b *group) int {
 		return cmp.Or(strings.Compare(a.loc.Region, b.loc.Region), strings.Compare(a.loc.Zone, b.loc.Zone), strings.Compare(a.loc.SubZone, b.loc.SubZone))
@@ -177,6 +191,13 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		cla.Endpoints = append(cla.Endpoints, &g.lle)
 	}
 	return cla, errors.Join(errs...)
+}
+
+// tlsModeMetadata is the endpoint metadata of a workload that takes Istio mTLS.
+func tlsModeMetadata() *corev3.Metadata {
+	return &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{
+		transportSocketMatchKey: {Fields: map[string]*structpb.Value{"tlsMode": structpb.NewStringValue(tlsModeIstio)}},
+	}}
 }
 
 // lbEndpointAlloc holds every message of one LbEndpoint so that it costs one allocation

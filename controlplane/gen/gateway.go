@@ -11,6 +11,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -377,12 +378,15 @@ func (rp *routerPlan) vsHTTPRoutes(b boundVS, gs gwServer, num uint32) ([]*route
 		if hr2 == nil {
 			continue
 		}
-		rs, err := translateHTTPRoute(rp.p, rp.ix, b.c.Namespace, hr2, &model.Service{}, model.Port{Number: num}, false)
+		rs, catchAll, err := translateHTTPRoute(rp.p, rp.ix, b.c.Namespace, hr2, &model.Service{}, model.Port{Number: num}, false)
 		if err != nil {
 			fail(err)
 			continue
 		}
 		out = append(out, rs...)
+		if catchAll {
+			break // nothing after a catch-all is reachable (istiod: BuildHTTPRoutesForVirtualService)
+		}
 	}
 	return out, deps
 }
@@ -458,7 +462,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 	switch gp.kind {
 	case kindHTTP:
 		l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
-			hcmFilter(rdsHCM("outbound_"+name, GatewayRouteName(gp.num))),
+			hcmFilter(gatewayHCM(rdsHCM("outbound_"+name, GatewayRouteName(gp.num)))),
 		}}}
 	case kindTLS:
 		l.ListenerFilters = []*listenerv3.ListenerFilter{{
@@ -744,4 +748,16 @@ func routerKeyScope(typeURL string, p *model.Proxy) string {
 		b.WriteString("|" + k + "=" + p.Labels[k])
 	}
 	return b.String()
+}
+
+// gatewayHCM is a gateway's HTTP connection manager: the sidecar defaults, and the client's
+// address taken from the connection (a gateway is the edge: use_remote_address), so that
+// x-forwarded-for and internal/external request classification are right, and an
+// x-forwarded-client-cert from outside replaced by the gateway's own, as istiod sets it.
+func gatewayHCM(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnectionManager {
+	h = sidecarHCM(h)
+	h.UseRemoteAddress = wrapperspb.Bool(true)
+	h.ForwardClientCertDetails = hcmv3.HttpConnectionManager_SANITIZE_SET
+	h.SetCurrentClientCertDetails = &hcmv3.HttpConnectionManager_SetCurrentClientCertDetails{Subject: wrapperspb.Bool(true), Cert: true, Dns: true, Uri: true}
+	return h
 }

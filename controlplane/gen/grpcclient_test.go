@@ -26,8 +26,9 @@ import (
 // TestGRPCClientAcceptsResources serves the proxyless gRPC resources generated here through
 // go-control-plane's reference SotW server (not ours: the ADS server lives in controlplane/xds)
 // to grpc-go's own xDS client, and makes an RPC through them: grpc-go accepts the listener, the
-// route configuration (VirtualService with a subset, retries and a timeout), the cluster
-// (DestinationRule with outlier detection) and the assignment, all scoped by a Sidecar.
+// route configuration (VirtualService with a subset, retries, a timeout, a fault delay, header
+// operations, a mirror and a hash policy) and the fault filter before the router, the cluster
+// (DestinationRule with outlier detection and a consistent hash) and the assignment, all scoped by a Sidecar.
 func TestGRPCClientAcceptsResources(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -47,9 +48,12 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 	svc := &model.Service{Hostname: svcHost, Namespace: "test", Ports: []model.Port{{Name: "grpc", Number: 7070, Protocol: model.ProtocolGRPC}}}
 	ep := &model.Endpoint{Service: svcHost, Address: "127.0.0.1", Ports: map[string]uint32{"grpc": backendPort}, Labels: map[string]string{"version": "v1"}, Locality: model.Locality{Region: "r", Zone: "z"}}
 	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.DestinationRule{
-		Host:          "backend",
-		TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{Interval: durationpb.New(time.Second), MaxEjectionPercent: 50}},
-		Subsets:       []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}},
+		Host: "backend",
+		TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{Interval: durationpb.New(time.Second), MaxEjectionPercent: 50},
+			// A consistent hash: a RING_HASH cluster and a header hash_policy on the route.
+			LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{
+				HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_HttpHeaderName{HttpHeaderName: "x-user"}}}}},
+		Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}},
 	}}
 	vs := &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.VirtualService{
 		Hosts: []string{"backend"},
@@ -58,6 +62,14 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 			Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "backend", Subset: "v1"}}},
 			Timeout: durationpb.New(5 * time.Second),
 			Retries: &networking.HTTPRetry{Attempts: 2, RetryOn: "unavailable"},
+			// The fault filter's per-route config (a 1ms delay on every RPC), header operations
+			// and a mirror: grpc-go runs the first and ignores the others.
+			Fault: &networking.HTTPFaultInjection{Delay: &networking.HTTPFaultInjection_Delay{
+				HttpDelayType: &networking.HTTPFaultInjection_Delay_FixedDelay{FixedDelay: durationpb.New(time.Millisecond)}, Percentage: &networking.Percent{Value: 100}}},
+			Headers: &networking.Headers{Request: &networking.Headers_HeaderOperations{Set: map[string]string{"x-route": "1"}}},
+			Mirror:  &networking.Destination{Host: "backend", Subset: "v1"},
+			// CORS is left out for gRPC clients: grpc-go would NACK a config for a filter it lacks.
+			CorsPolicy: &networking.CorsPolicy{AllowOrigins: []*networking.StringMatch{exact("https://a.example")}},
 		}},
 	}}
 	// A Sidecar scopes the client to its own namespace: other.elsewhere is not in its view.

@@ -12,6 +12,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	httpinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -23,10 +24,11 @@ import (
 
 // Extension names (Envoy's canonical filter names).
 const (
-	hcmFilterName         = "envoy.filters.network.http_connection_manager"
-	tcpProxyFilterName    = "envoy.filters.network.tcp_proxy"
-	routerFilterName      = "envoy.filters.http.router"
-	originalDstFilterName = "envoy.filters.listener.original_dst"
+	hcmFilterName           = "envoy.filters.network.http_connection_manager"
+	tcpProxyFilterName      = "envoy.filters.network.tcp_proxy"
+	routerFilterName        = "envoy.filters.http.router"
+	originalDstFilterName   = "envoy.filters.listener.original_dst"
+	httpInspectorFilterName = "envoy.filters.listener.http_inspector"
 )
 
 const wildcardIP = "0.0.0.0"
@@ -51,13 +53,16 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	var errs []error
 	type portInfo struct {
 		http     []model.ConfigKey // deps of the HTTP services on the port
-		wildTCP  *model.Service    // the TCP service without a VIP that owns 0.0.0.0_PORT
+		wildTCP  *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
+		cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain each
 		wildDeps []model.ConfigKey
 	}
 	ports := map[uint32]*portInfo{}
 	var tcp []Resource
 	taken := map[string]string{} // listener name → hostname that took it
-	for _, svc := range visibleServices(s, s.ScopeFor(p)) {
+	sc := s.ScopeFor(p)
+	ix := newIndex(s, sc)
+	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
 			if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
 				errs = append(errs, fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener))
@@ -72,14 +77,20 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				pi.http = append(pi.http, ServiceKey(svc))
 				continue
 			}
-			cluster := ClusterName(Outbound, port.Number, "", svc.Hostname)
 			vips := ipAddresses(svc.Addresses)
 			if len(vips) == 0 {
-				if pi.wildTCP == nil {
+				switch {
+				case len(cidrs(svc.Addresses)) > 0:
+					pi.cidrTCP = append(pi.cidrTCP, svc)
+				case pi.wildTCP == nil:
 					pi.wildTCP = svc
 				}
 				pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
 				continue
+			}
+			chains, def, cdeps, err := tcpRouteChains(p, ix, svc, port) // VirtualService tcp routes (tcproute.go)
+			if err != nil {
+				errs = append(errs, err)
 			}
 			for _, vip := range vips {
 				name := ListenerName(vip, port.Number)
@@ -92,13 +103,14 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					continue
 				}
 				l := &listenerv3.Listener{
-					Name:             name,
-					Address:          socketAddress(vip, port.Number),
-					BindToPort:       wrapperspb.Bool(false),
-					TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-					FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}}},
+					Name:               name,
+					Address:            socketAddress(vip, port.Number),
+					BindToPort:         wrapperspb.Bool(false),
+					TrafficDirection:   corev3.TrafficDirection_OUTBOUND,
+					FilterChains:       chains,
+					DefaultFilterChain: def,
 				}
-				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps([]model.ConfigKey{ServiceKey(svc)})})
+				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps(append([]model.ConfigKey{ServiceKey(svc)}, cdeps...))})
 			}
 		}
 	}
@@ -117,14 +129,38 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		var deps []model.ConfigKey
 		switch {
 		case len(pi.http) > 0:
-			l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
-				hcmFilter(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(num), 10))),
-			}}}
+			// HTTP (told by the HTTP inspector) goes to the routes; anything else on the port
+			// passes through to where it was going, as istiod does.
+			l.ListenerFilters = []*listenerv3.ListenerFilter{httpInspector()}
+			l.FilterChains = []*listenerv3.FilterChain{{
+				FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: "raw_buffer", ApplicationProtocols: plaintextHTTPProtocols},
+				Filters:          []*listenerv3.Filter{hcmFilter(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(num), 10))))},
+			}}
+			l.DefaultFilterChain = passthroughChain()
 			deps = append(pi.http, pi.wildDeps...)
-		case pi.wildTCP != nil:
-			cluster := ClusterName(Outbound, num, "", pi.wildTCP.Hostname)
-			l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}}}
+		case pi.wildTCP != nil || len(pi.cidrTCP) > 0:
+			for _, svc := range pi.cidrTCP {
+				cluster := ClusterName(Outbound, num, "", svc.Hostname)
+				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+					FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: cidrs(svc.Addresses)},
+					Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
+				})
+			}
 			deps = pi.wildDeps
+			if pi.wildTCP != nil {
+				// The VirtualServices' tcp routes for the service (tcproute.go).
+				port, _ := pi.wildTCP.Port(num)
+				chains, def, cdeps, err := tcpRouteChains(p, ix, pi.wildTCP, port)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				l.FilterChains = append(l.FilterChains, chains...)
+				l.DefaultFilterChain = def
+				deps = append(deps, cdeps...)
+			} else {
+				// Only the CIDRs go to the services; other destinations on the port pass through.
+				l.DefaultFilterChain = passthroughChain()
+			}
 		default:
 			continue
 		}
@@ -163,16 +199,121 @@ func virtualOutbound() *listenerv3.Listener {
 		Address:          socketAddress(wildcardIP, VirtualOutboundPort),
 		UseOriginalDst:   wrapperspb.Bool(true),
 		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-		FilterChains: []*listenerv3.FilterChain{{
-			Name:    "virtualOutbound-catchall-tcp",
-			Filters: []*listenerv3.Filter{tcpProxyFilter(PassthroughCluster, PassthroughCluster)},
-		}},
+		FilterChains: []*listenerv3.FilterChain{
+			selfLoopChain(VirtualOutboundListener, VirtualOutboundPort),
+			{
+				Name:    "virtualOutbound-catchall-tcp",
+				Filters: []*listenerv3.Filter{tcpProxyFilter(PassthroughCluster, PassthroughCluster)},
+			},
+		},
 	}
 }
 
-// virtualInbound serves the proxy's own ports: one filter chain per target port (an HCM with an
-// inline route to inbound|PORT|| for HTTP ports, a tcp_proxy otherwise), and a default chain to
-// InboundPassthroughCluster.
+// selfLoopChain drops connections addressed to the capture port itself (a request to
+// 127.0.0.1:15001 would otherwise loop through the sidecar forever), as istiod does.
+func selfLoopChain(listener string, port uint32) *listenerv3.FilterChain {
+	return &listenerv3.FilterChain{
+		Name:             listener + "-blackhole",
+		FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(port)},
+		Filters:          []*listenerv3.Filter{tcpProxyFilter(BlackHoleCluster, BlackHoleCluster)},
+	}
+}
+
+// passthroughChain sends what no other chain of an outbound listener takes to its original
+// destination.
+func passthroughChain() *listenerv3.FilterChain {
+	return &listenerv3.FilterChain{
+		Name:    "PassthroughFilterChain",
+		Filters: []*listenerv3.Filter{tcpProxyFilter(PassthroughCluster, PassthroughCluster)},
+	}
+}
+
+// plaintextHTTPProtocols are the application protocols the HTTP inspector reports for
+// plaintext HTTP/1.1 and HTTP/2.
+var plaintextHTTPProtocols = []string{"http/1.1", "h2c"}
+
+func httpInspector() *listenerv3.ListenerFilter {
+	return &listenerv3.ListenerFilter{
+		Name:       httpInspectorFilterName,
+		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(&httpinspectorv3.HttpInspector{})},
+	}
+}
+
+// cidrs are the addresses of a service that are CIDR ranges (a VIP-less ServiceEntry's
+// addresses), as filter chain prefix ranges.
+func cidrs(addrs []string) []*corev3.CidrRange {
+	var out []*corev3.CidrRange
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			continue
+		}
+		out = append(out, &corev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(p.Bits()))})
+	}
+	return out
+}
+
+// sidecarHCM adds istiod's sidecar HTTP defaults to h: WebSocket upgrades allowed, no stream
+// idle timeout (long-lived streams stay open), 100-continue answered by the proxy, paths
+// normalized before matching.
+func sidecarHCM(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnectionManager {
+	h.StreamIdleTimeout = durationpb.New(0)
+	h.Proxy_100Continue = true
+	h.UpgradeConfigs = []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}}
+	h.NormalizePath = wrapperspb.Bool(true)
+	return h
+}
+
+// inboundChain is one filter chain shape of virtualInbound: what it matches (transport
+// protocol, application protocols), whether it speaks HTTP, whether it terminates mTLS.
+type inboundChain struct {
+	transport string
+	alpn      []string
+	http      bool
+	mtls      bool
+}
+
+// ALPN values a client sidecar offers on mTLS: "istio" (and the telemetry-only
+// "istio-peer-exchange") for any traffic, "istio-http/…" and "istio-h2" when it knew the traffic
+// was HTTP.
+var (
+	mtlsHTTPALPNs     = []string{"istio-http/1.0", "istio-http/1.1", "istio-h2"}
+	mtlsTCPALPNs      = []string{"istio-peer-exchange", IstioALPN}
+	allIstioMTLSALPNs = []string{IstioALPN, "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1", "istio-h2"}
+)
+
+// inboundChains are istiod's inbound filter chains for a port of known protocol (http) or, for
+// the catch-all chains, of unknown protocol (auto), by mTLS mode. PERMISSIVE takes mTLS
+// (identified by ALPN), plain TLS passed through untouched (TCP only) and plaintext; STRICT
+// only mTLS; DISABLE only plaintext.
+func inboundChains(mode mtlsMode, http, auto bool) []inboundChain {
+	switch {
+	case auto && mode == mtlsStrict:
+		return []inboundChain{{"tls", mtlsHTTPALPNs, true, true}, {"tls", nil, false, true}}
+	case auto && mode == mtlsDisable:
+		return []inboundChain{{"raw_buffer", plaintextHTTPProtocols, true, false}, {"raw_buffer", nil, false, false}}
+	case auto:
+		return []inboundChain{
+			{"tls", mtlsHTTPALPNs, true, true}, {"raw_buffer", plaintextHTTPProtocols, true, false},
+			{"tls", mtlsTCPALPNs, false, true}, {"raw_buffer", nil, false, false}, {"tls", nil, false, false},
+		}
+	case mode == mtlsStrict:
+		return []inboundChain{{"tls", nil, http, true}}
+	case mode == mtlsDisable:
+		return []inboundChain{{"raw_buffer", nil, http, false}}
+	case http:
+		return []inboundChain{{"tls", allIstioMTLSALPNs, true, true}, {"raw_buffer", nil, true, false}}
+	}
+	return []inboundChain{{"tls", allIstioMTLSALPNs, false, true}, {"tls", nil, false, false}, {"raw_buffer", nil, false, false}}
+}
+
+// virtualInbound serves the proxy's own ports as istiod does: a BlackHole chain for
+// connections to 15006 itself, then per target port the chains of its mTLS mode (an HCM with an
+// inline route to inbound|PORT|| for HTTP ports, a tcp_proxy otherwise), then catch-all chains
+// of the workload's mode to InboundPassthroughCluster for ports no service declares. The mode
+// comes from PeerAuthentication (peerauth.go); with none, PERMISSIVE, Istio's default. mTLS
+// chains take the workload certificate: over ADS (xdslab's SDS) when a PeerAuthentication asks
+// for it, from the istio-agent (sds-grpc) by default, as istiod names it.
 func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []model.ConfigKey) {
 	ports, deps := inboundPorts(p, s)
 	l := &listenerv3.Listener{
@@ -183,49 +324,80 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 			Name:       originalDstFilterName,
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(&originaldstv3.OriginalDst{})},
 		}},
-		DefaultFilterChain: &listenerv3.FilterChain{
-			Name:    "virtualInbound-catchall",
-			Filters: []*listenerv3.Filter{tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)},
-		},
+		FilterChains: []*listenerv3.FilterChain{selfLoopChain(VirtualInboundListener, VirtualInboundPort)},
 	}
 	pa := peerAuthFor(p, s)
-	if len(ports) > 0 && len(pa.deps) > 0 {
+	if len(pa.deps) > 0 {
 		deps = sortDeps(append(deps, pa.deps...))
 	}
-	inspect := false
-	for _, ip := range ports {
-		cluster := ClusterName(Inbound, ip.target, "", "")
+	src := agentSDSConfigSource
+	if len(pa.deps) > 0 {
+		src = sdsConfigSource
+	}
+	td := meshTrustDomain(s)
+	var tlsInspect, httpInspect bool
+	add := func(name string, port uint32, c inboundChain, filter func() *listenerv3.Filter) {
 		fc := &listenerv3.FilterChain{
-			Name:             ListenerName(wildcardIP, ip.target),
-			FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(ip.target)},
+			Name:             name,
+			FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: c.transport, ApplicationProtocols: c.alpn},
+			Filters:          []*listenerv3.Filter{filter()},
 		}
-		if ip.protocol.IsHTTP() {
-			fc.Filters = []*listenerv3.Filter{hcmFilter(inboundHCM(ip.target, cluster))}
-		} else {
-			fc.Filters = []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}
+		if port != 0 {
+			fc.FilterChainMatch.DestinationPort = wrapperspb.UInt32(port)
 		}
-		switch pa.port(ip.target) {
-		case mtlsStrict:
-			// Every connection to the port must be mTLS: a plaintext one fails the handshake.
-			fc.TransportSocket = inboundMTLSSocket()
-		case mtlsPermissive:
-			// The TLS inspector tells mTLS from plaintext; each gets its own chain.
-			inspect = true
-			tlsFC := &listenerv3.FilterChain{
-				Name:             fc.Name + "-mtls",
-				FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(ip.target), TransportProtocol: "tls"},
-				Filters:          fc.Filters,
-				TransportSocket:  inboundMTLSSocket(),
-			}
-			fc.FilterChainMatch.TransportProtocol = "raw_buffer"
-			l.FilterChains = append(l.FilterChains, tlsFC)
+		if c.mtls {
+			fc.TransportSocket = inboundMTLSSocket(src, td)
 		}
+		tlsInspect = tlsInspect || c.transport == "tls"
+		httpInspect = httpInspect || slices.Equal(c.alpn, plaintextHTTPProtocols)
 		l.FilterChains = append(l.FilterChains, fc)
 	}
-	if inspect {
+	for _, ip := range ports {
+		cluster := ClusterName(Inbound, ip.target, "", "")
+		http := ip.protocol.IsHTTP()
+		for _, c := range inboundChains(pa.port(ip.target), http, false) {
+			add(cluster, ip.target, c, func() *listenerv3.Filter {
+				if http {
+					return hcmFilter(inboundHCM(ip.target, cluster, ip.protocol.IsHTTP2()))
+				}
+				return tcpProxyFilter(cluster, cluster)
+			})
+		}
+	}
+	for _, c := range inboundChains(pa.mode, false, true) {
+		add("virtualInbound-catchall", 0, c, func() *listenerv3.Filter {
+			if c.http {
+				return hcmFilter(inboundHCM(0, InboundPassthroughCluster, false))
+			}
+			return tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)
+		})
+	}
+	if tlsInspect {
 		l.ListenerFilters = append(l.ListenerFilters, tlsInspector())
 	}
+	if httpInspect {
+		l.ListenerFilters = append(l.ListenerFilters, httpInspector())
+	}
 	return l, deps
+}
+
+// DefaultTrustDomain is the SPIFFE trust domain assumed when no service account says otherwise.
+const DefaultTrustDomain = "cluster.local"
+
+// meshTrustDomain is the trust domain of the mesh's SPIFFE ids: that of the first service
+// account in s that is a SPIFFE id (the registry builds them all with the configured trust
+// domain), else DefaultTrustDomain.
+func meshTrustDomain(s *model.Snapshot) string {
+	for _, svc := range s.Services() {
+		for _, sa := range svc.ServiceAccounts {
+			if rest, ok := strings.CutPrefix(sa, "spiffe://"); ok {
+				if td, _, ok := strings.Cut(rest, "/"); ok && td != "" {
+					return td
+				}
+			}
+		}
+	}
+	return DefaultTrustDomain
 }
 
 func tcpProxyFilter(statPrefix, cluster string) *listenerv3.Filter {
@@ -255,30 +427,47 @@ func rdsHCM(statPrefix, routeName string) *hcmv3.HttpConnectionManager {
 			ConfigSource:    adsConfigSource(),
 			RouteConfigName: routeName,
 		}},
-		HttpFilters: []*hcmv3.HttpFilter{routerFilter()},
+		HttpFilters: httpFilters(),
 	}
 }
 
-func inboundHCM(port uint32, cluster string) *hcmv3.HttpConnectionManager {
-	return &hcmv3.HttpConnectionManager{
+func inboundHCM(port uint32, cluster string, h2 bool) *hcmv3.HttpConnectionManager {
+	name := "inbound|http|" + strconv.FormatUint(uint64(port), 10)
+	h := &hcmv3.HttpConnectionManager{
 		CodecType:  hcmv3.HttpConnectionManager_AUTO,
 		StatPrefix: "inbound_" + ListenerName(wildcardIP, port),
 		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
 			Name: cluster,
 			VirtualHosts: []*routev3.VirtualHost{{
-				Name:    "inbound|http|" + strconv.FormatUint(uint64(port), 10),
+				Name:    name,
 				Domains: []string{"*"},
 				Routes: []*routev3.Route{{
 					Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 					Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 						ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster},
 						Timeout:          durationpb.New(0),
+						// gRPC clients' grpc-timeout header is honoured, uncapped.
+						MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{
+							MaxStreamDuration: durationpb.New(0), GrpcTimeoutHeaderMax: durationpb.New(0),
+						},
 					}},
 				}},
 			}},
 		}},
-		HttpFilters: []*hcmv3.HttpFilter{routerFilter()},
+		HttpFilters: httpFilters(),
+		// The peer's identity reaches the application in x-forwarded-client-cert.
+		ForwardClientCertDetails:    hcmv3.HttpConnectionManager_APPEND_FORWARD,
+		SetCurrentClientCertDetails: &hcmv3.HttpConnectionManager_SetCurrentClientCertDetails{Subject: wrapperspb.Bool(true), Dns: true, Uri: true},
 	}
+	if h2 {
+		h.Http2ProtocolOptions = &corev3.Http2ProtocolOptions{}
+	} else {
+		// A request that reset before any byte went upstream is retried (a workload restarting).
+		h.GetRouteConfig().VirtualHosts[0].Routes[0].GetRoute().RetryPolicy = &routev3.RetryPolicy{
+			RetryOn: "reset-before-request", NumRetries: wrapperspb.UInt32(2),
+		}
+	}
+	return sidecarHCM(h)
 }
 
 // grpcListeners is the proxyless gRPC LDS generator: an API listener "HOST:PORT" per requested
@@ -293,7 +482,7 @@ func grpcListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 			Name: name,
 			Message: &listenerv3.Listener{
 				Name:        name,
-				ApiListener: &listenerv3.ApiListener{ApiListener: toAny(rdsHCM(name, name))},
+				ApiListener: &listenerv3.ApiListener{ApiListener: toAny(grpcHCM(name))},
 			},
 			Deps: sortDeps([]model.ConfigKey{ServiceKey(svc)}),
 		})

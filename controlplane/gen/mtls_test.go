@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -85,27 +86,33 @@ func TestIstioMutualGolden(t *testing.T) {
 	}
 }
 
-// inboundModes returns, per filter chain of virtualInbound, whether it terminates TLS.
-func inboundModes(t *testing.T, p *model.Proxy, s *model.Snapshot) (map[string]bool, bool) {
+// inboundModes returns the filter chains of virtualInbound for destination port 9080, each as
+// "TRANSPORT" or "TRANSPORT+mtls" (it terminates mTLS), sorted.
+func inboundModes(t *testing.T, p *model.Proxy, s *model.Snapshot) []string {
 	t.Helper()
 	rs, err := ForType(ListenerType, p).Generate(p, s, []string{VirtualInboundListener})
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("virtualInbound: %v (%d resources)", err, len(rs))
 	}
 	l := rs[0].Message.(*listenerv3.Listener)
-	out := map[string]bool{}
+	var out []string
 	for _, fc := range l.GetFilterChains() {
-		out[fc.GetName()] = fc.GetTransportSocket() != nil
+		if fc.GetFilterChainMatch().GetDestinationPort().GetValue() != 9080 {
+			continue
+		}
+		m := fc.GetFilterChainMatch().GetTransportProtocol()
+		if fc.GetTransportSocket() != nil {
+			m += "+mtls"
+		}
+		out = append(out, m)
 	}
-	inspector := false
-	for _, lf := range l.GetListenerFilters() {
-		inspector = inspector || lf.GetName() == tlsInspectorFilterName
-	}
-	return out, inspector
+	slices.Sort(out)
+	return out
 }
 
 // TestPeerAuthResolution: mesh, namespace, workload and port-level policies, UNSET
-// inheritance, the oldest of two workload policies, and no policy at all (plaintext).
+// inheritance, the oldest of two workload policies, and no policy at all (PERMISSIVE, Istio's
+// default): STRICT takes only mTLS, PERMISSIVE mTLS and plaintext, DISABLE only plaintext.
 func TestPeerAuthResolution(t *testing.T) {
 	const (
 		unset      = securityapi.PeerAuthentication_MutualTLS_UNSET
@@ -113,39 +120,43 @@ func TestPeerAuthResolution(t *testing.T) {
 		permissive = securityapi.PeerAuthentication_MutualTLS_PERMISSIVE
 		strict     = securityapi.PeerAuthentication_MutualTLS_STRICT
 	)
+	var (
+		strictChains     = []string{"tls+mtls"}
+		permissiveChains = []string{"raw_buffer", "tls+mtls"}
+		plainChains      = []string{"raw_buffer"}
+	)
 	client := map[string]string{"app": "client"}
 	for _, tc := range []struct {
-		name      string
-		pas       []*model.Config
-		want      map[string]bool // chain name → TLS
-		inspector bool
+		name string
+		pas  []*model.Config
+		want []string
 	}{
-		{"none", nil, map[string]bool{"0.0.0.0_9080": false}, false},
-		{"mesh strict", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, strict, nil, 0)}, map[string]bool{"0.0.0.0_9080": true}, false},
-		{"mesh unset is permissive", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, unset, nil, 0)},
-			map[string]bool{"0.0.0.0_9080": false, "0.0.0.0_9080-mtls": true}, true},
+		{"none", nil, permissiveChains},
+		{"mesh strict", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, strict, nil, 0)}, strictChains},
+		{"mesh unset is permissive", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, unset, nil, 0)}, permissiveChains},
+		{"mesh permissive", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, permissive, nil, 0)}, permissiveChains},
 		{"namespace disables mesh strict", []*model.Config{
 			peerAuthConfig(RootNamespace, "default", nil, strict, nil, 0), peerAuthConfig("default", "default", nil, disable, nil, 0)},
-			map[string]bool{"0.0.0.0_9080": false}, false},
-		{"other namespace does not apply", []*model.Config{peerAuthConfig("other", "default", nil, strict, nil, 0)}, map[string]bool{"0.0.0.0_9080": false}, false},
+			plainChains},
+		{"other namespace does not apply", []*model.Config{peerAuthConfig("other", "default", nil, strict, nil, 0)}, permissiveChains},
 		{"workload unset inherits namespace strict", []*model.Config{
 			peerAuthConfig("default", "default", nil, strict, nil, 0), peerAuthConfig("default", "w", client, unset, nil, 0)},
-			map[string]bool{"0.0.0.0_9080": true}, false},
-		{"selector not matching", []*model.Config{peerAuthConfig("default", "w", map[string]string{"app": "x"}, strict, nil, 0)}, map[string]bool{"0.0.0.0_9080": false}, false},
+			strictChains},
+		{"selector not matching", []*model.Config{peerAuthConfig("default", "w", map[string]string{"app": "x"}, strict, nil, 0)}, permissiveChains},
 		{"port level overrides", []*model.Config{
 			peerAuthConfig("default", "w", client, strict, map[uint32]securityapi.PeerAuthentication_MutualTLS_Mode{9080: disable}, 0)},
-			map[string]bool{"0.0.0.0_9080": false}, false},
+			plainChains},
 		{"oldest workload policy wins", []*model.Config{
 			peerAuthConfig("default", "a-new", client, disable, nil, 0), peerAuthConfig("default", "z-old", client, strict, nil, time.Hour)},
-			map[string]bool{"0.0.0.0_9080": true}, false},
+			strictChains},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := goldenInput()
 			in.Configs = append(in.Configs, tc.pas...)
 			p := sidecarProxy("10.1.0.1", "default")
-			got, inspector := inboundModes(t, p, model.NewSnapshot(1, in))
-			if diff := cmp.Diff(tc.want, got); diff != "" || inspector != tc.inspector {
-				t.Errorf("chains (-want +got):\n%s\ntls inspector %v, want %v", diff, inspector, tc.inspector)
+			got := inboundModes(t, p, model.NewSnapshot(1, in))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("port 9080 chains (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -38,20 +38,7 @@ type peerAuth struct {
 // wins, then the first by name, as istiod picks.
 func peerAuthFor(p *model.Proxy, s *model.Snapshot) peerAuth {
 	var out peerAuth
-	pick := func(ns string, workload bool) *model.Config {
-		var best *model.Config
-		for _, c := range s.ConfigsIn(model.KindPeerAuthentication, ns) {
-			sel := paSpec(c).GetSelector().GetMatchLabels()
-			if workload != (len(sel) > 0) || (workload && !labelsMatch(sel, p.Labels)) {
-				continue
-			}
-			if best == nil || c.CreationTimestamp.Before(best.CreationTimestamp) ||
-				(c.CreationTimestamp.Equal(best.CreationTimestamp) && c.Name < best.Name) {
-				best = c
-			}
-		}
-		return best
-	}
+	pick := func(ns string, workload bool) *model.Config { return pickPeerAuth(s, ns, p.Labels, workload) }
 	apply := func(c *model.Config) {
 		if c == nil {
 			return
@@ -82,6 +69,69 @@ func peerAuthFor(p *model.Proxy, s *model.Snapshot) peerAuth {
 	return out
 }
 
+// pickPeerAuth returns the namespace's oldest (then first by name) PeerAuthentication without a
+// selector, or with workload set the oldest whose selector matches labels.
+func pickPeerAuth(s *model.Snapshot, ns string, labels map[string]string, workload bool) *model.Config {
+	var best *model.Config
+	for _, c := range s.ConfigsIn(model.KindPeerAuthentication, ns) {
+		sel := paSpec(c).GetSelector().GetMatchLabels()
+		if workload != (len(sel) > 0) || (workload && !labelsMatch(sel, labels)) {
+			continue
+		}
+		if best == nil || c.CreationTimestamp.Before(best.CreationTimestamp) ||
+			(c.CreationTimestamp.Equal(best.CreationTimestamp) && c.Name < best.Name) {
+			best = c
+		}
+	}
+	return best
+}
+
+// namespaceMTLS is the mTLS mode a client assumes for the services of namespace ns (istiod's
+// namespace-level inference for auto-mTLS): the namespace's policy without a selector, else
+// the mesh-wide one; mtlsNone when neither sets a mode.
+func namespaceMTLS(s *model.Snapshot, ns string) mtlsMode {
+	if m := modeOf(paSpec(pickPeerAuth(s, ns, nil, false)).GetMtls()); m != mtlsNone {
+		return m
+	}
+	if ns == RootNamespace {
+		return mtlsNone
+	}
+	return modeOf(paSpec(pickPeerAuth(s, RootNamespace, nil, false)).GetMtls())
+}
+
+// workloadMTLS resolves the PeerAuthentication of endpoints (the server side of a
+// connection), memoized by namespace and labels. A nil *workloadMTLS (a snapshot without
+// PeerAuthentication) answers mtlsNone.
+type workloadMTLS struct {
+	s    *model.Snapshot
+	memo map[string]peerAuth
+}
+
+func newWorkloadMTLS(s *model.Snapshot) *workloadMTLS {
+	if len(s.Configs(model.KindPeerAuthentication)) == 0 {
+		return nil
+	}
+	return &workloadMTLS{s: s, memo: map[string]peerAuth{}}
+}
+
+// mode is the mTLS mode of endpoint ep (a workload in namespace ns) on its port target.
+func (w *workloadMTLS) mode(ns string, ep *model.Endpoint, target uint32) mtlsMode {
+	if w == nil {
+		return mtlsNone
+	}
+	var b strings.Builder
+	b.WriteString(ns)
+	for _, k := range sortedKeys(ep.Labels) {
+		b.WriteString("|" + k + "=" + ep.Labels[k])
+	}
+	pa, ok := w.memo[b.String()]
+	if !ok {
+		pa = peerAuthFor(&model.Proxy{Namespace: ns, Labels: ep.Labels}, w.s)
+		w.memo[b.String()] = pa
+	}
+	return pa.port(target)
+}
+
 // port is the mode of one inbound (target) port.
 func (pa peerAuth) port(n uint32) mtlsMode {
 	if m, ok := pa.ports[n]; ok {
@@ -103,6 +153,9 @@ func modeOf(m *securityapi.PeerAuthentication_MutualTLS) mtlsMode {
 }
 
 func paSpec(c *model.Config) *securityapi.PeerAuthentication {
+	if c == nil {
+		return nil
+	}
 	s, _ := c.Spec.(*securityapi.PeerAuthentication)
 	return s
 }

@@ -4,6 +4,11 @@ import (
 	"math"
 	"time"
 
+	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
@@ -109,10 +114,66 @@ func (p policy) applyLB(c *clusterv3.Cluster, grpc bool) {
 // generated resources are immutable, so sharing them is safe and saves most of the allocations
 // of a cluster.
 type shared struct {
+	noPanic    *clusterv3.Cluster_CommonLbConfig
+	istioTSM   *structpb.Struct
+	rawTSM     *clusterv3.Cluster_TransportSocketMatch
+	nsMTLS     map[string]mtlsMode
+	wlMTLS     *workloadMTLS
 	ads        *corev3.ConfigSource
 	timeout    *durationpb.Duration
 	thresholds *clusterv3.CircuitBreakers
 	h2         map[string]*anypb.Any
+}
+
+// panicDisabled is Istio's default load-balancer config: the healthy panic threshold at 0, so
+// Envoy never spreads traffic over unhealthy endpoints (istiod sends them, marked unhealthy).
+func (sh *shared) panicDisabled() *clusterv3.Cluster_CommonLbConfig {
+	if sh.noPanic == nil {
+		sh.noPanic = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{}}
+	}
+	return sh.noPanic
+}
+
+// istioMatch is the match of auto-mTLS's TLS socket: endpoint metadata tlsMode "istio".
+func (sh *shared) istioMatch() *structpb.Struct {
+	if sh.istioTSM == nil {
+		sh.istioTSM = &structpb.Struct{Fields: map[string]*structpb.Value{"tlsMode": structpb.NewStringValue(tlsModeIstio)}}
+	}
+	return sh.istioTSM
+}
+
+// plaintextMatch is auto-mTLS's fallback: every other endpoint gets raw_buffer.
+func (sh *shared) plaintextMatch() *clusterv3.Cluster_TransportSocketMatch {
+	if sh.rawTSM == nil {
+		sh.rawTSM = &clusterv3.Cluster_TransportSocketMatch{
+			Name:  "tlsMode-disabled",
+			Match: &structpb.Struct{},
+			TransportSocket: &corev3.TransportSocket{Name: rawBufferSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
+				TypedConfig: toAny(&rawbufferv3.RawBuffer{}),
+			}},
+		}
+	}
+	return sh.rawTSM
+}
+
+// namespaceMTLS is the mesh-wide or namespace PeerAuthentication mode of ns, memoized.
+func (sh *shared) namespaceMTLS(s *model.Snapshot, ns string) mtlsMode {
+	if m, ok := sh.nsMTLS[ns]; ok {
+		return m
+	}
+	if sh.nsMTLS == nil {
+		sh.nsMTLS = map[string]mtlsMode{}
+	}
+	m := namespaceMTLS(s, ns)
+	sh.nsMTLS[ns] = m
+	return m
+}
+
+func (sh *shared) workloadMTLS(s *model.Snapshot) *workloadMTLS {
+	if sh.wlMTLS == nil {
+		sh.wlMTLS = newWorkloadMTLS(s)
+	}
+	return sh.wlMTLS
 }
 
 func (sh *shared) adsSource() *corev3.ConfigSource {
@@ -178,14 +239,14 @@ func httpOptions(h2 bool, common *corev3.HttpProtocolOptions) *upstreamhttpv3.Ht
 }
 
 // applyPool sets connect timeout, circuit breakers and upstream HTTP options.
-func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) {
+func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
 	c.ConnectTimeout = sh.defaultTimeout()
 	if p.pool == nil {
 		c.CircuitBreakers = sh.defaultBreakers()
 		if h2 {
 			c.TypedExtensionProtocolOptions = sh.protocolOptions(true)
 		}
-		return
+		return h2
 	}
 	th := defaultThresholds()
 	var common *corev3.HttpProtocolOptions
@@ -227,6 +288,7 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) {
 	case h2:
 		c.TypedExtensionProtocolOptions = sh.protocolOptions(true)
 	}
+	return h2
 }
 
 // applyOutlier maps Istio's outlier detection to Envoy's.

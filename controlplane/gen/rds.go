@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
@@ -118,6 +119,7 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: PassthroughCluster},
 				Timeout:          durationpb.New(0),
+				MaxGrpcTimeout:   durationpb.New(0), //nolint:staticcheck // istiod's buildCatchAllVirtualHost sets it
 			}},
 		}},
 	})
@@ -186,12 +188,16 @@ func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Por
 		deps = append(deps, c.Key())
 		vs := vsSpec(c)
 		for i, hr := range vs.GetHttp() {
-			for _, d := range hr.GetRoute() {
-				if ds := ix.snap.Service(resolveHost(d.GetDestination().GetHost(), c.Namespace)); ds != nil && ds != svc {
+			for _, d := range routeDestinations(hr) {
+				h := resolveHost(d.GetHost(), c.Namespace)
+				if ds := ix.snap.Service(h); ds != nil && ds != svc {
 					deps = append(deps, ServiceKey(ds))
 				}
+				if dr := ix.destinationRule(h); dr != nil { // its consistent hash
+					deps = append(deps, dr.Key())
+				}
 			}
-			rs, err := translateHTTPRoute(p, ix, c.Namespace, hr, svc, port, grpc)
+			rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, svc, port, grpc)
 			if err != nil {
 				label := strconv.Itoa(i)
 				if hr.GetName() != "" {
@@ -201,39 +207,82 @@ func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Por
 				continue
 			}
 			routes = append(routes, rs...)
+			if catchAll {
+				break // istiod's BuildHTTPRoutesForVirtualService: nothing after a catch-all is reachable
+			}
 		}
 	}
 	if len(routes) == 0 {
+		if dr := ix.destinationRule(svc.Hostname); dr != nil {
+			deps = append(deps, dr.Key())
+		}
 		routes = []*routev3.Route{{
 			Name:  "default",
 			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: ClusterName(Outbound, port.Number, "", svc.Hostname)},
 				Timeout:          durationpb.New(0),
+				MaxGrpcTimeout:   durationpb.New(0), //nolint:staticcheck // istiod's BuildDefaultHTTPOutboundRoute sets it, for gRPC clients too
 				RetryPolicy:      defaultRetryPolicy(grpc),
+				HashPolicy:       defaultHashPolicy(ix, svc, port),
 			}},
 		}}
 	}
 	return routes, deps, errors.Join(errs...)
 }
 
+// defaultRetryPolicy is the retry policy of a service's default route (istiod:
+// BuildDefaultHTTPOutboundRoute, which never drops the previous-hosts predicate).
+// routeDestinations lists the destinations an HTTP route sends to or mirrors to.
+func routeDestinations(hr *networking.HTTPRoute) []*networking.Destination {
+	var out []*networking.Destination
+	for _, d := range hr.GetRoute() {
+		out = append(out, d.GetDestination())
+	}
+	if hr.GetMirror() != nil {
+		out = append(out, hr.GetMirror())
+	}
+	for _, m := range hr.GetMirrors() {
+		if m.GetDestination() != nil {
+			out = append(out, m.GetDestination())
+		}
+	}
+	return out
+}
+
 func defaultRetryPolicy(grpc bool) *routev3.RetryPolicy {
 	if grpc {
 		return nil // grpc-go applies its own retry policy from the service config
 	}
-	return &routev3.RetryPolicy{RetryOn: DefaultRetryOn, NumRetries: wrapperspb.UInt32(2)}
+	return sidecarRetryPolicy(nil, false)
+}
+
+// defaultHashPolicy is the hash policy of a service's default route from its DestinationRule's
+// consistent hash (istiod: buildSidecarVirtualHostForService, hashForService).
+func defaultHashPolicy(ix *index, svc *model.Service, port model.Port) []*routev3.RouteAction_HashPolicy {
+	if hp := hashPolicy(serviceConsistentHash(ix.destinationRule(svc.Hostname), port.Number)); hp != nil {
+		return []*routev3.RouteAction_HashPolicy{hp}
+	}
+	return nil
 }
 
 // translateHTTPRoute turns one VirtualService HTTP route into Envoy routes, one per match
 // request (they are ORed). Matches for another port, another gateway or other source labels are
-// left out; a route whose matches all are left out yields nothing.
-func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *model.Service, port model.Port, grpc bool) ([]*routev3.Route, error) {
+// left out; a route whose matches all are left out yields nothing. catchAll reports a route
+// that matches every request (no match, or a match on any path without header or query
+// conditions: istiod's IsCatchAllRoute): the matches after it, and the routes after this one,
+// are unreachable and istiod leaves them out.
+func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *model.Service, port model.Port, grpc bool) (routes []*routev3.Route, catchAll bool, err error) {
 	if hr.GetDelegate() != nil {
-		return nil, errors.New("delegate VirtualServices are not supported")
+		return nil, false, errors.New("delegate VirtualServices are not supported")
 	}
-	var matches []*routev3.RouteMatch
+	type match struct {
+		rm               *routev3.RouteMatch
+		name, statPrefix string
+	}
+	var matches []match
 	if len(hr.GetMatch()) == 0 {
-		matches = []*routev3.RouteMatch{{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}}
+		matches = []match{{rm: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}}}
 	}
 	for _, m := range hr.GetMatch() {
 		if !matchApplies(p, m, port.Number) {
@@ -241,21 +290,32 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 		}
 		rm, err := translateMatch(m)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		matches = append(matches, rm)
+		matches = append(matches, match{rm, m.GetName(), m.GetStatPrefix()})
+		if isCatchAll(rm) {
+			break
+		}
 	}
 	if len(matches) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
-	build := func(rm *routev3.RouteMatch) (*routev3.Route, error) {
-		r := &routev3.Route{Name: hr.GetName(), Match: rm}
+	catchAll = len(hr.GetMatch()) == 0 || isCatchAll(matches[len(matches)-1].rm)
+	build := func(rm *routev3.RouteMatch, matchName, statPrefix string) (*routev3.Route, error) {
+		// The route's name is istiod's: the HTTP route's name, then ".MATCHNAME" (TranslateRoute).
+		name := hr.GetName()
+		if matchName != "" {
+			name += "." + matchName
+		}
+		r := &routev3.Route{Name: name, Match: rm, StatPrefix: statPrefix}
+		ops := translateHeaders(hr.GetHeaders())
+		ops.applyToRoute(r)
 		switch {
 		case hr.GetRedirect() != nil:
 			if grpc {
 				return nil, nil // grpc-go cannot redirect: the route is left out for gRPC clients
 			}
-			r.Action = &routev3.Route_Redirect{Redirect: redirectAction(hr.GetRedirect())}
+			r.Action = &routev3.Route_Redirect{Redirect: redirectAction(hr.GetRedirect(), port.Number)}
 		case hr.GetDirectResponse() != nil:
 			if grpc {
 				return nil, nil // nor answer directly
@@ -274,28 +334,41 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 			}
 			r.Action = &routev3.Route_DirectResponse{DirectResponse: act}
 		default:
-			ra, err := routeAction(ix, vsNamespace, hr, svc, port, grpc)
+			ra, err := routeAction(ix, vsNamespace, hr, r, ops.authority, port, grpc)
 			if err != nil {
 				return nil, err
 			}
-			if _, ok := rm.GetPathSpecifier().(*routev3.RouteMatch_Prefix); ok && !grpc {
-				ra.PrefixRewrite = hr.GetRewrite().GetUri()
-			}
 			r.Action = &routev3.Route_Route{Route: ra}
+		}
+		if f := translateFault(hr.GetFault()); f != nil {
+			r.TypedPerFilterConfig = map[string]*anypb.Any{faultFilterName: toAny(f)}
+		}
+		if c := hr.GetCorsPolicy(); c != nil && !grpc { // grpc-go has no CORS filter and would NACK its config
+			if r.TypedPerFilterConfig == nil {
+				r.TypedPerFilterConfig = map[string]*anypb.Any{}
+			}
+			r.TypedPerFilterConfig[corsFilterName] = toAny(translateCORS(c))
 		}
 		return r, nil
 	}
 	out := make([]*routev3.Route, 0, len(matches))
-	for _, rm := range matches {
-		r, err := build(rm)
+	for _, m := range matches {
+		r, err := build(m.rm, m.name, m.statPrefix)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if r != nil {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, catchAll, nil
+}
+
+// isCatchAll is istiod's IsCatchAllRoute: a prefix "/" (or regex ".*") without header or query
+// parameter conditions.
+func isCatchAll(rm *routev3.RouteMatch) bool {
+	all := rm.GetPrefix() == "/" || rm.GetPathSeparatedPrefix() == "/" || rm.GetSafeRegex().GetRegex() == ".*"
+	return all && len(rm.GetHeaders()) == 0 && len(rm.GetQueryParameters()) == 0 && len(rm.GetDynamicMetadata()) == 0
 }
 
 // matchApplies reports whether a match request concerns this proxy and port.
@@ -330,9 +403,8 @@ func translateMatch(m *networking.HTTPMatchRequest) (*routev3.RouteMatch, error)
 		}
 		rm.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: u.Regex}}
 	}
-	if m.GetIgnoreUriCase() {
-		rm.CaseSensitive = wrapperspb.Bool(false)
-	}
+	// istiod's TranslateRouteMatch states case sensitivity on every match it translates.
+	rm.CaseSensitive = wrapperspb.Bool(!m.GetIgnoreUriCase())
 	add := func(name string, sm *networking.StringMatch, invert bool) error {
 		hm := &routev3.HeaderMatcher{Name: name, InvertMatch: invert}
 		sm2, err := stringMatcher(sm)
@@ -431,95 +503,157 @@ var redirectCodes = map[uint32]routev3.RedirectAction_RedirectResponseCode{
 	308: routev3.RedirectAction_PERMANENT_REDIRECT,
 }
 
-func redirectAction(r *networking.HTTPRedirect) *routev3.RedirectAction {
+// redirectAction is istiod's ApplyRedirect for a plain-text listener on port: authority, uri
+// or prefixRewrite, scheme, the response code, and a port (an explicit one, or the listener's
+// for derivePort FROM_REQUEST_PORT), left out when it is the scheme's default.
+func redirectAction(r *networking.HTTPRedirect, port uint32) *routev3.RedirectAction {
 	ra := &routev3.RedirectAction{HostRedirect: r.GetAuthority(), ResponseCode: redirectCodes[r.GetRedirectCode()]}
-	if r.GetUri() != "" {
+	switch {
+	case r.GetPrefixRewrite() != "":
+		ra.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: r.GetPrefixRewrite()}
+	case r.GetUri() != "":
 		ra.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: r.GetUri()}
 	}
 	if r.GetScheme() != "" {
 		ra.SchemeRewriteSpecifier = &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: r.GetScheme()}
 	}
+	if r.GetRedirectPort() != nil {
+		switch rp := r.GetRedirectPort().(type) {
+		case *networking.HTTPRedirect_DerivePort:
+			if rp.DerivePort == networking.HTTPRedirect_FROM_REQUEST_PORT {
+				ra.PortRedirect = port
+			}
+		case *networking.HTTPRedirect_Port:
+			ra.PortRedirect = rp.Port
+		}
+		scheme := r.GetScheme()
+		if scheme == "" {
+			scheme = "http"
+		}
+		if (ra.PortRedirect == 80 && scheme == "http") || (ra.PortRedirect == 443 && scheme == "https") {
+			ra.PortRedirect = 0
+		}
+	}
 	return ra
 }
 
-// routeAction builds the forwarding action: one cluster or weighted clusters, timeout, retries
-// and authority rewrite.
-func routeAction(ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *model.Service, port model.Port, grpc bool) (*routev3.RouteAction, error) {
+// routeAction builds the forwarding action as istiod's applyHTTPRouteDestination does: one
+// cluster (one destination) or weighted clusters (several; those weighing 0 left out), the
+// destinations' header operations (on the route for one destination, on each weighted cluster
+// otherwise), consistent-hash policies from their DestinationRules, timeout, URI and authority
+// rewrites (for every match type), mirrors and retries. r is the route being built (it takes
+// the single destination's headers); authority is the route-level headers' authority.
+func routeAction(ix *index, vsNamespace string, hr *networking.HTTPRoute, r *routev3.Route, authority string, port model.Port, grpc bool) (*routev3.RouteAction, error) {
 	dests := hr.GetRoute()
 	if len(dests) == 0 {
 		return nil, errors.New("no route destination")
 	}
-	type wc struct {
-		cluster string
-		weight  uint32
+	ra := &routev3.RouteAction{}
+	if hr.GetTimeout().AsDuration() < 0 {
+		return nil, fmt.Errorf("negative timeout %s", hr.GetTimeout().AsDuration())
 	}
-	var clusters []wc
+	setTimeout(ra, hr.GetTimeout().AsDuration(), grpc)
+	if rw := hr.GetRewrite(); rw != nil && !grpc {
+		if rr := rw.GetUriRegexRewrite(); rr != nil {
+			if err := checkRegex(rr.GetMatch()); err != nil {
+				return nil, fmt.Errorf("rewrite.uriRegexRewrite.match: %w", err)
+			}
+			ra.RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: rr.GetMatch()}, Substitution: rr.GetRewrite()}
+		} else {
+			ra.PrefixRewrite = rw.GetUri()
+		}
+		if a := rw.GetAuthority(); a != "" {
+			authority = a
+		}
+	}
+	if authority != "" && !grpc {
+		ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: authority}
+	}
+	if hr.GetMirror() != nil {
+		if f := mirrorFraction(hr); f != nil {
+			cluster, err := destinationCluster(ix, vsNamespace, hr.GetMirror(), port)
+			if err != nil {
+				return nil, fmt.Errorf("mirror: %w", err)
+			}
+			ra.RequestMirrorPolicies = append(ra.RequestMirrorPolicies, mirrorPolicy(cluster, f))
+		}
+	}
+	for i, m := range hr.GetMirrors() {
+		if f := mirrorPolicyFraction(m); f != nil && m.GetDestination() != nil {
+			cluster, err := destinationCluster(ix, vsNamespace, m.GetDestination(), port)
+			if err != nil {
+				return nil, fmt.Errorf("mirrors[%d]: %w", i, err)
+			}
+			ra.RequestMirrorPolicies = append(ra.RequestMirrorPolicies, mirrorPolicy(cluster, f))
+		}
+	}
+	hash := func(d *networking.Destination) *routev3.RouteAction_HashPolicy {
+		return hashPolicy(consistentHash(ix.destinationRule(resolveHost(d.GetHost(), vsNamespace)), d))
+	}
 	total := 0
 	for i, d := range dests {
-		dst := d.GetDestination()
-		if dst.GetHost() == "" {
-			return nil, fmt.Errorf("route[%d]: destination without a host", i)
-		}
 		if d.GetWeight() < 0 {
 			return nil, fmt.Errorf("route[%d]: negative weight %d", i, d.GetWeight())
 		}
-		host := resolveHost(dst.GetHost(), vsNamespace)
-		num := dst.GetPort().GetNumber()
-		if num == 0 {
-			num = port.Number
-			if ds := ix.snap.Service(host); ds != nil && len(ds.Ports) == 1 {
-				num = ds.Ports[0].Number
-			}
-		}
-		if num > 65535 {
-			return nil, fmt.Errorf("route[%d]: port %d out of range", i, num)
-		}
-		if dst.GetSubset() != "" {
-			if err := checkSubsetName(dst.GetSubset()); err != nil {
-				return nil, fmt.Errorf("route[%d]: %w", i, err)
-			}
-		}
-		clusters = append(clusters, wc{ClusterName(Outbound, num, dst.GetSubset(), host), uint32(d.GetWeight())})
 		total += int(d.GetWeight())
 	}
-	if total == 0 { // no weights given: an even split (one destination takes all)
-		for i := range clusters {
-			clusters[i].weight = 1
+	consistent := false
+	if len(dests) == 1 {
+		d := dests[0]
+		cluster, err := destinationCluster(ix, vsNamespace, d.GetDestination(), port)
+		if err != nil {
+			return nil, fmt.Errorf("route[0]: %w", err)
 		}
-	}
-	clusters = slices.DeleteFunc(clusters, func(c wc) bool { return c.weight == 0 })
-	ra := &routev3.RouteAction{Timeout: durationpb.New(0)}
-	if len(clusters) == 1 {
-		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: clusters[0].cluster}
+		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: cluster}
+		ops := translateHeaders(d.GetHeaders())
+		ops.applyToRoute(r)
+		if ops.authority != "" && ra.HostRewriteSpecifier == nil && !grpc {
+			ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: ops.authority}
+		}
+		if hp := hash(d.GetDestination()); hp != nil {
+			ra.HashPolicy = append(ra.HashPolicy, hp)
+			consistent = true
+		}
 	} else {
 		w := &routev3.WeightedCluster{}
-		for _, c := range clusters {
-			w.Clusters = append(w.Clusters, &routev3.WeightedCluster_ClusterWeight{Name: c.cluster, Weight: wrapperspb.UInt32(c.weight)})
+		for i, d := range dests {
+			weight := uint32(d.GetWeight())
+			if total == 0 {
+				weight = 1 // no weights at all (validation rejects it): an even split
+			}
+			if weight == 0 {
+				continue
+			}
+			cluster, err := destinationCluster(ix, vsNamespace, d.GetDestination(), port)
+			if err != nil {
+				return nil, fmt.Errorf("route[%d]: %w", i, err)
+			}
+			cw := &routev3.WeightedCluster_ClusterWeight{Name: cluster, Weight: wrapperspb.UInt32(weight)}
+			ops := translateHeaders(d.GetHeaders())
+			cw.RequestHeadersToAdd, cw.RequestHeadersToRemove = ops.reqAdd, ops.reqRemove
+			cw.ResponseHeadersToAdd, cw.ResponseHeadersToRemove = ops.respAdd, ops.respRemove
+			if ops.authority != "" && !grpc {
+				cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: ops.authority}
+			}
+			w.Clusters = append(w.Clusters, cw)
+			if hp := hash(d.GetDestination()); hp != nil {
+				ra.HashPolicy = append(ra.HashPolicy, hp)
+			}
 		}
 		ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: w}
 	}
-	if t := hr.GetTimeout(); t != nil {
-		if t.AsDuration() < 0 {
-			return nil, fmt.Errorf("negative timeout %s", t.AsDuration())
-		}
-		ra.Timeout = durationpb.New(t.AsDuration())
-		if grpc { // grpc-go reads the stream duration, not the route timeout
-			ra.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(t.AsDuration())}
-		}
+	if !grpc {
+		ra.RetryPolicy = sidecarRetryPolicy(hr.GetRetries(), consistent)
+		return ra, nil
 	}
-	ra.RetryPolicy = defaultRetryPolicy(grpc)
 	if rt := hr.GetRetries(); rt != nil {
-		ra.RetryPolicy = nil
 		if rt.GetAttempts() < 0 {
 			return nil, fmt.Errorf("negative retry attempts %d", rt.GetAttempts())
 		}
 		if rt.GetAttempts() > 0 {
 			on := rt.GetRetryOn()
 			if on == "" {
-				on = DefaultRetryOn
-				if grpc {
-					on = grpcRetryOn
-				}
+				on = grpcRetryOn
 			}
 			ra.RetryPolicy = &routev3.RetryPolicy{RetryOn: on, NumRetries: wrapperspb.UInt32(uint32(rt.GetAttempts()))}
 			if d := rt.GetPerTryTimeout(); d != nil && d.AsDuration() > 0 {
@@ -527,8 +661,30 @@ func routeAction(ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *m
 			}
 		}
 	}
-	if a := hr.GetRewrite().GetAuthority(); a != "" && !grpc {
-		ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: a}
-	}
 	return ra, nil
+}
+
+// destinationCluster is the outbound cluster for a route destination (istiod:
+// GetDestinationCluster): its port, else the service's only port, else the listener's port.
+func destinationCluster(ix *index, vsNamespace string, dst *networking.Destination, port model.Port) (string, error) {
+	if dst.GetHost() == "" {
+		return "", errors.New("destination without a host")
+	}
+	host := resolveHost(dst.GetHost(), vsNamespace)
+	num := dst.GetPort().GetNumber()
+	if num == 0 {
+		num = port.Number
+		if ds := ix.snap.Service(host); ds != nil && len(ds.Ports) == 1 {
+			num = ds.Ports[0].Number
+		}
+	}
+	if num > 65535 {
+		return "", fmt.Errorf("port %d out of range", num)
+	}
+	if dst.GetSubset() != "" {
+		if err := checkSubsetName(dst.GetSubset()); err != nil {
+			return "", err
+		}
+	}
+	return ClusterName(Outbound, num, dst.GetSubset(), host), nil
 }

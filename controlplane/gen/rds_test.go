@@ -69,6 +69,9 @@ func TestTranslateMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.want != nil && tt.want.CaseSensitive == nil {
+				tt.want.CaseSensitive = wrapperspb.Bool(true) // istiod's TranslateRouteMatch always says
+			}
 			got, err := translateMatch(tt.in)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -157,7 +160,15 @@ func TestVirtualServiceRoutes(t *testing.T) {
 			{Name: "canary", Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "canary"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
 			{Name: "other", Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "stable"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
 			{Name: "rest", Route: []*networking.HTTPRouteDestination{dest("web", "", 0)}},
-		}})}, "80", []string{"canary / -> outbound|80|v2|web.app.svc.cluster.local", "rest / -> outbound|80||web.app.svc.cluster.local"}, ""},
+		}})}, "80", []string{"canary / -> outbound|80|v2|web.app.svc.cluster.local"}, ""}, // canary matches every request of this proxy: "rest" is unreachable and left out, as istiod does
+		{"nothing after a catch-all match", []*model.Config{vsConfig("c", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+			{Name: "a", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/a")}, {Uri: regex(".*")}, {Uri: prefix("/b")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
+			{Name: "b", Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
+		}})}, "80", []string{"a /a -> outbound|80|v1|web.app.svc.cluster.local", "a .* -> outbound|80|v1|web.app.svc.cluster.local"}, ""},
+		{"a header condition is not a catch-all", []*model.Config{vsConfig("h", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+			{Name: "a", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/"), Headers: map[string]*networking.StringMatch{"x": exact("1")}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
+			{Name: "b", Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
+		}})}, "80", []string{"a / -> outbound|80|v1|web.app.svc.cluster.local", "b / -> outbound|80|v2|web.app.svc.cluster.local"}, ""},
 		{"one bad route does not drop the others", []*model.Config{
 			vsConfig("bad", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 				{Name: "broken", Match: []*networking.HTTPMatchRequest{{Uri: regex("([")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},

@@ -3,12 +3,16 @@ package gen
 import (
 	"strconv"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 )
@@ -16,6 +20,7 @@ import (
 // Extension names of the TLS transport socket and the TLS inspector listener filter.
 const (
 	tlsTransportSocketName = "envoy.transport_sockets.tls"
+	rawBufferSocketName    = "envoy.transport_sockets.raw_buffer"
 	tlsInspectorFilterName = "envoy.filters.listener.tls_inspector"
 )
 
@@ -31,33 +36,118 @@ func sdsConfigSource() *corev3.ConfigSource {
 	return cs
 }
 
+// TLSModeLabel is the endpoint label that says whether a workload takes Istio mTLS
+// ("istio") or not ("disabled"); Istio's sidecar injector sets it on pods.
+const TLSModeLabel = "security.istio.io/tlsMode"
+
+// tlsModeIstio is the TLSModeLabel value of a workload with a sidecar.
+const tlsModeIstio = "istio"
+
+// transportSocketMatchKey is the endpoint metadata namespace Envoy matches a cluster's
+// transport_socket_matches against.
+const transportSocketMatchKey = "envoy.transport_socket_match"
+
+// endpointTLSMode is an endpoint's TLS mode as Istio derives it: its TLSModeLabel when set
+// (the sidecar injector labels the pods it injects); else, for a ServiceEntry endpoint or a
+// WorkloadEntry, "istio" when it runs under a service account; else "disabled" (a Kubernetes
+// pod without the label has no sidecar, whatever its service account).
+func endpointTLSMode(ep *model.Endpoint) string {
+	if m, ok := ep.Labels[TLSModeLabel]; ok {
+		return m
+	}
+	if ep.ServiceAccount != "" && (ep.Source.Kind == model.KindWorkloadEntry || ep.Source.Kind == model.KindServiceEntry) {
+		return tlsModeIstio
+	}
+	return "disabled"
+}
+
 // istioCommonTLS is the TLS context of ISTIO_MUTUAL and of inbound mTLS: the workload's own
-// certificate (SDS "default") and validation against the mesh root (SDS "ROOTCA").
-func istioCommonTLS() *tlsv3.CommonTlsContext {
+// certificate (SDS "default") and validation against the mesh root (SDS "ROOTCA"), accepting
+// only the peers named by sans (any when empty), with ALPN alpn.
+func istioCommonTLS(src func() *corev3.ConfigSource, sans []string, alpn []string) *tlsv3.CommonTlsContext {
+	vc := &tlsv3.CertificateValidationContext{}
+	for _, san := range sans {
+		// The untyped matcher, as istiod sends it (any SAN type; a SPIFFE id only occurs as a URI).
+		vc.MatchSubjectAltNames = append(vc.MatchSubjectAltNames, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: san}})
+	}
 	return &tlsv3.CommonTlsContext{
-		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: SecretDefault, SdsConfig: sdsConfigSource()}},
+		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: SecretDefault, SdsConfig: src()}},
 		ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-			DefaultValidationContext:         &tlsv3.CertificateValidationContext{},
-			ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: SecretRootCA, SdsConfig: sdsConfigSource()},
+			DefaultValidationContext:         vc,
+			ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: SecretRootCA, SdsConfig: src()},
 		}},
-		AlpnProtocols: []string{IstioALPN},
+		AlpnProtocols: alpn,
 	}
 }
 
-// istioMutualSocket is the upstream transport socket of a cluster whose DestinationRule asks
-// for ISTIO_MUTUAL, with Istio's SNI "outbound_.PORT_.SUBSET_.HOST".
-func istioMutualSocket(port uint32, subset, host string) *corev3.TransportSocket {
-	sni := "outbound_." + strconv.FormatUint(uint64(port), 10) + "_." + subset + "_." + host
+// Upstream ALPN of in-mesh mTLS: "istio" marks mesh traffic, "h2" is added for HTTP/2
+// clusters (Istio's values, less its telemetry-only "istio-peer-exchange").
+var (
+	alpnInMesh   = []string{IstioALPN}
+	alpnInMeshH2 = []string{IstioALPN, "h2"}
+)
+
+// inboundALPN is what an inbound mTLS chain offers.
+var inboundALPN = []string{"h2", "http/1.1"}
+
+// IstioSNI is Istio's SNI for in-mesh mTLS to a cluster: "outbound_.PORT_.SUBSET_.HOST".
+func IstioSNI(port uint32, subset, host string) string {
+	return "outbound_." + strconv.FormatUint(uint64(port), 10) + "_." + subset + "_." + host
+}
+
+// AgentSDSCluster is the bootstrap cluster of the istio-agent's SDS server next to each Envoy,
+// where istiod's auto-mTLS names the secrets "default" and "ROOTCA".
+const AgentSDSCluster = "sds-grpc"
+
+// agentSDSConfigSource fetches a secret from the istio-agent (cluster sds-grpc), waiting for it
+// forever, as istiod's auto-mTLS does.
+func agentSDSConfigSource() *corev3.ConfigSource {
+	return &corev3.ConfigSource{
+		ConfigSourceSpecifier: &corev3.ConfigSource_ApiConfigSource{ApiConfigSource: &corev3.ApiConfigSource{
+			ApiType:             corev3.ApiConfigSource_GRPC,
+			TransportApiVersion: corev3.ApiVersion_V3,
+			GrpcServices: []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
+				EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: AgentSDSCluster},
+			}}},
+			SetNodeOnFirstMessageOnly: true,
+		}},
+		InitialFetchTimeout: durationpb.New(0),
+		ResourceApiVersion:  corev3.ApiVersion_V3,
+	}
+}
+
+// istioMutualSocket is the upstream transport socket of ISTIO_MUTUAL: SNI sni, the peer's
+// SPIFFE ids sans, ALPN by protocol, secrets from src (ADS for a DestinationRule's
+// ISTIO_MUTUAL, the agent for auto-mTLS).
+func istioMutualSocket(src func() *corev3.ConfigSource, sni string, sans []string, h2 bool) *corev3.TransportSocket {
+	alpn := alpnInMesh
+	if h2 {
+		alpn = alpnInMeshH2
+	}
 	return &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
-		TypedConfig: toAny(&tlsv3.UpstreamTlsContext{CommonTlsContext: istioCommonTLS(), Sni: sni}),
+		TypedConfig: toAny(&tlsv3.UpstreamTlsContext{CommonTlsContext: istioCommonTLS(src, sans, alpn), Sni: sni}),
 	}}
 }
 
-// inboundMTLSSocket is the downstream transport socket of an inbound filter chain under
-// STRICT or PERMISSIVE: the peer must present a certificate signed by the mesh root.
-func inboundMTLSSocket() *corev3.TransportSocket {
+// autoMTLSMatches are the transport socket matches of auto-mTLS: endpoints whose metadata says
+// tlsMode "istio" get mTLS (socket), the others plaintext.
+func autoMTLSMatches(sh *shared, socket *corev3.TransportSocket) []*clusterv3.Cluster_TransportSocketMatch {
+	return []*clusterv3.Cluster_TransportSocketMatch{
+		{Name: "tlsMode-" + tlsModeIstio, Match: sh.istioMatch(), TransportSocket: socket},
+		sh.plaintextMatch(),
+	}
+}
+
+// inboundMTLSSocket is the downstream transport socket of an inbound mTLS filter chain: the
+// peer must present a certificate signed by the mesh root for an identity of the trust domain
+// td; ALPN h2 and http/1.1 are offered, as istiod does.
+func inboundMTLSSocket(src func() *corev3.ConfigSource, td string) *corev3.TransportSocket {
+	ctx := istioCommonTLS(src, nil, inboundALPN)
+	ctx.GetCombinedValidationContext().DefaultValidationContext.MatchSubjectAltNames = []*matcherv3.StringMatcher{{
+		MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "spiffe://" + td + "/"},
+	}}
 	return &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
-		TypedConfig: toAny(&tlsv3.DownstreamTlsContext{CommonTlsContext: istioCommonTLS(), RequireClientCertificate: wrapperspb.Bool(true)}),
+		TypedConfig: toAny(&tlsv3.DownstreamTlsContext{CommonTlsContext: ctx, RequireClientCertificate: wrapperspb.Bool(true)}),
 	}}
 }
 

@@ -184,9 +184,14 @@ func (s *authzStream) RecvMsg(m any) error {
 	if !ok {
 		return s.a.refuse(s.Context(), codes.PermissionDenied, "first message carries no node")
 	}
-	ns := req.GetNode().GetMetadata().GetFields()["NAMESPACE"].GetStringValue()
+	fields := req.GetNode().GetMetadata().GetFields()
+	ns := fields["NAMESPACE"].GetStringValue()
 	if ns != s.id.Namespace {
 		return s.a.refuse(s.Context(), codes.PermissionDenied, "identity "+s.id.String()+" may not act for a node in namespace \""+ns+"\"")
+	}
+	// As istiod: a node that names its service account must be that account.
+	if sa := fields["SERVICE_ACCOUNT"].GetStringValue(); sa != "" && sa != s.id.ServiceAccount {
+		return s.a.refuse(s.Context(), codes.PermissionDenied, "identity "+s.id.String()+" may not act for a node of service account \""+sa+"\"")
 	}
 	return nil
 }

@@ -148,8 +148,13 @@ func (f *fixture) dial(t testing.TB, cert *tls.Certificate, tok string) *grpc.Cl
 	return cc
 }
 
+// node is a sidecar node in namespace ns; "ns/sa" also names its SERVICE_ACCOUNT.
 func node(ns string) *corev3.Node {
-	md, _ := structpb.NewStruct(map[string]any{"NAMESPACE": ns})
+	meta := map[string]any{"NAMESPACE": ns}
+	if n, sa, ok := strings.Cut(ns, "/"); ok {
+		ns, meta["NAMESPACE"], meta["SERVICE_ACCOUNT"] = n, n, sa
+	}
+	md, _ := structpb.NewStruct(meta)
 	return &corev3.Node{Id: "sidecar~10.0.0.1~a." + ns + "~" + ns + ".svc.cluster.local", Metadata: md}
 }
 
@@ -206,6 +211,9 @@ func TestAuth(t *testing.T) {
 		{"jwt ok spiffe subject", nil, f.token(t, "spiffe://cluster.local/ns/default/sa/app", now.Add(time.Hour)), "default", codes.OK},
 		{"no credential", nil, "", "default", codes.Unauthenticated},
 		{"mtls wrong namespace", &good, "", "kube-system", codes.PermissionDenied},
+		{"mtls node's service account", &good, "", "default/app", codes.OK},
+		{"mtls other service account", &good, "", "default/other", codes.PermissionDenied},
+		{"jwt other service account", nil, f.token(t, "system:serviceaccount:default:app", now.Add(time.Hour)), "default/other", codes.PermissionDenied},
 		{"mtls wrong trust domain", &otherTD, "", "default", codes.Unauthenticated},
 		{"jwt expired", nil, f.token(t, "system:serviceaccount:default:app", now.Add(-time.Hour)), "default", codes.Unauthenticated},
 		{"jwt wrong namespace", nil, f.token(t, "system:serviceaccount:default:app", now.Add(time.Hour)), "other", codes.PermissionDenied},
@@ -226,9 +234,9 @@ func TestAuth(t *testing.T) {
 	if _, err := roundTrip(ctx, f.dial(t, &foreign, ""), "default"); status.Code(err) != codes.Unavailable {
 		t.Fatalf("foreign CA cert: %v, want Unavailable (handshake failure)", err)
 	}
-	// Counted per code: 4 Unauthenticated and 2 PermissionDenied cases above.
-	if u, p := testutil.ToFloat64(f.failures.WithLabelValues("Unauthenticated")), testutil.ToFloat64(f.failures.WithLabelValues("PermissionDenied")); u != 4 || p != 2 {
-		t.Fatalf("auth failures: Unauthenticated=%v PermissionDenied=%v, want 4 and 2", u, p)
+	// Counted per code: 4 Unauthenticated and 4 PermissionDenied cases above.
+	if u, p := testutil.ToFloat64(f.failures.WithLabelValues("Unauthenticated")), testutil.ToFloat64(f.failures.WithLabelValues("PermissionDenied")); u != 4 || p != 4 {
+		t.Fatalf("auth failures: Unauthenticated=%v PermissionDenied=%v, want 4 and 4", u, p)
 	}
 }
 

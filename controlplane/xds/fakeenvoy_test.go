@@ -74,6 +74,11 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() }) // runs before cc.Close
+	// Each Envoy has its istio-agent, which serves the auto-mTLS secrets (sds-grpc).
+	agent, err := fakeenvoy.NewAgent(fakeenvoy.AgentConfig{IssueDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		sp := spec(i)
 		var hooks fakeenvoy.Hooks = rec
@@ -81,7 +86,7 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 			hooks = sp.hooks
 		}
 		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: sp.node, Delta: sp.delta,
-			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i)}, hooks)
+			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i), Agent: agent}, hooks)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -594,11 +594,12 @@ func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 }
 
 // assignmentGen is the generation of a named ClusterLoadAssignment. It is built from its
-// service, the service's endpoints and, for a subset, the DestinationRule (gen.endpoints), so it
-// changes only with those: a full push for another service keeps every other assignment's bytes.
+// service, the service's endpoints, for a subset the DestinationRule, and the
+// PeerAuthentications of its workloads (gen.endpoints), so it changes only with those: a full push for another service keeps every other assignment's bytes.
 func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 	g := max(snap.ServiceGen(p.Host), snap.EndpointGen(p.Host))
-	if p.Subset != "" {
+	// With PeerAuthentications, an endpoint's tlsMode metadata depends on its workload's policy.
+	if p.Subset != "" || len(snap.Configs(model.KindPeerAuthentication)) > 0 {
 		g = max(g, snap.ConfigGen()) // its DestinationRule, or one that now defines it
 	}
 	return g

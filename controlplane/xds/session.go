@@ -680,8 +680,9 @@ func hostIndexRemove(ix map[string][]string, name string) {
 
 // assignmentsByHost reports whether a full push can change only the assignments of the hosts it
 // names (KindService and KindEndpoint keys): a named ClusterLoadAssignment depends on its
-// service, its endpoints and, for subsets, the DestinationRule (genOf), so a push that names no
-// DestinationRule (nor a ServiceEntry or WorkloadEntry, which do not say which hosts) leaves
+// service, its endpoints, for subsets the DestinationRule, and its workloads' PeerAuthentication
+// (genOf), so a push that names no DestinationRule or PeerAuthentication (nor a ServiceEntry or
+// WorkloadEntry, which do not say which hosts) leaves
 // every other assignment as it was, and EDS need not diff the whole subscription.
 func assignmentsByHost(req *model.PushRequest) bool {
 	if len(req.ConfigsUpdated) == 0 {
@@ -690,7 +691,7 @@ func assignmentsByHost(req *model.PushRequest) bool {
 	for k := range req.ConfigsUpdated {
 		switch k.Kind {
 		case model.KindService, model.KindEndpoint, model.KindVirtualService, model.KindGateway, model.KindSidecar,
-			model.KindPeerAuthentication, model.KindSecret:
+			model.KindSecret:
 		default:
 			return false
 		}

@@ -178,7 +178,10 @@ func (ca *CA) IssueServer(dnsNames []string, ips []net.IP, now time.Time, ttl ti
 	}, now, ttl)
 }
 
-// IssueWorkload signs a client certificate whose only URI SAN is the SPIFFE id of id.
+// IssueWorkload signs a workload certificate whose only URI SAN is the SPIFFE id of id, for
+// client and server use: the same certificate (SDS "default") is presented by a sidecar's
+// outbound mTLS and by its inbound listener, and Envoy checks an upstream's certificate for
+// server use (istiod's CA issues both usages too).
 func (ca *CA) IssueWorkload(id Identity, now time.Time, ttl time.Duration) (tls.Certificate, error) {
 	u, err := url.Parse(id.String())
 	if err != nil {
@@ -186,7 +189,7 @@ func (ca *CA) IssueWorkload(id Identity, now time.Time, ttl time.Duration) (tls.
 	}
 	return ca.Issue(&x509.Certificate{
 		URIs:        []*url.URL{u},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}, now, ttl)
 }
 

@@ -34,3 +34,25 @@ func TestNewCAIssue(t *testing.T) {
 		}
 	}
 }
+
+// TestIssueWorkloadBothUsages: a workload certificate verifies for client and for server use
+// (the sidecar presents it on both sides of in-mesh mTLS), with the SPIFFE id as its only SAN.
+func TestIssueWorkloadBothUsages(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	ca, err := NewCA(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ca.IssueWorkload(Identity{TrustDomain: "cluster.local", Namespace: "ns", ServiceAccount: "sa"}, now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Leaf.URIs) != 1 || c.Leaf.URIs[0].String() != "spiffe://cluster.local/ns/ns/sa/sa" || len(c.Leaf.DNSNames) != 0 {
+		t.Fatalf("SANs %v %v", c.Leaf.URIs, c.Leaf.DNSNames)
+	}
+	for _, u := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		if _, err := c.Leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{u}, CurrentTime: now}); err != nil {
+			t.Errorf("usage %v: %v", u, err)
+		}
+	}
+}

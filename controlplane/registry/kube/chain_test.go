@@ -159,7 +159,12 @@ func newChain(tb testing.TB, o chainOptions) *chain {
 		tb.Fatal(err)
 	}
 	tmpl := fakeenvoy.IdentityTemplate{Type: "sidecar", Namespace: "ns-0", IPBase: "10.200.0.1"}
-	client, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Node: tmpl.Node(0), Nack: fakeenvoy.NackPolicy{Realistic: true}}, c.rec)
+	// The Envoy's istio-agent serves the auto-mTLS secrets (sds-grpc).
+	agent, err := fakeenvoy.NewAgent(fakeenvoy.AgentConfig{IssueDelay: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	client, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Node: tmpl.Node(0), Nack: fakeenvoy.NackPolicy{Realistic: true}, Agent: agent}, c.rec)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,251 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	hashv3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// tcpRouteChains builds the filter chains of a sidecar's outbound TCP listener for one service
+// port from the tcp routes of the VirtualServices for the service, as istiod's
+// buildSidecarOutboundTCPFilterChainOpts does:
+//   - VirtualServices in order, their tcp routes in order; a route without destinations is
+//     skipped;
+//   - a route without match, or with a match that applies to this proxy and port (gateways
+//     include mesh, sourceLabels, sourceNamespace, port) and names no destinationSubnets, is
+//     the listener's catch-all chain: nothing after it is read;
+//   - matches that apply and name destinationSubnets collect their subnets into one chain that
+//     matches those destination prefixes;
+//   - without a catch-all route, a last chain sends everything to the service's own cluster.
+//
+// A TLS or HTTPS port is left alone (istiod reads tls routes there, not tcp ones). It also
+// returns the VirtualServices and DestinationRules read, and an error per route dropped.
+//
+// As istiod's buildSidecarOutboundListener does, the chain that matches everything becomes the
+// listener's default filter chain when other chains exist (def), and its only chain otherwise.
+func tcpRouteChains(p *model.Proxy, ix *index, svc *model.Service, port model.Port) (chains []*listenerv3.FilterChain, def *listenerv3.FilterChain, deps []model.ConfigKey, err error) {
+	defer func() {
+		if n := len(chains); n > 1 && chains[n-1].GetFilterChainMatch() == nil {
+			chains, def = chains[:n-1], chains[n-1]
+		}
+	}()
+	cluster := ClusterName(Outbound, port.Number, "", svc.Hostname)
+	if len(svc.Ports) == 1 {
+		cluster = ClusterName(Outbound, svc.Ports[0].Number, "", svc.Hostname)
+	}
+	f, fdeps := singleTCPProxy(ix, cluster, svc.Hostname, "")
+	defaultChain := &listenerv3.FilterChain{Filters: []*listenerv3.Filter{f}}
+	deps = append(deps, fdeps...)
+	if port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS {
+		return []*listenerv3.FilterChain{defaultChain}, nil, deps, nil
+	}
+	var errs []error
+	seenSubnets := map[string]bool{}
+vsLoop:
+	for _, c := range ix.virtualServices(svc.Hostname) {
+		vs := vsSpec(c)
+		if len(vs.GetTcp()) == 0 {
+			continue
+		}
+		deps = append(deps, c.Key())
+		for i, tr := range vs.GetTcp() {
+			if len(tr.GetRoute()) == 0 {
+				continue
+			}
+			catchAll := len(tr.GetMatch()) == 0
+			var subnets []string
+			for _, m := range tr.GetMatch() {
+				if !tcpMatchApplies(p, m, port.Number) {
+					continue
+				}
+				if len(m.GetDestinationSubnets()) == 0 {
+					catchAll = true
+					break
+				}
+				subnets = append(subnets, m.GetDestinationSubnets()...)
+			}
+			if !catchAll && len(subnets) == 0 {
+				continue
+			}
+			filter, rdeps, err := tcpRouteFilter(ix, c, tr.GetRoute(), port)
+			deps = append(deps, rdeps...)
+			if err == nil && !catchAll {
+				var ranges []*corev3.CidrRange
+				ranges, err = cidrRanges(subnets)
+				key := fmt.Sprint(ranges)
+				if err == nil && seenSubnets[key] {
+					err = fmt.Errorf("destinationSubnets %v are already matched by an earlier tcp route", subnets)
+				}
+				seenSubnets[key] = true
+				if err == nil {
+					chains = append(chains, &listenerv3.FilterChain{
+						FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: ranges},
+						Filters:          []*listenerv3.Filter{filter},
+					})
+					continue
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("VirtualService %s/%s tcp[%d] for %s port %d: %w; route skipped, fix the VirtualService", c.Namespace, c.Name, i, svc.Hostname, port.Number, err))
+				continue
+			}
+			chains = append(chains, &listenerv3.FilterChain{Filters: []*listenerv3.Filter{filter}})
+			defaultChain = nil
+			break vsLoop
+		}
+	}
+	if defaultChain != nil {
+		chains = append(chains, defaultChain)
+	}
+	return chains, nil, deps, errors.Join(errs...)
+}
+
+// tcpMatchApplies is istiod's matchTCP for a sidecar: gateways (when set) include mesh, the
+// source labels are a subset of the proxy's, the port (when set) is the listener's, and the
+// source namespace (when set) is the proxy's.
+func tcpMatchApplies(p *model.Proxy, m *networking.L4MatchAttributes, port uint32) bool {
+	if len(m.GetGateways()) > 0 && !forMesh(m.GetGateways()) {
+		return false
+	}
+	if len(m.GetSourceLabels()) > 0 && (p == nil || !model.LabelsMatch(m.GetSourceLabels(), p.Labels)) {
+		return false
+	}
+	if m.GetPort() != 0 && m.GetPort() != port {
+		return false
+	}
+	return m.GetSourceNamespace() == "" || (p != nil && m.GetSourceNamespace() == p.Namespace)
+}
+
+// tcpRouteFilter is the tcp_proxy for a tcp route's destinations (istiod:
+// buildOutboundNetworkFilters): one destination goes to its cluster, stat prefix the cluster
+// name; several become weighted clusters (weight 0 left out) with stat prefix "VSNAME.VSNS",
+// the first destination's DestinationRule giving the idle timeout, the maximum connection
+// duration and a source-IP hash policy (buildOutboundNetworkFiltersWithWeightedClusters,
+// maybeSetHashPolicy).
+func tcpRouteFilter(ix *index, vs *model.Config, dests []*networking.RouteDestination, port model.Port) (*listenerv3.Filter, []model.ConfigKey, error) {
+	var deps []model.ConfigKey
+	for _, d := range dests {
+		h := resolveHost(d.GetDestination().GetHost(), vs.Namespace)
+		if ds := ix.snap.Service(h); ds != nil {
+			deps = append(deps, ServiceKey(ds))
+		}
+	}
+	if len(dests) == 1 {
+		d := dests[0].GetDestination()
+		cluster, err := destinationCluster(ix, vs.Namespace, d, port)
+		if err != nil {
+			return nil, deps, fmt.Errorf("route[0]: %w", err)
+		}
+		f, fdeps := singleTCPProxy(ix, cluster, resolveHost(d.GetHost(), vs.Namespace), d.GetSubset())
+		return f, append(deps, fdeps...), nil
+	}
+	w := &tcpproxyv3.TcpProxy_WeightedCluster{}
+	for i, d := range dests {
+		if d.GetWeight() < 0 {
+			return nil, deps, fmt.Errorf("route[%d]: negative weight %d", i, d.GetWeight())
+		}
+		if d.GetWeight() == 0 {
+			continue
+		}
+		cluster, err := destinationCluster(ix, vs.Namespace, d.GetDestination(), port)
+		if err != nil {
+			return nil, deps, fmt.Errorf("route[%d]: %w", i, err)
+		}
+		w.Clusters = append(w.Clusters, &tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{Name: cluster, Weight: uint32(d.GetWeight())})
+	}
+	if len(w.Clusters) == 0 {
+		return nil, deps, errors.New("every destination has weight 0")
+	}
+	tp := &tcpproxyv3.TcpProxy{StatPrefix: vs.Name + "." + vs.Namespace, ClusterSpecifier: &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: w}}
+	if dr := ix.destinationRule(resolveHost(dests[0].GetDestination().GetHost(), vs.Namespace)); dr != nil {
+		deps = append(deps, dr.Key())
+		rule := drSpec(dr)
+		tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()
+		if d := tcp.GetIdleTimeout(); d != nil {
+			tp.IdleTimeout = durationpb.New(d.AsDuration())
+		}
+		if d := tcp.GetMaxConnectionDuration(); d != nil {
+			tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
+		}
+		// Weighted clusters read the rule's own source-IP hash (maybeSetHashPolicy, subset "").
+		tp.HashPolicy = sourceIPHash(rule, "")
+	}
+	return &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}, deps, nil
+}
+
+// singleTCPProxy is the tcp_proxy to one cluster of host (istiod:
+// buildOutboundNetworkFiltersWithSingleDestination): stat prefix the cluster name, and from
+// host's DestinationRule the idle timeout, the maximum connection duration and the source-IP
+// hash of the subset (or of the rule).
+func singleTCPProxy(ix *index, cluster, host, subsetName string) (*listenerv3.Filter, []model.ConfigKey) {
+	dr := ix.destinationRule(host)
+	if dr == nil {
+		return tcpProxyFilter(cluster, cluster), nil
+	}
+	rule := drSpec(dr)
+	tp := &tcpproxyv3.TcpProxy{StatPrefix: cluster, ClusterSpecifier: &tcpproxyv3.TcpProxy_Cluster{Cluster: cluster}, HashPolicy: sourceIPHash(rule, subsetName)}
+	tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()
+	if d := tcp.GetIdleTimeout(); d != nil {
+		tp.IdleTimeout = durationpb.New(d.AsDuration())
+	}
+	if d := tcp.GetMaxConnectionDuration(); d != nil {
+		tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
+	}
+	return &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}, []model.ConfigKey{dr.Key()}
+}
+
+// sourceIPHash is istiod's maybeSetHashPolicy: a source-IP hash when the rule's consistent hash
+// uses the source IP, unless the named subset sets a load balancer of its own, whose choice
+// then wins.
+func sourceIPHash(rule *networking.DestinationRule, subsetName string) []*hashv3.HashPolicy {
+	use := rule.GetTrafficPolicy().GetLoadBalancer().GetConsistentHash().GetUseSourceIp()
+	for _, ss := range rule.GetSubsets() {
+		if ss.GetName() != subsetName {
+			continue
+		}
+		if lb := ss.GetTrafficPolicy().GetLoadBalancer(); lb != nil {
+			use = lb.GetConsistentHash().GetUseSourceIp()
+		}
+		break
+	}
+	if !use {
+		return nil
+	}
+	return []*hashv3.HashPolicy{{PolicySpecifier: &hashv3.HashPolicy_SourceIp_{SourceIp: &hashv3.HashPolicy_SourceIp{}}}}
+}
+
+// cidrRanges turns destination subnets (an IP or a CIDR) into sorted prefix ranges (istiod:
+// util.ConvertAddressToCidr; an IP is a /32 or /128).
+func cidrRanges(subnets []string) ([]*corev3.CidrRange, error) {
+	sorted := slices.Clone(subnets)
+	slices.Sort(sorted)
+	var out []*corev3.CidrRange
+	for _, s := range slices.Compact(sorted) {
+		var pfx netip.Prefix
+		var err error
+		if strings.Contains(s, "/") {
+			pfx, err = netip.ParsePrefix(s)
+		} else {
+			var a netip.Addr
+			a, err = netip.ParseAddr(s)
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("destinationSubnets: %q is neither an IP nor a CIDR", s)
+		}
+		out = append(out, &corev3.CidrRange{AddressPrefix: pfx.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(pfx.Bits()))})
+	}
+	return out, nil
+}

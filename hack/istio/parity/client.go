@@ -1,0 +1,194 @@
+package parity
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Type URLs fetched.
+const (
+	clusterType  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	endpointType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	listenerType = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	routeType    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+)
+
+// Proxy describes the proxy a dump is fetched as.
+type Proxy struct {
+	// Type is "sidecar" or "router".
+	Type      string
+	IP        string
+	Pod       string
+	Namespace string
+	Labels    map[string]string
+	// ServiceAccount is the SERVICE_ACCOUNT metadata (a name, not a SPIFFE id).
+	ServiceAccount string
+}
+
+// Node is the Envoy node Istio's agent sends for p: id TYPE~IP~POD.NS~NS.svc.cluster.local and
+// the metadata istiod reads (NAMESPACE, LABELS, SERVICE_ACCOUNT, ISTIO_VERSION, CLUSTER_ID,
+// INSTANCE_IPS, INTERCEPTION_MODE, …).
+func (p Proxy) Node() *corev3.Node {
+	labels := map[string]any{}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	meta := map[string]any{
+		"NAMESPACE":         p.Namespace,
+		"LABELS":            labels,
+		"ISTIO_VERSION":     "1.29.0",
+		"CLUSTER_ID":        "Kubernetes",
+		"INSTANCE_IPS":      p.IP,
+		"INTERCEPTION_MODE": "REDIRECT",
+		"WORKLOAD_NAME":     p.Pod,
+		"MESH_ID":           "cluster.local",
+	}
+	if p.ServiceAccount != "" {
+		meta["SERVICE_ACCOUNT"] = p.ServiceAccount
+	}
+	st, err := structpb.NewStruct(meta)
+	if err != nil {
+		panic(fmt.Sprintf("parity: node metadata: %v", err)) // only literal JSON values above
+	}
+	return &corev3.Node{
+		Id:       fmt.Sprintf("%s~%s~%s.%s~%s.svc.cluster.local", p.Type, p.IP, p.Pod, p.Namespace, p.Namespace),
+		Cluster:  p.Pod + "." + p.Namespace,
+		Metadata: st,
+	}
+}
+
+// Dump is what one proxy received: every resource of each type, by name.
+type Dump struct {
+	Clusters  map[string]*clusterv3.Cluster
+	Endpoints map[string]*endpointv3.ClusterLoadAssignment
+	Listeners map[string]*listenerv3.Listener
+	Routes    map[string]*routev3.RouteConfiguration
+}
+
+// Fetch connects to the ADS server at addr as p and fetches CDS (wildcard), EDS (every EDS
+// cluster's service name), LDS (wildcard) and RDS (every route configuration an HTTP connection
+// manager names), in Envoy's order, ACKing each response.
+func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ADS %s: %w", addr, err)
+	}
+	node := p.Node()
+	get := func(typeURL string, names []string) ([]*anypb.Any, error) {
+		if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names}); err != nil {
+			return nil, fmt.Errorf("ADS %s: send %s: %w", addr, typeURL, err)
+		}
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				return nil, fmt.Errorf("ADS %s: waiting for %s: %w", addr, typeURL, err)
+			}
+			// ACK every response (pushes of other types may arrive meanwhile).
+			ack := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
+			if resp.GetTypeUrl() == typeURL {
+				ack.ResourceNames = names
+			}
+			if err := stream.Send(ack); err != nil {
+				return nil, fmt.Errorf("ADS %s: ack %s: %w", addr, resp.GetTypeUrl(), err)
+			}
+			if resp.GetTypeUrl() == typeURL {
+				return resp.GetResources(), nil
+			}
+		}
+	}
+	d := &Dump{
+		Clusters:  map[string]*clusterv3.Cluster{},
+		Endpoints: map[string]*endpointv3.ClusterLoadAssignment{},
+		Listeners: map[string]*listenerv3.Listener{},
+		Routes:    map[string]*routev3.RouteConfiguration{},
+	}
+	rs, err := get(clusterType, nil)
+	if err != nil {
+		return nil, err
+	}
+	edsNames := map[string]bool{}
+	for _, a := range rs {
+		c := &clusterv3.Cluster{}
+		if err := a.UnmarshalTo(c); err != nil {
+			return nil, fmt.Errorf("ADS %s: cluster: %w", addr, err)
+		}
+		d.Clusters[c.GetName()] = c
+		if c.GetType() == clusterv3.Cluster_EDS {
+			n := c.GetEdsClusterConfig().GetServiceName()
+			if n == "" {
+				n = c.GetName()
+			}
+			edsNames[n] = true
+		}
+	}
+	if len(edsNames) > 0 {
+		rs, err := get(endpointType, slices.Sorted(maps.Keys(edsNames)))
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range rs {
+			cla := &endpointv3.ClusterLoadAssignment{}
+			if err := a.UnmarshalTo(cla); err != nil {
+				return nil, fmt.Errorf("ADS %s: endpoints: %w", addr, err)
+			}
+			d.Endpoints[cla.GetClusterName()] = cla
+		}
+	}
+	rs, err = get(listenerType, nil)
+	if err != nil {
+		return nil, err
+	}
+	routeNames := map[string]bool{}
+	for _, a := range rs {
+		l := &listenerv3.Listener{}
+		if err := a.UnmarshalTo(l); err != nil {
+			return nil, fmt.Errorf("ADS %s: listener: %w", addr, err)
+		}
+		d.Listeners[l.GetName()] = l
+		for _, fc := range append(slices.Clone(l.GetFilterChains()), l.GetDefaultFilterChain()) {
+			for _, f := range fc.GetFilters() {
+				h := &hcmv3.HttpConnectionManager{}
+				if f.GetTypedConfig().MessageIs(h) && f.GetTypedConfig().UnmarshalTo(h) == nil {
+					if n := h.GetRds().GetRouteConfigName(); n != "" {
+						routeNames[n] = true
+					}
+				}
+			}
+		}
+	}
+	if len(routeNames) > 0 {
+		rs, err := get(routeType, slices.Sorted(maps.Keys(routeNames)))
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range rs {
+			r := &routev3.RouteConfiguration{}
+			if err := a.UnmarshalTo(r); err != nil {
+				return nil, fmt.Errorf("ADS %s: route: %w", addr, err)
+			}
+			d.Routes[r.GetName()] = r
+		}
+	}
+	return d, nil
+}

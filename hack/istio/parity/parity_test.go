@@ -1,0 +1,128 @@
+package parity_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"istio.io/istio/pkg/log"
+
+	"github.com/xdslab/xdslab/controlplane/controlplanetest"
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/hack/istio/istiodlab"
+	"github.com/xdslab/xdslab/hack/istio/parity"
+)
+
+func TestMain(m *testing.M) {
+	o := log.DefaultOptions()
+	o.SetDefaultOutputLevel(log.OverrideScopeName, log.ErrorLevel)
+	if err := log.Configure(o); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+// proxies are the points of view the corpus is compared from.
+var proxies = []struct {
+	name  string
+	proxy parity.Proxy
+}{
+	// A workload of web.app (WorkloadEntry web-1): outbound, and inbound for its own ports.
+	{"sidecar-web", parity.Proxy{Type: "sidecar", IP: "10.1.0.1", Pod: "web-1", Namespace: "app", Labels: map[string]string{"app": "web", "version": "v1"}, ServiceAccount: "web"}},
+	// A sidecar of no service in another namespace (exportTo, no inbound).
+	{"sidecar-other", parity.Proxy{Type: "sidecar", IP: "10.2.9.9", Pod: "client", Namespace: "other", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// A sidecar under a Sidecar resource.
+	{"sidecar-scoped", parity.Proxy{Type: "sidecar", IP: "10.3.9.9", Pod: "client", Namespace: "scoped", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// The ingress gateway.
+	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
+}
+
+// TestParityWithIstio serves testdata/mesh from Istio's DiscoveryServer and from xdslab's
+// control plane, fetches every proxy's CDS, EDS, LDS and RDS from both, and fails on any
+// semantic difference that is not a known gap (known.go).
+func TestParityWithIstio(t *testing.T) {
+	dir := "testdata/mesh"
+	istio, err := istiodlab.Start(t, istiodlab.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := controlplanetest.Options(t)
+	opts.ConfigDir = dir
+	opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ours := controlplanetest.NewServer(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	select {
+	case <-ours.Synced():
+	case <-ctx.Done():
+		t.Fatal("xdslab did not sync testdata/mesh in 60s")
+	}
+	if _, err := ours.WaitForSnapshot(ctx, func(s *model.Snapshot) bool { return s != nil && len(s.Services()) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	applied := map[int]bool{}
+	for _, p := range proxies {
+		t.Run(p.name, func(t *testing.T) {
+			want, err := parity.Fetch(ctx, istio.Addr, p.proxy)
+			if err != nil {
+				t.Fatalf("Istio: %v", err)
+			}
+			got, err := parity.Fetch(ctx, ours.GRPCAddr(), p.proxy)
+			if err != nil {
+				t.Fatalf("xdslab: %v", err)
+			}
+			wv, gv := parity.Project(want), parity.Project(got)
+			if p.proxy.Type == "router" {
+				wv.DropUnreferencedClusters()
+				gv.DropUnreferencedClusters()
+			}
+			applyPending(p.name, wv, applied)
+			if ds := parity.Diff(wv, gv); len(ds) > 0 {
+				t.Errorf("%d semantic differences (- only Istio, + only xdslab):\n%s", len(ds), parity.Format(ds))
+			}
+		})
+	}
+	for i, g := range pendingGaps {
+		if !applied[i] {
+			t.Errorf("pending gap %q changed no Istio line: it is closed; remove it from pendingGaps and docs/parity.md", g.why)
+		}
+	}
+}
+
+// pendingGap is a difference from Istio that xdslab does not close yet: an item of issue 26 not
+// implemented on this branch. Its rewrite is applied to Istio's view before the comparison, so
+// everything else on the line is still compared; a rewrite that no longer changes anything
+// fails the test, so the list stays true. docs/parity.md lists the same.
+type pendingGap struct {
+	proxy string // "" for every proxy
+	re    *regexp.Regexp
+	repl  string
+	why   string
+}
+
+var pendingGaps = []pendingGap{
+	{"sidecar-web", regexp.MustCompile(`priority=1 `), "priority=0 ",
+		"item 11: no locality failover priorities (EDS is shared by all proxies; priorities depend on the proxy's locality)"},
+}
+
+// applyPending rewrites Istio's view v for proxy, recording which gaps changed a line.
+func applyPending(proxy string, v parity.View, applied map[int]bool) {
+	for k, lines := range v {
+		for j, l := range lines {
+			for i, g := range pendingGaps {
+				if g.proxy != "" && g.proxy != proxy {
+					continue
+				}
+				if n := g.re.ReplaceAllString(l, g.repl); n != l {
+					applied[i] = true
+					l = n
+				}
+			}
+			lines[j] = l
+		}
+		v[k] = lines
+	}
+}
