@@ -59,6 +59,11 @@ func TestCompareCommandExitCodes(t *testing.T) {
 		writeCompareSummary(t, p(fmt.Sprintf("base-runs/run-%d/summary.json", i)), uint64(10+i), 100, 50)
 		writeCompareSummary(t, p(fmt.Sprintf("new-runs/run-%d/summary.json", i)), uint64(20+i), 100, 50)
 	}
+	// tune's points: two runs a side, the new one 6.5x slower (152.6ms -> 1.014s was seen).
+	for i := 1; i <= 2; i++ {
+		writeCompareSummary(t, p(fmt.Sprintf("point-0/run-%d/summary.json", i)), uint64(30+i), 152.6, 50)
+		writeCompareSummary(t, p(fmt.Sprintf("point-2/run-%d/summary.json", i)), uint64(40+i), 1014, 50)
+	}
 	if err := os.WriteFile(p("broken.json"), []byte("{\"version\": \"1\",\n\"results\": 3}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +72,18 @@ func TestCompareCommandExitCodes(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"same configuration passes", []string{p("base.json"), p("same.json")}, exitOK},
+		// One run a side cannot place a p(99) of 100 events: inconclusive fails closed.
+		{"same configuration, one run: inconclusive", []string{p("base.json"), p("same.json")}, exitRegression},
+		{"same configuration, one run, inconclusive allowed", []string{p("base.json"), p("same.json"), "--allow-inconclusive"}, exitOK},
+		{"2+2 runs, 6.5x slower: regression via the histograms", []string{p("point-0"), p("point-2")}, exitRegression},
+		{"2+2 runs, 6.5x slower, inconclusive allowed: still a regression", []string{p("point-0"), p("point-2"), "--allow-inconclusive"}, exitRegression},
 		{"planted latency regression fails", []string{p("base.json"), p("slow.json")}, exitRegression},
 		{"20% more push cycles fails", []string{p("base.json"), p("pushy.json")}, exitRegression},
-		{"per-metric threshold lets them pass", []string{p("base.json"), p("pushy.json"), "--metric-threshold", "xdslab_cp_push_cycles_total=25%"}, exitOK},
-		{"gate leaves push cycles out", []string{p("base.json"), p("pushy.json"), "--gate", "latency"}, exitOK},
-		{"run directories", []string{p("base-runs"), p("new-runs"), "--format", "markdown"}, exitOK},
+		{"per-metric threshold lets them pass", []string{p("base.json"), p("pushy.json"), "--metric-threshold", "xdslab_cp_push_cycles_total=25%", "--allow-inconclusive"}, exitOK},
+		{"gate leaves push cycles out", []string{p("base.json"), p("pushy.json"), "--gate", "latency", "--allow-inconclusive"}, exitOK},
+		{"gate on what one run can test", []string{p("base.json"), p("pushy.json"), "--gate", "push_cycles", "--metric-threshold", "xdslab_cp_push_cycles_total=25%"}, exitOK},
+		{"3+3 run directories: inconclusive", []string{p("base-runs"), p("new-runs"), "--format", "markdown"}, exitRegression},
+		{"3+3 run directories, allowed", []string{p("base-runs"), p("new-runs"), "--format", "markdown", "--allow-inconclusive"}, exitOK},
 		{"junit to a file", []string{p("base.json"), p("slow.json"), "--format", "junit", "--output", p("junit.xml")}, exitRegression},
 		{"one argument", []string{p("base.json")}, exitUsage},
 		{"missing file", []string{p("base.json"), p("nope.json")}, exitUsage},
