@@ -18,6 +18,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -97,6 +98,12 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 	require.NoError(t, json.Unmarshal(s.Config, &cfg))
 	require.Equal(t, "small", cfg.Name)
 	require.Equal(t, 10, cfg.Clients[0].Count)
+
+	// Every metric the run wrote is catalogued (internal/catalog: what validate checks
+	// thresholds against), with the type, unit and tag values the catalogue gives it.
+	for _, err := range catalog.Check(s.Results.Metrics, []string{"sidecars"}, scenarios.ChurnKinds()) {
+		t.Errorf("catalogue: %v", err)
+	}
 
 	events := find(t, s, MetricSimEvents, nil).Values["count"]
 	require.Greater(t, events, 2.0, "churn ran")

@@ -43,7 +43,7 @@ func TestSet(t *testing.T) {
 		{"clients[x].count", "1", nil, "bad index"},
 		{"seed.x", "1", nil, `has no field "x"`},
 		{"topology.endpointsPerService.mode", "1", nil, "unknown distribution field"},
-		{"thresholds.m_total", "['p(99)<1']", nil, "is a counter"},
+		{"thresholds.xdslab_fleet_nacks_total", "['p(99)<1']", nil, "is a counter"},
 		{"", "1", nil, "empty path"},
 		{"name", "a: [", nil, "invalid value"},
 	}

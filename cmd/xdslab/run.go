@@ -258,11 +258,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 		failed := []string{}
 		for _, t := range s.Results.Thresholds {
 			if !t.Passed {
-				f := t.Metric + summary.TagString(t.Tags) + " " + t.Expression
-				if t.Inconclusive {
-					f += " (inconclusive)"
-				}
-				failed = append(failed, f)
+				failed = append(failed, t.Metric+summary.TagString(t.Tags)+" "+t.Expression+": "+summary.ThresholdMeasured(s.Results, t))
 			}
 		}
 		return withCode(exitThreshold, fmt.Errorf("run: %d threshold(s) failed: %s", len(failed), strings.Join(failed, "; ")))

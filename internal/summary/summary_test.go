@@ -330,3 +330,26 @@ func TestDistributedFields(t *testing.T) {
 		}
 	}
 }
+
+// TestThresholdMeasured: every failed threshold shows what it was evaluated on and why it
+// failed, in the console as in junit.xml.
+func TestThresholdMeasured(t *testing.T) {
+	v, lo, hi := 1.2, 0.1, 1.0
+	res := Results{Metrics: []Metric{{Name: "xdslab_push_latency_seconds", Type: Trend, Contains: Time, Values: map[string]float64{"p(99)": v}}}}
+	tests := []struct {
+		th   Threshold
+		want string
+	}{
+		{Threshold{Metric: "xdslab_push_latency_seconds", Expression: "p(99)<1s", Value: &v}, "1.2s"},
+		{Threshold{Metric: "xdslab_nothing_total", Expression: "count==0", Reason: "the run did not produce xdslab_nothing_total"},
+			"not measured (the run did not produce xdslab_nothing_total)"},
+		{Threshold{Metric: "xdslab_debounce_delay_seconds", Expression: "p(99)<200ms", Bound: &Bound{Gt: &lo, Le: &hi}, Inconclusive: true,
+			Reason: "inconclusive: p(99) (100ms, 1s] is a bucket bound that neither proves nor disproves it"},
+			"in (0.1, 1] (inconclusive: p(99) (100ms, 1s] is a bucket bound that neither proves nor disproves it)"},
+	}
+	for _, tc := range tests {
+		if got := ThresholdMeasured(res, tc.th); got != tc.want {
+			t.Errorf("ThresholdMeasured(%s %s) = %q, want %q", tc.th.Metric, tc.th.Expression, got, tc.want)
+		}
+	}
+}

@@ -45,6 +45,16 @@ func WriteText(w io.Writer, s *Summary) error {
 	return tw.Flush()
 }
 
+// ThresholdMeasured renders what a threshold was evaluated on and why it stands: "1.504s",
+// "not measured (the run did not produce …)", "(100ms, 1s] (inconclusive: …)".
+func ThresholdMeasured(r Results, t Threshold) string {
+	s := thresholdValue(r, t)
+	if t.Reason != "" {
+		s += " (" + t.Reason + ")"
+	}
+	return s
+}
+
 // thresholdValue renders the value a threshold was evaluated on in its metric's unit, or says
 // that there was none.
 func thresholdValue(r Results, t Threshold) string {
