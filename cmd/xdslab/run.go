@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -235,6 +236,10 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 		return err
 	}
 	fmt.Fprintf(out, "\n%s: done in %s\n\n", sc.Name, time.Since(started).Round(time.Millisecond))
+	if err := catalog.WriteHeadline(out, s); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\nall metrics:")
 	if err := summary.WriteText(out, s); err != nil {
 		return err
 	}
