@@ -88,6 +88,11 @@ func (f *Fleet) Metrics(dur time.Duration) ([]summary.Metric, error) {
 		return nil, err
 	}
 	out = append(out, tr...)
+	gm, err := f.groupMetrics(dur)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, gm...)
 	if f.match.logLen.Load() > 0 {
 		mm, err := MatchMetrics(f.match.Results(), dur)
 		if err != nil {
@@ -196,6 +201,17 @@ func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
 	for _, kind := range kinds(r.ConvergenceByKind) {
 		if err := add(MetricConvergence, r.ConvergenceByKind[kind], map[string]string{"kind": kind}); err != nil {
 			return nil, err
+		}
+	}
+	for _, g := range []struct {
+		name string
+		by   map[string]*hdr.Histogram
+	}{{MetricPushLatency, r.PushLatencyByGroup}, {MetricPushAckLatency, r.AckLatencyByGroup},
+		{MetricPushRecvLatency, r.ReceiveLatencyByGroup}, {MetricConvergence, r.ConvergenceByGroup}} {
+		for _, group := range kinds(g.by) {
+			if err := add(g.name, g.by[group], map[string]string{"group": group}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	incomplete := 0

@@ -152,9 +152,12 @@ type matchEvent struct {
 	ackMax, recvMax                  atomic.Int64
 
 	mu     sync.Mutex
-	t0Time time.Time       // as given, for reporting
-	early  []matchEarly    // observations before T0 was known
-	lat    []time.Duration // every push latency, with KeepLatencies
+	t0Time time.Time // as given, for reporting
+	// groupMax is the largest push latency (ns) of each client group that observed the event:
+	// its convergence within the group.
+	groupMax map[string]int64
+	early    []matchEarly    // observations before T0 was known
+	lat      []time.Duration // every push latency, with KeepLatencies
 }
 
 // What an observation is: in effect (the push latency), received, or its ACK written.
@@ -167,8 +170,9 @@ const (
 )
 
 type matchEarly struct {
-	at   int64 // offset from the epoch
-	kind obsKind
+	at    int64 // offset from the epoch
+	kind  obsKind
+	group string
 }
 
 type matchShard struct {
@@ -177,7 +181,9 @@ type matchShard struct {
 	push    map[string]*hdr.PackedHistogram // by kind, µs
 	recv    map[string]*hdr.PackedHistogram
 	ack     map[string]*hdr.PackedHistogram
-	_       [64]byte
+	// pushG, recvG and ackG are the same by client group (over every kind).
+	pushG, recvG, ackG map[string]*hdr.PackedHistogram
+	_                  [64]byte
 }
 
 type matchClient struct {
@@ -213,6 +219,9 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 		m.shards[i].push = make(map[string]*hdr.PackedHistogram)
 		m.shards[i].recv = make(map[string]*hdr.PackedHistogram)
 		m.shards[i].ack = make(map[string]*hdr.PackedHistogram)
+		m.shards[i].pushG = make(map[string]*hdr.PackedHistogram)
+		m.shards[i].recvG = make(map[string]*hdr.PackedHistogram)
+		m.shards[i].ackG = make(map[string]*hdr.PackedHistogram)
 	}
 	return m
 }
@@ -340,7 +349,7 @@ func (h *Expected) SetT0(t time.Time) error {
 	s := &m.shards[0]
 	s.mu.Lock()
 	for _, o := range early {
-		m.record(s, ev, time.Duration(o.at-t0), o.kind)
+		m.record(s, ev, time.Duration(o.at-t0), o.kind, o.group)
 	}
 	s.mu.Unlock()
 	return nil
@@ -468,7 +477,7 @@ func touches(r *ResponseInfo, ev *matchEvent) bool {
 
 // observe counts one observation and records its latency once T0 is known; the shard lock
 // must be held.
-func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind) {
+func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind, group string) {
 	ev = ev.stats()
 	switch kind {
 	case obsEffect:
@@ -481,37 +490,42 @@ func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind)
 	if !ev.hasT0.Load() {
 		ev.mu.Lock()
 		if !ev.hasT0.Load() {
-			ev.early = append(ev.early, matchEarly{at: at, kind: kind})
+			ev.early = append(ev.early, matchEarly{at: at, kind: kind, group: group})
 			ev.mu.Unlock()
 			return
 		}
 		ev.mu.Unlock()
 	}
-	m.record(s, ev, time.Duration(at-ev.t0.Load()), kind)
+	m.record(s, ev, time.Duration(at-ev.t0.Load()), kind, group)
 }
 
 // record records latency d of ev in s's histograms; the shard lock must be held.
-func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind obsKind) {
+func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind obsKind, group string) {
 	if d < 0 {
 		if kind == obsEffect {
 			ev.earlyRecv.Add(1)
 		}
 		d = 0
 	}
-	hists := s.push
+	hists, byGroup := s.push, s.pushG
 	switch kind {
 	case obsRecv:
-		hists = s.recv
+		hists, byGroup = s.recv, s.recvG
 	case obsAck:
-		hists = s.ack
-	}
-	h := hists[ev.exp.Kind]
-	if h == nil {
-		h = hdr.NewPacked(histLowest, histHighest, histDigits)
-		hists[ev.exp.Kind] = h
+		hists, byGroup = s.ack, s.ackG
 	}
 	us := max(min(d.Microseconds(), histHighest), histLowest)
-	_ = h.RecordValue(us)
+	for _, hk := range [2]struct {
+		m   map[string]*hdr.PackedHistogram
+		key string
+	}{{hists, ev.exp.Kind}, {byGroup, group}} {
+		h := hk.m[hk.key]
+		if h == nil {
+			h = hdr.NewPacked(histLowest, histHighest, histDigits)
+			hk.m[hk.key] = h
+		}
+		_ = h.RecordValue(us)
+	}
 	switch kind {
 	case obsAck:
 		casMax(&ev.ackMax, int64(d))
@@ -524,6 +538,14 @@ func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind ob
 	ev.latSum.Add(int64(d))
 	casMax(&ev.latMax, int64(d))
 	casMin(&ev.latMin, int64(d))
+	ev.mu.Lock()
+	if ev.groupMax == nil {
+		ev.groupMax = make(map[string]int64, 1)
+	}
+	if g, ok := ev.groupMax[group]; !ok || int64(d) > g {
+		ev.groupMax[group] = int64(d)
+	}
+	ev.mu.Unlock()
 	if m.cfg.KeepLatencies {
 		ev.mu.Lock()
 		ev.lat = append(ev.lat, d)
@@ -653,7 +675,7 @@ func (m *Matcher) response1(c matchee, r ResponseInfo) {
 				reached = append(reached, i) // still held: confirmed, no latency
 			case !p.recvd:
 				p.recvd = true
-				m.observe(s, ev, recv, obsRecv)
+				m.observe(s, ev, recv, obsRecv, c.Group())
 				cl.awaiting = append(cl.awaiting, matchAwait{ev: ev, seq: r.Seq})
 			}
 		case p.held && !holds:
@@ -662,7 +684,7 @@ func (m *Matcher) response1(c matchee, r ResponseInfo) {
 	}
 	for i := range cl.pending {
 		if p := &cl.pending[i]; p.recvd && !p.held && !slices.Contains(superseded, i) && p.ev.exp.Holds(effective) {
-			m.observe(s, p.ev, recv, obsEffect)
+			m.observe(s, p.ev, recv, obsEffect, c.Group())
 			reached = append(reached, i)
 		}
 	}
@@ -679,7 +701,7 @@ func (m *Matcher) effect(c matchee, at time.Time) {
 	var reached []int
 	for i := range cl.pending {
 		if p := &cl.pending[i]; p.recvd && p.ev.exp.Holds(effective) {
-			m.observe(s, p.ev, m.off(at), obsEffect)
+			m.observe(s, p.ev, m.off(at), obsEffect, c.Group())
 			reached = append(reached, i)
 		}
 	}
@@ -740,7 +762,7 @@ func (m *Matcher) ackSent1(c matchee, r ResponseInfo, at time.Time) {
 	cl := m.claim(s, c, nil)
 	cl.awaiting = slices.DeleteFunc(cl.awaiting, func(a matchAwait) bool {
 		if a.seq == r.Seq {
-			m.observe(s, a.ev, m.off(at), obsAck)
+			m.observe(s, a.ev, m.off(at), obsAck, c.Group())
 		}
 		// An older response never ACKed (a NACK of a later one, a policy that skips) is gone.
 		return a.seq <= r.Seq
@@ -804,6 +826,14 @@ type MatchResults struct {
 	// their merge.
 	ConvergenceByKind map[string]*hdr.Histogram
 	Convergence       *hdr.Histogram
+	// PushLatencyByGroup, ReceiveLatencyByGroup and AckLatencyByGroup are the latencies of
+	// each client group (over every kind), in µs. ConvergenceByGroup holds, per group, each
+	// event's largest push latency over the group's clients that observed it; an incomplete
+	// event is counted (censored) in Convergence, which is not split by group.
+	PushLatencyByGroup    map[string]*hdr.Histogram
+	ReceiveLatencyByGroup map[string]*hdr.Histogram
+	AckLatencyByGroup     map[string]*hdr.Histogram
+	ConvergenceByGroup    map[string]*hdr.Histogram
 	// Totals over events.
 	Observed, AlreadyHeld, Superseded, Missed, Unresolved, Received int
 }
@@ -917,6 +947,11 @@ func (m *Matcher) Results() MatchResults {
 		AckLatencyAll:     NewLatencyHistogram(),
 		ConvergenceByKind: map[string]*hdr.Histogram{},
 		Convergence:       NewLatencyHistogram(),
+
+		PushLatencyByGroup:    map[string]*hdr.Histogram{},
+		ReceiveLatencyByGroup: map[string]*hdr.Histogram{},
+		AckLatencyByGroup:     map[string]*hdr.Histogram{},
+		ConvergenceByGroup:    map[string]*hdr.Histogram{},
 	}
 	merge := func(dst map[string]*hdr.Histogram, all *hdr.Histogram, src map[string]*hdr.PackedHistogram) {
 		for kind, p := range src {
@@ -926,7 +961,9 @@ func (m *Matcher) Results() MatchResults {
 				dst[kind] = h
 			}
 			p.MergeInto(h)
-			p.MergeInto(all)
+			if all != nil {
+				p.MergeInto(all)
+			}
 		}
 	}
 	for i := range m.shards {
@@ -935,6 +972,9 @@ func (m *Matcher) Results() MatchResults {
 		merge(res.PushLatency, res.PushLatencyAll, s.push)
 		merge(res.ReceiveLatency, res.ReceiveLatencyAll, s.recv)
 		merge(res.AckLatency, res.AckLatencyAll, s.ack)
+		merge(res.PushLatencyByGroup, nil, s.pushG)
+		merge(res.ReceiveLatencyByGroup, nil, s.recvG)
+		merge(res.AckLatencyByGroup, nil, s.ackG)
 		s.mu.Unlock()
 	}
 	m.logMu.RLock()
@@ -978,6 +1018,18 @@ func (m *Matcher) Results() MatchResults {
 				res.ConvergenceByKind[r.Kind] = h
 			}
 			recordDuration(h, r.Convergence)
+		}
+		if hasT0 {
+			ev.mu.Lock()
+			for g, d := range ev.groupMax {
+				h := res.ConvergenceByGroup[g]
+				if h == nil {
+					h = NewLatencyHistogram()
+					res.ConvergenceByGroup[g] = h
+				}
+				recordDuration(h, time.Duration(d))
+			}
+			ev.mu.Unlock()
 		}
 		r.ReceiveConvergence = time.Duration(ev.recvMax.Load())
 		r.AckConvergence = time.Duration(ev.ackMax.Load())

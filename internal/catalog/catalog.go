@@ -80,8 +80,10 @@ const (
 )
 
 var (
-	byKind      = map[string]Domain{"kind": Kind}
-	byFleetType = map[string]Domain{"type": FleetType}
+	// Fleet and probe figures are split by event kind or xDS type, and by client group (each
+	// group's total: the tags are not combined).
+	byKind      = map[string]Domain{"kind": Kind, "group": Group}
+	byFleetType = map[string]Domain{"type": FleetType, "group": Group}
 	byCPType    = map[string]Domain{"type": CPType}
 	byGroup     = map[string]Domain{"group": Group}
 	bySide      = map[string]Domain{"side": Side}
@@ -95,7 +97,7 @@ var metrics = []Metric{
 	{Name: "xdslab_push_ack_latency_seconds", Type: trend, Contains: tm, Tags: byKind, Help: "t0 → the client sent its ACK of the response holding the change"},
 	{Name: "xdslab_convergence_seconds", Type: trend, Contains: tm, Tags: byKind, Help: "per event: the largest push latency over the clients the event should reach"},
 	{Name: "xdslab_time_to_first_config_seconds", Type: trend, Contains: tm, Help: "a client's scheduled start → its first full config (the run's name; the fleet's is xdslab_fleet_time_to_first_config_seconds)"},
-	{Name: "xdslab_fleet_time_to_first_config_seconds", Type: trend, Contains: tm, Help: "the fleet's own name for time to first config (same histogram, kept for xdslab fleet and dashboards)"},
+	{Name: "xdslab_fleet_time_to_first_config_seconds", Type: trend, Contains: tm, Tags: byGroup, Help: "the fleet's own name for time to first config (same histogram, kept for xdslab fleet and dashboards)"},
 	{Name: "xdslab_events_missed_total", Type: counter, Contains: plain, Tags: byKind, Help: "client × event observations never made (a lost push)"},
 	{Name: "xdslab_events_unmeasured_total", Type: counter, Contains: plain, Help: "events the probe could not register"},
 	{Name: "xdslab_events_shard_missing_total", Type: counter, Contains: plain, Help: "events a shard of a distributed run never reported"},
@@ -112,9 +114,9 @@ var metrics = []Metric{
 	{Name: "xdslab_cache_hit_ratio", Type: rate, Contains: plain, Tags: byCPType, Help: "cache hits ÷ reads"},
 
 	// The fleet.
-	{Name: "xdslab_fleet_connected", Type: gauge, Contains: plain, Help: "connected clients"},
-	{Name: "xdslab_fleet_clients", Type: gauge, Contains: plain, Help: "clients the fleet runs"},
-	{Name: "xdslab_fleet_full_config_clients", Type: gauge, Contains: plain, Help: "clients holding a full config"},
+	{Name: "xdslab_fleet_connected", Type: gauge, Contains: plain, Tags: byGroup, Help: "connected clients"},
+	{Name: "xdslab_fleet_clients", Type: gauge, Contains: plain, Tags: byGroup, Help: "clients the fleet runs"},
+	{Name: "xdslab_fleet_full_config_clients", Type: gauge, Contains: plain, Tags: byGroup, Help: "clients holding a full config"},
 	{Name: "xdslab_fleet_responses_total", Type: counter, Contains: plain, Tags: byFleetType, Help: "xDS responses received"},
 	{Name: "xdslab_fleet_resources_received_total", Type: counter, Contains: plain, Tags: byFleetType, Help: "resources received"},
 	{Name: "xdslab_fleet_bytes_received_total", Type: counter, Contains: data, Tags: byFleetType, Help: "encoded resource bytes received"},
@@ -123,11 +125,11 @@ var metrics = []Metric{
 	{Name: "xdslab_fleet_resends_after_nack_total", Type: counter, Contains: plain, Tags: byFleetType, Help: "responses identical to one just NACKed"},
 	{Name: "xdslab_fleet_resend_loops_total", Type: counter, Contains: plain, Tags: byFleetType, Help: "server resend loops after a NACK"},
 	{Name: "xdslab_fleet_warming_timeouts_total", Type: counter, Contains: plain, Tags: byFleetType, Help: "initial_fetch_timeout expiries"},
-	{Name: "xdslab_fleet_connects_total", Type: counter, Contains: plain, Help: "stream connects"},
-	{Name: "xdslab_fleet_connect_failures_total", Type: counter, Contains: plain, Tags: map[string]Domain{"code": Code}, Help: "failed connects, by gRPC code"},
-	{Name: "xdslab_fleet_ack_delay_seconds", Type: trend, Contains: tm, Help: "response received → ACK sent (includes the scripted ACK delay)"},
-	{Name: "xdslab_fleet_start_lateness_seconds", Type: trend, Contains: tm, Help: "how late the fleet started each client after its slot in the ramp (the harness's share)"},
-	{Name: "xdslab_fleet_receive_backlog_seconds", Type: trend, Contains: tm, Help: "how long responses waited in the client before being read"},
+	{Name: "xdslab_fleet_connects_total", Type: counter, Contains: plain, Tags: byGroup, Help: "stream connects"},
+	{Name: "xdslab_fleet_connect_failures_total", Type: counter, Contains: plain, Tags: map[string]Domain{"code": Code, "group": Group}, Help: "failed connects, by gRPC code"},
+	{Name: "xdslab_fleet_ack_delay_seconds", Type: trend, Contains: tm, Tags: byGroup, Help: "response received → ACK sent (includes the scripted ACK delay)"},
+	{Name: "xdslab_fleet_start_lateness_seconds", Type: trend, Contains: tm, Tags: byGroup, Help: "how late the fleet started each client after its slot in the ramp (the harness's share)"},
+	{Name: "xdslab_fleet_receive_backlog_seconds", Type: trend, Contains: tm, Tags: byGroup, Help: "how long responses waited in the client before being read"},
 
 	// The probe.
 	{Name: "xdslab_probe_events_total", Type: counter, Contains: plain, Help: "events the probe registered"},

@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -50,12 +51,30 @@ func Headline(s *summary.Summary) []Line {
 	r := s.Results
 	var out []Line
 	find := func(name string, tags map[string]string) (summary.Metric, bool) { return r.Find(name, tags) }
+	// groups are the client groups the run split its figures by; with two or more, each
+	// latency row is followed by one row per group (delta-vs-sotw: SotW and Delta side by side).
+	var groups []string
+	for _, m := range r.Metrics {
+		if g := m.Tags["group"]; g != "" && m.Name == HeadPushLatency && len(m.Tags) == 1 {
+			groups = append(groups, g)
+		}
+	}
+	sort.Strings(groups)
 	trend := func(label, name string) {
 		m, ok := find(name, nil)
 		if !ok {
 			return
 		}
 		out = append(out, Line{Label: label, Value: trendFigures(m), Metric: name})
+		if len(groups) < 2 {
+			return
+		}
+		for _, g := range groups {
+			tags := map[string]string{"group": g}
+			if gm, ok := find(name, tags); ok {
+				out = append(out, Line{Label: "  " + g, Value: trendFigures(gm), Metric: name + summary.TagString(tags)})
+			}
+		}
 	}
 	trend("change → in effect", HeadPushLatency)
 	trend("convergence", HeadConvergence)

@@ -89,6 +89,27 @@ func TestHeadlineGolden(t *testing.T) {
 	}
 }
 
+// TestHeadlineGroups: with several client groups, each latency row is followed by the groups'
+// own figures, side by side.
+func TestHeadlineGroups(t *testing.T) {
+	tagged := func(m summary.Metric, g string) summary.Metric { m.Tags = map[string]string{"group": g}; return m }
+	s := &summary.Summary{Results: summary.Results{Metrics: []summary.Metric{
+		trendOf(t, "xdslab_push_latency_seconds", 100, 200, 900),
+		tagged(trendOf(t, "xdslab_push_latency_seconds", 100, 200), "delta"),
+		tagged(trendOf(t, "xdslab_push_latency_seconds", 900), "sotw"),
+	}}}
+	var buf bytes.Buffer
+	if err := WriteHeadline(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	want := "  change → in effect:  p50 200.06ms   p99 900.1ms   max 900.1ms\n" +
+		"    delta:             p50 100.03ms   p99 200.06ms   max 200.06ms\n" +
+		"    sotw:              p50 900.1ms   p99 900.1ms   max 900.1ms\n"
+	if d := cmp.Diff(want, buf.String()); d != "" {
+		t.Errorf("headline (-want +got):\n%s", d)
+	}
+}
+
 // TestHeadlineMissing: a run without a control plane's figures (a --target run of another
 // control plane, the fleet alone) leaves those rows out instead of inventing them.
 func TestHeadlineMissing(t *testing.T) {
