@@ -113,8 +113,9 @@ func (f *Fleet) groupStats() map[string]FleetStats {
 	return out
 }
 
-// groupMetrics is every fleet figure of every group, tagged {group: name}: the connected,
-// full-config and client gauges, the connect and per-type counters (over the group's types),
+// groupMetrics is every fleet figure of every group, tagged {group: name}: the full-config and
+// client gauges (not the connected gauge: its value is sampled before the fleet stops, which
+// only the fleet-wide gauge does), the connect and per-type counters (over the group's types),
 // and the time-to-first-config, ACK delay, start lateness and receive backlog trends.
 func (f *Fleet) groupMetrics(dur time.Duration) ([]summary.Metric, error) {
 	stats := f.groupStats()
@@ -132,7 +133,6 @@ func (f *Fleet) groupMetrics(dur time.Duration) ([]summary.Metric, error) {
 		st := stats[name]
 		tags := map[string]string{"group": name}
 		out = append(out,
-			summary.NewGauge(MetricConnected, summary.Default, float64(st.Connected), 0, float64(st.MaxConnected), tags),
 			summary.NewGauge(MetricFullConfigClients, summary.Default, float64(st.FullConfig), 0, float64(st.FullConfig), tags),
 			summary.NewGauge(MetricClients, summary.Default, float64(counts[name]), 0, float64(counts[name]), tags),
 			summary.NewCounter(MetricConnects, summary.Default, float64(st.Connects), dur, tags),

@@ -143,6 +143,7 @@ func TestMalformed(t *testing.T) {
 		{"tag the metric lacks", "name: x\nthresholds:\n  xdslab_cp_push_cycles_total{type:eds}: ['count<100']\n", 3, 42, "thresholds.xdslab_cp_push_cycles_total{type:eds}", `has no tag "type"`, "has no tags"},
 		{"misspelled tag", "name: x\nthresholds:\n  xdslab_push_latency_seconds{knd:scale}: ['p(99)<1s']\n", 3, 43, "thresholds.xdslab_push_latency_seconds{knd:scale}", `has no tag "knd"`, `did you mean "kind"?`},
 		{"unknown churn kind", "name: x\nthresholds:\n  xdslab_push_latency_seconds{kind:endpoint-flp}: ['p(99)<1s']\n", 3, 51, "thresholds.xdslab_push_latency_seconds{kind:endpoint-flp}", `never has kind="endpoint-flp"`, `did you mean "endpoint-flap"?`},
+		{"push latency of an unknown group", "name: x\nclients: [{name: sotw}, {name: delta}]\nthresholds:\n  xdslab_push_latency_seconds{group:detla}: ['p(99)<1s']\n", 4, 45, "thresholds.xdslab_push_latency_seconds{group:detla}", `has no client group "detla"`, `did you mean "delta"?`},
 		{"value on a rate", "name: x\nthresholds:\n  xdslab_cache_hit_ratio: ['value>0.9']\n", 3, 28, "thresholds.xdslab_cache_hit_ratio[0]", "is a rate; value does not apply", "'rate>0.9'"},
 		{"p(99) on a gauge", "name: x\nthresholds:\n  xdslab_fleet_connected: ['p(99)>5']\n", 3, 28, "thresholds.xdslab_fleet_connected[0]", "is a gauge; p(99) does not apply", "value, min, max"},
 		{"bad tag filter", "name: x\nthresholds:\n  m_total{type}: ['count==0']\n", 3, 3, "thresholds.m_total{type}", "invalid tag filter", "tags"},

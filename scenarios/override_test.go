@@ -33,7 +33,7 @@ func TestSet(t *testing.T) {
 		{"topology.protocols", "{tcp: 1}", func(s *Scenario) bool { return s.Topology.Protocols == Protocols{TCP: 1} }, ""},
 		{"churn[0].rate", "2/s", func(s *Scenario) bool { return s.Churn[0].Rate == 2 }, ""},
 		{"thresholds.xdslab_fleet_nacks_total", "['count<5']", func(s *Scenario) bool {
-			return len(s.Thresholds["xdslab_fleet_nacks_total"]) == 1 && len(s.Thresholds) == 3
+			return len(s.Thresholds["xdslab_fleet_nacks_total"]) == 1 && len(s.Thresholds) == 5
 		}, ""},
 		{"seed", "99", func(s *Scenario) bool { return s.Seed == 99 }, ""},
 		{"controlPlane.debounce.minQuite", "1s", nil, `did you mean "minQuiet"?`},

@@ -114,7 +114,7 @@ var metrics = []Metric{
 	{Name: "xdslab_cache_hit_ratio", Type: rate, Contains: plain, Tags: byCPType, Help: "cache hits ÷ reads"},
 
 	// The fleet.
-	{Name: "xdslab_fleet_connected", Type: gauge, Contains: plain, Tags: byGroup, Help: "connected clients"},
+	{Name: "xdslab_fleet_connected", Type: gauge, Contains: plain, Help: "connected clients"},
 	{Name: "xdslab_fleet_clients", Type: gauge, Contains: plain, Tags: byGroup, Help: "clients the fleet runs"},
 	{Name: "xdslab_fleet_full_config_clients", Type: gauge, Contains: plain, Tags: byGroup, Help: "clients holding a full config"},
 	{Name: "xdslab_fleet_responses_total", Type: counter, Contains: plain, Tags: byFleetType, Help: "xDS responses received"},
