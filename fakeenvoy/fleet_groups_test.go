@@ -7,6 +7,7 @@ import (
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -24,6 +25,10 @@ func TestFleetGroupMetrics(t *testing.T) {
 	cfg.Groups = append(cfg.Groups, b)
 	f, err := NewFleet(cfg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := f.Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	base := baseResources(t)
@@ -52,6 +57,36 @@ func TestFleetGroupMetrics(t *testing.T) {
 	if left, err := f.Matcher().Drain(ctx, 5*time.Millisecond); left != 0 || err != nil {
 		t.Fatalf("drain: %d outstanding, %v", left, err)
 	}
+	// /metrics: one series per group, summing to the fleet's figure.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perGroup := map[string]map[string]float64{} // metric → group → value or sample count
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "group" {
+					continue
+				}
+				if perGroup[mf.GetName()] == nil {
+					perGroup[mf.GetName()] = map[string]float64{}
+				}
+				v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+				perGroup[mf.GetName()][l.GetValue()] += v
+			}
+		}
+	}
+	for name, want := range map[string]map[string]float64{
+		MetricFullConfigClients: {"a": 6, "b": 4},
+		MetricPushLatency:       {"a": 6, "b": 4},
+		MetricTimeToFirstConfig: {"a": 6, "b": 4},
+	} {
+		if got := perGroup[name]; got["a"] != want["a"] || got["b"] != want["b"] {
+			t.Errorf("/metrics %s by group = %v, want %v", name, got, want)
+		}
+	}
+
 	f.Stop()
 	ms, err := f.Metrics(time.Since(f.Began()))
 	if err != nil {

@@ -178,12 +178,11 @@ type matchEarly struct {
 type matchShard struct {
 	mu      sync.Mutex
 	clients map[int]*matchClient
-	push    map[string]*hdr.PackedHistogram // by kind, µs
-	recv    map[string]*hdr.PackedHistogram
-	ack     map[string]*hdr.PackedHistogram
-	// pushG, recvG and ackG are the same by client group (over every kind).
-	pushG, recvG, ackG map[string]*hdr.PackedHistogram
-	_                  [64]byte
+	// push, recv and ack hold latencies by event kind and client group (kgKey), µs.
+	push map[kgKey]*hdr.PackedHistogram
+	recv map[kgKey]*hdr.PackedHistogram
+	ack  map[kgKey]*hdr.PackedHistogram
+	_    [64]byte
 }
 
 type matchClient struct {
@@ -216,12 +215,9 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	m := &Matcher{cfg: cfg, epoch: cfg.Now(), shards: make([]matchShard, cfg.Shards)}
 	for i := range m.shards {
 		m.shards[i].clients = make(map[int]*matchClient)
-		m.shards[i].push = make(map[string]*hdr.PackedHistogram)
-		m.shards[i].recv = make(map[string]*hdr.PackedHistogram)
-		m.shards[i].ack = make(map[string]*hdr.PackedHistogram)
-		m.shards[i].pushG = make(map[string]*hdr.PackedHistogram)
-		m.shards[i].recvG = make(map[string]*hdr.PackedHistogram)
-		m.shards[i].ackG = make(map[string]*hdr.PackedHistogram)
+		m.shards[i].push = make(map[kgKey]*hdr.PackedHistogram)
+		m.shards[i].recv = make(map[kgKey]*hdr.PackedHistogram)
+		m.shards[i].ack = make(map[kgKey]*hdr.PackedHistogram)
 	}
 	return m
 }
@@ -507,25 +503,20 @@ func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind ob
 		}
 		d = 0
 	}
-	hists, byGroup := s.push, s.pushG
+	hists := s.push
 	switch kind {
 	case obsRecv:
-		hists, byGroup = s.recv, s.recvG
+		hists = s.recv
 	case obsAck:
-		hists, byGroup = s.ack, s.ackG
+		hists = s.ack
 	}
-	us := max(min(d.Microseconds(), histHighest), histLowest)
-	for _, hk := range [2]struct {
-		m   map[string]*hdr.PackedHistogram
-		key string
-	}{{hists, ev.exp.Kind}, {byGroup, group}} {
-		h := hk.m[hk.key]
-		if h == nil {
-			h = hdr.NewPacked(histLowest, histHighest, histDigits)
-			hk.m[hk.key] = h
-		}
-		_ = h.RecordValue(us)
+	key := kgKey{kind: ev.exp.Kind, group: group}
+	h := hists[key]
+	if h == nil {
+		h = hdr.NewPacked(histLowest, histHighest, histDigits)
+		hists[key] = h
 	}
+	_ = h.RecordValue(max(min(d.Microseconds(), histHighest), histLowest))
 	switch kind {
 	case obsAck:
 		casMax(&ev.ackMax, int64(d))
@@ -834,6 +825,9 @@ type MatchResults struct {
 	ReceiveLatencyByGroup map[string]*hdr.Histogram
 	AckLatencyByGroup     map[string]*hdr.Histogram
 	ConvergenceByGroup    map[string]*hdr.Histogram
+	// pushByKindGroup and ackByKindGroup are keyed "kind\x00group": the partition /metrics
+	// exports (its kind and group labels).
+	pushByKindGroup, ackByKindGroup map[string]*hdr.Histogram
 	// Totals over events.
 	Observed, AlreadyHeld, Superseded, Missed, Unresolved, Received int
 }
@@ -952,29 +946,36 @@ func (m *Matcher) Results() MatchResults {
 		ReceiveLatencyByGroup: map[string]*hdr.Histogram{},
 		AckLatencyByGroup:     map[string]*hdr.Histogram{},
 		ConvergenceByGroup:    map[string]*hdr.Histogram{},
+		pushByKindGroup:       map[string]*hdr.Histogram{},
+		ackByKindGroup:        map[string]*hdr.Histogram{},
 	}
-	merge := func(dst map[string]*hdr.Histogram, all *hdr.Histogram, src map[string]*hdr.PackedHistogram) {
-		for kind, p := range src {
-			h := dst[kind]
-			if h == nil {
-				h = NewLatencyHistogram()
-				dst[kind] = h
-			}
-			p.MergeInto(h)
-			if all != nil {
-				p.MergeInto(all)
-			}
+	into := func(dst map[string]*hdr.Histogram, key string, p *hdr.PackedHistogram) {
+		h := dst[key]
+		if h == nil {
+			h = NewLatencyHistogram()
+			dst[key] = h
+		}
+		p.MergeInto(h)
+	}
+	merge := func(byKind, byGroup map[string]*hdr.Histogram, all *hdr.Histogram, src map[kgKey]*hdr.PackedHistogram) {
+		for k, p := range src {
+			into(byKind, k.kind, p)
+			into(byGroup, k.group, p)
+			p.MergeInto(all)
 		}
 	}
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		merge(res.PushLatency, res.PushLatencyAll, s.push)
-		merge(res.ReceiveLatency, res.ReceiveLatencyAll, s.recv)
-		merge(res.AckLatency, res.AckLatencyAll, s.ack)
-		merge(res.PushLatencyByGroup, nil, s.pushG)
-		merge(res.ReceiveLatencyByGroup, nil, s.recvG)
-		merge(res.AckLatencyByGroup, nil, s.ackG)
+		merge(res.PushLatency, res.PushLatencyByGroup, res.PushLatencyAll, s.push)
+		merge(res.ReceiveLatency, res.ReceiveLatencyByGroup, res.ReceiveLatencyAll, s.recv)
+		merge(res.AckLatency, res.AckLatencyByGroup, res.AckLatencyAll, s.ack)
+		for k, p := range s.push {
+			into(res.pushByKindGroup, k.kind+"\x00"+k.group, p)
+		}
+		for k, p := range s.ack {
+			into(res.ackByKindGroup, k.kind+"\x00"+k.group, p)
+		}
 		s.mu.Unlock()
 	}
 	m.logMu.RLock()
@@ -1052,3 +1053,6 @@ func (m *Matcher) Results() MatchResults {
 	}
 	return res
 }
+
+// kgKey is an event kind and a client group: the cell a latency is recorded in.
+type kgKey struct{ kind, group string }
