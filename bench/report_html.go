@@ -217,7 +217,13 @@ func metricIsZero(m summary.Metric) bool {
 // (pilot_debounce_time buckets)".
 func formatMetricValues(m summary.Metric) string {
 	keys := make([]string, 0, len(m.Values))
+	v := m.Values
+	// A gauge's min and max say something only when it did more than rise to its value.
+	plainGauge := m.Type == summary.Gauge && (v["min"] == v["max"] && v["max"] == v["value"] || v["min"] == 0 && v["max"] == v["value"])
 	for k := range m.Values {
+		if plainGauge && k != "value" {
+			continue
+		}
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
