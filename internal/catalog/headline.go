@@ -128,6 +128,10 @@ func Headline(s *summary.Summary) []Line {
 	if v := sides(r, "xdslab_peak_rss_bytes"); v != "" {
 		out = append(out, Line{Label: "peak RSS", Value: v, Metric: "xdslab_peak_rss_bytes{side}"})
 	}
+	if why := s.Metadata.Labels["note.saturated"]; why != "" {
+		// The run's own verdict on its harness: every latency above includes the harness's delay.
+		out = append(out, Line{Label: "harness", Value: "SATURATED: " + why, Metric: "xdslab_harness_saturated", Bad: true})
+	}
 	if n := len(r.Thresholds); n > 0 {
 		passed := 0
 		for _, t := range r.Thresholds {

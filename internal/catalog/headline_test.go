@@ -121,3 +121,19 @@ func TestHeadlineMissing(t *testing.T) {
 		t.Errorf("Headline = %+v, want one no-data row", lines)
 	}
 }
+
+// TestHeadlineSaturated: a run whose harness was saturated says so in the headline, beside the
+// figures it taints.
+func TestHeadlineSaturated(t *testing.T) {
+	s := headlineSummary(t)
+	s.Metadata.Labels = map[string]string{"note.saturated": "the harness used 1.19× the control plane's CPU on the same cores (limit 0.50×)"}
+	var found bool
+	for _, l := range Headline(s) {
+		if l.Label == "harness" && l.Bad && l.Value == "SATURATED: "+s.Metadata.Labels["note.saturated"] {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("headline lacks the saturated harness: %+v", Headline(s))
+	}
+}
