@@ -198,6 +198,9 @@ type CompareOptions struct {
 	// the other rows are still shown and tested. CI gates usually name the few figures that
 	// matter, because every extra gated row is one more chance of a false alarm.
 	Gate *regexp.Regexp
+	// AllowInconclusive accepts a comparison some gated rows of which cannot detect a change
+	// (too few runs or events for their test): Failed then reports regressions only.
+	AllowInconclusive bool
 }
 
 // DefaultThreshold is --threshold's default.
@@ -292,11 +295,19 @@ type Row struct {
 	Threshold   float64 `json:"threshold"`
 	// Regression: significant, worse, and beyond the threshold. Improvement: significant,
 	// better, beyond the threshold.
-	Regression  bool   `json:"regression"`
-	Improvement bool   `json:"improvement"`
-	Note        string `json:"note,omitempty"`
+	Regression  bool `json:"regression"`
+	Improvement bool `json:"improvement"`
+	// Inconclusive: a gated row, not significant, whose test could not have detected a change
+	// however large (too few runs for the U test at alpha, one run and no distribution, a
+	// percentile whose interval is unbounded): "~" there is no evidence of "no change".
+	Inconclusive bool   `json:"inconclusive,omitempty"`
+	Note         string `json:"note,omitempty"`
 
 	alpha float64
+	// noPower: the row's test could not reject whatever the values (set by the method).
+	noPower bool
+	// byShift: a percentile row judged by the shift of the whole distribution.
+	byShift bool
 }
 
 func (r Row) alphaOr() float64 {
@@ -329,12 +340,22 @@ type Report struct {
 	OnlyBase    []string `json:"onlyBase,omitempty"`
 	OnlyNew     []string `json:"onlyNew,omitempty"`
 	Regressions int      `json:"regressions"`
+	// Inconclusive counts the gated rows that could not have detected a change (Row.Inconclusive).
+	Inconclusive int `json:"inconclusive"`
+	// AllowInconclusive: inconclusive rows do not fail the comparison (--allow-inconclusive).
+	AllowInconclusive bool `json:"allowInconclusive,omitempty"`
 	// Notes explain choices that apply to the whole report (seeds differ, …).
 	Notes []string `json:"notes,omitempty"`
 }
 
 // Regressed reports whether any row is a regression (compare's exit status 1).
 func (r *Report) Regressed() bool { return r.Regressions > 0 }
+
+// Failed reports whether the comparison fails: a regression, or gated rows that could not
+// detect one unless AllowInconclusive (compare exits 1 either way).
+func (r *Report) Failed() bool {
+	return r.Regressed() || r.Inconclusive > 0 && !r.AllowInconclusive
+}
 
 // cmpSideMetrics indexes one side: per metric key, the entry of each run (nil where absent).
 type cmpSideMetrics struct {
@@ -368,6 +389,7 @@ func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
 		Base:  SideInfo{Path: base.Path, Runs: len(base.Runs), Files: base.Files},
 		New:   SideInfo{Path: nw.Path, Runs: len(nw.Runs), Files: nw.Files},
 		Alpha: opts.Alpha, Confidence: opts.Confidence, Threshold: opts.Threshold,
+		AllowInconclusive: opts.AllowInconclusive,
 	}
 	bSeed, bOK := base.seed()
 	nSeed, nOK := nw.seed()
@@ -380,6 +402,10 @@ func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
 	sameSeed := bOK && nOK && bSeed == nSeed
 	if !sameSeed {
 		rep.Notes = append(rep.Notes, "the sides do not share one recorded seed: deterministic figures are tested like measurements")
+	}
+	if nb, nn := len(base.Runs), len(nw.Runs); !cmpRunsCanReject(nb, nn, opts.Alpha) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d+%d runs: the U test over runs cannot reach p < %g with fewer than %d a side, so trends are tested on their HDR histograms (merged over each side's runs) and other figures are INCONCLUSIVE unless deterministic under one seed",
+			nb, nn, opts.Alpha, cmpMinRuns(opts.Alpha)))
 	}
 	bi, ni := cmpIndexSide(base), cmpIndexSide(nw)
 	bEvents, nEvents := base.events(), nw.events()
@@ -415,12 +441,17 @@ func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
 				}
 			}
 			cmpJudge(&row)
-			if row.Regression && opts.Gate != nil && !opts.Gate.MatchString(row.Metric) {
+			gated := opts.Gate == nil || opts.Gate.MatchString(row.Metric)
+			if row.Regression && !gated {
 				row.Regression = false
 				row.Note = "regressed, but not gated (--gate)"
 			}
 			if row.Regression {
 				rep.Regressions++
+			}
+			if row.noPower && !row.Significant && row.Direction != Neutral && gated {
+				row.Inconclusive = true
+				rep.Inconclusive++
 			}
 			rep.Rows = append(rep.Rows, row)
 		}
@@ -500,7 +531,7 @@ func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, bEven
 		if row.Significant {
 			row.P = 0
 		}
-	case len(bv) >= 2 && len(nv) >= 2:
+	case cmpRunsCanReject(len(bv), len(nv), opts.Alpha):
 		row.Method = MethodRuns
 		row.Base = cmpRunsEstimate(bv, opts.Confidence)
 		row.New = cmpRunsEstimate(nv, opts.Confidence)
@@ -510,21 +541,63 @@ func cmpStat(proto *summary.Metric, stat string, bm, nm []*summary.Metric, bEven
 			row.Note = "not deterministic across runs"
 		}
 	default:
+		// Too few runs for the U test over runs to reject at alpha (one run, or 2-3 a side at
+		// 0.05): a trend is tested on its histograms, merged over each side's runs.
 		hp := cache.get(bm, nm, bEvents, nEvents, opts.Alpha)
 		bh, nh, bErr, nErr := hp.b, hp.n, hp.bErr, hp.nErr
 		if proto.Type == summary.Trend && bh != nil && nh != nil && bErr == nil && nErr == nil {
 			cmpHistograms(&row, hp, opts)
+			if len(bv) > 1 || len(nv) > 1 {
+				row.Note = cmpJoinNote(fmt.Sprintf("%d+%d runs are too few for the U test over runs at alpha %g (it needs %d a side): tested on the histograms merged over each side's runs",
+					len(bv), len(nv), opts.Alpha, cmpMinRuns(opts.Alpha)), row.Note)
+			}
 			return row
 		}
 		row.Method = MethodNone
 		row.Base, row.New = cmpPointEstimate(bv), cmpPointEstimate(nv)
 		row.P = 1
-		row.Note = "one run on a side and no distribution: repeat runs (xdslab run --repeat K) to test it"
+		row.noPower = true
+		row.Note = fmt.Sprintf("%d+%d runs and no distribution: the U test over runs needs %d a side at alpha %g; repeat runs (xdslab run --repeat K) to test it",
+			len(bv), len(nv), cmpMinRuns(opts.Alpha), opts.Alpha)
 		if bErr != nil || nErr != nil {
 			row.Note = "histogram unreadable: " + errors.Join(bErr, nErr).Error()
 		}
 	}
 	return row
+}
+
+func cmpJoinNote(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
+}
+
+// cmpRunsCanReject reports whether the U test over n1 and n2 per-run values can reach
+// p < alpha at all: its smallest p, with the two samples wholly apart, is 2/C(n1+n2, n1)
+// (0.33 for 2+2, 0.10 for 3+3, 0.029 for 4+4). With fewer runs "~" would say nothing.
+func cmpRunsCanReject(n1, n2 int, alpha float64) bool {
+	if n1 < 2 || n2 < 2 {
+		return false
+	}
+	a, b := make([]float64, n1), make([]float64, n2)
+	for i := range a {
+		a[i] = float64(i)
+	}
+	for i := range b {
+		b[i] = float64(n1 + i)
+	}
+	return statUTest(a, b, alpha) < alpha
+}
+
+// cmpMinRuns is the fewest runs a side (equal sides) with which the U test can reject at alpha.
+func cmpMinRuns(alpha float64) int {
+	for n := 2; n < 50; n++ {
+		if cmpRunsCanReject(n, n, alpha) {
+			return n
+		}
+	}
+	return 50
 }
 
 func cmpPointEstimate(v []float64) Estimate {
@@ -586,6 +659,30 @@ func cmpHistograms(row *Row, hp *cmpHistPair, opts CompareOptions) {
 	row.P = Float(hp.p)
 	row.Significant = hp.p < opts.Alpha &&
 		(row.Base.Hi < row.New.Lo || row.New.Hi < row.Base.Lo)
+	if row.Significant {
+		return
+	}
+	b, n := row.Base, row.New
+	unbounded := math.IsInf(float64(b.Lo), 0) || math.IsInf(float64(b.Hi), 0) ||
+		math.IsInf(float64(n.Lo), 0) || math.IsInf(float64(n.Hi), 0)
+	if !unbounded {
+		return // the intervals are finite and overlap: no change at this percentile
+	}
+	// Too few events to bound this percentile (11 events cannot place a p(99)): its own
+	// intervals can never be disjoint. When the whole distribution moved (the U test) the same
+	// way as the percentile, the percentile is judged by that shift; otherwise the row cannot
+	// tell, and says so (inconclusive), rather than "~".
+	d := float64(n.Center) - float64(b.Center)
+	if hp.p < opts.Alpha && hp.shift != 0 && d != 0 && (d > 0) == (hp.shift > 0) {
+		row.Significant, row.byShift = true, true
+		row.Note = "this percentile's interval is unbounded (too few events to place it); judged by the shift of the whole distribution (U test over the histograms)"
+		return
+	}
+	row.noPower = true
+	row.Note = "this percentile's interval is unbounded (too few events to place it) and the whole distribution moved the other way: cannot tell; run longer or repeat runs"
+	if hp.p >= opts.Alpha {
+		row.Note = "this percentile's interval is unbounded (too few events to place it): the distributions do not differ as a whole, but a change of this tail alone could not be seen; run longer or repeat runs"
+	}
 }
 
 // cmpHistPair is the decoded histograms of one metric on both sides, the values drawn from
@@ -596,6 +693,9 @@ type cmpHistPair struct {
 	bErr, nErr error
 	bs, ns     []float64
 	p          float64
+	// shift is the sign of the distribution's move, new against base (median of the drawn
+	// values, then their mean): +1 up, -1 down, 0 none.
+	shift int
 }
 
 func (hp *cmpHistPair) get(bm, nm []*summary.Metric, bEvents, nEvents, alpha float64) *cmpHistPair {
@@ -612,6 +712,10 @@ func (hp *cmpHistPair) get(bm, nm []*summary.Metric, bEvents, nEvents, alpha flo
 	hp.bs = statHistSamples(hp.b.h, hp.b.scale, statEffectiveN(hp.b.h.TotalCount(), bEvents))
 	hp.ns = statHistSamples(hp.n.h, hp.n.scale, statEffectiveN(hp.n.h.TotalCount(), nEvents))
 	hp.p = statUTest(hp.bs, hp.ns, alpha)
+	hp.shift = cmpSign(statMedian(hp.ns) - statMedian(hp.bs))
+	if hp.shift == 0 {
+		hp.shift = cmpSign(cmpMean(hp.ns) - cmpMean(hp.bs))
+	}
 	return hp
 }
 
@@ -673,4 +777,22 @@ func (r Row) FormatDelta() string {
 		return "-∞"
 	}
 	return fmt.Sprintf("%+.2f%%", 100*d)
+}
+
+func cmpSign(x float64) int {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return 0
+}
+
+func cmpMean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(max(len(v), 1))
 }

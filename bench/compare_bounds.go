@@ -149,7 +149,14 @@ func cmpBounds(row *Row, bm, nm []*summary.Metric, stat string, conf float64) {
 	case n.shown.above(b.shown) || b.shown.above(n.shown):
 		row.Note = "bucket bounds: the buckets differ, but their confidence intervals overlap (too few observations to place this quantile)"
 	}
+	if !row.Significant && (b.ci.unbounded() || n.ci.unbounded()) {
+		// Too few observations to bound the quantile: no change could have been claimed.
+		row.noPower = true
+	}
 }
+
+// unbounded reports whether the span is open-ended (a quantile its observations cannot place).
+func (sp cmpSpan) unbounded() bool { return math.IsInf(sp.lo, 0) || math.IsInf(sp.hi, 0) }
 
 // cmpBoundText renders a bounds estimate: "(100ms, 1s]", "≤ 100ms", "> 30s", or the point
 // (range) of a side whose runs gave points.

@@ -113,6 +113,12 @@ func cmpTestText(r Row) string {
 	if r.Base.N != r.New.N {
 		n = fmt.Sprintf("n=%d+%d", r.Base.N, r.New.N)
 	}
+	if r.byShift || r.Method == MethodHistogram && r.Significant && strings.Contains(r.Note, "judged by the shift") {
+		return fmt.Sprintf("(p=%.3f %s, distribution shift)", float64(r.P), n)
+	}
+	if r.Inconclusive && r.Method == MethodHistogram {
+		return fmt.Sprintf("(p=%.3f %s, CI unbounded)", float64(r.P), n)
+	}
 	if r.Method == MethodHistogram && float64(r.P) < r.alphaOr() && !r.Significant {
 		// The distributions differ, but not at this percentile.
 		return fmt.Sprintf("(p=%.3f %s, CIs overlap)", float64(r.P), n)
@@ -128,6 +134,8 @@ func cmpVerdictText(r Row) string {
 		return "worse (not gated)"
 	case r.Improvement:
 		return "improved"
+	case r.Inconclusive:
+		return "INCONCLUSIVE"
 	}
 	return ""
 }
@@ -190,6 +198,35 @@ func writeCompareFooter(w io.Writer, r *Report, bullet string) {
 					b, n, row.FormatDelta(), row.Direction, cmpPctText(row.Threshold))
 			}
 		}
+	}
+	if r.Inconclusive > 0 {
+		verb := "fails"
+		if r.AllowInconclusive {
+			verb = "accepted (--allow-inconclusive)"
+		}
+		lead := "no significant regression found, but "
+		if r.Regressed() {
+			lead = "also: "
+		}
+		fmt.Fprintf(w, "%sINCONCLUSIVE: %s%d gated row(s) could not have detected a regression of any size with these runs (%s):\n",
+			bullet, lead, r.Inconclusive, verb)
+		shown := 0
+		for _, row := range r.Rows {
+			if !row.Inconclusive {
+				continue
+			}
+			if shown == 8 {
+				fmt.Fprintf(w, "%s  … and %d more (--format json lists them all)\n", bullet, r.Inconclusive-shown)
+				break
+			}
+			fmt.Fprintf(w, "%s  %s: %s\n", bullet, row.Name(), row.Note)
+			shown++
+		}
+		fmt.Fprintf(w, "%s  repeat the runs (xdslab run --repeat K, K >= %d a side at alpha %g) or run longer; --gate the figures you mean; --allow-inconclusive accepts this\n",
+			bullet, cmpMinRuns(r.Alpha), r.Alpha)
+		return
+	}
+	if r.Regressed() {
 		return
 	}
 	fmt.Fprintf(w, "%sno significant regression beyond threshold\n", bullet)
@@ -254,6 +291,12 @@ func writeCompareJUnit(w io.Writer, r *Report) error {
 			c.Failure = &cmpJUnitMessage{Message: fmt.Sprintf("%s regressed %s (threshold %s)", row.Name(), row.FormatDelta(), cmpPctText(row.Threshold)),
 				Body: c.SystemOut}
 			s.Failures++
+		case row.Inconclusive && !r.AllowInconclusive:
+			c.Failure = &cmpJUnitMessage{Message: fmt.Sprintf("%s inconclusive: %s", row.Name(), row.Note), Body: c.SystemOut}
+			s.Failures++
+		case row.Inconclusive:
+			c.Skipped = &cmpJUnitMessage{Message: "inconclusive (accepted by --allow-inconclusive): " + row.Note}
+			s.Skipped++
 		case row.Direction == Neutral:
 			c.Skipped = &cmpJUnitMessage{Message: "neutral metric: never gates"}
 			s.Skipped++

@@ -388,3 +388,72 @@ func TestFormatCompareValue(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareFewRuns: sides with fewer runs than the U test over runs needs at alpha (2+2 can
+// reach no p below 0.33) must neither pass a 6.5x regression nor print "no significant
+// regression": trends fall back to the merged HDR histograms, the rest is inconclusive.
+func TestCompareFewRuns(t *testing.T) {
+	slow := func(draw uint64) synth { s := baseSynth(draw); s.medianMs *= 6.5; return s }
+	tests := []struct {
+		name           string
+		nb, nn         int
+		newCfg         func(uint64) synth
+		allow          bool
+		wantReg        bool
+		wantInconc     bool
+		wantFailed     bool
+		wantP99Method  string
+		wantNoRegrText bool
+	}{
+		{name: "2+2 runs, 6.5x slower", nb: 2, nn: 2, newCfg: slow, wantReg: true, wantInconc: true, wantFailed: true, wantP99Method: MethodHistogram},
+		{name: "1+1 run, 6.5x slower", nb: 1, nn: 1, newCfg: slow, wantReg: true, wantInconc: true, wantFailed: true, wantP99Method: MethodHistogram},
+		{name: "3+3 runs, same config", nb: 3, nn: 3, newCfg: baseSynth, wantInconc: true, wantFailed: true, wantP99Method: MethodHistogram},
+		{name: "3+3 runs, same config, inconclusive allowed", nb: 3, nn: 3, newCfg: baseSynth, allow: true, wantInconc: true, wantP99Method: MethodHistogram},
+		{name: "5+5 runs, same config", nb: 5, nn: 5, newCfg: baseSynth, wantP99Method: MethodRuns, wantNoRegrText: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bs := runsOf(t, tc.nb, func(i int) synth { return baseSynth(uint64(100 + i)) })
+			ns := runsOf(t, tc.nn, func(i int) synth { return tc.newCfg(uint64(200 + i)) })
+			opts := DefaultCompareOptions()
+			opts.AllowInconclusive = tc.allow
+			rep, err := Compare(NewSide("base", bs...), NewSide("new", ns...), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := reportText(t, rep)
+			if rep.Regressed() != tc.wantReg || (rep.Inconclusive > 0) != tc.wantInconc || rep.Failed() != tc.wantFailed {
+				t.Errorf("regressed %v inconclusive %d failed %v, want %v %v %v\n%s",
+					rep.Regressed(), rep.Inconclusive, rep.Failed(), tc.wantReg, tc.wantInconc, tc.wantFailed, text)
+			}
+			p99 := findRow(t, rep, "xdslab_push_latency_seconds", "p(99)")
+			if p99.Method != tc.wantP99Method {
+				t.Errorf("p(99) method %s, want %s", p99.Method, tc.wantP99Method)
+			}
+			if tc.wantReg && !p99.Regression {
+				t.Errorf("p(99) %v -> %v not a regression:\n%s", p99.Base.Center, p99.New.Center, text)
+			}
+			if got := strings.Contains(text, "no significant regression beyond threshold"); got != tc.wantNoRegrText {
+				t.Errorf("text says 'no significant regression': %v, want %v\n%s", got, tc.wantNoRegrText, text)
+			}
+			if tc.wantInconc && !strings.Contains(text, "INCONCLUSIVE") {
+				t.Errorf("inconclusive report does not say so:\n%s", text)
+			}
+		})
+	}
+}
+
+func TestCmpRunsCanReject(t *testing.T) {
+	for _, tc := range []struct {
+		n1, n2 int
+		alpha  float64
+		want   bool
+	}{{1, 5, 0.05, false}, {2, 2, 0.05, false}, {3, 3, 0.05, false}, {3, 4, 0.05, false}, {4, 4, 0.05, true}, {3, 3, 0.2, true}, {5, 5, 0.01, true}} {
+		if got := cmpRunsCanReject(tc.n1, tc.n2, tc.alpha); got != tc.want {
+			t.Errorf("cmpRunsCanReject(%d, %d, %g) = %v, want %v", tc.n1, tc.n2, tc.alpha, got, tc.want)
+		}
+	}
+	if got := cmpMinRuns(0.05); got != 4 {
+		t.Errorf("cmpMinRuns(0.05) = %d, want 4", got)
+	}
+}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"image/color"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,7 +21,9 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
 )
 
 // The HTML report: one self-contained page (inline CSS, plots as inline SVG made with
@@ -34,11 +39,15 @@ type reportData struct {
 	// Harness states the harness's figures; Saturated, when set, is why the run is marked
 	// harness-saturated (the banner).
 	Harness, Saturated string
-	Thresholds         []reportThreshold
-	Notes              []reportNote
-	Plots              []reportPlot
-	Metrics            []reportMetric
-	Config             string
+	// Headline is the figures the run is read by (catalog.Headline), first on the page.
+	Headline   []catalog.Line
+	Thresholds []reportThreshold
+	// ZeroMetrics names the metrics whose every series was zero (folded out of Metrics).
+	ZeroMetrics string
+	Notes       []reportNote
+	Plots       []reportPlot
+	Metrics     []reportMetric
+	Config      string
 }
 
 type reportThreshold struct {
@@ -64,12 +73,17 @@ table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid
 th{background:#f4f4f4}.pass{color:#080;font-weight:bold}.fail{color:#c00;font-weight:bold}
 .plot{margin:1em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:85%}
 .banner{background:#fff1e0;border:2px solid #c60;padding:.6em 1em;margin:1em 0}
+table.headline{font-size:110%}table.headline th{background:none;border:none;text-align:right;padding-right:1em;white-space:nowrap}
+table.headline td{border:none;font-variant-numeric:tabular-nums}table.headline .src{color:#888;font-size:80%}
 </style></head><body>
 {{if .Saturated}}<div class="banner" id="harness-saturated"><strong>Harness saturated</strong> — {{.Saturated}}.</div>
 {{end}}<h1>xdslab run: {{.Name}}</h1>
 <p class="sub">{{.Description}}</p>
 <p>Target: {{.Target}} · started {{.Started}} · took {{.Duration}} ·
 {{if .Passed}}<span class="pass">thresholds passed</span>{{else}}<span class="fail">thresholds FAILED</span>{{end}}</p>
+{{if .Headline}}<table class="headline" id="headline">
+{{range .Headline}}<tr><th>{{.Label}}</th><td{{if .Bad}} class="fail"{{end}}>{{.Value}}</td><td class="src">{{.Metric}}</td></tr>
+{{end}}</table>{{end}}
 {{if .Harness}}<p>Harness: {{.Harness}}</p>{{end}}
 {{if .Thresholds}}<h2>Thresholds</h2><table><tr><th></th><th>metric</th><th>expression</th><th>value</th><th>why</th></tr>
 {{range .Thresholds}}<tr><td>{{if .Passed}}<span class="pass">✓</span>{{else if .Inconclusive}}<span class="fail">✗ inconclusive</span>{{else}}<span class="fail">✗</span>{{end}}</td><td>{{.Metric}}</td><td>{{.Expression}}</td><td>{{.Value}}</td><td>{{.Reason}}</td></tr>
@@ -78,7 +92,7 @@ th{background:#f4f4f4}.pass{color:#080;font-weight:bold}.fail{color:#c00;font-we
 {{range .Plots}}<div class="plot"><h2>{{.Title}}</h2>{{.SVG}}</div>{{end}}
 <h2>Metrics</h2><table><tr><th>metric</th><th>type</th><th>values</th></tr>
 {{range .Metrics}}<tr><td>{{.Name}}</td><td>{{.Type}}</td><td>{{.Values}}</td></tr>
-{{end}}</table>
+{{end}}{{if .ZeroMetrics}}<tr><td colspan="3">all zero: {{.ZeroMetrics}}</td></tr>{{end}}</table>
 <h2>Scenario (resolved)</h2><pre>{{.Config}}</pre>
 </body></html>
 `))
@@ -93,6 +107,7 @@ func (r *run) writeHTML(w io.Writer, s *summary.Summary) error {
 		Duration: time.Duration(s.Metadata.DurationSeconds * float64(time.Second)).Round(time.Millisecond).String(),
 		Passed:   s.Results.Passed,
 		Harness:  s.Metadata.Labels["note.harness"], Saturated: s.Metadata.Labels["note.saturated"],
+		Headline: catalog.Headline(s),
 	}
 	for _, t := range s.Results.Thresholds {
 		d.Thresholds = append(d.Thresholds, reportThresholdOf(s.Results, t))
@@ -111,7 +126,12 @@ func (r *run) writeHTML(w io.Writer, s *summary.Summary) error {
 		title string
 		make  func() (*plot.Plot, error)
 	}{
-		{"Push latency CDF per event kind", func() (*plot.Plot, error) { return latencyCDF(res) }},
+		{"Push latency (change → in effect) by percentile, per event kind", func() (*plot.Plot, error) {
+			return latencyNines("push latency", res.PushLatencyAll, res.PushLatency, res.Kinds(), r.sc.Thresholds[fakeenvoy.MetricPushLatency])
+		}},
+		{"Convergence (per event, slowest client) by percentile", func() (*plot.Plot, error) {
+			return latencyNines("convergence", res.Convergence, nil, nil, r.sc.Thresholds[fakeenvoy.MetricConvergence])
+		}},
 		{"Latency over time (per event)", func() (*plot.Plot, error) { return latencyOverTime(res, r.measureStart()) }},
 		{"Events and push cycles over time", func() (*plot.Plot, error) { return eventsOverTime(r.timeline(), r.cpStart) }},
 	}
@@ -127,9 +147,17 @@ func (r *run) writeHTML(w io.Writer, s *summary.Summary) error {
 		d.Plots = append(d.Plots, reportPlot{Title: p.title, SVG: template.HTML(svg)}) //nolint:gosec // our own SVG
 	}
 	ms := append([]summary.Metric(nil), s.Results.Metrics...)
+	var zero []string
 	for _, m := range ms {
+		if metricIsZero(m) {
+			if !slices.Contains(zero, m.Name) {
+				zero = append(zero, m.Name)
+			}
+			continue
+		}
 		d.Metrics = append(d.Metrics, reportMetric{Name: m.Key(), Type: string(m.Type), Values: formatMetricValues(m)})
 	}
+	d.ZeroMetrics = strings.Join(zero, ", ")
 	var cfg bytes.Buffer
 	if b, err := r.sc.YAML(); err == nil {
 		cfg.Write(b)
@@ -171,12 +199,31 @@ func reportThresholdOf(res summary.Results, t summary.Threshold) reportThreshold
 	return row
 }
 
+// metricIsZero reports whether m says nothing: a counter that counted nothing, a gauge 0
+// throughout (the report folds them into one row).
+func metricIsZero(m summary.Metric) bool {
+	v := m.Values
+	switch m.Type {
+	case summary.Counter:
+		return v["count"] == 0
+	case summary.Gauge:
+		return v["value"] == 0 && v["min"] == 0 && v["max"] == 0
+	}
+	return false
+}
+
 // formatMetricValues lists a metric's values, then (a trend read from buckets) its count and
 // the bucket bound of every other figure, e.g. "avg=100.7ms count=18 max in (100ms, 1s] …
 // (pilot_debounce_time buckets)".
 func formatMetricValues(m summary.Metric) string {
 	keys := make([]string, 0, len(m.Values))
+	v := m.Values
+	// A gauge's min and max say something only when it did more than rise to its value.
+	plainGauge := m.Type == summary.Gauge && (v["min"] == v["max"] && v["max"] == v["value"] || v["min"] == 0 && v["max"] == v["value"])
 	for k := range m.Values {
+		if plainGauge && k != "value" {
+			continue
+		}
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -230,30 +277,51 @@ func plotSVG(p *plot.Plot, w, h vg.Length) (string, error) {
 	return out, nil
 }
 
-// cdfPoints turns a histogram of µs into (milliseconds, percentile) points.
-func cdfPoints(h *hdr.Histogram) plotter.XYs {
+// ninesMax is the deepest percentile the nines axis shows: p99.99.
+const ninesMax = 4
+
+// nines maps a quantile to HdrHistogram's percentile axis: -log10(1-q), so p50, p90, p99,
+// p99.9 and p99.99 are evenly spaced and the tail is not squashed against 100%.
+func nines(q float64) float64 { return -math.Log10(1 - q) }
+
+// ninesPoints samples h (µs) along the nines axis from p50 to p99.99, in milliseconds.
+func ninesPoints(h *hdr.Histogram) plotter.XYs {
 	var pts plotter.XYs
 	if h == nil || h.TotalCount() == 0 {
 		return pts
 	}
-	for _, b := range h.CumulativeDistribution() {
-		pts = append(pts, plotter.XY{X: float64(b.ValueAt) / 1000, Y: b.Quantile})
+	const steps = 120
+	lo := nines(0.5)
+	for i := 0; i <= steps; i++ {
+		n := lo + (ninesMax-lo)*float64(i)/steps
+		q := 1 - math.Pow(10, -n)
+		pts = append(pts, plotter.XY{X: n, Y: float64(h.ValueAtPercentile(100*q)) / 1000})
 	}
 	return pts
 }
 
-func latencyCDF(res fakeenvoy.MatchResults) (*plot.Plot, error) {
+// ninesTicks labels the nines axis with the percentiles HdrHistogram's plots show.
+var ninesTicks = plot.ConstantTicks([]plot.Tick{
+	{Value: nines(0.5), Label: "p50"}, {Value: nines(0.9), Label: "p90"}, {Value: nines(0.99), Label: "p99"},
+	{Value: nines(0.999), Label: "p99.9"}, {Value: nines(0.9999), Label: "p99.99"},
+})
+
+// latencyNines plots a latency trend (and its per-kind series) against the nines axis, with
+// each of the scenario's percentile thresholds on it drawn as a dashed line at its bound.
+func latencyNines(what string, all *hdr.Histogram, byKind map[string]*hdr.Histogram, kinds []string, ths []scenarios.Threshold) (*plot.Plot, error) {
 	p := plot.New()
-	p.X.Label.Text = "push latency (ms)"
-	p.Y.Label.Text = "percentile"
-	p.Legend.Top = false
-	p.Legend.Left = false
+	p.X.Label.Text = "percentile (log \"nines\" axis)"
+	p.Y.Label.Text = what + " (ms)"
+	p.X.Min, p.X.Max = nines(0.5), ninesMax
+	p.X.Tick.Marker = ninesTicks
+	p.Legend.Top = true
+	p.Legend.Left = true
 	series := []any{}
-	if pts := cdfPoints(res.PushLatencyAll); len(pts) > 0 {
+	if pts := ninesPoints(all); len(pts) > 0 {
 		series = append(series, "all", pts)
 	}
-	for _, k := range res.Kinds() {
-		if pts := cdfPoints(res.PushLatency[k]); len(pts) > 0 {
+	for _, k := range kinds {
+		if pts := ninesPoints(byKind[k]); len(pts) > 0 {
 			series = append(series, k, pts)
 		}
 	}
@@ -261,7 +329,26 @@ func latencyCDF(res fakeenvoy.MatchResults) (*plot.Plot, error) {
 		p.Title.Text = "no observations"
 		return p, nil
 	}
-	return p, plotutil.AddLines(p, series...)
+	p.Y.Min = 0
+	if err := plotutil.AddLines(p, series...); err != nil {
+		return nil, err
+	}
+	for _, th := range ths {
+		if th.Agg != "p" || th.Op != "<" && th.Op != "<=" {
+			continue
+		}
+		y := th.Value * 1000
+		line, err := plotter.NewLine(plotter.XYs{{X: nines(0.5), Y: y}, {X: ninesMax, Y: y}})
+		if err != nil {
+			return nil, err
+		}
+		line.Color = color.RGBA{R: 200, A: 255}
+		line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		p.Add(line)
+		p.Legend.Add("threshold "+th.Source, line)
+		p.Y.Max = math.Max(p.Y.Max, y*1.1)
+	}
+	return p, nil
 }
 
 func latencyOverTime(res fakeenvoy.MatchResults, start time.Time) (*plot.Plot, error) {

@@ -79,3 +79,19 @@ func TestHTMLBucketTrend(t *testing.T) {
 	require.NoError(t, reportTmpl.Execute(&buf, reportData{Name: "x", Thresholds: []reportThreshold{row}}))
 	require.Contains(t, buf.String(), "✗ inconclusive")
 }
+
+// TestHTMLGaugeValues: a gauge that only rose to its value shows the value alone (no
+// meaningless min=0); one that moved otherwise keeps its min and max.
+func TestHTMLGaugeValues(t *testing.T) {
+	for _, tc := range []struct {
+		m    summary.Metric
+		want string
+	}{
+		{summary.NewGauge("xdslab_cpu_seconds", summary.Time, 4.15, 0, 4.15, nil), "value=4.15s"},
+		{summary.NewGauge("xdslab_fleet_connected", summary.Default, 500, 219, 500, nil), "max=500 min=219 value=500"},
+	} {
+		if got := formatMetricValues(tc.m); got != tc.want {
+			t.Errorf("formatMetricValues(%s) = %q, want %q", tc.m.Name, got, tc.want)
+		}
+	}
+}

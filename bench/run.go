@@ -668,7 +668,7 @@ func (r *run) serveMetrics(addr string, lis net.Listener, reg *prometheus.Regist
 	}, nil
 }
 
-// write writes summary.json, report.html and junit.xml into Out.
+// write writes summary.json, report.html, junit.xml and every trend's .hgrm into Out.
 func (r *run) write(s *summary.Summary) error {
 	if err := os.MkdirAll(r.opts.Out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
@@ -677,6 +677,9 @@ func (r *run) write(s *summary.Summary) error {
 		return err
 	}
 	if err := writeFileAtomic(filepath.Join(r.opts.Out, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, s) }); err != nil {
+		return err
+	}
+	if err := WriteHgrms(r.opts.Out, s); err != nil {
 		return err
 	}
 	if len(r.profile) > 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -98,6 +99,12 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 	require.Equal(t, "small", cfg.Name)
 	require.Equal(t, 10, cfg.Clients[0].Count)
 
+	// Every metric the run wrote is catalogued (internal/catalog: what validate checks
+	// thresholds against), with the type, unit and tag values the catalogue gives it.
+	for _, err := range catalog.Check(s.Results.Metrics, []string{"sidecars"}, scenarios.ChurnKinds()) {
+		t.Errorf("catalogue: %v", err)
+	}
+
 	events := find(t, s, MetricSimEvents, nil).Values["count"]
 	require.Greater(t, events, 2.0, "churn ran")
 	require.Equal(t, events, find(t, s, "xdslab_probe_events_total", nil).Values["count"], "every event was registered")
@@ -172,7 +179,18 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 	require.NotContains(t, string(junit), "<failure")
 	html, err := os.ReadFile(filepath.Join(out, "report.html"))
 	require.NoError(t, err)
-	require.Equal(t, 3, strings.Count(string(html), "<svg"), "three inline plots")
+	require.Equal(t, 4, strings.Count(string(html), "<svg"), "four inline plots")
+	require.Contains(t, string(html), `id="headline"`, "the headline leads the page")
+	require.Less(t, strings.Index(string(html), `id="headline"`), strings.Index(string(html), "<h2>"), "the headline comes before every section")
+	require.Contains(t, string(html), "change → in effect")
+	require.Contains(t, string(html), "p99.99", "latency plots on the nines axis")
+	// Each trend's histogram, for HdrHistogram's plotters.
+	hgrm, err := os.ReadFile(filepath.Join(out, "xdslab_push_latency_seconds.hgrm"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(hgrm), " Value\tPercentile\tTotalCount\t1/(1-Percentile)"), "hgrm header")
+	require.Contains(t, string(hgrm), "#[Mean    =")
+	_, err = os.Stat(filepath.Join(out, "xdslab_convergence_seconds.kind=endpoint-flap.hgrm"))
+	require.NoError(t, err)
 	require.Contains(t, string(html), "<p>Harness: harness ")
 	require.Equal(t, s.Metadata.Labels["note.saturated"] != "", strings.Contains(string(html), `id="harness-saturated"`))
 	require.Contains(t, string(html), "endpoint-flap")

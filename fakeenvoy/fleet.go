@@ -211,6 +211,7 @@ type Fleet struct {
 	cfg     FleetConfig
 	clock   Clock
 	obs     *Observer
+	groups  groupObservers // per client group, for a fleet of several; nil otherwise
 	match   *Matcher
 	hooks   Hooks
 	clients []*fleetClient
@@ -302,9 +303,13 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if f.cfg.ProgressInterval <= 0 {
 		f.cfg.ProgressInterval = time.Second
 	}
+	f.groups = newGroupObservers(cfg)
 	f.hooks = teeHooks{f.obs, f.match}
+	if f.groups != nil {
+		f.hooks = teeHooks{f.obs, f.groups, f.match}
+	}
 	if cfg.Hooks != nil {
-		f.hooks = teeHooks{f.obs, f.match, cfg.Hooks}
+		f.hooks = append(f.hooks.(teeHooks), cfg.Hooks)
 	}
 	pool := newBufferPool()
 	opts := append([]grpc.DialOption{
@@ -493,7 +498,9 @@ func (f *Fleet) ramp(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		f.obs.Started(fc.c.Index(), due, f.clock.Now())
+		now := f.clock.Now()
+		f.obs.Started(fc.c.Index(), due, now)
+		f.groups.started(fc.group, fc.c.Index(), due, now)
 		f.match.TrackNamed(fc.c.Index(), fc.group, fc.ns, fc.c.NamedOnly())
 		f.wg.Add(1)
 		go pprof.Do(ctx, fleetLabels, func(ctx context.Context) { f.runClient(ctx, fc) })

@@ -2,6 +2,7 @@ package fakeenvoy
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -88,6 +89,11 @@ func (f *Fleet) Metrics(dur time.Duration) ([]summary.Metric, error) {
 		return nil, err
 	}
 	out = append(out, tr...)
+	gm, err := f.groupMetrics(dur)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, gm...)
 	if f.match.logLen.Load() > 0 {
 		mm, err := MatchMetrics(f.match.Results(), dur)
 		if err != nil {
@@ -198,6 +204,17 @@ func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
 			return nil, err
 		}
 	}
+	for _, g := range []struct {
+		name string
+		by   map[string]*hdr.Histogram
+	}{{MetricPushLatency, r.PushLatencyByGroup}, {MetricPushAckLatency, r.AckLatencyByGroup},
+		{MetricPushRecvLatency, r.ReceiveLatencyByGroup}, {MetricConvergence, r.ConvergenceByGroup}} {
+		for _, group := range kinds(g.by) {
+			if err := add(g.name, g.by[group], map[string]string{"group": group}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	incomplete := 0
 	for _, e := range r.Events {
 		if !e.Complete() {
@@ -243,17 +260,19 @@ var promBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .
 type fleetCollector struct{ f *Fleet }
 
 var (
-	descConnected   = prometheus.NewDesc(MetricConnected, "Clients holding an ADS stream.", nil, nil)
+	// The fleet's series carry the client group (clients[].name): one series per group, which
+	// sum to the fleet's figure.
+	descConnected   = prometheus.NewDesc(MetricConnected, "Clients holding an ADS stream.", []string{"group"}, nil)
 	descClients     = prometheus.NewDesc(MetricClients, "Clients started by the ramp.", nil, nil)
-	descFullConfig  = prometheus.NewDesc(MetricFullConfigClients, "Clients that reached their first full config.", nil, nil)
-	descConnects    = prometheus.NewDesc(MetricConnects, "ADS streams established.", nil, nil)
-	descConnFail    = prometheus.NewDesc(MetricConnectFailures, "Failed connects and stream opens, by gRPC code.", []string{"code"}, nil)
-	descTTFC        = prometheus.NewDesc(MetricTimeToFirstConfig, "Client's scheduled start (its slot in the ramp) to first full config.", nil, nil)
-	descStartLate   = prometheus.NewDesc(MetricStartLateness, "Client's scheduled start to the fleet starting it: the harness's lag, inside time to first config.", nil, nil)
-	descAckDelay    = prometheus.NewDesc(MetricAckDelay, "Response received to ACK/NACK written.", nil, nil)
-	descBacklog     = prometheus.NewDesc(MetricReceiveBacklog, "Per response: its receive stamp (or the end of a scripted ACK delay it waited behind) to the client done with it: how far the fleet is behind in reading what the server sent.", nil, nil)
-	descPush        = prometheus.NewDesc(MetricPushLatency, "Probe t0 to the change in effect at the client (received, and warmed when it is a cluster or listener), per client.", []string{"kind"}, nil)
-	descPushAck     = prometheus.NewDesc(MetricPushAckLatency, "Probe t0 to the ACK of that response, per client.", []string{"kind"}, nil)
+	descFullConfig  = prometheus.NewDesc(MetricFullConfigClients, "Clients that reached their first full config.", []string{"group"}, nil)
+	descConnects    = prometheus.NewDesc(MetricConnects, "ADS streams established.", []string{"group"}, nil)
+	descConnFail    = prometheus.NewDesc(MetricConnectFailures, "Failed connects and stream opens, by gRPC code.", []string{"code", "group"}, nil)
+	descTTFC        = prometheus.NewDesc(MetricTimeToFirstConfig, "Client's scheduled start (its slot in the ramp) to first full config.", []string{"group"}, nil)
+	descStartLate   = prometheus.NewDesc(MetricStartLateness, "Client's scheduled start to the fleet starting it: the harness's lag, inside time to first config.", []string{"group"}, nil)
+	descAckDelay    = prometheus.NewDesc(MetricAckDelay, "Response received to ACK/NACK written.", []string{"group"}, nil)
+	descBacklog     = prometheus.NewDesc(MetricReceiveBacklog, "Per response: its receive stamp (or the end of a scripted ACK delay it waited behind) to the client done with it: how far the fleet is behind in reading what the server sent.", []string{"group"}, nil)
+	descPush        = prometheus.NewDesc(MetricPushLatency, "Probe t0 to the change in effect at the client (received, and warmed when it is a cluster or listener), per client.", []string{"kind", "group"}, nil)
+	descPushAck     = prometheus.NewDesc(MetricPushAckLatency, "Probe t0 to the ACK of that response, per client.", []string{"kind", "group"}, nil)
 	descConvergence = prometheus.NewDesc(MetricConvergence, "Per event: the largest push latency over the clients that observed it; an event some client has not observed yet counts as at least t0 to now (the matcher's one definition).", nil, nil)
 	descObserved    = prometheus.NewDesc(MetricProbesObserved, "Client x event observations.", nil, nil)
 	descSuperseded  = prometheus.NewDesc(MetricProbesSuperseded, "Client x event expectations superseded: the client reached a later conflicting state without ever being in this one.", nil, nil)
@@ -261,7 +280,7 @@ var (
 	descTypes       = func() []*prometheus.Desc {
 		out := make([]*prometheus.Desc, len(typeCounters))
 		for i, tc := range typeCounters {
-			out[i] = prometheus.NewDesc(tc.name, tc.help, []string{"type"}, nil)
+			out[i] = prometheus.NewDesc(tc.name, tc.help, []string{"type", "group"}, nil)
 		}
 		return out
 	}()
@@ -279,32 +298,35 @@ func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	f := c.f
-	st := f.obs.Stats()
-	ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(st.Connected))
 	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(f.Launched()))
-	ch <- prometheus.MustNewConstMetric(descFullConfig, prometheus.GaugeValue, float64(st.FullConfig))
-	ch <- prometheus.MustNewConstMetric(descConnects, prometheus.CounterValue, float64(st.Connects))
-	for code, n := range st.ConnectFailures {
-		ch <- prometheus.MustNewConstMetric(descConnFail, prometheus.CounterValue, float64(n), code)
-	}
-	for i, tc := range typeCounters {
-		for name, t := range st.Types {
-			ch <- prometheus.MustNewConstMetric(descTypes[i], prometheus.CounterValue, float64(tc.get(t)), name)
+	for group, st := range f.groupStats() {
+		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(st.Connected), group)
+		ch <- prometheus.MustNewConstMetric(descFullConfig, prometheus.GaugeValue, float64(st.FullConfig), group)
+		ch <- prometheus.MustNewConstMetric(descConnects, prometheus.CounterValue, float64(st.Connects), group)
+		for code, n := range st.ConnectFailures {
+			ch <- prometheus.MustNewConstMetric(descConnFail, prometheus.CounterValue, float64(n), code, group)
 		}
+		for i, tc := range typeCounters {
+			for name, t := range st.Types {
+				ch <- prometheus.MustNewConstMetric(descTypes[i], prometheus.CounterValue, float64(tc.get(t)), name, group)
+			}
+		}
+		ch <- promHistogram(descTTFC, st.TimeToFirstConfig, group)
+		ch <- promHistogram(descStartLate, st.StartLateness, group)
+		ch <- promHistogram(descAckDelay, st.AckDelay, group)
+		ch <- promHistogram(descBacklog, st.ReceiveBacklog, group)
 	}
-	ch <- promHistogram(descTTFC, st.TimeToFirstConfig)
-	ch <- promHistogram(descStartLate, st.StartLateness)
-	ch <- promHistogram(descAckDelay, st.AckDelay)
-	ch <- promHistogram(descBacklog, st.ReceiveBacklog)
 	if f.match.logLen.Load() == 0 {
 		return
 	}
 	r := f.match.Results()
-	for kind, h := range r.PushLatency {
-		ch <- promHistogram(descPush, h, kind)
+	for key, h := range r.pushByKindGroup {
+		kind, group, _ := strings.Cut(key, "\x00")
+		ch <- promHistogram(descPush, h, kind, group)
 	}
-	for kind, h := range r.AckLatency {
-		ch <- promHistogram(descPushAck, h, kind)
+	for key, h := range r.ackByKindGroup {
+		kind, group, _ := strings.Cut(key, "\x00")
+		ch <- promHistogram(descPushAck, h, kind, group)
 	}
 	ch <- promHistogram(descConvergence, r.Convergence)
 	ch <- prometheus.MustNewConstMetric(descObserved, prometheus.CounterValue, float64(r.Observed))

@@ -155,9 +155,12 @@ type matchEvent struct {
 	ackMax, recvMax                  atomic.Int64
 
 	mu     sync.Mutex
-	t0Time time.Time       // as given, for reporting
-	early  []matchEarly    // observations before T0 was known
-	lat    []time.Duration // every push latency, with KeepLatencies
+	t0Time time.Time // as given, for reporting
+	// groupMax is the largest push latency (ns) of each client group that observed the event:
+	// its convergence within the group.
+	groupMax map[string]int64
+	early    []matchEarly    // observations before T0 was known
+	lat      []time.Duration // every push latency, with KeepLatencies
 }
 
 // What an observation is: in effect (the push latency), received, or its ACK written.
@@ -170,17 +173,19 @@ const (
 )
 
 type matchEarly struct {
-	at   int64 // offset from the epoch
-	kind obsKind
+	at    int64 // offset from the epoch
+	kind  obsKind
+	group string
 }
 
 type matchShard struct {
 	mu      sync.Mutex
 	clients map[int]*matchClient
-	push    map[string]*hdr.PackedHistogram // by kind, µs
-	recv    map[string]*hdr.PackedHistogram
-	ack     map[string]*hdr.PackedHistogram
-	_       [64]byte
+	// push, recv and ack hold latencies by event kind and client group (kgKey), µs.
+	push map[kgKey]*hdr.PackedHistogram
+	recv map[kgKey]*hdr.PackedHistogram
+	ack  map[kgKey]*hdr.PackedHistogram
+	_    [64]byte
 }
 
 type matchClient struct {
@@ -213,9 +218,9 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	m := &Matcher{cfg: cfg, epoch: cfg.Now(), shards: make([]matchShard, cfg.Shards)}
 	for i := range m.shards {
 		m.shards[i].clients = make(map[int]*matchClient)
-		m.shards[i].push = make(map[string]*hdr.PackedHistogram)
-		m.shards[i].recv = make(map[string]*hdr.PackedHistogram)
-		m.shards[i].ack = make(map[string]*hdr.PackedHistogram)
+		m.shards[i].push = make(map[kgKey]*hdr.PackedHistogram)
+		m.shards[i].recv = make(map[kgKey]*hdr.PackedHistogram)
+		m.shards[i].ack = make(map[kgKey]*hdr.PackedHistogram)
 	}
 	return m
 }
@@ -343,7 +348,7 @@ func (h *Expected) SetT0(t time.Time) error {
 	s := &m.shards[0]
 	s.mu.Lock()
 	for _, o := range early {
-		m.record(s, ev, time.Duration(o.at-t0), o.kind)
+		m.record(s, ev, time.Duration(o.at-t0), o.kind, o.group)
 	}
 	s.mu.Unlock()
 	return nil
@@ -476,7 +481,7 @@ func touches(r *ResponseInfo, ev *matchEvent) bool {
 
 // observe counts one observation and records its latency once T0 is known; the shard lock
 // must be held.
-func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind) {
+func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind, group string) {
 	ev = ev.stats()
 	switch kind {
 	case obsEffect:
@@ -489,17 +494,17 @@ func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind)
 	if !ev.hasT0.Load() {
 		ev.mu.Lock()
 		if !ev.hasT0.Load() {
-			ev.early = append(ev.early, matchEarly{at: at, kind: kind})
+			ev.early = append(ev.early, matchEarly{at: at, kind: kind, group: group})
 			ev.mu.Unlock()
 			return
 		}
 		ev.mu.Unlock()
 	}
-	m.record(s, ev, time.Duration(at-ev.t0.Load()), kind)
+	m.record(s, ev, time.Duration(at-ev.t0.Load()), kind, group)
 }
 
 // record records latency d of ev in s's histograms; the shard lock must be held.
-func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind obsKind) {
+func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind obsKind, group string) {
 	if d < 0 {
 		if kind == obsEffect {
 			ev.earlyRecv.Add(1)
@@ -513,13 +518,13 @@ func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind ob
 	case obsAck:
 		hists = s.ack
 	}
-	h := hists[ev.exp.Kind]
+	key := kgKey{kind: ev.exp.Kind, group: group}
+	h := hists[key]
 	if h == nil {
 		h = hdr.NewPacked(histLowest, histHighest, histDigits)
-		hists[ev.exp.Kind] = h
+		hists[key] = h
 	}
-	us := max(min(d.Microseconds(), histHighest), histLowest)
-	_ = h.RecordValue(us)
+	_ = h.RecordValue(max(min(d.Microseconds(), histHighest), histLowest))
 	switch kind {
 	case obsAck:
 		casMax(&ev.ackMax, int64(d))
@@ -532,6 +537,14 @@ func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind ob
 	ev.latSum.Add(int64(d))
 	casMax(&ev.latMax, int64(d))
 	casMin(&ev.latMin, int64(d))
+	ev.mu.Lock()
+	if ev.groupMax == nil {
+		ev.groupMax = make(map[string]int64, 1)
+	}
+	if g, ok := ev.groupMax[group]; !ok || int64(d) > g {
+		ev.groupMax[group] = int64(d)
+	}
+	ev.mu.Unlock()
 	if m.cfg.KeepLatencies {
 		ev.mu.Lock()
 		ev.lat = append(ev.lat, d)
@@ -661,7 +674,7 @@ func (m *Matcher) response1(c matchee, r ResponseInfo) {
 				reached = append(reached, i) // still held: confirmed, no latency
 			case !p.recvd:
 				p.recvd = true
-				m.observe(s, ev, recv, obsRecv)
+				m.observe(s, ev, recv, obsRecv, c.Group())
 				cl.awaiting = append(cl.awaiting, matchAwait{ev: ev, seq: r.Seq})
 			}
 		case p.held && !holds:
@@ -670,7 +683,7 @@ func (m *Matcher) response1(c matchee, r ResponseInfo) {
 	}
 	for i := range cl.pending {
 		if p := &cl.pending[i]; p.recvd && !p.held && !slices.Contains(superseded, i) && p.ev.exp.Holds(effective) {
-			m.observe(s, p.ev, recv, obsEffect)
+			m.observe(s, p.ev, recv, obsEffect, c.Group())
 			reached = append(reached, i)
 		}
 	}
@@ -687,7 +700,7 @@ func (m *Matcher) effect(c matchee, at time.Time) {
 	var reached []int
 	for i := range cl.pending {
 		if p := &cl.pending[i]; p.recvd && p.ev.exp.Holds(effective) {
-			m.observe(s, p.ev, m.off(at), obsEffect)
+			m.observe(s, p.ev, m.off(at), obsEffect, c.Group())
 			reached = append(reached, i)
 		}
 	}
@@ -748,7 +761,7 @@ func (m *Matcher) ackSent1(c matchee, r ResponseInfo, at time.Time) {
 	cl := m.claim(s, c, nil)
 	cl.awaiting = slices.DeleteFunc(cl.awaiting, func(a matchAwait) bool {
 		if a.seq == r.Seq {
-			m.observe(s, a.ev, m.off(at), obsAck)
+			m.observe(s, a.ev, m.off(at), obsAck, c.Group())
 		}
 		// An older response never ACKed (a NACK of a later one, a policy that skips) is gone.
 		return a.seq <= r.Seq
@@ -812,6 +825,17 @@ type MatchResults struct {
 	// their merge.
 	ConvergenceByKind map[string]*hdr.Histogram
 	Convergence       *hdr.Histogram
+	// PushLatencyByGroup, ReceiveLatencyByGroup and AckLatencyByGroup are the latencies of
+	// each client group (over every kind), in µs. ConvergenceByGroup holds, per group, each
+	// event's largest push latency over the group's clients that observed it; an incomplete
+	// event is counted (censored) in Convergence, which is not split by group.
+	PushLatencyByGroup    map[string]*hdr.Histogram
+	ReceiveLatencyByGroup map[string]*hdr.Histogram
+	AckLatencyByGroup     map[string]*hdr.Histogram
+	ConvergenceByGroup    map[string]*hdr.Histogram
+	// pushByKindGroup and ackByKindGroup are keyed "kind\x00group": the partition /metrics
+	// exports (its kind and group labels).
+	pushByKindGroup, ackByKindGroup map[string]*hdr.Histogram
 	// Totals over events.
 	Observed, AlreadyHeld, Superseded, Missed, Unresolved, Received int
 }
@@ -925,24 +949,41 @@ func (m *Matcher) Results() MatchResults {
 		AckLatencyAll:     NewLatencyHistogram(),
 		ConvergenceByKind: map[string]*hdr.Histogram{},
 		Convergence:       NewLatencyHistogram(),
+
+		PushLatencyByGroup:    map[string]*hdr.Histogram{},
+		ReceiveLatencyByGroup: map[string]*hdr.Histogram{},
+		AckLatencyByGroup:     map[string]*hdr.Histogram{},
+		ConvergenceByGroup:    map[string]*hdr.Histogram{},
+		pushByKindGroup:       map[string]*hdr.Histogram{},
+		ackByKindGroup:        map[string]*hdr.Histogram{},
 	}
-	merge := func(dst map[string]*hdr.Histogram, all *hdr.Histogram, src map[string]*hdr.PackedHistogram) {
-		for kind, p := range src {
-			h := dst[kind]
-			if h == nil {
-				h = NewLatencyHistogram()
-				dst[kind] = h
-			}
-			p.MergeInto(h)
+	into := func(dst map[string]*hdr.Histogram, key string, p *hdr.PackedHistogram) {
+		h := dst[key]
+		if h == nil {
+			h = NewLatencyHistogram()
+			dst[key] = h
+		}
+		p.MergeInto(h)
+	}
+	merge := func(byKind, byGroup map[string]*hdr.Histogram, all *hdr.Histogram, src map[kgKey]*hdr.PackedHistogram) {
+		for k, p := range src {
+			into(byKind, k.kind, p)
+			into(byGroup, k.group, p)
 			p.MergeInto(all)
 		}
 	}
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		merge(res.PushLatency, res.PushLatencyAll, s.push)
-		merge(res.ReceiveLatency, res.ReceiveLatencyAll, s.recv)
-		merge(res.AckLatency, res.AckLatencyAll, s.ack)
+		merge(res.PushLatency, res.PushLatencyByGroup, res.PushLatencyAll, s.push)
+		merge(res.ReceiveLatency, res.ReceiveLatencyByGroup, res.ReceiveLatencyAll, s.recv)
+		merge(res.AckLatency, res.AckLatencyByGroup, res.AckLatencyAll, s.ack)
+		for k, p := range s.push {
+			into(res.pushByKindGroup, k.kind+"\x00"+k.group, p)
+		}
+		for k, p := range s.ack {
+			into(res.ackByKindGroup, k.kind+"\x00"+k.group, p)
+		}
 		s.mu.Unlock()
 	}
 	m.logMu.RLock()
@@ -990,6 +1031,18 @@ func (m *Matcher) Results() MatchResults {
 			}
 			recordDuration(h, r.Convergence)
 		}
+		if hasT0 {
+			ev.mu.Lock()
+			for g, d := range ev.groupMax {
+				h := res.ConvergenceByGroup[g]
+				if h == nil {
+					h = NewLatencyHistogram()
+					res.ConvergenceByGroup[g] = h
+				}
+				recordDuration(h, time.Duration(d))
+			}
+			ev.mu.Unlock()
+		}
 		r.ReceiveConvergence = time.Duration(ev.recvMax.Load())
 		r.AckConvergence = time.Duration(ev.ackMax.Load())
 		if m.cfg.KeepLatencies {
@@ -1011,3 +1064,6 @@ func (m *Matcher) Results() MatchResults {
 	}
 	return res
 }
+
+// kgKey is an event kind and a client group: the cell a latency is recorded in.
+type kgKey struct{ kind, group string }

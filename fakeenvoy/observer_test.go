@@ -178,7 +178,7 @@ func TestPromHistogramFromHDR(t *testing.T) {
 		}
 	}
 	var m dto.Metric
-	if err := promHistogram(descTTFC, h).Write(&m); err != nil {
+	if err := promHistogram(descTTFC, h, "sidecars").Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	want := map[float64]uint64{.0005: 1, .001: 1, .0025: 3, .005: 3, 60: 3, 300: 4}

@@ -136,6 +136,16 @@ func TestMalformed(t *testing.T) {
 		{"threshold on a counter", "name: x\nthresholds:\n  xdslab_fleet_nacks_total: ['p(99)<3']\n", 3, 30, "thresholds.xdslab_fleet_nacks_total[0]", "is a counter; p(99) does not apply", "count==0"},
 		{"time unit on a counter", "name: x\nthresholds:\n  xdslab_fleet_nacks_total: ['count<5s']\n", 3, 30, "thresholds.xdslab_fleet_nacks_total[0]", "time unit", "_seconds"},
 		{"bad metric name", "name: x\nthresholds:\n  9lives: ['count==0']\n", 3, 3, "thresholds.9lives", "invalid metric name", "metric name"},
+		{"misspelled metric", "name: x\nthresholds:\n  xdslab_push_latncy_seconds: ['p(99)<1s']\n", 3, 31, "thresholds.xdslab_push_latncy_seconds", `unknown metric "xdslab_push_latncy_seconds"`, `did you mean "xdslab_push_latency_seconds"?`},
+		{"unknown metric, nothing near", "name: x\nthresholds:\n  http_req_duration: ['p(99)<1s']\n", 3, 22, "thresholds.http_req_duration", `unknown metric "http_req_duration"`, "observability.md"},
+		{"tag value in the wrong case", "name: x\nthresholds:\n  xdslab_fleet_nacks_total{type:cds}: ['count==0']\n", 3, 39, "thresholds.xdslab_fleet_nacks_total{type:cds}", `tags type "CDS", not "cds"`, "{type:CDS}"},
+		{"cp tag value in the wrong case", "name: x\nthresholds:\n  xdslab_cache_hit_ratio{type:EDS}: ['rate>0.9']\n", 3, 37, "thresholds.xdslab_cache_hit_ratio{type:EDS}", `tags type "eds", not "EDS"`, "{type:eds}"},
+		{"tag the metric lacks", "name: x\nthresholds:\n  xdslab_cp_push_cycles_total{type:eds}: ['count<100']\n", 3, 42, "thresholds.xdslab_cp_push_cycles_total{type:eds}", `has no tag "type"`, "has no tags"},
+		{"misspelled tag", "name: x\nthresholds:\n  xdslab_push_latency_seconds{knd:scale}: ['p(99)<1s']\n", 3, 43, "thresholds.xdslab_push_latency_seconds{knd:scale}", `has no tag "knd"`, `did you mean "kind"?`},
+		{"unknown churn kind", "name: x\nthresholds:\n  xdslab_push_latency_seconds{kind:endpoint-flp}: ['p(99)<1s']\n", 3, 51, "thresholds.xdslab_push_latency_seconds{kind:endpoint-flp}", `never has kind="endpoint-flp"`, `did you mean "endpoint-flap"?`},
+		{"push latency of an unknown group", "name: x\nclients: [{name: sotw}, {name: delta}]\nthresholds:\n  xdslab_push_latency_seconds{group:detla}: ['p(99)<1s']\n", 4, 45, "thresholds.xdslab_push_latency_seconds{group:detla}", `has no client group "detla"`, `did you mean "delta"?`},
+		{"value on a rate", "name: x\nthresholds:\n  xdslab_cache_hit_ratio: ['value>0.9']\n", 3, 28, "thresholds.xdslab_cache_hit_ratio[0]", "is a rate; value does not apply", "'rate>0.9'"},
+		{"p(99) on a gauge", "name: x\nthresholds:\n  xdslab_fleet_connected: ['p(99)>5']\n", 3, 28, "thresholds.xdslab_fleet_connected[0]", "is a gauge; p(99) does not apply", "value, min, max"},
 		{"bad tag filter", "name: x\nthresholds:\n  m_total{type}: ['count==0']\n", 3, 3, "thresholds.m_total{type}", "invalid tag filter", "tags"},
 
 		// Syntax and documents.

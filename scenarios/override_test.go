@@ -33,7 +33,7 @@ func TestSet(t *testing.T) {
 		{"topology.protocols", "{tcp: 1}", func(s *Scenario) bool { return s.Topology.Protocols == Protocols{TCP: 1} }, ""},
 		{"churn[0].rate", "2/s", func(s *Scenario) bool { return s.Churn[0].Rate == 2 }, ""},
 		{"thresholds.xdslab_fleet_nacks_total", "['count<5']", func(s *Scenario) bool {
-			return len(s.Thresholds["xdslab_fleet_nacks_total"]) == 1 && len(s.Thresholds) == 3
+			return len(s.Thresholds["xdslab_fleet_nacks_total"]) == 1 && len(s.Thresholds) == 5
 		}, ""},
 		{"seed", "99", func(s *Scenario) bool { return s.Seed == 99 }, ""},
 		{"controlPlane.debounce.minQuite", "1s", nil, `did you mean "minQuiet"?`},
@@ -43,7 +43,7 @@ func TestSet(t *testing.T) {
 		{"clients[x].count", "1", nil, "bad index"},
 		{"seed.x", "1", nil, `has no field "x"`},
 		{"topology.endpointsPerService.mode", "1", nil, "unknown distribution field"},
-		{"thresholds.m_total", "['p(99)<1']", nil, "is a counter"},
+		{"thresholds.xdslab_fleet_nacks_total", "['p(99)<1']", nil, "is a counter"},
 		{"", "1", nil, "empty path"},
 		{"name", "a: [", nil, "invalid value"},
 	}

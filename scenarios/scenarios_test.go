@@ -359,11 +359,11 @@ func TestBuiltInGo(t *testing.T) {
 	if err != nil || !ok {
 		t.Errorf("Eval after Complete = %v, %v", ok, err)
 	}
-	s.Thresholds["m_total"] = []Threshold{{Source: "nonsense"}}
+	s.Thresholds["xdslab_fleet_nacks_total"] = []Threshold{{Source: "nonsense"}}
 	s.Complete()
 	err = s.Validate()
 	var e *Error
-	if !errors.As(err, &e) || e.Path != "thresholds.m_total[0]" || e.Line != 0 || e.File != "" {
+	if !errors.As(err, &e) || e.Path != "thresholds.xdslab_fleet_nacks_total[0]" || e.Line != 0 || e.File != "" {
 		t.Errorf("Validate of a Go-built scenario = %#v", e)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/dist"
 )
 
@@ -437,13 +438,17 @@ func (v *validator) thresholds() {
 			continue
 		}
 		name := MetricName(k)
-		if g, ok := MetricTags(k)["group"]; ok && name == MetricConnectIncomplete && !slices.ContainsFunc(v.s.Clients, func(c Client) bool { return c.Name == g }) {
-			names := make([]string, len(v.s.Clients))
-			for i, c := range v.s.Clients {
-				names[i] = c.Name
+		cm, known := catalog.Lookup(name)
+		if !known {
+			fix := "write one of the metrics a run writes (docs/observability.md lists them)"
+			if near := nearest(name, catalog.Names()); near != "" {
+				fix = "did you mean " + strconv.Quote(near) + "?"
 			}
-			v.add(p, didYouMean(g, names), "%s has no client group %q", name, g)
+			v.add(p, fix,
+				"unknown metric %q: no run writes it, so this threshold could never be evaluated", name)
+			continue
 		}
+		v.thresholdTags(p, cm, MetricTags(k))
 		for i, th := range v.s.Thresholds[k] {
 			tp := p + "[" + itoa(i) + "]"
 			if th.Op == "" { // built in Go without ParseThreshold
@@ -454,10 +459,8 @@ func (v *validator) thresholds() {
 				}
 				th = parsed
 			}
-			// Naming conventions tell counters and units apart (DESIGN.md: _total counters,
-			// base units _seconds and _bytes).
-			if strings.HasSuffix(name, "_total") && th.Agg != "count" && th.Agg != "rate" {
-				v.add(tp, "a counter has count and rate, e.g. 'count==0' or 'rate<5'", "%s is a counter; %s does not apply", name, th.Key())
+			if !cm.HasAggregation(th.Agg) {
+				v.add(tp, aggregationFix(cm), "%s is a %s; %s does not apply", name, cm.Type, th.Key())
 			}
 			if th.Unit == "time" && !strings.HasSuffix(name, "_seconds") {
 				v.add(tp, "write a plain number, or use a time unit only on a _seconds metric", "%q has a time unit but %s is not in seconds", th.Source, name)
@@ -467,6 +470,60 @@ func (v *validator) thresholds() {
 			}
 		}
 	}
+}
+
+// thresholdTags checks a threshold's tag filter against the catalogue: tags the metric carries,
+// values it takes (the scenario's client groups and churn kinds for group and kind). Case
+// matters: the fleet tags xDS types CDS, the control plane's counters cds.
+func (v *validator) thresholdTags(p string, m catalog.Metric, tags map[string]string) {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		val := tags[k]
+		d, ok := m.Tags[k]
+		if !ok {
+			fix := m.Name + " has no tags: drop the filter"
+			if len(m.Tags) > 0 {
+				fix = didYouMean(k, m.TagKeys())
+			}
+			v.add(p, fix, "%s has no tag %q", m.Name, k)
+			continue
+		}
+		var values []string
+		switch d {
+		case catalog.Group:
+			for _, c := range v.s.Clients {
+				values = append(values, c.Name)
+			}
+		case catalog.Kind:
+			values = ChurnKinds()
+		default:
+			values = catalog.Values(d)
+		}
+		if len(values) == 0 || slices.Contains(values, val) {
+			continue
+		}
+		if i := slices.IndexFunc(values, func(s string) bool { return strings.EqualFold(s, val) }); i >= 0 {
+			v.add(p, fmt.Sprintf("write {%s:%s}: tag values are case-sensitive", k, values[i]),
+				"%s tags %s %q, not %q", m.Name, k, values[i], val)
+			continue
+		}
+		switch d {
+		case catalog.Group:
+			v.add(p, didYouMean(val, values), "%s has no client group %q", m.Name, val)
+		default:
+			v.add(p, didYouMean(val, values), "%s never has %s=%q", m.Name, k, val)
+		}
+	}
+}
+
+// aggregationFix names the aggregations a metric has, with an example.
+func aggregationFix(m catalog.Metric) string {
+	ex := map[string]string{"counter": "'count==0' or 'rate<5'", "gauge": "'value==0'", "rate": "'rate>0.9'", "trend": "'p(99)<500ms' or 'avg<100ms'"}[string(m.Type)]
+	return fmt.Sprintf("a %s has %s, e.g. %s", m.Type, strings.Join(catalog.Aggregations(m.Type, m.Bounded), ", "), ex)
 }
 
 // suggestName turns s into a valid name.

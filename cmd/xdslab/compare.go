@@ -23,6 +23,7 @@ type compareFlags struct {
 	output           string
 	alpha            float64
 	gate             string
+	allowInconc      bool
 }
 
 func newCompareCmd() *cobra.Command {
@@ -35,11 +36,14 @@ by 'xdslab run --repeat K --out DIR' (DIR/run-1/summary.json …) — and compar
 they share, stat by stat (trends: avg, p(50), p(90), p(99), p(99.9); counters: count; gauges:
 value; rates: rate), in a benchstat-like table:
 
-  - With repeated runs on both sides, each side's figure is the median over runs with a 95%
-    interval, and a Mann-Whitney U test over the runs says whether the change is significant.
-  - With one run on a side, a trend is tested on values drawn from the two HDR histograms the
-    summaries carry (a percentile must also move beyond its own interval); other metrics
-    cannot be tested from one run and are shown only.
+  - With enough repeated runs on both sides (4 a side at alpha 0.05), each side's figure is
+    the median over runs with a 95% interval, and a Mann-Whitney U test over the runs says
+    whether the change is significant.
+  - With fewer runs (one, or 2-3 a side, with which the U test cannot reach p < 0.05 at all),
+    a trend is tested on values drawn from the HDR histograms the summaries carry, merged
+    over each side's runs (a percentile must also move beyond its own interval, or, when too
+    few events bound it, with the whole distribution); other metrics cannot be tested and are
+    INCONCLUSIVE.
   - Figures that are deterministic under a fixed seed (push cycles, events per push, NACKs,
     bytes) are compared exactly when both sides record the same seed.
   - ~ means no significant change.
@@ -51,11 +55,13 @@ metric compare cannot classify from its name. --gate REGEXP limits the metrics t
 the comparison (the others are still shown): a CI gate usually names the few figures it is
 about, since every gated row is one more chance of a false alarm.
 
+A gated row whose test could not have detected a change of any size (too few runs or events)
+is INCONCLUSIVE, never "~": the comparison then fails (exit 1) unless --allow-inconclusive.
 One run per side cannot show how much a figure varies from run to run (machine load, timer
 jitter): gate on repeated runs (K >= 5 per side) when you can.
 
-Exit codes: 0 no regression, 1 a significant regression beyond its threshold, 2 bad usage or
-input.`,
+Exit codes: 0 no regression, 1 a significant regression beyond its threshold or an
+inconclusive gated row, 2 bad usage or input.`,
 		Example: `  xdslab run quickstart --repeat 5 --out out/base
   xdslab run quickstart.yaml --repeat 5 --out out/new
   xdslab compare out/base out/new
@@ -77,6 +83,7 @@ input.`,
 	fl.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
 	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the U test")
 	fl.StringVar(&f.gate, "gate", "", "only metrics whose name matches this regular expression can fail the comparison (default: all)")
+	fl.BoolVar(&f.allowInconc, "allow-inconclusive", false, "exit 0 when gated rows could not detect a change (too few runs or events) and none regressed")
 	return cmd
 }
 
@@ -106,6 +113,7 @@ func compareOptions(f compareFlags) (bench.CompareOptions, error) {
 		return o, fmt.Errorf("compare: --alpha %g must be between 0 and 1, e.g. 0.05", f.alpha)
 	}
 	o.Alpha = f.alpha
+	o.AllowInconclusive = f.allowInconc
 	if f.gate != "" {
 		re, err := regexp.Compile(f.gate)
 		if err != nil {
@@ -155,6 +163,9 @@ func runCompare(cmd *cobra.Command, basePath, newPath string, f compareFlags) er
 			}
 		}
 		return withCode(exitRegression, errors.New("compare: "+fmt.Sprint(rep.Regressions)+" regression(s): "+strings.Join(names, "; ")))
+	}
+	if rep.Failed() {
+		return withCode(exitRegression, fmt.Errorf("compare: inconclusive: %d gated row(s) could not have detected a regression with these runs (see the table); repeat the runs, or pass --allow-inconclusive", rep.Inconclusive))
 	}
 	return nil
 }

@@ -64,6 +64,11 @@ func TestCompareCommandExitCodes(t *testing.T) {
 		writeCompareSummary(t, p(fmt.Sprintf("base5/run-%d/summary.json", i)), uint64(30+i), 100, float64(49+i))
 		writeCompareSummary(t, p(fmt.Sprintf("pushy5/run-%d/summary.json", i)), uint64(40+i), 100, float64(59+i))
 	}
+	// tune's points: two runs a side, the new one 6.5x slower (152.6ms -> 1.014s was seen).
+	for i := 1; i <= 2; i++ {
+		writeCompareSummary(t, p(fmt.Sprintf("point-0/run-%d/summary.json", i)), uint64(30+i), 152.6, 50)
+		writeCompareSummary(t, p(fmt.Sprintf("point-2/run-%d/summary.json", i)), uint64(40+i), 1014, 50)
+	}
 	if err := os.WriteFile(p("broken.json"), []byte("{\"version\": \"1\",\n\"results\": 3}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -72,13 +77,19 @@ func TestCompareCommandExitCodes(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"same configuration passes", []string{p("base.json"), p("same.json")}, exitOK},
+		// One run a side cannot place a p(99) of 100 events: inconclusive fails closed.
+		{"same configuration, one run: inconclusive", []string{p("base.json"), p("same.json")}, exitRegression},
+		{"same configuration, one run, inconclusive allowed", []string{p("base.json"), p("same.json"), "--allow-inconclusive"}, exitOK},
+		{"2+2 runs, 6.5x slower: regression via the histograms", []string{p("point-0"), p("point-2")}, exitRegression},
+		{"2+2 runs, 6.5x slower, inconclusive allowed: still a regression", []string{p("point-0"), p("point-2"), "--allow-inconclusive"}, exitRegression},
 		{"planted latency regression fails", []string{p("base.json"), p("slow.json")}, exitRegression},
 		{"20% more push cycles over 5 runs a side fails", []string{p("base5"), p("pushy5")}, exitRegression},
-		{"one run a side: push cycles are not exact, not gated", []string{p("base.json"), p("pushy.json")}, exitOK},
+		{"one run a side: push cycles are not exact, cannot be tested: inconclusive", []string{p("base.json"), p("pushy.json")}, exitRegression},
+		{"one run a side, inconclusive allowed", []string{p("base.json"), p("pushy.json"), "--allow-inconclusive"}, exitOK},
 		{"per-metric threshold lets them pass", []string{p("base5"), p("pushy5"), "--metric-threshold", "xdslab_cp_push_cycles_total=25%"}, exitOK},
 		{"gate leaves push cycles out", []string{p("base5"), p("pushy5"), "--gate", "latency"}, exitOK},
-		{"run directories", []string{p("base-runs"), p("new-runs"), "--format", "markdown"}, exitOK},
+		{"3+3 run directories: inconclusive", []string{p("base-runs"), p("new-runs"), "--format", "markdown"}, exitRegression},
+		{"3+3 run directories, allowed", []string{p("base-runs"), p("new-runs"), "--format", "markdown", "--allow-inconclusive"}, exitOK},
 		{"junit to a file", []string{p("base.json"), p("slow.json"), "--format", "junit", "--output", p("junit.xml")}, exitRegression},
 		{"one argument", []string{p("base.json")}, exitUsage},
 		{"missing file", []string{p("base.json"), p("nope.json")}, exitUsage},

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -269,6 +270,10 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	if interrupted {
 		fmt.Fprintf(out, "INTERRUPTED: %s\n\n", bench.Interrupted(s))
 	}
+	if werr := catalog.WriteHeadline(out, s); werr != nil {
+		return werr
+	}
+	fmt.Fprintln(out, "\nall metrics:")
 	if werr := summary.WriteText(out, s); werr != nil {
 		return werr
 	}
@@ -308,11 +313,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 		failed := []string{}
 		for _, t := range s.Results.Thresholds {
 			if !t.Passed {
-				f := t.Metric + summary.TagString(t.Tags) + " " + t.Expression
-				if t.Inconclusive {
-					f += " (inconclusive)"
-				}
-				failed = append(failed, f)
+				failed = append(failed, t.Metric+summary.TagString(t.Tags)+" "+t.Expression+": "+summary.ThresholdMeasured(s.Results, t))
 			}
 		}
 		return withCode(exitThreshold, fmt.Errorf("run: %d threshold(s) failed: %s", len(failed), strings.Join(failed, "; ")))

@@ -330,3 +330,66 @@ func TestDistributedFields(t *testing.T) {
 		}
 	}
 }
+
+// TestThresholdMeasured: every failed threshold shows what it was evaluated on and why it
+// failed, in the console as in junit.xml.
+func TestThresholdMeasured(t *testing.T) {
+	v, lo, hi := 1.2, 0.1, 1.0
+	res := Results{Metrics: []Metric{{Name: "xdslab_push_latency_seconds", Type: Trend, Contains: Time, Values: map[string]float64{"p(99)": v}}}}
+	tests := []struct {
+		th   Threshold
+		want string
+	}{
+		{Threshold{Metric: "xdslab_push_latency_seconds", Expression: "p(99)<1s", Value: &v}, "1.2s"},
+		{Threshold{Metric: "xdslab_nothing_total", Expression: "count==0", Reason: "the run did not produce xdslab_nothing_total"},
+			"not measured (the run did not produce xdslab_nothing_total)"},
+		{Threshold{Metric: "xdslab_debounce_delay_seconds", Expression: "p(99)<200ms", Bound: &Bound{Gt: &lo, Le: &hi}, Inconclusive: true,
+			Reason: "inconclusive: p(99) (100ms, 1s] is a bucket bound that neither proves nor disproves it"},
+			"in (0.1, 1] (inconclusive: p(99) (100ms, 1s] is a bucket bound that neither proves nor disproves it)"},
+	}
+	for _, tc := range tests {
+		if got := ThresholdMeasured(res, tc.th); got != tc.want {
+			t.Errorf("ThresholdMeasured(%s %s) = %q, want %q", tc.th.Metric, tc.th.Expression, got, tc.want)
+		}
+	}
+}
+
+// TestTextFolds: counters that counted nothing and gauges 0 throughout fold into one line, a
+// gauge that only rose to its value shows no min=0, a trend equal to an earlier one points at it.
+func TestTextFolds(t *testing.T) {
+	h := hdr.New(1, 1_000_000, 3)
+	for i := int64(1); i <= 100; i++ {
+		_ = h.RecordValue(i * 1000)
+	}
+	a, err := NewTrend("xdslab_push_latency_seconds", Time, h, 1e-6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewTrend("xdslab_push_received_latency_seconds", Time, h, 1e-6, nil)
+	s := &Summary{Results: Results{Metrics: []Metric{a, b,
+		NewCounter("xdslab_fleet_nacks_total", Default, 0, time.Second, nil),
+		NewCounter("xdslab_fleet_nacks_total", Default, 0, time.Second, map[string]string{"type": "CDS"}),
+		NewCounter("xdslab_fleet_responses_total", Default, 7, time.Second, nil),
+		NewCounter("xdslab_fleet_responses_total", Default, 0, time.Second, map[string]string{"type": "LDS"}),
+		NewGauge("xdslab_harness_saturated", Default, 0, 0, 0, nil),
+		NewGauge("xdslab_cpu_seconds", Time, 4.15, 0, 4.15, map[string]string{"side": "harness"}),
+		NewGauge("xdslab_fleet_connected", Default, 500, 219, 500, nil),
+	}}}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"all zero: xdslab_fleet_nacks_total (2 series), xdslab_fleet_responses_total (1 other series), xdslab_harness_saturated",
+		"xdslab_push_received_latency_seconds.....: same as xdslab_push_latency_seconds",
+		"xdslab_fleet_connected...................: 500 min=219 max=500",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "min=0s") || strings.Contains(out, "xdslab_fleet_nacks_total.") {
+		t.Errorf("text shows a meaningless min=0 or a zero row:\n%s", out)
+	}
+}

@@ -24,9 +24,50 @@ func WriteText(w io.Writer, s *Summary) error {
 		width = max(width, len(m.Key()))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	// Rows that say nothing are folded into one line: counters that counted nothing, gauges
+	// that were 0 throughout. A trend identical to one listed before it (one histogram under
+	// two names) points at it instead of repeating it.
+	var zero []string
+	zeroSeries := map[string]int{}
+	shown := map[string]bool{} // names with a row that is not zero
+	seen := map[string]string{}
+	for _, m := range c.Metrics {
+		if !isZero(m) {
+			shown[m.Name] = true
+		}
+	}
 	for _, m := range c.Metrics {
 		key := m.Key()
-		fmt.Fprintf(tw, "  %s%s: %s\n", key, strings.Repeat(".", width-len(key)+1), formatValues(m))
+		if isZero(m) {
+			if zeroSeries[m.Name] == 0 {
+				zero = append(zero, m.Name)
+			}
+			zeroSeries[m.Name]++
+			continue
+		}
+		values := formatValues(m)
+		if m.Type == Trend && m.Buckets == nil && !m.NoData() {
+			id := TagString(m.Tags) + " " + values
+			if first, ok := seen[id]; ok {
+				values = "same as " + first
+			} else {
+				seen[id] = key
+			}
+		}
+		fmt.Fprintf(tw, "  %s%s: %s\n", key, strings.Repeat(".", width-len(key)+1), values)
+	}
+	if len(zero) > 0 {
+		parts := make([]string, len(zero))
+		for i, n := range zero {
+			parts[i] = n
+			switch k := zeroSeries[n]; {
+			case shown[n]:
+				parts[i] += fmt.Sprintf(" (%d other series)", k)
+			case k > 1:
+				parts[i] += fmt.Sprintf(" (%d series)", k)
+			}
+		}
+		fmt.Fprintf(tw, "  all zero: %s\n", strings.Join(parts, ", "))
 	}
 	for _, t := range c.Thresholds {
 		mark := "✓"
@@ -43,6 +84,16 @@ func WriteText(w io.Writer, s *Summary) error {
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// ThresholdMeasured renders what a threshold was evaluated on and why it stands: "1.504s",
+// "not measured (the run did not produce …)", "(100ms, 1s] (inconclusive: …)".
+func ThresholdMeasured(r Results, t Threshold) string {
+	s := thresholdValue(r, t)
+	if t.Reason != "" {
+		s += " (" + t.Reason + ")"
+	}
+	return s
 }
 
 // thresholdValue renders the value a threshold was evaluated on in its metric's unit, or says
@@ -68,6 +119,10 @@ func formatValues(m Metric) string {
 	case Counter:
 		return fmt.Sprintf("%s\t%s/s", f(v["count"]), f(v["rate"]))
 	case Gauge:
+		// min and max say something only when the gauge moved other than up to its value.
+		if v["min"] == v["max"] && v["max"] == v["value"] || v["min"] == 0 && v["max"] == v["value"] {
+			return f(v["value"])
+		}
 		return fmt.Sprintf("%s\tmin=%s max=%s", f(v["value"]), f(v["min"]), f(v["max"]))
 	case Rate:
 		return fmt.Sprintf("%.2f%%\t✓ %g ✗ %g", 100*v["rate"], v["passes"], v["fails"])
@@ -121,4 +176,16 @@ func FormatValue(contains ValueType, x float64) string {
 		return fmt.Sprintf("%d", int64(x))
 	}
 	return fmt.Sprintf("%.4g", x)
+}
+
+// isZero reports whether m says nothing: a counter that counted nothing, a gauge 0 throughout.
+func isZero(m Metric) bool {
+	v := m.Values
+	switch m.Type {
+	case Counter:
+		return v["count"] == 0
+	case Gauge:
+		return v["value"] == 0 && v["min"] == 0 && v["max"] == 0
+	}
+	return false
 }

@@ -1,0 +1,146 @@
+package fakeenvoy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xdslab/xdslab/internal/catalog"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/probe"
+)
+
+// TestFleetGroupMetrics: a fleet of two groups reports every fleet and probe figure per group
+// ({group: name}) beside the totals, so delta-vs-sotw's groups can be read side by side; the
+// groups' figures add up to the totals.
+func TestFleetGroupMetrics(t *testing.T) {
+	srv := newCPServer(t)
+	cfg := flConfig(srv.addr, 6, NackPolicy{})
+	b := cfg.Groups[0]
+	cfg.Groups[0].Name, b.Name, b.Count = "a", "b", 4
+	cfg.Groups = append(cfg.Groups, b)
+	f, err := NewFleet(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := f.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	base := baseResources(t)
+	flSetAll(t, srv, f, "v1", base)
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	flWait(t, "every client has a full config", func() bool { return f.Progress().FullConfig == 10 })
+	ev, err := f.Expect(probe.Expectation{EventID: 1, Kind: "endpoint-add",
+		All: []probe.Predicate{{Op: probe.EndpointPresent, Resource: "c1", Address: "10.1.0.9", Port: 8080}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	v2 := baseResources(t)
+	c1 := cla("c1", "10.1.0.1", 8080)
+	c1.Endpoints = append(c1.Endpoints, cla("c1", "10.1.0.9", 8080).Endpoints...)
+	v2[resource.EndpointType] = []types.Resource{c1, cla("c2", "10.1.0.2", 8080)}
+	flSetAll(t, srv, f, "v2", v2)
+	if err := ev.SetT0(t0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if left, err := f.Matcher().Drain(ctx, 5*time.Millisecond); left != 0 || err != nil {
+		t.Fatalf("drain: %d outstanding, %v", left, err)
+	}
+	// /metrics: one series per group, summing to the fleet's figure.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perGroup := map[string]map[string]float64{} // metric → group → value or sample count
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "group" {
+					continue
+				}
+				if perGroup[mf.GetName()] == nil {
+					perGroup[mf.GetName()] = map[string]float64{}
+				}
+				v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+				perGroup[mf.GetName()][l.GetValue()] += v
+			}
+		}
+	}
+	for name, want := range map[string]map[string]float64{
+		MetricFullConfigClients: {"a": 6, "b": 4},
+		MetricPushLatency:       {"a": 6, "b": 4},
+		MetricTimeToFirstConfig: {"a": 6, "b": 4},
+	} {
+		if got := perGroup[name]; got["a"] != want["a"] || got["b"] != want["b"] {
+			t.Errorf("/metrics %s by group = %v, want %v", name, got, want)
+		}
+	}
+
+	f.Stop()
+	ms, err := f.Metrics(time.Since(f.Began()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := summary.Results{Metrics: ms}
+	for _, err := range catalog.Check(ms, []string{"a", "b"}, []string{"endpoint-add"}) {
+		t.Errorf("catalogue: %v", err)
+	}
+	value := func(name, group, stat string) float64 {
+		t.Helper()
+		var tags map[string]string
+		if group != "" {
+			tags = map[string]string{"group": group}
+		}
+		m, ok := r.Find(name, tags)
+		if !ok {
+			t.Fatalf("no %s%s", name, summary.TagString(tags))
+		}
+		return m.Values[stat]
+	}
+	count := func(name, group string) int64 {
+		t.Helper()
+		m, ok := r.Find(name, map[string]string{"group": group})
+		if !ok || m.Histogram == nil {
+			t.Fatalf("no %s{group=%s} histogram", name, group)
+		}
+		h, err := m.Histogram.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.TotalCount()
+	}
+	for g, n := range map[string]float64{"a": 6, "b": 4} {
+		if got := value(MetricFullConfigClients, g, "value"); got != n {
+			t.Errorf("full config clients of %s = %v, want %v", g, got, n)
+		}
+		if got := value(MetricClients, g, "value"); got != n {
+			t.Errorf("clients of %s = %v, want %v", g, got, n)
+		}
+		if got := count(MetricPushLatency, g); got != int64(n) {
+			t.Errorf("push latencies of %s = %d, want one per client (%v)", g, got, n)
+		}
+		if got := count(MetricTimeToFirstConfig, g); got != int64(n) {
+			t.Errorf("times to first config of %s = %d, want %v", g, got, n)
+		}
+		if got := count(MetricConvergence, g); got != 1 {
+			t.Errorf("convergence of %s holds %d events, want 1", g, got)
+		}
+	}
+	if a, b, all := value(MetricResponses, "a", "count"), value(MetricResponses, "b", "count"), value(MetricResponses, "", "count"); a+b != all || a == 0 || b == 0 {
+		t.Errorf("responses a %v + b %v != total %v", a, b, all)
+	}
+	if a, b, all := value(MetricBytes, "a", "count"), value(MetricBytes, "b", "count"), value(MetricBytes, "", "count"); a+b != all {
+		t.Errorf("bytes a %v + b %v != total %v", a, b, all)
+	}
+}
