@@ -147,6 +147,7 @@ var metrics = []Metric{
 	{Name: "xdslab_sim_events_total", Type: counter, Contains: plain, Tags: map[string]Domain{"kind": Kind}, Help: "events the simulator applied"},
 	{Name: "xdslab_sim_events_late_total", Type: counter, Contains: plain, Tags: map[string]Domain{"kind": Kind}, Help: "events applied late"},
 	{Name: "xdslab_sim_events_skipped_total", Type: counter, Contains: plain, Help: "events skipped"},
+	{Name: "xdslab_sim_events_failed_total", Type: counter, Contains: plain, Tags: map[string]Domain{"kind": Kind}, Help: "events the sink failed to apply (a write error; the run goes on)"},
 	{Name: "xdslab_sim_event_lateness_seconds", Type: gauge, Contains: tm, Help: "how late the simulator applied events"},
 
 	// The harness and the run.
