@@ -346,6 +346,9 @@ type Report struct {
 	AllowInconclusive bool `json:"allowInconclusive,omitempty"`
 	// Notes explain choices that apply to the whole report (seeds differ, …).
 	Notes []string `json:"notes,omitempty"`
+
+	// base and nw are the sides compared (for the html format's overlaid distributions).
+	base, nw *Side
 }
 
 // Regressed reports whether any row is a regression (compare's exit status 1).
@@ -390,6 +393,7 @@ func Compare(base, nw *Side, opts CompareOptions) (*Report, error) {
 		New:   SideInfo{Path: nw.Path, Runs: len(nw.Runs), Files: nw.Files},
 		Alpha: opts.Alpha, Confidence: opts.Confidence, Threshold: opts.Threshold,
 		AllowInconclusive: opts.AllowInconclusive,
+		base:              base, nw: nw,
 	}
 	bSeed, bOK := base.seed()
 	nSeed, nOK := nw.seed()

@@ -14,10 +14,11 @@ import (
 )
 
 // Formats of WriteReport.
-var CompareFormats = []string{"text", "markdown", "json", "junit"}
+var CompareFormats = []string{"text", "markdown", "json", "junit", "html"}
 
 // WriteReport writes r in format: text (a benchstat-like table), markdown (a table for pull
-// request comments), json (the Report) or junit (one testcase per gated row).
+// request comments), json (the Report), junit (one testcase per gated row) or html (the verdict,
+// both sides' push latency and convergence overlaid on a log "nines" axis, and the table).
 func WriteReport(w io.Writer, r *Report, format string) error {
 	switch format {
 	case "text", "":
@@ -30,6 +31,11 @@ func WriteReport(w io.Writer, r *Report, format string) error {
 		return enc.Encode(r)
 	case "junit":
 		return writeCompareJUnit(w, r)
+	case "html":
+		if r.base == nil || r.nw == nil {
+			return fmt.Errorf("compare: the html format needs the sides compared (a report from Compare)")
+		}
+		return WriteCompareHTML(w, r, r.base, r.nw)
 	}
 	return fmt.Errorf("unknown format %q: use %s", format, strings.Join(CompareFormats, ", "))
 }

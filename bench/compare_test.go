@@ -2,8 +2,11 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -455,5 +458,51 @@ func TestCmpRunsCanReject(t *testing.T) {
 	}
 	if got := cmpMinRuns(0.05); got != 4 {
 		t.Errorf("cmpMinRuns(0.05) = %d, want 4", got)
+	}
+}
+
+// TestCompareHTMLOverlay: the html format draws both sides' distributions on one nines axis
+// (each side merged over its runs), says the verdict first, and keeps the whole table.
+func TestCompareHTMLOverlay(t *testing.T) {
+	slow := func(draw uint64) synth { s := baseSynth(draw); s.medianMs *= 6.5; return s }
+	bs := runsOf(t, 2, func(i int) synth { return baseSynth(uint64(100 + i)) })
+	ns := runsOf(t, 2, func(i int) synth { return slow(uint64(200 + i)) })
+	rep, err := Compare(NewSide("base", bs...), NewSide("new", ns...), DefaultCompareOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, rep, "html"); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	var want int64
+	for _, s := range append(slices.Clone(bs), ns...) {
+		for _, m := range s.Results.Metrics {
+			if m.Name == "xdslab_push_latency_seconds" && len(m.Tags) == 0 {
+				h, err := m.Histogram.Decode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want += h.TotalCount()
+			}
+		}
+	}
+	half := want / 2
+	for _, s := range []string{
+		fmt.Sprintf("%d regression(s)", rep.Regressions),
+		"push latency, base vs new", "convergence, base vs new",
+		fmt.Sprintf("base (%d observations)", half), fmt.Sprintf("new (%d observations)", want-half),
+		"p99.99", "xdslab_push_latency_seconds p(99)",
+	} {
+		if !strings.Contains(page, s) {
+			t.Errorf("html report lacks %q", s)
+		}
+	}
+	if strings.Index(page, "regression(s)") > strings.Index(page, "<svg") {
+		t.Error("the verdict must come before the plots")
+	}
+	if err := WriteReport(io.Discard, &Report{}, "html"); err == nil {
+		t.Error("a report without sides must refuse the html format")
 	}
 }

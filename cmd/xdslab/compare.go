@@ -29,7 +29,7 @@ type compareFlags struct {
 func newCompareCmd() *cobra.Command {
 	var f compareFlags
 	cmd := &cobra.Command{
-		Use:   "compare BASE NEW [--threshold 5%] [--metric-threshold NAME[:STAT]=PCT] [--format text|markdown|json|junit]",
+		Use:   "compare BASE NEW [--threshold 5%] [--metric-threshold NAME[:STAT]=PCT] [--format text|markdown|json|junit|html]",
 		Short: "Compare two runs (or two sets of repeated runs) and fail on a significant regression",
 		Long: `compare reads BASE and NEW — each a summary.json, or a directory of repeated runs as written
 by 'xdslab run --repeat K --out DIR' (DIR/run-1/summary.json …) — and compares every metric
