@@ -189,6 +189,10 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 	}
 	h2 := pol.applyPool(sh, c, port.Protocol.IsHTTP2())
+	if port.Protocol == model.ProtocolUnknown && c.TypedExtensionProtocolOptions == nil && !grpc {
+		// Sniffed traffic: HTTP/1.1 or HTTP/2 upstream as the client spoke it.
+		c.TypedExtensionProtocolOptions = sh.downstreamProtocol()
+	}
 	pol.applyOutlier(c)
 	if grpc {
 		// grpc-go takes TLS from certificate providers, not SDS: proxyless clusters stay

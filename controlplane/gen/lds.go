@@ -42,7 +42,7 @@ func ListenerName(addr string, port uint32) string {
 //   - per port with an HTTP/HTTP2/GRPC service, "0.0.0.0_PORT": an HTTP connection manager
 //     with RDS over ADS, route configuration "PORT";
 //   - per TCP (or TLS, HTTPS, unknown) service port, "VIP_PORT" with a tcp_proxy to the
-//     outbound cluster, or "0.0.0.0_PORT" for a service without a VIP when no HTTP service
+//     outbound cluster (for a port without a protocol, also a sniffed HTTP chain: sniffed), or "0.0.0.0_PORT" for a service without a VIP when no HTTP service
 //     uses the port (the first such service by hostname wins the port);
 //   - virtualOutbound (0.0.0.0:15001, use_original_dst, PassthroughCluster) and virtualInbound
 //     (0.0.0.0:15006, a filter chain per inbound port, InboundPassthroughCluster otherwise).
@@ -103,6 +103,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					BindToPort:       wrapperspb.Bool(false),
 					TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 					FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)}}},
+				}
+				if port.Protocol == model.ProtocolUnknown {
+					sniffed(l, svc, port.Number, cluster)
 				}
 				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps([]model.ConfigKey{ServiceKey(svc)})})
 			}
@@ -194,6 +197,18 @@ func virtualOutbound() *listenerv3.Listener {
 			},
 		},
 	}
+}
+
+// sniffed makes a VIP listener of a port without a declared protocol sniff, as istiod does:
+// the HTTP inspector tells plaintext HTTP, which goes to the service's own route configuration
+// "HOST:PORT" (sniff.go); anything else goes to the cluster over TCP.
+func sniffed(l *listenerv3.Listener, svc *model.Service, port uint32, cluster string) {
+	l.ListenerFilters = []*listenerv3.ListenerFilter{httpInspector()}
+	l.DefaultFilterChain = l.FilterChains[0]
+	l.FilterChains = []*listenerv3.FilterChain{{
+		FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: "raw_buffer", ApplicationProtocols: plaintextHTTPProtocols},
+		Filters:          []*listenerv3.Filter{hcmFilter(sidecarHCM(rdsHCM("outbound_"+l.Name, HostPortName(svc.Hostname, port))))},
+	}}
 }
 
 // selfLoopChain drops connections addressed to the capture port itself (a request to
