@@ -43,7 +43,8 @@ func ListenerName(addr string, port uint32) string {
 //     with RDS over ADS, route configuration "PORT";
 //   - per TCP (or TLS, HTTPS, unknown) service port, "VIP_PORT" with a tcp_proxy to the
 //     outbound cluster (for a port without a protocol, also a sniffed HTTP chain: sniffed), or "0.0.0.0_PORT" for a service without a VIP when no HTTP service
-//     uses the port (the first such service by hostname wins the port);
+//     uses the port (the first such service by hostname wins the port; TLS and HTTPS services
+//     without a VIP get a chain each matching their host as SNI, the rest passes through);
 //   - virtualOutbound (0.0.0.0:15001, use_original_dst, PassthroughCluster) and virtualInbound
 //     (0.0.0.0:15006, a filter chain per inbound port, InboundPassthroughCluster otherwise).
 //
@@ -55,6 +56,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		http     []model.ConfigKey // deps of the HTTP services on the port
 		wildTCP  *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
 		cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain each
+		tlsHosts []*model.Service  // TLS/HTTPS services without a VIP: an SNI chain each
 		wildDeps []model.ConfigKey
 	}
 	ports := map[uint32]*portInfo{}
@@ -79,6 +81,8 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			vips := ipAddresses(svc.Addresses)
 			if len(vips) == 0 {
 				switch {
+				case port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS:
+					pi.tlsHosts = append(pi.tlsHosts, svc)
 				case len(cidrs(svc.Addresses)) > 0:
 					pi.cidrTCP = append(pi.cidrTCP, svc)
 				case pi.wildTCP == nil:
@@ -135,7 +139,18 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			}}
 			l.DefaultFilterChain = passthroughChain()
 			deps = append(pi.http, pi.wildDeps...)
-		case pi.wildTCP != nil || len(pi.cidrTCP) > 0:
+		case pi.wildTCP != nil || len(pi.cidrTCP) > 0 || len(pi.tlsHosts) > 0:
+			if len(pi.tlsHosts) > 0 {
+				// One chain per host, chosen by the TLS client's SNI, as istiod does.
+				l.ListenerFilters = []*listenerv3.ListenerFilter{tlsInspector()}
+			}
+			for _, svc := range pi.tlsHosts {
+				cluster := ClusterName(Outbound, num, "", svc.Hostname)
+				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+					FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svc.Hostname}},
+					Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
+				})
+			}
 			for _, svc := range pi.cidrTCP {
 				cluster := ClusterName(Outbound, num, "", svc.Hostname)
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
