@@ -38,6 +38,10 @@ var proxies = []struct {
 	{"sidecar-web", parity.Proxy{Type: "sidecar", IP: "10.1.0.1", Pod: "web-1", Namespace: "app", Labels: map[string]string{"app": "web", "version": "v1"}, ServiceAccount: "web"}},
 	// A sidecar of no service in another namespace (exportTo, no inbound).
 	{"sidecar-other", parity.Proxy{Type: "sidecar", IP: "10.2.9.9", Pod: "client", Namespace: "other", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// A sidecar of no service in a namespace whose PeerAuthentication is DISABLE: its
+	// catch-all inbound chains differ from sidecar-other's (STRICT) although both see the same
+	// mesh, so the two must not share cached listener bytes.
+	{"sidecar-plain", parity.Proxy{Type: "sidecar", IP: "10.4.9.9", Pod: "client", Namespace: "plain", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// A sidecar under a Sidecar resource.
 	{"sidecar-scoped", parity.Proxy{Type: "sidecar", IP: "10.3.9.9", Pod: "client", Namespace: "scoped", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// The ingress gateway.
