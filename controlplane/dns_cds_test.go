@@ -26,7 +26,7 @@ spec:
   location: MESH_EXTERNAL
   resolution: DNS
   ports:
-  - {number: 80, name: http}
+  - {number: 80, name: http, protocol: HTTP}
   endpoints:
   - {address: ` + addr + `}
 `

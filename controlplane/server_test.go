@@ -122,7 +122,7 @@ spec:
   location: MESH_INTERNAL
   resolution: STATIC
   ports:
-  - {number: 80, name: http}
+  - {number: 80, name: http, protocol: HTTP}
   endpoints:
 `)
 	for _, a := range addrs {

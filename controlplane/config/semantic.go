@@ -79,6 +79,7 @@ func checkSpec(namespace string, spec proto.Message) []problem {
 	switch s := spec.(type) {
 	case *networking.ServiceEntry:
 		c.serviceEntry(at, namespace, s)
+		c.notGeneratedServiceEntry(at, s)
 	case *networking.WorkloadEntry:
 		c.workloadEntry(at, s)
 	case *networking.VirtualService:
@@ -87,8 +88,10 @@ func checkSpec(namespace string, spec proto.Message) []problem {
 		c.destinationRule(at, namespace, s)
 	case *networking.Sidecar:
 		c.sidecar(at, s)
+		c.notGeneratedSidecar(at, s)
 	case *networking.Gateway:
 		c.gateway(at, s)
+		c.notGeneratedGateway(at, s)
 	case *securityapi.PeerAuthentication:
 		c.peerAuthentication(at, s)
 	}
@@ -814,6 +817,7 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 	c.policyParts(at, tp.GetConnectionPool(), tp.GetOutlierDetection())
 	c.loadBalancer(at.with("loadBalancer"), tp.GetLoadBalancer())
 	c.clientTLS(at.with("tls"), tp.GetTls())
+	c.notGeneratedPolicy(at, tp)
 	ports := map[uint32]bool{}
 	for i, pl := range tp.GetPortLevelSettings() {
 		pa := at.with("portLevelSettings", i)

@@ -189,6 +189,10 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 	}
 	h2 := pol.applyPool(sh, c, port.Protocol.IsHTTP2())
+	if port.Protocol == model.ProtocolUnknown && c.TypedExtensionProtocolOptions == nil && !grpc {
+		// Sniffed traffic: HTTP/1.1 or HTTP/2 upstream as the client spoke it.
+		c.TypedExtensionProtocolOptions = sh.downstreamProtocol()
+	}
 	pol.applyOutlier(c)
 	if grpc {
 		// grpc-go takes TLS from certificate providers, not SDS: proxyless clusters stay
@@ -202,7 +206,8 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	return c, err
 }
 
-// applyUpstreamTLS gives an outbound cluster its TLS as istiod does. A DestinationRule's
+// applyUpstreamTLS gives an outbound cluster its TLS as istiod does. SIMPLE and MUTUAL
+// originate TLS (originateTLS). A DestinationRule's
 // ISTIO_MUTUAL is a transport socket (its SNI and SANs, else Istio's SNI and the service's
 // accounts; secrets over ADS, from xdslab's SDS); DISABLE or another mode keeps plaintext. Without client TLS settings, auto-mTLS: a
 // mesh-internal service whose namespace (or the mesh) is not PeerAuthentication DISABLE gets
@@ -213,7 +218,12 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 func applyUpstreamTLS(sh *shared, s *model.Snapshot, c *clusterv3.Cluster, svc *model.Service, port model.Port, subset string, pol policy, eps []*model.Endpoint, h2 bool) {
 	sni := IstioSNI(port.Number, subset, svc.Hostname)
 	if t := pol.tls; t != nil {
-		if t.GetMode() != networking.ClientTLSSettings_ISTIO_MUTUAL {
+		switch t.GetMode() {
+		case networking.ClientTLSSettings_SIMPLE, networking.ClientTLSSettings_MUTUAL:
+			originateTLS(c, svc, t, h2)
+			return
+		case networking.ClientTLSSettings_ISTIO_MUTUAL:
+		default:
 			return
 		}
 		if t.GetSni() != "" {

@@ -34,7 +34,8 @@
 // labels, then its portLevelMtls; UNSET inherits, no policy means PERMISSIVE. virtualInbound
 // has istiod's chains per port and mode (STRICT: mTLS; PERMISSIVE: mTLS by ALPN, plain TLS for
 // TCP, plaintext; DISABLE: plaintext), catch-all chains to InboundPassthroughCluster, and a
-// BlackHole chain for 15006 itself. Not built: SIMPLE and MUTUAL client TLS (ignored).
+// BlackHole chain for 15006 itself. SIMPLE and MUTUAL originate TLS (originateTLS): SNI, CA
+// and client certificate as the agent's file secrets, auto SNI/SAN validation without an SNI.
 //
 // # Families and names (Istio's conventions)
 //

@@ -97,7 +97,7 @@ func ForType(typeURL string, p *model.Proxy) Generator {
 			f = grpcListeners
 		}
 	case RouteType:
-		f = sidecarRoutes
+		f = withSniffedRoutes(sidecarRoutes)
 		if grpc {
 			f = grpcRoutes
 		}

@@ -42,8 +42,9 @@ func ListenerName(addr string, port uint32) string {
 //   - per port with an HTTP/HTTP2/GRPC service, "0.0.0.0_PORT": an HTTP connection manager
 //     with RDS over ADS, route configuration "PORT";
 //   - per TCP (or TLS, HTTPS, unknown) service port, "VIP_PORT" with a tcp_proxy to the
-//     outbound cluster, or "0.0.0.0_PORT" for a service without a VIP when no HTTP service
-//     uses the port (the first such service by hostname wins the port);
+//     outbound cluster (for a port without a protocol, also a sniffed HTTP chain: sniffed), or "0.0.0.0_PORT" for a service without a VIP when no HTTP service
+//     uses the port (the first such service by hostname wins the port; TLS and HTTPS services
+//     without a VIP get a chain each matching their host as SNI, the rest passes through);
 //   - virtualOutbound (0.0.0.0:15001, use_original_dst, PassthroughCluster) and virtualInbound
 //     (0.0.0.0:15006, a filter chain per inbound port, InboundPassthroughCluster otherwise).
 //
@@ -55,6 +56,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		http     []model.ConfigKey // deps of the HTTP services on the port
 		wildTCP  *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
 		cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain each
+		tlsHosts []*model.Service  // TLS/HTTPS services without a VIP: an SNI chain each
 		wildDeps []model.ConfigKey
 	}
 	ports := map[uint32]*portInfo{}
@@ -80,6 +82,8 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			vips := ipAddresses(svc.Addresses)
 			if len(vips) == 0 {
 				switch {
+				case port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS:
+					pi.tlsHosts = append(pi.tlsHosts, svc)
 				case len(cidrs(svc.Addresses)) > 0:
 					pi.cidrTCP = append(pi.cidrTCP, svc)
 				case pi.wildTCP == nil:
@@ -110,6 +114,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					FilterChains:       chains,
 					DefaultFilterChain: def,
 				}
+				if port.Protocol == model.ProtocolUnknown {
+					sniffed(l, svc, port.Number)
+				}
 				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps(append([]model.ConfigKey{ServiceKey(svc)}, cdeps...))})
 			}
 		}
@@ -138,7 +145,18 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			}}
 			l.DefaultFilterChain = passthroughChain()
 			deps = append(pi.http, pi.wildDeps...)
-		case pi.wildTCP != nil || len(pi.cidrTCP) > 0:
+		case pi.wildTCP != nil || len(pi.cidrTCP) > 0 || len(pi.tlsHosts) > 0:
+			if len(pi.tlsHosts) > 0 {
+				// One chain per host, chosen by the TLS client's SNI, as istiod does.
+				l.ListenerFilters = []*listenerv3.ListenerFilter{tlsInspector()}
+			}
+			for _, svc := range pi.tlsHosts {
+				cluster := ClusterName(Outbound, num, "", svc.Hostname)
+				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+					FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svc.Hostname}},
+					Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
+				})
+			}
 			for _, svc := range pi.cidrTCP {
 				cluster := ClusterName(Outbound, num, "", svc.Hostname)
 				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
@@ -207,6 +225,23 @@ func virtualOutbound() *listenerv3.Listener {
 			},
 		},
 	}
+}
+
+// sniffed makes a VIP listener of a port without a declared protocol sniff, as istiod does:
+// the HTTP inspector tells plaintext HTTP, which goes to the service's own route configuration
+// "HOST:PORT" (sniff.go); anything else goes to the cluster over TCP.
+func sniffed(l *listenerv3.Listener, svc *model.Service, port uint32) {
+	l.ListenerFilters = []*listenerv3.ListenerFilter{httpInspector()}
+	// The TCP side (a single tcp_proxy, or the VirtualService's tcp route chains) stays: its
+	// catch-all chain becomes the default, and plaintext HTTP goes to the HTTP chain first.
+	tcp := l.FilterChains
+	if l.DefaultFilterChain == nil && len(tcp) > 0 && tcp[len(tcp)-1].GetFilterChainMatch() == nil {
+		l.DefaultFilterChain, tcp = tcp[len(tcp)-1], tcp[:len(tcp)-1]
+	}
+	l.FilterChains = append([]*listenerv3.FilterChain{{
+		FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: "raw_buffer", ApplicationProtocols: plaintextHTTPProtocols},
+		Filters:          []*listenerv3.Filter{hcmFilter(sidecarHCM(rdsHCM("outbound_"+l.Name, HostPortName(svc.Hostname, port))))},
+	}}, tcp...)
 }
 
 // selfLoopChain drops connections addressed to the capture port itself (a request to

@@ -171,7 +171,8 @@ func labelsMatch(sel, labels map[string]string) bool {
 
 // InboundScope names what a sidecar's inbound listener reads besides its IP: the namespace and
 // labels that select its PeerAuthentication. The ADS server adds it to the listener cache class
-// of a sidecar that is an endpoint, when the snapshot has PeerAuthentications.
+// of every sidecar (its catch-all inbound chains follow the mode too); it is empty when the
+// snapshot has no PeerAuthentication.
 func InboundScope(p *model.Proxy, s *model.Snapshot) string {
 	if p == nil || s == nil || len(s.Configs(model.KindPeerAuthentication)) == 0 {
 		return ""

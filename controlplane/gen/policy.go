@@ -119,6 +119,7 @@ type shared struct {
 	rawTSM     *clusterv3.Cluster_TransportSocketMatch
 	nsMTLS     map[string]mtlsMode
 	wlMTLS     *workloadMTLS
+	downstream map[string]*anypb.Any
 	ads        *corev3.ConfigSource
 	timeout    *durationpb.Duration
 	thresholds *clusterv3.CircuitBreakers
@@ -167,6 +168,22 @@ func (sh *shared) namespaceMTLS(s *model.Snapshot, ns string) mtlsMode {
 	m := namespaceMTLS(s, ns)
 	sh.nsMTLS[ns] = m
 	return m
+}
+
+// downstreamProtocol is the upstream HTTP protocol options of a sniffed port: the protocol the
+// downstream spoke.
+func (sh *shared) downstreamProtocol() map[string]*anypb.Any {
+	if sh.downstream == nil {
+		sh.downstream = map[string]*anypb.Any{httpProtocolOptionsName: toAny(&upstreamhttpv3.HttpProtocolOptions{
+			UpstreamProtocolOptions: &upstreamhttpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{
+				UseDownstreamProtocolConfig: &upstreamhttpv3.HttpProtocolOptions_UseDownstreamHttpConfig{
+					HttpProtocolOptions:  &corev3.Http1ProtocolOptions{},
+					Http2ProtocolOptions: &corev3.Http2ProtocolOptions{},
+				},
+			},
+		})}
+	}
+	return sh.downstream
 }
 
 func (sh *shared) workloadMTLS(s *model.Snapshot) *workloadMTLS {

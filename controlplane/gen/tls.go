@@ -1,13 +1,16 @@
 package gen
 
 import (
+	"fmt"
 	"strconv"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
@@ -171,4 +174,71 @@ func clientTLS(tp *networking.TrafficPolicy, port uint32) *networking.ClientTLSS
 		}
 	}
 	return out
+}
+
+// originateTLS gives a cluster whose DestinationRule says tls.mode SIMPLE or MUTUAL the TLS
+// origination istiod builds for a sidecar: the DestinationRule's SNI; validation against its
+// caCertificates (else the system roots), or none with insecureSkipVerify, accepting its
+// subjectAltNames (else, for a ServiceEntry, the entry's); for MUTUAL the client certificate
+// and key. Certificates are files the istio-agent serves as SDS secrets "file-root:PATH" and
+// "file-cert:CERT~KEY" (on sds-grpc). Without an SNI, Envoy sets it from the request's host
+// (auto_sni), and without SNI and SANs checks the certificate against that host too
+// (auto_san_validation). A credentialName (a Kubernetes secret) is not read on a sidecar, as
+// in istiod: the cluster stays plaintext.
+func originateTLS(c *clusterv3.Cluster, svc *model.Service, t *networking.ClientTLSSettings, h2 bool) {
+	if t.GetCredentialName() != "" {
+		return
+	}
+	if t.GetMode() == networking.ClientTLSSettings_MUTUAL && (t.GetClientCertificate() == "" || t.GetPrivateKey() == "") {
+		return // rejected by validation (istiod logs and sends no TLS)
+	}
+	ctx := &tlsv3.CommonTlsContext{}
+	if t.GetMode() == networking.ClientTLSSettings_MUTUAL {
+		ctx.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{
+			Name: "file-cert:" + t.GetClientCertificate() + "~" + t.GetPrivateKey(), SdsConfig: agentSDSConfigSource(),
+		}}
+	}
+	sans := t.GetSubjectAltNames()
+	if len(sans) == 0 && svc.Source.Kind == model.KindServiceEntry {
+		sans = svc.ServiceAccounts
+	}
+	if t.GetInsecureSkipVerify().GetValue() {
+		ctx.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{}
+	} else {
+		vc := &tlsv3.CertificateValidationContext{}
+		for _, san := range sans {
+			vc.MatchSubjectAltNames = append(vc.MatchSubjectAltNames, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: san}})
+		}
+		if crl := t.GetCaCrl(); crl != "" {
+			vc.Crl = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: crl}}
+		}
+		ca := t.GetCaCertificates()
+		if ca == "" {
+			ca = "system"
+		}
+		ctx.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+			DefaultValidationContext:         vc,
+			ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: "file-root:" + ca, SdsConfig: agentSDSConfigSource()},
+		}}
+	}
+	if h2 {
+		ctx.AlpnProtocols = []string{"h2"}
+	}
+	c.TransportSocket = &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
+		TypedConfig: toAny(&tlsv3.UpstreamTlsContext{CommonTlsContext: ctx, Sni: t.GetSni()}),
+	}}
+	autoSNI := t.GetSni() == ""
+	autoSAN := autoSNI && len(t.GetSubjectAltNames()) == 0 && !t.GetInsecureSkipVerify().GetValue()
+	if !autoSNI && !autoSAN {
+		return
+	}
+	opts := httpOptions(h2, nil)
+	if a := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName]; a != nil {
+		opts = &upstreamhttpv3.HttpProtocolOptions{}
+		if err := a.UnmarshalTo(opts); err != nil {
+			panic(fmt.Sprintf("gen: own protocol options do not decode: %v", err)) // built here
+		}
+	}
+	opts.UpstreamHttpProtocolOptions = &corev3.UpstreamHttpProtocolOptions{AutoSni: autoSNI, AutoSanValidation: autoSAN}
+	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
 }

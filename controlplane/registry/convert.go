@@ -169,9 +169,10 @@ func cloneOrNil[S ~[]E, E any](s S) S {
 	return slices.Clone(s)
 }
 
-// convertPorts converts spec ports; the protocol comes from port.protocol, else from the name
-// prefix ("http-web" → HTTP), as Istio infers it. It also returns each port's targetPort by
-// port name (model.Port has no target port: it lives in Endpoint.Ports).
+// convertPorts converts spec ports; the protocol comes from port.protocol only, as istiod reads
+// a ServiceEntry (the name prefix counts for Kubernetes Services, not here): a port without one
+// is UNKNOWN, and the proxy sniffs it. It also returns each port's targetPort by port name
+// (model.Port has no target port: it lives in Endpoint.Ports).
 func convertPorts(in []*networking.ServicePort, fail func(string, ...any)) ([]model.Port, map[string]uint32) {
 	out := make([]model.Port, 0, len(in))
 	var targets map[string]uint32
@@ -196,7 +197,7 @@ func convertPorts(in []*networking.ServicePort, fail func(string, ...any)) ([]mo
 			continue
 		}
 		seenNum[p.GetNumber()], seenName[p.GetName()] = true, true
-		out = append(out, model.Port{Name: p.GetName(), Number: p.GetNumber(), Protocol: InferProtocol(p.GetProtocol(), p.GetName())})
+		out = append(out, model.Port{Name: p.GetName(), Number: p.GetNumber(), Protocol: model.ParseProtocol(p.GetProtocol())})
 		if p.GetTargetPort() != 0 {
 			if targets == nil {
 				targets = map[string]uint32{}
@@ -205,17 +206,6 @@ func convertPorts(in []*networking.ServicePort, fail func(string, ...any)) ([]mo
 		}
 	}
 	return out, targets
-}
-
-// InferProtocol returns the protocol of a port: the declared one if it is known, else the one
-// the port name's prefix names (Istio's convention: "grpc-api", "http2", "tcp-db"), else
-// UNKNOWN (Istio then sniffs the protocol).
-func InferProtocol(declared, name string) model.Protocol {
-	if p := model.ParseProtocol(declared); p != model.ProtocolUnknown {
-		return p
-	}
-	prefix, _, _ := strings.Cut(name, "-")
-	return model.ParseProtocol(prefix)
 }
 
 func convertResolution(r networking.ServiceEntry_Resolution) model.Resolution {

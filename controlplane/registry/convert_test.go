@@ -43,7 +43,7 @@ func TestConvertServiceEntry(t *testing.T) {
 				Addresses: []string{"240.0.0.1"},
 				Ports: []*networking.ServicePort{
 					{Number: 80, Name: "http", Protocol: "http"},
-					{Number: 9090, Name: "grpc-api", TargetPort: 9091}, // protocol from the name
+					{Number: 9090, Name: "grpc-api", TargetPort: 9091}, // no protocol: UNKNOWN, sniffed (the name does not count)
 					{Number: 5432, Name: "tcp-db", Protocol: "TCP"},
 				},
 				Location:        networking.ServiceEntry_MESH_INTERNAL,
@@ -87,7 +87,7 @@ func TestConvertServiceEntry(t *testing.T) {
 				Endpoints:  []*networking.WorkloadEntry{{Address: "db-1.corp"}},
 			}),
 			want: Converted{
-				Services: []*model.Service{{Hostname: "db.corp", Namespace: "ext", Ports: []model.Port{{Name: "mysql", Number: 3306, Protocol: model.ProtocolTCP}},
+				Services: []*model.Service{{Hostname: "db.corp", Namespace: "ext", Ports: []model.Port{{Name: "mysql", Number: 3306, Protocol: model.ProtocolUnknown}},
 					Resolution: model.ResolutionDNS, Source: seKey("ext", "db"), MeshExternal: true}},
 				Endpoints: map[string][]*model.Endpoint{"db.corp": {{Service: "db.corp", Address: "db-1.corp", Source: seKey("ext", "db")}}},
 			},
@@ -179,7 +179,7 @@ func TestConvertServiceEntry(t *testing.T) {
 
 func svcWant(host, ns string, src model.ConfigKey, sas []string) *model.Service {
 	return &model.Service{Hostname: host, Namespace: ns, Addresses: []string{"240.0.0.1"},
-		Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "grpc-api", Number: 9090, Protocol: model.ProtocolGRPC},
+		Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "grpc-api", Number: 9090, Protocol: model.ProtocolUnknown},
 			{Name: "tcp-db", Number: 5432, Protocol: model.ProtocolTCP}},
 		Resolution: model.ResolutionStatic, ServiceAccounts: sas, Source: src}
 }
@@ -193,28 +193,24 @@ func apiEndpoints(host string) []*model.Endpoint {
 	}
 }
 
-func TestInferProtocol(t *testing.T) {
+// TestServiceEntryPortProtocol: a ServiceEntry port's protocol is its protocol field alone, as
+// istiod reads it; without one (whatever the name) it is UNKNOWN, and the proxy sniffs.
+func TestServiceEntryPortProtocol(t *testing.T) {
 	tests := []struct {
 		declared, name string
 		want           model.Protocol
 	}{
-		{"HTTP", "tcp-x", model.ProtocolHTTP}, // the declared protocol wins
-		{"", "http", model.ProtocolHTTP},
-		{"", "http-web", model.ProtocolHTTP},
-		{"", "http2-x", model.ProtocolHTTP2},
-		{"", "grpc", model.ProtocolGRPC},
-		{"", "grpc-web", model.ProtocolGRPC},
-		{"", "https-admin", model.ProtocolHTTPS},
-		{"", "tls", model.ProtocolTLS},
-		{"", "mongo-1", model.ProtocolTCP},
-		{"", "redis", model.ProtocolTCP},
-		{"", "web", model.ProtocolUnknown},
-		{"", "", model.ProtocolUnknown},
-		{"bogus", "tcp", model.ProtocolTCP},
+		{"HTTP", "tcp-x", model.ProtocolHTTP},
+		{"GRPC", "web", model.ProtocolGRPC},
+		{"TCP", "http", model.ProtocolTCP},
+		{"", "http-web", model.ProtocolUnknown},
+		{"", "grpc", model.ProtocolUnknown},
+		{"bogus", "tcp", model.ProtocolUnknown},
 	}
 	for _, tc := range tests {
-		if got := InferProtocol(tc.declared, tc.name); got != tc.want {
-			t.Errorf("InferProtocol(%q, %q) = %s, want %s", tc.declared, tc.name, got, tc.want)
+		ports, _ := convertPorts([]*networking.ServicePort{{Number: 80, Name: tc.name, Protocol: tc.declared}}, func(string, ...any) {})
+		if len(ports) != 1 || ports[0].Protocol != tc.want {
+			t.Errorf("protocol %q, name %q: %v, want %s", tc.declared, tc.name, ports, tc.want)
 		}
 	}
 }

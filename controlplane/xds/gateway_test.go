@@ -6,6 +6,7 @@ import (
 	"time"
 
 	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -176,5 +177,27 @@ func TestRouterCacheClass(t *testing.T) {
 		if side := s.class(proxy(model.SidecarProxy, "10.200.0.1"), st, typeURL, true); side == a {
 			t.Errorf("%s: router and sidecar share class %q", typeURL, a)
 		}
+	}
+}
+
+// TestSidecarListenerClassFollowsPeerAuthentication: two sidecars that are no endpoint see the
+// same mesh, but a namespace PeerAuthentication makes their virtualInbound catch-all chains
+// differ, so their listeners must not share a cache class; without any PeerAuthentication
+// they do.
+func TestSidecarListenerClassFollowsPeerAuthentication(t *testing.T) {
+	in := topology(3, 2)
+	proxy := func(ns string) *model.Proxy {
+		return &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"10.200.0.1"}, Namespace: ns}
+	}
+	var s Server
+	st := &pushState{snap: model.NewSnapshot(1, in)}
+	if a, b := s.class(proxy("ns-1"), st, gen.ListenerType, true), s.class(proxy("ns-2"), st, gen.ListenerType, true); a != b {
+		t.Errorf("without PeerAuthentication: classes %q and %q, want one", a, b)
+	}
+	in.Configs = []*model.Config{{Meta: model.Meta{Kind: model.KindPeerAuthentication, Name: "default", Namespace: "ns-1"},
+		Spec: &securityapi.PeerAuthentication{Mtls: &securityapi.PeerAuthentication_MutualTLS{Mode: securityapi.PeerAuthentication_MutualTLS_STRICT}}}}
+	st = &pushState{snap: model.NewSnapshot(1, in)}
+	if a, b := s.class(proxy("ns-1"), st, gen.ListenerType, true), s.class(proxy("ns-2"), st, gen.ListenerType, true); a == b {
+		t.Errorf("ns-1 STRICT, ns-2 none: both sidecars have listener class %q", a)
 	}
 }

@@ -608,9 +608,11 @@ func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 // class names the proxies that receive identical bytes for typeURL: the generators' key scope
 // (the proxy family; for routes also the namespace and labels), the proxy's view of the mesh
 // (gen.ViewKey: its Sidecar and namespace, when they restrict what it sees), the proxy type,
-// and for a sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are
+// for a sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are
 // its own; a router's IP is usually an endpoint of its gateway Service, and it has no inbound
-// config). Named EDS is shared by every proxy.
+// config), and for a sidecar's listeners the PeerAuthentications that select it (gen.InboundScope:
+// every sidecar's virtualInbound has catch-all chains of its mode). Named EDS is shared by every
+// proxy.
 func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard bool) string {
 	view := gen.ViewKey(typeURL, p, st.snap, wildcard)
 	if typeURL == gen.EndpointType {
@@ -622,9 +624,11 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
-		if typeURL == gen.ListenerType {
-			k += "|" + gen.InboundScope(p, st.snap) // its PeerAuthentication's selection
-		}
+	}
+	if !p.IsGRPC() && p.Type != model.Router && typeURL == gen.ListenerType {
+		// Its PeerAuthentication's selection: the mode of its inbound ports, and of the
+		// catch-all inbound chains every sidecar has.
+		k += "|" + gen.InboundScope(p, st.snap)
 	}
 	return k
 }

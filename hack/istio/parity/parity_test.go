@@ -2,9 +2,11 @@ package parity_test
 
 import (
 	"context"
+	"flag"
 	"log/slog"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +27,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+var dump = flag.String("dump", "", "log both sides' view of every resource whose key contains this")
+
 // proxies are the points of view the corpus is compared from.
 var proxies = []struct {
 	name  string
@@ -34,6 +38,10 @@ var proxies = []struct {
 	{"sidecar-web", parity.Proxy{Type: "sidecar", IP: "10.1.0.1", Pod: "web-1", Namespace: "app", Labels: map[string]string{"app": "web", "version": "v1"}, ServiceAccount: "web"}},
 	// A sidecar of no service in another namespace (exportTo, no inbound).
 	{"sidecar-other", parity.Proxy{Type: "sidecar", IP: "10.2.9.9", Pod: "client", Namespace: "other", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// A sidecar of no service in a namespace whose PeerAuthentication is DISABLE: its
+	// catch-all inbound chains differ from sidecar-other's (STRICT) although both see the same
+	// mesh, so the two must not share cached listener bytes.
+	{"sidecar-plain", parity.Proxy{Type: "sidecar", IP: "10.4.9.9", Pod: "client", Namespace: "plain", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// A sidecar under a Sidecar resource.
 	{"sidecar-scoped", parity.Proxy{Type: "sidecar", IP: "10.3.9.9", Pod: "client", Namespace: "scoped", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// The ingress gateway.
@@ -64,8 +72,10 @@ func TestParityWithIstio(t *testing.T) {
 		t.Fatal(err)
 	}
 	applied := map[int]bool{}
+	ran := map[string]bool{}
 	for _, p := range proxies {
 		t.Run(p.name, func(t *testing.T) {
+			ran[p.name] = true
 			want, err := parity.Fetch(ctx, istio.Addr, p.proxy)
 			if err != nil {
 				t.Fatalf("Istio: %v", err)
@@ -79,6 +89,18 @@ func TestParityWithIstio(t *testing.T) {
 				wv.DropUnreferencedClusters()
 				gv.DropUnreferencedClusters()
 			}
+			if *dump != "" {
+				for _, side := range []struct {
+					name string
+					v    parity.View
+				}{{"istio", wv}, {"xdslab", gv}} {
+					for k, lines := range side.v {
+						if strings.Contains(k, *dump) {
+							t.Logf("%s %s:\n  %s", side.name, k, strings.Join(lines, "\n  "))
+						}
+					}
+				}
+			}
 			applyPending(p.name, wv, applied)
 			if ds := parity.Diff(wv, gv); len(ds) > 0 {
 				t.Errorf("%d semantic differences (- only Istio, + only xdslab):\n%s", len(ds), parity.Format(ds))
@@ -86,7 +108,7 @@ func TestParityWithIstio(t *testing.T) {
 		})
 	}
 	for i, g := range pendingGaps {
-		if !applied[i] {
+		if !applied[i] && (g.proxy == "" && len(ran) == len(proxies) || ran[g.proxy]) {
 			t.Errorf("pending gap %q changed no Istio line: it is closed; remove it from pendingGaps and docs/parity.md", g.why)
 		}
 	}

@@ -1,0 +1,70 @@
+package gen
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// Protocol sniffing (issue 26, item 12). A ServiceEntry port without a protocol is sniffed, as
+// istiod does: its VIP listener sends what the HTTP inspector recognises as HTTP to a route
+// configuration of the service's own, "HOST:PORT" (one virtual host, domains "*", the
+// service's VirtualService routes or the default route), and everything else over TCP
+// (lds.go, sniffed); its cluster speaks upstream the protocol the downstream spoke
+// (use_downstream_protocol, cds.go).
+
+// sniffedPorts lists the service ports of s that p sees and sniffs: no declared protocol and a
+// VIP (a port without a VIP keeps its TCP listener).
+func sniffedPorts(s *model.Snapshot, sc *model.Scope) map[string]sniffedPort {
+	out := map[string]sniffedPort{}
+	for _, svc := range visibleServices(s, sc) {
+		if len(ipAddresses(svc.Addresses)) == 0 {
+			continue
+		}
+		for _, port := range svc.Ports {
+			if port.Protocol == model.ProtocolUnknown {
+				out[HostPortName(svc.Hostname, port.Number)] = sniffedPort{svc: svc, port: port}
+			}
+		}
+	}
+	return out
+}
+
+type sniffedPort struct {
+	svc  *model.Service
+	port model.Port
+}
+
+// withSniffedRoutes adds to the sidecar RDS generator the route configurations of sniffed
+// ports, named "HOST:PORT".
+func withSniffedRoutes(next GeneratorFunc) GeneratorFunc {
+	return func(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+		out, err := next(p, s, names)
+		sc := s.ScopeFor(p)
+		ports := sniffedPorts(s, sc)
+		if len(ports) == 0 {
+			return out, err
+		}
+		want := nameSet(names)
+		ix := newIndex(s, sc)
+		errs := []error{err}
+		for name, sp := range ports {
+			if !wanted(want, name) {
+				continue
+			}
+			routes, deps, rerr := serviceRoutes(p, ix, sp.svc, sp.port, false)
+			errs = append(errs, rerr)
+			rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false), VirtualHosts: []*routev3.VirtualHost{{
+				Name: name, Domains: []string{"*"}, Routes: routes,
+			}}}
+			out = append(out, Resource{Name: name, Message: rc, Deps: sortDeps(append(deps, ServiceKey(sp.svc)))})
+		}
+		slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
+		return out, errors.Join(errs...)
+	}
+}

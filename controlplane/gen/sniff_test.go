@@ -1,0 +1,70 @@
+package gen
+
+import (
+	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// TestSniffedPort: a VIP service port without a protocol is sniffed as istiod does: its VIP
+// listener has the HTTP inspector, a plaintext-HTTP chain to route configuration "HOST:PORT"
+// (one virtual host, domains "*", to the service), and a TCP default chain to the cluster; the
+// cluster speaks the downstream's protocol upstream. Everything passes deep validation.
+func TestSniffedPort(t *testing.T) {
+	const host = "sniff.app.svc.cluster.local"
+	src := model.ConfigKey{Kind: model.KindServiceEntry, Namespace: "app", Name: "sniff"}
+	in := model.SnapshotInput{
+		Services: []*model.Service{{Hostname: host, Namespace: "app", Addresses: []string{"240.0.0.7"},
+			Ports: []model.Port{{Name: "http-web", Number: 8081, Protocol: model.ProtocolUnknown}}, Source: src}},
+		Endpoints: map[string][]*model.Endpoint{host: {{Service: host, Address: "10.1.3.1", ServiceAccount: "spiffe://cluster.local/ns/app/sa/sniff", Source: src}}},
+	}
+	p := sidecarProxy("10.9.0.1", "other")
+	g, err := generateAll(t, p, model.NewSnapshot(1, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	cluster := ClusterName(Outbound, 8081, "", host)
+	byName := func(typeURL, name string) any {
+		for _, r := range g[typeURL] {
+			if r.Name == name {
+				return r.Message
+			}
+		}
+		t.Fatalf("%s %s not generated", typeURL, name)
+		return nil
+	}
+	l := byName(ListenerType, "240.0.0.7_8081").(*listenerv3.Listener)
+	if len(l.GetListenerFilters()) != 1 || l.GetListenerFilters()[0].GetName() != httpInspectorFilterName {
+		t.Errorf("listener filters %v, want the HTTP inspector", l.GetListenerFilters())
+	}
+	if len(l.GetFilterChains()) != 1 || l.GetFilterChains()[0].GetFilterChainMatch().GetTransportProtocol() != "raw_buffer" {
+		t.Fatalf("filter chains %v, want one plaintext HTTP chain", l.GetFilterChains())
+	}
+	h := &hcmv3.HttpConnectionManager{}
+	if err := l.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(h); err != nil || h.GetRds().GetRouteConfigName() != HostPortName(host, 8081) {
+		t.Errorf("HTTP chain: %v, route %q, want %q", err, h.GetRds().GetRouteConfigName(), HostPortName(host, 8081))
+	}
+	if got := l.GetDefaultFilterChain().GetFilters(); len(got) != 1 || got[0].GetName() != tcpProxyFilterName {
+		t.Errorf("default chain %v, want tcp_proxy to %s", got, cluster)
+	}
+	rc := byName(RouteType, HostPortName(host, 8081)).(*routev3.RouteConfiguration)
+	if vh := rc.GetVirtualHosts(); len(vh) != 1 || len(vh[0].GetDomains()) != 1 || vh[0].GetDomains()[0] != "*" ||
+		vh[0].GetRoutes()[0].GetRoute().GetCluster() != cluster {
+		t.Errorf("route configuration %v, want one virtual host \"*\" to %s", rc, cluster)
+	}
+	c := byName(ClusterType, cluster).(*clusterv3.Cluster)
+	opts := &upstreamhttpv3.HttpProtocolOptions{}
+	if err := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName].UnmarshalTo(opts); err != nil || opts.GetUseDownstreamProtocolConfig() == nil {
+		t.Errorf("cluster protocol options %v (%v), want use_downstream_protocol", opts, err)
+	}
+	if len(c.GetTransportSocketMatches()) != 2 {
+		t.Errorf("cluster has %d transport socket matches, want auto-mTLS's 2", len(c.GetTransportSocketMatches()))
+	}
+}
