@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/debounce"
 	"github.com/xdslab/xdslab/controlplane/push"
 	"github.com/xdslab/xdslab/controlplane/xds"
@@ -30,6 +31,11 @@ type Options struct {
 	// ConfigRescan is how often the config directory is rescanned as a safety net for missed
 	// fs events. Zero means the file source's default (1s); negative disables rescans.
 	ConfigRescan time.Duration
+	// ConfigDeleteGuard holds a config directory change that would delete a large share of the
+	// objects at once, re-reads the directory after a settle period, then applies what it
+	// holds; its zero value is the default guard (more than 50%, held 5s). Its Held counter is
+	// the server's xdslab_cp_config_mass_deletes_held_total.
+	ConfigDeleteGuard config.DeleteGuard
 	// GRPCAddr is where the ADS server listens (host:port; port 0 picks one).
 	GRPCAddr string
 	// MetricsAddr is where /metrics and /debug/* are served (host:port; port 0 picks one).
@@ -137,6 +143,9 @@ func (o Options) Validate() error {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %v: write host:port, e.g. 127.0.0.1:15010", a.name, a.addr, err))
 		}
+	}
+	if err := o.ConfigDeleteGuard.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, o.Secure.validate()...)
 	if err := o.Debounce.Validate(); err != nil {

@@ -150,8 +150,10 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	if opts.ConfigDir != "" {
+		guard := opts.ConfigDeleteGuard
+		guard.Held = s.metrics.ConfigMassDeletesHeld
 		files, err := config.NewFileSource(s.store, config.FileOptions{
-			Dir: opts.ConfigDir, RescanInterval: opts.ConfigRescan, Logger: opts.Logger.With("component", "config-files"),
+			Dir: opts.ConfigDir, RescanInterval: opts.ConfigRescan, DeleteGuard: guard, Logger: opts.Logger.With("component", "config-files"),
 			Errors: s.metrics.ConfigFileErrors, Skipped: s.metrics.ConfigObjectsSkipped, Now: opts.Now,
 		})
 		if err != nil {

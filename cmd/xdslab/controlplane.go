@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/registry/kube"
 	"github.com/xdslab/xdslab/controlplane/security"
 )
@@ -17,6 +18,7 @@ import (
 // controlplaneFlags are the flags of 'xdslab controlplane'.
 type controlplaneFlags struct {
 	configDir    string
+	deleteGuard  bool
 	logLevel     string
 	opts         controlplane.Options
 	pushThrottle int
@@ -46,6 +48,9 @@ are read from the API server; see docs/kubernetes.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.configDir, "config-dir", "", "directory of Istio YAML to watch (required unless --kubeconfig is given)")
+	fl.BoolVar(&f.deleteGuard, "config-delete-guard", true, "hold a config-dir change that would delete more than --config-delete-share of the objects for --config-delete-settle, re-read the directory, then apply (=false: apply deletions at once)")
+	fl.Float64Var(&f.opts.ConfigDeleteGuard.Share, "config-delete-share", config.DefaultDeleteShare, "with --config-delete-guard: the share of the objects (0-1] one change may delete without being held")
+	fl.DurationVar(&f.opts.ConfigDeleteGuard.Settle, "config-delete-settle", config.DefaultDeleteSettle, "with --config-delete-guard: how long a mass deletion is held before the directory is re-read")
 	fl.StringVar(&f.opts.GRPCAddr, "grpc-addr", controlplane.DefaultGRPCAddr, "address of the ADS (xDS) gRPC server")
 	fl.StringVar(&f.opts.MetricsAddr, "metrics-addr", controlplane.DefaultMetricsAddr, "address of /metrics and /debug/*")
 	fl.DurationVar(&f.opts.Debounce.MinQuiet, "min-quiet", f.opts.Debounce.MinQuiet, "push once no change arrived for this long (Istio's PILOT_DEBOUNCE_AFTER)")
@@ -84,6 +89,7 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 	}
 	opts := f.opts
 	opts.ConfigDir = f.configDir
+	opts.ConfigDeleteGuard.Off = !f.deleteGuard
 	opts.PushThrottle = f.pushThrottle
 	opts.Cores = runtime.NumCPU()
 	opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
