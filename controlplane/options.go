@@ -23,6 +23,9 @@ const (
 	DefaultMetricsAddr = "127.0.0.1:15014"
 )
 
+// DefaultDrainTimeout is how long a stopping server waits for its streams to end.
+const DefaultDrainTimeout = 5 * time.Second
+
 // Options configure a Server. Start from DefaultOptions.
 type Options struct {
 	// ConfigDir is the directory of Istio YAML to watch. Empty: no file source (the memory
@@ -61,6 +64,11 @@ type Options struct {
 	// AdmissionWait is how long a new stream waits for an admission token before it is refused;
 	// zero refuses at once.
 	AdmissionWait time.Duration
+	// DrainTimeout bounds a graceful stop: the gRPC servers send GOAWAY and end every xDS
+	// stream with Unavailable (clients reconnect elsewhere), and what has not ended after
+	// DrainTimeout is closed (grpc.Server.GracefulStop, then Stop, as istiod does with its
+	// 10s shutdownDuration). Zero stops at once, as a crash would look to clients.
+	DrainTimeout time.Duration
 	// Cores is the number of CPU cores the server may use; zero means runtime.GOMAXPROCS(0).
 	Cores int
 	// TrustDomain of the SPIFFE ids built from workload service accounts; empty means
@@ -98,6 +106,7 @@ func DefaultOptions() Options {
 		AckTimeout:    push.DefaultAckTimeout,
 		SendTimeout:   30 * time.Second,
 		AdmissionWait: xds.DefaultAdmissionWait,
+		DrainTimeout:  DefaultDrainTimeout,
 	}
 }
 
@@ -162,6 +171,9 @@ func (o Options) Validate() error {
 	}
 	if o.SendTimeout < 0 {
 		errs = append(errs, fmt.Errorf("send timeout %v is negative: use a positive duration, or 0 to wait for slow clients forever", o.SendTimeout))
+	}
+	if o.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("drain timeout %v is negative: use a duration such as %v, or 0 to stop without draining", o.DrainTimeout, DefaultDrainTimeout))
 	}
 	if o.Cores < 0 {
 		errs = append(errs, fmt.Errorf("cores %d is negative: use 0 (all) or a positive number", o.Cores))

@@ -71,6 +71,7 @@ are read from the API server; see docs/kubernetes.md.`,
 	fl.DurationVar(&f.opts.Secure.JWKSRefresh, "jwks-refresh", security.DefaultJWKSRefresh, "with --jwt-issuer and no --jwks-file: how often the OIDC issuer's keys are fetched again")
 	fl.StringVar(&f.opts.Secure.JWTAudience, "jwt-audience", "", "with --jwt-issuer: required aud value")
 	fl.DurationVar(&f.opts.Secure.WorkloadCertTTL, "workload-cert-ttl", security.DefaultWorkloadCertTTL, "with --secure-grpc-addr: lifetime of the workload certificates served over SDS (re-issued and pushed at half of it)")
+	fl.DurationVar(&f.opts.DrainTimeout, "drain-timeout", f.opts.DrainTimeout, "on SIGINT/SIGTERM: send GOAWAY and end every xDS stream, then close what is left after this long (0: stop at once)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.kube.register(fl, 50, 100)
 	fl.StringVar(&f.kubeNS, "kube-namespace", "", "with --kubeconfig: watch only this namespace (default all)")
