@@ -35,7 +35,10 @@ func newControlplaneCmd() *cobra.Command {
 DestinationRule, Sidecar, Gateway; multi-document files as you would kubectl-apply them),
 debounces the changes and builds a snapshot per push. It serves /metrics, /debug/config (what
 was loaded, and each file's last error) /debug/snapshot, /debug/syncz (per client and type: versions sent, acked and nacked, last error) and Go's profiles (/debug/pprof/) on --metrics-addr, and runs until
-SIGINT or SIGTERM.
+SIGINT or SIGTERM, then drains: GOAWAY, every xDS stream ended with Unavailable, the rest closed
+after --drain-timeout. A change that would delete more than half of the config objects at once
+(files moved out and back, rm -rf and restore) is held for --config-delete-settle and the
+directory re-read before it applies; see docs/faults.md.
 
 With --kubeconfig it also reads a Kubernetes cluster, as istiod does: Services and
 EndpointSlices become services and endpoints, and Istio's config kinds (networking.istio.io/v1)
