@@ -199,6 +199,7 @@ type FileSource struct {
 	errors   uint64
 	lastScan time.Time
 	watched  map[string]os.FileInfo // directory → the directory the watch was added on
+	parent   os.FileInfo            // Dir's parent, when its watch is armed
 	lost     map[string]bool        // directories whose watch went with them, re-armed when they return
 	// pending holds paths waiting for their burst to end or their size to settle; the ""
 	// entry asks for a full scan.
@@ -290,13 +291,6 @@ func (s *FileSource) Run(ctx context.Context) error {
 		defer w.Close()
 		s.w = w
 		events, errs = w.Events, w.Errors
-		// The parent too, so that the directory coming back (after an rm -rf, or a rename
-		// into place) is seen at once, not at the next rescan.
-		if parent := filepath.Dir(s.opts.Dir); parent != s.opts.Dir {
-			if err := w.Add(parent); err != nil {
-				s.opts.Logger.Warn("config dir: cannot watch its parent; a recreated directory is seen by rescans only", "dir", parent, "err", err)
-			}
-		}
 	}
 	s.load(s.scan(false), false)
 	s.isSynced = true
@@ -476,6 +470,9 @@ func (s *FileSource) release() {
 func (s *FileSource) classify(ev fsnotify.Event) (string, bool) {
 	wasWatched := s.watched[ev.Name] != nil
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		if ev.Name == filepath.Dir(s.opts.Dir) {
+			s.parent = nil // watched again once it is back
+		}
 		for p := range s.watched {
 			if p == ev.Name || strings.HasPrefix(p, ev.Name+string(filepath.Separator)) {
 				delete(s.watched, p)
@@ -598,6 +595,7 @@ func (s *FileSource) scan(skipPending bool) []string {
 		}
 	}
 	s.watched = dirs
+	s.watchParent()
 	for p := range s.files {
 		if !seen[p] {
 			changed = append(changed, p)
@@ -607,6 +605,28 @@ func (s *FileSource) scan(skipPending bool) []string {
 		changed = slices.DeleteFunc(changed, func(p string) bool { return s.pending[p] != nil })
 	}
 	return changed
+}
+
+// watchParent watches Dir's parent (again, when it was removed and came back), so that Dir
+// itself coming back (after an rm -rf, or a rename into place) is seen at once, not at the
+// next rescan.
+func (s *FileSource) watchParent() {
+	parent := filepath.Dir(s.opts.Dir)
+	if s.w == nil || parent == s.opts.Dir {
+		return
+	}
+	fi, err := os.Stat(parent)
+	if err != nil || (s.parent != nil && os.SameFile(s.parent, fi)) {
+		return
+	}
+	if s.parent != nil {
+		_ = s.w.Remove(parent)
+	}
+	if err := s.w.Add(parent); err != nil {
+		s.opts.Logger.Warn("config dir: cannot watch its parent; a recreated directory is seen by rescans only", "dir", parent, "err", err)
+		return
+	}
+	s.parent = fi
 }
 
 // watch adds an fsnotify watch on the directory p unless the same directory is watched

@@ -230,13 +230,27 @@ func TestFileSourceDirectoryRecreated(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"parent removed and recreated", func(t *testing.T, dir string) {
+			// Nothing above the parent is watched: the next rescan finds the directory back.
+			parent := filepath.Dir(dir)
+			if err := os.RemoveAll(parent); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "cfg")
+			dir := filepath.Join(t.TempDir(), "parent", "cfg")
 			if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			h := startSource(t, dir, FileOptions{RescanInterval: -1})
+			rescan := time.Duration(-1)
+			if strings.HasPrefix(tc.name, "parent") {
+				rescan = 20 * time.Millisecond
+			}
+			h := startSource(t, dir, FileOptions{RescanInterval: rescan})
 			tc.recreate(t, dir)
 			// The recreated directory is found by an fs event, with no rescan: wait until its
 			// watch is back (the log says so), then write into it.
