@@ -399,7 +399,8 @@ func (s *FileSource) step() {
 		due = append(due, p)
 	}
 	if full {
-		due = append(due, s.scan(false)...)
+		// Files still pending (being written, or due later) are left to their own turn.
+		due = append(due, s.scan(true)...)
 	}
 	if len(due) > 0 {
 		s.load(due, false)
