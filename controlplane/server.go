@@ -324,9 +324,14 @@ func (s *Server) drain(name string, g *grpc.Server, ln *notifyListener) {
 		s.log.Info("gRPC server drained", "server", name, "streams", streams, "took", time.Since(start).Round(time.Millisecond))
 	case <-timer.C:
 		left := s.xds.Streams()
-		go g.Stop()
+		forced := make(chan struct{})
+		go func() {
+			defer close(forced)
+			g.Stop()
+		}()
 		conns := ln.closeConns() // also those still in their handshake, which Stop waits for
 		<-stopped
+		<-forced
 		s.log.Warn("gRPC server drain timed out; closed what was left", "server", name, "streams", streams,
 			"streamsLeft", left, "connsClosed", conns, "drainTimeout", s.opts.DrainTimeout)
 	}
