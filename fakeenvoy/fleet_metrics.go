@@ -153,7 +153,7 @@ func trends(st FleetStats) ([]summary.Metric, error) {
 		return nil, err
 	}
 	out := []summary.Metric{ttfc, ack, late, backlog}
-	if st.Reconnects > 0 {
+	if st.Reconnects > 0 && st.Resync != nil {
 		// Only a run with reconnects has resyncs to show (a run without has nothing to measure).
 		resync, err := summary.NewTrend(MetricResync, summary.Time, st.Resync, metricScaleMicroseconds, nil)
 		if err != nil {
@@ -306,7 +306,9 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descFullConfig, prometheus.GaugeValue, float64(st.FullConfigNow))
 	ch <- prometheus.MustNewConstMetric(descConnects, prometheus.CounterValue, float64(st.Connects))
 	ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, float64(st.Reconnects))
-	ch <- promHistogram(descResync, st.Resync)
+	if st.Resync != nil {
+		ch <- promHistogram(descResync, st.Resync)
+	}
 	for code, n := range st.ConnectFailures {
 		ch <- prometheus.MustNewConstMetric(descConnFail, prometheus.CounterValue, float64(n), code)
 	}

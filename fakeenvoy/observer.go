@@ -121,7 +121,7 @@ type obsShard struct {
 	// last reconnect).
 	reconnects uint64
 	fullNow    int
-	resync     *hdr.Histogram // reconnect (stream start) → full config again, µs
+	resync     *hdr.Histogram // reconnect (stream start) → full config again, µs; nil until the first
 	// fullByGroup counts firstConfig by client group (Client.Group).
 	fullByGroup map[string]uint64
 	ttfc        *hdr.Histogram // client's scheduled start → first full config, µs
@@ -168,7 +168,6 @@ func NewObserver(cfg ObserverConfig) *Observer {
 		s.startLate = NewLatencyHistogram()
 		s.ackDelay = NewLatencyHistogram()
 		s.backlog = NewLatencyHistogram()
-		s.resync = NewLatencyHistogram()
 	}
 	return o
 }
@@ -416,6 +415,9 @@ func (o *Observer) resynced1(index int, d time.Duration) {
 	s := o.shard(index)
 	s.mu.Lock()
 	cl := s.client(index)
+	if s.resync == nil {
+		s.resync = NewLatencyHistogram() // only a fleet that saw an outage pays for it
+	}
 	recordDuration(s.resync, d)
 	if !cl.full && cl.connected {
 		cl.full = true
@@ -516,7 +518,7 @@ type FleetStats struct {
 	// Reconnects counts streams established by clients that had held one before.
 	Reconnects uint64
 	// Resync is, per reconnect, the new stream's start → the client holds a full config again
-	// (µs): how long a control plane outage's tail lasts.
+	// (µs): how long a control plane outage's tail lasts; nil when no client resynced.
 	Resync *hdr.Histogram
 	// Types is keyed by TypeName (CDS, EDS, ...); Total sums them.
 	Types map[string]TypeStats
@@ -565,7 +567,6 @@ func (o *Observer) Stats() FleetStats {
 		StartLateness:      NewLatencyHistogram(),
 		AckDelay:           NewLatencyHistogram(),
 		ReceiveBacklog:     NewLatencyHistogram(),
-		Resync:             NewLatencyHistogram(),
 	}
 	for i := range o.shards {
 		s := &o.shards[i]
@@ -577,7 +578,12 @@ func (o *Observer) Stats() FleetStats {
 		st.FullConfig += s.firstConfig
 		st.FullConfigNow += s.fullNow
 		st.Reconnects += s.reconnects
-		st.Resync.Merge(s.resync)
+		if s.resync != nil {
+			if st.Resync == nil {
+				st.Resync = NewLatencyHistogram()
+			}
+			st.Resync.Merge(s.resync)
+		}
 		for g, n := range s.fullByGroup {
 			st.FullConfigByGroup[g] += n
 		}
