@@ -300,12 +300,12 @@ func waitFull(ctx context.Context, fleet *fakeenvoy.Fleet, timeout time.Duration
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	n := uint64(fleet.Size())
-	for fleet.Progress().FullConfig < n {
+	for fleet.Progress().FullConfigEver < n {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			got := fleet.Progress().FullConfig
+			got := fleet.Progress().FullConfigEver
 			return fmt.Errorf("%d of %d clients had no full config after the connect timeout (%s)%s; measuring anyway",
 				n-min(got, n), n, timeout, groupShortfall(fleet.GroupSizes(), fleet.Observer().FullConfigByGroup()))
 		case <-tick.C:

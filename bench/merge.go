@@ -140,6 +140,10 @@ func Merge(inputs []MergeInput, opts MergeOptions) (*summary.Summary, error) {
 			}
 		}
 	}
+	if opts.Scenario != nil && scen != "" && opts.Scenario.Name != scen {
+		errs = append(errs, fmt.Errorf("merge: the scenario given is %q but %s (and the other inputs) ran scenario %q: pass --scenario %s, or the shards of a %q run",
+			opts.Scenario.Name, scenBy, scen, scen, opts.Scenario.Name))
+	}
 	if len(shards) == 0 && len(errs) == 0 {
 		errs = append(errs, errors.New("merge: no fleet shard summary among the inputs"))
 	}

@@ -307,6 +307,11 @@ func TestMergeErrors(t *testing.T) {
 			}
 		})
 	}
+	// The scenario given must be the one the shards ran: its thresholds judge nothing else.
+	_, err := Merge([]MergeInput{{"a", shard(0, 1)}}, MergeOptions{Scenario: &scenarios.Scenario{Name: "quickstart"}})
+	if want := `the scenario given is "quickstart" but a (and the other inputs) ran scenario "merge-test"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("another scenario: err %v, want %q", err, want)
+	}
 }
 
 // FuzzMergeInput decodes arbitrary bytes as a shard summary and merges it with a valid shard:

@@ -1,34 +1,14 @@
 package controlplane_test
 
 import (
-	"bytes"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 )
-
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A VirtualService with a field xdslab accepts but does not generate gets one log line naming
 // the object and the field when it is loaded; one without such fields gets none.

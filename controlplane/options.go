@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/debounce"
 	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/push"
@@ -23,6 +24,9 @@ const (
 	DefaultMetricsAddr = "127.0.0.1:15014"
 )
 
+// DefaultDrainTimeout is how long a stopping server waits for its streams to end.
+const DefaultDrainTimeout = 5 * time.Second
+
 // Options configure a Server. Start from DefaultOptions.
 type Options struct {
 	// ConfigDir is the directory of Istio YAML to watch. Empty: no file source (the memory
@@ -31,6 +35,11 @@ type Options struct {
 	// ConfigRescan is how often the config directory is rescanned as a safety net for missed
 	// fs events. Zero means the file source's default (1s); negative disables rescans.
 	ConfigRescan time.Duration
+	// ConfigDeleteGuard holds a config directory change that would delete a large share of the
+	// objects at once, re-reads the directory after a settle period, then applies what it
+	// holds; its zero value is the default guard (more than 50%, held 5s). Its Held counter is
+	// the server's xdslab_cp_config_mass_deletes_held_total.
+	ConfigDeleteGuard config.DeleteGuard
 	// GRPCAddr is where the ADS server listens (host:port; port 0 picks one).
 	GRPCAddr string
 	// MetricsAddr is where /metrics and /debug/* are served (host:port; port 0 picks one).
@@ -56,6 +65,11 @@ type Options struct {
 	// AdmissionWait is how long a new stream waits for an admission token before it is refused;
 	// zero refuses at once.
 	AdmissionWait time.Duration
+	// DrainTimeout bounds a graceful stop: the gRPC servers send GOAWAY and end every xDS
+	// stream with Unavailable (clients reconnect elsewhere), and what has not ended after
+	// DrainTimeout is closed (grpc.Server.GracefulStop, then Stop, as istiod does with its
+	// 10s shutdownDuration). Zero stops at once, as a crash would look to clients.
+	DrainTimeout time.Duration
 	// Cores is the number of CPU cores the server may use; zero means runtime.GOMAXPROCS(0).
 	Cores int
 	// TrustDomain of the SPIFFE ids built from workload service accounts; empty means
@@ -101,6 +115,7 @@ func DefaultOptions() Options {
 		AckTimeout:    push.DefaultAckTimeout,
 		SendTimeout:   30 * time.Second,
 		AdmissionWait: xds.DefaultAdmissionWait,
+		DrainTimeout:  DefaultDrainTimeout,
 	}
 }
 
@@ -152,6 +167,9 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %v: write host:port, e.g. 127.0.0.1:15010", a.name, a.addr, err))
 		}
 	}
+	if err := o.ConfigDeleteGuard.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, o.Secure.validate()...)
 	if err := o.Debounce.Validate(); err != nil {
 		errs = append(errs, err)
@@ -167,6 +185,9 @@ func (o Options) Validate() error {
 	}
 	if o.SendTimeout < 0 {
 		errs = append(errs, fmt.Errorf("send timeout %v is negative: use a positive duration, or 0 to wait for slow clients forever", o.SendTimeout))
+	}
+	if o.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("drain timeout %v is negative: use a duration such as %v, or 0 to stop without draining", o.DrainTimeout, DefaultDrainTimeout))
 	}
 	if o.Cores < 0 {
 		errs = append(errs, fmt.Errorf("cores %d is negative: use 0 (all) or a positive number", o.Cores))

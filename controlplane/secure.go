@@ -145,7 +145,8 @@ func (s *Server) startSecure(run func(string, func() error)) error {
 		return err
 	}
 	s.secrets.certs.Store(wc)
-	run("secure-grpc", func() error { return s.secureSrv.Serve(ln) })
+	nl := newNotifyListener(ln)
+	run("secure-grpc", func() error { return s.secureSrv.Serve(nl) })
 	run("workload-certs", func() error { return s.rotateWorkloadCerts(wc) })
 	run("server-cert", func() error {
 		t := time.NewTicker(ttl / 2)
@@ -163,7 +164,7 @@ func (s *Server) startSecure(run func(string, func() error)) error {
 	})
 	s.wg.Go(func() {
 		<-s.ctx.Done()
-		s.secureSrv.Stop()
+		s.drain("secure-grpc", s.secureSrv, nl)
 	})
 	return nil
 }

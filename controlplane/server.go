@@ -157,8 +157,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if opts.ConfigDir != "" {
+		guard := opts.ConfigDeleteGuard
+		guard.Held = s.metrics.ConfigMassDeletesHeld
 		files, err := config.NewFileSource(s.store, config.FileOptions{
-			Dir: opts.ConfigDir, RescanInterval: opts.ConfigRescan, Logger: opts.Logger.With("component", "config-files"),
+			Dir: opts.ConfigDir, RescanInterval: opts.ConfigRescan, DeleteGuard: guard, Logger: opts.Logger.With("component", "config-files"),
 			Errors: s.metrics.ConfigFileErrors, Skipped: s.metrics.ConfigObjectsSkipped, Now: opts.Now,
 		})
 		if err != nil {
@@ -223,6 +225,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.cancel()
 		return fmt.Errorf("control plane: listen on gRPC address %s: %w: pick a free port with --grpc-addr", s.opts.GRPCAddr, err)
 	}
+	gnl := newNotifyListener(gln)
 	s.grpcLn = gln
 	s.grpcSrv = grpc.NewServer(xds.ServerOptions()...)
 	s.xds.Register(s.grpcSrv)
@@ -250,11 +253,11 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	})
 	run("http", func() error { return s.httpSrv.Serve(ln) })
-	run("grpc", func() error { return s.grpcSrv.Serve(gln) })
+	run("grpc", func() error { return s.grpcSrv.Serve(gnl) })
 	s.wg.Go(func() { s.xds.Run(s.ctx) })
 	s.wg.Go(func() {
 		<-s.ctx.Done()
-		s.grpcSrv.Stop() // ends every stream; the ADS handlers return and unregister
+		s.drain("grpc", s.grpcSrv, gnl)
 	})
 	// The caller's Stop ends what already runs when the secure listener cannot start.
 	if s.opts.Secure.Addr != "" {
@@ -330,6 +333,119 @@ func (s *Server) addMCPSources() error {
 	}
 	s.opts.Sources = srcs
 	return nil
+}
+
+// drain stops a gRPC server as istiod does, and ends its xDS streams on top: GracefulStop
+// closes the listener and sends GOAWAY on every connection, then the ADS streams end with
+// xds.ErrDraining; whatever has not ended after Options.DrainTimeout (a stream blocked
+// sending to a client that does not read) is closed by Stop.
+func (s *Server) drain(name string, g *grpc.Server, ln *notifyListener) {
+	start := time.Now()
+	streams := s.xds.Streams()
+	if s.opts.DrainTimeout <= 0 {
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			g.Stop()
+		}()
+		<-ln.closed
+		ln.closeConns() // those still in their handshake, which Stop waits for
+		<-stopped
+		s.log.Info("gRPC server stopped without draining", "server", name, "streams", streams)
+		return
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		g.GracefulStop()
+	}()
+	timer := time.NewTimer(s.opts.DrainTimeout)
+	defer timer.Stop()
+	// GOAWAY follows the listener's close at once: end the streams after it.
+	select {
+	case <-ln.closed:
+	case <-stopped:
+	case <-timer.C:
+	}
+	s.xds.Drain()
+	select {
+	case <-stopped:
+		s.log.Info("gRPC server drained", "server", name, "streams", streams, "took", time.Since(start).Round(time.Millisecond))
+	case <-timer.C:
+		left := s.xds.Streams()
+		forced := make(chan struct{})
+		go func() {
+			defer close(forced)
+			g.Stop()
+		}()
+		conns := ln.closeConns() // also those still in their handshake, which Stop waits for
+		<-stopped
+		<-forced
+		s.log.Warn("gRPC server drain timed out; closed what was left", "server", name, "streams", streams,
+			"streamsLeft", left, "connsClosed", conns, "drainTimeout", s.opts.DrainTimeout)
+	}
+}
+
+// notifyListener is a listener that says when it was closed (by GracefulStop) and can close
+// every connection it accepted: a connection that never finishes the HTTP/2 handshake holds
+// grpc.Server.Stop for the server's 120s connection timeout otherwise.
+type notifyListener struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+	mu     sync.Mutex
+	conns  map[*trackedConn]struct{}
+}
+
+func newNotifyListener(ln net.Listener) *notifyListener {
+	return &notifyListener{Listener: ln, closed: make(chan struct{}), conns: make(map[*trackedConn]struct{})}
+}
+
+func (l *notifyListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, ln: l}
+	l.mu.Lock()
+	l.conns[tc] = struct{}{}
+	l.mu.Unlock()
+	return tc, nil
+}
+
+func (l *notifyListener) Close() error {
+	err := l.Listener.Close()
+	l.once.Do(func() { close(l.closed) })
+	return err
+}
+
+// closeConns closes every accepted connection still open and returns how many there were.
+func (l *notifyListener) closeConns() int {
+	l.mu.Lock()
+	conns := make([]*trackedConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	return len(conns)
+}
+
+type trackedConn struct {
+	net.Conn
+	ln   *notifyListener
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.ln.mu.Lock()
+		delete(c.ln.conns, c)
+		c.ln.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 // registries are the in-process registry, then every source's, in priority order.

@@ -102,8 +102,8 @@ func Lab() Spec {
 			{Title: "Fleet (fake Envoys)", Panels: []Panel{
 				{
 					Title: "Clients", Unit: "short", Min: zero(),
-					Description: "Fake Envoys started by the ramp, holding an ADS stream, and having received a full first config. " +
-						"Connected below started means clients are being refused or reconnecting.",
+					Description: "Fake Envoys started by the ramp, holding an ADS stream, and holding a full config while connected " +
+						"(a reconnected client counts again once it resynced). Connected below started means clients are being refused or reconnecting.",
 					Queries: []Query{
 						{Expr: sumBy("", sel(v, "xdslab_fleet_clients")), Legend: "started"},
 						{Expr: sumBy("", sel(v, "xdslab_fleet_connected")), Legend: "connected"},

@@ -30,6 +30,7 @@ type Client struct {
 	clock     Clock
 	hooks     Hooks
 	backlog   BacklogHook // hooks, when they take the receive backlog; nil otherwise
+	resync    ResyncHook  // hooks, when they take resyncs; nil otherwise
 	rng       *rand.Rand  // reconnect jitter
 	m         *machine
 	mcfg      ClientConfig // what m was built from: Restart builds a fresh one
@@ -72,6 +73,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		hooks = NopHooks{}
 	}
 	backlog, _ := hooks.(BacklogHook)
+	resync, _ := hooks.(ResyncHook)
 	ns := ""
 	if f := cfg.Node.GetMetadata().GetFields()["NAMESPACE"]; f != nil {
 		ns = f.GetStringValue()
@@ -86,6 +88,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		clock:     cfg.Clock,
 		hooks:     hooks,
 		backlog:   backlog,
+		resync:    resync,
 		rng:       rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(cfg.Index))),
 		m:         m,
 		mcfg:      mcfg,
@@ -479,6 +482,9 @@ func (o *owner) perform(st *step) bool {
 	}
 	if st.firstFull {
 		c.hooks.FirstFullConfig(c, c.clock.Now())
+	}
+	if st.resynced && c.resync != nil {
+		c.resync.Resynced(c, c.clock.Now(), st.resync)
 	}
 	c.publishBlocked()
 	if st.delay > 0 && (st.requests() > 0 || st.disconnect) {

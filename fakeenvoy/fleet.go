@@ -227,6 +227,7 @@ type Fleet struct {
 	launched atomic.Int64 // clients started by the ramp
 	rampDone atomic.Bool
 	gauge    fleetGauge
+	full     fleetGauge // connected clients holding a full config
 }
 
 type fleetClient struct {
@@ -455,6 +456,7 @@ func (f *Fleet) Stop() {
 	if cancel != nil && first {
 		// The gauge's last value is the connected count of the running fleet.
 		f.gauge.sample(f.obs.ConnectedNow(), f.rampDone.Load())
+		f.full.sample(f.obs.FullConfigNow(), f.rampDone.Load())
 		cancel()
 	}
 	f.wg.Wait()

@@ -30,6 +30,8 @@ const (
 	MetricWarmingTimeouts   = "xdslab_fleet_warming_timeouts_total"
 	MetricConnects          = "xdslab_fleet_connects_total"
 	MetricConnectFailures   = "xdslab_fleet_connect_failures_total"
+	MetricReconnects        = "xdslab_fleet_reconnects_total"
+	MetricResync            = "xdslab_fleet_resync_seconds"
 	MetricTimeToFirstConfig = "xdslab_fleet_time_to_first_config_seconds"
 	MetricAckDelay          = "xdslab_fleet_ack_delay_seconds"
 	MetricStartLateness     = "xdslab_fleet_start_lateness_seconds"
@@ -69,7 +71,9 @@ var typeCounters = []struct {
 // Metrics returns the fleet's metrics for summary.json over a run of dur: the observer's, and
 // the matcher's when expectations were registered. Call it after Stop (which samples the
 // connected gauge while the clients still run): the gauge's value is the connected count at
-// Stop, its min the lowest count sampled after the ramp, its max the highest ever.
+// Stop, its min the lowest count sampled after the ramp, its max the highest ever. The full
+// config gauge's value is the connected clients holding a full config at Stop, its max the
+// clients that ever reached one.
 func (f *Fleet) Metrics(dur time.Duration) ([]summary.Metric, error) {
 	st := f.obs.Stats()
 	f.gauge.mu.Lock()
@@ -81,6 +85,11 @@ func (f *Fleet) Metrics(dur time.Duration) ([]summary.Metric, error) {
 		minV = min(minV, f.gauge.min)
 	}
 	f.gauge.mu.Unlock()
+	f.full.mu.Lock()
+	if f.full.hasLast {
+		st.FullConfigNow = f.full.last // at Stop, while the clients still ran
+	}
+	f.full.mu.Unlock()
 	out := FleetMetrics(st, value, minV, dur)
 	out = append(out,
 		summary.NewGauge(MetricClients, summary.Default, float64(f.Launched()), 0, float64(len(f.clients)), nil))
@@ -110,8 +119,9 @@ func FleetMetrics(st FleetStats, connected, minConnected int, dur time.Duration)
 	var out []summary.Metric
 	out = append(out,
 		summary.NewGauge(MetricConnected, summary.Default, float64(connected), float64(minConnected), float64(st.MaxConnected), nil),
-		summary.NewGauge(MetricFullConfigClients, summary.Default, float64(st.FullConfig), 0, float64(st.FullConfig), nil),
+		summary.NewGauge(MetricFullConfigClients, summary.Default, float64(st.FullConfigNow), 0, float64(st.FullConfig), nil),
 		summary.NewCounter(MetricConnects, summary.Default, float64(st.Connects), dur, nil),
+		summary.NewCounter(MetricReconnects, summary.Default, float64(st.Reconnects), dur, nil),
 		summary.NewCounter(MetricConnectFailures, summary.Default, float64(st.ConnectFailuresTotal()), dur, nil),
 	)
 	codes := make([]string, 0, len(st.ConnectFailures))
@@ -148,7 +158,16 @@ func trends(st FleetStats) ([]summary.Metric, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []summary.Metric{ttfc, ack, late, backlog}, nil
+	out := []summary.Metric{ttfc, ack, late, backlog}
+	if st.Reconnects > 0 && st.Resync != nil {
+		// Only a run with reconnects has resyncs to show (a run without has nothing to measure).
+		resync, err := summary.NewTrend(MetricResync, summary.Time, st.Resync, metricScaleMicroseconds, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resync)
+	}
+	return out, nil
 }
 
 // MatchMetrics turns probe results into summary metrics: push (in effect), received and ACK
@@ -264,8 +283,10 @@ var (
 	// sum to the fleet's figure.
 	descConnected   = prometheus.NewDesc(MetricConnected, "Clients holding an ADS stream.", []string{"group"}, nil)
 	descClients     = prometheus.NewDesc(MetricClients, "Clients started by the ramp.", nil, nil)
-	descFullConfig  = prometheus.NewDesc(MetricFullConfigClients, "Clients that reached their first full config.", []string{"group"}, nil)
+	descFullConfig  = prometheus.NewDesc(MetricFullConfigClients, "Connected clients holding a full config (their first, or again after a reconnect).", []string{"group"}, nil)
 	descConnects    = prometheus.NewDesc(MetricConnects, "ADS streams established.", []string{"group"}, nil)
+	descReconnects  = prometheus.NewDesc(MetricReconnects, "ADS streams established by clients that had held one before.", []string{"group"}, nil)
+	descResync      = prometheus.NewDesc(MetricResync, "Per reconnect: the new stream's start to the client holding a full config again.", []string{"group"}, nil)
 	descConnFail    = prometheus.NewDesc(MetricConnectFailures, "Failed connects and stream opens, by gRPC code.", []string{"code", "group"}, nil)
 	descTTFC        = prometheus.NewDesc(MetricTimeToFirstConfig, "Client's scheduled start (its slot in the ramp) to first full config.", []string{"group"}, nil)
 	descStartLate   = prometheus.NewDesc(MetricStartLateness, "Client's scheduled start to the fleet starting it: the harness's lag, inside time to first config.", []string{"group"}, nil)
@@ -287,7 +308,7 @@ var (
 )
 
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnected, descClients, descFullConfig, descConnects, descConnFail,
+	for _, d := range []*prometheus.Desc{descConnected, descClients, descFullConfig, descConnects, descReconnects, descResync, descConnFail,
 		descTTFC, descStartLate, descAckDelay, descBacklog, descPush, descPushAck, descConvergence, descObserved, descSuperseded, descOutstanding} {
 		ch <- d
 	}
@@ -301,8 +322,12 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(f.Launched()))
 	for group, st := range f.groupStats() {
 		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(st.Connected), group)
-		ch <- prometheus.MustNewConstMetric(descFullConfig, prometheus.GaugeValue, float64(st.FullConfig), group)
+		ch <- prometheus.MustNewConstMetric(descFullConfig, prometheus.GaugeValue, float64(st.FullConfigNow), group)
 		ch <- prometheus.MustNewConstMetric(descConnects, prometheus.CounterValue, float64(st.Connects), group)
+		ch <- prometheus.MustNewConstMetric(descReconnects, prometheus.CounterValue, float64(st.Reconnects), group)
+		if st.Resync != nil {
+			ch <- promHistogram(descResync, st.Resync, group)
+		}
 		for code, n := range st.ConnectFailures {
 			ch <- prometheus.MustNewConstMetric(descConnFail, prometheus.CounterValue, float64(n), code, group)
 		}

@@ -11,9 +11,11 @@ import (
 type Progress struct {
 	Launched, Clients int
 	Connected         int
-	FullConfig        uint64
-	Responses, Nacks  uint64
-	ConnectFailures   uint64
+	// FullConfig counts the connected clients holding a full config now (FleetStats.FullConfigNow);
+	// FullConfigEver those that ever reached their first (FleetStats.FullConfig).
+	FullConfig, FullConfigEver uint64
+	Responses, Nacks           uint64
+	ConnectFailures            uint64
 	// FailureText holds one error text per gRPC code that failed a connect (see
 	// FleetStats.ConnectFailureText); nil when none failed.
 	FailureText map[string]string
@@ -42,7 +44,8 @@ func (f *Fleet) Progress() Progress {
 	for i := range f.obs.shards {
 		s := &f.obs.shards[i]
 		s.mu.Lock()
-		p.FullConfig += s.firstConfig
+		p.FullConfig += uint64(max(s.fullNow, 0))
+		p.FullConfigEver += s.firstConfig
 		for _, t := range s.types {
 			p.Responses += t.Responses
 			p.Nacks += t.Nacks
@@ -99,6 +102,7 @@ func (f *Fleet) report(ctx context.Context) {
 		}
 		last, lastAt = p.Responses, now
 		f.gauge.sample(p.Connected, f.rampDone.Load())
+		f.full.sample(int(p.FullConfig), f.rampDone.Load())
 		if f.cfg.Progress != nil {
 			stamp := now.UTC().Format(time.TimeOnly)
 			for _, l := range p.NewFailures(seen) {

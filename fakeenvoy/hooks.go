@@ -89,6 +89,23 @@ type BacklogHook interface {
 	ReceiveBacklog(c *Client, d time.Duration)
 }
 
+// ResyncHook is an optional interface of Hooks (a client checks for it once, in NewClient).
+// Resynced is called when a client that had a full config holds one again after a reconnect:
+// every type it subscribes to answered on the new stream and its configuration is complete;
+// d is the time from the stream's start to then. It must not block.
+type ResyncHook interface {
+	Resynced(c *Client, at time.Time, d time.Duration)
+}
+
+// Resynced passes the resync on to every hook that takes it.
+func (t teeHooks) Resynced(c *Client, at time.Time, d time.Duration) {
+	for _, h := range t {
+		if r, ok := h.(ResyncHook); ok {
+			r.Resynced(c, at, d)
+		}
+	}
+}
+
 // ReceiveBacklog passes the backlog on to every hook that takes it.
 func (t teeHooks) ReceiveBacklog(c *Client, d time.Duration) {
 	for _, h := range t {

@@ -150,8 +150,14 @@ type machine struct {
 	started       bool
 	nodeSent      bool // node already sent on this stream
 	fullDone      bool
-	seq           uint64 // responses over the client's life
-	streamResp    int    // responses on this stream
+	// resyncing: a stream after the first full config started at resyncAt; the types in
+	// resyncWait have not answered on it yet. Once all have and the configuration is complete,
+	// the client holds a full config again (step.resynced).
+	resyncing  bool
+	resyncAt   time.Time
+	resyncWait uint32
+	seq        uint64 // responses over the client's life
+	streamResp int    // responses on this stream
 
 	rng   *rand.Rand    // NACK probability; nil when unused
 	delay *dist.Sampler // ACK delay; nil when none
@@ -163,14 +169,18 @@ type machine struct {
 // of the response when acked: the last in SotW, the first in Delta), call AckSent, and close
 // the stream when disconnect.
 type step struct {
-	sotw       []*discoveryv3.DiscoveryRequest
-	delta      []*discoveryv3.DeltaDiscoveryRequest
-	response   bool
-	info       ResponseInfo
-	acked      bool
-	applied    bool
-	timeouts   []string
-	firstFull  bool
+	sotw      []*discoveryv3.DiscoveryRequest
+	delta     []*discoveryv3.DeltaDiscoveryRequest
+	response  bool
+	info      ResponseInfo
+	acked     bool
+	applied   bool
+	timeouts  []string
+	firstFull bool
+	// resynced: the client holds a full config again after a reconnect, resync after the
+	// stream started (the Resynced hook).
+	resynced   bool
+	resync     time.Duration
 	delay      time.Duration
 	disconnect bool
 }
@@ -251,6 +261,15 @@ func (m *machine) start(now time.Time) step {
 		} else {
 			m.types[tCDS].subscribed = true
 			m.phaseDeadline = m.deadline(now)
+		}
+	}
+	m.resyncing, m.resyncWait = m.fullDone, 0
+	if m.resyncing {
+		m.resyncAt = now
+		for t := range m.types {
+			if ts := &m.types[t]; ts.subscribed && (!m.named(t) || len(ts.names) > 0) {
+				m.resyncWait |= 1 << t
+			}
 		}
 	}
 	for t := range m.types {
@@ -893,6 +912,7 @@ func (m *machine) afterResponse(s *step, t int, now time.Time) {
 	if (m.phase == phaseCDS && t == tCDS) || (m.phase == phaseLDS && t == tLDS) {
 		m.phase++
 	}
+	m.resyncWait &^= 1 << t
 	m.advance(s, now)
 }
 
@@ -933,6 +953,10 @@ func (m *machine) advance(s *step, now time.Time) {
 	if m.phase == phaseDone && !m.fullDone && m.complete() {
 		m.fullDone = true
 		s.firstFull = true
+	}
+	if m.resyncing && m.resyncWait == 0 && m.phase == phaseDone && m.complete() {
+		m.resyncing = false
+		s.resynced, s.resync = true, max(0, now.Sub(m.resyncAt))
 	}
 }
 

@@ -103,6 +103,7 @@ type Observer struct {
 var (
 	_ Hooks       = (*Observer)(nil)
 	_ BacklogHook = (*Observer)(nil)
+	_ ResyncHook  = (*Observer)(nil)
 )
 
 type obsShard struct {
@@ -115,6 +116,12 @@ type obsShard struct {
 	disconnects uint64
 	acks        uint64
 	firstConfig uint64
+	// reconnects counts streams established by clients that had one before; fullNow counts
+	// the connected clients holding a full config (first full config, or resynced since their
+	// last reconnect).
+	reconnects uint64
+	fullNow    int
+	resync     *hdr.Histogram // reconnect (stream start) → full config again, µs; nil until the first
 	// fullByGroup counts firstConfig by client group (Client.Group).
 	fullByGroup map[string]uint64
 	ttfc        *hdr.Histogram // client's scheduled start → first full config, µs
@@ -129,6 +136,8 @@ type obsClient struct {
 	started     time.Time
 	connected   bool
 	firstConfig bool
+	full        bool // connected and holding a full config (counted in fullNow)
+	everConn    bool
 	last        []obsLast // one per type seen on the current stream
 }
 
@@ -218,6 +227,10 @@ func (o *Observer) connected1(index int, at time.Time) {
 	cl.connected = true
 	cl.last = cl.last[:0]
 	s.connects++
+	if cl.everConn && !wasConnected {
+		s.reconnects++
+	}
+	cl.everConn = true
 	s.mu.Unlock()
 	if !wasConnected {
 		n := o.connected.Add(1)
@@ -241,6 +254,10 @@ func (o *Observer) disconnected1(index int) {
 	cl.connected = false
 	cl.last = cl.last[:0]
 	s.disconnects++
+	if cl.full {
+		cl.full = false
+		s.fullNow--
+	}
 	s.mu.Unlock()
 	if was {
 		o.connected.Add(-1)
@@ -384,6 +401,28 @@ func (o *Observer) firstFullConfig1(index int, group string, at time.Time) {
 		s.fullByGroup[group]++
 		recordDuration(s.ttfc, at.Sub(cl.started))
 	}
+	if !cl.full && cl.connected {
+		cl.full = true
+		s.fullNow++
+	}
+	s.mu.Unlock()
+}
+
+// Resynced implements ResyncHook: a reconnected client holds a full config again.
+func (o *Observer) Resynced(c *Client, at time.Time, d time.Duration) { o.resynced1(c.Index(), d) }
+
+func (o *Observer) resynced1(index int, d time.Duration) {
+	s := o.shard(index)
+	s.mu.Lock()
+	cl := s.client(index)
+	if s.resync == nil {
+		s.resync = NewLatencyHistogram() // only a fleet that saw an outage pays for it
+	}
+	recordDuration(s.resync, d)
+	if !cl.full && cl.connected {
+		cl.full = true
+		s.fullNow++
+	}
 	s.mu.Unlock()
 }
 
@@ -400,6 +439,18 @@ func (o *Observer) FullConfigByGroup() map[string]uint64 {
 		s.mu.Unlock()
 	}
 	return out
+}
+
+// FullConfigNow returns how many connected clients hold a full config now.
+func (o *Observer) FullConfigNow() int {
+	n := 0
+	for i := range o.shards {
+		s := &o.shards[i]
+		s.mu.Lock()
+		n += s.fullNow
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // ConnectedNow returns how many clients hold a stream now.
@@ -461,6 +512,14 @@ type FleetStats struct {
 	// splits it by client group (a group none of whose clients did is absent).
 	FullConfig        uint64
 	FullConfigByGroup map[string]uint64
+	// FullConfigNow counts the connected clients that hold a full config now: their first,
+	// or again after a reconnect (Resync). A disconnected client never counts.
+	FullConfigNow int
+	// Reconnects counts streams established by clients that had held one before.
+	Reconnects uint64
+	// Resync is, per reconnect, the new stream's start → the client holds a full config again
+	// (µs): how long a control plane outage's tail lasts; nil when no client resynced.
+	Resync *hdr.Histogram
 	// Types is keyed by TypeName (CDS, EDS, ...); Total sums them.
 	Types map[string]TypeStats
 	Total TypeStats
@@ -517,6 +576,14 @@ func (o *Observer) Stats() FleetStats {
 		st.Disconnects += s.disconnects
 		st.AcksSent += s.acks
 		st.FullConfig += s.firstConfig
+		st.FullConfigNow += s.fullNow
+		st.Reconnects += s.reconnects
+		if s.resync != nil {
+			if st.Resync == nil {
+				st.Resync = NewLatencyHistogram()
+			}
+			st.Resync.Merge(s.resync)
+		}
 		for g, n := range s.fullByGroup {
 			st.FullConfigByGroup[g] += n
 		}

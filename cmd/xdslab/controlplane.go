@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdslab/xdslab/controlplane"
+	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/registry/kube"
 	"github.com/xdslab/xdslab/controlplane/security"
@@ -18,6 +19,7 @@ import (
 // controlplaneFlags are the flags of 'xdslab controlplane'.
 type controlplaneFlags struct {
 	configDir    string
+	deleteGuard  bool
 	logLevel     string
 	opts         controlplane.Options
 	pushThrottle int
@@ -35,7 +37,10 @@ func newControlplaneCmd() *cobra.Command {
 DestinationRule, Sidecar, Gateway; multi-document files as you would kubectl-apply them),
 debounces the changes and builds a snapshot per push. It serves /metrics, /debug/config (what
 was loaded, and each file's last error) /debug/snapshot, /debug/syncz (per client and type: versions sent, acked and nacked, last error) and Go's profiles (/debug/pprof/) on --metrics-addr, and runs until
-SIGINT or SIGTERM.
+SIGINT or SIGTERM, then drains: GOAWAY, every xDS stream ended with Unavailable, the rest closed
+after --drain-timeout. A change that would delete more than half of the config objects at once
+(files moved out and back, rm -rf and restore) is held for --config-delete-settle and the
+directory re-read before it applies; see docs/faults.md.
 
 With --kubeconfig it also reads a Kubernetes cluster, as istiod does: Services and
 EndpointSlices become services and endpoints, and Istio's config kinds (networking.istio.io/v1)
@@ -51,6 +56,9 @@ are read from the API server; see docs/kubernetes.md.`,
 	fl.StringVar(&f.configDir, "config-dir", "", "directory of Istio YAML to watch (required unless --kubeconfig or --config-source is given)")
 	fl.StringArrayVar(&f.sources, "config-source", nil, "a config source, as istiod's configSources (repeatable): fs:///DIR (= --config-dir), k8s:// (= --kubeconfig), xds://HOST:PORT[?caFile=CA.pem&certFile=C&keyFile=K] (MCP over xDS; docs/mcp.md)")
 	fl.BoolVar(&f.opts.ServeMCP, "serve-mcp", false, "also serve the config store over MCP (istiod's api generator) to ADS streams whose node metadata says GENERATOR=api")
+	fl.BoolVar(&f.deleteGuard, "config-delete-guard", true, "hold a config-dir change that would delete more than --config-delete-share of the objects for --config-delete-settle, re-read the directory, then apply (=false: apply deletions at once)")
+	fl.Float64Var(&f.opts.ConfigDeleteGuard.Share, "config-delete-share", config.DefaultDeleteShare, "with --config-delete-guard: the share of the objects (0-1] one change may delete without being held")
+	fl.DurationVar(&f.opts.ConfigDeleteGuard.Settle, "config-delete-settle", config.DefaultDeleteSettle, "with --config-delete-guard: how long a mass deletion is held before the directory is re-read")
 	fl.StringVar(&f.opts.GRPCAddr, "grpc-addr", controlplane.DefaultGRPCAddr, "address of the ADS (xDS) gRPC server")
 	fl.StringVar(&f.opts.MetricsAddr, "metrics-addr", controlplane.DefaultMetricsAddr, "address of /metrics and /debug/*")
 	fl.DurationVar(&f.opts.Debounce.MinQuiet, "min-quiet", f.opts.Debounce.MinQuiet, "push once no change arrived for this long (Istio's PILOT_DEBOUNCE_AFTER)")
@@ -71,6 +79,7 @@ are read from the API server; see docs/kubernetes.md.`,
 	fl.DurationVar(&f.opts.Secure.JWKSRefresh, "jwks-refresh", security.DefaultJWKSRefresh, "with --jwt-issuer and no --jwks-file: how often the OIDC issuer's keys are fetched again")
 	fl.StringVar(&f.opts.Secure.JWTAudience, "jwt-audience", "", "with --jwt-issuer: required aud value")
 	fl.DurationVar(&f.opts.Secure.WorkloadCertTTL, "workload-cert-ttl", security.DefaultWorkloadCertTTL, "with --secure-grpc-addr: lifetime of the workload certificates served over SDS (re-issued and pushed at half of it)")
+	fl.DurationVar(&f.opts.DrainTimeout, "drain-timeout", f.opts.DrainTimeout, "on SIGINT/SIGTERM: send GOAWAY and end every xDS stream, then close what is left after this long (0: stop at once)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.kube.register(fl, 50, 100)
 	fl.StringVar(&f.kubeNS, "kube-namespace", "", "with --kubeconfig: watch only this namespace (default all)")
@@ -94,6 +103,7 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 	}
 	opts := f.opts
 	opts.ConfigDir = f.configDir
+	opts.ConfigDeleteGuard.Off = !f.deleteGuard
 	opts.PushThrottle = f.pushThrottle
 	opts.Cores = runtime.NumCPU()
 	opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))

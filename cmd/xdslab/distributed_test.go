@@ -290,6 +290,11 @@ func TestMergeCommandExitCodes(t *testing.T) {
 	}
 	a, b := write("a.json", shard(0, 2, 3, 0)), write("b.json", shard(1, 2, 4, 0))
 	unconfigured := write("unconfigured.json", shard(1, 2, 4, 2))
+	elsewhere := func(i int) string {
+		s := shard(i, 2, 3, 0)
+		s.Metadata.Labels = map[string]string{"scenario": "elsewhere"}
+		return write(fmt.Sprintf("elsewhere-%d.json", i), s)
+	}
 	lone := write("lone.json", shard(0, 3, 1, 0))
 	broken := filepath.Join(dir, "broken.json")
 	if err := os.WriteFile(broken, []byte("{\n  \"version\": 1\n}"), 0o644); err != nil {
@@ -314,6 +319,7 @@ func TestMergeCommandExitCodes(t *testing.T) {
 		{"wait without dir", []string{"merge", a, "--wait", "2"}, exitUsage},
 		{"dir times out", []string{"merge", "--dir", t.TempDir(), "--wait", "1", "--timeout", "1ms"}, exitUsage},
 		{"bad scenario", []string{"merge", a, b, "--scenario", "no-such-scenario"}, exitUsage},
+		{"another scenario's shards", []string{"merge", elsewhere(0), elsewhere(1), "--scenario", pass}, exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := run(context.Background(), append(tc.args, "--quiet")); got != tc.want {

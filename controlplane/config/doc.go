@@ -89,6 +89,26 @@
 // a periodic rescan (default every 1s, comparing size and modification time) catches anything
 // fsnotify missed. One goroutine (Run) owns all state; Status can be read from any goroutine.
 //
+// Faults it survives (docs/faults.md has the measurements):
+//   - A file written in place (a write event, or a change a rescan found) is read only once
+//     its size and modification time held still for FileOptions.WriteSettle (default 100ms);
+//     a file renamed into place is read at once. A file whose size changes while it is read is
+//     not parsed but read again once it settled, and MaxFileBytes is checked on the stat
+//     before reading (at most MaxFileBytes+1 bytes are ever read).
+//   - A change that would delete more than DeleteGuard.Share (default 50%) of the objects,
+//     counting the deletions applied within the last DeleteGuard.Settle, is held (warned and
+//     counted in DeleteGuard.Held): nothing is read or applied for Settle (default 5s), then
+//     the directory is re-read and what it holds is applied, so files moved out and back or an
+//     rm -rf and restore change nothing. A file's removal triggers a full scan, so files moved
+//     out together are one change. DeleteGuard.Off disables it.
+//   - Atomic swaps are read as one generation: a Kubernetes ConfigMap's "..data" symlink swap
+//     (any "..*" event) and the directory itself being replaced trigger one full scan.
+//   - The directory's parent is watched too, so a directory removed and created again, or
+//     another directory renamed into its place, is watched again at once (logged); so is a
+//     subdirectory. A directory that cannot be read keeps the loaded config.
+//   - An unreadable file (a symlink loop, no permission) keeps its objects and is logged and
+//     counted once, until it (or the link) changes.
+//
 // Each reload diffs the objects of the changed files against what the source wrote before and
 // applies the adds, updates and deletes to the store in one Apply, so an atomic writer's
 // temp-file + rename yields only the updates of objects that changed, never a delete and re-add.

@@ -31,14 +31,22 @@ type FileOptions struct {
 	// RescanInterval is how often the whole tree is re-read (by size and modification time) as
 	// a safety net for events fsnotify misses. Default 1s; negative disables rescans.
 	RescanInterval time.Duration
-	// Debounce is how long a file must be quiet after an fs event before it is read, so that a
-	// writer's burst (write, chmod, rename) costs one read. Default 20ms. A file written
-	// continuously is read at least every 10×Debounce.
+	// Debounce is how long a file must be quiet after an fs event before it is looked at, so
+	// that a writer's burst (write, chmod, rename) costs one read. Default 20ms.
 	Debounce time.Duration
+	// WriteSettle is how long the size and modification time of a file written in place (an
+	// fs write event, or a change a rescan found) must hold still before the file is read, so
+	// that a slow writer's half-written file is never parsed. A file renamed into place is
+	// read at once, without it. Default 100ms.
+	WriteSettle time.Duration
 	// DisableWatch turns fsnotify off: changes are seen by rescans only.
 	DisableWatch bool
-	// MaxFileBytes rejects larger files (an error for that file). Default 16 MiB.
+	// MaxFileBytes rejects larger files (an error for that file), checked before parsing.
+	// Default 16 MiB.
 	MaxFileBytes int64
+	// DeleteGuard holds mass deletions (a directory emptied for a moment must not empty the
+	// mesh); its zero value is the default guard.
+	DeleteGuard DeleteGuard
 	// Decoder decodes the files (its DefaultNamespace applies).
 	Decoder Decoder
 	// Logger receives load errors with file and line. Default: discard.
@@ -52,25 +60,60 @@ type FileOptions struct {
 	// is logged once at the same time. Map it to xdslab_cp_config_objects_skipped_total.
 	// Optional.
 	Skipped Counter
-	// Now is the clock for status times and debouncing. Default time.Now.
+	// Now is the clock for status times, debouncing and the delete guard. Default time.Now.
 	Now func() time.Time
 }
 
+// DeleteGuard configures how a FileSource treats a change that would delete a large share of
+// its objects at once: every file moved out of the directory and back, an rm -rf and restore,
+// a non-atomic swap. Such a change is held for Settle, the directory is re-read, and what it
+// then holds is applied (nothing is deleted if the files came back).
+type DeleteGuard struct {
+	// Off disables the guard: deletions apply at once.
+	Off bool
+	// Share is the share of the source's objects (0 < Share ≤ 1) above which the deletions of
+	// one load, together with the deletions applied within the last Settle, are held.
+	// Default 0.5.
+	Share float64
+	// Settle is how long a mass deletion is held before the directory is re-read. Default 5s.
+	Settle time.Duration
+	// Held is incremented once per held mass deletion. Map it to
+	// xdslab_cp_config_mass_deletes_held_total. Optional.
+	Held Counter
+}
+
+// Defaults of FileOptions.
 const (
 	defaultRescan       = time.Second
 	defaultDebounce     = 20 * time.Millisecond
+	defaultWriteSettle  = 100 * time.Millisecond
 	defaultMaxFileBytes = 16 << 20
+	// DefaultDeleteShare and DefaultDeleteSettle are the DeleteGuard defaults.
+	DefaultDeleteShare  = 0.5
+	DefaultDeleteSettle = 5 * time.Second
 )
 
 func (o *FileOptions) setDefaults() {
+	if o.Dir != "" {
+		o.Dir = filepath.Clean(o.Dir)
+	}
 	if o.RescanInterval == 0 {
 		o.RescanInterval = defaultRescan
 	}
 	if o.Debounce == 0 {
 		o.Debounce = defaultDebounce
 	}
+	if o.WriteSettle == 0 {
+		o.WriteSettle = defaultWriteSettle
+	}
 	if o.MaxFileBytes == 0 {
 		o.MaxFileBytes = defaultMaxFileBytes
+	}
+	if o.DeleteGuard.Share == 0 {
+		o.DeleteGuard.Share = DefaultDeleteShare
+	}
+	if o.DeleteGuard.Settle == 0 {
+		o.DeleteGuard.Settle = DefaultDeleteSettle
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -94,6 +137,20 @@ func (o FileOptions) Validate() error {
 	}
 	if o.Debounce < 0 {
 		return fmt.Errorf("config file source: Debounce %v is negative", o.Debounce)
+	}
+	if o.WriteSettle < 0 {
+		return fmt.Errorf("config file source: WriteSettle %v is negative", o.WriteSettle)
+	}
+	return o.DeleteGuard.Validate()
+}
+
+// Validate checks the guard (zero fields mean the defaults).
+func (g DeleteGuard) Validate() error {
+	if g.Share < 0 || g.Share > 1 {
+		return fmt.Errorf("config delete guard: share %v is outside (0, 1]: use e.g. 0.5 to hold a change that deletes more than half of the objects", g.Share)
+	}
+	if g.Settle < 0 {
+		return fmt.Errorf("config delete guard: settle %v is negative: use a duration such as 5s", g.Settle)
 	}
 	return nil
 }
@@ -134,15 +191,43 @@ type FileSource struct {
 	status atomic.Pointer[Status]
 
 	// Owned by the Run goroutine.
+	w        *fsnotify.Watcher // nil with DisableWatch
 	files    map[string]*fileState
 	defs     map[model.ConfigKey]map[string]struct{} // which files define a key
 	owner    map[model.ConfigKey]string              // the file whose object is in the store
 	applied  map[model.ConfigKey]*model.Config       // what this source wrote to the store
 	errors   uint64
 	lastScan time.Time
-	watched  map[string]bool
+	watched  map[string]os.FileInfo // directory → the directory the watch was added on
+	parent   os.FileInfo            // Dir's parent, when its watch is armed
+	lost     map[string]bool        // directories whose watch went with them, re-armed when they return
+	// pending holds paths waiting for their burst to end or their size to settle; the ""
+	// entry asks for a full scan.
+	pending map[string]*pendingPath
+	// holdUntil is when a held mass deletion ends (zero: none held); held is its size.
+	holdUntil time.Time
+	held      int
+	// deleted records the deletions applied within the last DeleteGuard.Settle.
+	deleted  []deletion
 	isSynced bool
 	started  atomic.Bool
+}
+
+type deletion struct {
+	at time.Time
+	n  int
+}
+
+// pendingPath is a path waiting to be read.
+type pendingPath struct {
+	first, due time.Time
+	// written: the file was written in place (a write event, or a change a rescan found): it is
+	// read once a stat statAt ago showed the same size and modification time as now.
+	written bool
+	statted bool
+	size    int64
+	mtime   time.Time
+	statAt  time.Time
 }
 
 type fileState struct {
@@ -175,7 +260,9 @@ func NewFileSource(store *Memory, opts FileOptions) (*FileSource, error) {
 		defs:    make(map[model.ConfigKey]map[string]struct{}),
 		owner:   make(map[model.ConfigKey]string),
 		applied: make(map[model.ConfigKey]*model.Config),
-		watched: make(map[string]bool),
+		watched: make(map[string]os.FileInfo),
+		lost:    make(map[string]bool),
+		pending: make(map[string]*pendingPath),
 	}
 	s.status.Store(&Status{Dir: opts.Dir, Files: []FileStatus{}})
 	return s, nil
@@ -195,17 +282,17 @@ func (s *FileSource) Run(ctx context.Context) error {
 	var (
 		events <-chan fsnotify.Event
 		errs   <-chan error
-		w      *fsnotify.Watcher
 	)
 	if !s.opts.DisableWatch {
-		var err error
-		if w, err = fsnotify.NewWatcher(); err != nil {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
 			return fmt.Errorf("config file source: watch %s: %w", s.opts.Dir, err)
 		}
 		defer w.Close()
+		s.w = w
 		events, errs = w.Events, w.Errors
 	}
-	s.scan(w)
+	s.load(s.scan(false), false)
 	s.isSynced = true
 	s.publish()
 	close(s.synced)
@@ -219,20 +306,21 @@ func (s *FileSource) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	// pending holds paths waiting for their burst to end; the "" entry asks for a full scan.
-	pending := make(map[string]*debounced)
 	arm := func() {
-		if len(pending) == 0 {
-			return
-		}
-		var due time.Time
-		for _, d := range pending {
-			if due.IsZero() || d.due.Before(due) {
-				due = d.due
+		timer.Stop()
+		due := s.holdUntil
+		if due.IsZero() {
+			for _, d := range s.pending {
+				if due.IsZero() || d.due.Before(due) {
+					due = d.due
+				}
 			}
 		}
-		timer.Reset(max(due.Sub(s.opts.Now()), 0))
+		if !due.IsZero() {
+			timer.Reset(max(due.Sub(s.opts.Now()), 0))
+		}
 	}
+	arm() // files that changed while the first scan read them
 	for {
 		select {
 		case <-ctx.Done():
@@ -243,16 +331,7 @@ func (s *FileSource) Run(ctx context.Context) error {
 				continue
 			}
 			if p, relevant := s.classify(ev); relevant {
-				now := s.opts.Now()
-				d := pending[p]
-				if d == nil {
-					d = &debounced{first: now}
-					pending[p] = d
-				}
-				d.due = now.Add(s.opts.Debounce)
-				if limit := d.first.Add(10 * s.opts.Debounce); d.due.After(limit) {
-					d.due = limit
-				}
+				s.touch(p, ev.Has(fsnotify.Write))
 				arm()
 			}
 		case err, ok := <-errs:
@@ -261,51 +340,167 @@ func (s *FileSource) Run(ctx context.Context) error {
 				continue
 			}
 			s.opts.Logger.Warn("config dir watch error; rescanning", "dir", s.opts.Dir, "err", err)
-			pending[""] = &debounced{first: s.opts.Now(), due: s.opts.Now()}
+			s.pending[""] = &pendingPath{first: s.opts.Now(), due: s.opts.Now()}
 			arm()
 		case <-timer.C:
-			now := s.opts.Now()
-			var due []string
-			full := false
-			for p, d := range pending {
-				if d.due.After(now) {
-					continue
-				}
-				delete(pending, p)
-				if p == "" {
-					full = true
-				} else {
-					due = append(due, p)
-				}
-			}
-			if full {
-				s.scan(w, due...)
-			} else if len(due) > 0 {
-				s.load(due)
-			}
+			s.step()
 			s.publish()
 			arm()
 		case <-tick:
-			s.scan(w)
-			s.publish()
+			if s.holdUntil.IsZero() {
+				s.rescan()
+				s.publish()
+				arm()
+			}
 		}
 	}
 }
 
-type debounced struct{ first, due time.Time }
+// touch records an fs event for p ("" for a full scan).
+func (s *FileSource) touch(p string, write bool) {
+	now := s.opts.Now()
+	d := s.pending[p]
+	if d == nil {
+		d = &pendingPath{first: now}
+		s.pending[p] = d
+	}
+	d.written = d.written || write
+	d.due = now.Add(s.opts.Debounce)
+	if limit := d.first.Add(10 * s.opts.Debounce); d.due.After(limit) && !d.written {
+		d.due = limit
+	}
+}
+
+// step handles what is due: the end of a held mass deletion, then the pending paths.
+func (s *FileSource) step() {
+	now := s.opts.Now()
+	if !s.holdUntil.IsZero() {
+		if now.Before(s.holdUntil) {
+			return
+		}
+		s.release()
+		return
+	}
+	var due []string
+	full := false
+	for p, d := range s.pending {
+		if d.due.After(now) {
+			continue
+		}
+		if p == "" {
+			full = true
+			delete(s.pending, p)
+			continue
+		}
+		if d.written && !s.settled(p, d, now) {
+			continue
+		}
+		delete(s.pending, p)
+		due = append(due, p)
+	}
+	if full {
+		// Files still pending (being written, or due later) are left to their own turn.
+		due = append(due, s.scan(true)...)
+	}
+	if len(due) > 0 {
+		s.load(due, false)
+	}
+}
+
+// settled reports whether p, written in place, has kept its size and modification time for
+// WriteSettle; if not it takes a new stat and moves d's due time.
+func (s *FileSource) settled(p string, d *pendingPath, now time.Time) bool {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return true // gone or unreadable: load says which
+	}
+	if !d.statted || fi.Size() != d.size || !fi.ModTime().Equal(d.mtime) {
+		d.statted, d.size, d.mtime, d.statAt = true, fi.Size(), fi.ModTime(), now
+		d.due = now.Add(s.opts.WriteSettle)
+		return false
+	}
+	if settle := d.statAt.Add(s.opts.WriteSettle); now.Before(settle) {
+		d.due = settle
+		return false
+	}
+	return true
+}
+
+// rescan is the periodic safety net: files gone are loaded at once (through the delete
+// guard), files changed wait until they settle, as they may be being written.
+func (s *FileSource) rescan() {
+	now := s.opts.Now()
+	var gone []string
+	for _, p := range s.scan(true) {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			gone = append(gone, p)
+			continue
+		}
+		if s.pending[p] == nil {
+			s.pending[p] = &pendingPath{first: now, due: now, written: true}
+		}
+	}
+	if len(gone) > 0 {
+		s.load(gone, false)
+	}
+}
+
+// release ends a held mass deletion: the directory is re-read and what it holds now is applied.
+func (s *FileSource) release() {
+	held := s.held
+	s.holdUntil, s.held = time.Time{}, 0
+	delete(s.pending, "")
+	paths := s.scan(false)
+	var written []string
+	for _, p := range paths {
+		if d := s.pending[p]; d != nil && d.written {
+			written = append(written, p) // still being written: it settles first
+		}
+	}
+	paths = slices.DeleteFunc(paths, func(p string) bool { return slices.Contains(written, p) })
+	before := len(s.applied)
+	s.load(paths, true)
+	s.deleted = nil
+	s.opts.Logger.Warn("config dir re-read after holding a mass deletion",
+		"dir", s.opts.Dir, "held", held, "objectsBefore", before, "objectsNow", len(s.applied))
+}
 
 // classify maps an fs event to the path to reload ("" for a full scan) and whether it matters.
+// A watched directory removed or moved away loses its watch (and those below it), so that the
+// next scan watches it again even if a new directory took its name and inode number.
 func (s *FileSource) classify(ev fsnotify.Event) (string, bool) {
+	wasWatched := s.watched[ev.Name] != nil
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		if ev.Name == filepath.Dir(s.opts.Dir) {
+			s.parent = nil // watched again once it is back
+		}
+		for p := range s.watched {
+			if p == ev.Name || strings.HasPrefix(p, ev.Name+string(filepath.Separator)) {
+				delete(s.watched, p)
+				s.lost[p] = true
+			}
+		}
+	}
 	base := filepath.Base(ev.Name)
 	switch {
+	case ev.Name == s.opts.Dir:
+		return "", true // the directory itself went away, moved or came back
+	case filepath.Dir(ev.Name) == filepath.Dir(s.opts.Dir) && !s.within(ev.Name):
+		return "", false // a sibling in the parent directory
 	case strings.HasPrefix(base, ".."):
-		// Kubernetes ConfigMap volumes swap a "..data" symlink: everything may have changed.
+		// Kubernetes ConfigMap volumes swap a "..data" symlink: everything may have changed,
+		// and one full scan reads the new generation whole.
 		return "", true
 	case ignoredName(base):
 		return "", false
 	case isConfigFile(base):
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			// A removal is read with the whole tree, so that files moved out together are one
+			// change the delete guard sees whole, not one per debounce window.
+			return "", true
+		}
 		return ev.Name, true
-	case s.watched[ev.Name]:
+	case wasWatched:
 		return "", true // a watched directory went away or moved
 	case ev.Has(fsnotify.Create):
 		if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
@@ -313,6 +508,11 @@ func (s *FileSource) classify(ev fsnotify.Event) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// within reports whether p is Dir or below it.
+func (s *FileSource) within(p string) bool {
+	return p == s.opts.Dir || strings.HasPrefix(p, s.opts.Dir+string(filepath.Separator))
 }
 
 func ignoredName(base string) bool {
@@ -330,13 +530,15 @@ func isConfigFile(base string) bool {
 	return false
 }
 
-// scan walks the tree, watches its directories, and loads every file that is new, changed
-// (size or modification time) or gone, and the extra paths.
-func (s *FileSource) scan(w *fsnotify.Watcher, extra ...string) {
+// scan walks the tree, watches its directories (again, when one was removed and came back),
+// and returns every file that is new, changed (size or modification time) or gone, except
+// (with skipPending) those already pending. When the directory cannot be read it returns
+// nothing: a directory that vanished for a moment must not wipe the config.
+func (s *FileSource) scan(skipPending bool) []string {
 	s.lastScan = s.opts.Now()
 	seen := make(map[string]bool, len(s.files))
-	changed := extra
-	dirs := make(map[string]bool, len(s.watched))
+	var changed []string
+	dirs := make(map[string]os.FileInfo, len(s.watched))
 	err := filepath.WalkDir(s.opts.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == s.opts.Dir {
@@ -350,20 +552,25 @@ func (s *FileSource) scan(w *fsnotify.Watcher, extra ...string) {
 				return filepath.SkipDir
 			}
 			// Watch before reading the directory's files, so that no change falls between.
-			if w != nil && !s.watched[p] {
-				if err := w.Add(p); err != nil {
-					s.opts.Logger.Warn("config dir: cannot watch; relying on rescans", "dir", p, "err", err)
-					return nil
-				}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
 			}
-			dirs[p] = true
+			s.watch(p, fi)
+			dirs[p] = fi
 			return nil
 		}
 		if !isConfigFile(d.Name()) {
 			return nil
 		}
 		fi, err := os.Stat(p) // follows symlinks
-		if err != nil || !fi.Mode().IsRegular() {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// Unreadable (a symlink loop, a permission): the link itself stands for the file,
+			// so that the error is logged once, until the link changes.
+			if fi, err = os.Lstat(p); err != nil {
+				return nil
+			}
+		} else if err != nil || !fi.Mode().IsRegular() {
 			return nil
 		}
 		seen[p] = true
@@ -373,32 +580,205 @@ func (s *FileSource) scan(w *fsnotify.Watcher, extra ...string) {
 		return nil
 	})
 	if err != nil {
-		// Keep what we have: a directory that vanished for a moment must not wipe the config.
-		s.opts.Logger.Error("config dir unreadable; keeping the loaded config", "dir", s.opts.Dir, "err", err)
-		return
+		if !s.lost[s.opts.Dir] {
+			s.opts.Logger.Error("config dir unreadable; keeping the loaded config", "dir", s.opts.Dir, "err", err)
+		}
+		// Its watches went with it: each is armed again when the directory comes back.
+		for p := range s.watched {
+			s.lost[p] = true
+		}
+		s.watched = make(map[string]os.FileInfo)
+		return nil
+	}
+	for p := range s.watched {
+		if dirs[p] == nil {
+			s.lost[p] = true
+		}
 	}
 	s.watched = dirs
+	s.watchParent()
 	for p := range s.files {
 		if !seen[p] {
 			changed = append(changed, p)
 		}
 	}
-	if len(changed) > 0 {
-		s.load(changed)
+	if skipPending {
+		changed = slices.DeleteFunc(changed, func(p string) bool { return s.pending[p] != nil })
 	}
+	return changed
 }
 
-// load re-reads the paths and applies the net change to the store in one batch.
-func (s *FileSource) load(paths []string) {
+// watchParent watches Dir's parent (again, when it was removed and came back), so that Dir
+// itself coming back (after an rm -rf, or a rename into place) is seen at once, not at the
+// next rescan.
+func (s *FileSource) watchParent() {
+	parent := filepath.Dir(s.opts.Dir)
+	if s.w == nil || parent == s.opts.Dir {
+		return
+	}
+	fi, err := os.Stat(parent)
+	if err != nil || (s.parent != nil && os.SameFile(s.parent, fi)) {
+		return
+	}
+	if s.parent != nil {
+		_ = s.w.Remove(parent)
+	}
+	if err := s.w.Add(parent); err != nil {
+		s.opts.Logger.Warn("config dir: cannot watch its parent; a recreated directory is seen by rescans only", "dir", parent, "err", err)
+		return
+	}
+	s.parent = fi
+}
+
+// watch adds an fsnotify watch on the directory p unless the same directory is watched
+// already; a directory that was removed (or replaced) and came back is watched again.
+func (s *FileSource) watch(p string, fi os.FileInfo) {
+	if s.w == nil {
+		return
+	}
+	if old := s.watched[p]; old != nil && os.SameFile(old, fi) {
+		return
+	} else if old != nil {
+		_ = s.w.Remove(p) // replaced under the same name: the old watch follows the old directory
+	}
+	if err := s.w.Add(p); err != nil {
+		s.opts.Logger.Warn("config dir: cannot watch; relying on rescans", "dir", p, "err", err)
+		return
+	}
+	if s.lost[p] || s.watched[p] != nil {
+		s.opts.Logger.Info("config dir: directory is back; watching it again", "dir", p)
+	}
+	delete(s.lost, p)
+}
+
+// readResult is one path's read and decode, before anything is applied.
+type readResult struct {
+	path string
+	gone bool
+	fi   os.FileInfo // nil when the file could not be opened
+	dec  Decoded
+	err  error
+}
+
+// load re-reads the paths and applies the net change to the store in one batch. Unless force
+// is set, a batch that would delete more than the guard's share of the objects is held (see
+// DeleteGuard) and nothing of it is applied.
+func (s *FileSource) load(paths []string, force bool) {
+	if len(paths) == 0 {
+		return
+	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 	now := s.opts.Now()
+	results := make([]readResult, 0, len(paths))
+	for _, p := range paths {
+		r := readResult{path: p}
+		data, fi, err := s.read(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			r.gone = true
+		case errors.Is(err, errChanging):
+			// Written while we read it: read it once it settled.
+			if s.pending[p] == nil {
+				s.pending[p] = &pendingPath{first: now, due: now, written: true}
+			}
+			continue
+		case err != nil:
+			r.fi, r.err = fi, err
+			if fi == nil {
+				r.fi, _ = os.Lstat(p)
+			}
+		default:
+			r.fi = fi
+			r.dec, r.err = s.opts.Decoder.DecodeAll(p, data)
+			if r.err == nil {
+				r.err = duplicates(p, r.dec.Configs)
+			}
+		}
+		results = append(results, r)
+	}
+	if !force && !s.opts.DeleteGuard.Off {
+		if n := s.deletions(results); n > 0 && s.massive(n, now) {
+			s.hold(n, now)
+			return
+		}
+	}
+	s.apply(results, now)
+}
+
+// deletions counts the objects in the store that results would delete.
+func (s *FileSource) deletions(results []readResult) int {
+	batch := make(map[string]bool, len(results))
+	defined := make(map[model.ConfigKey]bool)
+	for _, r := range results {
+		batch[r.path] = true
+		objs := r.dec.Configs
+		if r.err != nil && s.files[r.path] != nil {
+			objs = s.files[r.path].objs // a rejected file keeps its objects
+		}
+		if r.gone {
+			objs = nil
+		}
+		for _, c := range objs {
+			defined[c.Key()] = true
+		}
+	}
+	n := 0
+	for _, r := range results {
+		st := s.files[r.path]
+		if st == nil {
+			continue
+		}
+	objects:
+		for _, c := range st.objs {
+			k := c.Key()
+			if defined[k] || s.applied[k] == nil || s.owner[k] != r.path {
+				continue
+			}
+			for q := range s.defs[k] {
+				if !batch[q] {
+					continue objects // another file takes over
+				}
+			}
+			defined[k] = true // counted once
+			n++
+		}
+	}
+	return n
+}
+
+// massive reports whether n deletions now, with those applied within the last Settle, exceed
+// the guard's share of the objects held before them.
+func (s *FileSource) massive(n int, now time.Time) bool {
+	cut := now.Add(-s.opts.DeleteGuard.Settle)
+	s.deleted = slices.DeleteFunc(s.deleted, func(d deletion) bool { return d.at.Before(cut) })
+	recent := 0
+	for _, d := range s.deleted {
+		recent += d.n
+	}
+	base := len(s.applied) + recent
+	return float64(recent+n) > s.opts.DeleteGuard.Share*float64(base)
+}
+
+// hold starts holding a mass deletion: nothing is read or applied until Settle has passed,
+// then release re-reads the directory.
+func (s *FileSource) hold(n int, now time.Time) {
+	s.holdUntil, s.held = now.Add(s.opts.DeleteGuard.Settle), n
+	s.opts.Logger.Warn("config dir: a change would delete a large share of the objects; holding it, then re-reading the directory",
+		"dir", s.opts.Dir, "deletes", n, "objects", len(s.applied), "share", s.opts.DeleteGuard.Share,
+		"settle", s.opts.DeleteGuard.Settle, "hint", "replace config atomically (rename into place, or a ..data symlink swap); --config-delete-guard=false turns this off")
+	if s.opts.DeleteGuard.Held != nil {
+		s.opts.DeleteGuard.Held.Inc()
+	}
+}
+
+// apply records the results and writes the net change to the store in one Apply.
+func (s *FileSource) apply(results []readResult, now time.Time) {
 	affected := make(map[model.ConfigKey]bool)
 	var rejected []rejection
-	for _, p := range paths {
-		st := s.files[p]
-		data, fi, err := s.read(p)
-		if errors.Is(err, fs.ErrNotExist) {
+	for _, r := range results {
+		p, st := r.path, s.files[r.path]
+		if r.gone {
 			if st != nil {
 				s.setObjects(p, st, nil, affected)
 				delete(s.files, p)
@@ -410,26 +790,25 @@ func (s *FileSource) load(paths []string) {
 			st = &fileState{}
 			s.files[p] = st
 		}
-		if fi != nil {
-			st.size, st.mtime = fi.Size(), fi.ModTime()
+		if r.fi != nil {
+			st.size, st.mtime = r.fi.Size(), r.fi.ModTime()
 		}
-		var dec Decoded
-		if err == nil {
-			dec, err = s.opts.Decoder.DecodeAll(p, data)
-		}
-		if err == nil {
-			err = duplicates(p, dec.Configs)
-		}
-		if err != nil {
-			st.lastErr, st.errTime = err.Error(), now
-			rejected = append(rejected, rejection{path: p, err: err, kept: len(st.objs)})
+		if r.err != nil {
+			if st.lastErr == r.err.Error() && r.fi != nil && isReadError(r.err) {
+				continue // the same unreadable file again: logged and counted once
+			}
+			st.lastErr, st.errTime = r.err.Error(), now
+			rejected = append(rejected, rejection{path: p, err: r.err, kept: len(st.objs)})
 			continue
 		}
 		st.lastErr, st.errTime, st.lastLoad = "", time.Time{}, now
-		s.report(p, st, dec)
-		s.setObjects(p, st, dec.Configs, affected)
+		s.report(p, st, r.dec)
+		s.setObjects(p, st, r.dec.Configs, affected)
 	}
 	upserts, deletes, conflicts := s.reconcile(affected)
+	if len(deletes) > 0 {
+		s.deleted = append(s.deleted, deletion{at: now, n: len(deletes)})
+	}
 	s.errors += uint64(len(rejected) + len(conflicts))
 	// Status first, then counters and logs, then the store: whoever sees an event or a count
 	// finds a Status at least as new.
@@ -459,6 +838,15 @@ type rejection struct {
 	kept int
 }
 
+// errChanging says a file changed while it was read.
+var errChanging = errors.New("file changed while it was read")
+
+// isReadError reports whether err is an error opening or reading a file (not a parse error).
+func isReadError(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe)
+}
+
 func (s *FileSource) read(p string) ([]byte, os.FileInfo, error) {
 	f, err := os.Open(p)
 	if err != nil {
@@ -469,11 +857,35 @@ func (s *FileSource) read(p string) ([]byte, os.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if fi.Size() > s.opts.MaxFileBytes {
-		return nil, fi, fmt.Errorf("%s: %d bytes is larger than the %d-byte limit: split the file", p, fi.Size(), s.opts.MaxFileBytes)
+	data, err := readLimited(p, f, fi.Size(), s.opts.MaxFileBytes)
+	if err != nil {
+		return nil, fi, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, s.opts.MaxFileBytes+1))
-	return data, fi, err
+	if after, err := f.Stat(); err != nil || after.Size() != fi.Size() || !after.ModTime().Equal(fi.ModTime()) {
+		return nil, fi, errChanging
+	}
+	return data, fi, nil
+}
+
+// readLimited reads a file of the given size (from its stat) of at most max bytes: the limit
+// is checked on the stat before anything is read, at most max+1 bytes are read, and a read
+// that does not match the stat's size (a file still being written) is errChanging, never
+// parsed.
+func readLimited(p string, r io.Reader, size, max int64) ([]byte, error) {
+	tooLarge := func(n int64) error {
+		return fmt.Errorf("%s: %d bytes is larger than the %d-byte limit: split the file", p, n, max)
+	}
+	if size > max {
+		return nil, tooLarge(size)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != size {
+		return nil, errChanging // it grew or shrank: read it again once it settled
+	}
+	return data, nil
 }
 
 func (s *FileSource) reject(r rejection) {

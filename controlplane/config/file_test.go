@@ -55,6 +55,9 @@ func startSource(t *testing.T, dir string, opts FileOptions) *harness {
 	h := &harness{t: t, dir: dir, store: NewMemory(MemoryOptions{}), errs: make(chanCounter, 100), logs: &syncBuffer{}}
 	opts.Dir = dir
 	opts.Errors = h.errs
+	if opts.DeleteGuard.Settle == 0 {
+		opts.DeleteGuard.Settle = 200 * time.Millisecond // the default 5s would slow tests that delete
+	}
 	opts.Logger = slog.New(slog.NewTextHandler(h.logs, nil))
 	src, err := NewFileSource(h.store, opts)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -11,10 +12,11 @@ import (
 )
 
 // Options returns controlplane.DefaultOptions adjusted for tests: both addresses on
-// 127.0.0.1:0, a registry of the test's own, logs to the test's output.
+// 127.0.0.1:0, a registry of the test's own, logs to the test's output, a 1s drain timeout.
 func Options(t testing.TB) controlplane.Options {
 	o := controlplane.DefaultOptions()
 	o.GRPCAddr, o.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
+	o.DrainTimeout = time.Second // a test's stuck client must not hold its cleanup for the default
 	reg := prometheus.NewRegistry()
 	o.Registerer, o.Gatherer = reg, reg
 	o.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))

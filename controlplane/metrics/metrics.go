@@ -98,6 +98,9 @@ type Metrics struct {
 	// ConfigObjectsSkipped counts config documents of kinds or apiVersions the control plane
 	// does not read (xdslab_cp_config_objects_skipped_total).
 	ConfigObjectsSkipped prometheus.Counter
+	// ConfigMassDeletesHeld counts config directory changes held because they would delete a
+	// large share of the objects at once (xdslab_cp_config_mass_deletes_held_total).
+	ConfigMassDeletesHeld prometheus.Counter
 	// PushCycles counts push cycles started by the debouncer (xdslab_cp_push_cycles_total).
 	PushCycles prometheus.Counter
 	// AckLatency: response sent → its ACK received (xdslab_cp_ack_latency_seconds).
@@ -170,6 +173,7 @@ func New() *Metrics {
 		DebounceEventsPerPush: histogram("xdslab_cp_debounce_events_per_push", "Number of change events merged into one push cycle by the debouncer.", EventsBuckets),
 		ConfigFileErrors:      counter("xdslab_cp_config_file_errors_total", "Total number of config file loads that failed (the file's previous objects were kept)."),
 		ConfigObjectsSkipped:  counter("xdslab_cp_config_objects_skipped_total", "Total number of config documents skipped because the control plane does not read their kind or apiVersion (counted once per file and document)."),
+		ConfigMassDeletesHeld: counter("xdslab_cp_config_mass_deletes_held_total", "Total number of config directory changes held for a settle period because they would delete more than the guarded share of the objects at once."),
 		PushCycles:            counter("xdslab_cp_push_cycles_total", "Total number of push cycles started by the debouncer."),
 		AckLatency:            histogram("xdslab_cp_ack_latency_seconds", "Time in seconds from a response being sent to its ACK being received.", AckBuckets),
 		EventsMerged:          counter("xdslab_cp_events_merged_total", "Total number of change events merged into another event's push cycle (events minus cycles)."),
@@ -208,6 +212,7 @@ func (m *Metrics) named() []struct {
 		{"xdslab_cp_debounce_events_per_push", m.DebounceEventsPerPush},
 		{"xdslab_cp_config_file_errors_total", m.ConfigFileErrors},
 		{"xdslab_cp_config_objects_skipped_total", m.ConfigObjectsSkipped},
+		{"xdslab_cp_config_mass_deletes_held_total", m.ConfigMassDeletesHeld},
 		{"xdslab_cp_push_cycles_total", m.PushCycles},
 		{"xdslab_cp_ack_latency_seconds", m.AckLatency},
 		{"xdslab_cp_events_merged_total", m.EventsMerged},

@@ -36,7 +36,7 @@ func TestRegisterExportsEveryName(t *testing.T) {
 		"pilot_inbound_updates", "pilot_push_triggers", "pilot_total_xds_rejects",
 		"pilot_xds_expired_nonce", "pilot_xds", "pilot_services", "pilot_xds_config_size_bytes",
 		"xds_cache_reads", "xdslab_cp_debounce_events_per_push", "xdslab_cp_config_file_errors_total",
-		"xdslab_cp_config_objects_skipped_total",
+		"xdslab_cp_config_objects_skipped_total", "xdslab_cp_config_mass_deletes_held_total",
 		"xdslab_cp_push_cycles_total", "xdslab_cp_ack_latency_seconds", "xdslab_cp_events_merged_total",
 		"xdslab_cp_streams_rejected_total", "xdslab_cp_push_skipped_total",
 		"xdslab_cp_mcp_rejected_total", "xdslab_cp_mcp_disconnects_total", "xdslab_cp_mcp_connected",

@@ -143,6 +143,26 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
+
+	drain     chan struct{} // closed by Drain
+	drainOnce sync.Once
+}
+
+// ErrDraining is the status a stream ends with when the server drains: clients reconnect (to
+// another instance) with backoff, as after any Unavailable.
+var ErrDraining = status.Error(codes.Unavailable, "xds: control plane shutting down (drained); reconnect")
+
+// Drain ends every stream with ErrDraining once its owner is free (a stream blocked sending
+// to a client that does not read ends when the send does) and refuses new ones. Call it after
+// grpc.Server.GracefulStop has sent GOAWAY, so that clients see a GOAWAY, then their stream's
+// status, never an abrupt transport close. Safe to call more than once.
+func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.drain) }) }
+
+// Streams is the number of open xDS streams.
+func (s *Server) Streams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 // New returns a server; call Run to start its push workers and Register to serve it.
@@ -151,7 +171,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, metrics: opts.Metrics, cache: opts.Cache, log: opts.Logger, now: opts.Now,
-		conns: make(map[*conn]struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst), sets: newNameSets()}
+		conns: make(map[*conn]struct{}), drain: make(chan struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst), sets: newNameSets()}
 	if s.metrics == nil {
 		s.metrics = NopMetrics{}
 	}
@@ -334,6 +354,11 @@ func (s *Server) unregister(c *conn) {
 
 // admitStream takes an admission token for a new stream, waiting up to AdmissionWait for one.
 func (s *Server) admitStream(ctx context.Context) error {
+	select {
+	case <-s.drain:
+		return ErrDraining
+	default:
+	}
 	wait, ok := s.admit.reserve(s.now(), s.opts.AdmissionWait)
 	if !ok {
 		s.metrics.StreamRejected()
@@ -509,6 +534,8 @@ func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, e
 			return streamEnded(err)
 		case <-ctx.Done():
 			return nil
+		case <-s.drain:
+			return ErrDraining
 		}
 	}
 }

@@ -126,6 +126,8 @@ var metrics = []Metric{
 	{Name: "xdslab_fleet_resend_loops_total", Type: counter, Contains: plain, Tags: byFleetType, Help: "server resend loops after a NACK"},
 	{Name: "xdslab_fleet_warming_timeouts_total", Type: counter, Contains: plain, Tags: byFleetType, Help: "initial_fetch_timeout expiries"},
 	{Name: "xdslab_fleet_connects_total", Type: counter, Contains: plain, Tags: byGroup, Help: "stream connects"},
+	{Name: "xdslab_fleet_reconnects_total", Type: counter, Contains: plain, Help: "streams established by clients that had held one before"},
+	{Name: "xdslab_fleet_resync_seconds", Type: trend, Contains: tm, Help: "per reconnect: the new stream's start → the client holds a full config again"},
 	{Name: "xdslab_fleet_connect_failures_total", Type: counter, Contains: plain, Tags: map[string]Domain{"code": Code, "group": Group}, Help: "failed connects, by gRPC code"},
 	{Name: "xdslab_fleet_ack_delay_seconds", Type: trend, Contains: tm, Tags: byGroup, Help: "response received → ACK sent (includes the scripted ACK delay)"},
 	{Name: "xdslab_fleet_start_lateness_seconds", Type: trend, Contains: tm, Tags: byGroup, Help: "how late the fleet started each client after its slot in the ramp (the harness's share)"},
