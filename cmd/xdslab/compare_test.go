@@ -96,7 +96,8 @@ func TestCompareCommandExitCodes(t *testing.T) {
 		{"broken file", []string{p("base.json"), p("broken.json")}, exitUsage},
 		{"bad threshold", []string{p("base.json"), p("same.json"), "--threshold", "five"}, exitUsage},
 		{"bad metric threshold", []string{p("base.json"), p("same.json"), "--metric-threshold", "x:p99=5%"}, exitUsage},
-		{"bad format", []string{p("base.json"), p("same.json"), "--format", "html"}, exitUsage},
+		{"bad format", []string{p("base.json"), p("same.json"), "--format", "pdf"}, exitUsage},
+		{"html report to a file", []string{p("point-0"), p("point-2"), "--format", "html", "--output", p("compare.html")}, exitRegression},
 		{"bad gate", []string{p("base.json"), p("same.json"), "--gate", "("}, exitUsage},
 	}
 	for _, tc := range tests {
