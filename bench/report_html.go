@@ -286,18 +286,10 @@ func nines(q float64) float64 { return -math.Log10(1 - q) }
 
 // ninesPoints samples h (µs) along the nines axis from p50 to p99.99, in milliseconds.
 func ninesPoints(h *hdr.Histogram) plotter.XYs {
-	var pts plotter.XYs
-	if h == nil || h.TotalCount() == 0 {
-		return pts
+	if h == nil {
+		return nil
 	}
-	const steps = 120
-	lo := nines(0.5)
-	for i := 0; i <= steps; i++ {
-		n := lo + (ninesMax-lo)*float64(i)/steps
-		q := 1 - math.Pow(10, -n)
-		pts = append(pts, plotter.XY{X: n, Y: float64(h.ValueAtPercentile(100*q)) / 1000})
-	}
-	return pts
+	return ninesPointsScaled(&scaledHist{h: h, scale: 1e-6})
 }
 
 // ninesTicks labels the nines axis with the percentiles HdrHistogram's plots show.
