@@ -47,6 +47,11 @@ const (
 	// KubeLocalityLabel is Istio's Pod label for the workload's locality (region.zone.subzone),
 	// which overrides the node's topology labels.
 	KubeLocalityLabel = "istio-locality"
+	// KubeTLSModeLabel is the label Istio's sidecar injector puts on every injected Pod; istiod
+	// marks a Pod's endpoints tlsMode=istio (auto-mTLS) only when it is there. The sink's Pods
+	// stand for injected workloads, so they carry it (value istio) unless the endpoint's own
+	// labels set it.
+	KubeTLSModeLabel = "security.istio.io/tlsMode"
 	// KubePodImage is the image of the sink's Pods' one container; it is never pulled, since
 	// no kubelet runs their node.
 	KubePodImage = "registry.k8s.io/pause:3.10"
@@ -728,6 +733,9 @@ func kubePods(c model.Config, se *networking.ServiceEntry) map[string]kubePod {
 		name := podName(c.Name, e.GetAddress())
 		labels := managedLabels(e.GetLabels())
 		labels[KubeSourceLabel] = c.Name
+		if _, ok := labels[KubeTLSModeLabel]; !ok {
+			labels[KubeTLSModeLabel] = "istio"
+		}
 		if loc := e.GetLocality(); loc != "" {
 			labels[KubeLocalityLabel] = strings.ReplaceAll(loc, "/", ".")
 		}

@@ -367,6 +367,13 @@ func checkKubePods(t *testing.T, kube *kubefake.Clientset, cur []model.Config) {
 				t.Errorf("pod %s: label %s=%q, want %q", id, k, p.Labels[k], v)
 			}
 		}
+		wantMode := e.Labels[KubeTLSModeLabel]
+		if wantMode == "" {
+			wantMode = "istio"
+		}
+		if want := wantMode; p.Labels[KubeTLSModeLabel] != want {
+			t.Errorf("pod %s: %s=%q, want %q (an injected workload's label, which istiod's auto-mTLS needs)", id, KubeTLSModeLabel, p.Labels[KubeTLSModeLabel], want)
+		}
 		if loc := strings.ReplaceAll(e.Locality, "/", "."); p.Labels[KubeLocalityLabel] != loc {
 			t.Errorf("pod %s: locality label %q, want %q", id, p.Labels[KubeLocalityLabel], loc)
 		}
