@@ -3,15 +3,10 @@ package bench
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
-	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -52,19 +47,8 @@ phases:
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cache := cachev3.NewSnapshotCache(true, allNodes{}, nil)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	g := grpc.NewServer()
-	srvCtx, stopSrv := context.WithCancel(ctx)
-	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(srvCtx, cache, nil))
-	done := make(chan struct{})
-	go func() { _ = g.Serve(lis); close(done) }()
-	defer func() {
-		stopSrv()
-		g.Stop()
-		<-done
-	}()
+	cache, target, stopSrv := serveSnapshotCache(t, ctx)
+	defer stopSrv()
 
 	var sinks []*countingSink
 	newSink := func() (simulator.Sink, error) {
@@ -76,7 +60,7 @@ phases:
 		return s, nil
 	}
 	runs := 0
-	_, err = Run(ctx, sc, RunOptions{Target: lis.Addr().String(), NewSink: newSink, Repeat: 2,
+	_, err := Run(ctx, sc, RunOptions{Target: target, NewSink: newSink, Repeat: 2,
 		OnRun: func(int, *summary.Summary) { runs++ }})
 	require.NoError(t, err)
 	require.Equal(t, 2, runs)
@@ -87,6 +71,6 @@ phases:
 	}
 
 	boom := errors.New("no cluster")
-	_, err = Run(ctx, sc, RunOptions{Target: lis.Addr().String(), NewSink: func() (simulator.Sink, error) { return nil, boom }})
+	_, err = Run(ctx, sc, RunOptions{Target: target, NewSink: func() (simulator.Sink, error) { return nil, boom }})
 	require.ErrorIs(t, err, boom)
 }

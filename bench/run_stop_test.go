@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,11 +13,7 @@ import (
 	"testing"
 	"time"
 
-	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/simulator"
@@ -108,23 +103,12 @@ func TestRunSinkFailureGoesOn(t *testing.T) {
 	sc := loadScenario(t, strings.Replace(smallScenario, "  - {kind: config-change, every: 1s}\n", "", 1))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cache := cachev3.NewSnapshotCache(true, allNodes{}, nil)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	g := grpc.NewServer()
-	srvCtx, stopSrv := context.WithCancel(ctx)
-	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(srvCtx, cache, nil))
-	done := make(chan struct{})
-	go func() { _ = g.Serve(lis); close(done) }()
-	defer func() {
-		stopSrv()
-		g.Stop()
-		<-done
-	}()
+	cache, target, stopSrv := serveSnapshotCache(t, ctx)
+	defer stopSrv()
 	sink := failingSink{Sink: &delayedSink{cache: cache, drop: func(simulator.Event) bool { return false }}, fail: map[uint64]bool{2: true, 3: true}}
 	out := t.TempDir()
 	var progress syncBuffer
-	s, err := Run(ctx, sc, RunOptions{Out: out, Target: lis.Addr().String(), Sink: sink, Progress: &progress,
+	s, err := Run(ctx, sc, RunOptions{Out: out, Target: target, Sink: sink, Progress: &progress,
 		Logger: slog.New(slog.NewTextHandler(&progress, nil))})
 	require.NoError(t, err)
 	// One line for the burst of two failures, one when the sink works again; no raw log record.

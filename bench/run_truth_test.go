@@ -43,6 +43,25 @@ type allNodes struct{}
 
 func (allNodes) ID(*corev3.Node) string { return "all" }
 
+// serveSnapshotCache serves a go-control-plane snapshot cache (one snapshot for every node) over
+// ADS on a loopback port until stop, returning the cache and the server's address.
+func serveSnapshotCache(t *testing.T, ctx context.Context) (cache cachev3.SnapshotCache, target string, stop func()) {
+	t.Helper()
+	cache = cachev3.NewSnapshotCache(true, allNodes{}, nil)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	g := grpc.NewServer()
+	srvCtx, stopSrv := context.WithCancel(ctx)
+	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(srvCtx, cache, nil))
+	done := make(chan struct{})
+	go func() { _ = g.Serve(lis); close(done) }()
+	return cache, lis.Addr().String(), func() {
+		stopSrv()
+		g.Stop()
+		<-done
+	}
+}
+
 // delayedSink keeps the mesh's ServiceEntries and publishes a snapshot of their clusters and
 // endpoints exactly delay after each Apply returned; events drop says so are never published.
 type delayedSink struct {
@@ -244,23 +263,12 @@ func testMeasurementTruth(t *testing.T, xds string) (float64, float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	cache := cachev3.NewSnapshotCache(true, allNodes{}, nil)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	g := grpc.NewServer()
-	srvCtx, stopSrv := context.WithCancel(ctx)
-	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(srvCtx, cache, nil))
-	done := make(chan struct{})
-	go func() { _ = g.Serve(lis); close(done) }()
-	defer func() {
-		stopSrv()
-		g.Stop()
-		<-done
-	}()
+	cache, target, stopSrv := serveSnapshotCache(t, ctx)
+	defer stopSrv()
 
 	// The last arrival is never published: no client can observe it.
 	sink := &delayedSink{cache: cache, delay: delay, drop: func(ev simulator.Event) bool { return ev.Scheduled >= 2300*time.Millisecond }}
-	s, err := Run(ctx, sc, RunOptions{Target: lis.Addr().String(), Sink: sink})
+	s, err := Run(ctx, sc, RunOptions{Target: target, Sink: sink})
 	require.NoError(t, err)
 	require.Len(t, sink.dropped, 1, "the last event reached the sink and was dropped")
 
