@@ -53,9 +53,9 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 	}
 	add := func(ms ...summary.Metric) { metrics = append(metrics, ms...) }
 
-	// Time to first config, under the run's name.
+	// Time to first config, under the run's name (the fleet's total and each client group's).
 	for _, m := range metrics {
-		if m.Name == fakeenvoy.MetricTimeToFirstConfig && len(m.Tags) == 0 {
+		if m.Name == fakeenvoy.MetricTimeToFirstConfig && (len(m.Tags) == 0 || len(m.Tags) == 1 && m.Tags["group"] != "") {
 			c := m
 			c.Name = MetricTimeToFirstConfig
 			add(c)

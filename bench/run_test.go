@@ -141,6 +141,9 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 
 	ttfc := find(t, s, MetricTimeToFirstConfig, nil)
 	require.Greater(t, ttfc.Values["max"], 0.0)
+	// Under the run's name for each client group too (here one: the fleet's).
+	ttfcGroup := find(t, s, MetricTimeToFirstConfig, map[string]string{"group": "sidecars"})
+	require.Equal(t, ttfc.Values["max"], ttfcGroup.Values["max"], "one group: its time to first config is the fleet's")
 	require.Equal(t, 0.0, find(t, s, MetricConnectIncomplete, nil).Values["value"])
 	require.Equal(t, 10.0, find(t, s, "xdslab_fleet_full_config_clients", nil).Values["value"])
 

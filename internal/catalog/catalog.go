@@ -96,7 +96,7 @@ var metrics = []Metric{
 	{Name: "xdslab_push_received_latency_seconds", Type: trend, Contains: tm, Tags: byKind, Help: "t0 → the client received the response holding the change (before warming); equal to push latency when nothing warms"},
 	{Name: "xdslab_push_ack_latency_seconds", Type: trend, Contains: tm, Tags: byKind, Help: "t0 → the client sent its ACK of the response holding the change"},
 	{Name: "xdslab_convergence_seconds", Type: trend, Contains: tm, Tags: byKind, Help: "per event: the largest push latency over the clients the event should reach"},
-	{Name: "xdslab_time_to_first_config_seconds", Type: trend, Contains: tm, Help: "a client's scheduled start → its first full config (the run's name; the fleet's is xdslab_fleet_time_to_first_config_seconds)"},
+	{Name: "xdslab_time_to_first_config_seconds", Type: trend, Contains: tm, Tags: byGroup, Help: "a client's scheduled start → its first full config (the run's name; the fleet's is xdslab_fleet_time_to_first_config_seconds)"},
 	{Name: "xdslab_fleet_time_to_first_config_seconds", Type: trend, Contains: tm, Tags: byGroup, Help: "the fleet's own name for time to first config (same histogram, kept for xdslab fleet and dashboards)"},
 	{Name: "xdslab_events_missed_total", Type: counter, Contains: plain, Tags: byKind, Help: "client × event observations never made (a lost push)"},
 	{Name: "xdslab_events_unmeasured_total", Type: counter, Contains: plain, Help: "events the probe could not register"},
