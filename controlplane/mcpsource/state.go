@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -129,18 +130,8 @@ func (s *State) Response(typeURL string, resources []*anypb.Any) Result {
 			r.Deletes = append(r.Deletes, h.cfg.Key())
 		}
 	}
-	slices.SortFunc(r.Deletes, func(a, b model.ConfigKey) int { return compareStr(a.String(), b.String()) })
+	slices.SortFunc(r.Deletes, func(a, b model.ConfigKey) int { return strings.Compare(a.String(), b.String()) })
 	return r
-}
-
-func compareStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Commit makes r the held state of its kind.
