@@ -17,7 +17,6 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
 	"github.com/xdslab/xdslab/scenarios"
-	"github.com/xdslab/xdslab/simulator"
 )
 
 // blinkMesh is the mesh the blinking-directory comparison serves: 100 services in files of
@@ -110,17 +109,7 @@ func TestBlinkingDirectory(t *testing.T) {
 		for _, how := range []string{"move", "rm"} {
 			t.Run(cp+"/"+how, func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "mesh")
-				sim, err := simulator.New(bench.SimConfig(sc))
-				if err != nil {
-					t.Fatal(err)
-				}
-				sink, err := simulator.NewDirSink(simulator.DirOptions{Dir: dir})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := sink.Init(context.Background(), sim.Initial()); err != nil {
-					t.Fatal(err)
-				}
+				writeInitialMesh(t, sc, dir)
 				var addr string
 				var metricsAddr string
 				switch cp {

@@ -137,12 +137,10 @@ func shrink(sc *scenarios.Scenario) {
 	}
 }
 
-// fullConfigOnIstio serves sc's initial mesh from Istio's DiscoveryServer and runs its fleet
-// until every client holds full config (at most 60 s): it fails the test naming why the others
-// do not, and on any NACK.
-func fullConfigOnIstio(t *testing.T, sc *scenarios.Scenario) *secretHooks {
+// writeInitialMesh writes sc's initial mesh into dir as the dir sink does and returns the
+// simulator that made it.
+func writeInitialMesh(t *testing.T, sc *scenarios.Scenario, dir string) *simulator.Simulator {
 	t.Helper()
-	dir := t.TempDir()
 	sim, err := simulator.New(bench.SimConfig(sc))
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +152,16 @@ func fullConfigOnIstio(t *testing.T, sc *scenarios.Scenario) *secretHooks {
 	if err := sink.Init(context.Background(), sim.Initial()); err != nil {
 		t.Fatal(err)
 	}
+	return sim
+}
+
+// fullConfigOnIstio serves sc's initial mesh from Istio's DiscoveryServer and runs its fleet
+// until every client holds full config (at most 60 s): it fails the test naming why the others
+// do not, and on any NACK.
+func fullConfigOnIstio(t *testing.T, sc *scenarios.Scenario) *secretHooks {
+	t.Helper()
+	dir := t.TempDir()
+	sim := writeInitialMesh(t, sc, dir)
 	srv, err := istiodlab.Start(t, istiodlab.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
