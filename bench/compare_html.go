@@ -116,13 +116,7 @@ func ninesPointsScaled(h *scaledHist) plotter.XYs {
 
 // compareNines draws base and new on one nines axis.
 func compareNines(what string, base, nw *scaledHist) (*plot.Plot, error) {
-	p := plot.New()
-	p.X.Label.Text = "percentile (log \"nines\" axis)"
-	p.Y.Label.Text = what + " (ms)"
-	p.X.Min, p.X.Max = nines(0.5), ninesMax
-	p.X.Tick.Marker = ninesTicks
-	p.Legend.Top = true
-	p.Legend.Left = true
+	p := newNinesPlot(what)
 	var series []any
 	if pts := ninesPointsScaled(base); len(pts) > 0 {
 		series = append(series, fmt.Sprintf("base (%d observations)", base.h.TotalCount()), pts)

@@ -298,9 +298,9 @@ var ninesTicks = plot.ConstantTicks([]plot.Tick{
 	{Value: nines(0.999), Label: "p99.9"}, {Value: nines(0.9999), Label: "p99.99"},
 })
 
-// latencyNines plots a latency trend (and its per-kind series) against the nines axis, with
-// each of the scenario's percentile thresholds on it drawn as a dashed line at its bound.
-func latencyNines(what string, all *hdr.Histogram, byKind map[string]*hdr.Histogram, kinds []string, ths []scenarios.Threshold) (*plot.Plot, error) {
+// newNinesPlot is an empty plot of a latency (ms) against HdrHistogram's nines axis, p50 to
+// p99.99, its legend top left.
+func newNinesPlot(what string) *plot.Plot {
 	p := plot.New()
 	p.X.Label.Text = "percentile (log \"nines\" axis)"
 	p.Y.Label.Text = what + " (ms)"
@@ -308,6 +308,13 @@ func latencyNines(what string, all *hdr.Histogram, byKind map[string]*hdr.Histog
 	p.X.Tick.Marker = ninesTicks
 	p.Legend.Top = true
 	p.Legend.Left = true
+	return p
+}
+
+// latencyNines plots a latency trend (and its per-kind series) against the nines axis, with
+// each of the scenario's percentile thresholds on it drawn as a dashed line at its bound.
+func latencyNines(what string, all *hdr.Histogram, byKind map[string]*hdr.Histogram, kinds []string, ths []scenarios.Threshold) (*plot.Plot, error) {
+	p := newNinesPlot(what)
 	series := []any{}
 	if pts := ninesPoints(all); len(pts) > 0 {
 		series = append(series, "all", pts)
