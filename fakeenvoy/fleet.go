@@ -277,16 +277,27 @@ type fleetGauge struct {
 	min     int
 	hasLast bool
 	last    int
+	final   bool // Stop took the last sample; the reporter's late ticks are ignored
 }
 
 // sample records the current value; steady (the ramp is done) samples also update the min.
-func (g *fleetGauge) sample(v int, steady bool) {
+func (g *fleetGauge) sample(v int, steady bool) { g.record(v, steady, false) }
+
+// sampleFinal records the value at Stop, while the clients still run; no later sample
+// (a reporter tick racing with the clients' shutdown) replaces it.
+func (g *fleetGauge) sampleFinal(v int, steady bool) { g.record(v, steady, true) }
+
+func (g *fleetGauge) record(v int, steady, final bool) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.final {
+		return
+	}
+	g.final = final
 	if steady && (!g.sampled || v < g.min) {
 		g.min, g.sampled = v, true
 	}
 	g.last, g.hasLast = v, true
-	g.mu.Unlock()
 }
 
 // NewFleet builds every client (validating their configurations) without connecting.
@@ -455,8 +466,8 @@ func (f *Fleet) Stop() {
 	f.mu.Unlock()
 	if cancel != nil && first {
 		// The gauge's last value is the connected count of the running fleet.
-		f.gauge.sample(f.obs.ConnectedNow(), f.rampDone.Load())
-		f.full.sample(f.obs.FullConfigNow(), f.rampDone.Load())
+		f.gauge.sampleFinal(f.obs.ConnectedNow(), f.rampDone.Load())
+		f.full.sampleFinal(f.obs.FullConfigNow(), f.rampDone.Load())
 		cancel()
 	}
 	f.wg.Wait()
