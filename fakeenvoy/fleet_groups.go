@@ -116,7 +116,7 @@ func (f *Fleet) groupStats() map[string]FleetStats {
 // groupMetrics is every fleet figure of every group, tagged {group: name}: the full-config and
 // client gauges (not the connected gauge: its value is sampled before the fleet stops, which
 // only the fleet-wide gauge does), the connect and per-type counters (over the group's types),
-// and the time-to-first-config, ACK delay, start lateness and receive backlog trends.
+// the reconnect counter, and the time-to-first-config, ACK delay, start lateness and receive backlog trends.
 func (f *Fleet) groupMetrics(dur time.Duration) ([]summary.Metric, error) {
 	stats := f.groupStats()
 	names := make([]string, 0, len(stats))
@@ -136,6 +136,7 @@ func (f *Fleet) groupMetrics(dur time.Duration) ([]summary.Metric, error) {
 			summary.NewGauge(MetricFullConfigClients, summary.Default, float64(st.FullConfig), 0, float64(st.FullConfig), tags),
 			summary.NewGauge(MetricClients, summary.Default, float64(counts[name]), 0, float64(counts[name]), tags),
 			summary.NewCounter(MetricConnects, summary.Default, float64(st.Connects), dur, tags),
+			summary.NewCounter(MetricReconnects, summary.Default, float64(st.Reconnects), dur, tags),
 			summary.NewCounter(MetricConnectFailures, summary.Default, float64(st.ConnectFailuresTotal()), dur, tags),
 		)
 		for _, tc := range typeCounters {

@@ -249,6 +249,21 @@ func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
 		summary.NewCounter(MetricProbesMissed, summary.Default, float64(r.Missed), dur, nil),
 		summary.NewCounter(MetricProbesUnresolved, summary.Default, float64(r.Unresolved), dur, nil),
 	)
+	groups := make([]string, 0, len(r.ProbesByGroup))
+	for g := range r.ProbesByGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		c, tags := r.ProbesByGroup[g], map[string]string{"group": g}
+		out = append(out,
+			summary.NewCounter(MetricProbesObserved, summary.Default, float64(c.Observed), dur, tags),
+			summary.NewCounter(MetricProbesSuperseded, summary.Default, float64(c.Superseded), dur, tags),
+			summary.NewCounter(MetricProbesHeld, summary.Default, float64(c.AlreadyHeld), dur, tags),
+			summary.NewCounter(MetricProbesMissed, summary.Default, float64(c.Missed), dur, tags),
+			summary.NewCounter(MetricProbesUnresolved, summary.Default, float64(c.Unresolved), dur, tags),
+		)
+	}
 	return out, nil
 }
 
@@ -295,9 +310,9 @@ var (
 	descPush        = prometheus.NewDesc(MetricPushLatency, "Probe t0 to the change in effect at the client (received, and warmed when it is a cluster or listener), per client.", []string{"kind", "group"}, nil)
 	descPushAck     = prometheus.NewDesc(MetricPushAckLatency, "Probe t0 to the ACK of that response, per client.", []string{"kind", "group"}, nil)
 	descConvergence = prometheus.NewDesc(MetricConvergence, "Per event: the largest push latency over the clients that observed it; an event some client has not observed yet counts as at least t0 to now (the matcher's one definition).", nil, nil)
-	descObserved    = prometheus.NewDesc(MetricProbesObserved, "Client x event observations.", nil, nil)
-	descSuperseded  = prometheus.NewDesc(MetricProbesSuperseded, "Client x event expectations superseded: the client reached a later conflicting state without ever being in this one.", nil, nil)
-	descOutstanding = prometheus.NewDesc(MetricProbesOutstanding, "Client x event observations still awaited.", nil, nil)
+	descObserved    = prometheus.NewDesc(MetricProbesObserved, "Client x event observations.", []string{"group"}, nil)
+	descSuperseded  = prometheus.NewDesc(MetricProbesSuperseded, "Client x event expectations superseded: the client reached a later conflicting state without ever being in this one.", []string{"group"}, nil)
+	descOutstanding = prometheus.NewDesc(MetricProbesOutstanding, "Client x event observations still awaited.", []string{"group"}, nil)
 	descTypes       = func() []*prometheus.Desc {
 		out := make([]*prometheus.Desc, len(typeCounters))
 		for i, tc := range typeCounters {
@@ -354,9 +369,13 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- promHistogram(descPushAck, h, kind, group)
 	}
 	ch <- promHistogram(descConvergence, r.Convergence)
-	ch <- prometheus.MustNewConstMetric(descObserved, prometheus.CounterValue, float64(r.Observed))
-	ch <- prometheus.MustNewConstMetric(descSuperseded, prometheus.CounterValue, float64(r.Superseded))
-	ch <- prometheus.MustNewConstMetric(descOutstanding, prometheus.GaugeValue, float64(r.Missed))
+	// One series per client group, which sum to the fleet's figure (a group with nothing
+	// observed, superseded or awaited yet has no series).
+	for group, c := range r.ProbesByGroup {
+		ch <- prometheus.MustNewConstMetric(descObserved, prometheus.CounterValue, float64(c.Observed), group)
+		ch <- prometheus.MustNewConstMetric(descSuperseded, prometheus.CounterValue, float64(c.Superseded), group)
+		ch <- prometheus.MustNewConstMetric(descOutstanding, prometheus.GaugeValue, float64(c.Missed), group)
+	}
 }
 
 // promHistogram converts an HDR histogram of µs into a Prometheus histogram in seconds. A

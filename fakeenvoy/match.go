@@ -159,8 +159,11 @@ type matchEvent struct {
 	// groupMax is the largest push latency (ns) of each client group that observed the event:
 	// its convergence within the group.
 	groupMax map[string]int64
-	early    []matchEarly    // observations before T0 was known
-	lat      []time.Duration // every push latency, with KeepLatencies
+	// byGroup counts the event's resolved observations by client group (observed, already
+	// held, superseded); outstanding ones are classified by group at Results.
+	byGroup map[string]*ProbeCounts
+	early   []matchEarly    // observations before T0 was known
+	lat     []time.Duration // every push latency, with KeepLatencies
 }
 
 // What an observation is: in effect (the push latency), received, or its ACK written.
@@ -287,6 +290,21 @@ func newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
 		ev.subj[i] = p.Subject()
 	}
 	return ev
+}
+
+// countGroup adds to group's counts of ev (the stats event) under ev.mu.
+func (ev *matchEvent) countGroup(group string, add func(*ProbeCounts)) {
+	ev.mu.Lock()
+	c := ev.byGroup[group]
+	if c == nil {
+		if ev.byGroup == nil {
+			ev.byGroup = make(map[string]*ProbeCounts, 1)
+		}
+		c = &ProbeCounts{}
+		ev.byGroup[group] = c
+	}
+	add(c)
+	ev.mu.Unlock()
 }
 
 // stats is the event whose counters and latencies an observation of ev goes to.
@@ -486,6 +504,7 @@ func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind,
 	switch kind {
 	case obsEffect:
 		ev.observed.Add(1)
+		ev.countGroup(group, func(c *ProbeCounts) { c.Observed++ })
 	case obsRecv:
 		ev.received.Add(1)
 	case obsAck:
@@ -715,14 +734,22 @@ func (m *Matcher) resolve(cl *matchClient, reached, superseded []int) {
 		return
 	}
 	drop := make(map[int]bool, len(reached)+len(superseded))
+	superseded1 := func(ev *matchEvent) {
+		ev.superseded.Add(1)
+		ev.countGroup(cl.group, func(c *ProbeCounts) { c.Superseded++ })
+	}
+	held1 := func(ev *matchEvent) {
+		ev.held.Add(1)
+		ev.countGroup(cl.group, func(c *ProbeCounts) { c.AlreadyHeld++ })
+	}
 	for _, i := range superseded {
 		drop[i] = true
-		cl.pending[i].ev.stats().superseded.Add(1)
+		superseded1(cl.pending[i].ev.stats())
 	}
 	for _, i := range reached {
 		drop[i] = true
 		if p := cl.pending[i]; p.held {
-			p.ev.stats().held.Add(1)
+			held1(p.ev.stats())
 		}
 	}
 	for _, i := range reached {
@@ -734,9 +761,9 @@ func (m *Matcher) resolve(cl *matchClient, reached, superseded []int) {
 			}
 			drop[j] = true
 			if p.held {
-				p.ev.stats().held.Add(1) // it held when registered: the client was in its state
+				held1(p.ev.stats()) // it held when registered: the client was in its state
 			} else {
-				p.ev.stats().superseded.Add(1)
+				superseded1(p.ev.stats())
 			}
 		}
 	}
@@ -836,8 +863,21 @@ type MatchResults struct {
 	// pushByKindGroup and ackByKindGroup are keyed "kind\x00group": the partition /metrics
 	// exports (its kind and group labels).
 	pushByKindGroup, ackByKindGroup map[string]*hdr.Histogram
+	// ProbesByGroup splits the observation totals below (less Received) by client group;
+	// its counts of a field sum to the total.
+	ProbesByGroup map[string]ProbeCounts
 	// Totals over events.
 	Observed, AlreadyHeld, Superseded, Missed, Unresolved, Received int
+}
+
+// ProbeCounts are client × event observations by class (see EventResult).
+type ProbeCounts struct {
+	Observed, AlreadyHeld, Superseded, Missed, Unresolved int
+}
+
+func (a ProbeCounts) plus(b ProbeCounts) ProbeCounts {
+	return ProbeCounts{Observed: a.Observed + b.Observed, AlreadyHeld: a.AlreadyHeld + b.AlreadyHeld,
+		Superseded: a.Superseded + b.Superseded, Missed: a.Missed + b.Missed, Unresolved: a.Unresolved + b.Unresolved}
 }
 
 // Kinds lists the event kinds with latencies, sorted.
@@ -850,21 +890,45 @@ func (r MatchResults) Kinds() []string {
 	return out
 }
 
-// outstandingCounts is, per event index, how its unresolved claims stand right now.
+// outstandingCounts is, per event index, how its unresolved claims stand right now; byGroup
+// (when asked for) splits the same by client group.
 type outstandingCounts struct {
 	missed, unresolved, held, superseded []int
+	byGroup                              []map[string]*ProbeCounts
+}
+
+// add counts one outstanding claim of event idx by a client of group.
+func (o *outstandingCounts) add(idx int, group string, into func(*ProbeCounts)) {
+	if o.byGroup == nil {
+		return
+	}
+	m := o.byGroup[idx]
+	if m == nil {
+		m = map[string]*ProbeCounts{}
+		o.byGroup[idx] = m
+	}
+	c := m[group]
+	if c == nil {
+		c = &ProbeCounts{}
+		m[group] = c
+	}
+	into(c)
 }
 
 // outstanding classifies every client's unresolved entries without changing them: pending
 // provisionally held ones count as already held, pending ones a later held one supersedes as
 // superseded (the client sits in the later state), the rest as missed; unclaimed in-reach
-// entries as missed (WatchersOnly ones as unresolved). Every shard is locked in turn.
-func (m *Matcher) outstanding() outstandingCounts {
+// entries as missed (WatchersOnly ones as unresolved). Every shard is locked in turn. byGroup
+// also splits the counts by client group (for Results; Drain's polls do not pay for it).
+func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 	n := int(m.logLen.Load())
 	m.logMu.RLock()
 	log := m.log[:n]
 	m.logMu.RUnlock()
 	o := outstandingCounts{missed: make([]int, n), unresolved: make([]int, n), held: make([]int, n), superseded: make([]int, n)}
+	if byGroup {
+		o.byGroup = make([]map[string]*ProbeCounts, n)
+	}
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
@@ -881,11 +945,14 @@ func (m *Matcher) outstanding() outstandingCounts {
 				switch {
 				case p.held:
 					o.held[idx]++
+					o.add(idx, cl.group, func(c *ProbeCounts) { c.AlreadyHeld++ })
 					laterHeld = append(laterHeld, p.ev)
 				case slices.ContainsFunc(laterHeld, func(q *matchEvent) bool { return q.supersedes(p.ev) }):
 					o.superseded[idx]++
+					o.add(idx, cl.group, func(c *ProbeCounts) { c.Superseded++ })
 				default:
 					o.missed[idx]++
+					o.add(idx, cl.group, func(c *ProbeCounts) { c.Missed++ })
 				}
 			}
 			for _, ev := range log[min(cl.cursor, n):] {
@@ -894,8 +961,10 @@ func (m *Matcher) outstanding() outstandingCounts {
 				}
 				if ev.exp.Reach.WatchersOnly || cl.named {
 					o.unresolved[ev.idx]++
+					o.add(ev.idx, cl.group, func(c *ProbeCounts) { c.Unresolved++ })
 				} else {
 					o.missed[ev.idx]++
+					o.add(ev.idx, cl.group, func(c *ProbeCounts) { c.Missed++ })
 				}
 			}
 		}
@@ -908,7 +977,7 @@ func (m *Matcher) outstanding() outstandingCounts {
 // claims and unclaimed entries in reach; WatchersOnly entries nobody claimed are not awaited).
 func (m *Matcher) Outstanding() int {
 	n := 0
-	for _, v := range m.outstanding().missed {
+	for _, v := range m.outstanding(false).missed {
 		n += v
 	}
 	return n
@@ -939,7 +1008,7 @@ func (m *Matcher) Drain(ctx context.Context, poll time.Duration) (int, error) {
 // event count as missed: call it after Drain (or after the fleet stopped).
 func (m *Matcher) Results() MatchResults {
 	now := m.off(m.cfg.Now())
-	o := m.outstanding()
+	o := m.outstanding(true)
 	res := MatchResults{
 		PushLatency:       map[string]*hdr.Histogram{},
 		ReceiveLatency:    map[string]*hdr.Histogram{},
@@ -954,6 +1023,7 @@ func (m *Matcher) Results() MatchResults {
 		ReceiveLatencyByGroup: map[string]*hdr.Histogram{},
 		AckLatencyByGroup:     map[string]*hdr.Histogram{},
 		ConvergenceByGroup:    map[string]*hdr.Histogram{},
+		ProbesByGroup:         map[string]ProbeCounts{},
 		pushByKindGroup:       map[string]*hdr.Histogram{},
 		ackByKindGroup:        map[string]*hdr.Histogram{},
 	}
@@ -1030,6 +1100,14 @@ func (m *Matcher) Results() MatchResults {
 				res.ConvergenceByKind[r.Kind] = h
 			}
 			recordDuration(h, r.Convergence)
+		}
+		ev.mu.Lock()
+		for g, c := range ev.byGroup {
+			res.ProbesByGroup[g] = res.ProbesByGroup[g].plus(*c)
+		}
+		ev.mu.Unlock()
+		for g, c := range o.byGroup[i] {
+			res.ProbesByGroup[g] = res.ProbesByGroup[g].plus(*c)
 		}
 		if hasT0 {
 			ev.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -227,6 +228,72 @@ func TestMatcherSupersededAndMissed(t *testing.T) {
 	}
 	if res.Convergence.TotalCount() != 2 {
 		t.Errorf("convergence samples = %d, want 2: an event some client missed is in it (censored)", res.Convergence.TotalCount())
+	}
+}
+
+// TestMatcherProbesByGroup: the observation classes split by client group sum to the totals,
+// resolved ones (observed, superseded, already held) and those still outstanding (missed)
+// alike, and MatchMetrics tags them {group}.
+func TestMatcherProbesByGroup(t *testing.T) {
+	m := NewMatcher(MatcherConfig{Now: mtNow})
+	a := &mtClient{index: 0, group: "sotw", ns: "default"}
+	b := &mtClient{index: 1, group: "delta", ns: "default"}
+	c := &mtClient{index: 2, group: "delta", ns: "default"} // never hears anything
+	for _, cl := range []*mtClient{a, b, c} {
+		m.Track(cl.index, cl.group, cl.ns)
+		cl.push(m, resource.EndpointType, at(0), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
+	}
+	add := probe.Expectation{EventID: 1, Kind: "add", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}
+	del := probe.Expectation{EventID: 2, Kind: "remove", T0: at(10), All: []probe.Predicate{absent("c1", "10.0.0.1")}}
+	if _, err := m.Expect(add); err != nil {
+		t.Fatal(err)
+	}
+	a.push(m, resource.EndpointType, at(5), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
+	b.push(m, resource.ClusterType, at(6), time.Time{}, nil)
+	if _, err := m.Expect(del); err != nil {
+		t.Fatal(err)
+	}
+	a.push(m, resource.EndpointType, at(30), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
+	b.push(m, resource.EndpointType, at(40), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
+
+	res := m.Results()
+	want := map[string]ProbeCounts{
+		"sotw":  {Observed: 2},
+		"delta": {Superseded: 1, AlreadyHeld: 1, Missed: 2},
+	}
+	if len(res.ProbesByGroup) != len(want) {
+		t.Errorf("ProbesByGroup = %+v, want %+v", res.ProbesByGroup, want)
+	}
+	var sum ProbeCounts
+	for g, w := range want {
+		if got := res.ProbesByGroup[g]; got != w {
+			t.Errorf("group %s: %+v, want %+v", g, got, w)
+		}
+		sum = sum.plus(res.ProbesByGroup[g])
+	}
+	if tot := (ProbeCounts{res.Observed, res.AlreadyHeld, res.Superseded, res.Missed, res.Unresolved}); sum != tot {
+		t.Errorf("groups sum to %+v, totals are %+v", sum, tot)
+	}
+	ms, err := MatchMetrics(res, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := summary.Results{Metrics: ms}
+	for _, tc := range []struct {
+		name, group string
+		want        float64
+	}{
+		{MetricProbesObserved, "sotw", 2}, {MetricProbesObserved, "delta", 0},
+		{MetricProbesMissed, "delta", 2}, {MetricProbesSuperseded, "delta", 1}, {MetricProbesHeld, "delta", 1},
+		{MetricProbesMissed, "", 2},
+	} {
+		var tags map[string]string
+		if tc.group != "" {
+			tags = map[string]string{"group": tc.group}
+		}
+		if m, ok := r.Find(tc.name, tags); !ok || m.Values["count"] != tc.want {
+			t.Errorf("%s%v = %v (found %v), want count %v", tc.name, tags, m.Values, ok, tc.want)
+		}
 	}
 }
 
