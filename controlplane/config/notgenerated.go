@@ -33,8 +33,11 @@ func (c *checker) notGeneratedPolicy(at path, tp *networking.TrafficPolicy) {
 }
 
 func (c *checker) notGeneratedParts(at path, lb *networking.LoadBalancerSettings, cp *networking.ConnectionPoolSettings, t *networking.ClientTLSSettings) {
-	if lb.GetLocalityLbSetting() != nil {
-		c.warnf(at.with("loadBalancer", "localityLbSetting"), "is %s: endpoints keep priority 0 in every locality (no failover or distribution)", notGenerated)
+	if lb.GetZoneAwareLbSetting() != nil {
+		c.warnf(at.with("loadBalancer", "zoneAwareLbSetting"), "is %s: no zone-aware load balancing, and no locality failover or distribution for this policy either", notGenerated)
+	}
+	if lb.GetBackendUtilization() != nil {
+		c.warnf(at.with("loadBalancer", "backendUtilization"), "is %s: Envoy's default load balancer applies", notGenerated)
 	}
 	if lb.GetWarmupDurationSecs() != nil || lb.GetWarmup() != nil {
 		c.warnf(at.with("loadBalancer", "warmup"), "is %s: new endpoints get their full share at once", notGenerated)

@@ -815,7 +815,7 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings) or remove it")
 	}
 	c.policyParts(at, tp.GetConnectionPool(), tp.GetOutlierDetection())
-	c.loadBalancer(at.with("loadBalancer"), tp.GetLoadBalancer())
+	c.loadBalancer(at.with("loadBalancer"), tp.GetLoadBalancer(), tp.GetOutlierDetection())
 	c.clientTLS(at.with("tls"), tp.GetTls())
 	c.notGeneratedPolicy(at, tp)
 	ports := map[uint32]bool{}
@@ -832,7 +832,7 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 			ports[n] = true
 		}
 		c.policyParts(pa, pl.GetConnectionPool(), pl.GetOutlierDetection())
-		c.loadBalancer(pa.with("loadBalancer"), pl.GetLoadBalancer())
+		c.loadBalancer(pa.with("loadBalancer"), pl.GetLoadBalancer(), pl.GetOutlierDetection())
 		c.clientTLS(pa.with("tls"), pl.GetTls())
 	}
 }
@@ -861,10 +861,11 @@ func (c *checker) clientTLS(at path, t *networking.ClientTLSSettings) {
 
 // loadBalancer mirrors the part of istiod's validateLoadBalancer that applies to plain
 // settings: a consistent-hash cookie needs a name.
-func (c *checker) loadBalancer(at path, lb *networking.LoadBalancerSettings) {
+func (c *checker) loadBalancer(at path, lb *networking.LoadBalancerSettings, od *networking.OutlierDetection) {
 	if ck := lb.GetConsistentHash().GetHttpCookie(); ck != nil && ck.GetName() == "" {
 		c.errf(at.with("consistentHash", "httpCookie", "name"), "is required: name the cookie to hash on")
 	}
+	c.localityLB(at.with("localityLbSetting"), lb.GetLocalityLbSetting(), od)
 }
 
 // policyParts mirrors istiod's validateConnectionPool and validateOutlierDetection.
@@ -899,7 +900,7 @@ func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od
 		oa := at.with("outlierDetection")
 		//nolint:staticcheck // the deprecated field is what the rule is about
 		if od.GetConsecutiveErrors() != 0 {
-			c.warnf(oa.with("consecutiveErrors"), "is deprecated: use consecutive5xxErrors or consecutiveGatewayErrors")
+			c.warnf(oa.with("consecutiveErrors"), "is deprecated and %s (istiod ignores it too): use consecutive5xxErrors or consecutiveGatewayErrors", notGenerated)
 		}
 		if !od.GetSplitExternalLocalOriginErrors() && od.GetConsecutiveLocalOriginFailures().GetValue() > 0 {
 			c.errf(oa.with("consecutiveLocalOriginFailures"), "has no effect unless splitExternalLocalOriginErrors is true: set it, or remove this field")

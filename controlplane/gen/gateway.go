@@ -698,7 +698,7 @@ func routerClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resour
 	var out []Resource
 	var err error
 	if len(refs) > 0 {
-		out, err = outboundClusters(s, rp.ix, refs, false)
+		out, err = outboundClusters(p, s, rp.ix, refs, false)
 	}
 	if wanted(want, BlackHoleCluster) {
 		out = append(out, Resource{Name: BlackHoleCluster, Message: blackHole()})
