@@ -46,19 +46,10 @@ func (c *checker) notGeneratedParts(at path, lb *networking.LoadBalancerSettings
 		if tcp.GetTcpKeepalive() != nil {
 			c.warnf(at.with("connectionPool", "tcp", "tcpKeepalive"), "is %s: the OS keepalive settings apply", notGenerated)
 		}
-		if tcp.GetMaxConnectionDuration() != nil {
-			c.warnf(at.with("connectionPool", "tcp", "maxConnectionDuration"), "is %s: connections live until closed", notGenerated)
-		}
-		if tcp.GetIdleTimeout() != nil {
-			c.warnf(at.with("connectionPool", "tcp", "idleTimeout"), "is %s: use connectionPool.http.idleTimeout for HTTP", notGenerated)
-		}
 	}
 	if h := cp.GetHttp(); h != nil {
 		if h.GetUseClientProtocol() {
 			c.warnf(at.with("connectionPool", "http", "useClientProtocol"), "is %s: the port's protocol decides the upstream protocol", notGenerated)
-		}
-		if h.GetMaxConcurrentStreams() != 0 {
-			c.warnf(at.with("connectionPool", "http", "maxConcurrentStreams"), "is %s: Envoy's default applies", notGenerated)
 		}
 	}
 	if t.GetCredentialName() != "" && (t.GetMode() == networking.ClientTLSSettings_SIMPLE || t.GetMode() == networking.ClientTLSSettings_MUTUAL) {

@@ -880,6 +880,9 @@ func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od
 			}
 			c.duration(at.with("connectionPool", "tcp", "connectTimeout"), t.GetConnectTimeout())
 			c.duration(at.with("connectionPool", "tcp", "maxConnectionDuration"), t.GetMaxConnectionDuration())
+			if d := t.GetIdleTimeout(); d != nil && d.AsDuration() != 0 { // 0s turns the timeout off
+				c.duration(at.with("connectionPool", "tcp", "idleTimeout"), d)
+			}
 			if ka := t.GetTcpKeepalive(); ka != nil {
 				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "time"), ka.GetTime())
 				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "interval"), ka.GetInterval())
@@ -894,6 +897,18 @@ func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od
 				}
 			}
 			c.duration(at.with("connectionPool", "http", "idleTimeout"), h.GetIdleTimeout())
+			if ka := h.GetHttp2KeepAlive(); ka != nil {
+				kaAt := at.with("connectionPool", "http", "http2KeepAlive")
+				for name, d := range map[string]*durationpb.Duration{"interval": ka.GetInterval(), "timeout": ka.GetTimeout()} {
+					if d == nil {
+						c.errf(kaAt.with(name), "is required: say how often to ping and how long to wait (e.g. 30s)")
+					}
+					c.duration(kaAt.with(name), d)
+				}
+			}
+			if h.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE && h.GetUseClientProtocol() {
+				c.errf(at.with("connectionPool", "http", "useClientProtocol"), "cannot be true with h2UpgradePolicy UPGRADE: keep one")
+			}
 		}
 	}
 	if od != nil {

@@ -33,6 +33,11 @@ func TestValidateSpec(t *testing.T) {
 		{name: "pa port 0", kind: model.KindPeerAuthentication, spec: "selector: {matchLabels: {app: a}}\nportLevelMtls: {0: {mode: DISABLE}}", err: "spec.portLevelMtls.0: port 0 is not in 1..65535"},
 		{name: "pa wildcard selector", kind: model.KindPeerAuthentication, spec: "selector: {matchLabels: {app: '*'}}", err: "spec.selector.matchLabels.app: wildcards are not supported"},
 		{name: "dr istio mutual ok", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {tls: {mode: ISTIO_MUTUAL}}"},
+		// connection pool (validateConnectionPool)
+		{name: "dr pool timeouts ok", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {connectionPool: {tcp: {idleTimeout: 0s, maxConnectionDuration: 1h}, http: {maxConcurrentStreams: 10, http2KeepAlive: {interval: 30s, timeout: 5s}}}}"},
+		{name: "dr keepalive without timeout", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {connectionPool: {http: {http2KeepAlive: {interval: 30s}}}}", err: "spec.trafficPolicy.connectionPool.http.http2KeepAlive.timeout: is required"},
+		{name: "dr tcp idle timeout too short", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {connectionPool: {tcp: {idleTimeout: 100us}}}", err: "spec.trafficPolicy.connectionPool.tcp.idleTimeout: 100µs is too short"},
+		{name: "dr upgrade with client protocol", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {connectionPool: {http: {h2UpgradePolicy: UPGRADE, useClientProtocol: true}}}", err: "spec.trafficPolicy.connectionPool.http.useClientProtocol: cannot be true with h2UpgradePolicy UPGRADE"},
 		// localityLbSetting (ValidateLocalityLbSetting)
 		{name: "dr locality lb ok", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {outlierDetection: {consecutive5xxErrors: 3}, loadBalancer: {localityLbSetting: {failover: [{from: r1, to: r2}], failoverPriority: [app]}}}"},
 		{name: "dr locality distribute ok", kind: model.KindDestinationRule, spec: "host: a.com\ntrafficPolicy: {loadBalancer: {localityLbSetting: {distribute: [{from: r1/z1/*, to: {r1/z1/*: 80, r2/*: 20}}, {from: r2/*, to: {'*': 100}}]}}}"},

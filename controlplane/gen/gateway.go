@@ -14,6 +14,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -631,6 +632,25 @@ func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDesti
 	}
 	cs = slices.DeleteFunc(cs, func(c wc) bool { return c.weight == 0 })
 	tp := &tcpproxyv3.TcpProxy{StatPrefix: statPrefix}
+	// As on sidecars (tcproute.go), the first destination's DestinationRule gives the idle
+	// timeout, maximum connection duration and source-IP hash.
+	first := dests[0].GetDestination()
+	if dr := rp.ix.destinationRule(resolveHost(first.GetHost(), vsNS)); dr != nil {
+		deps = append(deps, dr.Key())
+		rule := drSpec(dr)
+		tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()
+		if d := tcp.GetIdleTimeout(); d != nil {
+			tp.IdleTimeout = durationpb.New(d.AsDuration())
+		}
+		if d := tcp.GetMaxConnectionDuration(); d != nil {
+			tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
+		}
+		subsetName := ""
+		if len(dests) == 1 {
+			subsetName = first.GetSubset()
+		}
+		tp.HashPolicy = sourceIPHash(rule, subsetName)
+	}
 	var names []string
 	if len(cs) == 1 {
 		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: cs[0].cluster}

@@ -250,7 +250,12 @@ func httpOptions(h2 bool, common *corev3.HttpProtocolOptions) *upstreamhttpv3.Ht
 	return opts
 }
 
-// applyPool sets connect timeout, circuit breakers and upstream HTTP options.
+// applyPool sets connect timeout, circuit breakers and upstream HTTP options, as istiod: the
+// connection's idle timeout (connectionPool.http.idleTimeout, else tcp.idleTimeout), maximum
+// duration (tcp.maxConnectionDuration) and requests per connection go to the cluster's common
+// HTTP protocol options, whatever the port's protocol (Envoy applies them to HTTP upstreams;
+// a TCP port's tcp_proxy takes the tcp ones, tcproute.go); on HTTP/2 upstreams also the
+// maximum concurrent streams and the HTTP/2 keepalive.
 func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
 	c.ConnectTimeout = sh.defaultTimeout()
 	if p.pool == nil {
@@ -262,15 +267,25 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
 	}
 	th := defaultThresholds()
 	var common *corev3.HttpProtocolOptions
-	if tcp := p.pool.GetTcp(); tcp != nil {
+	commonOpts := func() *corev3.HttpProtocolOptions {
+		if common == nil {
+			common = &corev3.HttpProtocolOptions{}
+		}
+		return common
+	}
+	hs, tcp := p.pool.GetHttp(), p.pool.GetTcp()
+	if tcp != nil {
 		if tcp.GetMaxConnections() > 0 {
 			th.MaxConnections = wrapperspb.UInt32(uint32(tcp.GetMaxConnections()))
 		}
 		if d := tcp.GetConnectTimeout(); d != nil && d.AsDuration() > 0 {
 			c.ConnectTimeout = durationpb.New(d.AsDuration())
 		}
+		if d := tcp.GetMaxConnectionDuration(); d != nil {
+			commonOpts().MaxConnectionDuration = durationpb.New(d.AsDuration())
+		}
 	}
-	if hs := p.pool.GetHttp(); hs != nil {
+	if hs != nil {
 		if v := hs.GetHttp1MaxPendingRequests(); v > 0 {
 			th.MaxPendingRequests = wrapperspb.UInt32(uint32(v))
 		}
@@ -281,22 +296,44 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
 			th.MaxRetries = wrapperspb.UInt32(uint32(v))
 		}
 		if v := hs.GetMaxRequestsPerConnection(); v > 0 {
-			common = &corev3.HttpProtocolOptions{MaxRequestsPerConnection: wrapperspb.UInt32(uint32(v))}
-		}
-		if d := hs.GetIdleTimeout(); d != nil && d.AsDuration() > 0 {
-			if common == nil {
-				common = &corev3.HttpProtocolOptions{}
-			}
-			common.IdleTimeout = durationpb.New(d.AsDuration())
+			commonOpts().MaxRequestsPerConnection = wrapperspb.UInt32(uint32(v))
 		}
 		if hs.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE {
 			h2 = true
 		}
 	}
+	if d := hs.GetIdleTimeout(); d != nil {
+		commonOpts().IdleTimeout = durationpb.New(d.AsDuration())
+	} else if d := tcp.GetIdleTimeout(); d != nil {
+		commonOpts().IdleTimeout = durationpb.New(d.AsDuration())
+	}
+	var h2opts *corev3.Http2ProtocolOptions
+	if hs.GetMaxConcurrentStreams() > 0 || hs.GetHttp2KeepAlive() != nil {
+		commonOpts() // istiod spells out empty common options here (and ignores both on HTTP/1)
+	}
+	if h2 && (hs.GetMaxConcurrentStreams() > 0 || hs.GetHttp2KeepAlive() != nil) {
+		h2opts = &corev3.Http2ProtocolOptions{}
+		if v := hs.GetMaxConcurrentStreams(); v > 0 {
+			h2opts.MaxConcurrentStreams = wrapperspb.UInt32(uint32(v))
+		}
+		if ka := hs.GetHttp2KeepAlive(); ka != nil {
+			h2opts.ConnectionKeepalive = &corev3.KeepaliveSettings{}
+			if d := ka.GetInterval(); d != nil {
+				h2opts.ConnectionKeepalive.Interval = durationpb.New(d.AsDuration())
+			}
+			if d := ka.GetTimeout(); d != nil {
+				h2opts.ConnectionKeepalive.Timeout = durationpb.New(d.AsDuration())
+			}
+		}
+	}
 	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th}}
 	switch {
-	case common != nil:
-		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(httpOptions(h2, common))}
+	case common != nil || h2opts != nil:
+		opts := httpOptions(h2, common)
+		if h2opts != nil {
+			opts.GetExplicitHttpConfig().ProtocolConfig = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: h2opts}
+		}
+		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
 	case h2:
 		c.TypedExtensionProtocolOptions = sh.protocolOptions(true)
 	}
