@@ -1,6 +1,8 @@
 package config
 
 import (
+	"strings"
+
 	networking "istio.io/api/networking/v1alpha3"
 )
 
@@ -57,17 +59,33 @@ func (c *checker) notGeneratedParts(at path, lb *networking.LoadBalancerSettings
 	}
 }
 
-// notGeneratedGateway warns about Gateway servers the router generator skips.
+// notGeneratedGateway warns about Gateway servers the router generator skips, and about the
+// credentials of those it generates, which xdslab cannot serve.
 func (c *checker) notGeneratedGateway(at path, gw *networking.Gateway) {
 	for i, s := range gw.GetServers() {
-		switch s.GetTls().GetMode() {
+		t := s.GetTls()
+		mode := t.GetMode()
+		switch mode {
 		case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL,
 			networking.ServerTLSSettings_ISTIO_MUTUAL:
-			c.warnf(at.with("servers", i, "tls", "mode"), "%s is %s: the router gets no listener for port %d (TLS termination)", s.GetTls().GetMode(), notGenerated, s.GetPort().GetNumber())
+			https := strings.EqualFold(s.GetPort().GetProtocol(), "HTTPS")
+			credential := t.GetCredentialName() != "" || len(t.GetCredentialNames()) > 0
+			if https && credential && (mode == networking.ServerTLSSettings_SIMPLE || mode == networking.ServerTLSSettings_MUTUAL) {
+				c.warnf(at.with("servers", i, "tls", "credentialName"), "is served by xdslab to nobody: it keeps no Kubernetes secrets, so the gateway's SDS request for %q gets nothing (as istiod answers for a missing secret) and the port's TLS handshakes fail", "kubernetes://"+firstCredential(t))
+				continue
+			}
+			c.warnf(at.with("servers", i, "tls", "mode"), "%s is %s here (only HTTPS with SIMPLE or MUTUAL and a credentialName is): the router gets no listener for port %d", mode, notGenerated, s.GetPort().GetNumber())
 		case networking.ServerTLSSettings_AUTO_PASSTHROUGH:
 			c.warnf(at.with("servers", i, "tls", "mode"), "AUTO_PASSTHROUGH is %s: the router gets no listener for port %d", notGenerated, s.GetPort().GetNumber())
 		}
 	}
+}
+
+func firstCredential(t *networking.ServerTLSSettings) string {
+	if ns := t.GetCredentialNames(); len(ns) > 0 {
+		return ns[0]
+	}
+	return t.GetCredentialName()
 }
 
 // notGeneratedServiceEntry warns about a port without a protocol on an entry without an IP
