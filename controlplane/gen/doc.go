@@ -71,8 +71,11 @@
 // the VS's namespace, legacy "name.ns"; exported to the gateway's namespace), never sidecar
 // listeners: "0.0.0.0_PORT" per server port (HTTP: RDS "http.PORT" with a virtual host
 // "HOST:PORT" per exposed VS host; TLS PASSTHROUGH: TLS inspector and an SNI filter chain per
-// tls route; TCP: the first matching tcp route), and only the clusters those routes reference
-// plus BlackHoleCluster. TLS termination and AUTO_PASSTHROUGH servers are skipped with an error.
+// tls route; TCP: the first matching tcp route; HTTPS with SIMPLE or MUTUAL and a
+// credentialName: a filter chain per server with the SDS secret "kubernetes://NAME" and RDS
+// "https.PORT.PORTNAME.GATEWAY.NS", gateway_https.go), and only the clusters those routes
+// reference plus BlackHoleCluster. Other TLS termination and AUTO_PASSTHROUGH servers are
+// skipped with an error.
 //
 // Proxyless gRPC (GENERATOR=grpc): API listeners and route configurations "HOST:PORT" (only the
 // names asked for), outbound EDS or LOGICAL_DNS clusters, the same ClusterLoadAssignments.
