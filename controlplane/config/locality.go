@@ -40,19 +40,22 @@ func (c *checker) localityLB(at path, lb *networking.LocalityLoadBalancerSetting
 		from = append(from, d.GetFrom())
 		var total uint32
 		to := make([]string, 0, len(d.GetTo()))
-		for loc, w := range d.GetTo() {
+		for loc := range d.GetTo() {
+			to = append(to, loc)
+		}
+		slices.Sort(to) // the first bad weight reported is always the same one
+		for _, loc := range to {
+			w := d.GetTo()[loc]
 			if w == 0 || w > 100 {
 				c.errf(da.with("to", loc), "weight %d is out of range: use 1 to 100", w)
 				return
 			}
 			total += w
-			to = append(to, loc)
 		}
 		if total != 100 {
 			c.errf(da.with("to"), "weights add up to %d: they must add up to 100", total)
 			return
 		}
-		slices.Sort(to)
 		if err := checkLocalities(to); err != nil {
 			c.errf(da.with("to"), "%v", err)
 		}

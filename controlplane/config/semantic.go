@@ -899,7 +899,11 @@ func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od
 			c.duration(at.with("connectionPool", "http", "idleTimeout"), h.GetIdleTimeout())
 			if ka := h.GetHttp2KeepAlive(); ka != nil {
 				kaAt := at.with("connectionPool", "http", "http2KeepAlive")
-				for name, d := range map[string]*durationpb.Duration{"interval": ka.GetInterval(), "timeout": ka.GetTimeout()} {
+				for _, f := range []struct {
+					name string
+					d    *durationpb.Duration
+				}{{"interval", ka.GetInterval()}, {"timeout", ka.GetTimeout()}} {
+					name, d := f.name, f.d
 					if d == nil {
 						c.errf(kaAt.with(name), "is required: say how often to ping and how long to wait (e.g. 30s)")
 					}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -366,6 +367,18 @@ func FuzzValidateSpec(f *testing.F) {
 	vs := &networking.VirtualService{Hosts: []string{"*"}, Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Weight: -5}, {Destination: &networking.Destination{Host: "*"}}}}}}
 	b, _ = proto.Marshal(vs)
 	f.Add(uint8(2), b)
+	idx := func(k model.Kind) uint8 { return uint8(slices.Index(kinds, k)) }
+	dr := &networking.DestinationRule{Host: "a", TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{
+		LocalityLbSetting: &networking.LocalityLoadBalancerSetting{Distribute: []*networking.LocalityLoadBalancerSetting_Distribute{
+			{From: "r/*", To: map[string]uint32{"r/z": 60, "r/*": 40, "": 0}}, {From: "*/x"}},
+			Failover: []*networking.LocalityLoadBalancerSetting_Failover{{From: "r", To: "r/z"}}, FailoverPriority: []string{"topology.istio.io/subzone"}}},
+		ConnectionPool: &networking.ConnectionPoolSettings{Http: &networking.ConnectionPoolSettings_HTTPSettings{Http2KeepAlive: &networking.ConnectionPoolSettings_HTTPSettings_ConnectionKeepalive{}}}}}
+	b, _ = proto.Marshal(dr)
+	f.Add(idx(model.KindDestinationRule), b)
+	gw := &networking.Gateway{Servers: []*networking.Server{{Port: &networking.Port{Number: 443, Name: "https", Protocol: "HTTPS"}, Hosts: []string{"*"},
+		Tls: &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_MUTUAL, CredentialNames: []string{"a", "b"}}}}}
+	b, _ = proto.Marshal(gw)
+	f.Add(idx(model.KindGateway), b)
 	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
 		k := kinds[int(kind)%len(kinds)]
 		spec, _ := NewSpec(k)

@@ -199,7 +199,11 @@ func LocalityClass(typeURL string, p *model.Proxy, s *model.Snapshot) string {
 // proxyTopologyLabels returns a lookup of p's labels with its locality's topology labels
 // added, as istiod augments them.
 func proxyTopologyLabels(p *model.Proxy, loc model.Locality) func(string) string {
-	return func(k string) string { return topologyLabel(p.Labels, loc, k) }
+	var labels map[string]string
+	if p != nil {
+		labels = p.Labels
+	}
+	return func(k string) string { return topologyLabel(labels, loc, k) }
 }
 
 func topologyLabel(labels map[string]string, loc model.Locality, k string) string {

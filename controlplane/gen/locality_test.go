@@ -252,3 +252,48 @@ func TestLocalityDNSCluster(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLocality ranks and reweights the geo mesh for any proxy locality and any failover,
+// failoverPriority or distribute rule: never a panic, and the assignment stays one Envoy and
+// grpc-go accept (priorities 0..N without a gap, no locality twice at one priority, valid).
+func FuzzLocality(f *testing.F) {
+	f.Add("r1/z1", "r1", "r2", "app", "r1/z1/*", "r1/*", uint32(70), true)
+	f.Add("", "", "", "", "*", "*", uint32(100), false)
+	f.Add("r2/z9/s", "r2", "r3", "topology.istio.io/network", "r2/*", "r3/z1", uint32(1), true)
+	f.Add("a/b/c/d", "a", "a", "version=v1", "a//", "**", uint32(0), true)
+	f.Fuzz(func(t *testing.T, proxyLoc, from, to, label, distFrom, distTo string, weight uint32, outlier bool) {
+		set := &networking.LocalityLoadBalancerSetting{}
+		if distFrom != "" {
+			set.Distribute = []*networking.LocalityLoadBalancerSetting_Distribute{{From: distFrom, To: map[string]uint32{distTo: weight, "r3/*": 100 - min(weight, 100)}}}
+		} else {
+			set.Failover = []*networking.LocalityLoadBalancerSetting_Failover{{From: from, To: to}}
+			if label != "" {
+				set.FailoverPriority = []string{label, "app"}
+			}
+		}
+		tp := &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LocalityLbSetting: set}}
+		if outlier {
+			tp.OutlierDetection = &networking.OutlierDetection{}
+		}
+		s := geoMesh(tp)
+		p := &model.Proxy{Type: model.SidecarProxy, Locality: ParseLocality(proxyLoc), Labels: map[string]string{"app": "a"}}
+		rs, err := ForType(EndpointType, p).Generate(p, s, []string{ClusterName(Outbound, 80, "", shop)})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("Generate: %d resources, %v", len(rs), err)
+		}
+		cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
+		if _, err := validateDeep(cla); err != nil {
+			t.Fatal(err)
+		}
+		if err := grpcAccepts(cla); err != nil {
+			t.Fatalf("%v: %v", ranks(cla), err)
+		}
+		n := 0
+		for _, l := range cla.GetEndpoints() {
+			n += len(l.GetLbEndpoints())
+		}
+		if n != 5 && len(set.GetDistribute()) == 0 {
+			t.Fatalf("%d endpoints, want all 5: %v", n, ranks(cla))
+		}
+	})
+}
