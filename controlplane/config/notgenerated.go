@@ -1,6 +1,8 @@
 package config
 
 import (
+	"strings"
+
 	networking "istio.io/api/networking/v1alpha3"
 )
 
@@ -33,8 +35,11 @@ func (c *checker) notGeneratedPolicy(at path, tp *networking.TrafficPolicy) {
 }
 
 func (c *checker) notGeneratedParts(at path, lb *networking.LoadBalancerSettings, cp *networking.ConnectionPoolSettings, t *networking.ClientTLSSettings) {
-	if lb.GetLocalityLbSetting() != nil {
-		c.warnf(at.with("loadBalancer", "localityLbSetting"), "is %s: endpoints keep priority 0 in every locality (no failover or distribution)", notGenerated)
+	if lb.GetZoneAwareLbSetting() != nil {
+		c.warnf(at.with("loadBalancer", "zoneAwareLbSetting"), "is %s: no zone-aware load balancing, and no locality failover or distribution for this policy either", notGenerated)
+	}
+	if lb.GetBackendUtilization() != nil {
+		c.warnf(at.with("loadBalancer", "backendUtilization"), "is %s: Envoy's default load balancer applies", notGenerated)
 	}
 	if lb.GetWarmupDurationSecs() != nil || lb.GetWarmup() != nil {
 		c.warnf(at.with("loadBalancer", "warmup"), "is %s: new endpoints get their full share at once", notGenerated)
@@ -43,19 +48,10 @@ func (c *checker) notGeneratedParts(at path, lb *networking.LoadBalancerSettings
 		if tcp.GetTcpKeepalive() != nil {
 			c.warnf(at.with("connectionPool", "tcp", "tcpKeepalive"), "is %s: the OS keepalive settings apply", notGenerated)
 		}
-		if tcp.GetMaxConnectionDuration() != nil {
-			c.warnf(at.with("connectionPool", "tcp", "maxConnectionDuration"), "is %s: connections live until closed", notGenerated)
-		}
-		if tcp.GetIdleTimeout() != nil {
-			c.warnf(at.with("connectionPool", "tcp", "idleTimeout"), "is %s: use connectionPool.http.idleTimeout for HTTP", notGenerated)
-		}
 	}
 	if h := cp.GetHttp(); h != nil {
 		if h.GetUseClientProtocol() {
 			c.warnf(at.with("connectionPool", "http", "useClientProtocol"), "is %s: the port's protocol decides the upstream protocol", notGenerated)
-		}
-		if h.GetMaxConcurrentStreams() != 0 {
-			c.warnf(at.with("connectionPool", "http", "maxConcurrentStreams"), "is %s: Envoy's default applies", notGenerated)
 		}
 	}
 	if t.GetCredentialName() != "" && (t.GetMode() == networking.ClientTLSSettings_SIMPLE || t.GetMode() == networking.ClientTLSSettings_MUTUAL) {
@@ -63,17 +59,33 @@ func (c *checker) notGeneratedParts(at path, lb *networking.LoadBalancerSettings
 	}
 }
 
-// notGeneratedGateway warns about Gateway servers the router generator skips.
+// notGeneratedGateway warns about Gateway servers the router generator skips, and about the
+// credentials of those it generates, which xdslab cannot serve.
 func (c *checker) notGeneratedGateway(at path, gw *networking.Gateway) {
 	for i, s := range gw.GetServers() {
-		switch s.GetTls().GetMode() {
+		t := s.GetTls()
+		mode := t.GetMode()
+		switch mode {
 		case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL,
 			networking.ServerTLSSettings_ISTIO_MUTUAL:
-			c.warnf(at.with("servers", i, "tls", "mode"), "%s is %s: the router gets no listener for port %d (TLS termination)", s.GetTls().GetMode(), notGenerated, s.GetPort().GetNumber())
+			https := strings.EqualFold(s.GetPort().GetProtocol(), "HTTPS")
+			credential := t.GetCredentialName() != "" || len(t.GetCredentialNames()) > 0
+			if https && credential && (mode == networking.ServerTLSSettings_SIMPLE || mode == networking.ServerTLSSettings_MUTUAL) {
+				c.warnf(at.with("servers", i, "tls", "credentialName"), "is served by xdslab to nobody: it keeps no Kubernetes secrets, so the gateway's SDS request for %q gets nothing (as istiod answers for a missing secret) and the port's TLS handshakes fail", "kubernetes://"+firstCredential(t))
+				continue
+			}
+			c.warnf(at.with("servers", i, "tls", "mode"), "%s is %s here (only HTTPS with SIMPLE or MUTUAL and a credentialName is): the router gets no listener for port %d", mode, notGenerated, s.GetPort().GetNumber())
 		case networking.ServerTLSSettings_AUTO_PASSTHROUGH:
 			c.warnf(at.with("servers", i, "tls", "mode"), "AUTO_PASSTHROUGH is %s: the router gets no listener for port %d", notGenerated, s.GetPort().GetNumber())
 		}
 	}
+}
+
+func firstCredential(t *networking.ServerTLSSettings) string {
+	if ns := t.GetCredentialNames(); len(ns) > 0 {
+		return ns[0]
+	}
+	return t.GetCredentialName()
 }
 
 // notGeneratedServiceEntry warns about a port without a protocol on an entry without an IP

@@ -815,7 +815,7 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings) or remove it")
 	}
 	c.policyParts(at, tp.GetConnectionPool(), tp.GetOutlierDetection())
-	c.loadBalancer(at.with("loadBalancer"), tp.GetLoadBalancer())
+	c.loadBalancer(at.with("loadBalancer"), tp.GetLoadBalancer(), tp.GetOutlierDetection())
 	c.clientTLS(at.with("tls"), tp.GetTls())
 	c.notGeneratedPolicy(at, tp)
 	ports := map[uint32]bool{}
@@ -832,7 +832,7 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 			ports[n] = true
 		}
 		c.policyParts(pa, pl.GetConnectionPool(), pl.GetOutlierDetection())
-		c.loadBalancer(pa.with("loadBalancer"), pl.GetLoadBalancer())
+		c.loadBalancer(pa.with("loadBalancer"), pl.GetLoadBalancer(), pl.GetOutlierDetection())
 		c.clientTLS(pa.with("tls"), pl.GetTls())
 	}
 }
@@ -861,10 +861,11 @@ func (c *checker) clientTLS(at path, t *networking.ClientTLSSettings) {
 
 // loadBalancer mirrors the part of istiod's validateLoadBalancer that applies to plain
 // settings: a consistent-hash cookie needs a name.
-func (c *checker) loadBalancer(at path, lb *networking.LoadBalancerSettings) {
+func (c *checker) loadBalancer(at path, lb *networking.LoadBalancerSettings, od *networking.OutlierDetection) {
 	if ck := lb.GetConsistentHash().GetHttpCookie(); ck != nil && ck.GetName() == "" {
 		c.errf(at.with("consistentHash", "httpCookie", "name"), "is required: name the cookie to hash on")
 	}
+	c.localityLB(at.with("localityLbSetting"), lb.GetLocalityLbSetting(), od)
 }
 
 // policyParts mirrors istiod's validateConnectionPool and validateOutlierDetection.
@@ -879,6 +880,9 @@ func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od
 			}
 			c.duration(at.with("connectionPool", "tcp", "connectTimeout"), t.GetConnectTimeout())
 			c.duration(at.with("connectionPool", "tcp", "maxConnectionDuration"), t.GetMaxConnectionDuration())
+			if d := t.GetIdleTimeout(); d != nil && d.AsDuration() != 0 { // 0s turns the timeout off
+				c.duration(at.with("connectionPool", "tcp", "idleTimeout"), d)
+			}
 			if ka := t.GetTcpKeepalive(); ka != nil {
 				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "time"), ka.GetTime())
 				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "interval"), ka.GetInterval())
@@ -893,13 +897,29 @@ func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od
 				}
 			}
 			c.duration(at.with("connectionPool", "http", "idleTimeout"), h.GetIdleTimeout())
+			if ka := h.GetHttp2KeepAlive(); ka != nil {
+				kaAt := at.with("connectionPool", "http", "http2KeepAlive")
+				for _, f := range []struct {
+					name string
+					d    *durationpb.Duration
+				}{{"interval", ka.GetInterval()}, {"timeout", ka.GetTimeout()}} {
+					name, d := f.name, f.d
+					if d == nil {
+						c.errf(kaAt.with(name), "is required: say how often to ping and how long to wait (e.g. 30s)")
+					}
+					c.duration(kaAt.with(name), d)
+				}
+			}
+			if h.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE && h.GetUseClientProtocol() {
+				c.errf(at.with("connectionPool", "http", "useClientProtocol"), "cannot be true with h2UpgradePolicy UPGRADE: keep one")
+			}
 		}
 	}
 	if od != nil {
 		oa := at.with("outlierDetection")
 		//nolint:staticcheck // the deprecated field is what the rule is about
 		if od.GetConsecutiveErrors() != 0 {
-			c.warnf(oa.with("consecutiveErrors"), "is deprecated: use consecutive5xxErrors or consecutiveGatewayErrors")
+			c.warnf(oa.with("consecutiveErrors"), "is deprecated and %s (istiod ignores it too): use consecutive5xxErrors or consecutiveGatewayErrors", notGenerated)
 		}
 		if !od.GetSplitExternalLocalOriginErrors() && od.GetConsecutiveLocalOriginFailures().GetValue() > 0 {
 			c.errf(oa.with("consecutiveLocalOriginFailures"), "has no effect unless splitExternalLocalOriginErrors is true: set it, or remove this field")

@@ -32,7 +32,7 @@ func adsConfigSource() *corev3.ConfigSource {
 func sidecarClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	want := nameSet(names)
 	ix := newIndex(s, s.ScopeFor(p))
-	out, errs := outboundClusters(s, ix, want, false)
+	out, errs := outboundClusters(p, s, ix, want, false)
 	out = append(out, inboundClusters(p, s, want)...)
 	for _, c := range []*clusterv3.Cluster{blackHole(), passthrough(PassthroughCluster), inboundPassthrough()} {
 		if wanted(want, c.Name) {
@@ -46,7 +46,7 @@ func sidecarClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resou
 // grpcClusters is the proxyless gRPC CDS generator: only outbound clusters grpc-go accepts
 // (EDS, or LOGICAL_DNS for DNS services; passthrough services are skipped).
 func grpcClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
-	out, err := outboundClusters(s, newIndex(s, s.ScopeFor(p)), nameSet(names), true)
+	out, err := outboundClusters(p, s, newIndex(s, s.ScopeFor(p)), nameSet(names), true)
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
 	return out, err
 }
@@ -60,11 +60,12 @@ func wanted(want map[string]struct{}, name string) bool {
 }
 
 // outboundClusters builds "outbound|PORT|SUBSET|HOST" for every wanted service port and subset.
-// A named request only touches the services it names.
-func outboundClusters(s *model.Snapshot, ix *index, want map[string]struct{}, grpc bool) ([]Resource, error) {
+// A named request only touches the services it names. p is the proxy they are for (the
+// endpoints DNS clusters inline are ranked against its locality).
+func outboundClusters(p *model.Proxy, s *model.Snapshot, ix *index, want map[string]struct{}, grpc bool) ([]Resource, error) {
 	var errs []error
 	var out []Resource
-	sh := &shared{}
+	sh := &shared{proxy: p}
 	build := func(svc *model.Service) {
 		rs, err := serviceClusters(s, ix, sh, svc, want, grpc)
 		out = append(out, rs...)
@@ -164,7 +165,7 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	case model.ResolutionDNS:
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
 		var cla *endpointv3.ClusterLoadAssignment
-		cla, err = loadAssignment(name, svc, port, eps, ss.GetLabels(), true, sh.workloadMTLS(s))
+		cla, err = loadAssignment(name, svc, port, eps, ss.GetLabels(), true, sh.workloadMTLS(s), localityPolicy(pol, sh.proxy, s))
 		n := 0
 		for _, l := range cla.GetEndpoints() {
 			n += len(l.GetLbEndpoints())
@@ -201,6 +202,12 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	}
 	if c.CommonLbConfig == nil {
 		c.CommonLbConfig = sh.panicDisabled()
+	}
+	if pol.localityWeighted() {
+		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{
+			HealthyPanicThreshold:   c.CommonLbConfig.GetHealthyPanicThreshold(),
+			LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{}},
+		}
 	}
 	applyUpstreamTLS(sh, s, c, svc, port, ss.GetName(), pol, eps, h2)
 	return c, err

@@ -71,8 +71,11 @@
 // the VS's namespace, legacy "name.ns"; exported to the gateway's namespace), never sidecar
 // listeners: "0.0.0.0_PORT" per server port (HTTP: RDS "http.PORT" with a virtual host
 // "HOST:PORT" per exposed VS host; TLS PASSTHROUGH: TLS inspector and an SNI filter chain per
-// tls route; TCP: the first matching tcp route), and only the clusters those routes reference
-// plus BlackHoleCluster. TLS termination and AUTO_PASSTHROUGH servers are skipped with an error.
+// tls route; TCP: the first matching tcp route; HTTPS with SIMPLE or MUTUAL and a
+// credentialName: a filter chain per server with the SDS secret "kubernetes://NAME" and RDS
+// "https.PORT.PORTNAME.GATEWAY.NS", gateway_https.go), and only the clusters those routes
+// reference plus BlackHoleCluster. Other TLS termination and AUTO_PASSTHROUGH servers are
+// skipped with an error.
 //
 // Proxyless gRPC (GENERATOR=grpc): API listeners and route configurations "HOST:PORT" (only the
 // names asked for), outbound EDS or LOGICAL_DNS clusters, the same ClusterLoadAssignments.
@@ -88,8 +91,8 @@
 //
 // Every generator builds only what the proxy's model.Scope sees (Snapshot.ScopeFor: the Sidecar
 // that applies, egress hosts, exportTo of services, VirtualServices and DestinationRules).
-// Inbound clusters and listeners are not scoped. A named EDS request is answered for any name
-// (assignments do not depend on the proxy); the wildcard EDS list is scoped. Each
+// Inbound clusters and listeners are not scoped. A named EDS request is answered for any name;
+// the wildcard EDS list is scoped. Each
 // Resource also lists the ConfigKeys it was built from (Deps; services as ServiceKey, their
 // endpoints as EndpointKey), recorded in the golden files so a change in what a resource reads
 // shows up in review.
@@ -100,5 +103,18 @@
 // every VirtualService for the host applies, its HTTP routes concatenated (service namespace
 // first), among those the proxy's scope admits (a DestinationRule exported to its namespace, a
 // VirtualService exported to it and imported by its Sidecar). Proxies with the same view share
-// outbound clusters; assignments are shared by all.
+// outbound clusters; assignments are shared by all, except where locality load balancing
+// applies.
+//
+// # Locality load balancing (locality.go)
+//
+// As istiod with its default mesh config: where a DestinationRule's policy (port and subset
+// merged) has outlier detection, the assignment's localities get priorities against the
+// proxy's locality (ProxyLocality: topology labels, else its workload in the registry, else
+// its node): 0 same subzone, 1 same zone, 2 same region, 3 elsewhere, compacted; failover
+// (region to region) and failoverPriority (labels) refine it; distribute reweights localities
+// with or without outlier detection; enabled: false turns it off. DNS clusters' inlined
+// endpoints too. Such an assignment is the proxy's: LocalityClass names what it reads of the
+// proxy, LocalityDependent the hosts it concerns, so the ADS server caches one assignment per
+// (cluster, locality class) and keeps every other one shared.
 package gen

@@ -13,6 +13,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
 )
@@ -37,7 +38,7 @@ func endpoints(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, e
 	out := make([]Resource, 0, len(names))
 	var errs []error
 	for _, name := range names {
-		r, err := endpointResource(s, ix, name)
+		r, err := endpointResource(p, s, ix, name)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -74,7 +75,10 @@ func edsClusterNames(s *model.Snapshot, ix *index) []string {
 // endpointResource builds the ClusterLoadAssignment for one cluster name. A well-formed name of
 // an unknown service, port or subset gets an assignment with no endpoints (so a warming
 // cluster completes and sends no traffic); a malformed name is an error.
-func endpointResource(s *model.Snapshot, ix *index, name string) (Resource, error) {
+//
+// When its DestinationRule asks for locality load balancing (locality.go), the assignment is
+// p's: ranked or reweighted against p's locality.
+func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string) (Resource, error) {
 	cn, err := ParseClusterName(name)
 	if err != nil {
 		return Resource{}, fmt.Errorf("EDS: %w", err)
@@ -93,20 +97,28 @@ func endpointResource(s *model.Snapshot, ix *index, name string) (Resource, erro
 		empty.Deps = sortDeps(deps)
 		return empty, nil
 	}
+	dr := ix.destinationRule(svc.Hostname)
 	var selector map[string]string
+	var ss *networking.Subset
 	if cn.Subset != "" {
-		dr := ix.destinationRule(svc.Hostname)
 		if dr != nil {
 			deps = append(deps, dr.Key())
 		}
-		ss := subset(dr, cn.Subset)
+		ss = subset(dr, cn.Subset)
 		if ss == nil {
 			empty.Deps = sortDeps(deps)
 			return empty, nil
 		}
 		selector = ss.GetLabels()
 	}
-	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s))
+	var lb *localityLB
+	if dr != nil {
+		lb = localityPolicy(effectivePolicy(drSpec(dr), cn.Port, ss), p, s)
+		if lb != nil {
+			deps = append(deps, dr.Key())
+		}
+	}
+	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s), lb)
 	return Resource{Name: name, Message: cla, Deps: sortDeps(deps)}, err
 }
 
@@ -120,7 +132,9 @@ func endpointResource(s *model.Snapshot, ix *index, name string) (Resource, erro
 // An endpoint that takes Istio mTLS (endpointTLSMode) carries the metadata tlsMode "istio"
 // that auto-mTLS clusters match on, unless the workload's PeerAuthentication (ws) says DISABLE
 // for its port: clients then send it plaintext, as istiod's endpoints say.
-func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool, ws *workloadMTLS) (*endpointv3.ClusterLoadAssignment, error) {
+//
+// With lb set, the localities are then ranked or reweighted for the proxy (locality.go).
+func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool, ws *workloadMTLS, lb *localityLB) (*endpointv3.ClusterLoadAssignment, error) {
 	// group holds a locality's messages, allocated together.
 	type group struct {
 		loc     model.Locality
@@ -128,6 +142,7 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		lle     endpointv3.LocalityLbEndpoints
 		locMsg  corev3.Locality
 		wrapped wrapperspb.UInt32Value
+		eps     []*model.Endpoint // with lb: the endpoints of lle.LbEndpoints, in order
 	}
 	var groups []*group
 	byLoc := map[model.Locality]*group{}
@@ -164,15 +179,18 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		}
 		w := max(ep.Weight, 1)
 		g.weight += uint64(w)
-		lb := newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health))
+		lbe := newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health))
 		if endpointTLSMode(ep) == tlsModeIstio && ws.mode(svc.Namespace, ep, tp) != mtlsDisable {
 			// auto-mTLS: the cluster's transport_socket_matches pick mTLS for this endpoint.
 			if istioMD == nil {
 				istioMD = tlsModeMetadata()
 			}
-			lb.Metadata = istioMD
+			lbe.Metadata = istioMD
 		}
-		g.lle.LbEndpoints = append(g.lle.LbEndpoints, lb)
+		g.lle.LbEndpoints = append(g.lle.LbEndpoints, lbe)
+		if lb != nil {
+			g.eps = append(g.eps, ep)
+		}
 	}
 	slices.SortFunc(groups, func(a, b *group) int {
 		return cmp.Or(strings.Compare(a.loc.Region, b.loc.Region), strings.Compare(a.loc.Zone, b.loc.Zone), strings.Compare(a.loc.SubZone, b.loc.SubZone))
@@ -189,6 +207,13 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		g.locMsg = corev3.Locality{Region: g.loc.Region, Zone: g.loc.Zone, SubZone: g.loc.SubZone}
 		g.lle.Locality = &g.locMsg
 		cla.Endpoints = append(cla.Endpoints, &g.lle)
+	}
+	if lb != nil {
+		byGroup := make([][]*model.Endpoint, len(groups))
+		for i, g := range groups {
+			byGroup[i] = g.eps
+		}
+		lb.apply(cla, byGroup)
 	}
 	return cla, errors.Join(errs...)
 }

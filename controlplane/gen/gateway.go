@@ -14,6 +14,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -35,11 +36,29 @@ import (
 //   - only the clusters those routes reference (as Istio with
 //     PILOT_FILTER_GATEWAY_CLUSTER_CONFIG=true), and BlackHoleCluster.
 //
-// TLS termination (SIMPLE, MUTUAL, ISTIO_MUTUAL) and AUTO_PASSTHROUGH are not generated: such a
-// server is skipped with an error naming it.
+//   - per port with HTTPS servers that terminate TLS (SIMPLE or MUTUAL with a credentialName),
+//     listener "0.0.0.0_PORT" with the TLS inspector and one filter chain per server: its hosts
+//     as SNI names, a TLS context whose certificate is the SDS secret "kubernetes://NAME" over
+//     ADS (MUTUAL: the client CA "kubernetes://NAME-cacert", or caCertCredentialName, and the
+//     subjectAltNames), and an HTTP connection manager fetching route configuration
+//     "https.PORT.PORTNAME.GATEWAY.NAMESPACE" (GatewayHTTPSRouteName) built like "http.PORT"
+//     from that server alone.
+//
+// Other TLS termination (OPTIONAL_MUTUAL, ISTIO_MUTUAL, certificate files, protocol TLS) and
+// AUTO_PASSTHROUGH are not generated: such a server is skipped with an error naming it.
+// xdslab serves no Kubernetes secrets: a gateway's SDS request for "kubernetes://NAME" gets
+// nothing, as istiod answers for a secret that is missing, and the listener waits out its
+// initial fetch timeout (istiod's credential SDS config keeps Envoy's default 15 s).
 
 // GatewayRouteName is the route configuration name of a router's HTTP listener on port.
 func GatewayRouteName(port uint32) string { return "http." + strconv.FormatUint(uint64(port), 10) }
+
+// GatewayHTTPSRouteName is istiod's route configuration name of an HTTPS server:
+// "https.PORT.PORTNAME.GATEWAY.NAMESPACE".
+func GatewayHTTPSRouteName(gs gwServer) string {
+	return "https." + strconv.FormatUint(uint64(gs.srv.GetPort().GetNumber()), 10) + "." + gs.srv.GetPort().GetName() + "." +
+		gs.gw.Name + "." + gs.gw.Namespace
+}
 
 // ParseGatewayRef resolves a VirtualService's gateway reference the way istiod does: "mesh"
 // (mesh is true), "namespace/name", the legacy "name.namespace[.svc.cluster.local]", or a bare
@@ -122,6 +141,7 @@ const (
 	kindHTTP portKind = iota + 1
 	kindTLS
 	kindTCP
+	kindHTTPS // HTTPS terminated at the gateway (tls SIMPLE or MUTUAL with a credentialName)
 )
 
 func (k portKind) String() string {
@@ -130,6 +150,8 @@ func (k portKind) String() string {
 		return "HTTP"
 	case kindTLS:
 		return "TLS passthrough"
+	case kindHTTPS:
+		return "HTTPS"
 	}
 	return "TCP"
 }
@@ -140,10 +162,14 @@ func serverKind(srv *networking.Server) (portKind, error) {
 	case "HTTP", "HTTP2", "GRPC", "GRPC-WEB":
 		return kindHTTP, nil
 	case "HTTPS", "TLS":
-		if m := srv.GetTls().GetMode(); m != networking.ServerTLSSettings_PASSTHROUGH {
-			return 0, fmt.Errorf("protocol %s with tls mode %s is not supported (only PASSTHROUGH); server skipped", proto, m)
+		m := srv.GetTls().GetMode()
+		switch {
+		case m == networking.ServerTLSSettings_PASSTHROUGH:
+			return kindTLS, nil
+		case proto == "HTTPS" && (m == networking.ServerTLSSettings_SIMPLE || m == networking.ServerTLSSettings_MUTUAL) && serverCredential(srv.GetTls()) != "":
+			return kindHTTPS, nil
 		}
-		return kindTLS, nil
+		return 0, fmt.Errorf("protocol %s with tls mode %s is not supported (PASSTHROUGH, or HTTPS with SIMPLE or MUTUAL and a credentialName); server skipped", proto, m)
 	case "TCP", "MONGO", "REDIS", "MYSQL":
 		return kindTCP, nil
 	}
@@ -155,6 +181,9 @@ type gwPort struct {
 	num     uint32
 	kind    portKind
 	servers []gwServer
+	// https are the HTTPS servers that get a filter chain (httpsServers), computed once.
+	https     []gwServer
+	httpsDone bool
 }
 
 // boundVS is a VirtualService bound to one gateway.
@@ -279,13 +308,13 @@ type gwVHost struct {
 	seen map[model.ConfigKey]bool
 }
 
-// httpRoutes builds route configuration "http.PORT" and the clusters it references.
-func (rp *routerPlan) httpRoutes(gp *gwPort) (Resource, []string) {
-	name := GatewayRouteName(gp.num)
-	port := strconv.FormatUint(uint64(gp.num), 10)
+// httpRoutes builds route configuration name for servers on port num ("http.PORT" for a plain
+// HTTP port, one per HTTPS server) and the clusters it references.
+func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (Resource, []string) {
+	port := strconv.FormatUint(uint64(num), 10)
 	vhosts := map[string]*gwVHost{}
 	var deps []model.ConfigKey
-	for _, gs := range gp.servers {
+	for _, gs := range servers {
 		deps = append(deps, gs.gw.Key())
 		for _, b := range rp.bound[gs.gw.Key()] {
 			hosts := gs.exposed(b)
@@ -314,7 +343,7 @@ func (rp *routerPlan) httpRoutes(gp *gwPort) (Resource, []string) {
 				v.seen[b.c.Key()] = true
 				if !built {
 					var rdeps []model.ConfigKey
-					routes, rdeps = rp.vsHTTPRoutes(b, gs, gp.num)
+					routes, rdeps = rp.vsHTTPRoutes(b, gs, num)
 					deps = append(deps, b.c.Key())
 					deps = append(deps, rdeps...)
 					built = true
@@ -472,6 +501,18 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 		var d []model.ConfigKey
 		l.FilterChains, clusters, d = rp.tlsChains(gp)
 		deps = append(deps, d...)
+	case kindHTTPS:
+		l.ListenerFilters = []*listenerv3.ListenerFilter{{
+			Name:       tlsInspectorFilterName,
+			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(&tlsinspectorv3.TlsInspector{})},
+		}}
+		for _, gs := range rp.httpsServers(gp) {
+			l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+				FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: serverSNIs(gs.srv)},
+				TransportSocket:  gatewayTLSSocket(gs.srv.GetTls()),
+				Filters:          []*listenerv3.Filter{hcmFilter(gatewayHCM(rdsHCM("outbound_"+name, GatewayHTTPSRouteName(gs))))},
+			})
+		}
 	case kindTCP:
 		fc, c, d := rp.tcpChain(gp)
 		deps = append(deps, d...)
@@ -631,6 +672,25 @@ func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDesti
 	}
 	cs = slices.DeleteFunc(cs, func(c wc) bool { return c.weight == 0 })
 	tp := &tcpproxyv3.TcpProxy{StatPrefix: statPrefix}
+	// As on sidecars (tcproute.go), the first destination's DestinationRule gives the idle
+	// timeout, maximum connection duration and source-IP hash.
+	first := dests[0].GetDestination()
+	if dr := rp.ix.destinationRule(resolveHost(first.GetHost(), vsNS)); dr != nil {
+		deps = append(deps, dr.Key())
+		rule := drSpec(dr)
+		tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()
+		if d := tcp.GetIdleTimeout(); d != nil {
+			tp.IdleTimeout = durationpb.New(d.AsDuration())
+		}
+		if d := tcp.GetMaxConnectionDuration(); d != nil {
+			tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
+		}
+		subsetName := ""
+		if len(dests) == 1 {
+			subsetName = first.GetSubset()
+		}
+		tp.HashPolicy = sourceIPHash(rule, subsetName)
+	}
 	var names []string
 	if len(cs) == 1 {
 		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: cs[0].cluster}
@@ -660,11 +720,20 @@ func (rp *routerPlan) build() (listeners, routes []Resource, clusters map[string
 		for _, c := range cs {
 			clusters[c] = true
 		}
-		if gp.kind == kindHTTP {
-			r, cs := rp.httpRoutes(gp)
+		switch gp.kind {
+		case kindHTTP:
+			r, cs := rp.httpRoutes(GatewayRouteName(gp.num), gp.num, gp.servers)
 			routes = append(routes, r)
 			for _, c := range cs {
 				clusters[c] = true
+			}
+		case kindHTTPS:
+			for _, gs := range rp.httpsServers(gp) {
+				r, cs := rp.httpRoutes(GatewayHTTPSRouteName(gs), gp.num, []gwServer{gs})
+				routes = append(routes, r)
+				for _, c := range cs {
+					clusters[c] = true
+				}
 			}
 		}
 	}
@@ -698,7 +767,7 @@ func routerClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resour
 	var out []Resource
 	var err error
 	if len(refs) > 0 {
-		out, err = outboundClusters(s, rp.ix, refs, false)
+		out, err = outboundClusters(p, s, rp.ix, refs, false)
 	}
 	if wanted(want, BlackHoleCluster) {
 		out = append(out, Resource{Name: BlackHoleCluster, Message: blackHole()})

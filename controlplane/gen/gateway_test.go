@@ -389,7 +389,8 @@ func TestGatewayExportTo(t *testing.T) {
 // TestGatewayErrors: bad servers and routes cost only themselves, with an error naming them.
 func TestGatewayErrors(t *testing.T) {
 	simple := server(8443, "HTTPS", "*")
-	simple.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: "cert"}
+	// Termination with certificate files is not generated (a credentialName is, gateway_https_test.go).
+	simple.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, ServerCertificate: "/c.pem", PrivateKey: "/k.pem"}
 	auto := server(15443, "TLS", "*")
 	auto.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}
 	gw := gwConfig("gw", "istio-system", &networking.Gateway{Servers: []*networking.Server{

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -28,7 +30,8 @@ import (
 // to grpc-go's own xDS client, and makes an RPC through them: grpc-go accepts the listener, the
 // route configuration (VirtualService with a subset, retries, a timeout, a fault delay, header
 // operations, a mirror and a hash policy) and the fault filter before the router, the cluster
-// (DestinationRule with outlier detection and a consistent hash) and the assignment, all scoped by a Sidecar.
+// (DestinationRule with outlier detection and a consistent hash) and the assignment (two
+// localities ranked by priority for the client's locality), all scoped by a Sidecar.
 func TestGRPCClientAcceptsResources(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -47,6 +50,9 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 	const svcHost = "backend.test.svc.cluster.local"
 	svc := &model.Service{Hostname: svcHost, Namespace: "test", Ports: []model.Port{{Name: "grpc", Number: 7070, Protocol: model.ProtocolGRPC}}}
 	ep := &model.Endpoint{Service: svcHost, Address: "127.0.0.1", Ports: map[string]uint32{"grpc": backendPort}, Labels: map[string]string{"version": "v1"}, Locality: model.Locality{Region: "r", Zone: "z"}}
+	// Another locality, ranked priority 1 for a client in r/z (outlier detection turns locality
+	// failover on): grpc-go takes priorities and stays on priority 0, the live backend.
+	far := &model.Endpoint{Service: svcHost, Address: "127.0.0.2", Ports: map[string]uint32{"grpc": backendPort}, Labels: map[string]string{"version": "v1"}, Locality: model.Locality{Region: "r", Zone: "far"}}
 	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.DestinationRule{
 		Host: "backend",
 		TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{Interval: durationpb.New(time.Second), MaxEjectionPercent: 50},
@@ -76,10 +82,11 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 	sidecar := &model.Config{Meta: model.Meta{Kind: model.KindSidecar, Name: "default", Namespace: "test"},
 		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}}}
 	other := &model.Service{Hostname: "other.elsewhere.svc.cluster.local", Namespace: "elsewhere", Ports: svc.Ports}
-	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc, other}, Endpoints: map[string][]*model.Endpoint{svcHost: {ep}},
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc, other}, Endpoints: map[string][]*model.Endpoint{svcHost: {ep, far}},
 		Configs: []*model.Config{dr, vs, sidecar}})
 
 	p := grpcProxy("test")
+	p.Locality = model.Locality{Region: "r", Zone: "z"}
 	target := HostPortName(svcHost, 7070)
 	gen := func(typeURL string, names ...string) []cachev3.Resource {
 		rs, err := ForType(typeURL, p).Generate(p, s, names)
@@ -95,6 +102,9 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 	cluster := "outbound|7070|v1|" + svcHost
 	if rs, _ := ForType(ListenerType, p).Generate(p, s, nil); len(rs) != 1 || rs[0].Name != target {
 		t.Fatalf("scoped wildcard LDS: %d listeners, want only %s", len(rs), target)
+	}
+	if got := ranks(gen(EndpointType, cluster)[0].(*endpointv3.ClusterLoadAssignment)); len(got) != 2 || !strings.HasPrefix(got[0], "r/far/ p=1") {
+		t.Fatalf("assignment %v: want the far locality at priority 1", got)
 	}
 	snap, err := cache.NewSnapshot("1", map[resource.Type][]cachev3.Resource{
 		resource.ListenerType: gen(ListenerType, target),

@@ -10,7 +10,8 @@ import (
 // IP: two proxies with the same scope get identical resources from the same snapshot, so the
 // ADS server's cache shares marshalled bytes among them (it adds the IP itself for a sidecar that
 // is an endpoint, whose inbound clusters and listeners are its own). EDS does not depend on the
-// proxy at all (scope ""); CDS and LDS depend only on the generator family; RDS also on the
+// proxy's attributes here (scope ""; its locality, where locality load balancing applies, is
+// LocalityClass); CDS and LDS depend only on the generator family; RDS also on the
 // proxy's namespace and labels; SDS on the proxy's verified identity. Routers have their own
 // class (routerKeyScope), so sidecar bytes are never served to a router nor the other way round.
 func KeyScope(typeURL string, p *model.Proxy) string {

@@ -25,10 +25,11 @@ const DefaultConnectTimeout = 10 * time.Second
 // httpProtocolOptionsName is the typed_extension_protocol_options key for upstream HTTP options.
 const httpProtocolOptionsName = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 
-// policy is the traffic policy in effect for one cluster: a DestinationRule's top-level policy,
-// overridden by its port-level settings for the port, then by the subset's policy (and its
-// port-level settings). Each group (load balancer, connection pool, outlier detection, client
-// TLS) is replaced as a whole, as Istio does.
+// policy is the traffic policy in effect for one cluster, merged as istiod merges it: a
+// DestinationRule's top-level policy, replaced as a whole (load balancer, connection pool,
+// outlier detection and client TLS, unset ones included) by its port-level settings for the
+// port; then the subset's policy, each group replacing the rule's when set, all four when the
+// subset has port-level settings for the port.
 type policy struct {
 	lb      *networking.LoadBalancerSettings
 	pool    *networking.ConnectionPoolSettings
@@ -37,41 +38,34 @@ type policy struct {
 }
 
 func effectivePolicy(dr *networking.DestinationRule, port uint32, ss *networking.Subset) policy {
-	var p policy
-	if dr != nil {
-		p.apply(dr.GetTrafficPolicy(), port)
-	}
-	if ss != nil {
-		p.apply(ss.GetTrafficPolicy(), port)
+	p, _ := portPolicy(dr.GetTrafficPolicy(), port)
+	if tp := ss.GetTrafficPolicy(); tp != nil {
+		sp, portLevel := portPolicy(tp, port)
+		if sp.lb != nil || portLevel {
+			p.lb = sp.lb
+		}
+		if sp.pool != nil || portLevel {
+			p.pool = sp.pool
+		}
+		if sp.outlier != nil || portLevel {
+			p.outlier = sp.outlier
+		}
+		if sp.tls != nil || portLevel {
+			p.tls = sp.tls
+		}
 	}
 	return p
 }
 
-func (p *policy) apply(tp *networking.TrafficPolicy, port uint32) {
-	if tp == nil {
-		return
-	}
-	p.set(tp.GetLoadBalancer(), tp.GetConnectionPool(), tp.GetOutlierDetection())
-	if t := clientTLS(tp, port); t != nil {
-		p.tls = t
-	}
+// portPolicy is tp for port: its port-level settings for the port when it has some (they do
+// not inherit: what they leave unset is unset), else its top-level groups.
+func portPolicy(tp *networking.TrafficPolicy, port uint32) (policy, bool) {
 	for _, pl := range tp.GetPortLevelSettings() {
-		if pl.GetPort().GetNumber() == port {
-			p.set(pl.GetLoadBalancer(), pl.GetConnectionPool(), pl.GetOutlierDetection())
+		if pl.GetPort() != nil && pl.GetPort().GetNumber() == port {
+			return policy{lb: pl.GetLoadBalancer(), pool: pl.GetConnectionPool(), outlier: pl.GetOutlierDetection(), tls: pl.GetTls()}, true
 		}
 	}
-}
-
-func (p *policy) set(lb *networking.LoadBalancerSettings, pool *networking.ConnectionPoolSettings, od *networking.OutlierDetection) {
-	if lb != nil {
-		p.lb = lb
-	}
-	if pool != nil {
-		p.pool = pool
-	}
-	if od != nil {
-		p.outlier = od
-	}
+	return policy{lb: tp.GetLoadBalancer(), pool: tp.GetConnectionPool(), outlier: tp.GetOutlierDetection(), tls: tp.GetTls()}, false
 }
 
 // applyLB sets the cluster's lb_policy. Consistent hashing maps to RING_HASH/MAGLEV without the
@@ -114,6 +108,7 @@ func (p policy) applyLB(c *clusterv3.Cluster, grpc bool) {
 // generated resources are immutable, so sharing them is safe and saves most of the allocations
 // of a cluster.
 type shared struct {
+	proxy      *model.Proxy // the proxy the clusters are for
 	noPanic    *clusterv3.Cluster_CommonLbConfig
 	istioTSM   *structpb.Struct
 	rawTSM     *clusterv3.Cluster_TransportSocketMatch
@@ -255,7 +250,12 @@ func httpOptions(h2 bool, common *corev3.HttpProtocolOptions) *upstreamhttpv3.Ht
 	return opts
 }
 
-// applyPool sets connect timeout, circuit breakers and upstream HTTP options.
+// applyPool sets connect timeout, circuit breakers and upstream HTTP options, as istiod: the
+// connection's idle timeout (connectionPool.http.idleTimeout, else tcp.idleTimeout), maximum
+// duration (tcp.maxConnectionDuration) and requests per connection go to the cluster's common
+// HTTP protocol options, whatever the port's protocol (Envoy applies them to HTTP upstreams;
+// a TCP port's tcp_proxy takes the tcp ones, tcproute.go); on HTTP/2 upstreams also the
+// maximum concurrent streams and the HTTP/2 keepalive.
 func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
 	c.ConnectTimeout = sh.defaultTimeout()
 	if p.pool == nil {
@@ -267,15 +267,25 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
 	}
 	th := defaultThresholds()
 	var common *corev3.HttpProtocolOptions
-	if tcp := p.pool.GetTcp(); tcp != nil {
+	commonOpts := func() *corev3.HttpProtocolOptions {
+		if common == nil {
+			common = &corev3.HttpProtocolOptions{}
+		}
+		return common
+	}
+	hs, tcp := p.pool.GetHttp(), p.pool.GetTcp()
+	if tcp != nil {
 		if tcp.GetMaxConnections() > 0 {
 			th.MaxConnections = wrapperspb.UInt32(uint32(tcp.GetMaxConnections()))
 		}
 		if d := tcp.GetConnectTimeout(); d != nil && d.AsDuration() > 0 {
 			c.ConnectTimeout = durationpb.New(d.AsDuration())
 		}
+		if d := tcp.GetMaxConnectionDuration(); d != nil {
+			commonOpts().MaxConnectionDuration = durationpb.New(d.AsDuration())
+		}
 	}
-	if hs := p.pool.GetHttp(); hs != nil {
+	if hs != nil {
 		if v := hs.GetHttp1MaxPendingRequests(); v > 0 {
 			th.MaxPendingRequests = wrapperspb.UInt32(uint32(v))
 		}
@@ -286,26 +296,59 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
 			th.MaxRetries = wrapperspb.UInt32(uint32(v))
 		}
 		if v := hs.GetMaxRequestsPerConnection(); v > 0 {
-			common = &corev3.HttpProtocolOptions{MaxRequestsPerConnection: wrapperspb.UInt32(uint32(v))}
-		}
-		if d := hs.GetIdleTimeout(); d != nil && d.AsDuration() > 0 {
-			if common == nil {
-				common = &corev3.HttpProtocolOptions{}
-			}
-			common.IdleTimeout = durationpb.New(d.AsDuration())
+			commonOpts().MaxRequestsPerConnection = wrapperspb.UInt32(uint32(v))
 		}
 		if hs.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE {
 			h2 = true
 		}
 	}
+	if d := hs.GetIdleTimeout(); d != nil {
+		commonOpts().IdleTimeout = durationpb.New(d.AsDuration())
+	} else if d := tcp.GetIdleTimeout(); d != nil {
+		commonOpts().IdleTimeout = durationpb.New(d.AsDuration())
+	}
+	var h2opts *corev3.Http2ProtocolOptions
+	if hs.GetMaxConcurrentStreams() > 0 || hs.GetHttp2KeepAlive() != nil {
+		commonOpts() // istiod spells out empty common options here (and ignores both on HTTP/1)
+	}
+	if h2 && (hs.GetMaxConcurrentStreams() > 0 || hs.GetHttp2KeepAlive() != nil) {
+		h2opts = &corev3.Http2ProtocolOptions{}
+		if v := hs.GetMaxConcurrentStreams(); v > 0 {
+			h2opts.MaxConcurrentStreams = wrapperspb.UInt32(uint32(v))
+		}
+		if ka := hs.GetHttp2KeepAlive(); ka != nil {
+			h2opts.ConnectionKeepalive = &corev3.KeepaliveSettings{}
+			if d := ka.GetInterval(); d != nil {
+				h2opts.ConnectionKeepalive.Interval = durationpb.New(d.AsDuration())
+			}
+			if d := ka.GetTimeout(); d != nil {
+				h2opts.ConnectionKeepalive.Timeout = durationpb.New(d.AsDuration())
+			}
+		}
+	}
 	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th}}
 	switch {
-	case common != nil:
-		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(httpOptions(h2, common))}
+	case common != nil || h2opts != nil:
+		opts := httpOptions(h2, common)
+		if h2opts != nil {
+			opts.GetExplicitHttpConfig().ProtocolConfig = &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: h2opts}
+		}
+		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
 	case h2:
 		c.TypedExtensionProtocolOptions = sh.protocolOptions(true)
 	}
 	return h2
+}
+
+// localityWeighted reports whether the cluster needs Envoy's locality-weighted load balancing,
+// as istiod sets it: the localities carry weights of their own (distribute), or failover is
+// configured (failover or failoverPriority, with outlier detection).
+func (p policy) localityWeighted() bool {
+	set := p.lb.GetLocalityLbSetting()
+	if set == nil || p.lb.GetZoneAwareLbSetting() != nil || (set.GetEnabled() != nil && !set.GetEnabled().GetValue()) {
+		return false
+	}
+	return len(set.GetDistribute()) > 0 || (p.outlier != nil && (len(set.GetFailover()) > 0 || len(set.GetFailoverPriority()) > 0))
 }
 
 // applyOutlier maps Istio's outlier detection to Envoy's.
@@ -315,36 +358,35 @@ func (p policy) applyOutlier(c *clusterv3.Cluster) {
 		return
 	}
 	out := &clusterv3.OutlierDetection{
-		// Istio enforces only what the user configured: 5xx and gateway errors at 100 %,
-		// success-rate ejection off.
+		// Istio enforces only what the user configured: 5xx and gateway errors at 100 % (0 %
+		// when their threshold is 0), success-rate ejection off.
 		EnforcingSuccessRate: wrapperspb.UInt32(0),
 	}
+	enforce := func(v uint32) *wrapperspb.UInt32Value { return wrapperspb.UInt32(min(v, 1) * 100) }
 	if v := od.GetConsecutive_5XxErrors(); v != nil {
 		out.Consecutive_5Xx = wrapperspb.UInt32(v.GetValue())
-		out.EnforcingConsecutive_5Xx = wrapperspb.UInt32(100)
-	} else {
-		out.EnforcingConsecutive_5Xx = wrapperspb.UInt32(0)
+		out.EnforcingConsecutive_5Xx = enforce(v.GetValue())
 	}
-	gw := od.GetConsecutiveGatewayErrors()
-	if gw == nil && od.GetConsecutiveErrors() > 0 { // the deprecated field meant gateway errors
-		gw = wrapperspb.UInt32(uint32(od.GetConsecutiveErrors()))
-	}
-	if gw != nil {
+	if gw := od.GetConsecutiveGatewayErrors(); gw != nil {
 		out.ConsecutiveGatewayFailure = wrapperspb.UInt32(gw.GetValue())
-		out.EnforcingConsecutiveGatewayFailure = wrapperspb.UInt32(100)
+		out.EnforcingConsecutiveGatewayFailure = enforce(gw.GetValue())
 	}
-	if d := od.GetInterval(); d != nil && d.AsDuration() > 0 {
+	if d := od.GetInterval(); d != nil {
 		out.Interval = durationpb.New(d.AsDuration())
 	}
-	if d := od.GetBaseEjectionTime(); d != nil && d.AsDuration() > 0 {
+	if d := od.GetBaseEjectionTime(); d != nil {
 		out.BaseEjectionTime = durationpb.New(d.AsDuration())
 	}
 	if v := od.GetMaxEjectionPercent(); v > 0 {
 		out.MaxEjectionPercent = wrapperspb.UInt32(uint32(min(v, 100)))
 	}
-	out.SplitExternalLocalOriginErrors = od.GetSplitExternalLocalOriginErrors()
-	if v := od.GetConsecutiveLocalOriginFailures(); v != nil {
-		out.ConsecutiveLocalOriginFailure = wrapperspb.UInt32(v.GetValue())
+	if od.GetSplitExternalLocalOriginErrors() {
+		out.SplitExternalLocalOriginErrors = true
+		if v := od.GetConsecutiveLocalOriginFailures().GetValue(); v > 0 {
+			out.ConsecutiveLocalOriginFailure = wrapperspb.UInt32(v)
+			out.EnforcingConsecutiveLocalOriginFailure = wrapperspb.UInt32(100)
+		}
+		out.EnforcingLocalOriginSuccessRate = wrapperspb.UInt32(0)
 	}
 	c.OutlierDetection = out
 	if v := od.GetMinHealthPercent(); v >= 0 {

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"errors"
+	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -22,7 +23,8 @@ type SDSMaterial struct {
 }
 
 // SDSSecrets builds the "default" (tls_certificate) and "ROOTCA" (validation_context) secrets
-// for names (nil: both), in name order. It is pure: the caller issues the certificate.
+// for names (nil: both), in name order. It is pure: the caller issues the certificate. Gateway
+// credentials ("kubernetes://NAME") are left out without an error: there is no secret store.
 func SDSSecrets(m SDSMaterial, names []string) ([]*tlsv3.Secret, error) {
 	if len(m.CertChainPEM) == 0 || len(m.PrivateKeyPEM) == 0 || len(m.RootCAPEM) == 0 {
 		return nil, errors.New("sds: certificate chain, private key and root CA are all required")
@@ -30,6 +32,11 @@ func SDSSecrets(m SDSMaterial, names []string) ([]*tlsv3.Secret, error) {
 	want := map[string]bool{SecretDefault: names == nil, SecretRootCA: names == nil}
 	var errs []error
 	for _, n := range names {
+		if strings.Contains(n, "://") {
+			// A gateway's credential (kubernetes://NAME): xdslab keeps no Kubernetes secrets, so
+			// it answers as istiod does for a secret that does not exist: with nothing.
+			continue
+		}
 		if _, ok := want[n]; !ok {
 			errs = append(errs, errors.New("sds: unknown secret "+n+": serve "+SecretDefault+" or "+SecretRootCA))
 			continue

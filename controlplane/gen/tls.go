@@ -161,21 +161,6 @@ func tlsInspector() *listenerv3.ListenerFilter {
 	}
 }
 
-// clientTLS returns the effective client TLS settings of a traffic policy for port: the
-// port-level settings' tls when set, else the policy's.
-func clientTLS(tp *networking.TrafficPolicy, port uint32) *networking.ClientTLSSettings {
-	if tp == nil {
-		return nil
-	}
-	out := tp.GetTls()
-	for _, pl := range tp.GetPortLevelSettings() {
-		if pl.GetPort().GetNumber() == port && pl.GetTls() != nil {
-			out = pl.GetTls()
-		}
-	}
-	return out
-}
-
 // originateTLS gives a cluster whose DestinationRule says tls.mode SIMPLE or MUTUAL the TLS
 // origination istiod builds for a sidecar: the DestinationRule's SNI; validation against its
 // caCertificates (else the system roots), or none with insecureSkipVerify, accepting its

@@ -42,6 +42,9 @@ type Proxy struct {
 	IstioVersion string
 	// InterceptionMode from metadata INTERCEPTION_MODE (REDIRECT, TPROXY, NONE).
 	InterceptionMode string
+	// Locality is the node's own locality (Node.locality). istiod prefers what the registry
+	// and the proxy's labels say (gen.ProxyLocality); this is the last resort.
+	Locality Locality
 	// NodeID is the raw node id.
 	NodeID string
 	// Identity is the SPIFFE id the stream's peer authenticated as (client certificate or
@@ -80,6 +83,9 @@ func ParseProxy(node *corev3.Node) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{Type: t, IPAddresses: []string{ip}, ID: id, DNSDomain: domain, NodeID: node.GetId()}
+	if l := node.GetLocality(); l != nil {
+		p.Locality = Locality{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
+	}
 	md := node.GetMetadata().GetFields()
 	p.Namespace = stringField(md, "NAMESPACE")
 	if p.Namespace == "" {

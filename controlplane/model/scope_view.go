@@ -24,6 +24,37 @@ type visibility struct {
 	// namespace has a workload selector): one Scope per proxy type and namespace.
 	mu     sync.Mutex
 	scopes map[scopeMemoKey]*Scope
+
+	// derived holds what other packages compute once from services and configs (Derived).
+	derivedMu sync.Mutex
+	derived   map[any]*derivedValue
+}
+
+type derivedValue struct {
+	once sync.Once
+	v    any
+}
+
+// Derived returns f(), computed once for s's services and configs and shared with every
+// snapshot that has the same ones (endpoint-only successors): a place for generators to keep
+// facts they derive from configs, keyed by a comparable key of their own type. f must read only
+// services and configs, never endpoints, and must not ask for its own key.
+func (s *Snapshot) Derived(key any, f func() any) any {
+	if s.vis == nil { // a snapshot not built by NewSnapshot (tests)
+		return f()
+	}
+	s.vis.derivedMu.Lock()
+	d := s.vis.derived[key]
+	if d == nil {
+		if s.vis.derived == nil {
+			s.vis.derived = map[any]*derivedValue{}
+		}
+		d = &derivedValue{}
+		s.vis.derived[key] = d
+	}
+	s.vis.derivedMu.Unlock()
+	d.once.Do(func() { d.v = f() })
+	return d.v
 }
 
 type scopeMemoKey struct {

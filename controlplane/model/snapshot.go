@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Snapshot is an immutable view of the mesh that a push reads: services, the endpoint index and
@@ -33,6 +34,35 @@ type Snapshot struct {
 	// vis holds visibility facts computed on first use (see scope_view.go). It depends only on
 	// services and configs, so an endpoint-only successor shares it.
 	vis *visibility
+	// byIP indexes endpoints by address on first use (EndpointsAt); every change of the
+	// endpoint index replaces it.
+	byIP *ipIndex
+}
+
+// ipIndex maps an address to the endpoints at it, built once.
+type ipIndex struct {
+	once sync.Once
+	m    map[string][]*Endpoint
+}
+
+// EndpointsAt returns the endpoints whose address is ip, in service then CompareEndpoints
+// order (a workload that serves several services has one endpoint per service). The index is
+// built on the first call for a snapshot's endpoint set. The slice must not be modified.
+func (s *Snapshot) EndpointsAt(ip string) []*Endpoint {
+	build := func() map[string][]*Endpoint {
+		m := map[string][]*Endpoint{}
+		for _, svc := range s.services {
+			for _, ep := range s.endpoints[svc.Hostname].eps {
+				m[ep.Address] = append(m[ep.Address], ep)
+			}
+		}
+		return m
+	}
+	if s.byIP == nil { // a snapshot not built by NewSnapshot (tests)
+		return build()[ip]
+	}
+	s.byIP.once.Do(func() { s.byIP.m = build() })
+	return s.byIP.m[ip]
 }
 
 // SnapshotInput is what a snapshot is built from.
@@ -55,6 +85,7 @@ func NewSnapshot(seq uint64, in SnapshotInput) *Snapshot {
 		configKey:     make(map[ConfigKey]*Config, len(in.Configs)),
 		configGen:     seq,
 		vis:           &visibility{},
+		byIP:          &ipIndex{},
 	}
 	for _, svc := range in.Services {
 		s.serviceByHost[svc.Hostname] = hostService{svc, seq}
@@ -167,6 +198,7 @@ func (s *Snapshot) WithEndpoints(seq uint64, updates map[string][]*Endpoint) *Sn
 	n := *s
 	n.Seq, n.Version = seq, strconv.FormatUint(seq, 10)
 	n.endpoints = maps.Clone(s.endpoints)
+	n.byIP = &ipIndex{}
 	for host, eps := range updates {
 		if len(eps) == 0 {
 			n.endpoints[host] = hostEndpoints{gen: seq}

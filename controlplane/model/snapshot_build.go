@@ -122,6 +122,9 @@ func (s *Snapshot) Apply(seq uint64, d SnapshotDelta) *Snapshot {
 	if len(d.Services) > 0 || len(d.Configs) > 0 {
 		n.vis = &visibility{}
 	}
+	if len(d.Services) > 0 {
+		n.byIP = &ipIndex{} // a removed service took its endpoints
+	}
 	return n
 }
 

@@ -63,8 +63,10 @@
 // a whole subscription is built once per push state per class and shared by every stream
 // subscribed to the same names, SotW CDS/LDS remember the shared list they sent, and a named
 // SotW subscription its last whole answer plus what went out since. A named
-// ClusterLoadAssignment changes only with its service, endpoints and (subsets) configs
-// (Server.genOf), so a full push that names no DestinationRule diffs EDS only for the hosts it
-// names. A push compares the list a class of streams holds with the new one once per push
+// ClusterLoadAssignment changes only with its service, endpoints and (subsets, locality load
+// balancing) configs (Server.genOf), so a full push that names no DestinationRule diffs EDS only
+// for the hosts it names. Where locality load balancing makes an assignment the proxy's, it is
+// cached per (cluster, gen.LocalityClass): proxies of one locality share it, and every other
+// assignment stays shared by all. A push compares the list a class of streams holds with the new one once per push
 // state (listdiff.go), keeping only pairs asked for twice, never a stream's own list.
 package xds

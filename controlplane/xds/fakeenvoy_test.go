@@ -60,6 +60,8 @@ type fakeEnvoy struct {
 	node  *corev3.Node
 	delta bool
 	hooks fakeenvoy.Hooks
+	// fetchTimeout is the client's default initial fetch timeout (0: Envoy's 15s).
+	fetchTimeout time.Duration
 }
 
 // runFakeEnvoys starts n fake Envoys (realistic NACK policy) against ts, client i as spec(i),
@@ -86,7 +88,7 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 			hooks = sp.hooks
 		}
 		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: sp.node, Delta: sp.delta,
-			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i), Agent: agent}, hooks)
+			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i), Agent: agent, InitialFetchTimeout: sp.fetchTimeout}, hooks)
 		if err != nil {
 			t.Fatal(err)
 		}

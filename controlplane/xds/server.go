@@ -579,10 +579,21 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	out := make([]*cache.Resource, 0, len(names))
 	var missing []string
 	gens := make(map[string]uint64, len(names))
+	nameClass := func(string) string { return class }
+	if typeURL == gen.EndpointType && class != "" {
+		// Only the assignments that locality load balancing makes the proxy's are cached per
+		// locality class; the rest stay shared by every proxy.
+		nameClass = func(n string) string {
+			if p, err := gen.ParseClusterName(n); err == nil && gen.LocalityDependent(st.snap, p.Host) {
+				return class
+			}
+			return ""
+		}
+	}
 	for _, n := range names {
 		g := s.genOf(st, typeURL, n)
 		gens[n] = g
-		if res, ok := s.cache.Peek(cache.Key{TypeURL: typeURL, Class: class, Name: n}, g); ok {
+		if res, ok := s.cache.Peek(cache.Key{TypeURL: typeURL, Class: nameClass(n), Name: n}, g); ok {
 			out = append(out, res...)
 		} else {
 			missing = append(missing, n)
@@ -601,7 +612,7 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 		if !ok {
 			continue // the generator has no such resource
 		}
-		s.cache.Put(cache.Key{TypeURL: typeURL, Class: class, Name: n}, gens[n], []*cache.Resource{r})
+		s.cache.Put(cache.Key{TypeURL: typeURL, Class: nameClass(n), Name: n}, gens[n], []*cache.Resource{r})
 		out = append(out, r)
 	}
 	return out, err
@@ -621,12 +632,13 @@ func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 }
 
 // assignmentGen is the generation of a named ClusterLoadAssignment. It is built from its
-// service, the service's endpoints, for a subset the DestinationRule, and the
-// PeerAuthentications of its workloads (gen.endpoints), so it changes only with those: a full push for another service keeps every other assignment's bytes.
+// service, the service's endpoints, for a subset or locality load balancing the
+// DestinationRule, and the PeerAuthentications of its workloads (gen.endpoints), so it changes
+// only with those: a full push for another service keeps every other assignment's bytes.
 func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 	g := max(snap.ServiceGen(p.Host), snap.EndpointGen(p.Host))
 	// With PeerAuthentications, an endpoint's tlsMode metadata depends on its workload's policy.
-	if p.Subset != "" || len(snap.Configs(model.KindPeerAuthentication)) > 0 {
+	if p.Subset != "" || len(snap.Configs(model.KindPeerAuthentication)) > 0 || gen.LocalityDependent(snap, p.Host) {
 		g = max(g, snap.ConfigGen()) // its DestinationRule, or one that now defines it
 	}
 	return g
@@ -638,16 +650,25 @@ func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 // for a sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are
 // its own; a router's IP is usually an endpoint of its gateway Service, and it has no inbound
 // config), and for a sidecar's listeners the PeerAuthentications that select it (gen.InboundScope:
-// every sidecar's virtualInbound has catch-all chains of its mode). Named EDS is shared by every
-// proxy.
+// every sidecar's virtualInbound has catch-all chains of its mode). For EDS and CDS, also the
+// proxy's locality class (gen.LocalityClass) when locality load balancing makes assignments
+// depend on it; a named assignment that does not depend on it is still shared by every proxy
+// (resources).
 func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard bool) string {
 	view := gen.ViewKey(typeURL, p, st.snap, wildcard)
+	loc := gen.LocalityClass(typeURL, p, st.snap)
 	if typeURL == gen.EndpointType {
+		if loc != "" {
+			return view + "|" + loc
+		}
 		return view
 	}
 	k := gen.KeyScope(typeURL, p) + "|" + string(p.Type)
 	if view != "" {
 		k += "|" + view
+	}
+	if loc != "" {
+		k += "|" + loc
 	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()

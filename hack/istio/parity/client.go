@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -37,6 +38,8 @@ type Proxy struct {
 	Labels    map[string]string
 	// ServiceAccount is the SERVICE_ACCOUNT metadata (a name, not a SPIFFE id).
 	ServiceAccount string
+	// Locality is the node's locality ("region/zone/subzone"), empty for none.
+	Locality string
 }
 
 // Node is the Envoy node Istio's agent sends for p: id TYPE~IP~POD.NS~NS.svc.cluster.local and
@@ -64,11 +67,16 @@ func (p Proxy) Node() *corev3.Node {
 	if err != nil {
 		panic(fmt.Sprintf("parity: node metadata: %v", err)) // only literal JSON values above
 	}
-	return &corev3.Node{
+	n := &corev3.Node{
 		Id:       fmt.Sprintf("%s~%s~%s.%s~%s.svc.cluster.local", p.Type, p.IP, p.Pod, p.Namespace, p.Namespace),
 		Cluster:  p.Pod + "." + p.Namespace,
 		Metadata: st,
 	}
+	if p.Locality != "" {
+		parts := append(strings.SplitN(p.Locality, "/", 3), "", "")
+		n.Locality = &corev3.Locality{Region: parts[0], Zone: parts[1], SubZone: parts[2]}
+	}
+	return n
 }
 
 // Dump is what one proxy received: every resource of each type, by name.

@@ -37,11 +37,13 @@ var proxies = []struct {
 	// A workload of web.app (WorkloadEntry web-1): outbound, and inbound for its own ports.
 	{"sidecar-web", parity.Proxy{Type: "sidecar", IP: "10.1.0.1", Pod: "web-1", Namespace: "app", Labels: map[string]string{"app": "web", "version": "v1"}, ServiceAccount: "web"}},
 	// A sidecar of no service in another namespace (exportTo, no inbound).
-	{"sidecar-other", parity.Proxy{Type: "sidecar", IP: "10.2.9.9", Pod: "client", Namespace: "other", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// Its locality is the one its node reports (no workload in the registry, no topology label).
+	{"sidecar-other", parity.Proxy{Type: "sidecar", IP: "10.2.9.9", Pod: "client", Namespace: "other", Labels: map[string]string{"app": "client"}, ServiceAccount: "client", Locality: "region-b/zone-1"}},
 	// A sidecar of no service in a namespace whose PeerAuthentication is DISABLE: its
 	// catch-all inbound chains differ from sidecar-other's (STRICT) although both see the same
 	// mesh, so the two must not share cached listener bytes.
-	{"sidecar-plain", parity.Proxy{Type: "sidecar", IP: "10.4.9.9", Pod: "client", Namespace: "plain", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// Its locality comes from its topology labels, over the one its node reports.
+	{"sidecar-plain", parity.Proxy{Type: "sidecar", IP: "10.4.9.9", Pod: "client", Namespace: "plain", Labels: map[string]string{"app": "client", "topology.kubernetes.io/region": "region-c", "topology.kubernetes.io/zone": "zone-1"}, ServiceAccount: "client", Locality: "region-b/zone-1"}},
 	// A sidecar under a Sidecar resource.
 	{"sidecar-scoped", parity.Proxy{Type: "sidecar", IP: "10.3.9.9", Pod: "client", Namespace: "scoped", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// The ingress gateway.
@@ -125,10 +127,7 @@ type pendingGap struct {
 	why   string
 }
 
-var pendingGaps = []pendingGap{
-	{"sidecar-web", regexp.MustCompile(`priority=1 `), "priority=0 ",
-		"item 11: no locality failover priorities (EDS is shared by all proxies; priorities depend on the proxy's locality)"},
-}
+var pendingGaps = []pendingGap{}
 
 // applyPending rewrites Istio's view v for proxy, recording which gaps changed a line.
 func applyPending(proxy string, v parity.View, applied map[int]bool) {

@@ -1,0 +1,134 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+)
+
+// Topology labels a failoverPriority may name.
+const (
+	labelRegion   = "topology.kubernetes.io/region"
+	labelZone     = "topology.kubernetes.io/zone"
+	labelSubzone  = "topology.istio.io/subzone"
+	labelHostname = "kubernetes.io/hostname"
+)
+
+// localityLB mirrors istiod's ValidateLocalityLbSetting for a DestinationRule's
+// localityLbSetting, od being the outlier detection at the same level (failover needs it).
+func (c *checker) localityLB(at path, lb *networking.LocalityLoadBalancerSetting, od *networking.OutlierDetection) {
+	if lb == nil {
+		return
+	}
+	if len(lb.GetDistribute()) > 0 && len(lb.GetFailover()) > 0 {
+		c.errf(at, "sets both distribute and failover: keep one")
+		return
+	}
+	if len(lb.GetFailover()) > 0 {
+		for i, l := range lb.GetFailoverPriority() {
+			if l == labelRegion || l == labelZone || l == labelSubzone {
+				c.errf(at.with("failoverPriority", i), "%q cannot be combined with failover (which already ranks by region): remove one of them", l)
+				return
+			}
+		}
+	}
+	var from []string
+	for i, d := range lb.GetDistribute() {
+		da := at.with("distribute", i)
+		from = append(from, d.GetFrom())
+		var total uint32
+		to := make([]string, 0, len(d.GetTo()))
+		for loc := range d.GetTo() {
+			to = append(to, loc)
+		}
+		slices.Sort(to) // the first bad weight reported is always the same one
+		for _, loc := range to {
+			w := d.GetTo()[loc]
+			if w == 0 || w > 100 {
+				c.errf(da.with("to", loc), "weight %d is out of range: use 1 to 100", w)
+				return
+			}
+			total += w
+		}
+		if total != 100 {
+			c.errf(da.with("to"), "weights add up to %d: they must add up to 100", total)
+			return
+		}
+		if err := checkLocalities(to); err != nil {
+			c.errf(da.with("to"), "%v", err)
+		}
+	}
+	if err := checkLocalities(from); err != nil {
+		c.errf(at.with("distribute"), "from: %v", err)
+	}
+	if (len(lb.GetFailover()) > 0 || len(lb.GetFailoverPriority()) > 0) && od == nil {
+		c.warnf(at, "fails over only with outlier detection: add outlierDetection to this policy, or nothing fails over")
+	}
+	for i, f := range lb.GetFailover() {
+		fa := at.with("failover", i)
+		switch {
+		case f.GetFrom() == f.GetTo():
+			c.errf(fa, "from and to are both %q: name two different regions", f.GetFrom())
+		case strings.Contains(f.GetFrom(), "/") || strings.Contains(f.GetTo(), "/"):
+			c.errf(fa, "names a zone (%q -> %q): failover takes regions only", f.GetFrom(), f.GetTo())
+		case strings.Contains(f.GetFrom(), "*") || strings.Contains(f.GetTo(), "*"):
+			c.errf(fa, "uses a '*' wildcard (%q -> %q): name regions", f.GetFrom(), f.GetTo())
+		}
+	}
+	for i, l := range lb.GetFailoverPriority() {
+		if strings.SplitN(l, "=", 2)[0] == labelHostname {
+			c.warnf(at.with("failoverPriority", i), "%q is compared with the workloads' own labels only: xdslab knows no node names", l)
+		}
+	}
+}
+
+// checkLocalities reports, as istiod, a malformed locality ("region/zone/subzone", at most one
+// '*', last) or one that overlaps another of the list.
+func checkLocalities(locs []string) error {
+	seen := map[string]map[string]map[string]bool{}
+	for _, loc := range locs {
+		if n := strings.Count(loc, "*"); n > 1 || (n == 1 && !strings.HasSuffix(loc, "*")) {
+			return fmt.Errorf("locality %q: use at most one '*', at the end", loc)
+		}
+		if seen["*"] != nil {
+			return fmt.Errorf("locality %q overlaps %q", loc, "*")
+		}
+		parts := strings.SplitN(loc, "/", 3)
+		if slices.Contains(parts, "") {
+			return fmt.Errorf("locality %q has an empty region, zone or subzone", loc)
+		}
+		overlap := fmt.Errorf("locality %q overlaps one listed before it", loc)
+		zones := seen[parts[0]]
+		switch len(parts) {
+		case 1:
+			if zones != nil {
+				return overlap
+			}
+			seen[parts[0]] = map[string]map[string]bool{"*": {"*": true}}
+		case 2:
+			if zones == nil {
+				seen[parts[0]] = map[string]map[string]bool{parts[1]: {"*": true}}
+			} else if zones["*"] != nil || zones[parts[1]] != nil {
+				return overlap
+			} else {
+				zones[parts[1]] = map[string]bool{"*": true}
+			}
+		case 3:
+			switch {
+			case zones == nil:
+				seen[parts[0]] = map[string]map[string]bool{parts[1]: {parts[2]: true}}
+			case zones["*"] != nil:
+				return overlap
+			case zones[parts[1]] == nil:
+				zones[parts[1]] = map[string]bool{parts[2]: true}
+			case zones[parts[1]]["*"] || zones[parts[1]][parts[2]]:
+				return overlap
+			default:
+				zones[parts[1]][parts[2]] = true
+			}
+		}
+	}
+	return nil
+}

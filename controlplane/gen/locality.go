@@ -1,0 +1,441 @@
+package gen
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+// Locality load balancing, with istiod's rules (its mesh config's default localityLbSetting,
+// {enabled: true}, which xdslab does not let a mesh config change):
+//
+//   - A cluster's effective setting is its DestinationRule's localityLbSetting (the traffic
+//     policy in effect for the port and subset), else the mesh default; enabled: false turns it
+//     off.
+//   - distribute: the first rule whose from matches the proxy's locality reweights the
+//     localities its to names (each share split over the matching localities in proportion to
+//     their weights, rounded up) and empties the others. It applies with or without outlier
+//     detection.
+//   - Otherwise, only when outlier detection is in effect (without it Envoy never fails over):
+//     failoverPriority ranks each endpoint by how many of the listed labels, in order, it
+//     shares with the proxy (splitting a locality into one group per rank), then failover, or
+//     the default, ranks each locality against the proxy's: 0 same subzone, 1 same zone,
+//     2 same region, 3 elsewhere, 4 for a region that is not the failover target of the
+//     proxy's region. Priorities are compacted to 0..N.
+//
+// The assignment then depends on who asks: LocalityClass names the part of the proxy it reads
+// so that the ADS server caches one assignment per (cluster, class), not per proxy, and only for
+// the hosts where it matters (LocalityDependent).
+
+// Topology labels istiod adds to proxies' and endpoints' labels from their localities
+// (failoverPriority compares them).
+const (
+	labelRegion   = "topology.kubernetes.io/region"
+	labelZone     = "topology.kubernetes.io/zone"
+	labelSubzone  = "topology.istio.io/subzone"
+	labelLocality = "topology.istio.io/locality"
+	// legacyLocalityLabel is the older form of labelLocality.
+	legacyLocalityLabel = "istio-locality"
+	labelNetwork        = "topology.istio.io/network"
+)
+
+// ProxyLocality is the locality istiod gives p in s: its topology labels (region, zone,
+// subzone; else topology.istio.io/locality or istio-locality, "region/zone/subzone"),
+// else the locality of its workload in the registry (the first endpoint at its address that has
+// one), else the locality its node reports.
+func ProxyLocality(p *model.Proxy, s *model.Snapshot) model.Locality {
+	if p == nil {
+		return model.Locality{}
+	}
+	r, okR := p.Labels[labelRegion]
+	z, okZ := p.Labels[labelZone]
+	sz, okS := p.Labels[labelSubzone]
+	if okR || okZ || okS {
+		return model.Locality{Region: r, Zone: z, SubZone: sz}
+	}
+	for _, k := range []string{labelLocality, legacyLocalityLabel} {
+		if v := p.Labels[k]; v != "" {
+			return ParseLocality(v)
+		}
+	}
+	if s != nil {
+		for _, ip := range p.IPAddresses {
+			for _, ep := range s.EndpointsAt(ip) {
+				if ep.Locality != (model.Locality{}) {
+					return ep.Locality
+				}
+			}
+		}
+	}
+	return p.Locality
+}
+
+// ParseLocality splits "region/zone/subzone" (zone and subzone may be missing), as istiod reads
+// a locality label or a WorkloadEntry's locality.
+func ParseLocality(v string) model.Locality {
+	r, z, sz := splitRule(v)
+	return model.Locality{Region: r, Zone: z, SubZone: sz}
+}
+
+// localityFacts is what a snapshot's configs say about locality load balancing, computed once
+// per config generation (model.Snapshot.Derived).
+type localityFacts struct {
+	// hosts are the services some DestinationRule (exact or wildcard, whoever it is exported
+	// to) could give a proxy-dependent assignment: outlier detection or distribute anywhere in
+	// it. A superset is safe: it only splits the cache more than needed.
+	hosts map[string]bool
+	// dns is set when one of hosts is a DNS service: CDS inlines its endpoints.
+	dns bool
+	// labels are the failoverPriority labels of those rules, sorted and unique.
+	labels []string
+}
+
+type localityFactsKey struct{}
+
+func localityFactsOf(s *model.Snapshot) *localityFacts {
+	return s.Derived(localityFactsKey{}, func() any { return computeLocalityFacts(s) }).(*localityFacts)
+}
+
+func computeLocalityFacts(s *model.Snapshot) *localityFacts {
+	f := &localityFacts{}
+	var exact map[string]bool
+	var wild []string
+	for _, c := range s.Configs(model.KindDestinationRule) {
+		dr := drSpec(c)
+		if dr == nil || dr.GetHost() == "" {
+			continue
+		}
+		sensitive := false
+		visitPolicies(dr, func(tp *networking.TrafficPolicy) {
+			if tp.GetOutlierDetection() != nil || len(tp.GetLoadBalancer().GetLocalityLbSetting().GetDistribute()) > 0 {
+				sensitive = true
+			}
+			f.labels = append(f.labels, tp.GetLoadBalancer().GetLocalityLbSetting().GetFailoverPriority()...)
+			for _, pl := range tp.GetPortLevelSettings() {
+				if pl.GetOutlierDetection() != nil || len(pl.GetLoadBalancer().GetLocalityLbSetting().GetDistribute()) > 0 {
+					sensitive = true
+				}
+				f.labels = append(f.labels, pl.GetLoadBalancer().GetLocalityLbSetting().GetFailoverPriority()...)
+			}
+		})
+		if !sensitive {
+			continue
+		}
+		h := resolveHost(dr.GetHost(), c.Namespace)
+		if strings.HasPrefix(h, "*") {
+			wild = append(wild, h)
+			continue
+		}
+		if exact == nil {
+			exact = map[string]bool{}
+		}
+		exact[h] = true
+	}
+	slices.Sort(f.labels)
+	f.labels = slices.Compact(f.labels)
+	if len(exact) == 0 && len(wild) == 0 {
+		return f
+	}
+	f.hosts = map[string]bool{}
+	for _, svc := range s.Services() {
+		dep := exact[svc.Hostname] || slices.ContainsFunc(wild, func(p string) bool { return hostMatches(p, svc.Hostname) })
+		if dep {
+			f.hosts[svc.Hostname] = true
+			f.dns = f.dns || svc.Resolution == model.ResolutionDNS
+		}
+	}
+	return f
+}
+
+// visitPolicies calls f with a DestinationRule's traffic policy and every subset's.
+func visitPolicies(dr *networking.DestinationRule, f func(*networking.TrafficPolicy)) {
+	if tp := dr.GetTrafficPolicy(); tp != nil {
+		f(tp)
+	}
+	for _, ss := range dr.GetSubsets() {
+		if tp := ss.GetTrafficPolicy(); tp != nil {
+			f(tp)
+		}
+	}
+}
+
+// LocalityDependent reports whether the assignments of host's clusters may depend on the proxy
+// that asks (its LocalityClass).
+func LocalityDependent(s *model.Snapshot, host string) bool {
+	return s != nil && localityFactsOf(s).hosts[host]
+}
+
+// LocalityClass names what the generators of typeURL read of p for locality load balancing in
+// s: "" when nothing (no DestinationRule makes an assignment depend on the proxy; for CDS, none
+// does for a DNS service, whose endpoints CDS inlines; other types never), else the proxy's
+// locality and the values of its labels that failoverPriority rules name. Proxies of one class
+// get the same assignments.
+func LocalityClass(typeURL string, p *model.Proxy, s *model.Snapshot) string {
+	if s == nil || (typeURL != EndpointType && typeURL != ClusterType) {
+		return ""
+	}
+	f := localityFactsOf(s)
+	if len(f.hosts) == 0 || (typeURL == ClusterType && !f.dns) {
+		return ""
+	}
+	loc := ProxyLocality(p, s)
+	var b strings.Builder
+	b.WriteString("loc=" + loc.Region + "/" + loc.Zone + "/" + loc.SubZone)
+	if len(f.labels) > 0 {
+		labels := proxyTopologyLabels(p, loc)
+		for _, l := range f.labels {
+			b.WriteString("|" + l + "=" + labels(l))
+		}
+	}
+	return b.String()
+}
+
+// proxyTopologyLabels returns a lookup of p's labels with its locality's topology labels
+// added, as istiod augments them.
+func proxyTopologyLabels(p *model.Proxy, loc model.Locality) func(string) string {
+	var labels map[string]string
+	if p != nil {
+		labels = p.Labels
+	}
+	return func(k string) string { return topologyLabel(labels, loc, k) }
+}
+
+func topologyLabel(labels map[string]string, loc model.Locality, k string) string {
+	switch {
+	case k == labelRegion && loc.Region != "":
+		return loc.Region
+	case k == labelZone && loc.Zone != "":
+		return loc.Zone
+	case k == labelSubzone && loc.SubZone != "":
+		return loc.SubZone
+	}
+	return labels[k]
+}
+
+// localityLB is the locality load balancing in effect for one cluster and one proxy.
+type localityLB struct {
+	setting  *networking.LocalityLoadBalancerSetting // nil: the mesh default (enabled, nothing set)
+	failover bool                                    // outlier detection is in effect
+	locality model.Locality
+	labels   func(string) string // the proxy's labels, topology labels added
+}
+
+// localityPolicy returns the locality load balancing of a cluster under pol for proxy p, or
+// nil when it leaves the assignment as it is.
+//
+// A zoneAwareLbSetting, which istiod prefers to localityLbSetting, is not generated (validation
+// warns): the assignment is left as it is.
+func localityPolicy(pol policy, p *model.Proxy, s *model.Snapshot) *localityLB {
+	if pol.lb.GetZoneAwareLbSetting() != nil {
+		return nil
+	}
+	set := pol.lb.GetLocalityLbSetting()
+	if set != nil && set.GetEnabled() != nil && !set.GetEnabled().GetValue() {
+		return nil
+	}
+	failover := pol.outlier != nil
+	if len(set.GetDistribute()) == 0 && !failover {
+		return nil
+	}
+	loc := ProxyLocality(p, s)
+	return &localityLB{setting: set, failover: failover, locality: loc, labels: proxyTopologyLabels(p, loc)}
+}
+
+// apply ranks or reweights cla's localities for the proxy. eps[i] are the model endpoints of
+// cla.Endpoints[i]'s LbEndpoints, in order (failoverPriority reads their labels).
+func (l *localityLB) apply(cla *endpointv3.ClusterLoadAssignment, eps [][]*model.Endpoint) {
+	if l == nil || len(cla.GetEndpoints()) == 0 {
+		return
+	}
+	if d := l.setting.GetDistribute(); len(d) > 0 {
+		l.distribute(cla, d)
+		return
+	}
+	if !l.failover {
+		return
+	}
+	if fp := l.setting.GetFailoverPriority(); len(fp) > 0 {
+		l.failoverPriority(cla, eps, fp)
+		if len(l.setting.GetFailover()) == 0 {
+			return
+		}
+	}
+	l.failoverByLocality(cla, l.setting.GetFailover())
+}
+
+// localityMatches reports whether rule ("region/zone/subzone", each part possibly "*", zone and
+// subzone possibly omitted) covers loc.
+func localityMatches(loc model.Locality, rule string) bool {
+	r, z, sz := splitRule(rule)
+	return (r == "*" || r == loc.Region) && (z == "*" || z == "" || z == loc.Zone) && (sz == "*" || sz == "" || sz == loc.SubZone)
+}
+
+func splitRule(rule string) (string, string, string) {
+	parts := strings.SplitN(rule, "/", 3)
+	for len(parts) < 3 {
+		parts = append(parts, "")
+	}
+	return parts[0], parts[1], parts[2]
+}
+
+func lbLocality(le *endpointv3.LocalityLbEndpoints) model.Locality {
+	l := le.GetLocality()
+	return model.Locality{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
+}
+
+// distribute applies the first rule whose from covers the proxy. Its destinations are taken in
+// sorted order (istiod takes them in map order, which matters only when two overlap).
+func (l *localityLB) distribute(cla *endpointv3.ClusterLoadAssignment, rules []*networking.LocalityLoadBalancerSetting_Distribute) {
+	for _, rule := range rules {
+		if rule == nil || !localityMatches(l.locality, rule.GetFrom()) {
+			continue
+		}
+		unmatched := make([]bool, len(cla.Endpoints))
+		for i := range unmatched {
+			unmatched[i] = true
+		}
+		for _, to := range slicesSortedKeys(rule.GetTo()) {
+			share := rule.GetTo()[to]
+			var idx []int
+			var total uint64
+			for i, le := range cla.Endpoints {
+				if unmatched[i] && localityMatches(lbLocality(le), to) {
+					unmatched[i] = false
+					idx = append(idx, i)
+					total += uint64(max(le.GetLoadBalancingWeight().GetValue(), 1))
+				}
+			}
+			for _, i := range idx {
+				w := uint64(max(cla.Endpoints[i].GetLoadBalancingWeight().GetValue(), 1))
+				if v := math.Ceil(float64(w*uint64(share)) / float64(total)); v > 0 {
+					cla.Endpoints[i].LoadBalancingWeight = wrapperspb.UInt32(uint32(min(v, math.MaxUint32)))
+				}
+			}
+		}
+		for i, um := range unmatched {
+			if um {
+				cla.Endpoints[i].LbEndpoints = nil // receives nothing
+			}
+		}
+		return
+	}
+}
+
+func slicesSortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// failoverByLocality ranks each locality against the proxy's (on top of a failoverPriority
+// rank), then compacts the priorities.
+func (l *localityLB) failoverByLocality(cla *endpointv3.ClusterLoadAssignment, failover []*networking.LocalityLoadBalancerSetting_Failover) {
+	for _, le := range cla.Endpoints {
+		loc := lbLocality(le)
+		rank := uint32(3)
+		switch {
+		case loc.Region != l.locality.Region:
+			for _, f := range failover {
+				if f.GetFrom() == l.locality.Region {
+					if loc.Region != f.GetTo() {
+						rank = 4
+					}
+					break
+				}
+			}
+		case loc.Zone != l.locality.Zone:
+			rank = 2
+		case loc.SubZone != l.locality.SubZone:
+			rank = 1
+		default:
+			rank = 0
+		}
+		le.Priority = le.Priority*5 + rank
+	}
+	compactPriorities(cla.Endpoints)
+}
+
+// compactPriorities renumbers priorities 0..N in order, without gaps (Envoy and grpc-go want
+// them contiguous).
+func compactPriorities(les []*endpointv3.LocalityLbEndpoints) {
+	ps := make([]uint32, 0, len(les))
+	for _, le := range les {
+		ps = append(ps, le.Priority)
+	}
+	slices.Sort(ps)
+	ps = slices.Compact(ps)
+	for _, le := range les {
+		i, _ := slices.BinarySearch(ps, le.Priority)
+		le.Priority = uint32(i)
+	}
+}
+
+// failoverPriority splits each locality by how far down the list of labels its endpoints
+// agree with the proxy: 0 when all agree, len-j when label j is the first that differs (a
+// leading network label that differs ranks after everything instead). A "label=value" entry
+// compares with value instead of the proxy's label.
+func (l *localityLB) failoverPriority(cla *endpointv3.ClusterLoadAssignment, eps [][]*model.Endpoint, fp []string) {
+	names := make([]string, len(fp))
+	want := make([]string, len(fp))
+	for j, e := range fp {
+		name, val, override := strings.Cut(e, "=")
+		names[j] = name
+		if override {
+			want[j] = val
+		} else {
+			want[j] = l.labels(name)
+		}
+	}
+	network := fp[0] == labelNetwork
+	var out []*endpointv3.LocalityLbEndpoints
+	for i, le := range cla.Endpoints {
+		byRank := map[int][]*endpointv3.LbEndpoint{}
+		for k, lb := range le.LbEndpoints {
+			ep := eps[i][k]
+			rank, adjust := 0, 0
+			for j, name := range names {
+				if topologyLabel(ep.Labels, ep.Locality, name) == want[j] {
+					continue
+				}
+				if j == 0 && network {
+					adjust = len(fp)
+					continue
+				}
+				rank = len(fp) - j
+				break
+			}
+			rank += adjust
+			byRank[rank] = append(byRank[rank], lb)
+		}
+		ranks := slicesSortedKeysInt(byRank)
+		for _, r := range ranks {
+			g := &endpointv3.LocalityLbEndpoints{Locality: le.Locality, LbEndpoints: byRank[r], Priority: uint32(r)}
+			var w uint64
+			for _, lb := range byRank[r] {
+				w += uint64(lb.GetLoadBalancingWeight().GetValue())
+			}
+			g.LoadBalancingWeight = wrapperspb.UInt32(uint32(min(w, math.MaxUint32)))
+			out = append(out, g)
+		}
+	}
+	compactPriorities(out)
+	cla.Endpoints = out
+}
+
+func slicesSortedKeysInt[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
