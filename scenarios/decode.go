@@ -120,7 +120,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 	if n = d.deref(n, path, depth); n == nil {
 		return
 	}
-	d.at[path] = pos{n.Line, n.Column}
+	d.at[path] = pos{line: n.Line, col: n.Column, block: n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // an empty value keeps the default
 	}
@@ -493,7 +493,7 @@ func (d *decoder) dist(n *yaml.Node, path string, isTime bool, depth int) (dist.
 			ok = false
 			continue
 		}
-		d.at[p] = pos{val.Line, val.Column}
+		d.at[p] = pos{line: val.Line, col: val.Column}
 		if k.Value == "dist" {
 			if val.Kind != yaml.ScalarNode || val.ShortTag() != "!!str" {
 				d.fail(val, p, "use one of: "+strings.Join(dist.Names(), ", "), "expected a distribution name, got %s", describe(val))
