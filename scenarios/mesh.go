@@ -133,8 +133,9 @@ func (t *Topology) completeMesh() {
 }
 
 var (
-	dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-	portNameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$`)
+	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
+	portNameRE     = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$`)
 )
 
 const maxMeshEndpoints = 1_000_000
@@ -170,7 +171,7 @@ func (v *validator) mesh() {
 			v.add(sp+".name", fmt.Sprintf("remove one of them (the first is services[%d])", j), "service %s given twice", key)
 		}
 		seen[key] = i
-		if !dnsLabelRE.MatchString(s.ServiceAccount) || len(s.ServiceAccount) > 253 {
+		if !dnsSubdomainRE.MatchString(s.ServiceAccount) || len(s.ServiceAccount) > 253 {
 			v.add(sp+".serviceAccount", "use a DNS name: lower-case letters, digits and '-'", "invalid service account %q", s.ServiceAccount)
 		}
 		if len(s.Ports) == 0 {
