@@ -29,11 +29,14 @@ var (
 	scenarioType  = reflect.TypeFor[Scenario]()
 )
 
-// Limits that keep hostile input (alias bombs, deep nesting) cheap.
+// Limits that keep hostile input (alias bombs, deep nesting) cheap: an alias bomb costs what the
+// largest file allowed costs (about a second). The node and byte limits leave room for an
+// imported mesh (topology.mesh): a service with two ports and three endpoint groups is about
+// 30 decoded nodes and 460 bytes, so about 30,000 services fit.
 const (
-	maxNodes = 200_000
+	maxNodes = 1_000_000
 	maxDepth = 64
-	maxBytes = 8 << 20
+	maxBytes = 32 << 20
 )
 
 // distKeys are the keys a distribution mapping may hold.

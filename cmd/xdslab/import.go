@@ -89,9 +89,10 @@ func runImport(stdout, stderr io.Writer, args []string, o importOptions) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("import: %w", err))
 	}
-	// What import writes must load: a failure here is a bug in import, not bad input.
+	// What import writes must load: a failure here is a dump beyond the scenario limits (about
+	// 30,000 services) or a bug in import, not bad input.
 	if _, err := scenarios.LoadBytes(cmp.Or(o.out, "imported scenario"), out); err != nil {
-		return fmt.Errorf("import: the written scenario does not load (a bug; please report it with the dump's shape): %w", err)
+		return fmt.Errorf("import: the written scenario does not load (a dump beyond the scenario file limits, or a bug in import: please report it with the dump's shape): %w", err)
 	}
 	if o.out == "" {
 		_, err := stdout.Write(out)
