@@ -265,6 +265,14 @@ func (v *validator) meshConfig() {
 		}
 		v.addAt(path, base+de.Line, "", "%s", msg)
 	}
+	if v.s.Sink.Kind == SinkKube {
+		for _, c := range res.Configs {
+			if c.Kind == model.KindPeerAuthentication {
+				v.addAt(path, base+1, "use sink kind dir or mcp (or the in-process control plane), or leave the PeerAuthentication out",
+					"PeerAuthentication %s/%s: the kube sink cannot write it", c.Namespace, c.Name)
+			}
+		}
+	}
 	for _, sk := range res.Skipped {
 		what := strings.TrimSpace(sk.APIVersion + " " + sk.Kind + " " + sk.Name)
 		v.addAt(path, base+sk.Line, "keep only the kinds listed in docs/scenarios.md (topology.mesh); xdslab import lists the others it leaves out",

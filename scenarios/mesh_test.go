@@ -94,6 +94,8 @@ func TestMeshErrors(t *testing.T) {
 			`m.yaml:11: topology.mesh.config: VirtualService ns1/v: .*htp`},
 		{"config kind", "name: m\ntopology:\n  mesh:\n    services: [{name: a, namespace: n, ports: [{number: 80, protocol: HTTP}]}]\n    config: |\n      apiVersion: v1\n      kind: ConfigMap\n      metadata: {name: c, namespace: n}\n",
 			`m.yaml:6: topology.mesh.config: v1 ConfigMap( \S+)?: not a kind the lab writes`},
+		{"kube sink", "name: m\nsink: {kind: kube}\ntopology:\n  mesh:\n    services: [{name: a, namespace: ns1, ports: [{number: 80, protocol: HTTP}]}]\n    config: |\n      apiVersion: security.istio.io/v1\n      kind: PeerAuthentication\n      metadata: {name: default, namespace: istio-system}\n      spec: {mtls: {mode: STRICT}}\n",
+			`topology.mesh.config: PeerAuthentication istio-system/default: the kube sink cannot write it`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := LoadBytes("m.yaml", []byte(tc.file))
