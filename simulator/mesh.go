@@ -157,6 +157,8 @@ type mesh struct {
 	// (zone index i of an explicit endpoint is locs[i]).
 	static []model.Config
 	locs   []string
+	// explicitNames are the explicit mesh's services (namespace/name).
+	explicitNames map[string]bool
 }
 
 // maxAddresses is the size of 10.0.0.0/8 without .0 and .255 host octets.
@@ -271,8 +273,13 @@ func (m *mesh) saName(i int) string { return fmt.Sprintf("sa-%d", i) }
 // createService adds a service to namespace ns with ports, endpoints and (by density) routing
 // config, drawn from the topology.
 func (m *mesh) createService(ns string) (*service, error) {
-	s := &service{name: fmt.Sprintf("svc-%d", m.nextSvc), ns: ns}
+	name := fmt.Sprintf("svc-%d", m.nextSvc)
 	m.nextSvc++
+	for m.explicitNames[ns+"/"+name] { // an explicit mesh may already have an svc-N
+		name = fmt.Sprintf("svc-%d", m.nextSvc)
+		m.nextSvc++
+	}
+	s := &service{name: name, ns: ns}
 	np := min(max(m.ports.Int(), 1), maxPortsPerService)
 	var perProto [len(protoInfo)]uint32
 	for range np {
@@ -588,7 +595,9 @@ func (m *mesh) buildExplicit(x *Mesh) error {
 		m.locs = []string{""}
 	}
 	m.topo.Localities = Localities{Regions: 1, ZonesPerRegion: len(m.locs)}
+	m.explicitNames = map[string]bool{}
 	for _, xs := range x.Services {
+		m.explicitNames[xs.Namespace+"/"+xs.Name] = true
 		s := &service{name: xs.Name, ns: xs.Namespace, sa: xs.ServiceAccount, groups: xs.Endpoints}
 		if s.sa == "" {
 			s.sa = "default"
@@ -609,6 +618,7 @@ func (m *mesh) buildExplicit(x *Mesh) error {
 		}
 		m.services = append(m.services, s)
 	}
+	m.gw.clusters = m.routerClusters(x)
 	return nil
 }
 
@@ -628,4 +638,90 @@ func (m *mesh) newExplicitEndpoint(s *service, addr string) *endpoint {
 	e.loc = m.locs[e.zone]
 	e.labels = map[string]string{"app": s.name, "version": subsetName(e.version)}
 	return e
+}
+
+// routerClusters are the clusters routers hold in an explicit mesh: the destinations (without
+// subset) of the VirtualServices bound to a Gateway that selects the routers' label
+// istio: ingressgateway. Endpoint events on other clusters reach sidecars only.
+func (m *mesh) routerClusters(x *Mesh) map[string]int {
+	routers := map[string]string{"istio": "ingressgateway"}
+	gateways := map[string]bool{} // namespace/name
+	for _, c := range x.Config {
+		gw, ok := c.Spec.(*networking.Gateway)
+		if !ok {
+			continue
+		}
+		selects := true
+		for k, v := range gw.GetSelector() {
+			selects = selects && routers[k] == v
+		}
+		if selects {
+			gateways[c.Namespace+"/"+c.Name] = true
+		}
+	}
+	ports := map[string][]uint32{}
+	for _, s := range m.services {
+		for _, p := range s.ports {
+			ports[s.host()] = append(ports[s.host()], p.number)
+		}
+	}
+	out := map[string]int{}
+	for _, c := range x.Config {
+		vs, ok := c.Spec.(*networking.VirtualService)
+		if !ok {
+			continue
+		}
+		bound := false
+		for _, g := range vs.GetGateways() {
+			if !strings.Contains(g, "/") {
+				g = c.Namespace + "/" + g
+			}
+			bound = bound || gateways[g]
+		}
+		if !bound {
+			continue
+		}
+		var dests []*networking.Destination
+		for _, r := range vs.GetHttp() {
+			for _, d := range r.GetRoute() {
+				dests = append(dests, d.GetDestination())
+			}
+		}
+		for _, r := range vs.GetTcp() {
+			for _, d := range r.GetRoute() {
+				dests = append(dests, d.GetDestination())
+			}
+		}
+		for _, r := range vs.GetTls() {
+			for _, d := range r.GetRoute() {
+				dests = append(dests, d.GetDestination())
+			}
+		}
+		for _, d := range dests {
+			if d.GetSubset() != "" {
+				continue // routers hold the subset's cluster, not the service's
+			}
+			host := fqdn(d.GetHost(), c.Namespace)
+			if n := d.GetPort().GetNumber(); n != 0 {
+				out[clusterName(n, "", host)]++
+				continue
+			}
+			for _, n := range ports[host] {
+				out[clusterName(n, "", host)]++
+			}
+		}
+	}
+	return out
+}
+
+// fqdn resolves a VirtualService destination host the way Istio does for cluster-local
+// services: NAME and NAME.NS are short for NAME.NS.svc.cluster.local.
+func fqdn(host, ns string) string {
+	switch strings.Count(host, ".") {
+	case 0:
+		return host + "." + ns + ".svc.cluster.local"
+	case 1:
+		return host + ".svc.cluster.local"
+	}
+	return host
 }

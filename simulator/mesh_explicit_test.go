@@ -23,6 +23,9 @@ func explicitMesh() *Mesh {
 				Ports:     []MeshPort{{Number: 5432, TargetPort: 15432, Protocol: "TCP", Name: "pg"}, {Number: 8443, Protocol: "HTTPS", Name: "https"}},
 				Endpoints: []MeshEndpoints{{Count: 1, Locality: "/us-c"}}},
 			{Name: "idle", Namespace: "data", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
+			// Named as service-create names its first services: they must not collide.
+			{Name: "svc-0", Namespace: "bookinfo", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
+			{Name: "svc-0", Namespace: "data", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
 		},
 		Config: []model.Config{{
 			Meta: model.Meta{Kind: model.KindDestinationRule, Name: "reviews", Namespace: "bookinfo"},
@@ -49,9 +52,9 @@ func TestExplicitMesh(t *testing.T) {
 	sim, err := New(cfg)
 	require.NoError(t, err)
 	require.Equal(t, 2, sim.Config().Topology.Namespaces)
-	require.Equal(t, 3, sim.Config().Topology.Services)
+	require.Equal(t, 5, sim.Config().Topology.Services)
 	initial := sim.Initial()
-	require.Len(t, initial, 4)
+	require.Len(t, initial, 6)
 	require.Equal(t, model.KindDestinationRule, initial[0].Kind, "the mesh's objects come first")
 	se := map[string]*networking.ServiceEntry{}
 	for _, c := range initial[1:] {
@@ -124,4 +127,31 @@ func TestExplicitMeshValidate(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// TestExplicitMeshRouterReach: in an explicit mesh, endpoint events reach routers only for the
+// clusters a VirtualService bound to a Gateway selecting them routes to.
+func TestExplicitMeshRouterReach(t *testing.T) {
+	x := explicitMesh()
+	x.Config = append(x.Config,
+		model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "gw", Namespace: "istio-system"},
+			Spec: &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"},
+				Servers: []*networking.Server{{Port: &networking.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: []string{"*/r.example"}}}}},
+		model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "r", Namespace: "bookinfo"},
+			Spec: &networking.VirtualService{Hosts: []string{"r.example"}, Gateways: []string{"istio-system/gw"},
+				Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "reviews"}}}}}}},
+	)
+	sim, err := New(Config{Seed: 5, Duration: 30 * time.Second, Topology: Topology{Mesh: x}, Churn: []Churn{{Kind: EndpointFlap, Rate: 3}}})
+	require.NoError(t, err)
+	seen := map[string]string{}
+	for _, ev := range drain(t, sim) {
+		if ev.Skip != "" {
+			continue
+		}
+		for _, c := range ev.Upserts {
+			seen[c.Name] = ev.Expectation.Reach.ProxyType
+		}
+	}
+	require.Equal(t, "", seen["reviews"], "a gateway backend's endpoint events reach routers and sidecars")
+	require.Equal(t, "sidecar", seen["db"], "other services' events reach sidecars only")
 }

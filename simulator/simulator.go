@@ -119,8 +119,8 @@ func New(cfg Config) (*Simulator, error) {
 // Config returns the configuration with defaults applied.
 func (s *Simulator) Config() Config { return s.cfg }
 
-// Initial returns the initial topology: Sidecars first, then each service's ServiceEntry,
-// WorkloadEntries, VirtualService and DestinationRule.
+// Initial returns the initial topology: Sidecars first (or an explicit mesh's objects), then
+// each service's ServiceEntry, WorkloadEntries, VirtualService and DestinationRule.
 func (s *Simulator) Initial() []model.Config { return slices.Clone(s.initial) }
 
 // Current renders the mesh as it stands after the events emitted so far (replayed events
