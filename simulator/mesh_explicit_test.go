@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
 )
@@ -154,4 +155,15 @@ func TestExplicitMeshRouterReach(t *testing.T) {
 	}
 	require.Equal(t, "", seen["reviews"], "a gateway backend's endpoint events reach routers and sidecars")
 	require.Equal(t, "sidecar", seen["db"], "other services' events reach sidecars only")
+}
+
+// TestRenderPeerAuthentication: a PeerAuthentication (an explicit mesh may hold one) is written
+// under security.istio.io, whatever apiVersion the networking kinds get.
+func TestRenderPeerAuthentication(t *testing.T) {
+	pa := model.Config{Meta: model.Meta{Kind: model.KindPeerAuthentication, Name: "default", Namespace: "istio-system"},
+		Spec: &securityapi.PeerAuthentication{Mtls: &securityapi.PeerAuthentication_MutualTLS{Mode: securityapi.PeerAuthentication_MutualTLS_STRICT}}}
+	y, err := RenderYAML(pa, DefaultAPIVersion)
+	require.NoError(t, err)
+	require.Contains(t, string(y), "apiVersion: security.istio.io/v1\n")
+	require.Contains(t, string(y), "mode: STRICT")
 }
