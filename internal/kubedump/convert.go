@@ -76,9 +76,10 @@ type ConfigObject struct {
 // counts every other kind.
 func Convert(d *Dump) (*Result, error) {
 	c := &converter{
-		res:   &Result{Unmodelled: map[string]int{}},
-		nodes: map[string]map[string]string{},
-		pods:  map[string]*corev1.Pod{},
+		res:    &Result{Unmodelled: map[string]int{}},
+		nodes:  map[string]map[string]string{},
+		pods:   map[string]*corev1.Pod{},
+		podsIn: map[string][]*corev1.Pod{},
 	}
 	c.run(d)
 	if err := c.errs.err(); err != nil {
@@ -93,6 +94,8 @@ type converter struct {
 	nodes  map[string]map[string]string // node name → labels
 	pods   map[string]*corev1.Pod       // ns/name
 	podObj []*Object
+	// podsIn lists each namespace's pods, in dump order.
+	podsIn map[string][]*corev1.Pod
 }
 
 type service struct {
@@ -144,6 +147,7 @@ func (c *converter) run(d *Dump) {
 			if c.read(o, &p) && c.namespaced(o) {
 				c.pods[o.Namespace+"/"+o.Name] = &p
 				c.podObj = append(c.podObj, o)
+				c.podsIn[o.Namespace] = append(c.podsIn[o.Namespace], &p)
 			}
 		case group == "" && o.Kind == "Node":
 			var n corev1.Node
@@ -181,6 +185,11 @@ func (c *converter) run(d *Dump) {
 		s.slices = append(s.slices, &es)
 	}
 	c.checkConfigs()
+	for _, co := range c.res.Configs {
+		if co.Kind == "Sidecar" && co.Namespace == "istio-system" && co.Spec["workloadSelector"] == nil {
+			c.res.Notes = append(c.res.Notes, fmt.Sprintf("Sidecar %s/%s is mesh-wide: it scopes the fleet's clients (namespaces ns-0 …), while the lab expects every event at every client; events it hides from them count as missed", co.Namespace, co.Name))
+		}
+	}
 	c.workloads()
 	fromPods := len(slicesObjs) == 0 && len(c.pods) > 0
 	for _, s := range services {
@@ -471,9 +480,8 @@ func (c *converter) selected(ns string, selector map[string]string) []*corev1.Po
 		return nil
 	}
 	var out []*corev1.Pod
-	for _, o := range c.podObj {
-		p := c.pods[o.Namespace+"/"+o.Name]
-		if o.Namespace != ns || p.Status.PodIP == "" || !podReady(p) {
+	for _, p := range c.podsIn[ns] {
+		if p.Status.PodIP == "" || !podReady(p) {
 			continue
 		}
 		match := true
@@ -561,6 +569,9 @@ func istioProtocol(p corev1.ServicePort) string {
 		if pr, ok := scenarios.CanonicalProtocol(*p.AppProtocol); ok {
 			return pr
 		}
+	}
+	if p.Name == "grpc-web" || strings.HasPrefix(p.Name, "grpc-web-") {
+		return "GRPC-Web"
 	}
 	prefix, _, _ := strings.Cut(p.Name, "-")
 	if pr, ok := scenarios.CanonicalProtocol(prefix); ok && pr != "UDP" {

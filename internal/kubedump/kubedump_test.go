@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -283,6 +284,35 @@ func TestBadDumps(t *testing.T) {
 	}
 }
 
+// TestIstioProtocol: the protocol Istio gives a port, from appProtocol or the name's prefix.
+func TestIstioProtocol(t *testing.T) {
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		port corev1.ServicePort
+		want string
+	}{
+		{corev1.ServicePort{Name: "http"}, "HTTP"},
+		{corev1.ServicePort{Name: "http2-api"}, "HTTP2"},
+		{corev1.ServicePort{Name: "grpc-web"}, "GRPC-Web"},
+		{corev1.ServicePort{Name: "grpc-web-ui"}, "GRPC-Web"},
+		{corev1.ServicePort{Name: "grpc-api"}, "GRPC"},
+		{corev1.ServicePort{Name: "https-admin"}, "HTTPS"},
+		{corev1.ServicePort{Name: "tls"}, "TLS"},
+		{corev1.ServicePort{Name: "mongo"}, "Mongo"},
+		{corev1.ServicePort{Name: "metrics"}, "TCP"},
+		{corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP}, "UDP"},
+		{corev1.ServicePort{Name: "udp-x"}, "TCP"},
+		{corev1.ServicePort{Name: "web", AppProtocol: str("http")}, "HTTP"},
+		{corev1.ServicePort{Name: "http", AppProtocol: str("kubernetes.io/h2c")}, "HTTP2"},
+		{corev1.ServicePort{Name: "x", AppProtocol: str("GRPC")}, "GRPC"},
+		{corev1.ServicePort{Name: "http", AppProtocol: str("custom.example/proto")}, "HTTP"},
+	} {
+		if got := istioProtocol(tc.port); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.port, got, tc.want)
+		}
+	}
+}
+
 // TestTolerant: kinds the lab does not model are counted, not errors; so are Services it
 // cannot model (ExternalName, no ports).
 func TestTolerant(t *testing.T) {
@@ -296,6 +326,7 @@ items:
 - {apiVersion: security.istio.io/v1, kind: AuthorizationPolicy, metadata: {name: p, namespace: a}, spec: {}}
 - {apiVersion: networking.istio.io/v1alpha3, kind: EnvoyFilter, metadata: {name: f, namespace: a}, spec: {}}
 - {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: a}}
+- {apiVersion: networking.istio.io/v1, kind: Sidecar, metadata: {name: default, namespace: istio-system}, spec: {egress: [{hosts: [./*]}]}}
 `
 	d, err := Parse([]File{{Name: "d.yaml", Data: []byte(dump)}})
 	if err != nil {
@@ -311,8 +342,8 @@ items:
 	if got := r.UnmodelledText(); got != "AuthorizationPolicy ×1, ConfigMap ×1, Deployment ×1, EnvoyFilter ×1" {
 		t.Errorf("unmodelled: %s", got)
 	}
-	if len(r.Notes) != 2 {
-		t.Errorf("notes %q, want ExternalName and no-ports", r.Notes)
+	if len(r.Notes) != 3 || !strings.Contains(r.Notes[0], "Sidecar istio-system/default is mesh-wide") {
+		t.Errorf("notes %q, want the mesh-wide Sidecar, ExternalName and no-ports", r.Notes)
 	}
 	out, err := r.Scenario("t")
 	if err != nil {
