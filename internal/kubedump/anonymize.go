@@ -124,10 +124,11 @@ func (a *Anonymizer) Locality(l string) string {
 	return strings.Join(parts, "/")
 }
 
-// Host anonymizes a hostname as written in Istio config, relative to namespace ns:
-// NAME.NS.svc.cluster.local, NAME.NS and NAME (a short name, in ns) keep their shape with each
-// part hashed; * and wildcard prefixes are kept; other names (external hosts) become
-// h-HASH.example, with a leading *. kept.
+// Host anonymizes a hostname as written in Istio config: NAME.NS.svc.cluster.local, NAME.NS
+// and NAME (a short name, in the object's namespace) keep their shape with each part hashed;
+// * and wildcard prefixes are kept; other names (external hosts) keep their top-level domain
+// and get each other label hashed with its suffix (h-HASH.h-HASH.com), so suffixes shared
+// before are shared after.
 func (a *Anonymizer) Host(h string) string {
 	if h == "" || h == "*" {
 		return h
@@ -156,7 +157,13 @@ func (a *Anonymizer) Host(h string) string {
 	if labels := strings.Split(rest, "."); !wild && len(labels) == 2 && a.isNamespace(labels[1]) {
 		return a.Service(labels[0]) + "." + a.Namespace(labels[1]) // NAME.NS
 	}
-	out := a.name("host", "h", rest) + ".example"
+	// An external host: each label but the top-level domain hashed on its own, so that a
+	// wildcard (*.example.com) still covers the hosts under it (api.example.com).
+	labels := strings.Split(rest, ".")
+	for i := range labels[:len(labels)-1] {
+		labels[i] = a.name("dns", "h", strings.Join(labels[i:], "."))
+	}
+	out := strings.Join(labels, ".")
 	if wild {
 		out = "*." + out
 	}

@@ -402,6 +402,10 @@ func TestAnonymizeConsistent(t *testing.T) {
 			t.Errorf("host %q: got %q, want %q", host, got, want)
 		}
 	}
+	wild, api := an.Host("*.payments.example.com"), an.Host("api.payments.example.com")
+	if !strings.HasPrefix(wild, "*.") || !strings.HasSuffix(api, wild[1:]) || !strings.HasSuffix(api, ".com") || strings.Contains(api, "payments") {
+		t.Errorf("external hosts %s and %s: the wildcard no longer covers the host, or a label leaked", wild, api)
+	}
 	if an.Labels(map[string]string{"app": "cart"})["app"] != svc {
 		t.Error("label app: cart is not the service's hash")
 	}
