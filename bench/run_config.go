@@ -39,6 +39,7 @@ func SimConfig(s *scenarios.Scenario) simulator.Config {
 			SidecarImports:              t.SidecarImports,
 			WorkloadEntries:             t.WorkloadEntries,
 			Gateways:                    simulator.Gateways{Count: t.Gateways.Count, HostsPerGateway: t.Gateways.HostsPerGateway, TLSPassthrough: t.Gateways.TLSPassthrough},
+			Mesh:                        simMesh(t.Mesh),
 		},
 	}
 	for _, c := range s.Churn {
@@ -56,6 +57,28 @@ func SimConfig(s *scenarios.Scenario) simulator.Config {
 		cfg.Churn = append(cfg.Churn, ch)
 	}
 	return cfg
+}
+
+// simMesh maps a scenario's explicit mesh onto the simulator's (nil when there is none).
+func simMesh(m *scenarios.Mesh) *simulator.Mesh {
+	if m == nil {
+		return nil
+	}
+	out := &simulator.Mesh{}
+	for _, c := range m.Objects() {
+		out.Config = append(out.Config, *c)
+	}
+	for _, s := range m.Services {
+		ms := simulator.MeshService{Name: s.Name, Namespace: s.Namespace, ServiceAccount: s.ServiceAccount}
+		for _, p := range s.Ports {
+			ms.Ports = append(ms.Ports, simulator.MeshPort{Number: uint32(p.Number), TargetPort: uint32(p.TargetPort), Protocol: p.Protocol, Name: p.Name})
+		}
+		for _, g := range s.Endpoints {
+			ms.Endpoints = append(ms.Endpoints, simulator.MeshEndpoints{Count: g.Count, Locality: g.Locality, Labels: g.Labels})
+		}
+		out.Services = append(out.Services, ms)
+	}
+	return out
 }
 
 // FleetConfig maps a resolved scenario's client groups onto the fake Envoy fleet dialling

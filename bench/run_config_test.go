@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/scenarios"
 )
 
 // TestFleetConfigStreamsPerConnection: each scenario group's streamsPerConnection reaches its
@@ -43,4 +44,39 @@ clients:
 		})
 	}
 	require.Equal(t, 3+7, sc.Connections())
+}
+
+// TestSimConfigMesh: an explicit mesh (xdslab import's example) reaches the simulator whole:
+// services with their ports and endpoint groups, and the Istio objects decoded.
+func TestSimConfigMesh(t *testing.T) {
+	sc, err := scenarios.Load("../examples/import/imported.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := SimConfig(sc).Topology.Mesh
+	if m == nil || len(m.Services) != 11 || len(m.Config) != 9 {
+		t.Fatalf("mesh: %+v", m)
+	}
+	eps := 0
+	for _, s := range m.Services {
+		for _, g := range s.Endpoints {
+			eps += g.Count
+		}
+	}
+	fe := m.Services[4]
+	if eps != 23 || fe.Name != "frontend" || fe.Ports[0].Number != 80 || fe.Ports[0].TargetPort != 8080 || fe.Ports[0].Protocol != "HTTP" {
+		t.Errorf("%d endpoints, frontend %+v", eps, fe)
+	}
+	if SimConfig(scenariosQuickstart(t)).Topology.Mesh != nil {
+		t.Error("a synthetic scenario got a mesh")
+	}
+}
+
+func scenariosQuickstart(t *testing.T) *scenarios.Scenario {
+	t.Helper()
+	s, err := scenarios.Builtin("quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

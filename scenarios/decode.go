@@ -29,11 +29,14 @@ var (
 	scenarioType  = reflect.TypeFor[Scenario]()
 )
 
-// Limits that keep hostile input (alias bombs, deep nesting) cheap.
+// Limits that keep hostile input (alias bombs, deep nesting) cheap: an alias bomb costs what the
+// largest file allowed costs (about a second). The node and byte limits leave room for an
+// imported mesh (topology.mesh): a service with two ports and three endpoint groups is about
+// 30 decoded nodes and 460 bytes, so about 30,000 services fit.
 const (
-	maxNodes = 200_000
+	maxNodes = 1_000_000
 	maxDepth = 64
-	maxBytes = 8 << 20
+	maxBytes = 32 << 20
 )
 
 // distKeys are the keys a distribution mapping may hold.
@@ -120,7 +123,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 	if n = d.deref(n, path, depth); n == nil {
 		return
 	}
-	d.at[path] = pos{n.Line, n.Column}
+	d.at[path] = pos{line: n.Line, col: n.Column, block: n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // an empty value keeps the default
 	}
@@ -493,7 +496,7 @@ func (d *decoder) dist(n *yaml.Node, path string, isTime bool, depth int) (dist.
 			ok = false
 			continue
 		}
-		d.at[p] = pos{val.Line, val.Column}
+		d.at[p] = pos{line: val.Line, col: val.Column}
 		if k.Value == "dist" {
 			if val.Kind != yaml.ScalarNode || val.ShortTag() != "!!str" {
 				d.fail(val, p, "use one of: "+strings.Join(dist.Names(), ", "), "expected a distribution name, got %s", describe(val))

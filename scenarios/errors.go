@@ -65,7 +65,11 @@ func (es Errors) Unwrap() []error {
 const maxErrors = 50
 
 // pos is a position in the source.
-type pos struct{ line, col int }
+// block marks a block scalar (| or >), whose content starts on the line after line.
+type pos struct {
+	line, col int
+	block     bool
+}
 
 // source records where a scenario came from and where each path was written.
 type source struct {

@@ -29,6 +29,8 @@ func FuzzLoad(f *testing.F) {
 		"name: x\nclients: [{node: {labels: {app: a, v: \"1\"}}}, {node: {labels: {}}}]\n",
 		"- a\n",
 		"name: x\n---\nname: y\n",
+		meshScenario,
+		"name: m\ntopology: {mesh: {services: [{name: a, namespace: n, ports: [{number: 80, protocol: grpc}], endpoints: [{count: 3, locality: /z}]}], config: \"apiVersion: v1\"}}\n",
 	} {
 		f.Add([]byte(s))
 	}

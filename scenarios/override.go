@@ -22,6 +22,11 @@ func (s *Scenario) Clone() *Scenario {
 		}
 	}
 	c.Clients = slices.Clone(s.Clients)
+	if m := s.Topology.Mesh; m != nil {
+		mc := *m
+		mc.Services = slices.Clone(m.Services)
+		c.Topology.Mesh = &mc
+	}
 	c.Thresholds = maps.Clone(s.Thresholds)
 	for k, v := range c.Thresholds {
 		c.Thresholds[k] = slices.Clone(v)

@@ -164,6 +164,8 @@ func (g *schemaGen) typ(t reflect.Type, def reflect.Value) map[string]any {
 		return ref("timeDist")
 	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		return g.typ(t.Elem(), reflect.Value{})
 	case reflect.Struct:
 		name := t.Name()
 		if _, ok := g.defs[name]; !ok {
@@ -217,6 +219,13 @@ func DocTables() map[string]string {
 	out["churn"] = docTable(reflect.TypeFor[Churn](), reflect.Value{}, "", nil, true)
 	out["clients"] = docTable(clientType, reflect.ValueOf(DefaultClient()), "", nil, false)
 	out["phases"] = docTable(reflect.TypeFor[Phases](), reflect.ValueOf(d.Phases), "", nil, false)
+	var mesh strings.Builder
+	mesh.WriteString("| field | type | default | meaning |\n|---|---|---|---|\n")
+	docRows(&mesh, reflect.TypeFor[Mesh](), reflect.Value{}, "", nil, false)
+	docRows(&mesh, reflect.TypeFor[MeshService](), reflect.Value{}, "services[].", nil, false)
+	docRows(&mesh, reflect.TypeFor[MeshPort](), reflect.Value{}, "services[].ports[].", nil, false)
+	docRows(&mesh, reflect.TypeFor[MeshEndpoints](), reflect.Value{}, "services[].endpoints[].", nil, false)
+	out["mesh"] = mesh.String()
 	return out
 }
 
@@ -293,6 +302,8 @@ func typeName(t reflect.Type) string {
 		return "list of durations"
 	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		return "mapping"
 	case reflect.String:
 		return "string"
 	case reflect.Bool:

@@ -68,12 +68,23 @@ func (s *Scenario) Summary() string {
 		w("  sink: kube (with --target), kubeconfig %s, qps %g, burst %d, pods %t", cfg, sk.QPS, sk.Burst, sk.Pods)
 	}
 	t := s.Topology
-	w("  topology: %d services in %d namespaces, ports %s, endpoints %s, protocols http %.2f grpc %.2f tcp %.2f",
-		t.Services, t.Namespaces, fmtDist(t.PortsPerService, nil), fmtDist(t.EndpointsPerService, nil),
-		t.Protocols.HTTP, t.Protocols.GRPC, t.Protocols.TCP)
-	w("            %d regions × %d zones, %d versions, %d service accounts/ns, VirtualServices %.0f%%, DestinationRules %.0f%%, sidecar scoping %t",
-		t.Localities.Regions, t.Localities.ZonesPerRegion, t.Versions, t.ServiceAccountsPerNamespace,
-		t.VirtualServices*100, t.DestinationRules*100, t.SidecarScoping)
+	if m := t.Mesh; m != nil {
+		locs := map[string]bool{}
+		for _, svc := range m.Services {
+			for _, g := range svc.Endpoints {
+				locs[g.Locality] = true
+			}
+		}
+		w("  topology: explicit mesh (topology.mesh): %d services in %d namespaces, %d endpoints in %d localities, %d Istio objects",
+			t.Services, t.Namespaces, m.Endpoints(), len(locs), len(m.Objects()))
+	} else {
+		w("  topology: %d services in %d namespaces, ports %s, endpoints %s, protocols http %.2f grpc %.2f tcp %.2f",
+			t.Services, t.Namespaces, fmtDist(t.PortsPerService, nil), fmtDist(t.EndpointsPerService, nil),
+			t.Protocols.HTTP, t.Protocols.GRPC, t.Protocols.TCP)
+		w("            %d regions × %d zones, %d versions, %d service accounts/ns, VirtualServices %.0f%%, DestinationRules %.0f%%, sidecar scoping %t",
+			t.Localities.Regions, t.Localities.ZonesPerRegion, t.Versions, t.ServiceAccountsPerNamespace,
+			t.VirtualServices*100, t.DestinationRules*100, t.SidecarScoping)
+	}
 	if len(s.Churn) == 0 {
 		w("  churn: none")
 	} else {

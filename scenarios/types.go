@@ -92,6 +92,7 @@ type Topology struct {
 	SidecarImports              int        `yaml:"sidecarImports" json:"sidecarImports" doc:"Other namespaces each Sidecar imports (with sidecarScoping)."`
 	WorkloadEntries             bool       `yaml:"workloadEntries" json:"workloadEntries" doc:"Represent endpoints as one WorkloadEntry each (selected by the ServiceEntry) instead of inline ServiceEntry endpoints."`
 	Gateways                    Gateways   `yaml:"gateways" json:"gateways" doc:"Ingress Gateways and the VirtualServices bound to them, served to router clients (clients[].type: router)."`
+	Mesh                        *Mesh      `yaml:"mesh,omitempty" json:"mesh,omitempty" doc:"An explicit mesh (services, endpoint counts per locality, Istio objects verbatim) instead of the synthetic services, as xdslab import writes it; services and namespaces are then set from it (docs/scenarios.md, topology.mesh)." def:"none"`
 }
 
 // Gateways is the simulated ingress.
@@ -348,6 +349,7 @@ func (s *Scenario) Complete() {
 			s.Clients[i].Node.Labels = nil // {} and absent are the same
 		}
 	}
+	s.Topology.completeMesh()
 	p := &s.Topology.Protocols
 	// Weights already summing to 1 (within rounding) are left alone, which keeps Complete
 	// idempotent and a printed scenario reloading to the same values.

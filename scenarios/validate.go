@@ -173,6 +173,7 @@ func (v *validator) topology() {
 	if g := t.Gateways; g.Count > 0 && g.HostsPerGateway > 0 && p.HTTP+p.GRPC <= 0 && p.HTTP >= 0 && p.GRPC >= 0 {
 		v.add("topology.gateways", "give topology.protocols.http or grpc a weight", "gateway hosts route to services with HTTP or gRPC ports, and the topology has neither")
 	}
+	v.mesh()
 }
 
 // distCheck validates a distribution: a known name, only the parameters it reads, and
@@ -329,6 +330,10 @@ func (v *validator) churn(i int) {
 			v.add(p+".kind", "set topology.serviceAccountsPerNamespace >= 2", "service-account-change needs a second service account to change to")
 		}
 	case KindConfigChange:
+		if s.Topology.Mesh != nil {
+			v.add(p+".kind", "remove it: topology.mesh keeps its Istio objects as written (edit topology.mesh.config instead)", "config-change rewrites synthetic VirtualServices and DestinationRules, which topology.mesh does not have")
+			return
+		}
 		switch c.Target {
 		case TargetVirtualService:
 			if pr := s.Topology.Protocols; pr.HTTP+pr.GRPC <= 0 {

@@ -3,8 +3,10 @@ package simulator
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/dist"
 )
 
@@ -59,6 +61,49 @@ type Topology struct {
 	WorkloadEntries bool
 	// Gateways adds ingress Gateways and the VirtualServices bound to them (gateways.go).
 	Gateways Gateways
+	// Mesh, when set, replaces the synthetic services with these services and adds these Istio
+	// objects verbatim (xdslab import). Namespaces and Services are then taken from it; the
+	// other synthetic knobs shape only the services a service-create adds.
+	Mesh *Mesh
+}
+
+// Mesh is an explicit mesh: services with their ports and endpoint counts per locality, and
+// Istio objects written as they are.
+type Mesh struct {
+	Services []MeshService
+	// Config are written before the services (Sidecars, Gateways, VirtualServices, ...).
+	Config []model.Config
+}
+
+// MeshService is one explicit service; its endpoints get addresses from 10.0.0.0/8 like the
+// synthetic ones.
+type MeshService struct {
+	Name, Namespace, ServiceAccount string
+	Ports                           []MeshPort
+	Endpoints                       []MeshEndpoints
+}
+
+// MeshPort is a service port; Protocol is Istio's (HTTP, GRPC, TCP, TLS, ...).
+type MeshPort struct {
+	Number, TargetPort uint32
+	Protocol, Name     string
+}
+
+// MeshEndpoints is Count endpoints with one locality and one set of labels.
+type MeshEndpoints struct {
+	Count    int
+	Locality string
+	Labels   map[string]string
+}
+
+// namespaces lists the mesh's namespaces, sorted.
+func (m *Mesh) namespaces() []string {
+	var out []string
+	for _, s := range m.Services {
+		out = append(out, s.Namespace)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Gateways describes the simulated ingress: Count Gateways gw-0 … in GatewayNamespace, all
@@ -196,6 +241,10 @@ func (c Config) withDefaults() Config {
 		c.MaxPredicates = 64
 	}
 	t := &c.Topology
+	if t.Mesh != nil {
+		t.Namespaces = max(len(t.Mesh.namespaces()), 1)
+		t.Services = len(t.Mesh.Services)
+	}
 	if t.Protocols == (Protocols{}) {
 		t.Protocols = Protocols{HTTP: 1}
 	}
@@ -290,6 +339,9 @@ func (c Config) Validate() error {
 	if t.Gateways.Count > 0 && t.Gateways.HostsPerGateway > 0 && t.Protocols.HTTP+t.Protocols.GRPC <= 0 {
 		bad("topology.gateways: gateway hosts route to services with HTTP or gRPC ports: give topology.protocols.http or grpc a weight")
 	}
+	if t.Mesh != nil {
+		errs = append(errs, t.Mesh.validate(t)...)
+	}
 	for i, ch := range c.Churn {
 		if err := ch.validate(t); err != nil {
 			bad("churn[%d] (%s): %w", i, ch.Kind, err)
@@ -348,6 +400,9 @@ func (ch Churn) validate(t Topology) error {
 	}
 	switch ch.Kind {
 	case ConfigChange:
+		if t.Mesh != nil {
+			return errors.New("topology.mesh keeps its Istio objects as written: remove config-change")
+		}
 		if ch.Target != TargetVirtualService && ch.Target != TargetDestinationRule && ch.Target != TargetGateway {
 			return fmt.Errorf("target must be %q, %q or %q, got %q", TargetVirtualService, TargetDestinationRule, TargetGateway, ch.Target)
 		}
@@ -381,4 +436,41 @@ func (ch Churn) validate(t Topology) error {
 		return errors.New("file applies only to replay")
 	}
 	return nil
+}
+
+func (m *Mesh) validate(t Topology) []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if t.SidecarScoping || t.Gateways.Count > 0 || t.WorkloadEntries {
+		bad("topology.mesh brings its own Sidecars, Gateways and endpoints: turn off sidecarScoping, gateways and workloadEntries")
+	}
+	seen := map[string]bool{}
+	total := 0
+	for i, s := range m.Services {
+		if s.Name == "" || s.Namespace == "" {
+			bad("topology.mesh.services[%d]: name and namespace are required", i)
+		}
+		if seen[s.Namespace+"/"+s.Name] {
+			bad("topology.mesh.services[%d]: service %s/%s given twice", i, s.Namespace, s.Name)
+		}
+		seen[s.Namespace+"/"+s.Name] = true
+		if len(s.Ports) == 0 || len(s.Ports) > 64 {
+			bad("topology.mesh.services[%d]: give 1 to 64 ports, got %d", i, len(s.Ports))
+		}
+		for _, p := range s.Ports {
+			if p.Number == 0 || p.Number > 65535 || p.Protocol == "" {
+				bad("topology.mesh.services[%d]: port %d: number 1..65535 and a protocol are required", i, p.Number)
+			}
+		}
+		for _, g := range s.Endpoints {
+			if g.Count < 0 {
+				bad("topology.mesh.services[%d]: endpoint count %d must be >= 0", i, g.Count)
+			}
+			total += max(g.Count, 0)
+		}
+	}
+	if total > maxAddresses {
+		bad("topology.mesh: %d endpoints exceed the %d addresses of 10.0.0.0/8", total, maxAddresses)
+	}
+	return errs
 }

@@ -198,11 +198,11 @@ func (s *Simulator) changeGateway(b *evb, p *process) {
 	}
 }
 
-// proxyTypeReach decides which proxy types an expectation reaches once the mesh has gateways:
-// routers hold only the clusters gateway hosts route to and the route configurations
-// http.PORT, sidecars everything else. "" reaches both.
+// proxyTypeReach decides which proxy types an expectation reaches once the mesh has gateways
+// (synthetic ones, or an explicit mesh's): routers hold only the clusters gateway hosts route
+// to and the route configurations http.PORT, sidecars everything else. "" reaches both.
 func (m *mesh) proxyTypeReach(ps []probe.Predicate) string {
-	if m.topo.Gateways.Count == 0 {
+	if m.topo.Gateways.Count == 0 && m.locs == nil {
 		return ""
 	}
 	routerOnly, sidecarOnly := false, false

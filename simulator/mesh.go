@@ -3,6 +3,7 @@ package simulator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -36,11 +37,41 @@ const maxPortsPerService = 16
 type port struct {
 	number uint32
 	proto  int // index into protoInfo
+	// An explicit port (topology.mesh) carries its own name, Istio protocol and target port.
+	pname, istio string
+	target       uint32
 }
 
-func (p port) name() string       { return fmt.Sprintf("%s-%d", protoInfo[p.proto].name, p.number) }
-func (p port) isHTTP() bool       { return p.proto != 2 }
-func (p port) istioProto() string { return protoInfo[p.proto].istio }
+func (p port) name() string {
+	if p.pname != "" {
+		return p.pname
+	}
+	return fmt.Sprintf("%s-%d", protoInfo[p.proto].name, p.number)
+}
+func (p port) isHTTP() bool { return p.proto != 2 }
+func (p port) istioProto() string {
+	if p.istio != "" {
+		return p.istio
+	}
+	return protoInfo[p.proto].istio
+}
+func (p port) targetPort() uint32 {
+	if p.target != 0 {
+		return p.target
+	}
+	return p.number
+}
+
+// protoIndex maps an Istio protocol onto the simulator's classes: HTTP-like, gRPC, other.
+func protoIndex(istio string) int {
+	switch strings.ToUpper(istio) {
+	case "HTTP", "HTTP2":
+		return 0
+	case "GRPC", "GRPC-WEB":
+		return 1
+	}
+	return 2
+}
 
 type endpoint struct {
 	addr    string
@@ -49,10 +80,23 @@ type endpoint struct {
 	version int // 1-based
 	sa      string
 	gen     int // the service epoch that created it
+	// An endpoint of an explicit mesh (topology.mesh) has its locality and labels as written.
+	explicit bool
+	loc      string
+	labels   map[string]string
 }
 
 func (e *endpoint) locality() string {
+	if e.explicit {
+		return e.loc
+	}
 	return fmt.Sprintf("region-%d/zone-%d-%d", e.region, e.region, e.zone)
+}
+
+// like copies what a replacement keeps of e: locality, version and labels.
+func (e *endpoint) like(o *endpoint) {
+	e.region, e.zone, e.version = o.region, o.zone, o.version
+	e.explicit, e.loc, e.labels = o.explicit, o.loc, o.labels
 }
 
 type vsState struct {
@@ -77,6 +121,9 @@ type service struct {
 	dr    *drState
 	// deleted marks a service removed from the mesh (pending actions on it are dropped).
 	deleted bool
+	// groups are an explicit service's endpoint groups (topology.mesh): endpoints it gains
+	// later (scale) take the locality and labels of one of them.
+	groups []MeshEndpoints
 }
 
 func (s *service) host() string { return fmt.Sprintf("%s.%s.svc.cluster.local", s.name, s.ns) }
@@ -104,6 +151,14 @@ type mesh struct {
 	importers map[string][]string
 	sidecars  []model.Config
 	gw        gatewayState
+	// namespaces are where service-create puts services: ns-0 … or the explicit mesh's.
+	namespaces []string
+	// static are the explicit mesh's Istio objects, written as they are; locs its localities
+	// (zone index i of an explicit endpoint is locs[i]).
+	static []model.Config
+	locs   []string
+	// explicitNames are the explicit mesh's services (namespace/name).
+	explicitNames map[string]bool
 }
 
 // maxAddresses is the size of 10.0.0.0/8 without .0 and .255 host octets.
@@ -130,6 +185,12 @@ func newMesh(t Topology, seed uint64) (*mesh, error) {
 		return nil, fmt.Errorf("topology.endpointsPerService: %w", err)
 	}
 	m := &mesh{topo: t, rng: newRand(subSeed(seed, "topology")), ports: ports, eps: eps}
+	if t.Mesh != nil {
+		return m, m.buildExplicit(t.Mesh)
+	}
+	for i := range t.Namespaces {
+		m.namespaces = append(m.namespaces, nsName(i))
+	}
 	if t.SidecarScoping {
 		m.buildSidecars()
 	}
@@ -194,6 +255,9 @@ func (m *mesh) newEndpoint(s *service) (*endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.locs != nil {
+		return m.newExplicitEndpoint(s, addr), nil
+	}
 	return &endpoint{
 		addr:    addr,
 		region:  m.rng.IntN(m.topo.Localities.Regions),
@@ -209,8 +273,13 @@ func (m *mesh) saName(i int) string { return fmt.Sprintf("sa-%d", i) }
 // createService adds a service to namespace ns with ports, endpoints and (by density) routing
 // config, drawn from the topology.
 func (m *mesh) createService(ns string) (*service, error) {
-	s := &service{name: fmt.Sprintf("svc-%d", m.nextSvc), ns: ns}
+	name := fmt.Sprintf("svc-%d", m.nextSvc)
 	m.nextSvc++
+	for m.explicitNames[ns+"/"+name] { // an explicit mesh may already have an svc-N
+		name = fmt.Sprintf("svc-%d", m.nextSvc)
+		m.nextSvc++
+	}
+	s := &service{name: name, ns: ns}
 	np := min(max(m.ports.Int(), 1), maxPortsPerService)
 	var perProto [len(protoInfo)]uint32
 	for range np {
@@ -362,6 +431,9 @@ func weName(s *service, e *endpoint) string {
 }
 
 func (s *service) weLabels(e *endpoint) map[string]string {
+	if e.explicit {
+		return e.labels
+	}
 	return map[string]string{"app": s.name, "version": fmt.Sprintf("v%d", e.version)}
 }
 
@@ -381,7 +453,7 @@ func (m *mesh) serviceEntry(s *service) model.Config {
 		Resolution: networking.ServiceEntry_STATIC,
 	}
 	for _, p := range s.ports {
-		se.Ports = append(se.Ports, &networking.ServicePort{Number: p.number, Protocol: p.istioProto(), Name: p.name(), TargetPort: p.number})
+		se.Ports = append(se.Ports, &networking.ServicePort{Number: p.number, Protocol: p.istioProto(), Name: p.name(), TargetPort: p.targetPort()})
 	}
 	if m.topo.WorkloadEntries {
 		se.WorkloadSelector = &networking.WorkloadSelector{Labels: map[string]string{"app": s.name}}
@@ -472,6 +544,7 @@ func (m *mesh) keys(s *service) []model.ConfigKey {
 // their VirtualServices.
 func (m *mesh) all() []model.Config {
 	out := slices.Clone(m.sidecars)
+	out = append(out, m.static...)
 	for _, s := range m.services {
 		out = append(out, m.objects(s)...)
 	}
@@ -499,3 +572,156 @@ func splitmix(x uint64) uint64 {
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, splitmix(seed))) }
+
+// --- explicit mesh (topology.mesh) ------------------------------------------------------------
+
+// buildExplicit builds the mesh from explicit services and objects: each service with its
+// ports, service account and endpoint groups, in the given order, addresses allocated in order.
+// Zone failures pick among the mesh's localities (region 0, zone i = locs[i]).
+func (m *mesh) buildExplicit(x *Mesh) error {
+	m.namespaces = x.namespaces()
+	if len(m.namespaces) == 0 {
+		m.namespaces = []string{nsName(0)}
+	}
+	m.static = slices.Clone(x.Config)
+	locs := map[string]bool{}
+	for _, s := range x.Services {
+		for _, g := range s.Endpoints {
+			locs[g.Locality] = true
+		}
+	}
+	m.locs = slices.Sorted(maps.Keys(locs))
+	if len(m.locs) == 0 {
+		m.locs = []string{""}
+	}
+	m.topo.Localities = Localities{Regions: 1, ZonesPerRegion: len(m.locs)}
+	m.explicitNames = map[string]bool{}
+	for _, xs := range x.Services {
+		m.explicitNames[xs.Namespace+"/"+xs.Name] = true
+		s := &service{name: xs.Name, ns: xs.Namespace, sa: xs.ServiceAccount, groups: xs.Endpoints}
+		if s.sa == "" {
+			s.sa = "default"
+		}
+		for _, p := range xs.Ports {
+			s.ports = append(s.ports, port{number: p.Number, proto: protoIndex(p.Protocol), pname: p.Name, istio: p.Protocol, target: p.TargetPort})
+		}
+		for _, g := range xs.Endpoints {
+			zone, _ := slices.BinarySearch(m.locs, g.Locality)
+			for range g.Count {
+				addr, err := m.allocAddr()
+				if err != nil {
+					return err
+				}
+				s.endpoints = append(s.endpoints, &endpoint{addr: addr, zone: zone, version: 1, sa: s.sa,
+					explicit: true, loc: g.Locality, labels: g.Labels})
+			}
+		}
+		m.services = append(m.services, s)
+	}
+	m.gw.clusters = m.routerClusters(x)
+	return nil
+}
+
+// newExplicitEndpoint is a new endpoint in an explicit mesh: it takes the locality and labels
+// of one of the service's endpoint groups, or (a service created by churn) a locality of the
+// mesh and the synthetic labels.
+func (m *mesh) newExplicitEndpoint(s *service, addr string) *endpoint {
+	e := &endpoint{addr: addr, version: 1, sa: s.sa, gen: s.epoch, explicit: true}
+	if len(s.groups) > 0 {
+		g := s.groups[m.rng.IntN(len(s.groups))]
+		e.zone, _ = slices.BinarySearch(m.locs, g.Locality)
+		e.loc, e.labels = g.Locality, g.Labels
+		return e
+	}
+	e.zone = m.rng.IntN(len(m.locs))
+	e.version = 1 + m.rng.IntN(m.topo.Versions)
+	e.loc = m.locs[e.zone]
+	e.labels = map[string]string{"app": s.name, "version": subsetName(e.version)}
+	return e
+}
+
+// routerClusters are the clusters routers hold in an explicit mesh: the destinations (without
+// subset) of the VirtualServices bound to a Gateway that selects the routers' label
+// istio: ingressgateway. Endpoint events on other clusters reach sidecars only.
+func (m *mesh) routerClusters(x *Mesh) map[string]int {
+	routers := map[string]string{"istio": "ingressgateway"}
+	gateways := map[string]bool{} // namespace/name
+	for _, c := range x.Config {
+		gw, ok := c.Spec.(*networking.Gateway)
+		if !ok {
+			continue
+		}
+		selects := true
+		for k, v := range gw.GetSelector() {
+			selects = selects && routers[k] == v
+		}
+		if selects {
+			gateways[c.Namespace+"/"+c.Name] = true
+		}
+	}
+	ports := map[string][]uint32{}
+	for _, s := range m.services {
+		for _, p := range s.ports {
+			ports[s.host()] = append(ports[s.host()], p.number)
+		}
+	}
+	out := map[string]int{}
+	for _, c := range x.Config {
+		vs, ok := c.Spec.(*networking.VirtualService)
+		if !ok {
+			continue
+		}
+		bound := false
+		for _, g := range vs.GetGateways() {
+			if !strings.Contains(g, "/") {
+				g = c.Namespace + "/" + g
+			}
+			bound = bound || gateways[g]
+		}
+		if !bound {
+			continue
+		}
+		var dests []*networking.Destination
+		for _, r := range vs.GetHttp() {
+			for _, d := range r.GetRoute() {
+				dests = append(dests, d.GetDestination())
+			}
+		}
+		for _, r := range vs.GetTcp() {
+			for _, d := range r.GetRoute() {
+				dests = append(dests, d.GetDestination())
+			}
+		}
+		for _, r := range vs.GetTls() {
+			for _, d := range r.GetRoute() {
+				dests = append(dests, d.GetDestination())
+			}
+		}
+		for _, d := range dests {
+			if d.GetSubset() != "" {
+				continue // routers hold the subset's cluster, not the service's
+			}
+			host := fqdn(d.GetHost(), c.Namespace)
+			if n := d.GetPort().GetNumber(); n != 0 {
+				out[clusterName(n, "", host)]++
+				continue
+			}
+			for _, n := range ports[host] {
+				out[clusterName(n, "", host)]++
+			}
+		}
+	}
+	return out
+}
+
+// fqdn resolves a VirtualService destination host the way Istio does for cluster-local
+// services: NAME and NAME.NS are short for NAME.NS.svc.cluster.local.
+func fqdn(host, ns string) string {
+	switch strings.Count(host, ".") {
+	case 0:
+		return host + "." + ns + ".svc.cluster.local"
+	case 1:
+		return host + ".svc.cluster.local"
+	}
+	return host
+}

@@ -119,8 +119,8 @@ func New(cfg Config) (*Simulator, error) {
 // Config returns the configuration with defaults applied.
 func (s *Simulator) Config() Config { return s.cfg }
 
-// Initial returns the initial topology: Sidecars first, then each service's ServiceEntry,
-// WorkloadEntries, VirtualService and DestinationRule.
+// Initial returns the initial topology: Sidecars first (or an explicit mesh's objects), then
+// each service's ServiceEntry, WorkloadEntries, VirtualService and DestinationRule.
 func (s *Simulator) Initial() []model.Config { return slices.Clone(s.initial) }
 
 // Current renders the mesh as it stands after the events emitted so far (replayed events
@@ -284,10 +284,10 @@ func (b *evb) endpointsChanged(svc *service, added, removed []*endpoint) {
 		res := clusterName(p.number, "", svc.host())
 		b.counts = append(b.counts, probe.Predicate{Op: probe.EndpointCount, Resource: res, Count: len(svc.endpoints)})
 		for _, e := range added {
-			b.others = append(b.others, probe.Predicate{Op: probe.EndpointPresent, Resource: res, Address: e.addr, Port: p.number})
+			b.others = append(b.others, probe.Predicate{Op: probe.EndpointPresent, Resource: res, Address: e.addr, Port: p.targetPort()})
 		}
 		for _, e := range removed {
-			b.others = append(b.others, probe.Predicate{Op: probe.EndpointAbsent, Resource: res, Address: e.addr, Port: p.number})
+			b.others = append(b.others, probe.Predicate{Op: probe.EndpointAbsent, Resource: res, Address: e.addr, Port: p.targetPort()})
 		}
 	}
 }
@@ -469,7 +469,7 @@ func (s *Simulator) rollStep(b *evb, svc *service, rollout int, last bool) {
 			b.err = err
 			return
 		}
-		ne.region, ne.zone, ne.version = e.region, e.zone, e.version
+		ne.like(e)
 		removeEndpoint(svc, e)
 		svc.endpoints = append(svc.endpoints, ne)
 		added, removed = append(added, ne), append(removed, e)
@@ -486,7 +486,7 @@ func (s *Simulator) rollStep(b *evb, svc *service, rollout int, last bool) {
 
 func (s *Simulator) serviceCreate(b *evb, p *process) {
 	for range p.ch.Services {
-		svc, err := s.m.createService(nsName(s.m.rng.IntN(s.m.topo.Namespaces)))
+		svc, err := s.m.createService(s.m.namespaces[s.m.rng.IntN(len(s.m.namespaces))])
 		if err != nil {
 			b.err = err
 			return
@@ -499,7 +499,7 @@ func (s *Simulator) serviceCreate(b *evb, p *process) {
 				probe.Predicate{Op: probe.ClusterPresent, Resource: res},
 				probe.Predicate{Op: probe.EndpointCount, Resource: res, Count: len(svc.endpoints)})
 			for _, e := range svc.endpoints {
-				b.others = append(b.others, probe.Predicate{Op: probe.EndpointPresent, Resource: res, Address: e.addr, Port: pt.number})
+				b.others = append(b.others, probe.Predicate{Op: probe.EndpointPresent, Resource: res, Address: e.addr, Port: pt.targetPort()})
 			}
 		}
 	}
@@ -611,7 +611,7 @@ func (s *Simulator) changeSA(b *evb, p *process) {
 				b.err = err
 				return
 			}
-			ne.region, ne.zone, ne.version = e.region, e.zone, e.version
+			ne.like(e)
 			svc.endpoints = append(svc.endpoints, ne)
 		}
 		b.endpointsChanged(svc, svc.endpoints, old)

@@ -11,6 +11,7 @@ func subcommands() []*cobra.Command {
 		newMergeCmd(),
 		newSimCmd(),
 		newValidateCmd(),
+		newImportCmd(),
 		newTuneCmd(),
 		newCompareCmd(),
 		newDashboardsCmd(),

@@ -19,7 +19,8 @@ import (
 //     synopsis (an ALLCAPS placeholder such as DIR or HOST:PORT, "[", "|", "…"). Inline code
 //     is not checked.
 //   - The fast ones run as written from the repository root (--out into a temporary
-//     directory) and must exit 0: validate, version, dashboards, and tune --estimate-only.
+//     directory) and must exit 0: validate, version, dashboards, import, and tune
+//     --estimate-only.
 //   - <!-- doc-test: parse-only --> before a fenced block keeps its commands from running (a
 //     file the reader writes first, a cluster, a long run); <!-- doc-test: skip --> skips the
 //     block altogether (a deliberately wrong command).
@@ -170,7 +171,7 @@ func parseCommand(args []string) error {
 // runnable reports whether a doc command is fast enough to run in the test.
 func runnable(args []string) bool {
 	switch args[0] {
-	case "validate", "version", "dashboards":
+	case "validate", "version", "dashboards", "import":
 		return true
 	case "tune":
 		return slices.Contains(args, "--estimate-only")

@@ -1,0 +1,169 @@
+package simulator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+func explicitMesh() *Mesh {
+	return &Mesh{
+		Services: []MeshService{
+			{Name: "reviews", Namespace: "bookinfo", ServiceAccount: "reviews",
+				Ports: []MeshPort{{Number: 9080, TargetPort: 9080, Protocol: "HTTP", Name: "http"}},
+				Endpoints: []MeshEndpoints{
+					{Count: 3, Locality: "us/us-a", Labels: map[string]string{"app": "reviews", "version": "v1"}},
+					{Count: 2, Locality: "us/us-b", Labels: map[string]string{"app": "reviews", "version": "v2"}},
+				}},
+			{Name: "db", Namespace: "data",
+				Ports:     []MeshPort{{Number: 5432, TargetPort: 15432, Protocol: "TCP", Name: "pg"}, {Number: 8443, Protocol: "HTTPS", Name: "https"}},
+				Endpoints: []MeshEndpoints{{Count: 1, Locality: "/us-c"}}},
+			{Name: "idle", Namespace: "data", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
+			// Named as service-create names its first services: they must not collide.
+			{Name: "svc-0", Namespace: "bookinfo", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
+			{Name: "svc-0", Namespace: "data", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
+		},
+		Config: []model.Config{{
+			Meta: model.Meta{Kind: model.KindDestinationRule, Name: "reviews", Namespace: "bookinfo"},
+			Spec: &networking.DestinationRule{Host: "reviews.bookinfo.svc.cluster.local",
+				Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}}},
+		}},
+	}
+}
+
+// TestExplicitMesh: an explicit mesh is rendered as written (services, ports with their names,
+// protocols and target ports, endpoint counts per locality with their labels, the objects
+// verbatim), and churn on it keeps every expectation true.
+func TestExplicitMesh(t *testing.T) {
+	cfg := Config{Seed: 3, Duration: 40 * time.Second, Topology: Topology{Mesh: explicitMesh(), ServiceAccountsPerNamespace: 2,
+		PortsPerService: DefaultTopology().PortsPerService, EndpointsPerService: DefaultTopology().EndpointsPerService},
+		Churn: []Churn{
+			{Kind: EndpointFlap, Rate: 2},
+			{Kind: Scale, Rate: 1},
+			{Kind: RollingDeploy, Every: 7 * time.Second, Window: 3 * time.Second},
+			{Kind: ZoneFailure, Every: 11 * time.Second, Down: 2 * time.Second},
+			{Kind: ServiceCreate, Every: 13 * time.Second},
+			{Kind: ServiceAccountChange, Every: 17 * time.Second},
+		}}
+	sim, err := New(cfg)
+	require.NoError(t, err)
+	require.Equal(t, 2, sim.Config().Topology.Namespaces)
+	require.Equal(t, 5, sim.Config().Topology.Services)
+	initial := sim.Initial()
+	require.Len(t, initial, 6)
+	require.Equal(t, model.KindDestinationRule, initial[0].Kind, "the mesh's objects come first")
+	se := map[string]*networking.ServiceEntry{}
+	for _, c := range initial[1:] {
+		se[c.Namespace+"/"+c.Name] = c.Spec.(*networking.ServiceEntry)
+	}
+	rv := se["bookinfo/reviews"]
+	require.Equal(t, []string{"reviews.bookinfo.svc.cluster.local"}, rv.Hosts)
+	require.Len(t, rv.Endpoints, 5)
+	locs := map[string]int{}
+	for _, e := range rv.Endpoints {
+		locs[e.Locality+" "+e.Labels["version"]]++
+		require.Equal(t, "reviews", e.ServiceAccount)
+	}
+	require.Equal(t, map[string]int{"us/us-a v1": 3, "us/us-b v2": 2}, locs)
+	db := se["data/db"]
+	require.Equal(t, "pg", db.Ports[0].Name)
+	require.Equal(t, uint32(15432), db.Ports[0].TargetPort)
+	require.Equal(t, "HTTPS", db.Ports[1].Protocol)
+	require.Equal(t, "/us-c", db.Endpoints[0].Locality)
+	require.Equal(t, "default", db.Endpoints[0].ServiceAccount)
+	require.Empty(t, se["data/idle"].Endpoints)
+
+	events := drain(t, sim)
+	kinds := map[ChurnKind]int{}
+	for _, ev := range events {
+		if ev.Skip == "" {
+			kinds[ev.Kind]++
+		}
+	}
+	for _, k := range []ChurnKind{EndpointFlap, Scale, RollingDeploy, ZoneFailure, ServiceCreate, ServiceAccountChange} {
+		require.Positive(t, kinds[k], "no %s event", k)
+	}
+	st := checkEvents(t, initial, events, false)
+	requireSameObjects(t, sim.Current(), st)
+	// Endpoints added later carry one of their service's groups, and created services live in
+	// the mesh's namespaces with its localities.
+	for _, c := range sim.Current() {
+		spec, ok := c.Spec.(*networking.ServiceEntry)
+		if !ok {
+			continue
+		}
+		require.Contains(t, []string{"bookinfo", "data"}, c.Namespace)
+		for _, e := range spec.Endpoints {
+			require.Contains(t, []string{"us/us-a", "us/us-b", "/us-c", ""}, e.Locality)
+			if c.Name == "reviews" {
+				require.Contains(t, []string{"v1", "v2"}, e.Labels["version"])
+				require.Equal(t, e.Locality == "us/us-a", e.Labels["version"] == "v1", "labels and locality of one group")
+			}
+		}
+	}
+}
+
+// TestExplicitMeshValidate: the synthetic knobs that a mesh replaces, and config-change, are
+// refused.
+func TestExplicitMeshValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"scoping", func(c *Config) { c.Topology.SidecarScoping = true }, "turn off sidecarScoping"},
+		{"config-change", func(c *Config) { c.Churn = []Churn{{Kind: ConfigChange, Rate: 1, Target: TargetDestinationRule}} }, "remove config-change"},
+		{"no ports", func(c *Config) { c.Topology.Mesh.Services[2].Ports = nil }, "give 1 to 64 ports"},
+		{"duplicate", func(c *Config) { c.Topology.Mesh.Services[2].Name = "db" }, "given twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Seed: 1, Duration: time.Second, Topology: Topology{Mesh: explicitMesh()}}
+			tc.mod(&cfg)
+			err := cfg.Validate()
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestExplicitMeshRouterReach: in an explicit mesh, endpoint events reach routers only for the
+// clusters a VirtualService bound to a Gateway selecting them routes to.
+func TestExplicitMeshRouterReach(t *testing.T) {
+	x := explicitMesh()
+	x.Config = append(x.Config,
+		model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "gw", Namespace: "istio-system"},
+			Spec: &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"},
+				Servers: []*networking.Server{{Port: &networking.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: []string{"*/r.example"}}}}},
+		model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "r", Namespace: "bookinfo"},
+			Spec: &networking.VirtualService{Hosts: []string{"r.example"}, Gateways: []string{"istio-system/gw"},
+				Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "reviews"}}}}}}},
+	)
+	sim, err := New(Config{Seed: 5, Duration: 30 * time.Second, Topology: Topology{Mesh: x}, Churn: []Churn{{Kind: EndpointFlap, Rate: 3}}})
+	require.NoError(t, err)
+	seen := map[string]string{}
+	for _, ev := range drain(t, sim) {
+		if ev.Skip != "" {
+			continue
+		}
+		for _, c := range ev.Upserts {
+			seen[c.Name] = ev.Expectation.Reach.ProxyType
+		}
+	}
+	require.Equal(t, "", seen["reviews"], "a gateway backend's endpoint events reach routers and sidecars")
+	require.Equal(t, "sidecar", seen["db"], "other services' events reach sidecars only")
+}
+
+// TestRenderPeerAuthentication: a PeerAuthentication (an explicit mesh may hold one) is written
+// under security.istio.io, whatever apiVersion the networking kinds get.
+func TestRenderPeerAuthentication(t *testing.T) {
+	pa := model.Config{Meta: model.Meta{Kind: model.KindPeerAuthentication, Name: "default", Namespace: "istio-system"},
+		Spec: &securityapi.PeerAuthentication{Mtls: &securityapi.PeerAuthentication_MutualTLS{Mode: securityapi.PeerAuthentication_MutualTLS_STRICT}}}
+	y, err := RenderYAML(pa, DefaultAPIVersion)
+	require.NoError(t, err)
+	require.Contains(t, string(y), "apiVersion: security.istio.io/v1\n")
+	require.Contains(t, string(y), "mode: STRICT")
+}
