@@ -206,4 +206,3 @@ func TestComparePoliciesVerdicts(t *testing.T) {
 }
 
 var nan = math.NaN()
-
