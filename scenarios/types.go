@@ -68,7 +68,7 @@ type Debounce struct {
 	MinQuiet  Duration         `yaml:"minQuiet" json:"minQuiet" doc:"Push once no change has arrived for this long; 0 disables debouncing."`
 	MaxDelay  Duration         `yaml:"maxDelay" json:"maxDelay" doc:"Push at the latest this long after the first change of a batch; must be >= minQuiet."`
 	Endpoints bool             `yaml:"endpoints" json:"endpoints" doc:"Debounce endpoint-only (EDS) changes too; false pushes them at once."`
-	Policy    string           `yaml:"policy,omitempty" json:"policy,omitempty" enum:"fixed,adaptive" doc:"How the quiet window is chosen: fixed waits minQuiet for every batch; adaptive grows it with the recent push cost between minQuiet and adaptive.maxQuiet (see docs/tuning.md)." def:"fixed"`
+	Policy    string           `yaml:"policy,omitempty" json:"policy,omitempty" enum:"fixed,adaptive" doc:"How the quiet window is chosen: fixed waits minQuiet for every batch; adaptive grows it with the recent push cost between minQuiet and adaptive.maxQuiet, and pushes a batch at the latest two windows after its first event (see docs/tuning.md)." def:"fixed"`
 	Adaptive  AdaptiveDebounce `yaml:"adaptive,omitempty" json:"adaptive,omitzero" doc:"Parameters of the adaptive policy (ignored by fixed)."`
 }
 

@@ -67,7 +67,7 @@ are read from the API server; see docs/kubernetes.md.`,
 	fl.DurationVar(&f.opts.Debounce.MinQuiet, "min-quiet", f.opts.Debounce.MinQuiet, "push once no change arrived for this long (Istio's PILOT_DEBOUNCE_AFTER)")
 	fl.DurationVar(&f.opts.Debounce.MaxDelay, "max-delay", f.opts.Debounce.MaxDelay, "push at the latest this long after a batch's first change (Istio's PILOT_DEBOUNCE_MAX)")
 	fl.BoolVar(&f.opts.Debounce.DebounceEDS, "debounce-eds", f.opts.Debounce.DebounceEDS, "debounce endpoint-only changes too; =false pushes them at once")
-	fl.StringVar(&f.policy, "debounce-policy", string(debounce.PolicyFixed), "how the quiet window is chosen: fixed (--min-quiet for every batch) or adaptive (grows with recent push cost between --min-quiet and --adaptive-max-quiet)")
+	fl.StringVar(&f.policy, "debounce-policy", string(debounce.PolicyFixed), "how the quiet window is chosen: fixed (--min-quiet for every batch) or adaptive (grows with recent push cost between --min-quiet and --adaptive-max-quiet; a batch waits at most two windows)")
 	fl.DurationVar(&f.opts.Debounce.Adaptive.MaxQuiet, "adaptive-max-quiet", debounce.DefaultAdaptiveMaxQuiet, "with --debounce-policy adaptive: the longest quiet window (at most --max-delay)")
 	fl.Float64Var(&f.opts.Debounce.Adaptive.CostFactor, "adaptive-cost-factor", debounce.DefaultAdaptiveCostFactor, "with --debounce-policy adaptive: quiet window = this × the moving average of push durations")
 	fl.Float64Var(&f.opts.Debounce.Adaptive.Weight, "adaptive-weight", debounce.DefaultAdaptiveWeight, "with --debounce-policy adaptive: weight of the newest push in the moving average, in (0, 1]")

@@ -22,7 +22,8 @@
 //
 //   - fixed (the default): MinQuiet and MaxDelay for every batch, today's debounce.
 //   - adaptive: the quiet window is CostFactor × an exponentially weighted moving average of
-//     push durations, clamped to [MinQuiet, Adaptive.MaxQuiet]; MaxDelay stays the cap.
+//     push durations, clamped to [MinQuiet, Adaptive.MaxQuiet], and a batch is capped at
+//     AdaptiveCapFactor (2) × that window after its first event (MaxDelay still bounds it).
 //
 // Why push cost: the quiet window is a bet that waiting merges enough further events to save
 // a push. What a saved push is worth is what a push costs, so the window should scale with it:
@@ -36,6 +37,12 @@
 // a short window serves well. The queue depth (Outcome.Pending) is reported but not used: a
 // batch that collected behind a push has waited at least that push's duration already, so the
 // cost signal covers it.
+//
+// Why the cap: a quiet window longer than the gaps between events never goes quiet, so every
+// batch would run to MaxDelay (10 s by default) — a cliff, not a slope. A first version
+// without the cap did exactly that on xdslab's quickstart (p99 push latency 5-10 s; see
+// docs/tuning.md). Capping at twice the window keeps the latency proportional to the push
+// cost while still bounding the push rate to about one per two windows under a steady stream.
 //
 // No per-class (EDS vs full) windows: with DebounceEDS false endpoint-only changes already
 // bypass the window, and with it true an EDS change and a full change that arrive together

@@ -71,7 +71,9 @@ func ParsePolicy(s string) (PolicyName, error) {
 // The quiet window is CostFactor × the exponentially weighted moving average (weight Weight
 // for the newest push) of push durations, clamped to [Options.MinQuiet, MaxQuiet]. It starts
 // at MinQuiet, grows while pushes are expensive and shrinks back as cheap pushes pull the
-// average down. MaxDelay stays Options.MaxDelay.
+// average down. A batch is capped at AdaptiveCapFactor × the quiet window after its first
+// event (never later than Options.MaxDelay): a window longer than the gaps between events
+// never goes quiet, and without the cap every batch would wait for MaxDelay.
 type AdaptiveOptions struct {
 	// MaxQuiet is the longest quiet window; at least Options.MinQuiet, at most
 	// Options.MaxDelay. Zero: DefaultAdaptiveMaxQuiet (capped at MaxDelay).
@@ -83,6 +85,12 @@ type AdaptiveOptions struct {
 	// DefaultAdaptiveWeight.
 	Weight float64
 }
+
+// AdaptiveCapFactor: the adaptive policy pushes a batch at the latest this many quiet
+// windows after its first event (or at Options.MaxDelay, if sooner). Under a steady stream
+// that bounds the push rate to about one per two windows, the duty cycle the window's cost
+// factor was chosen for.
+const AdaptiveCapFactor = 2
 
 // Adaptive policy defaults.
 const (
@@ -130,7 +138,9 @@ func NewPolicy(opts Options) Policy {
 	if !(a.Weight > 0) || a.Weight > 1 {
 		a.Weight = DefaultAdaptiveWeight
 	}
-	return &adaptivePolicy{opts: a, min: w, w: w}
+	p := &adaptivePolicy{opts: a, min: w}
+	p.set(minQuiet)
+	return p
 }
 
 // fixedPolicy is today's debounce: one window for every batch.
@@ -163,10 +173,15 @@ func (p *adaptivePolicy) Observe(o Outcome) {
 	q := p.opts.CostFactor * p.avg
 	switch {
 	case q >= float64(p.opts.MaxQuiet):
-		p.w.Quiet = p.opts.MaxQuiet
+		p.set(p.opts.MaxQuiet)
 	case q <= float64(p.min.Quiet):
-		p.w.Quiet = p.min.Quiet
+		p.set(p.min.Quiet)
 	default:
-		p.w.Quiet = time.Duration(q)
+		p.set(time.Duration(q))
 	}
+}
+
+// set makes q the quiet window and caps batches at AdaptiveCapFactor × q (at most MaxDelay).
+func (p *adaptivePolicy) set(q time.Duration) {
+	p.w = Window{Quiet: q, MaxDelay: min(p.min.MaxDelay, AdaptiveCapFactor*q)}
 }

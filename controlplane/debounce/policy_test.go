@@ -19,7 +19,8 @@ func adaptive(minQuiet, maxDelay, maxQuiet time.Duration, factor, weight float64
 }
 
 // TestAdaptivePolicyWindow: the quiet window is costFactor × the moving average of push
-// durations, clamped to [minQuiet, maxQuiet]; maxDelay never moves.
+// durations, clamped to [minQuiet, maxQuiet]; batches are capped at twice the window, never
+// later than maxDelay.
 func TestAdaptivePolicyWindow(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -73,15 +74,20 @@ func TestAdaptivePolicyWindow(t *testing.T) {
 			if want := max(tt.opts.MinQuiet, 0); p.Window().Quiet != want {
 				t.Errorf("initial quiet %v, want minQuiet %v", p.Window().Quiet, want)
 			}
-			maxDelay := p.Window().MaxDelay
+			capOf := func(q time.Duration) time.Duration {
+				if tt.opts.Policy != PolicyAdaptive {
+					return tt.opts.MaxDelay
+				}
+				return min(tt.opts.MaxDelay, 2*q)
+			}
 			for i, d := range tt.durations {
 				p.Observe(Outcome{Duration: d, Events: 1})
 				w := p.Window()
 				if w.Quiet != tt.want[i] {
 					t.Errorf("after push %d (%v): quiet %v, want %v", i, d, w.Quiet, tt.want[i])
 				}
-				if w.MaxDelay != maxDelay {
-					t.Errorf("after push %d: maxDelay moved from %v to %v", i, maxDelay, w.MaxDelay)
+				if want := capOf(tt.want[i]); w.MaxDelay != want {
+					t.Errorf("after push %d: max delay %v, want %v", i, w.MaxDelay, want)
 				}
 			}
 		})
@@ -103,8 +109,8 @@ func TestCoreAdaptiveSteps(t *testing.T) {
 		{"done", 710, "-", -1},
 		{"full", 800, "-", 900},
 		{"tick", 900, "push 1 quiet", -1},
-		// A 3s push: 12s clamps to maxQuiet 1s, which the event behind it has waited out
-		// already, so it goes at once.
+		// A 3s push: 12s clamps to maxQuiet 1s (cap 2s), which the event behind it has waited
+		// out already, so it goes at once.
 		{"full", 1000, "-", -1},
 		{"done", 3900, "push 1 quiet", -1},
 		{"full", 3950, "-", -1},
@@ -134,8 +140,8 @@ func TestCoreReportsWindow(t *testing.T) {
 	}
 	c.PushDone(at(540))
 	want := []Outcome{
-		{Duration: 100 * ms, Events: 1, Pending: 2, Window: Window{Quiet: 100 * ms, MaxDelay: 10 * time.Second}},
-		{Duration: 10 * ms, Events: 2, Pending: 0, Window: Window{Quiet: 400 * ms, MaxDelay: 10 * time.Second}},
+		{Duration: 100 * ms, Events: 1, Pending: 2, Window: Window{Quiet: 100 * ms, MaxDelay: 200 * ms}},
+		{Duration: 10 * ms, Events: 2, Pending: 0, Window: Window{Quiet: 400 * ms, MaxDelay: 800 * ms}},
 	}
 	if diff := cmp.Diff(want, rec.seen); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
@@ -157,7 +163,8 @@ func (r *recordingPolicy) Observe(o Outcome) {
 
 // TestSimulateAdaptive: events 150ms apart, pushes of 100ms. The fixed 100ms window pushes
 // every event alone; the adaptive one learns from the first push that pushes cost 100ms,
-// widens to 400ms and merges the stream into batches capped by maxDelay.
+// widens to 400ms, which the stream never leaves quiet, and so merges it into batches capped
+// at 800ms (twice the window) rather than at maxDelay.
 func TestSimulateAdaptive(t *testing.T) {
 	events := every(150*ms, 3*time.Second)
 	fixed, err := Simulate(opts(100*ms, time.Second, true), events, 100*ms)
@@ -171,14 +178,22 @@ func TestSimulateAdaptive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ad10, err := Simulate(adaptive(100*ms, 10*time.Second, time.Second, 4, 1), events, 100*ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(compact(ad), compact(ad10)); diff != "" {
+		t.Errorf("maxDelay 1s and 10s differ; the cap should decide (-1s +10s):\n%s", diff)
+	}
 	want := []push{
 		{At: 100 * ms, Events: 1, Trigger: TriggerQuiet, Delay: 100 * ms},
 		// Events from 150ms on: each 150ms gap is below the 400ms window, so the batch runs
-		// to maxDelay (1s after 150ms).
-		{At: 1150 * ms, Events: 7, Trigger: TriggerMaxDelay, Delay: time.Second},
-		{At: 2200 * ms, Events: 7, Trigger: TriggerMaxDelay, Delay: time.Second},
-		// The last batch (2.25s..2.85s) goes quiet 400ms after its last event.
-		{At: 3250 * ms, Events: 5, Trigger: TriggerQuiet, Delay: time.Second},
+		// to the cap, 800ms after its first event.
+		{At: 950 * ms, Events: 6, Trigger: TriggerMaxDelay, Delay: 800 * ms},
+		{At: 1850 * ms, Events: 6, Trigger: TriggerMaxDelay, Delay: 800 * ms},
+		{At: 2750 * ms, Events: 6, Trigger: TriggerMaxDelay, Delay: 800 * ms},
+		// The last event (2.85s) goes quiet 400ms later.
+		{At: 3250 * ms, Events: 1, Trigger: TriggerQuiet, Delay: 400 * ms},
 	}
 	if diff := cmp.Diff(want, compact(ad)); diff != "" {
 		t.Errorf("adaptive pushes (-want +got):\n%s", diff)
