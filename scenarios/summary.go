@@ -65,7 +65,7 @@ func (s *Scenario) Summary() string {
 		if d.Adaptive.MaxQuiet > 0 {
 			maxQuiet = d.Adaptive.MaxQuiet.String()
 		}
-		w("  debounce policy adaptive: quiet window = costFactor %s × push-duration average (weight %s), from minQuiet up to maxQuiet %s",
+		w("  debounce policy adaptive: quiet window = costFactor %s × push-duration average (weight %s), from minQuiet up to maxQuiet %s; a batch waits at most two windows",
 			defaultNum(d.Adaptive.CostFactor, "4"), defaultNum(d.Adaptive.Weight, "0.3"), maxQuiet)
 	}
 	if sk := s.Sink; sk.Kind == SinkKube {
