@@ -34,6 +34,7 @@ const (
 	MetricCPRejects         = "xdslab_cp_rejects_total"
 	MetricEventsPerPush     = "xdslab_debounce_events_per_push"
 	MetricDebounceDelay     = "xdslab_debounce_delay_seconds"
+	MetricDebounceQuiet     = "xdslab_debounce_quiet_seconds"
 	MetricCacheHitRatio     = "xdslab_cache_hit_ratio"
 	MetricCPUSeconds        = "xdslab_cpu_seconds"
 	MetricPeakRSS           = "xdslab_peak_rss_bytes"
@@ -245,6 +246,15 @@ func (r *run) collectCP(add func(...summary.Metric), dur time.Duration, events i
 		if b.hasPerPush {
 			// The control plane's own view: change events (inbound updates) merged per cycle.
 			addBuckets(cpEventsPerPush, summary.Default, cpEventsPerPush, b.perPush.sub(a.perPush))
+		}
+		if b.hasQuiet {
+			// The window at the end of the run; min and max of the two samples (start of the
+			// measure phase, end of the run) show whether an adaptive policy moved it.
+			lo, hi := b.quiet, b.quiet
+			if a.hasQuiet {
+				lo, hi = min(a.quiet, b.quiet), max(a.quiet, b.quiet)
+			}
+			add(summary.NewGauge(MetricDebounceQuiet, summary.Time, b.quiet, lo, hi, nil))
 		}
 		if b.hasDebounce || b.hasPerPush {
 			note += "; " + MetricDebounceDelay + " and " + cpEventsPerPush + " are read from the control plane's Prometheus buckets: count and mean are exact, each quantile is the bucket that holds it"

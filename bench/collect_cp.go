@@ -23,6 +23,7 @@ const (
 	cpServices      = "pilot_services"
 	cpCPU           = "process_cpu_seconds_total"
 	cpRSS           = "process_resident_memory_bytes"
+	cpQuiet         = "xdslab_cp_debounce_quiet_seconds"
 )
 
 // histSnap is a Prometheus histogram at one moment: cumulative bucket counts by upper bound.
@@ -91,6 +92,8 @@ type cpSample struct {
 	hasCPU      bool
 	rss         float64
 	hasRSS      bool
+	quiet       float64 // the debounce policy's quiet window at the last push
+	hasQuiet    bool
 }
 
 // readCP extracts a cpSample from metric families.
@@ -128,6 +131,11 @@ func readCP(fams []*dto.MetricFamily) cpSample {
 			s.cpu, s.hasCPU = sumValues(f), true
 		case cpRSS:
 			s.rss, s.hasRSS = sumValues(f), true
+		case cpQuiet:
+			// One series, labelled with the control plane's policy.
+			if ms := f.GetMetric(); len(ms) > 0 {
+				s.quiet, s.hasQuiet = value(f, ms[0]), true
+			}
 		}
 	}
 	// Istio has no push-cycle counter, but observes pilot_debounce_time once per debounced push.

@@ -161,6 +161,12 @@ func ControlPlaneOptions(s *scenarios.Scenario) controlplane.Options {
 		MinQuiet:    s.ControlPlane.Debounce.MinQuiet.D(),
 		MaxDelay:    s.ControlPlane.Debounce.MaxDelay.D(),
 		DebounceEDS: s.ControlPlane.Debounce.Endpoints,
+		Policy:      debounce.PolicyName(s.ControlPlane.Debounce.Policy),
+		Adaptive: debounce.AdaptiveOptions{
+			MaxQuiet:   s.ControlPlane.Debounce.Adaptive.MaxQuiet.D(),
+			CostFactor: s.ControlPlane.Debounce.Adaptive.CostFactor,
+			Weight:     s.ControlPlane.Debounce.Adaptive.Weight,
+		},
 	}
 	o.PushThrottle = s.ControlPlane.PushThrottle
 	o.FlowControl = s.ControlPlane.FlowControl.Enabled

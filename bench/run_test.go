@@ -244,6 +244,10 @@ func TestRunInProcess(t *testing.T) {
 	perPush := find(t, s, MetricEventsPerPush, nil).Values["value"]
 	require.InDelta(t, find(t, s, MetricSimEvents, nil).Values["count"]/cycles, perPush, 1e-9)
 	find(t, s, MetricDebounceDelay, nil)
+	// The fixed policy's window is minQuiet throughout.
+	q := find(t, s, MetricDebounceQuiet, nil).Values
+	require.InDelta(t, sc.ControlPlane.Debounce.MinQuiet.D().Seconds(), q["value"], 1e-9)
+	require.InDelta(t, q["value"], q["max"], 1e-9)
 	hit := find(t, s, MetricCacheHitRatio, nil)
 	require.Greater(t, hit.Values["passes"]+hit.Values["fails"], 0.0)
 	// The CPU profile splits the process between the two sides.

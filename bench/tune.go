@@ -31,10 +31,22 @@ var tuneParamAliases = map[string]string{
 	"maxDelay":     "controlPlane.debounce.maxDelay",
 	"endpoints":    "controlPlane.debounce.endpoints",
 	"pushThrottle": "controlPlane.pushThrottle",
+	"policy":       pathPolicy,
+	"maxQuiet":     "controlPlane.debounce.adaptive.maxQuiet",
+	"costFactor":   "controlPlane.debounce.adaptive.costFactor",
+	"weight":       "controlPlane.debounce.adaptive.weight",
 }
 
+// pathPolicy is the scenario path of the debounce policy; pathAdaptive prefixes the adaptive
+// policy's parameters, which the fixed policy ignores.
+const (
+	pathPolicy   = "controlPlane.debounce.policy"
+	pathAdaptive = "controlPlane.debounce.adaptive."
+)
+
 // Param is one swept scenario field: --param NAME=V1,V2,… where NAME is a short name
-// (minQuiet, maxDelay, endpoints, pushThrottle) or any scenario path (scenarios.Set).
+// (minQuiet, maxDelay, endpoints, pushThrottle; policy and the adaptive policy's maxQuiet,
+// costFactor, weight) or any scenario path (scenarios.Set).
 type Param struct {
 	Name   string   `json:"name"`
 	Path   string   `json:"path"`
@@ -93,6 +105,12 @@ type TuneOptions struct {
 	// Search adds one point found by a gonum/optimize search of the fast estimate between
 	// the grid's minQuiet and maxDelay values (see TuneSearch), and runs it like the others.
 	Search bool
+	// Interleave runs the grid repeat by repeat (every point's run 1, then every point's
+	// run 2, …) instead of point by point, so a change in the machine's load during the tune
+	// spreads over every point instead of biasing the ones that ran then.
+	Interleave bool
+	// Alpha is the significance level of the policy comparison's U tests (default 0.05).
+	Alpha float64
 }
 
 // Setting is one parameter's value at a grid point.
@@ -106,6 +124,7 @@ type Setting struct {
 // do not report one). The debounce delay comes from the control plane's Prometheus buckets:
 // its mean is exact, its p99 only a bound (tuneBound), and neither ranks points.
 type PointFigures struct {
+	PushLatencyP50    Float `json:"pushLatencyP50Seconds"`
 	PushLatencyP99    Float `json:"pushLatencyP99Seconds"`
 	ConvergenceP99    Float `json:"convergenceP99Seconds"`
 	PushCycles        Float `json:"pushCycles"`
@@ -122,7 +141,9 @@ type TunePoint struct {
 	Index    int       `json:"index"`
 	Settings []Setting `json:"settings"`
 	Label    string    `json:"label"`
-	Runs     int       `json:"runs"`
+	// Policy is the point's debounce policy (fixed or adaptive).
+	Policy string `json:"policy"`
+	Runs   int    `json:"runs"`
 	// Measured is nil for an estimate-only tune or a point whose runs failed.
 	Measured *PointFigures `json:"measured,omitempty"`
 	Estimate TuneEstimate  `json:"estimate"`
@@ -133,6 +154,9 @@ type TunePoint struct {
 	Knee             bool     `json:"knee"`
 	Recommended      bool     `json:"recommended"`
 	Error            string   `json:"error,omitempty"`
+
+	// perRun are the figures of each run, for the policy comparison's U tests.
+	perRun []PointFigures
 }
 
 // Latency is the point's latency axis: measured p99 push latency, or the estimated
@@ -194,6 +218,14 @@ type TuneResult struct {
 	// Search is the searched point (TuneOptions.Search); SearchNote says why there is none.
 	Search     *TuneSearch `json:"search,omitempty"`
 	SearchNote string      `json:"searchNote,omitempty"`
+	// Policies compares the best adaptive point with the best fixed one when the tune ran
+	// both policies (see PolicyComparison).
+	Policies *PolicyComparison `json:"policyComparison,omitempty"`
+	// Duplicates lists the grid points left out because an earlier point runs the same
+	// scenario (the fixed policy ignores the adaptive policy's parameters).
+	Duplicates []string `json:"duplicates,omitempty"`
+	// Interleaved: the runs went repeat by repeat over the grid.
+	Interleaved bool `json:"interleaved,omitempty"`
 }
 
 // grid expands the parameters into points (the first parameter varies slowest).
@@ -207,6 +239,56 @@ func tuneGrid(params []Param) [][]Setting {
 			}
 		}
 		out = next
+	}
+	return out
+}
+
+// tunePolicyOf is the debounce policy sc runs with.
+func tunePolicyOf(sc *scenarios.Scenario) string {
+	if p := sc.ControlPlane.Debounce.Policy; p != "" {
+		return p
+	}
+	return "fixed"
+}
+
+// tuneDedupe drops the grid points that run the same scenario as an earlier one: with the
+// fixed policy, points that differ only in the adaptive policy's parameters. It returns the
+// points kept and a note for each one dropped.
+func tuneDedupe(sc *scenarios.Scenario, points [][]Setting) ([][]Setting, []string) {
+	var kept [][]Setting
+	var notes []string
+	seen := map[string]string{}
+	for _, settings := range points {
+		psc := sc.Clone()
+		fixed := true
+		for _, s := range settings {
+			if err := psc.Set(s.Path, s.Value); err != nil {
+				fixed = false // an invalid point is kept: it reports its own error
+				break
+			}
+		}
+		if !fixed || tunePolicyOf(psc) != "fixed" {
+			kept = append(kept, settings)
+			continue
+		}
+		key := tunePointLabel(tuneWithoutAdaptive(settings))
+		if first, ok := seen[key]; ok {
+			notes = append(notes, fmt.Sprintf("%s (the same run as %s: the fixed policy ignores the adaptive parameters)", tunePointLabel(settings), first))
+			continue
+		}
+		seen[key] = key
+		kept = append(kept, settings)
+	}
+	return kept, notes
+}
+
+// tuneWithoutAdaptive is settings without the adaptive policy's parameters.
+func tuneWithoutAdaptive(settings []Setting) []Setting {
+	var out []Setting
+	for _, s := range settings {
+		if !strings.HasPrefix(s.Path, pathAdaptive) {
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -258,8 +340,9 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 	if len(points) > opts.MaxPoints {
 		return nil, fmt.Errorf("tune: the grid has %d points, more than %d: sweep fewer values", len(points), opts.MaxPoints)
 	}
+	points, dups := tuneDedupe(sc, points)
 	res := &TuneResult{Scenario: sc.Name, Params: opts.Params, Repeats: opts.Repeats, Cost: opts.Cost,
-		EstimateOnly: opts.EstimateOnly, Knee: -1, Recommended: -1}
+		EstimateOnly: opts.EstimateOnly, Knee: -1, Recommended: -1, Duplicates: dups}
 	ths := tuneLatencyThresholds(sc)
 	for _, th := range ths {
 		res.Thresholds = append(res.Thresholds, th.selector+": "+th.t.Source)
@@ -276,8 +359,9 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 	// The ETA counts the runs left at the mean duration of the runs so far.
 	var runTime time.Duration
 	runsDone := 0
-	// point evaluates (estimates and, unless estimate-only, runs) one point.
-	point := func(i int, settings []Setting, label string) (TunePoint, error) {
+	// prepare sets up one point: its scenario and its estimate. A point it cannot set up
+	// comes back with its Error and a nil scenario.
+	prepare := func(i int, settings []Setting, label string) (TunePoint, *scenarios.Scenario) {
 		pt := TunePoint{Index: i, Settings: settings, Label: label}
 		psc := sc.Clone()
 		for _, s := range settings {
@@ -285,6 +369,11 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 				pt.Error = "invalid settings: " + err.Error()
 				return pt, nil
 			}
+		}
+		pt.Policy = tunePolicyOf(psc)
+		if pt.Policy == "fixed" && label == tunePointLabel(settings) {
+			// The adaptive parameters do not apply: leave them out of the label.
+			pt.Label = tunePointLabel(tuneWithoutAdaptive(settings))
 		}
 		e, err := est.estimate(psc)
 		if err != nil {
@@ -294,44 +383,105 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 		pt.Estimate = e
 		if opts.EstimateOnly {
 			pt.MeetsThresholds, pt.FailedThresholds = tuneEstimateMeets(ths, pt.Estimate)
+		}
+		return pt, psc
+	}
+	// runOnce runs repeat k of a prepared point; a failed run sets the point's Error.
+	runOnce := func(pt *TunePoint, psc *scenarios.Scenario, k int, eta string) (*summary.Summary, error) {
+		if opts.Progress != nil {
+			// Points are numbered as in the table and the point-N directories: from 0.
+			fmt.Fprintf(opts.Progress, "tune: point %d (of 0..%d) %s, run %d/%d, %s\n", pt.Index, total-1, pt.Label, k, opts.Repeats, eta)
+		}
+		began := time.Now()
+		s, err := opts.Run(ctx, psc, TuneRunInfo{Point: pt.Index, Repeat: k, Label: pt.Label})
+		runTime += time.Since(began)
+		runsDone++
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("tune: %w", ctxErr)
+		}
+		if err != nil {
+			pt.Error = fmt.Sprintf("run %d: %v", k, err)
+			return nil, nil
+		}
+		return s, nil
+	}
+	// finish sets a point's figures from its runs.
+	finish := func(pt *TunePoint, runs []*summary.Summary) {
+		pt.Runs = len(runs)
+		f := tunePointFigures(runs)
+		pt.Measured = &f
+		for _, r := range runs {
+			pt.perRun = append(pt.perRun, tunePointFigures([]*summary.Summary{r}))
+		}
+		pt.MeetsThresholds, pt.FailedThresholds = tuneEvalThresholds(ths, runs)
+	}
+	// point evaluates (estimates and, unless estimate-only, runs) one point, its repeats in a row.
+	point := func(i int, settings []Setting, label string) (TunePoint, error) {
+		pt, psc := prepare(i, settings, label)
+		if psc == nil || opts.EstimateOnly {
 			return pt, nil
 		}
 		var runs []*summary.Summary
 		for k := 1; k <= opts.Repeats; k++ {
-			if opts.Progress != nil {
-				// Points are numbered as in the table and the point-N directories: from 0.
-				eta := "ETA after the first run"
-				if runsDone > 0 {
-					runsLeft := (total-i)*opts.Repeats - (k - 1)
-					eta = fmt.Sprintf("ETA %s", (runTime / time.Duration(runsDone) * time.Duration(runsLeft)).Round(time.Second))
-				}
-				fmt.Fprintf(opts.Progress, "tune: point %d (of 0..%d) %s, run %d/%d, %s\n", i, total-1, pt.Label, k, opts.Repeats, eta)
+			eta := "ETA after the first run"
+			if runsDone > 0 {
+				runsLeft := (total-i)*opts.Repeats - (k - 1)
+				eta = fmt.Sprintf("ETA %s", (runTime / time.Duration(runsDone) * time.Duration(runsLeft)).Round(time.Second))
 			}
-			began := time.Now()
-			s, err := opts.Run(ctx, psc, TuneRunInfo{Point: i, Repeat: k, Label: pt.Label})
-			runTime += time.Since(began)
-			runsDone++
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return pt, fmt.Errorf("tune: %w", ctxErr)
-			}
+			s, err := runOnce(&pt, psc, k, eta)
 			if err != nil {
-				pt.Error = fmt.Sprintf("run %d: %v", k, err)
+				return pt, err
+			}
+			if s == nil {
 				return pt, nil
 			}
 			runs = append(runs, s)
 		}
-		pt.Runs = len(runs)
-		f := tunePointFigures(runs)
-		pt.Measured = &f
-		pt.MeetsThresholds, pt.FailedThresholds = tuneEvalThresholds(ths, runs)
+		finish(&pt, runs)
 		return pt, nil
 	}
-	for i, settings := range points {
-		pt, err := point(i, settings, tunePointLabel(settings))
-		if err != nil {
-			return nil, err
+	if opts.Interleave && !opts.EstimateOnly {
+		res.Interleaved = true
+		pscs := make([]*scenarios.Scenario, len(points))
+		runs := make([][]*summary.Summary, len(points))
+		for i, settings := range points {
+			pt, psc := prepare(i, settings, tunePointLabel(settings))
+			res.Points = append(res.Points, pt)
+			pscs[i] = psc
 		}
-		res.Points = append(res.Points, pt)
+		totalRuns := len(points) * opts.Repeats
+		for k := 1; k <= opts.Repeats; k++ {
+			for i := range res.Points {
+				pt := &res.Points[i]
+				if pscs[i] == nil || pt.Error != "" {
+					continue
+				}
+				eta := "ETA after the first run"
+				if runsDone > 0 {
+					eta = fmt.Sprintf("ETA %s", (runTime / time.Duration(runsDone) * time.Duration(totalRuns-runsDone)).Round(time.Second))
+				}
+				s, err := runOnce(pt, pscs[i], k, eta)
+				if err != nil {
+					return nil, err
+				}
+				if s != nil {
+					runs[i] = append(runs[i], s)
+				}
+			}
+		}
+		for i := range res.Points {
+			if pscs[i] != nil && res.Points[i].Error == "" {
+				finish(&res.Points[i], runs[i])
+			}
+		}
+	} else {
+		for i, settings := range points {
+			pt, err := point(i, settings, tunePointLabel(settings))
+			if err != nil {
+				return nil, err
+			}
+			res.Points = append(res.Points, pt)
+		}
 	}
 	if opts.Search {
 		if err := tuneAddSearch(sc, res, est, point); err != nil {
@@ -354,6 +504,7 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 		res.Points[res.Recommended].Recommended = true
 		res.Check = tuneEstimateCheck(res.Points[res.Recommended])
 	}
+	res.Policies = tuneComparePolicies(res, len(ths) > 0, opts.Alpha)
 	return res, nil
 }
 
@@ -405,6 +556,7 @@ func tuneBound(runs []*summary.Summary, name string, tags map[string]string, sta
 // pointFigures are the medians of the tune's figures over a point's runs.
 func tunePointFigures(runs []*summary.Summary) PointFigures {
 	f := PointFigures{
+		PushLatencyP50:    tuneFigure(runs, "xdslab_push_latency_seconds", nil, "p(50)"),
 		PushLatencyP99:    tuneFigure(runs, "xdslab_push_latency_seconds", nil, "p(99)"),
 		ConvergenceP99:    tuneFigure(runs, "xdslab_convergence_seconds", nil, "p(99)"),
 		PushCycles:        tuneFigure(runs, "xdslab_cp_push_cycles_total", nil, "count"),

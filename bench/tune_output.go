@@ -120,6 +120,9 @@ func tuneFmt(f Float, c summary.ValueType) string {
 // recommendation and how far the estimate was from the real run there.
 func WriteTuneText(w io.Writer, r *TuneResult) error {
 	mode := fmt.Sprintf("%d repeat(s) per point", r.Repeats)
+	if r.Interleaved {
+		mode += " (interleaved: every point's run 1, then every point's run 2, …)"
+	}
 	if r.EstimateOnly {
 		mode = "estimate only (no runs)"
 	}
@@ -184,12 +187,49 @@ func WriteTuneText(w io.Writer, r *TuneResult) error {
 	} else if r.SearchNote != "" {
 		fmt.Fprintf(w, "search: %s\n", r.SearchNote)
 	}
+	for _, d := range r.Duplicates {
+		fmt.Fprintf(w, "not run: %s\n", d)
+	}
 	if c := r.Check; c != nil {
 		fmt.Fprintf(w, "estimate vs real run at the recommended point: push cycles %s predicted, %s measured (%s); mean debounce delay %s predicted, %s measured (%s)\n",
 			tuneFmt(c.PushCyclesPredicted, summary.Default), tuneFmt(c.PushCyclesMeasured, summary.Default), tuneRelText(c.PushCyclesError),
 			tuneFmt(c.DebounceDelayPredicted, summary.Time), tuneFmt(c.DebounceDelayMeasured, summary.Time), tuneRelText(c.DebounceDelayError))
 	}
+	if c := r.Policies; c != nil {
+		return writeTunePolicies(w, r, c)
+	}
 	return nil
+}
+
+// writeTunePolicies writes the adaptive-vs-fixed comparison: the two points, a row per
+// figure with both medians, the U test's p and the verdict, and the overall verdict.
+func writeTunePolicies(w io.Writer, r *TuneResult, c *PolicyComparison) error {
+	fmt.Fprintf(w, "\nadaptive vs fixed debounce: adaptive %s (point %d) against fixed %s (point %d)\n",
+		r.Points[c.Adaptive].Label, c.Adaptive, r.Points[c.Fixed].Label, c.Fixed)
+	fmt.Fprintf(w, "  chosen as: %s\n", c.How)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  figure\tfixed\tadaptive\truns\tp (U test)\tadaptive is\t")
+	for _, f := range c.Figures {
+		vt := summary.Time
+		if f.Figure == "push cycles" {
+			vt = summary.Default
+		}
+		p := "—"
+		if !math.IsNaN(float64(f.P)) {
+			p = strconv.FormatFloat(float64(f.P), 'f', 3, 64)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d+%d\t%s\t%s\n", f.Figure, tuneFmt(f.Fixed, vt), tuneFmt(f.Adaptive, vt),
+			f.NFixed, f.NAdapt, p, f.Verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if _, err := w.Write(trimTrailingSpace(table.Bytes())); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "verdict: %s — %s\n", strings.ToUpper(string(c.Verdict)), c.Why)
+	return err
 }
 
 func tuneRelText(f Float) string {

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,39 +24,85 @@ var (
 	tuneRecColor      = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 )
 
-// TunePlot draws latency against cost: every usable point labelled with its settings,
-// dominated points grey, the frontier joined by a line, the knee and the recommendation
-// marked. format is png or svg.
-func TunePlot(w io.Writer, r *TuneResult, format string) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("xdslab tune %s: latency vs cost", r.Scenario)
+// tunePlotSeries is one drawn series of the tune plot.
+type tunePlotSeries struct {
+	Legend string // empty: not in the legend
+	Line   bool   // a line through the points (else glyphs only)
+	Glyphs bool   // glyphs at the points (with Line: a line with points)
+	Color  color.RGBA
+	Shape  string // circle, triangle, ring, square
+	Radius float64
+	Dashed bool
+	XYs    plotter.XYs
+}
+
+// tunePlotModel is everything TunePlot draws, decided without drawing (and golden-tested).
+type tunePlotModel struct {
+	Title, XLabel, YLabel string
+	Series                []tunePlotSeries
+	// Labels are the point labels, merged where they would overprint.
+	Labels    plotter.XYs
+	LabelText []string
+}
+
+// tunePlotShapes are the glyph shapes of the debounce policies when a tune compares them.
+var tunePlotShapes = map[string]string{"fixed": "circle", "adaptive": "triangle"}
+
+// tunePlotPolicies returns the policies of the usable points, in order of first appearance,
+// when there is more than one (nil otherwise: the plot then looks as before policies).
+func tunePlotPolicies(r *TuneResult) []string {
+	var out []string
+	for _, pt := range r.Points {
+		if pt.usable(r.Cost) && pt.Policy != "" && !slices.Contains(out, pt.Policy) {
+			out = append(out, pt.Policy)
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
+// tunePlotBuild decides the plot: every usable point labelled with its settings, dominated
+// points grey, the frontier joined by a line, the knee and the recommendation marked; when
+// the tune ran more than one debounce policy, each policy has its own glyph shape (fixed
+// circles, adaptive triangles) and the compared pair is named in the title.
+func tunePlotBuild(r *TuneResult) (*tunePlotModel, error) {
+	m := &tunePlotModel{Title: fmt.Sprintf("xdslab tune %s: latency vs cost", r.Scenario)}
 	switch {
 	case r.EstimateOnly:
-		p.X.Label.Text = "predicted push cycles"
-		p.Y.Label.Text = "predicted debounce delay p99 (ms)"
+		m.XLabel = "predicted push cycles"
+		m.YLabel = "predicted debounce delay p99 (ms)"
 	case r.Cost == CostCPU:
-		p.X.Label.Text = "control-plane CPU (s)"
-		p.Y.Label.Text = "p99 push latency (ms, log scale)"
+		m.XLabel = "control-plane CPU (s)"
+		m.YLabel = "p99 push latency (ms, log scale)"
 	default:
-		p.X.Label.Text = "push cycles"
-		p.Y.Label.Text = "p99 push latency (ms, log scale)"
+		m.XLabel = "push cycles"
+		m.YLabel = "p99 push latency (ms, log scale)"
 	}
 	if r.EstimateOnly {
-		p.Y.Label.Text += ", log scale"
+		m.YLabel += ", log scale"
 	}
-	// Latencies span orders of magnitude across a debounce sweep: a log axis keeps the fast
-	// points apart. Zero (no predicted delay) is drawn at 0.01 ms.
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = tuneLogTicks{}
 	ms := func(sec float64) float64 { return math.Max(1000*sec, 0.01) }
 	var names0 []string
 	for _, prm := range r.Params {
 		names0 = append(names0, prm.Name)
 	}
-	p.Title.Text += "\npoints labelled " + strings.Join(names0, "/")
-	p.Add(plotter.NewGrid())
-	var dom, front, labels plotter.XYs
+	m.Title += "\npoints labelled " + strings.Join(names0, "/")
+	policies := tunePlotPolicies(r)
+	if c := r.Policies; c != nil && policies != nil {
+		m.Title += fmt.Sprintf("; adaptive (%d) vs fixed (%d): %s", c.Adaptive, c.Fixed, c.Verdict)
+	}
+	shapeOf := func(pt TunePoint) string {
+		if policies == nil {
+			return "circle"
+		}
+		return tunePlotShapes[pt.Policy]
+	}
+	var labels, front plotter.XYs
 	var names []string
+	dom := map[string]plotter.XYs{}
+	frontBy := map[string]plotter.XYs{}
 	for _, pt := range r.Points {
 		if !pt.usable(r.Cost) {
 			continue
@@ -64,78 +111,173 @@ func TunePlot(w io.Writer, r *TuneResult, format string) error {
 		labels = append(labels, xy)
 		var vals []string
 		for _, st := range pt.Settings {
+			if pt.Policy == "fixed" && strings.HasPrefix(st.Path, pathAdaptive) {
+				vals = append(vals, "-") // the fixed policy ignores it
+				continue
+			}
 			vals = append(vals, st.Value)
 		}
 		// The point's number, as in the table and its point-N directory.
 		names = append(names, fmt.Sprintf("%d: %s", pt.Index, strings.Join(vals, "/")))
 		if !pt.Pareto {
-			dom = append(dom, xy)
+			dom[shapeOf(pt)] = append(dom[shapeOf(pt)], xy)
 		}
+	}
+	if len(labels) == 0 {
+		return nil, fmt.Errorf("tune plot: no point ran successfully: nothing to plot")
 	}
 	for _, i := range r.Frontier {
 		pt := r.Points[i]
-		front = append(front, plotter.XY{X: pt.CostValue(r.Cost), Y: ms(pt.Latency())})
+		xy := plotter.XY{X: pt.CostValue(r.Cost), Y: ms(pt.Latency())}
+		front = append(front, xy)
+		frontBy[shapeOf(pt)] = append(frontBy[shapeOf(pt)], xy)
 	}
-	if len(labels) == 0 {
-		return fmt.Errorf("tune plot: no point ran successfully: nothing to plot")
-	}
-	if len(dom) > 0 {
-		s, err := plotter.NewScatter(dom)
-		if err != nil {
-			return err
+	shapes := []string{"circle"}
+	if policies != nil {
+		shapes = nil
+		for _, p := range policies {
+			shapes = append(shapes, tunePlotShapes[p])
 		}
-		s.GlyphStyle = draw.GlyphStyle{Color: tuneDominated, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
-		p.Add(s)
-		p.Legend.Add("dominated", s)
+	}
+	for _, sh := range shapes {
+		if len(dom[sh]) == 0 {
+			continue
+		}
+		legend := "dominated"
+		if policies != nil {
+			legend = "dominated, " + tunePlotPolicyOfShape(sh)
+		}
+		m.Series = append(m.Series, tunePlotSeries{Legend: legend, Glyphs: true, Color: tuneDominated, Shape: sh, Radius: 3.5, XYs: dom[sh]})
 	}
 	if len(front) > 0 {
-		l, s, err := plotter.NewLinePoints(front)
-		if err != nil {
-			return err
+		if policies == nil {
+			m.Series = append(m.Series, tunePlotSeries{Legend: "Pareto frontier", Line: true, Glyphs: true, Color: tuneFrontierColor, Shape: "circle", Radius: 4, XYs: front})
+		} else {
+			m.Series = append(m.Series, tunePlotSeries{Legend: "Pareto frontier", Line: true, Color: tuneFrontierColor, XYs: front})
+			for _, sh := range shapes {
+				if len(frontBy[sh]) > 0 {
+					m.Series = append(m.Series, tunePlotSeries{Legend: "frontier, " + tunePlotPolicyOfShape(sh), Glyphs: true,
+						Color: tuneFrontierColor, Shape: sh, Radius: 4.5, XYs: frontBy[sh]})
+				}
+			}
 		}
-		l.Color = tuneFrontierColor
-		l.Width = vg.Points(1.5)
-		s.GlyphStyle = draw.GlyphStyle{Color: tuneFrontierColor, Radius: vg.Points(4), Shape: draw.CircleGlyph{}}
-		p.Add(l, s)
-		p.Legend.Add("Pareto frontier", l, s)
 	}
-	mark := func(i int, c color.Color, shape draw.GlyphDrawer, name string) error {
+	mark := func(i int, c color.RGBA, shape, name string) {
 		if i < 0 || !r.Points[i].usable(r.Cost) {
-			return nil
+			return
 		}
 		pt := r.Points[i]
-		s, err := plotter.NewScatter(plotter.XYs{{X: pt.CostValue(r.Cost), Y: ms(pt.Latency())}})
-		if err != nil {
-			return err
-		}
-		s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(7), Shape: shape}
-		p.Add(s)
-		p.Legend.Add(name, s)
-		return nil
+		m.Series = append(m.Series, tunePlotSeries{Legend: name, Glyphs: true, Color: c, Shape: shape, Radius: 7,
+			XYs: plotter.XYs{{X: pt.CostValue(r.Cost), Y: ms(pt.Latency())}}})
 	}
-	if err := mark(r.Knee, tuneKneeColor, draw.RingGlyph{}, "knee"); err != nil {
-		return err
-	}
-	if err := mark(r.Recommended, tuneRecColor, draw.SquareGlyph{}, "recommended"); err != nil {
-		return err
-	}
+	mark(r.Knee, tuneKneeColor, "ring", "knee")
+	mark(r.Recommended, tuneRecColor, "square", "recommended")
 	if r.Budget != nil && !r.EstimateOnly {
 		minX, maxX := math.Inf(1), math.Inf(-1)
 		for _, xy := range labels {
 			minX, maxX = math.Min(minX, xy.X), math.Max(maxX, xy.X)
 		}
 		b := ms(*r.Budget)
-		l, err := plotter.NewLine(plotter.XYs{{X: minX, Y: b}, {X: maxX, Y: b}})
-		if err != nil {
-			return err
-		}
-		l.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(l)
-		p.Legend.Add("p99 latency threshold", l)
+		m.Series = append(m.Series, tunePlotSeries{Legend: "p99 latency threshold", Line: true, Dashed: true,
+			Color: color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, XYs: plotter.XYs{{X: minX, Y: b}, {X: maxX, Y: b}}})
 	}
-	lxy, lnames := tuneMergeLabels(labels, names)
-	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: lxy, Labels: lnames})
+	m.Labels, m.LabelText = tuneMergeLabels(labels, names)
+	return m, nil
+}
+
+func tunePlotPolicyOfShape(shape string) string {
+	for p, s := range tunePlotShapes {
+		if s == shape {
+			return p
+		}
+	}
+	return shape
+}
+
+func tunePlotGlyph(shape string) draw.GlyphDrawer {
+	switch shape {
+	case "triangle":
+		return draw.TriangleGlyph{}
+	case "ring":
+		return draw.RingGlyph{}
+	case "square":
+		return draw.SquareGlyph{}
+	}
+	return draw.CircleGlyph{}
+}
+
+// String writes the model as text, for the golden test.
+func (m *tunePlotModel) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "title: %s\nx: %s\ny: %s\n", strings.ReplaceAll(m.Title, "\n", " / "), m.XLabel, m.YLabel)
+	for _, s := range m.Series {
+		kind := "glyphs"
+		switch {
+		case s.Line && s.Glyphs:
+			kind = "line+glyphs"
+		case s.Line && s.Dashed:
+			kind = "dashed line"
+		case s.Line:
+			kind = "line"
+		}
+		fmt.Fprintf(&b, "series %q: %s, #%02x%02x%02x", s.Legend, kind, s.Color.R, s.Color.G, s.Color.B)
+		if s.Glyphs {
+			fmt.Fprintf(&b, ", %s r=%g", s.Shape, s.Radius)
+		}
+		for _, xy := range s.XYs {
+			fmt.Fprintf(&b, " (%g, %g)", xy.X, xy.Y)
+		}
+		b.WriteString("\n")
+	}
+	for i, xy := range m.Labels {
+		fmt.Fprintf(&b, "label at (%g, %g): %s\n", xy.X, xy.Y, strings.ReplaceAll(m.LabelText[i], "\n", " | "))
+	}
+	return b.String()
+}
+
+// TunePlot draws latency against cost (see tunePlotBuild). format is png or svg.
+func TunePlot(w io.Writer, r *TuneResult, format string) error {
+	m, err := tunePlotBuild(r)
+	if err != nil {
+		return err
+	}
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = m.Title, m.XLabel, m.YLabel
+	// Latencies span orders of magnitude across a debounce sweep: a log axis keeps the fast
+	// points apart. Zero (no predicted delay) is drawn at 0.01 ms.
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = tuneLogTicks{}
+	p.Add(plotter.NewGrid())
+	for _, s := range m.Series {
+		var thumbs []plot.Thumbnailer
+		if s.Line {
+			l, err := plotter.NewLine(s.XYs)
+			if err != nil {
+				return err
+			}
+			l.Color = s.Color
+			if s.Dashed {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			} else {
+				l.Width = vg.Points(1.5)
+			}
+			p.Add(l)
+			thumbs = append(thumbs, l)
+		}
+		if s.Glyphs {
+			sc, err := plotter.NewScatter(s.XYs)
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: s.Color, Radius: vg.Points(s.Radius), Shape: tunePlotGlyph(s.Shape)}
+			p.Add(sc)
+			thumbs = append(thumbs, sc)
+		}
+		if s.Legend != "" {
+			p.Legend.Add(s.Legend, thumbs...)
+		}
+	}
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: m.Labels, Labels: m.LabelText})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -168,10 +169,14 @@ func New(opts Options) (*Server, error) {
 		}
 		s.files = files
 	}
+	policy, _ := debounce.ParsePolicy(string(opts.Debounce.Policy)) // Validate checked it
 	deb, err := debounce.New(debounce.Config{
 		Options: opts.Debounce,
 		Push:    s.push,
-		Observe: func(st debounce.Stats) { s.metrics.ObserveDebounce(st.Delay.Seconds(), st.Events) },
+		Observe: func(st debounce.Stats) {
+			s.metrics.ObserveDebounce(st.Delay.Seconds(), st.Events)
+			s.metrics.ObserveDebounceWindow(string(policy), st.Quiet.Seconds())
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -297,6 +302,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.wg.Go(s.initialPush)
 	s.log.Info("control plane started", "grpc", gln.Addr().String(), "metrics", ln.Addr().String(), "configDir", s.opts.ConfigDir,
 		"minQuiet", s.opts.Debounce.MinQuiet, "maxDelay", s.opts.Debounce.MaxDelay, "debounceEDS", s.opts.Debounce.DebounceEDS,
+		"debouncePolicy", cmp.Or(string(s.opts.Debounce.Policy), string(debounce.PolicyFixed)),
 		"pushThrottle", s.opts.EffectivePushThrottle())
 	return nil
 }

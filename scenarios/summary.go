@@ -60,6 +60,14 @@ func (s *Scenario) Summary() string {
 	}
 	w("  control plane: debounce minQuiet %s maxDelay %s (EDS debounced: %t), push throttle %s, flow control %s, admission %s",
 		cp.Debounce.MinQuiet, cp.Debounce.MaxDelay, cp.Debounce.Endpoints, throttle, flow, admission)
+	if d := cp.Debounce; d.Policy == "adaptive" {
+		maxQuiet := "1s (capped at maxDelay)"
+		if d.Adaptive.MaxQuiet > 0 {
+			maxQuiet = d.Adaptive.MaxQuiet.String()
+		}
+		w("  debounce policy adaptive: quiet window = costFactor %s × push-duration average (weight %s), from minQuiet up to maxQuiet %s; a batch waits at most two windows",
+			defaultNum(d.Adaptive.CostFactor, "4"), defaultNum(d.Adaptive.Weight, "0.3"), maxQuiet)
+	}
 	if sk := s.Sink; sk.Kind == SinkKube {
 		cfg := sk.Kubeconfig
 		if cfg == "" {
@@ -195,4 +203,12 @@ func churnLine(c Churn) string {
 		line += " (" + strings.Join(extra, ", ") + ")"
 	}
 	return line
+}
+
+// defaultNum formats v, or def when v is zero (the default applies).
+func defaultNum(v float64, def string) string {
+	if v == 0 {
+		return def
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }

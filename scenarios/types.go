@@ -65,9 +65,19 @@ type Sink struct {
 // Debounce configures the debouncer (Istio's PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX,
 // PILOT_ENABLE_EDS_DEBOUNCE).
 type Debounce struct {
-	MinQuiet  Duration `yaml:"minQuiet" json:"minQuiet" doc:"Push once no change has arrived for this long; 0 disables debouncing."`
-	MaxDelay  Duration `yaml:"maxDelay" json:"maxDelay" doc:"Push at the latest this long after the first change of a batch; must be >= minQuiet."`
-	Endpoints bool     `yaml:"endpoints" json:"endpoints" doc:"Debounce endpoint-only (EDS) changes too; false pushes them at once."`
+	MinQuiet  Duration         `yaml:"minQuiet" json:"minQuiet" doc:"Push once no change has arrived for this long; 0 disables debouncing."`
+	MaxDelay  Duration         `yaml:"maxDelay" json:"maxDelay" doc:"Push at the latest this long after the first change of a batch; must be >= minQuiet."`
+	Endpoints bool             `yaml:"endpoints" json:"endpoints" doc:"Debounce endpoint-only (EDS) changes too; false pushes them at once."`
+	Policy    string           `yaml:"policy,omitempty" json:"policy,omitempty" enum:"fixed,adaptive" doc:"How the quiet window is chosen: fixed waits minQuiet for every batch; adaptive grows it with the recent push cost between minQuiet and adaptive.maxQuiet, and pushes a batch at the latest two windows after its first event (see docs/tuning.md)." def:"fixed"`
+	Adaptive  AdaptiveDebounce `yaml:"adaptive,omitempty" json:"adaptive,omitzero" doc:"Parameters of the adaptive policy (ignored by fixed)."`
+}
+
+// AdaptiveDebounce configures the adaptive debounce policy: the quiet window is costFactor ×
+// the moving average of push durations, clamped to [minQuiet, maxQuiet].
+type AdaptiveDebounce struct {
+	MaxQuiet   Duration `yaml:"maxQuiet,omitempty" json:"maxQuiet,omitempty" doc:"The longest quiet window; at least minQuiet, at most maxDelay." def:"1s (capped at maxDelay)"`
+	CostFactor float64  `yaml:"costFactor,omitempty" json:"costFactor,omitempty" doc:"Quiet window = costFactor × the moving average of push durations." def:"4"`
+	Weight     float64  `yaml:"weight,omitempty" json:"weight,omitempty" range:"0,1" doc:"Weight (0..1] of the newest push in the moving average." def:"0.3"`
 }
 
 // FlowControl configures ACK-gated pushes.

@@ -101,6 +101,29 @@ func (v *validator) controlPlane() {
 		v.add("controlPlane.debounce.maxDelay", "raise maxDelay to at least minQuiet ("+cp.Debounce.MinQuiet.String()+")",
 			"maxDelay %s is shorter than minQuiet %s", cp.Debounce.MaxDelay, cp.Debounce.MinQuiet)
 	}
+	switch d := cp.Debounce; d.Policy {
+	case "", "fixed":
+		// The adaptive section is ignored (a tune may sweep it beside policy=fixed).
+	case "adaptive":
+		a := d.Adaptive
+		v.nonNegDur("controlPlane.debounce.adaptive.maxQuiet", a.MaxQuiet)
+		if a.MaxQuiet > 0 && a.MaxQuiet < d.MinQuiet {
+			v.add("controlPlane.debounce.adaptive.maxQuiet", "raise maxQuiet to at least minQuiet ("+d.MinQuiet.String()+")",
+				"maxQuiet %s is shorter than minQuiet %s", a.MaxQuiet, d.MinQuiet)
+		}
+		if a.MaxQuiet > d.MaxDelay {
+			v.add("controlPlane.debounce.adaptive.maxQuiet", "lower maxQuiet to at most maxDelay ("+d.MaxDelay.String()+")",
+				"maxQuiet %s is longer than maxDelay %s", a.MaxQuiet, d.MaxDelay)
+		}
+		if a.CostFactor < 0 || math.IsNaN(a.CostFactor) || math.IsInf(a.CostFactor, 0) {
+			v.add("controlPlane.debounce.adaptive.costFactor", "use a positive number such as 4 (0 = default)", "costFactor %v", a.CostFactor)
+		}
+		if a.Weight < 0 || a.Weight > 1 || math.IsNaN(a.Weight) {
+			v.add("controlPlane.debounce.adaptive.weight", "use a weight in (0, 1] such as 0.3 (0 = default)", "weight %v", a.Weight)
+		}
+	default:
+		v.add("controlPlane.debounce.policy", "use fixed or adaptive", "unknown debounce policy %q", d.Policy)
+	}
 	v.atLeast("controlPlane.pushThrottle", cp.PushThrottle, 0)
 	v.nonNegDur("controlPlane.flowControl.ackTimeout", cp.FlowControl.AckTimeout)
 	if cp.FlowControl.Enabled && cp.FlowControl.AckTimeout == 0 {

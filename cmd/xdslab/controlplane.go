@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/debounce"
 	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/registry/kube"
 	"github.com/xdslab/xdslab/controlplane/security"
@@ -23,6 +24,7 @@ type controlplaneFlags struct {
 	logLevel     string
 	opts         controlplane.Options
 	pushThrottle int
+	policy       string
 	kube         kubeFlags
 	kubeNS       string
 	sources      []string
@@ -47,6 +49,7 @@ EndpointSlices become services and endpoints, and Istio's config kinds (networki
 are read from the API server; see docs/kubernetes.md.`,
 		Example: `  xdslab controlplane --config-dir examples/mesh
   xdslab controlplane --config-dir /tmp/mesh --min-quiet 50ms --max-delay 2s --debounce-eds=false
+  xdslab controlplane --config-dir examples/mesh --debounce-policy adaptive --min-quiet 10ms --adaptive-max-quiet 500ms
   xdslab controlplane --kubeconfig ~/.kube/config
   xdslab controlplane --config-source xds://127.0.0.1:15020 --grpc-addr 127.0.0.1:15030`,
 		Args: cobra.NoArgs,
@@ -64,6 +67,10 @@ are read from the API server; see docs/kubernetes.md.`,
 	fl.DurationVar(&f.opts.Debounce.MinQuiet, "min-quiet", f.opts.Debounce.MinQuiet, "push once no change arrived for this long (Istio's PILOT_DEBOUNCE_AFTER)")
 	fl.DurationVar(&f.opts.Debounce.MaxDelay, "max-delay", f.opts.Debounce.MaxDelay, "push at the latest this long after a batch's first change (Istio's PILOT_DEBOUNCE_MAX)")
 	fl.BoolVar(&f.opts.Debounce.DebounceEDS, "debounce-eds", f.opts.Debounce.DebounceEDS, "debounce endpoint-only changes too; =false pushes them at once")
+	fl.StringVar(&f.policy, "debounce-policy", string(debounce.PolicyFixed), "how the quiet window is chosen: fixed (--min-quiet for every batch) or adaptive (grows with recent push cost between --min-quiet and --adaptive-max-quiet; a batch waits at most two windows)")
+	fl.DurationVar(&f.opts.Debounce.Adaptive.MaxQuiet, "adaptive-max-quiet", debounce.DefaultAdaptiveMaxQuiet, "with --debounce-policy adaptive: the longest quiet window (at most --max-delay)")
+	fl.Float64Var(&f.opts.Debounce.Adaptive.CostFactor, "adaptive-cost-factor", debounce.DefaultAdaptiveCostFactor, "with --debounce-policy adaptive: quiet window = this × the moving average of push durations")
+	fl.Float64Var(&f.opts.Debounce.Adaptive.Weight, "adaptive-weight", debounce.DefaultAdaptiveWeight, "with --debounce-policy adaptive: weight of the newest push in the moving average, in (0, 1]")
 	fl.IntVar(&f.pushThrottle, "push-throttle", 0, "proxies pushed concurrently (0: Istio's min(15 + 5 × cores, 100))")
 	fl.BoolVar(&f.opts.FlowControl, "flow-control", f.opts.FlowControl, "hold a type's pushes to a client until it answers the last response of that type (ACK-gated)")
 	fl.DurationVar(&f.opts.AckTimeout, "ack-timeout", f.opts.AckTimeout, "with --flow-control: release a held push when the client has not answered for this long (0: wait forever)")
@@ -101,7 +108,20 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usageErr(fmt.Errorf("controlplane: --log-level %q: use debug, info, warn or error", f.logLevel))
 	}
+	policy, err := debounce.ParsePolicy(f.policy)
+	if err != nil {
+		return usageErr(fmt.Errorf("controlplane: --debounce-policy: %w", err))
+	}
+	adaptiveSet := cmd.Flags().Changed("adaptive-max-quiet") || cmd.Flags().Changed("adaptive-cost-factor") || cmd.Flags().Changed("adaptive-weight")
+	if adaptiveSet && policy != debounce.PolicyAdaptive {
+		return usageErr(errors.New("controlplane: --adaptive-* flags configure the adaptive debounce policy: add --debounce-policy adaptive"))
+	}
 	opts := f.opts
+	opts.Debounce.Policy = policy
+	if policy != debounce.PolicyAdaptive {
+		// The fixed policy ignores them; keep the options as they were before policies.
+		opts.Debounce.Adaptive = debounce.AdaptiveOptions{}
+	}
 	opts.ConfigDir = f.configDir
 	opts.ConfigDeleteGuard.Off = !f.deleteGuard
 	opts.PushThrottle = f.pushThrottle

@@ -26,6 +26,7 @@ type tuneFlags struct {
 	logLevel     string
 	cpuSplit     bool
 	search       bool
+	interleave   bool
 }
 
 func newTuneCmd() *cobra.Command {
@@ -49,8 +50,17 @@ knee is its point of diminishing returns; the recommendation is the cheapest poi
 every latency threshold of the scenario (thresholds on *_seconds metrics), or the knee when
 the scenario has none.
 
---param NAME=V1,V2,… takes minQuiet, maxDelay, endpoints, pushThrottle or any scenario path
+--param NAME=V1,V2,… takes minQuiet, maxDelay, endpoints, pushThrottle, policy (fixed or
+adaptive) and the adaptive policy's maxQuiet, costFactor and weight, or any scenario path
 (controlPlane.debounce.minQuiet, clients[0].count, …), values written as in a scenario file.
+Fixed-policy points that differ only in the adaptive parameters run once.
+
+When the grid holds both debounce policies, the report compares the best adaptive point with
+the best fixed one (each the cheapest meeting the latency thresholds, else the knee of its own
+frontier): p50 and p99 push latency, push cycles and control-plane CPU, each with a
+Mann-Whitney U test over the runs, and a verdict — better, worse, mixed, no significant
+difference, or inconclusive when there are too few runs for the test (4 a side at alpha 0.05).
+--interleave spreads the machine's load changes over every point.
 
 The fast estimate replays the scenario's churn timeline (from its seed, no control plane, no
 clients) through the debouncer in virtual time and predicts each point's push cycles and
@@ -63,7 +73,8 @@ predicted p99 push latency (debounce delay p99 plus the overhead the grid's runs
 top of it) stays within the scenario's p(99) threshold; that point is then run like the
 others, so the frontier and the recommendation include it.`,
 		Example: `  xdslab tune quickstart --param minQuiet=50ms,100ms,200ms --param maxDelay=1s,10s --repeats 3 --out out/tune
-  xdslab tune eds-churn-1k --param minQuiet=10ms,100ms,500ms,1s --estimate-only`,
+  xdslab tune eds-churn-1k --param minQuiet=10ms,100ms,500ms,1s --estimate-only
+  xdslab tune quickstart --param policy=fixed,adaptive --param minQuiet=20ms,100ms --repeats 5 --interleave`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr(fmt.Errorf("tune: want one SCENARIO (a file or a built-in name: %s)", strings.Join(scenarios.BuiltinNames(), ", ")))
@@ -80,6 +91,7 @@ others, so the frontier and the recommendation include it.`,
 	fl.BoolVar(&f.estimateOnly, "estimate-only", false, "only the fast estimate: no runs")
 	fl.StringVar(&f.logLevel, "log-level", "error", "log level of the runs on stderr: debug, info, warn or error")
 	fl.BoolVar(&f.cpuSplit, "cpu-split", true, "split CPU between control plane and harness (needed for --cost cpu)")
+	fl.BoolVar(&f.interleave, "interleave", false, "run the grid repeat by repeat (every point's run 1, then every point's run 2, …) so a change in the machine's load spreads over every point")
 	fl.BoolVar(&f.search, "search", false, "after the grid, search between its minQuiet/maxDelay values with gonum/optimize on the fast estimate and run the point found")
 	return cmd
 }
@@ -100,7 +112,7 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 		return usageErr(fmt.Errorf("tune: --log-level %q: use debug, info, warn or error", f.logLevel))
 	}
 	opts := bench.TuneOptions{Repeats: f.repeats, Cost: bench.Cost(f.cost), EstimateOnly: f.estimateOnly,
-		Search: f.search, Progress: cmd.ErrOrStderr()}
+		Search: f.search, Interleave: f.interleave, Progress: cmd.ErrOrStderr()}
 	for _, p := range f.params {
 		pp, err := bench.ParseParam(p)
 		if err != nil {

@@ -21,6 +21,12 @@ type Options struct {
 	// endpoint-only request that finds no full request pending is pushed at once (Istio's
 	// PILOT_ENABLE_EDS_DEBOUNCE=false).
 	DebounceEDS bool
+	// Policy chooses the quiet window of each batch: "" or PolicyFixed is MinQuiet
+	// throughout; PolicyAdaptive follows the recent push cost between MinQuiet and
+	// Adaptive.MaxQuiet (see AdaptiveOptions).
+	Policy PolicyName
+	// Adaptive configures PolicyAdaptive; ignored by the fixed policy.
+	Adaptive AdaptiveOptions
 }
 
 // Default option values.
@@ -46,6 +52,13 @@ func (o Options) Validate() error {
 	}
 	if o.MinQuiet >= 0 && o.MaxDelay >= 0 && o.MaxDelay < o.MinQuiet {
 		errs = append(errs, fmt.Errorf("debounce maxDelay (%v) is shorter than minQuiet (%v), so minQuiet could never take effect: set maxDelay to at least %v", o.MaxDelay, o.MinQuiet, o.MinQuiet))
+	}
+	switch o.Policy {
+	case "", PolicyFixed:
+	case PolicyAdaptive:
+		errs = append(errs, o.Adaptive.validate(o.MinQuiet, o.MaxDelay)...)
+	default:
+		errs = append(errs, fmt.Errorf("debounce policy %q: use fixed or adaptive", o.Policy))
 	}
 	return errors.Join(errs...)
 }
@@ -80,6 +93,8 @@ type Stats struct {
 	// Duration is push start → push finished. Core leaves it zero (the push has not run yet);
 	// the Debouncer's observer and Simulate fill it in.
 	Duration time.Duration
+	// Quiet is the quiet window the batch was debounced with (the Policy's at push start).
+	Quiet time.Duration
 }
 
 // Action is what the Core asks its owner to do after each input.
@@ -119,7 +134,13 @@ type Action struct {
 //	             condition is already met or it holds an undebounced endpoint-only request,
 //	             else collecting with its Deadline.
 type Core struct {
-	opts Options
+	opts   Options
+	policy Policy
+	win    Window // policy.Window(), read again after each Observe
+	// The push in flight: when it started, how many events it carried, with what window.
+	pushStart  time.Time
+	pushEvents int
+	pushWin    Window
 
 	// The pending batch; batch == nil means none.
 	batch       *model.PushRequest
@@ -132,13 +153,29 @@ type Core struct {
 	pushing bool
 }
 
-// NewCore returns a Core in the idle state. Invalid options (see Options.Validate) are
-// clamped: negative durations count as zero and MaxDelay as at least MinQuiet.
+// NewCore returns a Core in the idle state, with the Policy opts select (NewPolicy).
+// Invalid options (see Options.Validate) are clamped: negative durations count as zero and
+// MaxDelay as at least MinQuiet.
 func NewCore(opts Options) *Core {
+	return NewCoreWithPolicy(opts, NewPolicy(opts))
+}
+
+// NewCoreWithPolicy returns a Core in the idle state that asks p for its window; opts gives
+// only DebounceEDS. A nil p is NewPolicy(opts).
+func NewCoreWithPolicy(opts Options, p Policy) *Core {
 	opts.MinQuiet = max(opts.MinQuiet, 0)
 	opts.MaxDelay = max(opts.MaxDelay, opts.MinQuiet)
-	return &Core{opts: opts}
+	if p == nil {
+		p = NewPolicy(opts)
+	}
+	return &Core{opts: opts, policy: p, win: p.Window()}
 }
+
+// Policy returns the Core's policy.
+func (c *Core) Policy() Policy { return c.policy }
+
+// Window returns the window the Core applies to the pending batch now.
+func (c *Core) Window() Window { return c.win }
 
 // Pending returns the number of events in the pending batch.
 func (c *Core) Pending() int { return c.batch.Count() }
@@ -192,15 +229,23 @@ func (c *Core) Tick(now time.Time) Action {
 
 // PushDone reports that the push in flight finished at now. The next batch starts at once if
 // it is already due.
+//
+// The Policy learns the push's Outcome first, so a batch that collected behind the push is
+// judged by the new window.
 func (c *Core) PushDone(now time.Time) Action {
+	if c.pushing {
+		c.policy.Observe(Outcome{Duration: max(now.Sub(c.pushStart), 0), Events: c.pushEvents,
+			Pending: c.batch.Count(), Window: c.pushWin})
+		c.win = c.policy.Window()
+	}
 	c.pushing = false
 	return c.Tick(now)
 }
 
 // due returns when the pending batch becomes ready and which condition makes it so.
 func (c *Core) due() (time.Time, Trigger) {
-	at, trig := c.last.Add(c.opts.MinQuiet), TriggerQuiet
-	if capped := c.first.Add(c.opts.MaxDelay); capped.Before(at) {
+	at, trig := c.last.Add(c.win.Quiet), TriggerQuiet
+	if capped := c.first.Add(c.win.MaxDelay); capped.Before(at) {
 		at, trig = capped, TriggerMaxDelay
 	}
 	if c.immediate && !c.immAt.After(at) {
@@ -233,8 +278,10 @@ func (c *Core) start(now time.Time) Action {
 			Delay:   max(now.Sub(c.first), 0),
 			Blocked: max(now.Sub(at), 0),
 			Trigger: trig,
+			Quiet:   c.win.Quiet,
 		},
 	}
+	c.pushStart, c.pushEvents, c.pushWin = now, act.Stats.Events, c.win
 	c.batch, c.immediate = nil, false
 	c.first, c.last, c.immAt = time.Time{}, time.Time{}, time.Time{}
 	c.pushing = true

@@ -124,6 +124,10 @@ type Metrics struct {
 	// MCPConnected is 1 while the MCP source of a server is connected, by server address
 	// (xdslab_cp_mcp_connected{source}).
 	MCPConnected *prometheus.GaugeVec
+	// DebounceQuiet is the quiet window the debounce policy applied to the last push, labelled
+	// by the policy (xdslab_cp_debounce_quiet_seconds{policy}): constant under the fixed
+	// policy, moving with push cost under the adaptive one.
+	DebounceQuiet *prometheus.GaugeVec
 }
 
 func histogram(name, help string, buckets []float64) prometheus.Histogram {
@@ -181,6 +185,7 @@ func New() *Metrics {
 		MCPRejected:           counter("xdslab_cp_mcp_rejected_total", "Total number of objects and responses an MCP config source rejected (NACKed, the last good version kept)."),
 		MCPDisconnects:        counter("xdslab_cp_mcp_disconnects_total", "Total number of MCP config source streams lost (the last good config kept)."),
 		MCPConnected:          prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "xdslab_cp_mcp_connected", Help: "Whether the MCP config source of a server is connected (1) or not (0)."}, []string{"source"}),
+		DebounceQuiet:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "xdslab_cp_debounce_quiet_seconds", Help: "Quiet window in seconds the debounce policy applied to the last push, labeled by policy (fixed or adaptive)."}, []string{"policy"}),
 		PushSkipped:           counterVec("xdslab_cp_push_skipped_total", "Total number of push triggers not pushed to a connection because its Sidecar scope does not contain the change, labeled by reason for the push.", LabelType),
 	}
 }
@@ -221,6 +226,7 @@ func (m *Metrics) named() []struct {
 		{"xdslab_cp_mcp_rejected_total", m.MCPRejected},
 		{"xdslab_cp_mcp_disconnects_total", m.MCPDisconnects},
 		{"xdslab_cp_mcp_connected", m.MCPConnected},
+		{"xdslab_cp_debounce_quiet_seconds", m.DebounceQuiet},
 	}
 }
 
@@ -255,6 +261,11 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ObserveDebounceWindow records the quiet window (seconds) policy applied to a push.
+func (m *Metrics) ObserveDebounceWindow(policy string, quietSeconds float64) {
+	m.DebounceQuiet.WithLabelValues(policy).Set(quietSeconds)
 }
 
 // ObserveDebounce records one push cycle of the debouncer: its debounce delay (seconds) and

@@ -29,6 +29,7 @@ func TestRegisterExportsEveryName(t *testing.T) {
 	m.XDSConfigSizeBytes.WithLabelValues("cds").Observe(1234)
 	m.CacheReads.WithLabelValues("cds", CacheHit).Inc()
 	m.MCPConnected.WithLabelValues("127.0.0.1:15010").Set(1)
+	m.ObserveDebounceWindow("adaptive", 0.25)
 
 	want := []string{
 		"pilot_xds_pushes", "pilot_proxy_convergence_time", "pilot_debounce_time",
@@ -40,6 +41,7 @@ func TestRegisterExportsEveryName(t *testing.T) {
 		"xdslab_cp_push_cycles_total", "xdslab_cp_ack_latency_seconds", "xdslab_cp_events_merged_total",
 		"xdslab_cp_streams_rejected_total", "xdslab_cp_push_skipped_total",
 		"xdslab_cp_mcp_rejected_total", "xdslab_cp_mcp_disconnects_total", "xdslab_cp_mcp_connected",
+		"xdslab_cp_debounce_quiet_seconds",
 	}
 	mfs, err := reg.Gather()
 	if err != nil {

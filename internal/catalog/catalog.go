@@ -111,6 +111,7 @@ var metrics = []Metric{
 	{Name: "xdslab_debounce_events_per_push", Type: gauge, Contains: plain, Help: "events merged per push cycle: inbound events ÷ push cycles (the headline figure)"},
 	{Name: "xdslab_cp_debounce_events_per_push", Type: trend, Contains: plain, Bounded: true, Help: "distribution of events merged into one push cycle, from the control plane's histogram (bucket bounds)"},
 	{Name: "xdslab_debounce_delay_seconds", Type: trend, Contains: tm, Bounded: true, Help: "first event of a batch → push start (pilot_debounce_time; bucket bounds)"},
+	{Name: "xdslab_debounce_quiet_seconds", Type: gauge, Contains: tm, Help: "the debounce policy's quiet window at the run's last push (min, max: at the start of the measure phase and the end; moves only under the adaptive policy)"},
 	{Name: "xdslab_cache_hit_ratio", Type: rate, Contains: plain, Tags: byCPType, Help: "cache hits ÷ reads"},
 
 	// The fleet.

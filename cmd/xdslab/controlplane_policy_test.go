@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestControlplaneDebouncePolicyFlags: a bad --debounce-policy or adaptive parameter is a
+// usage error (exit 2) that names the flag and the fix, before anything starts.
+func TestControlplaneDebouncePolicyFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--debounce-policy", "ewma"}, `debounce policy "ewma": use fixed or adaptive`},
+		{[]string{"--adaptive-cost-factor", "2"}, "add --debounce-policy adaptive"},
+		{[]string{"--debounce-policy", "adaptive", "--adaptive-max-quiet", "20s"}, "set it to at most 10s"},
+		{[]string{"--debounce-policy", "adaptive", "--min-quiet", "200ms", "--adaptive-max-quiet", "100ms"}, "set it to at least 200ms"},
+		{[]string{"--debounce-policy", "adaptive", "--adaptive-weight", "1.5"}, "weight is 1.5: it must lie in (0, 1]"},
+	} {
+		cmd := newControlplaneCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"--config-dir", t.TempDir(), "--grpc-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, tc.args...))
+		err := cmd.ExecuteContext(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+			continue
+		}
+		if ee := (*exitError)(nil); !errors.As(err, &ee) || ee.code != exitUsage {
+			t.Errorf("%v: %v is not a usage error (exit %d)", tc.args, err, exitUsage)
+		}
+	}
+}
