@@ -226,7 +226,13 @@ type TuneResult struct {
 	Duplicates []string `json:"duplicates,omitempty"`
 	// Interleaved: the runs went repeat by repeat over the grid.
 	Interleaved bool `json:"interleaved,omitempty"`
+	// Interrupted says what a tune stopped early (Ctrl-C, a deadline) had run: its table,
+	// frontier and recommendation cover only the runs that finished. Empty for a whole tune.
+	Interrupted string `json:"interrupted,omitempty"`
 }
+
+// tuneNotRun marks a point an interrupted tune never ran.
+const tuneNotRun = "not run: the tune was interrupted"
 
 // grid expands the parameters into points (the first parameter varies slowest).
 func tuneGrid(params []Param) [][]Setting {
@@ -303,7 +309,9 @@ func tunePointLabel(s []Setting) string {
 
 // Tune runs the grid of opts.Params over sc, each point opts.Repeats times, then finds the
 // frontier, the knee and the recommendation. A point whose settings are invalid (maxDelay
-// below minQuiet, …) or whose runs fail is kept with its Error; a cancelled ctx stops the tune.
+// below minQuiet, …) or whose runs fail is kept with its Error. A cancelled ctx stops the tune
+// at the run in progress: Tune then returns the result of the runs that finished (marked
+// Interrupted, the points never run kept with their Error) together with the context's error.
 func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneResult, error) {
 	if sc == nil {
 		return nil, errors.New("tune: no scenario")
@@ -430,6 +438,11 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 			}
 			s, err := runOnce(&pt, psc, k, eta)
 			if err != nil {
+				if len(runs) > 0 {
+					finish(&pt, runs) // the finished runs of an interrupted point still count
+				} else {
+					pt.Error = tuneNotRun
+				}
 				return pt, err
 			}
 			if s == nil {
@@ -440,6 +453,9 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 		finish(&pt, runs)
 		return pt, nil
 	}
+	// stopErr is the context's error once a run was interrupted: the tune stops there and
+	// returns what it measured with it.
+	var stopErr error
 	if opts.Interleave && !opts.EstimateOnly {
 		res.Interleaved = true
 		pscs := make([]*scenarios.Scenario, len(points))
@@ -462,31 +478,47 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 				}
 				s, err := runOnce(pt, pscs[i], k, eta)
 				if err != nil {
-					return nil, err
+					stopErr = err
+					res.Interrupted = fmt.Sprintf("interrupted in repeat %d of %d at point %d, after %d of %d runs", k, opts.Repeats, i, runsDone-1, totalRuns)
+					break
 				}
 				if s != nil {
 					runs[i] = append(runs[i], s)
 				}
 			}
+			if stopErr != nil {
+				break
+			}
 		}
 		for i := range res.Points {
-			if pscs[i] != nil && res.Points[i].Error == "" {
-				finish(&res.Points[i], runs[i])
+			if pscs[i] == nil || res.Points[i].Error != "" {
+				continue
 			}
+			if len(runs[i]) == 0 {
+				res.Points[i].Error = tuneNotRun
+				continue
+			}
+			finish(&res.Points[i], runs[i])
 		}
 	} else {
 		for i, settings := range points {
+			if stopErr != nil {
+				res.Points = append(res.Points, TunePoint{Index: i, Settings: settings, Label: tunePointLabel(settings), Error: tuneNotRun})
+				continue
+			}
 			pt, err := point(i, settings, tunePointLabel(settings))
 			if err != nil {
-				return nil, err
+				stopErr = err
+				res.Interrupted = fmt.Sprintf("interrupted at point %d (%d of %d runs of it finished), after %d of %d points", i, pt.Runs, opts.Repeats, i, len(points))
 			}
 			res.Points = append(res.Points, pt)
 		}
 	}
-	if opts.Search {
+	if opts.Search && stopErr == nil {
 		if err := tuneAddSearch(sc, res, est, point); err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return nil, err
+				stopErr = err
+				res.Interrupted = "interrupted while running the searched point: the grid is complete"
 			}
 			res.SearchNote = err.Error()
 		}
@@ -505,7 +537,7 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts TuneOptions) (*TuneR
 		res.Check = tuneEstimateCheck(res.Points[res.Recommended])
 	}
 	res.Policies = tuneComparePolicies(res, len(ths) > 0, opts.Alpha)
-	return res, nil
+	return res, stopErr
 }
 
 // figure reads one value of the untagged (or tagged) metric of every run; NaN when absent.

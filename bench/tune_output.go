@@ -127,6 +127,9 @@ func WriteTuneText(w io.Writer, r *TuneResult) error {
 		mode = "estimate only (no runs)"
 	}
 	fmt.Fprintf(w, "tune %s: %d points, %s, cost = %s\n", r.Scenario, len(r.Points), mode, r.Cost)
+	if r.Interrupted != "" {
+		fmt.Fprintf(w, "INTERRUPTED: %s; the figures, frontier and recommendation cover only the runs that finished\n", r.Interrupted)
+	}
 	if len(r.Thresholds) > 0 {
 		fmt.Fprintf(w, "latency thresholds: %s\n", strings.Join(r.Thresholds, "; "))
 	} else {

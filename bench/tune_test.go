@@ -451,3 +451,62 @@ func TestTuneMergeLabels(t *testing.T) {
 		t.Errorf("merged = %v %q", got, gotNames)
 	}
 }
+
+// TestTuneInterrupted: a tune cancelled in its fourth run returns the runs that finished,
+// marked interrupted, with the context's error: sequentially, point 0 complete, point 1 with
+// one of its two runs, point 2 never run; interleaved, every point's first run (point 0's
+// second was the one interrupted). The text table says so first.
+func TestTuneInterrupted(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		interleave bool
+		runs       []int // finished runs per point
+	}{
+		{"sequential", false, []int{2, 1, 0}},
+		{"interleaved", true, []int{1, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			fake := &fakeTuneRun{}
+			run := func(ctx context.Context, sc *scenarios.Scenario, info TuneRunInfo) (*summary.Summary, error) {
+				if len(fake.calls) == 3 {
+					cancel() // Ctrl-C during the fourth run: it ends with the context's error
+					fake.calls = append(fake.calls, info)
+					return nil, ctx.Err()
+				}
+				return fake.run(ctx, sc, info)
+			}
+			res, err := Tune(ctx, tuneScenario(t), TuneOptions{
+				Params: mustParams(t, "minQuiet=50ms,100ms,200ms"), Repeats: 2, Run: run, Interleave: tc.interleave,
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			if res == nil || res.Interrupted == "" {
+				t.Fatalf("result %+v: want the finished runs, marked interrupted", res)
+			}
+			if len(res.Points) != 3 {
+				t.Fatalf("%d points, want the whole grid (3)", len(res.Points))
+			}
+			for i, pt := range res.Points {
+				if pt.Runs != tc.runs[i] {
+					t.Errorf("point %d: %d runs, want %d", i, pt.Runs, tc.runs[i])
+				}
+				if (tc.runs[i] == 0) != (pt.Error == tuneNotRun) || (tc.runs[i] > 0) != (pt.Measured != nil) {
+					t.Errorf("point %d: error %q measured %v; want figures exactly when a run finished", i, pt.Error, pt.Measured != nil)
+				}
+			}
+			if res.Recommended < 0 || res.Points[res.Recommended].Runs == 0 {
+				t.Errorf("recommended %d: want one of the measured points", res.Recommended)
+			}
+			var text strings.Builder
+			if err := WriteTuneText(&text, res); err != nil {
+				t.Fatal(err)
+			}
+			if lines := strings.SplitN(text.String(), "\n", 3); !strings.HasPrefix(lines[1], "INTERRUPTED: "+res.Interrupted) {
+				t.Errorf("the table's second line is %q, want the interruption", lines[1])
+			}
+		})
+	}
+}

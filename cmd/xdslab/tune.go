@@ -131,12 +131,14 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "tune: every run's outputs go to %s/point-N/run-K, the table and plots to %s (--out to choose)\n", abs, abs)
 	}
 	res, err := bench.Tune(cmd.Context(), sc, opts)
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return withCode(exitInterrupted, fmt.Errorf("tune: interrupted: no table written; the runs that finished are in %s/point-N/run-K", out))
+	interrupted := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if err != nil && !(interrupted && res != nil) {
+		if interrupted {
+			return withCode(exitInterrupted, fmt.Errorf("tune: interrupted before any run finished; nothing written"))
 		}
 		return usageErr(err)
 	}
+	// An interrupted tune still writes the table of the runs that finished, marked as such.
 	if err := bench.WriteTuneText(cmd.OutOrStdout(), res); err != nil {
 		return err
 	}
@@ -145,6 +147,9 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "\n%s, %s, %s, %s and %s written to %s\n", bench.TuneCSVFile, bench.TuneJSONFile,
 		bench.TuneTextFile, bench.TunePNGFile, bench.TuneSVGFile, out)
+	if interrupted {
+		return withCode(exitInterrupted, fmt.Errorf("tune: %s: the table covers the runs that finished (exit %d)", res.Interrupted, exitInterrupted))
+	}
 	return nil
 }
 
