@@ -2,8 +2,10 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -103,6 +105,17 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 		id := fakeenvoy.IdentityTemplate{Type: scenarios.TypeSidecar, Namespaces: ns,
 			ClusterID: c.Node.ClusterID, IstioVersion: c.Node.IstioVersion, Labels: c.Node.Labels,
 			IstioMetadata: c.Node.IstioMetadata}
+		switch {
+		case len(c.NamespaceCounts) > 0:
+			for _, name := range slices.Sorted(maps.Keys(c.NamespaceCounts)) {
+				id.NamespaceCounts = append(id.NamespaceCounts, fakeenvoy.NamespaceCount{Namespace: name, Count: c.NamespaceCounts[name]})
+			}
+		case s.Topology.Mesh != nil:
+			// An explicit mesh names its namespaces: spread over the first ns of them.
+			if names := s.Topology.NamespaceNames(); len(names) > 0 {
+				id.NamespaceNames = names[:min(max(ns, 1), len(names))]
+			}
+		}
 		switch c.Type {
 		case scenarios.TypeRouter:
 			id.Type = scenarios.TypeRouter

@@ -347,6 +347,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		spc := cfg.streamsPerConn(g)
 		var shared *fleetConn // the group's connection being filled
 		member := 0           // this group's clients in the segment so far
+		g.Identity.groupStart = index
 		for range g.Count {
 			if !cfg.Segment.Has(index) {
 				index++

@@ -15,9 +15,18 @@ type IdentityTemplate struct {
 	// Type is the Istio proxy type: "sidecar" (default) or "router" (a gateway).
 	Type string
 	// Namespace of every client (default "default"), unless Namespaces > 0 spreads the clients
-	// round-robin over ns-0 .. ns-(Namespaces-1).
-	Namespace  string
-	Namespaces int
+	// round-robin over ns-0 .. ns-(Namespaces-1), NamespaceNames spreads them round-robin over
+	// those names, or NamespaceCounts places them (the first placement wins, in the order
+	// NamespaceCounts, NamespaceNames, Namespaces, Namespace).
+	Namespace      string
+	Namespaces     int
+	NamespaceNames []string
+	// NamespaceCounts places the group's clients by their position in it: the first Count of
+	// the first entry, then the next entry's; past the last, round-robin over the entries.
+	NamespaceCounts []NamespaceCount
+	// groupStart is the fleet index of the group's first client (set by NewFleet), which
+	// NamespaceCounts positions count from.
+	groupStart int
 	// ClusterID (default "Kubernetes"), IstioVersion (default "1.28.0"), Generator (omitted
 	// when empty; "grpc" marks proxyless gRPC clients).
 	ClusterID, IstioVersion, Generator string
@@ -35,6 +44,12 @@ type IdentityTemplate struct {
 	IstioMetadata bool
 }
 
+// NamespaceCount is how many of a group's clients live in one namespace.
+type NamespaceCount struct {
+	Namespace string
+	Count     int
+}
+
 // Validate reports a template that cannot produce identities.
 func (t IdentityTemplate) Validate() error {
 	switch t.Type {
@@ -44,6 +59,16 @@ func (t IdentityTemplate) Validate() error {
 	}
 	if t.Namespaces < 0 {
 		return fmt.Errorf("identity: namespaces %d must be >= 0", t.Namespaces)
+	}
+	for _, n := range t.NamespaceNames {
+		if n == "" {
+			return fmt.Errorf("identity: an empty namespace name in %q", t.NamespaceNames)
+		}
+	}
+	for _, nc := range t.NamespaceCounts {
+		if nc.Namespace == "" || nc.Count < 1 {
+			return fmt.Errorf("identity: namespace count %q: %d: want a name and a count >= 1", nc.Namespace, nc.Count)
+		}
 	}
 	if t.IPBase != "" {
 		a, err := netip.ParseAddr(t.IPBase)
@@ -56,6 +81,19 @@ func (t IdentityTemplate) Validate() error {
 
 // NamespaceOf returns the namespace client index lives in.
 func (t IdentityTemplate) NamespaceOf(index int) string {
+	if len(t.NamespaceCounts) > 0 {
+		pos := index - t.groupStart
+		for _, nc := range t.NamespaceCounts {
+			if pos < nc.Count {
+				return nc.Namespace
+			}
+			pos -= nc.Count
+		}
+		return t.NamespaceCounts[pos%len(t.NamespaceCounts)].Namespace
+	}
+	if len(t.NamespaceNames) > 0 {
+		return t.NamespaceNames[index%len(t.NamespaceNames)]
+	}
 	if t.Namespaces > 0 {
 		return fmt.Sprintf("ns-%d", index%t.Namespaces)
 	}

@@ -72,6 +72,18 @@ func (m *Mesh) Objects() []*model.Config {
 	return res.Configs
 }
 
+// NamespaceNames lists the topology's namespaces: topology.mesh's, or ns-0 … ns-(N-1).
+func (t Topology) NamespaceNames() []string {
+	if t.Mesh != nil {
+		return t.Mesh.Namespaces()
+	}
+	out := make([]string, t.Namespaces)
+	for i := range out {
+		out[i] = fmt.Sprintf("ns-%d", i)
+	}
+	return out
+}
+
 // Namespaces lists the namespaces of the mesh's services, sorted.
 func (m *Mesh) Namespaces() []string {
 	if m == nil {

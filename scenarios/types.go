@@ -188,25 +188,26 @@ const (
 
 // Client is a group of identical fake clients.
 type Client struct {
-	Name                 string   `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
-	Count                int      `yaml:"count" json:"count" doc:"Clients in the group."`
-	XDS                  string   `yaml:"xds" json:"xds" enum:"sotw,delta,grpc" doc:"Protocol variant: sotw (state of the world), delta (incremental), or grpc (a proxyless gRPC client as grpc-go's xDS client behaves: API listeners host:port, then RDS, CDS, EDS by name; NACKs what grpc-go rejects; node metadata GENERATOR=grpc)."`
-	Type                 string   `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
-	Ramp                 Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
-	Namespaces           int      `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
-	AckDelay             TimeDist `yaml:"ackDelay" json:"ackDelay" doc:"Time from receiving a response to sending its ACK or NACK (Envoy's apply time); a time distribution."`
-	Nack                 Nack     `yaml:"nack" json:"nack" doc:"When clients reject a response (policies combine: any one NACKs)."`
-	NeverAck             bool     `yaml:"neverAck" json:"neverAck" doc:"Never ACK or NACK (a hung client)."`
-	DisconnectAfter      int      `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
-	NodeOnFirstOnly      bool     `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
-	InitialFetchTimeout  Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
-	Churn                Reconn   `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
-	StreamsPerConnection int      `yaml:"streamsPerConnection" json:"streamsPerConnection" range:"1," doc:"ADS streams per gRPC connection: 1 gives each client its own HTTP/2 connection, as Envoy; N > 1 makes each N consecutive clients of the group share one (pilot-load style: one server-side connection and one connection's HTTP/2 flow control for N streams), which changes the workload (docs/scenarios.md, Connection layout). Groups never share a connection; not with auth."`
-	Agent                Agent    `yaml:"agent" json:"agent" doc:"The emulated istio-agent next to each client: it serves the SDS secrets whose sds_config is the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS default and ROOTCA) from a lab CA, without network traffic; secrets on ADS are asked of the control plane (docs/security.md)."`
-	Node                 Node     `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
-	Targets              []string `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
-	Auth                 Auth     `yaml:"auth" json:"auth" doc:"Authenticate each client to a secure ADS listener (mTLS or JWT) with a credential for its own namespace; in-process runs then start the control plane's secure listener and the group dials it."`
-	RequireFullConfig    bool     `yaml:"requireFullConfig" json:"requireFullConfig" doc:"The implicit threshold xdslab_connect_incomplete_clients{group:NAME} value==0: every client of the group holds its first full config when the connect phase ends (phases.connect.timeout), or the run fails (exit 99). false drops it, for groups not meant to get there (clients that NACK their initial config); a threshold written on that metric still applies."`
+	Name                 string         `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
+	Count                int            `yaml:"count" json:"count" doc:"Clients in the group."`
+	XDS                  string         `yaml:"xds" json:"xds" enum:"sotw,delta,grpc" doc:"Protocol variant: sotw (state of the world), delta (incremental), or grpc (a proxyless gRPC client as grpc-go's xDS client behaves: API listeners host:port, then RDS, CDS, EDS by name; NACKs what grpc-go rejects; node metadata GENERATOR=grpc)."`
+	Type                 string         `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
+	Ramp                 Rate           `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
+	Namespaces           int            `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
+	NamespaceCounts      map[string]int `yaml:"namespaceCounts,omitempty" json:"namespaceCounts,omitempty" doc:"Place the clients by namespace instead: NAME: COUNT for each namespace of the topology (its ns-N, or topology.mesh's namespaces), taken in name order; the counts add up to count. xdslab import writes it from the dump's pods." def:"{}"`
+	AckDelay             TimeDist       `yaml:"ackDelay" json:"ackDelay" doc:"Time from receiving a response to sending its ACK or NACK (Envoy's apply time); a time distribution."`
+	Nack                 Nack           `yaml:"nack" json:"nack" doc:"When clients reject a response (policies combine: any one NACKs)."`
+	NeverAck             bool           `yaml:"neverAck" json:"neverAck" doc:"Never ACK or NACK (a hung client)."`
+	DisconnectAfter      int            `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
+	NodeOnFirstOnly      bool           `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
+	InitialFetchTimeout  Duration       `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
+	Churn                Reconn         `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
+	StreamsPerConnection int            `yaml:"streamsPerConnection" json:"streamsPerConnection" range:"1," doc:"ADS streams per gRPC connection: 1 gives each client its own HTTP/2 connection, as Envoy; N > 1 makes each N consecutive clients of the group share one (pilot-load style: one server-side connection and one connection's HTTP/2 flow control for N streams), which changes the workload (docs/scenarios.md, Connection layout). Groups never share a connection; not with auth."`
+	Agent                Agent          `yaml:"agent" json:"agent" doc:"The emulated istio-agent next to each client: it serves the SDS secrets whose sds_config is the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS default and ROOTCA) from a lab CA, without network traffic; secrets on ADS are asked of the control plane (docs/security.md)."`
+	Node                 Node           `yaml:"node" json:"node" doc:"Identity template of the group's nodes (Istio node metadata)."`
+	Targets              []string       `yaml:"targets,omitempty" json:"targets,omitempty" doc:"xds grpc: the API listeners each client asks for, host:port (the services it calls)." def:"every service port of the initial topology"`
+	Auth                 Auth           `yaml:"auth" json:"auth" doc:"Authenticate each client to a secure ADS listener (mTLS or JWT) with a credential for its own namespace; in-process runs then start the control plane's secure listener and the group dials it."`
+	RequireFullConfig    bool           `yaml:"requireFullConfig" json:"requireFullConfig" doc:"The implicit threshold xdslab_connect_incomplete_clients{group:NAME} value==0: every client of the group holds its first full config when the connect phase ends (phases.connect.timeout), or the run fails (exit 99). false drops it, for groups not meant to get there (clients that NACK their initial config); a threshold written on that metric still applies."`
 }
 
 // Agent is the emulated istio-agent of a client group.

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"regexp"
@@ -421,6 +422,9 @@ func (v *validator) clients() {
 			v.add(p+".namespaces", fmt.Sprintf("use at most topology.namespaces (%d), or 0 for all", s.Topology.Namespaces),
 				"%d namespaces is more than the topology has", c.Namespaces)
 		}
+		if len(c.NamespaceCounts) > 0 {
+			v.namespaceCounts(p, c, s.Topology)
+		}
 		v.distCheck(p+".ackDelay", c.AckDelay.Spec())
 		v.fraction(p+".nack.probability", c.Nack.Probability)
 		v.atLeast(p+".nack.everyN", c.Nack.EveryN, 0)
@@ -614,5 +618,28 @@ func (v *validator) auth(p string, c Client) {
 		}
 	} else if a.JWTKey != "" || a.Issuer != "" || a.Audience != "" {
 		v.add(p, "remove jwtKey, issuer and audience, or use jwt: true", "jwt settings given for mtls")
+	}
+}
+
+// namespaceCounts checks a client group's placement by namespace: every name a namespace of the
+// topology, every count at least 1, their sum the group's count, and no namespaces spread too.
+func (v *validator) namespaceCounts(p string, c Client, t Topology) {
+	known := t.NamespaceNames()
+	sum := 0
+	for _, name := range slices.Sorted(maps.Keys(c.NamespaceCounts)) {
+		n := c.NamespaceCounts[name]
+		sum += n
+		if !slices.Contains(known, name) {
+			v.add(p+".namespaceCounts", didYouMean(name, known), "namespace %q is not one of the topology's", name)
+		}
+		if n < 1 {
+			v.add(p+".namespaceCounts", "give each namespace at least 1 client, or leave it out", "namespace %q: count %d", name, n)
+		}
+	}
+	if sum != c.Count {
+		v.add(p+".namespaceCounts", fmt.Sprintf("make the counts add up to count (%d), or change count to %d", c.Count, sum), "the counts add up to %d, count is %d", sum, c.Count)
+	}
+	if c.Namespaces > 0 {
+		v.add(p+".namespaces", "remove namespaces: namespaceCounts places the clients", "both namespaces and namespaceCounts given")
 	}
 }

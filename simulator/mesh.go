@@ -149,6 +149,9 @@ type mesh struct {
 	nextAddr uint64
 	// imports[ns] lists the namespaces whose Sidecar imports ns (sidecar scoping only).
 	importers map[string][]string
+	// hostImporters[host] lists the client namespaces whose Sidecar imports that one host
+	// (NS/HOST, an explicit mesh's Sidecars) without importing its whole namespace.
+	hostImporters map[string][]string
 	sidecars  []model.Config
 	gw        gatewayState
 	// namespaces are where service-create puts services: ns-0 … or the explicit mesh's.
@@ -174,6 +177,10 @@ func (m *mesh) allocAddr() (string, error) {
 }
 
 func nsName(i int) string { return fmt.Sprintf("ns-%d", i) }
+
+// noImporter stands in a probe reach for "no sidecar namespace": "~" is Istio's egress
+// notation for none, and no namespace can be named so.
+const noImporter = "~"
 
 func newMesh(t Topology, seed uint64) (*mesh, error) {
 	ports, err := dist.New(t.PortsPerService, subSeed(seed, "ports"))
@@ -362,6 +369,12 @@ func (m *mesh) reach(nss ...string) []string {
 	var out []string
 	for _, ns := range nss {
 		out = append(out, m.importers[ns]...)
+		suffix := "." + ns + ".svc.cluster.local"
+		for host, clients := range m.hostImporters {
+			if strings.HasSuffix(host, suffix) {
+				out = append(out, clients...)
+			}
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -376,11 +389,17 @@ func (m *mesh) predicateReach(ps []probe.Predicate, all []string) [][]string {
 	out := make([][]string, len(ps))
 	narrower := false
 	for i, p := range ps {
-		ns, ok := predicateNamespace(p)
+		host, ns, ok := predicateHost(p)
 		if !ok {
 			continue
 		}
-		r := m.reach(ns)
+		r := m.importers[ns]
+		if hi := m.hostImporters[host]; len(hi) > 0 {
+			r = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(r), hi...))))
+		}
+		if len(r) == 0 && m.importers != nil {
+			r = []string{noImporter} // no sidecar sees this service
+		}
 		if len(r) == 0 || slices.Equal(r, all) {
 			continue
 		}
@@ -390,6 +409,19 @@ func (m *mesh) predicateReach(ps []probe.Predicate, all []string) [][]string {
 		return nil
 	}
 	return out
+}
+
+// predicateHost is the hostname and namespace of the service a predicate is about.
+func predicateHost(p probe.Predicate) (host, ns string, ok bool) {
+	ns, ok = predicateNamespace(p)
+	if !ok {
+		return "", "", false
+	}
+	host = p.Host
+	if p.Op != probe.RouteTo {
+		host = strings.Split(p.Resource, "|")[3]
+	}
+	return host, ns, true
 }
 
 // predicateNamespace is the namespace of the service a predicate is about, from the hostname in
@@ -619,7 +651,85 @@ func (m *mesh) buildExplicit(x *Mesh) error {
 		m.services = append(m.services, s)
 	}
 	m.gw.clusters = m.routerClusters(x)
+	m.importers, m.hostImporters = explicitImporters(x.Config, m.namespaces)
 	return nil
+}
+
+// explicitImporters is an explicit mesh's sidecar scoping as the lab holds clients to it:
+// importers[ns] lists the client namespaces whose sidecars see ns's services. A namespace's
+// Sidecar without a workload selector decides for its clients, else the root namespace's
+// (istio-system) one, else they see every namespace. Egress hosts are read per namespace:
+// "./…" is the client's own, "*/…" every one, "~/…" none, "NS/…" that one; a host more
+// specific than "*" still counts its whole namespace (the lab holds such clients to every
+// Nil when no Sidecar narrows any namespace. A host of its own (NS/NAME.NS.svc.cluster.local)
+// imports that service only: hostImporters[NAME.NS.svc.cluster.local] lists those clients.
+func explicitImporters(cfgs []model.Config, clientNSs []string) (importers, hostImporters map[string][]string) {
+	const root = "istio-system"
+	scope := map[string]*networking.Sidecar{} // namespace → its namespace-wide Sidecar
+	for _, c := range cfgs {
+		sc, ok := c.Spec.(*networking.Sidecar)
+		if !ok || sc.GetWorkloadSelector() != nil {
+			continue
+		}
+		if prev, dup := scope[c.Namespace]; !dup || prev == nil {
+			scope[c.Namespace] = sc
+		}
+	}
+	if len(scope) == 0 {
+		return nil, nil
+	}
+	all := slices.Clone(clientNSs)
+	importers = map[string][]string{}
+	hostImporters = map[string][]string{}
+	hosts := map[string]map[string]bool{} // host → client namespaces
+	for _, client := range clientNSs {
+		sc := scope[client]
+		if sc == nil {
+			sc = scope[root]
+		}
+		seen := map[string]bool{}
+		if sc == nil || len(sc.GetEgress()) == 0 {
+			for _, ns := range all {
+				seen[ns] = true
+			}
+		}
+		for _, eg := range sc.GetEgress() {
+			for _, h := range eg.GetHosts() {
+				ns, host, ok := strings.Cut(h, "/")
+				if !ok {
+					ns, host = "*", h // a bare host: any namespace
+				}
+				if host != "*" && !strings.Contains(host, "*") && ns != "~" {
+					if hosts[host] == nil {
+						hosts[host] = map[string]bool{}
+					}
+					hosts[host][client] = true
+					continue
+				}
+				switch ns {
+				case ".":
+					seen[client] = true
+				case "*":
+					for _, n := range all {
+						seen[n] = true
+					}
+				case "~":
+				default:
+					seen[ns] = true
+				}
+			}
+		}
+		for ns := range seen {
+			importers[ns] = append(importers[ns], client)
+		}
+	}
+	for k := range importers {
+		slices.Sort(importers[k])
+	}
+	for host, clients := range hosts {
+		hostImporters[host] = slices.Sorted(maps.Keys(clients))
+	}
+	return importers, hostImporters
 }
 
 // newExplicitEndpoint is a new endpoint in an explicit mesh: it takes the locality and labels

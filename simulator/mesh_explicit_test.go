@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/probe"
 )
 
 func explicitMesh() *Mesh {
@@ -166,4 +168,47 @@ func TestRenderPeerAuthentication(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(y), "apiVersion: security.istio.io/v1\n")
 	require.Contains(t, string(y), "mode: STRICT")
+}
+
+// TestExplicitImporters: a namespace's own Sidecar decides for its clients, else the root
+// namespace's, else they see everything; ./*, NS/*, */* and ~/* read per namespace; a Sidecar
+// with a workload selector is not followed; no namespace-wide Sidecar means no scoping.
+func TestExplicitImporters(t *testing.T) {
+	sidecar := func(ns string, sel bool, hosts ...string) model.Config {
+		sc := &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: hosts}}}
+		if sel {
+			sc.WorkloadSelector = &networking.WorkloadSelector{Labels: map[string]string{"app": "x"}}
+		}
+		return model.Config{Meta: model.Meta{Kind: model.KindSidecar, Name: "s", Namespace: ns}, Spec: sc}
+	}
+	nss := []string{"a", "b", "c"}
+	for _, tc := range []struct {
+		name string
+		cfgs []model.Config
+		want, hosts map[string][]string
+	}{
+		{"none", nil, nil, nil},
+		{"selector only", []model.Config{sidecar("a", true, "./*")}, nil, nil},
+		{"own and root", []model.Config{sidecar("a", false, "./*", "c/*"), sidecar("istio-system", false, "./*")},
+			map[string][]string{"a": {"a"}, "b": {"b"}, "c": {"a", "c"}}, map[string][]string{}},
+		{"all and none", []model.Config{sidecar("a", false, "*/*"), sidecar("b", false, "~/*")},
+			map[string][]string{"a": {"a", "c"}, "b": {"a", "c"}, "c": {"a", "c"}}, map[string][]string{}},
+		{"one host", []model.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")},
+			map[string][]string{"a": {"a", "b", "c"}, "b": {"b", "c"}, "c": {"b", "c"}}, map[string][]string{"x.b.svc.cluster.local": {"a"}}},
+	} {
+		got, hosts := explicitImporters(tc.cfgs, nss)
+		if !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(hosts, tc.hosts) {
+			t.Errorf("%s: %v %v, want %v %v", tc.name, got, hosts, tc.want, tc.hosts)
+		}
+	}
+	// The one-host Sidecar: an event on x.b reaches a's sidecars, one on y.b does not.
+	m := &mesh{}
+	m.importers, m.hostImporters = explicitImporters([]model.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")}, nss)
+	pr := m.predicateReach([]probe.Predicate{
+		{Op: probe.EndpointPresent, Resource: "outbound|80||x.b.svc.cluster.local"},
+		{Op: probe.EndpointPresent, Resource: "outbound|80||y.b.svc.cluster.local"},
+	}, m.reach("b"))
+	if want := [][]string{nil, {"b", "c"}}; !reflect.DeepEqual(pr, want) {
+		t.Errorf("predicate reach %v, want %v", pr, want)
+	}
 }

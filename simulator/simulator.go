@@ -226,7 +226,10 @@ func (s *Simulator) finish(b *evb) Event {
 	ev.ID = s.nextID
 	if len(ev.Expectation.All) == 0 { // replayed events carry their own
 		ev.Expectation.All = capPredicates(b.counts, b.others, s.cfg.MaxPredicates)
-		if ns := s.m.reach(b.nss...); len(ns) > 0 {
+		if ns := s.m.reach(b.nss...); len(ns) > 0 || (s.m.importers != nil && len(b.nss) > 0) {
+			if len(ns) == 0 {
+				ns = []string{noImporter} // no sidecar sees these namespaces (routers may)
+			}
 			ev.Expectation.Reach.Namespaces = ns
 			ev.Expectation.Reach.PredicateNamespaces = s.m.predicateReach(ev.Expectation.All, ns)
 		}

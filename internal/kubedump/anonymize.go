@@ -286,6 +286,13 @@ func (a *Anonymizer) Result(r *Result) error {
 		c.File = ""
 	}
 	r.Files = []string{"an anonymized dump"}
+	if r.SidecarsByNamespace != nil {
+		byNS := make(map[string]int, len(r.SidecarsByNamespace))
+		for ns, n := range r.SidecarsByNamespace {
+			byNS[a.Namespace(ns)] += n
+		}
+		r.SidecarsByNamespace = byNS
+	}
 	for i, w := range r.Workloads {
 		r.Workloads[i] = Workload{Namespace: a.Namespace(w.Namespace), Kind: w.Kind, Name: a.object(w.Name), Pods: w.Pods}
 	}

@@ -47,6 +47,8 @@ type Result struct {
 	// Sidecars and Routers count the pods with an istio-proxy container: gateway pods (label
 	// istio: ingressgateway or egressgateway) are routers.
 	Sidecars, Routers int
+	// SidecarsByNamespace splits Sidecars by the pods' namespaces.
+	SidecarsByNamespace map[string]int
 	// Nodes counts the Nodes read for their region and zone labels (not written).
 	Nodes int
 	// Files are the dump's file names, for the scenario's header.
@@ -186,8 +188,8 @@ func (c *converter) run(d *Dump) {
 	}
 	c.checkConfigs()
 	for _, co := range c.res.Configs {
-		if co.Kind == "Sidecar" && co.Namespace == "istio-system" && co.Spec["workloadSelector"] == nil {
-			c.res.Notes = append(c.res.Notes, fmt.Sprintf("Sidecar %s/%s is mesh-wide: it scopes the fleet's clients (namespaces ns-0 …), while the lab expects every event at every client; events it hides from them count as missed", co.Namespace, co.Name))
+		if co.Kind == "Sidecar" && co.Spec["workloadSelector"] != nil {
+			c.res.Notes = append(c.res.Notes, fmt.Sprintf("Sidecar %s/%s selects workloads: the lab holds the namespace's clients to its namespace-wide Sidecar (or the root one), not to this one", co.Namespace, co.Name))
 		}
 	}
 	c.workloads()
@@ -289,6 +291,10 @@ func (c *converter) workloads() {
 				c.res.Routers++
 			} else {
 				c.res.Sidecars++
+				if c.res.SidecarsByNamespace == nil {
+					c.res.SidecarsByNamespace = map[string]int{}
+				}
+				c.res.SidecarsByNamespace[o.Namespace]++
 			}
 		}
 	}

@@ -327,6 +327,7 @@ items:
 - {apiVersion: networking.istio.io/v1alpha3, kind: EnvoyFilter, metadata: {name: f, namespace: a}, spec: {}}
 - {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: a}}
 - {apiVersion: networking.istio.io/v1, kind: Sidecar, metadata: {name: default, namespace: istio-system}, spec: {egress: [{hosts: [./*]}]}}
+- {apiVersion: networking.istio.io/v1, kind: Sidecar, metadata: {name: web, namespace: a}, spec: {workloadSelector: {labels: {app: web}}, egress: [{hosts: [./*]}]}}
 `
 	d, err := Parse([]File{{Name: "d.yaml", Data: []byte(dump)}})
 	if err != nil {
@@ -342,8 +343,8 @@ items:
 	if got := r.UnmodelledText(); got != "AuthorizationPolicy ×1, ConfigMap ×1, Deployment ×1, EnvoyFilter ×1" {
 		t.Errorf("unmodelled: %s", got)
 	}
-	if len(r.Notes) != 3 || !strings.Contains(r.Notes[0], "Sidecar istio-system/default is mesh-wide") {
-		t.Errorf("notes %q, want the mesh-wide Sidecar, ExternalName and no-ports", r.Notes)
+	if len(r.Notes) != 3 || !strings.Contains(r.Notes[0], "Sidecar a/web selects workloads") {
+		t.Errorf("notes %q, want the workload Sidecar, ExternalName and no-ports", r.Notes)
 	}
 	out, err := r.Scenario("t")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,10 +65,11 @@ type outUniform struct {
 }
 
 type outClient struct {
-	Name  string   `yaml:"name"`
-	Count int      `yaml:"count"`
-	Type  string   `yaml:"type,omitempty"`
-	Auth  *outAuth `yaml:"auth,omitempty"`
+	Name            string         `yaml:"name"`
+	Count           int            `yaml:"count"`
+	Type            string         `yaml:"type,omitempty"`
+	NamespaceCounts map[string]int `yaml:"namespaceCounts,omitempty"`
+	Auth            *outAuth       `yaml:"auth,omitempty"`
 }
 
 type outAuth struct {
@@ -124,8 +126,17 @@ func (r *Result) Scenario(name string) ([]byte, error) {
 		sidecars = 10
 		clientNote = "The dump has no pod with an istio-proxy container: 10 sidecars; set the count"
 	}
-	clientNote += ".\nThe fleet's clients live in namespaces ns-0 … (see docs/import.md: Sidecars that scope\nnamespaces do not apply to them, a mesh-wide one in the root namespace does)."
-	s.Clients = []outClient{{Name: "sidecars", Count: sidecars}}
+	sc := outClient{Name: "sidecars", Count: sidecars}
+	if r.Sidecars > 0 {
+		var moved int
+		sc.NamespaceCounts, moved = r.namespaceCounts()
+		clientNote += ",\nin their pods' namespaces (namespaceCounts)"
+		if moved > 0 {
+			clientNote += fmt.Sprintf("; %d in namespaces without services are placed in %s", moved, r.Mesh.Namespaces()[0])
+		}
+	}
+	clientNote += "."
+	s.Clients = []outClient{sc}
 	if r.Routers > 0 {
 		s.Clients = append(s.Clients, outClient{Name: "gateways", Count: r.Routers, Type: scenarios.TypeRouter})
 		clientNote += fmt.Sprintf("\nOne router per gateway pod (label istio: ingressgateway or egressgateway): %d.", r.Routers)
@@ -236,4 +247,24 @@ func mentions(v any, s string) bool {
 		return x == s
 	}
 	return false
+}
+
+// namespaceCounts places the sidecars in their pods' namespaces. A namespace the mesh has no
+// service in is not one of the scenario's: its sidecars go to the mesh's first namespace, and
+// moved says how many did.
+func (r *Result) namespaceCounts() (counts map[string]int, moved int) {
+	names := r.Mesh.Namespaces()
+	if len(names) == 0 {
+		return nil, 0
+	}
+	counts = map[string]int{}
+	for ns, n := range r.SidecarsByNamespace {
+		if slices.Contains(names, ns) {
+			counts[ns] += n
+		} else {
+			counts[names[0]] += n
+			moved += n
+		}
+	}
+	return counts, moved
 }
