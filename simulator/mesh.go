@@ -152,8 +152,8 @@ type mesh struct {
 	// hostImporters[host] lists the client namespaces whose Sidecar imports that one host
 	// (NS/HOST, an explicit mesh's Sidecars) without importing its whole namespace.
 	hostImporters map[string][]string
-	sidecars  []model.Config
-	gw        gatewayState
+	sidecars      []model.Config
+	gw            gatewayState
 	// namespaces are where service-create puts services: ns-0 … or the explicit mesh's.
 	namespaces []string
 	// static are the explicit mesh's Istio objects, written as they are; locs its localities

@@ -183,8 +183,8 @@ func TestExplicitImporters(t *testing.T) {
 	}
 	nss := []string{"a", "b", "c"}
 	for _, tc := range []struct {
-		name string
-		cfgs []model.Config
+		name        string
+		cfgs        []model.Config
 		want, hosts map[string][]string
 	}{
 		{"none", nil, nil, nil},
