@@ -372,6 +372,13 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 				claimServiceAccount(cc.Node, g.Auth.serviceAccount())
 			}
 			cc.Seed, cc.Clock = cfg.Seed, cfg.Clock
+			// A client on a plaintext connection of its own stamps its responses with the
+			// kernel's receive time (rxstamp.go); with a fake clock, the clock's.
+			var rx *rxStamps
+			if spc <= 1 && g.Auth == nil && cfg.Clock == nil {
+				rx = &rxStamps{}
+				cc.rx = rx
+			}
 			c, err := NewClient(cc, f.hooks)
 			if err != nil {
 				return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
@@ -401,6 +408,9 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 				target := cfg.Target
 				if g.Target != "" {
 					target = g.Target
+				}
+				if rx != nil {
+					copts = append(slices.Clip(copts), grpc.WithContextDialer(rx.dial))
 				}
 				fc.conn, fc.own = &fleetConn{target: target, opts: copts}, true
 				f.own++
