@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,9 @@ var (
 //     shared by the fleet and the server), per response;
 //   - server-cpu-µs/response: the server's, in the fake Envoys' window.
 func BenchmarkPushCPU(b *testing.B) {
+	if testing.Short() {
+		b.Skip("2,000 connections: not under -short")
+	}
 	n, pushes := *pushClients, *pushCount
 	mesh := newPushMesh(b, 10)
 	srv := startPushServer(b, mesh)
@@ -276,6 +280,7 @@ func (s *pushServer) StreamAggregatedResources(st discoveryv3.AggregatedDiscover
 				s.mu.Lock()
 				s.streams[group] = append(s.streams[group], sends)
 				s.mu.Unlock()
+				defer s.forget(group, sends)
 			}
 			switch {
 			case r.GetErrorDetail() != nil:
@@ -295,6 +300,29 @@ func (s *pushServer) StreamAggregatedResources(st discoveryv3.AggregatedDiscover
 					}
 				}
 			}
+		}
+	}
+}
+
+// forget removes a stream that ended from its group.
+func (s *pushServer) forget(group int, sends chan *rawMsg) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams[group] = slices.DeleteFunc(s.streams[group], func(c chan *rawMsg) bool { return c == sends })
+}
+
+// broadcast sends change k to every stream of group that has room for it, without waiting
+// for ACKs (streams come and go under churn).
+func (s *pushServer) broadcast(tb testing.TB, group, k int) {
+	resp, _ := s.mesh.change(tb, k)
+	m := &rawMsg{b: resp}
+	s.mu.Lock()
+	streams := slices.Clone(s.streams[group])
+	s.mu.Unlock()
+	for _, c := range streams {
+		select {
+		case c <- m:
+		default:
 		}
 	}
 }
