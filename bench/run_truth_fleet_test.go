@@ -143,9 +143,9 @@ func testMeasurementTruthFleet(t *testing.T, n int) (float64, float64) {
 	require.Equal(t, float64(n), find(t, s, "xdslab_probe_missed_total", nil).Values["count"], "by each client")
 	require.Equal(t, 0.0, find(t, s, "xdslab_fleet_nacks_total", nil).Values["count"], "nothing is rejected")
 
-	sink.mu.Lock()
+	sink.atMu.Lock()
 	truth := stamps.truth(sink.publishAt, delay)
-	sink.mu.Unlock()
+	sink.atMu.Unlock()
 	push := find(t, s, "xdslab_push_latency_seconds", nil)
 	h, err := push.Histogram.Decode()
 	require.NoError(t, err)
