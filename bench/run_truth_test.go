@@ -46,13 +46,18 @@ func (allNodes) ID(*corev3.Node) string { return "all" }
 // serveSnapshotCache serves a go-control-plane snapshot cache (one snapshot for every node) over
 // ADS on a loopback port until stop, returning the cache and the server's address.
 func serveSnapshotCache(t *testing.T, ctx context.Context) (cache cachev3.SnapshotCache, target string, stop func()) {
+	return serveSnapshotCacheWith(t, ctx, nil)
+}
+
+// serveSnapshotCacheWith is serveSnapshotCache with the server's callbacks (nil: none).
+func serveSnapshotCacheWith(t *testing.T, ctx context.Context, cb serverv3.Callbacks) (cache cachev3.SnapshotCache, target string, stop func()) {
 	t.Helper()
 	cache = cachev3.NewSnapshotCache(true, allNodes{}, nil)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	g := grpc.NewServer()
 	srvCtx, stopSrv := context.WithCancel(ctx)
-	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(srvCtx, cache, nil))
+	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(srvCtx, cache, cb))
 	done := make(chan struct{})
 	go func() { _ = g.Serve(lis); close(done) }()
 	return cache, lis.Addr().String(), func() {
@@ -73,9 +78,12 @@ type delayedSink struct {
 	version int
 	dropped []uint64
 
-	mu      sync.Mutex // guards published
+	mu      sync.Mutex // guards pub
 	pub     int
 	pending sync.WaitGroup
+
+	atMu      sync.Mutex
+	publishAt map[int]time.Time // snapshot version → when it is published (Apply's instant + delay)
 }
 
 func (s *delayedSink) Init(ctx context.Context, initial []model.Config) error {
@@ -100,6 +108,14 @@ func (s *delayedSink) Apply(_ context.Context, ev simulator.Event) error {
 	}
 	version := s.version
 	at := time.Now().Add(s.delay) // Apply returns right after this: t0 follows it
+	// Not under mu, which the publisher of the last version holds while go-control-plane
+	// answers every watch: Apply must return at once, or t0 comes late.
+	s.atMu.Lock()
+	if s.publishAt == nil {
+		s.publishAt = map[int]time.Time{}
+	}
+	s.publishAt[version] = at
+	s.atMu.Unlock()
 	s.pending.Add(1)
 	go func() {
 		defer s.pending.Done()

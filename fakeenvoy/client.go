@@ -61,7 +61,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
-	cd.interner, cd.mode, cd.pool = cfg.Interner, cfg.checkMode(), cfg.pool
+	cd.interner, cd.mode, cd.pool, cd.rx = cfg.Interner, cfg.checkMode(), cfg.pool, cfg.rx
 	mcfg := cfg
 	mcfg.workload = workloadOf(cfg.Node)
 	mcfg.Node = cd.node

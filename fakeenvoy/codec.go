@@ -50,6 +50,9 @@ type codec struct {
 	nodeBytes []byte       // the encoding of the client's real node
 	now       func() time.Time
 	recvAt    time.Time // entry of the last Unmarshal; only read by the receiving goroutine
+	// rx, when set, gives the kernel's receive time of each message (rxstamp.go); recvAt is
+	// then that time instead of Unmarshal's.
+	rx *rxStamps
 
 	// What readSotw needs: the table decoded resources are looked up in, the client's
 	// validation mode (part of the key) and the pool messages spanning several buffers are
@@ -152,6 +155,15 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 		c.recvAt = c.now()
 	} else {
 		c.recvAt = time.Now()
+	}
+	if c.rx != nil {
+		// The kernel's arrival time of the message's last byte, carried to the monotonic
+		// clock as how long before now it was (see rxstamp.go).
+		if at, ok := c.rx.take(data.Len()); ok {
+			if age := c.recvAt.Round(0).Sub(at); age > 0 {
+				c.recvAt = c.recvAt.Add(-age)
+			}
+		}
 	}
 	c.res, c.read = nil, false
 	m, ok := v.(proto.Message)

@@ -64,6 +64,9 @@ type ClientConfig struct {
 	// pool is the buffer pool of the fleet's connections, where the client's codec gathers a
 	// response spanning several buffers (nil: grpc-go's default pool).
 	pool mem.BufferPool
+	// rx, when set, is where the client's codec takes kernel receive stamps from (the fleet
+	// sets it for a client on a plaintext connection of its own; see rxstamp.go).
+	rx *rxStamps
 }
 
 // checkMode is how the client validates the resources it decodes.

@@ -6,8 +6,10 @@
 // shell (Client.Run). The machine takes "stream started", "response received at t" and "timer
 // fired at t" and returns the requests to send, the ACK/NACK decision, the hooks to call and the
 // next deadline to arm. The shell owns the machine on one goroutine per client; a second
-// goroutine only forwards Recv results, stamped with the receive time the client's codec took
-// when the transport handed it the message's bytes, before decoding (monotonic clock).
+// goroutine only forwards Recv results, stamped with their receive time (monotonic clock): the
+// kernel's arrival time of the message's last byte for a client on a plaintext connection of
+// its own (rxstamp.go), otherwise the time the client's codec took when the transport handed
+// it the message's bytes, before decoding.
 //
 // State of the world (SotW) follows Envoy's order: CDS wildcard first; after every CDS response
 // that changed something, one EDS request naming every EDS cluster, sent before the CDS ACK;

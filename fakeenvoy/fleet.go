@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
 
 	"github.com/xdslab/xdslab/probe"
 )
@@ -29,6 +30,21 @@ const MaxRecvMsgSize = 256 << 20
 // then took fifteen write calls, and the fleet spent 216–248 µs of CPU per pushed response
 // against 126–154 µs with 32 KiB (BenchmarkFleetHeapPerClient), for the same idle heap.
 const connBufferSize = 32 << 10
+
+// fleetDialOptions are the options every fleet connection is dialled with, before
+// FleetConfig.DialOptions.
+func fleetDialOptions(pool mem.BufferPool) []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgSize)),
+		// The write buffer is shared (released between writes); frames larger than the read
+		// buffer are read straight into their own buffer.
+		grpc.WithSharedWriteBuffer(true),
+		grpc.WithReadBufferSize(connBufferSize),
+		grpc.WithWriteBufferSize(connBufferSize),
+		bufferPoolOption(pool),
+	}
+}
 
 // Group is a set of identical clients (a scenario client group).
 type Group struct {
@@ -324,16 +340,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		f.hooks = append(f.hooks.(teeHooks), cfg.Hooks)
 	}
 	pool := newBufferPool()
-	opts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgSize)),
-		// The write buffer is shared (released between writes); frames larger than the read
-		// buffer are read straight into their own buffer.
-		grpc.WithSharedWriteBuffer(true),
-		grpc.WithReadBufferSize(connBufferSize),
-		grpc.WithWriteBufferSize(connBufferSize),
-		bufferPoolOption(pool),
-	}, cfg.DialOptions...)
+	opts := append(fleetDialOptions(pool), cfg.DialOptions...)
 	// One table for the whole fleet: clients with the same config share decoded resources.
 	interner := NewInterner()
 	// One istio-agent CA for the whole fleet, one workload certificate per client.
@@ -366,6 +373,13 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 				claimServiceAccount(cc.Node, g.Auth.serviceAccount())
 			}
 			cc.Seed, cc.Clock = cfg.Seed, cfg.Clock
+			// A client on a plaintext connection of its own stamps its responses with the
+			// kernel's receive time (rxstamp.go); with a fake clock, the clock's.
+			var rx *rxStamps
+			if spc <= 1 && g.Auth == nil && cfg.Clock == nil {
+				rx = &rxStamps{}
+				cc.rx = rx
+			}
 			c, err := NewClient(cc, f.hooks)
 			if err != nil {
 				return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
@@ -395,6 +409,9 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 				target := cfg.Target
 				if g.Target != "" {
 					target = g.Target
+				}
+				if rx != nil {
+					copts = append(slices.Clip(copts), grpc.WithContextDialer(rx.dial))
 				}
 				fc.conn, fc.own = &fleetConn{target: target, opts: copts}, true
 				f.own++

@@ -2,6 +2,7 @@ package fakeenvoy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -45,7 +47,8 @@ var (
 //     every 10 ms while the fleet converges, minus the heap before, per client: what drives
 //     the process's RSS;
 //   - cpu-ms/client: process CPU (getrusage) from the start to the last first full config, per
-//     client;
+//     client; cp-cpu-ms/client the control plane's (its process's) in the same window, and
+//     full-config-cpu-ratio the first over the second (issue 28's target: ≤ 0.25);
 //   - churn-peak-heap-B/client, churn-cpu-µs/response, churn-responses/client: the same while
 //     the control plane then applies 100 endpoint flaps (10/s) and pushes them to every client;
 //   - peak-rss-MiB: the process's peak resident set (getrusage maxrss; the whole process
@@ -72,7 +75,7 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 		b.Fatal(err)
 	}
 	heap0 := liveHeap()
-	cpu0 := cpuTime()
+	cpu0, cp0 := cpuTime(), procCPU(b, srv.pid)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	peak := samplePeakHeap()
@@ -81,7 +84,7 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 	}
 	defer f.Stop()
 	waitFullConfig(b, f, n, 20*time.Millisecond)
-	cpu := cpuTime() - cpu0
+	cpu, cpCPU := cpuTime()-cpu0, procCPU(b, srv.pid)-cp0
 	peakFull := peak()
 	if nacks := f.Progress().Nacks; nacks != 0 {
 		b.Fatalf("%d NACKs of a valid mesh", nacks)
@@ -109,10 +112,32 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 	b.ReportMetric(perClient(heap1), "heap-B/client")
 	b.ReportMetric(perClient(peakFull), "peak-heap-B/client")
 	b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(n), "cpu-ms/client")
+	b.ReportMetric(float64(cpCPU.Microseconds())/1e3/float64(n), "cp-cpu-ms/client")
+	b.ReportMetric(float64(cpu)/float64(max(1, cpCPU)), "full-config-cpu-ratio")
 	b.ReportMetric(perClient(peakChurn), "churn-peak-heap-B/client")
 	b.ReportMetric(float64(churnCPU.Microseconds())/max(1, float64(churnResp)), "churn-cpu-µs/response")
 	b.ReportMetric(float64(churnResp)/float64(n), "churn-responses/client")
 	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MiB")
+}
+
+// procCPU returns the CPU time (user and system) process pid has used, from /proc/pid/stat.
+func procCPU(tb testing.TB, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatalf("control plane CPU: %v", err)
+	}
+	// The command is in parentheses and may hold spaces: the fields follow the last ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		tb.Fatalf("control plane CPU: short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("control plane CPU: /proc/%d/stat: %v %v", pid, err1, err2)
+	}
+	const clockTicks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / clockTicks
 }
 
 // samplePeakHeap samples the heap in use (live and not yet collected) every 10 ms until the
@@ -146,6 +171,7 @@ func samplePeakHeap() func() uint64 {
 // services × 10 endpoints and returns its ADS address; the child exits when the benchmark
 // ends (its stdin closes).
 type meshServer struct {
+	pid  int
 	addr string
 	in   io.Writer
 	out  *bufio.Scanner
@@ -187,7 +213,7 @@ func startMeshServer(b *testing.B, services int) *meshServer {
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if a, ok := strings.CutPrefix(sc.Text(), "ADS "); ok {
-			return &meshServer{addr: a, in: stdin, out: sc}
+			return &meshServer{pid: cmd.Process.Pid, addr: a, in: stdin, out: sc}
 		}
 	}
 	b.Fatalf("mesh server exited before serving: %v", sc.Err())
