@@ -625,4 +625,3 @@ func cidrOf(v string) (*corev3.CidrRange, error) {
 	}
 	return &corev3.CidrRange{AddressPrefix: pfx.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(pfx.Bits()))}, nil
 }
-
