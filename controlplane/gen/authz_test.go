@@ -1,0 +1,243 @@
+package gen
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	rbachttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	rbactcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+	securityapi "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+func authzConfig(ns, name string, ap *securityapi.AuthorizationPolicy, annotations map[string]string) *model.Config {
+	return &model.Config{Meta: model.Meta{Kind: model.KindAuthorizationPolicy, Name: name, Namespace: ns, Annotations: annotations,
+		CreationTimestamp: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, Spec: ap}
+}
+
+func selector(kv ...string) *typev1beta1.WorkloadSelector {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return &typev1beta1.WorkloadSelector{MatchLabels: m}
+}
+
+// authzMesh is goldenMesh with policies for the db namespace (mysql, a TCP port) and the
+// default namespace (reviews, an HTTP port).
+func authzMesh(extra ...*model.Config) *model.Snapshot {
+	in := goldenInput()
+	in.Configs = append(in.Configs,
+		// db: a DENY with an HTTP-only rule, an ALLOW with an HTTP-only rule and a TCP one.
+		authzConfig("db", "deny-admin", &securityapi.AuthorizationPolicy{Action: securityapi.AuthorizationPolicy_DENY, Rules: []*securityapi.Rule{{
+			To: []*securityapi.Rule_To{{Operation: &securityapi.Operation{Paths: []string{"/admin*"}}}},
+		}}}, nil),
+		authzConfig("db", "allow", &securityapi.AuthorizationPolicy{Rules: []*securityapi.Rule{
+			{To: []*securityapi.Rule_To{{Operation: &securityapi.Operation{Methods: []string{"GET"}}}}},
+			{
+				From: []*securityapi.Rule_From{{Source: &securityapi.Source{Principals: []string{"cluster.local/ns/default/sa/reviews"}}}},
+				To:   []*securityapi.Rule_To{{Operation: &securityapi.Operation{Ports: []string{"3306"}}}},
+			},
+		}}, nil),
+		// Mesh-wide for app=client, dry-run AUDIT is not a thing: a dry-run DENY.
+		authzConfig(RootNamespace, "mesh-deny", &securityapi.AuthorizationPolicy{Selector: selector("app", "client"), Action: securityapi.AuthorizationPolicy_DENY,
+			Rules: []*securityapi.Rule{{From: []*securityapi.Rule_From{{Source: &securityapi.Source{IpBlocks: []string{"10.9.0.0/16"}}}}}}},
+			map[string]string{dryRunAnnotation: "true"}),
+		// Never applied to sidecars: another label, a targetRef, CUSTOM.
+		authzConfig("db", "other-app", &securityapi.AuthorizationPolicy{Selector: selector("app", "other")}, nil),
+		authzConfig("db", "waypoint", &securityapi.AuthorizationPolicy{TargetRefs: []*typev1beta1.PolicyTargetReference{{Kind: "Service", Name: "mysql"}}}, nil),
+		authzConfig("db", "custom", &securityapi.AuthorizationPolicy{Action: securityapi.AuthorizationPolicy_CUSTOM,
+			ActionDetail: &securityapi.AuthorizationPolicy_Provider{Provider: &securityapi.AuthorizationPolicy_ExtensionProvider{Name: "ext"}}, Rules: []*securityapi.Rule{{}}}, nil),
+	)
+	in.Configs = append(in.Configs, extra...)
+	return model.NewSnapshot(1, in)
+}
+
+// inboundChain returns virtualInbound's first chain for port (0: the catch-all with transport
+// and no ALPN).
+func inboundChainFor(t *testing.T, g generated, port uint32, transport string) *listenerv3.FilterChain {
+	t.Helper()
+	for _, r := range g[ListenerType] {
+		l := r.Message.(*listenerv3.Listener)
+		if l.GetName() != VirtualInboundListener {
+			continue
+		}
+		for _, fc := range l.GetFilterChains() {
+			m := fc.GetFilterChainMatch()
+			if m.GetDestinationPort().GetValue() == port && m.GetTransportProtocol() == transport && len(m.GetApplicationProtocols()) == 0 && fc.GetName() != "virtualInbound-blackhole" {
+				return fc
+			}
+		}
+	}
+	t.Fatalf("no virtualInbound chain for port %d %s", port, transport)
+	return nil
+}
+
+func policyNames(r *rbacv3.RBAC) []string {
+	var out []string
+	for k := range r.GetPolicies() {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestAuthzTCPChain: on a tcp_proxy chain the network RBAC filters come first, AUDIT/DENY/ALLOW;
+// the DENY rule loses its HTTP-only path (it denies every connection), the ALLOW rule with a
+// method is dropped, the port rule kept; the dry-run policy is shadow rules; policies of another
+// label, with a targetRef or CUSTOM are not applied. Every listener validates deeply.
+func TestAuthzTCPChain(t *testing.T) {
+	s := authzMesh()
+	p := sidecarProxy("10.1.1.1", "db") // mysql: inbound 3306, TCP
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range g[ListenerType] {
+		if _, err := validateDeep(r.Message); err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
+	}
+	fc := inboundChainFor(t, g, 3306, "raw_buffer")
+	var names []string
+	for _, f := range fc.GetFilters() {
+		names = append(names, f.GetName())
+	}
+	if want := []string{networkRBACFilterName, networkRBACFilterName, tcpProxyFilterName}; !slices.Equal(names, want) {
+		t.Fatalf("filters = %v, want %v", names, want)
+	}
+	deny, allow := &rbactcpv3.RBAC{}, &rbactcpv3.RBAC{}
+	if err := fc.Filters[0].GetTypedConfig().UnmarshalTo(deny); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.Filters[1].GetTypedConfig().UnmarshalTo(allow); err != nil {
+		t.Fatal(err)
+	}
+	if deny.GetRules().GetAction() != rbacv3.RBAC_DENY || deny.GetStatPrefix() != rbacTCPStatPrefix {
+		t.Errorf("first filter: %v, want DENY with stat prefix tcp.", prototext.Format(deny))
+	}
+	denyAll := &rbacv3.Policy{
+		Permissions: []*rbacv3.Permission{{Rule: &rbacv3.Permission_AndRules{AndRules: &rbacv3.Permission_Set{Rules: []*rbacv3.Permission{{Rule: &rbacv3.Permission_Any{Any: true}}}}}}},
+		Principals:  []*rbacv3.Principal{{Identifier: &rbacv3.Principal_AndIds{AndIds: &rbacv3.Principal_Set{Ids: []*rbacv3.Principal{{Identifier: &rbacv3.Principal_Any{Any: true}}}}}}},
+	}
+	if got := deny.GetRules().GetPolicies()["ns[db]-policy[deny-admin]-rule[0]"]; !proto.Equal(got, denyAll) {
+		t.Errorf("DENY on TCP = %v, want the rule without its path (deny all)", prototext.Format(got))
+	}
+	if got := policyNames(deny.GetShadowRules()); !slices.Equal(got, []string{"ns[istio-system]-policy[mesh-deny]-rule[0]"}) || deny.GetShadowRulesStatPrefix() != "istio_dry_run_deny_" {
+		t.Errorf("shadow rules = %v (%q), want the dry-run mesh policy", got, deny.GetShadowRulesStatPrefix())
+	}
+	if got := policyNames(allow.GetRules()); !slices.Equal(got, []string{"ns[db]-policy[allow]-rule[1]"}) {
+		t.Errorf("ALLOW policies on TCP = %v, want only rule[1] (rule[0] has an HTTP method)", got)
+	}
+	principal := allow.GetRules().GetPolicies()["ns[db]-policy[allow]-rule[1]"].GetPrincipals()[0].GetAndIds().GetIds()[0].GetOrIds().GetIds()[0]
+	if got := principal.GetAuthenticated().GetPrincipalName().GetExact(); got != "spiffe://cluster.local/ns/default/sa/reviews" {
+		t.Errorf("principal = %q, want the SPIFFE id", got)
+	}
+	// The policies are dependencies of the listener.
+	for _, r := range g[ListenerType] {
+		if r.Name == VirtualInboundListener {
+			for _, want := range []string{"deny-admin", "allow", "mesh-deny"} {
+				if !slices.ContainsFunc(r.Deps, func(k model.ConfigKey) bool { return k.Kind == model.KindAuthorizationPolicy && k.Name == want }) {
+					t.Errorf("deps %v lack %s", r.Deps, want)
+				}
+			}
+			if slices.ContainsFunc(r.Deps, func(k model.ConfigKey) bool { return k.Name == "other-app" || k.Name == "waypoint" || k.Name == "custom" }) {
+				t.Errorf("deps %v name a policy that does not apply", r.Deps)
+			}
+		}
+	}
+}
+
+// TestAuthzHTTPChain: an HCM chain gets the HTTP RBAC filters before its own; the ALLOW rule
+// with a method is kept there; the db namespace's policies do not reach the default namespace;
+// an ALLOW without rules matches nothing; the mesh trust domain replaces cluster.local.
+func TestAuthzHTTPChain(t *testing.T) {
+	s := authzMesh(
+		authzConfig("default", "nobody", &securityapi.AuthorizationPolicy{}, nil),
+		authzConfig("default", "get", &securityapi.AuthorizationPolicy{Rules: []*securityapi.Rule{{
+			From: []*securityapi.Rule_From{{Source: &securityapi.Source{Principals: []string{"cluster.local/ns/db/sa/mysql"}}}},
+			To:   []*securityapi.Rule_To{{Operation: &securityapi.Operation{Methods: []string{"GET"}, Paths: []string{"/api/*"}}}},
+		}}}, nil),
+	)
+	p := sidecarProxy("10.1.0.1", "default") // reviews: inbound 9080, HTTP
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := inboundChainFor(t, g, 9080, "raw_buffer")
+	h := &hcmv3.HttpConnectionManager{}
+	if err := fc.Filters[0].GetTypedConfig().UnmarshalTo(h); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range h.GetHttpFilters() {
+		names = append(names, f.GetName())
+	}
+	if want := []string{httpRBACFilterName, httpRBACFilterName, "envoy.filters.http.fault", "envoy.filters.http.cors", routerFilterName}; !slices.Equal(names, want) {
+		t.Fatalf("http filters = %v, want %v", names, want)
+	}
+	deny, allow := &rbachttpv3.RBAC{}, &rbachttpv3.RBAC{}
+	if err := h.HttpFilters[0].GetTypedConfig().UnmarshalTo(deny); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.HttpFilters[1].GetTypedConfig().UnmarshalTo(allow); err != nil {
+		t.Fatal(err)
+	}
+	if deny.GetRules() != nil || len(deny.GetShadowRules().GetPolicies()) != 1 {
+		t.Errorf("DENY filter = %v, want only the dry-run mesh policy as shadow rules", prototext.Format(deny))
+	}
+	if got := policyNames(allow.GetRules()); !slices.Equal(got, []string{"ns[default]-policy[get]-rule[0]", "ns[default]-policy[nobody]-rule[0]"}) {
+		t.Fatalf("ALLOW policies = %v", got)
+	}
+	if got := allow.GetRules().GetPolicies()["ns[default]-policy[nobody]-rule[0]"]; !proto.Equal(got, matchNothing()) {
+		t.Errorf("ALLOW without rules = %v, want match nothing", prototext.Format(got))
+	}
+	perm := allow.GetRules().GetPolicies()["ns[default]-policy[get]-rule[0]"].GetPermissions()[0].GetAndRules().GetRules()
+	if len(perm) != 2 || perm[0].GetOrRules().GetRules()[0].GetHeader().GetStringMatch().GetExact() != "GET" ||
+		perm[1].GetOrRules().GetRules()[0].GetUrlPath().GetPath().GetPrefix() != "/api/" {
+		t.Errorf("permissions = %v, want method GET and path prefix /api/", perm)
+	}
+
+	// Another trust domain: the principal's cluster.local is the mesh's.
+	in := goldenInput()
+	for _, svc := range in.Services {
+		svc.ServiceAccounts = []string{"spiffe://example.org/ns/" + svc.Namespace + "/sa/default"}
+	}
+	in.Configs = append(in.Configs, authzConfig("default", "get", &securityapi.AuthorizationPolicy{Rules: []*securityapi.Rule{{
+		From: []*securityapi.Rule_From{{Source: &securityapi.Source{Principals: []string{"cluster.local/ns/db/sa/mysql", "other.org/ns/db/sa/mysql"}}}},
+	}}}, nil))
+	az := authzFor(p, model.NewSnapshot(2, in))
+	var got []string
+	for _, id := range az.build(false)[0].rules.GetPolicies()["ns[default]-policy[get]-rule[0]"].GetPrincipals()[0].GetAndIds().GetIds()[0].GetOrIds().GetIds() {
+		got = append(got, id.GetAuthenticated().GetPrincipalName().GetExact())
+	}
+	if want := []string{"spiffe://example.org/ns/db/sa/mysql", "spiffe://other.org/ns/db/sa/mysql"}; !slices.Equal(got, want) {
+		t.Errorf("principals = %v, want %v", got, want)
+	}
+}
+
+// TestAuthzNotGeneratedConditions: a path template or an experimental key (not generated) drops
+// an ALLOW rule and is left out of a DENY rule, on HTTP chains too.
+func TestAuthzNotGeneratedConditions(t *testing.T) {
+	a := authzPolicies{td: DefaultTrustDomain}
+	r := &securityapi.Rule{
+		To:   []*securityapi.Rule_To{{Operation: &securityapi.Operation{Paths: []string{"/a/{*}"}, Methods: []string{"GET"}}}},
+		When: []*securityapi.Condition{{Key: "experimental.envoy.filters.a[b]", Values: []string{"c"}}},
+	}
+	if got := a.rulePolicy("ns", r, false, rbacv3.RBAC_ALLOW); got != nil {
+		t.Errorf("ALLOW = %v, want the rule dropped", prototext.Format(got))
+	}
+	got := a.rulePolicy("ns", r, false, rbacv3.RBAC_DENY)
+	rules := got.GetPermissions()[0].GetAndRules().GetRules()
+	if len(rules) != 1 || rules[0].GetOrRules().GetRules()[0].GetHeader().GetName() != ":method" {
+		t.Errorf("DENY permissions = %v, want only the method", rules)
+	}
+}
