@@ -95,11 +95,7 @@ func (c *checker) authzRule(at path, action securityapi.AuthorizationPolicy_Acti
 			name string
 			v    []string
 		}{{"serviceAccounts", s.ServiceAccounts}, {"notServiceAccounts", s.NotServiceAccounts}} {
-			for k, v := range l.v {
-				if strings.Count(v, "/") > 1 || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") {
-					c.errf(fat.with(l.name, k), "%q is not a service account: write NAME or NAMESPACE/NAME", v)
-				}
-			}
+			c.serviceAccounts(fat.with(l.name), l.v)
 		}
 		for _, l := range []struct {
 			name string
@@ -168,12 +164,13 @@ func (c *checker) authzRule(at path, action securityapi.AuthorizationPolicy_Acti
 			c.errf(wat, "at least one of values or notValues must be set for key %s", k)
 			continue
 		}
+		c.authzKey(wat.with("key"), k)
 		for _, l := range []struct {
 			name string
 			v    []string
 		}{{"values", w.GetValues()}, {"notValues", w.GetNotValues()}} {
 			c.nonEmptyValues(wat.with(l.name), l.v)
-			c.authzAttribute(wat.with(l.name), k, l.v)
+			c.authzValues(wat.with(l.name), k, l.v)
 		}
 		if custom && (k == "source.namespace" || k == "source.serviceAccount" || k == "source.trustDomain" || k == "source.principal" || strings.HasPrefix(k, "request.auth.")) {
 			c.errf(wat.with("key"), "%s is not supported with action CUSTOM: remove the condition", k)
@@ -193,23 +190,42 @@ var authzKeys = map[string]bool{
 	"destination.port": true, "connection.sni": true,
 }
 
-// authzAttribute is istiod's ValidateAttribute for one when-condition's values.
-func (c *checker) authzAttribute(at path, key string, values []string) {
-	switch {
-	case strings.HasPrefix(key, "request.headers"), strings.HasPrefix(key, "request.auth.claims"):
-		open := strings.Index(key, "[")
-		if !strings.HasSuffix(key, "]") || open <= 0 || open >= len(key)-2 {
-			c.errf(at, "key %q is not of the form %s[NAME]", key, key[:max(open, 0)])
+// authzKey is the key half of istiod's ValidateAttribute: a known attribute, and a name in
+// brackets for request.headers and request.auth.claims.
+func (c *checker) authzKey(at path, key string) {
+	for _, m := range []string{"request.headers", "request.auth.claims"} {
+		if strings.HasPrefix(key, m) {
+			open := strings.Index(key, "[")
+			if !strings.HasSuffix(key, "]") || open <= 0 || open >= len(key)-2 {
+				c.errf(at, "%q is not of the form %s[NAME]", key, m)
+			}
+			return
 		}
-	case key == "source.ip", key == "remote.ip", key == "destination.ip":
+	}
+	if !authzKeys[key] && !strings.HasPrefix(key, "experimental.envoy.filters.") {
+		c.errf(at, "unknown attribute %q: use one of request.headers[NAME], source.ip, remote.ip, source.namespace, source.principal, source.serviceAccount, source.trustDomain, request.auth.principal, request.auth.audiences, request.auth.presenter, request.auth.claims[NAME], destination.ip, destination.port, connection.sni", key)
+	}
+}
+
+// authzValues is the value half of istiod's ValidateAttribute.
+func (c *checker) authzValues(at path, key string, values []string) {
+	switch key {
+	case "source.ip", "remote.ip", "destination.ip":
 		c.ipValues(at, values)
-	case key == "destination.port":
+	case "destination.port":
 		c.portValues(at, values)
-	case key == "source.trustDomain":
+	case "source.trustDomain":
 		c.wildcardValues(at, values)
-	case strings.HasPrefix(key, "experimental.envoy.filters."), authzKeys[key]:
-	default:
-		c.errf(at, "unknown attribute %q: use one of request.headers[NAME], source.ip, remote.ip, source.namespace, source.principal, request.auth.claims[NAME], destination.port, …", key)
+	case "source.serviceAccount":
+		c.serviceAccounts(at, values)
+	}
+}
+
+func (c *checker) serviceAccounts(at path, vs []string) {
+	for k, v := range vs {
+		if strings.Count(v, "/") > 1 || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") {
+			c.errf(at.with(k), "%q is not a service account: write NAME or NAMESPACE/NAME", v)
+		}
 	}
 }
 
@@ -262,8 +278,6 @@ func (c *checker) pathTemplates(at path, vs []string) {
 			case g == "{*}":
 			case strings.ContainsAny(g, "{}"):
 				c.errf(at.with(i), "path %q has '{' or '}' outside the templates {*} and {**}", v)
-			default:
-				continue
 			}
 		}
 	}
