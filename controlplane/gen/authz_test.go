@@ -149,7 +149,9 @@ func TestAuthzTCPChain(t *testing.T) {
 					t.Errorf("deps %v lack %s", r.Deps, want)
 				}
 			}
-			if slices.ContainsFunc(r.Deps, func(k model.ConfigKey) bool { return k.Name == "other-app" || k.Name == "waypoint" || k.Name == "custom" }) {
+			if slices.ContainsFunc(r.Deps, func(k model.ConfigKey) bool {
+				return k.Name == "other-app" || k.Name == "waypoint" || k.Name == "custom"
+			}) {
 				t.Errorf("deps %v name a policy that does not apply", r.Deps)
 			}
 		}
