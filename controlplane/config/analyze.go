@@ -32,8 +32,7 @@ func (f Finding) String() string {
 // Analyze checks references between cfgs, as istioctl analyze's
 // destinationrule/virtualservice analyzers do (IST0101, ReferencedResourceNotFound): every
 // subset a VirtualService routes to must be defined by a DestinationRule for that host, and
-// every Gateway it binds to must exist (analyzeGatewayRefs); an AuthorizationPolicy that
-// selects a router is reported as not generated (analyzeAuthzGateways). Hosts
+// every Gateway it binds to must exist (analyzeGatewayRefs). Hosts
 // are compared after expanding short names to name.namespace.svc.cluster.local, each in its
 // object's namespace. Findings are sorted by object and path.
 func Analyze(cfgs []*model.Config) []Finding {
@@ -93,7 +92,6 @@ func Analyze(cfgs []*model.Config) []Finding {
 		}
 	}
 	out = append(out, analyzeGatewayRefs(cfgs)...)
-	out = append(out, analyzeAuthzGateways(cfgs)...)
 	slices.SortStableFunc(out, func(a, b Finding) int { return strings.Compare(a.Object, b.Object) })
 	return out
 }

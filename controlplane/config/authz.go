@@ -1,14 +1,10 @@
 package config
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
-	networking "istio.io/api/networking/v1alpha3"
 	securityapi "istio.io/api/security/v1beta1"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // authorizationPolicy mirrors istiod's ValidateAuthorizationPolicy: selector and targetRef(s)
@@ -287,42 +283,3 @@ func (c *checker) pathTemplates(at path, vs []string) {
 	}
 }
 
-// analyzeAuthzGateways reports AuthorizationPolicies that select a router: istiod filters a
-// gateway's listeners with them, xdslab generates RBAC for sidecars only. A router is known by
-// a Gateway's selector: a policy of the root namespace or of the Gateway's namespace whose own
-// selector is empty or a subset of those labels selects it.
-func analyzeAuthzGateways(cfgs []*model.Config) []Finding {
-	var gws []*model.Config
-	for _, c := range cfgs {
-		if _, ok := c.Spec.(*networking.Gateway); ok && c.Kind == model.KindGateway {
-			gws = append(gws, c)
-		}
-	}
-	var out []Finding
-	for _, c := range cfgs {
-		ap, ok := c.Spec.(*securityapi.AuthorizationPolicy)
-		if !ok || c.Kind != model.KindAuthorizationPolicy || ap.GetAction() == securityapi.AuthorizationPolicy_CUSTOM ||
-			ap.GetTargetRef() != nil || len(ap.GetTargetRefs()) > 0 {
-			continue
-		}
-		for _, g := range gws {
-			gsel := g.Spec.(*networking.Gateway).GetSelector()
-			if c.Namespace != model.RootNamespace && c.Namespace != g.Namespace {
-				continue
-			}
-			selected := true
-			for k, v := range ap.GetSelector().GetMatchLabels() {
-				if gsel[k] != v {
-					selected = false
-				}
-			}
-			if !selected {
-				continue
-			}
-			out = append(out, Finding{Object: fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name), Source: c.Source, Path: "spec.selector",
-				Msg: fmt.Sprintf("selects the router of Gateway %s/%s: istiod filters its listeners with this policy, but RBAC on gateways is %s (sidecars only); narrow the selector to the workloads you mean", g.Namespace, g.Name, notGenerated)})
-			break
-		}
-	}
-	return out
-}

@@ -115,7 +115,7 @@ func (c *checker) notGeneratedSidecar(at path, sc *networking.Sidecar) {
 }
 
 // notGeneratedAuthz warns about the AuthorizationPolicy parts the RBAC generator skips
-// (controlplane/gen/authz.go): CUSTOM, targetRef(s), RBAC on gateways, path templates and
+// (controlplane/gen/authz.go): CUSTOM, targetRef(s), path templates and
 // experimental.envoy.filters keys. A skipped condition is handled as istiod handles an
 // HTTP-only condition on a TCP chain: an ALLOW rule with it is dropped, a DENY or AUDIT rule
 // loses it.
@@ -125,7 +125,7 @@ func (c *checker) notGeneratedAuthz(at path, ap *securityapi.AuthorizationPolicy
 		return
 	}
 	if ap.GetTargetRef() != nil || len(ap.GetTargetRefs()) > 0 {
-		c.warnf(at.with("targetRefs"), "are %s: a policy with targetRef applies to gateways and waypoints only (istiod ignores it for sidecars), and xdslab generates RBAC for sidecars only", notGenerated)
+		c.warnf(at.with("targetRefs"), "are %s: a policy with targetRef applies to Gateway API gateways and waypoints only (istiod ignores it for sidecars and Istio gateways), which xdslab does not model", notGenerated)
 	}
 	const skipped = "an ALLOW rule with it is dropped, a DENY or AUDIT rule is generated without it"
 	for i, r := range ap.GetRules() {

@@ -23,11 +23,12 @@ import (
 )
 
 // AuthorizationPolicy → Envoy RBAC, as istiod's authz builder generates it for a sidecar's
-// inbound chains (the rules were learned from istiod; the code is xdslab's):
+// inbound chains and a gateway's listeners (the rules were learned from istiod; the code is
+// xdslab's):
 //
 //   - A proxy's policies are those of the root namespace and of its own namespace whose selector
-//     is empty or a subset of its labels; a policy with targetRef(s) applies to gateways and
-//     waypoints only, never to a sidecar.
+//     is empty or a subset of its labels; a policy with targetRef(s) applies to Gateway API
+//     gateways and waypoints only, never to a sidecar or an Istio gateway.
 //   - Per action one filter, AUDIT (action LOG), then DENY, then ALLOW; CUSTOM is not generated.
 //     Policies annotated istio.io/dry-run: "true" go to shadow_rules.
 //   - Each rule i of policy NAME in NS is the RBAC policy "ns[NS]-policy[NAME]-rule[i]"; an

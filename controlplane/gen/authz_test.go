@@ -344,3 +344,52 @@ func BenchmarkVirtualInboundAuthz(b *testing.B) {
 		})
 	}
 }
+
+// TestAuthzRouter: a policy selecting the ingress router puts the HTTP RBAC filter first in
+// every gateway HCM and the network filter before every TLS passthrough and TCP tcp_proxy; a
+// router the policy does not select has none. Everything validates deeply.
+func TestAuthzRouter(t *testing.T) {
+	in := gatewayInput()
+	in.Configs = append(in.Configs, authzConfig(RootNamespace, "ingress", &securityapi.AuthorizationPolicy{
+		Selector: selector("istio", "ingressgateway", "tier", "edge"),
+		Rules:    []*securityapi.Rule{{To: []*securityapi.Rule_To{{Operation: &securityapi.Operation{Hosts: []string{"*.example.com"}}}}}},
+	}, nil))
+	s := model.NewSnapshot(1, in)
+	for _, tc := range []struct {
+		labels map[string]string
+		want   bool
+	}{{map[string]string{"istio": "ingressgateway", "app": "istio-ingressgateway", "tier": "edge"}, true}, {ingressLabels, false}} {
+		p := routerProxy(RootNamespace, tc.labels)
+		g, err := generateAll(t, p, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var chains int
+		for _, r := range g[ListenerType] {
+			if _, err := validateDeep(r.Message); err != nil {
+				t.Fatalf("%s: %v", r.Name, err)
+			}
+			for _, fc := range r.Message.(*listenerv3.Listener).GetFilterChains() {
+				chains++
+				first := fc.GetFilters()[0]
+				got := first.GetName() == networkRBACFilterName
+				if first.GetName() == hcmFilterName {
+					h := &hcmv3.HttpConnectionManager{}
+					if err := first.GetTypedConfig().UnmarshalTo(h); err != nil {
+						t.Fatal(err)
+					}
+					got = h.GetHttpFilters()[0].GetName() == httpRBACFilterName
+				}
+				if got != tc.want {
+					t.Errorf("router %v, listener %s: RBAC first = %v, want %v", tc.labels, r.Name, got, tc.want)
+				}
+			}
+			if tc.want && !slices.ContainsFunc(r.Deps, func(k model.ConfigKey) bool { return k.Kind == model.KindAuthorizationPolicy }) {
+				t.Errorf("listener %s deps %v lack the policy", r.Name, r.Deps)
+			}
+		}
+		if chains == 0 {
+			t.Fatalf("router %v has no listeners", tc.labels)
+		}
+	}
+}

@@ -40,12 +40,12 @@
 // # Authorization (authz.go)
 //
 // AuthorizationPolicy becomes istiod's RBAC filters on every virtualInbound chain of a sidecar
-// (not the BlackHole one): envoy.filters.http.rbac first in an HCM's filters, or
-// envoy.filters.network.rbac before a tcp_proxy; one filter per action, AUDIT (LOG), DENY, ALLOW;
+// (not the BlackHole one) and on every chain of a router's listeners: envoy.filters.http.rbac
+// first in an HCM's filters, or envoy.filters.network.rbac before a tcp_proxy; one filter per action, AUDIT (LOG), DENY, ALLOW;
 // dry-run policies as shadow rules; rule i of NAME in NS named "ns[NS]-policy[NAME]-rule[i]";
 // an ALLOW without rules matches nothing. Policies of the root namespace and the proxy's apply
 // when their selector matches its labels (model.AuthorizationPolicySelects; never with a
-// targetRef, never to routers or proxyless gRPC). HTTP-only conditions on a TCP chain, and
+// targetRef, never to proxyless gRPC). HTTP-only conditions on a TCP chain, and
 // the conditions xdslab does not generate anywhere (path templates, experimental keys), drop an
 // ALLOW rule and are left out of a DENY or AUDIT rule.
 //

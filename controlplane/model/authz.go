@@ -7,9 +7,10 @@ import (
 // AuthorizationPolicySelects reports whether AuthorizationPolicy c applies to proxy p, as
 // istiod selects for a sidecar: c is in the root namespace or p's, has no targetRef(s) (those
 // are for gateways and waypoints), and its selector is empty or a subset of p's labels.
-// Routers and proxyless gRPC clients get no RBAC from xdslab, so no policy selects them.
+// A router is selected the same way (a Gateway API gateway, which istiod selects by targetRef,
+// is not modelled); proxyless gRPC clients get no RBAC from xdslab, so no policy selects them.
 func AuthorizationPolicySelects(c *Config, p *Proxy) bool {
-	if c == nil || p == nil || p.Type == Router || p.IsGRPC() {
+	if c == nil || p == nil || p.IsGRPC() {
 		return false
 	}
 	ap, ok := c.Spec.(*securityapi.AuthorizationPolicy)
