@@ -282,4 +282,3 @@ func (c *checker) pathTemplates(at path, vs []string) {
 		}
 	}
 }
-
