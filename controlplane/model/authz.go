@@ -6,7 +6,7 @@ import (
 
 // AuthorizationPolicySelects reports whether AuthorizationPolicy c applies to proxy p, as
 // istiod selects for a sidecar: c is in the root namespace or p's, has no targetRef(s) (those
-// are for gateways and waypoints), and its selector is empty or a subset of p's labels.
+// are for Gateway API gateways and waypoints), and its selector is empty or a subset of p's labels.
 // A router is selected the same way (a Gateway API gateway, which istiod selects by targetRef,
 // is not modelled); proxyless gRPC clients get no RBAC from xdslab, so no policy selects them.
 func AuthorizationPolicySelects(c *Config, p *Proxy) bool {
