@@ -96,7 +96,8 @@ func (l *secureLab) auth(mode string) *fakeenvoy.ClientAuth {
 	return a
 }
 
-// writeMTLS asks for ISTIO_MUTUAL to echo and mesh-wide STRICT mTLS.
+// writeMTLS asks for ISTIO_MUTUAL to echo and mesh-wide STRICT mTLS, with AuthorizationPolicies
+// (RBAC filters the realistic fleet must accept).
 func (l *secureLab) writeMTLS(t *testing.T) {
 	t.Helper()
 	mtls := `apiVersion: networking.istio.io/v1
@@ -110,11 +111,39 @@ apiVersion: security.istio.io/v1
 kind: PeerAuthentication
 metadata: {name: default, namespace: istio-system}
 spec: {mtls: {mode: STRICT}}
+---
+# RBAC on every sidecar's inbound chains: AUDIT, DENY and ALLOW, HTTP and network filters.
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: deny-debug, namespace: istio-system}
+spec:
+  action: DENY
+  rules:
+  - to: [{operation: {paths: [/debug*], ports: ["8080"]}}]
+    when: [{key: "request.headers[x-debug]", values: ["*"]}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: audit, namespace: istio-system}
+spec:
+  action: AUDIT
+  rules: [{to: [{operation: {methods: [POST]}}]}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: allow-mesh, namespace: default}
+spec:
+  rules:
+  - from: [{source: {principals: [cluster.local/ns/*], notIpBlocks: [10.0.0.0/8]}}, {source: {namespaces: [default]}}]
+    to: [{operation: {hosts: ["*.cluster.local"], notPaths: [/admin]}}]
+    when: [{key: "request.auth.claims[groups]", values: [mesh]}]
 `
 	if err := os.WriteFile(filepath.Join(l.dir, "mtls.yaml"), []byte(mtls), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitSnap(t, l.srv, "the PeerAuthentication", func(s *model.Snapshot) bool { return len(s.Configs(model.KindPeerAuthentication)) == 1 })
+	waitSnap(t, l.srv, "the PeerAuthentication and AuthorizationPolicies", func(s *model.Snapshot) bool {
+		return len(s.Configs(model.KindPeerAuthentication)) == 1 && len(s.Configs(model.KindAuthorizationPolicy)) == 3
+	})
 }
 
 func startFleet(t *testing.T, ctx context.Context, target string, groups ...fakeenvoy.Group) *fakeenvoy.Fleet {

@@ -71,7 +71,7 @@ func (s Skipped) String() string {
 	if s.Name != "" {
 		out += " " + s.Name
 	}
-	out += ": not a kind the control plane reads (" + strings.TrimSuffix(kindNames(), ", "+string(model.KindPeerAuthentication)) + " in " + strings.Join(apiVersions, ", ") + "; PeerAuthentication in " + strings.Join(securityAPIVersions, ", ") + ")"
+	out += ": not a kind the control plane reads (" + strings.TrimSuffix(kindNames(), ", "+string(model.KindPeerAuthentication)+", "+string(model.KindAuthorizationPolicy)) + " in " + strings.Join(apiVersions, ", ") + "; PeerAuthentication and AuthorizationPolicy in " + strings.Join(securityAPIVersions, ", ") + ")"
 	if s.Hint != "" {
 		out += "; " + s.Hint
 	}

@@ -65,8 +65,8 @@ func TestDecodeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 7 {
-		t.Errorf("got %d configs, want 7", len(cs))
+	if len(cs) != 8 {
+		t.Errorf("got %d configs, want 8", len(cs))
 	}
 	golden(t, "good.golden", dump(cs))
 }

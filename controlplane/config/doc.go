@@ -35,7 +35,7 @@
 // Decode reads multi-document YAML (or a stream of JSON objects) exactly as kubectl does:
 // apiVersion networking.istio.io/v1, v1beta1 or v1alpha3 (all the same schema), kinds
 // ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar and Gateway, and
-// PeerAuthentication under security.istio.io/v1 or v1beta1, metadata{name, namespace (default "default"), labels, annotations, resourceVersion,
+// PeerAuthentication and AuthorizationPolicy under security.istio.io/v1 or v1beta1, metadata{name, namespace (default "default"), labels, annotations, resourceVersion,
 // creationTimestamp} and spec, decoded with protojson after sigs.k8s.io/yaml turns the YAML
 // into JSON. "apiVersion: v1, kind: List" documents contribute their items. Decoding is strict:
 // an unknown field (top level, metadata or spec) is an error. Every error is a *DecodeError

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
 )
 
 // Fields xdslab accepts, as istiod does, but does not turn into Envoy config (issue 26): each
@@ -110,5 +111,49 @@ func (c *checker) notGeneratedSidecar(at path, sc *networking.Sidecar) {
 	}
 	if p := sc.GetOutboundTrafficPolicy(); p != nil && p.GetMode() == networking.OutboundTrafficPolicy_REGISTRY_ONLY {
 		c.warnf(at.with("outboundTrafficPolicy", "mode"), "REGISTRY_ONLY is %s: unknown destinations pass through (ALLOW_ANY)", notGenerated)
+	}
+}
+
+// notGeneratedAuthz warns about the AuthorizationPolicy parts the RBAC generator skips
+// (controlplane/gen/authz.go): CUSTOM, targetRef(s), path templates and
+// experimental.envoy.filters keys. A skipped condition is handled as istiod handles an
+// HTTP-only condition on a TCP chain: an ALLOW rule with it is dropped, a DENY or AUDIT rule
+// loses it.
+func (c *checker) notGeneratedAuthz(at path, ap *securityapi.AuthorizationPolicy) {
+	if ap.GetAction() == securityapi.AuthorizationPolicy_CUSTOM {
+		c.warnf(at.with("action"), "CUSTOM is %s: no ext_authz filter; the policy has no effect", notGenerated)
+		return
+	}
+	if ap.GetTargetRef() != nil || len(ap.GetTargetRefs()) > 0 {
+		c.warnf(at.with("targetRefs"), "are %s: a policy with targetRef applies to Gateway API gateways and waypoints only (istiod ignores it for sidecars and Istio gateways), which xdslab does not model", notGenerated)
+	}
+	const skipped = "an ALLOW rule with it is dropped, a DENY or AUDIT rule is generated without it"
+	for i, r := range ap.GetRules() {
+		for j, t := range r.GetTo() {
+			for _, l := range []struct {
+				name string
+				v    []string
+			}{{"paths", t.GetOperation().GetPaths()}, {"notPaths", t.GetOperation().GetNotPaths()}} {
+				for k, v := range l.v {
+					if strings.Contains(v, "{") {
+						c.warnf(at.with("rules", i, "to", j, "operation", l.name, k), "path template %q is %s: %s", v, notGenerated, skipped)
+					}
+				}
+			}
+		}
+		const noJWT = "is matched as istiod matches it, on the JWT payload jwt_authn leaves, but jwt_authn is %s (RequestAuthentication is not read): the condition never matches"
+		for j, f := range r.GetFrom() {
+			if s := f.GetSource(); len(s.GetRequestPrincipals())+len(s.GetNotRequestPrincipals()) > 0 {
+				c.warnf(at.with("rules", i, "from", j, "source", "requestPrincipals"), noJWT, notGenerated)
+			}
+		}
+		for j, w := range r.GetWhen() {
+			if strings.HasPrefix(w.GetKey(), "request.auth.") {
+				c.warnf(at.with("rules", i, "when", j, "key"), w.GetKey()+" "+noJWT, notGenerated)
+			}
+			if strings.HasPrefix(w.GetKey(), "experimental.envoy.filters.") {
+				c.warnf(at.with("rules", i, "when", j, "key"), "%s is %s: %s", w.GetKey(), notGenerated, skipped)
+			}
+		}
 	}
 }

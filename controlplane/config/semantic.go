@@ -94,6 +94,8 @@ func checkSpec(namespace string, spec proto.Message) []problem {
 		c.notGeneratedGateway(at, s)
 	case *securityapi.PeerAuthentication:
 		c.peerAuthentication(at, s)
+	case *securityapi.AuthorizationPolicy:
+		c.authorizationPolicy(at, s)
 	}
 	return c.problems
 }

@@ -37,6 +37,18 @@
 // BlackHole chain for 15006 itself. SIMPLE and MUTUAL originate TLS (originateTLS): SNI, CA
 // and client certificate as the agent's file secrets, auto SNI/SAN validation without an SNI.
 //
+// # Authorization (authz.go)
+//
+// AuthorizationPolicy becomes istiod's RBAC filters on every virtualInbound chain of a sidecar
+// (not the BlackHole one) and on every chain of a router's listeners: envoy.filters.http.rbac
+// first in an HCM's filters, or envoy.filters.network.rbac before a tcp_proxy; one filter per action, AUDIT (LOG), DENY, ALLOW;
+// dry-run policies as shadow rules; rule i of NAME in NS named "ns[NS]-policy[NAME]-rule[i]";
+// an ALLOW without rules matches nothing. Policies of the root namespace and the proxy's apply
+// when their selector matches its labels (model.AuthorizationPolicySelects; never with a
+// targetRef, never to proxyless gRPC). HTTP-only conditions on a TCP chain, and
+// the conditions xdslab does not generate anywhere (path templates, experimental keys), drop an
+// ALLOW rule and are left out of a DENY or AUDIT rule.
+//
 // # Families and names (Istio's conventions)
 //
 // ForType picks the family from the proxy's GENERATOR metadata and node type.

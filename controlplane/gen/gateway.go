@@ -197,6 +197,7 @@ type boundVS struct {
 type routerPlan struct {
 	p     *model.Proxy
 	s     *model.Snapshot
+	az    authzPolicies // the AuthorizationPolicies that select the router
 	ix    *index
 	ports []*gwPort                     // by port number
 	bound map[model.ConfigKey][]boundVS // gateway key → bound VSs, by namespace/name
@@ -210,7 +211,7 @@ func selectsRouter(gw *networking.Gateway, labels map[string]string) bool {
 }
 
 func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
-	rp := &routerPlan{p: p, s: s, ix: newIndex(s, s.ScopeFor(p)), bound: map[model.ConfigKey][]boundVS{}}
+	rp := &routerPlan{p: p, s: s, az: authzFor(p, s), ix: newIndex(s, s.ScopeFor(p)), bound: map[model.ConfigKey][]boundVS{}}
 	byPort := map[uint32]*gwPort{}
 	var gateways []*model.Config
 	for _, c := range s.Configs(model.KindGateway) {
@@ -491,7 +492,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 	switch gp.kind {
 	case kindHTTP:
 		l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
-			hcmFilter(gatewayHCM(rdsHCM("outbound_"+name, GatewayRouteName(gp.num)))),
+			hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, GatewayRouteName(gp.num))))),
 		}}}
 	case kindTLS:
 		l.ListenerFilters = []*listenerv3.ListenerFilter{{
@@ -510,7 +511,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 			l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 				FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: serverSNIs(gs.srv)},
 				TransportSocket:  gatewayTLSSocket(gs.srv.GetTls()),
-				Filters:          []*listenerv3.Filter{hcmFilter(gatewayHCM(rdsHCM("outbound_"+name, GatewayHTTPSRouteName(gs))))},
+				Filters:          []*listenerv3.Filter{hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, GatewayHTTPSRouteName(gs)))))},
 			})
 		}
 	case kindTCP:
@@ -523,6 +524,15 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 	}
 	if len(l.FilterChains) == 0 {
 		return nil, nil
+	}
+	if !rp.az.empty() {
+		deps = append(deps, rp.az.deps...)
+		if gp.kind == kindTLS || gp.kind == kindTCP {
+			tcp := rp.az.tcpFilters()
+			for _, fc := range l.FilterChains {
+				fc.Filters = append(slices.Clone(tcp), fc.Filters...)
+			}
+		}
 	}
 	return &Resource{Name: name, Message: l, Deps: sortDeps(deps)}, clusters
 }
@@ -828,5 +838,14 @@ func gatewayHCM(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnectionManager {
 	h.UseRemoteAddress = wrapperspb.Bool(true)
 	h.ForwardClientCertDetails = hcmv3.HttpConnectionManager_SANITIZE_SET
 	h.SetCurrentClientCertDetails = &hcmv3.HttpConnectionManager_SetCurrentClientCertDetails{Subject: wrapperspb.Bool(true), Cert: true, Dns: true, Uri: true}
+	return h
+}
+
+// withRBAC puts the router's HTTP RBAC filters first in a gateway HCM's filters, as istiod
+// does for a gateway that AuthorizationPolicies select.
+func (rp *routerPlan) withRBAC(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnectionManager {
+	if !rp.az.empty() {
+		h.HttpFilters = append(rp.az.httpFilters(), h.HttpFilters...)
+	}
 	return h
 }

@@ -370,12 +370,33 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		src = sdsConfigSource
 	}
 	td := meshTrustDomain(s)
+	az := authzFor(p, s)
+	if len(az.deps) > 0 {
+		deps = sortDeps(append(deps, az.deps...))
+	}
+	// The RBAC filters, built once for the proxy's chains.
+	var httpRBAC []*hcmv3.HttpFilter
+	var tcpRBAC = func() []*listenerv3.Filter { return nil }
+	if !az.empty() {
+		httpRBAC = az.httpFilters()
+		tcp := az.tcpFilters()
+		tcpRBAC = func() []*listenerv3.Filter { return slices.Clone(tcp) }
+	}
+	withRBAC := func(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnectionManager {
+		if len(httpRBAC) > 0 {
+			h.HttpFilters = append(slices.Clone(httpRBAC), h.HttpFilters...)
+		}
+		return h
+	}
 	var tlsInspect, httpInspect bool
 	add := func(name string, port uint32, c inboundChain, filter func() *listenerv3.Filter) {
 		fc := &listenerv3.FilterChain{
 			Name:             name,
 			FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: c.transport, ApplicationProtocols: c.alpn},
 			Filters:          []*listenerv3.Filter{filter()},
+		}
+		if fc.Filters[0].GetName() != hcmFilterName && !az.empty() {
+			fc.Filters = append(tcpRBAC(), fc.Filters...)
 		}
 		if port != 0 {
 			fc.FilterChainMatch.DestinationPort = wrapperspb.UInt32(port)
@@ -393,7 +414,7 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		for _, c := range inboundChains(pa.port(ip.target), http, false) {
 			add(cluster, ip.target, c, func() *listenerv3.Filter {
 				if http {
-					return hcmFilter(inboundHCM(ip.target, cluster, ip.protocol.IsHTTP2()))
+					return hcmFilter(withRBAC(inboundHCM(ip.target, cluster, ip.protocol.IsHTTP2())))
 				}
 				return tcpProxyFilter(cluster, cluster)
 			})
@@ -402,7 +423,7 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 	for _, c := range inboundChains(pa.mode, false, true) {
 		add("virtualInbound-catchall", 0, c, func() *listenerv3.Filter {
 			if c.http {
-				return hcmFilter(inboundHCM(0, InboundPassthroughCluster, false))
+				return hcmFilter(withRBAC(inboundHCM(0, InboundPassthroughCluster, false)))
 			}
 			return tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)
 		})

@@ -170,11 +170,11 @@ func labelsMatch(sel, labels map[string]string) bool {
 }
 
 // InboundScope names what a sidecar's inbound listener reads besides its IP: the namespace and
-// labels that select its PeerAuthentication. The ADS server adds it to the listener cache class
-// of every sidecar (its catch-all inbound chains follow the mode too); it is empty when the
-// snapshot has no PeerAuthentication.
+// labels that select its PeerAuthentication and AuthorizationPolicies. The ADS server adds it to the listener cache class
+// of every sidecar (its catch-all inbound chains follow the mode and carry the RBAC filters
+// too); it is empty when the snapshot has neither kind.
 func InboundScope(p *model.Proxy, s *model.Snapshot) string {
-	if p == nil || s == nil || len(s.Configs(model.KindPeerAuthentication)) == 0 {
+	if p == nil || s == nil || len(s.Configs(model.KindPeerAuthentication))+len(s.Configs(model.KindAuthorizationPolicy)) == 0 {
 		return ""
 	}
 	var b strings.Builder

@@ -20,6 +20,8 @@ const (
 	KindGateway         Kind = "Gateway"
 	// KindPeerAuthentication is security.istio.io's PeerAuthentication (inbound mTLS mode).
 	KindPeerAuthentication Kind = "PeerAuthentication"
+	// KindAuthorizationPolicy is security.istio.io's AuthorizationPolicy (inbound RBAC).
+	KindAuthorizationPolicy Kind = "AuthorizationPolicy"
 	// KindService and KindEndpoint are not Istio config: they key changes that come from a
 	// service registry (a service's definition, or only its endpoints).
 	KindService  Kind = "Service"
@@ -29,7 +31,7 @@ const (
 )
 
 // ConfigKinds lists the Istio config kinds in a stable order.
-var configKinds = []Kind{KindServiceEntry, KindWorkloadEntry, KindVirtualService, KindDestinationRule, KindSidecar, KindGateway, KindPeerAuthentication}
+var configKinds = []Kind{KindServiceEntry, KindWorkloadEntry, KindVirtualService, KindDestinationRule, KindSidecar, KindGateway, KindPeerAuthentication, KindAuthorizationPolicy}
 
 // ConfigKinds returns the Istio config kinds in a stable order.
 func ConfigKinds() []Kind { return append([]Kind(nil), configKinds...) }

@@ -8,7 +8,8 @@ import (
 // whether the push reaches the proxy's scoped view (model.Scope) of the snapshot before or
 // after it. Proxies with the same view share one decision (memo, keyed by proxy type and the
 // scope keys before and after); a proxy at the address of a changed service's endpoint is
-// always pushed, since its inbound config comes from that service. It is used only by the
+// always pushed, since its inbound config comes from that service, and so is a proxy that a
+// changed AuthorizationPolicy selects before or after the push (its RBAC filters). It is used only by the
 // goroutine that calls Server.Push.
 type pushFilter struct {
 	ch   *model.ChangeSet
@@ -40,6 +41,9 @@ func (f *pushFilter) needsPush(p *model.Proxy) bool {
 		if f.ch.TouchesIP(ip) {
 			return true
 		}
+	}
+	if f.ch.TouchesAuthz(p) {
+		return true
 	}
 	prev, next := f.ch.Prev.ScopeFor(p), f.ch.Next.ScopeFor(p)
 	k := viewChange{p.Type, prev.Key(), next.Key()}

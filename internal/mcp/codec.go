@@ -42,7 +42,7 @@ func (c Collection) TypeURL() string { return c.Group + "/" + c.Version + "/" + 
 // Collections are the config collections istiod's MCP client asks for (Istio's
 // collections.Pilot), at the versions it uses.
 var collections = []Collection{
-	{"security.istio.io", "v1", "AuthorizationPolicy", ""},
+	{"security.istio.io", "v1", "AuthorizationPolicy", model.KindAuthorizationPolicy},
 	{"networking.istio.io", "v1", "DestinationRule", model.KindDestinationRule},
 	{"networking.istio.io", "v1alpha3", "EnvoyFilter", ""},
 	{"networking.istio.io", "v1", "Gateway", model.KindGateway},

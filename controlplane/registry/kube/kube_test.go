@@ -244,6 +244,16 @@ func TestControllerIstioConfig(t *testing.T) {
 		t.Fatalf("store holds %v, %v", got, ok)
 	}
 
+	ap := &istiosec.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny-all", Namespace: "shop"}}
+	if _, err := istio.SecurityV1().AuthorizationPolicies("shop").Create(ctx, ap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	apKey := model.ConfigKey{Kind: model.KindAuthorizationPolicy, Name: "deny-all", Namespace: "shop"}
+	h.next(t, "AuthorizationPolicy create", func(ch registry.Change) bool { return has(ch, apKey) })
+	if got, ok := h.store.Get(apKey); !ok || got.Spec.(*securityapi.AuthorizationPolicy).GetAction() != securityapi.AuthorizationPolicy_ALLOW {
+		t.Fatalf("store holds %v, %v", got, ok)
+	}
+
 	if err := istio.NetworkingV1().DestinationRules("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,284 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+
+	securityapi "istio.io/api/security/v1beta1"
+)
+
+// authorizationPolicy mirrors istiod's ValidateAuthorizationPolicy: selector and targetRef(s)
+// exclusive, CUSTOM only with a provider and without identity conditions, no provider on
+// other actions, DENY with rules, no empty from/to/source/operation, no empty values, valid
+// IPs, ports and path templates, and when-conditions with a known key and a value. It then
+// warns about what xdslab accepts but does not generate (notGeneratedAuthz).
+func (c *checker) authorizationPolicy(at path, ap *securityapi.AuthorizationPolicy) {
+	sel := ap.GetSelector().GetMatchLabels()
+	refs := len(ap.GetTargetRefs())
+	if ap.GetTargetRef() != nil {
+		refs++
+	}
+	if ap.GetSelector() != nil && refs > 0 {
+		c.errf(at.with("targetRef"), "only one of selector or targetRef(s) can be set: keep one")
+	}
+	if ap.GetTargetRef() != nil && len(ap.GetTargetRefs()) > 0 {
+		c.errf(at.with("targetRefs"), "only one of targetRef or targetRefs can be set: use targetRefs")
+	}
+	c.selector(at.with("selector", "matchLabels"), sel, "AuthorizationPolicy selector")
+	action := ap.GetAction()
+	if action == securityapi.AuthorizationPolicy_CUSTOM {
+		if ap.Rules == nil {
+			c.errf(at.with("rules"), "a CUSTOM policy without rules never triggers: add an empty rule {} to send every request to the provider")
+		} else if ap.GetProvider().GetName() == "" {
+			c.errf(at.with("provider", "name"), "must not be empty for a CUSTOM policy: name an extension provider of the mesh config")
+		}
+	} else if ap.GetProvider() != nil {
+		c.errf(at.with("provider"), "must not be set with action %s: remove it or use action CUSTOM", action)
+	}
+	if action == securityapi.AuthorizationPolicy_DENY && ap.Rules == nil {
+		c.errf(at.with("rules"), "a DENY policy without rules never triggers: add an empty rule {} to deny every request")
+	}
+	for i, r := range ap.GetRules() {
+		c.authzRule(at.with("rules", i), action, r)
+	}
+	c.notGeneratedAuthz(at, ap)
+}
+
+func (c *checker) authzRule(at path, action securityapi.AuthorizationPolicy_Action, r *securityapi.Rule) {
+	if r == nil {
+		c.errf(at, "a rule must not be null: write {} for a rule that matches everything")
+		return
+	}
+	custom := action == securityapi.AuthorizationPolicy_CUSTOM
+	if r.From != nil && len(r.From) == 0 {
+		c.errf(at.with("from"), "must not be empty: remove it to match any source")
+	}
+	var fromExists, toExists, tcpFrom, tcpTo bool
+	for j, f := range r.GetFrom() {
+		fat := at.with("from", j, "source")
+		s := f.GetSource()
+		if s == nil {
+			c.errf(fat, "must be set: name at least one source condition, or remove this from entry")
+			continue
+		}
+		fromExists = true
+		lists := []struct {
+			name string
+			v    []string
+		}{
+			{"principals", s.Principals}, {"notPrincipals", s.NotPrincipals},
+			{"requestPrincipals", s.RequestPrincipals}, {"notRequestPrincipals", s.NotRequestPrincipals},
+			{"namespaces", s.Namespaces}, {"notNamespaces", s.NotNamespaces},
+			{"ipBlocks", s.IpBlocks}, {"notIpBlocks", s.NotIpBlocks},
+			{"remoteIpBlocks", s.RemoteIpBlocks}, {"notRemoteIpBlocks", s.NotRemoteIpBlocks},
+			{"serviceAccounts", s.ServiceAccounts}, {"notServiceAccounts", s.NotServiceAccounts},
+			{"trustDomains", s.TrustDomains}, {"notTrustDomains", s.NotTrustDomains},
+		}
+		n := 0
+		for _, l := range lists {
+			n += len(l.v)
+			c.nonEmptyValues(fat.with(l.name), l.v)
+		}
+		if n == 0 {
+			c.errf(fat, "must not be empty: name at least one source condition, or remove this from entry")
+		}
+		if len(s.Principals)+len(s.NotPrincipals)+len(s.Namespaces)+len(s.NotNamespaces) > 0 && len(s.ServiceAccounts)+len(s.NotServiceAccounts) > 0 {
+			c.errf(fat.with("serviceAccounts"), "cannot be set with namespaces or principals: use one or the other")
+		}
+		for _, l := range []struct {
+			name string
+			v    []string
+		}{{"ipBlocks", s.IpBlocks}, {"notIpBlocks", s.NotIpBlocks}, {"remoteIpBlocks", s.RemoteIpBlocks}, {"notRemoteIpBlocks", s.NotRemoteIpBlocks}} {
+			c.ipValues(fat.with(l.name), l.v)
+		}
+		for _, l := range []struct {
+			name string
+			v    []string
+		}{{"serviceAccounts", s.ServiceAccounts}, {"notServiceAccounts", s.NotServiceAccounts}} {
+			c.serviceAccounts(fat.with(l.name), l.v)
+		}
+		for _, l := range []struct {
+			name string
+			v    []string
+		}{{"trustDomains", s.TrustDomains}, {"notTrustDomains", s.NotTrustDomains}} {
+			c.wildcardValues(fat.with(l.name), l.v)
+		}
+		if s.Principals != nil || s.NotPrincipals != nil || s.IpBlocks != nil || s.NotIpBlocks != nil || s.Namespaces != nil ||
+			s.NotNamespaces != nil || s.RemoteIpBlocks != nil || s.NotRemoteIpBlocks != nil || s.ServiceAccounts != nil || s.NotServiceAccounts != nil {
+			tcpFrom = true
+		}
+		if custom {
+			for _, l := range lists {
+				if len(l.v) > 0 && !strings.Contains(strings.ToLower(l.name), "ipblocks") {
+					c.errf(fat.with(l.name), "is not supported with action CUSTOM: the external authorizer sees no peer identity; remove it")
+				}
+			}
+		}
+	}
+	if r.To != nil && len(r.To) == 0 {
+		c.errf(at.with("to"), "must not be empty: remove it to match any operation")
+	}
+	for j, t := range r.GetTo() {
+		tat := at.with("to", j, "operation")
+		o := t.GetOperation()
+		if o == nil {
+			c.errf(tat, "must be set: name at least one operation condition, or remove this to entry")
+			continue
+		}
+		toExists = true
+		lists := []struct {
+			name string
+			v    []string
+		}{
+			{"hosts", o.Hosts}, {"notHosts", o.NotHosts}, {"ports", o.Ports}, {"notPorts", o.NotPorts},
+			{"methods", o.Methods}, {"notMethods", o.NotMethods}, {"paths", o.Paths}, {"notPaths", o.NotPaths},
+		}
+		n := 0
+		for _, l := range lists {
+			n += len(l.v)
+			c.nonEmptyValues(tat.with(l.name), l.v)
+		}
+		if n == 0 {
+			c.errf(tat, "must not be empty: name at least one operation condition, or remove this to entry")
+		}
+		c.portValues(tat.with("ports"), o.Ports)
+		c.portValues(tat.with("notPorts"), o.NotPorts)
+		c.pathTemplates(tat.with("paths"), o.Paths)
+		c.pathTemplates(tat.with("notPaths"), o.NotPaths)
+		if o.Ports != nil || o.NotPorts != nil {
+			tcpTo = true
+		}
+	}
+	for j, w := range r.GetWhen() {
+		wat := at.with("when", j)
+		if w == nil {
+			c.errf(wat, "a condition must not be null")
+			continue
+		}
+		k := w.GetKey()
+		switch {
+		case k == "":
+			c.errf(wat.with("key"), "must not be empty: name an attribute such as request.headers[x-user] or source.ip")
+			continue
+		case len(w.GetValues()) == 0 && len(w.GetNotValues()) == 0:
+			c.errf(wat, "at least one of values or notValues must be set for key %s", k)
+			continue
+		}
+		c.authzKey(wat.with("key"), k)
+		for _, l := range []struct {
+			name string
+			v    []string
+		}{{"values", w.GetValues()}, {"notValues", w.GetNotValues()}} {
+			c.nonEmptyValues(wat.with(l.name), l.v)
+			c.authzValues(wat.with(l.name), k, l.v)
+		}
+		if custom && (k == "source.namespace" || k == "source.serviceAccount" || k == "source.trustDomain" || k == "source.principal" || strings.HasPrefix(k, "request.auth.")) {
+			c.errf(wat.with("key"), "%s is not supported with action CUSTOM: remove the condition", k)
+		}
+	}
+	if action == securityapi.AuthorizationPolicy_DENY && ((fromExists && !toExists && !tcpFrom) || (toExists && !tcpTo)) {
+		c.warnf(at, "uses only HTTP attributes in a DENY rule, so it denies all traffic to the TCP ports in its scope (as istiod generates it): name the ports in to.operation.ports")
+	}
+}
+
+// authzKeys are the when-condition keys istiod knows, by exact name; request.headers[…],
+// request.auth.claims[…] and experimental.envoy.filters.… are matched by prefix.
+var authzKeys = map[string]bool{
+	"source.ip": true, "remote.ip": true, "source.namespace": true, "source.serviceAccount": true,
+	"source.principal": true, "source.trustDomain": true, "request.auth.principal": true,
+	"request.auth.audiences": true, "request.auth.presenter": true, "destination.ip": true,
+	"destination.port": true, "connection.sni": true,
+}
+
+// authzKey is the key half of istiod's ValidateAttribute: a known attribute, and a name in
+// brackets for request.headers and request.auth.claims.
+func (c *checker) authzKey(at path, key string) {
+	for _, m := range []string{"request.headers", "request.auth.claims"} {
+		if strings.HasPrefix(key, m) {
+			open := strings.Index(key, "[")
+			if !strings.HasSuffix(key, "]") || open <= 0 || open >= len(key)-2 {
+				c.errf(at, "%q is not of the form %s[NAME]", key, m)
+			}
+			return
+		}
+	}
+	if !authzKeys[key] && !strings.HasPrefix(key, "experimental.envoy.filters.") {
+		c.errf(at, "unknown attribute %q: use one of request.headers[NAME], source.ip, remote.ip, source.namespace, source.principal, source.serviceAccount, source.trustDomain, request.auth.principal, request.auth.audiences, request.auth.presenter, request.auth.claims[NAME], destination.ip, destination.port, connection.sni", key)
+	}
+}
+
+// authzValues is the value half of istiod's ValidateAttribute.
+func (c *checker) authzValues(at path, key string, values []string) {
+	switch key {
+	case "source.ip", "remote.ip", "destination.ip":
+		c.ipValues(at, values)
+	case "destination.port":
+		c.portValues(at, values)
+	case "source.trustDomain":
+		c.wildcardValues(at, values)
+	case "source.serviceAccount":
+		c.serviceAccounts(at, values)
+	}
+}
+
+func (c *checker) serviceAccounts(at path, vs []string) {
+	for k, v := range vs {
+		if strings.Count(v, "/") > 1 || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") {
+			c.errf(at.with(k), "%q is not a service account: write NAME or NAMESPACE/NAME", v)
+		}
+	}
+}
+
+func (c *checker) nonEmptyValues(at path, vs []string) {
+	for i, v := range vs {
+		if v == "" {
+			c.errf(at.with(i), "an empty value is not allowed: remove it")
+		}
+	}
+}
+
+func (c *checker) ipValues(at path, vs []string) {
+	for i, v := range vs {
+		if v != "" && !isIPOrCIDR(v) {
+			c.errf(at.with(i), "%q is not an IP address or CIDR range", v)
+		}
+	}
+}
+
+func (c *checker) portValues(at path, vs []string) {
+	for i, v := range vs {
+		if p, err := strconv.ParseUint(v, 10, 32); v != "" && (err != nil || p > 65535) {
+			c.errf(at.with(i), "%q is not a port in 0..65535", v)
+		}
+	}
+}
+
+func (c *checker) wildcardValues(at path, vs []string) {
+	for i, v := range vs {
+		switch n := strings.Count(v, "*"); {
+		case n > 1:
+			c.errf(at.with(i), "%q has more than one wildcard: use at most one", v)
+		case n == 1 && v != "*" && !strings.HasPrefix(v, "*") && !strings.HasSuffix(v, "*"):
+			c.errf(at.with(i), "%q has a wildcard in the middle: put it at the start or the end", v)
+		}
+	}
+}
+
+// pathTemplates is istiod's CheckValidPathTemplate: {*} anywhere, {**} only last, no other
+// braces.
+func (c *checker) pathTemplates(at path, vs []string) {
+	for i, v := range vs {
+		seenAny := false
+		for _, g := range strings.Split(strings.Trim(v, "/"), "/") {
+			switch {
+			case (g == "{*}" || g == "{**}") && seenAny:
+				c.errf(at.with(i), "path %q: {**} must be the last operator", v)
+			case g == "{**}":
+				seenAny = true
+			case g == "{*}":
+			case strings.ContainsAny(g, "{}"):
+				c.errf(at.with(i), "path %q has '{' or '}' outside the templates {*} and {**}", v)
+			}
+		}
+	}
+}

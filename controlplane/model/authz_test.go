@@ -1,0 +1,48 @@
+package model
+
+import (
+	"testing"
+
+	securityapi "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
+)
+
+// Which proxies an AuthorizationPolicy selects: root namespace or the proxy's, selector a subset
+// of its labels, no targetRef, never a proxyless gRPC client.
+func TestAuthorizationPolicySelects(t *testing.T) {
+	ap := func(ns string, sel map[string]string, target bool) *Config {
+		spec := &securityapi.AuthorizationPolicy{}
+		if sel != nil {
+			spec.Selector = &typev1beta1.WorkloadSelector{MatchLabels: sel}
+		}
+		if target {
+			spec.TargetRefs = []*typev1beta1.PolicyTargetReference{{Kind: "Service", Name: "a"}}
+		}
+		return &Config{Meta: Meta{Kind: KindAuthorizationPolicy, Name: "p", Namespace: ns}, Spec: spec}
+	}
+	web := &Proxy{Type: SidecarProxy, Namespace: "app", Labels: map[string]string{"app": "web", "v": "1"}}
+	router := &Proxy{Type: Router, Namespace: "gw", Labels: map[string]string{"istio": "ingressgateway"}}
+	grpc := &Proxy{Type: SidecarProxy, Namespace: "app", Labels: map[string]string{"app": "web"}, Generator: GeneratorGRPC}
+	tests := []struct {
+		name string
+		c    *Config
+		p    *Proxy
+		want bool
+	}{
+		{"namespace-wide", ap("app", nil, false), web, true},
+		{"mesh-wide", ap(RootNamespace, nil, false), web, true},
+		{"mesh-wide reaches routers", ap(RootNamespace, nil, false), router, true},
+		{"other namespace", ap("shop", nil, false), web, false},
+		{"selector subset", ap("app", map[string]string{"app": "web"}, false), web, true},
+		{"selector mismatch", ap("app", map[string]string{"app": "web", "v": "2"}, false), web, false},
+		{"root selector applies in any namespace", ap(RootNamespace, map[string]string{"istio": "ingressgateway"}, false), router, true},
+		{"targetRef", ap("app", nil, true), web, false},
+		{"proxyless gRPC", ap("app", nil, false), grpc, false},
+		{"nil config", nil, web, false},
+	}
+	for _, tt := range tests {
+		if got := AuthorizationPolicySelects(tt.c, tt.p); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

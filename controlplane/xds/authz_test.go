@@ -1,0 +1,112 @@
+package xds
+
+import (
+	"fmt"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+	securityapi "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
+
+	"github.com/xdslab/xdslab/controlplane/gen"
+	"github.com/xdslab/xdslab/controlplane/model"
+)
+
+func labeledNode(t *testing.T, ip, ns, app string) *corev3.Node {
+	t.Helper()
+	md, err := structpb.NewStruct(map[string]any{"NAMESPACE": ns, "LABELS": map[string]any{"app": app}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev3.Node{Id: fmt.Sprintf("sidecar~%s~pod.%s~%s.svc.cluster.local", ip, ns, ns), Metadata: md}
+}
+
+// rbacPolicies counts the RBAC HTTP filters on the catch-all HTTP chains of virtualInbound.
+func rbacFilterCount(t *testing.T, r *discoveryv3.DiscoveryResponse) int {
+	t.Helper()
+	l, ok := decode(t, r, func() *listenerv3.Listener { return &listenerv3.Listener{} })[gen.VirtualInboundListener]
+	if !ok {
+		t.Fatalf("no %s in %d listeners", gen.VirtualInboundListener, len(r.GetResources()))
+	}
+	n := 0
+	for _, fc := range l.GetFilterChains() {
+		for _, f := range fc.GetFilters() {
+			h := &hcmv3.HttpConnectionManager{}
+			if f.GetTypedConfig().UnmarshalTo(h) != nil {
+				continue
+			}
+			for _, hf := range h.GetHttpFilters() {
+				if hf.GetName() == "envoy.filters.http.rbac" {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+func authzPolicy(ns, name, app string) *model.Config {
+	return &model.Config{Meta: model.Meta{Kind: model.KindAuthorizationPolicy, Name: name, Namespace: ns},
+		Spec: &securityapi.AuthorizationPolicy{Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": app}}}}
+}
+
+// An AuthorizationPolicy change is pushed only to the sidecars it selects (before or after):
+// a sidecar of the same namespace with other labels is skipped, and keeps listeners without
+// RBAC although the two would share cached listener bytes without policies.
+func TestAuthorizationPolicyPushReachesOnlySelectedSidecars(t *testing.T) {
+	m := &triggerMetrics{pushed: map[string]int{}, skipped: map[string]int{}}
+	opts := testOptions()
+	opts.Metrics = m
+	ts := startServer(t, opts)
+	in := topology(3, 1)
+	ts.push(in, true)
+
+	sel := dial(t, ts.addr, labeledNode(t, "10.250.0.1", "ns-0", "a"))
+	other := dial(t, ts.addr, labeledNode(t, "10.250.0.2", "ns-0", "b"))
+	for _, c := range []*adsClient{sel, other} {
+		c.send(gen.ListenerType, "", "", nil, "")
+		r := c.recv()
+		if n := rbacFilterCount(t, r); n != 0 {
+			t.Fatalf("RBAC filters before any policy: %d", n)
+		}
+		c.ack(r)
+	}
+	ts.settle(t)
+	base, baseSkip := m.counts()
+
+	key := model.ConfigKey{Kind: model.KindAuthorizationPolicy, Name: "deny-all", Namespace: "ns-0"}
+	in.Configs = []*model.Config{authzPolicy("ns-0", "deny-all", "a")}
+	ts.pushKeys(in, true, model.ReasonConfigUpdate, key)
+	r := sel.recv()
+	if r.TypeUrl != gen.ListenerType || rbacFilterCount(t, r) == 0 {
+		t.Fatalf("selected sidecar got %s without RBAC filters", r.TypeUrl)
+	}
+	sel.ack(r)
+	ts.settle(t)
+	other.barrier()
+	pushed, skipped := m.counts()
+	if d, s := pushed["config"]-base["config"], skipped["config"]-baseSkip["config"]; d != 1 || s != 1 {
+		t.Errorf("policy change: pushed %d, skipped %d connections; want 1 and 1", d, s)
+	}
+	// The other sidecar, asking afresh, still has no RBAC (its cache class differs).
+	late := dial(t, ts.addr, labeledNode(t, "10.250.0.3", "ns-0", "b"))
+	late.send(gen.ListenerType, "", "", nil, "")
+	if n := rbacFilterCount(t, late.recv()); n != 0 {
+		t.Errorf("unselected sidecar has %d RBAC filters", n)
+	}
+
+	// Removing the policy reaches the sidecar it selected.
+	in.Configs = nil
+	ts.pushKeys(in, true, model.ReasonConfigUpdate, key)
+	r = sel.recv()
+	if r.TypeUrl != gen.ListenerType || rbacFilterCount(t, r) != 0 {
+		t.Fatalf("after removal the selected sidecar got %s with RBAC filters", r.TypeUrl)
+	}
+	sel.ack(r)
+	ts.settle(t)
+	other.barrier()
+}
