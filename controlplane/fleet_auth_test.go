@@ -231,10 +231,18 @@ func TestFleetCertRotation(t *testing.T) {
 		Identity: fakeenvoy.IdentityTemplate{Namespaces: 2, IPBase: "127.0.0.1"}, Auth: l.auth("mtls"),
 		Client: fakeenvoy.ClientConfig{Nack: fakeenvoy.NackPolicy{Realistic: true}}})
 	waitFull(t, f, n)
+	// A handshake may fail before the first stream on a loaded machine (a 1s certificate can
+	// expire while the handshake waits for a core; the client retries): what the test holds
+	// is that rotation under open streams loses none, so failures are counted from here.
+	before := f.Observer().Stats().ConnectFailuresTotal()
+	if before > 0 {
+		t.Logf("%d connect failures before every client held its first config", before)
+	}
 	// Two secrets per client at first, then at least two rotations of default each.
 	eventually(t, "rotated certificates pushed", func() bool { return f.Observer().Stats().Types["SDS"].Changed >= 4*n })
 	st := f.Observer().Stats()
-	if st.Connects != n || st.Disconnects != 0 || st.ConnectFailuresTotal() != 0 || st.Total.Nacks != 0 {
-		t.Fatalf("connects %d (want %d), disconnects %d, connect failures %v, NACKs %d", st.Connects, n, st.Disconnects, st.ConnectFailures, st.Total.Nacks)
+	if st.Connects != n || st.Disconnects != 0 || st.ConnectFailuresTotal() != before || st.Total.Nacks != 0 {
+		t.Fatalf("connects %d (want %d), disconnects %d, connect failures %v (%d before the fleet was full), NACKs %d",
+			st.Connects, n, st.Disconnects, st.ConnectFailures, before, st.Total.Nacks)
 	}
 }
