@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 
 	"github.com/go-jose/go-jose/v4"
 	securityapi "istio.io/api/security/v1beta1"
@@ -17,7 +18,8 @@ var strictHeaderName = regexp.MustCompile(`^[-_A-Za-z0-9]+$`)
 // targetRef(s) exclusive, and per JWT rule non-empty audiences, an issuer or a jwksUri, a
 // jwksUri with scheme http or https, jwks that parse as a JSON Web Key (Set), non-empty
 // header, param and cookie locations, claim-to-header pairs with a strict header name, and a
-// valid timeout. Inline keys with private material get istiod's warning; then the parts
+// valid timeout; beyond istiod, no NUL, CR or LF in header names and prefixes (Envoy would
+// refuse the listener). Inline keys with private material get istiod's warning; then the parts
 // xdslab generates differently are warned about (notGeneratedRequestAuthn).
 func (c *checker) requestAuthentication(at path, ra *securityapi.RequestAuthentication) {
 	refs := len(ra.GetTargetRefs())
@@ -65,10 +67,14 @@ func (c *checker) jwtRule(at path, r *securityapi.JWTRule) {
 	for i, h := range r.GetFromHeaders() {
 		if h == nil {
 			c.errf(at.with("fromHeaders", i), "must not be null: name a header")
+			continue
 		} else if h.GetName() == "" {
 			c.errf(at.with("fromHeaders", i, "name"), "must not be empty: name the header that carries the token")
 		}
+		c.headerText(at.with("fromHeaders", i, "name"), h.GetName())
+		c.headerText(at.with("fromHeaders", i, "prefix"), h.GetPrefix())
 	}
+	c.headerText(at.with("outputPayloadToHeader"), r.GetOutputPayloadToHeader())
 	for i, p := range r.GetFromParams() {
 		if p == "" {
 			c.errf(at.with("fromParams", i), "must not be empty: name the query parameter that carries the token")
@@ -91,6 +97,14 @@ func (c *checker) jwtRule(at path, r *securityapi.JWTRule) {
 		}
 	}
 	c.duration(at.with("timeout"), r.GetTimeout())
+}
+
+// headerText rejects NUL, CR and LF in a header name or value prefix: istiod accepts them, but
+// Envoy rejects the jwt_authn filter (and so the whole listener) that carries them.
+func (c *checker) headerText(at path, v string) {
+	if strings.ContainsAny(v, "\x00\r\n") {
+		c.errf(at, "%q contains NUL, CR or LF, which Envoy rejects in a header (istiod accepts it and the proxy refuses the listener): remove them", v)
+	}
 }
 
 // parseJWKS reads a key set ({"keys": […]}) or a single key, as istiod's parser accepts.

@@ -290,6 +290,7 @@ func TestValidateSpec(t *testing.T) {
 		{name: "ra bad jwks", kind: model.KindRequestAuthentication, spec: "jwtRules: [{issuer: i, jwks: 'not json'}]", err: "spec.jwtRules[0].jwks: is not a JSON Web Key Set"},
 		{name: "ra private key", kind: model.KindRequestAuthentication, spec: `jwtRules: [{issuer: i, jwks: '{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}'}]`, warn: "spec.jwtRules[0].jwks: key at index 0 contains private key material"},
 		{name: "ra empty header", kind: model.KindRequestAuthentication, spec: "jwtRules: [{issuer: i, jwks: '" + testJWKS + "', fromHeaders: [{prefix: x}]}]", err: "spec.jwtRules[0].fromHeaders[0].name: must not be empty"},
+		{name: "ra header with newline", kind: model.KindRequestAuthentication, spec: "jwtRules: [{issuer: i, outputPayloadToHeader: \"x\\ny\"}]", err: `spec.jwtRules[0].outputPayloadToHeader: "x\ny" contains NUL, CR or LF`},
 		{name: "ra empty param", kind: model.KindRequestAuthentication, spec: "jwtRules: [{issuer: i, jwks: '" + testJWKS + "', fromParams: ['']}]", err: "spec.jwtRules[0].fromParams[0]: must not be empty"},
 		{name: "ra empty cookie", kind: model.KindRequestAuthentication, spec: "jwtRules: [{issuer: i, jwks: '" + testJWKS + "', fromCookies: ['']}]", err: "spec.jwtRules[0].fromCookies[0]: must not be empty"},
 		{name: "ra claim without header", kind: model.KindRequestAuthentication, spec: "jwtRules: [{issuer: i, jwks: '" + testJWKS + "', outputClaimToHeaders: [{claim: sub}]}]", err: "spec.jwtRules[0].outputClaimToHeaders[0]: header and claim must both be set"},
