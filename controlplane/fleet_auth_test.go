@@ -97,7 +97,7 @@ func (l *secureLab) auth(mode string) *fakeenvoy.ClientAuth {
 }
 
 // writeMTLS asks for ISTIO_MUTUAL to echo and mesh-wide STRICT mTLS, with AuthorizationPolicies
-// (RBAC filters the realistic fleet must accept).
+// and a RequestAuthentication (RBAC and jwt_authn filters the realistic fleet must accept).
 func (l *secureLab) writeMTLS(t *testing.T) {
 	t.Helper()
 	mtls := `apiVersion: networking.istio.io/v1
@@ -137,12 +137,29 @@ spec:
   - from: [{source: {principals: [cluster.local/ns/*], notIpBlocks: [10.0.0.0/8]}}, {source: {namespaces: [default]}}]
     to: [{operation: {hosts: ["*.cluster.local"], notPaths: [/admin]}}]
     when: [{key: "request.auth.claims[groups]", values: [mesh]}]
+---
+# jwt_authn before RBAC: inline keys, keys Envoy fetches (remote_jwks), and OpenID discovery
+# (fail-closed inline key).
+apiVersion: security.istio.io/v1
+kind: RequestAuthentication
+metadata: {name: jwt, namespace: istio-system}
+spec:
+  jwtRules:
+  - issuer: https://mesh.example.com
+    audiences: [mesh]
+    jwks: '{"keys":[{"kty":"RSA","e":"AQAB","n":"13XyPgifN-Ol4E0xnK8ldLNo6kVhbppspPLbdQpOO4fcnEgdFJ6smkKkfs8wBM9D6JYJwSKBMR054lanhtGiu28HhRA6ShoZTXhG82zSdSBmPIX48W0CwgARy990a0Adp0sbAi5V_IpCa8Zex3rVAHPWLqBgeuVY74qGhBvrsaimsom9VEXMgGFkRvoc8hdyBOJTV6S4F11KiXnSQyuTo_AcXoTUkF3BJZu9AGguDhVcl0WR-240uk2A1qpV_nPp5WNRzOjOomeo2Awf4g9hlwrMgzyZ6pj6T4HVy4Y6y-jgTcI5hCYOilogpjJgAAWvRh5qycU5fiC--TrJwES2-Q"}]}'
+    fromHeaders: [{name: x-jwt, prefix: "Bearer "}]
+    outputClaimToHeaders: [{header: x-sub, claim: sub}]
+  - issuer: https://remote.example.com
+    jwksUri: https://keys.example.com/jwks
+  - issuer: https://discovered.example.com
 `
 	if err := os.WriteFile(filepath.Join(l.dir, "mtls.yaml"), []byte(mtls), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitSnap(t, l.srv, "the PeerAuthentication and AuthorizationPolicies", func(s *model.Snapshot) bool {
-		return len(s.Configs(model.KindPeerAuthentication)) == 1 && len(s.Configs(model.KindAuthorizationPolicy)) == 3
+	waitSnap(t, l.srv, "the PeerAuthentication, AuthorizationPolicies and RequestAuthentication", func(s *model.Snapshot) bool {
+		return len(s.Configs(model.KindPeerAuthentication)) == 1 && len(s.Configs(model.KindAuthorizationPolicy)) == 3 &&
+			len(s.Configs(model.KindRequestAuthentication)) == 1
 	})
 }
 

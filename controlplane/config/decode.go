@@ -53,7 +53,7 @@ func Decode(file string, data []byte) ([]*model.Config, error) {
 }
 
 // Skipped is a document that is not one of the kinds this package stores (another apiVersion
-// or kind, such as a Kubernetes Service or an AuthorizationPolicy): it is left out, as istiod
+// or kind, such as a Kubernetes Service or a WasmPlugin): it is left out, as istiod
 // ignores kinds it does not watch, and reported so that a typo is not silent.
 type Skipped struct {
 	File       string
@@ -71,7 +71,7 @@ func (s Skipped) String() string {
 	if s.Name != "" {
 		out += " " + s.Name
 	}
-	out += ": not a kind the control plane reads (" + strings.TrimSuffix(kindNames(), ", "+string(model.KindPeerAuthentication)+", "+string(model.KindAuthorizationPolicy)) + " in " + strings.Join(apiVersions, ", ") + "; PeerAuthentication and AuthorizationPolicy in " + strings.Join(securityAPIVersions, ", ") + ")"
+	out += ": not a kind the control plane reads (" + strings.TrimSuffix(kindNames(), ", "+string(model.KindPeerAuthentication)+", "+string(model.KindAuthorizationPolicy)+", "+string(model.KindRequestAuthentication)) + " in " + strings.Join(apiVersions, ", ") + "; PeerAuthentication, AuthorizationPolicy and RequestAuthentication in " + strings.Join(securityAPIVersions, ", ") + ")"
 	if s.Hint != "" {
 		out += "; " + s.Hint
 	}

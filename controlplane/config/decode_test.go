@@ -65,8 +65,8 @@ func TestDecodeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 8 {
-		t.Errorf("got %d configs, want 8", len(cs))
+	if len(cs) != 9 {
+		t.Errorf("got %d configs, want 9", len(cs))
 	}
 	golden(t, "good.golden", dump(cs))
 }
@@ -291,6 +291,7 @@ func FuzzDecodeYAML(f *testing.F) {
 	f.Add([]byte("--- {apiVersion: v1, kind: List, items: [{}]}\n...\n"))
 	f.Add([]byte(`{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"g"},"spec":{"servers":[{"port":{"number":"x"}}]}}`))
 	f.Add([]byte("a: &x [*x]\n"))
+	f.Add([]byte("{apiVersion: security.istio.io/v1, kind: RequestAuthentication, metadata: {name: j}, spec: {jwtRules: [{issuer: i, jwks: '{\"keys\":[]}', fromHeaders: [{name: ''}]}]}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cs, err := Decode("fuzz.yaml", data)
 		for _, c := range cs {

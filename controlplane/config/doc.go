@@ -35,7 +35,7 @@
 // Decode reads multi-document YAML (or a stream of JSON objects) exactly as kubectl does:
 // apiVersion networking.istio.io/v1, v1beta1 or v1alpha3 (all the same schema), kinds
 // ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar and Gateway, and
-// PeerAuthentication and AuthorizationPolicy under security.istio.io/v1 or v1beta1, metadata{name, namespace (default "default"), labels, annotations, resourceVersion,
+// PeerAuthentication, AuthorizationPolicy and RequestAuthentication under security.istio.io/v1 or v1beta1, metadata{name, namespace (default "default"), labels, annotations, resourceVersion,
 // creationTimestamp} and spec, decoded with protojson after sigs.k8s.io/yaml turns the YAML
 // into JSON. "apiVersion: v1, kind: List" documents contribute their items. Decoding is strict:
 // an unknown field (top level, metadata or spec) is an error. Every error is a *DecodeError
@@ -43,7 +43,7 @@
 // start), the path (spec.ports[0].targetPort), and the fix ("did you mean …?"). A bad document
 // contributes nothing; the good ones are still returned beside the joined errors.
 //
-// A document of another kind or apiVersion (a Kubernetes Service, an AuthorizationPolicy,
+// A document of another kind or apiVersion (a Kubernetes Service, a WasmPlugin,
 // networking.istio.io/v2, a misspelt kind) is not an error: like istiod, which ignores kinds
 // it does not watch, the decoder skips it and DecodeAll reports it as a Skipped (with a hint
 // when it looks like a typo of a kind or apiVersion it reads).

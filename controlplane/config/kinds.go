@@ -17,7 +17,8 @@ import (
 // Group is the API group of the networking kinds this package stores.
 const Group = "networking.istio.io"
 
-// SecurityGroup is the API group of PeerAuthentication and AuthorizationPolicy.
+// SecurityGroup is the API group of PeerAuthentication, AuthorizationPolicy and
+// RequestAuthentication.
 const SecurityGroup = "security.istio.io"
 
 // securityAPIVersions are the security kinds' apiVersions, newest first (v1 types are aliases
@@ -26,7 +27,7 @@ var securityAPIVersions = []string{SecurityGroup + "/v1", SecurityGroup + "/v1be
 
 // kindAPIVersions returns the apiVersions a kind is accepted under, newest first.
 func kindAPIVersions(k model.Kind) []string {
-	if k == model.KindPeerAuthentication || k == model.KindAuthorizationPolicy {
+	if k == model.KindPeerAuthentication || k == model.KindAuthorizationPolicy || k == model.KindRequestAuthentication {
 		return securityAPIVersions
 	}
 	return apiVersions
@@ -45,14 +46,15 @@ func KindAPIVersions(kind model.Kind) []string { return slices.Clone(kindAPIVers
 
 // specFactories maps each Istio config kind to a constructor of its empty spec.
 var specFactories = map[model.Kind]func() proto.Message{
-	model.KindServiceEntry:        func() proto.Message { return &networking.ServiceEntry{} },
-	model.KindWorkloadEntry:       func() proto.Message { return &networking.WorkloadEntry{} },
-	model.KindVirtualService:      func() proto.Message { return &networking.VirtualService{} },
-	model.KindDestinationRule:     func() proto.Message { return &networking.DestinationRule{} },
-	model.KindSidecar:             func() proto.Message { return &networking.Sidecar{} },
-	model.KindGateway:             func() proto.Message { return &networking.Gateway{} },
-	model.KindPeerAuthentication:  func() proto.Message { return &securityapi.PeerAuthentication{} },
-	model.KindAuthorizationPolicy: func() proto.Message { return &securityapi.AuthorizationPolicy{} },
+	model.KindServiceEntry:          func() proto.Message { return &networking.ServiceEntry{} },
+	model.KindWorkloadEntry:         func() proto.Message { return &networking.WorkloadEntry{} },
+	model.KindVirtualService:        func() proto.Message { return &networking.VirtualService{} },
+	model.KindDestinationRule:       func() proto.Message { return &networking.DestinationRule{} },
+	model.KindSidecar:               func() proto.Message { return &networking.Sidecar{} },
+	model.KindGateway:               func() proto.Message { return &networking.Gateway{} },
+	model.KindPeerAuthentication:    func() proto.Message { return &securityapi.PeerAuthentication{} },
+	model.KindAuthorizationPolicy:   func() proto.Message { return &securityapi.AuthorizationPolicy{} },
+	model.KindRequestAuthentication: func() proto.Message { return &securityapi.RequestAuthentication{} },
 }
 
 // NewSpec returns an empty spec message of the kind (*networking.ServiceEntry for

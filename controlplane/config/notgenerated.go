@@ -5,6 +5,8 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 	securityapi "istio.io/api/security/v1beta1"
+
+	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // Fields xdslab accepts, as istiod does, but does not turn into Envoy config (issue 26): each
@@ -141,19 +143,34 @@ func (c *checker) notGeneratedAuthz(at path, ap *securityapi.AuthorizationPolicy
 				}
 			}
 		}
-		const noJWT = "is matched as istiod matches it, on the JWT payload jwt_authn leaves, but jwt_authn is %s (RequestAuthentication is not read): the condition never matches"
-		for j, f := range r.GetFrom() {
-			if s := f.GetSource(); len(s.GetRequestPrincipals())+len(s.GetNotRequestPrincipals()) > 0 {
-				c.warnf(at.with("rules", i, "from", j, "source", "requestPrincipals"), noJWT, notGenerated)
-			}
-		}
 		for j, w := range r.GetWhen() {
-			if strings.HasPrefix(w.GetKey(), "request.auth.") {
-				c.warnf(at.with("rules", i, "when", j, "key"), w.GetKey()+" "+noJWT, notGenerated)
-			}
 			if strings.HasPrefix(w.GetKey(), "experimental.envoy.filters.") {
 				c.warnf(at.with("rules", i, "when", j, "key"), "%s is %s: %s", w.GetKey(), notGenerated, skipped)
 			}
 		}
+	}
+}
+
+// notGeneratedRequestAuthn warns about the RequestAuthentication parts the jwt_authn generator
+// (controlplane/gen/jwt.go) does not generate as istiod does: targetRef(s) (Gateway API
+// gateways and waypoints only), and a jwksUri without inline jwks, whose keys istiod fetches
+// and inlines while xdslab, which makes no outside connections, lets Envoy fetch them.
+func (c *checker) notGeneratedRequestAuthn(at path, ra *securityapi.RequestAuthentication) {
+	if ra.GetTargetRef() != nil || len(ra.GetTargetRefs()) > 0 {
+		c.warnf(at.with("targetRefs"), "are %s: a RequestAuthentication with targetRef applies to Gateway API gateways and waypoints only (istiod ignores it for sidecars and Istio gateways), which xdslab does not model", notGenerated)
+	}
+	for i, r := range ra.GetJwtRules() {
+		if r.GetJwksUri() == "" && r.GetJwks() == "" && r.GetIssuer() != "" {
+			c.warnf(at.with("jwtRules", i, "issuer"), "discovering the keys over OpenID Connect is %s: istiod fetches %s/.well-known/openid-configuration and inlines the keys, xdslab inlines a key no token verifies against (istiod's fallback when the fetch fails), so every request with a token for this issuer is rejected; put the keys in jwks", notGenerated, strings.TrimSuffix(r.GetIssuer(), "/"))
+			continue
+		}
+		if r.GetJwksUri() == "" || r.GetJwks() != "" {
+			continue
+		}
+		host, port, err := model.ParseJwksURI(r.GetJwksUri())
+		if err != nil {
+			continue
+		}
+		c.warnf(at.with("jwtRules", i, "jwksUri"), "fetching the keys in the control plane is %s: istiod fetches them and inlines local_jwks, xdslab generates remote_jwks for Envoy to fetch through cluster outbound|%d||%s (istiod's PILOT_JWT_ENABLE_REMOTE_JWKS=envoy); put the keys in jwks to get istiod's default config", notGenerated, port, host)
 	}
 }

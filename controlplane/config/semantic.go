@@ -96,6 +96,8 @@ func checkSpec(namespace string, spec proto.Message) []problem {
 		c.peerAuthentication(at, s)
 	case *securityapi.AuthorizationPolicy:
 		c.authorizationPolicy(at, s)
+	case *securityapi.RequestAuthentication:
+		c.requestAuthentication(at, s)
 	}
 	return c.problems
 }

@@ -49,6 +49,16 @@
 // the conditions xdslab does not generate anywhere (path templates, experimental keys), drop an
 // ALLOW rule and are left out of a DENY or AUDIT rule.
 //
+// # Request authentication (jwt.go)
+//
+// RequestAuthentication becomes istiod's envoy.filters.http.jwt_authn filter, first in the
+// HCMs that carry RBAC (before it): the JWT rules of every object that selects the proxy
+// (model.RequestAuthenticationSelects) pooled, ordered by issuer, named origins-i, each
+// required as "it or no token" so AuthorizationPolicy decides; the payload goes to dynamic
+// metadata "payload", which the RBAC request.auth matchers read. Inline jwks are inlined; a
+// jwksUri alone becomes remote_jwks through outbound|PORT||HOST; an issuer alone gets a key no
+// token verifies against.
+//
 // # Families and names (Istio's conventions)
 //
 // ForType picks the family from the proxy's GENERATOR metadata and node type.

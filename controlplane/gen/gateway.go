@@ -198,6 +198,7 @@ type routerPlan struct {
 	p     *model.Proxy
 	s     *model.Snapshot
 	az    authzPolicies // the AuthorizationPolicies that select the router
+	jwt   jwtRules      // the RequestAuthentications that select the router
 	ix    *index
 	ports []*gwPort                     // by port number
 	bound map[model.ConfigKey][]boundVS // gateway key → bound VSs, by namespace/name
@@ -211,7 +212,7 @@ func selectsRouter(gw *networking.Gateway, labels map[string]string) bool {
 }
 
 func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
-	rp := &routerPlan{p: p, s: s, az: authzFor(p, s), ix: newIndex(s, s.ScopeFor(p)), bound: map[model.ConfigKey][]boundVS{}}
+	rp := &routerPlan{p: p, s: s, az: authzFor(p, s), jwt: jwtFor(p, s), ix: newIndex(s, s.ScopeFor(p)), bound: map[model.ConfigKey][]boundVS{}}
 	byPort := map[uint32]*gwPort{}
 	var gateways []*model.Config
 	for _, c := range s.Configs(model.KindGateway) {
@@ -524,6 +525,9 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 	}
 	if len(l.FilterChains) == 0 {
 		return nil, nil
+	}
+	if len(rp.jwt.deps) > 0 {
+		deps = append(deps, rp.jwt.deps...)
 	}
 	if !rp.az.empty() {
 		deps = append(deps, rp.az.deps...)
@@ -841,11 +845,18 @@ func gatewayHCM(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnectionManager {
 	return h
 }
 
-// withRBAC puts the router's HTTP RBAC filters first in a gateway HCM's filters, as istiod
-// does for a gateway that AuthorizationPolicies select.
+// withRBAC puts the router's jwt_authn filter (RequestAuthentication) and HTTP RBAC filters
+// first in a gateway HCM's filters, as istiod does for a gateway these policies select.
 func (rp *routerPlan) withRBAC(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnectionManager {
+	var pre []*hcmv3.HttpFilter
+	if f := rp.jwt.filter(true); f != nil {
+		pre = append(pre, f)
+	}
 	if !rp.az.empty() {
-		h.HttpFilters = append(rp.az.httpFilters(), h.HttpFilters...)
+		pre = append(pre, rp.az.httpFilters()...)
+	}
+	if len(pre) > 0 {
+		h.HttpFilters = append(pre, h.HttpFilters...)
 	}
 	return h
 }

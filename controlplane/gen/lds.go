@@ -374,11 +374,18 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 	if len(az.deps) > 0 {
 		deps = sortDeps(append(deps, az.deps...))
 	}
-	// The RBAC filters, built once for the proxy's chains.
+	jr := jwtFor(p, s)
+	if len(jr.deps) > 0 {
+		deps = sortDeps(append(deps, jr.deps...))
+	}
+	// The jwt_authn and RBAC filters, built once for the proxy's chains.
 	var httpRBAC []*hcmv3.HttpFilter
+	if f := jr.filter(false); f != nil {
+		httpRBAC = append(httpRBAC, f)
+	}
 	var tcpRBAC = func() []*listenerv3.Filter { return nil }
 	if !az.empty() {
-		httpRBAC = az.httpFilters()
+		httpRBAC = append(httpRBAC, az.httpFilters()...)
 		tcp := az.tcpFilters()
 		tcpRBAC = func() []*listenerv3.Filter { return slices.Clone(tcp) }
 	}

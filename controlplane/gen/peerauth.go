@@ -170,11 +170,11 @@ func labelsMatch(sel, labels map[string]string) bool {
 }
 
 // InboundScope names what a sidecar's inbound listener reads besides its IP: the namespace and
-// labels that select its PeerAuthentication and AuthorizationPolicies. The ADS server adds it to the listener cache class
-// of every sidecar (its catch-all inbound chains follow the mode and carry the RBAC filters
-// too); it is empty when the snapshot has neither kind.
+// labels that select its PeerAuthentication, AuthorizationPolicies and RequestAuthentications. The ADS server adds it to the listener cache class
+// of every sidecar (its catch-all inbound chains follow the mode and carry the jwt_authn and RBAC
+// filters too); it is empty when the snapshot has none of these kinds.
 func InboundScope(p *model.Proxy, s *model.Snapshot) string {
-	if p == nil || s == nil || len(s.Configs(model.KindPeerAuthentication))+len(s.Configs(model.KindAuthorizationPolicy)) == 0 {
+	if p == nil || s == nil || len(s.Configs(model.KindPeerAuthentication))+len(s.Configs(model.KindAuthorizationPolicy))+len(s.Configs(model.KindRequestAuthentication)) == 0 {
 		return ""
 	}
 	var b strings.Builder

@@ -73,7 +73,7 @@ func TestStateResponse(t *testing.T) {
 			rejected: []string{"ns/a: name appears 2 times"}},
 		{name: "no versions: content decides", url: seURL, res: []*anypb.Any{enc(t, se("a", "a2.com"), ""), enc(t, se("c", "c2.com"), "")}, upserts: "c"},
 		{name: "unknown type", url: "example.com/v1/Thing", res: []*anypb.Any{enc(t, se("z", "z.com"), "1")}, rejected: []string{"unknown type URL"}},
-		{name: "kind not used", url: "security.istio.io/v1/RequestAuthentication", res: []*anypb.Any{enc(t, se("z", "z.com"), "1")}, ignored: 1},
+		{name: "kind not used", url: "networking.istio.io/v1alpha3/EnvoyFilter", res: []*anypb.Any{enc(t, se("z", "z.com"), "1")}, ignored: 1},
 		{name: "empty deletes all", url: seURL, deletes: "a,c"},
 	}
 	st := NewState("xds://test")

@@ -1,6 +1,10 @@
 package model
 
 import (
+	"fmt"
+	"net/url"
+	"strconv"
+
 	securityapi "istio.io/api/security/v1beta1"
 )
 
@@ -10,17 +14,34 @@ import (
 // A router is selected the same way (a Gateway API gateway, which istiod selects by targetRef,
 // is not modelled); proxyless gRPC clients get no RBAC from xdslab, so no policy selects them.
 func AuthorizationPolicySelects(c *Config, p *Proxy) bool {
-	if c == nil || p == nil || p.IsGRPC() {
+	if c == nil {
 		return false
 	}
 	ap, ok := c.Spec.(*securityapi.AuthorizationPolicy)
-	if !ok || (c.Namespace != RootNamespace && c.Namespace != p.Namespace) {
+	if !ok {
 		return false
 	}
-	if ap.GetTargetRef() != nil || len(ap.GetTargetRefs()) > 0 {
+	return policySelects(c, p, ap.GetSelector(), ap.GetTargetRef() != nil || len(ap.GetTargetRefs()) > 0)
+}
+
+// RequestAuthenticationSelects reports whether RequestAuthentication c applies to proxy p, with
+// the rules of AuthorizationPolicySelects (istiod selects both kinds the same way).
+func RequestAuthenticationSelects(c *Config, p *Proxy) bool {
+	if c == nil {
 		return false
 	}
-	for k, v := range ap.GetSelector().GetMatchLabels() {
+	ra, ok := c.Spec.(*securityapi.RequestAuthentication)
+	if !ok {
+		return false
+	}
+	return policySelects(c, p, ra.GetSelector(), ra.GetTargetRef() != nil || len(ra.GetTargetRefs()) > 0)
+}
+
+func policySelects(c *Config, p *Proxy, sel interface{ GetMatchLabels() map[string]string }, targetRef bool) bool {
+	if p == nil || p.IsGRPC() || targetRef || (c.Namespace != RootNamespace && c.Namespace != p.Namespace) {
+		return false
+	}
+	for k, v := range sel.GetMatchLabels() {
 		if got, ok := p.Labels[k]; !ok || got != v {
 			return false
 		}
@@ -28,17 +49,47 @@ func AuthorizationPolicySelects(c *Config, p *Proxy) bool {
 	return true
 }
 
-// TouchesAuthz reports whether a changed AuthorizationPolicy selects p before or after the
-// change (istiod's ProxyNeedsPush for the kind: only the proxies a policy selects). Affects
-// leaves the kind to it, since the decision depends on the proxy's labels, not its scope.
+// TouchesAuthz reports whether a changed AuthorizationPolicy or RequestAuthentication selects p
+// before or after the change (istiod's ProxyNeedsPush for these kinds: only the proxies a
+// policy selects). Affects leaves the kinds to it, since the decision depends on the proxy's
+// labels, not its scope.
 func (ch *ChangeSet) TouchesAuthz(p *Proxy) bool {
 	for _, k := range ch.Keys {
-		if k.Kind != KindAuthorizationPolicy {
+		var sel func(*Config, *Proxy) bool
+		switch k.Kind {
+		case KindAuthorizationPolicy:
+			sel = AuthorizationPolicySelects
+		case KindRequestAuthentication:
+			sel = RequestAuthenticationSelects
+		default:
 			continue
 		}
-		if AuthorizationPolicySelects(ch.Prev.Config(k), p) || AuthorizationPolicySelects(ch.Next.Config(k), p) {
+		if sel(ch.Prev.Config(k), p) || sel(ch.Next.Config(k), p) {
 			return true
 		}
 	}
 	return false
+}
+
+// ParseJwksURI is istiod's reading of a jwksUri: scheme http (default port 80) or https
+// (443), an optional explicit port, and the host.
+func ParseJwksURI(s string) (host string, port int, err error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", 0, fmt.Errorf("jwksUri %q does not parse: %v", s, err)
+	}
+	switch u.Scheme {
+	case "http":
+		port = 80
+	case "https":
+		port = 443
+	default:
+		return "", 0, fmt.Errorf("jwksUri %q has scheme %q: use http:// or https://", s, u.Scheme)
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil {
+			return "", 0, fmt.Errorf("jwksUri %q has port %q: use a number", s, p)
+		}
+	}
+	return u.Hostname(), port, nil
 }

@@ -44,5 +44,38 @@ func TestAuthorizationPolicySelects(t *testing.T) {
 		if got := AuthorizationPolicySelects(tt.c, tt.p); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+		// A RequestAuthentication with the same scope selects the same proxies.
+		var ra *Config
+		if tt.c != nil {
+			ap := tt.c.Spec.(*securityapi.AuthorizationPolicy)
+			ra = &Config{Meta: Meta{Kind: KindRequestAuthentication, Name: "r", Namespace: tt.c.Namespace},
+				Spec: &securityapi.RequestAuthentication{Selector: ap.Selector, TargetRefs: ap.TargetRefs}}
+		}
+		if got := RequestAuthenticationSelects(ra, tt.p); got != tt.want {
+			t.Errorf("RequestAuthentication %s: %v, want %v", tt.name, got, tt.want)
+		}
+		if tt.c != nil && (RequestAuthenticationSelects(tt.c, tt.p) || AuthorizationPolicySelects(ra, tt.p)) {
+			t.Errorf("%s: a selector function accepted the other kind", tt.name)
+		}
+	}
+}
+
+func TestParseJwksURI(t *testing.T) {
+	for _, tc := range []struct {
+		uri, host string
+		port      int
+		err       bool
+	}{
+		{"https://k.example.com/keys", "k.example.com", 443, false},
+		{"http://k.example.com/keys", "k.example.com", 80, false},
+		{"https://k.example.com:8443/keys", "k.example.com", 8443, false},
+		{"ftp://k.example.com/keys", "", 0, true},
+		{"https://k.example.com:x/keys", "", 0, true},
+		{"::", "", 0, true},
+	} {
+		host, port, err := ParseJwksURI(tc.uri)
+		if (err != nil) != tc.err || host != tc.host || port != tc.port {
+			t.Errorf("ParseJwksURI(%q) = %q %d %v", tc.uri, host, port, err)
+		}
 	}
 }

@@ -22,6 +22,8 @@ const (
 	KindPeerAuthentication Kind = "PeerAuthentication"
 	// KindAuthorizationPolicy is security.istio.io's AuthorizationPolicy (inbound RBAC).
 	KindAuthorizationPolicy Kind = "AuthorizationPolicy"
+	// KindRequestAuthentication is security.istio.io's RequestAuthentication (inbound JWT).
+	KindRequestAuthentication Kind = "RequestAuthentication"
 	// KindService and KindEndpoint are not Istio config: they key changes that come from a
 	// service registry (a service's definition, or only its endpoints).
 	KindService  Kind = "Service"
@@ -31,7 +33,7 @@ const (
 )
 
 // ConfigKinds lists the Istio config kinds in a stable order.
-var configKinds = []Kind{KindServiceEntry, KindWorkloadEntry, KindVirtualService, KindDestinationRule, KindSidecar, KindGateway, KindPeerAuthentication, KindAuthorizationPolicy}
+var configKinds = []Kind{KindServiceEntry, KindWorkloadEntry, KindVirtualService, KindDestinationRule, KindSidecar, KindGateway, KindPeerAuthentication, KindAuthorizationPolicy, KindRequestAuthentication}
 
 // ConfigKinds returns the Istio config kinds in a stable order.
 func ConfigKinds() []Kind { return append([]Kind(nil), configKinds...) }

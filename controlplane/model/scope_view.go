@@ -340,7 +340,7 @@ func (ch *ChangeSet) TouchesIP(ip string) bool {
 // (another Sidecar applies, or the applied one changed), when a changed service or its
 // endpoints is seen before or after, when a changed VirtualService or DestinationRule applies
 // before or after, and for kinds it does not know. Gateway changes do not reach sidecars;
-// AuthorizationPolicy changes are left to TouchesAuthz.
+// AuthorizationPolicy and RequestAuthentication changes are left to TouchesAuthz.
 // It does not look at the proxy's IP (see TouchesIP).
 func (ch *ChangeSet) Affects(prev, next *Scope) bool {
 	if ch.Everything || prev.Key() != next.Key() {
@@ -368,7 +368,7 @@ func (ch *ChangeSet) keyAffects(k ConfigKey, prev, next *Scope) bool {
 		return (prev.Sidecar != nil && prev.Sidecar.Key() == k) || (next.Sidecar != nil && next.Sidecar.Key() == k)
 	case KindGateway:
 		return next.Type == Router
-	case KindAuthorizationPolicy:
+	case KindAuthorizationPolicy, KindRequestAuthentication:
 		return false // by proxy, not by scope: TouchesAuthz
 	}
 	return true

@@ -25,8 +25,14 @@ func labeledNode(t *testing.T, ip, ns, app string) *corev3.Node {
 	return &corev3.Node{Id: fmt.Sprintf("sidecar~%s~pod.%s~%s.svc.cluster.local", ip, ns, ns), Metadata: md}
 }
 
-// rbacPolicies counts the RBAC HTTP filters on the catch-all HTTP chains of virtualInbound.
+// rbacFilterCount counts the RBAC HTTP filters on the HTTP chains of virtualInbound.
 func rbacFilterCount(t *testing.T, r *discoveryv3.DiscoveryResponse) int {
+	t.Helper()
+	return httpFilterCount(t, r, "envoy.filters.http.rbac")
+}
+
+// httpFilterCount counts the HTTP filters named name on the HTTP chains of virtualInbound.
+func httpFilterCount(t *testing.T, r *discoveryv3.DiscoveryResponse, name string) int {
 	t.Helper()
 	l, ok := decode(t, r, func() *listenerv3.Listener { return &listenerv3.Listener{} })[gen.VirtualInboundListener]
 	if !ok {
@@ -40,7 +46,7 @@ func rbacFilterCount(t *testing.T, r *discoveryv3.DiscoveryResponse) int {
 				continue
 			}
 			for _, hf := range h.GetHttpFilters() {
-				if hf.GetName() == "envoy.filters.http.rbac" {
+				if hf.GetName() == name {
 					n++
 				}
 			}
@@ -105,6 +111,63 @@ func TestAuthorizationPolicyPushReachesOnlySelectedSidecars(t *testing.T) {
 	r = sel.recv()
 	if r.TypeUrl != gen.ListenerType || rbacFilterCount(t, r) != 0 {
 		t.Fatalf("after removal the selected sidecar got %s with RBAC filters", r.TypeUrl)
+	}
+	sel.ack(r)
+	ts.settle(t)
+	other.barrier()
+}
+
+// A RequestAuthentication change is pushed only to the sidecars it selects (before or after),
+// as an AuthorizationPolicy change is; the other sidecar keeps listeners without jwt_authn.
+func TestRequestAuthenticationPushReachesOnlySelectedSidecars(t *testing.T) {
+	const jwtFilter = "envoy.filters.http.jwt_authn"
+	m := &triggerMetrics{pushed: map[string]int{}, skipped: map[string]int{}}
+	opts := testOptions()
+	opts.Metrics = m
+	ts := startServer(t, opts)
+	in := topology(3, 1)
+	ts.push(in, true)
+
+	sel := dial(t, ts.addr, labeledNode(t, "10.250.0.1", "ns-0", "a"))
+	other := dial(t, ts.addr, labeledNode(t, "10.250.0.2", "ns-0", "b"))
+	for _, c := range []*adsClient{sel, other} {
+		c.send(gen.ListenerType, "", "", nil, "")
+		r := c.recv()
+		if n := httpFilterCount(t, r, jwtFilter); n != 0 {
+			t.Fatalf("jwt_authn filters before any RequestAuthentication: %d", n)
+		}
+		c.ack(r)
+	}
+	ts.settle(t)
+	base, baseSkip := m.counts()
+
+	key := model.ConfigKey{Kind: model.KindRequestAuthentication, Name: "jwt", Namespace: "ns-0"}
+	in.Configs = []*model.Config{{Meta: model.Meta{Kind: model.KindRequestAuthentication, Name: "jwt", Namespace: "ns-0"},
+		Spec: &securityapi.RequestAuthentication{Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "a"}},
+			JwtRules: []*securityapi.JWTRule{{Issuer: "https://issuer.example.com", Jwks: `{"keys":[{"kty":"RSA","e":"AQAB","n":"AQAB"}]}`}}}}}
+	ts.pushKeys(in, true, model.ReasonConfigUpdate, key)
+	r := sel.recv()
+	if r.TypeUrl != gen.ListenerType || httpFilterCount(t, r, jwtFilter) == 0 {
+		t.Fatalf("selected sidecar got %s without jwt_authn filters", r.TypeUrl)
+	}
+	sel.ack(r)
+	ts.settle(t)
+	other.barrier()
+	pushed, skipped := m.counts()
+	if d, s := pushed["config"]-base["config"], skipped["config"]-baseSkip["config"]; d != 1 || s != 1 {
+		t.Errorf("RequestAuthentication change: pushed %d, skipped %d connections; want 1 and 1", d, s)
+	}
+	late := dial(t, ts.addr, labeledNode(t, "10.250.0.3", "ns-0", "b"))
+	late.send(gen.ListenerType, "", "", nil, "")
+	if n := httpFilterCount(t, late.recv(), jwtFilter); n != 0 {
+		t.Errorf("unselected sidecar has %d jwt_authn filters", n)
+	}
+
+	in.Configs = nil
+	ts.pushKeys(in, true, model.ReasonConfigUpdate, key)
+	r = sel.recv()
+	if r.TypeUrl != gen.ListenerType || httpFilterCount(t, r, jwtFilter) != 0 {
+		t.Fatalf("after removal the selected sidecar got %s with jwt_authn filters", r.TypeUrl)
 	}
 	sel.ack(r)
 	ts.settle(t)

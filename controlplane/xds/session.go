@@ -691,7 +691,7 @@ func assignmentsByHost(req *model.PushRequest) bool {
 	for k := range req.ConfigsUpdated {
 		switch k.Kind {
 		case model.KindService, model.KindEndpoint, model.KindVirtualService, model.KindGateway, model.KindSidecar,
-			model.KindSecret, model.KindAuthorizationPolicy:
+			model.KindSecret, model.KindAuthorizationPolicy, model.KindRequestAuthentication:
 		default:
 			return false
 		}

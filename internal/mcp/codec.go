@@ -48,7 +48,7 @@ var collections = []Collection{
 	{"networking.istio.io", "v1", "Gateway", model.KindGateway},
 	{"security.istio.io", "v1", "PeerAuthentication", model.KindPeerAuthentication},
 	{"networking.istio.io", "v1beta1", "ProxyConfig", ""},
-	{"security.istio.io", "v1", "RequestAuthentication", ""},
+	{"security.istio.io", "v1", "RequestAuthentication", model.KindRequestAuthentication},
 	{"networking.istio.io", "v1", "ServiceEntry", model.KindServiceEntry},
 	{"networking.istio.io", "v1", "Sidecar", model.KindSidecar},
 	{"telemetry.istio.io", "v1", "Telemetry", ""},

@@ -102,7 +102,8 @@ func TestLookup(t *testing.T) {
 		{"networking.istio.io/v1beta1/Sidecar", model.KindSidecar, true},
 		{"security.istio.io/v1beta1/PeerAuthentication", model.KindPeerAuthentication, true},
 		{"security.istio.io/v1/AuthorizationPolicy", model.KindAuthorizationPolicy, true},
-		{"security.istio.io/v1/RequestAuthentication", "", true},
+		{"security.istio.io/v1/RequestAuthentication", model.KindRequestAuthentication, true},
+		{"networking.istio.io/v1alpha3/EnvoyFilter", "", true},
 		{"networking.istio.io/v2/ServiceEntry", "", false},
 		{"core/v1alpha1/MeshConfig", "", false},
 		{"type.googleapis.com/envoy.config.cluster.v3.Cluster", "", false},
@@ -166,8 +167,8 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	// A collection xdslab does not use is known but not stored.
 	ap := resourceAny(t, &mcpapi.Resource{Metadata: &mcpapi.Metadata{Name: "ns/a"}, Body: seAny})
-	if _, err := Decode("security.istio.io/v1/RequestAuthentication", 0, ap); !errors.Is(err, ErrNotStored) {
-		t.Errorf("RequestAuthentication: %v, want ErrNotStored", err)
+	if _, err := Decode("networking.istio.io/v1alpha3/EnvoyFilter", 0, ap); !errors.Is(err, ErrNotStored) {
+		t.Errorf("EnvoyFilter: %v, want ErrNotStored", err)
 	}
 }
 

@@ -8,8 +8,8 @@
 //   - With Options.Pods, Pods too: an endpoint pointing at a Pod (targetRef) takes its labels,
 //     service account and istio-locality; a Pod change is endpoint-only as well.
 //   - Istio's config kinds (ServiceEntry, WorkloadEntry, VirtualService, DestinationRule,
-//     Sidecar, Gateway, read as networking.istio.io/v1; PeerAuthentication and
-//     AuthorizationPolicy, read as security.istio.io/v1) go into the control plane's config store, from which the
+//     Sidecar, Gateway, read as networking.istio.io/v1; PeerAuthentication,
+//     AuthorizationPolicy and RequestAuthentication, read as security.istio.io/v1) go into the control plane's config store, from which the
 //     Aggregate takes them like objects from files. Like istiod, the informers need every one
 //     of those CRDs installed: until each has listed once, Synced stays open.
 //

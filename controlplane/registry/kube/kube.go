@@ -191,7 +191,8 @@ func (c *Controller) Run(ctx context.Context, configs ConfigStore) error {
 		n := f.Networking().V1()
 		if err := watch(n.ServiceEntries().Informer(), n.WorkloadEntries().Informer(), n.VirtualServices().Informer(),
 			n.DestinationRules().Informer(), n.Sidecars().Informer(), n.Gateways().Informer(),
-			f.Security().V1().PeerAuthentications().Informer(), f.Security().V1().AuthorizationPolicies().Informer()); err != nil {
+			f.Security().V1().PeerAuthentications().Informer(), f.Security().V1().AuthorizationPolicies().Informer(),
+			f.Security().V1().RequestAuthentications().Informer()); err != nil {
 			return err
 		}
 		factories = append(factories, f)
@@ -554,6 +555,8 @@ func istioConfig(obj any) (*model.Config, error) {
 		kind, meta, spec = model.KindPeerAuthentication, o.ObjectMeta, &o.Spec
 	case *istiosec.AuthorizationPolicy:
 		kind, meta, spec = model.KindAuthorizationPolicy, o.ObjectMeta, &o.Spec
+	case *istiosec.RequestAuthentication:
+		kind, meta, spec = model.KindRequestAuthentication, o.ObjectMeta, &o.Spec
 	default:
 		return nil, fmt.Errorf("unexpected object %T from an informer", obj)
 	}
