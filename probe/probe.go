@@ -9,7 +9,11 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	rbachttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	rbactcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 )
@@ -40,6 +44,13 @@ const (
 	// route on it that sends traffic to Cluster (directly or as one weighted cluster); with
 	// Weight > 0 the weighted cluster must carry exactly that weight.
 	RouteTo Op = "route-to"
+	// ListenerRBACPolicies: Listener Resource holds exactly Count distinct RBAC policies whose
+	// names start with Value, counted over every RBAC filter of its filter chains (the HTTP
+	// filters of each HTTP connection manager and the network filters; rules and shadow rules).
+	// An absent listener holds none. Istio names the policy of rule i of AuthorizationPolicy
+	// NAME in NS "ns[NS]-policy[NAME]-rule[i]", so Value "ns[NS]-policy[NAME]-rule[" with
+	// Count n says the proxy holds that policy's n rules (0: it holds no rule of it).
+	ListenerRBACPolicies Op = "listener-rbac-policies"
 )
 
 // Predicate is one fact about a client's accepted resources.
@@ -62,7 +73,7 @@ func (o Op) TypeURL() string {
 		return resource.EndpointType
 	case ClusterPresent, ClusterAbsent, ClusterLbPolicy:
 		return resource.ClusterType
-	case ListenerPresent, ListenerAbsent:
+	case ListenerPresent, ListenerAbsent, ListenerRBACPolicies:
 		return resource.ListenerType
 	case RouteTo:
 		return resource.RouteType
@@ -95,6 +106,10 @@ func (p Predicate) Validate() error {
 		if p.Host == "" || p.Cluster == "" {
 			return fmt.Errorf("probe: %s needs host and cluster", p.Op)
 		}
+	case ListenerRBACPolicies:
+		if p.Value == "" || p.Count < 0 {
+			return fmt.Errorf("probe: %s needs value (an RBAC policy name prefix) and a count >= 0", p.Op)
+		}
 	}
 	return nil
 }
@@ -117,6 +132,8 @@ func (p Predicate) Subject() string {
 		return "lds/" + p.Resource
 	case RouteTo:
 		return "rds/" + p.Resource + "/" + p.Host + "/" + p.Cluster
+	case ListenerRBACPolicies:
+		return "lds-rbac/" + p.Resource + "/" + p.Value
 	}
 	return string(p.Op) + "/" + p.Resource
 }
@@ -145,6 +162,8 @@ func (p Predicate) String() string {
 			s += fmt.Sprintf(" (weight %d)", p.Weight)
 		}
 		return s
+	case ListenerRBACPolicies:
+		return fmt.Sprintf("listener %s holds %d RBAC policies %s*", p.Resource, p.Count, p.Value)
 	}
 	return fmt.Sprintf("%s %s", p.Op, p.Resource)
 }
@@ -189,8 +208,58 @@ func (p Predicate) Holds(v View) bool {
 	case RouteTo:
 		rc, _ := m.(*routev3.RouteConfiguration)
 		return rc != nil && routesTo(rc, p.Host, p.Cluster, p.Weight)
+	case ListenerRBACPolicies:
+		l, _ := m.(*listenerv3.Listener)
+		return rbacPolicies(l, p.Value) == p.Count
 	}
 	return false
+}
+
+// RBAC filter type URLs, HTTP and network.
+var (
+	httpRBACType    = "type.googleapis.com/" + string((&rbachttpv3.RBAC{}).ProtoReflect().Descriptor().FullName())
+	networkRBACType = "type.googleapis.com/" + string((&rbactcpv3.RBAC{}).ProtoReflect().Descriptor().FullName())
+	hcmType         = "type.googleapis.com/" + string((&hcmv3.HttpConnectionManager{}).ProtoReflect().Descriptor().FullName())
+)
+
+// rbacPolicies counts the distinct RBAC policy names starting with prefix over l's RBAC
+// filters (rules and shadow rules). Filters are recognised by their typed_config's type, so a
+// renamed filter still counts; a typed_config that does not decode counts nothing.
+func rbacPolicies(l *listenerv3.Listener, prefix string) int {
+	seen := map[string]bool{}
+	add := func(rules ...*rbacv3.RBAC) {
+		for _, r := range rules {
+			for name := range r.GetPolicies() {
+				if strings.HasPrefix(name, prefix) {
+					seen[name] = true
+				}
+			}
+		}
+	}
+	for _, fc := range l.GetFilterChains() {
+		for _, f := range fc.GetFilters() {
+			tc := f.GetTypedConfig()
+			switch tc.GetTypeUrl() {
+			case networkRBACType:
+				var r rbactcpv3.RBAC
+				if tc.UnmarshalTo(&r) == nil {
+					add(r.GetRules(), r.GetShadowRules())
+				}
+			case hcmType:
+				var h hcmv3.HttpConnectionManager
+				if tc.UnmarshalTo(&h) != nil {
+					continue
+				}
+				for _, hf := range h.GetHttpFilters() {
+					var r rbachttpv3.RBAC
+					if hf.GetTypedConfig().GetTypeUrl() == httpRBACType && hf.GetTypedConfig().UnmarshalTo(&r) == nil {
+						add(r.GetRules(), r.GetShadowRules())
+					}
+				}
+			}
+		}
+	}
+	return len(seen)
 }
 
 func claHas(cla *endpointv3.ClusterLoadAssignment, addr string, port uint32) bool {
