@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,7 +16,10 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	rbactcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // Op names what a Predicate checks.
@@ -215,51 +219,102 @@ func (p Predicate) Holds(v View) bool {
 	return false
 }
 
-// RBAC filter type URLs, HTTP and network.
+// RBAC filter type URLs, HTTP and network, and the field numbers rbacPolicies walks, read
+// from the descriptors.
 var (
 	httpRBACType    = "type.googleapis.com/" + string((&rbachttpv3.RBAC{}).ProtoReflect().Descriptor().FullName())
 	networkRBACType = "type.googleapis.com/" + string((&rbactcpv3.RBAC{}).ProtoReflect().Descriptor().FullName())
 	hcmType         = "type.googleapis.com/" + string((&hcmv3.HttpConnectionManager{}).ProtoReflect().Descriptor().FullName())
+
+	fieldHTTPFilters     = fieldNum(&hcmv3.HttpConnectionManager{}, "http_filters")
+	fieldFilterTypedCfg  = fieldNum(&hcmv3.HttpFilter{}, "typed_config")
+	fieldAnyTypeURL      = fieldNum(&anypb.Any{}, "type_url")
+	fieldAnyValue        = fieldNum(&anypb.Any{}, "value")
+	fieldHTTPRules       = fieldNum(&rbachttpv3.RBAC{}, "rules")
+	fieldHTTPShadowRules = fieldNum(&rbachttpv3.RBAC{}, "shadow_rules")
+	fieldNetRules        = fieldNum(&rbactcpv3.RBAC{}, "rules")
+	fieldNetShadowRules  = fieldNum(&rbactcpv3.RBAC{}, "shadow_rules")
+	fieldRBACPolicies    = fieldNum(&rbacv3.RBAC{}, "policies")
+	fieldMapKey          = protowire.Number(1) // map entries: key 1, value 2
 )
 
+func fieldNum(m proto.Message, name protoreflect.Name) protowire.Number {
+	return m.ProtoReflect().Descriptor().Fields().ByName(name).Number()
+}
+
 // rbacPolicies counts the distinct RBAC policy names starting with prefix over l's RBAC
-// filters (rules and shadow rules). Filters are recognised by their typed_config's type, so a
-// renamed filter still counts; a typed_config that does not decode counts nothing.
+// filters (rules and shadow rules). It is evaluated on every listener response a client with a
+// pending expectation gets, so it reads the typed_configs' wire bytes instead of decoding them:
+// a filter whose bytes do not contain the prefix is skipped, and only the policies' map keys
+// are read. Filters are recognised by their typed_config's type; bytes that do not parse count
+// nothing.
 func rbacPolicies(l *listenerv3.Listener, prefix string) int {
-	seen := map[string]bool{}
-	add := func(rules ...*rbacv3.RBAC) {
-		for _, r := range rules {
-			for name := range r.GetPolicies() {
-				if strings.HasPrefix(name, prefix) {
-					seen[name] = true
+	pfx := []byte(prefix)
+	seen := map[string]struct{}{}
+	policies := func(rbac []byte) {
+		eachBytes(rbac, fieldRBACPolicies, func(entry []byte) {
+			eachBytes(entry, fieldMapKey, func(key []byte) {
+				if bytes.HasPrefix(key, pfx) {
+					if _, ok := seen[string(key)]; !ok {
+						seen[string(key)] = struct{}{}
+					}
 				}
-			}
-		}
+			})
+		})
+	}
+	filter := func(v []byte, rules, shadow protowire.Number) {
+		eachBytes(v, rules, policies)
+		eachBytes(v, shadow, policies)
 	}
 	for _, fc := range l.GetFilterChains() {
 		for _, f := range fc.GetFilters() {
 			tc := f.GetTypedConfig()
+			if !bytes.Contains(tc.GetValue(), pfx) {
+				continue
+			}
 			switch tc.GetTypeUrl() {
 			case networkRBACType:
-				var r rbactcpv3.RBAC
-				if tc.UnmarshalTo(&r) == nil {
-					add(r.GetRules(), r.GetShadowRules())
-				}
+				filter(tc.GetValue(), fieldNetRules, fieldNetShadowRules)
 			case hcmType:
-				var h hcmv3.HttpConnectionManager
-				if tc.UnmarshalTo(&h) != nil {
-					continue
-				}
-				for _, hf := range h.GetHttpFilters() {
-					var r rbachttpv3.RBAC
-					if hf.GetTypedConfig().GetTypeUrl() == httpRBACType && hf.GetTypedConfig().UnmarshalTo(&r) == nil {
-						add(r.GetRules(), r.GetShadowRules())
-					}
-				}
+				eachBytes(tc.GetValue(), fieldHTTPFilters, func(hf []byte) {
+					eachBytes(hf, fieldFilterTypedCfg, func(anyb []byte) {
+						var url string
+						eachBytes(anyb, fieldAnyTypeURL, func(u []byte) { url = string(u) })
+						if url == httpRBACType {
+							eachBytes(anyb, fieldAnyValue, func(v []byte) { filter(v, fieldHTTPRules, fieldHTTPShadowRules) })
+						}
+					})
+				})
 			}
 		}
 	}
 	return len(seen)
+}
+
+// eachBytes calls fn with the payload of every length-delimited field num of the message b,
+// in order; it stops at bytes that do not parse.
+func eachBytes(b []byte, num protowire.Number, fn func([]byte)) {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return
+		}
+		b = b[l:]
+		if n == num && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return
+			}
+			fn(v)
+			b = b[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(n, typ, b)
+		if l < 0 {
+			return
+		}
+		b = b[l:]
+	}
 }
 
 func claHas(cla *endpointv3.ClusterLoadAssignment, addr string, port uint32) bool {

@@ -269,3 +269,33 @@ func TestListenerRBACPolicies(t *testing.T) {
 		t.Errorf("supersedes: b>a %v (want true), c>a %v (want false)", b.Supersedes(a), c.Supersedes(a))
 	}
 }
+
+// TestListenerRBACPoliciesGarbage: typed_config bytes that do not parse count nothing.
+func TestListenerRBACPoliciesGarbage(t *testing.T) {
+	l := rbacListener(t)
+	for _, fc := range l.FilterChains {
+		for _, f := range fc.Filters {
+			if tc := f.GetTypedConfig(); tc != nil {
+				// Keep the prefix in the bytes so the pre-check passes, and cut the message short.
+				tc.Value = append([]byte{0x2a, 0xff, 0xff}, []byte("ns[a]-policy[p]-rule[0]")...)
+			}
+		}
+	}
+	p := Predicate{Op: ListenerRBACPolicies, Resource: "virtualInbound", Value: "ns[a]-policy[p]-rule[", Count: 0}
+	if !p.Holds(view{resource.ListenerType + "/virtualInbound": l}) {
+		t.Error("garbage counted")
+	}
+}
+
+func BenchmarkListenerRBACPolicies(b *testing.B) {
+	t := &testing.T{}
+	v := view{resource.ListenerType + "/virtualInbound": rbacListener(t)}
+	p := Predicate{Op: ListenerRBACPolicies, Resource: "virtualInbound", Value: "ns[a]-policy[p]-rule[", Count: 2}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !p.Holds(v) {
+			b.Fatal("does not hold")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/eval")
+}
