@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xdslab/xdslab/scenarios"
 )
 
 // authzScenario: namespace-wide AuthorizationPolicies in every namespace and a config-change
@@ -37,8 +40,27 @@ thresholds:
 // TestAuthzChurnInProcess: every AuthorizationPolicy rewrite is observed, as the new rule count
 // of its RBAC policies on virtualInbound, by the sidecars of its namespace; nothing is missed or
 // NACKed.
+// The variant reads the mesh over MCP under Sidecar scoping: scoping limits what a sidecar
+// imports, not which inbound policies apply to it, so every rewrite still reaches the
+// policy's namespace. (It leaves out the proxyless gRPC group, whose default targets, every
+// service port, include services a scoped namespace does not import.)
 func TestAuthzChurnInProcess(t *testing.T) {
-	sc := loadScenario(t, authzScenario)
+	for _, tc := range []struct{ name, extra string }{
+		{"memory", ""},
+		{"mcp-scoped", "sink: {kind: mcp}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := authzScenario + tc.extra
+			if tc.extra != "" {
+				src = strings.Replace(src, "  authorizationPolicies:", "  sidecarScoping: true\n  sidecarImports: 1\n  authorizationPolicies:", 1)
+				src = strings.Replace(src, "  - {name: grpc, xds: grpc, type: grpc, count: 2, ramp: 0}\n", "", 1)
+			}
+			runAuthz(t, loadScenario(t, src))
+		})
+	}
+}
+
+func runAuthz(t *testing.T, sc *scenarios.Scenario) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Run(ctx, sc, RunOptions{})
