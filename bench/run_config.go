@@ -41,6 +41,7 @@ func SimConfig(s *scenarios.Scenario) simulator.Config {
 			SidecarImports:              t.SidecarImports,
 			WorkloadEntries:             t.WorkloadEntries,
 			Gateways:                    simulator.Gateways{Count: t.Gateways.Count, HostsPerGateway: t.Gateways.HostsPerGateway, TLSPassthrough: t.Gateways.TLSPassthrough},
+			AuthorizationPolicies:       simulator.AuthorizationPolicies{PerNamespace: t.AuthorizationPolicies.PerNamespace, Allow: t.AuthorizationPolicies.Allow, Deny: t.AuthorizationPolicies.Deny},
 			Mesh:                        simMesh(t.Mesh),
 		},
 	}

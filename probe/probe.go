@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,9 +10,16 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	rbachttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	rbactcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // Op names what a Predicate checks.
@@ -40,6 +48,13 @@ const (
 	// route on it that sends traffic to Cluster (directly or as one weighted cluster); with
 	// Weight > 0 the weighted cluster must carry exactly that weight.
 	RouteTo Op = "route-to"
+	// ListenerRBACPolicies: Listener Resource holds exactly Count distinct RBAC policies whose
+	// names start with Value, counted over every RBAC filter of its filter chains (the HTTP
+	// filters of each HTTP connection manager and the network filters; rules and shadow rules).
+	// An absent listener holds none. Istio names the policy of rule i of AuthorizationPolicy
+	// NAME in NS "ns[NS]-policy[NAME]-rule[i]", so Value "ns[NS]-policy[NAME]-rule[" with
+	// Count n says the proxy holds that policy's n rules (0: it holds no rule of it).
+	ListenerRBACPolicies Op = "listener-rbac-policies"
 )
 
 // Predicate is one fact about a client's accepted resources.
@@ -62,7 +77,7 @@ func (o Op) TypeURL() string {
 		return resource.EndpointType
 	case ClusterPresent, ClusterAbsent, ClusterLbPolicy:
 		return resource.ClusterType
-	case ListenerPresent, ListenerAbsent:
+	case ListenerPresent, ListenerAbsent, ListenerRBACPolicies:
 		return resource.ListenerType
 	case RouteTo:
 		return resource.RouteType
@@ -95,6 +110,10 @@ func (p Predicate) Validate() error {
 		if p.Host == "" || p.Cluster == "" {
 			return fmt.Errorf("probe: %s needs host and cluster", p.Op)
 		}
+	case ListenerRBACPolicies:
+		if p.Value == "" || p.Count < 0 {
+			return fmt.Errorf("probe: %s needs value (an RBAC policy name prefix) and a count >= 0", p.Op)
+		}
 	}
 	return nil
 }
@@ -117,6 +136,8 @@ func (p Predicate) Subject() string {
 		return "lds/" + p.Resource
 	case RouteTo:
 		return "rds/" + p.Resource + "/" + p.Host + "/" + p.Cluster
+	case ListenerRBACPolicies:
+		return "lds-rbac/" + p.Resource + "/" + p.Value
 	}
 	return string(p.Op) + "/" + p.Resource
 }
@@ -145,6 +166,8 @@ func (p Predicate) String() string {
 			s += fmt.Sprintf(" (weight %d)", p.Weight)
 		}
 		return s
+	case ListenerRBACPolicies:
+		return fmt.Sprintf("listener %s holds %d RBAC policies %s*", p.Resource, p.Count, p.Value)
 	}
 	return fmt.Sprintf("%s %s", p.Op, p.Resource)
 }
@@ -189,8 +212,109 @@ func (p Predicate) Holds(v View) bool {
 	case RouteTo:
 		rc, _ := m.(*routev3.RouteConfiguration)
 		return rc != nil && routesTo(rc, p.Host, p.Cluster, p.Weight)
+	case ListenerRBACPolicies:
+		l, _ := m.(*listenerv3.Listener)
+		return rbacPolicies(l, p.Value) == p.Count
 	}
 	return false
+}
+
+// RBAC filter type URLs, HTTP and network, and the field numbers rbacPolicies walks, read
+// from the descriptors.
+var (
+	httpRBACType    = "type.googleapis.com/" + string((&rbachttpv3.RBAC{}).ProtoReflect().Descriptor().FullName())
+	networkRBACType = "type.googleapis.com/" + string((&rbactcpv3.RBAC{}).ProtoReflect().Descriptor().FullName())
+	hcmType         = "type.googleapis.com/" + string((&hcmv3.HttpConnectionManager{}).ProtoReflect().Descriptor().FullName())
+
+	fieldHTTPFilters     = fieldNum(&hcmv3.HttpConnectionManager{}, "http_filters")
+	fieldFilterTypedCfg  = fieldNum(&hcmv3.HttpFilter{}, "typed_config")
+	fieldAnyTypeURL      = fieldNum(&anypb.Any{}, "type_url")
+	fieldAnyValue        = fieldNum(&anypb.Any{}, "value")
+	fieldHTTPRules       = fieldNum(&rbachttpv3.RBAC{}, "rules")
+	fieldHTTPShadowRules = fieldNum(&rbachttpv3.RBAC{}, "shadow_rules")
+	fieldNetRules        = fieldNum(&rbactcpv3.RBAC{}, "rules")
+	fieldNetShadowRules  = fieldNum(&rbactcpv3.RBAC{}, "shadow_rules")
+	fieldRBACPolicies    = fieldNum(&rbacv3.RBAC{}, "policies")
+	fieldMapKey          = protowire.Number(1) // map entries: key 1, value 2
+)
+
+func fieldNum(m proto.Message, name protoreflect.Name) protowire.Number {
+	return m.ProtoReflect().Descriptor().Fields().ByName(name).Number()
+}
+
+// rbacPolicies counts the distinct RBAC policy names starting with prefix over l's RBAC
+// filters (rules and shadow rules). It is evaluated on every listener response a client with a
+// pending expectation gets, so it reads the typed_configs' wire bytes instead of decoding them:
+// a filter whose bytes do not contain the prefix is skipped, and only the policies' map keys
+// are read. Filters are recognised by their typed_config's type; bytes that do not parse count
+// nothing.
+func rbacPolicies(l *listenerv3.Listener, prefix string) int {
+	pfx := []byte(prefix)
+	seen := map[string]struct{}{}
+	policies := func(rbac []byte) {
+		eachBytes(rbac, fieldRBACPolicies, func(entry []byte) {
+			eachBytes(entry, fieldMapKey, func(key []byte) {
+				if bytes.HasPrefix(key, pfx) {
+					if _, ok := seen[string(key)]; !ok {
+						seen[string(key)] = struct{}{}
+					}
+				}
+			})
+		})
+	}
+	filter := func(v []byte, rules, shadow protowire.Number) {
+		eachBytes(v, rules, policies)
+		eachBytes(v, shadow, policies)
+	}
+	for _, fc := range l.GetFilterChains() {
+		for _, f := range fc.GetFilters() {
+			tc := f.GetTypedConfig()
+			if !bytes.Contains(tc.GetValue(), pfx) {
+				continue
+			}
+			switch tc.GetTypeUrl() {
+			case networkRBACType:
+				filter(tc.GetValue(), fieldNetRules, fieldNetShadowRules)
+			case hcmType:
+				eachBytes(tc.GetValue(), fieldHTTPFilters, func(hf []byte) {
+					eachBytes(hf, fieldFilterTypedCfg, func(anyb []byte) {
+						var url string
+						eachBytes(anyb, fieldAnyTypeURL, func(u []byte) { url = string(u) })
+						if url == httpRBACType {
+							eachBytes(anyb, fieldAnyValue, func(v []byte) { filter(v, fieldHTTPRules, fieldHTTPShadowRules) })
+						}
+					})
+				})
+			}
+		}
+	}
+	return len(seen)
+}
+
+// eachBytes calls fn with the payload of every length-delimited field num of the message b,
+// in order; it stops at bytes that do not parse.
+func eachBytes(b []byte, num protowire.Number, fn func([]byte)) {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return
+		}
+		b = b[l:]
+		if n == num && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return
+			}
+			fn(v)
+			b = b[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(n, typ, b)
+		if l < 0 {
+			return
+		}
+		b = b[l:]
+	}
 }
 
 func claHas(cla *endpointv3.ClusterLoadAssignment, addr string, port uint32) bool {

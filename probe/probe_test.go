@@ -9,10 +9,16 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	rbachttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	rbactcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -175,4 +181,121 @@ func TestPredicateNamespaces(t *testing.T) {
 	if !slices.EqualFunc(back.Reach.PredicateNamespaces, e.Reach.PredicateNamespaces, slices.Equal) {
 		t.Errorf("JSON round trip: %v, want %v", back.Reach.PredicateNamespaces, e.Reach.PredicateNamespaces)
 	}
+}
+
+// rbacListener is a virtualInbound-like listener: an HTTP chain whose HCM holds a DENY and an
+// ALLOW RBAC filter (the ALLOW one with a shadow rule), and a TCP chain with a network RBAC
+// filter that lost one ALLOW rule (HTTP-only conditions), as istiod builds them.
+func rbacListener(t *testing.T) *listenerv3.Listener {
+	t.Helper()
+	pol := func(names ...string) map[string]*rbacv3.Policy {
+		m := map[string]*rbacv3.Policy{}
+		for _, n := range names {
+			m[n] = &rbacv3.Policy{}
+		}
+		return m
+	}
+	mustAny := func(m proto.Message) *anypb.Any {
+		a, err := anypb.New(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	deny := &rbachttpv3.RBAC{Rules: &rbacv3.RBAC{Action: rbacv3.RBAC_DENY, Policies: pol("ns[a]-policy[d]-rule[0]")}}
+	allow := &rbachttpv3.RBAC{
+		Rules:       &rbacv3.RBAC{Action: rbacv3.RBAC_ALLOW, Policies: pol("ns[a]-policy[p]-rule[0]", "ns[a]-policy[p]-rule[1]", "ns[a]-policy[p1]-rule[0]")},
+		ShadowRules: &rbacv3.RBAC{Action: rbacv3.RBAC_ALLOW, Policies: pol("ns[a]-policy[dry]-rule[0]")},
+	}
+	hcm := &hcmv3.HttpConnectionManager{HttpFilters: []*hcmv3.HttpFilter{
+		{Name: "envoy.filters.http.rbac", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(deny)}},
+		{Name: "envoy.filters.http.rbac", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(allow)}},
+		{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&routev3.RouteConfiguration{})}},
+	}}
+	tcp := &rbactcpv3.RBAC{StatPrefix: "tcp.", Rules: &rbacv3.RBAC{Action: rbacv3.RBAC_ALLOW, Policies: pol("ns[a]-policy[p]-rule[0]", "ns[a]-policy[t]-rule[0]")}}
+	return &listenerv3.Listener{Name: "virtualInbound", FilterChains: []*listenerv3.FilterChain{
+		{Filters: []*listenerv3.Filter{{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)}}}},
+		{Filters: []*listenerv3.Filter{
+			{Name: "envoy.filters.network.rbac", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(tcp)}},
+			{Name: "envoy.filters.network.tcp_proxy"},
+		}},
+	}}
+}
+
+func TestListenerRBACPolicies(t *testing.T) {
+	v := view{resource.ListenerType + "/virtualInbound": rbacListener(t)}
+	tests := []struct {
+		resource, prefix string
+		count            int
+		want             bool
+	}{
+		{"virtualInbound", "ns[a]-policy[p]-rule[", 2, true}, // HTTP chain has both, TCP one: distinct names count once
+		{"virtualInbound", "ns[a]-policy[p]-rule[", 1, false},
+		{"virtualInbound", "ns[a]-policy[p]-rule[", 3, false},
+		{"virtualInbound", "ns[a]-policy[p1]-rule[", 1, true},  // the prefix ends with "-rule[": p does not match p1
+		{"virtualInbound", "ns[a]-policy[d]-rule[", 1, true},   // DENY filter
+		{"virtualInbound", "ns[a]-policy[dry]-rule[", 1, true}, // shadow rules
+		{"virtualInbound", "ns[a]-policy[t]-rule[", 1, true},   // network RBAC filter
+		{"virtualInbound", "ns[b]-policy[p]-rule[", 0, true},   // another namespace's policy: none
+		{"virtualInbound", "ns[a]-", 6, true},
+		{"missing", "ns[a]-policy[p]-rule[", 0, true}, // an absent listener holds none
+		{"missing", "ns[a]-policy[p]-rule[", 2, false},
+	}
+	for _, tc := range tests {
+		p := Predicate{Op: ListenerRBACPolicies, Resource: tc.resource, Value: tc.prefix, Count: tc.count}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("%v: %v", p, err)
+		}
+		if p.Op.TypeURL() != resource.ListenerType {
+			t.Fatalf("type %s", p.Op.TypeURL())
+		}
+		if got := p.Holds(v); got != tc.want {
+			t.Errorf("%s: holds=%v, want %v", p, got, tc.want)
+		}
+	}
+	for _, bad := range []Predicate{
+		{Op: ListenerRBACPolicies, Resource: "virtualInbound"},
+		{Op: ListenerRBACPolicies, Resource: "virtualInbound", Value: "x", Count: -1},
+	} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v validated", bad)
+		}
+	}
+	// A later count for the same policy supersedes an earlier one; another policy does not.
+	a := Expectation{All: []Predicate{{Op: ListenerRBACPolicies, Resource: "virtualInbound", Value: "ns[a]-policy[p]-rule[", Count: 2}}}
+	b := Expectation{All: []Predicate{{Op: ListenerRBACPolicies, Resource: "virtualInbound", Value: "ns[a]-policy[p]-rule[", Count: 3}}}
+	c := Expectation{All: []Predicate{{Op: ListenerRBACPolicies, Resource: "virtualInbound", Value: "ns[a]-policy[q]-rule[", Count: 3}}}
+	if !b.Supersedes(a) || c.Supersedes(a) {
+		t.Errorf("supersedes: b>a %v (want true), c>a %v (want false)", b.Supersedes(a), c.Supersedes(a))
+	}
+}
+
+// TestListenerRBACPoliciesGarbage: typed_config bytes that do not parse count nothing.
+func TestListenerRBACPoliciesGarbage(t *testing.T) {
+	l := rbacListener(t)
+	for _, fc := range l.FilterChains {
+		for _, f := range fc.Filters {
+			if tc := f.GetTypedConfig(); tc != nil {
+				// Keep the prefix in the bytes so the pre-check passes, and cut the message short.
+				tc.Value = append([]byte{0x2a, 0xff, 0xff}, []byte("ns[a]-policy[p]-rule[0]")...)
+			}
+		}
+	}
+	p := Predicate{Op: ListenerRBACPolicies, Resource: "virtualInbound", Value: "ns[a]-policy[p]-rule[", Count: 0}
+	if !p.Holds(view{resource.ListenerType + "/virtualInbound": l}) {
+		t.Error("garbage counted")
+	}
+}
+
+func BenchmarkListenerRBACPolicies(b *testing.B) {
+	t := &testing.T{}
+	v := view{resource.ListenerType + "/virtualInbound": rbacListener(t)}
+	p := Predicate{Op: ListenerRBACPolicies, Resource: "virtualInbound", Value: "ns[a]-policy[p]-rule[", Count: 2}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !p.Holds(v) {
+			b.Fatal("does not hold")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/eval")
 }

@@ -25,7 +25,7 @@ var ignoreSrc = cmpopts.IgnoreUnexported(Scenario{})
 
 func TestBuiltinsValidate(t *testing.T) {
 	names := BuiltinNames()
-	want := []string{"delta-vs-sotw", "eds-churn-1k", "ingress-churn", "input-paths", "nack-storm", "push-1k", "quickstart", "rollout-storm", "scale-10k"}
+	want := []string{"authz-churn", "delta-vs-sotw", "eds-churn-1k", "ingress-churn", "input-paths", "nack-storm", "push-1k", "quickstart", "rollout-storm", "scale-10k"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("BuiltinNames() (-want +got):\n%s", diff)
 	}

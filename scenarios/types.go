@@ -88,21 +88,22 @@ type FlowControl struct {
 
 // Topology describes the synthetic mesh.
 type Topology struct {
-	Namespaces                  int        `yaml:"namespaces" json:"namespaces" doc:"Namespaces the services are spread over."`
-	Services                    int        `yaml:"services" json:"services" doc:"Services at the start of the run."`
-	Protocols                   Protocols  `yaml:"protocols" json:"protocols" doc:"Protocol mix of service ports, as weights (normalised; a written mix replaces the default as a whole)."`
-	PortsPerService             dist.Spec  `yaml:"portsPerService" json:"portsPerService" doc:"Ports per service (distribution, rounded, at least 1)."`
-	EndpointsPerService         dist.Spec  `yaml:"endpointsPerService" json:"endpointsPerService" doc:"Endpoints per service (distribution, rounded)."`
-	Localities                  Localities `yaml:"localities" json:"localities" doc:"Regions and zones endpoints are placed in."`
-	Versions                    int        `yaml:"versions" json:"versions" doc:"Versions per service: endpoints carry label version=v1..vN (subsets)."`
-	ServiceAccountsPerNamespace int        `yaml:"serviceAccountsPerNamespace" json:"serviceAccountsPerNamespace" doc:"Service accounts per namespace, shared by its services."`
-	VirtualServices             float64    `yaml:"virtualServices" json:"virtualServices" range:"0,1" doc:"Fraction (0..1) of services with a VirtualService (weighted split across versions, timeout)."`
-	DestinationRules            float64    `yaml:"destinationRules" json:"destinationRules" range:"0,1" doc:"Fraction (0..1) of services with a DestinationRule (subsets, load balancer, outlier detection)."`
-	SidecarScoping              bool       `yaml:"sidecarScoping" json:"sidecarScoping" doc:"Add an Istio Sidecar per namespace whose egress imports the namespace itself and sidecarImports others; events then reach only the importing namespaces, and each client is held to the changed services it imports."`
-	SidecarImports              int        `yaml:"sidecarImports" json:"sidecarImports" doc:"Other namespaces each Sidecar imports (with sidecarScoping)."`
-	WorkloadEntries             bool       `yaml:"workloadEntries" json:"workloadEntries" doc:"Represent endpoints as one WorkloadEntry each (selected by the ServiceEntry) instead of inline ServiceEntry endpoints."`
-	Gateways                    Gateways   `yaml:"gateways" json:"gateways" doc:"Ingress Gateways and the VirtualServices bound to them, served to router clients (clients[].type: router)."`
-	Mesh                        *Mesh      `yaml:"mesh,omitempty" json:"mesh,omitempty" doc:"An explicit mesh (services, endpoint counts per locality, Istio objects verbatim) instead of the synthetic services, as xdslab import writes it; services and namespaces are then set from it (docs/scenarios.md, topology.mesh)." def:"none"`
+	Namespaces                  int                   `yaml:"namespaces" json:"namespaces" doc:"Namespaces the services are spread over."`
+	Services                    int                   `yaml:"services" json:"services" doc:"Services at the start of the run."`
+	Protocols                   Protocols             `yaml:"protocols" json:"protocols" doc:"Protocol mix of service ports, as weights (normalised; a written mix replaces the default as a whole)."`
+	PortsPerService             dist.Spec             `yaml:"portsPerService" json:"portsPerService" doc:"Ports per service (distribution, rounded, at least 1)."`
+	EndpointsPerService         dist.Spec             `yaml:"endpointsPerService" json:"endpointsPerService" doc:"Endpoints per service (distribution, rounded)."`
+	Localities                  Localities            `yaml:"localities" json:"localities" doc:"Regions and zones endpoints are placed in."`
+	Versions                    int                   `yaml:"versions" json:"versions" doc:"Versions per service: endpoints carry label version=v1..vN (subsets)."`
+	ServiceAccountsPerNamespace int                   `yaml:"serviceAccountsPerNamespace" json:"serviceAccountsPerNamespace" doc:"Service accounts per namespace, shared by its services."`
+	VirtualServices             float64               `yaml:"virtualServices" json:"virtualServices" range:"0,1" doc:"Fraction (0..1) of services with a VirtualService (weighted split across versions, timeout)."`
+	DestinationRules            float64               `yaml:"destinationRules" json:"destinationRules" range:"0,1" doc:"Fraction (0..1) of services with a DestinationRule (subsets, load balancer, outlier detection)."`
+	SidecarScoping              bool                  `yaml:"sidecarScoping" json:"sidecarScoping" doc:"Add an Istio Sidecar per namespace whose egress imports the namespace itself and sidecarImports others; events then reach only the importing namespaces, and each client is held to the changed services it imports."`
+	SidecarImports              int                   `yaml:"sidecarImports" json:"sidecarImports" doc:"Other namespaces each Sidecar imports (with sidecarScoping)."`
+	WorkloadEntries             bool                  `yaml:"workloadEntries" json:"workloadEntries" doc:"Represent endpoints as one WorkloadEntry each (selected by the ServiceEntry) instead of inline ServiceEntry endpoints."`
+	Gateways                    Gateways              `yaml:"gateways" json:"gateways" doc:"Ingress Gateways and the VirtualServices bound to them, served to router clients (clients[].type: router)."`
+	AuthorizationPolicies       AuthorizationPolicies `yaml:"authorizationPolicies,omitempty" json:"authorizationPolicies,omitzero" doc:"Namespace-wide AuthorizationPolicies (security.istio.io) in every namespace, rendered by the control plane as RBAC filters on each sidecar's inbound listener; churn config-change with target authz rewrites them (docs/scenarios.md, AuthorizationPolicies)."`
+	Mesh                        *Mesh                 `yaml:"mesh,omitempty" json:"mesh,omitempty" doc:"An explicit mesh (services, endpoint counts per locality, Istio objects verbatim) instead of the synthetic services, as xdslab import writes it; services and namespaces are then set from it (docs/scenarios.md, topology.mesh)." def:"none"`
 }
 
 // Gateways is the simulated ingress.
@@ -110,6 +111,15 @@ type Gateways struct {
 	Count           int  `yaml:"count" json:"count" doc:"Gateways gw-0 … in namespace istio-system, each selecting routers labelled istio: ingressgateway, with an HTTP server on port 80 for *.gw-N.example.com."`
 	HostsPerGateway int  `yaml:"hostsPerGateway" json:"hostsPerGateway" doc:"Hosts h-J.gw-N.example.com per gateway, each a VirtualService bound to the gateway (in its backend's namespace) routing to a random service with an HTTP or gRPC port (its first such port). Backends are not deleted by service-delete. Routers hold only those clusters and route configuration http.80: an event reaches them when each of its predicates is about one of those (an endpoint change of a one-port backend reaches routers and sidecars; others reach sidecars only)."`
 	TLSPassthrough  bool `yaml:"tlsPassthrough" json:"tlsPassthrough" doc:"Add a TLS PASSTHROUGH server on port 443 to each gateway, and route each host's SNI to the same service port."`
+}
+
+// AuthorizationPolicies are the simulated AuthorizationPolicies. They select no workload: the
+// fleet's clients carry their group's node labels, not a simulated workload's, so a policy with
+// a selector would reach no client.
+type AuthorizationPolicies struct {
+	PerNamespace int     `yaml:"perNamespace" json:"perNamespace" doc:"Policies authz-0 … in each namespace (topology.mesh's too), each with 1 to 4 rules over principals, source namespaces, methods, paths and ports drawn from the seed; 0: none."`
+	Allow        float64 `yaml:"allow" json:"allow" doc:"Weight of ALLOW policies (an ALLOW rule admits a principal or a namespace to some methods under a path)." def:"0.7 (when allow and deny are both 0)"`
+	Deny         float64 `yaml:"deny" json:"deny" doc:"Weight of DENY policies (a DENY rule refuses other namespaces, or a principal, writes or an admin path on port 8080)." def:"0.3 (when allow and deny are both 0)"`
 }
 
 // Protocols are weights of the port protocol mix.
@@ -149,6 +159,7 @@ const (
 	TargetVirtualService  = "virtualservice"
 	TargetDestinationRule = "destinationrule"
 	TargetGateway         = "gateway"
+	TargetAuthz           = "authz"
 )
 
 // Churn is one churn process. Its timing is exactly one of Rate (Poisson arrivals), Every
@@ -162,9 +173,9 @@ type Churn struct {
 	Start    Duration   `yaml:"start,omitempty" json:"start,omitempty" doc:"The process starts this long into the measure phase." kinds:"all" def:"0s"`
 	Stop     Duration   `yaml:"stop,omitempty" json:"stop,omitempty" doc:"The process stops this long into the measure phase; 0 runs to the end." kinds:"all" def:"0s (end)"`
 	Delta    *dist.Spec `yaml:"delta,omitempty" json:"delta,omitempty" doc:"Endpoints added or removed per event (up or down at random)." kinds:"scale" def:"{dist: uniform, min: 1, max: 3}"`
-	Services int        `yaml:"services,omitempty" json:"services,omitempty" doc:"Services one event touches (a rolling deploy replaces every endpoint of each)." kinds:"scale, rolling-deploy, service-create, service-delete, config-change, service-account-change" def:"1"`
+	Services int        `yaml:"services,omitempty" json:"services,omitempty" doc:"Services one event touches (a rolling deploy replaces every endpoint of each); for config-change target authz, the AuthorizationPolicies one event rewrites." kinds:"scale, rolling-deploy, service-create, service-delete, config-change, service-account-change" def:"1"`
 	Window   Duration   `yaml:"window,omitempty" json:"window,omitempty" doc:"Each service's rollout is spread over this window." kinds:"rolling-deploy" def:"10s"`
-	Target   string     `yaml:"target,omitempty" json:"target,omitempty" enum:"virtualservice,destinationrule,gateway" doc:"The config changed: virtualservice (route weights, timeout), destinationrule (lb policy, outlier detection) or gateway (rotates the backend services of Services gateway hosts, at least 2, so routers keep the same clusters; reaches router clients only; needs topology.gateways)." kinds:"config-change" def:"virtualservice"`
+	Target   string     `yaml:"target,omitempty" json:"target,omitempty" enum:"virtualservice,destinationrule,gateway,authz" doc:"The config changed: virtualservice (route weights, timeout), destinationrule (lb policy, outlier detection), gateway (rotates the backend services of Services gateway hosts, at least 2, so routers keep the same clusters; reaches router clients only; needs topology.gateways) or authz (rewrites the rules of services AuthorizationPolicies, each to a new number of rules; reaches the sidecars of their namespaces only; needs topology.authorizationPolicies)." kinds:"config-change" def:"virtualservice"`
 	Down     Duration   `yaml:"down,omitempty" json:"down,omitempty" doc:"How long a flapped endpoint stays away; for a zone failure, how long the zone stays down (0: it does not come back)." kinds:"endpoint-flap, zone-failure" def:"1s (endpoint-flap), 0s (zone-failure)"`
 	Fraction float64    `yaml:"fraction,omitempty" json:"fraction,omitempty" range:"0,1" doc:"Fraction (0..1] of one zone's endpoints removed at once." kinds:"zone-failure" def:"0.5"`
 	File     string     `yaml:"file,omitempty" json:"file,omitempty" doc:"Event trace (JSON lines, the simulator's event-log format) to replay; relative to the scenario file." kinds:"replay" def:"required"`
@@ -361,6 +372,9 @@ func (s *Scenario) Complete() {
 		}
 	}
 	s.Topology.completeMesh()
+	if a := &s.Topology.AuthorizationPolicies; a.PerNamespace > 0 && a.Allow == 0 && a.Deny == 0 {
+		a.Allow, a.Deny = 0.7, 0.3
+	}
 	p := &s.Topology.Protocols
 	// Weights already summing to 1 (within rounding) are left alone, which keeps Complete
 	// idempotent and a printed scenario reloading to the same values.

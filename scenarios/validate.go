@@ -197,6 +197,16 @@ func (v *validator) topology() {
 	if g := t.Gateways; g.Count > 0 && g.HostsPerGateway > 0 && p.HTTP+p.GRPC <= 0 && p.HTTP >= 0 && p.GRPC >= 0 {
 		v.add("topology.gateways", "give topology.protocols.http or grpc a weight", "gateway hosts route to services with HTTP or gRPC ports, and the topology has neither")
 	}
+	if a := t.AuthorizationPolicies; a.PerNamespace < 0 || a.PerNamespace > 1000 {
+		v.add("topology.authorizationPolicies.perNamespace", "use 0 to 1000", "must be within 0..1000, got %d", a.PerNamespace)
+	}
+	if a := t.AuthorizationPolicies; a.Allow < 0 || a.Deny < 0 || (a.PerNamespace > 0 && a.Allow+a.Deny <= 0) {
+		v.add("topology.authorizationPolicies", "give allow and deny weights >= 0 (both 0: 0.7 and 0.3)", "weights must be >= 0, got allow %g deny %g", a.Allow, a.Deny)
+	}
+	if t.AuthorizationPolicies.PerNamespace > 0 && v.s.Sink.Kind == SinkKube {
+		v.add("topology.authorizationPolicies", "use sink kind dir or mcp (or the in-process control plane), or remove topology.authorizationPolicies",
+			"the kube sink cannot write AuthorizationPolicies")
+	}
 	v.mesh()
 }
 
@@ -354,6 +364,12 @@ func (v *validator) churn(i int) {
 			v.add(p+".kind", "set topology.serviceAccountsPerNamespace >= 2", "service-account-change needs a second service account to change to")
 		}
 	case KindConfigChange:
+		if c.Target == TargetAuthz {
+			if s.Topology.AuthorizationPolicies.PerNamespace <= 0 {
+				v.add(p+".target", "set topology.authorizationPolicies: {perNamespace: N}", "target authz rewrites AuthorizationPolicies, and the topology has none")
+			}
+			return
+		}
 		if s.Topology.Mesh != nil {
 			v.add(p+".kind", "remove it: topology.mesh keeps its Istio objects as written (edit topology.mesh.config instead)", "config-change rewrites synthetic VirtualServices and DestinationRules, which topology.mesh does not have")
 			return
@@ -369,7 +385,7 @@ func (v *validator) churn(i int) {
 				v.add(p+".target", "set topology.gateways: {count: N, hostsPerGateway: M}", "target gateway re-binds gateway hosts, and the topology has none")
 			}
 		default:
-			v.add(p+".target", didYouMean(c.Target, []string{TargetVirtualService, TargetDestinationRule, TargetGateway}), "unknown target %q", c.Target)
+			v.add(p+".target", didYouMean(c.Target, []string{TargetVirtualService, TargetDestinationRule, TargetGateway, TargetAuthz}), "unknown target %q", c.Target)
 		}
 	case KindZoneFailure:
 		if c.Fraction <= 0 || c.Fraction > 1 {

@@ -61,6 +61,8 @@ type Topology struct {
 	WorkloadEntries bool
 	// Gateways adds ingress Gateways and the VirtualServices bound to them (gateways.go).
 	Gateways Gateways
+	// AuthorizationPolicies adds namespace-wide AuthorizationPolicies (authz.go).
+	AuthorizationPolicies AuthorizationPolicies
 	// Mesh, when set, replaces the synthetic services with these services and adds these Istio
 	// objects verbatim (xdslab import). Namespaces and Services are then taken from it; the
 	// other synthetic knobs shape only the services a service-create adds.
@@ -148,7 +150,9 @@ const (
 	// ConfigChange changes the VirtualService weights (Target virtualservice) or the
 	// DestinationRule lb policy (Target destinationrule) of Services services, creating the
 	// object when the service has none; Target gateway rotates the backends of Services (at
-	// least 2) gateway hosts bound to distinct services (routers only; their clusters stay).
+	// least 2) gateway hosts bound to distinct services (routers only; their clusters stay);
+	// Target authz rewrites the rules of Services AuthorizationPolicies (sidecars of their
+	// namespaces only).
 	ConfigChange ChurnKind = "config-change"
 	// ServiceAccountChange moves Services services to another service account: their endpoints
 	// are re-created with new addresses, as a Kubernetes rollout would.
@@ -172,13 +176,15 @@ const (
 	TargetDestinationRule = "destinationrule"
 	// TargetGateway rotates the backends of gateway hosts (their gateway VirtualServices).
 	TargetGateway = "gateway"
+	// TargetAuthz rewrites AuthorizationPolicies (Topology.AuthorizationPolicies).
+	TargetAuthz = "authz"
 )
 
 // Churn is one open-model arrival process. Exactly one of Rate, Every and At sets the timing
 // (Replay takes its timing from the trace and sets none).
 type Churn struct {
 	Kind ChurnKind
-	// Target of a config-change: virtualservice, destinationrule or gateway.
+	// Target of a config-change: virtualservice, destinationrule, gateway or authz.
 	Target string
 	// Rate is a Poisson arrival rate in events per second.
 	Rate float64
@@ -263,6 +269,9 @@ func (c Config) withDefaults() Config {
 	if t.ServiceAccountsPerNamespace == 0 {
 		t.ServiceAccountsPerNamespace = 1
 	}
+	if a := &t.AuthorizationPolicies; a.Allow == 0 && a.Deny == 0 {
+		a.Allow, a.Deny = 0.7, 0.3
+	}
 	churn := make([]Churn, len(c.Churn))
 	for i, ch := range c.Churn {
 		if ch.Services == 0 {
@@ -339,6 +348,9 @@ func (c Config) Validate() error {
 	if t.Gateways.Count > 0 && t.Gateways.HostsPerGateway > 0 && t.Protocols.HTTP+t.Protocols.GRPC <= 0 {
 		bad("topology.gateways: gateway hosts route to services with HTTP or gRPC ports: give topology.protocols.http or grpc a weight")
 	}
+	if a := t.AuthorizationPolicies; a.PerNamespace < 0 || a.PerNamespace > 1000 || a.Allow < 0 || a.Deny < 0 || a.Allow+a.Deny <= 0 {
+		bad("topology.authorizationPolicies: perNamespace must be in 0..1000 and allow, deny weights >= 0 with a positive sum, got %d, %g, %g", a.PerNamespace, a.Allow, a.Deny)
+	}
 	if t.Mesh != nil {
 		errs = append(errs, t.Mesh.validate(t)...)
 	}
@@ -400,11 +412,14 @@ func (ch Churn) validate(t Topology) error {
 	}
 	switch ch.Kind {
 	case ConfigChange:
-		if t.Mesh != nil {
-			return errors.New("topology.mesh keeps its Istio objects as written: remove config-change")
+		if t.Mesh != nil && ch.Target != TargetAuthz {
+			return errors.New("topology.mesh keeps its Istio objects as written: remove config-change (target authz, which rewrites the simulated AuthorizationPolicies, is allowed)")
 		}
-		if ch.Target != TargetVirtualService && ch.Target != TargetDestinationRule && ch.Target != TargetGateway {
-			return fmt.Errorf("target must be %q, %q or %q, got %q", TargetVirtualService, TargetDestinationRule, TargetGateway, ch.Target)
+		if ch.Target != TargetVirtualService && ch.Target != TargetDestinationRule && ch.Target != TargetGateway && ch.Target != TargetAuthz {
+			return fmt.Errorf("target must be %q, %q, %q or %q, got %q", TargetVirtualService, TargetDestinationRule, TargetGateway, TargetAuthz, ch.Target)
+		}
+		if ch.Target == TargetAuthz && t.AuthorizationPolicies.PerNamespace == 0 {
+			return errors.New("target authz needs AuthorizationPolicies: set topology.authorizationPolicies.perNamespace")
 		}
 		if ch.Target == TargetGateway && (t.Gateways.Count == 0 || t.Gateways.HostsPerGateway == 0) {
 			return errors.New("target gateway needs gateway hosts: set topology.gateways.count and hostsPerGateway")

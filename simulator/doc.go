@@ -4,7 +4,8 @@
 // The flow is: a Config (topology densities and churn processes, a seed and a duration) becomes a
 // Simulator, a pure core with no clock and no I/O. Its Initial method returns the starting
 // topology as Istio objects (model.Config whose Spec is a ServiceEntry, WorkloadEntry,
-// VirtualService, DestinationRule or Sidecar from istio.io/api); its Next method returns the churn
+// VirtualService, DestinationRule, Sidecar, Gateway or AuthorizationPolicy from istio.io/api);
+// its Next method returns the churn
 // events in timeline order. Every name, address and arrival time is a function of the seed only:
 // each churn process draws its arrival times from its own seeded source (Poisson for a rate,
 // fixed offsets for every/at), so the timeline is absolute and independent of how fast events are
@@ -13,7 +14,7 @@
 // An Event carries the objects it upserts and deletes and a probe.Expectation: what a client of
 // the control plane must observe for the event to count as delivered, named the way Istio and our
 // generators name xDS resources (cluster and EDS resource "outbound|PORT||HOST", route
-// configuration "PORT").
+// configuration "PORT", RBAC policy "ns[NS]-policy[NAME]-rule[i]" on listener virtualInbound).
 //
 // The Runner applies events to a Sink on an injected Clock (the wall clock, or a virtual clock that
 // runs as fast as possible). It waits for each event's scheduled time; an event whose time has
@@ -25,7 +26,8 @@
 // Sinks: DirSink writes Istio YAML into a directory (one file per service, written atomically)
 // that a file-watching control plane reads; KubeSink writes it to a Kubernetes API server
 // (Namespaces, Services and EndpointSlices, optionally Pods, Istio objects through
-// istio.io/client-go; server-side apply, only what changed; docs/kubernetes.md);
+// istio.io/client-go; server-side apply, only what changed; no security.istio.io kinds;
+// docs/kubernetes.md);
 // EventLog writes the event stream as JSON lines, which ParseTrace reads back for the replay churn
 // kind; the in-process sink (sink_inprocess.go) applies the same configs through a
 // ConfigApplier, which our control plane's config.Memory implements. Sink needs nothing beyond

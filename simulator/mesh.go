@@ -162,6 +162,8 @@ type mesh struct {
 	locs   []string
 	// explicitNames are the explicit mesh's services (namespace/name).
 	explicitNames map[string]bool
+	// authz are the simulated AuthorizationPolicies (authz.go).
+	authz authzState
 }
 
 // maxAddresses is the size of 10.0.0.0/8 without .0 and .255 host octets.
@@ -193,7 +195,11 @@ func newMesh(t Topology, seed uint64) (*mesh, error) {
 	}
 	m := &mesh{topo: t, rng: newRand(subSeed(seed, "topology")), ports: ports, eps: eps}
 	if t.Mesh != nil {
-		return m, m.buildExplicit(t.Mesh)
+		if err := m.buildExplicit(t.Mesh); err != nil {
+			return nil, err
+		}
+		m.buildAuthz(subSeed(seed, "authz"))
+		return m, nil
 	}
 	for i := range t.Namespaces {
 		m.namespaces = append(m.namespaces, nsName(i))
@@ -207,6 +213,7 @@ func newMesh(t Topology, seed uint64) (*mesh, error) {
 		}
 	}
 	m.buildGateways(subSeed(seed, "gateways"))
+	m.buildAuthz(subSeed(seed, "authz"))
 	return m, nil
 }
 
@@ -573,14 +580,15 @@ func (m *mesh) keys(s *service) []model.ConfigKey {
 }
 
 // all renders the whole mesh: Sidecars, then every service's objects, then the gateways and
-// their VirtualServices.
+// their VirtualServices, then the AuthorizationPolicies.
 func (m *mesh) all() []model.Config {
 	out := slices.Clone(m.sidecars)
 	out = append(out, m.static...)
 	for _, s := range m.services {
 		out = append(out, m.objects(s)...)
 	}
-	return append(out, m.gatewayObjects()...)
+	out = append(out, m.gatewayObjects()...)
+	return append(out, m.authzObjects()...)
 }
 
 // --- seeds ----------------------------------------------------------------------------------

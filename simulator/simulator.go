@@ -350,6 +350,8 @@ func (s *Simulator) arrive(b *evb, p *process, k int) {
 			s.changeVS(b, p)
 		case TargetGateway:
 			s.changeGateway(b, p)
+		case TargetAuthz:
+			s.changeAuthz(b, p)
 		default:
 			s.changeDR(b, p)
 		}

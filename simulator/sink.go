@@ -263,9 +263,10 @@ func (d *DirSink) render(f string) []byte {
 // RenderYAML renders one object as a Kubernetes-style YAML document: apiVersion, kind,
 // metadata {name, namespace, labels}, spec (protojson field names).
 func RenderYAML(c model.Config, apiVersion string) ([]byte, error) {
-	if c.Kind == model.KindPeerAuthentication {
-		// PeerAuthentication is served by security.istio.io only (an explicit mesh's objects
-		// include it); apiVersion names the networking kinds' version.
+	if c.Kind == model.KindPeerAuthentication || c.Kind == model.KindAuthorizationPolicy {
+		// PeerAuthentication and AuthorizationPolicy are served by security.istio.io only (an
+		// explicit mesh's objects include the one, the simulated policies are the other);
+		// apiVersion names the networking kinds' version.
 		apiVersion = "security.istio.io/v1"
 	}
 	j, err := renderJSON(c, apiVersion, c.Labels)
