@@ -105,6 +105,7 @@ func TestMalformed(t *testing.T) {
 		{"too many namespaces", "name: x\ntopology: {namespaces: 2}\nclients: [{namespaces: 3}]\n", 3, 24, "clients[0].namespaces", "more than the topology has", "at most topology.namespaces (2)"},
 		{"namespace count unknown", "name: x\ntopology: {namespaces: 2}\nclients: [{count: 3, namespaceCounts: {ns-0: 1, ns-7: 2}}]\n", 3, 0, "clients[0].namespaceCounts", `namespace "ns-7" is not one of the topology's`, "ns-"},
 		{"namespace counts sum", "name: x\ntopology: {namespaces: 2}\nclients: [{count: 3, namespaceCounts: {ns-0: 1, ns-1: 1}}]\n", 3, 0, "clients[0].namespaceCounts", "add up to 2, count is 3", "change count to 2"},
+		{"threshold without expressions", "name: x\nthresholds:\n  xdslab_push_latency_seconds:\n", 3, 0, "thresholds.xdslab_push_latency_seconds", "no threshold expressions", "at least one expression"},
 		{"label not a string", "name: x\nclients: [{node: {labels: {app: [a]}}}]\n", 2, 33, "clients[0].node.labels.app", "expected a string, got a list", "write a string"},
 		{"empty cluster id", "name: x\nclients: [{node: {clusterID: \"\"}}]\n", 2, 30, "clients[0].node.clusterID", "clusterID is empty", "Kubernetes"},
 		{"jitter", "name: x\nclients: [{churn: {every: 10s, jitter: -0.1}}]\n", 2, 40, "clients[0].churn.jitter", "within [0, 1]", "fraction"},

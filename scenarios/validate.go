@@ -497,6 +497,10 @@ func (v *validator) thresholds() {
 			continue
 		}
 		v.thresholdTags(p, cm, MetricTags(k))
+		if len(v.s.Thresholds[k]) == 0 {
+			v.add(p, `give it at least one expression, e.g. ['p(99)<500ms'], or remove the line`,
+				"no threshold expressions: a metric listed without any judges nothing")
+		}
 		for i, th := range v.s.Thresholds[k] {
 			tp := p + "[" + itoa(i) + "]"
 			if th.Op == "" { // built in Go without ParseThreshold
