@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/xdslab/xdslab/scenarios"
 )
 
 // File is one input file of a dump.
@@ -71,51 +73,12 @@ type Dump struct {
 	Objects []*Object
 }
 
-// Error is one problem in a dump: "file:line: Kind ns/name: msg; fix".
-type Error struct {
-	File   string
-	Line   int
-	Object string
-	Msg    string
-	Fix    string
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteString(":" + strconv.Itoa(e.Line))
-	}
-	b.WriteString(": ")
-	if e.Object != "" {
-		b.WriteString(e.Object + ": ")
-	}
-	b.WriteString(e.Msg)
-	if e.Fix != "" {
-		b.WriteString("; " + e.Fix)
-	}
-	return b.String()
-}
+// Error is one problem in a dump, "file:line: Kind ns/name: msg; fix": the scenario loader's
+// error, its Path naming the object (Kind ns/name) and Col unused.
+type Error = scenarios.Error
 
 // Errors is every problem found, sorted by file and line.
-type Errors []*Error
-
-func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Unwrap exposes each *Error to errors.As.
-func (es Errors) Unwrap() []error {
-	out := make([]error, len(es))
-	for i, e := range es {
-		out[i] = e
-	}
-	return out
-}
+type Errors = scenarios.Errors
 
 // maxErrors caps the errors reported for one dump.
 const maxErrors = 100
@@ -124,7 +87,7 @@ type errList struct{ es Errors }
 
 func (l *errList) add(file string, line int, obj, fix, format string, a ...any) {
 	if len(l.es) < maxErrors {
-		l.es = append(l.es, &Error{File: file, Line: line, Object: obj, Msg: fmt.Sprintf(format, a...), Fix: fix})
+		l.es = append(l.es, &Error{File: file, Line: line, Path: obj, Msg: fmt.Sprintf(format, a...), Fix: fix})
 	}
 }
 
