@@ -183,11 +183,12 @@ func mtEqual(a, b EventResult) bool {
 		a.MinLatency == b.MinLatency && a.MeanLatency == b.MeanLatency
 }
 
-func TestMatcherSupersededAndMissed(t *testing.T) {
-	m := NewMatcher(MatcherConfig{Now: mtNow})
-	a := &mtClient{index: 0, group: "g", ns: "default"}
-	b := &mtClient{index: 1, group: "g", ns: "default"}
-	c := &mtClient{index: 2, group: "g", ns: "default"} // never hears anything
+// addThenRemove tracks a, b and c, registers an endpoint add (t0 0 ms) and its removal (t0
+// 10 ms), and scripts: a sees the add, then b claims the add (a hook) but the server coalesces
+// add+remove, so b holds the remove's state when it claims it and never was in the add's; a
+// and b then see the removal; c never hears anything.
+func addThenRemove(t *testing.T, m *Matcher, a, b, c *mtClient) {
+	t.Helper()
 	for _, cl := range []*mtClient{a, b, c} {
 		m.Track(cl.index, cl.group, cl.ns)
 		cl.push(m, resource.EndpointType, at(0), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
@@ -197,8 +198,6 @@ func TestMatcherSupersededAndMissed(t *testing.T) {
 	if _, err := m.Expect(add); err != nil {
 		t.Fatal(err)
 	}
-	// a sees the add, then b claims the add (a hook) but the server coalesces add+remove: b
-	// holds the remove's state when it claims it, and never was in the add's.
 	a.push(m, resource.EndpointType, at(5), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
 	b.push(m, resource.ClusterType, at(6), time.Time{}, nil)
 	if _, err := m.Expect(del); err != nil {
@@ -206,6 +205,14 @@ func TestMatcherSupersededAndMissed(t *testing.T) {
 	}
 	a.push(m, resource.EndpointType, at(30), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
 	b.push(m, resource.EndpointType, at(40), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
+}
+
+func TestMatcherSupersededAndMissed(t *testing.T) {
+	m := NewMatcher(MatcherConfig{Now: mtNow})
+	a := &mtClient{index: 0, group: "g", ns: "default"}
+	b := &mtClient{index: 1, group: "g", ns: "default"}
+	c := &mtClient{index: 2, group: "g", ns: "default"} // never hears anything
+	addThenRemove(t, m, a, b, c)
 
 	if n := m.Outstanding(); n != 2 {
 		t.Errorf("outstanding = %d, want 2 (client 2 never saw either event)", n)
@@ -239,22 +246,7 @@ func TestMatcherProbesByGroup(t *testing.T) {
 	a := &mtClient{index: 0, group: "sotw", ns: "default"}
 	b := &mtClient{index: 1, group: "delta", ns: "default"}
 	c := &mtClient{index: 2, group: "delta", ns: "default"} // never hears anything
-	for _, cl := range []*mtClient{a, b, c} {
-		m.Track(cl.index, cl.group, cl.ns)
-		cl.push(m, resource.EndpointType, at(0), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
-	}
-	add := probe.Expectation{EventID: 1, Kind: "add", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}
-	del := probe.Expectation{EventID: 2, Kind: "remove", T0: at(10), All: []probe.Predicate{absent("c1", "10.0.0.1")}}
-	if _, err := m.Expect(add); err != nil {
-		t.Fatal(err)
-	}
-	a.push(m, resource.EndpointType, at(5), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1", "10.0.0.1")})
-	b.push(m, resource.ClusterType, at(6), time.Time{}, nil)
-	if _, err := m.Expect(del); err != nil {
-		t.Fatal(err)
-	}
-	a.push(m, resource.EndpointType, at(30), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
-	b.push(m, resource.EndpointType, at(40), time.Time{}, map[string]proto.Message{"c1": mtCLA("c1")})
+	addThenRemove(t, m, a, b, c)
 
 	res := m.Results()
 	want := map[string]ProbeCounts{
