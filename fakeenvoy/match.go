@@ -159,11 +159,8 @@ type matchEvent struct {
 	// groupMax is the largest push latency (ns) of each client group that observed the event:
 	// its convergence within the group.
 	groupMax map[string]int64
-	// byGroup counts the event's resolved observations by client group (observed, already
-	// held, superseded); outstanding ones are classified by group at Results.
-	byGroup map[string]*ProbeCounts
-	early   []matchEarly    // observations before T0 was known
-	lat     []time.Duration // every push latency, with KeepLatencies
+	early    []matchEarly    // observations before T0 was known
+	lat      []time.Duration // every push latency, with KeepLatencies
 }
 
 // What an observation is: in effect (the push latency), received, or its ACK written.
@@ -188,7 +185,11 @@ type matchShard struct {
 	push map[kgKey]*hdr.PackedHistogram
 	recv map[kgKey]*hdr.PackedHistogram
 	ack  map[kgKey]*hdr.PackedHistogram
-	_    [64]byte
+	// byGroup counts the resolved observations (observed, already held, superseded) of each
+	// event by client group, under the shard's lock (no lock shared across shards); outstanding
+	// ones are classified by group at Results.
+	byGroup map[egKey]*ProbeCounts
+	_       [64]byte
 }
 
 type matchClient struct {
@@ -224,6 +225,7 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 		m.shards[i].push = make(map[kgKey]*hdr.PackedHistogram)
 		m.shards[i].recv = make(map[kgKey]*hdr.PackedHistogram)
 		m.shards[i].ack = make(map[kgKey]*hdr.PackedHistogram)
+		m.shards[i].byGroup = make(map[egKey]*ProbeCounts)
 	}
 	return m
 }
@@ -290,21 +292,6 @@ func newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
 		ev.subj[i] = p.Subject()
 	}
 	return ev
-}
-
-// countGroup adds to group's counts of ev (the stats event) under ev.mu.
-func (ev *matchEvent) countGroup(group string, add func(*ProbeCounts)) {
-	ev.mu.Lock()
-	c := ev.byGroup[group]
-	if c == nil {
-		if ev.byGroup == nil {
-			ev.byGroup = make(map[string]*ProbeCounts, 1)
-		}
-		c = &ProbeCounts{}
-		ev.byGroup[group] = c
-	}
-	add(c)
-	ev.mu.Unlock()
 }
 
 // stats is the event whose counters and latencies an observation of ev goes to.
@@ -504,7 +491,7 @@ func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind,
 	switch kind {
 	case obsEffect:
 		ev.observed.Add(1)
-		ev.countGroup(group, func(c *ProbeCounts) { c.Observed++ })
+		s.count(ev, group).Observed++
 	case obsRecv:
 		ev.received.Add(1)
 	case obsAck:
@@ -706,7 +693,7 @@ func (m *Matcher) response1(c matchee, r ResponseInfo) {
 			reached = append(reached, i)
 		}
 	}
-	m.resolve(cl, reached, superseded)
+	m.resolve(s, cl, reached, superseded)
 }
 
 // effect brings c's received expectations that now hold in effect into effect at at.
@@ -723,24 +710,24 @@ func (m *Matcher) effect(c matchee, at time.Time) {
 			reached = append(reached, i)
 		}
 	}
-	m.resolve(cl, reached, nil)
+	m.resolve(s, cl, reached, nil)
 }
 
 // resolve removes the pending entries at indices reached (observed, or confirmed held) and
 // superseded, and retires the earlier ones the reached supersede: the client reached a later
 // state without having been in theirs.
-func (m *Matcher) resolve(cl *matchClient, reached, superseded []int) {
+func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []int) {
 	if len(reached) == 0 && len(superseded) == 0 {
 		return
 	}
 	drop := make(map[int]bool, len(reached)+len(superseded))
 	superseded1 := func(ev *matchEvent) {
 		ev.superseded.Add(1)
-		ev.countGroup(cl.group, func(c *ProbeCounts) { c.Superseded++ })
+		s.count(ev, cl.group).Superseded++
 	}
 	held1 := func(ev *matchEvent) {
 		ev.held.Add(1)
-		ev.countGroup(cl.group, func(c *ProbeCounts) { c.AlreadyHeld++ })
+		s.count(ev, cl.group).AlreadyHeld++
 	}
 	for _, i := range superseded {
 		drop[i] = true
@@ -1054,6 +1041,11 @@ func (m *Matcher) Results() MatchResults {
 		for k, p := range s.ack {
 			into(res.ackByKindGroup, k.kind+"\x00"+k.group, p)
 		}
+		for k, c := range s.byGroup {
+			if !k.ev.withdrawn.Load() && k.ev.idx < len(o.missed) {
+				res.ProbesByGroup[k.group] = res.ProbesByGroup[k.group].plus(*c)
+			}
+		}
 		s.mu.Unlock()
 	}
 	m.logMu.RLock()
@@ -1101,11 +1093,6 @@ func (m *Matcher) Results() MatchResults {
 			}
 			recordDuration(h, r.Convergence)
 		}
-		ev.mu.Lock()
-		for g, c := range ev.byGroup {
-			res.ProbesByGroup[g] = res.ProbesByGroup[g].plus(*c)
-		}
-		ev.mu.Unlock()
 		for g, c := range o.byGroup[i] {
 			res.ProbesByGroup[g] = res.ProbesByGroup[g].plus(*c)
 		}
@@ -1141,6 +1128,23 @@ func (m *Matcher) Results() MatchResults {
 		res.Convergence.Merge(h)
 	}
 	return res
+}
+
+// egKey is an event (the stats event) and a client group: a cell of matchShard.byGroup.
+type egKey struct {
+	ev    *matchEvent
+	group string
+}
+
+// count returns the shard's counts of ev (the stats event) for group; the shard lock must be held.
+func (s *matchShard) count(ev *matchEvent, group string) *ProbeCounts {
+	k := egKey{ev, group}
+	c := s.byGroup[k]
+	if c == nil {
+		c = &ProbeCounts{}
+		s.byGroup[k] = c
+	}
+	return c
 }
 
 // kgKey is an event kind and a client group: the cell a latency is recorded in.
