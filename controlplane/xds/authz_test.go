@@ -25,12 +25,6 @@ func labeledNode(t *testing.T, ip, ns, app string) *corev3.Node {
 	return &corev3.Node{Id: fmt.Sprintf("sidecar~%s~pod.%s~%s.svc.cluster.local", ip, ns, ns), Metadata: md}
 }
 
-// rbacFilterCount counts the RBAC HTTP filters on the HTTP chains of virtualInbound.
-func rbacFilterCount(t *testing.T, r *discoveryv3.DiscoveryResponse) int {
-	t.Helper()
-	return httpFilterCount(t, r, "envoy.filters.http.rbac")
-}
-
 // httpFilterCount counts the HTTP filters named name on the HTTP chains of virtualInbound.
 func httpFilterCount(t *testing.T, r *discoveryv3.DiscoveryResponse, name string) int {
 	t.Helper()
@@ -60,10 +54,28 @@ func authzPolicy(ns, name, app string) *model.Config {
 		Spec: &securityapi.AuthorizationPolicy{Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": app}}}}
 }
 
-// An AuthorizationPolicy change is pushed only to the sidecars it selects (before or after):
-// a sidecar of the same namespace with other labels is skipped, and keeps listeners without
-// RBAC although the two would share cached listener bytes without policies.
-func TestAuthorizationPolicyPushReachesOnlySelectedSidecars(t *testing.T) {
+// A security policy change (AuthorizationPolicy, RequestAuthentication) is pushed only to the
+// sidecars it selects (before or after): a sidecar of the same namespace with other labels is
+// skipped, and keeps listeners without the policy's filter although the two would share cached
+// listener bytes without policies.
+func TestSecurityPolicyPushReachesOnlySelectedSidecars(t *testing.T) {
+	for _, tc := range []struct {
+		name, filter string
+		cfg          *model.Config
+	}{
+		{"AuthorizationPolicy", "envoy.filters.http.rbac", authzPolicy("ns-0", "deny-all", "a")},
+		{"RequestAuthentication", "envoy.filters.http.jwt_authn", &model.Config{
+			Meta: model.Meta{Kind: model.KindRequestAuthentication, Name: "jwt", Namespace: "ns-0"},
+			Spec: &securityapi.RequestAuthentication{Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "a"}},
+				JwtRules: []*securityapi.JWTRule{{Issuer: "https://issuer.example.com", Jwks: `{"keys":[{"kty":"RSA","e":"AQAB","n":"AQAB"}]}`}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testPolicyPushScope(t, tc.cfg, tc.filter) })
+	}
+}
+
+// testPolicyPushScope pushes cfg, which selects app a in ns-0, then removes it, and checks which
+// sidecars are pushed and which hold filter.
+func testPolicyPushScope(t *testing.T, cfg *model.Config, filter string) {
 	m := &triggerMetrics{pushed: map[string]int{}, skipped: map[string]int{}}
 	opts := testOptions()
 	opts.Metrics = m
@@ -76,98 +88,41 @@ func TestAuthorizationPolicyPushReachesOnlySelectedSidecars(t *testing.T) {
 	for _, c := range []*adsClient{sel, other} {
 		c.send(gen.ListenerType, "", "", nil, "")
 		r := c.recv()
-		if n := rbacFilterCount(t, r); n != 0 {
-			t.Fatalf("RBAC filters before any policy: %d", n)
+		if n := httpFilterCount(t, r, filter); n != 0 {
+			t.Fatalf("%s filters before any policy: %d", filter, n)
 		}
 		c.ack(r)
 	}
 	ts.settle(t)
 	base, baseSkip := m.counts()
 
-	key := model.ConfigKey{Kind: model.KindAuthorizationPolicy, Name: "deny-all", Namespace: "ns-0"}
-	in.Configs = []*model.Config{authzPolicy("ns-0", "deny-all", "a")}
+	key := model.ConfigKey{Kind: cfg.Kind, Name: cfg.Name, Namespace: cfg.Namespace}
+	in.Configs = []*model.Config{cfg}
 	ts.pushKeys(in, true, model.ReasonConfigUpdate, key)
 	r := sel.recv()
-	if r.TypeUrl != gen.ListenerType || rbacFilterCount(t, r) == 0 {
-		t.Fatalf("selected sidecar got %s without RBAC filters", r.TypeUrl)
+	if r.TypeUrl != gen.ListenerType || httpFilterCount(t, r, filter) == 0 {
+		t.Fatalf("selected sidecar got %s without %s filters", r.TypeUrl, filter)
 	}
 	sel.ack(r)
 	ts.settle(t)
 	other.barrier()
 	pushed, skipped := m.counts()
 	if d, s := pushed["config"]-base["config"], skipped["config"]-baseSkip["config"]; d != 1 || s != 1 {
-		t.Errorf("policy change: pushed %d, skipped %d connections; want 1 and 1", d, s)
+		t.Errorf("%s change: pushed %d, skipped %d connections; want 1 and 1", cfg.Kind, d, s)
 	}
-	// The other sidecar, asking afresh, still has no RBAC (its cache class differs).
+	// The other sidecar, asking afresh, still has none (its cache class differs).
 	late := dial(t, ts.addr, labeledNode(t, "10.250.0.3", "ns-0", "b"))
 	late.send(gen.ListenerType, "", "", nil, "")
-	if n := rbacFilterCount(t, late.recv()); n != 0 {
-		t.Errorf("unselected sidecar has %d RBAC filters", n)
+	if n := httpFilterCount(t, late.recv(), filter); n != 0 {
+		t.Errorf("unselected sidecar has %d %s filters", n, filter)
 	}
 
 	// Removing the policy reaches the sidecar it selected.
 	in.Configs = nil
 	ts.pushKeys(in, true, model.ReasonConfigUpdate, key)
 	r = sel.recv()
-	if r.TypeUrl != gen.ListenerType || rbacFilterCount(t, r) != 0 {
-		t.Fatalf("after removal the selected sidecar got %s with RBAC filters", r.TypeUrl)
-	}
-	sel.ack(r)
-	ts.settle(t)
-	other.barrier()
-}
-
-// A RequestAuthentication change is pushed only to the sidecars it selects (before or after),
-// as an AuthorizationPolicy change is; the other sidecar keeps listeners without jwt_authn.
-func TestRequestAuthenticationPushReachesOnlySelectedSidecars(t *testing.T) {
-	const jwtFilter = "envoy.filters.http.jwt_authn"
-	m := &triggerMetrics{pushed: map[string]int{}, skipped: map[string]int{}}
-	opts := testOptions()
-	opts.Metrics = m
-	ts := startServer(t, opts)
-	in := topology(3, 1)
-	ts.push(in, true)
-
-	sel := dial(t, ts.addr, labeledNode(t, "10.250.0.1", "ns-0", "a"))
-	other := dial(t, ts.addr, labeledNode(t, "10.250.0.2", "ns-0", "b"))
-	for _, c := range []*adsClient{sel, other} {
-		c.send(gen.ListenerType, "", "", nil, "")
-		r := c.recv()
-		if n := httpFilterCount(t, r, jwtFilter); n != 0 {
-			t.Fatalf("jwt_authn filters before any RequestAuthentication: %d", n)
-		}
-		c.ack(r)
-	}
-	ts.settle(t)
-	base, baseSkip := m.counts()
-
-	key := model.ConfigKey{Kind: model.KindRequestAuthentication, Name: "jwt", Namespace: "ns-0"}
-	in.Configs = []*model.Config{{Meta: model.Meta{Kind: model.KindRequestAuthentication, Name: "jwt", Namespace: "ns-0"},
-		Spec: &securityapi.RequestAuthentication{Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "a"}},
-			JwtRules: []*securityapi.JWTRule{{Issuer: "https://issuer.example.com", Jwks: `{"keys":[{"kty":"RSA","e":"AQAB","n":"AQAB"}]}`}}}}}
-	ts.pushKeys(in, true, model.ReasonConfigUpdate, key)
-	r := sel.recv()
-	if r.TypeUrl != gen.ListenerType || httpFilterCount(t, r, jwtFilter) == 0 {
-		t.Fatalf("selected sidecar got %s without jwt_authn filters", r.TypeUrl)
-	}
-	sel.ack(r)
-	ts.settle(t)
-	other.barrier()
-	pushed, skipped := m.counts()
-	if d, s := pushed["config"]-base["config"], skipped["config"]-baseSkip["config"]; d != 1 || s != 1 {
-		t.Errorf("RequestAuthentication change: pushed %d, skipped %d connections; want 1 and 1", d, s)
-	}
-	late := dial(t, ts.addr, labeledNode(t, "10.250.0.3", "ns-0", "b"))
-	late.send(gen.ListenerType, "", "", nil, "")
-	if n := httpFilterCount(t, late.recv(), jwtFilter); n != 0 {
-		t.Errorf("unselected sidecar has %d jwt_authn filters", n)
-	}
-
-	in.Configs = nil
-	ts.pushKeys(in, true, model.ReasonConfigUpdate, key)
-	r = sel.recv()
-	if r.TypeUrl != gen.ListenerType || httpFilterCount(t, r, jwtFilter) != 0 {
-		t.Fatalf("after removal the selected sidecar got %s with jwt_authn filters", r.TypeUrl)
+	if r.TypeUrl != gen.ListenerType || httpFilterCount(t, r, filter) != 0 {
+		t.Fatalf("after removal the selected sidecar got %s with %s filters", r.TypeUrl, filter)
 	}
 	sel.ack(r)
 	ts.settle(t)
