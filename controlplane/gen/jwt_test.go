@@ -282,17 +282,6 @@ func BenchmarkVirtualInboundJWT(b *testing.B) {
 			}}}))
 		}
 		s := model.NewSnapshot(1, in)
-		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			var bytes int
-			start, cpu := time.Now(), processCPU()
-			for b.Loop() {
-				l, _ := virtualInbound(p, s)
-				bytes = Size(l)
-			}
-			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "µs/listener")
-			reportCPU(b, cpu)
-			b.ReportMetric(float64(bytes), "bytes/listener")
-		})
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) { benchVirtualInbound(b, p, s) })
 	}
 }
