@@ -60,9 +60,11 @@ func TestProbeADS(t *testing.T) {
 	require.True(t, res.Answered)
 
 	// An ADS server with nothing for the node keeps the stream open and silent: not an error.
+	// The full probe timeout, not a short one: under -race on a loaded machine the connection
+	// alone can take longer than half a second, which is "no gRPC connection", not silence.
 	g2 := grpc.NewServer()
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g2, serverv3.NewServer(ctx, cachev3.NewSnapshotCache(false, allNodes{}, nil), nil))
-	res, err = ProbeADS(ctx, serveGRPC(t, g2), 500*time.Millisecond)
+	res, err = ProbeADS(ctx, serveGRPC(t, g2), ProbeTimeout)
 	require.NoError(t, err)
 	require.True(t, res.Silent)
 
