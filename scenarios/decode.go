@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/internal/suggest"
 )
 
 // The decoder walks yaml.v3 nodes (which carry line and column) onto Go values by reflection,
@@ -396,7 +397,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string, depth in
 // keyFix suggests the nearest valid key of t, or where the key belongs in the schema.
 func (d *decoder) keyFix(key string, t reflect.Type, path string) string {
 	names := fieldNames(t)
-	if near := nearest(key, names); near != "" {
+	if near := suggest.Nearest(key, names); near != "" {
 		return "did you mean " + strconv.Quote(near) + "?"
 	}
 	if d.keyHome == nil {

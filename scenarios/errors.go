@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strconv"
 	"strings"
+
+	"github.com/xdslab/xdslab/internal/suggest"
 )
 
 // Error is one problem in a scenario: where it is (File, Line, Col; Line 0 when the field was
@@ -99,52 +101,9 @@ func parentPath(p string) string {
 	return p[:i]
 }
 
-// editDistance is the optimal-string-alignment distance between a and b, case-insensitive: a
-// transposition ("mena" for "mean") costs 1 like any other typo.
-func editDistance(a, b string) int {
-	ra, rb := []rune(strings.ToLower(a)), []rune(strings.ToLower(b))
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
-}
-
-// nearest returns the candidate closest to s, or "" when none is close enough to be a typo.
-func nearest(s string, candidates []string) string {
-	best, bestD := "", -1
-	for _, c := range candidates {
-		d := editDistance(s, c)
-		if bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := max(2, len([]rune(s))/3)
-	if bestD < 0 || bestD > limit {
-		return ""
-	}
-	return best
-}
-
 // didYouMean phrases a suggestion, falling back to the list of valid values.
 func didYouMean(s string, candidates []string) string {
-	if n := nearest(s, candidates); n != "" {
+	if n := suggest.Nearest(s, candidates); n != "" {
 		return "did you mean " + strconv.Quote(n) + "?"
 	}
 	return "use one of: " + strings.Join(candidates, ", ")

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/xdslab/xdslab/internal/suggest"
 )
 
 //go:embed library/*.yaml
@@ -52,7 +54,7 @@ func BuiltinSource(name string) ([]byte, error) {
 func unknownBuiltin(name string) *Error {
 	names := BuiltinNames()
 	fix := "use one of: " + strings.Join(names, ", ") + "; or give the path of a scenario file"
-	if n := nearest(name, names); n != "" {
+	if n := suggest.Nearest(name, names); n != "" {
 		fix = "did you mean " + strconv.Quote(n) + "? (built-ins: " + strings.Join(names, ", ") + "; or give a file path)"
 	}
 	return &Error{File: name, Msg: fmt.Sprintf("no built-in scenario or file named %q", name), Fix: fix}

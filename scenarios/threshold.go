@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/xdslab/xdslab/internal/suggest"
 )
 
 // Threshold is one parsed k6-style threshold expression, "AGG OP VALUE":
@@ -103,7 +105,7 @@ func ParseThreshold(src string) (Threshold, error) {
 			if len(name) > 1 && name[0] == 'p' && isPlainNumber(name[1:]) {
 				return th, thresholdErr("write the percentile as p(%s), not %s", name[1:], name)
 			}
-			if near := nearest(name, Aggregations()); near != "" {
+			if near := suggest.Nearest(name, Aggregations()); near != "" {
 				return th, thresholdErr("unknown aggregation %q (did you mean %q?)", name, near)
 			}
 			return th, thresholdErr("unknown aggregation %q", name)

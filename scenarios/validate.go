@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/internal/suggest"
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
@@ -489,7 +490,7 @@ func (v *validator) thresholds() {
 		cm, known := catalog.Lookup(name)
 		if !known {
 			fix := "write one of the metrics a run writes (docs/observability.md lists them)"
-			if near := nearest(name, catalog.Names()); near != "" {
+			if near := suggest.Nearest(name, catalog.Names()); near != "" {
 				fix = "did you mean " + strconv.Quote(near) + "?"
 			}
 			v.add(p, fix,

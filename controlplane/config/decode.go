@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/suggest"
 )
 
 // DefaultNamespace is the namespace of an object whose metadata has none, as with kubectl.
@@ -299,7 +300,7 @@ func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind str
 	case knownKind:
 		sk.Hint = fmt.Sprintf("for a %s use apiVersion: %s", kind, kindAPIVersions(model.Kind(kind))[0])
 	case group == Group || group == SecurityGroup:
-		if n := nearest(kind, strings.Split(kindNames(), ", ")); n != "" {
+		if n := suggest.Nearest(kind, strings.Split(kindNames(), ", ")); n != "" {
 			sk.Hint = fmt.Sprintf("did you mean kind: %s?", n)
 		}
 	}
@@ -469,7 +470,7 @@ func where(at path) string {
 }
 
 func didYouMean(s string, candidates []string) string {
-	if n := nearest(s, candidates); n != "" && n != s {
+	if n := suggest.Nearest(s, candidates); n != "" && n != s {
 		return fmt.Sprintf(" (did you mean %q?)", n)
 	}
 	return ""
