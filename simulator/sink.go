@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/atomicfile"
 )
 
 // Sink receives the mesh: the initial objects once, then every event in timeline order. One
@@ -230,7 +231,7 @@ func (d *DirSink) sync(f string) error {
 		d.Removes++
 		return nil
 	}
-	if err := writeAtomic(d.opts.Dir, f, d.render(f)); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(d.opts.Dir, f), d.render(f)); err != nil {
 		return err
 	}
 	d.Writes++
@@ -278,28 +279,6 @@ func RenderYAML(c model.Config, apiVersion string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", c.Key(), err)
 	}
 	return y, nil
-}
-
-// writeAtomic replaces dir/name with data: readers see the old file or the new one, never a
-// partial one. The temporary name starts with a dot and does not end in .yaml, so directory
-// watchers that load *.yaml skip it.
-func writeAtomic(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := cmp.Or(werr, cerr, os.Chmod(tmp, 0o644)); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // --- event log ------------------------------------------------------------------------------

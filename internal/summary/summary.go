@@ -14,6 +14,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/xdslab/xdslab/internal/atomicfile"
 )
 
 // Version is the summary format version this package writes and reads.
@@ -569,43 +571,5 @@ func ReadFile(path string) (*Summary, error) {
 
 // WriteFile writes s to path atomically (a temporary file renamed into place).
 func WriteFile(path string, s *Summary) error {
-	var buf bytes.Buffer
-	if err := Encode(&buf, s); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dirOf(path), ".summary-*.json")
-	if err != nil {
-		return fmt.Errorf("write summary %s: %w", path, err)
-	}
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write summary %s: %w", path, err)
-	}
-	// CreateTemp makes the file 0600; a summary is a report like report.html and junit.xml
-	// beside it, readable as they are.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write summary %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write summary %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write summary %s: %w", path, err)
-	}
-	return nil
-}
-
-func dirOf(path string) string {
-	if i := strings.LastIndexByte(path, os.PathSeparator); i >= 0 {
-		if i == 0 {
-			return string(os.PathSeparator)
-		}
-		return path[:i]
-	}
-	return "."
+	return atomicfile.Write(path, func(w io.Writer) error { return Encode(w, s) })
 }
