@@ -79,6 +79,12 @@ func scenarioYAML() string {
 // scrapes, so that a scrape lost on a loaded machine does not leave a rate without samples.
 const rateInterval = "10s"
 
+// scrapeInterval is the test Prometheus's scrape interval, which is also its scrape timeout:
+// 2 s, not 1 s, because a -race build of the run on a loaded 2-core machine can take longer
+// than a second to render /metrics, and a timed-out scrape stores nothing. Five scrapes still
+// fall in each rateInterval.
+const scrapeInterval = 2 * time.Second
+
 // exclusions are the panel queries that cannot return data in a short healthy run, keyed by
 // "dashboard UID / panel title / legend", with the reason. Each is still sent to Prometheus
 // (so a syntax error fails the test); a query listed here that returns data is logged so the
@@ -231,6 +237,50 @@ func startPrometheus(t *testing.T, bin, config, dir string) prom {
 	}
 }
 
+// requireScraped fails the test at once, with each target's last scrape error, when Prometheus
+// stored fewer than three successful scrapes of the lab's job over the run: every panel would
+// be empty for a reason that has nothing to do with the dashboards.
+func requireScraped(ctx context.Context, t *testing.T, p prom, start, end time.Time) {
+	t.Helper()
+	// up is 1 for each successful scrape: their sum over the run counts them.
+	var data struct {
+		Result []struct {
+			Value [2]any `json:"value"`
+		} `json:"result"`
+	}
+	window := end.Sub(start).Round(time.Second) + time.Second
+	q := url.Values{"query": {fmt.Sprintf(`sum_over_time(up{job=%q}[%ds])`, dashboards.LabJob, int(window/time.Second))}, "time": {ts(end)}}
+	if err := p.get(ctx, "/api/v1/query", q, &data); err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, r := range data.Result {
+		if s, ok := r.Value[1].(string); ok {
+			f, _ := strconv.ParseFloat(s, 64)
+			n += f
+		}
+	}
+	t.Logf("%v successful scrapes of the run", n)
+	if n >= 3 {
+		return
+	}
+	var targets struct {
+		ActiveTargets []struct {
+			ScrapeURL          string  `json:"scrapeUrl"`
+			Health             string  `json:"health"`
+			LastError          string  `json:"lastError"`
+			LastScrapeDuration float64 `json:"lastScrapeDuration"`
+		} `json:"activeTargets"`
+	}
+	if err := p.get(ctx, "/api/v1/targets", url.Values{}, &targets); err != nil {
+		t.Fatalf("only %v successful scrapes of the run, and the targets API failed: %v", n, err)
+	}
+	for _, tg := range targets.ActiveTargets {
+		t.Logf("target %s: health %s, last scrape %.3fs, last error %q", tg.ScrapeURL, tg.Health, tg.LastScrapeDuration, tg.LastError)
+	}
+	t.Fatalf("Prometheus stored only %v successful scrapes of the run (want at least 3): the panels cannot be judged", n)
+}
+
 // expand replaces the dashboard variables the way Grafana would with one job selected.
 func expand(expr string, vars map[string]string) string {
 	expr = strings.ReplaceAll(expr, "$__rate_interval", rateInterval)
@@ -276,7 +326,7 @@ func TestEveryPanelQueryReturnsData(t *testing.T) {
 	// one job (the lab's) scrapes it, and both dashboards select that job.
 	dir := t.TempDir()
 	w, err := dashboards.Write(dashboards.WriteOptions{Dir: dir, ControlPlaneTargets: []string{},
-		LabTargets: []string{metricsAddr}, ScrapeInterval: time.Second})
+		LabTargets: []string{metricsAddr}, ScrapeInterval: scrapeInterval})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +344,7 @@ func TestEveryPanelQueryReturnsData(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	end := time.Now()
 	t.Logf("run scraped from %s for %v", metricsAddr, end.Sub(start).Round(time.Second))
+	requireScraped(ctx, t, p, start, end)
 
 	jobs := map[string]map[string]string{
 		dashboards.ControlPlaneUID: {"job": dashboards.LabJob},
