@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
 	networking "istio.io/api/networking/v1alpha3"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -292,60 +293,44 @@ func (s *KubeSink) forget(id string) {
 }
 
 // run issues the writes with at most Workers in flight and returns the first error (the
-// others are still waited for, so no call outlives Apply).
+// others are still waited for, so no call outlives Apply); after an error no new write starts.
 func (s *KubeSink) run(ctx context.Context, ws []write) error {
-	if len(ws) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  atomic.Int64
-	)
-	for range min(s.opts.Workers, len(ws)) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(ws) || ctx.Err() != nil {
-					return
-				}
-				w := ws[i]
-				err := w.do(ctx)
-				if w.del && apierrors.IsNotFound(err) {
-					err = nil
-				}
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = fmt.Errorf("%s: %w", w.what, err)
-					}
-					mu.Unlock()
-					cancel()
-					return
-				}
-				n := max(w.calls, 1)
-				if w.del {
-					s.deletes.Add(n)
-				} else {
-					s.applies.Add(n)
-				}
-				if w.id != "" {
-					s.lastMu.Lock()
-					s.last[w.id] = w.sum
-					s.lastMu.Unlock()
-				}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.Workers)
+	for _, w := range ws {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil
 			}
+			err := w.do(gctx)
+			if w.del && apierrors.IsNotFound(err) {
+				err = nil
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", w.what, err)
+			}
+			n := max(w.calls, 1)
+			if w.del {
+				s.deletes.Add(n)
+			} else {
+				s.applies.Add(n)
+			}
+			if w.id != "" {
+				s.lastMu.Lock()
+				s.last[w.id] = w.sum
+				s.lastMu.Unlock()
+			}
+			return nil
 		})
 	}
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		// The caller's context ended before every write was issued.
-		first = ctx.Err()
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	return first
+	// The caller's context ended before every write was issued.
+	return ctx.Err()
 }
 
 func (s *KubeSink) applyOpts() metav1.ApplyOptions {
