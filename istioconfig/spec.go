@@ -95,12 +95,19 @@ var (
 	dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
+// IsDNS1123Subdomain reports whether s is a valid Kubernetes object name: at most 253
+// lowercase letters, digits, '-' and '.', each dot-separated part starting and ending with a
+// letter or digit.
+func IsDNS1123Subdomain(s string) bool {
+	return s != "" && len(s) <= 253 && dns1123Subdomain.MatchString(s)
+}
+
 // ValidateName checks an object name the way Kubernetes does (a DNS-1123 subdomain).
 func ValidateName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("metadata.name is required: add a name (lowercase letters, digits, '-' and '.')")
-	case len(name) > 253 || !dns1123Subdomain.MatchString(name):
+	case !IsDNS1123Subdomain(name):
 		return fmt.Errorf("metadata.name %q is not a valid name: use at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit", name)
 	}
 	return nil
