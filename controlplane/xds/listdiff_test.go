@@ -141,7 +141,7 @@ func TestDeltaWildcardClientHoldsCurrent(t *testing.T) {
 				}
 			}
 			for i := range clients {
-				c := &client{s: newSession(src, true, push.FlowOptions{Enabled: true}), held: map[string]uint64{}}
+				c := &client{s: newSession(src, nil, true, push.FlowOptions{Enabled: true}), held: map[string]uint64{}}
 				clients[i] = c
 				apply(c, c.s.DeltaRequest(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: gen.ClusterType}, now))
 			}

@@ -46,7 +46,7 @@ func FuzzSession(f *testing.F) {
 		delta := data[0]&128 != 0
 		data = data[1:]
 		src := &fakeSource{res: map[string]map[string]string{}}
-		s := newSession(src, delta, push.FlowOptions{Enabled: true})
+		s := newSession(src, nil, delta, push.FlowOptions{Enabled: true})
 		now := time.Unix(1, 0)
 		var nonce uint64
 		requested := map[string]bool{}

@@ -101,9 +101,27 @@ func shortName(n string) string {
 type fakeSource struct {
 	st  *pushState
 	res map[string]map[string]string
+	// shared: whole SotW subscriptions are answered as the Server answers them, once per push
+	// state per set for every stream (pushState.sharedAnswer; all proxies are of one class),
+	// and built, when not nil, is told of each answer built. Else every stream gets its own.
+	shared bool
+	built  func(typeURL string, res []*cache.Resource)
 }
 
 func (f *fakeSource) current() *pushState { return f.st }
+
+func (f *fakeSource) subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error) {
+	if !f.shared {
+		return f.resources(p, st, typeURL, set.sorted, false)
+	}
+	res, built, err := st.sharedAnswer(setKey{typeURL: typeURL, set: set.id}, func() ([]*cache.Resource, error) {
+		return f.resources(p, st, typeURL, set.sorted, false)
+	})
+	if built && f.built != nil {
+		f.built(typeURL, res)
+	}
+	return res, err
+}
 
 func (f *fakeSource) resources(_ *model.Proxy, _ *pushState, typeURL string, names []string, wildcard bool) ([]*cache.Resource, error) {
 	m := f.res[typeURL]
@@ -156,8 +174,8 @@ func newTranscript(t *testing.T, header string) *transcript {
 			opts.AckTimeout = d
 		}
 	}
-	src := &fakeSource{res: map[string]map[string]string{}}
-	return &transcript{t: t, src: src, sess: newSession(src, delta, opts), now: time.Unix(1_000_000, 0)}
+	src := &fakeSource{res: map[string]map[string]string{}, shared: true}
+	return &transcript{t: t, src: src, sess: newSession(src, newNameSets(), delta, opts), now: time.Unix(1_000_000, 0)}
 }
 
 // kv splits a request line's words into key=value pairs (a word without '=' has key "").
