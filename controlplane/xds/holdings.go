@@ -57,7 +57,8 @@ const (
 	wholeLists holdMode = iota
 	// answerAndSince (SotW, other types): list is the last whole answer to a named subscription
 	// (sorted by name, shared by the streams subscribed to the same names) and byName what went
-	// out since, which overrides it. A name the client drops leaves byName only.
+	// out since, which overrides it. A name the client drops leaves byName only: the answer
+	// still lists it until the next whole answer.
 	answerAndSince
 	// exactByName (Delta): byName is exactly what the client holds, its
 	// initial_resource_versions included. list, when not nil, holds the same resources: the

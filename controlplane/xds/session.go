@@ -797,19 +797,17 @@ func (s *session) respond(ts *typeState, a answer, now time.Time) map[string]str
 	if s.delta {
 		removed = deltaRemoved(ts, res, names, full, always, heldInRes)
 	}
-	if len(out) == 0 && len(removed) == 0 && !always {
-		if wholeWildcard {
-			ts.held.gotWhole(res, nil, nil) // it holds exactly res: the next push compares lists
-		}
-		return nil
+	sent := len(out) > 0 || len(removed) > 0 || always
+	if sent {
+		s.send(ts, st.snap.Version, out, removed, now)
+		ts.unanswered = false
 	}
-	s.send(ts, st.snap.Version, out, removed, now)
-	ts.unanswered = false
-	if wholeWildcard || (!s.delta && full && !ts.wildcard && held.sorted()) {
+	switch {
+	case wholeWildcard, sent && !s.delta && full && !ts.wildcard && held.sorted():
 		// The client now holds the whole answer: keep the shared list, not each name.
 		ts.held.gotWhole(res, out, removed)
-	} else {
-		ts.held.got(out, removed)
+	default:
+		ts.held.got(out, removed) // nothing, when nothing was sent
 	}
 	return changed
 }
