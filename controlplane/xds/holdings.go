@@ -53,7 +53,7 @@ type holdMode uint8
 const (
 	// wholeLists (SotW CDS and LDS): every response carries every subscribed resource, so the
 	// client holds exactly the last list sent (list: the cache's own slice, shared by every
-	// stream that got it); byName stays empty.
+	// stream that got it); byName is nil.
 	wholeLists holdMode = iota
 	// answerAndSince (SotW, other types): list is the last whole answer to a named subscription
 	// (sorted by name, shared by the streams subscribed to the same names) and byName what went
