@@ -107,19 +107,15 @@ func shortName(n string) string {
 type fakeSource struct {
 	st  *pushState
 	res map[string]map[string]string
-	// shared: whole SotW subscriptions are answered as the Server answers them, once per push
-	// state per set for every stream (pushState.sharedAnswer; all proxies are of one class),
-	// and built, when not nil, is told of each answer built. Else every stream gets its own.
-	shared bool
-	built  func(typeURL string, res []*cache.Resource)
+	// built, when not nil, is told of each shared answer built (subscribed).
+	built func(typeURL string, res []*cache.Resource)
 }
 
 func (f *fakeSource) current() *pushState { return f.st }
 
+// subscribed answers whole SotW subscriptions as the Server does: once per push state per set
+// for every stream (pushState.sharedAnswer; all proxies are of one class).
 func (f *fakeSource) subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error) {
-	if !f.shared {
-		return f.resources(p, st, typeURL, set.sorted, false)
-	}
 	res, built, err := st.sharedAnswer(setKey{typeURL: typeURL, set: set.id}, func() ([]*cache.Resource, error) {
 		return f.resources(p, st, typeURL, set.sorted, false)
 	})
@@ -204,7 +200,7 @@ func newTranscript(t *testing.T, header string) *transcript {
 			opts.AckTimeout = d
 		}
 	}
-	src := &fakeSource{res: map[string]map[string]string{}, shared: true}
+	src := &fakeSource{res: map[string]map[string]string{}}
 	sets := newNameSets()
 	x := &transcript{t: t, src: src, now: time.Unix(1_000_000, 0), streams: map[string]*stream{}, showBuilt: showBuilt,
 		newSession: func() *session { return newSession(src, sets, delta, opts) }}
