@@ -6,7 +6,9 @@
 // push turns and flow-control ticks go in; effects come out (responses to write, notes that
 // become metrics and log records, the flow-control timer's next deadline, the syncz status).
 // It has no goroutines, no clock and no gRPC; the transcripts in testdata/session script it
-// input by input and pin the rules below. Its shell (conn.go) is the stream's one owner
+// input by input, one or more streams on the Server's shared-subscription path, and pin the
+// rules below. What a stream's client holds of a type, and what it was last sent, is the
+// type's holdings (holdings.go). Its shell (conn.go) is the stream's one owner
 // goroutine (the gRPC handler), which feeds the session and performs its effects; a receive
 // goroutine only forwards requests to it. The owner serves requests before pushes, at most
 // maxRequestStreak in a row.
@@ -61,8 +63,9 @@
 // client. What a stream keeps is shared too (nameset.go): a SotW subscription is an interned
 // nameSet (found from the request's hash and bytes, without decoding the names), the answer to
 // a whole subscription is built once per push state per class and shared by every stream
-// subscribed to the same names, SotW CDS/LDS remember the shared list they sent, and a named
-// SotW subscription its last whole answer plus what went out since. A named
+// subscribed to the same names (pushState.sharedAnswer), SotW CDS/LDS remember the shared list
+// they sent, and a named SotW subscription its last whole answer plus what went out since
+// (holdings). A named
 // ClusterLoadAssignment changes only with its service, endpoints and (subsets, locality load
 // balancing) configs (Server.genOf), so a full push that names no DestinationRule diffs EDS only
 // for the hosts it names. Where locality load balancing makes an assignment the proxy's, it is

@@ -105,7 +105,7 @@ func (s *sharedSource) resources(p *model.Proxy, st *pushState, typeURL string, 
 // TestDeltaWildcardClientHoldsCurrent drives Delta clients of a wildcard CDS subscription
 // through random cluster changes, pushes and named (un)subscriptions, applying every response
 // to a model of what each client holds: after each push it holds exactly the current clusters,
-// whether the push took the shared comparison of lists (heldList) or the per-name one.
+// whether the push took the shared comparison of lists (holdings.whole) or the per-name one.
 func TestDeltaWildcardClientHoldsCurrent(t *testing.T) {
 	for seed := range uint64(40) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -141,7 +141,7 @@ func TestDeltaWildcardClientHoldsCurrent(t *testing.T) {
 				}
 			}
 			for i := range clients {
-				c := &client{s: newSession(src, true, push.FlowOptions{Enabled: true}), held: map[string]uint64{}}
+				c := &client{s: newSession(src, nil, true, push.FlowOptions{Enabled: true}), held: map[string]uint64{}}
 				clients[i] = c
 				apply(c, c.s.DeltaRequest(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: gen.ClusterType}, now))
 			}

@@ -212,12 +212,6 @@ func (t *nameSets) len() int {
 	return n
 }
 
-// setSource is a source that answers a stream's whole subscription once per push state for
-// every stream subscribed to the same set (the Server).
-type setSource interface {
-	subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error)
-}
-
 // setKey names one shared answer in a push state: a set of names of a type for a class of
 // proxies (the proxies that get identical bytes, Server.class).
 type setKey struct {
@@ -231,15 +225,11 @@ type setAnswer struct {
 	err  error
 }
 
-// subscribed returns the resources of set for p in st, sorted by name, built once per push
-// state for every proxy of p's class subscribed to the same set, from the per-name cache
-// entries. The answers
-// live as long as the push state: the next push starts afresh.
-func (s *Server) subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error) {
-	if !gen.Cacheable(typeURL) || gen.ForType(typeURL, p) == nil {
-		return s.resources(p, st, typeURL, set.sorted, false)
-	}
-	k := setKey{typeURL: typeURL, class: s.class(p, st, typeURL, false), set: set.id}
+// sharedAnswer returns the answer k names in st, built by build on the first ask (built then
+// reports true) and sorted by name, so each stream diffs it in one walk and keeps it as the
+// record of what it holds (holdings). Every later ask in the push state, from any stream, gets
+// the same slice; the next push state starts afresh. build must return a slice of its own.
+func (st *pushState) sharedAnswer(k setKey, build func() ([]*cache.Resource, error)) (res []*cache.Resource, built bool, err error) {
 	st.setsMu.Lock()
 	a := st.sets[k]
 	if a == nil {
@@ -250,16 +240,26 @@ func (s *Server) subscribed(p *model.Proxy, st *pushState, typeURL string, set *
 		st.sets[k] = a
 	}
 	st.setsMu.Unlock()
-	built := false
 	a.once.Do(func() {
 		built = true
-		a.res, a.err = s.resources(p, st, typeURL, set.sorted, false)
-		// Sorted by name (cache misses come last), so each stream diffs it in one walk and
-		// can keep it as the record of what it holds (typeState.sentBase).
-		slices.SortFunc(a.res, byName) // resources returned a slice of its own
+		a.res, a.err = build()
+		slices.SortFunc(a.res, byName) // cache misses come last from the per-name path
+	})
+	return a.res, built, a.err
+}
+
+// subscribed returns the resources of set for p in st, sorted by name, built once per push
+// state from the per-name cache entries for every proxy of p's class subscribed to the same set.
+func (s *Server) subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error) {
+	if !gen.Cacheable(typeURL) || gen.ForType(typeURL, p) == nil {
+		return s.resources(p, st, typeURL, set.sorted, false)
+	}
+	k := setKey{typeURL: typeURL, class: s.class(p, st, typeURL, false), set: set.id}
+	res, built, err := st.sharedAnswer(k, func() ([]*cache.Resource, error) {
+		return s.resources(p, st, typeURL, set.sorted, false) // a slice of its own
 	})
 	if !built {
-		s.cache.CountHits(typeURL, len(a.res)) // each name served from the cache, as a read of it would be
+		s.cache.CountHits(typeURL, len(res)) // each name served from the cache, as a read of it would be
 	}
-	return a.res, a.err
+	return res, err
 }

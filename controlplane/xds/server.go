@@ -445,8 +445,7 @@ func (s *Server) DeltaAggregatedResources(stream discoverygrpc.AggregatedDiscove
 
 func (s *Server) newConn(stream grpc.ServerStream, delta bool) *conn {
 	c := &conn{srv: s, stream: stream, since: s.now(), pushCh: make(chan pushItem), closed: make(chan struct{}),
-		sess: newSession(s, delta, push.FlowOptions{Enabled: s.opts.FlowControl, AckTimeout: s.opts.AckTimeout})}
-	c.sess.sets = s.sets
+		sess: newSession(s, s.sets, delta, push.FlowOptions{Enabled: s.opts.FlowControl, AckTimeout: s.opts.AckTimeout})}
 	if stream != nil {
 		c.sess.identity = s.streamIdentity(stream.Context())
 	}

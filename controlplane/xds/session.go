@@ -19,12 +19,18 @@ import (
 	"github.com/xdslab/xdslab/controlplane/push"
 )
 
-// source is what a session serves from: the latest push state (nil before the first
-// snapshot) and the marshalled resources of a type for a proxy in that state (the whole set
-// when wildcard, else the named ones that exist). The Server is the source of every stream.
+// source is what a session serves from. The Server is the source of every stream.
 type source interface {
+	// current is the latest push state (nil before the first snapshot).
 	current() *pushState
+	// resources returns the marshalled resources of a type for a proxy in st: the whole set
+	// when wildcard, else the named ones that exist.
 	resources(p *model.Proxy, st *pushState, typeURL string, names []string, wildcard bool) ([]*cache.Resource, error)
+	// subscribed returns the resources of a whole SotW subscription (the ones of set that
+	// exist) for a proxy in st, sorted by name. The Server answers it once per push state for
+	// every stream whose proxy gets the same bytes and that subscribes to the same set
+	// (pushState.sharedAnswer), and the streams keep that shared list as what they hold.
+	subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error)
 }
 
 // typeState is one type URL's protocol state on one stream.
@@ -39,11 +45,8 @@ type typeState struct {
 	// longer means wildcard.
 	named bool
 
-	nonce   string // latest nonce sent; requests with another nonce are stale
-	version string // version of the latest response sent
-	sentAt  time.Time
-	acked   string
-	nacked  string
+	// held is what the client holds of the type and what it was last sent.
+	held    holdings
 	lastErr string
 	nacks   int
 	// lastNack is the nonce (as a number) of the latest NACK logged and counted, so a NACK
@@ -56,20 +59,7 @@ type typeState struct {
 	// unanswered marks a request that came before the first snapshot: the first push must
 	// answer it even when the answer is empty.
 	unanswered bool
-	sent       map[string]uint64 // resource name → hash of the bytes last sent
-	// sentList is what the last SotW CDS or LDS response carried (every resource, as the
-	// protocol wants): the cache's own slice, shared by every stream that got it, so those
-	// types keep nothing per stream (sent stays empty for them).
-	sentList []*cache.Resource
-	// sentBase is, for a named SotW subscription of another type (EDS, RDS), the shared answer
-	// to the whole subscription the client last got (sorted by name): it holds those bytes,
-	// except where sent, which then only records what went out since, says otherwise.
-	sentBase []*cache.Resource
-	sentResp int
-	// heldList is, for a Delta wildcard subscription, the list of its last whole answer while
-	// the client holds exactly it (sent then records the same names and hashes); nil once
-	// anything else was sent or dropped. A push compares it with the new list (listDiffs).
-	heldList []*cache.Resource
+	sentResp   int
 	// byHost indexes a Delta EDS subscription by service hostname (kept up to date from the
 	// first request), so an endpoint push finds its clusters without parsing every name;
 	// SotW uses set.hosts.
@@ -163,8 +153,10 @@ type session struct {
 	eff effects
 }
 
-func newSession(src source, delta bool, flow push.FlowOptions) *session {
-	return &session{src: src, delta: delta, types: map[string]*typeState{}, flow: push.NewFlow(flow)}
+// newSession returns the session of a new stream served from src, interning its SotW
+// subscriptions in sets (nil: none shared).
+func newSession(src source, sets *nameSets, delta bool, flow push.FlowOptions) *session {
+	return &session{src: src, sets: sets, delta: delta, types: map[string]*typeState{}, flow: push.NewFlow(flow)}
 }
 
 // begin starts the effects of one input.
@@ -260,7 +252,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	if ts != nil && nonce != "" && req.GetErrorDetail() != nil {
 		s.rejected(ts, nonce, req.GetErrorDetail())
 	}
-	if ts != nil && nonce != "" && nonce != ts.nonce {
+	if ts != nil && nonce != "" && nonce != ts.held.nonce {
 		s.note(note{kind: noteExpiredNonce, typeURL: typeURL})
 		return nil
 	}
@@ -288,16 +280,15 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
 		if ts == nil {
-			ts = &typeState{typeURL: typeURL, sent: map[string]uint64{}}
+			ts = &typeState{typeURL: typeURL, held: newHoldings(false, typeURL)}
 			s.types[typeURL] = ts
 		} else {
-			clear(ts.sent)
-			ts.sentList, ts.sentBase = nil, nil
+			ts.held.forget()
 		}
 		ts.wildcard, ts.names, ts.set, ts.byHost = wildcard, names, set, nil
 		ts.named = ts.named || req.namesCount > 0
 		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
-		s.respond(ts, nil, nil, true, false, now)
+		s.respond(ts, answer{scope: wholeSubscription, request: true}, now)
 		return nil
 	}
 
@@ -310,8 +301,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	removed := false
 	for n := range ts.names {
 		if _, ok := names[n]; !ok {
-			delete(ts.sent, n) // the client dropped it: a re-subscription must send it again
-			ts.sentList = withoutName(ts.sentList, n)
+			ts.held.drop(n) // a re-subscription must send it again
 			removed = true
 		}
 	}
@@ -329,7 +319,7 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		// The answer below covers the held push: send the type once, with what it had to carry.
 		force := ts.heldForce
 		ts.heldForce = nil
-		changed := s.respond(ts, nil, force, true, true, now)
+		changed := s.respond(ts, answer{scope: wholeSubscription, force: force, request: true, push: true}, now)
 		if ts.typeURL == gen.ClusterType {
 			s.afterReleasedCDS(release, changed, now)
 		}
@@ -338,14 +328,14 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 	s.release(ts, release, now)
 	switch {
 	case full:
-		s.respond(ts, nil, nil, true, false, now)
+		s.respond(ts, answer{scope: wholeSubscription, request: true}, now)
 	case !allRequired(typeURL) && len(added) > 0:
 		slices.Sort(added)
 		force := make(map[string]struct{}, len(added))
 		for _, n := range added {
 			force[n] = struct{}{}
 		}
-		s.respond(ts, added, force, true, false, now)
+		s.respond(ts, answer{scope: someNames(added), force: force, request: true}, now)
 	}
 	return nil
 }
@@ -365,7 +355,7 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 	ts := s.types[typeURL]
 	first := ts == nil
 	if first {
-		ts = &typeState{typeURL: typeURL, sent: map[string]uint64{}, names: map[string]struct{}{}}
+		ts = &typeState{typeURL: typeURL, held: newHoldings(true, typeURL), names: map[string]struct{}{}}
 		if typeURL == gen.EndpointType {
 			// Indexed as names come, so an endpoint push does not parse a thousand names.
 			ts.byHost = map[string][]string{}
@@ -374,9 +364,9 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 		// What the client already holds (after a reconnect): not re-sent while unchanged.
 		for name, v := range req.GetInitialResourceVersions() {
 			if h, err := strconv.ParseUint(v, 16, 64); err == nil {
-				ts.sent[name] = h
+				ts.held.assume(name, h)
 			} else {
-				ts.sent[name] = 0 // unknown version: sent again
+				ts.held.assume(name, 0) // unknown version: sent again
 			}
 		}
 		// Legacy wildcard: the first CDS/LDS request subscribes to nothing in particular.
@@ -431,15 +421,14 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 			force[n] = struct{}{}
 			continue
 		}
-		delete(ts.sent, n)
-		ts.heldList = nil
+		ts.held.drop(n)
 	}
 	var release *model.PushRequest
 	if nonce := req.GetResponseNonce(); nonce != "" {
 		if req.GetErrorDetail() != nil {
 			s.rejected(ts, nonce, req.GetErrorDetail())
 		}
-		if nonce != ts.nonce {
+		if nonce != ts.held.nonce {
 			s.note(note{kind: noteExpiredNonce, typeURL: typeURL})
 		} else {
 			release = s.answered(ts, req.GetErrorDetail() != nil, now)
@@ -449,10 +438,10 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 
 	switch {
 	case first || wildcardOn:
-		s.respond(ts, nil, nil, true, false, now)
+		s.respond(ts, answer{scope: wholeSubscription, request: true}, now)
 	case len(added) > 0:
 		slices.Sort(added)
-		s.respond(ts, added, force, true, false, now)
+		s.respond(ts, answer{scope: someNames(added), force: force, request: true}, now)
 	}
 	return nil
 }
@@ -495,9 +484,9 @@ var afterClusterTypes = []string{gen.ListenerType, gen.RouteType}
 // control held meanwhile. A repeated answer to the same response changes nothing. (A NACK is
 // logged and counted by rejected, whatever its nonce.)
 func (s *session) answered(ts *typeState, nack bool, now time.Time) *model.PushRequest {
-	ar := s.flow.Ack(ts.typeURL, ts.nonce, now)
+	ar := s.flow.Ack(ts.typeURL, ts.held.nonce, now)
 	if !nack {
-		ts.acked = ts.version
+		ts.held.acked = ts.held.version
 	}
 	if !ar.Matched {
 		return nil
@@ -520,9 +509,9 @@ func (s *session) rejected(ts *typeState, nonce string, detail *rpcstatus.Status
 	}
 	ts.lastNack = n
 	version := ""
-	if nonce == ts.nonce {
-		version = ts.version
-		ts.nacked = version
+	if nonce == ts.held.nonce {
+		version = ts.held.version
+		ts.held.nacked = version
 	}
 	ts.lastErr = detail.GetMessage()
 	ts.nacks++
@@ -604,10 +593,10 @@ func (s *session) Tick(now time.Time) *effects {
 // wait (and its timeout) runs from then.
 func (s *session) written(typeURL, nonce string, now time.Time) {
 	ts := s.types[typeURL]
-	if ts == nil || ts.nonce != nonce {
+	if ts == nil || ts.held.nonce != nonce {
 		return
 	}
-	ts.sentAt = now
+	ts.held.sentAt = now
 	s.flow.Sent(typeURL, nonce, now)
 }
 
@@ -631,7 +620,7 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 		s.eff.status = true
 		return nil
 	}
-	var names []string
+	sc := wholeSubscription
 	if typeURL == gen.EndpointType && !ts.wildcard && (!req.Full || assignmentsByHost(req)) {
 		if ts.set != nil {
 			ts.byHost = ts.set.hosts()
@@ -641,6 +630,7 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 				hostIndexAdd(ts.byHost, n)
 			}
 		}
+		var names []string
 		for k := range req.ConfigsUpdated {
 			if k.Kind == model.KindEndpoint || k.Kind == model.KindService {
 				names = append(names, ts.byHost[k.Name]...)
@@ -650,12 +640,9 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 			return nil
 		}
 		slices.Sort(names)
-		names = slices.Compact(names) // a host named by both a service and an endpoint key
-		if names == nil {
-			names = []string{} // only the forced names, not the whole subscription
-		}
+		sc = someNames(slices.Compact(names)) // a host named by both a service and an endpoint key
 	}
-	return s.respond(ts, names, force, false, true, now)
+	return s.respond(ts, answer{scope: sc, force: force, push: true}, now)
 }
 
 // hostIndexAdd and hostIndexRemove keep an index of cluster names by host (typeState.byHost).
@@ -699,19 +686,46 @@ func assignmentsByHost(req *model.PushRequest) bool {
 	return true
 }
 
-// respond generates ts's resources (names nil: the whole subscription), keeps what the client
-// does not already hold (all of it for CDS/LDS when anything changed) and sends one response.
-// With always set, a response is sent even when nothing changed (answering a request). With
-// want set it returns the names of the CDS resources that changed (nil otherwise).
-func (s *session) respond(ts *typeState, names []string, force map[string]struct{}, always, want bool, now time.Time) map[string]struct{} {
+// scope is the part of a subscription a response covers.
+type scope struct {
+	all   bool
+	names []string // sorted, each subscribed; when not all
+}
+
+// wholeSubscription covers every resource the stream subscribes to (for a wildcard, every one
+// that exists).
+var wholeSubscription = scope{all: true}
+
+// someNames covers the named resources (sorted, each subscribed): names a request added, or the
+// assignments of the hosts a push names. None: only the forced ones (answer.force).
+func someNames(names []string) scope { return scope{names: names} }
+
+// answer is what respond is asked to send of a type.
+type answer struct {
+	scope scope
+	// force names resources sent even when the client holds the same bytes: those subscribed
+	// join a scope of some names (a whole answer holds them already).
+	force map[string]struct{}
+	// request: the response answers a request, so one goes out even when nothing changed.
+	request bool
+	// push: the response carries a push; respond then returns the clusters whose bytes changed
+	// (CDS), which their assignments must follow.
+	push bool
+}
+
+// respond generates ts's resources in a's scope, keeps what the client does not already hold
+// (all of them for SotW CDS/LDS when anything changed) and sends one response, unless nothing
+// changed and a answers no request. For a push of CDS it returns the names of the clusters that
+// changed (nil otherwise).
+func (s *session) respond(ts *typeState, a answer, now time.Time) map[string]struct{} {
 	st := s.src.current()
 	if st == nil {
 		// No snapshot yet: the first push answers, even with an empty response.
-		ts.unanswered = ts.unanswered || always
+		ts.unanswered = ts.unanswered || a.request
 		return nil
 	}
-	always = always || ts.unanswered
-	full := names == nil // the whole subscription, not only some names
+	always := a.request || ts.unanswered
+	full, names, force := a.scope.all, a.scope.names, a.force
 	if full && !ts.wildcard {
 		if ts.set != nil {
 			names = ts.set.sorted // shared: clipped, so the appends below copy it
@@ -742,41 +756,30 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	}
 	var res []*cache.Resource
 	var err error
-	if ss, ok := s.src.(setSource); ok && full && !ts.wildcard && ts.set != nil && len(names) == len(ts.set.sorted) {
-		res, err = ss.subscribed(s.proxy, st, ts.typeURL, ts.set) // the whole shared subscription
+	if full && !ts.wildcard && ts.set != nil {
+		res, err = s.src.subscribed(s.proxy, st, ts.typeURL, ts.set) // the whole shared subscription
 	} else {
-		res, err = s.src.resources(s.proxy, st, ts.typeURL, names, ts.wildcard && names == nil)
+		res, err = s.src.resources(s.proxy, st, ts.typeURL, names, full && ts.wildcard)
 	}
 	if err != nil {
 		s.note(note{kind: noteGenError, typeURL: ts.typeURL, msg: err.Error()})
 	}
-	if !s.delta && allRequired(ts.typeURL) {
-		// SotW CDS and LDS carry every resource whenever anything changed.
-		d := st.diffs.get(ts.sentList, res)
-		var changed map[string]struct{}
-		if want && len(d.out) > 0 {
-			changed = d.changedSet()
-		}
-		if !d.differ() && !always && len(force) == 0 {
-			return changed
-		}
-		s.send(ts, st.snap.Version, res, nil, now)
-		ts.unanswered = false
-		ts.sentList = res
-		return changed
-	}
+	wantChanged := a.push && ts.typeURL == gen.ClusterType
 	wholeWildcard := s.delta && full && ts.wildcard
-	if wholeWildcard && ts.heldList != nil && len(force) == 0 {
-		return s.respondHeldList(ts, st, res, always, want, now)
+	switch list, ok := ts.held.whole(); {
+	case ok && !s.delta:
+		// SotW CDS and LDS carry every resource whenever anything changed.
+		return s.respondList(ts, st, list, res, always || len(force) > 0, wantChanged, now)
+	case ok && wholeWildcard && len(force) == 0:
+		return s.respondList(ts, st, list, res, always, wantChanged, now)
 	}
-	ts.heldList = nil
-	held := heldCursor{ts: ts}
-	var changed map[string]struct{} // only CDS callers use it (Delta CDS)
-	if want && ts.typeURL == gen.ClusterType {
+	held := ts.held.lookup()
+	var changed map[string]struct{}
+	if wantChanged {
 		changed = make(map[string]struct{})
 	}
 	var out []*cache.Resource
-	heldInRes := 0 // Delta: how many of res the client holds (all it holds, when equal to len(sent))
+	heldInRes := 0 // Delta: how many of res the client holds (all it holds, when equal to its count)
 	for _, r := range res {
 		h, ok := held.hash(r.Name)
 		if ok {
@@ -794,100 +797,52 @@ func (s *session) respond(ts *typeState, names []string, force map[string]struct
 	if s.delta {
 		removed = deltaRemoved(ts, res, names, full, always, heldInRes)
 	}
-	if wholeWildcard {
-		ts.heldList = res // below, sent comes to hold exactly res
+	sent := len(out) > 0 || len(removed) > 0 || always
+	if sent {
+		s.send(ts, st.snap.Version, out, removed, now)
+		ts.unanswered = false
 	}
-	if len(out) == 0 && len(removed) == 0 && !always {
-		return nil
+	switch {
+	case wholeWildcard, sent && !s.delta && full && !ts.wildcard && held.sorted():
+		// The client now holds the whole answer: keep the shared list, not each name.
+		ts.held.gotWhole(res, out, removed)
+	default:
+		ts.held.got(out, removed) // nothing, when nothing was sent
 	}
-	s.send(ts, st.snap.Version, out, removed, now)
-	ts.unanswered = false
-	if !s.delta && full && !ts.wildcard && !held.unsorted {
-		// The client now holds the whole answer: remember the shared list, not each name.
-		ts.sentBase = res
-		clear(ts.sent)
-		return changed
-	}
-	ts.recordSent(out, removed)
 	return changed
 }
 
-// recordSent notes that the client now holds out and no longer holds removed.
-func (ts *typeState) recordSent(out []*cache.Resource, removed []string) {
-	for _, r := range out {
-		ts.sent[r.Name] = r.Hash
-	}
-	for _, n := range removed {
-		delete(ts.sent, n)
-	}
-}
-
-// respondHeldList is respond for a Delta wildcard subscription answered in full while the
-// client holds exactly ts.heldList: what changed comes from the push state's shared comparison
-// of the two lists, not from a lookup per resource per stream.
-func (s *session) respondHeldList(ts *typeState, st *pushState, res []*cache.Resource, always, want bool, now time.Time) map[string]struct{} {
-	d := st.diffs.get(ts.heldList, res)
-	ts.heldList = res
+// respondList is respond when the client holds exactly the list held and res is the whole
+// current answer: what changed comes from the push state's shared comparison of the two lists,
+// not from a lookup per resource per stream. SotW sends all of res when they differ (or when
+// always), Delta what differs.
+func (s *session) respondList(ts *typeState, st *pushState, held, res []*cache.Resource, always, wantChanged bool, now time.Time) map[string]struct{} {
+	d := st.diffs.get(held, res)
 	var changed map[string]struct{}
-	if want && ts.typeURL == gen.ClusterType {
+	if wantChanged && len(d.out) > 0 {
 		changed = d.changedSet()
 	}
-	if !d.differ() && !always {
-		return changed
+	out, removed := d.out, d.removed
+	if !s.delta {
+		out, removed = res, nil
 	}
-	s.send(ts, st.snap.Version, d.out, d.removed, now)
-	ts.unanswered = false
-	ts.recordSent(d.out, d.removed)
+	if d.differ() || always {
+		s.send(ts, st.snap.Version, out, removed, now)
+		ts.unanswered = false
+	}
+	ts.held.gotWhole(res, out, removed)
 	return changed
 }
 
 func byName(a, b *cache.Resource) int { return strings.Compare(a.Name, b.Name) }
-
-// heldCursor says which bytes of a resource the client holds: what sent records, else what
-// sentBase has. Asked in increasing name order (a response's resources, sorted by name) it walks
-// sentBase once; the first name out of order switches it to searching, and unsorted records
-// that the names asked were not sorted.
-type heldCursor struct {
-	ts       *typeState
-	i        int
-	last     string
-	unsorted bool
-}
-
-func (c *heldCursor) hash(name string) (uint64, bool) {
-	if name < c.last {
-		c.unsorted = true
-	}
-	c.last = name
-	if h, ok := c.ts.sent[name]; ok {
-		return h, true
-	}
-	b := c.ts.sentBase
-	if len(b) == 0 {
-		return 0, false
-	}
-	if !c.unsorted {
-		for c.i < len(b) && b[c.i].Name < name {
-			c.i++
-		}
-		if c.i < len(b) && b[c.i].Name == name {
-			return b[c.i].Hash, true
-		}
-		return 0, false
-	}
-	if i, ok := slices.BinarySearchFunc(b, name, func(r *cache.Resource, n string) int { return strings.Compare(r.Name, n) }); ok {
-		return b[i].Hash, true
-	}
-	return 0, false
-}
 
 // deltaRemoved lists what a Delta response must remove: for a wildcard subscription answered in
 // full, what the client holds that no longer exists; for named resources that were asked for,
 // those that do not exist and that the client holds (or, answering a request, that it asked
 // for: removed_resources also means "does not exist").
 func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, answering bool, heldInRes int) []string {
-	wildGone := ts.wildcard && full && heldInRes < len(ts.sent) // the client holds something res lacks
-	missing := len(res) < len(names)                            // names are unique: one lacks a resource
+	wildGone := ts.wildcard && full && heldInRes < ts.held.count() // the client holds something res lacks
+	missing := len(res) < len(names)                               // names are unique: one lacks a resource
 	if !wildGone && !missing {
 		return nil
 	}
@@ -898,7 +853,7 @@ func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, an
 	var out []string
 	gone := map[string]struct{}{}
 	if wildGone {
-		for n := range ts.sent {
+		for n := range ts.held.names() {
 			if _, ok := present[n]; !ok {
 				out = append(out, n)
 				gone[n] = struct{}{}
@@ -913,7 +868,7 @@ func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, an
 			if _, ok := gone[n]; ok {
 				continue
 			}
-			if _, held := ts.sent[n]; held || answering {
+			if ts.held.holds(n) || answering {
 				out = append(out, n)
 			}
 		}
@@ -922,22 +877,13 @@ func deltaRemoved(ts *typeState, res []*cache.Resource, names []string, full, an
 	return out
 }
 
-// withoutName returns list without the resource called name (a copy when it was there).
-func withoutName(list []*cache.Resource, name string) []*cache.Resource {
-	i := slices.IndexFunc(list, func(r *cache.Resource) bool { return r.Name == name })
-	if i < 0 {
-		return list
-	}
-	return slices.Concat(list[:i], list[i+1:])
-}
-
 // send emits one response and records it as sent at now (written moves that to when the
 // shell finished writing it).
 func (s *session) send(ts *typeState, version string, res []*cache.Resource, removed []string, now time.Time) {
 	nonce := s.nextNonce()
 	s.eff.out = append(s.eff.out, response{typeURL: ts.typeURL, version: version, nonce: nonce,
 		resources: res, removed: removed, delta: s.delta})
-	ts.nonce, ts.version, ts.sentAt = nonce, version, now
+	ts.held.nonce, ts.held.version, ts.held.sentAt = nonce, version, now
 	ts.sentResp++
 	s.flow.Sent(ts.typeURL, nonce, now)
 	s.eff.status = true
@@ -949,9 +895,9 @@ func (s *session) typeStatuses(dst []TypeStatus) []TypeStatus {
 	out := dst[:0]
 	for _, ts := range s.types {
 		out = append(out, TypeStatus{TypeURL: ts.typeURL, Subscribed: len(ts.names), Wildcard: ts.wildcard,
-			Sent: ts.version, Acked: ts.acked, Nacked: ts.nacked, LastError: ts.lastErr, Nacks: ts.nacks,
+			Sent: ts.held.version, Acked: ts.held.acked, Nacked: ts.held.nacked, LastError: ts.lastErr, Nacks: ts.nacks,
 			Responses: ts.sentResp, Pending: s.flow.Awaiting(ts.typeURL), Held: s.flow.Holding(ts.typeURL),
-			LastPush: ts.sentAt})
+			LastPush: ts.held.sentAt})
 	}
 	slices.SortFunc(out, func(a, b TypeStatus) int { return strings.Compare(a.TypeURL, b.TypeURL) })
 	return out

@@ -45,8 +45,9 @@ func FuzzSession(f *testing.F) {
 		}
 		delta := data[0]&128 != 0
 		data = data[1:]
+		// The Server's path: subscriptions interned, whole ones answered once per push state.
 		src := &fakeSource{res: map[string]map[string]string{}}
-		s := newSession(src, delta, push.FlowOptions{Enabled: true})
+		s := newSession(src, newNameSets(), delta, push.FlowOptions{Enabled: true})
 		now := time.Unix(1, 0)
 		var nonce uint64
 		requested := map[string]bool{}
@@ -121,6 +122,9 @@ func FuzzSession(f *testing.F) {
 					m[nameOf(typ, next()+byte(i))] = fmt.Sprint(next() % 3)
 				}
 				src.res[typ] = m
+				// Published as a new push state, as a snapshot is: the push reaches the stream later.
+				seq++
+				src.st = &pushState{snap: model.NewSnapshot(seq, model.SnapshotInput{})}
 				continue
 			default: // a push
 				seq++

@@ -27,17 +27,22 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the expected effects in testdata/session/*.txt")
 
-// Session transcripts (testdata/session/*.txt) script one stream's session input by input and
-// list the effects each input must have, exactly and in order. A file holds cases:
+// Session transcripts (testdata/session/*.txt) script a stream's session input by input and
+// list the effects each input must have, exactly and in order. The sessions take the Server's
+// path: a case's streams intern their subscriptions in one table and get a whole subscription's
+// answer from the source's shared answer (pushState.sharedAnswer), as the Server's streams do.
+// A file holds cases:
 //
-//	=== NAME [delta] [flow=off] [ackTimeout=DUR]   a new case: a fresh session (SotW, flow on)
+//	=== NAME [delta] [flow=off] [ackTimeout=DUR] [built=show]   a new case: a fresh stream a (SotW, flow on)
 //	# ...                                          a comment
+//	stream NAME                                    inputs go to stream NAME from now on (new: a fresh session)
 //	res TYPE [NAME=CONTENT ...]                    the source's resources of TYPE from now on
-//	snap VERSION                                   publish a snapshot (none before the first)
+//	snap VERSION                                   publish a snapshot (none before the first): a new push state
+//	                                               (a shared answer lasts its push state: change res before snap)
 //	> TYPE [n=NONCE] [names=A,B] [nack=MSG]         a SotW request (names= empty: no names)
 //	> TYPE [n=NONCE] [sub=A,B] [unsub=C] [init=A:HEX|A:=CONTENT] [nack=MSG]   a Delta request
 //	> TYPE node=bad | > type=                       a first request without node / type URL
-//	push full [KIND/NAME,...] | push eds HOST,...   a push turn (a full push may name what changed; an endpoint push names hosts)
+//	push full [KIND/NAME,...] | push eds HOST,...   the stream's push turn (a full push may name what changed; an endpoint push names hosts)
 //	wait DUR | tick DUR                             advance the clock (tick: then Tick)
 //	status                                          the /debug/syncz state of every type
 //
@@ -45,6 +50,7 @@ var update = flag.Bool("update", false, "rewrite the expected effects in testdat
 //
 //	< TYPE v=VERSION n=NONCE NAME... [-REMOVED...]  a response (names in the order sent)
 //	! register | ! expired TYPE | ! acked TYPE wait=DUR | ! error CODE
+//	! built TYPE NAME...                           built=show: the source built a shared answer
 //	! nack TYPE n=NONCE v=VERSION code=CODE MSG | ! generror TYPE MSG
 //	! timer DUR | ! timer off                      the flow-control timer moved (DUR from now)
 //	= TYPE subscribed=N wildcard=B sent=V acked=V nacked=V nacks=N responses=N pending=B held=B err=MSG
@@ -101,9 +107,23 @@ func shortName(n string) string {
 type fakeSource struct {
 	st  *pushState
 	res map[string]map[string]string
+	// built, when not nil, is told of each shared answer built (subscribed).
+	built func(typeURL string, res []*cache.Resource)
 }
 
 func (f *fakeSource) current() *pushState { return f.st }
+
+// subscribed answers whole SotW subscriptions as the Server does: once per push state per set
+// for every stream (pushState.sharedAnswer; all proxies are of one class).
+func (f *fakeSource) subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error) {
+	res, built, err := st.sharedAnswer(setKey{typeURL: typeURL, set: set.id}, func() ([]*cache.Resource, error) {
+		return f.resources(p, st, typeURL, set.sorted, false)
+	})
+	if built && f.built != nil {
+		f.built(typeURL, res)
+	}
+	return res, err
+}
 
 func (f *fakeSource) resources(_ *model.Proxy, _ *pushState, typeURL string, names []string, wildcard bool) ([]*cache.Resource, error) {
 	m := f.res[typeURL]
@@ -131,21 +151,45 @@ func (f *fakeSource) resources(_ *model.Proxy, _ *pushState, typeURL string, nam
 }
 
 type transcript struct {
-	t     *testing.T
-	src   *fakeSource
+	t   *testing.T
+	src *fakeSource
+	now time.Time
+	// The case's streams, by name, and the one inputs go to: every stream of a case is served
+	// by its source and interns its subscriptions in its table, as the Server's streams are.
+	streams map[string]*stream
+	*stream
+	newSession func() *session
+	// showBuilt: render the shared answers the source builds (! built); built collects them.
+	showBuilt bool
+	built     []string
+}
+
+// stream is one stream of a transcript's case.
+type stream struct {
 	sess  *session
-	now   time.Time
 	armed time.Time
 	node  bool // the node was sent
 }
 
+// use makes name the stream inputs go to, starting it if it is new.
+func (x *transcript) use(name string) {
+	st, ok := x.streams[name]
+	if !ok {
+		st = &stream{sess: x.newSession()}
+		x.streams[name] = st
+	}
+	x.stream = st
+}
+
 func newTranscript(t *testing.T, header string) *transcript {
 	opts := push.FlowOptions{Enabled: true}
-	delta := false
+	delta, showBuilt := false, false
 	for _, w := range strings.Fields(header)[1:] {
 		switch {
 		case w == "delta":
 			delta = true
+		case w == "built=show":
+			showBuilt = true
 		case w == "flow=off":
 			opts.Enabled = false
 		case strings.HasPrefix(w, "ackTimeout="):
@@ -157,7 +201,18 @@ func newTranscript(t *testing.T, header string) *transcript {
 		}
 	}
 	src := &fakeSource{res: map[string]map[string]string{}}
-	return &transcript{t: t, src: src, sess: newSession(src, delta, opts), now: time.Unix(1_000_000, 0)}
+	sets := newNameSets()
+	x := &transcript{t: t, src: src, now: time.Unix(1_000_000, 0), streams: map[string]*stream{}, showBuilt: showBuilt,
+		newSession: func() *session { return newSession(src, sets, delta, opts) }}
+	src.built = func(typeURL string, res []*cache.Resource) {
+		l := "! built " + abbrevOf(typeURL)
+		for _, r := range res {
+			l += " " + shortName(r.Name)
+		}
+		x.built = append(x.built, l)
+	}
+	x.use("a")
+	return x
 }
 
 // kv splits a request line's words into key=value pairs (a word without '=' has key "").
@@ -232,6 +287,9 @@ func (x *transcript) input(line string) (effects []string, ok bool) {
 		return x.render(x.sess.Push(req, x.now)), true
 	case ">":
 		return x.render(x.request(w[1], kv(w[2:]))), true
+	case "stream":
+		x.use(w[1])
+		return nil, true
 	case "status":
 		var out []string
 		for _, ts := range x.sess.typeStatuses(nil) {
@@ -298,6 +356,10 @@ func (x *transcript) render(e *effects) []string {
 	if e.register {
 		out = append(out, "! register")
 	}
+	if x.showBuilt {
+		out = append(out, x.built...)
+	}
+	x.built = x.built[:0]
 	for i := range e.out {
 		r := &e.out[i]
 		x.sess.written(r.typeURL, r.nonce, x.now)
