@@ -57,8 +57,8 @@ const (
 	wholeLists holdMode = iota
 	// answerAndSince (SotW, other types): list is the last whole answer to a named subscription
 	// (sorted by name, shared by the streams subscribed to the same names) and byName what went
-	// out since, which overrides it. A name the client drops leaves byName only: the answer
-	// still lists it until the next whole answer.
+	// out since, which overrides it. A name the client drops is recorded in byName with hash 0
+	// (no bytes), since the answer still lists it until the next whole answer.
 	answerAndSince
 	// exactByName (Delta): byName is exactly what the client holds, its
 	// initial_resource_versions included. list, when not nil, holds the same resources: the
@@ -99,6 +99,11 @@ func (h *holdings) drop(name string) {
 		h.list = nil
 	default:
 		delete(h.byName, name)
+		if slices.ContainsFunc(h.list, func(r *cache.Resource) bool { return r.Name == name }) {
+			// The answer still lists name: record it as held with no bytes (0 matches none),
+			// which overrides the answer until the next whole one.
+			h.byName[name] = 0
+		}
 	}
 }
 
