@@ -6,10 +6,13 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/perf/benchmath"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// Statistics shared by compare and tune. compare follows benchstat: a sample's centre is its
-// median with a distribution-free confidence interval, and two samples differ when the
+// Statistics shared by compare and tune (gonum's median order statistics and normal quantile).
+// compare follows benchstat: a sample's centre is its median with a distribution-free
+// confidence interval, and two samples differ when the
 // Mann-Whitney U test rejects "same distribution" at alpha (both from golang.org/x/perf's
 // benchmath). A single run per side has no sample of its own; its HDR histogram does, so the
 // test then runs over values drawn from the two histograms (see histSamples).
@@ -51,18 +54,19 @@ func UTest(a, b []float64, alpha float64) float64 {
 	return benchmath.AssumeNothing.Compare(sa, sb).P
 }
 
-// Median returns the median of values (NaN for none).
+// Median returns the median of values (NaN for none): the middle value, or the mean of the two
+// middle ones. gonum's Quantile has no such median (its Empirical kind gives the lower middle
+// value of an even count), so the two middle order statistics are read with it and averaged:
+// p = 0.5 gives the lower (or only) middle one, p = 0.5 + 1/(4n) the upper one (the rank
+// n/2 + 1/4 falls strictly inside it, clear of any rounding).
 func Median(values []float64) float64 {
 	if len(values) == 0 {
 		return math.NaN()
 	}
-	v := slices.Clone(values)
-	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
+	v := slices.Sorted(slices.Values(values))
+	lo := stat.Quantile(0.5, stat.Empirical, v, nil)
+	hi := stat.Quantile(0.5+0.25/float64(len(v)), stat.Empirical, v, nil)
+	return (lo + hi) / 2
 }
 
 // histSamples returns up to maxN values that represent h's distribution, times scale. A
@@ -141,4 +145,4 @@ func effectiveN(count int64, events float64) int {
 }
 
 // normalQuantile is the standard normal quantile function (for the CI half width).
-func normalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
+func normalQuantile(p float64) float64 { return distuv.UnitNormal.Quantile(p) }
