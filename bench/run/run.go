@@ -199,7 +199,6 @@ type execution struct {
 	connectFull map[string]uint64
 	notes       map[string]string
 	simMetrics  *simulator.Metrics
-	profile     []byte  // the run's CPU profile (labelled by side), when one was taken
 	cpMaxRSS    float64 // an external control plane's largest sampled resident memory
 }
 
@@ -403,6 +402,7 @@ func (r *execution) execute(ctx context.Context) (*summary.Summary, error) {
 
 	r.fleet.Stop()
 	endedAt := time.Now()
+	usageEnd := collect.ReadUsage()
 	bySide := prof.Stop()
 	unmeasured := 0
 	for _, e := range r.events {
@@ -413,14 +413,14 @@ func (r *execution) execute(ctx context.Context) (*summary.Summary, error) {
 	s, err := collect.Run(collect.RunInput{Scenario: sc, Index: r.index, ToolVersion: opts.ToolVersion,
 		Began: r.began, Ended: endedAt, Target: r.tgt.summary(sc), Fleet: r.fleet, ConnectFull: r.connectFull,
 		Sim: r.simStats, Unmeasured: unmeasured, CPFirst: r.cpFirst, CPStart: r.cpStart, CPEnd: r.cpEnd,
-		CPPeakRSS: r.cpMaxRSS, UsageStart: usage0, UsageEnd: collect.ReadUsage(), CPUBySide: bySide,
+		CPPeakRSS: r.cpMaxRSS, UsageStart: usage0, UsageEnd: usageEnd, CPUBySide: bySide,
 		Harness: opts.Harness, Phases: r.phases, Notes: r.notes})
 	if err != nil {
 		return nil, err
 	}
 
 	if opts.Out != "" {
-		if err := report.Write(opts.Out, r.report(s, prof.Data())); err != nil {
+		if err := report.Write(opts.Out, r.forReport(s, prof.Data())); err != nil {
 			return s, err
 		}
 	}
@@ -661,8 +661,8 @@ func (r *execution) serveMetrics(addr string, lis net.Listener, reg *prometheus.
 	}, nil
 }
 
-// report is what the run's report shows beyond its summary s.
-func (r *execution) report(s *summary.Summary, profile []byte) report.Run {
+// forReport is the run as its report shows it: its summary s and what the report draws beyond it.
+func (r *execution) forReport(s *summary.Summary, profile []byte) report.Run {
 	start := r.began
 	for _, p := range r.phases {
 		if p.Name == "measure" {
