@@ -46,26 +46,21 @@ func Shard(in ShardInput) (*summary.Summary, error) {
 		return nil, err
 	}
 	res := in.Fleet.Matcher().Results()
-	early := 0
+	early, missed := 0, 0
 	for _, e := range res.Events {
 		early += e.EarlyReceives
+		if !e.Complete() {
+			missed++
+		}
 	}
-	metrics = append(metrics, summary.NewCounter(MetricEarlyReceives, summary.Default, float64(early), dur, nil))
+	metrics = append(metrics, summary.NewCounter(MetricEarlyReceives, summary.Default, float64(early), dur, nil),
+		summary.NewCounter(MetricEventsMissed, summary.Default, float64(missed), dur, nil))
 	// This shard is harness only: its CPU and peak RSS, summed over the shards by a merge.
 	if u0, u1 := in.UsageStart, in.UsageEnd; u0.ok && u1.ok {
 		cpu := (u1.cpu - u0.cpu).Seconds()
 		metrics = append(metrics,
 			summary.NewGauge(MetricCPUSeconds, summary.Time, cpu, 0, cpu, map[string]string{"side": SideHarness}),
 			summary.NewGauge(MetricPeakRSS, summary.Data, float64(u1.maxRSS), 0, float64(u1.maxRSS), map[string]string{"side": SideHarness}))
-	}
-	// The run's names for the fleet's figures, as Run writes them (scenarios' thresholds use them).
-	for _, m := range metrics {
-		if m.Name == fakeenvoy.MetricTimeToFirstConfig && len(m.Tags) == 0 {
-			c := m
-			c.Name = MetricTimeToFirstConfig
-			metrics = append(metrics, c)
-			break
-		}
 	}
 	metrics = append(metrics, ConnectIncomplete(in.Scenario, in.Fleet.GroupSizes(), in.ConnectFull)...)
 	metrics = append(metrics, phaseDurations(in.Phases)...)

@@ -6,7 +6,6 @@ import "github.com/xdslab/xdslab/scenarios"
 // in harness.go; the fleet's are in fakeenvoy: xdslab_fleet_*, xdslab_push_*,
 // xdslab_convergence_seconds, xdslab_probe_*).
 const (
-	MetricTimeToFirstConfig = "xdslab_time_to_first_config_seconds"
 	MetricSimEvents         = "xdslab_sim_events_total"
 	MetricSimLate           = "xdslab_sim_events_late_total"
 	MetricSimSkipped        = "xdslab_sim_events_skipped_total"

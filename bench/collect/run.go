@@ -83,14 +83,6 @@ func Run(in RunInput) (*summary.Summary, error) {
 	}
 	add := func(ms ...summary.Metric) { metrics = append(metrics, ms...) }
 
-	// Time to first config, under the run's name (the fleet's total and each client group's).
-	for _, m := range metrics {
-		if m.Name == fakeenvoy.MetricTimeToFirstConfig && (len(m.Tags) == 0 || len(m.Tags) == 1 && m.Tags["group"] != "") {
-			c := m
-			c.Name = MetricTimeToFirstConfig
-			add(c)
-		}
-	}
 	fst := in.Fleet.Observer().Stats()
 	if note := ConnectFailureNote(fst); note != "" {
 		notes["connect failures"] = note

@@ -50,7 +50,6 @@ var maxGauges = map[string]bool{
 var eventDerived = map[string]bool{
 	fakeenvoy.MetricConvergence:       true,
 	fakeenvoy.MetricProbeEvents:       true,
-	fakeenvoy.MetricIncompleteEvents:  true,
 	collect.MetricEventsMissed:        true,
 	collect.MetricShardsMissingEvents: true,
 	collect.MetricShards:              true,
@@ -500,7 +499,6 @@ func eventMetrics(events []summary.Event, dur time.Duration) ([]summary.Metric, 
 	n := float64(len(events))
 	out = append(out,
 		summary.NewCounter(fakeenvoy.MetricProbeEvents, summary.Default, n, dur, nil),
-		summary.NewCounter(fakeenvoy.MetricIncompleteEvents, summary.Default, float64(incomplete), dur, nil),
 		summary.NewCounter(collect.MetricEventsMissed, summary.Default, float64(incomplete), dur, nil),
 		summary.NewCounter(collect.MetricShardsMissingEvents, summary.Default, float64(shardMissing), dur, nil))
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {

@@ -141,10 +141,10 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 	}
 	require.InEpsilon(t, conv.Values["max"], maxConv, 0.01, "the convergence trend is over the same records")
 
-	ttfc := find(t, s, collect.MetricTimeToFirstConfig, nil)
+	ttfc := find(t, s, fakeenvoy.MetricTimeToFirstConfig, nil)
 	require.Greater(t, ttfc.Values["max"], 0.0)
-	// Under the run's name for each client group too (here one: the fleet's).
-	ttfcGroup := find(t, s, collect.MetricTimeToFirstConfig, map[string]string{"group": "sidecars"})
+	// For each client group too (here one: the fleet's).
+	ttfcGroup := find(t, s, fakeenvoy.MetricTimeToFirstConfig, map[string]string{"group": "sidecars"})
 	require.Equal(t, ttfc.Values["max"], ttfcGroup.Values["max"], "one group: its time to first config is the fleet's")
 	require.Equal(t, 0.0, find(t, s, collect.MetricConnectIncomplete, nil).Values["value"])
 	require.Equal(t, 10.0, find(t, s, "xdslab_fleet_full_config_clients", nil).Values["value"])

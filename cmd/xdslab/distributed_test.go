@@ -179,8 +179,8 @@ func TestShardsMatchWholeFleet(t *testing.T) {
 			t.Errorf("%s%s %s: whole fleet %v, 3 shards merged %v", c.name, summary.TagString(c.tags), c.stat, w, m)
 		}
 	}
-	if _, ok := merged.Results.Find(collect.MetricTimeToFirstConfig, nil); !ok {
-		t.Errorf("merged summary lacks %s (scenario thresholds use the run's name)", collect.MetricTimeToFirstConfig)
+	if _, ok := merged.Results.Find(fakeenvoy.MetricTimeToFirstConfig, nil); !ok {
+		t.Errorf("merged summary lacks %s (scenario thresholds use it)", fakeenvoy.MetricTimeToFirstConfig)
 	}
 	if v := get(whole, fakeenvoy.MetricConnected, "value", nil); v != 9 {
 		t.Errorf("connected %v, want 9", v)

@@ -240,7 +240,7 @@ func TestRunOnIstio(t *testing.T) {
 	}
 	full := val(fakeenvoy.MetricFullConfigClients, "value", nil)
 	t.Logf("full config %v/%v; time to first config p50 %.3fs p99 %.3fs; push latency p50 %.3fs p99 %.3fs; events %v, missed %v; NACKs %v",
-		full, clients, val(collect.MetricTimeToFirstConfig, "p(50)", nil), val(collect.MetricTimeToFirstConfig, "p(99)", nil),
+		full, clients, val(fakeenvoy.MetricTimeToFirstConfig, "p(50)", nil), val(fakeenvoy.MetricTimeToFirstConfig, "p(99)", nil),
 		val("xdslab_push_latency_seconds", "p(50)", nil), val("xdslab_push_latency_seconds", "p(99)", nil),
 		val(collect.MetricSimEvents, "count", nil), val(collect.MetricEventsMissed, "count", nil), val("xdslab_fleet_nacks_total", "count", nil))
 	for _, th := range s.Results.Thresholds {
