@@ -156,7 +156,7 @@ func resolveSink(sc *scenarios.Scenario, f runFlags, changed func(string) bool) 
 }
 
 // kubeSink builds the Kubernetes clients of a kube sink and checks, before the fleet starts,
-// that the API server answers; the sink itself is built per run (bench closes it after each).
+// that the API server answers; the sink itself is built per run (run.Run closes it after each).
 func kubeSink(ctx context.Context, k kubeFlags, clean bool) (func() (simulator.Sink, error), error) {
 	kc, ic, err := k.clients("xdslab-run")
 	if err != nil {
