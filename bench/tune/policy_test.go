@@ -67,7 +67,7 @@ func (f *policyTuneRun) run(_ context.Context, sc *scenarios.Scenario, info RunI
 // the plot are golden.
 func TestTunePolicies(t *testing.T) {
 	fake := &policyTuneRun{adaptiveLat: 0.9, adaptiveCycles: 0.8}
-	res, err := Tune(context.Background(), tuneScenario(t), Options{
+	res, err := Tune(context.Background(), quickstartScenario(t), Options{
 		Params:     mustParams(t, "policy=fixed,adaptive", "minQuiet=50ms,200ms", "costFactor=2,4"),
 		Repeats:    4,
 		Interleave: true,
@@ -138,7 +138,7 @@ func TestTunePolicies(t *testing.T) {
 // inconclusive however far apart the medians are; the lab fails closed.
 func TestTunePoliciesFewRuns(t *testing.T) {
 	fake := &policyTuneRun{adaptiveLat: 0.5, adaptiveCycles: 0.5}
-	res, err := Tune(context.Background(), tuneScenario(t), Options{
+	res, err := Tune(context.Background(), quickstartScenario(t), Options{
 		Params: mustParams(t, "policy=fixed,adaptive"), Repeats: 3, Run: fake.run,
 	})
 	if err != nil {
@@ -153,7 +153,7 @@ func TestTunePoliciesFewRuns(t *testing.T) {
 		t.Errorf("report (%v):\n%s", err, buf.String())
 	}
 	// One policy only: nothing to compare.
-	res, err = Tune(context.Background(), tuneScenario(t), Options{Params: mustParams(t, "minQuiet=50ms,100ms"), Repeats: 4, Run: (&policyTuneRun{}).run})
+	res, err = Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, "minQuiet=50ms,100ms"), Repeats: 4, Run: (&policyTuneRun{}).run})
 	if err != nil || res.Policies != nil {
 		t.Errorf("single-policy tune: comparison %+v, err %v", res.Policies, err)
 	}

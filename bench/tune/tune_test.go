@@ -68,7 +68,8 @@ func (f *fakeTuneRun) run(_ context.Context, sc *scenarios.Scenario, info RunInf
 	}}}, nil
 }
 
-func tuneScenario(t *testing.T) *scenarios.Scenario {
+// quickstartScenario is quickstart with one threshold: p(99) push latency under 250ms.
+func quickstartScenario(t *testing.T) *scenarios.Scenario {
 	t.Helper()
 	sc, err := scenarios.Builtin("quickstart")
 	if err != nil {
@@ -96,7 +97,7 @@ func mustParams(t *testing.T, specs ...string) []Param {
 
 func TestTuneFakeRuns(t *testing.T) {
 	fake := &fakeTuneRun{}
-	res, err := Tune(context.Background(), tuneScenario(t), Options{
+	res, err := Tune(context.Background(), quickstartScenario(t), Options{
 		Params:  mustParams(t, "minQuiet=50ms,100ms,200ms,500ms", "maxDelay=1s,10s"),
 		Repeats: 2,
 		Run:     fake.run,
@@ -187,7 +188,7 @@ func TestTuneFakeRuns(t *testing.T) {
 
 func TestTuneBadPoints(t *testing.T) {
 	fake := &fakeTuneRun{fail: "minQuiet=100ms maxDelay=1s"}
-	res, err := Tune(context.Background(), tuneScenario(t), Options{
+	res, err := Tune(context.Background(), quickstartScenario(t), Options{
 		Params: mustParams(t, "minQuiet=100ms,2s", "maxDelay=1s"),
 		Run:    fake.run,
 	})
@@ -209,7 +210,7 @@ func TestTuneBadPoints(t *testing.T) {
 }
 
 func TestTuneEstimateOnly(t *testing.T) {
-	res, err := Tune(context.Background(), tuneScenario(t), Options{Params: mustParams(t, "minQuiet=0s,100ms,1s", "maxDelay=10s"), EstimateOnly: true})
+	res, err := Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, "minQuiet=0s,100ms,1s", "maxDelay=10s"), EstimateOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func TestParseParam(t *testing.T) {
 		}
 	}
 	// An unknown path is caught when the grid is built, with the scenario's own message.
-	res, err := Tune(context.Background(), tuneScenario(t), Options{Params: mustParams(t, "controlPlane.debounce.minQiet=1s"), EstimateOnly: true})
+	res, err := Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, "controlPlane.debounce.minQiet=1s"), EstimateOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestTuneSearch(t *testing.T) {
 		fake := &fakeTuneRun{}
 		opts := Options{Params: mustParams(t, "minQuiet=50ms,100ms,200ms,500ms", "maxDelay=1s,10s"), Run: fake.run,
 			Search: true, EstimateOnly: estimateOnly}
-		res, err := Tune(context.Background(), tuneScenario(t), opts)
+		res, err := Tune(context.Background(), quickstartScenario(t), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +305,7 @@ func TestTuneSearch(t *testing.T) {
 		}
 	}
 	// Without a p(99) budget there is nothing to search against: a note, not an error.
-	sc := tuneScenario(t)
+	sc := quickstartScenario(t)
 	sc.Thresholds = nil
 	res, err := Tune(context.Background(), sc, Options{Params: mustParams(t, "minQuiet=50ms,500ms"), EstimateOnly: true, Search: true})
 	if err != nil {
@@ -343,7 +344,7 @@ func (f *bucketTuneRun) run(ctx context.Context, sc *scenarios.Scenario, info Ru
 // 991ms, which "met" p(99)<995ms and made minQuiet=200ms the recommendation; nobody measured
 // that figure, so only minQuiet=50ms (p(99) ≤ 100ms, proven) meets it now.
 func TestTuneBucketThresholds(t *testing.T) {
-	sc := tuneScenario(t)
+	sc := quickstartScenario(t)
 	if err := sc.Set("thresholds.xdslab_debounce_delay_seconds", "['p(99)<995ms']"); err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +421,7 @@ func TestTuneBound(t *testing.T) {
 func TestTuneProgressNumbersPoints(t *testing.T) {
 	fake := &fakeTuneRun{}
 	var progress strings.Builder
-	res, err := Tune(context.Background(), tuneScenario(t), Options{
+	res, err := Tune(context.Background(), quickstartScenario(t), Options{
 		Params: mustParams(t, "minQuiet=50ms,100ms,200ms"), Repeats: 2, Run: fake.run, Progress: &progress,
 	})
 	if err != nil {
@@ -479,7 +480,7 @@ func TestTuneInterrupted(t *testing.T) {
 				}
 				return fake.run(ctx, sc, info)
 			}
-			res, err := Tune(ctx, tuneScenario(t), Options{
+			res, err := Tune(ctx, quickstartScenario(t), Options{
 				Params: mustParams(t, "minQuiet=50ms,100ms,200ms"), Repeats: 2, Run: run, Interleave: tc.interleave,
 			})
 			if !errors.Is(err, context.Canceled) {
