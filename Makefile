@@ -25,7 +25,7 @@ test: test-skips
 	$(GO) test $(GOTAGS) -race -count=1 -timeout 15m $(PKGS)
 	# Measurement truth at its real bound (2 ms), with 3 clients and with 500: the race detector
 	# slows gRPC too much for it.
-	$(GO) test $(GOTAGS) -count=1 -run '^TestRunMeasurementTruth(Fleet)?$$' ./bench
+	$(GO) test $(GOTAGS) -count=1 -run '^TestRunMeasurementTruth(Fleet)?$$' ./bench/run
 
 # Tests that need tools this machine may lack skip without them (go test prints no skip): say
 # which before the run.

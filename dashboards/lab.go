@@ -143,11 +143,11 @@ func Lab() Spec {
 				{
 					Title: "Time to first config", Unit: "s", Min: zero(),
 					Description: "p50/p90/p99 of a client's scheduled start (its slot in the ramp) → first full config " +
-						"(xdslab_fleet_time_to_first_config_seconds) over every client since the fleet started (not per rate interval: " +
+						"(xdslab_time_to_first_config_seconds) over every client since the fleet started (not per rate interval: " +
 						"clients connect during the ramp, before the measurement): how long a new proxy waits before it can serve traffic, " +
 						"at the ramp's arrival rate. A fleet that started clients late counts that too; " +
 						"xdslab_fleet_start_lateness_seconds says how much of it was the harness's own lag.",
-					Queries: cumulativePercentiles(v, "xdslab_fleet_time_to_first_config_seconds"),
+					Queries: cumulativePercentiles(v, "xdslab_time_to_first_config_seconds"),
 				},
 				{
 					Title: "Connect failures and resends", Unit: "ops", Min: zero(),

@@ -32,7 +32,7 @@ const (
 	MetricConnectFailures   = "xdslab_fleet_connect_failures_total"
 	MetricReconnects        = "xdslab_fleet_reconnects_total"
 	MetricResync            = "xdslab_fleet_resync_seconds"
-	MetricTimeToFirstConfig = "xdslab_fleet_time_to_first_config_seconds"
+	MetricTimeToFirstConfig = "xdslab_time_to_first_config_seconds"
 	MetricAckDelay          = "xdslab_fleet_ack_delay_seconds"
 	MetricStartLateness     = "xdslab_fleet_start_lateness_seconds"
 	MetricReceiveBacklog    = "xdslab_fleet_receive_backlog_seconds"
@@ -47,7 +47,6 @@ const (
 	MetricProbesUnresolved  = "xdslab_probe_unresolved_total"
 	MetricProbesOutstanding = "xdslab_probe_outstanding"
 	MetricProbeEvents       = "xdslab_probe_events_total"
-	MetricIncompleteEvents  = "xdslab_probe_incomplete_events_total"
 	metricScaleMicroseconds = 1e-6
 )
 
@@ -234,15 +233,8 @@ func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
 			}
 		}
 	}
-	incomplete := 0
-	for _, e := range r.Events {
-		if !e.Complete() {
-			incomplete++
-		}
-	}
 	out = append(out,
 		summary.NewCounter(MetricProbeEvents, summary.Default, float64(len(r.Events)), dur, nil),
-		summary.NewCounter(MetricIncompleteEvents, summary.Default, float64(incomplete), dur, nil),
 		summary.NewCounter(MetricProbesObserved, summary.Default, float64(r.Observed), dur, nil),
 		summary.NewCounter(MetricProbesSuperseded, summary.Default, float64(r.Superseded), dur, nil),
 		summary.NewCounter(MetricProbesHeld, summary.Default, float64(r.AlreadyHeld), dur, nil),

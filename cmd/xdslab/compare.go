@@ -10,8 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/compare"
 )
 
 // compareFlags are the flags of 'xdslab compare'.
@@ -79,7 +78,7 @@ inconclusive gated row, 2 bad usage or input.`,
 	fl.StringVar(&f.threshold, "threshold", "5%", "smallest significant change for the worse that fails the comparison")
 	fl.StringArrayVar(&f.metricThresholds, "metric-threshold", nil, "per-metric threshold NAME[{tag:value}][:STAT]=PCT, e.g. xdslab_push_latency_seconds:p(99)=10% (repeatable)")
 	fl.StringArrayVar(&f.worse, "worse", nil, "direction of a metric: NAME=up (higher is worse), NAME=down or NAME=none (repeatable)")
-	fl.StringVar(&f.format, "format", "text", "output format: "+strings.Join(bench.CompareFormats, ", "))
+	fl.StringVar(&f.format, "format", "text", "output format: "+strings.Join(compare.Formats, ", "))
 	fl.StringVar(&f.output, "output", "", "write the report to this file instead of stdout")
 	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the U test")
 	fl.StringVar(&f.gate, "gate", "", "only metrics whose name matches this regular expression can fail the comparison (default: all)")
@@ -87,23 +86,23 @@ inconclusive gated row, 2 bad usage or input.`,
 	return cmd
 }
 
-// compareOptions turns the flags into bench.CompareOptions, or a usage error naming the flag.
-func compareOptions(f compareFlags) (bench.CompareOptions, error) {
-	o := bench.DefaultCompareOptions()
-	th, err := bench.ParsePercent(f.threshold)
+// compareOptions turns the flags into compare.Options, or a usage error naming the flag.
+func compareOptions(f compareFlags) (compare.Options, error) {
+	o := compare.DefaultOptions()
+	th, err := compare.ParsePercent(f.threshold)
 	if err != nil {
 		return o, fmt.Errorf("compare: --%w", err)
 	}
 	o.Threshold = th
 	for _, s := range f.metricThresholds {
-		mt, err := bench.ParseMetricThreshold(s)
+		mt, err := compare.ParseMetricThreshold(s)
 		if err != nil {
 			return o, fmt.Errorf("compare: %w", err)
 		}
 		o.MetricThresholds = append(o.MetricThresholds, mt)
 	}
 	for _, s := range f.worse {
-		d, err := bench.ParseDirectionOverride(s)
+		d, err := compare.ParseDirectionOverride(s)
 		if err != nil {
 			return o, fmt.Errorf("compare: %w", err)
 		}
@@ -121,8 +120,8 @@ func compareOptions(f compareFlags) (bench.CompareOptions, error) {
 		}
 		o.Gate = re
 	}
-	if !slices.Contains(bench.CompareFormats, f.format) {
-		return o, fmt.Errorf("compare: --format %q: use %s", f.format, strings.Join(bench.CompareFormats, ", "))
+	if !slices.Contains(compare.Formats, f.format) {
+		return o, fmt.Errorf("compare: --format %q: use %s", f.format, strings.Join(compare.Formats, ", "))
 	}
 	return o, nil
 }
@@ -132,20 +131,20 @@ func runCompare(cmd *cobra.Command, basePath, newPath string, f compareFlags) er
 	if err != nil {
 		return usageErr(err)
 	}
-	base, err := bench.LoadSide(basePath)
+	base, err := compare.LoadSide(basePath)
 	if err != nil {
 		return usageErr(err)
 	}
-	nw, err := bench.LoadSide(newPath)
+	nw, err := compare.LoadSide(newPath)
 	if err != nil {
 		return usageErr(err)
 	}
-	rep, err := bench.Compare(base, nw, opts)
+	rep, err := compare.Compare(base, nw, opts)
 	if err != nil {
 		return usageErr(err)
 	}
 	var buf bytes.Buffer
-	if err := bench.WriteReport(&buf, rep, f.format); err != nil {
+	if err := compare.WriteReport(&buf, rep, f.format); err != nil {
 		return usageErr(err)
 	}
 	if f.output != "" {

@@ -102,7 +102,7 @@ func TestCompareCommandExitCodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := run(context.Background(), append([]string{"compare"}, tc.args...)); got != tc.code {
+			if got := runCLI(context.Background(), append([]string{"compare"}, tc.args...)); got != tc.code {
 				t.Errorf("xdslab compare %s: exit %d, want %d", strings.Join(tc.args, " "), got, tc.code)
 			}
 		})
@@ -116,7 +116,7 @@ func TestCompareCommandExitCodes(t *testing.T) {
 func TestTuneCommandEstimateOnly(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	out := t.TempDir()
-	code := run(context.Background(), []string{"tune", "quickstart", "--param", "minQuiet=50ms,200ms,1s", "--estimate-only", "--out", out})
+	code := runCLI(context.Background(), []string{"tune", "quickstart", "--param", "minQuiet=50ms,200ms,1s", "--estimate-only", "--out", out})
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -132,7 +132,7 @@ func TestTuneCommandEstimateOnly(t *testing.T) {
 		{"tune", "quickstart", "--param", "minQuiet=1s", "--repeats", "0"},
 		{"tune", "quickstart", "--param", "minQuiet=1s", "--cost", "money"},
 	} {
-		if code := run(context.Background(), args); code != exitUsage {
+		if code := runCLI(context.Background(), args); code != exitUsage {
 			t.Errorf("xdslab %s: exit %d, want %d", strings.Join(args, " "), code, exitUsage)
 		}
 	}

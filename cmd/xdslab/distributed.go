@@ -16,7 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/merge"
+	"github.com/xdslab/xdslab/bench/report"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/probe/stream"
@@ -128,7 +131,7 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 		}
 	}
 	out := cmd.OutOrStdout()
-	s, err := bench.RunShard(cmd.Context(), sc, bench.ShardOptions{Target: f.Target, Segment: seg, StartAt: start,
+	s, err := run.RunShard(cmd.Context(), sc, run.ShardOptions{Target: f.Target, Segment: seg, StartAt: start,
 		Probes: f.dist.Probes, Progress: cmd.ErrOrStderr()})
 	if err != nil {
 		return err
@@ -235,7 +238,7 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 			return usageErr(fmt.Errorf("merge: %w", err))
 		}
 	}
-	var in []bench.MergeInput
+	var in []merge.Input
 	var errs []error
 	for _, p := range files {
 		s, err := summary.ReadFile(p)
@@ -243,7 +246,7 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 			errs = append(errs, err)
 			continue
 		}
-		in = append(in, bench.MergeInput{Source: p, Summary: s})
+		in = append(in, merge.Input{Source: p, Summary: s})
 	}
 	if len(errs) > 0 {
 		return usageErr(fmt.Errorf("merge: %w", errors.Join(errs...)))
@@ -258,7 +261,7 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 		sc = embeddedScenario(in)
 	}
 	start := time.Now()
-	merged, err := bench.Merge(in, bench.MergeOptions{Scenario: sc, Harness: bench.DefaultHarnessLimits()})
+	merged, err := merge.Merge(in, merge.Options{Scenario: sc, Harness: collect.DefaultHarnessLimits()})
 	if err != nil {
 		return usageErr(err)
 	}
@@ -269,7 +272,7 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 			return err
 		}
 	}
-	if lines := bench.HarnessLines(merged); len(lines) > 0 {
+	if lines := report.HarnessLines(merged); len(lines) > 0 {
 		fmt.Fprintln(out)
 		for _, l := range lines {
 			fmt.Fprintln(out, l)
@@ -298,7 +301,7 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 
 // embeddedScenario decodes the scenario the fleet shards embed as their config (nil if none
 // does or it does not decode).
-func embeddedScenario(in []bench.MergeInput) *scenarios.Scenario {
+func embeddedScenario(in []merge.Input) *scenarios.Scenario {
 	for _, x := range in {
 		if x.Summary.Metadata.Command != "fleet" || len(x.Summary.Config) == 0 {
 			continue

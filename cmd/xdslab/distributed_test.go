@@ -15,7 +15,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -72,7 +73,7 @@ func distRun(t *testing.T, scenarioFile string, n int, extraMerge ...string) (*s
 	if err := os.Mkdir(mesh, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	opts := bench.ControlPlaneOptions(sc)
+	opts := run.ControlPlaneOptions(sc)
 	opts.ConfigDir = mesh
 	opts.ConfigRescan = 100 * time.Millisecond
 	cp, err := controlplane.New(opts)
@@ -91,12 +92,12 @@ func distRun(t *testing.T, scenarioFile string, n int, extraMerge ...string) (*s
 	codes := make([]int, n+1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		codes[n] = run(ctx, []string{"sim", scenarioFile, "--sink-dir", mesh, "--publish", pub, "--shards", fmt.Sprint(n),
+		codes[n] = runCLI(ctx, []string{"sim", scenarioFile, "--sink-dir", mesh, "--publish", pub, "--shards", fmt.Sprint(n),
 			"--summary", filepath.Join(dir, "sim.json"), "--progress", "0", "--ack-timeout", "1m", "--start-at", start})
 	})
 	for i := range n {
 		wg.Go(func() {
-			codes[i] = run(ctx, []string{"fleet", "--scenario", scenarioFile, "--target", cp.GRPCAddr(), "--segment", fmt.Sprintf("%d/%d", i, n),
+			codes[i] = runCLI(ctx, []string{"fleet", "--scenario", scenarioFile, "--target", cp.GRPCAddr(), "--segment", fmt.Sprintf("%d/%d", i, n),
 				"--probes", "http://" + pub, "--start-at", start, "--summary", filepath.Join(dir, fmt.Sprintf("shard-%d.json", i)), "--progress", "off"})
 		})
 	}
@@ -115,7 +116,7 @@ func distRun(t *testing.T, scenarioFile string, n int, extraMerge ...string) (*s
 		shards = append(shards, s)
 	}
 	out := filepath.Join(dir, "merged", "summary.json")
-	code := run(ctx, append([]string{"merge", "--dir", dir, "--wait", fmt.Sprint(n), "--timeout", "10s", "--out", out, "--quiet"}, extraMerge...))
+	code := runCLI(ctx, append([]string{"merge", "--dir", dir, "--wait", fmt.Sprint(n), "--timeout", "10s", "--out", out, "--quiet"}, extraMerge...))
 	merged, err := summary.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -169,17 +170,17 @@ func TestShardsMatchWholeFleet(t *testing.T) {
 		{fakeenvoy.MetricProbesObserved, "count", nil},
 		{fakeenvoy.MetricProbesMissed, "count", nil},
 		{fakeenvoy.MetricProbeEvents, "count", nil},
-		{bench.MetricEventsMissed, "count", nil},
-		{bench.MetricSimEvents, "count", nil},
-		{bench.MetricConnectIncomplete, "value", nil},
+		{collect.MetricEventsMissed, "count", nil},
+		{collect.MetricSimEvents, "count", nil},
+		{collect.MetricConnectIncomplete, "value", nil},
 	} {
 		w, m := get(whole, c.name, c.stat, c.tags), get(merged, c.name, c.stat, c.tags)
 		if w != m {
 			t.Errorf("%s%s %s: whole fleet %v, 3 shards merged %v", c.name, summary.TagString(c.tags), c.stat, w, m)
 		}
 	}
-	if _, ok := merged.Results.Find(bench.MetricTimeToFirstConfig, nil); !ok {
-		t.Errorf("merged summary lacks %s (scenario thresholds use the run's name)", bench.MetricTimeToFirstConfig)
+	if _, ok := merged.Results.Find(fakeenvoy.MetricTimeToFirstConfig, nil); !ok {
+		t.Errorf("merged summary lacks %s (scenario thresholds use it)", fakeenvoy.MetricTimeToFirstConfig)
 	}
 	if v := get(whole, fakeenvoy.MetricConnected, "value", nil); v != 9 {
 		t.Errorf("connected %v, want 9", v)
@@ -219,7 +220,7 @@ func TestShardsMatchWholeFleet(t *testing.T) {
 		}
 	}
 	// Every shard's clock was measured against the simulator and reported.
-	if m, ok := merged.Results.Find(bench.MetricClockOffset, nil); !ok || len(merged.Metadata.Shards) != 4 {
+	if m, ok := merged.Results.Find(collect.MetricClockOffset, nil); !ok || len(merged.Metadata.Shards) != 4 {
 		t.Errorf("merged summary: clock offset %v (found %v), %d inputs; want the offset and 3 shards + sim", m.Values, ok, len(merged.Metadata.Shards))
 	}
 }
@@ -252,10 +253,10 @@ func TestDistributedRunCommands(t *testing.T) {
 		t.Errorf("merged: passed %v thresholds %+v; want value<5 on 9 connected clients to fail", merged.Results.Passed, merged.Results.Thresholds)
 	}
 	for _, th := range merged.Results.Thresholds {
-		if th.Metric == bench.MetricEventsMissed && !th.Passed {
+		if th.Metric == collect.MetricEventsMissed && !th.Passed {
 			t.Errorf("events missed across shards: %v", *th.Value)
 		}
-		if th.Metric == bench.MetricConnectIncomplete && (!th.Passed || th.Value == nil || (th.Tags["group"] != "sidecars" && th.Tags["group"] != "mux")) {
+		if th.Metric == collect.MetricConnectIncomplete && (!th.Passed || th.Value == nil || (th.Tags["group"] != "sidecars" && th.Tags["group"] != "mux")) {
 			t.Errorf("implicit full-config check %+v, want it passed on groups sidecars and mux", th)
 		}
 	}
@@ -263,7 +264,7 @@ func TestDistributedRunCommands(t *testing.T) {
 	if err := summary.WriteFile(p, merged); err != nil {
 		t.Fatal(err)
 	}
-	if got := run(context.Background(), []string{"compare", p, p, "--allow-inconclusive"}); got != exitOK {
+	if got := runCLI(context.Background(), []string{"compare", p, p, "--allow-inconclusive"}); got != exitOK {
 		t.Errorf("compare of a merged summary with itself: exit %d", got)
 	}
 }
@@ -284,8 +285,8 @@ func TestMergeCommandExitCodes(t *testing.T) {
 				Segment: &summary.Segment{Index: i, Count: n}},
 			Results: summary.Results{Passed: true, Metrics: []summary.Metric{
 				summary.NewGauge(fakeenvoy.MetricConnected, summary.Default, connected, 0, connected, nil),
-				summary.NewGauge(bench.MetricConnectIncomplete, summary.Default, incomplete, 0, connected, map[string]string{"group": "sidecars"}),
-				summary.NewGauge(bench.MetricConnectIncomplete, summary.Default, 0, 0, 0, map[string]string{"group": "mux"}),
+				summary.NewGauge(collect.MetricConnectIncomplete, summary.Default, incomplete, 0, connected, map[string]string{"group": "sidecars"}),
+				summary.NewGauge(collect.MetricConnectIncomplete, summary.Default, 0, 0, 0, map[string]string{"group": "mux"}),
 			}}}
 	}
 	a, b := write("a.json", shard(0, 2, 3, 0)), write("b.json", shard(1, 2, 4, 0))
@@ -322,7 +323,7 @@ func TestMergeCommandExitCodes(t *testing.T) {
 		{"another scenario's shards", []string{"merge", elsewhere(0), elsewhere(1), "--scenario", pass}, exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := run(context.Background(), append(tc.args, "--quiet")); got != tc.want {
+			if got := runCLI(context.Background(), append(tc.args, "--quiet")); got != tc.want {
 				t.Errorf("xdslab %s: exit %d, want %d", strings.Join(tc.args, " "), got, tc.want)
 			}
 		})

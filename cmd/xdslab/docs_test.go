@@ -226,7 +226,7 @@ func TestDocCommands(t *testing.T) {
 				args[i+1] = filepath.Join(t.TempDir(), args[i+1])
 			}
 		}
-		if code := run(t.Context(), args); code != exitOK {
+		if code := runCLI(t.Context(), args); code != exitOK {
 			t.Errorf("%s: xdslab %s: exit %d, want 0", c.where, strings.Join(c.args, " "), code)
 		}
 		ran++

@@ -15,7 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -200,7 +201,7 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 		default:
 			return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --auth %q: use mtls or jwt", f.Auth)
 		}
-		if cfg.Groups[0].Auth, err = bench.ClientAuth(a, ""); err != nil {
+		if cfg.Groups[0].Auth, err = run.ClientAuth(a, ""); err != nil {
 			return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --auth: %w", err)
 		}
 	}
@@ -340,7 +341,7 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	}
 	// A fleet that never got its configuration measured nothing: every client must hold its
 	// first full config when the run ends, or the run fails (exit 99).
-	full, checks, passed := bench.FullConfigCheck([]string{f.Group}, fleet.GroupSizes(), fleet.Observer().FullConfigByGroup())
+	full, checks, passed := collect.FullConfigCheck([]string{f.Group}, fleet.GroupSizes(), fleet.Observer().FullConfigByGroup())
 	metrics = append(metrics, full...)
 	config, err := f.configJSON()
 	if err != nil {
@@ -360,10 +361,10 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	st := fleet.Observer().Stats()
 	fmt.Fprintf(out, "\nfleet: %d clients against %s for %s: %d reached a full config, %d connect failures, %d resend loops after NACK\n",
 		fleet.Size(), f.Target, ended.Sub(began).Round(time.Millisecond), st.FullConfig, st.ConnectFailuresTotal(), st.Total.ResendLoops)
-	if note := bench.ConnectFailureNote(st); note != "" {
+	if note := collect.ConnectFailureNote(st); note != "" {
 		fmt.Fprintf(out, "connect failures: %s\n", note)
 	}
-	if why := bench.IncompleteNote(fleet.Incomplete()); why != "" {
+	if why := collect.IncompleteNote(fleet.Incomplete()); why != "" {
 		fmt.Fprintf(out, "without a full config: %s\n", why)
 	}
 	fmt.Fprintln(out)

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/security"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -150,7 +150,7 @@ spec:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "fleet.json")
-			code := run(ctx, []string{"fleet", "--target", tc.target, "--clients", "3", "--ramp", "0", "--duration", tc.duration,
+			code := runCLI(ctx, []string{"fleet", "--target", tc.target, "--clients", "3", "--ramp", "0", "--duration", tc.duration,
 				"--progress", "off", "--summary", file})
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d", code, tc.code)
@@ -159,9 +159,9 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, ok := s.Results.Find(bench.MetricConnectIncomplete, map[string]string{"group": "fleet"})
+			m, ok := s.Results.Find(collect.MetricConnectIncomplete, map[string]string{"group": "fleet"})
 			if !ok || m.Values["value"] != tc.incomplete {
-				t.Errorf("%s{group=fleet} = %v (found %v), want %g", bench.MetricConnectIncomplete, m.Values, ok, tc.incomplete)
+				t.Errorf("%s{group=fleet} = %v (found %v), want %g", collect.MetricConnectIncomplete, m.Values, ok, tc.incomplete)
 			}
 			if len(s.Results.Thresholds) != 1 || s.Results.Thresholds[0].Passed != (tc.code == exitOK) || s.Results.Passed != (tc.code == exitOK) {
 				t.Errorf("thresholds %+v passed %v, want one verdict matching exit %d", s.Results.Thresholds, s.Results.Passed, tc.code)

@@ -9,7 +9,7 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
 )
@@ -44,7 +44,7 @@ func TestImportExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := simulator.New(bench.SimConfig(sc))
+	sim, err := simulator.New(run.SimConfig(sc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestImportBadDump(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: Service\nmetadata:\n  namespace: a\nspec: {ports: [{port: 80}]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code := run(t.Context(), []string{"import", bad}); code != exitUsage {
+	if code := runCLI(t.Context(), []string{"import", bad}); code != exitUsage {
 		t.Errorf("bad dump: exit %d, want %d", code, exitUsage)
 	}
 	var stdout, stderr bytes.Buffer
@@ -92,13 +92,13 @@ func TestImportBadDump(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), bad+":3: Service: Service without metadata.name; give it metadata.name") {
 		t.Errorf("error %v, want %s:3 and the fix", err, bad)
 	}
-	if code := run(t.Context(), []string{"import", filepath.Join(dir, "missing.yaml")}); code != exitUsage {
+	if code := runCLI(t.Context(), []string{"import", filepath.Join(dir, "missing.yaml")}); code != exitUsage {
 		t.Errorf("missing file: exit %d, want %d", code, exitUsage)
 	}
-	if code := run(t.Context(), []string{"import", dir, "--salt", "s"}); code != exitUsage {
+	if code := runCLI(t.Context(), []string{"import", dir, "--salt", "s"}); code != exitUsage {
 		t.Errorf("--salt without --anonymize: exit %d, want %d", code, exitUsage)
 	}
-	if code := run(t.Context(), []string{"import", "--name", "Bad_Name", "../../examples/import/dump"}); code != exitUsage {
+	if code := runCLI(t.Context(), []string{"import", "--name", "Bad_Name", "../../examples/import/dump"}); code != exitUsage {
 		t.Errorf("bad --name: exit %d, want %d", code, exitUsage)
 	}
 }

@@ -30,7 +30,7 @@ func TestRunInterrupted(t *testing.T) {
 	defer stop.Stop()
 	out := filepath.Join(dir, "out")
 	done := make(chan int)
-	go func() { done <- run(ctx, []string{"run", p, "--out", out, "--progress", "off"}) }()
+	go func() { done <- runCLI(ctx, []string{"run", p, "--out", out, "--progress", "off"}) }()
 	var code int
 	select {
 	case code = <-done:

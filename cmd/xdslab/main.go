@@ -48,7 +48,7 @@ func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	ctx, stop := interruptible(context.Background(), sigs, os.Stderr, func() { os.Exit(exitInterrupted) })
-	code := run(ctx, os.Args[1:])
+	code := runCLI(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
@@ -77,8 +77,8 @@ func interruptible(parent context.Context, sigs <-chan os.Signal, stderr io.Writ
 	return ctx, func() { close(done); cancel() }
 }
 
-// run executes the CLI with args and returns the process exit code.
-func run(ctx context.Context, args []string) int {
+// runCLI executes the CLI with args and returns the process exit code.
+func runCLI(ctx context.Context, args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

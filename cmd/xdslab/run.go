@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/report"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
@@ -154,7 +156,7 @@ func resolveSink(sc *scenarios.Scenario, f runFlags, changed func(string) bool) 
 }
 
 // kubeSink builds the Kubernetes clients of a kube sink and checks, before the fleet starts,
-// that the API server answers; the sink itself is built per run (bench closes it after each).
+// that the API server answers; the sink itself is built per run (run.Run closes it after each).
 func kubeSink(ctx context.Context, k kubeFlags, clean bool) (func() (simulator.Sink, error), error) {
 	kc, ic, err := k.clients("xdslab-run")
 	if err != nil {
@@ -171,33 +173,33 @@ func kubeSink(ctx context.Context, k kubeFlags, clean bool) (func() (simulator.S
 }
 
 // runOptions turns the flags into the runner's options, or a usage error naming the flag.
-func runOptions(f runFlags, sink runSink, stderr io.Writer) (bench.RunOptions, error) {
+func runOptions(f runFlags, sink runSink, stderr io.Writer) (run.Options, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return bench.RunOptions{}, fmt.Errorf("run: --log-level %q: use debug, info, warn or error", f.logLevel)
+		return run.Options{}, fmt.Errorf("run: --log-level %q: use debug, info, warn or error", f.logLevel)
 	}
 	if f.repeat < 1 {
-		return bench.RunOptions{}, fmt.Errorf("run: --repeat %d must be at least 1", f.repeat)
+		return run.Options{}, fmt.Errorf("run: --repeat %d must be at least 1", f.repeat)
 	}
 	if f.target != "" {
 		if _, _, err := net.SplitHostPort(f.target); err != nil {
-			return bench.RunOptions{}, fmt.Errorf("run: --target %q must be HOST:PORT: %v", f.target, err)
+			return run.Options{}, fmt.Errorf("run: --target %q must be HOST:PORT: %v", f.target, err)
 		}
 		if f.sinkDir == "" && sink.kind == scenarios.SinkDir {
-			return bench.RunOptions{}, errors.New("run: --target needs --sink-dir DIR: the directory of Istio YAML the control plane at the target watches (or --sink kube)")
+			return run.Options{}, errors.New("run: --target needs --sink-dir DIR: the directory of Istio YAML the control plane at the target watches (or --sink kube)")
 		}
 	} else if f.sinkDir != "" || f.targetMetrics != "" {
-		return bench.RunOptions{}, errors.New("run: --sink-dir and --target-metrics go with --target; without --target the control plane runs in-process")
+		return run.Options{}, errors.New("run: --sink-dir and --target-metrics go with --target; without --target the control plane runs in-process")
 	}
-	o := bench.RunOptions{
+	o := run.Options{
 		ToolVersion: toolVersion(),
 		Out:         f.out, Target: f.target, SinkDir: f.sinkDir, CleanSinkDir: f.clean, TargetMetrics: f.targetMetrics,
-		Repeat: f.repeat, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile, Harness: bench.DefaultHarnessLimits(),
+		Repeat: f.repeat, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile, Harness: collect.DefaultHarnessLimits(),
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	var err error
 	if o.Progress, o.ProgressTTY, err = progressMode("run", f.progress, stderr); err != nil {
-		return bench.RunOptions{}, err
+		return run.Options{}, err
 	}
 	return o, nil
 }
@@ -224,7 +226,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	}
 	if sink.kind == scenarios.SinkMCP {
 		// The simulator serves MCP on the scenario's sink.listen; in-process, the control
-		// plane reads it (bench), against --target that control plane must.
+		// plane reads it (bench/run), against --target that control plane must.
 		sc.Sink.Kind = scenarios.SinkMCP
 		if f.target != "" {
 			if f.sinkDir != "" {
@@ -256,7 +258,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	// The first Ctrl-C (or SIGTERM) ends the run early through Stop; what was measured is
 	// still collected and written, so the run itself must not see the cancellation.
 	opts.Stop = cmd.Context().Done()
-	s, err := bench.Run(context.WithoutCancel(cmd.Context()), sc, opts)
+	s, err := run.Run(context.WithoutCancel(cmd.Context()), sc, opts)
 	if s == nil {
 		if err != nil && cmd.Context().Err() != nil {
 			return withCode(exitInterrupted, fmt.Errorf("run: interrupted before anything was measured: %w", err))
@@ -265,10 +267,10 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 			return err
 		}
 	}
-	interrupted := errors.Is(err, bench.ErrInterrupted)
+	interrupted := errors.Is(err, run.ErrInterrupted)
 	fmt.Fprintf(out, "\n%s: done in %s\n\n", sc.Name, time.Since(started).Round(time.Millisecond))
 	if interrupted {
-		fmt.Fprintf(out, "INTERRUPTED: %s\n\n", bench.Interrupted(s))
+		fmt.Fprintf(out, "INTERRUPTED: %s\n\n", run.Interrupted(s))
 	}
 	if werr := catalog.WriteHeadline(out, s); werr != nil {
 		return werr
@@ -277,7 +279,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	if werr := summary.WriteText(out, s); werr != nil {
 		return werr
 	}
-	if lines := bench.HarnessLines(s); len(lines) > 0 {
+	if lines := report.HarnessLines(s); len(lines) > 0 {
 		fmt.Fprintln(out)
 		for _, l := range lines {
 			fmt.Fprintln(out, l)
@@ -292,7 +294,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	if why := s.Metadata.Labels["note.admission"]; why != "" {
 		fmt.Fprintf(out, "\nadmission: %s\n", why)
 	}
-	written := err == nil || interrupted || errors.Is(err, bench.ErrEndedEarly)
+	written := err == nil || interrupted || errors.Is(err, run.ErrEndedEarly)
 	switch {
 	case f.out == "":
 		fmt.Fprintln(out, "\nno --out given: nothing written; add --out DIR to keep summary.json, report.html and junit.xml")
@@ -304,7 +306,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 		fmt.Fprintf(out, "\nsummary.json, report.html and junit.xml written to %s\n", where)
 	}
 	if interrupted {
-		return withCode(exitInterrupted, fmt.Errorf("run: %s: %s", sc.Name, bench.Interrupted(s)))
+		return withCode(exitInterrupted, fmt.Errorf("run: %s: %s", sc.Name, run.Interrupted(s)))
 	}
 	if err != nil {
 		return err

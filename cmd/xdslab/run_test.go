@@ -71,7 +71,7 @@ func TestRunCommandExitCodes(t *testing.T) {
 			if tc.name == "bad progress" {
 				args = tc.args
 			}
-			if got := run(ctx, args); got != tc.want {
+			if got := runCLI(ctx, args); got != tc.want {
 				t.Fatalf("xdslab %s: exit %d, want %d", strings.Join(tc.args, " "), got, tc.want)
 			}
 			if !tc.out {
@@ -148,7 +148,7 @@ current-context: x
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if got := run(ctx, append(tc.args, "--progress", "off")); got != exitUsage {
+			if got := runCLI(ctx, append(tc.args, "--progress", "off")); got != exitUsage {
 				t.Fatalf("xdslab %s: exit %d, want %d", strings.Join(tc.args, " "), got, exitUsage)
 			}
 		})

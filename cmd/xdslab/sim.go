@@ -12,7 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/probe/stream"
@@ -120,7 +121,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	} else if f.pub.summary != "" || f.pub.startAt != "" || f.pub.startAtFile != "" {
 		return usageErr(errors.New("sim: --summary, --start-at and --start-at-file need --publish"))
 	}
-	sim, err := simulator.New(bench.SimConfig(sc))
+	sim, err := simulator.New(run.SimConfig(sc))
 	if err != nil {
 		return usageErr(fmt.Errorf("sim: scenario %s: %w", scenario, err))
 	}
@@ -318,7 +319,7 @@ func runPublishedSim(ctx context.Context, out io.Writer, sc *scenarios.Scenario,
 	}
 	defer stop()
 	fmt.Fprintf(out, "sim: %s: writing the initial topology to %s, then waiting for %d shard(s)\n", sc.Name, where, f.pub.shards)
-	s, err := bench.RunPublished(ctx, sc, bench.PublishOptions{Sink: sink, Publisher: pub, StartAt: startAt,
+	s, err := run.RunPublished(ctx, sc, run.PublishOptions{Sink: sink, Publisher: pub, StartAt: startAt,
 		ShardWait: f.pub.shardWait, Recorders: recorders, Metrics: metrics, Progress: out})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -326,8 +327,8 @@ func runPublishedSim(ctx context.Context, out io.Writer, sc *scenarios.Scenario,
 		}
 		return err
 	}
-	ev, _ := s.Results.Find(bench.MetricSimEvents, nil)
-	to, _ := s.Results.Find(bench.MetricBarrierTimeouts, nil)
+	ev, _ := s.Results.Find(collect.MetricSimEvents, nil)
+	to, _ := s.Results.Find(collect.MetricBarrierTimeouts, nil)
 	fmt.Fprintf(out, "sim: done: %v events applied%s, %v held past the ack timeout by some shard\n", ev.Values["count"], files(), to.Values["count"])
 	if f.pub.summary != "" {
 		if err := summary.WriteFile(f.pub.summary, s); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/xdslab/xdslab/bench"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
@@ -81,7 +81,7 @@ churn:
 `))
 	require.NoError(t, err)
 	for _, wes := range []bool{false, true} {
-		cfg := bench.SimConfig(sc)
+		cfg := run.SimConfig(sc)
 		cfg.Topology.WorkloadEntries = wes
 		sim, err := simulator.New(cfg)
 		require.NoError(t, err)

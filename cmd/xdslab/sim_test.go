@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/xdslab/xdslab/bench"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -32,7 +32,7 @@ churn:
 	sink := filepath.Join(dir, "out")
 	events := filepath.Join(dir, "events.jsonl")
 	ctx := context.Background()
-	require.Equal(t, exitOK, run(ctx, []string{"sim", scenario, "--sink-dir", sink, "--events", events, "--fast", "--progress", "0"}))
+	require.Equal(t, exitOK, runCLI(ctx, []string{"sim", scenario, "--sink-dir", sink, "--events", events, "--fast", "--progress", "0"}))
 	ents, err := os.ReadDir(sink)
 	require.NoError(t, err)
 	require.NotEmpty(t, ents)
@@ -46,14 +46,14 @@ churn:
 	// The trace replays through a scenario.
 	replay := filepath.Join(dir, "replay.yaml")
 	require.NoError(t, os.WriteFile(replay, []byte("name: replay\nseed: 9\nduration: 5s\ntopology: {services: 20, namespaces: 2, workloadEntries: true}\nchurn:\n  - {kind: replay, file: events.jsonl}\n"), 0o644))
-	require.Equal(t, exitOK, run(ctx, []string{"sim", replay, "--sink-dir", filepath.Join(dir, "out2"), "--fast", "--progress", "0"}))
+	require.Equal(t, exitOK, runCLI(ctx, []string{"sim", replay, "--sink-dir", filepath.Join(dir, "out2"), "--fast", "--progress", "0"}))
 
 	// Bad input exits 2.
-	require.Equal(t, exitUsage, run(ctx, []string{"sim", scenario, "--sink-dir", sink, "--fast"}), "non-empty dir without --clean")
-	require.Equal(t, exitOK, run(ctx, []string{"sim", scenario, "--sink-dir", sink, "--fast", "--clean", "--progress", "0"}))
-	require.Equal(t, exitUsage, run(ctx, []string{"sim", scenario}), "no --sink-dir")
-	require.Equal(t, exitUsage, run(ctx, []string{"sim", filepath.Join(dir, "missing.yaml"), "--sink-dir", sink}))
-	require.Equal(t, exitUsage, run(ctx, []string{"sim", scenario, "--sink-dir", sink, "--clean", "--events", filepath.Join(dir, "no", "such", "dir.jsonl")}))
+	require.Equal(t, exitUsage, runCLI(ctx, []string{"sim", scenario, "--sink-dir", sink, "--fast"}), "non-empty dir without --clean")
+	require.Equal(t, exitOK, runCLI(ctx, []string{"sim", scenario, "--sink-dir", sink, "--fast", "--clean", "--progress", "0"}))
+	require.Equal(t, exitUsage, runCLI(ctx, []string{"sim", scenario}), "no --sink-dir")
+	require.Equal(t, exitUsage, runCLI(ctx, []string{"sim", filepath.Join(dir, "missing.yaml"), "--sink-dir", sink}))
+	require.Equal(t, exitUsage, runCLI(ctx, []string{"sim", scenario, "--sink-dir", sink, "--clean", "--events", filepath.Join(dir, "no", "such", "dir.jsonl")}))
 }
 
 // The YAML sink's output is accepted by our file config source's decoder with no error, after
@@ -81,7 +81,7 @@ churn:
 		wes, scoped, grouping bool
 	}{{"inline", false, false, false}, {"workloadentries-scoped-grouped", true, true, true}} {
 		t.Run(mode.name, func(t *testing.T) {
-			cfg := bench.SimConfig(sc)
+			cfg := run.SimConfig(sc)
 			cfg.Topology.WorkloadEntries, cfg.Topology.SidecarScoping = mode.wes, mode.scoped
 			sim, err := simulator.New(cfg)
 			require.NoError(t, err)
@@ -121,7 +121,7 @@ churn:
 // serves the mesh over MCP.
 func TestSimMCPSink(t *testing.T) {
 	ctx := context.Background()
-	require.Equal(t, exitUsage, run(ctx, []string{"sim", "quickstart", "--sink", "mcp"}))
-	require.Equal(t, exitUsage, run(ctx, []string{"sim", "quickstart", "--sink-dir", t.TempDir(), "--listen", "127.0.0.1:0"}))
-	require.Equal(t, exitOK, run(ctx, []string{"sim", "quickstart", "--sink", "mcp", "--listen", "127.0.0.1:0", "--fast", "--progress", "0"}))
+	require.Equal(t, exitUsage, runCLI(ctx, []string{"sim", "quickstart", "--sink", "mcp"}))
+	require.Equal(t, exitUsage, runCLI(ctx, []string{"sim", "quickstart", "--sink-dir", t.TempDir(), "--listen", "127.0.0.1:0"}))
+	require.Equal(t, exitOK, runCLI(ctx, []string{"sim", "quickstart", "--sink", "mcp", "--listen", "127.0.0.1:0", "--fast", "--progress", "0"}))
 }

@@ -11,7 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/run"
+	"github.com/xdslab/xdslab/bench/tune"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -87,7 +88,7 @@ others, so the frontier and the recommendation include it.`,
 	fl.StringArrayVar(&f.params, "param", nil, "swept setting NAME=V1,V2,… (repeatable; the grid is their product)")
 	fl.IntVar(&f.repeats, "repeats", 1, "runs per grid point (figures are medians over them)")
 	fl.StringVar(&f.out, "out", "", "directory for the table, the plot and every run's outputs (default tune-SCENARIO)")
-	fl.StringVar(&f.cost, "cost", string(bench.CostPushCycles), "cost axis of the frontier: push-cycles or cpu")
+	fl.StringVar(&f.cost, "cost", string(tune.CostPushCycles), "cost axis of the frontier: push-cycles or cpu")
 	fl.BoolVar(&f.estimateOnly, "estimate-only", false, "only the fast estimate: no runs")
 	fl.StringVar(&f.logLevel, "log-level", "error", "log level of the runs on stderr: debug, info, warn or error")
 	fl.BoolVar(&f.cpuSplit, "cpu-split", true, "split CPU between control plane and harness (needed for --cost cpu)")
@@ -111,10 +112,10 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usageErr(fmt.Errorf("tune: --log-level %q: use debug, info, warn or error", f.logLevel))
 	}
-	opts := bench.TuneOptions{Repeats: f.repeats, Cost: bench.Cost(f.cost), EstimateOnly: f.estimateOnly,
+	opts := tune.Options{Repeats: f.repeats, Cost: tune.Cost(f.cost), EstimateOnly: f.estimateOnly,
 		Search: f.search, Interleave: f.interleave, Progress: cmd.ErrOrStderr()}
 	for _, p := range f.params {
-		pp, err := bench.ParseParam(p)
+		pp, err := tune.ParseParam(p)
 		if err != nil {
 			return usageErr(fmt.Errorf("tune: %w", err))
 		}
@@ -130,7 +131,7 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 		abs, _ := filepath.Abs(out)
 		fmt.Fprintf(cmd.ErrOrStderr(), "tune: every run's outputs go to %s/point-N/run-K, the table and plots to %s (--out to choose)\n", abs, abs)
 	}
-	res, err := bench.Tune(cmd.Context(), sc, opts)
+	res, err := tune.Tune(cmd.Context(), sc, opts)
 	interrupted := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if err != nil && !(interrupted && res != nil) {
 		if interrupted {
@@ -139,25 +140,25 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 		return usageErr(err)
 	}
 	// An interrupted tune still writes the table of the runs that finished, marked as such.
-	if err := bench.WriteTuneText(cmd.OutOrStdout(), res); err != nil {
+	if err := tune.WriteText(cmd.OutOrStdout(), res); err != nil {
 		return err
 	}
-	if err := bench.WriteTuneFiles(out, res); err != nil {
+	if err := tune.WriteFiles(out, res); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "\n%s, %s, %s, %s and %s written to %s\n", bench.TuneCSVFile, bench.TuneJSONFile,
-		bench.TuneTextFile, bench.TunePNGFile, bench.TuneSVGFile, out)
+	fmt.Fprintf(cmd.OutOrStdout(), "\n%s, %s, %s, %s and %s written to %s\n", tune.CSVFile, tune.JSONFile,
+		tune.TextFile, tune.PNGFile, tune.SVGFile, out)
 	if interrupted {
 		return withCode(exitInterrupted, fmt.Errorf("tune: %s: the table covers the runs that finished (exit %d)", res.Interrupted, exitInterrupted))
 	}
 	return nil
 }
 
-// tuneRunner runs one repeat in-process with bench.Run, its outputs in out/point-N/run-K.
-func tuneRunner(out string, logger *slog.Logger, cpuSplit bool) bench.TuneRunFunc {
-	return func(ctx context.Context, sc *scenarios.Scenario, info bench.TuneRunInfo) (*summary.Summary, error) {
+// tuneRunner runs one repeat in-process with run.Run, its outputs in out/point-N/run-K.
+func tuneRunner(out string, logger *slog.Logger, cpuSplit bool) tune.RunFunc {
+	return func(ctx context.Context, sc *scenarios.Scenario, info tune.RunInfo) (*summary.Summary, error) {
 		dir := filepath.Join(out, fmt.Sprintf("point-%d", info.Point), fmt.Sprintf("run-%d", info.Repeat))
-		return bench.Run(ctx, sc, bench.RunOptions{Out: dir, Logger: logger, CPUProfile: cpuSplit,
+		return run.Run(ctx, sc, run.Options{Out: dir, Logger: logger, CPUProfile: cpuSplit,
 			Progress: io.Discard})
 	}
 }

@@ -104,13 +104,13 @@ spec:
 	// The whole CLI: exit codes as the shell sees them.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if got := run(ctx, []string{"validate", bad}); got != exitUsage {
+	if got := runCLI(ctx, []string{"validate", bad}); got != exitUsage {
 		t.Errorf("xdslab validate %s: exit %d, want %d", bad, got, exitUsage)
 	}
-	if got := run(ctx, []string{"validate", "--istio", filepath.Dir(good)}); got != exitOK {
+	if got := runCLI(ctx, []string{"validate", "--istio", filepath.Dir(good)}); got != exitOK {
 		t.Errorf("xdslab validate --istio %s: exit %d, want 0", filepath.Dir(good), got)
 	}
-	if got := run(ctx, []string{"validate", "../../examples/mesh"}); got != exitOK {
+	if got := runCLI(ctx, []string{"validate", "../../examples/mesh"}); got != exitOK {
 		t.Errorf("the shipped example mesh does not validate: exit %d", got)
 	}
 }

@@ -44,7 +44,7 @@ func TestWriteVersion(t *testing.T) {
 // TestVersionCommand runs 'xdslab version' on this test binary's own build information.
 func TestVersionCommand(t *testing.T) {
 	out := captureStdout(t, func() {
-		if code := run(t.Context(), []string{"version"}); code != exitOK {
+		if code := runCLI(t.Context(), []string{"version"}); code != exitOK {
 			t.Fatalf("exit %d", code)
 		}
 	})

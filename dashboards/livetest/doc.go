@@ -1,5 +1,5 @@
 // Package livetest checks the dashboards and rules against a real Prometheus server (Debian's
-// prometheus binary) scraping a real run: bench.Run with the in-process control plane and a
+// prometheus binary) scraping a real run: run.Run with the in-process control plane and a
 // small fleet, its live /metrics scraped every second. Every query of every panel, every
 // dashboard variable and every recording rule must return data, except the queries listed in
 // exclusions with the reason they cannot in a short run.

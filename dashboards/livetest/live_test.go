@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/dashboards"
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -311,7 +311,7 @@ func TestEveryPanelQueryReturnsData(t *testing.T) {
 	progress := &addrCatcher{addr: make(chan string, 1)}
 	runDone := make(chan error, 1)
 	go func() {
-		_, err := bench.Run(ctx, sc, bench.RunOptions{MetricsAddr: "127.0.0.1:0", Progress: progress, ProgressInterval: time.Second})
+		_, err := run.Run(ctx, sc, run.Options{MetricsAddr: "127.0.0.1:0", Progress: progress, ProgressInterval: time.Second})
 		runDone <- err
 	}()
 	var metricsAddr string

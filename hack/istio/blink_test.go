@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
@@ -135,7 +135,7 @@ func TestBlinkingDirectory(t *testing.T) {
 					t.Cleanup(func() { cancel(); srv.Stop() })
 					addr, metricsAddr = srv.GRPCAddr(), srv.MetricsAddr()
 				}
-				cfg, err := bench.FleetConfig(sc, addr)
+				cfg, err := run.FleetConfig(sc, addr)
 				if err != nil {
 					t.Fatal(err)
 				}

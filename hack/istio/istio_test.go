@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -141,7 +142,7 @@ func shrink(sc *scenarios.Scenario) {
 // simulator that made it.
 func writeInitialMesh(t *testing.T, sc *scenarios.Scenario, dir string) *simulator.Simulator {
 	t.Helper()
-	sim, err := simulator.New(bench.SimConfig(sc))
+	sim, err := simulator.New(run.SimConfig(sc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,11 +168,11 @@ func fullConfigOnIstio(t *testing.T, sc *scenarios.Scenario) *secretHooks {
 		t.Fatal(err)
 	}
 
-	cfg, err := bench.FleetConfig(sc, srv.Addr)
+	cfg, err := run.FleetConfig(sc, srv.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bench.FillGRPCTargets(&cfg, sim.Initial())
+	run.FillGRPCTargets(&cfg, sim.Initial())
 	hooks := &secretHooks{}
 	cfg.Hooks = hooks
 	fleet, err := fakeenvoy.NewFleet(cfg)
@@ -222,7 +223,7 @@ func TestRunOnIstio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := bench.Run(context.Background(), sc, bench.RunOptions{Target: srv.Addr, SinkDir: dir, TargetMetrics: srv.MetricsAddr})
+	s, err := run.Run(context.Background(), sc, run.Options{Target: srv.Addr, SinkDir: dir, TargetMetrics: srv.MetricsAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,9 +240,9 @@ func TestRunOnIstio(t *testing.T) {
 	}
 	full := val(fakeenvoy.MetricFullConfigClients, "value", nil)
 	t.Logf("full config %v/%v; time to first config p50 %.3fs p99 %.3fs; push latency p50 %.3fs p99 %.3fs; events %v, missed %v; NACKs %v",
-		full, clients, val(bench.MetricTimeToFirstConfig, "p(50)", nil), val(bench.MetricTimeToFirstConfig, "p(99)", nil),
+		full, clients, val(fakeenvoy.MetricTimeToFirstConfig, "p(50)", nil), val(fakeenvoy.MetricTimeToFirstConfig, "p(99)", nil),
 		val("xdslab_push_latency_seconds", "p(50)", nil), val("xdslab_push_latency_seconds", "p(99)", nil),
-		val(bench.MetricSimEvents, "count", nil), val(bench.MetricEventsMissed, "count", nil), val("xdslab_fleet_nacks_total", "count", nil))
+		val(collect.MetricSimEvents, "count", nil), val(collect.MetricEventsMissed, "count", nil), val("xdslab_fleet_nacks_total", "count", nil))
 	for _, th := range s.Results.Thresholds {
 		if !th.Passed {
 			t.Errorf("threshold failed: %s%s %s (value %v)", th.Metric, summary.TagString(th.Tags), th.Expression, th.Value)
@@ -250,7 +251,7 @@ func TestRunOnIstio(t *testing.T) {
 	if full != clients {
 		t.Errorf("%v of %v clients reached full config", full, clients)
 	}
-	if val(bench.MetricSimEvents, "count", nil) <= 0 {
+	if val(collect.MetricSimEvents, "count", nil) <= 0 {
 		t.Error("the simulator applied no event")
 	}
 	// Per-event records, as an in-process run writes them: t0, reach and convergence.

@@ -21,7 +21,8 @@ import (
 	"istio.io/istio/pkg/config/schema/gvk"
 	istiotest "istio.io/istio/pkg/test"
 
-	"github.com/xdslab/xdslab/bench"
+	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	xmodel "github.com/xdslab/xdslab/controlplane/model"
@@ -107,7 +108,7 @@ func sameObjects(got map[string]proto.Message, want []xmodel.Config) string {
 // exactly the objects the simulator wrote, after the initial mesh and after all the churn.
 func TestIstioMCPClientReadsSimulator(t *testing.T) {
 	sc := scenarioFrom(t, mcpMesh)
-	sim, err := simulator.New(bench.SimConfig(sc))
+	sim, err := simulator.New(run.SimConfig(sc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestIstioMCPClientReadsSimulator(t *testing.T) {
 func TestOurControlPlaneReadsIstioAPIGenerator(t *testing.T) {
 	istiotest.SetForTest(t, &features.EnableXDSAPIGeneratorAuth, false)
 	sc := scenarioFrom(t, mcpMesh)
-	sim, err := simulator.New(bench.SimConfig(sc))
+	sim, err := simulator.New(run.SimConfig(sc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func TestRunOnIstioOverMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := bench.Run(context.Background(), sc, bench.RunOptions{Target: srv.Addr, Sink: sink, TargetMetrics: srv.MetricsAddr})
+	s, err := run.Run(context.Background(), sc, run.Options{Target: srv.Addr, Sink: sink, TargetMetrics: srv.MetricsAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,13 +258,13 @@ func TestRunOnIstioOverMCP(t *testing.T) {
 	}
 	t.Logf("Istio over MCP: push latency p50 %.3fs p99 %.3fs; events %v, missed %v",
 		val("xdslab_push_latency_seconds", "p(50)"), val("xdslab_push_latency_seconds", "p(99)"),
-		val(bench.MetricSimEvents, "count"), val(bench.MetricEventsMissed, "count"))
+		val(collect.MetricSimEvents, "count"), val(collect.MetricEventsMissed, "count"))
 	for _, th := range s.Results.Thresholds {
 		if !th.Passed {
 			t.Errorf("threshold failed: %s%s %s (value %v)", th.Metric, summary.TagString(th.Tags), th.Expression, th.Value)
 		}
 	}
-	if val(bench.MetricSimEvents, "count") <= 0 {
+	if val(collect.MetricSimEvents, "count") <= 0 {
 		t.Error("the simulator applied no event")
 	}
 }

@@ -17,8 +17,7 @@ import (
 //   - change → in effect is xdslab_push_latency_seconds (received and, for a cluster or
 //     listener, warmed: what a request through the proxy sees); xdslab_push_received_latency_seconds
 //     (receipt only) equals it when nothing warms.
-//   - time to full config is xdslab_time_to_first_config_seconds; the fleet's
-//     xdslab_fleet_time_to_first_config_seconds is the same histogram under the fleet's name.
+//   - time to full config is xdslab_time_to_first_config_seconds.
 //   - events per push is xdslab_debounce_events_per_push (inbound events ÷ push cycles, exact);
 //     xdslab_cp_debounce_events_per_push is the control plane's histogram of it, known only
 //     as buckets.

@@ -1,0 +1,116 @@
+package collect
+
+import (
+	"sort"
+
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+// FullConfigCheck is the full-config check of a fleet run without a scenario or connect phase
+// ('xdslab fleet'): xdslab_connect_incomplete_clients of the groups as the run ends (sizes and
+// full by group, as ConnectIncomplete takes them), one verdict per group (value==0), and
+// whether all passed.
+func FullConfigCheck(groups []string, sizes map[string]int, full map[string]uint64) ([]summary.Metric, []summary.Threshold, bool) {
+	ms := connectIncomplete(groups, sizes, full)
+	res := summary.Results{Metrics: ms}
+	th := scenarios.Threshold{Source: "value==0", Agg: "value", Op: "==", Value: 0}
+	var out []summary.Threshold
+	passed := true
+	for _, g := range groups {
+		t := evalThreshold(res, MetricConnectIncomplete+"{group:"+g+"}", th)
+		t.Description = "implicit: every client of group " + g + " holds its first full config by the end of the run"
+		passed = passed && t.Passed
+		out = append(out, t)
+	}
+	return ms, out, passed
+}
+
+// EvaluateThresholds evaluates the scenario's thresholds against the metrics: one verdict per
+// expression, then one per implicit threshold (Scenario.ImplicitThresholds: every client group
+// reaches its full config within the connect timeout unless it says requireFullConfig: false).
+// A threshold naming a metric (or tags) the run did not produce fails, with no value: a gate
+// must not pass on a figure nobody measured. A value known only as a bucket bound (a trend read
+// from a control plane's Prometheus histogram) passes only when the bound proves the
+// expression, fails when it proves the opposite, and is otherwise inconclusive, which fails
+// too; Reason says which.
+func EvaluateThresholds(sc *scenarios.Scenario, res summary.Results) ([]summary.Threshold, bool) {
+	keys := make([]string, 0, len(sc.Thresholds))
+	for k := range sc.Thresholds {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	passed := true
+	var out []summary.Threshold
+	for _, key := range keys {
+		for _, th := range sc.Thresholds[key] {
+			t := evalThreshold(res, key, th)
+			passed = passed && t.Passed
+			out = append(out, t)
+		}
+	}
+	for _, it := range sc.ImplicitThresholds() {
+		t := evalThreshold(res, it.Key, it.Threshold)
+		t.Description = it.Description
+		passed = passed && t.Passed
+		out = append(out, t)
+	}
+	return out, passed
+}
+
+// evalThreshold evaluates th on the metric key selects (failed, with no value, when the run did
+// not produce it).
+func evalThreshold(res summary.Results, key string, th scenarios.Threshold) summary.Threshold {
+	name, tags := scenarios.MetricName(key), scenarios.MetricTags(key)
+	m, found := res.Find(name, tags)
+	return evaluateThreshold(th, name, tags, m, found)
+}
+
+// evaluateThreshold is one expression's verdict on metric m (found: the run produced it).
+func evaluateThreshold(th scenarios.Threshold, name string, tags map[string]string, m summary.Metric, found bool) summary.Threshold {
+	t := summary.Threshold{Metric: name, Tags: tags, Expression: th.Source}
+	key := th.Key()
+	if !found {
+		t.Reason = "the run did not produce " + name + summary.TagString(tags)
+		return t
+	}
+	if m.NoData() && m.Buckets == nil {
+		t.Reason = "no data: " + name + summary.TagString(tags) + " observed nothing in the run (nothing measured is not 0)"
+		return t
+	}
+	if b, ok := m.Bounded(key); ok {
+		bd := b
+		t.Bound = &bd
+		v, err := th.EvalBound(b.Lower(), b.Upper())
+		where := key + " " + summary.FormatBound(m.Contains, b)
+		switch {
+		case err != nil:
+			t.Reason = err.Error()
+		case v == scenarios.Pass:
+			t.Passed = true
+			t.Reason = where + ": the bucket bound proves it"
+		case v == scenarios.Fail:
+			t.Reason = where + ": the bucket bound disproves it"
+		default:
+			t.Inconclusive = true
+			t.Reason = "inconclusive: " + where + " is a bucket bound that neither proves nor disproves it"
+		}
+		return t
+	}
+	if v, ok := m.Values[key]; ok {
+		t.Value = &v
+	}
+	ok, err := th.Eval(m.Values)
+	t.Passed = ok && err == nil
+	switch {
+	case err == nil:
+	case m.Buckets != nil && m.Buckets.Count == 0:
+		t.Reason = "no data: the histogram observed nothing in the run"
+		if src := m.Buckets.Source; src != "" {
+			t.Reason = "no data: " + src + " observed nothing in the run"
+		}
+	default:
+		t.Reason = err.Error()
+	}
+	return t
+}

@@ -1,0 +1,82 @@
+package run
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+// TestFleetConfigStreamsPerConnection: each scenario group's streamsPerConnection reaches its
+// fleet group, so a group shares connections among its own clients only, in the whole fleet
+// and in each shard of a distributed run (RunShard builds its fleet the same way).
+func TestFleetConfigStreamsPerConnection(t *testing.T) {
+	sc := loadScenario(t, `
+name: spc
+clients:
+  - {name: mux, count: 250, streamsPerConnection: 100}
+  - {name: solo, count: 7}
+`)
+	tests := []struct {
+		name    string
+		segment fakeenvoy.Segment
+		clients int
+		conns   int
+	}{
+		{"whole fleet", fakeenvoy.Segment{}, 257, 3 + 7},
+		{"shard 0 of 2", fakeenvoy.Segment{Index: 0, Count: 2}, 125 + 4, 2 + 4}, // mux 0,2,..,248; solo 250,252,254,256
+		{"shard 1 of 2", fakeenvoy.Segment{Index: 1, Count: 2}, 125 + 3, 2 + 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := FleetConfig(sc, "127.0.0.1:1")
+			require.NoError(t, err)
+			require.Equal(t, 100, cfg.Groups[0].StreamsPerConn)
+			require.Equal(t, 1, cfg.Groups[1].StreamsPerConn)
+			cfg.Segment = tc.segment
+			f, err := fakeenvoy.NewFleet(cfg)
+			require.NoError(t, err)
+			defer f.Stop()
+			require.Equal(t, tc.clients, f.Size())
+			require.Equal(t, tc.conns, f.Connections())
+		})
+	}
+	require.Equal(t, 3+7, sc.Connections())
+}
+
+// TestSimConfigMesh: an explicit mesh (xdslab import's example) reaches the simulator whole:
+// services with their ports and endpoint groups, and the Istio objects decoded.
+func TestSimConfigMesh(t *testing.T) {
+	sc, err := scenarios.Load("../../examples/import/imported.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := SimConfig(sc).Topology.Mesh
+	if m == nil || len(m.Services) != 11 || len(m.Config) != 9 {
+		t.Fatalf("mesh: %+v", m)
+	}
+	eps := 0
+	for _, s := range m.Services {
+		for _, g := range s.Endpoints {
+			eps += g.Count
+		}
+	}
+	fe := m.Services[4]
+	if eps != 23 || fe.Name != "frontend" || fe.Ports[0].Number != 80 || fe.Ports[0].TargetPort != 8080 || fe.Ports[0].Protocol != "HTTP" {
+		t.Errorf("%d endpoints, frontend %+v", eps, fe)
+	}
+	if SimConfig(scenariosQuickstart(t)).Topology.Mesh != nil {
+		t.Error("a synthetic scenario got a mesh")
+	}
+}
+
+func scenariosQuickstart(t *testing.T) *scenarios.Scenario {
+	t.Helper()
+	s, err := scenarios.Builtin("quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

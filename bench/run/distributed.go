@@ -1,0 +1,430 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/probe"
+	"github.com/xdslab/xdslab/probe/stream"
+	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/simulator"
+)
+
+// ShardOptions configure RunShard: one fleet shard of a distributed run (docs/distributed.md).
+type ShardOptions struct {
+	// Target is the ADS server (host:port).
+	Target string
+	// Segment is this shard (Count 0 or 1: the whole fleet).
+	Segment fakeenvoy.Segment
+	// StartAt is the shared start on the simulator's clock (zero: at once); the shard's
+	// clients start ramping then.
+	StartAt time.Time
+	// Probes is the simulator's publisher (http://host:port); empty runs without probes for
+	// the scenario's duration. With it the shard measures its clock offset, subscribes before
+	// starting, reports ready after the connect phase and measures until the simulator's end.
+	Probes string
+	// HTTP is the client for Probes (nil: a default one).
+	HTTP *http.Client
+	// ClockSamples is the number of round trips of the clock measurement (default 8).
+	ClockSamples int
+	// Retry is the pause between attempts to reach the simulator (default 500ms).
+	Retry       time.Duration
+	Logger      *slog.Logger
+	ToolVersion string
+	// Progress receives one line per phase (nil: none).
+	Progress io.Writer
+}
+
+// RunShard runs the scenario's clients of one segment against the target, as one shard of a
+// distributed run, and returns its summary for Merge: the fleet's metrics, the per-event
+// records, its phases, segment, start time and clock offset. It evaluates no threshold: a
+// shard sees part of the fleet, so the scenario is gated once, on the merged summary.
+func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*summary.Summary, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("shard: scenario %s: %w", sc.Name, err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.HTTP == nil {
+		opts.HTTP = &http.Client{}
+	}
+	if opts.Retry <= 0 {
+		opts.Retry = 500 * time.Millisecond
+	}
+	say := func(format string, args ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "fleet %s: "+format+"\n", append([]any{segName(opts.Segment)}, args...)...)
+		}
+	}
+	sim, err := simulator.New(SimConfig(sc))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	fcfg, err := FleetConfig(sc, opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	fcfg.Segment = opts.Segment
+	FillGRPCTargets(&fcfg, sim.Initial())
+	fleet, err := fakeenvoy.NewFleet(fcfg)
+	if err != nil {
+		return nil, err
+	}
+	defer fleet.Stop()
+
+	began := time.Now()
+	usage0 := collect.ReadUsage()
+	var phases []summary.Phase
+	phase := func(name string, start time.Time) {
+		phases = append(phases, summary.Phase{Name: name, Start: start, End: time.Now()})
+	}
+
+	// Reach the simulator: clock offset, then the subscription.
+	var (
+		clock *summary.Clock
+		off   stream.Offset
+		st    *stream.Stream
+		scfg  stream.SubscriberConfig
+	)
+	if opts.Probes != "" {
+		base, err := stream.ParseBase(opts.Probes)
+		if err != nil {
+			return nil, fmt.Errorf("--probes %w", err)
+		}
+		t := time.Now()
+		for {
+			off, err = stream.MeasureClock(ctx, opts.HTTP, base, max(opts.ClockSamples, 8), nil)
+			if err == nil {
+				break
+			}
+			log.Info("waiting for the simulator", "url", base, "err", err)
+			if err := sleepCtx(ctx, opts.Retry); err != nil {
+				return nil, err
+			}
+		}
+		clock = &summary.Clock{Reference: base + "/time", OffsetSeconds: off.Offset.Seconds(), UncertaintySeconds: off.Uncertainty.Seconds(), Samples: off.Samples}
+		say("clock offset from the simulator %v ± %v", off.Offset, off.Uncertainty)
+		scfg = stream.SubscriberConfig{Base: base, Shard: max(opts.Segment.Index, 0), Client: opts.HTTP, Clock: off}
+		for {
+			st, err = stream.Dial(ctx, scfg)
+			if err == nil {
+				break
+			}
+			var se *stream.StatusError
+			if errors.As(err, &se) && !se.Retryable() {
+				return nil, fmt.Errorf("subscribe to %s: %w", base, err)
+			}
+			log.Info("waiting for the simulator's probe stream", "err", err)
+			if err := sleepCtx(ctx, opts.Retry); err != nil {
+				return nil, err
+			}
+		}
+		defer st.Close()
+		phase("subscribe", t)
+		say("subscribed to %s", base)
+	}
+
+	// The shared start.
+	if !opts.StartAt.IsZero() {
+		t := time.Now()
+		local := off.ToLocal(opts.StartAt)
+		if d := time.Until(local); d > 0 {
+			say("waiting %v for the start at %s", d.Round(time.Millisecond), opts.StartAt.Format(time.RFC3339Nano))
+			if err := sleepCtx(ctx, d); err != nil {
+				return nil, err
+			}
+		} else {
+			log.Warn("the start time has passed: starting at once", "startAt", opts.StartAt, "late", -d)
+		}
+		phase("wait", t)
+	}
+
+	// Connect.
+	t := time.Now()
+	if err := fleet.Start(ctx); err != nil {
+		return nil, err
+	}
+	timeout := phaseTimeout(sc.Phases.Connect.Timeout, time.Minute)
+	notes := map[string]string{}
+	err = waitFull(ctx, fleet, timeout)
+	connectFull := fleet.Observer().FullConfigByGroup()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		notes["connect"] = err.Error()
+	}
+	phase("connect", t)
+	say("%d/%d clients hold a full config", fleet.Progress().FullConfig, fleet.Size())
+
+	// Measure: until the simulator's end, or for the scenario's duration.
+	h := &shardHandler{fleet: fleet, log: log, handles: map[uint64]*fakeenvoy.Expected{}}
+	t = time.Now()
+	if st != nil {
+		if err := stream.Ready(ctx, scfg); err != nil {
+			return nil, fmt.Errorf("report ready to %s: %w", scfg.Base, err)
+		}
+		if err := st.Run(ctx, h); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			notes["probes"] = err.Error()
+			log.Warn("probe stream", "err", err)
+		}
+		if m := h.measureAt(); !m.IsZero() {
+			t = m
+		}
+	} else if err := sleepCtx(ctx, sc.Duration.D()); err != nil {
+		return nil, err
+	}
+	phase("measure", t)
+
+	// Drain.
+	t = time.Now()
+	dctx, cancel := context.WithTimeout(ctx, phaseTimeout(sc.Phases.Drain.Timeout, 10*time.Second))
+	left, _ := fleet.Matcher().Drain(dctx, 10*time.Millisecond)
+	cancel()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if left > 0 {
+		notes["drain"] = fmt.Sprintf("%d observations still outstanding after the drain timeout", left)
+	}
+	phase("drain", t)
+	fleet.Stop()
+	ended := time.Now()
+	if note := collect.ConnectFailureNote(fleet.Observer().Stats()); note != "" {
+		say("connect failures: %s", note)
+		notes["connect failures"] = note
+	}
+
+	return collect.Shard(collect.ShardInput{Scenario: sc, ToolVersion: opts.ToolVersion, Target: opts.Target,
+		Segment: opts.Segment, StartAt: opts.StartAt, Clock: clock, Probes: scfg.Base,
+		Began: began, Ended: ended, Fleet: fleet, ConnectFull: connectFull,
+		UsageStart: usage0, UsageEnd: collect.ReadUsage(), Phases: phases, Notes: notes})
+}
+
+func segName(s fakeenvoy.Segment) string {
+	if s.Count <= 1 {
+		return "0/1"
+	}
+	return fmt.Sprintf("%d/%d", s.Index, s.Count)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// shardHandler registers the simulator's events with the shard's fleet.
+type shardHandler struct {
+	fleet   *fakeenvoy.Fleet
+	log     *slog.Logger
+	mu      sync.Mutex
+	handles map[uint64]*fakeenvoy.Expected
+	measure time.Time
+}
+
+func (h *shardHandler) Expect(e probe.Expectation) error {
+	x, err := h.fleet.Expect(e)
+	if err != nil {
+		h.log.Warn("event not measurable", "event", e.EventID, "err", err)
+		return err
+	}
+	h.mu.Lock()
+	h.handles[e.EventID] = x
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *shardHandler) T0(id uint64, t0 time.Time) {
+	h.mu.Lock()
+	x := h.handles[id]
+	delete(h.handles, id)
+	h.mu.Unlock()
+	if x == nil {
+		return
+	}
+	if err := x.SetT0(t0); err != nil {
+		h.log.Warn("set t0", "event", id, "err", err)
+	}
+}
+
+func (h *shardHandler) Measure(at time.Time) {
+	h.mu.Lock()
+	h.measure = at
+	h.mu.Unlock()
+}
+
+func (h *shardHandler) measureAt() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.measure
+}
+
+// PublishOptions configure RunPublished: the simulator of a distributed run.
+type PublishOptions struct {
+	// Sink is where the mesh and its churn are written (the control plane's source).
+	Sink simulator.Sink
+	// Publisher serves the probe stream; RunPublished opens it after the initial topology.
+	Publisher *stream.Publisher
+	// StartAt is the shared start (zero: at once): churn begins no earlier, and only once
+	// every shard is ready (or ShardWait passed).
+	StartAt time.Time
+	// ShardWait bounds the wait for every shard to subscribe and be ready (default 10m).
+	ShardWait   time.Duration
+	Recorders   []simulator.Sink
+	Metrics     *simulator.Metrics
+	Logger      *slog.Logger
+	Progress    io.Writer
+	ToolVersion string
+}
+
+// RunPublished runs the scenario's simulator for a distributed run: it writes the initial
+// topology, opens the probe stream, waits for the shards and the shared start, applies the
+// churn with every event held until every shard registered it, ends the stream and returns
+// the simulator's summary (its events with t0 and ack counts, its stats and phases).
+func RunPublished(ctx context.Context, sc *scenarios.Scenario, opts PublishOptions) (*summary.Summary, error) {
+	if opts.Sink == nil || opts.Publisher == nil {
+		return nil, errors.New("publish: a sink and a publisher are required")
+	}
+	if opts.ShardWait <= 0 {
+		opts.ShardWait = 10 * time.Minute
+	}
+	say := func(format string, args ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "sim: "+format+"\n", args...)
+		}
+	}
+	sim, err := simulator.New(SimConfig(sc))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	p := opts.Publisher
+	var events []summary.Event
+	var evMu sync.Mutex
+	runner, err := simulator.NewRunner(sim, simulator.RunnerOptions{
+		Sink: opts.Sink, Recorders: opts.Recorders, Metrics: opts.Metrics,
+		OnEvent: func(ev simulator.Event) {
+			acked := p.Expect(ctx, ev.Expectation)
+			evMu.Lock()
+			events = append(events, summary.Event{ID: ev.ID, Kind: string(ev.Kind), Acked: acked})
+			evMu.Unlock()
+		},
+		OnApplied: func(ev simulator.Event) {
+			p.Applied(ev.ID, ev.T0)
+			evMu.Lock()
+			events[len(events)-1].T0 = ev.T0.UTC()
+			evMu.Unlock()
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	var phases []summary.Phase
+	phase := func(name string, start time.Time) {
+		phases = append(phases, summary.Phase{Name: name, Start: start, End: time.Now()})
+	}
+	if err := runner.Init(ctx); err != nil {
+		return nil, fmt.Errorf("write the initial topology: %w", err)
+	}
+	phase("setup", began)
+	p.Open()
+	t := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, opts.ShardWait)
+	defer cancel()
+	notes := map[string]string{}
+	if err := p.WaitSubscribed(wctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		notes["shards"] = fmt.Sprintf("%d shard(s) subscribed within %s; running without the others (their events count as missing at merge)", p.Subscribed(), opts.ShardWait)
+	}
+	say("%d shard(s) subscribed", p.Subscribed())
+	if d := time.Until(opts.StartAt); !opts.StartAt.IsZero() && d > 0 {
+		if err := sleepCtx(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	ready := p.WaitReady(wctx)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	phase("connect", t)
+	say("%d shard(s) ready: churn starts", ready)
+	t = time.Now()
+	p.Measure(t)
+	stats, runErr := runner.Run(ctx)
+	phase("measure", t)
+	ectx, cancelEnd := context.WithTimeout(context.Background(), 10*time.Second)
+	p.End(ectx)
+	cancelEnd()
+	if runErr != nil {
+		return nil, fmt.Errorf("measure: %w", runErr)
+	}
+	return collect.Sim(collect.SimInput{Scenario: sc, ToolVersion: opts.ToolVersion, Began: began, Ended: time.Now(),
+		Stats: stats, BarrierTimeouts: p.BarrierTimeouts(), Events: events, StartAt: opts.StartAt,
+		Phases: phases, Notes: notes})
+}
+
+// groupShortfall lists the groups some of whose clients hold no full config, as
+// " (sidecars 3 of 500, routers 1 of 20)", or "" when there are none.
+func groupShortfall(sizes map[string]int, full map[string]uint64) string {
+	names := make([]string, 0, len(sizes))
+	for g := range sizes {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, g := range names {
+		if n := sizes[g]; uint64(n) > full[g] {
+			parts = append(parts, fmt.Sprintf("%s %d of %d", g, uint64(n)-full[g], n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// waitFull waits until every client of the fleet holds its first full config; after timeout
+// it returns an error counting those that do not, by group.
+func waitFull(ctx context.Context, fleet *fakeenvoy.Fleet, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	n := uint64(fleet.Size())
+	for fleet.Progress().FullConfigEver < n {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			got := fleet.Progress().FullConfigEver
+			return fmt.Errorf("%d of %d clients had no full config after the connect timeout (%s)%s; measuring anyway",
+				n-min(got, n), n, timeout, groupShortfall(fleet.GroupSizes(), fleet.Observer().FullConfigByGroup()))
+		case <-tick.C:
+		}
+	}
+	return nil
+}

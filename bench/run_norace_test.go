@@ -1,5 +1,0 @@
-//go:build !race
-
-package bench
-
-const raceEnabled = false

@@ -1,7 +1,0 @@
-//go:build race
-
-package bench
-
-// raceEnabled: the race detector slows gRPC and protobuf by an order of magnitude, which shows
-// in any measured latency.
-const raceEnabled = true
