@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/xdslab/xdslab/internal/atomicfile"
 	"github.com/xdslab/xdslab/internal/summary"
 )
 
@@ -68,7 +69,7 @@ func WriteHgrms(dir string, s *summary.Summary) error {
 		if m.Contains == summary.Time && m.Histogram.Scale > 0 {
 			scale = 1 / (m.Histogram.Scale * 1000)
 		}
-		if err := writeFileAtomic(filepath.Join(dir, HgrmName(m)), func(w io.Writer) error {
+		if err := atomicfile.Write(filepath.Join(dir, HgrmName(m)), func(w io.Writer) error {
 			_, err := h.PercentilesPrint(w, hgrmTicks, scale)
 			return err
 		}); err != nil {

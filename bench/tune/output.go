@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdslab/xdslab/bench/compare"
 	"github.com/xdslab/xdslab/bench/report"
+	"github.com/xdslab/xdslab/internal/atomicfile"
 	"github.com/xdslab/xdslab/internal/summary"
 )
 
@@ -44,18 +45,8 @@ func WriteFiles(dir string, r *Result) error {
 		{SVGFile, func(w io.Writer) error { return Plot(w, r, "svg") }},
 	}
 	for _, wr := range writers {
-		var buf bytes.Buffer
-		if err := wr.write(&buf); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, wr.name), wr.write); err != nil {
 			return fmt.Errorf("tune: %s: %w", wr.name, err)
-		}
-		path := filepath.Join(dir, wr.name)
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("tune: %w", err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			os.Remove(tmp)
-			return fmt.Errorf("tune: %w", err)
 		}
 	}
 	return nil
