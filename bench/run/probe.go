@@ -69,6 +69,11 @@ func ProbeADS(ctx context.Context, addr string, timeout time.Duration) (ProbeRes
 			Node:    &corev3.Node{Id: "sidecar~127.0.0.1~xdslab-probe.xdslab-probe~xdslab-probe.svc.cluster.local", Cluster: "xdslab-probe"},
 			TypeUrl: resource.ClusterType,
 		})
+		if errors.Is(err, io.EOF) {
+			// Send reports only that the stream has ended; Recv returns the status it ended
+			// with (Unimplemented, Unavailable, …), which is what the probe must name.
+			_, err = stream.Recv()
+		}
 		if err == nil {
 			// The request is out on a ready connection: wait briefly for an answer (a control
 			// plane with no config for the probe's node stays silent, which is not an error).
