@@ -89,7 +89,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		hooks:     hooks,
 		backlog:   backlog,
 		resync:    resync,
-		rng:       rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(cfg.Index))),
+		rng:       jitterRand(cfg.Seed, cfg.Index),
 		m:         m,
 		mcfg:      mcfg,
 		codec:     cd,
@@ -186,6 +186,11 @@ func (c *Client) Run(ctx context.Context, connect Connector) error {
 		}
 	}
 	return nil
+}
+
+// jitterRand is the source of a client's reconnect jitter, drawn from its seed and index.
+func jitterRand(seed uint64, index int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, uint64(index)))
 }
 
 func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
