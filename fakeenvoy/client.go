@@ -141,8 +141,8 @@ func (c *Client) Delta() bool { return c.delta }
 // CDS and LDS are wildcard: every name once subscribed; a gRPC client names every type). Only
 // valid inside hooks (on the client goroutine).
 func (c *Client) Subscribed(typeURL, name string) bool {
-	t := typeIndex(typeURL)
-	return t >= 0 && c.m.subscribedName(t, name)
+	t, ok := typeOf(typeURL)
+	return ok && c.m.subscribedName(t, name)
 }
 
 // Resource returns the accepted resource (probe.View), warming or not. Only valid inside hooks.

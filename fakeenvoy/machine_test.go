@@ -149,11 +149,11 @@ func TestMachineSotwUpdates(t *testing.T) {
 	changed.ConnectTimeout.Seconds = 9
 	s = m.onSotw(sotwResp(t, C, "3", "y", edsCluster("c1"), changed), t0)
 	wantReqs(t, "changed c2: EDS re-request before the ACK", s.sotw, "EDS(1,b,[c1 c2])", "CDS(3,y,[])")
-	if _, warming := m.warmC["c2"]; !warming || len(m.warmC) != 1 {
-		t.Errorf("warming %v, want only c2", m.warmC)
+	if _, warming := m.init.warmC["c2"]; !warming || len(m.init.warmC) != 1 {
+		t.Errorf("warming %v, want only c2", m.init.warmC)
 	}
 	m.onSotw(sotwResp(t, E, "2", "z", cla("c2", "10.0.0.2", 80)), t0)
-	if len(m.warmC) != 0 {
+	if len(m.init.warmC) != 0 {
 		t.Errorf("c2 still warming after an identical but fresh assignment")
 	}
 	s = m.onSotw(sotwResp(t, C, "4", "w", edsCluster("c1")), t0)
@@ -295,8 +295,8 @@ func TestMachineInitialFetchTimeouts(t *testing.T) {
 	if !slices.Equal(s.timeouts, []string{L, E}) {
 		t.Errorf("timeouts %v, want LDS then EDS", s.timeouts)
 	}
-	if len(m.warmC) != 0 || m.phase != phaseDone {
-		t.Errorf("after timeouts: warming %v phase %d", m.warmC, m.phase)
+	if len(m.init.warmC) != 0 || m.init.phase != phaseDone {
+		t.Errorf("after timeouts: warming %v phase %d", m.init.warmC, m.init.phase)
 	}
 	if s.firstFull {
 		t.Errorf("first full config reported without an assignment or listeners")
