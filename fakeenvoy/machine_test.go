@@ -109,36 +109,6 @@ func warmedMachine(t *testing.T, cfg ClientConfig) *machine {
 	return m
 }
 
-func TestMachineInitialFetchTimeouts(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{InitialFetchTimeout: 10 * time.Second})
-	m.start(t0)
-	if d := m.nextDeadline(); !d.Equal(t0.Add(10 * time.Second)) {
-		t.Fatalf("deadline %v, want t0+10s", d)
-	}
-	if s := m.onTimer(t0.Add(9 * time.Second)); len(s.timeouts) != 0 || len(s.sotw) != 0 {
-		t.Errorf("early timer fired: %+v", s)
-	}
-	s := m.onTimer(t0.Add(10 * time.Second))
-	if !slices.Equal(s.timeouts, []string{C}) {
-		t.Errorf("timeouts %v, want CDS", s.timeouts)
-	}
-	wantReqs(t, "CDS timed out with no clusters: LDS", s.sotw, "LDS(,,[])")
-
-	// A late CDS response puts clusters into warming with their own deadline.
-	t1 := t0.Add(20 * time.Second)
-	m.onSotw(sotwResp(t, C, "1", "a", edsCluster("c1")), t1)
-	s = m.onTimer(t1.Add(10 * time.Second))
-	if !slices.Equal(s.timeouts, []string{L, E}) {
-		t.Errorf("timeouts %v, want LDS then EDS", s.timeouts)
-	}
-	if len(m.init.warmC) != 0 || m.init.phase != phaseDone {
-		t.Errorf("after timeouts: warming %v phase %d", m.init.warmC, m.init.phase)
-	}
-	if s.firstFull {
-		t.Errorf("first full config reported without an assignment or listeners")
-	}
-}
-
 func TestMachineNodeFirstOnlyAndNeverAck(t *testing.T) {
 	m := newTestMachine(t, ClientConfig{NodeOnFirstOnly: true, Ack: AckPolicy{NeverAck: true}})
 	first := m.start(t0)

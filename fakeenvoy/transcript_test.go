@@ -37,7 +37,8 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the expected effects
 //	# ...                                       a comment
 //	start                                       a new stream
 //	< TYPE [v=VERSION] [n=NONCE] RES... [-NAME...]   a response (Delta: -NAME is removed)
-//	wait DUR                                    the clock advances; the machine's timer runs if due
+//	wait DUR                                    the clock advances; the machine's timer runs when
+//	                                            anything waits (early, it must do nothing)
 //	held                                        what the client holds and what warms
 //
 // Effects, after the event that caused them:
@@ -138,9 +139,10 @@ func (x *machineScript) input(line string) (effects []string, err error) {
 			return nil, err
 		}
 		x.now = x.now.Add(d)
-		if next := x.m.nextDeadline(); next.IsZero() || x.now.Before(next) {
+		if x.m.nextDeadline().IsZero() {
 			return nil, nil
 		}
+		// The shell runs the timer only once a deadline passed; run early, it must do nothing.
 		st := x.m.onTimer(x.now)
 		return x.render(&st), nil
 	case "held":
