@@ -15,7 +15,8 @@ import (
 
 // The client's protocol state machine, by concern:
 //
-//	machine.go      the state, the events (start, a response, a timer) and what the client
+//	machine.go      the state, the events (start, a timer; responses enter through their wire
+//	                adapter: onSotw, onDelta) and what the client
 //	                reports of its state (probe.View, subscriptions)
 //	wire.go         the wire adapters (SotW, Delta, proxyless gRPC): a response becomes one
 //	                update, requests are built in the protocol's shape
@@ -193,39 +194,6 @@ func (m *machine) attachNode() *corev3.Node {
 	}
 	m.nodeSent = true
 	return m.node
-}
-
-// onSotw handles one SotW DiscoveryResponse received at recv.
-func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step {
-	res := make([]item, len(r.GetResources()))
-	for i, a := range r.GetResources() {
-		res[i] = item{typeURL: a.GetTypeUrl(), size: len(a.GetValue()), raw: a.GetValue()}
-		res[i].name, res[i].nameOK = readName(a.GetValue())
-	}
-	return m.onSotwRead(r, res, recv)
-}
-
-// onSotwRead handles a SotW response received at recv whose resources are res (read by the
-// codec: r's own are ignored). It owns res.
-func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []item, recv time.Time) step {
-	m.seq++
-	m.streamResp++
-	s := step{response: true}
-	u := m.sotwUpdate(&s, r, res)
-	s.info.Recv = recv
-	m.handle(&s, &u, recv)
-	return s
-}
-
-// onDelta handles one DeltaDiscoveryResponse received at recv.
-func (m *machine) onDelta(r *discoveryv3.DeltaDiscoveryResponse, recv time.Time) step {
-	m.seq++
-	m.streamResp++
-	s := step{response: true}
-	u := m.deltaUpdate(&s, r)
-	s.info.Recv = recv
-	m.handle(&s, &u, recv)
-	return s
 }
 
 // handle applies the update a wire adapter made of a response and has the adapter append its

@@ -64,6 +64,17 @@ func (m *machine) deltaReq(t rtype) *discoveryv3.DeltaDiscoveryRequest {
 	return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t.url(), Node: m.attachNode()}
 }
 
+// onDelta handles one DeltaDiscoveryResponse received at recv.
+func (m *machine) onDelta(r *discoveryv3.DeltaDiscoveryResponse, recv time.Time) step {
+	m.seq++
+	m.streamResp++
+	s := step{response: true}
+	u := m.deltaUpdate(&s, r)
+	s.info.Recv = recv
+	m.handle(&s, &u, recv)
+	return s
+}
+
 // deltaUpdate reads a Delta response into an update, and fills s.info with what the response
 // is.
 func (m *machine) deltaUpdate(s *step, r *discoveryv3.DeltaDiscoveryResponse) update {

@@ -76,6 +76,28 @@ func (m *machine) sotwReq(t rtype, nack *status.Status) *discoveryv3.DiscoveryRe
 	return r
 }
 
+// onSotw handles one SotW DiscoveryResponse received at recv.
+func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step {
+	res := make([]item, len(r.GetResources()))
+	for i, a := range r.GetResources() {
+		res[i] = item{typeURL: a.GetTypeUrl(), size: len(a.GetValue()), raw: a.GetValue()}
+		res[i].name, res[i].nameOK = readName(a.GetValue())
+	}
+	return m.onSotwRead(r, res, recv)
+}
+
+// onSotwRead handles a SotW response received at recv whose resources are res (read by the
+// codec: r's own are ignored). It owns res.
+func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []item, recv time.Time) step {
+	m.seq++
+	m.streamResp++
+	s := step{response: true}
+	u := m.sotwUpdate(&s, r, res)
+	s.info.Recv = recv
+	m.handle(&s, &u, recv)
+	return s
+}
+
 // sotwUpdate reads a SotW response whose resources are res into an update, and fills s.info
 // with what the response is.
 func (m *machine) sotwUpdate(s *step, r *discoveryv3.DiscoveryResponse, res []item) update {
