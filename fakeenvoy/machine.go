@@ -15,9 +15,8 @@ import (
 
 // The client's protocol state machine, by concern:
 //
-//	machine.go      the state, the events (start, a timer; responses enter through their wire
-//	                adapter: onSotw, onDelta) and what the client
-//	                reports of its state (probe.View, subscriptions)
+//	machine.go      the state, the events (start, a timer; a response enters through its
+//	                wire adapter: onSotw, onDelta) and what the client reports of its state
 //	wire.go         the wire adapters (SotW, Delta, proxyless gRPC): a response becomes one
 //	                update, requests are built in the protocol's shape
 //	apply.go        applying an update: decode, accept or reject, commit, follow-up requests
