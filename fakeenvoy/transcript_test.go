@@ -1,12 +1,9 @@
 package fakeenvoy
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +22,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslab/xdslab/internal/transcript"
 )
 
 var updateTranscripts = flag.Bool("update", false, "rewrite the expected effects in testdata/machine/*.txt")
@@ -69,18 +68,15 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the expected effects
 // go test -run TestMachineTranscripts -update rewrites the effect lines from what the machine
 // does; review the diff like code.
 func TestMachineTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/machine/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts in testdata/machine: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runMachineTranscript(t, f) })
-	}
+	transcript.RunDir(t, "testdata/machine/*.txt", transcript.Format{
+		Effects: []string{"> ", "! ", "= "},
+		New:     func(t testing.TB, header string) transcript.Case { return newMachineScript(t, header) },
+	}, *updateTranscripts)
 }
 
 // machineScript is one case's machine and clock.
 type machineScript struct {
-	t     *testing.T
+	t     testing.TB
 	m     *machine
 	delta bool
 	now   time.Time
@@ -88,7 +84,7 @@ type machineScript struct {
 
 var rtypeNames = map[string]rtype{"CDS": tCDS, "EDS": tEDS, "LDS": tLDS, "RDS": tRDS, "SDS": tSDS}
 
-func newMachineScript(t *testing.T, header string) *machineScript {
+func newMachineScript(t testing.TB, header string) *machineScript {
 	words := strings.Fields(strings.TrimPrefix(header, "=== "))
 	cfg := ClientConfig{Node: IdentityTemplate{}.Node(0)}
 	for _, w := range words {
@@ -123,8 +119,8 @@ func newMachineScript(t *testing.T, header string) *machineScript {
 	return &machineScript{t: t, m: m, delta: cfg.Delta, now: t0}
 }
 
-// input runs one event and returns its effects.
-func (x *machineScript) input(line string) (effects []string, err error) {
+// Input runs one event and returns its effects.
+func (x *machineScript) Input(line string) (effects []string, err error) {
 	words := strings.Fields(line)
 	switch words[0] {
 	case "start":
@@ -393,77 +389,6 @@ func (x *machineScript) held() []string {
 		out = append(out, "= warming "+strings.Join(warming, " "))
 	}
 	return out
-}
-
-func runMachineTranscript(t *testing.T, file string) {
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	f.Close()
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-
-	var rewritten []string
-	var x *machineScript
-	var want, got []string
-	var inputLine string
-	var inputNo int
-	flush := func() {
-		rewritten = append(rewritten, got...)
-		if !slices.Equal(want, got) && !*updateTranscripts {
-			t.Errorf("%s:%d: %s\n  want effects:\n    %s\n  got:\n    %s", file, inputNo, inputLine,
-				strings.Join(want, "\n    "), strings.Join(got, "\n    "))
-		}
-		want, got = nil, nil
-	}
-	cases := 0
-	for i, line := range lines {
-		trim := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trim, "> ") || strings.HasPrefix(trim, "! ") || strings.HasPrefix(trim, "= "):
-			if x == nil {
-				t.Fatalf("%s:%d: an effect before any case", file, i+1)
-			}
-			want = append(want, trim)
-			continue
-		case trim == "" || strings.HasPrefix(trim, "#"):
-			flush()
-			rewritten = append(rewritten, line)
-			continue
-		case strings.HasPrefix(trim, "=== "):
-			flush()
-			x = newMachineScript(t, trim)
-			cases++
-			rewritten = append(rewritten, line)
-			continue
-		}
-		flush()
-		if x == nil {
-			t.Fatalf("%s:%d: an event before any case (=== NAME)", file, i+1)
-		}
-		effs, err := x.input(trim)
-		if err != nil {
-			t.Fatalf("%s:%d: %v", file, i+1, err)
-		}
-		rewritten = append(rewritten, line)
-		got, inputLine, inputNo = effs, trim, i+1
-	}
-	flush()
-	if cases == 0 {
-		t.Fatalf("%s: no cases", file)
-	}
-	if *updateTranscripts {
-		if err := os.WriteFile(file, []byte(strings.Join(rewritten, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // renderNack is a request's error_detail: " nack=MESSAGE" with code Internal (13), as Envoy
