@@ -281,23 +281,17 @@ func expire(w map[string]time.Time, now time.Time) bool {
 func (m *machine) advance(s *step, now time.Time) {
 	in := &m.init
 	// An emptied map keeps its buckets: drop it, an idle client warms nothing.
-	if len(in.warmC) == 0 {
-		in.warmC = nil
-	}
-	if len(in.secC) == 0 {
-		in.secC = nil
-	}
-	if in.warmC == nil && in.secC == nil {
-		in.prevC = nil
-	}
-	if len(in.warmL) == 0 {
-		in.warmL = nil
-	}
-	if len(in.secL) == 0 {
-		in.secL = nil
-	}
-	if in.warmL == nil && in.secL == nil {
-		in.prevL = nil
+	for _, t := range []rtype{tCDS, tLDS} {
+		warm, sec, prev := in.warmMaps(t)
+		if len(*warm) == 0 {
+			*warm = nil
+		}
+		if len(*sec) == 0 {
+			*sec = nil
+		}
+		if *warm == nil && *sec == nil {
+			*prev = nil
+		}
 	}
 	if in.phase == phaseClusters && len(in.warmC) == 0 && len(in.secC) == 0 {
 		in.phase = phaseLDS
