@@ -57,6 +57,7 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the expected effects
 // TYPE is CDS, EDS, LDS, RDS or SDS. Resources are abbreviated NAME or NAME=SPEC, by type:
 //
 //	CDS  c1 (EDS, service name c1) | c1=static | c1=svc:S | c1=ift:DUR | c1=bad (fails PGV) |
+//	     c1=badtls (fails PGV inside its transport socket's Any) | c1=noeds (no eds_config) |
 //	     c1=t:N (connect timeout N s: another version) | c1=mtls (ADS secrets default, ROOTCA);
 //	     several joined with +
 //	EDS  c1 (one endpoint 10.0.0.1:80 in a weighted locality) | c1=IP
@@ -231,6 +232,10 @@ func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, err
 				c.EdsClusterConfig.EdsConfig.InitialFetchTimeout = durationpb.New(d)
 			case "bad":
 				c.ConnectTimeout.Seconds = -1 // PGV: connect_timeout must be > 0
+			case "badtls":
+				c.TransportSocket = badTLSCluster(x.t, name).TransportSocket // PGV, inside an Any
+			case "noeds":
+				c.EdsClusterConfig.EdsConfig = nil
 			case "t":
 				n, err := strconv.Atoi(v)
 				if err != nil {
@@ -240,7 +245,7 @@ func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, err
 			case "mtls":
 				c.TransportSocket = tlsSocket(x.t, &tlsv3.UpstreamTlsContext{CommonTlsContext: tlsCommon(nil)})
 			default:
-				return nil, fmt.Errorf("unknown cluster attribute %q (static, svc:S, ift:DUR, bad, t:N, mtls)", k)
+				return nil, fmt.Errorf("unknown cluster attribute %q (static, svc:S, ift:DUR, bad, badtls, noeds, t:N, mtls)", k)
 			}
 		}
 		return c, nil
