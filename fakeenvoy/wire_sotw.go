@@ -39,9 +39,6 @@ func (sotwWire) ack(m *machine, s *step, u *update) {
 		// with resources is answered with the old version and the new nonce, no error_detail.
 		req := &discoveryv3.DiscoveryRequest{TypeUrl: u.typeURL, ResponseNonce: u.nonce, Node: m.attachNode()}
 		if t, ok := typeOf(u.typeURL); ok {
-			if len(u.items) == 0 {
-				m.types[t].version = u.version
-			}
 			req.VersionInfo = m.types[t].version
 		} else if len(u.items) == 0 {
 			req.VersionInfo = u.version
@@ -112,6 +109,9 @@ func (m *machine) sotwUpdate(s *step, r *discoveryv3.DiscoveryResponse, res []it
 	}
 	if !ok || !m.types[t].subscribed {
 		u.unwatched = ackUnwatched
+		if ok && len(res) == 0 {
+			m.types[t].version = r.GetVersionInfo() // an empty response is accepted (see ack)
+		}
 		return u
 	}
 	u.t = t
