@@ -308,13 +308,6 @@ func (in *Interner) evictTransition(k setKey) {
 // minWireNames is the shortest list of names worth keeping encoded.
 const minWireNames = 16
 
-func firstOf(s []string) *string {
-	if len(s) == 0 {
-		return nil
-	}
-	return &s[0]
-}
-
 // setSlots are the table slots of a set, dropped once it is collected.
 type setSlots struct {
 	content bool
