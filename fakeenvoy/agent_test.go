@@ -100,7 +100,7 @@ func TestAgentSecretsBySource(t *testing.T) {
 			return m.onSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
 		}
 		feed(E, "b", cla(c.Name, "10.0.0.1", 80))
-		if m.phase != phaseClusters {
+		if m.init.phase != phaseClusters {
 			t.Fatalf("delta=%v: cluster warmed before the agent issued its secrets", delta)
 		}
 		b := m.blocker()
@@ -111,8 +111,8 @@ func TestAgentSecretsBySource(t *testing.T) {
 			t.Fatalf("delta=%v: next deadline %v, want the issue delay", delta, d.Sub(t0))
 		}
 		st := m.onTimer(t0.Add(7 * time.Millisecond))
-		if m.phase != phaseLDS || len(st.timeouts) != 0 {
-			t.Fatalf("delta=%v: after the agent issued: phase %d timeouts %v", delta, m.phase, st.timeouts)
+		if m.init.phase != phaseLDS || len(st.timeouts) != 0 {
+			t.Fatalf("delta=%v: after the agent issued: phase %d timeouts %v", delta, m.init.phase, st.timeouts)
 		}
 		if m.types[tSDS].subscribed {
 			t.Fatalf("delta=%v: SDS subscribed on ADS", delta)
@@ -238,7 +238,7 @@ func TestSecretSources(t *testing.T) {
 			}
 			m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80)), t0)
 			m.onTimer(t0.Add(3 * time.Millisecond))
-			warming := m.phase == phaseClusters
+			warming := m.init.phase == phaseClusters
 			if warming != tc.wantWarm {
 				t.Fatalf("warming %v, want %v (blocker %+v)", warming, tc.wantWarm, m.blocker())
 			}
@@ -268,8 +268,8 @@ func TestAgentRefusedSecretTimesOut(t *testing.T) {
 		t.Fatalf("deadline %v, want the secret's 2s", d.Sub(t0))
 	}
 	s := m.onTimer(t0.Add(2 * time.Second))
-	if len(s.timeouts) != 1 || s.timeouts[0] != S || m.phase != phaseLDS {
-		t.Fatalf("timeouts %v, phase %d", s.timeouts, m.phase)
+	if len(s.timeouts) != 1 || s.timeouts[0] != S || m.init.phase != phaseLDS {
+		t.Fatalf("timeouts %v, phase %d", s.timeouts, m.init.phase)
 	}
 }
 

@@ -23,7 +23,7 @@ type Blocker struct {
 // blocker explains, from the machine's state, why the client has no full config yet; the zero
 // Blocker once it has one.
 func (m *machine) blocker() Blocker {
-	if m.fullDone {
+	if m.init.fullDone {
 		return Blocker{}
 	}
 	if m.grpc {
@@ -34,7 +34,7 @@ func (m *machine) blocker() Blocker {
 		}
 		return Blocker{Reason: "gRPC client: waiting for the routes, clusters or endpoints of its targets"}
 	}
-	switch m.phase {
+	switch m.init.phase {
 	case phaseCDS:
 		return Blocker{Reason: "waiting for the first CDS response"}
 	case phaseLDS:
@@ -43,10 +43,10 @@ func (m *machine) blocker() Blocker {
 	if b, ok := m.secretBlocker(); ok {
 		return b
 	}
-	if name, ok := minKey(m.warmC); ok {
+	if name, ok := minKey(m.init.warmC); ok {
 		return Blocker{Reason: "clusters warming: waiting for their endpoints (EDS)", Example: name}
 	}
-	if name, ok := minKey(m.warmL); ok {
+	if name, ok := minKey(m.init.warmL); ok {
 		return Blocker{Reason: "listeners warming: waiting for their routes (RDS)", Example: name}
 	}
 	if !m.types[tCDS].accepted {
@@ -63,19 +63,16 @@ func (m *machine) blocker() Blocker {
 func (m *machine) secretBlocker() (Blocker, bool) {
 	var best *secretRef
 	var who string
-	for _, t := range []int{tCDS, tLDS} {
-		sec := m.secC
-		if t == tLDS {
-			sec = m.secL
-		}
-		for name := range sec {
+	for _, t := range []rtype{tCDS, tLDS} {
+		_, sec, _ := m.init.warmMaps(t)
+		for name := range *sec {
 			for _, r := range m.types[t].res[name].d.secretList() {
 				if m.holdsSecret(r) {
 					continue
 				}
 				if best == nil || cmpSecretRef(r, *best) < 0 || (r == *best && name < who) {
 					r := r
-					best, who = &r, kindName(t)+" "+name
+					best, who = &r, t.kind()+" "+name
 				}
 			}
 		}
@@ -121,7 +118,7 @@ type blockedState struct {
 // publishBlocked records, on the client's goroutine, why it has no full config (nothing once
 // it has one).
 func (c *Client) publishBlocked() {
-	if c.m.fullDone {
+	if c.m.init.fullDone {
 		if s := c.blocked.Load(); s == nil || !s.done {
 			c.blocked.Store(&blockedState{done: true})
 		}

@@ -89,7 +89,7 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		hooks:     hooks,
 		backlog:   backlog,
 		resync:    resync,
-		rng:       rand.New(rand.NewPCG(cfg.Seed^0x9e3779b97f4a7c15, uint64(cfg.Index))),
+		rng:       jitterRand(cfg.Seed, cfg.Index),
 		m:         m,
 		mcfg:      mcfg,
 		codec:     cd,
@@ -141,8 +141,8 @@ func (c *Client) Delta() bool { return c.delta }
 // CDS and LDS are wildcard: every name once subscribed; a gRPC client names every type). Only
 // valid inside hooks (on the client goroutine).
 func (c *Client) Subscribed(typeURL, name string) bool {
-	t := typeIndex(typeURL)
-	return t >= 0 && c.m.subscribedName(t, name)
+	t, ok := typeOf(typeURL)
+	return ok && c.m.subscribedName(t, name)
 }
 
 // Resource returns the accepted resource (probe.View), warming or not. Only valid inside hooks.
@@ -186,6 +186,11 @@ func (c *Client) Run(ctx context.Context, connect Connector) error {
 		}
 	}
 	return nil
+}
+
+// jitterRand is the source of a client's reconnect jitter, drawn from its seed and index.
+func jitterRand(seed uint64, index int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, uint64(index)))
 }
 
 func (c *Client) sleep(ctx context.Context, d time.Duration) bool {

@@ -232,16 +232,6 @@ func (c *codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 	return res, true
 }
 
-// typeIndexBytes is typeIndex without converting url to a string (a copy per resource).
-func typeIndexBytes(url []byte) int {
-	for i, u := range typeURLs {
-		if string(url) == u {
-			return i
-		}
-	}
-	return -1
-}
-
 // countResources counts the resources (field 2) of an encoded DiscoveryResponse, stopping at
 // the first malformed field (readSotw then fails anyway).
 func countResources(b []byte) int {
@@ -286,9 +276,9 @@ func (c *codec) readAny(b []byte) (item, bool) {
 		return item{}, false
 	}
 	w := item{size: len(val), hashed: true, hash: maphash.Bytes(hashSeed, val)}
-	if t := typeIndexBytes(url); t >= 0 {
-		w.typeURL = typeURLs[t] // no per-resource copy of the type URL
-		w.hit = c.interner.lookup(internKey{hash: w.hash, t: uint8(t), mode: c.mode}, val)
+	if t, ok := typeOfBytes(url); ok {
+		w.typeURL = t.url() // no per-resource copy of the type URL
+		w.hit = c.interner.lookup(internKey{hash: w.hash, t: t, mode: c.mode}, val)
 	} else {
 		w.typeURL = string(url)
 	}

@@ -270,7 +270,7 @@ func TestCodecSharedNames(t *testing.T) {
 		}
 		ed.put(d.name, entry{d: d})
 	}
-	set := in.applyEdits(tCDS, nil, ed, false)
+	set := in.applyEdits(tCDS, nil, ed, true)
 	if len(set.refs) != 20 || set.refsWire == nil {
 		t.Fatalf("set refs %v (wire %d bytes), want 20 names kept encoded", set.refs, len(set.refsWire))
 	}

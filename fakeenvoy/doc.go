@@ -11,6 +11,15 @@
 // its own (rxstamp.go), otherwise the time the client's codec took when the transport handed
 // it the message's bytes, before decoding.
 //
+// The machine by concern (machine.go lists its files): a wire adapter per protocol (SotW,
+// Delta, proxyless gRPC) reads a response into one update and builds the requests; apply.go
+// applies an update whatever carried it; rules.go holds what Envoy rejects and grpc.go what
+// grpc-go rejects; warming.go is the init manager (initial fetch, warming, full config).
+// Resource types are rtype values (CDS, EDS, LDS, RDS, SDS). Transcripts in testdata/machine
+// (TestMachineTranscripts) script a machine event by event — streams, responses with
+// abbreviated resources, time — with the requests, ACKs and NACKs each must send and when the
+// client holds full config.
+//
 // State of the world (SotW) follows Envoy's order: CDS wildcard first; after every CDS response
 // that changed something, one EDS request naming every EDS cluster, sent before the CDS ACK;
 // LDS once the initial clusters have warmed (a fresh ClusterLoadAssignment each) or

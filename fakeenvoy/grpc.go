@@ -35,7 +35,7 @@ import (
 //     absent for the probes, as it is for a real gRPC client's traffic.
 
 // grpcValidate reports what grpc-go's xDS client rejects in resource msg of type t.
-func grpcValidate(t int, msg proto.Message) error {
+func grpcValidate(t rtype, msg proto.Message) error {
 	switch v := msg.(type) {
 	case *clusterv3.Cluster:
 		return grpcCluster(v)
@@ -47,7 +47,7 @@ func grpcValidate(t int, msg proto.Message) error {
 	case *routev3.RouteConfiguration:
 		return grpcRoutes(v)
 	}
-	return fmt.Errorf("unexpected %s resource %T", kindName(t), msg)
+	return fmt.Errorf("unexpected %s resource %T", t.kind(), msg)
 }
 
 // grpcAssignment mirrors parseEDSRespProto and parseEndpoints (unmarshal_eds.go).

@@ -16,7 +16,7 @@ import (
 )
 
 // apiListener is a proxyless gRPC listener "host:port" fetching route config of the same name.
-func apiListener(t *testing.T, name string) *listenerv3.Listener {
+func apiListener(t testing.TB, name string) *listenerv3.Listener {
 	hcm := &hcmv3.HttpConnectionManager{
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: adsSource(), RouteConfigName: name}},
 		HttpFilters: []*hcmv3.HttpFilter{{Name: "envoy.filters.http.router",

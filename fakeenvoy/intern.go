@@ -38,7 +38,7 @@ type Interner struct {
 
 type internKey struct {
 	hash uint64
-	t    uint8
+	t    rtype
 	mode checkMode
 }
 
@@ -85,11 +85,11 @@ func (in *Interner) Len() int {
 // hashSeed) named name, validated as mode says: a shared one when the table holds the same
 // bytes, else a new one (added to the table when in is not nil). Resources that fail to decode
 // or validate are not shared.
-func (in *Interner) decode(t int, mode checkMode, hash uint64, name string, raw []byte) (*decoded, error) {
+func (in *Interner) decode(t rtype, mode checkMode, hash uint64, name string, raw []byte) (*decoded, error) {
 	if in == nil {
 		return decodeNew(t, mode, hash, name, nil, raw)
 	}
-	k := internKey{hash: hash, t: uint8(t), mode: mode}
+	k := internKey{hash: hash, t: t, mode: mode}
 	if d := in.lookup(k, raw); d != nil {
 		return d, nil
 	}
@@ -138,14 +138,14 @@ func (in *Interner) evict(k internKey) {
 	}
 }
 
-func decodeNew(t int, mode checkMode, hash uint64, name string, keep, raw []byte) (*decoded, error) {
+func decodeNew(t rtype, mode checkMode, hash uint64, name string, keep, raw []byte) (*decoded, error) {
 	msg, refs, err := decode(t, raw, mode)
 	if err != nil {
 		return nil, err
 	}
 	d := &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs}
 	d.fetchTimeout, d.hasFetch = fetchTimeoutOf(msg)
-	if t == tCDS || t == tLDS {
+	if t.wildcard() {
 		var refs secretRefs
 		if err := refs.collect(msg); err != nil && mode == checkEnvoy {
 			return nil, err

@@ -20,7 +20,7 @@ func TestInternerDecode(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		interner  bool
-		aT, bT    int
+		aT, bT    rtype
 		a, b      []byte
 		aH, bH    uint64 // hash passed for b; a collision when it equals a's but bytes differ
 		aReal     bool
@@ -138,7 +138,7 @@ func TestInternerSharedSets(t *testing.T) {
 	b := warmedMachine(t, ClientConfig{Interner: in})
 	for tt := range numTypes {
 		if sa, sb := a.types[tt].set, b.types[tt].set; sa != sb {
-			t.Errorf("%s: sets %p and %p, want one shared set", typeURLs[tt], sa, sb)
+			t.Errorf("%s: sets %p and %p, want one shared set", tt.url(), sa, sb)
 		}
 	}
 	if a.types[tCDS].set == nil || len(a.types[tCDS].res) != 2 {

@@ -137,10 +137,10 @@ func newPushMesh(tb testing.TB, clusters int) *pushMesh {
 		eds = append(eds, cla(name, fmt.Sprintf("10.1.%d.1", i), 8080))
 		m.edsNames = append(m.edsNames, name)
 	}
-	m.initial[typeURLs[tCDS]] = encodeResponse(tb, typeURLs[tCDS], "1", "i1", cds...)
-	m.initial[typeURLs[tEDS]] = encodeResponse(tb, typeURLs[tEDS], "1", "i1", eds...)
-	m.initial[typeURLs[tLDS]] = encodeResponse(tb, typeURLs[tLDS], "1", "i1", rdsListener(tb, "l1", 15001, "r1"))
-	m.initial[typeURLs[tRDS]] = encodeResponse(tb, typeURLs[tRDS], "1", "i1", route("r1", "svc0.ns", m.edsNames[0]))
+	m.initial[tCDS.url()] = encodeResponse(tb, tCDS.url(), "1", "i1", cds...)
+	m.initial[tEDS.url()] = encodeResponse(tb, tEDS.url(), "1", "i1", eds...)
+	m.initial[tLDS.url()] = encodeResponse(tb, tLDS.url(), "1", "i1", rdsListener(tb, "l1", 15001, "r1"))
+	m.initial[tRDS.url()] = encodeResponse(tb, tRDS.url(), "1", "i1", route("r1", "svc0.ns", m.edsNames[0]))
 	return m
 }
 
@@ -149,9 +149,9 @@ func (m *pushMesh) change(tb testing.TB, k int) (resp, ack []byte) {
 	c := k % m.clusters
 	a := cla(m.edsNames[c], fmt.Sprintf("10.2.%d.%d", k/250%250, k%250+1), 8080)
 	version, nonce := fmt.Sprintf("p%d", k), fmt.Sprintf("n%d", k)
-	resp = encodeResponse(tb, typeURLs[tEDS], version, nonce, a)
+	resp = encodeResponse(tb, tEDS.url(), version, nonce, a)
 	ack, err := proto.Marshal(&discoveryv3.DiscoveryRequest{
-		VersionInfo: version, ResponseNonce: nonce, TypeUrl: typeURLs[tEDS], ResourceNames: m.edsNames,
+		VersionInfo: version, ResponseNonce: nonce, TypeUrl: tEDS.url(), ResourceNames: m.edsNames,
 		Node: &corev3.Node{Id: "floor"},
 	})
 	if err != nil {
@@ -291,9 +291,9 @@ func (s *pushServer) StreamAggregatedResources(st discoveryv3.AggregatedDiscover
 						return err
 					}
 				}
-			case r.GetTypeUrl() == typeURLs[tEDS] && r.GetResponseNonce() == "i1":
+			case r.GetTypeUrl() == tEDS.url() && r.GetResponseNonce() == "i1":
 				s.subs[group].Add(1)
-			case r.GetTypeUrl() == typeURLs[tEDS]:
+			case r.GetTypeUrl() == tEDS.url():
 				if p := s.nonce.Load(); p != nil && *p == r.GetResponseNonce() {
 					if s.acked[group].Add(1) == s.want.Load() {
 						s.reached <- struct{}{}
@@ -409,8 +409,8 @@ type floorFleet struct {
 func startFloor(ctx context.Context, tb testing.TB, srv *pushServer, mesh *pushMesh, n int) *floorFleet {
 	ff := &floorFleet{}
 	ctx, cancel := context.WithCancel(ctx)
-	subscribe := func(t int, names []string) []byte {
-		b, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: typeURLs[t], ResourceNames: names, Node: &corev3.Node{Id: "floor"}})
+	subscribe := func(t rtype, names []string) []byte {
+		b, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: t.url(), ResourceNames: names, Node: &corev3.Node{Id: "floor"}})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -418,7 +418,7 @@ func startFloor(ctx context.Context, tb testing.TB, srv *pushServer, mesh *pushM
 	}
 	initial := [][]byte{subscribe(tCDS, nil), subscribe(tEDS, mesh.edsNames)}
 	// The ACK of the initial EDS response, which the server counts as subscribed.
-	edsAck, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: typeURLs[tEDS], VersionInfo: "1", ResponseNonce: "i1",
+	edsAck, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: tEDS.url(), VersionInfo: "1", ResponseNonce: "i1",
 		ResourceNames: mesh.edsNames, Node: &corev3.Node{Id: "floor"}})
 	if err != nil {
 		tb.Fatal(err)

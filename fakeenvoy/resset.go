@@ -54,14 +54,14 @@ type edit struct {
 
 // setKey finds a transition: type, base set id (0: the empty set), hash of the edits.
 type setKey struct {
-	t    uint8
+	t    rtype
 	base uint64
 	hash uint64
 }
 
 // contentKey finds a set by content: type, contentHash, size.
 type contentKey struct {
-	t   uint8
+	t   rtype
 	sum uint64
 	n   int
 }
@@ -175,7 +175,7 @@ func (ed *edits) leadsTo(s *resSet) bool {
 
 // commit applies ed to type t's resources: a shared set equal to the result when the interner
 // holds one, else a new map (published for the other clients).
-func (m *machine) commit(t int, ed *edits) {
+func (m *machine) commit(t rtype, ed *edits) {
 	ts := &m.types[t]
 	if len(ed.m) == 0 {
 		return
@@ -194,7 +194,8 @@ func (m *machine) commit(t int, ed *edits) {
 		}
 		return
 	}
-	ts.set = m.interner.applyEdits(t, ts.set, ed, m.grpc)
+	_, follows := m.wire.dependent(t)
+	ts.set = m.interner.applyEdits(t, ts.set, ed, follows)
 	ts.res = ts.set.m
 }
 
@@ -214,12 +215,12 @@ func sameEdits(want map[string]edit, ed *edits) bool {
 // applyEdits returns the set that results from applying ed to base (nil: the empty set; its
 // map is ed.base): by a known transition, a live set of the same content, or a new set. ed
 // must not be used afterwards (a transition keeps its changes).
-func (in *Interner) applyEdits(t int, base *resSet, ed *edits, grpc bool) *resSet {
+func (in *Interner) applyEdits(t rtype, base *resSet, ed *edits, follows bool) *resSet {
 	var baseID, baseSum uint64
 	if base != nil {
 		baseID, baseSum = base.id, base.sum
 	}
-	k := setKey{t: uint8(t), base: baseID, hash: ed.hash()}
+	k := setKey{t: t, base: baseID, hash: ed.hash()}
 	in.mu.Lock()
 	if tr, ok := in.trans[k]; ok {
 		if s := tr.to.Value(); s != nil && sameEdits(tr.edits, ed) {
@@ -228,7 +229,7 @@ func (in *Interner) applyEdits(t int, base *resSet, ed *edits, grpc bool) *resSe
 		}
 	}
 	sum, n := ed.result(baseSum)
-	ck := contentKey{t: uint8(t), sum: sum, n: n}
+	ck := contentKey{t: t, sum: sum, n: n}
 	var same *resSet
 	if wp, ok := in.content[ck]; ok {
 		same = wp.Value()
@@ -253,7 +254,10 @@ func (in *Interner) applyEdits(t int, base *resSet, ed *edits, grpc bool) *resSe
 			m[name] = e.e
 		}
 	}
-	s := &resSet{m: m, sum: sum, refs: setRefs(t, m, grpc)}
+	s := &resSet{m: m, sum: sum}
+	if follows {
+		s.refs = setRefs(m)
+	}
 	if len(s.refs) >= minWireNames {
 		for _, n := range s.refs {
 			s.refsWire = protowire.AppendTag(s.refsWire, sotwNamesField, protowire.BytesType)
@@ -304,13 +308,6 @@ func (in *Interner) evictTransition(k setKey) {
 // minWireNames is the shortest list of names worth keeping encoded.
 const minWireNames = 16
 
-func firstOf(s []string) *string {
-	if len(s) == 0 {
-		return nil
-	}
-	return &s[0]
-}
-
 // setSlots are the table slots of a set, dropped once it is collected.
 type setSlots struct {
 	content bool
@@ -348,12 +345,9 @@ func (in *Interner) namesWire(names []string) []byte {
 	return nil
 }
 
-// setRefs is what followUp names after a change of type t: the sorted, unique references of
-// every entry (nil for types that have no follow-up).
-func setRefs(t int, m map[string]entry, grpc bool) []string {
-	if t != tCDS && t != tLDS && !(t == tRDS && grpc) {
-		return nil
-	}
+// setRefs is what followUp names after a change of a type that has a dependent type: the
+// sorted, unique references of every entry.
+func setRefs(m map[string]entry) []string {
 	var names []string
 	for _, e := range m {
 		names = append(names, e.refs()...)

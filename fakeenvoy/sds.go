@@ -310,49 +310,13 @@ func (m *machine) hasSecrets(refs []secretRef) bool {
 	return true
 }
 
-// warming reports whether cluster (t tCDS) or listener (tLDS) name is warming, on its
-// dependencies or on its SDS secrets.
-func (m *machine) warming(t int, name string) bool {
-	warm, sec := m.warmC, m.secC
-	if t == tLDS {
-		warm, sec = m.warmL, m.secL
-	}
-	_, w := warm[name]
-	_, ws := sec[name]
-	return w || ws
-}
-
-// keepPrev records, for a cluster or listener that starts warming, the copy that stays in
-// effect meanwhile (nil: it is new, kept as no entry: a whole new config warms without a map of
-// nils). A resource already warming keeps its first copy.
-func (m *machine) keepPrev(t int, name string, old *decoded) {
-	prev := &m.prevC
-	if t == tLDS {
-		prev = &m.prevL
-	}
-	if m.warming(t, name) {
-		return
-	}
-	if old == nil {
-		delete(*prev, name)
-		return
-	}
-	if *prev == nil {
-		*prev = make(map[string]*decoded)
-	}
-	(*prev)[name] = old
-}
-
 // warmSecrets puts a new or changed cluster or listener d into SDS warming when it names a
 // secret the client does not hold.
-func (m *machine) warmSecrets(t int, name string, d, old *decoded, now time.Time) {
-	if t != tCDS && t != tLDS {
+func (m *machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Time) {
+	if !t.wildcard() {
 		return
 	}
-	sec := &m.secC
-	if t == tLDS {
-		sec = &m.secL
-	}
+	_, sec, _ := m.init.warmMaps(t)
 	if len(d.secrets) == 0 || m.hasSecrets(d.secrets) {
 		delete(*sec, name)
 		return
@@ -374,14 +338,14 @@ func (m *machine) warmSecrets(t int, name string, d, old *decoded, now time.Time
 // rewarmSecrets ends the SDS warming of the clusters and listeners whose secrets have all
 // arrived.
 func (m *machine) rewarmSecrets() {
-	for c := range m.secC {
+	for c := range m.init.secC {
 		if m.hasSecrets(m.types[tCDS].res[c].d.secretList()) {
-			delete(m.secC, c)
+			delete(m.init.secC, c)
 		}
 	}
-	for l := range m.secL {
+	for l := range m.init.secL {
 		if m.hasSecrets(m.types[tLDS].res[l].d.secretList()) {
-			delete(m.secL, l)
+			delete(m.init.secL, l)
 		}
 	}
 }
@@ -401,7 +365,7 @@ func (m *machine) followUpSecrets(s *step, now time.Time) {
 		return
 	}
 	var names []string
-	for _, t := range []int{tCDS, tLDS} {
+	for _, t := range []rtype{tCDS, tLDS} {
 		for _, e := range m.types[t].res {
 			for _, r := range e.d.secretList() {
 				if r.overADS() {

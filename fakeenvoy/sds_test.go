@@ -78,16 +78,16 @@ func TestSDSWarming(t *testing.T) {
 			return m.onSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
 		}
 		feed(E, "b", cla("c1", "10.0.0.1", 80))
-		if m.phase != phaseClusters || m.Effective(C, "c1") != nil {
-			t.Fatalf("delta=%v: after EDS the cluster must still wait for its secrets (phase %d)", delta, m.phase)
+		if m.init.phase != phaseClusters || m.Effective(C, "c1") != nil {
+			t.Fatalf("delta=%v: after EDS the cluster must still wait for its secrets (phase %d)", delta, m.init.phase)
 		}
 		feed(S, "c")
-		if m.phase != phaseClusters {
+		if m.init.phase != phaseClusters {
 			t.Fatalf("delta=%v: an empty SDS response warmed the cluster", delta)
 		}
 		s = feed(S, "d", secret("ROOTCA"), secret("default"))
-		if m.phase != phaseLDS || m.Effective(C, "c1") == nil {
-			t.Fatalf("delta=%v: secrets arrived, phase %d, want LDS requested", delta, m.phase)
+		if m.init.phase != phaseLDS || m.Effective(C, "c1") == nil {
+			t.Fatalf("delta=%v: secrets arrived, phase %d, want LDS requested", delta, m.init.phase)
 		}
 	}
 }
@@ -103,8 +103,8 @@ func TestSDSTimeout(t *testing.T) {
 		t.Fatalf("deadline %v, want the secrets' 2s", d)
 	}
 	s := m.onTimer(t0.Add(2 * time.Second))
-	if len(s.timeouts) != 1 || s.timeouts[0] != S || m.phase != phaseLDS {
-		t.Fatalf("timeouts %v, phase %d", s.timeouts, m.phase)
+	if len(s.timeouts) != 1 || s.timeouts[0] != S || m.init.phase != phaseLDS {
+		t.Fatalf("timeouts %v, phase %d", s.timeouts, m.init.phase)
 	}
 }
 

@@ -2,9 +2,11 @@ package fakeenvoy
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -261,6 +263,50 @@ func TestConnectFailureAndBackoff(t *testing.T) {
 	h.waitEvent(t, "connect-failed")
 	h.waitEvent(t, "connect-failed")
 	stop()
+
+	t.Run("delays follow the backoff policy", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// In the bubble the clock moves only while every goroutine waits, so the time
+			// between two failed connects is exactly the client's sleep between them.
+			const attempts = 8
+			cfg := ClientConfig{Seed: 7, Index: 3, Backoff: Backoff{Base: time.Millisecond, Max: 8 * time.Millisecond}}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h := &failLog{stopAfter: attempts, cancel: cancel}
+			c := newTestClient(t, cfg, h)
+			refused := func(context.Context) (grpc.ClientConnInterface, error) { return nil, errors.New("refused") }
+			if err := c.Run(ctx, refused); err != nil {
+				t.Fatalf("Run: %v, want nil on cancel", err)
+			}
+			if len(h.at) != attempts {
+				t.Fatalf("%d connect failures, want %d", len(h.at), attempts)
+			}
+			rng := jitterRand(cfg.Seed, cfg.Index)
+			for i := 1; i < attempts; i++ {
+				got := h.at[i].Sub(h.at[i-1])
+				want := cfg.Backoff.Next(i-1, rng)
+				ceil := min(cfg.Backoff.Base<<(i-1), cfg.Backoff.Max)
+				if got != want || got >= ceil {
+					t.Errorf("wait before attempt %d: %v, want %v (the policy's draw, below %v)", i+1, got, want, ceil)
+				}
+			}
+		})
+	})
+}
+
+// failLog records when connects failed and cancels the client after stopAfter of them.
+type failLog struct {
+	NopHooks
+	at        []time.Time
+	stopAfter int
+	cancel    context.CancelFunc
+}
+
+func (h *failLog) ConnectFailed(_ *Client, at time.Time, _ error) {
+	h.at = append(h.at, at)
+	if len(h.at) == h.stopAfter {
+		h.cancel()
+	}
 }
 
 // TestSotwWarmingTimeout: with no ClusterLoadAssignment served, LDS waits for

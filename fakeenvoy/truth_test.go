@@ -54,11 +54,11 @@ func TestMachineFetchTimeoutFromConfigSource(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := warmedMachine(t, ClientConfig{InitialFetchTimeout: def})
 			m.onSotw(sotwResp(t, C, "2", "e", clusterFetch("c1", tc.cluster, 2*time.Second), edsCluster("c2")), t1)
-			if d, ok := m.warmC["c1"]; !ok || !d.Equal(tc.want) {
+			if d, ok := m.init.warmC["c1"]; !ok || !d.Equal(tc.want) {
 				t.Errorf("cluster deadline %v (warming %v), want %v", d, ok, tc.want)
 			}
 			m.onSotw(sotwResp(t, L, "2", "f", listenerFetch(t, "l1", 80, tc.listener, "r-new")), t1)
-			if d, ok := m.warmL["l1"]; !ok || !d.Equal(tc.want) {
+			if d, ok := m.init.warmL["l1"]; !ok || !d.Equal(tc.want) {
 				t.Errorf("listener deadline %v (warming %v), want %v", d, ok, tc.want)
 			}
 			if got := m.nextDeadline(); !got.Equal(tc.want) {
@@ -175,7 +175,7 @@ func TestClientRestartIsNewProcess(t *testing.T) {
 				t.Errorf("sotw restart: %v, want one CDS request with no version", s.sotw)
 			}
 		}
-		if c.Resource(C, "c1") != nil || c.m.phase != phaseCDS || c.Synced(C) {
+		if c.Resource(C, "c1") != nil || c.m.init.phase != phaseCDS || c.Synced(C) {
 			t.Errorf("delta=%v: the restarted client kept state", delta)
 		}
 	}

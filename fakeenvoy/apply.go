@@ -1,0 +1,176 @@
+package fakeenvoy
+
+import (
+	"fmt"
+	"hash/maphash"
+	"strings"
+	"time"
+)
+
+// apply validates and applies one update and fills s with the decision, follow-up requests and
+// init progress. The ACK/NACK itself is the wire adapter's.
+func (m *machine) apply(s *step, u *update, now time.Time) {
+	t := u.t
+	ts := &m.types[t]
+	s.info.fresh = !ts.accepted
+	realistic := m.nack.Realistic
+	mode := checkNone
+	switch {
+	case m.grpc:
+		mode = checkGRPC // grpc-go's rules (grpc.go)
+	case realistic:
+		mode = checkEnvoy // Envoy's (rules.go)
+	}
+
+	// Response-level checks: they reject everything.
+	respErr := u.err
+	if respErr == nil && realistic {
+		respErr = envoyResponseErr(t, u.items, u.removed)
+	}
+	if err := m.policyErr(); respErr == nil {
+		respErr = err // the policy draws its chance for every response, rejected or not
+	}
+
+	// Per-resource decoding and checks.
+	items := u.items
+	var itemErrs []string
+	var present map[string]struct{} // a full response: what it holds
+	if u.full {
+		present = make(map[string]struct{}, len(items))
+	}
+	for i := range items {
+		it := &items[i]
+		if u.full {
+			present[it.name] = struct{}{}
+		}
+		if m.wire.named(t) && !m.subscribedName(t, it.name) {
+			it.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
+			continue
+		}
+		if !it.hashed {
+			it.hash = maphash.Bytes(hashSeed, it.raw)
+		}
+		if held, ok := ts.res[it.name]; ok && held.d.hash == it.hash {
+			continue // identical: skipped
+		}
+		s.info.Changed++
+		if m.nack.matchName(it.name) {
+			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
+		} else if it.hit != nil {
+			it.d = it.hit
+		} else {
+			it.d, it.err = m.interner.decode(t, mode, it.hash, it.name, it.raw)
+		}
+		if it.err == nil && mode == checkEnvoy && len(it.d.secrets) > 0 {
+			if err := m.secretSourceErr(it.d); err != nil {
+				it.d, it.err = nil, err
+			}
+		}
+		if it.err != nil {
+			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", t.kind(), it.name, it.err))
+		}
+	}
+
+	if realistic && t == tLDS && respErr == nil {
+		itemErrs = append(itemErrs, m.addressConflicts(items, u.removed, u.full)...)
+	}
+
+	// Deletions: a full response drops what it lacks; Delta drops removed_resources.
+	var gone []string
+	if u.full {
+		for name := range ts.res {
+			if _, ok := present[name]; !ok {
+				gone = append(gone, name)
+			}
+		}
+	} else {
+		for _, name := range u.removed {
+			if _, ok := ts.res[name]; ok {
+				gone = append(gone, name)
+			}
+		}
+	}
+	s.info.Removed = len(gone)
+	if u.versions {
+		s.info.Removed = len(u.removed) // as on the wire; NoOp counts only what was held
+	}
+	s.info.NoOp = s.info.Changed == 0 && len(gone) == 0
+
+	nacked := respErr != nil || len(itemErrs) > 0
+	if nacked {
+		s.info.Nacked = true
+		msgs := itemErrs
+		if respErr != nil {
+			msgs = []string{respErr.Error()}
+		}
+		s.info.Error = joinErrors(msgs)
+	}
+	if respErr != nil || (len(itemErrs) > 0 && !m.appliesPartly(t)) {
+		m.afterResponse(s, t, now)
+		return
+	}
+	ed := newEdits(ts.res, s.info.Changed+len(gone)) // applied by commit, below (see resset.go)
+	if n := s.info.Changed + len(gone); n > 0 {
+		s.info.changed = make([]changedRes, 0, n)
+	}
+	changed := false
+	for i := range items {
+		it := &items[i]
+		if it.err != nil {
+			continue
+		}
+		if it.d == nil { // identical
+			if !nacked && u.versions {
+				e, _ := ed.get(it.name)
+				e.version = it.version
+				ed.put(it.name, e)
+			}
+			continue
+		}
+		version := it.version
+		if nacked {
+			version = "" // Envoy records Delta versions only when the whole response is accepted
+		}
+		name := it.name
+		if it.d.name == name {
+			name = it.d.name // the shared copy: the per-response one becomes garbage
+		}
+		held, _ := ed.get(name)
+		old := held.d
+		ed.put(name, entry{version: version, d: it.d})
+		changed = true
+		s.info.changed = append(s.info.changed, changedRes{name: name, prev: old.message()})
+		m.warmStored(t, name, it.d, old, now)
+	}
+	for _, name := range gone {
+		held, _ := ed.get(name)
+		s.info.changed = append(s.info.changed, changedRes{name: name, prev: held.d.message()})
+		ed.del(name)
+		changed = true
+		m.unwarm(t, name)
+	}
+	m.commit(t, ed)
+	if !nacked {
+		ts.accepted = true
+	}
+	m.warmByContent(u)
+	if changed {
+		s.applied = true
+		m.followUp(s, t)
+		if t.wildcard() {
+			m.followUpSecrets(s, now)
+			m.rewarmSecrets() // secrets the agent served at once
+		}
+	}
+	m.afterResponse(s, t, now)
+}
+
+var errIgnored = fmt.Errorf("not subscribed")
+
+func joinErrors(msgs []string) string {
+	const max = 5
+	if len(msgs) > max {
+		return strings.Join(msgs[:max], "; ") + fmt.Sprintf("; and %d more", len(msgs)-max)
+	}
+	return strings.Join(msgs, "; ")
+}

@@ -1,0 +1,138 @@
+package fakeenvoy
+
+import (
+	"fmt"
+	"slices"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// What Envoy rejects (NackPolicy.Realistic), beside the PGV validation of every resource and of
+// every message packed in an Any (validate.go) and the SDS sources it cannot reach (sds.go):
+//
+//   - a response naming one resource twice, or a Delta response that both adds and removes a
+//     name: the whole response is NACKed and nothing of it applied;
+//   - a listener binding the address of another listener of the resulting set, or two filter
+//     chains of one listener with the same match: that listener is rejected.
+//
+// CDS and LDS apply their valid resources even when the response is NACKed, as Envoy does; EDS,
+// RDS and SDS apply nothing of a NACKed response. grpc-go's rules are in grpc.go. The scripted
+// rejections of a NackPolicy (every Nth response, a probability, a name pattern) come on top.
+
+// envoyResponseErr reports what makes Envoy reject a whole response of type t.
+func envoyResponseErr(t rtype, items []item, removed []string) error {
+	seen := make(map[string]struct{}, len(items))
+	for _, it := range items {
+		if _, dup := seen[it.name]; dup {
+			return fmt.Errorf("duplicate %s %q in one response", t.kind(), it.name)
+		}
+		seen[it.name] = struct{}{}
+	}
+	for _, name := range removed {
+		if _, both := seen[name]; both {
+			return fmt.Errorf("%s %q is both added and removed", t.kind(), name)
+		}
+	}
+	return nil
+}
+
+// policyErr is the scripted rejection of the current response (m.seq) by the NACK policy's
+// every-N and probability rules; the probability is drawn for every response.
+func (m *machine) policyErr() error {
+	var err error
+	if m.nack.EveryN > 0 && m.seq%uint64(m.nack.EveryN) == 0 {
+		err = fmt.Errorf("rejected by policy: every %d responses", m.nack.EveryN)
+	}
+	if m.rng != nil && m.rng.Float64() < m.nack.Probability && err == nil {
+		err = fmt.Errorf("rejected by policy: probability %g", m.nack.Probability)
+	}
+	return err
+}
+
+// appliesPartly reports whether the valid resources of a NACKed response of type t are applied:
+// Envoy's CDS and LDS, every type of grpc-go.
+func (m *machine) appliesPartly(t rtype) bool { return t.wildcard() || m.grpc }
+
+// addressConflicts marks new or changed listeners that bind the address of another listener
+// of the resulting set (Envoy: "has duplicate address ... as existing listener"). full: the
+// response is the whole set (else held listeners it does not touch keep their addresses).
+func (m *machine) addressConflicts(items []item, removed []string, full bool) []string {
+	owner := make(map[string]string)
+	inResp := make(map[string]struct{}, len(items))
+	claim := func(name string, l *listenerv3.Listener) string {
+		k := bindKey(l)
+		if k == "" {
+			return ""
+		}
+		if other, ok := owner[k]; ok && other != name {
+			return other
+		}
+		owner[k] = name
+		return ""
+	}
+	// Unchanged listeners keep their addresses first; in Delta, so do held ones not touched.
+	for i := range items {
+		it := &items[i]
+		inResp[it.name] = struct{}{}
+		if it.err == nil && it.d == nil {
+			if e, ok := m.types[tLDS].res[it.name]; ok {
+				claim(it.name, e.d.msg.(*listenerv3.Listener))
+			}
+		}
+	}
+	if !full {
+		for name, e := range m.types[tLDS].res {
+			if _, ok := inResp[name]; !ok && !slices.Contains(removed, name) {
+				claim(name, e.d.msg.(*listenerv3.Listener))
+			}
+		}
+	}
+	var errs []string
+	for i := range items {
+		it := &items[i]
+		if it.err != nil || it.d == nil {
+			continue
+		}
+		l := it.d.msg.(*listenerv3.Listener)
+		if other := claim(it.name, l); other != "" {
+			it.err = fmt.Errorf("duplicate address %s as listener %s", bindKey(l), other)
+			errs = append(errs, fmt.Sprintf("listener %s: %v", it.name, it.err))
+		}
+	}
+	return errs
+}
+
+// bindKey is the address a listener binds ("" when it does not bind: bind_to_port false,
+// a pipe, an api_listener).
+func bindKey(l *listenerv3.Listener) string {
+	if b := l.GetBindToPort(); b != nil && !b.GetValue() {
+		return ""
+	}
+	sa := l.GetAddress().GetSocketAddress()
+	if sa == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s:%s:%d", sa.GetProtocol(), sa.GetAddress(), sa.GetPortValue())
+}
+
+// duplicateFilterChain reports two filter chains of l with the same match (Envoy rejects
+// "multiple filter chains with the same matching rules").
+func duplicateFilterChain(l *listenerv3.Listener) error {
+	seen := make(map[string]string, len(l.GetFilterChains()))
+	for i, fc := range l.GetFilterChains() {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(fc.GetFilterChainMatch())
+		if err != nil {
+			return err
+		}
+		name := fc.GetName()
+		if name == "" {
+			name = fmt.Sprintf("#%d", i)
+		}
+		if other, ok := seen[string(b)]; ok {
+			return fmt.Errorf("filter chains %s and %s have the same matching rules", other, name)
+		}
+		seen[string(b)] = name
+	}
+	return nil
+}

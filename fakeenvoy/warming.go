@@ -1,0 +1,362 @@
+package fakeenvoy
+
+import "time"
+
+// The init manager: how an Envoy initializes and warms, as its init managers run it.
+//
+//	phaseCDS:       CDS requested, waiting for its first response (or initial_fetch_timeout)
+//	phaseClusters:  waiting until every cluster has warmed (fresh ClusterLoadAssignment) or
+//	                timed out; then LDS is requested
+//	phaseLDS:       waiting for the first LDS response (or timeout)
+//	phaseListeners: waiting until every listener has its routes (or timed out)
+//	phaseDone:      initialized
+//
+// After initialization a new or changed cluster warms until its assignment arrives, a listener
+// until its route configurations have, each up to the initial_fetch_timeout of the config
+// source it names; meanwhile the copy it replaces stays in effect. The same goes for the SDS
+// secrets their transport sockets name (sds.go). A gRPC client has no phases and does not warm.
+type phase uint8
+
+const (
+	phaseCDS phase = iota
+	phaseClusters
+	phaseLDS
+	phaseListeners
+	phaseDone
+)
+
+// initState is the init manager's state.
+type initState struct {
+	phase         phase
+	phaseDeadline time.Time
+	warmC, warmL  map[string]time.Time // warming clusters / listeners → deadline (zero: none)
+	// prevC and prevL hold, per warming cluster / listener, the copy in effect while the new
+	// one warms (nil: none, the resource is new). Envoy keeps serving that copy until warming
+	// ends, so it is what Effective returns.
+	prevC, prevL map[string]*decoded
+	// secC and secL are the clusters / listeners waiting for the SDS secrets their transport
+	// sockets name (→ deadline, zero: none), as Envoy's SDS init targets; a resource is
+	// warming while it is in warmC/warmL or secC/secL.
+	secC, secL map[string]time.Time
+	fullDone   bool // the client held a full config at least once
+	// resyncing: a stream after the first full config started at resyncAt; the types in
+	// resyncWait have not answered on it yet. Once all have and the configuration is complete,
+	// the client holds a full config again (step.resynced).
+	resyncing  bool
+	resyncAt   time.Time
+	resyncWait uint32
+}
+
+// warmMaps returns the warming maps of clusters (t tCDS) or listeners (tLDS): on their
+// dependencies, on their secrets, and the copies in effect meanwhile.
+func (in *initState) warmMaps(t rtype) (warm, sec *map[string]time.Time, prev *map[string]*decoded) {
+	if t == tLDS {
+		return &in.warmL, &in.secL, &in.prevL
+	}
+	return &in.warmC, &in.secC, &in.prevC
+}
+
+// prev is the map of copies in effect of warming clusters (tCDS) or listeners (tLDS).
+func (in *initState) prev(t rtype) map[string]*decoded {
+	_, _, p := in.warmMaps(t)
+	return *p
+}
+
+// nextDeadline is the earliest deadline of a phase or a warming resource; zero when none.
+func (in *initState) nextDeadline() time.Time {
+	var next time.Time
+	consider := func(d time.Time) {
+		if !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+	}
+	if in.phase == phaseCDS || in.phase == phaseLDS {
+		consider(in.phaseDeadline)
+	}
+	for _, w := range []map[string]time.Time{in.warmC, in.warmL, in.secC, in.secL} {
+		for _, d := range w {
+			consider(d)
+		}
+	}
+	return next
+}
+
+// firstEnvoy makes an Envoy's first subscription: CDS, waiting up to the initial fetch timeout.
+func (m *machine) firstEnvoy(now time.Time) {
+	m.types[tCDS].subscribed = true
+	m.init.phaseDeadline = m.deadline(now)
+}
+
+// startResync starts waiting, on a stream that starts at now after the first full config, for
+// every subscribed type to answer.
+func (m *machine) startResync(now time.Time) {
+	in := &m.init
+	in.resyncing, in.resyncWait = in.fullDone, 0
+	if !in.resyncing {
+		return
+	}
+	in.resyncAt = now
+	for t := range numTypes {
+		if ts := &m.types[t]; ts.subscribed && (!m.wire.named(t) || len(ts.names) > 0) {
+			in.resyncWait |= 1 << t
+		}
+	}
+}
+
+// deadline returns when a bootstrap subscription (CDS, LDS) that starts waiting at now times
+// out.
+func (m *machine) deadline(now time.Time) time.Time {
+	if m.ift <= 0 {
+		return time.Time{}
+	}
+	return now.Add(m.ift)
+}
+
+// deadlineFor returns when a cluster or listener d that starts warming at now times out: after
+// the initial_fetch_timeout of the config source it names (0s waits forever, as in Envoy), or
+// after the client's default when that config source gives none.
+func (m *machine) deadlineFor(now time.Time, d *decoded) time.Time {
+	if d == nil || !d.hasFetch {
+		return m.deadline(now)
+	}
+	if d.fetchTimeout <= 0 {
+		return time.Time{}
+	}
+	return now.Add(d.fetchTimeout)
+}
+
+// warmStored puts a new or changed cluster or listener d into warming; old is the copy it
+// replaces (nil: none), which stays in effect until d has warmed. gRPC clients do not warm.
+//
+// A cluster warms when a ClusterLoadAssignment for it arrives. In Delta the client cannot ask
+// again for an assignment it already watches, and the one it holds is used only when the
+// cluster's initial_fetch_timeout expires (Envoy's EDS resources cache, used on FetchTimedout
+// only): until then the cluster waits for the server to send one.
+func (m *machine) warmStored(t rtype, name string, d, old *decoded, now time.Time) {
+	if m.grpc || !t.wildcard() {
+		return
+	}
+	m.warmSecrets(t, name, d, old, now)
+	warm, _, _ := m.init.warmMaps(t)
+	ready := len(d.refs) == 0 // a cluster without EDS
+	if t == tLDS {
+		ready = m.hasRoutes(d.refs)
+	}
+	if ready {
+		delete(*warm, name)
+		return
+	}
+	if *warm == nil {
+		*warm = make(map[string]time.Time)
+	}
+	m.keepPrev(t, name, old)
+	(*warm)[name] = m.deadlineFor(now, d)
+}
+
+// unwarm drops a deleted cluster or listener from warming.
+func (m *machine) unwarm(t rtype, name string) {
+	if !t.wildcard() {
+		return
+	}
+	warm, sec, _ := m.init.warmMaps(t)
+	delete(*warm, name)
+	delete(*sec, name)
+}
+
+// warming reports whether cluster (t tCDS) or listener (tLDS) name is warming, on its
+// dependencies or on its SDS secrets.
+func (m *machine) warming(t rtype, name string) bool {
+	warm, sec, _ := m.init.warmMaps(t)
+	_, w := (*warm)[name]
+	_, ws := (*sec)[name]
+	return w || ws
+}
+
+// keepPrev records, for a cluster or listener that starts warming, the copy that stays in
+// effect meanwhile (nil: it is new, kept as no entry: a whole new config warms without a map of
+// nils). A resource already warming keeps its first copy.
+func (m *machine) keepPrev(t rtype, name string, old *decoded) {
+	_, _, prev := m.init.warmMaps(t)
+	if m.warming(t, name) {
+		return
+	}
+	if old == nil {
+		delete(*prev, name)
+		return
+	}
+	if *prev == nil {
+		*prev = make(map[string]*decoded)
+	}
+	(*prev)[name] = old
+}
+
+func (m *machine) hasRoutes(refs []string) bool {
+	for _, r := range refs {
+		if _, ok := m.types[tRDS].res[r]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// warmByContent ends the warming an accepted EDS, RDS or SDS response ends: a
+// ClusterLoadAssignment received (even unchanged) warms its clusters, a removed one means "does
+// not exist" and warms them too; route configurations warm the listeners that have them all;
+// secrets the resources that have them all.
+func (m *machine) warmByContent(u *update) {
+	switch u.t {
+	case tEDS:
+		if len(m.init.warmC) == 0 {
+			break
+		}
+		warmed := make(map[string]struct{}, len(u.items)+len(u.removed))
+		for _, it := range u.items {
+			if it.err == nil {
+				warmed[it.name] = struct{}{}
+			}
+		}
+		for _, name := range u.removed {
+			warmed[name] = struct{}{}
+		}
+		for c := range m.init.warmC {
+			if e, ok := m.types[tCDS].res[c]; ok && len(e.refs()) > 0 {
+				if _, ok := warmed[e.refs()[0]]; ok {
+					delete(m.init.warmC, c)
+				}
+			}
+		}
+	case tRDS:
+		for l := range m.init.warmL {
+			if m.hasRoutes(m.types[tLDS].res[l].refs()) {
+				delete(m.init.warmL, l)
+			}
+		}
+	case tSDS:
+		m.rewarmSecrets()
+	}
+}
+
+// afterResponse advances initialization after a response of type t.
+func (m *machine) afterResponse(s *step, t rtype, now time.Time) {
+	in := &m.init
+	if (in.phase == phaseCDS && t == tCDS) || (in.phase == phaseLDS && t == tLDS) {
+		in.phase++
+	}
+	in.resyncWait &^= 1 << t
+	m.advance(s, now)
+}
+
+// expireInit ends, at now, a phase waiting past its initial fetch timeout and the warming of
+// clusters and listeners past theirs.
+func (m *machine) expireInit(s *step, now time.Time) {
+	in := &m.init
+	if (in.phase == phaseCDS || in.phase == phaseLDS) && !in.phaseDeadline.IsZero() && !now.Before(in.phaseDeadline) {
+		if in.phase == phaseCDS {
+			s.timeouts = append(s.timeouts, tCDS.url())
+		} else {
+			s.timeouts = append(s.timeouts, tLDS.url())
+		}
+		in.phase++
+	}
+	if expire(in.warmC, now) {
+		s.timeouts = append(s.timeouts, tEDS.url())
+	}
+	if expire(in.warmL, now) {
+		s.timeouts = append(s.timeouts, tRDS.url())
+	}
+}
+
+func expire(w map[string]time.Time, now time.Time) bool {
+	any := false
+	for k, d := range w {
+		if !d.IsZero() && !now.Before(d) {
+			delete(w, k)
+			any = true
+		}
+	}
+	return any
+}
+
+// advance moves initialization forward as far as it can go and reports the first full config.
+func (m *machine) advance(s *step, now time.Time) {
+	in := &m.init
+	// An emptied map keeps its buckets: drop it, an idle client warms nothing.
+	for _, t := range []rtype{tCDS, tLDS} {
+		warm, sec, prev := in.warmMaps(t)
+		if len(*warm) == 0 {
+			*warm = nil
+		}
+		if len(*sec) == 0 {
+			*sec = nil
+		}
+		if *warm == nil && *sec == nil {
+			*prev = nil
+		}
+	}
+	if in.phase == phaseClusters && len(in.warmC) == 0 && len(in.secC) == 0 {
+		in.phase = phaseLDS
+		in.phaseDeadline = m.deadline(now)
+		m.types[tLDS].subscribed = true
+		m.wire.restate(m, s, tLDS)
+	}
+	if in.phase == phaseListeners && len(in.warmL) == 0 && len(in.secL) == 0 {
+		in.phase = phaseDone
+	}
+	if in.phase == phaseDone && !in.fullDone && m.complete() {
+		in.fullDone = true
+		s.firstFull = true
+	}
+	if in.resyncing && in.resyncWait == 0 && in.phase == phaseDone && m.complete() {
+		in.resyncing = false
+		s.resynced, s.resync = true, max(0, now.Sub(in.resyncAt))
+	}
+}
+
+// complete reports whether the client holds a whole warmed configuration: CDS and LDS
+// accepted, every EDS cluster with its assignment, every listener with its routes (for a gRPC
+// client: every target's listener, its routes, their clusters and those clusters' assignments).
+func (m *machine) complete() bool {
+	if m.grpc {
+		return m.completeGRPC()
+	}
+	in := &m.init
+	if !m.types[tCDS].accepted || !m.types[tLDS].accepted || len(in.warmC) > 0 || len(in.warmL) > 0 || len(in.secC) > 0 || len(in.secL) > 0 {
+		return false
+	}
+	for _, e := range m.types[tCDS].res {
+		for _, r := range e.refs() {
+			if _, ok := m.types[tEDS].res[r]; !ok {
+				return false
+			}
+		}
+	}
+	for _, e := range m.types[tLDS].res {
+		if !m.hasRoutes(e.refs()) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *machine) completeGRPC() bool {
+	for _, l := range m.targets {
+		e, ok := m.types[tLDS].res[l]
+		if !ok || !m.hasRoutes(e.refs()) {
+			return false
+		}
+		for _, r := range e.refs() {
+			for _, c := range m.types[tRDS].res[r].refs() {
+				ce, ok := m.types[tCDS].res[c]
+				if !ok {
+					return false
+				}
+				for _, a := range ce.refs() {
+					if _, ok := m.types[tEDS].res[a]; !ok {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,97 @@
+package fakeenvoy
+
+import (
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+)
+
+// A wire adapter is one protocol's side of the machine: SotW (wire_sotw.go), Delta
+// (wire_delta.go) and a proxyless gRPC client (wire_grpc.go, SotW with every type named). Its
+// reader turns a response into one update, which the machine applies the same way whatever
+// carried it (apply.go); the adapter then builds the requests in its protocol's shape.
+type wire interface {
+	// first makes the first subscription of a new client process.
+	first(m *machine, now time.Time)
+	// restate appends the request that states t's subscription on a new stream (or when
+	// initialization first subscribes to t), with what the client holds of it.
+	restate(m *machine, s *step, t rtype)
+	// resubscribe makes names (sorted, unique) t's subscription, appending the request that
+	// changes it when the protocol needs one.
+	resubscribe(m *machine, s *step, t rtype, names []string)
+	// ack appends the ACK, or the NACK when s.info.Nacked, of the response u came from.
+	ack(m *machine, s *step, u *update)
+	// named reports whether t is subscribed by name (not wildcard).
+	named(t rtype) bool
+	// dependent is the type whose names follow from t's resources (CDS → EDS, LDS → RDS).
+	dependent(t rtype) (rtype, bool)
+}
+
+var (
+	_ wire = sotwWire{}
+	_ wire = deltaWire{}
+	_ wire = grpcWire{}
+)
+
+// update is one response as the machine applies it, whatever protocol carried it.
+type update struct {
+	t       rtype
+	typeURL string // as the response names it (a type the client may not know)
+	version string // SotW version_info
+	nonce   string
+	items   []item
+	removed []string // Delta removed_resources
+	// full: the response lists every resource of t the client should hold; a held one it
+	// lacks is deleted (SotW CDS and LDS).
+	full bool
+	// versions: items carry per-resource versions, recorded when the response is accepted
+	// (Delta).
+	versions bool
+	// err is a response-level error found while reading it: the whole response is NACKed.
+	err error
+	// unwatched is how a response for a type the client has no subscription for is answered.
+	unwatched unwatched
+}
+
+// unwatched is what a client does with a response for a type it does not watch.
+type unwatched uint8
+
+const (
+	watched       unwatched = iota // the response is applied
+	ackUnwatched                   // not applied, ACKed by the adapter (SotW: Envoy's legacy mux)
+	dropUnwatched                  // not applied, not answered (Delta)
+)
+
+// item is one resource of a response, before it is applied.
+//
+// A SotW response's items are built by the codec, while the bytes are still in the transport's
+// buffer (codec.readSotw), or by onSotw from the response's Anys.
+type item struct {
+	name    string // field 1 of the resource (see readName); SotW: "" when !nameOK
+	raw     []byte // nil when hit holds the bytes
+	version string
+	typeURL string // SotW: the Any's type URL
+	size    int    // bytes of the resource
+	nameOK  bool
+	hashed  bool // hash is already set
+	hash    uint64
+	hit     *decoded // the interned resource with these bytes, when the codec found it
+	d       *decoded // nil when identical to the held resource
+	err     error
+}
+
+// envoyDependent is Envoy's follow-up: clusters name assignments, listeners route configs.
+func envoyDependent(t rtype) (rtype, bool) {
+	switch t {
+	case tCDS:
+		return tEDS, true
+	case tLDS:
+		return tRDS, true
+	}
+	return 0, false
+}
+
+func nackStatus(msg string) *status.Status {
+	return &status.Status{Code: int32(codes.Internal), Message: msg}
+}

@@ -1,0 +1,109 @@
+package fakeenvoy
+
+import (
+	"fmt"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+)
+
+// deltaWire is incremental xDS (DeltaAggregatedResources): subscriptions change by difference,
+// a response adds or changes some resources and removes others by name, every resource carries
+// a version, and a new stream restates what the client holds as initial_resource_versions.
+// Like Envoy, only ACKs and NACKs carry a nonce.
+type deltaWire struct{}
+
+func (deltaWire) first(m *machine, now time.Time) { m.firstEnvoy(now) }
+
+func (deltaWire) restate(m *machine, s *step, t rtype) {
+	ts := &m.types[t]
+	r := m.deltaReq(t)
+	if !t.wildcard() {
+		r.ResourceNamesSubscribe = ts.names
+	}
+	if len(ts.res) > 0 {
+		r.InitialResourceVersions = make(map[string]string, len(ts.res))
+		for name, e := range ts.res {
+			if e.version != "" {
+				r.InitialResourceVersions[name] = e.version
+			}
+		}
+	}
+	s.delta = append(s.delta, r)
+}
+
+// resubscribe sends the difference, nothing when there is none.
+func (deltaWire) resubscribe(m *machine, s *step, t rtype, names []string) {
+	sub, unsub := diffSorted(m.types[t].names, names)
+	if len(sub) == 0 && len(unsub) == 0 {
+		return
+	}
+	m.setNames(t, names, unsub)
+	r := m.deltaReq(t)
+	r.ResourceNamesSubscribe = sub
+	r.ResourceNamesUnsubscribe = unsub
+	s.delta = append(s.delta, r)
+}
+
+// ack goes ahead of the subscriptions the response caused: Envoy's Delta mux sends every ACK
+// before plain updates (NewGrpcMuxImpl::whoWantsToSendDiscoveryRequest).
+func (deltaWire) ack(m *machine, s *step, u *update) {
+	req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: u.t.url(), ResponseNonce: u.nonce, Node: m.attachNode()}
+	if s.info.Nacked {
+		req.ErrorDetail = nackStatus(s.info.Error)
+	}
+	s.delta = append([]*discoveryv3.DeltaDiscoveryRequest{req}, s.delta...)
+}
+
+func (deltaWire) named(t rtype) bool { return !t.wildcard() }
+
+func (deltaWire) dependent(t rtype) (rtype, bool) { return envoyDependent(t) }
+
+// deltaReq starts a Delta subscription request.
+func (m *machine) deltaReq(t rtype) *discoveryv3.DeltaDiscoveryRequest {
+	return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t.url(), Node: m.attachNode()}
+}
+
+// onDelta handles one DeltaDiscoveryResponse received at recv.
+func (m *machine) onDelta(r *discoveryv3.DeltaDiscoveryResponse, recv time.Time) step {
+	m.seq++
+	m.streamResp++
+	s := step{response: true}
+	u := m.deltaUpdate(&s, r)
+	s.info.Recv = recv
+	m.handle(&s, &u, recv)
+	return s
+}
+
+// deltaUpdate reads a Delta response into an update, and fills s.info with what the response
+// is.
+func (m *machine) deltaUpdate(s *step, r *discoveryv3.DeltaDiscoveryResponse) update {
+	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Nonce: r.GetNonce(), Delta: true, Resources: len(r.GetResources())}
+	for _, res := range r.GetResources() {
+		s.info.Bytes += len(res.GetResource().GetValue())
+	}
+	t, ok := typeOf(r.GetTypeUrl())
+	if !ok || !m.types[t].subscribed {
+		// Envoy drops a Delta response for a type it has no subscription for, unanswered.
+		return update{typeURL: r.GetTypeUrl(), unwatched: dropUnwatched}
+	}
+	m.types[t].nonce = r.GetNonce()
+	u := update{t: t, typeURL: r.GetTypeUrl(), nonce: r.GetNonce(), removed: r.GetRemovedResources(), versions: true}
+	u.items = make([]item, 0, len(r.GetResources()))
+	for _, res := range r.GetResources() {
+		a := res.GetResource()
+		if a == nil {
+			continue // a TTL heartbeat: nothing to apply
+		}
+		if a.GetTypeUrl() != r.GetTypeUrl() {
+			u.err = fmt.Errorf("resource %s type %s does not match the response type %s", res.GetName(), a.GetTypeUrl(), r.GetTypeUrl())
+			break
+		}
+		name := res.GetName()
+		if name == "" {
+			name, _ = readName(a.GetValue())
+		}
+		u.items = append(u.items, item{name: name, raw: a.GetValue(), version: res.GetVersion()})
+	}
+	return u
+}

@@ -1,0 +1,133 @@
+package fakeenvoy
+
+import (
+	"fmt"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
+)
+
+// sotwWire is Envoy's state-of-the-world protocol (StreamAggregatedResources): CDS and LDS are
+// wildcard and every response of them is the whole set; EDS, RDS and SDS are named, every
+// request restating the whole list; an ACK carries the accepted version_info, a NACK the
+// previous one.
+type sotwWire struct{}
+
+func (sotwWire) first(m *machine, now time.Time) { m.firstEnvoy(now) }
+
+func (sotwWire) restate(m *machine, s *step, t rtype) { s.sotw = append(s.sotw, m.sotwReq(t, nil)) }
+
+// resubscribe sends the whole list, even unchanged (Envoy's legacy mux follows every CDS or
+// LDS change with its EDS or RDS request); nothing for a type never subscribed that stays
+// empty.
+func (sotwWire) resubscribe(m *machine, s *step, t rtype, names []string) {
+	ts := &m.types[t]
+	if len(names) == 0 && !ts.subscribed {
+		return
+	}
+	_, unsub := diffSorted(ts.names, names)
+	m.setNames(t, names, unsub)
+	s.sotw = append(s.sotw, m.sotwReq(t, nil))
+}
+
+// ack goes after the requests the response caused (the legacy mux sends the EDS or RDS request
+// first).
+func (sotwWire) ack(m *machine, s *step, u *update) {
+	if u.unwatched == ackUnwatched {
+		// Envoy with no watch for the type: an empty response is ACKed with its version, one
+		// with resources is answered with the old version and the new nonce, no error_detail.
+		req := &discoveryv3.DiscoveryRequest{TypeUrl: u.typeURL, ResponseNonce: u.nonce, Node: m.attachNode()}
+		if t, ok := typeOf(u.typeURL); ok {
+			req.VersionInfo = m.types[t].version
+		} else if len(u.items) == 0 {
+			req.VersionInfo = u.version
+		}
+		s.sotw = append(s.sotw, req)
+		return
+	}
+	var nack *status.Status
+	if s.info.Nacked {
+		nack = nackStatus(s.info.Error)
+	}
+	s.sotw = append(s.sotw, m.sotwReq(u.t, nack))
+}
+
+func (sotwWire) named(t rtype) bool { return !t.wildcard() }
+
+func (sotwWire) dependent(t rtype) (rtype, bool) { return envoyDependent(t) }
+
+// sotwReq is t's request with the client's last accepted version and latest nonce.
+func (m *machine) sotwReq(t rtype, nack *status.Status) *discoveryv3.DiscoveryRequest {
+	ts := &m.types[t]
+	r := &discoveryv3.DiscoveryRequest{
+		VersionInfo:   ts.version,
+		TypeUrl:       t.url(),
+		ResponseNonce: ts.nonce,
+		ErrorDetail:   nack,
+		Node:          m.attachNode(),
+	}
+	if m.wire.named(t) {
+		r.ResourceNames = ts.names
+	}
+	return r
+}
+
+// onSotw handles one SotW DiscoveryResponse received at recv.
+func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step {
+	res := make([]item, len(r.GetResources()))
+	for i, a := range r.GetResources() {
+		res[i] = item{typeURL: a.GetTypeUrl(), size: len(a.GetValue()), raw: a.GetValue()}
+		res[i].name, res[i].nameOK = readName(a.GetValue())
+	}
+	return m.onSotwRead(r, res, recv)
+}
+
+// onSotwRead handles a SotW response received at recv whose resources are res (read by the
+// codec: r's own are ignored). It owns res.
+func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []item, recv time.Time) step {
+	m.seq++
+	m.streamResp++
+	s := step{response: true}
+	u := m.sotwUpdate(&s, r, res)
+	s.info.Recv = recv
+	m.handle(&s, &u, recv)
+	return s
+}
+
+// sotwUpdate reads a SotW response whose resources are res into an update, and fills s.info
+// with what the response is.
+func (m *machine) sotwUpdate(s *step, r *discoveryv3.DiscoveryResponse, res []item) update {
+	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Resources: len(res)}
+	for i := range res {
+		s.info.Bytes += res[i].size
+	}
+	u := update{typeURL: r.GetTypeUrl(), version: r.GetVersionInfo(), nonce: r.GetNonce(), items: res}
+	t, ok := typeOf(r.GetTypeUrl())
+	if ok {
+		m.types[t].nonce = r.GetNonce()
+	}
+	if !ok || !m.types[t].subscribed {
+		u.unwatched = ackUnwatched
+		if ok && len(res) == 0 {
+			m.types[t].version = r.GetVersionInfo() // an empty response is accepted (see ack)
+		}
+		return u
+	}
+	u.t = t
+	// A named CDS or LDS resource left out is gone too (grpc-go).
+	u.full = t.wildcard()
+	for i := range res {
+		w := &res[i]
+		if w.typeURL != r.GetTypeUrl() {
+			u.err = fmt.Errorf("resource type %s does not match the response type %s", w.typeURL, r.GetTypeUrl())
+		} else if !w.nameOK {
+			u.err = fmt.Errorf("%s resource %d does not decode", shortType(r.GetTypeUrl()), i)
+		}
+		if u.err != nil {
+			u.items = res[:i]
+			break
+		}
+	}
+	return u
+}
