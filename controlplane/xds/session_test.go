@@ -1,12 +1,9 @@
 package xds
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +20,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/push"
+	"github.com/xdslab/xdslab/internal/transcript"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected effects in testdata/session/*.txt")
@@ -62,13 +60,10 @@ var update = flag.Bool("update", false, "rewrite the expected effects in testdat
 // go test -run TestSessionTranscripts -update rewrites the effect lines from what the session
 // does; review the diff like code.
 func TestSessionTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/session/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts in testdata/session: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runTranscriptFile(t, f) })
-	}
+	transcript.RunDir(t, "testdata/session/*.txt", transcript.Format{
+		Effects: []string{"< ", "! ", "= "},
+		New:     func(t testing.TB, header string) transcript.Case { return newSessionCase(t, header) },
+	}, *update)
 }
 
 var typeAbbrev = map[string]string{"CDS": gen.ClusterType, "EDS": gen.EndpointType, "LDS": gen.ListenerType, "RDS": gen.RouteType}
@@ -150,8 +145,9 @@ func (f *fakeSource) resources(_ *model.Proxy, _ *pushState, typeURL string, nam
 	return out, errors.Join(errs...)
 }
 
-type transcript struct {
-	t   *testing.T
+// sessionCase is one transcript case: a source, its streams and the clock.
+type sessionCase struct {
+	t   testing.TB
 	src *fakeSource
 	now time.Time
 	// The case's streams, by name, and the one inputs go to: every stream of a case is served
@@ -172,7 +168,7 @@ type stream struct {
 }
 
 // use makes name the stream inputs go to, starting it if it is new.
-func (x *transcript) use(name string) {
+func (x *sessionCase) use(name string) {
 	st, ok := x.streams[name]
 	if !ok {
 		st = &stream{sess: x.newSession()}
@@ -181,7 +177,7 @@ func (x *transcript) use(name string) {
 	x.stream = st
 }
 
-func newTranscript(t *testing.T, header string) *transcript {
+func newSessionCase(t testing.TB, header string) *sessionCase {
 	opts := push.FlowOptions{Enabled: true}
 	delta, showBuilt := false, false
 	for _, w := range strings.Fields(header)[1:] {
@@ -202,7 +198,7 @@ func newTranscript(t *testing.T, header string) *transcript {
 	}
 	src := &fakeSource{res: map[string]map[string]string{}}
 	sets := newNameSets()
-	x := &transcript{t: t, src: src, now: time.Unix(1_000_000, 0), streams: map[string]*stream{}, showBuilt: showBuilt,
+	x := &sessionCase{t: t, src: src, now: time.Unix(1_000_000, 0), streams: map[string]*stream{}, showBuilt: showBuilt,
 		newSession: func() *session { return newSession(src, sets, delta, opts) }}
 	src.built = func(typeURL string, res []*cache.Resource) {
 		l := "! built " + abbrevOf(typeURL)
@@ -240,7 +236,16 @@ var testNode = &corev3.Node{Id: "sidecar~10.0.0.1~pod.ns~ns.svc.cluster.local"}
 
 // input feeds one input line to the session and renders its effects; ok is false for a line
 // that is not an input.
-func (x *transcript) input(line string) (effects []string, ok bool) {
+// Input runs one input line (transcript.Case).
+func (x *sessionCase) Input(line string) ([]string, error) {
+	effs, ok := x.input(line)
+	if !ok {
+		return nil, fmt.Errorf("%q is not an input, an effect or a case", line)
+	}
+	return effs, nil
+}
+
+func (x *sessionCase) input(line string) (effects []string, ok bool) {
 	x.t.Helper()
 	w := strings.Fields(line)
 	switch w[0] {
@@ -301,7 +306,7 @@ func (x *transcript) input(line string) (effects []string, ok bool) {
 	return nil, false
 }
 
-func (x *transcript) request(typ string, a map[string]string) *effects {
+func (x *sessionCase) request(typ string, a map[string]string) *effects {
 	x.t.Helper()
 	node := testNode
 	if a["node"] == "bad" {
@@ -351,7 +356,7 @@ func hashOf(content string) string {
 	return strconv.FormatUint(cache.NewResource("x", "t", []byte(content)).Hash, 16)
 }
 
-func (x *transcript) render(e *effects) []string {
+func (x *sessionCase) render(e *effects) []string {
 	var out []string
 	if e.register {
 		out = append(out, "! register")
@@ -396,75 +401,4 @@ func (x *transcript) render(e *effects) []string {
 		out = append(out, "! error "+status.Code(e.err).String())
 	}
 	return out
-}
-
-func runTranscriptFile(t *testing.T, file string) {
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	f.Close()
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-
-	var rewritten []string
-	var x *transcript
-	var want, got []string
-	var inputLine string
-	var inputNo int
-	flush := func() {
-		rewritten = append(rewritten, got...)
-		if !slices.Equal(want, got) && !*update {
-			t.Errorf("%s:%d: %s\n  want effects:\n    %s\n  got:\n    %s", file, inputNo, inputLine,
-				strings.Join(want, "\n    "), strings.Join(got, "\n    "))
-		}
-		want, got = nil, nil
-	}
-	cases := 0
-	for i, line := range lines {
-		trim := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trim, "< ") || strings.HasPrefix(trim, "! ") || strings.HasPrefix(trim, "= "):
-			if x == nil {
-				t.Fatalf("%s:%d: an effect before any case", file, i+1)
-			}
-			want = append(want, trim)
-			continue
-		case trim == "" || strings.HasPrefix(trim, "#"):
-			flush()
-			rewritten = append(rewritten, line)
-			continue
-		case strings.HasPrefix(trim, "=== "):
-			flush()
-			x = newTranscript(t, trim)
-			cases++
-			rewritten = append(rewritten, line)
-			continue
-		}
-		flush()
-		if x == nil {
-			t.Fatalf("%s:%d: an input before any case (=== NAME)", file, i+1)
-		}
-		effs, ok := x.input(trim)
-		if !ok {
-			t.Fatalf("%s:%d: %q is not an input, an effect or a case", file, i+1, trim)
-		}
-		rewritten = append(rewritten, line)
-		got, inputLine, inputNo = effs, trim, i+1
-	}
-	flush()
-	if cases == 0 {
-		t.Fatalf("%s: no cases", file)
-	}
-	if *update {
-		if err := os.WriteFile(file, []byte(strings.Join(rewritten, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
