@@ -48,7 +48,7 @@ const notAvailable = "not available"
 // collect builds the summary of the run.
 func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 	dur := ended.Sub(r.began)
-	metrics, err := r.fleet.Metrics(dur)
+	metrics, err := FleetMetrics(r.fleet.Figures(), dur)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (r *run) collect(ended time.Time) (*summary.Summary, error) {
 		Config: cfg,
 		// The per-event records (t0, the clients in reach by class, convergence), as a fleet
 		// shard writes them: what compare and merge need beyond the histograms.
-		Results: summary.Results{Metrics: metrics, Events: fakeenvoy.SummaryEvents(res)},
+		Results: summary.Results{Metrics: metrics, Events: SummaryEvents(res)},
 	}
 	s.Results.Thresholds, s.Results.Passed = EvaluateThresholds(r.sc, s.Results)
 	s.Results.Sort()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/probe/stream"
 	"github.com/xdslab/xdslab/scenarios"
@@ -176,7 +177,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	say("%d/%d clients hold a full config", fleet.Progress().FullConfig, fleet.Size())
 
 	// Measure: until the simulator's end, or for the scenario's duration.
-	h := &shardHandler{fleet: fleet, log: log, handles: map[uint64]*fakeenvoy.Expected{}}
+	h := &shardHandler{fleet: fleet, log: log, handles: map[uint64]*measure.Expected{}}
 	t = time.Now()
 	if st != nil {
 		if err := stream.Ready(ctx, scfg); err != nil {
@@ -216,7 +217,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		notes["connect failures"] = note
 	}
 
-	metrics, err := fleet.Metrics(ended.Sub(began))
+	metrics, err := FleetMetrics(fleet.Figures(), ended.Sub(began))
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +262,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 			Started: began.UTC(), Ended: ended.UTC(), DurationSeconds: ended.Sub(began).Seconds(), Labels: labels,
 			Clock: clock, Probes: scfg.Base, Phases: utcPhases(phases)},
 		Config:  cfg,
-		Results: summary.Results{Passed: true, Metrics: metrics, Events: fakeenvoy.SummaryEvents(res)},
+		Results: summary.Results{Passed: true, Metrics: metrics, Events: SummaryEvents(res)},
 	}
 	if opts.Segment.Count > 0 {
 		s.Metadata.Segment = &summary.Segment{Index: opts.Segment.Index, Count: opts.Segment.Count}
@@ -330,7 +331,7 @@ type shardHandler struct {
 	fleet   *fakeenvoy.Fleet
 	log     *slog.Logger
 	mu      sync.Mutex
-	handles map[uint64]*fakeenvoy.Expected
+	handles map[uint64]*measure.Expected
 	measure time.Time
 }
 
@@ -524,7 +525,7 @@ func RunPublished(ctx context.Context, sc *scenarios.Scenario, opts PublishOptio
 // ConnectFailureNote says how many connects failed with each gRPC code and what one of each
 // said ("" when none failed): admission control (ResourceExhausted) reads differently from a
 // refused or timed-out dial (Unavailable). Runs, shards and xdslab fleet print it.
-func ConnectFailureNote(st fakeenvoy.FleetStats) string {
+func ConnectFailureNote(st measure.FleetStats) string {
 	var parts []string
 	for _, code := range slices.Sorted(maps.Keys(st.ConnectFailures)) {
 		parts = append(parts, fmt.Sprintf("%d %s (one said: %s)", st.ConnectFailures[code], code, st.ConnectFailureText[code]))

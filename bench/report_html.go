@@ -23,6 +23,7 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -350,7 +351,7 @@ func latencyNines(what string, all *hdr.Histogram, byKind map[string]*hdr.Histog
 	return p, nil
 }
 
-func latencyOverTime(res fakeenvoy.MatchResults, start time.Time) (*plot.Plot, error) {
+func latencyOverTime(res measure.MatchResults, start time.Time) (*plot.Plot, error) {
 	p := plot.New()
 	p.X.Label.Text = "time since the measure phase started (s)"
 	p.Y.Label.Text = "latency (ms)"

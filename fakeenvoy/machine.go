@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/probe"
 )
 
 // The types a client watches, in Envoy's subscription order; SDS (secrets referenced by TLS
@@ -172,7 +173,7 @@ type step struct {
 	sotw      []*discoveryv3.DiscoveryRequest
 	delta     []*discoveryv3.DeltaDiscoveryRequest
 	response  bool
-	info      ResponseInfo
+	info      probe.ResponseInfo
 	acked     bool
 	applied   bool
 	timeouts  []string
@@ -367,7 +368,7 @@ func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []item, recv 
 	m.seq++
 	m.streamResp++
 	s := step{response: true}
-	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Recv: recv, Resources: len(res)}
+	s.info = probe.ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Recv: recv, Resources: len(res)}
 	for i := range res {
 		s.info.Bytes += res[i].size
 	}
@@ -421,7 +422,7 @@ func (m *machine) onDelta(r *discoveryv3.DeltaDiscoveryResponse, recv time.Time)
 	m.seq++
 	m.streamResp++
 	s := step{response: true}
-	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Nonce: r.GetNonce(), Delta: true, Recv: recv, Resources: len(r.GetResources())}
+	s.info = probe.ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Nonce: r.GetNonce(), Delta: true, Recv: recv, Resources: len(r.GetResources())}
 	for _, res := range r.GetResources() {
 		s.info.Bytes += len(res.GetResource().GetValue())
 	}
@@ -491,7 +492,7 @@ func (m *machine) finishDisconnect(s *step) {
 // requests and init progress. The ACK/NACK itself is appended by the caller.
 func (m *machine) process(s *step, t int, items []item, removed []string, respErr error, now time.Time) {
 	ts := &m.types[t]
-	s.info.fresh = !ts.accepted
+	s.info.Fresh = !ts.accepted
 	sotwFull := !m.delta && wildcard(t) // grpc-go too: a named LDS/CDS resource left out is gone
 	realistic := m.nack.Realistic
 	mode := checkNone
@@ -610,7 +611,7 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 	}
 	ed := newEdits(ts.res, s.info.Changed+len(gone)) // applied by commit, below (see resset.go)
 	if n := s.info.Changed + len(gone); n > 0 {
-		s.info.changed = make([]changedRes, 0, n)
+		s.info.Touched = make([]probe.Touched, 0, n)
 	}
 	changed := false
 	for i := range items {
@@ -638,12 +639,12 @@ func (m *machine) process(s *step, t int, items []item, removed []string, respEr
 		old := held.d
 		ed.put(name, entry{version: version, d: it.d})
 		changed = true
-		s.info.changed = append(s.info.changed, changedRes{name: name, prev: old.message()})
+		s.info.Touched = append(s.info.Touched, probe.Touched{Name: name, Prev: old.message()})
 		m.warmStored(t, name, it.d, old, now)
 	}
 	for _, name := range gone {
 		held, _ := ed.get(name)
-		s.info.changed = append(s.info.changed, changedRes{name: name, prev: held.d.message()})
+		s.info.Touched = append(s.info.Touched, probe.Touched{Name: name, Prev: held.d.message()})
 		ed.del(name)
 		changed = true
 		switch t {

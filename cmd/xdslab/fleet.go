@@ -334,7 +334,7 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	fleet.Stop()
 	ended := time.Now()
 	began := fleet.Began()
-	metrics, err := fleet.Metrics(ended.Sub(began))
+	metrics, err := bench.FleetMetrics(fleet.Figures(), ended.Sub(began))
 	if err != nil {
 		return err
 	}
