@@ -86,7 +86,7 @@ func TestFleetGroupMetrics(t *testing.T) {
 	}
 
 	f.Stop()
-	// The figures a report is built from (bench's TestFleetMetricsGroups checks their rows).
+	// The figures a report is built from (bench's TestFleetMetrics checks their rows).
 	fig := f.Figures()
 	if fig.Match == nil {
 		t.Fatal("no match results although an expectation was registered")

@@ -239,7 +239,7 @@ func TestMatcherSupersededAndMissed(t *testing.T) {
 
 // TestMatcherProbesByGroup: the observation classes split by client group sum to the totals,
 // resolved ones (observed, superseded, already held) and those still outstanding (missed)
-// alike (bench's TestFleetRowsProbesByGroup checks their summary rows).
+// alike (bench's TestFleetMetricsProbesByGroup checks their summary rows).
 func TestMatcherProbesByGroup(t *testing.T) {
 	m := NewMatcher(MatcherConfig{Now: mtNow})
 	a := &mtClient{index: 0, group: "sotw", ns: "default"}
