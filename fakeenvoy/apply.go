@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"strings"
 	"time"
+
+	"github.com/xdslab/xdslab/probe"
 )
 
 // apply validates and applies one update and fills s with the decision, follow-up requests and
@@ -12,7 +14,7 @@ import (
 func (m *machine) apply(s *step, u *update, now time.Time) {
 	t := u.t
 	ts := &m.types[t]
-	s.info.fresh = !ts.accepted
+	s.info.Fresh = !ts.accepted
 	realistic := m.nack.Realistic
 	mode := checkNone
 	switch {
@@ -111,7 +113,7 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 	}
 	ed := newEdits(ts.res, s.info.Changed+len(gone)) // applied by commit, below (see resset.go)
 	if n := s.info.Changed + len(gone); n > 0 {
-		s.info.changed = make([]changedRes, 0, n)
+		s.info.Touched = make([]probe.Touched, 0, n)
 	}
 	changed := false
 	for i := range items {
@@ -139,12 +141,12 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 		old := held.d
 		ed.put(name, entry{version: version, d: it.d})
 		changed = true
-		s.info.changed = append(s.info.changed, changedRes{name: name, prev: old.message()})
+		s.info.Touched = append(s.info.Touched, probe.Touched{Name: name, Prev: old.message()})
 		m.warmStored(t, name, it.d, old, now)
 	}
 	for _, name := range gone {
 		held, _ := ed.get(name)
-		s.info.changed = append(s.info.changed, changedRes{name: name, prev: held.d.message()})
+		s.info.Touched = append(s.info.Touched, probe.Touched{Name: name, Prev: held.d.message()})
 		ed.del(name)
 		changed = true
 		m.unwarm(t, name)

@@ -5,15 +5,19 @@ import (
 	"time"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/measure"
+	"github.com/xdslab/xdslab/probe"
 )
 
 // backlogRecorder keeps the backlogs a client reports.
 type backlogRecorder struct {
-	NopHooks
+	probe.NopHooks
 	got []time.Duration
 }
 
-func (b *backlogRecorder) ReceiveBacklog(_ *Client, d time.Duration) { b.got = append(b.got, d) }
+func (b *backlogRecorder) ReceiveBacklog(_ probe.ClientInfo, d time.Duration) {
+	b.got = append(b.got, d)
+}
 
 // TestReportBacklog: a response's receive backlog runs from its receive stamp, or from the end
 // of a scripted ACK delay it waited behind, to the moment the client is done with it.
@@ -44,7 +48,7 @@ func TestReportBacklog(t *testing.T) {
 		})
 	}
 	// Hooks that do not take it: nothing is reported, nothing breaks.
-	c := newTestClient(t, ClientConfig{Clock: &flClock{now: t0}}, NopHooks{})
+	c := newTestClient(t, ClientConfig{Clock: &flClock{now: t0}}, probe.NopHooks{})
 	(&owner{c: c}).reportBacklog(t0)
 }
 
@@ -52,8 +56,8 @@ func TestReportBacklog(t *testing.T) {
 // received, through the fleet's hooks.
 func TestBacklogEveryResponse(t *testing.T) {
 	srv := newCPServer(t)
-	o := NewObserver(ObserverConfig{})
-	c := newTestClient(t, ClientConfig{Ack: AckPolicy{Delay: dist.Constant(0.005)}}, teeHooks{o, NewMatcher(MatcherConfig{})})
+	o := measure.NewObserver(measure.ObserverConfig{})
+	c := newTestClient(t, ClientConfig{Ack: AckPolicy{Delay: dist.Constant(0.005)}}, teeHooks{o, measure.NewMatcher(measure.MatcherConfig{})})
 	srv.set(t, c.NodeID(), "v1", baseResources(t))
 	stop := runClient(t, c, srv.connector(t))
 	defer stop()
@@ -68,8 +72,8 @@ func TestBacklogEveryResponse(t *testing.T) {
 // (one clock reading, the tee's type check, one histogram record under the observer's shard
 // lock); compare it with the fleet's CPU per pushed response (BenchmarkFleetHeapPerClient).
 func BenchmarkReportBacklog(b *testing.B) {
-	o := NewObserver(ObserverConfig{})
-	c, err := NewClient(ClientConfig{Node: IdentityTemplate{}.Node(0)}, teeHooks{o, NewMatcher(MatcherConfig{})})
+	o := measure.NewObserver(measure.ObserverConfig{})
+	c, err := NewClient(ClientConfig{Node: IdentityTemplate{}.Node(0)}, teeHooks{o, measure.NewMatcher(measure.MatcherConfig{})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/xdslab/xdslab/probe"
 )
 
 // Why a client has no full config. A run that reaches its end with clients short of a full
@@ -158,9 +160,9 @@ type connErrCell = atomic.Pointer[codes.Code]
 // connectFailed records a failed connect (dial, stream open, or a stream that ended before its
 // headers) and reports it to the hooks.
 func (c *Client) connectFailed(at time.Time, err error) {
-	code := errorCode(err)
+	code := probe.FailureCode(err)
 	c.connErr.Store(&code)
-	c.hooks.ConnectFailed(c, at, err)
+	c.hooks.ConnectFailed(c.info, at, err)
 }
 
 // IncompleteGroup is how many clients of one group share one reason for having no full config,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -28,10 +27,11 @@ type Client struct {
 	delta     bool
 	backoff   Backoff
 	clock     Clock
-	hooks     Hooks
-	backlog   BacklogHook // hooks, when they take the receive backlog; nil otherwise
-	resync    ResyncHook  // hooks, when they take resyncs; nil otherwise
-	rng       *rand.Rand  // reconnect jitter
+	info      probe.ClientInfo // what hooks are told of the client (State: the client)
+	hooks     probe.Hooks
+	backlog   probe.BacklogHook // hooks, when they take the receive backlog; nil otherwise
+	resync    probe.ResyncHook  // hooks, when they take resyncs; nil otherwise
+	rng       *rand.Rand        // reconnect jitter
 	m         *machine
 	mcfg      ClientConfig // what m was built from: Restart builds a fresh one
 	restarts  uint64
@@ -42,11 +42,11 @@ type Client struct {
 	connErr   connErrCell // the code of its last failed connect, until it connects
 }
 
-var _ probe.View = (*Client)(nil)
+var _ probe.ClientState = (*Client)(nil)
 
 // NewClient validates cfg, applies Envoy's defaults and returns a client ready to Run. A nil
-// hooks means NopHooks.
-func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
+// hooks means probe.NopHooks.
+func NewClient(cfg ClientConfig, hooks probe.Hooks) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -70,15 +70,15 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
 	if hooks == nil {
-		hooks = NopHooks{}
+		hooks = probe.NopHooks{}
 	}
-	backlog, _ := hooks.(BacklogHook)
-	resync, _ := hooks.(ResyncHook)
+	backlog, _ := hooks.(probe.BacklogHook)
+	resync, _ := hooks.(probe.ResyncHook)
 	ns := ""
 	if f := cfg.Node.GetMetadata().GetFields()["NAMESPACE"]; f != nil {
 		ns = f.GetStringValue()
 	}
-	return &Client{
+	c := &Client{
 		index:     cfg.Index,
 		group:     cfg.Group,
 		nodeID:    cfg.Node.GetId(),
@@ -93,7 +93,10 @@ func NewClient(cfg ClientConfig, hooks Hooks) (*Client, error) {
 		m:         m,
 		mcfg:      mcfg,
 		codec:     cd,
-	}, nil
+	}
+	c.info = probe.ClientInfo{Index: c.index, Group: c.group, NodeID: c.nodeID, ProxyType: probe.ProxyTypeOf(c.nodeID),
+		Namespace: ns, NamedOnly: cfg.GRPC, State: c}
+	return c, nil
 }
 
 // Restart makes the client a new Envoy process: the next Run starts from nothing (no
@@ -124,12 +127,6 @@ func (c *Client) Group() string { return c.group }
 
 // NodeID is the node id the client sends.
 func (c *Client) NodeID() string { return c.nodeID }
-
-// ProxyType is the Istio proxy type, the first field of the node id ("sidecar", "router").
-func (c *Client) ProxyType() string {
-	t, _, _ := strings.Cut(c.nodeID, "~")
-	return t
-}
 
 // Namespace is the NAMESPACE of the client's node metadata.
 func (c *Client) Namespace() string { return c.namespace }
@@ -396,7 +393,7 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 		select {
 		case <-ctx.Done():
 			if o.connected {
-				c.hooks.Disconnected(c, c.clock.Now(), nil)
+				c.hooks.Disconnected(c.info, c.clock.Now(), nil)
 			}
 			return o.received
 		case ev := <-recvC:
@@ -406,7 +403,7 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 			}
 			if ev.err != nil {
 				if o.connected {
-					c.hooks.Disconnected(c, ev.at, ev.err)
+					c.hooks.Disconnected(c.info, ev.at, ev.err)
 				} else {
 					c.connectFailed(ev.at, ev.err)
 				}
@@ -455,7 +452,7 @@ func (o *owner) reportBacklog(recv time.Time) {
 	if o.freeAt.After(from) {
 		from = o.freeAt
 	}
-	c.backlog.ReceiveBacklog(c, max(0, c.clock.Now().Sub(from)))
+	c.backlog.ReceiveBacklog(c.info, max(0, c.clock.Now().Sub(from)))
 }
 
 func (o *owner) markConnected(at time.Time) {
@@ -465,7 +462,7 @@ func (o *owner) markConnected(at time.Time) {
 	o.c.connErr.Store(nil)
 	o.connected = true
 	o.c.attempts++
-	o.c.hooks.Connected(o.c, at, o.c.attempts)
+	o.c.hooks.Connected(o.c.info, at, o.c.attempts)
 }
 
 // perform reports a step to the hooks, then sends it now or after its delay. It returns false
@@ -473,9 +470,9 @@ func (o *owner) markConnected(at time.Time) {
 func (o *owner) perform(st *step) bool {
 	c := o.c
 	if st.response {
-		c.hooks.Response(c, st.info)
+		c.hooks.Response(c.info, st.info)
 		if st.applied {
-			c.hooks.Applied(c, st.info, c.m)
+			c.hooks.Applied(c.info, st.info, c.m)
 		}
 	}
 	now := time.Time{}
@@ -483,13 +480,13 @@ func (o *owner) perform(st *step) bool {
 		if now.IsZero() {
 			now = c.clock.Now()
 		}
-		c.hooks.WarmingTimeout(c, t, now)
+		c.hooks.WarmingTimeout(c.info, t, now)
 	}
 	if st.firstFull {
-		c.hooks.FirstFullConfig(c, c.clock.Now())
+		c.hooks.FirstFullConfig(c.info, c.clock.Now())
 	}
 	if st.resynced && c.resync != nil {
-		c.resync.Resynced(c, c.clock.Now(), st.resync)
+		c.resync.Resynced(c.info, c.clock.Now(), st.resync)
 	}
 	c.publishBlocked()
 	if st.delay > 0 && (st.requests() > 0 || st.disconnect) {
@@ -515,11 +512,11 @@ func (o *owner) send(st *step) bool {
 			return true
 		}
 		if st.acked {
-			c.hooks.AckSent(c, st.info, c.clock.Now())
+			c.hooks.AckSent(c.info, st.info, c.clock.Now())
 		}
 	}
 	if st.disconnect {
-		c.hooks.Disconnected(c, c.clock.Now(), ErrPolicyDisconnect)
+		c.hooks.Disconnected(c.info, c.clock.Now(), ErrPolicyDisconnect)
 		return false
 	}
 	return true

@@ -10,18 +10,20 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xdslab/xdslab/probe"
 )
 
 type countHooks struct {
-	NopHooks
+	probe.NopHooks
 	full      atomic.Int64
 	responses atomic.Int64
 	done      chan struct{}
 	want      int64
 }
 
-func (h *countHooks) Response(*Client, ResponseInfo) { h.responses.Add(1) }
-func (h *countHooks) FirstFullConfig(*Client, time.Time) {
+func (h *countHooks) Response(probe.ClientInfo, probe.ResponseInfo) { h.responses.Add(1) }
+func (h *countHooks) FirstFullConfig(probe.ClientInfo, time.Time) {
 	if h.full.Add(1) == h.want {
 		close(h.done)
 	}

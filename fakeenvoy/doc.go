@@ -66,11 +66,14 @@
 // the valid resources are applied and the whole response is still NACKed, as Envoy does. AckPolicy adds Envoy's apply
 // time before the ACK, a hung client that never ACKs, and disconnects after N responses.
 //
-// The fleet, observer and probe matching (fleet*.go, observ*.go, match*.go) run many clients
-// and merge what the Hooks report. The observer also counts first full configs per client
-// group (FullConfigByGroup), and takes each response's receive backlog (BacklogHook: receive
-// stamp, or the end of a scripted ACK delay, to the client done with it), how far the fleet is
-// behind in reading what the server sent (xdslab_fleet_receive_backlog_seconds).
+// A client reports what it sees to probe.Hooks (the contract in package probe), each call with
+// the client's probe.ClientInfo. The fleet (fleet*.go) runs many clients and tees their hooks
+// into package measure's Observer and Matcher (and one Observer per client group); it serves
+// their figures on /metrics and exports them as Figures (plain counts and HDR histograms),
+// which bench turns into summary rows: the instrument does not know the report format. The
+// clients also report each response's receive backlog (probe.BacklogHook: receive stamp, or
+// the end of a scripted ACK delay, to the client done with it), how far the fleet is behind in
+// reading what the server sent (xdslab_fleet_receive_backlog_seconds).
 //
 // Scale (10,000 clients in one process): a fleet gives all its clients one Interner, so clients
 // that receive the same resource bytes share one decoded, validated, immutable resource (weak
@@ -90,7 +93,8 @@
 // Beyond one process, FleetConfig.Segment {Index, Count} makes a fleet one shard of a larger
 // one: it builds only the clients k with k mod Count == Index, each with the index, node, seed
 // and ramp slot it has in the whole fleet, so Count shards started together are that fleet.
-// SummaryEvents exports the matcher's per-event results for merging shards.
+// The matcher's per-event results (measure.MatchResults.Events) are what a merge of shards
+// combines.
 //
 // Each client dials its own gRPC connection, as Envoy. Group.StreamsPerConn N > 1 (or
 // FleetConfig.StreamsPerConn, the default of groups that set none) makes each N consecutive

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
 
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -114,14 +115,14 @@ type FleetConfig struct {
 	Progress         io.Writer
 	ProgressTTY      bool
 	ProgressInterval time.Duration
-	Observer         ObserverConfig
-	Matcher          MatcherConfig
+	Observer         measure.ObserverConfig
+	Matcher          measure.MatcherConfig
 	// Agent configures the emulated istio-agent that serves every client the secrets whose
 	// sds_config is not ADS (a client template's own Agent wins).
 	Agent AgentConfig
 	// Hooks, if set, also receives every client's observations (after the observer and the
 	// matcher).
-	Hooks Hooks
+	Hooks probe.Hooks
 }
 
 // Segment selects one shard of a fleet (see FleetConfig.Segment). The zero value is the whole
@@ -226,10 +227,10 @@ func (c FleetConfig) Validate() error {
 type Fleet struct {
 	cfg     FleetConfig
 	clock   Clock
-	obs     *Observer
+	obs     *measure.Observer
 	groups  groupObservers // per client group, for a fleet of several; nil otherwise
-	match   *Matcher
-	hooks   Hooks
+	match   *measure.Matcher
+	hooks   probe.Hooks
 	clients []*fleetClient
 	conns   []*fleetConn // shared connections (groups with StreamsPerConn > 1)
 	own     int          // clients with a connection of their own
@@ -324,7 +325,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if cfg.Matcher.Now == nil && cfg.Clock != nil {
 		cfg.Matcher.Now = cfg.Clock.Now // registrations and receive times on one clock
 	}
-	f := &Fleet{cfg: cfg, clock: cfg.Clock, obs: NewObserver(cfg.Observer), match: NewMatcher(cfg.Matcher)}
+	f := &Fleet{cfg: cfg, clock: cfg.Clock, obs: measure.NewObserver(cfg.Observer), match: measure.NewMatcher(cfg.Matcher)}
 	if f.clock == nil {
 		f.clock = realClock{}
 	}
@@ -434,13 +435,13 @@ func groupAgent(a *Agent, delay time.Duration) *Agent {
 }
 
 // Observer returns the fleet's observer.
-func (f *Fleet) Observer() *Observer { return f.obs }
+func (f *Fleet) Observer() *measure.Observer { return f.obs }
 
 // Matcher returns the fleet's probe matcher.
-func (f *Fleet) Matcher() *Matcher { return f.match }
+func (f *Fleet) Matcher() *measure.Matcher { return f.match }
 
-// Expect registers an expectation with the matcher (see Matcher.Expect).
-func (f *Fleet) Expect(e probe.Expectation) (*Expected, error) { return f.match.Expect(e) }
+// Expect registers an expectation with the matcher (see measure.Matcher.Expect).
+func (f *Fleet) Expect(e probe.Expectation) (*measure.Expected, error) { return f.match.Expect(e) }
 
 // Size is the number of clients.
 func (f *Fleet) Size() int { return len(f.clients) }
@@ -593,47 +594,69 @@ func (f *Fleet) churnContext(ctx context.Context, fc *fleetClient) (context.Cont
 }
 
 // teeHooks calls every hook in order.
-type teeHooks []Hooks
+type teeHooks []probe.Hooks
 
-var _ Hooks = teeHooks(nil)
+var (
+	_ probe.Hooks       = teeHooks(nil)
+	_ probe.BacklogHook = teeHooks(nil)
+	_ probe.ResyncHook  = teeHooks(nil)
+)
 
-func (t teeHooks) Connected(c *Client, at time.Time, attempt int) {
+func (t teeHooks) Connected(c probe.ClientInfo, at time.Time, attempt int) {
 	for _, h := range t {
 		h.Connected(c, at, attempt)
 	}
 }
-func (t teeHooks) Disconnected(c *Client, at time.Time, err error) {
+func (t teeHooks) Disconnected(c probe.ClientInfo, at time.Time, err error) {
 	for _, h := range t {
 		h.Disconnected(c, at, err)
 	}
 }
-func (t teeHooks) ConnectFailed(c *Client, at time.Time, err error) {
+func (t teeHooks) ConnectFailed(c probe.ClientInfo, at time.Time, err error) {
 	for _, h := range t {
 		h.ConnectFailed(c, at, err)
 	}
 }
-func (t teeHooks) Response(c *Client, r ResponseInfo) {
+func (t teeHooks) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	for _, h := range t {
 		h.Response(c, r)
 	}
 }
-func (t teeHooks) Applied(c *Client, r ResponseInfo, v probe.View) {
+func (t teeHooks) Applied(c probe.ClientInfo, r probe.ResponseInfo, v probe.View) {
 	for _, h := range t {
 		h.Applied(c, r, v)
 	}
 }
-func (t teeHooks) AckSent(c *Client, r ResponseInfo, at time.Time) {
+func (t teeHooks) AckSent(c probe.ClientInfo, r probe.ResponseInfo, at time.Time) {
 	for _, h := range t {
 		h.AckSent(c, r, at)
 	}
 }
-func (t teeHooks) WarmingTimeout(c *Client, typeURL string, at time.Time) {
+func (t teeHooks) WarmingTimeout(c probe.ClientInfo, typeURL string, at time.Time) {
 	for _, h := range t {
 		h.WarmingTimeout(c, typeURL, at)
 	}
 }
-func (t teeHooks) FirstFullConfig(c *Client, at time.Time) {
+func (t teeHooks) FirstFullConfig(c probe.ClientInfo, at time.Time) {
 	for _, h := range t {
 		h.FirstFullConfig(c, at)
+	}
+}
+
+// Resynced passes the resync on to every hook that takes it.
+func (t teeHooks) Resynced(c probe.ClientInfo, at time.Time, d time.Duration) {
+	for _, h := range t {
+		if r, ok := h.(probe.ResyncHook); ok {
+			r.Resynced(c, at, d)
+		}
+	}
+}
+
+// ReceiveBacklog passes the backlog on to every hook that takes it.
+func (t teeHooks) ReceiveBacklog(c probe.ClientInfo, d time.Duration) {
+	for _, h := range t {
+		if b, ok := h.(probe.BacklogHook); ok {
+			b.ReceiveBacklog(c, d)
+		}
 	}
 }

@@ -9,14 +9,12 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/xdslab/xdslab/internal/catalog"
-	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/probe"
 )
 
 // TestFleetGroupMetrics: a fleet of two groups reports every fleet and probe figure per group
-// ({group: name}) beside the totals, so delta-vs-sotw's groups can be read side by side; the
-// groups' figures add up to the totals.
+// ({group: name} on /metrics, Figures.Groups) beside the totals, so delta-vs-sotw's groups can
+// be read side by side; the groups' figures add up to the totals.
 func TestFleetGroupMetrics(t *testing.T) {
 	srv := newCPServer(t)
 	cfg := flConfig(srv.addr, 6, NackPolicy{})
@@ -88,59 +86,34 @@ func TestFleetGroupMetrics(t *testing.T) {
 	}
 
 	f.Stop()
-	ms, err := f.Metrics(time.Since(f.Began()))
-	if err != nil {
-		t.Fatal(err)
+	// The figures a report is built from (bench's TestFleetMetrics checks their rows).
+	fig := f.Figures()
+	if fig.Match == nil {
+		t.Fatal("no match results although an expectation was registered")
 	}
-	r := summary.Results{Metrics: ms}
-	for _, err := range catalog.Check(ms, []string{"a", "b"}, []string{"endpoint-add"}) {
-		t.Errorf("catalogue: %v", err)
-	}
-	value := func(name, group, stat string) float64 {
-		t.Helper()
-		var tags map[string]string
-		if group != "" {
-			tags = map[string]string{"group": group}
-		}
-		m, ok := r.Find(name, tags)
-		if !ok {
-			t.Fatalf("no %s%s", name, summary.TagString(tags))
-		}
-		return m.Values[stat]
-	}
-	count := func(name, group string) int64 {
-		t.Helper()
-		m, ok := r.Find(name, map[string]string{"group": group})
-		if !ok || m.Histogram == nil {
-			t.Fatalf("no %s{group=%s} histogram", name, group)
-		}
-		h, err := m.Histogram.Decode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.TotalCount()
-	}
-	for g, n := range map[string]float64{"a": 6, "b": 4} {
-		if got := value(MetricFullConfigClients, g, "value"); got != n {
+	for g, n := range map[string]int{"a": 6, "b": 4} {
+		st := fig.Groups[g]
+		if got := st.FullConfig; got != uint64(n) {
 			t.Errorf("full config clients of %s = %v, want %v", g, got, n)
 		}
-		if got := value(MetricClients, g, "value"); got != n {
+		if got := fig.GroupClients[g]; got != n {
 			t.Errorf("clients of %s = %v, want %v", g, got, n)
 		}
-		if got := count(MetricPushLatency, g); got != int64(n) {
-			t.Errorf("push latencies of %s = %d, want one per client (%v)", g, got, n)
+		if h := fig.Match.PushLatencyByGroup[g]; h == nil || h.TotalCount() != int64(n) {
+			t.Errorf("push latencies of %s = %v, want one per client (%v)", g, h, n)
 		}
-		if got := count(MetricTimeToFirstConfig, g); got != int64(n) {
+		if got := st.TimeToFirstConfig.TotalCount(); got != int64(n) {
 			t.Errorf("times to first config of %s = %d, want %v", g, got, n)
 		}
-		if got := count(MetricConvergence, g); got != 1 {
-			t.Errorf("convergence of %s holds %d events, want 1", g, got)
+		if h := fig.Match.ConvergenceByGroup[g]; h == nil || h.TotalCount() != 1 {
+			t.Errorf("convergence of %s = %v, want 1 event", g, h)
 		}
 	}
-	if a, b, all := value(MetricResponses, "a", "count"), value(MetricResponses, "b", "count"), value(MetricResponses, "", "count"); a+b != all || a == 0 || b == 0 {
-		t.Errorf("responses a %v + b %v != total %v", a, b, all)
+	a, b2, all := fig.Groups["a"].Total, fig.Groups["b"].Total, fig.Stats.Total
+	if a.Responses+b2.Responses != all.Responses || a.Responses == 0 || b2.Responses == 0 {
+		t.Errorf("responses a %v + b %v != total %v", a.Responses, b2.Responses, all.Responses)
 	}
-	if a, b, all := value(MetricBytes, "a", "count"), value(MetricBytes, "b", "count"), value(MetricBytes, "", "count"); a+b != all {
-		t.Errorf("bytes a %v + b %v != total %v", a, b, all)
+	if a.Bytes+b2.Bytes != all.Bytes {
+		t.Errorf("bytes a %v + b %v != total %v", a.Bytes, b2.Bytes, all.Bytes)
 	}
 }

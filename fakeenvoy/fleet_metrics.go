@@ -1,21 +1,19 @@
 package fakeenvoy
 
 import (
-	"sort"
-	"strings"
-	"time"
+	"slices"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 )
 
 // Metric names (DESIGN.md: xdslab_* series, base units, _total counters, bounded labels). The
-// same names are used in summary.json and on /metrics. Per-type series carry the label/tag
-// "type" (CDS, EDS, LDS, RDS, ... see TypeName); per-kind series "kind" (the simulator event
-// kind); connect failures "code" (the gRPC code name). In summary.json the untagged entry is the
-// total over every label value.
+// same names are used on /metrics and, by bench, in summary.json. Per-type series carry the
+// label/tag "type" (CDS, EDS, LDS, RDS, ... see measure.TypeName); per-kind series "kind" (the
+// simulator event kind); connect failures "code" (the gRPC code name). In summary.json the
+// untagged entry is the total over every label value.
 const (
 	MetricConnected         = "xdslab_fleet_connected"
 	MetricClients           = "xdslab_fleet_clients"
@@ -50,30 +48,51 @@ const (
 	metricScaleMicroseconds = 1e-6
 )
 
-// typeCounters lists the per-type counters: name, what it holds, and how to read it.
-var typeCounters = []struct {
-	name     string
-	contains summary.ValueType
-	help     string
-	get      func(TypeStats) uint64
-}{
-	{MetricResponses, summary.Default, "xDS responses received by the fleet.", func(t TypeStats) uint64 { return t.Responses }},
-	{MetricResources, summary.Default, "Resources received in xDS responses.", func(t TypeStats) uint64 { return t.Resources }},
-	{MetricBytes, summary.Data, "Encoded resource bytes received.", func(t TypeStats) uint64 { return t.Bytes }},
-	{MetricNoop, summary.Default, "Responses in which no resource changed for the client.", func(t TypeStats) uint64 { return t.NoOp }},
-	{MetricNacks, summary.Default, "NACKs sent.", func(t TypeStats) uint64 { return t.Nacks }},
-	{MetricResendsAfterNack, summary.Default, "Responses identical to one the client had just NACKed.", func(t TypeStats) uint64 { return t.ResendsAfterNack }},
-	{MetricResendLoops, summary.Default, "Server resend loops after a NACK (client x type streaks).", func(t TypeStats) uint64 { return t.ResendLoops }},
-	{MetricWarmingTimeouts, summary.Default, "initial_fetch_timeout expiries.", func(t TypeStats) uint64 { return t.WarmingTimeouts }},
+// TypeCounter is one per-type counter of the fleet: its metric name, what it counts, and how
+// to read it from a type's stats.
+type TypeCounter struct {
+	Name, Help string
+	Get        func(measure.TypeStats) uint64
 }
 
-// Metrics returns the fleet's metrics for summary.json over a run of dur: the observer's, and
-// the matcher's when expectations were registered. Call it after Stop (which samples the
-// connected gauge while the clients still run): the gauge's value is the connected count at
-// Stop, its min the lowest count sampled after the ramp, its max the highest ever. The full
-// config gauge's value is the connected clients holding a full config at Stop, its max the
-// clients that ever reached one.
-func (f *Fleet) Metrics(dur time.Duration) ([]summary.Metric, error) {
+// typeCounters lists the per-type counters, in the order reports list them.
+var typeCounters = []TypeCounter{
+	{MetricResponses, "xDS responses received by the fleet.", func(t measure.TypeStats) uint64 { return t.Responses }},
+	{MetricResources, "Resources received in xDS responses.", func(t measure.TypeStats) uint64 { return t.Resources }},
+	{MetricBytes, "Encoded resource bytes received.", func(t measure.TypeStats) uint64 { return t.Bytes }},
+	{MetricNoop, "Responses in which no resource changed for the client.", func(t measure.TypeStats) uint64 { return t.NoOp }},
+	{MetricNacks, "NACKs sent.", func(t measure.TypeStats) uint64 { return t.Nacks }},
+	{MetricResendsAfterNack, "Responses identical to one the client had just NACKed.", func(t measure.TypeStats) uint64 { return t.ResendsAfterNack }},
+	{MetricResendLoops, "Server resend loops after a NACK (client x type streaks).", func(t measure.TypeStats) uint64 { return t.ResendLoops }},
+	{MetricWarmingTimeouts, "initial_fetch_timeout expiries.", func(t measure.TypeStats) uint64 { return t.WarmingTimeouts }},
+}
+
+// TypeCounters returns the fleet's per-type counters (a copy), in the order reports list them.
+func TypeCounters() []TypeCounter { return slices.Clone(typeCounters) }
+
+// Figures is everything a fleet measured, as plain counts and HDR histograms (µs): what a
+// report is built from (bench turns it into summary rows).
+type Figures struct {
+	// Stats is the fleet-wide observer's; its FullConfigNow is the count at Stop, while the
+	// clients still ran.
+	Stats measure.FleetStats
+	// Connected is the connected gauge's value (the count at Stop), MinConnected the lowest
+	// count sampled after the ramp; Stats.MaxConnected is the highest ever.
+	Connected, MinConnected int
+	// Launched counts the clients the ramp started; Clients those the fleet holds (its
+	// segment's, when it is a shard).
+	Launched, Clients int
+	// Groups holds each group's observer stats (the fleet's own for a fleet of one group);
+	// GroupClients each group's configured client count, over the whole fleet.
+	Groups       map[string]measure.FleetStats
+	GroupClients map[string]int
+	// Match is the matcher's results, nil when no expectation was registered.
+	Match *measure.MatchResults
+}
+
+// Figures returns the fleet's figures. Call it after Stop (which samples the connected and
+// full config gauges while the clients still run).
+func (f *Fleet) Figures() Figures {
 	st := f.obs.Stats()
 	f.gauge.mu.Lock()
 	value, minV := st.Connected, st.Connected
@@ -89,190 +108,16 @@ func (f *Fleet) Metrics(dur time.Duration) ([]summary.Metric, error) {
 		st.FullConfigNow = f.full.last // at Stop, while the clients still ran
 	}
 	f.full.mu.Unlock()
-	out := FleetMetrics(st, value, minV, dur)
-	out = append(out,
-		summary.NewGauge(MetricClients, summary.Default, float64(f.Launched()), 0, float64(len(f.clients)), nil))
-	tr, err := trends(st)
-	if err != nil {
-		return nil, err
+	fig := Figures{Stats: st, Connected: value, MinConnected: minV, Launched: f.Launched(), Clients: len(f.clients),
+		Groups: f.groupStats(), GroupClients: map[string]int{}}
+	for _, g := range f.cfg.Groups {
+		fig.GroupClients[g.Name] += g.Count
 	}
-	out = append(out, tr...)
-	gm, err := f.groupMetrics(dur)
-	if err != nil {
-		return nil, err
+	if f.match.Registered() > 0 {
+		r := f.match.Results()
+		fig.Match = &r
 	}
-	out = append(out, gm...)
-	if f.match.logLen.Load() > 0 {
-		mm, err := MatchMetrics(f.match.Results(), dur)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, mm...)
-	}
-	return out, nil
-}
-
-// FleetMetrics turns observer stats into summary counters and gauges (trends: see Metrics).
-// connected and minConnected are the connected gauge's value and minimum.
-func FleetMetrics(st FleetStats, connected, minConnected int, dur time.Duration) []summary.Metric {
-	var out []summary.Metric
-	out = append(out,
-		summary.NewGauge(MetricConnected, summary.Default, float64(connected), float64(minConnected), float64(st.MaxConnected), nil),
-		summary.NewGauge(MetricFullConfigClients, summary.Default, float64(st.FullConfigNow), 0, float64(st.FullConfig), nil),
-		summary.NewCounter(MetricConnects, summary.Default, float64(st.Connects), dur, nil),
-		summary.NewCounter(MetricReconnects, summary.Default, float64(st.Reconnects), dur, nil),
-		summary.NewCounter(MetricConnectFailures, summary.Default, float64(st.ConnectFailuresTotal()), dur, nil),
-	)
-	codes := make([]string, 0, len(st.ConnectFailures))
-	for c := range st.ConnectFailures {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
-	for _, c := range codes {
-		out = append(out, summary.NewCounter(MetricConnectFailures, summary.Default, float64(st.ConnectFailures[c]), dur, map[string]string{"code": c}))
-	}
-	for _, tc := range typeCounters {
-		out = append(out, summary.NewCounter(tc.name, tc.contains, float64(tc.get(st.Total)), dur, nil))
-		for _, name := range st.TypeNames() {
-			out = append(out, summary.NewCounter(tc.name, tc.contains, float64(tc.get(st.Types[name])), dur, map[string]string{"type": name}))
-		}
-	}
-	return out
-}
-
-func trends(st FleetStats) ([]summary.Metric, error) {
-	ttfc, err := summary.NewTrend(MetricTimeToFirstConfig, summary.Time, st.TimeToFirstConfig, metricScaleMicroseconds, nil)
-	if err != nil {
-		return nil, err
-	}
-	ack, err := summary.NewTrend(MetricAckDelay, summary.Time, st.AckDelay, metricScaleMicroseconds, nil)
-	if err != nil {
-		return nil, err
-	}
-	late, err := summary.NewTrend(MetricStartLateness, summary.Time, st.StartLateness, metricScaleMicroseconds, nil)
-	if err != nil {
-		return nil, err
-	}
-	backlog, err := summary.NewTrend(MetricReceiveBacklog, summary.Time, st.ReceiveBacklog, metricScaleMicroseconds, nil)
-	if err != nil {
-		return nil, err
-	}
-	out := []summary.Metric{ttfc, ack, late, backlog}
-	if st.Reconnects > 0 && st.Resync != nil {
-		// Only a run with reconnects has resyncs to show (a run without has nothing to measure).
-		resync, err := summary.NewTrend(MetricResync, summary.Time, st.Resync, metricScaleMicroseconds, nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, resync)
-	}
-	return out, nil
-}
-
-// MatchMetrics turns probe results into summary metrics: push (in effect), received and ACK
-// latency trends and the convergence trend (overall and per kind, as the matcher defines them),
-// and observation counters.
-func MatchMetrics(r MatchResults, dur time.Duration) ([]summary.Metric, error) {
-	var out []summary.Metric
-	add := func(name string, h *hdr.Histogram, tags map[string]string) error {
-		m, err := summary.NewTrend(name, summary.Time, h, metricScaleMicroseconds, tags)
-		if err != nil {
-			return err
-		}
-		out = append(out, m)
-		return nil
-	}
-	if err := add(MetricPushLatency, r.PushLatencyAll, nil); err != nil {
-		return nil, err
-	}
-	if err := add(MetricPushAckLatency, r.AckLatencyAll, nil); err != nil {
-		return nil, err
-	}
-	if err := add(MetricPushRecvLatency, r.ReceiveLatencyAll, nil); err != nil {
-		return nil, err
-	}
-	if err := add(MetricConvergence, r.Convergence, nil); err != nil {
-		return nil, err
-	}
-	for _, kind := range r.Kinds() {
-		if err := add(MetricPushLatency, r.PushLatency[kind], map[string]string{"kind": kind}); err != nil {
-			return nil, err
-		}
-		if h := r.AckLatency[kind]; h != nil {
-			if err := add(MetricPushAckLatency, h, map[string]string{"kind": kind}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	kinds := func(m map[string]*hdr.Histogram) []string {
-		out := make([]string, 0, len(m))
-		for k := range m {
-			out = append(out, k)
-		}
-		sort.Strings(out)
-		return out
-	}
-	for _, kind := range kinds(r.ReceiveLatency) {
-		if err := add(MetricPushRecvLatency, r.ReceiveLatency[kind], map[string]string{"kind": kind}); err != nil {
-			return nil, err
-		}
-	}
-	for _, kind := range kinds(r.ConvergenceByKind) {
-		if err := add(MetricConvergence, r.ConvergenceByKind[kind], map[string]string{"kind": kind}); err != nil {
-			return nil, err
-		}
-	}
-	for _, g := range []struct {
-		name string
-		by   map[string]*hdr.Histogram
-	}{{MetricPushLatency, r.PushLatencyByGroup}, {MetricPushAckLatency, r.AckLatencyByGroup},
-		{MetricPushRecvLatency, r.ReceiveLatencyByGroup}, {MetricConvergence, r.ConvergenceByGroup}} {
-		for _, group := range kinds(g.by) {
-			if err := add(g.name, g.by[group], map[string]string{"group": group}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	out = append(out,
-		summary.NewCounter(MetricProbeEvents, summary.Default, float64(len(r.Events)), dur, nil),
-		summary.NewCounter(MetricProbesObserved, summary.Default, float64(r.Observed), dur, nil),
-		summary.NewCounter(MetricProbesSuperseded, summary.Default, float64(r.Superseded), dur, nil),
-		summary.NewCounter(MetricProbesHeld, summary.Default, float64(r.AlreadyHeld), dur, nil),
-		summary.NewCounter(MetricProbesMissed, summary.Default, float64(r.Missed), dur, nil),
-		summary.NewCounter(MetricProbesUnresolved, summary.Default, float64(r.Unresolved), dur, nil),
-	)
-	groups := make([]string, 0, len(r.ProbesByGroup))
-	for g := range r.ProbesByGroup {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
-	for _, g := range groups {
-		c, tags := r.ProbesByGroup[g], map[string]string{"group": g}
-		out = append(out,
-			summary.NewCounter(MetricProbesObserved, summary.Default, float64(c.Observed), dur, tags),
-			summary.NewCounter(MetricProbesSuperseded, summary.Default, float64(c.Superseded), dur, tags),
-			summary.NewCounter(MetricProbesHeld, summary.Default, float64(c.AlreadyHeld), dur, tags),
-			summary.NewCounter(MetricProbesMissed, summary.Default, float64(c.Missed), dur, tags),
-			summary.NewCounter(MetricProbesUnresolved, summary.Default, float64(c.Unresolved), dur, tags),
-		)
-	}
-	return out, nil
-}
-
-// SummaryEvents turns the matcher's per-event results into summary events: what a merge of
-// shards needs to compute convergence and missed events over the whole fleet.
-func SummaryEvents(r MatchResults) []summary.Event {
-	out := make([]summary.Event, 0, len(r.Events))
-	for _, e := range r.Events {
-		ev := summary.Event{ID: e.EventID, Kind: e.Kind, T0: e.T0, Reached: e.Reached, Observed: e.Observed,
-			AlreadyHeld: e.AlreadyHeld, Superseded: e.Superseded, Missed: e.Missed, Unresolved: e.Unresolved,
-			Received: e.Received, EarlyReceives: e.EarlyReceives, Censored: e.Censored}
-		if ev.Measured() {
-			ev.ConvergenceSeconds = e.Convergence.Seconds()
-		}
-		out = append(out, ev)
-	}
-	return out
+	return fig
 }
 
 // Register registers the fleet's live metrics (read from the observer and matcher at scrape
@@ -308,7 +153,7 @@ var (
 	descTypes       = func() []*prometheus.Desc {
 		out := make([]*prometheus.Desc, len(typeCounters))
 		for i, tc := range typeCounters {
-			out[i] = prometheus.NewDesc(tc.name, tc.help, []string{"type", "group"}, nil)
+			out[i] = prometheus.NewDesc(tc.Name, tc.Help, []string{"type", "group"}, nil)
 		}
 		return out
 	}()
@@ -340,7 +185,7 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for i, tc := range typeCounters {
 			for name, t := range st.Types {
-				ch <- prometheus.MustNewConstMetric(descTypes[i], prometheus.CounterValue, float64(tc.get(t)), name, group)
+				ch <- prometheus.MustNewConstMetric(descTypes[i], prometheus.CounterValue, float64(tc.Get(t)), name, group)
 			}
 		}
 		ch <- promHistogram(descTTFC, st.TimeToFirstConfig, group)
@@ -348,17 +193,15 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- promHistogram(descAckDelay, st.AckDelay, group)
 		ch <- promHistogram(descBacklog, st.ReceiveBacklog, group)
 	}
-	if f.match.logLen.Load() == 0 {
+	if f.match.Registered() == 0 {
 		return
 	}
 	r := f.match.Results()
-	for key, h := range r.pushByKindGroup {
-		kind, group, _ := strings.Cut(key, "\x00")
-		ch <- promHistogram(descPush, h, kind, group)
+	for k, h := range r.PushLatencyByKindGroup {
+		ch <- promHistogram(descPush, h, k.Kind, k.Group)
 	}
-	for key, h := range r.ackByKindGroup {
-		kind, group, _ := strings.Cut(key, "\x00")
-		ch <- promHistogram(descPushAck, h, kind, group)
+	for k, h := range r.AckLatencyByKindGroup {
+		ch <- promHistogram(descPushAck, h, k.Kind, k.Group)
 	}
 	ch <- promHistogram(descConvergence, r.Convergence)
 	// One series per client group, which sum to the fleet's figure (a group with nothing

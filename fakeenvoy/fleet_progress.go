@@ -40,28 +40,10 @@ func (f *Fleet) GroupSizes() map[string]int {
 
 // Progress returns the fleet's counters now (cheap: no histogram is merged).
 func (f *Fleet) Progress() Progress {
-	p := Progress{Launched: f.Launched(), Clients: len(f.clients), Connected: f.obs.ConnectedNow()}
-	for i := range f.obs.shards {
-		s := &f.obs.shards[i]
-		s.mu.Lock()
-		p.FullConfig += uint64(max(s.fullNow, 0))
-		p.FullConfigEver += s.firstConfig
-		for _, t := range s.types {
-			p.Responses += t.Responses
-			p.Nacks += t.Nacks
-		}
-		for _, n := range s.failures {
-			p.ConnectFailures += n
-		}
-		if len(s.failText) > 0 {
-			if p.FailureText == nil {
-				p.FailureText = map[string]string{}
-			}
-			s.mergeFailText(p.FailureText)
-		}
-		s.mu.Unlock()
-	}
-	return p
+	l := f.obs.Live()
+	return Progress{Launched: f.Launched(), Clients: len(f.clients), Connected: l.Connected,
+		FullConfig: l.FullConfigNow, FullConfigEver: l.FullConfig, Responses: l.Responses, Nacks: l.Nacks,
+		ConnectFailures: l.ConnectFailures, FailureText: l.FailureText}
 }
 
 // NewFailures returns a line for each code in p.FailureText not yet in seen, sorted, and

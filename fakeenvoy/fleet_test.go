@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -62,7 +62,7 @@ func flConfig(target string, n int, nack NackPolicy) FleetConfig {
 		Ramp:             1000,
 		Seed:             1,
 		ProgressInterval: 20 * time.Millisecond,
-		Matcher:          MatcherConfig{KeepLatencies: true},
+		Matcher:          measure.MatcherConfig{KeepLatencies: true},
 	}
 }
 
@@ -124,7 +124,7 @@ func TestFleetEndToEnd(t *testing.T) {
 	c1.Endpoints = append(c1.Endpoints, cla("c1", "10.1.0.9", 8080).Endpoints...)
 	v2[resource.EndpointType] = []types.Resource{c1, cla("c2", "10.1.0.22", 8080)}
 	flSetAll(t, srv, f, "v2", v2)
-	for _, h := range []*Expected{everyone, scoped} {
+	for _, h := range []*measure.Expected{everyone, scoped} {
 		if err := h.SetT0(t0); err != nil {
 			t.Fatal(err)
 		}
@@ -184,33 +184,21 @@ func TestFleetEndToEnd(t *testing.T) {
 	}
 
 	f.Stop()
-	f.Stop() // safe twice
-	ms, err := f.Metrics(time.Since(f.Began()))
-	if err != nil {
-		t.Fatal(err)
+	f.Stop()           // safe twice
+	fig := f.Figures() // what the report is built from (bench checks the rows and their shape)
+	if fig.Connected != n || fig.Stats.MaxConnected != n {
+		t.Errorf("connected gauge = %d (max %d), want value and max %d", fig.Connected, fig.Stats.MaxConnected, n)
 	}
-	r := summary.Results{Metrics: ms}
-	conn, ok := r.Find(MetricConnected, nil)
-	if !ok || conn.Values["value"] != n || conn.Values["max"] != n {
-		t.Errorf("connected gauge = %v, want value and max %d", conn.Values, n)
+	if got := fig.Stats.TimeToFirstConfig.TotalCount(); got != n {
+		t.Errorf("time to first config: %d values, want %d", got, n)
 	}
-	ttfc, ok := r.Find(MetricTimeToFirstConfig, nil)
-	if h, err := ttfc.Histogram.Decode(); !ok || err != nil || h.TotalCount() != n {
-		t.Errorf("time to first config trend: %v %v", ttfc, err)
-	}
-	for _, name := range []string{MetricResponses, MetricNacks, MetricNoop, MetricBytes} {
-		for _, tags := range []map[string]string{nil, {"type": "CDS"}, {"type": "EDS"}} {
-			if _, ok := r.Find(name, tags); !ok {
-				t.Errorf("summary lacks %s%s", name, summary.TagString(tags))
-			}
+	for _, typ := range []string{"CDS", "EDS"} {
+		if st, ok := fig.Stats.Types[typ]; !ok || st.Responses == 0 {
+			t.Errorf("figures lack %s responses: %v", typ, fig.Stats.Types)
 		}
 	}
-	if m, _ := r.Find(MetricProbesObserved, nil); m.Values["count"] != n+n/5 {
-		t.Errorf("observed probes = %v, want %d", m.Values["count"], n+n/5)
-	}
-	s := &summary.Summary{Version: summary.Version, Results: summary.Results{Passed: true, Metrics: ms}}
-	if err := s.Validate(); err != nil {
-		t.Errorf("fleet summary does not validate: %v", err)
+	if fig.Match == nil || fig.Match.Observed != n+n/5 {
+		t.Errorf("observed probes = %v, want %d", fig.Match, n+n/5)
 	}
 	if out := progress.String(); !strings.Contains(out, "connected") {
 		t.Errorf("no progress line written: %q", out)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/probe"
 )
 
 // The client's protocol state machine, by concern:
@@ -110,7 +111,7 @@ type step struct {
 	sotw      []*discoveryv3.DiscoveryRequest
 	delta     []*discoveryv3.DeltaDiscoveryRequest
 	response  bool
-	info      ResponseInfo
+	info      probe.ResponseInfo
 	acked     bool
 	applied   bool
 	timeouts  []string

@@ -5,12 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 	"github.com/xdslab/xdslab/controlplane/model"
-	"github.com/xdslab/xdslab/internal/summary"
 )
 
 // startMesh starts an in-process control plane on addr with a few services.
@@ -67,20 +65,14 @@ func TestFleetReconnectAfterOutage(t *testing.T) {
 		t.Errorf("reconnects %d, resyncs %d; want %d each", st.Reconnects, st.Resync.TotalCount(), n)
 	}
 	f.Stop()
-	ms, err := f.Metrics(time.Since(f.Began()))
-	if err != nil {
-		t.Fatal(err)
+	fig := f.Figures() // what the report is built from (bench checks the rows)
+	if fig.Stats.Reconnects != n {
+		t.Errorf("reconnects = %d, want %d", fig.Stats.Reconnects, n)
 	}
-	r := summary.Results{Metrics: ms}
-	if m, ok := r.Find(MetricReconnects, nil); !ok || m.Values["count"] != n {
-		t.Errorf("summary %s = %v, want count %d", MetricReconnects, m.Values, n)
+	if h := fig.Stats.Resync; h == nil || h.TotalCount() != n || h.Max() <= 0 {
+		t.Errorf("resync histogram %v, want %d values above 0", h, n)
 	}
-	if m, ok := r.Find(MetricResync, nil); !ok {
-		t.Errorf("summary lacks %s", MetricResync)
-	} else if h, err := m.Histogram.Decode(); err != nil || h.TotalCount() != n || m.Values["max"] <= 0 {
-		t.Errorf("summary %s: %v %v", MetricResync, m.Values, err)
-	}
-	if m, _ := r.Find(MetricFullConfigClients, nil); m.Values["value"] != n || m.Values["max"] != n {
-		t.Errorf("summary %s = %v, want value and max %d", MetricFullConfigClients, m.Values, n)
+	if fig.Stats.FullConfigNow != n || fig.Stats.FullConfig != n {
+		t.Errorf("full config clients at Stop %d, ever %d, want %d each", fig.Stats.FullConfigNow, fig.Stats.FullConfig, n)
 	}
 }

@@ -54,7 +54,7 @@ func cloneSotw(r *discoveryv3.DiscoveryRequest) *discoveryv3.DiscoveryRequest {
 	return proto.Clone(r).(*discoveryv3.DiscoveryRequest)
 }
 
-func newTestClient(t *testing.T, cfg ClientConfig, h Hooks) *Client {
+func newTestClient(t *testing.T, cfg ClientConfig, h probe.Hooks) *Client {
 	t.Helper()
 	if cfg.Node == nil {
 		cfg.Node = IdentityTemplate{}.Node(cfg.Index)
@@ -76,7 +76,7 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 	h := newHookLog()
 	type seen struct{ c2, c1 bool }
 	views := make(chan seen, 64)
-	h.onApplied = func(c *Client, r ResponseInfo, v probe.View) {
+	h.onApplied = func(c probe.ClientInfo, r probe.ResponseInfo, v probe.View) {
 		if r.TypeURL == resource.ClusterType {
 			views <- seen{c1: v.Resource(resource.ClusterType, "c1") != nil, c2: v.Resource(resource.ClusterType, "c2") != nil}
 		}
@@ -232,7 +232,7 @@ func TestSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
 	checkSotw(t, "CDS NACK keeps the last accepted version", srv.nextSotw(t), nack, true)
 	r := h.nextInfo(t)
 	if !r.Nacked || !strings.Contains(r.Error, "UpstreamTlsContext") || r.Changed != 2 {
-		t.Errorf("ResponseInfo %+v: want Nacked naming UpstreamTlsContext, 2 changed", r)
+		t.Errorf("probe.ResponseInfo %+v: want Nacked naming UpstreamTlsContext, 2 changed", r)
 	}
 	// go-control-plane v0.14 resends the snapshot after every NACK; each NACK echoes the
 	// nonce of the response it answers, never a stale one.
@@ -296,13 +296,13 @@ func TestConnectFailureAndBackoff(t *testing.T) {
 
 // failLog records when connects failed and cancels the client after stopAfter of them.
 type failLog struct {
-	NopHooks
+	probe.NopHooks
 	at        []time.Time
 	stopAfter int
 	cancel    context.CancelFunc
 }
 
-func (h *failLog) ConnectFailed(_ *Client, at time.Time, _ error) {
+func (h *failLog) ConnectFailed(_ probe.ClientInfo, at time.Time, _ error) {
 	h.at = append(h.at, at)
 	if len(h.at) == h.stopAfter {
 		h.cancel()
@@ -372,11 +372,11 @@ func TestSotwReconnectAfterServerLoss(t *testing.T) {
 }
 
 type ackHooks struct {
-	NopHooks
+	probe.NopHooks
 	acks chan time.Duration // AckSent time minus the response's receive time
 }
 
-func (h *ackHooks) AckSent(_ *Client, r ResponseInfo, at time.Time) {
+func (h *ackHooks) AckSent(_ probe.ClientInfo, r probe.ResponseInfo, at time.Time) {
 	select {
 	case h.acks <- at.Sub(r.Recv):
 	default:

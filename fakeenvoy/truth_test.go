@@ -10,6 +10,8 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdslab/xdslab/probe"
 )
 
 // Issue 11 fidelity: scripted server responses against the pure machine, no network.
@@ -101,8 +103,8 @@ func TestMachineInEffectWhileWarming(t *testing.T) {
 			if proto.Equal(m.Effective(C, "c1"), updated) || m.Effective(C, "c1") == nil {
 				t.Errorf("a warming cluster must keep its previous copy in effect, got %v", m.Effective(C, "c1"))
 			}
-			if i := slices.IndexFunc(s.info.changed, func(c changedRes) bool { return c.name == "c1" }); i < 0 || !proto.Equal(s.info.changed[i].prev, edsCluster("c1")) {
-				t.Errorf("changed %v: want c1 with its previous copy", s.info.changed)
+			if i := slices.IndexFunc(s.info.Touched, func(c probe.Touched) bool { return c.Name == "c1" }); i < 0 || !proto.Equal(s.info.Touched[i].Prev, edsCluster("c1")) {
+				t.Errorf("touched %v: want c1 with its previous copy", s.info.Touched)
 			}
 			if delta {
 				// No fresh assignment comes (a server that sends only changed resources):

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/xdslab/xdslab/probe"
 )
 
 // deltaWire is incremental xDS (DeltaAggregatedResources): subscriptions change by difference,
@@ -78,7 +79,7 @@ func (m *machine) onDelta(r *discoveryv3.DeltaDiscoveryResponse, recv time.Time)
 // deltaUpdate reads a Delta response into an update, and fills s.info with what the response
 // is.
 func (m *machine) deltaUpdate(s *step, r *discoveryv3.DeltaDiscoveryResponse) update {
-	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Nonce: r.GetNonce(), Delta: true, Resources: len(r.GetResources())}
+	s.info = probe.ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Nonce: r.GetNonce(), Delta: true, Resources: len(r.GetResources())}
 	for _, res := range r.GetResources() {
 		s.info.Bytes += len(res.GetResource().GetValue())
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/xdslab/xdslab/probe"
 	"google.golang.org/genproto/googleapis/rpc/status"
 )
 
@@ -98,7 +99,7 @@ func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []item, recv 
 // sotwUpdate reads a SotW response whose resources are res into an update, and fills s.info
 // with what the response is.
 func (m *machine) sotwUpdate(s *step, r *discoveryv3.DiscoveryResponse, res []item) update {
-	s.info = ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Resources: len(res)}
+	s.info = probe.ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Resources: len(res)}
 	for i := range res {
 		s.info.Bytes += res[i].size
 	}

@@ -280,15 +280,15 @@ func (s *cpServer) nextDelta(t *testing.T) *discoveryv3.DeltaDiscoveryRequest {
 
 // hookLog records hook calls in order, as short strings, plus the response infos.
 type hookLog struct {
-	NopHooks
+	probe.NopHooks
 	events chan string
-	infos  chan ResponseInfo
+	infos  chan probe.ResponseInfo
 	// onApplied runs inside Applied, on the client goroutine; set it before Run.
-	onApplied func(c *Client, r ResponseInfo, v probe.View)
+	onApplied func(c probe.ClientInfo, r probe.ResponseInfo, v probe.View)
 }
 
 func newHookLog() *hookLog {
-	return &hookLog{events: make(chan string, 4096), infos: make(chan ResponseInfo, 4096)}
+	return &hookLog{events: make(chan string, 4096), infos: make(chan probe.ResponseInfo, 4096)}
 }
 
 func (h *hookLog) add(s string) {
@@ -298,39 +298,39 @@ func (h *hookLog) add(s string) {
 	}
 }
 
-func (h *hookLog) Connected(c *Client, _ time.Time, attempt int) { h.add("connected") }
-func (h *hookLog) Disconnected(c *Client, _ time.Time, err error) {
+func (h *hookLog) Connected(c probe.ClientInfo, _ time.Time, attempt int) { h.add("connected") }
+func (h *hookLog) Disconnected(c probe.ClientInfo, _ time.Time, err error) {
 	if err == ErrPolicyDisconnect {
 		h.add("disconnected policy")
 		return
 	}
 	h.add("disconnected")
 }
-func (h *hookLog) ConnectFailed(*Client, time.Time, error) { h.add("connect-failed") }
-func (h *hookLog) Response(c *Client, r ResponseInfo) {
+func (h *hookLog) ConnectFailed(probe.ClientInfo, time.Time, error) { h.add("connect-failed") }
+func (h *hookLog) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	select {
 	case h.infos <- r:
 	default:
 	}
 }
-func (h *hookLog) Applied(c *Client, r ResponseInfo, v probe.View) {
+func (h *hookLog) Applied(c probe.ClientInfo, r probe.ResponseInfo, v probe.View) {
 	if h.onApplied != nil {
 		h.onApplied(c, r, v)
 	}
 }
-func (h *hookLog) WarmingTimeout(c *Client, typeURL string, _ time.Time) {
+func (h *hookLog) WarmingTimeout(c probe.ClientInfo, typeURL string, _ time.Time) {
 	h.add("warming-timeout " + shortType(typeURL))
 }
-func (h *hookLog) FirstFullConfig(*Client, time.Time) { h.add("first-full") }
+func (h *hookLog) FirstFullConfig(probe.ClientInfo, time.Time) { h.add("first-full") }
 
-func (h *hookLog) nextInfo(t *testing.T) ResponseInfo {
+func (h *hookLog) nextInfo(t *testing.T) probe.ResponseInfo {
 	t.Helper()
 	select {
 	case r := <-h.infos:
 		return r
 	case <-time.After(waitLimit):
 		t.Fatalf("no response observed within %s", waitLimit)
-		return ResponseInfo{}
+		return probe.ResponseInfo{}
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -219,7 +219,7 @@ func TestEvaluateThresholds(t *testing.T) {
 // mustTrend is a latency trend of the values (µs) given, none for an empty one.
 func mustTrend(t *testing.T, name string, tags map[string]string, us ...int64) summary.Metric {
 	t.Helper()
-	h := fakeenvoy.NewLatencyHistogram()
+	h := measure.NewLatencyHistogram()
 	for _, v := range us {
 		require.NoError(t, h.RecordValue(v))
 	}

@@ -41,7 +41,7 @@ type ShardInput struct {
 // sees part of the fleet, so the scenario is gated once, on the merged summary.
 func Shard(in ShardInput) (*summary.Summary, error) {
 	dur := in.Ended.Sub(in.Began)
-	metrics, err := in.Fleet.Metrics(dur)
+	metrics, err := FleetMetrics(in.Fleet.Figures(), dur)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func Shard(in ShardInput) (*summary.Summary, error) {
 			Started: in.Began.UTC(), Ended: in.Ended.UTC(), DurationSeconds: dur.Seconds(), Labels: labels,
 			Clock: in.Clock, Probes: in.Probes, Phases: utcPhases(in.Phases)},
 		Config:  cfg,
-		Results: summary.Results{Passed: true, Metrics: metrics, Events: fakeenvoy.SummaryEvents(res)},
+		Results: summary.Results{Passed: true, Metrics: metrics, Events: SummaryEvents(res)},
 	}
 	if in.Segment.Count > 0 {
 		s.Metadata.Segment = &summary.Segment{Index: in.Segment.Index, Count: in.Segment.Count}

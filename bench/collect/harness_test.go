@@ -9,12 +9,13 @@ import (
 
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 )
 
 // harnessTrend is a trend of one value (seconds), as the fleet writes its lateness and backlog.
 func harnessTrend(t *testing.T, name string, seconds float64) summary.Metric {
 	t.Helper()
-	h := fakeenvoy.NewLatencyHistogram()
+	h := measure.NewLatencyHistogram()
 	require.NoError(t, h.RecordValue(int64(seconds*1e6)))
 	m, err := summary.NewTrend(name, summary.Time, h, 1e-6, nil)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -63,7 +64,7 @@ func AdmissionNote(refused uint64, admit float64, sc *scenarios.Scenario) string
 // ConnectFailureNote says how many connects failed with each gRPC code and what one of each
 // said ("" when none failed): admission control (ResourceExhausted) reads differently from a
 // refused or timed-out dial (Unavailable). Runs, shards and xdslab fleet print it.
-func ConnectFailureNote(st fakeenvoy.FleetStats) string {
+func ConnectFailureNote(st measure.FleetStats) string {
 	var parts []string
 	for _, code := range slices.Sorted(maps.Keys(st.ConnectFailures)) {
 		parts = append(parts, fmt.Sprintf("%d %s (one said: %s)", st.ConnectFailures[code], code, st.ConnectFailureText[code]))

@@ -77,7 +77,7 @@ func Run(in RunInput) (*summary.Summary, error) {
 		notes = map[string]string{}
 	}
 	dur := in.Ended.Sub(in.Began)
-	metrics, err := in.Fleet.Metrics(dur)
+	metrics, err := FleetMetrics(in.Fleet.Figures(), dur)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func Run(in RunInput) (*summary.Summary, error) {
 		Config: cfg,
 		// The per-event records (t0, the clients in reach by class, convergence), as a fleet
 		// shard writes them: what compare and merge need beyond the histograms.
-		Results: summary.Results{Metrics: metrics, Events: fakeenvoy.SummaryEvents(res)},
+		Results: summary.Results{Metrics: metrics, Events: SummaryEvents(res)},
 	}
 	s.Results.Thresholds, s.Results.Passed = EvaluateThresholds(in.Scenario, s.Results)
 	s.Results.Sort()

@@ -16,6 +16,7 @@ import (
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -453,7 +454,7 @@ func mergeEvents(shards []Input, sim *Input) []summary.Event {
 // the runner define them: convergence (overall and per kind) over measured events, probe
 // events, incomplete (missed) events overall and per kind, and events some shard lacks.
 func eventMetrics(events []summary.Event, dur time.Duration) ([]summary.Metric, error) {
-	all := fakeenvoy.NewLatencyHistogram()
+	all := measure.NewLatencyHistogram()
 	byKind := map[string]*hdr.Histogram{}
 	missed := map[string]int{}
 	kinds := map[string]bool{}
@@ -472,7 +473,7 @@ func eventMetrics(events []summary.Event, dur time.Duration) ([]summary.Metric, 
 		}
 		h := byKind[e.Kind]
 		if h == nil {
-			h = fakeenvoy.NewLatencyHistogram()
+			h = measure.NewLatencyHistogram()
 			byKind[e.Kind] = h
 		}
 		us := max(int64(math.Round(e.ConvergenceSeconds*1e6)), 0)

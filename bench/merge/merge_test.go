@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/golden"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -35,7 +36,7 @@ type shardSpec struct {
 
 func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 	t.Helper()
-	h := fakeenvoy.NewLatencyHistogram()
+	h := measure.NewLatencyHistogram()
 	for _, v := range sp.latencies {
 		if err := h.RecordValue(v); err != nil {
 			t.Fatal(err)
@@ -45,7 +46,7 @@ func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lh := fakeenvoy.NewLatencyHistogram()
+	lh := measure.NewLatencyHistogram()
 	for _, v := range sp.lateness {
 		if err := lh.RecordValue(v); err != nil {
 			t.Fatal(err)
@@ -212,7 +213,7 @@ func TestMergeExact(t *testing.T) {
 	for range 20000 {
 		all = append(all, int64(rng.ExpFloat64()*20000)+1)
 	}
-	whole := fakeenvoy.NewLatencyHistogram()
+	whole := measure.NewLatencyHistogram()
 	for _, v := range all {
 		_ = whole.RecordValue(v)
 	}
@@ -373,11 +374,11 @@ func BenchmarkMerge(b *testing.B) {
 
 func TestConnectFailureNote(t *testing.T) {
 	for _, tc := range []struct {
-		st   fakeenvoy.FleetStats
+		st   measure.FleetStats
 		want string
 	}{
-		{fakeenvoy.FleetStats{}, ""},
-		{fakeenvoy.FleetStats{
+		{measure.FleetStats{}, ""},
+		{measure.FleetStats{
 			ConnectFailures:    map[string]uint64{"Unavailable": 3, "ResourceExhausted": 40},
 			ConnectFailureText: map[string]string{"Unavailable": "dial: refused", "ResourceExhausted": "admission"},
 		}, "40 ResourceExhausted (one said: admission); 3 Unavailable (one said: dial: refused)"},

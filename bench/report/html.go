@@ -22,6 +22,7 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -113,7 +114,7 @@ type Run struct {
 	// Target names the control plane ("in-process (127.0.0.1:4321)").
 	Target string
 	// Matches are the fleet's matched observations (latency distributions, per-event records).
-	Matches fakeenvoy.MatchResults
+	Matches measure.MatchResults
 	// MeasureStart is when the measure phase started; Timeline is sampled from then on, and
 	// CyclesAtStart is the control plane's push cycles then.
 	MeasureStart  time.Time
@@ -312,7 +313,7 @@ func latencyNines(what string, all *hdr.Histogram, byKind map[string]*hdr.Histog
 	return p, nil
 }
 
-func latencyOverTime(res fakeenvoy.MatchResults, start time.Time) (*plot.Plot, error) {
+func latencyOverTime(res measure.MatchResults, start time.Time) (*plot.Plot, error) {
 	p := plot.New()
 	p.X.Label.Text = "time since the measure phase started (s)"
 	p.Y.Label.Text = "latency (ms)"

@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/probe/stream"
 	"github.com/xdslab/xdslab/scenarios"
@@ -171,7 +172,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	say("%d/%d clients hold a full config", fleet.Progress().FullConfig, fleet.Size())
 
 	// Measure: until the simulator's end, or for the scenario's duration.
-	h := &shardHandler{fleet: fleet, log: log, handles: map[uint64]*fakeenvoy.Expected{}}
+	h := &shardHandler{fleet: fleet, log: log, handles: map[uint64]*measure.Expected{}}
 	t = time.Now()
 	if st != nil {
 		if err := stream.Ready(ctx, scfg); err != nil {
@@ -240,7 +241,7 @@ type shardHandler struct {
 	fleet   *fakeenvoy.Fleet
 	log     *slog.Logger
 	mu      sync.Mutex
-	handles map[uint64]*fakeenvoy.Expected
+	handles map[uint64]*measure.Expected
 	measure time.Time
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/metricsserver"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
 )
@@ -161,7 +162,7 @@ type eventRecord struct {
 	T0        time.Time
 	Late      bool
 	Lateness  time.Duration
-	handle    *fakeenvoy.Expected
+	handle    *measure.Expected
 	expectErr error
 	// failErr is the sink's error when it failed to apply the event (the event is withdrawn).
 	failErr error

@@ -335,7 +335,7 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	fleet.Stop()
 	ended := time.Now()
 	began := fleet.Began()
-	metrics, err := fleet.Metrics(ended.Sub(began))
+	metrics, err := collect.FleetMetrics(fleet.Figures(), ended.Sub(began))
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 
 // recorder collects what the fake Envoys observed.
 type recorder struct {
-	fakeenvoy.NopHooks
+	probe.NopHooks
 	mu     sync.Mutex
 	full   map[int]bool
 	nacks  int
@@ -28,14 +28,14 @@ type recorder struct {
 	want   *probe.Expectation
 }
 
-func (r *recorder) FirstFullConfig(c *fakeenvoy.Client, _ time.Time) {
+func (r *recorder) FirstFullConfig(c probe.ClientInfo, _ time.Time) {
 	r.mu.Lock()
-	r.full[c.Index()] = true
+	r.full[c.Index] = true
 	r.mu.Unlock()
-	r.ready <- c.Index()
+	r.ready <- c.Index
 }
 
-func (r *recorder) Response(_ *fakeenvoy.Client, info fakeenvoy.ResponseInfo) {
+func (r *recorder) Response(_ probe.ClientInfo, info probe.ResponseInfo) {
 	if info.Nacked {
 		r.mu.Lock()
 		r.nacks++
@@ -44,13 +44,13 @@ func (r *recorder) Response(_ *fakeenvoy.Client, info fakeenvoy.ResponseInfo) {
 	}
 }
 
-func (r *recorder) Applied(c *fakeenvoy.Client, _ fakeenvoy.ResponseInfo, view probe.View) {
+func (r *recorder) Applied(c probe.ClientInfo, _ probe.ResponseInfo, view probe.View) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.want != nil && r.want.Holds(view) {
-		if ch, ok := r.seen[c.Index()]; ok {
+		if ch, ok := r.seen[c.Index]; ok {
 			close(ch)
-			delete(r.seen, c.Index())
+			delete(r.seen, c.Index)
 		}
 	}
 }
@@ -59,7 +59,7 @@ func (r *recorder) Applied(c *fakeenvoy.Client, _ fakeenvoy.ResponseInfo, view p
 type fakeEnvoy struct {
 	node  *corev3.Node
 	delta bool
-	hooks fakeenvoy.Hooks
+	hooks probe.Hooks
 	// fetchTimeout is the client's default initial fetch timeout (0: Envoy's 15s).
 	fetchTimeout time.Duration
 }
@@ -83,7 +83,7 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 	}
 	for i := range n {
 		sp := spec(i)
-		var hooks fakeenvoy.Hooks = rec
+		var hooks probe.Hooks = rec
 		if sp.hooks != nil {
 			hooks = sp.hooks
 		}

@@ -135,7 +135,7 @@ type viewHolder struct {
 	ok   bool
 }
 
-func (h *viewHolder) Applied(_ *fakeenvoy.Client, _ fakeenvoy.ResponseInfo, v probe.View) {
+func (h *viewHolder) Applied(_ probe.ClientInfo, _ probe.ResponseInfo, v probe.View) {
 	ok := h.want.Holds(v)
 	h.mu.Lock()
 	h.ok = ok
@@ -154,7 +154,7 @@ type hookTee struct {
 	views *viewHolder
 }
 
-func (t hookTee) Applied(c *fakeenvoy.Client, info fakeenvoy.ResponseInfo, v probe.View) {
+func (t hookTee) Applied(c probe.ClientInfo, info probe.ResponseInfo, v probe.View) {
 	t.views.Applied(c, info, v)
 	t.recorder.Applied(c, info, v)
 }

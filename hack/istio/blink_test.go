@@ -16,6 +16,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
+	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -35,12 +36,12 @@ clients:
 
 // cdsCounter records the cluster count of every CDS response the sidecar receives.
 type cdsCounter struct {
-	fakeenvoy.NopHooks
+	probe.NopHooks
 	mu     sync.Mutex
 	counts []int
 }
 
-func (c *cdsCounter) Response(_ *fakeenvoy.Client, r fakeenvoy.ResponseInfo) {
+func (c *cdsCounter) Response(_ probe.ClientInfo, r probe.ResponseInfo) {
 	if strings.HasSuffix(r.TypeURL, "Cluster") {
 		c.mu.Lock()
 		c.counts = append(c.counts, r.Resources)

@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
 )
@@ -65,32 +66,39 @@ func scenario(t *testing.T) *scenarios.Scenario {
 // a sidecar or router whose clusters or listeners name the agent's secrets holds a real
 // workload certificate for its own namespace from the fleet's emulated istio-agent.
 type secretHooks struct {
-	fakeenvoy.NopHooks
+	probe.NopHooks
 	mu       sync.Mutex
 	withCert int
 	problems []string
 }
 
-func (h *secretHooks) FirstFullConfig(c *fakeenvoy.Client, _ time.Time) {
-	if c.NamedOnly() {
+func (h *secretHooks) FirstFullConfig(c probe.ClientInfo, _ time.Time) {
+	if c.NamedOnly {
 		return // proxyless gRPC: no TLS from the agent here
 	}
-	s := c.LocalSecret(fakeenvoy.SecretWorkload)
+	cl, ok := c.State.(*fakeenvoy.Client) // the secret the fleet's agent served it
+	if !ok {
+		h.mu.Lock()
+		h.problems = append(h.problems, c.NodeID+": hooks without the client")
+		h.mu.Unlock()
+		return
+	}
+	s := cl.LocalSecret(fakeenvoy.SecretWorkload)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s == nil {
-		h.problems = append(h.problems, c.NodeID()+": full config without the workload certificate")
+		h.problems = append(h.problems, c.NodeID+": full config without the workload certificate")
 		return
 	}
 	blk, _ := pem.Decode([]byte(s.GetTlsCertificate().GetCertificateChain().GetInlineString()))
 	if blk == nil {
-		h.problems = append(h.problems, c.NodeID()+": workload certificate is not PEM")
+		h.problems = append(h.problems, c.NodeID+": workload certificate is not PEM")
 		return
 	}
 	cert, err := x509.ParseCertificate(blk.Bytes)
-	want := "spiffe://cluster.local/ns/" + c.Namespace() + "/sa/default"
+	want := "spiffe://cluster.local/ns/" + c.Namespace + "/sa/default"
 	if err != nil || len(cert.URIs) != 1 || cert.URIs[0].String() != want {
-		h.problems = append(h.problems, fmt.Sprintf("%s: certificate %v (err %v), want SAN %s", c.NodeID(), cert, err, want))
+		h.problems = append(h.problems, fmt.Sprintf("%s: certificate %v (err %v), want SAN %s", c.NodeID, cert, err, want))
 		return
 	}
 	h.withCert++

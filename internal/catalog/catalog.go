@@ -34,7 +34,7 @@ const (
 	Code Domain = "code"
 )
 
-// FleetTypes are the fleet's type tag values (fakeenvoy.TypeName).
+// FleetTypes are the fleet's type tag values (measure.TypeName).
 var FleetTypes = []string{"CDS", "EDS", "LDS", "RDS", "SDS", "ECDS", "RTDS", "SRDS", "VHDS"}
 
 // CPTypes are the control plane's type tag values.

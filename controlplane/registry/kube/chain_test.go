@@ -219,7 +219,7 @@ func (c *chain) step(tb testing.TB) (ev simulator.Event, accepted, delivered tim
 
 // recorder tracks what the fake Envoy saw.
 type recorder struct {
-	fakeenvoy.NopHooks
+	probe.NopHooks
 	mu    sync.Mutex
 	full  chan struct{}
 	once  sync.Once
@@ -230,9 +230,9 @@ type recorder struct {
 	types map[string]int
 }
 
-func (r *recorder) FirstFullConfig(*fakeenvoy.Client, time.Time) { r.once.Do(func() { close(r.full) }) }
+func (r *recorder) FirstFullConfig(probe.ClientInfo, time.Time) { r.once.Do(func() { close(r.full) }) }
 
-func (r *recorder) Response(_ *fakeenvoy.Client, info fakeenvoy.ResponseInfo) {
+func (r *recorder) Response(_ probe.ClientInfo, info probe.ResponseInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if info.Nacked {
@@ -243,7 +243,7 @@ func (r *recorder) Response(_ *fakeenvoy.Client, info fakeenvoy.ResponseInfo) {
 	}
 }
 
-func (r *recorder) Applied(_ *fakeenvoy.Client, _ fakeenvoy.ResponseInfo, view probe.View) {
+func (r *recorder) Applied(_ probe.ClientInfo, _ probe.ResponseInfo, view probe.View) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.want != nil && r.want.Holds(view) {

@@ -1,8 +1,6 @@
-package fakeenvoy
+package measure
 
 import (
-	"context"
-	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -12,7 +10,6 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/xdslab/xdslab/probe"
 )
@@ -90,7 +87,7 @@ func (c ObserverConfig) withDefaults() ObserverConfig {
 	return c
 }
 
-// Observer implements Hooks: it counts what every client of a fleet sees and records latencies
+// Observer implements probe.Hooks: it counts what every client of a fleet sees and records latencies
 // in HDR histograms. Hooks run on each client's goroutine and only lock the client's shard;
 // Stats merges the shards at read time.
 type Observer struct {
@@ -101,9 +98,9 @@ type Observer struct {
 }
 
 var (
-	_ Hooks       = (*Observer)(nil)
-	_ BacklogHook = (*Observer)(nil)
-	_ ResyncHook  = (*Observer)(nil)
+	_ probe.Hooks       = (*Observer)(nil)
+	_ probe.BacklogHook = (*Observer)(nil)
+	_ probe.ResyncHook  = (*Observer)(nil)
 )
 
 type obsShard struct {
@@ -122,7 +119,7 @@ type obsShard struct {
 	reconnects uint64
 	fullNow    int
 	resync     *hdr.Histogram // reconnect (stream start) → full config again, µs; nil until the first
-	// fullByGroup counts firstConfig by client group (Client.Group).
+	// fullByGroup counts firstConfig by client group (probe.ClientInfo.Group).
 	fullByGroup map[string]uint64
 	ttfc        *hdr.Histogram // client's scheduled start → first full config, µs
 	startLate   *hdr.Histogram // scheduled start → the fleet started the client, µs
@@ -213,10 +210,9 @@ func (o *Observer) Started(index int, due, at time.Time) {
 	s.mu.Unlock()
 }
 
-// Connected implements Hooks.
-func (o *Observer) Connected(c *Client, at time.Time, attempt int) { o.connected1(c.Index(), at) }
-
-func (o *Observer) connected1(index int, at time.Time) {
+// Connected implements probe.Hooks.
+func (o *Observer) Connected(c probe.ClientInfo, at time.Time, attempt int) {
+	index := c.Index
 	s := o.shard(index)
 	s.mu.Lock()
 	cl := s.client(index)
@@ -243,10 +239,9 @@ func (o *Observer) connected1(index int, at time.Time) {
 	}
 }
 
-// Disconnected implements Hooks.
-func (o *Observer) Disconnected(c *Client, at time.Time, err error) { o.disconnected1(c.Index()) }
-
-func (o *Observer) disconnected1(index int) {
+// Disconnected implements probe.Hooks.
+func (o *Observer) Disconnected(c probe.ClientInfo, at time.Time, err error) {
+	index := c.Index
 	s := o.shard(index)
 	s.mu.Lock()
 	cl := s.client(index)
@@ -264,13 +259,10 @@ func (o *Observer) disconnected1(index int) {
 	}
 }
 
-// ConnectFailed implements Hooks: failures are counted by gRPC status code.
-func (o *Observer) ConnectFailed(c *Client, at time.Time, err error) {
-	o.connectFailed1(c.Index(), err)
-}
-
-func (o *Observer) connectFailed1(index int, err error) {
-	code := errorCode(err)
+// ConnectFailed implements probe.Hooks: failures are counted by gRPC status code.
+func (o *Observer) ConnectFailed(c probe.ClientInfo, at time.Time, err error) {
+	index := c.Index
+	code := probe.FailureCode(err)
 	s := o.shard(index)
 	s.mu.Lock()
 	s.client(index)
@@ -291,25 +283,9 @@ func (s *obsShard) mergeFailText(into map[string]string) {
 	}
 }
 
-func errorCode(err error) codes.Code {
-	switch {
-	case err == nil:
-		return codes.OK
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	}
-	if st, ok := status.FromError(err); ok {
-		return st.Code()
-	}
-	return codes.Unknown
-}
-
-// Response implements Hooks.
-func (o *Observer) Response(c *Client, r ResponseInfo) { o.response1(c.Index(), r) }
-
-func (o *Observer) response1(index int, r ResponseInfo) {
+// Response implements probe.Hooks.
+func (o *Observer) Response(c probe.ClientInfo, r probe.ResponseInfo) {
+	index := c.Index
 	s := o.shard(index)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -350,48 +326,37 @@ func (o *Observer) response1(index int, r ResponseInfo) {
 	l.version, l.bytes, l.resources, l.nacked = r.Version, r.Bytes, r.Resources, r.Nacked
 }
 
-// Applied implements Hooks (nothing to count: Response did).
-func (o *Observer) Applied(*Client, ResponseInfo, probe.View) {}
+// Applied implements probe.Hooks (nothing to count: Response did).
+func (o *Observer) Applied(probe.ClientInfo, probe.ResponseInfo, probe.View) {}
 
-// AckSent implements Hooks: the response→ACK time includes the client's apply delay.
-func (o *Observer) AckSent(c *Client, r ResponseInfo, at time.Time) { o.ackSent1(c.Index(), r, at) }
-
-func (o *Observer) ackSent1(index int, r ResponseInfo, at time.Time) {
-	s := o.shard(index)
+// AckSent implements probe.Hooks: the response→ACK time includes the client's apply delay.
+func (o *Observer) AckSent(c probe.ClientInfo, r probe.ResponseInfo, at time.Time) {
+	s := o.shard(c.Index)
 	s.mu.Lock()
 	s.acks++
 	recordDuration(s.ackDelay, at.Sub(r.Recv))
 	s.mu.Unlock()
 }
 
-// ReceiveBacklog implements BacklogHook.
-func (o *Observer) ReceiveBacklog(c *Client, d time.Duration) { o.receiveBacklog1(c.Index(), d) }
-
-func (o *Observer) receiveBacklog1(index int, d time.Duration) {
-	s := o.shard(index)
+// ReceiveBacklog implements probe.BacklogHook.
+func (o *Observer) ReceiveBacklog(c probe.ClientInfo, d time.Duration) {
+	s := o.shard(c.Index)
 	s.mu.Lock()
 	recordDuration(s.backlog, d)
 	s.mu.Unlock()
 }
 
-// WarmingTimeout implements Hooks.
-func (o *Observer) WarmingTimeout(c *Client, typeURL string, at time.Time) {
-	o.warmingTimeout1(c.Index(), typeURL)
-}
-
-func (o *Observer) warmingTimeout1(index int, typeURL string) {
-	s := o.shard(index)
+// WarmingTimeout implements probe.Hooks.
+func (o *Observer) WarmingTimeout(c probe.ClientInfo, typeURL string, at time.Time) {
+	s := o.shard(c.Index)
 	s.mu.Lock()
 	s.typ(typeURL).WarmingTimeouts++
 	s.mu.Unlock()
 }
 
-// FirstFullConfig implements Hooks.
-func (o *Observer) FirstFullConfig(c *Client, at time.Time) {
-	o.firstFullConfig1(c.Index(), c.Group(), at)
-}
-
-func (o *Observer) firstFullConfig1(index int, group string, at time.Time) {
+// FirstFullConfig implements probe.Hooks.
+func (o *Observer) FirstFullConfig(c probe.ClientInfo, at time.Time) {
+	index, group := c.Index, c.Group
 	s := o.shard(index)
 	s.mu.Lock()
 	cl := s.client(index)
@@ -408,10 +373,9 @@ func (o *Observer) firstFullConfig1(index int, group string, at time.Time) {
 	s.mu.Unlock()
 }
 
-// Resynced implements ResyncHook: a reconnected client holds a full config again.
-func (o *Observer) Resynced(c *Client, at time.Time, d time.Duration) { o.resynced1(c.Index(), d) }
-
-func (o *Observer) resynced1(index int, d time.Duration) {
+// Resynced implements probe.ResyncHook: a reconnected client holds a full config again.
+func (o *Observer) Resynced(c probe.ClientInfo, at time.Time, d time.Duration) {
+	index := c.Index
 	s := o.shard(index)
 	s.mu.Lock()
 	cl := s.client(index)
@@ -451,6 +415,45 @@ func (o *Observer) FullConfigNow() int {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// Live is an observer's counters at one moment, without its histograms (see Observer.Live).
+type Live struct {
+	Connected int
+	// FullConfigNow counts the connected clients holding a full config now; FullConfig those
+	// that ever reached their first (as in FleetStats).
+	FullConfigNow, FullConfig uint64
+	Responses, Nacks          uint64
+	ConnectFailures           uint64
+	// FailureText holds one error text per gRPC code that failed a connect (see
+	// FleetStats.ConnectFailureText); nil when none failed.
+	FailureText map[string]string
+}
+
+// Live returns the observer's counters now (cheap: no histogram is merged), for live progress.
+func (o *Observer) Live() Live {
+	l := Live{Connected: o.ConnectedNow()}
+	for i := range o.shards {
+		s := &o.shards[i]
+		s.mu.Lock()
+		l.FullConfigNow += uint64(max(s.fullNow, 0))
+		l.FullConfig += s.firstConfig
+		for _, t := range s.types {
+			l.Responses += t.Responses
+			l.Nacks += t.Nacks
+		}
+		for _, n := range s.failures {
+			l.ConnectFailures += n
+		}
+		if len(s.failText) > 0 {
+			if l.FailureText == nil {
+				l.FailureText = map[string]string{}
+			}
+			s.mergeFailText(l.FailureText)
+		}
+		s.mu.Unlock()
+	}
+	return l
 }
 
 // ConnectedNow returns how many clients hold a stream now.

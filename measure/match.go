@@ -1,4 +1,4 @@
-package fakeenvoy
+package measure
 
 import (
 	"context"
@@ -27,9 +27,9 @@ import (
 //     touches one of its subjects (a response of the predicate's type that added, changed or
 //     removed the predicate's resource: an unrelated response never counts) and after which
 //     every predicate holds in what the client accepted. It is in effect once every predicate
-//     also holds in what the client serves traffic with (Client.Effective): a cluster still
-//     warming for its ClusterLoadAssignment, or a listener waiting for its routes, keeps the
-//     copy it replaces in effect, as Envoy does. The push latency is the in-effect time minus
+//     also holds in what the client serves traffic with (probe.ClientState.Effective): a
+//     cluster still warming for its ClusterLoadAssignment, or a listener waiting for its
+//     routes, keeps the copy it replaces in effect, as Envoy does. The push latency is the in-effect time minus
 //     T0 (the receive time of the response that brought it into effect, or the moment a
 //     warming timeout did); the receive latency is the receive time minus T0, and the ACK
 //     latency the time the ACK of the receiving response was written minus T0.
@@ -56,8 +56,9 @@ import (
 //
 // Registration is lazy per client: Expect appends to an append-only log, and each client claims
 // the new entries on its own goroutine at its next hook call (every hook claims). Reach by group
-// and namespace is fixed per client; Reach.WatchersOnly is decided with Client.Subscribed when
-// the client claims the entry — its subscriptions as of its first hook after registration. A
+// and namespace is fixed per client; Reach.WatchersOnly is decided with
+// probe.ClientState.Subscribed when the client claims the entry — its subscriptions as of its
+// first hook after registration. A
 // NamedOnly client (proxyless gRPC: every type by name) treats every event as WatchersOnly: an
 // endpoint change of a cluster it never asked for does not target it, so it is not "missed".
 // "Already held" is decided at the claim too, over the state the client held before the
@@ -99,7 +100,7 @@ func (c MatcherConfig) withDefaults() MatcherConfig {
 }
 
 // Matcher matches registered expectations against what each client applies. It implements
-// Hooks; the fleet tees it with the Observer.
+// probe.Hooks; a fleet tees it with the Observer.
 type Matcher struct {
 	cfg    MatcherConfig
 	epoch  time.Time // offsets of every time the matcher keeps are from here (monotonic)
@@ -109,27 +110,7 @@ type Matcher struct {
 	shards []matchShard
 }
 
-var _ Hooks = (*Matcher)(nil)
-
-// matchee is the part of *Client the matcher reads (an interface so tests can drive the
-// matcher with synthetic clients). Resource is what the client accepted, Effective what is in
-// effect (see Client.Effective), Synced whether it holds accepted state of a type.
-type matchee interface {
-	Index() int
-	Group() string
-	Namespace() string
-	// ProxyType is the Istio proxy type of the node id ("sidecar", "router").
-	ProxyType() string
-	Subscribed(typeURL, name string) bool
-	// NamedOnly reports whether the client subscribes to every type by name (a proxyless
-	// gRPC client): an event on resources it does not watch does not target it.
-	NamedOnly() bool
-	Resource(typeURL, name string) proto.Message
-	Effective(typeURL, name string) proto.Message
-	Synced(typeURL string) bool
-}
-
-var _ matchee = (*Client)(nil)
+var _ probe.Hooks = (*Matcher)(nil)
 
 type matchEvent struct {
 	idx   int
@@ -181,10 +162,10 @@ type matchEarly struct {
 type matchShard struct {
 	mu      sync.Mutex
 	clients map[int]*matchClient
-	// push, recv and ack hold latencies by event kind and client group (kgKey), µs.
-	push map[kgKey]*hdr.PackedHistogram
-	recv map[kgKey]*hdr.PackedHistogram
-	ack  map[kgKey]*hdr.PackedHistogram
+	// push, recv and ack hold latencies by event kind and client group (KindGroup), µs.
+	push map[KindGroup]*hdr.PackedHistogram
+	recv map[KindGroup]*hdr.PackedHistogram
+	ack  map[KindGroup]*hdr.PackedHistogram
 	// byGroup counts the resolved observations (observed, already held, superseded) of each
 	// event by client group, under the shard's lock (no lock shared across shards); outstanding
 	// ones are classified by group at Results.
@@ -222,9 +203,9 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	m := &Matcher{cfg: cfg, epoch: cfg.Now(), shards: make([]matchShard, cfg.Shards)}
 	for i := range m.shards {
 		m.shards[i].clients = make(map[int]*matchClient)
-		m.shards[i].push = make(map[kgKey]*hdr.PackedHistogram)
-		m.shards[i].recv = make(map[kgKey]*hdr.PackedHistogram)
-		m.shards[i].ack = make(map[kgKey]*hdr.PackedHistogram)
+		m.shards[i].push = make(map[KindGroup]*hdr.PackedHistogram)
+		m.shards[i].recv = make(map[KindGroup]*hdr.PackedHistogram)
+		m.shards[i].ack = make(map[KindGroup]*hdr.PackedHistogram)
 		m.shards[i].byGroup = make(map[egKey]*ProbeCounts)
 	}
 	return m
@@ -269,7 +250,7 @@ type Expected struct {
 // if T0 is not known yet.
 func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 	if err := e.Validate(); err != nil {
-		return nil, fmt.Errorf("fakeenvoy: expect: %w", err)
+		return nil, fmt.Errorf("measure: expect: %w", err)
 	}
 	ev := newMatchEvent(e, m.off(m.cfg.Now()))
 	ev.latMin.Store(math.MaxInt64)
@@ -331,13 +312,13 @@ func (ev *matchEvent) forClient(cl *matchClient) *matchEvent {
 func (h *Expected) SetT0(t time.Time) error {
 	m := h.m
 	if t.IsZero() {
-		return fmt.Errorf("fakeenvoy: event %d: SetT0 with a zero time", h.ev.exp.EventID)
+		return fmt.Errorf("measure: event %d: SetT0 with a zero time", h.ev.exp.EventID)
 	}
 	ev := h.ev
 	ev.mu.Lock()
 	if ev.hasT0.Load() {
 		ev.mu.Unlock()
-		return fmt.Errorf("fakeenvoy: event %d: T0 already set", ev.exp.EventID)
+		return fmt.Errorf("measure: event %d: T0 already set", ev.exp.EventID)
 	}
 	t0 := m.off(t)
 	ev.t0Time = t
@@ -368,14 +349,14 @@ func (h *Expected) EventID() uint64 { return h.ev.exp.EventID }
 func (h *Expected) Withdraw() { h.ev.withdrawn.Store(true) }
 
 // client returns c's state, tracking it on first sight; the shard lock must be held.
-func (m *Matcher) client(s *matchShard, c matchee) *matchClient {
-	cl := s.clients[c.Index()]
+func (m *Matcher) client(s *matchShard, c probe.ClientInfo) *matchClient {
+	cl := s.clients[c.Index]
 	if cl == nil {
-		cl = &matchClient{group: c.Group(), ns: c.Namespace(), ptype: c.ProxyType(), named: c.NamedOnly(), cursor: int(m.logLen.Load())}
-		s.clients[c.Index()] = cl
+		cl = &matchClient{group: c.Group, ns: c.Namespace, ptype: c.ProxyType, named: c.NamedOnly, cursor: int(m.logLen.Load())}
+		s.clients[c.Index] = cl
 	}
 	if cl.ptype == "" { // tracked before its first hook: learn the type now
-		cl.ptype = c.ProxyType()
+		cl.ptype = c.ProxyType
 	}
 	return cl
 }
@@ -383,7 +364,7 @@ func (m *Matcher) client(s *matchShard, c matchee) *matchClient {
 // claim moves the expectations registered since the client's last hook into its pending list,
 // deciding which already hold; r is the response being reported (nil for other hooks). The
 // shard lock must be held.
-func (m *Matcher) claim(s *matchShard, c matchee, r *ResponseInfo) *matchClient {
+func (m *Matcher) claim(s *matchShard, c probe.ClientInfo, r *probe.ResponseInfo) *matchClient {
 	cl := m.client(s, c)
 	n := int(m.logLen.Load())
 	if n == cl.cursor {
@@ -410,39 +391,33 @@ func (m *Matcher) claim(s *matchShard, c matchee, r *ResponseInfo) *matchClient 
 
 // heldBefore reports whether ev's predicates held in c's state as of ev's registration: the
 // state before r when r was received after it, else the current one.
-func (m *Matcher) heldBefore(c matchee, r *ResponseInfo, ev *matchEvent) bool {
+func (m *Matcher) heldBefore(c probe.ClientInfo, r *probe.ResponseInfo, ev *matchEvent) bool {
 	for _, t := range ev.types {
-		if !c.Synced(t) {
+		if !c.State.Synced(t) {
 			return false
 		}
 	}
-	var v probe.View = acceptedView{c}
-	if r != nil && r.fresh && m.off(r.Recv) >= ev.regAt && slices.Contains(ev.types, r.TypeURL) {
+	var v probe.View = c.State // what the client accepted
+	if r != nil && r.Fresh && m.off(r.Recv) >= ev.regAt && slices.Contains(ev.types, r.TypeURL) {
 		return false // before this response the client held nothing of the type
 	}
-	if r != nil && m.off(r.Recv) >= ev.regAt && len(r.changed) > 0 {
-		v = beforeView{c: c, r: r}
+	if r != nil && m.off(r.Recv) >= ev.regAt && len(r.Touched) > 0 {
+		v = beforeView{c: c.State, r: r}
 	}
 	return ev.exp.Holds(v)
 }
 
-func watches(c matchee, e probe.Expectation) bool {
+func watches(c probe.ClientInfo, e probe.Expectation) bool {
 	for _, p := range e.All {
-		if !c.Subscribed(p.Op.TypeURL(), p.Resource) {
+		if !c.State.Subscribed(p.Op.TypeURL(), p.Resource) {
 			return false
 		}
 	}
 	return true
 }
 
-// acceptedView and effectiveView are a matchee's two states as probe.View.
-type acceptedView struct{ c matchee }
-
-func (v acceptedView) Resource(typeURL, name string) proto.Message {
-	return v.c.Resource(typeURL, name)
-}
-
-type effectiveView struct{ c matchee }
+// effectiveView is what a client has in effect, as a probe.View.
+type effectiveView struct{ c probe.ClientState }
 
 func (v effectiveView) Resource(typeURL, name string) proto.Message {
 	return v.c.Effective(typeURL, name)
@@ -450,15 +425,15 @@ func (v effectiveView) Resource(typeURL, name string) proto.Message {
 
 // beforeView is what the client accepted before response r.
 type beforeView struct {
-	c matchee
-	r *ResponseInfo
+	c probe.ClientState
+	r *probe.ResponseInfo
 }
 
 func (v beforeView) Resource(typeURL, name string) proto.Message {
 	if typeURL == v.r.TypeURL {
-		for _, ch := range v.r.changed {
-			if ch.name == name {
-				return ch.prev
+		for _, ch := range v.r.Touched {
+			if ch.Name == name {
+				return ch.Prev
 			}
 		}
 	}
@@ -467,16 +442,16 @@ func (v beforeView) Resource(typeURL, name string) proto.Message {
 
 // touches reports whether response r added, changed or removed a resource one of ev's
 // predicates reads.
-func touches(r *ResponseInfo, ev *matchEvent) bool {
-	if len(r.changed) == 0 || !slices.Contains(ev.types, r.TypeURL) {
+func touches(r *probe.ResponseInfo, ev *matchEvent) bool {
+	if len(r.Touched) == 0 || !slices.Contains(ev.types, r.TypeURL) {
 		return false
 	}
 	for _, p := range ev.exp.All {
 		if p.Op.TypeURL() != r.TypeURL {
 			continue
 		}
-		for _, ch := range r.changed {
-			if ch.name == p.Resource {
+		for _, ch := range r.Touched {
+			if ch.Name == p.Resource {
 				return true
 			}
 		}
@@ -524,7 +499,7 @@ func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind ob
 	case obsAck:
 		hists = s.ack
 	}
-	key := kgKey{kind: ev.exp.Kind, group: group}
+	key := KindGroup{Kind: ev.exp.Kind, Group: group}
 	h := hists[key]
 	if h == nil {
 		h = hdr.NewPacked(histLowest, histHighest, histDigits)
@@ -593,43 +568,39 @@ func (later *matchEvent) supersedes(earlier *matchEvent) bool {
 // not: an unchanged assignment can still warm a cluster), WarmingTimeout brings received
 // changes into effect, AckSent records ACK latencies.
 
-// Connected implements Hooks.
-func (m *Matcher) Connected(c *Client, _ time.Time, _ int) { m.touch(c) }
+// Connected implements probe.Hooks.
+func (m *Matcher) Connected(c probe.ClientInfo, _ time.Time, _ int) { m.touch(c) }
 
-// Disconnected implements Hooks: ACKs awaited on the dead stream will never come.
-func (m *Matcher) Disconnected(c *Client, _ time.Time, _ error) { m.disconnected1(c) }
-
-func (m *Matcher) disconnected1(c matchee) {
-	s := m.shard(c.Index())
+// Disconnected implements probe.Hooks: ACKs awaited on the dead stream will never come.
+func (m *Matcher) Disconnected(c probe.ClientInfo, _ time.Time, _ error) {
+	s := m.shard(c.Index)
 	s.mu.Lock()
 	cl := m.claim(s, c, nil)
 	cl.awaiting = cl.awaiting[:0]
 	s.mu.Unlock()
 }
 
-// ConnectFailed implements Hooks.
-func (m *Matcher) ConnectFailed(c *Client, _ time.Time, _ error) { m.touch(c) }
+// ConnectFailed implements probe.Hooks.
+func (m *Matcher) ConnectFailed(c probe.ClientInfo, _ time.Time, _ error) { m.touch(c) }
 
-// Response implements Hooks: pending expectations are matched against the response.
-func (m *Matcher) Response(c *Client, r ResponseInfo) { m.response1(c, r) }
+// WarmingTimeout implements probe.Hooks: a cluster or listener that stopped warming is in
+// effect.
+func (m *Matcher) WarmingTimeout(c probe.ClientInfo, _ string, at time.Time) { m.effect(c, at) }
 
-// WarmingTimeout implements Hooks: a cluster or listener that stopped warming is in effect.
-func (m *Matcher) WarmingTimeout(c *Client, _ string, at time.Time) { m.effect(c, at) }
+// FirstFullConfig implements probe.Hooks.
+func (m *Matcher) FirstFullConfig(c probe.ClientInfo, _ time.Time) { m.touch(c) }
 
-// FirstFullConfig implements Hooks.
-func (m *Matcher) FirstFullConfig(c *Client, _ time.Time) { m.touch(c) }
+// Applied implements probe.Hooks; Response has matched already.
+func (m *Matcher) Applied(c probe.ClientInfo, _ probe.ResponseInfo, _ probe.View) { m.touch(c) }
 
-// Applied implements Hooks; Response has matched already.
-func (m *Matcher) Applied(c *Client, _ ResponseInfo, _ probe.View) { m.touch(c) }
-
-func (m *Matcher) touch(c matchee) {
-	s := m.shard(c.Index())
+func (m *Matcher) touch(c probe.ClientInfo) {
+	s := m.shard(c.Index)
 	s.mu.Lock()
 	m.claim(s, c, nil)
 	s.mu.Unlock()
 }
 
-// response1 matches c's pending expectations against response r.
+// Response implements probe.Hooks: c's pending expectations are matched against response r.
 //
 // The entries r touches are taken latest-registered first: the state r shows on a subject
 // belongs to the latest event whose predicates it satisfies. That one is received (or, held
@@ -637,13 +608,13 @@ func (m *Matcher) touch(c matchee) {
 // client as such and are superseded (or, held when claimed, confirmed held). So a removal's
 // state brought back by a later removal of the same endpoint is the later one's, not a 30 s
 // latency of the first; a removal arriving after its restore was registered is the removal's.
-func (m *Matcher) response1(c matchee, r ResponseInfo) {
-	s := m.shard(c.Index())
+func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
+	s := m.shard(c.Index)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cl := m.claim(s, c, &r)
 	recv := m.off(r.Recv)
-	accepted, effective := acceptedView{c}, effectiveView{c}
+	accepted, effective := c.State, effectiveView{c.State}
 	var reached, superseded []int // indices into pending of the events resolved here
 	var shown map[string]bool     // subjects whose shown state a later event has claimed
 	claimedBy := func(ev *matchEvent) bool {
@@ -680,7 +651,7 @@ func (m *Matcher) response1(c matchee, r ResponseInfo) {
 				reached = append(reached, i) // still held: confirmed, no latency
 			case !p.recvd:
 				p.recvd = true
-				m.observe(s, ev, recv, obsRecv, c.Group())
+				m.observe(s, ev, recv, obsRecv, c.Group)
 				cl.awaiting = append(cl.awaiting, matchAwait{ev: ev, seq: r.Seq})
 			}
 		case p.held && !holds:
@@ -689,7 +660,7 @@ func (m *Matcher) response1(c matchee, r ResponseInfo) {
 	}
 	for i := range cl.pending {
 		if p := &cl.pending[i]; p.recvd && !p.held && !slices.Contains(superseded, i) && p.ev.exp.Holds(effective) {
-			m.observe(s, p.ev, recv, obsEffect, c.Group())
+			m.observe(s, p.ev, recv, obsEffect, c.Group)
 			reached = append(reached, i)
 		}
 	}
@@ -697,16 +668,16 @@ func (m *Matcher) response1(c matchee, r ResponseInfo) {
 }
 
 // effect brings c's received expectations that now hold in effect into effect at at.
-func (m *Matcher) effect(c matchee, at time.Time) {
-	s := m.shard(c.Index())
+func (m *Matcher) effect(c probe.ClientInfo, at time.Time) {
+	s := m.shard(c.Index)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cl := m.claim(s, c, nil)
-	effective := effectiveView{c}
+	effective := effectiveView{c.State}
 	var reached []int
 	for i := range cl.pending {
 		if p := &cl.pending[i]; p.recvd && p.ev.exp.Holds(effective) {
-			m.observe(s, p.ev, m.off(at), obsEffect, c.Group())
+			m.observe(s, p.ev, m.off(at), obsEffect, c.Group)
 			reached = append(reached, i)
 		}
 	}
@@ -765,17 +736,15 @@ func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []
 	cl.pending = cl.pending[:k]
 }
 
-// AckSent implements Hooks.
-func (m *Matcher) AckSent(c *Client, r ResponseInfo, at time.Time) { m.ackSent1(c, r, at) }
-
-func (m *Matcher) ackSent1(c matchee, r ResponseInfo, at time.Time) {
-	s := m.shard(c.Index())
+// AckSent implements probe.Hooks.
+func (m *Matcher) AckSent(c probe.ClientInfo, r probe.ResponseInfo, at time.Time) {
+	s := m.shard(c.Index)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cl := m.claim(s, c, nil)
 	cl.awaiting = slices.DeleteFunc(cl.awaiting, func(a matchAwait) bool {
 		if a.seq == r.Seq {
-			m.observe(s, a.ev, m.off(at), obsAck, c.Group())
+			m.observe(s, a.ev, m.off(at), obsAck, c.Group)
 		}
 		// An older response never ACKed (a NACK of a later one, a policy that skips) is gone.
 		return a.seq <= r.Seq
@@ -847,9 +816,10 @@ type MatchResults struct {
 	ReceiveLatencyByGroup map[string]*hdr.Histogram
 	AckLatencyByGroup     map[string]*hdr.Histogram
 	ConvergenceByGroup    map[string]*hdr.Histogram
-	// pushByKindGroup and ackByKindGroup are keyed "kind\x00group": the partition /metrics
-	// exports (its kind and group labels).
-	pushByKindGroup, ackByKindGroup map[string]*hdr.Histogram
+	// PushLatencyByKindGroup and AckLatencyByKindGroup split the push and ACK latencies by
+	// event kind and client group at once: the partition /metrics exports (its kind and group
+	// labels).
+	PushLatencyByKindGroup, AckLatencyByKindGroup map[KindGroup]*hdr.Histogram
 	// ProbesByGroup splits the observation totals below (less Received) by client group;
 	// its counts of a field sum to the total.
 	ProbesByGroup map[string]ProbeCounts
@@ -960,6 +930,9 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 	return o
 }
 
+// Registered returns how many expectations were registered (withdrawn ones included).
+func (m *Matcher) Registered() int { return int(m.logLen.Load()) }
+
 // Outstanding returns how many client×event observations are still awaited (pending
 // claims and unclaimed entries in reach; WatchersOnly entries nobody claimed are not awaited).
 func (m *Matcher) Outstanding() int {
@@ -1006,13 +979,13 @@ func (m *Matcher) Results() MatchResults {
 		ConvergenceByKind: map[string]*hdr.Histogram{},
 		Convergence:       NewLatencyHistogram(),
 
-		PushLatencyByGroup:    map[string]*hdr.Histogram{},
-		ReceiveLatencyByGroup: map[string]*hdr.Histogram{},
-		AckLatencyByGroup:     map[string]*hdr.Histogram{},
-		ConvergenceByGroup:    map[string]*hdr.Histogram{},
-		ProbesByGroup:         map[string]ProbeCounts{},
-		pushByKindGroup:       map[string]*hdr.Histogram{},
-		ackByKindGroup:        map[string]*hdr.Histogram{},
+		PushLatencyByGroup:     map[string]*hdr.Histogram{},
+		ReceiveLatencyByGroup:  map[string]*hdr.Histogram{},
+		AckLatencyByGroup:      map[string]*hdr.Histogram{},
+		ConvergenceByGroup:     map[string]*hdr.Histogram{},
+		ProbesByGroup:          map[string]ProbeCounts{},
+		PushLatencyByKindGroup: map[KindGroup]*hdr.Histogram{},
+		AckLatencyByKindGroup:  map[KindGroup]*hdr.Histogram{},
 	}
 	into := func(dst map[string]*hdr.Histogram, key string, p *hdr.PackedHistogram) {
 		h := dst[key]
@@ -1022,10 +995,18 @@ func (m *Matcher) Results() MatchResults {
 		}
 		p.MergeInto(h)
 	}
-	merge := func(byKind, byGroup map[string]*hdr.Histogram, all *hdr.Histogram, src map[kgKey]*hdr.PackedHistogram) {
+	intoKG := func(dst map[KindGroup]*hdr.Histogram, k KindGroup, p *hdr.PackedHistogram) {
+		h := dst[k]
+		if h == nil {
+			h = NewLatencyHistogram()
+			dst[k] = h
+		}
+		p.MergeInto(h)
+	}
+	merge := func(byKind, byGroup map[string]*hdr.Histogram, all *hdr.Histogram, src map[KindGroup]*hdr.PackedHistogram) {
 		for k, p := range src {
-			into(byKind, k.kind, p)
-			into(byGroup, k.group, p)
+			into(byKind, k.Kind, p)
+			into(byGroup, k.Group, p)
 			p.MergeInto(all)
 		}
 	}
@@ -1036,10 +1017,10 @@ func (m *Matcher) Results() MatchResults {
 		merge(res.ReceiveLatency, res.ReceiveLatencyByGroup, res.ReceiveLatencyAll, s.recv)
 		merge(res.AckLatency, res.AckLatencyByGroup, res.AckLatencyAll, s.ack)
 		for k, p := range s.push {
-			into(res.pushByKindGroup, k.kind+"\x00"+k.group, p)
+			intoKG(res.PushLatencyByKindGroup, k, p)
 		}
 		for k, p := range s.ack {
-			into(res.ackByKindGroup, k.kind+"\x00"+k.group, p)
+			intoKG(res.AckLatencyByKindGroup, k, p)
 		}
 		for k, c := range s.byGroup {
 			if !k.ev.withdrawn.Load() && k.ev.idx < len(o.missed) {
@@ -1147,5 +1128,6 @@ func (s *matchShard) count(ev *matchEvent, group string) *ProbeCounts {
 	return c
 }
 
-// kgKey is an event kind and a client group: the cell a latency is recorded in.
-type kgKey struct{ kind, group string }
+// KindGroup is an event kind and a client group: the cell a latency is recorded in, and a key
+// of MatchResults.PushLatencyByKindGroup.
+type KindGroup struct{ Kind, Group string }

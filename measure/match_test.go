@@ -1,4 +1,4 @@
-package fakeenvoy
+package measure
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -31,10 +30,11 @@ type mtClient struct {
 	seq      uint64
 }
 
-func (c *mtClient) Index() int        { return c.index }
-func (c *mtClient) Group() string     { return c.group }
-func (c *mtClient) Namespace() string { return c.ns }
-func (c *mtClient) ProxyType() string { return c.ptype }
+// info is what the client's hooks pass: the synthetic client is its own state.
+func (c *mtClient) info() probe.ClientInfo {
+	return probe.ClientInfo{Index: c.index, Group: c.group, Namespace: c.ns, ProxyType: c.ptype, NamedOnly: c.named, State: c}
+}
+
 func (c *mtClient) Subscribed(typeURL, name string) bool {
 	return c.subs[typeURL+"/"+name]
 }
@@ -48,7 +48,6 @@ func (c *mtClient) Effective(typeURL, name string) proto.Message {
 	return c.view.Resource(typeURL, name)
 }
 func (c *mtClient) Synced(string) bool { return !c.unsynced }
-func (c *mtClient) NamedOnly() bool    { return c.named }
 
 // mtView is a client's accepted resources by typeURL/name.
 type mtView map[string]proto.Message
@@ -71,9 +70,9 @@ func mtCLA(name string, addrs ...string) *endpointv3.ClusterLoadAssignment {
 
 // push applies a response to the synthetic client and calls the matcher's hooks in the order
 // a real client does: Response, Applied, AckSent. A nil message in set removes the resource.
-func (c *mtClient) push(m *Matcher, typeURL string, recv, ack time.Time, set map[string]proto.Message) ResponseInfo {
+func (c *mtClient) push(m *Matcher, typeURL string, recv, ack time.Time, set map[string]proto.Message) probe.ResponseInfo {
 	c.seq++
-	r := ResponseInfo{Seq: c.seq, TypeURL: typeURL, Recv: recv}
+	r := probe.ResponseInfo{Seq: c.seq, TypeURL: typeURL, Recv: recv}
 	if c.view == nil {
 		c.view = mtView{}
 	}
@@ -89,19 +88,19 @@ func (c *mtClient) push(m *Matcher, typeURL string, recv, ack time.Time, set map
 		if proto.Equal(prev, msg) {
 			continue // identical: not a change
 		}
-		r.changed = append(r.changed, changedRes{name: name, prev: prev})
+		r.Touched = append(r.Touched, probe.Touched{Name: name, Prev: prev})
 		if msg == nil {
 			delete(c.view, k)
 		} else {
 			c.view[k] = msg
 		}
 	}
-	r.fresh = c.unsynced
+	r.Fresh = c.unsynced
 	c.unsynced = false
-	m.response1(c, r)
-	m.touch(c)
+	m.Response(c.info(), r)
+	m.Applied(c.info(), r, c)
 	if !ack.IsZero() {
-		m.ackSent1(c, r, ack)
+		m.AckSent(c.info(), r, ack)
 	}
 	return r
 }
@@ -240,7 +239,7 @@ func TestMatcherSupersededAndMissed(t *testing.T) {
 
 // TestMatcherProbesByGroup: the observation classes split by client group sum to the totals,
 // resolved ones (observed, superseded, already held) and those still outstanding (missed)
-// alike, and MatchMetrics tags them {group}.
+// alike (bench's TestFleetMetricsProbesByGroup checks their summary rows).
 func TestMatcherProbesByGroup(t *testing.T) {
 	m := NewMatcher(MatcherConfig{Now: mtNow})
 	a := &mtClient{index: 0, group: "sotw", ns: "default"}
@@ -265,27 +264,6 @@ func TestMatcherProbesByGroup(t *testing.T) {
 	}
 	if tot := (ProbeCounts{res.Observed, res.AlreadyHeld, res.Superseded, res.Missed, res.Unresolved}); sum != tot {
 		t.Errorf("groups sum to %+v, totals are %+v", sum, tot)
-	}
-	ms, err := MatchMetrics(res, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := summary.Results{Metrics: ms}
-	for _, tc := range []struct {
-		name, group string
-		want        float64
-	}{
-		{MetricProbesObserved, "sotw", 2}, {MetricProbesObserved, "delta", 0},
-		{MetricProbesMissed, "delta", 2}, {MetricProbesSuperseded, "delta", 1}, {MetricProbesHeld, "delta", 1},
-		{MetricProbesMissed, "", 2},
-	} {
-		var tags map[string]string
-		if tc.group != "" {
-			tags = map[string]string{"group": tc.group}
-		}
-		if m, ok := r.Find(tc.name, tags); !ok || m.Values["count"] != tc.want {
-			t.Errorf("%s%v = %v (found %v), want count %v", tc.name, tags, m.Values, ok, tc.want)
-		}
 	}
 }
 
@@ -363,7 +341,7 @@ func TestMatcherClasses(t *testing.T) {
 		script: func(m *Matcher, c *mtClient, expect func(int)) {
 			expect(0)
 			expect(1) // merged with the removal: the client never sees it absent
-			m.touch(c)
+			m.touch(c.info())
 			expect(2)
 			c.push(m, edsT, at(40100), time.Time{}, eds("c1", mtCLA("c1")))
 		},
@@ -407,7 +385,7 @@ func TestMatcherClasses(t *testing.T) {
 			c.push(m, cds, at(100), time.Time{}, map[string]proto.Message{"c1": lbCluster("c1", clusterv3.Cluster_LEAST_REQUEST)})
 			c.push(m, edsT, at(200), time.Time{}, eds("c9", mtCLA("c9"))) // still warming
 			c.warming = nil
-			m.effect(c, at(15100))
+			m.effect(c.info(), at(15100))
 		},
 		want: []mtWant{{observed: 1, push: 15100 * time.Millisecond, recv: 100 * time.Millisecond}},
 	}, {
@@ -430,7 +408,7 @@ func TestMatcherClasses(t *testing.T) {
 		script: func(m *Matcher, c *mtClient, expect func(int)) {
 			c.unsynced = true
 			expect(0)
-			m.touch(c) // Connected after a restart: claims with an empty state
+			m.touch(c.info()) // Connected after a restart: claims with an empty state
 			c.push(m, edsT, at(400), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.2")))
 		},
 		want: []mtWant{{observed: 1, push: 400 * time.Millisecond, recv: 400 * time.Millisecond}},

@@ -1,0 +1,212 @@
+package collect
+
+import (
+	"testing"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/internal/catalog"
+	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
+	"github.com/xdslab/xdslab/probe"
+)
+
+// cfHist is a latency histogram (µs) holding values.
+func cfHist(t *testing.T, values ...int64) *hdr.Histogram {
+	t.Helper()
+	h := measure.NewLatencyHistogram()
+	for _, v := range values {
+		if err := h.RecordValue(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+// cfFigures is what a stopped fleet of two groups (a: clients 0-5, b: 6-9) reports after one
+// endpoint-add event every client observed, with one reconnect per client: driven through the
+// observers' hooks as clients would, the matcher's results written out.
+func cfFigures(t *testing.T) fakeenvoy.Figures {
+	t.Helper()
+	const n = 10
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	all := measure.NewObserver(measure.ObserverConfig{})
+	groups := map[string]*measure.Observer{"a": measure.NewObserver(measure.ObserverConfig{}), "b": measure.NewObserver(measure.ObserverConfig{})}
+	for i := range n {
+		c := probe.ClientInfo{Index: i, Group: "a"}
+		if i >= 6 {
+			c.Group = "b"
+		}
+		for _, o := range []*measure.Observer{all, groups[c.Group]} {
+			o.Started(i, at(0), at(0))
+			o.Connected(c, at(1), 1)
+			for _, typ := range []string{resource.ClusterType, resource.EndpointType} {
+				r := probe.ResponseInfo{TypeURL: typ, Version: "1", Bytes: 100, Resources: 1, Changed: 1, Recv: at(2)}
+				o.Response(c, r)
+				o.AckSent(c, r, at(3))
+				o.ReceiveBacklog(c, time.Millisecond)
+			}
+			o.FirstFullConfig(c, at(5))
+			o.Disconnected(c, at(10), nil)
+			o.Connected(c, at(20), 2)
+		}
+		all.Resynced(c, at(25), 5*time.Millisecond) // a fleet's group observers take no resyncs
+	}
+	groupStats := map[string]measure.FleetStats{}
+	for g, o := range groups {
+		groupStats[g] = o.Stats()
+	}
+	push := cfHist(t, 1000, 1000, 1000, 1000, 1000, 1000, 2000, 2000, 2000, 2000)
+	match := &measure.MatchResults{
+		Events:                []measure.EventResult{{EventID: 1, Kind: "endpoint-add", T0: t0, Reached: n, Observed: n, Received: n, Acked: n, Convergence: 2 * time.Millisecond}},
+		PushLatency:           map[string]*hdr.Histogram{"endpoint-add": push},
+		ReceiveLatency:        map[string]*hdr.Histogram{"endpoint-add": push},
+		AckLatency:            map[string]*hdr.Histogram{"endpoint-add": push},
+		PushLatencyAll:        push,
+		ReceiveLatencyAll:     push,
+		AckLatencyAll:         push,
+		ConvergenceByKind:     map[string]*hdr.Histogram{"endpoint-add": cfHist(t, 2000)},
+		Convergence:           cfHist(t, 2000),
+		PushLatencyByGroup:    map[string]*hdr.Histogram{"a": cfHist(t, 1, 1, 1, 1, 1, 1), "b": cfHist(t, 2, 2, 2, 2)},
+		ReceiveLatencyByGroup: map[string]*hdr.Histogram{"a": cfHist(t, 1, 1, 1, 1, 1, 1), "b": cfHist(t, 2, 2, 2, 2)},
+		AckLatencyByGroup:     map[string]*hdr.Histogram{"a": cfHist(t, 1, 1, 1, 1, 1, 1), "b": cfHist(t, 2, 2, 2, 2)},
+		ConvergenceByGroup:    map[string]*hdr.Histogram{"a": cfHist(t, 1000), "b": cfHist(t, 2000)},
+		ProbesByGroup:         map[string]measure.ProbeCounts{"a": {Observed: 6}, "b": {Observed: 4}},
+		Observed:              n,
+		Received:              n,
+	}
+	return fakeenvoy.Figures{Stats: all.Stats(), Connected: n, MinConnected: n, Launched: n, Clients: n,
+		Groups: groupStats, GroupClients: map[string]int{"a": 6, "b": 4}, Match: match}
+}
+
+// TestFleetMetrics: a fleet's figures become the fleet's summary rows: the gauges at Stop, the
+// per-type counters (total and by type), the trends, each group's figures tagged {group}, the
+// probe counters; every row is in the metric catalogue and the summary validates.
+func TestFleetMetrics(t *testing.T) {
+	const n = 10
+	ms, err := FleetMetrics(cfFigures(t), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range catalog.Check(ms, []string{"a", "b"}, []string{"endpoint-add"}) {
+		t.Errorf("catalogue: %v", err)
+	}
+	s := &summary.Summary{Version: summary.Version, Results: summary.Results{Passed: true, Metrics: ms}}
+	if err := s.Validate(); err != nil {
+		t.Errorf("fleet summary does not validate: %v", err)
+	}
+	r := summary.Results{Metrics: ms}
+	value := func(name string, tags map[string]string, stat string) float64 {
+		t.Helper()
+		m, ok := r.Find(name, tags)
+		if !ok {
+			t.Fatalf("no %s%s", name, summary.TagString(tags))
+		}
+		return m.Values[stat]
+	}
+	count := func(name string, tags map[string]string) int64 {
+		t.Helper()
+		m, ok := r.Find(name, tags)
+		if !ok || m.Histogram == nil {
+			t.Fatalf("no %s%s histogram", name, summary.TagString(tags))
+		}
+		h, err := m.Histogram.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.TotalCount()
+	}
+	if v, mx := value(fakeenvoy.MetricConnected, nil, "value"), value(fakeenvoy.MetricConnected, nil, "max"); v != n || mx != n {
+		t.Errorf("connected gauge = %v (max %v), want value and max %d", v, mx, n)
+	}
+	if got := count(fakeenvoy.MetricTimeToFirstConfig, nil); got != n {
+		t.Errorf("time to first config trend holds %d, want %d", got, n)
+	}
+	for _, name := range []string{fakeenvoy.MetricResponses, fakeenvoy.MetricNacks, fakeenvoy.MetricNoop, fakeenvoy.MetricBytes} {
+		for _, tags := range []map[string]string{nil, {"type": "CDS"}, {"type": "EDS"}} {
+			if _, ok := r.Find(name, tags); !ok {
+				t.Errorf("summary lacks %s%s", name, summary.TagString(tags))
+			}
+		}
+	}
+	if m, _ := r.Find(fakeenvoy.MetricBytes, nil); m.Contains != summary.Data {
+		t.Errorf("%s contains %s, want data", fakeenvoy.MetricBytes, m.Contains)
+	}
+	if got := value(fakeenvoy.MetricProbesObserved, nil, "count"); got != n {
+		t.Errorf("observed probes = %v, want %d", got, n)
+	}
+	if got := value(fakeenvoy.MetricReconnects, nil, "count"); got != n {
+		t.Errorf("%s = %v, want count %d", fakeenvoy.MetricReconnects, got, n)
+	}
+	if got := count(fakeenvoy.MetricResync, nil); got != n || value(fakeenvoy.MetricResync, nil, "max") <= 0 {
+		t.Errorf("%s holds %d, want %d above 0", fakeenvoy.MetricResync, got, n)
+	}
+	if v, mx := value(fakeenvoy.MetricFullConfigClients, nil, "value"), value(fakeenvoy.MetricFullConfigClients, nil, "max"); v != n || mx != n {
+		t.Errorf("%s = %v (max %v), want value and max %d (resynced after the reconnect)", fakeenvoy.MetricFullConfigClients, v, mx, n)
+	}
+	for g, want := range map[string]float64{"a": 6, "b": 4} {
+		tags := map[string]string{"group": g}
+		if got := value(fakeenvoy.MetricFullConfigClients, tags, "value"); got != want {
+			t.Errorf("full config clients of %s = %v, want %v", g, got, want)
+		}
+		if got := value(fakeenvoy.MetricClients, tags, "value"); got != want {
+			t.Errorf("clients of %s = %v, want %v", g, got, want)
+		}
+		if got := count(fakeenvoy.MetricPushLatency, tags); got != int64(want) {
+			t.Errorf("push latencies of %s = %d, want one per client (%v)", g, got, want)
+		}
+		if got := count(fakeenvoy.MetricTimeToFirstConfig, tags); got != int64(want) {
+			t.Errorf("times to first config of %s = %d, want %v", g, got, want)
+		}
+		if got := count(fakeenvoy.MetricConvergence, tags); got != 1 {
+			t.Errorf("convergence of %s holds %d events, want 1", g, got)
+		}
+	}
+	ga, gb := map[string]string{"group": "a"}, map[string]string{"group": "b"}
+	if a, b, all := value(fakeenvoy.MetricResponses, ga, "count"), value(fakeenvoy.MetricResponses, gb, "count"), value(fakeenvoy.MetricResponses, nil, "count"); a+b != all || a == 0 || b == 0 {
+		t.Errorf("responses a %v + b %v != total %v", a, b, all)
+	}
+	if a, b, all := value(fakeenvoy.MetricBytes, ga, "count"), value(fakeenvoy.MetricBytes, gb, "count"), value(fakeenvoy.MetricBytes, nil, "count"); a+b != all {
+		t.Errorf("bytes a %v + b %v != total %v", a, b, all)
+	}
+}
+
+// TestFleetMetricsProbesByGroup: the matcher's observation classes by client group are tagged
+// {group}, beside the untagged totals.
+func TestFleetMetricsProbesByGroup(t *testing.T) {
+	// The counts of measure's TestMatcherProbesByGroup.
+	res := measure.MatchResults{
+		PushLatencyAll: measure.NewLatencyHistogram(), ReceiveLatencyAll: measure.NewLatencyHistogram(),
+		AckLatencyAll: measure.NewLatencyHistogram(), Convergence: measure.NewLatencyHistogram(),
+		ProbesByGroup: map[string]measure.ProbeCounts{
+			"sotw":  {Observed: 2},
+			"delta": {Superseded: 1, AlreadyHeld: 1, Missed: 2},
+		},
+		Observed: 2, Superseded: 1, AlreadyHeld: 1, Missed: 2,
+	}
+	ms, err := matchMetrics(res, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := summary.Results{Metrics: ms}
+	for _, tc := range []struct {
+		name, group string
+		want        float64
+	}{
+		{fakeenvoy.MetricProbesObserved, "sotw", 2}, {fakeenvoy.MetricProbesObserved, "delta", 0},
+		{fakeenvoy.MetricProbesMissed, "delta", 2}, {fakeenvoy.MetricProbesSuperseded, "delta", 1}, {fakeenvoy.MetricProbesHeld, "delta", 1},
+		{fakeenvoy.MetricProbesMissed, "", 2},
+	} {
+		var tags map[string]string
+		if tc.group != "" {
+			tags = map[string]string{"group": tc.group}
+		}
+		if m, ok := r.Find(tc.name, tags); !ok || m.Values["count"] != tc.want {
+			t.Errorf("%s%v = %v (found %v), want count %v", tc.name, tags, m.Values, ok, tc.want)
+		}
+	}
+}
