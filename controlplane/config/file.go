@@ -31,13 +31,16 @@ type FileOptions struct {
 	// RescanInterval is how often the whole tree is re-read (by size and modification time) as
 	// a safety net for events fsnotify misses. Default 1s; negative disables rescans.
 	RescanInterval time.Duration
-	// Debounce is how long a file must be quiet after an fs event before it is looked at, so
-	// that a writer's burst (write, chmod, rename) costs one read. Default 20ms.
+	// Debounce is how long a full scan (asked for by a file removed or renamed away, a
+	// "..data" swap, a directory event) waits for the rest of its burst, so that files moved
+	// out together are one change the delete guard sees whole. Default 20ms. Single files do
+	// not wait for it: a file renamed into place is read at once, one written in place once it
+	// settled (WriteSettle).
 	Debounce time.Duration
 	// WriteSettle is how long the size and modification time of a file written in place (an
-	// fs write event, or a change a rescan found) must hold still before the file is read, so
-	// that a slow writer's half-written file is never parsed. A file renamed into place is
-	// read at once, without it. Default 100ms.
+	// fs write event, a create that was not the end of a rename, or a change a rescan found)
+	// must hold still before the file is read, so that a slow writer's half-written file is
+	// never parsed. A file renamed into place is read at once, without it. Default 100ms.
 	WriteSettle time.Duration
 	// DisableWatch turns fsnotify off: changes are seen by rescans only.
 	DisableWatch bool
@@ -201,8 +204,8 @@ type FileSource struct {
 	watched  map[string]os.FileInfo // directory → the directory the watch was added on
 	parent   os.FileInfo            // Dir's parent, when its watch is armed
 	lost     map[string]bool        // directories whose watch went with them, re-armed when they return
-	// pending holds paths waiting for their burst to end or their size to settle; the ""
-	// entry asks for a full scan.
+	// pending holds paths waiting to be read (at once, or once their size settled); the ""
+	// entry asks for a full scan once its burst ended.
 	pending map[string]*pendingPath
 	// holdUntil is when a held mass deletion ends (zero: none held); held is its size.
 	holdUntil time.Time
@@ -211,6 +214,8 @@ type FileSource struct {
 	deleted  []deletion
 	isSynced bool
 	started  atomic.Bool
+	// afterRename: the previous fs event was a Rename (see event).
+	afterRename bool
 }
 
 type deletion struct {
@@ -330,10 +335,25 @@ func (s *FileSource) Run(ctx context.Context) error {
 				events = nil
 				continue
 			}
-			if p, relevant := s.classify(ev); relevant {
-				s.touch(p, ev.Has(fsnotify.Write))
-				arm()
+			s.event(ev)
+			// The rest of a burst that is already queued joins this read.
+			for more := true; more; {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						events, more = nil, false
+						continue
+					}
+					s.event(ev)
+				default:
+					more = false
+				}
 			}
+			if s.dueNow() {
+				s.step()
+				s.publish()
+			}
+			arm()
 		case err, ok := <-errs:
 			if !ok {
 				errs = nil
@@ -356,19 +376,54 @@ func (s *FileSource) Run(ctx context.Context) error {
 	}
 }
 
-// touch records an fs event for p ("" for a full scan).
-func (s *FileSource) touch(p string, write bool) {
+// event records one fs event. fsnotify reports a rename as the old name's Rename directly
+// followed by the new name's Create; a Create that follows a Rename is taken as the end of
+// that rename (a file renamed into place is complete and is read at once), any other Create
+// as a file being written in place, which must settle first.
+func (s *FileSource) event(ev fsnotify.Event) {
+	renamed := s.afterRename && ev.Op == fsnotify.Create
+	s.afterRename = ev.Has(fsnotify.Rename)
+	p, relevant := s.classify(ev)
+	if !relevant {
+		return
+	}
+	written := ev.Has(fsnotify.Write) || (ev.Has(fsnotify.Create) && !renamed)
+	s.touch(p, written)
+}
+
+// touch records an fs event for p ("" for a full scan). A full scan waits Debounce for the
+// rest of its burst; a path is due at once, and if written in place, settle (see settled)
+// decides when it is read.
+func (s *FileSource) touch(p string, written bool) {
 	now := s.opts.Now()
 	d := s.pending[p]
 	if d == nil {
-		d = &pendingPath{first: now}
+		d = &pendingPath{first: now, due: now}
 		s.pending[p] = d
 	}
-	d.written = d.written || write
-	d.due = now.Add(s.opts.Debounce)
-	if limit := d.first.Add(10 * s.opts.Debounce); d.due.After(limit) && !d.written {
-		d.due = limit
+	if p == "" {
+		d.due = now.Add(s.opts.Debounce)
+		if limit := d.first.Add(10 * s.opts.Debounce); d.due.After(limit) {
+			d.due = limit
+		}
+		return
 	}
+	d.written = d.written || written
+}
+
+// dueNow reports whether step has something to do now (a renamed file, a written file's first
+// stat), so that the Run loop handles it without a timer round trip.
+func (s *FileSource) dueNow() bool {
+	if !s.holdUntil.IsZero() {
+		return false
+	}
+	now := s.opts.Now()
+	for _, d := range s.pending {
+		if !d.due.After(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // step handles what is due: the end of a held mass deletion, then the pending paths.
@@ -379,6 +434,11 @@ func (s *FileSource) step() {
 			return
 		}
 		s.release()
+		return
+	}
+	if d := s.pending[""]; d != nil && d.due.After(now) {
+		// A full scan is gathering its burst (files moved away, or renamed within the tree):
+		// the paths go with it, so that a rename within the tree is one change.
 		return
 	}
 	var due []string
