@@ -34,8 +34,7 @@ import (
 // what changed; req agrees with it: req.Full == report.Full, and req.ConfigsUpdated names
 // exactly what the report lists (KindService keys for added, removed and changed services,
 // KindEndpoint keys for hosts whose endpoints changed, and the changed config keys); Reasons
-// and Start are those of the events the debouncer merged, and EventIDs name the events whose
-// changes are in snap and were not in the previous snapshot. req.Full false means an
+// and Start are those of the events the debouncer merged. req.Full false means an
 // endpoint-only (EDS) push. The server always pushes to its own ADS server; Options.Pusher, when
 // set, receives the same calls after it (tests use it to observe the pipeline).
 type Pusher interface {
@@ -509,7 +508,7 @@ func (s *Server) onChange(c registry.Change) {
 	switch {
 	case c.Reason() == model.ReasonConfigUpdate:
 		typ = metrics.InboundConfig
-	case c.EndpointOnly:
+	case c.EndpointsOnly():
 		typ = metrics.InboundEDS
 	case c.ServicesRemoved > 0 && c.ServicesAdded == 0:
 		typ = metrics.InboundServiceDelete
@@ -530,12 +529,8 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 	var (
 		next *model.Snapshot
 		rep  model.ChangeReport
-		ids  []uint64
 	)
-	agg.Read(func(src model.SnapshotSource) {
-		next, rep = model.BuildSnapshot(prev, s.seq+1, req, src)
-		ids = agg.TakeEventIDs()
-	})
+	agg.Read(func(src model.SnapshotSource) { next, rep = model.BuildSnapshot(prev, s.seq+1, req, src) })
 	s.metrics.PushContextInitSeconds.Observe(time.Since(start).Seconds())
 	if rep.Empty() {
 		s.log.Debug("push: nothing changed", "events", req.Count())
@@ -557,7 +552,7 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 	if ctx.Err() != nil {
 		return
 	}
-	preq := pushRequestFor(req, rep, ids, prev, next)
+	preq := pushRequestFor(req, rep, prev, next)
 	s.xds.Push(next, preq)
 	if s.opts.Pusher != nil {
 		s.opts.Pusher.Push(next, preq, rep)
@@ -569,8 +564,8 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 // what its events claimed, the report what really changed (an endpoint event that also changed
 // a service's accounts is full; a service event that only moved endpoints is not; a no-op part
 // names nothing), and the snapshot may already hold events that reach the debouncer later.
-func pushRequestFor(req *model.PushRequest, rep model.ChangeReport, ids []uint64, prev, next *model.Snapshot) *model.PushRequest {
-	out := &model.PushRequest{Full: rep.Full, Reasons: req.Reasons, Start: req.Start, EventIDs: ids,
+func pushRequestFor(req *model.PushRequest, rep model.ChangeReport, prev, next *model.Snapshot) *model.PushRequest {
+	out := &model.PushRequest{Full: rep.Full, Reasons: req.Reasons, Start: req.Start,
 		ConfigsUpdated: make(map[model.ConfigKey]struct{}, len(rep.ServicesAdded)+len(rep.ServicesRemoved)+
 			len(rep.ServicesChanged)+len(rep.EndpointsChanged)+len(rep.ConfigsChanged))}
 	ns := func(host string) string {

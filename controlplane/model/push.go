@@ -33,9 +33,6 @@ type PushRequest struct {
 	// Start is when the earliest merged event happened (debounce delay and convergence run
 	// from here).
 	Start time.Time
-	// EventIDs are the ids of events carried by the merged changes, when a source sets them
-	// (registry.Update can; no production source does, and the lab measures at the client).
-	EventIDs []uint64
 }
 
 // Count is the number of events merged into the request.
@@ -61,10 +58,9 @@ func (pr *PushRequest) Merge(other *PushRequest) *PushRequest {
 		return pr
 	}
 	out := &PushRequest{
-		Full:     pr.Full || other.Full,
-		Reasons:  make(map[TriggerReason]int, len(pr.Reasons)+len(other.Reasons)),
-		Start:    pr.Start,
-		EventIDs: append(append([]uint64(nil), pr.EventIDs...), other.EventIDs...),
+		Full:    pr.Full || other.Full,
+		Reasons: make(map[TriggerReason]int, len(pr.Reasons)+len(other.Reasons)),
+		Start:   pr.Start,
 	}
 	if out.Start.IsZero() || (!other.Start.IsZero() && other.Start.Before(out.Start)) {
 		out.Start = other.Start

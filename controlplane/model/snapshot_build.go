@@ -247,12 +247,11 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 	return prev.Apply(seq, d), rep
 }
 
-// dnsEndpointsChanged reports whether a host in hosts resolves by DNS: its cluster
-// (STRICT_DNS/LOGICAL_DNS) inlines its endpoints, so they are CDS content and a change is a full
-// push, as in Istio; an EDS-only push would leave the cluster's addresses stale.
+// dnsEndpointsChanged reports whether a host in hosts has its endpoints in its cluster
+// (Service.EndpointsInCluster): an EDS-only push would leave the cluster's addresses stale.
 func dnsEndpointsChanged(src SnapshotSource, hosts []string) bool {
 	for _, h := range hosts {
-		if svc := src.Service(h); svc != nil && svc.Resolution == ResolutionDNS {
+		if src.Service(h).EndpointsInCluster() {
 			return true
 		}
 	}

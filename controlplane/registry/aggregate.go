@@ -14,20 +14,38 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 )
 
-// Change is one change of the aggregate's state, reported to its consumer.
+// Change is what one write changed in the aggregate's state. It is the control plane's one
+// account of what changed: the aggregate compares each host's merged service and endpoints
+// (and mirrors each config object) as it applies a write, and the debouncer (its EDS bypass)
+// and the snapshot builder act on the keys and the Full flag it reports, without deciding
+// again.
 type Change struct {
 	// Keys are what changed: KindService and KindEndpoint keys (Name is the hostname,
 	// Namespace the service's) for services and their endpoints, or the key of an Istio config
-	// object (VirtualService, DestinationRule, Sidecar, Gateway).
+	// object (VirtualService, DestinationRule, Sidecar, Gateway, …). A service that was added,
+	// removed or redefined has a KindService key; a host whose endpoints changed a KindEndpoint
+	// key.
 	Keys map[model.ConfigKey]struct{}
-	// EndpointOnly is true when only endpoints changed (every key is a KindEndpoint key).
-	EndpointOnly bool
+	// Full is true when clusters, listeners or routes may have changed: a service or a config
+	// object changed, or the endpoints of a DNS-resolution service (its cluster inlines them,
+	// as in Istio). False means only endpoints of EDS services changed: an incremental (EDS)
+	// push suffices.
+	Full bool
 	// ServicesAdded and ServicesRemoved count services that appeared or disappeared.
 	ServicesAdded, ServicesRemoved int
 	// Time is when the change was made (the aggregate's clock).
 	Time time.Time
-	// EventIDs of simulator events carried by the change, when known.
-	EventIDs []uint64
+}
+
+// EndpointsOnly reports whether every key is a KindEndpoint key (an endpoint update, for the
+// trigger reason and pilot_inbound_updates, even when a DNS service makes it Full).
+func (c Change) EndpointsOnly() bool {
+	for k := range c.Keys {
+		if k.Kind != model.KindEndpoint {
+			return false
+		}
+	}
+	return true
 }
 
 // Reason is the push trigger reason of the change.
@@ -37,20 +55,20 @@ func (c Change) Reason() model.TriggerReason {
 			return model.ReasonConfigUpdate
 		}
 	}
-	if c.EndpointOnly {
+	if c.EndpointsOnly() {
 		return model.ReasonEndpointUpdate
 	}
 	return model.ReasonServiceUpdate
 }
 
-// PushRequest turns the change into a request for the debouncer.
+// PushRequest is the change as a request for the debouncer: its keys and Full as they are.
+// The request owns the keys from then on (a Change is reported once and not kept).
 func (c Change) PushRequest() *model.PushRequest {
 	return &model.PushRequest{
-		Full:           !c.EndpointOnly,
-		ConfigsUpdated: maps.Clone(c.Keys),
+		Full:           c.Full,
+		ConfigsUpdated: c.Keys,
 		Reasons:        map[model.TriggerReason]int{c.Reason(): 1},
 		Start:          c.Time,
-		EventIDs:       slices.Clone(c.EventIDs),
 	}
 }
 
@@ -101,12 +119,6 @@ type Aggregate struct {
 	rejected map[model.ConfigKey]error
 	merged   map[string]entry
 	configs  map[model.ConfigKey]*model.Config
-
-	// appliedIDs are the event ids of the changes applied since the last TakeEventIDs; they are
-	// appended under mu's write lock, so a reader holding the read lock takes exactly the ids
-	// whose changes it sees.
-	idsMu      sync.Mutex
-	appliedIDs []uint64
 }
 
 var _ model.SnapshotSource = view{}
@@ -147,34 +159,30 @@ func (c *changeSet) add(k model.ConfigKey) {
 }
 
 // write runs apply under the state lock and reports the change it recorded, if any.
-func (a *Aggregate) write(eventIDs []uint64, apply func(*changeSet)) {
+func (a *Aggregate) write(apply func(*changeSet)) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	cs := &changeSet{}
 	a.mu.Lock()
 	apply(cs)
-	if len(cs.Keys) > 0 && len(eventIDs) > 0 {
-		a.idsMu.Lock()
-		a.appliedIDs = append(a.appliedIDs, eventIDs...)
-		a.idsMu.Unlock()
-	}
 	a.mu.Unlock()
 	if len(cs.Keys) == 0 || a.opts.OnChange == nil {
 		return
 	}
-	cs.EndpointOnly = true
-	for k := range cs.Keys {
-		if k.Kind != model.KindEndpoint {
-			cs.EndpointOnly = false
+	if !cs.Full {
+		for k := range cs.Keys {
+			if k.Kind != model.KindEndpoint {
+				cs.Full = true
+				break
+			}
 		}
 	}
 	cs.Time = a.opts.Now()
-	cs.EventIDs = eventIDs
 	a.opts.OnChange(cs.Change)
 }
 
 func (a *Aggregate) registryUpdate(i int, u Update) {
-	a.write(u.EventIDs, func(cs *changeSet) {
+	a.write(func(cs *changeSet) {
 		hosts := map[string]struct{}{}
 		for h, svc := range u.Services {
 			e := a.regs[i][h]
@@ -206,7 +214,7 @@ func (a *Aggregate) ConfigChanged(old, cur *model.Config) {
 		return
 	}
 	key := ref.Key()
-	a.write(nil, func(cs *changeSet) {
+	a.write(func(cs *changeSet) {
 		switch key.Kind {
 		case model.KindServiceEntry:
 			a.serviceEntryChanged(key, cur, cs)
@@ -410,6 +418,9 @@ func (a *Aggregate) recompute(host string, cs *changeSet) {
 	}
 	if !slices.EqualFunc(old.eps, e.eps, func(x, y *model.Endpoint) bool { return x == y || x.Equal(y) }) {
 		cs.add(model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: ns})
+		if e.svc.EndpointsInCluster() {
+			cs.Full = true
+		}
 	}
 }
 
@@ -419,18 +430,6 @@ func (a *Aggregate) Read(fn func(model.SnapshotSource)) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	fn(view{a})
-}
-
-// TakeEventIDs returns the ids of the events whose changes were applied since the previous call
-// (events that changed nothing are not listed). Called inside Read, it returns exactly the
-// events a snapshot built in that Read contains, which can be more than the push request being
-// built names: the state is read when the push runs, and later events may already be in it.
-func (a *Aggregate) TakeEventIDs() []uint64 {
-	a.idsMu.Lock()
-	defer a.idsMu.Unlock()
-	ids := a.appliedIDs
-	a.appliedIDs = nil
-	return ids
 }
 
 // Services returns every merged service, sorted by hostname.
