@@ -33,6 +33,11 @@ type PushRequest struct {
 	// Start is when the earliest merged event happened (debounce delay and convergence run
 	// from here).
 	Start time.Time
+	// Source, when set, is the state right after the newest merged change (an immutable view
+	// the aggregate published with it): the snapshot for this request is built from it, so
+	// that it holds exactly the changes ConfigsUpdated names. A merge keeps the later
+	// request's (the other one's, when set).
+	Source SnapshotSource
 }
 
 // Count is the number of events merged into the request.
@@ -61,6 +66,10 @@ func (pr *PushRequest) Merge(other *PushRequest) *PushRequest {
 		Full:    pr.Full || other.Full,
 		Reasons: make(map[TriggerReason]int, len(pr.Reasons)+len(other.Reasons)),
 		Start:   pr.Start,
+		Source:  pr.Source,
+	}
+	if other.Source != nil {
+		out.Source = other.Source
 	}
 	if out.Start.IsZero() || (!other.Start.IsZero() && other.Start.Before(out.Start)) {
 		out.Start = other.Start

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -245,7 +246,7 @@ func TestAggregateConcurrentWriters(t *testing.T) {
 			mem.SetService(&model.Service{Hostname: host})
 			for i := range 50 {
 				mem.SetEndpoints(host, []*model.Endpoint{ep("10.0.0." + string(rune('0'+i%10)))})
-				agg.Read(func(v model.SnapshotSource) { _ = v.Endpoints(host) })
+				_ = agg.View().Endpoints(host)
 			}
 		})
 	}
@@ -255,6 +256,47 @@ func TestAggregateConcurrentWriters(t *testing.T) {
 	}
 	if changes != 4*51 { // per host: the service, then 50 endpoint sets that each differ from the last
 		t.Errorf("changes = %d, want %d", changes, 4*51)
+	}
+}
+
+// TestAggregateViewsAreImmutable: each Change carries the state right after it, and later
+// writes leave an earlier View as it was.
+func TestAggregateViewsAreImmutable(t *testing.T) {
+	mem := NewMemory("m")
+	var views []*View
+	agg := NewAggregate(AggregateOptions{Registries: []Registry{mem}, OnChange: func(c Change) { views = append(views, c.View) }})
+	mem.SetService(&model.Service{Hostname: "a"})
+	mem.SetEndpoints("a", []*model.Endpoint{ep("10.0.0.1")})
+	agg.ConfigChanged(nil, &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "d", Namespace: "ns"}})
+	for i := range 100 { // enough hosts to touch every shard
+		mem.SetService(&model.Service{Hostname: fmt.Sprintf("h%d", i)})
+	}
+	mem.SetEndpoints("a", []*model.Endpoint{ep("10.0.0.2")})
+	mem.DeleteService("a")
+	if len(views) != 105 {
+		t.Fatalf("%d views, want one per change (105)", len(views))
+	}
+	describe := func(v *View) string {
+		var eps []string
+		for _, e := range v.Endpoints("a") {
+			eps = append(eps, e.Address)
+		}
+		return fmt.Sprintf("services=%d a=%v eps=%v configs=%d", v.ServiceCount(), v.Service("a") != nil, eps, len(v.Configs()))
+	}
+	for i, want := range map[int]string{
+		0:   "services=1 a=true eps=[] configs=0",
+		1:   "services=1 a=true eps=[10.0.0.1] configs=0",
+		2:   "services=1 a=true eps=[10.0.0.1] configs=1",
+		102: "services=101 a=true eps=[10.0.0.1] configs=1",
+		103: "services=101 a=true eps=[10.0.0.2] configs=1",
+		104: "services=100 a=false eps=[] configs=1",
+	} {
+		if got := describe(views[i]); got != want {
+			t.Errorf("view %d: %s, want %s", i, got, want)
+		}
+	}
+	if agg.View() != views[104] || len(views[104].Services()) != 100 || views[2].Config(model.ConfigKey{Kind: model.KindDestinationRule, Name: "d", Namespace: "ns"}) == nil {
+		t.Errorf("latest view %p, want the last change's %p", agg.View(), views[104])
 	}
 }
 
