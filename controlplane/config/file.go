@@ -194,11 +194,13 @@ type FileSource struct {
 	status atomic.Pointer[Status]
 
 	// Owned by the Run goroutine.
-	w        *fsnotify.Watcher // nil with DisableWatch
-	files    map[string]*fileState
-	defs     map[model.ConfigKey]map[string]struct{} // which files define a key
-	owner    map[model.ConfigKey]string              // the file whose object is in the store
-	applied  map[model.ConfigKey]*model.Config       // what this source wrote to the store
+	w     *fsnotify.Watcher // nil with DisableWatch
+	files map[string]*fileState
+	defs  map[model.ConfigKey]map[string]struct{} // which files define a key
+	// owner names the file whose object this source wrote to the store, by key: the keys are
+	// the source's objects in the store (the objects themselves are the store's, not copied
+	// here).
+	owner    map[model.ConfigKey]string
 	errors   uint64
 	lastScan time.Time
 	watched  map[string]os.FileInfo // directory → the directory the watch was added on
@@ -264,7 +266,6 @@ func NewFileSource(store *Memory, opts FileOptions) (*FileSource, error) {
 		files:   make(map[string]*fileState),
 		defs:    make(map[model.ConfigKey]map[string]struct{}),
 		owner:   make(map[model.ConfigKey]string),
-		applied: make(map[model.ConfigKey]*model.Config),
 		watched: make(map[string]os.FileInfo),
 		lost:    make(map[string]bool),
 		pending: make(map[string]*pendingPath),
@@ -518,11 +519,11 @@ func (s *FileSource) release() {
 		}
 	}
 	paths = slices.DeleteFunc(paths, func(p string) bool { return slices.Contains(written, p) })
-	before := len(s.applied)
+	before := len(s.owner)
 	s.load(paths, true)
 	s.deleted = nil
 	s.opts.Logger.Warn("config dir re-read after holding a mass deletion",
-		"dir", s.opts.Dir, "held", held, "objectsBefore", before, "objectsNow", len(s.applied))
+		"dir", s.opts.Dir, "held", held, "objectsBefore", before, "objectsNow", len(s.owner))
 }
 
 // classify maps an fs event to the path to reload ("" for a full scan) and whether it matters.
@@ -792,7 +793,7 @@ func (s *FileSource) deletions(results []readResult) int {
 	objects:
 		for _, c := range st.objs {
 			k := c.Key()
-			if defined[k] || s.applied[k] == nil || s.owner[k] != r.path {
+			if defined[k] || s.owner[k] != r.path {
 				continue
 			}
 			for q := range s.defs[k] {
@@ -816,7 +817,7 @@ func (s *FileSource) massive(n int, now time.Time) bool {
 	for _, d := range s.deleted {
 		recent += d.n
 	}
-	base := len(s.applied) + recent
+	base := len(s.owner) + recent
 	return float64(recent+n) > s.opts.DeleteGuard.Share*float64(base)
 }
 
@@ -825,7 +826,7 @@ func (s *FileSource) massive(n int, now time.Time) bool {
 func (s *FileSource) hold(n int, now time.Time) {
 	s.holdUntil, s.held = now.Add(s.opts.DeleteGuard.Settle), n
 	s.opts.Logger.Warn("config dir: a change would delete a large share of the objects; holding it, then re-reading the directory",
-		"dir", s.opts.Dir, "deletes", n, "objects", len(s.applied), "share", s.opts.DeleteGuard.Share,
+		"dir", s.opts.Dir, "deletes", n, "objects", len(s.owner), "share", s.opts.DeleteGuard.Share,
 		"settle", s.opts.DeleteGuard.Settle, "hint", "replace config atomically (rename into place, or a ..data symlink swap); --config-delete-guard=false turns this off")
 	if s.opts.DeleteGuard.Held != nil {
 		s.opts.DeleteGuard.Held.Inc()
@@ -1035,6 +1036,10 @@ func (s *FileSource) reconcile(affected map[model.ConfigKey]bool) (upserts []*mo
 	for _, k := range keys {
 		definers := s.defs[k]
 		owner := s.owner[k]
+		var have *model.Config // what this source wrote to the store for k, if anything
+		if owner != "" {
+			have, _ = s.store.Get(k)
+		}
 		if _, ok := definers[owner]; !ok {
 			owner = ""
 			for p := range definers {
@@ -1069,14 +1074,11 @@ func (s *FileSource) reconcile(affected map[model.ConfigKey]bool) (upserts []*mo
 		} else {
 			delete(s.owner, k)
 		}
-		have := s.applied[k]
 		switch {
 		case want == nil && have != nil:
 			deletes = append(deletes, k)
-			delete(s.applied, k)
 		case want != nil && !Equal(have, want):
 			upserts = append(upserts, want)
-			s.applied[k] = want
 		}
 	}
 	return upserts, deletes, newConflicts
@@ -1084,7 +1086,7 @@ func (s *FileSource) reconcile(affected map[model.ConfigKey]bool) (upserts []*mo
 
 // publish stores an immutable Status for readers on other goroutines.
 func (s *FileSource) publish() {
-	st := &Status{Dir: s.opts.Dir, Files: make([]FileStatus, 0, len(s.files)), Objects: len(s.applied),
+	st := &Status{Dir: s.opts.Dir, Files: make([]FileStatus, 0, len(s.files)), Objects: len(s.owner),
 		Errors: s.errors, LastScan: s.lastScan}
 	st.Synced = s.isSynced
 	for p, f := range s.files {
