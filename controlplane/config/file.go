@@ -378,11 +378,17 @@ func (s *FileSource) Run(ctx context.Context) error {
 }
 
 // event records one fs event. fsnotify reports a rename as the old name's Rename directly
-// followed by the new name's Create; a Create that follows a Rename is taken as the end of
-// that rename (a file renamed into place is complete and is read at once), any other Create
-// as a file being written in place, which must settle first.
+// followed by the new name's Create; a Create of a non-empty file that follows a Rename is
+// taken as the end of that rename (a file renamed into place is complete and is read at
+// once), any other Create as a file being written in place, which must settle first: an
+// editor that moves the old file away and creates the new one empty, then writes it, is read
+// once it settled.
 func (s *FileSource) event(ev fsnotify.Event) {
 	renamed := s.afterRename && ev.Op == fsnotify.Create
+	if renamed {
+		fi, err := os.Stat(ev.Name)
+		renamed = err == nil && fi.Size() > 0
+	}
 	s.afterRename = ev.Has(fsnotify.Rename)
 	p, relevant := s.classify(ev)
 	if !relevant {
