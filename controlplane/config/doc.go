@@ -86,7 +86,7 @@
 // FileSource watches FileOptions.Dir recursively (subdirectories too, except those starting
 // with '.') for *.yaml, *.yml and *.json files; dot-files, '#…' and '…~' editor files are
 // ignored. A file renamed into place (fsnotify's Rename of the old name directly followed by the
-// Create of the new one) is complete and is read at once; a file written in place is read once
+// Create of the new one, non-empty) is complete and is read at once; a file written in place is read once
 // it settled (below); a removal waits for the rest of its burst (Debounce, default 20ms quiet,
 // at most 10× that) and is read with the whole tree. The control plane's debouncer is the only
 // wait between a complete file and its push. A periodic rescan (default every 1s, comparing
