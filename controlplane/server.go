@@ -34,8 +34,7 @@ import (
 // what changed; req agrees with it: req.Full == report.Full, and req.ConfigsUpdated names
 // exactly what the report lists (KindService keys for added, removed and changed services,
 // KindEndpoint keys for hosts whose endpoints changed, and the changed config keys); Reasons
-// and Start are those of the events the debouncer merged, and EventIDs name the events whose
-// changes are in snap and were not in the previous snapshot. req.Full false means an
+// and Start are those of the events the debouncer merged. req.Full false means an
 // endpoint-only (EDS) push. The server always pushes to its own ADS server; Options.Pusher, when
 // set, receives the same calls after it (tests use it to observe the pipeline).
 type Pusher interface {
@@ -480,10 +479,18 @@ func (s *Server) initialPush() {
 			return
 		}
 	}
-	req := &model.PushRequest{Full: true, Reasons: map[model.TriggerReason]int{model.ReasonGlobalUpdate: 1}, Start: s.opts.Now()}
-	select {
-	case s.reqs <- req:
-	case <-s.ctx.Done():
+	// In order with the aggregate's changes, so that the snapshot is built from the View every
+	// change before the request is in and none after it.
+	sent := false
+	s.agg.Load().InOrder(func(v *registry.View) {
+		req := &model.PushRequest{Full: true, Reasons: map[model.TriggerReason]int{model.ReasonGlobalUpdate: 1}, Start: s.opts.Now(), Source: v}
+		select {
+		case s.reqs <- req:
+			sent = true
+		case <-s.ctx.Done():
+		}
+	})
+	if !sent {
 		return
 	}
 	close(s.synced)
@@ -509,7 +516,7 @@ func (s *Server) onChange(c registry.Change) {
 	switch {
 	case c.Reason() == model.ReasonConfigUpdate:
 		typ = metrics.InboundConfig
-	case c.EndpointOnly:
+	case c.EndpointsOnly():
 		typ = metrics.InboundEDS
 	case c.ServicesRemoved > 0 && c.ServicesAdded == 0:
 		typ = metrics.InboundServiceDelete
@@ -522,20 +529,16 @@ func (s *Server) onChange(c registry.Change) {
 }
 
 // push runs one push cycle on the debouncer's push goroutine: build the next snapshot from the
-// aggregate, publish it and hand it to the Pusher.
+// view the batch's newest change published (the aggregate's latest for a request without one:
+// the initial push), publish it and hand it to the Pusher.
 func (s *Server) push(ctx context.Context, req *model.PushRequest) {
-	agg := s.agg.Load()
+	src := req.Source
+	if src == nil { // every request the server sends has one; a nil one reads the latest
+		src = s.agg.Load().View()
+	}
 	prev := s.snap.Load()
 	start := time.Now()
-	var (
-		next *model.Snapshot
-		rep  model.ChangeReport
-		ids  []uint64
-	)
-	agg.Read(func(src model.SnapshotSource) {
-		next, rep = model.BuildSnapshot(prev, s.seq+1, req, src)
-		ids = agg.TakeEventIDs()
-	})
+	next, rep := model.BuildSnapshot(prev, s.seq+1, req, src)
 	s.metrics.PushContextInitSeconds.Observe(time.Since(start).Seconds())
 	if rep.Empty() {
 		s.log.Debug("push: nothing changed", "events", req.Count())
@@ -557,20 +560,19 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 	if ctx.Err() != nil {
 		return
 	}
-	preq := pushRequestFor(req, rep, ids, prev, next)
+	preq := pushRequestFor(req, rep, prev, next)
 	s.xds.Push(next, preq)
 	if s.opts.Pusher != nil {
 		s.opts.Pusher.Push(next, preq, rep)
 	}
 }
 
-// pushRequestFor returns req with Full and ConfigsUpdated replaced by what the builder found,
-// and EventIDs by the events whose changes the snapshot contains: the debouncer's request says
-// what its events claimed, the report what really changed (an endpoint event that also changed
-// a service's accounts is full; a service event that only moved endpoints is not; a no-op part
-// names nothing), and the snapshot may already hold events that reach the debouncer later.
-func pushRequestFor(req *model.PushRequest, rep model.ChangeReport, ids []uint64, prev, next *model.Snapshot) *model.PushRequest {
-	out := &model.PushRequest{Full: rep.Full, Reasons: req.Reasons, Start: req.Start, EventIDs: ids,
+// pushRequestFor returns req with Full and ConfigsUpdated replaced by what the builder applied:
+// the merged changes less those that changed back within the batch, and for a request for
+// everything (the initial push) what the rebuild found. The ADS server reads keys with
+// namespaces, the report hosts.
+func pushRequestFor(req *model.PushRequest, rep model.ChangeReport, prev, next *model.Snapshot) *model.PushRequest {
+	out := &model.PushRequest{Full: rep.Full, Reasons: req.Reasons, Start: req.Start,
 		ConfigsUpdated: make(map[model.ConfigKey]struct{}, len(rep.ServicesAdded)+len(rep.ServicesRemoved)+
 			len(rep.ServicesChanged)+len(rep.EndpointsChanged)+len(rep.ConfigsChanged))}
 	ns := func(host string) string {

@@ -21,7 +21,7 @@ func startMesh(t *testing.T, addr string) *controlplane.Server {
 	s := controlplanetest.NewServer(t, o)
 	for _, h := range []string{"a.ns-0.svc.cluster.local", "b.ns-0.svc.cluster.local"} {
 		s.Registry().SetService(&model.Service{Hostname: h, Namespace: "ns-0", Ports: []model.Port{{Name: "http", Number: 80, Protocol: "HTTP"}}})
-		s.Registry().SetEndpoints(h, []*model.Endpoint{{Address: "10.0.0.1"}}, 0)
+		s.Registry().SetEndpoints(h, []*model.Endpoint{{Address: "10.0.0.1"}})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

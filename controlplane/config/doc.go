@@ -85,16 +85,21 @@
 //
 // FileSource watches FileOptions.Dir recursively (subdirectories too, except those starting
 // with '.') for *.yaml, *.yml and *.json files; dot-files, '#…' and '…~' editor files are
-// ignored. fsnotify events are debounced per file (default 20ms quiet, at most 10× that), and
-// a periodic rescan (default every 1s, comparing size and modification time) catches anything
-// fsnotify missed. One goroutine (Run) owns all state; Status can be read from any goroutine.
+// ignored. A file renamed into place (fsnotify's Rename of the old name directly followed by the
+// Create of the new one, non-empty) is complete and is read at once; a file written in place is read once
+// it settled (below); a removal waits for the rest of its burst (Debounce, default 20ms quiet,
+// at most 10× that) and is read with the whole tree. The control plane's debouncer is the only
+// wait between a complete file and its push. A periodic rescan (default every 1s, comparing
+// size and modification time) catches anything fsnotify missed. One goroutine (Run) owns all
+// state; Status can be read from any goroutine.
 //
 // Faults it survives (docs/faults.md has the measurements):
-//   - A file written in place (a write event, or a change a rescan found) is read only once
-//     its size and modification time held still for FileOptions.WriteSettle (default 100ms);
-//     a file renamed into place is read at once. A file whose size changes while it is read is
-//     not parsed but read again once it settled, and MaxFileBytes is checked on the stat
-//     before reading (at most MaxFileBytes+1 bytes are ever read).
+//   - A file written in place (a write event, a create that does not end a rename, or a change
+//     a rescan found) is read only once its size and modification time held still for
+//     FileOptions.WriteSettle (default 100ms); a file renamed into place is read at once. A
+//     file whose size changes while it is read is not parsed but read again once it settled,
+//     and MaxFileBytes is checked on the stat before reading (at most MaxFileBytes+1 bytes
+//     are ever read).
 //   - A change that would delete more than DeleteGuard.Share (default 50%) of the objects,
 //     counting the deletions applied within the last DeleteGuard.Settle, is held (warned and
 //     counted in DeleteGuard.Held): nothing is read or applied for Settle (default 5s), then

@@ -31,13 +31,16 @@ type FileOptions struct {
 	// RescanInterval is how often the whole tree is re-read (by size and modification time) as
 	// a safety net for events fsnotify misses. Default 1s; negative disables rescans.
 	RescanInterval time.Duration
-	// Debounce is how long a file must be quiet after an fs event before it is looked at, so
-	// that a writer's burst (write, chmod, rename) costs one read. Default 20ms.
+	// Debounce is how long a full scan (asked for by a file removed or renamed away, a
+	// "..data" swap, a directory event) waits for the rest of its burst, so that files moved
+	// out together are one change the delete guard sees whole. Default 20ms. Single files do
+	// not wait for it: a file renamed into place is read at once, one written in place once it
+	// settled (WriteSettle).
 	Debounce time.Duration
 	// WriteSettle is how long the size and modification time of a file written in place (an
-	// fs write event, or a change a rescan found) must hold still before the file is read, so
-	// that a slow writer's half-written file is never parsed. A file renamed into place is
-	// read at once, without it. Default 100ms.
+	// fs write event, a create that was not the end of a rename, or a change a rescan found)
+	// must hold still before the file is read, so that a slow writer's half-written file is
+	// never parsed. A file renamed into place is read at once, without it. Default 100ms.
 	WriteSettle time.Duration
 	// DisableWatch turns fsnotify off: changes are seen by rescans only.
 	DisableWatch bool
@@ -191,18 +194,20 @@ type FileSource struct {
 	status atomic.Pointer[Status]
 
 	// Owned by the Run goroutine.
-	w        *fsnotify.Watcher // nil with DisableWatch
-	files    map[string]*fileState
-	defs     map[model.ConfigKey]map[string]struct{} // which files define a key
-	owner    map[model.ConfigKey]string              // the file whose object is in the store
-	applied  map[model.ConfigKey]*model.Config       // what this source wrote to the store
+	w     *fsnotify.Watcher // nil with DisableWatch
+	files map[string]*fileState
+	defs  map[model.ConfigKey]map[string]struct{} // which files define a key
+	// owner names the file whose object this source wrote to the store, by key: the keys are
+	// the source's objects in the store (the objects themselves are the store's, not copied
+	// here).
+	owner    map[model.ConfigKey]string
 	errors   uint64
 	lastScan time.Time
 	watched  map[string]os.FileInfo // directory → the directory the watch was added on
 	parent   os.FileInfo            // Dir's parent, when its watch is armed
 	lost     map[string]bool        // directories whose watch went with them, re-armed when they return
-	// pending holds paths waiting for their burst to end or their size to settle; the ""
-	// entry asks for a full scan.
+	// pending holds paths waiting to be read (at once, or once their size settled); the ""
+	// entry asks for a full scan once its burst ended.
 	pending map[string]*pendingPath
 	// holdUntil is when a held mass deletion ends (zero: none held); held is its size.
 	holdUntil time.Time
@@ -211,6 +216,8 @@ type FileSource struct {
 	deleted  []deletion
 	isSynced bool
 	started  atomic.Bool
+	// afterRename: the previous fs event was a Rename (see event).
+	afterRename bool
 }
 
 type deletion struct {
@@ -259,7 +266,6 @@ func NewFileSource(store *Memory, opts FileOptions) (*FileSource, error) {
 		files:   make(map[string]*fileState),
 		defs:    make(map[model.ConfigKey]map[string]struct{}),
 		owner:   make(map[model.ConfigKey]string),
-		applied: make(map[model.ConfigKey]*model.Config),
 		watched: make(map[string]os.FileInfo),
 		lost:    make(map[string]bool),
 		pending: make(map[string]*pendingPath),
@@ -330,10 +336,25 @@ func (s *FileSource) Run(ctx context.Context) error {
 				events = nil
 				continue
 			}
-			if p, relevant := s.classify(ev); relevant {
-				s.touch(p, ev.Has(fsnotify.Write))
-				arm()
+			s.event(ev)
+			// The rest of a burst that is already queued joins this read.
+			for more := true; more; {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						events, more = nil, false
+						continue
+					}
+					s.event(ev)
+				default:
+					more = false
+				}
 			}
+			if s.dueNow() {
+				s.step()
+				s.publish()
+			}
+			arm()
 		case err, ok := <-errs:
 			if !ok {
 				errs = nil
@@ -356,19 +377,60 @@ func (s *FileSource) Run(ctx context.Context) error {
 	}
 }
 
-// touch records an fs event for p ("" for a full scan).
-func (s *FileSource) touch(p string, write bool) {
+// event records one fs event. fsnotify reports a rename as the old name's Rename directly
+// followed by the new name's Create; a Create of a non-empty file that follows a Rename is
+// taken as the end of that rename (a file renamed into place is complete and is read at
+// once), any other Create as a file being written in place, which must settle first: an
+// editor that moves the old file away and creates the new one empty, then writes it, is read
+// once it settled.
+func (s *FileSource) event(ev fsnotify.Event) {
+	renamed := s.afterRename && ev.Op == fsnotify.Create
+	if renamed {
+		fi, err := os.Stat(ev.Name)
+		renamed = err == nil && fi.Size() > 0
+	}
+	s.afterRename = ev.Has(fsnotify.Rename)
+	p, relevant := s.classify(ev)
+	if !relevant {
+		return
+	}
+	written := ev.Has(fsnotify.Write) || (ev.Has(fsnotify.Create) && !renamed)
+	s.touch(p, written)
+}
+
+// touch records an fs event for p ("" for a full scan). A full scan waits Debounce for the
+// rest of its burst; a path is due at once, and if written in place, settle (see settled)
+// decides when it is read.
+func (s *FileSource) touch(p string, written bool) {
 	now := s.opts.Now()
 	d := s.pending[p]
 	if d == nil {
-		d = &pendingPath{first: now}
+		d = &pendingPath{first: now, due: now}
 		s.pending[p] = d
 	}
-	d.written = d.written || write
-	d.due = now.Add(s.opts.Debounce)
-	if limit := d.first.Add(10 * s.opts.Debounce); d.due.After(limit) && !d.written {
-		d.due = limit
+	if p == "" {
+		d.due = now.Add(s.opts.Debounce)
+		if limit := d.first.Add(10 * s.opts.Debounce); d.due.After(limit) {
+			d.due = limit
+		}
+		return
 	}
+	d.written = d.written || written
+}
+
+// dueNow reports whether step has something to do now (a renamed file, a written file's first
+// stat), so that the Run loop handles it without a timer round trip.
+func (s *FileSource) dueNow() bool {
+	if !s.holdUntil.IsZero() {
+		return false
+	}
+	now := s.opts.Now()
+	for _, d := range s.pending {
+		if !d.due.After(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // step handles what is due: the end of a held mass deletion, then the pending paths.
@@ -379,6 +441,11 @@ func (s *FileSource) step() {
 			return
 		}
 		s.release()
+		return
+	}
+	if d := s.pending[""]; d != nil && d.due.After(now) {
+		// A full scan is gathering its burst (files moved away, or renamed within the tree):
+		// the paths go with it, so that a rename within the tree is one change.
 		return
 	}
 	var due []string
@@ -458,11 +525,11 @@ func (s *FileSource) release() {
 		}
 	}
 	paths = slices.DeleteFunc(paths, func(p string) bool { return slices.Contains(written, p) })
-	before := len(s.applied)
+	before := len(s.owner)
 	s.load(paths, true)
 	s.deleted = nil
 	s.opts.Logger.Warn("config dir re-read after holding a mass deletion",
-		"dir", s.opts.Dir, "held", held, "objectsBefore", before, "objectsNow", len(s.applied))
+		"dir", s.opts.Dir, "held", held, "objectsBefore", before, "objectsNow", len(s.owner))
 }
 
 // classify maps an fs event to the path to reload ("" for a full scan) and whether it matters.
@@ -732,7 +799,7 @@ func (s *FileSource) deletions(results []readResult) int {
 	objects:
 		for _, c := range st.objs {
 			k := c.Key()
-			if defined[k] || s.applied[k] == nil || s.owner[k] != r.path {
+			if defined[k] || s.owner[k] != r.path {
 				continue
 			}
 			for q := range s.defs[k] {
@@ -756,7 +823,7 @@ func (s *FileSource) massive(n int, now time.Time) bool {
 	for _, d := range s.deleted {
 		recent += d.n
 	}
-	base := len(s.applied) + recent
+	base := len(s.owner) + recent
 	return float64(recent+n) > s.opts.DeleteGuard.Share*float64(base)
 }
 
@@ -765,7 +832,7 @@ func (s *FileSource) massive(n int, now time.Time) bool {
 func (s *FileSource) hold(n int, now time.Time) {
 	s.holdUntil, s.held = now.Add(s.opts.DeleteGuard.Settle), n
 	s.opts.Logger.Warn("config dir: a change would delete a large share of the objects; holding it, then re-reading the directory",
-		"dir", s.opts.Dir, "deletes", n, "objects", len(s.applied), "share", s.opts.DeleteGuard.Share,
+		"dir", s.opts.Dir, "deletes", n, "objects", len(s.owner), "share", s.opts.DeleteGuard.Share,
 		"settle", s.opts.DeleteGuard.Settle, "hint", "replace config atomically (rename into place, or a ..data symlink swap); --config-delete-guard=false turns this off")
 	if s.opts.DeleteGuard.Held != nil {
 		s.opts.DeleteGuard.Held.Inc()
@@ -975,6 +1042,10 @@ func (s *FileSource) reconcile(affected map[model.ConfigKey]bool) (upserts []*mo
 	for _, k := range keys {
 		definers := s.defs[k]
 		owner := s.owner[k]
+		var have *model.Config // what this source wrote to the store for k, if anything
+		if owner != "" {
+			have, _ = s.store.Get(k)
+		}
 		if _, ok := definers[owner]; !ok {
 			owner = ""
 			for p := range definers {
@@ -1009,14 +1080,11 @@ func (s *FileSource) reconcile(affected map[model.ConfigKey]bool) (upserts []*mo
 		} else {
 			delete(s.owner, k)
 		}
-		have := s.applied[k]
 		switch {
 		case want == nil && have != nil:
 			deletes = append(deletes, k)
-			delete(s.applied, k)
 		case want != nil && !Equal(have, want):
 			upserts = append(upserts, want)
-			s.applied[k] = want
 		}
 	}
 	return upserts, deletes, newConflicts
@@ -1024,7 +1092,7 @@ func (s *FileSource) reconcile(affected map[model.ConfigKey]bool) (upserts []*mo
 
 // publish stores an immutable Status for readers on other goroutines.
 func (s *FileSource) publish() {
-	st := &Status{Dir: s.opts.Dir, Files: make([]FileStatus, 0, len(s.files)), Objects: len(s.applied),
+	st := &Status{Dir: s.opts.Dir, Files: make([]FileStatus, 0, len(s.files)), Objects: len(s.owner),
 		Errors: s.errors, LastScan: s.lastScan}
 	st.Synced = s.isSynced
 	for p, f := range s.files {

@@ -299,6 +299,26 @@ func TestFileSourceSlowInPlaceWrite(t *testing.T) {
 	}
 }
 
+// TestFileSourceRenamedFileReadAtOnce: a file renamed into place is complete, so it is read
+// without waiting for anything: with a Debounce and a WriteSettle of an hour it still arrives,
+// an update and a new file alike. (Only removals gather for Debounce; only files written in
+// place settle.)
+func TestFileSourceRenamedFileReadAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(seYAML("x", "x1")), 0o644)
+	h := startSource(t, dir, FileOptions{Debounce: time.Hour, WriteSettle: time.Hour, RescanInterval: -1})
+	h.next(1)
+	h.write("a.yaml", seYAML("x", "x2"))
+	if got := h.next(1); got != "update ServiceEntry/default/x[x2]" {
+		t.Errorf("renamed over: got %s", got)
+	}
+	h.write("b.yaml", seYAML("yy", "y1"))
+	if got := h.next(1); got != "add ServiceEntry/default/yy[y1]" {
+		t.Errorf("renamed into place: got %s", got)
+	}
+
+}
+
 // TestReadLimited: the size limit is checked before reading, and a file that grows or shrinks
 // while it is read is not returned for parsing.
 func TestReadLimited(t *testing.T) {

@@ -317,6 +317,8 @@ func mergeInto(batch, req *model.PushRequest) *model.PushRequest {
 	if batch.Start.IsZero() || (!req.Start.IsZero() && req.Start.Before(batch.Start)) {
 		batch.Start = req.Start
 	}
-	batch.EventIDs = append(batch.EventIDs, req.EventIDs...)
+	if req.Source != nil {
+		batch.Source = req.Source
+	}
 	return batch
 }

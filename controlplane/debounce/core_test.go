@@ -163,8 +163,8 @@ func TestCoreMergesRequests(t *testing.T) {
 	k := func(n string) model.ConfigKey {
 		return model.ConfigKey{Kind: model.KindEndpoint, Name: n, Namespace: "ns"}
 	}
-	a := &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{k("a"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1}, Start: at(-5), EventIDs: []uint64{1}}
-	b := &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{k("b"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 2}, Start: at(-9), EventIDs: []uint64{2, 3}}
+	a := &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{k("a"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1}, Start: at(-5)}
+	b := &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{k("b"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 2}, Start: at(-9)}
 	c.Event(a, at(0))
 	act := c.Event(b, at(10))
 	if act.Push != nil {
@@ -175,7 +175,6 @@ func TestCoreMergesRequests(t *testing.T) {
 		ConfigsUpdated: map[model.ConfigKey]struct{}{k("a"): {}, k("b"): {}},
 		Reasons:        map[model.TriggerReason]int{model.ReasonEndpointUpdate: 3},
 		Start:          at(-9),
-		EventIDs:       []uint64{1, 2, 3},
 	}
 	if diff := cmp.Diff(want, act.Push); diff != "" {
 		t.Errorf("merged request (-want +got):\n%s", diff)
@@ -184,7 +183,7 @@ func TestCoreMergesRequests(t *testing.T) {
 		t.Errorf("stats %+v, want delay 110ms and 3 events", act.Stats)
 	}
 	// The inputs are untouched.
-	if len(a.ConfigsUpdated) != 1 || a.Reasons[model.ReasonEndpointUpdate] != 1 || len(a.EventIDs) != 1 {
+	if len(a.ConfigsUpdated) != 1 || a.Reasons[model.ReasonEndpointUpdate] != 1 {
 		t.Errorf("input request modified: %+v", a)
 	}
 }
@@ -208,9 +207,6 @@ func TestMergeIntoMatchesModelMerge(t *testing.T) {
 		}
 		if rng.IntN(2) == 0 {
 			r.Start = at(rng.IntN(1000))
-		}
-		if rng.IntN(2) == 0 {
-			r.EventIDs = []uint64{rng.Uint64N(100)}
 		}
 		return r
 	}

@@ -33,9 +33,11 @@ type PushRequest struct {
 	// Start is when the earliest merged event happened (debounce delay and convergence run
 	// from here).
 	Start time.Time
-	// EventIDs are the ids of events carried by the merged changes, when a source sets them
-	// (registry.Update can; no production source does, and the lab measures at the client).
-	EventIDs []uint64
+	// Source, when set, is the state right after the newest merged change (an immutable view
+	// the aggregate published with it): the snapshot for this request is built from it, so
+	// that it holds exactly the changes ConfigsUpdated names. A merge keeps the later
+	// request's (the other one's, when set).
+	Source SnapshotSource
 }
 
 // Count is the number of events merged into the request.
@@ -61,10 +63,13 @@ func (pr *PushRequest) Merge(other *PushRequest) *PushRequest {
 		return pr
 	}
 	out := &PushRequest{
-		Full:     pr.Full || other.Full,
-		Reasons:  make(map[TriggerReason]int, len(pr.Reasons)+len(other.Reasons)),
-		Start:    pr.Start,
-		EventIDs: append(append([]uint64(nil), pr.EventIDs...), other.EventIDs...),
+		Full:    pr.Full || other.Full,
+		Reasons: make(map[TriggerReason]int, len(pr.Reasons)+len(other.Reasons)),
+		Start:   pr.Start,
+		Source:  pr.Source,
+	}
+	if other.Source != nil {
+		out.Source = other.Source
 	}
 	if out.Start.IsZero() || (!other.Start.IsZero() && other.Start.Before(out.Start)) {
 		out.Start = other.Start

@@ -120,6 +120,11 @@ func (s *Service) PortByName(name string) (Port, bool) {
 	return Port{}, false
 }
 
+// EndpointsInCluster reports whether the service's endpoints are part of its cluster (CDS
+// content) rather than its EDS assignment: a DNS-resolution service's STRICT_DNS/LOGICAL_DNS
+// cluster inlines them, so a change to them is a full push, as in Istio. False for nil.
+func (s *Service) EndpointsInCluster() bool { return s != nil && s.Resolution == ResolutionDNS }
+
 // Equal reports whether two services are the same in every field a generator reads.
 func (s *Service) Equal(o *Service) bool {
 	if s == nil || o == nil {

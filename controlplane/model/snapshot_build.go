@@ -128,18 +128,22 @@ func (s *Snapshot) Apply(seq uint64, d SnapshotDelta) *Snapshot {
 	return n
 }
 
-// BuildSnapshot builds the snapshot that follows prev at seq from the state in src, for the
-// changes named by req, and reports what changed. It is pure: it reads only its arguments.
+// BuildSnapshot builds the snapshot that follows prev at seq from src, the state after the
+// changes req names, and reports what changed. It is pure: it reads only its arguments.
 //
 //   - prev nil, req nil, or a full request with no ConfigsUpdated ("everything"): every
 //     service, endpoint and config is compared with prev (Rebuilt).
-//   - otherwise only the keys in req are looked at: KindService and KindEndpoint keys name
-//     hosts (a service key also checks its endpoints), other kinds name config objects. A host
-//     named only by an endpoint key whose Service also differs is treated as a service change,
-//     so a request that claims too little never yields a stale snapshot.
+//   - otherwise req's keys are the account of every change between prev's state and src (the
+//     aggregate's registry.Change of each write, merged by the debouncer; src is the View the
+//     aggregate published with the newest of them), and nothing else is looked at: a
+//     KindService key takes the host's service and endpoints from src, a KindEndpoint key its
+//     endpoints, any other key the config object. A key whose value in src equals prev's (it
+//     changed and changed back within one batch) is left out, so a net no-op pushes nothing.
 //
-// When only endpoints changed, the result is prev.WithEndpoints (services and configs shared,
-// Full false). When nothing changed, prev itself is returned with an empty report.
+// Full is true when a service or a config object changed, or the endpoints of a service whose
+// endpoints are part of its cluster (Service.EndpointsInCluster), the rule the aggregate's Full
+// follows. When only endpoints changed, the result is prev.WithEndpoints (services and configs
+// shared, Full false). When nothing changed, prev itself is returned with an empty report.
 func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSource) (*Snapshot, ChangeReport) {
 	if prev == nil {
 		return buildFromScratch(seq, src)
@@ -156,10 +160,6 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 				svcHosts[k.Name] = struct{}{}
 			case KindEndpoint:
 				epHosts[k.Name] = struct{}{}
-			case KindServiceEntry, KindWorkloadEntry:
-				// These reach a snapshot only through the services they define; a request
-				// naming them directly cannot say which hosts, so compare every service.
-				everything = true
 			default:
 				cfgKeys[k] = struct{}{}
 			}
@@ -177,12 +177,6 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 		}
 		for _, c := range src.Configs() {
 			cfgKeys[c.Key()] = struct{}{}
-		}
-	}
-	// An endpoint key whose service moved under it becomes a service change.
-	for h := range epHosts {
-		if !prev.Service(h).Equal(src.Service(h)) {
-			svcHosts[h] = struct{}{}
 		}
 	}
 	for h := range svcHosts {
@@ -247,12 +241,11 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 	return prev.Apply(seq, d), rep
 }
 
-// dnsEndpointsChanged reports whether a host in hosts resolves by DNS: its cluster
-// (STRICT_DNS/LOGICAL_DNS) inlines its endpoints, so they are CDS content and a change is a full
-// push, as in Istio; an EDS-only push would leave the cluster's addresses stale.
+// dnsEndpointsChanged reports whether a host in hosts has its endpoints in its cluster
+// (Service.EndpointsInCluster): an EDS-only push would leave the cluster's addresses stale.
 func dnsEndpointsChanged(src SnapshotSource, hosts []string) bool {
 	for _, h := range hosts {
-		if svc := src.Service(h); svc != nil && svc.Resolution == ResolutionDNS {
+		if src.Service(h).EndpointsInCluster() {
 			return true
 		}
 	}

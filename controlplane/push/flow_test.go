@@ -39,7 +39,7 @@ func runFlow(t *testing.T, opts FlowOptions, steps []fstep) *Flow {
 			var id uint64
 			fmt.Sscan(s.arg, &id)
 			if out := f.Push(s.typ, req(id), now); out != nil {
-				got = fmt.Sprintf("send %v", out.EventIDs)
+				got = fmt.Sprintf("send %v", ids(out))
 			} else {
 				got = "held"
 			}
@@ -54,14 +54,14 @@ func runFlow(t *testing.T, opts FlowOptions, steps []fstep) *Flow {
 					t.Errorf("step %d: unmatched ack returned %+v", i, res)
 				}
 			case res.Release != nil:
-				got = fmt.Sprintf("wait %dms release %v", res.Wait.Milliseconds(), res.Release.EventIDs)
+				got = fmt.Sprintf("wait %dms release %v", res.Wait.Milliseconds(), ids(res.Release))
 			default:
 				got = fmt.Sprintf("wait %dms", res.Wait.Milliseconds())
 			}
 		case "expire":
 			var parts []string
 			for _, r := range f.Expire(now) {
-				parts = append(parts, fmt.Sprintf("%s %v", short(r.TypeURL), r.Req.EventIDs))
+				parts = append(parts, fmt.Sprintf("%s %v", short(r.TypeURL), ids(r.Req)))
 			}
 			got = strings.Join(parts, " ")
 		case "deadline":

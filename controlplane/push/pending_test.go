@@ -3,6 +3,8 @@ package push
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,9 +19,25 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func at(msec int) time.Time { return t0.Add(time.Duration(msec) * time.Millisecond) }
 
-// req is a request carrying one event id, so merges are visible in EventIDs.
+// req is a request for one event that names one endpoint key of its own (its id), so merges
+// are visible in the merged request's keys (ids).
 func req(id uint64) *model.PushRequest {
-	return &model.PushRequest{Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1}, EventIDs: []uint64{id}}
+	return &model.PushRequest{Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1},
+		ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: strconv.FormatUint(id, 10)}: {}}}
+}
+
+// ids are the event ids a request merged (see req), in increasing order.
+func ids(r *model.PushRequest) []uint64 {
+	var out []uint64
+	for k := range r.ConfigsUpdated {
+		id, err := strconv.ParseUint(k.Name, 10, 64)
+		if err != nil {
+			panic(fmt.Sprintf("key %v names no event id", k))
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // qstep is one operation on a Pending and its expected outcome:
@@ -50,9 +68,9 @@ func runQueue(t *testing.T, steps []qstep) {
 		case "deq":
 			got = "-"
 			if it, ok := p.Dequeue(); ok {
-				got = fmt.Sprintf("%s %v @%d", it.Conn, it.Req.EventIDs, it.Enqueued.Sub(t0).Milliseconds())
-				if it.Req.Count() != len(it.Req.EventIDs) {
-					t.Errorf("step %d: request counts %d events for %d ids", i, it.Req.Count(), len(it.Req.EventIDs))
+				got = fmt.Sprintf("%s %v @%d", it.Conn, ids(it.Req), it.Enqueued.Sub(t0).Milliseconds())
+				if it.Req.Count() != len(ids(it.Req)) {
+					t.Errorf("step %d: request counts %d events for %d ids", i, it.Req.Count(), len(ids(it.Req)))
 				}
 			}
 		case "done":
@@ -248,8 +266,8 @@ func TestPendingModel(t *testing.T) {
 			w := queue[0]
 			queue = queue[1:]
 			processing[w.conn] = &mentry{conn: w.conn}
-			if !ok || it.Conn != w.conn || fmt.Sprint(it.Req.EventIDs) != fmt.Sprint(w.ids) || !it.Enqueued.Equal(w.enqueued) {
-				t.Fatalf("op %d: Dequeue = %v %v %v, want %v %v %v", i, it.Conn, it.Req.EventIDs, it.Enqueued, w.conn, w.ids, w.enqueued)
+			if !ok || it.Conn != w.conn || fmt.Sprint(ids(it.Req)) != fmt.Sprint(w.ids) || !it.Enqueued.Equal(w.enqueued) {
+				t.Fatalf("op %d: Dequeue = %v %v %v, want %v %v %v", i, it.Conn, ids(it.Req), it.Enqueued, w.conn, w.ids, w.enqueued)
 			}
 		case op < 9: // mark done
 			got := p.MarkDone(conn)

@@ -111,8 +111,8 @@ func TestQueueMarkDoneWakesWorker(t *testing.T) {
 			t.Fatal("a connection being processed was handed out again")
 		}
 		q.MarkDone("a")
-		if it := <-got; it.Conn != "a" || fmt.Sprint(it.Req.EventIDs) != "[2]" {
-			t.Fatalf("item %v %v", it.Conn, it.Req.EventIDs)
+		if it := <-got; it.Conn != "a" || fmt.Sprint(ids(it.Req)) != "[2]" {
+			t.Fatalf("item %v %v", it.Conn, ids(it.Req))
 		}
 	})
 }
@@ -190,7 +190,7 @@ func TestQueueConcurrentWorkers(t *testing.T) {
 					t.Errorf("worker %d: connection %d handed out while processing", w, it.Conn)
 				}
 				busy[it.Conn] = true
-				for _, id := range it.Req.EventIDs {
+				for _, id := range ids(it.Req) {
 					seen[id]++
 				}
 				mu.Unlock()

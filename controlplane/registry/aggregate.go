@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -14,20 +15,41 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 )
 
-// Change is one change of the aggregate's state, reported to its consumer.
+// Change is what one write changed in the aggregate's state. It is the control plane's one
+// account of what changed: the aggregate compares each host's merged service and endpoints
+// (and mirrors each config object) as it applies a write, and the debouncer (its EDS bypass)
+// and the snapshot builder act on the keys and the Full flag it reports, without deciding
+// again.
 type Change struct {
 	// Keys are what changed: KindService and KindEndpoint keys (Name is the hostname,
 	// Namespace the service's) for services and their endpoints, or the key of an Istio config
-	// object (VirtualService, DestinationRule, Sidecar, Gateway).
+	// object (VirtualService, DestinationRule, Sidecar, Gateway, …). A service that was added,
+	// removed or redefined has a KindService key; a host whose endpoints changed a KindEndpoint
+	// key.
 	Keys map[model.ConfigKey]struct{}
-	// EndpointOnly is true when only endpoints changed (every key is a KindEndpoint key).
-	EndpointOnly bool
+	// Full is true when clusters, listeners or routes may have changed: a service or a config
+	// object changed, or the endpoints of a DNS-resolution service (its cluster inlines them,
+	// as in Istio). False means only endpoints of EDS services changed: an incremental (EDS)
+	// push suffices.
+	Full bool
 	// ServicesAdded and ServicesRemoved count services that appeared or disappeared.
 	ServicesAdded, ServicesRemoved int
 	// Time is when the change was made (the aggregate's clock).
 	Time time.Time
-	// EventIDs of simulator events carried by the change, when known.
-	EventIDs []uint64
+	// View is the aggregate's state right after this change (immutable): what a snapshot
+	// built for the changes up to this one reads.
+	View *View
+}
+
+// EndpointsOnly reports whether every key is a KindEndpoint key (an endpoint update, for the
+// trigger reason and pilot_inbound_updates, even when a DNS service makes it Full).
+func (c Change) EndpointsOnly() bool {
+	for k := range c.Keys {
+		if k.Kind != model.KindEndpoint {
+			return false
+		}
+	}
+	return true
 }
 
 // Reason is the push trigger reason of the change.
@@ -37,21 +59,25 @@ func (c Change) Reason() model.TriggerReason {
 			return model.ReasonConfigUpdate
 		}
 	}
-	if c.EndpointOnly {
+	if c.EndpointsOnly() {
 		return model.ReasonEndpointUpdate
 	}
 	return model.ReasonServiceUpdate
 }
 
-// PushRequest turns the change into a request for the debouncer.
+// PushRequest is the change as a request for the debouncer: its keys, Full and View as they
+// are. The request owns the keys from then on (a Change is reported once and not kept).
 func (c Change) PushRequest() *model.PushRequest {
-	return &model.PushRequest{
-		Full:           !c.EndpointOnly,
-		ConfigsUpdated: maps.Clone(c.Keys),
+	req := &model.PushRequest{
+		Full:           c.Full,
+		ConfigsUpdated: c.Keys,
 		Reasons:        map[model.TriggerReason]int{c.Reason(): 1},
 		Start:          c.Time,
-		EventIDs:       slices.Clone(c.EventIDs),
 	}
+	if c.View != nil {
+		req.Source = c.View
+	}
+	return req
 }
 
 // AggregateOptions configure an Aggregate.
@@ -64,8 +90,8 @@ type AggregateOptions struct {
 	// Now is the clock that stamps Change.Time; nil means time.Now.
 	Now func() time.Time
 	// OnChange is the one consumer of changes. It is called in change order, on the goroutine
-	// that made the change, outside the aggregate's state lock (it may read the aggregate). It
-	// should not block for long: writers wait for it.
+	// that made the change, after the change's View was published (it may read the
+	// aggregate). It should not block for long: writers wait for it.
 	OnChange func(Change)
 	// OnError is told about a ServiceEntry that could not be converted; the entry's previous
 	// services and endpoints are kept.
@@ -85,31 +111,28 @@ type seState struct {
 
 // Aggregate merges registries and ServiceEntries into one view of services and endpoints, and
 // mirrors the Istio config objects that snapshots carry. It is safe for concurrent use: writes
-// are serialized (and reported in order), reads take a read lock.
+// are serialized (and reported in order, each with the View it published); reads take the
+// latest View and no lock.
 type Aggregate struct {
 	opts AggregateOptions
 
-	// writeMu serializes writers together with their OnChange call; mu guards the state.
+	// writeMu serializes writers together with their OnChange call, and guards the writers'
+	// state below; mu guards rejected, which readers see too.
 	writeMu sync.Mutex
-	mu      sync.RWMutex
-	regs    []map[string]entry // per registry, by host
-	ses     map[model.ConfigKey]*seState
+	mu      sync.Mutex
+	cur     atomic.Pointer[View]
+	// next is the View a write is building (nil between writes), with its edits.
+	next   *View
+	hostEd *edit[string, entry]
+	cfgEd  *edit[model.ConfigKey, *model.Config]
+	regs   []map[string]entry // per registry, by host
+	ses    map[model.ConfigKey]*seState
 	// seByHost indexes the ServiceEntries that define a host.
 	seByHost map[string]map[model.ConfigKey]struct{}
 	// wes are WorkloadEntries by namespace.
 	wes      map[string]map[model.ConfigKey]*model.Config
 	rejected map[model.ConfigKey]error
-	merged   map[string]entry
-	configs  map[model.ConfigKey]*model.Config
-
-	// appliedIDs are the event ids of the changes applied since the last TakeEventIDs; they are
-	// appended under mu's write lock, so a reader holding the read lock takes exactly the ids
-	// whose changes it sees.
-	idsMu      sync.Mutex
-	appliedIDs []uint64
 }
-
-var _ model.SnapshotSource = view{}
 
 // NewAggregate returns an aggregate subscribed to opts.Registries (their current content is
 // loaded, and reported as a change, before it returns).
@@ -124,9 +147,8 @@ func NewAggregate(opts AggregateOptions) *Aggregate {
 		seByHost: map[string]map[model.ConfigKey]struct{}{},
 		wes:      map[string]map[model.ConfigKey]*model.Config{},
 		rejected: map[model.ConfigKey]error{},
-		merged:   map[string]entry{},
-		configs:  map[model.ConfigKey]*model.Config{},
 	}
+	a.cur.Store(&View{hosts: newShards[string, entry](), configs: newShards[model.ConfigKey, *model.Config]()})
 	for i := range a.regs {
 		a.regs[i] = map[string]entry{}
 	}
@@ -147,34 +169,40 @@ func (c *changeSet) add(k model.ConfigKey) {
 }
 
 // write runs apply under the state lock and reports the change it recorded, if any.
-func (a *Aggregate) write(eventIDs []uint64, apply func(*changeSet)) {
+func (a *Aggregate) write(apply func(*changeSet)) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	cs := &changeSet{}
+	next := *a.cur.Load()
+	a.next = &next
+	a.hostEd = &edit[string, entry]{s: &next.hosts}
+	a.cfgEd = &edit[model.ConfigKey, *model.Config]{s: &next.configs}
 	a.mu.Lock()
 	apply(cs)
-	if len(cs.Keys) > 0 && len(eventIDs) > 0 {
-		a.idsMu.Lock()
-		a.appliedIDs = append(a.appliedIDs, eventIDs...)
-		a.idsMu.Unlock()
-	}
 	a.mu.Unlock()
-	if len(cs.Keys) == 0 || a.opts.OnChange == nil {
+	a.next, a.hostEd, a.cfgEd = nil, nil, nil
+	if len(cs.Keys) == 0 {
 		return
 	}
-	cs.EndpointOnly = true
-	for k := range cs.Keys {
-		if k.Kind != model.KindEndpoint {
-			cs.EndpointOnly = false
+	a.cur.Store(&next)
+	if a.opts.OnChange == nil {
+		return
+	}
+	cs.View = &next
+	if !cs.Full {
+		for k := range cs.Keys {
+			if k.Kind != model.KindEndpoint {
+				cs.Full = true
+				break
+			}
 		}
 	}
 	cs.Time = a.opts.Now()
-	cs.EventIDs = eventIDs
 	a.opts.OnChange(cs.Change)
 }
 
 func (a *Aggregate) registryUpdate(i int, u Update) {
-	a.write(u.EventIDs, func(cs *changeSet) {
+	a.write(func(cs *changeSet) {
 		hosts := map[string]struct{}{}
 		for h, svc := range u.Services {
 			e := a.regs[i][h]
@@ -206,7 +234,7 @@ func (a *Aggregate) ConfigChanged(old, cur *model.Config) {
 		return
 	}
 	key := ref.Key()
-	a.write(nil, func(cs *changeSet) {
+	a.write(func(cs *changeSet) {
 		switch key.Kind {
 		case model.KindServiceEntry:
 			a.serviceEntryChanged(key, cur, cs)
@@ -214,12 +242,12 @@ func (a *Aggregate) ConfigChanged(old, cur *model.Config) {
 			a.workloadEntryChanged(key, old, cur, cs)
 		default:
 			if cur == nil {
-				if _, ok := a.configs[key]; !ok {
+				if a.next.Config(key) == nil {
 					return
 				}
-				delete(a.configs, key)
+				a.cfgEd.del(key)
 			} else {
-				a.configs[key] = cur
+				a.cfgEd.set(key, cur)
 			}
 			cs.add(key)
 		}
@@ -388,15 +416,15 @@ func (a *Aggregate) recompute(host string, cs *changeSet) {
 	if e.svc == nil {
 		e = a.seEntry(host)
 	}
-	old := a.merged[host]
+	old, _ := a.next.hosts.get(host)
 	if e.svc == nil && old.svc == nil {
 		return // endpoints without a service are not part of the mesh
 	}
 	if e.svc == nil {
-		delete(a.merged, host)
+		a.hostEd.del(host)
 		e.eps = nil
 	} else {
-		a.merged[host] = e
+		a.hostEd.set(host, e)
 	}
 	ns := cmp.Or(e.svc, old.svc).Namespace
 	if !old.svc.Equal(e.svc) {
@@ -410,63 +438,45 @@ func (a *Aggregate) recompute(host string, cs *changeSet) {
 	}
 	if !slices.EqualFunc(old.eps, e.eps, func(x, y *model.Endpoint) bool { return x == y || x.Equal(y) }) {
 		cs.add(model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: ns})
+		if e.svc.EndpointsInCluster() {
+			cs.Full = true
+		}
 	}
 }
 
-// Read calls fn with a consistent view of the aggregate, under its read lock: fn must not
-// write to the aggregate or its registries, and must not keep the view.
-func (a *Aggregate) Read(fn func(model.SnapshotSource)) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	fn(view{a})
-}
+// View returns the latest published View: the state after the last change reported.
+func (a *Aggregate) View() *View { return a.cur.Load() }
 
-// TakeEventIDs returns the ids of the events whose changes were applied since the previous call
-// (events that changed nothing are not listed). Called inside Read, it returns exactly the
-// events a snapshot built in that Read contains, which can be more than the push request being
-// built names: the state is read when the push runs, and later events may already be in it.
-func (a *Aggregate) TakeEventIDs() []uint64 {
-	a.idsMu.Lock()
-	defer a.idsMu.Unlock()
-	ids := a.appliedIDs
-	a.appliedIDs = nil
-	return ids
+// InOrder calls fn with the latest View between two changes: no change is made or reported
+// while fn runs, so whatever fn hands on (a request to rebuild everything from the View) takes
+// its place in the order of the changes reported to OnChange. fn must not write to the
+// aggregate.
+func (a *Aggregate) InOrder(fn func(*View)) {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	fn(a.cur.Load())
 }
 
 // Services returns every merged service, sorted by hostname.
 func (a *Aggregate) Services() []*model.Service {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	out := view{a}.Services()
+	out := a.View().Services()
 	slices.SortFunc(out, func(x, y *model.Service) int { return strings.Compare(x.Hostname, y.Hostname) })
 	return out
 }
 
 // Service returns the merged service of host, or nil.
-func (a *Aggregate) Service(host string) *model.Service {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.merged[host].svc
-}
+func (a *Aggregate) Service(host string) *model.Service { return a.View().Service(host) }
 
 // Endpoints returns the merged endpoints of host, sorted. The slice must not be modified.
-func (a *Aggregate) Endpoints(host string) []*model.Endpoint {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.merged[host].eps
-}
+func (a *Aggregate) Endpoints(host string) []*model.Endpoint { return a.View().Endpoints(host) }
 
 // ServiceCount is the number of merged services.
-func (a *Aggregate) ServiceCount() int {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return len(a.merged)
-}
+func (a *Aggregate) ServiceCount() int { return a.View().ServiceCount() }
 
 // Rejected returns the ServiceEntries whose latest version could not be converted, with why.
 func (a *Aggregate) Rejected() map[model.ConfigKey]error {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return maps.Clone(a.rejected)
 }
 
@@ -479,22 +489,3 @@ func (a *Aggregate) RejectedError() error {
 	slices.SortFunc(errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
 	return errors.Join(errs...)
 }
-
-// view reads the aggregate's state without locking; Read holds the lock.
-type view struct{ a *Aggregate }
-
-func (v view) Services() []*model.Service {
-	out := make([]*model.Service, 0, len(v.a.merged))
-	for _, e := range v.a.merged {
-		out = append(out, e.svc)
-	}
-	return out
-}
-
-func (v view) Service(host string) *model.Service { return v.a.merged[host].svc }
-
-func (v view) Endpoints(host string) []*model.Endpoint { return v.a.merged[host].eps }
-
-func (v view) Configs() []*model.Config { return slices.Collect(maps.Values(v.a.configs)) }
-
-func (v view) Config(key model.ConfigKey) *model.Config { return v.a.configs[key] }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -29,7 +30,7 @@ func (r *recorder) onChange(c Change) {
 	}
 	slices.Sort(keys)
 	mode := "F"
-	if c.EndpointOnly {
+	if !c.Full {
 		mode = "E"
 	}
 	r.got = append(r.got, mode+" "+strings.Join(keys, " "))
@@ -158,6 +159,28 @@ func TestAggregateMergesServiceEntriesForOneHost(t *testing.T) {
 	}
 }
 
+// TestAggregateDNSEndpointsAreFull: the endpoints of a DNS-resolution service are part of its
+// cluster, so the aggregate reports their change as Full (the debouncer's EDS bypass and the
+// snapshot builder act on that), while an EDS service's stays incremental.
+func TestAggregateDNSEndpointsAreFull(t *testing.T) {
+	mem := NewMemory("m")
+	rec := &recorder{}
+	NewAggregate(AggregateOptions{Registries: []Registry{mem}, OnChange: rec.onChange})
+	mem.SetService(&model.Service{Hostname: "dns", Resolution: model.ResolutionDNS})
+	mem.SetService(&model.Service{Hostname: "eds"})
+	rec.take()
+	mem.SetEndpoints("dns", []*model.Endpoint{ep("a.example.com")})
+	mem.SetEndpoints("eds", []*model.Endpoint{ep("10.0.0.1")})
+	if got, want := rec.take(), []string{"F Endpoint/dns", "E Endpoint/eds"}; !slices.Equal(got, want) {
+		t.Errorf("changes = %q, want %q", got, want)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if c := rec.raw[len(rec.raw)-2]; c.Reason() != model.ReasonEndpointUpdate || !c.EndpointsOnly() || !c.PushRequest().Full {
+		t.Errorf("DNS endpoint change: reason %s, endpoints only %v, request %+v", c.Reason(), c.EndpointsOnly(), c.PushRequest())
+	}
+}
+
 func TestChangePushRequest(t *testing.T) {
 	at := time.Unix(5, 0)
 	tests := []struct {
@@ -166,18 +189,18 @@ func TestChangePushRequest(t *testing.T) {
 		wantReason model.TriggerReason
 		wantFull   bool
 	}{
-		{"endpoints", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: "h"}: {}}, EndpointOnly: true, Time: at, EventIDs: []uint64{7}},
+		{"endpoints", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: "h"}: {}}, Time: at},
 			model.ReasonEndpointUpdate, false},
-		{"service", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindService, Name: "h"}: {}, {Kind: model.KindEndpoint, Name: "h"}: {}}, Time: at},
+		{"service", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindService, Name: "h"}: {}, {Kind: model.KindEndpoint, Name: "h"}: {}}, Full: true, Time: at},
 			model.ReasonServiceUpdate, true},
-		{"config", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindDestinationRule, Name: "d"}: {}}, Time: at},
+		{"config", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindDestinationRule, Name: "d"}: {}}, Full: true, Time: at},
 			model.ReasonConfigUpdate, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			req := tc.c.PushRequest()
 			if req.Full != tc.wantFull || req.Reasons[tc.wantReason] != 1 || req.Count() != 1 || !req.Start.Equal(at) ||
-				len(req.ConfigsUpdated) != len(tc.c.Keys) || !slices.Equal(req.EventIDs, tc.c.EventIDs) {
+				len(req.ConfigsUpdated) != len(tc.c.Keys) {
 				t.Errorf("PushRequest = %+v", req)
 			}
 		})
@@ -189,7 +212,7 @@ func TestMemoryRegistry(t *testing.T) {
 	mem.SetService(&model.Service{Hostname: "b"})
 	mem.SetService(&model.Service{Hostname: "a"})
 	in := []*model.Endpoint{ep("10.0.0.2"), ep("10.0.0.1")}
-	mem.SetEndpoints("a", in, 42)
+	mem.SetEndpoints("a", in)
 	var got []Update
 	mem.Subscribe(func(u Update) { got = append(got, u) })
 	if len(got) != 1 || len(got[0].Services) != 2 || len(got[0].Endpoints) != 1 {
@@ -199,8 +222,8 @@ func TestMemoryRegistry(t *testing.T) {
 	if eps[0].Address != "10.0.0.1" || eps[0].Service != "a" || in[0].Service != "" {
 		t.Errorf("endpoints not owned and sorted: %+v (input %+v)", eps, in)
 	}
-	mem.SetEndpoints("a", nil, 43)
-	if len(got) != 2 || !slices.Equal(got[1].EventIDs, []uint64{43}) || mem.Endpoints("a") != nil {
+	mem.SetEndpoints("a", nil)
+	if len(got) != 2 || mem.Endpoints("a") != nil {
 		t.Errorf("updates = %+v", got)
 	}
 	mem.DeleteService("b")
@@ -223,7 +246,7 @@ func TestAggregateConcurrentWriters(t *testing.T) {
 			mem.SetService(&model.Service{Hostname: host})
 			for i := range 50 {
 				mem.SetEndpoints(host, []*model.Endpoint{ep("10.0.0." + string(rune('0'+i%10)))})
-				agg.Read(func(v model.SnapshotSource) { _ = v.Endpoints(host) })
+				_ = agg.View().Endpoints(host)
 			}
 		})
 	}
@@ -233,6 +256,47 @@ func TestAggregateConcurrentWriters(t *testing.T) {
 	}
 	if changes != 4*51 { // per host: the service, then 50 endpoint sets that each differ from the last
 		t.Errorf("changes = %d, want %d", changes, 4*51)
+	}
+}
+
+// TestAggregateViewsAreImmutable: each Change carries the state right after it, and later
+// writes leave an earlier View as it was.
+func TestAggregateViewsAreImmutable(t *testing.T) {
+	mem := NewMemory("m")
+	var views []*View
+	agg := NewAggregate(AggregateOptions{Registries: []Registry{mem}, OnChange: func(c Change) { views = append(views, c.View) }})
+	mem.SetService(&model.Service{Hostname: "a"})
+	mem.SetEndpoints("a", []*model.Endpoint{ep("10.0.0.1")})
+	agg.ConfigChanged(nil, &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "d", Namespace: "ns"}})
+	for i := range 100 { // enough hosts to touch every shard
+		mem.SetService(&model.Service{Hostname: fmt.Sprintf("h%d", i)})
+	}
+	mem.SetEndpoints("a", []*model.Endpoint{ep("10.0.0.2")})
+	mem.DeleteService("a")
+	if len(views) != 105 {
+		t.Fatalf("%d views, want one per change (105)", len(views))
+	}
+	describe := func(v *View) string {
+		var eps []string
+		for _, e := range v.Endpoints("a") {
+			eps = append(eps, e.Address)
+		}
+		return fmt.Sprintf("services=%d a=%v eps=%v configs=%d", v.ServiceCount(), v.Service("a") != nil, eps, len(v.Configs()))
+	}
+	for i, want := range map[int]string{
+		0:   "services=1 a=true eps=[] configs=0",
+		1:   "services=1 a=true eps=[10.0.0.1] configs=0",
+		2:   "services=1 a=true eps=[10.0.0.1] configs=1",
+		102: "services=101 a=true eps=[10.0.0.1] configs=1",
+		103: "services=101 a=true eps=[10.0.0.2] configs=1",
+		104: "services=100 a=false eps=[] configs=1",
+	} {
+		if got := describe(views[i]); got != want {
+			t.Errorf("view %d: %s, want %s", i, got, want)
+		}
+	}
+	if agg.View() != views[104] || len(views[104].Services()) != 100 || views[2].Config(model.ConfigKey{Kind: model.KindDestinationRule, Name: "d", Namespace: "ns"}) == nil {
+		t.Errorf("latest view %p, want the last change's %p", agg.View(), views[104])
 	}
 }
 
@@ -258,22 +322,5 @@ func TestAggregateRegistryPriorityAndReplay(t *testing.T) {
 	}
 	if got := rec.take(); !slices.Equal(got, []string{"F Endpoint/h Service/h", "F Endpoint/h Service/h"}) {
 		t.Errorf("changes = %q (the shadowed endpoint write must report nothing)", got)
-	}
-}
-
-func TestAggregateTakeEventIDs(t *testing.T) {
-	mem := NewMemory("m")
-	agg := NewAggregate(AggregateOptions{Registries: []Registry{mem}})
-	mem.SetService(&model.Service{Hostname: "h"}, 1)
-	mem.SetEndpoints("h", []*model.Endpoint{ep("10.0.0.1")}, 2)
-	mem.SetEndpoints("h", []*model.Endpoint{ep("10.0.0.1")}, 3) // no change: not listed
-	mem.SetEndpoints("ghost", []*model.Endpoint{ep("10.0.0.1")}, 4)
-	var ids []uint64
-	agg.Read(func(model.SnapshotSource) { ids = agg.TakeEventIDs() })
-	if !slices.Equal(ids, []uint64{1, 2}) {
-		t.Errorf("ids = %v, want [1 2]", ids)
-	}
-	if again := agg.TakeEventIDs(); len(again) != 0 {
-		t.Errorf("ids taken twice: %v", again)
 	}
 }

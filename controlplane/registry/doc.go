@@ -9,12 +9,18 @@
 //   - Aggregate merges the registries (in priority order) with the ServiceEntry-derived
 //     services, mirrors the other Istio config kinds (VirtualService, DestinationRule, Sidecar,
 //     Gateway), and reports every change to one consumer as a typed Change: the affected
-//     ConfigKeys and whether only endpoints changed. A ServiceEntry or WorkloadEntry change
-//     recomputes only the hosts it touches.
+//     ConfigKeys, whether the change is Full (anything but endpoints of EDS services), and the
+//     immutable View of its state right after the change. This is the control plane's one
+//     account of what changed: the debouncer's EDS bypass reads Full, and the snapshot builder
+//     applies the keys from the View without comparing anything else. A ServiceEntry or
+//     WorkloadEntry change recomputes only the hosts it touches.
 //
 // Subpackage kube is a Registry fed by a Kubernetes cluster (Services and EndpointSlices, and
 // Istio's config kinds into the config store) through client-go informers.
 //
-// The snapshot builder (model.BuildSnapshot) reads the aggregate through Aggregate.Read, under
-// one read lock, so a snapshot always sees one consistent state.
+// A View is copy-on-write by shard (a write copies the 64th of the hosts or configs it touches),
+// so one per change is cheap and readers take no lock. The snapshot builder (model.BuildSnapshot)
+// reads the View of the newest change in its batch (model.PushRequest.Source), so a snapshot
+// holds exactly the changes its request names, never a later one whose Change is still on its
+// way to the debouncer.
 package registry

@@ -26,8 +26,6 @@ type Update struct {
 	// Endpoints maps a host to its new endpoints (nil: none), sorted by
 	// model.CompareEndpoints, each naming the host as its Service.
 	Endpoints map[string][]*model.Endpoint
-	// EventIDs of simulator events carried by this change, when known.
-	EventIDs []uint64
 }
 
 // Memory is a Registry held in memory, safe for concurrent use. Values handed to it are owned
@@ -79,25 +77,25 @@ func (m *Memory) write(apply func() Update) {
 }
 
 // SetService adds or replaces a service (its endpoints are kept).
-func (m *Memory) SetService(svc *model.Service, eventIDs ...uint64) {
+func (m *Memory) SetService(svc *model.Service) {
 	m.write(func() Update {
 		m.services[svc.Hostname] = svc
-		return Update{Services: map[string]*model.Service{svc.Hostname: svc}, EventIDs: eventIDs}
+		return Update{Services: map[string]*model.Service{svc.Hostname: svc}}
 	})
 }
 
 // DeleteService removes a service and its endpoints.
-func (m *Memory) DeleteService(host string, eventIDs ...uint64) {
+func (m *Memory) DeleteService(host string) {
 	m.write(func() Update {
 		delete(m.services, host)
 		delete(m.endpoints, host)
-		return Update{Services: map[string]*model.Service{host: nil}, Endpoints: map[string][]*model.Endpoint{host: nil}, EventIDs: eventIDs}
+		return Update{Services: map[string]*model.Service{host: nil}, Endpoints: map[string][]*model.Endpoint{host: nil}}
 	})
 }
 
 // SetEndpoints replaces the endpoints of a host (nil removes them). Each endpoint's Service
 // is set to host.
-func (m *Memory) SetEndpoints(host string, eps []*model.Endpoint, eventIDs ...uint64) {
+func (m *Memory) SetEndpoints(host string, eps []*model.Endpoint) {
 	eps = ownEndpoints(host, eps)
 	m.write(func() Update {
 		if len(eps) == 0 {
@@ -105,7 +103,7 @@ func (m *Memory) SetEndpoints(host string, eps []*model.Endpoint, eventIDs ...ui
 		} else {
 			m.endpoints[host] = eps
 		}
-		return Update{Endpoints: map[string][]*model.Endpoint{host: eps}, EventIDs: eventIDs}
+		return Update{Endpoints: map[string][]*model.Endpoint{host: eps}}
 	})
 }
 

@@ -161,7 +161,7 @@ func TestControllerServicesAndEndpoints(t *testing.T) {
 	}
 	epKey := model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
 	ch := h.next(t, "endpoint update", func(ch registry.Change) bool { return has(ch, epKey) })
-	if !ch.EndpointOnly || len(ch.Keys) != 1 || ch.Reason() != model.ReasonEndpointUpdate {
+	if ch.Full || len(ch.Keys) != 1 || ch.Reason() != model.ReasonEndpointUpdate {
 		t.Fatalf("slice update gave %+v, want an endpoint-only change of %s", ch, host)
 	}
 	if eps := h.agg.Endpoints(host); len(eps) != 2 || eps[1].Address != "10.1.0.3" {
@@ -185,7 +185,7 @@ func TestControllerServicesAndEndpoints(t *testing.T) {
 	ch = h.next(t, "late service", func(ch registry.Change) bool {
 		return has(ch, model.ConfigKey{Kind: model.KindService, Name: lateHost, Namespace: "shop"})
 	})
-	if ch.EndpointOnly || ch.ServicesAdded != 1 || len(h.agg.Endpoints(lateHost)) != 1 {
+	if !ch.Full || ch.ServicesAdded != 1 || len(h.agg.Endpoints(lateHost)) != 1 {
 		t.Fatalf("late service change %+v, endpoints %v", ch, h.agg.Endpoints(lateHost))
 	}
 
@@ -345,7 +345,7 @@ func TestControllerPods(t *testing.T) {
 	endpointOnly := func(what string) {
 		t.Helper()
 		ch := h.next(t, what, func(ch registry.Change) bool { return has(ch, epKey) })
-		if !ch.EndpointOnly || len(ch.Keys) != 1 {
+		if ch.Full || len(ch.Keys) != 1 {
 			t.Fatalf("%s gave %+v, want an endpoint-only change of %s", what, ch, host)
 		}
 	}
