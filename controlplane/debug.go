@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Handler serves /metrics, /debug/config, /debug/snapshot, /debug/syncz and Go's profiles under
@@ -43,7 +44,7 @@ type DebugConfig struct {
 	FileErrors uint64              `json:"fileErrors"`
 	Synced     bool                `json:"synced"`
 	// StoreObjects counts the config store's objects by kind.
-	StoreObjects map[model.Kind]int `json:"storeObjects"`
+	StoreObjects map[istioconfig.Kind]int `json:"storeObjects"`
 	// RejectedServiceEntries are entries whose latest version could not be converted (their
 	// previous services are kept), with why.
 	RejectedServiceEntries map[string]string `json:"rejectedServiceEntries,omitempty"`
@@ -57,12 +58,12 @@ func (s *Server) DebugConfig() DebugConfig {
 	st := s.FileStatus()
 	out := DebugConfig{
 		ConfigDir: s.opts.ConfigDir, Files: st.Files, FileErrors: st.Errors, Synced: st.Synced,
-		StoreObjects: map[model.Kind]int{}, SnapshotVersion: s.Snapshot().Version,
+		StoreObjects: map[istioconfig.Kind]int{}, SnapshotVersion: s.Snapshot().Version,
 	}
 	if out.Files == nil {
 		out.Files = []config.FileStatus{}
 	}
-	for _, k := range model.ConfigKinds() {
+	for _, k := range istioconfig.Kinds() {
 		if n := len(s.store.List(k, "")); n > 0 {
 			out.StoreObjects[k] = n
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/security"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 const (
@@ -158,8 +159,8 @@ spec:
 		t.Fatal(err)
 	}
 	waitSnap(t, l.srv, "the PeerAuthentication, AuthorizationPolicies and RequestAuthentication", func(s *model.Snapshot) bool {
-		return len(s.Configs(model.KindPeerAuthentication)) == 1 && len(s.Configs(model.KindAuthorizationPolicy)) == 3 &&
-			len(s.Configs(model.KindRequestAuthentication)) == 1
+		return len(s.Configs(istioconfig.KindPeerAuthentication)) == 1 && len(s.Configs(istioconfig.KindAuthorizationPolicy)) == 3 &&
+			len(s.Configs(istioconfig.KindRequestAuthentication)) == 1
 	})
 }
 

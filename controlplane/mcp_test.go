@@ -19,10 +19,11 @@ import (
 	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/security"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
-func mcpEntry(name string, port uint32) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Namespace: "default", Name: name},
+func mcpEntry(name string, port uint32) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Namespace: "default", Name: name},
 		Spec: &networking.ServiceEntry{Hosts: []string{name + ".default.svc.cluster.local"}, Location: networking.ServiceEntry_MESH_INTERNAL,
 			Resolution: networking.ServiceEntry_STATIC, Ports: []*networking.ServicePort{{Number: port, Name: "http", Protocol: "HTTP"}},
 			Endpoints: []*networking.WorkloadEntry{{Address: "10.0.0.1"}}}}
@@ -56,7 +57,7 @@ func TestControlPlaneOverMCP(t *testing.T) {
 	up.ServeMCP = true
 	up.Secure.Addr, up.Secure.CADir = "127.0.0.1:0", caDir
 	upstream := controlplanetest.NewServer(t, up)
-	if err := upstream.ConfigStore().Apply([]*model.Config{mcpEntry("a", 80), mcpEntry("b", 80)}, nil); err != nil {
+	if err := upstream.ConfigStore().Apply([]*istioconfig.Config{mcpEntry("a", 80), mcpEntry("b", 80)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	ca, err := security.LoadOrCreateCA(caDir, time.Now())
@@ -105,11 +106,11 @@ func TestControlPlaneOverMCP(t *testing.T) {
 				t.Fatal("downstream never synced")
 			}
 			waitHosts(t, downstream, "a.default.svc.cluster.local", "b.default.svc.cluster.local")
-			if err := upstream.ConfigStore().Apply([]*model.Config{mcpEntry("c", 80)}, []model.ConfigKey{mcpEntry("a", 80).Key()}); err != nil {
+			if err := upstream.ConfigStore().Apply([]*istioconfig.Config{mcpEntry("c", 80)}, []istioconfig.Key{mcpEntry("a", 80).Key()}); err != nil {
 				t.Fatal(err)
 			}
 			waitHosts(t, downstream, "b.default.svc.cluster.local", "c.default.svc.cluster.local")
-			if err := upstream.ConfigStore().Apply([]*model.Config{mcpEntry("a", 80)}, []model.ConfigKey{mcpEntry("c", 80).Key()}); err != nil {
+			if err := upstream.ConfigStore().Apply([]*istioconfig.Config{mcpEntry("a", 80)}, []istioconfig.Key{mcpEntry("c", 80).Key()}); err != nil {
 				t.Fatal(err)
 			}
 			waitHosts(t, downstream, "a.default.svc.cluster.local", "b.default.svc.cluster.local")

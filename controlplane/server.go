@@ -27,6 +27,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/security"
 	"github.com/xdslab/xdslab/controlplane/xds"
 	"github.com/xdslab/xdslab/internal/mcp"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Pusher receives every snapshot the server builds, in order, one call at a time (the
@@ -277,7 +278,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Convert:    registry.ConvertOptions{TrustDomain: s.opts.TrustDomain},
 		Now:        s.opts.Now,
 		OnChange:   s.onChange,
-		OnError: func(key model.ConfigKey, err error) {
+		OnError: func(key istioconfig.Key, err error) {
 			s.log.Warn("ServiceEntry rejected; keeping its previous services", "config", key.String(), "err", err)
 		},
 	})
@@ -310,9 +311,9 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) serveMCP(ev config.Event) {
 	var err error
 	if ev.New == nil {
-		err = s.mcp.Apply(nil, []model.ConfigKey{ev.Key()})
+		err = s.mcp.Apply(nil, []istioconfig.Key{ev.Key()})
 	} else {
-		err = s.mcp.Apply([]*model.Config{ev.New}, nil)
+		err = s.mcp.Apply([]*istioconfig.Config{ev.New}, nil)
 	}
 	if err != nil {
 		s.log.Warn("config object not served over MCP", "config", ev.Key().String(), "err", err)
@@ -573,7 +574,7 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 // namespaces, the report hosts.
 func pushRequestFor(req *model.PushRequest, rep model.ChangeReport, prev, next *model.Snapshot) *model.PushRequest {
 	out := &model.PushRequest{Full: rep.Full, Reasons: req.Reasons, Start: req.Start,
-		ConfigsUpdated: make(map[model.ConfigKey]struct{}, len(rep.ServicesAdded)+len(rep.ServicesRemoved)+
+		ConfigsUpdated: make(map[istioconfig.Key]struct{}, len(rep.ServicesAdded)+len(rep.ServicesRemoved)+
 			len(rep.ServicesChanged)+len(rep.EndpointsChanged)+len(rep.ConfigsChanged))}
 	ns := func(host string) string {
 		if svc := next.Service(host); svc != nil {
@@ -586,11 +587,11 @@ func pushRequestFor(req *model.PushRequest, rep model.ChangeReport, prev, next *
 	}
 	for _, hosts := range [][]string{rep.ServicesAdded, rep.ServicesRemoved, rep.ServicesChanged} {
 		for _, h := range hosts {
-			out.ConfigsUpdated[model.ConfigKey{Kind: model.KindService, Name: h, Namespace: ns(h)}] = struct{}{}
+			out.ConfigsUpdated[istioconfig.Key{Kind: model.KindService, Name: h, Namespace: ns(h)}] = struct{}{}
 		}
 	}
 	for _, h := range rep.EndpointsChanged {
-		out.ConfigsUpdated[model.ConfigKey{Kind: model.KindEndpoint, Name: h, Namespace: ns(h)}] = struct{}{}
+		out.ConfigsUpdated[istioconfig.Key{Kind: model.KindEndpoint, Name: h, Namespace: ns(h)}] = struct{}{}
 	}
 	for _, k := range rep.ConfigsChanged {
 		out.ConfigsUpdated[k] = struct{}{}

@@ -22,6 +22,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // grpc-go's xDS client starts a certificate-file watcher for TLS channel credentials from the
@@ -184,7 +185,7 @@ func TestServerFileSourceEndToEnd(t *testing.T) {
 	if rep.Full || !slices.Equal(rep.EndpointsChanged, []string{host}) {
 		t.Errorf("endpoint-only report = %+v, want incremental for %s", rep, host)
 	}
-	epKey := model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
+	epKey := istioconfig.Key{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
 	if _, ok := p.req.ConfigsUpdated[epKey]; p.req.Full || !ok || len(p.req.ConfigsUpdated) != 1 || p.req.Count() < 1 {
 		t.Errorf("pushed request = %+v, want endpoint-only for %s", p.req, epKey)
 	}
@@ -201,7 +202,7 @@ func TestServerFileSourceEndToEnd(t *testing.T) {
 	if len(dbg.Files) != 1 || dbg.Files[0].LastError == "" || !strings.Contains(dbg.Files[0].LastError, "web.yaml") {
 		t.Fatalf("/debug/config files = %+v, want web.yaml with its error", dbg.Files)
 	}
-	if len(dbg.Files[0].Objects) != 1 || dbg.Services != 1 || dbg.StoreObjects[model.KindServiceEntry] != 1 {
+	if len(dbg.Files[0].Objects) != 1 || dbg.Services != 1 || dbg.StoreObjects[istioconfig.KindServiceEntry] != 1 {
 		t.Errorf("/debug/config = %+v, want the last good object kept", dbg)
 	}
 	if got := s.Snapshot(); got.Version != good.Version || len(got.Endpoints(host)) != 2 {
@@ -222,9 +223,9 @@ spec:
   - route:
     - destination: {host: web.shop.svc.cluster.local}
 `)
-	snap = waitSnap(t, s, "the VirtualService", func(s *model.Snapshot) bool { return len(s.Configs(model.KindVirtualService)) == 1 })
+	snap = waitSnap(t, s, "the VirtualService", func(s *model.Snapshot) bool { return len(s.Configs(istioconfig.KindVirtualService)) == 1 })
 	rep = pushes.report(t, snap.Version)
-	if !rep.Full || len(rep.ConfigsChanged) != 1 || rep.ConfigsChanged[0].Kind != model.KindVirtualService {
+	if !rep.Full || len(rep.ConfigsChanged) != 1 || rep.ConfigsChanged[0].Kind != istioconfig.KindVirtualService {
 		t.Errorf("config report = %+v", rep)
 	}
 
@@ -285,12 +286,12 @@ func TestServerMemoryRegistry(t *testing.T) {
 	}
 
 	// In-process writers reach the config store too.
-	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "a", Namespace: "ns"},
+	dr := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "a", Namespace: "ns"},
 		Spec: &networking.DestinationRule{Host: "a.ns.svc.cluster.local"}}
 	if _, err := s.ConfigStore().Update(dr); err != nil {
 		t.Fatal(err)
 	}
-	snap = waitSnap(t, s, "the DestinationRule", func(s *model.Snapshot) bool { return len(s.Configs(model.KindDestinationRule)) == 1 })
+	snap = waitSnap(t, s, "the DestinationRule", func(s *model.Snapshot) bool { return len(s.Configs(istioconfig.KindDestinationRule)) == 1 })
 	if rep := pushes.report(t, snap.Version); !rep.Full || len(rep.ConfigsChanged) != 1 {
 		t.Errorf("DestinationRule report = %+v", rep)
 	}
@@ -321,7 +322,7 @@ func TestServerBundledExample(t *testing.T) {
 	if n := len(snap.Endpoints("ratings.bookinfo.svc.cluster.local")); n != 2 {
 		t.Errorf("ratings endpoints = %d, want the 2 WorkloadEntries", n)
 	}
-	if len(snap.Configs(model.KindVirtualService)) != 1 || len(snap.Configs(model.KindDestinationRule)) != 1 {
+	if len(snap.Configs(istioconfig.KindVirtualService)) != 1 || len(snap.Configs(istioconfig.KindDestinationRule)) != 1 {
 		t.Errorf("configs = %+v", snap.Summary().Configs)
 	}
 	for _, f := range s.FileStatus().Files {

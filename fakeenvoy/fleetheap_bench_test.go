@@ -24,6 +24,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/simulator"
 )
 
@@ -247,7 +248,7 @@ func serveMeshMain(services int) int {
 	}
 	defer srv.Stop()
 	initial := sim.Initial()
-	cfgs := make([]*model.Config, len(initial))
+	cfgs := make([]*istioconfig.Config, len(initial))
 	for i := range initial {
 		cfgs[i] = &initial[i]
 	}
@@ -285,7 +286,7 @@ func serveMeshMain(services int) int {
 				first = ev.Scheduled
 			}
 			time.Sleep(time.Until(start.Add(ev.Scheduled - first)))
-			up := make([]*model.Config, len(ev.Upserts))
+			up := make([]*istioconfig.Config, len(ev.Upserts))
 			for j := range ev.Upserts {
 				up[j] = &ev.Upserts[j]
 			}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/xdslab/xdslab/controlplane/config"
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Mesh is an explicit mesh: these services, with these ports and these endpoint counts per
@@ -64,7 +64,7 @@ const MeshConfigFile = "topology.mesh.config"
 
 // Objects decodes the mesh's config with the control plane's decoder. It returns the objects
 // of the documents that decode; Validate reports the others, with their lines.
-func (m *Mesh) Objects() []*model.Config {
+func (m *Mesh) Objects() []*istioconfig.Config {
 	if m == nil || strings.TrimSpace(m.Config) == "" {
 		return nil
 	}
@@ -279,7 +279,7 @@ func (v *validator) meshConfig() {
 	}
 	if v.s.Sink.Kind == SinkKube {
 		for _, c := range res.Configs {
-			if c.Kind == model.KindPeerAuthentication {
+			if c.Kind == istioconfig.KindPeerAuthentication {
 				v.addAt(path, base+1, "use sink kind dir or mcp (or the in-process control plane), or leave the PeerAuthentication out",
 					"PeerAuthentication %s/%s: the kube sink cannot write it", c.Namespace, c.Name)
 			}

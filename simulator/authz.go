@@ -8,7 +8,7 @@ import (
 
 	securityapi "istio.io/api/security/v1beta1"
 
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -127,20 +127,20 @@ func (m *mesh) authzRule(p *authzPolicy) *securityapi.Rule {
 }
 
 // authzConfig renders p as security.istio.io's AuthorizationPolicy.
-func authzConfig(p *authzPolicy) model.Config {
+func authzConfig(p *authzPolicy) istioconfig.Config {
 	action := securityapi.AuthorizationPolicy_ALLOW
 	if p.deny {
 		action = securityapi.AuthorizationPolicy_DENY
 	}
-	return model.Config{
-		Meta: model.Meta{Kind: model.KindAuthorizationPolicy, Name: p.name, Namespace: p.ns, Labels: map[string]string{AuthzLabel: "true"}},
+	return istioconfig.Config{
+		Meta: istioconfig.Meta{Kind: istioconfig.KindAuthorizationPolicy, Name: p.name, Namespace: p.ns, Labels: map[string]string{AuthzLabel: "true"}},
 		Spec: &securityapi.AuthorizationPolicy{Action: action, Rules: slices.Clone(p.rules)},
 	}
 }
 
 // authzObjects renders every policy.
-func (m *mesh) authzObjects() []model.Config {
-	out := make([]model.Config, 0, len(m.authz.policies))
+func (m *mesh) authzObjects() []istioconfig.Config {
+	out := make([]istioconfig.Config, 0, len(m.authz.policies))
 	for _, p := range m.authz.policies {
 		out = append(out, authzConfig(p))
 	}

@@ -12,7 +12,7 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/config"
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -22,8 +22,8 @@ func authzTopology() Topology {
 	return t
 }
 
-func authzOf(cfgs []model.Config) map[model.ConfigKey]*securityapi.AuthorizationPolicy {
-	out := map[model.ConfigKey]*securityapi.AuthorizationPolicy{}
+func authzOf(cfgs []istioconfig.Config) map[istioconfig.Key]*securityapi.AuthorizationPolicy {
+	out := map[istioconfig.Key]*securityapi.AuthorizationPolicy{}
 	for _, c := range cfgs {
 		if ap, ok := c.Spec.(*securityapi.AuthorizationPolicy); ok {
 			out[c.Key()] = ap
@@ -91,7 +91,7 @@ func TestAuthzChurn(t *testing.T) {
 		sim, err := New(Config{Seed: 9, Duration: 20 * time.Second, Topology: authzTopology(),
 			Churn: []Churn{{Kind: ConfigChange, Target: TargetAuthz, Every: time.Second, Services: services}}})
 		require.NoError(t, err)
-		rules := map[model.ConfigKey]int{}
+		rules := map[istioconfig.Key]int{}
 		for k, ap := range authzOf(sim.Initial()) {
 			rules[k] = len(ap.Rules)
 		}
@@ -167,10 +167,10 @@ func TestRenderAuthorizationPolicy(t *testing.T) {
 	sim, err := New(Config{Seed: 1, Duration: time.Second, Topology: authzTopology()})
 	require.NoError(t, err)
 	for _, c := range sim.Initial() {
-		if c.Kind != model.KindAuthorizationPolicy {
+		if c.Kind != istioconfig.KindAuthorizationPolicy {
 			continue
 		}
-		y, err := RenderYAML(c, DefaultAPIVersion)
+		y, err := istioconfig.RenderYAML(c, istioconfig.DefaultAPIVersion)
 		require.NoError(t, err)
 		require.Contains(t, string(y), "apiVersion: security.istio.io/v1\n")
 		require.Contains(t, string(y), "kind: AuthorizationPolicy\n")
@@ -196,12 +196,12 @@ func TestAuthzDirSink(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, sink.Close())
 	require.Equal(t, 9, stats.Events)
-	got := map[model.ConfigKey]*model.Config{}
+	got := map[istioconfig.Key]*istioconfig.Config{}
 	for name, data := range readDir(t, dir) {
 		cfgs, err := config.Decode(name, []byte(data))
 		require.NoError(t, err, name)
 		for _, c := range cfgs {
-			if c.Kind == model.KindAuthorizationPolicy {
+			if c.Kind == istioconfig.KindAuthorizationPolicy {
 				got[c.Key()] = c
 			}
 		}

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -59,7 +59,7 @@ func applyChurn(t testing.TB, ctx context.Context, sim *Simulator, sink Sink) ma
 // checkEvents applies events to a store built from initial, and checks each expectation against
 // the reference view: it did not hold before the event, it holds after, and it reaches the
 // service's own namespace under sidecar scoping.
-func checkEvents(t *testing.T, initial []model.Config, events []Event, scoped bool) store {
+func checkEvents(t *testing.T, initial []istioconfig.Config, events []Event, scoped bool) store {
 	t.Helper()
 	st := newStore(initial)
 	for _, ev := range events {
@@ -88,7 +88,7 @@ func checkEvents(t *testing.T, initial []model.Config, events []Event, scoped bo
 }
 
 // importersOf reads the Sidecars: namespace → the namespaces whose Sidecar imports it.
-func importersOf(cfgs []model.Config) map[string][]string {
+func importersOf(cfgs []istioconfig.Config) map[string][]string {
 	out := map[string][]string{}
 	for _, c := range cfgs {
 		sc, ok := c.Spec.(*networking.Sidecar)
@@ -139,7 +139,7 @@ func checkPredicateReach(t *testing.T, ev Event, importers map[string][]string) 
 	}
 }
 
-func requireSameObjects(t *testing.T, want []model.Config, got store) {
+func requireSameObjects(t *testing.T, want []istioconfig.Config, got store) {
 	t.Helper()
 	w := newStore(want)
 	require.Len(t, got, len(w))
@@ -214,7 +214,7 @@ func TestMixedChurnMatchesState(t *testing.T) {
 	}
 }
 
-func addressesOf(c model.Config) []string {
+func addressesOf(c istioconfig.Config) []string {
 	switch spec := c.Spec.(type) {
 	case *networking.ServiceEntry:
 		var out []string

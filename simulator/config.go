@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Config is everything the simulator needs. Field names mirror the scenario file's topology and
@@ -74,7 +74,7 @@ type Topology struct {
 type Mesh struct {
 	Services []MeshService
 	// Config are written before the services (Sidecars, Gateways, VirtualServices, ...).
-	Config []model.Config
+	Config []istioconfig.Config
 }
 
 // MeshService is one explicit service; its endpoints get addresses from 10.0.0.0/8 like the

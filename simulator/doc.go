@@ -3,7 +3,7 @@
 //
 // The flow is: a Config (topology densities and churn processes, a seed and a duration) becomes a
 // Simulator, a pure core with no clock and no I/O. Its Initial method returns the starting
-// topology as Istio objects (model.Config whose Spec is a ServiceEntry, WorkloadEntry,
+// topology as Istio objects (istioconfig.Config whose Spec is a ServiceEntry, WorkloadEntry,
 // VirtualService, DestinationRule, Sidecar, Gateway or AuthorizationPolicy from istio.io/api);
 // its Next method returns the churn
 // events in timeline order. Every name, address and arrival time is a function of the seed only:
@@ -31,5 +31,5 @@
 // EventLog writes the event stream as JSON lines, which ParseTrace reads back for the replay churn
 // kind; the in-process sink (sink_inprocess.go) applies the same configs through a
 // ConfigApplier, which our control plane's config.Memory implements. Sink needs nothing beyond
-// model.Config and ConfigKey.
+// istioconfig.Config and Key.
 package simulator

@@ -3,7 +3,7 @@ package simulator
 import (
 	"time"
 
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -18,8 +18,8 @@ type Event struct {
 	Phase string
 	// Scheduled is the event's offset from the start of churn on the absolute timeline.
 	Scheduled time.Duration
-	Upserts   []model.Config
-	Deletes   []model.ConfigKey
+	Upserts   []istioconfig.Config
+	Deletes   []istioconfig.Key
 	// Expectation has EventID, Kind, All and Reach set by the simulator; the Runner sets
 	// Scheduled (absolute) before OnEvent and T0 after the sink applied the event.
 	Expectation probe.Expectation

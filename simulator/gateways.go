@@ -7,7 +7,7 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -40,8 +40,8 @@ func (h *gwHost) vsName() string  { return fmt.Sprintf("%s-h-%d", gatewayName(h.
 func (h *gwHost) cluster() string { return clusterName(h.port, "", h.svc.host()) }
 func gatewayName(i int) string    { return fmt.Sprintf("gw-%d", i) }
 func gatewayDomain(i int) string  { return fmt.Sprintf("*.%s.example.com", gatewayName(i)) }
-func (h *gwHost) key() model.ConfigKey {
-	return model.ConfigKey{Kind: model.KindVirtualService, Name: h.vsName(), Namespace: h.svc.ns}
+func (h *gwHost) key() istioconfig.Key {
+	return istioconfig.Key{Kind: istioconfig.KindVirtualService, Name: h.vsName(), Namespace: h.svc.ns}
 }
 
 // gatewayState is the mesh's ingress: the hosts and how many hosts route to each backend
@@ -104,7 +104,7 @@ func (m *mesh) bindHost(h *gwHost, s *service) {
 	m.gw.backends[s]++
 }
 
-func (m *mesh) gatewayConfig(i int) model.Config {
+func (m *mesh) gatewayConfig(i int) istioconfig.Config {
 	srv := []*networking.Server{{
 		Port:  &networking.Port{Number: GatewayHTTPPort, Name: "http", Protocol: "HTTP"},
 		Hosts: []string{"*/" + gatewayDomain(i)},
@@ -116,13 +116,13 @@ func (m *mesh) gatewayConfig(i int) model.Config {
 			Tls:   &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH},
 		})
 	}
-	return model.Config{
-		Meta: model.Meta{Kind: model.KindGateway, Name: gatewayName(i), Namespace: GatewayNamespace, Labels: map[string]string{GatewayLabel: gatewayName(i)}},
+	return istioconfig.Config{
+		Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Name: gatewayName(i), Namespace: GatewayNamespace, Labels: map[string]string{GatewayLabel: gatewayName(i)}},
 		Spec: &networking.Gateway{Selector: GatewaySelector(), Servers: srv},
 	}
 }
 
-func (m *mesh) gatewayVS(h *gwHost) model.Config {
+func (m *mesh) gatewayVS(h *gwHost) istioconfig.Config {
 	d := &networking.Destination{Host: h.svc.host(), Port: &networking.PortSelector{Number: h.port}}
 	vs := &networking.VirtualService{
 		Hosts:    []string{h.host()},
@@ -135,18 +135,18 @@ func (m *mesh) gatewayVS(h *gwHost) model.Config {
 			Route: []*networking.RouteDestination{{Destination: d}},
 		}}
 	}
-	return model.Config{
-		Meta: model.Meta{Kind: model.KindVirtualService, Name: h.vsName(), Namespace: h.svc.ns, Labels: map[string]string{GatewayLabel: gatewayName(h.gw)}},
+	return istioconfig.Config{
+		Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: h.vsName(), Namespace: h.svc.ns, Labels: map[string]string{GatewayLabel: gatewayName(h.gw)}},
 		Spec: vs,
 	}
 }
 
 // gatewayObjects renders the Gateways and their VirtualServices.
-func (m *mesh) gatewayObjects() []model.Config {
+func (m *mesh) gatewayObjects() []istioconfig.Config {
 	if len(m.gw.hosts) == 0 && m.topo.Gateways.Count == 0 {
 		return nil
 	}
-	var out []model.Config
+	var out []istioconfig.Config
 	for i := range m.topo.Gateways.Count {
 		out = append(out, m.gatewayConfig(i))
 	}

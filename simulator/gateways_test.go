@@ -11,8 +11,8 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/config"
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -105,7 +105,7 @@ func TestGatewayChurn(t *testing.T) {
 	// Every gateway VS still routes to a live service.
 	hosts := map[string]bool{}
 	for _, c := range sim.Current() {
-		if c.Kind == model.KindServiceEntry {
+		if c.Kind == istioconfig.KindServiceEntry {
 			hosts[c.Spec.(*networking.ServiceEntry).Hosts[0]] = true
 		}
 	}

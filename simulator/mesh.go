@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -152,13 +152,13 @@ type mesh struct {
 	// hostImporters[host] lists the client namespaces whose Sidecar imports that one host
 	// (NS/HOST, an explicit mesh's Sidecars) without importing its whole namespace.
 	hostImporters map[string][]string
-	sidecars      []model.Config
+	sidecars      []istioconfig.Config
 	gw            gatewayState
 	// namespaces are where service-create puts services: ns-0 … or the explicit mesh's.
 	namespaces []string
 	// static are the explicit mesh's Istio objects, written as they are; locs its localities
 	// (zone index i of an explicit endpoint is locs[i]).
-	static []model.Config
+	static []istioconfig.Config
 	locs   []string
 	// explicitNames are the explicit mesh's services (namespace/name).
 	explicitNames map[string]bool
@@ -240,8 +240,8 @@ func (m *mesh) buildSidecars() {
 				hosts = append(hosts, nsName(j)+"/*")
 			}
 		}
-		m.sidecars = append(m.sidecars, model.Config{
-			Meta: model.Meta{Kind: model.KindSidecar, Name: "default", Namespace: ns},
+		m.sidecars = append(m.sidecars, istioconfig.Config{
+			Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: ns},
 			Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: hosts}}},
 		})
 	}
@@ -455,8 +455,8 @@ func predicateNamespace(p probe.Predicate) (string, bool) {
 
 // --- rendering to Istio objects -------------------------------------------------------------
 
-func (s *service) meta(kind model.Kind, name string) model.Meta {
-	return model.Meta{Kind: kind, Name: name, Namespace: s.ns, Labels: map[string]string{ServiceLabel: s.name}}
+func (s *service) meta(kind istioconfig.Kind, name string) istioconfig.Meta {
+	return istioconfig.Meta{Kind: kind, Name: name, Namespace: s.ns, Labels: map[string]string{ServiceLabel: s.name}}
 }
 
 func weName(s *service, e *endpoint) string {
@@ -485,7 +485,7 @@ func (s *service) workloadEntry(e *endpoint) *networking.WorkloadEntry {
 	}
 }
 
-func (m *mesh) serviceEntry(s *service) model.Config {
+func (m *mesh) serviceEntry(s *service) istioconfig.Config {
 	se := &networking.ServiceEntry{
 		Hosts:      []string{s.host()},
 		Location:   networking.ServiceEntry_MESH_INTERNAL,
@@ -501,16 +501,16 @@ func (m *mesh) serviceEntry(s *service) model.Config {
 			se.Endpoints = append(se.Endpoints, s.workloadEntry(e))
 		}
 	}
-	return model.Config{Meta: s.meta(model.KindServiceEntry, s.name), Spec: se}
+	return istioconfig.Config{Meta: s.meta(istioconfig.KindServiceEntry, s.name), Spec: se}
 }
 
-func (m *mesh) workloadEntryConfig(s *service, e *endpoint) model.Config {
-	return model.Config{Meta: s.meta(model.KindWorkloadEntry, weName(s, e)), Spec: s.workloadEntry(e)}
+func (m *mesh) workloadEntryConfig(s *service, e *endpoint) istioconfig.Config {
+	return istioconfig.Config{Meta: s.meta(istioconfig.KindWorkloadEntry, weName(s, e)), Spec: s.workloadEntry(e)}
 }
 
 func subsetName(v int) string { return fmt.Sprintf("v%d", v) }
 
-func (m *mesh) destinationRule(s *service) model.Config {
+func (m *mesh) destinationRule(s *service) istioconfig.Config {
 	dr := &networking.DestinationRule{
 		Host: s.host(),
 		TrafficPolicy: &networking.TrafficPolicy{
@@ -528,10 +528,10 @@ func (m *mesh) destinationRule(s *service) model.Config {
 	for v := 1; v <= m.topo.Versions; v++ {
 		dr.Subsets = append(dr.Subsets, &networking.Subset{Name: subsetName(v), Labels: map[string]string{"version": subsetName(v)}})
 	}
-	return model.Config{Meta: s.meta(model.KindDestinationRule, s.name), Spec: dr}
+	return istioconfig.Config{Meta: s.meta(istioconfig.KindDestinationRule, s.name), Spec: dr}
 }
 
-func (m *mesh) virtualService(s *service) model.Config {
+func (m *mesh) virtualService(s *service) istioconfig.Config {
 	vs := &networking.VirtualService{Hosts: []string{s.host()}}
 	for _, p := range s.ports {
 		if !p.isHTTP() {
@@ -550,12 +550,12 @@ func (m *mesh) virtualService(s *service) model.Config {
 		}
 		vs.Http = append(vs.Http, r)
 	}
-	return model.Config{Meta: s.meta(model.KindVirtualService, s.name), Spec: vs}
+	return istioconfig.Config{Meta: s.meta(istioconfig.KindVirtualService, s.name), Spec: vs}
 }
 
 // objects renders everything that belongs to s, in a stable order.
-func (m *mesh) objects(s *service) []model.Config {
-	out := []model.Config{m.serviceEntry(s)}
+func (m *mesh) objects(s *service) []istioconfig.Config {
+	out := []istioconfig.Config{m.serviceEntry(s)}
 	if m.topo.WorkloadEntries {
 		for _, e := range s.endpoints {
 			out = append(out, m.workloadEntryConfig(s, e))
@@ -571,8 +571,8 @@ func (m *mesh) objects(s *service) []model.Config {
 }
 
 // keys names everything that belongs to s.
-func (m *mesh) keys(s *service) []model.ConfigKey {
-	var out []model.ConfigKey
+func (m *mesh) keys(s *service) []istioconfig.Key {
+	var out []istioconfig.Key
 	for _, c := range m.objects(s) {
 		out = append(out, c.Key())
 	}
@@ -581,7 +581,7 @@ func (m *mesh) keys(s *service) []model.ConfigKey {
 
 // all renders the whole mesh: Sidecars, then every service's objects, then the gateways and
 // their VirtualServices, then the AuthorizationPolicies.
-func (m *mesh) all() []model.Config {
+func (m *mesh) all() []istioconfig.Config {
 	out := slices.Clone(m.sidecars)
 	out = append(out, m.static...)
 	for _, s := range m.services {
@@ -671,7 +671,7 @@ func (m *mesh) buildExplicit(x *Mesh) error {
 // specific than "*" still counts its whole namespace (the lab holds such clients to every
 // Nil when no Sidecar narrows any namespace. A host of its own (NS/NAME.NS.svc.cluster.local)
 // imports that service only: hostImporters[NAME.NS.svc.cluster.local] lists those clients.
-func explicitImporters(cfgs []model.Config, clientNSs []string) (importers, hostImporters map[string][]string) {
+func explicitImporters(cfgs []istioconfig.Config, clientNSs []string) (importers, hostImporters map[string][]string) {
 	const root = "istio-system"
 	scope := map[string]*networking.Sidecar{} // namespace → its namespace-wide Sidecar
 	for _, c := range cfgs {

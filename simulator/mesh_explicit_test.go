@@ -9,7 +9,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 	securityapi "istio.io/api/security/v1beta1"
 
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -30,8 +30,8 @@ func explicitMesh() *Mesh {
 			{Name: "svc-0", Namespace: "bookinfo", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
 			{Name: "svc-0", Namespace: "data", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
 		},
-		Config: []model.Config{{
-			Meta: model.Meta{Kind: model.KindDestinationRule, Name: "reviews", Namespace: "bookinfo"},
+		Config: []istioconfig.Config{{
+			Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "reviews", Namespace: "bookinfo"},
 			Spec: &networking.DestinationRule{Host: "reviews.bookinfo.svc.cluster.local",
 				Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}}},
 		}},
@@ -58,7 +58,7 @@ func TestExplicitMesh(t *testing.T) {
 	require.Equal(t, 5, sim.Config().Topology.Services)
 	initial := sim.Initial()
 	require.Len(t, initial, 6)
-	require.Equal(t, model.KindDestinationRule, initial[0].Kind, "the mesh's objects come first")
+	require.Equal(t, istioconfig.KindDestinationRule, initial[0].Kind, "the mesh's objects come first")
 	se := map[string]*networking.ServiceEntry{}
 	for _, c := range initial[1:] {
 		se[c.Namespace+"/"+c.Name] = c.Spec.(*networking.ServiceEntry)
@@ -137,10 +137,10 @@ func TestExplicitMeshValidate(t *testing.T) {
 func TestExplicitMeshRouterReach(t *testing.T) {
 	x := explicitMesh()
 	x.Config = append(x.Config,
-		model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "gw", Namespace: "istio-system"},
+		istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Name: "gw", Namespace: "istio-system"},
 			Spec: &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"},
 				Servers: []*networking.Server{{Port: &networking.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: []string{"*/r.example"}}}}},
-		model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "r", Namespace: "bookinfo"},
+		istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "r", Namespace: "bookinfo"},
 			Spec: &networking.VirtualService{Hosts: []string{"r.example"}, Gateways: []string{"istio-system/gw"},
 				Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "reviews"}}}}}}},
 	)
@@ -162,9 +162,9 @@ func TestExplicitMeshRouterReach(t *testing.T) {
 // TestRenderPeerAuthentication: a PeerAuthentication (an explicit mesh may hold one) is written
 // under security.istio.io, whatever apiVersion the networking kinds get.
 func TestRenderPeerAuthentication(t *testing.T) {
-	pa := model.Config{Meta: model.Meta{Kind: model.KindPeerAuthentication, Name: "default", Namespace: "istio-system"},
+	pa := istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindPeerAuthentication, Name: "default", Namespace: "istio-system"},
 		Spec: &securityapi.PeerAuthentication{Mtls: &securityapi.PeerAuthentication_MutualTLS{Mode: securityapi.PeerAuthentication_MutualTLS_STRICT}}}
-	y, err := RenderYAML(pa, DefaultAPIVersion)
+	y, err := istioconfig.RenderYAML(pa, istioconfig.DefaultAPIVersion)
 	require.NoError(t, err)
 	require.Contains(t, string(y), "apiVersion: security.istio.io/v1\n")
 	require.Contains(t, string(y), "mode: STRICT")
@@ -174,26 +174,26 @@ func TestRenderPeerAuthentication(t *testing.T) {
 // namespace's, else they see everything; ./*, NS/*, */* and ~/* read per namespace; a Sidecar
 // with a workload selector is not followed; no namespace-wide Sidecar means no scoping.
 func TestExplicitImporters(t *testing.T) {
-	sidecar := func(ns string, sel bool, hosts ...string) model.Config {
+	sidecar := func(ns string, sel bool, hosts ...string) istioconfig.Config {
 		sc := &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: hosts}}}
 		if sel {
 			sc.WorkloadSelector = &networking.WorkloadSelector{Labels: map[string]string{"app": "x"}}
 		}
-		return model.Config{Meta: model.Meta{Kind: model.KindSidecar, Name: "s", Namespace: ns}, Spec: sc}
+		return istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "s", Namespace: ns}, Spec: sc}
 	}
 	nss := []string{"a", "b", "c"}
 	for _, tc := range []struct {
 		name        string
-		cfgs        []model.Config
+		cfgs        []istioconfig.Config
 		want, hosts map[string][]string
 	}{
 		{"none", nil, nil, nil},
-		{"selector only", []model.Config{sidecar("a", true, "./*")}, nil, nil},
-		{"own and root", []model.Config{sidecar("a", false, "./*", "c/*"), sidecar("istio-system", false, "./*")},
+		{"selector only", []istioconfig.Config{sidecar("a", true, "./*")}, nil, nil},
+		{"own and root", []istioconfig.Config{sidecar("a", false, "./*", "c/*"), sidecar("istio-system", false, "./*")},
 			map[string][]string{"a": {"a"}, "b": {"b"}, "c": {"a", "c"}}, map[string][]string{}},
-		{"all and none", []model.Config{sidecar("a", false, "*/*"), sidecar("b", false, "~/*")},
+		{"all and none", []istioconfig.Config{sidecar("a", false, "*/*"), sidecar("b", false, "~/*")},
 			map[string][]string{"a": {"a", "c"}, "b": {"a", "c"}, "c": {"a", "c"}}, map[string][]string{}},
-		{"one host", []model.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")},
+		{"one host", []istioconfig.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")},
 			map[string][]string{"a": {"a", "b", "c"}, "b": {"b", "c"}, "c": {"b", "c"}}, map[string][]string{"x.b.svc.cluster.local": {"a"}}},
 	} {
 		got, hosts := explicitImporters(tc.cfgs, nss)
@@ -203,7 +203,7 @@ func TestExplicitImporters(t *testing.T) {
 	}
 	// The one-host Sidecar: an event on x.b reaches a's sidecars, one on y.b does not.
 	m := &mesh{}
-	m.importers, m.hostImporters = explicitImporters([]model.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")}, nss)
+	m.importers, m.hostImporters = explicitImporters([]istioconfig.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")}, nss)
 	pr := m.predicateReach([]probe.Predicate{
 		{Op: probe.EndpointPresent, Resource: "outbound|80||x.b.svc.cluster.local"},
 		{Op: probe.EndpointPresent, Resource: "outbound|80||y.b.svc.cluster.local"},

@@ -12,8 +12,8 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -22,7 +22,7 @@ import (
 type Simulator struct {
 	cfg     Config
 	m       *mesh
-	initial []model.Config
+	initial []istioconfig.Config
 	procs   []*process
 	q       queue
 	seq     uint64
@@ -121,11 +121,11 @@ func (s *Simulator) Config() Config { return s.cfg }
 
 // Initial returns the initial topology: Sidecars first (or an explicit mesh's objects), then
 // each service's ServiceEntry, WorkloadEntries, VirtualService and DestinationRule.
-func (s *Simulator) Initial() []model.Config { return slices.Clone(s.initial) }
+func (s *Simulator) Initial() []istioconfig.Config { return slices.Clone(s.initial) }
 
 // Current renders the mesh as it stands after the events emitted so far (replayed events
 // excluded: they do not change the model).
-func (s *Simulator) Current() []model.Config { return s.m.all() }
+func (s *Simulator) Current() []istioconfig.Config { return s.m.all() }
 
 // scheduleNext queues p's next arrival, if it falls before the process stops.
 func (s *Simulator) scheduleNext(p *process) {
@@ -275,7 +275,7 @@ func (b *evb) endpointsChanged(svc *service, added, removed []*endpoint) {
 	b.touch(svc)
 	if m.topo.WorkloadEntries {
 		for _, e := range removed {
-			b.ev.Deletes = append(b.ev.Deletes, model.ConfigKey{Kind: model.KindWorkloadEntry, Name: weName(svc, e), Namespace: svc.ns})
+			b.ev.Deletes = append(b.ev.Deletes, istioconfig.Key{Kind: istioconfig.KindWorkloadEntry, Name: weName(svc, e), Namespace: svc.ns})
 		}
 		for _, e := range added {
 			b.ev.Upserts = append(b.ev.Upserts, m.workloadEntryConfig(svc, e))

@@ -12,20 +12,18 @@ import (
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/atomicfile"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Sink receives the mesh: the initial objects once, then every event in timeline order. One
 // goroutine (the Runner's) calls it. The objects are immutable: a sink may keep them.
 //
-// A sink needs nothing beyond model.Config and model.ConfigKey; the in-process sink that feeds
+// A sink needs nothing beyond istioconfig.Config and istioconfig.Key; the in-process sink that feeds
 // our control plane's registry and config store implements the same three methods.
 type Sink interface {
 	// Init writes the initial topology.
-	Init(ctx context.Context, initial []model.Config) error
+	Init(ctx context.Context, initial []istioconfig.Config) error
 	// Apply makes the event's upserts and deletes visible to the control plane. When it
 	// returns, the change is in the source (t0 is taken right after).
 	Apply(ctx context.Context, ev Event) error
@@ -35,7 +33,7 @@ type Sink interface {
 
 // SinkFuncs adapts functions to a Sink; nil functions do nothing.
 type SinkFuncs struct {
-	InitFunc  func(ctx context.Context, initial []model.Config) error
+	InitFunc  func(ctx context.Context, initial []istioconfig.Config) error
 	ApplyFunc func(ctx context.Context, ev Event) error
 	CloseFunc func() error
 }
@@ -43,7 +41,7 @@ type SinkFuncs struct {
 var _ Sink = SinkFuncs{}
 
 // Init calls InitFunc.
-func (f SinkFuncs) Init(ctx context.Context, initial []model.Config) error {
+func (f SinkFuncs) Init(ctx context.Context, initial []istioconfig.Config) error {
 	if f.InitFunc == nil {
 		return nil
 	}
@@ -83,9 +81,6 @@ type DirOptions struct {
 	Clean bool
 }
 
-// DefaultAPIVersion is the apiVersion DirSink writes unless told otherwise.
-const DefaultAPIVersion = "networking.istio.io/v1alpha3"
-
 // DirSink writes Istio YAML into a directory that a control plane watches: one multi-document
 // file per service (<namespace>.<service>.yaml: its ServiceEntry and WorkloadEntries, and with
 // GroupRouting its VirtualService and DestinationRule), one file per other object
@@ -94,9 +89,9 @@ const DefaultAPIVersion = "networking.istio.io/v1alpha3"
 // output is what `kubectl apply -f` accepts.
 type DirSink struct {
 	opts DirOptions
-	objs map[model.ConfigKey]dirDoc
+	objs map[istioconfig.Key]dirDoc
 	// files maps a file name to the keys it holds.
-	files map[string]map[model.ConfigKey]struct{}
+	files map[string]map[istioconfig.Key]struct{}
 	// unsynced holds the files whose last write or removal failed (the directory vanished
 	// for a moment): every later Apply retries them, so the directory catches up once it is
 	// back.
@@ -116,15 +111,15 @@ func NewDirSink(opts DirOptions) (*DirSink, error) {
 		return nil, fmt.Errorf("dir sink: no directory given (--sink-dir)")
 	}
 	if opts.APIVersion == "" {
-		opts.APIVersion = DefaultAPIVersion
+		opts.APIVersion = istioconfig.DefaultAPIVersion
 	}
-	return &DirSink{opts: opts, objs: map[model.ConfigKey]dirDoc{}, files: map[string]map[model.ConfigKey]struct{}{}, unsynced: map[string]bool{}}, nil
+	return &DirSink{opts: opts, objs: map[istioconfig.Key]dirDoc{}, files: map[string]map[istioconfig.Key]struct{}{}, unsynced: map[string]bool{}}, nil
 }
 
 func isYAMLName(n string) bool { return strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") }
 
 // Init creates the directory, checks (or cleans) it and writes every initial object.
-func (d *DirSink) Init(ctx context.Context, initial []model.Config) error {
+func (d *DirSink) Init(ctx context.Context, initial []istioconfig.Config) error {
 	if err := os.MkdirAll(d.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("dir sink: %w", err)
 	}
@@ -161,19 +156,19 @@ func (d *DirSink) Apply(ctx context.Context, ev Event) error {
 // Close does nothing: every Apply leaves the directory complete.
 func (d *DirSink) Close() error { return nil }
 
-func (d *DirSink) fileFor(c model.Config) string {
+func (d *DirSink) fileFor(c istioconfig.Config) string {
 	svc := c.Labels[ServiceLabel]
-	grouped := svc != "" && (c.Kind == model.KindServiceEntry || c.Kind == model.KindWorkloadEntry ||
-		(d.opts.GroupRouting && (c.Kind == model.KindVirtualService || c.Kind == model.KindDestinationRule)))
+	grouped := svc != "" && (c.Kind == istioconfig.KindServiceEntry || c.Kind == istioconfig.KindWorkloadEntry ||
+		(d.opts.GroupRouting && (c.Kind == istioconfig.KindVirtualService || c.Kind == istioconfig.KindDestinationRule)))
 	if grouped {
 		return fmt.Sprintf("%s.%s.yaml", c.Namespace, svc)
 	}
 	return fmt.Sprintf("%s.%s.%s.yaml", c.Namespace, strings.ToLower(string(c.Kind)), c.Name)
 }
 
-func (d *DirSink) apply(ctx context.Context, upserts []model.Config, deletes []model.ConfigKey) error {
+func (d *DirSink) apply(ctx context.Context, upserts []istioconfig.Config, deletes []istioconfig.Key) error {
 	dirty := map[string]bool{}
-	drop := func(k model.ConfigKey) {
+	drop := func(k istioconfig.Key) {
 		if doc, ok := d.objs[k]; ok {
 			delete(d.objs, k)
 			delete(d.files[doc.file], k)
@@ -184,7 +179,7 @@ func (d *DirSink) apply(ctx context.Context, upserts []model.Config, deletes []m
 		drop(k)
 	}
 	for _, c := range upserts {
-		y, err := RenderYAML(c, d.opts.APIVersion)
+		y, err := istioconfig.RenderYAML(c, d.opts.APIVersion)
 		if err != nil {
 			return err
 		}
@@ -192,7 +187,7 @@ func (d *DirSink) apply(ctx context.Context, upserts []model.Config, deletes []m
 		f := d.fileFor(c)
 		d.objs[c.Key()] = dirDoc{file: f, yaml: y}
 		if d.files[f] == nil {
-			d.files[f] = map[model.ConfigKey]struct{}{}
+			d.files[f] = map[istioconfig.Key]struct{}{}
 		}
 		d.files[f][c.Key()] = struct{}{}
 		dirty[f] = true
@@ -238,17 +233,17 @@ func (d *DirSink) sync(f string) error {
 	return nil
 }
 
-var kindOrder = map[model.Kind]int{
-	model.KindServiceEntry: 0, model.KindWorkloadEntry: 1, model.KindVirtualService: 2,
-	model.KindDestinationRule: 3, model.KindSidecar: 4, model.KindGateway: 5,
+var kindOrder = map[istioconfig.Kind]int{
+	istioconfig.KindServiceEntry: 0, istioconfig.KindWorkloadEntry: 1, istioconfig.KindVirtualService: 2,
+	istioconfig.KindDestinationRule: 3, istioconfig.KindSidecar: 4, istioconfig.KindGateway: 5,
 }
 
 func (d *DirSink) render(f string) []byte {
-	keys := make([]model.ConfigKey, 0, len(d.files[f]))
+	keys := make([]istioconfig.Key, 0, len(d.files[f]))
 	for k := range d.files[f] {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b model.ConfigKey) int {
+	slices.SortFunc(keys, func(a, b istioconfig.Key) int {
 		return cmp.Or(cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	var buf bytes.Buffer
@@ -259,26 +254,6 @@ func (d *DirSink) render(f string) []byte {
 		buf.Write(d.objs[k].yaml)
 	}
 	return buf.Bytes()
-}
-
-// RenderYAML renders one object as a Kubernetes-style YAML document: apiVersion, kind,
-// metadata {name, namespace, labels}, spec (protojson field names).
-func RenderYAML(c model.Config, apiVersion string) ([]byte, error) {
-	if c.Kind == model.KindPeerAuthentication || c.Kind == model.KindAuthorizationPolicy {
-		// PeerAuthentication and AuthorizationPolicy are served by security.istio.io only (an
-		// explicit mesh's objects include the one, the simulated policies are the other);
-		// apiVersion names the networking kinds' version.
-		apiVersion = "security.istio.io/v1"
-	}
-	j, err := renderJSON(c, apiVersion, c.Labels)
-	if err != nil {
-		return nil, err
-	}
-	y, err := yaml.JSONToYAML(j)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Key(), err)
-	}
-	return y, nil
 }
 
 // --- event log ------------------------------------------------------------------------------
@@ -295,7 +270,7 @@ type EventLog struct {
 func NewEventLog(w io.Writer) *EventLog { return &EventLog{w: bufio.NewWriterSize(w, 1<<16)} }
 
 // Init writes nothing: the log holds events only.
-func (l *EventLog) Init(context.Context, []model.Config) error { return nil }
+func (l *EventLog) Init(context.Context, []istioconfig.Config) error { return nil }
 
 // Apply appends one line.
 func (l *EventLog) Apply(_ context.Context, ev Event) error {

@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // ConfigApplier is the part of a config store the in-process sink writes to: it applies a batch
 // of upserts and deletes atomically (readers see all of them or none). controlplane/config's
 // Memory store implements it; the runner reaches it through controlplane.Server.ConfigStore().
 type ConfigApplier interface {
-	Apply(upserts []*model.Config, deletes []model.ConfigKey) error
+	Apply(upserts []*istioconfig.Config, deletes []istioconfig.Key) error
 }
 
 // InProcessSink feeds a control plane running in the same process: every event's upserts and
@@ -35,7 +35,7 @@ func NewInProcessSink(store ConfigApplier) (*InProcessSink, error) {
 }
 
 // Init applies the initial topology as one batch.
-func (s *InProcessSink) Init(_ context.Context, initial []model.Config) error {
+func (s *InProcessSink) Init(_ context.Context, initial []istioconfig.Config) error {
 	if s.closed {
 		return errors.New("in-process sink: closed")
 	}
@@ -64,8 +64,8 @@ func (s *InProcessSink) Close() error {
 
 // pointers returns pointers to copies of cfgs (Configs are immutable once stored; the store
 // keeps its own shallow copy anyway).
-func pointers(cfgs []model.Config) []*model.Config {
-	out := make([]*model.Config, len(cfgs))
+func pointers(cfgs []istioconfig.Config) []*istioconfig.Config {
+	out := make([]*istioconfig.Config, len(cfgs))
 	for i := range cfgs {
 		c := cfgs[i]
 		out[i] = &c

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xdslab/xdslab/controlplane/config"
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // recordingStore records each Apply batch.
@@ -15,7 +15,7 @@ type recordingStore struct {
 	err     error
 }
 
-func (r *recordingStore) Apply(up []*model.Config, del []model.ConfigKey) error {
+func (r *recordingStore) Apply(up []*istioconfig.Config, del []istioconfig.Key) error {
 	r.batches = append(r.batches, [2]int{len(up), len(del)})
 	return r.err
 }
@@ -73,7 +73,7 @@ func TestInProcessSinkBatchesAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := Event{ID: 3, Kind: EndpointFlap, Upserts: make([]model.Config, 2), Deletes: make([]model.ConfigKey, 1)}
+	ev := Event{ID: 3, Kind: EndpointFlap, Upserts: make([]istioconfig.Config, 2), Deletes: make([]istioconfig.Key, 1)}
 	if err := sink.Apply(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	"golang.org/x/sync/errgroup"
 	networking "istio.io/api/networking/v1alpha3"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -25,8 +26,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	discoveryv1ac "k8s.io/client-go/applyconfigurations/discovery/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // Labels the kube sink puts on what it writes.
@@ -129,10 +128,10 @@ type KubeSink struct {
 	node       bool
 	// slices is the number of EndpointSlices written per native ServiceEntry key; a key in it
 	// is written as a Service, any other key as an Istio object.
-	slices map[model.ConfigKey]int
+	slices map[istioconfig.Key]int
 	// pods are the Pods written per native ServiceEntry key (with Pods), name -> service
 	// account.
-	pods map[model.ConfigKey]map[string]string
+	pods map[istioconfig.Key]map[string]string
 	// lastMu guards last: the checksum of the body last applied per object ("resource/ns/name"),
 	// written by the workers once the API server accepted it.
 	lastMu    sync.Mutex
@@ -157,7 +156,7 @@ func NewKubeSink(opts KubeOptions) (*KubeSink, error) {
 		opts.Workers = 4
 	}
 	return &KubeSink{opts: opts, namespaces: map[string]bool{}, accounts: map[string]bool{},
-		slices: map[model.ConfigKey]int{}, pods: map[model.ConfigKey]map[string]string{},
+		slices: map[istioconfig.Key]int{}, pods: map[istioconfig.Key]map[string]string{},
 		last: map[string][sha256.Size]byte{}}, nil
 }
 
@@ -167,7 +166,7 @@ func (s *KubeSink) Stats() KubeStats {
 }
 
 // Init writes the initial topology (after cleaning up, with Clean).
-func (s *KubeSink) Init(ctx context.Context, initial []model.Config) error {
+func (s *KubeSink) Init(ctx context.Context, initial []istioconfig.Config) error {
 	if s.closed {
 		return errors.New("kube sink: closed")
 	}
@@ -225,7 +224,7 @@ type plan struct {
 	setup, pods, main, cleanup []write
 }
 
-func (s *KubeSink) apply(ctx context.Context, upserts []model.Config, deletes []model.ConfigKey) error {
+func (s *KubeSink) apply(ctx context.Context, upserts []istioconfig.Config, deletes []istioconfig.Key) error {
 	var p plan
 	for _, c := range upserts {
 		if !s.namespaces[c.Namespace] {
@@ -355,7 +354,7 @@ func (s *KubeSink) namespaceWrite(ns string) write {
 }
 
 // upsertWrites plans the calls that make c current.
-func (s *KubeSink) upsertWrites(p *plan, c model.Config) error {
+func (s *KubeSink) upsertWrites(p *plan, c istioconfig.Config) error {
 	key := c.Key()
 	if se, ok := c.Spec.(*networking.ServiceEntry); ok && !s.opts.ServiceEntries && nativeServiceEntry(c, se) {
 		var pods map[string]kubePod
@@ -390,7 +389,7 @@ func (s *KubeSink) upsertWrites(p *plan, c model.Config) error {
 		s.nativeDeletes(p, key, prev)
 		delete(s.slices, key)
 	}
-	body, err := renderJSON(c, KubeIstioAPIVersion, managedLabels(c.Labels))
+	body, err := istioconfig.RenderJSON(c, KubeIstioAPIVersion, managedLabels(c.Labels))
 	if err != nil {
 		return err
 	}
@@ -404,12 +403,12 @@ func (s *KubeSink) upsertWrites(p *plan, c model.Config) error {
 	return nil
 }
 
-func istioID(k model.ConfigKey) string { return string(k.Kind) + "/" + k.Namespace + "/" + k.Name }
+func istioID(k istioconfig.Key) string { return string(k.Kind) + "/" + k.Namespace + "/" + k.Name }
 
 // podWrites plans the Pods of the native service key: applies (and their status) of the new
 // and changed ones, deletes of the ones whose endpoint is gone. A Pod's service account cannot
 // change, so a Pod whose endpoint changed account is deleted and created again.
-func (s *KubeSink) podWrites(p *plan, key model.ConfigKey, pods map[string]kubePod) {
+func (s *KubeSink) podWrites(p *plan, key istioconfig.Key, pods map[string]kubePod) {
 	prev := s.pods[key]
 	cur := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(pods)) {
@@ -498,7 +497,7 @@ func (s *KubeSink) nodeWrite() write {
 	}}
 }
 
-func (s *KubeSink) deleteWrites(p *plan, k model.ConfigKey) {
+func (s *KubeSink) deleteWrites(p *plan, k istioconfig.Key) {
 	if n, ok := s.slices[k]; ok {
 		delete(s.slices, k)
 		s.nativeDeletes(p, k, n)
@@ -507,7 +506,7 @@ func (s *KubeSink) deleteWrites(p *plan, k model.ConfigKey) {
 	p.main = append(p.main, s.istioDelete(k))
 }
 
-func (s *KubeSink) nativeDeletes(p *plan, k model.ConfigKey, slices int) {
+func (s *KubeSink) nativeDeletes(p *plan, k istioconfig.Key, slices int) {
 	s.forget("services/" + k.Namespace + "/" + k.Name)
 	p.main = append(p.main, write{what: "delete service " + k.Namespace + "/" + k.Name, del: true, do: func(ctx context.Context) error {
 		return s.opts.Kube.CoreV1().Services(k.Namespace).Delete(ctx, k.Name, metav1.DeleteOptions{})
@@ -525,7 +524,7 @@ func (s *KubeSink) sliceDelete(ns, name string) write {
 	}}
 }
 
-func (s *KubeSink) istioDelete(k model.ConfigKey) write {
+func (s *KubeSink) istioDelete(k istioconfig.Key) write {
 	s.forget(istioID(k))
 	return write{what: "delete " + strings.ToLower(string(k.Kind)) + " " + k.Namespace + "/" + k.Name, del: true, do: func(ctx context.Context) error {
 		res, err := s.istioResource(k)
@@ -567,20 +566,20 @@ func resourceOf[T any](c typedClient[T]) istioResource {
 	}
 }
 
-func (s *KubeSink) istioResource(k model.ConfigKey) (istioResource, error) {
+func (s *KubeSink) istioResource(k istioconfig.Key) (istioResource, error) {
 	n := s.opts.Istio.NetworkingV1()
 	switch k.Kind {
-	case model.KindServiceEntry:
+	case istioconfig.KindServiceEntry:
 		return resourceOf(n.ServiceEntries(k.Namespace)), nil
-	case model.KindWorkloadEntry:
+	case istioconfig.KindWorkloadEntry:
 		return resourceOf(n.WorkloadEntries(k.Namespace)), nil
-	case model.KindVirtualService:
+	case istioconfig.KindVirtualService:
 		return resourceOf(n.VirtualServices(k.Namespace)), nil
-	case model.KindDestinationRule:
+	case istioconfig.KindDestinationRule:
 		return resourceOf(n.DestinationRules(k.Namespace)), nil
-	case model.KindSidecar:
+	case istioconfig.KindSidecar:
 		return resourceOf(n.Sidecars(k.Namespace)), nil
-	case model.KindGateway:
+	case istioconfig.KindGateway:
 		return resourceOf(n.Gateways(k.Namespace)), nil
 	}
 	return istioResource{}, fmt.Errorf("%s: the kube sink cannot write kind %s", k, k.Kind)
@@ -635,7 +634,7 @@ func (s *KubeSink) clean(ctx context.Context, ns string) error {
 
 // nativeServiceEntry reports whether c stands for a cluster-local Kubernetes service: one host
 // c.Name.c.Namespace.svc.DOMAIN, mesh-internal, static resolution, inline endpoints only.
-func nativeServiceEntry(c model.Config, se *networking.ServiceEntry) bool {
+func nativeServiceEntry(c istioconfig.Config, se *networking.ServiceEntry) bool {
 	hosts := se.GetHosts()
 	if len(hosts) != 1 || se.GetWorkloadSelector() != nil || len(se.GetAddresses()) > 0 ||
 		se.GetLocation() != networking.ServiceEntry_MESH_INTERNAL || se.GetResolution() != networking.ServiceEntry_STATIC {
@@ -662,7 +661,7 @@ func appProtocol(istio string) string { return strings.ToLower(istio) }
 // maxSliceEndpoints endpoints each; the sink writes at least one slice, empty when the service
 // has no endpoints, so that a service scaled to zero keeps a slice to scale back into). With
 // pods, every endpoint points at its Pod (kubePods) on KubeNodeName.
-func kubeService(c model.Config, se *networking.ServiceEntry, pods bool) (*corev1ac.ServiceApplyConfiguration, []*discoveryv1ac.EndpointSliceApplyConfiguration) {
+func kubeService(c istioconfig.Config, se *networking.ServiceEntry, pods bool) (*corev1ac.ServiceApplyConfiguration, []*discoveryv1ac.EndpointSliceApplyConfiguration) {
 	labels := managedLabels(c.Labels)
 	labels[KubeSourceLabel] = c.Name
 	svc := corev1ac.Service(c.Name, c.Namespace).WithLabels(labels).
@@ -712,7 +711,7 @@ func podName(svc, addr string) string {
 // labels, its service account (default when it has none) and its locality as the
 // istio-locality label, bound to KubeNodeName and tolerating every taint. Their status is
 // kubePodStatus.
-func kubePods(c model.Config, se *networking.ServiceEntry) map[string]kubePod {
+func kubePods(c istioconfig.Config, se *networking.ServiceEntry) map[string]kubePod {
 	out := map[string]kubePod{}
 	for _, e := range se.GetEndpoints() {
 		name := podName(c.Name, e.GetAddress())
@@ -751,28 +750,4 @@ func kubePodStatus(ns, name, ip string) *corev1ac.PodApplyConfiguration {
 		st.WithConditions(corev1ac.PodCondition().WithType(t).WithStatus(corev1.ConditionTrue))
 	}
 	return corev1ac.Pod(name, ns).WithStatus(st)
-}
-
-// renderJSON renders c as a Kubernetes object: apiVersion, kind, metadata {name, namespace,
-// labels}, spec (protojson field names).
-func renderJSON(c model.Config, apiVersion string, labels map[string]string) ([]byte, error) {
-	spec, err := MarshalSpec(c.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Key(), err)
-	}
-	type meta struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace"`
-		Labels    map[string]string `json:"labels,omitempty"`
-	}
-	j, err := json.Marshal(struct {
-		APIVersion string          `json:"apiVersion"`
-		Kind       string          `json:"kind"`
-		Metadata   meta            `json:"metadata"`
-		Spec       json.RawMessage `json:"spec"`
-	}{apiVersion, string(c.Kind), meta{c.Name, c.Namespace, labels}, spec})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Key(), err)
-	}
-	return j, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
@@ -24,8 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // istioRecorder stands in for the Istio API: client-go's generated fake does not implement
@@ -104,18 +103,18 @@ func newIstioRecorder(c *istiofake.Clientset) *istioRecorder {
 	return r
 }
 
-var istioResources = map[model.Kind]string{
-	model.KindServiceEntry: "serviceentries", model.KindWorkloadEntry: "workloadentries",
-	model.KindVirtualService: "virtualservices", model.KindDestinationRule: "destinationrules",
-	model.KindSidecar: "sidecars", model.KindGateway: "gateways",
+var istioResources = map[istioconfig.Kind]string{
+	istioconfig.KindServiceEntry: "serviceentries", istioconfig.KindWorkloadEntry: "workloadentries",
+	istioconfig.KindVirtualService: "virtualservices", istioconfig.KindDestinationRule: "destinationrules",
+	istioconfig.KindSidecar: "sidecars", istioconfig.KindGateway: "gateways",
 }
 
 // checkKubeState compares what the fake API servers hold with the simulator's mesh.
-func checkKubeState(t *testing.T, kube *kubefake.Clientset, rec *istioRecorder, cur []model.Config, serviceEntries bool) {
+func checkKubeState(t *testing.T, kube *kubefake.Clientset, rec *istioRecorder, cur []istioconfig.Config, serviceEntries bool) {
 	t.Helper()
 	ctx := context.Background()
-	wantIstio := map[string]model.Config{}
-	wantSvc := map[string]model.Config{}
+	wantIstio := map[string]istioconfig.Config{}
+	wantSvc := map[string]istioconfig.Config{}
 	for _, c := range cur {
 		se, ok := c.Spec.(*networking.ServiceEntry)
 		if ok && !serviceEntries && nativeServiceEntry(c, se) {
@@ -131,7 +130,7 @@ func checkKubeState(t *testing.T, kube *kubefake.Clientset, rec *istioRecorder, 
 		if !ok {
 			continue
 		}
-		want, err := renderJSON(c, KubeIstioAPIVersion, managedLabels(c.Labels))
+		want, err := istioconfig.RenderJSON(c, KubeIstioAPIVersion, managedLabels(c.Labels))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,31 +255,31 @@ func TestKubeSinkErrorsAndClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs := func(name string) model.Config {
-		return model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: name, Namespace: "ns-a"},
+	vs := func(name string) istioconfig.Config {
+		return istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: name, Namespace: "ns-a"},
 			Spec: &networking.VirtualService{Hosts: []string{"a.example.com"}}}
 	}
 	ctx := context.Background()
-	if err := sink.Init(ctx, []model.Config{vs("good")}); err != nil {
+	if err := sink.Init(ctx, []istioconfig.Config{vs("good")}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(rec.calls, "deletecollection virtualservices/ns-a "+KubeManagedByLabel+"="+KubeFieldManager) {
 		t.Errorf("Clean did not delete the earlier run's VirtualServices: calls %v", rec.calls)
 	}
-	err = sink.Apply(ctx, Event{ID: 7, Kind: ConfigChange, Upserts: []model.Config{vs("bad")}})
+	err = sink.Apply(ctx, Event{ID: 7, Kind: ConfigChange, Upserts: []istioconfig.Config{vs("bad")}})
 	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "event 7") || !strings.Contains(err.Error(), "virtualservice ns-a/bad") {
 		t.Fatalf("error %v: want the API's Invalid, naming the event and the object", err)
 	}
 	// Deleting what is already gone is not an error: a rerun may delete objects a crash left.
-	if err := sink.Apply(ctx, Event{ID: 8, Deletes: []model.ConfigKey{{Kind: model.KindDestinationRule, Name: "never", Namespace: "ns-a"}}}); err != nil {
+	if err := sink.Apply(ctx, Event{ID: 8, Deletes: []istioconfig.Key{{Kind: istioconfig.KindDestinationRule, Name: "never", Namespace: "ns-a"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.upsertWrites(&plan{}, model.Config{Meta: model.Meta{Kind: "Pod", Name: "p", Namespace: "ns-a"}}); err == nil {
+	if err := sink.upsertWrites(&plan{}, istioconfig.Config{Meta: istioconfig.Meta{Kind: "Pod", Name: "p", Namespace: "ns-a"}}); err == nil {
 		t.Fatal("an unknown kind was accepted")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := sink.Apply(cctx, Event{ID: 9, Upserts: []model.Config{vs("late")}}); !errors.Is(err, context.Canceled) {
+	if err := sink.Apply(cctx, Event{ID: 9, Upserts: []istioconfig.Config{vs("late")}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v after the context ended, want context.Canceled", err)
 	}
 }
@@ -294,7 +293,7 @@ func TestKubeServiceSlices(t *testing.T) {
 	for i := range 2500 {
 		se.Endpoints = append(se.Endpoints, &networking.WorkloadEntry{Address: "10.1." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250+1), Locality: "r1/z2"})
 	}
-	c := model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: "big", Namespace: "ns"}, Spec: se}
+	c := istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Name: "big", Namespace: "ns"}, Spec: se}
 	if !nativeServiceEntry(c, se) {
 		t.Fatal("a cluster-local ServiceEntry is not native")
 	}
@@ -310,21 +309,21 @@ func TestKubeServiceSlices(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		mod  func(c *model.Config, se *networking.ServiceEntry)
+		mod  func(c *istioconfig.Config, se *networking.ServiceEntry)
 	}{
-		{"other host", func(_ *model.Config, se *networking.ServiceEntry) { se.Hosts = []string{"big.example.com"} }},
-		{"other namespace", func(c *model.Config, _ *networking.ServiceEntry) { c.Namespace = "other" }},
-		{"two hosts", func(_ *model.Config, se *networking.ServiceEntry) {
+		{"other host", func(_ *istioconfig.Config, se *networking.ServiceEntry) { se.Hosts = []string{"big.example.com"} }},
+		{"other namespace", func(c *istioconfig.Config, _ *networking.ServiceEntry) { c.Namespace = "other" }},
+		{"two hosts", func(_ *istioconfig.Config, se *networking.ServiceEntry) {
 			se.Hosts = append(se.Hosts, "x.ns.svc.cluster.local")
 		}},
-		{"dns", func(_ *model.Config, se *networking.ServiceEntry) { se.Resolution = networking.ServiceEntry_DNS }},
-		{"external", func(_ *model.Config, se *networking.ServiceEntry) {
+		{"dns", func(_ *istioconfig.Config, se *networking.ServiceEntry) { se.Resolution = networking.ServiceEntry_DNS }},
+		{"external", func(_ *istioconfig.Config, se *networking.ServiceEntry) {
 			se.Location = networking.ServiceEntry_MESH_EXTERNAL
 		}},
-		{"selector", func(_ *model.Config, se *networking.ServiceEntry) {
+		{"selector", func(_ *istioconfig.Config, se *networking.ServiceEntry) {
 			se.WorkloadSelector = &networking.WorkloadSelector{}
 		}},
-		{"unnamed port", func(_ *model.Config, se *networking.ServiceEntry) { se.Ports[0].Name = "" }},
+		{"unnamed port", func(_ *istioconfig.Config, se *networking.ServiceEntry) { se.Ports[0].Name = "" }},
 	} {
 		c2 := c
 		se2 := &networking.ServiceEntry{Hosts: slices.Clone(se.Hosts), Location: se.Location, Resolution: se.Resolution,
@@ -339,7 +338,7 @@ func TestKubeServiceSlices(t *testing.T) {
 // checkKubePods compares the Pods the fake API server holds with the endpoints of the native
 // services of cur: one Pod per endpoint with its labels, service account and locality, running
 // and ready at its address, and every slice entry pointing at its Pod.
-func checkKubePods(t *testing.T, kube *kubefake.Clientset, cur []model.Config) {
+func checkKubePods(t *testing.T, kube *kubefake.Clientset, cur []istioconfig.Config) {
 	t.Helper()
 	ctx := context.Background()
 	want := map[string]*networking.WorkloadEntry{}
@@ -459,24 +458,24 @@ func countingKube() (*kubefake.Clientset, func() []string) {
 // endpoint-only event is endpoint-only in the API server too (watchers see no Service
 // update).
 func TestKubeSinkWritesOnlyChanges(t *testing.T) {
-	svc := func(addrs ...string) model.Config {
+	svc := func(addrs ...string) istioconfig.Config {
 		se := &networking.ServiceEntry{Hosts: []string{"a.ns-a.svc.cluster.local"}, Location: networking.ServiceEntry_MESH_INTERNAL,
 			Resolution: networking.ServiceEntry_STATIC, Ports: []*networking.ServicePort{{Name: "http", Number: 80, Protocol: "HTTP"}}}
 		for _, a := range addrs {
 			se.Endpoints = append(se.Endpoints, &networking.WorkloadEntry{Address: a, Labels: map[string]string{"version": "v1"},
 				Locality: "r/z", ServiceAccount: "sa"})
 		}
-		return model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: "a", Namespace: "ns-a"}, Spec: se}
+		return istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Name: "a", Namespace: "ns-a"}, Spec: se}
 	}
-	vs := model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "a", Namespace: "ns-a"},
+	vs := istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "a", Namespace: "ns-a"},
 		Spec: &networking.VirtualService{Hosts: []string{"a"}}}
 	for _, tc := range []struct {
 		name  string
 		pods  bool
-		steps [][]model.Config
+		steps [][]istioconfig.Config
 		want  [][]string // sorted calls per step
 	}{
-		{"services", false, [][]model.Config{
+		{"services", false, [][]istioconfig.Config{
 			{svc("10.0.0.1"), vs},
 			{svc("10.0.0.1", "10.0.0.2"), vs},
 			{svc("10.0.0.1", "10.0.0.2"), vs},
@@ -485,7 +484,7 @@ func TestKubeSinkWritesOnlyChanges(t *testing.T) {
 			{"patch endpointslices"},
 			nil,
 		}},
-		{"pods", true, [][]model.Config{
+		{"pods", true, [][]istioconfig.Config{
 			{svc("10.0.0.1")},
 			{svc("10.0.0.1", "10.0.0.2")},
 			{svc("10.0.0.2")},
@@ -525,7 +524,7 @@ func TestKubeSinkWritesOnlyChanges(t *testing.T) {
 				istioCalls := len(rec.calls)
 				rec.mu.Unlock()
 				wantIstio := 0
-				if i == 0 && slices.ContainsFunc(step, func(c model.Config) bool { return c.Kind == model.KindVirtualService }) {
+				if i == 0 && slices.ContainsFunc(step, func(c istioconfig.Config) bool { return c.Kind == istioconfig.KindVirtualService }) {
 					wantIstio = 1 // written once, then unchanged
 				}
 				if istioCalls != wantIstio {
@@ -542,13 +541,13 @@ func TestKubeSinkWritesOnlyChanges(t *testing.T) {
 // TestKubeSinkIstioKinds: each of Istio's six networking kinds goes to its own resource
 // through istio.io/client-go, and a delete removes it.
 func TestKubeSinkIstioKinds(t *testing.T) {
-	specs := map[model.Kind]proto.Message{
-		model.KindServiceEntry:    &networking.ServiceEntry{Hosts: []string{"x.example.com"}, Resolution: networking.ServiceEntry_DNS},
-		model.KindWorkloadEntry:   &networking.WorkloadEntry{Address: "10.0.0.9", Labels: map[string]string{"app": "x"}},
-		model.KindVirtualService:  &networking.VirtualService{Hosts: []string{"x.example.com"}},
-		model.KindDestinationRule: &networking.DestinationRule{Host: "x.example.com"},
-		model.KindSidecar:         &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}},
-		model.KindGateway:         &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}},
+	specs := map[istioconfig.Kind]proto.Message{
+		istioconfig.KindServiceEntry:    &networking.ServiceEntry{Hosts: []string{"x.example.com"}, Resolution: networking.ServiceEntry_DNS},
+		istioconfig.KindWorkloadEntry:   &networking.WorkloadEntry{Address: "10.0.0.9", Labels: map[string]string{"app": "x"}},
+		istioconfig.KindVirtualService:  &networking.VirtualService{Hosts: []string{"x.example.com"}},
+		istioconfig.KindDestinationRule: &networking.DestinationRule{Host: "x.example.com"},
+		istioconfig.KindSidecar:         &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}},
+		istioconfig.KindGateway:         &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}},
 	}
 	kube := kubefake.NewClientset()
 	istio := istiofake.NewSimpleClientset()
@@ -557,9 +556,9 @@ func TestKubeSinkIstioKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []model.Config
+	var all []istioconfig.Config
 	for _, k := range slices.Sorted(maps.Keys(specs)) {
-		all = append(all, model.Config{Meta: model.Meta{Kind: k, Name: "x", Namespace: "ns-a"}, Spec: specs[k]})
+		all = append(all, istioconfig.Config{Meta: istioconfig.Meta{Kind: k, Name: "x", Namespace: "ns-a"}, Spec: specs[k]})
 	}
 	ctx := context.Background()
 	if err := sink.Init(ctx, all); err != nil {
@@ -567,7 +566,7 @@ func TestKubeSinkIstioKinds(t *testing.T) {
 	}
 	checkKubeState(t, kube, rec, all, false)
 	for _, c := range all {
-		if err := sink.Apply(ctx, Event{ID: 1, Deletes: []model.ConfigKey{c.Key()}}); err != nil {
+		if err := sink.Apply(ctx, Event{ID: 1, Deletes: []istioconfig.Key{c.Key()}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/mcp"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // MCPOptions configures an MCPSink.
@@ -71,7 +71,7 @@ func (s *MCPSink) Addr() string { return s.lis.Addr().String() }
 func (s *MCPSink) Stats() mcp.Stats { return s.srv.Stats() }
 
 // Init publishes the initial topology.
-func (s *MCPSink) Init(_ context.Context, initial []model.Config) error {
+func (s *MCPSink) Init(_ context.Context, initial []istioconfig.Config) error {
 	if err := s.srv.Apply(pointers(initial), nil); err != nil {
 		return fmt.Errorf("mcp sink: initial topology: %w", err)
 	}

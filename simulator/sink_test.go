@@ -15,9 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"github.com/xdslab/xdslab/istioconfig"
 	"sigs.k8s.io/yaml"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // splitDocs splits a multi-document YAML file on "---" lines.
@@ -67,9 +66,9 @@ func loadDir(t testing.TB, dir, apiVersion string) store {
 			dec.DisallowUnknownFields()
 			require.NoError(t, dec.Decode(&env), "%s doc %d", e.Name(), i)
 			require.Equal(t, apiVersion, env.APIVersion)
-			spec, err := unmarshalSpec(model.Kind(env.Kind), env.Spec)
+			spec, err := istioconfig.UnmarshalSpec(istioconfig.Kind(env.Kind), env.Spec)
 			require.NoError(t, err, "%s doc %d (%s %s)", e.Name(), i, env.Kind, env.Metadata.Name)
-			c := model.Config{Meta: model.Meta{Kind: model.Kind(env.Kind), Name: env.Metadata.Name, Namespace: env.Metadata.Namespace, Labels: env.Metadata.Labels}, Spec: spec}
+			c := istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.Kind(env.Kind), Name: env.Metadata.Name, Namespace: env.Metadata.Namespace, Labels: env.Metadata.Labels}, Spec: spec}
 			require.NotContains(t, st, c.Key(), "%s defined twice", c.Key())
 			st[c.Key()] = c
 		}
@@ -110,7 +109,7 @@ func TestDirSinkRoundTrip(t *testing.T) {
 				dir := t.TempDir()
 				sink, err := NewDirSink(DirOptions{Dir: dir, GroupRouting: opt.group, APIVersion: opt.api})
 				require.NoError(t, err)
-				api := cmpOr(opt.api, DefaultAPIVersion)
+				api := cmpOr(opt.api, istioconfig.DefaultAPIVersion)
 				applied := 0
 				// Parsing the whole directory after every event is slow under -race: check the
 				// first events, then every 20th, and the end.
@@ -213,7 +212,7 @@ func TestDirSinkDirectoryVanishes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, stats.Failed)
 	require.Greater(t, stats.Events, 10, "the run went on after the failures")
-	requireSameObjects(t, sim.Current(), loadDir(t, dir, DefaultAPIVersion))
+	requireSameObjects(t, sim.Current(), loadDir(t, dir, istioconfig.DefaultAPIVersion))
 }
 
 func TestDirSinkRefusesNonEmptyDir(t *testing.T) {
@@ -309,9 +308,9 @@ type lateSink struct {
 	cost time.Duration
 }
 
-func (s lateSink) Init(context.Context, []model.Config) error { return nil }
-func (s lateSink) Apply(context.Context, Event) error         { s.clk.Advance(s.cost); return nil }
-func (s lateSink) Close() error                               { return nil }
+func (s lateSink) Init(context.Context, []istioconfig.Config) error { return nil }
+func (s lateSink) Apply(context.Context, Event) error               { s.clk.Advance(s.cost); return nil }
+func (s lateSink) Close() error                                     { return nil }
 
 func TestLateEventsCountedNotShifted(t *testing.T) {
 	cfg := Config{Seed: 1, Duration: 10 * time.Second, Topology: smallTopology(),

@@ -10,11 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	networking "istio.io/api/networking/v1alpha3"
-
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -62,55 +58,9 @@ type TraceEvent struct {
 	Phase       string
 	Scheduled   time.Duration
 	T0          time.Time
-	Upserts     []model.Config
-	Deletes     []model.ConfigKey
+	Upserts     []istioconfig.Config
+	Deletes     []istioconfig.Key
 	Expectation probe.Expectation
-}
-
-// NewSpec returns an empty istio.io/api spec for an Istio config kind, or nil for a kind the
-// simulator does not write.
-func NewSpec(k model.Kind) proto.Message {
-	switch k {
-	case model.KindServiceEntry:
-		return &networking.ServiceEntry{}
-	case model.KindWorkloadEntry:
-		return &networking.WorkloadEntry{}
-	case model.KindVirtualService:
-		return &networking.VirtualService{}
-	case model.KindDestinationRule:
-		return &networking.DestinationRule{}
-	case model.KindSidecar:
-		return &networking.Sidecar{}
-	case model.KindGateway:
-		return &networking.Gateway{}
-	}
-	return nil
-}
-
-// MarshalSpec renders a spec as compact protojson (camelCase field names, enums by name).
-// protojson randomizes whitespace between builds; compacting makes the bytes stable.
-func MarshalSpec(m proto.Message) ([]byte, error) {
-	raw, err := protojson.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// unmarshalSpec decodes strictly: an unknown field is an error.
-func unmarshalSpec(k model.Kind, data []byte) (proto.Message, error) {
-	m := NewSpec(k)
-	if m == nil {
-		return nil, fmt.Errorf("unknown kind %q: use one of %v", k, model.ConfigKinds())
-	}
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(data, m); err != nil {
-		return nil, err
-	}
-	return m, nil
 }
 
 // encodeEvent renders ev as one trace line (without the newline).
@@ -123,7 +73,7 @@ func encodeEvent(ev Event) ([]byte, error) {
 		rec.Lateness = ev.Lateness.String()
 	}
 	for _, c := range ev.Upserts {
-		spec, err := MarshalSpec(c.Spec)
+		spec, err := istioconfig.MarshalSpec(c.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %s: %w", ev.ID, c.Key(), err)
 		}
@@ -192,23 +142,23 @@ func parseTraceLine(data []byte) (TraceEvent, error) {
 		if o.Name == "" || o.Namespace == "" {
 			return TraceEvent{}, fmt.Errorf("upserts[%d]: name and namespace are required", i)
 		}
-		spec, err := unmarshalSpec(model.Kind(o.Kind), o.Spec)
+		spec, err := istioconfig.UnmarshalSpec(istioconfig.Kind(o.Kind), o.Spec)
 		if err != nil {
 			return TraceEvent{}, fmt.Errorf("upserts[%d] (%s %s/%s): spec: %w", i, o.Kind, o.Namespace, o.Name, err)
 		}
-		te.Upserts = append(te.Upserts, model.Config{
-			Meta: model.Meta{Kind: model.Kind(o.Kind), Name: o.Name, Namespace: o.Namespace, Labels: o.Labels},
+		te.Upserts = append(te.Upserts, istioconfig.Config{
+			Meta: istioconfig.Meta{Kind: istioconfig.Kind(o.Kind), Name: o.Name, Namespace: o.Namespace, Labels: o.Labels},
 			Spec: spec,
 		})
 	}
 	for i, k := range rec.Deletes {
-		if NewSpec(model.Kind(k.Kind)) == nil {
-			return TraceEvent{}, fmt.Errorf("deletes[%d]: unknown kind %q: use one of %v", i, k.Kind, model.ConfigKinds())
+		if _, known := istioconfig.NewSpec(istioconfig.Kind(k.Kind)); !known {
+			return TraceEvent{}, fmt.Errorf("deletes[%d]: unknown kind %q: use one of %v", i, k.Kind, istioconfig.Kinds())
 		}
 		if k.Name == "" || k.Namespace == "" {
 			return TraceEvent{}, fmt.Errorf("deletes[%d]: name and namespace are required", i)
 		}
-		te.Deletes = append(te.Deletes, model.ConfigKey{Kind: model.Kind(k.Kind), Name: k.Name, Namespace: k.Namespace})
+		te.Deletes = append(te.Deletes, istioconfig.Key{Kind: istioconfig.Kind(k.Kind), Name: k.Name, Namespace: k.Namespace})
 	}
 	if err := rec.Expectation.Validate(); err != nil {
 		return TraceEvent{}, fmt.Errorf("expectation: %w", err)

@@ -12,17 +12,16 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // store is what a config source holds after applying events.
-type store map[model.ConfigKey]model.Config
+type store map[istioconfig.Key]istioconfig.Config
 
-func newStore(initial []model.Config) store {
+func newStore(initial []istioconfig.Config) store {
 	s := store{}
 	for _, c := range initial {
 		s[c.Key()] = c
@@ -43,9 +42,9 @@ func (s store) apply(t testing.TB, ev Event) {
 	}
 }
 
-func (s store) sorted() []model.Config {
-	keys := slices.SortedFunc(maps.Keys(s), func(a, b model.ConfigKey) int { return strings.Compare(a.String(), b.String()) })
-	out := make([]model.Config, 0, len(keys))
+func (s store) sorted() []istioconfig.Config {
+	keys := slices.SortedFunc(maps.Keys(s), func(a, b istioconfig.Key) int { return strings.Compare(a.String(), b.String()) })
+	out := make([]istioconfig.Config, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, s[k])
 	}
@@ -94,7 +93,7 @@ func buildView(s store) *istioView {
 	v := &istioView{clusters: map[string]*clusterv3.Cluster{}, clas: map[string]*endpointv3.ClusterLoadAssignment{}, routes: map[string]*routev3.RouteConfiguration{}}
 	drs := map[string]*networking.DestinationRule{}
 	vss := map[string]*networking.VirtualService{}
-	var wes []model.Config
+	var wes []istioconfig.Config
 	for _, c := range s {
 		switch spec := c.Spec.(type) {
 		case *networking.DestinationRule:

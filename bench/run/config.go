@@ -14,8 +14,8 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/debounce"
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
 )
@@ -202,7 +202,7 @@ func phaseTimeout(d scenarios.Duration, def time.Duration) time.Duration {
 
 // FillGRPCTargets gives every gRPC group without targets the listener of every service port
 // of the initial topology (what a client calling all of them would ask for).
-func FillGRPCTargets(cfg *fakeenvoy.FleetConfig, initial []model.Config) {
+func FillGRPCTargets(cfg *fakeenvoy.FleetConfig, initial []istioconfig.Config) {
 	var all []string
 	for i := range cfg.Groups {
 		g := &cfg.Groups[i]
@@ -212,7 +212,7 @@ func FillGRPCTargets(cfg *fakeenvoy.FleetConfig, initial []model.Config) {
 		if all == nil {
 			for _, c := range initial {
 				se, ok := c.Spec.(*networking.ServiceEntry)
-				if !ok || c.Kind != model.KindServiceEntry {
+				if !ok || c.Kind != istioconfig.KindServiceEntry {
 					continue
 				}
 				for _, h := range se.GetHosts() {

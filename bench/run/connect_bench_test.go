@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -73,7 +74,7 @@ func benchConnect(b *testing.B, mode string) {
 		se := &networking.ServiceEntry{Hosts: []string{fmt.Sprintf("svc-%d.%s.svc.cluster.local", i, ns)}, Location: networking.ServiceEntry_MESH_INTERNAL,
 			Resolution: networking.ServiceEntry_STATIC, Ports: []*networking.ServicePort{{Name: "http", Number: 8080, Protocol: "HTTP"}},
 			Endpoints: []*networking.WorkloadEntry{{Address: fmt.Sprintf("10.1.%d.1", i)}, {Address: fmt.Sprintf("10.1.%d.2", i)}}}
-		if _, err := cp.srv.ConfigStore().Create(&model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: fmt.Sprintf("svc-%d", i), Namespace: ns}, Spec: se}); err != nil {
+		if _, err := cp.srv.ConfigStore().Create(&istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Name: fmt.Sprintf("svc-%d", i), Namespace: ns}, Spec: se}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/mcpsource"
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/simulator"
 )
 
@@ -80,7 +80,7 @@ func BenchmarkInputPath(b *testing.B) {
 			defer cancel()
 			store := config.NewMemory(config.MemoryOptions{})
 			wg.Go(func() { _ = store.Run(ctx) })
-			seen := make(chan model.ConfigKey, 1<<16)
+			seen := make(chan istioconfig.Key, 1<<16)
 			wg.Go(func() {
 				for ev := range store.Events() {
 					seen <- ev.Key()
@@ -120,8 +120,8 @@ func BenchmarkInputPath(b *testing.B) {
 	}
 }
 
-func keysOf(up []model.Config, del []model.ConfigKey) map[model.ConfigKey]bool {
-	out := map[model.ConfigKey]bool{}
+func keysOf(up []istioconfig.Config, del []istioconfig.Key) map[istioconfig.Key]bool {
+	out := map[istioconfig.Key]bool{}
 	for _, c := range up {
 		out[c.Key()] = true
 	}
@@ -133,7 +133,7 @@ func keysOf(up []model.Config, del []model.ConfigKey) map[model.ConfigKey]bool {
 
 // waitKeys reads store events until every key in want was seen (an upsert of an unchanged
 // object emits no event: the simulator's events always change what they name).
-func waitKeys(tb testing.TB, seen <-chan model.ConfigKey, want map[model.ConfigKey]bool) {
+func waitKeys(tb testing.TB, seen <-chan istioconfig.Key, want map[istioconfig.Key]bool) {
 	tb.Helper()
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()

@@ -23,10 +23,10 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/bench/report"
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/metricsserver"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -700,10 +700,10 @@ func CheckWritableDir(dir string) error {
 
 // countServices counts the hosts of the ServiceEntries in objs (the services the control plane
 // will know once it has loaded them).
-func countServices(objs []model.Config) int {
+func countServices(objs []istioconfig.Config) int {
 	n := 0
 	for _, c := range objs {
-		if c.Kind != model.KindServiceEntry {
+		if c.Kind != istioconfig.KindServiceEntry {
 			continue
 		}
 		if se, ok := c.Spec.(*networking.ServiceEntry); ok {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/simulator"
 )
 
@@ -19,7 +19,7 @@ type countingSink struct {
 	inits, closes int
 }
 
-func (s *countingSink) Init(ctx context.Context, initial []model.Config) error {
+func (s *countingSink) Init(ctx context.Context, initial []istioconfig.Config) error {
 	s.inits++
 	return s.delayedSink.Init(ctx, initial)
 }

@@ -31,7 +31,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/bench/collect"
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/simulator"
 )
 
@@ -75,7 +75,7 @@ type delayedSink struct {
 	delay time.Duration
 	drop  func(simulator.Event) bool
 
-	ses     map[model.ConfigKey]*networking.ServiceEntry
+	ses     map[istioconfig.Key]*networking.ServiceEntry
 	version int
 	dropped []uint64
 
@@ -87,8 +87,8 @@ type delayedSink struct {
 	publishAt map[int]time.Time // snapshot version → when it is published (Apply's instant + delay)
 }
 
-func (s *delayedSink) Init(ctx context.Context, initial []model.Config) error {
-	s.ses = map[model.ConfigKey]*networking.ServiceEntry{}
+func (s *delayedSink) Init(ctx context.Context, initial []istioconfig.Config) error {
+	s.ses = map[istioconfig.Key]*networking.ServiceEntry{}
 	s.update(initial, nil)
 	snap, err := s.snapshot()
 	if err != nil {
@@ -142,7 +142,7 @@ func (s *delayedSink) Close() error {
 	return nil
 }
 
-func (s *delayedSink) update(upserts []model.Config, deletes []model.ConfigKey) {
+func (s *delayedSink) update(upserts []istioconfig.Config, deletes []istioconfig.Key) {
 	for _, k := range deletes {
 		delete(s.ses, k)
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/bench/run"
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe/stream"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -70,7 +70,7 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 	fl.BoolVar(&f.fast, "fast", false, "run as fast as possible on a virtual clock (a dry run; t0 values are virtual)")
 	fl.BoolVar(&f.clean, "clean", false, "remove YAML files already in --sink-dir first (with --sink kube: the objects an earlier run wrote)")
 	fl.BoolVar(&f.groupRouting, "group-routing", false, "write VirtualServices and DestinationRules into their service's file")
-	fl.StringVar(&f.apiVersion, "api-version", simulator.DefaultAPIVersion, "apiVersion of the written objects (networking.istio.io/v1alpha3, v1beta1 or v1)")
+	fl.StringVar(&f.apiVersion, "api-version", istioconfig.DefaultAPIVersion, "apiVersion of the written objects (networking.istio.io/v1alpha3, v1beta1 or v1)")
 	fl.DurationVar(&f.progress, "progress", 5*time.Second, "print a progress line this often (run time); 0 disables")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the simulator's Prometheus metrics on this address (e.g. 127.0.0.1:15090)")
 	fl.StringVar(&f.sink, "sink", "dir", "where the mesh goes: dir (Istio YAML in --sink-dir), kube (a Kubernetes API server; see docs/kubernetes.md) or mcp (an MCP-over-xDS server on --listen; see docs/mcp.md)")
@@ -237,9 +237,9 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 }
 
 // simCensus counts objects by kind, in the order kinds first appear.
-func simCensus(objs []model.Config) string {
-	var kinds []model.Kind
-	n := map[model.Kind]int{}
+func simCensus(objs []istioconfig.Config) string {
+	var kinds []istioconfig.Kind
+	n := map[istioconfig.Kind]int{}
 	for _, c := range objs {
 		if n[c.Kind] == 0 {
 			kinds = append(kinds, c.Kind)

@@ -13,6 +13,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -23,16 +24,16 @@ type genView map[string]map[string]proto.Message
 
 func (v genView) Resource(typeURL, name string) proto.Message { return v[typeURL][name] }
 
-func generate(t *testing.T, objs map[model.ConfigKey]model.Config, seq uint64) genView {
+func generate(t *testing.T, objs map[istioconfig.Key]istioconfig.Config, seq uint64) genView {
 	t.Helper()
-	var cfgs, ses, wes []*model.Config
+	var cfgs, ses, wes []*istioconfig.Config
 	for _, c := range objs {
 		c := c
 		cfgs = append(cfgs, &c)
 		switch c.Kind {
-		case model.KindServiceEntry:
+		case istioconfig.KindServiceEntry:
 			ses = append(ses, &c)
-		case model.KindWorkloadEntry:
+		case istioconfig.KindWorkloadEntry:
 			wes = append(wes, &c)
 		}
 	}
@@ -85,7 +86,7 @@ churn:
 		cfg.Topology.WorkloadEntries = wes
 		sim, err := simulator.New(cfg)
 		require.NoError(t, err)
-		objs := map[model.ConfigKey]model.Config{}
+		objs := map[istioconfig.Key]istioconfig.Config{}
 		for _, c := range sim.Initial() {
 			objs[c.Key()] = c
 		}

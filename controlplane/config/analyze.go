@@ -5,9 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // Finding is a problem between objects that each pass validation: istiod admits them (its
@@ -35,11 +34,11 @@ func (f Finding) String() string {
 // every Gateway it binds to must exist (analyzeGatewayRefs). Hosts
 // are compared after expanding short names to name.namespace.svc.cluster.local, each in its
 // object's namespace. Findings are sorted by object and path.
-func Analyze(cfgs []*model.Config) []Finding {
+func Analyze(cfgs []*istioconfig.Config) []Finding {
 	subsets := map[string]map[string]bool{} // host → subset names
 	for _, c := range cfgs {
 		dr, ok := c.Spec.(*networking.DestinationRule)
-		if !ok || c.Kind != model.KindDestinationRule {
+		if !ok || c.Kind != istioconfig.KindDestinationRule {
 			continue
 		}
 		h := fqdn(dr.GetHost(), c.Namespace)
@@ -53,7 +52,7 @@ func Analyze(cfgs []*model.Config) []Finding {
 	var out []Finding
 	for _, c := range cfgs {
 		vs, ok := c.Spec.(*networking.VirtualService)
-		if !ok || c.Kind != model.KindVirtualService {
+		if !ok || c.Kind != istioconfig.KindVirtualService {
 			continue
 		}
 		obj := fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name)

@@ -4,26 +4,25 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // analyzeGatewayRefs reports VirtualServices bound to a Gateway that no object defines
 // (istioctl analyze's virtualservice/gateways analyzer, IST0101): their routes reach no router.
 // References resolve as istiod resolves them: "namespace/name", legacy "name.namespace…", or a
 // bare name in the VirtualService's namespace; "mesh" names the sidecars.
-func analyzeGatewayRefs(cfgs []*model.Config) []Finding {
+func analyzeGatewayRefs(cfgs []*istioconfig.Config) []Finding {
 	gateways := map[string]bool{}
 	for _, c := range cfgs {
-		if _, ok := c.Spec.(*networking.Gateway); ok && c.Kind == model.KindGateway {
+		if _, ok := c.Spec.(*networking.Gateway); ok && c.Kind == istioconfig.KindGateway {
 			gateways[c.Namespace+"/"+c.Name] = true
 		}
 	}
 	var out []Finding
 	for _, c := range cfgs {
 		vs, ok := c.Spec.(*networking.VirtualService)
-		if !ok || c.Kind != model.KindVirtualService {
+		if !ok || c.Kind != istioconfig.KindVirtualService {
 			continue
 		}
 		obj := fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name)

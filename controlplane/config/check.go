@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // CheckReport is what CheckPaths found: what a control plane watching those files would load,
@@ -17,7 +17,7 @@ type CheckReport struct {
 	// Files are the config files read, sorted.
 	Files []string
 	// Configs are the objects of the files that would load.
-	Configs []*model.Config
+	Configs []*istioconfig.Config
 	// Errors reject a file (its objects do not load): read, parse and validation errors, an
 	// object defined twice in a file, or one another file defined first.
 	Errors []error
@@ -64,7 +64,7 @@ func CheckPaths(paths []string, d Decoder) CheckReport {
 	}
 	slices.Sort(r.Files)
 	r.Files = slices.Compact(r.Files)
-	owner := map[model.ConfigKey]string{}
+	owner := map[istioconfig.Key]string{}
 	for _, f := range r.Files {
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/suggest"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // DefaultNamespace is the namespace of an object whose metadata has none, as with kubectl.
@@ -49,7 +49,7 @@ func (e *DecodeError) Error() string {
 }
 
 // Decode decodes data with the default Decoder.
-func Decode(file string, data []byte) ([]*model.Config, error) {
+func Decode(file string, data []byte) ([]*istioconfig.Config, error) {
 	return Decoder{}.Decode(file, data)
 }
 
@@ -72,7 +72,7 @@ func (s Skipped) String() string {
 	if s.Name != "" {
 		out += " " + s.Name
 	}
-	out += ": not a kind the control plane reads (" + strings.TrimSuffix(kindNames(), ", "+string(model.KindPeerAuthentication)+", "+string(model.KindAuthorizationPolicy)+", "+string(model.KindRequestAuthentication)) + " in " + strings.Join(apiVersions, ", ") + "; PeerAuthentication, AuthorizationPolicy and RequestAuthentication in " + strings.Join(securityAPIVersions, ", ") + ")"
+	out += ": not a kind the control plane reads (" + strings.TrimSuffix(istioconfig.KindNames(), ", "+string(istioconfig.KindPeerAuthentication)+", "+string(istioconfig.KindAuthorizationPolicy)+", "+string(istioconfig.KindRequestAuthentication)) + " in " + strings.Join(istioconfig.APIVersions(), ", ") + "; PeerAuthentication, AuthorizationPolicy and RequestAuthentication in " + strings.Join(istioconfig.KindAPIVersions(istioconfig.KindPeerAuthentication), ", ") + ")"
 	if s.Hint != "" {
 		out += "; " + s.Hint
 	}
@@ -82,7 +82,7 @@ func (s Skipped) String() string {
 // Decoded is everything Decoder.DecodeAll found in one input.
 type Decoded struct {
 	// Configs are the objects of the good documents.
-	Configs []*model.Config
+	Configs []*istioconfig.Config
 	// Skipped are documents of kinds or apiVersions this package does not store.
 	Skipped []Skipped
 	// Warnings are findings that istiod admits the object with (it is in Configs).
@@ -94,7 +94,7 @@ type Decoded struct {
 // errors and becomes each config's Source. It returns the configs of the good documents and,
 // joined, a *DecodeError for each bad one: a document with an error contributes nothing.
 // Spec decoding is strict, like the API server's: an unknown field is an error.
-func (d Decoder) Decode(file string, data []byte) ([]*model.Config, error) {
+func (d Decoder) Decode(file string, data []byte) ([]*istioconfig.Config, error) {
 	res, err := d.DecodeAll(file, data)
 	return res.Configs, err
 }
@@ -121,7 +121,7 @@ func (d Decoder) DecodeAll(file string, data []byte) (Decoded, error) {
 type decodeState struct {
 	d       Decoder
 	file    string
-	out     []*model.Config
+	out     []*istioconfig.Config
 	errs    []error
 	skipped []Skipped
 	warns   []*DecodeError
@@ -200,15 +200,15 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 	}
 	var apiVersion, kind string
 	if err := unmarshalString(top["apiVersion"], &apiVersion); err != nil {
-		st.fail(loc.line(at.with("apiVersion")), "", "%s: must be a string such as %q", at.with("apiVersion"), apiVersions[0])
+		st.fail(loc.line(at.with("apiVersion")), "", "%s: must be a string such as %q", at.with("apiVersion"), istioconfig.APIVersions()[0])
 		return
 	}
 	if err := unmarshalString(top["kind"], &kind); err != nil {
-		st.fail(loc.line(at.with("kind")), "", "%s: must be a string such as %q", at.with("kind"), model.KindServiceEntry)
+		st.fail(loc.line(at.with("kind")), "", "%s: must be a string such as %q", at.with("kind"), istioconfig.KindServiceEntry)
 		return
 	}
 	if kind == "" {
-		st.fail(loc.line(at), "", "%skind is missing: add one of %s", where(at), kindNames())
+		st.fail(loc.line(at), "", "%skind is missing: add one of %s", where(at), istioconfig.KindNames())
 		return
 	}
 	if kind == "List" || strings.HasSuffix(kind, "List") && top["items"] != nil {
@@ -226,12 +226,12 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 		}
 	}
 	if apiVersion == "" {
-		st.fail(loc.line(at), "", "%sapiVersion is missing: add apiVersion: %s", where(at), apiVersions[0])
+		st.fail(loc.line(at), "", "%sapiVersion is missing: add apiVersion: %s", where(at), istioconfig.APIVersions()[0])
 		return
 	}
-	mk := model.Kind(kind)
-	spec, known := NewSpec(mk)
-	if !known || !slices.Contains(kindAPIVersions(mk), apiVersion) {
+	mk := istioconfig.Kind(kind)
+	spec, known := istioconfig.NewSpec(mk)
+	if !known || !slices.Contains(istioconfig.KindAPIVersions(mk), apiVersion) {
 		st.skip(top, apiVersion, kind, known, loc, at)
 		return
 	}
@@ -259,8 +259,8 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 			return
 		}
 	}
-	cfg := &model.Config{Meta: meta, Spec: spec}
-	if err := Validate(cfg); err != nil {
+	cfg := &istioconfig.Config{Meta: meta, Spec: spec}
+	if err := istioconfig.Validate(cfg); err != nil {
 		st.fail(loc.line(at), obj, "%v", err)
 		return
 	}
@@ -298,9 +298,9 @@ func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind str
 	group, _, _ := strings.Cut(apiVersion, "/")
 	switch {
 	case knownKind:
-		sk.Hint = fmt.Sprintf("for a %s use apiVersion: %s", kind, kindAPIVersions(model.Kind(kind))[0])
-	case group == Group || group == SecurityGroup:
-		if n := suggest.Nearest(kind, strings.Split(kindNames(), ", ")); n != "" {
+		sk.Hint = fmt.Sprintf("for a %s use apiVersion: %s", kind, istioconfig.KindAPIVersions(istioconfig.Kind(kind))[0])
+	case group == istioconfig.Group || group == istioconfig.SecurityGroup:
+		if n := suggest.Nearest(kind, strings.Split(istioconfig.KindNames(), ", ")); n != "" {
 			sk.Hint = fmt.Sprintf("did you mean kind: %s?", n)
 		}
 	}
@@ -338,17 +338,17 @@ var (
 		"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
 )
 
-func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind model.Kind) (model.Meta, bool) {
+func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind istioconfig.Kind) (istioconfig.Meta, bool) {
 	var m map[string]json.RawMessage
 	if len(raw) == 0 || string(raw) == "null" {
 		st.fail(loc.line(at[:len(at)-1]), "", "%s is missing: add metadata with a name (and a namespace, else %q)", at, st.d.DefaultNamespace)
-		return model.Meta{}, false
+		return istioconfig.Meta{}, false
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
 		st.fail(loc.line(at), "", "%s: must be an object with name, namespace, labels, annotations", at)
-		return model.Meta{}, false
+		return istioconfig.Meta{}, false
 	}
-	var meta model.Meta
+	var meta istioconfig.Meta
 	for _, k := range sortedKeys(m) {
 		v := m[k]
 		switch k {
@@ -417,11 +417,11 @@ func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind
 		meta.Namespace = st.d.DefaultNamespace
 	}
 	obj := fmt.Sprintf("%s %s/%s", kind, meta.Namespace, meta.Name)
-	if err := validateName(meta.Name); err != nil {
+	if err := istioconfig.ValidateName(meta.Name); err != nil {
 		st.fail(loc.line(at.with("name")), obj, "%v", err)
 		return meta, false
 	}
-	if err := validateNamespace(meta.Namespace); err != nil {
+	if err := istioconfig.ValidateNamespace(meta.Namespace); err != nil {
 		st.fail(loc.line(at.with("namespace")), obj, "%v", err)
 		return meta, false
 	}

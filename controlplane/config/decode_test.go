@@ -12,15 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // dump renders configs in a stable text form for golden files.
-func dump(cs []*model.Config) string {
+func dump(cs []*istioconfig.Config) string {
 	var b strings.Builder
 	for _, c := range cs {
 		raw, err := protojson.Marshal(c.Spec)
@@ -295,7 +294,7 @@ func FuzzDecodeYAML(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cs, err := Decode("fuzz.yaml", data)
 		for _, c := range cs {
-			if verr := Validate(c); verr != nil {
+			if verr := istioconfig.Validate(c); verr != nil {
 				t.Fatalf("decoded an invalid config: %v", verr)
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/config"
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 func ExampleDecode() {
@@ -46,8 +46,8 @@ func ExampleMemory() {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = st.Run(ctx) }()
 
-	cfg := &model.Config{
-		Meta: model.Meta{Kind: model.KindServiceEntry, Name: "web", Namespace: "shop"},
+	cfg := &istioconfig.Config{
+		Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Name: "web", Namespace: "shop"},
 		Spec: &networking.ServiceEntry{Hosts: []string{"web.shop.svc.cluster.local"}},
 	}
 	_, _ = st.Create(cfg)

@@ -17,8 +17,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Counter counts events; a prometheus.Counter satisfies it.
@@ -162,7 +161,7 @@ func (g DeleteGuard) Validate() error {
 type FileStatus struct {
 	Path string `json:"path"`
 	// Objects are the keys this file defines (its last good parse), in file order.
-	Objects []model.ConfigKey `json:"objects"`
+	Objects []istioconfig.Key `json:"objects"`
 	// LastError is the error of the last load, "" when it succeeded.
 	LastError     string    `json:"lastError,omitempty"`
 	LastErrorTime time.Time `json:"lastErrorTime,omitzero"`
@@ -196,11 +195,11 @@ type FileSource struct {
 	// Owned by the Run goroutine.
 	w     *fsnotify.Watcher // nil with DisableWatch
 	files map[string]*fileState
-	defs  map[model.ConfigKey]map[string]struct{} // which files define a key
+	defs  map[istioconfig.Key]map[string]struct{} // which files define a key
 	// owner names the file whose object this source wrote to the store, by key: the keys are
 	// the source's objects in the store (the objects themselves are the store's, not copied
 	// here).
-	owner    map[model.ConfigKey]string
+	owner    map[istioconfig.Key]string
 	errors   uint64
 	lastScan time.Time
 	watched  map[string]os.FileInfo // directory → the directory the watch was added on
@@ -238,13 +237,13 @@ type pendingPath struct {
 }
 
 type fileState struct {
-	objs      []*model.Config // the last good parse
+	objs      []*istioconfig.Config // the last good parse
 	size      int64
 	mtime     time.Time
 	lastErr   string
 	errTime   time.Time
 	lastLoad  time.Time
-	conflicts map[model.ConfigKey]string // key → owning file
+	conflicts map[istioconfig.Key]string // key → owning file
 	// reported holds the skipped documents and warnings of the last good parse that were
 	// logged already, so that a reload logs only new ones.
 	reported map[string]bool
@@ -264,8 +263,8 @@ func NewFileSource(store *Memory, opts FileOptions) (*FileSource, error) {
 		store:   store,
 		synced:  make(chan struct{}),
 		files:   make(map[string]*fileState),
-		defs:    make(map[model.ConfigKey]map[string]struct{}),
-		owner:   make(map[model.ConfigKey]string),
+		defs:    make(map[istioconfig.Key]map[string]struct{}),
+		owner:   make(map[istioconfig.Key]string),
 		watched: make(map[string]os.FileInfo),
 		lost:    make(map[string]bool),
 		pending: make(map[string]*pendingPath),
@@ -776,7 +775,7 @@ func (s *FileSource) load(paths []string, force bool) {
 // deletions counts the objects in the store that results would delete.
 func (s *FileSource) deletions(results []readResult) int {
 	batch := make(map[string]bool, len(results))
-	defined := make(map[model.ConfigKey]bool)
+	defined := make(map[istioconfig.Key]bool)
 	for _, r := range results {
 		batch[r.path] = true
 		objs := r.dec.Configs
@@ -841,7 +840,7 @@ func (s *FileSource) hold(n int, now time.Time) {
 
 // apply records the results and writes the net change to the store in one Apply.
 func (s *FileSource) apply(results []readResult, now time.Time) {
-	affected := make(map[model.ConfigKey]bool)
+	affected := make(map[istioconfig.Key]bool)
 	var rejected []rejection
 	for _, r := range results {
 		p, st := r.path, s.files[r.path]
@@ -996,8 +995,8 @@ func (s *FileSource) report(p string, st *fileState, dec Decoded) {
 }
 
 // duplicates rejects a file that defines one object twice.
-func duplicates(p string, objs []*model.Config) error {
-	seen := make(map[model.ConfigKey]bool, len(objs))
+func duplicates(p string, objs []*istioconfig.Config) error {
+	seen := make(map[istioconfig.Key]bool, len(objs))
 	for _, c := range objs {
 		if seen[c.Key()] {
 			return fmt.Errorf("%s: %s %s/%s is defined twice in this file: remove one copy", p, c.Kind, c.Namespace, c.Name)
@@ -1008,7 +1007,7 @@ func duplicates(p string, objs []*model.Config) error {
 }
 
 // setObjects replaces a file's objects in the definition index.
-func (s *FileSource) setObjects(p string, st *fileState, objs []*model.Config, affected map[model.ConfigKey]bool) {
+func (s *FileSource) setObjects(p string, st *fileState, objs []*istioconfig.Config, affected map[istioconfig.Key]bool) {
 	for _, c := range st.objs {
 		k := c.Key()
 		affected[k] = true
@@ -1032,17 +1031,17 @@ func (s *FileSource) setObjects(p string, st *fileState, objs []*model.Config, a
 // reconcile picks the owner of each affected key (the current owner while it still defines
 // it, else the first path in lexical order), records conflicts, and writes the difference
 // between what the store holds and what the owners define.
-func (s *FileSource) reconcile(affected map[model.ConfigKey]bool) (upserts []*model.Config, deletes []model.ConfigKey, newConflicts map[string][]string) {
-	keys := make([]model.ConfigKey, 0, len(affected))
+func (s *FileSource) reconcile(affected map[istioconfig.Key]bool) (upserts []*istioconfig.Config, deletes []istioconfig.Key, newConflicts map[string][]string) {
+	keys := make([]istioconfig.Key, 0, len(affected))
 	for k := range affected {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b model.ConfigKey) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(keys, func(a, b istioconfig.Key) int { return strings.Compare(a.String(), b.String()) })
 	newConflicts = make(map[string][]string)
 	for _, k := range keys {
 		definers := s.defs[k]
 		owner := s.owner[k]
-		var have *model.Config // what this source wrote to the store for k, if anything
+		var have *istioconfig.Config // what this source wrote to the store for k, if anything
 		if owner != "" {
 			have, _ = s.store.Get(k)
 		}
@@ -1061,14 +1060,14 @@ func (s *FileSource) reconcile(affected map[model.ConfigKey]bool) (upserts []*mo
 				continue
 			}
 			if st.conflicts == nil {
-				st.conflicts = make(map[model.ConfigKey]string)
+				st.conflicts = make(map[istioconfig.Key]string)
 			}
 			if _, had := st.conflicts[k]; !had {
 				newConflicts[p] = append(newConflicts[p], fmt.Sprintf("%s %s/%s is already defined in %s", k.Kind, k.Namespace, k.Name, owner))
 			}
 			st.conflicts[k] = owner
 		}
-		var want *model.Config
+		var want *istioconfig.Config
 		if owner != "" {
 			s.owner[k] = owner
 			for _, c := range s.files[owner].objs {
@@ -1097,7 +1096,7 @@ func (s *FileSource) publish() {
 	st.Synced = s.isSynced
 	for p, f := range s.files {
 		fs := FileStatus{Path: p, LastError: f.lastErr, LastErrorTime: f.errTime, LastLoad: f.lastLoad,
-			Objects: make([]model.ConfigKey, len(f.objs))}
+			Objects: make([]istioconfig.Key, len(f.objs))}
 		for i, c := range f.objs {
 			fs.Objects[i] = c.Key()
 		}

@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // chanCounter implements Counter by signalling a channel, so tests wait on error counts.
@@ -160,7 +159,7 @@ func (h *harness) file(rel string) FileStatus {
 	return FileStatus{}
 }
 
-func seKey(name string) model.ConfigKey { return key(model.KindServiceEntry, "default", name) }
+func seKey(name string) istioconfig.Key { return key(istioconfig.KindServiceEntry, "default", name) }
 
 func hostsOf(t *testing.T, st Store, name string) string {
 	t.Helper()

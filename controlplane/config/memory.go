@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // MemoryOptions configure a Memory store. The zero value is valid.
@@ -41,13 +41,13 @@ type Memory struct {
 	coalesceAbove int
 
 	mu      sync.Mutex
-	objects map[model.ConfigKey]*model.Config
+	objects map[istioconfig.Key]*istioconfig.Config
 	rv      uint64
 	// backlog holds undelivered events from head on; a nil entry was cancelled by coalescing.
 	backlog   []*Event
 	head      int
 	live      int                        // non-nil entries in backlog[head:]
-	lastByKey map[model.ConfigKey]*Event // the newest undelivered event of each key
+	lastByKey map[istioconfig.Key]*Event // the newest undelivered event of each key
 	coalesced uint64
 	running   bool
 
@@ -68,8 +68,8 @@ func NewMemory(opts MemoryOptions) *Memory {
 	return &Memory{
 		now:           opts.Now,
 		coalesceAbove: opts.CoalesceAbove,
-		objects:       make(map[model.ConfigKey]*model.Config),
-		lastByKey:     make(map[model.ConfigKey]*Event),
+		objects:       make(map[istioconfig.Key]*istioconfig.Config),
+		lastByKey:     make(map[istioconfig.Key]*Event),
 		wake:          make(chan struct{}, 1),
 		events:        make(chan Event),
 	}
@@ -157,7 +157,7 @@ func (m *Memory) pop() (Event, bool) {
 }
 
 // Get implements Store.
-func (m *Memory) Get(key model.ConfigKey) (*model.Config, bool) {
+func (m *Memory) Get(key istioconfig.Key) (*istioconfig.Config, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.objects[key]
@@ -165,34 +165,34 @@ func (m *Memory) Get(key model.ConfigKey) (*model.Config, bool) {
 }
 
 // List implements Store.
-func (m *Memory) List(kind model.Kind, namespace string) []*model.Config {
+func (m *Memory) List(kind istioconfig.Kind, namespace string) []*istioconfig.Config {
 	m.mu.Lock()
-	var out []*model.Config
+	var out []*istioconfig.Config
 	for k, c := range m.objects {
 		if k.Kind == kind && (namespace == "" || k.Namespace == namespace) {
 			out = append(out, c)
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b *model.Config) int {
+	slices.SortFunc(out, func(a, b *istioconfig.Config) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return out
 }
 
-// All returns every object, sorted by kind (model.ConfigKinds order), namespace and name: the
+// All returns every object, sorted by kind (istioconfig.Kinds order), namespace and name: the
 // input of a full snapshot build.
-func (m *Memory) All() []*model.Config {
-	var out []*model.Config
-	for _, k := range model.ConfigKinds() {
+func (m *Memory) All() []*istioconfig.Config {
+	var out []*istioconfig.Config
+	for _, k := range istioconfig.Kinds() {
 		out = append(out, m.List(k, "")...)
 	}
 	return out
 }
 
 // Create implements Store.
-func (m *Memory) Create(cfg *model.Config) (*model.Config, error) {
-	if err := Validate(cfg); err != nil {
+func (m *Memory) Create(cfg *istioconfig.Config) (*istioconfig.Config, error) {
+	if err := istioconfig.Validate(cfg); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -205,8 +205,8 @@ func (m *Memory) Create(cfg *model.Config) (*model.Config, error) {
 
 // Update implements Store. Writing an object Equal to the stored one changes nothing and
 // emits no event.
-func (m *Memory) Update(cfg *model.Config) (*model.Config, error) {
-	if err := Validate(cfg); err != nil {
+func (m *Memory) Update(cfg *istioconfig.Config) (*istioconfig.Config, error) {
+	if err := istioconfig.Validate(cfg); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -215,7 +215,7 @@ func (m *Memory) Update(cfg *model.Config) (*model.Config, error) {
 }
 
 // Delete implements Store.
-func (m *Memory) Delete(key model.ConfigKey) error {
+func (m *Memory) Delete(key istioconfig.Key) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.objects[key]; !ok {
@@ -228,9 +228,9 @@ func (m *Memory) Delete(key model.ConfigKey) error {
 // Apply validates every upsert, then applies the upserts and deletes under one lock, so
 // readers see all of them or none, and their events are contiguous. Deletes of absent keys are
 // ignored. It is how the file source applies one reload.
-func (m *Memory) Apply(upserts []*model.Config, deletes []model.ConfigKey) error {
+func (m *Memory) Apply(upserts []*istioconfig.Config, deletes []istioconfig.Key) error {
 	for _, c := range upserts {
-		if err := Validate(c); err != nil {
+		if err := istioconfig.Validate(c); err != nil {
 			return err
 		}
 	}
@@ -249,7 +249,7 @@ func (m *Memory) Apply(upserts []*model.Config, deletes []model.ConfigKey) error
 
 // upsertLocked stores a shallow copy of cfg (the spec and maps are shared, never copied)
 // carrying a new ResourceVersion, like the Kubernetes API server does.
-func (m *Memory) upsertLocked(cfg *model.Config) *model.Config {
+func (m *Memory) upsertLocked(cfg *istioconfig.Config) *istioconfig.Config {
 	key := cfg.Key()
 	old := m.objects[key]
 	if old != nil && Equal(old, cfg) {
@@ -273,7 +273,7 @@ func (m *Memory) upsertLocked(cfg *model.Config) *model.Config {
 	return &c
 }
 
-func (m *Memory) deleteLocked(key model.ConfigKey) {
+func (m *Memory) deleteLocked(key istioconfig.Key) {
 	old := m.objects[key]
 	delete(m.objects, key)
 	m.rv++

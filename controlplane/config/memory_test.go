@@ -8,20 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
-func se(name, ns string, hosts ...string) *model.Config {
-	return &model.Config{
-		Meta: model.Meta{Kind: model.KindServiceEntry, Name: name, Namespace: ns},
+func se(name, ns string, hosts ...string) *istioconfig.Config {
+	return &istioconfig.Config{
+		Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Name: name, Namespace: ns},
 		Spec: &networking.ServiceEntry{Hosts: hosts},
 	}
 }
 
-func key(kind model.Kind, ns, name string) model.ConfigKey {
-	return model.ConfigKey{Kind: kind, Namespace: ns, Name: name}
+func key(kind istioconfig.Kind, ns, name string) istioconfig.Key {
+	return istioconfig.Key{Kind: kind, Namespace: ns, Name: name}
 }
 
 // drain starts Run and returns a function that reads the next n events (failing the test if
@@ -74,11 +73,11 @@ func describe(evs []Event) string {
 func TestMemoryWrites(t *testing.T) {
 	type op struct {
 		do      string // create, update, delete
-		cfg     *model.Config
-		key     model.ConfigKey
+		cfg     *istioconfig.Config
+		key     istioconfig.Key
 		wantErr string
 	}
-	a := key(model.KindServiceEntry, "default", "a")
+	a := key(istioconfig.KindServiceEntry, "default", "a")
 	tests := []struct {
 		name       string
 		ops        []op
@@ -119,10 +118,10 @@ func TestMemoryWrites(t *testing.T) {
 				{do: "create", cfg: se("a", ""), wantErr: "metadata.namespace is required"},
 				{do: "create", cfg: se("A_b", "default"), wantErr: "not a valid name"},
 				{do: "create", cfg: se("a", "ns.x"), wantErr: "not a valid namespace"},
-				{do: "create", cfg: &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "a", Namespace: "d"}, Spec: &networking.ServiceEntry{}}, wantErr: "want istio.networking.v1alpha3.VirtualService"},
-				{do: "update", cfg: &model.Config{Meta: model.Meta{Kind: "Pod", Name: "a", Namespace: "d"}, Spec: &networking.ServiceEntry{}}, wantErr: "unknown kind"},
-				{do: "update", cfg: &model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "a", Namespace: "d"}}, wantErr: "spec is nil"},
-				{do: "update", cfg: &model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "a", Namespace: "d"}, Spec: (*networking.Gateway)(nil)}, wantErr: "spec is nil"},
+				{do: "create", cfg: &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "a", Namespace: "d"}, Spec: &networking.ServiceEntry{}}, wantErr: "want istio.networking.v1alpha3.VirtualService"},
+				{do: "update", cfg: &istioconfig.Config{Meta: istioconfig.Meta{Kind: "Pod", Name: "a", Namespace: "d"}, Spec: &networking.ServiceEntry{}}, wantErr: "unknown kind"},
+				{do: "update", cfg: &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Name: "a", Namespace: "d"}}, wantErr: "spec is nil"},
+				{do: "update", cfg: &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Name: "a", Namespace: "d"}, Spec: (*networking.Gateway)(nil)}, wantErr: "spec is nil"},
 				{do: "update", cfg: nil, wantErr: "nil"},
 			},
 		},
@@ -130,7 +129,7 @@ func TestMemoryWrites(t *testing.T) {
 			name: "list sorted by namespace then name, one kind",
 			ops: []op{
 				{do: "create", cfg: se("b", "ns2")}, {do: "create", cfg: se("a", "ns2")}, {do: "create", cfg: se("z", "ns1")},
-				{do: "create", cfg: &model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "g", Namespace: "ns1"}, Spec: &networking.Gateway{}}},
+				{do: "create", cfg: &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Name: "g", Namespace: "ns1"}, Spec: &networking.Gateway{}}},
 			},
 			wantEvents: "add ServiceEntry/ns2/b[]; add ServiceEntry/ns2/a[]; add ServiceEntry/ns1/z[]; add Gateway/ns1/g",
 			wantList:   []string{"ns1/z", "ns2/a", "ns2/b"},
@@ -166,7 +165,7 @@ func TestMemoryWrites(t *testing.T) {
 				t.Errorf("events:\n got %s\nwant %s", got, tc.wantEvents)
 			}
 			var names []string
-			for _, c := range m.List(model.KindServiceEntry, "") {
+			for _, c := range m.List(istioconfig.KindServiceEntry, "") {
 				names = append(names, c.Namespace+"/"+c.Name)
 			}
 			if strings.Join(names, ",") != strings.Join(tc.wantList, ",") {
@@ -201,7 +200,7 @@ func TestMemoryMetadata(t *testing.T) {
 	if got, _ := m.Get(c1.Key()); got != c2 {
 		t.Error("Get does not return the stored pointer")
 	}
-	if got := m.List(model.KindServiceEntry, "other"); len(got) != 0 {
+	if got := m.List(istioconfig.KindServiceEntry, "other"); len(got) != 0 {
 		t.Errorf("List(other) = %v", got)
 	}
 	if err := m.Delete(c1.Key()); err != nil {
@@ -217,8 +216,8 @@ func TestMemoryMetadata(t *testing.T) {
 }
 
 func TestMemoryCoalescing(t *testing.T) {
-	k := func(n string) *model.Config { return se(n, "default", n+".com") }
-	upd := func(n, h string) *model.Config { return se(n, "default", h) }
+	k := func(n string) *istioconfig.Config { return se(n, "default", n+".com") }
+	upd := func(n, h string) *istioconfig.Config { return se(n, "default", h) }
 	tests := []struct {
 		name  string
 		above int
@@ -296,14 +295,14 @@ func TestCoalesce(t *testing.T) {
 
 func TestMemoryApplyAtomic(t *testing.T) {
 	m := NewMemory(MemoryOptions{})
-	if err := m.Apply([]*model.Config{se("a", "default"), se("", "default")}, nil); err == nil {
+	if err := m.Apply([]*istioconfig.Config{se("a", "default"), se("", "default")}, nil); err == nil {
 		t.Fatal("a batch with an invalid object was accepted")
 	}
 	if m.Len() != 0 {
 		t.Fatal("an invalid batch was partly applied")
 	}
 	m.Update(se("a", "default"))
-	if err := m.Apply([]*model.Config{se("b", "default")}, []model.ConfigKey{se("a", "default").Key(), se("zz", "default").Key()}); err != nil {
+	if err := m.Apply([]*istioconfig.Config{se("b", "default")}, []istioconfig.Key{se("a", "default").Key(), se("zz", "default").Key()}); err != nil {
 		t.Fatal(err)
 	}
 	if got := describe(runStore(t, m)(3)); got != "add ServiceEntry/default/a[]; delete ServiceEntry/default/a; add ServiceEntry/default/b[]" {
@@ -352,7 +351,7 @@ func TestMemoryConcurrentConsumerView(t *testing.T) {
 						for i := range writes {
 							name := fmt.Sprintf("k%d", (w*7+i)%keys)
 							if i%5 == 4 {
-								_ = m.Delete(key(model.KindServiceEntry, "default", name))
+								_ = m.Delete(key(istioconfig.KindServiceEntry, "default", name))
 							} else {
 								_, _ = m.Update(se(name, "default", fmt.Sprint(w, "-", i)))
 							}
@@ -364,7 +363,7 @@ func TestMemoryConcurrentConsumerView(t *testing.T) {
 				}
 				_, _ = m.Update(se("sentinel", "default"))
 			}()
-			view := map[model.ConfigKey]*model.Config{}
+			view := map[istioconfig.Key]*istioconfig.Config{}
 			for {
 				ev := nextEvent(t, m.Events())
 				k := ev.Key()
@@ -381,7 +380,7 @@ func TestMemoryConcurrentConsumerView(t *testing.T) {
 				}
 			}
 			<-writersDone
-			all := m.List(model.KindServiceEntry, "")
+			all := m.List(istioconfig.KindServiceEntry, "")
 			if len(all) != len(view) {
 				t.Fatalf("store has %d objects, consumer view %d", len(all), len(view))
 			}
@@ -409,7 +408,7 @@ func BenchmarkMemoryUpdate(b *testing.B) {
 		}
 		consumed <- n
 	}()
-	cfgs := make([]*model.Config, 1000)
+	cfgs := make([]*istioconfig.Config, 1000)
 	for i := range cfgs {
 		cfgs[i] = se(fmt.Sprintf("svc-%d", i), "default", fmt.Sprint(i))
 	}
@@ -430,7 +429,7 @@ func BenchmarkMemoryUpdate(b *testing.B) {
 
 func TestMemoryAll(t *testing.T) {
 	m := NewMemory(MemoryOptions{})
-	m.Update(&model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: "g", Namespace: "a"}, Spec: &networking.Gateway{}})
+	m.Update(&istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Name: "g", Namespace: "a"}, Spec: &networking.Gateway{}})
 	m.Update(se("b", "z"))
 	m.Update(se("a", "z"))
 	var got []string

@@ -11,12 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
 	securityapi "istio.io/api/security/v1beta1"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // Semantic validation: the rules istiod's validating webhook applies to each kind
@@ -59,7 +58,7 @@ func (e *SpecError) Error() string { return e.Path + ": " + e.Msg }
 // ValidateSpec applies istiod's semantic validation of cfg's kind to its spec (cfg must pass
 // Validate first). It returns the errors, joined (each a *SpecError), and separately the
 // warnings: findings istiod admits the object with.
-func ValidateSpec(cfg *model.Config) (warnings []*SpecError, err error) {
+func ValidateSpec(cfg *istioconfig.Config) (warnings []*SpecError, err error) {
 	var errs []error
 	for _, p := range checkSpec(cfg.Namespace, cfg.Spec) {
 		e := &SpecError{Path: p.at.String(), Msg: p.msg}
@@ -220,7 +219,7 @@ func labelKeyError(k string) string {
 	if i := strings.LastIndexByte(k, '/'); i >= 0 {
 		prefix := k[:i]
 		name = k[i+1:]
-		if prefix == "" || len(prefix) > 253 || !dns1123Subdomain.MatchString(prefix) {
+		if !istioconfig.IsDNS1123Subdomain(prefix) {
 			return fmt.Sprintf("label key %q has an invalid prefix: the part before '/' must be a lowercase DNS subdomain (example.com/)", k)
 		}
 	}
@@ -598,7 +597,7 @@ func (c *checker) gatewayName(at path, g string) {
 	if !slash {
 		name, ns = ns, ""
 	}
-	if (slash && !isDNSLabel(ns)) || name == "" || len(name) > 253 || !dns1123Subdomain.MatchString(name) {
+	if (slash && !isDNSLabel(ns)) || !istioconfig.IsDNS1123Subdomain(name) {
 		c.errf(at, "%q is not a gateway reference: use \"mesh\", a Gateway name, or namespace/name", g)
 	}
 }

@@ -5,25 +5,24 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // Store holds Istio config objects by key. Implementations are safe for concurrent use.
 // Returned configs are shared and immutable: never modify one.
 type Store interface {
 	// Get returns the object with the key.
-	Get(key model.ConfigKey) (*model.Config, bool)
+	Get(key istioconfig.Key) (*istioconfig.Config, bool)
 	// List returns the objects of a kind in a namespace ("" = every namespace), sorted by
 	// namespace then name.
-	List(kind model.Kind, namespace string) []*model.Config
+	List(kind istioconfig.Kind, namespace string) []*istioconfig.Config
 	// Create stores a new object; ErrAlreadyExists if the key is taken.
-	Create(cfg *model.Config) (*model.Config, error)
+	Create(cfg *istioconfig.Config) (*istioconfig.Config, error)
 	// Update stores the object whether or not it exists (an upsert).
-	Update(cfg *model.Config) (*model.Config, error)
+	Update(cfg *istioconfig.Config) (*istioconfig.Config, error)
 	// Delete removes the object; ErrNotFound if absent.
-	Delete(key model.ConfigKey) error
+	Delete(key istioconfig.Key) error
 }
 
 // Errors returned by a Store, to be tested with errors.Is.
@@ -58,18 +57,18 @@ func (k EventKind) String() string {
 // are the stored (immutable) values.
 type Event struct {
 	Kind     EventKind
-	Old, New *model.Config
+	Old, New *istioconfig.Config
 }
 
 // Key is the key of the changed object.
-func (e Event) Key() model.ConfigKey {
+func (e Event) Key() istioconfig.Key {
 	if e.New != nil {
 		return e.New.Key()
 	}
 	if e.Old != nil {
 		return e.Old.Key()
 	}
-	return model.ConfigKey{}
+	return istioconfig.Key{}
 }
 
 func (e Event) String() string { return e.Kind.String() + " " + e.Key().String() }
@@ -77,7 +76,7 @@ func (e Event) String() string { return e.Kind.String() + " " + e.Key().String()
 // Equal reports whether two configs have the same content: metadata apart from the
 // store-assigned ResourceVersion and CreationTimestamp, and an equal spec. A write of an equal
 // object is a no-op that emits no event.
-func Equal(a, b *model.Config) bool {
+func Equal(a, b *istioconfig.Config) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Options configures the debouncer. The zero value is valid and disables debouncing (every
@@ -296,7 +297,7 @@ func mergeInto(batch, req *model.PushRequest) *model.PushRequest {
 		batch = &model.PushRequest{Reasons: make(map[model.TriggerReason]int, len(req.Reasons))}
 		// A full request with no configs means "everything"; remember that with a nil map.
 		if !req.Full || len(req.ConfigsUpdated) > 0 {
-			batch.ConfigsUpdated = make(map[model.ConfigKey]struct{}, len(req.ConfigsUpdated))
+			batch.ConfigsUpdated = make(map[istioconfig.Key]struct{}, len(req.ConfigsUpdated))
 		}
 		batch.Full = req.Full
 	} else {

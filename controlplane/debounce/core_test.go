@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -160,11 +161,11 @@ func TestCoreSteps(t *testing.T) {
 
 func TestCoreMergesRequests(t *testing.T) {
 	c := NewCore(DefaultOptions())
-	k := func(n string) model.ConfigKey {
-		return model.ConfigKey{Kind: model.KindEndpoint, Name: n, Namespace: "ns"}
+	k := func(n string) istioconfig.Key {
+		return istioconfig.Key{Kind: model.KindEndpoint, Name: n, Namespace: "ns"}
 	}
-	a := &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{k("a"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1}, Start: at(-5)}
-	b := &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{k("b"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 2}, Start: at(-9)}
+	a := &model.PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{k("a"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1}, Start: at(-5)}
+	b := &model.PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{k("b"): {}}, Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 2}, Start: at(-9)}
 	c.Event(a, at(0))
 	act := c.Event(b, at(10))
 	if act.Push != nil {
@@ -172,7 +173,7 @@ func TestCoreMergesRequests(t *testing.T) {
 	}
 	act = c.Tick(at(110))
 	want := &model.PushRequest{
-		ConfigsUpdated: map[model.ConfigKey]struct{}{k("a"): {}, k("b"): {}},
+		ConfigsUpdated: map[istioconfig.Key]struct{}{k("a"): {}, k("b"): {}},
 		Reasons:        map[model.TriggerReason]int{model.ReasonEndpointUpdate: 3},
 		Start:          at(-9),
 	}
@@ -192,15 +193,15 @@ func TestCoreMergesRequests(t *testing.T) {
 // model.PushRequest.Merge on random sequences of requests.
 func TestMergeIntoMatchesModelMerge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	keys := []model.ConfigKey{
+	keys := []istioconfig.Key{
 		{Kind: model.KindEndpoint, Name: "a"}, {Kind: model.KindEndpoint, Name: "b"},
-		{Kind: model.KindVirtualService, Name: "c"}, {Kind: model.KindService, Name: "d"},
+		{Kind: istioconfig.KindVirtualService, Name: "c"}, {Kind: model.KindService, Name: "d"},
 	}
 	reasons := []model.TriggerReason{model.ReasonEndpointUpdate, model.ReasonConfigUpdate, model.ReasonServiceUpdate}
 	random := func() *model.PushRequest {
 		r := &model.PushRequest{Full: rng.IntN(3) == 0, Reasons: map[model.TriggerReason]int{reasons[rng.IntN(len(reasons))]: 1 + rng.IntN(2)}}
 		if n := rng.IntN(3); n > 0 {
-			r.ConfigsUpdated = map[model.ConfigKey]struct{}{}
+			r.ConfigsUpdated = map[istioconfig.Key]struct{}{}
 			for range n {
 				r.ConfigsUpdated[keys[rng.IntN(len(keys))]] = struct{}{}
 			}
@@ -275,7 +276,7 @@ func BenchmarkCoreEvent(b *testing.B) {
 	reqs := make([]*model.PushRequest, n)
 	for i := range reqs {
 		reqs[i] = &model.PushRequest{
-			ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: fmt.Sprint("svc", i), Namespace: "ns"}: {}},
+			ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: fmt.Sprint("svc", i), Namespace: "ns"}: {}},
 			Reasons:        map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1},
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // AuthorizationPolicy → Envoy RBAC, as istiod's authz builder generates it for a sidecar's
@@ -54,8 +55,8 @@ const (
 
 // authzPolicies are the AuthorizationPolicies that apply to one proxy, by action.
 type authzPolicies struct {
-	audit, deny, allow []*model.Config
-	deps               []model.ConfigKey
+	audit, deny, allow []*istioconfig.Config
+	deps               []istioconfig.Key
 	td                 string
 }
 
@@ -67,7 +68,7 @@ func authzFor(p *model.Proxy, s *model.Snapshot) authzPolicies {
 		nss = append(nss, p.Namespace)
 	}
 	for _, ns := range nss {
-		for _, c := range s.ConfigsIn(model.KindAuthorizationPolicy, ns) {
+		for _, c := range s.ConfigsIn(istioconfig.KindAuthorizationPolicy, ns) {
 			ap := apSpec(c)
 			if ap == nil || !model.AuthorizationPolicySelects(c, p) {
 				continue
@@ -89,7 +90,7 @@ func authzFor(p *model.Proxy, s *model.Snapshot) authzPolicies {
 	return out
 }
 
-func apSpec(c *model.Config) *securityapi.AuthorizationPolicy {
+func apSpec(c *istioconfig.Config) *securityapi.AuthorizationPolicy {
 	if c == nil {
 		return nil
 	}
@@ -138,7 +139,7 @@ type builtRBAC struct{ rules, shadow *rbacv3.RBAC }
 func (a authzPolicies) build(tcp bool) []builtRBAC {
 	var out []builtRBAC
 	for _, g := range []struct {
-		ps     []*model.Config
+		ps     []*istioconfig.Config
 		action rbacv3.RBAC_Action
 	}{{a.audit, rbacv3.RBAC_LOG}, {a.deny, rbacv3.RBAC_DENY}, {a.allow, rbacv3.RBAC_ALLOW}} {
 		if len(g.ps) == 0 {

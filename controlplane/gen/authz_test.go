@@ -18,10 +18,11 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
-func authzConfig(ns, name string, ap *securityapi.AuthorizationPolicy, annotations map[string]string) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindAuthorizationPolicy, Name: name, Namespace: ns, Annotations: annotations,
+func authzConfig(ns, name string, ap *securityapi.AuthorizationPolicy, annotations map[string]string) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindAuthorizationPolicy, Name: name, Namespace: ns, Annotations: annotations,
 		CreationTimestamp: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, Spec: ap}
 }
 
@@ -35,7 +36,7 @@ func selector(kv ...string) *typev1beta1.WorkloadSelector {
 
 // authzMesh is goldenMesh with policies for the db namespace (mysql, a TCP port) and the
 // default namespace (reviews, an HTTP port).
-func authzMesh(extra ...*model.Config) *model.Snapshot {
+func authzMesh(extra ...*istioconfig.Config) *model.Snapshot {
 	in := goldenInput()
 	in.Configs = append(in.Configs,
 		// db: a DENY with an HTTP-only rule, an ALLOW with an HTTP-only rule and a TCP one.
@@ -147,11 +148,11 @@ func TestAuthzTCPChain(t *testing.T) {
 	for _, r := range g[ListenerType] {
 		if r.Name == VirtualInboundListener {
 			for _, want := range []string{"deny-admin", "allow", "mesh-deny"} {
-				if !slices.ContainsFunc(r.Deps, func(k model.ConfigKey) bool { return k.Kind == model.KindAuthorizationPolicy && k.Name == want }) {
+				if !slices.ContainsFunc(r.Deps, func(k istioconfig.Key) bool { return k.Kind == istioconfig.KindAuthorizationPolicy && k.Name == want }) {
 					t.Errorf("deps %v lack %s", r.Deps, want)
 				}
 			}
-			if slices.ContainsFunc(r.Deps, func(k model.ConfigKey) bool {
+			if slices.ContainsFunc(r.Deps, func(k istioconfig.Key) bool {
 				return k.Name == "other-app" || k.Name == "waypoint" || k.Name == "custom"
 			}) {
 				t.Errorf("deps %v name a policy that does not apply", r.Deps)
@@ -299,7 +300,7 @@ func FuzzAuthzRule(f *testing.F) {
 }
 
 // validForFuzz reports whether the config validator admits cfg (what reaches the generator).
-func validForFuzz(cfg *model.Config) bool {
+func validForFuzz(cfg *istioconfig.Config) bool {
 	_, err := config.ValidateSpec(cfg)
 	return err == nil
 }
@@ -373,7 +374,7 @@ func TestAuthzRouter(t *testing.T) {
 					t.Errorf("router %v, listener %s: RBAC first = %v, want %v", tc.labels, r.Name, got, tc.want)
 				}
 			}
-			if tc.want && !slices.ContainsFunc(r.Deps, func(k model.ConfigKey) bool { return k.Kind == model.KindAuthorizationPolicy }) {
+			if tc.want && !slices.ContainsFunc(r.Deps, func(k istioconfig.Key) bool { return k.Kind == istioconfig.KindAuthorizationPolicy }) {
 				t.Errorf("listener %s deps %v lack the policy", r.Name, r.Deps)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // adsConfigSource points a cluster or route discovery at the ADS stream.
@@ -105,7 +106,7 @@ func serviceClusters(s *model.Snapshot, ix *index, sh *shared, svc *model.Servic
 	}
 	drc := ix.destinationRule(svc.Hostname)
 	var dr *networking.DestinationRule
-	deps := []model.ConfigKey{ServiceKey(svc), svc.Source}
+	deps := []istioconfig.Key{ServiceKey(svc), svc.Source}
 	if drc != nil {
 		dr = drSpec(drc)
 		deps = append(deps, drc.Key())
@@ -280,12 +281,12 @@ type inboundPort struct {
 
 // inboundPorts lists the proxy's inbound ports by target port (first service by hostname wins
 // a port shared by several services), and the dependency keys they came from.
-func inboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []model.ConfigKey) {
+func inboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []istioconfig.Key) {
 	if p == nil || len(p.IPAddresses) == 0 {
 		return nil, nil
 	}
 	var out []inboundPort
-	var deps []model.ConfigKey
+	var deps []istioconfig.Key
 	seen := map[uint32]bool{}
 	for _, svc := range s.Services() {
 		for _, ep := range s.Endpoints(svc.Hostname) {

@@ -13,6 +13,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // clusterSummary is what the DR policy tests compare.
@@ -102,9 +103,9 @@ func TestDestinationRulePolicies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := &model.Service{Hostname: shop, Namespace: "store", Ports: []model.Port{{Name: "p", Number: 80, Protocol: tt.proto}}}
-			var configs []*model.Config
+			var configs []*istioconfig.Config
 			if tt.dr != nil {
-				configs = append(configs, &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "d", Namespace: "store"}, Spec: tt.dr})
+				configs = append(configs, &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "d", Namespace: "store"}, Spec: tt.dr})
 			}
 			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: configs})
 			p := sidecarProxy("10.9.9.9", "store")
@@ -131,7 +132,7 @@ func TestDestinationRulePolicies(t *testing.T) {
 func TestClustersBadSubsetsKeepTheRest(t *testing.T) {
 	svc := &model.Service{Hostname: shop, Namespace: "store", Ports: []model.Port{{Name: "p", Number: 80, Protocol: model.ProtocolHTTP}}}
 	dr := &networking.DestinationRule{Host: shop, Subsets: []*networking.Subset{{Name: "v1"}, {Name: "v1"}, {Name: "a|b"}, {Name: "v2"}}}
-	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*model.Config{{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "d", Namespace: "store"}, Spec: dr}}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "d", Namespace: "store"}, Spec: dr}}})
 	p := sidecarProxy("10.9.9.9", "store")
 	rs, err := ForType(ClusterType, p).Generate(p, s, nil)
 	if err == nil || !strings.Contains(err.Error(), `subset "v1" defined twice`) || !strings.Contains(err.Error(), `"a|b"`) {

@@ -16,6 +16,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // endpoints is the EDS generator (the same for sidecars and proxyless gRPC clients). EDS is
@@ -91,7 +92,7 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 	if svc == nil {
 		return empty, nil
 	}
-	deps := []model.ConfigKey{ServiceKey(svc), EndpointKey(svc)}
+	deps := []istioconfig.Key{ServiceKey(svc), EndpointKey(svc)}
 	port, ok := svc.Port(cn.Port)
 	if !ok {
 		empty.Deps = sortDeps(deps)
@@ -272,9 +273,9 @@ func socketAddress(addr string, port uint32) *corev3.Address {
 }
 
 // sortDeps sorts and de-duplicates dependency keys, dropping empty ones.
-func sortDeps(deps []model.ConfigKey) []model.ConfigKey {
-	deps = slices.DeleteFunc(deps, func(k model.ConfigKey) bool { return k.Kind == "" })
-	slices.SortFunc(deps, func(a, b model.ConfigKey) int {
+func sortDeps(deps []istioconfig.Key) []istioconfig.Key {
+	deps = slices.DeleteFunc(deps, func(k istioconfig.Key) bool { return k.Kind == "" })
+	slices.SortFunc(deps, func(a, b istioconfig.Key) int {
 		return cmp.Or(strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return slices.Compact(deps)

@@ -11,20 +11,21 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 const shop = "shop.store.svc.cluster.local"
 
 func edsMesh(eps ...*model.Endpoint) *model.Snapshot {
 	svc := &model.Service{Hostname: shop, Namespace: "store", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "grpc", Number: 90, Protocol: model.ProtocolGRPC}}}
-	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "shop", Namespace: "store"}, Spec: &networking.DestinationRule{
+	dr := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "shop", Namespace: "store"}, Spec: &networking.DestinationRule{
 		Host: "shop",
 		Subsets: []*networking.Subset{
 			{Name: "v1", Labels: map[string]string{"version": "v1"}},
 			{Name: "blue", Labels: map[string]string{"version": "v2", "color": "blue"}},
 		},
 	}}
-	return model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{shop: eps}, Configs: []*model.Config{dr}})
+	return model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{shop: eps}, Configs: []*istioconfig.Config{dr}})
 }
 
 func shopEP(addr string, labels map[string]string, loc model.Locality, w uint32, h model.HealthStatus) *model.Endpoint {
@@ -113,7 +114,7 @@ func TestEndpointsErrorsKeepTheRest(t *testing.T) {
 	if got := summarize(rs[0].Message.(*endpointv3.ClusterLoadAssignment)); len(got) != 1 || got[0] != "//(1): 10.0.0.1:80/1/HEALTHY" {
 		t.Errorf("got %v", got)
 	}
-	want := []model.ConfigKey{
+	want := []istioconfig.Key{
 		{Kind: model.KindEndpoint, Name: shop, Namespace: "store"},
 		{Kind: model.KindService, Name: shop, Namespace: "store"},
 	}

@@ -19,6 +19,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Router (gateway) generators. A proxy with node type "router" is served from the Gateways whose
@@ -87,7 +88,7 @@ func ParseGatewayRef(ref, vsNS string) (ns, name string, mesh, ok bool) {
 
 // gwServer is one server of a Gateway that selects the router.
 type gwServer struct {
-	gw   *model.Config
+	gw   *istioconfig.Config
 	srv  *networking.Server
 	idx  int
 	hsts []serverHost
@@ -188,7 +189,7 @@ type gwPort struct {
 
 // boundVS is a VirtualService bound to one gateway.
 type boundVS struct {
-	c  *model.Config
+	c  *istioconfig.Config
 	vs *networking.VirtualService
 }
 
@@ -201,7 +202,7 @@ type routerPlan struct {
 	jwt   jwtRules      // the RequestAuthentications that select the router
 	ix    *index
 	ports []*gwPort                     // by port number
-	bound map[model.ConfigKey][]boundVS // gateway key → bound VSs, by namespace/name
+	bound map[istioconfig.Key][]boundVS // gateway key → bound VSs, by namespace/name
 	errs  []error
 }
 
@@ -212,10 +213,10 @@ func selectsRouter(gw *networking.Gateway, labels map[string]string) bool {
 }
 
 func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
-	rp := &routerPlan{p: p, s: s, az: authzFor(p, s), jwt: jwtFor(p, s), ix: newIndex(s, s.ScopeFor(p)), bound: map[model.ConfigKey][]boundVS{}}
+	rp := &routerPlan{p: p, s: s, az: authzFor(p, s), jwt: jwtFor(p, s), ix: newIndex(s, s.ScopeFor(p)), bound: map[istioconfig.Key][]boundVS{}}
 	byPort := map[uint32]*gwPort{}
-	var gateways []*model.Config
-	for _, c := range s.Configs(model.KindGateway) {
+	var gateways []*istioconfig.Config
+	for _, c := range s.Configs(istioconfig.KindGateway) {
 		gw, ok := c.Spec.(*networking.Gateway)
 		if !ok || !selectsRouter(gw, p.Labels) {
 			continue
@@ -252,7 +253,7 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 	if len(gateways) == 0 {
 		return rp
 	}
-	for _, c := range s.Configs(model.KindVirtualService) {
+	for _, c := range s.Configs(istioconfig.KindVirtualService) {
 		vs := vsSpec(c)
 		if vs == nil {
 			continue
@@ -268,7 +269,7 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 
 // bindsGateway reports whether a gateways list (of a VirtualService or a match, resolved in
 // namespace vsNS) names gateway gc.
-func bindsGateway(refs []string, vsNS string, gc *model.Config) bool {
+func bindsGateway(refs []string, vsNS string, gc *istioconfig.Config) bool {
 	for _, r := range refs {
 		if ns, name, mesh, ok := ParseGatewayRef(r, vsNS); ok && !mesh && ns == gc.Namespace && name == gc.Name {
 			return true
@@ -296,7 +297,7 @@ func (gs gwServer) exposed(b boundVS) []string {
 }
 
 // matchForGateway reports whether a route match (of a VS in vsNS) applies on gateway gc at port.
-func matchForGateway(gateways []string, port uint32, vsNS string, gc *model.Config, num uint32) bool {
+func matchForGateway(gateways []string, port uint32, vsNS string, gc *istioconfig.Config, num uint32) bool {
 	if port != 0 && port != num {
 		return false
 	}
@@ -307,7 +308,7 @@ func matchForGateway(gateways []string, port uint32, vsNS string, gc *model.Conf
 
 type gwVHost struct {
 	vh   *routev3.VirtualHost
-	seen map[model.ConfigKey]bool
+	seen map[istioconfig.Key]bool
 }
 
 // httpRoutes builds route configuration name for servers on port num ("http.PORT" for a plain
@@ -315,7 +316,7 @@ type gwVHost struct {
 func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (Resource, []string) {
 	port := strconv.FormatUint(uint64(num), 10)
 	vhosts := map[string]*gwVHost{}
-	var deps []model.ConfigKey
+	var deps []istioconfig.Key
 	for _, gs := range servers {
 		deps = append(deps, gs.gw.Key())
 		for _, b := range rp.bound[gs.gw.Key()] {
@@ -332,7 +333,7 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 					if h == "*" {
 						domains = domains[:1]
 					}
-					v = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: domains}, seen: map[model.ConfigKey]bool{}}
+					v = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: domains}, seen: map[istioconfig.Key]bool{}}
 					vhosts[h] = v
 				}
 				if gs.srv.GetTls().GetHttpsRedirect() {
@@ -344,7 +345,7 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 				}
 				v.seen[b.c.Key()] = true
 				if !built {
-					var rdeps []model.ConfigKey
+					var rdeps []istioconfig.Key
 					routes, rdeps = rp.vsHTTPRoutes(b, gs, num)
 					deps = append(deps, b.c.Key())
 					deps = append(deps, rdeps...)
@@ -378,9 +379,9 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 // vsHTTPRoutes translates the HTTP routes of one bound VS for server gs on port num. Matches for
 // another port or gateway are left out; a route that cannot be translated is skipped with an
 // error.
-func (rp *routerPlan) vsHTTPRoutes(b boundVS, gs gwServer, num uint32) ([]*routev3.Route, []model.ConfigKey) {
+func (rp *routerPlan) vsHTTPRoutes(b boundVS, gs gwServer, num uint32) ([]*routev3.Route, []istioconfig.Key) {
 	var out []*routev3.Route
-	var deps []model.ConfigKey
+	var deps []istioconfig.Key
 	for i, hr := range b.vs.GetHttp() {
 		label := strconv.Itoa(i)
 		if hr.GetName() != "" {
@@ -425,7 +426,7 @@ func (rp *routerPlan) vsHTTPRoutes(b boundVS, gs gwServer, num uint32) ([]*route
 // gatewayHTTPRoute returns hr restricted to the matches that apply on gateway gc at port num,
 // with their port and gateways cleared (translateHTTPRoute checks them for sidecars); ok is
 // false when no match applies. hr itself is returned when it needs no change.
-func gatewayHTTPRoute(hr *networking.HTTPRoute, vsNS string, gc *model.Config, num uint32) (*networking.HTTPRoute, bool) {
+func gatewayHTTPRoute(hr *networking.HTTPRoute, vsNS string, gc *istioconfig.Config, num uint32) (*networking.HTTPRoute, bool) {
 	if len(hr.GetMatch()) == 0 {
 		return hr, true
 	}
@@ -485,7 +486,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 		Address:          socketAddress(wildcardIP, gp.num),
 		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 	}
-	var deps []model.ConfigKey
+	var deps []istioconfig.Key
 	for _, gs := range gp.servers {
 		deps = append(deps, gs.gw.Key())
 	}
@@ -500,7 +501,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 			Name:       tlsInspectorFilterName,
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(&tlsinspectorv3.TlsInspector{})},
 		}}
-		var d []model.ConfigKey
+		var d []istioconfig.Key
 		l.FilterChains, clusters, d = rp.tlsChains(gp)
 		deps = append(deps, d...)
 	case kindHTTPS:
@@ -544,10 +545,10 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 // tlsChains builds one SNI filter chain per tls route of the bound VirtualServices. An SNI name
 // already taken by an earlier chain is dropped from later ones (Envoy rejects overlapping
 // filter chain matches).
-func (rp *routerPlan) tlsChains(gp *gwPort) ([]*listenerv3.FilterChain, []string, []model.ConfigKey) {
+func (rp *routerPlan) tlsChains(gp *gwPort) ([]*listenerv3.FilterChain, []string, []istioconfig.Key) {
 	var chains []*listenerv3.FilterChain
 	var clusters []string
-	var deps []model.ConfigKey
+	var deps []istioconfig.Key
 	taken := map[string]string{}
 	for _, gs := range gp.servers {
 		for _, b := range rp.bound[gs.gw.Key()] {
@@ -607,8 +608,8 @@ func (rp *routerPlan) tlsChains(gp *gwPort) ([]*listenerv3.FilterChain, []string
 
 // tcpChain builds the filter chain of a TCP port: the first tcp route (bound VSs in order) whose
 // match applies.
-func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, []model.ConfigKey) {
-	var deps []model.ConfigKey
+func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, []istioconfig.Key) {
+	var deps []istioconfig.Key
 	for _, gs := range gp.servers {
 		for _, b := range rp.bound[gs.gw.Key()] {
 			if len(gs.exposed(b)) == 0 || len(b.vs.GetTcp()) == 0 {
@@ -637,7 +638,7 @@ func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, [
 }
 
 // tcpProxy builds a tcp_proxy to one destination or a weighted set.
-func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDestination, vsNS string) (*listenerv3.Filter, []string, []model.ConfigKey, error) {
+func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDestination, vsNS string) (*listenerv3.Filter, []string, []istioconfig.Key, error) {
 	if len(dests) == 0 {
 		return nil, nil, nil, errors.New("no route destination")
 	}
@@ -646,7 +647,7 @@ func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDesti
 		weight  uint32
 	}
 	var cs []wc
-	var deps []model.ConfigKey
+	var deps []istioconfig.Key
 	total := 0
 	for i, d := range dests {
 		dst := d.GetDestination()

@@ -11,6 +11,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // TestGatewayHTTPS: HTTPS servers terminating TLS with a credentialName get one filter chain
@@ -33,7 +34,7 @@ func TestGatewayHTTPS(t *testing.T) {
 	dup.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: "other"}
 	gw := gwConfig("gw", "istio-system", &networking.Gateway{Servers: []*networking.Server{shop, partner, ca, dup}})
 	web := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
-	configs := []*model.Config{gw,
+	configs := []*istioconfig.Config{gw,
 		vsConfig("shop", "apps", &networking.VirtualService{Hosts: []string{"shop.example.com", "www.example.com"}, Gateways: []string{"istio-system/gw"},
 			Http: []*networking.HTTPRoute{{Name: "all", Route: []*networking.HTTPRouteDestination{{Destination: gwDest("web", 80, "")}}}}}),
 		vsConfig("partner", "apps", &networking.VirtualService{Hosts: []string{"api.partner.example.com"}, Gateways: []string{"istio-system/gw"},

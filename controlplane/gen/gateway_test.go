@@ -17,6 +17,7 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 func routerProxy(ns string, labels map[string]string) *model.Proxy {
@@ -26,8 +27,8 @@ func routerProxy(ns string, labels map[string]string) *model.Proxy {
 
 var ingressLabels = map[string]string{"istio": "ingressgateway", "app": "istio-ingressgateway"}
 
-func gwConfig(name, ns string, gw *networking.Gateway) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindGateway, Name: name, Namespace: ns, ResourceVersion: "1"}, Spec: gw}
+func gwConfig(name, ns string, gw *networking.Gateway) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Name: name, Namespace: ns, ResourceVersion: "1"}, Spec: gw}
 }
 
 func server(num uint32, proto string, hosts ...string) *networking.Server {
@@ -81,10 +82,10 @@ func gatewayInput() model.SnapshotInput {
 		},
 	}
 	egress := &networking.Gateway{Selector: map[string]string{"istio": "egressgateway"}, Servers: []*networking.Server{server(8080, "HTTP", "*")}}
-	configs := []*model.Config{
+	configs := []*istioconfig.Config{
 		gwConfig("ingress", "istio-system", ingress),
 		gwConfig("egress", "istio-system", egress),
-		{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "reviews", Namespace: "default"}, Spec: &networking.DestinationRule{
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "reviews", Namespace: "default"}, Spec: &networking.DestinationRule{
 			Host: "reviews", Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}, {Name: "v2", Labels: map[string]string{"version": "v2"}}},
 		}},
 		vsConfig("bookinfo", "default", &networking.VirtualService{
@@ -301,7 +302,7 @@ func TestGatewaySelection(t *testing.T) {
 	httpGW := func(sel map[string]string) *networking.Gateway {
 		return &networking.Gateway{Selector: sel, Servers: []*networking.Server{server(80, "HTTP", "*")}}
 	}
-	vs := func(name, ns string, gateways []string, match []*networking.HTTPMatchRequest) *model.Config {
+	vs := func(name, ns string, gateways []string, match []*networking.HTTPMatchRequest) *istioconfig.Config {
 		return vsConfig(name, ns, &networking.VirtualService{Hosts: []string{name + ".example.com"}, Gateways: gateways,
 			Http: []*networking.HTTPRoute{{Name: name, Match: match, Route: []*networking.HTTPRouteDestination{{Destination: gwDest("a.default.svc.cluster.local", 0, "")}}}}})
 	}
@@ -309,16 +310,16 @@ func TestGatewaySelection(t *testing.T) {
 	tests := []struct {
 		name    string
 		labels  map[string]string
-		configs []*model.Config
+		configs []*istioconfig.Config
 		want    []string // virtual hosts of http.80; nil = no listener at all
 	}{
 		{"selector does not match", map[string]string{"istio": "egressgateway"},
-			[]*model.Config{gwConfig("gw", "gw-ns", httpGW(map[string]string{"istio": "ingressgateway"}))}, nil},
+			[]*istioconfig.Config{gwConfig("gw", "gw-ns", httpGW(map[string]string{"istio": "ingressgateway"}))}, nil},
 		{"empty selector selects every router", map[string]string{"x": "y"},
-			[]*model.Config{gwConfig("gw", "gw-ns", httpGW(nil)), vs("a", "default", []string{"gw-ns/gw"}, nil)}, []string{"a.example.com:80"}},
+			[]*istioconfig.Config{gwConfig("gw", "gw-ns", httpGW(nil)), vs("a", "default", []string{"gw-ns/gw"}, nil)}, []string{"a.example.com:80"}},
 		{"selector must match every label", map[string]string{"istio": "ingressgateway"},
-			[]*model.Config{gwConfig("gw", "gw-ns", httpGW(map[string]string{"istio": "ingressgateway", "zone": "a"}))}, nil},
-		{"binding forms", ingressLabels, []*model.Config{
+			[]*istioconfig.Config{gwConfig("gw", "gw-ns", httpGW(map[string]string{"istio": "ingressgateway", "zone": "a"}))}, nil},
+		{"binding forms", ingressLabels, []*istioconfig.Config{
 			gwConfig("gw", "gw-ns", httpGW(map[string]string{"istio": "ingressgateway"})),
 			vs("slash", "default", []string{"gw-ns/gw"}, nil),
 			vs("short", "gw-ns", []string{"gw"}, nil),
@@ -328,9 +329,9 @@ func TestGatewaySelection(t *testing.T) {
 			vs("nogateways", "default", nil, nil),
 			vs("matchother", "default", []string{"gw-ns/gw"}, []*networking.HTTPMatchRequest{{Gateways: []string{"gw-ns/other"}}}),
 		}, []string{"legacy.example.com:80", "short.example.com:80", "slash.example.com:80"}},
-		{"no gateway selects: no listeners", ingressLabels, []*model.Config{vs("a", "default", []string{"gw-ns/gw"}, nil)}, nil},
+		{"no gateway selects: no listeners", ingressLabels, []*istioconfig.Config{vs("a", "default", []string{"gw-ns/gw"}, nil)}, nil},
 		{"nothing bound: Istio's 404 virtual host", ingressLabels,
-			[]*model.Config{gwConfig("gw", "gw-ns", httpGW(nil))}, []string{"blackhole:80"}},
+			[]*istioconfig.Config{gwConfig("gw", "gw-ns", httpGW(nil))}, []string{"blackhole:80"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,7 +375,7 @@ func TestGatewayExportTo(t *testing.T) {
 	} {
 		v := vsConfig("a", "apps", &networking.VirtualService{Hosts: []string{"a.example.com"}, Gateways: []string{"istio-system/gw"}, ExportTo: tt.exportTo,
 			Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: gwDest("a", 0, "")}}}}})
-		s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*model.Config{gw, v}})
+		s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{gw, v}})
 		rs, err := ForType(RouteType, routerProxy("istio-system", nil)).Generate(routerProxy("istio-system", nil), s, []string{"http.80"})
 		if err != nil {
 			t.Fatal(err)
@@ -399,7 +400,7 @@ func TestGatewayErrors(t *testing.T) {
 	multi := &model.Service{Hostname: "multi.apps.svc.cluster.local", Namespace: "apps", Ports: []model.Port{
 		{Name: "http", Number: 8000, Protocol: model.ProtocolHTTP}, {Name: "http2", Number: 8001, Protocol: model.ProtocolHTTP}}}
 	one := &model.Service{Hostname: "one.apps.svc.cluster.local", Namespace: "apps", Ports: []model.Port{{Name: "tls", Number: 8443, Protocol: model.ProtocolTLS}}}
-	configs := []*model.Config{gw,
+	configs := []*istioconfig.Config{gw,
 		vsConfig("a", "apps", &networking.VirtualService{Hosts: []string{"a.example.com"}, Gateways: []string{"istio-system/gw"},
 			Http: []*networking.HTTPRoute{
 				{Name: "noport", Route: []*networking.HTTPRouteDestination{{Destination: gwDest("multi", 0, "")}}},

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Type URLs of the resources generated here.
@@ -51,7 +52,7 @@ type Resource struct {
 	// Deps are the config objects and registry entries the resource was built from, sorted and
 	// unique. A change to any of them (a PushRequest.ConfigsUpdated key) invalidates it.
 	// Services are keyed by ServiceKey, their endpoints by EndpointKey.
-	Deps []model.ConfigKey
+	Deps []istioconfig.Key
 }
 
 // Generator builds the resources of one type for a proxy from a snapshot. names nil (or
@@ -195,13 +196,13 @@ func ParseHostPort(name string) (string, uint32, error) {
 }
 
 // ServiceKey is the dependency key of a registry service (its definition).
-func ServiceKey(svc *model.Service) model.ConfigKey {
-	return model.ConfigKey{Kind: model.KindService, Name: svc.Hostname, Namespace: svc.Namespace}
+func ServiceKey(svc *model.Service) istioconfig.Key {
+	return istioconfig.Key{Kind: model.KindService, Name: svc.Hostname, Namespace: svc.Namespace}
 }
 
 // EndpointKey is the dependency key of a registry service's endpoints.
-func EndpointKey(svc *model.Service) model.ConfigKey {
-	return model.ConfigKey{Kind: model.KindEndpoint, Name: svc.Hostname, Namespace: svc.Namespace}
+func EndpointKey(svc *model.Service) istioconfig.Key {
+	return istioconfig.Key{Kind: model.KindEndpoint, Name: svc.Hostname, Namespace: svc.Namespace}
 }
 
 // wantAll reports whether names is a wildcard request.

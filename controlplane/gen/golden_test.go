@@ -18,6 +18,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // goldenMesh is a small mesh that exercises every feature the generators support.
@@ -102,10 +103,10 @@ func goldenInput() model.SnapshotInput {
 				Timeout: durationpb.New(time.Second), Retries: &networking.HTTPRetry{Attempts: 2}},
 		},
 	}
-	configs := []*model.Config{
-		{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "reviews", Namespace: "default", ResourceVersion: "7"}, Spec: dr},
-		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "reviews", Namespace: "default", ResourceVersion: "3"}, Spec: vs},
-		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "ratings", Namespace: "default", ResourceVersion: "1"}, Spec: ratingsVS},
+	configs := []*istioconfig.Config{
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "reviews", Namespace: "default", ResourceVersion: "7"}, Spec: dr},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "reviews", Namespace: "default", ResourceVersion: "3"}, Spec: vs},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "ratings", Namespace: "default", ResourceVersion: "1"}, Spec: ratingsVS},
 	}
 	return model.SnapshotInput{Services: services, Endpoints: endpoints, Configs: configs}
 }
@@ -151,16 +152,16 @@ func goldenJSON(t *testing.T, rs []Resource) []byte {
 func scopedGoldenMesh() *model.Snapshot {
 	internal := &model.Service{Hostname: "internal.db.svc.cluster.local", Namespace: "db", Addresses: []string{"10.96.0.21"},
 		Ports: []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}}, ExportTo: []string{"."}}
-	sidecar := &model.Config{Meta: model.Meta{Kind: model.KindSidecar, Name: "default", Namespace: "default"},
+	sidecar := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "default"},
 		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*", "db/*"}}}}}
-	redisDR := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "redis", Namespace: "cache"},
+	redisDR := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "redis", Namespace: "cache"},
 		Spec: &networking.DestinationRule{Host: "redis", ExportTo: []string{"."},
 			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{
 				LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_RANDOM}}}}}
 	return goldenMesh().Apply(2, model.SnapshotDelta{
 		Services:  map[string]*model.Service{internal.Hostname: internal},
 		Endpoints: map[string][]*model.Endpoint{internal.Hostname: {{Service: internal.Hostname, Address: "10.1.1.2", Weight: 1}}},
-		Configs:   map[model.ConfigKey]*model.Config{sidecar.Key(): sidecar, redisDR.Key(): redisDR},
+		Configs:   map[istioconfig.Key]*istioconfig.Config{sidecar.Key(): sidecar, redisDR.Key(): redisDR},
 	})
 }
 

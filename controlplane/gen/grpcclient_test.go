@@ -23,6 +23,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // TestGRPCClientAcceptsResources serves the proxyless gRPC resources generated here through
@@ -53,7 +54,7 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 	// Another locality, ranked priority 1 for a client in r/z (outlier detection turns locality
 	// failover on): grpc-go takes priorities and stays on priority 0, the live backend.
 	far := &model.Endpoint{Service: svcHost, Address: "127.0.0.2", Ports: map[string]uint32{"grpc": backendPort}, Labels: map[string]string{"version": "v1"}, Locality: model.Locality{Region: "r", Zone: "far"}}
-	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.DestinationRule{
+	dr := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.DestinationRule{
 		Host: "backend",
 		TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{Interval: durationpb.New(time.Second), MaxEjectionPercent: 50},
 			// A consistent hash: a RING_HASH cluster and a header hash_policy on the route.
@@ -61,7 +62,7 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 				HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_HttpHeaderName{HttpHeaderName: "x-user"}}}}},
 		Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}},
 	}}
-	vs := &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.VirtualService{
+	vs := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.VirtualService{
 		Hosts: []string{"backend"},
 		Http: []*networking.HTTPRoute{{
 			Match:   []*networking.HTTPMatchRequest{{Uri: prefix("/grpc.health.v1.Health/")}},
@@ -79,11 +80,11 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 		}},
 	}}
 	// A Sidecar scopes the client to its own namespace: other.elsewhere is not in its view.
-	sidecar := &model.Config{Meta: model.Meta{Kind: model.KindSidecar, Name: "default", Namespace: "test"},
+	sidecar := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "test"},
 		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}}}
 	other := &model.Service{Hostname: "other.elsewhere.svc.cluster.local", Namespace: "elsewhere", Ports: svc.Ports}
 	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc, other}, Endpoints: map[string][]*model.Endpoint{svcHost: {ep, far}},
-		Configs: []*model.Config{dr, vs, sidecar}})
+		Configs: []*istioconfig.Config{dr, vs, sidecar}})
 
 	p := grpcProxy("test")
 	p.Locality = model.Locality{Region: "r", Zone: "z"}

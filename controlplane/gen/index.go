@@ -6,6 +6,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // index holds the per-call lookups the generators need: the DestinationRule and the
@@ -28,10 +29,10 @@ type index struct {
 	// that a request for one or two names (an EDS push) does not pay O(configs) allocations.
 	lookups int
 	built   bool
-	dr      map[string]*model.Config   // exact host → chosen DR
-	drW     []*model.Config            // DRs with a wildcard host
-	vs      map[string][]*model.Config // exact host → VSs
-	vsW     []*model.Config            // VSs with at least one wildcard host
+	dr      map[string]*istioconfig.Config   // exact host → chosen DR
+	drW     []*istioconfig.Config            // DRs with a wildcard host
+	vs      map[string][]*istioconfig.Config // exact host → VSs
+	vsW     []*istioconfig.Config            // VSs with at least one wildcard host
 }
 
 const scanLimit = 8
@@ -39,8 +40,8 @@ const scanLimit = 8
 func newIndex(s *model.Snapshot, sc *model.Scope) *index { return &index{snap: s, scope: sc} }
 
 // drVisible and vsVisible apply the scope to one config.
-func (ix *index) drVisible(c *model.Config) bool { return ix.scope.ExportsDestinationRule(c) }
-func (ix *index) vsVisible(c *model.Config) bool { return ix.scope.SeesVirtualService(c) }
+func (ix *index) drVisible(c *istioconfig.Config) bool { return ix.scope.ExportsDestinationRule(c) }
+func (ix *index) vsVisible(c *istioconfig.Config) bool { return ix.scope.SeesVirtualService(c) }
 
 // useMaps reports whether lookups should go through the maps, building them when the scan
 // budget is spent.
@@ -59,8 +60,8 @@ func (ix *index) useMaps() bool {
 func (ix *index) build() {
 	s := ix.snap
 	ix.built = true
-	ix.dr, ix.vs = map[string]*model.Config{}, map[string][]*model.Config{}
-	for _, c := range s.Configs(model.KindDestinationRule) {
+	ix.dr, ix.vs = map[string]*istioconfig.Config{}, map[string][]*istioconfig.Config{}
+	for _, c := range s.Configs(istioconfig.KindDestinationRule) {
 		dr, ok := c.Spec.(*networking.DestinationRule)
 		if !ok || dr.GetHost() == "" || !ix.drVisible(c) {
 			continue
@@ -75,7 +76,7 @@ func (ix *index) build() {
 			ix.dr[h] = c
 		}
 	}
-	for _, c := range s.Configs(model.KindVirtualService) {
+	for _, c := range s.Configs(istioconfig.KindVirtualService) {
 		vs := vsSpec(c)
 		if vs == nil || !forMesh(vs.GetGateways()) || !ix.vsVisible(c) {
 			continue
@@ -157,7 +158,7 @@ func hostMatches(pattern, host string) bool {
 }
 
 // destinationRule returns the DR that applies to host, or nil.
-func (ix *index) destinationRule(host string) *model.Config {
+func (ix *index) destinationRule(host string) *istioconfig.Config {
 	ns := serviceNamespace(ix.snap, host)
 	wild := ix.drW
 	if ix.useMaps() {
@@ -165,9 +166,9 @@ func (ix *index) destinationRule(host string) *model.Config {
 			return c
 		}
 	} else {
-		var exact *model.Config
+		var exact *istioconfig.Config
 		wild = nil
-		for _, c := range ix.snap.Configs(model.KindDestinationRule) {
+		for _, c := range ix.snap.Configs(istioconfig.KindDestinationRule) {
 			if !ix.drVisible(c) {
 				continue
 			}
@@ -185,7 +186,7 @@ func (ix *index) destinationRule(host string) *model.Config {
 			return exact
 		}
 	}
-	var best *model.Config
+	var best *istioconfig.Config
 	bestLen := -1
 	for _, c := range wild {
 		pat := resolveHost(drSpec(c).GetHost(), c.Namespace)
@@ -203,12 +204,12 @@ func (ix *index) destinationRule(host string) *model.Config {
 
 // virtualServices returns the VSs that apply to host, service namespace first, then by
 // namespace/name.
-func (ix *index) virtualServices(host string) []*model.Config {
-	var exact, wild []*model.Config
+func (ix *index) virtualServices(host string) []*istioconfig.Config {
+	var exact, wild []*istioconfig.Config
 	if ix.useMaps() {
 		exact, wild = ix.vs[host], ix.vsW
 	} else {
-		for _, c := range ix.snap.Configs(model.KindVirtualService) {
+		for _, c := range ix.snap.Configs(istioconfig.KindVirtualService) {
 			vs := vsSpec(c)
 			if !forMesh(vs.GetGateways()) || !ix.vsVisible(c) {
 				continue
@@ -227,7 +228,7 @@ func (ix *index) virtualServices(host string) []*model.Config {
 			}
 		}
 	}
-	var out []*model.Config
+	var out []*istioconfig.Config
 	if len(wild) == 0 {
 		out = exact
 	} else {
@@ -247,7 +248,7 @@ func (ix *index) virtualServices(host string) []*model.Config {
 		return out
 	}
 	// Stable partition: the service's own namespace first.
-	sorted := make([]*model.Config, 0, len(out))
+	sorted := make([]*istioconfig.Config, 0, len(out))
 	for _, c := range out {
 		if c.Namespace == ns {
 			sorted = append(sorted, c)
@@ -261,7 +262,7 @@ func (ix *index) virtualServices(host string) []*model.Config {
 	return sorted
 }
 
-func containsConfig(cs []*model.Config, c *model.Config) bool {
+func containsConfig(cs []*istioconfig.Config, c *istioconfig.Config) bool {
 	for _, x := range cs {
 		if x == c {
 			return true
@@ -271,7 +272,7 @@ func containsConfig(cs []*model.Config, c *model.Config) bool {
 }
 
 // subset returns the named subset of a DR, or nil.
-func subset(dr *model.Config, name string) *networking.Subset {
+func subset(dr *istioconfig.Config, name string) *networking.Subset {
 	if dr == nil || name == "" {
 		return nil
 	}
@@ -285,13 +286,13 @@ func subset(dr *model.Config, name string) *networking.Subset {
 
 // drSpec returns a config's DestinationRule spec, nil (whose getters return zero values) when
 // the config holds something else.
-func drSpec(c *model.Config) *networking.DestinationRule {
+func drSpec(c *istioconfig.Config) *networking.DestinationRule {
 	dr, _ := c.Spec.(*networking.DestinationRule)
 	return dr
 }
 
 // vsSpec returns a config's VirtualService spec, or nil.
-func vsSpec(c *model.Config) *networking.VirtualService {
+func vsSpec(c *istioconfig.Config) *networking.VirtualService {
 	vs, _ := c.Spec.(*networking.VirtualService)
 	return vs
 }

@@ -15,6 +15,7 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // RequestAuthentication → Envoy's jwt_authn HTTP filter, as istiod's authn policy applier
@@ -51,7 +52,7 @@ const failClosedJWKS = `{"keys":[{"kty":"RSA","e":"AQAB","n":"pKykaOGzq2BCxIgIhh
 // jwtRules are the RequestAuthentication rules that apply to one proxy.
 type jwtRules struct {
 	rules []*securityapi.JWTRule
-	deps  []model.ConfigKey
+	deps  []istioconfig.Key
 }
 
 // jwtFor selects the proxy's RequestAuthentications and pools their rules.
@@ -62,7 +63,7 @@ func jwtFor(p *model.Proxy, s *model.Snapshot) jwtRules {
 		nss = append(nss, p.Namespace)
 	}
 	for _, ns := range nss {
-		for _, c := range s.ConfigsIn(model.KindRequestAuthentication, ns) {
+		for _, c := range s.ConfigsIn(istioconfig.KindRequestAuthentication, ns) {
 			if !model.RequestAuthenticationSelects(c, p) {
 				continue
 			}

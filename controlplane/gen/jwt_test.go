@@ -20,13 +20,14 @@ import (
 	typev1beta1 "istio.io/api/type/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // testJWKS is a JSON Web Key Set with one public RSA key (its private key was discarded).
 const testJWKS = `{"keys":[{"kty":"RSA","e":"AQAB","n":"13XyPgifN-Ol4E0xnK8ldLNo6kVhbppspPLbdQpOO4fcnEgdFJ6smkKkfs8wBM9D6JYJwSKBMR054lanhtGiu28HhRA6ShoZTXhG82zSdSBmPIX48W0CwgARy990a0Adp0sbAi5V_IpCa8Zex3rVAHPWLqBgeuVY74qGhBvrsaimsom9VEXMgGFkRvoc8hdyBOJTV6S4F11KiXnSQyuTo_AcXoTUkF3BJZu9AGguDhVcl0WR-240uk2A1qpV_nPp5WNRzOjOomeo2Awf4g9hlwrMgzyZ6pj6T4HVy4Y6y-jgTcI5hCYOilogpjJgAAWvRh5qycU5fiC--TrJwES2-Q"}]}`
 
-func raConfig(ns, name string, ra *securityapi.RequestAuthentication) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindRequestAuthentication, Name: name, Namespace: ns,
+func raConfig(ns, name string, ra *securityapi.RequestAuthentication) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindRequestAuthentication, Name: name, Namespace: ns,
 		CreationTimestamp: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, Spec: ra}
 }
 
@@ -94,7 +95,7 @@ func TestJWTSidecar(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"mesh", "reviews"} {
-		if !slices.Contains(vi.Deps, model.ConfigKey{Kind: model.KindRequestAuthentication, Name: k, Namespace: map[string]string{"mesh": RootNamespace, "reviews": "default"}[k]}) {
+		if !slices.Contains(vi.Deps, istioconfig.Key{Kind: istioconfig.KindRequestAuthentication, Name: k, Namespace: map[string]string{"mesh": RootNamespace, "reviews": "default"}[k]}) {
 			t.Errorf("virtualInbound deps %v lack RequestAuthentication %s", vi.Deps, k)
 		}
 	}
@@ -222,7 +223,7 @@ func TestJWTRouter(t *testing.T) {
 				if !jwtOf(t, h.GetHttpFilters()[0]).GetProviders()["origins-0"].GetClearRouteCache() {
 					t.Errorf("listener %s: clear_route_cache false on a gateway", r.Name)
 				}
-				if !slices.ContainsFunc(r.Deps, func(k model.ConfigKey) bool { return k.Kind == model.KindRequestAuthentication }) {
+				if !slices.ContainsFunc(r.Deps, func(k istioconfig.Key) bool { return k.Kind == istioconfig.KindRequestAuthentication }) {
 					t.Errorf("listener %s deps %v lack the RequestAuthentication", r.Name, r.Deps)
 				}
 			}

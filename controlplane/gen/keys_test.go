@@ -5,19 +5,18 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 func TestIndexScanMatchesMaps(t *testing.T) {
 	top := buildTopology(200, 2)
 	// Add a wildcard DR and VS and a DR that loses to the service-namespace one.
 	top.configs = append(top.configs,
-		&model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "wild", Namespace: "ns-2"}, Spec: &networking.DestinationRule{Host: "*.ns-2.svc.cluster.local"}},
-		&model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "other", Namespace: "ns-9"}, Spec: &networking.DestinationRule{Host: host(0)}},
-		&model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "wild", Namespace: "ns-3"}, Spec: &networking.VirtualService{Hosts: []string{"*.ns-3.svc.cluster.local"}}},
-		&model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "broken", Namespace: "ns-1"}, Spec: &networking.VirtualService{}},
+		&istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "wild", Namespace: "ns-2"}, Spec: &networking.DestinationRule{Host: "*.ns-2.svc.cluster.local"}},
+		&istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "other", Namespace: "ns-9"}, Spec: &networking.DestinationRule{Host: host(0)}},
+		&istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "wild", Namespace: "ns-3"}, Spec: &networking.VirtualService{Hosts: []string{"*.ns-3.svc.cluster.local"}}},
+		&istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "broken", Namespace: "ns-1"}, Spec: &networking.VirtualService{}},
 	)
 	s := top.snapshot(1)
 	built := newIndex(s, nil)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Extension names (Envoy's canonical filter names).
@@ -53,11 +54,11 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	want := nameSet(names)
 	var errs []error
 	type portInfo struct {
-		http     []model.ConfigKey // deps of the HTTP services on the port
+		http     []istioconfig.Key // deps of the HTTP services on the port
 		wildTCP  *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
 		cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain each
 		tlsHosts []*model.Service  // TLS/HTTPS services without a VIP: an SNI chain each
-		wildDeps []model.ConfigKey
+		wildDeps []istioconfig.Key
 	}
 	ports := map[uint32]*portInfo{}
 	var tcp []Resource
@@ -117,7 +118,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				if port.Protocol == model.ProtocolUnknown {
 					sniffed(l, svc, port.Number)
 				}
-				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps(append([]model.ConfigKey{ServiceKey(svc)}, cdeps...))})
+				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps(append([]istioconfig.Key{ServiceKey(svc)}, cdeps...))})
 			}
 		}
 	}
@@ -133,7 +134,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			BindToPort:       wrapperspb.Bool(false),
 			TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 		}
-		var deps []model.ConfigKey
+		var deps []istioconfig.Key
 		switch {
 		case len(pi.http) > 0:
 			// HTTP (told by the HTTP inspector) goes to the routes; anything else on the port
@@ -349,7 +350,7 @@ func inboundChains(mode mtlsMode, http, auto bool) []inboundChain {
 // comes from PeerAuthentication (peerauth.go); with none, PERMISSIVE, Istio's default. mTLS
 // chains take the workload certificate: over ADS (xdslab's SDS) when a PeerAuthentication asks
 // for it, from the istio-agent (sds-grpc) by default, as istiod names it.
-func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []model.ConfigKey) {
+func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []istioconfig.Key) {
 	ports, deps := inboundPorts(p, s)
 	l := &listenerv3.Listener{
 		Name:             VirtualInboundListener,
@@ -547,7 +548,7 @@ func grpcListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 				Name:        name,
 				ApiListener: &listenerv3.ApiListener{ApiListener: toAny(grpcHCM(name))},
 			},
-			Deps: sortDeps([]model.ConfigKey{ServiceKey(svc)}),
+			Deps: sortDeps([]istioconfig.Key{ServiceKey(svc)}),
 		})
 	}
 	if wantAll(names) {

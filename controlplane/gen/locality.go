@@ -10,6 +10,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Locality load balancing, with istiod's rules (its mesh config's default localityLbSetting,
@@ -106,7 +107,7 @@ func computeLocalityFacts(s *model.Snapshot) *localityFacts {
 	f := &localityFacts{}
 	var exact map[string]bool
 	var wild []string
-	for _, c := range s.Configs(model.KindDestinationRule) {
+	for _, c := range s.Configs(istioconfig.KindDestinationRule) {
 		dr := drSpec(c)
 		if dr == nil || dr.GetHost() == "" {
 			continue

@@ -12,6 +12,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // geoMesh is one service (port 80) with endpoints in five localities and a DestinationRule
@@ -26,9 +27,9 @@ func geoMesh(tp *networking.TrafficPolicy) *model.Snapshot {
 		shopEP("10.0.0.4", map[string]string{"app": "a", "version": "v1"}, loc("r2/z1"), 1, model.Healthy),
 		shopEP("10.0.0.5", map[string]string{"app": "b"}, loc("r3/z1"), 1, model.Healthy),
 	}
-	var cfgs []*model.Config
+	var cfgs []*istioconfig.Config
 	if tp != nil {
-		cfgs = append(cfgs, &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "shop", Namespace: "store"},
+		cfgs = append(cfgs, &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "shop", Namespace: "store"},
 			Spec: &networking.DestinationRule{Host: shop, TrafficPolicy: tp}})
 	}
 	return model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{shop: eps}, Configs: cfgs})
@@ -219,11 +220,11 @@ func TestLocalityDNSCluster(t *testing.T) {
 		{Service: host, Address: "a.geo.example.com", Locality: model.Locality{Region: "r1", Zone: "z1"}},
 		{Service: host, Address: "b.geo.example.com", Locality: model.Locality{Region: "r2", Zone: "z1"}},
 	}
-	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "geo", Namespace: "ext"}, Spec: &networking.DestinationRule{
+	dr := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "geo", Namespace: "ext"}, Spec: &networking.DestinationRule{
 		Host: host, TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{},
 			LoadBalancer: &networking.LoadBalancerSettings{LocalityLbSetting: &networking.LocalityLoadBalancerSetting{
 				Failover: []*networking.LocalityLoadBalancerSetting_Failover{{From: "r2", To: "r1"}}}}}}}
-	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{host: eps}, Configs: []*model.Config{dr}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{host: eps}, Configs: []*istioconfig.Config{dr}})
 	name := ClusterName(Outbound, 9000, "", host)
 	for _, tc := range []struct {
 		region string

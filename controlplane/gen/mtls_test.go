@@ -13,9 +13,10 @@ import (
 	typev1beta1 "istio.io/api/type/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
-func peerAuthConfig(ns, name string, sel map[string]string, mode securityapi.PeerAuthentication_MutualTLS_Mode, ports map[uint32]securityapi.PeerAuthentication_MutualTLS_Mode, age time.Duration) *model.Config {
+func peerAuthConfig(ns, name string, sel map[string]string, mode securityapi.PeerAuthentication_MutualTLS_Mode, ports map[uint32]securityapi.PeerAuthentication_MutualTLS_Mode, age time.Duration) *istioconfig.Config {
 	pa := &securityapi.PeerAuthentication{Mtls: &securityapi.PeerAuthentication_MutualTLS{Mode: mode}}
 	if sel != nil {
 		pa.Selector = &typev1beta1.WorkloadSelector{MatchLabels: sel}
@@ -26,12 +27,12 @@ func peerAuthConfig(ns, name string, sel map[string]string, mode securityapi.Pee
 		}
 		pa.PortLevelMtls[p] = &securityapi.PeerAuthentication_MutualTLS{Mode: m}
 	}
-	return &model.Config{Meta: model.Meta{Kind: model.KindPeerAuthentication, Name: name, Namespace: ns,
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindPeerAuthentication, Name: name, Namespace: ns,
 		CreationTimestamp: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-age)}, Spec: pa}
 }
 
-func istioMutualDR(ns, host string) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "mtls-" + ns, Namespace: ns},
+func istioMutualDR(ns, host string) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "mtls-" + ns, Namespace: ns},
 		Spec: &networking.DestinationRule{Host: host, TrafficPolicy: &networking.TrafficPolicy{
 			Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL}}}}
 }
@@ -128,25 +129,25 @@ func TestPeerAuthResolution(t *testing.T) {
 	client := map[string]string{"app": "client"}
 	for _, tc := range []struct {
 		name string
-		pas  []*model.Config
+		pas  []*istioconfig.Config
 		want []string
 	}{
 		{"none", nil, permissiveChains},
-		{"mesh strict", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, strict, nil, 0)}, strictChains},
-		{"mesh unset is permissive", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, unset, nil, 0)}, permissiveChains},
-		{"mesh permissive", []*model.Config{peerAuthConfig(RootNamespace, "default", nil, permissive, nil, 0)}, permissiveChains},
-		{"namespace disables mesh strict", []*model.Config{
+		{"mesh strict", []*istioconfig.Config{peerAuthConfig(RootNamespace, "default", nil, strict, nil, 0)}, strictChains},
+		{"mesh unset is permissive", []*istioconfig.Config{peerAuthConfig(RootNamespace, "default", nil, unset, nil, 0)}, permissiveChains},
+		{"mesh permissive", []*istioconfig.Config{peerAuthConfig(RootNamespace, "default", nil, permissive, nil, 0)}, permissiveChains},
+		{"namespace disables mesh strict", []*istioconfig.Config{
 			peerAuthConfig(RootNamespace, "default", nil, strict, nil, 0), peerAuthConfig("default", "default", nil, disable, nil, 0)},
 			plainChains},
-		{"other namespace does not apply", []*model.Config{peerAuthConfig("other", "default", nil, strict, nil, 0)}, permissiveChains},
-		{"workload unset inherits namespace strict", []*model.Config{
+		{"other namespace does not apply", []*istioconfig.Config{peerAuthConfig("other", "default", nil, strict, nil, 0)}, permissiveChains},
+		{"workload unset inherits namespace strict", []*istioconfig.Config{
 			peerAuthConfig("default", "default", nil, strict, nil, 0), peerAuthConfig("default", "w", client, unset, nil, 0)},
 			strictChains},
-		{"selector not matching", []*model.Config{peerAuthConfig("default", "w", map[string]string{"app": "x"}, strict, nil, 0)}, permissiveChains},
-		{"port level overrides", []*model.Config{
+		{"selector not matching", []*istioconfig.Config{peerAuthConfig("default", "w", map[string]string{"app": "x"}, strict, nil, 0)}, permissiveChains},
+		{"port level overrides", []*istioconfig.Config{
 			peerAuthConfig("default", "w", client, strict, map[uint32]securityapi.PeerAuthentication_MutualTLS_Mode{9080: disable}, 0)},
 			plainChains},
-		{"oldest workload policy wins", []*model.Config{
+		{"oldest workload policy wins", []*istioconfig.Config{
 			peerAuthConfig("default", "a-new", client, disable, nil, 0), peerAuthConfig("default", "z-old", client, strict, nil, time.Hour)},
 			strictChains},
 	} {

@@ -10,6 +10,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // TestTLSOrigination: DestinationRule tls SIMPLE and MUTUAL originate TLS as istiod does (SNI,
@@ -37,8 +38,8 @@ func TestTLSOrigination(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := model.SnapshotInput{
 				Services: []*model.Service{{Hostname: host, Namespace: "app", Resolution: model.ResolutionDNS, MeshExternal: true,
-					Ports: []model.Port{{Name: "http", Number: 8443, Protocol: model.ProtocolHTTP}}, Source: model.ConfigKey{Kind: model.KindServiceEntry, Namespace: "app", Name: "origin"}}},
-				Configs: []*model.Config{{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "origin", Namespace: "app"},
+					Ports: []model.Port{{Name: "http", Number: 8443, Protocol: model.ProtocolHTTP}}, Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry, Namespace: "app", Name: "origin"}}},
+				Configs: []*istioconfig.Config{{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "origin", Namespace: "app"},
 					Spec: &networking.DestinationRule{Host: host, TrafficPolicy: &networking.TrafficPolicy{Tls: tc.tls}}}},
 			}
 			p := sidecarProxy("10.9.0.1", "app")

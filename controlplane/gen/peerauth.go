@@ -6,6 +6,7 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // RootNamespace holds mesh-wide PeerAuthentications (Istio's default meshConfig.rootNamespace).
@@ -31,15 +32,15 @@ const (
 type peerAuth struct {
 	mode  mtlsMode
 	ports map[uint32]mtlsMode // workload policy's portLevelMtls
-	deps  []model.ConfigKey
+	deps  []istioconfig.Key
 }
 
 // peerAuthFor resolves the proxy's policy. Among several candidates of one level the oldest
 // wins, then the first by name, as istiod picks.
 func peerAuthFor(p *model.Proxy, s *model.Snapshot) peerAuth {
 	var out peerAuth
-	pick := func(ns string, workload bool) *model.Config { return pickPeerAuth(s, ns, p.Labels, workload) }
-	apply := func(c *model.Config) {
+	pick := func(ns string, workload bool) *istioconfig.Config { return pickPeerAuth(s, ns, p.Labels, workload) }
+	apply := func(c *istioconfig.Config) {
 		if c == nil {
 			return
 		}
@@ -71,9 +72,9 @@ func peerAuthFor(p *model.Proxy, s *model.Snapshot) peerAuth {
 
 // pickPeerAuth returns the namespace's oldest (then first by name) PeerAuthentication without a
 // selector, or with workload set the oldest whose selector matches labels.
-func pickPeerAuth(s *model.Snapshot, ns string, labels map[string]string, workload bool) *model.Config {
-	var best *model.Config
-	for _, c := range s.ConfigsIn(model.KindPeerAuthentication, ns) {
+func pickPeerAuth(s *model.Snapshot, ns string, labels map[string]string, workload bool) *istioconfig.Config {
+	var best *istioconfig.Config
+	for _, c := range s.ConfigsIn(istioconfig.KindPeerAuthentication, ns) {
 		sel := paSpec(c).GetSelector().GetMatchLabels()
 		if workload != (len(sel) > 0) || (workload && !labelsMatch(sel, labels)) {
 			continue
@@ -108,7 +109,7 @@ type workloadMTLS struct {
 }
 
 func newWorkloadMTLS(s *model.Snapshot) *workloadMTLS {
-	if len(s.Configs(model.KindPeerAuthentication)) == 0 {
+	if len(s.Configs(istioconfig.KindPeerAuthentication)) == 0 {
 		return nil
 	}
 	return &workloadMTLS{s: s, memo: map[string]peerAuth{}}
@@ -152,7 +153,7 @@ func modeOf(m *securityapi.PeerAuthentication_MutualTLS) mtlsMode {
 	return mtlsNone
 }
 
-func paSpec(c *model.Config) *securityapi.PeerAuthentication {
+func paSpec(c *istioconfig.Config) *securityapi.PeerAuthentication {
 	if c == nil {
 		return nil
 	}
@@ -174,7 +175,7 @@ func labelsMatch(sel, labels map[string]string) bool {
 // of every sidecar (its catch-all inbound chains follow the mode and carry the jwt_authn and RBAC
 // filters too); it is empty when the snapshot has none of these kinds.
 func InboundScope(p *model.Proxy, s *model.Snapshot) string {
-	if p == nil || s == nil || len(s.Configs(model.KindPeerAuthentication))+len(s.Configs(model.KindAuthorizationPolicy))+len(s.Configs(model.KindRequestAuthentication)) == 0 {
+	if p == nil || s == nil || len(s.Configs(istioconfig.KindPeerAuthentication))+len(s.Configs(istioconfig.KindAuthorizationPolicy))+len(s.Configs(istioconfig.KindRequestAuthentication)) == 0 {
 		return ""
 	}
 	var b strings.Builder

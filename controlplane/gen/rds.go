@@ -17,6 +17,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // DefaultRetryOn is Istio's default retry_on for sidecar routes.
@@ -75,7 +76,7 @@ func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Service) (Resource, error) {
 	name := strconv.FormatUint(uint64(num), 10)
 	rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}
-	var deps []model.ConfigKey
+	var deps []istioconfig.Key
 	var errs []error
 	usedDomains := map[string]bool{}
 	for _, svc := range svcs {
@@ -180,9 +181,9 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 // one port. An HTTP route that cannot be translated is dropped with an error naming the
 // VirtualService; the others are kept. With no VirtualService route for the port, a default
 // route sends everything to the service's cluster. It also returns the VS keys it read.
-func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Port, grpc bool) ([]*routev3.Route, []model.ConfigKey, error) {
+func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Port, grpc bool) ([]*routev3.Route, []istioconfig.Key, error) {
 	var routes []*routev3.Route
-	var deps []model.ConfigKey
+	var deps []istioconfig.Key
 	var errs []error
 	for _, c := range ix.virtualServices(svc.Hostname) {
 		deps = append(deps, c.Key())

@@ -12,6 +12,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 func exact(s string) *networking.StringMatch {
@@ -90,7 +91,7 @@ func TestTranslateMatch(t *testing.T) {
 }
 
 // routeMesh is one HTTP service "web" in ns "app" with the given VirtualServices.
-func routeMesh(vss ...*model.Config) *model.Snapshot {
+func routeMesh(vss ...*istioconfig.Config) *model.Snapshot {
 	svcs := []*model.Service{
 		{Hostname: "web.app.svc.cluster.local", Namespace: "app", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "admin", Number: 9000, Protocol: model.ProtocolHTTP}}},
 		{Hostname: "api.app.svc.cluster.local", Namespace: "app", Ports: []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}}},
@@ -98,8 +99,8 @@ func routeMesh(vss ...*model.Config) *model.Snapshot {
 	return model.NewSnapshot(1, model.SnapshotInput{Services: svcs, Configs: vss})
 }
 
-func vsConfig(name, ns string, vs *networking.VirtualService) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: name, Namespace: ns}, Spec: vs}
+func vsConfig(name, ns string, vs *networking.VirtualService) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: name, Namespace: ns}, Spec: vs}
 }
 
 func dest(host, subset string, weight int32) *networking.HTTPRouteDestination {
@@ -143,33 +144,33 @@ func TestVirtualServiceRoutes(t *testing.T) {
 	sidecar.Labels = map[string]string{"app": "client", "track": "canary"}
 	tests := []struct {
 		name    string
-		vss     []*model.Config
+		vss     []*istioconfig.Config
 		port    string
 		want    []string
 		wantErr string
 	}{
 		{"no VS: default route", nil, "80", []string{"default / -> outbound|80||web.app.svc.cluster.local"}, ""},
-		{"weighted subsets, zero weight dropped", []*model.Config{vsConfig("w", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+		{"weighted subsets, zero weight dropped", []*istioconfig.Config{vsConfig("w", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 			{Name: "split", Route: []*networking.HTTPRouteDestination{dest("web", "v1", 70), dest("web", "v2", 30), dest("web", "v3", 0)}},
 		}})}, "80", []string{"split / -> outbound|80|v1|web.app.svc.cluster.local=value:70 outbound|80|v2|web.app.svc.cluster.local=value:30"}, ""},
-		{"port match filters, destination port from the single-port service", []*model.Config{vsConfig("p", "app", &networking.VirtualService{Hosts: []string{"web.app.svc.cluster.local"}, Http: []*networking.HTTPRoute{
+		{"port match filters, destination port from the single-port service", []*istioconfig.Config{vsConfig("p", "app", &networking.VirtualService{Hosts: []string{"web.app.svc.cluster.local"}, Http: []*networking.HTTPRoute{
 			{Name: "admin-only", Match: []*networking.HTTPMatchRequest{{Port: 9000, Uri: prefix("/admin")}}, Route: []*networking.HTTPRouteDestination{dest("web", "", 0)}},
 			{Name: "to-api", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/api")}}, Route: []*networking.HTTPRouteDestination{dest("api", "", 0)}},
 		}})}, "80", []string{"to-api /api -> outbound|8080||api.app.svc.cluster.local"}, ""},
-		{"source labels match the proxy", []*model.Config{vsConfig("s", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+		{"source labels match the proxy", []*istioconfig.Config{vsConfig("s", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 			{Name: "canary", Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "canary"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
 			{Name: "other", Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "stable"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
 			{Name: "rest", Route: []*networking.HTTPRouteDestination{dest("web", "", 0)}},
 		}})}, "80", []string{"canary / -> outbound|80|v2|web.app.svc.cluster.local"}, ""}, // canary matches every request of this proxy: "rest" is unreachable and left out, as istiod does
-		{"nothing after a catch-all match", []*model.Config{vsConfig("c", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+		{"nothing after a catch-all match", []*istioconfig.Config{vsConfig("c", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 			{Name: "a", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/a")}, {Uri: regex(".*")}, {Uri: prefix("/b")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
 			{Name: "b", Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
 		}})}, "80", []string{"a /a -> outbound|80|v1|web.app.svc.cluster.local", "a .* -> outbound|80|v1|web.app.svc.cluster.local"}, ""},
-		{"a header condition is not a catch-all", []*model.Config{vsConfig("h", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+		{"a header condition is not a catch-all", []*istioconfig.Config{vsConfig("h", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 			{Name: "a", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/"), Headers: map[string]*networking.StringMatch{"x": exact("1")}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
 			{Name: "b", Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
 		}})}, "80", []string{"a / -> outbound|80|v1|web.app.svc.cluster.local", "b / -> outbound|80|v2|web.app.svc.cluster.local"}, ""},
-		{"one bad route does not drop the others", []*model.Config{
+		{"one bad route does not drop the others", []*istioconfig.Config{
 			vsConfig("bad", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 				{Name: "broken", Match: []*networking.HTTPMatchRequest{{Uri: regex("([")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
 				{Name: "fine", Match: []*networking.HTTPMatchRequest{{Uri: exact("/ok")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
@@ -178,10 +179,10 @@ func TestVirtualServiceRoutes(t *testing.T) {
 				{Name: "redir", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/old")}}, Redirect: &networking.HTTPRedirect{Uri: "/new"}},
 			}}),
 		}, "80", []string{"fine /ok -> outbound|80|v1|web.app.svc.cluster.local", "redir /old -> redirect"}, "VirtualService app/bad http[0 (broken)]"},
-		{"gateway-only VS ignored", []*model.Config{vsConfig("gw", "app", &networking.VirtualService{Hosts: []string{"web"}, Gateways: []string{"ingress"}, Http: []*networking.HTTPRoute{
+		{"gateway-only VS ignored", []*istioconfig.Config{vsConfig("gw", "app", &networking.VirtualService{Hosts: []string{"web"}, Gateways: []string{"ingress"}, Http: []*networking.HTTPRoute{
 			{Name: "gw", Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
 		}})}, "80", []string{"default / -> outbound|80||web.app.svc.cluster.local"}, ""},
-		{"wildcard host", []*model.Config{vsConfig("wild", "other", &networking.VirtualService{Hosts: []string{"*.app.svc.cluster.local"}, Http: []*networking.HTTPRoute{
+		{"wildcard host", []*istioconfig.Config{vsConfig("wild", "other", &networking.VirtualService{Hosts: []string{"*.app.svc.cluster.local"}, Http: []*networking.HTTPRoute{
 			{Name: "all", Route: []*networking.HTTPRouteDestination{dest("web.app.svc.cluster.local", "", 0)}},
 		}})}, "80", []string{"all / -> outbound|80||web.app.svc.cluster.local"}, ""},
 	}

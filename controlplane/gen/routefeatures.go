@@ -17,13 +17,12 @@ import (
 	previousprioritiesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // The per-route features of a VirtualService HTTP route that istiod translates beside the
@@ -296,7 +295,7 @@ func translateFault(in *networking.HTTPFaultInjection) *faultv3.HTTPFault {
 // consistentHash is the consistent-hash setting that applies to traffic for a destination
 // (istiod: HashForHTTPDestination): the subset's port-level setting, else the subset's, else
 // the rule's port-level one for the destination's explicit port, else the rule's.
-func consistentHash(dr *model.Config, d *networking.Destination) *networking.LoadBalancerSettings_ConsistentHashLB {
+func consistentHash(dr *istioconfig.Config, d *networking.Destination) *networking.LoadBalancerSettings_ConsistentHashLB {
 	if dr == nil {
 		return nil
 	}
@@ -335,7 +334,7 @@ func consistentHash(dr *model.Config, d *networking.Destination) *networking.Loa
 
 // serviceConsistentHash is the setting for a service's default route (istiod: hashForService):
 // the rule's, unless the port's port-level setting has one.
-func serviceConsistentHash(dr *model.Config, port uint32) *networking.LoadBalancerSettings_ConsistentHashLB {
+func serviceConsistentHash(dr *istioconfig.Config, port uint32) *networking.LoadBalancerSettings_ConsistentHashLB {
 	if dr == nil {
 		return nil
 	}

@@ -26,6 +26,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // The expected routes below are what istiod's generator builds for the same VirtualService and
@@ -77,8 +78,8 @@ func webRoute(t *testing.T, cluster string) *routev3.Route {
 
 func action(r *routev3.Route) *routev3.RouteAction { return r.GetRoute() }
 
-func drConfig(name, ns string, dr *networking.DestinationRule) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: name, Namespace: ns}, Spec: dr}
+func drConfig(name, ns string, dr *networking.DestinationRule) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: name, Namespace: ns}, Spec: dr}
 }
 
 func consistentHashLB(ch *networking.LoadBalancerSettings_ConsistentHashLB) *networking.TrafficPolicy {
@@ -102,7 +103,7 @@ func hvo(k, v string, appendValue bool) *corev3.HeaderValueOption {
 }
 
 // webRoutes generates the sidecar RDS for port 80 and returns the routes of web's virtual host.
-func webRoutes(t *testing.T, p *model.Proxy, cfgs ...*model.Config) []*routev3.Route {
+func webRoutes(t *testing.T, p *model.Proxy, cfgs ...*istioconfig.Config) []*routev3.Route {
 	t.Helper()
 	s := routeMesh(cfgs...)
 	rs, err := ForType(RouteType, p).Generate(p, s, []string{"80"})
@@ -370,7 +371,7 @@ func TestRouteFeatures(t *testing.T) {
 			if len(hr.Route) == 0 && hr.Redirect == nil {
 				hr.Route = []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "web"}}}
 			}
-			cfgs := []*model.Config{vsConfig("web", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{hr}})}
+			cfgs := []*istioconfig.Config{vsConfig("web", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{hr}})}
 			if tt.dr != nil {
 				cfgs = append(cfgs, drConfig("web", "app", tt.dr))
 			}
@@ -531,7 +532,9 @@ func routeFeaturesMesh() *model.Snapshot {
 	in := goldenInput()
 	in.Configs = append(in.Configs, ratingsDR, httpbin, ratings, mysql)
 	// The golden mesh's ratings VirtualService would shadow ratings-mirror: leave it out.
-	in.Configs = slices.DeleteFunc(in.Configs, func(c *model.Config) bool { return c.Kind == model.KindVirtualService && c.Name == "ratings" })
+	in.Configs = slices.DeleteFunc(in.Configs, func(c *istioconfig.Config) bool {
+		return c.Kind == istioconfig.KindVirtualService && c.Name == "ratings"
+	})
 	return model.NewSnapshot(1, in)
 }
 

@@ -10,6 +10,7 @@ import (
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // TestSniffedPort: a VIP service port without a protocol is sniffed as istiod does: its VIP
@@ -18,7 +19,7 @@ import (
 // cluster speaks the downstream's protocol upstream. Everything passes deep validation.
 func TestSniffedPort(t *testing.T) {
 	const host = "sniff.app.svc.cluster.local"
-	src := model.ConfigKey{Kind: model.KindServiceEntry, Namespace: "app", Name: "sniff"}
+	src := istioconfig.Key{Kind: istioconfig.KindServiceEntry, Namespace: "app", Name: "sniff"}
 	in := model.SnapshotInput{
 		Services: []*model.Service{{Hostname: host, Namespace: "app", Addresses: []string{"240.0.0.7"},
 			Ports: []model.Port{{Name: "http-web", Number: 8081, Protocol: model.ProtocolUnknown}}, Source: src}},

@@ -16,6 +16,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // tcpRouteChains builds the filter chains of a sidecar's outbound TCP listener for one service
@@ -35,7 +36,7 @@ import (
 //
 // As istiod's buildSidecarOutboundListener does, the chain that matches everything becomes the
 // listener's default filter chain when other chains exist (def), and its only chain otherwise.
-func tcpRouteChains(p *model.Proxy, ix *index, svc *model.Service, port model.Port) (chains []*listenerv3.FilterChain, def *listenerv3.FilterChain, deps []model.ConfigKey, err error) {
+func tcpRouteChains(p *model.Proxy, ix *index, svc *model.Service, port model.Port) (chains []*listenerv3.FilterChain, def *listenerv3.FilterChain, deps []istioconfig.Key, err error) {
 	defer func() {
 		if n := len(chains); n > 1 && chains[n-1].GetFilterChainMatch() == nil {
 			chains, def = chains[:n-1], chains[n-1]
@@ -134,8 +135,8 @@ func tcpMatchApplies(p *model.Proxy, m *networking.L4MatchAttributes, port uint3
 // the first destination's DestinationRule giving the idle timeout, the maximum connection
 // duration and a source-IP hash policy (buildOutboundNetworkFiltersWithWeightedClusters,
 // maybeSetHashPolicy).
-func tcpRouteFilter(ix *index, vs *model.Config, dests []*networking.RouteDestination, port model.Port) (*listenerv3.Filter, []model.ConfigKey, error) {
-	var deps []model.ConfigKey
+func tcpRouteFilter(ix *index, vs *istioconfig.Config, dests []*networking.RouteDestination, port model.Port) (*listenerv3.Filter, []istioconfig.Key, error) {
+	var deps []istioconfig.Key
 	for _, d := range dests {
 		h := resolveHost(d.GetDestination().GetHost(), vs.Namespace)
 		if ds := ix.snap.Service(h); ds != nil {
@@ -189,7 +190,7 @@ func tcpRouteFilter(ix *index, vs *model.Config, dests []*networking.RouteDestin
 // buildOutboundNetworkFiltersWithSingleDestination): stat prefix the cluster name, and from
 // host's DestinationRule the idle timeout, the maximum connection duration and the source-IP
 // hash of the subset (or of the rule).
-func singleTCPProxy(ix *index, cluster, host, subsetName string) (*listenerv3.Filter, []model.ConfigKey) {
+func singleTCPProxy(ix *index, cluster, host, subsetName string) (*listenerv3.Filter, []istioconfig.Key) {
 	dr := ix.destinationRule(host)
 	if dr == nil {
 		return tcpProxyFilter(cluster, cluster), nil
@@ -203,7 +204,7 @@ func singleTCPProxy(ix *index, cluster, host, subsetName string) (*listenerv3.Fi
 	if d := tcp.GetMaxConnectionDuration(); d != nil {
 		tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
 	}
-	return &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}, []model.ConfigKey{dr.Key()}
+	return &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}, []istioconfig.Key{dr.Key()}
 }
 
 // sourceIPHash is istiod's maybeSetHashPolicy: a source-IP hash when the rule's consistent hash

@@ -16,6 +16,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 const (
@@ -26,7 +27,7 @@ const (
 
 // tcpMesh: mysql (VIP 10.96.0.20) and its replica on 3306, and legacy, a TCP service without a
 // VIP on 7000 (served by 0.0.0.0_7000).
-func tcpMesh(cfgs ...*model.Config) *model.Snapshot {
+func tcpMesh(cfgs ...*istioconfig.Config) *model.Snapshot {
 	tcpPort := func(n uint32) []model.Port {
 		return []model.Port{{Name: "tcp", Number: n, Protocol: model.ProtocolTCP}}
 	}
@@ -168,7 +169,7 @@ func TestTCPRoutes(t *testing.T) {
 			if tt.listener == "0.0.0.0_7000" {
 				host = "legacy"
 			}
-			cfgs := []*model.Config{vsConfig("mysql", "db", &networking.VirtualService{Hosts: []string{host}, Gateways: tt.gateways, Tcp: tt.tcp})}
+			cfgs := []*istioconfig.Config{vsConfig("mysql", "db", &networking.VirtualService{Hosts: []string{host}, Gateways: tt.gateways, Tcp: tt.tcp})}
 			if tt.dr != nil {
 				cfgs = append(cfgs, drConfig("mysql", "db", tt.dr))
 			}

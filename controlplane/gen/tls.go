@@ -16,6 +16,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 )
@@ -58,7 +59,7 @@ func endpointTLSMode(ep *model.Endpoint) string {
 	if m, ok := ep.Labels[TLSModeLabel]; ok {
 		return m
 	}
-	if ep.ServiceAccount != "" && (ep.Source.Kind == model.KindWorkloadEntry || ep.Source.Kind == model.KindServiceEntry) {
+	if ep.ServiceAccount != "" && (ep.Source.Kind == istioconfig.KindWorkloadEntry || ep.Source.Kind == istioconfig.KindServiceEntry) {
 		return tlsModeIstio
 	}
 	return "disabled"
@@ -184,7 +185,7 @@ func originateTLS(c *clusterv3.Cluster, svc *model.Service, t *networking.Client
 		}}
 	}
 	sans := t.GetSubjectAltNames()
-	if len(sans) == 0 && svc.Source.Kind == model.KindServiceEntry {
+	if len(sans) == 0 && svc.Source.Kind == istioconfig.KindServiceEntry {
 		sans = svc.ServiceAccounts
 	}
 	if t.GetInsecureSkipVerify().GetValue() {

@@ -9,6 +9,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // topology is a deterministic mesh for tests and benchmarks: n services over 10 namespaces with
@@ -17,7 +18,7 @@ import (
 type topology struct {
 	services  []*model.Service
 	endpoints map[string][]*model.Endpoint
-	configs   []*model.Config
+	configs   []*istioconfig.Config
 }
 
 func host(i int) string { return fmt.Sprintf("svc-%d.ns-%d.svc.cluster.local", i, i%10) }
@@ -32,7 +33,7 @@ func buildTopology(n, endpointsPerService int) *topology {
 			Namespace:       ns,
 			Labels:          map[string]string{"app": fmt.Sprintf("svc-%d", i)},
 			ServiceAccounts: []string{"sa-" + ns},
-			Source:          model.ConfigKey{Kind: model.KindServiceEntry, Name: fmt.Sprintf("svc-%d", i), Namespace: ns},
+			Source:          istioconfig.Key{Kind: istioconfig.KindServiceEntry, Name: fmt.Sprintf("svc-%d", i), Namespace: ns},
 		}
 		p := protos[i%len(protos)]
 		switch p {
@@ -96,7 +97,7 @@ func (t *topology) snapshot(seq uint64) *model.Snapshot {
 	return model.NewSnapshot(seq, model.SnapshotInput{Services: t.services, Endpoints: t.endpoints, Configs: t.configs})
 }
 
-func destinationRule(i int, ns string) *model.Config {
+func destinationRule(i int, ns string) *istioconfig.Config {
 	lbs := []networking.LoadBalancerSettings_SimpleLB{
 		networking.LoadBalancerSettings_ROUND_ROBIN, networking.LoadBalancerSettings_LEAST_REQUEST,
 		networking.LoadBalancerSettings_RANDOM, networking.LoadBalancerSettings_LEAST_CONN,
@@ -121,10 +122,10 @@ func destinationRule(i int, ns string) *model.Config {
 			}},
 		},
 	}
-	return &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: fmt.Sprintf("dr-%d", i), Namespace: ns, ResourceVersion: "1"}, Spec: dr}
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: fmt.Sprintf("dr-%d", i), Namespace: ns, ResourceVersion: "1"}, Spec: dr}
 }
 
-func virtualService(i int, ns string, port uint32) *model.Config {
+func virtualService(i int, ns string, port uint32) *istioconfig.Config {
 	h := fmt.Sprintf("svc-%d", i)
 	vs := &networking.VirtualService{
 		Hosts: []string{h},
@@ -150,7 +151,7 @@ func virtualService(i int, ns string, port uint32) *model.Config {
 			{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: h, Subset: "v1"}}}},
 		},
 	}
-	return &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: fmt.Sprintf("vs-%d", i), Namespace: ns, ResourceVersion: "1"}, Spec: vs}
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: fmt.Sprintf("vs-%d", i), Namespace: ns, ResourceVersion: "1"}, Spec: vs}
 }
 
 func sidecarProxy(ip, ns string) *model.Proxy {

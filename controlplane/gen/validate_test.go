@@ -26,6 +26,7 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 type validator interface{ ValidateAll() error }
@@ -196,7 +197,7 @@ func checkResources(t *testing.T, p *model.Proxy, g generated) {
 			if err != nil {
 				t.Errorf("%s %s: %v", typeURL, r.Name, err)
 			}
-			if !slices.IsSortedFunc(r.Deps, func(a, b model.ConfigKey) int { return strings.Compare(a.String(), b.String()) }) && len(r.Deps) > 1 {
+			if !slices.IsSortedFunc(r.Deps, func(a, b istioconfig.Key) int { return strings.Compare(a.String(), b.String()) }) && len(r.Deps) > 1 {
 				// sortDeps orders by kind, namespace, name: the same as String() for our keys.
 				t.Errorf("%s %s: deps not sorted: %v", typeURL, r.Name, r.Deps)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/internal/mcp"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // FuzzStateResponse feeds a held state arbitrary responses (resource bytes split into
@@ -33,7 +34,7 @@ func FuzzStateResponse(f *testing.F) {
 		}
 		r := st.Response(urls[int(which)%len(urls)], res)
 		for _, c := range r.Upserts {
-			if err := config.Validate(c); err != nil {
+			if err := istioconfig.Validate(c); err != nil {
 				t.Fatalf("upsert fails validation: %v", err)
 			}
 			if _, err := config.ValidateSpec(c); err != nil {

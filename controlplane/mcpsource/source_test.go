@@ -16,8 +16,8 @@ import (
 	mcpapi "istio.io/api/mcp/v1alpha1"
 
 	"github.com/xdslab/xdslab/controlplane/config"
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/mcp"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // serve runs g on a loopback listener (addr "" picks a port) until the test ends or stop.
@@ -104,7 +104,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func hosts(store *config.Memory) string {
 	var out []string
-	for _, c := range store.List(model.KindServiceEntry, "") {
+	for _, c := range store.List(istioconfig.KindServiceEntry, "") {
 		out = append(out, c.Name+"="+strings.Join(c.Spec.(interface{ GetHosts() []string }).GetHosts(), "+"))
 	}
 	return strings.Join(out, ",")
@@ -115,7 +115,7 @@ func hosts(store *config.Memory) string {
 // server is gone, then catches up when it is back on the same address.
 func TestSourceFollowsServer(t *testing.T) {
 	srv := mcp.NewServer(mcp.ServerOptions{})
-	if err := srv.Apply([]*model.Config{se("a", "a.com"), se("b", "b.com")}, nil); err != nil {
+	if err := srv.Apply([]*istioconfig.Config{se("a", "a.com"), se("b", "b.com")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer()
@@ -130,10 +130,10 @@ func TestSourceFollowsServer(t *testing.T) {
 	if got := hosts(store); got != "a=a.com,b=b.com" {
 		t.Fatalf("store %q", got)
 	}
-	if c, _ := store.Get(model.ConfigKey{Kind: model.KindServiceEntry, Namespace: "ns", Name: "a"}); c.Source != "xds://"+addr {
+	if c, _ := store.Get(istioconfig.Key{Kind: istioconfig.KindServiceEntry, Namespace: "ns", Name: "a"}); c.Source != "xds://"+addr {
 		t.Errorf("source %q", c.Source)
 	}
-	if err := srv.Apply([]*model.Config{se("a", "a2.com"), se("c", "c.com")}, []model.ConfigKey{se("b", "").Key()}); err != nil {
+	if err := srv.Apply([]*istioconfig.Config{se("a", "a2.com"), se("c", "c.com")}, []istioconfig.Key{se("b", "").Key()}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "update", func() bool { return hosts(store) == "a=a2.com,c=c.com" })
@@ -152,7 +152,7 @@ func TestSourceFollowsServer(t *testing.T) {
 	}
 
 	srv2 := mcp.NewServer(mcp.ServerOptions{})
-	if err := srv2.Apply([]*model.Config{se("c", "c.com"), se("d", "d.com")}, nil); err != nil {
+	if err := srv2.Apply([]*istioconfig.Config{se("c", "c.com"), se("d", "d.com")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	g2 := grpc.NewServer()

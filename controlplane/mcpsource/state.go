@@ -10,26 +10,26 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslab/xdslab/controlplane/config"
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/mcp"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // held is one object the source wrote to the store.
 type held struct {
 	version string
-	cfg     *model.Config
+	cfg     *istioconfig.Config
 }
 
 // State is what a source holds, per kind and namespace/name: the pure core of the client.
 type State struct {
 	// Source stamps every written config's Source field.
 	Source string
-	objs   map[model.Kind]map[string]held
+	objs   map[istioconfig.Kind]map[string]held
 }
 
 // NewState returns an empty state whose configs carry source as their Source.
 func NewState(source string) *State {
-	return &State{Source: source, objs: map[model.Kind]map[string]held{}}
+	return &State{Source: source, objs: map[istioconfig.Kind]map[string]held{}}
 }
 
 // Len is the number of objects held.
@@ -43,8 +43,8 @@ func (s *State) Len() int {
 
 // Result is what one response changes.
 type Result struct {
-	Upserts []*model.Config
-	Deletes []model.ConfigKey
+	Upserts []*istioconfig.Config
+	Deletes []istioconfig.Key
 	// Rejected lists the objects (and envelope problems) that were not applied, each naming the
 	// type, the object and the rule; a non-empty list means the response is NACKed.
 	Rejected []error
@@ -52,7 +52,7 @@ type Result struct {
 	Ignored int
 	// Stored says whether the type maps to a kind the store holds.
 	Stored bool
-	kind   model.Kind
+	kind   istioconfig.Kind
 	next   map[string]held
 }
 
@@ -130,7 +130,7 @@ func (s *State) Response(typeURL string, resources []*anypb.Any) Result {
 			r.Deletes = append(r.Deletes, h.cfg.Key())
 		}
 	}
-	slices.SortFunc(r.Deletes, func(a, b model.ConfigKey) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(r.Deletes, func(a, b istioconfig.Key) int { return strings.Compare(a.String(), b.String()) })
 	return r
 }
 
@@ -145,7 +145,7 @@ func (s *State) Commit(r Result) {
 // Err joins the rejections of r (nil when there are none), for a NACK's error_detail.
 func (r Result) Err() error { return errors.Join(r.Rejected...) }
 
-func withSource(c *model.Config, src string) *model.Config {
+func withSource(c *istioconfig.Config, src string) *istioconfig.Config {
 	cp := *c
 	cp.Source = src
 	return &cp

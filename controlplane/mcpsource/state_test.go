@@ -8,19 +8,19 @@ import (
 	mcpapi "istio.io/api/mcp/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/mcp"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 const seURL = "networking.istio.io/v1/ServiceEntry"
 
-func se(name, host string) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Namespace: "ns", Name: name},
+func se(name, host string) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Namespace: "ns", Name: name},
 		Spec: &networking.ServiceEntry{Hosts: []string{host}, Ports: []*networking.ServicePort{{Number: 80, Name: "http", Protocol: "HTTP"}},
 			Resolution: networking.ServiceEntry_STATIC}}
 }
 
-func enc(t testing.TB, c *model.Config, version string) *anypb.Any {
+func enc(t testing.TB, c *istioconfig.Config, version string) *anypb.Any {
 	t.Helper()
 	a, err := mcp.Encode(c, version)
 	if err != nil {
@@ -29,7 +29,7 @@ func enc(t testing.TB, c *model.Config, version string) *anypb.Any {
 	return a
 }
 
-func names(cs []*model.Config) string {
+func names(cs []*istioconfig.Config) string {
 	var out []string
 	for _, c := range cs {
 		out = append(out, c.Name)
@@ -37,7 +37,7 @@ func names(cs []*model.Config) string {
 	return strings.Join(out, ",")
 }
 
-func keys(ks []model.ConfigKey) string {
+func keys(ks []istioconfig.Key) string {
 	var out []string
 	for _, k := range ks {
 		out = append(out, k.Name)

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	securityapi "istio.io/api/security/v1beta1"
 )
 
@@ -13,7 +14,7 @@ import (
 // are for Gateway API gateways and waypoints), and its selector is empty or a subset of p's labels.
 // A router is selected the same way (a Gateway API gateway, which istiod selects by targetRef,
 // is not modelled); proxyless gRPC clients get no RBAC from xdslab, so no policy selects them.
-func AuthorizationPolicySelects(c *Config, p *Proxy) bool {
+func AuthorizationPolicySelects(c *istioconfig.Config, p *Proxy) bool {
 	if c == nil {
 		return false
 	}
@@ -26,7 +27,7 @@ func AuthorizationPolicySelects(c *Config, p *Proxy) bool {
 
 // RequestAuthenticationSelects reports whether RequestAuthentication c applies to proxy p, with
 // the rules of AuthorizationPolicySelects (istiod selects both kinds the same way).
-func RequestAuthenticationSelects(c *Config, p *Proxy) bool {
+func RequestAuthenticationSelects(c *istioconfig.Config, p *Proxy) bool {
 	if c == nil {
 		return false
 	}
@@ -37,7 +38,7 @@ func RequestAuthenticationSelects(c *Config, p *Proxy) bool {
 	return policySelects(c, p, ra.GetSelector(), ra.GetTargetRef() != nil || len(ra.GetTargetRefs()) > 0)
 }
 
-func policySelects(c *Config, p *Proxy, sel interface{ GetMatchLabels() map[string]string }, targetRef bool) bool {
+func policySelects(c *istioconfig.Config, p *Proxy, sel interface{ GetMatchLabels() map[string]string }, targetRef bool) bool {
 	if p == nil || p.IsGRPC() || targetRef || (c.Namespace != RootNamespace && c.Namespace != p.Namespace) {
 		return false
 	}
@@ -55,11 +56,11 @@ func policySelects(c *Config, p *Proxy, sel interface{ GetMatchLabels() map[stri
 // labels, not its scope.
 func (ch *ChangeSet) TouchesAuthz(p *Proxy) bool {
 	for _, k := range ch.Keys {
-		var sel func(*Config, *Proxy) bool
+		var sel func(*istioconfig.Config, *Proxy) bool
 		switch k.Kind {
-		case KindAuthorizationPolicy:
+		case istioconfig.KindAuthorizationPolicy:
 			sel = AuthorizationPolicySelects
-		case KindRequestAuthentication:
+		case istioconfig.KindRequestAuthentication:
 			sel = RequestAuthenticationSelects
 		default:
 			continue

@@ -3,6 +3,7 @@ package model
 import (
 	"testing"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	securityapi "istio.io/api/security/v1beta1"
 	typev1beta1 "istio.io/api/type/v1beta1"
 )
@@ -10,7 +11,7 @@ import (
 // Which proxies an AuthorizationPolicy selects: root namespace or the proxy's, selector a subset
 // of its labels, no targetRef, never a proxyless gRPC client.
 func TestAuthorizationPolicySelects(t *testing.T) {
-	ap := func(ns string, sel map[string]string, target bool) *Config {
+	ap := func(ns string, sel map[string]string, target bool) *istioconfig.Config {
 		spec := &securityapi.AuthorizationPolicy{}
 		if sel != nil {
 			spec.Selector = &typev1beta1.WorkloadSelector{MatchLabels: sel}
@@ -18,14 +19,14 @@ func TestAuthorizationPolicySelects(t *testing.T) {
 		if target {
 			spec.TargetRefs = []*typev1beta1.PolicyTargetReference{{Kind: "Service", Name: "a"}}
 		}
-		return &Config{Meta: Meta{Kind: KindAuthorizationPolicy, Name: "p", Namespace: ns}, Spec: spec}
+		return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindAuthorizationPolicy, Name: "p", Namespace: ns}, Spec: spec}
 	}
 	web := &Proxy{Type: SidecarProxy, Namespace: "app", Labels: map[string]string{"app": "web", "v": "1"}}
 	router := &Proxy{Type: Router, Namespace: "gw", Labels: map[string]string{"istio": "ingressgateway"}}
 	grpc := &Proxy{Type: SidecarProxy, Namespace: "app", Labels: map[string]string{"app": "web"}, Generator: GeneratorGRPC}
 	tests := []struct {
 		name string
-		c    *Config
+		c    *istioconfig.Config
 		p    *Proxy
 		want bool
 	}{
@@ -45,10 +46,10 @@ func TestAuthorizationPolicySelects(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 		// A RequestAuthentication with the same scope selects the same proxies.
-		var ra *Config
+		var ra *istioconfig.Config
 		if tt.c != nil {
 			ap := tt.c.Spec.(*securityapi.AuthorizationPolicy)
-			ra = &Config{Meta: Meta{Kind: KindRequestAuthentication, Name: "r", Namespace: tt.c.Namespace},
+			ra = &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindRequestAuthentication, Name: "r", Namespace: tt.c.Namespace},
 				Spec: &securityapi.RequestAuthentication{Selector: ap.Selector, TargetRefs: ap.TargetRefs}}
 		}
 		if got := RequestAuthenticationSelects(ra, tt.p); got != tt.want {

@@ -3,6 +3,8 @@ package model
 import (
 	"maps"
 	"time"
+
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // TriggerReason says why a push was requested. The values are Istio's push trigger reasons
@@ -27,7 +29,7 @@ type PushRequest struct {
 	// endpoints of the services in ConfigsUpdated (KindEndpoint keys) changed: an EDS-only push.
 	Full bool
 	// ConfigsUpdated is the union of what changed. Empty with Full means "everything".
-	ConfigsUpdated map[ConfigKey]struct{}
+	ConfigsUpdated map[istioconfig.Key]struct{}
 	// Reasons counts the events merged into this request, by reason.
 	Reasons map[TriggerReason]int
 	// Start is when the earliest merged event happened (debounce delay and convergence run
@@ -84,7 +86,7 @@ func (pr *PushRequest) Merge(other *PushRequest) *PushRequest {
 	if (pr.Full && len(pr.ConfigsUpdated) == 0) || (other.Full && len(other.ConfigsUpdated) == 0) {
 		return out
 	}
-	out.ConfigsUpdated = make(map[ConfigKey]struct{}, len(pr.ConfigsUpdated)+len(other.ConfigsUpdated))
+	out.ConfigsUpdated = make(map[istioconfig.Key]struct{}, len(pr.ConfigsUpdated)+len(other.ConfigsUpdated))
 	maps.Copy(out.ConfigsUpdated, pr.ConfigsUpdated)
 	maps.Copy(out.ConfigsUpdated, other.ConfigsUpdated)
 	return out

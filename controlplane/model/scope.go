@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"strings"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
 )
 
@@ -43,9 +44,9 @@ func ExportedTo(exportTo []string, objNS, from string) bool {
 // that namespace without a selector; else the oldest without a selector in rootNS (istiod's
 // root namespace, usually istio-system). nil when none applies: the proxy sees the whole
 // mesh. Entries that are not Sidecars are ignored.
-func SelectSidecar(sidecars []*Config, ns string, labels map[string]string, rootNS string) *Config {
-	var selected, nsDefault, rootDefault *Config
-	older := func(a, b *Config) bool {
+func SelectSidecar(sidecars []*istioconfig.Config, ns string, labels map[string]string, rootNS string) *istioconfig.Config {
+	var selected, nsDefault, rootDefault *istioconfig.Config
+	older := func(a, b *istioconfig.Config) bool {
 		if b == nil {
 			return true
 		}
@@ -56,7 +57,7 @@ func SelectSidecar(sidecars []*Config, ns string, labels map[string]string, root
 	}
 	for _, c := range sidecars {
 		sc, ok := c.Spec.(*networking.Sidecar)
-		if !ok || c.Kind != KindSidecar {
+		if !ok || c.Kind != istioconfig.KindSidecar {
 			continue
 		}
 		sel := sc.GetWorkloadSelector().GetLabels()

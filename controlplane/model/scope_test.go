@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
 )
 
@@ -31,24 +32,24 @@ func TestExportedTo(t *testing.T) {
 	}
 }
 
-func sidecarCfg(ns, name string, age time.Duration, sel map[string]string) *Config {
+func sidecarCfg(ns, name string, age time.Duration, sel map[string]string) *istioconfig.Config {
 	sc := &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}}
 	if sel != nil {
 		sc.WorkloadSelector = &networking.WorkloadSelector{Labels: sel}
 	}
-	return &Config{Meta: Meta{Kind: KindSidecar, Namespace: ns, Name: name,
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Namespace: ns, Name: name,
 		CreationTimestamp: time.Unix(1000, 0).Add(-age)}, Spec: sc}
 }
 
 func TestSelectSidecar(t *testing.T) {
-	all := []*Config{
+	all := []*istioconfig.Config{
 		sidecarCfg("istio-system", "mesh-default", time.Hour, nil),
 		sidecarCfg("istio-system", "selected-elsewhere", time.Hour, map[string]string{"app": "web"}),
 		sidecarCfg("shop", "ns-default", time.Minute, nil),
 		sidecarCfg("shop", "ns-default-older", 2*time.Minute, nil),
 		sidecarCfg("shop", "web", time.Minute, map[string]string{"app": "web"}),
 		sidecarCfg("shop", "web-v2", 2*time.Minute, map[string]string{"app": "web", "version": "v2"}),
-		{Meta: Meta{Kind: KindGateway, Namespace: "shop", Name: "not-a-sidecar"}, Spec: &networking.Gateway{}},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Namespace: "shop", Name: "not-a-sidecar"}, Spec: &networking.Gateway{}},
 	}
 	tests := []struct {
 		name   string

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
 )
 
@@ -69,12 +70,12 @@ func (s *Snapshot) exportRestricted() bool {
 				return true
 			}
 		}
-		for _, c := range s.configs[KindVirtualService] {
+		for _, c := range s.configs[istioconfig.KindVirtualService] {
 			if vs, ok := c.Spec.(*networking.VirtualService); ok && restrictive(vs.GetExportTo()) {
 				return true
 			}
 		}
-		for _, c := range s.configs[KindDestinationRule] {
+		for _, c := range s.configs[istioconfig.KindDestinationRule] {
 			if dr, ok := c.Spec.(*networking.DestinationRule); ok && restrictive(dr.GetExportTo()) {
 				return true
 			}
@@ -105,7 +106,7 @@ type Scope struct {
 	// Type is the proxy type; routers (gateways) use no Sidecar.
 	Type NodeType
 	// Sidecar is the Sidecar that applies, nil when none does (the whole exported mesh).
-	Sidecar *Config
+	Sidecar *istioconfig.Config
 	hosts   []EgressHost
 	key     string
 }
@@ -122,7 +123,7 @@ func (s *Snapshot) ScopeFor(p *Proxy) *Scope {
 	if p != nil {
 		typ, ns = p.Type, p.Namespace
 	}
-	if s.vis == nil || hasSelector(s.ConfigsIn(KindSidecar, ns)) {
+	if s.vis == nil || hasSelector(s.ConfigsIn(istioconfig.KindSidecar, ns)) {
 		return s.newScope(p)
 	}
 	k := scopeMemoKey{typ, ns}
@@ -143,7 +144,7 @@ func (s *Snapshot) ScopeFor(p *Proxy) *Scope {
 }
 
 // hasSelector reports whether any of the Sidecars has a workload selector.
-func hasSelector(sidecars []*Config) bool {
+func hasSelector(sidecars []*istioconfig.Config) bool {
 	for _, c := range sidecars {
 		if sc, ok := c.Spec.(*networking.Sidecar); ok && len(sc.GetWorkloadSelector().GetLabels()) > 0 {
 			return true
@@ -159,9 +160,9 @@ func (s *Snapshot) newScope(p *Proxy) *Scope {
 		sc.Namespace, sc.Type = p.Namespace, p.Type
 	}
 	if sc.Type != Router {
-		cands := s.ConfigsIn(KindSidecar, sc.Namespace)
+		cands := s.ConfigsIn(istioconfig.KindSidecar, sc.Namespace)
 		if sc.Namespace != RootNamespace {
-			cands = append(slices.Clip(cands), s.ConfigsIn(KindSidecar, RootNamespace)...)
+			cands = append(slices.Clip(cands), s.ConfigsIn(istioconfig.KindSidecar, RootNamespace)...)
 		}
 		var labels map[string]string
 		if p != nil {
@@ -228,7 +229,7 @@ func (sc *Scope) SeesService(svc *Service) bool {
 // the proxy's namespace and, under a Sidecar, one of its hosts (short names resolved in c's
 // namespace) matched by an egress host of c's namespace (or "*"). A wildcard VS host is
 // matched by an egress host that covers it ("*" or the same wildcard).
-func (sc *Scope) SeesVirtualService(c *Config) bool {
+func (sc *Scope) SeesVirtualService(c *istioconfig.Config) bool {
 	if sc == nil {
 		return true
 	}
@@ -256,7 +257,7 @@ func (sc *Scope) SeesVirtualService(c *Config) bool {
 // ExportsDestinationRule reports whether the DestinationRule c is exported to the scope's
 // namespace (istiod applies to a proxy only the rules exported to it; which services they
 // reach is decided by the services the scope sees).
-func (sc *Scope) ExportsDestinationRule(c *Config) bool {
+func (sc *Scope) ExportsDestinationRule(c *istioconfig.Config) bool {
 	if sc == nil {
 		return true
 	}
@@ -266,7 +267,7 @@ func (sc *Scope) ExportsDestinationRule(c *Config) bool {
 
 // seesDestinationRule reports whether DR c changes something the scope sees in s: it is
 // exported to the scope and its host names (or, wildcard, matches) a service the scope sees.
-func (sc *Scope) seesDestinationRule(c *Config, s *Snapshot) bool {
+func (sc *Scope) seesDestinationRule(c *istioconfig.Config, s *Snapshot) bool {
 	if !sc.ExportsDestinationRule(c) {
 		return false
 	}
@@ -301,7 +302,7 @@ type ChangeSet struct {
 	// Everything is true for a full request with no ConfigsUpdated (or no previous
 	// snapshot): every proxy is pushed.
 	Everything bool
-	Keys       []ConfigKey
+	Keys       []istioconfig.Key
 	ips        map[string]struct{}
 }
 
@@ -324,7 +325,7 @@ func NewChangeSet(prev, next *Snapshot, req *PushRequest) *ChangeSet {
 			}
 		}
 	}
-	slices.SortFunc(ch.Keys, func(a, b ConfigKey) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(ch.Keys, func(a, b istioconfig.Key) int { return strings.Compare(a.String(), b.String()) })
 	return ch
 }
 
@@ -354,24 +355,26 @@ func (ch *ChangeSet) Affects(prev, next *Scope) bool {
 	return false
 }
 
-func (ch *ChangeSet) keyAffects(k ConfigKey, prev, next *Scope) bool {
+func (ch *ChangeSet) keyAffects(k istioconfig.Key, prev, next *Scope) bool {
 	switch k.Kind {
 	case KindService, KindEndpoint:
 		return prev.SeesService(ch.Prev.Service(k.Name)) || next.SeesService(ch.Next.Service(k.Name))
-	case KindVirtualService:
+	case istioconfig.KindVirtualService:
 		return seen(ch.Prev.Config(k), prev.SeesVirtualService) || seen(ch.Next.Config(k), next.SeesVirtualService)
-	case KindDestinationRule:
+	case istioconfig.KindDestinationRule:
 		return (ch.Prev.Config(k) != nil && prev.seesDestinationRule(ch.Prev.Config(k), ch.Prev)) ||
 			(ch.Next.Config(k) != nil && next.seesDestinationRule(ch.Next.Config(k), ch.Next))
-	case KindSidecar:
+	case istioconfig.KindSidecar:
 		// Selection changes show in the key; here the applied Sidecar itself changed.
 		return (prev.Sidecar != nil && prev.Sidecar.Key() == k) || (next.Sidecar != nil && next.Sidecar.Key() == k)
-	case KindGateway:
+	case istioconfig.KindGateway:
 		return next.Type == Router
-	case KindAuthorizationPolicy, KindRequestAuthentication:
+	case istioconfig.KindAuthorizationPolicy, istioconfig.KindRequestAuthentication:
 		return false // by proxy, not by scope: TouchesAuthz
 	}
 	return true
 }
 
-func seen(c *Config, sees func(*Config) bool) bool { return c != nil && sees(c) }
+func seen(c *istioconfig.Config, sees func(*istioconfig.Config) bool) bool {
+	return c != nil && sees(c)
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
 )
 
@@ -13,25 +14,25 @@ func scopeSvc(name, ns string, exportTo ...string) *Service {
 		Ports: []Port{{Name: "http", Number: 80, Protocol: ProtocolHTTP}}}
 }
 
-func scopeSidecar(ns, name string, selector map[string]string, created time.Time, hosts ...string) *Config {
+func scopeSidecar(ns, name string, selector map[string]string, created time.Time, hosts ...string) *istioconfig.Config {
 	sc := &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: hosts}}}
 	if selector != nil {
 		sc.WorkloadSelector = &networking.WorkloadSelector{Labels: selector}
 	}
-	return &Config{Meta: Meta{Kind: KindSidecar, Name: name, Namespace: ns, CreationTimestamp: created}, Spec: sc}
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: name, Namespace: ns, CreationTimestamp: created}, Spec: sc}
 }
 
-func scopeVS(ns, name string, exportTo []string, hosts ...string) *Config {
-	return &Config{Meta: Meta{Kind: KindVirtualService, Name: name, Namespace: ns},
+func scopeVS(ns, name string, exportTo []string, hosts ...string) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: name, Namespace: ns},
 		Spec: &networking.VirtualService{Hosts: hosts, ExportTo: exportTo}}
 }
 
-func scopeDR(ns, name, host string, exportTo ...string) *Config {
-	return &Config{Meta: Meta{Kind: KindDestinationRule, Name: name, Namespace: ns},
+func scopeDR(ns, name, host string, exportTo ...string) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: name, Namespace: ns},
 		Spec: &networking.DestinationRule{Host: host, ExportTo: exportTo}}
 }
 
-func scopeMesh(configs ...*Config) *Snapshot {
+func scopeMesh(configs ...*istioconfig.Config) *Snapshot {
 	return NewSnapshot(1, SnapshotInput{Services: []*Service{
 		scopeSvc("a", "ns-a"), scopeSvc("b", "ns-b"), scopeSvc("c", "ns-c"), scopeSvc("core", RootNamespace),
 		scopeSvc("private", "ns-b", "."), scopeSvc("hidden", "ns-b", "~"), scopeSvc("to-a", "ns-b", "ns-a"),
@@ -47,7 +48,7 @@ func TestScopeForSeesServices(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	tests := []struct {
 		name    string
-		configs []*Config
+		configs []*istioconfig.Config
 		proxy   *Proxy
 		want    []string // short names of the services seen
 		key     string
@@ -56,29 +57,29 @@ func TestScopeForSeesServices(t *testing.T) {
 			[]string{"a", "b", "c", "core", "to-a"}, "ns=ns-a"},
 		{"exportTo . shows the service only in its namespace", nil, proxyIn("ns-b", nil),
 			[]string{"a", "b", "c", "core", "private"}, "ns=ns-b"},
-		{"namespace Sidecar ./* imports its own namespace", []*Config{scopeSidecar("ns-a", "default", nil, t0, "./*")}, proxyIn("ns-a", nil),
+		{"namespace Sidecar ./* imports its own namespace", []*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "./*")}, proxyIn("ns-a", nil),
 			[]string{"a"}, "ns=ns-a|sidecar=ns-a/default"},
-		{"ns/* imports another namespace, still subject to exportTo", []*Config{scopeSidecar("ns-a", "default", nil, t0, "./*", "ns-b/*")}, proxyIn("ns-a", nil),
+		{"ns/* imports another namespace, still subject to exportTo", []*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "./*", "ns-b/*")}, proxyIn("ns-a", nil),
 			[]string{"a", "b", "to-a"}, "ns=ns-a|sidecar=ns-a/default"},
-		{"ns/host imports one host", []*Config{scopeSidecar("ns-a", "default", nil, t0, "ns-b/b.ns-b.svc.cluster.local")}, proxyIn("ns-a", nil),
+		{"ns/host imports one host", []*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "ns-b/b.ns-b.svc.cluster.local")}, proxyIn("ns-a", nil),
 			[]string{"b"}, "ns=ns-a|sidecar=ns-a/default"},
-		{"*/* imports every namespace", []*Config{scopeSidecar("ns-a", "default", nil, t0, "*/*")}, proxyIn("ns-a", nil),
+		{"*/* imports every namespace", []*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "*/*")}, proxyIn("ns-a", nil),
 			[]string{"a", "b", "c", "core", "to-a"}, "ns=ns-a|sidecar=ns-a/default"},
-		{"~/* imports nothing", []*Config{scopeSidecar("ns-a", "default", nil, t0, "~/*")}, proxyIn("ns-a", nil),
+		{"~/* imports nothing", []*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "~/*")}, proxyIn("ns-a", nil),
 			nil, "ns=ns-a|sidecar=ns-a/default"},
 		{"root-namespace Sidecar applies where none is, ./ meaning the proxy's namespace",
-			[]*Config{scopeSidecar(RootNamespace, "default", nil, t0, "./*", RootNamespace+"/*")}, proxyIn("ns-c", nil),
+			[]*istioconfig.Config{scopeSidecar(RootNamespace, "default", nil, t0, "./*", RootNamespace+"/*")}, proxyIn("ns-c", nil),
 			[]string{"c", "core"}, "ns=ns-c|sidecar=" + RootNamespace + "/default"},
 		{"the namespace's own Sidecar wins over the root one",
-			[]*Config{scopeSidecar(RootNamespace, "default", nil, t0, "*/*"), scopeSidecar("ns-c", "mine", nil, t0, "./*")}, proxyIn("ns-c", nil),
+			[]*istioconfig.Config{scopeSidecar(RootNamespace, "default", nil, t0, "*/*"), scopeSidecar("ns-c", "mine", nil, t0, "./*")}, proxyIn("ns-c", nil),
 			[]string{"c"}, "ns=ns-c|sidecar=ns-c/mine"},
 		{"a workload selector that matches wins over the namespace default",
-			[]*Config{scopeSidecar("ns-a", "default", nil, t0, "./*"), scopeSidecar("ns-a", "wide", map[string]string{"app": "x"}, t0, "*/*")},
+			[]*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "./*"), scopeSidecar("ns-a", "wide", map[string]string{"app": "x"}, t0, "*/*")},
 			proxyIn("ns-a", map[string]string{"app": "x", "v": "1"}), []string{"a", "b", "c", "core", "to-a"}, "ns=ns-a|sidecar=ns-a/wide"},
 		{"a workload selector that does not match is ignored",
-			[]*Config{scopeSidecar("ns-a", "default", nil, t0, "./*"), scopeSidecar("ns-a", "wide", map[string]string{"app": "x"}, t0, "*/*")},
+			[]*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "./*"), scopeSidecar("ns-a", "wide", map[string]string{"app": "x"}, t0, "*/*")},
 			proxyIn("ns-a", map[string]string{"app": "y"}), []string{"a"}, "ns=ns-a|sidecar=ns-a/default"},
-		{"a router uses no Sidecar", []*Config{scopeSidecar("ns-a", "default", nil, t0, "./*")},
+		{"a router uses no Sidecar", []*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "./*")},
 			&Proxy{Type: Router, Namespace: "ns-a"}, []string{"a", "b", "c", "core", "to-a"}, "ns=ns-a"},
 	}
 	for _, tt := range tests {
@@ -126,7 +127,7 @@ func TestScopeSeesConfigs(t *testing.T) {
 	s := scopeMesh(scopeSidecar("ns-a", "default", nil, t0, "./*", "ns-b/b.ns-b.svc.cluster.local"))
 	sc := s.ScopeFor(proxyIn("ns-a", nil))
 	vsTests := []struct {
-		vs   *Config
+		vs   *istioconfig.Config
 		want bool
 	}{
 		{scopeVS("ns-a", "own", nil, "a"), true},
@@ -147,7 +148,7 @@ func TestScopeSeesConfigs(t *testing.T) {
 		t.Error("an unscoped proxy does not see an exported wildcard VirtualService")
 	}
 	drTests := []struct {
-		dr   *Config
+		dr   *istioconfig.Config
 		want bool
 	}{
 		{scopeDR("ns-b", "everywhere", "b"), true},
@@ -165,11 +166,13 @@ func TestScopeSeesConfigs(t *testing.T) {
 func TestChangeSetAffects(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	scA := scopeSidecar("ns-a", "default", nil, t0, "./*")
-	base := []*Config{scA, scopeDR("ns-b", "dr-b", "b"), scopeVS("ns-b", "vs-b", nil, "b")}
+	base := []*istioconfig.Config{scA, scopeDR("ns-b", "dr-b", "b"), scopeVS("ns-b", "vs-b", nil, "b")}
 	prev := scopeMesh(base...)
-	key := func(k Kind, ns, name string) ConfigKey { return ConfigKey{Kind: k, Namespace: ns, Name: name} }
-	withConfigs := func(cs ...*Config) *Snapshot {
-		d := SnapshotDelta{Configs: map[ConfigKey]*Config{}}
+	key := func(k istioconfig.Kind, ns, name string) istioconfig.Key {
+		return istioconfig.Key{Kind: k, Namespace: ns, Name: name}
+	}
+	withConfigs := func(cs ...*istioconfig.Config) *Snapshot {
+		d := SnapshotDelta{Configs: map[istioconfig.Key]*istioconfig.Config{}}
 		for _, c := range cs {
 			d.Configs[c.Key()] = c
 		}
@@ -189,35 +192,35 @@ func TestChangeSetAffects(t *testing.T) {
 	}{
 		{"a full push of everything reaches all", prev, &PushRequest{Full: true}, aProxy, true},
 		{"endpoints of an unimported service skip the scoped proxy", withEndpoint(bHost, "10.1.1.1"),
-			&PushRequest{ConfigsUpdated: map[ConfigKey]struct{}{key(KindEndpoint, "ns-b", bHost): {}}}, aProxy, false},
+			&PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{key(KindEndpoint, "ns-b", bHost): {}}}, aProxy, false},
 		{"... and reach the unscoped one", withEndpoint(bHost, "10.1.1.1"),
-			&PushRequest{ConfigsUpdated: map[ConfigKey]struct{}{key(KindEndpoint, "ns-b", bHost): {}}}, bProxy, true},
+			&PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{key(KindEndpoint, "ns-b", bHost): {}}}, bProxy, true},
 		{"endpoints of an imported service reach the scoped proxy", withEndpoint("a.ns-a.svc.cluster.local", "10.1.1.1"),
-			&PushRequest{ConfigsUpdated: map[ConfigKey]struct{}{key(KindEndpoint, "ns-a", "a.ns-a.svc.cluster.local"): {}}}, aProxy, true},
+			&PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{key(KindEndpoint, "ns-a", "a.ns-a.svc.cluster.local"): {}}}, aProxy, true},
 		{"an endpoint at the proxy's own address reaches it whatever its scope", withEndpoint(bHost, "10.9.9.9"),
-			&PushRequest{ConfigsUpdated: map[ConfigKey]struct{}{key(KindEndpoint, "ns-b", bHost): {}}}, aProxy, true},
+			&PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{key(KindEndpoint, "ns-b", bHost): {}}}, aProxy, true},
 		{"a removed service the proxy saw reaches it", prev.Apply(2, SnapshotDelta{Services: map[string]*Service{"a.ns-a.svc.cluster.local": nil}}),
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{key(KindService, "ns-a", "a.ns-a.svc.cluster.local"): {}}}, aProxy, true},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(KindService, "ns-a", "a.ns-a.svc.cluster.local"): {}}}, aProxy, true},
 		{"a DestinationRule of an unimported host skips", withConfigs(scopeDR("ns-b", "dr-b", "b", "*")),
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{key(KindDestinationRule, "ns-b", "dr-b"): {}}}, aProxy, false},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(istioconfig.KindDestinationRule, "ns-b", "dr-b"): {}}}, aProxy, false},
 		{"... and reaches a proxy that sees the host", withConfigs(scopeDR("ns-b", "dr-b", "b", "*")),
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{key(KindDestinationRule, "ns-b", "dr-b"): {}}}, bProxy, true},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(istioconfig.KindDestinationRule, "ns-b", "dr-b"): {}}}, bProxy, true},
 		{"a DestinationRule no longer exported still reaches the proxy that had it", withConfigs(scopeDR("ns-b", "dr-b", "b", ".")),
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{key(KindDestinationRule, "ns-b", "dr-b"): {}}}, proxyIn("ns-c", nil), true},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(istioconfig.KindDestinationRule, "ns-b", "dr-b"): {}}}, proxyIn("ns-c", nil), true},
 		{"a VirtualService outside the egress hosts skips", withConfigs(scopeVS("ns-b", "vs-b", nil, "b", "b2")),
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{key(KindVirtualService, "ns-b", "vs-b"): {}}}, aProxy, false},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(istioconfig.KindVirtualService, "ns-b", "vs-b"): {}}}, aProxy, false},
 		{"the applied Sidecar's change reaches its proxies", withConfigs(scopeSidecar("ns-a", "default", nil, t0, "./*", "ns-b/*")),
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{scA.Key(): {}}}, aProxy, true},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{scA.Key(): {}}}, aProxy, true},
 		{"... not the proxies of other namespaces", withConfigs(scopeSidecar("ns-a", "default", nil, t0, "./*", "ns-b/*")),
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{scA.Key(): {}}}, bProxy, false},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{scA.Key(): {}}}, bProxy, false},
 		{"a new Sidecar selecting the proxy changes its view", withConfigs(scopeSidecar("ns-b", "new", nil, t0, "./*")),
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{key(KindSidecar, "ns-b", "new"): {}}}, bProxy, true},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(istioconfig.KindSidecar, "ns-b", "new"): {}}}, bProxy, true},
 		{"a Gateway change skips sidecars", prev,
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{key(KindGateway, "ns-a", "gw"): {}}}, aProxy, false},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(istioconfig.KindGateway, "ns-a", "gw"): {}}}, aProxy, false},
 		{"... and reaches routers", prev,
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{key(KindGateway, "ns-a", "gw"): {}}}, &Proxy{Type: Router, Namespace: "ns-a"}, true},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(istioconfig.KindGateway, "ns-a", "gw"): {}}}, &Proxy{Type: Router, Namespace: "ns-a"}, true},
 		{"an unknown kind reaches everyone", prev,
-			&PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{key("EnvoyFilter", "ns-b", "f"): {}}}, aProxy, true},
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key("EnvoyFilter", "ns-b", "f"): {}}}, aProxy, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

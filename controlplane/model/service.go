@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Protocol is an application protocol of a service port, as Istio infers it.
@@ -92,7 +94,7 @@ type Service struct {
 	// ServiceAccounts that run the service's workloads, sorted. A change forces a full push.
 	ServiceAccounts []string
 	// Source is the config that defined the service (a ServiceEntry), when there is one.
-	Source ConfigKey
+	Source istioconfig.Key
 	// MeshExternal marks services outside the mesh.
 	MeshExternal bool
 	// ExportTo is the namespaces the service is visible from (a ServiceEntry's exportTo:
@@ -189,7 +191,7 @@ type Endpoint struct {
 	ServiceAccount string
 	Health         HealthStatus
 	// Source is the config that defined the endpoint (a ServiceEntry or WorkloadEntry).
-	Source ConfigKey
+	Source istioconfig.Key
 }
 
 // TargetPort returns the workload port for the service port p.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Snapshot is an immutable view of the mesh that a push reads: services, the endpoint index and
@@ -27,8 +29,8 @@ type Snapshot struct {
 	// they last changed (so caches can key EDS resources by it). A host whose endpoints were
 	// removed keeps an entry without endpoints, for its generation.
 	endpoints map[string]hostEndpoints
-	configs   map[Kind][]*Config // sorted by namespace, then name
-	configKey map[ConfigKey]*Config
+	configs   map[istioconfig.Kind][]*istioconfig.Config // sorted by namespace, then name
+	configKey map[istioconfig.Key]*istioconfig.Config
 	// configGen is the Seq at which any config object last changed.
 	configGen uint64
 	// vis holds visibility facts computed on first use (see scope_view.go). It depends only on
@@ -69,7 +71,7 @@ func (s *Snapshot) EndpointsAt(ip string) []*Endpoint {
 type SnapshotInput struct {
 	Services  []*Service
 	Endpoints map[string][]*Endpoint // by service hostname
-	Configs   []*Config
+	Configs   []*istioconfig.Config
 }
 
 // NewSnapshot builds a snapshot at seq from scratch. The inputs are not copied deeply: callers
@@ -81,8 +83,8 @@ func NewSnapshot(seq uint64, in SnapshotInput) *Snapshot {
 		Version:       strconv.FormatUint(seq, 10),
 		serviceByHost: make(map[string]hostService, len(in.Services)),
 		endpoints:     make(map[string]hostEndpoints, len(in.Endpoints)),
-		configs:       make(map[Kind][]*Config),
-		configKey:     make(map[ConfigKey]*Config, len(in.Configs)),
+		configs:       make(map[istioconfig.Kind][]*istioconfig.Config),
+		configKey:     make(map[istioconfig.Key]*istioconfig.Config, len(in.Configs)),
 		configGen:     seq,
 		vis:           &visibility{},
 		byIP:          &ipIndex{},
@@ -133,13 +135,13 @@ func sortedEndpoints(eps []*Endpoint) []*Endpoint {
 	return out
 }
 
-func groupConfigs(byKey map[ConfigKey]*Config) map[Kind][]*Config {
-	out := make(map[Kind][]*Config)
+func groupConfigs(byKey map[istioconfig.Key]*istioconfig.Config) map[istioconfig.Kind][]*istioconfig.Config {
+	out := make(map[istioconfig.Kind][]*istioconfig.Config)
 	for _, c := range byKey {
 		out[c.Kind] = append(out[c.Kind], c)
 	}
 	for _, cs := range out {
-		slices.SortFunc(cs, func(a, b *Config) int {
+		slices.SortFunc(cs, func(a, b *istioconfig.Config) int {
 			return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 		})
 	}
@@ -167,12 +169,12 @@ func (s *Snapshot) ConfigGen() uint64 { return s.configGen }
 
 // Configs returns every config of a kind, sorted by namespace then name. The slice must not be
 // modified.
-func (s *Snapshot) Configs(kind Kind) []*Config { return s.configs[kind] }
+func (s *Snapshot) Configs(kind istioconfig.Kind) []*istioconfig.Config { return s.configs[kind] }
 
 // ConfigsIn returns the configs of a kind in one namespace.
-func (s *Snapshot) ConfigsIn(kind Kind, namespace string) []*Config {
+func (s *Snapshot) ConfigsIn(kind istioconfig.Kind, namespace string) []*istioconfig.Config {
 	all := s.configs[kind]
-	i, _ := slices.BinarySearchFunc(all, namespace, func(c *Config, ns string) int { return strings.Compare(c.Namespace, ns) })
+	i, _ := slices.BinarySearchFunc(all, namespace, func(c *istioconfig.Config, ns string) int { return strings.Compare(c.Namespace, ns) })
 	j := i
 	for j < len(all) && all[j].Namespace == namespace {
 		j++
@@ -181,7 +183,7 @@ func (s *Snapshot) ConfigsIn(kind Kind, namespace string) []*Config {
 }
 
 // Config returns one config object, or nil.
-func (s *Snapshot) Config(key ConfigKey) *Config { return s.configKey[key] }
+func (s *Snapshot) Config(key istioconfig.Key) *istioconfig.Config { return s.configKey[key] }
 
 // EndpointCount is the total number of endpoints.
 func (s *Snapshot) EndpointCount() int {
@@ -214,18 +216,18 @@ func (s *Snapshot) ServiceCount() int { return len(s.services) }
 
 // SnapshotSummary is a small description of a snapshot, for logs and debug endpoints.
 type SnapshotSummary struct {
-	Version   string       `json:"version"`
-	Seq       uint64       `json:"seq"`
-	Services  int          `json:"services"`
-	Endpoints int          `json:"endpoints"`
-	Configs   map[Kind]int `json:"configs"`
-	ConfigGen uint64       `json:"configGen"`
+	Version   string                   `json:"version"`
+	Seq       uint64                   `json:"seq"`
+	Services  int                      `json:"services"`
+	Endpoints int                      `json:"endpoints"`
+	Configs   map[istioconfig.Kind]int `json:"configs"`
+	ConfigGen uint64                   `json:"configGen"`
 }
 
 // Summary describes the snapshot.
 func (s *Snapshot) Summary() SnapshotSummary {
 	out := SnapshotSummary{Version: s.Version, Seq: s.Seq, Services: len(s.services),
-		Endpoints: s.EndpointCount(), Configs: map[Kind]int{}, ConfigGen: s.configGen}
+		Endpoints: s.EndpointCount(), Configs: map[istioconfig.Kind]int{}, ConfigGen: s.configGen}
 	for k, cs := range s.configs {
 		out.Configs[k] = len(cs)
 	}

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 const (
@@ -73,7 +75,7 @@ func BenchmarkSnapshotEndpointUpdate(b *testing.B) {
 	}
 	reqs := make([]*PushRequest, len(hosts))
 	for i, h := range hosts {
-		reqs[i] = &PushRequest{ConfigsUpdated: map[ConfigKey]struct{}{{Kind: KindEndpoint, Name: h, Namespace: "ns"}: {}}}
+		reqs[i] = &PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: KindEndpoint, Name: h, Namespace: "ns"}: {}}}
 	}
 	b.ReportAllocs()
 	runtime.GC() // so that collecting the setup's garbage is not counted as the loop's CPU
@@ -98,7 +100,7 @@ func BenchmarkSnapshotServiceUpdate(b *testing.B) {
 	c := *src.svcs[h]
 	c.Resolution = ResolutionDNS
 	src.svcs[h] = &c
-	req := &PushRequest{Full: true, ConfigsUpdated: map[ConfigKey]struct{}{{Kind: KindService, Name: h, Namespace: "ns"}: {}}}
+	req := &PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: KindService, Name: h, Namespace: "ns"}: {}}}
 	b.ReportAllocs()
 	runtime.GC() // so that collecting the setup's garbage is not counted as the loop's CPU
 	cpu0 := processCPU()

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -21,8 +22,8 @@ type SnapshotSource interface {
 	// hosts that have a Service.
 	Endpoints(host string) []*Endpoint
 	// Configs returns every config object, in any order.
-	Configs() []*Config
-	Config(key ConfigKey) *Config
+	Configs() []*istioconfig.Config
+	Config(key istioconfig.Key) *istioconfig.Config
 }
 
 // ChangeReport says what a snapshot changed compared with its parent. Host lists and keys are
@@ -39,7 +40,7 @@ type ChangeReport struct {
 	// EndpointsChanged lists the hosts whose endpoints changed (added and removed services
 	// included when they have endpoints).
 	EndpointsChanged []string
-	ConfigsChanged   []ConfigKey
+	ConfigsChanged   []istioconfig.Key
 	// Rebuilt is true when the snapshot was built from scratch (no parent, or a request for
 	// everything); the lists then still describe the difference from the parent.
 	Rebuilt bool
@@ -58,7 +59,7 @@ type SnapshotDelta struct {
 	// Endpoints by host; a nil or empty slice removes them.
 	Endpoints map[string][]*Endpoint
 	// Configs by key; a nil value removes the object.
-	Configs map[ConfigKey]*Config
+	Configs map[istioconfig.Key]*istioconfig.Config
 }
 
 // Apply returns a new snapshot at seq with d applied. Everything d does not touch is shared
@@ -150,7 +151,7 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 	}
 	var (
 		svcHosts, epHosts = map[string]struct{}{}, map[string]struct{}{}
-		cfgKeys           = map[ConfigKey]struct{}{}
+		cfgKeys           = map[istioconfig.Key]struct{}{}
 		everything        = req == nil || (req.Full && len(req.ConfigsUpdated) == 0)
 	)
 	if !everything {
@@ -226,7 +227,7 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 		}
 		rep.ConfigsChanged = append(rep.ConfigsChanged, k)
 		if d.Configs == nil {
-			d.Configs = map[ConfigKey]*Config{}
+			d.Configs = map[istioconfig.Key]*istioconfig.Config{}
 		}
 		d.Configs[k] = cur
 	}
@@ -275,7 +276,7 @@ func (r *ChangeReport) sort() {
 	slices.Sort(r.ServicesRemoved)
 	slices.Sort(r.ServicesChanged)
 	slices.Sort(r.EndpointsChanged)
-	slices.SortFunc(r.ConfigsChanged, func(a, b ConfigKey) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(r.ConfigsChanged, func(a, b istioconfig.Key) int { return strings.Compare(a.String(), b.String()) })
 }
 
 // endpointsEqual compares two sorted endpoint lists.
@@ -285,7 +286,7 @@ func endpointsEqual(a, b []*Endpoint) bool {
 
 // configsEqual reports whether two configs have the same content. Stored configs are
 // immutable, so the same pointer is the common, cheap case.
-func configsEqual(a, b *Config) bool {
+func configsEqual(a, b *istioconfig.Config) bool {
 	if a == b {
 		return true
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/xdslab/xdslab/istioconfig"
 	"go.uber.org/goleak"
 	networking "istio.io/api/networking/v1alpha3"
 )
@@ -18,22 +19,22 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type mapSource struct {
 	svcs    map[string]*Service
 	eps     map[string][]*Endpoint
-	configs map[ConfigKey]*Config
+	configs map[istioconfig.Key]*istioconfig.Config
 }
 
 func newSource() *mapSource {
-	return &mapSource{svcs: map[string]*Service{}, eps: map[string][]*Endpoint{}, configs: map[ConfigKey]*Config{}}
+	return &mapSource{svcs: map[string]*Service{}, eps: map[string][]*Endpoint{}, configs: map[istioconfig.Key]*istioconfig.Config{}}
 }
 
 func (m *mapSource) clone() *mapSource {
 	return &mapSource{svcs: maps.Clone(m.svcs), eps: maps.Clone(m.eps), configs: maps.Clone(m.configs)}
 }
 
-func (m *mapSource) Services() []*Service           { return slices.Collect(maps.Values(m.svcs)) }
-func (m *mapSource) Service(h string) *Service      { return m.svcs[h] }
-func (m *mapSource) Endpoints(h string) []*Endpoint { return m.eps[h] }
-func (m *mapSource) Configs() []*Config             { return slices.Collect(maps.Values(m.configs)) }
-func (m *mapSource) Config(k ConfigKey) *Config     { return m.configs[k] }
+func (m *mapSource) Services() []*Service                         { return slices.Collect(maps.Values(m.svcs)) }
+func (m *mapSource) Service(h string) *Service                    { return m.svcs[h] }
+func (m *mapSource) Endpoints(h string) []*Endpoint               { return m.eps[h] }
+func (m *mapSource) Configs() []*istioconfig.Config               { return slices.Collect(maps.Values(m.configs)) }
+func (m *mapSource) Config(k istioconfig.Key) *istioconfig.Config { return m.configs[k] }
 func (m *mapSource) setEndpoints(h string, addrs ...string) {
 	var eps []*Endpoint
 	for _, a := range addrs {
@@ -47,20 +48,24 @@ func svc(h string, sas ...string) *Service {
 	return &Service{Hostname: h, Namespace: "ns", Ports: []Port{{Name: "http", Number: 80, Protocol: ProtocolHTTP}}, ServiceAccounts: sas}
 }
 
-func vs(name string, host string) *Config {
-	return &Config{Meta: Meta{Kind: KindVirtualService, Name: name, Namespace: "ns"}, Spec: &networking.VirtualService{Hosts: []string{host}}}
+func vs(name string, host string) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: name, Namespace: "ns"}, Spec: &networking.VirtualService{Hosts: []string{host}}}
 }
 
-func keys(ks ...ConfigKey) map[ConfigKey]struct{} {
-	out := map[ConfigKey]struct{}{}
+func keys(ks ...istioconfig.Key) map[istioconfig.Key]struct{} {
+	out := map[istioconfig.Key]struct{}{}
 	for _, k := range ks {
 		out[k] = struct{}{}
 	}
 	return out
 }
 
-func svcKey(h string) ConfigKey { return ConfigKey{Kind: KindService, Name: h, Namespace: "ns"} }
-func epKey(h string) ConfigKey  { return ConfigKey{Kind: KindEndpoint, Name: h, Namespace: "ns"} }
+func svcKey(h string) istioconfig.Key {
+	return istioconfig.Key{Kind: KindService, Name: h, Namespace: "ns"}
+}
+func epKey(h string) istioconfig.Key {
+	return istioconfig.Key{Kind: KindEndpoint, Name: h, Namespace: "ns"}
+}
 
 func baseSource() *mapSource {
 	src := newSource()
@@ -125,13 +130,13 @@ func TestBuildSnapshot(t *testing.T) {
 			name:   "VirtualService changed",
 			change: func(s *mapSource) { v := vs("v1", "b"); s.configs[v.Key()] = v },
 			req:    &PushRequest{Full: true, ConfigsUpdated: keys(vs("v1", "").Key())},
-			want:   ChangeReport{Full: true, ConfigsChanged: []ConfigKey{vs("v1", "").Key()}}, sharesServices: true,
+			want:   ChangeReport{Full: true, ConfigsChanged: []istioconfig.Key{vs("v1", "").Key()}}, sharesServices: true,
 		},
 		{
 			name:   "VirtualService added and removed",
 			change: func(s *mapSource) { delete(s.configs, vs("v1", "").Key()); v := vs("v2", "b"); s.configs[v.Key()] = v },
 			req:    &PushRequest{Full: true, ConfigsUpdated: keys(vs("v1", "").Key(), vs("v2", "").Key())},
-			want:   ChangeReport{Full: true, ConfigsChanged: []ConfigKey{vs("v1", "").Key(), vs("v2", "").Key()}}, sharesServices: true,
+			want:   ChangeReport{Full: true, ConfigsChanged: []istioconfig.Key{vs("v1", "").Key(), vs("v2", "").Key()}}, sharesServices: true,
 		},
 		{
 			name:   "equal copy of a config is no change",
@@ -149,14 +154,14 @@ func TestBuildSnapshot(t *testing.T) {
 			name:   "full request for everything finds the unnamed change",
 			change: func(s *mapSource) { s.setEndpoints("c", "10.9.9.9"); delete(s.configs, vs("v1", "").Key()) },
 			req:    &PushRequest{Full: true},
-			want:   ChangeReport{Full: true, Rebuilt: true, EndpointsChanged: []string{"c"}, ConfigsChanged: []ConfigKey{vs("v1", "").Key()}}, sharesServices: true,
+			want:   ChangeReport{Full: true, Rebuilt: true, EndpointsChanged: []string{"c"}, ConfigsChanged: []istioconfig.Key{vs("v1", "").Key()}}, sharesServices: true,
 		},
 		{
 			// The request is the account of every change (the aggregate names hosts, never
 			// the ServiceEntry that defines them): what it does not name is not looked at.
 			name:   "a change the request does not name is not looked at",
 			change: func(s *mapSource) { s.setEndpoints("a", "10.9.9.9") },
-			req:    &PushRequest{Full: true, ConfigsUpdated: keys(ConfigKey{Kind: KindServiceEntry, Name: "se", Namespace: "ns"}, epKey("b"))},
+			req:    &PushRequest{Full: true, ConfigsUpdated: keys(istioconfig.Key{Kind: istioconfig.KindServiceEntry, Name: "se", Namespace: "ns"}, epKey("b"))},
 			same:   true,
 		},
 	}
@@ -229,7 +234,7 @@ func summaryOf(s *Snapshot) []string {
 			out = append(out, "  ep "+ep.Address)
 		}
 	}
-	for _, k := range ConfigKinds() {
+	for _, k := range istioconfig.Kinds() {
 		for _, c := range s.Configs(k) {
 			out = append(out, fmt.Sprintf("cfg %s %v", c.Key(), c.Spec))
 		}
@@ -240,7 +245,7 @@ func summaryOf(s *Snapshot) []string {
 func TestBuildSnapshotFromScratch(t *testing.T) {
 	s, rep := BuildSnapshot(nil, 7, &PushRequest{ConfigsUpdated: keys(epKey("a"))}, baseSource())
 	want := ChangeReport{Full: true, Rebuilt: true, ServicesAdded: []string{"a", "b", "c"}, EndpointsChanged: []string{"a", "b", "c"},
-		ConfigsChanged: []ConfigKey{vs("v1", "").Key()}}
+		ConfigsChanged: []istioconfig.Key{vs("v1", "").Key()}}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -248,7 +253,7 @@ func TestBuildSnapshotFromScratch(t *testing.T) {
 		t.Errorf("version %s: %v", s.Version, err)
 	}
 	sum := s.Summary()
-	if sum.Services != 3 || sum.Endpoints != 6 || sum.Configs[KindVirtualService] != 1 {
+	if sum.Services != 3 || sum.Endpoints != 6 || sum.Configs[istioconfig.KindVirtualService] != 1 {
 		t.Errorf("summary = %+v", sum)
 	}
 }

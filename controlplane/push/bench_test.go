@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 const benchConns = 1000
@@ -17,7 +18,7 @@ func benchReqs(rounds int) []*model.PushRequest {
 	out := make([]*model.PushRequest, rounds)
 	for i := range out {
 		out[i] = &model.PushRequest{
-			ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: "svc", Namespace: "ns"}: {}},
+			ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: "svc", Namespace: "ns"}: {}},
 			Reasons:        map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1},
 		}
 	}

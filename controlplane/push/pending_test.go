@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,7 +24,7 @@ func at(msec int) time.Time { return t0.Add(time.Duration(msec) * time.Milliseco
 // are visible in the merged request's keys (ids).
 func req(id uint64) *model.PushRequest {
 	return &model.PushRequest{Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1},
-		ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: strconv.FormatUint(id, 10)}: {}}}
+		ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: strconv.FormatUint(id, 10)}: {}}}
 }
 
 // ids are the event ids a request merged (see req), in increasing order.

@@ -13,6 +13,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Change is what one write changed in the aggregate's state. It is the control plane's one
@@ -26,7 +27,7 @@ type Change struct {
 	// object (VirtualService, DestinationRule, Sidecar, Gateway, …). A service that was added,
 	// removed or redefined has a KindService key; a host whose endpoints changed a KindEndpoint
 	// key.
-	Keys map[model.ConfigKey]struct{}
+	Keys map[istioconfig.Key]struct{}
 	// Full is true when clusters, listeners or routes may have changed: a service or a config
 	// object changed, or the endpoints of a DNS-resolution service (its cluster inlines them,
 	// as in Istio). False means only endpoints of EDS services changed: an incremental (EDS)
@@ -95,7 +96,7 @@ type AggregateOptions struct {
 	OnChange func(Change)
 	// OnError is told about a ServiceEntry that could not be converted; the entry's previous
 	// services and endpoints are kept.
-	OnError func(key model.ConfigKey, err error)
+	OnError func(key istioconfig.Key, err error)
 }
 
 type entry struct {
@@ -104,7 +105,7 @@ type entry struct {
 }
 
 type seState struct {
-	cfg      *model.Config
+	cfg      *istioconfig.Config
 	services map[string]*model.Service
 	eps      map[string][]*model.Endpoint
 }
@@ -124,14 +125,14 @@ type Aggregate struct {
 	// next is the View a write is building (nil between writes), with its edits.
 	next   *View
 	hostEd *edit[string, entry]
-	cfgEd  *edit[model.ConfigKey, *model.Config]
+	cfgEd  *edit[istioconfig.Key, *istioconfig.Config]
 	regs   []map[string]entry // per registry, by host
-	ses    map[model.ConfigKey]*seState
+	ses    map[istioconfig.Key]*seState
 	// seByHost indexes the ServiceEntries that define a host.
-	seByHost map[string]map[model.ConfigKey]struct{}
+	seByHost map[string]map[istioconfig.Key]struct{}
 	// wes are WorkloadEntries by namespace.
-	wes      map[string]map[model.ConfigKey]*model.Config
-	rejected map[model.ConfigKey]error
+	wes      map[string]map[istioconfig.Key]*istioconfig.Config
+	rejected map[istioconfig.Key]error
 }
 
 // NewAggregate returns an aggregate subscribed to opts.Registries (their current content is
@@ -143,12 +144,12 @@ func NewAggregate(opts AggregateOptions) *Aggregate {
 	a := &Aggregate{
 		opts:     opts,
 		regs:     make([]map[string]entry, len(opts.Registries)),
-		ses:      map[model.ConfigKey]*seState{},
-		seByHost: map[string]map[model.ConfigKey]struct{}{},
-		wes:      map[string]map[model.ConfigKey]*model.Config{},
-		rejected: map[model.ConfigKey]error{},
+		ses:      map[istioconfig.Key]*seState{},
+		seByHost: map[string]map[istioconfig.Key]struct{}{},
+		wes:      map[string]map[istioconfig.Key]*istioconfig.Config{},
+		rejected: map[istioconfig.Key]error{},
 	}
-	a.cur.Store(&View{hosts: newShards[string, entry](), configs: newShards[model.ConfigKey, *model.Config]()})
+	a.cur.Store(&View{hosts: newShards[string, entry](), configs: newShards[istioconfig.Key, *istioconfig.Config]()})
 	for i := range a.regs {
 		a.regs[i] = map[string]entry{}
 	}
@@ -161,9 +162,9 @@ func NewAggregate(opts AggregateOptions) *Aggregate {
 // changeSet accumulates what one write changed.
 type changeSet struct{ Change }
 
-func (c *changeSet) add(k model.ConfigKey) {
+func (c *changeSet) add(k istioconfig.Key) {
 	if c.Keys == nil {
-		c.Keys = map[model.ConfigKey]struct{}{}
+		c.Keys = map[istioconfig.Key]struct{}{}
 	}
 	c.Keys[k] = struct{}{}
 }
@@ -176,7 +177,7 @@ func (a *Aggregate) write(apply func(*changeSet)) {
 	next := *a.cur.Load()
 	a.next = &next
 	a.hostEd = &edit[string, entry]{s: &next.hosts}
-	a.cfgEd = &edit[model.ConfigKey, *model.Config]{s: &next.configs}
+	a.cfgEd = &edit[istioconfig.Key, *istioconfig.Config]{s: &next.configs}
 	a.mu.Lock()
 	apply(cs)
 	a.mu.Unlock()
@@ -228,7 +229,7 @@ func (a *Aggregate) registryUpdate(i int, u Update) {
 // ConfigChanged applies one change of an Istio config object: old is the previous value (nil
 // for an add), cur the new one (nil for a delete). ServiceEntries and WorkloadEntries
 // recompute the hosts they touch; other kinds are mirrored and reported by their key.
-func (a *Aggregate) ConfigChanged(old, cur *model.Config) {
+func (a *Aggregate) ConfigChanged(old, cur *istioconfig.Config) {
 	ref := cmp.Or(cur, old)
 	if ref == nil {
 		return
@@ -236,9 +237,9 @@ func (a *Aggregate) ConfigChanged(old, cur *model.Config) {
 	key := ref.Key()
 	a.write(func(cs *changeSet) {
 		switch key.Kind {
-		case model.KindServiceEntry:
+		case istioconfig.KindServiceEntry:
 			a.serviceEntryChanged(key, cur, cs)
-		case model.KindWorkloadEntry:
+		case istioconfig.KindWorkloadEntry:
 			a.workloadEntryChanged(key, old, cur, cs)
 		default:
 			if cur == nil {
@@ -254,7 +255,7 @@ func (a *Aggregate) ConfigChanged(old, cur *model.Config) {
 	})
 }
 
-func (a *Aggregate) serviceEntryChanged(key model.ConfigKey, cur *model.Config, cs *changeSet) {
+func (a *Aggregate) serviceEntryChanged(key istioconfig.Key, cur *istioconfig.Config, cs *changeSet) {
 	hosts := map[string]struct{}{}
 	if prev := a.ses[key]; prev != nil {
 		for h := range prev.services {
@@ -281,17 +282,17 @@ func (a *Aggregate) serviceEntryChanged(key model.ConfigKey, cur *model.Config, 
 	}
 }
 
-func (a *Aggregate) workloadEntryChanged(key model.ConfigKey, old, cur *model.Config, cs *changeSet) {
+func (a *Aggregate) workloadEntryChanged(key istioconfig.Key, old, cur *istioconfig.Config, cs *changeSet) {
 	ns := key.Namespace
 	if cur == nil {
 		delete(a.wes[ns], key)
 	} else {
 		if a.wes[ns] == nil {
-			a.wes[ns] = map[model.ConfigKey]*model.Config{}
+			a.wes[ns] = map[istioconfig.Key]*istioconfig.Config{}
 		}
 		a.wes[ns][key] = cur
 	}
-	selects := func(sel map[string]string, c *model.Config) bool {
+	selects := func(sel map[string]string, c *istioconfig.Config) bool {
 		if c == nil {
 			return false
 		}
@@ -320,7 +321,7 @@ func (a *Aggregate) workloadEntryChanged(key model.ConfigKey, old, cur *model.Co
 	}
 }
 
-func (a *Aggregate) convert(se *model.Config) (*seState, error) {
+func (a *Aggregate) convert(se *istioconfig.Config) (*seState, error) {
 	wes := slices.Collect(maps.Values(a.wes[se.Namespace]))
 	conv, err := ConvertServiceEntry(se, wes, a.opts.Convert)
 	if err != nil {
@@ -334,7 +335,7 @@ func (a *Aggregate) convert(se *model.Config) (*seState, error) {
 	return st, nil
 }
 
-func (a *Aggregate) reject(key model.ConfigKey, err error) {
+func (a *Aggregate) reject(key istioconfig.Key, err error) {
 	a.rejected[key] = err
 	if a.opts.OnError != nil {
 		a.opts.OnError(key, err)
@@ -343,7 +344,7 @@ func (a *Aggregate) reject(key model.ConfigKey, err error) {
 
 // reindex makes seByHost list key under exactly the hosts its current state defines; hosts
 // holds every host it was or is indexed under.
-func (a *Aggregate) reindex(key model.ConfigKey, hosts map[string]struct{}) {
+func (a *Aggregate) reindex(key istioconfig.Key, hosts map[string]struct{}) {
 	st := a.ses[key]
 	for h := range hosts {
 		defines := false
@@ -352,7 +353,7 @@ func (a *Aggregate) reindex(key model.ConfigKey, hosts map[string]struct{}) {
 		}
 		if defines {
 			if a.seByHost[h] == nil {
-				a.seByHost[h] = map[model.ConfigKey]struct{}{}
+				a.seByHost[h] = map[istioconfig.Key]struct{}{}
 			}
 			a.seByHost[h][key] = struct{}{}
 		} else if m := a.seByHost[h]; m != nil {
@@ -368,14 +369,14 @@ func (a *Aggregate) reindex(key model.ConfigKey, hosts map[string]struct{}) {
 // name, as Istio orders them) defines the service; the endpoints of every entry for the host in
 // that namespace are merged, and so are their service accounts.
 func (a *Aggregate) seEntry(host string) entry {
-	var keys []model.ConfigKey
+	var keys []istioconfig.Key
 	for k := range a.seByHost[host] {
 		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
 		return entry{}
 	}
-	slices.SortFunc(keys, func(x, y model.ConfigKey) int {
+	slices.SortFunc(keys, func(x, y istioconfig.Key) int {
 		cx, cy := a.ses[x].cfg, a.ses[y].cfg
 		return cmp.Or(cx.CreationTimestamp.Compare(cy.CreationTimestamp),
 			strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
@@ -428,7 +429,7 @@ func (a *Aggregate) recompute(host string, cs *changeSet) {
 	}
 	ns := cmp.Or(e.svc, old.svc).Namespace
 	if !old.svc.Equal(e.svc) {
-		cs.add(model.ConfigKey{Kind: model.KindService, Name: host, Namespace: ns})
+		cs.add(istioconfig.Key{Kind: model.KindService, Name: host, Namespace: ns})
 		switch {
 		case old.svc == nil:
 			cs.ServicesAdded++
@@ -437,7 +438,7 @@ func (a *Aggregate) recompute(host string, cs *changeSet) {
 		}
 	}
 	if !slices.EqualFunc(old.eps, e.eps, func(x, y *model.Endpoint) bool { return x == y || x.Equal(y) }) {
-		cs.add(model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: ns})
+		cs.add(istioconfig.Key{Kind: model.KindEndpoint, Name: host, Namespace: ns})
 		if e.svc.EndpointsInCluster() {
 			cs.Full = true
 		}
@@ -474,7 +475,7 @@ func (a *Aggregate) Endpoints(host string) []*model.Endpoint { return a.View().E
 func (a *Aggregate) ServiceCount() int { return a.View().ServiceCount() }
 
 // Rejected returns the ServiceEntries whose latest version could not be converted, with why.
-func (a *Aggregate) Rejected() map[model.ConfigKey]error {
+func (a *Aggregate) Rejected() map[istioconfig.Key]error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return maps.Clone(a.rejected)

@@ -11,6 +11,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // recorder collects changes as compact strings: "E" for an endpoint-only change, "F" for
@@ -47,7 +48,7 @@ func (r *recorder) take() []string {
 
 func ep(addr string) *model.Endpoint { return &model.Endpoint{Address: addr} }
 
-func staticSE(ns, name string, hosts []string, addrs ...string) *model.Config {
+func staticSE(ns, name string, hosts []string, addrs ...string) *istioconfig.Config {
 	spec := &networking.ServiceEntry{Hosts: hosts, Ports: []*networking.ServicePort{{Number: 80, Name: "http"}},
 		Location: networking.ServiceEntry_MESH_INTERNAL, Resolution: networking.ServiceEntry_STATIC}
 	for _, a := range addrs {
@@ -62,14 +63,14 @@ func TestAggregateChanges(t *testing.T) {
 	var rejected []string
 	now := time.Unix(100, 0)
 	agg := NewAggregate(AggregateOptions{Registries: []Registry{mem}, OnChange: rec.onChange, Now: func() time.Time { return now },
-		OnError: func(k model.ConfigKey, err error) { rejected = append(rejected, k.String()) }})
+		OnError: func(k istioconfig.Key, err error) { rejected = append(rejected, k.String()) }})
 
 	selSE := seConfig("ns1", "vm", &networking.ServiceEntry{Hosts: []string{"vm.ns1"}, Ports: []*networking.ServicePort{{Number: 80, Name: "http"}},
 		Resolution: networking.ServiceEntry_STATIC, WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "vm"}}})
-	vmWE := func(addr, sa string) *model.Config {
+	vmWE := func(addr, sa string) *istioconfig.Config {
 		return weConfig("ns1", "vm-1", &networking.WorkloadEntry{Address: addr, Labels: map[string]string{"app": "vm"}, ServiceAccount: sa})
 	}
-	vs := &model.Config{Meta: model.Meta{Kind: model.KindVirtualService, Name: "route", Namespace: "ns1"}, Spec: &networking.VirtualService{Hosts: []string{"a"}}}
+	vs := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "route", Namespace: "ns1"}, Spec: &networking.VirtualService{Hosts: []string{"a"}}}
 
 	steps := []struct {
 		name string
@@ -189,11 +190,11 @@ func TestChangePushRequest(t *testing.T) {
 		wantReason model.TriggerReason
 		wantFull   bool
 	}{
-		{"endpoints", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: "h"}: {}}, Time: at},
+		{"endpoints", Change{Keys: map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: "h"}: {}}, Time: at},
 			model.ReasonEndpointUpdate, false},
-		{"service", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindService, Name: "h"}: {}, {Kind: model.KindEndpoint, Name: "h"}: {}}, Full: true, Time: at},
+		{"service", Change{Keys: map[istioconfig.Key]struct{}{{Kind: model.KindService, Name: "h"}: {}, {Kind: model.KindEndpoint, Name: "h"}: {}}, Full: true, Time: at},
 			model.ReasonServiceUpdate, true},
-		{"config", Change{Keys: map[model.ConfigKey]struct{}{{Kind: model.KindDestinationRule, Name: "d"}: {}}, Full: true, Time: at},
+		{"config", Change{Keys: map[istioconfig.Key]struct{}{{Kind: istioconfig.KindDestinationRule, Name: "d"}: {}}, Full: true, Time: at},
 			model.ReasonConfigUpdate, true},
 	}
 	for _, tc := range tests {
@@ -267,7 +268,7 @@ func TestAggregateViewsAreImmutable(t *testing.T) {
 	agg := NewAggregate(AggregateOptions{Registries: []Registry{mem}, OnChange: func(c Change) { views = append(views, c.View) }})
 	mem.SetService(&model.Service{Hostname: "a"})
 	mem.SetEndpoints("a", []*model.Endpoint{ep("10.0.0.1")})
-	agg.ConfigChanged(nil, &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "d", Namespace: "ns"}})
+	agg.ConfigChanged(nil, &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "d", Namespace: "ns"}})
 	for i := range 100 { // enough hosts to touch every shard
 		mem.SetService(&model.Service{Hostname: fmt.Sprintf("h%d", i)})
 	}
@@ -295,7 +296,7 @@ func TestAggregateViewsAreImmutable(t *testing.T) {
 			t.Errorf("view %d: %s, want %s", i, got, want)
 		}
 	}
-	if agg.View() != views[104] || len(views[104].Services()) != 100 || views[2].Config(model.ConfigKey{Kind: model.KindDestinationRule, Name: "d", Namespace: "ns"}) == nil {
+	if agg.View() != views[104] || len(views[104].Services()) != 100 || views[2].Config(istioconfig.Key{Kind: istioconfig.KindDestinationRule, Name: "d", Namespace: "ns"}) == nil {
 		t.Errorf("latest view %p, want the last change's %p", agg.View(), views[104])
 	}
 }

@@ -10,6 +10,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Istio's topology label that carries an endpoint's network (model.Endpoint has no field for
@@ -48,7 +49,7 @@ func SpiffeID(trustDomain, namespace, serviceAccount string) string {
 //
 // An invalid entry (no hosts, a bad or duplicate port, both endpoints and a workloadSelector,
 // an endpoint without an address) is rejected as a whole with an error that says what to fix.
-func ConvertServiceEntry(se *model.Config, workloads []*model.Config, opts ConvertOptions) (Converted, error) {
+func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config, opts ConvertOptions) (Converted, error) {
 	spec, ok := se.Spec.(*networking.ServiceEntry)
 	if !ok || spec == nil {
 		return Converted{}, fmt.Errorf("%s: spec is %T, want a ServiceEntry", se.Key(), se.Spec)
@@ -96,7 +97,7 @@ func ConvertServiceEntry(se *model.Config, workloads []*model.Config, opts Conve
 	if sel := spec.GetWorkloadSelector(); sel != nil {
 		for _, w := range workloads {
 			wspec, ok := w.Spec.(*networking.WorkloadEntry)
-			if !ok || w.Kind != model.KindWorkloadEntry || w.Namespace != se.Namespace {
+			if !ok || w.Kind != istioconfig.KindWorkloadEntry || w.Namespace != se.Namespace {
 				continue
 			}
 			if !model.LabelsMatch(sel.GetLabels(), workloadLabels(w, wspec)) || wspec.GetAddress() == "" {
@@ -220,7 +221,7 @@ func convertResolution(r networking.ServiceEntry_Resolution) model.Resolution {
 
 // workloadLabels are the labels a workloadSelector matches: the WorkloadEntry's spec labels,
 // else its metadata labels (Istio falls back the same way).
-func workloadLabels(c *model.Config, spec *networking.WorkloadEntry) map[string]string {
+func workloadLabels(c *istioconfig.Config, spec *networking.WorkloadEntry) map[string]string {
 	if len(spec.GetLabels()) > 0 {
 		return spec.GetLabels()
 	}
@@ -231,7 +232,7 @@ func workloadLabels(c *model.Config, spec *networking.WorkloadEntry) map[string]
 // Service is left empty: the caller sets it per host.
 // Inline endpoints must only name ports of the entry (Istio's validation); a WorkloadEntry may be
 // selected by several entries with different ports, so its other port names are ignored.
-func convertWorkload(we *networking.WorkloadEntry, namespace string, source model.ConfigKey, ports portSet, inline bool, opts ConvertOptions) (*model.Endpoint, error) {
+func convertWorkload(we *networking.WorkloadEntry, namespace string, source istioconfig.Key, ports portSet, inline bool, opts ConvertOptions) (*model.Endpoint, error) {
 	loc, err := parseLocality(we.GetLocality())
 	if err != nil {
 		return nil, err

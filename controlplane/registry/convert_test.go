@@ -9,30 +9,31 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
-func seConfig(ns, name string, spec *networking.ServiceEntry) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: name, Namespace: ns}, Spec: spec}
+func seConfig(ns, name string, spec *networking.ServiceEntry) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Name: name, Namespace: ns}, Spec: spec}
 }
 
-func weConfig(ns, name string, spec *networking.WorkloadEntry) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindWorkloadEntry, Name: name, Namespace: ns}, Spec: spec}
+func weConfig(ns, name string, spec *networking.WorkloadEntry) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindWorkloadEntry, Name: name, Namespace: ns}, Spec: spec}
 }
 
-func seKey(ns, name string) model.ConfigKey {
-	return model.ConfigKey{Kind: model.KindServiceEntry, Name: name, Namespace: ns}
+func seKey(ns, name string) istioconfig.Key {
+	return istioconfig.Key{Kind: istioconfig.KindServiceEntry, Name: name, Namespace: ns}
 }
 
-func weKey(ns, name string) model.ConfigKey {
-	return model.ConfigKey{Kind: model.KindWorkloadEntry, Name: name, Namespace: ns}
+func weKey(ns, name string) istioconfig.Key {
+	return istioconfig.Key{Kind: istioconfig.KindWorkloadEntry, Name: name, Namespace: ns}
 }
 
 func TestConvertServiceEntry(t *testing.T) {
 	httpPort := &networking.ServicePort{Number: 80, Name: "http-web", Protocol: "HTTP"}
 	tests := []struct {
 		name      string
-		se        *model.Config
-		workloads []*model.Config
+		se        *istioconfig.Config
+		workloads []*istioconfig.Config
 		want      Converted
 		wantErr   []string
 	}{
@@ -110,14 +111,14 @@ func TestConvertServiceEntry(t *testing.T) {
 				Location: networking.ServiceEntry_MESH_INTERNAL, Resolution: networking.ServiceEntry_STATIC,
 				WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "vm"}},
 			}),
-			workloads: []*model.Config{
+			workloads: []*istioconfig.Config{
 				weConfig("ns1", "vm-1", &networking.WorkloadEntry{Address: "10.1.0.1", Labels: map[string]string{"app": "vm", "v": "1"},
 					ServiceAccount: "vm-sa", Ports: map[string]uint32{"http-web": 8080, "other": 1}}),
 				weConfig("ns1", "other", &networking.WorkloadEntry{Address: "10.1.0.2", Labels: map[string]string{"app": "db"}}),
 				weConfig("ns2", "vm-elsewhere", &networking.WorkloadEntry{Address: "10.1.0.3", Labels: map[string]string{"app": "vm"}}),
 				weConfig("ns1", "no-address", &networking.WorkloadEntry{Labels: map[string]string{"app": "vm"}}),
 				// Labels only in metadata: Istio matches those when the spec has none.
-				func() *model.Config {
+				func() *istioconfig.Config {
 					c := weConfig("ns1", "meta-labels", &networking.WorkloadEntry{Address: "10.1.0.4"})
 					c.Labels = map[string]string{"app": "vm"}
 					return c
@@ -149,7 +150,7 @@ func TestConvertServiceEntry(t *testing.T) {
 		},
 		{
 			name:    "not a ServiceEntry",
-			se:      &model.Config{Meta: model.Meta{Kind: model.KindServiceEntry, Name: "x", Namespace: "y"}, Spec: &networking.VirtualService{}},
+			se:      &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Name: "x", Namespace: "y"}, Spec: &networking.VirtualService{}},
 			wantErr: []string{"want a ServiceEntry"},
 		},
 	}
@@ -177,7 +178,7 @@ func TestConvertServiceEntry(t *testing.T) {
 	}
 }
 
-func svcWant(host, ns string, src model.ConfigKey, sas []string) *model.Service {
+func svcWant(host, ns string, src istioconfig.Key, sas []string) *model.Service {
 	return &model.Service{Hostname: host, Namespace: ns, Addresses: []string{"240.0.0.1"},
 		Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "grpc-api", Number: 9090, Protocol: model.ProtocolUnknown},
 			{Name: "tcp-db", Number: 5432, Protocol: model.ProtocolTCP}},

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // View is the aggregate's state as of one change: every merged service with its endpoints, and
@@ -14,7 +15,7 @@ import (
 // change costs little, and a reader needs no lock.
 type View struct {
 	hosts   shards[string, entry]
-	configs shards[model.ConfigKey, *model.Config]
+	configs shards[istioconfig.Key, *istioconfig.Config]
 }
 
 var _ model.SnapshotSource = (*View)(nil)
@@ -40,8 +41,8 @@ func (v *View) Endpoints(host string) []*model.Endpoint { e, _ := v.hosts.get(ho
 func (v *View) ServiceCount() int { return v.hosts.n }
 
 // Configs returns every mirrored config object, in no order.
-func (v *View) Configs() []*model.Config {
-	out := make([]*model.Config, 0, v.configs.n)
+func (v *View) Configs() []*istioconfig.Config {
+	out := make([]*istioconfig.Config, 0, v.configs.n)
 	for _, m := range v.configs.m {
 		for _, c := range m {
 			out = append(out, c)
@@ -51,7 +52,7 @@ func (v *View) Configs() []*model.Config {
 }
 
 // Config returns the config object with the key, or nil.
-func (v *View) Config(key model.ConfigKey) *model.Config { c, _ := v.configs.get(key); return c }
+func (v *View) Config(key istioconfig.Key) *istioconfig.Config { c, _ := v.configs.get(key); return c }
 
 const shardCount = 64
 

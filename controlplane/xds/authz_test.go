@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 func labeledNode(t *testing.T, ip, ns, app string) *corev3.Node {
@@ -49,8 +50,8 @@ func httpFilterCount(t *testing.T, r *discoveryv3.DiscoveryResponse, name string
 	return n
 }
 
-func authzPolicy(ns, name, app string) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindAuthorizationPolicy, Name: name, Namespace: ns},
+func authzPolicy(ns, name, app string) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindAuthorizationPolicy, Name: name, Namespace: ns},
 		Spec: &securityapi.AuthorizationPolicy{Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": app}}}}
 }
 
@@ -61,11 +62,11 @@ func authzPolicy(ns, name, app string) *model.Config {
 func TestSecurityPolicyPushReachesOnlySelectedSidecars(t *testing.T) {
 	for _, tc := range []struct {
 		name, filter string
-		cfg          *model.Config
+		cfg          *istioconfig.Config
 	}{
 		{"AuthorizationPolicy", "envoy.filters.http.rbac", authzPolicy("ns-0", "deny-all", "a")},
-		{"RequestAuthentication", "envoy.filters.http.jwt_authn", &model.Config{
-			Meta: model.Meta{Kind: model.KindRequestAuthentication, Name: "jwt", Namespace: "ns-0"},
+		{"RequestAuthentication", "envoy.filters.http.jwt_authn", &istioconfig.Config{
+			Meta: istioconfig.Meta{Kind: istioconfig.KindRequestAuthentication, Name: "jwt", Namespace: "ns-0"},
 			Spec: &securityapi.RequestAuthentication{Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "a"}},
 				JwtRules: []*securityapi.JWTRule{{Issuer: "https://issuer.example.com", Jwks: `{"keys":[{"kty":"RSA","e":"AQAB","n":"AQAB"}]}`}}}}},
 	} {
@@ -75,7 +76,7 @@ func TestSecurityPolicyPushReachesOnlySelectedSidecars(t *testing.T) {
 
 // testPolicyPushScope pushes cfg, which selects app a in ns-0, then removes it, and checks which
 // sidecars are pushed and which hold filter.
-func testPolicyPushScope(t *testing.T, cfg *model.Config, filter string) {
+func testPolicyPushScope(t *testing.T, cfg *istioconfig.Config, filter string) {
 	m := &triggerMetrics{pushed: map[string]int{}, skipped: map[string]int{}}
 	opts := testOptions()
 	opts.Metrics = m
@@ -96,8 +97,8 @@ func testPolicyPushScope(t *testing.T, cfg *model.Config, filter string) {
 	ts.settle(t)
 	base, baseSkip := m.counts()
 
-	key := model.ConfigKey{Kind: cfg.Kind, Name: cfg.Name, Namespace: cfg.Namespace}
-	in.Configs = []*model.Config{cfg}
+	key := istioconfig.Key{Kind: cfg.Kind, Name: cfg.Name, Namespace: cfg.Namespace}
+	in.Configs = []*istioconfig.Config{cfg}
 	ts.pushKeys(in, true, model.ReasonConfigUpdate, key)
 	r := sel.recv()
 	if r.TypeUrl != gen.ListenerType || httpFilterCount(t, r, filter) == 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/cache"
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 func cpuTime() time.Duration {
@@ -227,7 +228,7 @@ func BenchmarkEDSPush1000Clients(b *testing.B) {
 		seq++
 		snap := model.NewSnapshot(seq, in)
 		start := time.Now()
-		s.Push(snap, &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: host}: {}}})
+		s.Push(snap, &model.PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: host}: {}}})
 		for _, l := range leans {
 			if v := <-l.got; v != snap.Version {
 				b.Fatalf("client got version %s, want %s", v, snap.Version)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/xdslab/xdslab/controlplane/cache"
+	"github.com/xdslab/xdslab/istioconfig"
 
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -44,7 +45,7 @@ func TestNamedAssignmentsSurviveFullPush(t *testing.T) {
 	changed := *in.Services[1]
 	changed.Ports = []model.Port{{Name: "http-renamed", Number: 8080, Protocol: model.ProtocolHTTP}}
 	snap2 := snap1.Apply(2, model.SnapshotDelta{Services: map[string]*model.Service{added.Hostname: added, changed.Hostname: &changed}})
-	s.Push(snap2, &model.PushRequest{Full: true, ConfigsUpdated: map[model.ConfigKey]struct{}{
+	s.Push(snap2, &model.PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{
 		{Kind: model.KindService, Name: added.Hostname}: {}, {Kind: model.KindService, Name: changed.Hostname}: {}}})
 	after := get()
 	if before[names[0]] != after[names[0]] || before[names[2]] != after[names[2]] {
@@ -57,7 +58,7 @@ func TestNamedAssignmentsSurviveFullPush(t *testing.T) {
 	// svc-2 removed: its entry goes with the next full push.
 	snap3 := snap2.Apply(3, model.SnapshotDelta{Services: map[string]*model.Service{in.Services[2].Hostname: nil}})
 	entries := s.cache.Stats().Entries
-	s.Push(snap3, &model.PushRequest{Full: true, ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindService, Name: in.Services[2].Hostname}: {}}})
+	s.Push(snap3, &model.PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindService, Name: in.Services[2].Hostname}: {}}})
 	if got := s.cache.Stats().Entries; got >= entries {
 		t.Errorf("cache entries %d after removing a service, %d before: its assignment was not evicted", got, entries)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -153,7 +154,7 @@ func TestFakeEnvoysScopedBySidecar(t *testing.T) {
 	opts.Metrics = m
 	ts := startServer(t, opts)
 	in := topology(30, 2)
-	in.Configs = []*model.Config{sidecarConfig("ns-0", "./*", "ns-1/*"), sidecarConfig("ns-2", "./*")}
+	in.Configs = []*istioconfig.Config{sidecarConfig("ns-0", "./*", "ns-1/*"), sidecarConfig("ns-2", "./*")}
 	ts.push(in, true)
 
 	const n = 6 // clients 0, 2, 4 in ns-0 (see ns-1), 1, 3, 5 in ns-2 (do not)
@@ -178,7 +179,7 @@ func TestFakeEnvoysScopedBySidecar(t *testing.T) {
 	}
 	rec.mu.Unlock()
 	in.Endpoints[host] = append(in.Endpoints[host], endpoint(host, "10.77.0.1"))
-	ts.pushKeys(in, false, model.ReasonEndpointUpdate, model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: "ns-1"})
+	ts.pushKeys(in, false, model.ReasonEndpointUpdate, istioconfig.Key{Kind: model.KindEndpoint, Name: host, Namespace: "ns-1"})
 	for i, ch := range chans {
 		select {
 		case <-ch:

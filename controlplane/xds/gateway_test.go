@@ -11,12 +11,13 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
 // gatewayConfigs is an ingress Gateway (HTTP on 80, TLS passthrough on 443) selecting routers
 // labelled istio=ingressgateway, and a VirtualService binding app.example.com to backend.
-func gatewayConfigs(backend string) []*model.Config {
+func gatewayConfigs(backend string) []*istioconfig.Config {
 	pass := &networking.Server{Port: &networking.Port{Number: 443, Name: "tls", Protocol: "TLS"}, Hosts: []string{"*/*.example.com"},
 		Tls: &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH}}
 	gw := &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}, Servers: []*networking.Server{
@@ -26,9 +27,9 @@ func gatewayConfigs(backend string) []*model.Config {
 		Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: d}}}},
 		Tls: []*networking.TLSRoute{{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{"app.example.com"}}},
 			Route: []*networking.RouteDestination{{Destination: d}}}}}
-	return []*model.Config{
-		{Meta: model.Meta{Kind: model.KindGateway, Name: "ingress", Namespace: "istio-system"}, Spec: gw},
-		{Meta: model.Meta{Kind: model.KindVirtualService, Name: "app", Namespace: "ns-0"}, Spec: vs},
+	return []*istioconfig.Config{
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Name: "ingress", Namespace: "istio-system"}, Spec: gw},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "app", Namespace: "ns-0"}, Spec: vs},
 	}
 }
 
@@ -194,7 +195,7 @@ func TestSidecarListenerClassFollowsPeerAuthentication(t *testing.T) {
 	if a, b := s.class(proxy("ns-1"), st, gen.ListenerType, true), s.class(proxy("ns-2"), st, gen.ListenerType, true); a != b {
 		t.Errorf("without PeerAuthentication: classes %q and %q, want one", a, b)
 	}
-	in.Configs = []*model.Config{{Meta: model.Meta{Kind: model.KindPeerAuthentication, Name: "default", Namespace: "ns-1"},
+	in.Configs = []*istioconfig.Config{{Meta: istioconfig.Meta{Kind: istioconfig.KindPeerAuthentication, Name: "default", Namespace: "ns-1"},
 		Spec: &securityapi.PeerAuthentication{Mtls: &securityapi.PeerAuthentication_MutualTLS{Mode: securityapi.PeerAuthentication_MutualTLS_STRICT}}}}
 	st = &pushState{snap: model.NewSnapshot(1, in)}
 	if a, b := s.class(proxy("ns-1"), st, gen.ListenerType, true), s.class(proxy("ns-2"), st, gen.ListenerType, true); a == b {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // topology builds n HTTP services svc-i.ns-(i%3) with eps endpoints each.
@@ -76,9 +77,9 @@ func (ts *testServer) push(in model.SnapshotInput, full bool, hosts ...string) *
 	snap := model.NewSnapshot(ts.seq, in)
 	req := &model.PushRequest{Full: full, Start: time.Now(), Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1}}
 	if !full {
-		req.ConfigsUpdated = map[model.ConfigKey]struct{}{}
+		req.ConfigsUpdated = map[istioconfig.Key]struct{}{}
 		for _, h := range hosts {
-			req.ConfigsUpdated[model.ConfigKey{Kind: model.KindEndpoint, Name: h}] = struct{}{}
+			req.ConfigsUpdated[istioconfig.Key{Kind: model.KindEndpoint, Name: h}] = struct{}{}
 		}
 	}
 	ts.Push(snap, req)

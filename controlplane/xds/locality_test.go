@@ -9,6 +9,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -23,9 +24,9 @@ func TestLocalityAssignmentClasses(t *testing.T) {
 	}
 	in := topology(2, 2)
 	in.Endpoints[in.Services[0].Hostname][1].Locality = model.Locality{Region: "r2", Zone: "z1"}
-	dr := &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "svc-0", Namespace: "ns-0"}, Spec: &networking.DestinationRule{
+	dr := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "svc-0", Namespace: "ns-0"}, Spec: &networking.DestinationRule{
 		Host: in.Services[0].Hostname, TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{}}}}
-	in.Configs = []*model.Config{dr}
+	in.Configs = []*istioconfig.Config{dr}
 	snap1 := model.NewSnapshot(1, in)
 	s.Push(snap1, &model.PushRequest{Full: true})
 	dep, shared := gen.ClusterName(gen.Outbound, 8080, "", in.Services[0].Hostname), gen.ClusterName(gen.Outbound, 8080, "", in.Services[1].Hostname)
@@ -61,9 +62,9 @@ func TestLocalityAssignmentClasses(t *testing.T) {
 	}
 
 	// The rule without outlier detection: the assignment is rebuilt, and shared again.
-	dr2 := &model.Config{Meta: dr.Meta, Spec: &networking.DestinationRule{Host: in.Services[0].Hostname}}
-	snap2 := snap1.Apply(2, model.SnapshotDelta{Configs: map[model.ConfigKey]*model.Config{dr.Key(): dr2}})
-	s.Push(snap2, &model.PushRequest{Full: true, ConfigsUpdated: map[model.ConfigKey]struct{}{dr.Key(): {}}})
+	dr2 := &istioconfig.Config{Meta: dr.Meta, Spec: &networking.DestinationRule{Host: in.Services[0].Hostname}}
+	snap2 := snap1.Apply(2, model.SnapshotDelta{Configs: map[istioconfig.Key]*istioconfig.Config{dr.Key(): dr2}})
+	s.Push(snap2, &model.PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{dr.Key(): {}}})
 	c1, c2 := get(proxy(1, "r1")), get(proxy(3, "r2"))
 	if c1[dep] != c2[dep] {
 		t.Error("without outlier detection the assignment is still per locality")
@@ -92,7 +93,7 @@ func TestFakeEnvoysHTTPSGatewayAndLocality(t *testing.T) {
 	gw := in.Configs[0].Spec.(*networking.Gateway)
 	gw.Servers = append(gw.Servers, &networking.Server{Port: &networking.Port{Number: 8443, Name: "https", Protocol: "HTTPS"},
 		Hosts: []string{"*/app.example.com"}, Tls: &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_MUTUAL, CredentialName: "app-cert"}})
-	in.Configs = append(in.Configs, &model.Config{Meta: model.Meta{Kind: model.KindDestinationRule, Name: "svc-7", Namespace: "ns-1"},
+	in.Configs = append(in.Configs, &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "svc-7", Namespace: "ns-1"},
 		Spec: &networking.DestinationRule{Host: backend, TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{}}}})
 	ts.push(in, true)
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // deltaGot is what a Delta client received, per type: resource names and removals.
@@ -94,7 +95,7 @@ func TestDeltaNewServiceSendsOnlyItsResources(t *testing.T) {
 			in.Endpoints[host] = []*model.Endpoint{endpoint(host, "10.9.0.1"), endpoint(host, "10.9.0.2")}
 			ts.seq++
 			ts.Push(model.NewSnapshot(ts.seq, in), &model.PushRequest{Full: true,
-				ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindService, Name: host, Namespace: "ns-0"}: {}},
+				ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindService, Name: host, Namespace: "ns-0"}: {}},
 				Reasons:        map[model.TriggerReason]int{model.ReasonServiceUpdate: 1}})
 			ts.settle(t)
 			pushed := c.drain()

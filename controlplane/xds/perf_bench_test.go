@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // The benchmarks of issue 16, all against the in-process Server over loopback gRPC with the
@@ -164,7 +165,7 @@ func BenchmarkEndpointChange(b *testing.B) {
 				cur.Store(round)
 				cpu.start()
 				round.arr.start = time.Now()
-				ps.publish(snap, &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: host}: {}},
+				ps.publish(snap, &model.PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: host}: {}},
 					Reasons: map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1}, Start: round.arr.start})
 				round.arr.wait(b, f, fleetLimit)
 				last, p99, p50 = last+round.arr.last(), p99+round.arr.quantile(0.99), p50+round.arr.quantile(0.5)
@@ -261,7 +262,7 @@ func BenchmarkNewService(b *testing.B) {
 				cpu.start()
 				round.cds.start = time.Now()
 				round.eds.start = round.cds.start
-				ps.publish(snap, &model.PushRequest{Full: true, ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindService, Name: svc.Hostname, Namespace: svc.Namespace}: {}},
+				ps.publish(snap, &model.PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindService, Name: svc.Hostname, Namespace: svc.Namespace}: {}},
 					Reasons: map[model.TriggerReason]int{model.ReasonServiceUpdate: 1}, Start: round.cds.start})
 				round.cds.wait(b, f, fleetLimit)
 				round.eds.wait(b, f, fleetLimit)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // BenchmarkPushFilter measures the per-connection cost of deciding an endpoint push on the
@@ -27,7 +28,7 @@ func BenchmarkPushFilter(b *testing.B) {
 	prev := model.NewSnapshot(1, in)
 	host := "svc-7.ns-7.svc.cluster.local"
 	next := prev.WithEndpoints(2, map[string][]*model.Endpoint{host: {endpoint(host, "10.99.0.1")}})
-	req := &model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: host, Namespace: "ns-7"}: {}}}
+	req := &model.PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: host, Namespace: "ns-7"}: {}}}
 	ps := make([]*model.Proxy, proxies)
 	for i := range ps {
 		p, err := model.ParseProxy(sidecarNode(b, fmt.Sprintf("100.64.%d.%d", i/250, i%250+1), fmt.Sprintf("ns-%d", i%namespaces), ""))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // triggerMetrics counts PushTriggered and PushSkipped by reason.
@@ -41,17 +42,17 @@ func (m *triggerMetrics) counts() (map[string]int, map[string]int) {
 	return maps.Clone(m.pushed), maps.Clone(m.skipped)
 }
 
-func sidecarConfig(ns string, hosts ...string) *model.Config {
-	return &model.Config{Meta: model.Meta{Kind: model.KindSidecar, Name: "default", Namespace: ns},
+func sidecarConfig(ns string, hosts ...string) *istioconfig.Config {
+	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: ns},
 		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: hosts}}}}
 }
 
 // pushKeys publishes a snapshot of in with a request naming keys, as the control plane's
 // pipeline does.
-func (ts *testServer) pushKeys(in model.SnapshotInput, full bool, reason model.TriggerReason, keys ...model.ConfigKey) {
+func (ts *testServer) pushKeys(in model.SnapshotInput, full bool, reason model.TriggerReason, keys ...istioconfig.Key) {
 	ts.seq++
 	req := &model.PushRequest{Full: full, Start: time.Now(), Reasons: map[model.TriggerReason]int{reason: 1},
-		ConfigsUpdated: map[model.ConfigKey]struct{}{}}
+		ConfigsUpdated: map[istioconfig.Key]struct{}{}}
 	for _, k := range keys {
 		req.ConfigsUpdated[k] = struct{}{}
 	}
@@ -83,7 +84,7 @@ func TestPushReachesOnlyScopesThatSeeTheChange(t *testing.T) {
 	opts.Metrics = m
 	ts := startServer(t, opts)
 	in := topology(6, 1) // svc-0..5 in ns-0, ns-1, ns-2
-	in.Configs = []*model.Config{sidecarConfig("ns-0", "./*")}
+	in.Configs = []*istioconfig.Config{sidecarConfig("ns-0", "./*")}
 	ts.push(in, true)
 
 	scoped := dial(t, ts.addr, sidecarNode(t, "10.250.0.1", "ns-0", ""))
@@ -108,7 +109,7 @@ func TestPushReachesOnlyScopesThatSeeTheChange(t *testing.T) {
 	host := "svc-new.ns-1.svc.cluster.local"
 	in.Services = append(in.Services, &model.Service{Hostname: host, Namespace: "ns-1",
 		Ports: []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}}})
-	ts.pushKeys(in, true, model.ReasonServiceUpdate, model.ConfigKey{Kind: model.KindService, Name: host, Namespace: "ns-1"})
+	ts.pushKeys(in, true, model.ReasonServiceUpdate, istioconfig.Key{Kind: model.KindService, Name: host, Namespace: "ns-1"})
 	r := mesh.recv()
 	if r.TypeUrl != gen.ClusterType || !slices.Contains(outboundHosts(clusterNames(t, r)), host) {
 		t.Fatalf("ns-1 proxy got %s without %s", r.TypeUrl, host)
@@ -123,8 +124,8 @@ func TestPushReachesOnlyScopesThatSeeTheChange(t *testing.T) {
 
 	// The Sidecar now also imports ns-1: the ns-0 proxy is pushed its wider view, the ns-1
 	// proxy (whose view did not change) is not.
-	in.Configs = []*model.Config{sidecarConfig("ns-0", "./*", "ns-1/*")}
-	ts.pushKeys(in, true, model.ReasonConfigUpdate, model.ConfigKey{Kind: model.KindSidecar, Name: "default", Namespace: "ns-0"})
+	in.Configs = []*istioconfig.Config{sidecarConfig("ns-0", "./*", "ns-1/*")}
+	ts.pushKeys(in, true, model.ReasonConfigUpdate, istioconfig.Key{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "ns-0"})
 	r = scoped.recv()
 	hosts := outboundHosts(clusterNames(t, r))
 	if r.TypeUrl != gen.ClusterType || !slices.Contains(hosts, host) || !slices.Contains(hosts, "svc-1.ns-1.svc.cluster.local") || slices.Contains(hosts, "svc-2.ns-2.svc.cluster.local") {
@@ -147,7 +148,7 @@ func TestEndpointPushSkipsProxiesOutsideTheScope(t *testing.T) {
 	opts.Metrics = m
 	ts := startServer(t, opts)
 	in := topology(6, 1)
-	in.Configs = []*model.Config{sidecarConfig("ns-0", "./*"), sidecarConfig("ns-1", "./*")}
+	in.Configs = []*istioconfig.Config{sidecarConfig("ns-0", "./*"), sidecarConfig("ns-1", "./*")}
 	ts.push(in, true)
 	clients := []*adsClient{dial(t, ts.addr, sidecarNode(t, "10.250.0.1", "ns-0", "")), dial(t, ts.addr, sidecarNode(t, "10.250.0.2", "ns-1", ""))}
 	for _, c := range clients {
@@ -167,7 +168,7 @@ func TestEndpointPushSkipsProxiesOutsideTheScope(t *testing.T) {
 	for i := range 3 {
 		host := fmt.Sprintf("svc-%d.ns-0.svc.cluster.local", 3*(i%2))
 		in.Endpoints[host] = append(in.Endpoints[host], endpoint(host, fmt.Sprintf("10.99.0.%d", i+1)))
-		ts.pushKeys(in, false, model.ReasonEndpointUpdate, model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: "ns-0"})
+		ts.pushKeys(in, false, model.ReasonEndpointUpdate, istioconfig.Key{Kind: model.KindEndpoint, Name: host, Namespace: "ns-0"})
 		r := clients[0].recv()
 		if r.TypeUrl != gen.EndpointType || len(r.Resources) != 1 {
 			t.Fatalf("ns-0 proxy got %s with %d resources, want one assignment", r.TypeUrl, len(r.Resources))
@@ -186,7 +187,7 @@ func TestEndpointPushSkipsProxiesOutsideTheScope(t *testing.T) {
 func TestCacheClassFollowsTheView(t *testing.T) {
 	ts := startServer(t, testOptions())
 	in := topology(6, 1)
-	in.Configs = []*model.Config{sidecarConfig("ns-0", "./*")}
+	in.Configs = []*istioconfig.Config{sidecarConfig("ns-0", "./*")}
 	ts.push(in, true)
 	st := ts.state.Load()
 	parse := func(ip, ns string) *model.Proxy {

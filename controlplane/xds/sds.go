@@ -9,6 +9,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/cache"
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Secrets serves SDS over ADS (gen.SecretType): the workload certificate ("default") and the
@@ -64,8 +65,8 @@ func (s *Server) secretResources(p *model.Proxy, names []string, now time.Time) 
 }
 
 // secretKey is the push key of one identity's rotated certificate.
-func secretKey(identity string) model.ConfigKey {
-	return model.ConfigKey{Kind: model.KindSecret, Name: identity}
+func secretKey(identity string) istioconfig.Key {
+	return istioconfig.Key{Kind: model.KindSecret, Name: identity}
 }
 
 // PushSecrets pushes fresh secrets to every stream authenticated as one of identities (their
@@ -76,7 +77,7 @@ func (s *Server) PushSecrets(identities []string) {
 		return
 	}
 	want := make(map[string]struct{}, len(identities))
-	req := &model.PushRequest{ConfigsUpdated: make(map[model.ConfigKey]struct{}, len(identities)),
+	req := &model.PushRequest{ConfigsUpdated: make(map[istioconfig.Key]struct{}, len(identities)),
 		Reasons: map[model.TriggerReason]int{model.ReasonSecretUpdate: len(identities)}, Start: s.now()}
 	for _, id := range identities {
 		want[id] = struct{}{}

@@ -21,6 +21,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/push"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Options configures the ADS server. The zero value is not useful: start from DefaultOptions.
@@ -637,7 +638,7 @@ func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 	g := max(snap.ServiceGen(p.Host), snap.EndpointGen(p.Host))
 	// With PeerAuthentications, an endpoint's tlsMode metadata depends on its workload's policy.
-	if p.Subset != "" || len(snap.Configs(model.KindPeerAuthentication)) > 0 || gen.LocalityDependent(snap, p.Host) {
+	if p.Subset != "" || len(snap.Configs(istioconfig.KindPeerAuthentication)) > 0 || gen.LocalityDependent(snap, p.Host) {
 		g = max(g, snap.ConfigGen()) // its DestinationRule, or one that now defines it
 	}
 	return g

@@ -17,6 +17,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/push"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // source is what a session serves from. The Server is the source of every stream.
@@ -677,8 +678,8 @@ func assignmentsByHost(req *model.PushRequest) bool {
 	}
 	for k := range req.ConfigsUpdated {
 		switch k.Kind {
-		case model.KindService, model.KindEndpoint, model.KindVirtualService, model.KindGateway, model.KindSidecar,
-			model.KindSecret, model.KindAuthorizationPolicy, model.KindRequestAuthentication:
+		case model.KindService, model.KindEndpoint, istioconfig.KindVirtualService, istioconfig.KindGateway, istioconfig.KindSidecar,
+			model.KindSecret, istioconfig.KindAuthorizationPolicy, istioconfig.KindRequestAuthentication:
 		default:
 			return false
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/push"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // FuzzSession drives a session (SotW or Delta, flow control on, no ACK timeout) with arbitrary
@@ -131,7 +132,7 @@ func FuzzSession(f *testing.F) {
 				src.st = &pushState{snap: model.NewSnapshot(seq, model.SnapshotInput{})}
 				req := &model.PushRequest{Full: kind < 13}
 				if !req.Full {
-					req.ConfigsUpdated = map[model.ConfigKey]struct{}{{Kind: model.KindEndpoint, Name: hosts[int(next())%len(hosts)]}: {}}
+					req.ConfigsUpdated = map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: hosts[int(next())%len(hosts)]}: {}}
 				}
 				heldBefore := maps.Clone(awaiting)
 				if kind%2 == 0 {

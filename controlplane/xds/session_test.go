@@ -21,6 +21,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/push"
 	"github.com/xdslab/xdslab/internal/transcript"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected effects in testdata/session/*.txt")
@@ -277,16 +278,16 @@ func (x *sessionCase) input(line string) (effects []string, ok bool) {
 	case "push":
 		req := &model.PushRequest{Full: w[1] == "full"}
 		if req.Full && len(w) > 2 {
-			req.ConfigsUpdated = map[model.ConfigKey]struct{}{}
+			req.ConfigsUpdated = map[istioconfig.Key]struct{}{}
 			for _, k := range strings.Split(w[2], ",") {
 				kind, name, _ := strings.Cut(k, "/")
-				req.ConfigsUpdated[model.ConfigKey{Kind: model.Kind(kind), Name: name}] = struct{}{}
+				req.ConfigsUpdated[istioconfig.Key{Kind: istioconfig.Kind(kind), Name: name}] = struct{}{}
 			}
 		}
 		if !req.Full {
-			req.ConfigsUpdated = map[model.ConfigKey]struct{}{}
+			req.ConfigsUpdated = map[istioconfig.Key]struct{}{}
 			for _, h := range strings.Split(w[2], ",") {
-				req.ConfigsUpdated[model.ConfigKey{Kind: model.KindEndpoint, Name: h}] = struct{}{}
+				req.ConfigsUpdated[istioconfig.Key{Kind: model.KindEndpoint, Name: h}] = struct{}{}
 			}
 		}
 		return x.render(x.sess.Push(req, x.now)), true

@@ -28,6 +28,7 @@ import (
 	xmodel "github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
 )
@@ -59,10 +60,10 @@ thresholds:
   xdslab_events_missed_total: ['count==0']
 `
 
-var xdslabToIstio = map[xmodel.Kind]string{
-	xmodel.KindServiceEntry: gvk.ServiceEntry.Kind, xmodel.KindWorkloadEntry: gvk.WorkloadEntry.Kind,
-	xmodel.KindVirtualService: gvk.VirtualService.Kind, xmodel.KindDestinationRule: gvk.DestinationRule.Kind,
-	xmodel.KindSidecar: gvk.Sidecar.Kind, xmodel.KindGateway: gvk.Gateway.Kind,
+var xdslabToIstio = map[istioconfig.Kind]string{
+	istioconfig.KindServiceEntry: gvk.ServiceEntry.Kind, istioconfig.KindWorkloadEntry: gvk.WorkloadEntry.Kind,
+	istioconfig.KindVirtualService: gvk.VirtualService.Kind, istioconfig.KindDestinationRule: gvk.DestinationRule.Kind,
+	istioconfig.KindSidecar: gvk.Sidecar.Kind, istioconfig.KindGateway: gvk.Gateway.Kind,
 }
 
 // istioObjects lists what Istio's store holds, as "Kind ns/name" → spec.
@@ -78,7 +79,7 @@ func istioObjects(store model.ConfigStore) map[string]proto.Message {
 
 // sameObjects says how got (Istio's store) differs from the simulator's mesh, "" when it holds
 // exactly those objects with equal specs.
-func sameObjects(got map[string]proto.Message, want []xmodel.Config) string {
+func sameObjects(got map[string]proto.Message, want []istioconfig.Config) string {
 	seen := map[string]bool{}
 	var diffs []string
 	for _, c := range want {
@@ -202,7 +203,7 @@ func TestOurControlPlaneReadsIstioAPIGenerator(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("our control plane never synced from Istio's api generator")
 	}
-	holds := func(want []xmodel.Config) string {
+	holds := func(want []istioconfig.Config) string {
 		got := map[string]proto.Message{}
 		for _, c := range ours.ConfigStore().All() {
 			got[fmt.Sprintf("%s %s/%s", xdslabToIstio[c.Kind], c.Namespace, c.Name)] = c.Spec

@@ -19,6 +19,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // routesCorpus exercises the route features of issue 26 (header operations, fault, mirrors,
@@ -248,7 +249,7 @@ func ourSnapshot(t *testing.T, corpus string) *model.Snapshot {
 	}
 	in := model.SnapshotInput{Endpoints: map[string][]*model.Endpoint{}}
 	for _, c := range res.Configs {
-		if c.Kind != model.KindServiceEntry {
+		if c.Kind != istioconfig.KindServiceEntry {
 			in.Configs = append(in.Configs, c)
 			continue
 		}

@@ -15,7 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/xdslab/xdslab/controlplane/config"
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -107,10 +107,10 @@ type service struct {
 }
 
 // istioKinds are the Istio kinds the lab writes, by kind.
-var istioKinds = map[string]model.Kind{
-	"ServiceEntry": model.KindServiceEntry, "WorkloadEntry": model.KindWorkloadEntry,
-	"VirtualService": model.KindVirtualService, "DestinationRule": model.KindDestinationRule,
-	"Gateway": model.KindGateway, "Sidecar": model.KindSidecar, "PeerAuthentication": model.KindPeerAuthentication,
+var istioKinds = map[string]istioconfig.Kind{
+	"ServiceEntry": istioconfig.KindServiceEntry, "WorkloadEntry": istioconfig.KindWorkloadEntry,
+	"VirtualService": istioconfig.KindVirtualService, "DestinationRule": istioconfig.KindDestinationRule,
+	"Gateway": istioconfig.KindGateway, "Sidecar": istioconfig.KindSidecar, "PeerAuthentication": istioconfig.KindPeerAuthentication,
 }
 
 func (c *converter) run(d *Dump) {
@@ -157,7 +157,7 @@ func (c *converter) run(d *Dump) {
 				c.nodes[o.Name] = n.Labels
 			}
 			c.res.Nodes++ // read for localities, not written
-		case istioKinds[o.Kind] != "" && slices.Contains(config.KindAPIVersions(istioKinds[o.Kind]), o.APIVersion):
+		case istioKinds[o.Kind] != "" && slices.Contains(istioconfig.KindAPIVersions(istioKinds[o.Kind]), o.APIVersion):
 			if c.namespaced(o) {
 				spec, _ := o.Raw["spec"].(map[string]any)
 				c.res.Configs = append(c.res.Configs, &ConfigObject{APIVersion: o.APIVersion, Kind: o.Kind,

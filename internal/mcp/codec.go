@@ -9,13 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	mcpapi "istio.io/api/mcp/v1alpha1"
-
-	"github.com/xdslab/xdslab/controlplane/config"
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // ResourceTypeURL is the Any type of every object in an MCP response.
@@ -33,7 +31,7 @@ type Collection struct {
 	Group, Version, Kind string
 	// Stored is the model kind the collection maps to, "" when xdslab does not use it (its
 	// objects are acknowledged and ignored, as istiod ignores kinds it does not watch).
-	Stored model.Kind
+	Stored istioconfig.Kind
 }
 
 // TypeURL is the collection's type URL, group/version/Kind.
@@ -42,20 +40,20 @@ func (c Collection) TypeURL() string { return c.Group + "/" + c.Version + "/" + 
 // Collections are the config collections istiod's MCP client asks for (Istio's
 // collections.Pilot), at the versions it uses.
 var collections = []Collection{
-	{"security.istio.io", "v1", "AuthorizationPolicy", model.KindAuthorizationPolicy},
-	{"networking.istio.io", "v1", "DestinationRule", model.KindDestinationRule},
+	{"security.istio.io", "v1", "AuthorizationPolicy", istioconfig.KindAuthorizationPolicy},
+	{"networking.istio.io", "v1", "DestinationRule", istioconfig.KindDestinationRule},
 	{"networking.istio.io", "v1alpha3", "EnvoyFilter", ""},
-	{"networking.istio.io", "v1", "Gateway", model.KindGateway},
-	{"security.istio.io", "v1", "PeerAuthentication", model.KindPeerAuthentication},
+	{"networking.istio.io", "v1", "Gateway", istioconfig.KindGateway},
+	{"security.istio.io", "v1", "PeerAuthentication", istioconfig.KindPeerAuthentication},
 	{"networking.istio.io", "v1beta1", "ProxyConfig", ""},
-	{"security.istio.io", "v1", "RequestAuthentication", model.KindRequestAuthentication},
-	{"networking.istio.io", "v1", "ServiceEntry", model.KindServiceEntry},
-	{"networking.istio.io", "v1", "Sidecar", model.KindSidecar},
+	{"security.istio.io", "v1", "RequestAuthentication", istioconfig.KindRequestAuthentication},
+	{"networking.istio.io", "v1", "ServiceEntry", istioconfig.KindServiceEntry},
+	{"networking.istio.io", "v1", "Sidecar", istioconfig.KindSidecar},
 	{"telemetry.istio.io", "v1", "Telemetry", ""},
 	{"extensions.istio.io", "v1alpha1", "TrafficExtension", ""},
-	{"networking.istio.io", "v1", "VirtualService", model.KindVirtualService},
+	{"networking.istio.io", "v1", "VirtualService", istioconfig.KindVirtualService},
 	{"extensions.istio.io", "v1alpha1", "WasmPlugin", ""},
-	{"networking.istio.io", "v1", "WorkloadEntry", model.KindWorkloadEntry},
+	{"networking.istio.io", "v1", "WorkloadEntry", istioconfig.KindWorkloadEntry},
 	{"networking.istio.io", "v1", "WorkloadGroup", ""},
 }
 
@@ -97,7 +95,7 @@ func Lookup(typeURL string) (Collection, bool) {
 
 // TypeURL is the type URL a server publishes kind under (Istio's current version), or "" for a
 // kind that is not a config collection.
-func TypeURL(kind model.Kind) string {
+func TypeURL(kind istioconfig.Kind) string {
 	for _, c := range collections {
 		if c.Stored == kind && kind != "" {
 			return c.TypeURL()
@@ -121,7 +119,7 @@ func (e *Error) Error() string { return fmt.Sprintf("%s %s: %s", e.TypeURL, e.Na
 // ContentVersion is a stable version of an object's content: a hash of its kind, name, labels,
 // annotations and spec (deterministic protobuf). Equal content gives the same version in every
 // process, so a reconnecting client sees no change.
-func ContentVersion(c *model.Config) (string, error) {
+func ContentVersion(c *istioconfig.Config) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", c.Kind, c.Namespace, c.Name)
 	for _, m := range []map[string]string{c.Labels, c.Annotations} {
@@ -142,7 +140,7 @@ func ContentVersion(c *model.Config) (string, error) {
 
 // Encode wraps an object as an MCP resource (an Any of istio.mcp.v1alpha1.Resource) with the
 // given version.
-func Encode(c *model.Config, version string) (*anypb.Any, error) {
+func Encode(c *istioconfig.Config, version string) (*anypb.Any, error) {
 	if c.Spec == nil {
 		return nil, fmt.Errorf("%s: no spec", c.Key())
 	}
@@ -169,7 +167,7 @@ func Encode(c *model.Config, version string) (*anypb.Any, error) {
 
 // Decoded is one object read from a response.
 type Decoded struct {
-	Config *model.Config
+	Config *istioconfig.Config
 	// Version is the resource's metadata.version ("" when the server sets none).
 	Version string
 }
@@ -177,10 +175,10 @@ type Decoded struct {
 // ErrNotStored says a collection is known but not one xdslab uses.
 var ErrNotStored = errors.New("collection not used by xdslab")
 
-// Decode reads resource i of a response of typeURL into a model.Config: the envelope must be
+// Decode reads resource i of a response of typeURL into a istioconfig.Config: the envelope must be
 // an istio.mcp.v1alpha1.Resource whose name is "namespace/name" and whose body is the
 // collection's Istio proto (type.googleapis.com/istio.networking.v1alpha3.ServiceEntry, …) and
-// unmarshals. The object is then checked as any stored object is (config.Validate: names) but
+// unmarshals. The object is then checked as any stored object is (istioconfig.Validate: names) but
 // not against Istio's semantic rules (config.ValidateSpec), which the caller applies. A
 // collection xdslab does not use yields ErrNotStored.
 func Decode(typeURL string, i int, a *anypb.Any) (Decoded, error) {
@@ -213,7 +211,7 @@ func Decode(typeURL string, i int, a *anypb.Any) (Decoded, error) {
 	if col.Stored == "" {
 		return Decoded{}, ErrNotStored
 	}
-	spec, _ := config.NewSpec(col.Stored)
+	spec, _ := istioconfig.NewSpec(col.Stored)
 	want := "type.googleapis.com/" + string(spec.ProtoReflect().Descriptor().FullName())
 	if r.Body == nil {
 		return bad(md.Name, "body is missing: want an Any of %s", want)
@@ -224,14 +222,14 @@ func Decode(typeURL string, i int, a *anypb.Any) (Decoded, error) {
 	if err := proto.Unmarshal(r.Body.Value, spec); err != nil {
 		return bad(md.Name, "body does not decode as %s: %v", want, err)
 	}
-	c := &model.Config{
-		Meta: model.Meta{Kind: col.Stored, Namespace: ns, Name: name, Labels: md.Labels, Annotations: md.Annotations},
+	c := &istioconfig.Config{
+		Meta: istioconfig.Meta{Kind: col.Stored, Namespace: ns, Name: name, Labels: md.Labels, Annotations: md.Annotations},
 		Spec: spec,
 	}
 	if t := md.GetCreateTime(); t != nil && t.IsValid() {
 		c.CreationTimestamp = t.AsTime()
 	}
-	if err := config.Validate(c); err != nil {
+	if err := istioconfig.Validate(c); err != nil {
 		return bad(md.Name, "%v", err)
 	}
 	return Decoded{Config: c, Version: md.Version}, nil

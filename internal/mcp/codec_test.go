@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -14,23 +15,21 @@ import (
 	mcpapi "istio.io/api/mcp/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 	securityapi "istio.io/api/security/v1beta1"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
-func sampleConfigs() []*model.Config {
+func sampleConfigs() []*istioconfig.Config {
 	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	return []*model.Config{
-		{Meta: model.Meta{Kind: model.KindServiceEntry, Namespace: "ns1", Name: "reviews", Labels: map[string]string{"app": "reviews"},
+	return []*istioconfig.Config{
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Namespace: "ns1", Name: "reviews", Labels: map[string]string{"app": "reviews"},
 			Annotations: map[string]string{"a": "b"}, CreationTimestamp: ts},
 			Spec: &networking.ServiceEntry{Hosts: []string{"reviews.ns1.svc.cluster.local"}, Ports: []*networking.ServicePort{{Number: 80, Name: "http", Protocol: "HTTP"}},
 				Resolution: networking.ServiceEntry_STATIC, Location: networking.ServiceEntry_MESH_INTERNAL}},
-		{Meta: model.Meta{Kind: model.KindWorkloadEntry, Namespace: "ns1", Name: "reviews-1"}, Spec: &networking.WorkloadEntry{Address: "10.0.0.1"}},
-		{Meta: model.Meta{Kind: model.KindVirtualService, Namespace: "ns1", Name: "vs"}, Spec: &networking.VirtualService{Hosts: []string{"reviews"}}},
-		{Meta: model.Meta{Kind: model.KindDestinationRule, Namespace: "ns1", Name: "dr"}, Spec: &networking.DestinationRule{Host: "reviews"}},
-		{Meta: model.Meta{Kind: model.KindSidecar, Namespace: "ns1", Name: "default"}, Spec: &networking.Sidecar{}},
-		{Meta: model.Meta{Kind: model.KindGateway, Namespace: "ns1", Name: "gw"}, Spec: &networking.Gateway{}},
-		{Meta: model.Meta{Kind: model.KindPeerAuthentication, Namespace: "ns1", Name: "pa"}, Spec: &securityapi.PeerAuthentication{}},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindWorkloadEntry, Namespace: "ns1", Name: "reviews-1"}, Spec: &networking.WorkloadEntry{Address: "10.0.0.1"}},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Namespace: "ns1", Name: "vs"}, Spec: &networking.VirtualService{Hosts: []string{"reviews"}}},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Namespace: "ns1", Name: "dr"}, Spec: &networking.DestinationRule{Host: "reviews"}},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Namespace: "ns1", Name: "default"}, Spec: &networking.Sidecar{}},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindGateway, Namespace: "ns1", Name: "gw"}, Spec: &networking.Gateway{}},
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindPeerAuthentication, Namespace: "ns1", Name: "pa"}, Spec: &securityapi.PeerAuthentication{}},
 	}
 }
 
@@ -94,15 +93,15 @@ func TestContentVersion(t *testing.T) {
 func TestLookup(t *testing.T) {
 	tests := []struct {
 		url  string
-		kind model.Kind
+		kind istioconfig.Kind
 		ok   bool
 	}{
-		{"networking.istio.io/v1/ServiceEntry", model.KindServiceEntry, true},
-		{"networking.istio.io/v1alpha3/ServiceEntry", model.KindServiceEntry, true},
-		{"networking.istio.io/v1beta1/Sidecar", model.KindSidecar, true},
-		{"security.istio.io/v1beta1/PeerAuthentication", model.KindPeerAuthentication, true},
-		{"security.istio.io/v1/AuthorizationPolicy", model.KindAuthorizationPolicy, true},
-		{"security.istio.io/v1/RequestAuthentication", model.KindRequestAuthentication, true},
+		{"networking.istio.io/v1/ServiceEntry", istioconfig.KindServiceEntry, true},
+		{"networking.istio.io/v1alpha3/ServiceEntry", istioconfig.KindServiceEntry, true},
+		{"networking.istio.io/v1beta1/Sidecar", istioconfig.KindSidecar, true},
+		{"security.istio.io/v1beta1/PeerAuthentication", istioconfig.KindPeerAuthentication, true},
+		{"security.istio.io/v1/AuthorizationPolicy", istioconfig.KindAuthorizationPolicy, true},
+		{"security.istio.io/v1/RequestAuthentication", istioconfig.KindRequestAuthentication, true},
 		{"networking.istio.io/v1alpha3/EnvoyFilter", "", true},
 		{"networking.istio.io/v2/ServiceEntry", "", false},
 		{"core/v1alpha1/MeshConfig", "", false},

@@ -9,7 +9,7 @@
 // the Istio proto, type.googleapis.com/istio.networking.v1alpha3.ServiceEntry, …). Objects
 // missing from a response are deleted.
 //
-// The codec (Encode, Decode, ContentVersion) maps those resources to and from model.Config.
+// The codec (Encode, Decode, ContentVersion) maps those resources to and from istioconfig.Config.
 // Decode checks the envelope only (name, body type, a body that unmarshals); the client runs
 // the config package's validation on top. Server (server.go) publishes a state (type URL →
 // objects) to any number of streams, full state per type, with a bounded queue per stream so

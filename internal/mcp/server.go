@@ -15,13 +15,12 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-
-	"github.com/xdslab/xdslab/controlplane/model"
 )
 
 // Counter is the metric hook the server counts into (a prometheus.Counter fits).
@@ -122,7 +121,7 @@ func (s *Server) Stats() Stats {
 // every changed type to every stream subscribed to it. It returns once all streams have been
 // handed the change (they send it on their own goroutines). It implements the simulator's
 // ConfigApplier. A kind that is not a config collection is an error and nothing is applied.
-func (s *Server) Apply(upserts []*model.Config, deletes []model.ConfigKey) error {
+func (s *Server) Apply(upserts []*istioconfig.Config, deletes []istioconfig.Key) error {
 	type enc struct {
 		typeURL, name, version string
 		res                    *anypb.Any

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 func startServer(t *testing.T, srv *Server) discoverygrpc.AggregatedDiscoveryServiceClient {
@@ -51,7 +51,7 @@ func TestServerStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seURL := TypeURL(model.KindServiceEntry)
+	seURL := TypeURL(istioconfig.KindServiceEntry)
 	for i, u := range []string{MeshConfigTypeURL, seURL, "networking.istio.io/v1/Gateway", "example.com/v1/Thing"} {
 		req := &discoverygrpc.DiscoveryRequest{TypeUrl: u}
 		if i == 0 {
@@ -83,7 +83,7 @@ func TestServerStream(t *testing.T) {
 	}
 	se2 := *cfgs[0]
 	se2.Name = "ratings"
-	if err := srv.Apply([]*model.Config{&se2}, nil); err != nil {
+	if err := srv.Apply([]*istioconfig.Config{&se2}, nil); err != nil {
 		t.Fatal(err)
 	}
 	r, err := st.Recv()
@@ -104,7 +104,7 @@ func TestServerStream(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := srv.Apply([]*model.Config{{Meta: model.Meta{Kind: model.KindService, Namespace: "a", Name: "b"}}}, nil); err == nil {
+	if err := srv.Apply([]*istioconfig.Config{{Meta: istioconfig.Meta{Kind: istioconfig.Kind("Service"), Namespace: "a", Name: "b"}}}, nil); err == nil {
 		t.Error("a kind that is no MCP collection was accepted")
 	}
 	d, err := client.DeltaAggregatedResources(ctx)

@@ -26,18 +26,19 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // DefaultDomainSuffix is the cluster's DNS domain unless told otherwise.
 const DefaultDomainSuffix = "cluster.local"
 
 // KindEndpointSlice keys the EndpointSlice an endpoint came from (model.Endpoint.Source).
-const KindEndpointSlice model.Kind = "EndpointSlice"
+const KindEndpointSlice istioconfig.Kind = "EndpointSlice"
 
 // ConfigStore is where the Istio objects go: the control plane's config store
 // (controlplane/config.Memory) applies a batch of upserts and deletes atomically.
 type ConfigStore interface {
-	Apply(upserts []*model.Config, deletes []model.ConfigKey) error
+	Apply(upserts []*istioconfig.Config, deletes []istioconfig.Key) error
 }
 
 // Options configure a Controller.
@@ -272,9 +273,9 @@ func (c *Controller) handle(ev event, configs ConfigStore) {
 			return
 		}
 		if ev.obj == nil {
-			err = configs.Apply(nil, []model.ConfigKey{cfg.Key()})
+			err = configs.Apply(nil, []istioconfig.Key{cfg.Key()})
 		} else {
-			err = configs.Apply([]*model.Config{cfg}, nil)
+			err = configs.Apply([]*istioconfig.Config{cfg}, nil)
 		}
 		if err != nil {
 			// The store keeps the object's last good version, as for a bad file.
@@ -435,7 +436,7 @@ func ConvertService(s *corev1.Service, host string) *model.Service {
 		return nil
 	}
 	svc := &model.Service{Hostname: host, Namespace: s.Namespace, Labels: s.Labels,
-		Source: model.ConfigKey{Kind: model.KindService, Name: s.Name, Namespace: s.Namespace}}
+		Source: istioconfig.Key{Kind: model.KindService, Name: s.Name, Namespace: s.Namespace}}
 	if v, ok := s.Annotations[AnnotationExportTo]; ok {
 		for _, e := range strings.Split(v, ",") {
 			if e = strings.TrimSpace(e); e != "" {
@@ -490,7 +491,7 @@ func convertEndpointSlice(es *discoveryv1.EndpointSlice, host string, pod func(*
 			ports[ptrOr(p.Name, "")] = uint32(*p.Port)
 		}
 	}
-	src := model.ConfigKey{Kind: KindEndpointSlice, Name: es.Name, Namespace: es.Namespace}
+	src := istioconfig.Key{Kind: KindEndpointSlice, Name: es.Name, Namespace: es.Namespace}
 	var out []*model.Endpoint
 	for _, e := range es.Endpoints {
 		if len(e.Addresses) == 0 || !ptrOr(e.Conditions.Ready, true) {
@@ -532,36 +533,36 @@ func ptrOr[T any](p *T, def T) T {
 
 // istioConfig converts an Istio object from the informers into a config object. The spec is
 // cloned: the informer's cache owns the object.
-func istioConfig(obj any) (*model.Config, error) {
+func istioConfig(obj any) (*istioconfig.Config, error) {
 	var (
-		kind model.Kind
+		kind istioconfig.Kind
 		meta metav1.ObjectMeta
 		spec proto.Message
 	)
 	switch o := obj.(type) {
 	case *istionet.ServiceEntry:
-		kind, meta, spec = model.KindServiceEntry, o.ObjectMeta, &o.Spec
+		kind, meta, spec = istioconfig.KindServiceEntry, o.ObjectMeta, &o.Spec
 	case *istionet.WorkloadEntry:
-		kind, meta, spec = model.KindWorkloadEntry, o.ObjectMeta, &o.Spec
+		kind, meta, spec = istioconfig.KindWorkloadEntry, o.ObjectMeta, &o.Spec
 	case *istionet.VirtualService:
-		kind, meta, spec = model.KindVirtualService, o.ObjectMeta, &o.Spec
+		kind, meta, spec = istioconfig.KindVirtualService, o.ObjectMeta, &o.Spec
 	case *istionet.DestinationRule:
-		kind, meta, spec = model.KindDestinationRule, o.ObjectMeta, &o.Spec
+		kind, meta, spec = istioconfig.KindDestinationRule, o.ObjectMeta, &o.Spec
 	case *istionet.Sidecar:
-		kind, meta, spec = model.KindSidecar, o.ObjectMeta, &o.Spec
+		kind, meta, spec = istioconfig.KindSidecar, o.ObjectMeta, &o.Spec
 	case *istionet.Gateway:
-		kind, meta, spec = model.KindGateway, o.ObjectMeta, &o.Spec
+		kind, meta, spec = istioconfig.KindGateway, o.ObjectMeta, &o.Spec
 	case *istiosec.PeerAuthentication:
-		kind, meta, spec = model.KindPeerAuthentication, o.ObjectMeta, &o.Spec
+		kind, meta, spec = istioconfig.KindPeerAuthentication, o.ObjectMeta, &o.Spec
 	case *istiosec.AuthorizationPolicy:
-		kind, meta, spec = model.KindAuthorizationPolicy, o.ObjectMeta, &o.Spec
+		kind, meta, spec = istioconfig.KindAuthorizationPolicy, o.ObjectMeta, &o.Spec
 	case *istiosec.RequestAuthentication:
-		kind, meta, spec = model.KindRequestAuthentication, o.ObjectMeta, &o.Spec
+		kind, meta, spec = istioconfig.KindRequestAuthentication, o.ObjectMeta, &o.Spec
 	default:
 		return nil, fmt.Errorf("unexpected object %T from an informer", obj)
 	}
-	return &model.Config{
-		Meta: model.Meta{Kind: kind, Name: meta.Name, Namespace: meta.Namespace, Labels: meta.Labels,
+	return &istioconfig.Config{
+		Meta: istioconfig.Meta{Kind: kind, Name: meta.Name, Namespace: meta.Namespace, Labels: meta.Labels,
 			Annotations: meta.Annotations, ResourceVersion: meta.ResourceVersion,
 			CreationTimestamp: meta.CreationTimestamp.Time, Source: "kubernetes"},
 		Spec: proto.Clone(spec),

@@ -23,6 +23,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 func TestMain(m *testing.M) {
@@ -126,7 +127,7 @@ func (h *harness) next(t *testing.T, what string, ok func(registry.Change) bool)
 	}
 }
 
-func has(ch registry.Change, k model.ConfigKey) bool { _, ok := ch.Keys[k]; return ok }
+func has(ch registry.Change, k istioconfig.Key) bool { _, ok := ch.Keys[k]; return ok }
 
 const host = "web.shop.svc.cluster.local"
 
@@ -159,7 +160,7 @@ func TestControllerServicesAndEndpoints(t *testing.T) {
 	if _, err := kube.DiscoveryV1().EndpointSlices("shop").Update(ctx, es, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	epKey := model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
+	epKey := istioconfig.Key{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
 	ch := h.next(t, "endpoint update", func(ch registry.Change) bool { return has(ch, epKey) })
 	if ch.Full || len(ch.Keys) != 1 || ch.Reason() != model.ReasonEndpointUpdate {
 		t.Fatalf("slice update gave %+v, want an endpoint-only change of %s", ch, host)
@@ -183,7 +184,7 @@ func TestControllerServicesAndEndpoints(t *testing.T) {
 	}
 	lateHost := "late.shop.svc.cluster.local"
 	ch = h.next(t, "late service", func(ch registry.Change) bool {
-		return has(ch, model.ConfigKey{Kind: model.KindService, Name: lateHost, Namespace: "shop"})
+		return has(ch, istioconfig.Key{Kind: model.KindService, Name: lateHost, Namespace: "shop"})
 	})
 	if !ch.Full || ch.ServicesAdded != 1 || len(h.agg.Endpoints(lateHost)) != 1 {
 		t.Fatalf("late service change %+v, endpoints %v", ch, h.agg.Endpoints(lateHost))
@@ -205,7 +206,7 @@ func TestControllerIstioConfig(t *testing.T) {
 		Spec: networking.VirtualService{Hosts: []string{host}}}
 	istio := istiofake.NewSimpleClientset(vs)
 	h := start(t, kubefake.NewClientset(), istio)
-	vsKey := model.ConfigKey{Kind: model.KindVirtualService, Name: "web", Namespace: "shop"}
+	vsKey := istioconfig.Key{Kind: istioconfig.KindVirtualService, Name: "web", Namespace: "shop"}
 	h.next(t, "initial VirtualService", func(ch registry.Change) bool { return has(ch, vsKey) })
 	if got, ok := h.store.Get(vsKey); !ok || got.Spec.(*networking.VirtualService).Hosts[0] != host || got.Source != "kubernetes" {
 		t.Fatalf("store holds %v, %v", got, ok)
@@ -227,7 +228,7 @@ func TestControllerIstioConfig(t *testing.T) {
 	if _, err := istio.NetworkingV1().DestinationRules("shop").Create(ctx, dr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	drKey := model.ConfigKey{Kind: model.KindDestinationRule, Name: "web", Namespace: "shop"}
+	drKey := istioconfig.Key{Kind: istioconfig.KindDestinationRule, Name: "web", Namespace: "shop"}
 	h.next(t, "DestinationRule create", func(ch registry.Change) bool { return has(ch, drKey) })
 	if got, ok := h.store.Get(drKey); !ok || got.Spec.(*networking.DestinationRule).Host != host {
 		t.Fatalf("store holds %v, %v", got, ok)
@@ -238,7 +239,7 @@ func TestControllerIstioConfig(t *testing.T) {
 	if _, err := istio.SecurityV1().PeerAuthentications("shop").Create(ctx, pa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	paKey := model.ConfigKey{Kind: model.KindPeerAuthentication, Name: "default", Namespace: "shop"}
+	paKey := istioconfig.Key{Kind: istioconfig.KindPeerAuthentication, Name: "default", Namespace: "shop"}
 	h.next(t, "PeerAuthentication create", func(ch registry.Change) bool { return has(ch, paKey) })
 	if got, ok := h.store.Get(paKey); !ok || got.Spec.(*securityapi.PeerAuthentication).GetMtls().GetMode() != securityapi.PeerAuthentication_MutualTLS_STRICT {
 		t.Fatalf("store holds %v, %v", got, ok)
@@ -248,7 +249,7 @@ func TestControllerIstioConfig(t *testing.T) {
 	if _, err := istio.SecurityV1().AuthorizationPolicies("shop").Create(ctx, ap, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	apKey := model.ConfigKey{Kind: model.KindAuthorizationPolicy, Name: "deny-all", Namespace: "shop"}
+	apKey := istioconfig.Key{Kind: istioconfig.KindAuthorizationPolicy, Name: "deny-all", Namespace: "shop"}
 	h.next(t, "AuthorizationPolicy create", func(ch registry.Change) bool { return has(ch, apKey) })
 	if got, ok := h.store.Get(apKey); !ok || got.Spec.(*securityapi.AuthorizationPolicy).GetAction() != securityapi.AuthorizationPolicy_ALLOW {
 		t.Fatalf("store holds %v, %v", got, ok)
@@ -341,7 +342,7 @@ func TestControllerPods(t *testing.T) {
 		t.Errorf("endpoint of an unknown Pod: %+v, want the slice's zone and nothing else", e)
 	}
 
-	epKey := model.ConfigKey{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
+	epKey := istioconfig.Key{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
 	endpointOnly := func(what string) {
 		t.Helper()
 		ch := h.next(t, what, func(ch registry.Change) bool { return has(ch, epKey) })
@@ -377,14 +378,14 @@ func TestControllerPods(t *testing.T) {
 // lands in the config store under its kind.
 func TestControllerIstioKinds(t *testing.T) {
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: "shop"} }
-	objs := map[model.Kind]runtime.Object{
-		model.KindServiceEntry: &istionet.ServiceEntry{ObjectMeta: meta("se"), Spec: networking.ServiceEntry{Hosts: []string{"x.example.com"},
+	objs := map[istioconfig.Kind]runtime.Object{
+		istioconfig.KindServiceEntry: &istionet.ServiceEntry{ObjectMeta: meta("se"), Spec: networking.ServiceEntry{Hosts: []string{"x.example.com"},
 			Resolution: networking.ServiceEntry_DNS, Ports: []*networking.ServicePort{{Name: "http", Number: 80, Protocol: "HTTP"}}}},
-		model.KindWorkloadEntry:   &istionet.WorkloadEntry{ObjectMeta: meta("we"), Spec: networking.WorkloadEntry{Address: "10.0.0.9"}},
-		model.KindVirtualService:  &istionet.VirtualService{ObjectMeta: meta("vs"), Spec: networking.VirtualService{Hosts: []string{"x.example.com"}}},
-		model.KindDestinationRule: &istionet.DestinationRule{ObjectMeta: meta("dr"), Spec: networking.DestinationRule{Host: "x.example.com"}},
-		model.KindSidecar:         &istionet.Sidecar{ObjectMeta: meta("sc"), Spec: networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}}},
-		model.KindGateway: &istionet.Gateway{ObjectMeta: meta("gw"), Spec: networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"},
+		istioconfig.KindWorkloadEntry:   &istionet.WorkloadEntry{ObjectMeta: meta("we"), Spec: networking.WorkloadEntry{Address: "10.0.0.9"}},
+		istioconfig.KindVirtualService:  &istionet.VirtualService{ObjectMeta: meta("vs"), Spec: networking.VirtualService{Hosts: []string{"x.example.com"}}},
+		istioconfig.KindDestinationRule: &istionet.DestinationRule{ObjectMeta: meta("dr"), Spec: networking.DestinationRule{Host: "x.example.com"}},
+		istioconfig.KindSidecar:         &istionet.Sidecar{ObjectMeta: meta("sc"), Spec: networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}}},
+		istioconfig.KindGateway: &istionet.Gateway{ObjectMeta: meta("gw"), Spec: networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"},
 			Servers: []*networking.Server{{Port: &networking.Port{Number: 80, Name: "http", Protocol: "HTTP"}, Hosts: []string{"*"}}}}},
 	}
 	// Created through the typed clients: the fake's object tracker files a Gateway given to
@@ -393,12 +394,12 @@ func TestControllerIstioKinds(t *testing.T) {
 	ctx := context.Background()
 	n := istio.NetworkingV1()
 	for _, err := range []error{
-		create(n.ServiceEntries("shop").Create(ctx, objs[model.KindServiceEntry].(*istionet.ServiceEntry), metav1.CreateOptions{})),
-		create(n.WorkloadEntries("shop").Create(ctx, objs[model.KindWorkloadEntry].(*istionet.WorkloadEntry), metav1.CreateOptions{})),
-		create(n.VirtualServices("shop").Create(ctx, objs[model.KindVirtualService].(*istionet.VirtualService), metav1.CreateOptions{})),
-		create(n.DestinationRules("shop").Create(ctx, objs[model.KindDestinationRule].(*istionet.DestinationRule), metav1.CreateOptions{})),
-		create(n.Sidecars("shop").Create(ctx, objs[model.KindSidecar].(*istionet.Sidecar), metav1.CreateOptions{})),
-		create(n.Gateways("shop").Create(ctx, objs[model.KindGateway].(*istionet.Gateway), metav1.CreateOptions{})),
+		create(n.ServiceEntries("shop").Create(ctx, objs[istioconfig.KindServiceEntry].(*istionet.ServiceEntry), metav1.CreateOptions{})),
+		create(n.WorkloadEntries("shop").Create(ctx, objs[istioconfig.KindWorkloadEntry].(*istionet.WorkloadEntry), metav1.CreateOptions{})),
+		create(n.VirtualServices("shop").Create(ctx, objs[istioconfig.KindVirtualService].(*istionet.VirtualService), metav1.CreateOptions{})),
+		create(n.DestinationRules("shop").Create(ctx, objs[istioconfig.KindDestinationRule].(*istionet.DestinationRule), metav1.CreateOptions{})),
+		create(n.Sidecars("shop").Create(ctx, objs[istioconfig.KindSidecar].(*istionet.Sidecar), metav1.CreateOptions{})),
+		create(n.Gateways("shop").Create(ctx, objs[istioconfig.KindGateway].(*istionet.Gateway), metav1.CreateOptions{})),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -407,7 +408,7 @@ func TestControllerIstioKinds(t *testing.T) {
 	h := start(t, kubefake.NewClientset(), istio)
 	for kind, o := range objs {
 		name := o.(metav1.Object).GetName()
-		got, ok := h.store.Get(model.ConfigKey{Kind: kind, Name: name, Namespace: "shop"})
+		got, ok := h.store.Get(istioconfig.Key{Kind: kind, Name: name, Namespace: "shop"})
 		if !ok || got.Source != "kubernetes" || got.Spec == nil {
 			t.Errorf("%s shop/%s: store holds %+v, %v", kind, name, got, ok)
 		}
