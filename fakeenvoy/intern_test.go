@@ -8,6 +8,7 @@ import (
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/xdslab/xdslab/measure"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 )
@@ -102,13 +103,13 @@ func TestInternerSharedMachines(t *testing.T) {
 	for _, r := range []struct{ typeURL, name string }{{C, "c1"}, {C, "c2"}, {E, "c1"}, {L, "l1"}, {R, "r1"}} {
 		ma, mb, mp := a.Resource(r.typeURL, r.name), b.Resource(r.typeURL, r.name), p.Resource(r.typeURL, r.name)
 		if ma == nil || ma != mb {
-			t.Errorf("%s %s: clients hold %p and %p, want one shared resource", typeShort(r.typeURL), r.name, ma, mb)
+			t.Errorf("%s %s: clients hold %p and %p, want one shared resource", measure.TypeName(r.typeURL), r.name, ma, mb)
 		}
 		if mp == nil || mp == ma {
-			t.Errorf("%s %s: the private client holds %p, want its own copy", typeShort(r.typeURL), r.name, mp)
+			t.Errorf("%s %s: the private client holds %p, want its own copy", measure.TypeName(r.typeURL), r.name, mp)
 		}
 		if !proto.Equal(ma, mp) {
-			t.Errorf("%s %s: shared and private resources differ", typeShort(r.typeURL), r.name)
+			t.Errorf("%s %s: shared and private resources differ", measure.TypeName(r.typeURL), r.name)
 		}
 	}
 	// A change seen by one client does not touch the other's view.

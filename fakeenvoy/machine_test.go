@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/measure"
 )
 
 func mustMarshal(t testing.TB, m proto.Message) []byte {
@@ -56,29 +57,13 @@ func newTestMachine(t testing.TB, cfg ClientConfig) *machine {
 func reqSummary(rs []*discoveryv3.DiscoveryRequest) []string {
 	var out []string
 	for _, r := range rs {
-		s := typeShort(r.TypeUrl) + "(" + r.VersionInfo + "," + r.ResponseNonce + ",[" + strings.Join(r.ResourceNames, " ") + "]"
+		s := measure.TypeName(r.TypeUrl) + "(" + r.VersionInfo + "," + r.ResponseNonce + ",[" + strings.Join(r.ResourceNames, " ") + "]"
 		if r.ErrorDetail != nil {
 			s += ",nack"
 		}
 		out = append(out, s+")")
 	}
 	return out
-}
-
-func typeShort(url string) string {
-	switch url {
-	case resource.ClusterType:
-		return "CDS"
-	case resource.EndpointType:
-		return "EDS"
-	case resource.ListenerType:
-		return "LDS"
-	case resource.RouteType:
-		return "RDS"
-	case resource.SecretType:
-		return "SDS"
-	}
-	return shortType(url)
 }
 
 func wantReqs(t *testing.T, step string, got []*discoveryv3.DiscoveryRequest, want ...string) {
