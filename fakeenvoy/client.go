@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -26,7 +27,7 @@ type Client struct {
 	namespace string
 	delta     bool
 	backoff   Backoff
-	clock     Clock
+	clock     clock.Clock
 	info      probe.ClientInfo // what hooks are told of the client (State: the client)
 	hooks     probe.Hooks
 	backlog   probe.BacklogHook // hooks, when they take the receive backlog; nil otherwise
@@ -363,8 +364,8 @@ type owner struct {
 	received  int
 	sendErr   error
 	pending   *step // waiting for its ACK delay
-	deadline  Timer
-	delayT    Timer
+	deadline  clock.Timer
+	delayT    clock.Timer
 	// freeAt is when the last scripted ACK delay ended: a response that arrived during it
 	// waited by design, and its receive backlog counts from then.
 	freeAt time.Time

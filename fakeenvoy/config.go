@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/xdslab/xdslab/internal/clock"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 )
@@ -48,7 +49,7 @@ type ClientConfig struct {
 	// Seed drives every random choice of the client (NACK probability, ACK delay, jitter).
 	Seed uint64
 	// Clock is injected for tests; nil means the real clock.
-	Clock Clock
+	Clock clock.Clock
 	// Interner, when set, shares decoded resources with every other client given the same
 	// one (a fleet gives one to all its clients); nil decodes privately. Sharing changes
 	// nothing the client does or reports: resources are immutable once decoded.
@@ -141,33 +142,7 @@ func (c ClientConfig) withDefaults() ClientConfig {
 		c.Backoff.Max = DefaultBackoffMax
 	}
 	if c.Clock == nil {
-		c.Clock = realClock{}
+		c.Clock = clock.Real()
 	}
 	return c
 }
-
-// Clock is the time source of a client's shell (the machine never reads a clock).
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
-
-// Timer is the part of *time.Timer the client uses.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-	Reset(d time.Duration) bool
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-func (realClock) NewTimer(d time.Duration) Timer {
-	return realTimer{time.NewTimer(d)}
-}
-
-type realTimer struct{ t *time.Timer }
-
-func (t realTimer) C() <-chan time.Time        { return t.t.C }
-func (t realTimer) Stop() bool                 { return t.t.Stop() }
-func (t realTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }

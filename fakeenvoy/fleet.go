@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
 
+	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -108,7 +109,7 @@ type FleetConfig struct {
 	// Count shards started together behave as one fleet.
 	Segment Segment
 	// Clock is injected for tests; nil means the real clock.
-	Clock Clock
+	Clock clock.Clock
 	// Progress receives live progress (connected, responses/s, NACKs) every ProgressInterval
 	// (default 1s): one rewritten line when ProgressTTY, else one log line per interval. Nil
 	// writes nothing.
@@ -226,7 +227,7 @@ func (c FleetConfig) Validate() error {
 // Fleet runs many clients against one ADS server and observes them.
 type Fleet struct {
 	cfg     FleetConfig
-	clock   Clock
+	clock   clock.Clock
 	obs     *measure.Observer
 	groups  groupObservers // per client group, for a fleet of several; nil otherwise
 	match   *measure.Matcher
@@ -327,7 +328,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	}
 	f := &Fleet{cfg: cfg, clock: cfg.Clock, obs: measure.NewObserver(cfg.Observer), match: measure.NewMatcher(cfg.Matcher)}
 	if f.clock == nil {
-		f.clock = realClock{}
+		f.clock = clock.Real()
 	}
 	if f.cfg.ProgressInterval <= 0 {
 		f.cfg.ProgressInterval = time.Second
@@ -504,7 +505,7 @@ var fleetLabels = pprof.Labels("xdslab", "fleet")
 func (f *Fleet) ramp(ctx context.Context) {
 	defer f.wg.Done()
 	defer f.rampDone.Store(true)
-	var timer Timer
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -507,7 +508,7 @@ func (c *flClock) Now() time.Time {
 	return c.now
 }
 
-func (c *flClock) NewTimer(d time.Duration) Timer {
+func (c *flClock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &flTimer{c: c, ch: make(chan time.Time, 1), due: c.now.Add(d), armed: true}
@@ -537,21 +538,17 @@ func (c *flClock) fireLocked() {
 
 func (t *flTimer) C() <-chan time.Time { return t.ch }
 
-func (t *flTimer) Stop() bool {
+func (t *flTimer) Stop() {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
-	was := t.armed
 	t.armed = false
-	return was
 }
 
-func (t *flTimer) Reset(d time.Duration) bool {
+func (t *flTimer) Reset(d time.Duration) {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
-	was := t.armed
 	t.due, t.armed = t.c.now.Add(d), true
 	t.c.fireLocked()
-	return was
 }
 
 // TestFleetRampPacing: client i starts at began + i/ramp, on the injected clock.

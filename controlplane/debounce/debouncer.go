@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/clock"
 )
 
 // PushFunc runs one push cycle (build the snapshot, enqueue the proxies) and returns when it
@@ -18,8 +19,8 @@ type PushFunc func(ctx context.Context, req *model.PushRequest)
 // Config configures a Debouncer.
 type Config struct {
 	Options Options
-	// Clock is the time source; nil means RealClock().
-	Clock Clock
+	// Clock is the time source; nil means clock.Real().
+	Clock clock.Clock
 	// Push runs a push cycle. Required.
 	Push PushFunc
 	// Observe, if set, receives the Stats of each push once it finished (Duration filled
@@ -42,7 +43,7 @@ func New(cfg Config) (*Debouncer, error) {
 		return nil, errors.New("debounce: Config.Push is nil: pass the function that runs a push")
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock()
+		cfg.Clock = clock.Real()
 	}
 	return &Debouncer{cfg: cfg}, nil
 }
@@ -58,13 +59,13 @@ func New(cfg Config) (*Debouncer, error) {
 // Each call to Run has its own state; one Debouncer may be run again after Run returned.
 func (d *Debouncer) Run(ctx context.Context, in <-chan *model.PushRequest) error {
 	var (
-		core  = NewCore(d.cfg.Options)
-		clock = d.cfg.Clock
-		wg    sync.WaitGroup
-		done  = make(chan struct{}, 1) // at most one push in flight
-		cur   Stats                    // the push in flight
+		core = NewCore(d.cfg.Options)
+		clk  = d.cfg.Clock
+		wg   sync.WaitGroup
+		done = make(chan struct{}, 1) // at most one push in flight
+		cur  Stats                    // the push in flight
 
-		timer  Timer
+		timer  clock.Timer
 		timerC <-chan time.Time // nil while the timer is not armed
 		armed  time.Time        // when the armed timer fires
 	)
@@ -95,7 +96,7 @@ func (d *Debouncer) Run(ctx context.Context, in <-chan *model.PushRequest) error
 		case timerC == nil || act.Deadline.Before(armed):
 			wait := act.Deadline.Sub(now)
 			if timer == nil {
-				timer = clock.NewTimer(wait)
+				timer = clk.NewTimer(wait)
 			} else {
 				timer.Reset(wait)
 			}
@@ -112,14 +113,14 @@ func (d *Debouncer) Run(ctx context.Context, in <-chan *model.PushRequest) error
 				in = nil
 				continue
 			}
-			now := clock.Now()
+			now := clk.Now()
 			apply(core.Event(req, now), now)
 		case <-timerC:
 			timerC, armed = nil, time.Time{}
-			now := clock.Now()
+			now := clk.Now()
 			apply(core.Tick(now), now)
 		case <-done:
-			now := clock.Now()
+			now := clk.Now()
 			st := cur
 			st.Duration = now.Sub(st.Start)
 			if d.cfg.Observe != nil {

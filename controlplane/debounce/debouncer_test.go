@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/clock"
 )
 
 // fakeClock is a manual clock. Timers fire only from Advance/advanceTo, with Go 1.23 timer
@@ -37,7 +38,7 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
+func (c *fakeClock) NewTimer(d time.Duration) clock.Timer {
 	t := &fakeTimer{c: c, ch: make(chan time.Time, 1)}
 	c.mu.Lock()
 	c.timers = append(c.timers, t)
