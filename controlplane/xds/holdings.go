@@ -99,7 +99,7 @@ func (h *holdings) drop(name string) {
 		h.list = nil
 	default:
 		delete(h.byName, name)
-		if slices.ContainsFunc(h.list, func(r *cache.Resource) bool { return r.Name == name }) {
+		if _, listed := slices.BinarySearchFunc(h.list, name, nameOrder); listed { // the answer is sorted by name
 			// The answer still lists name: record it as held with no bytes (0 matches none),
 			// which overrides the answer until the next whole one.
 			h.byName[name] = 0
@@ -198,7 +198,7 @@ func (c *heldCursor) hash(name string) (uint64, bool) {
 		}
 		return 0, false
 	}
-	if i, ok := slices.BinarySearchFunc(b, name, func(r *cache.Resource, n string) int { return strings.Compare(r.Name, n) }); ok {
+	if i, ok := slices.BinarySearchFunc(b, name, nameOrder); ok {
 		return b[i].Hash, true
 	}
 	return 0, false
@@ -206,6 +206,9 @@ func (c *heldCursor) hash(name string) (uint64, bool) {
 
 // sorted reports whether every name asked so far came in increasing order.
 func (c *heldCursor) sorted() bool { return !c.unsorted }
+
+// nameOrder orders a resource against a name (for BinarySearchFunc over lists sorted by name).
+func nameOrder(r *cache.Resource, n string) int { return strings.Compare(r.Name, n) }
 
 // withoutName returns list without the resource called name (a copy when it was there).
 func withoutName(list []*cache.Resource, name string) []*cache.Resource {
