@@ -15,8 +15,17 @@ func TestEveryKindHasASpec(t *testing.T) {
 		if !ok || spec == nil {
 			t.Fatalf("NewSpec(%s) = %v, %v", k, spec, ok)
 		}
-		if len(KindAPIVersions(k)) == 0 {
+		vs := KindAPIVersions(k)
+		if len(vs) == 0 {
 			t.Errorf("%s: no apiVersions", k)
+		}
+		for _, v := range vs {
+			if !Accepts(k, v) {
+				t.Errorf("%s: Accepts(%s) is false though it is listed", k, v)
+			}
+		}
+		if Accepts(k, "v1") {
+			t.Errorf("%s: Accepts a bare version", k)
 		}
 		if !strings.Contains(KindNames(), string(k)) {
 			t.Errorf("KindNames() lacks %s", k)

@@ -40,11 +40,18 @@ func IsSecurity(kind Kind) bool {
 func APIVersions() []string { return slices.Clone(apiVersions) }
 
 // KindAPIVersions returns the apiVersions kind is accepted under, newest first.
-func KindAPIVersions(kind Kind) []string {
+func KindAPIVersions(kind Kind) []string { return slices.Clone(kindAPIVersions(kind)) }
+
+// Accepts reports whether kind is accepted under apiVersion (no copy: for a check per object).
+func Accepts(kind Kind, apiVersion string) bool {
+	return slices.Contains(kindAPIVersions(kind), apiVersion)
+}
+
+func kindAPIVersions(kind Kind) []string {
 	if IsSecurity(kind) {
-		return slices.Clone(securityAPIVersions)
+		return securityAPIVersions
 	}
-	return slices.Clone(apiVersions)
+	return apiVersions
 }
 
 // specFactories maps each kind to a constructor of its empty spec.

@@ -231,7 +231,7 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 	}
 	mk := istioconfig.Kind(kind)
 	spec, known := istioconfig.NewSpec(mk)
-	if !known || !slices.Contains(istioconfig.KindAPIVersions(mk), apiVersion) {
+	if !known || !istioconfig.Accepts(mk, apiVersion) {
 		st.skip(top, apiVersion, kind, known, loc, at)
 		return
 	}

@@ -157,7 +157,7 @@ func (c *converter) run(d *Dump) {
 				c.nodes[o.Name] = n.Labels
 			}
 			c.res.Nodes++ // read for localities, not written
-		case istioKinds[o.Kind] != "" && slices.Contains(istioconfig.KindAPIVersions(istioKinds[o.Kind]), o.APIVersion):
+		case istioKinds[o.Kind] != "" && istioconfig.Accepts(istioKinds[o.Kind], o.APIVersion):
 			if c.namespaced(o) {
 				spec, _ := o.Raw["spec"].(map[string]any)
 				c.res.Configs = append(c.res.Configs, &ConfigObject{APIVersion: o.APIVersion, Kind: o.Kind,
