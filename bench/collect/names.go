@@ -3,8 +3,9 @@ package collect
 import "github.com/xdslab/xdslab/scenarios"
 
 // The names of the lab's measurements in a summary: the run's own here (the harness verdict's
-// in harness.go; the fleet's are in fakeenvoy: xdslab_fleet_*, xdslab_push_*,
-// xdslab_convergence_seconds, xdslab_probe_*).
+// in harness.go). The fleet's names are fakeenvoy's, which serves them live on /metrics
+// (xdslab_fleet_*, xdslab_push_*, xdslab_convergence_seconds, xdslab_probe_*); fleet.go builds
+// their summary rows.
 const (
 	MetricSimEvents         = "xdslab_sim_events_total"
 	MetricSimLate           = "xdslab_sim_events_late_total"
