@@ -561,42 +561,11 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 	if ctx.Err() != nil {
 		return
 	}
-	preq := pushRequestFor(req, rep, prev, next)
+	preq := rep.Applied(req)
 	s.xds.Push(next, preq)
 	if s.opts.Pusher != nil {
 		s.opts.Pusher.Push(next, preq, rep)
 	}
-}
-
-// pushRequestFor returns req with Full and ConfigsUpdated replaced by what the builder applied:
-// the merged changes less those that changed back within the batch, and for a request for
-// everything (the initial push) what the rebuild found. The ADS server reads keys with
-// namespaces, the report hosts.
-func pushRequestFor(req *model.PushRequest, rep model.ChangeReport, prev, next *model.Snapshot) *model.PushRequest {
-	out := &model.PushRequest{Full: rep.Full, Reasons: req.Reasons, Start: req.Start,
-		ConfigsUpdated: make(map[istioconfig.Key]struct{}, len(rep.ServicesAdded)+len(rep.ServicesRemoved)+
-			len(rep.ServicesChanged)+len(rep.EndpointsChanged)+len(rep.ConfigsChanged))}
-	ns := func(host string) string {
-		if svc := next.Service(host); svc != nil {
-			return svc.Namespace
-		}
-		if svc := prev.Service(host); svc != nil {
-			return svc.Namespace
-		}
-		return ""
-	}
-	for _, hosts := range [][]string{rep.ServicesAdded, rep.ServicesRemoved, rep.ServicesChanged} {
-		for _, h := range hosts {
-			out.ConfigsUpdated[istioconfig.Key{Kind: model.KindService, Name: h, Namespace: ns(h)}] = struct{}{}
-		}
-	}
-	for _, h := range rep.EndpointsChanged {
-		out.ConfigsUpdated[istioconfig.Key{Kind: model.KindEndpoint, Name: h, Namespace: ns(h)}] = struct{}{}
-	}
-	for _, k := range rep.ConfigsChanged {
-		out.ConfigsUpdated[k] = struct{}{}
-	}
-	return out
 }
 
 // Stop stops every part and waits for them. It is safe to call more than once.

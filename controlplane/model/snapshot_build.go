@@ -44,6 +44,30 @@ type ChangeReport struct {
 	// Rebuilt is true when the snapshot was built from scratch (no parent, or a request for
 	// everything); the lists then still describe the difference from the parent.
 	Rebuilt bool
+	// Keys is every change above as a key with its namespace, as the builder decided it: a
+	// KindService key per added, removed or changed service, a KindEndpoint key per host in
+	// EndpointsChanged and the config keys. The ADS server scopes a push by it (Applied). It
+	// is not modified after the build.
+	Keys map[istioconfig.Key]struct{}
+}
+
+// Applied returns the push request for what a build applied: req's reasons and start, with
+// Full and the changed keys taken from the report (the merged changes less those that changed
+// back within the batch; for a request for everything, what the rebuild found).
+func (r ChangeReport) Applied(req *PushRequest) *PushRequest {
+	out := &PushRequest{Full: r.Full, ConfigsUpdated: r.Keys}
+	if req != nil {
+		out.Reasons, out.Start = req.Reasons, req.Start
+	}
+	return out
+}
+
+// key records a change of kind for host (a service's hostname) in namespace ns.
+func (r *ChangeReport) key(kind istioconfig.Kind, host, ns string) {
+	if r.Keys == nil {
+		r.Keys = map[istioconfig.Key]struct{}{}
+	}
+	r.Keys[istioconfig.Key{Kind: kind, Name: host, Namespace: ns}] = struct{}{}
 }
 
 // Empty reports whether nothing changed (the builder then returns the parent unchanged).
@@ -201,6 +225,7 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 		default:
 			rep.ServicesChanged = append(rep.ServicesChanged, h)
 		}
+		rep.key(KindService, h, serviceNamespace(old, cur))
 		if d.Services == nil {
 			d.Services = map[string]*Service{}
 		}
@@ -215,6 +240,7 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 			continue
 		}
 		rep.EndpointsChanged = append(rep.EndpointsChanged, h)
+		rep.key(KindEndpoint, h, serviceNamespace(prev.Service(h), src.Service(h)))
 		if d.Endpoints == nil {
 			d.Endpoints = map[string][]*Endpoint{}
 		}
@@ -226,6 +252,7 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 			continue
 		}
 		rep.ConfigsChanged = append(rep.ConfigsChanged, k)
+		rep.key(k.Kind, k.Name, k.Namespace)
 		if d.Configs == nil {
 			d.Configs = map[istioconfig.Key]*istioconfig.Config{}
 		}
@@ -240,6 +267,18 @@ func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSou
 		return prev.WithEndpoints(seq, d.Endpoints), rep
 	}
 	return prev.Apply(seq, d), rep
+}
+
+// serviceNamespace is the namespace of a service that changed: the current definition's, or
+// the old one's when it was removed.
+func serviceNamespace(old, cur *Service) string {
+	if cur != nil {
+		return cur.Namespace
+	}
+	if old != nil {
+		return old.Namespace
+	}
+	return ""
 }
 
 // dnsEndpointsChanged reports whether a host in hosts has its endpoints in its cluster
@@ -259,13 +298,17 @@ func buildFromScratch(seq uint64, src SnapshotSource) (*Snapshot, ChangeReport) 
 	rep := ChangeReport{Full: true, Rebuilt: true}
 	for _, svc := range in.Services {
 		rep.ServicesAdded = append(rep.ServicesAdded, svc.Hostname)
+		rep.key(KindService, svc.Hostname, svc.Namespace)
 		if eps := src.Endpoints(svc.Hostname); len(eps) > 0 {
 			in.Endpoints[svc.Hostname] = eps
 			rep.EndpointsChanged = append(rep.EndpointsChanged, svc.Hostname)
+			rep.key(KindEndpoint, svc.Hostname, svc.Namespace)
 		}
 	}
 	for _, c := range in.Configs {
-		rep.ConfigsChanged = append(rep.ConfigsChanged, c.Key())
+		k := c.Key()
+		rep.ConfigsChanged = append(rep.ConfigsChanged, k)
+		rep.key(k.Kind, k.Name, k.Namespace)
 	}
 	rep.sort()
 	return NewSnapshot(seq, in), rep

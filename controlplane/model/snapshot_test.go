@@ -67,6 +67,27 @@ func epKey(h string) istioconfig.Key {
 	return istioconfig.Key{Kind: KindEndpoint, Name: h, Namespace: "ns"}
 }
 
+// withKeys returns r with the Keys a build reports for its lists, every host and config in
+// namespace "ns" (as in baseSource).
+func withKeys(r ChangeReport) ChangeReport {
+	if r.Empty() {
+		return r
+	}
+	r.Keys = map[istioconfig.Key]struct{}{}
+	for _, hosts := range [][]string{r.ServicesAdded, r.ServicesRemoved, r.ServicesChanged} {
+		for _, h := range hosts {
+			r.Keys[svcKey(h)] = struct{}{}
+		}
+	}
+	for _, h := range r.EndpointsChanged {
+		r.Keys[epKey(h)] = struct{}{}
+	}
+	for _, k := range r.ConfigsChanged {
+		r.Keys[k] = struct{}{}
+	}
+	return r
+}
+
 func baseSource() *mapSource {
 	src := newSource()
 	for _, h := range []string{"a", "b", "c"} {
@@ -176,7 +197,7 @@ func TestBuildSnapshot(t *testing.T) {
 				}
 				return
 			}
-			if diff := cmp.Diff(tc.want, rep, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(withKeys(tc.want), rep, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("report (-want +got):\n%s", diff)
 			}
 			if err := next.Consistent(); err != nil {
@@ -244,8 +265,8 @@ func summaryOf(s *Snapshot) []string {
 
 func TestBuildSnapshotFromScratch(t *testing.T) {
 	s, rep := BuildSnapshot(nil, 7, &PushRequest{ConfigsUpdated: keys(epKey("a"))}, baseSource())
-	want := ChangeReport{Full: true, Rebuilt: true, ServicesAdded: []string{"a", "b", "c"}, EndpointsChanged: []string{"a", "b", "c"},
-		ConfigsChanged: []istioconfig.Key{vs("v1", "").Key()}}
+	want := withKeys(ChangeReport{Full: true, Rebuilt: true, ServicesAdded: []string{"a", "b", "c"}, EndpointsChanged: []string{"a", "b", "c"},
+		ConfigsChanged: []istioconfig.Key{vs("v1", "").Key()}})
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -282,7 +303,7 @@ func TestBuildSnapshotDNSEndpointChangeIsFull(t *testing.T) {
 	next := base.clone()
 	next.setEndpoints("dns", "b.example.com")
 	snap, rep := BuildSnapshot(prev, 2, &PushRequest{ConfigsUpdated: keys(epKey("dns"))}, next)
-	if want := (ChangeReport{Full: true, EndpointsChanged: []string{"dns"}}); !cmp.Equal(want, rep, cmpopts.EquateEmpty()) {
+	if want := withKeys(ChangeReport{Full: true, EndpointsChanged: []string{"dns"}}); !cmp.Equal(want, rep, cmpopts.EquateEmpty()) {
 		t.Errorf("report (-want +got)\n%s", cmp.Diff(want, rep, cmpopts.EquateEmpty()))
 	}
 	if eps := snap.Endpoints("dns"); len(eps) != 1 || eps[0].Address != "b.example.com" {
