@@ -3,7 +3,6 @@ package compare
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/xdslab/xdslab/bench/report"
+	"github.com/xdslab/xdslab/internal/junit"
 	"github.com/xdslab/xdslab/internal/summary"
 )
 
@@ -259,66 +259,26 @@ func writeMarkdown(w io.Writer, r *Report) error {
 	return nil
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}
-
 // writeJUnit writes one testcase per row; rows of neutral metrics are skipped (they
 // never gate), regressions fail.
 func writeJUnit(w io.Writer, r *Report) error {
-	s := junitSuite{Name: "xdslab compare " + r.Base.Path + " " + r.New.Path}
+	s := junit.Suite{Name: "xdslab compare " + r.Base.Path + " " + r.New.Path}
 	for _, row := range r.Rows {
-		c := junitCase{Name: row.Name(), Classname: "xdslab.compare",
+		c := junit.Case{Name: row.Name(), Classname: "xdslab.compare",
 			SystemOut: fmt.Sprintf("base %s, new %s, %s %s", estimateText(row.Base, row.Contains, row.Method),
 				estimateText(row.New, row.Contains, row.Method), row.FormatDelta(), testText(row))}
 		switch {
 		case row.Regression:
-			c.Failure = &junitMessage{Message: fmt.Sprintf("%s regressed %s (threshold %s)", row.Name(), row.FormatDelta(), pctText(row.Threshold)),
+			c.Failure = &junit.Message{Message: fmt.Sprintf("%s regressed %s (threshold %s)", row.Name(), row.FormatDelta(), pctText(row.Threshold)),
 				Body: c.SystemOut}
-			s.Failures++
 		case row.Inconclusive && !r.AllowInconclusive:
-			c.Failure = &junitMessage{Message: fmt.Sprintf("%s inconclusive: %s", row.Name(), row.Note), Body: c.SystemOut}
-			s.Failures++
+			c.Failure = &junit.Message{Message: fmt.Sprintf("%s inconclusive: %s", row.Name(), row.Note), Body: c.SystemOut}
 		case row.Inconclusive:
-			c.Skipped = &junitMessage{Message: "inconclusive (accepted by --allow-inconclusive): " + row.Note}
-			s.Skipped++
+			c.Skipped = &junit.Message{Message: "inconclusive (accepted by --allow-inconclusive): " + row.Note}
 		case row.Direction == Neutral:
-			c.Skipped = &junitMessage{Message: "neutral metric: never gates"}
-			s.Skipped++
+			c.Skipped = &junit.Message{Message: "neutral metric: never gates"}
 		}
 		s.Cases = append(s.Cases, c)
 	}
-	s.Tests = len(s.Cases)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(junitSuites{Suites: []junitSuite{s}}); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junit.Write(w, s)
 }
