@@ -41,6 +41,9 @@ type conn struct {
 	sendq     chan any
 	sendErr   chan error
 	sendTimer *time.Timer
+	// unread is what the client has not shown it read: a write that cannot block skips the
+	// sender goroutine.
+	unread unread
 	// timer fires at the session's flow-control deadline (armed; zero: stopped).
 	timer *time.Timer
 	armed time.Time
@@ -85,6 +88,7 @@ func (c *conn) apply(e *effects, start time.Time) error {
 			return err
 		}
 		now := c.srv.now()
+		c.unread.written(r.nonce, resp.size())
 		c.sess.written(r.typeURL, r.nonce, now)
 		c.srv.metrics.ResponseSent(r.typeURL, resp.size(), now.Sub(start))
 	}
@@ -147,10 +151,12 @@ func (c *conn) timerC() <-chan time.Time {
 
 // sendMsg writes m to the stream. With a send timeout it hands m to the connection's sender
 // goroutine and gives up after the timeout: the error ends the stream, which unblocks the
-// sender, and the push worker waiting on this connection is released.
+// sender, and the push worker waiting on this connection is released. A write that cannot block
+// (unread.cannotBlock) is made directly: the common case, an Envoy that answers each response,
+// costs no hand-off.
 func (c *conn) sendMsg(m any) error {
 	timeout := c.srv.opts.SendTimeout
-	if timeout <= 0 {
+	if timeout <= 0 || c.unread.cannotBlock() {
 		return c.stream.SendMsg(m)
 	}
 	if c.sendq == nil {
@@ -174,6 +180,56 @@ func (c *conn) sendMsg(m any) error {
 		return status.Errorf(codes.DeadlineExceeded, "the client did not read a response for %v; closing the stream", timeout)
 	}
 }
+
+// unread tracks the bytes written to the stream that its client has not shown it read. A client
+// that answers a response (ACK or NACK: a request carrying its nonce) has read it and every
+// response before it, since a stream is ordered; so the transport has written them to the
+// socket. grpc-go's server blocks a write only while the stream's unwritten bytes exceed its
+// write quota (64 KiB): below that share of unread bytes, a write cannot block.
+type unread struct {
+	sent, read int64  // bytes written so far; bytes up to the last answered response
+	pending    []mark // responses not yet answered, oldest first
+}
+
+type mark struct {
+	nonce string
+	end   int64 // sent after this response
+}
+
+const (
+	// directWriteLimit is the unread bytes below which a write is made without the sender: half
+	// of grpc-go's per-stream write quota (defaultWriteQuota, 64 KiB).
+	directWriteLimit = 32 << 10
+	// maxPending bounds the responses remembered for a client that does not answer; the
+	// oldest are forgotten, which only keeps their bytes counted as unread.
+	maxPending = 64
+)
+
+// written records a response of size bytes written with nonce.
+func (u *unread) written(nonce string, size int) {
+	u.sent += int64(size)
+	if len(u.pending) == maxPending {
+		u.pending = append(u.pending[:0], u.pending[1:]...)
+	}
+	u.pending = append(u.pending, mark{nonce: nonce, end: u.sent})
+}
+
+// answered records a request carrying nonce (empty, or a nonce not pending: nothing learned).
+func (u *unread) answered(nonce string) {
+	if nonce == "" {
+		return
+	}
+	for i, m := range u.pending {
+		if m.nonce == nonce {
+			u.read = m.end
+			u.pending = append(u.pending[:0], u.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// cannotBlock reports whether a write now cannot wait for the client.
+func (u *unread) cannotBlock() bool { return u.sent-u.read < directWriteLimit }
 
 // streamEnded maps a receive error to the handler's return value.
 func streamEnded(err error) error {

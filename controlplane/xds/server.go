@@ -428,6 +428,7 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 	}
 	return serve(s, stream.Context(), c, recv, func(r *sotwRequest, now time.Time) error {
 		defer r.release() // the transport's buffers, when the names were not needed
+		c.unread.answered(r.GetResponseNonce())
 		return c.apply(c.sess.Request(r, now), now)
 	})
 }
@@ -440,6 +441,7 @@ func (s *Server) DeltaAggregatedResources(stream discoverygrpc.AggregatedDiscove
 	c := s.newConn(stream, true)
 	defer s.closeConn(c)
 	return serve(s, stream.Context(), c, stream.Recv, func(r *discoverygrpc.DeltaDiscoveryRequest, now time.Time) error {
+		c.unread.answered(r.GetResponseNonce())
 		return c.apply(c.sess.DeltaRequest(r, now), now)
 	})
 }
