@@ -10,6 +10,7 @@ import (
 	_ "google.golang.org/grpc/encoding/proto"
 
 	"github.com/xdslab/xdslab/controlplane/cache"
+	"github.com/xdslab/xdslab/controlplane/xds/sotw"
 )
 
 // encodedResponse is a DiscoveryResponse in wire form: the framed resources shared from the
@@ -105,11 +106,11 @@ func (r *encodedResponse) buffers() mem.BufferSlice {
 }
 
 // Unmarshal decodes requests without grpc-go's buffer pool (see ServerOptions) and, for SotW
-// requests, without copying them (sotwRequest keeps a reference to the transport's buffers).
+// requests, without copying them (sotw.Request keeps a reference to the transport's buffers).
 func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
-	case *sotwRequest:
-		return m.decodeBuffers(data)
+	case *sotw.Request:
+		return m.DecodeBuffers(data)
 	case proto.Message:
 		if len(data) == 1 {
 			return proto.Unmarshal(data[0].ReadOnlyData(), m) // valid only during this call, which is enough

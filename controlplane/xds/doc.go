@@ -60,12 +60,13 @@
 //
 // Resources are marshalled once and shared through controlplane/cache; responses are encoded by
 // concatenating the cached bytes (see codec.go), so a push to many clients does not marshal per
-// client. What a stream keeps is shared too (nameset.go): a SotW subscription is an interned
-// nameSet (found from the request's hash and bytes, without decoding the names), the answer to
-// a whole subscription is built once per push state per class and shared by every stream
-// subscribed to the same names (pushState.sharedAnswer), SotW CDS/LDS remember the shared list
-// they sent, and a named SotW subscription its last whole answer plus what went out since
-// (holdings). A named
+// client. What a stream keeps is shared too (package controlplane/xds/sotw): a SotW request's
+// names are hashed by the codec, not decoded (sotw.Request), and its subscription is an
+// interned sotw.NameSet (found from the request's hash and bytes, without decoding the names);
+// the answer to a whole subscription is built once per push state per class and shared by
+// every stream subscribed to the same names (pushState.sharedAnswer, sharedanswer.go), SotW
+// CDS/LDS remember the shared list they sent, and a named SotW subscription its last whole
+// answer plus what went out since (holdings). A named
 // ClusterLoadAssignment changes only with its service, endpoints and (subsets, locality load
 // balancing) configs (Server.genOf), so a full push that names no DestinationRule diffs EDS only
 // for the hosts it names. Where locality load balancing makes an assignment the proxy's, it is

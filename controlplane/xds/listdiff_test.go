@@ -17,6 +17,45 @@ import (
 	"github.com/xdslab/xdslab/controlplane/push"
 )
 
+func TestDiffLists(t *testing.T) {
+	r := func(name, body string) *cache.Resource { return cache.NewResource(name, gen.ClusterType, []byte(body)) }
+	a1, b1, c1, b2 := r("a", "1"), r("b", "1"), r("c", "1"), r("b", "2")
+	same := []*cache.Resource{a1, b1}
+	for _, tc := range []struct {
+		name     string
+		old, cur []*cache.Resource
+		changed  []string
+		gone     []string
+	}{
+		{"same slice", same, same, nil, nil},
+		{"equal copies", []*cache.Resource{a1, b1}, []*cache.Resource{a1, b1}, nil, nil},
+		{"same bytes, other resource", []*cache.Resource{a1, b1}, []*cache.Resource{a1, r("b", "1")}, nil, nil},
+		{"first send", nil, []*cache.Resource{a1, b1}, []string{"a", "b"}, nil},
+		{"added", []*cache.Resource{a1, c1}, []*cache.Resource{a1, b1, c1}, []string{"b"}, nil},
+		{"changed", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, b2, c1}, []string{"b"}, nil},
+		{"removed middle", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, c1}, nil, []string{"b"}},
+		{"removed last", []*cache.Resource{a1, b1, c1}, []*cache.Resource{a1, b1}, nil, []string{"c"}},
+		{"removed first and added", []*cache.Resource{a1, c1}, []*cache.Resource{b1, c1}, []string{"b"}, []string{"a"}},
+		{"unsorted", []*cache.Resource{c1, a1, b1}, []*cache.Resource{b2, a1}, []string{"b"}, []string{"c"}},
+		{"unsorted, several gone", []*cache.Resource{c1, a1, b1}, []*cache.Resource{b1}, nil, []string{"c", "a"}},
+		{"all gone", []*cache.Resource{a1}, nil, nil, []string{"a"}},
+	} {
+		d := diffLists(tc.old, tc.cur)
+		got := slices.Sorted(maps.Keys(d.changedSet()))
+		if want := len(tc.changed) > 0 || len(tc.gone) > 0; !slices.Equal(got, tc.changed) || d.differ() != want {
+			t.Errorf("%s: changed %q differ %v, want %q %v", tc.name, got, d.differ(), tc.changed, want)
+		}
+		if !slices.Equal(d.removed, tc.gone) {
+			t.Errorf("%s: removed %q, want %q", tc.name, d.removed, tc.gone)
+		}
+		for i := 1; i < len(d.out); i++ { // in cur's order
+			if slices.Index(tc.cur, d.out[i-1]) > slices.Index(tc.cur, d.out[i]) {
+				t.Errorf("%s: out not in the current list's order: %v", tc.name, d.out)
+			}
+		}
+	}
+}
+
 func TestListDiffsShareOneComparisonPerPair(t *testing.T) {
 	r := func(name, body string) *cache.Resource { return cache.NewResource(name, gen.ClusterType, []byte(body)) }
 	a, b, c := r("a", "1"), r("b", "1"), r("c", "1")

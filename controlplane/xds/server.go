@@ -21,6 +21,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/push"
+	"github.com/xdslab/xdslab/controlplane/xds/sotw"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -103,7 +104,7 @@ type pushState struct {
 	ips    map[string]struct{}
 
 	// sets holds the answers to whole SotW subscriptions shared by the streams that subscribe
-	// to the same names (nameset.go).
+	// to the same names (sharedanswer.go).
 	setsMu sync.Mutex
 	sets   map[setKey]*setAnswer
 
@@ -139,7 +140,7 @@ type Server struct {
 
 	state   atomic.Pointer[pushState]
 	connSeq atomic.Uint64
-	sets    *nameSets
+	sets    *sotw.NameSets
 	queue   *push.Queue[*conn]
 
 	mu    sync.Mutex
@@ -172,7 +173,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, metrics: opts.Metrics, cache: opts.Cache, log: opts.Logger, now: opts.Now,
-		conns: make(map[*conn]struct{}), drain: make(chan struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst), sets: newNameSets()}
+		conns: make(map[*conn]struct{}), drain: make(chan struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst), sets: sotw.NewNameSets()}
 	if s.metrics == nil {
 		s.metrics = NopMetrics{}
 	}
@@ -386,10 +387,10 @@ type APIServer interface {
 }
 
 // plainRequest copies a request with its names decoded and releases the transport's buffers.
-func plainRequest(r *sotwRequest) *discoverygrpc.DiscoveryRequest {
+func plainRequest(r *sotw.Request) *discoverygrpc.DiscoveryRequest {
 	out := proto.Clone(&r.DiscoveryRequest).(*discoverygrpc.DiscoveryRequest)
 	out.ResourceNames = r.Names()
-	r.release()
+	r.Release()
 	return out
 }
 
@@ -398,15 +399,15 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 	if err := s.admitStream(stream.Context()); err != nil {
 		return err
 	}
-	var first *sotwRequest
+	var first *sotw.Request
 	if s.opts.API != nil {
-		first = &sotwRequest{}
+		first = &sotw.Request{}
 		if err := stream.RecvMsg(first); err != nil {
 			return streamEnded(err)
 		}
 		if first.GetNode().GetMetadata().GetFields()["GENERATOR"].GetStringValue() == "api" {
 			recv := func() (*discoverygrpc.DiscoveryRequest, error) {
-				r := &sotwRequest{}
+				r := &sotw.Request{}
 				if err := stream.RecvMsg(r); err != nil {
 					return nil, err
 				}
@@ -417,17 +418,17 @@ func (s *Server) StreamAggregatedResources(stream discoverygrpc.AggregatedDiscov
 	}
 	c := s.newConn(stream, false)
 	defer s.closeConn(c)
-	recv := func() (*sotwRequest, error) {
+	recv := func() (*sotw.Request, error) {
 		if first != nil {
 			r := first
 			first = nil
 			return r, nil
 		}
-		r := &sotwRequest{}
+		r := &sotw.Request{}
 		return r, stream.RecvMsg(r)
 	}
-	return serve(s, stream.Context(), c, recv, func(r *sotwRequest, now time.Time) error {
-		defer r.release() // the transport's buffers, when the names were not needed
+	return serve(s, stream.Context(), c, recv, func(r *sotw.Request, now time.Time) error {
+		defer r.Release() // the transport's buffers, when the names were not needed
 		c.unread.answered(r.GetResponseNonce())
 		return c.apply(c.sess.Request(r, now), now)
 	})

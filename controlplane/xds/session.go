@@ -17,6 +17,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/push"
+	"github.com/xdslab/xdslab/controlplane/xds/sotw"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -31,7 +32,7 @@ type source interface {
 	// exist) for a proxy in st, sorted by name. The Server answers it once per push state for
 	// every stream whose proxy gets the same bytes and that subscribes to the same set
 	// (pushState.sharedAnswer), and the streams keep that shared list as what they hold.
-	subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error)
+	subscribed(p *model.Proxy, st *pushState, typeURL string, set *sotw.NameSet) ([]*cache.Resource, error)
 }
 
 // typeState is one type URL's protocol state on one stream.
@@ -40,8 +41,8 @@ type typeState struct {
 	wildcard bool
 	names    map[string]struct{}
 	// set is a SotW subscription's names, shared with the streams that subscribe to the same
-	// ones (names is set.names then, read-only); nil on Delta, whose names change one by one.
-	set *nameSet
+	// ones (names is set.Names() then, read-only); nil on Delta, whose names change one by one.
+	set *sotw.NameSet
 	// named: a SotW request of this type has named resources (or "*"), so an empty list no
 	// longer means wildcard.
 	named bool
@@ -63,7 +64,7 @@ type typeState struct {
 	sentResp   int
 	// byHost indexes a Delta EDS subscription by service hostname (kept up to date from the
 	// first request), so an endpoint push finds its clusters without parsing every name;
-	// SotW uses set.hosts.
+	// SotW uses set.Hosts.
 	byHost map[string][]string
 
 	// heldForce names the cluster assignments that must be re-sent with a push that flow
@@ -143,7 +144,7 @@ type session struct {
 	nonces uint64
 	flow   *push.Flow
 	// sets interns SotW subscriptions across the server's streams (nil: none shared).
-	sets *nameSets
+	sets *sotw.NameSets
 	// afterCDS is the listener and route part of pushes whose CDS flow control holds: they
 	// would reference clusters the client does not have yet (make-before-break), so they go
 	// out right after the held CDS does.
@@ -156,7 +157,7 @@ type session struct {
 
 // newSession returns the session of a new stream served from src, interning its SotW
 // subscriptions in sets (nil: none shared).
-func newSession(src source, sets *nameSets, delta bool, flow push.FlowOptions) *session {
+func newSession(src source, sets *sotw.NameSets, delta bool, flow push.FlowOptions) *session {
 	return &session{src: src, sets: sets, delta: delta, types: map[string]*typeState{}, flow: push.NewFlow(flow)}
 }
 
@@ -238,12 +239,12 @@ func (s *session) accept(node *corev3.Node, typeURL string) (string, error) {
 var errNoType = status.Error(codes.InvalidArgument, "request without type_url: ADS requests must name their type")
 
 // Request applies one SotW DiscoveryRequest received at now.
-func (s *session) Request(req *sotwRequest, now time.Time) *effects {
+func (s *session) Request(req *sotw.Request, now time.Time) *effects {
 	s.begin()
 	return s.end(s.request(req, now))
 }
 
-func (s *session) request(req *sotwRequest, now time.Time) error {
+func (s *session) request(req *sotw.Request, now time.Time) error {
 	typeURL, err := s.accept(req.GetNode(), req.GetTypeUrl())
 	if err != nil {
 		return err
@@ -262,22 +263,22 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		release = s.answered(ts, req.GetErrorDetail() != nil, now)
 	}
 
-	if ts != nil && nonce != "" && req.restates(ts.reqHash, ts.reqCount) {
+	if ts != nil && nonce != "" && req.Restates(ts.reqHash, ts.reqCount) {
 		// The common case, an ACK restating the subscription: nothing to diff.
 		s.release(ts, release, now)
 		return nil
 	}
 	// Most subscriptions are some other stream's too: found without decoding the names.
-	set, wildcard := s.sets.lookup(req), false
+	set, wildcard := s.sets.Lookup(req), false
 	if set == nil {
 		var fresh map[string]struct{}
 		wildcard, fresh = subscription(typeURL, req.Names(), ts != nil && ts.named)
-		set = s.sets.intern(fresh)
-		if !wildcard && len(fresh) == req.namesCount {
-			set.rememberOrder(req.namesOrder) // no "*", no duplicate: exactly the set, in this order
+		set = s.sets.Intern(fresh)
+		if !wildcard && len(fresh) == req.NamesCount() {
+			set.RememberOrder(req) // no "*", no duplicate: exactly the set, in this order
 		}
 	}
-	names := set.names
+	names := set.Names()
 	if ts == nil || nonce == "" {
 		// A new subscription, or one restated after a reconnect: answer it in full.
 		if ts == nil {
@@ -287,8 +288,8 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 			ts.held.forget()
 		}
 		ts.wildcard, ts.names, ts.set, ts.byHost = wildcard, names, set, nil
-		ts.named = ts.named || req.namesCount > 0
-		ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
+		ts.named = ts.named || req.NamesCount() > 0
+		ts.reqHash, ts.reqCount = req.NamesHash(), req.NamesCount()
 		s.respond(ts, answer{scope: wholeSubscription, request: true}, now)
 		return nil
 	}
@@ -311,8 +312,8 @@ func (s *session) request(req *sotwRequest, now time.Time) error {
 		ts.byHost = nil
 	}
 	ts.wildcard, ts.names, ts.set = wildcard, names, set
-	ts.named = ts.named || req.namesCount > 0
-	ts.reqHash, ts.reqCount = req.namesHash, req.namesCount
+	ts.named = ts.named || req.NamesCount() > 0
+	ts.reqHash, ts.reqCount = req.NamesHash(), req.NamesCount()
 
 	full := (allRequired(typeURL) && (len(added) > 0 || removed || changedWildcard)) ||
 		(!allRequired(typeURL) && changedWildcard && wildcard)
@@ -624,7 +625,7 @@ func (s *session) pushType(typeURL string, req *model.PushRequest, force map[str
 	sc := wholeSubscription
 	if typeURL == gen.EndpointType && !ts.wildcard && (!req.Full || assignmentsByHost(req)) {
 		if ts.set != nil {
-			ts.byHost = ts.set.hosts()
+			ts.byHost = ts.set.Hosts()
 		} else if ts.byHost == nil {
 			ts.byHost = make(map[string][]string)
 			for n := range ts.names {
@@ -729,7 +730,7 @@ func (s *session) respond(ts *typeState, a answer, now time.Time) map[string]str
 	full, names, force := a.scope.all, a.scope.names, a.force
 	if full && !ts.wildcard {
 		if ts.set != nil {
-			names = ts.set.sorted // shared: clipped, so the appends below copy it
+			names = ts.set.Sorted() // shared: clipped, so the appends below copy it
 		} else {
 			names = slices.Sorted(maps.Keys(ts.names))
 		}

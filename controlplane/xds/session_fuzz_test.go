@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/push"
+	"github.com/xdslab/xdslab/controlplane/xds/sotw"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -48,7 +49,7 @@ func FuzzSession(f *testing.F) {
 		data = data[1:]
 		// The Server's path: subscriptions interned, whole ones answered once per push state.
 		src := &fakeSource{res: map[string]map[string]string{}}
-		s := newSession(src, newNameSets(), delta, push.FlowOptions{Enabled: true})
+		s := newSession(src, sotw.NewNameSets(), delta, push.FlowOptions{Enabled: true})
 		now := time.Unix(1, 0)
 		var nonce uint64
 		requested := map[string]bool{}
@@ -110,8 +111,8 @@ func FuzzSession(f *testing.F) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					req := &sotwRequest{}
-					if err := req.decode(b, true); err != nil {
+					req := &sotw.Request{}
+					if err := req.Decode(b, true); err != nil {
 						t.Fatal(err)
 					}
 					e = s.Request(req, now)

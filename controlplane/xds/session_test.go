@@ -20,6 +20,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/push"
+	"github.com/xdslab/xdslab/controlplane/xds/sotw"
 	"github.com/xdslab/xdslab/internal/transcript"
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -111,9 +112,9 @@ func (f *fakeSource) current() *pushState { return f.st }
 
 // subscribed answers whole SotW subscriptions as the Server does: once per push state per set
 // for every stream (pushState.sharedAnswer; all proxies are of one class).
-func (f *fakeSource) subscribed(p *model.Proxy, st *pushState, typeURL string, set *nameSet) ([]*cache.Resource, error) {
-	res, built, err := st.sharedAnswer(setKey{typeURL: typeURL, set: set.id}, func() ([]*cache.Resource, error) {
-		return f.resources(p, st, typeURL, set.sorted, false)
+func (f *fakeSource) subscribed(p *model.Proxy, st *pushState, typeURL string, set *sotw.NameSet) ([]*cache.Resource, error) {
+	res, built, err := st.sharedAnswer(setKey{typeURL: typeURL, set: set.ID()}, func() ([]*cache.Resource, error) {
+		return f.resources(p, st, typeURL, set.Sorted(), false)
 	})
 	if built && f.built != nil {
 		f.built(typeURL, res)
@@ -198,7 +199,7 @@ func newSessionCase(t testing.TB, header string) *sessionCase {
 		}
 	}
 	src := &fakeSource{res: map[string]map[string]string{}}
-	sets := newNameSets()
+	sets := sotw.NewNameSets()
 	x := &sessionCase{t: t, src: src, now: time.Unix(1_000_000, 0), streams: map[string]*stream{}, showBuilt: showBuilt,
 		newSession: func() *session { return newSession(src, sets, delta, opts) }}
 	src.built = func(typeURL string, res []*cache.Resource) {
@@ -345,8 +346,8 @@ func (x *sessionCase) request(typ string, a map[string]string) *effects {
 	if err != nil {
 		x.t.Fatal(err)
 	}
-	req := &sotwRequest{}
-	if err := req.decode(b, true); err != nil {
+	req := &sotw.Request{}
+	if err := req.Decode(b, true); err != nil {
 		x.t.Fatal(err)
 	}
 	return x.sess.Request(req, x.now)

@@ -1,4 +1,4 @@
-package xds
+package sotw
 
 import (
 	"bytes"
@@ -12,21 +12,21 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// sotwRequest is a DiscoveryRequest whose resource_names are decoded lazily. Envoy restates its
+// Request is a DiscoveryRequest whose resource_names are decoded lazily. Envoy restates its
 // whole subscription on every ACK: with a thousand EDS clusters that is a thousand strings per
 // ACK per client, which made decoding ACKs the largest cost of an endpoint push. The codec
 // decodes every other field, and only hashes the names (order-independent) and keeps their wire
 // bytes; the names are decoded when the hash says the subscription changed. The wire bytes are
 // read where the transport left them (a request over 16 KiB arrives in several buffers), never
 // copied: the request holds a reference to the transport's buffers until Names or release.
-type sotwRequest struct {
+type Request struct {
 	discoveryv3.DiscoveryRequest // without ResourceNames, until Names is called
 
 	namesHash  uint64
 	namesCount int
 	// namesOrder is an order-dependent fingerprint of the names (nameOrderStep over their
 	// hashes, never 0): a request naming a set in an order already checked against it name by
-	// name is recognised without reading the names again (nameSets.lookup).
+	// name is recognised without reading the names again (NameSets.Lookup).
 	namesOrder uint64
 	raw        []byte          // the request's wire bytes (owned), rescanned by Names
 	held       mem.BufferSlice // or the transport's buffers, referenced until Names or release
@@ -43,9 +43,9 @@ func hashName(name []byte) uint64 { return maphash.Bytes(namesSeed, name) }
 // in the hashes with an odd multiplier: a permutation of the same names gives another value).
 func nameOrderStep(order, h uint64) uint64 { return order*0x9e3779b97f4a7c15 + h }
 
-// decode fills r from the wire bytes of a DiscoveryRequest. owned says whether r may keep b
+// Decode fills r from the wire bytes of a DiscoveryRequest. owned says whether r may keep b
 // (otherwise it is copied, once, and only when there are names to decode later).
-func (r *sotwRequest) decode(b []byte, owned bool) error {
+func (r *Request) Decode(b []byte, owned bool) error {
 	if err := r.scan([][]byte{b}); err != nil {
 		return err
 	}
@@ -58,9 +58,9 @@ func (r *sotwRequest) decode(b []byte, owned bool) error {
 	return nil
 }
 
-// decodeBuffers fills r from a request as the transport received it, without copying it: when
+// DecodeBuffers fills r from a request as the transport received it, without copying it: when
 // it has names, r references data until Names or release.
-func (r *sotwRequest) decodeBuffers(data mem.BufferSlice) error {
+func (r *Request) DecodeBuffers(data mem.BufferSlice) error {
 	bufs := make([][]byte, len(data))
 	for i, d := range data {
 		bufs[i] = d.ReadOnlyData()
@@ -75,8 +75,8 @@ func (r *sotwRequest) decodeBuffers(data mem.BufferSlice) error {
 	return nil
 }
 
-// release drops the reference to the transport's buffers (a request whose names were not needed).
-func (r *sotwRequest) release() {
+// Release drops the reference to the transport's buffers (a request whose names were not needed).
+func (r *Request) Release() {
 	if r.held != nil {
 		if len(r.held) == 1 {
 			r.raw = nil // it pointed into the buffer
@@ -88,7 +88,7 @@ func (r *sotwRequest) release() {
 
 // scan decodes the fields other than resource_names from the request's bytes, given as
 // consecutive pieces, and hashes and counts the names.
-func (r *sotwRequest) scan(bufs [][]byte) error {
+func (r *Request) scan(bufs [][]byte) error {
 	c := wireCursor{bufs: bufs}
 	var rest []byte
 	var h maphash.Hash
@@ -143,13 +143,13 @@ func (r *sotwRequest) scan(bufs [][]byte) error {
 			return r.scanWhole(bufs)
 		}
 	}
-	r.namesOrder |= 1 // never 0, the empty slot of nameSet.orders
+	r.namesOrder |= 1 // never 0, the empty slot of NameSet.orders
 	return proto.Unmarshal(rest, &r.DiscoveryRequest)
 }
 
 // scanWhole is scan for messages it does not take apart itself: the bytes in one piece, every
 // field but the names decoded by proto.
-func (r *sotwRequest) scanWhole(bufs [][]byte) error {
+func (r *Request) scanWhole(bufs [][]byte) error {
 	b := bytes.Join(bufs, nil)
 	r.namesHash, r.namesCount, r.namesOrder = 0, 0, 0
 	r.DiscoveryRequest = discoveryv3.DiscoveryRequest{}
@@ -250,7 +250,7 @@ func (c *wireCursor) take(n int, f func([]byte)) {
 }
 
 // Names decodes and returns the resource names.
-func (r *sotwRequest) Names() []string {
+func (r *Request) Names() []string {
 	if !r.decoded {
 		names := make([]string, 0, r.namesCount)
 		r.eachName(func(v []byte) bool {
@@ -258,7 +258,7 @@ func (r *sotwRequest) Names() []string {
 			return true
 		})
 		r.ResourceNames, r.decoded = names, true
-		r.release()
+		r.Release()
 		r.raw = nil
 	}
 	return r.ResourceNames
@@ -268,7 +268,7 @@ func (r *sotwRequest) Names() []string {
 // it reports whether every call returned true. It decodes no strings: before Names it reads the
 // request's bytes, copying a request that came in several buffers together once (and letting
 // the transport's buffers go).
-func (r *sotwRequest) eachName(f func([]byte) bool) bool {
+func (r *Request) eachName(f func([]byte) bool) bool {
 	if r.decoded {
 		for _, n := range r.ResourceNames {
 			if !f([]byte(n)) {
@@ -282,7 +282,7 @@ func (r *sotwRequest) eachName(f func([]byte) bool) bool {
 			r.raw = r.held[0].ReadOnlyData() // valid until release, which drops it too
 		} else {
 			r.raw = r.held.Materialize()
-			r.release()
+			r.Release()
 		}
 	}
 	b := r.raw
@@ -303,9 +303,16 @@ func (r *sotwRequest) eachName(f func([]byte) bool) bool {
 	return true
 }
 
-// restates reports whether the request names exactly the subscription whose hash and size are
+// Restates reports whether the request names exactly the subscription whose hash and size are
 // given (a hash collision would only skip a subscription diff, never misroute a resource, and
 // needs 2^64 luck).
-func (r *sotwRequest) restates(hash uint64, count int) bool {
+func (r *Request) Restates(hash uint64, count int) bool {
 	return r.namesHash == hash && r.namesCount == count
 }
+
+// NamesHash is the order-independent hash of the request's resource names, taken without
+// decoding them: with NamesCount, what Restates compares.
+func (r *Request) NamesHash() uint64 { return r.namesHash }
+
+// NamesCount is the number of the request's resource names ("*" and duplicates included).
+func (r *Request) NamesCount() int { return r.namesCount }

@@ -1,4 +1,4 @@
-package xds
+package sotw
 
 import (
 	"strconv"
@@ -27,33 +27,33 @@ func TestLazyRequestMatchesProto(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got sotwRequest
-		if err := got.decode(b, false); err != nil {
+		var got Request
+		if err := got.Decode(b, false); err != nil {
 			t.Fatal(err)
 		}
 		got.Names()
 		if d := cmp.Diff(want, &got.DiscoveryRequest, protocmp.Transform()); d != "" {
 			t.Errorf("lazy decode differs (-want +got):\n%s", d)
 		}
-		if !got.restates(got.namesHash, len(want.ResourceNames)) {
+		if !got.Restates(got.namesHash, len(want.ResourceNames)) {
 			t.Errorf("%v: request does not restate its own names", want.ResourceNames)
 		}
 	}
 	// Order does not matter; content does.
-	a, b := &sotwRequest{}, &sotwRequest{}
+	a, b := &Request{}, &Request{}
 	ab, _ := proto.Marshal(&discoveryv3.DiscoveryRequest{ResourceNames: []string{"a", "b"}})
 	ba, _ := proto.Marshal(&discoveryv3.DiscoveryRequest{ResourceNames: []string{"b", "a"}})
-	_ = a.decode(ab, true)
-	_ = b.decode(ba, true)
-	if !a.restates(b.namesHash, b.namesCount) {
+	_ = a.Decode(ab, true)
+	_ = b.Decode(ba, true)
+	if !a.Restates(b.namesHash, b.namesCount) {
 		t.Error("same names in another order hash differently")
 	}
-	c, star := &sotwRequest{}, &sotwRequest{}
+	c, star := &Request{}, &Request{}
 	ac, _ := proto.Marshal(&discoveryv3.DiscoveryRequest{ResourceNames: []string{"a", "c"}})
 	sa, _ := proto.Marshal(&discoveryv3.DiscoveryRequest{ResourceNames: []string{"*", "a"}})
-	_ = c.decode(ac, true)
-	_ = star.decode(sa, true)
-	if a.restates(c.namesHash, c.namesCount) || a.restates(star.namesHash, star.namesCount) {
+	_ = c.Decode(ac, true)
+	_ = star.Decode(sa, true)
+	if a.Restates(c.namesHash, c.namesCount) || a.Restates(star.namesHash, star.namesCount) {
 		t.Error("different names (or a dropped \"*\") hash the same")
 	}
 }
@@ -68,8 +68,8 @@ func FuzzSotwRequestDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var want discoveryv3.DiscoveryRequest
 		werr := proto.Unmarshal(b, &want)
-		var got sotwRequest
-		gerr := got.decode(b, false)
+		var got Request
+		gerr := got.Decode(b, false)
 		if werr != nil {
 			return // malformed input: an error (or a lenient decode) is fine, a panic is not
 		}
@@ -102,8 +102,8 @@ func FuzzSotwRequestPieces(f *testing.F) {
 			return
 		}
 		cut1, cut2, b := in[0], in[1], in[2:]
-		var whole sotwRequest
-		werr := whole.decode(b, false)
+		var whole Request
+		werr := whole.Decode(b, false)
 		var data mem.BufferSlice
 		rest := b
 		for _, c := range []int{int(cut1), int(cut2)} {
@@ -112,8 +112,8 @@ func FuzzSotwRequestPieces(f *testing.F) {
 			rest = rest[c:]
 		}
 		data = append(data, mem.SliceBuffer(rest))
-		var got sotwRequest
-		gerr := got.decodeBuffers(data)
+		var got Request
+		gerr := got.DecodeBuffers(data)
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("one piece: %v; in pieces: %v", werr, gerr)
 		}
