@@ -146,8 +146,10 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[*conn]struct{}
 
-	drain     chan struct{} // closed by Drain
-	drainOnce sync.Once
+	// draining is done once Drain was called; each stream's owner learns it through its own
+	// context (serve), so that no channel is shared by every stream's wait.
+	draining context.Context
+	drain    context.CancelFunc
 }
 
 // ErrDraining is the status a stream ends with when the server drains: clients reconnect (to
@@ -158,7 +160,7 @@ var ErrDraining = status.Error(codes.Unavailable, "xds: control plane shutting d
 // to a client that does not read ends when the send does) and refuses new ones. Call it after
 // grpc.Server.GracefulStop has sent GOAWAY, so that clients see a GOAWAY, then their stream's
 // status, never an abrupt transport close. Safe to call more than once.
-func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.drain) }) }
+func (s *Server) Drain() { s.drain() }
 
 // Streams is the number of open xDS streams.
 func (s *Server) Streams() int {
@@ -173,7 +175,8 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, metrics: opts.Metrics, cache: opts.Cache, log: opts.Logger, now: opts.Now,
-		conns: make(map[*conn]struct{}), drain: make(chan struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst), sets: sotw.NewNameSets()}
+		conns: make(map[*conn]struct{}), admit: newAdmission(opts.AdmissionRate, opts.AdmissionBurst), sets: sotw.NewNameSets()}
+	s.draining, s.drain = context.WithCancel(context.Background())
 	if s.metrics == nil {
 		s.metrics = NopMetrics{}
 	}
@@ -356,10 +359,8 @@ func (s *Server) unregister(c *conn) {
 
 // admitStream takes an admission token for a new stream, waiting up to AdmissionWait for one.
 func (s *Server) admitStream(ctx context.Context) error {
-	select {
-	case <-s.drain:
+	if s.draining.Err() != nil {
 		return ErrDraining
-	default:
 	}
 	wait, ok := s.admit.reserve(s.now(), s.opts.AdmissionWait)
 	if !ok {
@@ -476,6 +477,9 @@ const maxRequestStreak = 16
 // maxRequestStreak in a row, and ticks the session when its flow-control timer fires. handle
 // feeds one request to the session and performs its effects.
 func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, error), handle func(Req, time.Time) error) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	defer context.AfterFunc(s.draining, func() { stop(ErrDraining) })()
 	reqs := make(chan Req)
 	recvErr := make(chan error, 1)
 	go func() {
@@ -535,10 +539,11 @@ func serve[Req any](s *Server, ctx context.Context, c *conn, recv func() (Req, e
 			}
 		case err := <-recvErr:
 			return streamEnded(err)
-		case <-ctx.Done():
+		case <-ctx.Done(): // the stream ended, or the server drains
+			if context.Cause(ctx) == ErrDraining {
+				return ErrDraining
+			}
 			return nil
-		case <-s.drain:
-			return ErrDraining
 		}
 	}
 }
