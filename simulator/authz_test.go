@@ -12,6 +12,7 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -61,7 +62,7 @@ func TestAuthzObjects(t *testing.T) {
 					continue
 				}
 				cc := c
-				warns, err := config.ValidateSpec(&cc)
+				warns, err := validate.Spec(&cc)
 				require.NoError(t, err, "%s", c.Key())
 				require.Empty(t, warns, "%s", c.Key())
 				require.Nil(t, ap.Selector, "namespace-wide: the fleet's clients carry no workload labels")
@@ -114,7 +115,7 @@ func TestAuthzChurn(t *testing.T) {
 			for i, c := range ev.Upserts {
 				ap := c.Spec.(*securityapi.AuthorizationPolicy)
 				cc := c
-				_, err := config.ValidateSpec(&cc)
+				_, err := validate.Spec(&cc)
 				require.NoError(t, err)
 				require.NotEqual(t, rules[c.Key()], len(ap.Rules), "%s: a rewrite changes the rule count", c.Key())
 				rules[c.Key()] = len(ap.Rules)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
@@ -39,7 +39,7 @@ func TestGatewayObjects(t *testing.T) {
 	}
 	for _, c := range sim.Initial() {
 		cc := c
-		_, err := config.ValidateSpec(&cc)
+		_, err := validate.Spec(&cc)
 		require.NoError(t, err, "%s", c.Key())
 		switch spec := c.Spec.(type) {
 		case *networking.Gateway:

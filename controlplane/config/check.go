@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -25,8 +26,8 @@ type CheckReport struct {
 	Warnings []*DecodeError
 	// Skipped are documents of kinds the control plane does not read.
 	Skipped []Skipped
-	// Findings are problems between objects (Analyze), over the objects that would load.
-	Findings []Finding
+	// Findings are problems between objects (validate.Analyze), over the objects that would load.
+	Findings []validate.Finding
 }
 
 // CheckPaths reads each path (a file, or a directory read recursively with the FileSource's
@@ -95,6 +96,6 @@ func CheckPaths(paths []string, d Decoder) CheckReport {
 			r.Configs = append(r.Configs, c)
 		}
 	}
-	r.Findings = Analyze(r.Configs)
+	r.Findings = validate.Analyze(r.Configs)
 	return r
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -100,7 +101,7 @@ func (d Decoder) Decode(file string, data []byte) ([]*istioconfig.Config, error)
 }
 
 // DecodeAll is Decode that also returns the skipped documents and the warnings. Every
-// object is checked with Istio's semantic validation (ValidateSpec): an object that breaks a
+// object is checked with Istio's semantic validation (validate.Check): an object that breaks a
 // rule is an error naming the field's line, and its document contributes nothing.
 func (d Decoder) DecodeAll(file string, data []byte) (Decoded, error) {
 	if d.DefaultNamespace == "" {
@@ -192,7 +193,7 @@ func (st *decodeState) yamlError(loc *locator, err error) {
 var topLevelKeys = []string{"apiVersion", "kind", "metadata", "spec", "status"}
 
 // object decodes one Kubernetes object (or, when allowList, a List of them) from JSON.
-func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) {
+func (st *decodeState) object(js []byte, loc *locator, at validate.Path, allowList bool) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(js, &top); err != nil || top == nil {
 		st.fail(loc.line(at), "", "%sthe document is not an object: write apiVersion, kind, metadata and spec as keys", where(at))
@@ -200,11 +201,11 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 	}
 	var apiVersion, kind string
 	if err := unmarshalString(top["apiVersion"], &apiVersion); err != nil {
-		st.fail(loc.line(at.with("apiVersion")), "", "%s: must be a string such as %q", at.with("apiVersion"), istioconfig.APIVersions()[0])
+		st.fail(loc.line(at.With("apiVersion")), "", "%s: must be a string such as %q", at.With("apiVersion"), istioconfig.APIVersions()[0])
 		return
 	}
 	if err := unmarshalString(top["kind"], &kind); err != nil {
-		st.fail(loc.line(at.with("kind")), "", "%s: must be a string such as %q", at.with("kind"), istioconfig.KindServiceEntry)
+		st.fail(loc.line(at.With("kind")), "", "%s: must be a string such as %q", at.With("kind"), istioconfig.KindServiceEntry)
 		return
 	}
 	if kind == "" {
@@ -213,7 +214,7 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 	}
 	if kind == "List" || strings.HasSuffix(kind, "List") && top["items"] != nil {
 		if !allowList {
-			st.fail(loc.line(at.with("kind")), "", "%s: a List inside a List is not supported: move the items up", at.with("kind"))
+			st.fail(loc.line(at.With("kind")), "", "%s: a List inside a List is not supported: move the items up", at.With("kind"))
 			return
 		}
 		st.list(top, apiVersion, kind, loc, at)
@@ -221,7 +222,7 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 	}
 	for _, k := range sortedKeys(top) {
 		if !slices.Contains(topLevelKeys, k) {
-			st.fail(loc.line(at.with(k)), "", "%s: unknown field %q%s", at.with(k), k, didYouMean(k, topLevelKeys))
+			st.fail(loc.line(at.With(k)), "", "%s: unknown field %q%s", at.With(k), k, didYouMean(k, topLevelKeys))
 			return
 		}
 	}
@@ -235,7 +236,7 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 		st.skip(top, apiVersion, kind, known, loc, at)
 		return
 	}
-	meta, ok := st.metadata(top["metadata"], loc, at.with("metadata"), mk)
+	meta, ok := st.metadata(top["metadata"], loc, at.With("metadata"), mk)
 	if !ok {
 		return
 	}
@@ -255,7 +256,7 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 			}
 		}
 		if err != nil {
-			st.specError(raw, err, spec, loc, at.with("spec"), obj)
+			st.specError(raw, err, spec, loc, at.With("spec"), obj)
 			return
 		}
 	}
@@ -266,10 +267,10 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 	}
 	bad := false
 	var warns []*DecodeError
-	for _, p := range checkSpec(cfg.Namespace, cfg.Spec) {
-		full := at.with(p.at...)
-		e := &DecodeError{File: st.file, Line: loc.line(full), Object: obj, Msg: full.String() + ": " + p.msg}
-		if p.warn {
+	for _, p := range validate.Check(cfg.Namespace, cfg.Spec) {
+		full := at.With(p.Path...)
+		e := &DecodeError{File: st.file, Line: loc.line(full), Object: obj, Msg: full.String() + ": " + p.Msg}
+		if p.Warn {
 			warns = append(warns, e)
 			continue
 		}
@@ -285,7 +286,7 @@ func (st *decodeState) object(js []byte, loc *locator, at path, allowList bool) 
 
 // skip records a document of a kind or apiVersion this package does not store, with a hint
 // when it looks like a typo of one it does.
-func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind string, knownKind bool, loc *locator, at path) {
+func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind string, knownKind bool, loc *locator, at validate.Path) {
 	sk := Skipped{File: st.file, Line: loc.line(at), APIVersion: apiVersion, Kind: kind}
 	var meta struct{ Name, Namespace string }
 	if json.Unmarshal(top["metadata"], &meta) == nil && meta.Name != "" {
@@ -307,26 +308,26 @@ func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind str
 	st.skipped = append(st.skipped, sk)
 }
 
-func (st *decodeState) list(top map[string]json.RawMessage, apiVersion, kind string, loc *locator, at path) {
+func (st *decodeState) list(top map[string]json.RawMessage, apiVersion, kind string, loc *locator, at validate.Path) {
 	for _, k := range sortedKeys(top) {
 		if k != "apiVersion" && k != "kind" && k != "items" && k != "metadata" {
-			st.fail(loc.line(at.with(k)), "", "%s: unknown field %q in a %s: a List has apiVersion, kind, metadata and items", at.with(k), k, kind)
+			st.fail(loc.line(at.With(k)), "", "%s: unknown field %q in a %s: a List has apiVersion, kind, metadata and items", at.With(k), k, kind)
 			return
 		}
 	}
 	if kind != "List" || (apiVersion != "v1" && apiVersion != "") {
-		st.fail(loc.line(at.with("kind")), "", "%s: unsupported list %s %q: use apiVersion: v1 and kind: List", at.with("kind"), apiVersion, kind)
+		st.fail(loc.line(at.With("kind")), "", "%s: unsupported list %s %q: use apiVersion: v1 and kind: List", at.With("kind"), apiVersion, kind)
 		return
 	}
 	var items []json.RawMessage
 	if raw := top["items"]; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &items); err != nil {
-			st.fail(loc.line(at.with("items")), "", "%s: must be a list of objects", at.with("items"))
+			st.fail(loc.line(at.With("items")), "", "%s: must be a list of objects", at.With("items"))
 			return
 		}
 	}
 	for i, item := range items {
-		st.object(item, loc, at.with("items", i), false)
+		st.object(item, loc, at.With("items", i), false)
 	}
 }
 
@@ -338,7 +339,7 @@ var (
 		"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
 )
 
-func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind istioconfig.Kind) (istioconfig.Meta, bool) {
+func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at validate.Path, kind istioconfig.Kind) (istioconfig.Meta, bool) {
 	var m map[string]json.RawMessage
 	if len(raw) == 0 || string(raw) == "null" {
 		st.fail(loc.line(at[:len(at)-1]), "", "%s is missing: add metadata with a name (and a namespace, else %q)", at, st.d.DefaultNamespace)
@@ -355,7 +356,7 @@ func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind
 		case "name", "namespace", "resourceVersion":
 			var s string
 			if err := unmarshalString(v, &s); err != nil {
-				st.fail(loc.line(at.with(k)), "", "%s: must be a string, got %s: quote it (YAML reads y, n, yes, no, on, off as booleans)", at.with(k), v)
+				st.fail(loc.line(at.With(k)), "", "%s: must be a string, got %s: quote it (YAML reads y, n, yes, no, on, off as booleans)", at.With(k), v)
 				return meta, false
 			}
 			switch k {
@@ -369,14 +370,14 @@ func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind
 		case "labels", "annotations":
 			var mm map[string]any
 			if err := json.Unmarshal(v, &mm); err != nil {
-				st.fail(loc.line(at.with(k)), "", "%s: must be a map of strings", at.with(k))
+				st.fail(loc.line(at.With(k)), "", "%s: must be a map of strings", at.With(k))
 				return meta, false
 			}
 			out := make(map[string]string, len(mm))
 			for _, mk := range sortedKeys(mm) {
 				s, ok := mm[mk].(string)
 				if !ok {
-					st.fail(loc.line(at.with(k, mk)), "", "%s: the value must be a string: quote it (%s: \"%v\")", at.with(k, mk), mk, jsonText(mm[mk]))
+					st.fail(loc.line(at.With(k, mk)), "", "%s: the value must be a string: quote it (%s: \"%v\")", at.With(k, mk), mk, jsonText(mm[mk]))
 					return meta, false
 				}
 				out[mk] = s
@@ -392,23 +393,23 @@ func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind
 		case "creationTimestamp":
 			var s *string
 			if err := json.Unmarshal(v, &s); err != nil {
-				st.fail(loc.line(at.with(k)), "", "%s: must be an RFC 3339 time string", at.with(k))
+				st.fail(loc.line(at.With(k)), "", "%s: must be an RFC 3339 time string", at.With(k))
 				return meta, false
 			}
 			if s != nil {
 				t, err := time.Parse(time.RFC3339, *s)
 				if err != nil {
-					st.fail(loc.line(at.with(k)), "", "%s: %q is not an RFC 3339 time such as 2024-01-02T15:04:05Z", at.with(k), *s)
+					st.fail(loc.line(at.With(k)), "", "%s: %q is not an RFC 3339 time such as 2024-01-02T15:04:05Z", at.With(k), *s)
 					return meta, false
 				}
 				meta.CreationTimestamp = t
 			}
 		case "generateName":
-			st.fail(loc.line(at.with(k)), "", "%s is not supported: set metadata.name", at.with(k))
+			st.fail(loc.line(at.With(k)), "", "%s is not supported: set metadata.name", at.With(k))
 			return meta, false
 		default:
 			if !slices.Contains(ignoredMeta, k) {
-				st.fail(loc.line(at.with(k)), "", "%s: unknown field %q%s", at.with(k), k, didYouMean(k, usedMeta))
+				st.fail(loc.line(at.With(k)), "", "%s: unknown field %q%s", at.With(k), k, didYouMean(k, usedMeta))
 				return meta, false
 			}
 		}
@@ -418,11 +419,11 @@ func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind
 	}
 	obj := fmt.Sprintf("%s %s/%s", kind, meta.Namespace, meta.Name)
 	if err := istioconfig.ValidateName(meta.Name); err != nil {
-		st.fail(loc.line(at.with("name")), obj, "%v", err)
+		st.fail(loc.line(at.With("name")), obj, "%v", err)
 		return meta, false
 	}
 	if err := istioconfig.ValidateNamespace(meta.Namespace); err != nil {
-		st.fail(loc.line(at.with("namespace")), obj, "%v", err)
+		st.fail(loc.line(at.With("namespace")), obj, "%v", err)
 		return meta, false
 	}
 	return meta, true
@@ -431,7 +432,7 @@ func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at path, kind
 var protoPosRE = regexp.MustCompile(`\(line (\d+):(\d+)\): (.*)$`)
 
 // specError turns a protojson error into a message at the offending key's line.
-func (st *decodeState) specError(raw json.RawMessage, err error, spec proto.Message, loc *locator, at path, obj string) {
+func (st *decodeState) specError(raw json.RawMessage, err error, spec proto.Message, loc *locator, at validate.Path, obj string) {
 	msg := err.Error()
 	m := protoPosRE.FindStringSubmatch(msg)
 	if m == nil {
@@ -441,7 +442,7 @@ func (st *decodeState) specError(raw json.RawMessage, err error, spec proto.Mess
 	l, _ := strconv.Atoi(m[1])
 	c, _ := strconv.Atoi(m[2])
 	sub := jsonPathAt(raw, byteOffset(raw, l, c))
-	full := at.with(sub...)
+	full := at.With(sub...)
 	text := m[3]
 	switch {
 	case strings.HasPrefix(text, "unknown field "):
@@ -462,7 +463,7 @@ func cleanProtoMsg(s string) string {
 	return strings.TrimSpace(strings.TrimPrefix(s, "\u00a0"))
 }
 
-func where(at path) string {
+func where(at validate.Path) string {
 	if len(at) == 0 {
 		return ""
 	}

@@ -4,39 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 )
-
-// A path names a value inside a document: string elements are object keys, int elements are
-// list indices.
-type path []any
-
-func (p path) with(elems ...any) path {
-	out := make(path, 0, len(p)+len(elems))
-	return append(append(out, p...), elems...)
-}
-
-// String formats the path the way kubectl does: spec.ports[0].targetPort.
-func (p path) String() string {
-	var b strings.Builder
-	for _, e := range p {
-		switch e := e.(type) {
-		case int:
-			b.WriteString("[" + strconv.Itoa(e) + "]")
-		case string:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(e)
-		}
-	}
-	return b.String()
-}
 
 // locator maps a path in one document to a line of its file. The document's YAML is parsed
 // (with line numbers) only when an error needs a line, so good input is parsed once.
@@ -50,7 +24,7 @@ type locator struct {
 
 // line returns the file line of the deepest element of p found in the document (the key's line
 // for an object member), or the document's first line.
-func (l *locator) line(p path) int {
+func (l *locator) line(p validate.Path) int {
 	if !l.parsed {
 		l.parsed = true
 		var doc yaml.Node
@@ -96,7 +70,7 @@ func (l *locator) line(p path) int {
 
 // jsonPathAt returns the path of the JSON token that starts at or spans byte offset off of js:
 // an object key's path when off is on a key, else the value's path.
-func jsonPathAt(js []byte, off int) path {
+func jsonPathAt(js []byte, off int) validate.Path {
 	type frame struct {
 		object    bool
 		expectKey bool
@@ -104,8 +78,8 @@ func jsonPathAt(js []byte, off int) path {
 		index     int
 	}
 	var stack []frame
-	cur := func() path {
-		p := make(path, 0, len(stack))
+	cur := func() validate.Path {
+		p := make(validate.Path, 0, len(stack))
 		for _, f := range stack {
 			if f.object {
 				p = append(p, f.key)
@@ -185,7 +159,7 @@ func byteOffset(b []byte, line, col int) int {
 
 // fieldsAt returns the JSON names of the fields of the message that holds the last element of
 // p (a path inside a spec of type md), for "did you mean" hints.
-func fieldsAt(md protoreflect.MessageDescriptor, p path) []string {
+func fieldsAt(md protoreflect.MessageDescriptor, p validate.Path) []string {
 	if len(p) == 0 {
 		return nil
 	}

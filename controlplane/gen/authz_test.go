@@ -16,7 +16,7 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 	typev1beta1 "istio.io/api/type/v1beta1"
 
-	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -301,7 +301,7 @@ func FuzzAuthzRule(f *testing.F) {
 
 // validForFuzz reports whether the config validator admits cfg (what reaches the generator).
 func validForFuzz(cfg *istioconfig.Config) bool {
-	_, err := config.ValidateSpec(cfg)
+	_, err := validate.Spec(cfg)
 	return err == nil
 }
 

@@ -5,7 +5,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/internal/mcp"
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -37,7 +37,7 @@ func FuzzStateResponse(f *testing.F) {
 			if err := istioconfig.Validate(c); err != nil {
 				t.Fatalf("upsert fails validation: %v", err)
 			}
-			if _, err := config.ValidateSpec(c); err != nil {
+			if _, err := validate.Spec(c); err != nil {
 				t.Fatalf("upsert fails Istio's rules: %v", err)
 			}
 		}

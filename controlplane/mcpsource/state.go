@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/internal/mcp"
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -84,7 +85,7 @@ func (s *State) Response(typeURL string, resources []*anypb.Any) Result {
 		}
 		d, err := mcp.Decode(typeURL, i, a)
 		if err == nil {
-			if _, err = config.ValidateSpec(d.Config); err != nil {
+			if _, err = validate.Spec(d.Config); err != nil {
 				err = &mcp.Error{TypeURL: typeURL, Name: d.Config.Namespace + "/" + d.Config.Name, Rule: err.Error()}
 			}
 		}

@@ -179,8 +179,8 @@ var ErrNotStored = errors.New("collection not used by xdslab")
 // an istio.mcp.v1alpha1.Resource whose name is "namespace/name" and whose body is the
 // collection's Istio proto (type.googleapis.com/istio.networking.v1alpha3.ServiceEntry, …) and
 // unmarshals. The object is then checked as any stored object is (istioconfig.Validate: names) but
-// not against Istio's semantic rules (config.ValidateSpec), which the caller applies. A
-// collection xdslab does not use yields ErrNotStored.
+// not against Istio's semantic rules (controlplane/config/validate.Spec), which the caller
+// applies. A collection xdslab does not use yields ErrNotStored.
 func Decode(typeURL string, i int, a *anypb.Any) (Decoded, error) {
 	bad := func(name, format string, args ...any) (Decoded, error) {
 		return Decoded{}, &Error{TypeURL: typeURL, Name: name, Rule: fmt.Sprintf(format, args...)}

@@ -1,4 +1,4 @@
-package config
+package validate
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ const (
 
 // localityLB mirrors istiod's ValidateLocalityLbSetting for a DestinationRule's
 // localityLbSetting, od being the outlier detection at the same level (failover needs it).
-func (c *checker) localityLB(at path, lb *networking.LocalityLoadBalancerSetting, od *networking.OutlierDetection) {
+func (c *checker) localityLB(at Path, lb *networking.LocalityLoadBalancerSetting, od *networking.OutlierDetection) {
 	if lb == nil {
 		return
 	}
@@ -29,14 +29,14 @@ func (c *checker) localityLB(at path, lb *networking.LocalityLoadBalancerSetting
 	if len(lb.GetFailover()) > 0 {
 		for i, l := range lb.GetFailoverPriority() {
 			if l == labelRegion || l == labelZone || l == labelSubzone {
-				c.errf(at.with("failoverPriority", i), "%q cannot be combined with failover (which already ranks by region): remove one of them", l)
+				c.errf(at.With("failoverPriority", i), "%q cannot be combined with failover (which already ranks by region): remove one of them", l)
 				return
 			}
 		}
 	}
 	var from []string
 	for i, d := range lb.GetDistribute() {
-		da := at.with("distribute", i)
+		da := at.With("distribute", i)
 		from = append(from, d.GetFrom())
 		var total uint32
 		to := make([]string, 0, len(d.GetTo()))
@@ -47,27 +47,27 @@ func (c *checker) localityLB(at path, lb *networking.LocalityLoadBalancerSetting
 		for _, loc := range to {
 			w := d.GetTo()[loc]
 			if w == 0 || w > 100 {
-				c.errf(da.with("to", loc), "weight %d is out of range: use 1 to 100", w)
+				c.errf(da.With("to", loc), "weight %d is out of range: use 1 to 100", w)
 				return
 			}
 			total += w
 		}
 		if total != 100 {
-			c.errf(da.with("to"), "weights add up to %d: they must add up to 100", total)
+			c.errf(da.With("to"), "weights add up to %d: they must add up to 100", total)
 			return
 		}
 		if err := checkLocalities(to); err != nil {
-			c.errf(da.with("to"), "%v", err)
+			c.errf(da.With("to"), "%v", err)
 		}
 	}
 	if err := checkLocalities(from); err != nil {
-		c.errf(at.with("distribute"), "from: %v", err)
+		c.errf(at.With("distribute"), "from: %v", err)
 	}
 	if (len(lb.GetFailover()) > 0 || len(lb.GetFailoverPriority()) > 0) && od == nil {
 		c.warnf(at, "fails over only with outlier detection: add outlierDetection to this policy, or nothing fails over")
 	}
 	for i, f := range lb.GetFailover() {
-		fa := at.with("failover", i)
+		fa := at.With("failover", i)
 		switch {
 		case f.GetFrom() == f.GetTo():
 			c.errf(fa, "from and to are both %q: name two different regions", f.GetFrom())
@@ -79,7 +79,7 @@ func (c *checker) localityLB(at path, lb *networking.LocalityLoadBalancerSetting
 	}
 	for i, l := range lb.GetFailoverPriority() {
 		if strings.SplitN(l, "=", 2)[0] == labelHostname {
-			c.warnf(at.with("failoverPriority", i), "%q is compared with the workloads' own labels only: xdslab knows no node names", l)
+			c.warnf(at.With("failoverPriority", i), "%q is compared with the workloads' own labels only: xdslab knows no node names", l)
 		}
 	}
 }

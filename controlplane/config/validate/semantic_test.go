@@ -1,13 +1,16 @@
-package config
+package validate_test
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -300,11 +303,11 @@ func TestValidateSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "apiVersion: " + istioconfig.KindAPIVersions(tc.kind)[0] + "\nkind: " + string(tc.kind) + "\nmetadata: {name: x}\nspec:\n  " +
 				strings.ReplaceAll(tc.spec, "\n", "\n  ") + "\n"
-			res, err := Decoder{}.DecodeAll("t.yaml", []byte(doc))
+			res, err := config.Decoder{}.DecodeAll("t.yaml", []byte(doc))
 			var errs []string
 			if err != nil {
 				for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-					var de *DecodeError
+					var de *config.DecodeError
 					if !errors.As(e, &de) {
 						t.Fatalf("%v is not a *DecodeError", e)
 					}
@@ -343,8 +346,8 @@ func TestValidateSpec(t *testing.T) {
 func TestValidateSpecAPI(t *testing.T) {
 	cfg := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindServiceEntry, Name: "a", Namespace: "default"},
 		Spec: &networking.ServiceEntry{Hosts: []string{"", "*web.com"}}}
-	warns, err := ValidateSpec(cfg)
-	var se *SpecError
+	warns, err := validate.Spec(cfg)
+	var se *validate.SpecError
 	if !errors.As(err, &se) || se.Path != "spec.hosts[0]" {
 		t.Fatalf("err = %v, want a *SpecError at spec.hosts[0]", err)
 	}
@@ -352,8 +355,28 @@ func TestValidateSpecAPI(t *testing.T) {
 		t.Errorf("warnings = %v", warns)
 	}
 	cfg.Spec = &networking.ServiceEntry{Hosts: []string{"a.com"}}
-	if warns, err := ValidateSpec(cfg); err != nil || len(warns) != 0 {
+	if warns, err := validate.Spec(cfg); err != nil || len(warns) != 0 {
 		t.Errorf("valid spec: %v %v", warns, err)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with testdata/name (rewriting it with -update).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run with -update to accept):\n got:\n%s\nwant:\n%s", path, got, want)
 	}
 }
 
@@ -370,7 +393,7 @@ func TestInvalidCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Decoder{}.DecodeAll(f, data)
+			res, err := config.Decoder{}.DecodeAll(f, data)
 			if err == nil {
 				t.Fatalf("%s decoded without errors: every corpus file must hold at least one invalid object", f)
 			}
@@ -449,8 +472,8 @@ func FuzzValidateSpec(f *testing.F) {
 			return
 		}
 		cfg := &istioconfig.Config{Meta: istioconfig.Meta{Kind: k, Name: "x", Namespace: "default"}, Spec: spec}
-		w1, e1 := ValidateSpec(cfg)
-		w2, e2 := ValidateSpec(cfg)
+		w1, e1 := validate.Spec(cfg)
+		w2, e2 := validate.Spec(cfg)
 		if len(w1) != len(w2) || (e1 == nil) != (e2 == nil) || (e1 != nil && e1.Error() != e2.Error()) {
 			t.Fatalf("not deterministic: %v %v / %v %v", w1, e1, w2, e2)
 		}

@@ -1,8 +1,11 @@
-package config
+package validate_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 )
 
 func TestAnalyzeGatewayRefs(t *testing.T) {
@@ -14,12 +17,12 @@ func TestAnalyzeGatewayRefs(t *testing.T) {
 			"  gateways: [istio-system/ingress, ingress.istio-system.svc.cluster.local, mesh, istio-system/egress, ingress]\n"+
 			"  http:\n  - match: [{gateways: [istio-system/other]}]\n    route:\n    - destination: {host: app}\n",
 	)
-	cfgs, err := Decode("gw.yaml", []byte(in))
+	cfgs, err := config.Decode("gw.yaml", []byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, f := range Analyze(cfgs) {
+	for _, f := range validate.Analyze(cfgs) {
 		got = append(got, f.String())
 	}
 	want := []string{

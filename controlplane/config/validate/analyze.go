@@ -1,4 +1,4 @@
-package config
+package validate
 
 import (
 	"fmt"
@@ -56,7 +56,7 @@ func Analyze(cfgs []*istioconfig.Config) []Finding {
 			continue
 		}
 		obj := fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name)
-		check := func(at path, d *networking.Destination) {
+		check := func(at Path, d *networking.Destination) {
 			if d.GetSubset() == "" {
 				return
 			}
@@ -68,25 +68,25 @@ func Analyze(cfgs []*istioconfig.Config) []Finding {
 			if subsets[h] == nil {
 				msg = fmt.Sprintf("subset %q of host %s: no DestinationRule defines subsets for this host: traffic to it fails (HTTP 503); add a DestinationRule with the subset", d.GetSubset(), d.GetHost())
 			}
-			out = append(out, Finding{Object: obj, Source: c.Source, Path: at.with("subset").String(), Msg: msg})
+			out = append(out, Finding{Object: obj, Source: c.Source, Path: at.With("subset").String(), Msg: msg})
 		}
-		at := path{"spec"}
+		at := Path{"spec"}
 		for i, r := range vs.GetHttp() {
 			for j, rd := range r.GetRoute() {
-				check(at.with("http", i, "route", j, "destination"), rd.GetDestination())
+				check(at.With("http", i, "route", j, "destination"), rd.GetDestination())
 			}
 			if r.GetMirror() != nil {
-				check(at.with("http", i, "mirror"), r.GetMirror())
+				check(at.With("http", i, "mirror"), r.GetMirror())
 			}
 		}
 		for i, r := range vs.GetTls() {
 			for j, rd := range r.GetRoute() {
-				check(at.with("tls", i, "route", j, "destination"), rd.GetDestination())
+				check(at.With("tls", i, "route", j, "destination"), rd.GetDestination())
 			}
 		}
 		for i, r := range vs.GetTcp() {
 			for j, rd := range r.GetRoute() {
-				check(at.with("tcp", i, "route", j, "destination"), rd.GetDestination())
+				check(at.With("tcp", i, "route", j, "destination"), rd.GetDestination())
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package config
+package validate
 
 import (
 	"strconv"
@@ -12,50 +12,50 @@ import (
 // other actions, DENY with rules, no empty from/to/source/operation, no empty values, valid
 // IPs, ports and path templates, and when-conditions with a known key and a value. It then
 // warns about what xdslab accepts but does not generate (notGeneratedAuthz).
-func (c *checker) authorizationPolicy(at path, ap *securityapi.AuthorizationPolicy) {
+func (c *checker) authorizationPolicy(at Path, ap *securityapi.AuthorizationPolicy) {
 	sel := ap.GetSelector().GetMatchLabels()
 	refs := len(ap.GetTargetRefs())
 	if ap.GetTargetRef() != nil {
 		refs++
 	}
 	if ap.GetSelector() != nil && refs > 0 {
-		c.errf(at.with("targetRef"), "only one of selector or targetRef(s) can be set: keep one")
+		c.errf(at.With("targetRef"), "only one of selector or targetRef(s) can be set: keep one")
 	}
 	if ap.GetTargetRef() != nil && len(ap.GetTargetRefs()) > 0 {
-		c.errf(at.with("targetRefs"), "only one of targetRef or targetRefs can be set: use targetRefs")
+		c.errf(at.With("targetRefs"), "only one of targetRef or targetRefs can be set: use targetRefs")
 	}
-	c.selector(at.with("selector", "matchLabels"), sel, "AuthorizationPolicy selector")
+	c.selector(at.With("selector", "matchLabels"), sel, "AuthorizationPolicy selector")
 	action := ap.GetAction()
 	if action == securityapi.AuthorizationPolicy_CUSTOM {
 		if ap.Rules == nil {
-			c.errf(at.with("rules"), "a CUSTOM policy without rules never triggers: add an empty rule {} to send every request to the provider")
+			c.errf(at.With("rules"), "a CUSTOM policy without rules never triggers: add an empty rule {} to send every request to the provider")
 		} else if ap.GetProvider().GetName() == "" {
-			c.errf(at.with("provider", "name"), "must not be empty for a CUSTOM policy: name an extension provider of the mesh config")
+			c.errf(at.With("provider", "name"), "must not be empty for a CUSTOM policy: name an extension provider of the mesh config")
 		}
 	} else if ap.GetProvider() != nil {
-		c.errf(at.with("provider"), "must not be set with action %s: remove it or use action CUSTOM", action)
+		c.errf(at.With("provider"), "must not be set with action %s: remove it or use action CUSTOM", action)
 	}
 	if action == securityapi.AuthorizationPolicy_DENY && ap.Rules == nil {
-		c.errf(at.with("rules"), "a DENY policy without rules never triggers: add an empty rule {} to deny every request")
+		c.errf(at.With("rules"), "a DENY policy without rules never triggers: add an empty rule {} to deny every request")
 	}
 	for i, r := range ap.GetRules() {
-		c.authzRule(at.with("rules", i), action, r)
+		c.authzRule(at.With("rules", i), action, r)
 	}
 	c.notGeneratedAuthz(at, ap)
 }
 
-func (c *checker) authzRule(at path, action securityapi.AuthorizationPolicy_Action, r *securityapi.Rule) {
+func (c *checker) authzRule(at Path, action securityapi.AuthorizationPolicy_Action, r *securityapi.Rule) {
 	if r == nil {
 		c.errf(at, "a rule must not be null: write {} for a rule that matches everything")
 		return
 	}
 	custom := action == securityapi.AuthorizationPolicy_CUSTOM
 	if r.From != nil && len(r.From) == 0 {
-		c.errf(at.with("from"), "must not be empty: remove it to match any source")
+		c.errf(at.With("from"), "must not be empty: remove it to match any source")
 	}
 	var fromExists, toExists, tcpFrom, tcpTo bool
 	for j, f := range r.GetFrom() {
-		fat := at.with("from", j, "source")
+		fat := at.With("from", j, "source")
 		s := f.GetSource()
 		if s == nil {
 			c.errf(fat, "must be set: name at least one source condition, or remove this from entry")
@@ -77,31 +77,31 @@ func (c *checker) authzRule(at path, action securityapi.AuthorizationPolicy_Acti
 		n := 0
 		for _, l := range lists {
 			n += len(l.v)
-			c.nonEmptyValues(fat.with(l.name), l.v)
+			c.nonEmptyValues(fat.With(l.name), l.v)
 		}
 		if n == 0 {
 			c.errf(fat, "must not be empty: name at least one source condition, or remove this from entry")
 		}
 		if len(s.Principals)+len(s.NotPrincipals)+len(s.Namespaces)+len(s.NotNamespaces) > 0 && len(s.ServiceAccounts)+len(s.NotServiceAccounts) > 0 {
-			c.errf(fat.with("serviceAccounts"), "cannot be set with namespaces or principals: use one or the other")
+			c.errf(fat.With("serviceAccounts"), "cannot be set with namespaces or principals: use one or the other")
 		}
 		for _, l := range []struct {
 			name string
 			v    []string
 		}{{"ipBlocks", s.IpBlocks}, {"notIpBlocks", s.NotIpBlocks}, {"remoteIpBlocks", s.RemoteIpBlocks}, {"notRemoteIpBlocks", s.NotRemoteIpBlocks}} {
-			c.ipValues(fat.with(l.name), l.v)
+			c.ipValues(fat.With(l.name), l.v)
 		}
 		for _, l := range []struct {
 			name string
 			v    []string
 		}{{"serviceAccounts", s.ServiceAccounts}, {"notServiceAccounts", s.NotServiceAccounts}} {
-			c.serviceAccounts(fat.with(l.name), l.v)
+			c.serviceAccounts(fat.With(l.name), l.v)
 		}
 		for _, l := range []struct {
 			name string
 			v    []string
 		}{{"trustDomains", s.TrustDomains}, {"notTrustDomains", s.NotTrustDomains}} {
-			c.wildcardValues(fat.with(l.name), l.v)
+			c.wildcardValues(fat.With(l.name), l.v)
 		}
 		if s.Principals != nil || s.NotPrincipals != nil || s.IpBlocks != nil || s.NotIpBlocks != nil || s.Namespaces != nil ||
 			s.NotNamespaces != nil || s.RemoteIpBlocks != nil || s.NotRemoteIpBlocks != nil || s.ServiceAccounts != nil || s.NotServiceAccounts != nil {
@@ -110,16 +110,16 @@ func (c *checker) authzRule(at path, action securityapi.AuthorizationPolicy_Acti
 		if custom {
 			for _, l := range lists {
 				if len(l.v) > 0 && !strings.Contains(strings.ToLower(l.name), "ipblocks") {
-					c.errf(fat.with(l.name), "is not supported with action CUSTOM: the external authorizer sees no peer identity; remove it")
+					c.errf(fat.With(l.name), "is not supported with action CUSTOM: the external authorizer sees no peer identity; remove it")
 				}
 			}
 		}
 	}
 	if r.To != nil && len(r.To) == 0 {
-		c.errf(at.with("to"), "must not be empty: remove it to match any operation")
+		c.errf(at.With("to"), "must not be empty: remove it to match any operation")
 	}
 	for j, t := range r.GetTo() {
-		tat := at.with("to", j, "operation")
+		tat := at.With("to", j, "operation")
 		o := t.GetOperation()
 		if o == nil {
 			c.errf(tat, "must be set: name at least one operation condition, or remove this to entry")
@@ -136,21 +136,21 @@ func (c *checker) authzRule(at path, action securityapi.AuthorizationPolicy_Acti
 		n := 0
 		for _, l := range lists {
 			n += len(l.v)
-			c.nonEmptyValues(tat.with(l.name), l.v)
+			c.nonEmptyValues(tat.With(l.name), l.v)
 		}
 		if n == 0 {
 			c.errf(tat, "must not be empty: name at least one operation condition, or remove this to entry")
 		}
-		c.portValues(tat.with("ports"), o.Ports)
-		c.portValues(tat.with("notPorts"), o.NotPorts)
-		c.pathTemplates(tat.with("paths"), o.Paths)
-		c.pathTemplates(tat.with("notPaths"), o.NotPaths)
+		c.portValues(tat.With("ports"), o.Ports)
+		c.portValues(tat.With("notPorts"), o.NotPorts)
+		c.pathTemplates(tat.With("paths"), o.Paths)
+		c.pathTemplates(tat.With("notPaths"), o.NotPaths)
 		if o.Ports != nil || o.NotPorts != nil {
 			tcpTo = true
 		}
 	}
 	for j, w := range r.GetWhen() {
-		wat := at.with("when", j)
+		wat := at.With("when", j)
 		if w == nil {
 			c.errf(wat, "a condition must not be null")
 			continue
@@ -158,22 +158,22 @@ func (c *checker) authzRule(at path, action securityapi.AuthorizationPolicy_Acti
 		k := w.GetKey()
 		switch {
 		case k == "":
-			c.errf(wat.with("key"), "must not be empty: name an attribute such as request.headers[x-user] or source.ip")
+			c.errf(wat.With("key"), "must not be empty: name an attribute such as request.headers[x-user] or source.ip")
 			continue
 		case len(w.GetValues()) == 0 && len(w.GetNotValues()) == 0:
 			c.errf(wat, "at least one of values or notValues must be set for key %s", k)
 			continue
 		}
-		c.authzKey(wat.with("key"), k)
+		c.authzKey(wat.With("key"), k)
 		for _, l := range []struct {
 			name string
 			v    []string
 		}{{"values", w.GetValues()}, {"notValues", w.GetNotValues()}} {
-			c.nonEmptyValues(wat.with(l.name), l.v)
-			c.authzValues(wat.with(l.name), k, l.v)
+			c.nonEmptyValues(wat.With(l.name), l.v)
+			c.authzValues(wat.With(l.name), k, l.v)
 		}
 		if custom && (k == "source.namespace" || k == "source.serviceAccount" || k == "source.trustDomain" || k == "source.principal" || strings.HasPrefix(k, "request.auth.")) {
-			c.errf(wat.with("key"), "%s is not supported with action CUSTOM: remove the condition", k)
+			c.errf(wat.With("key"), "%s is not supported with action CUSTOM: remove the condition", k)
 		}
 	}
 	if action == securityapi.AuthorizationPolicy_DENY && ((fromExists && !toExists && !tcpFrom) || (toExists && !tcpTo)) {
@@ -192,7 +192,7 @@ var authzKeys = map[string]bool{
 
 // authzKey is the key half of istiod's ValidateAttribute: a known attribute, and a name in
 // brackets for request.headers and request.auth.claims.
-func (c *checker) authzKey(at path, key string) {
+func (c *checker) authzKey(at Path, key string) {
 	for _, m := range []string{"request.headers", "request.auth.claims"} {
 		if strings.HasPrefix(key, m) {
 			open := strings.Index(key, "[")
@@ -208,7 +208,7 @@ func (c *checker) authzKey(at path, key string) {
 }
 
 // authzValues is the value half of istiod's ValidateAttribute.
-func (c *checker) authzValues(at path, key string, values []string) {
+func (c *checker) authzValues(at Path, key string, values []string) {
 	switch key {
 	case "source.ip", "remote.ip", "destination.ip":
 		c.ipValues(at, values)
@@ -221,63 +221,63 @@ func (c *checker) authzValues(at path, key string, values []string) {
 	}
 }
 
-func (c *checker) serviceAccounts(at path, vs []string) {
+func (c *checker) serviceAccounts(at Path, vs []string) {
 	for k, v := range vs {
 		if strings.Count(v, "/") > 1 || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") {
-			c.errf(at.with(k), "%q is not a service account: write NAME or NAMESPACE/NAME", v)
+			c.errf(at.With(k), "%q is not a service account: write NAME or NAMESPACE/NAME", v)
 		}
 	}
 }
 
-func (c *checker) nonEmptyValues(at path, vs []string) {
+func (c *checker) nonEmptyValues(at Path, vs []string) {
 	for i, v := range vs {
 		if v == "" {
-			c.errf(at.with(i), "an empty value is not allowed: remove it")
+			c.errf(at.With(i), "an empty value is not allowed: remove it")
 		}
 	}
 }
 
-func (c *checker) ipValues(at path, vs []string) {
+func (c *checker) ipValues(at Path, vs []string) {
 	for i, v := range vs {
 		if v != "" && !isIPOrCIDR(v) {
-			c.errf(at.with(i), "%q is not an IP address or CIDR range", v)
+			c.errf(at.With(i), "%q is not an IP address or CIDR range", v)
 		}
 	}
 }
 
-func (c *checker) portValues(at path, vs []string) {
+func (c *checker) portValues(at Path, vs []string) {
 	for i, v := range vs {
 		if p, err := strconv.ParseUint(v, 10, 32); v != "" && (err != nil || p > 65535) {
-			c.errf(at.with(i), "%q is not a port in 0..65535", v)
+			c.errf(at.With(i), "%q is not a port in 0..65535", v)
 		}
 	}
 }
 
-func (c *checker) wildcardValues(at path, vs []string) {
+func (c *checker) wildcardValues(at Path, vs []string) {
 	for i, v := range vs {
 		switch n := strings.Count(v, "*"); {
 		case n > 1:
-			c.errf(at.with(i), "%q has more than one wildcard: use at most one", v)
+			c.errf(at.With(i), "%q has more than one wildcard: use at most one", v)
 		case n == 1 && v != "*" && !strings.HasPrefix(v, "*") && !strings.HasSuffix(v, "*"):
-			c.errf(at.with(i), "%q has a wildcard in the middle: put it at the start or the end", v)
+			c.errf(at.With(i), "%q has a wildcard in the middle: put it at the start or the end", v)
 		}
 	}
 }
 
 // pathTemplates is istiod's CheckValidPathTemplate: {*} anywhere, {**} only last, no other
 // braces.
-func (c *checker) pathTemplates(at path, vs []string) {
+func (c *checker) pathTemplates(at Path, vs []string) {
 	for i, v := range vs {
 		seenAny := false
 		for _, g := range strings.Split(strings.Trim(v, "/"), "/") {
 			switch {
 			case (g == "{*}" || g == "{**}") && seenAny:
-				c.errf(at.with(i), "path %q: {**} must be the last operator", v)
+				c.errf(at.With(i), "path %q: {**} must be the last operator", v)
 			case g == "{**}":
 				seenAny = true
 			case g == "{*}":
 			case strings.ContainsAny(g, "{}"):
-				c.errf(at.with(i), "path %q has '{' or '}' outside the templates {*} and {**}", v)
+				c.errf(at.With(i), "path %q has '{' or '}' outside the templates {*} and {**}", v)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package config
+package validate
 
 import (
 	"errors"
@@ -26,24 +26,24 @@ import (
 // named in a comment. Where istiod only warns (it admits the object), so do we: a warning is
 // reported but the object is kept.
 
-// problem is one violated rule: the field (a path from the document root, for the line) and
-// what is wrong with the fix.
-type problem struct {
-	at   path
-	msg  string
-	warn bool
+// Problem is one violated rule: the field (a path from the spec's root, "spec", for the line)
+// and what is wrong with the fix. Warn marks a finding istiod admits the object with.
+type Problem struct {
+	Path Path
+	Msg  string
+	Warn bool
 }
 
 type checker struct {
-	problems []problem
+	problems []Problem
 }
 
-func (c *checker) errf(at path, format string, args ...any) {
-	c.problems = append(c.problems, problem{at: at, msg: fmt.Sprintf(format, args...)})
+func (c *checker) errf(at Path, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Path: at, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (c *checker) warnf(at path, format string, args ...any) {
-	c.problems = append(c.problems, problem{at: at, msg: fmt.Sprintf(format, args...), warn: true})
+func (c *checker) warnf(at Path, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Path: at, Msg: fmt.Sprintf(format, args...), Warn: true})
 }
 
 // SpecError is one rule a spec breaks: Path names the field (spec.ports[0].number), Msg says
@@ -55,14 +55,14 @@ type SpecError struct {
 
 func (e *SpecError) Error() string { return e.Path + ": " + e.Msg }
 
-// ValidateSpec applies istiod's semantic validation of cfg's kind to its spec (cfg must pass
-// Validate first). It returns the errors, joined (each a *SpecError), and separately the
-// warnings: findings istiod admits the object with.
-func ValidateSpec(cfg *istioconfig.Config) (warnings []*SpecError, err error) {
+// Spec applies istiod's semantic validation of cfg's kind to its spec (cfg must pass
+// istioconfig.Validate first). It returns the errors, joined (each a *SpecError), and
+// separately the warnings: findings istiod admits the object with.
+func Spec(cfg *istioconfig.Config) (warnings []*SpecError, err error) {
 	var errs []error
-	for _, p := range checkSpec(cfg.Namespace, cfg.Spec) {
-		e := &SpecError{Path: p.at.String(), Msg: p.msg}
-		if p.warn {
+	for _, p := range Check(cfg.Namespace, cfg.Spec) {
+		e := &SpecError{Path: p.Path.String(), Msg: p.Msg}
+		if p.Warn {
 			warnings = append(warnings, e)
 		} else {
 			errs = append(errs, e)
@@ -71,10 +71,12 @@ func ValidateSpec(cfg *istioconfig.Config) (warnings []*SpecError, err error) {
 	return warnings, errors.Join(errs...)
 }
 
-// checkSpec runs the kind's rules; paths start at "spec".
-func checkSpec(namespace string, spec proto.Message) []problem {
+// Check runs the rules of spec's kind (namespace is the object's) and returns the problems in
+// the order found; paths start at "spec". A decoder joins them to the document's path to find
+// the line; Spec is the same for callers without a document.
+func Check(namespace string, spec proto.Message) []Problem {
 	c := &checker{}
-	at := path{"spec"}
+	at := Path{"spec"}
 	switch s := spec.(type) {
 	case *networking.ServiceEntry:
 		c.serviceEntry(at, namespace, s)
@@ -158,14 +160,14 @@ func fqdnError(host string) string {
 }
 
 // port mirrors istiod's ValidatePort.
-func (c *checker) port(at path, n uint32) {
+func (c *checker) port(at Path, n uint32) {
 	if n < 1 || n > 65535 {
 		c.errf(at, "%d is not a valid port: use a number from 1 to 65535", n)
 	}
 }
 
 // portName mirrors istiod's ValidatePortName: a DNS-1123 label.
-func (c *checker) portName(at path, name string) {
+func (c *checker) portName(at Path, name string) {
 	switch {
 	case name == "":
 		c.errf(at, "is required: name the port with lowercase letters, digits and '-' (e.g. http-web)")
@@ -179,7 +181,7 @@ var protocols = []string{"HTTP", "HTTPS", "HTTP2", "HTTP_PROXY", "GRPC", "GRPC-W
 
 // protocol mirrors istiod's ValidateProtocol; empty means "sniff", allowed where required is
 // false.
-func (c *checker) protocol(at path, p string, required bool) {
+func (c *checker) protocol(at Path, p string, required bool) {
 	if p == "" {
 		if required {
 			c.errf(at, "is required: set one of %s", strings.Join(protocols, ", "))
@@ -202,14 +204,14 @@ func isHTTPOrTLS(p string) bool {
 // labels mirrors istiod's labels.Instance.Validate: Kubernetes label keys ([prefix/]name, the
 // prefix a DNS subdomain, the name at most 63 characters) and values (at most 63 characters of
 // letters, digits, '-', '_' and '.', starting and ending alphanumeric).
-func (c *checker) labels(at path, m map[string]string) {
+func (c *checker) labels(at Path, m map[string]string) {
 	for _, k := range sortedKeys(m) {
 		v := m[k]
 		if msg := labelKeyError(k); msg != "" {
-			c.errf(at.with(k), "%s", msg)
+			c.errf(at.With(k), "%s", msg)
 		}
 		if len(v) > 63 || !labelValueRE.MatchString(v) {
-			c.errf(at.with(k), "label value %q is invalid: use at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit", v)
+			c.errf(at.With(k), "label value %q is invalid: use at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit", v)
 		}
 	}
 }
@@ -231,14 +233,14 @@ func labelKeyError(k string) string {
 
 // selector mirrors istiod's validateWorkloadSelector: valid labels, and no wildcards (a
 // selector matches labels exactly).
-func (c *checker) selector(at path, m map[string]string, kindName string) {
+func (c *checker) selector(at Path, m map[string]string, kindName string) {
 	rest := make(map[string]string, len(m))
 	for _, k := range sortedKeys(m) {
 		switch {
 		case k == "":
 			c.errf(at, "a %s has an empty label key: remove it or name the label", kindName)
 		case strings.Contains(k, "*") || strings.Contains(m[k], "*"):
-			c.errf(at.with(k), "wildcards are not supported in a selector: match the label's exact value")
+			c.errf(at.With(k), "wildcards are not supported in a selector: match the label's exact value")
 		default:
 			rest[k] = m[k]
 		}
@@ -247,7 +249,7 @@ func (c *checker) selector(at path, m map[string]string, kindName string) {
 }
 
 // duration mirrors istiod's ValidateDuration: at least 1ms and a whole number of milliseconds.
-func (c *checker) duration(at path, d *durationpb.Duration) {
+func (c *checker) duration(at Path, d *durationpb.Duration) {
 	if d == nil {
 		return
 	}
@@ -265,7 +267,7 @@ func (c *checker) duration(at path, d *durationpb.Duration) {
 }
 
 // percent mirrors istiod's ValidatePercent and validatePercentage.
-func (c *checker) percent(at path, v float64) {
+func (c *checker) percent(at Path, v float64) {
 	if v < 0 || v > 100 {
 		c.errf(at, "%v is not a percentage: use a value from 0 to 100", v)
 	}
@@ -273,7 +275,7 @@ func (c *checker) percent(at path, v float64) {
 
 // exportTo mirrors istiod's validateExportTo: "." (this namespace), "*" (every namespace),
 // "~" (none; ServiceEntry only) or namespace names, without duplicates, and "*" or "~" alone.
-func (c *checker) exportTo(at path, namespace string, list []string, allowNone bool) {
+func (c *checker) exportTo(at Path, namespace string, list []string, allowNone bool) {
 	seen := make(map[string]bool, len(list))
 	for i, e := range list {
 		v := e
@@ -284,20 +286,20 @@ func (c *checker) exportTo(at path, namespace string, list []string, allowNone b
 		case e == "*", e == ".":
 		case e == "~":
 			if !allowNone {
-				c.errf(at.with(i), "\"~\" (export to no namespace) is only allowed on a ServiceEntry: remove it")
+				c.errf(at.With(i), "\"~\" (export to no namespace) is only allowed on a ServiceEntry: remove it")
 			}
 		case !isDNSLabel(e) || strings.ToLower(e) != e:
-			c.errf(at.with(i), "%q is not a namespace: use \".\", \"*\" or a namespace name", e)
+			c.errf(at.With(i), "%q is not a namespace: use \".\", \"*\" or a namespace name", e)
 		}
 		if seen[v] {
-			c.errf(at.with(i), "%q is listed twice: remove the duplicate", e)
+			c.errf(at.With(i), "%q is listed twice: remove the duplicate", e)
 		}
 		seen[v] = true
 	}
 	if len(list) > 1 {
 		for i, e := range list {
 			if e == "*" || e == "~" {
-				c.errf(at.with(i), "%q cannot be combined with other entries: keep it alone", e)
+				c.errf(at.With(i), "%q cannot be combined with other entries: keep it alone", e)
 			}
 		}
 	}
@@ -332,99 +334,99 @@ func unixAddressError(addr string) string {
 
 // ---- ServiceEntry (istiod: ValidateServiceEntry) ----
 
-func (c *checker) serviceEntry(at path, namespace string, se *networking.ServiceEntry) {
+func (c *checker) serviceEntry(at Path, namespace string, se *networking.ServiceEntry) {
 	hasSelector := se.GetWorkloadSelector() != nil
 	if hasSelector {
 		if len(se.GetWorkloadSelector().GetLabels()) == 0 {
-			c.warnf(at.with("workloadSelector", "labels"), "is empty, so the selector picks every workload of the namespace: add labels")
+			c.warnf(at.With("workloadSelector", "labels"), "is empty, so the selector picks every workload of the namespace: add labels")
 		}
-		c.selector(at.with("workloadSelector", "labels"), se.GetWorkloadSelector().GetLabels(), "workloadSelector")
+		c.selector(at.With("workloadSelector", "labels"), se.GetWorkloadSelector().GetLabels(), "workloadSelector")
 		if len(se.GetEndpoints()) > 0 {
-			c.errf(at.with("workloadSelector"), "a ServiceEntry takes either endpoints or a workloadSelector, not both: remove one")
+			c.errf(at.With("workloadSelector"), "a ServiceEntry takes either endpoints or a workloadSelector, not both: remove one")
 		}
 	}
 	if len(se.GetHosts()) == 0 {
-		c.errf(at.with("hosts"), "is required: add at least one host, e.g. hosts: [api.example.com]")
+		c.errf(at.With("hosts"), "is required: add at least one host, e.g. hosts: [api.example.com]")
 	}
 	for i, h := range se.GetHosts() {
 		if h == "*" {
-			c.errf(at.with("hosts", i), "\"*\" is not allowed in a ServiceEntry: name the hosts (a wildcard prefix such as *.example.com is fine)")
+			c.errf(at.With("hosts", i), "\"*\" is not allowed in a ServiceEntry: name the hosts (a wildcard prefix such as *.example.com is fine)")
 		} else if msg := hostError(h); msg != "" {
-			c.errf(at.with("hosts", i), "%s", msg)
+			c.errf(at.With("hosts", i), "%s", msg)
 		} else if partialWildcard(h) {
 			// istiod: ValidatePartialWildCard, a warning.
-			c.warnf(at.with("hosts", i), "%q is a partial wildcard (the '*' is not a whole label), which istiod admits only with a warning: write *.%s to match subdomains", h, strings.TrimPrefix(h[1:], "."))
+			c.warnf(at.With("hosts", i), "%q is a partial wildcard (the '*' is not a whole label), which istiod admits only with a warning: write *.%s to match subdomains", h, strings.TrimPrefix(h[1:], "."))
 		}
 	}
 	cidr := false
 	for i, a := range se.GetAddresses() {
 		cidr = cidr || strings.Contains(a, "/")
 		if !isIPOrCIDR(a) {
-			c.errf(at.with("addresses", i), "%q is not an IP address or CIDR: write e.g. 10.0.0.1 or 10.0.0.0/24", a)
+			c.errf(at.With("addresses", i), "%q is not an IP address or CIDR: write e.g. 10.0.0.1 or 10.0.0.0/24", a)
 		}
 	}
 	res := se.GetResolution()
 	if cidr && res != networking.ServiceEntry_NONE && res != networking.ServiceEntry_STATIC {
-		c.errf(at.with("resolution"), "%s cannot be used with CIDR addresses: use NONE or STATIC, or list single IPs", res)
+		c.errf(at.With("resolution"), "%s cannot be used with CIDR addresses: use NONE or STATIC, or list single IPs", res)
 	}
 	names := map[string]bool{}
 	numbers := map[uint32]bool{}
 	for i, p := range se.GetPorts() {
-		pa := at.with("ports", i)
+		pa := at.With("ports", i)
 		if p == nil {
 			c.errf(pa, "is empty: give the port a number, name and protocol")
 			continue
 		}
 		if names[p.GetName()] && p.GetName() != "" {
-			c.errf(pa.with("name"), "port name %q is used twice: give each port its own name", p.GetName())
+			c.errf(pa.With("name"), "port name %q is used twice: give each port its own name", p.GetName())
 		}
 		names[p.GetName()] = true
 		if numbers[p.GetNumber()] {
-			c.errf(pa.with("number"), "port %d is listed twice: give each port its own number", p.GetNumber())
+			c.errf(pa.With("number"), "port %d is listed twice: give each port its own number", p.GetNumber())
 		}
 		numbers[p.GetNumber()] = true
-		c.port(pa.with("number"), p.GetNumber())
-		c.portName(pa.with("name"), p.GetName())
-		c.protocol(pa.with("protocol"), p.GetProtocol(), false)
+		c.port(pa.With("number"), p.GetNumber())
+		c.portName(pa.With("name"), p.GetName())
+		c.protocol(pa.With("protocol"), p.GetProtocol(), false)
 		if p.GetTargetPort() != 0 {
-			c.port(pa.with("targetPort"), p.GetTargetPort())
+			c.port(pa.With("targetPort"), p.GetTargetPort())
 		}
 	}
 	eps := se.GetEndpoints()
 	switch res {
 	case networking.ServiceEntry_NONE:
 		if len(eps) > 0 {
-			c.errf(at.with("endpoints"), "resolution NONE takes no endpoints: remove them, or set resolution: STATIC (IPs) or DNS (host names)")
+			c.errf(at.With("endpoints"), "resolution NONE takes no endpoints: remove them, or set resolution: STATIC (IPs) or DNS (host names)")
 		}
 		if hasSelector {
-			c.warnf(at.with("workloadSelector"), "is ignored with resolution NONE: set resolution: STATIC to use the selected workloads as endpoints")
+			c.warnf(at.With("workloadSelector"), "is ignored with resolution NONE: set resolution: STATIC to use the selected workloads as endpoints")
 		}
 	case networking.ServiceEntry_STATIC:
 		unix := false
 		for i, ep := range eps {
-			ea := at.with("endpoints", i)
+			ea := at.With("endpoints", i)
 			addr := ep.GetAddress()
 			switch {
 			case strings.HasPrefix(addr, unixPrefix):
 				unix = true
 				if msg := unixAddressError(addr); msg != "" {
-					c.errf(ea.with("address"), "%s", msg)
+					c.errf(ea.With("address"), "%s", msg)
 				}
 				if len(ep.GetPorts()) > 0 {
-					c.errf(ea.with("ports"), "a unix socket endpoint has no ports: remove them")
+					c.errf(ea.With("ports"), "a unix socket endpoint has no ports: remove them")
 				}
 			case addr == "" && ep.GetNetwork() != "":
-				c.warnf(ea.with("address"), "is empty: the endpoint on network %q is reached through that network's gateway only", ep.GetNetwork())
+				c.warnf(ea.With("address"), "is empty: the endpoint on network %q is reached through that network's gateway only", ep.GetNetwork())
 			case addr == "":
-				c.errf(ea.with("address"), "is required: resolution STATIC needs an IP address (or unix:///socket) per endpoint")
+				c.errf(ea.With("address"), "is required: resolution STATIC needs an IP address (or unix:///socket) per endpoint")
 			case !isIP(addr):
-				c.errf(ea.with("address"), "%q is not an IP address, as resolution STATIC needs: use an IP, or set resolution: DNS for host names", addr)
+				c.errf(ea.With("address"), "%q is not an IP address, as resolution STATIC needs: use an IP, or set resolution: DNS for host names", addr)
 			}
 			c.endpointPorts(ea, ep, names)
-			c.labels(ea.with("labels"), ep.GetLabels())
+			c.labels(ea.With("labels"), ep.GetLabels())
 		}
 		if unix && len(se.GetPorts()) != 1 {
-			c.errf(at.with("ports"), "a ServiceEntry with unix socket endpoints needs exactly one port")
+			c.errf(at.With("ports"), "a ServiceEntry with unix socket endpoints needs exactly one port")
 		}
 		// istiod admits a STATIC entry with neither endpoints nor a selector, and so do we
 		// silently: a service scaled to zero is one.
@@ -432,42 +434,42 @@ func (c *checker) serviceEntry(at path, namespace string, se *networking.Service
 		if len(eps) == 0 {
 			for i, h := range se.GetHosts() {
 				if h != "" && fqdnError(h) != "" && hostError(h) == "" {
-					c.errf(at.with("hosts", i), "%q cannot be resolved by DNS: resolution %s without endpoints needs fully qualified hosts (no wildcards); add endpoints or use resolution: NONE", h, res)
+					c.errf(at.With("hosts", i), "%q cannot be resolved by DNS: resolution %s without endpoints needs fully qualified hosts (no wildcards); add endpoints or use resolution: NONE", h, res)
 				}
 			}
 		}
 		if res == networking.ServiceEntry_DNS_ROUND_ROBIN && len(eps) > 1 {
-			c.errf(at.with("endpoints"), "resolution DNS_ROUND_ROBIN takes at most one endpoint: use resolution: DNS for several")
+			c.errf(at.With("endpoints"), "resolution DNS_ROUND_ROBIN takes at most one endpoint: use resolution: DNS for several")
 		}
 		for i, ep := range eps {
-			ea := at.with("endpoints", i)
+			ea := at.With("endpoints", i)
 			if addr := ep.GetAddress(); !isIP(addr) && fqdnError(addr) != "" {
-				c.errf(ea.with("address"), "%q is neither an IP address nor a fully qualified domain name: fix the address", addr)
+				c.errf(ea.With("address"), "%q is neither an IP address nor a fully qualified domain name: fix the address", addr)
 			}
 			c.endpointPorts(ea, ep, names)
-			c.labels(ea.with("labels"), ep.GetLabels())
+			c.labels(ea.With("labels"), ep.GetLabels())
 		}
 	default:
-		c.errf(at.with("resolution"), "%v is not a supported resolution: use NONE, STATIC, DNS or DNS_ROUND_ROBIN", res)
+		c.errf(at.With("resolution"), "%v is not a supported resolution: use NONE, STATIC, DNS or DNS_ROUND_ROBIN", res)
 	}
 	// A plain TCP port cannot tell hosts apart (no Host header, no SNI), so several hosts only
 	// make sense on HTTP or TLS ports, unless resolution NONE ignores the hosts.
 	if res != networking.ServiceEntry_NONE && len(se.GetHosts()) > 1 {
 		for i, p := range se.GetPorts() {
 			if !isHTTPOrTLS(p.GetProtocol()) {
-				c.errf(at.with("ports", i, "protocol"), "several hosts share port %d, which is not HTTP or TLS, so traffic cannot be told apart: use one host per ServiceEntry, or an HTTP/TLS protocol", p.GetNumber())
+				c.errf(at.With("ports", i, "protocol"), "several hosts share port %d, which is not HTTP or TLS, so traffic cannot be told apart: use one host per ServiceEntry, or an HTTP/TLS protocol", p.GetNumber())
 				break
 			}
 		}
 	}
-	c.exportTo(at.with("exportTo"), namespace, se.GetExportTo(), true)
+	c.exportTo(at.With("exportTo"), namespace, se.GetExportTo(), true)
 }
 
 // endpointPorts checks an endpoint's port map: each name is one of the ServiceEntry's ports
 // (whose names are checked there), each number a valid port.
-func (c *checker) endpointPorts(ea path, ep *networking.WorkloadEntry, names map[string]bool) {
+func (c *checker) endpointPorts(ea Path, ep *networking.WorkloadEntry, names map[string]bool) {
 	for _, name := range sortedKeys(ep.GetPorts()) {
-		pa := ea.with("ports", name)
+		pa := ea.With("ports", name)
 		if !names[name] {
 			c.errf(pa, "port %q is not one of the ServiceEntry's ports: use a name from spec.ports", name)
 		}
@@ -477,46 +479,46 @@ func (c *checker) endpointPorts(ea path, ep *networking.WorkloadEntry, names map
 
 // ---- WorkloadEntry (istiod: ValidateWorkloadEntry) ----
 
-func (c *checker) workloadEntry(at path, we *networking.WorkloadEntry) {
+func (c *checker) workloadEntry(at Path, we *networking.WorkloadEntry) {
 	addr := we.GetAddress()
 	switch {
 	case addr == "" && we.GetNetwork() == "":
-		c.errf(at.with("address"), "is required: set the workload's IP address (or host name, or unix:///socket)")
+		c.errf(at.With("address"), "is required: set the workload's IP address (or host name, or unix:///socket)")
 	case addr == "":
-		c.warnf(at.with("address"), "is empty: the workload on network %q is reached through that network's gateway only", we.GetNetwork())
+		c.warnf(at.With("address"), "is empty: the workload on network %q is reached through that network's gateway only", we.GetNetwork())
 	case strings.HasPrefix(addr, unixPrefix):
 		if msg := unixAddressError(addr); msg != "" {
-			c.errf(at.with("address"), "%s", msg)
+			c.errf(at.With("address"), "%s", msg)
 		}
 		if len(we.GetPorts()) > 0 {
-			c.errf(at.with("ports"), "a unix socket workload has no ports: remove them")
+			c.errf(at.With("ports"), "a unix socket workload has no ports: remove them")
 		}
 	case addr != "" && !isIP(addr):
 		if strings.Contains(addr, "*") {
-			c.errf(at.with("address"), "%q: wildcards are not allowed in an address: use an IP or a host name", addr)
+			c.errf(at.With("address"), "%q: wildcards are not allowed in an address: use an IP or a host name", addr)
 		} else if msg := fqdnError(addr); msg != "" {
-			c.errf(at.with("address"), "%s", msg)
+			c.errf(at.With("address"), "%s", msg)
 		}
 	}
-	c.labels(at.with("labels"), we.GetLabels())
+	c.labels(at.With("labels"), we.GetLabels())
 	for _, name := range sortedKeys(we.GetPorts()) {
-		c.portName(at.with("ports", name), name)
-		c.port(at.with("ports", name), we.GetPorts()[name])
+		c.portName(at.With("ports", name), name)
+		c.port(at.With("ports", name), we.GetPorts()[name])
 	}
 }
 
 // ---- VirtualService (istiod: ValidateVirtualService, virtualservice.go) ----
 
-func (c *checker) virtualService(at path, namespace string, vs *networking.VirtualService) {
+func (c *checker) virtualService(at Path, namespace string, vs *networking.VirtualService) {
 	delegate := len(vs.GetHosts()) == 0
 	if delegate {
 		// istiod reads a VirtualService without hosts as a delegate, which binds to no
 		// gateway and carries HTTP routes only.
 		if len(vs.GetGateways()) > 0 {
-			c.errf(at.with("hosts"), "is required when gateways are set: add the hosts this VirtualService routes (only a delegate VirtualService has none)")
+			c.errf(at.With("hosts"), "is required when gateways are set: add the hosts this VirtualService routes (only a delegate VirtualService has none)")
 		}
 		if len(vs.GetTls()) > 0 || len(vs.GetTcp()) > 0 {
-			c.errf(at.with("hosts"), "is required for tls and tcp routes: add the hosts (a delegate VirtualService without hosts carries http routes only)")
+			c.errf(at.With("hosts"), "is required for tls and tcp routes: add the hosts (a delegate VirtualService without hosts carries http routes only)")
 		}
 	}
 	mesh := len(vs.GetGateways()) == 0
@@ -524,10 +526,10 @@ func (c *checker) virtualService(at path, namespace string, vs *networking.Virtu
 		if g == "mesh" {
 			mesh = true
 		}
-		c.gatewayName(at.with("gateways", i), g)
+		c.gatewayName(at.With("gateways", i), g)
 	}
 	for i, h := range vs.GetHosts() {
-		ha := at.with("hosts", i)
+		ha := at.With("hosts", i)
 		switch {
 		case h == "*":
 			if mesh {
@@ -544,52 +546,52 @@ func (c *checker) virtualService(at path, namespace string, vs *networking.Virtu
 		c.errf(at, "a VirtualService needs http, tls or tcp routes: add at least one")
 	}
 	for i, r := range vs.GetHttp() {
-		c.httpRoute(at.with("http", i), r)
+		c.httpRoute(at.With("http", i), r)
 	}
 	c.vsNotGenerated(at, vs) // semantic_routes.go
 	for i, r := range vs.GetTls() {
-		ra := at.with("tls", i)
+		ra := at.With("tls", i)
 		if len(r.GetMatch()) == 0 {
-			c.errf(ra.with("match"), "is required: a tls route matches on SNI, add match: [{sniHosts: [...]}]")
+			c.errf(ra.With("match"), "is required: a tls route matches on SNI, add match: [{sniHosts: [...]}]")
 		}
 		for j, m := range r.GetMatch() {
-			ma := ra.with("match", j)
+			ma := ra.With("match", j)
 			if len(m.GetSniHosts()) == 0 {
-				c.errf(ma.with("sniHosts"), "is required: list the SNI host names this route matches")
+				c.errf(ma.With("sniHosts"), "is required: list the SNI host names this route matches")
 			}
 			for k, h := range m.GetSniHosts() {
 				if msg := hostError(h); msg != "" && h != "*" {
-					c.errf(ma.with("sniHosts", k), "%s", msg)
+					c.errf(ma.With("sniHosts", k), "%s", msg)
 				}
 			}
 			for k, d := range m.GetDestinationSubnets() {
 				if !isIPOrCIDR(d) {
-					c.errf(ma.with("destinationSubnets", k), "%q is not an IP address or CIDR", d)
+					c.errf(ma.With("destinationSubnets", k), "%q is not an IP address or CIDR", d)
 				}
 			}
 			if m.GetPort() != 0 {
-				c.port(ma.with("port"), m.GetPort())
+				c.port(ma.With("port"), m.GetPort())
 			}
-			c.labels(ma.with("sourceLabels"), m.GetSourceLabels())
+			c.labels(ma.With("sourceLabels"), m.GetSourceLabels())
 		}
-		c.routeDestinations(ra.with("route"), routeDests(r.GetRoute()))
+		c.routeDestinations(ra.With("route"), routeDests(r.GetRoute()))
 	}
 	for i, r := range vs.GetTcp() {
-		ra := at.with("tcp", i)
+		ra := at.With("tcp", i)
 		for j, m := range r.GetMatch() {
 			if m.GetPort() != 0 {
-				c.port(ra.with("match", j, "port"), m.GetPort())
+				c.port(ra.With("match", j, "port"), m.GetPort())
 			}
-			c.labels(ra.with("match", j, "sourceLabels"), m.GetSourceLabels())
+			c.labels(ra.With("match", j, "sourceLabels"), m.GetSourceLabels())
 		}
-		c.routeDestinations(ra.with("route"), routeDests(r.GetRoute()))
+		c.routeDestinations(ra.With("route"), routeDests(r.GetRoute()))
 	}
-	c.exportTo(at.with("exportTo"), namespace, vs.GetExportTo(), false)
+	c.exportTo(at.With("exportTo"), namespace, vs.GetExportTo(), false)
 }
 
 // gatewayName mirrors istiod's validateGatewayNames: "mesh", a gateway name, or
 // namespace/name.
-func (c *checker) gatewayName(at path, g string) {
+func (c *checker) gatewayName(at Path, g string) {
 	if g == "mesh" {
 		return
 	}
@@ -620,17 +622,17 @@ func routeDests(rs []*networking.RouteDestination) []dest {
 // and several destinations do not all weigh 0. istiod up to 1.1x also required the weights
 // to add up to 100; current istiod (and Envoy) read them as relative, so a sum other than 100
 // is a warning here, not an error.
-func (c *checker) routeDestinations(at path, ds []dest) {
+func (c *checker) routeDestinations(at Path, ds []dest) {
 	total := int64(0)
 	for i, d := range ds {
-		da := at.with(i)
+		da := at.With(i)
 		if d.d == nil {
-			c.errf(da.with("destination"), "is required: set destination.host")
+			c.errf(da.With("destination"), "is required: set destination.host")
 		} else {
-			c.destination(da.with("destination"), d.d)
+			c.destination(da.With("destination"), d.d)
 		}
 		if d.weight < 0 || d.weight > 100 {
-			c.errf(da.with("weight"), "%d is not a percentage: use a weight from 0 to 100", d.weight)
+			c.errf(da.With("weight"), "%d is not a percentage: use a weight from 0 to 100", d.weight)
 		}
 		total += int64(d.weight)
 	}
@@ -643,173 +645,173 @@ func (c *checker) routeDestinations(at path, ds []dest) {
 }
 
 // destination mirrors istiod's validateDestination.
-func (c *checker) destination(at path, d *networking.Destination) {
+func (c *checker) destination(at Path, d *networking.Destination) {
 	switch h := d.GetHost(); {
 	case h == "":
-		c.errf(at.with("host"), "is required: name the service to route to")
+		c.errf(at.With("host"), "is required: name the service to route to")
 	case h == "*":
-		c.errf(at.with("host"), "\"*\" is not a destination: name one service")
+		c.errf(at.With("host"), "\"*\" is not a destination: name one service")
 	default:
 		if msg := hostError(h); msg != "" {
-			c.errf(at.with("host"), "%s", msg)
+			c.errf(at.With("host"), "%s", msg)
 		}
 	}
 	if s := d.GetSubset(); s != "" && !isDNSLabel(s) {
-		c.errf(at.with("subset"), "%q is not a valid subset name: use letters, digits and '-' (as in the DestinationRule)", s)
+		c.errf(at.With("subset"), "%q is not a valid subset name: use letters, digits and '-' (as in the DestinationRule)", s)
 	}
 	if d.GetPort() != nil {
-		c.port(at.with("port", "number"), d.GetPort().GetNumber())
+		c.port(at.With("port", "number"), d.GetPort().GetNumber())
 	}
 }
 
-func (c *checker) httpRoute(at path, r *networking.HTTPRoute) {
+func (c *checker) httpRoute(at Path, r *networking.HTTPRoute) {
 	switch {
 	case r.GetRedirect() != nil:
 		if len(r.GetRoute()) > 0 {
-			c.errf(at.with("redirect"), "an http route has either route or redirect, not both: remove one")
+			c.errf(at.With("redirect"), "an http route has either route or redirect, not both: remove one")
 		}
 		if r.GetFault() != nil {
-			c.errf(at.with("fault"), "fault injection does not apply to a redirect: remove fault or redirect")
+			c.errf(at.With("fault"), "fault injection does not apply to a redirect: remove fault or redirect")
 		}
 		if r.GetRewrite() != nil {
-			c.errf(at.with("rewrite"), "an http route has either rewrite or redirect, not both: remove one")
+			c.errf(at.With("rewrite"), "an http route has either rewrite or redirect, not both: remove one")
 		}
 		rd := r.GetRedirect()
 		if rd.GetUri() == "" && rd.GetAuthority() == "" && rd.GetScheme() == "" && rd.GetPort() == 0 && rd.GetDerivePort() == 0 {
-			c.errf(at.with("redirect"), "says nothing to change: set uri, authority, scheme or port")
+			c.errf(at.With("redirect"), "says nothing to change: set uri, authority, scheme or port")
 		}
 		if code := rd.GetRedirectCode(); code != 0 && (code < 300 || code > 399) {
-			c.errf(at.with("redirect", "redirectCode"), "%d is not a redirect status: use a 3xx code such as 301", code)
+			c.errf(at.With("redirect", "redirectCode"), "%d is not a redirect status: use a 3xx code such as 301", code)
 		}
 		if sc := rd.GetScheme(); sc != "" && sc != "http" && sc != "https" {
-			c.errf(at.with("redirect", "scheme"), "%q is not a redirect scheme: use http or https", sc)
+			c.errf(at.With("redirect", "scheme"), "%q is not a redirect scheme: use http or https", sc)
 		}
 		if p := rd.GetPort(); p != 0 {
-			c.port(at.with("redirect", "port"), p)
+			c.port(at.With("redirect", "port"), p)
 		}
 	case r.GetDirectResponse() != nil:
 		if len(r.GetRoute()) > 0 {
-			c.errf(at.with("directResponse"), "an http route has either route or directResponse, not both: remove one")
+			c.errf(at.With("directResponse"), "an http route has either route or directResponse, not both: remove one")
 		}
 		if st := r.GetDirectResponse().GetStatus(); st < 200 || st > 599 {
-			c.errf(at.with("directResponse", "status"), "%d is not an HTTP status: use 200 to 599", st)
+			c.errf(at.With("directResponse", "status"), "%d is not an HTTP status: use 200 to 599", st)
 		}
 	case r.GetDelegate() != nil:
 	case len(r.GetRoute()) == 0:
-		c.errf(at.with("route"), "is required: an http route needs route destinations (or a redirect or directResponse)")
+		c.errf(at.With("route"), "is required: an http route needs route destinations (or a redirect or directResponse)")
 	}
 	if rw := r.GetRewrite(); rw != nil {
 		switch {
 		case rw.GetUri() == "" && rw.GetAuthority() == "" && rw.GetUriRegexRewrite() == nil:
-			c.errf(at.with("rewrite"), "says nothing to rewrite: set uri, uriRegexRewrite or authority")
+			c.errf(at.With("rewrite"), "says nothing to rewrite: set uri, uriRegexRewrite or authority")
 		case rw.GetUri() != "" && rw.GetUriRegexRewrite() != nil:
-			c.errf(at.with("rewrite", "uriRegexRewrite"), "a rewrite has either uri or uriRegexRewrite, not both: remove one")
+			c.errf(at.With("rewrite", "uriRegexRewrite"), "a rewrite has either uri or uriRegexRewrite, not both: remove one")
 		}
 		if rr := rw.GetUriRegexRewrite(); rr != nil && (rr.GetMatch() == "" || rr.GetRewrite() == "") {
-			c.errf(at.with("rewrite", "uriRegexRewrite"), "needs both match and rewrite")
+			c.errf(at.With("rewrite", "uriRegexRewrite"), "needs both match and rewrite")
 		}
 	}
 	for j, m := range r.GetMatch() {
-		ma := at.with("match", j)
+		ma := at.With("match", j)
 		if m.GetPort() != 0 {
-			c.port(ma.with("port"), m.GetPort())
+			c.port(ma.With("port"), m.GetPort())
 		}
-		c.labels(ma.with("sourceLabels"), m.GetSourceLabels())
+		c.labels(ma.With("sourceLabels"), m.GetSourceLabels())
 		for _, h := range sortedKeys(m.GetHeaders()) {
 			if h == "" || strings.ToLower(h) != h {
-				c.errf(ma.with("headers", h), "header name %q must be lowercase and not empty", h)
+				c.errf(ma.With("headers", h), "header name %q must be lowercase and not empty", h)
 			}
 		}
 		if sn := m.GetSourceNamespace(); sn != "" && !isDNSLabel(sn) {
-			c.errf(ma.with("sourceNamespace"), "%q is not a namespace name", sn)
+			c.errf(ma.With("sourceNamespace"), "%q is not a namespace name", sn)
 		}
 		for k, g := range m.GetGateways() {
-			c.gatewayName(ma.with("gateways", k), g)
+			c.gatewayName(ma.With("gateways", k), g)
 		}
 	}
 	ds := make([]dest, len(r.GetRoute()))
 	for i, d := range r.GetRoute() {
 		ds[i] = dest{d.GetDestination(), d.GetWeight()}
 	}
-	c.routeDestinations(at.with("route"), ds)
+	c.routeDestinations(at.With("route"), ds)
 	if r.GetTimeout() != nil {
-		c.duration(at.with("timeout"), r.GetTimeout())
+		c.duration(at.With("timeout"), r.GetTimeout())
 	}
 	if rt := r.GetRetries(); rt != nil {
 		if rt.GetAttempts() < 0 {
-			c.errf(at.with("retries", "attempts"), "%d is negative: use 0 (no retries) or more", rt.GetAttempts())
+			c.errf(at.With("retries", "attempts"), "%d is negative: use 0 (no retries) or more", rt.GetAttempts())
 		}
 		if rt.GetAttempts() == 0 && (rt.GetPerTryTimeout() != nil || rt.GetRetryOn() != "") {
-			c.errf(at.with("retries", "attempts"), "is 0, which disables retries, yet perTryTimeout or retryOn is set: set attempts, or remove the retry settings")
+			c.errf(at.With("retries", "attempts"), "is 0, which disables retries, yet perTryTimeout or retryOn is set: set attempts, or remove the retry settings")
 		}
-		c.duration(at.with("retries", "perTryTimeout"), rt.GetPerTryTimeout())
+		c.duration(at.With("retries", "perTryTimeout"), rt.GetPerTryTimeout())
 	}
 	if f := r.GetFault(); f != nil {
 		if d := f.GetDelay(); d != nil {
 			if d.GetPercentage() != nil {
-				c.percent(at.with("fault", "delay", "percentage", "value"), d.GetPercentage().GetValue())
+				c.percent(at.With("fault", "delay", "percentage", "value"), d.GetPercentage().GetValue())
 			}
 			if d.GetFixedDelay() == nil && d.GetExponentialDelay() == nil { // exponentialDelay: semantic_routes.go
-				c.errf(at.with("fault", "delay", "fixedDelay"), "is required: set the delay, e.g. fixedDelay: 5s")
+				c.errf(at.With("fault", "delay", "fixedDelay"), "is required: set the delay, e.g. fixedDelay: 5s")
 			}
-			c.duration(at.with("fault", "delay", "fixedDelay"), d.GetFixedDelay())
+			c.duration(at.With("fault", "delay", "fixedDelay"), d.GetFixedDelay())
 		}
 		if a := f.GetAbort(); a != nil {
 			if a.GetPercentage() != nil {
-				c.percent(at.with("fault", "abort", "percentage", "value"), a.GetPercentage().GetValue())
+				c.percent(at.With("fault", "abort", "percentage", "value"), a.GetPercentage().GetValue())
 			}
 			if st, ok := a.GetErrorType().(*networking.HTTPFaultInjection_Abort_HttpStatus); ok && (st.HttpStatus < 200 || st.HttpStatus > 599) {
-				c.errf(at.with("fault", "abort", "httpStatus"), "%d is not an HTTP status: use 200 to 599", st.HttpStatus)
+				c.errf(at.With("fault", "abort", "httpStatus"), "%d is not an HTTP status: use 200 to 599", st.HttpStatus)
 			}
 		}
 		if f.GetDelay() == nil && f.GetAbort() == nil {
-			c.errf(at.with("fault"), "is empty: set delay or abort")
+			c.errf(at.With("fault"), "is empty: set delay or abort")
 		}
 	}
 	if r.GetMirror() != nil {
-		c.destination(at.with("mirror"), r.GetMirror())
+		c.destination(at.With("mirror"), r.GetMirror())
 	}
 	if mp := r.GetMirrorPercentage(); mp != nil {
-		c.percent(at.with("mirrorPercentage", "value"), mp.GetValue())
+		c.percent(at.With("mirrorPercentage", "value"), mp.GetValue())
 	}
 	c.httpRouteFeatures(at, r) // semantic_routes.go
 }
 
 // ---- DestinationRule (istiod: ValidateDestinationRule) ----
 
-func (c *checker) destinationRule(at path, namespace string, dr *networking.DestinationRule) {
+func (c *checker) destinationRule(at Path, namespace string, dr *networking.DestinationRule) {
 	switch h := dr.GetHost(); {
 	case h == "":
-		c.errf(at.with("host"), "is required: name the service this rule applies to")
+		c.errf(at.With("host"), "is required: name the service this rule applies to")
 	case isIP(h):
 	default:
 		if msg := hostError(h); msg != "" {
-			c.errf(at.with("host"), "%s", msg)
+			c.errf(at.With("host"), "%s", msg)
 		}
 	}
-	c.trafficPolicy(at.with("trafficPolicy"), dr.GetTrafficPolicy())
+	c.trafficPolicy(at.With("trafficPolicy"), dr.GetTrafficPolicy())
 	seen := map[string]bool{}
 	for i, s := range dr.GetSubsets() {
-		sa := at.with("subsets", i)
+		sa := at.With("subsets", i)
 		switch name := s.GetName(); {
 		case name == "":
-			c.errf(sa.with("name"), "is required: name the subset (e.g. v1)")
+			c.errf(sa.With("name"), "is required: name the subset (e.g. v1)")
 		case !isDNSLabel(name):
-			c.errf(sa.with("name"), "%q is not a valid subset name: use at most 63 letters, digits and '-'", name)
+			c.errf(sa.With("name"), "%q is not a valid subset name: use at most 63 letters, digits and '-'", name)
 		case seen[name]:
-			c.errf(sa.with("name"), "subset %q is defined twice: give each subset its own name", name)
+			c.errf(sa.With("name"), "subset %q is defined twice: give each subset its own name", name)
 		}
 		seen[s.GetName()] = true
-		c.labels(sa.with("labels"), s.GetLabels())
-		c.trafficPolicy(sa.with("trafficPolicy"), s.GetTrafficPolicy())
+		c.labels(sa.With("labels"), s.GetLabels())
+		c.trafficPolicy(sa.With("trafficPolicy"), s.GetTrafficPolicy())
 	}
 	if ws := dr.GetWorkloadSelector(); ws != nil {
-		c.selector(at.with("workloadSelector", "matchLabels"), ws.GetMatchLabels(), "workloadSelector")
+		c.selector(at.With("workloadSelector", "matchLabels"), ws.GetMatchLabels(), "workloadSelector")
 	}
-	c.exportTo(at.with("exportTo"), namespace, dr.GetExportTo(), false)
+	c.exportTo(at.With("exportTo"), namespace, dr.GetExportTo(), false)
 }
 
-func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
+func (c *checker) trafficPolicy(at Path, tp *networking.TrafficPolicy) {
 	if tp == nil {
 		return
 	}
@@ -818,32 +820,32 @@ func (c *checker) trafficPolicy(at path, tp *networking.TrafficPolicy) {
 		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings) or remove it")
 	}
 	c.policyParts(at, tp.GetConnectionPool(), tp.GetOutlierDetection())
-	c.loadBalancer(at.with("loadBalancer"), tp.GetLoadBalancer(), tp.GetOutlierDetection())
-	c.clientTLS(at.with("tls"), tp.GetTls())
+	c.loadBalancer(at.With("loadBalancer"), tp.GetLoadBalancer(), tp.GetOutlierDetection())
+	c.clientTLS(at.With("tls"), tp.GetTls())
 	c.notGeneratedPolicy(at, tp)
 	ports := map[uint32]bool{}
 	for i, pl := range tp.GetPortLevelSettings() {
-		pa := at.with("portLevelSettings", i)
+		pa := at.With("portLevelSettings", i)
 		if pl.GetPort() == nil {
-			c.errf(pa.with("port"), "is required: say which port these settings apply to (port: {number: 8080})")
+			c.errf(pa.With("port"), "is required: say which port these settings apply to (port: {number: 8080})")
 		} else {
 			n := pl.GetPort().GetNumber()
-			c.port(pa.with("port", "number"), n)
+			c.port(pa.With("port", "number"), n)
 			if ports[n] {
-				c.errf(pa.with("port", "number"), "port %d has settings twice: merge them", n)
+				c.errf(pa.With("port", "number"), "port %d has settings twice: merge them", n)
 			}
 			ports[n] = true
 		}
 		c.policyParts(pa, pl.GetConnectionPool(), pl.GetOutlierDetection())
-		c.loadBalancer(pa.with("loadBalancer"), pl.GetLoadBalancer(), pl.GetOutlierDetection())
-		c.clientTLS(pa.with("tls"), pl.GetTls())
+		c.loadBalancer(pa.With("loadBalancer"), pl.GetLoadBalancer(), pl.GetOutlierDetection())
+		c.clientTLS(pa.With("tls"), pl.GetTls())
 	}
 }
 
 // clientTLS mirrors istiod's validateTLS: ISTIO_MUTUAL takes its certificates from the mesh,
 // so none may be given; MUTUAL needs a client certificate and key unless credentialName names
 // them.
-func (c *checker) clientTLS(at path, t *networking.ClientTLSSettings) {
+func (c *checker) clientTLS(at Path, t *networking.ClientTLSSettings) {
 	switch t.GetMode() {
 	case networking.ClientTLSSettings_ISTIO_MUTUAL:
 		if t.GetClientCertificate() != "" || t.GetPrivateKey() != "" || t.GetCaCertificates() != "" || t.GetCredentialName() != "" {
@@ -854,41 +856,41 @@ func (c *checker) clientTLS(at path, t *networking.ClientTLSSettings) {
 			return
 		}
 		if t.GetClientCertificate() == "" {
-			c.errf(at.with("clientCertificate"), "is required for MUTUAL TLS (or set credentialName)")
+			c.errf(at.With("clientCertificate"), "is required for MUTUAL TLS (or set credentialName)")
 		}
 		if t.GetPrivateKey() == "" {
-			c.errf(at.with("privateKey"), "is required for MUTUAL TLS (or set credentialName)")
+			c.errf(at.With("privateKey"), "is required for MUTUAL TLS (or set credentialName)")
 		}
 	}
 }
 
 // loadBalancer mirrors the part of istiod's validateLoadBalancer that applies to plain
 // settings: a consistent-hash cookie needs a name.
-func (c *checker) loadBalancer(at path, lb *networking.LoadBalancerSettings, od *networking.OutlierDetection) {
+func (c *checker) loadBalancer(at Path, lb *networking.LoadBalancerSettings, od *networking.OutlierDetection) {
 	if ck := lb.GetConsistentHash().GetHttpCookie(); ck != nil && ck.GetName() == "" {
-		c.errf(at.with("consistentHash", "httpCookie", "name"), "is required: name the cookie to hash on")
+		c.errf(at.With("consistentHash", "httpCookie", "name"), "is required: name the cookie to hash on")
 	}
-	c.localityLB(at.with("localityLbSetting"), lb.GetLocalityLbSetting(), od)
+	c.localityLB(at.With("localityLbSetting"), lb.GetLocalityLbSetting(), od)
 }
 
 // policyParts mirrors istiod's validateConnectionPool and validateOutlierDetection.
-func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od *networking.OutlierDetection) {
+func (c *checker) policyParts(at Path, cp *networking.ConnectionPoolSettings, od *networking.OutlierDetection) {
 	if cp != nil {
 		if cp.GetTcp() == nil && cp.GetHttp() == nil {
-			c.errf(at.with("connectionPool"), "is empty: set tcp or http settings, or remove it")
+			c.errf(at.With("connectionPool"), "is empty: set tcp or http settings, or remove it")
 		}
 		if t := cp.GetTcp(); t != nil {
 			if t.GetMaxConnections() < 0 {
-				c.errf(at.with("connectionPool", "tcp", "maxConnections"), "%d is negative: use 0 (the default) or more", t.GetMaxConnections())
+				c.errf(at.With("connectionPool", "tcp", "maxConnections"), "%d is negative: use 0 (the default) or more", t.GetMaxConnections())
 			}
-			c.duration(at.with("connectionPool", "tcp", "connectTimeout"), t.GetConnectTimeout())
-			c.duration(at.with("connectionPool", "tcp", "maxConnectionDuration"), t.GetMaxConnectionDuration())
+			c.duration(at.With("connectionPool", "tcp", "connectTimeout"), t.GetConnectTimeout())
+			c.duration(at.With("connectionPool", "tcp", "maxConnectionDuration"), t.GetMaxConnectionDuration())
 			if d := t.GetIdleTimeout(); d != nil && d.AsDuration() != 0 { // 0s turns the timeout off
-				c.duration(at.with("connectionPool", "tcp", "idleTimeout"), d)
+				c.duration(at.With("connectionPool", "tcp", "idleTimeout"), d)
 			}
 			if ka := t.GetTcpKeepalive(); ka != nil {
-				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "time"), ka.GetTime())
-				c.duration(at.with("connectionPool", "tcp", "tcpKeepalive", "interval"), ka.GetInterval())
+				c.duration(at.With("connectionPool", "tcp", "tcpKeepalive", "time"), ka.GetTime())
+				c.duration(at.With("connectionPool", "tcp", "tcpKeepalive", "interval"), ka.GetInterval())
 			}
 		}
 		if h := cp.GetHttp(); h != nil {
@@ -896,132 +898,132 @@ func (c *checker) policyParts(at path, cp *networking.ConnectionPoolSettings, od
 				"http2MaxRequests": h.GetHttp2MaxRequests(), "maxRequestsPerConnection": h.GetMaxRequestsPerConnection(),
 				"maxRetries": h.GetMaxRetries(), "maxConcurrentStreams": h.GetMaxConcurrentStreams()} {
 				if v < 0 {
-					c.errf(at.with("connectionPool", "http", name), "%d is negative: use 0 (the default) or more", v)
+					c.errf(at.With("connectionPool", "http", name), "%d is negative: use 0 (the default) or more", v)
 				}
 			}
-			c.duration(at.with("connectionPool", "http", "idleTimeout"), h.GetIdleTimeout())
+			c.duration(at.With("connectionPool", "http", "idleTimeout"), h.GetIdleTimeout())
 			if ka := h.GetHttp2KeepAlive(); ka != nil {
-				kaAt := at.with("connectionPool", "http", "http2KeepAlive")
+				kaAt := at.With("connectionPool", "http", "http2KeepAlive")
 				for _, f := range []struct {
 					name string
 					d    *durationpb.Duration
 				}{{"interval", ka.GetInterval()}, {"timeout", ka.GetTimeout()}} {
 					name, d := f.name, f.d
 					if d == nil {
-						c.errf(kaAt.with(name), "is required: say how often to ping and how long to wait (e.g. 30s)")
+						c.errf(kaAt.With(name), "is required: say how often to ping and how long to wait (e.g. 30s)")
 					}
-					c.duration(kaAt.with(name), d)
+					c.duration(kaAt.With(name), d)
 				}
 			}
 			if h.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE && h.GetUseClientProtocol() {
-				c.errf(at.with("connectionPool", "http", "useClientProtocol"), "cannot be true with h2UpgradePolicy UPGRADE: keep one")
+				c.errf(at.With("connectionPool", "http", "useClientProtocol"), "cannot be true with h2UpgradePolicy UPGRADE: keep one")
 			}
 		}
 	}
 	if od != nil {
-		oa := at.with("outlierDetection")
+		oa := at.With("outlierDetection")
 		//nolint:staticcheck // the deprecated field is what the rule is about
 		if od.GetConsecutiveErrors() != 0 {
-			c.warnf(oa.with("consecutiveErrors"), "is deprecated and %s (istiod ignores it too): use consecutive5xxErrors or consecutiveGatewayErrors", notGenerated)
+			c.warnf(oa.With("consecutiveErrors"), "is deprecated and %s (istiod ignores it too): use consecutive5xxErrors or consecutiveGatewayErrors", notGenerated)
 		}
 		if !od.GetSplitExternalLocalOriginErrors() && od.GetConsecutiveLocalOriginFailures().GetValue() > 0 {
-			c.errf(oa.with("consecutiveLocalOriginFailures"), "has no effect unless splitExternalLocalOriginErrors is true: set it, or remove this field")
+			c.errf(oa.With("consecutiveLocalOriginFailures"), "has no effect unless splitExternalLocalOriginErrors is true: set it, or remove this field")
 		}
-		c.duration(oa.with("interval"), od.GetInterval())
-		c.duration(oa.with("baseEjectionTime"), od.GetBaseEjectionTime())
+		c.duration(oa.With("interval"), od.GetInterval())
+		c.duration(oa.With("baseEjectionTime"), od.GetBaseEjectionTime())
 		if v := od.GetMaxEjectionPercent(); v < 0 || v > 100 {
-			c.errf(oa.with("maxEjectionPercent"), "%d is not a percentage: use 0 to 100", v)
+			c.errf(oa.With("maxEjectionPercent"), "%d is not a percentage: use 0 to 100", v)
 		}
 		if v := od.GetMinHealthPercent(); v < 0 || v > 100 {
-			c.errf(oa.with("minHealthPercent"), "%d is not a percentage: use 0 to 100", v)
+			c.errf(oa.With("minHealthPercent"), "%d is not a percentage: use 0 to 100", v)
 		}
 	}
 }
 
 // ---- Sidecar (istiod: ValidateSidecar) ----
 
-func (c *checker) sidecar(at path, sc *networking.Sidecar) {
+func (c *checker) sidecar(at Path, sc *networking.Sidecar) {
 	if ws := sc.GetWorkloadSelector(); ws != nil {
 		if len(ws.GetLabels()) == 0 {
-			c.warnf(at.with("workloadSelector", "labels"), "is empty, so the Sidecar applies to every workload of the namespace: add labels, or remove the selector to say so")
+			c.warnf(at.With("workloadSelector", "labels"), "is empty, so the Sidecar applies to every workload of the namespace: add labels, or remove the selector to say so")
 		}
-		c.selector(at.with("workloadSelector", "labels"), ws.GetLabels(), "workloadSelector")
+		c.selector(at.With("workloadSelector", "labels"), ws.GetLabels(), "workloadSelector")
 	}
 	if len(sc.GetEgress()) == 0 && len(sc.GetIngress()) == 0 && sc.GetOutboundTrafficPolicy() == nil && sc.GetInboundConnectionPool() == nil {
 		c.errf(at, "the Sidecar configures nothing: add egress (e.g. hosts: [\"./*\"]), ingress or outboundTrafficPolicy")
 	}
 	ports := map[uint32]bool{}
 	for i, in := range sc.GetIngress() {
-		ia := at.with("ingress", i)
+		ia := at.With("ingress", i)
 		if in.GetPort() == nil {
-			c.errf(ia.with("port"), "is required: an ingress listener needs port: {number, protocol, name}")
+			c.errf(ia.With("port"), "is required: an ingress listener needs port: {number, protocol, name}")
 		} else {
-			c.sidecarPort(ia.with("port"), in.GetPort().GetNumber(), in.GetPort().GetName(), in.GetPort().GetProtocol())
+			c.sidecarPort(ia.With("port"), in.GetPort().GetNumber(), in.GetPort().GetName(), in.GetPort().GetProtocol())
 			if ports[in.GetPort().GetNumber()] {
-				c.errf(ia.with("port", "number"), "port %d has two ingress listeners: keep one", in.GetPort().GetNumber())
+				c.errf(ia.With("port", "number"), "port %d has two ingress listeners: keep one", in.GetPort().GetNumber())
 			}
 			ports[in.GetPort().GetNumber()] = true
 		}
 		if b := in.GetBind(); b != "" && !isIP(b) {
-			c.errf(ia.with("bind"), "%q is not an IP address", b)
+			c.errf(ia.With("bind"), "%q is not an IP address", b)
 		}
 		if ep := in.GetDefaultEndpoint(); ep != "" {
-			c.defaultEndpoint(ia.with("defaultEndpoint"), ep)
+			c.defaultEndpoint(ia.With("defaultEndpoint"), ep)
 		}
 	}
 	egressPorts := map[uint32]bool{}
 	portless := 0
 	for i, eg := range sc.GetEgress() {
-		ea := at.with("egress", i)
+		ea := at.With("egress", i)
 		if eg.GetPort() == nil {
 			portless++
 			if portless > 1 {
-				c.errf(ea.with("port"), "a second egress listener without a port: only one may omit the port")
+				c.errf(ea.With("port"), "a second egress listener without a port: only one may omit the port")
 			}
 			if i != len(sc.GetEgress())-1 {
-				c.errf(ea.with("port"), "the egress listener without a port must be the last one: move it to the end")
+				c.errf(ea.With("port"), "the egress listener without a port must be the last one: move it to the end")
 			}
 		} else if n := eg.GetPort().GetNumber(); n == 0 {
 			// Port 0 is a unix domain socket listener, named by its bind address.
-			c.protocol(ea.with("port", "protocol"), eg.GetPort().GetProtocol(), false)
+			c.protocol(ea.With("port", "protocol"), eg.GetPort().GetProtocol(), false)
 			switch b := eg.GetBind(); {
 			case !strings.HasPrefix(b, unixPrefix):
-				c.errf(ea.with("bind"), "port 0 is a unix socket listener and needs bind: unix:///path (or give the port a number)")
+				c.errf(ea.With("bind"), "port 0 is a unix socket listener and needs bind: unix:///path (or give the port a number)")
 			default:
 				if msg := unixAddressError(b); msg != "" {
-					c.errf(ea.with("bind"), "%s", msg)
+					c.errf(ea.With("bind"), "%s", msg)
 				}
 			}
 		} else {
-			c.sidecarPort(ea.with("port"), n, eg.GetPort().GetName(), eg.GetPort().GetProtocol())
+			c.sidecarPort(ea.With("port"), n, eg.GetPort().GetName(), eg.GetPort().GetProtocol())
 			if egressPorts[n] {
-				c.errf(ea.with("port", "number"), "port %d has two egress listeners: merge their hosts", n)
+				c.errf(ea.With("port", "number"), "port %d has two egress listeners: merge their hosts", n)
 			}
 			egressPorts[n] = true
 			if b := eg.GetBind(); b != "" && !isIP(b) {
-				c.errf(ea.with("bind"), "%q is not an IP address: bind a listener to an IP (or use port 0 with a unix:// bind)", b)
+				c.errf(ea.With("bind"), "%q is not an IP address: bind a listener to an IP (or use port 0 with a unix:// bind)", b)
 			}
 		}
 		if len(eg.GetHosts()) == 0 {
-			c.errf(ea.with("hosts"), "is required: list namespace/host entries, e.g. [\"./*\", \"istio-system/*\"]")
+			c.errf(ea.With("hosts"), "is required: list namespace/host entries, e.g. [\"./*\", \"istio-system/*\"]")
 		}
 		for j, h := range eg.GetHosts() {
-			c.namespacedHost(ea.with("hosts", j), h, true)
+			c.namespacedHost(ea.With("hosts", j), h, true)
 		}
 	}
 }
 
-func (c *checker) sidecarPort(at path, n uint32, name, proto string) {
-	c.port(at.with("number"), n)
+func (c *checker) sidecarPort(at Path, n uint32, name, proto string) {
+	c.port(at.With("number"), n)
 	if name != "" && !isDNSLabel(name) {
-		c.errf(at.with("name"), "%q is not a valid port name: use letters, digits and '-'", name)
+		c.errf(at.With("name"), "%q is not a valid port name: use letters, digits and '-'", name)
 	}
-	c.protocol(at.with("protocol"), proto, false)
+	c.protocol(at.With("protocol"), proto, false)
 }
 
 // defaultEndpoint mirrors istiod's validateSidecarIngressPortAndBind: 127.0.0.1:PORT,
 // 0.0.0.0:PORT ([::1] and [::] too) or a unix socket.
-func (c *checker) defaultEndpoint(at path, ep string) {
+func (c *checker) defaultEndpoint(at Path, ep string) {
 	if strings.HasPrefix(ep, unixPrefix) {
 		if msg := unixAddressError(ep); msg != "" {
 			c.errf(at, "%s", msg)
@@ -1037,7 +1039,7 @@ func (c *checker) defaultEndpoint(at path, ep string) {
 // namespacedHost mirrors istiod's validateNamespaceSlashWildcardHostname: namespace/host with
 // the namespace "*", "." (this namespace), "~" (no namespace; Sidecar only) or a name, and the
 // host "*" or a host name with an optional wildcard prefix.
-func (c *checker) namespacedHost(at path, h string, sidecar bool) {
+func (c *checker) namespacedHost(at Path, h string, sidecar bool) {
 	ns, host, ok := strings.Cut(h, "/")
 	if !ok {
 		if sidecar {
@@ -1065,60 +1067,60 @@ func (c *checker) namespacedHost(at path, h string, sidecar bool) {
 
 // ---- Gateway (istiod: ValidateGateway) ----
 
-func (c *checker) gateway(at path, gw *networking.Gateway) {
-	c.selector(at.with("selector"), gw.GetSelector(), "selector")
+func (c *checker) gateway(at Path, gw *networking.Gateway) {
+	c.selector(at.With("selector"), gw.GetSelector(), "selector")
 	if len(gw.GetServers()) == 0 {
-		c.errf(at.with("servers"), "is required: add at least one server with port and hosts")
+		c.errf(at.With("servers"), "is required: add at least one server with port and hosts")
 	}
 	names := map[string]bool{}
 	for i, s := range gw.GetServers() {
-		sa := at.with("servers", i)
+		sa := at.With("servers", i)
 		if s == nil {
 			c.errf(sa, "is empty: give the server a port and hosts")
 			continue
 		}
 		if len(s.GetHosts()) == 0 {
-			c.errf(sa.with("hosts"), "is required: list the hosts this server exposes (\"*\" for any)")
+			c.errf(sa.With("hosts"), "is required: list the hosts this server exposes (\"*\" for any)")
 		}
 		for j, h := range s.GetHosts() {
-			c.namespacedHost(sa.with("hosts", j), h, false)
+			c.namespacedHost(sa.With("hosts", j), h, false)
 		}
 		p := s.GetPort()
 		if p == nil {
-			c.errf(sa.with("port"), "is required: set port: {number, name, protocol}")
+			c.errf(sa.With("port"), "is required: set port: {number, name, protocol}")
 			continue
 		}
-		c.port(sa.with("port", "number"), p.GetNumber())
-		c.protocol(sa.with("port", "protocol"), p.GetProtocol(), true)
+		c.port(sa.With("port", "number"), p.GetNumber())
+		c.protocol(sa.With("port", "protocol"), p.GetProtocol(), true)
 		if p.GetName() != "" {
 			if names[p.GetName()] {
-				c.errf(sa.with("port", "name"), "port name %q is used by another server: give each server port its own name", p.GetName())
+				c.errf(sa.With("port", "name"), "port name %q is used by another server: give each server port its own name", p.GetName())
 			}
 			names[p.GetName()] = true
 		}
 		proto := strings.ToUpper(p.GetProtocol())
 		tls := s.GetTls()
 		if (proto == "HTTPS" || proto == "TLS") && tls == nil {
-			c.errf(sa.with("tls"), "is required for protocol %s: add tls: {mode: SIMPLE, credentialName: ...} (or mode: PASSTHROUGH)", p.GetProtocol())
+			c.errf(sa.With("tls"), "is required for protocol %s: add tls: {mode: SIMPLE, credentialName: ...} (or mode: PASSTHROUGH)", p.GetProtocol())
 		}
 		if tls == nil {
 			continue
 		}
-		ta := sa.with("tls")
+		ta := sa.With("tls")
 		if tls.GetHttpsRedirect() && proto != "HTTP" {
-			c.errf(ta.with("httpsRedirect"), "only applies to an HTTP server: remove it")
+			c.errf(ta.With("httpsRedirect"), "only applies to an HTTP server: remove it")
 		}
 		switch tls.GetMode() {
 		case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL:
 			if tls.GetCredentialName() == "" && len(tls.GetCredentialNames()) == 0 {
 				if tls.GetServerCertificate() == "" {
-					c.errf(ta.with("serverCertificate"), "mode %s needs a certificate: set credentialName, or serverCertificate and privateKey", tls.GetMode())
+					c.errf(ta.With("serverCertificate"), "mode %s needs a certificate: set credentialName, or serverCertificate and privateKey", tls.GetMode())
 				}
 				if tls.GetPrivateKey() == "" {
-					c.errf(ta.with("privateKey"), "mode %s needs a private key: set credentialName, or serverCertificate and privateKey", tls.GetMode())
+					c.errf(ta.With("privateKey"), "mode %s needs a private key: set credentialName, or serverCertificate and privateKey", tls.GetMode())
 				}
 				if tls.GetMode() != networking.ServerTLSSettings_SIMPLE && tls.GetCaCertificates() == "" {
-					c.errf(ta.with("caCertificates"), "mode %s verifies clients and needs CA certificates: set caCertificates or credentialName", tls.GetMode())
+					c.errf(ta.With("caCertificates"), "mode %s verifies clients and needs CA certificates: set caCertificates or credentialName", tls.GetMode())
 				}
 			}
 		}
@@ -1128,15 +1130,15 @@ func (c *checker) gateway(at path, gw *networking.Gateway) {
 // peerAuthentication mirrors istiod's ValidatePeerAuthentication: port-level modes only with a
 // workload selector (a mesh- or namespace-wide policy has no ports of its own), no port 0 or
 // beyond 65535, and a valid selector.
-func (c *checker) peerAuthentication(at path, pa *securityapi.PeerAuthentication) {
+func (c *checker) peerAuthentication(at Path, pa *securityapi.PeerAuthentication) {
 	sel := pa.GetSelector().GetMatchLabels()
 	if len(pa.GetPortLevelMtls()) > 0 && len(sel) == 0 {
-		c.errf(at.with("portLevelMtls"), "a mesh- or namespace-wide PeerAuthentication (no selector) cannot set port-level mTLS: add selector.matchLabels or remove portLevelMtls")
+		c.errf(at.With("portLevelMtls"), "a mesh- or namespace-wide PeerAuthentication (no selector) cannot set port-level mTLS: add selector.matchLabels or remove portLevelMtls")
 	}
 	for _, port := range slices.Sorted(maps.Keys(pa.GetPortLevelMtls())) {
 		if port == 0 || port > 65535 {
-			c.errf(at.with("portLevelMtls", strconv.FormatUint(uint64(port), 10)), "port %d is not in 1..65535", port)
+			c.errf(at.With("portLevelMtls", strconv.FormatUint(uint64(port), 10)), "port %d is not in 1..65535", port)
 		}
 	}
-	c.selector(at.with("selector", "matchLabels"), sel, "PeerAuthentication selector")
+	c.selector(at.With("selector", "matchLabels"), sel, "PeerAuthentication selector")
 }

@@ -1,4 +1,4 @@
-package config
+package validate
 
 import (
 	"fmt"
@@ -37,22 +37,22 @@ var grpcStatusNames = map[string]bool{
 var headerValueRE = regexp.MustCompile("^[^\u0000-\u0008\u000A-\u001F\u007F]*$")
 
 // httpRouteFeatures checks an HTTP route's retries, fault, mirrors and header operations.
-func (c *checker) httpRouteFeatures(at path, r *networking.HTTPRoute) {
+func (c *checker) httpRouteFeatures(at Path, r *networking.HTTPRoute) {
 	if rt := r.GetRetries(); rt != nil {
 		// validateHTTPRetry: every comma-separated entry is a policy name or an HTTP status.
 		if on := rt.GetRetryOn(); on != "" {
 			for _, p := range strings.Split(on, ",") {
 				n, _ := strconv.Atoi(p)
 				if http.StatusText(n) == "" && !retryOnPolicies[p] {
-					c.errf(at.with("retries", "retryOn"), "%q is not a retryOn policy (istiod rejects it): use Envoy retry conditions such as 5xx, gateway-error, reset, connect-failure, refused-stream, retriable-4xx, retriable-status-codes, unavailable, cancelled, deadline-exceeded, or HTTP status codes, separated by commas without spaces", p)
+					c.errf(at.With("retries", "retryOn"), "%q is not a retryOn policy (istiod rejects it): use Envoy retry conditions such as 5xx, gateway-error, reset, connect-failure, refused-stream, retriable-4xx, retriable-status-codes, unavailable, cancelled, deadline-exceeded, or HTTP status codes, separated by commas without spaces", p)
 				}
 			}
 		}
 		if rt.GetAttempts() == 0 && rt.GetRetryRemoteLocalities() != nil {
-			c.errf(at.with("retries", "retryRemoteLocalities"), "is set while attempts is 0 (retries disabled): set attempts or remove it")
+			c.errf(at.With("retries", "retryRemoteLocalities"), "is set while attempts is 0 (retries disabled): set attempts or remove it")
 		}
 		if rt.GetBackoff() != nil {
-			c.duration(at.with("retries", "backoff"), rt.GetBackoff())
+			c.duration(at.With("retries", "backoff"), rt.GetBackoff())
 		}
 	}
 	if f := r.GetFault(); f != nil {
@@ -60,65 +60,65 @@ func (c *checker) httpRouteFeatures(at path, r *networking.HTTPRoute) {
 			switch e := a.GetErrorType().(type) {
 			case *networking.HTTPFaultInjection_Abort_GrpcStatus:
 				if !grpcStatusNames[e.GrpcStatus] {
-					c.errf(at.with("fault", "abort", "grpcStatus"), "%q is not a gRPC status name: use one such as UNAVAILABLE, NOT_FOUND or INTERNAL", e.GrpcStatus)
+					c.errf(at.With("fault", "abort", "grpcStatus"), "%q is not a gRPC status name: use one such as UNAVAILABLE, NOT_FOUND or INTERNAL", e.GrpcStatus)
 				}
 			case *networking.HTTPFaultInjection_Abort_Http2Error:
-				c.errf(at.with("fault", "abort", "http2Error"), "HTTP/2 abort faults are not supported (istiod rejects them): use httpStatus or grpcStatus")
+				c.errf(at.With("fault", "abort", "http2Error"), "HTTP/2 abort faults are not supported (istiod rejects them): use httpStatus or grpcStatus")
 			case nil:
-				c.warnf(at.with("fault", "abort"), "has no httpStatus or grpcStatus, so it aborts nothing: set one")
+				c.warnf(at.With("fault", "abort"), "has no httpStatus or grpcStatus, so it aborts nothing: set one")
 			}
 		}
 		if _, ok := f.GetDelay().GetHttpDelayType().(*networking.HTTPFaultInjection_Delay_ExponentialDelay); ok {
-			c.errf(at.with("fault", "delay", "exponentialDelay"), "is not supported (istiod rejects it): use fixedDelay")
+			c.errf(at.With("fault", "delay", "exponentialDelay"), "is not supported (istiod rejects it): use fixedDelay")
 		}
 	}
 	if r.GetMirror() != nil && len(r.GetMirrors()) > 0 {
-		c.errf(at.with("mirrors"), "an http route has either mirror or mirrors, not both: move mirror into mirrors")
+		c.errf(at.With("mirrors"), "an http route has either mirror or mirrors, not both: move mirror into mirrors")
 	}
 	if mp := r.GetMirrorPercent(); mp != nil { //nolint:staticcheck // deprecated, still accepted by istiod
 		if mp.GetValue() > 100 {
-			c.errf(at.with("mirrorPercent"), "%d is more than 100", mp.GetValue())
+			c.errf(at.With("mirrorPercent"), "%d is more than 100", mp.GetValue())
 		}
-		c.warnf(at.with("mirrorPercent"), "is deprecated: use mirrorPercentage")
+		c.warnf(at.With("mirrorPercent"), "is deprecated: use mirrorPercentage")
 	}
 	for i, m := range r.GetMirrors() {
-		ma := at.with("mirrors", i)
+		ma := at.With("mirrors", i)
 		if m.GetDestination() == nil {
-			c.errf(ma.with("destination"), "is required: name the service to mirror to")
+			c.errf(ma.With("destination"), "is required: name the service to mirror to")
 			continue
 		}
-		c.destination(ma.with("destination"), m.GetDestination())
+		c.destination(ma.With("destination"), m.GetDestination())
 		if m.GetPercentage() != nil {
-			c.percent(ma.with("percentage", "value"), m.GetPercentage().GetValue())
+			c.percent(ma.With("percentage", "value"), m.GetPercentage().GetValue())
 		}
 	}
-	c.headerOperations(at.with("headers"), r.GetHeaders())
+	c.headerOperations(at.With("headers"), r.GetHeaders())
 	authority := r.GetRewrite().GetAuthority()
 	for _, k := range append(sortedKeys(r.GetHeaders().GetRequest().GetSet()), sortedKeys(r.GetHeaders().GetRequest().GetAdd())...) {
 		if !strings.EqualFold(k, ":authority") && !strings.EqualFold(k, "host") {
 			continue
 		}
 		if authority != "" { // validateAuthorityRewrite
-			c.errf(at.with("headers", "request"), "sets the authority (%s) although rewrite.authority or another header already does: set it in one place", k)
+			c.errf(at.With("headers", "request"), "sets the authority (%s) although rewrite.authority or another header already does: set it in one place", k)
 			break
 		}
 		authority = k
 	}
 	for i, d := range r.GetRoute() {
-		c.headerOperations(at.with("route", i, "headers"), d.GetHeaders())
+		c.headerOperations(at.With("route", i, "headers"), d.GetHeaders())
 	}
 }
 
 // headerOperations is istiod's header manipulation rules: request set/add may name the
 // authority (":authority" or "host") but no other pseudo-header; request removals and every
 // response operation may name neither; values hold no control characters.
-func (c *checker) headerOperations(at path, h *networking.Headers) {
+func (c *checker) headerOperations(at Path, h *networking.Headers) {
 	if h == nil {
 		return
 	}
 	internal := func(k string) bool { return strings.HasPrefix(k, ":") || strings.EqualFold(k, "host") }
 	authority := func(k string) bool { return strings.EqualFold(k, ":authority") || strings.EqualFold(k, "host") }
-	name := func(fa path, k string, allowAuthority bool) {
+	name := func(fa Path, k string, allowAuthority bool) {
 		switch {
 		case k == "":
 			c.errf(fa, "a header name is empty: name the header")
@@ -126,7 +126,7 @@ func (c *checker) headerOperations(at path, h *networking.Headers) {
 			c.errf(fa, "%q cannot be changed here: pseudo-headers and Host are managed by the proxy (set the authority with request set or rewrite.authority)", k)
 		}
 	}
-	value := func(fa path, k, v string) {
+	value := func(fa Path, k, v string) {
 		if !headerValueRE.MatchString(v) {
 			c.errf(fa, "the value of %q holds control characters: remove them", k)
 		}
@@ -141,13 +141,13 @@ func (c *checker) headerOperations(at path, h *networking.Headers) {
 			m    map[string]string
 		}{{"set", side.ops.GetSet()}, {"add", side.ops.GetAdd()}} {
 			for _, k := range sortedKeys(op.m) {
-				fa := at.with(side.name, op.name, k)
+				fa := at.With(side.name, op.name, k)
 				name(fa, k, side.auth)
 				value(fa, k, op.m[k])
 			}
 		}
 		for i, k := range side.ops.GetRemove() {
-			name(at.with(side.name, "remove", i), k, false)
+			name(at.With(side.name, "remove", i), k, false)
 		}
 	}
 }
@@ -155,28 +155,28 @@ func (c *checker) headerOperations(at path, h *networking.Headers) {
 // vsNotGenerated warns about VirtualService fields xdslab admits (istiod does) but does not
 // translate into Envoy config, so that nothing is dropped silently (NotGeneratedVirtualService
 // lists the same for the control plane's log).
-func (c *checker) vsNotGenerated(at path, vs *networking.VirtualService) {
+func (c *checker) vsNotGenerated(at Path, vs *networking.VirtualService) {
 	for _, p := range vsNotGenerated(at, vs) {
-		c.warnf(p.at, "%s", p.msg)
+		c.warnf(p.Path, "%s", p.Msg)
 	}
 }
 
 const vsNotGeneratedMsg = "is accepted but not generated by xdslab"
 
-func vsNotGenerated(at path, vs *networking.VirtualService) []problem {
-	var out []problem
-	add := func(p path, format string, args ...any) {
-		out = append(out, problem{at: p, msg: vsNotGeneratedMsg + ": " + fmt.Sprintf(format, args...), warn: true})
+func vsNotGenerated(at Path, vs *networking.VirtualService) []Problem {
+	var out []Problem
+	add := func(p Path, format string, args ...any) {
+		out = append(out, Problem{Path: p, Msg: vsNotGeneratedMsg + ": " + fmt.Sprintf(format, args...), Warn: true})
 	}
 	for i, r := range vs.GetHttp() {
 		if r.GetDelegate() != nil {
-			add(at.with("http", i, "delegate"), "delegate VirtualServices are not followed and this route is left out; inline the delegate's routes")
+			add(at.With("http", i, "delegate"), "delegate VirtualServices are not followed and this route is left out; inline the delegate's routes")
 		}
 	}
 	mesh := len(vs.GetGateways()) == 0 || slices.Contains(vs.GetGateways(), "mesh")
 	if mesh {
 		for i := range vs.GetTls() {
-			add(at.with("tls", i), "tls routes are generated for gateways only, not for sidecars (mesh): sidecars send such traffic to the host's own cluster")
+			add(at.With("tls", i), "tls routes are generated for gateways only, not for sidecars (mesh): sidecars send such traffic to the host's own cluster")
 		}
 	}
 	return out
@@ -190,8 +190,8 @@ func NotGeneratedVirtualService(spec proto.Message) []string {
 		return nil
 	}
 	var out []string
-	for _, p := range vsNotGenerated(path{"spec"}, vs) {
-		out = append(out, p.at.String()+": "+p.msg)
+	for _, p := range vsNotGenerated(Path{"spec"}, vs) {
+		out = append(out, p.Path.String()+": "+p.Msg)
 	}
 	return out
 }

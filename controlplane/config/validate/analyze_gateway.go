@@ -1,4 +1,4 @@
-package config
+package validate
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ func analyzeGatewayRefs(cfgs []*istioconfig.Config) []Finding {
 			continue
 		}
 		obj := fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name)
-		check := func(at path, ref string) {
+		check := func(at Path, ref string) {
 			key, ok := gatewayKey(ref, c.Namespace)
 			if !ok || gateways[key] {
 				return
@@ -34,14 +34,14 @@ func analyzeGatewayRefs(cfgs []*istioconfig.Config) []Finding {
 			out = append(out, Finding{Object: obj, Source: c.Source, Path: at.String(),
 				Msg: fmt.Sprintf("gateway %q (%s) is not defined by any Gateway: these routes reach no router; create the Gateway or fix the reference (namespace/name)", ref, key)})
 		}
-		at := path{"spec"}
+		at := Path{"spec"}
 		for i, g := range vs.GetGateways() {
-			check(at.with("gateways", i), g)
+			check(at.With("gateways", i), g)
 		}
 		for i, r := range vs.GetHttp() {
 			for j, m := range r.GetMatch() {
 				for k, g := range m.GetGateways() {
-					check(at.with("http", i, "match", j, "gateways", k), g)
+					check(at.With("http", i, "match", j, "gateways", k), g)
 				}
 			}
 		}
