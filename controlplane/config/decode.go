@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -220,9 +221,9 @@ func (st *decodeState) object(js []byte, loc *locator, at validate.Path, allowLi
 		st.list(top, apiVersion, kind, loc, at)
 		return
 	}
-	for _, k := range sortedKeys(top) {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !slices.Contains(topLevelKeys, k) {
-			st.fail(loc.line(at.With(k)), "", "%s: unknown field %q%s", at.With(k), k, didYouMean(k, topLevelKeys))
+			st.fail(loc.line(at.With(k)), "", "%s: unknown field %q%s", at.With(k), k, suggest.Hint(k, topLevelKeys))
 			return
 		}
 	}
@@ -309,7 +310,7 @@ func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind str
 }
 
 func (st *decodeState) list(top map[string]json.RawMessage, apiVersion, kind string, loc *locator, at validate.Path) {
-	for _, k := range sortedKeys(top) {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if k != "apiVersion" && k != "kind" && k != "items" && k != "metadata" {
 			st.fail(loc.line(at.With(k)), "", "%s: unknown field %q in a %s: a List has apiVersion, kind, metadata and items", at.With(k), k, kind)
 			return
@@ -350,7 +351,7 @@ func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at validate.P
 		return istioconfig.Meta{}, false
 	}
 	var meta istioconfig.Meta
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		switch k {
 		case "name", "namespace", "resourceVersion":
@@ -374,7 +375,7 @@ func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at validate.P
 				return meta, false
 			}
 			out := make(map[string]string, len(mm))
-			for _, mk := range sortedKeys(mm) {
+			for _, mk := range slices.Sorted(maps.Keys(mm)) {
 				s, ok := mm[mk].(string)
 				if !ok {
 					st.fail(loc.line(at.With(k, mk)), "", "%s: the value must be a string: quote it (%s: \"%v\")", at.With(k, mk), mk, jsonText(mm[mk]))
@@ -409,7 +410,7 @@ func (st *decodeState) metadata(raw json.RawMessage, loc *locator, at validate.P
 			return meta, false
 		default:
 			if !slices.Contains(ignoredMeta, k) {
-				st.fail(loc.line(at.With(k)), "", "%s: unknown field %q%s", at.With(k), k, didYouMean(k, usedMeta))
+				st.fail(loc.line(at.With(k)), "", "%s: unknown field %q%s", at.With(k), k, suggest.Hint(k, usedMeta))
 				return meta, false
 			}
 		}
@@ -448,8 +449,8 @@ func (st *decodeState) specError(raw json.RawMessage, err error, spec proto.Mess
 	case strings.HasPrefix(text, "unknown field "):
 		name := strings.Trim(strings.TrimPrefix(text, "unknown field "), `"`)
 		cands := fieldsAt(spec.ProtoReflect().Descriptor(), sub)
-		text = fmt.Sprintf("unknown field %q%s", name, didYouMean(name, cands))
-		if len(cands) > 0 && didYouMean(name, cands) == "" {
+		text = fmt.Sprintf("unknown field %q%s", name, suggest.Hint(name, cands))
+		if len(cands) > 0 && suggest.Hint(name, cands) == "" {
 			text += fmt.Sprintf(" (valid fields here: %s)", strings.Join(cands, ", "))
 		}
 	case strings.HasPrefix(text, "invalid value for "):
@@ -470,13 +471,6 @@ func where(at validate.Path) string {
 	return at.String() + ": "
 }
 
-func didYouMean(s string, candidates []string) string {
-	if n := suggest.Nearest(s, candidates); n != "" && n != s {
-		return fmt.Sprintf(" (did you mean %q?)", n)
-	}
-	return ""
-}
-
 func unmarshalString(raw json.RawMessage, s *string) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -487,15 +481,6 @@ func unmarshalString(raw json.RawMessage, s *string) error {
 func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // splitYAML cuts a YAML stream at "---" lines (and "..." end markers) and returns the

@@ -1,6 +1,9 @@
 package suggest
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Distance is the optimal-string-alignment distance between a and b, case-insensitive: an
 // insertion, a deletion, a substitution or a transposition of two neighbours ("mena" for
@@ -48,4 +51,13 @@ func Nearest(s string, candidates []string) string {
 		return ""
 	}
 	return best
+}
+
+// Hint is " (did you mean "n"?)" for the candidate n nearest to s, or "" when none is near or s
+// is itself a candidate: the suffix a message about a misspelt name ends with.
+func Hint(s string, candidates []string) string {
+	if n := Nearest(s, candidates); n != "" && n != s {
+		return " (did you mean " + strconv.Quote(n) + "?)"
+	}
+	return ""
 }

@@ -62,3 +62,15 @@ func FuzzDistance(f *testing.F) {
 		}
 	})
 }
+
+func TestHint(t *testing.T) {
+	for _, tc := range []struct{ s, want string }{
+		{"servce", ` (did you mean "service"?)`},
+		{"service", ""},
+		{"zzzzzzzzzz", ""},
+	} {
+		if got := Hint(tc.s, []string{"service", "ports"}); got != tc.want {
+			t.Errorf("Hint(%q) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}

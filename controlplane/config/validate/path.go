@@ -1,12 +1,8 @@
 package validate
 
 import (
-	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/xdslab/xdslab/internal/suggest"
 )
 
 // A Path names a value inside a document: string elements are object keys, int elements are
@@ -35,20 +31,4 @@ func (p Path) String() string {
 		}
 	}
 	return b.String()
-}
-
-func didYouMean(s string, candidates []string) string {
-	if n := suggest.Nearest(s, candidates); n != "" && n != s {
-		return fmt.Sprintf(" (did you mean %q?)", n)
-	}
-	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -189,7 +190,7 @@ func (c *checker) protocol(at Path, p string, required bool) {
 		return
 	}
 	if !slices.Contains(protocols, strings.ToUpper(p)) {
-		c.errf(at, "%q is not a supported protocol: use one of %s%s", p, strings.Join(protocols, ", "), didYouMean(strings.ToUpper(p), protocols))
+		c.errf(at, "%q is not a supported protocol: use one of %s%s", p, strings.Join(protocols, ", "), suggest.Hint(strings.ToUpper(p), protocols))
 	}
 }
 
@@ -205,7 +206,7 @@ func isHTTPOrTLS(p string) bool {
 // prefix a DNS subdomain, the name at most 63 characters) and values (at most 63 characters of
 // letters, digits, '-', '_' and '.', starting and ending alphanumeric).
 func (c *checker) labels(at Path, m map[string]string) {
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		if msg := labelKeyError(k); msg != "" {
 			c.errf(at.With(k), "%s", msg)
@@ -235,7 +236,7 @@ func labelKeyError(k string) string {
 // selector matches labels exactly).
 func (c *checker) selector(at Path, m map[string]string, kindName string) {
 	rest := make(map[string]string, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		switch {
 		case k == "":
 			c.errf(at, "a %s has an empty label key: remove it or name the label", kindName)
@@ -468,7 +469,7 @@ func (c *checker) serviceEntry(at Path, namespace string, se *networking.Service
 // endpointPorts checks an endpoint's port map: each name is one of the ServiceEntry's ports
 // (whose names are checked there), each number a valid port.
 func (c *checker) endpointPorts(ea Path, ep *networking.WorkloadEntry, names map[string]bool) {
-	for _, name := range sortedKeys(ep.GetPorts()) {
+	for _, name := range slices.Sorted(maps.Keys(ep.GetPorts())) {
 		pa := ea.With("ports", name)
 		if !names[name] {
 			c.errf(pa, "port %q is not one of the ServiceEntry's ports: use a name from spec.ports", name)
@@ -501,7 +502,7 @@ func (c *checker) workloadEntry(at Path, we *networking.WorkloadEntry) {
 		}
 	}
 	c.labels(at.With("labels"), we.GetLabels())
-	for _, name := range sortedKeys(we.GetPorts()) {
+	for _, name := range slices.Sorted(maps.Keys(we.GetPorts())) {
 		c.portName(at.With("ports", name), name)
 		c.port(at.With("ports", name), we.GetPorts()[name])
 	}
@@ -717,7 +718,7 @@ func (c *checker) httpRoute(at Path, r *networking.HTTPRoute) {
 			c.port(ma.With("port"), m.GetPort())
 		}
 		c.labels(ma.With("sourceLabels"), m.GetSourceLabels())
-		for _, h := range sortedKeys(m.GetHeaders()) {
+		for _, h := range slices.Sorted(maps.Keys(m.GetHeaders())) {
 			if h == "" || strings.ToLower(h) != h {
 				c.errf(ma.With("headers", h), "header name %q must be lowercase and not empty", h)
 			}

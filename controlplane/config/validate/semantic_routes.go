@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -94,7 +95,7 @@ func (c *checker) httpRouteFeatures(at Path, r *networking.HTTPRoute) {
 	}
 	c.headerOperations(at.With("headers"), r.GetHeaders())
 	authority := r.GetRewrite().GetAuthority()
-	for _, k := range append(sortedKeys(r.GetHeaders().GetRequest().GetSet()), sortedKeys(r.GetHeaders().GetRequest().GetAdd())...) {
+	for _, k := range append(slices.Sorted(maps.Keys(r.GetHeaders().GetRequest().GetSet())), slices.Sorted(maps.Keys(r.GetHeaders().GetRequest().GetAdd()))...) {
 		if !strings.EqualFold(k, ":authority") && !strings.EqualFold(k, "host") {
 			continue
 		}
@@ -140,7 +141,7 @@ func (c *checker) headerOperations(at Path, h *networking.Headers) {
 			name string
 			m    map[string]string
 		}{{"set", side.ops.GetSet()}, {"add", side.ops.GetAdd()}} {
-			for _, k := range sortedKeys(op.m) {
+			for _, k := range slices.Sorted(maps.Keys(op.m)) {
 				fa := at.With(side.name, op.name, k)
 				name(fa, k, side.auth)
 				value(fa, k, op.m[k])
