@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,11 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/internal/golden"
 	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/encoding/protojson"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // dump renders configs in a stable text form for golden files.
 func dump(cs []*istioconfig.Config) string {
@@ -38,23 +36,6 @@ func dump(cs []*istioconfig.Config) string {
 	return b.String()
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (run with -update to accept):\n got:\n%s\nwant:\n%s", path, got, want)
-	}
-}
-
 func TestDecodeGolden(t *testing.T) {
 	data, err := os.ReadFile("testdata/good.yaml")
 	if err != nil {
@@ -67,7 +48,7 @@ func TestDecodeGolden(t *testing.T) {
 	if len(cs) != 9 {
 		t.Errorf("got %d configs, want 9", len(cs))
 	}
-	golden(t, "good.golden", dump(cs))
+	golden.Check(t, filepath.Join("testdata", "good.golden"), []byte(dump(cs)))
 }
 
 const seHead = "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata:\n  name: a\nspec:\n"

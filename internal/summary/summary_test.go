@@ -3,7 +3,6 @@ package summary
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,10 +11,9 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/google/go-cmp/cmp"
+	"github.com/xdslab/xdslab/internal/golden"
 	"go.uber.org/goleak"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -72,29 +70,12 @@ func sample(t testing.TB) *Summary {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", path, diff)
-	}
-}
-
 func TestEncodeGolden(t *testing.T) {
 	var buf bytes.Buffer
 	if err := Encode(&buf, sample(t)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "summary.golden.json", buf.Bytes())
+	golden.Check(t, filepath.Join("testdata", "summary.golden.json"), buf.Bytes())
 }
 
 func TestTextGolden(t *testing.T) {
@@ -102,7 +83,7 @@ func TestTextGolden(t *testing.T) {
 	if err := WriteText(&buf, sample(t)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "summary.golden.txt", buf.Bytes())
+	golden.Check(t, filepath.Join("testdata", "summary.golden.txt"), buf.Bytes())
 }
 
 func TestRoundTrip(t *testing.T) {

@@ -2,7 +2,6 @@ package validate_test
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/config/validate"
+	"github.com/xdslab/xdslab/internal/golden"
 	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -360,26 +360,6 @@ func TestValidateSpecAPI(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/name (rewriting it with -update).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (run with -update to accept):\n got:\n%s\nwant:\n%s", path, got, want)
-	}
-}
-
 // TestInvalidCorpus decodes every file of testdata/invalid and compares the messages (errors,
 // warnings and skipped documents) with the file's .golden (run with -update to rewrite).
 func TestInvalidCorpus(t *testing.T) {
@@ -415,7 +395,7 @@ func TestInvalidCorpus(t *testing.T) {
 			for _, c := range res.Configs {
 				b.WriteString(c.Key().String() + "\n")
 			}
-			golden(t, filepath.Join("invalid", strings.TrimSuffix(filepath.Base(f), ".yaml")+".golden"), b.String())
+			golden.Check(t, filepath.Join("testdata", "invalid", strings.TrimSuffix(filepath.Base(f), ".yaml")+".golden"), []byte(b.String()))
 		})
 	}
 }
