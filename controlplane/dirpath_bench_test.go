@@ -29,6 +29,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/procstat"
 )
 
 // The directory path's latency, measured at the control plane: a ServiceEntry file replaced the
@@ -268,7 +269,7 @@ func BenchmarkDirPathBeyondMinQuiet(b *testing.B) {
 	ready.Wait()
 	var beyond, last, first, pushed []time.Duration
 	g := 0
-	cpu0 := processCPU()
+	cpu0 := procstat.CPU()
 	for b.Loop() {
 		g++
 		mu.Lock()
@@ -303,7 +304,7 @@ func BenchmarkDirPathBeyondMinQuiet(b *testing.B) {
 	}
 	// The process's CPU per change (control plane and clients: the fan-out's cost, which on a
 	// loaded machine the wall-clock figures mostly wait for).
-	if cpu := processCPU() - cpu0; cpu > 0 {
+	if cpu := procstat.CPU() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	}
 	b.ReportMetric(quantileMs(beyond, 0.5), "beyond-minquiet-p50-ms")

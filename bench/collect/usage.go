@@ -3,10 +3,10 @@ package collect
 import (
 	"bytes"
 	"runtime/pprof"
-	"syscall"
 	"time"
 
 	"github.com/xdslab/xdslab/internal/pprofcpu"
+	"github.com/xdslab/xdslab/internal/procstat"
 )
 
 // CPU and memory of the two sides of a run (DESIGN.md "harness overhead").
@@ -32,12 +32,8 @@ func (u ProcessUsage) CPU() time.Duration { return u.cpu }
 
 // ReadUsage reads this process's CPU time and peak RSS.
 func ReadUsage() ProcessUsage {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return ProcessUsage{}
-	}
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return ProcessUsage{cpu: cpu, maxRSS: ru.Maxrss * 1024, ok: true} // Linux reports KiB
+	cpu, rss, ok := procstat.Read()
+	return ProcessUsage{cpu: cpu, maxRSS: rss, ok: ok}
 }
 
 // Profile is a running CPU profile (or none).

@@ -18,6 +18,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/procstat"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -389,7 +390,7 @@ func TestAuthzRouter(t *testing.T) {
 func benchVirtualInbound(b *testing.B, p *model.Proxy, s *model.Snapshot) {
 	b.ReportAllocs()
 	var bytes int
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), procstat.CPU()
 	for b.Loop() {
 		l, _ := virtualInbound(p, s)
 		bytes = Size(l)

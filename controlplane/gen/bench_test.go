@@ -7,12 +7,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/procstat"
 )
 
 // reportCPU reports the process CPU time per iteration since cpu0, as "cpu-µs/op": wall time
 // is unreliable on the shared 2-core machine, CPU time much less so.
 func reportCPU(b *testing.B, cpu0 time.Duration) {
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64((procstat.CPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // reportPerProxy reports a full-config benchmark's figures per proxy generated: wall time since
@@ -39,7 +40,7 @@ func BenchmarkSidecarFullConfig(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()
 			var bytes, resources int
-			start, cpu := time.Now(), processCPU()
+			start, cpu := time.Now(), procstat.CPU()
 			for b.Loop() {
 				g, err := generateAll(b, p, s)
 				if err != nil {
@@ -90,7 +91,7 @@ func BenchmarkSidecarByType(b *testing.B) {
 			b.ReportAllocs()
 			gen := ForType(typeURL, p)
 			var size int
-			cpu := processCPU()
+			cpu := procstat.CPU()
 			for b.Loop() {
 				rs, err := gen.Generate(p, s, names[typeURL])
 				if err != nil {
@@ -114,7 +115,7 @@ func BenchmarkGRPCClient(b *testing.B) {
 	p := grpcProxy("ns-1")
 	name := HostPortName(host(1), 9090)
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := procstat.CPU()
 	for b.Loop() {
 		for _, req := range []struct {
 			typeURL string
@@ -138,7 +139,7 @@ func BenchmarkEDSOne(b *testing.B) {
 			b.ReportAllocs()
 			g := ForType(EndpointType, nil)
 			var size int
-			cpu := processCPU()
+			cpu := procstat.CPU()
 			for b.Loop() {
 				rs, err := g.Generate(nil, s, []string{name})
 				if err != nil || len(rs) != 1 {

@@ -17,6 +17,7 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/procstat"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -608,7 +609,7 @@ func BenchmarkRouterFullConfig(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var bytes, resources int
-			start, cpu := time.Now(), processCPU()
+			start, cpu := time.Now(), procstat.CPU()
 			for b.Loop() {
 				g, err := generateAll(b, tc.p, s)
 				if err != nil {

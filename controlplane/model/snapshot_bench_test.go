@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/internal/procstat"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -36,10 +37,10 @@ func benchSource() (src *mapSource, alt map[string][]*Endpoint) {
 }
 
 // reportMicros reports wall time and process CPU time per op in microseconds; cpu0 is
-// processCPU() taken just before the loop.
+// procstat.CPU() taken just before the loop.
 func reportMicros(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/op")
-	if cpu := processCPU() - cpu0; cpu > 0 {
+	if cpu := procstat.CPU() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
 	}
 }
@@ -49,7 +50,7 @@ func BenchmarkSnapshotBuild(b *testing.B) {
 	src, _ := benchSource()
 	b.ReportAllocs()
 	runtime.GC() // so that collecting the setup's garbage is not counted as the loop's CPU
-	cpu0 := processCPU()
+	cpu0 := procstat.CPU()
 	var seq uint64
 	for b.Loop() {
 		seq++
@@ -79,7 +80,7 @@ func BenchmarkSnapshotEndpointUpdate(b *testing.B) {
 	}
 	b.ReportAllocs()
 	runtime.GC() // so that collecting the setup's garbage is not counted as the loop's CPU
-	cpu0 := processCPU()
+	cpu0 := procstat.CPU()
 	i := 0
 	for b.Loop() {
 		s, rep := BuildSnapshot(prev, 2, reqs[i%len(reqs)], src)
@@ -103,7 +104,7 @@ func BenchmarkSnapshotServiceUpdate(b *testing.B) {
 	req := &PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: KindService, Name: h, Namespace: "ns"}: {}}}
 	b.ReportAllocs()
 	runtime.GC() // so that collecting the setup's garbage is not counted as the loop's CPU
-	cpu0 := processCPU()
+	cpu0 := procstat.CPU()
 	for b.Loop() {
 		_, rep := BuildSnapshot(prev, 2, req, src)
 		if !rep.Full || len(rep.ServicesChanged) != 1 {
