@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/suggest"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // The decoder walks yaml.v3 nodes (which carry line and column) onto Go values by reflection,
@@ -24,7 +25,7 @@ var (
 	rateType      = reflect.TypeFor[Rate]()
 	timeDistType  = reflect.TypeFor[TimeDist]()
 	distSpecType  = reflect.TypeFor[dist.Spec]()
-	thresholdType = reflect.TypeFor[Threshold]()
+	thresholdType = reflect.TypeFor[threshold.Threshold]()
 	protocolsType = reflect.TypeFor[Protocols]()
 	clientType    = reflect.TypeFor[Client]()
 	scenarioType  = reflect.TypeFor[Scenario]()
@@ -160,9 +161,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		if !d.scalar(n, path, "a threshold expression such as 'p(99)<500ms'", "quote the expression: 'p(99)<500ms'") {
 			return
 		}
-		th, err := ParseThreshold(n.Value)
+		th, err := threshold.Parse(n.Value)
 		if err != nil {
-			d.fail(n, path, thresholdFix(err), "invalid threshold %q: %v", n.Value, err)
+			d.fail(n, path, threshold.Fix(err), "invalid threshold %q: %v", n.Value, err)
 			return
 		}
 		v.Set(reflect.ValueOf(th))
@@ -432,7 +433,7 @@ func (d *decoder) slice(n *yaml.Node, v reflect.Value, path string, depth int) {
 }
 
 func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, depth int) {
-	thresholds := v.Type() == reflect.TypeFor[map[string][]Threshold]()
+	thresholds := v.Type() == reflect.TypeFor[map[string][]threshold.Threshold]()
 	if n.Kind != yaml.MappingNode {
 		fix := "write a mapping of name: value"
 		if thresholds {
@@ -451,7 +452,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, depth int)
 			out.SetMapIndex(reflect.ValueOf(k.Value), ev)
 			continue
 		}
-		if err := checkMetricSelector(k.Value); err != nil {
+		if err := threshold.CheckSelector(k.Value); err != nil {
 			d.fail(k, p, `write a metric name, optionally with tags: xdslab_fleet_nacks_total{type:cds}`, "%v", err)
 		}
 		ev := reflect.New(v.Type().Elem()).Elem()

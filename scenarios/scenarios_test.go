@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/goleak"
+
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files (scenario.schema.json, docs/scenarios.md tables, testdata)")
@@ -350,7 +352,7 @@ func TestBuiltInGo(t *testing.T) {
 	s := Defaults()
 	s.Name = "in-go"
 	s.Clients = []Client{DefaultClient()}
-	s.Thresholds = map[string][]Threshold{"xdslab_push_latency_seconds": {{Source: "p(99)<250ms"}}}
+	s.Thresholds = map[string][]threshold.Threshold{"xdslab_push_latency_seconds": {{Source: "p(99)<250ms"}}}
 	s.Complete()
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
@@ -359,7 +361,7 @@ func TestBuiltInGo(t *testing.T) {
 	if err != nil || !ok {
 		t.Errorf("Eval after Complete = %v, %v", ok, err)
 	}
-	s.Thresholds["xdslab_fleet_nacks_total"] = []Threshold{{Source: "nonsense"}}
+	s.Thresholds["xdslab_fleet_nacks_total"] = []threshold.Threshold{{Source: "nonsense"}}
 	s.Complete()
 	err = s.Validate()
 	var e *Error

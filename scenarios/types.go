@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // The struct tags below are the single source of the schema: `yaml` names the key (json uses
@@ -16,17 +17,17 @@ import (
 // Scenario is one benchmark: a synthetic mesh, its churn, a fleet of clients and the
 // pass/fail thresholds. Offsets (churn at/start/stop) count from the start of the measure phase.
 type Scenario struct {
-	Name         string                 `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Required. Lower-case letters, digits and '-', at most 63 characters; names the run and its outputs."`
-	Description  string                 `yaml:"description" json:"description" doc:"Free text shown in reports."`
-	Seed         uint64                 `yaml:"seed" json:"seed" doc:"Seeds every random choice (topology, churn, client behaviour): the same seed gives the same run."`
-	Duration     Duration               `yaml:"duration" json:"duration" doc:"Length of the measure phase, during which churn runs and observations are recorded."`
-	ControlPlane ControlPlane           `yaml:"controlPlane" json:"controlPlane" doc:"Settings of the in-process control plane (ignored with --target)."`
-	Sink         Sink                   `yaml:"sink" json:"sink" doc:"Where the simulator writes the mesh and its churn when the run drives a control plane at --target."`
-	Topology     Topology               `yaml:"topology" json:"topology" doc:"The synthetic mesh the simulator builds before the run."`
-	Churn        []Churn                `yaml:"churn" json:"churn" doc:"Churn processes, each an open-model arrival process running during the measure phase."`
-	Clients      []Client               `yaml:"clients" json:"clients" doc:"Client groups of the fake Envoy fleet; at least one."`
-	Phases       Phases                 `yaml:"phases" json:"phases" doc:"Timeouts of the connect and drain phases."`
-	Thresholds   map[string][]Threshold `yaml:"thresholds" json:"thresholds" doc:"Pass/fail criteria in k6 syntax: metric name (optionally with {tag:value}) to a list of expressions."`
+	Name         string                           `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Required. Lower-case letters, digits and '-', at most 63 characters; names the run and its outputs."`
+	Description  string                           `yaml:"description" json:"description" doc:"Free text shown in reports."`
+	Seed         uint64                           `yaml:"seed" json:"seed" doc:"Seeds every random choice (topology, churn, client behaviour): the same seed gives the same run."`
+	Duration     Duration                         `yaml:"duration" json:"duration" doc:"Length of the measure phase, during which churn runs and observations are recorded."`
+	ControlPlane ControlPlane                     `yaml:"controlPlane" json:"controlPlane" doc:"Settings of the in-process control plane (ignored with --target)."`
+	Sink         Sink                             `yaml:"sink" json:"sink" doc:"Where the simulator writes the mesh and its churn when the run drives a control plane at --target."`
+	Topology     Topology                         `yaml:"topology" json:"topology" doc:"The synthetic mesh the simulator builds before the run."`
+	Churn        []Churn                          `yaml:"churn" json:"churn" doc:"Churn processes, each an open-model arrival process running during the measure phase."`
+	Clients      []Client                         `yaml:"clients" json:"clients" doc:"Client groups of the fake Envoy fleet; at least one."`
+	Phases       Phases                           `yaml:"phases" json:"phases" doc:"Timeouts of the connect and drain phases."`
+	Thresholds   map[string][]threshold.Threshold `yaml:"thresholds" json:"thresholds" doc:"Pass/fail criteria in k6 syntax: metric name (optionally with {tag:value}) to a list of expressions."`
 
 	// src is where the scenario came from and where each field was written; unexported so it is
 	// neither printed nor embedded in summaries.
@@ -309,7 +310,7 @@ func Defaults() *Scenario {
 			Connect: Phase{Timeout: Duration(60 * time.Second)},
 			Drain:   Phase{Timeout: Duration(10 * time.Second)},
 		},
-		Thresholds: map[string][]Threshold{},
+		Thresholds: map[string][]threshold.Threshold{},
 	}
 }
 
@@ -382,14 +383,14 @@ func (s *Scenario) Complete() {
 		p.HTTP, p.GRPC, p.TCP = p.HTTP/sum, p.GRPC/sum, p.TCP/sum
 	}
 	if s.Thresholds == nil {
-		s.Thresholds = map[string][]Threshold{}
+		s.Thresholds = map[string][]threshold.Threshold{}
 	}
-	// Thresholds built in Go as Threshold{Source: "..."} are parsed here; a bad one is left for
-	// Validate to report.
+	// Thresholds built in Go as threshold.Threshold{Source: "..."} are parsed here; a bad one is
+	// left for Validate to report.
 	for _, ths := range s.Thresholds {
 		for i, th := range ths {
 			if th.Op == "" {
-				if parsed, err := ParseThreshold(th.Source); err == nil {
+				if parsed, err := threshold.Parse(th.Source); err == nil {
 					ths[i] = parsed
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/suggest"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
@@ -482,11 +483,11 @@ func (v *validator) thresholds() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		p := "thresholds." + k
-		if err := checkMetricSelector(k); err != nil {
+		if err := threshold.CheckSelector(k); err != nil {
 			v.add(p, `write a metric name, optionally with tags: xdslab_fleet_nacks_total{type:cds}`, "%v", err)
 			continue
 		}
-		name := MetricName(k)
+		name := threshold.MetricName(k)
 		cm, known := catalog.Lookup(name)
 		if !known {
 			fix := "write one of the metrics a run writes (docs/observability.md lists them)"
@@ -497,17 +498,17 @@ func (v *validator) thresholds() {
 				"unknown metric %q: no run writes it, so this threshold could never be evaluated", name)
 			continue
 		}
-		v.thresholdTags(p, cm, MetricTags(k))
+		v.thresholdTags(p, cm, threshold.MetricTags(k))
 		if len(v.s.Thresholds[k]) == 0 {
 			v.add(p, `give it at least one expression, e.g. ['p(99)<500ms'], or remove the line`,
 				"no threshold expressions: a metric listed without any judges nothing")
 		}
 		for i, th := range v.s.Thresholds[k] {
 			tp := p + "[" + itoa(i) + "]"
-			if th.Op == "" { // built in Go without ParseThreshold
-				parsed, err := ParseThreshold(th.Source)
+			if th.Op == "" { // built in Go without threshold.Parse
+				parsed, err := threshold.Parse(th.Source)
 				if err != nil {
-					v.add(tp, thresholdFix(err), "invalid threshold %q: %v", th.Source, err)
+					v.add(tp, threshold.Fix(err), "invalid threshold %q: %v", th.Source, err)
 					continue
 				}
 				th = parsed

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // grpcTestDuration is the measure phase of every shrunk built-in scenario: long enough for each
@@ -85,7 +86,7 @@ func shrinkForGRPC(t *testing.T, sc *scenarios.Scenario) {
 	// Drain ends early once every event converged; the events gRPC clients cannot see (see
 	// checkGRPCRun) hold it for the whole timeout.
 	sc.Phases.Drain.Timeout = scenarios.Duration(time.Second)
-	sc.Thresholds = map[string][]scenarios.Threshold{}
+	sc.Thresholds = map[string][]threshold.Threshold{}
 	sc.Complete()
 	require.NoError(t, sc.Validate(), "shrunk scenario")
 }

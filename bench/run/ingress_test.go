@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // shrinkIngress turns ingress-churn into a test-sized run: a small mesh behind 2 gateways,
@@ -41,7 +42,7 @@ func shrinkIngress(t *testing.T, withSidecars bool) *scenarios.Scenario {
 	sc.Clients = groups
 	sc.Phases.Connect.Timeout = scenarios.Duration(20 * time.Second)
 	sc.Phases.Drain.Timeout = scenarios.Duration(10 * time.Second)
-	sc.Thresholds = map[string][]scenarios.Threshold{}
+	sc.Thresholds = map[string][]threshold.Threshold{}
 	sc.Complete()
 	require.NoError(t, sc.Validate())
 	return sc

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // scale-10k's sidecarScoping makes the simulator write a Sidecar per namespace and the control
@@ -34,7 +35,7 @@ func TestSidecarScopingScopesTheFleet(t *testing.T) {
 		sc.Clients[0].Count, sc.Clients[0].Ramp = 12, 0
 		sc.Phases.Connect.Timeout = scenarios.Duration(20 * time.Second)
 		sc.Phases.Drain.Timeout = scenarios.Duration(10 * time.Second)
-		sc.Thresholds = map[string][]scenarios.Threshold{}
+		sc.Thresholds = map[string][]threshold.Threshold{}
 		sc.Complete()
 		require.NoError(t, sc.Validate())
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
