@@ -13,6 +13,7 @@ import (
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/scenarios/threshold"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // The decoder walks yaml.v3 nodes (which carry line and column) onto Go values by reflection,
@@ -21,9 +22,9 @@ import (
 // cannot suggest the nearest key.
 
 var (
-	durationType  = reflect.TypeFor[Duration]()
-	rateType      = reflect.TypeFor[Rate]()
-	timeDistType  = reflect.TypeFor[TimeDist]()
+	durationType  = reflect.TypeFor[units.Duration]()
+	rateType      = reflect.TypeFor[units.Rate]()
+	timeDistType  = reflect.TypeFor[units.TimeDist]()
 	distSpecType  = reflect.TypeFor[dist.Spec]()
 	thresholdType = reflect.TypeFor[threshold.Threshold]()
 	protocolsType = reflect.TypeFor[Protocols]()
@@ -40,9 +41,6 @@ const (
 	maxDepth = 64
 	maxBytes = 32 << 20
 )
-
-// distKeys are the keys a distribution mapping may hold.
-var distKeys = []string{"dist", "value", "min", "max", "mean", "median", "sigma", "alpha", "s"}
 
 type decoder struct {
 	file   string
@@ -140,7 +138,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		if !d.scalar(n, path, "a rate such as \"20/s\"", `write a rate such as "20/s", "30/m" or "2/h"`) {
 			return
 		}
-		r, fix, err := parseRate(n.Value)
+		r, fix, err := units.ParseRate(n.Value)
 		if err != nil {
 			d.fail(n, path, fix, "%v", err)
 			return
@@ -149,7 +147,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		return
 	case timeDistType:
 		if s, ok := d.dist(n, path, true, depth); ok {
-			v.Set(reflect.ValueOf(TimeDist(s)))
+			v.Set(reflect.ValueOf(units.TimeDist(s)))
 		}
 		return
 	case distSpecType:
@@ -227,12 +225,12 @@ func (d *decoder) scalar(n *yaml.Node, path, want, fix string) bool {
 	return true
 }
 
-func (d *decoder) duration(n *yaml.Node, path string) (Duration, bool) {
+func (d *decoder) duration(n *yaml.Node, path string) (units.Duration, bool) {
 	const fix = `write a duration such as "250ms", "5s" or "1m30s"`
 	if !d.scalar(n, path, "a duration such as \"5s\"", fix) {
 		return 0, false
 	}
-	dur, fx, err := parseDuration(n.Value)
+	dur, fx, err := units.ParseDuration(n.Value)
 	if err != nil {
 		d.fail(n, path, fx, "%v", err)
 		return 0, false
@@ -527,14 +525,14 @@ func (d *decoder) dist(n *yaml.Node, path string, isTime bool, depth int) (dist.
 		case "s":
 			f = &s.S
 		default:
-			d.fail(k, path, didYouMean(k.Value, distKeys), "unknown distribution field %q", k.Value)
+			d.fail(k, path, didYouMean(k.Value, units.DistKeys()), "unknown distribution field %q", k.Value)
 			ok = false
 			continue
 		}
 		if val.Kind == yaml.ScalarNode && val.ShortTag() == "!!null" {
 			continue
 		}
-		x, good := param(val, p, isTime && timeParams[k.Value])
+		x, good := param(val, p, isTime && units.IsTimeParam(k.Value))
 		if !good {
 			ok = false
 			continue
@@ -601,7 +599,7 @@ func schemaKeys() map[string][]string {
 			out[name] = append(out[name], where)
 			sub := f.Type
 			suffix := ""
-			if sub.Kind() == reflect.Slice && sub != reflect.TypeFor[[]Duration]() {
+			if sub.Kind() == reflect.Slice && sub != reflect.TypeFor[[]units.Duration]() {
 				suffix = "[]"
 			}
 			walk(sub, join(path, name+suffix), depth+1)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // The JSON Schema and the field tables of docs/scenarios.md are both generated from the Go
@@ -75,8 +76,8 @@ func distSchema(isTime bool) map[string]any {
 		short = map[string]any{"oneOf": []any{map[string]any{"type": "number", "minimum": 0}, map[string]any{"$ref": "#/$defs/duration"}}}
 	}
 	props := map[string]any{"dist": map[string]any{"enum": dist.Names(), "description": "Distribution name; default constant."}}
-	for _, k := range distKeys[1:] {
-		if timeParams[k] {
+	for _, k := range units.DistKeys()[1:] {
+		if units.IsTimeParam(k) {
 			props[k] = timeNum
 		} else {
 			props[k] = num
@@ -298,7 +299,7 @@ func typeName(t reflect.Type) string {
 		return "dist"
 	case timeDistType:
 		return "time dist"
-	case reflect.TypeFor[[]Duration]():
+	case reflect.TypeFor[[]units.Duration]():
 		return "list of durations"
 	}
 	switch t.Kind() {
@@ -328,14 +329,14 @@ func yamlText(v any) string {
 			return `""`
 		}
 		return x
-	case Duration:
+	case units.Duration:
 		return x.String()
-	case Rate:
+	case units.Rate:
 		return x.String()
 	case dist.Spec:
 		return distText(x, nil)
-	case TimeDist:
-		return distText(dist.Spec(x), func(f float64) string { return secs(f) })
+	case units.TimeDist:
+		return distText(dist.Spec(x), func(f float64) string { return units.Seconds(f) })
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
@@ -356,7 +357,7 @@ func distText(s dist.Spec, timeFmt func(float64) string) string {
 			continue
 		}
 		txt := strconv.FormatFloat(p.v, 'g', -1, 64)
-		if timeFmt != nil && timeParams[p.k] {
+		if timeFmt != nil && units.IsTimeParam(p.k) {
 			if txt = timeFmt(p.v); txt == "" {
 				txt = "0s"
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/scenarios/threshold"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
@@ -38,13 +39,13 @@ func (v *validator) add(path, fix, format string, a ...any) {
 	v.errs = append(v.errs, e)
 }
 
-func (v *validator) nonNegDur(path string, d Duration) {
+func (v *validator) nonNegDur(path string, d units.Duration) {
 	if d < 0 {
 		v.add(path, "use a duration >= 0, e.g. "+strings.TrimPrefix(d.String(), "-"), "negative duration %s", d)
 	}
 }
 
-func (v *validator) posDur(path string, d Duration) {
+func (v *validator) posDur(path string, d units.Duration) {
 	if d <= 0 {
 		v.add(path, `use a duration > 0, e.g. "30s"`, "must be > 0, got %s", d)
 	}
@@ -219,7 +220,7 @@ func (v *validator) distCheck(path string, s dist.Spec) bool {
 		v.add(path+".dist", didYouMean(s.Dist, dist.Names()), "unknown distribution %q", s.Dist)
 		return false
 	}
-	reads := distParams(s.Dist)
+	reads := units.DistParams(s.Dist)
 	name := s.Dist
 	if name == "" {
 		name = "constant"
