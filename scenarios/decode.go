@@ -546,7 +546,7 @@ func (d *decoder) dist(n *yaml.Node, path string, isTime bool, depth int) (dist.
 func fieldIndex(t reflect.Type) map[string]int {
 	m := map[string]int{}
 	for i := range t.NumField() {
-		if name := yamlName(t.Field(i)); name != "" {
+		if name := FieldKey(t.Field(i)); name != "" {
 			m[name] = i
 		}
 	}
@@ -557,14 +557,17 @@ func fieldIndex(t reflect.Type) map[string]int {
 func fieldNames(t reflect.Type) []string {
 	var out []string
 	for i := range t.NumField() {
-		if name := yamlName(t.Field(i)); name != "" {
+		if name := FieldKey(t.Field(i)); name != "" {
 			out = append(out, name)
 		}
 	}
 	return out
 }
 
-func yamlName(f reflect.StructField) string {
+// FieldKey returns the key struct field f is written under in a scenario file, "" when the
+// loader does not read the field. scenarios/schema names fields through it, so the JSON Schema
+// and the docs tables name exactly the keys the loader reads.
+func FieldKey(f reflect.StructField) string {
 	if !f.IsExported() {
 		return ""
 	}
@@ -588,7 +591,7 @@ func schemaKeys() map[string][]string {
 		}
 		for i := range t.NumField() {
 			f := t.Field(i)
-			name := yamlName(f)
+			name := FieldKey(f)
 			if name == "" {
 				continue
 			}

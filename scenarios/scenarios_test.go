@@ -3,10 +3,8 @@ package scenarios
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -18,8 +16,6 @@ import (
 
 	"github.com/xdslab/xdslab/scenarios/threshold"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files (scenario.schema.json, docs/scenarios.md tables, testdata)")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -345,8 +341,6 @@ func TestSummaryMentionsEverySection(t *testing.T) {
 		}
 	}
 }
-
-func reflectType[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 func TestBuiltInGo(t *testing.T) {
 	s := Defaults()

@@ -1,4 +1,4 @@
-package scenarios
+package schema
 
 import (
 	"bytes"
@@ -10,11 +10,21 @@ import (
 	"strings"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // The JSON Schema and the field tables of docs/scenarios.md are both generated from the Go
-// types (struct tags) and Defaults(), so neither can drift from the loader.
+// types (struct tags) and scenarios.Defaults(), so neither can drift from the loader.
+
+var (
+	durationType = reflect.TypeFor[units.Duration]()
+	rateType     = reflect.TypeFor[units.Rate]()
+	timeDistType = reflect.TypeFor[units.TimeDist]()
+	distSpecType = reflect.TypeFor[dist.Spec]()
+	clientType   = reflect.TypeFor[scenarios.Client]()
+	scenarioType = reflect.TypeFor[scenarios.Scenario]()
+)
 
 const (
 	durationPattern = `^(0|([0-9]*\.?[0-9]+(ns|us|µs|μs|ms|s|m|h))+)$`
@@ -22,12 +32,12 @@ const (
 	metricPattern   = `^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^{}]+\})?$`
 )
 
-// JSONSchema returns the JSON Schema (draft 2020-12) of scenario files, for editor completion
-// and validation (point yaml-language-server at scenarios/scenario.schema.json). It checks
-// structure, names and value ranges; cross-field rules are left to Validate.
-func JSONSchema() ([]byte, error) {
+// JSON returns the JSON Schema (draft 2020-12) of scenario files, for editor completion and
+// validation (point yaml-language-server at scenarios/scenario.schema.json). It checks
+// structure, names and value ranges; cross-field rules are left to scenarios.Scenario.Validate.
+func JSON() ([]byte, error) {
 	g := &schemaGen{defs: map[string]any{}}
-	root := g.object(scenarioType, reflect.ValueOf(*Defaults()))
+	root := g.object(scenarioType, reflect.ValueOf(*scenarios.Defaults()))
 	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	root["$id"] = "https://github.com/xdslab/xdslab/scenarios/scenario.schema.json"
 	root["title"] = "xdslab scenario"
@@ -98,7 +108,7 @@ func (g *schemaGen) object(t reflect.Type, def reflect.Value) map[string]any {
 	props := map[string]any{}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name := yamlName(f)
+		name := scenarios.FieldKey(f)
 		if name == "" {
 			continue
 		}
@@ -116,7 +126,7 @@ func (g *schemaGen) object(t reflect.Type, def reflect.Value) map[string]any {
 		props[name] = p
 	}
 	out := map[string]any{"type": "object", "additionalProperties": false, "properties": props}
-	if t == reflect.TypeFor[Churn]() {
+	if t == reflect.TypeFor[scenarios.Churn]() {
 		out["required"] = []string{"kind"}
 	}
 	return out
@@ -172,7 +182,7 @@ func (g *schemaGen) typ(t reflect.Type, def reflect.Value) map[string]any {
 		if _, ok := g.defs[name]; !ok {
 			g.defs[name] = nil // reserve against recursion
 			if t == clientType {
-				def = reflect.ValueOf(DefaultClient())
+				def = reflect.ValueOf(scenarios.DefaultClient())
 			}
 			g.defs[name] = g.object(t, def)
 		}
@@ -180,7 +190,7 @@ func (g *schemaGen) typ(t reflect.Type, def reflect.Value) map[string]any {
 	case reflect.Slice:
 		var elemDef reflect.Value
 		if t.Elem() == clientType {
-			elemDef = reflect.ValueOf(DefaultClient())
+			elemDef = reflect.ValueOf(scenarios.DefaultClient())
 		}
 		return map[string]any{"type": "array", "items": g.typ(t.Elem(), elemDef)}
 	case reflect.Map:
@@ -207,25 +217,25 @@ func (g *schemaGen) typ(t reflect.Type, def reflect.Value) map[string]any {
 // DocTables returns the markdown field tables of docs/scenarios.md, keyed by section name:
 // "scenario", "controlPlane", "sink", "topology", "churn", "clients", "phases".
 func DocTables() map[string]string {
-	d := Defaults()
+	d := scenarios.Defaults()
 	out := map[string]string{}
 	top := reflect.ValueOf(*d)
 	out["scenario"] = docTable(scenarioType, top, "", func(f reflect.StructField) bool {
 		k := f.Type.Kind()
 		return k != reflect.Struct && k != reflect.Slice && k != reflect.Map // sections get their own tables
 	}, false)
-	out["controlPlane"] = docTable(reflect.TypeFor[ControlPlane](), reflect.ValueOf(d.ControlPlane), "", nil, false)
-	out["sink"] = docTable(reflect.TypeFor[Sink](), reflect.ValueOf(d.Sink), "", nil, false)
-	out["topology"] = docTable(reflect.TypeFor[Topology](), reflect.ValueOf(d.Topology), "", nil, false)
-	out["churn"] = docTable(reflect.TypeFor[Churn](), reflect.Value{}, "", nil, true)
-	out["clients"] = docTable(clientType, reflect.ValueOf(DefaultClient()), "", nil, false)
-	out["phases"] = docTable(reflect.TypeFor[Phases](), reflect.ValueOf(d.Phases), "", nil, false)
+	out["controlPlane"] = docTable(reflect.TypeFor[scenarios.ControlPlane](), reflect.ValueOf(d.ControlPlane), "", nil, false)
+	out["sink"] = docTable(reflect.TypeFor[scenarios.Sink](), reflect.ValueOf(d.Sink), "", nil, false)
+	out["topology"] = docTable(reflect.TypeFor[scenarios.Topology](), reflect.ValueOf(d.Topology), "", nil, false)
+	out["churn"] = docTable(reflect.TypeFor[scenarios.Churn](), reflect.Value{}, "", nil, true)
+	out["clients"] = docTable(clientType, reflect.ValueOf(scenarios.DefaultClient()), "", nil, false)
+	out["phases"] = docTable(reflect.TypeFor[scenarios.Phases](), reflect.ValueOf(d.Phases), "", nil, false)
 	var mesh strings.Builder
 	mesh.WriteString("| field | type | default | meaning |\n|---|---|---|---|\n")
-	docRows(&mesh, reflect.TypeFor[Mesh](), reflect.Value{}, "", nil, false)
-	docRows(&mesh, reflect.TypeFor[MeshService](), reflect.Value{}, "services[].", nil, false)
-	docRows(&mesh, reflect.TypeFor[MeshPort](), reflect.Value{}, "services[].ports[].", nil, false)
-	docRows(&mesh, reflect.TypeFor[MeshEndpoints](), reflect.Value{}, "services[].endpoints[].", nil, false)
+	docRows(&mesh, reflect.TypeFor[scenarios.Mesh](), reflect.Value{}, "", nil, false)
+	docRows(&mesh, reflect.TypeFor[scenarios.MeshService](), reflect.Value{}, "services[].", nil, false)
+	docRows(&mesh, reflect.TypeFor[scenarios.MeshPort](), reflect.Value{}, "services[].ports[].", nil, false)
+	docRows(&mesh, reflect.TypeFor[scenarios.MeshEndpoints](), reflect.Value{}, "services[].endpoints[].", nil, false)
 	out["mesh"] = mesh.String()
 	return out
 }
@@ -244,7 +254,7 @@ func docTable(t reflect.Type, def reflect.Value, prefix string, keep func(reflec
 func docRows(b *strings.Builder, t reflect.Type, def reflect.Value, prefix string, keep func(reflect.StructField) bool, kinds bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name := yamlName(f)
+		name := scenarios.FieldKey(f)
 		if name == "" || (keep != nil && !keep(f)) {
 			continue
 		}
@@ -263,7 +273,7 @@ func docRows(b *strings.Builder, t reflect.Type, def reflect.Value, prefix strin
 				if fd.IsValid() {
 					sd = fd.Field(0)
 				}
-				docRow(b, sub, sd, key+"."+yamlName(sub), kinds)
+				docRow(b, sub, sd, key+"."+scenarios.FieldKey(sub), kinds)
 				continue
 			}
 			docRows(b, f.Type, fd, key+".", nil, kinds)
