@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // TestDebouncePolicy: the debounce policy and the adaptive parameters load, override and
@@ -15,7 +17,7 @@ func TestDebouncePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := s.ControlPlane.Debounce
-	if d.Policy != "adaptive" || d.Adaptive != (AdaptiveDebounce{MaxQuiet: Duration(500 * time.Millisecond), CostFactor: 2, Weight: 0.5}) {
+	if d.Policy != "adaptive" || d.Adaptive != (AdaptiveDebounce{MaxQuiet: units.Duration(500 * time.Millisecond), CostFactor: 2, Weight: 0.5}) {
 		t.Errorf("debounce = %+v", d)
 	}
 	if err := s.Set("controlPlane.debounce.policy", "fixed"); err != nil || s.ControlPlane.Debounce.Policy != "fixed" {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/suggest"
+	"github.com/xdslab/xdslab/scenarios/threshold"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // The decoder walks yaml.v3 nodes (which carry line and column) onto Go values by reflection,
@@ -20,11 +22,11 @@ import (
 // cannot suggest the nearest key.
 
 var (
-	durationType  = reflect.TypeFor[Duration]()
-	rateType      = reflect.TypeFor[Rate]()
-	timeDistType  = reflect.TypeFor[TimeDist]()
+	durationType  = reflect.TypeFor[units.Duration]()
+	rateType      = reflect.TypeFor[units.Rate]()
+	timeDistType  = reflect.TypeFor[units.TimeDist]()
 	distSpecType  = reflect.TypeFor[dist.Spec]()
-	thresholdType = reflect.TypeFor[Threshold]()
+	thresholdType = reflect.TypeFor[threshold.Threshold]()
 	protocolsType = reflect.TypeFor[Protocols]()
 	clientType    = reflect.TypeFor[Client]()
 	scenarioType  = reflect.TypeFor[Scenario]()
@@ -39,9 +41,6 @@ const (
 	maxDepth = 64
 	maxBytes = 32 << 20
 )
-
-// distKeys are the keys a distribution mapping may hold.
-var distKeys = []string{"dist", "value", "min", "max", "mean", "median", "sigma", "alpha", "s"}
 
 type decoder struct {
 	file   string
@@ -139,7 +138,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		if !d.scalar(n, path, "a rate such as \"20/s\"", `write a rate such as "20/s", "30/m" or "2/h"`) {
 			return
 		}
-		r, fix, err := parseRate(n.Value)
+		r, fix, err := units.ParseRate(n.Value)
 		if err != nil {
 			d.fail(n, path, fix, "%v", err)
 			return
@@ -148,7 +147,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		return
 	case timeDistType:
 		if s, ok := d.dist(n, path, true, depth); ok {
-			v.Set(reflect.ValueOf(TimeDist(s)))
+			v.Set(reflect.ValueOf(units.TimeDist(s)))
 		}
 		return
 	case distSpecType:
@@ -160,9 +159,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		if !d.scalar(n, path, "a threshold expression such as 'p(99)<500ms'", "quote the expression: 'p(99)<500ms'") {
 			return
 		}
-		th, err := ParseThreshold(n.Value)
+		th, err := threshold.Parse(n.Value)
 		if err != nil {
-			d.fail(n, path, thresholdFix(err), "invalid threshold %q: %v", n.Value, err)
+			d.fail(n, path, threshold.Fix(err), "invalid threshold %q: %v", n.Value, err)
 			return
 		}
 		v.Set(reflect.ValueOf(th))
@@ -226,12 +225,12 @@ func (d *decoder) scalar(n *yaml.Node, path, want, fix string) bool {
 	return true
 }
 
-func (d *decoder) duration(n *yaml.Node, path string) (Duration, bool) {
+func (d *decoder) duration(n *yaml.Node, path string) (units.Duration, bool) {
 	const fix = `write a duration such as "250ms", "5s" or "1m30s"`
 	if !d.scalar(n, path, "a duration such as \"5s\"", fix) {
 		return 0, false
 	}
-	dur, fx, err := parseDuration(n.Value)
+	dur, fx, err := units.ParseDuration(n.Value)
 	if err != nil {
 		d.fail(n, path, fx, "%v", err)
 		return 0, false
@@ -432,7 +431,7 @@ func (d *decoder) slice(n *yaml.Node, v reflect.Value, path string, depth int) {
 }
 
 func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, depth int) {
-	thresholds := v.Type() == reflect.TypeFor[map[string][]Threshold]()
+	thresholds := v.Type() == reflect.TypeFor[map[string][]threshold.Threshold]()
 	if n.Kind != yaml.MappingNode {
 		fix := "write a mapping of name: value"
 		if thresholds {
@@ -451,7 +450,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, depth int)
 			out.SetMapIndex(reflect.ValueOf(k.Value), ev)
 			continue
 		}
-		if err := checkMetricSelector(k.Value); err != nil {
+		if err := threshold.CheckSelector(k.Value); err != nil {
 			d.fail(k, p, `write a metric name, optionally with tags: xdslab_fleet_nacks_total{type:cds}`, "%v", err)
 		}
 		ev := reflect.New(v.Type().Elem()).Elem()
@@ -526,14 +525,14 @@ func (d *decoder) dist(n *yaml.Node, path string, isTime bool, depth int) (dist.
 		case "s":
 			f = &s.S
 		default:
-			d.fail(k, path, didYouMean(k.Value, distKeys), "unknown distribution field %q", k.Value)
+			d.fail(k, path, didYouMean(k.Value, units.DistKeys()), "unknown distribution field %q", k.Value)
 			ok = false
 			continue
 		}
 		if val.Kind == yaml.ScalarNode && val.ShortTag() == "!!null" {
 			continue
 		}
-		x, good := param(val, p, isTime && timeParams[k.Value])
+		x, good := param(val, p, isTime && units.IsTimeParam(k.Value))
 		if !good {
 			ok = false
 			continue
@@ -547,7 +546,7 @@ func (d *decoder) dist(n *yaml.Node, path string, isTime bool, depth int) (dist.
 func fieldIndex(t reflect.Type) map[string]int {
 	m := map[string]int{}
 	for i := range t.NumField() {
-		if name := yamlName(t.Field(i)); name != "" {
+		if name := FieldKey(t.Field(i)); name != "" {
 			m[name] = i
 		}
 	}
@@ -558,14 +557,17 @@ func fieldIndex(t reflect.Type) map[string]int {
 func fieldNames(t reflect.Type) []string {
 	var out []string
 	for i := range t.NumField() {
-		if name := yamlName(t.Field(i)); name != "" {
+		if name := FieldKey(t.Field(i)); name != "" {
 			out = append(out, name)
 		}
 	}
 	return out
 }
 
-func yamlName(f reflect.StructField) string {
+// FieldKey returns the key struct field f is written under in a scenario file, "" when the
+// loader does not read the field. scenarios/schema names fields through it, so the JSON Schema
+// and the docs tables name exactly the keys the loader reads.
+func FieldKey(f reflect.StructField) string {
 	if !f.IsExported() {
 		return ""
 	}
@@ -589,7 +591,7 @@ func schemaKeys() map[string][]string {
 		}
 		for i := range t.NumField() {
 			f := t.Field(i)
-			name := yamlName(f)
+			name := FieldKey(f)
 			if name == "" {
 				continue
 			}
@@ -600,7 +602,7 @@ func schemaKeys() map[string][]string {
 			out[name] = append(out[name], where)
 			sub := f.Type
 			suffix := ""
-			if sub.Kind() == reflect.Slice && sub != reflect.TypeFor[[]Duration]() {
+			if sub.Kind() == reflect.Slice && sub != reflect.TypeFor[[]units.Duration]() {
 				suffix = "[]"
 			}
 			walk(sub, join(path, name+suffix), depth+1)

@@ -1,5 +1,7 @@
 package scenarios
 
+import "github.com/xdslab/xdslab/scenarios/threshold"
+
 // MetricConnectIncomplete is the gauge a run reports per client group (tag group) and in total:
 // the clients without their first full config when the connect phase ended. The implicit
 // threshold of each group is written on it.
@@ -10,7 +12,7 @@ type ImplicitThreshold struct {
 	// Key is the metric selector, as a key of Scenario.Thresholds would be
 	// ("xdslab_connect_incomplete_clients{group:sidecars}").
 	Key       string
-	Threshold Threshold
+	Threshold threshold.Threshold
 	// Description says what it checks and how to relax it.
 	Description string
 }
@@ -27,7 +29,7 @@ func (s *Scenario) ImplicitThresholds() []ImplicitThreshold {
 		}
 		out = append(out, ImplicitThreshold{
 			Key:       MetricConnectIncomplete + "{group:" + c.Name + "}",
-			Threshold: Threshold{Source: "value==0", Agg: "value", Op: "==", Value: 0},
+			Threshold: threshold.Threshold{Source: "value==0", Agg: "value", Op: "==", Value: 0},
 			Description: "implicit: every client of group " + c.Name + " holds its first full config by the end of the connect phase;" +
 				" clients[].requireFullConfig: false drops it",
 		})

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"slices"
 	"testing"
+
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 func TestImplicitThresholds(t *testing.T) {
@@ -28,10 +30,10 @@ func TestImplicitThresholds(t *testing.T) {
 			var got []string
 			for _, it := range s.ImplicitThresholds() {
 				got = append(got, it.Key)
-				if err := checkMetricSelector(it.Key); err != nil {
+				if err := threshold.CheckSelector(it.Key); err != nil {
 					t.Errorf("%s: %v", it.Key, err)
 				}
-				if parsed, err := ParseThreshold(it.Threshold.Source); err != nil || parsed != it.Threshold {
+				if parsed, err := threshold.Parse(it.Threshold.Source); err != nil || parsed != it.Threshold {
 					t.Errorf("%s: threshold %+v does not parse back (%+v, %v)", it.Key, it.Threshold, parsed, err)
 				}
 				if ok, err := it.Threshold.Eval(map[string]float64{"value": 0}); !ok || err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // Clone returns a deep copy of s (for parameter sweeps that vary one scenario).
@@ -75,8 +77,8 @@ func (s *Scenario) Set(path, value string) error {
 			v = v.Index(seg.index)
 			walked += "[" + itoa(seg.index) + "]"
 		case v.Type() == timeDistType || v.Type() == distSpecType:
-			if !last || !slices.Contains(distKeys, seg.name) {
-				return fail("unknown distribution field "+strconv.Quote(seg.name), didYouMean(seg.name, distKeys))
+			if !last || !slices.Contains(units.DistKeys(), seg.name) {
+				return fail("unknown distribution field "+strconv.Quote(seg.name), didYouMean(seg.name, units.DistKeys()))
 			}
 			// Set one parameter by decoding the distribution with that key replaced.
 			cur := dist2node(v.Interface(), v.Type() == timeDistType)
@@ -181,7 +183,7 @@ func dist2node(v any, isTime bool) *yaml.Node {
 	var n yaml.Node
 	var src any = v
 	if isTime {
-		src = v.(TimeDist).Spec() // numbers are seconds, which a time dist accepts
+		src = v.(units.TimeDist).Spec() // numbers are seconds, which a time dist accepts
 	}
 	_ = n.Encode(src)
 	return &n

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 func TestSet(t *testing.T) {
@@ -25,7 +27,7 @@ func TestSet(t *testing.T) {
 		{"clients[0].ackDelay.mean", "3ms", func(s *Scenario) bool {
 			return s.Clients[0].AckDelay.Mean == 0.003 && s.Clients[0].AckDelay.Dist == "exp"
 		}, ""},
-		{"clients[0].ackDelay", "10ms", func(s *Scenario) bool { return s.Clients[0].AckDelay == TimeDist{Dist: "constant", Value: 0.01} }, ""},
+		{"clients[0].ackDelay", "10ms", func(s *Scenario) bool { return s.Clients[0].AckDelay == units.TimeDist{Dist: "constant", Value: 0.01} }, ""},
 		{"topology.endpointsPerService.median", "9", func(s *Scenario) bool {
 			e := s.Topology.EndpointsPerService
 			return e.Median == 9 && e.Sigma == 0.6 && e.Max == 60

@@ -3,10 +3,8 @@ package scenarios
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,9 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/goleak"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files (scenario.schema.json, docs/scenarios.md tables, testdata)")
+	"github.com/xdslab/xdslab/scenarios/threshold"
+)
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -344,13 +342,11 @@ func TestSummaryMentionsEverySection(t *testing.T) {
 	}
 }
 
-func reflectType[T any]() reflect.Type { return reflect.TypeFor[T]() }
-
 func TestBuiltInGo(t *testing.T) {
 	s := Defaults()
 	s.Name = "in-go"
 	s.Clients = []Client{DefaultClient()}
-	s.Thresholds = map[string][]Threshold{"xdslab_push_latency_seconds": {{Source: "p(99)<250ms"}}}
+	s.Thresholds = map[string][]threshold.Threshold{"xdslab_push_latency_seconds": {{Source: "p(99)<250ms"}}}
 	s.Complete()
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
@@ -359,7 +355,7 @@ func TestBuiltInGo(t *testing.T) {
 	if err != nil || !ok {
 		t.Errorf("Eval after Complete = %v, %v", ok, err)
 	}
-	s.Thresholds["xdslab_fleet_nacks_total"] = []Threshold{{Source: "nonsense"}}
+	s.Thresholds["xdslab_fleet_nacks_total"] = []threshold.Threshold{{Source: "nonsense"}}
 	s.Complete()
 	err = s.Validate()
 	var e *Error

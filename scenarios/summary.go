@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // YAML returns the resolved scenario as YAML that Load accepts and that resolves to the same
@@ -87,7 +89,7 @@ func (s *Scenario) Summary() string {
 			t.Services, t.Namespaces, m.Endpoints(), len(locs), len(m.Objects()))
 	} else {
 		w("  topology: %d services in %d namespaces, ports %s, endpoints %s, protocols http %.2f grpc %.2f tcp %.2f",
-			t.Services, t.Namespaces, fmtDist(t.PortsPerService, nil), fmtDist(t.EndpointsPerService, nil),
+			t.Services, t.Namespaces, units.FormatDist(t.PortsPerService, nil), units.FormatDist(t.EndpointsPerService, nil),
 			t.Protocols.HTTP, t.Protocols.GRPC, t.Protocols.TCP)
 		w("            %d regions × %d zones, %d versions, %d service accounts/ns, VirtualServices %.0f%%, DestinationRules %.0f%%, sidecar scoping %t",
 			t.Localities.Regions, t.Localities.ZonesPerRegion, t.Versions, t.ServiceAccountsPerNamespace,
@@ -137,7 +139,7 @@ func (s *Scenario) Summary() string {
 			ramp = "ramp " + c.Ramp.String()
 		}
 		w("    - %s: %d × %s %s, %s, ack delay %s%s", c.Name, c.Count, c.XDS, c.Type, ramp,
-			fmtDist(c.AckDelay.Spec(), secondsText), extra)
+			units.FormatDist(c.AckDelay.Spec(), secondsText), extra)
 	}
 	implicit := s.ImplicitThresholds()
 	if len(s.Thresholds) == 0 && len(implicit) == 0 {
@@ -183,7 +185,7 @@ func churnLine(c Churn) string {
 	switch c.Kind {
 	case KindScale:
 		if c.Delta != nil {
-			extra = append(extra, "delta "+fmtDist(*c.Delta, nil))
+			extra = append(extra, "delta "+units.FormatDist(*c.Delta, nil))
 		}
 	case KindRollingDeploy:
 		extra = append(extra, fmt.Sprintf("%d services over %s", c.Services, c.Window))

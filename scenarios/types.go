@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/scenarios/threshold"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // The struct tags below are the single source of the schema: `yaml` names the key (json uses
@@ -16,17 +18,17 @@ import (
 // Scenario is one benchmark: a synthetic mesh, its churn, a fleet of clients and the
 // pass/fail thresholds. Offsets (churn at/start/stop) count from the start of the measure phase.
 type Scenario struct {
-	Name         string                 `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Required. Lower-case letters, digits and '-', at most 63 characters; names the run and its outputs."`
-	Description  string                 `yaml:"description" json:"description" doc:"Free text shown in reports."`
-	Seed         uint64                 `yaml:"seed" json:"seed" doc:"Seeds every random choice (topology, churn, client behaviour): the same seed gives the same run."`
-	Duration     Duration               `yaml:"duration" json:"duration" doc:"Length of the measure phase, during which churn runs and observations are recorded."`
-	ControlPlane ControlPlane           `yaml:"controlPlane" json:"controlPlane" doc:"Settings of the in-process control plane (ignored with --target)."`
-	Sink         Sink                   `yaml:"sink" json:"sink" doc:"Where the simulator writes the mesh and its churn when the run drives a control plane at --target."`
-	Topology     Topology               `yaml:"topology" json:"topology" doc:"The synthetic mesh the simulator builds before the run."`
-	Churn        []Churn                `yaml:"churn" json:"churn" doc:"Churn processes, each an open-model arrival process running during the measure phase."`
-	Clients      []Client               `yaml:"clients" json:"clients" doc:"Client groups of the fake Envoy fleet; at least one."`
-	Phases       Phases                 `yaml:"phases" json:"phases" doc:"Timeouts of the connect and drain phases."`
-	Thresholds   map[string][]Threshold `yaml:"thresholds" json:"thresholds" doc:"Pass/fail criteria in k6 syntax: metric name (optionally with {tag:value}) to a list of expressions."`
+	Name         string                           `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Required. Lower-case letters, digits and '-', at most 63 characters; names the run and its outputs."`
+	Description  string                           `yaml:"description" json:"description" doc:"Free text shown in reports."`
+	Seed         uint64                           `yaml:"seed" json:"seed" doc:"Seeds every random choice (topology, churn, client behaviour): the same seed gives the same run."`
+	Duration     units.Duration                   `yaml:"duration" json:"duration" doc:"Length of the measure phase, during which churn runs and observations are recorded."`
+	ControlPlane ControlPlane                     `yaml:"controlPlane" json:"controlPlane" doc:"Settings of the in-process control plane (ignored with --target)."`
+	Sink         Sink                             `yaml:"sink" json:"sink" doc:"Where the simulator writes the mesh and its churn when the run drives a control plane at --target."`
+	Topology     Topology                         `yaml:"topology" json:"topology" doc:"The synthetic mesh the simulator builds before the run."`
+	Churn        []Churn                          `yaml:"churn" json:"churn" doc:"Churn processes, each an open-model arrival process running during the measure phase."`
+	Clients      []Client                         `yaml:"clients" json:"clients" doc:"Client groups of the fake Envoy fleet; at least one."`
+	Phases       Phases                           `yaml:"phases" json:"phases" doc:"Timeouts of the connect and drain phases."`
+	Thresholds   map[string][]threshold.Threshold `yaml:"thresholds" json:"thresholds" doc:"Pass/fail criteria in k6 syntax: metric name (optionally with {tag:value}) to a list of expressions."`
 
 	// src is where the scenario came from and where each field was written; unexported so it is
 	// neither printed nor embedded in summaries.
@@ -38,7 +40,7 @@ type ControlPlane struct {
 	Debounce      Debounce    `yaml:"debounce" json:"debounce" doc:"How changes are batched into pushes."`
 	PushThrottle  int         `yaml:"pushThrottle" json:"pushThrottle" doc:"Maximum concurrent pushes; 0 picks a default from the core count."`
 	FlowControl   FlowControl `yaml:"flowControl" json:"flowControl" doc:"ACK-gated flow control: a connection gets its next push only after the previous one is ACKed."`
-	AdmissionRate Rate        `yaml:"admissionRate" json:"admissionRate" doc:"New ADS streams admitted per second; 0 picks the control plane's default."`
+	AdmissionRate units.Rate  `yaml:"admissionRate" json:"admissionRate" doc:"New ADS streams admitted per second; 0 picks the control plane's default."`
 }
 
 // Sink kinds.
@@ -65,8 +67,8 @@ type Sink struct {
 // Debounce configures the debouncer (Istio's PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX,
 // PILOT_ENABLE_EDS_DEBOUNCE).
 type Debounce struct {
-	MinQuiet  Duration         `yaml:"minQuiet" json:"minQuiet" doc:"Push once no change has arrived for this long; 0 disables debouncing."`
-	MaxDelay  Duration         `yaml:"maxDelay" json:"maxDelay" doc:"Push at the latest this long after the first change of a batch; must be >= minQuiet."`
+	MinQuiet  units.Duration   `yaml:"minQuiet" json:"minQuiet" doc:"Push once no change has arrived for this long; 0 disables debouncing."`
+	MaxDelay  units.Duration   `yaml:"maxDelay" json:"maxDelay" doc:"Push at the latest this long after the first change of a batch; must be >= minQuiet."`
 	Endpoints bool             `yaml:"endpoints" json:"endpoints" doc:"Debounce endpoint-only (EDS) changes too; false pushes them at once."`
 	Policy    string           `yaml:"policy,omitempty" json:"policy,omitempty" enum:"fixed,adaptive" doc:"How the quiet window is chosen: fixed waits minQuiet for every batch; adaptive grows it with the recent push cost between minQuiet and adaptive.maxQuiet, and pushes a batch at the latest two windows after its first event (see docs/tuning.md)." def:"fixed"`
 	Adaptive  AdaptiveDebounce `yaml:"adaptive,omitempty" json:"adaptive,omitzero" doc:"Parameters of the adaptive policy (ignored by fixed)."`
@@ -75,15 +77,15 @@ type Debounce struct {
 // AdaptiveDebounce configures the adaptive debounce policy: the quiet window is costFactor ×
 // the moving average of push durations, clamped to [minQuiet, maxQuiet].
 type AdaptiveDebounce struct {
-	MaxQuiet   Duration `yaml:"maxQuiet,omitempty" json:"maxQuiet,omitempty" doc:"The longest quiet window; at least minQuiet, at most maxDelay." def:"1s (capped at maxDelay)"`
-	CostFactor float64  `yaml:"costFactor,omitempty" json:"costFactor,omitempty" doc:"Quiet window = costFactor × the moving average of push durations." def:"4"`
-	Weight     float64  `yaml:"weight,omitempty" json:"weight,omitempty" range:"0,1" doc:"Weight (0..1] of the newest push in the moving average." def:"0.3"`
+	MaxQuiet   units.Duration `yaml:"maxQuiet,omitempty" json:"maxQuiet,omitempty" doc:"The longest quiet window; at least minQuiet, at most maxDelay." def:"1s (capped at maxDelay)"`
+	CostFactor float64        `yaml:"costFactor,omitempty" json:"costFactor,omitempty" doc:"Quiet window = costFactor × the moving average of push durations." def:"4"`
+	Weight     float64        `yaml:"weight,omitempty" json:"weight,omitempty" range:"0,1" doc:"Weight (0..1] of the newest push in the moving average." def:"0.3"`
 }
 
 // FlowControl configures ACK-gated pushes.
 type FlowControl struct {
-	Enabled    bool     `yaml:"enabled" json:"enabled" doc:"Hold a connection's next push until it ACKs the previous one."`
-	AckTimeout Duration `yaml:"ackTimeout" json:"ackTimeout" doc:"Stop waiting for an ACK after this long and push anyway."`
+	Enabled    bool           `yaml:"enabled" json:"enabled" doc:"Hold a connection's next push until it ACKs the previous one."`
+	AckTimeout units.Duration `yaml:"ackTimeout" json:"ackTimeout" doc:"Stop waiting for an ACK after this long and push anyway."`
 }
 
 // Topology describes the synthetic mesh.
@@ -166,19 +168,19 @@ const (
 // (fixed period) or At (fixed offsets); replay takes its timing from the trace. Offsets count
 // from the start of the measure phase.
 type Churn struct {
-	Kind     string     `yaml:"kind" json:"kind" enum:"endpoint-flap,scale,rolling-deploy,service-create,service-delete,config-change,service-account-change,zone-failure,replay" doc:"What changes: endpoint-flap, scale, rolling-deploy, service-create, service-delete, config-change, service-account-change, zone-failure, replay." kinds:"all" def:"required"`
-	Rate     Rate       `yaml:"rate,omitempty" json:"rate,omitempty" doc:"Poisson arrivals at this mean rate (\"20/s\", \"5/m\")." kinds:"all but replay" def:"—"`
-	Every    Duration   `yaml:"every,omitempty" json:"every,omitempty" doc:"One event every period, the first one period after start." kinds:"all but replay" def:"—"`
-	At       []Duration `yaml:"at,omitempty" json:"at,omitempty" doc:"One event at each offset." kinds:"all but replay" def:"—"`
-	Start    Duration   `yaml:"start,omitempty" json:"start,omitempty" doc:"The process starts this long into the measure phase." kinds:"all" def:"0s"`
-	Stop     Duration   `yaml:"stop,omitempty" json:"stop,omitempty" doc:"The process stops this long into the measure phase; 0 runs to the end." kinds:"all" def:"0s (end)"`
-	Delta    *dist.Spec `yaml:"delta,omitempty" json:"delta,omitempty" doc:"Endpoints added or removed per event (up or down at random)." kinds:"scale" def:"{dist: uniform, min: 1, max: 3}"`
-	Services int        `yaml:"services,omitempty" json:"services,omitempty" doc:"Services one event touches (a rolling deploy replaces every endpoint of each); for config-change target authz, the AuthorizationPolicies one event rewrites." kinds:"scale, rolling-deploy, service-create, service-delete, config-change, service-account-change" def:"1"`
-	Window   Duration   `yaml:"window,omitempty" json:"window,omitempty" doc:"Each service's rollout is spread over this window." kinds:"rolling-deploy" def:"10s"`
-	Target   string     `yaml:"target,omitempty" json:"target,omitempty" enum:"virtualservice,destinationrule,gateway,authz" doc:"The config changed: virtualservice (route weights, timeout), destinationrule (lb policy, outlier detection), gateway (rotates the backend services of Services gateway hosts, at least 2, so routers keep the same clusters; reaches router clients only; needs topology.gateways) or authz (rewrites the rules of services AuthorizationPolicies, each to a new number of rules; reaches the sidecars of their namespaces only; needs topology.authorizationPolicies)." kinds:"config-change" def:"virtualservice"`
-	Down     Duration   `yaml:"down,omitempty" json:"down,omitempty" doc:"How long a flapped endpoint stays away; for a zone failure, how long the zone stays down (0: it does not come back)." kinds:"endpoint-flap, zone-failure" def:"1s (endpoint-flap), 0s (zone-failure)"`
-	Fraction float64    `yaml:"fraction,omitempty" json:"fraction,omitempty" range:"0,1" doc:"Fraction (0..1] of one zone's endpoints removed at once." kinds:"zone-failure" def:"0.5"`
-	File     string     `yaml:"file,omitempty" json:"file,omitempty" doc:"Event trace (JSON lines, the simulator's event-log format) to replay; relative to the scenario file." kinds:"replay" def:"required"`
+	Kind     string           `yaml:"kind" json:"kind" enum:"endpoint-flap,scale,rolling-deploy,service-create,service-delete,config-change,service-account-change,zone-failure,replay" doc:"What changes: endpoint-flap, scale, rolling-deploy, service-create, service-delete, config-change, service-account-change, zone-failure, replay." kinds:"all" def:"required"`
+	Rate     units.Rate       `yaml:"rate,omitempty" json:"rate,omitempty" doc:"Poisson arrivals at this mean rate (\"20/s\", \"5/m\")." kinds:"all but replay" def:"—"`
+	Every    units.Duration   `yaml:"every,omitempty" json:"every,omitempty" doc:"One event every period, the first one period after start." kinds:"all but replay" def:"—"`
+	At       []units.Duration `yaml:"at,omitempty" json:"at,omitempty" doc:"One event at each offset." kinds:"all but replay" def:"—"`
+	Start    units.Duration   `yaml:"start,omitempty" json:"start,omitempty" doc:"The process starts this long into the measure phase." kinds:"all" def:"0s"`
+	Stop     units.Duration   `yaml:"stop,omitempty" json:"stop,omitempty" doc:"The process stops this long into the measure phase; 0 runs to the end." kinds:"all" def:"0s (end)"`
+	Delta    *dist.Spec       `yaml:"delta,omitempty" json:"delta,omitempty" doc:"Endpoints added or removed per event (up or down at random)." kinds:"scale" def:"{dist: uniform, min: 1, max: 3}"`
+	Services int              `yaml:"services,omitempty" json:"services,omitempty" doc:"Services one event touches (a rolling deploy replaces every endpoint of each); for config-change target authz, the AuthorizationPolicies one event rewrites." kinds:"scale, rolling-deploy, service-create, service-delete, config-change, service-account-change" def:"1"`
+	Window   units.Duration   `yaml:"window,omitempty" json:"window,omitempty" doc:"Each service's rollout is spread over this window." kinds:"rolling-deploy" def:"10s"`
+	Target   string           `yaml:"target,omitempty" json:"target,omitempty" enum:"virtualservice,destinationrule,gateway,authz" doc:"The config changed: virtualservice (route weights, timeout), destinationrule (lb policy, outlier detection), gateway (rotates the backend services of Services gateway hosts, at least 2, so routers keep the same clusters; reaches router clients only; needs topology.gateways) or authz (rewrites the rules of services AuthorizationPolicies, each to a new number of rules; reaches the sidecars of their namespaces only; needs topology.authorizationPolicies)." kinds:"config-change" def:"virtualservice"`
+	Down     units.Duration   `yaml:"down,omitempty" json:"down,omitempty" doc:"How long a flapped endpoint stays away; for a zone failure, how long the zone stays down (0: it does not come back)." kinds:"endpoint-flap, zone-failure" def:"1s (endpoint-flap), 0s (zone-failure)"`
+	Fraction float64          `yaml:"fraction,omitempty" json:"fraction,omitempty" range:"0,1" doc:"Fraction (0..1] of one zone's endpoints removed at once." kinds:"zone-failure" def:"0.5"`
+	File     string           `yaml:"file,omitempty" json:"file,omitempty" doc:"Event trace (JSON lines, the simulator's event-log format) to replay; relative to the scenario file." kinds:"replay" def:"required"`
 }
 
 // Client xDS protocol variants.
@@ -203,15 +205,15 @@ type Client struct {
 	Count                int            `yaml:"count" json:"count" doc:"Clients in the group."`
 	XDS                  string         `yaml:"xds" json:"xds" enum:"sotw,delta,grpc" doc:"Protocol variant: sotw (state of the world), delta (incremental), or grpc (a proxyless gRPC client as grpc-go's xDS client behaves: API listeners host:port, then RDS, CDS, EDS by name; NACKs what grpc-go rejects; node metadata GENERATOR=grpc)."`
 	Type                 string         `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
-	Ramp                 Rate           `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
+	Ramp                 units.Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
 	Namespaces           int            `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
 	NamespaceCounts      map[string]int `yaml:"namespaceCounts,omitempty" json:"namespaceCounts,omitempty" doc:"Place the clients by namespace instead: NAME: COUNT for each namespace of the topology (its ns-N, or topology.mesh's namespaces), taken in name order; the counts add up to count. xdslab import writes it from the dump's pods." def:"{}"`
-	AckDelay             TimeDist       `yaml:"ackDelay" json:"ackDelay" doc:"Time from receiving a response to sending its ACK or NACK (Envoy's apply time); a time distribution."`
+	AckDelay             units.TimeDist `yaml:"ackDelay" json:"ackDelay" doc:"Time from receiving a response to sending its ACK or NACK (Envoy's apply time); a time distribution."`
 	Nack                 Nack           `yaml:"nack" json:"nack" doc:"When clients reject a response (policies combine: any one NACKs)."`
 	NeverAck             bool           `yaml:"neverAck" json:"neverAck" doc:"Never ACK or NACK (a hung client)."`
 	DisconnectAfter      int            `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
 	NodeOnFirstOnly      bool           `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
-	InitialFetchTimeout  Duration       `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
+	InitialFetchTimeout  units.Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
 	Churn                Reconn         `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
 	StreamsPerConnection int            `yaml:"streamsPerConnection" json:"streamsPerConnection" range:"1," doc:"ADS streams per gRPC connection: 1 gives each client its own HTTP/2 connection, as Envoy; N > 1 makes each N consecutive clients of the group share one (pilot-load style: one server-side connection and one connection's HTTP/2 flow control for N streams), which changes the workload (docs/scenarios.md, Connection layout). Groups never share a connection; not with auth."`
 	Agent                Agent          `yaml:"agent" json:"agent" doc:"The emulated istio-agent next to each client: it serves the SDS secrets whose sds_config is the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS default and ROOTCA) from a lab CA, without network traffic; secrets on ADS are asked of the control plane (docs/security.md)."`
@@ -223,7 +225,7 @@ type Client struct {
 
 // Agent is the emulated istio-agent of a client group.
 type Agent struct {
-	IssueDelay Duration `yaml:"issueDelay" json:"issueDelay" doc:"How long the agent takes to serve a client's first request for a secret (the real agent signs a CSR with istiod's CA); applies to default and ROOTCA; 0 serves at once."`
+	IssueDelay units.Duration `yaml:"issueDelay" json:"issueDelay" doc:"How long the agent takes to serve a client's first request for a secret (the real agent signs a CSR with istiod's CA); applies to default and ROOTCA; 0 serves at once."`
 }
 
 // Auth is a client group's credentials for a secure ADS listener (docs/security.md).
@@ -260,8 +262,8 @@ type Nack struct {
 
 // Reconn is connection churn.
 type Reconn struct {
-	Every  Duration `yaml:"every" json:"every" doc:"Reconnect each client every period; 0 never."`
-	Jitter float64  `yaml:"jitter" json:"jitter" range:"0,1" doc:"Spread each period uniformly by ± this fraction (0..1)."`
+	Every  units.Duration `yaml:"every" json:"every" doc:"Reconnect each client every period; 0 never."`
+	Jitter float64        `yaml:"jitter" json:"jitter" range:"0,1" doc:"Spread each period uniformly by ± this fraction (0..1)."`
 }
 
 // Phases holds the timeouts of the phases around the measure phase.
@@ -272,7 +274,7 @@ type Phases struct {
 
 // Phase is one phase's settings.
 type Phase struct {
-	Timeout Duration `yaml:"timeout" json:"timeout" doc:"Give up on the phase after this long; what is still pending is counted."`
+	Timeout units.Duration `yaml:"timeout" json:"timeout" doc:"Give up on the phase after this long; what is still pending is counted."`
 }
 
 // Defaults returns a scenario with every field at its default. Name is empty (required) and
@@ -280,14 +282,14 @@ type Phase struct {
 func Defaults() *Scenario {
 	return &Scenario{
 		Seed:     1,
-		Duration: Duration(30 * time.Second),
+		Duration: units.Duration(30 * time.Second),
 		ControlPlane: ControlPlane{
 			Debounce: Debounce{
-				MinQuiet:  Duration(100 * time.Millisecond),
-				MaxDelay:  Duration(10 * time.Second),
+				MinQuiet:  units.Duration(100 * time.Millisecond),
+				MaxDelay:  units.Duration(10 * time.Second),
 				Endpoints: true,
 			},
-			FlowControl: FlowControl{AckTimeout: Duration(5 * time.Second)},
+			FlowControl: FlowControl{AckTimeout: units.Duration(5 * time.Second)},
 		},
 		Sink: Sink{Kind: SinkDir, QPS: 50, Burst: 100, Listen: "127.0.0.1:0"},
 		Topology: Topology{
@@ -306,10 +308,10 @@ func Defaults() *Scenario {
 		Churn:   []Churn{},
 		Clients: []Client{DefaultClient()},
 		Phases: Phases{
-			Connect: Phase{Timeout: Duration(60 * time.Second)},
-			Drain:   Phase{Timeout: Duration(10 * time.Second)},
+			Connect: Phase{Timeout: units.Duration(60 * time.Second)},
+			Drain:   Phase{Timeout: units.Duration(10 * time.Second)},
 		},
-		Thresholds: map[string][]Threshold{},
+		Thresholds: map[string][]threshold.Threshold{},
 	}
 }
 
@@ -321,11 +323,11 @@ func DefaultClient() Client {
 		XDS:                  XDSSotW,
 		Type:                 TypeSidecar,
 		Ramp:                 200,
-		AckDelay:             TimeDist(dist.Constant(0)),
-		InitialFetchTimeout:  Duration(15 * time.Second),
+		AckDelay:             units.TimeDist(dist.Constant(0)),
+		InitialFetchTimeout:  units.Duration(15 * time.Second),
 		Churn:                Reconn{Jitter: 0.2},
 		StreamsPerConnection: 1,
-		Agent:                Agent{IssueDelay: Duration(5 * time.Millisecond)},
+		Agent:                Agent{IssueDelay: units.Duration(5 * time.Millisecond)},
 		Node:                 Node{ClusterID: "Kubernetes", IstioVersion: "1.28.0"},
 		RequireFullConfig:    true,
 	}
@@ -347,11 +349,11 @@ func (s *Scenario) Complete() {
 			}
 		case KindEndpointFlap:
 			if c.Down == 0 {
-				c.Down = Duration(time.Second)
+				c.Down = units.Duration(time.Second)
 			}
 		case KindRollingDeploy:
 			if c.Window == 0 {
-				c.Window = Duration(10 * time.Second)
+				c.Window = units.Duration(10 * time.Second)
 			}
 		case KindConfigChange:
 			if c.Target == "" {
@@ -382,14 +384,14 @@ func (s *Scenario) Complete() {
 		p.HTTP, p.GRPC, p.TCP = p.HTTP/sum, p.GRPC/sum, p.TCP/sum
 	}
 	if s.Thresholds == nil {
-		s.Thresholds = map[string][]Threshold{}
+		s.Thresholds = map[string][]threshold.Threshold{}
 	}
-	// Thresholds built in Go as Threshold{Source: "..."} are parsed here; a bad one is left for
-	// Validate to report.
+	// Thresholds built in Go as threshold.Threshold{Source: "..."} are parsed here; a bad one is
+	// left for Validate to report.
 	for _, ths := range s.Thresholds {
 		for i, th := range ths {
 			if th.Op == "" {
-				if parsed, err := ParseThreshold(th.Source); err == nil {
+				if parsed, err := threshold.Parse(th.Source); err == nil {
 					ths[i] = parsed
 				}
 			}

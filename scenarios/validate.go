@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/dist"
-	"github.com/xdslab/xdslab/internal/suggest"
+	"github.com/xdslab/xdslab/scenarios/threshold"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
@@ -37,13 +37,13 @@ func (v *validator) add(path, fix, format string, a ...any) {
 	v.errs = append(v.errs, e)
 }
 
-func (v *validator) nonNegDur(path string, d Duration) {
+func (v *validator) nonNegDur(path string, d units.Duration) {
 	if d < 0 {
 		v.add(path, "use a duration >= 0, e.g. "+strings.TrimPrefix(d.String(), "-"), "negative duration %s", d)
 	}
 }
 
-func (v *validator) posDur(path string, d Duration) {
+func (v *validator) posDur(path string, d units.Duration) {
 	if d <= 0 {
 		v.add(path, `use a duration > 0, e.g. "30s"`, "must be > 0, got %s", d)
 	}
@@ -218,7 +218,7 @@ func (v *validator) distCheck(path string, s dist.Spec) bool {
 		v.add(path+".dist", didYouMean(s.Dist, dist.Names()), "unknown distribution %q", s.Dist)
 		return false
 	}
-	reads := distParams(s.Dist)
+	reads := units.DistParams(s.Dist)
 	name := s.Dist
 	if name == "" {
 		name = "constant"
@@ -480,103 +480,20 @@ func (v *validator) thresholds() {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	groups := make([]string, 0, len(v.s.Clients))
+	for _, c := range v.s.Clients {
+		groups = append(groups, c.Name)
+	}
 	for _, k := range keys {
 		p := "thresholds." + k
-		if err := checkMetricSelector(k); err != nil {
-			v.add(p, `write a metric name, optionally with tags: xdslab_fleet_nacks_total{type:cds}`, "%v", err)
-			continue
-		}
-		name := MetricName(k)
-		cm, known := catalog.Lookup(name)
-		if !known {
-			fix := "write one of the metrics a run writes (docs/observability.md lists them)"
-			if near := suggest.Nearest(name, catalog.Names()); near != "" {
-				fix = "did you mean " + strconv.Quote(near) + "?"
+		for _, pr := range threshold.Check(k, v.s.Thresholds[k], groups, ChurnKinds()) {
+			at := p
+			if pr.Index >= 0 {
+				at = p + "[" + itoa(pr.Index) + "]"
 			}
-			v.add(p, fix,
-				"unknown metric %q: no run writes it, so this threshold could never be evaluated", name)
-			continue
-		}
-		v.thresholdTags(p, cm, MetricTags(k))
-		if len(v.s.Thresholds[k]) == 0 {
-			v.add(p, `give it at least one expression, e.g. ['p(99)<500ms'], or remove the line`,
-				"no threshold expressions: a metric listed without any judges nothing")
-		}
-		for i, th := range v.s.Thresholds[k] {
-			tp := p + "[" + itoa(i) + "]"
-			if th.Op == "" { // built in Go without ParseThreshold
-				parsed, err := ParseThreshold(th.Source)
-				if err != nil {
-					v.add(tp, thresholdFix(err), "invalid threshold %q: %v", th.Source, err)
-					continue
-				}
-				th = parsed
-			}
-			if !cm.HasAggregation(th.Agg) {
-				v.add(tp, aggregationFix(cm), "%s is a %s; %s does not apply", name, cm.Type, th.Key())
-			}
-			if th.Unit == "time" && !strings.HasSuffix(name, "_seconds") {
-				v.add(tp, "write a plain number, or use a time unit only on a _seconds metric", "%q has a time unit but %s is not in seconds", th.Source, name)
-			}
-			if th.Unit == "size" && !strings.HasSuffix(name, "_bytes") && !strings.HasSuffix(name, "_bytes_total") {
-				v.add(tp, "write a plain number, or use a size unit only on a _bytes metric", "%q has a size unit but %s is not in bytes", th.Source, name)
-			}
+			v.add(at, pr.Fix, "%s", pr.Msg)
 		}
 	}
-}
-
-// thresholdTags checks a threshold's tag filter against the catalogue: tags the metric carries,
-// values it takes (the scenario's client groups and churn kinds for group and kind). Case
-// matters: the fleet tags xDS types CDS, the control plane's counters cds.
-func (v *validator) thresholdTags(p string, m catalog.Metric, tags map[string]string) {
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		val := tags[k]
-		d, ok := m.Tags[k]
-		if !ok {
-			fix := m.Name + " has no tags: drop the filter"
-			if len(m.Tags) > 0 {
-				fix = didYouMean(k, m.TagKeys())
-			}
-			v.add(p, fix, "%s has no tag %q", m.Name, k)
-			continue
-		}
-		var values []string
-		switch d {
-		case catalog.Group:
-			for _, c := range v.s.Clients {
-				values = append(values, c.Name)
-			}
-		case catalog.Kind:
-			values = ChurnKinds()
-		default:
-			values = catalog.Values(d)
-		}
-		if len(values) == 0 || slices.Contains(values, val) {
-			continue
-		}
-		if i := slices.IndexFunc(values, func(s string) bool { return strings.EqualFold(s, val) }); i >= 0 {
-			v.add(p, fmt.Sprintf("write {%s:%s}: tag values are case-sensitive", k, values[i]),
-				"%s tags %s %q, not %q", m.Name, k, values[i], val)
-			continue
-		}
-		switch d {
-		case catalog.Group:
-			v.add(p, didYouMean(val, values), "%s has no client group %q", m.Name, val)
-		default:
-			v.add(p, didYouMean(val, values), "%s never has %s=%q", m.Name, k, val)
-		}
-	}
-}
-
-// aggregationFix names the aggregations a metric has, with an example.
-func aggregationFix(m catalog.Metric) string {
-	ex := map[string]string{"counter": "'count==0' or 'rate<5'", "gauge": "'value==0'", "rate": "'rate>0.9'", "trend": "'p(99)<500ms' or 'avg<100ms'"}[string(m.Type)]
-	return fmt.Sprintf("a %s has %s, e.g. %s", m.Type, strings.Join(catalog.Aggregations(m.Type, m.Bounded), ", "), ex)
 }
 
 // suggestName turns s into a valid name.

@@ -17,6 +17,7 @@ import (
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 func TestHistSnapBuckets(t *testing.T) {
@@ -200,7 +201,7 @@ func TestEvaluateThresholds(t *testing.T) {
 			sc.Name = "t"
 			sc.Clients[0].RequireFullConfig = false // the implicit threshold: TestEvaluateImplicitThresholds
 			for _, e := range tc.exprs {
-				sc.Thresholds[tc.key] = append(sc.Thresholds[tc.key], scenarios.Threshold{Source: e})
+				sc.Thresholds[tc.key] = append(sc.Thresholds[tc.key], threshold.Threshold{Source: e})
 			}
 			sc.Complete()
 			got, all := EvaluateThresholds(sc, res)
@@ -263,7 +264,7 @@ func TestEvaluateThresholdsBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := scenarios.Defaults()
 			sc.Name = "t"
-			sc.Thresholds[MetricDebounceDelay] = []scenarios.Threshold{{Source: tc.expr}}
+			sc.Thresholds[MetricDebounceDelay] = []threshold.Threshold{{Source: tc.expr}}
 			sc.Clients[0].RequireFullConfig = false // the implicit threshold: TestEvaluateImplicitThresholds
 			sc.Complete()
 			got, all := EvaluateThresholds(sc, summary.Results{Metrics: []summary.Metric{tc.m}})

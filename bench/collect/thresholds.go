@@ -5,6 +5,7 @@ import (
 
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // FullConfigCheck is the full-config check of a fleet run without a scenario or connect phase
@@ -14,7 +15,7 @@ import (
 func FullConfigCheck(groups []string, sizes map[string]int, full map[string]uint64) ([]summary.Metric, []summary.Threshold, bool) {
 	ms := connectIncomplete(groups, sizes, full)
 	res := summary.Results{Metrics: ms}
-	th := scenarios.Threshold{Source: "value==0", Agg: "value", Op: "==", Value: 0}
+	th := threshold.Threshold{Source: "value==0", Agg: "value", Op: "==", Value: 0}
 	var out []summary.Threshold
 	passed := true
 	for _, g := range groups {
@@ -60,14 +61,14 @@ func EvaluateThresholds(sc *scenarios.Scenario, res summary.Results) ([]summary.
 
 // evalThreshold evaluates th on the metric key selects (failed, with no value, when the run did
 // not produce it).
-func evalThreshold(res summary.Results, key string, th scenarios.Threshold) summary.Threshold {
-	name, tags := scenarios.MetricName(key), scenarios.MetricTags(key)
+func evalThreshold(res summary.Results, key string, th threshold.Threshold) summary.Threshold {
+	name, tags := threshold.MetricName(key), threshold.MetricTags(key)
 	m, found := res.Find(name, tags)
 	return evaluateThreshold(th, name, tags, m, found)
 }
 
 // evaluateThreshold is one expression's verdict on metric m (found: the run produced it).
-func evaluateThreshold(th scenarios.Threshold, name string, tags map[string]string, m summary.Metric, found bool) summary.Threshold {
+func evaluateThreshold(th threshold.Threshold, name string, tags map[string]string, m summary.Metric, found bool) summary.Threshold {
 	t := summary.Threshold{Metric: name, Tags: tags, Expression: th.Source}
 	key := th.Key()
 	if !found {
@@ -86,10 +87,10 @@ func evaluateThreshold(th scenarios.Threshold, name string, tags map[string]stri
 		switch {
 		case err != nil:
 			t.Reason = err.Error()
-		case v == scenarios.Pass:
+		case v == threshold.Pass:
 			t.Passed = true
 			t.Reason = where + ": the bucket bound proves it"
-		case v == scenarios.Fail:
+		case v == threshold.Fail:
 			t.Reason = where + ": the bucket bound disproves it"
 		default:
 			t.Inconclusive = true

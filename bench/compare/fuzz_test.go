@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/xdslab/xdslab/internal/summary"
-	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // FuzzCompareInput feeds arbitrary bytes to compare as the NEW summary (and the same bytes
@@ -63,7 +63,7 @@ func FuzzParseMetricThreshold(f *testing.F) {
 			}
 			return
 		}
-		if !scenarios.ValidMetricName(mt.Name) || mt.Fraction < 0 || mt.Fraction != mt.Fraction {
+		if !threshold.ValidMetricName(mt.Name) || mt.Fraction < 0 || mt.Fraction != mt.Fraction {
 			t.Fatalf("parsed %q into %+v", s, mt)
 		}
 	})

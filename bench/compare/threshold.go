@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/xdslab/xdslab/internal/summary"
-	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // MetricThreshold overrides the regression threshold for one metric (optionally one tagged
@@ -69,7 +69,7 @@ func ParseMetricThreshold(s string) (MetricThreshold, error) {
 	}
 	name, tagText, hasTags := strings.Cut(rest, "{")
 	mt.Name = strings.TrimSpace(name)
-	if !scenarios.ValidMetricName(mt.Name) {
+	if !threshold.ValidMetricName(mt.Name) {
 		return fail("invalid metric name " + strconv.Quote(mt.Name))
 	}
 	if hasTags {
@@ -80,7 +80,7 @@ func ParseMetricThreshold(s string) (MetricThreshold, error) {
 		for _, kv := range strings.Split(strings.TrimSuffix(tagText, "}"), ",") {
 			k, v, ok := strings.Cut(kv, ":")
 			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			if !ok || !scenarios.ValidMetricName(k) || v == "" {
+			if !ok || !threshold.ValidMetricName(k) || v == "" {
 				return fail("bad tag " + strconv.Quote(strings.TrimSpace(kv)) + " (write tag:value)")
 			}
 			mt.Tags[k] = v
@@ -131,7 +131,7 @@ type DirectionOverride struct {
 func ParseDirectionOverride(s string) (DirectionOverride, error) {
 	name, d, ok := strings.Cut(s, "=")
 	name = strings.TrimSpace(name)
-	if !ok || !scenarios.ValidMetricName(name) {
+	if !ok || !threshold.ValidMetricName(name) {
 		return DirectionOverride{}, fmt.Errorf("--worse %q: write NAME=up (higher is worse), NAME=down or NAME=none", s)
 	}
 	dir, err := ParseDirection(d)

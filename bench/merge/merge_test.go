@@ -17,6 +17,7 @@ import (
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 var mergeT0 = time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
@@ -136,11 +137,11 @@ func TestMergeGolden(t *testing.T) {
 	sc := scenarios.Defaults()
 	sc.Name = "merge-test"
 	sc.Clients[0].Name = "sidecars"
-	th, err := scenarios.ParseThreshold("p(99)<100ms")
+	th, err := threshold.Parse("p(99)<100ms")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Thresholds = map[string][]scenarios.Threshold{fakeenvoy.MetricConvergence: {th}}
+	sc.Thresholds = map[string][]threshold.Threshold{fakeenvoy.MetricConvergence: {th}}
 	got, err := Merge(goldenInputs(t), Options{Scenario: sc, ToolVersion: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -406,7 +407,7 @@ func TestMergeBucketTrend(t *testing.T) {
 	in[1].Summary.Results.Metrics = append(in[1].Summary.Results.Metrics, bucketed())
 	sc := scenarios.Defaults()
 	sc.Name = "merge-test"
-	sc.Thresholds = map[string][]scenarios.Threshold{collect.MetricDebounceDelay: {{Source: "p(99)<=1s"}, {Source: "p(99)<500ms"}}}
+	sc.Thresholds = map[string][]threshold.Threshold{collect.MetricDebounceDelay: {{Source: "p(99)<=1s"}, {Source: "p(99)<500ms"}}}
 	sc.Complete()
 	out, err := Merge(in, Options{Scenario: sc})
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // The HTML report: one self-contained page (inline CSS, plots as inline SVG made with
@@ -276,7 +277,7 @@ func formatMetricValues(m summary.Metric) string {
 
 // latencyNines plots a latency trend (and its per-kind series) against the nines axis, with
 // each of the scenario's percentile thresholds on it drawn as a dashed line at its bound.
-func latencyNines(what string, all *hdr.Histogram, byKind map[string]*hdr.Histogram, kinds []string, ths []scenarios.Threshold) (*plot.Plot, error) {
+func latencyNines(what string, all *hdr.Histogram, byKind map[string]*hdr.Histogram, kinds []string, ths []threshold.Threshold) (*plot.Plot, error) {
 	p := NinesPlot(what)
 	series := []any{}
 	if pts := NinesPoints(all, 1e-6); len(pts) > 0 {

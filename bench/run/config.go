@@ -17,6 +17,7 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/units"
 	"github.com/xdslab/xdslab/simulator"
 )
 
@@ -159,7 +160,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 
 // agentDelay maps a scenario's issue delay onto the fleet's (where 0 means the default):
 // the scenario's 0 serves at once.
-func agentDelay(d scenarios.Duration) time.Duration {
+func agentDelay(d units.Duration) time.Duration {
 	if d.D() == 0 {
 		return -1
 	}
@@ -193,7 +194,7 @@ func ControlPlaneOptions(s *scenarios.Scenario) controlplane.Options {
 }
 
 // phaseTimeout returns d, or def when d is not positive.
-func phaseTimeout(d scenarios.Duration, def time.Duration) time.Duration {
+func phaseTimeout(d units.Duration, def time.Duration) time.Duration {
 	if d.D() > 0 {
 		return d.D()
 	}

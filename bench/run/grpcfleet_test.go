@@ -9,6 +9,8 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // grpcTestDuration is the measure phase of every shrunk built-in scenario: long enough for each
@@ -24,10 +26,10 @@ const grpcTestDuration = 1500 * time.Millisecond
 func shrinkForGRPC(t *testing.T, sc *scenarios.Scenario) {
 	t.Helper()
 	old := sc.Duration.D()
-	scale := func(d scenarios.Duration) scenarios.Duration {
-		return scenarios.Duration(time.Duration(float64(d.D()) * float64(grpcTestDuration) / float64(old)))
+	scale := func(d units.Duration) units.Duration {
+		return units.Duration(time.Duration(float64(d.D()) * float64(grpcTestDuration) / float64(old)))
 	}
-	sc.Duration = scenarios.Duration(grpcTestDuration)
+	sc.Duration = units.Duration(grpcTestDuration)
 
 	top := &sc.Topology
 	top.Namespaces = min(top.Namespaces, 2)
@@ -49,17 +51,17 @@ func shrinkForGRPC(t *testing.T, sc *scenarios.Scenario) {
 		}
 		c.Start, c.Stop = scale(c.Start), scale(c.Stop)
 		if c.Every > 0 {
-			c.Every = scenarios.Duration(grpcTestDuration / 3)
+			c.Every = units.Duration(grpcTestDuration / 3)
 		}
 		if r := c.Rate.PerSecond(); r > 0 {
 			// At least ~3 arrivals expected in the window, at most a few per second per service.
-			c.Rate = scenarios.Rate(min(max(r, 3/grpcTestDuration.Seconds()), 10))
+			c.Rate = units.Rate(min(max(r, 3/grpcTestDuration.Seconds()), 10))
 		}
 		if c.Window > 0 {
-			c.Window = scenarios.Duration(grpcTestDuration / 4)
+			c.Window = units.Duration(grpcTestDuration / 4)
 		}
 		if c.Down > 0 {
-			c.Down = scenarios.Duration(min(c.Down.D(), 300*time.Millisecond))
+			c.Down = units.Duration(min(c.Down.D(), 300*time.Millisecond))
 		}
 	}
 
@@ -77,15 +79,15 @@ func shrinkForGRPC(t *testing.T, sc *scenarios.Scenario) {
 	}
 	if fc := &sc.ControlPlane.FlowControl; fc.Enabled {
 		// Hung clients hold each flow-controlled push for the whole ACK timeout.
-		fc.AckTimeout = scenarios.Duration(min(fc.AckTimeout.D(), 500*time.Millisecond))
+		fc.AckTimeout = units.Duration(min(fc.AckTimeout.D(), 500*time.Millisecond))
 	}
 	// Connecting takes well under a second here; a client short of its config waits the
 	// whole timeout, so it is kept short.
-	sc.Phases.Connect.Timeout = scenarios.Duration(10 * time.Second)
+	sc.Phases.Connect.Timeout = units.Duration(10 * time.Second)
 	// Drain ends early once every event converged; the events gRPC clients cannot see (see
 	// checkGRPCRun) hold it for the whole timeout.
-	sc.Phases.Drain.Timeout = scenarios.Duration(time.Second)
-	sc.Thresholds = map[string][]scenarios.Threshold{}
+	sc.Phases.Drain.Timeout = units.Duration(time.Second)
+	sc.Thresholds = map[string][]threshold.Threshold{}
 	sc.Complete()
 	require.NoError(t, sc.Validate(), "shrunk scenario")
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // shrinkIngress turns ingress-churn into a test-sized run: a small mesh behind 2 gateways,
@@ -17,13 +19,13 @@ func shrinkIngress(t *testing.T, withSidecars bool) *scenarios.Scenario {
 	t.Helper()
 	sc, err := scenarios.Builtin("ingress-churn")
 	require.NoError(t, err)
-	sc.Duration = scenarios.Duration(3 * time.Second)
+	sc.Duration = units.Duration(3 * time.Second)
 	sc.Topology.Namespaces, sc.Topology.Services = 3, 24
 	sc.Topology.EndpointsPerService.Max = 4
 	sc.Topology.Gateways.Count, sc.Topology.Gateways.HostsPerGateway = 2, 5
 	for i := range sc.Churn {
 		c := &sc.Churn[i]
-		c.Rate = scenarios.Rate(min(c.Rate.PerSecond()*2, 4))
+		c.Rate = units.Rate(min(c.Rate.PerSecond()*2, 4))
 	}
 	var groups []scenarios.Client
 	for _, c := range sc.Clients {
@@ -39,9 +41,9 @@ func shrinkIngress(t *testing.T, withSidecars bool) *scenarios.Scenario {
 		groups = append(groups, c)
 	}
 	sc.Clients = groups
-	sc.Phases.Connect.Timeout = scenarios.Duration(20 * time.Second)
-	sc.Phases.Drain.Timeout = scenarios.Duration(10 * time.Second)
-	sc.Thresholds = map[string][]scenarios.Threshold{}
+	sc.Phases.Connect.Timeout = units.Duration(20 * time.Second)
+	sc.Phases.Drain.Timeout = units.Duration(10 * time.Second)
+	sc.Thresholds = map[string][]threshold.Threshold{}
 	sc.Complete()
 	require.NoError(t, sc.Validate())
 	return sc

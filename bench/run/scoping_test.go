@@ -9,6 +9,8 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // scale-10k's sidecarScoping makes the simulator write a Sidecar per namespace and the control
@@ -26,15 +28,15 @@ func TestSidecarScopingScopesTheFleet(t *testing.T) {
 		sc.Topology.SidecarScoping = scoped
 		sc.Topology.Namespaces, sc.Topology.Services, sc.Topology.SidecarImports = 6, 60, 1
 		sc.Topology.EndpointsPerService.Max = 4
-		sc.Duration = scenarios.Duration(1500 * time.Millisecond)
+		sc.Duration = units.Duration(1500 * time.Millisecond)
 		// A zone failure changes services of every namespace at once: each client is held to
 		// the services its Sidecar imports (probe.Reach.PredicateNamespaces), so none misses it.
 		sc.Churn = []scenarios.Churn{{Kind: "endpoint-flap", Rate: 10},
-			{Kind: "zone-failure", At: []scenarios.Duration{scenarios.Duration(700 * time.Millisecond)}, Fraction: 0.5}}
+			{Kind: "zone-failure", At: []units.Duration{units.Duration(700 * time.Millisecond)}, Fraction: 0.5}}
 		sc.Clients[0].Count, sc.Clients[0].Ramp = 12, 0
-		sc.Phases.Connect.Timeout = scenarios.Duration(20 * time.Second)
-		sc.Phases.Drain.Timeout = scenarios.Duration(10 * time.Second)
-		sc.Thresholds = map[string][]scenarios.Threshold{}
+		sc.Phases.Connect.Timeout = units.Duration(20 * time.Second)
+		sc.Phases.Drain.Timeout = units.Duration(10 * time.Second)
+		sc.Thresholds = map[string][]threshold.Threshold{}
 		sc.Complete()
 		require.NoError(t, sc.Validate())
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

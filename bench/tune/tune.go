@@ -14,6 +14,7 @@ import (
 	"github.com/xdslab/xdslab/bench/compare"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/threshold"
 )
 
 // RunFunc runs one repeat of one grid point and returns its summary. run.Run wrapped by
@@ -614,7 +615,7 @@ type latencyThreshold struct {
 	selector string
 	name     string
 	tags     map[string]string
-	t        scenarios.Threshold
+	t        threshold.Threshold
 }
 
 // latencyThresholds are the scenario's thresholds on latency: metrics whose names end in
@@ -627,12 +628,12 @@ func latencyThresholds(sc *scenarios.Scenario) []latencyThreshold {
 	}
 	slices.Sort(sels)
 	for _, sel := range sels {
-		name := scenarios.MetricName(sel)
+		name := threshold.MetricName(sel)
 		if !strings.HasSuffix(name, "_seconds") || strings.Contains(name, "cpu") {
 			continue
 		}
 		for _, t := range sc.Thresholds[sel] {
-			out = append(out, latencyThreshold{selector: sel, name: name, tags: scenarios.MetricTags(sel), t: t})
+			out = append(out, latencyThreshold{selector: sel, name: name, tags: threshold.MetricTags(sel), t: t})
 		}
 	}
 	return out
@@ -648,9 +649,9 @@ func evalThresholds(ths []latencyThreshold, runs []*summary.Summary) (bool, []st
 	for _, th := range ths {
 		if b, ok := bound(runs, th.name, th.tags, th.t.Key()); ok {
 			verdict, err := th.t.EvalBound(b.Lower(), b.Upper())
-			if err != nil || verdict != scenarios.Pass {
+			if err != nil || verdict != threshold.Pass {
 				why := "disproved"
-				if verdict == scenarios.Inconclusive {
+				if verdict == threshold.Inconclusive {
 					why = "inconclusive, counted as not met"
 				}
 				failed = append(failed, fmt.Sprintf("%s: %s (median %s %s, bucket bound: %s)", th.selector, th.t.Source,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/schema"
 )
 
 // validateOptions are the flags of 'xdslab validate'.
@@ -74,7 +75,7 @@ func runValidate(stdout, stderr io.Writer, args []string, o validateOptions) err
 		}
 		return nil
 	case o.schema:
-		b, err := scenarios.JSONSchema()
+		b, err := schema.JSON()
 		if err != nil {
 			return err
 		}

@@ -1,20 +1,43 @@
-package scenarios
+package schema
 
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdslab/xdslab/scenarios"
 )
 
-const schemaFile = "scenario.schema.json"
+// schemaFile is the checked-in schema; it stays beside the scenario library, where the
+// built-ins' editor directives and the schema's $id point.
+const schemaFile = "../scenario.schema.json"
 
-// The checked-in schema is what JSONSchema generates; regenerate with
-// go test ./scenarios -run TestSchemaUpToDate -update
+var update = flag.Bool("update", false, "rewrite the golden files (scenario.schema.json, docs/scenarios.md tables)")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fieldNames lists the keys the loader reads of struct type t, in declaration order.
+func fieldNames(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		if name := scenarios.FieldKey(t.Field(i)); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// The checked-in schema is what JSON generates; regenerate with
+// go test ./scenarios/schema -run TestSchemaUpToDate -update
 func TestSchemaUpToDate(t *testing.T) {
-	got, err := JSONSchema()
+	got, err := JSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,14 +51,14 @@ func TestSchemaUpToDate(t *testing.T) {
 		t.Fatalf("%v (generate it with -update)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale: run go test ./scenarios -run TestSchemaUpToDate -update", schemaFile)
+		t.Fatalf("%s is stale: run go test ./scenarios/schema -run TestSchemaUpToDate -update", schemaFile)
 	}
 }
 
 // The schema covers every key the loader accepts (and no other), and its patterns accept what
 // the built-ins use.
 func TestSchemaMatchesTypes(t *testing.T) {
-	raw, err := JSONSchema()
+	raw, err := JSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +90,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 	}
 	check("Scenario", s, fieldNames(scenarioType))
 	check("Client", defs["Client"].(map[string]any), fieldNames(clientType))
-	check("Churn", defs["Churn"].(map[string]any), fieldNames(reflectType[Churn]()))
+	check("Churn", defs["Churn"].(map[string]any), fieldNames(reflect.TypeFor[scenarios.Churn]()))
 	dur := regexp.MustCompile(durationPattern)
 	for _, ok := range []string{"0", "5ms", "1m30s", "1.5s", "250µs"} {
 		if !dur.MatchString(ok) {

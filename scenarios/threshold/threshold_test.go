@@ -1,4 +1,4 @@
-package scenarios
+package threshold
 
 import (
 	"errors"
@@ -48,11 +48,11 @@ func TestParseThreshold(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.src, func(t *testing.T) {
-			th, err := ParseThreshold(tc.src)
+			th, err := Parse(tc.src)
 			if tc.errSubstr != "" {
-				var te *ThresholdError
+				var te *Error
 				if err == nil || !strings.Contains(err.Error(), tc.errSubstr) || !errors.As(err, &te) {
-					t.Fatalf("ParseThreshold(%q) = %+v, %v; want an error containing %q", tc.src, th, err, tc.errSubstr)
+					t.Fatalf("Parse(%q) = %+v, %v; want an error containing %q", tc.src, th, err, tc.errSubstr)
 				}
 				return
 			}
@@ -97,7 +97,7 @@ func TestThresholdEval(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
-			th, err := ParseThreshold(tc.expr)
+			th, err := Parse(tc.expr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +149,7 @@ func TestThresholdEvalBound(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s in (%g,%g]", tc.expr, tc.gt, tc.le), func(t *testing.T) {
-			th, err := ParseThreshold(tc.expr)
+			th, err := Parse(tc.expr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,9 +182,9 @@ func TestMetricSelector(t *testing.T) {
 		{"bad-name", "", nil, false},
 	}
 	for _, tc := range tests {
-		err := checkMetricSelector(tc.sel)
+		err := CheckSelector(tc.sel)
 		if (err == nil) != tc.ok {
-			t.Errorf("checkMetricSelector(%q) = %v, want ok=%v", tc.sel, err, tc.ok)
+			t.Errorf("CheckSelector(%q) = %v, want ok=%v", tc.sel, err, tc.ok)
 			continue
 		}
 		if !tc.ok {
@@ -212,15 +212,15 @@ func FuzzThreshold(f *testing.F) {
 		f.Add(s, 0.25)
 	}
 	f.Fuzz(func(t *testing.T, src string, v float64) {
-		th, err := ParseThreshold(src)
+		th, err := Parse(src)
 		if err != nil {
-			var te *ThresholdError
+			var te *Error
 			if !errors.As(err, &te) {
 				t.Fatalf("error %v is not a threshold error", err)
 			}
 			return
 		}
-		again, err := ParseThreshold(th.Canonical())
+		again, err := Parse(th.Canonical())
 		if err != nil {
 			t.Fatalf("canonical %q of %q does not parse: %v", th.Canonical(), src, err)
 		}

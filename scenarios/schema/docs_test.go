@@ -1,14 +1,17 @@
-package scenarios
+package schema
 
 import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/xdslab/xdslab/scenarios"
 )
 
-const docsFile = "../docs/scenarios.md"
+const docsFile = "../../docs/scenarios.md"
 
 var generatedBlock = regexp.MustCompile(`(?s)(<!-- generated:(\w+) -->\n).*?(<!-- end generated:(\w+) -->)`)
 
@@ -44,7 +47,7 @@ func renderDocs(t *testing.T, doc string) string {
 }
 
 // The field tables in docs/scenarios.md are generated from the types; regenerate with
-// go test ./scenarios -run TestDocsUpToDate -update
+// go test ./scenarios/schema -run TestDocsUpToDate -update
 func TestDocsUpToDate(t *testing.T) {
 	raw, err := os.ReadFile(docsFile)
 	if err != nil {
@@ -58,10 +61,10 @@ func TestDocsUpToDate(t *testing.T) {
 		return
 	}
 	if got != string(raw) {
-		t.Fatalf("%s tables are stale: run go test ./scenarios -run TestDocsUpToDate -update", docsFile)
+		t.Fatalf("%s tables are stale: run go test ./scenarios/schema -run TestDocsUpToDate -update", docsFile)
 	}
 	// Every churn kind, distribution and built-in is documented.
-	for _, want := range append(append(ChurnKinds(), BuiltinNames()...), "lognormal", "pareto", "zipf", "p(99)") {
+	for _, want := range append(append(scenarios.ChurnKinds(), scenarios.BuiltinNames()...), "lognormal", "pareto", "zipf", "p(99)") {
 		if !strings.Contains(got, "`"+want) {
 			t.Errorf("docs do not mention `%s`", want)
 		}
@@ -86,7 +89,7 @@ func TestDocsExamplesLoad(t *testing.T) {
 		default:
 			continue // a one-line editor directive
 		}
-		if _, err := LoadBytes("docs-example-"+itoa(i)+".yaml", []byte(src)); err != nil {
+		if _, err := scenarios.LoadBytes("docs-example-"+strconv.Itoa(i)+".yaml", []byte(src)); err != nil {
 			t.Errorf("docs example %d does not load:\n%v\n%s", i, err, src)
 		}
 		loaded++

@@ -1,4 +1,4 @@
-package scenarios
+package threshold
 
 import (
 	"encoding/json"
@@ -55,23 +55,23 @@ var units = map[string]struct {
 	"KiB": {1 << 10, "size"}, "MiB": {1 << 20, "size"}, "GiB": {1 << 30, "size"},
 }
 
-// ThresholdError is a threshold syntax error; its message names the part that is wrong.
-type ThresholdError struct{ Msg string }
+// Error is a threshold syntax error; its message names the part that is wrong.
+type Error struct{ Msg string }
 
-func (e *ThresholdError) Error() string { return e.Msg }
+func (e *Error) Error() string { return e.Msg }
 
 func thresholdErr(format string, a ...any) error {
-	return &ThresholdError{Msg: fmt.Sprintf(format, a...)}
+	return &Error{Msg: fmt.Sprintf(format, a...)}
 }
 
-// thresholdFix is the fix shown with a threshold syntax error.
-func thresholdFix(error) string {
+// Fix is the fix shown with a threshold syntax error.
+func Fix(error) string {
 	return "write AGG OP VALUE, e.g. 'p(99)<500ms', 'avg<=0.2', 'count==0', 'rate<1%'; AGG is one of " +
 		strings.Join(Aggregations(), ", ")
 }
 
-// ParseThreshold parses one expression.
-func ParseThreshold(src string) (Threshold, error) {
+// Parse parses one expression.
+func Parse(src string) (Threshold, error) {
 	th := Threshold{Source: src}
 	s := strings.TrimSpace(src)
 	if s == "" {
@@ -326,8 +326,9 @@ func MetricTags(selector string) map[string]string {
 	return tags
 }
 
-// checkMetricSelector checks "name" or "name{tag:value,...}".
-func checkMetricSelector(sel string) error {
+// CheckSelector checks a threshold key, "name" or "name{tag:value,...}"; the error says what is
+// wrong with it.
+func CheckSelector(sel string) error {
 	name, rest, hasTags := strings.Cut(sel, "{")
 	if !ValidMetricName(name) {
 		return fmt.Errorf("invalid metric name %q (letters, digits, '_' and ':', not starting with a digit)", name)

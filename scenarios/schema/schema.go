@@ -1,4 +1,4 @@
-package scenarios
+package schema
 
 import (
 	"bytes"
@@ -10,10 +10,21 @@ import (
 	"strings"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/scenarios"
+	"github.com/xdslab/xdslab/scenarios/units"
 )
 
 // The JSON Schema and the field tables of docs/scenarios.md are both generated from the Go
-// types (struct tags) and Defaults(), so neither can drift from the loader.
+// types (struct tags) and scenarios.Defaults(), so neither can drift from the loader.
+
+var (
+	durationType = reflect.TypeFor[units.Duration]()
+	rateType     = reflect.TypeFor[units.Rate]()
+	timeDistType = reflect.TypeFor[units.TimeDist]()
+	distSpecType = reflect.TypeFor[dist.Spec]()
+	clientType   = reflect.TypeFor[scenarios.Client]()
+	scenarioType = reflect.TypeFor[scenarios.Scenario]()
+)
 
 const (
 	durationPattern = `^(0|([0-9]*\.?[0-9]+(ns|us|µs|μs|ms|s|m|h))+)$`
@@ -21,12 +32,12 @@ const (
 	metricPattern   = `^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^{}]+\})?$`
 )
 
-// JSONSchema returns the JSON Schema (draft 2020-12) of scenario files, for editor completion
-// and validation (point yaml-language-server at scenarios/scenario.schema.json). It checks
-// structure, names and value ranges; cross-field rules are left to Validate.
-func JSONSchema() ([]byte, error) {
+// JSON returns the JSON Schema (draft 2020-12) of scenario files, for editor completion and
+// validation (point yaml-language-server at scenarios/scenario.schema.json). It checks
+// structure, names and value ranges; cross-field rules are left to scenarios.Scenario.Validate.
+func JSON() ([]byte, error) {
 	g := &schemaGen{defs: map[string]any{}}
-	root := g.object(scenarioType, reflect.ValueOf(*Defaults()))
+	root := g.object(scenarioType, reflect.ValueOf(*scenarios.Defaults()))
 	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	root["$id"] = "https://github.com/xdslab/xdslab/scenarios/scenario.schema.json"
 	root["title"] = "xdslab scenario"
@@ -75,8 +86,8 @@ func distSchema(isTime bool) map[string]any {
 		short = map[string]any{"oneOf": []any{map[string]any{"type": "number", "minimum": 0}, map[string]any{"$ref": "#/$defs/duration"}}}
 	}
 	props := map[string]any{"dist": map[string]any{"enum": dist.Names(), "description": "Distribution name; default constant."}}
-	for _, k := range distKeys[1:] {
-		if timeParams[k] {
+	for _, k := range units.DistKeys()[1:] {
+		if units.IsTimeParam(k) {
 			props[k] = timeNum
 		} else {
 			props[k] = num
@@ -97,7 +108,7 @@ func (g *schemaGen) object(t reflect.Type, def reflect.Value) map[string]any {
 	props := map[string]any{}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name := yamlName(f)
+		name := scenarios.FieldKey(f)
 		if name == "" {
 			continue
 		}
@@ -115,7 +126,7 @@ func (g *schemaGen) object(t reflect.Type, def reflect.Value) map[string]any {
 		props[name] = p
 	}
 	out := map[string]any{"type": "object", "additionalProperties": false, "properties": props}
-	if t == reflect.TypeFor[Churn]() {
+	if t == reflect.TypeFor[scenarios.Churn]() {
 		out["required"] = []string{"kind"}
 	}
 	return out
@@ -171,7 +182,7 @@ func (g *schemaGen) typ(t reflect.Type, def reflect.Value) map[string]any {
 		if _, ok := g.defs[name]; !ok {
 			g.defs[name] = nil // reserve against recursion
 			if t == clientType {
-				def = reflect.ValueOf(DefaultClient())
+				def = reflect.ValueOf(scenarios.DefaultClient())
 			}
 			g.defs[name] = g.object(t, def)
 		}
@@ -179,7 +190,7 @@ func (g *schemaGen) typ(t reflect.Type, def reflect.Value) map[string]any {
 	case reflect.Slice:
 		var elemDef reflect.Value
 		if t.Elem() == clientType {
-			elemDef = reflect.ValueOf(DefaultClient())
+			elemDef = reflect.ValueOf(scenarios.DefaultClient())
 		}
 		return map[string]any{"type": "array", "items": g.typ(t.Elem(), elemDef)}
 	case reflect.Map:
@@ -206,25 +217,25 @@ func (g *schemaGen) typ(t reflect.Type, def reflect.Value) map[string]any {
 // DocTables returns the markdown field tables of docs/scenarios.md, keyed by section name:
 // "scenario", "controlPlane", "sink", "topology", "churn", "clients", "phases".
 func DocTables() map[string]string {
-	d := Defaults()
+	d := scenarios.Defaults()
 	out := map[string]string{}
 	top := reflect.ValueOf(*d)
 	out["scenario"] = docTable(scenarioType, top, "", func(f reflect.StructField) bool {
 		k := f.Type.Kind()
 		return k != reflect.Struct && k != reflect.Slice && k != reflect.Map // sections get their own tables
 	}, false)
-	out["controlPlane"] = docTable(reflect.TypeFor[ControlPlane](), reflect.ValueOf(d.ControlPlane), "", nil, false)
-	out["sink"] = docTable(reflect.TypeFor[Sink](), reflect.ValueOf(d.Sink), "", nil, false)
-	out["topology"] = docTable(reflect.TypeFor[Topology](), reflect.ValueOf(d.Topology), "", nil, false)
-	out["churn"] = docTable(reflect.TypeFor[Churn](), reflect.Value{}, "", nil, true)
-	out["clients"] = docTable(clientType, reflect.ValueOf(DefaultClient()), "", nil, false)
-	out["phases"] = docTable(reflect.TypeFor[Phases](), reflect.ValueOf(d.Phases), "", nil, false)
+	out["controlPlane"] = docTable(reflect.TypeFor[scenarios.ControlPlane](), reflect.ValueOf(d.ControlPlane), "", nil, false)
+	out["sink"] = docTable(reflect.TypeFor[scenarios.Sink](), reflect.ValueOf(d.Sink), "", nil, false)
+	out["topology"] = docTable(reflect.TypeFor[scenarios.Topology](), reflect.ValueOf(d.Topology), "", nil, false)
+	out["churn"] = docTable(reflect.TypeFor[scenarios.Churn](), reflect.Value{}, "", nil, true)
+	out["clients"] = docTable(clientType, reflect.ValueOf(scenarios.DefaultClient()), "", nil, false)
+	out["phases"] = docTable(reflect.TypeFor[scenarios.Phases](), reflect.ValueOf(d.Phases), "", nil, false)
 	var mesh strings.Builder
 	mesh.WriteString("| field | type | default | meaning |\n|---|---|---|---|\n")
-	docRows(&mesh, reflect.TypeFor[Mesh](), reflect.Value{}, "", nil, false)
-	docRows(&mesh, reflect.TypeFor[MeshService](), reflect.Value{}, "services[].", nil, false)
-	docRows(&mesh, reflect.TypeFor[MeshPort](), reflect.Value{}, "services[].ports[].", nil, false)
-	docRows(&mesh, reflect.TypeFor[MeshEndpoints](), reflect.Value{}, "services[].endpoints[].", nil, false)
+	docRows(&mesh, reflect.TypeFor[scenarios.Mesh](), reflect.Value{}, "", nil, false)
+	docRows(&mesh, reflect.TypeFor[scenarios.MeshService](), reflect.Value{}, "services[].", nil, false)
+	docRows(&mesh, reflect.TypeFor[scenarios.MeshPort](), reflect.Value{}, "services[].ports[].", nil, false)
+	docRows(&mesh, reflect.TypeFor[scenarios.MeshEndpoints](), reflect.Value{}, "services[].endpoints[].", nil, false)
 	out["mesh"] = mesh.String()
 	return out
 }
@@ -243,7 +254,7 @@ func docTable(t reflect.Type, def reflect.Value, prefix string, keep func(reflec
 func docRows(b *strings.Builder, t reflect.Type, def reflect.Value, prefix string, keep func(reflect.StructField) bool, kinds bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name := yamlName(f)
+		name := scenarios.FieldKey(f)
 		if name == "" || (keep != nil && !keep(f)) {
 			continue
 		}
@@ -262,7 +273,7 @@ func docRows(b *strings.Builder, t reflect.Type, def reflect.Value, prefix strin
 				if fd.IsValid() {
 					sd = fd.Field(0)
 				}
-				docRow(b, sub, sd, key+"."+yamlName(sub), kinds)
+				docRow(b, sub, sd, key+"."+scenarios.FieldKey(sub), kinds)
 				continue
 			}
 			docRows(b, f.Type, fd, key+".", nil, kinds)
@@ -298,7 +309,7 @@ func typeName(t reflect.Type) string {
 		return "dist"
 	case timeDistType:
 		return "time dist"
-	case reflect.TypeFor[[]Duration]():
+	case reflect.TypeFor[[]units.Duration]():
 		return "list of durations"
 	}
 	switch t.Kind() {
@@ -328,14 +339,14 @@ func yamlText(v any) string {
 			return `""`
 		}
 		return x
-	case Duration:
+	case units.Duration:
 		return x.String()
-	case Rate:
+	case units.Rate:
 		return x.String()
 	case dist.Spec:
 		return distText(x, nil)
-	case TimeDist:
-		return distText(dist.Spec(x), func(f float64) string { return secs(f) })
+	case units.TimeDist:
+		return distText(dist.Spec(x), func(f float64) string { return units.Seconds(f) })
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
@@ -356,7 +367,7 @@ func distText(s dist.Spec, timeFmt func(float64) string) string {
 			continue
 		}
 		txt := strconv.FormatFloat(p.v, 'g', -1, 64)
-		if timeFmt != nil && timeParams[p.k] {
+		if timeFmt != nil && units.IsTimeParam(p.k) {
 			if txt = timeFmt(p.v); txt == "" {
 				txt = "0s"
 			}

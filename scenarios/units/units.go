@@ -1,4 +1,4 @@
-package scenarios
+package units
 
 import (
 	"encoding/json"
@@ -27,8 +27,9 @@ func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 // MarshalJSON writes d as a duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-// parseDuration parses a duration string; it names the fix on error.
-func parseDuration(s string) (Duration, string, error) {
+// ParseDuration parses a duration string; on error its second result is the fix to show with
+// the error ("add a unit, e.g. 5s or 5ms").
+func ParseDuration(s string) (Duration, string, error) {
 	s = strings.TrimSpace(s)
 	if s == "0" {
 		return 0, "", nil
@@ -67,8 +68,9 @@ func (r Rate) MarshalYAML() (any, error) { return r.String(), nil }
 // MarshalJSON writes r as "N/s".
 func (r Rate) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
 
-// parseRate parses "N/s", "N/m", "N/h" or a bare number (per second).
-func parseRate(s string) (Rate, string, error) {
+// ParseRate parses "N/s", "N/m", "N/h" or a bare number (per second); on error its second
+// result is the fix to show with the error.
+func ParseRate(s string) (Rate, string, error) {
 	const fix = `write a rate such as "20/s", "30/m" or "2/h"`
 	s = strings.TrimSpace(s)
 	num, unit, ok := strings.Cut(s, "/")
@@ -116,8 +118,9 @@ type timeDistOut struct {
 	S     float64 `yaml:"s,omitempty" json:"s,omitempty"`
 }
 
-// secs formats seconds as a duration string, "" for zero.
-func secs(v float64) string {
+// Seconds formats v seconds as a duration string rounded to the nanosecond ("1.5s"), "" for
+// zero.
+func Seconds(v float64) string {
 	if v == 0 {
 		return ""
 	}
@@ -129,8 +132,8 @@ func (td TimeDist) out() timeDistOut {
 	if d == "" {
 		d = "constant"
 	}
-	return timeDistOut{Dist: d, Value: secs(td.Value), Min: secs(td.Min), Max: secs(td.Max),
-		Mean: secs(td.Mean), Median: secs(td.Median), Sigma: td.Sigma, Alpha: td.Alpha, S: td.S}
+	return timeDistOut{Dist: d, Value: Seconds(td.Value), Min: Seconds(td.Min), Max: Seconds(td.Max),
+		Mean: Seconds(td.Mean), Median: Seconds(td.Median), Sigma: td.Sigma, Alpha: td.Alpha, S: td.S}
 }
 
 // MarshalYAML writes td with durations.
@@ -139,12 +142,24 @@ func (td TimeDist) MarshalYAML() (any, error) { return td.out(), nil }
 // MarshalJSON writes td with durations.
 func (td TimeDist) MarshalJSON() ([]byte, error) { return json.Marshal(td.out()) }
 
-// timeParams are the TimeDist fields that are times (the others are shapes).
-var timeParams = map[string]bool{"value": true, "min": true, "max": true, "mean": true, "median": true}
+// DistKeys returns the keys a distribution mapping may hold, "dist" first.
+func DistKeys() []string {
+	return []string{"dist", "value", "min", "max", "mean", "median", "sigma", "alpha", "s"}
+}
 
-// distParams lists the parameters each distribution reads (min and max also clamp the
+// IsTimeParam reports whether distribution parameter k is a time in a TimeDist (value, min,
+// max, mean, median; the others are shapes).
+func IsTimeParam(k string) bool {
+	switch k {
+	case "value", "min", "max", "mean", "median":
+		return true
+	}
+	return false
+}
+
+// DistParams lists the parameters each distribution reads (min and max also clamp the
 // distributions that do not use them as parameters, as dist.Sampler does).
-func distParams(name string) []string {
+func DistParams(name string) []string {
 	switch name {
 	case "constant", "":
 		return []string{"value", "min", "max"}
@@ -164,8 +179,9 @@ func distParams(name string) []string {
 	return nil
 }
 
-// fmtDist renders a count distribution compactly for summaries.
-func fmtDist(s dist.Spec, unit func(float64) string) string {
+// FormatDist renders a distribution compactly for summaries ("exp(mean=2 max=10)", or the bare
+// value of a constant); unit formats the values that are times (nil: numbers, 4 digits).
+func FormatDist(s dist.Spec, unit func(float64) string) string {
 	if unit == nil {
 		unit = func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 	}
