@@ -525,7 +525,7 @@ func (d *decoder) dist(n *yaml.Node, path string, isTime bool, depth int) (dist.
 		case "s":
 			f = &s.S
 		default:
-			d.fail(k, path, didYouMean(k.Value, units.DistKeys()), "unknown distribution field %q", k.Value)
+			d.fail(k, path, suggest.Fix(k.Value, units.DistKeys()), "unknown distribution field %q", k.Value)
 			ok = false
 			continue
 		}

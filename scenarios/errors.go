@@ -3,8 +3,6 @@ package scenarios
 import (
 	"strconv"
 	"strings"
-
-	"github.com/xdslab/xdslab/internal/suggest"
 )
 
 // Error is one problem in a scenario: where it is (File, Line, Col; Line 0 when the field was
@@ -99,14 +97,6 @@ func parentPath(p string) string {
 		return ""
 	}
 	return p[:i]
-}
-
-// didYouMean phrases a suggestion, falling back to the list of valid values.
-func didYouMean(s string, candidates []string) string {
-	if n := suggest.Nearest(s, candidates); n != "" {
-		return "did you mean " + strconv.Quote(n) + "?"
-	}
-	return "use one of: " + strings.Join(candidates, ", ")
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

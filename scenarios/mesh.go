@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/xdslab/xdslab/controlplane/config"
+	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -203,7 +204,7 @@ func (v *validator) mesh() {
 			}
 			numbers[pt.Number] = true
 			if _, ok := CanonicalProtocol(pt.Protocol); !ok {
-				v.add(pp+".protocol", didYouMean(pt.Protocol, meshProtocols), "unknown protocol %q", pt.Protocol)
+				v.add(pp+".protocol", suggest.Fix(pt.Protocol, meshProtocols), "unknown protocol %q", pt.Protocol)
 			}
 			if !portNameRE.MatchString(pt.Name) || len(pt.Name) > 63 {
 				v.add(pp+".name", "use letters, digits, '-', '_' and '.'", "invalid port name %q", pt.Name)

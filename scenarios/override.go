@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/scenarios/units"
 )
 
@@ -78,7 +79,7 @@ func (s *Scenario) Set(path, value string) error {
 			walked += "[" + itoa(seg.index) + "]"
 		case v.Type() == timeDistType || v.Type() == distSpecType:
 			if !last || !slices.Contains(units.DistKeys(), seg.name) {
-				return fail("unknown distribution field "+strconv.Quote(seg.name), didYouMean(seg.name, units.DistKeys()))
+				return fail("unknown distribution field "+strconv.Quote(seg.name), suggest.Fix(seg.name, units.DistKeys()))
 			}
 			// Set one parameter by decoding the distribution with that key replaced.
 			cur := dist2node(v.Interface(), v.Type() == timeDistType)
@@ -109,7 +110,7 @@ func (s *Scenario) Set(path, value string) error {
 		case v.Kind() == reflect.Struct:
 			idx, ok := fieldIndex(v.Type())[seg.name]
 			if !ok {
-				return fail("unknown field "+strconv.Quote(seg.name)+" in "+orTop(walked), didYouMean(seg.name, fieldNames(v.Type())))
+				return fail("unknown field "+strconv.Quote(seg.name)+" in "+orTop(walked), suggest.Fix(seg.name, fieldNames(v.Type())))
 			}
 			v = v.Field(idx)
 			walked = join(walked, seg.name)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/scenarios/threshold"
 	"github.com/xdslab/xdslab/scenarios/units"
 )
@@ -141,7 +142,7 @@ func (v *validator) sink() {
 	switch sk.Kind {
 	case SinkDir, SinkKube, SinkMCP:
 	default:
-		v.add("sink.kind", didYouMean(sk.Kind, []string{SinkDir, SinkKube, SinkMCP}), "unknown sink kind %q", sk.Kind)
+		v.add("sink.kind", suggest.Fix(sk.Kind, []string{SinkDir, SinkKube, SinkMCP}), "unknown sink kind %q", sk.Kind)
 		return
 	}
 	if sk.Kind != SinkMCP && sk.Listen != def.Listen {
@@ -215,7 +216,7 @@ func (v *validator) topology() {
 // parameters that define it.
 func (v *validator) distCheck(path string, s dist.Spec) bool {
 	if s.Dist != "" && !slices.Contains(dist.Names(), s.Dist) {
-		v.add(path+".dist", didYouMean(s.Dist, dist.Names()), "unknown distribution %q", s.Dist)
+		v.add(path+".dist", suggest.Fix(s.Dist, dist.Names()), "unknown distribution %q", s.Dist)
 		return false
 	}
 	reads := units.DistParams(s.Dist)
@@ -288,7 +289,7 @@ func (v *validator) churn(i int) {
 		v.atLeast(p+".services", c.Services, 1)
 	}
 	if !slices.Contains(ChurnKinds(), c.Kind) {
-		v.add(p+".kind", didYouMean(c.Kind, ChurnKinds()), "unknown churn kind %q", c.Kind)
+		v.add(p+".kind", suggest.Fix(c.Kind, ChurnKinds()), "unknown churn kind %q", c.Kind)
 		return
 	}
 	// Timing.
@@ -386,7 +387,7 @@ func (v *validator) churn(i int) {
 				v.add(p+".target", "set topology.gateways: {count: N, hostsPerGateway: M}", "target gateway re-binds gateway hosts, and the topology has none")
 			}
 		default:
-			v.add(p+".target", didYouMean(c.Target, []string{TargetVirtualService, TargetDestinationRule, TargetGateway, TargetAuthz}), "unknown target %q", c.Target)
+			v.add(p+".target", suggest.Fix(c.Target, []string{TargetVirtualService, TargetDestinationRule, TargetGateway, TargetAuthz}), "unknown target %q", c.Target)
 		}
 	case KindZoneFailure:
 		if c.Fraction <= 0 || c.Fraction > 1 {
@@ -417,7 +418,7 @@ func (v *validator) clients() {
 		}
 		v.atLeast(p+".count", c.Count, 1)
 		if c.XDS != XDSSotW && c.XDS != XDSDelta && c.XDS != XDSGRPC {
-			v.add(p+".xds", didYouMean(c.XDS, []string{XDSSotW, XDSDelta, XDSGRPC}), "unknown xds variant %q", c.XDS)
+			v.add(p+".xds", suggest.Fix(c.XDS, []string{XDSSotW, XDSDelta, XDSGRPC}), "unknown xds variant %q", c.XDS)
 		}
 		v.auth(p+".auth", c)
 		if len(c.Targets) > 0 && c.XDS != XDSGRPC {
@@ -429,7 +430,7 @@ func (v *validator) clients() {
 			}
 		}
 		if types := []string{TypeSidecar, TypeRouter, TypeGRPC}; !slices.Contains(types, c.Type) {
-			v.add(p+".type", didYouMean(c.Type, types), "unknown client type %q", c.Type)
+			v.add(p+".type", suggest.Fix(c.Type, types), "unknown client type %q", c.Type)
 		}
 		if c.Ramp < 0 {
 			v.add(p+".ramp", `use a rate >= 0 such as "200/s" (0 connects all at once)`, "negative rate %s", c.Ramp)
@@ -568,7 +569,7 @@ func (v *validator) namespaceCounts(p string, c Client, t Topology) {
 		n := c.NamespaceCounts[name]
 		sum += n
 		if !slices.Contains(known, name) {
-			v.add(p+".namespaceCounts", didYouMean(name, known), "namespace %q is not one of the topology's", name)
+			v.add(p+".namespaceCounts", suggest.Fix(name, known), "namespace %q is not one of the topology's", name)
 		}
 		if n < 1 {
 			v.add(p+".namespaceCounts", "give each namespace at least 1 client, or leave it out", "namespace %q: count %d", name, n)

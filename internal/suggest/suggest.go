@@ -61,3 +61,12 @@ func Hint(s string, candidates []string) string {
 	}
 	return ""
 }
+
+// Fix is the fix for a value that is not one of candidates: "did you mean "n"?" for the
+// nearest, or "use one of: …" listing them all when none is near.
+func Fix(s string, candidates []string) string {
+	if n := Nearest(s, candidates); n != "" {
+		return "did you mean " + strconv.Quote(n) + "?"
+	}
+	return "use one of: " + strings.Join(candidates, ", ")
+}

@@ -74,3 +74,13 @@ func TestHint(t *testing.T) {
 		}
 	}
 }
+
+func TestFix(t *testing.T) {
+	c := []string{"sotw", "delta", "grpc"}
+	if got, want := Fix("dleta", c), `did you mean "delta"?`; got != want {
+		t.Errorf("Fix(dleta) = %q, want %q", got, want)
+	}
+	if got, want := Fix("zzzzzzzz", c), "use one of: sotw, delta, grpc"; got != want {
+		t.Errorf("Fix(zzzzzzzz) = %q, want %q", got, want)
+	}
+}

@@ -93,7 +93,7 @@ func checkTags(m catalog.Metric, tags map[string]string, groups, kinds []string)
 		if !ok {
 			fix := m.Name + " has no tags: drop the filter"
 			if len(m.Tags) > 0 {
-				fix = didYouMean(k, m.TagKeys())
+				fix = suggest.Fix(k, m.TagKeys())
 			}
 			add(fix, "%s has no tag %q", m.Name, k)
 			continue
@@ -117,9 +117,9 @@ func checkTags(m catalog.Metric, tags map[string]string, groups, kinds []string)
 		}
 		switch d {
 		case catalog.Group:
-			add(didYouMean(val, values), "%s has no client group %q", m.Name, val)
+			add(suggest.Fix(val, values), "%s has no client group %q", m.Name, val)
 		default:
-			add(didYouMean(val, values), "%s never has %s=%q", m.Name, k, val)
+			add(suggest.Fix(val, values), "%s never has %s=%q", m.Name, k, val)
 		}
 	}
 	return out
@@ -129,13 +129,4 @@ func checkTags(m catalog.Metric, tags map[string]string, groups, kinds []string)
 func aggregationFix(m catalog.Metric) string {
 	ex := map[string]string{"counter": "'count==0' or 'rate<5'", "gauge": "'value==0'", "rate": "'rate>0.9'", "trend": "'p(99)<500ms' or 'avg<100ms'"}[string(m.Type)]
 	return fmt.Sprintf("a %s has %s, e.g. %s", m.Type, strings.Join(catalog.Aggregations(m.Type, m.Bounded), ", "), ex)
-}
-
-// didYouMean phrases a suggestion, falling back to the list of valid values (as the scenario
-// loader does).
-func didYouMean(s string, candidates []string) string {
-	if n := suggest.Nearest(s, candidates); n != "" {
-		return "did you mean " + strconv.Quote(n) + "?"
-	}
-	return "use one of: " + strings.Join(candidates, ", ")
 }
