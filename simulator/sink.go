@@ -9,8 +9,9 @@ import (
 // Sink receives the mesh: the initial objects once, then every event in timeline order. One
 // goroutine (the Runner's) calls it. The objects are immutable: a sink may keep them.
 //
-// A sink needs nothing beyond istioconfig.Config and istioconfig.Key; the in-process sink that feeds
-// our control plane's registry and config store implements the same three methods.
+// A sink needs nothing beyond istioconfig.Config and istioconfig.Key. The implementations live
+// in simulator/sinks (the in-process sink that feeds our control plane's config store among
+// them); the simulator never imports them.
 type Sink interface {
 	// Init writes the initial topology.
 	Init(ctx context.Context, initial []istioconfig.Config) error
