@@ -7,6 +7,7 @@ import (
 
 	"github.com/xdslab/xdslab/simulator"
 	"github.com/xdslab/xdslab/simulator/internal/simtest"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // BenchmarkTopology5k generates a 5,000-service / 50,000-endpoint mesh and renders it to Istio
@@ -44,6 +45,6 @@ func BenchmarkTopology5kWorkloadEntries(b *testing.B) {
 // mesh through the event-log sink: generation, expectations and JSON encoding.
 func BenchmarkChurnEventLog(b *testing.B) {
 	cfg := simulator.Config{Seed: 1, Duration: 24 * time.Hour, Topology: simtest.BenchTopology(), Churn: simtest.ChurnMix()}
-	el := simulator.NewEventLog(io.Discard)
+	el := sinks.NewEventLog(io.Discard)
 	simtest.RunChurn(b, cfg, el)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/simulator"
 	"github.com/xdslab/xdslab/simulator/internal/simtest"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // checkEvents applies events to a store built from initial, and checks each expectation against
@@ -218,7 +219,7 @@ func TestReplayReemitsTrace(t *testing.T) {
 	sim, err := simulator.New(cfg)
 	require.NoError(t, err)
 	var log bytes.Buffer
-	el := simulator.NewEventLog(&log)
+	el := sinks.NewEventLog(&log)
 	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: simulator.SinkFuncs{}, Recorders: []simulator.Sink{el}})
 	require.NoError(t, err)
 	ctx := context.Background()

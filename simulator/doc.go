@@ -26,7 +26,8 @@
 // The simulator only drives a Sink (sink.go: Init, Apply, Close); it imports none. The sinks
 // live in simulator/sinks, which imports this package for Event: the directory of Istio YAML
 // that a file-watching control plane reads, the Kubernetes API server, an MCP server, and our
-// own control plane's config store in process. EventLog (trace.go) is the recorder that writes
-// the event stream as JSON lines, which ParseTrace reads back for the replay churn kind. A sink
-// needs nothing beyond istioconfig.Config and Key.
+// own control plane's config store in process, and the event log. The trace format is here
+// (trace.go): EncodeEvent renders an event as the JSON line that sinks.EventLog writes and
+// ParseTrace reads back for the replay churn kind. A sink needs nothing beyond istioconfig.Config
+// and Key.
 package simulator

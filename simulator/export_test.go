@@ -7,9 +7,6 @@ import (
 
 // What the external tests (package simulator_test) need of the package's insides.
 
-// EncodeEvent is encodeEvent, the event log's line encoder.
-var EncodeEvent = encodeEvent
-
 // MaxAuthzRules is maxAuthzRules.
 const MaxAuthzRules = maxAuthzRules
 

@@ -3,7 +3,6 @@ package simulator
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,8 +63,9 @@ type TraceEvent struct {
 	Expectation probe.Expectation
 }
 
-// encodeEvent renders ev as one trace line (without the newline).
-func encodeEvent(ev Event) ([]byte, error) {
+// EncodeEvent renders ev as one trace line (without the newline): the line ParseTrace reads back
+// and sinks.EventLog writes.
+func EncodeEvent(ev Event) ([]byte, error) {
 	rec := traceRecord{
 		ID: ev.ID, Kind: string(ev.Kind), Phase: ev.Phase, Scheduled: ev.Scheduled.String(),
 		T0: ev.T0, Late: ev.Late, Expectation: ev.Expectation,
@@ -166,38 +166,3 @@ func parseTraceLine(data []byte) (TraceEvent, error) {
 	}
 	return te, nil
 }
-
-// EventLog writes the event stream as JSON lines (the trace format ParseTrace reads and the
-// replay churn kind re-emits). Use it as a Runner recorder, so that each line carries t0.
-type EventLog struct {
-	w *bufio.Writer
-	// Events counts the lines written.
-	Events int
-}
-
-// NewEventLog writes to w; the caller closes w after Close.
-func NewEventLog(w io.Writer) *EventLog { return &EventLog{w: bufio.NewWriterSize(w, 1<<16)} }
-
-// Init writes nothing: the log holds events only.
-func (l *EventLog) Init(context.Context, []istioconfig.Config) error { return nil }
-
-// Apply appends one line.
-func (l *EventLog) Apply(_ context.Context, ev Event) error {
-	line, err := encodeEvent(ev)
-	if err != nil {
-		return fmt.Errorf("event log: %w", err)
-	}
-	line = append(line, '\n')
-	if _, err := l.w.Write(line); err != nil {
-		return fmt.Errorf("event log: %w", err)
-	}
-	l.Events++
-	// Flush per event so that a live run's log can be tailed and survives a kill.
-	if err := l.w.Flush(); err != nil {
-		return fmt.Errorf("event log: %w", err)
-	}
-	return nil
-}
-
-// Close flushes buffered lines.
-func (l *EventLog) Close() error { return l.w.Flush() }

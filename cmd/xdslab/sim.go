@@ -181,7 +181,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: --events: %w", err))
 		}
-		log := simulator.NewEventLog(file)
+		log := sinks.NewEventLog(file)
 		recorders = append(recorders, log)
 		defer func() {
 			err = errors.Join(err, log.Close(), file.Close())

@@ -240,7 +240,7 @@ func runToDir(t testing.TB, cfg simulator.Config, dir string) (map[string]string
 	sink, err := NewDirSink(DirOptions{Dir: dir})
 	require.NoError(t, err)
 	var log bytes.Buffer
-	el := simulator.NewEventLog(&log)
+	el := NewEventLog(&log)
 	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: sink, Recorders: []simulator.Sink{el}})
 	require.NoError(t, err)
 	ctx := context.Background()

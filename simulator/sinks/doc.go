@@ -13,5 +13,7 @@
 // docs/kubernetes.md) (kube.go). MCPSink serves it over MCP to any number of subscribers, the
 // config source a stock istiod reads with an xds:// configSource (mcp.go, docs/mcp.md).
 // InProcessSink applies the same configs through a ConfigApplier, which our control plane's
-// config.Memory implements (inprocess.go).
+// config.Memory implements (inprocess.go). EventLog writes the event stream as JSON lines, one
+// simulator.EncodeEvent line per event, flushed at once; it is a Runner recorder, so each line
+// carries t0 (eventlog.go).
 package sinks
