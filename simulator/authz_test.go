@@ -1,37 +1,21 @@
-package simulator
+package simulator_test
 
 import (
-	"context"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
 )
-
-func authzTopology() Topology {
-	t := smallTopology()
-	t.AuthorizationPolicies = AuthorizationPolicies{PerNamespace: 4}
-	return t
-}
-
-func authzOf(cfgs []istioconfig.Config) map[istioconfig.Key]*securityapi.AuthorizationPolicy {
-	out := map[istioconfig.Key]*securityapi.AuthorizationPolicy{}
-	for _, c := range cfgs {
-		if ap, ok := c.Spec.(*securityapi.AuthorizationPolicy); ok {
-			out[c.Key()] = ap
-		}
-	}
-	return out
-}
 
 // TestAuthzObjects: every namespace gets perNamespace namespace-wide policies, valid by
 // istiod's rules without a warning, ALLOW and DENY mixed by the weights, the same for the same
@@ -48,12 +32,12 @@ func TestAuthzObjects(t *testing.T) {
 		{"deny only", 0, 1, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			topo := authzTopology()
+			topo := simtest.AuthzTopology()
 			topo.AuthorizationPolicies.Allow, topo.AuthorizationPolicies.Deny = tc.allow, tc.deny
 			topo.AuthorizationPolicies.PerNamespace = 6
-			sim, err := New(Config{Seed: 5, Duration: time.Second, Topology: topo})
+			sim, err := simulator.New(simulator.Config{Seed: 5, Duration: time.Second, Topology: topo})
 			require.NoError(t, err)
-			aps := authzOf(sim.Initial())
+			aps := simtest.AuthzOf(sim.Initial())
 			require.Len(t, aps, 3*6)
 			actions := map[securityapi.AuthorizationPolicy_Action]int{}
 			for _, c := range sim.Initial() {
@@ -66,22 +50,22 @@ func TestAuthzObjects(t *testing.T) {
 				require.NoError(t, err, "%s", c.Key())
 				require.Empty(t, warns, "%s", c.Key())
 				require.Nil(t, ap.Selector, "namespace-wide: the fleet's clients carry no workload labels")
-				require.Equal(t, "true", c.Labels[AuthzLabel])
+				require.Equal(t, "true", c.Labels[simulator.AuthzLabel])
 				require.True(t, strings.HasPrefix(c.Namespace, "ns-"))
 				require.GreaterOrEqual(t, len(ap.Rules), 1)
-				require.LessOrEqual(t, len(ap.Rules), maxAuthzRules)
+				require.LessOrEqual(t, len(ap.Rules), simulator.MaxAuthzRules)
 				actions[ap.Action]++
 			}
 			require.Equal(t, tc.wantAllow, actions[securityapi.AuthorizationPolicy_ALLOW] > 0, "%v", actions)
 			require.Equal(t, tc.wantDeny, actions[securityapi.AuthorizationPolicy_DENY] > 0, "%v", actions)
-			again, err := New(Config{Seed: 5, Duration: time.Second, Topology: topo})
+			again, err := simulator.New(simulator.Config{Seed: 5, Duration: time.Second, Topology: topo})
 			require.NoError(t, err)
-			require.True(t, reflect.DeepEqual(authzOf(sim.Initial()), authzOf(again.Initial())), "same seed, same policies")
+			require.True(t, reflect.DeepEqual(simtest.AuthzOf(sim.Initial()), simtest.AuthzOf(again.Initial())), "same seed, same policies")
 		})
 	}
-	sim, err := New(Config{Seed: 5, Duration: time.Second, Topology: smallTopology()})
+	sim, err := simulator.New(simulator.Config{Seed: 5, Duration: time.Second, Topology: simtest.SmallTopology()})
 	require.NoError(t, err)
-	require.Empty(t, authzOf(sim.Initial()))
+	require.Empty(t, simtest.AuthzOf(sim.Initial()))
 }
 
 // TestAuthzChurn: config-change target authz rewrites Services policies per event, each with a
@@ -89,11 +73,11 @@ func TestAuthzObjects(t *testing.T) {
 // inbound listener and reaches the sidecars of the policies' namespaces only.
 func TestAuthzChurn(t *testing.T) {
 	for _, services := range []int{1, 3} {
-		sim, err := New(Config{Seed: 9, Duration: 20 * time.Second, Topology: authzTopology(),
-			Churn: []Churn{{Kind: ConfigChange, Target: TargetAuthz, Every: time.Second, Services: services}}})
+		sim, err := simulator.New(simulator.Config{Seed: 9, Duration: 20 * time.Second, Topology: simtest.AuthzTopology(),
+			Churn: []simulator.Churn{{Kind: simulator.ConfigChange, Target: simulator.TargetAuthz, Every: time.Second, Services: services}}})
 		require.NoError(t, err)
 		rules := map[istioconfig.Key]int{}
-		for k, ap := range authzOf(sim.Initial()) {
+		for k, ap := range simtest.AuthzOf(sim.Initial()) {
 			rules[k] = len(ap.Rules)
 		}
 		events := 0
@@ -119,7 +103,7 @@ func TestAuthzChurn(t *testing.T) {
 				require.NoError(t, err)
 				require.NotEqual(t, rules[c.Key()], len(ap.Rules), "%s: a rewrite changes the rule count", c.Key())
 				rules[c.Key()] = len(ap.Rules)
-				want := probe.Predicate{Op: probe.ListenerRBACPolicies, Resource: InboundListener,
+				want := probe.Predicate{Op: probe.ListenerRBACPolicies, Resource: simulator.InboundListener,
 					Value: "ns[" + c.Namespace + "]-policy[" + c.Name + "]-rule[", Count: len(ap.Rules)}
 				require.Equal(t, want, exp.All[i])
 				require.Contains(t, exp.Reach.Namespaces, c.Namespace)
@@ -134,7 +118,7 @@ func TestAuthzChurn(t *testing.T) {
 		}
 		require.Equal(t, 19, events)
 		// The model follows: Current renders the rewritten policies.
-		for k, ap := range authzOf(sim.Current()) {
+		for k, ap := range simtest.AuthzOf(sim.Current()) {
 			require.Equal(t, rules[k], len(ap.Rules), "%s", k)
 		}
 	}
@@ -143,18 +127,18 @@ func TestAuthzChurn(t *testing.T) {
 func TestAuthzValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		mod  func(*Config)
+		mod  func(*simulator.Config)
 		want string
 	}{
-		{"target authz without policies", func(c *Config) {
+		{"target authz without policies", func(c *simulator.Config) {
 			c.Topology.AuthorizationPolicies.PerNamespace = 0
 		}, "target authz needs AuthorizationPolicies"},
-		{"negative perNamespace", func(c *Config) { c.Topology.AuthorizationPolicies.PerNamespace = -1 }, "perNamespace must be in 0..1000"},
-		{"negative weight", func(c *Config) { c.Topology.AuthorizationPolicies.Deny = -1 }, "allow, deny weights"},
-		{"unknown target", func(c *Config) { c.Churn[0].Target = "authorization" }, `"authz"`},
+		{"negative perNamespace", func(c *simulator.Config) { c.Topology.AuthorizationPolicies.PerNamespace = -1 }, "perNamespace must be in 0..1000"},
+		{"negative weight", func(c *simulator.Config) { c.Topology.AuthorizationPolicies.Deny = -1 }, "allow, deny weights"},
+		{"unknown target", func(c *simulator.Config) { c.Churn[0].Target = "authorization" }, `"authz"`},
 	} {
-		cfg := Config{Seed: 1, Duration: time.Second, Topology: authzTopology(),
-			Churn: []Churn{{Kind: ConfigChange, Target: TargetAuthz, Every: time.Second}}}
+		cfg := simulator.Config{Seed: 1, Duration: time.Second, Topology: simtest.AuthzTopology(),
+			Churn: []simulator.Churn{{Kind: simulator.ConfigChange, Target: simulator.TargetAuthz, Every: time.Second}}}
 		require.NoError(t, cfg.Validate())
 		tc.mod(&cfg)
 		err := cfg.Validate()
@@ -165,7 +149,7 @@ func TestAuthzValidate(t *testing.T) {
 
 // TestRenderAuthorizationPolicy: the policies are written under security.istio.io.
 func TestRenderAuthorizationPolicy(t *testing.T) {
-	sim, err := New(Config{Seed: 1, Duration: time.Second, Topology: authzTopology()})
+	sim, err := simulator.New(simulator.Config{Seed: 1, Duration: time.Second, Topology: simtest.AuthzTopology()})
 	require.NoError(t, err)
 	for _, c := range sim.Initial() {
 		if c.Kind != istioconfig.KindAuthorizationPolicy {
@@ -178,39 +162,4 @@ func TestRenderAuthorizationPolicy(t *testing.T) {
 		return
 	}
 	t.Fatal("no AuthorizationPolicy")
-}
-
-// TestAuthzDirSink: the dir sink writes the policies and their rewrites so that the control
-// plane's own decoder (what a --config-dir control plane reads) gets them back as simulated.
-func TestAuthzDirSink(t *testing.T) {
-	sim, err := New(Config{Seed: 2, Duration: 5 * time.Second, Topology: authzTopology(),
-		Churn: []Churn{{Kind: ConfigChange, Target: TargetAuthz, Every: 500 * time.Millisecond, Services: 2}}})
-	require.NoError(t, err)
-	dir := t.TempDir()
-	sink, err := NewDirSink(DirOptions{Dir: dir})
-	require.NoError(t, err)
-	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: sink})
-	require.NoError(t, err)
-	ctx := context.Background()
-	require.NoError(t, r.Init(ctx))
-	stats, err := r.Run(ctx)
-	require.NoError(t, err)
-	require.NoError(t, sink.Close())
-	require.Equal(t, 9, stats.Events)
-	got := map[istioconfig.Key]*istioconfig.Config{}
-	for name, data := range readDir(t, dir) {
-		cfgs, err := config.Decode(name, []byte(data))
-		require.NoError(t, err, name)
-		for _, c := range cfgs {
-			if c.Kind == istioconfig.KindAuthorizationPolicy {
-				got[c.Key()] = c
-			}
-		}
-	}
-	want := authzOf(sim.Current())
-	require.Len(t, got, len(want))
-	for k, ap := range want {
-		require.NotNil(t, got[k], "%s", k)
-		require.True(t, proto.Equal(ap, got[k].Spec), "%s:\nwant %v\ngot  %v", k, ap, got[k].Spec)
-	}
 }

@@ -1,4 +1,4 @@
-package simulator
+package simulator_test
 
 import (
 	"bytes"
@@ -12,56 +12,21 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
-
-// drain runs the simulator to the end without a runner.
-func drain(t testing.TB, sim *Simulator) []Event {
-	t.Helper()
-	var out []Event
-	for {
-		ev, ok, err := sim.Next()
-		require.NoError(t, err)
-		if !ok {
-			return out
-		}
-		out = append(out, ev)
-	}
-}
-
-// applyChurn runs the simulator to the end, applying every event it does not skip to sink as it
-// goes, and returns the applied events per kind.
-func applyChurn(t testing.TB, ctx context.Context, sim *Simulator, sink Sink) map[ChurnKind]int {
-	t.Helper()
-	kinds := map[ChurnKind]int{}
-	for {
-		ev, ok, err := sim.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return kinds
-		}
-		if ev.Skip != "" {
-			continue
-		}
-		kinds[ev.Kind]++
-		if err := sink.Apply(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // checkEvents applies events to a store built from initial, and checks each expectation against
 // the reference view: it did not hold before the event, it holds after, and it reaches the
 // service's own namespace under sidecar scoping.
-func checkEvents(t *testing.T, initial []istioconfig.Config, events []Event, scoped bool) store {
+func checkEvents(t *testing.T, initial []istioconfig.Config, events []simulator.Event, scoped bool) simtest.Store {
 	t.Helper()
-	st := newStore(initial)
+	st := simtest.NewStore(initial)
 	for _, ev := range events {
 		if ev.Skip != "" {
 			continue
@@ -70,7 +35,7 @@ func checkEvents(t *testing.T, initial []istioconfig.Config, events []Event, sco
 		require.Equal(t, ev.ID, ev.Expectation.EventID)
 		require.Equal(t, string(ev.Kind), ev.Expectation.Kind)
 		require.False(t, ev.Expectation.Holds(buildView(st)), "event %d (%s %s) expectation already held before it: %v", ev.ID, ev.Kind, ev.Phase, ev.Expectation.All)
-		st.apply(t, ev)
+		st.Apply(t, ev)
 		after := buildView(st)
 		for _, p := range ev.Expectation.All {
 			require.True(t, p.Holds(after), "event %d (%s %s): %s does not hold after applying it", ev.ID, ev.Kind, ev.Phase, p)
@@ -115,7 +80,7 @@ func importersOf(cfgs []istioconfig.Config) map[string][]string {
 // checkPredicateReach: under Sidecar scoping each predicate reaches exactly the sidecars that
 // import its service's namespace (through Reach.PredicateNamespaces, or the event's Namespaces
 // when every predicate's reach is the same).
-func checkPredicateReach(t *testing.T, ev Event, importers map[string][]string) {
+func checkPredicateReach(t *testing.T, ev simulator.Event, importers map[string][]string) {
 	t.Helper()
 	r := ev.Expectation.Reach
 	if r.PredicateNamespaces != nil {
@@ -139,20 +104,8 @@ func checkPredicateReach(t *testing.T, ev Event, importers map[string][]string) 
 	}
 }
 
-func requireSameObjects(t *testing.T, want []istioconfig.Config, got store) {
-	t.Helper()
-	w := newStore(want)
-	require.Len(t, got, len(w))
-	for k, c := range w {
-		g, ok := got[k]
-		require.True(t, ok, "missing %s", k)
-		require.True(t, proto.Equal(c.Spec, g.Spec), "%s differs:\nwant %v\ngot  %v", k, c.Spec, g.Spec)
-		require.Equal(t, c.Labels, g.Labels, "%s labels", k)
-	}
-}
-
 func TestExpectationsMatchState(t *testing.T) {
-	for _, ch := range kindCases() {
+	for _, ch := range simtest.KindCases() {
 		for _, mode := range []struct {
 			name           string
 			workloadEntrys bool
@@ -163,12 +116,12 @@ func TestExpectationsMatchState(t *testing.T) {
 				name += "-" + ch.Target
 			}
 			t.Run(name+"/"+mode.name, func(t *testing.T) {
-				cfg := Config{Seed: 7, Duration: 30 * time.Second, Topology: smallTopology(), Churn: []Churn{ch}}
+				cfg := simulator.Config{Seed: 7, Duration: 30 * time.Second, Topology: simtest.SmallTopology(), Churn: []simulator.Churn{ch}}
 				cfg.Topology.WorkloadEntries = mode.workloadEntrys
 				cfg.Topology.SidecarScoping = mode.scoped
-				sim, err := New(cfg)
+				sim, err := simulator.New(cfg)
 				require.NoError(t, err)
-				events := drain(t, sim)
+				events := simtest.Drain(t, sim)
 				phases := map[string]int{}
 				for _, ev := range events {
 					if ev.Skip == "" {
@@ -178,29 +131,29 @@ func TestExpectationsMatchState(t *testing.T) {
 				}
 				require.NotEmpty(t, phases, "no events")
 				switch ch.Kind {
-				case EndpointFlap, ZoneFailure:
+				case simulator.EndpointFlap, simulator.ZoneFailure:
 					require.Positive(t, phases["remove"])
 					require.Positive(t, phases["restore"])
-				case RollingDeploy:
+				case simulator.RollingDeploy:
 					require.Greater(t, phases["step"], 5)
 				}
 				st := checkEvents(t, sim.Initial(), events, mode.scoped)
 				// The events produced exactly the simulator's state.
-				requireSameObjects(t, sim.Current(), st)
+				simtest.RequireSameObjects(t, sim.Current(), st)
 			})
 		}
 	}
 }
 
 func TestMixedChurnMatchesState(t *testing.T) {
-	cfg := mixedConfig(3)
+	cfg := simtest.MixedConfig(3)
 	cfg.Duration = 40 * time.Second
-	sim, err := New(cfg)
+	sim, err := simulator.New(cfg)
 	require.NoError(t, err)
-	events := drain(t, sim)
+	events := simtest.Drain(t, sim)
 	require.Greater(t, len(events), 100)
 	st := checkEvents(t, sim.Initial(), events, false)
-	requireSameObjects(t, sim.Current(), st)
+	simtest.RequireSameObjects(t, sim.Current(), st)
 	// IDs are dense and timeline order holds.
 	var id uint64
 	var last time.Duration
@@ -232,9 +185,9 @@ func addressesOf(c istioconfig.Config) []string {
 // was never used before (except a restore, which brings the same endpoint back).
 func TestAddressesUnique(t *testing.T) {
 	for _, wes := range []bool{false, true} {
-		cfg := mixedConfig(11)
+		cfg := simtest.MixedConfig(11)
 		cfg.Topology.WorkloadEntries = wes
-		sim, err := New(cfg)
+		sim, err := simulator.New(cfg)
 		require.NoError(t, err)
 		seen := map[string]bool{}
 		for _, c := range sim.Initial() {
@@ -244,7 +197,7 @@ func TestAddressesUnique(t *testing.T) {
 			}
 		}
 		fresh := 0
-		for _, ev := range drain(t, sim) {
+		for _, ev := range simtest.Drain(t, sim) {
 			added := map[string]bool{}
 			for _, p := range ev.Expectation.All {
 				if p.Op == probe.EndpointPresent && ev.Phase != "restore" && !added[p.Address] {
@@ -262,12 +215,12 @@ func TestAddressesUnique(t *testing.T) {
 }
 
 func TestReplayReemitsTrace(t *testing.T) {
-	cfg := mixedConfig(5)
-	sim, err := New(cfg)
+	cfg := simtest.MixedConfig(5)
+	sim, err := simulator.New(cfg)
 	require.NoError(t, err)
 	var log bytes.Buffer
-	el := NewEventLog(&log)
-	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: SinkFuncs{}, Recorders: []Sink{el}})
+	el := sinks.NewEventLog(&log)
+	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: simulator.SinkFuncs{}, Recorders: []simulator.Sink{el}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, r.Init(ctx))
@@ -275,17 +228,17 @@ func TestReplayReemitsTrace(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, el.Close())
 	require.Equal(t, stats.Events, el.Events)
-	orig, err := ParseTrace(bytes.NewReader(log.Bytes()), "orig")
+	orig, err := simulator.ParseTrace(bytes.NewReader(log.Bytes()), "orig")
 	require.NoError(t, err)
 	require.Len(t, orig, stats.Events)
 
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
 	require.NoError(t, os.WriteFile(path, log.Bytes(), 0o644))
 	rcfg := cfg
-	rcfg.Churn = []Churn{{Kind: Replay, File: path}}
-	rsim, err := New(rcfg)
+	rcfg.Churn = []simulator.Churn{{Kind: simulator.Replay, File: path}}
+	rsim, err := simulator.New(rcfg)
 	require.NoError(t, err)
-	events := drain(t, rsim)
+	events := simtest.Drain(t, rsim)
 	require.Len(t, events, len(orig))
 	for i, ev := range events {
 		o := orig[i]
@@ -301,38 +254,38 @@ func TestReplayReemitsTrace(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	ok := mixedConfig(1)
+	ok := simtest.MixedConfig(1)
 	require.NoError(t, ok.Validate())
 	cases := []struct {
 		name string
-		mut  func(*Config)
+		mut  func(*simulator.Config)
 		want string
 	}{
-		{"no duration", func(c *Config) { c.Duration = 0 }, "duration must be > 0"},
-		{"no namespaces", func(c *Config) { c.Topology.Namespaces = 0 }, "topology.namespaces"},
-		{"bad protocols", func(c *Config) { c.Topology.Protocols = Protocols{HTTP: -1} }, "topology.protocols"},
-		{"bad endpoints dist", func(c *Config) { c.Topology.EndpointsPerService.Dist = "gauss" }, "topology.endpointsPerService"},
-		{"fraction", func(c *Config) { c.Topology.VirtualServices = 2 }, "topology.virtualServices"},
-		{"unknown kind", func(c *Config) { c.Churn[0].Kind = "flap" }, `churn[0] (flap): unknown kind`},
-		{"two timings", func(c *Config) { c.Churn[0].Every = time.Second }, "exactly one of rate"},
-		{"no timing", func(c *Config) { c.Churn[0].Rate = 0 }, "exactly one of rate"},
-		{"negative rate", func(c *Config) { c.Churn[0].Rate = -1 }, "rate must be > 0"},
-		{"stop before start", func(c *Config) { c.Churn[0].Start, c.Churn[0].Stop = 5*time.Second, time.Second }, "start < stop"},
-		{"bad target", func(c *Config) { c.Churn[5].Target = "sidecar" }, "target must be"},
-		{"sa pool", func(c *Config) { c.Topology.ServiceAccountsPerNamespace = 1 }, "serviceAccountsPerNamespace >= 2"},
-		{"zone fraction", func(c *Config) { c.Churn[8].Fraction = 1.5 }, "fraction must be in (0,1]"},
-		{"replay timing", func(c *Config) { c.Churn = []Churn{{Kind: Replay, File: "x", Rate: 1}} }, "replay takes its timing"},
-		{"replay file", func(c *Config) { c.Churn = []Churn{{Kind: Replay}} }, "replay needs file"},
+		{"no duration", func(c *simulator.Config) { c.Duration = 0 }, "duration must be > 0"},
+		{"no namespaces", func(c *simulator.Config) { c.Topology.Namespaces = 0 }, "topology.namespaces"},
+		{"bad protocols", func(c *simulator.Config) { c.Topology.Protocols = simulator.Protocols{HTTP: -1} }, "topology.protocols"},
+		{"bad endpoints dist", func(c *simulator.Config) { c.Topology.EndpointsPerService.Dist = "gauss" }, "topology.endpointsPerService"},
+		{"fraction", func(c *simulator.Config) { c.Topology.VirtualServices = 2 }, "topology.virtualServices"},
+		{"unknown kind", func(c *simulator.Config) { c.Churn[0].Kind = "flap" }, `churn[0] (flap): unknown kind`},
+		{"two timings", func(c *simulator.Config) { c.Churn[0].Every = time.Second }, "exactly one of rate"},
+		{"no timing", func(c *simulator.Config) { c.Churn[0].Rate = 0 }, "exactly one of rate"},
+		{"negative rate", func(c *simulator.Config) { c.Churn[0].Rate = -1 }, "rate must be > 0"},
+		{"stop before start", func(c *simulator.Config) { c.Churn[0].Start, c.Churn[0].Stop = 5*time.Second, time.Second }, "start < stop"},
+		{"bad target", func(c *simulator.Config) { c.Churn[5].Target = "sidecar" }, "target must be"},
+		{"sa pool", func(c *simulator.Config) { c.Topology.ServiceAccountsPerNamespace = 1 }, "serviceAccountsPerNamespace >= 2"},
+		{"zone fraction", func(c *simulator.Config) { c.Churn[8].Fraction = 1.5 }, "fraction must be in (0,1]"},
+		{"replay timing", func(c *simulator.Config) { c.Churn = []simulator.Churn{{Kind: simulator.Replay, File: "x", Rate: 1}} }, "replay takes its timing"},
+		{"replay file", func(c *simulator.Config) { c.Churn = []simulator.Churn{{Kind: simulator.Replay}} }, "replay needs file"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := mixedConfig(1)
+			c := simtest.MixedConfig(1)
 			c.Churn = slices.Clone(c.Churn)
 			tc.mut(&c)
 			err := c.Validate()
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
-			_, err = New(c)
+			_, err = simulator.New(c)
 			require.Error(t, err)
 		})
 	}
@@ -340,11 +293,11 @@ func TestConfigValidate(t *testing.T) {
 
 func TestSameSeedSameEvents(t *testing.T) {
 	render := func(seed uint64) string {
-		sim, err := New(mixedConfig(seed))
+		sim, err := simulator.New(simtest.MixedConfig(seed))
 		require.NoError(t, err)
 		var b bytes.Buffer
-		for _, ev := range drain(t, sim) {
-			line, err := encodeEvent(ev)
+		for _, ev := range simtest.Drain(t, sim) {
+			line, err := simulator.EncodeEvent(ev)
 			require.NoError(t, err)
 			fmt.Fprintf(&b, "%s %s\n", ev.Skip, line)
 		}

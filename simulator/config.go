@@ -160,7 +160,7 @@ const (
 	// ZoneFailure removes Fraction of one zone's endpoints at once; with Down > 0 they come
 	// back after Down.
 	ZoneFailure ChurnKind = "zone-failure"
-	// Replay re-emits the events of a JSON-lines trace (the EventLog format) read from File.
+	// Replay re-emits the events of a JSON-lines trace (the sinks.EventLog format) read from File.
 	Replay ChurnKind = "replay"
 )
 

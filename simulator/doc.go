@@ -23,13 +23,11 @@
 // t0 right after the sink's Apply returns, and hands the event with t0 to OnApplied and then to the
 // recorders (the event log).
 //
-// Sinks: DirSink writes Istio YAML into a directory (one file per service, written atomically)
-// that a file-watching control plane reads; KubeSink writes it to a Kubernetes API server
-// (Namespaces, Services and EndpointSlices, optionally Pods, Istio objects through
-// istio.io/client-go; server-side apply, only what changed; no security.istio.io kinds;
-// docs/kubernetes.md);
-// EventLog writes the event stream as JSON lines, which ParseTrace reads back for the replay churn
-// kind; the in-process sink (sink_inprocess.go) applies the same configs through a
-// ConfigApplier, which our control plane's config.Memory implements. Sink needs nothing beyond
-// istioconfig.Config and Key.
+// The simulator only drives a Sink (sink.go: Init, Apply, Close); it imports none. The sinks
+// live in simulator/sinks, which imports this package for Event: the directory of Istio YAML
+// that a file-watching control plane reads, the Kubernetes API server, an MCP server, and our
+// own control plane's config store in process, and the event log. The trace format is here
+// (trace.go): EncodeEvent renders an event as the JSON line that sinks.EventLog writes and
+// ParseTrace reads back for the replay churn kind. A sink needs nothing beyond istioconfig.Config
+// and Key.
 package simulator

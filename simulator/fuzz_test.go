@@ -1,4 +1,4 @@
-package simulator
+package simulator_test
 
 import (
 	"bytes"
@@ -6,21 +6,23 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
 )
 
 // FuzzParseTrace: any input gives events or an error naming the line, never a panic; what parses
 // re-encodes to a trace that parses to the same events.
 func FuzzParseTrace(f *testing.F) {
-	cfg := mixedConfig(2)
+	cfg := simtest.MixedConfig(2)
 	cfg.Duration = 3 * time.Second
-	sim, err := New(cfg)
+	sim, err := simulator.New(cfg)
 	require.NoError(f, err)
 	var all bytes.Buffer
-	for i, ev := range drain(f, sim) {
+	for i, ev := range simtest.Drain(f, sim) {
 		if ev.Skip != "" || i > 8 {
 			continue
 		}
-		line, err := encodeEvent(ev)
+		line, err := simulator.EncodeEvent(ev)
 		require.NoError(f, err)
 		f.Add(line)
 		all.Write(line)
@@ -32,20 +34,20 @@ func FuzzParseTrace(f *testing.F) {
 	f.Add([]byte(`{"id":1,"kind":"scale","scheduled":"-1s","t0":"2026-01-01T00:00:00Z","expectation":{"id":1,"kind":"scale","scheduled":"2026-01-01T00:00:00Z","t0":"2026-01-01T00:00:00Z","all":[{"op":"cluster-absent","resource":"x"}]}}`))
 	f.Add([]byte(`{"id":1,"kind":"scale","scheduled":"1s","upserts":[{"kind":"ServiceEntry","name":"a","namespace":"b","spec":{"hosts":["a"],"bogus":1}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		evs, err := ParseTrace(bytes.NewReader(data), "fuzz.jsonl")
+		evs, err := simulator.ParseTrace(bytes.NewReader(data), "fuzz.jsonl")
 		if err != nil {
 			require.Contains(t, err.Error(), "fuzz.jsonl:")
 			return
 		}
 		var again bytes.Buffer
 		for _, te := range evs {
-			line, err := encodeEvent(Event{ID: te.ID, Kind: te.Kind, Phase: te.Phase, Scheduled: te.Scheduled, T0: te.T0,
+			line, err := simulator.EncodeEvent(simulator.Event{ID: te.ID, Kind: te.Kind, Phase: te.Phase, Scheduled: te.Scheduled, T0: te.T0,
 				Upserts: te.Upserts, Deletes: te.Deletes, Expectation: te.Expectation})
 			require.NoError(t, err)
 			again.Write(line)
 			again.WriteByte('\n')
 		}
-		evs2, err := ParseTrace(&again, "again")
+		evs2, err := simulator.ParseTrace(&again, "again")
 		require.NoError(t, err)
 		require.Len(t, evs2, len(evs))
 		for i := range evs {
@@ -72,13 +74,13 @@ func TestParseTraceErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseTrace(bytes.NewReader([]byte(tc.in)), "t.jsonl")
+			_, err := simulator.ParseTrace(bytes.NewReader([]byte(tc.in)), "t.jsonl")
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	evs, err := ParseTrace(bytes.NewReader([]byte(good+"\n")), "t.jsonl")
+	evs, err := simulator.ParseTrace(bytes.NewReader([]byte(good+"\n")), "t.jsonl")
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
-	require.Equal(t, Scale, evs[0].Kind)
+	require.Equal(t, simulator.Scale, evs[0].Kind)
 	require.Equal(t, time.Second, evs[0].Scheduled)
 }

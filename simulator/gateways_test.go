@@ -1,7 +1,6 @@
-package simulator
+package simulator_test
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -14,11 +13,13 @@ import (
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
 )
 
-func gatewayTopology() Topology {
-	t := smallTopology()
-	t.Gateways = Gateways{Count: 2, HostsPerGateway: 3, TLSPassthrough: true}
+func gatewayTopology() simulator.Topology {
+	t := simtest.SmallTopology()
+	t.Gateways = simulator.Gateways{Count: 2, HostsPerGateway: 3, TLSPassthrough: true}
 	// One port per service: an endpoint event of a backend then concerns only the cluster the
 	// routers hold, and reaches routers and sidecars (with several ports it reaches sidecars).
 	t.PortsPerService = dist.Constant(1)
@@ -28,7 +29,7 @@ func gatewayTopology() Topology {
 // TestGatewayObjects: the initial mesh carries the Gateways and one bound VirtualService per
 // host, each valid by istiod's rules, routing to a service port that exists.
 func TestGatewayObjects(t *testing.T) {
-	sim, err := New(Config{Seed: 3, Duration: time.Second, Topology: gatewayTopology()})
+	sim, err := simulator.New(simulator.Config{Seed: 3, Duration: time.Second, Topology: gatewayTopology()})
 	require.NoError(t, err)
 	var gws, vss int
 	services := map[string]*networking.ServiceEntry{}
@@ -44,15 +45,15 @@ func TestGatewayObjects(t *testing.T) {
 		switch spec := c.Spec.(type) {
 		case *networking.Gateway:
 			gws++
-			require.Equal(t, GatewayNamespace, c.Namespace)
-			require.Equal(t, GatewaySelector(), spec.Selector)
+			require.Equal(t, simulator.GatewayNamespace, c.Namespace)
+			require.Equal(t, simulator.GatewaySelector(), spec.Selector)
 			require.Len(t, spec.Servers, 2, "HTTP and TLS passthrough")
 		case *networking.VirtualService:
 			if len(spec.Gateways) == 0 {
 				continue
 			}
 			vss++
-			require.Equal(t, c.Labels[GatewayLabel], strings.TrimPrefix(spec.Gateways[0], GatewayNamespace+"/"))
+			require.Equal(t, c.Labels[simulator.GatewayLabel], strings.TrimPrefix(spec.Gateways[0], simulator.GatewayNamespace+"/"))
 			d := spec.Http[0].Route[0].Destination
 			se := services[d.Host]
 			require.NotNil(t, se, "%s routes to unknown %s", c.Key(), d.Host)
@@ -71,20 +72,20 @@ func TestGatewayObjects(t *testing.T) {
 // exactly after each event; events on services no gateway host routes to reach sidecars only;
 // service-delete never deletes a gateway backend.
 func TestGatewayChurn(t *testing.T) {
-	churn := []Churn{
-		{Kind: ConfigChange, Target: TargetGateway, Every: time.Second, Services: 2},
-		{Kind: ServiceDelete, Every: 3 * time.Second},
-		{Kind: EndpointFlap, Rate: 4, Down: 2 * time.Second},
-		{Kind: ConfigChange, Target: TargetDestinationRule, Rate: 1},
+	churn := []simulator.Churn{
+		{Kind: simulator.ConfigChange, Target: simulator.TargetGateway, Every: time.Second, Services: 2},
+		{Kind: simulator.ServiceDelete, Every: 3 * time.Second},
+		{Kind: simulator.EndpointFlap, Rate: 4, Down: 2 * time.Second},
+		{Kind: simulator.ConfigChange, Target: simulator.TargetDestinationRule, Rate: 1},
 	}
-	sim, err := New(Config{Seed: 11, Duration: 20 * time.Second, Topology: gatewayTopology(), Churn: churn})
+	sim, err := simulator.New(simulator.Config{Seed: 11, Duration: 20 * time.Second, Topology: gatewayTopology(), Churn: churn})
 	require.NoError(t, err)
-	clusters0 := maps.Clone(sim.m.gw.clusters)
-	events := drain(t, sim)
-	require.Equal(t, slices.Sorted(maps.Keys(clusters0)), slices.Sorted(maps.Keys(sim.m.gw.clusters)),
+	clusters0 := sim.GatewayClusters()
+	events := simtest.Drain(t, sim)
+	require.Equal(t, clusters0, sim.GatewayClusters(),
 		"the clusters routers hold changed: an in-flight endpoint event on a dropped one could never reach them")
 	st := checkEvents(t, sim.Initial(), events, false)
-	requireSameObjects(t, sim.Current(), st)
+	simtest.RequireSameObjects(t, sim.Current(), st)
 	reach := map[string]int{}
 	for _, ev := range events {
 		if ev.Skip != "" {
@@ -92,10 +93,10 @@ func TestGatewayChurn(t *testing.T) {
 		}
 		pt := ev.Expectation.Reach.ProxyType
 		reach[string(ev.Kind)+"/"+pt]++
-		if ev.Kind == ConfigChange && slices.ContainsFunc(ev.Expectation.All, func(p probe.Predicate) bool { return p.Resource == "http.80" }) {
+		if ev.Kind == simulator.ConfigChange && slices.ContainsFunc(ev.Expectation.All, func(p probe.Predicate) bool { return p.Resource == "http.80" }) {
 			require.Equal(t, probe.ProxyRouter, pt, "event %d", ev.ID)
 		}
-		if ev.Kind == ServiceDelete {
+		if ev.Kind == simulator.ServiceDelete {
 			require.Equal(t, probe.ProxySidecar, pt, "event %d", ev.ID)
 		}
 	}
@@ -117,11 +118,11 @@ func TestGatewayChurn(t *testing.T) {
 }
 
 func TestGatewayConfigValidate(t *testing.T) {
-	cfg := Config{Seed: 1, Duration: time.Second, Topology: smallTopology(), Churn: []Churn{{Kind: ConfigChange, Target: TargetGateway, Rate: 1}}}
+	cfg := simulator.Config{Seed: 1, Duration: time.Second, Topology: simtest.SmallTopology(), Churn: []simulator.Churn{{Kind: simulator.ConfigChange, Target: simulator.TargetGateway, Rate: 1}}}
 	require.ErrorContains(t, cfg.Validate(), "target gateway needs gateway hosts")
-	cfg.Topology.Gateways = Gateways{Count: -1}
+	cfg.Topology.Gateways = simulator.Gateways{Count: -1}
 	require.ErrorContains(t, cfg.Validate(), "topology.gateways: count must be in 0..1000")
 	cfg.Topology = gatewayTopology()
-	cfg.Topology.Protocols = Protocols{TCP: 1}
+	cfg.Topology.Protocols = simulator.Protocols{TCP: 1}
 	require.ErrorContains(t, cfg.Validate(), "gateway hosts route to services with HTTP or gRPC ports")
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // ServiceLabel is the metadata label every object that belongs to a service carries (its
-// ServiceEntry, WorkloadEntries, VirtualService, DestinationRule); DirSink groups files by it.
+// ServiceEntry, WorkloadEntries, VirtualService, DestinationRule); the dir sink (simulator/sinks)
+// groups files by it.
 const ServiceLabel = "xdslab.io/service"
 
 // protocol port bases: ports are named "<proto>-<number>" so that Istio infers the protocol.

@@ -1,7 +1,6 @@
-package simulator
+package simulator_test
 
 import (
-	"reflect"
 	"testing"
 	"time"
 
@@ -10,25 +9,26 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/istioconfig"
-	"github.com/xdslab/xdslab/probe"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
 )
 
-func explicitMesh() *Mesh {
-	return &Mesh{
-		Services: []MeshService{
+func explicitMesh() *simulator.Mesh {
+	return &simulator.Mesh{
+		Services: []simulator.MeshService{
 			{Name: "reviews", Namespace: "bookinfo", ServiceAccount: "reviews",
-				Ports: []MeshPort{{Number: 9080, TargetPort: 9080, Protocol: "HTTP", Name: "http"}},
-				Endpoints: []MeshEndpoints{
+				Ports: []simulator.MeshPort{{Number: 9080, TargetPort: 9080, Protocol: "HTTP", Name: "http"}},
+				Endpoints: []simulator.MeshEndpoints{
 					{Count: 3, Locality: "us/us-a", Labels: map[string]string{"app": "reviews", "version": "v1"}},
 					{Count: 2, Locality: "us/us-b", Labels: map[string]string{"app": "reviews", "version": "v2"}},
 				}},
 			{Name: "db", Namespace: "data",
-				Ports:     []MeshPort{{Number: 5432, TargetPort: 15432, Protocol: "TCP", Name: "pg"}, {Number: 8443, Protocol: "HTTPS", Name: "https"}},
-				Endpoints: []MeshEndpoints{{Count: 1, Locality: "/us-c"}}},
-			{Name: "idle", Namespace: "data", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
+				Ports:     []simulator.MeshPort{{Number: 5432, TargetPort: 15432, Protocol: "TCP", Name: "pg"}, {Number: 8443, Protocol: "HTTPS", Name: "https"}},
+				Endpoints: []simulator.MeshEndpoints{{Count: 1, Locality: "/us-c"}}},
+			{Name: "idle", Namespace: "data", Ports: []simulator.MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
 			// Named as service-create names its first services: they must not collide.
-			{Name: "svc-0", Namespace: "bookinfo", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
-			{Name: "svc-0", Namespace: "data", Ports: []MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
+			{Name: "svc-0", Namespace: "bookinfo", Ports: []simulator.MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
+			{Name: "svc-0", Namespace: "data", Ports: []simulator.MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
 		},
 		Config: []istioconfig.Config{{
 			Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "reviews", Namespace: "bookinfo"},
@@ -42,17 +42,17 @@ func explicitMesh() *Mesh {
 // protocols and target ports, endpoint counts per locality with their labels, the objects
 // verbatim), and churn on it keeps every expectation true.
 func TestExplicitMesh(t *testing.T) {
-	cfg := Config{Seed: 3, Duration: 40 * time.Second, Topology: Topology{Mesh: explicitMesh(), ServiceAccountsPerNamespace: 2,
-		PortsPerService: DefaultTopology().PortsPerService, EndpointsPerService: DefaultTopology().EndpointsPerService},
-		Churn: []Churn{
-			{Kind: EndpointFlap, Rate: 2},
-			{Kind: Scale, Rate: 1},
-			{Kind: RollingDeploy, Every: 7 * time.Second, Window: 3 * time.Second},
-			{Kind: ZoneFailure, Every: 11 * time.Second, Down: 2 * time.Second},
-			{Kind: ServiceCreate, Every: 13 * time.Second},
-			{Kind: ServiceAccountChange, Every: 17 * time.Second},
+	cfg := simulator.Config{Seed: 3, Duration: 40 * time.Second, Topology: simulator.Topology{Mesh: explicitMesh(), ServiceAccountsPerNamespace: 2,
+		PortsPerService: simulator.DefaultTopology().PortsPerService, EndpointsPerService: simulator.DefaultTopology().EndpointsPerService},
+		Churn: []simulator.Churn{
+			{Kind: simulator.EndpointFlap, Rate: 2},
+			{Kind: simulator.Scale, Rate: 1},
+			{Kind: simulator.RollingDeploy, Every: 7 * time.Second, Window: 3 * time.Second},
+			{Kind: simulator.ZoneFailure, Every: 11 * time.Second, Down: 2 * time.Second},
+			{Kind: simulator.ServiceCreate, Every: 13 * time.Second},
+			{Kind: simulator.ServiceAccountChange, Every: 17 * time.Second},
 		}}
-	sim, err := New(cfg)
+	sim, err := simulator.New(cfg)
 	require.NoError(t, err)
 	require.Equal(t, 2, sim.Config().Topology.Namespaces)
 	require.Equal(t, 5, sim.Config().Topology.Services)
@@ -80,18 +80,18 @@ func TestExplicitMesh(t *testing.T) {
 	require.Equal(t, "default", db.Endpoints[0].ServiceAccount)
 	require.Empty(t, se["data/idle"].Endpoints)
 
-	events := drain(t, sim)
-	kinds := map[ChurnKind]int{}
+	events := simtest.Drain(t, sim)
+	kinds := map[simulator.ChurnKind]int{}
 	for _, ev := range events {
 		if ev.Skip == "" {
 			kinds[ev.Kind]++
 		}
 	}
-	for _, k := range []ChurnKind{EndpointFlap, Scale, RollingDeploy, ZoneFailure, ServiceCreate, ServiceAccountChange} {
+	for _, k := range []simulator.ChurnKind{simulator.EndpointFlap, simulator.Scale, simulator.RollingDeploy, simulator.ZoneFailure, simulator.ServiceCreate, simulator.ServiceAccountChange} {
 		require.Positive(t, kinds[k], "no %s event", k)
 	}
 	st := checkEvents(t, initial, events, false)
-	requireSameObjects(t, sim.Current(), st)
+	simtest.RequireSameObjects(t, sim.Current(), st)
 	// Endpoints added later carry one of their service's groups, and created services live in
 	// the mesh's namespaces with its localities.
 	for _, c := range sim.Current() {
@@ -115,16 +115,18 @@ func TestExplicitMesh(t *testing.T) {
 func TestExplicitMeshValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		mod  func(*Config)
+		mod  func(*simulator.Config)
 		want string
 	}{
-		{"scoping", func(c *Config) { c.Topology.SidecarScoping = true }, "turn off sidecarScoping"},
-		{"config-change", func(c *Config) { c.Churn = []Churn{{Kind: ConfigChange, Rate: 1, Target: TargetDestinationRule}} }, "remove config-change"},
-		{"no ports", func(c *Config) { c.Topology.Mesh.Services[2].Ports = nil }, "give 1 to 64 ports"},
-		{"duplicate", func(c *Config) { c.Topology.Mesh.Services[2].Name = "db" }, "given twice"},
+		{"scoping", func(c *simulator.Config) { c.Topology.SidecarScoping = true }, "turn off sidecarScoping"},
+		{"config-change", func(c *simulator.Config) {
+			c.Churn = []simulator.Churn{{Kind: simulator.ConfigChange, Rate: 1, Target: simulator.TargetDestinationRule}}
+		}, "remove config-change"},
+		{"no ports", func(c *simulator.Config) { c.Topology.Mesh.Services[2].Ports = nil }, "give 1 to 64 ports"},
+		{"duplicate", func(c *simulator.Config) { c.Topology.Mesh.Services[2].Name = "db" }, "given twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Seed: 1, Duration: time.Second, Topology: Topology{Mesh: explicitMesh()}}
+			cfg := simulator.Config{Seed: 1, Duration: time.Second, Topology: simulator.Topology{Mesh: explicitMesh()}}
 			tc.mod(&cfg)
 			err := cfg.Validate()
 			require.ErrorContains(t, err, tc.want)
@@ -144,10 +146,10 @@ func TestExplicitMeshRouterReach(t *testing.T) {
 			Spec: &networking.VirtualService{Hosts: []string{"r.example"}, Gateways: []string{"istio-system/gw"},
 				Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "reviews"}}}}}}},
 	)
-	sim, err := New(Config{Seed: 5, Duration: 30 * time.Second, Topology: Topology{Mesh: x}, Churn: []Churn{{Kind: EndpointFlap, Rate: 3}}})
+	sim, err := simulator.New(simulator.Config{Seed: 5, Duration: 30 * time.Second, Topology: simulator.Topology{Mesh: x}, Churn: []simulator.Churn{{Kind: simulator.EndpointFlap, Rate: 3}}})
 	require.NoError(t, err)
 	seen := map[string]string{}
-	for _, ev := range drain(t, sim) {
+	for _, ev := range simtest.Drain(t, sim) {
 		if ev.Skip != "" {
 			continue
 		}
@@ -168,47 +170,4 @@ func TestRenderPeerAuthentication(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(y), "apiVersion: security.istio.io/v1\n")
 	require.Contains(t, string(y), "mode: STRICT")
-}
-
-// TestExplicitImporters: a namespace's own Sidecar decides for its clients, else the root
-// namespace's, else they see everything; ./*, NS/*, */* and ~/* read per namespace; a Sidecar
-// with a workload selector is not followed; no namespace-wide Sidecar means no scoping.
-func TestExplicitImporters(t *testing.T) {
-	sidecar := func(ns string, sel bool, hosts ...string) istioconfig.Config {
-		sc := &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: hosts}}}
-		if sel {
-			sc.WorkloadSelector = &networking.WorkloadSelector{Labels: map[string]string{"app": "x"}}
-		}
-		return istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "s", Namespace: ns}, Spec: sc}
-	}
-	nss := []string{"a", "b", "c"}
-	for _, tc := range []struct {
-		name        string
-		cfgs        []istioconfig.Config
-		want, hosts map[string][]string
-	}{
-		{"none", nil, nil, nil},
-		{"selector only", []istioconfig.Config{sidecar("a", true, "./*")}, nil, nil},
-		{"own and root", []istioconfig.Config{sidecar("a", false, "./*", "c/*"), sidecar("istio-system", false, "./*")},
-			map[string][]string{"a": {"a"}, "b": {"b"}, "c": {"a", "c"}}, map[string][]string{}},
-		{"all and none", []istioconfig.Config{sidecar("a", false, "*/*"), sidecar("b", false, "~/*")},
-			map[string][]string{"a": {"a", "c"}, "b": {"a", "c"}, "c": {"a", "c"}}, map[string][]string{}},
-		{"one host", []istioconfig.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")},
-			map[string][]string{"a": {"a", "b", "c"}, "b": {"b", "c"}, "c": {"b", "c"}}, map[string][]string{"x.b.svc.cluster.local": {"a"}}},
-	} {
-		got, hosts := explicitImporters(tc.cfgs, nss)
-		if !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(hosts, tc.hosts) {
-			t.Errorf("%s: %v %v, want %v %v", tc.name, got, hosts, tc.want, tc.hosts)
-		}
-	}
-	// The one-host Sidecar: an event on x.b reaches a's sidecars, one on y.b does not.
-	m := &mesh{}
-	m.importers, m.hostImporters = explicitImporters([]istioconfig.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")}, nss)
-	pr := m.predicateReach([]probe.Predicate{
-		{Op: probe.EndpointPresent, Resource: "outbound|80||x.b.svc.cluster.local"},
-		{Op: probe.EndpointPresent, Resource: "outbound|80||y.b.svc.cluster.local"},
-	}, m.reach("b"))
-	if want := [][]string{nil, {"b", "c"}}; !reflect.DeepEqual(pr, want) {
-		t.Errorf("predicate reach %v, want %v", pr, want)
-	}
 }

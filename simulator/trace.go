@@ -63,8 +63,9 @@ type TraceEvent struct {
 	Expectation probe.Expectation
 }
 
-// encodeEvent renders ev as one trace line (without the newline).
-func encodeEvent(ev Event) ([]byte, error) {
+// EncodeEvent renders ev as one trace line (without the newline): the line ParseTrace reads back
+// and sinks.EventLog writes.
+func EncodeEvent(ev Event) ([]byte, error) {
 	rec := traceRecord{
 		ID: ev.ID, Kind: string(ev.Kind), Phase: ev.Phase, Scheduled: ev.Scheduled.String(),
 		T0: ev.T0, Late: ev.Late, Expectation: ev.Expectation,

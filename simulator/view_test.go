@@ -1,11 +1,8 @@
-package simulator
+package simulator_test
 
 import (
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
-	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -13,43 +10,12 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/xdslab/xdslab/istioconfig"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 )
-
-// store is what a config source holds after applying events.
-type store map[istioconfig.Key]istioconfig.Config
-
-func newStore(initial []istioconfig.Config) store {
-	s := store{}
-	for _, c := range initial {
-		s[c.Key()] = c
-	}
-	return s
-}
-
-func (s store) apply(t testing.TB, ev Event) {
-	t.Helper()
-	for _, k := range ev.Deletes {
-		if _, ok := s[k]; !ok {
-			t.Fatalf("event %d (%s) deletes %s, which does not exist", ev.ID, ev.Kind, k)
-		}
-		delete(s, k)
-	}
-	for _, c := range ev.Upserts {
-		s[c.Key()] = c
-	}
-}
-
-func (s store) sorted() []istioconfig.Config {
-	keys := slices.SortedFunc(maps.Keys(s), func(a, b istioconfig.Key) int { return strings.Compare(a.String(), b.String()) })
-	out := make([]istioconfig.Config, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, s[k])
-	}
-	return out
-}
 
 // istioView is the test's reference of what an Istio-like control plane generates for a
 // sidecar from the objects in a store: clusters and ClusterLoadAssignments outbound|PORT||HOST
@@ -89,7 +55,7 @@ func labelsMatch(sel, labels map[string]string) bool {
 	return true
 }
 
-func buildView(s store) *istioView {
+func buildView(s simtest.Store) *istioView {
 	v := &istioView{clusters: map[string]*clusterv3.Cluster{}, clas: map[string]*endpointv3.ClusterLoadAssignment{}, routes: map[string]*routev3.RouteConfiguration{}}
 	drs := map[string]*networking.DestinationRule{}
 	vss := map[string]*networking.VirtualService{}
@@ -173,7 +139,7 @@ func buildView(s store) *istioView {
 		if !ok || len(vs.Gateways) == 0 || slices.Contains(vs.Gateways, "mesh") {
 			continue
 		}
-		rcName := GatewayRouteName(GatewayHTTPPort)
+		rcName := simulator.GatewayRouteName(simulator.GatewayHTTPPort)
 		rc := v.routes[rcName]
 		if rc == nil {
 			rc = &routev3.RouteConfiguration{Name: rcName}
@@ -181,7 +147,7 @@ func buildView(s store) *istioView {
 		}
 		for _, h := range vs.Hosts {
 			vh := &routev3.VirtualHost{Name: h, Domains: []string{h}}
-			vh.Routes = append(vh.Routes, routeFor(vs, h, GatewayHTTPPort))
+			vh.Routes = append(vh.Routes, routeFor(vs, h, simulator.GatewayHTTPPort))
 			rc.VirtualHosts = append(rc.VirtualHosts, vh)
 		}
 	}

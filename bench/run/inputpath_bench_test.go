@@ -11,6 +11,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/mcpsource"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // inputPath is one way the simulator's changes reach the control plane's config store.
@@ -23,7 +24,7 @@ type inputPath struct {
 
 var inputPaths = []inputPath{
 	{"direct", func(tb testing.TB, _ context.Context, _ *sync.WaitGroup, store *config.Memory) simulator.Sink {
-		s, err := simulator.NewInProcessSink(store)
+		s, err := sinks.NewInProcessSink(store)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -31,7 +32,7 @@ var inputPaths = []inputPath{
 	}},
 	{"dir", func(tb testing.TB, ctx context.Context, wg *sync.WaitGroup, store *config.Memory) simulator.Sink {
 		dir := tb.TempDir()
-		s, err := simulator.NewDirSink(simulator.DirOptions{Dir: dir})
+		s, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -44,7 +45,7 @@ var inputPaths = []inputPath{
 		return s
 	}},
 	{"mcp", func(tb testing.TB, ctx context.Context, wg *sync.WaitGroup, store *config.Memory) simulator.Sink {
-		s, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: "127.0.0.1:0"})
+		s, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: "127.0.0.1:0"})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // target is the control plane a run drives: where the clients dial, the sink the simulator
@@ -120,9 +121,9 @@ func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logge
 	}
 	// sink.kind mcp: the simulator serves MCP and the control plane reads it as its only
 	// config source (xds://), the path a stock istiod with an xds:// configSource takes.
-	var mcpSink *simulator.MCPSink
+	var mcpSink *sinks.MCPSink
 	if sc.Sink.Kind == scenarios.SinkMCP {
-		if mcpSink, err = simulator.NewMCPSink(simulator.MCPOptions{Listen: sc.Sink.Listen, Logger: log.With("component", "mcp-sink")}); err != nil {
+		if mcpSink, err = sinks.NewMCPSink(sinks.MCPOptions{Listen: sc.Sink.Listen, Logger: log.With("component", "mcp-sink")}); err != nil {
 			cleanup()
 			return nil, err
 		}
@@ -138,7 +139,7 @@ func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logge
 	}
 	var sink simulator.Sink = mcpSink
 	if mcpSink == nil {
-		if sink, err = simulator.NewInProcessSink(cp.srv.ConfigStore()); err != nil {
+		if sink, err = sinks.NewInProcessSink(cp.srv.ConfigStore()); err != nil {
 			cp.stop()
 			cleanup()
 			return nil, err
@@ -211,7 +212,7 @@ func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*t
 		t.local = &local
 	}
 	if t.sink == nil {
-		ds, err := simulator.NewDirSink(simulator.DirOptions{Dir: o.sinkDir, Clean: o.clean})
+		ds, err := sinks.NewDirSink(sinks.DirOptions{Dir: o.sinkDir, Clean: o.clean})
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/xdslab/xdslab/probe/stream"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // simFlags are the flags of 'xdslab sim'.
@@ -138,7 +139,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		nacks := prometheus.NewCounter(prometheus.CounterOpts{Name: "xdslab_sim_mcp_nacks_total",
 			Help: "MCP responses a subscriber rejected (NACK)."})
 		mcpCounters = []prometheus.Collector{superseded, nacks}
-		ms, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: f.listen, Superseded: superseded, NACKs: nacks})
+		ms, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: f.listen, Superseded: superseded, NACKs: nacks})
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))
 		}
@@ -159,14 +160,14 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))
 		}
-		ks, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, ServiceEntries: f.kubeSEs, Clean: f.clean, Pods: f.kube.pods})
+		ks, err := sinks.NewKubeSink(sinks.KubeOptions{Kube: kc, Istio: ic, ServiceEntries: f.kubeSEs, Clean: f.clean, Pods: f.kube.pods})
 		if err != nil {
 			return usageErr(err)
 		}
 		sink, where = ks, "the Kubernetes API server "+f.kube.path()
 		files = func() string { return fmt.Sprintf(" (%d API writes)", ks.Stats().Objects()) }
 	} else {
-		ds, err := simulator.NewDirSink(simulator.DirOptions{Dir: f.sinkDir, APIVersion: f.apiVersion, GroupRouting: f.groupRouting, Clean: f.clean})
+		ds, err := sinks.NewDirSink(sinks.DirOptions{Dir: f.sinkDir, APIVersion: f.apiVersion, GroupRouting: f.groupRouting, Clean: f.clean})
 		if err != nil {
 			return usageErr(err)
 		}
@@ -180,7 +181,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: --events: %w", err))
 		}
-		log := simulator.NewEventLog(file)
+		log := sinks.NewEventLog(file)
 		recorders = append(recorders, log)
 		defer func() {
 			err = errors.Join(err, log.Close(), file.Close())

@@ -14,6 +14,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 func TestSimCommand(t *testing.T) {
@@ -86,7 +87,7 @@ churn:
 			sim, err := simulator.New(cfg)
 			require.NoError(t, err)
 			dir := t.TempDir()
-			sink, err := simulator.NewDirSink(simulator.DirOptions{Dir: dir, GroupRouting: mode.grouping})
+			sink, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir, GroupRouting: mode.grouping})
 			require.NoError(t, err)
 			decodeAll := func() int {
 				ents, err := os.ReadDir(dir)

@@ -18,6 +18,7 @@ import (
 	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // parity is the mesh both tests serve from Istio's DiscoveryServer: every client kind the lab
@@ -154,7 +155,7 @@ func writeInitialMesh(t *testing.T, sc *scenarios.Scenario, dir string) *simulat
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := simulator.NewDirSink(simulator.DirOptions{Dir: dir})
+	sink, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // mcpMesh is a small mesh with every kind the simulator writes and churn of each kind.
@@ -113,7 +114,7 @@ func TestIstioMCPClientReadsSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: "127.0.0.1:0"})
+	sink, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestOurControlPlaneReadsIstioAPIGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ds, err := simulator.NewDirSink(simulator.DirOptions{Dir: dir})
+	ds, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestOurControlPlaneReadsIstioAPIGenerator(t *testing.T) {
 // observed by every client it should reach, 0 NACKs.
 func TestRunOnIstioOverMCP(t *testing.T) {
 	sc := scenarioFrom(t, mcpMesh)
-	sink, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: "127.0.0.1:0"})
+	sink, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

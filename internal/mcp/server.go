@@ -119,8 +119,8 @@ func (s *Server) Stats() Stats {
 
 // Apply upserts and deletes objects (versions are content hashes) and hands the new state of
 // every changed type to every stream subscribed to it. It returns once all streams have been
-// handed the change (they send it on their own goroutines). It implements the simulator's
-// ConfigApplier. A kind that is not a config collection is an error and nothing is applied.
+// handed the change (they send it on their own goroutines). It implements sinks.ConfigApplier
+// (simulator/sinks). A kind that is not a config collection is an error and nothing is applied.
 func (s *Server) Apply(upserts []*istioconfig.Config, deletes []istioconfig.Key) error {
 	type enc struct {
 		typeURL, name, version string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // BenchmarkKube measures the kube path against one real kube-apiserver and etcd (the
@@ -53,7 +54,7 @@ func BenchmarkKube(b *testing.B) {
 			var took time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				sink, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Pods: pods})
+				sink, err := sinks.NewKubeSink(sinks.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Pods: pods})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -88,7 +89,7 @@ func BenchmarkKube(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sink, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Clean: true})
+			sink, err := sinks.NewKubeSink(sinks.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Clean: true})
 			if err != nil {
 				b.Fatal(err)
 			}

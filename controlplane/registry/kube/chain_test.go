@@ -23,6 +23,7 @@ import (
 	"github.com/xdslab/xdslab/internal/kubeclient"
 	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // The chain the integration test and the benchmarks drive: the simulator writes through a
@@ -53,7 +54,7 @@ type chainOptions struct {
 type chain struct {
 	sim      *simulator.Simulator
 	sink     simulator.Sink
-	kubeSink *simulator.KubeSink // sink kube
+	kubeSink *sinks.KubeSink // sink kube
 	srv      *controlplane.Server
 	rec      *recorder
 	// initTook is how long the sink took to write the initial topology.
@@ -109,7 +110,7 @@ func newChain(tb testing.TB, o chainOptions) *chain {
 	case "kube":
 		kc, ic := kubeClients(tb, o.cluster.sim, o.qps, o.burst)
 		// Clean: the chains of one cluster share its namespaces.
-		ks, err := simulator.NewKubeSink(simulator.KubeOptions{Kube: kc, Istio: ic, Workers: o.workers, Pods: o.pods, Clean: true})
+		ks, err := sinks.NewKubeSink(sinks.KubeOptions{Kube: kc, Istio: ic, Workers: o.workers, Pods: o.pods, Clean: true})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -123,14 +124,14 @@ func newChain(tb testing.TB, o chainOptions) *chain {
 		wantServices++ // the API server's own "kubernetes" Service in default
 	case "dir":
 		dir := tb.TempDir()
-		ds, err := simulator.NewDirSink(simulator.DirOptions{Dir: dir})
+		ds, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		c.sink = ds
 		opts.ConfigDir = dir
 	case "mcp":
-		ms, err := simulator.NewMCPSink(simulator.MCPOptions{Listen: "127.0.0.1:0"})
+		ms, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: "127.0.0.1:0"})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/sinks"
 )
 
 // The integration check: the simulator's kube sink writes a mesh to a real
@@ -31,7 +31,7 @@ func TestKubeSinkToFakeEnvoy(t *testing.T) {
 	// The Pods the sink wrote (as the sink's account) are in the API server, running and
 	// ready at their endpoint's address.
 	kc, _ := kubeClients(t, cl.admin, -1, 0)
-	pods, err := kc.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: simulator.KubeManagedByLabel + "=" + simulator.KubeFieldManager})
+	pods, err := kc.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: sinks.KubeManagedByLabel + "=" + sinks.KubeFieldManager})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestKubeSinkToFakeEnvoy(t *testing.T) {
 		t.Errorf("%d Pods in the API server, want %d", len(pods.Items), 20*5)
 	}
 	for _, p := range pods.Items {
-		if p.Status.PodIP == "" || p.Status.Phase != "Running" || p.Labels["app"] == "" || p.Spec.NodeName != simulator.KubeNodeName {
+		if p.Status.PodIP == "" || p.Status.Phase != "Running" || p.Labels["app"] == "" || p.Spec.NodeName != sinks.KubeNodeName {
 			t.Errorf("pod %s/%s: ip %q phase %q labels %v node %q", p.Namespace, p.Name, p.Status.PodIP, p.Status.Phase, p.Labels, p.Spec.NodeName)
 		}
 	}

@@ -1,4 +1,4 @@
-package simulator
+package sinks
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/xdslab/xdslab/istioconfig"
+	"github.com/xdslab/xdslab/simulator"
 	"golang.org/x/sync/errgroup"
 	networking "istio.io/api/networking/v1alpha3"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -142,7 +143,7 @@ type KubeSink struct {
 	closed    bool
 }
 
-var _ Sink = (*KubeSink)(nil)
+var _ simulator.Sink = (*KubeSink)(nil)
 
 // NewKubeSink returns a sink writing through opts' clients.
 func NewKubeSink(opts KubeOptions) (*KubeSink, error) {
@@ -186,7 +187,7 @@ func (s *KubeSink) Init(ctx context.Context, initial []istioconfig.Config) error
 }
 
 // Apply writes the event's upserts, then its deletes.
-func (s *KubeSink) Apply(ctx context.Context, ev Event) error {
+func (s *KubeSink) Apply(ctx context.Context, ev simulator.Event) error {
 	if s.closed {
 		return errors.New("kube sink: closed")
 	}

@@ -1,4 +1,4 @@
-package simulator
+package sinks
 
 import (
 	"bytes"
@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/istioconfig"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
+	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 )
 
@@ -40,11 +42,11 @@ func splitDocs(data []byte) [][]byte {
 // loadDir parses every YAML file in dir strictly into istio.io/api types: the envelope allows
 // only apiVersion, kind, metadata{name, namespace, labels} and spec; the spec is decoded with
 // protojson and DiscardUnknown=false.
-func loadDir(t testing.TB, dir, apiVersion string) store {
+func loadDir(t testing.TB, dir, apiVersion string) simtest.Store {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	st := store{}
+	st := simtest.Store{}
 	for _, e := range ents {
 		require.True(t, isYAMLName(e.Name()), "unexpected file %s left in the sink dir", e.Name())
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
@@ -92,7 +94,7 @@ func readDir(t testing.TB, dir string) map[string]string {
 // After every event of every kind the directory parses back strictly into exactly the
 // simulator's state.
 func TestDirSinkRoundTrip(t *testing.T) {
-	for _, ch := range kindCases() {
+	for _, ch := range simtest.KindCases() {
 		for _, opt := range []struct {
 			name   string
 			wes    bool
@@ -102,9 +104,9 @@ func TestDirSinkRoundTrip(t *testing.T) {
 		}{{"inline", false, false, false, ""}, {"workloadentries-grouped-v1", true, true, true, "networking.istio.io/v1"}} {
 			name := string(ch.Kind) + ch.Target + "/" + opt.name
 			t.Run(name, func(t *testing.T) {
-				cfg := Config{Seed: 4, Duration: 10 * time.Second, Topology: smallTopology(), Churn: []Churn{ch}}
+				cfg := simulator.Config{Seed: 4, Duration: 10 * time.Second, Topology: simtest.SmallTopology(), Churn: []simulator.Churn{ch}}
 				cfg.Topology.WorkloadEntries, cfg.Topology.SidecarScoping = opt.wes, opt.scoped
-				sim, err := New(cfg)
+				sim, err := simulator.New(cfg)
 				require.NoError(t, err)
 				dir := t.TempDir()
 				sink, err := NewDirSink(DirOptions{Dir: dir, GroupRouting: opt.group, APIVersion: opt.api})
@@ -113,22 +115,22 @@ func TestDirSinkRoundTrip(t *testing.T) {
 				applied := 0
 				// Parsing the whole directory after every event is slow under -race: check the
 				// first events, then every 20th, and the end.
-				r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: sink, OnApplied: func(ev Event) {
+				r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: sink, OnApplied: func(ev simulator.Event) {
 					applied++
 					if applied < 5 || applied%20 == 0 {
-						requireSameObjects(t, sim.Current(), loadDir(t, dir, api))
+						simtest.RequireSameObjects(t, sim.Current(), loadDir(t, dir, api))
 					}
 				}})
 				require.NoError(t, err)
 				ctx := context.Background()
 				require.NoError(t, r.Init(ctx))
-				requireSameObjects(t, sim.Initial(), loadDir(t, dir, api))
+				simtest.RequireSameObjects(t, sim.Initial(), loadDir(t, dir, api))
 				stats, err := r.Run(ctx)
 				require.NoError(t, err)
 				require.NoError(t, sink.Close())
 				require.Positive(t, applied)
 				require.Equal(t, applied, stats.Events)
-				requireSameObjects(t, sim.Current(), loadDir(t, dir, api))
+				simtest.RequireSameObjects(t, sim.Current(), loadDir(t, dir, api))
 				files := readDir(t, dir)
 				for name := range files {
 					switch {
@@ -151,15 +153,15 @@ func cmpOr(a, b string) string {
 }
 
 func TestDirSinkDeleteRemovesFile(t *testing.T) {
-	cfg := Config{Seed: 1, Duration: 10 * time.Second, Topology: smallTopology(), Churn: []Churn{{Kind: ServiceDelete, At: []time.Duration{time.Second}}}}
+	cfg := simulator.Config{Seed: 1, Duration: 10 * time.Second, Topology: simtest.SmallTopology(), Churn: []simulator.Churn{{Kind: simulator.ServiceDelete, At: []time.Duration{time.Second}}}}
 	cfg.Topology.VirtualServices, cfg.Topology.DestinationRules = 1, 1
-	sim, err := New(cfg)
+	sim, err := simulator.New(cfg)
 	require.NoError(t, err)
 	dir := t.TempDir()
 	sink, err := NewDirSink(DirOptions{Dir: dir})
 	require.NoError(t, err)
-	var deleted Event
-	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: sink, OnApplied: func(ev Event) { deleted = ev }})
+	var deleted simulator.Event
+	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: sink, OnApplied: func(ev simulator.Event) { deleted = ev }})
 	require.NoError(t, err)
 	require.NoError(t, r.Init(context.Background()))
 	before := readDir(t, dir)
@@ -184,21 +186,21 @@ func TestDirSinkDeleteRemovesFile(t *testing.T) {
 // back (issue 31): those events fail with the error, the run goes on, and the next event that
 // succeeds rewrites every file the failed ones did not, so the directory ends as the mesh is.
 func TestDirSinkDirectoryVanishes(t *testing.T) {
-	sim, err := New(mixedConfig(3))
+	sim, err := simulator.New(simtest.MixedConfig(3))
 	require.NoError(t, err)
 	root := t.TempDir()
 	dir, away := filepath.Join(root, "mesh"), filepath.Join(root, "moved")
 	sink, err := NewDirSink(DirOptions{Dir: dir})
 	require.NoError(t, err)
 	seen, failures := 0, 0
-	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: sink,
-		OnEvent: func(Event) {
+	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: sink,
+		OnEvent: func(simulator.Event) {
 			seen++
 			if seen == 5 {
 				require.NoError(t, os.Rename(dir, away))
 			}
 		},
-		OnFailed: func(ev Event, err error) {
+		OnFailed: func(ev simulator.Event, err error) {
 			failures++
 			require.ErrorContains(t, err, fmt.Sprintf("dir sink: event %d", ev.ID))
 			if failures == 3 {
@@ -212,7 +214,7 @@ func TestDirSinkDirectoryVanishes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, stats.Failed)
 	require.Greater(t, stats.Events, 10, "the run went on after the failures")
-	requireSameObjects(t, sim.Current(), loadDir(t, dir, istioconfig.DefaultAPIVersion))
+	simtest.RequireSameObjects(t, sim.Current(), loadDir(t, dir, istioconfig.DefaultAPIVersion))
 }
 
 func TestDirSinkRefusesNonEmptyDir(t *testing.T) {
@@ -231,15 +233,15 @@ func TestDirSinkRefusesNonEmptyDir(t *testing.T) {
 }
 
 // runToDir runs cfg on a virtual clock into a fresh directory and an event log.
-func runToDir(t testing.TB, cfg Config, dir string) (map[string]string, []byte) {
+func runToDir(t testing.TB, cfg simulator.Config, dir string) (map[string]string, []byte) {
 	t.Helper()
-	sim, err := New(cfg)
+	sim, err := simulator.New(cfg)
 	require.NoError(t, err)
 	sink, err := NewDirSink(DirOptions{Dir: dir})
 	require.NoError(t, err)
 	var log bytes.Buffer
 	el := NewEventLog(&log)
-	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: sink, Recorders: []Sink{el}})
+	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: sink, Recorders: []simulator.Sink{el}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, r.Init(ctx))
@@ -252,7 +254,7 @@ func runToDir(t testing.TB, cfg Config, dir string) (map[string]string, []byte) 
 
 func TestSameSeedByteIdenticalOutput(t *testing.T) {
 	for _, wes := range []bool{false, true} {
-		cfg := mixedConfig(21)
+		cfg := simtest.MixedConfig(21)
 		cfg.Duration = 8 * time.Second
 		cfg.Topology.WorkloadEntries = wes
 		cfg.Topology.SidecarScoping = true
@@ -271,13 +273,13 @@ func TestSameSeedByteIdenticalOutput(t *testing.T) {
 
 // The golden files pin the exact output format (run with -update to rewrite them).
 func TestGolden(t *testing.T) {
-	cfg := Config{
-		Seed: 42, Duration: 5 * time.Second, Topology: smallTopology(),
-		Churn: []Churn{
-			{Kind: EndpointFlap, Every: time.Second, Down: 500 * time.Millisecond},
-			{Kind: ConfigChange, Target: TargetVirtualService, At: []time.Duration{2 * time.Second}},
-			{Kind: ConfigChange, Target: TargetDestinationRule, At: []time.Duration{3 * time.Second}},
-			{Kind: ServiceCreate, At: []time.Duration{4 * time.Second}},
+	cfg := simulator.Config{
+		Seed: 42, Duration: 5 * time.Second, Topology: simtest.SmallTopology(),
+		Churn: []simulator.Churn{
+			{Kind: simulator.EndpointFlap, Every: time.Second, Down: 500 * time.Millisecond},
+			{Kind: simulator.ConfigChange, Target: simulator.TargetVirtualService, At: []time.Duration{2 * time.Second}},
+			{Kind: simulator.ConfigChange, Target: simulator.TargetDestinationRule, At: []time.Duration{3 * time.Second}},
+			{Kind: simulator.ServiceCreate, At: []time.Duration{4 * time.Second}},
 		},
 	}
 	cfg.Topology.Services = 4
@@ -302,129 +304,47 @@ func TestGolden(t *testing.T) {
 	require.Equal(t, string(want), b.String())
 }
 
-// lateSink takes cost of virtual time per Apply.
-type lateSink struct {
-	clk  *VirtualClock
-	cost time.Duration
-}
-
-func (s lateSink) Init(context.Context, []istioconfig.Config) error { return nil }
-func (s lateSink) Apply(context.Context, Event) error               { s.clk.Advance(s.cost); return nil }
-func (s lateSink) Close() error                                     { return nil }
-
-func TestLateEventsCountedNotShifted(t *testing.T) {
-	cfg := Config{Seed: 1, Duration: 10 * time.Second, Topology: smallTopology(),
-		Churn: []Churn{{Kind: ConfigChange, Target: TargetDestinationRule, Every: time.Second}}}
-	sim, err := New(cfg)
+// TestAuthzDirSink: the dir sink writes the policies and their rewrites so that the control
+// plane's own decoder (what a --config-dir control plane reads) gets them back as simulated.
+func TestAuthzDirSink(t *testing.T) {
+	sim, err := simulator.New(simulator.Config{Seed: 2, Duration: 5 * time.Second, Topology: simtest.AuthzTopology(),
+		Churn: []simulator.Churn{{Kind: simulator.ConfigChange, Target: simulator.TargetAuthz, Every: 500 * time.Millisecond, Services: 2}}})
 	require.NoError(t, err)
-	clk := NewVirtualClock(epoch)
-	reg := prometheus.NewPedanticRegistry()
-	m, err := NewMetrics(reg)
+	dir := t.TempDir()
+	sink, err := NewDirSink(DirOptions{Dir: dir})
 	require.NoError(t, err)
-	var seen []Event
-	r, err := NewRunner(sim, RunnerOptions{Clock: clk, Sink: lateSink{clk, 1500 * time.Millisecond}, Metrics: m,
-		OnEvent: func(ev Event) {
-			require.True(t, ev.T0.IsZero())
-			require.Equal(t, epoch.Add(ev.Scheduled), ev.Expectation.Scheduled)
-		},
-		OnApplied: func(ev Event) { seen = append(seen, ev) }})
+	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: sink})
 	require.NoError(t, err)
-	require.NoError(t, r.Init(context.Background()))
-	stats, err := r.Run(context.Background())
-	require.NoError(t, err)
-	// Arrivals at 1s … 9s; each apply takes 1.5s, so event k (k >= 2) fires 0.5s*(k-1) late.
-	require.Len(t, seen, 9)
-	for i, ev := range seen {
-		k := i + 1
-		require.Equal(t, time.Duration(k)*time.Second, ev.Scheduled, "never shifted")
-		require.Equal(t, epoch.Add(ev.Scheduled), ev.Expectation.Scheduled)
-		wantLate := time.Duration(k-1) * 500 * time.Millisecond
-		require.Equal(t, k > 1, ev.Late, "event %d", k)
-		require.Equal(t, wantLate, ev.Lateness, "event %d", k)
-		require.Equal(t, ev.Fired.Add(1500*time.Millisecond), ev.T0)
-		require.Equal(t, ev.T0, ev.Expectation.T0)
-	}
-	require.Equal(t, 9, stats.Events)
-	require.Equal(t, 8, stats.Late)
-	require.Equal(t, 4*time.Second, stats.MaxLateness)
-	require.Equal(t, 18*time.Second, stats.TotalLateness)
-	require.Equal(t, KindStats{Events: 9, Late: 8}, stats.ByKind[ConfigChange])
-	require.Equal(t, 9.0, testutil.ToFloat64(m.Events.WithLabelValues("config-change")))
-	require.Equal(t, 8.0, testutil.ToFloat64(m.Late.WithLabelValues("config-change")))
-	n, err := testutil.GatherAndCount(reg, "xdslab_sim_apply_duration_seconds", "xdslab_sim_event_lateness_seconds")
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	// The run lasts its duration: the clock ends at start + 10s at least.
-	require.False(t, clk.Now().Before(epoch.Add(10*time.Second)))
-}
-
-func TestRunnerStopsOnCancel(t *testing.T) {
-	cfg := Config{Seed: 1, Duration: time.Hour, Topology: smallTopology(), Churn: []Churn{{Kind: EndpointFlap, Rate: 1}}}
-	sim, err := New(cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	applied := 0
-	r, err := NewRunner(sim, RunnerOptions{Clock: &WallClock{}, Sink: SinkFuncs{}, OnApplied: func(Event) { applied++ }})
-	require.NoError(t, err)
+	ctx := context.Background()
 	require.NoError(t, r.Init(ctx))
-	cancel()
-	_, err = r.Run(ctx)
-	require.ErrorIs(t, err, context.Canceled)
-	require.Zero(t, applied)
+	stats, err := r.Run(ctx)
+	require.NoError(t, err)
+	require.NoError(t, sink.Close())
+	require.Equal(t, 9, stats.Events)
+	got := map[istioconfig.Key]*istioconfig.Config{}
+	for name, data := range readDir(t, dir) {
+		cfgs, err := config.Decode(name, []byte(data))
+		require.NoError(t, err, name)
+		for _, c := range cfgs {
+			if c.Kind == istioconfig.KindAuthorizationPolicy {
+				got[c.Key()] = c
+			}
+		}
+	}
+	want := simtest.AuthzOf(sim.Current())
+	require.Len(t, got, len(want))
+	for k, ap := range want {
+		require.NotNil(t, got[k], "%s", k)
+		require.True(t, proto.Equal(ap, got[k].Spec), "%s:\nwant %v\ngot  %v", k, ap, got[k].Spec)
+	}
 }
 
-// TestRunnerSinkError: an event the sink fails to apply is counted failed, reported with its
-// error, and the run goes on to the events after it (issue 31: a write error is not the end).
-func TestRunnerSinkError(t *testing.T) {
-	sim, err := New(mixedConfig(1))
-	require.NoError(t, err)
-	boom := fmt.Errorf("disk full")
-	calls := 0
-	var failed []uint64
-	var failErrs []error
-	applied := 0
-	reg := prometheus.NewPedanticRegistry()
-	m, err := NewMetrics(reg)
-	require.NoError(t, err)
-	r, err := NewRunner(sim, RunnerOptions{Clock: NewVirtualClock(epoch), Metrics: m,
-		Sink: SinkFuncs{ApplyFunc: func(context.Context, Event) error {
-			calls++
-			if calls >= 2 && calls <= 4 {
-				return boom
-			}
-			return nil
-		}},
-		OnFailed:  func(ev Event, err error) { failed = append(failed, ev.ID); failErrs = append(failErrs, err) },
-		OnApplied: func(Event) { applied++ },
-	})
-	require.NoError(t, err)
-	stats, err := r.Run(context.Background())
-	require.NoError(t, err, "a failed event does not end the run")
-	require.Greater(t, calls, 5)
-	require.Len(t, failed, 3)
-	for _, e := range failErrs {
-		require.ErrorIs(t, e, boom)
+// BenchmarkChurnDirSink is the same churn written as Istio YAML files (one per service).
+func BenchmarkChurnDirSink(b *testing.B) {
+	cfg := simulator.Config{Seed: 1, Duration: 24 * time.Hour, Topology: simtest.BenchTopology(), Churn: simtest.ChurnMix()}
+	sink, err := NewDirSink(DirOptions{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
 	}
-	require.Equal(t, 3, stats.Failed)
-	require.Equal(t, calls-3, stats.Events)
-	require.Equal(t, calls-3, applied)
-	require.ErrorIs(t, stats.FirstFailure, boom)
-	byKind := 0
-	for k, ks := range stats.ByKind {
-		byKind += ks.Failed
-		require.Equal(t, float64(ks.Failed), testutil.ToFloat64(m.Failed.WithLabelValues(string(k))))
-	}
-	require.Equal(t, 3, byKind)
-
-	// A canceled context still ends the run at once, even when the sink reports it as an error.
-	sim2, err := New(mixedConfig(1))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	r2, err := NewRunner(sim2, RunnerOptions{Clock: NewVirtualClock(epoch), Sink: SinkFuncs{ApplyFunc: func(ctx context.Context, _ Event) error {
-		cancel()
-		return ctx.Err()
-	}}, OnFailed: func(Event, error) { t.Error("a canceled apply is not a failed event") }})
-	require.NoError(t, err)
-	_, err = r2.Run(ctx)
-	require.ErrorIs(t, err, context.Canceled)
+	simtest.RunChurn(b, cfg, sink)
 }

@@ -1,4 +1,4 @@
-package simulator
+package sinks
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/istioconfig"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
 )
 
 // recordingStore records each Apply batch.
@@ -21,10 +23,10 @@ func (r *recordingStore) Apply(up []*istioconfig.Config, del []istioconfig.Key) 
 }
 
 func TestInProcessSink(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := simulator.DefaultConfig()
 	cfg.Topology.Services = 5
 	cfg.Topology.Namespaces = 2
-	sim, err := New(cfg)
+	sim, err := simulator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestInProcessSink(t *testing.T) {
 		t.Fatalf("store holds %d objects after Init, want %d", got, len(initial))
 	}
 	// Apply every event of the run; the store must then hold exactly the simulator's mesh.
-	applyChurn(t, ctx, sim, sink)
+	simtest.ApplyChurn(t, ctx, sim, sink)
 	cur := sim.Current()
 	if got := store.Len(); got != len(cur) {
 		t.Fatalf("store holds %d objects after churn, want the simulator's %d", got, len(cur))
@@ -59,7 +61,7 @@ func TestInProcessSink(t *testing.T) {
 	if err := sink.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.Apply(ctx, Event{ID: 1}); err == nil {
+	if err := sink.Apply(ctx, simulator.Event{ID: 1}); err == nil {
 		t.Fatal("Apply after Close succeeded")
 	}
 }
@@ -73,7 +75,7 @@ func TestInProcessSinkBatchesAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := Event{ID: 3, Kind: EndpointFlap, Upserts: make([]istioconfig.Config, 2), Deletes: make([]istioconfig.Key, 1)}
+	ev := simulator.Event{ID: 3, Kind: simulator.EndpointFlap, Upserts: make([]istioconfig.Config, 2), Deletes: make([]istioconfig.Key, 1)}
 	if err := sink.Apply(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}

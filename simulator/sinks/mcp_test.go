@@ -1,4 +1,4 @@
-package simulator
+package sinks
 
 import (
 	"context"
@@ -14,17 +14,19 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/mcpsource"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
 )
 
 // TestMCPSink: two subscribers (our MCP config source) end with exactly the simulator's mesh
 // after the whole churn, while a third subscriber that never reads does not hold them up (its
 // skipped states are counted).
 func TestMCPSink(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := simulator.DefaultConfig()
 	cfg.Topology.Services = 20
 	cfg.Topology.Namespaces = 3
 	cfg.Duration /= 4
-	sim, err := New(cfg)
+	sim, err := simulator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestMCPSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	kinds := applyChurn(t, ctx, sim, sink)
+	kinds := simtest.ApplyChurn(t, ctx, sim, sink)
 	t.Logf("churn %v applied in %v", kinds, time.Since(began))
 	cur := sim.Current()
 	for i, store := range stores {

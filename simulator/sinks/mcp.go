@@ -1,4 +1,4 @@
-package simulator
+package sinks
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdslab/xdslab/internal/mcp"
 	"github.com/xdslab/xdslab/istioconfig"
+	"github.com/xdslab/xdslab/simulator"
 )
 
 // MCPOptions configures an MCPSink.
@@ -43,7 +44,7 @@ type MCPSink struct {
 	once sync.Once
 }
 
-var _ Sink = (*MCPSink)(nil)
+var _ simulator.Sink = (*MCPSink)(nil)
 
 // NewMCPSink listens on opts.Listen and starts serving (an empty state until Init).
 func NewMCPSink(opts MCPOptions) (*MCPSink, error) {
@@ -79,7 +80,7 @@ func (s *MCPSink) Init(_ context.Context, initial []istioconfig.Config) error {
 }
 
 // Apply publishes the event's upserts and deletes as one change.
-func (s *MCPSink) Apply(_ context.Context, ev Event) error {
+func (s *MCPSink) Apply(_ context.Context, ev simulator.Event) error {
 	if err := s.srv.Apply(pointers(ev.Upserts), ev.Deletes); err != nil {
 		return fmt.Errorf("mcp sink: event %d (%s): %w", ev.ID, ev.Kind, err)
 	}

@@ -1,4 +1,4 @@
-package simulator
+package sinks
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/xdslab/xdslab/istioconfig"
+	"github.com/xdslab/xdslab/simulator"
+	"github.com/xdslab/xdslab/simulator/internal/simtest"
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
@@ -39,14 +41,14 @@ type istioRecorder struct {
 
 // initKubeSink builds a simulator on the small topology with every churn kind for 10s and a
 // kube sink (opts, on fake clientsets, 3 workers) that has written its initial state.
-func initKubeSink(t *testing.T, workloadEntries bool, opts KubeOptions) (Config, *Simulator, *kubefake.Clientset, *istioRecorder, *KubeSink) {
+func initKubeSink(t *testing.T, workloadEntries bool, opts KubeOptions) (simulator.Config, *simulator.Simulator, *kubefake.Clientset, *istioRecorder, *KubeSink) {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Topology = smallTopology()
+	cfg := simulator.DefaultConfig()
+	cfg.Topology = simtest.SmallTopology()
 	cfg.Topology.WorkloadEntries = workloadEntries
-	cfg.Churn = kindCases()
+	cfg.Churn = simtest.KindCases()
 	cfg.Duration = 10 * time.Second
-	sim, err := New(cfg)
+	sim, err := simulator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +222,7 @@ func TestKubeSink(t *testing.T) {
 				t.Errorf("%d namespaces, want %d", len(nss.Items), cfg.Topology.Namespaces)
 			}
 			events := 0
-			for _, n := range applyChurn(t, ctx, sim, sink) {
+			for _, n := range simtest.ApplyChurn(t, ctx, sim, sink) {
 				events += n
 			}
 			if events == 0 {
@@ -233,7 +235,7 @@ func TestKubeSink(t *testing.T) {
 			if err := sink.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if err := sink.Apply(ctx, Event{ID: 1}); err == nil {
+			if err := sink.Apply(ctx, simulator.Event{ID: 1}); err == nil {
 				t.Fatal("Apply after Close succeeded")
 			}
 		})
@@ -266,12 +268,12 @@ func TestKubeSinkErrorsAndClean(t *testing.T) {
 	if !slices.Contains(rec.calls, "deletecollection virtualservices/ns-a "+KubeManagedByLabel+"="+KubeFieldManager) {
 		t.Errorf("Clean did not delete the earlier run's VirtualServices: calls %v", rec.calls)
 	}
-	err = sink.Apply(ctx, Event{ID: 7, Kind: ConfigChange, Upserts: []istioconfig.Config{vs("bad")}})
+	err = sink.Apply(ctx, simulator.Event{ID: 7, Kind: simulator.ConfigChange, Upserts: []istioconfig.Config{vs("bad")}})
 	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "event 7") || !strings.Contains(err.Error(), "virtualservice ns-a/bad") {
 		t.Fatalf("error %v: want the API's Invalid, naming the event and the object", err)
 	}
 	// Deleting what is already gone is not an error: a rerun may delete objects a crash left.
-	if err := sink.Apply(ctx, Event{ID: 8, Deletes: []istioconfig.Key{{Kind: istioconfig.KindDestinationRule, Name: "never", Namespace: "ns-a"}}}); err != nil {
+	if err := sink.Apply(ctx, simulator.Event{ID: 8, Deletes: []istioconfig.Key{{Kind: istioconfig.KindDestinationRule, Name: "never", Namespace: "ns-a"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := sink.upsertWrites(&plan{}, istioconfig.Config{Meta: istioconfig.Meta{Kind: "Pod", Name: "p", Namespace: "ns-a"}}); err == nil {
@@ -279,7 +281,7 @@ func TestKubeSinkErrorsAndClean(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := sink.Apply(cctx, Event{ID: 9, Upserts: []istioconfig.Config{vs("late")}}); !errors.Is(err, context.Canceled) {
+	if err := sink.Apply(cctx, simulator.Event{ID: 9, Upserts: []istioconfig.Config{vs("late")}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v after the context ended, want context.Canceled", err)
 	}
 }
@@ -418,8 +420,8 @@ func TestKubeSinkPods(t *testing.T) {
 	ctx := context.Background()
 	checkKubeState(t, kube, rec, sim.Current(), false)
 	checkKubePods(t, kube, sim.Current())
-	kinds := applyChurn(t, ctx, sim, sink)
-	for _, k := range []ChurnKind{ServiceAccountChange, RollingDeploy, Scale, ServiceDelete} {
+	kinds := simtest.ApplyChurn(t, ctx, sim, sink)
+	for _, k := range []simulator.ChurnKind{simulator.ServiceAccountChange, simulator.RollingDeploy, simulator.Scale, simulator.ServiceDelete} {
 		if kinds[k] == 0 {
 			t.Errorf("the churn had no %s event: %v", k, kinds)
 		}
@@ -510,7 +512,7 @@ func TestKubeSinkWritesOnlyChanges(t *testing.T) {
 				if i == 0 {
 					err = sink.Init(ctx, step)
 				} else {
-					err = sink.Apply(ctx, Event{ID: uint64(i), Upserts: step})
+					err = sink.Apply(ctx, simulator.Event{ID: uint64(i), Upserts: step})
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -566,7 +568,7 @@ func TestKubeSinkIstioKinds(t *testing.T) {
 	}
 	checkKubeState(t, kube, rec, all, false)
 	for _, c := range all {
-		if err := sink.Apply(ctx, Event{ID: 1, Deletes: []istioconfig.Key{c.Key()}}); err != nil {
+		if err := sink.Apply(ctx, simulator.Event{ID: 1, Deletes: []istioconfig.Key{c.Key()}}); err != nil {
 			t.Fatal(err)
 		}
 	}

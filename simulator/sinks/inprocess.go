@@ -1,4 +1,4 @@
-package simulator
+package sinks
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/xdslab/xdslab/istioconfig"
+	"github.com/xdslab/xdslab/simulator"
 )
 
 // ConfigApplier is the part of a config store the in-process sink writes to: it applies a batch
@@ -24,7 +25,7 @@ type InProcessSink struct {
 	closed bool
 }
 
-var _ Sink = (*InProcessSink)(nil)
+var _ simulator.Sink = (*InProcessSink)(nil)
 
 // NewInProcessSink returns a sink writing into store.
 func NewInProcessSink(store ConfigApplier) (*InProcessSink, error) {
@@ -46,7 +47,7 @@ func (s *InProcessSink) Init(_ context.Context, initial []istioconfig.Config) er
 }
 
 // Apply applies the event's upserts and deletes as one batch.
-func (s *InProcessSink) Apply(_ context.Context, ev Event) error {
+func (s *InProcessSink) Apply(_ context.Context, ev simulator.Event) error {
 	if s.closed {
 		return errors.New("in-process sink: closed")
 	}
