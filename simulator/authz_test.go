@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	securityapi "istio.io/api/security/v1beta1"
 
-	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
