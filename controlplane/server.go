@@ -42,16 +42,6 @@ type Pusher interface {
 	Push(snap *model.Snapshot, req *model.PushRequest, report model.ChangeReport)
 }
 
-// PusherFunc adapts a function to Pusher.
-type PusherFunc func(snap *model.Snapshot, req *model.PushRequest, report model.ChangeReport)
-
-// Push implements Pusher.
-func (f PusherFunc) Push(snap *model.Snapshot, req *model.PushRequest, report model.ChangeReport) {
-	f(snap, req, report)
-}
-
-var _ Pusher = PusherFunc(nil)
-
 // Source is an external feed the server runs beside its own parts: a registry of services and
 // endpoints that also writes Istio config into the server's config store.
 type Source interface {
@@ -639,9 +629,6 @@ func (s *Server) Aggregate() *registry.Aggregate { return s.agg.Load() }
 
 // Metrics are the server's metric handles (the ADS server records into them).
 func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
-
-// Options returns the options the server runs with (defaults filled in).
-func (s *Server) Options() Options { return s.opts }
 
 // MetricsAddr is the address /metrics is served on (the bound port when MetricsAddr had port
 // 0); empty before Start.

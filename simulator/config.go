@@ -167,9 +167,6 @@ const (
 var churnKinds = []ChurnKind{EndpointFlap, Scale, RollingDeploy, ServiceCreate, ServiceDelete,
 	ConfigChange, ServiceAccountChange, ZoneFailure, Replay}
 
-// ChurnKinds returns every churn kind in a stable order.
-func ChurnKinds() []ChurnKind { return append([]ChurnKind(nil), churnKinds...) }
-
 // Config-change targets.
 const (
 	TargetVirtualService  = "virtualservice"

@@ -307,6 +307,3 @@ func (r *Runner) fail(ev Event, err error) {
 		r.opts.OnFailed(ev, err)
 	}
 }
-
-// Stats returns the stats so far (from the Runner's goroutine, or after Run returned).
-func (r *Runner) Stats() Stats { return r.stats }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"regexp"
 	"testing"
 	"time"
 
@@ -63,15 +62,6 @@ func synthSummary(t testing.TB, s synth) *summary.Summary {
 // baseSynth is the baseline configuration of the tests.
 func baseSynth(draw uint64) synth {
 	return synth{seed: 1, draw: draw, n: 2000, medianMs: 40, sigma: 0.5, pushCycles: 120, hitRatio: 0.9}
-}
-
-func mustRegexp(t *testing.T, s string) *regexp.Regexp {
-	t.Helper()
-	re, err := regexp.Compile(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return re
 }
 
 func reportText(t *testing.T, r *Report) string {

@@ -178,9 +178,6 @@ func (c *Core) Policy() Policy { return c.policy }
 // Window returns the window the Core applies to the pending batch now.
 func (c *Core) Window() Window { return c.win }
 
-// Pending returns the number of events in the pending batch.
-func (c *Core) Pending() int { return c.batch.Count() }
-
 // Pushing reports whether a push is in flight.
 func (c *Core) Pushing() bool { return c.pushing }
 

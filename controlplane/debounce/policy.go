@@ -52,9 +52,6 @@ const (
 	PolicyAdaptive PolicyName = "adaptive"
 )
 
-// PolicyNames lists the policies in the order the CLI documents them.
-func PolicyNames() []PolicyName { return []PolicyName{PolicyFixed, PolicyAdaptive} }
-
 // ParsePolicy reads a policy name (case-insensitive; empty is fixed).
 func ParsePolicy(s string) (PolicyName, error) {
 	switch n := PolicyName(strings.ToLower(strings.TrimSpace(s))); n {

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"cmp"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -479,14 +478,4 @@ func (a *Aggregate) Rejected() map[istioconfig.Key]error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return maps.Clone(a.rejected)
-}
-
-// RejectedError joins every rejection, or returns nil.
-func (a *Aggregate) RejectedError() error {
-	var errs []error
-	for _, err := range a.Rejected() {
-		errs = append(errs, err)
-	}
-	slices.SortFunc(errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
-	return errors.Join(errs...)
 }

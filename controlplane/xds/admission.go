@@ -53,9 +53,3 @@ func (a *admission) reserve(now time.Time, maxWait time.Duration) (time.Duration
 	a.tokens--
 	return wait, true
 }
-
-// allow takes a token at now without waiting, or reports that none is left.
-func (a *admission) allow(now time.Time) bool {
-	_, ok := a.reserve(now, 0)
-	return ok
-}

@@ -263,17 +263,6 @@ func (c *deltaClient) barrier() {
 }
 
 // waitFor polls cond until it holds (failing after 10 s: a hang, not a timing assertion).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // pump delivers every message recv returns to out until it fails, then the error to errc;
 // done closes when it stops (the stream's context was cancelled).
 func pump[T any](recv func() (T, error), out chan<- T, errc chan<- error) (done <-chan struct{}) {

@@ -475,15 +475,10 @@ func portProtocol(name string, appProtocol *string, l4 corev1.Protocol) model.Pr
 	return model.ParseProtocol(prefix)
 }
 
-// ConvertEndpointSlice returns the ready endpoints of a slice (Kubernetes' ready condition:
+// convertEndpointSlice returns the ready endpoints of a slice (Kubernetes' ready condition:
 // unset means ready), one per endpoint (its first address), with the slice's ports by name and
-// its zone. Labels and service accounts live on Pods (Options.Pods).
-func ConvertEndpointSlice(es *discoveryv1.EndpointSlice, host string) []*model.Endpoint {
-	return convertEndpointSlice(es, host, nil)
-}
-
-// convertEndpointSlice is ConvertEndpointSlice with the Pods the endpoints point at: pod (nil:
-// none read) returns the Pod of a targetRef, or nil when it is not known (yet).
+// its zone. Labels and service accounts live on Pods: pod (nil: none read) returns the Pod of a
+// targetRef, or nil when it is not known (yet).
 func convertEndpointSlice(es *discoveryv1.EndpointSlice, host string, pod func(*corev1.ObjectReference) *corev1.Pod) []*model.Endpoint {
 	ports := map[string]uint32{}
 	for _, p := range es.Ports {
