@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslab/xdslab/internal/rxstamp"
 )
 
 // codec is a client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers, with
@@ -50,9 +52,9 @@ type codec struct {
 	nodeBytes []byte       // the encoding of the client's real node
 	now       func() time.Time
 	recvAt    time.Time // entry of the last Unmarshal; only read by the receiving goroutine
-	// rx, when set, gives the kernel's receive time of each message (rxstamp.go); recvAt is
-	// then that time instead of Unmarshal's.
-	rx *rxStamps
+	// rx, when set, gives the kernel's receive time of each message (package
+	// internal/rxstamp); recvAt is then that time instead of Unmarshal's.
+	rx *rxstamp.Stamps
 
 	// What readSotw needs: the table decoded resources are looked up in, the client's
 	// validation mode (part of the key) and the pool messages spanning several buffers are
@@ -158,8 +160,8 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	if c.rx != nil {
 		// The kernel's arrival time of the message's last byte, carried to the monotonic
-		// clock as how long before now it was (see rxstamp.go).
-		if at, ok := c.rx.take(data.Len()); ok {
+		// clock as how long before now it was (see package internal/rxstamp).
+		if at, ok := c.rx.Take(data.Len()); ok {
 			if age := c.recvAt.Round(0).Sub(at); age > 0 {
 				c.recvAt = c.recvAt.Add(-age)
 			}

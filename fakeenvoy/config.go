@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/xdslab/xdslab/internal/clock"
+	"github.com/xdslab/xdslab/internal/rxstamp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 )
@@ -66,8 +67,8 @@ type ClientConfig struct {
 	// response spanning several buffers (nil: grpc-go's default pool).
 	pool mem.BufferPool
 	// rx, when set, is where the client's codec takes kernel receive stamps from (the fleet
-	// sets it for a client on a plaintext connection of its own; see rxstamp.go).
-	rx *rxStamps
+	// sets it for a client on a plaintext connection of its own; see package internal/rxstamp).
+	rx *rxstamp.Stamps
 }
 
 // checkMode is how the client validates the resources it decodes.

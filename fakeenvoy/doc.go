@@ -8,8 +8,8 @@
 // next deadline to arm. The shell owns the machine on one goroutine per client; a second
 // goroutine only forwards Recv results, stamped with their receive time (monotonic clock): the
 // kernel's arrival time of the message's last byte for a client on a plaintext connection of
-// its own (rxstamp.go), otherwise the time the client's codec took when the transport handed
-// it the message's bytes, before decoding.
+// its own (package internal/rxstamp), otherwise the time the client's codec took when the
+// transport handed it the message's bytes, before decoding.
 //
 // The machine by concern (machine.go lists its files): a wire adapter per protocol (SotW,
 // Delta, proxyless gRPC) reads a response into one update and builds the requests; apply.go

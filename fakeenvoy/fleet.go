@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/mem"
 
 	"github.com/xdslab/xdslab/internal/clock"
+	"github.com/xdslab/xdslab/internal/rxstamp"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -376,10 +377,10 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 			}
 			cc.Seed, cc.Clock = cfg.Seed, cfg.Clock
 			// A client on a plaintext connection of its own stamps its responses with the
-			// kernel's receive time (rxstamp.go); with a fake clock, the clock's.
-			var rx *rxStamps
+			// kernel's receive time (package internal/rxstamp); with a fake clock, the clock's.
+			var rx *rxstamp.Stamps
 			if spc <= 1 && g.Auth == nil && cfg.Clock == nil {
-				rx = &rxStamps{}
+				rx = &rxstamp.Stamps{}
 				cc.rx = rx
 			}
 			c, err := NewClient(cc, f.hooks)
@@ -413,7 +414,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 					target = g.Target
 				}
 				if rx != nil {
-					copts = append(slices.Clip(copts), grpc.WithContextDialer(rx.dial))
+					copts = append(slices.Clip(copts), grpc.WithContextDialer(rx.Dial))
 				}
 				fc.conn, fc.own = &fleetConn{target: target, opts: copts}, true
 				f.own++

@@ -1,4 +1,4 @@
-package fakeenvoy
+package rxstamp
 
 import (
 	"context"
@@ -13,23 +13,6 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// Receive stamps from the kernel.
-//
-// A response's receive time is when its last byte reached the client's socket. The codec reads
-// the clock when grpc-go hands it the message (codec.Unmarshal), which is later by however long
-// the client's transport reader and receive goroutine waited for a core: when a push reaches
-// 500 clients at once on two cores, the last of them runs tens of ms after its bytes arrived,
-// and that wait is the harness's, not the control plane's.
-//
-// So a client on a connection of its own (plaintext: the bytes read are the HTTP/2 frames)
-// dials through stampConn, which asks the kernel to timestamp what the socket receives
-// (SO_TIMESTAMPNS: TCP returns the arrival time of the last segment each recvmsg reads) and
-// reads the HTTP/2 frames as they pass to find where each gRPC message ends. Each complete
-// message leaves (stream, length, arrival time) in a short queue; Unmarshal takes the oldest
-// and uses its time when its length is the message's (anything else: the queue is out of step,
-// it is cleared and the clock read at Unmarshal stands). The arrival time is the kernel's
-// wall clock; it is carried over to the monotonic clock as "this long before now".
-
 // rxEntry is one complete gRPC message read from a connection.
 type rxEntry struct {
 	stream uint32
@@ -40,15 +23,15 @@ type rxEntry struct {
 // rxQueueMax bounds the entries a connection keeps for messages no codec takes.
 const rxQueueMax = 64
 
-// rxStamps is one client's source of kernel receive stamps: the connection it dials last.
-type rxStamps struct {
+// Stamps is one client's source of kernel receive stamps: the connection it dials last.
+type Stamps struct {
 	mu   sync.Mutex
 	conn *stampConn
 }
 
-// dial dials addr over TCP and returns it as a stampConn when the kernel timestamps its
+// Dial dials addr over TCP and returns it as a stampConn when the kernel timestamps its
 // receives, plain otherwise; either way it becomes the client's current connection.
-func (r *rxStamps) dial(ctx context.Context, addr string) (net.Conn, error) {
+func (r *Stamps) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -68,8 +51,8 @@ func (r *rxStamps) dial(ctx context.Context, addr string) (net.Conn, error) {
 	return sc, nil
 }
 
-// take returns the arrival time of the oldest complete message if it is n bytes long.
-func (r *rxStamps) take(n int) (time.Time, bool) {
+// Take returns the arrival time of the oldest complete message if it is n bytes long.
+func (r *Stamps) Take(n int) (time.Time, bool) {
 	r.mu.Lock()
 	sc := r.conn
 	r.mu.Unlock()

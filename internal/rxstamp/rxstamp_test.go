@@ -1,4 +1,4 @@
-package fakeenvoy
+package rxstamp
 
 import (
 	"bytes"
@@ -130,8 +130,8 @@ func TestStampConnKernelStamps(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	rx := &rxStamps{}
-	c, err := rx.dial(context.Background(), lis.Addr().String())
+	rx := &Stamps{}
+	c, err := rx.Dial(context.Background(), lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestStampConnKernelStamps(t *testing.T) {
 			got += n
 		}
 		after := time.Now()
-		if stamp, ok := rx.take(1000); ok {
+		if stamp, ok := rx.Take(1000); ok {
 			if stamp.Before(before.Add(-time.Millisecond)) || stamp.After(after) {
 				t.Errorf("kernel stamp %v outside [%v, %v]", stamp, before, after)
 			}
