@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/validate"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -319,7 +320,7 @@ func (h *hookLog) Applied(c probe.ClientInfo, r probe.ResponseInfo, v probe.View
 	}
 }
 func (h *hookLog) WarmingTimeout(c probe.ClientInfo, typeURL string, _ time.Time) {
-	h.add("warming-timeout " + shortType(typeURL))
+	h.add("warming-timeout " + validate.ShortType(typeURL))
 }
 func (h *hookLog) FirstFullConfig(probe.ClientInfo, time.Time) { h.add("first-full") }
 

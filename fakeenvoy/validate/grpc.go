@@ -1,4 +1,4 @@
-package fakeenvoy
+package validate
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ import (
 //     accepted, and the client holds a full config once every target resolves down to its
 //     assignments.
 //   - Rejections. grpc-go validates each resource as it unmarshals it (its xdsresource package
-//     is internal, so it cannot be called from here); grpcValidate states the same rules in
+//     is internal, so it cannot be called from here); GRPC states the same rules in
 //     this package's words, each citing the grpc-go function it mirrors (google.golang.org/grpc
 //     internal/xds/xdsclient/xdsresource, v1.85). Like grpc-go, the client applies the valid
 //     resources of a response and NACKs it when any resource is invalid.
@@ -34,20 +34,21 @@ import (
 //     holds is the one it uses, without those localities, so an endpoint only in them is
 //     absent for the probes, as it is for a real gRPC client's traffic.
 
-// grpcValidate reports what grpc-go's xDS client rejects in resource msg of type t.
-func grpcValidate(t rtype, msg proto.Message) error {
+// GRPC reports what grpc-go's xDS client rejects in resource msg, a CDS, EDS, LDS or RDS
+// resource (kind names its type in the error for any other).
+func GRPC(kind string, msg proto.Message) error {
 	switch v := msg.(type) {
 	case *clusterv3.Cluster:
 		return grpcCluster(v)
 	case *endpointv3.ClusterLoadAssignment:
 		return grpcAssignment(v)
 	case *listenerv3.Listener:
-		_, err := grpcAPIListener(v)
+		_, err := APIListener(v)
 		return err
 	case *routev3.RouteConfiguration:
 		return grpcRoutes(v)
 	}
-	return fmt.Errorf("unexpected %s resource %T", t.kind(), msg)
+	return fmt.Errorf("unexpected %s resource %T", kind, msg)
 }
 
 // grpcAssignment mirrors parseEDSRespProto and parseEndpoints (unmarshal_eds.go).
@@ -71,7 +72,7 @@ func grpcAssignment(cla *endpointv3.ClusterLoadAssignment) error {
 		}
 		w := le.GetLoadBalancingWeight().GetValue()
 		if w == 0 {
-			continue // ignored, not rejected (see grpcInUse)
+			continue // ignored, not rejected (see GRPCInUse)
 		}
 		p := le.GetPriority()
 		if sums[p] += uint64(w); sums[p] > math.MaxUint32 {
@@ -113,8 +114,8 @@ func grpcAssignment(cla *endpointv3.ClusterLoadAssignment) error {
 	return nil
 }
 
-// grpcInUse returns the assignment as grpc-go uses it: localities without weight dropped.
-func grpcInUse(cla *endpointv3.ClusterLoadAssignment) *endpointv3.ClusterLoadAssignment {
+// GRPCInUse returns the assignment as grpc-go uses it: localities without weight dropped.
+func GRPCInUse(cla *endpointv3.ClusterLoadAssignment) *endpointv3.ClusterLoadAssignment {
 	if !slices.ContainsFunc(cla.GetEndpoints(), func(le *endpointv3.LocalityLbEndpoints) bool {
 		return le.GetLoadBalancingWeight().GetValue() == 0
 	}) {
@@ -181,15 +182,15 @@ func grpcCluster(c *clusterv3.Cluster) error {
 	return nil
 }
 
-// grpcAPIListener mirrors processClientSideListener (unmarshal_lds.go): the listener must
+// APIListener mirrors processClientSideListener (unmarshal_lds.go): the listener must
 // carry an HTTP connection manager as api_listener, routes by ADS RDS or inline, and HTTP
 // filters ending with the router. It returns the RDS route config name ("" when inline).
-func grpcAPIListener(l *listenerv3.Listener) (string, error) {
+func APIListener(l *listenerv3.Listener) (string, error) {
 	if l.GetName() == "" {
 		return "", errors.New("empty resource name in listener resource")
 	}
 	a := l.GetApiListener().GetApiListener()
-	if a.GetTypeUrl() != hcmType {
+	if a.GetTypeUrl() != HCMType {
 		return "", fmt.Errorf("unexpected http connection manager resource type: %q", a.GetTypeUrl())
 	}
 	hcm := &hcmv3.HttpConnectionManager{}
@@ -246,6 +247,9 @@ func grpcAPIListener(l *listenerv3.Listener) (string, error) {
 	return name, nil
 }
 
+// HCMType is the type URL of the HTTP connection manager.
+const HCMType = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+
 const routerType = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
 
 // grpcRoutes mirrors generateRDSUpdateFromRouteConfiguration and routesProtoToSlice
@@ -298,8 +302,8 @@ func grpcRoutes(rc *routev3.RouteConfiguration) error {
 	return nil
 }
 
-// routeClusters lists the clusters rc's routes send to, sorted and unique.
-func routeClusters(rc *routev3.RouteConfiguration) []string {
+// RouteClusters lists the clusters rc's routes send to, sorted and unique.
+func RouteClusters(rc *routev3.RouteConfiguration) []string {
 	var out []string
 	for _, vh := range rc.GetVirtualHosts() {
 		for _, r := range vh.GetRoutes() {

@@ -1,4 +1,4 @@
-package fakeenvoy
+package validate
 
 import (
 	"errors"
@@ -38,10 +38,10 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 )
 
-// validateDeep runs PGV ValidateAll on m and, recursively, on every message packed in an Any
+// Deep runs PGV ValidateAll on m and, recursively, on every message packed in an Any
 // inside it — which ValidateAll alone does not do. An Any whose bytes do not decode is an
 // error; an Any naming a type this binary does not link is skipped (real Envoy may know it).
-func validateDeep(m proto.Message) error {
+func Deep(m proto.Message) error {
 	return validateMsg(m.ProtoReflect(), 0)
 }
 
@@ -76,10 +76,10 @@ func validateChild(m protoreflect.Message, depth int) error {
 		if errors.Is(err, protoregistry.NotFound) {
 			return nil
 		}
-		return fmt.Errorf("typed_config %s: %w", shortType(a.GetTypeUrl()), err)
+		return fmt.Errorf("typed_config %s: %w", ShortType(a.GetTypeUrl()), err)
 	}
 	if err := validateMsg(inner.ProtoReflect(), depth+1); err != nil {
-		return fmt.Errorf("%s: %w", shortType(a.GetTypeUrl()), err)
+		return fmt.Errorf("%s: %w", ShortType(a.GetTypeUrl()), err)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func walkOnly(m protoreflect.Message, depth int) error {
 	return err
 }
 
-func shortType(url string) string {
+func ShortType(url string) string {
 	if i := strings.LastIndexByte(url, '/'); i >= 0 {
 		return url[i+1:]
 	}
