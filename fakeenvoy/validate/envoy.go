@@ -108,6 +108,7 @@ func walkOnly(m protoreflect.Message, depth int) error {
 	return err
 }
 
+// ShortType is the last segment of a type URL (the message name).
 func ShortType(url string) string {
 	if i := strings.LastIndexByte(url, '/'); i >= 0 {
 		return url[i+1:]
