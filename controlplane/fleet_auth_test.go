@@ -21,6 +21,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/security"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -194,7 +195,7 @@ func TestFleetIstioMutual(t *testing.T) {
 	defer cancel()
 	const n = 4
 	g := fakeenvoy.Group{Name: "mesh", Count: n, Identity: fakeenvoy.IdentityTemplate{Namespaces: 2, IPBase: "127.0.0.1"},
-		Auth: l.auth("mtls"), Client: fakeenvoy.ClientConfig{Nack: fakeenvoy.NackPolicy{Realistic: true}}}
+		Auth: l.auth("mtls"), Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}}
 	dg := g
 	dg.Name, dg.Client.Delta = "mesh-delta", true
 	f := startFleet(t, ctx, l.srv.SecureGRPCAddr(), g, dg)
@@ -247,7 +248,7 @@ func TestFleetCertRotation(t *testing.T) {
 	const n = 4
 	f := startFleet(t, ctx, l.srv.SecureGRPCAddr(), fakeenvoy.Group{Name: "mesh", Count: n,
 		Identity: fakeenvoy.IdentityTemplate{Namespaces: 2, IPBase: "127.0.0.1"}, Auth: l.auth("mtls"),
-		Client: fakeenvoy.ClientConfig{Nack: fakeenvoy.NackPolicy{Realistic: true}}})
+		Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}})
 	waitFull(t, f, n)
 	// A handshake may fail before the first stream on a loaded machine (a 1s certificate can
 	// expire while the handshake waits for a core; the client retries): what the test holds

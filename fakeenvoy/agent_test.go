@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
 // agentSource is the config source istiod gives its auto-mTLS secrets: the istio-agent's SDS
@@ -74,7 +76,7 @@ func nodeWithSA(ns, sa string) *corev3.Node {
 func TestAgentSecretsBySource(t *testing.T) {
 	for _, delta := range []bool{false, true} {
 		agent := testAgent(t, AgentConfig{IssueDelay: 7 * time.Millisecond, Now: func() time.Time { return t0 }})
-		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: NackPolicy{Realistic: true}, Agent: agent, Node: nodeWithSA("shop", "cart")})
+		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: policy.Nack{Realistic: true}, Agent: agent, Node: nodeWithSA("shop", "cart")})
 		m.start(t0)
 		src := agentSource(AgentCluster, durationpb.New(0))
 		c := autoMTLSCluster(t, "outbound|80||a.shop.svc.cluster.local", src, src, SecretWorkload, SecretRoot)
@@ -210,7 +212,7 @@ func TestSecretSources(t *testing.T) {
 			wantWarm: true, wantBlockedHas: `holds no secret "other"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := ClientConfig{Nack: NackPolicy{Realistic: tc.realistic}}
+			cfg := ClientConfig{Nack: policy.Nack{Realistic: tc.realistic}}
 			if !tc.noAgent {
 				cfg.Agent = testAgent(t, AgentConfig{IssueDelay: 3 * time.Millisecond, ReadFile: read})
 			}

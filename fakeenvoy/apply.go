@@ -56,7 +56,7 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 			continue // identical: skipped
 		}
 		s.info.Changed++
-		if m.nack.matchName(it.name) {
+		if m.nack.MatchName(it.name) {
 			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
 		} else if it.hit != nil {
 			it.d = it.hit

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
@@ -57,7 +58,7 @@ func TestReportBacklog(t *testing.T) {
 func TestBacklogEveryResponse(t *testing.T) {
 	srv := newCPServer(t)
 	o := measure.NewObserver(measure.ObserverConfig{})
-	c := newTestClient(t, ClientConfig{Ack: AckPolicy{Delay: dist.Constant(0.005)}}, teeHooks{o, measure.NewMatcher(measure.MatcherConfig{})})
+	c := newTestClient(t, ClientConfig{Ack: policy.Ack{Delay: dist.Constant(0.005)}}, teeHooks{o, measure.NewMatcher(measure.MatcherConfig{})})
 	srv.set(t, c.NodeID(), "v1", baseResources(t))
 	stop := runClient(t, c, srv.connector(t))
 	defer stop()

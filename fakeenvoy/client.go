@@ -15,7 +15,7 @@ import (
 	"github.com/xdslab/xdslab/probe"
 )
 
-// ErrPolicyDisconnect is the error Disconnected reports when AckPolicy.DisconnectAfter closed
+// ErrPolicyDisconnect is the error Disconnected reports when policy.Ack.DisconnectAfter closed
 // the stream.
 var ErrPolicyDisconnect = errors.New("fakeenvoy: disconnected by policy after N responses")
 

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"github.com/xdslab/xdslab/internal/clock"
-	"github.com/xdslab/xdslab/internal/rxstamp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
+
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
+	"github.com/xdslab/xdslab/internal/clock"
+	"github.com/xdslab/xdslab/internal/rxstamp"
 )
 
 // Envoy's defaults.
@@ -43,8 +45,8 @@ type ClientConfig struct {
 	// InitialFetchTimeout bounds how long a subscription or a warming cluster/listener waits
 	// for its first config; default 15s. A negative value disables it (Envoy's 0).
 	InitialFetchTimeout time.Duration
-	Nack                NackPolicy
-	Ack                 AckPolicy
+	Nack                policy.Nack
+	Ack                 policy.Ack
 	// Backoff between reconnect attempts; default 500ms base, 30s max, fully jittered.
 	Backoff Backoff
 	// Seed drives every random choice of the client (NACK probability, ACK delay, jitter).

@@ -10,6 +10,8 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
 type deltaWant struct {
@@ -110,7 +112,7 @@ func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
 func TestDeltaReconnectInitialVersions(t *testing.T) {
 	srv := newCPServer(t)
 	h := newHookLog()
-	c := newTestClient(t, ClientConfig{Delta: true, Ack: AckPolicy{DisconnectAfter: 4}}, h)
+	c := newTestClient(t, ClientConfig{Delta: true, Ack: policy.Ack{DisconnectAfter: 4}}, h)
 	srv.set(t, c.NodeID(), "v1", baseResources(t))
 	runClient(t, c, srv.connector(t))
 	h.waitEvent(t, "disconnected policy")
@@ -143,7 +145,7 @@ func TestDeltaReconnectInitialVersions(t *testing.T) {
 func TestDeltaRealisticNack(t *testing.T) {
 	srv := newCPServer(t)
 	h := newHookLog()
-	c := newTestClient(t, ClientConfig{Delta: true, Nack: NackPolicy{Realistic: true}}, h)
+	c := newTestClient(t, ClientConfig{Delta: true, Nack: policy.Nack{Realistic: true}}, h)
 	res := baseResources(t)
 	res[resource.ListenerType] = append(res[resource.ListenerType], badInlineRouteListener(t, "bad"))
 	srv.set(t, c.NodeID(), "v1", res)

@@ -59,11 +59,11 @@
 // SotW with named subscriptions from its targets' API listeners down to EDS, no warming, and
 // grpc-go's resource rules.
 //
-// NACK policies (NackPolicy) combine a probability, every Nth response, a resource-name regexp
+// NACK policies (package policy: Nack) combine a probability, every Nth response, a resource-name regexp
 // and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures, recursively inside
 // every Any; undecodable resources; duplicate names; a Delta name both added and removed;
 // listeners binding the same address; filter chains with identical matches). For CDS and LDS
-// the valid resources are applied and the whole response is still NACKed, as Envoy does. AckPolicy adds Envoy's apply
+// the valid resources are applied and the whole response is still NACKed, as Envoy does. policy.Ack adds Envoy's apply
 // time before the ACK, a hung client that never ACKs, and disconnects after N responses.
 //
 // A client reports what it sees to probe.Hooks (the contract in package probe), each call with

@@ -9,6 +9,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -17,7 +18,7 @@ import (
 // be read side by side; the groups' figures add up to the totals.
 func TestFleetGroupMetrics(t *testing.T) {
 	srv := newCPServer(t)
-	cfg := flConfig(srv.addr, 6, NackPolicy{})
+	cfg := flConfig(srv.addr, 6, policy.Nack{})
 	b := cfg.Groups[0]
 	cfg.Groups[0].Name, b.Name, b.Count = "a", "b", 4
 	cfg.Groups = append(cfg.Groups, b)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
@@ -55,7 +56,7 @@ func (b *flBuffer) String() string {
 	return b.buf.String()
 }
 
-func flConfig(target string, n int, nack NackPolicy) FleetConfig {
+func flConfig(target string, n int, nack policy.Nack) FleetConfig {
 	return FleetConfig{
 		Target: target,
 		Groups: []Group{{Name: "sidecars", Count: n, Identity: IdentityTemplate{Namespaces: 5},
@@ -81,7 +82,7 @@ func flSetAll(t *testing.T, s *cpServer, f *Fleet, version string, res map[resou
 func TestFleetEndToEnd(t *testing.T) {
 	const n = 50
 	srv := newCPServer(t)
-	nack, err := ParseNackPolicy("realistic")
+	nack, err := policy.ParseNack("realistic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestFleetConnectFailuresRetried(t *testing.T) {
 	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
 
-	f, err := NewFleet(flConfig(lis.Addr().String(), 3, NackPolicy{}))
+	f, err := NewFleet(flConfig(lis.Addr().String(), 3, policy.Nack{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestFleetConnectFailuresRetried(t *testing.T) {
 	}
 	addr := dead.Addr().String()
 	dead.Close()
-	f2, err := NewFleet(flConfig(addr, 2, NackPolicy{}))
+	f2, err := NewFleet(flConfig(addr, 2, policy.Nack{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestFleetConnectFailuresRetried(t *testing.T) {
 // observing pushes.
 func TestFleetChurnAndSharedConns(t *testing.T) {
 	srv := newCPServer(t)
-	cfg := flConfig(srv.addr, 6, NackPolicy{})
+	cfg := flConfig(srv.addr, 6, policy.Nack{})
 	cfg.StreamsPerConn = 3
 	cfg.Churn = Churn{Every: 200 * time.Millisecond, Jitter: 0.3}
 	f, err := NewFleet(cfg)
@@ -446,7 +447,7 @@ func TestFleetStreamsPerConnPerGroup(t *testing.T) {
 }
 
 func TestFleetConfigValidate(t *testing.T) {
-	good := flConfig("127.0.0.1:1", 1, NackPolicy{})
+	good := flConfig("127.0.0.1:1", 1, policy.Nack{})
 	tests := []struct {
 		name   string
 		mutate func(*FleetConfig)
@@ -560,7 +561,7 @@ func TestFleetRampPacing(t *testing.T) {
 	addr := dead.Addr().String()
 	dead.Close()
 	clock := &flClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	cfg := flConfig(addr, 5, NackPolicy{})
+	cfg := flConfig(addr, 5, policy.Nack{})
 	cfg.Ramp = 10 // one client per 100ms
 	cfg.Clock = clock
 	cfg.ProgressInterval = time.Hour

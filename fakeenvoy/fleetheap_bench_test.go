@@ -23,6 +23,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/simulator"
@@ -37,7 +38,7 @@ var (
 	serveMesh = flag.Int("fleet.serve-mesh", 0, "internal: serve a control plane with a mesh of N services until stdin closes")
 )
 
-// BenchmarkFleetHeapPerClient runs a fleet of realistic SotW sidecars (NackPolicy.Realistic:
+// BenchmarkFleetHeapPerClient runs a fleet of realistic SotW sidecars (policy.Nack.Realistic:
 // every resource validated as Envoy does) against xdslab's control plane serving a mesh of
 // 1,000 services × 10 endpoints, about 1 MB of CDS+EDS+LDS+RDS per client. The control plane
 // runs in a child process (this test binary started with -fleet.serve-mesh), as in a split
@@ -69,7 +70,7 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 	f, err := NewFleet(FleetConfig{
 		Target: srv.addr,
 		Groups: []Group{{Name: "sidecars", Count: n, Identity: IdentityTemplate{Namespaces: 10},
-			Client: ClientConfig{Nack: NackPolicy{Realistic: true}}}},
+			Client: ClientConfig{Nack: policy.Nack{Realistic: true}}}},
 		Ramp: 250, Seed: 1,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -106,7 +107,7 @@ func TestGRPCClientRejects(t *testing.T) {
 	}
 	// The fault of the protocol review: an EDS assignment without locality passes Envoy's
 	// validation and fails grpc-go's.
-	e := warmedMachine(t, ClientConfig{Nack: NackPolicy{Realistic: true}})
+	e := warmedMachine(t, ClientConfig{Nack: policy.Nack{Realistic: true}})
 	if s := e.onSotw(sotwResp(t, E, "2", "n", noLocality, cla("c2", "10.0.0.2", 80)), t0); s.info.Nacked {
 		t.Errorf("an Envoy client NACKs an assignment without locality: %s", s.info.Error)
 	}

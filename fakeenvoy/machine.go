@@ -10,6 +10,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -28,7 +29,7 @@ import (
 //	resset.go, intern.go   sharing decoded resources and accepted sets among a fleet's clients
 
 // checkMode is how resources are validated when decoded: not at all, as Envoy does
-// (NackPolicy.Realistic), or as grpc-go's xDS client does (ClientConfig.GRPC).
+// (policy.Nack.Realistic), or as grpc-go's xDS client does (ClientConfig.GRPC).
 type checkMode uint8
 
 const (
@@ -80,8 +81,8 @@ type machine struct {
 	grpc          bool          // a proxyless gRPC client: grpc-go's rules, not Envoy's
 	targets       []string      // gRPC: the API listeners ("host:port") it asks for, sorted
 	ift           time.Duration // <= 0: no initial fetch timeout
-	nack          NackPolicy
-	ack           AckPolicy
+	nack          policy.Nack
+	ack           policy.Ack
 	interner      *Interner // nil: private decoding
 
 	types [numTypes]typeState
@@ -153,7 +154,7 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 	if m.nack.Probability > 0 {
 		m.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5bd1e995))
 	}
-	if cfg.Ack.hasDelay() {
+	if cfg.Ack.HasDelay() {
 		s, err := dist.New(cfg.Ack.Delay, cfg.Seed^0x2545f4914f6cdd1d)
 		if err != nil {
 			return nil, err
@@ -337,4 +338,11 @@ func (m *machine) followUp(s *step, t rtype) {
 		names = setRefs(m.types[t].res)
 	}
 	m.subscribeNames(s, dep, names)
+}
+
+func secondsToDuration(s float64) time.Duration {
+	if s <= 0 {
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/measure"
 )
@@ -95,7 +96,7 @@ func warmedMachine(t *testing.T, cfg ClientConfig) *machine {
 }
 
 func TestMachineNodeFirstOnlyAndNeverAck(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{NodeOnFirstOnly: true, Ack: AckPolicy{NeverAck: true}})
+	m := newTestMachine(t, ClientConfig{NodeOnFirstOnly: true, Ack: policy.Ack{NeverAck: true}})
 	first := m.start(t0)
 	s := m.onSotw(sotwResp(t, C, "1", "a", edsCluster("c1")), t0)
 	wantReqs(t, "never ACK: only the EDS subscription goes out", s.sotw, "EDS(,,[c1])")
@@ -109,7 +110,7 @@ func TestMachineNodeFirstOnlyAndNeverAck(t *testing.T) {
 }
 
 func TestMachineAckDelay(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{Ack: AckPolicy{Delay: dist.Constant(0.25), DisconnectAfter: 2}})
+	m := newTestMachine(t, ClientConfig{Ack: policy.Ack{Delay: dist.Constant(0.25), DisconnectAfter: 2}})
 	m.start(t0)
 	s := m.onSotw(sotwResp(t, C, "1", "a", edsCluster("c1")), t0)
 	if s.delay != 250*time.Millisecond || s.disconnect {

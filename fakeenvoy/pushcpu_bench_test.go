@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/pprofcpu"
 )
 
@@ -65,7 +66,7 @@ func BenchmarkPushCPU(b *testing.B) {
 		f, err = NewFleet(FleetConfig{
 			Target: srv.addr,
 			Groups: []Group{{Name: "sidecars", Count: n, Identity: IdentityTemplate{Namespaces: 10},
-				Client: ClientConfig{Nack: NackPolicy{Realistic: true}}}},
+				Client: ClientConfig{Nack: policy.Nack{Realistic: true}}}},
 			Ramp: 500, Seed: 1,
 		})
 		if err != nil {

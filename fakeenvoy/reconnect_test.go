@@ -9,6 +9,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
 // startMesh starts an in-process control plane on addr with a few services.
@@ -39,7 +40,7 @@ func TestFleetReconnectAfterOutage(t *testing.T) {
 	const n = 5
 	cp := startMesh(t, "127.0.0.1:0")
 	addr := cp.GRPCAddr()
-	f, err := NewFleet(flConfig(addr, n, NackPolicy{}))
+	f, err := NewFleet(flConfig(addr, n, policy.Nack{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy/validate"
 )
 
-// What Envoy rejects (NackPolicy.Realistic), beside the PGV validation of every resource and of
+// What Envoy rejects (policy.Nack.Realistic), beside the PGV validation of every resource and of
 // every message packed in an Any (validate.go) and the SDS sources it cannot reach (sds.go):
 //
 //   - a response naming one resource twice, or a Delta response that both adds and removes a
@@ -19,7 +19,7 @@ import (
 //
 // CDS and LDS apply their valid resources even when the response is NACKed, as Envoy does; EDS,
 // RDS and SDS apply nothing of a NACKed response. grpc-go's rules are in grpc.go. The scripted
-// rejections of a NackPolicy (every Nth response, a probability, a name pattern) come on top.
+// rejections of a policy.Nack (every Nth response, a probability, a name pattern) come on top.
 
 // envoyResponseErr reports what makes Envoy reject a whole response of type t.
 func envoyResponseErr(t rtype, items []item, removed []string) error {

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
 const S = resource.SecretType
@@ -55,7 +57,7 @@ func secret(name string) *tlsv3.Secret {
 // an empty SDS answer, until both secrets are there; a listener with an mTLS chain waits too.
 func TestSDSWarming(t *testing.T) {
 	for _, delta := range []bool{false, true} {
-		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: NackPolicy{Realistic: true}})
+		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: policy.Nack{Realistic: true}})
 		m.start(t0)
 		forever := durationpb.New(0)
 		var s step
@@ -111,7 +113,7 @@ func TestSDSTimeout(t *testing.T) {
 // TestSDSStaticSecretRejected: a secret reference without sds_config names a bootstrap secret
 // the fake Envoy does not have: NACKed under the realistic policy.
 func TestSDSStaticSecretRejected(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{Nack: NackPolicy{Realistic: true}})
+	m := newTestMachine(t, ClientConfig{Nack: policy.Nack{Realistic: true}})
 	m.start(t0)
 	c := edsCluster("c1")
 	c.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{

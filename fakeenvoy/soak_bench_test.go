@@ -8,6 +8,8 @@ import (
 	"runtime/pprof"
 	"testing"
 	"time"
+
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
 var (
@@ -39,7 +41,7 @@ func BenchmarkChurnSoak(b *testing.B) {
 		f, err := NewFleet(FleetConfig{
 			Target: srv.addr,
 			Groups: []Group{{Name: "sidecars", Count: n, Identity: IdentityTemplate{Namespaces: 10},
-				Client: ClientConfig{Nack: NackPolicy{Realistic: true}}}},
+				Client: ClientConfig{Nack: policy.Nack{Realistic: true}}}},
 			Ramp: 500, Seed: 1,
 			Churn: Churn{Every: 20 * time.Second, Jitter: 0.5},
 		})

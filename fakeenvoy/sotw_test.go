@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -178,7 +179,7 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 func TestSotwReconnectRestatesVersions(t *testing.T) {
 	srv := newCPServer(t)
 	h := newHookLog()
-	c := newTestClient(t, ClientConfig{Ack: AckPolicy{DisconnectAfter: 4}, NodeOnFirstOnly: true}, h)
+	c := newTestClient(t, ClientConfig{Ack: policy.Ack{DisconnectAfter: 4}, NodeOnFirstOnly: true}, h)
 	srv.set(t, c.NodeID(), "v1", baseResources(t))
 	runClient(t, c, srv.connector(t))
 	h.waitEvent(t, "disconnected policy")
@@ -215,7 +216,7 @@ func TestSotwReconnectRestatesVersions(t *testing.T) {
 func TestSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
 	srv := newCPServer(t)
 	h := newHookLog()
-	c := newTestClient(t, ClientConfig{Nack: NackPolicy{Realistic: true}}, h)
+	c := newTestClient(t, ClientConfig{Nack: policy.Nack{Realistic: true}}, h)
 	res := baseResources(t)
 	res[resource.ClusterType] = []types.Resource{edsCluster("c1"), badTLSCluster(t, "c2")}
 	if err := badTLSCluster(t, "x").ValidateAll(); err != nil {
@@ -388,7 +389,7 @@ func (h *ackHooks) AckSent(_ probe.ClientInfo, r probe.ResponseInfo, at time.Tim
 func TestAckDelayHoldsRequests(t *testing.T) {
 	srv := newCPServer(t)
 	h := &ackHooks{acks: make(chan time.Duration, 16)}
-	c := newTestClient(t, ClientConfig{Ack: AckPolicy{Delay: dist.Constant(0.03)}}, h)
+	c := newTestClient(t, ClientConfig{Ack: policy.Ack{Delay: dist.Constant(0.03)}}, h)
 	srv.set(t, c.NodeID(), "v1", baseResources(t))
 	runClient(t, c, srv.connector(t))
 	want := []string{resource.ClusterType, resource.EndpointType, resource.ClusterType, resource.ListenerType,

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/transcript"
 )
 
@@ -96,7 +97,7 @@ func newMachineScript(t testing.TB, header string) *machineScript {
 		case "grpc":
 			cfg.GRPC, cfg.GRPCTargets = true, strings.Split(v, ",")
 		case "nack":
-			p, err := ParseNackPolicy(v)
+			p, err := policy.ParseNack(v)
 			if err != nil {
 				t.Fatalf("%s: %v", header, err)
 			}

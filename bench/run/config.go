@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/debounce"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -93,7 +94,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 	cfg := fakeenvoy.FleetConfig{Target: target, Seed: s.Seed}
 	ramp, allRamp := 0.0, true
 	for _, c := range s.Clients {
-		nack := fakeenvoy.NackPolicy{Probability: c.Nack.Probability, EveryN: c.Nack.EveryN,
+		nack := policy.Nack{Probability: c.Nack.Probability, EveryN: c.Nack.EveryN,
 			NamePattern: c.Nack.Pattern, Realistic: c.Nack.Realistic}
 		ift := c.InitialFetchTimeout.D()
 		if ift == 0 {
@@ -137,7 +138,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 				NodeOnFirstOnly:     c.NodeOnFirstOnly,
 				InitialFetchTimeout: ift,
 				Nack:                nack,
-				Ack:                 fakeenvoy.AckPolicy{Delay: c.AckDelay.Spec(), NeverAck: c.NeverAck, DisconnectAfter: c.DisconnectAfter},
+				Ack:                 policy.Ack{Delay: c.AckDelay.Spec(), NeverAck: c.NeverAck, DisconnectAfter: c.DisconnectAfter},
 			},
 		})
 		if c.Ramp <= 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
@@ -156,7 +157,7 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 	if f.Duration < 0 {
 		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --duration %s must be >= 0 (0 runs until Ctrl-C)", f.Duration)
 	}
-	nack, err := fakeenvoy.ParseNackPolicy(f.Nack)
+	nack, err := policy.ParseNack(f.Nack)
 	if err != nil {
 		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --nack: %w", err)
 	}
@@ -176,7 +177,7 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 				NodeOnFirstOnly:     f.NodeOnFirstOnly,
 				InitialFetchTimeout: f.InitialFetchTimeout,
 				Nack:                nack,
-				Ack:                 fakeenvoy.AckPolicy{Delay: delay, NeverAck: f.NeverAck, DisconnectAfter: f.DisconnectAfter},
+				Ack:                 policy.Ack{Delay: delay, NeverAck: f.NeverAck, DisconnectAfter: f.DisconnectAfter},
 			},
 		}},
 		Ramp:           f.Ramp,

@@ -13,6 +13,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -89,7 +90,7 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 			hooks = sp.hooks
 		}
 		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: sp.node, Delta: sp.delta,
-			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i), Agent: agent, InitialFetchTimeout: sp.fetchTimeout}, hooks)
+			Nack: policy.Nack{Realistic: true}, Seed: uint64(i), Agent: agent, InitialFetchTimeout: sp.fetchTimeout}, hooks)
 		if err != nil {
 			t.Fatal(err)
 		}

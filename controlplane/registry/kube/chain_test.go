@@ -19,6 +19,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry/kube"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/kubeclient"
 	"github.com/xdslab/xdslab/probe"
@@ -164,7 +165,7 @@ func newChain(tb testing.TB, o chainOptions) *chain {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	client, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Node: tmpl.Node(0), Nack: fakeenvoy.NackPolicy{Realistic: true}, Agent: agent}, c.rec)
+	client, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Node: tmpl.Node(0), Nack: policy.Nack{Realistic: true}, Agent: agent}, c.rec)
 	if err != nil {
 		tb.Fatal(err)
 	}

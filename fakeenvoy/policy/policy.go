@@ -1,18 +1,17 @@
-package fakeenvoy
+package policy
 
 import (
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/xdslab/xdslab/internal/dist"
 )
 
-// NackPolicy decides which responses a client rejects. The rules combine: a response is NACKed
+// Nack decides which responses a client rejects. The rules combine: a response is NACKed
 // when any of them fires. The zero value never NACKs.
-type NackPolicy struct {
+type Nack struct {
 	// Probability rejects each response with this probability (0..1).
 	Probability float64
 	// EveryN rejects every Nth response of the client (counted across types and streams).
@@ -28,12 +27,12 @@ type NackPolicy struct {
 	re *regexp.Regexp // compiled NamePattern, shared by the clients that copy the policy
 }
 
-// ParseNackPolicy parses the flag syntax: "never", "realistic", "p=0.01" (or
+// ParseNack parses the flag syntax: "never", "realistic", "p=0.01" (or
 // "probability=0.01"), "every=100", "name=REGEXP", combined with commas, e.g.
 // "realistic,p=0.001,name=^outbound\|9090". A comma inside a name pattern is kept when what
 // follows it is not one of the keys.
-func ParseNackPolicy(s string) (NackPolicy, error) {
-	var p NackPolicy
+func ParseNack(s string) (Nack, error) {
+	var p Nack
 	if strings.TrimSpace(s) == "" {
 		return p, nil
 	}
@@ -51,25 +50,25 @@ func ParseNackPolicy(s string) (NackPolicy, error) {
 		inName = false
 		switch {
 		case !known:
-			return NackPolicy{}, fmt.Errorf("nack policy %q: unknown term %q; use never, realistic, p=P, every=N or name=REGEXP, comma-separated", s, tok)
+			return Nack{}, fmt.Errorf("nack policy %q: unknown term %q; use never, realistic, p=P, every=N or name=REGEXP, comma-separated", s, tok)
 		case k == "never":
 		case k == "realistic":
 			p.Realistic = true
 		case k == "p" || k == "probability":
 			f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
 			if err != nil || !(f >= 0 && f <= 1) {
-				return NackPolicy{}, fmt.Errorf("nack policy %q: %s=%q must be a probability between 0 and 1", s, k, val)
+				return Nack{}, fmt.Errorf("nack policy %q: %s=%q must be a probability between 0 and 1", s, k, val)
 			}
 			p.Probability = f
 		case k == "every":
 			n, err := strconv.Atoi(strings.TrimSpace(val))
 			if err != nil || n < 0 {
-				return NackPolicy{}, fmt.Errorf("nack policy %q: every=%q must be a whole number >= 0 (NACK every Nth response)", s, val)
+				return Nack{}, fmt.Errorf("nack policy %q: every=%q must be a whole number >= 0 (NACK every Nth response)", s, val)
 			}
 			p.EveryN = n
 		case k == "name":
 			if nameParts != nil {
-				return NackPolicy{}, fmt.Errorf("nack policy %q: name= given twice; combine patterns with | in one regexp", s)
+				return Nack{}, fmt.Errorf("nack policy %q: name= given twice; combine patterns with | in one regexp", s)
 			}
 			inName = true
 			nameParts = []string{val}
@@ -78,7 +77,7 @@ func ParseNackPolicy(s string) (NackPolicy, error) {
 	if nameParts != nil {
 		p.NamePattern = strings.Join(nameParts, ",")
 		if p.NamePattern == "" {
-			return NackPolicy{}, fmt.Errorf("nack policy %q: name= needs a regexp", s)
+			return Nack{}, fmt.Errorf("nack policy %q: name= needs a regexp", s)
 		}
 	}
 	return p.Compile()
@@ -86,9 +85,9 @@ func ParseNackPolicy(s string) (NackPolicy, error) {
 
 // Compile validates the policy and compiles its name pattern once, so that every client
 // copying the returned policy shares the compiled regexp.
-func (p NackPolicy) Compile() (NackPolicy, error) {
+func (p Nack) Compile() (Nack, error) {
 	if err := p.Validate(); err != nil {
-		return NackPolicy{}, err
+		return Nack{}, err
 	}
 	if p.NamePattern != "" && (p.re == nil || p.re.String() != p.NamePattern) {
 		p.re = regexp.MustCompile(p.NamePattern) // Validate compiled it already
@@ -100,7 +99,7 @@ func (p NackPolicy) Compile() (NackPolicy, error) {
 }
 
 // Validate reports a policy with out-of-range values or a bad regexp.
-func (p NackPolicy) Validate() error {
+func (p Nack) Validate() error {
 	if !(p.Probability >= 0 && p.Probability <= 1) {
 		return fmt.Errorf("nack policy: probability %g must be between 0 and 1", p.Probability)
 	}
@@ -116,12 +115,12 @@ func (p NackPolicy) Validate() error {
 }
 
 // Never reports whether the policy never rejects anything.
-func (p NackPolicy) Never() bool {
+func (p Nack) Never() bool {
 	return p.Probability == 0 && p.EveryN == 0 && p.NamePattern == "" && !p.Realistic
 }
 
-// String renders the policy in the syntax ParseNackPolicy reads.
-func (p NackPolicy) String() string {
+// String renders the policy in the syntax ParseNack reads.
+func (p Nack) String() string {
 	var parts []string
 	if p.Realistic {
 		parts = append(parts, "realistic")
@@ -141,18 +140,20 @@ func (p NackPolicy) String() string {
 	return strings.Join(parts, ",")
 }
 
-func (p *NackPolicy) matchName(name string) bool {
+// MatchName reports whether the name pattern matches name (compiling it on first use when
+// Compile was not called).
+func (p *Nack) MatchName(name string) bool {
 	if p.NamePattern == "" {
 		return false
 	}
 	if p.re == nil {
-		p.re = regexp.MustCompile(p.NamePattern) // validated by NewClient
+		p.re = regexp.MustCompile(p.NamePattern) // validated by fakeenvoy.NewClient
 	}
 	return p.re.MatchString(name)
 }
 
-// AckPolicy shapes when (and whether) a client answers.
-type AckPolicy struct {
+// Ack shapes when (and whether) a client answers.
+type Ack struct {
 	// Delay is Envoy's apply time, drawn per response, in seconds; the response's requests
 	// (follow-up subscriptions and the ACK/NACK) go out after it. Zero means no delay.
 	Delay dist.Spec
@@ -165,7 +166,7 @@ type AckPolicy struct {
 }
 
 // Validate reports a bad delay distribution or a negative count.
-func (a AckPolicy) Validate() error {
+func (a Ack) Validate() error {
 	if a.DisconnectAfter < 0 {
 		return fmt.Errorf("ack policy: disconnectAfter %d must be >= 0", a.DisconnectAfter)
 	}
@@ -175,13 +176,7 @@ func (a AckPolicy) Validate() error {
 	return nil
 }
 
-func (a AckPolicy) hasDelay() bool {
+// HasDelay reports whether the delay distribution can draw anything but 0.
+func (a Ack) HasDelay() bool {
 	return !((a.Delay.Dist == "" || a.Delay.Dist == "constant") && a.Delay.Value == 0)
-}
-
-func secondsToDuration(s float64) time.Duration {
-	if s <= 0 {
-		return 0
-	}
-	return time.Duration(s * float64(time.Second))
 }
