@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
@@ -38,7 +39,7 @@ func agentSource(cluster string, ift *durationpb.Duration) *corev3.ConfigSource 
 // autoMTLSCluster is an EDS cluster as istiod builds it with auto-mTLS: a
 // transport_socket_matches entry for tlsMode istio with TLS whose secrets are on src.
 func autoMTLSCluster(t testing.TB, name string, cert, root *corev3.ConfigSource, certName, rootName string) *clusterv3.Cluster {
-	c := edsCluster(name)
+	c := fetest.EDSCluster(name)
 	up := &tlsv3.UpstreamTlsContext{Sni: "outbound_.80_._." + name, CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: certName, SdsConfig: cert}},
 		ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
@@ -101,7 +102,7 @@ func TestAgentSecretsBySource(t *testing.T) {
 			}
 			return m.onSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
 		}
-		feed(E, "b", cla(c.Name, "10.0.0.1", 80))
+		feed(E, "b", fetest.CLA(c.Name, "10.0.0.1", 80))
 		if m.init.phase != phaseClusters {
 			t.Fatalf("delta=%v: cluster warmed before the agent issued its secrets", delta)
 		}
@@ -173,7 +174,7 @@ func TestSecretSources(t *testing.T) {
 		}
 		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
 	}
-	ads := adsSource()
+	ads := fetest.ADSSource()
 	pathSrc := func(p string) *corev3.ConfigSource {
 		return &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_PathConfigSource{PathConfigSource: &corev3.PathConfigSource{Path: p}}}
 	}
@@ -238,7 +239,7 @@ func TestSecretSources(t *testing.T) {
 			if got := strings.Join(sds, " "); got != tc.wantSDS {
 				t.Fatalf("SDS requests %q, want %q", got, tc.wantSDS)
 			}
-			m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80)), t0)
+			m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
 			m.onTimer(t0.Add(3 * time.Millisecond))
 			warming := m.init.phase == phaseClusters
 			if warming != tc.wantWarm {
@@ -261,7 +262,7 @@ func TestAgentRefusedSecretTimesOut(t *testing.T) {
 	m.start(t0)
 	src := agentSource(AgentCluster, durationpb.New(2*time.Second))
 	m.onSotw(sotwResp(t, C, "1", "a", autoMTLSCluster(t, "c1", src, src, "nope", SecretRoot)), t0)
-	m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80)), t0)
+	m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
 	if d := m.nextDeadline(); !d.Equal(t0.Add(DefaultAgentIssueDelay)) {
 		t.Fatalf("first deadline %v, want the agent's issue delay", d.Sub(t0))
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/measure"
@@ -56,11 +57,11 @@ func TestReportBacklog(t *testing.T) {
 // TestBacklogEveryResponse: the fleet's observer gets one backlog per response a client
 // received, through the fleet's hooks.
 func TestBacklogEveryResponse(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	o := measure.NewObserver(measure.ObserverConfig{})
 	c := newTestClient(t, ClientConfig{Ack: policy.Ack{Delay: dist.Constant(0.005)}}, teeHooks{o, measure.NewMatcher(measure.MatcherConfig{})})
-	srv.set(t, c.NodeID(), "v1", baseResources(t))
-	stop := runClient(t, c, srv.connector(t))
+	srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
+	stop := runClient(t, c, srv.Connector(t))
 	defer stop()
 	flWait(t, "full config", func() bool { return o.Stats().FullConfig == 1 })
 	flWait(t, "a backlog per response", func() bool {

@@ -19,6 +19,7 @@ import (
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -156,20 +157,20 @@ func benchResources(b *testing.B, v int) map[resource.Type][]types.Resource {
 	var clusters, clas []types.Resource
 	for i := range 10 {
 		name := fmt.Sprintf("c%d", i)
-		clusters = append(clusters, edsCluster(name))
-		c := cla(name, fmt.Sprintf("10.100.%d.1", i), 8080)
-		c.Endpoints = append(c.Endpoints, cla(name, fmt.Sprintf("10.100.%d.2", i), 8080).Endpoints...)
-		c.Endpoints = append(c.Endpoints, cla(name, fmt.Sprintf("10.100.%d.3", i), 8080).Endpoints...)
+		clusters = append(clusters, fetest.EDSCluster(name))
+		c := fetest.CLA(name, fmt.Sprintf("10.100.%d.1", i), 8080)
+		c.Endpoints = append(c.Endpoints, fetest.CLA(name, fmt.Sprintf("10.100.%d.2", i), 8080).Endpoints...)
+		c.Endpoints = append(c.Endpoints, fetest.CLA(name, fmt.Sprintf("10.100.%d.3", i), 8080).Endpoints...)
 		if i == 0 && v > 0 {
-			c.Endpoints = append(c.Endpoints, cla(name, "10.200.0.1", uint32(1000+v-1)).Endpoints...)
+			c.Endpoints = append(c.Endpoints, fetest.CLA(name, "10.200.0.1", uint32(1000+v-1)).Endpoints...)
 		}
 		clas = append(clas, c)
 	}
 	return map[resource.Type][]types.Resource{
 		resource.ClusterType:  clusters,
 		resource.EndpointType: clas,
-		resource.ListenerType: {rdsListener(b, "l1", 15001, "r1")},
-		resource.RouteType:    {route("r1", "svc.example", "c0")},
+		resource.ListenerType: {fetest.RDSListener(b, "l1", 15001, "r1")},
+		resource.RouteType:    {fetest.Route("r1", "svc.example", "c0")},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -17,8 +18,8 @@ import (
 // ({group: name} on /metrics, Figures.Groups) beside the totals, so delta-vs-sotw's groups can
 // be read side by side; the groups' figures add up to the totals.
 func TestFleetGroupMetrics(t *testing.T) {
-	srv := newCPServer(t)
-	cfg := flConfig(srv.addr, 6, policy.Nack{})
+	srv := fetest.NewCPServer(t)
+	cfg := flConfig(srv.Addr, 6, policy.Nack{})
 	b := cfg.Groups[0]
 	cfg.Groups[0].Name, b.Name, b.Count = "a", "b", 4
 	cfg.Groups = append(cfg.Groups, b)
@@ -30,7 +31,7 @@ func TestFleetGroupMetrics(t *testing.T) {
 	if err := f.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	base := baseResources(t)
+	base := fetest.BaseResources(t)
 	flSetAll(t, srv, f, "v1", base)
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -43,15 +44,15 @@ func TestFleetGroupMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	v2 := baseResources(t)
-	c1 := cla("c1", "10.1.0.1", 8080)
-	c1.Endpoints = append(c1.Endpoints, cla("c1", "10.1.0.9", 8080).Endpoints...)
-	v2[resource.EndpointType] = []types.Resource{c1, cla("c2", "10.1.0.2", 8080)}
+	v2 := fetest.BaseResources(t)
+	c1 := fetest.CLA("c1", "10.1.0.1", 8080)
+	c1.Endpoints = append(c1.Endpoints, fetest.CLA("c1", "10.1.0.9", 8080).Endpoints...)
+	v2[resource.EndpointType] = []types.Resource{c1, fetest.CLA("c2", "10.1.0.2", 8080)}
 	flSetAll(t, srv, f, "v2", v2)
 	if err := ev.SetT0(t0); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), fetest.WaitLimit)
 	defer cancel()
 	if left, err := f.Matcher().Drain(ctx, 5*time.Millisecond); left != 0 || err != nil {
 		t.Fatalf("drain: %d outstanding, %v", left, err)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/measure"
@@ -29,10 +30,10 @@ import (
 // flWait polls cond until it holds or the test's limit passes.
 func flWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
+	deadline := time.Now().Add(fetest.WaitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s", what, waitLimit)
+			t.Fatalf("%s: not reached within %s", what, fetest.WaitLimit)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -68,10 +69,10 @@ func flConfig(target string, n int, nack policy.Nack) FleetConfig {
 	}
 }
 
-func flSetAll(t *testing.T, s *cpServer, f *Fleet, version string, res map[resource.Type][]types.Resource) {
+func flSetAll(t *testing.T, s *fetest.CPServer, f *Fleet, version string, res map[resource.Type][]types.Resource) {
 	t.Helper()
 	for _, fc := range f.clients {
-		s.set(t, fc.c.NodeID(), version, res)
+		s.Set(t, fc.c.NodeID(), version, res)
 	}
 }
 
@@ -81,12 +82,12 @@ func flSetAll(t *testing.T, s *cpServer, f *Fleet, version string, res map[resou
 // observer detects and counts.
 func TestFleetEndToEnd(t *testing.T) {
 	const n = 50
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	nack, err := policy.ParseNack("realistic")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := flConfig(srv.addr, n, nack)
+	cfg := flConfig(srv.Addr, n, nack)
 	progress := &flBuffer{}
 	cfg.Progress = progress
 	f, err := NewFleet(cfg)
@@ -97,7 +98,7 @@ func TestFleetEndToEnd(t *testing.T) {
 	if err := f.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	base := baseResources(t)
+	base := fetest.BaseResources(t)
 	flSetAll(t, srv, f, "v1", base)
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -121,17 +122,17 @@ func TestFleetEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	v2 := baseResources(t)
-	c1 := cla("c1", "10.1.0.1", 8080)
-	c1.Endpoints = append(c1.Endpoints, cla("c1", "10.1.0.9", 8080).Endpoints...)
-	v2[resource.EndpointType] = []types.Resource{c1, cla("c2", "10.1.0.22", 8080)}
+	v2 := fetest.BaseResources(t)
+	c1 := fetest.CLA("c1", "10.1.0.1", 8080)
+	c1.Endpoints = append(c1.Endpoints, fetest.CLA("c1", "10.1.0.9", 8080).Endpoints...)
+	v2[resource.EndpointType] = []types.Resource{c1, fetest.CLA("c2", "10.1.0.22", 8080)}
 	flSetAll(t, srv, f, "v2", v2)
 	for _, h := range []*measure.Expected{everyone, scoped} {
 		if err := h.SetT0(t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), fetest.WaitLimit)
 	defer cancel()
 	if left, err := f.Matcher().Drain(ctx, 5*time.Millisecond); left != 0 || err != nil {
 		t.Fatalf("drain: %d outstanding, %v", left, err)
@@ -150,16 +151,16 @@ func TestFleetEndToEnd(t *testing.T) {
 
 	// A cluster whose TLS context (inside an Any) is invalid, for two clients: they NACK, and
 	// go-control-plane v0.14.0 answers each NACK with the same response again.
-	bad := baseResources(t)
-	bad[resource.ClusterType] = append(bad[resource.ClusterType], badTLSCluster(t, "c3"))
+	bad := fetest.BaseResources(t)
+	bad[resource.ClusterType] = append(bad[resource.ClusterType], fetest.BadTLSCluster(t, "c3"))
 	for _, fc := range f.clients[:2] {
-		srv.set(t, fc.c.NodeID(), "v3-bad", bad)
+		srv.Set(t, fc.c.NodeID(), "v3-bad", bad)
 	}
 	flWait(t, "resend loops flagged for both clients", func() bool {
 		return f.Observer().Stats().Types["CDS"].ResendLoops >= 2
 	})
 	for _, fc := range f.clients[:2] {
-		srv.set(t, fc.c.NodeID(), "v4", base) // ends the loop
+		srv.Set(t, fc.c.NodeID(), "v4", base) // ends the loop
 	}
 	st := f.Observer().Stats()
 	cds := st.Types["CDS"]
@@ -211,7 +212,7 @@ func TestFleetEndToEnd(t *testing.T) {
 // ResourceExhausted (as Istio does beyond its admission rate) and a target with nothing
 // listening are counted by code, never fatal; the clients get through once the server admits.
 func TestFleetConnectFailuresRetried(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	var mu sync.Mutex
 	refuse := 6
 	gate := func(srvI any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
@@ -232,7 +233,7 @@ func TestFleetConnectFailuresRetried(t *testing.T) {
 	gs := grpc.NewServer(grpc.StreamInterceptor(gate))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, srv.cache, nil))
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, srv.Cache, nil))
 	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
 
@@ -240,7 +241,7 @@ func TestFleetConnectFailuresRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flSetAll(t, srv, f, "v1", baseResources(t))
+	flSetAll(t, srv, f, "v1", fetest.BaseResources(t))
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -274,8 +275,8 @@ func TestFleetConnectFailuresRetried(t *testing.T) {
 // TestFleetChurnAndSharedConns: clients sharing connections reconnect periodically and keep
 // observing pushes.
 func TestFleetChurnAndSharedConns(t *testing.T) {
-	srv := newCPServer(t)
-	cfg := flConfig(srv.addr, 6, policy.Nack{})
+	srv := fetest.NewCPServer(t)
+	cfg := flConfig(srv.Addr, 6, policy.Nack{})
 	cfg.StreamsPerConn = 3
 	cfg.Churn = Churn{Every: 200 * time.Millisecond, Jitter: 0.3}
 	f, err := NewFleet(cfg)
@@ -285,7 +286,7 @@ func TestFleetChurnAndSharedConns(t *testing.T) {
 	if len(f.conns) != 2 {
 		t.Errorf("6 clients at 3 streams per connection use %d connections, want 2", len(f.conns))
 	}
-	flSetAll(t, srv, f, "v1", baseResources(t))
+	flSetAll(t, srv, f, "v1", fetest.BaseResources(t))
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -297,11 +298,11 @@ func TestFleetChurnAndSharedConns(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = h
-	v2 := baseResources(t)
-	v2[resource.ClusterType] = append(v2[resource.ClusterType], edsCluster("c9"))
-	v2[resource.EndpointType] = append(v2[resource.EndpointType], cla("c9", "10.9.0.1", 80))
+	v2 := fetest.BaseResources(t)
+	v2[resource.ClusterType] = append(v2[resource.ClusterType], fetest.EDSCluster("c9"))
+	v2[resource.EndpointType] = append(v2[resource.EndpointType], fetest.CLA("c9", "10.9.0.1", 80))
 	flSetAll(t, srv, f, "v2", v2)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), fetest.WaitLimit)
 	defer cancel()
 	if left, err := f.Matcher().Drain(ctx, 5*time.Millisecond); left != 0 || err != nil {
 		t.Fatalf("drain under churn: %d outstanding, %v", left, err)

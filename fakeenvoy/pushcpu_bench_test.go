@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/pprofcpu"
 )
@@ -134,21 +135,21 @@ func newPushMesh(tb testing.TB, clusters int) *pushMesh {
 	var cds, eds []proto.Message
 	for i := range clusters {
 		name := fmt.Sprintf("outbound|80||svc%d.ns.svc.cluster.local", i)
-		cds = append(cds, edsCluster(name))
-		eds = append(eds, cla(name, fmt.Sprintf("10.1.%d.1", i), 8080))
+		cds = append(cds, fetest.EDSCluster(name))
+		eds = append(eds, fetest.CLA(name, fmt.Sprintf("10.1.%d.1", i), 8080))
 		m.edsNames = append(m.edsNames, name)
 	}
 	m.initial[tCDS.url()] = encodeResponse(tb, tCDS.url(), "1", "i1", cds...)
 	m.initial[tEDS.url()] = encodeResponse(tb, tEDS.url(), "1", "i1", eds...)
-	m.initial[tLDS.url()] = encodeResponse(tb, tLDS.url(), "1", "i1", rdsListener(tb, "l1", 15001, "r1"))
-	m.initial[tRDS.url()] = encodeResponse(tb, tRDS.url(), "1", "i1", route("r1", "svc0.ns", m.edsNames[0]))
+	m.initial[tLDS.url()] = encodeResponse(tb, tLDS.url(), "1", "i1", fetest.RDSListener(tb, "l1", 15001, "r1"))
+	m.initial[tRDS.url()] = encodeResponse(tb, tRDS.url(), "1", "i1", fetest.Route("r1", "svc0.ns", m.edsNames[0]))
 	return m
 }
 
 // change returns push k's response and the ACK a fake Envoy answers it with.
 func (m *pushMesh) change(tb testing.TB, k int) (resp, ack []byte) {
 	c := k % m.clusters
-	a := cla(m.edsNames[c], fmt.Sprintf("10.2.%d.%d", k/250%250, k%250+1), 8080)
+	a := fetest.CLA(m.edsNames[c], fmt.Sprintf("10.2.%d.%d", k/250%250, k%250+1), 8080)
 	version, nonce := fmt.Sprintf("p%d", k), fmt.Sprintf("n%d", k)
 	resp = encodeResponse(tb, tEDS.url(), version, nonce, a)
 	ack, err := proto.Marshal(&discoveryv3.DiscoveryRequest{

@@ -9,6 +9,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
@@ -24,7 +25,7 @@ func startMesh(t *testing.T, addr string) *controlplane.Server {
 		s.Registry().SetService(&model.Service{Hostname: h, Namespace: "ns-0", Ports: []model.Port{{Name: "http", Number: 80, Protocol: "HTTP"}}})
 		s.Registry().SetEndpoints(h, []*model.Endpoint{{Address: "10.0.0.1"}})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), fetest.WaitLimit)
 	defer cancel()
 	if _, err := s.WaitForSnapshot(ctx, func(sn *model.Snapshot) bool { return sn.ServiceCount() == 2 }); err != nil {
 		t.Fatal(err)
