@@ -1,11 +1,9 @@
 package fakeenvoy
 
 import (
-	"context"
 	"crypto/x509"
 	"errors"
 	"io/fs"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -332,9 +330,9 @@ func TestAgentFileCertificates(t *testing.T) {
 // whole fleet), each certificate with a serial of its own.
 func TestAgentWithIssueDelay(t *testing.T) {
 	a := testAgent(t, AgentConfig{})
-	b := groupAgent(a, 20*time.Millisecond)
-	c := groupAgent(a, -1)
-	if groupAgent(a, 0) != a || b.RootPEM() != a.RootPEM() || c.RootPEM() != a.RootPEM() {
+	b := a.WithIssueDelay(20 * time.Millisecond)
+	c := a.WithIssueDelay(-1)
+	if b.RootPEM() != a.RootPEM() || c.RootPEM() != a.RootPEM() {
 		t.Fatal("a group's agent must share the fleet's CA")
 	}
 	w := workload{namespace: "ns", serviceAccount: "sa"}
@@ -355,37 +353,5 @@ func TestAgentWithIssueDelay(t *testing.T) {
 			t.Fatalf("serial %v issued twice", cert.SerialNumber)
 		}
 		serials[cert.SerialNumber.String()] = true
-	}
-}
-
-// TestIncompleteNotConnected: clients that never connect say so, with the code their connects
-// fail with, aggregated per group.
-func TestIncompleteNotConnected(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close() // a closed port: connection refused
-	f, err := NewFleet(FleetConfig{Target: addr, Groups: []Group{{Name: "g", Count: 3}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
-	var got []IncompleteGroup
-	for ctx.Err() == nil {
-		got = f.Incomplete()
-		if len(got) == 1 && got[0].Clients == 3 && strings.HasPrefix(got[0].Reason, "not connected") {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if len(got) != 1 || got[0].Group != "g" || got[0].Clients != 3 || got[0].Reason != "not connected: its connects fail with Unavailable (see the connect failures)" || len(got[0].Examples) != 3 {
-		t.Fatalf("incomplete: %+v", got)
 	}
 }

@@ -62,7 +62,7 @@ func NewClient(cfg ClientConfig, hooks probe.Hooks) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
-	cd.interner, cd.mode, cd.pool, cd.rx = cfg.Interner, cfg.checkMode(), cfg.pool, cfg.rx
+	cd.interner, cd.mode, cd.pool, cd.rx = cfg.Interner, cfg.checkMode(), cfg.BufferPool, cfg.Stamps
 	mcfg := cfg
 	mcfg.workload = workloadOf(cfg.Node)
 	mcfg.Node = cd.node

@@ -242,21 +242,6 @@ func TestCodecRejectsNonProto(t *testing.T) {
 	}
 }
 
-func TestBufferPoolTiers(t *testing.T) {
-	p := newBufferPool()
-	for _, size := range []int{1, 256, 300, 32<<10 + 1, 1 << 20, 16 << 20} {
-		buf := p.Get(size)
-		if len(*buf) != size {
-			t.Errorf("Get(%d) returned %d bytes", size, len(*buf))
-		}
-		// A tier at every power of two: never more than twice what was asked (from 256 B).
-		if c := cap(*buf); c > 2*max(size, 256) {
-			t.Errorf("Get(%d) has capacity %d, want at most %d", size, c, 2*max(size, 256))
-		}
-		p.Put(buf)
-	}
-}
-
 // TestCodecSharedNames checks that a SotW request naming a shared set's references (the EDS
 // names every request of a client repeats) is sent with the set's encoding of the names, and
 // decodes exactly as the plain encoding of the same request; a list that is not a set's refs is

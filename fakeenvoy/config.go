@@ -62,15 +62,17 @@ type ClientConfig struct {
 	// Client.Blocked says so).
 	Agent *Agent
 
+	// BufferPool is the buffer pool of the client's connection, where its codec gathers a
+	// response spanning several buffers (nil: grpc-go's default pool); a fleet gives its own.
+	BufferPool mem.BufferPool
+	// Stamps, when set, is where the client's codec takes kernel receive stamps from (a fleet
+	// sets it for a client on a plaintext connection of its own, dialled through
+	// Stamps.Dial; see package internal/rxstamp).
+	Stamps *rxstamp.Stamps
+
 	// workload is the node's namespace and service account (NewClient reads them before it
 	// gives the machine a stand-in node without metadata).
 	workload workload
-	// pool is the buffer pool of the fleet's connections, where the client's codec gathers a
-	// response spanning several buffers (nil: grpc-go's default pool).
-	pool mem.BufferPool
-	// rx, when set, is where the client's codec takes kernel receive stamps from (the fleet
-	// sets it for a client on a plaintext connection of its own; see package internal/rxstamp).
-	rx *rxstamp.Stamps
 }
 
 // checkMode is how the client validates the resources it decodes.

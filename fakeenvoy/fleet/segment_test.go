@@ -1,19 +1,21 @@
-package fakeenvoy
+package fleet
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/xdslab/xdslab/fakeenvoy"
 )
 
 // TestFleetSegments: N segments of a fleet hold every client exactly once, each with the
 // index, group, node, namespace, seed-driven random stream and shared-connection slot it has
 // in the whole fleet's ramp.
 func TestFleetSegments(t *testing.T) {
-	cfg := FleetConfig{
+	cfg := Config{
 		Target: "127.0.0.1:1",
 		Groups: []Group{
-			{Name: "a", Count: 7, Identity: IdentityTemplate{Namespaces: 3}},
-			{Name: "b", Count: 4, Identity: IdentityTemplate{Type: "router"}},
+			{Name: "a", Count: 7, Identity: fakeenvoy.IdentityTemplate{Namespaces: 3}},
+			{Name: "b", Count: 4, Identity: fakeenvoy.IdentityTemplate{Type: "router"}},
 		},
 		Ramp: 10,
 		Seed: 42,
@@ -26,11 +28,11 @@ func TestFleetSegments(t *testing.T) {
 		out := map[int]id{}
 		for _, fc := range f.clients {
 			c := fc.c
-			out[c.Index()] = id{c.Group(), c.NodeID(), c.Namespace(), c.rng.Uint64()}
+			out[c.Index()] = id{c.Group(), c.NodeID(), c.Namespace(), fc.rng.Uint64()}
 		}
 		return out
 	}
-	whole, err := NewFleet(cfg)
+	whole, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestFleetSegments(t *testing.T) {
 			for i := range n {
 				c := cfg
 				c.Segment = Segment{Index: i, Count: n}
-				f, err := NewFleet(c)
+				f, err := New(c)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -74,7 +76,7 @@ func TestFleetSegments(t *testing.T) {
 }
 
 func TestSegmentValidate(t *testing.T) {
-	base := FleetConfig{Target: "127.0.0.1:1", Groups: []Group{{Name: "a", Count: 3}}}
+	base := Config{Target: "127.0.0.1:1", Groups: []Group{{Name: "a", Count: 3}}}
 	for _, tc := range []struct {
 		seg Segment
 		ok  bool

@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"time"
@@ -18,7 +18,7 @@ var (
 	_ probe.BacklogHook = groupObservers(nil)
 )
 
-func newGroupObservers(cfg FleetConfig) groupObservers {
+func newGroupObservers(cfg Config) groupObservers {
 	if len(cfg.Groups) < 2 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func TestFleetGroupMetrics(t *testing.T) {
 	b := cfg.Groups[0]
 	cfg.Groups[0].Name, b.Name, b.Count = "a", "b", 4
 	cfg.Groups = append(cfg.Groups, b)
-	f, err := NewFleet(cfg)
+	f, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

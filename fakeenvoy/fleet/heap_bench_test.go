@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"bufio"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/istioconfig"
@@ -67,10 +68,10 @@ func BenchmarkFleetHeapPerClient(b *testing.B) {
 }
 
 func runHeapFleet(b *testing.B, srv *meshServer, n int) {
-	f, err := NewFleet(FleetConfig{
+	f, err := New(Config{
 		Target: srv.addr,
-		Groups: []Group{{Name: "sidecars", Count: n, Identity: IdentityTemplate{Namespaces: 10},
-			Client: ClientConfig{Nack: policy.Nack{Realistic: true}}}},
+		Groups: []Group{{Name: "sidecars", Count: n, Identity: fakeenvoy.IdentityTemplate{Namespaces: 10},
+			Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}}},
 		Ramp: 250, Seed: 1,
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"bytes"
@@ -17,11 +17,13 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/pprofcpu"
@@ -64,10 +66,10 @@ func BenchmarkPushCPU(b *testing.B) {
 	var f *Fleet
 	pprof.Do(ctx, pprof.Labels("side", "harness"), func(ctx context.Context) {
 		var err error
-		f, err = NewFleet(FleetConfig{
+		f, err = New(Config{
 			Target: srv.addr,
-			Groups: []Group{{Name: "sidecars", Count: n, Identity: IdentityTemplate{Namespaces: 10},
-				Client: ClientConfig{Nack: policy.Nack{Realistic: true}}}},
+			Groups: []Group{{Name: "sidecars", Count: n, Identity: fakeenvoy.IdentityTemplate{Namespaces: 10},
+				Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}}},
 			Ramp: 500, Seed: 1,
 		})
 		if err != nil {
@@ -139,10 +141,10 @@ func newPushMesh(tb testing.TB, clusters int) *pushMesh {
 		eds = append(eds, fetest.CLA(name, fmt.Sprintf("10.1.%d.1", i), 8080))
 		m.edsNames = append(m.edsNames, name)
 	}
-	m.initial[tCDS.url()] = encodeResponse(tb, tCDS.url(), "1", "i1", cds...)
-	m.initial[tEDS.url()] = encodeResponse(tb, tEDS.url(), "1", "i1", eds...)
-	m.initial[tLDS.url()] = encodeResponse(tb, tLDS.url(), "1", "i1", fetest.RDSListener(tb, "l1", 15001, "r1"))
-	m.initial[tRDS.url()] = encodeResponse(tb, tRDS.url(), "1", "i1", fetest.Route("r1", "svc0.ns", m.edsNames[0]))
+	m.initial[resource.ClusterType] = encodeResponse(tb, resource.ClusterType, "1", "i1", cds...)
+	m.initial[resource.EndpointType] = encodeResponse(tb, resource.EndpointType, "1", "i1", eds...)
+	m.initial[resource.ListenerType] = encodeResponse(tb, resource.ListenerType, "1", "i1", fetest.RDSListener(tb, "l1", 15001, "r1"))
+	m.initial[resource.RouteType] = encodeResponse(tb, resource.RouteType, "1", "i1", fetest.Route("r1", "svc0.ns", m.edsNames[0]))
 	return m
 }
 
@@ -151,9 +153,9 @@ func (m *pushMesh) change(tb testing.TB, k int) (resp, ack []byte) {
 	c := k % m.clusters
 	a := fetest.CLA(m.edsNames[c], fmt.Sprintf("10.2.%d.%d", k/250%250, k%250+1), 8080)
 	version, nonce := fmt.Sprintf("p%d", k), fmt.Sprintf("n%d", k)
-	resp = encodeResponse(tb, tEDS.url(), version, nonce, a)
+	resp = encodeResponse(tb, resource.EndpointType, version, nonce, a)
 	ack, err := proto.Marshal(&discoveryv3.DiscoveryRequest{
-		VersionInfo: version, ResponseNonce: nonce, TypeUrl: tEDS.url(), ResourceNames: m.edsNames,
+		VersionInfo: version, ResponseNonce: nonce, TypeUrl: resource.EndpointType, ResourceNames: m.edsNames,
 		Node: &corev3.Node{Id: "floor"},
 	})
 	if err != nil {
@@ -293,9 +295,9 @@ func (s *pushServer) StreamAggregatedResources(st discoveryv3.AggregatedDiscover
 						return err
 					}
 				}
-			case r.GetTypeUrl() == tEDS.url() && r.GetResponseNonce() == "i1":
+			case r.GetTypeUrl() == resource.EndpointType && r.GetResponseNonce() == "i1":
 				s.subs[group].Add(1)
-			case r.GetTypeUrl() == tEDS.url():
+			case r.GetTypeUrl() == resource.EndpointType:
 				if p := s.nonce.Load(); p != nil && *p == r.GetResponseNonce() {
 					if s.acked[group].Add(1) == s.want.Load() {
 						s.reached <- struct{}{}
@@ -411,16 +413,16 @@ type floorFleet struct {
 func startFloor(ctx context.Context, tb testing.TB, srv *pushServer, mesh *pushMesh, n int) *floorFleet {
 	ff := &floorFleet{}
 	ctx, cancel := context.WithCancel(ctx)
-	subscribe := func(t rtype, names []string) []byte {
-		b, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: t.url(), ResourceNames: names, Node: &corev3.Node{Id: "floor"}})
+	subscribe := func(typeURL string, names []string) []byte {
+		b, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: names, Node: &corev3.Node{Id: "floor"}})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return b
 	}
-	initial := [][]byte{subscribe(tCDS, nil), subscribe(tEDS, mesh.edsNames)}
+	initial := [][]byte{subscribe(resource.ClusterType, nil), subscribe(resource.EndpointType, mesh.edsNames)}
 	// The ACK of the initial EDS response, which the server counts as subscribed.
-	edsAck, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: tEDS.url(), VersionInfo: "1", ResponseNonce: "i1",
+	edsAck, err := proto.Marshal(&discoveryv3.DiscoveryRequest{TypeUrl: resource.EndpointType, VersionInfo: "1", ResponseNonce: "i1",
 		ResourceNames: mesh.edsNames, Node: &corev3.Node{Id: "floor"}})
 	if err != nil {
 		tb.Fatal(err)

@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
@@ -38,10 +39,10 @@ func BenchmarkChurnSoak(b *testing.B) {
 	srv := startPushServer(b, newPushMesh(b, 10))
 	for b.Loop() {
 		ctx, cancel := context.WithCancel(context.Background())
-		f, err := NewFleet(FleetConfig{
+		f, err := New(Config{
 			Target: srv.addr,
-			Groups: []Group{{Name: "sidecars", Count: n, Identity: IdentityTemplate{Namespaces: 10},
-				Client: ClientConfig{Nack: policy.Nack{Realistic: true}}}},
+			Groups: []Group{{Name: "sidecars", Count: n, Identity: fakeenvoy.IdentityTemplate{Namespaces: 10},
+				Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}}},
 			Ramp: 500, Seed: 1,
 			Churn: Churn{Every: 20 * time.Second, Jitter: 0.5},
 		})

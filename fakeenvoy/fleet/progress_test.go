@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func TestFleetGroupSizes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%d of %d", tc.seg.Index, tc.seg.Count), func(t *testing.T) {
-			f, err := NewFleet(FleetConfig{Target: "127.0.0.1:1", Groups: groups, Segment: tc.seg})
+			f, err := New(Config{Target: "127.0.0.1:1", Groups: groups, Segment: tc.seg})
 			if err != nil {
 				t.Fatal(err)
 			}

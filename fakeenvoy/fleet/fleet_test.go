@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/clock"
@@ -57,11 +58,11 @@ func (b *flBuffer) String() string {
 	return b.buf.String()
 }
 
-func flConfig(target string, n int, nack policy.Nack) FleetConfig {
-	return FleetConfig{
+func flConfig(target string, n int, nack policy.Nack) Config {
+	return Config{
 		Target: target,
-		Groups: []Group{{Name: "sidecars", Count: n, Identity: IdentityTemplate{Namespaces: 5},
-			Client: ClientConfig{Nack: nack, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}}}},
+		Groups: []Group{{Name: "sidecars", Count: n, Identity: fakeenvoy.IdentityTemplate{Namespaces: 5},
+			Client: fakeenvoy.ClientConfig{Nack: nack, Backoff: fakeenvoy.Backoff{Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}}}},
 		Ramp:             1000,
 		Seed:             1,
 		ProgressInterval: 20 * time.Millisecond,
@@ -90,7 +91,7 @@ func TestFleetEndToEnd(t *testing.T) {
 	cfg := flConfig(srv.Addr, n, nack)
 	progress := &flBuffer{}
 	cfg.Progress = progress
-	f, err := NewFleet(cfg)
+	f, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestFleetConnectFailuresRetried(t *testing.T) {
 	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
 
-	f, err := NewFleet(flConfig(lis.Addr().String(), 3, policy.Nack{}))
+	f, err := New(flConfig(lis.Addr().String(), 3, policy.Nack{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func TestFleetConnectFailuresRetried(t *testing.T) {
 	}
 	addr := dead.Addr().String()
 	dead.Close()
-	f2, err := NewFleet(flConfig(addr, 2, policy.Nack{}))
+	f2, err := New(flConfig(addr, 2, policy.Nack{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestFleetChurnAndSharedConns(t *testing.T) {
 	cfg := flConfig(srv.Addr, 6, policy.Nack{})
 	cfg.StreamsPerConn = 3
 	cfg.Churn = Churn{Every: 200 * time.Millisecond, Jitter: 0.3}
-	f, err := NewFleet(cfg)
+	f, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,14 +389,14 @@ func TestFleetStreamsPerConnPerGroup(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newPeerServer(t)
-			cfg := FleetConfig{Target: srv.addr, Seed: 1, StreamsPerConn: tc.fleetSPC, Segment: tc.segment}
+			cfg := Config{Target: srv.addr, Seed: 1, StreamsPerConn: tc.fleetSPC, Segment: tc.segment}
 			total := 0
 			for _, g := range tc.groups {
 				cfg.Groups = append(cfg.Groups, Group{Name: g.name, Count: g.count, StreamsPerConn: g.spc,
-					Identity: IdentityTemplate{Namespaces: 3}})
+					Identity: fakeenvoy.IdentityTemplate{Namespaces: 3}})
 				total += g.wantConns
 			}
-			f, err := NewFleet(cfg)
+			f, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -451,21 +452,21 @@ func TestFleetConfigValidate(t *testing.T) {
 	good := flConfig("127.0.0.1:1", 1, policy.Nack{})
 	tests := []struct {
 		name   string
-		mutate func(*FleetConfig)
+		mutate func(*Config)
 		want   string
 	}{
-		{"ok", func(*FleetConfig) {}, ""},
-		{"no target", func(c *FleetConfig) { c.Target = "" }, "target is required"},
-		{"no clients", func(c *FleetConfig) { c.Groups[0].Count = 0 }, "at least one client"},
-		{"negative ramp", func(c *FleetConfig) { c.Ramp = -1 }, "ramp"},
-		{"jitter", func(c *FleetConfig) { c.Churn = Churn{Every: time.Second, Jitter: 1} }, "jitter"},
-		{"duplicate group", func(c *FleetConfig) { c.Groups = append(c.Groups, c.Groups[0]) }, "duplicate group"},
-		{"identity", func(c *FleetConfig) { c.Groups[0].Identity.Type = "gateway" }, "use sidecar or router"},
-		{"negative streams per connection", func(c *FleetConfig) { c.StreamsPerConn = -1 }, "streams per connection -1 must be >= 0"},
-		{"negative group streams per connection", func(c *FleetConfig) { c.Groups[0].StreamsPerConn = -2 }, "group sidecars: streams per connection -2 must be >= 0"},
-		{"group target sharing", func(c *FleetConfig) { c.Groups[0].Target, c.Groups[0].StreamsPerConn = "127.0.0.1:2", 4 }, "group sidecars: 4 streams per connection: auth and a group target"},
-		{"group target, the fleet's default", func(c *FleetConfig) { c.Groups[0].Target, c.StreamsPerConn = "127.0.0.1:2", 3 }, "group sidecars: 3 streams per connection"},
-		{"group target, the group opts out", func(c *FleetConfig) {
+		{"ok", func(*Config) {}, ""},
+		{"no target", func(c *Config) { c.Target = "" }, "target is required"},
+		{"no clients", func(c *Config) { c.Groups[0].Count = 0 }, "at least one client"},
+		{"negative ramp", func(c *Config) { c.Ramp = -1 }, "ramp"},
+		{"jitter", func(c *Config) { c.Churn = Churn{Every: time.Second, Jitter: 1} }, "jitter"},
+		{"duplicate group", func(c *Config) { c.Groups = append(c.Groups, c.Groups[0]) }, "duplicate group"},
+		{"identity", func(c *Config) { c.Groups[0].Identity.Type = "gateway" }, "use sidecar or router"},
+		{"negative streams per connection", func(c *Config) { c.StreamsPerConn = -1 }, "streams per connection -1 must be >= 0"},
+		{"negative group streams per connection", func(c *Config) { c.Groups[0].StreamsPerConn = -2 }, "group sidecars: streams per connection -2 must be >= 0"},
+		{"group target sharing", func(c *Config) { c.Groups[0].Target, c.Groups[0].StreamsPerConn = "127.0.0.1:2", 4 }, "group sidecars: 4 streams per connection: auth and a group target"},
+		{"group target, the fleet's default", func(c *Config) { c.Groups[0].Target, c.StreamsPerConn = "127.0.0.1:2", 3 }, "group sidecars: 3 streams per connection"},
+		{"group target, the group opts out", func(c *Config) {
 			c.Groups[0].Target, c.Groups[0].StreamsPerConn, c.StreamsPerConn = "127.0.0.1:2", 1, 3
 		}, ""},
 	}
@@ -480,7 +481,7 @@ func TestFleetConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	f, err := NewFleet(good)
+	f, err := New(good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,7 +567,7 @@ func TestFleetRampPacing(t *testing.T) {
 	cfg.Ramp = 10 // one client per 100ms
 	cfg.Clock = clock
 	cfg.ProgressInterval = time.Hour
-	f, err := NewFleet(cfg)
+	f, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func TestFleetReconnectAfterOutage(t *testing.T) {
 	const n = 5
 	cp := startMesh(t, "127.0.0.1:0")
 	addr := cp.GRPCAddr()
-	f, err := NewFleet(flConfig(addr, n, policy.Nack{}))
+	f, err := New(flConfig(addr, n, policy.Nack{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
 
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -69,9 +70,9 @@ func benchFleet(b *testing.B, n, streamsPerConn int) {
 	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
 
-	f, err := NewFleet(FleetConfig{
+	f, err := New(Config{
 		Target: lis.Addr().String(),
-		Groups: []Group{{Name: "bench", Count: n, Identity: IdentityTemplate{Namespaces: 10}}},
+		Groups: []Group{{Name: "bench", Count: n, Identity: fakeenvoy.IdentityTemplate{Namespaces: 10}}},
 		Ramp:   4000, StreamsPerConn: streamsPerConn, Seed: 1,
 		DialOptions: []grpc.DialOption{grpc.WithReadBufferSize(4 << 10), grpc.WithWriteBufferSize(4 << 10)},
 	})

@@ -1,4 +1,4 @@
-package fakeenvoy
+package fleet
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
 
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/internal/rxstamp"
 	"github.com/xdslab/xdslab/measure"
@@ -56,10 +57,10 @@ type Group struct {
 	// Count clients, numbered consecutively across the fleet's groups.
 	Count int
 	// Identity builds each client's node from its fleet index.
-	Identity IdentityTemplate
+	Identity fakeenvoy.IdentityTemplate
 	// Client is the template of every client's configuration; Index, Group, Node, Seed and
 	// Clock are set per client by the fleet.
-	Client ClientConfig
+	Client fakeenvoy.ClientConfig
 	// Auth, when set, gives each client a credential for its namespace (a secure ADS
 	// listener); nil dials with the fleet's options (insecure unless DialOptions say else).
 	Auth *ClientAuth
@@ -84,8 +85,8 @@ type Churn struct {
 	Jitter float64
 }
 
-// FleetConfig configures a Fleet. Zero values take the documented defaults.
-type FleetConfig struct {
+// Config configures a Fleet. Zero values take the documented defaults.
+type Config struct {
 	// Target is the ADS server, host:port, dialled with insecure credentials.
 	Target string
 	Groups []Group
@@ -121,7 +122,7 @@ type FleetConfig struct {
 	Matcher          measure.MatcherConfig
 	// Agent configures the emulated istio-agent that serves every client the secrets whose
 	// sds_config is not ADS (a client template's own Agent wins).
-	Agent AgentConfig
+	Agent fakeenvoy.AgentConfig
 	// Hooks, if set, also receives every client's observations (after the observer and the
 	// matcher).
 	Hooks probe.Hooks
@@ -159,7 +160,7 @@ func (s Segment) Validate() error {
 }
 
 // Clients is the total client count over the groups.
-func (c FleetConfig) Clients() int {
+func (c Config) Clients() int {
 	n := 0
 	for _, g := range c.Groups {
 		n += g.Count
@@ -168,7 +169,7 @@ func (c FleetConfig) Clients() int {
 }
 
 // streamsPerConn is how many of group g's clients share a connection (1: each its own).
-func (c FleetConfig) streamsPerConn(g Group) int {
+func (c Config) streamsPerConn(g Group) int {
 	if g.StreamsPerConn > 0 {
 		return g.StreamsPerConn
 	}
@@ -176,7 +177,7 @@ func (c FleetConfig) streamsPerConn(g Group) int {
 }
 
 // Validate reports a configuration the fleet cannot run, naming the field and the fix.
-func (c FleetConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	if c.Target == "" {
 		errs = append(errs, errors.New("fleet: target is required (host:port of the ADS server)"))
@@ -227,7 +228,7 @@ func (c FleetConfig) Validate() error {
 
 // Fleet runs many clients against one ADS server and observes them.
 type Fleet struct {
-	cfg     FleetConfig
+	cfg     Config
 	clock   clock.Clock
 	obs     *measure.Observer
 	groups  groupObservers // per client group, for a fleet of several; nil otherwise
@@ -250,7 +251,7 @@ type Fleet struct {
 }
 
 type fleetClient struct {
-	c     *Client
+	c     *fakeenvoy.Client
 	group string
 	ns    string
 	conn  *fleetConn // this client's own connection, or a shared one
@@ -319,8 +320,8 @@ func (g *fleetGauge) record(v int, steady, final bool) {
 	g.last, g.hasLast = v, true
 }
 
-// NewFleet builds every client (validating their configurations) without connecting.
-func NewFleet(cfg FleetConfig) (*Fleet, error) {
+// New builds every client (validating their configurations) without connecting.
+func New(cfg Config) (*Fleet, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -335,19 +336,19 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		f.cfg.ProgressInterval = time.Second
 	}
 	f.groups = newGroupObservers(cfg)
-	f.hooks = teeHooks{f.obs, f.match}
+	f.hooks = fakeenvoy.Tee{f.obs, f.match}
 	if f.groups != nil {
-		f.hooks = teeHooks{f.obs, f.groups, f.match}
+		f.hooks = fakeenvoy.Tee{f.obs, f.groups, f.match}
 	}
 	if cfg.Hooks != nil {
-		f.hooks = append(f.hooks.(teeHooks), cfg.Hooks)
+		f.hooks = append(f.hooks.(fakeenvoy.Tee), cfg.Hooks)
 	}
 	pool := newBufferPool()
 	opts := append(fleetDialOptions(pool), cfg.DialOptions...)
 	// One table for the whole fleet: clients with the same config share decoded resources.
-	interner := NewInterner()
+	interner := fakeenvoy.NewInterner()
 	// One istio-agent CA for the whole fleet, one workload certificate per client.
-	agent, err := NewAgent(cfg.Agent)
+	agent, err := fakeenvoy.NewAgent(cfg.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +358,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		spc := cfg.streamsPerConn(g)
 		var shared *fleetConn // the group's connection being filled
 		member := 0           // this group's clients in the segment so far
-		g.Identity.groupStart = index
+		g.Identity = g.Identity.WithGroupStart(index)
 		for range g.Count {
 			if !cfg.Segment.Has(index) {
 				index++
@@ -370,7 +371,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 			if cc.Agent == nil {
 				cc.Agent = groupAgent(agent, g.AgentIssueDelay)
 			}
-			cc.pool = pool
+			cc.BufferPool = pool
 			cc.Index, cc.Group, cc.Node = index, g.Name, g.Identity.Node(index)
 			if g.Auth != nil {
 				claimServiceAccount(cc.Node, g.Auth.serviceAccount())
@@ -381,9 +382,9 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 			var rx *rxstamp.Stamps
 			if spc <= 1 && g.Auth == nil && cfg.Clock == nil {
 				rx = &rxstamp.Stamps{}
-				cc.rx = rx
+				cc.Stamps = rx
 			}
-			c, err := NewClient(cc, f.hooks)
+			c, err := fakeenvoy.NewClient(cc, f.hooks)
 			if err != nil {
 				return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
 			}
@@ -429,7 +430,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 
 // groupAgent is the fleet's agent, with a group's own issue delay when it sets one (the CA is
 // shared).
-func groupAgent(a *Agent, delay time.Duration) *Agent {
+func groupAgent(a *fakeenvoy.Agent, delay time.Duration) *fakeenvoy.Agent {
 	if delay == 0 {
 		return a
 	}
@@ -592,73 +593,5 @@ func (f *Fleet) churnContext(ctx context.Context, fc *fleetClient) (context.Cont
 		cancel()
 		t.Stop()
 		<-done
-	}
-}
-
-// teeHooks calls every hook in order.
-type teeHooks []probe.Hooks
-
-var (
-	_ probe.Hooks       = teeHooks(nil)
-	_ probe.BacklogHook = teeHooks(nil)
-	_ probe.ResyncHook  = teeHooks(nil)
-)
-
-func (t teeHooks) Connected(c probe.ClientInfo, at time.Time, attempt int) {
-	for _, h := range t {
-		h.Connected(c, at, attempt)
-	}
-}
-func (t teeHooks) Disconnected(c probe.ClientInfo, at time.Time, err error) {
-	for _, h := range t {
-		h.Disconnected(c, at, err)
-	}
-}
-func (t teeHooks) ConnectFailed(c probe.ClientInfo, at time.Time, err error) {
-	for _, h := range t {
-		h.ConnectFailed(c, at, err)
-	}
-}
-func (t teeHooks) Response(c probe.ClientInfo, r probe.ResponseInfo) {
-	for _, h := range t {
-		h.Response(c, r)
-	}
-}
-func (t teeHooks) Applied(c probe.ClientInfo, r probe.ResponseInfo, v probe.View) {
-	for _, h := range t {
-		h.Applied(c, r, v)
-	}
-}
-func (t teeHooks) AckSent(c probe.ClientInfo, r probe.ResponseInfo, at time.Time) {
-	for _, h := range t {
-		h.AckSent(c, r, at)
-	}
-}
-func (t teeHooks) WarmingTimeout(c probe.ClientInfo, typeURL string, at time.Time) {
-	for _, h := range t {
-		h.WarmingTimeout(c, typeURL, at)
-	}
-}
-func (t teeHooks) FirstFullConfig(c probe.ClientInfo, at time.Time) {
-	for _, h := range t {
-		h.FirstFullConfig(c, at)
-	}
-}
-
-// Resynced passes the resync on to every hook that takes it.
-func (t teeHooks) Resynced(c probe.ClientInfo, at time.Time, d time.Duration) {
-	for _, h := range t {
-		if r, ok := h.(probe.ResyncHook); ok {
-			r.Resynced(c, at, d)
-		}
-	}
-}
-
-// ReceiveBacklog passes the backlog on to every hook that takes it.
-func (t teeHooks) ReceiveBacklog(c probe.ClientInfo, d time.Duration) {
-	for _, h := range t {
-		if b, ok := h.(probe.BacklogHook); ok {
-			b.ReceiveBacklog(c, d)
-		}
 	}
 }
