@@ -19,7 +19,7 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 	mode := checkNone
 	switch {
 	case m.grpc:
-		mode = checkGRPC // grpc-go's rules (grpc.go)
+		mode = checkGRPC // grpc-go's rules (validate.GRPC)
 	case realistic:
 		mode = checkEnvoy // Envoy's (rules.go)
 	}

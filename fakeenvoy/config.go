@@ -34,7 +34,7 @@ type ClientConfig struct {
 	Node *corev3.Node
 	// Delta selects the incremental protocol (DeltaAggregatedResources).
 	Delta bool
-	// GRPC makes the client a proxyless gRPC client (grpc-go's xDS client, see grpc.go): SotW,
+	// GRPC makes the client a proxyless gRPC client (grpc-go's xDS client, see package validate's grpc.go): SotW,
 	// named subscriptions from the GRPCTargets listeners ("host:port") down to EDS, grpc-go's
 	// validation rules. Delta must be false.
 	GRPC        bool

@@ -22,7 +22,8 @@ import (
 //	wire.go         the wire adapters (SotW, Delta, proxyless gRPC): a response becomes one
 //	                update, requests are built in the protocol's shape
 //	apply.go        applying an update: decode, accept or reject, commit, follow-up requests
-//	rules.go        what Envoy rejects (grpc.go: what grpc-go rejects)
+//	rules.go        what Envoy rejects (package validate: the checks of a resource, Envoy's
+//	                and grpc-go's)
 //	warming.go      the init manager: initial fetch, cluster and listener warming, full config
 //	sds.go          SDS secrets and the warming on them
 //	decode.go       decoding resources and reading raw protobuf

@@ -10,7 +10,7 @@ import (
 )
 
 // What Envoy rejects (policy.Nack.Realistic), beside the PGV validation of every resource and of
-// every message packed in an Any (validate.go) and the SDS sources it cannot reach (sds.go):
+// every message packed in an Any (validate.Deep) and the SDS sources it cannot reach (sds.go):
 //
 //   - a response naming one resource twice, or a Delta response that both adds and removes a
 //     name: the whole response is NACKed and nothing of it applied;
@@ -18,7 +18,7 @@ import (
 //     chains of one listener with the same match: that listener is rejected.
 //
 // CDS and LDS apply their valid resources even when the response is NACKed, as Envoy does; EDS,
-// RDS and SDS apply nothing of a NACKed response. grpc-go's rules are in grpc.go. The scripted
+// RDS and SDS apply nothing of a NACKed response. grpc-go's rules are validate.GRPC's. The scripted
 // rejections of a policy.Nack (every Nth response, a probability, a name pattern) come on top.
 
 // envoyResponseErr reports what makes Envoy reject a whole response of type t.
