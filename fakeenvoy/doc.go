@@ -16,7 +16,8 @@
 // The machine by concern (machine.go lists its files): a wire adapter per protocol (SotW,
 // Delta, proxyless gRPC) reads a response into one update and builds the requests; apply.go
 // applies an update whatever carried it; rules.go holds what Envoy rejects, with package
-// validate's checks of a resource (Envoy's, and grpc-go's); warming.go is the init manager (initial fetch, warming, full config).
+// validate's checks of a resource (Envoy's, and grpc-go's); warming.go is the init manager
+// (initial fetch, warming, full config).
 // Resource types are rtype values (CDS, EDS, LDS, RDS, SDS). Transcripts in testdata/machine
 // (TestMachineTranscripts) script a machine event by event — streams, responses with
 // abbreviated resources, time — with the requests, ACKs and NACKs each must send and when the
@@ -58,13 +59,15 @@
 // The node goes on every request, or only on a stream's first with NodeOnFirstOnly (Istio's
 // set_node_on_first_message_only); IdentityTemplate.IstioMetadata sends an Istio-sized node.
 //
-// A gRPC client (ClientConfig.GRPC; see package validate's grpc.go) behaves like grpc-go's xDS client instead:
+// A gRPC client (ClientConfig.GRPC; see package validate's grpc.go) behaves like grpc-go's
+// xDS client instead:
 // SotW with named subscriptions from its targets' API listeners down to EDS, no warming, and
 // grpc-go's resource rules.
 //
 // NACK policies (policy.Nack) combine a probability, every Nth response, a resource-name
 // regexp and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures,
-// recursively inside every Any; undecodable resources; duplicate names; a Delta name both added and removed;
+// recursively inside every Any; undecodable resources; duplicate names; a Delta name both
+// added and removed;
 // listeners binding the same address; filter chains with identical matches). For CDS and LDS
 // the valid resources are applied and the whole response is still NACKed, as Envoy does.
 // policy.Ack adds Envoy's apply time before the ACK, a hung client that never ACKs, and
