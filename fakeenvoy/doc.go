@@ -60,18 +60,16 @@
 // set_node_on_first_message_only); IdentityTemplate.IstioMetadata sends an Istio-sized node.
 //
 // A gRPC client (ClientConfig.GRPC; see package validate's grpc.go) behaves like grpc-go's
-// xDS client instead:
-// SotW with named subscriptions from its targets' API listeners down to EDS, no warming, and
-// grpc-go's resource rules.
+// xDS client instead: SotW with named subscriptions from its targets' API listeners down to
+// EDS, no warming, and grpc-go's resource rules.
 //
 // NACK policies (policy.Nack) combine a probability, every Nth response, a resource-name
 // regexp and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures,
 // recursively inside every Any; undecodable resources; duplicate names; a Delta name both
-// added and removed;
-// listeners binding the same address; filter chains with identical matches). For CDS and LDS
-// the valid resources are applied and the whole response is still NACKed, as Envoy does.
-// policy.Ack adds Envoy's apply time before the ACK, a hung client that never ACKs, and
-// disconnects after N responses.
+// added and removed; listeners binding the same address; filter chains with identical
+// matches). For CDS and LDS the valid resources are applied and the whole response is still
+// NACKed, as Envoy does. policy.Ack adds Envoy's apply time before the ACK, a hung client
+// that never ACKs, and disconnects after N responses.
 //
 // A client reports what it sees to probe.Hooks (the contract in package probe), each call with
 // the client's probe.ClientInfo, and each response's receive backlog (probe.BacklogHook:
