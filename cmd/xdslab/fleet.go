@@ -427,9 +427,9 @@ func (f fleetFlags) configJSON() ([]byte, error) {
 
 // serveFleetMetrics serves the fleet's metrics, with the process's Go and process collectors,
 // on addr until stop is called.
-func serveFleetMetrics(addr string, fleet *fleet.Fleet, log io.Writer) (stop func(), err error) {
+func serveFleetMetrics(addr string, fl *fleet.Fleet, log io.Writer) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
-	if err := fleet.Register(reg); err != nil {
+	if err := fl.Register(reg); err != nil {
 		return nil, err
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -27,7 +27,7 @@ type AuthConfig struct {
 	TokenFile  string
 }
 
-// DialOptions returns the options that apply c; append them to FleetConfig.DialOptions (the
+// DialOptions returns the options that apply c; append them to Config.DialOptions (the
 // later transport credentials replace the fleet's insecure default).
 func (c AuthConfig) DialOptions() ([]grpc.DialOption, error) {
 	if c.CAFile == "" {

@@ -28,7 +28,7 @@ import (
 const MaxRecvMsgSize = 256 << 20
 
 // connBufferSize is the read and write buffer size of the fleet's connections (grpc-go's
-// default, 32 KiB); FleetConfig.DialOptions can override it. An idle connection holds neither:
+// default, 32 KiB); Config.DialOptions can override it. An idle connection holds neither:
 // the transport takes its read buffer from the pool only when the socket is readable, and the
 // write buffer is shared. It was 4 KiB: a SotW ACK naming a thousand clusters (about 60 KB)
 // then took fifteen write calls, and the fleet spent 216–248 µs of CPU per pushed response
@@ -36,7 +36,7 @@ const MaxRecvMsgSize = 256 << 20
 const connBufferSize = 32 << 10
 
 // fleetDialOptions are the options every fleet connection is dialled with, before
-// FleetConfig.DialOptions.
+// Config.DialOptions.
 func fleetDialOptions(pool mem.BufferPool) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -64,13 +64,13 @@ type Group struct {
 	// Auth, when set, gives each client a credential for its namespace (a secure ADS
 	// listener); nil dials with the fleet's options (insecure unless DialOptions say else).
 	Auth *ClientAuth
-	// Target, when set, is where this group's clients dial instead of FleetConfig.Target
+	// Target, when set, is where this group's clients dial instead of Config.Target
 	// (a control plane's secure listener beside its plaintext one).
 	Target string
 	// StreamsPerConn, when > 0, is how many of this group's clients share one
 	// grpc.ClientConn (one HTTP/2 connection: many ADS streams, as pilot-load multiplexes
 	// them); 1 gives each client its own connection, as Envoy. 0 takes
-	// FleetConfig.StreamsPerConn. A group's clients share connections only among themselves,
+	// Config.StreamsPerConn. A group's clients share connections only among themselves,
 	// in the order of their indices; with a Segment, among the clients of that segment.
 	StreamsPerConn int
 	// AgentIssueDelay, when set, is the emulated istio-agent's issue delay for this group's
@@ -128,7 +128,7 @@ type Config struct {
 	Hooks probe.Hooks
 }
 
-// Segment selects one shard of a fleet (see FleetConfig.Segment). The zero value is the whole
+// Segment selects one shard of a fleet (see Config.Segment). The zero value is the whole
 // fleet.
 type Segment struct {
 	Index, Count int
