@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -64,7 +65,7 @@ func NewClient(cfg ClientConfig, hooks probe.Hooks) (*Client, error) {
 	}
 	cd.interner, cd.mode, cd.pool, cd.rx = cfg.Interner, cfg.checkMode(), cfg.BufferPool, cfg.Stamps
 	mcfg := cfg
-	mcfg.workload = workloadOf(cfg.Node)
+	mcfg.workload = istioagent.WorkloadOf(cfg.Node)
 	mcfg.Node = cd.node
 	m, err := newMachine(mcfg)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/internal/rxstamp"
@@ -60,7 +61,7 @@ type ClientConfig struct {
 	// Agent is the emulated istio-agent that serves the secrets whose sds_config is not ADS
 	// (see sds.go); a fleet gives one to all its clients. nil: such secrets never arrive (and
 	// Client.Blocked says so).
-	Agent *Agent
+	Agent *istioagent.Agent
 
 	// BufferPool is the buffer pool of the client's connection, where its codec gathers a
 	// response spanning several buffers (nil: grpc-go's default pool); a fleet gives its own.
@@ -72,7 +73,7 @@ type ClientConfig struct {
 
 	// workload is the node's namespace and service account (NewClient reads them before it
 	// gives the machine a stand-in node without metadata).
-	workload workload
+	workload istioagent.Workload
 }
 
 // checkMode is how the client validates the resources it decodes.

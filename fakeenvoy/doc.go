@@ -48,7 +48,7 @@
 // sds_config says, as with Envoy and its istio-agent: secrets on ADS are asked of the control
 // plane (one SDS subscription naming every such secret, right after the CDS or LDS response);
 // secrets on the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS "default" and
-// "ROOTCA") are served by the fleet's emulated istio-agent (agent.go: a lab CA, a real SPIFFE
+// "ROOTCA") are served by the fleet's emulated istio-agent (package istioagent: a lab CA, a real SPIFFE
 // workload certificate per client, an issue delay, no network); path sources are read from
 // the file. Client.Blocked (blocked.go) and fleet.Fleet.Incomplete say why a client has no full
 // config: which secret from which source and why it cannot arrive, which clusters wait for

@@ -10,6 +10,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/probe"
@@ -91,8 +92,8 @@ type machine struct {
 	// agent serves the secrets that are not on ADS (nil: none can arrive); workload is who the
 	// client is to it. local holds those secrets, requested once per client process, and
 	// localPending counts the ones still being issued.
-	agent        *Agent
-	workload     workload
+	agent        *istioagent.Agent
+	workload     istioagent.Workload
 	local        map[secretRef]*localSecret
 	localPending int
 	started      bool
@@ -141,8 +142,8 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 		agent:         cfg.Agent,
 		workload:      cfg.workload,
 	}
-	if cfg.workload == (workload{}) {
-		m.workload = workloadOf(cfg.Node)
+	if cfg.workload == (istioagent.Workload{}) {
+		m.workload = istioagent.WorkloadOf(cfg.Node)
 	}
 	switch {
 	case cfg.Delta:

@@ -19,6 +19,7 @@ import (
 	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/fakeenvoy/fleet"
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -122,7 +123,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.BoolVar(&f.NodeOnFirstOnly, "node-first-only", false, "send node only on a stream's first request (Istio's set_node_on_first_message_only)")
 	fl.DurationVar(&f.InitialFetchTimeout, "initial-fetch-timeout", 0, "Envoy's initial_fetch_timeout (0: 15s; negative: disabled)")
 	fl.DurationVar(&f.Churn, "churn", 0, "reconnect every client this often (0: never)")
-	fl.DurationVar(&f.AgentIssueDelay, "agent-issue-delay", fakeenvoy.DefaultAgentIssueDelay, "how long the emulated istio-agent takes to serve a client's workload certificate and root (secrets on sds-grpc, as istiod's auto-mTLS names them; 0: at once)")
+	fl.DurationVar(&f.AgentIssueDelay, "agent-issue-delay", istioagent.DefaultIssueDelay, "how long the emulated istio-agent takes to serve a client's workload certificate and root (secrets on sds-grpc, as istiod's auto-mTLS names them; 0: at once)")
 	fl.Float64Var(&f.ChurnJitter, "churn-jitter", 0.2, "churn period jitter as a fraction of --churn, in [0,1)")
 	fl.IntVar(&f.StreamsPerConn, "streams-per-conn", 0, "clients per shared gRPC connection (0 or 1: one connection per client, as Envoy); with --scenario, clients[].streamsPerConnection instead")
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of every random choice")
@@ -185,7 +186,7 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fleet.Config, error) {
 		Churn:          fleet.Churn{Every: f.Churn, Jitter: f.ChurnJitter},
 		StreamsPerConn: f.StreamsPerConn,
 		Seed:           f.Seed,
-		Agent:          fakeenvoy.AgentConfig{IssueDelay: agentIssueDelay(f.AgentIssueDelay)},
+		Agent:          istioagent.Config{IssueDelay: agentIssueDelay(f.AgentIssueDelay)},
 	}
 	if cfg.Segment, err = parseSegment(f.Segment, f.Segments, f.jobIndex); err != nil {
 		return fleet.Config{}, fmt.Errorf("fleet: %w", err)

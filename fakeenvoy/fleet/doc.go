@@ -13,7 +13,7 @@
 // why clients never reached a full config; Progress is a light view for live reporting.
 //
 // Scale: all the fleet's clients share one fakeenvoy.Interner (decoded resources and accepted
-// sets), one emulated istio-agent (fakeenvoy.Agent: one CA, a workload certificate per
+// sets), one emulated istio-agent (istioagent.Agent: one CA, a workload certificate per
 // client), and one buffer pool with a tier at every power of two (pool.go); its connections
 // use grpc-go's default 32 KiB read/write buffers. A client on a plaintext connection of its
 // own dials through internal/rxstamp, so its responses carry the kernel's receive time.

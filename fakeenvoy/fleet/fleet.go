@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/mem"
 
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/internal/rxstamp"
 	"github.com/xdslab/xdslab/measure"
@@ -122,7 +123,7 @@ type Config struct {
 	Matcher          measure.MatcherConfig
 	// Agent configures the emulated istio-agent that serves every client the secrets whose
 	// sds_config is not ADS (a client template's own Agent wins).
-	Agent fakeenvoy.AgentConfig
+	Agent istioagent.Config
 	// Hooks, if set, also receives every client's observations (after the observer and the
 	// matcher).
 	Hooks probe.Hooks
@@ -348,7 +349,7 @@ func New(cfg Config) (*Fleet, error) {
 	// One table for the whole fleet: clients with the same config share decoded resources.
 	interner := fakeenvoy.NewInterner()
 	// One istio-agent CA for the whole fleet, one workload certificate per client.
-	agent, err := fakeenvoy.NewAgent(cfg.Agent)
+	agent, err := istioagent.New(cfg.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +431,7 @@ func New(cfg Config) (*Fleet, error) {
 
 // groupAgent is the fleet's agent, with a group's own issue delay when it sets one (the CA is
 // shared).
-func groupAgent(a *fakeenvoy.Agent, delay time.Duration) *fakeenvoy.Agent {
+func groupAgent(a *istioagent.Agent, delay time.Duration) *istioagent.Agent {
 	if delay == 0 {
 		return a
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/fakeenvoy/fleet"
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/probe"
@@ -84,7 +85,7 @@ func (h *secretHooks) FirstFullConfig(c probe.ClientInfo, _ time.Time) {
 		h.mu.Unlock()
 		return
 	}
-	s := cl.LocalSecret(fakeenvoy.SecretWorkload)
+	s := cl.LocalSecret(istioagent.SecretWorkload)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s == nil {

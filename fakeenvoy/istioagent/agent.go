@@ -1,4 +1,4 @@
-package fakeenvoy
+package istioagent
 
 import (
 	"crypto/x509"
@@ -21,21 +21,13 @@ import (
 	"github.com/xdslab/xdslab/internal/pki"
 )
 
-// A real Envoy in an Istio mesh never asks the control plane for its own workload certificate:
-// istiod names the SDS secrets "default" and "ROOTCA" on the "sds-grpc" config source, the
-// istio-agent's SDS server on a Unix socket next to Envoy. The Agent stands in for that agent,
-// inside the fleet and without network traffic: it issues each client a workload certificate
-// and the root from a lab CA, after a configurable issue delay, and reads file-based secrets
-// from their paths. Which secrets it serves is decided by their config source (see
-// secretSource); secrets on ADS are still asked of the control plane.
-
-// Defaults of AgentConfig.
+// Defaults of Config.
 const (
-	DefaultAgentIssueDelay = 5 * time.Millisecond
-	DefaultTrustDomain     = "cluster.local"
-	DefaultAgentCertTTL    = 24 * time.Hour
-	// AgentCluster is the bootstrap cluster of the istio-agent's SDS server.
-	AgentCluster = "sds-grpc"
+	DefaultIssueDelay  = 5 * time.Millisecond
+	DefaultTrustDomain = "cluster.local"
+	DefaultCertTTL     = 24 * time.Hour
+	// SDSCluster is the bootstrap cluster of the istio-agent's SDS server.
+	SDSCluster = "sds-grpc"
 	// XDSCluster is the bootstrap cluster of the control plane; a secret on an API config
 	// source naming it is asked over ADS.
 	XDSCluster = "xds-grpc"
@@ -51,8 +43,8 @@ const (
 	fileCertKeySeparer = "~"
 )
 
-// AgentConfig configures the emulated istio-agent. Zero values take the defaults.
-type AgentConfig struct {
+// Config configures the emulated istio-agent. Zero values take the defaults.
+type Config struct {
 	// IssueDelay is how long the agent takes to serve a client's first request for a secret
 	// (the agent signs a CSR with its CA); default 5ms. Negative: at once.
 	IssueDelay time.Duration
@@ -68,9 +60,9 @@ type AgentConfig struct {
 	Now func() time.Time
 }
 
-func (c AgentConfig) withDefaults() AgentConfig {
+func (c Config) withDefaults() Config {
 	if c.IssueDelay == 0 {
-		c.IssueDelay = DefaultAgentIssueDelay
+		c.IssueDelay = DefaultIssueDelay
 	}
 	if c.IssueDelay < 0 {
 		c.IssueDelay = 0
@@ -79,10 +71,10 @@ func (c AgentConfig) withDefaults() AgentConfig {
 		c.TrustDomain = DefaultTrustDomain
 	}
 	if c.CertTTL <= 0 {
-		c.CertTTL = DefaultAgentCertTTL
+		c.CertTTL = DefaultCertTTL
 	}
 	if len(c.Clusters) == 0 {
-		c.Clusters = []string{AgentCluster}
+		c.Clusters = []string{SDSCluster}
 	}
 	if c.ReadFile == nil {
 		c.ReadFile = os.ReadFile
@@ -96,13 +88,13 @@ func (c AgentConfig) withDefaults() AgentConfig {
 // Agent is the emulated istio-agent shared by a fleet's clients: one lab CA, one workload
 // certificate per client. It is safe for concurrent use.
 type Agent struct {
-	cfg AgentConfig
+	cfg Config
 	ca  *pki.CA
 }
 
-// NewAgent creates the lab CA (a self-signed ECDSA P-256 root, in memory) and the agent around
+// New creates the lab CA (a self-signed ECDSA P-256 root, in memory) and the agent around
 // it.
-func NewAgent(cfg AgentConfig) (*Agent, error) {
+func New(cfg Config) (*Agent, error) {
 	cfg = cfg.withDefaults()
 	ca, err := pki.NewCA(cfg.Now())
 	if err != nil {
@@ -127,20 +119,24 @@ func (a *Agent) SPIFFEID(namespace, serviceAccount string) string {
 	return pki.Identity{TrustDomain: a.cfg.TrustDomain, Namespace: namespace, ServiceAccount: serviceAccount}.String()
 }
 
-// serves reports whether cluster is one of the agent's SDS server clusters.
-func (a *Agent) serves(cluster string) bool { return slices.Contains(a.cfg.Clusters, cluster) }
+// Serves reports whether cluster is one of the agent's SDS server clusters.
+func (a *Agent) Serves(cluster string) bool { return slices.Contains(a.cfg.Clusters, cluster) }
 
-// workload identifies the client the agent serves.
-type workload struct {
+// Clusters are the bootstrap clusters of the agent's SDS server.
+func (a *Agent) Clusters() []string { return a.cfg.Clusters }
+
+// Workload identifies the client the agent serves: its namespace and service account
+// (WorkloadOf reads them from a node).
+type Workload struct {
 	namespace      string
 	serviceAccount string
 }
 
-// workloadOf reads the namespace and service account of a node (Istio's NAMESPACE and
+// WorkloadOf reads the namespace and service account of a node (Istio's NAMESPACE and
 // SERVICE_ACCOUNT metadata; "default" when absent).
-func workloadOf(n *corev3.Node) workload {
+func WorkloadOf(n *corev3.Node) Workload {
 	f := n.GetMetadata().GetFields()
-	w := workload{namespace: f["NAMESPACE"].GetStringValue(), serviceAccount: f["SERVICE_ACCOUNT"].GetStringValue()}
+	w := Workload{namespace: f["NAMESPACE"].GetStringValue(), serviceAccount: f["SERVICE_ACCOUNT"].GetStringValue()}
 	if w.namespace == "" {
 		w.namespace = "default"
 	}
@@ -154,9 +150,9 @@ func workloadOf(n *corev3.Node) workload {
 // resource waits for it until its initial_fetch_timeout, as Envoy does.
 var errUnservable = errors.New("the istio-agent serves default, ROOTCA, file-cert:CERT~KEY and file-root:CA only")
 
-// serve returns the secret name on one of the agent's clusters for workload w, and how long
+// Serve returns the secret name on one of the agent's clusters for workload w, and how long
 // the agent takes to serve it.
-func (a *Agent) serve(w workload, name string) (*tlsv3.Secret, time.Duration, error) {
+func (a *Agent) Serve(w Workload, name string) (*tlsv3.Secret, time.Duration, error) {
 	switch {
 	case name == SecretWorkload:
 		s, err := a.issue(w)
@@ -195,7 +191,7 @@ func (a *Agent) serve(w workload, name string) (*tlsv3.Secret, time.Duration, er
 
 // issue signs a new workload certificate for w: SPIFFE URI SAN, serverAuth and clientAuth
 // (it serves both as a client certificate and as the inbound listener's server certificate).
-func (a *Agent) issue(w workload) (*tlsv3.Secret, error) {
+func (a *Agent) issue(w Workload) (*tlsv3.Secret, error) {
 	id, err := url.Parse(a.SPIFFEID(w.namespace, w.serviceAccount))
 	if err != nil {
 		return nil, fmt.Errorf("workload identity: %w", err)
@@ -238,9 +234,9 @@ func parseCertPEM(b []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(blk.Bytes)
 }
 
-// fileSecret reads secret name from the file of a path config source: a DiscoveryResponse
+// FileSecret reads secret name from the file of a path config source: a DiscoveryResponse
 // holding Secret resources, in YAML or JSON, as Envoy reads it.
-func (a *Agent) fileSecret(path, name string) (*tlsv3.Secret, error) {
+func (a *Agent) FileSecret(path, name string) (*tlsv3.Secret, error) {
 	b, err := a.cfg.ReadFile(path)
 	if err != nil {
 		return nil, err
