@@ -21,6 +21,8 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/security"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -77,8 +79,8 @@ func newSecureLab(t *testing.T, ttl time.Duration) *secureLab {
 
 // auth returns per-client credentials: "mtls" (a workload certificate per namespace), "jwt"
 // (a token per namespace), or "wrong-ns" (certificates of another namespace).
-func (l *secureLab) auth(mode string) *fakeenvoy.ClientAuth {
-	a := &fakeenvoy.ClientAuth{Roots: l.ca.Pool(), ServerName: "localhost"}
+func (l *secureLab) auth(mode string) *fleet.ClientAuth {
+	a := &fleet.ClientAuth{Roots: l.ca.Pool(), ServerName: "localhost"}
 	switch mode {
 	case "mtls", "wrong-ns":
 		a.Certificate = func(ns, sa string) (tls.Certificate, error) {
@@ -164,9 +166,9 @@ spec:
 	})
 }
 
-func startFleet(t *testing.T, ctx context.Context, target string, groups ...fakeenvoy.Group) *fakeenvoy.Fleet {
+func startFleet(t *testing.T, ctx context.Context, target string, groups ...fleet.Group) *fleet.Fleet {
 	t.Helper()
-	f, err := fakeenvoy.NewFleet(fakeenvoy.FleetConfig{Target: target, Groups: groups})
+	f, err := fleet.New(fleet.Config{Target: target, Groups: groups})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func startFleet(t *testing.T, ctx context.Context, target string, groups ...fake
 	return f
 }
 
-func waitFull(t *testing.T, f *fakeenvoy.Fleet, n int) {
+func waitFull(t *testing.T, f *fleet.Fleet, n int) {
 	t.Helper()
 	eventually(t, "every client's first full config", func() bool { return f.Observer().Stats().FullConfig >= uint64(n) })
 }
@@ -193,8 +195,8 @@ func TestFleetIstioMutual(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	const n = 4
-	g := fakeenvoy.Group{Name: "mesh", Count: n, Identity: fakeenvoy.IdentityTemplate{Namespaces: 2, IPBase: "127.0.0.1"},
-		Auth: l.auth("mtls"), Client: fakeenvoy.ClientConfig{Nack: fakeenvoy.NackPolicy{Realistic: true}}}
+	g := fleet.Group{Name: "mesh", Count: n, Identity: fakeenvoy.IdentityTemplate{Namespaces: 2, IPBase: "127.0.0.1"},
+		Auth: l.auth("mtls"), Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}}
 	dg := g
 	dg.Name, dg.Client.Delta = "mesh-delta", true
 	f := startFleet(t, ctx, l.srv.SecureGRPCAddr(), g, dg)
@@ -223,10 +225,10 @@ func TestFleetPerClientAuth(t *testing.T) {
 	defer cancel()
 	id := fakeenvoy.IdentityTemplate{Namespaces: 2}
 	f := startFleet(t, ctx, l.srv.SecureGRPCAddr(),
-		fakeenvoy.Group{Name: "mtls", Count: 4, Identity: id, Auth: l.auth("mtls")},
-		fakeenvoy.Group{Name: "jwt", Count: 4, Identity: id, Auth: l.auth("jwt")})
+		fleet.Group{Name: "mtls", Count: 4, Identity: id, Auth: l.auth("mtls")},
+		fleet.Group{Name: "jwt", Count: 4, Identity: id, Auth: l.auth("jwt")})
 	waitFull(t, f, 8)
-	bad := startFleet(t, ctx, l.srv.SecureGRPCAddr(), fakeenvoy.Group{Name: "bad", Count: 2, Identity: id, Auth: l.auth("wrong-ns")})
+	bad := startFleet(t, ctx, l.srv.SecureGRPCAddr(), fleet.Group{Name: "bad", Count: 2, Identity: id, Auth: l.auth("wrong-ns")})
 	eventually(t, "the wrong-namespace clients refused", func() bool {
 		return strings.Contains(scrape(t, l.srv), `xdslab_cp_xds_auth_failures_total{code="PermissionDenied"}`)
 	})
@@ -245,9 +247,9 @@ func TestFleetCertRotation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	const n = 4
-	f := startFleet(t, ctx, l.srv.SecureGRPCAddr(), fakeenvoy.Group{Name: "mesh", Count: n,
+	f := startFleet(t, ctx, l.srv.SecureGRPCAddr(), fleet.Group{Name: "mesh", Count: n,
 		Identity: fakeenvoy.IdentityTemplate{Namespaces: 2, IPBase: "127.0.0.1"}, Auth: l.auth("mtls"),
-		Client: fakeenvoy.ClientConfig{Nack: fakeenvoy.NackPolicy{Realistic: true}}})
+		Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}})
 	waitFull(t, f, n)
 	// A handshake may fail before the first stream on a loaded machine (a 1s certificate can
 	// expire while the handshake waits for a core; the client retries): what the test holds

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/metrics"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/simulator"
 )
 
@@ -125,13 +126,13 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	for _, n := range metrics.New().Names() {
 		known[n] = true
 	}
-	fleet, err := fakeenvoy.NewFleet(fakeenvoy.FleetConfig{Target: "127.0.0.1:1", Groups: []fakeenvoy.Group{
+	fl, err := fleet.New(fleet.Config{Target: "127.0.0.1:1", Groups: []fleet.Group{
 		{Name: "g", Count: 1, Identity: fakeenvoy.IdentityTemplate{Namespaces: 1}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var reg captureRegisterer
-	if err := fleet.Register(&reg); err != nil {
+	if err := fl.Register(&reg); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := simulator.NewMetrics(&reg); err != nil {

@@ -1,11 +1,10 @@
 package fakeenvoy
 
 import (
-	"context"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"io/fs"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
 // agentSource is the config source istiod gives its auto-mTLS secrets: the istio-agent's SDS
@@ -36,7 +39,7 @@ func agentSource(cluster string, ift *durationpb.Duration) *corev3.ConfigSource 
 // autoMTLSCluster is an EDS cluster as istiod builds it with auto-mTLS: a
 // transport_socket_matches entry for tlsMode istio with TLS whose secrets are on src.
 func autoMTLSCluster(t testing.TB, name string, cert, root *corev3.ConfigSource, certName, rootName string) *clusterv3.Cluster {
-	c := edsCluster(name)
+	c := fetest.EDSCluster(name)
 	up := &tlsv3.UpstreamTlsContext{Sni: "outbound_.80_._." + name, CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: certName, SdsConfig: cert}},
 		ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
@@ -51,9 +54,9 @@ func autoMTLSCluster(t testing.TB, name string, cert, root *corev3.ConfigSource,
 	return c
 }
 
-func testAgent(t testing.TB, cfg AgentConfig) *Agent {
+func testAgent(t testing.TB, cfg istioagent.Config) *istioagent.Agent {
 	t.Helper()
-	a, err := NewAgent(cfg)
+	a, err := istioagent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +76,11 @@ func nodeWithSA(ns, sa string) *corev3.Node {
 // serverAuth and clientAuth, signed by the agent's root.
 func TestAgentSecretsBySource(t *testing.T) {
 	for _, delta := range []bool{false, true} {
-		agent := testAgent(t, AgentConfig{IssueDelay: 7 * time.Millisecond, Now: func() time.Time { return t0 }})
-		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: NackPolicy{Realistic: true}, Agent: agent, Node: nodeWithSA("shop", "cart")})
+		agent := testAgent(t, istioagent.Config{IssueDelay: 7 * time.Millisecond, Now: func() time.Time { return t0 }})
+		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: policy.Nack{Realistic: true}, Agent: agent, Node: nodeWithSA("shop", "cart")})
 		m.start(t0)
-		src := agentSource(AgentCluster, durationpb.New(0))
-		c := autoMTLSCluster(t, "outbound|80||a.shop.svc.cluster.local", src, src, SecretWorkload, SecretRoot)
+		src := agentSource(istioagent.SDSCluster, durationpb.New(0))
+		c := autoMTLSCluster(t, "outbound|80||a.shop.svc.cluster.local", src, src, istioagent.SecretWorkload, istioagent.SecretRoot)
 		var s step
 		if delta {
 			s = m.onDelta(deltaResp(t, C, "a", nil, c), t0)
@@ -99,7 +102,7 @@ func TestAgentSecretsBySource(t *testing.T) {
 			}
 			return m.onSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
 		}
-		feed(E, "b", cla(c.Name, "10.0.0.1", 80))
+		feed(E, "b", fetest.CLA(c.Name, "10.0.0.1", 80))
 		if m.init.phase != phaseClusters {
 			t.Fatalf("delta=%v: cluster warmed before the agent issued its secrets", delta)
 		}
@@ -121,15 +124,24 @@ func TestAgentSecretsBySource(t *testing.T) {
 	}
 }
 
-func checkWorkloadCert(t *testing.T, agent *Agent, m *machine, wantID string) {
+// parseCert reads the first certificate of a PEM chain.
+func parseCert(chain string) (*x509.Certificate, error) {
+	b, _ := pem.Decode([]byte(chain))
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(b.Bytes)
+}
+
+func checkWorkloadCert(t *testing.T, agent *istioagent.Agent, m *machine, wantID string) {
 	t.Helper()
 	c := &Client{m: m}
-	wl := c.LocalSecret(SecretWorkload)
-	root := c.LocalSecret(SecretRoot)
+	wl := c.LocalSecret(istioagent.SecretWorkload)
+	root := c.LocalSecret(istioagent.SecretRoot)
 	if wl == nil || root == nil {
 		t.Fatalf("secrets held: default %v ROOTCA %v", wl != nil, root != nil)
 	}
-	cert, err := parseCertPEM([]byte(wl.GetTlsCertificate().GetCertificateChain().GetInlineString()))
+	cert, err := parseCert(wl.GetTlsCertificate().GetCertificateChain().GetInlineString())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +183,7 @@ func TestSecretSources(t *testing.T) {
 		}
 		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
 	}
-	ads := adsSource()
+	ads := fetest.ADSSource()
 	pathSrc := func(p string) *corev3.ConfigSource {
 		return &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_PathConfigSource{PathConfigSource: &corev3.PathConfigSource{Path: p}}}
 	}
@@ -189,30 +201,30 @@ func TestSecretSources(t *testing.T) {
 	}{
 		{name: "both on ADS", cert: ads, root: ads, certN: "default", rootN: "ROOTCA", wantSDS: "SDS(,,[ROOTCA default])", wantWarm: true,
 			wantBlockedHas: `secret "ROOTCA" from ADS: asked of the control plane over ADS, not received`},
-		{name: "mixed: root on ADS, cert on the agent", cert: agentSource(AgentCluster, forever), root: ads, certN: "default", rootN: "ROOTCA",
+		{name: "mixed: root on ADS, cert on the agent", cert: agentSource(istioagent.SDSCluster, forever), root: ads, certN: "default", rootN: "ROOTCA",
 			wantSDS: "SDS(,,[ROOTCA])", wantWarm: true, wantBlockedHas: `secret "ROOTCA" from ADS`},
-		{name: "on the control plane's bootstrap cluster", cert: agentSource(XDSCluster, forever), root: agentSource(XDSCluster, forever),
+		{name: "on the control plane's bootstrap cluster", cert: agentSource(istioagent.XDSCluster, forever), root: agentSource(istioagent.XDSCluster, forever),
 			certN: "default", rootN: "ROOTCA", wantSDS: "SDS(,,[ROOTCA default])", wantWarm: true},
-		{name: "both on the agent", cert: agentSource(AgentCluster, forever), root: agentSource(AgentCluster, forever), certN: "default", rootN: "ROOTCA"},
-		{name: "agent refuses an unknown name", cert: agentSource(AgentCluster, forever), root: agentSource(AgentCluster, forever),
+		{name: "both on the agent", cert: agentSource(istioagent.SDSCluster, forever), root: agentSource(istioagent.SDSCluster, forever), certN: "default", rootN: "ROOTCA"},
+		{name: "agent refuses an unknown name", cert: agentSource(istioagent.SDSCluster, forever), root: agentSource(istioagent.SDSCluster, forever),
 			certN: "kubernetes://other", rootN: "ROOTCA", wantWarm: true,
 			wantBlockedHas: `secret "kubernetes://other" from config source cluster sds-grpc: cannot arrive: the istio-agent serves`},
-		{name: "no agent in the fleet", cert: agentSource(AgentCluster, forever), root: agentSource(AgentCluster, forever),
+		{name: "no agent in the fleet", cert: agentSource(istioagent.SDSCluster, forever), root: agentSource(istioagent.SDSCluster, forever),
 			certN: "default", rootN: "ROOTCA", noAgent: true, wantWarm: true, wantBlockedHas: "cannot arrive: no istio-agent in this fleet"},
-		{name: "unknown cluster, realistic: NACK", cert: agentSource("vault", forever), root: agentSource(AgentCluster, forever),
+		{name: "unknown cluster, realistic: NACK", cert: agentSource("vault", forever), root: agentSource(istioagent.SDSCluster, forever),
 			certN: "default", rootN: "ROOTCA", realistic: true, wantNack: `sds_config names cluster "vault", which is not in the bootstrap`},
-		{name: "unknown cluster, lenient: never arrives", cert: agentSource("vault", forever), root: agentSource(AgentCluster, forever),
+		{name: "unknown cluster, lenient: never arrives", cert: agentSource("vault", forever), root: agentSource(istioagent.SDSCluster, forever),
 			certN: "default", rootN: "ROOTCA", wantWarm: true, wantBlockedHas: `from config source cluster vault: cannot arrive: cluster "vault" is not the istio-agent's`},
-		{name: "file source", cert: pathSrc("/etc/sds/secret.yaml"), root: agentSource(AgentCluster, forever), certN: "filecert", rootN: "ROOTCA"},
-		{name: "file source, missing file", cert: pathSrc("/etc/sds/gone.yaml"), root: agentSource(AgentCluster, forever), certN: "filecert", rootN: "ROOTCA",
+		{name: "file source", cert: pathSrc("/etc/sds/secret.yaml"), root: agentSource(istioagent.SDSCluster, forever), certN: "filecert", rootN: "ROOTCA"},
+		{name: "file source, missing file", cert: pathSrc("/etc/sds/gone.yaml"), root: agentSource(istioagent.SDSCluster, forever), certN: "filecert", rootN: "ROOTCA",
 			wantWarm: true, wantBlockedHas: `secret "filecert" from file /etc/sds/gone.yaml: cannot arrive: open /etc/sds/gone.yaml: file does not exist`},
-		{name: "file source, secret not in file", cert: pathSrc("/etc/sds/secret.yaml"), root: agentSource(AgentCluster, forever), certN: "other", rootN: "ROOTCA",
+		{name: "file source, secret not in file", cert: pathSrc("/etc/sds/secret.yaml"), root: agentSource(istioagent.SDSCluster, forever), certN: "other", rootN: "ROOTCA",
 			wantWarm: true, wantBlockedHas: `holds no secret "other"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := ClientConfig{Nack: NackPolicy{Realistic: tc.realistic}}
+			cfg := ClientConfig{Nack: policy.Nack{Realistic: tc.realistic}}
 			if !tc.noAgent {
-				cfg.Agent = testAgent(t, AgentConfig{IssueDelay: 3 * time.Millisecond, ReadFile: read})
+				cfg.Agent = testAgent(t, istioagent.Config{IssueDelay: 3 * time.Millisecond, ReadFile: read})
 			}
 			m := newTestMachine(t, cfg)
 			m.start(t0)
@@ -236,7 +248,7 @@ func TestSecretSources(t *testing.T) {
 			if got := strings.Join(sds, " "); got != tc.wantSDS {
 				t.Fatalf("SDS requests %q, want %q", got, tc.wantSDS)
 			}
-			m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80)), t0)
+			m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
 			m.onTimer(t0.Add(3 * time.Millisecond))
 			warming := m.init.phase == phaseClusters
 			if warming != tc.wantWarm {
@@ -255,134 +267,20 @@ func TestSecretSources(t *testing.T) {
 // TestAgentRefusedSecretTimesOut: a secret the agent cannot serve, on a source with a finite
 // initial_fetch_timeout, ends warming at that timeout (Envoy then uses the cluster without it).
 func TestAgentRefusedSecretTimesOut(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{Agent: testAgent(t, AgentConfig{})})
+	m := newTestMachine(t, ClientConfig{Agent: testAgent(t, istioagent.Config{})})
 	m.start(t0)
-	src := agentSource(AgentCluster, durationpb.New(2*time.Second))
-	m.onSotw(sotwResp(t, C, "1", "a", autoMTLSCluster(t, "c1", src, src, "nope", SecretRoot)), t0)
-	m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80)), t0)
-	if d := m.nextDeadline(); !d.Equal(t0.Add(DefaultAgentIssueDelay)) {
+	src := agentSource(istioagent.SDSCluster, durationpb.New(2*time.Second))
+	m.onSotw(sotwResp(t, C, "1", "a", autoMTLSCluster(t, "c1", src, src, "nope", istioagent.SecretRoot)), t0)
+	m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
+	if d := m.nextDeadline(); !d.Equal(t0.Add(istioagent.DefaultIssueDelay)) {
 		t.Fatalf("first deadline %v, want the agent's issue delay", d.Sub(t0))
 	}
-	m.onTimer(t0.Add(DefaultAgentIssueDelay))
+	m.onTimer(t0.Add(istioagent.DefaultIssueDelay))
 	if d := m.nextDeadline(); !d.Equal(t0.Add(2 * time.Second)) {
 		t.Fatalf("deadline %v, want the secret's 2s", d.Sub(t0))
 	}
 	s := m.onTimer(t0.Add(2 * time.Second))
 	if len(s.timeouts) != 1 || s.timeouts[0] != S || m.init.phase != phaseLDS {
 		t.Fatalf("timeouts %v, phase %d", s.timeouts, m.init.phase)
-	}
-}
-
-// TestSecretFromFile reads Envoy's file format (a DiscoveryResponse, YAML or JSON) and names what
-// is wrong with a bad one.
-func TestSecretFromFile(t *testing.T) {
-	good := `{"resources":[{"@type":"type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret","name":"s","validation_context":{"trusted_ca":{"inline_string":"x"}}}]}`
-	if s, err := secretFromFile([]byte(good), "s"); err != nil || s.GetValidationContext() == nil {
-		t.Fatalf("JSON file: %v %v", s, err)
-	}
-	for _, tc := range []struct{ in, want string }{
-		{"resources: [", "not YAML or JSON"},
-		{`{"resources": 3}`, "not a DiscoveryResponse"},
-		{`{"resources":[{"@type":"type.googleapis.com/envoy.config.cluster.v3.Cluster","name":"s"}]}`, "resource 0"},
-		{good, `holds no secret "t"`},
-	} {
-		name := "s"
-		if tc.in == good {
-			name = "t"
-		}
-		if _, err := secretFromFile([]byte(tc.in), name); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: error %v, want %q", tc.in, err, tc.want)
-		}
-	}
-}
-
-// TestAgentFileCertificates: the agent's file-cert: and file-root: names read PEM files.
-func TestAgentFileCertificates(t *testing.T) {
-	a := testAgent(t, AgentConfig{})
-	files := map[string][]byte{"/c/root.pem": []byte(a.RootPEM()), "/c/key.pem": []byte("KEY"), "/c/bad.pem": []byte("nope")}
-	a.cfg.ReadFile = func(p string) ([]byte, error) {
-		if b, ok := files[p]; ok {
-			return b, nil
-		}
-		return nil, errors.New("no such file")
-	}
-	w := workload{namespace: "ns", serviceAccount: "sa"}
-	if s, d, err := a.serve(w, "file-root:/c/root.pem"); err != nil || d != 0 || s.GetValidationContext() == nil {
-		t.Fatalf("file-root: %v %v %v", s, d, err)
-	}
-	if s, _, err := a.serve(w, "file-cert:/c/root.pem~/c/key.pem"); err != nil || s.GetTlsCertificate().GetPrivateKey().GetInlineString() != "KEY" {
-		t.Fatalf("file-cert: %v %v", s, err)
-	}
-	for name, want := range map[string]string{
-		"file-root:/c/bad.pem":            "no PEM certificate",
-		"file-root:/c/none.pem":           "no such file",
-		"file-cert:/c/root.pem":           "want file-cert:CERT~KEY",
-		"file-cert:/c/bad.pem~/c/key.pem": "no PEM certificate",
-	} {
-		if _, _, err := a.serve(w, name); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", name, err, want)
-		}
-	}
-}
-
-// TestAgentWithIssueDelay: a group's own issue delay keeps the fleet's CA (one root for the
-// whole fleet), each certificate with a serial of its own.
-func TestAgentWithIssueDelay(t *testing.T) {
-	a := testAgent(t, AgentConfig{})
-	b := groupAgent(a, 20*time.Millisecond)
-	c := groupAgent(a, -1)
-	if groupAgent(a, 0) != a || b.RootPEM() != a.RootPEM() || c.RootPEM() != a.RootPEM() {
-		t.Fatal("a group's agent must share the fleet's CA")
-	}
-	w := workload{namespace: "ns", serviceAccount: "sa"}
-	serials := map[string]bool{}
-	for _, ag := range []*Agent{a, b, c, b} {
-		s, d, err := ag.serve(w, SecretWorkload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := map[*Agent]time.Duration{a: DefaultAgentIssueDelay, b: 20 * time.Millisecond, c: 0}[ag]; d != want {
-			t.Fatalf("issue delay %v, want %v", d, want)
-		}
-		cert, err := parseCertPEM([]byte(s.GetTlsCertificate().GetCertificateChain().GetInlineString()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if serials[cert.SerialNumber.String()] {
-			t.Fatalf("serial %v issued twice", cert.SerialNumber)
-		}
-		serials[cert.SerialNumber.String()] = true
-	}
-}
-
-// TestIncompleteNotConnected: clients that never connect say so, with the code their connects
-// fail with, aggregated per group.
-func TestIncompleteNotConnected(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close() // a closed port: connection refused
-	f, err := NewFleet(FleetConfig{Target: addr, Groups: []Group{{Name: "g", Count: 3}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
-	var got []IncompleteGroup
-	for ctx.Err() == nil {
-		got = f.Incomplete()
-		if len(got) == 1 && got[0].Clients == 3 && strings.HasPrefix(got[0].Reason, "not connected") {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if len(got) != 1 || got[0].Group != "g" || got[0].Clients != 3 || got[0].Reason != "not connected: its connects fail with Unavailable (see the connect failures)" || len(got[0].Examples) != 3 {
-		t.Fatalf("incomplete: %+v", got)
 	}
 }

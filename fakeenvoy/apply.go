@@ -19,7 +19,7 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 	mode := checkNone
 	switch {
 	case m.grpc:
-		mode = checkGRPC // grpc-go's rules (grpc.go)
+		mode = checkGRPC // grpc-go's rules (validate.GRPC)
 	case realistic:
 		mode = checkEnvoy // Envoy's (rules.go)
 	}
@@ -56,7 +56,7 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 			continue // identical: skipped
 		}
 		s.info.Changed++
-		if m.nack.matchName(it.name) {
+		if m.nack.MatchName(it.name) {
 			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
 		} else if it.hit != nil {
 			it.d = it.hit

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslab/xdslab/internal/dist"
+	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -18,6 +18,13 @@ type backlogRecorder struct {
 func (b *backlogRecorder) ReceiveBacklog(_ probe.ClientInfo, d time.Duration) {
 	b.got = append(b.got, d)
 }
+
+// fixedClock is a clock that stays at one time; it has no timers.
+type fixedClock struct{ now time.Time }
+
+func (c fixedClock) Now() time.Time { return c.now }
+
+func (fixedClock) NewTimer(time.Duration) clock.Timer { panic("fixedClock: no timers") }
 
 // TestReportBacklog: a response's receive backlog runs from its receive stamp, or from the end
 // of a scripted ACK delay it waited behind, to the moment the client is done with it.
@@ -37,7 +44,7 @@ func TestReportBacklog(t *testing.T) {
 		{"a clock behind the stamp", ms(10), time.Time{}, ms(9), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &flClock{now: tc.now}
+			clock := fixedClock{tc.now}
 			rec := &backlogRecorder{}
 			c := newTestClient(t, ClientConfig{Clock: clock}, rec)
 			o := owner{c: c, freeAt: tc.freeAt}
@@ -48,24 +55,8 @@ func TestReportBacklog(t *testing.T) {
 		})
 	}
 	// Hooks that do not take it: nothing is reported, nothing breaks.
-	c := newTestClient(t, ClientConfig{Clock: &flClock{now: t0}}, probe.NopHooks{})
+	c := newTestClient(t, ClientConfig{Clock: fixedClock{t0}}, probe.NopHooks{})
 	(&owner{c: c}).reportBacklog(t0)
-}
-
-// TestBacklogEveryResponse: the fleet's observer gets one backlog per response a client
-// received, through the fleet's hooks.
-func TestBacklogEveryResponse(t *testing.T) {
-	srv := newCPServer(t)
-	o := measure.NewObserver(measure.ObserverConfig{})
-	c := newTestClient(t, ClientConfig{Ack: AckPolicy{Delay: dist.Constant(0.005)}}, teeHooks{o, measure.NewMatcher(measure.MatcherConfig{})})
-	srv.set(t, c.NodeID(), "v1", baseResources(t))
-	stop := runClient(t, c, srv.connector(t))
-	defer stop()
-	flWait(t, "full config", func() bool { return o.Stats().FullConfig == 1 })
-	flWait(t, "a backlog per response", func() bool {
-		st := o.Stats()
-		return st.Total.Responses >= 4 && uint64(st.ReceiveBacklog.TotalCount()) == st.Total.Responses
-	})
 }
 
 // BenchmarkReportBacklog is what measuring the receive backlog adds per response in a fleet
@@ -73,7 +64,7 @@ func TestBacklogEveryResponse(t *testing.T) {
 // lock); compare it with the fleet's CPU per pushed response (BenchmarkFleetHeapPerClient).
 func BenchmarkReportBacklog(b *testing.B) {
 	o := measure.NewObserver(measure.ObserverConfig{})
-	c, err := NewClient(ClientConfig{Node: IdentityTemplate{}.Node(0)}, teeHooks{o, measure.NewMatcher(measure.MatcherConfig{})})
+	c, err := NewClient(ClientConfig{Node: IdentityTemplate{}.Node(0)}, Tee{o, measure.NewMatcher(measure.MatcherConfig{})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,11 +11,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/probe"
 )
 
-// ErrPolicyDisconnect is the error Disconnected reports when AckPolicy.DisconnectAfter closed
+// ErrPolicyDisconnect is the error Disconnected reports when policy.Ack.DisconnectAfter closed
 // the stream.
 var ErrPolicyDisconnect = errors.New("fakeenvoy: disconnected by policy after N responses")
 
@@ -62,9 +63,9 @@ func NewClient(cfg ClientConfig, hooks probe.Hooks) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
-	cd.interner, cd.mode, cd.pool, cd.rx = cfg.Interner, cfg.checkMode(), cfg.pool, cfg.rx
+	cd.interner, cd.mode, cd.pool, cd.rx = cfg.Interner, cfg.checkMode(), cfg.BufferPool, cfg.Stamps
 	mcfg := cfg
-	mcfg.workload = workloadOf(cfg.Node)
+	mcfg.workload = istioagent.WorkloadOf(cfg.Node)
 	mcfg.Node = cd.node
 	m, err := newMachine(mcfg)
 	if err != nil {

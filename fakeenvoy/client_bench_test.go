@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -38,8 +39,8 @@ func BenchmarkIdleClients(b *testing.B) {
 	const n = 1000
 	t := &testing.T{}
 	for b.Loop() {
-		srv := newCPServerB(b)
-		cc, err := grpc.NewClient(srv.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		srv := fetest.NewCPServerB(b)
+		cc, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,7 +52,7 @@ func BenchmarkIdleClients(b *testing.B) {
 				b.Fatal(err)
 			}
 			clients[i] = c
-			srv.set(t, c.NodeID(), "v1", baseResources(t))
+			srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
 		}
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -73,6 +74,6 @@ func BenchmarkIdleClients(b *testing.B) {
 		cancel()
 		wg.Wait()
 		cc.Close()
-		srv.close()
+		srv.Close()
 	}
 }

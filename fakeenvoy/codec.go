@@ -10,10 +10,11 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslab/xdslab/internal/rxstamp"
 )
 
 // codec is a client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers, with
@@ -50,9 +51,9 @@ type codec struct {
 	nodeBytes []byte       // the encoding of the client's real node
 	now       func() time.Time
 	recvAt    time.Time // entry of the last Unmarshal; only read by the receiving goroutine
-	// rx, when set, gives the kernel's receive time of each message (rxstamp.go); recvAt is
-	// then that time instead of Unmarshal's.
-	rx *rxStamps
+	// rx, when set, gives the kernel's receive time of each message (package
+	// internal/rxstamp); recvAt is then that time instead of Unmarshal's.
+	rx *rxstamp.Stamps
 
 	// What readSotw needs: the table decoded resources are looked up in, the client's
 	// validation mode (part of the key) and the pool messages spanning several buffers are
@@ -158,8 +159,8 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	if c.rx != nil {
 		// The kernel's arrival time of the message's last byte, carried to the monotonic
-		// clock as how long before now it was (see rxstamp.go).
-		if at, ok := c.rx.take(data.Len()); ok {
+		// clock as how long before now it was (see package internal/rxstamp).
+		if at, ok := c.rx.Take(data.Len()); ok {
 			if age := c.recvAt.Round(0).Sub(at); age > 0 {
 				c.recvAt = c.recvAt.Add(-age)
 			}
@@ -312,23 +313,3 @@ func (c *codec) lastRecv() time.Time {
 	c.recvAt = time.Time{}
 	return t
 }
-
-// newBufferPool returns the pool a fleet's connections read frames and messages into: a tier at
-// every power of two from 256 B to 16 MiB. grpc-go's default pool jumps from 32 KiB to 1 MiB,
-// so every message just over 32 KiB (a CDS response of a few hundred clusters) would take, and
-// clear, a 1 MiB buffer.
-func newBufferPool() mem.BufferPool {
-	exps := make([]uint8, 0, 17)
-	for e := uint8(8); e <= 24; e++ {
-		exps = append(exps, e)
-	}
-	p, err := mem.NewBinaryTieredBufferPool(exps...)
-	if err != nil {
-		// Only exponents above 63 fail; these are constants.
-		return mem.DefaultBufferPool()
-	}
-	return p
-}
-
-// bufferPoolOption is the dial option that installs a fleet's buffer pool.
-func bufferPoolOption(p mem.BufferPool) grpc.DialOption { return experimental.WithBufferPool(p) }

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 )
 
 // TestCodecNode checks that a request carrying the codec's stand-in node decodes exactly as
@@ -78,7 +80,7 @@ func TestCodecNode(t *testing.T) {
 // response without its resources plus the resources as the codec read them (type, name, hash,
 // size, a copy of the bytes), and that nothing it returns aliases the received buffers.
 func TestCodecRoundTrip(t *testing.T) {
-	want := sotwResp(t, E, "7", "n", cla("c1", "10.0.0.1", 80), cla("c2", "10.0.0.2", 80))
+	want := sotwResp(t, E, "7", "n", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80))
 	want.ControlPlane = &corev3.ControlPlane{Identifier: "cp"}
 	out, err := (&codec{}).Marshal(want)
 	if err != nil {
@@ -146,7 +148,7 @@ func splitBuffers(b []byte, cuts []int) mem.BufferSlice {
 // under another validation mode is not.
 func TestCodecInterned(t *testing.T) {
 	in := NewInterner()
-	resp := sotwResp(t, C, "1", "n", edsCluster("c1"), edsCluster("c2"))
+	resp := sotwResp(t, C, "1", "n", fetest.EDSCluster("c1"), fetest.EDSCluster("c2"))
 	raw := resp.Resources[0].GetValue()
 	d, err := in.decode(tCDS, checkEnvoy, maphash.Bytes(hashSeed, raw), "c1", raw)
 	if err != nil {
@@ -188,7 +190,7 @@ func TestCodecInterned(t *testing.T) {
 // proto.Unmarshal fails, and an Any with a field besides type_url and value is decoded by proto
 // (the response then holds its resources).
 func TestCodecFallback(t *testing.T) {
-	good, err := proto.Marshal(sotwResp(t, C, "1", "n", edsCluster("c1")))
+	good, err := proto.Marshal(sotwResp(t, C, "1", "n", fetest.EDSCluster("c1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,21 +242,6 @@ func TestCodecRejectsNonProto(t *testing.T) {
 	}
 }
 
-func TestBufferPoolTiers(t *testing.T) {
-	p := newBufferPool()
-	for _, size := range []int{1, 256, 300, 32<<10 + 1, 1 << 20, 16 << 20} {
-		buf := p.Get(size)
-		if len(*buf) != size {
-			t.Errorf("Get(%d) returned %d bytes", size, len(*buf))
-		}
-		// A tier at every power of two: never more than twice what was asked (from 256 B).
-		if c := cap(*buf); c > 2*max(size, 256) {
-			t.Errorf("Get(%d) has capacity %d, want at most %d", size, c, 2*max(size, 256))
-		}
-		p.Put(buf)
-	}
-}
-
 // TestCodecSharedNames checks that a SotW request naming a shared set's references (the EDS
 // names every request of a client repeats) is sent with the set's encoding of the names, and
 // decodes exactly as the plain encoding of the same request; a list that is not a set's refs is
@@ -263,7 +250,7 @@ func TestCodecSharedNames(t *testing.T) {
 	in := NewInterner()
 	ed := newEdits(nil, 0)
 	for i := range 20 {
-		raw := mustMarshal(t, edsCluster(fmt.Sprintf("c%02d", i)))
+		raw := mustMarshal(t, fetest.EDSCluster(fmt.Sprintf("c%02d", i)))
 		d, err := in.decode(tCDS, checkNone, maphash.Bytes(hashSeed, raw), fmt.Sprintf("c%02d", i), raw)
 		if err != nil {
 			t.Fatal(err)
@@ -319,8 +306,8 @@ func TestCodecSharedNames(t *testing.T) {
 // the Any's type URL and bytes); it never panics.
 func FuzzCodecResponse(f *testing.F) {
 	for _, r := range []*discoveryv3.DiscoveryResponse{
-		sotwResp(f, E, "7", "n", cla("c1", "10.0.0.1", 80), cla("c2", "10.0.0.2", 80)),
-		sotwResp(f, C, "1", "x", edsCluster("c1")),
+		sotwResp(f, E, "7", "n", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80)),
+		sotwResp(f, C, "1", "x", fetest.EDSCluster("c1")),
 		{VersionInfo: "3", TypeUrl: "t"},
 	} {
 		b, err := proto.Marshal(r)

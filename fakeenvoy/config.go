@@ -7,9 +7,13 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"github.com/xdslab/xdslab/internal/clock"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
+
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
+	"github.com/xdslab/xdslab/internal/clock"
+	"github.com/xdslab/xdslab/internal/rxstamp"
 )
 
 // Envoy's defaults.
@@ -31,7 +35,7 @@ type ClientConfig struct {
 	Node *corev3.Node
 	// Delta selects the incremental protocol (DeltaAggregatedResources).
 	Delta bool
-	// GRPC makes the client a proxyless gRPC client (grpc-go's xDS client, see grpc.go): SotW,
+	// GRPC makes the client a proxyless gRPC client (grpc-go's xDS client, see package validate's grpc.go): SotW,
 	// named subscriptions from the GRPCTargets listeners ("host:port") down to EDS, grpc-go's
 	// validation rules. Delta must be false.
 	GRPC        bool
@@ -42,8 +46,8 @@ type ClientConfig struct {
 	// InitialFetchTimeout bounds how long a subscription or a warming cluster/listener waits
 	// for its first config; default 15s. A negative value disables it (Envoy's 0).
 	InitialFetchTimeout time.Duration
-	Nack                NackPolicy
-	Ack                 AckPolicy
+	Nack                policy.Nack
+	Ack                 policy.Ack
 	// Backoff between reconnect attempts; default 500ms base, 30s max, fully jittered.
 	Backoff Backoff
 	// Seed drives every random choice of the client (NACK probability, ACK delay, jitter).
@@ -57,17 +61,19 @@ type ClientConfig struct {
 	// Agent is the emulated istio-agent that serves the secrets whose sds_config is not ADS
 	// (see sds.go); a fleet gives one to all its clients. nil: such secrets never arrive (and
 	// Client.Blocked says so).
-	Agent *Agent
+	Agent *istioagent.Agent
+
+	// BufferPool is the buffer pool of the client's connection, where its codec gathers a
+	// response spanning several buffers (nil: grpc-go's default pool); a fleet gives its own.
+	BufferPool mem.BufferPool
+	// Stamps, when set, is where the client's codec takes kernel receive stamps from (a fleet
+	// sets it for a client on a plaintext connection of its own, dialled through
+	// Stamps.Dial; see package internal/rxstamp).
+	Stamps *rxstamp.Stamps
 
 	// workload is the node's namespace and service account (NewClient reads them before it
 	// gives the machine a stand-in node without metadata).
-	workload workload
-	// pool is the buffer pool of the fleet's connections, where the client's codec gathers a
-	// response spanning several buffers (nil: grpc-go's default pool).
-	pool mem.BufferPool
-	// rx, when set, is where the client's codec takes kernel receive stamps from (the fleet
-	// sets it for a client on a plaintext connection of its own; see rxstamp.go).
-	rx *rxStamps
+	workload istioagent.Workload
 }
 
 // checkMode is how the client validates the resources it decodes.

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslab/xdslab/fakeenvoy/validate"
 )
 
 // Decoding resources: the typed decode with its validation and what a resource references,
@@ -51,19 +53,19 @@ func decode(t rtype, raw []byte, mode checkMode) (proto.Message, []string, error
 		return nil, nil, err
 	}
 	if realistic {
-		if err := validateDeep(msg); err != nil {
+		if err := validate.Deep(msg); err != nil {
 			return nil, nil, err
 		}
 	}
 	if mode == checkGRPC {
-		if err := grpcValidate(t, msg); err != nil {
+		if err := validate.GRPC(t.kind(), msg); err != nil {
 			return nil, nil, err
 		}
 		switch v := msg.(type) {
 		case *routev3.RouteConfiguration:
-			return v, routeClusters(v), nil
+			return v, validate.RouteClusters(v), nil
 		case *endpointv3.ClusterLoadAssignment:
-			return grpcInUse(v), nil, nil
+			return validate.GRPCInUse(v), nil, nil
 		}
 	}
 	var refs []string
@@ -80,7 +82,7 @@ func decode(t rtype, raw []byte, mode checkMode) (proto.Message, []string, error
 		var err error
 		refs, _, err = routeNames(v)
 		if realistic && err == nil {
-			err = duplicateFilterChain(v)
+			err = validate.DuplicateFilterChain(v)
 		}
 		if err != nil && realistic {
 			return nil, nil, err
@@ -96,7 +98,7 @@ func routeNames(l *listenerv3.Listener) ([]string, []*corev3.ConfigSource, error
 	var sources []*corev3.ConfigSource
 	var firstErr error
 	add := func(a *anypb.Any) {
-		if a.GetTypeUrl() != hcmType {
+		if a.GetTypeUrl() != validate.HCMType {
 			return
 		}
 		hcm := &hcmv3.HttpConnectionManager{}
@@ -153,8 +155,6 @@ func fetchTimeoutOf(msg proto.Message) (d time.Duration, ok bool) {
 	}
 	return d, ok
 }
-
-const hcmType = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 
 // readName reads field 1 (the name of a Cluster, Listener and RouteConfiguration, the
 // cluster_name of a ClusterLoadAssignment) without decoding the rest.

@@ -10,6 +10,9 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
 type deltaWant struct {
@@ -58,11 +61,11 @@ func checkDelta(t *testing.T, step string, got *discoveryv3.DeltaDiscoveryReques
 // wildcard CDS/LDS, EDS/RDS subscriptions driven by CDS/LDS before their ACKs, ACK = nonce,
 // removal driving an unsubscribe, and initial_resource_versions after a reconnect.
 func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{Delta: true}, h)
-	srv.set(t, c.NodeID(), "v1", baseResources(t))
-	runClient(t, c, srv.connector(t))
+	srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
+	runClient(t, c, srv.Connector(t))
 	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
 	steps := []struct {
 		name string
@@ -80,7 +83,7 @@ func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
 	}
 	wantNode := IdentityTemplate{}.Node(0)
 	for _, s := range steps {
-		got := srv.nextDelta(t)
+		got := srv.NextDelta(t)
 		if diff := cmp.Diff(wantNode, got.GetNode(), protocmp.Transform()); diff != "" {
 			t.Errorf("%s: node (-want +got):\n%s", s.name, diff)
 		}
@@ -89,11 +92,11 @@ func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
 	h.waitEvent(t, "first-full")
 
 	// Deleting c2: removed_resources drives an EDS unsubscribe after the CDS ACK.
-	res := baseResources(t)
-	res[resource.ClusterType] = []types.Resource{edsCluster("c1")}
-	srv.set(t, c.NodeID(), "v2", res)
-	checkDelta(t, "CDS ACK of the removal", srv.nextDelta(t), deltaWant{typeURL: C, nonce: true})
-	checkDelta(t, "EDS unsubscribe c2", srv.nextDelta(t), deltaWant{typeURL: E, unsub: []string{"c2"}})
+	res := fetest.BaseResources(t)
+	res[resource.ClusterType] = []types.Resource{fetest.EDSCluster("c1")}
+	srv.Set(t, c.NodeID(), "v2", res)
+	checkDelta(t, "CDS ACK of the removal", srv.NextDelta(t), deltaWant{typeURL: C, nonce: true})
+	checkDelta(t, "EDS unsubscribe c2", srv.NextDelta(t), deltaWant{typeURL: E, unsub: []string{"c2"}})
 	for {
 		r := h.nextInfo(t)
 		if r.TypeURL == C && r.Seq > 4 {
@@ -108,27 +111,27 @@ func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
 // TestDeltaReconnectInitialVersions forces a reconnect with DisconnectAfter: the new stream
 // restates every type with its names and initial_resource_versions.
 func TestDeltaReconnectInitialVersions(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	h := newHookLog()
-	c := newTestClient(t, ClientConfig{Delta: true, Ack: AckPolicy{DisconnectAfter: 4}}, h)
-	srv.set(t, c.NodeID(), "v1", baseResources(t))
-	runClient(t, c, srv.connector(t))
+	c := newTestClient(t, ClientConfig{Delta: true, Ack: policy.Ack{DisconnectAfter: 4}}, h)
+	srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
+	runClient(t, c, srv.Connector(t))
 	h.waitEvent(t, "disconnected policy")
 	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
 	// The old stream's last requests may reach the server's callback after the new stream's
 	// first ones (streams are served concurrently): follow the new stream only.
 	var stream int64
 	for {
-		r := srv.nextDelta(t)
+		r := srv.NextDelta(t)
 		if r.TypeUrl == C && len(r.InitialResourceVersions) > 0 {
 			checkDelta(t, "restate CDS", r, deltaWant{typeURL: C, initial: map[string]bool{"c1": true, "c2": true}})
-			stream = srv.stream(r)
+			stream = srv.Stream(r)
 			break
 		}
 	}
 	next := func() *discoveryv3.DeltaDiscoveryRequest {
 		for {
-			if r := srv.nextDelta(t); srv.stream(r) == stream {
+			if r := srv.NextDelta(t); srv.Stream(r) == stream {
 				return r
 			}
 		}
@@ -141,16 +144,16 @@ func TestDeltaReconnectInitialVersions(t *testing.T) {
 // TestDeltaRealisticNack: an HCM whose inline route config is invalid inside its Any gets the
 // listener NACKed (nonce + error_detail), and versions are not recorded.
 func TestDeltaRealisticNack(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	h := newHookLog()
-	c := newTestClient(t, ClientConfig{Delta: true, Nack: NackPolicy{Realistic: true}}, h)
-	res := baseResources(t)
-	res[resource.ListenerType] = append(res[resource.ListenerType], badInlineRouteListener(t, "bad"))
-	srv.set(t, c.NodeID(), "v1", res)
-	runClient(t, c, srv.connector(t))
+	c := newTestClient(t, ClientConfig{Delta: true, Nack: policy.Nack{Realistic: true}}, h)
+	res := fetest.BaseResources(t)
+	res[resource.ListenerType] = append(res[resource.ListenerType], fetest.BadInlineRouteListener(t, "bad"))
+	srv.Set(t, c.NodeID(), "v1", res)
+	runClient(t, c, srv.Connector(t))
 	L := resource.ListenerType
 	for {
-		r := srv.nextDelta(t)
+		r := srv.NextDelta(t)
 		if r.TypeUrl == L && r.ResponseNonce != "" {
 			checkDelta(t, "LDS NACK", r, deltaWant{typeURL: L, nonce: true, errorHas: "listener bad"})
 			break

@@ -1,6 +1,8 @@
-// Package fakeenvoy is a fleet of fake Envoy ADS clients that behave like Envoy against any
-// control plane (ours, Istio's, go-control-plane based ones), speaking only the public xDS
-// protocol.
+// Package fakeenvoy is a fake Envoy ADS client that behaves like Envoy against any control
+// plane (ours, Istio's, go-control-plane based ones), speaking only the public xDS protocol.
+// Package fakeenvoy/fleet runs many of them; fakeenvoy/policy holds the NACK and ACK policies
+// they are scripted with, fakeenvoy/validate what Envoy and grpc-go reject, and
+// internal/rxstamp the kernel receive stamps.
 //
 // Each client is a pure state machine (machine: no I/O, no clock reads) wrapped by a thin gRPC
 // shell (Client.Run). The machine takes "stream started", "response received at t" and "timer
@@ -8,13 +10,14 @@
 // next deadline to arm. The shell owns the machine on one goroutine per client; a second
 // goroutine only forwards Recv results, stamped with their receive time (monotonic clock): the
 // kernel's arrival time of the message's last byte for a client on a plaintext connection of
-// its own (rxstamp.go), otherwise the time the client's codec took when the transport handed
-// it the message's bytes, before decoding.
+// its own (package internal/rxstamp), otherwise the time the client's codec took when the
+// transport handed it the message's bytes, before decoding.
 //
 // The machine by concern (machine.go lists its files): a wire adapter per protocol (SotW,
 // Delta, proxyless gRPC) reads a response into one update and builds the requests; apply.go
-// applies an update whatever carried it; rules.go holds what Envoy rejects and grpc.go what
-// grpc-go rejects; warming.go is the init manager (initial fetch, warming, full config).
+// applies an update whatever carried it; rules.go holds what Envoy rejects, with package
+// validate's checks of a resource (Envoy's, and grpc-go's); warming.go is the init manager
+// (initial fetch, warming, full config).
 // Resource types are rtype values (CDS, EDS, LDS, RDS, SDS). Transcripts in testdata/machine
 // (TestMachineTranscripts) script a machine event by event — streams, responses with
 // abbreviated resources, time — with the requests, ACKs and NACKs each must send and when the
@@ -45,35 +48,34 @@
 // sds_config says, as with Envoy and its istio-agent: secrets on ADS are asked of the control
 // plane (one SDS subscription naming every such secret, right after the CDS or LDS response);
 // secrets on the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS "default" and
-// "ROOTCA") are served by the fleet's emulated istio-agent (agent.go: a lab CA, a real SPIFFE
+// "ROOTCA") are served by the fleet's emulated istio-agent (package istioagent: a lab CA, a real SPIFFE
 // workload certificate per client, an issue delay, no network); path sources are read from
-// the file. Client.Blocked and Fleet.Incomplete (blocked.go) say why a client has no full
+// the file. Client.Blocked (blocked.go) and fleet.Fleet.Incomplete say why a client has no full
 // config: which secret from which source and why it cannot arrive, which clusters wait for
-// endpoints. Group.Auth (ClientAuth) gives each client a TLS credential for its namespace.
+// endpoints. fleet.Group.Auth (fleet.ClientAuth) gives each client a TLS credential for its
+// namespace.
 //
 // Restart (churn) makes a client a new process: no versions, resources or initial versions.
 // The node goes on every request, or only on a stream's first with NodeOnFirstOnly (Istio's
 // set_node_on_first_message_only); IdentityTemplate.IstioMetadata sends an Istio-sized node.
 //
-// A gRPC client (ClientConfig.GRPC; see grpc.go) behaves like grpc-go's xDS client instead:
-// SotW with named subscriptions from its targets' API listeners down to EDS, no warming, and
-// grpc-go's resource rules.
+// A gRPC client (ClientConfig.GRPC; see package validate's grpc.go) behaves like grpc-go's
+// xDS client instead: SotW with named subscriptions from its targets' API listeners down to
+// EDS, no warming, and grpc-go's resource rules.
 //
-// NACK policies (NackPolicy) combine a probability, every Nth response, a resource-name regexp
-// and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures, recursively inside
-// every Any; undecodable resources; duplicate names; a Delta name both added and removed;
-// listeners binding the same address; filter chains with identical matches). For CDS and LDS
-// the valid resources are applied and the whole response is still NACKed, as Envoy does. AckPolicy adds Envoy's apply
-// time before the ACK, a hung client that never ACKs, and disconnects after N responses.
+// NACK policies (policy.Nack) combine a probability, every Nth response, a resource-name
+// regexp and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures,
+// recursively inside every Any; undecodable resources; duplicate names; a Delta name both
+// added and removed; listeners binding the same address; filter chains with identical
+// matches). For CDS and LDS the valid resources are applied and the whole response is still
+// NACKed, as Envoy does. policy.Ack adds Envoy's apply time before the ACK, a hung client
+// that never ACKs, and disconnects after N responses.
 //
 // A client reports what it sees to probe.Hooks (the contract in package probe), each call with
-// the client's probe.ClientInfo. The fleet (fleet*.go) runs many clients and tees their hooks
-// into package measure's Observer and Matcher (and one Observer per client group); it serves
-// their figures on /metrics and exports them as Figures (plain counts and HDR histograms),
-// which bench turns into summary rows: the instrument does not know the report format. The
-// clients also report each response's receive backlog (probe.BacklogHook: receive stamp, or
-// the end of a scripted ACK delay, to the client done with it), how far the fleet is behind in
-// reading what the server sent (xdslab_fleet_receive_backlog_seconds).
+// the client's probe.ClientInfo, and each response's receive backlog (probe.BacklogHook:
+// receive stamp, or the end of a scripted ACK delay, to the client done with it). Tee calls
+// several hooks in order; the fleet (package fakeenvoy/fleet) tees its clients' hooks into
+// package measure's Observer and Matcher.
 //
 // Scale (10,000 clients in one process): a fleet gives all its clients one Interner, so clients
 // that receive the same resource bytes share one decoded, validated, immutable resource (weak
@@ -87,18 +89,7 @@
 // shared bytes. Each client keeps its node encoded once and sends it through its codec, which
 // also avoids grpc-go's pooled marshalling buffers; the fleet's connections use grpc-go's
 // default 32 KiB read/write buffers (an idle connection holds neither) and a buffer pool with
-// a tier at every power of two. A client runs two goroutines: its owner and its receiver. BenchmarkFleetHeapPerClient measures a client's heap
+// a tier at every power of two (ClientConfig.BufferPool). A client runs two goroutines: its
+// owner and its receiver. BenchmarkFleetHeapPerClient (package fleet) measures a client's heap
 // and CPU on a 1,000-service mesh (docs/performance.md).
-//
-// Beyond one process, FleetConfig.Segment {Index, Count} makes a fleet one shard of a larger
-// one: it builds only the clients k with k mod Count == Index, each with the index, node, seed
-// and ramp slot it has in the whole fleet, so Count shards started together are that fleet.
-// The matcher's per-event results (measure.MatchResults.Events) are what a merge of shards
-// combines.
-//
-// Each client dials its own gRPC connection, as Envoy. Group.StreamsPerConn N > 1 (or
-// FleetConfig.StreamsPerConn, the default of groups that set none) makes each N consecutive
-// clients of a group share one HTTP/2 connection, never with another group's: fewer sockets,
-// and a lighter workload for both ends than as many Envoys (docs/scenarios.md, Connection
-// layout).
 package fakeenvoy

@@ -12,22 +12,24 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/probe"
 )
 
 // apiListener is a proxyless gRPC listener "host:port" fetching route config of the same name.
 func apiListener(t testing.TB, name string) *listenerv3.Listener {
 	hcm := &hcmv3.HttpConnectionManager{
-		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: adsSource(), RouteConfigName: name}},
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: fetest.ADSSource(), RouteConfigName: name}},
 		HttpFilters: []*hcmv3.HttpFilter{{Name: "envoy.filters.http.router",
-			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(t, &routerv3.Router{})}}},
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: fetest.MustAny(t, &routerv3.Router{})}}},
 	}
-	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: mustAny(t, hcm)}}
+	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: fetest.MustAny(t, hcm)}}
 }
 
 // grpcCLA is an assignment as grpc-go needs it: one weighted locality.
 func grpcCLA(name, addr string) *endpointv3.ClusterLoadAssignment {
-	c := cla(name, addr, 80)
+	c := fetest.CLA(name, addr, 80)
 	c.Endpoints[0].Locality = &corev3.Locality{Region: "r", Zone: "z"}
 	c.Endpoints[0].LoadBalancingWeight = wrapperspb.UInt32(1)
 	return c
@@ -42,9 +44,9 @@ func TestGRPCClientRequests(t *testing.T) {
 	wantReqs(t, "start", m.start(t0).sotw, "LDS(,,["+tgt+"])")
 	wantReqs(t, "LDS", m.onSotw(sotwResp(t, L, "1", "a", apiListener(t, tgt)), t0).sotw,
 		"RDS(,,["+tgt+"])", "LDS(1,a,["+tgt+"])")
-	wantReqs(t, "RDS", m.onSotw(sotwResp(t, R, "1", "b", route(tgt, "svc", cl)), t0).sotw,
+	wantReqs(t, "RDS", m.onSotw(sotwResp(t, R, "1", "b", fetest.Route(tgt, "svc", cl)), t0).sotw,
 		"CDS(,,["+cl+"])", "RDS(1,b,["+tgt+"])")
-	wantReqs(t, "CDS", m.onSotw(sotwResp(t, C, "1", "c", edsCluster(cl)), t0).sotw,
+	wantReqs(t, "CDS", m.onSotw(sotwResp(t, C, "1", "c", fetest.EDSCluster(cl)), t0).sotw,
 		"EDS(,,["+cl+"])", "CDS(1,c,["+cl+"])")
 	s := m.onSotw(sotwResp(t, E, "1", "d", grpcCLA(cl, "10.0.0.1")), t0)
 	wantReqs(t, "EDS", s.sotw, "EDS(1,d,["+cl+"])")
@@ -64,7 +66,7 @@ func TestGRPCClientRequests(t *testing.T) {
 // client hits. Each case names the grpc-go rule it mirrors.
 func TestGRPCClientRejects(t *testing.T) {
 	const cl = "c1"
-	noLocality := cla(cl, "10.0.0.1", 80) // LocalityLbEndpoints without locality
+	noLocality := fetest.CLA(cl, "10.0.0.1", 80) // LocalityLbEndpoints without locality
 	zeroEndpointWeight := grpcCLA(cl, "10.0.0.1")
 	zeroEndpointWeight.Endpoints[0].LbEndpoints[0].LoadBalancingWeight = wrapperspb.UInt32(0)
 	dupAddr := grpcCLA(cl, "10.0.0.1")
@@ -74,7 +76,7 @@ func TestGRPCClientRejects(t *testing.T) {
 	dupLocality := grpcCLA(cl, "10.0.0.1")
 	dupLocality.Endpoints = append(dupLocality.Endpoints, proto.CloneOf(dupLocality.Endpoints[0]))
 	dupLocality.Endpoints[1].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().Address = "10.0.0.2"
-	staticCluster := edsCluster(cl)
+	staticCluster := fetest.EDSCluster(cl)
 	staticCluster.ClusterDiscoveryType = nil // STATIC
 	cases := []struct {
 		name    string
@@ -106,8 +108,8 @@ func TestGRPCClientRejects(t *testing.T) {
 	}
 	// The fault of the protocol review: an EDS assignment without locality passes Envoy's
 	// validation and fails grpc-go's.
-	e := warmedMachine(t, ClientConfig{Nack: NackPolicy{Realistic: true}})
-	if s := e.onSotw(sotwResp(t, E, "2", "n", noLocality, cla("c2", "10.0.0.2", 80)), t0); s.info.Nacked {
+	e := warmedMachine(t, ClientConfig{Nack: policy.Nack{Realistic: true}})
+	if s := e.onSotw(sotwResp(t, E, "2", "n", noLocality, fetest.CLA("c2", "10.0.0.2", 80)), t0); s.info.Nacked {
 		t.Errorf("an Envoy client NACKs an assignment without locality: %s", s.info.Error)
 	}
 }

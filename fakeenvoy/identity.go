@@ -24,8 +24,8 @@ type IdentityTemplate struct {
 	// NamespaceCounts places the group's clients by their position in it: the first Count of
 	// the first entry, then the next entry's; past the last, round-robin over the entries.
 	NamespaceCounts []NamespaceCount
-	// groupStart is the fleet index of the group's first client (set by NewFleet), which
-	// NamespaceCounts positions count from.
+	// groupStart is the fleet index of the group's first client (set by the fleet, see
+	// WithGroupStart), which NamespaceCounts positions count from.
 	groupStart int
 	// ClusterID (default "Kubernetes"), IstioVersion (default "1.28.0"), Generator (omitted
 	// when empty; "grpc" marks proxyless gRPC clients).
@@ -77,6 +77,13 @@ func (t IdentityTemplate) Validate() error {
 		}
 	}
 	return nil
+}
+
+// WithGroupStart returns the template of a group whose first client has fleet index start:
+// NamespaceCounts places clients by their position from it (the fleet sets it per group).
+func (t IdentityTemplate) WithGroupStart(start int) IdentityTemplate {
+	t.groupStart = start
+	return t
 }
 
 // NamespaceOf returns the namespace client index lives in.

@@ -8,14 +8,16 @@ import (
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/google/go-cmp/cmp"
-	"github.com/xdslab/xdslab/measure"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/measure"
 )
 
 func TestInternerDecode(t *testing.T) {
-	c1 := mustMarshal(t, edsCluster("c1"))
-	c2 := mustMarshal(t, edsCluster("c2"))
+	c1 := mustMarshal(t, fetest.EDSCluster("c1"))
+	c2 := mustMarshal(t, fetest.EDSCluster("c2"))
 	bad := []byte{0xff}
 	h := func(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
 	for _, tc := range []struct {
@@ -72,7 +74,7 @@ func TestInternerDecode(t *testing.T) {
 // collector frees it and its slot goes away.
 func TestInternerForgets(t *testing.T) {
 	in := NewInterner()
-	raw := mustMarshal(t, edsCluster("c1"))
+	raw := mustMarshal(t, fetest.EDSCluster("c1"))
 	d, err := in.decode(tCDS, checkNone, maphash.Bytes(hashSeed, raw), "c1", raw)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +115,7 @@ func TestInternerSharedMachines(t *testing.T) {
 		}
 	}
 	// A change seen by one client does not touch the other's view.
-	a.onSotw(sotwResp(t, E, "2", "e", cla("c1", "10.9.9.9", 80), cla("c2", "10.0.0.2", 80)), t0)
+	a.onSotw(sotwResp(t, E, "2", "e", fetest.CLA("c1", "10.9.9.9", 80), fetest.CLA("c2", "10.0.0.2", 80)), t0)
 	if proto.Equal(a.Resource(E, "c1"), b.Resource(E, "c1")) {
 		t.Errorf("client b sees client a's new assignment")
 	}
@@ -150,7 +152,7 @@ func TestInternerSharedSets(t *testing.T) {
 	}
 	before := b.types[tEDS].res
 	change := func(m *machine, addr string) {
-		m.onSotw(sotwResp(t, E, "2", "e", cla("c1", addr, 80), cla("c2", "10.0.0.2", 80)), t0)
+		m.onSotw(sotwResp(t, E, "2", "e", fetest.CLA("c1", addr, 80), fetest.CLA("c2", "10.0.0.2", 80)), t0)
 	}
 	change(a, "10.9.9.9")
 	if b.types[tEDS].set == a.types[tEDS].set || !maps.Equal(b.types[tEDS].res, before) || len(before) != 2 {
@@ -171,15 +173,15 @@ func TestInternerSharedSets(t *testing.T) {
 	// The same content reached another way (two pushes on client d, one on client e, as a
 	// debounce may batch them) is one set too.
 	d, e := warmedMachine(t, ClientConfig{Interner: in}), warmedMachine(t, ClientConfig{Interner: in})
-	d.onSotw(sotwResp(t, E, "2", "e", cla("c1", "10.7.7.7", 80)), t0)
-	d.onSotw(sotwResp(t, E, "3", "e", cla("c2", "10.7.7.8", 80)), t0)
-	e.onSotw(sotwResp(t, E, "3", "e", cla("c1", "10.7.7.7", 80), cla("c2", "10.7.7.8", 80)), t0)
+	d.onSotw(sotwResp(t, E, "2", "e", fetest.CLA("c1", "10.7.7.7", 80)), t0)
+	d.onSotw(sotwResp(t, E, "3", "e", fetest.CLA("c2", "10.7.7.8", 80)), t0)
+	e.onSotw(sotwResp(t, E, "3", "e", fetest.CLA("c1", "10.7.7.7", 80), fetest.CLA("c2", "10.7.7.8", 80)), t0)
 	if d.types[tEDS].set != e.types[tEDS].set || d.types[tEDS].set == nil {
 		t.Errorf("equal assignments through different pushes: sets %p and %p, want one", d.types[tEDS].set, e.types[tEDS].set)
 	}
 	// A removal (SotW CDS without c2) is a change too, shared the same way.
 	for _, m := range []*machine{a, b} {
-		m.onSotw(sotwResp(t, C, "2", "f", edsCluster("c1")), t0)
+		m.onSotw(sotwResp(t, C, "2", "f", fetest.EDSCluster("c1")), t0)
 	}
 	if a.types[tCDS].set != b.types[tCDS].set || len(a.types[tCDS].res) != 1 || a.Resource(C, "c2") != nil {
 		t.Errorf("after removing c2: sets %p and %p with %d clusters", a.types[tCDS].set, b.types[tCDS].set, len(a.types[tCDS].res))

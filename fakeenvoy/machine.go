@@ -10,6 +10,8 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -21,14 +23,15 @@ import (
 //	wire.go         the wire adapters (SotW, Delta, proxyless gRPC): a response becomes one
 //	                update, requests are built in the protocol's shape
 //	apply.go        applying an update: decode, accept or reject, commit, follow-up requests
-//	rules.go        what Envoy rejects (grpc.go: what grpc-go rejects)
+//	rules.go        what Envoy rejects (package validate: the checks of a resource, Envoy's
+//	                and grpc-go's)
 //	warming.go      the init manager: initial fetch, cluster and listener warming, full config
 //	sds.go          SDS secrets and the warming on them
 //	decode.go       decoding resources and reading raw protobuf
 //	resset.go, intern.go   sharing decoded resources and accepted sets among a fleet's clients
 
 // checkMode is how resources are validated when decoded: not at all, as Envoy does
-// (NackPolicy.Realistic), or as grpc-go's xDS client does (ClientConfig.GRPC).
+// (policy.Nack.Realistic), or as grpc-go's xDS client does (ClientConfig.GRPC).
 type checkMode uint8
 
 const (
@@ -80,8 +83,8 @@ type machine struct {
 	grpc          bool          // a proxyless gRPC client: grpc-go's rules, not Envoy's
 	targets       []string      // gRPC: the API listeners ("host:port") it asks for, sorted
 	ift           time.Duration // <= 0: no initial fetch timeout
-	nack          NackPolicy
-	ack           AckPolicy
+	nack          policy.Nack
+	ack           policy.Ack
 	interner      *Interner // nil: private decoding
 
 	types [numTypes]typeState
@@ -89,8 +92,8 @@ type machine struct {
 	// agent serves the secrets that are not on ADS (nil: none can arrive); workload is who the
 	// client is to it. local holds those secrets, requested once per client process, and
 	// localPending counts the ones still being issued.
-	agent        *Agent
-	workload     workload
+	agent        *istioagent.Agent
+	workload     istioagent.Workload
 	local        map[secretRef]*localSecret
 	localPending int
 	started      bool
@@ -139,8 +142,8 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 		agent:         cfg.Agent,
 		workload:      cfg.workload,
 	}
-	if cfg.workload == (workload{}) {
-		m.workload = workloadOf(cfg.Node)
+	if cfg.workload == (istioagent.Workload{}) {
+		m.workload = istioagent.WorkloadOf(cfg.Node)
 	}
 	switch {
 	case cfg.Delta:
@@ -153,7 +156,7 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 	if m.nack.Probability > 0 {
 		m.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5bd1e995))
 	}
-	if cfg.Ack.hasDelay() {
+	if cfg.Ack.HasDelay() {
 		s, err := dist.New(cfg.Ack.Delay, cfg.Seed^0x2545f4914f6cdd1d)
 		if err != nil {
 			return nil, err
@@ -337,4 +340,11 @@ func (m *machine) followUp(s *step, t rtype) {
 		names = setRefs(m.types[t].res)
 	}
 	m.subscribeNames(s, dep, names)
+}
+
+func secondsToDuration(s float64) time.Duration {
+	if s <= 0 {
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
 }

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/measure"
 )
@@ -84,10 +86,10 @@ const (
 func warmedMachine(t *testing.T, cfg ClientConfig) *machine {
 	m := newTestMachine(t, cfg)
 	m.start(t0)
-	m.onSotw(sotwResp(t, C, "1", "a", edsCluster("c1"), edsCluster("c2")), t0)
-	m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80), cla("c2", "10.0.0.2", 80)), t0)
-	m.onSotw(sotwResp(t, L, "1", "c", rdsListener(t, "l1", 80, "r1")), t0)
-	s := m.onSotw(sotwResp(t, R, "1", "d", route("r1", "h", "c1")), t0)
+	m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1"), fetest.EDSCluster("c2")), t0)
+	m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80)), t0)
+	m.onSotw(sotwResp(t, L, "1", "c", fetest.RDSListener(t, "l1", 80, "r1")), t0)
+	s := m.onSotw(sotwResp(t, R, "1", "d", fetest.Route("r1", "h", "c1")), t0)
 	if !s.firstFull {
 		t.Fatalf("initial exchange did not reach the first full config")
 	}
@@ -95,9 +97,9 @@ func warmedMachine(t *testing.T, cfg ClientConfig) *machine {
 }
 
 func TestMachineNodeFirstOnlyAndNeverAck(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{NodeOnFirstOnly: true, Ack: AckPolicy{NeverAck: true}})
+	m := newTestMachine(t, ClientConfig{NodeOnFirstOnly: true, Ack: policy.Ack{NeverAck: true}})
 	first := m.start(t0)
-	s := m.onSotw(sotwResp(t, C, "1", "a", edsCluster("c1")), t0)
+	s := m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
 	wantReqs(t, "never ACK: only the EDS subscription goes out", s.sotw, "EDS(,,[c1])")
 	if first.sotw[0].Node == nil || s.sotw[0].Node != nil || s.acked {
 		t.Errorf("node on first %v, on second %v, acked %v", first.sotw[0].Node != nil, s.sotw[0].Node != nil, s.acked)
@@ -109,9 +111,9 @@ func TestMachineNodeFirstOnlyAndNeverAck(t *testing.T) {
 }
 
 func TestMachineAckDelay(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{Ack: AckPolicy{Delay: dist.Constant(0.25), DisconnectAfter: 2}})
+	m := newTestMachine(t, ClientConfig{Ack: policy.Ack{Delay: dist.Constant(0.25), DisconnectAfter: 2}})
 	m.start(t0)
-	s := m.onSotw(sotwResp(t, C, "1", "a", edsCluster("c1")), t0)
+	s := m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
 	if s.delay != 250*time.Millisecond || s.disconnect {
 		t.Errorf("delay %v disconnect %v, want 250ms and no disconnect", s.delay, s.disconnect)
 	}
@@ -134,7 +136,7 @@ func deltaResp(t testing.TB, typeURL, nonce string, removed []string, msgs ...pr
 }
 
 func TestReadNameAndDiff(t *testing.T) {
-	for _, m := range []proto.Message{edsCluster("a|b"), cla("a|b", "1.1.1.1", 1), rdsListener(t, "a|b", 1), route("a|b", "h", "c")} {
+	for _, m := range []proto.Message{fetest.EDSCluster("a|b"), fetest.CLA("a|b", "1.1.1.1", 1), fetest.RDSListener(t, "a|b", 1), fetest.Route("a|b", "h", "c")} {
 		if n, ok := readName(mustMarshal(t, m)); !ok || n != "a|b" {
 			t.Errorf("readName(%T) = %q %v", m, n, ok)
 		}
@@ -153,10 +155,10 @@ func TestReadNameAndDiff(t *testing.T) {
 // memory this package controls.
 func BenchmarkMachineHeap(b *testing.B) {
 	resp := []*discoveryv3.DiscoveryResponse{
-		sotwResp(b, C, "1", "a", edsCluster("c1"), edsCluster("c2")),
-		sotwResp(b, E, "1", "b", cla("c1", "10.0.0.1", 80), cla("c2", "10.0.0.2", 80)),
-		sotwResp(b, L, "1", "c", rdsListener(b, "l1", 80, "r1")),
-		sotwResp(b, R, "1", "d", route("r1", "h", "c1")),
+		sotwResp(b, C, "1", "a", fetest.EDSCluster("c1"), fetest.EDSCluster("c2")),
+		sotwResp(b, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80)),
+		sotwResp(b, L, "1", "c", fetest.RDSListener(b, "l1", 80, "r1")),
+		sotwResp(b, R, "1", "d", fetest.Route("r1", "h", "c1")),
 	}
 	const n = 1000
 	b.ReportAllocs()

@@ -5,11 +5,12 @@ import (
 	"slices"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslab/xdslab/fakeenvoy/validate"
 )
 
-// What Envoy rejects (NackPolicy.Realistic), beside the PGV validation of every resource and of
-// every message packed in an Any (validate.go) and the SDS sources it cannot reach (sds.go):
+// What Envoy rejects (policy.Nack.Realistic), beside the PGV validation of every resource and of
+// every message packed in an Any (validate.Deep) and the SDS sources it cannot reach (sds.go):
 //
 //   - a response naming one resource twice, or a Delta response that both adds and removes a
 //     name: the whole response is NACKed and nothing of it applied;
@@ -17,8 +18,8 @@ import (
 //     chains of one listener with the same match: that listener is rejected.
 //
 // CDS and LDS apply their valid resources even when the response is NACKed, as Envoy does; EDS,
-// RDS and SDS apply nothing of a NACKed response. grpc-go's rules are in grpc.go. The scripted
-// rejections of a NackPolicy (every Nth response, a probability, a name pattern) come on top.
+// RDS and SDS apply nothing of a NACKed response. grpc-go's rules are validate.GRPC's. The scripted
+// rejections of a policy.Nack (every Nth response, a probability, a name pattern) come on top.
 
 // envoyResponseErr reports what makes Envoy reject a whole response of type t.
 func envoyResponseErr(t rtype, items []item, removed []string) error {
@@ -61,7 +62,7 @@ func (m *machine) addressConflicts(items []item, removed []string, full bool) []
 	owner := make(map[string]string)
 	inResp := make(map[string]struct{}, len(items))
 	claim := func(name string, l *listenerv3.Listener) string {
-		k := bindKey(l)
+		k := validate.BindKey(l)
 		if k == "" {
 			return ""
 		}
@@ -96,43 +97,9 @@ func (m *machine) addressConflicts(items []item, removed []string, full bool) []
 		}
 		l := it.d.msg.(*listenerv3.Listener)
 		if other := claim(it.name, l); other != "" {
-			it.err = fmt.Errorf("duplicate address %s as listener %s", bindKey(l), other)
+			it.err = fmt.Errorf("duplicate address %s as listener %s", validate.BindKey(l), other)
 			errs = append(errs, fmt.Sprintf("listener %s: %v", it.name, it.err))
 		}
 	}
 	return errs
-}
-
-// bindKey is the address a listener binds ("" when it does not bind: bind_to_port false,
-// a pipe, an api_listener).
-func bindKey(l *listenerv3.Listener) string {
-	if b := l.GetBindToPort(); b != nil && !b.GetValue() {
-		return ""
-	}
-	sa := l.GetAddress().GetSocketAddress()
-	if sa == nil {
-		return ""
-	}
-	return fmt.Sprintf("%s:%s:%d", sa.GetProtocol(), sa.GetAddress(), sa.GetPortValue())
-}
-
-// duplicateFilterChain reports two filter chains of l with the same match (Envoy rejects
-// "multiple filter chains with the same matching rules").
-func duplicateFilterChain(l *listenerv3.Listener) error {
-	seen := make(map[string]string, len(l.GetFilterChains()))
-	for i, fc := range l.GetFilterChains() {
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(fc.GetFilterChainMatch())
-		if err != nil {
-			return err
-		}
-		name := fc.GetName()
-		if name == "" {
-			name = fmt.Sprintf("#%d", i)
-		}
-		if other, ok := seen[string(b)]; ok {
-			return fmt.Errorf("filter chains %s and %s have the same matching rules", other, name)
-		}
-		seen[string(b)] = name
-	}
-	return nil
 }

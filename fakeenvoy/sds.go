@@ -12,6 +12,8 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 )
 
 // SDS, as Envoy does it: a cluster or listener whose TLS transport socket names SDS secrets
@@ -24,7 +26,7 @@ import (
 //     asked of the control plane, as one SDS subscription naming every such secret, right
 //     after the CDS or LDS response that changed them;
 //   - an API config source on the agent's cluster (sds-grpc): served by the emulated
-//     istio-agent (agent.go), after its issue delay, without network traffic;
+//     istio-agent (package istioagent), after its issue delay, without network traffic;
 //   - a path config source: read from the file (a DiscoveryResponse holding the Secret);
 //   - an API config source on any other cluster: Envoy rejects the resource ("unknown
 //     cluster"; NACK under the realistic policy, else the secret never arrives);
@@ -70,7 +72,7 @@ func (r secretRef) source() string {
 
 // overADS reports whether ref is asked of the control plane on the ADS stream.
 func (r secretRef) overADS() bool {
-	return r.kind == srcADS || (r.kind == srcCluster && r.arg == XDSCluster)
+	return r.kind == srcADS || (r.kind == srcCluster && r.arg == istioagent.XDSCluster)
 }
 
 // sourceOf classifies an sds_config; ok is false when it names no source Envoy knows.
@@ -211,7 +213,7 @@ type localSecret struct {
 func (m *machine) secretSourceErr(d *decoded) error {
 	for _, r := range d.secretList() {
 		if r.kind == srcCluster && !r.overADS() && !m.agentServes(r.arg) {
-			return fmt.Errorf("secret %q: sds_config names cluster %q, which is not in the bootstrap (%s, %s)", r.name, r.arg, XDSCluster, m.agentClusters())
+			return fmt.Errorf("secret %q: sds_config names cluster %q, which is not in the bootstrap (%s, %s)", r.name, r.arg, istioagent.XDSCluster, m.agentClusters())
 		}
 	}
 	return nil
@@ -219,16 +221,16 @@ func (m *machine) secretSourceErr(d *decoded) error {
 
 func (m *machine) agentServes(cluster string) bool {
 	if m.agent == nil {
-		return cluster == AgentCluster
+		return cluster == istioagent.SDSCluster
 	}
-	return m.agent.serves(cluster)
+	return m.agent.Serves(cluster)
 }
 
 func (m *machine) agentClusters() string {
 	if m.agent == nil {
-		return AgentCluster
+		return istioagent.SDSCluster
 	}
-	return strings.Join(m.agent.cfg.Clusters, ", ")
+	return strings.Join(m.agent.Clusters(), ", ")
 }
 
 // holdsSecret reports whether ref has arrived.
@@ -256,9 +258,9 @@ func (m *machine) requestLocal(r secretRef, now time.Time) {
 	case m.agent == nil:
 		l.err = errors.New("no istio-agent in this fleet")
 	case r.kind == srcFile:
-		l.secret, l.err = m.agent.fileSecret(r.arg, r.name)
-	case m.agent.serves(r.arg):
-		l.secret, delay, l.err = m.agent.serve(m.workload, r.name)
+		l.secret, l.err = m.agent.FileSecret(r.arg, r.name)
+	case m.agent.Serves(r.arg):
+		l.secret, delay, l.err = m.agent.Serve(m.workload, r.name)
 	default:
 		l.err = fmt.Errorf("cluster %q is not the istio-agent's (%s)", r.arg, m.agentClusters())
 	}

@@ -12,12 +12,15 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
 const S = resource.SecretType
 
 func sdsRef(name string, ift *durationpb.Duration) *tlsv3.SdsSecretConfig {
-	src := adsSource()
+	src := fetest.ADSSource()
 	src.InitialFetchTimeout = ift
 	return &tlsv3.SdsSecretConfig{Name: name, SdsConfig: src}
 }
@@ -40,7 +43,7 @@ func tlsSocket(t testing.TB, m proto.Message) *corev3.TransportSocket {
 }
 
 func mtlsCluster(t testing.TB, name string, ift *durationpb.Duration) *clusterv3.Cluster {
-	c := edsCluster(name)
+	c := fetest.EDSCluster(name)
 	c.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: tlsCommon(ift)})
 	return c
 }
@@ -55,7 +58,7 @@ func secret(name string) *tlsv3.Secret {
 // an empty SDS answer, until both secrets are there; a listener with an mTLS chain waits too.
 func TestSDSWarming(t *testing.T) {
 	for _, delta := range []bool{false, true} {
-		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: NackPolicy{Realistic: true}})
+		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: policy.Nack{Realistic: true}})
 		m.start(t0)
 		forever := durationpb.New(0)
 		var s step
@@ -77,7 +80,7 @@ func TestSDSWarming(t *testing.T) {
 			}
 			return m.onSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
 		}
-		feed(E, "b", cla("c1", "10.0.0.1", 80))
+		feed(E, "b", fetest.CLA("c1", "10.0.0.1", 80))
 		if m.init.phase != phaseClusters || m.Effective(C, "c1") != nil {
 			t.Fatalf("delta=%v: after EDS the cluster must still wait for its secrets (phase %d)", delta, m.init.phase)
 		}
@@ -98,7 +101,7 @@ func TestSDSTimeout(t *testing.T) {
 	m := newTestMachine(t, ClientConfig{})
 	m.start(t0)
 	m.onSotw(sotwResp(t, C, "1", "a", mtlsCluster(t, "c1", durationpb.New(2*time.Second))), t0)
-	m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80)), t0)
+	m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
 	if d := m.nextDeadline(); !d.Equal(t0.Add(2 * time.Second)) {
 		t.Fatalf("deadline %v, want the secrets' 2s", d)
 	}
@@ -111,9 +114,9 @@ func TestSDSTimeout(t *testing.T) {
 // TestSDSStaticSecretRejected: a secret reference without sds_config names a bootstrap secret
 // the fake Envoy does not have: NACKed under the realistic policy.
 func TestSDSStaticSecretRejected(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{Nack: NackPolicy{Realistic: true}})
+	m := newTestMachine(t, ClientConfig{Nack: policy.Nack{Realistic: true}})
 	m.start(t0)
-	c := edsCluster("c1")
+	c := fetest.EDSCluster("c1")
 	c.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: "static"}}}})
 	if s := m.onSotw(sotwResp(t, C, "1", "a", c), t0); !s.info.Nacked {

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -72,7 +74,7 @@ func newTestClient(t *testing.T, cfg ClientConfig, h probe.Hooks) *Client {
 // TestSotwOrderAckAndUpdates follows one SotW client against go-control-plane: Envoy's request
 // order and contents, ACKs, warming, a no-op resend, a deletion and a changed cluster.
 func TestSotwOrderAckAndUpdates(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	type seen struct{ c2, c1 bool }
 	views := make(chan seen, 64)
@@ -82,8 +84,8 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 		}
 	}
 	c := newTestClient(t, ClientConfig{}, h)
-	srv.set(t, c.NodeID(), "v1", baseResources(t))
-	runClient(t, c, srv.connector(t))
+	srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
+	runClient(t, c, srv.Connector(t))
 
 	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
 	steps := []struct {
@@ -102,7 +104,7 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 	// Every request carries the whole configured node, as Envoy sends it.
 	wantNode := IdentityTemplate{}.Node(0)
 	for _, s := range steps {
-		got := srv.nextSotw(t)
+		got := srv.NextSotw(t)
 		if diff := cmp.Diff(wantNode, got.GetNode(), protocmp.Transform()); diff != "" {
 			t.Errorf("%s: node (-want +got):\n%s", s.name, diff)
 		}
@@ -120,10 +122,10 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 
 	// v2: same resources, new version: every type is resent and is a no-op; no EDS/RDS
 	// re-request, only ACKs.
-	srv.set(t, c.NodeID(), "v2", baseResources(t))
+	srv.Set(t, c.NodeID(), "v2", fetest.BaseResources(t))
 	acks := map[string]*discoveryv3.DiscoveryRequest{}
 	for range 4 {
-		r := srv.nextSotw(t)
+		r := srv.NextSotw(t)
 		if r.VersionInfo != "v2" {
 			t.Fatalf("after an identical resend got %v, want only v2 ACKs", r)
 		}
@@ -140,13 +142,13 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 
 	// v3: c2 deleted from CDS (and its assignment). CDS response drops c2: one EDS request
 	// naming c1 before the CDS ACK.
-	res := baseResources(t)
-	res[resource.ClusterType] = []types.Resource{edsCluster("c1")}
-	res[resource.EndpointType] = []types.Resource{cla("c1", "10.1.0.1", 8080)}
-	srv.set(t, c.NodeID(), "v3", res)
+	res := fetest.BaseResources(t)
+	res[resource.ClusterType] = []types.Resource{fetest.EDSCluster("c1")}
+	res[resource.EndpointType] = []types.Resource{fetest.CLA("c1", "10.1.0.1", 8080)}
+	srv.Set(t, c.NodeID(), "v3", res)
 	var got []*discoveryv3.DiscoveryRequest
 	for len(got) < 3 {
-		r := srv.nextSotw(t)
+		r := srv.NextSotw(t)
 		if r.TypeUrl == C || r.TypeUrl == E {
 			got = append(got, r)
 		}
@@ -176,11 +178,11 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 // TestSotwReconnectRestatesVersions uses DisconnectAfter to force a reconnect: the new stream
 // restates every subscription in order with the last accepted versions and no nonces.
 func TestSotwReconnectRestatesVersions(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	h := newHookLog()
-	c := newTestClient(t, ClientConfig{Ack: AckPolicy{DisconnectAfter: 4}, NodeOnFirstOnly: true}, h)
-	srv.set(t, c.NodeID(), "v1", baseResources(t))
-	runClient(t, c, srv.connector(t))
+	c := newTestClient(t, ClientConfig{Ack: policy.Ack{DisconnectAfter: 4}, NodeOnFirstOnly: true}, h)
+	srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
+	runClient(t, c, srv.Connector(t))
 	h.waitEvent(t, "disconnected policy")
 	h.waitEvent(t, "connected")
 	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
@@ -189,15 +191,15 @@ func TestSotwReconnectRestatesVersions(t *testing.T) {
 	// concurrently); the new stream starts with a CDS request carrying v1 and no nonce.
 	var stream int64
 	for {
-		r := srv.nextSotw(t)
+		r := srv.NextSotw(t)
 		if r.TypeUrl == C && r.ResponseNonce == "" && r.VersionInfo == "v1" {
-			stream = srv.stream(r)
+			stream = srv.Stream(r)
 			break
 		}
 	}
 	next := func() *discoveryv3.DiscoveryRequest {
 		for {
-			if r := srv.nextSotw(t); srv.stream(r) == stream {
+			if r := srv.NextSotw(t); srv.Stream(r) == stream {
 				return r
 			}
 		}
@@ -213,23 +215,23 @@ func TestSotwReconnectRestatesVersions(t *testing.T) {
 // Any) violates PGV is NACKed with the last accepted version and code 13; the valid cluster is
 // still applied and gets its EDS request.
 func TestSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	h := newHookLog()
-	c := newTestClient(t, ClientConfig{Nack: NackPolicy{Realistic: true}}, h)
-	res := baseResources(t)
-	res[resource.ClusterType] = []types.Resource{edsCluster("c1"), badTLSCluster(t, "c2")}
-	if err := badTLSCluster(t, "x").ValidateAll(); err != nil {
+	c := newTestClient(t, ClientConfig{Nack: policy.Nack{Realistic: true}}, h)
+	res := fetest.BaseResources(t)
+	res[resource.ClusterType] = []types.Resource{fetest.EDSCluster("c1"), fetest.BadTLSCluster(t, "c2")}
+	if err := fetest.BadTLSCluster(t, "x").ValidateAll(); err != nil {
 		t.Fatalf("the hidden violation must pass the top-level ValidateAll, got %v", err)
 	}
-	srv.set(t, c.NodeID(), "v1", res)
-	runClient(t, c, srv.connector(t))
+	srv.Set(t, c.NodeID(), "v1", res)
+	runClient(t, c, srv.Connector(t))
 
 	C, E := resource.ClusterType, resource.EndpointType
-	checkSotw(t, "CDS", srv.nextSotw(t), sotwWant(C, "", ""), true)
-	checkSotw(t, "EDS for the valid cluster only", srv.nextSotw(t), sotwWant(E, "", "", "c1"), true)
+	checkSotw(t, "CDS", srv.NextSotw(t), sotwWant(C, "", ""), true)
+	checkSotw(t, "EDS for the valid cluster only", srv.NextSotw(t), sotwWant(E, "", "", "c1"), true)
 	nack := sotwWant(C, "", "n")
 	nack.ErrorDetail = nackStatus("cluster c2")
-	checkSotw(t, "CDS NACK keeps the last accepted version", srv.nextSotw(t), nack, true)
+	checkSotw(t, "CDS NACK keeps the last accepted version", srv.NextSotw(t), nack, true)
 	r := h.nextInfo(t)
 	if !r.Nacked || !strings.Contains(r.Error, "UpstreamTlsContext") || r.Changed != 2 {
 		t.Errorf("probe.ResponseInfo %+v: want Nacked naming UpstreamTlsContext, 2 changed", r)
@@ -238,7 +240,7 @@ func TestSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
 	// nonce of the response it answers, never a stale one.
 	nonces := map[string]bool{}
 	for len(nonces) < 5 {
-		r := srv.nextSotw(t)
+		r := srv.NextSotw(t)
 		if r.TypeUrl != C || r.ErrorDetail == nil {
 			continue
 		}
@@ -255,11 +257,11 @@ func TestSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
 // TestConnectFailureAndBackoff: a server that is gone yields ConnectFailed and retries; Run
 // returns nil once cancelled.
 func TestConnectFailureAndBackoff(t *testing.T) {
-	srv := newCPServer(t)
-	srv.srv.Stop()
+	srv := fetest.NewCPServer(t)
+	srv.Srv.Stop()
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{}, h)
-	stop := runClient(t, c, srv.connector(t))
+	stop := runClient(t, c, srv.Connector(t))
 	h.waitEvent(t, "connect-failed")
 	h.waitEvent(t, "connect-failed")
 	stop()
@@ -312,24 +314,24 @@ func (h *failLog) ConnectFailed(_ probe.ClientInfo, at time.Time, _ error) {
 // TestSotwWarmingTimeout: with no ClusterLoadAssignment served, LDS waits for
 // initial_fetch_timeout, then goes out.
 func TestSotwWarmingTimeout(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{InitialFetchTimeout: 50 * time.Millisecond}, h)
-	res := baseResources(t)
+	res := fetest.BaseResources(t)
 	res[resource.EndpointType] = nil
-	srv.set(t, c.NodeID(), "v1", res)
-	runClient(t, c, srv.connector(t))
+	srv.Set(t, c.NodeID(), "v1", res)
+	runClient(t, c, srv.Connector(t))
 	C, E, L := resource.ClusterType, resource.EndpointType, resource.ListenerType
-	checkSotw(t, "CDS", srv.nextSotw(t), sotwWant(C, "", ""), true)
-	checkSotw(t, "EDS", srv.nextSotw(t), sotwWant(E, "", "", "c1", "c2"), true)
-	checkSotw(t, "CDS ACK", srv.nextSotw(t), sotwWant(C, "v1", "n"), true)
-	checkSotw(t, "EDS ACK of the empty response: clusters still warming, no LDS", srv.nextSotw(t), sotwWant(E, "v1", "n", "c1", "c2"), true)
+	checkSotw(t, "CDS", srv.NextSotw(t), sotwWant(C, "", ""), true)
+	checkSotw(t, "EDS", srv.NextSotw(t), sotwWant(E, "", "", "c1", "c2"), true)
+	checkSotw(t, "CDS ACK", srv.NextSotw(t), sotwWant(C, "v1", "n"), true)
+	checkSotw(t, "EDS ACK of the empty response: clusters still warming, no LDS", srv.NextSotw(t), sotwWant(E, "v1", "n", "c1", "c2"), true)
 	h.waitEvent(t, "warming-timeout envoy.config.endpoint.v3.ClusterLoadAssignment")
-	checkSotw(t, "LDS after the warming timeout", srv.nextSotw(t), sotwWant(L, "", ""), true)
+	checkSotw(t, "LDS after the warming timeout", srv.NextSotw(t), sotwWant(L, "", ""), true)
 }
 
 func TestEdsClusterName(t *testing.T) {
-	c := edsCluster("a")
+	c := fetest.EDSCluster("a")
 	c.EdsClusterConfig.ServiceName = "svc-a"
 	_, refs, err := decode(tCDS, mustMarshal(t, c), checkEnvoy)
 	if err != nil || len(refs) != 1 || refs[0] != "svc-a" {
@@ -345,13 +347,13 @@ func TestEdsClusterName(t *testing.T) {
 // disconnect, backs off and restates its subscriptions with the versions it accepted to the
 // next server the connector returns.
 func TestSotwReconnectAfterServerLoss(t *testing.T) {
-	a, b := newCPServer(t), newCPServer(t)
+	a, b := fetest.NewCPServer(t), fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{}, h)
-	a.set(t, c.NodeID(), "v1", baseResources(t))
-	b.set(t, c.NodeID(), "v1", baseResources(t))
+	a.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
+	b.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
 	var mu sync.Mutex
-	target := a.connector(t)
+	target := a.Connector(t)
 	runClient(t, c, func(ctx context.Context) (grpc.ClientConnInterface, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -359,16 +361,16 @@ func TestSotwReconnectAfterServerLoss(t *testing.T) {
 	})
 	h.waitEvent(t, "first-full")
 	mu.Lock()
-	target = b.connector(t)
+	target = b.Connector(t)
 	mu.Unlock()
-	a.srv.Stop()
+	a.Srv.Stop()
 	h.waitEvent(t, "disconnected")
 	h.waitEvent(t, "connected")
 	C, E, L, R := resource.ClusterType, resource.EndpointType, resource.ListenerType, resource.RouteType
-	checkSotw(t, "restate CDS", b.nextSotw(t), sotwWant(C, "v1", ""), true)
-	checkSotw(t, "restate EDS", b.nextSotw(t), sotwWant(E, "v1", "", "c1", "c2"), true)
-	checkSotw(t, "restate LDS", b.nextSotw(t), sotwWant(L, "v1", ""), true)
-	checkSotw(t, "restate RDS", b.nextSotw(t), sotwWant(R, "v1", "", "r1"), true)
+	checkSotw(t, "restate CDS", b.NextSotw(t), sotwWant(C, "v1", ""), true)
+	checkSotw(t, "restate EDS", b.NextSotw(t), sotwWant(E, "v1", "", "c1", "c2"), true)
+	checkSotw(t, "restate LDS", b.NextSotw(t), sotwWant(L, "v1", ""), true)
+	checkSotw(t, "restate RDS", b.NextSotw(t), sotwWant(R, "v1", "", "r1"), true)
 }
 
 type ackHooks struct {
@@ -386,15 +388,15 @@ func (h *ackHooks) AckSent(_ probe.ClientInfo, r probe.ResponseInfo, at time.Tim
 // TestAckDelayHoldsRequests: with an apply time of 30ms every ACK goes out no earlier than 30ms
 // after its response was received, and the exchange still completes in Envoy's order.
 func TestAckDelayHoldsRequests(t *testing.T) {
-	srv := newCPServer(t)
+	srv := fetest.NewCPServer(t)
 	h := &ackHooks{acks: make(chan time.Duration, 16)}
-	c := newTestClient(t, ClientConfig{Ack: AckPolicy{Delay: dist.Constant(0.03)}}, h)
-	srv.set(t, c.NodeID(), "v1", baseResources(t))
-	runClient(t, c, srv.connector(t))
+	c := newTestClient(t, ClientConfig{Ack: policy.Ack{Delay: dist.Constant(0.03)}}, h)
+	srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
+	runClient(t, c, srv.Connector(t))
 	want := []string{resource.ClusterType, resource.EndpointType, resource.ClusterType, resource.ListenerType,
 		resource.EndpointType, resource.RouteType, resource.ListenerType, resource.RouteType}
 	for i, typ := range want {
-		if r := srv.nextSotw(t); r.TypeUrl != typ {
+		if r := srv.NextSotw(t); r.TypeUrl != typ {
 			t.Fatalf("request %d is %s, want %s", i, r.TypeUrl, typ)
 		}
 	}
@@ -404,7 +406,7 @@ func TestAckDelayHoldsRequests(t *testing.T) {
 			if d < 30*time.Millisecond {
 				t.Errorf("ACK sent %v after receive, want >= 30ms", d)
 			}
-		case <-time.After(waitLimit):
+		case <-time.After(fetest.WaitLimit):
 			t.Fatal("AckSent not called")
 		}
 	}

@@ -23,6 +23,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/transcript"
 )
 
@@ -96,7 +98,7 @@ func newMachineScript(t testing.TB, header string) *machineScript {
 		case "grpc":
 			cfg.GRPC, cfg.GRPCTargets = true, strings.Split(v, ",")
 		case "nack":
-			p, err := ParseNackPolicy(v)
+			p, err := policy.ParseNack(v)
 			if err != nil {
 				t.Fatalf("%s: %v", header, err)
 			}
@@ -214,7 +216,7 @@ func (x *machineScript) response(words []string) ([]string, error) {
 func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, error) {
 	switch t {
 	case tCDS:
-		c := edsCluster(name)
+		c := fetest.EDSCluster(name)
 		for _, a := range strings.Split(spec, "+") {
 			k, v, _ := strings.Cut(a, ":")
 			switch k {
@@ -233,7 +235,7 @@ func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, err
 			case "bad":
 				c.ConnectTimeout.Seconds = -1 // PGV: connect_timeout must be > 0
 			case "badtls":
-				c.TransportSocket = badTLSCluster(x.t, name).TransportSocket // PGV, inside an Any
+				c.TransportSocket = fetest.BadTLSCluster(x.t, name).TransportSocket // PGV, inside an Any
 			case "noeds":
 				c.EdsClusterConfig.EdsConfig = nil
 			case "t":
@@ -254,7 +256,7 @@ func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, err
 		if addr == "" {
 			addr = "10.0.0.1"
 		}
-		a := cla(name, addr, 80)
+		a := fetest.CLA(name, addr, 80)
 		a.Endpoints[0].Locality = &corev3.Locality{Region: "r", Zone: "z"}
 		a.Endpoints[0].LoadBalancingWeight = wrapperspb.UInt32(1)
 		return a, nil
@@ -276,7 +278,7 @@ func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, err
 		if err != nil {
 			return nil, fmt.Errorf("listener spec %q: want PORT/ROUTES or api/ROUTE", spec)
 		}
-		return rdsListener(x.t, name, uint32(p), rs...), nil
+		return fetest.RDSListener(x.t, name, uint32(p), rs...), nil
 	case tRDS:
 		rc := &routev3.RouteConfiguration{Name: name, VirtualHosts: []*routev3.VirtualHost{{Name: "h", Domains: []string{"*"}}}}
 		for _, c := range strings.Split(spec, ",") {

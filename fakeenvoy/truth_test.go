@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -19,7 +20,7 @@ import (
 // clusterFetch is an EDS cluster whose eds_config sets initial_fetch_timeout ift (nil: unset)
 // and whose connect timeout distinguishes versions.
 func clusterFetch(name string, ift *durationpb.Duration, connect time.Duration) *clusterv3.Cluster {
-	c := edsCluster(name)
+	c := fetest.EDSCluster(name)
 	c.ConnectTimeout = durationpb.New(connect)
 	c.EdsClusterConfig.EdsConfig.InitialFetchTimeout = ift
 	return c
@@ -27,10 +28,10 @@ func clusterFetch(name string, ift *durationpb.Duration, connect time.Duration) 
 
 // listenerFetch is a listener whose RDS config_source sets initial_fetch_timeout ift.
 func listenerFetch(t *testing.T, name string, port uint32, ift *durationpb.Duration, route string) *listenerv3.Listener {
-	l := rdsListener(t, name, port)
-	src := adsSource()
+	l := fetest.RDSListener(t, name, port)
+	src := fetest.ADSSource()
 	src.InitialFetchTimeout = ift
-	l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{hcmFilter(t, &hcmv3.HttpConnectionManager{
+	l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{fetest.HCMFilter(t, &hcmv3.HttpConnectionManager{
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: src, RouteConfigName: route}},
 	})}}}
 	return l
@@ -55,7 +56,7 @@ func TestMachineFetchTimeoutFromConfigSource(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := warmedMachine(t, ClientConfig{InitialFetchTimeout: def})
-			m.onSotw(sotwResp(t, C, "2", "e", clusterFetch("c1", tc.cluster, 2*time.Second), edsCluster("c2")), t1)
+			m.onSotw(sotwResp(t, C, "2", "e", clusterFetch("c1", tc.cluster, 2*time.Second), fetest.EDSCluster("c2")), t1)
 			if d, ok := m.init.warmC["c1"]; !ok || !d.Equal(tc.want) {
 				t.Errorf("cluster deadline %v (warming %v), want %v", d, ok, tc.want)
 			}
@@ -89,13 +90,13 @@ func TestMachineInEffectWhileWarming(t *testing.T) {
 			if delta {
 				m = newTestMachine(t, cfg)
 				m.start(t0)
-				m.onDelta(deltaResp(t, C, "n1", nil, edsCluster("c1")), t0)
-				m.onDelta(deltaResp(t, E, "n2", nil, cla("c1", "10.0.0.1", 80)), t0)
+				m.onDelta(deltaResp(t, C, "n1", nil, fetest.EDSCluster("c1")), t0)
+				m.onDelta(deltaResp(t, E, "n2", nil, fetest.CLA("c1", "10.0.0.1", 80)), t0)
 				m.onDelta(deltaResp(t, L, "n2l", nil), t0) // no listeners: initialized
 				s = m.onDelta(deltaResp(t, C, "n3", nil, updated), t1)
 			} else {
 				m = warmedMachine(t, cfg)
-				s = m.onSotw(sotwResp(t, C, "2", "e", updated, edsCluster("c2")), t1)
+				s = m.onSotw(sotwResp(t, C, "2", "e", updated, fetest.EDSCluster("c2")), t1)
 			}
 			if !proto.Equal(m.Resource(C, "c1"), updated) {
 				t.Fatalf("the update was not received")
@@ -103,7 +104,7 @@ func TestMachineInEffectWhileWarming(t *testing.T) {
 			if proto.Equal(m.Effective(C, "c1"), updated) || m.Effective(C, "c1") == nil {
 				t.Errorf("a warming cluster must keep its previous copy in effect, got %v", m.Effective(C, "c1"))
 			}
-			if i := slices.IndexFunc(s.info.Touched, func(c probe.Touched) bool { return c.Name == "c1" }); i < 0 || !proto.Equal(s.info.Touched[i].Prev, edsCluster("c1")) {
+			if i := slices.IndexFunc(s.info.Touched, func(c probe.Touched) bool { return c.Name == "c1" }); i < 0 || !proto.Equal(s.info.Touched[i].Prev, fetest.EDSCluster("c1")) {
 				t.Errorf("touched %v: want c1 with its previous copy", s.info.Touched)
 			}
 			if delta {
@@ -112,7 +113,7 @@ func TestMachineInEffectWhileWarming(t *testing.T) {
 				if st := m.onTimer(t1.Add(14 * time.Second)); len(st.timeouts) != 0 {
 					t.Errorf("timed out early: %v", st.timeouts)
 				}
-				if !proto.Equal(m.Effective(C, "c1"), edsCluster("c1")) {
+				if !proto.Equal(m.Effective(C, "c1"), fetest.EDSCluster("c1")) {
 					t.Errorf("delta warmed from its cached assignment before the timeout")
 				}
 				st := m.onTimer(t1.Add(15 * time.Second))
@@ -120,7 +121,7 @@ func TestMachineInEffectWhileWarming(t *testing.T) {
 					t.Errorf("timeouts %v, want EDS", st.timeouts)
 				}
 			} else {
-				m.onSotw(sotwResp(t, E, "2", "g", cla("c1", "10.0.0.1", 80), cla("c2", "10.0.0.2", 80)), t1.Add(time.Second))
+				m.onSotw(sotwResp(t, E, "2", "g", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80)), t1.Add(time.Second))
 			}
 			if !proto.Equal(m.Effective(C, "c1"), updated) {
 				t.Errorf("warmed cluster not in effect")
@@ -134,11 +135,11 @@ func TestMachineInEffectWhileWarming(t *testing.T) {
 func TestMachineDeltaAckBeforeSubscription(t *testing.T) {
 	m := newTestMachine(t, ClientConfig{Delta: true})
 	m.start(t0)
-	s := m.onDelta(deltaResp(t, C, "n1", nil, edsCluster("c1")), t0)
+	s := m.onDelta(deltaResp(t, C, "n1", nil, fetest.EDSCluster("c1")), t0)
 	if len(s.delta) != 2 || s.delta[0].ResponseNonce != "n1" || s.delta[0].TypeUrl != C || s.delta[1].TypeUrl != E {
 		t.Fatalf("requests %v: want CDS ACK, then EDS subscribe", s.delta)
 	}
-	s = m.onDelta(deltaResp(t, E, "n2", nil, cla("c1", "10.0.0.1", 80)), t0)
+	s = m.onDelta(deltaResp(t, E, "n2", nil, fetest.CLA("c1", "10.0.0.1", 80)), t0)
 	if len(s.delta) != 2 || s.delta[0].ResponseNonce != "n2" || s.delta[1].TypeUrl != L {
 		t.Fatalf("requests %v: want EDS ACK, then LDS subscribe", s.delta)
 	}
@@ -154,12 +155,12 @@ func TestClientRestartIsNewProcess(t *testing.T) {
 		}
 		if delta {
 			c.m.start(t0)
-			c.m.onDelta(deltaResp(t, C, "n1", nil, edsCluster("c1")), t0)
-			c.m.onDelta(deltaResp(t, E, "n2", nil, cla("c1", "10.0.0.1", 80)), t0)
+			c.m.onDelta(deltaResp(t, C, "n1", nil, fetest.EDSCluster("c1")), t0)
+			c.m.onDelta(deltaResp(t, E, "n2", nil, fetest.CLA("c1", "10.0.0.1", 80)), t0)
 		} else {
 			c.m.start(t0)
-			c.m.onSotw(sotwResp(t, C, "1", "a", edsCluster("c1")), t0)
-			c.m.onSotw(sotwResp(t, E, "1", "b", cla("c1", "10.0.0.1", 80)), t0)
+			c.m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
+			c.m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
 		}
 		if again := c.m.start(t0); again.requests() < 2 {
 			t.Fatalf("delta=%v: a reconnect of the same process restates its subscriptions: %d requests", delta, again.requests())
@@ -205,7 +206,7 @@ func TestIstioSizedNode(t *testing.T) {
 	}
 	m := newTestMachine(t, ClientConfig{Node: big, NodeOnFirstOnly: true})
 	first := m.start(t0)
-	s := m.onSotw(sotwResp(t, C, "1", "a", edsCluster("c1")), t0)
+	s := m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
 	if first.sotw[0].GetNode() != big || s.sotw[0].GetNode() != nil || s.sotw[1].GetNode() != nil {
 		t.Errorf("node must go on the stream's first request only")
 	}

@@ -2,7 +2,7 @@ package fakeenvoy
 
 import "time"
 
-// grpcWire is a proxyless gRPC client's protocol (grpc-go's xDS client, see grpc.go): SotW with
+// grpcWire is a proxyless gRPC client's protocol (grpc-go's xDS client, see package validate's grpc.go): SotW with
 // every type named, starting from its targets' listeners: LDS names the targets, RDS the
 // route configurations they name, CDS the clusters those routes send to, EDS the EDS
 // clusters' service names. A named CDS or LDS resource left out of a response is gone, as in

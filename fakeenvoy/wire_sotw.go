@@ -5,8 +5,10 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/xdslab/xdslab/probe"
 	"google.golang.org/genproto/googleapis/rpc/status"
+
+	"github.com/xdslab/xdslab/fakeenvoy/validate"
+	"github.com/xdslab/xdslab/probe"
 )
 
 // sotwWire is Envoy's state-of-the-world protocol (StreamAggregatedResources): CDS and LDS are
@@ -123,7 +125,7 @@ func (m *machine) sotwUpdate(s *step, r *discoveryv3.DiscoveryResponse, res []it
 		if w.typeURL != r.GetTypeUrl() {
 			u.err = fmt.Errorf("resource type %s does not match the response type %s", w.typeURL, r.GetTypeUrl())
 		} else if !w.nameOK {
-			u.err = fmt.Errorf("%s resource %d does not decode", shortType(r.GetTypeUrl()), i)
+			u.err = fmt.Errorf("%s resource %d does not decode", validate.ShortType(r.GetTypeUrl()), i)
 		}
 		if u.err != nil {
 			u.items = res[:i]

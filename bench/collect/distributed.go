@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -17,7 +17,7 @@ type ShardInput struct {
 	ToolVersion string
 	// Target is the ADS server (host:port); Segment is this shard.
 	Target  string
-	Segment fakeenvoy.Segment
+	Segment fleet.Segment
 	// StartAt is the shared start (zero: none); Clock the shard's measured offset from the
 	// simulator's clock and Probes the simulator's publisher (nil and empty without probes).
 	StartAt time.Time
@@ -26,7 +26,7 @@ type ShardInput struct {
 	// Began and Ended bound the shard's run.
 	Began, Ended time.Time
 	// Fleet is the shard's fleet, stopped.
-	Fleet *fakeenvoy.Fleet
+	Fleet *fleet.Fleet
 	// ConnectFull counts, by client group, the clients holding their first full config when
 	// the connect phase ended.
 	ConnectFull map[string]uint64

@@ -6,14 +6,14 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
 )
 
-// This file turns what a fleet measured (fakeenvoy.Figures: the observer's and the matcher's
+// This file turns what a fleet measured (fleet.Figures: the observer's and the matcher's
 // counts and HDR histograms) into summary rows. The instrument knows nothing of the report:
-// the names are the fleet's (fakeenvoy.Metric*), the rows and their value types are made here.
+// the names are the fleet's (fleet.Metric*), the rows and their value types are made here.
 
 // scaleMicroseconds turns the fleet's histograms (µs) into seconds.
 const scaleMicroseconds = 1e-6
@@ -21,7 +21,7 @@ const scaleMicroseconds = 1e-6
 // fleetCounterContains is what a per-type fleet counter holds: bytes for the byte counter,
 // plain counts otherwise.
 func fleetCounterContains(name string) summary.ValueType {
-	if name == fakeenvoy.MetricBytes {
+	if name == fleet.MetricBytes {
 		return summary.Data
 	}
 	return summary.Default
@@ -33,10 +33,10 @@ func fleetCounterContains(name string) summary.ValueType {
 // count at Stop, its min the lowest count sampled after the ramp, its max the highest ever. The
 // full config gauge's value is the connected clients holding a full config at Stop, its max
 // the clients that ever reached one.
-func FleetMetrics(fig fakeenvoy.Figures, dur time.Duration) ([]summary.Metric, error) {
+func FleetMetrics(fig fleet.Figures, dur time.Duration) ([]summary.Metric, error) {
 	out := fleetStatsMetrics(fig.Stats, fig.Connected, fig.MinConnected, dur)
 	out = append(out,
-		summary.NewGauge(fakeenvoy.MetricClients, summary.Default, float64(fig.Launched), 0, float64(fig.Clients), nil))
+		summary.NewGauge(fleet.MetricClients, summary.Default, float64(fig.Launched), 0, float64(fig.Clients), nil))
 	tr, err := fleetTrends(fig.Stats)
 	if err != nil {
 		return nil, err
@@ -63,11 +63,11 @@ func FleetMetrics(fig fakeenvoy.Figures, dur time.Duration) ([]summary.Metric, e
 func fleetStatsMetrics(st measure.FleetStats, connected, minConnected int, dur time.Duration) []summary.Metric {
 	var out []summary.Metric
 	out = append(out,
-		summary.NewGauge(fakeenvoy.MetricConnected, summary.Default, float64(connected), float64(minConnected), float64(st.MaxConnected), nil),
-		summary.NewGauge(fakeenvoy.MetricFullConfigClients, summary.Default, float64(st.FullConfigNow), 0, float64(st.FullConfig), nil),
-		summary.NewCounter(fakeenvoy.MetricConnects, summary.Default, float64(st.Connects), dur, nil),
-		summary.NewCounter(fakeenvoy.MetricReconnects, summary.Default, float64(st.Reconnects), dur, nil),
-		summary.NewCounter(fakeenvoy.MetricConnectFailures, summary.Default, float64(st.ConnectFailuresTotal()), dur, nil),
+		summary.NewGauge(fleet.MetricConnected, summary.Default, float64(connected), float64(minConnected), float64(st.MaxConnected), nil),
+		summary.NewGauge(fleet.MetricFullConfigClients, summary.Default, float64(st.FullConfigNow), 0, float64(st.FullConfig), nil),
+		summary.NewCounter(fleet.MetricConnects, summary.Default, float64(st.Connects), dur, nil),
+		summary.NewCounter(fleet.MetricReconnects, summary.Default, float64(st.Reconnects), dur, nil),
+		summary.NewCounter(fleet.MetricConnectFailures, summary.Default, float64(st.ConnectFailuresTotal()), dur, nil),
 	)
 	codes := make([]string, 0, len(st.ConnectFailures))
 	for c := range st.ConnectFailures {
@@ -75,9 +75,9 @@ func fleetStatsMetrics(st measure.FleetStats, connected, minConnected int, dur t
 	}
 	sort.Strings(codes)
 	for _, c := range codes {
-		out = append(out, summary.NewCounter(fakeenvoy.MetricConnectFailures, summary.Default, float64(st.ConnectFailures[c]), dur, map[string]string{"code": c}))
+		out = append(out, summary.NewCounter(fleet.MetricConnectFailures, summary.Default, float64(st.ConnectFailures[c]), dur, map[string]string{"code": c}))
 	}
-	for _, tc := range fakeenvoy.TypeCounters() {
+	for _, tc := range fleet.TypeCounters() {
 		contains := fleetCounterContains(tc.Name)
 		out = append(out, summary.NewCounter(tc.Name, contains, float64(tc.Get(st.Total)), dur, nil))
 		for _, name := range st.TypeNames() {
@@ -90,26 +90,26 @@ func fleetStatsMetrics(st measure.FleetStats, connected, minConnected int, dur t
 // fleetTrends turns the observer's histograms into trends: time to first config, ACK delay,
 // start lateness, receive backlog, and resync when there were reconnects.
 func fleetTrends(st measure.FleetStats) ([]summary.Metric, error) {
-	ttfc, err := summary.NewTrend(fakeenvoy.MetricTimeToFirstConfig, summary.Time, st.TimeToFirstConfig, scaleMicroseconds, nil)
+	ttfc, err := summary.NewTrend(fleet.MetricTimeToFirstConfig, summary.Time, st.TimeToFirstConfig, scaleMicroseconds, nil)
 	if err != nil {
 		return nil, err
 	}
-	ack, err := summary.NewTrend(fakeenvoy.MetricAckDelay, summary.Time, st.AckDelay, scaleMicroseconds, nil)
+	ack, err := summary.NewTrend(fleet.MetricAckDelay, summary.Time, st.AckDelay, scaleMicroseconds, nil)
 	if err != nil {
 		return nil, err
 	}
-	late, err := summary.NewTrend(fakeenvoy.MetricStartLateness, summary.Time, st.StartLateness, scaleMicroseconds, nil)
+	late, err := summary.NewTrend(fleet.MetricStartLateness, summary.Time, st.StartLateness, scaleMicroseconds, nil)
 	if err != nil {
 		return nil, err
 	}
-	backlog, err := summary.NewTrend(fakeenvoy.MetricReceiveBacklog, summary.Time, st.ReceiveBacklog, scaleMicroseconds, nil)
+	backlog, err := summary.NewTrend(fleet.MetricReceiveBacklog, summary.Time, st.ReceiveBacklog, scaleMicroseconds, nil)
 	if err != nil {
 		return nil, err
 	}
 	out := []summary.Metric{ttfc, ack, late, backlog}
 	if st.Reconnects > 0 && st.Resync != nil {
 		// Only a run with reconnects has resyncs to show (a run without has nothing to measure).
-		resync, err := summary.NewTrend(fakeenvoy.MetricResync, summary.Time, st.Resync, scaleMicroseconds, nil)
+		resync, err := summary.NewTrend(fleet.MetricResync, summary.Time, st.Resync, scaleMicroseconds, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -131,24 +131,24 @@ func matchMetrics(r measure.MatchResults, dur time.Duration) ([]summary.Metric, 
 		out = append(out, m)
 		return nil
 	}
-	if err := add(fakeenvoy.MetricPushLatency, r.PushLatencyAll, nil); err != nil {
+	if err := add(fleet.MetricPushLatency, r.PushLatencyAll, nil); err != nil {
 		return nil, err
 	}
-	if err := add(fakeenvoy.MetricPushAckLatency, r.AckLatencyAll, nil); err != nil {
+	if err := add(fleet.MetricPushAckLatency, r.AckLatencyAll, nil); err != nil {
 		return nil, err
 	}
-	if err := add(fakeenvoy.MetricPushRecvLatency, r.ReceiveLatencyAll, nil); err != nil {
+	if err := add(fleet.MetricPushRecvLatency, r.ReceiveLatencyAll, nil); err != nil {
 		return nil, err
 	}
-	if err := add(fakeenvoy.MetricConvergence, r.Convergence, nil); err != nil {
+	if err := add(fleet.MetricConvergence, r.Convergence, nil); err != nil {
 		return nil, err
 	}
 	for _, kind := range r.Kinds() {
-		if err := add(fakeenvoy.MetricPushLatency, r.PushLatency[kind], map[string]string{"kind": kind}); err != nil {
+		if err := add(fleet.MetricPushLatency, r.PushLatency[kind], map[string]string{"kind": kind}); err != nil {
 			return nil, err
 		}
 		if h := r.AckLatency[kind]; h != nil {
-			if err := add(fakeenvoy.MetricPushAckLatency, h, map[string]string{"kind": kind}); err != nil {
+			if err := add(fleet.MetricPushAckLatency, h, map[string]string{"kind": kind}); err != nil {
 				return nil, err
 			}
 		}
@@ -162,20 +162,20 @@ func matchMetrics(r measure.MatchResults, dur time.Duration) ([]summary.Metric, 
 		return out
 	}
 	for _, kind := range kinds(r.ReceiveLatency) {
-		if err := add(fakeenvoy.MetricPushRecvLatency, r.ReceiveLatency[kind], map[string]string{"kind": kind}); err != nil {
+		if err := add(fleet.MetricPushRecvLatency, r.ReceiveLatency[kind], map[string]string{"kind": kind}); err != nil {
 			return nil, err
 		}
 	}
 	for _, kind := range kinds(r.ConvergenceByKind) {
-		if err := add(fakeenvoy.MetricConvergence, r.ConvergenceByKind[kind], map[string]string{"kind": kind}); err != nil {
+		if err := add(fleet.MetricConvergence, r.ConvergenceByKind[kind], map[string]string{"kind": kind}); err != nil {
 			return nil, err
 		}
 	}
 	for _, g := range []struct {
 		name string
 		by   map[string]*hdr.Histogram
-	}{{fakeenvoy.MetricPushLatency, r.PushLatencyByGroup}, {fakeenvoy.MetricPushAckLatency, r.AckLatencyByGroup},
-		{fakeenvoy.MetricPushRecvLatency, r.ReceiveLatencyByGroup}, {fakeenvoy.MetricConvergence, r.ConvergenceByGroup}} {
+	}{{fleet.MetricPushLatency, r.PushLatencyByGroup}, {fleet.MetricPushAckLatency, r.AckLatencyByGroup},
+		{fleet.MetricPushRecvLatency, r.ReceiveLatencyByGroup}, {fleet.MetricConvergence, r.ConvergenceByGroup}} {
 		for _, group := range kinds(g.by) {
 			if err := add(g.name, g.by[group], map[string]string{"group": group}); err != nil {
 				return nil, err
@@ -183,12 +183,12 @@ func matchMetrics(r measure.MatchResults, dur time.Duration) ([]summary.Metric, 
 		}
 	}
 	out = append(out,
-		summary.NewCounter(fakeenvoy.MetricProbeEvents, summary.Default, float64(len(r.Events)), dur, nil),
-		summary.NewCounter(fakeenvoy.MetricProbesObserved, summary.Default, float64(r.Observed), dur, nil),
-		summary.NewCounter(fakeenvoy.MetricProbesSuperseded, summary.Default, float64(r.Superseded), dur, nil),
-		summary.NewCounter(fakeenvoy.MetricProbesHeld, summary.Default, float64(r.AlreadyHeld), dur, nil),
-		summary.NewCounter(fakeenvoy.MetricProbesMissed, summary.Default, float64(r.Missed), dur, nil),
-		summary.NewCounter(fakeenvoy.MetricProbesUnresolved, summary.Default, float64(r.Unresolved), dur, nil),
+		summary.NewCounter(fleet.MetricProbeEvents, summary.Default, float64(len(r.Events)), dur, nil),
+		summary.NewCounter(fleet.MetricProbesObserved, summary.Default, float64(r.Observed), dur, nil),
+		summary.NewCounter(fleet.MetricProbesSuperseded, summary.Default, float64(r.Superseded), dur, nil),
+		summary.NewCounter(fleet.MetricProbesHeld, summary.Default, float64(r.AlreadyHeld), dur, nil),
+		summary.NewCounter(fleet.MetricProbesMissed, summary.Default, float64(r.Missed), dur, nil),
+		summary.NewCounter(fleet.MetricProbesUnresolved, summary.Default, float64(r.Unresolved), dur, nil),
 	)
 	groups := make([]string, 0, len(r.ProbesByGroup))
 	for g := range r.ProbesByGroup {
@@ -198,11 +198,11 @@ func matchMetrics(r measure.MatchResults, dur time.Duration) ([]summary.Metric, 
 	for _, g := range groups {
 		c, tags := r.ProbesByGroup[g], map[string]string{"group": g}
 		out = append(out,
-			summary.NewCounter(fakeenvoy.MetricProbesObserved, summary.Default, float64(c.Observed), dur, tags),
-			summary.NewCounter(fakeenvoy.MetricProbesSuperseded, summary.Default, float64(c.Superseded), dur, tags),
-			summary.NewCounter(fakeenvoy.MetricProbesHeld, summary.Default, float64(c.AlreadyHeld), dur, tags),
-			summary.NewCounter(fakeenvoy.MetricProbesMissed, summary.Default, float64(c.Missed), dur, tags),
-			summary.NewCounter(fakeenvoy.MetricProbesUnresolved, summary.Default, float64(c.Unresolved), dur, tags),
+			summary.NewCounter(fleet.MetricProbesObserved, summary.Default, float64(c.Observed), dur, tags),
+			summary.NewCounter(fleet.MetricProbesSuperseded, summary.Default, float64(c.Superseded), dur, tags),
+			summary.NewCounter(fleet.MetricProbesHeld, summary.Default, float64(c.AlreadyHeld), dur, tags),
+			summary.NewCounter(fleet.MetricProbesMissed, summary.Default, float64(c.Missed), dur, tags),
+			summary.NewCounter(fleet.MetricProbesUnresolved, summary.Default, float64(c.Unresolved), dur, tags),
 		)
 	}
 	return out, nil
@@ -228,7 +228,7 @@ func SummaryEvents(r measure.MatchResults) []summary.Event {
 // client gauges (not the connected gauge: its value is sampled before the fleet stops, which
 // only the fleet-wide gauge does), the connect and per-type counters (over the group's types),
 // the reconnect counter, and the time-to-first-config, ACK delay, start lateness and receive backlog trends.
-func fleetGroupMetrics(fig fakeenvoy.Figures, dur time.Duration) ([]summary.Metric, error) {
+func fleetGroupMetrics(fig fleet.Figures, dur time.Duration) ([]summary.Metric, error) {
 	stats := fig.Groups
 	names := make([]string, 0, len(stats))
 	for n := range stats {
@@ -241,13 +241,13 @@ func fleetGroupMetrics(fig fakeenvoy.Figures, dur time.Duration) ([]summary.Metr
 		st := stats[name]
 		tags := map[string]string{"group": name}
 		out = append(out,
-			summary.NewGauge(fakeenvoy.MetricFullConfigClients, summary.Default, float64(st.FullConfig), 0, float64(st.FullConfig), tags),
-			summary.NewGauge(fakeenvoy.MetricClients, summary.Default, float64(counts[name]), 0, float64(counts[name]), tags),
-			summary.NewCounter(fakeenvoy.MetricConnects, summary.Default, float64(st.Connects), dur, tags),
-			summary.NewCounter(fakeenvoy.MetricReconnects, summary.Default, float64(st.Reconnects), dur, tags),
-			summary.NewCounter(fakeenvoy.MetricConnectFailures, summary.Default, float64(st.ConnectFailuresTotal()), dur, tags),
+			summary.NewGauge(fleet.MetricFullConfigClients, summary.Default, float64(st.FullConfig), 0, float64(st.FullConfig), tags),
+			summary.NewGauge(fleet.MetricClients, summary.Default, float64(counts[name]), 0, float64(counts[name]), tags),
+			summary.NewCounter(fleet.MetricConnects, summary.Default, float64(st.Connects), dur, tags),
+			summary.NewCounter(fleet.MetricReconnects, summary.Default, float64(st.Reconnects), dur, tags),
+			summary.NewCounter(fleet.MetricConnectFailures, summary.Default, float64(st.ConnectFailuresTotal()), dur, tags),
 		)
-		for _, tc := range fakeenvoy.TypeCounters() {
+		for _, tc := range fleet.TypeCounters() {
 			out = append(out, summary.NewCounter(tc.Name, fleetCounterContains(tc.Name), float64(tc.Get(st.Total)), dur, tags))
 		}
 		tr, err := fleetTrends(st)

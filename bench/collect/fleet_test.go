@@ -7,7 +7,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
@@ -29,7 +29,7 @@ func cfHist(t *testing.T, values ...int64) *hdr.Histogram {
 // cfFigures is what a stopped fleet of two groups (a: clients 0-5, b: 6-9) reports after one
 // endpoint-add event every client observed, with one reconnect per client: driven through the
 // observers' hooks as clients would, the matcher's results written out.
-func cfFigures(t *testing.T) fakeenvoy.Figures {
+func cfFigures(t *testing.T) fleet.Figures {
 	t.Helper()
 	const n = 10
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -79,7 +79,7 @@ func cfFigures(t *testing.T) fakeenvoy.Figures {
 		Observed:              n,
 		Received:              n,
 	}
-	return fakeenvoy.Figures{Stats: all.Stats(), Connected: n, MinConnected: n, Launched: n, Clients: n,
+	return fleet.Figures{Stats: all.Stats(), Connected: n, MinConnected: n, Launched: n, Clients: n,
 		Groups: groupStats, GroupClients: map[string]int{"a": 6, "b": 4}, Match: match}
 }
 
@@ -120,57 +120,57 @@ func TestFleetMetrics(t *testing.T) {
 		}
 		return h.TotalCount()
 	}
-	if v, mx := value(fakeenvoy.MetricConnected, nil, "value"), value(fakeenvoy.MetricConnected, nil, "max"); v != n || mx != n {
+	if v, mx := value(fleet.MetricConnected, nil, "value"), value(fleet.MetricConnected, nil, "max"); v != n || mx != n {
 		t.Errorf("connected gauge = %v (max %v), want value and max %d", v, mx, n)
 	}
-	if got := count(fakeenvoy.MetricTimeToFirstConfig, nil); got != n {
+	if got := count(fleet.MetricTimeToFirstConfig, nil); got != n {
 		t.Errorf("time to first config trend holds %d, want %d", got, n)
 	}
-	for _, name := range []string{fakeenvoy.MetricResponses, fakeenvoy.MetricNacks, fakeenvoy.MetricNoop, fakeenvoy.MetricBytes} {
+	for _, name := range []string{fleet.MetricResponses, fleet.MetricNacks, fleet.MetricNoop, fleet.MetricBytes} {
 		for _, tags := range []map[string]string{nil, {"type": "CDS"}, {"type": "EDS"}} {
 			if _, ok := r.Find(name, tags); !ok {
 				t.Errorf("summary lacks %s%s", name, summary.TagString(tags))
 			}
 		}
 	}
-	if m, _ := r.Find(fakeenvoy.MetricBytes, nil); m.Contains != summary.Data {
-		t.Errorf("%s contains %s, want data", fakeenvoy.MetricBytes, m.Contains)
+	if m, _ := r.Find(fleet.MetricBytes, nil); m.Contains != summary.Data {
+		t.Errorf("%s contains %s, want data", fleet.MetricBytes, m.Contains)
 	}
-	if got := value(fakeenvoy.MetricProbesObserved, nil, "count"); got != n {
+	if got := value(fleet.MetricProbesObserved, nil, "count"); got != n {
 		t.Errorf("observed probes = %v, want %d", got, n)
 	}
-	if got := value(fakeenvoy.MetricReconnects, nil, "count"); got != n {
-		t.Errorf("%s = %v, want count %d", fakeenvoy.MetricReconnects, got, n)
+	if got := value(fleet.MetricReconnects, nil, "count"); got != n {
+		t.Errorf("%s = %v, want count %d", fleet.MetricReconnects, got, n)
 	}
-	if got := count(fakeenvoy.MetricResync, nil); got != n || value(fakeenvoy.MetricResync, nil, "max") <= 0 {
-		t.Errorf("%s holds %d, want %d above 0", fakeenvoy.MetricResync, got, n)
+	if got := count(fleet.MetricResync, nil); got != n || value(fleet.MetricResync, nil, "max") <= 0 {
+		t.Errorf("%s holds %d, want %d above 0", fleet.MetricResync, got, n)
 	}
-	if v, mx := value(fakeenvoy.MetricFullConfigClients, nil, "value"), value(fakeenvoy.MetricFullConfigClients, nil, "max"); v != n || mx != n {
-		t.Errorf("%s = %v (max %v), want value and max %d (resynced after the reconnect)", fakeenvoy.MetricFullConfigClients, v, mx, n)
+	if v, mx := value(fleet.MetricFullConfigClients, nil, "value"), value(fleet.MetricFullConfigClients, nil, "max"); v != n || mx != n {
+		t.Errorf("%s = %v (max %v), want value and max %d (resynced after the reconnect)", fleet.MetricFullConfigClients, v, mx, n)
 	}
 	for g, want := range map[string]float64{"a": 6, "b": 4} {
 		tags := map[string]string{"group": g}
-		if got := value(fakeenvoy.MetricFullConfigClients, tags, "value"); got != want {
+		if got := value(fleet.MetricFullConfigClients, tags, "value"); got != want {
 			t.Errorf("full config clients of %s = %v, want %v", g, got, want)
 		}
-		if got := value(fakeenvoy.MetricClients, tags, "value"); got != want {
+		if got := value(fleet.MetricClients, tags, "value"); got != want {
 			t.Errorf("clients of %s = %v, want %v", g, got, want)
 		}
-		if got := count(fakeenvoy.MetricPushLatency, tags); got != int64(want) {
+		if got := count(fleet.MetricPushLatency, tags); got != int64(want) {
 			t.Errorf("push latencies of %s = %d, want one per client (%v)", g, got, want)
 		}
-		if got := count(fakeenvoy.MetricTimeToFirstConfig, tags); got != int64(want) {
+		if got := count(fleet.MetricTimeToFirstConfig, tags); got != int64(want) {
 			t.Errorf("times to first config of %s = %d, want %v", g, got, want)
 		}
-		if got := count(fakeenvoy.MetricConvergence, tags); got != 1 {
+		if got := count(fleet.MetricConvergence, tags); got != 1 {
 			t.Errorf("convergence of %s holds %d events, want 1", g, got)
 		}
 	}
 	ga, gb := map[string]string{"group": "a"}, map[string]string{"group": "b"}
-	if a, b, all := value(fakeenvoy.MetricResponses, ga, "count"), value(fakeenvoy.MetricResponses, gb, "count"), value(fakeenvoy.MetricResponses, nil, "count"); a+b != all || a == 0 || b == 0 {
+	if a, b, all := value(fleet.MetricResponses, ga, "count"), value(fleet.MetricResponses, gb, "count"), value(fleet.MetricResponses, nil, "count"); a+b != all || a == 0 || b == 0 {
 		t.Errorf("responses a %v + b %v != total %v", a, b, all)
 	}
-	if a, b, all := value(fakeenvoy.MetricBytes, ga, "count"), value(fakeenvoy.MetricBytes, gb, "count"), value(fakeenvoy.MetricBytes, nil, "count"); a+b != all {
+	if a, b, all := value(fleet.MetricBytes, ga, "count"), value(fleet.MetricBytes, gb, "count"), value(fleet.MetricBytes, nil, "count"); a+b != all {
 		t.Errorf("bytes a %v + b %v != total %v", a, b, all)
 	}
 }
@@ -197,9 +197,9 @@ func TestFleetMetricsProbesByGroup(t *testing.T) {
 		name, group string
 		want        float64
 	}{
-		{fakeenvoy.MetricProbesObserved, "sotw", 2}, {fakeenvoy.MetricProbesObserved, "delta", 0},
-		{fakeenvoy.MetricProbesMissed, "delta", 2}, {fakeenvoy.MetricProbesSuperseded, "delta", 1}, {fakeenvoy.MetricProbesHeld, "delta", 1},
-		{fakeenvoy.MetricProbesMissed, "", 2},
+		{fleet.MetricProbesObserved, "sotw", 2}, {fleet.MetricProbesObserved, "delta", 0},
+		{fleet.MetricProbesMissed, "delta", 2}, {fleet.MetricProbesSuperseded, "delta", 1}, {fleet.MetricProbesHeld, "delta", 1},
+		{fleet.MetricProbesMissed, "", 2},
 	} {
 		var tags map[string]string
 		if tc.group != "" {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 )
 
@@ -130,7 +130,7 @@ func AssessHarness(ms []summary.Metric, cpu HarnessCPU, lim HarnessLimits) Harne
 	figures = append(figures, cpuText)
 
 	// Start lateness.
-	if m, ok := res.Find(fakeenvoy.MetricStartLateness, nil); ok && m.Type == summary.Trend {
+	if m, ok := res.Find(fleet.MetricStartLateness, nil); ok && m.Type == summary.Trend {
 		p99 := m.Values["p(99)"]
 		limit := lim.MaxStartLatenessP99.Seconds()
 		figures = append(figures, fmt.Sprintf("fleet start lateness p99 %s (limit %s)",
@@ -147,7 +147,7 @@ func AssessHarness(ms []summary.Metric, cpu HarnessCPU, lim HarnessLimits) Harne
 
 	// Receive backlog: stated, not a test of its own (its bound depends on the scenario's
 	// response sizes and rates).
-	if m, ok := res.Find(fakeenvoy.MetricReceiveBacklog, nil); ok && m.Type == summary.Trend {
+	if m, ok := res.Find(fleet.MetricReceiveBacklog, nil); ok && m.Type == summary.Trend {
 		figures = append(figures, fmt.Sprintf("receive backlog p99 %s, max %s",
 			summary.FormatValue(summary.Time, m.Values["p(99)"]), summary.FormatValue(summary.Time, m.Values["max"])))
 	} else {

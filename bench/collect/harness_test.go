@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
 )
@@ -66,7 +66,7 @@ func TestAssessHarness(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var ms []summary.Metric
 			if tc.lateness >= 0 {
-				ms = append(ms, harnessTrend(t, fakeenvoy.MetricStartLateness, tc.lateness), harnessTrend(t, fakeenvoy.MetricReceiveBacklog, 0.002))
+				ms = append(ms, harnessTrend(t, fleet.MetricStartLateness, tc.lateness), harnessTrend(t, fleet.MetricReceiveBacklog, 0.002))
 			}
 			v := AssessHarness(ms, tc.cpu, tc.limits)
 			res := summary.Results{Metrics: v.Metrics}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
@@ -75,7 +75,7 @@ func ConnectFailureNote(st measure.FleetStats) string {
 // IncompleteNote says why clients hold no full config, one clause per group and reason, most
 // clients first (at most five, then how many more): "sidecars: 500 clients: waiting for secret
 // "ROOTCA" from ADS: … (e.g. NODE (cluster C))". Empty when every client has one.
-func IncompleteNote(groups []fakeenvoy.IncompleteGroup) string {
+func IncompleteNote(groups []fleet.IncompleteGroup) string {
 	const max = 5
 	var parts []string
 	for i, g := range groups {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/simulator"
@@ -44,7 +44,7 @@ type RunInput struct {
 	Began, Ended time.Time
 	Target       Target
 	// Fleet is the run's fleet, stopped: its metrics, observer and matcher are read.
-	Fleet *fakeenvoy.Fleet
+	Fleet *fleet.Fleet
 	// ConnectFull counts, by client group, the clients holding their first full config when
 	// the connect phase ended.
 	ConnectFull map[string]uint64

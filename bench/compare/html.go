@@ -12,14 +12,14 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/xdslab/xdslab/bench/report"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 )
 
 // overlaid are the trends compare's HTML report draws, both sides on one nines axis.
 var overlaid = []struct{ metric, what string }{
-	{fakeenvoy.MetricPushLatency, "push latency"},
-	{fakeenvoy.MetricConvergence, "convergence"},
+	{fleet.MetricPushLatency, "push latency"},
+	{fleet.MetricConvergence, "convergence"},
 }
 
 // WriteHTML writes a self-contained HTML page: the verdict, the table (as the text

@@ -14,7 +14,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/xdslab/xdslab/bench/collect"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/scenarios"
@@ -49,8 +49,8 @@ var maxGauges = map[string]bool{
 // eventDerived are the metrics a merge recomputes from the per-event records: a shard's
 // figure covers only its own clients (convergence is a maximum over every client).
 var eventDerived = map[string]bool{
-	fakeenvoy.MetricConvergence:       true,
-	fakeenvoy.MetricProbeEvents:       true,
+	fleet.MetricConvergence:           true,
+	fleet.MetricProbeEvents:           true,
 	collect.MetricEventsMissed:        true,
 	collect.MetricShardsMissingEvents: true,
 	collect.MetricShards:              true,
@@ -485,13 +485,13 @@ func eventMetrics(events []summary.Event, dur time.Duration) ([]summary.Metric, 
 		all.Merge(h)
 	}
 	var out []summary.Metric
-	m, err := summary.NewTrend(fakeenvoy.MetricConvergence, summary.Time, all, 1e-6, nil)
+	m, err := summary.NewTrend(fleet.MetricConvergence, summary.Time, all, 1e-6, nil)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, m)
 	for _, k := range slices.Sorted(maps.Keys(byKind)) {
-		m, err := summary.NewTrend(fakeenvoy.MetricConvergence, summary.Time, byKind[k], 1e-6, map[string]string{"kind": k})
+		m, err := summary.NewTrend(fleet.MetricConvergence, summary.Time, byKind[k], 1e-6, map[string]string{"kind": k})
 		if err != nil {
 			return nil, err
 		}
@@ -499,7 +499,7 @@ func eventMetrics(events []summary.Event, dur time.Duration) ([]summary.Metric, 
 	}
 	n := float64(len(events))
 	out = append(out,
-		summary.NewCounter(fakeenvoy.MetricProbeEvents, summary.Default, n, dur, nil),
+		summary.NewCounter(fleet.MetricProbeEvents, summary.Default, n, dur, nil),
 		summary.NewCounter(collect.MetricEventsMissed, summary.Default, float64(incomplete), dur, nil),
 		summary.NewCounter(collect.MetricShardsMissingEvents, summary.Default, float64(shardMissing), dur, nil))
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/xdslab/xdslab/bench/collect"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/golden"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
@@ -43,7 +43,7 @@ func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 			t.Fatal(err)
 		}
 	}
-	trend, err := summary.NewTrend(fakeenvoy.MetricPushLatency, summary.Time, h, 1e-6, nil)
+	trend, err := summary.NewTrend(fleet.MetricPushLatency, summary.Time, h, 1e-6, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 			t.Fatal(err)
 		}
 	}
-	late, err := summary.NewTrend(fakeenvoy.MetricStartLateness, summary.Time, lh, 1e-6, nil)
+	late, err := summary.NewTrend(fleet.MetricStartLateness, summary.Time, lh, 1e-6, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +74,14 @@ func mergeShard(t testing.TB, sp shardSpec) *summary.Summary {
 		Config: []byte(`{"name":"merge-test"}`),
 		Results: summary.Results{Passed: true, Events: sp.events, Metrics: []summary.Metric{
 			trend,
-			summary.NewCounter(fakeenvoy.MetricResponses, summary.Default, sp.responses, dur, nil),
-			summary.NewCounter(fakeenvoy.MetricResponses, summary.Default, sp.responses/2, dur, map[string]string{"type": "EDS"}),
-			summary.NewGauge(fakeenvoy.MetricConnected, summary.Default, sp.connected, sp.connected-1, sp.connected, nil),
+			summary.NewCounter(fleet.MetricResponses, summary.Default, sp.responses, dur, nil),
+			summary.NewCounter(fleet.MetricResponses, summary.Default, sp.responses/2, dur, map[string]string{"type": "EDS"}),
+			summary.NewGauge(fleet.MetricConnected, summary.Default, sp.connected, sp.connected-1, sp.connected, nil),
 			summary.NewGauge(collect.MetricConnectIncomplete, summary.Default, sp.incomplete, 0, sp.connected, map[string]string{"group": "sidecars"}),
 			summary.NewGauge(collect.MetricConnectIncomplete, summary.Default, sp.incomplete, 0, sp.connected, nil),
 			summary.NewRate(collect.MetricCacheHitRatio, sp.responses, 1, nil),
 			// A shard's own convergence view: dropped and recomputed from the events.
-			summary.NewCounter(fakeenvoy.MetricProbeEvents, summary.Default, float64(len(sp.events)), dur, nil),
+			summary.NewCounter(fleet.MetricProbeEvents, summary.Default, float64(len(sp.events)), dur, nil),
 			late,
 			summary.NewGauge(collect.MetricCPUSeconds, summary.Time, 1.5, 0, 1.5, map[string]string{"side": collect.SideHarness}),
 		}},
@@ -141,7 +141,7 @@ func TestMergeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Thresholds = map[string][]threshold.Threshold{fakeenvoy.MetricConvergence: {th}}
+	sc.Thresholds = map[string][]threshold.Threshold{fleet.MetricConvergence: {th}}
 	got, err := Merge(goldenInputs(t), Options{Scenario: sc, ToolVersion: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -160,10 +160,10 @@ func TestMergeGolden(t *testing.T) {
 		}
 		return m
 	}
-	if v := find(fakeenvoy.MetricResponses, nil).Values["count"]; v != 78 {
+	if v := find(fleet.MetricResponses, nil).Values["count"]; v != 78 {
 		t.Errorf("responses %v, want 78", v)
 	}
-	if v := find(fakeenvoy.MetricConnected, nil).Values["value"]; v != 10 {
+	if v := find(fleet.MetricConnected, nil).Values["value"]; v != 10 {
 		t.Errorf("connected %v, want 10", v)
 	}
 	if v := find(collect.MetricEventsMissed, nil).Values["count"]; v != 2 { // 2: a client missed it; 3: shard 1 lacks it
@@ -172,7 +172,7 @@ func TestMergeGolden(t *testing.T) {
 	if v := find(collect.MetricShardsMissingEvents, nil).Values["count"]; v != 1 {
 		t.Errorf("events a shard lacks %v, want 1", v)
 	}
-	if v := find(fakeenvoy.MetricConvergence, map[string]string{"kind": "rolling-deploy"}).Values["max"]; v < 0.4995 || v > 0.5005 {
+	if v := find(fleet.MetricConvergence, map[string]string{"kind": "rolling-deploy"}).Values["max"]; v < 0.4995 || v > 0.5005 {
 		t.Errorf("rolling-deploy convergence %v, want the larger shard's 0.5", v)
 	}
 	if v := find(collect.MetricClockOffset, nil).Values; v["value"] != 0.003 || v["min"] != -0.001 {
@@ -236,7 +236,7 @@ func TestMergeExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, _ := got.Results.Find(fakeenvoy.MetricPushLatency, nil)
+			m, _ := got.Results.Find(fleet.MetricPushLatency, nil)
 			h, err := m.Histogram.Decode()
 			if err != nil {
 				t.Fatal(err)
@@ -247,11 +247,11 @@ func TestMergeExact(t *testing.T) {
 			if diff := cmp.Diff(summary.TrendValues(whole, 1e-6), m.Values); diff != "" {
 				t.Errorf("trend values (-whole +merged):\n%s", diff)
 			}
-			c, _ := got.Results.Find(fakeenvoy.MetricResponses, nil)
+			c, _ := got.Results.Find(fleet.MetricResponses, nil)
 			if c.Values["count"] != total {
 				t.Errorf("responses %v, want %v", c.Values["count"], total)
 			}
-			if g, _ := got.Results.Find(fakeenvoy.MetricConnected, nil); g.Values["value"] != float64(3*n) {
+			if g, _ := got.Results.Find(fleet.MetricConnected, nil); g.Values["value"] != float64(3*n) {
 				t.Errorf("connected %v, want %d", g.Values["value"], 3*n)
 			}
 		})

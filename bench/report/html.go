@@ -19,7 +19,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/xdslab/xdslab/bench/collect"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
@@ -155,10 +155,10 @@ func WriteHTML(w io.Writer, r Run) error {
 		make  func() (*plot.Plot, error)
 	}{
 		{"Push latency (change → in effect) by percentile, per event kind", func() (*plot.Plot, error) {
-			return latencyNines("push latency", res.PushLatencyAll, res.PushLatency, res.Kinds(), sc.Thresholds[fakeenvoy.MetricPushLatency])
+			return latencyNines("push latency", res.PushLatencyAll, res.PushLatency, res.Kinds(), sc.Thresholds[fleet.MetricPushLatency])
 		}},
 		{"Convergence (per event, slowest client) by percentile", func() (*plot.Plot, error) {
-			return latencyNines("convergence", res.Convergence, nil, nil, sc.Thresholds[fakeenvoy.MetricConvergence])
+			return latencyNines("convergence", res.Convergence, nil, nil, sc.Thresholds[fleet.MetricConvergence])
 		}},
 		{"Latency over time (per event)", func() (*plot.Plot, error) { return latencyOverTime(res, r.MeasureStart) }},
 		{"Events and push cycles over time", func() (*plot.Plot, error) { return eventsOverTime(r.Timeline, r.CyclesAtStart) }},

@@ -20,7 +20,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/security"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -110,7 +110,7 @@ func loadSigningKey(path string) (crypto.Signer, error) {
 // per-client credentials, and secureAddr as its target when set (in-process: the control
 // plane's secure listener; external: the groups dial --target). caDir is the CA directory of an
 // in-process control plane, used when a group names none.
-func applyAuth(cfg *fakeenvoy.FleetConfig, s *scenarios.Scenario, secureAddr, caDir string) error {
+func applyAuth(cfg *fleet.Config, s *scenarios.Scenario, secureAddr, caDir string) error {
 	if len(cfg.Groups) != len(s.Clients) {
 		return errors.New("bench: fleet groups do not follow the scenario's clients")
 	}
@@ -130,7 +130,7 @@ func applyAuth(cfg *fakeenvoy.FleetConfig, s *scenarios.Scenario, secureAddr, ca
 
 // ClientAuth builds a group's per-client credentials from its auth settings; defaultCADir is
 // used when a.CADir is empty.
-func ClientAuth(a scenarios.Auth, defaultCADir string) (*fakeenvoy.ClientAuth, error) {
+func ClientAuth(a scenarios.Auth, defaultCADir string) (*fleet.ClientAuth, error) {
 	dir := a.CADir
 	if dir == "" {
 		dir = defaultCADir
@@ -147,7 +147,7 @@ func ClientAuth(a scenarios.Auth, defaultCADir string) (*fakeenvoy.ClientAuth, e
 	if !pool.AppendCertsFromPEM(certPEM) {
 		return nil, fmt.Errorf("caDir: %s holds no PEM certificate", certPath)
 	}
-	out := &fakeenvoy.ClientAuth{Roots: pool, ServerName: a.ServerName}
+	out := &fleet.ClientAuth{Roots: pool, ServerName: a.ServerName}
 	if out.ServerName == "" {
 		out.ServerName = "localhost"
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/debounce"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/scenarios/units"
@@ -90,11 +92,11 @@ func simMesh(m *scenarios.Mesh) *simulator.Mesh {
 // the sum of the groups' ramps (groups ramp side by side; 0 anywhere starts all at once), and
 // connection churn is the first group's that sets one. Each group keeps its own streams per
 // connection (its clients share connections only among themselves).
-func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, error) {
-	cfg := fakeenvoy.FleetConfig{Target: target, Seed: s.Seed}
+func FleetConfig(s *scenarios.Scenario, target string) (fleet.Config, error) {
+	cfg := fleet.Config{Target: target, Seed: s.Seed}
 	ramp, allRamp := 0.0, true
 	for _, c := range s.Clients {
-		nack := fakeenvoy.NackPolicy{Probability: c.Nack.Probability, EveryN: c.Nack.EveryN,
+		nack := policy.Nack{Probability: c.Nack.Probability, EveryN: c.Nack.EveryN,
 			NamePattern: c.Nack.Pattern, Realistic: c.Nack.Realistic}
 		ift := c.InitialFetchTimeout.D()
 		if ift == 0 {
@@ -128,7 +130,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 		if c.XDS == scenarios.XDSGRPC {
 			id.Generator = "grpc"
 		}
-		cfg.Groups = append(cfg.Groups, fakeenvoy.Group{
+		cfg.Groups = append(cfg.Groups, fleet.Group{
 			Name: c.Name, Count: c.Count, Identity: id, StreamsPerConn: c.StreamsPerConnection,
 			AgentIssueDelay: agentDelay(c.Agent.IssueDelay),
 			Client: fakeenvoy.ClientConfig{
@@ -138,7 +140,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 				NodeOnFirstOnly:     c.NodeOnFirstOnly,
 				InitialFetchTimeout: ift,
 				Nack:                nack,
-				Ack:                 fakeenvoy.AckPolicy{Delay: c.AckDelay.Spec(), NeverAck: c.NeverAck, DisconnectAfter: c.DisconnectAfter},
+				Ack:                 policy.Ack{Delay: c.AckDelay.Spec(), NeverAck: c.NeverAck, DisconnectAfter: c.DisconnectAfter},
 			},
 		})
 		if c.Ramp <= 0 {
@@ -146,7 +148,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fakeenvoy.FleetConfig, e
 		}
 		ramp += c.Ramp.PerSecond()
 		if cfg.Churn.Every == 0 && c.Churn.Every > 0 {
-			cfg.Churn = fakeenvoy.Churn{Every: c.Churn.Every.D(), Jitter: c.Churn.Jitter}
+			cfg.Churn = fleet.Churn{Every: c.Churn.Every.D(), Jitter: c.Churn.Jitter}
 		}
 	}
 	if allRamp {
@@ -203,7 +205,7 @@ func phaseTimeout(d units.Duration, def time.Duration) time.Duration {
 
 // FillGRPCTargets gives every gRPC group without targets the listener of every service port
 // of the initial topology (what a client calling all of them would ask for).
-func FillGRPCTargets(cfg *fakeenvoy.FleetConfig, initial []istioconfig.Config) {
+func FillGRPCTargets(cfg *fleet.Config, initial []istioconfig.Config) {
 	var all []string
 	for i := range cfg.Groups {
 		g := &cfg.Groups[i]

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -21,13 +21,13 @@ clients:
 `)
 	tests := []struct {
 		name    string
-		segment fakeenvoy.Segment
+		segment fleet.Segment
 		clients int
 		conns   int
 	}{
-		{"whole fleet", fakeenvoy.Segment{}, 257, 3 + 7},
-		{"shard 0 of 2", fakeenvoy.Segment{Index: 0, Count: 2}, 125 + 4, 2 + 4}, // mux 0,2,..,248; solo 250,252,254,256
-		{"shard 1 of 2", fakeenvoy.Segment{Index: 1, Count: 2}, 125 + 3, 2 + 3},
+		{"whole fleet", fleet.Segment{}, 257, 3 + 7},
+		{"shard 0 of 2", fleet.Segment{Index: 0, Count: 2}, 125 + 4, 2 + 4}, // mux 0,2,..,248; solo 250,252,254,256
+		{"shard 1 of 2", fleet.Segment{Index: 1, Count: 2}, 125 + 3, 2 + 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,7 +36,7 @@ clients:
 			require.Equal(t, 100, cfg.Groups[0].StreamsPerConn)
 			require.Equal(t, 1, cfg.Groups[1].StreamsPerConn)
 			cfg.Segment = tc.segment
-			f, err := fakeenvoy.NewFleet(cfg)
+			f, err := fleet.New(cfg)
 			require.NoError(t, err)
 			defer f.Stop()
 			require.Equal(t, tc.clients, f.Size())

@@ -15,6 +15,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -81,7 +82,7 @@ func benchConnect(b *testing.B, mode string) {
 	if _, err := cp.srv.WaitForSnapshot(ctx, func(s *model.Snapshot) bool { return s.ServiceCount() == connectServices }); err != nil {
 		b.Fatal(err)
 	}
-	g := fakeenvoy.Group{Name: mode, Count: b.N, Identity: fakeenvoy.IdentityTemplate{Namespaces: 2}}
+	g := fleet.Group{Name: mode, Count: b.N, Identity: fakeenvoy.IdentityTemplate{Namespaces: 2}}
 	target := cp.addr
 	if auth.Enabled() {
 		if g.Auth, err = ClientAuth(auth, ""); err != nil {
@@ -89,7 +90,7 @@ func benchConnect(b *testing.B, mode string) {
 		}
 		target = cp.srv.SecureGRPCAddr()
 	}
-	f, err := fakeenvoy.NewFleet(fakeenvoy.FleetConfig{Target: target, Groups: []fakeenvoy.Group{g}})
+	f, err := fleet.New(fleet.Config{Target: target, Groups: []fleet.Group{g}})
 	if err != nil {
 		b.Fatal(err)
 	}

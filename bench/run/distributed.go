@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/xdslab/xdslab/bench/collect"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
@@ -27,7 +27,7 @@ type ShardOptions struct {
 	// Target is the ADS server (host:port).
 	Target string
 	// Segment is this shard (Count 0 or 1: the whole fleet).
-	Segment fakeenvoy.Segment
+	Segment fleet.Segment
 	// StartAt is the shared start on the simulator's clock (zero: at once); the shard's
 	// clients start ramping then.
 	StartAt time.Time
@@ -80,11 +80,11 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	}
 	fcfg.Segment = opts.Segment
 	FillGRPCTargets(&fcfg, sim.Initial())
-	fleet, err := fakeenvoy.NewFleet(fcfg)
+	fl, err := fleet.New(fcfg)
 	if err != nil {
 		return nil, err
 	}
-	defer fleet.Stop()
+	defer fl.Stop()
 
 	began := time.Now()
 	usage0 := collect.ReadUsage()
@@ -155,13 +155,13 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 
 	// Connect.
 	t := time.Now()
-	if err := fleet.Start(ctx); err != nil {
+	if err := fl.Start(ctx); err != nil {
 		return nil, err
 	}
 	timeout := phaseTimeout(sc.Phases.Connect.Timeout, time.Minute)
 	notes := map[string]string{}
-	err = waitFull(ctx, fleet, timeout)
-	connectFull := fleet.Observer().FullConfigByGroup()
+	err = waitFull(ctx, fl, timeout)
+	connectFull := fl.Observer().FullConfigByGroup()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -169,10 +169,10 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		notes["connect"] = err.Error()
 	}
 	phase("connect", t)
-	say("%d/%d clients hold a full config", fleet.Progress().FullConfig, fleet.Size())
+	say("%d/%d clients hold a full config", fl.Progress().FullConfig, fl.Size())
 
 	// Measure: until the simulator's end, or for the scenario's duration.
-	h := &shardHandler{fleet: fleet, log: log, handles: map[uint64]*measure.Expected{}}
+	h := &shardHandler{fleet: fl, log: log, handles: map[uint64]*measure.Expected{}}
 	t = time.Now()
 	if st != nil {
 		if err := stream.Ready(ctx, scfg); err != nil {
@@ -196,7 +196,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	// Drain.
 	t = time.Now()
 	dctx, cancel := context.WithTimeout(ctx, phaseTimeout(sc.Phases.Drain.Timeout, 10*time.Second))
-	left, _ := fleet.Matcher().Drain(dctx, 10*time.Millisecond)
+	left, _ := fl.Matcher().Drain(dctx, 10*time.Millisecond)
 	cancel()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -205,20 +205,20 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		notes["drain"] = fmt.Sprintf("%d observations still outstanding after the drain timeout", left)
 	}
 	phase("drain", t)
-	fleet.Stop()
+	fl.Stop()
 	ended := time.Now()
-	if note := collect.ConnectFailureNote(fleet.Observer().Stats()); note != "" {
+	if note := collect.ConnectFailureNote(fl.Observer().Stats()); note != "" {
 		say("connect failures: %s", note)
 		notes["connect failures"] = note
 	}
 
 	return collect.Shard(collect.ShardInput{Scenario: sc, ToolVersion: opts.ToolVersion, Target: opts.Target,
 		Segment: opts.Segment, StartAt: opts.StartAt, Clock: clock, Probes: scfg.Base,
-		Began: began, Ended: ended, Fleet: fleet, ConnectFull: connectFull,
+		Began: began, Ended: ended, Fleet: fl, ConnectFull: connectFull,
 		UsageStart: usage0, UsageEnd: collect.ReadUsage(), Phases: phases, Notes: notes})
 }
 
-func segName(s fakeenvoy.Segment) string {
+func segName(s fleet.Segment) string {
 	if s.Count <= 1 {
 		return "0/1"
 	}
@@ -238,7 +238,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // shardHandler registers the simulator's events with the shard's fleet.
 type shardHandler struct {
-	fleet   *fakeenvoy.Fleet
+	fleet   *fleet.Fleet
 	log     *slog.Logger
 	mu      sync.Mutex
 	handles map[uint64]*measure.Expected
@@ -410,7 +410,7 @@ func groupShortfall(sizes map[string]int, full map[string]uint64) string {
 
 // waitFull waits until every client of the fleet holds its first full config; after timeout
 // it returns an error counting those that do not, by group.
-func waitFull(ctx context.Context, fleet *fakeenvoy.Fleet, timeout time.Duration) error {
+func waitFull(ctx context.Context, fleet *fleet.Fleet, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/xdslab/xdslab/bench/collect"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/simulator"
 )
 
@@ -108,9 +108,9 @@ thresholds:
 // TestIncompleteNote: one clause per group and reason, the first example named, at most five.
 func TestIncompleteNote(t *testing.T) {
 	require.Empty(t, collect.IncompleteNote(nil))
-	var gs []fakeenvoy.IncompleteGroup
+	var gs []fleet.IncompleteGroup
 	for i := range 7 {
-		gs = append(gs, fakeenvoy.IncompleteGroup{Group: "g", Reason: fmt.Sprintf("reason %d", i), Clients: 7 - i, Examples: []string{"n1", "n2"}})
+		gs = append(gs, fleet.IncompleteGroup{Group: "g", Reason: fmt.Sprintf("reason %d", i), Clients: 7 - i, Examples: []string{"n1", "n2"}})
 	}
 	require.Equal(t, "g: 7 clients: reason 0 (e.g. n1)", collect.IncompleteNote(gs[:1]))
 	note := collect.IncompleteNote(gs)

@@ -23,7 +23,7 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/bench/report"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/metricsserver"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/istioconfig"
@@ -176,7 +176,7 @@ type execution struct {
 	index int
 
 	tgt   *target
-	fleet *fakeenvoy.Fleet
+	fleet *fleet.Fleet
 
 	phase     atomic.Value // string
 	applied   atomic.Int64
@@ -262,7 +262,7 @@ func (r *execution) execute(ctx context.Context) (*summary.Summary, error) {
 		return nil, err
 	}
 	FillGRPCTargets(&fcfg, sim.Initial())
-	r.fleet, err = fakeenvoy.NewFleet(fcfg)
+	r.fleet, err = fleet.New(fcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -612,7 +612,7 @@ func (r *execution) tell(now time.Time, msg string) {
 	}
 }
 
-func (r *execution) printProgress(now time.Time, p fakeenvoy.Progress) {
+func (r *execution) printProgress(now time.Time, p fleet.Progress) {
 	phase, _ := r.phase.Load().(string)
 	line := fmt.Sprintf("%s %6s: clients %d/%d connected, %d full config, events %d",
 		r.sc.Name, phase, p.Connected, p.Clients, p.FullConfig, r.applied.Load())

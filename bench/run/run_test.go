@@ -18,7 +18,7 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/controlplane"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/pprofcpu"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -141,10 +141,10 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 	}
 	require.InEpsilon(t, conv.Values["max"], maxConv, 0.01, "the convergence trend is over the same records")
 
-	ttfc := find(t, s, fakeenvoy.MetricTimeToFirstConfig, nil)
+	ttfc := find(t, s, fleet.MetricTimeToFirstConfig, nil)
 	require.Greater(t, ttfc.Values["max"], 0.0)
 	// For each client group too (here one: the fleet's).
-	ttfcGroup := find(t, s, fakeenvoy.MetricTimeToFirstConfig, map[string]string{"group": "sidecars"})
+	ttfcGroup := find(t, s, fleet.MetricTimeToFirstConfig, map[string]string{"group": "sidecars"})
 	require.Equal(t, ttfc.Values["max"], ttfcGroup.Values["max"], "one group: its time to first config is the fleet's")
 	require.Equal(t, 0.0, find(t, s, collect.MetricConnectIncomplete, nil).Values["value"])
 	require.Equal(t, 10.0, find(t, s, "xdslab_fleet_full_config_clients", nil).Values["value"])
@@ -157,10 +157,10 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 
 	// The harness beside the control plane: one receive backlog per response, the start
 	// lateness and CPU tests stated, and the verdict (whichever it is on this machine).
-	backlog := find(t, s, fakeenvoy.MetricReceiveBacklog, nil)
+	backlog := find(t, s, fleet.MetricReceiveBacklog, nil)
 	bh, err := backlog.Histogram.Decode()
 	require.NoError(t, err)
-	require.Equal(t, find(t, s, fakeenvoy.MetricResponses, nil).Values["count"], float64(bh.TotalCount()), "a backlog per response received")
+	require.Equal(t, find(t, s, fleet.MetricResponses, nil).Values["count"], float64(bh.TotalCount()), "a backlog per response received")
 	find(t, s, collect.MetricHarnessSaturated, nil)
 	find(t, s, collect.MetricHarnessSaturated, map[string]string{"reason": collect.ReasonStartLateness})
 	for _, want := range []string{"harness ", "control plane", "fleet start lateness p99", "receive backlog p99"} {

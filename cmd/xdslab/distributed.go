@@ -20,7 +20,7 @@ import (
 	"github.com/xdslab/xdslab/bench/merge"
 	"github.com/xdslab/xdslab/bench/report"
 	"github.com/xdslab/xdslab/bench/run"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/probe/stream"
 	"github.com/xdslab/xdslab/scenarios"
@@ -38,38 +38,38 @@ type distFlags struct {
 
 // parseSegment resolves --segment and --segments: "I/N", or "auto" (or empty with --segments
 // N) to take I from jobIndex (JOB_COMPLETION_INDEX of a Kubernetes Indexed Job).
-func parseSegment(seg string, segments int, jobIndex string) (fakeenvoy.Segment, error) {
+func parseSegment(seg string, segments int, jobIndex string) (fleet.Segment, error) {
 	if segments < 0 {
-		return fakeenvoy.Segment{}, fmt.Errorf("--segments %d must be >= 1", segments)
+		return fleet.Segment{}, fmt.Errorf("--segments %d must be >= 1", segments)
 	}
 	if seg == "" && segments == 0 {
-		return fakeenvoy.Segment{}, nil
+		return fleet.Segment{}, nil
 	}
 	if seg == "" || seg == "auto" {
 		if segments == 0 {
-			return fakeenvoy.Segment{}, errors.New("--segment auto needs --segments N (the shard count)")
+			return fleet.Segment{}, errors.New("--segment auto needs --segments N (the shard count)")
 		}
 		if jobIndex == "" {
-			return fakeenvoy.Segment{}, fmt.Errorf("--segments %d without --segment I/N: JOB_COMPLETION_INDEX is not set (it is in a Kubernetes Indexed Job); pass --segment I/%d", segments, segments)
+			return fleet.Segment{}, fmt.Errorf("--segments %d without --segment I/N: JOB_COMPLETION_INDEX is not set (it is in a Kubernetes Indexed Job); pass --segment I/%d", segments, segments)
 		}
 		i, err := strconv.Atoi(jobIndex)
 		if err != nil || i < 0 || i >= segments {
-			return fakeenvoy.Segment{}, fmt.Errorf("JOB_COMPLETION_INDEX %q is not a shard index in [0,%d)", jobIndex, segments)
+			return fleet.Segment{}, fmt.Errorf("JOB_COMPLETION_INDEX %q is not a shard index in [0,%d)", jobIndex, segments)
 		}
-		return fakeenvoy.Segment{Index: i, Count: segments}, nil
+		return fleet.Segment{Index: i, Count: segments}, nil
 	}
 	a, b, ok := strings.Cut(seg, "/")
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil {
-		return fakeenvoy.Segment{}, fmt.Errorf("--segment %q: want I/N (shard I of N, from 0), e.g. 0/4, or auto", seg)
+		return fleet.Segment{}, fmt.Errorf("--segment %q: want I/N (shard I of N, from 0), e.g. 0/4, or auto", seg)
 	}
 	if segments != 0 && segments != n {
-		return fakeenvoy.Segment{}, fmt.Errorf("--segment %s and --segments %d disagree on the shard count", seg, segments)
+		return fleet.Segment{}, fmt.Errorf("--segment %s and --segments %d disagree on the shard count", seg, segments)
 	}
-	s := fakeenvoy.Segment{Index: i, Count: n}
+	s := fleet.Segment{Index: i, Count: n}
 	if err := s.Validate(); err != nil {
-		return fakeenvoy.Segment{}, fmt.Errorf("--segment %q: want 0 <= I < N", seg)
+		return fleet.Segment{}, fmt.Errorf("--segment %q: want 0 <= I < N", seg)
 	}
 	return s, nil
 }
@@ -140,7 +140,7 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 	return writeFleetSummary(out, s, f.SummaryFile)
 }
 
-func segLabel(s fakeenvoy.Segment) string {
+func segLabel(s fleet.Segment) string {
 	if s.Count <= 1 {
 		return "0/1"
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/controlplane"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -162,14 +162,14 @@ func TestShardsMatchWholeFleet(t *testing.T) {
 		name, stat string
 		tags       map[string]string
 	}{
-		{fakeenvoy.MetricConnected, "value", nil},
-		{fakeenvoy.MetricFullConfigClients, "value", nil},
-		{fakeenvoy.MetricResponses, "count", nil},
-		{fakeenvoy.MetricResponses, "count", map[string]string{"type": "EDS"}},
-		{fakeenvoy.MetricResponses, "count", map[string]string{"type": "CDS"}},
-		{fakeenvoy.MetricProbesObserved, "count", nil},
-		{fakeenvoy.MetricProbesMissed, "count", nil},
-		{fakeenvoy.MetricProbeEvents, "count", nil},
+		{fleet.MetricConnected, "value", nil},
+		{fleet.MetricFullConfigClients, "value", nil},
+		{fleet.MetricResponses, "count", nil},
+		{fleet.MetricResponses, "count", map[string]string{"type": "EDS"}},
+		{fleet.MetricResponses, "count", map[string]string{"type": "CDS"}},
+		{fleet.MetricProbesObserved, "count", nil},
+		{fleet.MetricProbesMissed, "count", nil},
+		{fleet.MetricProbeEvents, "count", nil},
 		{collect.MetricEventsMissed, "count", nil},
 		{collect.MetricSimEvents, "count", nil},
 		{collect.MetricConnectIncomplete, "value", nil},
@@ -179,19 +179,19 @@ func TestShardsMatchWholeFleet(t *testing.T) {
 			t.Errorf("%s%s %s: whole fleet %v, 3 shards merged %v", c.name, summary.TagString(c.tags), c.stat, w, m)
 		}
 	}
-	if _, ok := merged.Results.Find(fakeenvoy.MetricTimeToFirstConfig, nil); !ok {
-		t.Errorf("merged summary lacks %s (scenario thresholds use it)", fakeenvoy.MetricTimeToFirstConfig)
+	if _, ok := merged.Results.Find(fleet.MetricTimeToFirstConfig, nil); !ok {
+		t.Errorf("merged summary lacks %s (scenario thresholds use it)", fleet.MetricTimeToFirstConfig)
 	}
-	if v := get(whole, fakeenvoy.MetricConnected, "value", nil); v != 9 {
+	if v := get(whole, fleet.MetricConnected, "value", nil); v != 9 {
 		t.Errorf("connected %v, want 9", v)
 	}
-	if v := get(merged, fakeenvoy.MetricProbesObserved, "count", nil); v != 27 {
+	if v := get(merged, fleet.MetricProbesObserved, "count", nil); v != 27 {
 		t.Errorf("observations %v, want 9 clients x 3 events", v)
 	}
 	// Percentiles: the merged histogram against all shards' raw observations.
 	var all []float64
 	for _, s := range shards {
-		m, _ := s.Results.Find(fakeenvoy.MetricPushLatency, nil)
+		m, _ := s.Results.Find(fleet.MetricPushLatency, nil)
 		h, err := m.Histogram.Decode()
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +203,7 @@ func TestShardsMatchWholeFleet(t *testing.T) {
 		}
 	}
 	slices.Sort(all)
-	pm, _ := merged.Results.Find(fakeenvoy.MetricPushLatency, nil)
+	pm, _ := merged.Results.Find(fleet.MetricPushLatency, nil)
 	for _, p := range []struct {
 		key string
 		q   float64
@@ -284,7 +284,7 @@ func TestMergeCommandExitCodes(t *testing.T) {
 			Metadata: summary.Metadata{Tool: "xdslab", Command: "fleet", Started: at, Ended: at.Add(time.Second), DurationSeconds: 1,
 				Segment: &summary.Segment{Index: i, Count: n}},
 			Results: summary.Results{Passed: true, Metrics: []summary.Metric{
-				summary.NewGauge(fakeenvoy.MetricConnected, summary.Default, connected, 0, connected, nil),
+				summary.NewGauge(fleet.MetricConnected, summary.Default, connected, 0, connected, nil),
 				summary.NewGauge(collect.MetricConnectIncomplete, summary.Default, incomplete, 0, connected, map[string]string{"group": "sidecars"}),
 				summary.NewGauge(collect.MetricConnectIncomplete, summary.Default, 0, 0, 0, map[string]string{"group": "mux"}),
 			}}}
@@ -332,7 +332,7 @@ func TestMergeCommandExitCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := m.Results.Find(fakeenvoy.MetricConnected, nil); g.Values["value"] != 7 {
+	if g, _ := m.Results.Find(fleet.MetricConnected, nil); g.Values["value"] != 7 {
 		t.Errorf("merged connected %v, want 3+4", g.Values["value"])
 	}
 }
@@ -342,20 +342,20 @@ func TestParseSegmentAndStart(t *testing.T) {
 		seg      string
 		segments int
 		job      string
-		want     fakeenvoy.Segment
+		want     fleet.Segment
 		err      string
 	}{
-		{"", 0, "", fakeenvoy.Segment{}, ""},
-		{"1/4", 0, "", fakeenvoy.Segment{Index: 1, Count: 4}, ""},
-		{"1/4", 4, "3", fakeenvoy.Segment{Index: 1, Count: 4}, ""},
-		{"auto", 4, "3", fakeenvoy.Segment{Index: 3, Count: 4}, ""},
-		{"", 4, "2", fakeenvoy.Segment{Index: 2, Count: 4}, ""},
-		{"", 4, "", fakeenvoy.Segment{}, "JOB_COMPLETION_INDEX is not set"},
-		{"auto", 0, "1", fakeenvoy.Segment{}, "needs --segments"},
-		{"", 4, "4", fakeenvoy.Segment{}, "not a shard index"},
-		{"4/4", 0, "", fakeenvoy.Segment{}, "0 <= I < N"},
-		{"1/4", 3, "", fakeenvoy.Segment{}, "disagree"},
-		{"x", 0, "", fakeenvoy.Segment{}, "want I/N"},
+		{"", 0, "", fleet.Segment{}, ""},
+		{"1/4", 0, "", fleet.Segment{Index: 1, Count: 4}, ""},
+		{"1/4", 4, "3", fleet.Segment{Index: 1, Count: 4}, ""},
+		{"auto", 4, "3", fleet.Segment{Index: 3, Count: 4}, ""},
+		{"", 4, "2", fleet.Segment{Index: 2, Count: 4}, ""},
+		{"", 4, "", fleet.Segment{}, "JOB_COMPLETION_INDEX is not set"},
+		{"auto", 0, "1", fleet.Segment{}, "needs --segments"},
+		{"", 4, "4", fleet.Segment{}, "not a shard index"},
+		{"4/4", 0, "", fleet.Segment{}, "0 <= I < N"},
+		{"1/4", 3, "", fleet.Segment{}, "disagree"},
+		{"x", 0, "", fleet.Segment{}, "want I/N"},
 	} {
 		got, err := parseSegment(tc.seg, tc.segments, tc.job)
 		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {

@@ -18,6 +18,9 @@ import (
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
@@ -120,7 +123,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.BoolVar(&f.NodeOnFirstOnly, "node-first-only", false, "send node only on a stream's first request (Istio's set_node_on_first_message_only)")
 	fl.DurationVar(&f.InitialFetchTimeout, "initial-fetch-timeout", 0, "Envoy's initial_fetch_timeout (0: 15s; negative: disabled)")
 	fl.DurationVar(&f.Churn, "churn", 0, "reconnect every client this often (0: never)")
-	fl.DurationVar(&f.AgentIssueDelay, "agent-issue-delay", fakeenvoy.DefaultAgentIssueDelay, "how long the emulated istio-agent takes to serve a client's workload certificate and root (secrets on sds-grpc, as istiod's auto-mTLS names them; 0: at once)")
+	fl.DurationVar(&f.AgentIssueDelay, "agent-issue-delay", istioagent.DefaultIssueDelay, "how long the emulated istio-agent takes to serve a client's workload certificate and root (secrets on sds-grpc, as istiod's auto-mTLS names them; 0: at once)")
 	fl.Float64Var(&f.ChurnJitter, "churn-jitter", 0.2, "churn period jitter as a fraction of --churn, in [0,1)")
 	fl.IntVar(&f.StreamsPerConn, "streams-per-conn", 0, "clients per shared gRPC connection (0 or 1: one connection per client, as Envoy); with --scenario, clients[].streamsPerConnection instead")
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of every random choice")
@@ -143,30 +146,30 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 }
 
 // fleetConfig turns the flags into the fleet's configuration, or a usage error naming the flag.
-func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error) {
+func fleetConfig(f fleetFlags, progress io.Writer) (fleet.Config, error) {
 	if f.Target == "" {
-		return fakeenvoy.FleetConfig{}, errors.New("fleet: --target is required, e.g. --target 127.0.0.1:15010")
+		return fleet.Config{}, errors.New("fleet: --target is required, e.g. --target 127.0.0.1:15010")
 	}
 	if _, _, err := net.SplitHostPort(f.Target); err != nil {
-		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --target %q must be HOST:PORT: %v", f.Target, err)
+		return fleet.Config{}, fmt.Errorf("fleet: --target %q must be HOST:PORT: %v", f.Target, err)
 	}
 	if f.Clients <= 0 {
-		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --clients %d must be at least 1", f.Clients)
+		return fleet.Config{}, fmt.Errorf("fleet: --clients %d must be at least 1", f.Clients)
 	}
 	if f.Duration < 0 {
-		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --duration %s must be >= 0 (0 runs until Ctrl-C)", f.Duration)
+		return fleet.Config{}, fmt.Errorf("fleet: --duration %s must be >= 0 (0 runs until Ctrl-C)", f.Duration)
 	}
-	nack, err := fakeenvoy.ParseNackPolicy(f.Nack)
+	nack, err := policy.ParseNack(f.Nack)
 	if err != nil {
-		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --nack: %w", err)
+		return fleet.Config{}, fmt.Errorf("fleet: --nack: %w", err)
 	}
 	delay, err := parseDelay(f.AckDelay)
 	if err != nil {
-		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --ack-delay: %w", err)
+		return fleet.Config{}, fmt.Errorf("fleet: --ack-delay: %w", err)
 	}
-	cfg := fakeenvoy.FleetConfig{
+	cfg := fleet.Config{
 		Target: f.Target,
-		Groups: []fakeenvoy.Group{{
+		Groups: []fleet.Group{{
 			Name:  f.Group,
 			Count: f.Clients,
 			Identity: fakeenvoy.IdentityTemplate{Type: f.ProxyType, Namespace: f.Namespace, Namespaces: f.Namespaces,
@@ -176,17 +179,17 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 				NodeOnFirstOnly:     f.NodeOnFirstOnly,
 				InitialFetchTimeout: f.InitialFetchTimeout,
 				Nack:                nack,
-				Ack:                 fakeenvoy.AckPolicy{Delay: delay, NeverAck: f.NeverAck, DisconnectAfter: f.DisconnectAfter},
+				Ack:                 policy.Ack{Delay: delay, NeverAck: f.NeverAck, DisconnectAfter: f.DisconnectAfter},
 			},
 		}},
 		Ramp:           f.Ramp,
-		Churn:          fakeenvoy.Churn{Every: f.Churn, Jitter: f.ChurnJitter},
+		Churn:          fleet.Churn{Every: f.Churn, Jitter: f.ChurnJitter},
 		StreamsPerConn: f.StreamsPerConn,
 		Seed:           f.Seed,
-		Agent:          fakeenvoy.AgentConfig{IssueDelay: agentIssueDelay(f.AgentIssueDelay)},
+		Agent:          istioagent.Config{IssueDelay: agentIssueDelay(f.AgentIssueDelay)},
 	}
 	if cfg.Segment, err = parseSegment(f.Segment, f.Segments, f.jobIndex); err != nil {
-		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: %w", err)
+		return fleet.Config{}, fmt.Errorf("fleet: %w", err)
 	}
 	if f.Auth != "" {
 		a := scenarios.Auth{CADir: f.CADir, JWTKey: f.JWTKey, Issuer: f.JWTIssuer, Audience: f.JWTAudience, ServerName: f.ServerName}
@@ -196,23 +199,23 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fakeenvoy.FleetConfig, error
 		case "jwt":
 			a.JWT = true
 			if f.JWTKey == "" || f.JWTIssuer == "" || f.JWTAudience == "" {
-				return fakeenvoy.FleetConfig{}, errors.New("fleet: --auth jwt needs --jwt-key, --jwt-issuer and --jwt-audience")
+				return fleet.Config{}, errors.New("fleet: --auth jwt needs --jwt-key, --jwt-issuer and --jwt-audience")
 			}
 		default:
-			return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --auth %q: use mtls or jwt", f.Auth)
+			return fleet.Config{}, fmt.Errorf("fleet: --auth %q: use mtls or jwt", f.Auth)
 		}
 		if cfg.Groups[0].Auth, err = run.ClientAuth(a, ""); err != nil {
-			return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: --auth: %w", err)
+			return fleet.Config{}, fmt.Errorf("fleet: --auth: %w", err)
 		}
 	}
 	if cfg.Progress, cfg.ProgressTTY, err = progressMode("fleet", f.Progress, progress); err != nil {
-		return fakeenvoy.FleetConfig{}, err
+		return fleet.Config{}, err
 	}
 	if err := cfg.Validate(); err != nil {
-		return fakeenvoy.FleetConfig{}, err
+		return fleet.Config{}, err
 	}
 	if err := cfg.Groups[0].Client.Ack.Validate(); err != nil {
-		return fakeenvoy.FleetConfig{}, fmt.Errorf("fleet: %w", err)
+		return fleet.Config{}, fmt.Errorf("fleet: %w", err)
 	}
 	return cfg, nil
 }
@@ -304,22 +307,22 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	fleet, err := fakeenvoy.NewFleet(cfg)
+	fl, err := fleet.New(cfg)
 	if err != nil {
 		return usageErr(err)
 	}
-	if advice := fdAdvice(fleet.Size(), fleet.Connections(), false, openFileLimit()); advice != "" { // this shard's clients
+	if advice := fdAdvice(fl.Size(), fl.Connections(), false, openFileLimit()); advice != "" { // this shard's clients
 		fmt.Fprintln(cmd.ErrOrStderr(), advice)
 	}
 	ctx := cmd.Context()
 	if f.MetricsAddr != "" {
-		stop, err := serveFleetMetrics(f.MetricsAddr, fleet, cmd.ErrOrStderr())
+		stop, err := serveFleetMetrics(f.MetricsAddr, fl, cmd.ErrOrStderr())
 		if err != nil {
 			return usageErr(err)
 		}
 		defer stop()
 	}
-	if err := fleet.Start(ctx); err != nil {
+	if err := fl.Start(ctx); err != nil {
 		return err
 	}
 	if f.Duration > 0 {
@@ -332,16 +335,16 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	} else {
 		<-ctx.Done()
 	}
-	fleet.Stop()
+	fl.Stop()
 	ended := time.Now()
-	began := fleet.Began()
-	metrics, err := collect.FleetMetrics(fleet.Figures(), ended.Sub(began))
+	began := fl.Began()
+	metrics, err := collect.FleetMetrics(fl.Figures(), ended.Sub(began))
 	if err != nil {
 		return err
 	}
 	// A fleet that never got its configuration measured nothing: every client must hold its
 	// first full config when the run ends, or the run fails (exit 99).
-	full, checks, passed := collect.FullConfigCheck([]string{f.Group}, fleet.GroupSizes(), fleet.Observer().FullConfigByGroup())
+	full, checks, passed := collect.FullConfigCheck([]string{f.Group}, fl.GroupSizes(), fl.Observer().FullConfigByGroup())
 	metrics = append(metrics, full...)
 	config, err := f.configJSON()
 	if err != nil {
@@ -358,13 +361,13 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 		s.Metadata.Segment = &summary.Segment{Index: seg.Index, Count: seg.Count}
 	}
 	out := cmd.OutOrStdout()
-	st := fleet.Observer().Stats()
+	st := fl.Observer().Stats()
 	fmt.Fprintf(out, "\nfleet: %d clients against %s for %s: %d reached a full config, %d connect failures, %d resend loops after NACK\n",
-		fleet.Size(), f.Target, ended.Sub(began).Round(time.Millisecond), st.FullConfig, st.ConnectFailuresTotal(), st.Total.ResendLoops)
+		fl.Size(), f.Target, ended.Sub(began).Round(time.Millisecond), st.FullConfig, st.ConnectFailuresTotal(), st.Total.ResendLoops)
 	if note := collect.ConnectFailureNote(st); note != "" {
 		fmt.Fprintf(out, "connect failures: %s\n", note)
 	}
-	if why := collect.IncompleteNote(fleet.Incomplete()); why != "" {
+	if why := collect.IncompleteNote(fl.Incomplete()); why != "" {
 		fmt.Fprintf(out, "without a full config: %s\n", why)
 	}
 	fmt.Fprintln(out)
@@ -372,7 +375,7 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 		return err
 	}
 	if !passed {
-		return withCode(exitThreshold, fmt.Errorf("fleet: %d of %d clients never reached a full config", uint64(fleet.Size())-min(st.FullConfig, uint64(fleet.Size())), fleet.Size()))
+		return withCode(exitThreshold, fmt.Errorf("fleet: %d of %d clients never reached a full config", uint64(fl.Size())-min(st.FullConfig, uint64(fl.Size())), fl.Size()))
 	}
 	return nil
 }
@@ -425,9 +428,9 @@ func (f fleetFlags) configJSON() ([]byte, error) {
 
 // serveFleetMetrics serves the fleet's metrics, with the process's Go and process collectors,
 // on addr until stop is called.
-func serveFleetMetrics(addr string, fleet *fakeenvoy.Fleet, log io.Writer) (stop func(), err error) {
+func serveFleetMetrics(addr string, fl *fleet.Fleet, log io.Writer) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
-	if err := fleet.Register(reg); err != nil {
+	if err := fl.Register(reg); err != nil {
 		return nil, err
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

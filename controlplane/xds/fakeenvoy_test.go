@@ -13,6 +13,8 @@ import (
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -78,7 +80,7 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() }) // runs before cc.Close
 	// Each Envoy has its istio-agent, which serves the auto-mTLS secrets (sds-grpc).
-	agent, err := fakeenvoy.NewAgent(fakeenvoy.AgentConfig{IssueDelay: -1})
+	agent, err := istioagent.New(istioagent.Config{IssueDelay: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 			hooks = sp.hooks
 		}
 		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: sp.node, Delta: sp.delta,
-			Nack: fakeenvoy.NackPolicy{Realistic: true}, Seed: uint64(i), Agent: agent, InitialFetchTimeout: sp.fetchTimeout}, hooks)
+			Nack: policy.Nack{Realistic: true}, Seed: uint64(i), Agent: agent, InitialFetchTimeout: sp.fetchTimeout}, hooks)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/controlplane"
-	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
 	"github.com/xdslab/xdslab/probe"
 	"github.com/xdslab/xdslab/scenarios"
@@ -142,18 +142,18 @@ func TestBlinkingDirectory(t *testing.T) {
 				}
 				counter := &cdsCounter{}
 				cfg.Hooks = counter
-				fleet, err := fakeenvoy.NewFleet(cfg)
+				fl, err := fleet.New(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				if err := fleet.Start(ctx); err != nil {
+				if err := fl.Start(ctx); err != nil {
 					t.Fatal(err)
 				}
-				defer fleet.Stop()
+				defer fl.Stop()
 				deadline := time.Now().Add(60 * time.Second)
-				for fleet.Progress().FullConfig < 1 {
+				for fl.Progress().FullConfig < 1 {
 					if time.Now().After(deadline) {
 						t.Fatal("the sidecar has no full config after 60s")
 					}

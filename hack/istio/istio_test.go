@@ -13,6 +13,8 @@ import (
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/hack/istio/istiodlab"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/probe"
@@ -84,7 +86,7 @@ func (h *secretHooks) FirstFullConfig(c probe.ClientInfo, _ time.Time) {
 		h.mu.Unlock()
 		return
 	}
-	s := cl.LocalSecret(fakeenvoy.SecretWorkload)
+	s := cl.LocalSecret(istioagent.SecretWorkload)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s == nil {
@@ -184,28 +186,28 @@ func fullConfigOnIstio(t *testing.T, sc *scenarios.Scenario) *secretHooks {
 	run.FillGRPCTargets(&cfg, sim.Initial())
 	hooks := &secretHooks{}
 	cfg.Hooks = hooks
-	fleet, err := fakeenvoy.NewFleet(cfg)
+	fl, err := fleet.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
-	if err := fleet.Start(ctx); err != nil {
+	if err := fl.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer fleet.Stop()
-	n := uint64(fleet.Size())
+	defer fl.Stop()
+	n := uint64(fl.Size())
 	deadline := time.Now().Add(60 * time.Second)
-	for fleet.Progress().FullConfig < n && time.Now().Before(deadline) {
+	for fl.Progress().FullConfig < n && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	st := fleet.Observer().Stats()
+	st := fl.Observer().Stats()
 	t.Logf("Istio DiscoveryServer: %d/%d clients at full config after %s; responses %d, NACKs %d, with the agent's certificate %d",
 		st.FullConfig, n, time.Since(start).Round(time.Millisecond), st.Total.Responses, st.Total.Nacks, hooks.withCert)
-	if got := fleet.Progress().FullConfig; got < n {
+	if got := fl.Progress().FullConfig; got < n {
 		var lines []string
-		for _, g := range fleet.Incomplete() {
+		for _, g := range fl.Incomplete() {
 			lines = append(lines, fmt.Sprintf("  %s: %d clients: %s (e.g. %s)", g.Group, g.Clients, g.Reason, strings.Join(g.Examples, "; ")))
 		}
 		t.Fatalf("%d of %d clients have no full config after 60s:\n%s", n-got, n, strings.Join(lines, "\n"))
@@ -247,9 +249,9 @@ func TestRunOnIstio(t *testing.T) {
 	for _, c := range sc.Clients {
 		clients += float64(c.Count)
 	}
-	full := val(fakeenvoy.MetricFullConfigClients, "value", nil)
+	full := val(fleet.MetricFullConfigClients, "value", nil)
 	t.Logf("full config %v/%v; time to first config p50 %.3fs p99 %.3fs; push latency p50 %.3fs p99 %.3fs; events %v, missed %v; NACKs %v",
-		full, clients, val(fakeenvoy.MetricTimeToFirstConfig, "p(50)", nil), val(fakeenvoy.MetricTimeToFirstConfig, "p(99)", nil),
+		full, clients, val(fleet.MetricTimeToFirstConfig, "p(50)", nil), val(fleet.MetricTimeToFirstConfig, "p(99)", nil),
 		val("xdslab_push_latency_seconds", "p(50)", nil), val("xdslab_push_latency_seconds", "p(99)", nil),
 		val(collect.MetricSimEvents, "count", nil), val(collect.MetricEventsMissed, "count", nil), val("xdslab_fleet_nacks_total", "count", nil))
 	for _, th := range s.Results.Thresholds {

@@ -19,6 +19,8 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry/kube"
 	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/kubeclient"
 	"github.com/xdslab/xdslab/probe"
@@ -161,11 +163,11 @@ func newChain(tb testing.TB, o chainOptions) *chain {
 	}
 	tmpl := fakeenvoy.IdentityTemplate{Type: "sidecar", Namespace: "ns-0", IPBase: "10.200.0.1"}
 	// The Envoy's istio-agent serves the auto-mTLS secrets (sds-grpc).
-	agent, err := fakeenvoy.NewAgent(fakeenvoy.AgentConfig{IssueDelay: -1})
+	agent, err := istioagent.New(istioagent.Config{IssueDelay: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	client, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Node: tmpl.Node(0), Nack: fakeenvoy.NackPolicy{Realistic: true}, Agent: agent}, c.rec)
+	client, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Node: tmpl.Node(0), Nack: policy.Nack{Realistic: true}, Agent: agent}, c.rec)
 	if err != nil {
 		tb.Fatal(err)
 	}

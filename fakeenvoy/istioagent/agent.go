@@ -1,0 +1,267 @@
+package istioagent
+
+import (
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"sigs.k8s.io/yaml"
+
+	"github.com/xdslab/xdslab/internal/pki"
+)
+
+// Defaults of Config.
+const (
+	DefaultIssueDelay  = 5 * time.Millisecond
+	DefaultTrustDomain = "cluster.local"
+	DefaultCertTTL     = 24 * time.Hour
+	// SDSCluster is the bootstrap cluster of the istio-agent's SDS server.
+	SDSCluster = "sds-grpc"
+	// XDSCluster is the bootstrap cluster of the control plane; a secret on an API config
+	// source naming it is asked over ADS.
+	XDSCluster = "xds-grpc"
+)
+
+// The secrets the istio-agent serves by name: the workload certificate, the mesh root, and
+// certificates mounted as files ("file-cert:CERT~KEY", "file-root:CA").
+const (
+	SecretWorkload     = "default"
+	SecretRoot         = "ROOTCA"
+	fileCertPrefix     = "file-cert:"
+	fileRootPrefix     = "file-root:"
+	fileCertKeySeparer = "~"
+)
+
+// Config configures the emulated istio-agent. Zero values take the defaults.
+type Config struct {
+	// IssueDelay is how long the agent takes to serve a client's first request for a secret
+	// (the agent signs a CSR with its CA); default 5ms. Negative: at once.
+	IssueDelay time.Duration
+	// TrustDomain of the SPIFFE identities; default cluster.local.
+	TrustDomain string
+	// CertTTL is the workload certificates' lifetime; default 24h.
+	CertTTL time.Duration
+	// Clusters are the bootstrap clusters that are the agent's SDS server; default sds-grpc.
+	Clusters []string
+	// ReadFile reads file-based secrets; nil means os.ReadFile.
+	ReadFile func(path string) ([]byte, error)
+	// Now is the clock certificates are dated from; nil means time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.IssueDelay == 0 {
+		c.IssueDelay = DefaultIssueDelay
+	}
+	if c.IssueDelay < 0 {
+		c.IssueDelay = 0
+	}
+	if c.TrustDomain == "" {
+		c.TrustDomain = DefaultTrustDomain
+	}
+	if c.CertTTL <= 0 {
+		c.CertTTL = DefaultCertTTL
+	}
+	if len(c.Clusters) == 0 {
+		c.Clusters = []string{SDSCluster}
+	}
+	if c.ReadFile == nil {
+		c.ReadFile = os.ReadFile
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Agent is the emulated istio-agent shared by a fleet's clients: one lab CA, one workload
+// certificate per client. It is safe for concurrent use.
+type Agent struct {
+	cfg Config
+	ca  *pki.CA
+}
+
+// New creates the lab CA (a self-signed ECDSA P-256 root, in memory) and the agent around
+// it.
+func New(cfg Config) (*Agent, error) {
+	cfg = cfg.withDefaults()
+	ca, err := pki.NewCA(cfg.Now())
+	if err != nil {
+		return nil, fmt.Errorf("fakeenvoy: agent CA: %w", err)
+	}
+	return &Agent{cfg: cfg, ca: ca}, nil
+}
+
+// WithIssueDelay returns an agent with the same CA that takes d to serve a first request
+// (negative: at once).
+func (a *Agent) WithIssueDelay(d time.Duration) *Agent {
+	b := &Agent{cfg: a.cfg, ca: a.ca}
+	b.cfg.IssueDelay = max(d, 0)
+	return b
+}
+
+// RootPEM is the lab CA's certificate, PEM-encoded.
+func (a *Agent) RootPEM() string { return string(a.ca.CertPEM()) }
+
+// SPIFFEID is the identity the agent certifies for a workload.
+func (a *Agent) SPIFFEID(namespace, serviceAccount string) string {
+	return pki.Identity{TrustDomain: a.cfg.TrustDomain, Namespace: namespace, ServiceAccount: serviceAccount}.String()
+}
+
+// Serves reports whether cluster is one of the agent's SDS server clusters.
+func (a *Agent) Serves(cluster string) bool { return slices.Contains(a.cfg.Clusters, cluster) }
+
+// Clusters are the bootstrap clusters of the agent's SDS server.
+func (a *Agent) Clusters() []string { return a.cfg.Clusters }
+
+// Workload identifies the client the agent serves: its namespace and service account
+// (WorkloadOf reads them from a node).
+type Workload struct {
+	namespace      string
+	serviceAccount string
+}
+
+// WorkloadOf reads the namespace and service account of a node (Istio's NAMESPACE and
+// SERVICE_ACCOUNT metadata; "default" when absent).
+func WorkloadOf(n *corev3.Node) Workload {
+	f := n.GetMetadata().GetFields()
+	w := Workload{namespace: f["NAMESPACE"].GetStringValue(), serviceAccount: f["SERVICE_ACCOUNT"].GetStringValue()}
+	if w.namespace == "" {
+		w.namespace = "default"
+	}
+	if w.serviceAccount == "" {
+		w.serviceAccount = "default"
+	}
+	return w
+}
+
+// errUnservable marks a secret the agent can never serve (an unknown name): the client's
+// resource waits for it until its initial_fetch_timeout, as Envoy does.
+var errUnservable = errors.New("the istio-agent serves default, ROOTCA, file-cert:CERT~KEY and file-root:CA only")
+
+// Serve returns the secret name on one of the agent's clusters for workload w, and how long
+// the agent takes to serve it.
+func (a *Agent) Serve(w Workload, name string) (*tlsv3.Secret, time.Duration, error) {
+	switch {
+	case name == SecretWorkload:
+		s, err := a.issue(w)
+		return s, a.cfg.IssueDelay, err
+	case name == SecretRoot:
+		return rootSecret(name, a.RootPEM()), a.cfg.IssueDelay, nil
+	case strings.HasPrefix(name, fileRootPrefix):
+		b, err := a.cfg.ReadFile(strings.TrimPrefix(name, fileRootPrefix))
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, err := parseCertPEM(b); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", strings.TrimPrefix(name, fileRootPrefix), err)
+		}
+		return rootSecret(name, string(b)), 0, nil
+	case strings.HasPrefix(name, fileCertPrefix):
+		certPath, keyPath, ok := strings.Cut(strings.TrimPrefix(name, fileCertPrefix), fileCertKeySeparer)
+		if !ok {
+			return nil, 0, fmt.Errorf("want file-cert:CERT%sKEY", fileCertKeySeparer)
+		}
+		cert, err := a.cfg.ReadFile(certPath)
+		if err != nil {
+			return nil, 0, err
+		}
+		key, err := a.cfg.ReadFile(keyPath)
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, err := parseCertPEM(cert); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", certPath, err)
+		}
+		return certSecret(name, string(cert), string(key)), 0, nil
+	}
+	return nil, 0, errUnservable
+}
+
+// issue signs a new workload certificate for w: SPIFFE URI SAN, serverAuth and clientAuth
+// (it serves both as a client certificate and as the inbound listener's server certificate).
+func (a *Agent) issue(w Workload) (*tlsv3.Secret, error) {
+	id, err := url.Parse(a.SPIFFEID(w.namespace, w.serviceAccount))
+	if err != nil {
+		return nil, fmt.Errorf("workload identity: %w", err)
+	}
+	c, err := a.ca.Issue(&x509.Certificate{
+		Subject:     pkix.Name{Organization: []string{a.cfg.TrustDomain}},
+		URIs:        []*url.URL{id},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}, a.cfg.Now(), a.cfg.CertTTL)
+	if err != nil {
+		return nil, fmt.Errorf("sign workload certificate: %w", err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		return nil, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd})
+	return certSecret(SecretWorkload, string(certPEM), string(keyPEM)), nil
+}
+
+func certSecret(name, cert, key string) *tlsv3.Secret {
+	return &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+		CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: cert}},
+		PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: key}},
+	}}}
+}
+
+func rootSecret(name, ca string) *tlsv3.Secret {
+	return &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+		TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: ca}},
+	}}}
+}
+
+func parseCertPEM(b []byte) (*x509.Certificate, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(blk.Bytes)
+}
+
+// FileSecret reads secret name from the file of a path config source: a DiscoveryResponse
+// holding Secret resources, in YAML or JSON, as Envoy reads it.
+func (a *Agent) FileSecret(path, name string) (*tlsv3.Secret, error) {
+	b, err := a.cfg.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return secretFromFile(b, name)
+}
+
+// secretFromFile finds secret name in the DiscoveryResponse (YAML or JSON) b.
+func secretFromFile(b []byte, name string) (*tlsv3.Secret, error) {
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("not YAML or JSON: %w", err)
+	}
+	var r discoveryv3.DiscoveryResponse
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(j, &r); err != nil {
+		return nil, fmt.Errorf("not a DiscoveryResponse: %w", err)
+	}
+	for i, res := range r.GetResources() {
+		s := &tlsv3.Secret{}
+		if err := res.UnmarshalTo(s); err != nil {
+			return nil, fmt.Errorf("resource %d: %w", i, err)
+		}
+		if s.GetName() == name {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("holds no secret %q", name)
+}
