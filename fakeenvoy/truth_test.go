@@ -1,149 +1,24 @@
 package fakeenvoy
 
 import (
-	"slices"
 	"testing"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
-	"github.com/xdslab/xdslab/probe"
+	"github.com/xdslab/xdslab/fakeenvoy/machine"
 )
 
-// Issue 11 fidelity: scripted server responses against the pure machine, no network.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// clusterFetch is an EDS cluster whose eds_config sets initial_fetch_timeout ift (nil: unset)
-// and whose connect timeout distinguishes versions.
-func clusterFetch(name string, ift *durationpb.Duration, connect time.Duration) *clusterv3.Cluster {
-	c := fetest.EDSCluster(name)
-	c.ConnectTimeout = durationpb.New(connect)
-	c.EdsClusterConfig.EdsConfig.InitialFetchTimeout = ift
-	return c
-}
-
-// listenerFetch is a listener whose RDS config_source sets initial_fetch_timeout ift.
-func listenerFetch(t *testing.T, name string, port uint32, ift *durationpb.Duration, route string) *listenerv3.Listener {
-	l := fetest.RDSListener(t, name, port)
-	src := fetest.ADSSource()
-	src.InitialFetchTimeout = ift
-	l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{fetest.HCMFilter(t, &hcmv3.HttpConnectionManager{
-		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: src, RouteConfigName: route}},
-	})}}}
-	return l
-}
-
-// TestMachineFetchTimeoutFromConfigSource: a warming cluster or listener waits for the
-// initial_fetch_timeout its config source gives (0s: forever, as Istio sets it), and for the
-// client's default only when none is given.
-func TestMachineFetchTimeoutFromConfigSource(t *testing.T) {
-	const def = 10 * time.Second
-	t1 := t0.Add(time.Minute)
-	cases := []struct {
-		name     string
-		cluster  *durationpb.Duration
-		listener *durationpb.Duration
-		want     time.Time // the warming deadline; zero waits forever
-	}{
-		{name: "none given: the client's default", want: t1.Add(def)},
-		{name: "0s waits forever", cluster: durationpb.New(0), listener: durationpb.New(0)},
-		{name: "3s", cluster: durationpb.New(3 * time.Second), listener: durationpb.New(3 * time.Second), want: t1.Add(3 * time.Second)},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			m := warmedMachine(t, ClientConfig{InitialFetchTimeout: def})
-			m.onSotw(sotwResp(t, C, "2", "e", clusterFetch("c1", tc.cluster, 2*time.Second), fetest.EDSCluster("c2")), t1)
-			if d, ok := m.init.warmC["c1"]; !ok || !d.Equal(tc.want) {
-				t.Errorf("cluster deadline %v (warming %v), want %v", d, ok, tc.want)
-			}
-			m.onSotw(sotwResp(t, L, "2", "f", listenerFetch(t, "l1", 80, tc.listener, "r-new")), t1)
-			if d, ok := m.init.warmL["l1"]; !ok || !d.Equal(tc.want) {
-				t.Errorf("listener deadline %v (warming %v), want %v", d, ok, tc.want)
-			}
-			if got := m.nextDeadline(); !got.Equal(tc.want) {
-				t.Errorf("next deadline %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestMachineInEffectWhileWarming: an updated cluster is received at once but the copy it
-// replaces stays in effect until its assignment arrives (SotW) or, in Delta, until its
-// initial_fetch_timeout lets it use the assignment it holds (Envoy's EDS cache is used on
-// FetchTimedout only).
-func TestMachineInEffectWhileWarming(t *testing.T) {
-	t1 := t0.Add(time.Minute)
-	for _, delta := range []bool{false, true} {
-		name := "sotw"
-		if delta {
-			name = "delta"
-		}
-		t.Run(name, func(t *testing.T) {
-			cfg := ClientConfig{Delta: delta, InitialFetchTimeout: 15 * time.Second}
-			var m *machine
-			updated := clusterFetch("c1", nil, 2*time.Second)
-			var s step
-			if delta {
-				m = newTestMachine(t, cfg)
-				m.start(t0)
-				m.onDelta(deltaResp(t, C, "n1", nil, fetest.EDSCluster("c1")), t0)
-				m.onDelta(deltaResp(t, E, "n2", nil, fetest.CLA("c1", "10.0.0.1", 80)), t0)
-				m.onDelta(deltaResp(t, L, "n2l", nil), t0) // no listeners: initialized
-				s = m.onDelta(deltaResp(t, C, "n3", nil, updated), t1)
-			} else {
-				m = warmedMachine(t, cfg)
-				s = m.onSotw(sotwResp(t, C, "2", "e", updated, fetest.EDSCluster("c2")), t1)
-			}
-			if !proto.Equal(m.Resource(C, "c1"), updated) {
-				t.Fatalf("the update was not received")
-			}
-			if proto.Equal(m.Effective(C, "c1"), updated) || m.Effective(C, "c1") == nil {
-				t.Errorf("a warming cluster must keep its previous copy in effect, got %v", m.Effective(C, "c1"))
-			}
-			if i := slices.IndexFunc(s.info.Touched, func(c probe.Touched) bool { return c.Name == "c1" }); i < 0 || !proto.Equal(s.info.Touched[i].Prev, fetest.EDSCluster("c1")) {
-				t.Errorf("touched %v: want c1 with its previous copy", s.info.Touched)
-			}
-			if delta {
-				// No fresh assignment comes (a server that sends only changed resources):
-				// the held one is used only at the timeout.
-				if st := m.onTimer(t1.Add(14 * time.Second)); len(st.timeouts) != 0 {
-					t.Errorf("timed out early: %v", st.timeouts)
-				}
-				if !proto.Equal(m.Effective(C, "c1"), fetest.EDSCluster("c1")) {
-					t.Errorf("delta warmed from its cached assignment before the timeout")
-				}
-				st := m.onTimer(t1.Add(15 * time.Second))
-				if !slices.Equal(st.timeouts, []string{E}) {
-					t.Errorf("timeouts %v, want EDS", st.timeouts)
-				}
-			} else {
-				m.onSotw(sotwResp(t, E, "2", "g", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80)), t1.Add(time.Second))
-			}
-			if !proto.Equal(m.Effective(C, "c1"), updated) {
-				t.Errorf("warmed cluster not in effect")
-			}
-		})
-	}
-}
-
-// TestMachineDeltaAckBeforeSubscription: a Delta response that changes the clusters is ACKed
-// before the EDS subscription it causes (Envoy's Delta mux sends ACKs first).
-func TestMachineDeltaAckBeforeSubscription(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{Delta: true})
-	m.start(t0)
-	s := m.onDelta(deltaResp(t, C, "n1", nil, fetest.EDSCluster("c1")), t0)
-	if len(s.delta) != 2 || s.delta[0].ResponseNonce != "n1" || s.delta[0].TypeUrl != C || s.delta[1].TypeUrl != E {
-		t.Fatalf("requests %v: want CDS ACK, then EDS subscribe", s.delta)
-	}
-	s = m.onDelta(deltaResp(t, E, "n2", nil, fetest.CLA("c1", "10.0.0.1", 80)), t0)
-	if len(s.delta) != 2 || s.delta[0].ResponseNonce != "n2" || s.delta[1].TypeUrl != L {
-		t.Fatalf("requests %v: want EDS ACK, then LDS subscribe", s.delta)
-	}
-}
+const (
+	C = resource.ClusterType
+	E = resource.EndpointType
+)
 
 // TestClientRestartIsNewProcess: after Restart the client starts from nothing, in SotW and
 // Delta: no versions, no initial_resource_versions, CDS only, initialization again.
@@ -153,33 +28,37 @@ func TestClientRestartIsNewProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if delta {
-			c.m.start(t0)
-			c.m.onDelta(deltaResp(t, C, "n1", nil, fetest.EDSCluster("c1")), t0)
-			c.m.onDelta(deltaResp(t, E, "n2", nil, fetest.CLA("c1", "10.0.0.1", 80)), t0)
-		} else {
-			c.m.start(t0)
-			c.m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
-			c.m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
+		c.m.Start(t0)
+		for _, r := range []struct {
+			typeURL, nonce string
+			msg            proto.Message
+		}{{C, "a", fetest.EDSCluster("c1")}, {E, "b", fetest.CLA("c1", "10.0.0.1", 80)}} {
+			a := fetest.MustAny(t, r.msg)
+			if delta {
+				c.m.OnDelta(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: r.typeURL, Nonce: r.nonce, Resources: []*discoveryv3.Resource{{Name: "c1", Version: r.nonce, Resource: a}}}, t0)
+			} else {
+				c.m.OnSotw(&discoveryv3.DiscoveryResponse{TypeUrl: r.typeURL, VersionInfo: "1", Nonce: r.nonce, Resources: []*anypb.Any{a}}, t0)
+			}
 		}
-		if again := c.m.start(t0); again.requests() < 2 {
-			t.Fatalf("delta=%v: a reconnect of the same process restates its subscriptions: %d requests", delta, again.requests())
+		if again := c.m.Start(t0); again.Requests() < 2 {
+			t.Fatalf("delta=%v: a reconnect of the same process restates its subscriptions: %d requests", delta, again.Requests())
 		}
 		if err := c.Restart(); err != nil {
 			t.Fatal(err)
 		}
-		s := c.m.start(t0)
+		s := c.m.Start(t0)
 		if delta {
-			if len(s.delta) != 1 || s.delta[0].TypeUrl != C || len(s.delta[0].InitialResourceVersions) != 0 {
-				t.Errorf("delta restart: %v, want one CDS request with no initial versions", s.delta)
+			if len(s.Delta) != 1 || s.Delta[0].TypeUrl != C || len(s.Delta[0].InitialResourceVersions) != 0 {
+				t.Errorf("delta restart: %v, want one CDS request with no initial versions", s.Delta)
 			}
 		} else {
-			if len(s.sotw) != 1 || s.sotw[0].TypeUrl != C || s.sotw[0].VersionInfo != "" {
-				t.Errorf("sotw restart: %v, want one CDS request with no version", s.sotw)
+			if len(s.Sotw) != 1 || s.Sotw[0].TypeUrl != C || s.Sotw[0].VersionInfo != "" {
+				t.Errorf("sotw restart: %v, want one CDS request with no version", s.Sotw)
 			}
 		}
-		if c.Resource(C, "c1") != nil || c.m.init.phase != phaseCDS || c.Synced(C) {
-			t.Errorf("delta=%v: the restarted client kept state", delta)
+		b, blocked := c.m.Blocked()
+		if c.Resource(C, "c1") != nil || !blocked || b.Reason != "waiting for the first CDS response" || c.Synced(C) {
+			t.Errorf("delta=%v: the restarted client kept state (blocker %q)", delta, b.Reason)
 		}
 	}
 }
@@ -204,10 +83,26 @@ func TestIstioSizedNode(t *testing.T) {
 	if n := proto.Size(big); n < 4000 || n < 8*proto.Size(small) {
 		t.Errorf("Istio-sized node is %d bytes (basic %d): want a few KB", n, proto.Size(small))
 	}
-	m := newTestMachine(t, ClientConfig{Node: big, NodeOnFirstOnly: true})
-	first := m.start(t0)
-	s := m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
-	if first.sotw[0].GetNode() != big || s.sotw[0].GetNode() != nil || s.sotw[1].GetNode() != nil {
+	m, err := machine.New(machine.Config{Node: big, NodeOnFirstOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := m.Start(t0)
+	s := m.OnSotw(&discoveryv3.DiscoveryResponse{TypeUrl: C, VersionInfo: "1", Nonce: "a", Resources: []*anypb.Any{fetest.MustAny(t, fetest.EDSCluster("c1"))}}, t0)
+	if first.Sotw[0].GetNode() != big || s.Sotw[0].GetNode() != nil || s.Sotw[1].GetNode() != nil {
 		t.Errorf("node must go on the stream's first request only")
+	}
+}
+
+// TestFetestNode: the node the machine's tests use stands for IdentityTemplate's.
+func TestFetestNode(t *testing.T) {
+	for _, tc := range []struct {
+		tmpl  IdentityTemplate
+		ns    string
+		index int
+	}{{IdentityTemplate{}, "default", 0}, {IdentityTemplate{Namespace: "shop"}, "shop", 3}, {IdentityTemplate{Namespaces: 3}, "ns-1", 1000}} {
+		if want, got := tc.tmpl.Node(tc.index), fetest.Node(tc.ns, tc.index); !proto.Equal(want, got) {
+			t.Errorf("fetest.Node(%q, %d) = %v, want %v", tc.ns, tc.index, got, want)
+		}
 	}
 }
