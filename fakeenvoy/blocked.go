@@ -1,131 +1,35 @@
 package fakeenvoy
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdslab/xdslab/fakeenvoy/machine"
 	"github.com/xdslab/xdslab/probe"
 )
 
-// Why a client has no full config. A run that reaches its end with clients short of a full
-// config must say why, in terms a user can act on: which secret from which source and why it
-// cannot arrive, which clusters wait for endpoints, which listeners for routes.
-
-// Blocker is why a client does not hold a full config: Reason is the same text for every
-// client blocked the same way (it aggregates), Example one resource it concerns.
-type Blocker struct {
-	Reason  string
-	Example string
-}
-
-// blocker explains, from the machine's state, why the client has no full config yet; the zero
-// Blocker once it has one.
-func (m *machine) blocker() Blocker {
-	if m.init.fullDone {
-		return Blocker{}
-	}
-	if m.grpc {
-		for _, l := range m.targets {
-			if _, ok := m.types[tLDS].res[l]; !ok {
-				return Blocker{Reason: "gRPC client: waiting for its target listener (LDS)", Example: l}
-			}
-		}
-		return Blocker{Reason: "gRPC client: waiting for the routes, clusters or endpoints of its targets"}
-	}
-	switch m.init.phase {
-	case phaseCDS:
-		return Blocker{Reason: "waiting for the first CDS response"}
-	case phaseLDS:
-		return Blocker{Reason: "waiting for the first LDS response (clusters done)"}
-	}
-	if b, ok := m.secretBlocker(); ok {
-		return b
-	}
-	if name, ok := minKey(m.init.warmC); ok {
-		return Blocker{Reason: "clusters warming: waiting for their endpoints (EDS)", Example: name}
-	}
-	if name, ok := minKey(m.init.warmL); ok {
-		return Blocker{Reason: "listeners warming: waiting for their routes (RDS)", Example: name}
-	}
-	if !m.types[tCDS].accepted {
-		return Blocker{Reason: "no CDS response accepted (NACKed)"}
-	}
-	if !m.types[tLDS].accepted {
-		return Blocker{Reason: "no LDS response accepted (NACKed)"}
-	}
-	return Blocker{Reason: "clusters or listeners reference endpoints or routes that never came"}
-}
-
-// secretBlocker names the first missing secret (by name) of the warming clusters and
-// listeners.
-func (m *machine) secretBlocker() (Blocker, bool) {
-	var best *secretRef
-	var who string
-	for _, t := range []rtype{tCDS, tLDS} {
-		_, sec, _ := m.init.warmMaps(t)
-		for name := range *sec {
-			for _, r := range m.types[t].res[name].d.secretList() {
-				if m.holdsSecret(r) {
-					continue
-				}
-				if best == nil || cmpSecretRef(r, *best) < 0 || (r == *best && name < who) {
-					r := r
-					best, who = &r, t.kind()+" "+name
-				}
-			}
-		}
-	}
-	if best == nil {
-		return Blocker{}, false
-	}
-	r := *best
-	var why string
-	switch {
-	case r.overADS():
-		why = "asked of the control plane over ADS, not received"
-	default:
-		l := m.local[r]
-		switch {
-		case l == nil:
-			why = "not requested yet"
-		case l.err != nil:
-			why = "cannot arrive: " + l.err.Error()
-		default:
-			why = "being issued by the istio-agent"
-		}
-	}
-	return Blocker{Reason: fmt.Sprintf("waiting for secret %q from %s: %s", r.name, r.source(), why), Example: who}, true
-}
-
-func minKey[V any](m map[string]V) (string, bool) {
-	first, ok := "", false
-	for k := range m {
-		if !ok || k < first {
-			first, ok = k, true
-		}
-	}
-	return first, ok
-}
+// Why a client has no full config (the machine says why: machine.Blocker), published for
+// other goroutines: a run that reaches its end with clients short of a full config must say
+// why, in terms a user can act on.
 
 // blockedState is what a client publishes of its blocker for other goroutines.
 type blockedState struct {
-	b    Blocker
+	b    machine.Blocker
 	done bool // the client reached full config at least once
 }
 
 // publishBlocked records, on the client's goroutine, why it has no full config (nothing once
 // it has one).
 func (c *Client) publishBlocked() {
-	if c.m.init.fullDone {
+	b, blocked := c.m.Blocked()
+	if !blocked {
 		if s := c.blocked.Load(); s == nil || !s.done {
 			c.blocked.Store(&blockedState{done: true})
 		}
 		return
 	}
-	b := c.m.blocker()
 	if s := c.blocked.Load(); s != nil && s.b == b {
 		return
 	}
@@ -136,16 +40,16 @@ func (c *Client) publishBlocked() {
 // safe to call from any goroutine; a client that never got a response reports the gRPC code of
 // its last failed connect ("not connected: … ResourceExhausted"), or "no response from the
 // control plane" when its stream is open and silent.
-func (c *Client) Blocked() (Blocker, bool) {
+func (c *Client) Blocked() (machine.Blocker, bool) {
 	s := c.blocked.Load()
 	if s == nil {
 		if code := c.connErr.Load(); code != nil {
-			return Blocker{Reason: "not connected: its connects fail with " + code.String() + " (see the connect failures)"}, true
+			return machine.Blocker{Reason: "not connected: its connects fail with " + code.String() + " (see the connect failures)"}, true
 		}
-		return Blocker{Reason: "no response from the control plane"}, true
+		return machine.Blocker{Reason: "no response from the control plane"}, true
 	}
 	if s.done {
-		return Blocker{}, false
+		return machine.Blocker{}, false
 	}
 	return s.b, true
 }

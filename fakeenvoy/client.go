@@ -7,11 +7,12 @@ import (
 	"math/rand/v2"
 	"time"
 
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
+	"github.com/xdslab/xdslab/fakeenvoy/machine"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -34,10 +35,10 @@ type Client struct {
 	backlog   probe.BacklogHook // hooks, when they take the receive backlog; nil otherwise
 	resync    probe.ResyncHook  // hooks, when they take resyncs; nil otherwise
 	rng       *rand.Rand        // reconnect jitter
-	m         *machine
-	mcfg      ClientConfig // what m was built from: Restart builds a fresh one
+	m         *machine.Machine
+	mcfg      machine.Config // what m was built from: Restart builds a fresh one
 	restarts  uint64
-	codec     *codec
+	codec     *machine.Codec
 	attempts  int
 	running   bool
 	blocked   blockedCell // why it has no full config (see blocked.go)
@@ -58,16 +59,15 @@ func NewClient(cfg ClientConfig, hooks probe.Hooks) (*Client, error) {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
 	cfg.Nack = nack
-	// The client keeps its node encoded (see codec); the machine's requests carry a stand-in.
-	cd, err := newCodec(cfg.Node, cfg.Clock.Now)
+	// The client keeps its node encoded (see machine.Codec); the machine's requests carry a
+	// stand-in.
+	mcfg := cfg.machineConfig()
+	cd, err := machine.NewCodec(machine.CodecConfig{Machine: mcfg, Now: cfg.Clock.Now, Pool: cfg.BufferPool, Stamps: cfg.Stamps})
 	if err != nil {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
-	cd.interner, cd.mode, cd.pool, cd.rx = cfg.Interner, cfg.checkMode(), cfg.BufferPool, cfg.Stamps
-	mcfg := cfg
-	mcfg.workload = istioagent.WorkloadOf(cfg.Node)
-	mcfg.Node = cd.node
-	m, err := newMachine(mcfg)
+	mcfg.Node = cd.Node()
+	m, err := machine.New(mcfg)
 	if err != nil {
 		return nil, fmt.Errorf("fakeenvoy: client %d: %w", cfg.Index, err)
 	}
@@ -112,7 +112,7 @@ func (c *Client) Restart() error {
 	c.restarts++
 	cfg := c.mcfg
 	cfg.Seed ^= c.restarts * 0x9e3779b97f4a7c15
-	m, err := newMachine(cfg)
+	m, err := machine.New(cfg)
 	if err != nil {
 		return fmt.Errorf("fakeenvoy: client %d: %w", c.index, err)
 	}
@@ -139,10 +139,7 @@ func (c *Client) Delta() bool { return c.delta }
 // Subscribed reports whether the client watches resource name of typeURL (an Envoy client's
 // CDS and LDS are wildcard: every name once subscribed; a gRPC client names every type). Only
 // valid inside hooks (on the client goroutine).
-func (c *Client) Subscribed(typeURL, name string) bool {
-	t, ok := typeOf(typeURL)
-	return ok && c.m.subscribedName(t, name)
-}
+func (c *Client) Subscribed(typeURL, name string) bool { return c.m.Subscribed(typeURL, name) }
 
 // Resource returns the accepted resource (probe.View), warming or not. Only valid inside hooks.
 func (c *Client) Resource(typeURL, name string) proto.Message { return c.m.Resource(typeURL, name) }
@@ -158,7 +155,11 @@ func (c *Client) NamedOnly() bool { return c.mcfg.GRPC }
 
 // Synced reports whether the client holds an accepted state of typeURL since it (re)started.
 // Only valid inside hooks.
-func (c *Client) Synced(typeURL string) bool { return c.m.synced(typeURL) }
+func (c *Client) Synced(typeURL string) bool { return c.m.Synced(typeURL) }
+
+// LocalSecret returns a secret the client got outside ADS (from the emulated istio-agent or a
+// file), nil when it does not hold it. Only valid inside hooks.
+func (c *Client) LocalSecret(name string) *tlsv3.Secret { return c.m.LocalSecret(name) }
 
 // Run connects, follows the protocol and reconnects with Envoy's backoff until ctx is done;
 // it returns nil then. Connect failures are reported to hooks, never returned. Run must not be
@@ -212,7 +213,7 @@ type recvEvent struct {
 	header bool
 	sotw   *discoveryv3.DiscoveryResponse
 	delta  *discoveryv3.DeltaDiscoveryResponse
-	res    []item // the SotW response's resources when read (by the codec; see codec)
+	res    machine.Resources // the SotW response's resources when read (by the codec)
 	read   bool
 	at     time.Time
 	err    error
@@ -221,7 +222,7 @@ type recvEvent struct {
 // adsStream is what the shell needs of either ADS stream.
 type adsStream interface {
 	Header() (md map[string][]string, err error)
-	send(s *step) error
+	send(s *machine.Step) error
 	recv() (recvEvent, error)
 }
 
@@ -234,8 +235,8 @@ func (s sotwStream) Header() (map[string][]string, error) {
 	return md, err
 }
 
-func (s sotwStream) send(st *step) error {
-	for _, r := range st.sotw {
+func (s sotwStream) send(st *machine.Step) error {
+	for _, r := range st.Sotw {
 		if err := s.Send(r); err != nil {
 			return err
 		}
@@ -257,8 +258,8 @@ func (s deltaStream) Header() (map[string][]string, error) {
 	return md, err
 }
 
-func (s deltaStream) send(st *step) error {
-	for _, r := range st.delta {
+func (s deltaStream) send(st *machine.Step) error {
+	for _, r := range st.Delta {
 		if err := s.Send(r); err != nil {
 			return err
 		}
@@ -285,7 +286,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(cc)
 	var stream adsStream
 	if c.delta {
-		s, err := ads.DeltaAggregatedResources(sctx, c.codec.callOption())
+		s, err := ads.DeltaAggregatedResources(sctx, c.codec.CallOption())
 		if err != nil {
 			if ctx.Err() == nil {
 				c.connectFailed(c.clock.Now(), err)
@@ -294,7 +295,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 		}
 		stream = deltaStream{s}
 	} else {
-		s, err := ads.StreamAggregatedResources(sctx, c.codec.callOption())
+		s, err := ads.StreamAggregatedResources(sctx, c.codec.CallOption())
 		if err != nil {
 			if ctx.Err() == nil {
 				c.connectFailed(c.clock.Now(), err)
@@ -314,7 +315,7 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 
 	o := owner{c: c, stream: stream}
 	defer o.stopTimers()
-	first := c.m.start(c.clock.Now())
+	first := c.m.Start(c.clock.Now())
 	if err := stream.send(&first); err != nil {
 		// The real cause arrives on Recv; let the loop report it.
 		o.sendErr = err
@@ -341,8 +342,8 @@ func (c *Client) receive(ctx context.Context, s adsStream, out chan<- recvEvent,
 	}
 	for {
 		ev, err := s.recv()
-		ev.at = c.codec.lastRecv()
-		ev.res, ev.read = c.codec.lastRead()
+		ev.at = c.codec.LastRecv()
+		ev.res, ev.read = c.codec.LastRead()
 		if ev.at.IsZero() {
 			ev.at = c.clock.Now()
 		}
@@ -364,7 +365,7 @@ type owner struct {
 	connected bool
 	received  int
 	sendErr   error
-	pending   *step // waiting for its ACK delay
+	pending   *machine.Step // waiting for its ACK delay
 	deadline  clock.Timer
 	delayT    clock.Timer
 	// freeAt is when the last scripted ACK delay ended: a response that arrived during it
@@ -413,14 +414,14 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 			}
 			o.markConnected(ev.at)
 			o.received++
-			var st step
+			var st machine.Step
 			switch {
 			case ev.sotw != nil && ev.read:
-				st = c.m.onSotwRead(ev.sotw, ev.res, ev.at)
+				st = c.m.OnSotwRead(ev.sotw, ev.res, ev.at)
 			case ev.sotw != nil:
-				st = c.m.onSotw(ev.sotw, ev.at)
+				st = c.m.OnSotw(ev.sotw, ev.at)
 			default:
-				st = c.m.onDelta(ev.delta, ev.at)
+				st = c.m.OnDelta(ev.delta, ev.at)
 			}
 			ok := o.perform(&st)
 			o.reportBacklog(ev.at)
@@ -428,7 +429,7 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 				return o.received
 			}
 		case <-deadlineC:
-			st := c.m.onTimer(c.clock.Now())
+			st := c.m.OnTimer(c.clock.Now())
 			if !o.perform(&st) {
 				return o.received
 			}
@@ -469,43 +470,43 @@ func (o *owner) markConnected(at time.Time) {
 
 // perform reports a step to the hooks, then sends it now or after its delay. It returns false
 // when the stream must end.
-func (o *owner) perform(st *step) bool {
+func (o *owner) perform(st *machine.Step) bool {
 	c := o.c
-	if st.response {
-		c.hooks.Response(c.info, st.info)
-		if st.applied {
-			c.hooks.Applied(c.info, st.info, c.m)
+	if st.Response {
+		c.hooks.Response(c.info, st.Info)
+		if st.Applied {
+			c.hooks.Applied(c.info, st.Info, c.m)
 		}
 	}
 	now := time.Time{}
-	for _, t := range st.timeouts {
+	for _, t := range st.Timeouts {
 		if now.IsZero() {
 			now = c.clock.Now()
 		}
 		c.hooks.WarmingTimeout(c.info, t, now)
 	}
-	if st.firstFull {
+	if st.FirstFull {
 		c.hooks.FirstFullConfig(c.info, c.clock.Now())
 	}
-	if st.resynced && c.resync != nil {
-		c.resync.Resynced(c.info, c.clock.Now(), st.resync)
+	if st.Resynced && c.resync != nil {
+		c.resync.Resynced(c.info, c.clock.Now(), st.Resync)
 	}
 	c.publishBlocked()
-	if st.delay > 0 && (st.requests() > 0 || st.disconnect) {
+	if st.Delay > 0 && (st.Requests() > 0 || st.Disconnect) {
 		o.pending = st
 		if o.delayT == nil {
-			o.delayT = c.clock.NewTimer(st.delay)
+			o.delayT = c.clock.NewTimer(st.Delay)
 		} else {
-			o.delayT.Reset(st.delay)
+			o.delayT.Reset(st.Delay)
 		}
 		return true
 	}
 	return o.send(st)
 }
 
-func (o *owner) send(st *step) bool {
+func (o *owner) send(st *machine.Step) bool {
 	c := o.c
-	if st.requests() > 0 {
+	if st.Requests() > 0 {
 		if o.sendErr == nil {
 			o.sendErr = o.stream.send(st)
 		}
@@ -513,11 +514,11 @@ func (o *owner) send(st *step) bool {
 			// The stream is broken; Recv reports why. Keep reading until it does.
 			return true
 		}
-		if st.acked {
-			c.hooks.AckSent(c.info, st.info, c.clock.Now())
+		if st.Acked {
+			c.hooks.AckSent(c.info, st.Info, c.clock.Now())
 		}
 	}
-	if st.disconnect {
+	if st.Disconnect {
 		c.hooks.Disconnected(c.info, c.clock.Now(), ErrPolicyDisconnect)
 		return false
 	}
@@ -526,7 +527,7 @@ func (o *owner) send(st *step) bool {
 
 // armDeadline (re)arms the machine's timer and returns its channel, or nil when nothing waits.
 func (o *owner) armDeadline() <-chan time.Time {
-	next := o.c.m.nextDeadline()
+	next := o.c.m.NextDeadline()
 	if next.IsZero() {
 		if o.deadline != nil {
 			o.deadline.Stop()

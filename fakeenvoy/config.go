@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/mem"
 
 	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
+	"github.com/xdslab/xdslab/fakeenvoy/machine"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/internal/rxstamp"
@@ -57,10 +58,10 @@ type ClientConfig struct {
 	// Interner, when set, shares decoded resources with every other client given the same
 	// one (a fleet gives one to all its clients); nil decodes privately. Sharing changes
 	// nothing the client does or reports: resources are immutable once decoded.
-	Interner *Interner
+	Interner *machine.Interner
 	// Agent is the emulated istio-agent that serves the secrets whose sds_config is not ADS
-	// (see sds.go); a fleet gives one to all its clients. nil: such secrets never arrive (and
-	// Client.Blocked says so).
+	// (see package machine's sds.go); a fleet gives one to all its clients. nil: such secrets
+	// never arrive (and Client.Blocked says so).
 	Agent *istioagent.Agent
 
 	// BufferPool is the buffer pool of the client's connection, where its codec gathers a
@@ -70,21 +71,26 @@ type ClientConfig struct {
 	// sets it for a client on a plaintext connection of its own, dialled through
 	// Stamps.Dial; see package internal/rxstamp).
 	Stamps *rxstamp.Stamps
-
-	// workload is the node's namespace and service account (NewClient reads them before it
-	// gives the machine a stand-in node without metadata).
-	workload istioagent.Workload
 }
 
-// checkMode is how the client validates the resources it decodes.
-func (c ClientConfig) checkMode() checkMode {
-	switch {
-	case c.GRPC:
-		return checkGRPC
-	case c.Nack.Realistic:
-		return checkEnvoy
+// machineConfig is the configuration of the client's machine, with the real node (NewClient
+// gives the machine its codec's stand-in) and the workload read from it, since the stand-in
+// has no metadata.
+func (c ClientConfig) machineConfig() machine.Config {
+	return machine.Config{
+		Node:                c.Node,
+		NodeOnFirstOnly:     c.NodeOnFirstOnly,
+		Delta:               c.Delta,
+		GRPC:                c.GRPC,
+		GRPCTargets:         c.GRPCTargets,
+		InitialFetchTimeout: c.InitialFetchTimeout,
+		Nack:                c.Nack,
+		Ack:                 c.Ack,
+		Seed:                c.Seed,
+		Interner:            c.Interner,
+		Agent:               c.Agent,
+		Workload:            istioagent.WorkloadOf(c.Node),
 	}
-	return checkNone
 }
 
 // Connector returns a connection to the control plane; the fleet may share one among clients.

@@ -39,6 +39,9 @@ func TestIdentityTemplate(t *testing.T) {
 	if _, err := NewClient(ClientConfig{}, nil); err == nil || !strings.Contains(err.Error(), "IdentityTemplate") {
 		t.Errorf("missing node: %v", err)
 	}
+	if err := (ClientConfig{Node: tpl.Node(0), GRPC: true, Delta: true, GRPCTargets: []string{"x:1"}}).Validate(); err == nil {
+		t.Errorf("a Delta gRPC client was accepted")
+	}
 }
 
 func TestBackoffNext(t *testing.T) {

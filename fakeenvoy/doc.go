@@ -4,24 +4,25 @@
 // they are scripted with, fakeenvoy/validate what Envoy and grpc-go reject, and
 // internal/rxstamp the kernel receive stamps.
 //
-// Each client is a pure state machine (machine: no I/O, no clock reads) wrapped by a thin gRPC
-// shell (Client.Run). The machine takes "stream started", "response received at t" and "timer
-// fired at t" and returns the requests to send, the ACK/NACK decision, the hooks to call and the
-// next deadline to arm. The shell owns the machine on one goroutine per client; a second
-// goroutine only forwards Recv results, stamped with their receive time (monotonic clock): the
-// kernel's arrival time of the message's last byte for a client on a plaintext connection of
+// Each client is a pure state machine (package fakeenvoy/machine: no I/O, no clock reads) wrapped
+// by a thin gRPC shell (Client.Run). The machine takes "stream started", "response received at t"
+// and "timer fired at t" and returns the requests to send, the ACK/NACK decision, the hooks to
+// call and the next deadline to arm. The shell owns the machine on one goroutine per client; a
+// second goroutine only forwards Recv results, stamped with their receive time (monotonic clock):
+// the kernel's arrival time of the message's last byte for a client on a plaintext connection of
 // its own (package internal/rxstamp), otherwise the time the client's codec took when the
 // transport handed it the message's bytes, before decoding.
 //
-// The machine by concern (machine.go lists its files): a wire adapter per protocol (SotW,
+// The machine by concern (its doc.go lists its files): a wire adapter per protocol (SotW,
 // Delta, proxyless gRPC) reads a response into one update and builds the requests; apply.go
 // applies an update whatever carried it; rules.go holds what Envoy rejects, with package
 // validate's checks of a resource (Envoy's, and grpc-go's); warming.go is the init manager
-// (initial fetch, warming, full config).
-// Resource types are rtype values (CDS, EDS, LDS, RDS, SDS). Transcripts in testdata/machine
+// (initial fetch, warming, full config). Transcripts in fakeenvoy/machine/testdata
 // (TestMachineTranscripts) script a machine event by event — streams, responses with
 // abbreviated resources, time — with the requests, ACKs and NACKs each must send and when the
-// client holds full config.
+// client holds full config. This package is the shell: Client (client.go), its configuration
+// (config.go), node identities (identity.go), Tee, and what it publishes of its blocker
+// (blocked.go).
 //
 // State of the world (SotW) follows Envoy's order: CDS wildcard first; after every CDS response
 // that changed something, one EDS request naming every EDS cluster, sent before the CDS ACK;
@@ -43,15 +44,15 @@
 // timeout expires (Envoy's EDS cache on FetchTimedout). While a resource warms, the copy it
 // replaces stays in effect (Client.Effective); Resource is what was received.
 //
-// SDS (sds.go): a cluster or listener whose TLS transport socket names SDS secrets warms until
-// they arrive (up to its sds_config's initial_fetch_timeout). Each secret comes from where its
-// sds_config says, as with Envoy and its istio-agent: secrets on ADS are asked of the control
-// plane (one SDS subscription naming every such secret, right after the CDS or LDS response);
-// secrets on the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS "default" and
-// "ROOTCA") are served by the fleet's emulated istio-agent (package istioagent: a lab CA, a real SPIFFE
-// workload certificate per client, an issue delay, no network); path sources are read from
-// the file. Client.Blocked (blocked.go) and fleet.Fleet.Incomplete say why a client has no full
-// config: which secret from which source and why it cannot arrive, which clusters wait for
+// SDS (the machine's sds.go): a cluster or listener whose TLS transport socket names SDS secrets
+// warms until they arrive (up to its sds_config's initial_fetch_timeout). Each secret comes from
+// where its sds_config says, as with Envoy and its istio-agent: secrets on ADS are asked of the
+// control plane (one SDS subscription naming every such secret, right after the CDS or LDS
+// response); secrets on the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS "default" and
+// "ROOTCA") are served by the fleet's emulated istio-agent (package istioagent: a lab CA, a real
+// SPIFFE workload certificate per client, an issue delay, no network); path sources are read from
+// the file. Client.Blocked (machine.Blocker) and fleet.Fleet.Incomplete say why a client has no
+// full config: which secret from which source and why it cannot arrive, which clusters wait for
 // endpoints. fleet.Group.Auth (fleet.ClientAuth) gives each client a TLS credential for its
 // namespace.
 //
@@ -77,19 +78,20 @@
 // several hooks in order; the fleet (package fakeenvoy/fleet) tees its clients' hooks into
 // package measure's Observer and Matcher.
 //
-// Scale (10,000 clients in one process): a fleet gives all its clients one Interner, so clients
-// that receive the same resource bytes share one decoded, validated, immutable resource (weak
-// table, freed by the garbage collector once no client holds it); decoding and validation run
-// once per distinct resource, not per client. Each client's codec (codec.go) reads a SotW
-// response's resources straight from the transport's buffer and looks them up there, so a
-// resource already interned is never copied for the client. The clients' maps of accepted
-// resources per type are shared too (resset.go): a change is collected as edits and committed
-// to an immutable set that every client applying the same edits to the same set adopts, with
-// the follow-up names (EDS/RDS) it implies and their encoding, which SotW requests send as
-// shared bytes. Each client keeps its node encoded once and sends it through its codec, which
-// also avoids grpc-go's pooled marshalling buffers; the fleet's connections use grpc-go's
-// default 32 KiB read/write buffers (an idle connection holds neither) and a buffer pool with
-// a tier at every power of two (ClientConfig.BufferPool). A client runs two goroutines: its
-// owner and its receiver. BenchmarkFleetHeapPerClient (package fleet) measures a client's heap
-// and CPU on a 1,000-service mesh (docs/performance.md).
+// Scale (10,000 clients in one process): a fleet gives all its clients one machine.Interner,
+// so clients that receive the same resource bytes share one decoded, validated, immutable
+// resource (weak table, freed by the garbage collector once no client holds it); decoding and
+// validation run once per distinct resource, not per client. Each client's codec (the
+// machine's codec.go) reads a SotW response's resources straight from the transport's buffer
+// and looks them up there, so a resource already interned is never copied for the client. The
+// clients' maps of accepted resources per type are shared too (the machine's resset.go): a
+// change is collected as edits and committed to an immutable set that every client applying
+// the same edits to the same set adopts, with the follow-up names (EDS/RDS) it implies and
+// their encoding, which SotW requests send as shared bytes. Each client keeps its node encoded
+// once and sends it through its codec, which also avoids grpc-go's pooled marshalling buffers;
+// the fleet's connections use grpc-go's default 32 KiB read/write buffers (an idle connection
+// holds neither) and a buffer pool with a tier at every power of two (ClientConfig.BufferPool).
+// A client runs two goroutines: its owner and its receiver. BenchmarkFleetHeapPerClient
+// (package fleet) measures a client's heap and CPU on a 1,000-service mesh
+// (docs/performance.md).
 package fakeenvoy

@@ -12,8 +12,8 @@
 // server sent (xdslab_fleet_receive_backlog_seconds). Incomplete says, per group and reason,
 // why clients never reached a full config; Progress is a light view for live reporting.
 //
-// Scale: all the fleet's clients share one fakeenvoy.Interner (decoded resources and accepted
-// sets), one emulated istio-agent (istioagent.Agent: one CA, a workload certificate per
+// Scale: all the fleet's clients share one machine.Interner (package fakeenvoy/machine: decoded
+// resources and accepted sets), one emulated istio-agent (istioagent.Agent: one CA, a workload certificate per
 // client), and one buffer pool with a tier at every power of two (pool.go); its connections
 // use grpc-go's default 32 KiB read/write buffers. A client on a plaintext connection of its
 // own dials through internal/rxstamp, so its responses carry the kernel's receive time.

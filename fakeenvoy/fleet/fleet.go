@@ -18,6 +18,7 @@ import (
 
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
+	"github.com/xdslab/xdslab/fakeenvoy/machine"
 	"github.com/xdslab/xdslab/internal/clock"
 	"github.com/xdslab/xdslab/internal/rxstamp"
 	"github.com/xdslab/xdslab/measure"
@@ -347,7 +348,7 @@ func New(cfg Config) (*Fleet, error) {
 	pool := newBufferPool()
 	opts := append(fleetDialOptions(pool), cfg.DialOptions...)
 	// One table for the whole fleet: clients with the same config share decoded resources.
-	interner := fakeenvoy.NewInterner()
+	interner := machine.NewInterner()
 	// One istio-agent CA for the whole fleet, one workload certificate per client.
 	agent, err := istioagent.New(cfg.Agent)
 	if err != nil {

@@ -10,5 +10,5 @@
 // inside the fleet and without network traffic: it issues each client a workload certificate
 // and the root from a lab CA, after a configurable issue delay, and reads file-based secrets
 // from their paths. Which secrets it serves is decided by their config source (see
-// fakeenvoy's sds.go); secrets on ADS are still asked of the control plane.
+// fakeenvoy/machine's sds.go); secrets on ADS are still asked of the control plane.
 package istioagent

@@ -6,7 +6,7 @@
 // set, the effect lines are rewritten from what the machine does (review the diff like code).
 //
 // It serves the tests of the cores that speak xDS: the control plane's ADS session
-// (controlplane/xds, testdata/session) and the fake Envoy's machine (fakeenvoy,
-// testdata/machine). Each brings its own inputs and effects; this package only reads files,
+// (controlplane/xds, testdata/session) and the fake Envoy's machine (fakeenvoy/machine,
+// testdata). Each brings its own inputs and effects; this package only reads files,
 // compares and rewrites.
 package transcript

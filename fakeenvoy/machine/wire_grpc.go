@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import "time"
 
@@ -10,7 +10,7 @@ import "time"
 type grpcWire struct{ sotwWire }
 
 // first subscribes to the targets' listeners; grpc-go has no init phases.
-func (grpcWire) first(m *machine, _ time.Time) {
+func (grpcWire) first(m *Machine, _ time.Time) {
 	m.types[tLDS].subscribed = true
 	m.types[tLDS].names = m.targets
 	m.init.phase = phaseDone

@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 )
@@ -24,8 +25,10 @@ import (
 // the plain encoding of the same request with the client's real node, that other requests are
 // encoded as they are, and that Marshal leaves the request unchanged.
 func TestCodecNode(t *testing.T) {
-	node := IdentityTemplate{Namespaces: 3, Labels: map[string]string{"app": "a", "v": "1"}}.Node(7)
-	other := IdentityTemplate{}.Node(8)
+	node := fetest.Node("ns-1", 7)
+	node.Metadata.Fields["LABELS"] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+		"app": structpb.NewStringValue("a"), "v": structpb.NewStringValue("1")}})
+	other := fetest.Node("default", 8)
 	errDetail := &status.Status{Code: 13, Message: "bad"}
 	c, err := newCodec(node, nil)
 	if err != nil {
@@ -82,7 +85,7 @@ func TestCodecNode(t *testing.T) {
 func TestCodecRoundTrip(t *testing.T) {
 	want := sotwResp(t, E, "7", "n", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80))
 	want.ControlPlane = &corev3.ControlPlane{Identifier: "cp"}
-	out, err := (&codec{}).Marshal(want)
+	out, err := (&Codec{}).Marshal(want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,12 +102,13 @@ func TestCodecRoundTrip(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := splitBuffers(b, tc.split)
-			c := &codec{}
+			c := &Codec{}
 			got := &discoveryv3.DiscoveryResponse{}
 			if err := c.Unmarshal(data, got); err != nil {
 				t.Fatal(err)
 			}
-			res, read := c.lastRead()
+			read0, read := c.LastRead()
+			res := read0.items
 			// The decoded message must not alias the received buffers (gRPC recycles them).
 			for _, buf := range data {
 				clear(buf.ReadOnlyData())
@@ -126,8 +130,8 @@ func TestCodecRoundTrip(t *testing.T) {
 					t.Errorf("resource %d read as %+v, want type %s, name %s, %d bytes equal to the Any's", i, w, a.GetTypeUrl(), name, len(a.GetValue()))
 				}
 			}
-			if _, again := c.lastRead(); again {
-				t.Errorf("lastRead did not clear")
+			if _, again := c.LastRead(); again {
+				t.Errorf("LastRead did not clear")
 			}
 		})
 	}
@@ -167,11 +171,12 @@ func TestCodecInterned(t *testing.T) {
 		{"other mode", checkNone, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &codec{interner: in, mode: tc.mode}
+			c := &Codec{interner: in, mode: tc.mode}
 			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &discoveryv3.DiscoveryResponse{}); err != nil {
 				t.Fatal(err)
 			}
-			res, _ := c.lastRead()
+			read, _ := c.LastRead()
+			res := read.items
 			if len(res) != 2 {
 				t.Fatalf("%d resources read, want 2", len(res))
 			}
@@ -216,13 +221,13 @@ func TestCodecFallback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantErr := proto.Unmarshal(tc.b, &discoveryv3.DiscoveryResponse{})
-			c := &codec{}
+			c := &Codec{}
 			got := &discoveryv3.DiscoveryResponse{}
 			err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(tc.b)}, got)
 			if (err == nil) != (wantErr == nil) {
 				t.Fatalf("Unmarshal error %v, proto.Unmarshal's %v", err, wantErr)
 			}
-			if _, read := c.lastRead(); read {
+			if _, read := c.LastRead(); read {
 				t.Errorf("the codec read resources it should leave to proto")
 			}
 			if err == nil && len(got.GetResources()) != tc.resources {
@@ -233,11 +238,11 @@ func TestCodecFallback(t *testing.T) {
 }
 
 func TestCodecRejectsNonProto(t *testing.T) {
-	if _, err := (&codec{}).Marshal("text"); err == nil {
+	if _, err := (&Codec{}).Marshal("text"); err == nil {
 		t.Errorf("Marshal(string) succeeded")
 	}
 	var s string
-	if err := (&codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{1})}, &s); err == nil {
+	if err := (&Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{1})}, &s); err == nil {
 		t.Errorf("Unmarshal into *string succeeded")
 	}
 }
@@ -261,7 +266,7 @@ func TestCodecSharedNames(t *testing.T) {
 	if len(set.refs) != 20 || set.refsWire == nil {
 		t.Fatalf("set refs %v (wire %d bytes), want 20 names kept encoded", set.refs, len(set.refsWire))
 	}
-	node := IdentityTemplate{Namespaces: 3}.Node(1)
+	node := fetest.Node("ns-1", 1)
 	c, err := newCodec(node, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +329,7 @@ func FuzzCodecResponse(f *testing.F) {
 		cut1, cut2 := min(int(in[0]), len(b)), min(int(in[0])+int(in[1]), len(b))
 		var want discoveryv3.DiscoveryResponse
 		werr := proto.Unmarshal(b, &want)
-		c := &codec{}
+		c := &Codec{}
 		got := &discoveryv3.DiscoveryResponse{}
 		gerr := c.Unmarshal(splitBuffers(b, []int{cut1, cut2}), got)
 		if (werr == nil) != (gerr == nil) {
@@ -333,7 +338,8 @@ func FuzzCodecResponse(f *testing.F) {
 		if werr != nil {
 			return
 		}
-		res, read := c.lastRead()
+		read0, read := c.LastRead()
+		res := read0.items
 		if !read {
 			if d := cmp.Diff(&want, got, protocmp.Transform()); d != "" {
 				t.Fatalf("fallback decode differs:\n%s", d)

@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ import (
 // Like Envoy, only ACKs and NACKs carry a nonce.
 type deltaWire struct{}
 
-func (deltaWire) first(m *machine, now time.Time) { m.firstEnvoy(now) }
+func (deltaWire) first(m *Machine, now time.Time) { m.firstEnvoy(now) }
 
-func (deltaWire) restate(m *machine, s *step, t rtype) {
+func (deltaWire) restate(m *Machine, s *Step, t rtype) {
 	ts := &m.types[t]
 	r := m.deltaReq(t)
 	if !t.wildcard() {
@@ -30,11 +30,11 @@ func (deltaWire) restate(m *machine, s *step, t rtype) {
 			}
 		}
 	}
-	s.delta = append(s.delta, r)
+	s.Delta = append(s.Delta, r)
 }
 
 // resubscribe sends the difference, nothing when there is none.
-func (deltaWire) resubscribe(m *machine, s *step, t rtype, names []string) {
+func (deltaWire) resubscribe(m *Machine, s *Step, t rtype, names []string) {
 	sub, unsub := diffSorted(m.types[t].names, names)
 	if len(sub) == 0 && len(unsub) == 0 {
 		return
@@ -43,17 +43,17 @@ func (deltaWire) resubscribe(m *machine, s *step, t rtype, names []string) {
 	r := m.deltaReq(t)
 	r.ResourceNamesSubscribe = sub
 	r.ResourceNamesUnsubscribe = unsub
-	s.delta = append(s.delta, r)
+	s.Delta = append(s.Delta, r)
 }
 
 // ack goes ahead of the subscriptions the response caused: Envoy's Delta mux sends every ACK
 // before plain updates (NewGrpcMuxImpl::whoWantsToSendDiscoveryRequest).
-func (deltaWire) ack(m *machine, s *step, u *update) {
+func (deltaWire) ack(m *Machine, s *Step, u *update) {
 	req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: u.t.url(), ResponseNonce: u.nonce, Node: m.attachNode()}
-	if s.info.Nacked {
-		req.ErrorDetail = nackStatus(s.info.Error)
+	if s.Info.Nacked {
+		req.ErrorDetail = nackStatus(s.Info.Error)
 	}
-	s.delta = append([]*discoveryv3.DeltaDiscoveryRequest{req}, s.delta...)
+	s.Delta = append([]*discoveryv3.DeltaDiscoveryRequest{req}, s.Delta...)
 }
 
 func (deltaWire) named(t rtype) bool { return !t.wildcard() }
@@ -61,27 +61,27 @@ func (deltaWire) named(t rtype) bool { return !t.wildcard() }
 func (deltaWire) dependent(t rtype) (rtype, bool) { return envoyDependent(t) }
 
 // deltaReq starts a Delta subscription request.
-func (m *machine) deltaReq(t rtype) *discoveryv3.DeltaDiscoveryRequest {
+func (m *Machine) deltaReq(t rtype) *discoveryv3.DeltaDiscoveryRequest {
 	return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t.url(), Node: m.attachNode()}
 }
 
-// onDelta handles one DeltaDiscoveryResponse received at recv.
-func (m *machine) onDelta(r *discoveryv3.DeltaDiscoveryResponse, recv time.Time) step {
+// OnDelta handles one DeltaDiscoveryResponse received at recv.
+func (m *Machine) OnDelta(r *discoveryv3.DeltaDiscoveryResponse, recv time.Time) Step {
 	m.seq++
 	m.streamResp++
-	s := step{response: true}
+	s := Step{Response: true}
 	u := m.deltaUpdate(&s, r)
-	s.info.Recv = recv
+	s.Info.Recv = recv
 	m.handle(&s, &u, recv)
 	return s
 }
 
-// deltaUpdate reads a Delta response into an update, and fills s.info with what the response
+// deltaUpdate reads a Delta response into an update, and fills s.Info with what the response
 // is.
-func (m *machine) deltaUpdate(s *step, r *discoveryv3.DeltaDiscoveryResponse) update {
-	s.info = probe.ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Nonce: r.GetNonce(), Delta: true, Resources: len(r.GetResources())}
+func (m *Machine) deltaUpdate(s *Step, r *discoveryv3.DeltaDiscoveryResponse) update {
+	s.Info = probe.ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Nonce: r.GetNonce(), Delta: true, Resources: len(r.GetResources())}
 	for _, res := range r.GetResources() {
-		s.info.Bytes += len(res.GetResource().GetValue())
+		s.Info.Bytes += len(res.GetResource().GetValue())
 	}
 	t, ok := typeOf(r.GetTypeUrl())
 	if !ok || !m.types[t].subscribed {

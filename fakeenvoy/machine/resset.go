@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"hash/maphash"
@@ -175,7 +175,7 @@ func (ed *edits) leadsTo(s *resSet) bool {
 
 // commit applies ed to type t's resources: a shared set equal to the result when the interner
 // holds one, else a new map (published for the other clients).
-func (m *machine) commit(t rtype, ed *edits) {
+func (m *Machine) commit(t rtype, ed *edits) {
 	ts := &m.types[t]
 	if len(ed.m) == 0 {
 		return

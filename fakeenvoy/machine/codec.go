@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/xdslab/xdslab/internal/rxstamp"
 )
 
-// codec is a client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers, with
+// Codec is a client's gRPC codec: protobuf, without grpc-go's pooled marshalling buffers, with
 // the client's node encoded once, and reading SotW responses against the fleet's Interner.
 //
 // Requests are small and marshalled once: a plain proto.Marshal into an unpooled slice costs
@@ -25,19 +25,19 @@ import (
 // sends its node on every request, and a node's metadata is a map of Struct values, the most
 // expensive part of a request to encode (reflection, an allocation per entry), and its decoded
 // form costs more memory than the rest of an idle client's state. So the client keeps only the
-// node's bytes, encoded once by newCodec: its machine puts a stand-in node (holding just the
-// id) in the requests it builds, and the codec writes the node's bytes in its place, followed
+// node's bytes, encoded once by NewCodec: its machine puts a stand-in node (holding just the
+// id) in the requests it builds, and the Codec writes the node's bytes in its place, followed
 // by the rest of the request. Protobuf fields may come in any order, so the server decodes the
 // request the client would have sent with the full node. Likewise a SotW request repeats every
 // EDS (or RDS) name on every ACK, tens of KB on a large mesh: when the names are a shared set's
-// references (resset.go), the codec sends the set's encoding of them as a second buffer, shared
+// references (resset.go), the Codec sends the set's encoding of them as a second buffer, shared
 // by every client that holds that set, instead of encoding the list again.
 //
 // Responses are decoded straight from the received buffer: when a message spans one buffer it
 // is read in place; otherwise it is gathered once into a buffer of the fleet's pool, freed when
 // Unmarshal returns. Nothing decoded points into either buffer afterwards. A SotW response's
 // resources are not unpacked into Anys (readSotw): while the bytes are still in the buffer, the
-// codec hashes each resource and looks it up in the Interner. A resource some client already
+// Codec hashes each resource and looks it up in the Interner. A resource some client already
 // decoded (every client but the first, for the same config) is handed to the machine as that
 // shared decoded resource and its bytes are never copied; only the others are copied out.
 // proto.Unmarshal would have allocated every resource again, a MB per client for a large mesh.
@@ -45,8 +45,8 @@ import (
 // The codec also stamps each response's receive time: Unmarshal is where the transport hands
 // over a whole message's bytes, before any decoding, so that is where the push latency ends.
 // grpc-go calls it on the goroutine that called RecvMsg (the client's receive goroutine), which
-// reads the stamp with lastRecv right after Recv returns.
-type codec struct {
+// reads the stamp with LastRecv right after Recv returns.
+type Codec struct {
 	node      *corev3.Node // the stand-in the client's requests carry; nil when no node
 	nodeBytes []byte       // the encoding of the client's real node
 	now       func() time.Time
@@ -67,13 +67,44 @@ type codec struct {
 	read bool
 }
 
-// newCodec encodes node (which may be nil) for the codec of one client; the client's machine
+// CodecConfig configures a client's Codec.
+type CodecConfig struct {
+	// Machine is the configuration of the client's machine, with the client's real node: the
+	// codec encodes that node once, and looks resources up in its Interner under its
+	// validation mode.
+	Machine Config
+	// Now stamps receive times (nil: time.Now).
+	Now func() time.Time
+	// Pool is where a message spanning several buffers is gathered (nil: grpc-go's default
+	// pool).
+	Pool mem.BufferPool
+	// Stamps, when set, gives the kernel's receive time of each message (package
+	// internal/rxstamp).
+	Stamps *rxstamp.Stamps
+}
+
+// NewCodec returns the codec of one client; the client's machine must be given Node, the
+// stand-in, instead of the real node.
+func NewCodec(cfg CodecConfig) (*Codec, error) {
+	c, err := newCodec(cfg.Machine.Node, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	c.interner, c.mode, c.pool, c.rx = cfg.Machine.Interner, cfg.Machine.checkMode(), cfg.Pool, cfg.Stamps
+	return c, nil
+}
+
+// Node is the stand-in for the client's node that its machine must put in its requests (nil
+// when there is no node): the codec writes the real node's bytes in its place.
+func (c *Codec) Node() *corev3.Node { return c.node }
+
+// newCodec encodes node (which may be nil) for the Codec of one client; the client's machine
 // must put c.node, the stand-in, in its requests.
-func newCodec(node *corev3.Node, now func() time.Time) (*codec, error) {
+func newCodec(node *corev3.Node, now func() time.Time) (*Codec, error) {
 	if now == nil {
 		now = time.Now
 	}
-	c := &codec{now: now}
+	c := &Codec{now: now}
 	if node != nil {
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(node)
 		if err != nil {
@@ -84,11 +115,15 @@ func newCodec(node *corev3.Node, now func() time.Time) (*codec, error) {
 	return c, nil
 }
 
-func (c *codec) callOption() grpc.CallOption { return grpc.ForceCodecV2(c) }
+// CallOption makes a stream use the codec.
+func (c *Codec) CallOption() grpc.CallOption { return grpc.ForceCodecV2(c) }
 
-func (*codec) Name() string { return "proto" }
+// Name is the codec's content subtype: proto.
+func (*Codec) Name() string { return "proto" }
 
-func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
+// Marshal encodes a request, writing the client's node and a shared set's names as kept
+// encoded (see Codec).
+func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 	// The request belongs to the client goroutine that is sending it (Send marshals on the
 	// caller's goroutine), so its node and names can be taken out while the rest is encoded.
 	switch r := v.(type) {
@@ -140,7 +175,7 @@ const (
 )
 
 // withNode encodes the node as field (when node), then m (which has no node).
-func (c *codec) withNode(field protowire.Number, node bool, m proto.Message) ([]byte, error) {
+func (c *Codec) withNode(field protowire.Number, node bool, m proto.Message) ([]byte, error) {
 	size := proto.Size(m)
 	if !node {
 		return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, 0, size), m)
@@ -151,7 +186,9 @@ func (c *codec) withNode(field protowire.Number, node bool, m proto.Message) ([]
 	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
 }
 
-func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
+// Unmarshal stamps the receive time and decodes a response, reading a SotW response's
+// resources itself (see Codec and LastRead).
+func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if c.now != nil {
 		c.recvAt = c.now()
 	} else {
@@ -194,10 +231,10 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 // readSotw decodes a DiscoveryResponse from b into r, except its resources, which it returns
-// (see codec). ok is false when b holds something readSotw leaves to proto.Unmarshal (a
+// (see Codec). ok is false when b holds something readSotw leaves to proto.Unmarshal (a
 // malformed message, an Any with unknown fields or a type URL that is not UTF-8): the caller
 // then decodes b as usual, so errors stay proto's.
-func (c *codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item, ok bool) {
+func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item, ok bool) {
 	var rest []byte // every field but the resources, decoded by proto
 	res = make([]item, 0, countResources(b))
 	for len(b) > 0 {
@@ -255,7 +292,7 @@ func countResources(b []byte) int {
 }
 
 // readAny reads one google.protobuf.Any (type_url, value) of a response.
-func (c *codec) readAny(b []byte) (item, bool) {
+func (c *Codec) readAny(b []byte) (item, bool) {
 	var url, val []byte
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -298,17 +335,18 @@ func (c *codec) readAny(b []byte) (item, bool) {
 	return w, true
 }
 
-// lastRead returns the resources of the last response if Unmarshal read them itself (read
-// false: they are in the response), and clears them.
-func (c *codec) lastRead() ([]item, bool) {
-	res, read := c.res, c.read
+// LastRead returns the resources of the last response if Unmarshal read them itself (read
+// false: they are in the response), and clears them: the owner passes them to
+// Machine.OnSotwRead.
+func (c *Codec) LastRead() (res Resources, read bool) {
+	res, read = Resources{c.res}, c.read
 	c.res, c.read = nil, false
 	return res, read
 }
 
-// lastRecv returns the receive stamp of the message the last Recv returned, and clears it (a
-// zero time means the message did not pass through this codec).
-func (c *codec) lastRecv() time.Time {
+// LastRecv returns the receive stamp of the message the last Recv returned, and clears it (a
+// zero time means the message did not pass through this Codec).
+func (c *Codec) LastRecv() time.Time {
 	t := c.recvAt
 	c.recvAt = time.Time{}
 	return t

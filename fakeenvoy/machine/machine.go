@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"hash/maphash"
@@ -16,22 +16,8 @@ import (
 	"github.com/xdslab/xdslab/probe"
 )
 
-// The client's protocol state machine, by concern:
-//
-//	machine.go      the state, the events (start, a timer; a response enters through its
-//	                wire adapter: onSotw, onDelta) and what the client reports of its state
-//	wire.go         the wire adapters (SotW, Delta, proxyless gRPC): a response becomes one
-//	                update, requests are built in the protocol's shape
-//	apply.go        applying an update: decode, accept or reject, commit, follow-up requests
-//	rules.go        what Envoy rejects (package validate: the checks of a resource, Envoy's
-//	                and grpc-go's)
-//	warming.go      the init manager: initial fetch, cluster and listener warming, full config
-//	sds.go          SDS secrets and the warming on them
-//	decode.go       decoding resources and reading raw protobuf
-//	resset.go, intern.go   sharing decoded resources and accepted sets among a fleet's clients
-
 // checkMode is how resources are validated when decoded: not at all, as Envoy does
-// (policy.Nack.Realistic), or as grpc-go's xDS client does (ClientConfig.GRPC).
+// (policy.Nack.Realistic), or as grpc-go's xDS client does (Config.GRPC).
 type checkMode uint8
 
 const (
@@ -73,10 +59,12 @@ type typeState struct {
 	set *resSet
 }
 
-// machine is a client's pure protocol state machine: no I/O, no clock reads, no goroutines.
-// The shell calls start on every new stream, onSotw/onDelta per response and onTimer when
-// nextDeadline passes, and performs the returned step.
-type machine struct {
+// Machine is one client's pure protocol state machine: no I/O, no clock reads, no goroutines.
+// Its owner (the client's goroutine) calls Start on every new stream, OnSotw, OnSotwRead or
+// OnDelta per response and OnTimer when NextDeadline passes, and performs the returned Step.
+// Its accessors (Resource, Effective, Synced, Subscribed, LocalSecret, Blocked) are for the
+// same goroutine only.
+type Machine struct {
 	node          *corev3.Node
 	wire          wire // the protocol: sotwWire, deltaWire or grpcWire
 	nodeFirstOnly bool
@@ -105,32 +93,81 @@ type machine struct {
 	delay *dist.Sampler // ACK delay; nil when none
 }
 
-// step is what the shell must do after feeding the machine one event, in this order: call the
-// Response hook (when response), Applied (when applied), WarmingTimeout for each timeout,
-// FirstFullConfig (when firstFull), wait delay, send the requests (one of them is the ACK/NACK
-// of the response when acked: the last in SotW, the first in Delta), call AckSent, and close
-// the stream when disconnect.
-type step struct {
-	sotw      []*discoveryv3.DiscoveryRequest
-	delta     []*discoveryv3.DeltaDiscoveryRequest
-	response  bool
-	info      probe.ResponseInfo
-	acked     bool
-	applied   bool
-	timeouts  []string
-	firstFull bool
-	// resynced: the client holds a full config again after a reconnect, resync after the
+// Step is what the owner must do after feeding the machine one event, in this order: call the
+// Response hook (when Response), Applied (when Applied), WarmingTimeout for each of Timeouts,
+// FirstFullConfig (when FirstFull), Resynced (when Resynced), wait Delay, send the requests
+// (one of them is the ACK/NACK of the response when Acked: the last in SotW, the first in
+// Delta), call AckSent, and close the stream when Disconnect.
+type Step struct {
+	// Sotw and Delta are the requests to send, in order (one protocol's: the other is empty).
+	Sotw  []*discoveryv3.DiscoveryRequest
+	Delta []*discoveryv3.DeltaDiscoveryRequest
+	// Response: the event was a response, described by Info.
+	Response bool
+	Info     probe.ResponseInfo
+	// Acked: the requests hold the response's ACK or NACK (not when the client never ACKs).
+	Acked bool
+	// Applied: the response changed what the client holds (the Applied hook).
+	Applied bool
+	// Timeouts are the type URLs whose initial_fetch_timeout or warming expired.
+	Timeouts []string
+	// FirstFull: the client holds its first full (warmed) config.
+	FirstFull bool
+	// Resynced: the client holds a full config again after a reconnect, Resync after the
 	// stream started (the Resynced hook).
-	resynced   bool
-	resync     time.Duration
-	delay      time.Duration
-	disconnect bool
+	Resynced bool
+	Resync   time.Duration
+	// Delay is the scripted ACK delay (policy.Ack) to wait before sending.
+	Delay time.Duration
+	// Disconnect: the stream must be closed once the requests are sent (policy.Ack).
+	Disconnect bool
 }
 
-func (s *step) requests() int { return len(s.sotw) + len(s.delta) }
+// Requests is how many requests the step sends.
+func (s *Step) Requests() int { return len(s.Sotw) + len(s.Delta) }
 
-func newMachine(cfg ClientConfig) (*machine, error) {
-	m := &machine{
+// Config configures a machine. The client shell builds it from its own configuration, with
+// Envoy's defaults applied.
+type Config struct {
+	// Node goes on the requests (on every one, or the first of each stream with
+	// NodeOnFirstOnly). Its namespace and service account are the Workload unless set.
+	Node            *corev3.Node
+	NodeOnFirstOnly bool
+	// Delta selects incremental xDS; GRPC a proxyless gRPC client (SotW, named subscriptions
+	// from the GRPCTargets listeners down, grpc-go's rules; Delta must be false).
+	Delta       bool
+	GRPC        bool
+	GRPCTargets []string
+	// InitialFetchTimeout bounds how long a bootstrap subscription, or a warming cluster or
+	// listener whose config source gives none, waits; <= 0 waits forever.
+	InitialFetchTimeout time.Duration
+	// Nack (compiled: policy.Nack.Compile) and Ack are the client's scripted behaviour.
+	Nack policy.Nack
+	Ack  policy.Ack
+	// Seed drives the NACK probability and the ACK delay.
+	Seed uint64
+	// Interner shares decoded resources and accepted sets with the other clients given the
+	// same one; nil decodes privately.
+	Interner *Interner
+	// Agent serves the secrets whose sds_config is not ADS (nil: they never arrive); Workload
+	// is who the client is to it (zero: read from Node).
+	Agent    *istioagent.Agent
+	Workload istioagent.Workload
+}
+
+// checkMode is how a machine of this configuration validates the resources it decodes.
+func (c Config) checkMode() checkMode {
+	switch {
+	case c.GRPC:
+		return checkGRPC
+	case c.Nack.Realistic:
+		return checkEnvoy
+	}
+	return checkNone
+}
+
+func New(cfg Config) (*Machine, error) {
+	m := &Machine{
 		node:          cfg.Node,
 		wire:          sotwWire{},
 		nodeFirstOnly: cfg.NodeOnFirstOnly,
@@ -140,9 +177,9 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 		ack:           cfg.Ack,
 		interner:      cfg.Interner,
 		agent:         cfg.Agent,
-		workload:      cfg.workload,
+		workload:      cfg.Workload,
 	}
-	if cfg.workload == (istioagent.Workload{}) {
+	if cfg.Workload == (istioagent.Workload{}) {
 		m.workload = istioagent.WorkloadOf(cfg.Node)
 	}
 	switch {
@@ -166,11 +203,11 @@ func newMachine(cfg ClientConfig) (*machine, error) {
 	return m, nil
 }
 
-// start begins a new stream: nonces are cleared and every subscription is restated in order
+// Start begins a new stream: nonces are cleared and every subscription is restated in order
 // with the last accepted versions (the very first stream makes the protocol's first
 // subscription: CDS for Envoy, the targets' listeners for gRPC).
-func (m *machine) start(now time.Time) step {
-	var s step
+func (m *Machine) Start(now time.Time) Step {
+	var s Step
 	m.nodeSent = false
 	m.streamResp = 0
 	for t := range m.types {
@@ -191,7 +228,7 @@ func (m *machine) start(now time.Time) step {
 
 // attachNode is the node for the next request: every request carries it, or only the first of
 // a stream (NodeOnFirstOnly).
-func (m *machine) attachNode() *corev3.Node {
+func (m *Machine) attachNode() *corev3.Node {
 	if m.nodeFirstOnly && m.nodeSent {
 		return nil
 	}
@@ -202,52 +239,52 @@ func (m *machine) attachNode() *corev3.Node {
 // handle applies the update a wire adapter made of a response and has the adapter append its
 // ACK or NACK (unless the client never ACKs), then draws the ACK delay and decides the
 // disconnect.
-func (m *machine) handle(s *step, u *update, now time.Time) {
+func (m *Machine) handle(s *Step, u *update, now time.Time) {
 	if u.unwatched == dropUnwatched {
-		s.info.NoOp = true
+		s.Info.NoOp = true
 		m.finishDisconnect(s)
 		return
 	}
 	if u.unwatched == ackUnwatched {
-		s.info.NoOp = true
+		s.Info.NoOp = true
 	} else {
 		m.apply(s, u, now)
-		if !s.info.Nacked {
+		if !s.Info.Nacked {
 			m.types[u.t].version = u.version // SotW's version_info ("" in Delta)
 		}
 	}
 	if !m.ack.NeverAck {
 		m.wire.ack(m, s, u)
-		s.acked = true
+		s.Acked = true
 	}
 	if m.delay != nil {
-		s.delay = secondsToDuration(m.delay.Float())
+		s.Delay = secondsToDuration(m.delay.Float())
 	}
 	m.finishDisconnect(s)
 }
 
-func (m *machine) finishDisconnect(s *step) {
+func (m *Machine) finishDisconnect(s *Step) {
 	if m.ack.DisconnectAfter > 0 && m.streamResp >= m.ack.DisconnectAfter {
-		s.disconnect = true
+		s.Disconnect = true
 	}
 }
 
-// onTimer expires initial fetch timeouts and warming at now.
-func (m *machine) onTimer(now time.Time) step {
-	var s step
+// OnTimer expires initial fetch timeouts and warming at now.
+func (m *Machine) OnTimer(now time.Time) Step {
+	var s Step
 	m.expireInit(&s, now)
 	if m.deliverLocal(now) {
 		m.rewarmSecrets()
 	}
 	if a, b := expire(m.init.secC, now), expire(m.init.secL, now); a || b {
-		s.timeouts = append(s.timeouts, tSDS.url())
+		s.Timeouts = append(s.Timeouts, tSDS.url())
 	}
 	m.advance(&s, now)
 	return s
 }
 
-// nextDeadline is when onTimer must next run; zero when nothing waits.
-func (m *machine) nextDeadline() time.Time {
+// NextDeadline is when OnTimer must next run; zero when nothing waits.
+func (m *Machine) NextDeadline() time.Time {
 	next := m.init.nextDeadline()
 	if m.localPending > 0 {
 		for _, l := range m.local {
@@ -261,7 +298,7 @@ func (m *machine) nextDeadline() time.Time {
 
 // Resource implements probe.View over the accepted resources (what the client received,
 // warming or not).
-func (m *machine) Resource(typeURL, name string) proto.Message {
+func (m *Machine) Resource(typeURL, name string) proto.Message {
 	t, ok := typeOf(typeURL)
 	if !ok {
 		return nil
@@ -276,21 +313,28 @@ func (m *machine) Resource(typeURL, name string) proto.Message {
 // Effective returns the resource in effect, as Envoy serves traffic with it: a cluster still
 // warming (waiting for its assignment) or a listener waiting for its routes has not replaced
 // the copy held before it (nil when it is new).
-func (m *machine) Effective(typeURL, name string) proto.Message {
+func (m *Machine) Effective(typeURL, name string) proto.Message {
 	if t, ok := typeOf(typeURL); ok && t.wildcard() && m.warming(t, name) {
 		return m.init.prev(t)[name].message()
 	}
 	return m.Resource(typeURL, name)
 }
 
-// synced reports whether the client holds an accepted state of typeURL (on this process).
-func (m *machine) synced(typeURL string) bool {
+// Synced reports whether the client holds an accepted state of typeURL (on this process).
+func (m *Machine) Synced(typeURL string) bool {
 	t, ok := typeOf(typeURL)
 	return ok && m.types[t].accepted
 }
 
+// Subscribed reports whether the client watches resource name of typeURL (an Envoy client's
+// CDS and LDS are wildcard: every name once subscribed; a gRPC client names every type).
+func (m *Machine) Subscribed(typeURL, name string) bool {
+	t, ok := typeOf(typeURL)
+	return ok && m.subscribedName(t, name)
+}
+
 // subscribedName reports whether the client watches name of type t.
-func (m *machine) subscribedName(t rtype, name string) bool {
+func (m *Machine) subscribedName(t rtype, name string) bool {
 	ts := &m.types[t]
 	if !ts.subscribed {
 		return false
@@ -304,12 +348,12 @@ func (m *machine) subscribedName(t rtype, name string) bool {
 
 // subscribeNames makes type t's subscription names (sorted, unique), the wire adapter sending
 // the request that changes it.
-func (m *machine) subscribeNames(s *step, t rtype, names []string) {
+func (m *Machine) subscribeNames(s *Step, t rtype, names []string) {
 	m.wire.resubscribe(m, s, t, names)
 }
 
 // setNames records t's new subscription names and drops the held resources unsub names.
-func (m *machine) setNames(t rtype, names, unsub []string) {
+func (m *Machine) setNames(t rtype, names, unsub []string) {
 	ts := &m.types[t]
 	ts.subscribed = true
 	ts.names = names
@@ -328,7 +372,7 @@ func (m *machine) setNames(t rtype, names, unsub []string) {
 // followUp sends, after a change of type t, the request naming every resource of its
 // dependent type the changed set now references (Envoy: CDS → EDS, LDS → RDS, before the ACK
 // of the CDS/LDS response; gRPC also RDS → CDS).
-func (m *machine) followUp(s *step, t rtype) {
+func (m *Machine) followUp(s *Step, t rtype) {
 	dep, ok := m.wire.dependent(t)
 	if !ok {
 		return

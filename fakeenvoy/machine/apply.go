@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"fmt"
@@ -11,10 +11,10 @@ import (
 
 // apply validates and applies one update and fills s with the decision, follow-up requests and
 // init progress. The ACK/NACK itself is the wire adapter's.
-func (m *machine) apply(s *step, u *update, now time.Time) {
+func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	t := u.t
 	ts := &m.types[t]
-	s.info.Fresh = !ts.accepted
+	s.Info.Fresh = !ts.accepted
 	realistic := m.nack.Realistic
 	mode := checkNone
 	switch {
@@ -55,7 +55,7 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 		if held, ok := ts.res[it.name]; ok && held.d.hash == it.hash {
 			continue // identical: skipped
 		}
-		s.info.Changed++
+		s.Info.Changed++
 		if m.nack.MatchName(it.name) {
 			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
 		} else if it.hit != nil {
@@ -92,28 +92,28 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 			}
 		}
 	}
-	s.info.Removed = len(gone)
+	s.Info.Removed = len(gone)
 	if u.versions {
-		s.info.Removed = len(u.removed) // as on the wire; NoOp counts only what was held
+		s.Info.Removed = len(u.removed) // as on the wire; NoOp counts only what was held
 	}
-	s.info.NoOp = s.info.Changed == 0 && len(gone) == 0
+	s.Info.NoOp = s.Info.Changed == 0 && len(gone) == 0
 
 	nacked := respErr != nil || len(itemErrs) > 0
 	if nacked {
-		s.info.Nacked = true
+		s.Info.Nacked = true
 		msgs := itemErrs
 		if respErr != nil {
 			msgs = []string{respErr.Error()}
 		}
-		s.info.Error = joinErrors(msgs)
+		s.Info.Error = joinErrors(msgs)
 	}
 	if respErr != nil || (len(itemErrs) > 0 && !m.appliesPartly(t)) {
 		m.afterResponse(s, t, now)
 		return
 	}
-	ed := newEdits(ts.res, s.info.Changed+len(gone)) // applied by commit, below (see resset.go)
-	if n := s.info.Changed + len(gone); n > 0 {
-		s.info.Touched = make([]probe.Touched, 0, n)
+	ed := newEdits(ts.res, s.Info.Changed+len(gone)) // applied by commit, below (see resset.go)
+	if n := s.Info.Changed + len(gone); n > 0 {
+		s.Info.Touched = make([]probe.Touched, 0, n)
 	}
 	changed := false
 	for i := range items {
@@ -141,12 +141,12 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 		old := held.d
 		ed.put(name, entry{version: version, d: it.d})
 		changed = true
-		s.info.Touched = append(s.info.Touched, probe.Touched{Name: name, Prev: old.message()})
+		s.Info.Touched = append(s.Info.Touched, probe.Touched{Name: name, Prev: old.message()})
 		m.warmStored(t, name, it.d, old, now)
 	}
 	for _, name := range gone {
 		held, _ := ed.get(name)
-		s.info.Touched = append(s.info.Touched, probe.Touched{Name: name, Prev: held.d.message()})
+		s.Info.Touched = append(s.Info.Touched, probe.Touched{Name: name, Prev: held.d.message()})
 		ed.del(name)
 		changed = true
 		m.unwarm(t, name)
@@ -157,7 +157,7 @@ func (m *machine) apply(s *step, u *update, now time.Time) {
 	}
 	m.warmByContent(u)
 	if changed {
-		s.applied = true
+		s.Applied = true
 		m.followUp(s, t)
 		if t.wildcard() {
 			m.followUpSecrets(s, now)

@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"testing"
@@ -58,27 +58,27 @@ func secret(name string) *tlsv3.Secret {
 // an empty SDS answer, until both secrets are there; a listener with an mTLS chain waits too.
 func TestSDSWarming(t *testing.T) {
 	for _, delta := range []bool{false, true} {
-		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: policy.Nack{Realistic: true}})
-		m.start(t0)
+		m := newTestMachine(t, Config{Delta: delta, Nack: policy.Nack{Realistic: true}})
+		m.Start(t0)
 		forever := durationpb.New(0)
-		var s step
+		var s Step
 		if delta {
-			s = m.onDelta(deltaResp(t, C, "a", nil, mtlsCluster(t, "c1", forever)), t0)
-			if len(s.delta) != 3 || s.delta[2].GetTypeUrl() != S || len(s.delta[2].GetResourceNamesSubscribe()) != 2 {
-				t.Fatalf("delta CDS step: %v", s.delta)
+			s = m.OnDelta(deltaResp(t, C, "a", nil, mtlsCluster(t, "c1", forever)), t0)
+			if len(s.Delta) != 3 || s.Delta[2].GetTypeUrl() != S || len(s.Delta[2].GetResourceNamesSubscribe()) != 2 {
+				t.Fatalf("delta CDS step: %v", s.Delta)
 			}
 		} else {
-			s = m.onSotw(sotwResp(t, C, "1", "a", mtlsCluster(t, "c1", forever)), t0)
-			wantReqs(t, "CDS", s.sotw, "EDS(,,[c1])", "SDS(,,[ROOTCA default])", "CDS(1,a,[])")
+			s = m.OnSotw(sotwResp(t, C, "1", "a", mtlsCluster(t, "c1", forever)), t0)
+			wantReqs(t, "CDS", s.Sotw, "EDS(,,[c1])", "SDS(,,[ROOTCA default])", "CDS(1,a,[])")
 		}
-		if s.info.Nacked {
-			t.Fatalf("delta=%v: mTLS cluster NACKed: %s", delta, s.info.Error)
+		if s.Info.Nacked {
+			t.Fatalf("delta=%v: mTLS cluster NACKed: %s", delta, s.Info.Error)
 		}
-		feed := func(typeURL, nonce string, msgs ...proto.Message) step {
+		feed := func(typeURL, nonce string, msgs ...proto.Message) Step {
 			if delta {
-				return m.onDelta(deltaResp(t, typeURL, nonce, nil, msgs...), t0)
+				return m.OnDelta(deltaResp(t, typeURL, nonce, nil, msgs...), t0)
 			}
-			return m.onSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
+			return m.OnSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
 		}
 		feed(E, "b", fetest.CLA("c1", "10.0.0.1", 80))
 		if m.init.phase != phaseClusters || m.Effective(C, "c1") != nil {
@@ -98,28 +98,28 @@ func TestSDSWarming(t *testing.T) {
 // TestSDSTimeout: secrets that never come end warming at the sds_config's
 // initial_fetch_timeout, reported as an SDS timeout.
 func TestSDSTimeout(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{})
-	m.start(t0)
-	m.onSotw(sotwResp(t, C, "1", "a", mtlsCluster(t, "c1", durationpb.New(2*time.Second))), t0)
-	m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
-	if d := m.nextDeadline(); !d.Equal(t0.Add(2 * time.Second)) {
+	m := newTestMachine(t, Config{})
+	m.Start(t0)
+	m.OnSotw(sotwResp(t, C, "1", "a", mtlsCluster(t, "c1", durationpb.New(2*time.Second))), t0)
+	m.OnSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
+	if d := m.NextDeadline(); !d.Equal(t0.Add(2 * time.Second)) {
 		t.Fatalf("deadline %v, want the secrets' 2s", d)
 	}
-	s := m.onTimer(t0.Add(2 * time.Second))
-	if len(s.timeouts) != 1 || s.timeouts[0] != S || m.init.phase != phaseLDS {
-		t.Fatalf("timeouts %v, phase %d", s.timeouts, m.init.phase)
+	s := m.OnTimer(t0.Add(2 * time.Second))
+	if len(s.Timeouts) != 1 || s.Timeouts[0] != S || m.init.phase != phaseLDS {
+		t.Fatalf("timeouts %v, phase %d", s.Timeouts, m.init.phase)
 	}
 }
 
 // TestSDSStaticSecretRejected: a secret reference without sds_config names a bootstrap secret
 // the fake Envoy does not have: NACKed under the realistic policy.
 func TestSDSStaticSecretRejected(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{Nack: policy.Nack{Realistic: true}})
-	m.start(t0)
+	m := newTestMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+	m.Start(t0)
 	c := fetest.EDSCluster("c1")
 	c.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: "static"}}}})
-	if s := m.onSotw(sotwResp(t, C, "1", "a", c), t0); !s.info.Nacked {
+	if s := m.OnSotw(sotwResp(t, C, "1", "a", c), t0); !s.Info.Nacked {
 		t.Fatal("a static secret reference was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"flag"
@@ -28,9 +28,9 @@ import (
 	"github.com/xdslab/xdslab/internal/transcript"
 )
 
-var updateTranscripts = flag.Bool("update", false, "rewrite the expected effects in testdata/machine/*.txt")
+var updateTranscripts = flag.Bool("update", false, "rewrite the expected effects in testdata/*.txt")
 
-// Machine transcripts (testdata/machine/*.txt) script one client's machine event by event —
+// Machine transcripts (testdata/*.txt) script one client's machine event by event —
 // streams starting, responses arriving, time passing — and list what each event must make it do,
 // exactly and in order. A file holds cases:
 //
@@ -71,7 +71,7 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the expected effects
 // go test -run TestMachineTranscripts -update rewrites the effect lines from what the machine
 // does; review the diff like code.
 func TestMachineTranscripts(t *testing.T) {
-	transcript.RunDir(t, "testdata/machine/*.txt", transcript.Format{
+	transcript.RunDir(t, "testdata/*.txt", transcript.Format{
 		Effects: []string{"> ", "! ", "= "},
 		New:     func(t testing.TB, header string) transcript.Case { return newMachineScript(t, header) },
 	}, *updateTranscripts)
@@ -80,7 +80,7 @@ func TestMachineTranscripts(t *testing.T) {
 // machineScript is one case's machine and clock.
 type machineScript struct {
 	t     testing.TB
-	m     *machine
+	m     *Machine
 	delta bool
 	now   time.Time
 }
@@ -89,7 +89,7 @@ var rtypeNames = map[string]rtype{"CDS": tCDS, "EDS": tEDS, "LDS": tLDS, "RDS": 
 
 func newMachineScript(t testing.TB, header string) *machineScript {
 	words := strings.Fields(strings.TrimPrefix(header, "=== "))
-	cfg := ClientConfig{Node: IdentityTemplate{}.Node(0)}
+	var cfg Config
 	for _, w := range words {
 		k, v, _ := strings.Cut(w, "=")
 		switch k {
@@ -111,11 +111,8 @@ func newMachineScript(t testing.TB, header string) *machineScript {
 			cfg.InitialFetchTimeout = d
 		}
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("%s: %v", header, err)
-	}
-	cfg = cfg.withDefaults()
-	m, err := newMachine(cfg)
+	cfg = withShellDefaults(cfg)
+	m, err := New(cfg)
 	if err != nil {
 		t.Fatalf("%s: %v", header, err)
 	}
@@ -127,7 +124,7 @@ func (x *machineScript) Input(line string) (effects []string, err error) {
 	words := strings.Fields(line)
 	switch words[0] {
 	case "start":
-		st := x.m.start(x.now)
+		st := x.m.Start(x.now)
 		return x.render(&st), nil
 	case "wait":
 		if len(words) != 2 {
@@ -138,11 +135,11 @@ func (x *machineScript) Input(line string) (effects []string, err error) {
 			return nil, err
 		}
 		x.now = x.now.Add(d)
-		if x.m.nextDeadline().IsZero() {
+		if x.m.NextDeadline().IsZero() {
 			return nil, nil
 		}
 		// The shell runs the timer only once a deadline passed; run early, it must do nothing.
-		st := x.m.onTimer(x.now)
+		st := x.m.OnTimer(x.now)
 		return x.render(&st), nil
 	case "held":
 		return x.held(), nil
@@ -196,18 +193,18 @@ func (x *machineScript) response(words []string) ([]string, error) {
 			names = append(names, name)
 		}
 	}
-	var st step
+	var st Step
 	if x.delta {
 		r := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: typeURL, Nonce: nonce, RemovedResources: removed}
 		for i, a := range res {
 			r.Resources = append(r.Resources, &discoveryv3.Resource{Name: names[i], Version: version, Resource: a})
 		}
-		st = x.m.onDelta(r, x.now)
+		st = x.m.OnDelta(r, x.now)
 	} else {
 		if len(removed) > 0 {
 			return nil, fmt.Errorf("-NAME (removed) is Delta only")
 		}
-		st = x.m.onSotw(&discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: version, Nonce: nonce, Resources: res}, x.now)
+		st = x.m.OnSotw(&discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: version, Nonce: nonce, Resources: res}, x.now)
 	}
 	return x.render(&st), nil
 }
@@ -298,35 +295,35 @@ func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, err
 }
 
 // render lists a step's effects in a fixed order: requests, then what the client reports.
-func (x *machineScript) render(st *step) []string {
+func (x *machineScript) render(st *Step) []string {
 	var out []string
-	for _, r := range st.sotw {
+	for _, r := range st.Sotw {
 		out = append(out, renderSotw(r))
 	}
-	for _, r := range st.delta {
+	for _, r := range st.Delta {
 		out = append(out, renderDelta(r))
 	}
-	for _, u := range st.timeouts {
+	for _, u := range st.Timeouts {
 		t, _ := typeOf(u)
 		out = append(out, "! timeout "+t.String())
 	}
-	if st.response {
+	if st.Response {
 		switch {
-		case st.applied:
-			a := fmt.Sprintf("! applied changed=%d", st.info.Changed)
-			if st.info.Removed > 0 {
-				a += fmt.Sprintf(" removed=%d", st.info.Removed)
+		case st.Applied:
+			a := fmt.Sprintf("! applied changed=%d", st.Info.Changed)
+			if st.Info.Removed > 0 {
+				a += fmt.Sprintf(" removed=%d", st.Info.Removed)
 			}
 			out = append(out, a)
-		case st.info.NoOp:
+		case st.Info.NoOp:
 			out = append(out, "! noop")
 		}
 	}
-	if st.firstFull {
+	if st.FirstFull {
 		out = append(out, "! full")
 	}
-	if st.resynced {
-		out = append(out, fmt.Sprintf("! resynced %v", st.resync))
+	if st.Resynced {
+		out = append(out, fmt.Sprintf("! resynced %v", st.Resync))
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"fmt"
@@ -17,26 +17,26 @@ import (
 // previous one.
 type sotwWire struct{}
 
-func (sotwWire) first(m *machine, now time.Time) { m.firstEnvoy(now) }
+func (sotwWire) first(m *Machine, now time.Time) { m.firstEnvoy(now) }
 
-func (sotwWire) restate(m *machine, s *step, t rtype) { s.sotw = append(s.sotw, m.sotwReq(t, nil)) }
+func (sotwWire) restate(m *Machine, s *Step, t rtype) { s.Sotw = append(s.Sotw, m.sotwReq(t, nil)) }
 
 // resubscribe sends the whole list, even unchanged (Envoy's legacy mux follows every CDS or
 // LDS change with its EDS or RDS request); nothing for a type never subscribed that stays
 // empty.
-func (sotwWire) resubscribe(m *machine, s *step, t rtype, names []string) {
+func (sotwWire) resubscribe(m *Machine, s *Step, t rtype, names []string) {
 	ts := &m.types[t]
 	if len(names) == 0 && !ts.subscribed {
 		return
 	}
 	_, unsub := diffSorted(ts.names, names)
 	m.setNames(t, names, unsub)
-	s.sotw = append(s.sotw, m.sotwReq(t, nil))
+	s.Sotw = append(s.Sotw, m.sotwReq(t, nil))
 }
 
 // ack goes after the requests the response caused (the legacy mux sends the EDS or RDS request
 // first).
-func (sotwWire) ack(m *machine, s *step, u *update) {
+func (sotwWire) ack(m *Machine, s *Step, u *update) {
 	if u.unwatched == ackUnwatched {
 		// Envoy with no watch for the type: an empty response is ACKed with its version, one
 		// with resources is answered with the old version and the new nonce, no error_detail.
@@ -46,14 +46,14 @@ func (sotwWire) ack(m *machine, s *step, u *update) {
 		} else if len(u.items) == 0 {
 			req.VersionInfo = u.version
 		}
-		s.sotw = append(s.sotw, req)
+		s.Sotw = append(s.Sotw, req)
 		return
 	}
 	var nack *status.Status
-	if s.info.Nacked {
-		nack = nackStatus(s.info.Error)
+	if s.Info.Nacked {
+		nack = nackStatus(s.Info.Error)
 	}
-	s.sotw = append(s.sotw, m.sotwReq(u.t, nack))
+	s.Sotw = append(s.Sotw, m.sotwReq(u.t, nack))
 }
 
 func (sotwWire) named(t rtype) bool { return !t.wildcard() }
@@ -61,7 +61,7 @@ func (sotwWire) named(t rtype) bool { return !t.wildcard() }
 func (sotwWire) dependent(t rtype) (rtype, bool) { return envoyDependent(t) }
 
 // sotwReq is t's request with the client's last accepted version and latest nonce.
-func (m *machine) sotwReq(t rtype, nack *status.Status) *discoveryv3.DiscoveryRequest {
+func (m *Machine) sotwReq(t rtype, nack *status.Status) *discoveryv3.DiscoveryRequest {
 	ts := &m.types[t]
 	r := &discoveryv3.DiscoveryRequest{
 		VersionInfo:   ts.version,
@@ -76,34 +76,44 @@ func (m *machine) sotwReq(t rtype, nack *status.Status) *discoveryv3.DiscoveryRe
 	return r
 }
 
-// onSotw handles one SotW DiscoveryResponse received at recv.
-func (m *machine) onSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) step {
+// OnSotw handles one SotW DiscoveryResponse received at recv.
+func (m *Machine) OnSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) Step {
 	res := make([]item, len(r.GetResources()))
 	for i, a := range r.GetResources() {
 		res[i] = item{typeURL: a.GetTypeUrl(), size: len(a.GetValue()), raw: a.GetValue()}
 		res[i].name, res[i].nameOK = readName(a.GetValue())
 	}
-	return m.onSotwRead(r, res, recv)
+	return m.onSotwItems(r, res, recv)
 }
 
-// onSotwRead handles a SotW response received at recv whose resources are res (read by the
-// codec: r's own are ignored). It owns res.
-func (m *machine) onSotwRead(r *discoveryv3.DiscoveryResponse, res []item, recv time.Time) step {
+// Resources are the resources of a SotW response as a Codec read them from the transport's
+// buffer (Codec.LastRead), for Machine.OnSotwRead.
+type Resources struct{ items []item }
+
+// OnSotwRead handles a SotW response received at recv whose resources the codec read (r's own
+// are ignored). It owns res.
+func (m *Machine) OnSotwRead(r *discoveryv3.DiscoveryResponse, res Resources, recv time.Time) Step {
+	return m.onSotwItems(r, res.items, recv)
+}
+
+// onSotwItems handles a SotW response received at recv whose resources are res (r's own are
+// ignored). It owns res.
+func (m *Machine) onSotwItems(r *discoveryv3.DiscoveryResponse, res []item, recv time.Time) Step {
 	m.seq++
 	m.streamResp++
-	s := step{response: true}
+	s := Step{Response: true}
 	u := m.sotwUpdate(&s, r, res)
-	s.info.Recv = recv
+	s.Info.Recv = recv
 	m.handle(&s, &u, recv)
 	return s
 }
 
-// sotwUpdate reads a SotW response whose resources are res into an update, and fills s.info
+// sotwUpdate reads a SotW response whose resources are res into an update, and fills s.Info
 // with what the response is.
-func (m *machine) sotwUpdate(s *step, r *discoveryv3.DiscoveryResponse, res []item) update {
-	s.info = probe.ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Resources: len(res)}
+func (m *Machine) sotwUpdate(s *Step, r *discoveryv3.DiscoveryResponse, res []item) update {
+	s.Info = probe.ResponseInfo{Seq: m.seq, TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Nonce: r.GetNonce(), Resources: len(res)}
 	for i := range res {
-		s.info.Bytes += res[i].size
+		s.Info.Bytes += res[i].size
 	}
 	u := update{typeURL: r.GetTypeUrl(), version: r.GetVersionInfo(), nonce: r.GetNonce(), items: res}
 	t, ok := typeOf(r.GetTypeUrl())

@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"runtime"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
@@ -37,18 +38,27 @@ func sotwResp(t testing.TB, typeURL, version, nonce string, msgs ...proto.Messag
 	return r
 }
 
-func newTestMachine(t testing.TB, cfg ClientConfig) *machine {
-	t.Helper()
+// withShellDefaults applies what the client shell (fakeenvoy.ClientConfig) defaults: a node,
+// Envoy's 15s initial_fetch_timeout.
+func withShellDefaults(cfg Config) Config {
 	if cfg.Node == nil {
-		cfg.Node = IdentityTemplate{}.Node(0)
+		cfg.Node = fetest.Node("default", 0)
 	}
-	cfg = cfg.withDefaults()
+	if cfg.InitialFetchTimeout == 0 {
+		cfg.InitialFetchTimeout = 15 * time.Second
+	}
+	return cfg
+}
+
+func newTestMachine(t testing.TB, cfg Config) *Machine {
+	t.Helper()
+	cfg = withShellDefaults(cfg)
 	nack, err := cfg.Nack.Compile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Nack = nack
-	m, err := newMachine(cfg)
+	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,45 +93,45 @@ const (
 )
 
 // warmedMachine runs the initial exchange for clusters c1, c2 and listener l1 → r1.
-func warmedMachine(t *testing.T, cfg ClientConfig) *machine {
+func warmedMachine(t *testing.T, cfg Config) *Machine {
 	m := newTestMachine(t, cfg)
-	m.start(t0)
-	m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1"), fetest.EDSCluster("c2")), t0)
-	m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80)), t0)
-	m.onSotw(sotwResp(t, L, "1", "c", fetest.RDSListener(t, "l1", 80, "r1")), t0)
-	s := m.onSotw(sotwResp(t, R, "1", "d", fetest.Route("r1", "h", "c1")), t0)
-	if !s.firstFull {
+	m.Start(t0)
+	m.OnSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1"), fetest.EDSCluster("c2")), t0)
+	m.OnSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80)), t0)
+	m.OnSotw(sotwResp(t, L, "1", "c", fetest.RDSListener(t, "l1", 80, "r1")), t0)
+	s := m.OnSotw(sotwResp(t, R, "1", "d", fetest.Route("r1", "h", "c1")), t0)
+	if !s.FirstFull {
 		t.Fatalf("initial exchange did not reach the first full config")
 	}
 	return m
 }
 
 func TestMachineNodeFirstOnlyAndNeverAck(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{NodeOnFirstOnly: true, Ack: policy.Ack{NeverAck: true}})
-	first := m.start(t0)
-	s := m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
-	wantReqs(t, "never ACK: only the EDS subscription goes out", s.sotw, "EDS(,,[c1])")
-	if first.sotw[0].Node == nil || s.sotw[0].Node != nil || s.acked {
-		t.Errorf("node on first %v, on second %v, acked %v", first.sotw[0].Node != nil, s.sotw[0].Node != nil, s.acked)
+	m := newTestMachine(t, Config{NodeOnFirstOnly: true, Ack: policy.Ack{NeverAck: true}})
+	first := m.Start(t0)
+	s := m.OnSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
+	wantReqs(t, "never ACK: only the EDS subscription goes out", s.Sotw, "EDS(,,[c1])")
+	if first.Sotw[0].Node == nil || s.Sotw[0].Node != nil || s.Acked {
+		t.Errorf("node on first %v, on second %v, acked %v", first.Sotw[0].Node != nil, s.Sotw[0].Node != nil, s.Acked)
 	}
-	again := m.start(t0)
-	if again.sotw[0].Node == nil || again.sotw[1].Node != nil {
+	again := m.Start(t0)
+	if again.Sotw[0].Node == nil || again.Sotw[1].Node != nil {
 		t.Errorf("new stream: node must be on its first request only")
 	}
 }
 
 func TestMachineAckDelay(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{Ack: policy.Ack{Delay: dist.Constant(0.25), DisconnectAfter: 2}})
-	m.start(t0)
-	s := m.onSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
-	if s.delay != 250*time.Millisecond || s.disconnect {
-		t.Errorf("delay %v disconnect %v, want 250ms and no disconnect", s.delay, s.disconnect)
+	m := newTestMachine(t, Config{Ack: policy.Ack{Delay: dist.Constant(0.25), DisconnectAfter: 2}})
+	m.Start(t0)
+	s := m.OnSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
+	if s.Delay != 250*time.Millisecond || s.Disconnect {
+		t.Errorf("delay %v disconnect %v, want 250ms and no disconnect", s.Delay, s.Disconnect)
 	}
-	if s = m.onSotw(sotwResp(t, E, "1", "b"), t0); !s.disconnect {
+	if s = m.OnSotw(sotwResp(t, E, "1", "b"), t0); !s.Disconnect {
 		t.Errorf("no disconnect after the 2nd response")
 	}
-	m.start(t0)
-	if s = m.onSotw(sotwResp(t, E, "1", "c"), t0); s.disconnect {
+	m.Start(t0)
+	if s = m.OnSotw(sotwResp(t, E, "1", "c"), t0); s.Disconnect {
 		t.Errorf("DisconnectAfter must count per stream")
 	}
 }
@@ -150,6 +160,19 @@ func TestReadNameAndDiff(t *testing.T) {
 	}
 }
 
+func TestEdsClusterName(t *testing.T) {
+	c := fetest.EDSCluster("a")
+	c.EdsClusterConfig.ServiceName = "svc-a"
+	_, refs, err := decode(tCDS, mustMarshal(t, c), checkEnvoy)
+	if err != nil || len(refs) != 1 || refs[0] != "svc-a" {
+		t.Errorf("refs %v err %v, want [svc-a]", refs, err)
+	}
+	st := &clusterv3.Cluster{Name: "s", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
+	if _, refs, _ := decode(tCDS, mustMarshal(t, st), checkNone); len(refs) != 0 {
+		t.Errorf("static cluster refs %v, want none", refs)
+	}
+}
+
 // BenchmarkMachineHeap reports the heap one warmed SotW state machine retains (2 clusters, 2
 // assignments, 1 listener, 1 route config, node included), the part of a fleet client's
 // memory this package controls.
@@ -164,15 +187,15 @@ func BenchmarkMachineHeap(b *testing.B) {
 	b.ReportAllocs()
 	var perClient float64
 	for b.Loop() {
-		ms := make([]*machine, n)
+		ms := make([]*Machine, n)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for i := range ms {
-			ms[i] = newTestMachine(b, ClientConfig{Node: IdentityTemplate{}.Node(i)})
-			ms[i].start(t0)
+			ms[i] = newTestMachine(b, Config{Node: fetest.Node("default", i)})
+			ms[i].Start(t0)
 			for _, r := range resp {
-				ms[i].onSotw(r, t0)
+				ms[i].OnSotw(r, t0)
 			}
 		}
 		runtime.GC()

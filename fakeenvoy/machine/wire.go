@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"time"
@@ -13,15 +13,15 @@ import (
 // carried it (apply.go); the adapter then builds the requests in its protocol's shape.
 type wire interface {
 	// first makes the first subscription of a new client process.
-	first(m *machine, now time.Time)
+	first(m *Machine, now time.Time)
 	// restate appends the request that states t's subscription on a new stream (or when
 	// initialization first subscribes to t), with what the client holds of it.
-	restate(m *machine, s *step, t rtype)
+	restate(m *Machine, s *Step, t rtype)
 	// resubscribe makes names (sorted, unique) t's subscription, appending the request that
 	// changes it when the protocol needs one.
-	resubscribe(m *machine, s *step, t rtype, names []string)
-	// ack appends the ACK, or the NACK when s.info.Nacked, of the response u came from.
-	ack(m *machine, s *step, u *update)
+	resubscribe(m *Machine, s *Step, t rtype, names []string)
+	// ack appends the ACK, or the NACK when s.Info.Nacked, of the response u came from.
+	ack(m *Machine, s *Step, u *update)
 	// named reports whether t is subscribed by name (not wildcard).
 	named(t rtype) bool
 	// dependent is the type whose names follow from t's resources (CDS → EDS, LDS → RDS).
@@ -66,7 +66,7 @@ const (
 // item is one resource of a response, before it is applied.
 //
 // A SotW response's items are built by the codec, while the bytes are still in the transport's
-// buffer (codec.readSotw), or by onSotw from the response's Anys.
+// buffer (Codec.readSotw), or by OnSotw from the response's Anys.
 type item struct {
 	name    string // field 1 of the resource (see readName); SotW: "" when !nameOK
 	raw     []byte // nil when hit holds the bytes

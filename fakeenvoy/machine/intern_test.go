@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"hash/maphash"
@@ -99,9 +99,9 @@ func TestInternerForgets(t *testing.T) {
 // interner and checks they hold the same decoded resources, equal to a private client's.
 func TestInternerSharedMachines(t *testing.T) {
 	in := NewInterner()
-	a := warmedMachine(t, ClientConfig{Interner: in})
-	b := warmedMachine(t, ClientConfig{Interner: in})
-	p := warmedMachine(t, ClientConfig{})
+	a := warmedMachine(t, Config{Interner: in})
+	b := warmedMachine(t, Config{Interner: in})
+	p := warmedMachine(t, Config{})
 	for _, r := range []struct{ typeURL, name string }{{C, "c1"}, {C, "c2"}, {E, "c1"}, {L, "l1"}, {R, "r1"}} {
 		ma, mb, mp := a.Resource(r.typeURL, r.name), b.Resource(r.typeURL, r.name), p.Resource(r.typeURL, r.name)
 		if ma == nil || ma != mb {
@@ -115,7 +115,7 @@ func TestInternerSharedMachines(t *testing.T) {
 		}
 	}
 	// A change seen by one client does not touch the other's view.
-	a.onSotw(sotwResp(t, E, "2", "e", fetest.CLA("c1", "10.9.9.9", 80), fetest.CLA("c2", "10.0.0.2", 80)), t0)
+	a.OnSotw(sotwResp(t, E, "2", "e", fetest.CLA("c1", "10.9.9.9", 80), fetest.CLA("c2", "10.0.0.2", 80)), t0)
 	if proto.Equal(a.Resource(E, "c1"), b.Resource(E, "c1")) {
 		t.Errorf("client b sees client a's new assignment")
 	}
@@ -137,8 +137,8 @@ func modeOf(realistic bool) checkMode {
 // the map built by the first; a diverging change (another version) gets its own map.
 func TestInternerSharedSets(t *testing.T) {
 	in := NewInterner()
-	a := warmedMachine(t, ClientConfig{Interner: in})
-	b := warmedMachine(t, ClientConfig{Interner: in})
+	a := warmedMachine(t, Config{Interner: in})
+	b := warmedMachine(t, Config{Interner: in})
 	for tt := range numTypes {
 		if sa, sb := a.types[tt].set, b.types[tt].set; sa != sb {
 			t.Errorf("%s: sets %p and %p, want one shared set", tt.url(), sa, sb)
@@ -151,8 +151,8 @@ func TestInternerSharedSets(t *testing.T) {
 		t.Errorf("EDS names not shared: %v and %v", a.types[tEDS].names, b.types[tEDS].names)
 	}
 	before := b.types[tEDS].res
-	change := func(m *machine, addr string) {
-		m.onSotw(sotwResp(t, E, "2", "e", fetest.CLA("c1", addr, 80), fetest.CLA("c2", "10.0.0.2", 80)), t0)
+	change := func(m *Machine, addr string) {
+		m.OnSotw(sotwResp(t, E, "2", "e", fetest.CLA("c1", addr, 80), fetest.CLA("c2", "10.0.0.2", 80)), t0)
 	}
 	change(a, "10.9.9.9")
 	if b.types[tEDS].set == a.types[tEDS].set || !maps.Equal(b.types[tEDS].res, before) || len(before) != 2 {
@@ -162,7 +162,7 @@ func TestInternerSharedSets(t *testing.T) {
 	if b.types[tEDS].set != a.types[tEDS].set {
 		t.Errorf("client b built its own map for the change client a made first")
 	}
-	c := warmedMachine(t, ClientConfig{Interner: in})
+	c := warmedMachine(t, Config{Interner: in})
 	change(c, "10.8.8.8")
 	if c.types[tEDS].set == a.types[tEDS].set {
 		t.Errorf("a different change adopted client a's map")
@@ -172,16 +172,16 @@ func TestInternerSharedSets(t *testing.T) {
 	}
 	// The same content reached another way (two pushes on client d, one on client e, as a
 	// debounce may batch them) is one set too.
-	d, e := warmedMachine(t, ClientConfig{Interner: in}), warmedMachine(t, ClientConfig{Interner: in})
-	d.onSotw(sotwResp(t, E, "2", "e", fetest.CLA("c1", "10.7.7.7", 80)), t0)
-	d.onSotw(sotwResp(t, E, "3", "e", fetest.CLA("c2", "10.7.7.8", 80)), t0)
-	e.onSotw(sotwResp(t, E, "3", "e", fetest.CLA("c1", "10.7.7.7", 80), fetest.CLA("c2", "10.7.7.8", 80)), t0)
+	d, e := warmedMachine(t, Config{Interner: in}), warmedMachine(t, Config{Interner: in})
+	d.OnSotw(sotwResp(t, E, "2", "e", fetest.CLA("c1", "10.7.7.7", 80)), t0)
+	d.OnSotw(sotwResp(t, E, "3", "e", fetest.CLA("c2", "10.7.7.8", 80)), t0)
+	e.OnSotw(sotwResp(t, E, "3", "e", fetest.CLA("c1", "10.7.7.7", 80), fetest.CLA("c2", "10.7.7.8", 80)), t0)
 	if d.types[tEDS].set != e.types[tEDS].set || d.types[tEDS].set == nil {
 		t.Errorf("equal assignments through different pushes: sets %p and %p, want one", d.types[tEDS].set, e.types[tEDS].set)
 	}
 	// A removal (SotW CDS without c2) is a change too, shared the same way.
-	for _, m := range []*machine{a, b} {
-		m.onSotw(sotwResp(t, C, "2", "f", fetest.EDSCluster("c1")), t0)
+	for _, m := range []*Machine{a, b} {
+		m.OnSotw(sotwResp(t, C, "2", "f", fetest.EDSCluster("c1")), t0)
 	}
 	if a.types[tCDS].set != b.types[tCDS].set || len(a.types[tCDS].res) != 1 || a.Resource(C, "c2") != nil {
 		t.Errorf("after removing c2: sets %p and %p with %d clusters", a.types[tCDS].set, b.types[tCDS].set, len(a.types[tCDS].res))

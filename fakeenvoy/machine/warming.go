@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import "time"
 
@@ -82,14 +82,14 @@ func (in *initState) nextDeadline() time.Time {
 }
 
 // firstEnvoy makes an Envoy's first subscription: CDS, waiting up to the initial fetch timeout.
-func (m *machine) firstEnvoy(now time.Time) {
+func (m *Machine) firstEnvoy(now time.Time) {
 	m.types[tCDS].subscribed = true
 	m.init.phaseDeadline = m.deadline(now)
 }
 
 // startResync starts waiting, on a stream that starts at now after the first full config, for
 // every subscribed type to answer.
-func (m *machine) startResync(now time.Time) {
+func (m *Machine) startResync(now time.Time) {
 	in := &m.init
 	in.resyncing, in.resyncWait = in.fullDone, 0
 	if !in.resyncing {
@@ -105,7 +105,7 @@ func (m *machine) startResync(now time.Time) {
 
 // deadline returns when a bootstrap subscription (CDS, LDS) that starts waiting at now times
 // out.
-func (m *machine) deadline(now time.Time) time.Time {
+func (m *Machine) deadline(now time.Time) time.Time {
 	if m.ift <= 0 {
 		return time.Time{}
 	}
@@ -115,7 +115,7 @@ func (m *machine) deadline(now time.Time) time.Time {
 // deadlineFor returns when a cluster or listener d that starts warming at now times out: after
 // the initial_fetch_timeout of the config source it names (0s waits forever, as in Envoy), or
 // after the client's default when that config source gives none.
-func (m *machine) deadlineFor(now time.Time, d *decoded) time.Time {
+func (m *Machine) deadlineFor(now time.Time, d *decoded) time.Time {
 	if d == nil || !d.hasFetch {
 		return m.deadline(now)
 	}
@@ -132,7 +132,7 @@ func (m *machine) deadlineFor(now time.Time, d *decoded) time.Time {
 // again for an assignment it already watches, and the one it holds is used only when the
 // cluster's initial_fetch_timeout expires (Envoy's EDS resources cache, used on FetchTimedout
 // only): until then the cluster waits for the server to send one.
-func (m *machine) warmStored(t rtype, name string, d, old *decoded, now time.Time) {
+func (m *Machine) warmStored(t rtype, name string, d, old *decoded, now time.Time) {
 	if m.grpc || !t.wildcard() {
 		return
 	}
@@ -154,7 +154,7 @@ func (m *machine) warmStored(t rtype, name string, d, old *decoded, now time.Tim
 }
 
 // unwarm drops a deleted cluster or listener from warming.
-func (m *machine) unwarm(t rtype, name string) {
+func (m *Machine) unwarm(t rtype, name string) {
 	if !t.wildcard() {
 		return
 	}
@@ -165,7 +165,7 @@ func (m *machine) unwarm(t rtype, name string) {
 
 // warming reports whether cluster (t tCDS) or listener (tLDS) name is warming, on its
 // dependencies or on its SDS secrets.
-func (m *machine) warming(t rtype, name string) bool {
+func (m *Machine) warming(t rtype, name string) bool {
 	warm, sec, _ := m.init.warmMaps(t)
 	_, w := (*warm)[name]
 	_, ws := (*sec)[name]
@@ -175,7 +175,7 @@ func (m *machine) warming(t rtype, name string) bool {
 // keepPrev records, for a cluster or listener that starts warming, the copy that stays in
 // effect meanwhile (nil: it is new, kept as no entry: a whole new config warms without a map of
 // nils). A resource already warming keeps its first copy.
-func (m *machine) keepPrev(t rtype, name string, old *decoded) {
+func (m *Machine) keepPrev(t rtype, name string, old *decoded) {
 	_, _, prev := m.init.warmMaps(t)
 	if m.warming(t, name) {
 		return
@@ -190,7 +190,7 @@ func (m *machine) keepPrev(t rtype, name string, old *decoded) {
 	(*prev)[name] = old
 }
 
-func (m *machine) hasRoutes(refs []string) bool {
+func (m *Machine) hasRoutes(refs []string) bool {
 	for _, r := range refs {
 		if _, ok := m.types[tRDS].res[r]; !ok {
 			return false
@@ -203,7 +203,7 @@ func (m *machine) hasRoutes(refs []string) bool {
 // ClusterLoadAssignment received (even unchanged) warms its clusters, a removed one means "does
 // not exist" and warms them too; route configurations warm the listeners that have them all;
 // secrets the resources that have them all.
-func (m *machine) warmByContent(u *update) {
+func (m *Machine) warmByContent(u *update) {
 	switch u.t {
 	case tEDS:
 		if len(m.init.warmC) == 0 {
@@ -237,7 +237,7 @@ func (m *machine) warmByContent(u *update) {
 }
 
 // afterResponse advances initialization after a response of type t.
-func (m *machine) afterResponse(s *step, t rtype, now time.Time) {
+func (m *Machine) afterResponse(s *Step, t rtype, now time.Time) {
 	in := &m.init
 	if (in.phase == phaseCDS && t == tCDS) || (in.phase == phaseLDS && t == tLDS) {
 		in.phase++
@@ -248,21 +248,21 @@ func (m *machine) afterResponse(s *step, t rtype, now time.Time) {
 
 // expireInit ends, at now, a phase waiting past its initial fetch timeout and the warming of
 // clusters and listeners past theirs.
-func (m *machine) expireInit(s *step, now time.Time) {
+func (m *Machine) expireInit(s *Step, now time.Time) {
 	in := &m.init
 	if (in.phase == phaseCDS || in.phase == phaseLDS) && !in.phaseDeadline.IsZero() && !now.Before(in.phaseDeadline) {
 		if in.phase == phaseCDS {
-			s.timeouts = append(s.timeouts, tCDS.url())
+			s.Timeouts = append(s.Timeouts, tCDS.url())
 		} else {
-			s.timeouts = append(s.timeouts, tLDS.url())
+			s.Timeouts = append(s.Timeouts, tLDS.url())
 		}
 		in.phase++
 	}
 	if expire(in.warmC, now) {
-		s.timeouts = append(s.timeouts, tEDS.url())
+		s.Timeouts = append(s.Timeouts, tEDS.url())
 	}
 	if expire(in.warmL, now) {
-		s.timeouts = append(s.timeouts, tRDS.url())
+		s.Timeouts = append(s.Timeouts, tRDS.url())
 	}
 }
 
@@ -278,7 +278,7 @@ func expire(w map[string]time.Time, now time.Time) bool {
 }
 
 // advance moves initialization forward as far as it can go and reports the first full config.
-func (m *machine) advance(s *step, now time.Time) {
+func (m *Machine) advance(s *Step, now time.Time) {
 	in := &m.init
 	// An emptied map keeps its buckets: drop it, an idle client warms nothing.
 	for _, t := range []rtype{tCDS, tLDS} {
@@ -304,18 +304,18 @@ func (m *machine) advance(s *step, now time.Time) {
 	}
 	if in.phase == phaseDone && !in.fullDone && m.complete() {
 		in.fullDone = true
-		s.firstFull = true
+		s.FirstFull = true
 	}
 	if in.resyncing && in.resyncWait == 0 && in.phase == phaseDone && m.complete() {
 		in.resyncing = false
-		s.resynced, s.resync = true, max(0, now.Sub(in.resyncAt))
+		s.Resynced, s.Resync = true, max(0, now.Sub(in.resyncAt))
 	}
 }
 
 // complete reports whether the client holds a whole warmed configuration: CDS and LDS
 // accepted, every EDS cluster with its assignment, every listener with its routes (for a gRPC
 // client: every target's listener, its routes, their clusters and those clusters' assignments).
-func (m *machine) complete() bool {
+func (m *Machine) complete() bool {
 	if m.grpc {
 		return m.completeGRPC()
 	}
@@ -338,7 +338,7 @@ func (m *machine) complete() bool {
 	return true
 }
 
-func (m *machine) completeGRPC() bool {
+func (m *Machine) completeGRPC() bool {
 	for _, l := range m.targets {
 		e, ok := m.types[tLDS].res[l]
 		if !ok || !m.hasRoutes(e.refs()) {

@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"crypto/x509"
@@ -64,7 +64,7 @@ func testAgent(t testing.TB, cfg istioagent.Config) *istioagent.Agent {
 }
 
 func nodeWithSA(ns, sa string) *corev3.Node {
-	n := IdentityTemplate{Namespace: ns}.Node(3)
+	n := fetest.Node(ns, 3)
 	n.Metadata.Fields["SERVICE_ACCOUNT"] = structpb.NewStringValue(sa)
 	return n
 }
@@ -77,30 +77,30 @@ func nodeWithSA(ns, sa string) *corev3.Node {
 func TestAgentSecretsBySource(t *testing.T) {
 	for _, delta := range []bool{false, true} {
 		agent := testAgent(t, istioagent.Config{IssueDelay: 7 * time.Millisecond, Now: func() time.Time { return t0 }})
-		m := newTestMachine(t, ClientConfig{Delta: delta, Nack: policy.Nack{Realistic: true}, Agent: agent, Node: nodeWithSA("shop", "cart")})
-		m.start(t0)
+		m := newTestMachine(t, Config{Delta: delta, Nack: policy.Nack{Realistic: true}, Agent: agent, Node: nodeWithSA("shop", "cart")})
+		m.Start(t0)
 		src := agentSource(istioagent.SDSCluster, durationpb.New(0))
 		c := autoMTLSCluster(t, "outbound|80||a.shop.svc.cluster.local", src, src, istioagent.SecretWorkload, istioagent.SecretRoot)
-		var s step
+		var s Step
 		if delta {
-			s = m.onDelta(deltaResp(t, C, "a", nil, c), t0)
-			for _, r := range s.delta {
+			s = m.OnDelta(deltaResp(t, C, "a", nil, c), t0)
+			for _, r := range s.Delta {
 				if r.GetTypeUrl() == S {
 					t.Fatalf("delta=%v: secrets on sds-grpc were asked over ADS: %v", delta, r)
 				}
 			}
 		} else {
-			s = m.onSotw(sotwResp(t, C, "1", "a", c), t0)
-			wantReqs(t, "CDS", s.sotw, "EDS(,,[outbound|80||a.shop.svc.cluster.local])", "CDS(1,a,[])")
+			s = m.OnSotw(sotwResp(t, C, "1", "a", c), t0)
+			wantReqs(t, "CDS", s.Sotw, "EDS(,,[outbound|80||a.shop.svc.cluster.local])", "CDS(1,a,[])")
 		}
-		if s.info.Nacked {
-			t.Fatalf("delta=%v: NACK %s", delta, s.info.Error)
+		if s.Info.Nacked {
+			t.Fatalf("delta=%v: NACK %s", delta, s.Info.Error)
 		}
-		feed := func(typeURL, nonce string, msgs ...proto.Message) step {
+		feed := func(typeURL, nonce string, msgs ...proto.Message) Step {
 			if delta {
-				return m.onDelta(deltaResp(t, typeURL, nonce, nil, msgs...), t0)
+				return m.OnDelta(deltaResp(t, typeURL, nonce, nil, msgs...), t0)
 			}
-			return m.onSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
+			return m.OnSotw(sotwResp(t, typeURL, "1", nonce, msgs...), t0)
 		}
 		feed(E, "b", fetest.CLA(c.Name, "10.0.0.1", 80))
 		if m.init.phase != phaseClusters {
@@ -110,12 +110,12 @@ func TestAgentSecretsBySource(t *testing.T) {
 		if !strings.Contains(b.Reason, `secret "ROOTCA" from config source cluster sds-grpc: being issued`) {
 			t.Fatalf("delta=%v: blocker %+v", delta, b)
 		}
-		if d := m.nextDeadline(); !d.Equal(t0.Add(7 * time.Millisecond)) {
+		if d := m.NextDeadline(); !d.Equal(t0.Add(7 * time.Millisecond)) {
 			t.Fatalf("delta=%v: next deadline %v, want the issue delay", delta, d.Sub(t0))
 		}
-		st := m.onTimer(t0.Add(7 * time.Millisecond))
-		if m.init.phase != phaseLDS || len(st.timeouts) != 0 {
-			t.Fatalf("delta=%v: after the agent issued: phase %d timeouts %v", delta, m.init.phase, st.timeouts)
+		st := m.OnTimer(t0.Add(7 * time.Millisecond))
+		if m.init.phase != phaseLDS || len(st.Timeouts) != 0 {
+			t.Fatalf("delta=%v: after the agent issued: phase %d timeouts %v", delta, m.init.phase, st.Timeouts)
 		}
 		if m.types[tSDS].subscribed {
 			t.Fatalf("delta=%v: SDS subscribed on ADS", delta)
@@ -133,11 +133,10 @@ func parseCert(chain string) (*x509.Certificate, error) {
 	return x509.ParseCertificate(b.Bytes)
 }
 
-func checkWorkloadCert(t *testing.T, agent *istioagent.Agent, m *machine, wantID string) {
+func checkWorkloadCert(t *testing.T, agent *istioagent.Agent, m *Machine, wantID string) {
 	t.Helper()
-	c := &Client{m: m}
-	wl := c.LocalSecret(istioagent.SecretWorkload)
-	root := c.LocalSecret(istioagent.SecretRoot)
+	wl := m.LocalSecret(istioagent.SecretWorkload)
+	root := m.LocalSecret(istioagent.SecretRoot)
 	if wl == nil || root == nil {
 		t.Fatalf("secrets held: default %v ROOTCA %v", wl != nil, root != nil)
 	}
@@ -222,25 +221,25 @@ func TestSecretSources(t *testing.T) {
 			wantWarm: true, wantBlockedHas: `holds no secret "other"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := ClientConfig{Nack: policy.Nack{Realistic: tc.realistic}}
+			cfg := Config{Nack: policy.Nack{Realistic: tc.realistic}}
 			if !tc.noAgent {
 				cfg.Agent = testAgent(t, istioagent.Config{IssueDelay: 3 * time.Millisecond, ReadFile: read})
 			}
 			m := newTestMachine(t, cfg)
-			m.start(t0)
+			m.Start(t0)
 			c := autoMTLSCluster(t, "c1", tc.cert, tc.root, tc.certN, tc.rootN)
-			s := m.onSotw(sotwResp(t, C, "1", "a", c), t0)
+			s := m.OnSotw(sotwResp(t, C, "1", "a", c), t0)
 			if tc.wantNack != "" {
-				if !s.info.Nacked || !strings.Contains(s.info.Error, tc.wantNack) {
-					t.Fatalf("NACK %v %q, want %q", s.info.Nacked, s.info.Error, tc.wantNack)
+				if !s.Info.Nacked || !strings.Contains(s.Info.Error, tc.wantNack) {
+					t.Fatalf("NACK %v %q, want %q", s.Info.Nacked, s.Info.Error, tc.wantNack)
 				}
 				return
 			}
-			if s.info.Nacked {
-				t.Fatalf("NACK: %s", s.info.Error)
+			if s.Info.Nacked {
+				t.Fatalf("NACK: %s", s.Info.Error)
 			}
 			var sds []string
-			for _, r := range reqSummary(s.sotw) {
+			for _, r := range reqSummary(s.Sotw) {
 				if strings.HasPrefix(r, "SDS") {
 					sds = append(sds, r)
 				}
@@ -248,8 +247,8 @@ func TestSecretSources(t *testing.T) {
 			if got := strings.Join(sds, " "); got != tc.wantSDS {
 				t.Fatalf("SDS requests %q, want %q", got, tc.wantSDS)
 			}
-			m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
-			m.onTimer(t0.Add(3 * time.Millisecond))
+			m.OnSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
+			m.OnTimer(t0.Add(3 * time.Millisecond))
 			warming := m.init.phase == phaseClusters
 			if warming != tc.wantWarm {
 				t.Fatalf("warming %v, want %v (blocker %+v)", warming, tc.wantWarm, m.blocker())
@@ -267,20 +266,20 @@ func TestSecretSources(t *testing.T) {
 // TestAgentRefusedSecretTimesOut: a secret the agent cannot serve, on a source with a finite
 // initial_fetch_timeout, ends warming at that timeout (Envoy then uses the cluster without it).
 func TestAgentRefusedSecretTimesOut(t *testing.T) {
-	m := newTestMachine(t, ClientConfig{Agent: testAgent(t, istioagent.Config{})})
-	m.start(t0)
+	m := newTestMachine(t, Config{Agent: testAgent(t, istioagent.Config{})})
+	m.Start(t0)
 	src := agentSource(istioagent.SDSCluster, durationpb.New(2*time.Second))
-	m.onSotw(sotwResp(t, C, "1", "a", autoMTLSCluster(t, "c1", src, src, "nope", istioagent.SecretRoot)), t0)
-	m.onSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
-	if d := m.nextDeadline(); !d.Equal(t0.Add(istioagent.DefaultIssueDelay)) {
+	m.OnSotw(sotwResp(t, C, "1", "a", autoMTLSCluster(t, "c1", src, src, "nope", istioagent.SecretRoot)), t0)
+	m.OnSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
+	if d := m.NextDeadline(); !d.Equal(t0.Add(istioagent.DefaultIssueDelay)) {
 		t.Fatalf("first deadline %v, want the agent's issue delay", d.Sub(t0))
 	}
-	m.onTimer(t0.Add(istioagent.DefaultIssueDelay))
-	if d := m.nextDeadline(); !d.Equal(t0.Add(2 * time.Second)) {
+	m.OnTimer(t0.Add(istioagent.DefaultIssueDelay))
+	if d := m.NextDeadline(); !d.Equal(t0.Add(2 * time.Second)) {
 		t.Fatalf("deadline %v, want the secret's 2s", d.Sub(t0))
 	}
-	s := m.onTimer(t0.Add(2 * time.Second))
-	if len(s.timeouts) != 1 || s.timeouts[0] != S || m.init.phase != phaseLDS {
-		t.Fatalf("timeouts %v, phase %d", s.timeouts, m.init.phase)
+	s := m.OnTimer(t0.Add(2 * time.Second))
+	if len(s.Timeouts) != 1 || s.Timeouts[0] != S || m.init.phase != phaseLDS {
+		t.Fatalf("timeouts %v, phase %d", s.Timeouts, m.init.phase)
 	}
 }

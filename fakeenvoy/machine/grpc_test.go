@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"strings"
@@ -40,24 +40,21 @@ func grpcCLA(name, addr string) *endpointv3.ClusterLoadAssignment {
 func TestGRPCClientRequests(t *testing.T) {
 	const tgt = "svc.ns.svc.cluster.local:80"
 	const cl = "outbound|80||svc.ns.svc.cluster.local"
-	m := newTestMachine(t, ClientConfig{GRPC: true, GRPCTargets: []string{tgt}})
-	wantReqs(t, "start", m.start(t0).sotw, "LDS(,,["+tgt+"])")
-	wantReqs(t, "LDS", m.onSotw(sotwResp(t, L, "1", "a", apiListener(t, tgt)), t0).sotw,
+	m := newTestMachine(t, Config{GRPC: true, GRPCTargets: []string{tgt}})
+	wantReqs(t, "start", m.Start(t0).Sotw, "LDS(,,["+tgt+"])")
+	wantReqs(t, "LDS", m.OnSotw(sotwResp(t, L, "1", "a", apiListener(t, tgt)), t0).Sotw,
 		"RDS(,,["+tgt+"])", "LDS(1,a,["+tgt+"])")
-	wantReqs(t, "RDS", m.onSotw(sotwResp(t, R, "1", "b", fetest.Route(tgt, "svc", cl)), t0).sotw,
+	wantReqs(t, "RDS", m.OnSotw(sotwResp(t, R, "1", "b", fetest.Route(tgt, "svc", cl)), t0).Sotw,
 		"CDS(,,["+cl+"])", "RDS(1,b,["+tgt+"])")
-	wantReqs(t, "CDS", m.onSotw(sotwResp(t, C, "1", "c", fetest.EDSCluster(cl)), t0).sotw,
+	wantReqs(t, "CDS", m.OnSotw(sotwResp(t, C, "1", "c", fetest.EDSCluster(cl)), t0).Sotw,
 		"EDS(,,["+cl+"])", "CDS(1,c,["+cl+"])")
-	s := m.onSotw(sotwResp(t, E, "1", "d", grpcCLA(cl, "10.0.0.1")), t0)
-	wantReqs(t, "EDS", s.sotw, "EDS(1,d,["+cl+"])")
-	if !s.firstFull || s.info.Nacked {
-		t.Errorf("EDS: first full %v, nacked %v (%s)", s.firstFull, s.info.Nacked, s.info.Error)
+	s := m.OnSotw(sotwResp(t, E, "1", "d", grpcCLA(cl, "10.0.0.1")), t0)
+	wantReqs(t, "EDS", s.Sotw, "EDS(1,d,["+cl+"])")
+	if !s.FirstFull || s.Info.Nacked {
+		t.Errorf("EDS: first full %v, nacked %v (%s)", s.FirstFull, s.Info.Nacked, s.Info.Error)
 	}
 	if m.Effective(C, cl) == nil {
 		t.Errorf("a gRPC client does not warm: the cluster is in effect once accepted")
-	}
-	if err := (ClientConfig{Node: IdentityTemplate{}.Node(0), GRPC: true, Delta: true, GRPCTargets: []string{tgt}}).Validate(); err == nil {
-		t.Errorf("a Delta gRPC client was accepted")
 	}
 }
 
@@ -93,13 +90,13 @@ func TestGRPCClientRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newTestMachine(t, ClientConfig{GRPC: true, GRPCTargets: []string{"x:1"}})
-			g.start(t0)
+			g := newTestMachine(t, Config{GRPC: true, GRPCTargets: []string{"x:1"}})
+			g.Start(t0)
 			g.types[tEDS] = typeState{subscribed: true, names: []string{cl}}
 			g.types[tCDS] = typeState{subscribed: true, names: []string{cl}}
-			s := g.onSotw(sotwResp(t, tc.typeURL, "1", "n", tc.msg), t0)
-			if !s.info.Nacked || !strings.Contains(s.info.Error, tc.want) || s.sotw[len(s.sotw)-1].ErrorDetail == nil {
-				t.Errorf("gRPC client: nacked %v, error %q, want %q", s.info.Nacked, s.info.Error, tc.want)
+			s := g.OnSotw(sotwResp(t, tc.typeURL, "1", "n", tc.msg), t0)
+			if !s.Info.Nacked || !strings.Contains(s.Info.Error, tc.want) || s.Sotw[len(s.Sotw)-1].ErrorDetail == nil {
+				t.Errorf("gRPC client: nacked %v, error %q, want %q", s.Info.Nacked, s.Info.Error, tc.want)
 			}
 			if g.Resource(tc.typeURL, cl) != nil {
 				t.Errorf("the rejected resource was applied")
@@ -108,22 +105,22 @@ func TestGRPCClientRejects(t *testing.T) {
 	}
 	// The fault of the protocol review: an EDS assignment without locality passes Envoy's
 	// validation and fails grpc-go's.
-	e := warmedMachine(t, ClientConfig{Nack: policy.Nack{Realistic: true}})
-	if s := e.onSotw(sotwResp(t, E, "2", "n", noLocality, fetest.CLA("c2", "10.0.0.2", 80)), t0); s.info.Nacked {
-		t.Errorf("an Envoy client NACKs an assignment without locality: %s", s.info.Error)
+	e := warmedMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+	if s := e.OnSotw(sotwResp(t, E, "2", "n", noLocality, fetest.CLA("c2", "10.0.0.2", 80)), t0); s.Info.Nacked {
+		t.Errorf("an Envoy client NACKs an assignment without locality: %s", s.Info.Error)
 	}
 }
 
 // TestGRPCClientIgnoresUnweightedLocality: grpc-go uses no endpoint of a locality without a
 // weight; the probes see the assignment as the client uses it.
 func TestGRPCClientIgnoresUnweightedLocality(t *testing.T) {
-	g := newTestMachine(t, ClientConfig{GRPC: true, GRPCTargets: []string{"x:1"}})
-	g.start(t0)
+	g := newTestMachine(t, Config{GRPC: true, GRPCTargets: []string{"x:1"}})
+	g.Start(t0)
 	g.types[tEDS] = typeState{subscribed: true, names: []string{"c1"}}
 	c := grpcCLA("c1", "10.0.0.1")
 	c.Endpoints[0].LoadBalancingWeight = nil
-	if s := g.onSotw(sotwResp(t, E, "1", "n", c), t0); s.info.Nacked {
-		t.Fatalf("NACKed: %s", s.info.Error)
+	if s := g.OnSotw(sotwResp(t, E, "1", "n", c), t0); s.Info.Nacked {
+		t.Fatalf("NACKed: %s", s.Info.Error)
 	}
 	p := probe.Predicate{Op: probe.EndpointPresent, Resource: "c1", Address: "10.0.0.1", Port: 80}
 	if p.Holds(g) {

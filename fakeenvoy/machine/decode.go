@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ import (
 //     the realistic policy.
 //
 // A secret that cannot arrive (refused, unreadable) is recorded with its reason, and the
-// resource warms until its timeout: Client.Blocked names it, so a run can say why a client never
+// resource warms until its timeout: Machine.Blocked names it, so a run can say why a client never
 // reached full config instead of warming silently.
 
 const (
@@ -210,7 +210,7 @@ type localSecret struct {
 
 // secretSourceErr reports a secret source Envoy would reject the resource for: an API config
 // source on a cluster the bootstrap lacks (neither the control plane's nor the agent's).
-func (m *machine) secretSourceErr(d *decoded) error {
+func (m *Machine) secretSourceErr(d *decoded) error {
 	for _, r := range d.secretList() {
 		if r.kind == srcCluster && !r.overADS() && !m.agentServes(r.arg) {
 			return fmt.Errorf("secret %q: sds_config names cluster %q, which is not in the bootstrap (%s, %s)", r.name, r.arg, istioagent.XDSCluster, m.agentClusters())
@@ -219,14 +219,14 @@ func (m *machine) secretSourceErr(d *decoded) error {
 	return nil
 }
 
-func (m *machine) agentServes(cluster string) bool {
+func (m *Machine) agentServes(cluster string) bool {
 	if m.agent == nil {
 		return cluster == istioagent.SDSCluster
 	}
 	return m.agent.Serves(cluster)
 }
 
-func (m *machine) agentClusters() string {
+func (m *Machine) agentClusters() string {
 	if m.agent == nil {
 		return istioagent.SDSCluster
 	}
@@ -234,7 +234,7 @@ func (m *machine) agentClusters() string {
 }
 
 // holdsSecret reports whether ref has arrived.
-func (m *machine) holdsSecret(r secretRef) bool {
+func (m *Machine) holdsSecret(r secretRef) bool {
 	if r.overADS() {
 		_, ok := m.types[tSDS].res[r.name]
 		return ok
@@ -244,7 +244,7 @@ func (m *machine) holdsSecret(r secretRef) bool {
 }
 
 // requestLocal asks the agent (or the file) for a secret not on ADS, once per client process.
-func (m *machine) requestLocal(r secretRef, now time.Time) {
+func (m *Machine) requestLocal(r secretRef, now time.Time) {
 	if _, ok := m.local[r]; ok {
 		return
 	}
@@ -276,7 +276,7 @@ func (m *machine) requestLocal(r secretRef, now time.Time) {
 }
 
 // deliverLocal hands over the local secrets issued by now; it reports whether any arrived.
-func (m *machine) deliverLocal(now time.Time) bool {
+func (m *Machine) deliverLocal(now time.Time) bool {
 	if m.localPending == 0 {
 		return false
 	}
@@ -292,9 +292,9 @@ func (m *machine) deliverLocal(now time.Time) bool {
 }
 
 // LocalSecret returns a secret the client got outside ADS (from the emulated istio-agent or a
-// file), nil when it does not hold it. Only valid inside hooks.
-func (c *Client) LocalSecret(name string) *tlsv3.Secret {
-	for r, l := range c.m.local {
+// file), nil when it does not hold it.
+func (m *Machine) LocalSecret(name string) *tlsv3.Secret {
+	for r, l := range m.local {
 		if r.name == name && l.held {
 			return l.secret
 		}
@@ -303,7 +303,7 @@ func (c *Client) LocalSecret(name string) *tlsv3.Secret {
 }
 
 // hasSecrets reports whether every named secret has arrived.
-func (m *machine) hasSecrets(refs []secretRef) bool {
+func (m *Machine) hasSecrets(refs []secretRef) bool {
 	for _, r := range refs {
 		if !m.holdsSecret(r) {
 			return false
@@ -314,7 +314,7 @@ func (m *machine) hasSecrets(refs []secretRef) bool {
 
 // warmSecrets puts a new or changed cluster or listener d into SDS warming when it names a
 // secret the client does not hold.
-func (m *machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Time) {
+func (m *Machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Time) {
 	if !t.wildcard() {
 		return
 	}
@@ -339,7 +339,7 @@ func (m *machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Ti
 
 // rewarmSecrets ends the SDS warming of the clusters and listeners whose secrets have all
 // arrived.
-func (m *machine) rewarmSecrets() {
+func (m *Machine) rewarmSecrets() {
 	for c := range m.init.secC {
 		if m.hasSecrets(m.types[tCDS].res[c].d.secretList()) {
 			delete(m.init.secC, c)
@@ -362,7 +362,7 @@ func (d *decoded) secretList() []secretRef {
 // followUpSecrets subscribes SDS to every secret on ADS that the clusters and listeners now
 // reference, when that set changed, and asks the agent for those it serves (gRPC clients take
 // no SDS).
-func (m *machine) followUpSecrets(s *step, now time.Time) {
+func (m *Machine) followUpSecrets(s *Step, now time.Time) {
 	if m.grpc {
 		return
 	}

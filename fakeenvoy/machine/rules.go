@@ -1,4 +1,4 @@
-package fakeenvoy
+package machine
 
 import (
 	"fmt"
@@ -40,7 +40,7 @@ func envoyResponseErr(t rtype, items []item, removed []string) error {
 
 // policyErr is the scripted rejection of the current response (m.seq) by the NACK policy's
 // every-N and probability rules; the probability is drawn for every response.
-func (m *machine) policyErr() error {
+func (m *Machine) policyErr() error {
 	var err error
 	if m.nack.EveryN > 0 && m.seq%uint64(m.nack.EveryN) == 0 {
 		err = fmt.Errorf("rejected by policy: every %d responses", m.nack.EveryN)
@@ -53,12 +53,12 @@ func (m *machine) policyErr() error {
 
 // appliesPartly reports whether the valid resources of a NACKed response of type t are applied:
 // Envoy's CDS and LDS, every type of grpc-go.
-func (m *machine) appliesPartly(t rtype) bool { return t.wildcard() || m.grpc }
+func (m *Machine) appliesPartly(t rtype) bool { return t.wildcard() || m.grpc }
 
 // addressConflicts marks new or changed listeners that bind the address of another listener
 // of the resulting set (Envoy: "has duplicate address ... as existing listener"). full: the
 // response is the whole set (else held listeners it does not touch keep their addresses).
-func (m *machine) addressConflicts(items []item, removed []string, full bool) []string {
+func (m *Machine) addressConflicts(items []item, removed []string, full bool) []string {
 	owner := make(map[string]string)
 	inResp := make(map[string]struct{}, len(items))
 	claim := func(name string, l *listenerv3.Listener) string {
