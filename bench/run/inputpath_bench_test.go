@@ -24,7 +24,7 @@ type inputPath struct {
 
 var inputPaths = []inputPath{
 	{"direct", func(tb testing.TB, _ context.Context, _ *sync.WaitGroup, store *config.Memory) simulator.Sink {
-		s, err := sinks.NewInProcessSink(store)
+		s, err := sinks.NewInProcess(store)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -32,7 +32,7 @@ var inputPaths = []inputPath{
 	}},
 	{"dir", func(tb testing.TB, ctx context.Context, wg *sync.WaitGroup, store *config.Memory) simulator.Sink {
 		dir := tb.TempDir()
-		s, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir})
+		s, err := sinks.NewDir(sinks.DirOptions{Dir: dir})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -45,7 +45,7 @@ var inputPaths = []inputPath{
 		return s
 	}},
 	{"mcp", func(tb testing.TB, ctx context.Context, wg *sync.WaitGroup, store *config.Memory) simulator.Sink {
-		s, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: "127.0.0.1:0"})
+		s, err := sinks.NewMCP(sinks.MCPOptions{Listen: "127.0.0.1:0"})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -121,9 +121,9 @@ func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logge
 	}
 	// sink.kind mcp: the simulator serves MCP and the control plane reads it as its only
 	// config source (xds://), the path a stock istiod with an xds:// configSource takes.
-	var mcpSink *sinks.MCPSink
+	var mcpSink *sinks.MCP
 	if sc.Sink.Kind == scenarios.SinkMCP {
-		if mcpSink, err = sinks.NewMCPSink(sinks.MCPOptions{Listen: sc.Sink.Listen, Logger: log.With("component", "mcp-sink")}); err != nil {
+		if mcpSink, err = sinks.NewMCP(sinks.MCPOptions{Listen: sc.Sink.Listen, Logger: log.With("component", "mcp-sink")}); err != nil {
 			cleanup()
 			return nil, err
 		}
@@ -139,7 +139,7 @@ func startInProcess(ctx context.Context, sc *scenarios.Scenario, log *slog.Logge
 	}
 	var sink simulator.Sink = mcpSink
 	if mcpSink == nil {
-		if sink, err = sinks.NewInProcessSink(cp.srv.ConfigStore()); err != nil {
+		if sink, err = sinks.NewInProcess(cp.srv.ConfigStore()); err != nil {
 			cp.stop()
 			cleanup()
 			return nil, err
@@ -212,7 +212,7 @@ func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*t
 		t.local = &local
 	}
 	if t.sink == nil {
-		ds, err := sinks.NewDirSink(sinks.DirOptions{Dir: o.sinkDir, Clean: o.clean})
+		ds, err := sinks.NewDir(sinks.DirOptions{Dir: o.sinkDir, Clean: o.clean})
 		if err != nil {
 			return nil, err
 		}

@@ -169,7 +169,7 @@ func kubeSink(ctx context.Context, k kubeFlags, clean bool) (func() (simulator.S
 		return nil, fmt.Errorf("run: kube sink: the API server of kubeconfig %s does not answer: %w: start the cluster, or pass the kubeconfig of a running one", k.path(), err)
 	}
 	return func() (simulator.Sink, error) {
-		return sinks.NewKubeSink(sinks.KubeOptions{Kube: kc, Istio: ic, Clean: clean, Pods: k.pods})
+		return sinks.NewKube(sinks.KubeOptions{Kube: kc, Istio: ic, Clean: clean, Pods: k.pods})
 	}, nil
 }
 
@@ -234,7 +234,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 				return usageErr(errors.New("run: --sink-dir goes with the dir sink, not mcp: drop it"))
 			}
 			listen := sc.Sink.Listen
-			opts.NewSink = func() (simulator.Sink, error) { return sinks.NewMCPSink(sinks.MCPOptions{Listen: listen}) }
+			opts.NewSink = func() (simulator.Sink, error) { return sinks.NewMCP(sinks.MCPOptions{Listen: listen}) }
 		}
 	}
 	out := cmd.OutOrStdout()

@@ -139,7 +139,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		nacks := prometheus.NewCounter(prometheus.CounterOpts{Name: "xdslab_sim_mcp_nacks_total",
 			Help: "MCP responses a subscriber rejected (NACK)."})
 		mcpCounters = []prometheus.Collector{superseded, nacks}
-		ms, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: f.listen, Superseded: superseded, NACKs: nacks})
+		ms, err := sinks.NewMCP(sinks.MCPOptions{Listen: f.listen, Superseded: superseded, NACKs: nacks})
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))
 		}
@@ -160,14 +160,14 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		if err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))
 		}
-		ks, err := sinks.NewKubeSink(sinks.KubeOptions{Kube: kc, Istio: ic, ServiceEntries: f.kubeSEs, Clean: f.clean, Pods: f.kube.pods})
+		ks, err := sinks.NewKube(sinks.KubeOptions{Kube: kc, Istio: ic, ServiceEntries: f.kubeSEs, Clean: f.clean, Pods: f.kube.pods})
 		if err != nil {
 			return usageErr(err)
 		}
 		sink, where = ks, "the Kubernetes API server "+f.kube.path()
 		files = func() string { return fmt.Sprintf(" (%d API writes)", ks.Stats().Objects()) }
 	} else {
-		ds, err := sinks.NewDirSink(sinks.DirOptions{Dir: f.sinkDir, APIVersion: f.apiVersion, GroupRouting: f.groupRouting, Clean: f.clean})
+		ds, err := sinks.NewDir(sinks.DirOptions{Dir: f.sinkDir, APIVersion: f.apiVersion, GroupRouting: f.groupRouting, Clean: f.clean})
 		if err != nil {
 			return usageErr(err)
 		}

@@ -87,7 +87,7 @@ churn:
 			sim, err := simulator.New(cfg)
 			require.NoError(t, err)
 			dir := t.TempDir()
-			sink, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir, GroupRouting: mode.grouping})
+			sink, err := sinks.NewDir(sinks.DirOptions{Dir: dir, GroupRouting: mode.grouping})
 			require.NoError(t, err)
 			decodeAll := func() int {
 				ents, err := os.ReadDir(dir)

@@ -157,7 +157,7 @@ func writeInitialMesh(t *testing.T, sc *scenarios.Scenario, dir string) *simulat
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir})
+	sink, err := sinks.NewDir(sinks.DirOptions{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

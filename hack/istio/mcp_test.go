@@ -114,7 +114,7 @@ func TestIstioMCPClientReadsSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: "127.0.0.1:0"})
+	sink, err := sinks.NewMCP(sinks.MCPOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestOurControlPlaneReadsIstioAPIGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ds, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir})
+	ds, err := sinks.NewDir(sinks.DirOptions{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestOurControlPlaneReadsIstioAPIGenerator(t *testing.T) {
 // observed by every client it should reach, 0 NACKs.
 func TestRunOnIstioOverMCP(t *testing.T) {
 	sc := scenarioFrom(t, mcpMesh)
-	sink, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: "127.0.0.1:0"})
+	sink, err := sinks.NewMCP(sinks.MCPOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/xdslab/xdslab/simulator"
 )
 
-// DirOptions configures a DirSink.
+// DirOptions configures a Dir sink.
 type DirOptions struct {
 	// Dir is created if missing.
 	Dir string
@@ -30,13 +30,13 @@ type DirOptions struct {
 	Clean bool
 }
 
-// DirSink writes Istio YAML into a directory that a control plane watches: one multi-document
+// Dir writes Istio YAML into a directory that a control plane watches: one multi-document
 // file per service (<namespace>.<service>.yaml: its ServiceEntry and WorkloadEntries, and with
 // GroupRouting its VirtualService and DestinationRule), one file per other object
 // (<namespace>.<kind>.<name>.yaml). Files are written atomically (a temporary file in the same
 // directory, renamed over the old one); a file whose last object is deleted is removed. The
 // output is what `kubectl apply -f` accepts.
-type DirSink struct {
+type Dir struct {
 	opts DirOptions
 	objs map[istioconfig.Key]dirDoc
 	// files maps a file name to the keys it holds.
@@ -54,21 +54,21 @@ type dirDoc struct {
 	yaml []byte
 }
 
-// NewDirSink returns a sink writing into opts.Dir.
-func NewDirSink(opts DirOptions) (*DirSink, error) {
+// NewDir returns a sink writing into opts.Dir.
+func NewDir(opts DirOptions) (*Dir, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("dir sink: no directory given (--sink-dir)")
 	}
 	if opts.APIVersion == "" {
 		opts.APIVersion = istioconfig.DefaultAPIVersion
 	}
-	return &DirSink{opts: opts, objs: map[istioconfig.Key]dirDoc{}, files: map[string]map[istioconfig.Key]struct{}{}, unsynced: map[string]bool{}}, nil
+	return &Dir{opts: opts, objs: map[istioconfig.Key]dirDoc{}, files: map[string]map[istioconfig.Key]struct{}{}, unsynced: map[string]bool{}}, nil
 }
 
 func isYAMLName(n string) bool { return strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") }
 
 // Init creates the directory, checks (or cleans) it and writes every initial object.
-func (d *DirSink) Init(ctx context.Context, initial []istioconfig.Config) error {
+func (d *Dir) Init(ctx context.Context, initial []istioconfig.Config) error {
 	if err := os.MkdirAll(d.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("dir sink: %w", err)
 	}
@@ -95,7 +95,7 @@ func (d *DirSink) Init(ctx context.Context, initial []istioconfig.Config) error 
 
 // Apply rewrites the files the event touches, and the files an earlier Apply failed to write.
 // On an error the files not written are retried by the next Apply.
-func (d *DirSink) Apply(ctx context.Context, ev simulator.Event) error {
+func (d *Dir) Apply(ctx context.Context, ev simulator.Event) error {
 	if err := d.apply(ctx, ev.Upserts, ev.Deletes); err != nil {
 		return fmt.Errorf("dir sink: event %d: %w", ev.ID, err)
 	}
@@ -103,9 +103,9 @@ func (d *DirSink) Apply(ctx context.Context, ev simulator.Event) error {
 }
 
 // Close does nothing: every Apply leaves the directory complete.
-func (d *DirSink) Close() error { return nil }
+func (d *Dir) Close() error { return nil }
 
-func (d *DirSink) fileFor(c istioconfig.Config) string {
+func (d *Dir) fileFor(c istioconfig.Config) string {
 	svc := c.Labels[simulator.ServiceLabel]
 	grouped := svc != "" && (c.Kind == istioconfig.KindServiceEntry || c.Kind == istioconfig.KindWorkloadEntry ||
 		(d.opts.GroupRouting && (c.Kind == istioconfig.KindVirtualService || c.Kind == istioconfig.KindDestinationRule)))
@@ -115,7 +115,7 @@ func (d *DirSink) fileFor(c istioconfig.Config) string {
 	return fmt.Sprintf("%s.%s.%s.yaml", c.Namespace, strings.ToLower(string(c.Kind)), c.Name)
 }
 
-func (d *DirSink) apply(ctx context.Context, upserts []istioconfig.Config, deletes []istioconfig.Key) error {
+func (d *Dir) apply(ctx context.Context, upserts []istioconfig.Config, deletes []istioconfig.Key) error {
 	dirty := map[string]bool{}
 	drop := func(k istioconfig.Key) {
 		if doc, ok := d.objs[k]; ok {
@@ -166,7 +166,7 @@ func (d *DirSink) apply(ctx context.Context, upserts []istioconfig.Config, delet
 }
 
 // sync writes file f as the objects say, or removes it when it holds none.
-func (d *DirSink) sync(f string) error {
+func (d *Dir) sync(f string) error {
 	if len(d.files[f]) == 0 {
 		if err := os.Remove(filepath.Join(d.opts.Dir, f)); err != nil && !os.IsNotExist(err) {
 			return err
@@ -187,7 +187,7 @@ var kindOrder = map[istioconfig.Kind]int{
 	istioconfig.KindDestinationRule: 3, istioconfig.KindSidecar: 4, istioconfig.KindGateway: 5,
 }
 
-func (d *DirSink) render(f string) []byte {
+func (d *Dir) render(f string) []byte {
 	keys := make([]istioconfig.Key, 0, len(d.files[f]))
 	for k := range d.files[f] {
 		keys = append(keys, k)

@@ -109,7 +109,7 @@ func TestDirSinkRoundTrip(t *testing.T) {
 				sim, err := simulator.New(cfg)
 				require.NoError(t, err)
 				dir := t.TempDir()
-				sink, err := NewDirSink(DirOptions{Dir: dir, GroupRouting: opt.group, APIVersion: opt.api})
+				sink, err := NewDir(DirOptions{Dir: dir, GroupRouting: opt.group, APIVersion: opt.api})
 				require.NoError(t, err)
 				api := cmpOr(opt.api, istioconfig.DefaultAPIVersion)
 				applied := 0
@@ -158,7 +158,7 @@ func TestDirSinkDeleteRemovesFile(t *testing.T) {
 	sim, err := simulator.New(cfg)
 	require.NoError(t, err)
 	dir := t.TempDir()
-	sink, err := NewDirSink(DirOptions{Dir: dir})
+	sink, err := NewDir(DirOptions{Dir: dir})
 	require.NoError(t, err)
 	var deleted simulator.Event
 	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: sink, OnApplied: func(ev simulator.Event) { deleted = ev }})
@@ -190,7 +190,7 @@ func TestDirSinkDirectoryVanishes(t *testing.T) {
 	require.NoError(t, err)
 	root := t.TempDir()
 	dir, away := filepath.Join(root, "mesh"), filepath.Join(root, "moved")
-	sink, err := NewDirSink(DirOptions{Dir: dir})
+	sink, err := NewDir(DirOptions{Dir: dir})
 	require.NoError(t, err)
 	seen, failures := 0, 0
 	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: sink,
@@ -221,11 +221,11 @@ func TestDirSinkRefusesNonEmptyDir(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "old.yaml"), []byte("x: 1\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("keep"), 0o644))
-	sink, err := NewDirSink(DirOptions{Dir: dir})
+	sink, err := NewDir(DirOptions{Dir: dir})
 	require.NoError(t, err)
 	err = sink.Init(context.Background(), nil)
 	require.ErrorContains(t, err, "--clean")
-	sink, err = NewDirSink(DirOptions{Dir: dir, Clean: true})
+	sink, err = NewDir(DirOptions{Dir: dir, Clean: true})
 	require.NoError(t, err)
 	require.NoError(t, sink.Init(context.Background(), nil))
 	files := readDir(t, dir)
@@ -237,7 +237,7 @@ func runToDir(t testing.TB, cfg simulator.Config, dir string) (map[string]string
 	t.Helper()
 	sim, err := simulator.New(cfg)
 	require.NoError(t, err)
-	sink, err := NewDirSink(DirOptions{Dir: dir})
+	sink, err := NewDir(DirOptions{Dir: dir})
 	require.NoError(t, err)
 	var log bytes.Buffer
 	el := NewEventLog(&log)
@@ -311,7 +311,7 @@ func TestAuthzDirSink(t *testing.T) {
 		Churn: []simulator.Churn{{Kind: simulator.ConfigChange, Target: simulator.TargetAuthz, Every: 500 * time.Millisecond, Services: 2}}})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	sink, err := NewDirSink(DirOptions{Dir: dir})
+	sink, err := NewDir(DirOptions{Dir: dir})
 	require.NoError(t, err)
 	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: simulator.NewVirtualClock(simtest.Epoch), Sink: sink})
 	require.NoError(t, err)
@@ -342,7 +342,7 @@ func TestAuthzDirSink(t *testing.T) {
 // BenchmarkChurnDirSink is the same churn written as Istio YAML files (one per service).
 func BenchmarkChurnDirSink(b *testing.B) {
 	cfg := simulator.Config{Seed: 1, Duration: 24 * time.Hour, Topology: simtest.BenchTopology(), Churn: simtest.ChurnMix()}
-	sink, err := NewDirSink(DirOptions{Dir: b.TempDir()})
+	sink, err := NewDir(DirOptions{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

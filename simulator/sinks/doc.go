@@ -6,13 +6,13 @@
 // imports simulator for Event; simulator never imports it. cmd/xdslab and bench/run pick a sink
 // from the flags or the scenario.
 //
-// DirSink writes Istio YAML into a directory (one file per service, written atomically) that a
-// file-watching control plane reads (dir.go). KubeSink writes it to a Kubernetes API server
+// Dir writes Istio YAML into a directory (one file per service, written atomically) that a
+// file-watching control plane reads (dir.go). Kube writes it to a Kubernetes API server
 // (Namespaces, Services and EndpointSlices, optionally Pods, Istio objects through
 // istio.io/client-go; server-side apply, only what changed; no security.istio.io kinds;
-// docs/kubernetes.md) (kube.go). MCPSink serves it over MCP to any number of subscribers, the
+// docs/kubernetes.md) (kube.go). MCP serves it over MCP to any number of subscribers, the
 // config source a stock istiod reads with an xds:// configSource (mcp.go, docs/mcp.md).
-// InProcessSink applies the same configs through a ConfigApplier, which our control plane's
+// InProcess applies the same configs through a ConfigApplier, which our control plane's
 // config.Memory implements (inprocess.go). EventLog writes the event stream as JSON lines, one
 // simulator.EncodeEvent line per event, flushed at once; it is a Runner recorder, so each line
 // carries t0 (eventlog.go).

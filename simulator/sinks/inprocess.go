@@ -16,27 +16,27 @@ type ConfigApplier interface {
 	Apply(upserts []*istioconfig.Config, deletes []istioconfig.Key) error
 }
 
-// InProcessSink feeds a control plane running in the same process: every event's upserts and
+// InProcess feeds a control plane running in the same process: every event's upserts and
 // deletes go into its config store in one Apply, so when Apply returns the change is in the
 // source the control plane reads — exactly the moment t0 stands for. It needs no files and no
 // watcher, so the measured latency holds no file-system delay.
-type InProcessSink struct {
+type InProcess struct {
 	store  ConfigApplier
 	closed bool
 }
 
-var _ simulator.Sink = (*InProcessSink)(nil)
+var _ simulator.Sink = (*InProcess)(nil)
 
-// NewInProcessSink returns a sink writing into store.
-func NewInProcessSink(store ConfigApplier) (*InProcessSink, error) {
+// NewInProcess returns a sink writing into store.
+func NewInProcess(store ConfigApplier) (*InProcess, error) {
 	if store == nil {
 		return nil, errors.New("in-process sink: no config store given")
 	}
-	return &InProcessSink{store: store}, nil
+	return &InProcess{store: store}, nil
 }
 
 // Init applies the initial topology as one batch.
-func (s *InProcessSink) Init(_ context.Context, initial []istioconfig.Config) error {
+func (s *InProcess) Init(_ context.Context, initial []istioconfig.Config) error {
 	if s.closed {
 		return errors.New("in-process sink: closed")
 	}
@@ -47,7 +47,7 @@ func (s *InProcessSink) Init(_ context.Context, initial []istioconfig.Config) er
 }
 
 // Apply applies the event's upserts and deletes as one batch.
-func (s *InProcessSink) Apply(_ context.Context, ev simulator.Event) error {
+func (s *InProcess) Apply(_ context.Context, ev simulator.Event) error {
 	if s.closed {
 		return errors.New("in-process sink: closed")
 	}
@@ -58,7 +58,7 @@ func (s *InProcessSink) Apply(_ context.Context, ev simulator.Event) error {
 }
 
 // Close marks the sink closed; the store belongs to the control plane and stays open.
-func (s *InProcessSink) Close() error {
+func (s *InProcess) Close() error {
 	s.closed = true
 	return nil
 }

@@ -31,7 +31,7 @@ func TestInProcessSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := config.NewMemory(config.MemoryOptions{})
-	sink, err := NewInProcessSink(store)
+	sink, err := NewInProcess(store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +67,11 @@ func TestInProcessSink(t *testing.T) {
 }
 
 func TestInProcessSinkBatchesAndErrors(t *testing.T) {
-	if _, err := NewInProcessSink(nil); err == nil {
+	if _, err := NewInProcess(nil); err == nil {
 		t.Fatal("a nil store was accepted")
 	}
 	rec := &recordingStore{}
-	sink, err := NewInProcessSink(rec)
+	sink, err := NewInProcess(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ const (
 	maxSliceEndpoints = 1000
 )
 
-// KubeOptions configures a KubeSink.
+// KubeOptions configures a Kube sink.
 type KubeOptions struct {
 	// Kube writes Namespaces, Services and EndpointSlices; Istio writes Istio's config kinds.
 	// Their rest.Config carries the client-side QPS/burst limits.
@@ -102,7 +102,7 @@ type KubeStats struct {
 // Objects is Applies + Deletes.
 func (s KubeStats) Objects() int64 { return s.Applies + s.Deletes }
 
-// KubeSink writes the simulated mesh to a Kubernetes API server with server-side apply (field
+// Kube writes the simulated mesh to a Kubernetes API server with server-side apply (field
 // manager KubeFieldManager, forced, so a rerun takes ownership back): Namespaces as the objects
 // need them, each cluster-local ServiceEntry as a Service (without selector, so no controller
 // rewrites its endpoints) plus EndpointSlices, and everything else (WorkloadEntries,
@@ -121,7 +121,7 @@ func (s KubeStats) Objects() int64 { return s.Applies + s.Deletes }
 // one again, so an event costs the writes a real cluster would see for it (an endpoint change
 // is one EndpointSlice write). It assumes it is the only writer of its objects between Init
 // and Close.
-type KubeSink struct {
+type Kube struct {
 	opts KubeOptions
 	// namespaces and service accounts ("ns/name") already applied; node once applied.
 	namespaces map[string]bool
@@ -143,10 +143,10 @@ type KubeSink struct {
 	closed    bool
 }
 
-var _ simulator.Sink = (*KubeSink)(nil)
+var _ simulator.Sink = (*Kube)(nil)
 
-// NewKubeSink returns a sink writing through opts' clients.
-func NewKubeSink(opts KubeOptions) (*KubeSink, error) {
+// NewKube returns a sink writing through opts' clients.
+func NewKube(opts KubeOptions) (*Kube, error) {
 	if opts.Kube == nil || opts.Istio == nil {
 		return nil, errors.New("kube sink: a Kubernetes and an Istio client are both required")
 	}
@@ -156,18 +156,18 @@ func NewKubeSink(opts KubeOptions) (*KubeSink, error) {
 	if opts.Workers == 0 {
 		opts.Workers = 4
 	}
-	return &KubeSink{opts: opts, namespaces: map[string]bool{}, accounts: map[string]bool{},
+	return &Kube{opts: opts, namespaces: map[string]bool{}, accounts: map[string]bool{},
 		slices: map[istioconfig.Key]int{}, pods: map[istioconfig.Key]map[string]string{},
 		last: map[string][sha256.Size]byte{}}, nil
 }
 
 // Stats returns the calls made so far.
-func (s *KubeSink) Stats() KubeStats {
+func (s *Kube) Stats() KubeStats {
 	return KubeStats{Applies: s.applies.Load(), Deletes: s.deletes.Load(), Unchanged: s.unchanged.Load()}
 }
 
 // Init writes the initial topology (after cleaning up, with Clean).
-func (s *KubeSink) Init(ctx context.Context, initial []istioconfig.Config) error {
+func (s *Kube) Init(ctx context.Context, initial []istioconfig.Config) error {
 	if s.closed {
 		return errors.New("kube sink: closed")
 	}
@@ -187,7 +187,7 @@ func (s *KubeSink) Init(ctx context.Context, initial []istioconfig.Config) error
 }
 
 // Apply writes the event's upserts, then its deletes.
-func (s *KubeSink) Apply(ctx context.Context, ev simulator.Event) error {
+func (s *Kube) Apply(ctx context.Context, ev simulator.Event) error {
 	if s.closed {
 		return errors.New("kube sink: closed")
 	}
@@ -199,7 +199,7 @@ func (s *KubeSink) Apply(ctx context.Context, ev simulator.Event) error {
 
 // Close marks the sink closed. What it wrote stays in the cluster (the control plane under test
 // may still read it); Clean at the next Init removes it.
-func (s *KubeSink) Close() error {
+func (s *Kube) Close() error {
 	s.closed = true
 	return nil
 }
@@ -225,7 +225,7 @@ type plan struct {
 	setup, pods, main, cleanup []write
 }
 
-func (s *KubeSink) apply(ctx context.Context, upserts []istioconfig.Config, deletes []istioconfig.Key) error {
+func (s *Kube) apply(ctx context.Context, upserts []istioconfig.Config, deletes []istioconfig.Key) error {
 	var p plan
 	for _, c := range upserts {
 		if !s.namespaces[c.Namespace] {
@@ -251,7 +251,7 @@ func (s *KubeSink) apply(ctx context.Context, upserts []istioconfig.Config, dele
 
 // applyWrite is a write of the object id with body; false when body is what the sink last
 // applied to id (nothing to send).
-func (s *KubeSink) applyWrite(id, what string, body any, do func(ctx context.Context) error) (write, bool) {
+func (s *Kube) applyWrite(id, what string, body any, do func(ctx context.Context) error) (write, bool) {
 	j, err := json.Marshal(body)
 	if err != nil {
 		// Apply configurations and rendered JSON always marshal; never skip on a surprise.
@@ -278,7 +278,7 @@ func appendTo(ws *[]write) func(write, bool) {
 }
 
 // wrote reports whether the sink applied id and has not deleted it since.
-func (s *KubeSink) wrote(id string) bool {
+func (s *Kube) wrote(id string) bool {
 	s.lastMu.Lock()
 	defer s.lastMu.Unlock()
 	_, ok := s.last[id]
@@ -286,7 +286,7 @@ func (s *KubeSink) wrote(id string) bool {
 }
 
 // forget drops what the sink remembers of id (it is being deleted).
-func (s *KubeSink) forget(id string) {
+func (s *Kube) forget(id string) {
 	s.lastMu.Lock()
 	delete(s.last, id)
 	s.lastMu.Unlock()
@@ -294,7 +294,7 @@ func (s *KubeSink) forget(id string) {
 
 // run issues the writes with at most Workers in flight and returns the first error (the
 // others are still waited for, so no call outlives Apply); after an error no new write starts.
-func (s *KubeSink) run(ctx context.Context, ws []write) error {
+func (s *Kube) run(ctx context.Context, ws []write) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.Workers)
 	for _, w := range ws {
@@ -333,7 +333,7 @@ func (s *KubeSink) run(ctx context.Context, ws []write) error {
 	return ctx.Err()
 }
 
-func (s *KubeSink) applyOpts() metav1.ApplyOptions {
+func (s *Kube) applyOpts() metav1.ApplyOptions {
 	return metav1.ApplyOptions{FieldManager: KubeFieldManager, Force: true}
 }
 
@@ -346,7 +346,7 @@ func managedLabels(in map[string]string) map[string]string {
 	return out
 }
 
-func (s *KubeSink) namespaceWrite(ns string) write {
+func (s *Kube) namespaceWrite(ns string) write {
 	ac := corev1ac.Namespace(ns).WithLabels(map[string]string{KubeManagedByLabel: KubeFieldManager})
 	return write{what: "namespace " + ns, do: func(ctx context.Context) error {
 		_, err := s.opts.Kube.CoreV1().Namespaces().Apply(ctx, ac, s.applyOpts())
@@ -355,7 +355,7 @@ func (s *KubeSink) namespaceWrite(ns string) write {
 }
 
 // upsertWrites plans the calls that make c current.
-func (s *KubeSink) upsertWrites(p *plan, c istioconfig.Config) error {
+func (s *Kube) upsertWrites(p *plan, c istioconfig.Config) error {
 	key := c.Key()
 	if se, ok := c.Spec.(*networking.ServiceEntry); ok && !s.opts.ServiceEntries && nativeServiceEntry(c, se) {
 		var pods map[string]kubePod
@@ -409,7 +409,7 @@ func istioID(k istioconfig.Key) string { return string(k.Kind) + "/" + k.Namespa
 // podWrites plans the Pods of the native service key: applies (and their status) of the new
 // and changed ones, deletes of the ones whose endpoint is gone. A Pod's service account cannot
 // change, so a Pod whose endpoint changed account is deleted and created again.
-func (s *KubeSink) podWrites(p *plan, key istioconfig.Key, pods map[string]kubePod) {
+func (s *Kube) podWrites(p *plan, key istioconfig.Key, pods map[string]kubePod) {
 	prev := s.pods[key]
 	cur := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(pods)) {
@@ -470,14 +470,14 @@ func podDeleteOpts() metav1.DeleteOptions {
 	return metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}
 }
 
-func (s *KubeSink) podDelete(ns, name string) write {
+func (s *Kube) podDelete(ns, name string) write {
 	s.forget("pods/" + ns + "/" + name)
 	return write{what: "delete pod " + ns + "/" + name, del: true, do: func(ctx context.Context) error {
 		return s.opts.Kube.CoreV1().Pods(ns).Delete(ctx, name, podDeleteOpts())
 	}}
 }
 
-func (s *KubeSink) accountWrite(ns, name string) write {
+func (s *Kube) accountWrite(ns, name string) write {
 	ac := corev1ac.ServiceAccount(name, ns).WithLabels(map[string]string{KubeManagedByLabel: KubeFieldManager}).
 		WithAutomountServiceAccountToken(false)
 	return write{what: "serviceaccount " + ns + "/" + name, do: func(ctx context.Context) error {
@@ -488,7 +488,7 @@ func (s *KubeSink) accountWrite(ns, name string) write {
 
 // nodeWrite applies the Node the Pods are bound to. Its NoSchedule taint keeps the scheduler
 // from placing real Pods there.
-func (s *KubeSink) nodeWrite() write {
+func (s *Kube) nodeWrite() write {
 	ac := corev1ac.Node(KubeNodeName).WithLabels(map[string]string{KubeManagedByLabel: KubeFieldManager}).
 		WithSpec(corev1ac.NodeSpec().WithTaints(corev1ac.Taint().WithKey("xdslab.io/simulated").
 			WithValue("true").WithEffect(corev1.TaintEffectNoSchedule)))
@@ -498,7 +498,7 @@ func (s *KubeSink) nodeWrite() write {
 	}}
 }
 
-func (s *KubeSink) deleteWrites(p *plan, k istioconfig.Key) {
+func (s *Kube) deleteWrites(p *plan, k istioconfig.Key) {
 	if n, ok := s.slices[k]; ok {
 		delete(s.slices, k)
 		s.nativeDeletes(p, k, n)
@@ -507,7 +507,7 @@ func (s *KubeSink) deleteWrites(p *plan, k istioconfig.Key) {
 	p.main = append(p.main, s.istioDelete(k))
 }
 
-func (s *KubeSink) nativeDeletes(p *plan, k istioconfig.Key, slices int) {
+func (s *Kube) nativeDeletes(p *plan, k istioconfig.Key, slices int) {
 	s.forget("services/" + k.Namespace + "/" + k.Name)
 	p.main = append(p.main, write{what: "delete service " + k.Namespace + "/" + k.Name, del: true, do: func(ctx context.Context) error {
 		return s.opts.Kube.CoreV1().Services(k.Namespace).Delete(ctx, k.Name, metav1.DeleteOptions{})
@@ -518,14 +518,14 @@ func (s *KubeSink) nativeDeletes(p *plan, k istioconfig.Key, slices int) {
 	s.podWrites(p, k, nil)
 }
 
-func (s *KubeSink) sliceDelete(ns, name string) write {
+func (s *Kube) sliceDelete(ns, name string) write {
 	s.forget("endpointslices/" + ns + "/" + name)
 	return write{what: "delete endpointslice " + ns + "/" + name, del: true, do: func(ctx context.Context) error {
 		return s.opts.Kube.DiscoveryV1().EndpointSlices(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	}}
 }
 
-func (s *KubeSink) istioDelete(k istioconfig.Key) write {
+func (s *Kube) istioDelete(k istioconfig.Key) write {
 	s.forget(istioID(k))
 	return write{what: "delete " + strings.ToLower(string(k.Kind)) + " " + k.Namespace + "/" + k.Name, del: true, do: func(ctx context.Context) error {
 		res, err := s.istioResource(k)
@@ -567,7 +567,7 @@ func resourceOf[T any](c typedClient[T]) istioResource {
 	}
 }
 
-func (s *KubeSink) istioResource(k istioconfig.Key) (istioResource, error) {
+func (s *Kube) istioResource(k istioconfig.Key) (istioResource, error) {
 	n := s.opts.Istio.NetworkingV1()
 	switch k.Kind {
 	case istioconfig.KindServiceEntry:
@@ -588,7 +588,7 @@ func (s *KubeSink) istioResource(k istioconfig.Key) (istioResource, error) {
 
 // CleanNamespaces deletes what the sink (this one or an earlier run) wrote in the namespaces
 // (KubeOptions.Clean does it at Init). The sink then writes every object again.
-func (s *KubeSink) CleanNamespaces(ctx context.Context, namespaces ...string) error {
+func (s *Kube) CleanNamespaces(ctx context.Context, namespaces ...string) error {
 	for _, ns := range namespaces {
 		if err := s.clean(ctx, ns); err != nil {
 			return fmt.Errorf("kube sink: clean namespace %s: %w", ns, err)
@@ -604,7 +604,7 @@ func (s *KubeSink) CleanNamespaces(ctx context.Context, namespaces ...string) er
 }
 
 // clean deletes what an earlier run left in ns: every kind the sink writes, by label.
-func (s *KubeSink) clean(ctx context.Context, ns string) error {
+func (s *Kube) clean(ctx context.Context, ns string) error {
 	sel := metav1.ListOptions{LabelSelector: KubeManagedByLabel + "=" + KubeFieldManager}
 	del := metav1.DeleteOptions{}
 	n := s.opts.Istio.NetworkingV1()

@@ -41,7 +41,7 @@ type istioRecorder struct {
 
 // initKubeSink builds a simulator on the small topology with every churn kind for 10s and a
 // kube sink (opts, on fake clientsets, 3 workers) that has written its initial state.
-func initKubeSink(t *testing.T, workloadEntries bool, opts KubeOptions) (simulator.Config, *simulator.Simulator, *kubefake.Clientset, *istioRecorder, *KubeSink) {
+func initKubeSink(t *testing.T, workloadEntries bool, opts KubeOptions) (simulator.Config, *simulator.Simulator, *kubefake.Clientset, *istioRecorder, *Kube) {
 	t.Helper()
 	cfg := simulator.DefaultConfig()
 	cfg.Topology = simtest.SmallTopology()
@@ -56,7 +56,7 @@ func initKubeSink(t *testing.T, workloadEntries bool, opts KubeOptions) (simulat
 	istio := istiofake.NewSimpleClientset()
 	rec := newIstioRecorder(istio)
 	opts.Kube, opts.Istio, opts.Workers = kube, istio, 3
-	sink, err := NewKubeSink(opts)
+	sink, err := NewKube(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,17 +243,17 @@ func TestKubeSink(t *testing.T) {
 }
 
 func TestKubeSinkErrorsAndClean(t *testing.T) {
-	if _, err := NewKubeSink(KubeOptions{}); err == nil {
+	if _, err := NewKube(KubeOptions{}); err == nil {
 		t.Fatal("a sink without clients was accepted")
 	}
 	kube := kubefake.NewClientset()
 	istio := istiofake.NewSimpleClientset()
-	if _, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, Workers: -1}); err == nil {
+	if _, err := NewKube(KubeOptions{Kube: kube, Istio: istio, Workers: -1}); err == nil {
 		t.Fatal("negative workers accepted")
 	}
 	rec := newIstioRecorder(istio)
 	rec.failOn = "virtualservices/ns-a/bad"
-	sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, Clean: true})
+	sink, err := NewKube(KubeOptions{Kube: kube, Istio: istio, Clean: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +500,7 @@ func TestKubeSinkWritesOnlyChanges(t *testing.T) {
 			kube, calls := countingKube()
 			istio := istiofake.NewSimpleClientset()
 			rec := newIstioRecorder(istio)
-			sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio, Pods: tc.pods})
+			sink, err := NewKube(KubeOptions{Kube: kube, Istio: istio, Pods: tc.pods})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -554,7 +554,7 @@ func TestKubeSinkIstioKinds(t *testing.T) {
 	kube := kubefake.NewClientset()
 	istio := istiofake.NewSimpleClientset()
 	rec := newIstioRecorder(istio)
-	sink, err := NewKubeSink(KubeOptions{Kube: kube, Istio: istio})
+	sink, err := NewKube(KubeOptions{Kube: kube, Istio: istio})
 	if err != nil {
 		t.Fatal(err)
 	}

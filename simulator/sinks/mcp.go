@@ -15,7 +15,7 @@ import (
 	"github.com/xdslab/xdslab/simulator"
 )
 
-// MCPOptions configures an MCPSink.
+// MCPOptions configures an MCP sink.
 type MCPOptions struct {
 	// Listen is the address the MCP server listens on (host:port; port 0 picks one).
 	Listen string
@@ -28,7 +28,7 @@ type MCPOptions struct {
 	Superseded, NACKs mcp.Counter
 }
 
-// MCPSink serves the simulated mesh over MCP (Istio's MCP over xDS, what an `xds://` config
+// MCP serves the simulated mesh over MCP (Istio's MCP over xDS, what an `xds://` config
 // source of istiod or of our control plane reads) to any number of subscribed control planes.
 // Each response is the full state of its type, with a content hash as each object's version;
 // every requested type is answered, empty when the mesh has none of it. Apply hands the
@@ -36,7 +36,7 @@ type MCPOptions struct {
 // change was handed to every subscriber; each stream sends on its own goroutine and keeps at
 // most one pending state per type, so a slow subscriber skips intermediate states (counted
 // in Stats().Superseded) instead of delaying the others.
-type MCPSink struct {
+type MCP struct {
 	srv  *mcp.Server
 	g    *grpc.Server
 	lis  net.Listener
@@ -44,10 +44,10 @@ type MCPSink struct {
 	once sync.Once
 }
 
-var _ simulator.Sink = (*MCPSink)(nil)
+var _ simulator.Sink = (*MCP)(nil)
 
-// NewMCPSink listens on opts.Listen and starts serving (an empty state until Init).
-func NewMCPSink(opts MCPOptions) (*MCPSink, error) {
+// NewMCP listens on opts.Listen and starts serving (an empty state until Init).
+func NewMCP(opts MCPOptions) (*MCP, error) {
 	if opts.Listen == "" {
 		return nil, errors.New("mcp sink: no listen address given (--listen HOST:PORT)")
 	}
@@ -58,7 +58,7 @@ func NewMCPSink(opts MCPOptions) (*MCPSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp sink: %w: pick a free address with --listen", err)
 	}
-	s := &MCPSink{srv: mcp.NewServer(mcp.ServerOptions{Logger: opts.Logger, Superseded: opts.Superseded, NACKs: opts.NACKs}), lis: lis,
+	s := &MCP{srv: mcp.NewServer(mcp.ServerOptions{Logger: opts.Logger, Superseded: opts.Superseded, NACKs: opts.NACKs}), lis: lis,
 		g: grpc.NewServer(grpc.MaxSendMsgSize(opts.MaxSendBytes))}
 	s.srv.Register(s.g)
 	s.wg.Go(func() { _ = s.g.Serve(lis) })
@@ -66,13 +66,13 @@ func NewMCPSink(opts MCPOptions) (*MCPSink, error) {
 }
 
 // Addr is the address the sink serves on.
-func (s *MCPSink) Addr() string { return s.lis.Addr().String() }
+func (s *MCP) Addr() string { return s.lis.Addr().String() }
 
 // Stats returns the server's counters (streams, responses sent, superseded, NACKs).
-func (s *MCPSink) Stats() mcp.Stats { return s.srv.Stats() }
+func (s *MCP) Stats() mcp.Stats { return s.srv.Stats() }
 
 // Init publishes the initial topology.
-func (s *MCPSink) Init(_ context.Context, initial []istioconfig.Config) error {
+func (s *MCP) Init(_ context.Context, initial []istioconfig.Config) error {
 	if err := s.srv.Apply(pointers(initial), nil); err != nil {
 		return fmt.Errorf("mcp sink: initial topology: %w", err)
 	}
@@ -80,7 +80,7 @@ func (s *MCPSink) Init(_ context.Context, initial []istioconfig.Config) error {
 }
 
 // Apply publishes the event's upserts and deletes as one change.
-func (s *MCPSink) Apply(_ context.Context, ev simulator.Event) error {
+func (s *MCP) Apply(_ context.Context, ev simulator.Event) error {
 	if err := s.srv.Apply(pointers(ev.Upserts), ev.Deletes); err != nil {
 		return fmt.Errorf("mcp sink: event %d (%s): %w", ev.ID, ev.Kind, err)
 	}
@@ -88,7 +88,7 @@ func (s *MCPSink) Apply(_ context.Context, ev simulator.Event) error {
 }
 
 // Close stops serving: every stream ends.
-func (s *MCPSink) Close() error {
+func (s *MCP) Close() error {
 	s.once.Do(func() {
 		s.g.Stop()
 		s.wg.Wait()

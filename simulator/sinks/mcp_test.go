@@ -30,7 +30,7 @@ func TestMCPSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := NewMCPSink(MCPOptions{Listen: "127.0.0.1:0"})
+	sink, err := NewMCP(MCPOptions{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func BenchmarkKube(b *testing.B) {
 			var took time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				sink, err := sinks.NewKubeSink(sinks.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Pods: pods})
+				sink, err := sinks.NewKube(sinks.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Pods: pods})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -89,7 +89,7 @@ func BenchmarkKube(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sink, err := sinks.NewKubeSink(sinks.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Clean: true})
+			sink, err := sinks.NewKube(sinks.KubeOptions{Kube: kc, Istio: ic, Workers: 8, Clean: true})
 			if err != nil {
 				b.Fatal(err)
 			}

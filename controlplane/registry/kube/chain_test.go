@@ -56,7 +56,7 @@ type chainOptions struct {
 type chain struct {
 	sim      *simulator.Simulator
 	sink     simulator.Sink
-	kubeSink *sinks.KubeSink // sink kube
+	kubeSink *sinks.Kube // sink kube
 	srv      *controlplane.Server
 	rec      *recorder
 	// initTook is how long the sink took to write the initial topology.
@@ -112,7 +112,7 @@ func newChain(tb testing.TB, o chainOptions) *chain {
 	case "kube":
 		kc, ic := kubeClients(tb, o.cluster.sim, o.qps, o.burst)
 		// Clean: the chains of one cluster share its namespaces.
-		ks, err := sinks.NewKubeSink(sinks.KubeOptions{Kube: kc, Istio: ic, Workers: o.workers, Pods: o.pods, Clean: true})
+		ks, err := sinks.NewKube(sinks.KubeOptions{Kube: kc, Istio: ic, Workers: o.workers, Pods: o.pods, Clean: true})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -126,14 +126,14 @@ func newChain(tb testing.TB, o chainOptions) *chain {
 		wantServices++ // the API server's own "kubernetes" Service in default
 	case "dir":
 		dir := tb.TempDir()
-		ds, err := sinks.NewDirSink(sinks.DirOptions{Dir: dir})
+		ds, err := sinks.NewDir(sinks.DirOptions{Dir: dir})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		c.sink = ds
 		opts.ConfigDir = dir
 	case "mcp":
-		ms, err := sinks.NewMCPSink(sinks.MCPOptions{Listen: "127.0.0.1:0"})
+		ms, err := sinks.NewMCP(sinks.MCPOptions{Listen: "127.0.0.1:0"})
 		if err != nil {
 			tb.Fatal(err)
 		}
