@@ -276,7 +276,7 @@ func (s *Server) Start(ctx context.Context) error {
 	run("config-events", func() error {
 		for ev := range s.store.Events() {
 			s.logNotGeneratedRoutes(ev) // notgenerated_routes.go
-			agg.ConfigChanged(ev.Old, ev.New)
+			agg.ConfigChanged(ev.Old, ev.New, ev.State) // Memory sets State on every event
 			if s.mcp != nil {
 				s.serveMCP(ev)
 			}

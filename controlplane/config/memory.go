@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdslab/xdslab/internal/cow"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -40,8 +41,10 @@ type Memory struct {
 	now           func() time.Time
 	coalesceAbove int
 
-	mu      sync.Mutex
-	objects map[istioconfig.Key]*istioconfig.Config
+	mu sync.Mutex
+	// objects is the current version; ed, during a write (under mu), its edit.
+	objects cow.Map[istioconfig.Key, *istioconfig.Config]
+	ed      *cow.Edit[istioconfig.Key, *istioconfig.Config]
 	rv      uint64
 	// backlog holds undelivered events from head on; a nil entry was cancelled by coalescing.
 	backlog   []*Event
@@ -68,7 +71,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 	return &Memory{
 		now:           opts.Now,
 		coalesceAbove: opts.CoalesceAbove,
-		objects:       make(map[istioconfig.Key]*istioconfig.Config),
+		objects:       cow.New[istioconfig.Key, *istioconfig.Config](),
 		lastByKey:     make(map[istioconfig.Key]*Event),
 		wake:          make(chan struct{}, 1),
 		events:        make(chan Event),
@@ -129,7 +132,7 @@ func (m *Memory) Coalesced() uint64 {
 func (m *Memory) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.objects)
+	return m.objects.Len()
 }
 
 func (m *Memory) pop() (Event, bool) {
@@ -150,7 +153,10 @@ func (m *Memory) pop() (Event, bool) {
 			m.backlog = slices.Clone(m.backlog[m.head:])
 			m.head = 0
 		}
-		return *e, true
+		ev := *e
+		ev.State = &Version{m: m.objects}
+		m.ed = nil // the version is shared now: the next write copies the shards it touches
+		return ev, true
 	}
 	m.backlog, m.head = m.backlog[:0], 0
 	return Event{}, false
@@ -160,19 +166,19 @@ func (m *Memory) pop() (Event, bool) {
 func (m *Memory) Get(key istioconfig.Key) (*istioconfig.Config, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.objects[key]
-	return c, ok
+	return m.objects.Get(key)
 }
 
 // List implements Store.
 func (m *Memory) List(kind istioconfig.Kind, namespace string) []*istioconfig.Config {
 	m.mu.Lock()
 	var out []*istioconfig.Config
-	for k, c := range m.objects {
+	m.objects.Range(func(k istioconfig.Key, c *istioconfig.Config) bool {
 		if k.Kind == kind && (namespace == "" || k.Namespace == namespace) {
 			out = append(out, c)
 		}
-	}
+		return true
+	})
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b *istioconfig.Config) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
@@ -197,7 +203,7 @@ func (m *Memory) Create(cfg *istioconfig.Config) (*istioconfig.Config, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.objects[cfg.Key()]; ok {
+	if _, ok := m.objects.Get(cfg.Key()); ok {
 		return nil, fmt.Errorf("create %s: %w", cfg.Key(), ErrAlreadyExists)
 	}
 	return m.upsertLocked(cfg), nil
@@ -218,7 +224,7 @@ func (m *Memory) Update(cfg *istioconfig.Config) (*istioconfig.Config, error) {
 func (m *Memory) Delete(key istioconfig.Key) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.objects[key]; !ok {
+	if _, ok := m.objects.Get(key); !ok {
 		return fmt.Errorf("delete %s: %w", key, ErrNotFound)
 	}
 	m.deleteLocked(key)
@@ -237,7 +243,7 @@ func (m *Memory) Apply(upserts []*istioconfig.Config, deletes []istioconfig.Key)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, k := range deletes {
-		if _, ok := m.objects[k]; ok {
+		if _, ok := m.objects.Get(k); ok {
 			m.deleteLocked(k)
 		}
 	}
@@ -251,7 +257,7 @@ func (m *Memory) Apply(upserts []*istioconfig.Config, deletes []istioconfig.Key)
 // carrying a new ResourceVersion, like the Kubernetes API server does.
 func (m *Memory) upsertLocked(cfg *istioconfig.Config) *istioconfig.Config {
 	key := cfg.Key()
-	old := m.objects[key]
+	old, _ := m.objects.Get(key)
 	if old != nil && Equal(old, cfg) {
 		return old
 	}
@@ -264,7 +270,7 @@ func (m *Memory) upsertLocked(cfg *istioconfig.Config) *istioconfig.Config {
 	case c.CreationTimestamp.IsZero():
 		c.CreationTimestamp = m.now()
 	}
-	m.objects[key] = &c
+	m.edit().Set(key, &c)
 	if old == nil {
 		m.emitLocked(Event{Kind: EventAdd, New: &c})
 	} else {
@@ -273,9 +279,18 @@ func (m *Memory) upsertLocked(cfg *istioconfig.Config) *istioconfig.Config {
 	return &c
 }
 
+// edit is the edit of objects that writes make until the next version is handed out (pop):
+// the writes in between copy each shard they touch once, and no version handed out changes.
+func (m *Memory) edit() *cow.Edit[istioconfig.Key, *istioconfig.Config] {
+	if m.ed == nil {
+		m.ed = m.objects.Edit()
+	}
+	return m.ed
+}
+
 func (m *Memory) deleteLocked(key istioconfig.Key) {
-	old := m.objects[key]
-	delete(m.objects, key)
+	old, _ := m.objects.Get(key)
+	m.edit().Del(key)
 	m.rv++
 	m.emitLocked(Event{Kind: EventDelete, Old: old})
 }

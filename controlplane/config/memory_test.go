@@ -277,11 +277,11 @@ func TestCoalesce(t *testing.T) {
 		want     Event
 		wantKeep bool
 	}{
-		{"add+update", Event{EventAdd, nil, v1}, Event{EventUpdate, v1, v2}, Event{EventAdd, nil, v2}, true},
-		{"add+delete", Event{EventAdd, nil, v1}, Event{EventDelete, v1, nil}, Event{}, false},
-		{"update+update", Event{EventUpdate, v1, v2}, Event{EventUpdate, v2, v3}, Event{EventUpdate, v1, v3}, true},
-		{"update+delete", Event{EventUpdate, v1, v2}, Event{EventDelete, v2, nil}, Event{EventDelete, v1, nil}, true},
-		{"delete+add", Event{EventDelete, v1, nil}, Event{EventAdd, nil, v2}, Event{EventUpdate, v1, v2}, true},
+		{"add+update", Event{EventAdd, nil, v1, nil}, Event{EventUpdate, v1, v2, nil}, Event{EventAdd, nil, v2, nil}, true},
+		{"add+delete", Event{EventAdd, nil, v1, nil}, Event{EventDelete, v1, nil, nil}, Event{}, false},
+		{"update+update", Event{EventUpdate, v1, v2, nil}, Event{EventUpdate, v2, v3, nil}, Event{EventUpdate, v1, v3, nil}, true},
+		{"update+delete", Event{EventUpdate, v1, v2, nil}, Event{EventDelete, v2, nil, nil}, Event{EventDelete, v1, nil, nil}, true},
+		{"delete+add", Event{EventDelete, v1, nil, nil}, Event{EventAdd, nil, v2, nil}, Event{EventUpdate, v1, v2, nil}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -438,5 +438,40 @@ func TestMemoryAll(t *testing.T) {
 	}
 	if want := "ServiceEntry/z/a ServiceEntry/z/b Gateway/a/g"; strings.Join(got, " ") != want {
 		t.Errorf("All = %v, want %s", got, want)
+	}
+}
+
+// Each event carries the store's objects as of its delivery (its change included), and a
+// version handed out never changes: later writes copy what they touch.
+func TestMemoryEventState(t *testing.T) {
+	m := NewMemory(MemoryOptions{})
+	next := runStore(t, m)
+	a, b := se("a", "ns", "a.example.com"), se("b", "ns", "b.example.com")
+	if _, err := m.Create(a); err != nil {
+		t.Fatal(err)
+	}
+	first := next(1)[0]
+	if first.State == nil || first.State.Config(a.Key()) == nil || len(first.State.Configs()) != 1 {
+		t.Fatalf("first event's state = %v, want a alone", first.State.Configs())
+	}
+	if err := m.Apply([]*istioconfig.Config{b, se("a", "ns", "a2.example.com")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	evs := next(2)
+	last := evs[1].State
+	if got := len(last.Configs()); got != 2 || last.Config(b.Key()) == nil {
+		t.Fatalf("last state holds %d objects, want a and b", got)
+	}
+	if got := last.Config(a.Key()).Spec.(*networking.ServiceEntry).Hosts[0]; got != "a2.example.com" {
+		t.Errorf("last state's a has host %s, want the update's", got)
+	}
+	if len(first.State.Configs()) != 1 || first.State.Config(a.Key()).Spec.(*networking.ServiceEntry).Hosts[0] != "a.example.com" {
+		t.Error("the first event's state changed after later writes")
+	}
+	if err := m.Delete(a.Key()); err != nil {
+		t.Fatal(err)
+	}
+	if del := next(1)[0]; del.State.Config(a.Key()) != nil || last.Config(a.Key()) == nil {
+		t.Error("a delete's state still holds the object, or an earlier state lost it")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/xdslab/xdslab/internal/cow"
 	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
 )
@@ -58,6 +59,33 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind     EventKind
 	Old, New *istioconfig.Config
+	// State is the store's objects when the event was delivered (Memory sets it): this change
+	// and every earlier one, perhaps some later ones whose events are still to come. The
+	// registry aggregate serves its config objects from it, so the store's objects are the
+	// only copy outside the snapshots.
+	State *Version
+}
+
+// Version is one immutable state of a Memory store's objects.
+type Version struct {
+	m cow.Map[istioconfig.Key, *istioconfig.Config]
+}
+
+// Config returns the object with the key, or nil.
+func (v *Version) Config(key istioconfig.Key) *istioconfig.Config {
+	if v == nil {
+		return nil
+	}
+	c, _ := v.m.Get(key)
+	return c
+}
+
+// Configs returns every object, in no order.
+func (v *Version) Configs() []*istioconfig.Config {
+	if v == nil {
+		return nil
+	}
+	return v.m.Values()
 }
 
 // Key is the key of the changed object.

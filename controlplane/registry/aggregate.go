@@ -12,12 +12,14 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/cow"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Change is what one write changed in the aggregate's state. It is the control plane's one
 // account of what changed: the aggregate compares each host's merged service and endpoints
-// (and mirrors each config object) as it applies a write, and the debouncer (its EDS bypass)
+// (and each config object, old View against the store's version) as it applies a write, and
+// the debouncer (its EDS bypass)
 // and the snapshot builder act on the keys and the Full flag it reports, without deciding
 // again.
 type Change struct {
@@ -110,7 +112,7 @@ type seState struct {
 }
 
 // Aggregate merges registries and ServiceEntries into one view of services and endpoints, and
-// mirrors the Istio config objects that snapshots carry. It is safe for concurrent use: writes
+// serves the config store's version of the Istio config objects that snapshots carry. It is safe for concurrent use: writes
 // are serialized (and reported in order, each with the View it published); reads take the
 // latest View and no lock.
 type Aggregate struct {
@@ -123,8 +125,7 @@ type Aggregate struct {
 	cur     atomic.Pointer[View]
 	// next is the View a write is building (nil between writes), with its edits.
 	next   *View
-	hostEd *edit[string, entry]
-	cfgEd  *edit[istioconfig.Key, *istioconfig.Config]
+	hostEd *cow.Edit[string, entry]
 	regs   []map[string]entry // per registry, by host
 	ses    map[istioconfig.Key]*seState
 	// seByHost indexes the ServiceEntries that define a host.
@@ -148,7 +149,7 @@ func NewAggregate(opts AggregateOptions) *Aggregate {
 		wes:      map[string]map[istioconfig.Key]*istioconfig.Config{},
 		rejected: map[istioconfig.Key]error{},
 	}
-	a.cur.Store(&View{hosts: newShards[string, entry](), configs: newShards[istioconfig.Key, *istioconfig.Config]()})
+	a.cur.Store(&View{hosts: cow.New[string, entry]()})
 	for i := range a.regs {
 		a.regs[i] = map[string]entry{}
 	}
@@ -175,12 +176,11 @@ func (a *Aggregate) write(apply func(*changeSet)) {
 	cs := &changeSet{}
 	next := *a.cur.Load()
 	a.next = &next
-	a.hostEd = &edit[string, entry]{s: &next.hosts}
-	a.cfgEd = &edit[istioconfig.Key, *istioconfig.Config]{s: &next.configs}
+	a.hostEd = next.hosts.Edit()
 	a.mu.Lock()
 	apply(cs)
 	a.mu.Unlock()
-	a.next, a.hostEd, a.cfgEd = nil, nil, nil
+	a.next, a.hostEd = nil, nil
 	if len(cs.Keys) == 0 {
 		return
 	}
@@ -226,30 +226,33 @@ func (a *Aggregate) registryUpdate(i int, u Update) {
 }
 
 // ConfigChanged applies one change of an Istio config object: old is the previous value (nil
-// for an add), cur the new one (nil for a delete). ServiceEntries and WorkloadEntries
-// recompute the hosts they touch; other kinds are mirrored and reported by their key.
-func (a *Aggregate) ConfigChanged(old, cur *istioconfig.Config) {
+// for an add), cur the new one (nil for a delete), state the config store's version that holds
+// it (the View takes its config objects from it; nil: the View's stay as they were).
+// ServiceEntries and WorkloadEntries recompute the hosts they touch; a change of any other kind
+// is reported by its key (a delete only when the previous View or state held the object).
+func (a *Aggregate) ConfigChanged(old, cur *istioconfig.Config, state Configs) {
 	ref := cmp.Or(cur, old)
 	if ref == nil {
 		return
 	}
 	key := ref.Key()
 	a.write(func(cs *changeSet) {
+		prev := a.next.Config(key)
+		if state != nil {
+			a.next.configs = state
+		}
 		switch key.Kind {
 		case istioconfig.KindServiceEntry:
 			a.serviceEntryChanged(key, cur, cs)
 		case istioconfig.KindWorkloadEntry:
 			a.workloadEntryChanged(key, old, cur, cs)
 		default:
-			if cur == nil {
-				if a.next.Config(key) == nil {
-					return
-				}
-				a.cfgEd.del(key)
-			} else {
-				a.cfgEd.set(key, cur)
+			// Every event is a change of its object; the version may already hold a later one
+			// (whose own event then finds the snapshot unchanged). Only a delete of an object
+			// neither the previous View nor the version holds changed nothing.
+			if cur != nil || prev != nil || a.next.Config(key) != nil {
+				cs.add(key)
 			}
-			cs.add(key)
 		}
 	})
 }
@@ -416,15 +419,15 @@ func (a *Aggregate) recompute(host string, cs *changeSet) {
 	if e.svc == nil {
 		e = a.seEntry(host)
 	}
-	old, _ := a.next.hosts.get(host)
+	old, _ := a.next.hosts.Get(host)
 	if e.svc == nil && old.svc == nil {
 		return // endpoints without a service are not part of the mesh
 	}
 	if e.svc == nil {
-		a.hostEd.del(host)
+		a.hostEd.Del(host)
 		e.eps = nil
 	} else {
-		a.hostEd.set(host, e)
+		a.hostEd.Set(host, e)
 	}
 	ns := cmp.Or(e.svc, old.svc).Namespace
 	if !old.svc.Equal(e.svc) {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -81,35 +82,35 @@ func TestAggregateChanges(t *testing.T) {
 		{"memory endpoints only", func() { mem.SetEndpoints("m.ns1", []*model.Endpoint{ep("10.0.0.1")}) }, []string{"E Endpoint/m.ns1"}},
 		{"same endpoints again: no change", func() { mem.SetEndpoints("m.ns1", []*model.Endpoint{ep("10.0.0.1")}) }, nil},
 		{"endpoints for an unknown host: nothing to report", func() { mem.SetEndpoints("ghost", []*model.Endpoint{ep("10.0.0.9")}) }, nil},
-		{"ServiceEntry with two hosts", func() { agg.ConfigChanged(nil, staticSE("ns1", "se", []string{"a.ext", "b.ext"}, "10.1.0.1")) },
+		{"ServiceEntry with two hosts", func() { change(agg, nil, staticSE("ns1", "se", []string{"a.ext", "b.ext"}, "10.1.0.1")) },
 			[]string{"F Endpoint/a.ext Endpoint/b.ext Service/a.ext Service/b.ext"}},
 		{"ServiceEntry endpoint change is endpoint-only", func() {
-			agg.ConfigChanged(nil, staticSE("ns1", "se", []string{"a.ext", "b.ext"}, "10.1.0.1", "10.1.0.2"))
+			change(agg, nil, staticSE("ns1", "se", []string{"a.ext", "b.ext"}, "10.1.0.1", "10.1.0.2"))
 		}, []string{"E Endpoint/a.ext Endpoint/b.ext"}},
 		{"ServiceEntry drops a host: only that host", func() {
-			agg.ConfigChanged(nil, staticSE("ns1", "se", []string{"a.ext"}, "10.1.0.1", "10.1.0.2"))
+			change(agg, nil, staticSE("ns1", "se", []string{"a.ext"}, "10.1.0.1", "10.1.0.2"))
 		}, []string{"F Endpoint/b.ext Service/b.ext"}},
 		{"invalid ServiceEntry update keeps the last good one", func() {
-			agg.ConfigChanged(nil, seConfig("ns1", "se", &networking.ServiceEntry{Hosts: []string{"a.ext"}, Ports: []*networking.ServicePort{{Number: 0, Name: "x"}}}))
+			change(agg, nil, seConfig("ns1", "se", &networking.ServiceEntry{Hosts: []string{"a.ext"}, Ports: []*networking.ServicePort{{Number: 0, Name: "x"}}}))
 		}, nil},
 		{"registry shadows a ServiceEntry host", func() {
 			mem.Apply(Update{Services: map[string]*model.Service{"a.ext": {Hostname: "a.ext", Namespace: "mesh"}},
 				Endpoints: map[string][]*model.Endpoint{"a.ext": {ep("10.9.9.9")}}})
 		}, []string{"F Endpoint/a.ext Service/a.ext"}},
 		{"registry deletes it: the ServiceEntry's comes back", func() { mem.DeleteService("a.ext") }, []string{"F Endpoint/a.ext Service/a.ext"}},
-		{"selector entry without workloads", func() { agg.ConfigChanged(nil, selSE) }, []string{"F Service/vm.ns1"}},
-		{"WorkloadEntry selected: service account set changes the service", func() { agg.ConfigChanged(nil, vmWE("10.2.0.1", "vm-sa")) },
+		{"selector entry without workloads", func() { change(agg, nil, selSE) }, []string{"F Service/vm.ns1"}},
+		{"WorkloadEntry selected: service account set changes the service", func() { change(agg, nil, vmWE("10.2.0.1", "vm-sa")) },
 			[]string{"F Endpoint/vm.ns1 Service/vm.ns1"}},
-		{"WorkloadEntry address change is endpoint-only", func() { agg.ConfigChanged(vmWE("10.2.0.1", "vm-sa"), vmWE("10.2.0.2", "vm-sa")) },
+		{"WorkloadEntry address change is endpoint-only", func() { change(agg, vmWE("10.2.0.1", "vm-sa"), vmWE("10.2.0.2", "vm-sa")) },
 			[]string{"E Endpoint/vm.ns1"}},
 		{"WorkloadEntry in another namespace: nothing", func() {
-			agg.ConfigChanged(nil, weConfig("ns2", "vm-1", &networking.WorkloadEntry{Address: "10.3.0.1", Labels: map[string]string{"app": "vm"}}))
+			change(agg, nil, weConfig("ns2", "vm-1", &networking.WorkloadEntry{Address: "10.3.0.1", Labels: map[string]string{"app": "vm"}}))
 		}, nil},
-		{"WorkloadEntry deleted", func() { agg.ConfigChanged(vmWE("10.2.0.2", "vm-sa"), nil) }, []string{"F Endpoint/vm.ns1 Service/vm.ns1"}},
-		{"VirtualService is a config change", func() { agg.ConfigChanged(nil, vs) }, []string{"F VirtualService/route"}},
-		{"VirtualService deleted", func() { agg.ConfigChanged(vs, nil) }, []string{"F VirtualService/route"}},
-		{"unknown VirtualService deleted: nothing", func() { agg.ConfigChanged(vs, nil) }, nil},
-		{"ServiceEntry deleted", func() { agg.ConfigChanged(staticSE("ns1", "se", nil), nil) }, []string{"F Endpoint/a.ext Service/a.ext"}},
+		{"WorkloadEntry deleted", func() { change(agg, vmWE("10.2.0.2", "vm-sa"), nil) }, []string{"F Endpoint/vm.ns1 Service/vm.ns1"}},
+		{"VirtualService is a config change", func() { change(agg, nil, vs) }, []string{"F VirtualService/route"}},
+		{"VirtualService deleted", func() { change(agg, vs, nil) }, []string{"F VirtualService/route"}},
+		{"unknown VirtualService deleted: nothing", func() { change(agg, vs, nil) }, nil},
+		{"ServiceEntry deleted", func() { change(agg, staticSE("ns1", "se", nil), nil) }, []string{"F Endpoint/a.ext Service/a.ext"}},
 	}
 	for _, st := range steps {
 		st.do()
@@ -137,9 +138,9 @@ func TestAggregateMergesServiceEntriesForOneHost(t *testing.T) {
 	otherNS := staticSE("ns2", "c", []string{"shared.ext"}, "10.0.0.3")
 	otherNS.CreationTimestamp = time.Unix(3, 0)
 
-	agg.ConfigChanged(nil, newer)
-	agg.ConfigChanged(nil, older)
-	agg.ConfigChanged(nil, otherNS)
+	change(agg, nil, newer)
+	change(agg, nil, older)
+	change(agg, nil, otherNS)
 	svc := agg.Service("shared.ext")
 	if svc.Source.Name != "b-older" {
 		t.Errorf("service defined by %s, want the oldest entry", svc.Source)
@@ -268,7 +269,7 @@ func TestAggregateViewsAreImmutable(t *testing.T) {
 	agg := NewAggregate(AggregateOptions{Registries: []Registry{mem}, OnChange: func(c Change) { views = append(views, c.View) }})
 	mem.SetService(&model.Service{Hostname: "a"})
 	mem.SetEndpoints("a", []*model.Endpoint{ep("10.0.0.1")})
-	agg.ConfigChanged(nil, &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "d", Namespace: "ns"}})
+	change(agg, nil, &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "d", Namespace: "ns"}})
 	for i := range 100 { // enough hosts to touch every shard
 		mem.SetService(&model.Service{Hostname: fmt.Sprintf("h%d", i)})
 	}
@@ -324,4 +325,35 @@ func TestAggregateRegistryPriorityAndReplay(t *testing.T) {
 	if got := rec.take(); !slices.Equal(got, []string{"F Endpoint/h Service/h", "F Endpoint/h Service/h"}) {
 		t.Errorf("changes = %q (the shadowed endpoint write must report nothing)", got)
 	}
+}
+
+// cfgState is a test's config store version: each change makes a new one, as config.Memory
+// hands the aggregate a new version with each event.
+type cfgState map[istioconfig.Key]*istioconfig.Config
+
+func (s cfgState) Config(k istioconfig.Key) *istioconfig.Config { return s[k] }
+func (s cfgState) Configs() []*istioconfig.Config               { return slices.Collect(maps.Values(s)) }
+
+var (
+	statesMu sync.Mutex
+	states   = map[*Aggregate]cfgState{}
+)
+
+// change applies old → cur to the test store of agg and hands agg the change with the new
+// version.
+func change(agg *Aggregate, old, cur *istioconfig.Config) {
+	statesMu.Lock()
+	next := maps.Clone(states[agg])
+	if next == nil {
+		next = cfgState{}
+	}
+	switch {
+	case cur != nil:
+		next[cur.Key()] = cur
+	case old != nil:
+		delete(next, old.Key())
+	}
+	states[agg] = next
+	statesMu.Unlock()
+	agg.ConfigChanged(old, cur, next)
 }

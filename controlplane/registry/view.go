@@ -1,110 +1,72 @@
 package registry
 
 import (
-	"hash/maphash"
-	"maps"
+	"slices"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/cow"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // View is the aggregate's state as of one change: every merged service with its endpoints, and
-// the mirrored Istio config objects. A View never changes once published; the aggregate
-// publishes a new one with each Change (Change.View) and Aggregate.View returns the latest. A
-// write copies only the shards it touches (a 64th of the hosts or configs each), so a View per
-// change costs little, and a reader needs no lock.
+// the config store's objects as of that change (the store's own immutable version, not a copy;
+// ServiceEntries and WorkloadEntries reach a View only as the services they define). A View
+// never changes once published; the aggregate publishes a new one with each Change
+// (Change.View) and Aggregate.View returns the latest. A write copies only the shards of hosts
+// it touches (a 64th each), so a View per change costs little, and a reader needs no lock.
 type View struct {
-	hosts   shards[string, entry]
-	configs shards[istioconfig.Key, *istioconfig.Config]
+	hosts   cow.Map[string, entry]
+	configs Configs // nil: none
+}
+
+// Configs is one immutable version of the config store's objects (config.Version implements
+// it): what the aggregate's View serves as its config objects.
+type Configs interface {
+	Config(key istioconfig.Key) *istioconfig.Config
+	Configs() []*istioconfig.Config
+}
+
+// viewed reports whether a config kind reaches snapshots as itself: every kind but the ones the
+// aggregate turns into services.
+func viewed(k istioconfig.Kind) bool {
+	return k != istioconfig.KindServiceEntry && k != istioconfig.KindWorkloadEntry
 }
 
 var _ model.SnapshotSource = (*View)(nil)
 
 // Services returns every merged service, in no order.
 func (v *View) Services() []*model.Service {
-	out := make([]*model.Service, 0, v.hosts.n)
-	for _, m := range v.hosts.m {
-		for _, e := range m {
-			out = append(out, e.svc)
-		}
-	}
+	out := make([]*model.Service, 0, v.hosts.Len())
+	v.hosts.Range(func(_ string, e entry) bool {
+		out = append(out, e.svc)
+		return true
+	})
 	return out
 }
 
 // Service returns the merged service of host, or nil.
-func (v *View) Service(host string) *model.Service { e, _ := v.hosts.get(host); return e.svc }
+func (v *View) Service(host string) *model.Service { e, _ := v.hosts.Get(host); return e.svc }
 
 // Endpoints returns the merged endpoints of host, sorted. The slice must not be modified.
-func (v *View) Endpoints(host string) []*model.Endpoint { e, _ := v.hosts.get(host); return e.eps }
+func (v *View) Endpoints(host string) []*model.Endpoint { e, _ := v.hosts.Get(host); return e.eps }
 
 // ServiceCount is the number of merged services.
-func (v *View) ServiceCount() int { return v.hosts.n }
+func (v *View) ServiceCount() int { return v.hosts.Len() }
 
-// Configs returns every mirrored config object, in no order.
+// Configs returns every config object of the kinds snapshots carry, in no order.
 func (v *View) Configs() []*istioconfig.Config {
-	out := make([]*istioconfig.Config, 0, v.configs.n)
-	for _, m := range v.configs.m {
-		for _, c := range m {
-			out = append(out, c)
-		}
+	if v.configs == nil {
+		return nil
 	}
-	return out
+	all := v.configs.Configs()
+	return slices.DeleteFunc(all, func(c *istioconfig.Config) bool { return !viewed(c.Kind) })
 }
 
-// Config returns the config object with the key, or nil.
-func (v *View) Config(key istioconfig.Key) *istioconfig.Config { c, _ := v.configs.get(key); return c }
-
-const shardCount = 64
-
-// shards is a map split into shardCount maps by key hash. Copied by value it shares every
-// shard; edit copies a shard before its first write, so a copy can be changed while the
-// original stays as it was.
-type shards[K comparable, V any] struct {
-	seed maphash.Seed
-	m    [shardCount]map[K]V
-	n    int
-}
-
-func newShards[K comparable, V any]() shards[K, V] { return shards[K, V]{seed: maphash.MakeSeed()} }
-
-func (s *shards[K, V]) index(k K) int { return int(maphash.Comparable(s.seed, k) % shardCount) }
-
-func (s *shards[K, V]) get(k K) (V, bool) {
-	v, ok := s.m[s.index(k)][k]
-	return v, ok
-}
-
-// edit is one write's changes to a copy of a shards value: owned records which shards the
-// copy holds privately already.
-type edit[K comparable, V any] struct {
-	s     *shards[K, V]
-	owned [shardCount]bool
-}
-
-func (e *edit[K, V]) shard(k K) map[K]V {
-	i := e.s.index(k)
-	if !e.owned[i] {
-		e.s.m[i] = maps.Clone(e.s.m[i])
-		if e.s.m[i] == nil {
-			e.s.m[i] = make(map[K]V)
-		}
-		e.owned[i] = true
+// Config returns the config object with the key, or nil (always for the kinds the aggregate
+// turns into services).
+func (v *View) Config(key istioconfig.Key) *istioconfig.Config {
+	if v.configs == nil || !viewed(key.Kind) {
+		return nil
 	}
-	return e.s.m[i]
-}
-
-func (e *edit[K, V]) set(k K, v V) {
-	m := e.shard(k)
-	if _, ok := m[k]; !ok {
-		e.s.n++
-	}
-	m[k] = v
-}
-
-func (e *edit[K, V]) del(k K) {
-	if _, ok := e.s.get(k); !ok {
-		return
-	}
-	delete(e.shard(k), k)
-	e.s.n--
+	return v.configs.Config(key)
 }

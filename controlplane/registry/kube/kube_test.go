@@ -90,7 +90,7 @@ func startWith(t *testing.T, opts Options) *harness {
 	go func() {
 		defer close(evDone)
 		for ev := range h.store.Events() {
-			h.agg.ConfigChanged(ev.Old, ev.New)
+			h.agg.ConfigChanged(ev.Old, ev.New, ev.State)
 		}
 	}()
 	h.stop = func() {
