@@ -275,7 +275,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.agg.Store(agg)
 	run("config-events", func() error {
 		for ev := range s.store.Events() {
-			s.logNotGeneratedRoutes(ev) // notgenerated_routes.go
+			s.logNotGeneratedRoutes(ev)                 // notgenerated_routes.go
 			agg.ConfigChanged(ev.Old, ev.New, ev.State) // Memory sets State on every event
 			if s.mcp != nil {
 				s.serveMCP(ev)
