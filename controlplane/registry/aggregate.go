@@ -19,9 +19,8 @@ import (
 // Change is what one write changed in the aggregate's state. It is the control plane's one
 // account of what changed: the aggregate compares each host's merged service and endpoints
 // (and takes a config object's change from the store's event) as it applies a write, and the
-// debouncer (its EDS bypass)
-// and the snapshot builder act on the keys and the Full flag it reports, without deciding
-// again.
+// debouncer (its EDS bypass) and the snapshot builder act on the keys and the Full flag it
+// reports, without deciding again.
 type Change struct {
 	// Keys are what changed: KindService and KindEndpoint keys (Name is the hostname,
 	// Namespace the service's) for services and their endpoints, or the key of an Istio config
@@ -113,9 +112,8 @@ type seState struct {
 
 // Aggregate merges registries and ServiceEntries into one view of services and endpoints, and
 // serves the config store's version of the Istio config objects that snapshots carry. It is
-// safe for concurrent use: writes
-// are serialized (and reported in order, each with the View it published); reads take the
-// latest View and no lock.
+// safe for concurrent use: writes are serialized (and reported in order, each with the View it
+// published); reads take the latest View and no lock.
 type Aggregate struct {
 	opts AggregateOptions
 
