@@ -1,14 +1,12 @@
 package controlplane_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +19,8 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/internal/syncbuf"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 const clusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 
@@ -49,7 +31,7 @@ const clusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 func TestServerDrain(t *testing.T) {
 	for _, hung := range []bool{false, true} {
 		t.Run(fmt.Sprintf("hung=%v", hung), func(t *testing.T) {
-			logs := &lockedBuffer{}
+			logs := &syncbuf.Buffer{}
 			opts := controlplanetest.Options(t)
 			opts.DrainTimeout = time.Second
 			opts.Debounce.MinQuiet, opts.Debounce.MaxDelay = 0, 0

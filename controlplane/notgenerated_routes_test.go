@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
+	"github.com/xdslab/xdslab/internal/syncbuf"
 )
 
 // A VirtualService with a field xdslab accepts but does not generate gets one log line naming
@@ -31,7 +32,7 @@ spec:
   http:
   - route: [{destination: {host: api}}]
 `)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts := controlplanetest.Options(t)
 	opts.ConfigDir = dir
 	opts.Debounce.MinQuiet, opts.Debounce.MaxDelay = 10*time.Millisecond, time.Second

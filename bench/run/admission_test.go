@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/internal/syncbuf"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -69,7 +70,7 @@ func TestRunExplainsAdmissionRefusals(t *testing.T) {
 	src := strings.Replace(smallScenario, "duration: 3s", "duration: 500ms", 1)
 	src = strings.Replace(src, "seed: 7\n", "seed: 7\ncontrolPlane: {admissionRate: 5/s, pushThrottle: 1}\n", 1)
 	sc := loadScenario(t, src)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Run(ctx, sc, Options{Progress: &out, ProgressInterval: 100 * time.Millisecond,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/internal/syncbuf"
 	"github.com/xdslab/xdslab/simulator"
 )
 
@@ -108,7 +109,7 @@ func TestRunSinkFailureGoesOn(t *testing.T) {
 	defer stopSrv()
 	sink := failingSink{Sink: &delayedSink{cache: cache, drop: func(simulator.Event) bool { return false }}, fail: map[uint64]bool{2: true, 3: true}}
 	out := t.TempDir()
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	s, err := Run(ctx, sc, Options{Out: out, Target: target, Sink: sink, Progress: &progress,
 		Logger: slog.New(slog.NewTextHandler(&progress, nil))})
 	require.NoError(t, err)

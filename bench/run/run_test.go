@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/pprofcpu"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/internal/syncbuf"
 	"github.com/xdslab/xdslab/scenarios"
 )
 
@@ -48,24 +48,6 @@ thresholds:
   xdslab_events_missed_total: ['count==0']
   xdslab_sim_events_total: ['count>0']
 `
-
-// syncBuffer is a strings.Builder safe for the run's progress goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func loadScenario(t testing.TB, src string) *scenarios.Scenario {
 	t.Helper()
@@ -205,7 +187,7 @@ func checkRunSummary(t *testing.T, out string) *summary.Summary {
 func TestRunInProcess(t *testing.T) {
 	sc := loadScenario(t, smallScenario)
 	out := t.TempDir()
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/internal/syncbuf"
 	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
 )
@@ -22,36 +22,19 @@ type chanCounter chan struct{}
 
 func (c chanCounter) Inc() { c <- struct{}{} }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type harness struct {
 	t      *testing.T
 	dir    string
 	store  *Memory
 	src    *FileSource
 	errs   chanCounter
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 	sentry int
 }
 
 func startSource(t *testing.T, dir string, opts FileOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: dir, store: NewMemory(MemoryOptions{}), errs: make(chanCounter, 100), logs: &syncBuffer{}}
+	h := &harness{t: t, dir: dir, store: NewMemory(MemoryOptions{}), errs: make(chanCounter, 100), logs: &syncbuf.Buffer{}}
 	opts.Dir = dir
 	opts.Errors = h.errs
 	if opts.DeleteGuard.Settle == 0 {

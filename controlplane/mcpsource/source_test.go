@@ -1,7 +1,6 @@
 package mcpsource
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/internal/mcp"
+	"github.com/xdslab/xdslab/internal/syncbuf"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -45,27 +45,10 @@ func serve(t *testing.T, g *grpc.Server, addr string) (string, func()) {
 	return lis.Addr().String(), stop
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // startSource runs a source against addr into a new store until the test ends.
-func startSource(t *testing.T, opts Options) (*Source, *config.Memory, *syncBuffer) {
+func startSource(t *testing.T, opts Options) (*Source, *config.Memory, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if opts.BackoffBase == 0 {
 		opts.BackoffBase, opts.BackoffMax = 20*time.Millisecond, 100*time.Millisecond

@@ -1,13 +1,13 @@
 package xds
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/xdslab/xdslab/controlplane/gen"
+	"github.com/xdslab/xdslab/internal/syncbuf"
 )
 
 // countingMetrics records rejects by type and discards the rest.
@@ -32,24 +32,6 @@ func (m *countingMetrics) rejected(typeURL string) int {
 	return m.rejects[typeURL]
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A NACK is logged at warning level with the client's error and counted in
 // pilot_total_xds_rejects{type} once per (connection, type, nonce): repeating it, or NACKing
 // after the flow-control wait timed out, does not log or count again; a new nonce does.
@@ -61,7 +43,7 @@ func TestNackIsLoggedAndCountedOncePerNonce(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			m := &countingMetrics{}
-			logs := &syncBuffer{}
+			logs := &syncbuf.Buffer{}
 			opts := testOptions()
 			opts.Metrics = m
 			opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
