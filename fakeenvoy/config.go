@@ -67,10 +67,10 @@ type ClientConfig struct {
 	// BufferPool is the buffer pool of the client's connection, where its codec gathers a
 	// response spanning several buffers (nil: grpc-go's default pool); a fleet gives its own.
 	BufferPool mem.BufferPool
-	// Stamps, when set, is where the client's codec takes kernel receive stamps from (a fleet
-	// sets it for a client on a plaintext connection of its own, dialled through
-	// Stamps.Dial; see package internal/rxstamp).
-	Stamps *rxstamp.Stamps
+	// Stamps, when set, is where the client's codec takes kernel receive stamps from: a fleet
+	// gives a client on a plaintext connection of its own that connection (package
+	// internal/h2client; see package internal/rxstamp).
+	Stamps rxstamp.Source
 }
 
 // machineConfig is the configuration of the client's machine, with the real node (NewClient

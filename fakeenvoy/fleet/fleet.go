@@ -20,7 +20,7 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/fakeenvoy/machine"
 	"github.com/xdslab/xdslab/internal/clock"
-	"github.com/xdslab/xdslab/internal/rxstamp"
+	"github.com/xdslab/xdslab/internal/h2client"
 	"github.com/xdslab/xdslab/measure"
 	"github.com/xdslab/xdslab/probe"
 )
@@ -261,15 +261,20 @@ type fleetClient struct {
 	rng   *rand.Rand // churn jitter; used only by the client's runner goroutine
 }
 
-// fleetConn is a lazily dialled grpc.ClientConn.
+// fleetConn is a lazily dialled grpc.ClientConn, or a client's own connection on the fleet's
+// transport (lean).
 type fleetConn struct {
 	target string
 	opts   []grpc.DialOption
+	lean   *h2client.Conn
 	mu     sync.Mutex
 	cc     *grpc.ClientConn
 }
 
-func (fc *fleetConn) get() (*grpc.ClientConn, error) {
+func (fc *fleetConn) get() (grpc.ClientConnInterface, error) {
+	if fc.lean != nil {
+		return fc.lean, nil
+	}
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	if fc.cc == nil {
@@ -283,6 +288,10 @@ func (fc *fleetConn) get() (*grpc.ClientConn, error) {
 }
 
 func (fc *fleetConn) close() {
+	if fc.lean != nil {
+		fc.lean.Disconnect() // the next run dials again
+		return
+	}
 	fc.mu.Lock()
 	cc := fc.cc
 	fc.cc = nil
@@ -346,6 +355,7 @@ func New(cfg Config) (*Fleet, error) {
 		f.hooks = append(f.hooks.(fakeenvoy.Tee), cfg.Hooks)
 	}
 	pool := newBufferPool()
+	leanPool := h2client.NewPool() // the own-transport connections' (it does not clear)
 	opts := append(fleetDialOptions(pool), cfg.DialOptions...)
 	// One table for the whole fleet: clients with the same config share decoded resources.
 	interner := machine.NewInterner()
@@ -379,12 +389,20 @@ func New(cfg Config) (*Fleet, error) {
 				claimServiceAccount(cc.Node, g.Auth.serviceAccount())
 			}
 			cc.Seed, cc.Clock = cfg.Seed, cfg.Clock
-			// A client on a plaintext connection of its own stamps its responses with the
-			// kernel's receive time (package internal/rxstamp); with a fake clock, the clock's.
-			var rx *rxstamp.Stamps
-			if spc <= 1 && g.Auth == nil && cfg.Clock == nil {
-				rx = &rxstamp.Stamps{}
-				cc.Stamps = rx
+			// A client on a plaintext connection of its own runs on the fleet's own transport
+			// (package internal/h2client), which stamps its responses with the kernel's receive
+			// time; with a fake clock, or dial options to honour, grpc-go's and the clock's.
+			target := cfg.Target
+			if g.Target != "" {
+				target = g.Target
+			}
+			var lean *h2client.Conn
+			if spc <= 1 && g.Auth == nil && cfg.Clock == nil && len(cfg.DialOptions) == 0 {
+				lean, err = h2client.New(h2client.Config{Target: target, Pool: leanPool, MaxRecvMsgSize: MaxRecvMsgSize})
+				if err != nil {
+					return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
+				}
+				cc.Stamps = lean
 			}
 			c, err := fakeenvoy.NewClient(cc, f.hooks)
 			if err != nil {
@@ -412,14 +430,7 @@ func New(cfg Config) (*Fleet, error) {
 					}
 					copts = ao
 				}
-				target := cfg.Target
-				if g.Target != "" {
-					target = g.Target
-				}
-				if rx != nil {
-					copts = append(slices.Clip(copts), grpc.WithContextDialer(rx.Dial))
-				}
-				fc.conn, fc.own = &fleetConn{target: target, opts: copts}, true
+				fc.conn, fc.own = &fleetConn{target: target, opts: copts, lean: lean}, true
 				f.own++
 			}
 			f.clients = append(f.clients, fc)

@@ -53,7 +53,7 @@ type Codec struct {
 	recvAt    time.Time // entry of the last Unmarshal; only read by the receiving goroutine
 	// rx, when set, gives the kernel's receive time of each message (package
 	// internal/rxstamp); recvAt is then that time instead of Unmarshal's.
-	rx *rxstamp.Stamps
+	rx rxstamp.Source
 
 	// What readSotw needs: the table decoded resources are looked up in, the client's
 	// validation mode (part of the key) and the pool messages spanning several buffers are
@@ -80,7 +80,7 @@ type CodecConfig struct {
 	Pool mem.BufferPool
 	// Stamps, when set, gives the kernel's receive time of each message (package
 	// internal/rxstamp).
-	Stamps *rxstamp.Stamps
+	Stamps rxstamp.Source
 }
 
 // NewCodec returns the codec of one client; the client's machine must be given Node, the

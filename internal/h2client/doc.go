@@ -1,0 +1,46 @@
+// Package h2client is the fake Envoys' own gRPC client transport: HTTP/2 over a plaintext TCP
+// connection of its own, carrying one bidirectional stream at a time, as an Envoy's
+// connection to its xDS server does. A Conn implements grpc.ClientConnInterface, so the
+// generated ADS client runs on it unchanged, with the codec the stream is opened with
+// (grpc.ForceCodecV2).
+//
+// Why not grpc-go's client: at one connection per client its transport is most of what a fake
+// Envoy costs per pushed response (issue 28, docs/performance.md). grpc-go gives every
+// connection a reader goroutine and a writer goroutine, so each response crosses three
+// goroutines before the client's machine sees it, and each ACK two more before it is written;
+// its reader also tries a read that finds nothing after every frame. Here the stream's
+// receiving goroutine reads the socket itself and its sending goroutine writes it: a response
+// costs one read system call and its ACK one write. What grpc-go does for many streams (a
+// resolver, a balancer, keepalive, BDP-driven windows) a fake Envoy has no use for.
+//
+// The protocol is HTTP/2 (RFC 9113) as a gRPC client speaks it:
+//   - the connection preface and SETTINGS (server push off; a receive window of 256 MiB per
+//     stream and per connection, Envoy's defaults, so a window update is rare);
+//   - a HEADERS frame opening each stream (POST to the method, te: trailers,
+//     content-type application/grpc, the outgoing metadata of the stream's context);
+//   - length-prefixed gRPC messages in DATA frames, split to the server's frame size and
+//     flow-control windows;
+//   - the server's HEADERS, trailers (grpc-status, grpc-message, grpc-status-details-bin) or
+//     trailers-only response, RST_STREAM, SETTINGS, PING, WINDOW_UPDATE and GOAWAY.
+//
+// Errors are gRPC status errors with the codes grpc-go gives for the same event (Unavailable
+// when the connection fails or closes, Canceled when the stream's context is done, the HTTP
+// status mapping for a non-gRPC response), so the client reports the same thing on either
+// transport.
+//
+// Reading. A receive buffer is taken from the pool only once the socket is readable and given
+// back when every byte in it has been used, so an idle client holds none. After a read that
+// did not fill the buffer (the socket was drained) the next read waits for readiness first
+// instead of trying a read that would find nothing. The socket has SO_TIMESTAMPNS: each read's
+// kernel arrival time (of the last segment it returned) is kept, and a message's stamp is that
+// of the read that completed the frame holding its last byte. Take gives it to the codec,
+// which the transport calls (Unmarshal) right before RecvMsg returns. A message held in one
+// DATA frame is handed to the codec in place, in the receive buffer; a longer one is gathered
+// into a buffer of the pool sized to it.
+//
+// A stream ends when the server sends its trailers or resets it, when the connection fails,
+// or when its context is done: the transport then resets the stream (RST_STREAM CANCEL),
+// interrupts a read in progress with a past deadline (no byte is lost: a read either returned
+// its bytes or none) and keeps the connection for the next stream. A connection that failed,
+// or that the server sent GOAWAY on, is closed and the next stream dials a new one.
+package h2client

@@ -1,0 +1,553 @@
+package h2client
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http2/hpack"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// stream is one gRPC call on a transport.
+type stream struct {
+	t     *transport
+	c     *Conn
+	id    uint32
+	ctx   context.Context
+	codec encoding.CodecV2
+
+	// stop stops the context's AfterFunc (cancel); afterDone closes when cancel has run.
+	stop      func() bool
+	afterDone chan struct{}
+
+	// Under t.mu.
+	sendWin    int64
+	sendClosed bool
+	sendq      []byte // framed messages waiting for window
+	sendEnd    bool   // END_STREAM follows the queue
+	endSent    bool
+	cancelled  bool
+	done       bool // the receive side ended (final is set)
+
+	// Receive side, owned by the receiving goroutine.
+	gotHeader    bool
+	trailersOnly bool // the response was its trailers alone
+	header       metadata.MD
+	trailer      metadata.MD
+	final        error // io.EOF: ended with status OK
+	recvDone     bool
+	unacked      uint32
+	pre          [5]byte
+	preN         int
+	msgLen       int
+	msg          *[]byte // the message being gathered (from the pool)
+	got          int
+	ready        []readyMsg
+	head         int
+}
+
+// readyMsg is a whole received message: in place in the receive buffer (buf nil) or gathered
+// into a pooled buffer.
+type readyMsg struct {
+	b   []byte
+	buf *[]byte
+	at  time.Time
+}
+
+var _ grpc.ClientStream = (*stream)(nil)
+
+func (s *stream) Context() context.Context { return s.ctx }
+
+// Trailer is the server's trailer metadata, once RecvMsg has returned an error.
+func (s *stream) Trailer() metadata.MD { return s.trailer }
+
+// Header waits for the server's response headers. It reads the connection: call it from the
+// goroutine that receives. A trailers-only response (a stream refused at once) has none: nil,
+// nil, and RecvMsg gives its status.
+func (s *stream) Header() (metadata.MD, error) {
+	for !s.gotHeader && s.final == nil {
+		s.advance()
+	}
+	switch {
+	case s.trailersOnly:
+		return nil, nil // no headers; RecvMsg gives the status (grpc-go's answer)
+	case s.gotHeader:
+		return s.header, nil
+	case s.final == io.EOF:
+		return nil, nil
+	}
+	return nil, s.final
+}
+
+// RecvMsg receives the next message into m; io.EOF when the server ended the stream with
+// status OK, its status error otherwise.
+func (s *stream) RecvMsg(m any) error {
+	for {
+		if s.head < len(s.ready) {
+			return s.deliver(m)
+		}
+		if s.final != nil {
+			return s.final
+		}
+		s.advance()
+	}
+}
+
+// advance handles the next frame, ending the stream when its context is done or the
+// connection fails.
+func (s *stream) advance() {
+	if err := s.ctx.Err(); err != nil {
+		s.end(status.FromContextError(err).Err())
+		return
+	}
+	if err := s.t.step(s); err != nil {
+		s.end(s.t.readError(s, err))
+	}
+}
+
+func (s *stream) deliver(m any) error {
+	r := s.ready[s.head]
+	s.ready[s.head] = readyMsg{}
+	s.head++
+	if s.head == len(s.ready) {
+		s.ready, s.head = s.ready[:0], 0
+	}
+	s.c.stampAt, s.c.stampN = r.at, len(r.b)
+	err := s.codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(r.b)}, m)
+	s.c.stampAt = time.Time{}
+	if r.buf != nil {
+		s.t.cfg.Pool.Put(r.buf)
+	}
+	if err != nil {
+		err = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+		s.endLocal(err)
+		return err
+	}
+	return nil
+}
+
+// take reads gRPC messages out of a DATA frame's data.
+func (s *stream) take(b []byte) {
+	for len(b) > 0 && !s.recvDone {
+		if s.preN < len(s.pre) {
+			k := copy(s.pre[s.preN:], b)
+			s.preN += k
+			b = b[k:]
+			if s.preN < len(s.pre) {
+				return
+			}
+			if s.pre[0] != 0 {
+				s.endLocal(status.Error(codes.Internal, "grpc: compressed flag set, though the client accepts no message encoding"))
+				return
+			}
+			n := binary.BigEndian.Uint32(s.pre[1:])
+			if int64(n) > int64(s.t.cfg.MaxRecvMsgSize) {
+				s.endLocal(status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.t.cfg.MaxRecvMsgSize))
+				return
+			}
+			s.msgLen, s.got = int(n), 0
+			if len(b) >= s.msgLen {
+				s.ready = append(s.ready, readyMsg{b: b[:s.msgLen], at: s.t.at})
+				b = b[s.msgLen:]
+				s.preN = 0
+				continue
+			}
+			s.msg = s.t.cfg.Pool.Get(s.msgLen)
+		}
+		k := copy((*s.msg)[s.got:s.msgLen], b)
+		s.got += k
+		b = b[k:]
+		if s.got == s.msgLen {
+			s.ready = append(s.ready, readyMsg{b: (*s.msg)[:s.msgLen], buf: s.msg, at: s.t.at})
+			s.msg, s.preN = nil, 0
+		}
+	}
+}
+
+// headers takes a decoded header block of the stream: the response headers, or its trailers
+// (endStream, also for a trailers-only response).
+func (s *stream) headers(fields []hpack.HeaderField, endStream bool) {
+	md := metadata.MD{}
+	var httpStatus, contentType string
+	for _, f := range fields {
+		switch {
+		case f.Name == ":status":
+			httpStatus = f.Value
+		case strings.HasPrefix(f.Name, ":"):
+		case f.Name == "content-type":
+			contentType = f.Value
+		default:
+			v := f.Value
+			if strings.HasSuffix(f.Name, "-bin") {
+				if d, err := decodeBinHeader(v); err == nil {
+					v = string(d)
+				}
+			}
+			md[f.Name] = append(md[f.Name], v)
+		}
+	}
+	if !s.gotHeader {
+		s.gotHeader = true
+		s.header = md
+		if !endStream {
+			if err := checkResponse(httpStatus, contentType); err != nil {
+				s.endLocal(err)
+			}
+			return
+		}
+		// Trailers-only.
+		s.trailersOnly, s.header = true, nil
+		if _, ok := md["grpc-status"]; !ok {
+			if err := checkResponse(httpStatus, contentType); err != nil {
+				s.end(err)
+				return
+			}
+		}
+	}
+	if !endStream {
+		return // more headers without END_STREAM: not gRPC; ignored as grpc-go does
+	}
+	s.trailer = md
+	s.end(statusFrom(md))
+}
+
+// checkResponse is grpc-go's judgement of a response's headers: an HTTP status other than
+// 200 maps to a code, a content type other than gRPC's is Internal.
+func checkResponse(httpStatus, contentType string) error {
+	if httpStatus != "200" {
+		code := codes.Unknown
+		switch httpStatus {
+		case "400":
+			code = codes.Internal
+		case "401":
+			code = codes.Unauthenticated
+		case "403":
+			code = codes.PermissionDenied
+		case "404":
+			code = codes.Unimplemented
+		case "429", "502", "503", "504":
+			code = codes.Unavailable
+		}
+		return status.Errorf(code, "unexpected HTTP status code received from server: %s; content-type %q", httpStatus, contentType)
+	}
+	if contentType != "application/grpc" && !strings.HasPrefix(contentType, "application/grpc+") && !strings.HasPrefix(contentType, "application/grpc;") {
+		return status.Errorf(codes.Internal, "transport: received unexpected content-type %q", contentType)
+	}
+	return nil
+}
+
+// statusFrom is the stream's end from its trailers: io.EOF for OK.
+func statusFrom(md metadata.MD) error {
+	vs := md["grpc-status"]
+	if len(vs) == 0 {
+		return status.Error(codes.Internal, "server closed the stream without sending trailers")
+	}
+	code, err := strconv.ParseUint(vs[0], 10, 32)
+	if err != nil {
+		return status.Errorf(codes.Internal, "transport: malformed grpc-status %q", vs[0])
+	}
+	if code == 0 {
+		return io.EOF
+	}
+	msg := ""
+	if m := md["grpc-message"]; len(m) > 0 {
+		msg = decodeGrpcMessage(m[0])
+	}
+	if d := md["grpc-status-details-bin"]; len(d) > 0 {
+		var p spb.Status
+		if proto.Unmarshal([]byte(d[0]), &p) == nil && p.GetCode() == int32(code) {
+			return status.FromProto(&p).Err()
+		}
+	}
+	return status.Error(codes.Code(code), msg)
+}
+
+// end ends the receive side with err (io.EOF: status OK) and drops what it had queued to send.
+func (s *stream) end(err error) {
+	if s.recvDone {
+		return
+	}
+	s.recvDone = true
+	s.final = err
+	if s.msg != nil {
+		s.t.cfg.Pool.Put(s.msg)
+		s.msg = nil
+	}
+	s.t.mu.Lock()
+	s.done = true
+	s.sendq = nil
+	s.t.mu.Unlock()
+}
+
+// endLocal ends the stream on the client's side: the server is told (RST_STREAM CANCEL), as
+// grpc-go's client does when a call fails on its side.
+func (s *stream) endLocal(err error) {
+	if s.recvDone {
+		return
+	}
+	s.end(err)
+	_ = s.t.writeControl(func(b []byte) []byte { return appendRSTStream(b, s.id, errCodeCancel) })
+}
+
+// reset ends the stream the server reset.
+func (s *stream) reset(code uint32) {
+	c, what := codes.Internal, "stream terminated by RST_STREAM with error code: "+strconv.FormatUint(uint64(code), 10)
+	switch code {
+	case errCodeRefusedStream:
+		c = codes.Unavailable
+	case errCodeCancel:
+		c = codes.Canceled
+	case errCodeEnhanceYourCalm:
+		c = codes.ResourceExhausted
+	case errCodeInadequateSecure:
+		c = codes.PermissionDenied
+	}
+	s.end(status.Error(c, what))
+}
+
+// cancel is the stream's context's AfterFunc: it resets the stream and interrupts a read in
+// progress (the reader then ends the stream with the context's error).
+func (s *stream) cancel() {
+	defer close(s.afterDone)
+	t := s.t
+	t.mu.Lock()
+	if s.done {
+		t.mu.Unlock()
+		return
+	}
+	s.cancelled = true
+	t.mu.Unlock()
+	_ = t.writeControl(func(b []byte) []byte { return appendRSTStream(b, s.id, errCodeCancel) })
+	if t.nc != nil {
+		_ = t.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// finished says whether the stream has ended (or is ending: its context is done).
+func (s *stream) finished() bool {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	return s.done || s.cancelled
+}
+
+// detach waits for the stream's AfterFunc, if it started, so that its deadline cannot
+// interrupt the next stream.
+func (s *stream) detach() {
+	if s.stop != nil && !s.stop() {
+		<-s.afterDone
+	}
+}
+
+// SendMsg sends m and returns without waiting for the server: what the flow-control windows
+// do not allow yet is queued and sent by the receiving goroutine as the server opens them
+// (grpc-go's reader does the same), so a sender never waits on a reader. io.EOF once the
+// stream has ended (RecvMsg then says why).
+func (s *stream) SendMsg(m any) error {
+	data, err := s.codec.Marshal(m)
+	if err != nil {
+		return status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
+	}
+	defer data.Free()
+	n := data.Len()
+	var pre [5]byte
+	binary.BigEndian.PutUint32(pre[1:], uint32(n))
+	total := 5 + n
+	t := s.t
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	t.mu.Lock()
+	if s.done || s.cancelled || s.sendClosed || t.err != nil {
+		t.mu.Unlock()
+		return io.EOF
+	}
+	if len(s.sendq) == 0 && min(t.connSendWin, s.sendWin) >= int64(total) {
+		// The common case: all of it now, framed straight from the codec's buffers.
+		t.connSendWin -= int64(total)
+		s.sendWin -= int64(total)
+		frame := t.peerMaxFrame
+		t.mu.Unlock()
+		parts := make([][]byte, 0, 1+len(data))
+		parts = append(parts, pre[:])
+		for _, b := range data {
+			parts = append(parts, b.ReadOnlyData())
+		}
+		if err := s.writeData(parts, total, frame, false); err != nil {
+			return io.EOF
+		}
+		return nil
+	}
+	s.sendq = append(s.sendq, pre[:]...)
+	for _, b := range data {
+		s.sendq = append(s.sendq, b.ReadOnlyData()...)
+	}
+	t.mu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return io.EOF
+	}
+	return nil
+}
+
+// CloseSend ends the client's side of the stream (after what is queued).
+func (s *stream) CloseSend() error {
+	t := s.t
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	t.mu.Lock()
+	if s.sendClosed || s.done || s.cancelled || t.err != nil {
+		t.mu.Unlock()
+		return nil
+	}
+	s.sendClosed, s.sendEnd = true, true
+	t.mu.Unlock()
+	_ = s.flushLocked()
+	return nil
+}
+
+// flushQueued sends what the stream queued, as far as the windows now allow.
+func (s *stream) flushQueued() error {
+	if !s.queued() {
+		return nil
+	}
+	s.t.wmu.Lock()
+	defer s.t.wmu.Unlock()
+	err := s.flushLocked()
+	if err == io.EOF {
+		return nil // the stream ended: nothing to send
+	}
+	return err
+}
+
+// queued says whether the stream has bytes (or its end) waiting for window.
+func (s *stream) queued() bool {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	return len(s.sendq) > 0 || s.sendEnd && !s.endSent
+}
+
+// flushLocked sends as much of the queue as the windows allow; t.wmu is held.
+func (s *stream) flushLocked() error {
+	t := s.t
+	t.mu.Lock()
+	if s.done || s.cancelled || t.err != nil {
+		s.sendq = nil
+		t.mu.Unlock()
+		return io.EOF
+	}
+	k := int(max(0, min(int64(len(s.sendq)), t.connSendWin, s.sendWin)))
+	end := s.sendEnd && !s.endSent && k == len(s.sendq)
+	if k == 0 && !end {
+		t.mu.Unlock()
+		return nil
+	}
+	t.connSendWin -= int64(k)
+	s.sendWin -= int64(k)
+	frame := t.peerMaxFrame
+	chunk := s.sendq[:k]
+	t.mu.Unlock()
+	// chunk stays valid: only writers, who hold wmu, change the queue.
+	err := s.writeData([][]byte{chunk}, k, frame, end)
+	t.mu.Lock()
+	if s.sendq = s.sendq[k:]; len(s.sendq) == 0 {
+		s.sendq = nil
+	}
+	if end {
+		s.endSent = true
+	}
+	t.mu.Unlock()
+	return err
+}
+
+// writeData writes total bytes from parts as DATA frames of at most frame bytes, the last
+// with END_STREAM when end; t.wmu is held and the windows were taken.
+func (s *stream) writeData(parts [][]byte, total, frame int, end bool) error {
+	t := s.t
+	frames := max(1, (total+frame-1)/frame)
+	bp := t.cfg.Pool.Get(total + frames*frameHeaderLen)
+	defer t.cfg.Pool.Put(bp)
+	b := (*bp)[:0]
+	for left := total; ; {
+		fl := min(left, frame)
+		var flags byte
+		if end && fl == left {
+			flags = flagEndStream
+		}
+		b = appendFrameHeader(b, fl, frameData, flags, s.id)
+		left -= fl
+		for fl > 0 {
+			p := parts[0]
+			c := min(fl, len(p))
+			b = append(b, p[:c]...)
+			if parts[0] = p[c:]; len(parts[0]) == 0 {
+				parts = parts[1:]
+			}
+			fl -= c
+		}
+		if left == 0 {
+			break
+		}
+	}
+	if err := t.failed(); err != nil {
+		return err
+	}
+	if _, err := t.w.Write(b); err != nil {
+		t.close(err)
+		return err
+	}
+	return nil
+}
+
+// encodeTimeout is gRPC's grpc-timeout value for d: at most 8 digits and a unit.
+func encodeTimeout(d time.Duration) string {
+	if d <= 0 {
+		return "0n"
+	}
+	for _, u := range []struct {
+		unit string
+		d    time.Duration
+	}{{"n", time.Nanosecond}, {"u", time.Microsecond}, {"m", time.Millisecond}, {"S", time.Second}, {"M", time.Minute}, {"H", time.Hour}} {
+		if v := (d + u.d - 1) / u.d; v <= 99999999 {
+			return strconv.FormatInt(int64(v), 10) + u.unit
+		}
+	}
+	return "99999999H"
+}
+
+func encodeBinHeader(v string) string { return base64.RawStdEncoding.EncodeToString([]byte(v)) }
+
+func decodeBinHeader(v string) ([]byte, error) {
+	if len(v)%4 == 0 {
+		return base64.StdEncoding.DecodeString(v)
+	}
+	return base64.RawStdEncoding.DecodeString(v)
+}
+
+// decodeGrpcMessage undoes grpc-message's percent-encoding.
+func decodeGrpcMessage(m string) string {
+	if !strings.Contains(m, "%") {
+		return m
+	}
+	var b strings.Builder
+	for i := 0; i < len(m); i++ {
+		if m[i] == '%' && i+2 < len(m) {
+			if v, err := strconv.ParseUint(m[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(m[i])
+	}
+	return b.String()
+}
