@@ -223,9 +223,10 @@ func (c *Conn) dialTCP(ctx context.Context) (*transport, error) {
 }
 
 // source is how a transport reads: into the buffer get returns, once data is there, with
-// the kernel's receive time of what it read (zero when not known).
+// the kernel's receive time of what it read (zero when not known). A read that finds nothing
+// calls idle before it waits, so that no buffer is held while the socket is quiet.
 type source interface {
-	recv(get func() []byte) (n int, at time.Time, err error)
+	recv(get func() []byte, idle func()) (n int, at time.Time, err error)
 }
 
 // socketSource reads a TCP socket with recvmsg and its SO_TIMESTAMPNS stamps.
@@ -245,16 +246,16 @@ func newSocketSource(tc *net.TCPConn) (*socketSource, error) {
 	return s, nil
 }
 
-func (s *socketSource) recv(get func() []byte) (int, time.Time, error) {
+func (s *socketSource) recv(get func() []byte, idle func()) (int, time.Time, error) {
 	var n, oobn int
 	var rerr error
-	var b []byte
 	err := s.raw.Read(func(fd uintptr) bool {
-		if b == nil {
-			b = get()
+		n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), get(), s.oob, 0)
+		if rerr == syscall.EAGAIN {
+			idle()
+			return false
 		}
-		n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), b, s.oob, 0)
-		return rerr != syscall.EAGAIN
+		return true
 	})
 	if err != nil {
 		return 0, time.Time{}, err

@@ -21,7 +21,7 @@ type sliceSource struct {
 	chunk int
 }
 
-func (s *sliceSource) recv(get func() []byte) (int, time.Time, error) {
+func (s *sliceSource) recv(get func() []byte, idle func()) (int, time.Time, error) {
 	if len(s.b) == 0 {
 		return 0, time.Time{}, errEOF
 	}

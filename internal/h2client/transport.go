@@ -249,7 +249,8 @@ func (t *transport) nextFrame() (frameHeader, []byte, error) {
 }
 
 // fill reads more bytes into the receive buffer, taking one from the pool if it holds none
-// and moving a partial frame to its start when the rest would not fit.
+// (and giving it back while the socket has nothing to read) and moving a partial frame to its
+// start when the rest would not fit.
 func (t *transport) fill() error {
 	if t.rbuf != nil && t.r0 == t.r1 {
 		t.release()
@@ -265,7 +266,12 @@ func (t *transport) fill() error {
 		}
 		return (*t.rbuf)[t.r1:]
 	}
-	n, at, err := t.src.recv(get)
+	idle := func() {
+		if t.rbuf != nil && t.r0 == t.r1 {
+			t.release()
+		}
+	}
+	n, at, err := t.src.recv(get, idle)
 	if err != nil {
 		if t.rbuf != nil && t.r0 == t.r1 {
 			t.release()
