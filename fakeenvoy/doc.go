@@ -1,8 +1,9 @@
 // Package fakeenvoy is a fake Envoy ADS client that behaves like Envoy against any control
 // plane (ours, Istio's, go-control-plane based ones), speaking only the public xDS protocol.
 // Package fakeenvoy/fleet runs many of them; fakeenvoy/policy holds the NACK and ACK policies
-// they are scripted with, fakeenvoy/validate what Envoy and grpc-go reject, and
-// internal/rxstamp the kernel receive stamps.
+// they are scripted with, fakeenvoy/validate what Envoy and grpc-go reject; internal/h2client
+// is the gRPC transport of a client on a connection of its own and internal/rxstamp its kernel
+// receive stamps.
 //
 // Each client is a pure state machine (package fakeenvoy/machine: no I/O, no clock reads) wrapped
 // by a thin gRPC shell (Client.Run). The machine takes "stream started", "response received at t"
@@ -10,8 +11,9 @@
 // call and the next deadline to arm. The shell owns the machine on one goroutine per client; a
 // second goroutine only forwards Recv results, stamped with their receive time (monotonic clock):
 // the kernel's arrival time of the message's last byte for a client on a plaintext connection of
-// its own (package internal/rxstamp), otherwise the time the client's codec took when the
-// transport handed it the message's bytes, before decoding.
+// its own (the fleet runs those on internal/h2client, whose receiving goroutine is this one: it
+// reads the socket itself), otherwise the time the client's codec took when the transport
+// handed it the message's bytes, before decoding.
 //
 // The machine by concern (its doc.go lists its files): a wire adapter per protocol (SotW,
 // Delta, proxyless gRPC) reads a response into one update and builds the requests; apply.go

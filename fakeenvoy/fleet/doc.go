@@ -14,9 +14,13 @@
 //
 // Scale: all the fleet's clients share one machine.Interner (package fakeenvoy/machine: decoded
 // resources and accepted sets), one emulated istio-agent (istioagent.Agent: one CA, a workload certificate per
-// client), and one buffer pool with a tier at every power of two (pool.go); its connections
-// use grpc-go's default 32 KiB read/write buffers. A client on a plaintext connection of its
-// own dials through internal/rxstamp, so its responses carry the kernel's receive time.
+// client), and one buffer pool with a tier at every power of two (pool.go). A client on a
+// plaintext connection of its own (no auth, no shared connection, the real clock, no
+// Config.DialOptions) runs on the fleet's own transport, internal/h2client: one HTTP/2
+// connection and stream read and written by the client's two goroutines, a 32 KiB receive
+// buffer from a shared pool only while there is something to read, and the kernel's receive
+// time on every response. The others use grpc-go (32 KiB read/write buffers, the codec's
+// clock).
 // BenchmarkFleetHeapPerClient measures a client's heap and CPU on a 1,000-service mesh
 // (docs/performance.md).
 //

@@ -183,6 +183,13 @@ func liveHeap() uint64 {
 	return ms.HeapAlloc
 }
 
+// stackInUse is the goroutine stacks' memory in use.
+func stackInUse() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.StackInuse
+}
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

@@ -46,6 +46,8 @@ var (
 // run, so every figure is the fleet's alone:
 //   - heap-B/client: live heap once every client holds its full config and idles, minus the
 //     heap before the fleet started, per client;
+//   - stack-B/client: goroutine stacks in use at the same moment, minus before, per client;
+//     idle-B/client is the two together (issue 28's target: ≤ 40 KiB);
 //   - peak-heap-B/client: the highest heap in use (live and garbage not yet collected) sampled
 //     every 10 ms while the fleet converges, minus the heap before, per client: what drives
 //     the process's RSS;
@@ -77,7 +79,7 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	heap0 := liveHeap()
+	heap0, stack0 := liveHeap(), stackInUse()
 	cpu0, cp0 := cpuTime(), procCPU(b, srv.pid)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -93,7 +95,7 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 		b.Fatalf("%d NACKs of a valid mesh", nacks)
 	}
 	time.Sleep(time.Second) // let the last ACKs settle
-	heap1 := liveHeap()
+	heap1, stack1 := liveHeap(), stackInUse()
 
 	// Churn: endpoint flaps pushed to every client.
 	resp0 := f.Progress().Responses
@@ -113,6 +115,8 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	perClient := func(v uint64) float64 { return float64(v-min(v, heap0)) / float64(n) }
 	b.ReportMetric(perClient(heap1), "heap-B/client")
+	b.ReportMetric((float64(stack1)-float64(stack0))/float64(n), "stack-B/client")
+	b.ReportMetric((float64(heap1)+float64(stack1)-float64(heap0)-float64(stack0))/float64(n), "idle-B/client")
 	b.ReportMetric(perClient(peakFull), "peak-heap-B/client")
 	b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(n), "cpu-ms/client")
 	b.ReportMetric(float64(cpCPU.Microseconds())/1e3/float64(n), "cp-cpu-ms/client")

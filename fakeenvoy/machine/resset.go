@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"weak"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -38,6 +39,10 @@ type resSet struct {
 	id  uint64
 	m   map[string]entry
 	sum uint64 // contentHash of m
+	// secrets are the sorted, unique secret references of every entry (followUpSecrets'),
+	// derived once by the first client that needs them.
+	secretsOnce sync.Once
+	secrets     []secretRef
 	// refs are the sorted, unique references of every entry (followUp's names), and refsWire
 	// their encoding as a DiscoveryRequest's resource_names (nil when short): a SotW client
 	// sends every EDS or RDS name on every request, so the codec sends these shared bytes
@@ -354,4 +359,24 @@ func setRefs(m map[string]entry) []string {
 	}
 	sort.Strings(names)
 	return slices.Compact(names)
+}
+
+// secretRefsOr returns the set's secret references (see resSet.secrets), or those of m, a
+// client's private map, when s is nil.
+func (s *resSet) secretRefsOr(m map[string]entry) []secretRef {
+	if s == nil {
+		return collectSecretRefs(m)
+	}
+	s.secretsOnce.Do(func() { s.secrets = collectSecretRefs(s.m) })
+	return s.secrets
+}
+
+// collectSecretRefs is every secret reference of m's entries, sorted and unique.
+func collectSecretRefs(m map[string]entry) []secretRef {
+	var refs []secretRef
+	for _, e := range m {
+		refs = append(refs, e.d.secretList()...)
+	}
+	slices.SortFunc(refs, cmpSecretRef)
+	return slices.Compact(refs)
 }

@@ -368,13 +368,14 @@ func (m *Machine) followUpSecrets(s *Step, now time.Time) {
 	}
 	var names []string
 	for _, t := range []rtype{tCDS, tLDS} {
-		for _, e := range m.types[t].res {
-			for _, r := range e.d.secretList() {
-				if r.overADS() {
-					names = append(names, r.name)
-				} else {
-					m.requestLocal(r, now)
-				}
+		// The references of a shared set are derived once for every client that holds it.
+		ts := &m.types[t]
+		refs := ts.set.secretRefsOr(ts.res)
+		for _, r := range refs {
+			if r.overADS() {
+				names = append(names, r.name)
+			} else {
+				m.requestLocal(r, now)
 			}
 		}
 	}
