@@ -235,32 +235,60 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 // malformed message, an Any with unknown fields or a type URL that is not UTF-8): the caller
 // then decodes b as usual, so errors stay proto's.
 func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item, ok bool) {
-	var rest []byte // every field but the resources, decoded by proto
-	res = make([]item, 0, countResources(b))
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+	// One pass over the top-level fields: where the resources lie, and the rest (every field
+	// but the resources, decoded by proto).
+	var rest []byte
+	first, end, k := -1, -1, 0
+	contiguous := true
+	for off := 0; off < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[off:])
 		if n < 0 {
 			return nil, false
 		}
-		if num == 2 && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(b[n:])
-			if m < 0 {
-				return nil, false
-			}
-			w, ok := c.readAny(v)
-			if !ok {
-				return nil, false
-			}
-			res = append(res, w)
-			b = b[n+m:]
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
 		if m < 0 {
 			return nil, false
 		}
-		rest = append(rest, b[:n+m]...)
-		b = b[n+m:]
+		if num == 2 && typ == protowire.BytesType {
+			if first < 0 {
+				first = off
+			} else if end != off {
+				contiguous = false
+			}
+			end = off + n + m
+			k++
+		} else {
+			rest = append(rest, b[off:off+n+m]...)
+		}
+		off += n + m
+	}
+	// The fleet's clients receive the same resources' bytes (only the version and nonce
+	// differ): a run of resources some client already read is taken from the memo whole.
+	memo := c.interner.responses()
+	var key respKey
+	if memo != nil && contiguous && k > 0 {
+		region := b[first:end]
+		key = respKey{hash: maphash.Bytes(hashSeed, region), n: len(region), mode: c.mode}
+		res = memo.get(key, region)
+	}
+	if res == nil {
+		res = make([]item, 0, k)
+		for off := max(first, 0); off < len(b) && len(res) < k; {
+			num, typ, n := protowire.ConsumeTag(b[off:])
+			m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
+			if num == 2 && typ == protowire.BytesType {
+				v, _ := protowire.ConsumeBytes(b[off+n:])
+				w, ok := c.readAny(v)
+				if !ok {
+					return nil, false
+				}
+				res = append(res, w)
+			}
+			off += n + m
+		}
+		if memo != nil && contiguous && k > 0 {
+			memo.put(key, b[first:end], res)
+		}
 	}
 	if len(rest) > 0 {
 		if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(rest, r); err != nil {
@@ -268,27 +296,6 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 		}
 	}
 	return res, true
-}
-
-// countResources counts the resources (field 2) of an encoded DiscoveryResponse, stopping at
-// the first malformed field (readSotw then fails anyway).
-func countResources(b []byte) int {
-	k := 0
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return k
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return k
-		}
-		if num == 2 && typ == protowire.BytesType {
-			k++
-		}
-		b = b[n+m:]
-	}
-	return k
 }
 
 // readAny reads one google.protobuf.Any (type_url, value) of a response.

@@ -361,3 +361,70 @@ func FuzzCodecResponse(f *testing.F) {
 		}
 	})
 }
+
+// TestCodecResponseMemo: once a run of resources was read with every resource shared, the next
+// client reading the same bytes (another version and nonce) gets equal items from the memo,
+// its own copy; other bytes, another validation mode or a resource not shared are read as
+// before.
+func TestCodecResponseMemo(t *testing.T) {
+	in := NewInterner()
+	clusters := []proto.Message{fetest.EDSCluster("c1"), fetest.EDSCluster("c2"), fetest.EDSCluster("c3")}
+	resp := sotwResp(t, C, "1", "n1", clusters...)
+	var ds []*decoded
+	for _, a := range resp.Resources[:2] {
+		raw := a.GetValue()
+		name, _ := readNameBytes(raw)
+		d, err := in.decode(tCDS, checkEnvoy, maphash.Bytes(hashSeed, raw), string(name), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	read := func(mode checkMode, version, nonce string, ms ...proto.Message) ([]item, *discoveryv3.DiscoveryResponse) {
+		t.Helper()
+		b, err := proto.Marshal(sotwResp(t, C, version, nonce, ms...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &Codec{interner: in, mode: mode}
+		var r discoveryv3.DiscoveryResponse
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &r); err != nil {
+			t.Fatal(err)
+		}
+		res, ok := c.LastRead()
+		if !ok {
+			t.Fatal("the codec did not read the resources")
+		}
+		return res.items, &r
+	}
+	memoLen := func() int {
+		in.resp.mu.Lock()
+		defer in.resp.mu.Unlock()
+		return len(in.resp.m)
+	}
+	// c3 is not shared: nothing is kept.
+	read(checkEnvoy, "1", "n1", clusters...)
+	if n := memoLen(); n != 0 {
+		t.Fatalf("memo holds %d runs after a read with a resource not shared", n)
+	}
+	// c1 and c2 are: the run is kept, and the next read (another version and nonce) takes it.
+	first, _ := read(checkEnvoy, "1", "n1", clusters[:2]...)
+	if n := memoLen(); n != 1 {
+		t.Fatalf("memo holds %d runs, want 1", n)
+	}
+	first[0].err = errIgnored // a client changes its own items
+	second, r := read(checkEnvoy, "2", "n2", clusters[:2]...)
+	if r.GetVersionInfo() != "2" || r.GetNonce() != "n2" || len(r.GetResources()) != 0 {
+		t.Fatalf("response fields %v", r)
+	}
+	if len(second) != 2 || second[0].hit != ds[0] || second[1].hit != ds[1] || second[0].name != "c1" ||
+		second[1].name != "c2" || second[0].err != nil || !second[0].hashed || second[0].hash != ds[0].hash {
+		t.Fatalf("items from the memo: %+v", second)
+	}
+	// Another mode is another key: read afresh (c1 and c2 are not shared in it).
+	other, _ := read(checkNone, "1", "n1", clusters[:2]...)
+	if other[0].hit != nil || other[0].raw == nil {
+		t.Fatalf("checkNone read %+v from checkEnvoy's memo", other[0])
+	}
+	runtime.KeepAlive(ds)
+}

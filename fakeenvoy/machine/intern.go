@@ -34,6 +34,16 @@ type Interner struct {
 	nextSet uint64
 	// names finds a set by its refs' first element (resSet.refsWire).
 	names map[*string]weak.Pointer[resSet]
+	// resp is the codec's memo of responses' resources (respmemo.go).
+	resp respMemo
+}
+
+// responses is the fleet's memo of responses' resources, nil when in is nil.
+func (in *Interner) responses() *respMemo {
+	if in == nil {
+		return nil
+	}
+	return &in.resp
 }
 
 type internKey struct {

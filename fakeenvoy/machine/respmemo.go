@@ -1,0 +1,88 @@
+package machine
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+)
+
+// A SotW response's resources are the same bytes for every client the push reaches (the
+// control plane encodes a resource once and sends it to all; only the response's version and
+// nonce differ), and the codec reads them into the same items for each: the same names, hashes
+// and shared decoded resources. respMemo keeps, per run of resource bytes (the response's
+// resources field, contiguous as every control plane writes it), the items the codec read from
+// them, so that the next client that receives those bytes hashes and compares them once instead
+// of reading every resource: for a full config of 2,000 resources, one pass over its bytes in
+// place of 2,000 hashes, table lookups and comparisons.
+//
+// Only runs whose every resource was already shared (hit) are kept, so the memo holds nothing
+// the Interner does not: the client that decodes a resource first and the next one, which finds
+// it shared, read it as before; from then on the memo answers. A hit is only a hit when the
+// bytes are equal (the memo keeps a copy), so a hash collision costs a read, never wrong items.
+// The memo is bounded (respMemoMaxBytes of kept bytes, oldest first out): it keeps the
+// resources it points to alive until their run leaves it.
+type respMemo struct {
+	mu    sync.Mutex
+	m     map[respKey]*respEntry
+	order []respKey // oldest first
+	bytes int
+}
+
+// respKey finds a run: the hash of its bytes (hashSeed), their length and the client's
+// validation mode (part of what a shared resource is).
+type respKey struct {
+	hash uint64
+	n    int
+	mode checkMode
+}
+
+type respEntry struct {
+	region []byte
+	items  []item
+}
+
+const respMemoMaxBytes = 64 << 20
+
+// get returns a copy of the items read from region (a client changes its own items while it
+// applies them), nil when none are kept.
+func (r *respMemo) get(k respKey, region []byte) []item {
+	r.mu.Lock()
+	e := r.m[k]
+	r.mu.Unlock()
+	if e == nil || !bytes.Equal(e.region, region) {
+		return nil
+	}
+	return slices.Clone(e.items)
+}
+
+// put keeps the items read from region when every one of them is shared.
+func (r *respMemo) put(k respKey, region []byte, items []item) {
+	if len(region) > respMemoMaxBytes/4 {
+		return
+	}
+	for i := range items {
+		if items[i].hit == nil {
+			return
+		}
+	}
+	e := &respEntry{region: bytes.Clone(region), items: slices.Clone(items)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[k]; ok {
+		return
+	}
+	if r.m == nil {
+		r.m = make(map[respKey]*respEntry)
+	}
+	r.m[k] = e
+	r.order = append(r.order, k)
+	r.bytes += len(region)
+	for r.bytes > respMemoMaxBytes && len(r.order) > 0 {
+		old := r.order[0]
+		r.order = r.order[1:]
+		if oe := r.m[old]; oe != nil {
+			r.bytes -= len(oe.region)
+			delete(r.m, old)
+		}
+	}
+}
