@@ -62,13 +62,20 @@ func (m *Machine) blocker() Blocker {
 // secretBlocker names the first missing secret (by name) of the warming clusters and
 // listeners.
 func (m *Machine) secretBlocker() (Blocker, bool) {
+	if len(m.init.secC) == 0 && len(m.init.secL) == 0 {
+		return Blocker{}, false
+	}
+	miss := m.missingSecrets() // each secret asked about once, not once per resource
+	if len(miss) == 0 {
+		return Blocker{}, false
+	}
 	var best *secretRef
 	var who string
 	for _, t := range []rtype{tCDS, tLDS} {
 		_, sec, _ := m.init.warmMaps(t)
 		for name := range *sec {
 			for _, r := range m.types[t].res[name].d.secretList() {
-				if m.holdsSecret(r) {
+				if !isMissing(r, miss) {
 					continue
 				}
 				if best == nil || cmpSecretRef(r, *best) < 0 || (r == *best && name < who) {

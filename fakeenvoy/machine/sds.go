@@ -340,16 +340,58 @@ func (m *Machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Ti
 // rewarmSecrets ends the SDS warming of the clusters and listeners whose secrets have all
 // arrived.
 func (m *Machine) rewarmSecrets() {
+	if len(m.init.secC) == 0 && len(m.init.secL) == 0 {
+		return
+	}
+	miss := m.missingSecrets()
+	if len(miss) == 0 {
+		// Every secret referenced is held: every waiting resource has its secrets.
+		clear(m.init.secC)
+		clear(m.init.secL)
+		return
+	}
 	for c := range m.init.secC {
-		if m.hasSecrets(m.types[tCDS].res[c].d.secretList()) {
+		if !anyMissing(m.types[tCDS].res[c].d.secretList(), miss) {
 			delete(m.init.secC, c)
 		}
 	}
 	for l := range m.init.secL {
-		if m.hasSecrets(m.types[tLDS].res[l].d.secretList()) {
+		if !anyMissing(m.types[tLDS].res[l].d.secretList(), miss) {
 			delete(m.init.secL, l)
 		}
 	}
+}
+
+// missingSecrets is the secret references of the client's clusters and listeners that it does
+// not hold, sorted and unique: the unique references of a shared set are derived once, so this
+// asks about each secret once instead of once per resource that names it.
+func (m *Machine) missingSecrets() []secretRef {
+	var miss []secretRef
+	for _, t := range []rtype{tCDS, tLDS} {
+		ts := &m.types[t]
+		for _, r := range ts.set.secretRefsOr(ts.res) {
+			if !m.holdsSecret(r) {
+				miss = append(miss, r)
+			}
+		}
+	}
+	slices.SortFunc(miss, cmpSecretRef)
+	return slices.Compact(miss)
+}
+
+// anyMissing reports whether refs names one of miss (sorted).
+func anyMissing(refs, miss []secretRef) bool {
+	for _, r := range refs {
+		if isMissing(r, miss) {
+			return true
+		}
+	}
+	return false
+}
+
+func isMissing(r secretRef, miss []secretRef) bool {
+	_, ok := slices.BinarySearchFunc(miss, r, cmpSecretRef)
+	return ok
 }
 
 func (d *decoded) secretList() []secretRef {

@@ -209,6 +209,29 @@ func (m *Machine) warmByContent(u *update) {
 		if len(m.init.warmC) == 0 {
 			break
 		}
+		if len(m.init.warmC) < len(u.items)+len(u.removed) {
+			// Few clusters warm (a steady-state change): index them, not the response.
+			waiting := make(map[string][]string, len(m.init.warmC)) // EDS name → clusters
+			for c := range m.init.warmC {
+				if e, ok := m.types[tCDS].res[c]; ok && len(e.refs()) > 0 {
+					waiting[e.refs()[0]] = append(waiting[e.refs()[0]], c)
+				}
+			}
+			warm := func(name string) {
+				for _, c := range waiting[name] {
+					delete(m.init.warmC, c)
+				}
+			}
+			for _, it := range u.items {
+				if it.err == nil {
+					warm(it.name)
+				}
+			}
+			for _, name := range u.removed {
+				warm(name)
+			}
+			break
+		}
 		warmed := make(map[string]struct{}, len(u.items)+len(u.removed))
 		for _, it := range u.items {
 			if it.err == nil {
