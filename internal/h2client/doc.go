@@ -29,9 +29,8 @@
 // transport.
 //
 // Reading. A receive buffer is taken from the pool only once the socket is readable and given
-// back when every byte in it has been used, so an idle client holds none. After a read that
-// did not fill the buffer (the socket was drained) the next read waits for readiness first
-// instead of trying a read that would find nothing. The socket has SO_TIMESTAMPNS: each read's
+// back when every byte in it has been used and delivered (a read that finds nothing gives it
+// back before it waits), so an idle client holds none. The socket has SO_TIMESTAMPNS: each read's
 // kernel arrival time (of the last segment it returned) is kept, and a message's stamp is that
 // of the read that completed the frame holding its last byte. Take gives it to the codec,
 // which the transport calls (Unmarshal) right before RecvMsg returns. A message held in one
@@ -39,8 +38,13 @@
 // into a buffer of the pool sized to it.
 //
 // A stream ends when the server sends its trailers or resets it, when the connection fails,
-// or when its context is done: the transport then resets the stream (RST_STREAM CANCEL),
-// interrupts a read in progress with a past deadline (no byte is lost: a read either returned
-// its bytes or none) and keeps the connection for the next stream. A connection that failed,
-// or that the server sent GOAWAY on, is closed and the next stream dials a new one.
+// or when its context is done: the transport then interrupts a read in progress with a past
+// deadline (no byte is lost: a read either returned its bytes or none), resets the stream
+// (RST_STREAM CANCEL) and keeps the connection for the next stream, which opens once the last
+// reader has left the socket. A connection that failed, or that the server sent GOAWAY on, is
+// closed and the next stream dials a new one.
+//
+// PINGs and SETTINGS are answered by the goroutine that receives, while it reads: a client
+// whose receiving goroutine waits (a fake Envoy during a scripted ACK delay, which stands for
+// Envoy busy applying config on its one event loop) answers them when it reads again.
 package h2client

@@ -43,6 +43,7 @@ type stream struct {
 
 	// Receive side, owned by the receiving goroutine.
 	gotHeader    bool
+	headerValid  bool // the response headers were a gRPC response's
 	trailersOnly bool // the response was its trailers alone
 	header       metadata.MD
 	trailer      metadata.MD
@@ -74,29 +75,33 @@ func (s *stream) Context() context.Context { return s.ctx }
 func (s *stream) Trailer() metadata.MD { return s.trailer }
 
 // Header waits for the server's response headers. It reads the connection: call it from the
-// goroutine that receives. A trailers-only response (a stream refused at once) has none: nil,
-// nil, and RecvMsg gives its status.
+// goroutine that receives. A stream without valid response headers (trailers only, as a stream
+// refused at once; an HTTP error; a failed connection) gives nil, nil, and RecvMsg its status,
+// as grpc-go does.
 func (s *stream) Header() (metadata.MD, error) {
+	s.t.rmu.Lock()
+	defer s.t.rmu.Unlock()
 	for !s.gotHeader && s.final == nil {
 		s.advance()
 	}
-	switch {
-	case s.trailersOnly:
-		return nil, nil // no headers; RecvMsg gives the status (grpc-go's answer)
-	case s.gotHeader:
-		return s.header, nil
-	case s.final == io.EOF:
-		return nil, nil
+	if !s.headerValid {
+		return nil, nil // none (trailers only, refused, failed): RecvMsg gives the status, as in grpc-go
 	}
-	return nil, s.final
+	return s.header, nil
 }
 
 // RecvMsg receives the next message into m; io.EOF when the server ended the stream with
 // status OK, its status error otherwise.
 func (s *stream) RecvMsg(m any) error {
+	s.t.rmu.Lock()
+	defer s.t.rmu.Unlock()
 	for {
 		if s.head < len(s.ready) {
-			return s.deliver(m)
+			err := s.deliver(m)
+			if s.head == len(s.ready) {
+				s.t.shrink() // nothing in the buffer is referenced any more
+			}
+			return err
 		}
 		if s.final != nil {
 			return s.final
@@ -106,7 +111,8 @@ func (s *stream) RecvMsg(m any) error {
 }
 
 // advance handles the next frame, ending the stream when its context is done or the
-// connection fails.
+// connection fails; t.rmu is held (RecvMsg and Header hold it throughout, so that the next
+// stream's reader starts only once this one has left the transport's buffer).
 func (s *stream) advance() {
 	if err := s.ctx.Err(); err != nil {
 		s.end(status.FromContextError(err).Err())
@@ -114,6 +120,28 @@ func (s *stream) advance() {
 	}
 	if err := s.t.step(s); err != nil {
 		s.end(s.t.readError(s, err))
+	}
+}
+
+// abandon ends the receive side of a stream the transport has moved on from (the next stream
+// opened): it must not read the transport's buffer any more. t.rmu is held.
+func (s *stream) abandon() {
+	for i := s.head; i < len(s.ready); i++ {
+		if s.ready[i].buf != nil {
+			s.t.cfg.Pool.Put(s.ready[i].buf)
+		}
+	}
+	s.ready, s.head = nil, 0
+	if !s.recvDone {
+		err := status.Error(codes.Canceled, "h2client: the stream was cancelled")
+		if ctxErr := s.ctx.Err(); ctxErr != nil {
+			err = status.FromContextError(ctxErr).Err()
+		}
+		s.recvDone, s.final = true, err
+	}
+	if s.msg != nil {
+		s.t.cfg.Pool.Put(s.msg)
+		s.msg = nil
 	}
 }
 
@@ -199,12 +227,17 @@ func (s *stream) headers(fields []hpack.HeaderField, endStream bool) {
 		}
 	}
 	if !s.gotHeader {
+		if len(httpStatus) == 3 && httpStatus[0] == '1' && !endStream {
+			return // an informational response: the real one follows
+		}
 		s.gotHeader = true
 		s.header = md
 		if !endStream {
 			if err := checkResponse(httpStatus, contentType); err != nil {
 				s.endLocal(err)
+				return
 			}
+			s.headerValid = true
 			return
 		}
 		// Trailers-only.
@@ -219,8 +252,12 @@ func (s *stream) headers(fields []hpack.HeaderField, endStream bool) {
 	if !endStream {
 		return // more headers without END_STREAM: not gRPC; ignored as grpc-go does
 	}
+	err := statusFrom(md)
+	for _, k := range []string{"grpc-status", "grpc-message", "grpc-status-details-bin"} {
+		delete(md, k) // the status, not metadata (as in grpc-go)
+	}
 	s.trailer = md
-	s.end(statusFrom(md))
+	s.end(err)
 }
 
 // checkResponse is grpc-go's judgement of a response's headers: an HTTP status other than
@@ -252,11 +289,11 @@ func checkResponse(httpStatus, contentType string) error {
 func statusFrom(md metadata.MD) error {
 	vs := md["grpc-status"]
 	if len(vs) == 0 {
-		return status.Error(codes.Internal, "server closed the stream without sending trailers")
+		return status.Error(codes.Unknown, "server closed the stream without a grpc-status")
 	}
 	code, err := strconv.ParseUint(vs[0], 10, 32)
 	if err != nil {
-		return status.Errorf(codes.Internal, "transport: malformed grpc-status %q", vs[0])
+		return status.Errorf(codes.Unknown, "transport: malformed grpc-status %q", vs[0])
 	}
 	if code == 0 {
 		return io.EOF
@@ -286,9 +323,11 @@ func (s *stream) end(err error) {
 		s.msg = nil
 	}
 	s.t.mu.Lock()
-	s.done = true
-	s.sendq = nil
+	s.done = true // the writers (under wmu) drop what is queued
 	s.t.mu.Unlock()
+	if s.head == len(s.ready) {
+		s.t.shrink()
+	}
 }
 
 // endLocal ends the stream on the client's side: the server is told (RST_STREAM CANCEL), as
@@ -309,7 +348,7 @@ func (s *stream) reset(code uint32) {
 		c = codes.Unavailable
 	case errCodeCancel:
 		c = codes.Canceled
-	case errCodeEnhanceYourCalm:
+	case errCodeEnhanceYourCalm, errCodeFlowControl:
 		c = codes.ResourceExhausted
 	case errCodeInadequateSecure:
 		c = codes.PermissionDenied
@@ -329,17 +368,18 @@ func (s *stream) cancel() {
 	}
 	s.cancelled = true
 	t.mu.Unlock()
-	_ = t.writeControl(func(b []byte) []byte { return appendRSTStream(b, s.id, errCodeCancel) })
+	// The reader first (a writer stuck on a full socket must not hold the cancel up).
 	if t.nc != nil {
 		_ = t.nc.SetReadDeadline(time.Unix(1, 0))
 	}
+	_ = t.writeControl(func(b []byte) []byte { return appendRSTStream(b, s.id, errCodeCancel) })
 }
 
 // finished says whether the stream has ended (or is ending: its context is done).
 func (s *stream) finished() bool {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
-	return s.done || s.cancelled
+	return s.done || s.cancelled || s.ctx.Err() != nil
 }
 
 // detach waits for the stream's AfterFunc, if it started, so that its deadline cannot
@@ -459,7 +499,7 @@ func (s *stream) flushLocked() error {
 	// chunk stays valid: only writers, who hold wmu, change the queue.
 	err := s.writeData([][]byte{chunk}, k, frame, end)
 	t.mu.Lock()
-	if s.sendq = s.sendq[k:]; len(s.sendq) == 0 {
+	if s.sendq = s.sendq[k:]; len(s.sendq) == 0 || s.done {
 		s.sendq = nil
 	}
 	if end {

@@ -41,6 +41,10 @@ type transport struct {
 	// connUnacked is how many DATA bytes the connection received since its last window update.
 	connUnacked uint32
 
+	// rmu is held by the goroutine in a stream's RecvMsg or Header (the read state below is
+	// theirs): a new stream waits for the last stream's reader to leave.
+	rmu sync.Mutex
+
 	wmu  sync.Mutex // one writer at a time; never held while waiting for a window
 	wbuf []byte
 	henc *hpack.Encoder
@@ -70,7 +74,9 @@ func newTransport(cfg *Config, nc net.Conn, src source) *transport {
 func (t *transport) start() error {
 	b := append([]byte(clientPreface), nil...)
 	b = appendSettings(b, t.cfg.Window)
-	b = appendWindowUpdate(b, 0, t.cfg.Window-defaultWindow)
+	if inc := t.cfg.Window - defaultWindow; inc > 0 {
+		b = appendWindowUpdate(b, 0, inc) // an increment of 0 is a protocol error
+	}
 	_, err := t.w.Write(b)
 	return err
 }
@@ -113,6 +119,11 @@ func (t *transport) failed() error {
 func (t *transport) write(b []byte) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	return t.writeLocked(b)
+}
+
+// writeLocked is write with wmu held.
+func (t *transport) writeLocked(b []byte) error {
 	if err := t.failed(); err != nil {
 		return err
 	}
@@ -141,10 +152,16 @@ func (t *transport) open(ctx context.Context, c *Conn, codec encoding.CodecV2, m
 		}
 		prev.detach()
 	}
+	// A cancelled stream's reader was interrupted with a past deadline: once it has left the
+	// socket, the last stream lets go of the buffer and the deadline is lifted for this one.
+	t.rmu.Lock()
+	if prev != nil {
+		prev.abandon()
+	}
 	if t.nc != nil {
-		// A cancelled stream's reader was interrupted with a past deadline.
 		_ = t.nc.SetReadDeadline(time.Time{})
 	}
+	t.rmu.Unlock()
 	t.wmu.Lock()
 	t.mu.Lock()
 	if t.err != nil {
@@ -157,6 +174,7 @@ func (t *transport) open(ctx context.Context, c *Conn, codec encoding.CodecV2, m
 	t.nextID += 2
 	s := &stream{t: t, c: c, id: id, ctx: ctx, codec: codec, sendWin: t.peerInitWin, afterDone: make(chan struct{})}
 	t.active = s
+	maxFrame := t.peerMaxFrame
 	t.mu.Unlock()
 	t.hbuf.Reset()
 	fields := []hpack.HeaderField{
@@ -189,7 +207,7 @@ func (t *transport) open(ctx context.Context, c *Conn, codec encoding.CodecV2, m
 	block := t.hbuf.Bytes()
 	b := t.wbuf[:0]
 	for first := true; first || len(block) > 0; first = false {
-		n := min(len(block), t.peerMaxFrame)
+		n := min(len(block), maxFrame)
 		typ, flags := byte(frameContinuation), byte(0)
 		if first {
 			typ = frameHeaders
@@ -255,6 +273,13 @@ func (t *transport) fill() error {
 	if t.rbuf != nil && t.r0 == t.r1 {
 		t.release()
 	}
+	if t.rbuf != nil && len(*t.rbuf) < t.cfg.ReadBufferSize {
+		// Leftovers shrink kept: back in a whole buffer.
+		nb := t.cfg.Pool.Get(t.cfg.ReadBufferSize)
+		n := copy(*nb, (*t.rbuf)[t.r0:t.r1])
+		t.cfg.Pool.Put(t.rbuf)
+		t.rbuf, t.r0, t.r1 = nb, 0, n
+	}
 	if t.rbuf != nil && t.r0 > 0 && len(*t.rbuf)-t.r0 < frameHeaderLen+maxFrameSize {
 		n := copy(*t.rbuf, (*t.rbuf)[t.r0:t.r1])
 		t.r0, t.r1 = 0, n
@@ -283,6 +308,23 @@ func (t *transport) fill() error {
 	return nil
 }
 
+// shrink gives the receive buffer back once nothing in it is referenced (every message
+// delivered): when it holds nothing unread, or only a little, moved to a buffer of its size.
+// The receiving goroutine calls it before it leaves the socket alone (a message delivered, the
+// stream ended), so that a client that is not reading holds no 32 KiB buffer.
+func (t *transport) shrink() {
+	switch {
+	case t.rbuf == nil:
+	case t.r0 == t.r1:
+		t.release()
+	case t.r1-t.r0 <= 4096 && len(*t.rbuf) > 4096:
+		nb := t.cfg.Pool.Get(t.r1 - t.r0)
+		n := copy(*nb, (*t.rbuf)[t.r0:t.r1])
+		t.cfg.Pool.Put(t.rbuf)
+		t.rbuf, t.r0, t.r1 = nb, 0, n
+	}
+}
+
 // release gives the receive buffer back to the pool; it holds nothing unread.
 func (t *transport) release() {
 	t.cfg.Pool.Put(t.rbuf)
@@ -292,7 +334,10 @@ func (t *transport) release() {
 // readError turns a read's error into the stream's: Canceled when its context ended the
 // read, Unavailable when the connection failed (which it then is).
 func (t *transport) readError(s *stream, err error) error {
-	if ctxErr := s.ctx.Err(); ctxErr != nil && (errors.Is(err, os.ErrDeadlineExceeded) || t.failed() != nil) {
+	if ctxErr := s.ctx.Err(); ctxErr != nil {
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.close(err) // the read failed on its own: so did the connection
+		}
 		return status.FromContextError(ctxErr).Err()
 	}
 	var ce connError
@@ -358,7 +403,10 @@ func (t *transport) step(s *stream) error {
 			return t.endHeaders(s)
 		}
 	case frameRSTStream:
-		if len(p) != 4 || h.stream == 0 {
+		if h.stream == 0 {
+			return protocolError("RST_STREAM on stream 0")
+		}
+		if len(p) != 4 {
 			return connError{code: errCodeFrameSize, msg: "malformed RST_STREAM"}
 		}
 		if h.stream == s.id {
@@ -394,10 +442,17 @@ func (t *transport) step(s *stream) error {
 			return connError{code: errCodeFrameSize, msg: "malformed WINDOW_UPDATE"}
 		}
 		inc := int64(binary.BigEndian.Uint32(p) & 0x7fffffff)
+		if inc == 0 && h.stream == 0 {
+			return protocolError("WINDOW_UPDATE of 0 on the connection")
+		}
 		t.mu.Lock()
 		switch {
 		case h.stream == 0:
 			t.connSendWin += inc
+			if t.connSendWin > maxWindow {
+				t.mu.Unlock()
+				return connError{code: errCodeFlowControl, msg: "connection window above 2^31-1"}
+			}
 		case h.stream == s.id:
 			s.sendWin += inc
 		}
@@ -460,14 +515,13 @@ func (t *transport) onSettings(s *stream, h frameHeader, p []byte) error {
 	if len(p)%6 != 0 {
 		return connError{code: errCodeFrameSize, msg: "SETTINGS of " + strconv.Itoa(len(p)) + " bytes, not a multiple of 6"}
 	}
+	tableSize, hasTableSize := uint32(0), false
 	t.mu.Lock()
 	for ; len(p) > 0; p = p[6:] {
 		id, v := binary.BigEndian.Uint16(p), binary.BigEndian.Uint32(p[2:])
 		switch id {
 		case settingHeaderTableSize:
-			t.wmu.Lock()
-			t.henc.SetMaxDynamicTableSizeLimit(v)
-			t.wmu.Unlock()
+			tableSize, hasTableSize = v, true // applied under wmu, below (lock order: wmu, then mu)
 		case settingInitialWindowSize:
 			if v > maxWindow {
 				t.mu.Unlock()
@@ -487,7 +541,13 @@ func (t *transport) onSettings(s *stream, h frameHeader, p []byte) error {
 		}
 	}
 	t.mu.Unlock()
-	if err := t.writeControl(func(b []byte) []byte { return appendFrameHeader(b, 0, frameSettings, flagAck, 0) }); err != nil {
+	t.wmu.Lock()
+	if hasTableSize {
+		t.henc.SetMaxDynamicTableSizeLimit(tableSize)
+	}
+	err := t.writeLocked(appendFrameHeader(nil, 0, frameSettings, flagAck, 0))
+	t.wmu.Unlock()
+	if err != nil {
 		return err
 	}
 	return s.flushQueued()

@@ -1,0 +1,259 @@
+package h2client
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/status"
+)
+
+// gateWriter blocks a write of DATA once gate is set, until release is closed.
+type gateWriter struct {
+	blockData atomic.Bool
+	blocked   chan struct{}
+	release   chan struct{}
+	once      sync.Once
+}
+
+func (w *gateWriter) Write(b []byte) (int, error) {
+	if w.blockData.Load() && len(b) >= frameHeaderLen && b[3] == frameData {
+		w.once.Do(func() { close(w.blocked) })
+		<-w.release
+	}
+	return len(b), nil
+}
+
+// chanSource serves the bytes sent on in, one send per read.
+type chanSource struct{ in chan []byte }
+
+func (s chanSource) recv(get func() []byte, idle func()) (int, time.Time, error) {
+	b, ok := <-s.in
+	if !ok {
+		return 0, time.Time{}, errEOF
+	}
+	return copy(get(), b), time.Time{}, nil
+}
+
+func testTransport(t *testing.T, w io.Writer, src source) (*Conn, *transport) {
+	t.Helper()
+	c := &Conn{cfg: Config{Target: "127.0.0.1:1"}.withDefaults()}
+	tr := newTransport(&c.cfg, nil, src)
+	tr.w = w
+	return c, tr
+}
+
+// TestQueuedSendWhileStreamEnds: a request above the window is queued; while its first chunk is
+// being written the server resets the stream. The send ends (nil or io.EOF), never panics.
+func TestQueuedSendWhileStreamEnds(t *testing.T) {
+	w := &gateWriter{blocked: make(chan struct{}), release: make(chan struct{})}
+	in := make(chan []byte, 4)
+	c, tr := testTransport(t, w, chanSource{in})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := tr.open(ctx, c, encoding.GetCodecV2("proto"), "/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.blockData.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		sent <- s.SendMsg(&discoveryv3.DiscoveryRequest{VersionInfo: string(make([]byte, 200000))})
+	}()
+	<-w.blocked
+	rst := appendRSTStream(nil, s.id, errCodeCancel)
+	in <- rst
+	if err := s.RecvMsg(&discoveryv3.DiscoveryResponse{}); status.Code(err) != codes.Canceled {
+		t.Fatalf("RecvMsg after the server's reset: %v", err)
+	}
+	close(w.release)
+	if err := <-sent; err != nil && err != io.EOF {
+		t.Fatalf("SendMsg: %v", err)
+	}
+	close(in)
+}
+
+// TestHeaderTableSizeWhileSending: SETTINGS with HEADER_TABLE_SIZE read while another goroutine
+// sends must not deadlock (the settings take wmu after mu is released).
+func TestHeaderTableSizeWhileSending(t *testing.T) {
+	in := make(chan []byte, 1)
+	c, tr := testTransport(t, io.Discard, chanSource{in})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := tr.open(ctx, c, encoding.GetCodecV2("proto"), "/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := make([]byte, 6)
+	binary.BigEndian.PutUint16(settings, settingHeaderTableSize)
+	binary.BigEndian.PutUint32(settings[2:], 1024)
+	frameBytes := frame(frameSettings, 0, 0, settings)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20000 {
+			in <- frameBytes
+		}
+		close(in)
+	}()
+	sender := make(chan struct{})
+	go func() {
+		defer close(sender)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_ = s.SendMsg(&discoveryv3.DiscoveryRequest{VersionInfo: fmt.Sprint(i)})
+		}
+	}()
+	watchdog := time.AfterFunc(2*time.Minute, func() { panic("deadlock: settings and sends still blocked after 2 minutes") })
+	defer watchdog.Stop()
+	_ = s.RecvMsg(&discoveryv3.DiscoveryResponse{}) // reads every SETTINGS, then EOF
+	<-sender
+}
+
+// TestSmallWindow: a receive window of the protocol's default sends no zero window update.
+func TestSmallWindow(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0")
+	c, codec := newConn(t, Config{Target: srv.addr, Window: defaultWindow})
+	s, err := openADS(context.Background(), c, codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(req("v", 200000, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Recv(); err != nil || len(r.GetResources()[0].GetValue()) != 200000 {
+		t.Fatalf("%v", err)
+	}
+}
+
+// TestReopenRightAfterCancel opens the next stream as soon as the last one's context is
+// cancelled, while its Recv may still be reading: the new stream gets its own responses.
+func TestReopenRightAfterCancel(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0")
+	c, codec := newConn(t, Config{Target: srv.addr})
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := openADS(ctx, c, codec)
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		if err := s.Send(req(fmt.Sprint(i), 10, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := s.Recv(); err != nil || r.GetVersionInfo() != fmt.Sprint(i) {
+			t.Fatalf("stream %d: %v, %v", i, r, err)
+		}
+		old := make(chan error, 1)
+		go func() {
+			_, err := s.Recv()
+			old <- err
+		}()
+		cancel()
+		if err := <-old; status.Code(err) != codes.Canceled {
+			t.Fatalf("stream %d: Recv after cancel: %v", i, err)
+		}
+	}
+	// And without waiting for the cancelled Recv to return first.
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := openADS(ctx, c, codec)
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		old := make(chan error, 1)
+		go func() {
+			_, err := s.Recv()
+			old <- err
+		}()
+		cancel()
+		next, err := openADS(context.Background(), c, codec)
+		if err != nil {
+			t.Fatalf("stream %d: the next stream right after cancel: %v", i, err)
+		}
+		if err := next.Send(req("next", 10, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := next.Recv(); err != nil || r.GetVersionInfo() != "next" {
+			t.Fatalf("stream %d: the next stream got %v, %v", i, r, err)
+		}
+		if err := <-old; status.Code(err) != codes.Canceled {
+			t.Fatalf("stream %d: the cancelled Recv: %v", i, err)
+		}
+		if err := next.Send(req("end", 0, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := next.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := next.Recv(); err != nil {
+				break
+			}
+		}
+	}
+}
+
+// countingPool counts the buffers of 32 KiB and more out of the pool.
+type countingPool struct {
+	*Pool
+	big atomic.Int64
+}
+
+func (p *countingPool) Get(n int) *[]byte {
+	b := p.Pool.Get(n)
+	if cap(*b) >= 32<<10 {
+		p.big.Add(1)
+	}
+	return b
+}
+
+func (p *countingPool) Put(b *[]byte) {
+	if cap(*b) >= 32<<10 {
+		p.big.Add(-1)
+	}
+	p.Pool.Put(b)
+}
+
+// TestNoBufferHeldBetweenReads: once a message is delivered, and once the stream ended, the
+// transport holds no receive buffer.
+func TestNoBufferHeldBetweenReads(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0")
+	pool := &countingPool{Pool: NewPool()}
+	c, codec := newConn(t, Config{Target: srv.addr, Pool: pool})
+	s, err := openADS(context.Background(), c, codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, size := range []int{10, 100000, 10} {
+		if err := s.Send(req(fmt.Sprint(i), size, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		if n := pool.big.Load(); n != 0 {
+			t.Errorf("after message %d: %d receive buffers held", i, n)
+		}
+	}
+	if err := s.Send(&discoveryv3.DiscoveryRequest{TypeUrl: "end", VersionInfo: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err != io.EOF {
+		t.Fatal(err)
+	}
+	if n := pool.big.Load(); n != 0 {
+		t.Errorf("after the stream ended: %d receive buffers held", n)
+	}
+}
