@@ -428,3 +428,27 @@ func TestCodecResponseMemo(t *testing.T) {
 	}
 	runtime.KeepAlive(ds)
 }
+
+// TestResponseMemoBounded: the memo keeps at most respMemoMaxRuns runs, the newest.
+func TestResponseMemoBounded(t *testing.T) {
+	var r respMemo
+	hit := &decoded{name: "x"}
+	for i := range respMemoMaxRuns + 10 {
+		region := []byte(fmt.Sprint("run-", i))
+		r.put(respKey{hash: uint64(i), n: len(region)}, region, []item{{name: "x", hit: hit}})
+	}
+	if len(r.m) != respMemoMaxRuns || len(r.order) != respMemoMaxRuns {
+		t.Fatalf("memo holds %d runs (%d in order), want %d", len(r.m), len(r.order), respMemoMaxRuns)
+	}
+	if r.get(respKey{hash: 0, n: len("run-0")}, []byte("run-0")) != nil {
+		t.Error("the oldest run is still kept")
+	}
+	last := respMemoMaxRuns + 9
+	region := []byte(fmt.Sprint("run-", last))
+	if r.get(respKey{hash: uint64(last), n: len(region)}, region) == nil {
+		t.Error("the newest run is not kept")
+	}
+	if r.get(respKey{hash: uint64(last), n: len(region)}, []byte(fmt.Sprint("nur-", last))) != nil {
+		t.Error("a run with other bytes under the same key was taken")
+	}
+}

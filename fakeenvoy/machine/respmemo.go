@@ -19,8 +19,9 @@ import (
 // the Interner does not: the client that decodes a resource first and the next one, which finds
 // it shared, read it as before; from then on the memo answers. A hit is only a hit when the
 // bytes are equal (the memo keeps a copy), so a hash collision costs a read, never wrong items.
-// The memo is bounded (respMemoMaxBytes of kept bytes, oldest first out): it keeps the
-// resources it points to alive until their run leaves it.
+// The memo is bounded (the respMemoMaxRuns newest runs, at most respMemoMaxBytes of kept bytes,
+// oldest first out): a run is worth keeping while a push reaches the fleet, not after, and it
+// keeps the resources it points to alive until it leaves.
 type respMemo struct {
 	mu    sync.Mutex
 	m     map[respKey]*respEntry
@@ -41,7 +42,10 @@ type respEntry struct {
 	items  []item
 }
 
-const respMemoMaxBytes = 64 << 20
+const (
+	respMemoMaxRuns  = 256
+	respMemoMaxBytes = 32 << 20
+)
 
 // get returns a copy of the items read from region (a client changes its own items while it
 // applies them), nil when none are kept.
@@ -77,7 +81,7 @@ func (r *respMemo) put(k respKey, region []byte, items []item) {
 	r.m[k] = e
 	r.order = append(r.order, k)
 	r.bytes += len(region)
-	for r.bytes > respMemoMaxBytes && len(r.order) > 0 {
+	for (r.bytes > respMemoMaxBytes || len(r.order) > respMemoMaxRuns) && len(r.order) > 0 {
 		old := r.order[0]
 		r.order = r.order[1:]
 		if oe := r.m[old]; oe != nil {
