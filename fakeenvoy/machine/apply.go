@@ -26,8 +26,8 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 
 	// Response-level checks: they reject everything.
 	respErr := u.err
-	if respErr == nil && realistic {
-		respErr = envoyResponseErr(t, u.items, u.removed)
+	if respErr == nil && realistic && !(u.distinct && len(u.removed) == 0) {
+		respErr = envoyResponseErr(t, u.items, u.removed) // duplicates: none when distinct
 	}
 	if err := m.policyErr(); respErr == nil {
 		respErr = err // the policy draws its chance for every response, rejected or not
@@ -36,23 +36,34 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	// Per-resource decoding and checks.
 	items := u.items
 	var itemErrs []string
+	// A full response drops what it lacks. With distinct names, counting the held names it
+	// names tells whether it lacks any, without a map of what it holds.
+	countHeld := u.full && u.distinct
+	heldNamed := 0
 	var present map[string]struct{} // a full response: what it holds
-	if u.full {
+	if u.full && !countHeld {
 		present = make(map[string]struct{}, len(items))
 	}
 	for i := range items {
 		it := &items[i]
-		if u.full {
+		if present != nil {
 			present[it.name] = struct{}{}
 		}
 		if m.wire.named(t) && !m.subscribedName(t, it.name) {
+			if _, ok := ts.res[it.name]; ok && countHeld {
+				heldNamed++
+			}
 			it.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
 			continue
 		}
 		if !it.hashed {
 			it.hash = maphash.Bytes(hashSeed, it.raw)
 		}
-		if held, ok := ts.res[it.name]; ok && held.d.hash == it.hash {
+		held, ok := ts.res[it.name]
+		if ok && countHeld {
+			heldNamed++
+		}
+		if ok && held.d.hash == it.hash {
 			continue // identical: skipped
 		}
 		s.Info.Changed++
@@ -79,7 +90,13 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 
 	// Deletions: a full response drops what it lacks; Delta drops removed_resources.
 	var gone []string
-	if u.full {
+	if u.full && !(countHeld && heldNamed == len(ts.res)) {
+		if present == nil {
+			present = make(map[string]struct{}, len(items))
+			for i := range items {
+				present[items[i].name] = struct{}{}
+			}
+		}
 		for name := range ts.res {
 			if _, ok := present[name]; !ok {
 				gone = append(gone, name)

@@ -63,8 +63,9 @@ type Codec struct {
 	pool     mem.BufferPool
 	// res and read are the resources of the last SotW response Unmarshal read itself (the
 	// response then holds none); only used by the receiving goroutine, like recvAt.
-	res  []item
-	read bool
+	res      []item
+	read     bool
+	distinct bool // res came from the memo with distinct names (Resources.distinct)
 }
 
 // CodecConfig configures a client's Codec.
@@ -203,7 +204,7 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 			}
 		}
 	}
-	c.res, c.read = nil, false
+	c.res, c.read, c.distinct = nil, false, false
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("fakeenvoy codec: cannot unmarshal into %T: not a proto message", v)
@@ -269,7 +270,7 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 	if memo != nil && contiguous && k > 0 {
 		region := b[first:end]
 		key = respKey{hash: maphash.Bytes(hashSeed, region), n: len(region), mode: c.mode}
-		res = memo.get(key, region)
+		res, c.distinct = memo.get(key, region)
 	}
 	if res == nil {
 		res = make([]item, 0, k)
@@ -346,8 +347,8 @@ func (c *Codec) readAny(b []byte) (item, bool) {
 // false: they are in the response), and clears them: the owner passes them to
 // Machine.OnSotwRead.
 func (c *Codec) LastRead() (res Resources, read bool) {
-	res, read = Resources{c.res}, c.read
-	c.res, c.read = nil, false
+	res, read = Resources{items: c.res, distinct: c.distinct}, c.read
+	c.res, c.read, c.distinct = nil, false, false
 	return res, read
 }
 

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
 // TestCodecNode checks that a request carrying the codec's stand-in node decodes exactly as
@@ -440,15 +441,70 @@ func TestResponseMemoBounded(t *testing.T) {
 	if len(r.m) != respMemoMaxRuns || len(r.order) != respMemoMaxRuns {
 		t.Fatalf("memo holds %d runs (%d in order), want %d", len(r.m), len(r.order), respMemoMaxRuns)
 	}
-	if r.get(respKey{hash: 0, n: len("run-0")}, []byte("run-0")) != nil {
+	if got, _ := r.get(respKey{hash: 0, n: len("run-0")}, []byte("run-0")); got != nil {
 		t.Error("the oldest run is still kept")
 	}
 	last := respMemoMaxRuns + 9
 	region := []byte(fmt.Sprint("run-", last))
-	if r.get(respKey{hash: uint64(last), n: len(region)}, region) == nil {
+	if got, distinct := r.get(respKey{hash: uint64(last), n: len(region)}, region); got == nil || !distinct {
 		t.Error("the newest run is not kept")
 	}
-	if r.get(respKey{hash: uint64(last), n: len(region)}, []byte(fmt.Sprint("nur-", last))) != nil {
+	if got, _ := r.get(respKey{hash: uint64(last), n: len(region)}, []byte(fmt.Sprint("nur-", last))); got != nil {
 		t.Error("a run with other bytes under the same key was taken")
+	}
+}
+
+// TestMachineDistinctRun: a client that reads its CDS responses from the codec's memo (names
+// known distinct) still deletes a cluster a full response lacks, and still NACKs duplicates (a
+// run with a duplicate name is not known distinct).
+func TestMachineDistinctRun(t *testing.T) {
+	in := NewInterner()
+	cfg := Config{Interner: in, Nack: policy.Nack{Realistic: true}}
+	// Reads resp as the third of three clients, interning in between, so that it comes
+	// from the memo when its resources are all shared.
+	viaMemo := func(resp *discoveryv3.DiscoveryResponse) (Resources, *discoveryv3.DiscoveryResponse) {
+		t.Helper()
+		b := mustMarshal(t, resp)
+		var res Resources
+		var r *discoveryv3.DiscoveryResponse
+		for range 3 {
+			c := &Codec{interner: in, mode: checkEnvoy}
+			r = &discoveryv3.DiscoveryResponse{}
+			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r); err != nil {
+				t.Fatal(err)
+			}
+			res, _ = c.LastRead()
+			for _, it := range res.items {
+				if it.hit == nil {
+					raw := it.raw
+					if _, err := in.decode(tCDS, checkEnvoy, it.hash, it.name, raw); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		return res, r
+	}
+	m := newTestMachine(t, cfg)
+	m.Start(t0)
+	res, r := viaMemo(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1"), fetest.EDSCluster("c2"), fetest.EDSCluster("c3")))
+	if !res.distinct {
+		t.Fatal("a run of three shared clusters is not known distinct")
+	}
+	m.OnSotwRead(r, res, t0)
+	res, r = viaMemo(sotwResp(t, C, "2", "b", fetest.EDSCluster("c1"), fetest.EDSCluster("c3")))
+	if !res.distinct {
+		t.Fatal("the second run is not known distinct")
+	}
+	s := m.OnSotwRead(r, res, t0)
+	if s.Info.Nacked || s.Info.Removed != 1 || m.Resource(C, "c2") != nil || m.Resource(C, "c1") == nil {
+		t.Fatalf("after a full CDS without c2: nacked %v, removed %d, c2 held %v", s.Info.Nacked, s.Info.Removed, m.Resource(C, "c2") != nil)
+	}
+	res, r = viaMemo(sotwResp(t, C, "3", "c", fetest.EDSCluster("c1"), fetest.EDSCluster("c1")))
+	if res.distinct {
+		t.Fatal("a run with a duplicate name is known distinct")
+	}
+	if s := m.OnSotwRead(r, res, t0); !s.Info.Nacked {
+		t.Fatal("a CDS response naming c1 twice was not NACKed")
 	}
 }

@@ -40,6 +40,9 @@ type respKey struct {
 type respEntry struct {
 	region []byte
 	items  []item
+	// distinct: no two items share a name (found once, so that a client need not check it
+	// again with a map of its own; see Resources.distinct).
+	distinct bool
 }
 
 const (
@@ -49,14 +52,14 @@ const (
 
 // get returns a copy of the items read from region (a client changes its own items while it
 // applies them), nil when none are kept.
-func (r *respMemo) get(k respKey, region []byte) []item {
+func (r *respMemo) get(k respKey, region []byte) (items []item, distinct bool) {
 	r.mu.Lock()
 	e := r.m[k]
 	r.mu.Unlock()
 	if e == nil || !bytes.Equal(e.region, region) {
-		return nil
+		return nil, false
 	}
-	return slices.Clone(e.items)
+	return slices.Clone(e.items), e.distinct
 }
 
 // put keeps the items read from region when every one of them is shared.
@@ -69,7 +72,7 @@ func (r *respMemo) put(k respKey, region []byte, items []item) {
 			return
 		}
 	}
-	e := &respEntry{region: bytes.Clone(region), items: slices.Clone(items)}
+	e := &respEntry{region: bytes.Clone(region), items: slices.Clone(items), distinct: distinctNames(items)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.m[k]; ok {
@@ -89,4 +92,16 @@ func (r *respMemo) put(k respKey, region []byte, items []item) {
 			delete(r.m, old)
 		}
 	}
+}
+
+// distinctNames reports whether no two items share a name.
+func distinctNames(items []item) bool {
+	seen := make(map[string]struct{}, len(items))
+	for i := range items {
+		if _, dup := seen[items[i].name]; dup {
+			return false
+		}
+		seen[items[i].name] = struct{}{}
+	}
+	return true
 }

@@ -50,6 +50,8 @@ type update struct {
 	versions bool
 	// err is a response-level error found while reading it: the whole response is NACKed.
 	err error
+	// distinct: no two items share a name (known from the codec's memo; false: not known).
+	distinct bool
 	// unwatched is how a response for a type the client has no subscription for is answered.
 	unwatched unwatched
 }

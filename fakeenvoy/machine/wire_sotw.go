@@ -88,21 +88,32 @@ func (m *Machine) OnSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) Step 
 
 // Resources are the resources of a SotW response as a Codec read them from the transport's
 // buffer (Codec.LastRead), for Machine.OnSotwRead.
-type Resources struct{ items []item }
+type Resources struct {
+	items []item
+	// distinct: the codec knows no two items share a name (a run from its memo), so the
+	// machine need not find duplicates or what a full response lacks with maps of its own.
+	distinct bool
+}
 
 // OnSotwRead handles a SotW response received at recv whose resources the codec read (r's own
 // are ignored). It owns res.
 func (m *Machine) OnSotwRead(r *discoveryv3.DiscoveryResponse, res Resources, recv time.Time) Step {
-	return m.onSotwItems(r, res.items, recv)
+	return m.onSotwItemsOf(r, res.items, res.distinct, recv)
 }
 
 // onSotwItems handles a SotW response received at recv whose resources are res (r's own are
 // ignored). It owns res.
 func (m *Machine) onSotwItems(r *discoveryv3.DiscoveryResponse, res []item, recv time.Time) Step {
+	return m.onSotwItemsOf(r, res, false, recv)
+}
+
+// onSotwItemsOf is onSotwItems with what the codec knows of the names (Resources.distinct).
+func (m *Machine) onSotwItemsOf(r *discoveryv3.DiscoveryResponse, res []item, distinct bool, recv time.Time) Step {
 	m.seq++
 	m.streamResp++
 	s := Step{Response: true}
 	u := m.sotwUpdate(&s, r, res)
+	u.distinct = distinct && len(u.items) == len(res)
 	s.Info.Recv = recv
 	m.handle(&s, &u, recv)
 	return s
