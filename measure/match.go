@@ -11,6 +11,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"google.golang.org/protobuf/proto"
 
@@ -108,6 +109,11 @@ type Matcher struct {
 	log    []*matchEvent
 	logLen atomic.Int64
 	shards []matchShard
+	// subjects numbers every predicate subject (probe.Predicate.Subject) the matcher has seen,
+	// so that clients compare subjects as integers: a client compares its pending events'
+	// subjects on every response that reaches them.
+	subjMu   sync.Mutex
+	subjects map[string]uint32
 }
 
 var _ probe.Hooks = (*Matcher)(nil)
@@ -116,7 +122,12 @@ type matchEvent struct {
 	idx   int
 	exp   probe.Expectation
 	types []string
-	subj  []string // Subject of each predicate, computed once: clients compare them often
+	// subj is the number of each predicate's subject (Matcher.subjects), typeMask the types
+	// its predicates read and predType each predicate's (typeBit), computed once: clients
+	// compare them on every response.
+	subj     []uint32
+	typeMask uint8
+	predType []uint8
 	// root is, for the view of an event with per-predicate reach that the clients of one
 	// namespace are held to (only their predicates: forClient), the registered event, which
 	// keeps every count and latency; nil for the registered event itself.
@@ -252,7 +263,7 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("measure: expect: %w", err)
 	}
-	ev := newMatchEvent(e, m.off(m.cfg.Now()))
+	ev := m.newMatchEvent(e, m.off(m.cfg.Now()))
 	ev.latMin.Store(math.MaxInt64)
 	if !e.T0.IsZero() {
 		ev.t0Time = e.T0
@@ -267,12 +278,40 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 	return &Expected{m: m, ev: ev}, nil
 }
 
-func newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
-	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: regAt, subj: make([]string, len(e.All))}
-	for i, p := range e.All {
-		ev.subj[i] = p.Subject()
+func (m *Matcher) newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
+	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: regAt, subj: make([]uint32, len(e.All)), predType: make([]uint8, len(e.All))}
+	m.subjMu.Lock()
+	if m.subjects == nil {
+		m.subjects = make(map[string]uint32)
 	}
+	for i, p := range e.All {
+		sj := p.Subject()
+		id, ok := m.subjects[sj]
+		if !ok {
+			id = uint32(len(m.subjects))
+			m.subjects[sj] = id
+		}
+		ev.subj[i] = id
+		ev.predType[i] = typeBit(p.Op.TypeURL())
+		ev.typeMask |= ev.predType[i]
+	}
+	m.subjMu.Unlock()
 	return ev
+}
+
+// typeBit is a bit for each type a predicate reads (probe.Op.TypeURL), 0 for any other.
+func typeBit(url string) uint8 {
+	switch url {
+	case resource.EndpointType:
+		return 1
+	case resource.ClusterType:
+		return 2
+	case resource.ListenerType:
+		return 4
+	case resource.RouteType:
+		return 8
+	}
+	return 0
 }
 
 // stats is the event whose counters and latencies an observation of ev goes to.
@@ -286,7 +325,7 @@ func (ev *matchEvent) stats() *matchEvent {
 // forClient is the event as cl must meet it (probe.Expectation.For): the event itself, the
 // shared view for cl's namespace holding only the predicates that apply there, or nil when
 // none does. The caller holds cl's shard lock (ev.mu is taken after it, as everywhere).
-func (ev *matchEvent) forClient(cl *matchClient) *matchEvent {
+func (ev *matchEvent) forClient(m *Matcher, cl *matchClient) *matchEvent {
 	if len(ev.exp.Reach.PredicateNamespaces) == 0 || cl.ptype == probe.ProxyRouter {
 		return ev
 	}
@@ -297,7 +336,7 @@ func (ev *matchEvent) forClient(cl *matchClient) *matchEvent {
 	}
 	var v *matchEvent
 	if e, ok := ev.exp.For(cl.ns, cl.ptype); ok {
-		v = newMatchEvent(e, ev.regAt)
+		v = m.newMatchEvent(e, ev.regAt)
 		v.idx, v.root = ev.idx, ev
 	}
 	if ev.views == nil {
@@ -378,7 +417,7 @@ func (m *Matcher) claim(s *matchShard, c probe.ClientInfo, r *probe.ResponseInfo
 		if ev.withdrawn.Load() || !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) {
 			continue
 		}
-		if ev = ev.forClient(cl); ev == nil {
+		if ev = ev.forClient(m, cl); ev == nil {
 			continue // none of its predicates concerns this client
 		}
 		if (ev.exp.Reach.WatchersOnly || cl.named) && !watches(c, ev.exp) {
@@ -440,14 +479,14 @@ func (v beforeView) Resource(typeURL, name string) proto.Message {
 	return v.c.Resource(typeURL, name)
 }
 
-// touches reports whether response r added, changed or removed a resource one of ev's
-// predicates reads.
-func touches(r *probe.ResponseInfo, ev *matchEvent) bool {
-	if len(r.Touched) == 0 || !slices.Contains(ev.types, r.TypeURL) {
-		return false
+// touches reports whether response r, of type bit rbit (typeBit of its type URL), added,
+// changed or removed a resource one of ev's predicates reads.
+func touches(r *probe.ResponseInfo, rbit uint8, ev *matchEvent) bool {
+	if len(r.Touched) == 0 || rbit == 0 || ev.typeMask&rbit == 0 {
+		return false // no predicate reads a type other than typeBit's
 	}
-	for _, p := range ev.exp.All {
-		if p.Op.TypeURL() != r.TypeURL {
+	for i, p := range ev.exp.All {
+		if ev.predType[i] != rbit {
 			continue
 		}
 		for _, ch := range r.Touched {
@@ -614,9 +653,10 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	defer s.mu.Unlock()
 	cl := m.claim(s, c, &r)
 	recv := m.off(r.Recv)
+	rbit := typeBit(r.TypeURL)
 	accepted, effective := c.State, effectiveView{c.State}
 	var reached, superseded []int // indices into pending of the events resolved here
-	var shown map[string]bool     // subjects whose shown state a later event has claimed
+	var shown map[uint32]bool     // subjects whose shown state a later event has claimed
 	claimedBy := func(ev *matchEvent) bool {
 		for _, sj := range ev.subj {
 			if shown[sj] {
@@ -628,7 +668,7 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	for i := len(cl.pending) - 1; i >= 0; i-- {
 		p := &cl.pending[i]
 		ev := p.ev
-		if !touches(&r, ev) {
+		if !touches(&r, rbit, ev) {
 			continue
 		}
 		holds := ev.exp.Holds(accepted)
@@ -641,7 +681,7 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 			}
 		case holds && (p.held || p.recvd || recv >= ev.regAt):
 			if shown == nil {
-				shown = make(map[string]bool, len(ev.subj))
+				shown = make(map[uint32]bool, len(ev.subj))
 			}
 			for _, sj := range ev.subj {
 				shown[sj] = true
@@ -913,7 +953,7 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 				}
 			}
 			for _, ev := range log[min(cl.cursor, n):] {
-				if ev.withdrawn.Load() || !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) || ev.forClient(cl) == nil {
+				if ev.withdrawn.Load() || !ev.exp.Reach.Includes(cl.group, cl.ns, cl.ptype) || ev.forClient(m, cl) == nil {
 					continue
 				}
 				if ev.exp.Reach.WatchersOnly || cl.named {
