@@ -3,6 +3,7 @@ package measure
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sort"
@@ -114,6 +115,8 @@ type Matcher struct {
 	// subjects on every response that reaches them.
 	subjMu   sync.Mutex
 	subjects map[string]uint32
+	// nameSeed hashes resource names for matchPend's prefilter.
+	nameSeed maphash.Seed
 }
 
 var _ probe.Hooks = (*Matcher)(nil)
@@ -128,6 +131,9 @@ type matchEvent struct {
 	subj     []uint32
 	typeMask uint8
 	predType []uint8
+	// single: one predicate, whose resource name hashes (Matcher.nameSeed) to name0.
+	single bool
+	name0  uint64
 	// root is, for the view of an event with per-predicate reach that the clients of one
 	// namespace are held to (only their predicates: forClient), the registered event, which
 	// keeps every count and latency; nil for the registered event itself.
@@ -196,6 +202,11 @@ type matchClient struct {
 // matchPend is an expectation a client has claimed and not resolved.
 type matchPend struct {
 	ev *matchEvent
+	// A copy of the event's typeMask, single and name0: a response skips the pending entries
+	// it cannot touch without reaching their events (a client can have hundreds pending).
+	tmask  uint8
+	single bool
+	name0  uint64
 	// held: every predicate held when the client claimed it (provisionally already held).
 	held bool
 	// recvd: received (see the package comment) but not yet in effect.
@@ -211,7 +222,7 @@ type matchAwait struct {
 // NewMatcher returns a matcher with no expectations.
 func NewMatcher(cfg MatcherConfig) *Matcher {
 	cfg = cfg.withDefaults()
-	m := &Matcher{cfg: cfg, epoch: cfg.Now(), shards: make([]matchShard, cfg.Shards)}
+	m := &Matcher{cfg: cfg, epoch: cfg.Now(), shards: make([]matchShard, cfg.Shards), nameSeed: maphash.MakeSeed()}
 	for i := range m.shards {
 		m.shards[i].clients = make(map[int]*matchClient)
 		m.shards[i].push = make(map[KindGroup]*hdr.PackedHistogram)
@@ -296,6 +307,9 @@ func (m *Matcher) newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
 		ev.typeMask |= ev.predType[i]
 	}
 	m.subjMu.Unlock()
+	if len(e.All) == 1 {
+		ev.single, ev.name0 = true, maphash.String(m.nameSeed, e.All[0].Resource)
+	}
 	return ev
 }
 
@@ -423,7 +437,7 @@ func (m *Matcher) claim(s *matchShard, c probe.ClientInfo, r *probe.ResponseInfo
 		if (ev.exp.Reach.WatchersOnly || cl.named) && !watches(c, ev.exp) {
 			continue
 		}
-		cl.pending = append(cl.pending, matchPend{ev: ev, held: m.heldBefore(c, r, ev)})
+		cl.pending = append(cl.pending, matchPend{ev: ev, held: m.heldBefore(c, r, ev), tmask: ev.typeMask, single: ev.single, name0: ev.name0})
 	}
 	return cl
 }
@@ -665,8 +679,21 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 		}
 		return false
 	}
-	for i := len(cl.pending) - 1; i >= 0; i-- {
+	// The names r touched, hashed once, to skip the pending entries of one predicate it does not
+	// touch (a hash match is confirmed by touches).
+	var touchedHash [8]uint64
+	nth, prefilter := 0, len(r.Touched) <= len(touchedHash)
+	if prefilter {
+		for _, ch := range r.Touched {
+			touchedHash[nth] = maphash.String(m.nameSeed, ch.Name)
+			nth++
+		}
+	}
+	for i := len(cl.pending) - 1; i >= 0 && len(r.Touched) > 0 && rbit != 0; i-- {
 		p := &cl.pending[i]
+		if p.tmask&rbit == 0 || (prefilter && p.single && !slices.Contains(touchedHash[:nth], p.name0)) {
+			continue
+		}
 		ev := p.ev
 		if !touches(&r, rbit, ev) {
 			continue
@@ -731,7 +758,7 @@ func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []
 	if len(reached) == 0 && len(superseded) == 0 {
 		return
 	}
-	drop := make(map[int]bool, len(reached)+len(superseded))
+	drop := make([]bool, len(cl.pending))
 	superseded1 := func(ev *matchEvent) {
 		ev.superseded.Add(1)
 		s.count(ev, cl.group).Superseded++
@@ -750,20 +777,19 @@ func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []
 			held1(p.ev.stats())
 		}
 	}
-	for _, i := range reached {
-		later := cl.pending[i].ev
-		for j := 0; j < i; j++ {
-			p := cl.pending[j]
-			if drop[j] || !later.supersedes(p.ev) {
-				continue
-			}
-			drop[j] = true
-			if p.held {
-				held1(p.ev.stats()) // it held when registered: the client was in its state
-			} else {
-				superseded1(p.ev.stats())
-			}
+	retire := func(j int) {
+		p := cl.pending[j]
+		drop[j] = true
+		if p.held {
+			held1(p.ev.stats()) // it held when registered: the client was in its state
+		} else {
+			superseded1(p.ev.stats())
 		}
+	}
+	if len(reached) <= 4 {
+		retireQuadratic(cl.pending, reached, drop, retire)
+	} else {
+		retireIndexed(cl.pending, reached, drop, retire)
 	}
 	k := 0
 	for i, p := range cl.pending {
@@ -774,6 +800,46 @@ func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []
 	}
 	clear(cl.pending[k:])
 	cl.pending = cl.pending[:k]
+}
+
+// retireQuadratic calls retire for every entry not dropped that a later reached entry
+// supersedes, comparing each reached entry with every earlier one.
+func retireQuadratic(pending []matchPend, reached []int, drop []bool, retire func(int)) {
+	for _, i := range reached {
+		later := pending[i].ev
+		for j := 0; j < i; j++ {
+			if !drop[j] && later.supersedes(pending[j].ev) {
+				retire(j)
+			}
+		}
+	}
+}
+
+// retireIndexed is retireQuadratic for many reached entries at once (a client catching up):
+// it indexes them by subject, so that each earlier entry is compared only with the reached
+// entries it shares a subject with.
+func retireIndexed(pending []matchPend, reached []int, drop []bool, retire func(int)) {
+	bySubj := make(map[uint32][]int, len(reached))
+	for _, i := range reached {
+		for _, sj := range pending[i].ev.subj {
+			bySubj[sj] = append(bySubj[sj], i)
+		}
+	}
+	for j := range pending {
+		if drop[j] {
+			continue
+		}
+		earlier := pending[j].ev
+	find:
+		for _, sj := range earlier.subj {
+			for _, i := range bySubj[sj] {
+				if i > j && pending[i].ev.supersedes(earlier) {
+					retire(j)
+					break find
+				}
+			}
+		}
+	}
 }
 
 // AckSent implements probe.Hooks.
