@@ -141,6 +141,17 @@ func req(version string, respSize int, names int) *discoveryv3.DiscoveryRequest 
 	return r
 }
 
+// echo sends a request of version on s and checks the response that comes back.
+func echo(t *testing.T, s discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, version string) {
+	t.Helper()
+	if err := s.Send(req(version, 10, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Recv(); err != nil || r.GetVersionInfo() != version {
+		t.Fatalf("echo of %q: %v, %v", version, r, err)
+	}
+}
+
 // TestStreamAgainstGRPCServer runs streams against grpc-go's server: small and large messages
 // both ways (a request above the server's 64 KiB window, a response of many frames and above
 // the receive buffer), headers, trailers and statuses, and the connection kept across streams.
@@ -235,12 +246,7 @@ func TestCancelKeepsConnection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Send(req("v", 10, 0)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Recv(); err != nil {
-			t.Fatal(err)
-		}
+		echo(t, s, "v")
 		errc := make(chan error, 1)
 		go func() {
 			_, err := s.Recv()
@@ -275,12 +281,7 @@ func TestServerGoneThenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Send(req("v", 10, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	echo(t, s, "v")
 	srv.srv.Stop()
 	if _, err := s.Recv(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("Recv after the server stopped: %v, want Unavailable", err)
@@ -293,12 +294,7 @@ func TestServerGoneThenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Send(req("v2", 10, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := s.Recv(); err != nil || r.GetVersionInfo() != "v2" {
-		t.Fatalf("after the server came back: %v, %v", r, err)
-	}
+	echo(t, s, "v2") // after the server came back
 	if back.conns.Load() != 1 {
 		t.Errorf("the server that came back saw %d connections, want 1", back.conns.Load())
 	}
@@ -314,22 +310,12 @@ func TestGracefulStopDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Send(req("v", 10, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	echo(t, s, "v")
 	stopped := make(chan struct{})
 	go func() { srv.srv.GracefulStop(); close(stopped) }()
 	// The stream still works while the server drains.
 	time.Sleep(50 * time.Millisecond)
-	if err := s.Send(req("v2", 10, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := s.Recv(); err != nil || r.GetVersionInfo() != "v2" {
-		t.Fatalf("during the drain: %v, %v", r, err)
-	}
+	echo(t, s, "v2") // during the drain
 	if err := c.t.reusable(); err == nil {
 		t.Error("the connection takes new streams after GOAWAY")
 	}

@@ -149,12 +149,7 @@ func TestReopenRightAfterCancel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stream %d: %v", i, err)
 		}
-		if err := s.Send(req(fmt.Sprint(i), 10, 0)); err != nil {
-			t.Fatal(err)
-		}
-		if r, err := s.Recv(); err != nil || r.GetVersionInfo() != fmt.Sprint(i) {
-			t.Fatalf("stream %d: %v, %v", i, r, err)
-		}
+		echo(t, s, fmt.Sprint(i))
 		old := make(chan error, 1)
 		go func() {
 			_, err := s.Recv()
@@ -182,12 +177,7 @@ func TestReopenRightAfterCancel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stream %d: the next stream right after cancel: %v", i, err)
 		}
-		if err := next.Send(req("next", 10, 0)); err != nil {
-			t.Fatal(err)
-		}
-		if r, err := next.Recv(); err != nil || r.GetVersionInfo() != "next" {
-			t.Fatalf("stream %d: the next stream got %v, %v", i, r, err)
-		}
+		echo(t, next, "next")
 		if err := <-old; status.Code(err) != codes.Canceled {
 			t.Fatalf("stream %d: the cancelled Recv: %v", i, err)
 		}

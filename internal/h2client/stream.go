@@ -538,14 +538,7 @@ func (s *stream) writeData(parts [][]byte, total, frame int, end bool) error {
 			break
 		}
 	}
-	if err := t.failed(); err != nil {
-		return err
-	}
-	if _, err := t.w.Write(b); err != nil {
-		t.close(err)
-		return err
-	}
-	return nil
+	return t.writeLocked(b)
 }
 
 // encodeTimeout is gRPC's grpc-timeout value for d: at most 8 digits and a unit.
