@@ -103,7 +103,9 @@ type Config struct {
 	StreamsPerConn int
 	// DialOptions are appended to the fleet's (insecure credentials, 256 MiB max receive size,
 	// shared write buffers, 32 KiB read and write buffers, a buffer pool with a
-	// tier at every power of two from 256 B to 16 MiB).
+	// tier at every power of two from 256 B to 16 MiB). Setting any puts every client on
+	// grpc-go's transport: clients on connections of their own otherwise run on the fleet's
+	// (internal/h2client), which takes no dial options.
 	DialOptions []grpc.DialOption
 	// Seed drives every client's random choices (client i uses Seed and i).
 	Seed uint64
