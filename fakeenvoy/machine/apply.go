@@ -50,8 +50,10 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 			present[it.name] = struct{}{}
 		}
 		if m.wire.named(t) && !m.subscribedName(t, it.name) {
-			if _, ok := ts.res[it.name]; ok && countHeld {
-				heldNamed++
+			if countHeld {
+				if _, ok := ts.res[it.name]; ok {
+					heldNamed++
+				}
 			}
 			it.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
 			continue

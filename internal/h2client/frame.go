@@ -9,7 +9,6 @@ import (
 const (
 	frameData         = 0x0
 	frameHeaders      = 0x1
-	framePriority     = 0x2
 	frameRSTStream    = 0x3
 	frameSettings     = 0x4
 	framePushPromise  = 0x5
@@ -29,7 +28,6 @@ const (
 	settingInitialWindowSize = 0x4
 	settingMaxFrameSize      = 0x5
 
-	errCodeNo               = 0x0
 	errCodeProtocol         = 0x1
 	errCodeFlowControl      = 0x3
 	errCodeFrameSize        = 0x6

@@ -42,21 +42,20 @@ type stream struct {
 	done       bool // the receive side ended (final is set)
 
 	// Receive side, owned by the receiving goroutine.
-	gotHeader    bool
-	headerValid  bool // the response headers were a gRPC response's
-	trailersOnly bool // the response was its trailers alone
-	header       metadata.MD
-	trailer      metadata.MD
-	final        error // io.EOF: ended with status OK
-	recvDone     bool
-	unacked      uint32
-	pre          [5]byte
-	preN         int
-	msgLen       int
-	msg          *[]byte // the message being gathered (from the pool)
-	got          int
-	ready        []readyMsg
-	head         int
+	gotHeader   bool
+	headerValid bool // the response headers were a gRPC response's
+	header      metadata.MD
+	trailer     metadata.MD
+	final       error // io.EOF: ended with status OK
+	recvDone    bool
+	unacked     uint32
+	pre         [5]byte
+	preN        int
+	msgLen      int
+	msg         *[]byte // the message being gathered (from the pool)
+	got         int
+	ready       []readyMsg
+	head        int
 }
 
 // readyMsg is a whole received message: in place in the receive buffer (buf nil) or gathered
@@ -241,7 +240,7 @@ func (s *stream) headers(fields []hpack.HeaderField, endStream bool) {
 			return
 		}
 		// Trailers-only.
-		s.trailersOnly, s.header = true, nil
+		s.header = nil
 		if _, ok := md["grpc-status"]; !ok {
 			if err := checkResponse(httpStatus, contentType); err != nil {
 				s.end(err)

@@ -458,6 +458,8 @@ func (t *transport) step(s *stream) error {
 		}
 		t.mu.Unlock()
 		return s.flushQueued()
+	default:
+		// PRIORITY and frame types the client does not know are ignored (RFC 9113 §5.5).
 	}
 	return nil
 }
