@@ -131,9 +131,17 @@ type matchEvent struct {
 	subj     []uint32
 	typeMask uint8
 	predType []uint8
-	// single: one predicate, whose resource name hashes (Matcher.nameSeed) to name0.
-	single bool
-	name0  uint64
+	// names is the hash (Matcher.nameSeed) of each predicate's resource name.
+	names []uint64
+	// oneName: every predicate reads the resource whose name hashes to name0 (an endpoint
+	// change's count and address predicates read one cluster's assignment).
+	oneName bool
+	name0   uint64
+	// oneKey: every predicate reads one resource of one type, so that whether the event
+	// holds depends on that resource's message alone; memo is the last message it was
+	// evaluated over and the answer (thousands of clients share one decoded message).
+	oneKey bool
+	memo   atomic.Pointer[holdsMemo]
 	// root is, for the view of an event with per-predicate reach that the clients of one
 	// namespace are held to (only their predicates: forClient), the registered event, which
 	// keeps every count and latency; nil for the registered event itself.
@@ -187,6 +195,8 @@ type matchShard struct {
 	// event by client group, under the shard's lock (no lock shared across shards); outstanding
 	// ones are classified by group at Results.
 	byGroup map[egKey]*ProbeCounts
+	// touched indexes the Touched names of the response being matched (Response).
+	touched touchIndex
 	_       [64]byte
 }
 
@@ -202,11 +212,11 @@ type matchClient struct {
 // matchPend is an expectation a client has claimed and not resolved.
 type matchPend struct {
 	ev *matchEvent
-	// A copy of the event's typeMask, single and name0: a response skips the pending entries
+	// A copy of the event's typeMask, oneName and name0: a response skips the pending entries
 	// it cannot touch without reaching their events (a client can have hundreds pending).
-	tmask  uint8
-	single bool
-	name0  uint64
+	tmask   uint8
+	oneName bool
+	name0   uint64
 	// held: every predicate held when the client claimed it (provisionally already held).
 	held bool
 	// recvd: received (see the package comment) but not yet in effect.
@@ -290,7 +300,7 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 }
 
 func (m *Matcher) newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
-	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: regAt, subj: make([]uint32, len(e.All)), predType: make([]uint8, len(e.All))}
+	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: regAt, subj: make([]uint32, len(e.All)), predType: make([]uint8, len(e.All)), names: make([]uint64, len(e.All))}
 	m.subjMu.Lock()
 	if m.subjects == nil {
 		m.subjects = make(map[string]uint32)
@@ -307,10 +317,40 @@ func (m *Matcher) newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
 		ev.typeMask |= ev.predType[i]
 	}
 	m.subjMu.Unlock()
-	if len(e.All) == 1 {
-		ev.single, ev.name0 = true, maphash.String(m.nameSeed, e.All[0].Resource)
+	for i, p := range e.All {
+		ev.names[i] = maphash.String(m.nameSeed, p.Resource)
 	}
+	ev.oneName = !slices.ContainsFunc(e.All, func(p probe.Predicate) bool { return p.Resource != e.All[0].Resource })
+	ev.name0 = ev.names[0]
+	ev.oneKey = ev.oneName && !slices.ContainsFunc(e.All, func(p probe.Predicate) bool { return p.Op.TypeURL() != e.All[0].Op.TypeURL() })
 	return ev
+}
+
+// holdsMemo is a message and whether an event's predicates hold over it.
+type holdsMemo struct {
+	m    proto.Message
+	held bool
+}
+
+// oneView shows one message under every name.
+type oneView struct{ m proto.Message }
+
+func (v oneView) Resource(string, string) proto.Message { return v.m }
+
+// holds is ev.exp.Holds(v), remembered for the last message when every predicate reads one
+// resource (oneKey): a decoded message is immutable, so the same message gives the same answer.
+func (ev *matchEvent) holds(v probe.View) bool {
+	if !ev.oneKey {
+		return ev.exp.Holds(v)
+	}
+	p0 := &ev.exp.All[0]
+	m := v.Resource(p0.Op.TypeURL(), p0.Resource)
+	if memo := ev.memo.Load(); memo != nil && memo.m == m {
+		return memo.held
+	}
+	held := ev.exp.Holds(oneView{m})
+	ev.memo.Store(&holdsMemo{m: m, held: held})
+	return held
 }
 
 // typeBit is a bit for each type a predicate reads (probe.Op.TypeURL), 0 for any other.
@@ -437,14 +477,15 @@ func (m *Matcher) claim(s *matchShard, c probe.ClientInfo, r *probe.ResponseInfo
 		if (ev.exp.Reach.WatchersOnly || cl.named) && !watches(c, ev.exp) {
 			continue
 		}
-		cl.pending = append(cl.pending, matchPend{ev: ev, held: m.heldBefore(c, r, ev), tmask: ev.typeMask, single: ev.single, name0: ev.name0})
+		cl.pending = append(cl.pending, matchPend{ev: ev, held: m.heldBefore(s, c, r, ev), tmask: ev.typeMask, oneName: ev.oneName, name0: ev.name0})
 	}
 	return cl
 }
 
 // heldBefore reports whether ev's predicates held in c's state as of ev's registration: the
-// state before r when r was received after it, else the current one.
-func (m *Matcher) heldBefore(c probe.ClientInfo, r *probe.ResponseInfo, ev *matchEvent) bool {
+// state before r when r was received after it, else the current one. When r is not nil, the
+// shard's touched index is r's.
+func (m *Matcher) heldBefore(s *matchShard, c probe.ClientInfo, r *probe.ResponseInfo, ev *matchEvent) bool {
 	for _, t := range ev.types {
 		if !c.State.Synced(t) {
 			return false
@@ -455,9 +496,9 @@ func (m *Matcher) heldBefore(c probe.ClientInfo, r *probe.ResponseInfo, ev *matc
 		return false // before this response the client held nothing of the type
 	}
 	if r != nil && m.off(r.Recv) >= ev.regAt && len(r.Touched) > 0 {
-		v = beforeView{c: c.State, r: r}
+		v = beforeView{c: c.State, r: r, x: &s.touched}
 	}
-	return ev.exp.Holds(v)
+	return ev.holds(v)
 }
 
 func watches(c probe.ClientInfo, e probe.Expectation) bool {
@@ -476,37 +517,31 @@ func (v effectiveView) Resource(typeURL, name string) proto.Message {
 	return v.c.Effective(typeURL, name)
 }
 
-// beforeView is what the client accepted before response r.
+// beforeView is what the client accepted before response r, whose Touched names x indexes.
 type beforeView struct {
 	c probe.ClientState
 	r *probe.ResponseInfo
+	x *touchIndex
 }
 
 func (v beforeView) Resource(typeURL, name string) proto.Message {
 	if typeURL == v.r.TypeURL {
-		for _, ch := range v.r.Touched {
-			if ch.Name == name {
-				return ch.Prev
-			}
+		if i := v.x.find(name, maphash.String(v.x.seed, name)); i >= 0 {
+			return v.r.Touched[i].Prev
 		}
 	}
 	return v.c.Resource(typeURL, name)
 }
 
-// touches reports whether response r, of type bit rbit (typeBit of its type URL), added,
-// changed or removed a resource one of ev's predicates reads.
-func touches(r *probe.ResponseInfo, rbit uint8, ev *matchEvent) bool {
-	if len(r.Touched) == 0 || rbit == 0 || ev.typeMask&rbit == 0 {
+// touches reports whether the response whose Touched names x indexes, of type bit rbit
+// (typeBit of its type URL), added, changed or removed a resource one of ev's predicates reads.
+func touches(x *touchIndex, rbit uint8, ev *matchEvent) bool {
+	if rbit == 0 || ev.typeMask&rbit == 0 {
 		return false // no predicate reads a type other than typeBit's
 	}
 	for i, p := range ev.exp.All {
-		if ev.predType[i] != rbit {
-			continue
-		}
-		for _, ch := range r.Touched {
-			if ch.Name == p.Resource {
-				return true
-			}
+		if ev.predType[i] == rbit && x.find(p.Resource, ev.names[i]) >= 0 {
+			return true
 		}
 	}
 	return false
@@ -665,6 +700,8 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	s := m.shard(c.Index)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.touched.reset(m.nameSeed, r.Touched)
+	defer s.touched.release()
 	cl := m.claim(s, c, &r)
 	recv := m.off(r.Recv)
 	rbit := typeBit(r.TypeURL)
@@ -679,26 +716,16 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 		}
 		return false
 	}
-	// The names r touched, hashed once, to skip the pending entries of one predicate it does not
-	// touch (a hash match is confirmed by touches).
-	var touchedHash [8]uint64
-	nth, prefilter := 0, len(r.Touched) <= len(touchedHash)
-	if prefilter {
-		for _, ch := range r.Touched {
-			touchedHash[nth] = maphash.String(m.nameSeed, ch.Name)
-			nth++
-		}
-	}
 	for i := len(cl.pending) - 1; i >= 0 && len(r.Touched) > 0 && rbit != 0; i-- {
 		p := &cl.pending[i]
-		if p.tmask&rbit == 0 || (prefilter && p.single && !slices.Contains(touchedHash[:nth], p.name0)) {
+		if p.tmask&rbit == 0 || (p.oneName && !s.touched.hasHash(p.name0)) {
 			continue
 		}
 		ev := p.ev
-		if !touches(&r, rbit, ev) {
+		if !touches(&s.touched, rbit, ev) {
 			continue
 		}
-		holds := ev.exp.Holds(accepted)
+		holds := ev.holds(accepted)
 		switch {
 		case claimedBy(ev):
 			if p.held {
@@ -726,7 +753,7 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 		}
 	}
 	for i := range cl.pending {
-		if p := &cl.pending[i]; p.recvd && !p.held && !slices.Contains(superseded, i) && p.ev.exp.Holds(effective) {
+		if p := &cl.pending[i]; p.recvd && !p.held && !slices.Contains(superseded, i) && p.ev.holds(effective) {
 			m.observe(s, p.ev, recv, obsEffect, c.Group)
 			reached = append(reached, i)
 		}
@@ -743,7 +770,7 @@ func (m *Matcher) effect(c probe.ClientInfo, at time.Time) {
 	effective := effectiveView{c.State}
 	var reached []int
 	for i := range cl.pending {
-		if p := &cl.pending[i]; p.recvd && p.ev.exp.Holds(effective) {
+		if p := &cl.pending[i]; p.recvd && p.ev.holds(effective) {
 			m.observe(s, p.ev, m.off(at), obsEffect, c.Group)
 			reached = append(reached, i)
 		}
@@ -820,12 +847,14 @@ func retireQuadratic(pending []matchPend, reached []int, drop []bool, retire fun
 // entries it shares a subject with.
 func retireIndexed(pending []matchPend, reached []int, drop []bool, retire func(int)) {
 	bySubj := make(map[uint32][]int, len(reached))
+	last := 0 // only entries before a reached one can be superseded by it
 	for _, i := range reached {
 		for _, sj := range pending[i].ev.subj {
 			bySubj[sj] = append(bySubj[sj], i)
 		}
+		last = max(last, i)
 	}
-	for j := range pending {
+	for j := range pending[:last] {
 		if drop[j] {
 			continue
 		}
@@ -992,13 +1021,25 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 	if byGroup {
 		o.byGroup = make([]map[string]*ProbeCounts, n)
 	}
+	// laterHeld indexes by subject the held entries registered later than the one being
+	// classified: a client catching up can hold hundreds of merged changes.
+	laterHeld := map[uint32][]*matchEvent{}
+	supersededByHeld := func(ev *matchEvent) bool {
+		for _, sj := range ev.subj {
+			for _, q := range laterHeld[sj] {
+				if q.supersedes(ev) {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
 		for _, cl := range s.clients {
-			// Walk backwards so that the held entries registered later are known: each
-			// pending entry is compared with those only (few: merged changes).
-			var laterHeld []*matchEvent
+			// Walk backwards so that the held entries registered later are known.
+			clear(laterHeld)
 			for j := len(cl.pending) - 1; j >= 0; j-- {
 				p := cl.pending[j]
 				idx := p.ev.idx
@@ -1009,8 +1050,10 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 				case p.held:
 					o.held[idx]++
 					o.add(idx, cl.group, func(c *ProbeCounts) { c.AlreadyHeld++ })
-					laterHeld = append(laterHeld, p.ev)
-				case slices.ContainsFunc(laterHeld, func(q *matchEvent) bool { return q.supersedes(p.ev) }):
+					for _, sj := range p.ev.subj {
+						laterHeld[sj] = append(laterHeld[sj], p.ev)
+					}
+				case supersededByHeld(p.ev):
 					o.superseded[idx]++
 					o.add(idx, cl.group, func(c *ProbeCounts) { c.Superseded++ })
 				default:
@@ -1050,18 +1093,22 @@ func (m *Matcher) Outstanding() int {
 }
 
 // Drain waits until no observation is outstanding or ctx is done, polling every poll (default
-// 10ms), and returns what is still outstanding (0, nil when everything was observed).
+// 10ms) or, when a poll takes longer than a tenth of that, ten times the last poll's duration,
+// so that polling takes at most about a tenth of a core from the clients it waits for. It
+// returns what is still outstanding (0, nil when everything was observed).
 func (m *Matcher) Drain(ctx context.Context, poll time.Duration) (int, error) {
 	if poll <= 0 {
 		poll = 10 * time.Millisecond
 	}
-	t := time.NewTicker(poll)
+	t := time.NewTimer(poll)
 	defer t.Stop()
 	for {
+		start := time.Now()
 		n := m.Outstanding()
 		if n == 0 {
 			return 0, nil
 		}
+		t.Reset(max(poll, 10*time.Since(start)))
 		select {
 		case <-ctx.Done():
 			return m.Outstanding(), ctx.Err()

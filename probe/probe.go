@@ -173,7 +173,8 @@ func (p Predicate) String() string {
 }
 
 // View is a client's set of accepted resources, decoded. Resource returns nil when the client
-// holds no resource of that type and name.
+// holds no resource of that type and name. A message it returns is never modified afterwards
+// (a new version of a resource is a new message): the matcher remembers answers by message.
 type View interface {
 	Resource(typeURL, name string) proto.Message
 }

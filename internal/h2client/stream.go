@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -427,7 +428,9 @@ func (s *stream) SendMsg(m any) error {
 		}
 		return nil
 	}
-	s.sendq = append(s.sendq, pre[:]...)
+	// One allocation for the whole message (an ACK can list a thousand names): appending
+	// buffer by buffer to a queue that was emptied would grow it several times.
+	s.sendq = append(slices.Grow(s.sendq, total), pre[:]...)
 	for _, b := range data {
 		s.sendq = append(s.sendq, b.ReadOnlyData()...)
 	}

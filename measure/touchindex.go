@@ -1,0 +1,91 @@
+package measure
+
+import (
+	"cmp"
+	"hash/maphash"
+	"slices"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+// touchIndex finds a name among a response's Touched entries. A response that catches a
+// lagging client up can touch hundreds of resources while the client has hundreds of events
+// pending, and resource names of one kind often share their length and a long prefix: so the
+// names are hashed once, on the first lookup, and found by hash (a sorted search beyond
+// linearMax entries); a hash match is confirmed by comparing the names.
+type touchIndex struct {
+	seed    maphash.Seed
+	touched []probe.Touched
+	built   bool
+	byHash  []touchHash // sorted by h beyond linearMax entries
+}
+
+type touchHash struct {
+	h uint64
+	i int32
+}
+
+const linearMax = 8
+
+// reset points the index at touched, keeping its buffer.
+func (x *touchIndex) reset(seed maphash.Seed, touched []probe.Touched) {
+	x.seed, x.touched, x.built, x.byHash = seed, touched, false, x.byHash[:0]
+}
+
+// release drops the index's reference to the response (its buffer is kept).
+func (x *touchIndex) release() { x.touched = nil }
+
+func (x *touchIndex) build() {
+	for i := range x.touched {
+		x.byHash = append(x.byHash, touchHash{h: maphash.String(x.seed, x.touched[i].Name), i: int32(i)})
+	}
+	if len(x.byHash) > linearMax {
+		slices.SortFunc(x.byHash, func(a, b touchHash) int { return cmp.Compare(a.h, b.h) })
+	}
+	x.built = true
+}
+
+// find returns the index in Touched of the entry named name, whose hash under the index's
+// seed is h, or -1.
+func (x *touchIndex) find(name string, h uint64) int {
+	if len(x.touched) == 0 {
+		return -1
+	}
+	if !x.built {
+		x.build()
+	}
+	k := 0
+	if len(x.byHash) > linearMax {
+		k, _ = slices.BinarySearchFunc(x.byHash, h, func(e touchHash, h uint64) int { return cmp.Compare(e.h, h) })
+	}
+	for ; k < len(x.byHash); k++ {
+		e := x.byHash[k]
+		if e.h == h && x.touched[e.i].Name == name {
+			return int(e.i)
+		}
+		if e.h > h && len(x.byHash) > linearMax {
+			break // sorted: no later entry has hash h
+		}
+	}
+	return -1
+}
+
+// hasHash reports whether some Touched name hashes to h: a prefilter that needs no name.
+func (x *touchIndex) hasHash(h uint64) bool {
+	if len(x.touched) == 0 {
+		return false
+	}
+	if !x.built {
+		x.build()
+	}
+	if len(x.byHash) <= linearMax {
+		for _, e := range x.byHash {
+			if e.h == h {
+				return true
+			}
+		}
+		return false
+	}
+	_, ok := slices.BinarySearchFunc(x.byHash, h, func(e touchHash, h uint64) int { return cmp.Compare(e.h, h) })
+	return ok
+}

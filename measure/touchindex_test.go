@@ -1,0 +1,64 @@
+package measure
+
+import (
+	"fmt"
+	"hash/maphash"
+	"testing"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+// TestTouchIndexFind checks the index against a linear search, below and above linearMax.
+func TestTouchIndexFind(t *testing.T) {
+	seed := maphash.MakeSeed()
+	for _, n := range []int{0, 1, linearMax, linearMax + 1, 100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			touched := make([]probe.Touched, n)
+			for i := range touched {
+				touched[i].Name = fmt.Sprintf("outbound|80||svc-%03d.ns.svc.cluster.local", i*2)
+			}
+			var x touchIndex
+			x.reset(seed, touched)
+			for i := 0; i < 2*n+2; i++ {
+				name := fmt.Sprintf("outbound|80||svc-%03d.ns.svc.cluster.local", i)
+				want := -1
+				for j := range touched {
+					if touched[j].Name == name {
+						want = j
+					}
+				}
+				h := maphash.String(seed, name)
+				if got := x.find(name, h); got != want {
+					t.Errorf("find(%q) = %d, want %d", name, got, want)
+				}
+				if want >= 0 && !x.hasHash(h) {
+					t.Errorf("hasHash(%q) = false for a touched name", name)
+				}
+			}
+			x.release()
+			if x.find("outbound|80||svc-000.ns.svc.cluster.local", 0) != -1 {
+				t.Error("a released index still finds names")
+			}
+		})
+	}
+}
+
+// TestTouchIndexCollision: entries whose hashes are equal are told apart by their names.
+func TestTouchIndexCollision(t *testing.T) {
+	for _, n := range []int{3, linearMax + 3} {
+		touched := make([]probe.Touched, n)
+		x := touchIndex{touched: touched, built: true}
+		for i := range touched {
+			touched[i].Name = fmt.Sprint("r", i)
+			x.byHash = append(x.byHash, touchHash{h: uint64(i / 2), i: int32(i)}) // sorted, pairs collide
+		}
+		for i := range touched {
+			if got := x.find(touched[i].Name, uint64(i/2)); got != i {
+				t.Errorf("n=%d: find(%q) = %d, want %d", n, touched[i].Name, got, i)
+			}
+		}
+		if got := x.find("absent", 0); got != -1 {
+			t.Errorf("n=%d: find(absent) = %d on a colliding hash", n, got)
+		}
+	}
+}
