@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -60,5 +62,34 @@ func TestTouchIndexCollision(t *testing.T) {
 		if got := x.find("absent", 0); got != -1 {
 			t.Errorf("n=%d: find(absent) = %d on a colliding hash", n, got)
 		}
+	}
+}
+
+// TestHoldsMemoPerMessage: an event of one resource remembers its answer per message, and a
+// different message (a new version of the resource) is evaluated afresh.
+func TestHoldsMemoPerMessage(t *testing.T) {
+	m := NewMatcher(MatcherConfig{})
+	e := probe.Expectation{EventID: 1, Kind: "scale", All: []probe.Predicate{
+		{Op: probe.EndpointCount, Resource: "c", Count: 1},
+		{Op: probe.EndpointPresent, Resource: "c", Address: "10.0.0.1", Port: 80},
+	}}
+	ev := m.newMatchEvent(e, 0)
+	if !ev.oneKey {
+		t.Fatal("an event whose predicates read one assignment is not oneKey")
+	}
+	one, two := mtCLA("c", "10.0.0.1"), mtCLA("c", "10.0.0.1", "10.0.0.2")
+	for i, c := range []struct {
+		m    proto.Message
+		want bool
+	}{{one, true}, {one, true}, {two, false}, {one, true}, {nil, false}, {two, false}} {
+		if got := ev.holds(oneView{c.m}); got != c.want {
+			t.Errorf("step %d: holds = %v, want %v", i, got, c.want)
+		}
+	}
+	mixed := m.newMatchEvent(probe.Expectation{EventID: 2, Kind: "add", All: []probe.Predicate{
+		{Op: probe.ClusterPresent, Resource: "c"}, {Op: probe.EndpointCount, Resource: "c", Count: 1},
+	}}, 0)
+	if mixed.oneKey || !mixed.oneName {
+		t.Errorf("cluster and assignment predicates of one name: oneKey %v, oneName %v; want false, true", mixed.oneKey, mixed.oneName)
 	}
 }
