@@ -247,3 +247,30 @@ func TestNoBufferHeldBetweenReads(t *testing.T) {
 		t.Errorf("after the stream ended: %d receive buffers held", n)
 	}
 }
+
+// TestQueuedRequestsInOrder sends requests of 200 KB back to back, each above the server's
+// window, so that each is appended to a queue that still holds the last: the server reads
+// every one whole and in order.
+func TestQueuedRequestsInOrder(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0")
+	c, codec := newConn(t, Config{Target: srv.addr})
+	s, err := openADS(context.Background(), c, codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	for i := range n {
+		if err := s.Send(req(fmt.Sprint(i), 10, 3000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		r, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GetVersionInfo() != fmt.Sprint(i) || r.GetNonce() != fmt.Sprint(3000+i) {
+			t.Fatalf("response %d: version %q, names %q; want %d, %d", i, r.GetVersionInfo(), r.GetNonce(), i, 3000+i)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +35,9 @@ type stream struct {
 	// Under t.mu.
 	sendWin    int64
 	sendClosed bool
-	sendq      []byte // framed messages waiting for window
-	sendEnd    bool   // END_STREAM follows the queue
+	sendq      []byte  // framed messages waiting for window
+	sendBuf    *[]byte // the pool buffer sendq lies in
+	sendEnd    bool    // END_STREAM follows the queue
 	endSent    bool
 	cancelled  bool
 	done       bool // the receive side ended (final is set)
@@ -428,9 +428,16 @@ func (s *stream) SendMsg(m any) error {
 		}
 		return nil
 	}
-	// One allocation for the whole message (an ACK can list a thousand names): appending
-	// buffer by buffer to a queue that was emptied would grow it several times.
-	s.sendq = append(slices.Grow(s.sendq, total), pre[:]...)
+	// The queue lies in a pool buffer with room for the whole message (an ACK can list a
+	// thousand names): a late server would otherwise cost an allocation, its clearing and
+	// several copies per queued ACK.
+	if cap(s.sendq)-len(s.sendq) < total {
+		nb := t.cfg.Pool.Get(len(s.sendq) + total)
+		q := (*nb)[:copy(*nb, s.sendq)]
+		s.releaseQueue()
+		s.sendq, s.sendBuf = q, nb
+	}
+	s.sendq = append(s.sendq, pre[:]...)
 	for _, b := range data {
 		s.sendq = append(s.sendq, b.ReadOnlyData()...)
 	}
@@ -483,7 +490,7 @@ func (s *stream) flushLocked() error {
 	t := s.t
 	t.mu.Lock()
 	if s.done || s.cancelled || t.err != nil {
-		s.sendq = nil
+		s.releaseQueue()
 		t.mu.Unlock()
 		return io.EOF
 	}
@@ -502,13 +509,22 @@ func (s *stream) flushLocked() error {
 	err := s.writeData([][]byte{chunk}, k, frame, end)
 	t.mu.Lock()
 	if s.sendq = s.sendq[k:]; len(s.sendq) == 0 || s.done {
-		s.sendq = nil
+		s.releaseQueue()
 	}
 	if end {
 		s.endSent = true
 	}
 	t.mu.Unlock()
 	return err
+}
+
+// releaseQueue empties the send queue and gives its buffer back; t.mu and t.wmu are held
+// (no write reads the queue).
+func (s *stream) releaseQueue() {
+	if s.sendBuf != nil {
+		s.t.cfg.Pool.Put(s.sendBuf)
+	}
+	s.sendq, s.sendBuf = nil, nil
 }
 
 // writeData writes total bytes from parts as DATA frames of at most frame bytes, the last
