@@ -412,35 +412,39 @@ func (s *stream) SendMsg(m any) error {
 		t.mu.Unlock()
 		return io.EOF
 	}
-	if len(s.sendq) == 0 && min(t.connSendWin, s.sendWin) >= int64(total) {
-		// The common case: all of it now, framed straight from the codec's buffers.
-		t.connSendWin -= int64(total)
-		s.sendWin -= int64(total)
+	parts := make([][]byte, 0, 1+len(data))
+	parts = append(parts, pre[:])
+	for _, b := range data {
+		parts = append(parts, b.ReadOnlyData())
+	}
+	if w := min(t.connSendWin, s.sendWin); len(s.sendq) == 0 && w > 0 {
+		// The common case: as much as the windows allow now, framed straight from the
+		// codec's buffers; only what does not fit is copied into the queue.
+		now := int(min(w, int64(total)))
+		t.connSendWin -= int64(now)
+		s.sendWin -= int64(now)
 		frame := t.peerMaxFrame
 		t.mu.Unlock()
-		parts := make([][]byte, 0, 1+len(data))
-		parts = append(parts, pre[:])
-		for _, b := range data {
-			parts = append(parts, b.ReadOnlyData())
+		left, err := s.writeData(parts, now, frame, false)
+		if err != nil {
+			return io.EOF
 		}
-		if err := s.writeData(parts, total, frame, false); err != nil {
+		if now == total {
+			return nil
+		}
+		t.mu.Lock()
+		if s.done || s.cancelled || t.err != nil {
+			t.mu.Unlock()
+			return io.EOF
+		}
+		s.enqueue(left, total-now)
+		t.mu.Unlock()
+		if err := s.flushLocked(); err != nil {
 			return io.EOF
 		}
 		return nil
 	}
-	// The queue lies in a pool buffer with room for the whole message (an ACK can list a
-	// thousand names): a late server would otherwise cost an allocation, its clearing and
-	// several copies per queued ACK.
-	if cap(s.sendq)-len(s.sendq) < total {
-		nb := t.cfg.Pool.Get(len(s.sendq) + total)
-		q := (*nb)[:copy(*nb, s.sendq)]
-		s.releaseQueue()
-		s.sendq, s.sendBuf = q, nb
-	}
-	s.sendq = append(s.sendq, pre[:]...)
-	for _, b := range data {
-		s.sendq = append(s.sendq, b.ReadOnlyData()...)
-	}
+	s.enqueue(parts, total)
 	t.mu.Unlock()
 	if err := s.flushLocked(); err != nil {
 		return io.EOF
@@ -506,7 +510,7 @@ func (s *stream) flushLocked() error {
 	chunk := s.sendq[:k]
 	t.mu.Unlock()
 	// chunk stays valid: only writers, who hold wmu, change the queue.
-	err := s.writeData([][]byte{chunk}, k, frame, end)
+	_, err := s.writeData([][]byte{chunk}, k, frame, end)
 	t.mu.Lock()
 	if s.sendq = s.sendq[k:]; len(s.sendq) == 0 || s.done {
 		s.releaseQueue()
@@ -518,6 +522,21 @@ func (s *stream) flushLocked() error {
 	return err
 }
 
+// enqueue appends n bytes from parts to the send queue; t.mu and t.wmu are held. The queue
+// lies in a pool buffer with room for the whole message (an ACK can list a thousand names): a
+// late server would otherwise cost an allocation, its clearing and several copies per ACK.
+func (s *stream) enqueue(parts [][]byte, n int) {
+	if cap(s.sendq)-len(s.sendq) < n {
+		nb := s.t.cfg.Pool.Get(len(s.sendq) + n)
+		q := (*nb)[:copy(*nb, s.sendq)]
+		s.releaseQueue()
+		s.sendq, s.sendBuf = q, nb
+	}
+	for _, p := range parts {
+		s.sendq = append(s.sendq, p...)
+	}
+}
+
 // releaseQueue empties the send queue and gives its buffer back; t.mu and t.wmu are held
 // (no write reads the queue).
 func (s *stream) releaseQueue() {
@@ -527,9 +546,10 @@ func (s *stream) releaseQueue() {
 	s.sendq, s.sendBuf = nil, nil
 }
 
-// writeData writes total bytes from parts as DATA frames of at most frame bytes, the last
-// with END_STREAM when end; t.wmu is held and the windows were taken.
-func (s *stream) writeData(parts [][]byte, total, frame int, end bool) error {
+// writeData writes the first total bytes from parts as DATA frames of at most frame bytes,
+// the last with END_STREAM when end, and returns what is left of parts; t.wmu is held and
+// the windows were taken.
+func (s *stream) writeData(parts [][]byte, total, frame int, end bool) ([][]byte, error) {
 	t := s.t
 	frames := max(1, (total+frame-1)/frame)
 	bp := t.cfg.Pool.Get(total + frames*frameHeaderLen)
@@ -556,7 +576,7 @@ func (s *stream) writeData(parts [][]byte, total, frame int, end bool) error {
 			break
 		}
 	}
-	return t.writeLocked(b)
+	return parts, t.writeLocked(b)
 }
 
 // encodeTimeout is gRPC's grpc-timeout value for d: at most 8 digits and a unit.
