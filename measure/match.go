@@ -217,10 +217,32 @@ type matchPend struct {
 	tmask   uint8
 	oneName bool
 	name0   uint64
+	// The event's subjects, when there are at most two (nsubj; manySubj: read ev.subj).
+	subj  [2]uint32
+	nsubj uint8
 	// held: every predicate held when the client claimed it (provisionally already held).
 	held bool
 	// recvd: received (see the package comment) but not yet in effect.
 	recvd bool
+}
+
+const manySubj = 0xff
+
+// newPend is the pending entry of ev for a client, held or not when claimed.
+func newPend(ev *matchEvent, held bool) matchPend {
+	p := matchPend{ev: ev, held: held, tmask: ev.typeMask, oneName: ev.oneName, name0: ev.name0, nsubj: manySubj}
+	if len(ev.subj) <= len(p.subj) {
+		p.nsubj = uint8(copy(p.subj[:], ev.subj))
+	}
+	return p
+}
+
+// subjects are the entry's event's subjects.
+func (p *matchPend) subjects() []uint32 {
+	if p.nsubj == manySubj {
+		return p.ev.subj
+	}
+	return p.subj[:p.nsubj]
 }
 
 // matchAwait is a received expectation waiting for the ACK of the response that carried it.
@@ -477,7 +499,7 @@ func (m *Matcher) claim(s *matchShard, c probe.ClientInfo, r *probe.ResponseInfo
 		if (ev.exp.Reach.WatchersOnly || cl.named) && !watches(c, ev.exp) {
 			continue
 		}
-		cl.pending = append(cl.pending, matchPend{ev: ev, held: m.heldBefore(s, c, r, ev), tmask: ev.typeMask, oneName: ev.oneName, name0: ev.name0})
+		cl.pending = append(cl.pending, newPend(ev, m.heldBefore(s, c, r, ev)))
 	}
 	return cl
 }
@@ -844,23 +866,39 @@ func retireQuadratic(pending []matchPend, reached []int, drop []bool, retire fun
 
 // retireIndexed is retireQuadratic for many reached entries at once (a client catching up):
 // it indexes them by subject, so that each earlier entry is compared only with the reached
-// entries it shares a subject with.
+// entries it shares a subject with. A bit set of the reached subjects turns most earlier
+// entries away before any lookup.
 func retireIndexed(pending []matchPend, reached []int, drop []bool, retire func(int)) {
-	bySubj := make(map[uint32][]int, len(reached))
+	var seen [16]uint64
+	bit := func(sj uint32) (int, uint64) { return int(sj>>6) & 15, 1 << (sj & 63) }
 	last := 0 // only entries before a reached one can be superseded by it
 	for _, i := range reached {
-		for _, sj := range pending[i].ev.subj {
-			bySubj[sj] = append(bySubj[sj], i)
+		for _, sj := range pending[i].subjects() {
+			w, b := bit(sj)
+			seen[w] |= b
 		}
 		last = max(last, i)
 	}
+	var bySubj map[uint32][]int
 	for j := range pending[:last] {
 		if drop[j] {
 			continue
 		}
-		earlier := pending[j].ev
+		p := &pending[j]
+		if !slices.ContainsFunc(p.subjects(), func(sj uint32) bool { w, b := bit(sj); return seen[w]&b != 0 }) {
+			continue
+		}
+		if bySubj == nil {
+			bySubj = make(map[uint32][]int, len(reached))
+			for _, i := range reached {
+				for _, sj := range pending[i].subjects() {
+					bySubj[sj] = append(bySubj[sj], i)
+				}
+			}
+		}
+		earlier := p.ev
 	find:
-		for _, sj := range earlier.subj {
+		for _, sj := range p.subjects() {
 			for _, i := range bySubj[sj] {
 				if i > j && pending[i].ev.supersedes(earlier) {
 					retire(j)
