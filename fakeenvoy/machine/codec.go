@@ -65,7 +65,8 @@ type Codec struct {
 	// response then holds none); only used by the receiving goroutine, like recvAt.
 	res      []item
 	read     bool
-	distinct bool // res came from the memo with distinct names (Resources.distinct)
+	distinct bool      // res came from the memo with distinct names (Resources.distinct)
+	from     *respMemo // res is a copy from this memo (Resources.from)
 }
 
 // CodecConfig configures a client's Codec.
@@ -271,6 +272,9 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 		region := b[first:end]
 		key = respKey{hash: maphash.Bytes(hashSeed, region), n: len(region), mode: c.mode}
 		res, c.distinct = memo.get(key, region)
+		if res != nil {
+			c.from = memo
+		}
 	}
 	if res == nil {
 		res = make([]item, 0, k)
@@ -347,8 +351,8 @@ func (c *Codec) readAny(b []byte) (item, bool) {
 // false: they are in the response), and clears them: the owner passes them to
 // Machine.OnSotwRead.
 func (c *Codec) LastRead() (res Resources, read bool) {
-	res, read = Resources{items: c.res, distinct: c.distinct}, c.read
-	c.res, c.read, c.distinct = nil, false, false
+	res, read = Resources{items: c.res, distinct: c.distinct, from: c.from}, c.read
+	c.res, c.read, c.distinct, c.from = nil, false, false, nil
 	return res, read
 }
 

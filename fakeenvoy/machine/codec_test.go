@@ -454,6 +454,38 @@ func TestResponseMemoBounded(t *testing.T) {
 	}
 }
 
+// TestResponseMemoCopiesReused: a copy given back is handed out again, and a client's changes
+// to its copy (errors, decisions) never reach the memo or the next copy.
+func TestResponseMemoCopiesReused(t *testing.T) {
+	var r respMemo
+	hit := &decoded{name: "a"}
+	want := []item{{name: "a", hit: hit, hashed: true, hash: 1}, {name: "b", hit: hit, hashed: true, hash: 2}, {name: "c", hit: hit, hashed: true, hash: 3}}
+	region := []byte("abc")
+	k := respKey{hash: 7, n: len(region)}
+	r.put(k, region, want)
+	first, _ := r.get(k, region)
+	if len(first) != 3 || cap(first) != 4 {
+		t.Fatalf("copy of %d items with room for %d, want 3 in a class of 4", len(first), cap(first))
+	}
+	for i := range first {
+		first[i].d, first[i].err = hit, errIgnored
+	}
+	r.release(first)
+	r.release(make([]item, 3)) // not get's: dropped
+	for range 3 {
+		got, _ := r.get(k, region)
+		for i := range got {
+			if got[i].d != nil || got[i].err != nil || got[i].name != want[i].name || got[i].hash != want[i].hash {
+				t.Fatalf("item %d of a reused copy: %+v, want %+v", i, got[i], want[i])
+			}
+		}
+		r.release(got)
+	}
+	if e := r.m[k]; e.items[0].d != nil || e.items[0].err != nil {
+		t.Fatalf("a client's changes reached the memo: %+v", e.items[0])
+	}
+}
+
 // TestMachineDistinctRun: a client that reads its CDS responses from the codec's memo (names
 // known distinct) still deletes a cluster a full response lacks, and still NACKs duplicates (a
 // run with a duplicate name is not known distinct).

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"bytes"
+	"math/bits"
 	"slices"
 	"sync"
 )
@@ -27,7 +28,14 @@ type respMemo struct {
 	m     map[respKey]*respEntry
 	order []respKey // oldest first
 	bytes int
+	// free holds the copies get handed out and release gave back, by size class: a full
+	// config's copy is a quarter of a MB, and every client of a push needs one for as long as
+	// it applies the response.
+	free [itemTiers]sync.Pool
 }
+
+// itemTiers size classes: copies of 1 << i items, up to 1 << (itemTiers-1).
+const itemTiers = 18
 
 // respKey finds a run: the hash of its bytes (hashSeed), their length and the client's
 // validation mode (part of what a shared resource is).
@@ -51,7 +59,7 @@ const (
 )
 
 // get returns a copy of the items read from region (a client changes its own items while it
-// applies them), nil when none are kept.
+// applies them), nil when none are kept. Give the copy back with release once applied.
 func (r *respMemo) get(k respKey, region []byte) (items []item, distinct bool) {
 	r.mu.Lock()
 	e := r.m[k]
@@ -59,7 +67,29 @@ func (r *respMemo) get(k respKey, region []byte) (items []item, distinct bool) {
 	if e == nil || !bytes.Equal(e.region, region) {
 		return nil, false
 	}
-	return slices.Clone(e.items), e.distinct
+	n := len(e.items)
+	t := bits.Len(uint(n - 1))
+	if t >= itemTiers {
+		return slices.Clone(e.items), e.distinct
+	}
+	if p, ok := r.free[t].Get().(*[]item); ok {
+		items = (*p)[:n]
+	} else {
+		items = make([]item, n, 1<<t)
+	}
+	copy(items, e.items)
+	return items, e.distinct
+}
+
+// release gives back a copy get returned (every field is overwritten by the next get's copy,
+// so it is not cleared: the pool drops it at the next collections anyway).
+func (r *respMemo) release(items []item) {
+	c := cap(items)
+	if c == 0 || c&(c-1) != 0 || bits.Len(uint(c-1)) >= itemTiers {
+		return // not one of get's
+	}
+	items = items[:0]
+	r.free[bits.Len(uint(c-1))].Put(&items)
 }
 
 // put keeps the items read from region when every one of them is shared.

@@ -93,12 +93,18 @@ type Resources struct {
 	// distinct: the codec knows no two items share a name (a run from its memo), so the
 	// machine need not find duplicates or what a full response lacks with maps of its own.
 	distinct bool
+	// from is the memo items is a copy from, given back once the response is applied.
+	from *respMemo
 }
 
 // OnSotwRead handles a SotW response received at recv whose resources the codec read (r's own
-// are ignored). It owns res.
+// are ignored). It owns res: nothing of it is kept once it returns.
 func (m *Machine) OnSotwRead(r *discoveryv3.DiscoveryResponse, res Resources, recv time.Time) Step {
-	return m.onSotwItemsOf(r, res.items, res.distinct, recv)
+	s := m.onSotwItemsOf(r, res.items, res.distinct, recv)
+	if res.from != nil {
+		res.from.release(res.items)
+	}
+	return s
 }
 
 // onSotwItems handles a SotW response received at recv whose resources are res (r's own are
