@@ -274,3 +274,21 @@ func TestQueuedRequestsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestReadSize: the receive buffer grows with what is left of a large message, frame headers
+// included, up to maxReadBuffer, and is the configured size otherwise.
+func TestReadSize(t *testing.T) {
+	cfg := Config{ReadBufferSize: DefaultReadBufferSize}
+	for _, c := range []struct{ gather, want int }{
+		{0, DefaultReadBufferSize},
+		{1000, DefaultReadBufferSize},
+		{DefaultReadBufferSize, DefaultReadBufferSize},
+		{100000, 100000 + 7*frameHeaderLen},
+		{5 << 20, maxReadBuffer},
+	} {
+		tr := &transport{cfg: &cfg, gather: c.gather}
+		if got := tr.readSize(); got != c.want {
+			t.Errorf("gather %d: read size %d, want %d", c.gather, got, c.want)
+		}
+	}
+}

@@ -141,7 +141,7 @@ func (s *stream) abandon() {
 	}
 	if s.msg != nil {
 		s.t.cfg.Pool.Put(s.msg)
-		s.msg = nil
+		s.msg, s.t.gather = nil, 0
 	}
 }
 
@@ -197,6 +197,7 @@ func (s *stream) take(b []byte) {
 		k := copy((*s.msg)[s.got:s.msgLen], b)
 		s.got += k
 		b = b[k:]
+		s.t.gather = s.msgLen - s.got
 		if s.got == s.msgLen {
 			s.ready = append(s.ready, readyMsg{b: (*s.msg)[:s.msgLen], buf: s.msg, at: s.t.at})
 			s.msg, s.preN = nil, 0
@@ -320,7 +321,7 @@ func (s *stream) end(err error) {
 	s.final = err
 	if s.msg != nil {
 		s.t.cfg.Pool.Put(s.msg)
-		s.msg = nil
+		s.msg, s.t.gather = nil, 0
 	}
 	s.t.mu.Lock()
 	s.done = true // the writers (under wmu) drop what is queued

@@ -40,6 +40,9 @@ type transport struct {
 	fields []hpack.HeaderField
 	// connUnacked is how many DATA bytes the connection received since its last window update.
 	connUnacked uint32
+	// gather is how many bytes of the message being gathered are still to come (0: none):
+	// the receive buffer grows to take them in fewer reads.
+	gather int
 
 	// rmu is held by the goroutine in a stream's RecvMsg or Header (the read state below is
 	// theirs): a new stream waits for the last stream's reader to leave.
@@ -273,9 +276,10 @@ func (t *transport) fill() error {
 	if t.rbuf != nil && t.r0 == t.r1 {
 		t.release()
 	}
-	if t.rbuf != nil && len(*t.rbuf) < t.cfg.ReadBufferSize {
-		// Leftovers shrink kept: back in a whole buffer.
-		nb := t.cfg.Pool.Get(t.cfg.ReadBufferSize)
+	size := t.readSize()
+	if t.rbuf != nil && len(*t.rbuf) < size {
+		// Leftovers shrink kept, or a large message coming: in a buffer of the size wanted.
+		nb := t.cfg.Pool.Get(size)
 		n := copy(*nb, (*t.rbuf)[t.r0:t.r1])
 		t.cfg.Pool.Put(t.rbuf)
 		t.rbuf, t.r0, t.r1 = nb, 0, n
@@ -286,7 +290,7 @@ func (t *transport) fill() error {
 	}
 	get := func() []byte {
 		if t.rbuf == nil {
-			t.rbuf = t.cfg.Pool.Get(t.cfg.ReadBufferSize)
+			t.rbuf = t.cfg.Pool.Get(size)
 			t.r0, t.r1 = 0, 0
 		}
 		return (*t.rbuf)[t.r1:]
@@ -306,6 +310,21 @@ func (t *transport) fill() error {
 	t.r1 += n
 	t.at = at
 	return nil
+}
+
+// maxReadBuffer bounds the receive buffer a large message grows it to.
+const maxReadBuffer = 1 << 20
+
+// readSize is the receive buffer's size for the next read: ReadBufferSize, or what is left of
+// a larger message being gathered with its frame headers (at most maxReadBuffer), so that a
+// full config of a MB takes a few reads rather than one per ReadBufferSize. The buffer goes
+// back to the pool once read (shrink, fill), so a client holds it only while it reads.
+func (t *transport) readSize() int {
+	size := t.cfg.ReadBufferSize
+	if g := t.gather; g > size {
+		size = min(g+(g/maxFrameSize+1)*frameHeaderLen, maxReadBuffer)
+	}
+	return size
 }
 
 // shrink gives the receive buffer back once nothing in it is referenced (every message
