@@ -87,8 +87,12 @@ func equalRequests(a, b *PushRequest) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	sameMap := func(x, y map[istioconfig.Key]struct{}) bool { return len(x) == len(y) && (len(x) == 0 || reflect.DeepEqual(x, y)) }
-	sameReasons := func(x, y map[TriggerReason]int) bool { return len(x) == len(y) && (len(x) == 0 || reflect.DeepEqual(x, y)) }
+	sameMap := func(x, y map[istioconfig.Key]struct{}) bool {
+		return len(x) == len(y) && (len(x) == 0 || reflect.DeepEqual(x, y))
+	}
+	sameReasons := func(x, y map[TriggerReason]int) bool {
+		return len(x) == len(y) && (len(x) == 0 || reflect.DeepEqual(x, y))
+	}
 	return a.Full == b.Full && a.Start.Equal(b.Start) && a.Source == b.Source &&
 		sameMap(a.ConfigsUpdated, b.ConfigsUpdated) && sameReasons(a.Reasons, b.Reasons)
 }
