@@ -247,6 +247,10 @@ type fileState struct {
 	// reported holds the skipped documents and warnings of the last good parse that were
 	// logged already, so that a reload logs only new ones.
 	reported map[string]bool
+	// status is the file's part of the published Status, nil when something above changed
+	// since it was built: publish rebuilds only those, so that a change to one file of
+	// thousands does not list every file's objects again.
+	status *FileStatus
 }
 
 // NewFileSource returns a source that writes into store. Run starts it.
@@ -863,11 +867,11 @@ func (s *FileSource) apply(results []readResult, now time.Time) {
 			if st.lastErr == r.err.Error() && r.fi != nil && isReadError(r.err) {
 				continue // the same unreadable file again: logged and counted once
 			}
-			st.lastErr, st.errTime = r.err.Error(), now
+			st.lastErr, st.errTime, st.status = r.err.Error(), now, nil
 			rejected = append(rejected, rejection{path: p, err: r.err, kept: len(st.objs)})
 			continue
 		}
-		st.lastErr, st.errTime, st.lastLoad = "", time.Time{}, now
+		st.lastErr, st.errTime, st.lastLoad, st.status = "", time.Time{}, now, nil
 		s.report(p, st, r.dec)
 		s.setObjects(p, st, r.dec.Configs, affected)
 	}
@@ -1017,7 +1021,7 @@ func (s *FileSource) setObjects(p string, st *fileState, objs []*istioconfig.Con
 			delete(s.defs, k)
 		}
 	}
-	st.objs = objs
+	st.objs, st.status = objs, nil
 	for _, c := range objs {
 		k := c.Key()
 		affected[k] = true
@@ -1055,6 +1059,9 @@ func (s *FileSource) reconcile(affected map[istioconfig.Key]bool) (upserts []*is
 		}
 		for p := range definers {
 			st := s.files[p]
+			if old, had := st.conflicts[k]; had != (p != owner) || had && old != owner {
+				st.status = nil // its conflicts change
+			}
 			if p == owner {
 				delete(st.conflicts, k)
 				continue
@@ -1095,16 +1102,19 @@ func (s *FileSource) publish() {
 		Errors: s.errors, LastScan: s.lastScan}
 	st.Synced = s.isSynced
 	for p, f := range s.files {
-		fs := FileStatus{Path: p, LastError: f.lastErr, LastErrorTime: f.errTime, LastLoad: f.lastLoad,
-			Objects: make([]istioconfig.Key, len(f.objs))}
-		for i, c := range f.objs {
-			fs.Objects[i] = c.Key()
+		if f.status == nil {
+			fs := FileStatus{Path: p, LastError: f.lastErr, LastErrorTime: f.errTime, LastLoad: f.lastLoad,
+				Objects: make([]istioconfig.Key, len(f.objs))}
+			for i, c := range f.objs {
+				fs.Objects[i] = c.Key()
+			}
+			for k, owner := range f.conflicts {
+				fs.Conflicts = append(fs.Conflicts, fmt.Sprintf("%s %s/%s is already defined in %s: this copy is ignored", k.Kind, k.Namespace, k.Name, owner))
+			}
+			slices.Sort(fs.Conflicts)
+			f.status = &fs
 		}
-		for k, owner := range f.conflicts {
-			fs.Conflicts = append(fs.Conflicts, fmt.Sprintf("%s %s/%s is already defined in %s: this copy is ignored", k.Kind, k.Namespace, k.Name, owner))
-		}
-		slices.Sort(fs.Conflicts)
-		st.Files = append(st.Files, fs)
+		st.Files = append(st.Files, *f.status)
 	}
 	slices.SortFunc(st.Files, func(a, b FileStatus) int { return cmp.Compare(a.Path, b.Path) })
 	s.status.Store(st)
