@@ -1,7 +1,6 @@
 package config
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -195,6 +194,8 @@ type FileSource struct {
 	// Owned by the Run goroutine.
 	w     *fsnotify.Watcher // nil with DisableWatch
 	files map[string]*fileState
+	// paths are the keys of files, sorted, for publish; nil when a file came or went since.
+	paths []string
 	defs  map[istioconfig.Key]map[string]struct{} // which files define a key
 	// owner names the file whose object this source wrote to the store, by key: the keys are
 	// the source's objects in the store (the objects themselves are the store's, not copied
@@ -852,6 +853,7 @@ func (s *FileSource) apply(results []readResult, now time.Time) {
 			if st != nil {
 				s.setObjects(p, st, nil, affected)
 				delete(s.files, p)
+				s.paths = nil
 				s.opts.Logger.Info("config file removed", "file", p, "objects", len(st.objs))
 			}
 			continue
@@ -859,6 +861,7 @@ func (s *FileSource) apply(results []readResult, now time.Time) {
 		if st == nil {
 			st = &fileState{}
 			s.files[p] = st
+			s.paths = nil
 		}
 		if r.fi != nil {
 			st.size, st.mtime = r.fi.Size(), r.fi.ModTime()
@@ -1101,7 +1104,11 @@ func (s *FileSource) publish() {
 	st := &Status{Dir: s.opts.Dir, Files: make([]FileStatus, 0, len(s.files)), Objects: len(s.owner),
 		Errors: s.errors, LastScan: s.lastScan}
 	st.Synced = s.isSynced
-	for p, f := range s.files {
+	if s.paths == nil {
+		s.paths = slices.Sorted(maps.Keys(s.files))
+	}
+	for _, p := range s.paths {
+		f := s.files[p]
 		if f.status == nil {
 			fs := FileStatus{Path: p, LastError: f.lastErr, LastErrorTime: f.errTime, LastLoad: f.lastLoad,
 				Objects: make([]istioconfig.Key, len(f.objs))}
@@ -1116,6 +1123,5 @@ func (s *FileSource) publish() {
 		}
 		st.Files = append(st.Files, *f.status)
 	}
-	slices.SortFunc(st.Files, func(a, b FileStatus) int { return cmp.Compare(a.Path, b.Path) })
 	s.status.Store(st)
 }
