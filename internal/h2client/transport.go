@@ -313,7 +313,7 @@ func (t *transport) fill() error {
 }
 
 // maxReadBuffer bounds the receive buffer a large message grows it to.
-const maxReadBuffer = 1 << 20
+const maxReadBuffer = 256 << 10
 
 // readSize is the receive buffer's size for the next read: ReadBufferSize, or what is left of
 // a larger message being gathered with its frame headers (at most maxReadBuffer), so that a
