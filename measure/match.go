@@ -142,6 +142,9 @@ type matchEvent struct {
 	// evaluated over and the answer (thousands of clients share one decoded message).
 	oneKey bool
 	memo   atomic.Pointer[holdsMemo]
+	// claims counts the clients that hold the event pending: when the last one resolves it,
+	// memo lets its message go (a long run registers thousands of events).
+	claims atomic.Int64
 	// root is, for the view of an event with per-predicate reach that the clients of one
 	// namespace are held to (only their predicates: forClient), the registered event, which
 	// keeps every count and latency; nil for the registered event itself.
@@ -230,6 +233,7 @@ const manySubj = 0xff
 
 // newPend is the pending entry of ev for a client, held or not when claimed.
 func newPend(ev *matchEvent, held bool) matchPend {
+	ev.claims.Add(1)
 	p := matchPend{ev: ev, held: held, tmask: ev.typeMask, oneName: ev.oneName, name0: ev.name0, nsubj: manySubj}
 	if len(ev.subj) <= len(p.subj) {
 		p.nsubj = uint8(copy(p.subj[:], ev.subj))
@@ -845,6 +849,8 @@ func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []
 		if !drop[i] {
 			cl.pending[k] = p
 			k++
+		} else if p.ev.claims.Add(-1) == 0 {
+			p.ev.memo.Store(nil) // a client claiming it later evaluates afresh
 		}
 	}
 	clear(cl.pending[k:])

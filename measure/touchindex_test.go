@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"testing"
 
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslab/xdslab/probe"
@@ -91,5 +92,33 @@ func TestHoldsMemoPerMessage(t *testing.T) {
 	}}, 0)
 	if mixed.oneKey || !mixed.oneName {
 		t.Errorf("cluster and assignment predicates of one name: oneKey %v, oneName %v; want false, true", mixed.oneKey, mixed.oneName)
+	}
+}
+
+// TestHoldsMemoReleased: once every client that claimed an event resolved it, the event lets
+// its remembered message go (a long run registers thousands of events).
+func TestHoldsMemoReleased(t *testing.T) {
+	m := NewMatcher(MatcherConfig{Now: mtNow})
+	a := &mtClient{index: 0, group: "g", ns: "ns-0"}
+	b := &mtClient{index: 1, group: "g", ns: "ns-0"}
+	m.Track(0, "g", "ns-0")
+	m.Track(1, "g", "ns-0")
+	h, err := m.Expect(probe.Expectation{EventID: 1, Kind: "endpoint-add", T0: at(100),
+		All: []probe.Predicate{present("c", "10.0.0.1"), {Op: probe.EndpointCount, Resource: "c", Count: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := h.ev
+	m.Connected(b.info(), at(105), 0) // b claims the event now, a at its response
+	a.push(m, resource.EndpointType, at(110), at(111), map[string]proto.Message{"c": mtCLA("c", "10.0.0.1")})
+	if ev.memo.Load() == nil || ev.claims.Load() != 1 {
+		t.Fatalf("after one of two clients: memo %v, claims %d; want a memo and b's claim", ev.memo.Load(), ev.claims.Load())
+	}
+	b.push(m, resource.EndpointType, at(120), at(121), map[string]proto.Message{"c": mtCLA("c", "10.0.0.1")})
+	if ev.memo.Load() != nil || ev.claims.Load() != 0 {
+		t.Fatalf("after both clients: memo %v, claims %d; want none", ev.memo.Load(), ev.claims.Load())
+	}
+	if r := m.Results(); r.Observed != 2 || r.Missed != 0 {
+		t.Fatalf("observed %d, missed %d; want 2, 0", r.Observed, r.Missed)
 	}
 }
