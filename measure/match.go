@@ -43,7 +43,11 @@ import (
 //     a response of its own.
 //   - superseded: the client reached a later conflicting expectation's state (same subject,
 //     probe.Expectation.Supersedes) without ever having been in this one's: it could never
-//     see it any more. A client whose response carries this event's state has observed it,
+//     see it any more. Reaching the later one's state on the shared subject is enough: a
+//     response after which the later expectation's predicates on that subject hold (and this
+//     one does not) shows the client past this one's state there, even when the later one
+//     never holds as a whole (a zone failure over many services, one of which a still later
+//     change moved on before the client saw the failure). A client whose response carries this event's state has observed it,
 //     even if a later event on the same subject was registered before that response arrived.
 //   - missed: none of the above when Results is called (call Drain first).
 //
@@ -742,6 +746,40 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 		}
 		return false
 	}
+	// moved holds the subjects on which a later event's own predicates hold after r, for
+	// those of its predicates r touched, though that event does not hold as a whole (another
+	// of its subjects shows a still later change, or has not come yet): the client has moved
+	// past every earlier state of such a subject. An earlier event that does not hold and
+	// reads one of them can never be seen any more.
+	var moved map[uint32]bool
+	movedBy := func(ev *matchEvent) bool {
+		for _, sj := range ev.subj {
+			if moved[sj] {
+				return true
+			}
+		}
+		return false
+	}
+	markMoved := func(ev *matchEvent) {
+		for i, p := range ev.exp.All {
+			if ev.predType[i] != rbit || s.touched.find(p.Resource, ev.names[i]) < 0 {
+				continue // r did not show this predicate's resource
+			}
+			sj, ok := ev.subj[i], true
+			for j := range ev.exp.All {
+				if ev.subj[j] == sj && !ev.exp.All[j].Holds(accepted) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				if moved == nil {
+					moved = make(map[uint32]bool, len(ev.subj))
+				}
+				moved[sj] = true
+			}
+		}
+	}
 	for i := len(cl.pending) - 1; i >= 0 && len(r.Touched) > 0 && rbit != 0; i-- {
 		p := &cl.pending[i]
 		if p.tmask&rbit == 0 || (p.oneName && !s.touched.hasHash(p.name0)) {
@@ -752,14 +790,15 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 			continue
 		}
 		holds := ev.holds(accepted)
+		eligible := p.held || p.recvd || recv >= ev.regAt // r can show its state
 		switch {
-		case claimedBy(ev):
+		case claimedBy(ev) || (!holds && movedBy(ev)):
 			if p.held {
 				reached = append(reached, i) // it held when registered: the client was in it
 			} else if !p.recvd {
 				superseded = append(superseded, i)
 			}
-		case holds && (p.held || p.recvd || recv >= ev.regAt):
+		case holds && eligible:
 			if shown == nil {
 				shown = make(map[uint32]bool, len(ev.subj))
 			}
@@ -776,6 +815,9 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 			}
 		case p.held && !holds:
 			p.held = false // the client has left that state: it must see it again
+		}
+		if !holds && eligible {
+			markMoved(ev)
 		}
 	}
 	for i := range cl.pending {

@@ -109,6 +109,10 @@ func present(cluster, addr string) probe.Predicate {
 	return probe.Predicate{Op: probe.EndpointPresent, Resource: cluster, Address: addr, Port: 80}
 }
 
+func count(cluster string, n int) probe.Predicate {
+	return probe.Predicate{Op: probe.EndpointCount, Resource: cluster, Count: n}
+}
+
 func absent(cluster, addr string) probe.Predicate {
 	return probe.Predicate{Op: probe.EndpointAbsent, Resource: cluster, Address: addr, Port: 80}
 }
@@ -316,6 +320,25 @@ func TestMatcherClasses(t *testing.T) {
 		},
 		want: []mtWant{{observed: 1, push: 1500 * time.Millisecond, recv: 1500 * time.Millisecond},
 			{observed: 1, push: 1100 * time.Millisecond, recv: 1100 * time.Millisecond}},
+	}, {
+		// A restore, then a zone failure over two clusters, then a removal on the second before
+		// the client saw the failure: one response shows the end state. The failure never holds
+		// as a whole (the removal moved the second cluster on), but its count of the first holds:
+		// the client is past the restore's state there, so the restore is superseded, not missed.
+		name: "a state passed on its subject by a later event that never holds whole is superseded",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "flap-restore", T0: at(0), All: []probe.Predicate{count("c1", 2), present("c1", "10.0.0.2")}},
+			{EventID: 2, Kind: "zone-failure", T0: at(10), All: []probe.Predicate{count("c1", 1), absent("c1", "10.0.0.1"), count("c2", 1), absent("c2", "10.0.0.5")}},
+			{EventID: 3, Kind: "flap-remove", T0: at(20), All: []probe.Predicate{count("c2", 0), absent("c2", "10.0.0.6")}},
+		},
+		initial: eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2", "10.0.0.5", "10.0.0.6")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			expect(0)
+			expect(1)
+			expect(2)
+			c.push(m, edsT, at(500), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.2"), "c2", mtCLA("c2")))
+		},
+		want: []mtWant{{superseded: 1}, {superseded: 1}, {observed: 1, push: 480 * time.Millisecond, recv: 480 * time.Millisecond}},
 	}, {
 		name: "a merged flap: the restore already holds, the removal is superseded, no latency",
 		events: []probe.Expectation{
