@@ -86,7 +86,6 @@ type flowType struct {
 	nonce    string
 	sentAt   time.Time
 	held     *model.PushRequest
-	owned    bool // held was merged here: merged into in place (model.PushRequest.MergeOwned)
 }
 
 // NewFlow returns the flow control of a new connection. A negative AckTimeout (see
@@ -126,11 +125,11 @@ func (f *Flow) Push(typeURL string, req *model.PushRequest, now time.Time) *mode
 			f.stats.Released++
 		}
 		out := t.held.Merge(req)
-		t.held, t.owned = nil, false
+		t.held = nil
 		return out
 	}
 	f.stats.Held++
-	t.held, t.owned = t.held.MergeOwned(req, t.owned)
+	t.held = t.held.Merge(req)
 	return nil
 }
 
@@ -151,7 +150,7 @@ func (f *Flow) Ack(typeURL, nonce string, now time.Time) AckResult {
 		return AckResult{}
 	}
 	res := AckResult{Matched: true, Wait: max(now.Sub(t.sentAt), 0), Release: t.held}
-	t.awaiting, t.held, t.owned = false, nil, false
+	t.awaiting, t.held = false, nil
 	if res.Release != nil {
 		f.stats.Released++
 	}
@@ -173,7 +172,7 @@ func (f *Flow) Expire(now time.Time) []Release {
 		t.awaiting = false
 		if t.held != nil {
 			out = append(out, Release{TypeURL: url, Req: t.held})
-			t.held, t.owned = nil, false
+			t.held = nil
 			f.stats.Released++
 		}
 	}
