@@ -268,6 +268,7 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 	// differ): a run of resources some client already read is taken from the memo whole.
 	memo := c.interner.responses()
 	var key respKey
+	c.from = nil
 	if memo != nil && contiguous && k > 0 {
 		region := b[first:end]
 		key = respKey{hash: maphash.Bytes(hashSeed, region), n: len(region), mode: c.mode}
