@@ -45,26 +45,32 @@ func (x *touchIndex) build() {
 	x.built = true
 }
 
-// find returns the index in Touched of the entry named name, whose hash under the index's
-// seed is h, or -1.
-func (x *touchIndex) find(name string, h uint64) int {
+// candidates are the entries whose hash may be h: every one up to linearMax entries, else the
+// run of the sorted entries with hash h (built on the first call).
+func (x *touchIndex) candidates(h uint64) []touchHash {
 	if len(x.touched) == 0 {
-		return -1
+		return nil
 	}
 	if !x.built {
 		x.build()
 	}
-	k := 0
-	if len(x.byHash) > linearMax {
-		k, _ = slices.BinarySearchFunc(x.byHash, h, func(e touchHash, h uint64) int { return cmp.Compare(e.h, h) })
+	if len(x.byHash) <= linearMax {
+		return x.byHash
 	}
-	for ; k < len(x.byHash); k++ {
-		e := x.byHash[k]
+	k, _ := slices.BinarySearchFunc(x.byHash, h, func(e touchHash, h uint64) int { return cmp.Compare(e.h, h) })
+	end := k
+	for end < len(x.byHash) && x.byHash[end].h == h {
+		end++
+	}
+	return x.byHash[k:end]
+}
+
+// find returns the index in Touched of the entry named name, whose hash under the index's
+// seed is h, or -1.
+func (x *touchIndex) find(name string, h uint64) int {
+	for _, e := range x.candidates(h) {
 		if e.h == h && x.touched[e.i].Name == name {
 			return int(e.i)
-		}
-		if e.h > h && len(x.byHash) > linearMax {
-			break // sorted: no later entry has hash h
 		}
 	}
 	return -1
@@ -72,20 +78,10 @@ func (x *touchIndex) find(name string, h uint64) int {
 
 // hasHash reports whether some Touched name hashes to h: a prefilter that needs no name.
 func (x *touchIndex) hasHash(h uint64) bool {
-	if len(x.touched) == 0 {
-		return false
-	}
-	if !x.built {
-		x.build()
-	}
-	if len(x.byHash) <= linearMax {
-		for _, e := range x.byHash {
-			if e.h == h {
-				return true
-			}
+	for _, e := range x.candidates(h) {
+		if e.h == h {
+			return true
 		}
-		return false
 	}
-	_, ok := slices.BinarySearchFunc(x.byHash, h, func(e touchHash, h uint64) int { return cmp.Compare(e.h, h) })
-	return ok
+	return false
 }

@@ -85,11 +85,12 @@ func (r *respMemo) get(k respKey, region []byte) (items []item, distinct bool) {
 // so it is not cleared: the pool drops it at the next collections anyway).
 func (r *respMemo) release(items []item) {
 	c := cap(items)
-	if c == 0 || c&(c-1) != 0 || bits.Len(uint(c-1)) >= itemTiers {
+	t := bits.Len(uint(c - 1))
+	if c == 0 || c&(c-1) != 0 || t >= itemTiers {
 		return // not one of get's
 	}
 	items = items[:0]
-	r.free[bits.Len(uint(c-1))].Put(&items)
+	r.free[t].Put(&items)
 }
 
 // put keeps the items read from region when every one of them is shared.
