@@ -35,7 +35,9 @@
 // of the read that completed the frame holding its last byte. Take gives it to the codec,
 // which the transport calls (Unmarshal) right before RecvMsg returns. A message held in one
 // DATA frame is handed to the codec in place, in the receive buffer; a longer one is gathered
-// into a buffer of the pool sized to it.
+// into a buffer of the pool sized to it, and while it is, the receive buffer grows to what is
+// left of it (at most 256 KiB), so a full config of a MB takes a few reads. A send takes what
+// the flow-control windows allow at once; only the rest waits, in a pool buffer.
 //
 // A stream ends when the server sends its trailers or resets it, when the connection fails,
 // or when its context is done: the transport then interrupts a read in progress with a past
