@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/maphash"
@@ -47,7 +48,11 @@ import (
 //     response after which the later expectation's predicates on that subject hold (and this
 //     one does not) shows the client past this one's state there, even when the later one
 //     never holds as a whole (a zone failure over many services, one of which a still later
-//     change moved on before the client saw the failure). A client whose response carries this event's state has observed it,
+//     change moved on before the client saw the failure). The later event need not be pending
+//     at the client, and its predicates on the subject may be in Rest (probe.Expectation.Rest:
+//     those its cap left out): a restore that a zone failure changed again 70 ms later, before
+//     any push, is superseded once the client shows the failure's state of that cluster. A
+//     client whose response carries this event's state has observed it,
 //     even if a later event on the same subject was registered before that response arrived.
 //   - missed: none of the above when Results is called (call Drain first).
 //
@@ -119,6 +124,9 @@ type Matcher struct {
 	// subjects on every response that reaches them.
 	subjMu   sync.Mutex
 	subjects map[string]uint32
+	// lastLink is, by subject, the latest registered event that reads it (in All or Rest),
+	// under logMu: each event's links chain every later event on its subjects (subjLink).
+	lastLink map[uint32]*subjLink
 	// nameSeed hashes resource names for matchPend's prefilter.
 	nameSeed maphash.Seed
 }
@@ -137,6 +145,9 @@ type matchEvent struct {
 	predType []uint8
 	// names is the hash (Matcher.nameSeed) of each predicate's resource name.
 	names []uint64
+	// links are a registered event's places in the chains of the events that read each of its
+	// subjects (All and Rest), sorted by subject; nil for a view (root holds them).
+	links []*subjLink
 	// oneName: every predicate reads the resource whose name hashes to name0 (an endpoint
 	// change's count and address predicates read one cluster's assignment).
 	oneName bool
@@ -314,6 +325,9 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("measure: expect: %w", err)
 	}
+	// Registration time, log index and the subject chains are taken under one lock, so that
+	// every chain is in registration order.
+	m.logMu.Lock()
 	ev := m.newMatchEvent(e, m.off(m.cfg.Now()))
 	ev.latMin.Store(math.MaxInt64)
 	if !e.T0.IsZero() {
@@ -321,28 +335,106 @@ func (m *Matcher) Expect(e probe.Expectation) (*Expected, error) {
 		ev.t0.Store(m.off(e.T0))
 		ev.hasT0.Store(true)
 	}
-	m.logMu.Lock()
 	ev.idx = len(m.log)
+	m.link(ev)
 	m.log = append(m.log, ev)
 	m.logLen.Store(int64(len(m.log)))
 	m.logMu.Unlock()
 	return &Expected{m: m, ev: ev}, nil
 }
 
-func (m *Matcher) newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
-	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: regAt, subj: make([]uint32, len(e.All)), predType: make([]uint8, len(e.All)), names: make([]uint64, len(e.All))}
-	m.subjMu.Lock()
+// subjLink is one registered event's predicates on one subject, in the chain of the events
+// that read the subject (in All or Rest), in registration order.
+type subjLink struct {
+	subj  uint32
+	ev    *matchEvent
+	preds []probe.Predicate
+	next  atomic.Pointer[subjLink]
+}
+
+// link appends ev to the chain of each subject it reads; logMu must be held.
+func (m *Matcher) link(ev *matchEvent) {
+	by := map[uint32]*subjLink{}
+	add := func(ps []probe.Predicate, subj func(int) uint32) {
+		for i, p := range ps {
+			sj := subj(i)
+			l := by[sj]
+			if l == nil {
+				l = &subjLink{subj: sj, ev: ev}
+				by[sj] = l
+				ev.links = append(ev.links, l)
+			}
+			l.preds = append(l.preds, p)
+		}
+	}
+	add(ev.exp.All, func(i int) uint32 { return ev.subj[i] })
+	if len(ev.exp.Rest) > 0 {
+		m.subjMu.Lock()
+		add(ev.exp.Rest, func(i int) uint32 { return m.subjectLocked(ev.exp.Rest[i].Subject()) })
+		m.subjMu.Unlock()
+	}
+	slices.SortFunc(ev.links, func(a, b *subjLink) int { return cmp.Compare(a.subj, b.subj) })
+	if m.lastLink == nil {
+		m.lastLink = make(map[uint32]*subjLink)
+	}
+	for _, l := range ev.links {
+		if prev := m.lastLink[l.subj]; prev != nil {
+			prev.next.Store(l)
+		}
+		m.lastLink[l.subj] = l
+	}
+}
+
+// subjectLocked is the number of subject sj; subjMu must be held.
+func (m *Matcher) subjectLocked(sj string) uint32 {
 	if m.subjects == nil {
 		m.subjects = make(map[string]uint32)
 	}
-	for i, p := range e.All {
-		sj := p.Subject()
-		id, ok := m.subjects[sj]
-		if !ok {
-			id = uint32(len(m.subjects))
-			m.subjects[sj] = id
+	id, ok := m.subjects[sj]
+	if !ok {
+		id = uint32(len(m.subjects))
+		m.subjects[sj] = id
+	}
+	return id
+}
+
+// movedPast reports whether a response (received at recv, of the type rbit, its touched names
+// in touched) shows the client
+// past ev's state on a subject of ev it touched: a later registered event's predicates on that
+// subject (All or Rest) hold in accepted, and r was received after that event was registered.
+// The caller knows ev does not hold. Unlike the pending entries' own supersession, the later
+// event need not be pending at the client: a zone failure samples its predicates (Rest holds
+// the others), and its view for a namespace may read none of ev's subjects.
+func movedPast(touched *touchIndex, ev *matchEvent, accepted probe.View, recv int64, rbit uint8) bool {
+	root := ev.stats()
+	for i, p := range ev.exp.All {
+		if ev.predType[i] != rbit || touched.find(p.Resource, ev.names[i]) < 0 {
+			continue
 		}
-		ev.subj[i] = id
+		k, ok := slices.BinarySearchFunc(root.links, ev.subj[i], func(l *subjLink, sj uint32) int { return cmp.Compare(l.subj, sj) })
+		if !ok {
+			continue
+		}
+		for l := root.links[k].next.Load(); l != nil; l = l.next.Load() {
+			if l.ev.regAt > recv {
+				break // registered after r was received: r cannot show its state, nor a later one's
+			}
+			if l.ev.withdrawn.Load() {
+				continue
+			}
+			if !slices.ContainsFunc(l.preds, func(q probe.Predicate) bool { return !q.Holds(accepted) }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (m *Matcher) newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
+	ev := &matchEvent{exp: e, types: e.TypeURLs(), regAt: regAt, subj: make([]uint32, len(e.All)), predType: make([]uint8, len(e.All)), names: make([]uint64, len(e.All))}
+	m.subjMu.Lock()
+	for i, p := range e.All {
+		ev.subj[i] = m.subjectLocked(p.Subject())
 		ev.predType[i] = typeBit(p.Op.TypeURL())
 		ev.typeMask |= ev.predType[i]
 	}
@@ -792,7 +884,7 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 		holds := ev.holds(accepted)
 		eligible := p.held || p.recvd || recv >= ev.regAt // r can show its state
 		switch {
-		case claimedBy(ev) || (!holds && movedBy(ev)):
+		case claimedBy(ev) || (!holds && (movedBy(ev) || movedPast(&s.touched, ev, accepted, recv, rbit))):
 			if p.held {
 				reached = append(reached, i) // it held when registered: the client was in it
 			} else if !p.recvd {

@@ -340,6 +340,40 @@ func TestMatcherClasses(t *testing.T) {
 		},
 		want: []mtWant{{superseded: 1}, {superseded: 1}, {observed: 1, push: 480 * time.Millisecond, recv: 480 * time.Millisecond}},
 	}, {
+		// A restore, then 70 ms later a zone failure whose sampled predicates read another
+		// cluster: its change of the restored cluster is in Rest. One response shows both. The
+		// restore's state was never there to see: it is superseded, not missed.
+		name: "a state a later event changed beyond its sampled predicates is superseded",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "flap-restore", T0: at(0), All: []probe.Predicate{count("c1", 2), present("c1", "10.0.0.2")}},
+			{EventID: 2, Kind: "zone-failure", T0: at(70), All: []probe.Predicate{count("c2", 1), absent("c2", "10.0.0.5")},
+				Rest: []probe.Predicate{count("c1", 1), absent("c1", "10.0.0.1")}},
+		},
+		initial: eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2", "10.0.0.5", "10.0.0.6")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			expect(0)
+			expect(1)
+			c.push(m, edsT, at(300), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.2"), "c2", mtCLA("c2", "10.0.0.6")))
+		},
+		want: []mtWant{{superseded: 1}, {observed: 1, push: 230 * time.Millisecond, recv: 230 * time.Millisecond}},
+	}, {
+		// The same two events, but the response carries the cluster as it was before the restore
+		// (a push computed before it): the failure's Rest does not hold there, so the client is
+		// not past the restore, and it is missed when the client never gets it.
+		name: "a state older than the restore does not pass it through a later event's Rest",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "flap-restore", T0: at(0), All: []probe.Predicate{count("c1", 2), present("c1", "10.0.0.2")}},
+			{EventID: 2, Kind: "zone-failure", T0: at(70), All: []probe.Predicate{count("c2", 1), absent("c2", "10.0.0.5")},
+				Rest: []probe.Predicate{count("c1", 1), absent("c1", "10.0.0.1")}},
+		},
+		initial: eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2", "10.0.0.5", "10.0.0.6")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			expect(0)
+			expect(1)
+			c.push(m, edsT, at(300), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2", "10.0.0.6")))
+		},
+		want: []mtWant{{missed: 1, censored: true}, {observed: 1, push: 230 * time.Millisecond, recv: 230 * time.Millisecond}},
+	}, {
 		name: "a merged flap: the restore already holds, the removal is superseded, no latency",
 		events: []probe.Expectation{
 			{EventID: 1, Kind: "flap-remove", T0: at(0), All: []probe.Predicate{absent("c1", "10.0.0.1")}},

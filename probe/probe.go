@@ -428,7 +428,14 @@ type Expectation struct {
 	Scheduled time.Time   `json:"scheduled"`
 	T0        time.Time   `json:"t0"`
 	All       []Predicate `json:"all"`
-	Reach     Reach       `json:"reach,omitzero"`
+	// Rest holds the predicates a cap on All left out (the simulator's MaxPredicates): the
+	// state the event leaves on the rest of what it changed. They never decide whether a
+	// client received the event, and Reach.PredicateNamespaces does not cover them. A matcher
+	// reads them only to tell that a client has moved past an earlier event on one of their
+	// subjects: without them, a restore that a zone failure over hundreds of services changed
+	// again before any client saw it would wait forever for a state no client can reach.
+	Rest  []Predicate `json:"rest,omitempty"`
+	Reach Reach       `json:"reach,omitzero"`
 }
 
 // Validate checks every predicate and that there is at least one.
@@ -439,6 +446,11 @@ func (e Expectation) Validate() error {
 	for i, p := range e.All {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("event %d predicate %d: %w", e.EventID, i, err)
+		}
+	}
+	for i, p := range e.Rest {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("event %d rest predicate %d: %w", e.EventID, i, err)
 		}
 	}
 	if n := len(e.Reach.PredicateNamespaces); n > 0 && n != len(e.All) {
@@ -477,7 +489,7 @@ func (e Expectation) Holds(v View) bool {
 
 // Supersedes reports whether e, a later expectation, makes an earlier unobserved one moot: they
 // share a subject with a different predicate (the state the earlier one waited for may never be
-// visible to a client any more).
+// visible to a client any more). It reads All only: a client that holds e need not hold Rest.
 func (e Expectation) Supersedes(earlier Expectation) bool {
 	for _, p := range e.All {
 		for _, q := range earlier.All {

@@ -176,7 +176,7 @@ func (s *Simulator) changeAuthz(b *evb, p *process) {
 	}
 	idx = idx[:n]
 	// An evenly spaced sample keeps the expectation within MaxPredicates; every picked policy is
-	// still rewritten.
+	// still rewritten, and the others' predicates go to Rest.
 	keep := map[int]bool{}
 	for k := range min(n, s.cfg.MaxPredicates) {
 		keep[k*n/min(n, s.cfg.MaxPredicates)] = true
@@ -187,6 +187,7 @@ func (s *Simulator) changeAuthz(b *evb, p *process) {
 		s.m.rewriteAuthz(pol, len(pol.rules))
 		b.ev.Upserts = append(b.ev.Upserts, authzConfig(pol))
 		if !keep[k] {
+			exp.Rest = append(exp.Rest, authzPredicate(pol))
 			continue
 		}
 		exp.All = append(exp.All, authzPredicate(pol))

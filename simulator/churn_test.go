@@ -40,6 +40,9 @@ func checkEvents(t *testing.T, initial []istioconfig.Config, events []simulator.
 		for _, p := range ev.Expectation.All {
 			require.True(t, p.Holds(after), "event %d (%s %s): %s does not hold after applying it", ev.ID, ev.Kind, ev.Phase, p)
 		}
+		for _, p := range ev.Expectation.Rest {
+			require.True(t, p.Holds(after), "event %d (%s %s): rest %s does not hold after applying it", ev.ID, ev.Kind, ev.Phase, p)
+		}
 		if scoped {
 			for _, c := range ev.Upserts {
 				require.Contains(t, ev.Expectation.Reach.Namespaces, c.Namespace, "event %d reach", ev.ID)
@@ -142,6 +145,50 @@ func TestExpectationsMatchState(t *testing.T) {
 				simtest.RequireSameObjects(t, sim.Current(), st)
 			})
 		}
+	}
+}
+
+// TestCappedPredicatesKeepTheRest: a cap on an event's predicates samples All and moves every
+// predicate it leaves out to Rest, so that what the event changed stays known to the matcher.
+func TestCappedPredicatesKeepTheRest(t *testing.T) {
+	const maxPreds = 3
+	sortKey := func(p probe.Predicate) string { return p.String() }
+	capped := map[simulator.ChurnKind]int{}
+	churns := append(simtest.KindCases(), simulator.Churn{Kind: simulator.ConfigChange, Target: simulator.TargetAuthz, Every: time.Second, Services: 6})
+	for _, ch := range churns {
+		run := func(max int) []simulator.Event {
+			cfg := simulator.Config{Seed: 11, Duration: 30 * time.Second, Topology: simtest.SmallTopology(), Churn: []simulator.Churn{ch}, MaxPredicates: max}
+			cfg.Topology.SidecarScoping = true
+			if ch.Target == simulator.TargetAuthz {
+				cfg.Topology.AuthorizationPolicies.PerNamespace = 6
+				cfg.Topology.AuthorizationPolicies.Allow = 1
+			}
+			sim, err := simulator.New(cfg)
+			require.NoError(t, err)
+			return simtest.Drain(t, sim)
+		}
+		small, whole := run(maxPreds), run(1<<20)
+		require.Len(t, small, len(whole), "%s: the cap changed the events", ch.Kind)
+		for i, ev := range small {
+			if ev.Skip != "" {
+				continue
+			}
+			e, w := ev.Expectation, whole[i].Expectation
+			require.LessOrEqual(t, len(e.All), maxPreds, "event %d (%s)", ev.ID, ev.Kind)
+			require.Empty(t, w.Rest, "event %d (%s): uncapped, nothing is left out", ev.ID, ev.Kind)
+			if pn := e.Reach.PredicateNamespaces; pn != nil {
+				require.Len(t, pn, len(e.All), "event %d (%s): one reach per kept predicate", ev.ID, ev.Kind)
+			}
+			got := slices.SortedFunc(slices.Values(append(slices.Clone(e.All), e.Rest...)), func(a, b probe.Predicate) int { return strings.Compare(sortKey(a), sortKey(b)) })
+			want := slices.SortedFunc(slices.Values(w.All), func(a, b probe.Predicate) int { return strings.Compare(sortKey(a), sortKey(b)) })
+			require.Equal(t, want, got, "event %d (%s %s): kept and left-out predicates are the uncapped ones", ev.ID, ev.Kind, ev.Phase)
+			if len(e.Rest) > 0 {
+				capped[ch.Kind+simulator.ChurnKind(ch.Target)]++
+			}
+		}
+	}
+	for _, k := range []simulator.ChurnKind{simulator.ZoneFailure, simulator.ConfigChange + simulator.TargetAuthz} {
+		require.Positive(t, capped[k], "no %s event exceeded the cap: the test checks nothing there", k)
 	}
 }
 

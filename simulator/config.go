@@ -21,7 +21,9 @@ type Config struct {
 	Churn    []Churn
 	// MaxPredicates caps the predicates of one event's expectation (default 64). Events that
 	// touch more endpoints than that keep their endpoint-count predicates and an evenly spaced
-	// sample of the per-endpoint ones.
+	// sample of the per-endpoint ones; the predicates left out go to the expectation's Rest
+	// (probe.Expectation.Rest), which tells a matcher that a client moved past an earlier
+	// event on their subjects.
 	MaxPredicates int
 }
 

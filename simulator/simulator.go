@@ -225,7 +225,7 @@ func (s *Simulator) finish(b *evb) Event {
 	s.nextID++
 	ev.ID = s.nextID
 	if len(ev.Expectation.All) == 0 { // replayed events carry their own
-		ev.Expectation.All = capPredicates(b.counts, b.others, s.cfg.MaxPredicates)
+		ev.Expectation.All, ev.Expectation.Rest = capPredicates(b.counts, b.others, s.cfg.MaxPredicates)
 		if ns := s.m.reach(b.nss...); len(ns) > 0 || (s.m.importers != nil && len(b.nss) > 0) {
 			if len(ns) == 0 {
 				ns = []string{noImporter} // no sidecar sees these namespaces (routers may)
@@ -241,23 +241,33 @@ func (s *Simulator) finish(b *evb) Event {
 }
 
 // capPredicates keeps every count predicate (sampled only if they alone exceed max) and an
-// evenly spaced sample of the others.
-func capPredicates(counts, others []probe.Predicate, max int) []probe.Predicate {
+// evenly spaced sample of the others; rest is what it left out (probe.Expectation.Rest).
+func capPredicates(counts, others []probe.Predicate, max int) (kept, rest []probe.Predicate) {
 	if len(counts) >= max {
-		return sample(counts, max)
+		kept, rest = sample(counts, max)
+		return kept, append(rest, others...)
 	}
-	return append(slices.Clone(counts), sample(others, max-len(counts))...)
+	kept, rest = sample(others, max-len(counts))
+	return append(slices.Clone(counts), kept...), rest
 }
 
-func sample(ps []probe.Predicate, n int) []probe.Predicate {
+// sample picks n evenly spaced predicates of ps, in order, and returns the others as rest.
+func sample(ps []probe.Predicate, n int) (picked, rest []probe.Predicate) {
 	if len(ps) <= n {
-		return slices.Clone(ps)
+		return slices.Clone(ps), nil
 	}
-	out := make([]probe.Predicate, 0, n)
-	for i := range n {
-		out = append(out, ps[i*len(ps)/n])
+	picked = make([]probe.Predicate, 0, n)
+	rest = make([]probe.Predicate, 0, len(ps)-n)
+	next := 0
+	for i, p := range ps {
+		if next < n && i == next*len(ps)/n {
+			picked = append(picked, p)
+			next++
+			continue
+		}
+		rest = append(rest, p)
 	}
-	return out
+	return picked, rest
 }
 
 // --- predicate helpers ----------------------------------------------------------------------
