@@ -1077,8 +1077,10 @@ type EventResult struct {
 	AlreadyHeld int
 	Superseded  int
 	// Missed counts clients in reach that had not observed the event when Results was called
-	// (Received of them may have received it without it taking effect).
-	Missed int
+	// (Received of them may have received it without it taking effect); MissedBy names the
+	// lowest indices among them (probe.ClientInfo.Index), at most 3, to look into.
+	Missed   int
+	MissedBy []int
 	// Unresolved counts WatchersOnly clients that never claimed the event (see the package
 	// comment); they are not in Reached.
 	Unresolved int
@@ -1165,6 +1167,26 @@ func (r MatchResults) Kinds() []string {
 type outstandingCounts struct {
 	missed, unresolved, held, superseded []int
 	byGroup                              []map[string]*ProbeCounts
+	// missedBy holds, per event (with byGroup), the lowest indices of the clients that missed it.
+	missedBy [][]int
+}
+
+// maxMissedBy is how many of an event's missing clients EventResult.MissedBy names.
+const maxMissedBy = 3
+
+// miss counts event idx missed by client index.
+func (o *outstandingCounts) miss(idx, index int, group string) {
+	o.missed[idx]++
+	o.add(idx, group, func(c *ProbeCounts) { c.Missed++ })
+	if o.missedBy == nil {
+		return
+	}
+	by := o.missedBy[idx]
+	k, _ := slices.BinarySearch(by, index)
+	if k < maxMissedBy {
+		by = slices.Insert(by, k, index)
+		o.missedBy[idx] = by[:min(len(by), maxMissedBy)]
+	}
 }
 
 // add counts one outstanding claim of event idx by a client of group.
@@ -1198,6 +1220,7 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 	o := outstandingCounts{missed: make([]int, n), unresolved: make([]int, n), held: make([]int, n), superseded: make([]int, n)}
 	if byGroup {
 		o.byGroup = make([]map[string]*ProbeCounts, n)
+		o.missedBy = make([][]int, n)
 	}
 	// laterHeld indexes by subject the held entries registered later than the one being
 	// classified: a client catching up can hold hundreds of merged changes.
@@ -1215,7 +1238,7 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		for _, cl := range s.clients {
+		for index, cl := range s.clients {
 			// Walk backwards so that the held entries registered later are known.
 			clear(laterHeld)
 			for j := len(cl.pending) - 1; j >= 0; j-- {
@@ -1235,8 +1258,7 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 					o.superseded[idx]++
 					o.add(idx, cl.group, func(c *ProbeCounts) { c.Superseded++ })
 				default:
-					o.missed[idx]++
-					o.add(idx, cl.group, func(c *ProbeCounts) { c.Missed++ })
+					o.miss(idx, index, cl.group)
 				}
 			}
 			for _, ev := range log[min(cl.cursor, n):] {
@@ -1247,8 +1269,7 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 					o.unresolved[ev.idx]++
 					o.add(ev.idx, cl.group, func(c *ProbeCounts) { c.Unresolved++ })
 				} else {
-					o.missed[ev.idx]++
-					o.add(ev.idx, cl.group, func(c *ProbeCounts) { c.Missed++ })
+					o.miss(ev.idx, index, cl.group)
 				}
 			}
 		}
@@ -1376,6 +1397,7 @@ func (m *Matcher) Results() MatchResults {
 			AlreadyHeld:   int(ev.held.Load()) + o.held[i],
 			Superseded:    int(ev.superseded.Load()) + o.superseded[i],
 			Missed:        o.missed[i],
+			MissedBy:      o.missedBy[i],
 			Unresolved:    o.unresolved[i],
 			Received:      int(ev.received.Load()),
 			Acked:         int(ev.acked.Load()),

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -233,11 +234,32 @@ func TestMatcherSupersededAndMissed(t *testing.T) {
 			t.Errorf("event %d\n got %+v\nwant %+v", i, got[i], want[i])
 		}
 	}
+	for i, e := range got {
+		if !slices.Equal(e.MissedBy, []int{2}) {
+			t.Errorf("event %d missed by %v, want client 2", i, e.MissedBy)
+		}
+	}
 	if res.Observed != 2 || res.Superseded != 1 || res.Missed != 2 || res.AlreadyHeld != 1 {
 		t.Errorf("totals observed/held/superseded/missed = %d/%d/%d/%d, want 2/1/1/2", res.Observed, res.AlreadyHeld, res.Superseded, res.Missed)
 	}
 	if res.Convergence.TotalCount() != 2 {
 		t.Errorf("convergence samples = %d, want 2: an event some client missed is in it (censored)", res.Convergence.TotalCount())
+	}
+}
+
+// TestMatcherMissedByNamesLowest: an event missed by many clients names the lowest indices,
+// whatever order the shards hold them in.
+func TestMatcherMissedByNamesLowest(t *testing.T) {
+	m := NewMatcher(MatcherConfig{Now: mtNow, Shards: 3})
+	for _, i := range []int{9, 3, 7, 1, 5, 11} {
+		m.Track(i, "g", "default")
+	}
+	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "add", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	e := m.Results().Events[0]
+	if e.Missed != 6 || !slices.Equal(e.MissedBy, []int{1, 3, 5}) {
+		t.Errorf("missed %d by %v, want 6 by [1 3 5]", e.Missed, e.MissedBy)
 	}
 }
 

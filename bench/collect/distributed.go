@@ -78,7 +78,7 @@ func Shard(in ShardInput) (*summary.Summary, error) {
 			Started: in.Began.UTC(), Ended: in.Ended.UTC(), DurationSeconds: dur.Seconds(), Labels: labels,
 			Clock: in.Clock, Probes: in.Probes, Phases: utcPhases(in.Phases)},
 		Config:  cfg,
-		Results: summary.Results{Passed: true, Metrics: metrics, Events: SummaryEvents(res)},
+		Results: summary.Results{Passed: true, Metrics: metrics, Events: SummaryEvents(res, in.Fleet.NodeID)},
 	}
 	if in.Segment.Count > 0 {
 		s.Metadata.Segment = &summary.Segment{Index: in.Segment.Index, Count: in.Segment.Count}

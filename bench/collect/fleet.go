@@ -1,7 +1,9 @@
 package collect
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -209,13 +211,22 @@ func matchMetrics(r measure.MatchResults, dur time.Duration) ([]summary.Metric, 
 }
 
 // SummaryEvents turns the matcher's per-event results into summary events: what a merge of
-// shards needs to compute convergence and missed events over the whole fleet.
-func SummaryEvents(r measure.MatchResults) []summary.Event {
+// shards needs to compute convergence and missed events over the whole fleet. nodeID names
+// the clients of EventResult.MissedBy (fleet.Fleet.NodeID); an index it does not know is
+// written as "client N".
+func SummaryEvents(r measure.MatchResults, nodeID func(int) (string, bool)) []summary.Event {
 	out := make([]summary.Event, 0, len(r.Events))
 	for _, e := range r.Events {
 		ev := summary.Event{ID: e.EventID, Kind: e.Kind, T0: e.T0, Reached: e.Reached, Observed: e.Observed,
 			AlreadyHeld: e.AlreadyHeld, Superseded: e.Superseded, Missed: e.Missed, Unresolved: e.Unresolved,
 			Received: e.Received, EarlyReceives: e.EarlyReceives, Censored: e.Censored}
+		for _, i := range e.MissedBy {
+			id, ok := nodeID(i)
+			if !ok {
+				id = fmt.Sprintf("client %d", i)
+			}
+			ev.MissedBy = append(ev.MissedBy, id)
+		}
 		if ev.Measured() {
 			ev.ConvergenceSeconds = e.Convergence.Seconds()
 		}
@@ -260,4 +271,34 @@ func fleetGroupMetrics(fig fleet.Figures, dur time.Duration) ([]summary.Metric, 
 		}
 	}
 	return out, nil
+}
+
+// missedNote names the first few events some client missed, with how many of the clients in
+// reach missed each and one of them.
+func missedNote(events []measure.EventResult, nodeID func(int) (string, bool)) string {
+	const shown = 3
+	var b strings.Builder
+	n := 0
+	for _, e := range events {
+		if e.Missed == 0 {
+			continue
+		}
+		if n == shown {
+			b.WriteString("; …")
+			break
+		}
+		if n > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "event %d (%s) missed by %d of %d clients", e.EventID, e.Kind, e.Missed, e.Reached)
+		if len(e.MissedBy) > 0 {
+			id, ok := nodeID(e.MissedBy[0])
+			if !ok {
+				id = fmt.Sprintf("client %d", e.MissedBy[0])
+			}
+			fmt.Fprintf(&b, ", e.g. %s", id)
+		}
+		n++
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -208,5 +209,30 @@ func TestFleetMetricsProbesByGroup(t *testing.T) {
 		if m, ok := r.Find(tc.name, tags); !ok || m.Values["count"] != tc.want {
 			t.Errorf("%s%v = %v (found %v), want count %v", tc.name, tags, m.Values, ok, tc.want)
 		}
+	}
+}
+
+// TestMissedClientsNamed: the summary names the clients the matcher lists as missing an event
+// by their node ids, and the run's note names the first events and one client each.
+func TestMissedClientsNamed(t *testing.T) {
+	nodeID := func(i int) (string, bool) { return map[int]string{4: "sidecar~a", 9: "sidecar~b"}[i], i == 4 || i == 9 }
+	res := measure.MatchResults{Events: []measure.EventResult{
+		{EventID: 1, Kind: "endpoint-flap", Reached: 10, Observed: 10},
+		{EventID: 2, Kind: "endpoint-flap", Reached: 10, Observed: 7, Missed: 3, MissedBy: []int{4, 9, 12}},
+		{EventID: 3, Kind: "zone-failure", Reached: 10, Observed: 9, Missed: 1, MissedBy: []int{9}},
+	}}
+	evs := SummaryEvents(res, nodeID)
+	if got, want := evs[1].MissedBy, []string{"sidecar~a", "sidecar~b", "client 12"}; !slices.Equal(got, want) {
+		t.Errorf("event 2 missed by %q, want %q", got, want)
+	}
+	if evs[0].MissedBy != nil {
+		t.Errorf("event 1 missed by %q, want none", evs[0].MissedBy)
+	}
+	want := "event 2 (endpoint-flap) missed by 3 of 10 clients, e.g. sidecar~a; event 3 (zone-failure) missed by 1 of 10 clients, e.g. sidecar~b"
+	if got := missedNote(res.Events, nodeID); got != want {
+		t.Errorf("note\n got %q\nwant %q", got, want)
+	}
+	if got := missedNote(res.Events[:1], nodeID); got != "" {
+		t.Errorf("note %q with nothing missed, want none", got)
 	}
 }

@@ -107,6 +107,9 @@ func Run(in RunInput) (*summary.Summary, error) {
 			total++
 		}
 	}
+	if note := missedNote(res.Events, in.Fleet.NodeID); note != "" {
+		notes["missed"] = note
+	}
 	// Observations whose response arrived before t0 (a client applying a backlog: the matcher
 	// counts them at latency 0); a loaded harness shows here, and the low percentiles lie.
 	early := 0
@@ -196,7 +199,7 @@ func Run(in RunInput) (*summary.Summary, error) {
 		Config: cfg,
 		// The per-event records (t0, the clients in reach by class, convergence), as a fleet
 		// shard writes them: what compare and merge need beyond the histograms.
-		Results: summary.Results{Metrics: metrics, Events: SummaryEvents(res)},
+		Results: summary.Results{Metrics: metrics, Events: SummaryEvents(res, in.Fleet.NodeID)},
 	}
 	s.Results.Thresholds, s.Results.Passed = EvaluateThresholds(in.Scenario, s.Results)
 	s.Results.Sort()

@@ -389,10 +389,14 @@ func mergeMetric(ms []summary.Metric, dur time.Duration) (summary.Metric, bool, 
 	return summary.Metric{}, false, fmt.Errorf("unknown metric type %q", first.Type)
 }
 
+// maxMissedBy is how many missing clients a merged event names.
+const maxMissedBy = 3
+
 // mergeEvents combines the shards' event records by id: counts summed, convergence the largest,
 // censored if any shard's is; the simulator's record (when given) supplies t0 and the ack count
 // and lists the events no shard recorded. A shard that subscribed to the probes and lacks an
-// event adds to its ShardsMissing.
+// event adds to its ShardsMissing. MissedBy keeps the first maxMissedBy clients the shards
+// name, in shard order.
 func mergeEvents(shards []Input, sim *Input) []summary.Event {
 	byID := map[uint64]*summary.Event{}
 	holders := map[uint64]int{}
@@ -427,6 +431,9 @@ func mergeEvents(shards []Input, sim *Input) []summary.Event {
 			m.AlreadyHeld += e.AlreadyHeld
 			m.Superseded += e.Superseded
 			m.Missed += e.Missed
+			if n := maxMissedBy - len(m.MissedBy); n > 0 {
+				m.MissedBy = append(m.MissedBy, e.MissedBy[:min(n, len(e.MissedBy))]...)
+			}
 			m.Unresolved += e.Unresolved
 			m.Received += e.Received
 			m.EarlyReceives += e.EarlyReceives

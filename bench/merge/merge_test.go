@@ -119,6 +119,11 @@ func ev(id uint64, kind string, reached, observed, missed int, conv float64) sum
 		Observed: observed, Missed: missed, Received: observed, ConvergenceSeconds: conv, Censored: missed > 0}
 }
 
+func missedBy(e summary.Event, ids ...string) summary.Event {
+	e.MissedBy = ids
+	return e
+}
+
 // goldenInputs: two shards with probes and the simulator; shard 1 lacks event 3.
 func goldenInputs(t testing.TB) []Input {
 	simEvents := []summary.Event{
@@ -127,7 +132,7 @@ func goldenInputs(t testing.TB) []Input {
 		{ID: 3, Kind: "endpoint-flap", T0: mergeT0.Add(3 * time.Second), Acked: 1},
 	}
 	s0 := mergeShard(t, shardSpec{index: 0, count: 2, latencies: []int64{1000, 2000, 3000, 250_000}, lateness: []int64{1000, 2000}, responses: 40, connected: 5, offset: 0.003, probes: true,
-		events: []summary.Event{ev(1, "endpoint-flap", 5, 5, 0, 0.004), ev(2, "rolling-deploy", 5, 4, 1, 0.5), ev(3, "endpoint-flap", 5, 5, 0, 0.002)}})
+		events: []summary.Event{ev(1, "endpoint-flap", 5, 5, 0, 0.004), missedBy(ev(2, "rolling-deploy", 5, 4, 1, 0.5), "sidecar~10.0.0.4~c-4.ns-0~ns-0.svc.cluster.local"), ev(3, "endpoint-flap", 5, 5, 0, 0.002)}})
 	s1 := mergeShard(t, shardSpec{index: 1, count: 2, latencies: []int64{1500, 2500, 9000}, lateness: []int64{80_000}, responses: 38, connected: 5, incomplete: 1, offset: -0.001, probes: true,
 		events: []summary.Event{ev(1, "endpoint-flap", 5, 5, 0, 0.006), ev(2, "rolling-deploy", 5, 5, 0, 0.3)}})
 	return []Input{{"shard-1.json", s1}, {"sim.json", simSummary(t, simEvents)}, {"shard-0.json", s0}}
@@ -168,6 +173,11 @@ func TestMergeGolden(t *testing.T) {
 	}
 	if v := find(collect.MetricEventsMissed, nil).Values["count"]; v != 2 { // 2: a client missed it; 3: shard 1 lacks it
 		t.Errorf("missed events %v, want 2", v)
+	}
+	for _, e := range got.Results.Events {
+		if want := map[uint64]int{2: 1}[e.ID]; len(e.MissedBy) != want {
+			t.Errorf("event %d missed by %v, want %d client(s) named (shard 0's)", e.ID, e.MissedBy, want)
+		}
 	}
 	if v := find(collect.MetricShardsMissingEvents, nil).Values["count"]; v != 1 {
 		t.Errorf("events a shard lacks %v, want 1", v)

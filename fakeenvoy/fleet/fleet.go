@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -463,6 +464,16 @@ func (f *Fleet) Expect(e probe.Expectation) (*measure.Expected, error) { return 
 
 // Size is the number of clients.
 func (f *Fleet) Size() int { return len(f.clients) }
+
+// NodeID is the node id of the client with index (probe.ClientInfo.Index), false when this
+// fleet (or segment) runs none. Clients are built in index order.
+func (f *Fleet) NodeID(index int) (string, bool) {
+	k, ok := slices.BinarySearchFunc(f.clients, index, func(fc *fleetClient, i int) int { return cmp.Compare(fc.c.Index(), i) })
+	if !ok {
+		return "", false
+	}
+	return f.clients[k].c.NodeID(), true
+}
 
 // Connections is the number of gRPC connections the fleet's clients use once all run: one per
 // client, and one per StreamsPerConn clients of a group that shares them.

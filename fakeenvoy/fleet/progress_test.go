@@ -33,6 +33,27 @@ func TestFleetGroupSizes(t *testing.T) {
 	}
 }
 
+// TestFleetNodeID: a shard names its own clients by their index across the fleet, and no
+// other shard's.
+func TestFleetNodeID(t *testing.T) {
+	groups := []Group{{Name: "a", Count: 3}, {Name: "b", Count: 4}}
+	f, err := New(Config{Target: "127.0.0.1:1", Groups: groups, Segment: Segment{Index: 1, Count: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	for i := range 8 {
+		id, ok := f.NodeID(i)
+		if want := i%2 == 1 && i < 7; ok != want {
+			t.Errorf("NodeID(%d) found %v, want %v (segment 1 of 2 holds clients 1, 3, 5)", i, ok, want)
+			continue
+		}
+		if ok && (id == "" || id != f.clients[i/2].c.NodeID()) {
+			t.Errorf("NodeID(%d) = %q, want client %d's node id %q", i, id, i, f.clients[i/2].c.NodeID())
+		}
+	}
+}
+
 // TestProgressNewFailures: a live reporter prints the first failure text of each gRPC code
 // once.
 func TestProgressNewFailures(t *testing.T) {

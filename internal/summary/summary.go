@@ -162,6 +162,9 @@ type Event struct {
 	// ShardsMissing (merged summaries) counts fleet shards that subscribed to the probes but
 	// hold no record of the event: their clients' view of it is unknown, so it is incomplete.
 	ShardsMissing int `json:"shardsMissing,omitempty"`
+	// MissedBy names a few of the clients that missed the event (node ids), to look into; a
+	// merged summary keeps the first few the shards name.
+	MissedBy []string `json:"missedBy,omitempty"`
 }
 
 // Complete reports whether every client in reach observed, already held or superseded it.
