@@ -74,7 +74,10 @@ import (
 // endpoint change of a cluster it never asked for does not target it, so it is not "missed".
 // "Already held" is decided at the claim too, over the state the client held before the
 // response being reported (ResponseInfo carries the copies it replaced); a client that holds
-// no accepted state of a predicate's type since it (re)started holds nothing yet.
+// no accepted state of a predicate's type since it (re)started holds nothing yet. A response
+// received before the registration but read after the claim (the client was busy with the one
+// before it) is part of the state as of the registration: if the event holds after it, the
+// event is already held.
 //
 // Convergence is defined here and only here. An event's convergence is the largest push
 // latency over the clients that observed it; when some client in reach missed it (or its
@@ -883,6 +886,12 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 		}
 		holds := ev.holds(accepted)
 		eligible := p.held || p.recvd || recv >= ev.regAt // r can show its state
+		if holds && !eligible {
+			// r was received before the event was registered and shows its state: the client
+			// held it at registration. A claim at an earlier hook, made while r waited to be
+			// read, saw the state before r.
+			p.held, eligible = true, true
+		}
 		switch {
 		case claimedBy(ev) || (!holds && (movedBy(ev) || movedPast(&s.touched, ev, accepted, recv, rbit))):
 			if p.held {

@@ -842,3 +842,39 @@ func TestMatcherWithdraw(t *testing.T) {
 		t.Errorf("missed = %d, want 0", res.Missed)
 	}
 }
+
+// TestMatcherHeldByResponseReadLate: a client claims a restore at a hook before it reads a
+// response it received before the restore was registered, and that response shows the
+// restore's state (a push of the state before the removal, from a lagging control plane). The
+// client held the restore's state when it was registered: already held, and the removal it
+// never saw is superseded — neither is missed.
+func TestMatcherHeldByResponseReadLate(t *testing.T) {
+	now := at(0)
+	m := NewMatcher(MatcherConfig{Now: func() time.Time { return now }})
+	c := &mtClient{index: 0, group: "g", ns: "default"}
+	m.Track(0, "g", "default")
+	c.push(m, resource.EndpointType, at(0), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.1", "10.0.0.2", "10.0.0.9")))
+	now = at(100)
+	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "flap-remove", T0: at(100), All: []probe.Predicate{count("c1", 1), absent("c1", "10.0.0.2")}}); err != nil {
+		t.Fatal(err)
+	}
+	now = at(120)
+	m.touch(c.info())
+	now = at(200)
+	if _, err := m.Expect(probe.Expectation{EventID: 2, Kind: "flap-restore", T0: at(200), All: []probe.Predicate{count("c1", 2), present("c1", "10.0.0.2")}}); err != nil {
+		t.Fatal(err)
+	}
+	now = at(210)
+	m.touch(c.info()) // claims the restore over the state before the response received at 150
+	c.push(m, resource.EndpointType, at(150), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.1", "10.0.0.2")))
+	res := m.Results()
+	want := []mtWant{{superseded: 1}, {held: 1}}
+	for i, w := range want {
+		e := res.Events[i]
+		got := mtWant{observed: e.Observed, held: e.AlreadyHeld, superseded: e.Superseded, missed: e.Missed,
+			push: e.Convergence, recv: e.ReceiveConvergence, censored: e.Censored}
+		if got != w {
+			t.Errorf("event %d (%s): got %+v, want %+v", e.EventID, e.Kind, got, w)
+		}
+	}
+}
