@@ -92,5 +92,46 @@ func (pr *PushRequest) Merge(other *PushRequest) *PushRequest {
 	return out
 }
 
+// MergeOwned is Merge for an accumulator acc, such as a connection's pending push: when owned
+// says the caller holds acc alone (it came from an earlier MergeOwned that said so), other is
+// merged into acc in place; otherwise the result is Merge's. It reports whether the caller
+// holds the result alone. A connection that lags behind a stream of pushes would otherwise copy
+// everything merged so far into a new request on every push: quadratic in its lag, across
+// every lagging connection.
+func (pr *PushRequest) MergeOwned(other *PushRequest, owned bool) (*PushRequest, bool) {
+	switch {
+	case pr == nil:
+		return other, false
+	case other == nil:
+		return pr, owned
+	case !owned:
+		return pr.Merge(other), true // two requests: a new one
+	}
+	everything := (pr.Full && len(pr.ConfigsUpdated) == 0) || (other.Full && len(other.ConfigsUpdated) == 0)
+	pr.Full = pr.Full || other.Full
+	if pr.Reasons == nil {
+		pr.Reasons = make(map[TriggerReason]int, len(other.Reasons))
+	}
+	for r, n := range other.Reasons {
+		pr.Reasons[r] += n
+	}
+	if other.Source != nil {
+		pr.Source = other.Source
+	}
+	if pr.Start.IsZero() || (!other.Start.IsZero() && other.Start.Before(pr.Start)) {
+		pr.Start = other.Start
+	}
+	switch {
+	case everything:
+		pr.ConfigsUpdated = nil
+	default:
+		if pr.ConfigsUpdated == nil {
+			pr.ConfigsUpdated = make(map[istioconfig.Key]struct{}, len(other.ConfigsUpdated))
+		}
+		maps.Copy(pr.ConfigsUpdated, other.ConfigsUpdated)
+	}
+	return pr, true
+}
+
 // IsEndpointOnly reports whether the request only changes endpoints (an incremental EDS push).
 func (pr *PushRequest) IsEndpointOnly() bool { return pr != nil && !pr.Full }

@@ -86,6 +86,7 @@ type flowType struct {
 	nonce    string
 	sentAt   time.Time
 	held     *model.PushRequest
+	owned    bool // held was merged here: merged into in place (model.PushRequest.MergeOwned)
 }
 
 // NewFlow returns the flow control of a new connection. A negative AckTimeout (see
@@ -125,11 +126,11 @@ func (f *Flow) Push(typeURL string, req *model.PushRequest, now time.Time) *mode
 			f.stats.Released++
 		}
 		out := t.held.Merge(req)
-		t.held = nil
+		t.held, t.owned = nil, false
 		return out
 	}
 	f.stats.Held++
-	t.held = t.held.Merge(req)
+	t.held, t.owned = t.held.MergeOwned(req, t.owned)
 	return nil
 }
 
@@ -150,7 +151,7 @@ func (f *Flow) Ack(typeURL, nonce string, now time.Time) AckResult {
 		return AckResult{}
 	}
 	res := AckResult{Matched: true, Wait: max(now.Sub(t.sentAt), 0), Release: t.held}
-	t.awaiting, t.held = false, nil
+	t.awaiting, t.held, t.owned = false, nil, false
 	if res.Release != nil {
 		f.stats.Released++
 	}
@@ -172,7 +173,7 @@ func (f *Flow) Expire(now time.Time) []Release {
 		t.awaiting = false
 		if t.held != nil {
 			out = append(out, Release{TypeURL: url, Req: t.held})
-			t.held = nil
+			t.held, t.owned = nil, false
 			f.stats.Released++
 		}
 	}

@@ -79,6 +79,7 @@ type entry struct {
 	enqueued   time.Time
 	seq        uint64 // the entry's slot in the FIFO, while queued
 	processing bool
+	owned      bool // req is the entry's own (merged here), not a caller's: merged into in place
 }
 
 // queuedAt reports whether e is waiting in the FIFO at slot seq.
@@ -118,17 +119,17 @@ func (p *Pending[K]) Enqueue(conn K, req *model.PushRequest, now time.Time) Enqu
 			e = &entry{}
 			p.entries[conn] = e
 		}
-		e.req, e.enqueued = req, now
+		e.req, e.enqueued, e.owned = req, now, false
 		p.push(conn, e)
 		return Queued
 	case e.processing:
 		if e.req == nil {
 			e.enqueued = now
 		}
-		e.req = e.req.Merge(req)
+		e.req, e.owned = e.req.MergeOwned(req, e.owned)
 		return Deferred
 	default:
-		e.req = e.req.Merge(req)
+		e.req, e.owned = e.req.MergeOwned(req, e.owned)
 		return Merged
 	}
 }
@@ -145,7 +146,7 @@ func (p *Pending[K]) Dequeue() (item Item[K], ok bool) {
 			continue // removed, or re-queued behind: a stale slot
 		}
 		item = Item[K]{Conn: s.conn, Req: e.req, Enqueued: e.enqueued}
-		e.req, e.enqueued, e.processing = nil, time.Time{}, true
+		e.req, e.enqueued, e.processing, e.owned = nil, time.Time{}, true, false
 		p.queued--
 		p.processing++
 		p.compact()
