@@ -222,7 +222,10 @@ type write struct {
 // accounts and the node before the Pods that name them, Pods before the EndpointSlices that
 // point at them, and Pod deletes after the slices stopped pointing at them.
 type plan struct {
-	setup, pods, main, cleanup []write
+	// namespaces go first, in a step of their own: the writes of a step run concurrently, and
+	// a service account sent alongside its namespace can reach the API server first ("namespaces
+	// X not found").
+	namespaces, setup, pods, main, cleanup []write
 }
 
 func (s *Kube) apply(ctx context.Context, upserts []istioconfig.Config, deletes []istioconfig.Key) error {
@@ -230,7 +233,7 @@ func (s *Kube) apply(ctx context.Context, upserts []istioconfig.Config, deletes 
 	for _, c := range upserts {
 		if !s.namespaces[c.Namespace] {
 			s.namespaces[c.Namespace] = true
-			p.setup = append(p.setup, s.namespaceWrite(c.Namespace))
+			p.namespaces = append(p.namespaces, s.namespaceWrite(c.Namespace))
 		}
 	}
 	for _, c := range upserts {
@@ -241,7 +244,7 @@ func (s *Kube) apply(ctx context.Context, upserts []istioconfig.Config, deletes 
 	for _, k := range deletes {
 		s.deleteWrites(&p, k)
 	}
-	for _, ws := range [][]write{p.setup, p.pods, p.main, p.cleanup} {
+	for _, ws := range [][]write{p.namespaces, p.setup, p.pods, p.main, p.cleanup} {
 		if err := s.run(ctx, ws); err != nil {
 			return err
 		}

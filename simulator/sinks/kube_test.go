@@ -21,6 +21,7 @@ import (
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -573,4 +574,57 @@ func TestKubeSinkIstioKinds(t *testing.T) {
 		}
 	}
 	checkKubeState(t, kube, rec, nil, false)
+}
+
+// TestKubeSinkNamespacesFirst: an API server refuses an object in a namespace it does not hold
+// yet. Namespaces are written in a step of their own, before the service accounts that the
+// Pods name, even when a namespace is slow to be created and other writes could overtake it.
+func TestKubeSinkNamespacesFirst(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.Topology = simtest.SmallTopology()
+	sim, err := simulator.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubefake.NewClientset()
+	var (
+		mu  sync.Mutex
+		nss = map[string]bool{}
+	)
+	kube.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() != "create" && a.GetVerb() != "patch" && a.GetVerb() != "update" {
+			return false, nil, nil
+		}
+		if a.GetResource().Resource == "namespaces" {
+			time.Sleep(20 * time.Millisecond) // slower than the writes that could overtake it
+			mu.Lock()
+			defer mu.Unlock()
+			if pa, ok := a.(k8stesting.PatchAction); ok {
+				nss[pa.GetName()] = true
+			} else if ca, ok := a.(k8stesting.CreateAction); ok {
+				if m, err := meta.Accessor(ca.GetObject()); err == nil {
+					nss[m.GetName()] = true
+				}
+			}
+			return false, nil, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if ns := a.GetNamespace(); ns != "" && !nss[ns] {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, ns)
+		}
+		return false, nil, nil
+	})
+	istio := istiofake.NewSimpleClientset()
+	newIstioRecorder(istio) // answers the server-side applies of Istio kinds, as in initKubeSink
+	sink, err := NewKube(KubeOptions{Kube: kube, Istio: istio, Workers: 8, Pods: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Init(context.Background(), sim.Initial()); err != nil {
+		t.Fatalf("initial topology: %v", err)
+	}
+	if len(nss) == 0 {
+		t.Fatal("no namespace was written: the test checks nothing")
+	}
 }
