@@ -402,12 +402,11 @@ func (m *Matcher) subjectLocked(sj string) uint32 {
 }
 
 // movedPast reports whether a response (received at recv, of the type rbit, its touched names
-// in touched) shows the client
-// past ev's state on a subject of ev it touched: a later registered event's predicates on that
-// subject (All or Rest) hold in accepted, and r was received after that event was registered.
-// The caller knows ev does not hold. Unlike the pending entries' own supersession, the later
-// event need not be pending at the client: a zone failure samples its predicates (Rest holds
-// the others), and its view for a namespace may read none of ev's subjects.
+// in touched) shows the client past ev's state on a subject of ev it touched: the predicates of
+// an event registered after ev and before recv hold there (All or Rest) in accepted. The
+// caller knows ev does not hold. Unlike the pending entries' own supersession, the later event
+// need not be pending at the client: a zone failure samples its predicates (Rest holds the
+// others), and its view for a namespace may read none of ev's subjects.
 func movedPast(touched *touchIndex, ev *matchEvent, accepted probe.View, recv int64, rbit uint8) bool {
 	root := ev.stats()
 	for i, p := range ev.exp.All {
@@ -420,7 +419,7 @@ func movedPast(touched *touchIndex, ev *matchEvent, accepted probe.View, recv in
 		}
 		for l := root.links[k].next.Load(); l != nil; l = l.next.Load() {
 			if l.ev.regAt > recv {
-				break // registered after r was received: r cannot show its state, nor a later one's
+				break // registered after the response was received: it cannot show its state, nor a later one's
 			}
 			if l.ev.withdrawn.Load() {
 				continue
