@@ -273,9 +273,9 @@ func fleetGroupMetrics(fig fleet.Figures, dur time.Duration) ([]summary.Metric, 
 	return out, nil
 }
 
-// missedNote names the first few events some client missed, with how many of the clients in
-// reach missed each and one of them.
-func missedNote(events []measure.EventResult, nodeID func(int) (string, bool)) string {
+// MissedNote names the first few events some client missed, with how many of the clients in
+// reach missed each and one of them (Event.MissedBy); "" when none was missed.
+func MissedNote(events []summary.Event) string {
 	const shown = 3
 	var b strings.Builder
 	n := 0
@@ -290,13 +290,9 @@ func missedNote(events []measure.EventResult, nodeID func(int) (string, bool)) s
 		if n > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "event %d (%s) missed by %d of %d clients", e.EventID, e.Kind, e.Missed, e.Reached)
+		fmt.Fprintf(&b, "event %d (%s) missed by %d of %d clients", e.ID, e.Kind, e.Missed, e.Reached)
 		if len(e.MissedBy) > 0 {
-			id, ok := nodeID(e.MissedBy[0])
-			if !ok {
-				id = fmt.Sprintf("client %d", e.MissedBy[0])
-			}
-			fmt.Fprintf(&b, ", e.g. %s", id)
+			fmt.Fprintf(&b, ", e.g. %s", e.MissedBy[0])
 		}
 		n++
 	}

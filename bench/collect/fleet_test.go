@@ -229,10 +229,10 @@ func TestMissedClientsNamed(t *testing.T) {
 		t.Errorf("event 1 missed by %q, want none", evs[0].MissedBy)
 	}
 	want := "event 2 (endpoint-flap) missed by 3 of 10 clients, e.g. sidecar~a; event 3 (zone-failure) missed by 1 of 10 clients, e.g. sidecar~b"
-	if got := missedNote(res.Events, nodeID); got != want {
+	if got := MissedNote(evs); got != want {
 		t.Errorf("note\n got %q\nwant %q", got, want)
 	}
-	if got := missedNote(res.Events[:1], nodeID); got != "" {
+	if got := MissedNote(evs[:1]); got != "" {
 		t.Errorf("note %q with nothing missed, want none", got)
 	}
 }

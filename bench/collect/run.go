@@ -107,7 +107,8 @@ func Run(in RunInput) (*summary.Summary, error) {
 			total++
 		}
 	}
-	if note := missedNote(res.Events, in.Fleet.NodeID); note != "" {
+	events := SummaryEvents(res, in.Fleet.NodeID)
+	if note := MissedNote(events); note != "" {
 		notes["missed"] = note
 	}
 	// Observations whose response arrived before t0 (a client applying a backlog: the matcher
@@ -199,7 +200,7 @@ func Run(in RunInput) (*summary.Summary, error) {
 		Config: cfg,
 		// The per-event records (t0, the clients in reach by class, convergence), as a fleet
 		// shard writes them: what compare and merge need beyond the histograms.
-		Results: summary.Results{Metrics: metrics, Events: SummaryEvents(res, in.Fleet.NodeID)},
+		Results: summary.Results{Metrics: metrics, Events: events},
 	}
 	s.Results.Thresholds, s.Results.Passed = EvaluateThresholds(in.Scenario, s.Results)
 	s.Results.Sort()

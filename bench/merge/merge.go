@@ -232,6 +232,9 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 	if len(notes) > 0 {
 		labels["note.merge"] = strings.Join(notes, "; ")
 	}
+	if note := collect.MissedNote(events); note != "" {
+		labels["note.missed"] = note
+	}
 	if sim == nil {
 		labels["note.sim"] = "no simulator summary among the inputs: simulator figures and the events no shard recorded are not in this summary"
 	}

@@ -174,6 +174,9 @@ func TestMergeGolden(t *testing.T) {
 	if v := find(collect.MetricEventsMissed, nil).Values["count"]; v != 2 { // 2: a client missed it; 3: shard 1 lacks it
 		t.Errorf("missed events %v, want 2", v)
 	}
+	if n := got.Metadata.Labels["note.missed"]; !strings.Contains(n, "event 2 (rolling-deploy) missed by 1 of 10 clients, e.g. sidecar~10.0.0.4") {
+		t.Errorf("note.missed %q, want event 2 and the client shard 0 named", n)
+	}
 	for _, e := range got.Results.Events {
 		if want := map[uint64]int{2: 1}[e.ID]; len(e.MissedBy) != want {
 			t.Errorf("event %d missed by %v, want %d client(s) named (shard 0's)", e.ID, e.MissedBy, want)
