@@ -189,7 +189,7 @@ type FileSource struct {
 	opts   FileOptions
 	store  *Memory
 	synced chan struct{}
-	status atomic.Pointer[Status]
+	status atomic.Pointer[statusSnap]
 
 	// Owned by the Run goroutine.
 	w     *fsnotify.Watcher // nil with DisableWatch
@@ -274,7 +274,7 @@ func NewFileSource(store *Memory, opts FileOptions) (*FileSource, error) {
 		lost:    make(map[string]bool),
 		pending: make(map[string]*pendingPath),
 	}
-	s.status.Store(&Status{Dir: opts.Dir, Files: []FileStatus{}})
+	s.status.Store(&statusSnap{st: Status{Dir: opts.Dir}})
 	return s, nil
 }
 
@@ -282,7 +282,23 @@ func NewFileSource(store *Memory, opts FileOptions) (*FileSource, error) {
 func (s *FileSource) Synced() <-chan struct{} { return s.synced }
 
 // Status returns the latest status. Safe to call from any goroutine.
-func (s *FileSource) Status() Status { return *s.status.Load() }
+func (s *FileSource) Status() Status {
+	snap := s.status.Load()
+	st := snap.st
+	st.Files = make([]FileStatus, len(snap.files))
+	for i, f := range snap.files {
+		st.Files[i] = *f
+	}
+	return st
+}
+
+// statusSnap is a published Status: the files' entries are shared with the Run goroutine's
+// cache (immutable once built), so that publishing after a change copies a pointer per file,
+// not every file's status; Status copies them for its caller.
+type statusSnap struct {
+	st    Status // without Files
+	files []*FileStatus
+}
 
 // Run scans the directory, then follows changes until ctx is done. Call it once.
 func (s *FileSource) Run(ctx context.Context) error {
@@ -1101,9 +1117,9 @@ func (s *FileSource) reconcile(affected map[istioconfig.Key]bool) (upserts []*is
 
 // publish stores an immutable Status for readers on other goroutines.
 func (s *FileSource) publish() {
-	st := &Status{Dir: s.opts.Dir, Files: make([]FileStatus, 0, len(s.files)), Objects: len(s.owner),
-		Errors: s.errors, LastScan: s.lastScan}
-	st.Synced = s.isSynced
+	snap := &statusSnap{st: Status{Dir: s.opts.Dir, Objects: len(s.owner), Errors: s.errors, LastScan: s.lastScan},
+		files: make([]*FileStatus, 0, len(s.files))}
+	snap.st.Synced = s.isSynced
 	if s.paths == nil {
 		s.paths = slices.Sorted(maps.Keys(s.files))
 	}
@@ -1121,7 +1137,7 @@ func (s *FileSource) publish() {
 			slices.Sort(fs.Conflicts)
 			f.status = &fs
 		}
-		st.Files = append(st.Files, *f.status)
+		snap.files = append(snap.files, f.status)
 	}
-	s.status.Store(st)
+	s.status.Store(snap)
 }
