@@ -320,6 +320,14 @@ func TestMatcherClasses(t *testing.T) {
 	lb := func(v string) probe.Predicate {
 		return probe.Predicate{Op: probe.ClusterLbPolicy, Resource: "c1", Value: v}
 	}
+	// A restore, then a zone failure whose sampled predicates read another cluster: its
+	// change of the restored cluster is in Rest.
+	restoreThenFailure := []probe.Expectation{
+		{EventID: 1, Kind: "flap-restore", T0: at(0), All: []probe.Predicate{count("c1", 2), present("c1", "10.0.0.2")}},
+		{EventID: 2, Kind: "zone-failure", T0: at(70), All: []probe.Predicate{count("c2", 1), absent("c2", "10.0.0.5")},
+			Rest: []probe.Predicate{count("c1", 1), absent("c1", "10.0.0.1")}},
+	}
+	restoreThenFailureInitial := eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2", "10.0.0.5", "10.0.0.6"))
 	cases := []struct {
 		name   string
 		events []probe.Expectation
@@ -365,13 +373,9 @@ func TestMatcherClasses(t *testing.T) {
 		// A restore, then 70 ms later a zone failure whose sampled predicates read another
 		// cluster: its change of the restored cluster is in Rest. One response shows both. The
 		// restore's state was never there to see: it is superseded, not missed.
-		name: "a state a later event changed beyond its sampled predicates is superseded",
-		events: []probe.Expectation{
-			{EventID: 1, Kind: "flap-restore", T0: at(0), All: []probe.Predicate{count("c1", 2), present("c1", "10.0.0.2")}},
-			{EventID: 2, Kind: "zone-failure", T0: at(70), All: []probe.Predicate{count("c2", 1), absent("c2", "10.0.0.5")},
-				Rest: []probe.Predicate{count("c1", 1), absent("c1", "10.0.0.1")}},
-		},
-		initial: eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2", "10.0.0.5", "10.0.0.6")),
+		name:    "a state a later event changed beyond its sampled predicates is superseded",
+		events:  restoreThenFailure,
+		initial: restoreThenFailureInitial,
 		script: func(m *Matcher, c *mtClient, expect func(int)) {
 			expect(0)
 			expect(1)
@@ -382,13 +386,9 @@ func TestMatcherClasses(t *testing.T) {
 		// The same two events, but the response carries the cluster as it was before the restore
 		// (a push computed before it): the failure's Rest does not hold there, so the client is
 		// not past the restore, and it is missed when the client never gets it.
-		name: "a state older than the restore does not pass it through a later event's Rest",
-		events: []probe.Expectation{
-			{EventID: 1, Kind: "flap-restore", T0: at(0), All: []probe.Predicate{count("c1", 2), present("c1", "10.0.0.2")}},
-			{EventID: 2, Kind: "zone-failure", T0: at(70), All: []probe.Predicate{count("c2", 1), absent("c2", "10.0.0.5")},
-				Rest: []probe.Predicate{count("c1", 1), absent("c1", "10.0.0.1")}},
-		},
-		initial: eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2", "10.0.0.5", "10.0.0.6")),
+		name:    "a state older than the restore does not pass it through a later event's Rest",
+		events:  restoreThenFailure,
+		initial: restoreThenFailureInitial,
 		script: func(m *Matcher, c *mtClient, expect func(int)) {
 			expect(0)
 			expect(1)
