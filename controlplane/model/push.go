@@ -65,30 +65,18 @@ func (pr *PushRequest) Merge(other *PushRequest) *PushRequest {
 		return pr
 	}
 	out := &PushRequest{
-		Full:    pr.Full || other.Full,
+		Full:    pr.Full,
 		Reasons: make(map[TriggerReason]int, len(pr.Reasons)+len(other.Reasons)),
 		Start:   pr.Start,
 		Source:  pr.Source,
 	}
-	if other.Source != nil {
-		out.Source = other.Source
-	}
-	if out.Start.IsZero() || (!other.Start.IsZero() && other.Start.Before(out.Start)) {
-		out.Start = other.Start
-	}
-	for r, n := range pr.Reasons {
-		out.Reasons[r] += n
-	}
-	for r, n := range other.Reasons {
-		out.Reasons[r] += n
-	}
+	maps.Copy(out.Reasons, pr.Reasons)
 	// A full push with an empty ConfigsUpdated means "everything": the union stays empty.
-	if (pr.Full && len(pr.ConfigsUpdated) == 0) || (other.Full && len(other.ConfigsUpdated) == 0) {
-		return out
+	if !pr.Full || len(pr.ConfigsUpdated) > 0 {
+		out.ConfigsUpdated = make(map[istioconfig.Key]struct{}, len(pr.ConfigsUpdated)+len(other.ConfigsUpdated))
+		maps.Copy(out.ConfigsUpdated, pr.ConfigsUpdated)
 	}
-	out.ConfigsUpdated = make(map[istioconfig.Key]struct{}, len(pr.ConfigsUpdated)+len(other.ConfigsUpdated))
-	maps.Copy(out.ConfigsUpdated, pr.ConfigsUpdated)
-	maps.Copy(out.ConfigsUpdated, other.ConfigsUpdated)
+	out.mergeIn(other)
 	return out
 }
 
@@ -107,6 +95,12 @@ func (pr *PushRequest) MergeOwned(other *PushRequest, owned bool) (*PushRequest,
 	case !owned:
 		return pr.Merge(other), true // two requests: a new one
 	}
+	pr.mergeIn(other)
+	return pr, true
+}
+
+// mergeIn merges other into pr, which the caller holds alone (Merge's rules).
+func (pr *PushRequest) mergeIn(other *PushRequest) {
 	everything := (pr.Full && len(pr.ConfigsUpdated) == 0) || (other.Full && len(other.ConfigsUpdated) == 0)
 	pr.Full = pr.Full || other.Full
 	if pr.Reasons == nil {
@@ -130,7 +124,6 @@ func (pr *PushRequest) MergeOwned(other *PushRequest, owned bool) (*PushRequest,
 		}
 		maps.Copy(pr.ConfigsUpdated, other.ConfigsUpdated)
 	}
-	return pr, true
 }
 
 // IsEndpointOnly reports whether the request only changes endpoints (an incremental EDS push).
