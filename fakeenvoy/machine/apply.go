@@ -180,7 +180,9 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		m.followUp(s, t)
 		if t.wildcard() {
 			m.followUpSecrets(s, now)
-			m.rewarmSecrets() // secrets the agent served at once
+			if m.secretsGained { // secrets the agent served at once
+				m.rewarmSecrets()
+			}
 		}
 	}
 	m.afterResponse(s, t, now)

@@ -1,6 +1,9 @@
 package machine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Why a client has no full config. A run that reaches its end with clients short of a full
 // config must say why, in terms a user can act on: which secret from which source and why it
@@ -60,29 +63,31 @@ func (m *Machine) blocker() Blocker {
 }
 
 // secretBlocker names the first missing secret (by name) of the warming clusters and
-// listeners.
+// listeners, and the first (by kind and name) resource waiting for it. The missing secrets are
+// few and the waiting resources many (every cluster of a mesh with mTLS): the secrets are tried
+// in order, each against every waiting resource's references, and the first one some resource
+// waits for is the answer; no resource is asked about every missing secret.
 func (m *Machine) secretBlocker() (Blocker, bool) {
 	if len(m.init.secC) == 0 && len(m.init.secL) == 0 {
 		return Blocker{}, false
 	}
-	miss := m.missingSecrets() // each secret asked about once, not once per resource
-	if len(miss) == 0 {
-		return Blocker{}, false
-	}
 	var best *secretRef
 	var who string
-	for _, t := range []rtype{tCDS, tLDS} {
-		_, sec, _ := m.init.warmMaps(t)
-		for name := range *sec {
-			for _, r := range m.types[t].res[name].d.secretList() {
-				if !isMissing(r, miss) {
+	for _, r := range m.missingSecrets() { // each secret asked about once, not once per resource
+		for _, t := range []rtype{tCDS, tLDS} {
+			_, sec, _ := m.init.warmMaps(t)
+			for name := range *sec {
+				if !slices.Contains(m.types[t].res[name].d.secretList(), r) {
 					continue
 				}
-				if best == nil || cmpSecretRef(r, *best) < 0 || (r == *best && name < who) {
+				if w := t.kind() + " " + name; best == nil || w < who {
 					r := r
-					best, who = &r, t.kind()+" "+name
+					best, who = &r, w
 				}
 			}
+		}
+		if best != nil {
+			break
 		}
 	}
 	if best == nil {

@@ -84,10 +84,14 @@ type Machine struct {
 	workload     istioagent.Workload
 	local        map[secretRef]*localSecret
 	localPending int
-	started      bool
-	nodeSent     bool   // node already sent on this stream
-	seq          uint64 // responses over the client's life
-	streamResp   int    // responses on this stream
+	// secretsGained: a local secret arrived since the last rewarmSecrets. Until one does (or an
+	// SDS response comes), every resource waiting for secrets still lacks one: warmSecrets
+	// only puts a resource there while it does.
+	secretsGained bool
+	started       bool
+	nodeSent      bool   // node already sent on this stream
+	seq           uint64 // responses over the client's life
+	streamResp    int    // responses on this stream
 
 	rng   *rand.Rand    // NACK probability; nil when unused
 	delay *dist.Sampler // ACK delay; nil when none

@@ -270,6 +270,7 @@ func (m *Machine) requestLocal(r secretRef, now time.Time) {
 	l.ready = now.Add(delay)
 	if delay <= 0 {
 		l.held = true
+		m.secretsGained = true
 		return
 	}
 	m.localPending++
@@ -285,6 +286,7 @@ func (m *Machine) deliverLocal(now time.Time) bool {
 		if !l.held && l.err == nil && !now.Before(l.ready) {
 			l.held = true
 			m.localPending--
+			m.secretsGained = true
 			any = true
 		}
 	}
@@ -340,6 +342,7 @@ func (m *Machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Ti
 // rewarmSecrets ends the SDS warming of the clusters and listeners whose secrets have all
 // arrived.
 func (m *Machine) rewarmSecrets() {
+	m.secretsGained = false
 	if len(m.init.secC) == 0 && len(m.init.secL) == 0 {
 		return
 	}

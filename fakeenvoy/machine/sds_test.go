@@ -1,6 +1,8 @@
 package machine
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +94,28 @@ func TestSDSWarming(t *testing.T) {
 		if m.init.phase != phaseLDS || m.Effective(C, "c1") == nil {
 			t.Fatalf("delta=%v: secrets arrived, phase %d, want LDS requested", delta, m.init.phase)
 		}
+	}
+}
+
+// TestSDSBlocker: a client short of secrets names the first missing one (by name) and the
+// first resource waiting for it (by kind and name), the same whatever order its maps hold them
+// in; once that secret arrives it names the next.
+func TestSDSBlocker(t *testing.T) {
+	for i := range 20 {
+		m := newTestMachine(t, Config{})
+		m.Start(t0)
+		m.OnSotw(sotwResp(t, C, "1", "a", mtlsCluster(t, "c3", nil), mtlsCluster(t, "c1", nil), mtlsCluster(t, "c2", nil)), t0)
+		m.OnSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80), fetest.CLA("c3", "10.0.0.3", 80)), t0)
+		want := func(step, secret string) {
+			t.Helper()
+			b, ok := m.Blocked()
+			if !ok || !strings.Contains(b.Reason, "waiting for secret "+strconv.Quote(secret)) || b.Example != "cluster c1" {
+				t.Fatalf("run %d, %s: blocker %+v (blocked %v), want secret %q for cluster c1", i, step, b, ok, secret)
+			}
+		}
+		want("no secrets", "ROOTCA")
+		m.OnSotw(sotwResp(t, S, "1", "c", secret("ROOTCA")), t0)
+		want("ROOTCA held", "default")
 	}
 }
 
