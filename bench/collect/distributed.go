@@ -32,8 +32,34 @@ type ShardInput struct {
 	ConnectFull map[string]uint64
 	// UsageStart and UsageEnd are this process's CPU and memory at the shard's bounds.
 	UsageStart, UsageEnd ProcessUsage
-	Phases               []summary.Phase
-	Notes                map[string]string
+	// CPStart and CPEnd are the control plane's metrics at the shard's bounds, when the shard
+	// scrapes them (fleet --target-metrics; zero otherwise): its CPU over the shard's run.
+	CPStart, CPEnd CPSample
+	// TargetLocal says whether the target's ADS host is an address of the shard's machine, so
+	// that the two share its cores (nil when that could not be told, TargetLocalErr saying why).
+	TargetLocal    *bool
+	TargetLocalErr error
+	Phases         []summary.Phase
+	Notes          map[string]string
+}
+
+// LabelTargetLocal is the shard summary's label saying whether the target's ADS host is an
+// address of the shard's machine: "yes", "no", or "unknown: " and why. A merge compares the
+// control plane's CPU with the harness CPU of the shards that say yes.
+const LabelTargetLocal = "targetLocal"
+
+// TargetLocalLabel is the LabelTargetLocal value of local (nil: unknown, err saying why).
+func TargetLocalLabel(local *bool, err error) string {
+	switch {
+	case local == nil && err != nil:
+		return "unknown: " + err.Error()
+	case local == nil:
+		return "unknown"
+	case *local:
+		return "yes"
+	default:
+		return "no"
+	}
 }
 
 // Shard builds the summary of one fleet shard for a merge: the fleet's metrics, the per-event
@@ -62,13 +88,18 @@ func Shard(in ShardInput) (*summary.Summary, error) {
 			summary.NewGauge(MetricCPUSeconds, summary.Time, cpu, 0, cpu, map[string]string{"side": SideHarness}),
 			summary.NewGauge(MetricPeakRSS, summary.Data, float64(u1.maxRSS), 0, float64(u1.maxRSS), map[string]string{"side": SideHarness}))
 	}
+	if a, b := in.CPStart, in.CPEnd; a.hasCPU && b.hasCPU {
+		cp := b.cpu - a.cpu
+		metrics = append(metrics, summary.NewGauge(MetricCPUSeconds, summary.Time, cp, 0, cp, map[string]string{"side": SideControlPlane}))
+	}
 	metrics = append(metrics, ConnectIncomplete(in.Scenario, in.Fleet.GroupSizes(), in.ConnectFull)...)
 	metrics = append(metrics, phaseDurations(in.Phases)...)
 	cfg, err := ScenarioJSON(in.Scenario)
 	if err != nil {
 		return nil, err
 	}
-	labels := map[string]string{"scenario": in.Scenario.Name, "ads": in.Target}
+	labels := map[string]string{"scenario": in.Scenario.Name, "ads": in.Target,
+		LabelTargetLocal: TargetLocalLabel(in.TargetLocal, in.TargetLocalErr)}
 	for k, v := range in.Notes {
 		labels["note."+k] = v
 	}

@@ -33,7 +33,8 @@ type Options struct {
 	// ToolVersion goes into the merged summary's metadata.
 	ToolVersion string
 	// Harness says when the merged run is marked harness-saturated (zero fields: the
-	// defaults); only the fleet's start lateness can mark it (no side's CPU is known).
+	// defaults): by the fleet's start lateness, and by CPU when shards scraped the control
+	// plane's (see distributedCPU).
 	Harness collect.HarnessLimits
 }
 
@@ -214,10 +215,14 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 	metrics = slices.DeleteFunc(metrics, func(m summary.Metric) bool {
 		return m.Name == collect.MetricHarnessSaturated || m.Name == collect.MetricHarnessCPURatio
 	})
-	hc := collect.HarnessCPU{Where: "a distributed run: the control plane's CPU is not collected, and each shard runs on cores of its own"}
-	if m, ok := (summary.Results{Metrics: metrics}).Find(collect.MetricCPUSeconds, map[string]string{"side": collect.SideHarness}); ok {
-		hc.Harness, hc.HasHarness = m.Values["value"], true
-		hc.Where = "the harness's summed over the shards' processes; " + hc.Where
+	// The control plane's CPU, as the shards that scraped it measured it over their runs: the
+	// longest window, not their sum (they measured one process).
+	metrics = slices.DeleteFunc(metrics, func(m summary.Metric) bool {
+		return m.Name == collect.MetricCPUSeconds && m.Tags["side"] == collect.SideControlPlane
+	})
+	hc := distributedCPU(shards, metrics)
+	if hc.HasControlPlane {
+		add(summary.NewGauge(collect.MetricCPUSeconds, summary.Time, hc.ControlPlane, 0, hc.ControlPlane, map[string]string{"side": collect.SideControlPlane}))
 	}
 	hv := collect.AssessHarness(metrics, hc, opts.Harness)
 	add(hv.Metrics...)
@@ -550,4 +555,60 @@ func mergePhases(in []Input) []summary.Phase {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// distributedCPU is what a merge knows of both sides' CPU. The control plane's comes from the
+// shards that scraped its metrics (fleet --target-metrics): the largest of their figures, each
+// taken over the shard's whole run. It is compared with the CPU of the shards that reached it
+// on an address of their own machine (label targetLocal yes), which share its cores; shards
+// elsewhere, and the simulator (where it ran is not known), take none of them. Without the
+// control plane's CPU, the harness's is summed over every process and nothing is compared.
+func distributedCPU(shards []Input, merged []summary.Metric) collect.HarnessCPU {
+	cpuOf := func(ms []summary.Metric, side string) (float64, bool) {
+		m, ok := (summary.Results{Metrics: ms}).Find(collect.MetricCPUSeconds, map[string]string{"side": side})
+		return m.Values["value"], ok
+	}
+	var hc collect.HarnessCPU
+	local, localCPU := 0, 0.0
+	for _, in := range shards {
+		if cp, ok := cpuOf(in.Summary.Results.Metrics, collect.SideControlPlane); ok && (!hc.HasControlPlane || cp > hc.ControlPlane) {
+			hc.ControlPlane, hc.HasControlPlane = cp, true
+		}
+		if in.Summary.Metadata.Labels[collect.LabelTargetLocal] == "yes" {
+			if h, ok := cpuOf(in.Summary.Results.Metrics, collect.SideHarness); ok {
+				local++
+				localCPU += h
+			}
+		}
+	}
+	if !hc.HasControlPlane {
+		hc.Harness, hc.HasHarness = cpuOf(merged, collect.SideHarness)
+		hc.Where = "the harness's summed over every process of the run; the control plane's is not collected: no shard was given --target-metrics"
+		return hc
+	}
+	if local == 0 {
+		hc.Harness, hc.HasHarness = cpuOf(merged, collect.SideHarness)
+		hc.Where = fmt.Sprintf("the harness's summed over every process; the control plane's is from its metrics, the longest of %s; "+
+			"no shard reached it on an address of its own machine", countShards(shards, collect.SideControlPlane))
+		return hc
+	}
+	hc.Harness, hc.HasHarness, hc.Shared = localCPU, true, true
+	hc.Where = fmt.Sprintf("the harness's summed over the %d of %d shards that reached the control plane on an address of their own machine, "+
+		"so they are taken to share its cores; the simulator's is not counted, as where it ran is not known; the control plane's is from its metrics, the longest of %s",
+		local, len(shards), countShards(shards, collect.SideControlPlane))
+	return hc
+}
+
+// countShards says how many shards report the CPU of side.
+func countShards(shards []Input, side string) string {
+	n := 0
+	for _, in := range shards {
+		if _, ok := (summary.Results{Metrics: in.Summary.Results.Metrics}).Find(collect.MetricCPUSeconds, map[string]string{"side": side}); ok {
+			n++
+		}
+	}
+	if n == 1 {
+		return "1 shard's"
+	}
+	return fmt.Sprintf("%d shards'", n)
 }

@@ -3,6 +3,7 @@ package merge
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -208,7 +209,7 @@ func TestMergeGolden(t *testing.T) {
 	if n := got.Metadata.Labels["note.saturated"]; !strings.Contains(n, "started its clients late") {
 		t.Errorf("note.saturated %q, want the start lateness", n)
 	}
-	if n := got.Metadata.Labels["note.harness"]; !strings.Contains(n, "harness 3s CPU") || !strings.Contains(n, "summed over the shards") {
+	if n := got.Metadata.Labels["note.harness"]; !strings.Contains(n, "harness 3s CPU") || !strings.Contains(n, "summed over every process") {
 		t.Errorf("note.harness %q, want the shards' harness CPU summed", n)
 	}
 	// The shards' measure phases align on the simulator's clock: local times + offsets.
@@ -216,6 +217,68 @@ func TestMergeGolden(t *testing.T) {
 		if p.Name == "measure" && !p.Start.Equal(mergeT0) {
 			t.Errorf("measure phase starts at %s, want the shared %s", p.Start, mergeT0)
 		}
+	}
+}
+
+// TestMergeControlPlaneCPU: the control plane's CPU comes from the shards that scraped it (the
+// largest figure, not their sum) and is compared with the CPU of the shards on its machine
+// only; without it, or with no shard on its machine, nothing is compared.
+func TestMergeControlPlaneCPU(t *testing.T) {
+	type shard struct {
+		local string  // label targetLocal ("": absent, as in older summaries)
+		cp    float64 // the control plane's CPU it measured (0: none)
+	}
+	for _, c := range []struct {
+		name      string
+		shards    [2]shard
+		cp        float64 // merged cpu{side=controlplane}; 0: absent
+		ratio     float64 // 0: no ratio
+		saturated float64 // reason=cpu; -1: not tested
+		note      string
+	}{
+		{"not scraped", [2]shard{{"yes", 0}, {"yes", 0}}, 0, 0, -1, "no shard was given --target-metrics"},
+		{"one shard on its machine", [2]shard{{"yes", 2}, {"no", 2.5}}, 2.5, 1.5 / 2.5, 1, "the 1 of 2 shards that reached the control plane on an address of their own machine"},
+		{"both on its machine", [2]shard{{"yes", 10}, {"yes", 9}}, 10, 0.3, 0, "the 2 of 2 shards"},
+		{"none on its machine", [2]shard{{"no", 4}, {"unknown: lookup failed", 0}}, 4, 0, -1, "no shard reached it on an address of its own machine"},
+		{"older summaries", [2]shard{{"", 4}, {"", 0}}, 4, 0, -1, "no shard reached it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := goldenInputs(t)
+			i := 0
+			for _, x := range in {
+				if x.Summary.Metadata.Command != "fleet" {
+					continue
+				}
+				sh := c.shards[i]
+				i++
+				if sh.local != "" {
+					x.Summary.Metadata.Labels[collect.LabelTargetLocal] = sh.local
+				}
+				if sh.cp > 0 {
+					x.Summary.Results.Metrics = append(x.Summary.Results.Metrics,
+						summary.NewGauge(collect.MetricCPUSeconds, summary.Time, sh.cp, 0, sh.cp, map[string]string{"side": collect.SideControlPlane}))
+				}
+			}
+			got, err := Merge(in, Options{ToolVersion: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, ok := got.Results.Find(collect.MetricCPUSeconds, map[string]string{"side": collect.SideControlPlane})
+			if ok != (c.cp > 0) || (ok && m.Values["value"] != c.cp) {
+				t.Errorf("control plane CPU %v (present %v), want %v", m.Values["value"], ok, c.cp)
+			}
+			r, ok := got.Results.Find(collect.MetricHarnessCPURatio, nil)
+			if ok != (c.ratio > 0) || (ok && math.Abs(r.Values["value"]-c.ratio) > 1e-9) {
+				t.Errorf("ratio %v (present %v), want %v", r.Values["value"], ok, c.ratio)
+			}
+			s, ok := got.Results.Find(collect.MetricHarnessSaturated, map[string]string{"reason": collect.ReasonCPU})
+			if ok != (c.saturated >= 0) || (ok && s.Values["value"] != c.saturated) {
+				t.Errorf("saturated by cpu %v (tested %v), want %v", s.Values["value"], ok, c.saturated)
+			}
+			if n := got.Metadata.Labels["note.harness"]; !strings.Contains(n, c.note) {
+				t.Errorf("note.harness %q, want %q in it", n, c.note)
+			}
+		})
 	}
 }
 

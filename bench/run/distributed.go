@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/fakeenvoy/fleet"
@@ -31,6 +34,10 @@ type ShardOptions struct {
 	// StartAt is the shared start on the simulator's clock (zero: at once); the shard's
 	// clients start ramping then.
 	StartAt time.Time
+	// TargetMetrics is the control plane's Prometheus endpoint (HOST:PORT or URL; empty:
+	// none). The shard reads its process_cpu_seconds_total at its start and end, so that a
+	// merge can compare the harness's CPU with the control plane's on the machine they share.
+	TargetMetrics string
 	// Probes is the simulator's publisher (http://host:port); empty runs without probes for
 	// the scenario's duration. With it the shard measures its clock offset, subscribes before
 	// starting, reports ready after the connect phase and measures until the simulator's end.
@@ -86,8 +93,51 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	}
 	defer fl.Stop()
 
+	// The control plane's CPU over the shard's run, when its metrics are given: they must
+	// answer before the shard starts (the control plane may still be coming up).
+	var cpMetrics func(context.Context) ([]*dto.MetricFamily, error)
+	if opts.TargetMetrics != "" {
+		url := MetricsURL(opts.TargetMetrics)
+		for deadline := time.Now().Add(metricsWait); ; {
+			err := ProbeMetrics(ctx, url, ProbeTimeout)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("fleet: %w (waited %v)", err, metricsWait)
+			}
+			log.Info("waiting for the control plane's metrics", "url", url, "err", err)
+			if err := sleepCtx(ctx, opts.Retry); err != nil {
+				return nil, err
+			}
+		}
+		client := &http.Client{Timeout: 5 * time.Second}
+		cpMetrics = func(ctx context.Context) ([]*dto.MetricFamily, error) { return scrape(ctx, client, url) }
+	}
+	readCP := func() collect.CPSample {
+		if cpMetrics == nil {
+			return collect.CPSample{}
+		}
+		fams, err := cpMetrics(ctx)
+		if err != nil {
+			log.Warn("scrape the control plane's metrics", "err", err)
+			return collect.CPSample{}
+		}
+		return collect.ReadCP(fams)
+	}
+	host, _, _ := net.SplitHostPort(opts.Target)
+	local, localErr := hostIsLocal(ctx, host)
+	localP := &local
+	if localErr != nil {
+		localP = nil
+	}
+
 	began := time.Now()
 	usage0 := collect.ReadUsage()
+	cp0 := readCP()
 	var phases []summary.Phase
 	phase := func(name string, start time.Time) {
 		phases = append(phases, summary.Phase{Name: name, Start: start, End: time.Now()})
@@ -207,6 +257,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	phase("drain", t)
 	fl.Stop()
 	ended := time.Now()
+	usage1, cp1 := collect.ReadUsage(), readCP()
 	if note := collect.ConnectFailureNote(fl.Observer().Stats()); note != "" {
 		say("connect failures: %s", note)
 		notes["connect failures"] = note
@@ -215,8 +266,12 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	return collect.Shard(collect.ShardInput{Scenario: sc, ToolVersion: opts.ToolVersion, Target: opts.Target,
 		Segment: opts.Segment, StartAt: opts.StartAt, Clock: clock, Probes: scfg.Base,
 		Began: began, Ended: ended, Fleet: fl, ConnectFull: connectFull,
-		UsageStart: usage0, UsageEnd: collect.ReadUsage(), Phases: phases, Notes: notes})
+		UsageStart: usage0, UsageEnd: usage1, CPStart: cp0, CPEnd: cp1, TargetLocal: localP, TargetLocalErr: localErr,
+		Phases: phases, Notes: notes})
 }
+
+// metricsWait bounds how long a shard waits for the control plane's metrics to answer.
+const metricsWait = 30 * time.Second
 
 func segName(s fleet.Segment) string {
 	if s.Count <= 1 {

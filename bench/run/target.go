@@ -219,13 +219,7 @@ func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*t
 		t.sink = ds
 	}
 	if o.metricsURL != "" {
-		url := o.metricsURL
-		if !strings.Contains(url, "://") {
-			url = "http://" + url
-		}
-		if !strings.Contains(strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://"), "/") {
-			url += "/metrics"
-		}
+		url := MetricsURL(o.metricsURL)
 		if err := ProbeMetrics(ctx, url, ProbeTimeout); err != nil {
 			return nil, err
 		}
@@ -253,6 +247,19 @@ func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*t
 		}
 	}
 	return t, nil
+}
+
+// MetricsURL turns a --target-metrics value (HOST:PORT or a URL) into the URL to scrape:
+// http:// unless a scheme is given, /metrics unless a path is.
+func MetricsURL(v string) string {
+	url := v
+	if !strings.Contains(url, "://") {
+		url = "http://" + url
+	}
+	if !strings.Contains(strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://"), "/") {
+		url += "/metrics"
+	}
+	return url
 }
 
 // scrape reads a Prometheus text exposition.

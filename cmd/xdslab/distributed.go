@@ -34,6 +34,8 @@ type distFlags struct {
 	StartAt     string
 	StartAtFile string
 	Probes      string
+	// TargetMetrics is the control plane's Prometheus endpoint, for its CPU.
+	TargetMetrics string
 }
 
 // parseSegment resolves --segment and --segments: "I/N", or "auto" (or empty with --segments
@@ -132,7 +134,7 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 	}
 	out := cmd.OutOrStdout()
 	s, err := run.RunShard(cmd.Context(), sc, run.ShardOptions{Target: f.Target, Segment: seg, StartAt: start,
-		Probes: f.dist.Probes, Progress: cmd.ErrOrStderr()})
+		Probes: f.dist.Probes, TargetMetrics: f.dist.TargetMetrics, Progress: cmd.ErrOrStderr()})
 	if err != nil {
 		return err
 	}

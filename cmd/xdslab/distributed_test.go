@@ -98,7 +98,8 @@ func distRun(t *testing.T, scenarioFile string, n int, extraMerge ...string) (*s
 	for i := range n {
 		wg.Go(func() {
 			codes[i] = runCLI(ctx, []string{"fleet", "--scenario", scenarioFile, "--target", cp.GRPCAddr(), "--segment", fmt.Sprintf("%d/%d", i, n),
-				"--probes", "http://" + pub, "--start-at", start, "--summary", filepath.Join(dir, fmt.Sprintf("shard-%d.json", i)), "--progress", "off"})
+				"--probes", "http://" + pub, "--start-at", start, "--summary", filepath.Join(dir, fmt.Sprintf("shard-%d.json", i)), "--progress", "off",
+				"--target-metrics", cp.MetricsAddr()})
 		})
 	}
 	wg.Wait()
@@ -178,6 +179,18 @@ func TestShardsMatchWholeFleet(t *testing.T) {
 		if w != m {
 			t.Errorf("%s%s %s: whole fleet %v, 3 shards merged %v", c.name, summary.TagString(c.tags), c.stat, w, m)
 		}
+	}
+	// Every shard scraped the control plane's CPU on this machine: the merge compares them.
+	for _, s := range shards {
+		if l := s.Metadata.Labels[collect.LabelTargetLocal]; l != "yes" {
+			t.Errorf("shard %v: targetLocal %q, want yes (the target is on loopback)", s.Metadata.Segment, l)
+		}
+		if _, ok := s.Results.Find(collect.MetricCPUSeconds, map[string]string{"side": collect.SideControlPlane}); !ok {
+			t.Errorf("shard %v lacks the control plane's CPU (--target-metrics)", s.Metadata.Segment)
+		}
+	}
+	if _, ok := merged.Results.Find(collect.MetricHarnessCPURatio, nil); !ok {
+		t.Errorf("merged summary lacks %s: note.harness %q", collect.MetricHarnessCPURatio, merged.Metadata.Labels["note.harness"])
 	}
 	if _, ok := merged.Results.Find(fleet.MetricTimeToFirstConfig, nil); !ok {
 		t.Errorf("merged summary lacks %s (scenario thresholds use it)", fleet.MetricTimeToFirstConfig)
@@ -384,6 +397,17 @@ func TestParseSegmentAndStart(t *testing.T) {
 		got, err := parseStartAt(tc.v, tc.file, now)
 		if !got.Equal(tc.want) || (err != nil) != tc.err {
 			t.Errorf("parseStartAt(%q, %q) = %v, %v; want %v (error %v)", tc.v, tc.file, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// TestShardFlagsNeedScenario: the flags of a distributed run's shard are refused, as usage
+// errors, on a fleet that is not one.
+func TestShardFlagsNeedScenario(t *testing.T) {
+	for _, flag := range [][]string{{"--probes", "http://127.0.0.1:1"}, {"--start-at", "+1s"}, {"--target-metrics", "127.0.0.1:1"}} {
+		args := append([]string{"fleet", "--target", "127.0.0.1:1", "--clients", "1"}, flag...)
+		if got := runCLI(context.Background(), args); got != exitUsage {
+			t.Errorf("xdslab %s: exit %d, want %d", strings.Join(args, " "), got, exitUsage)
 		}
 	}
 }

@@ -96,8 +96,8 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 			if f.dist.Scenario != "" {
 				return runScenarioFleet(cmd, f)
 			}
-			if f.dist.StartAt != "" || f.dist.StartAtFile != "" || f.dist.Probes != "" {
-				return usageErr(errors.New("fleet: --start-at, --start-at-file and --probes need --scenario (a distributed run's shard)"))
+			if f.dist.StartAt != "" || f.dist.StartAtFile != "" || f.dist.Probes != "" || f.dist.TargetMetrics != "" {
+				return usageErr(errors.New("fleet: --start-at, --start-at-file, --probes and --target-metrics need --scenario (a distributed run's shard)"))
 			}
 			return runFleet(cmd, f)
 		},
@@ -141,6 +141,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.StringVar(&f.dist.StartAt, "start-at", "", "with --scenario: start ramping at this time (RFC 3339 on the simulator's clock, or +DURATION)")
 	fl.StringVar(&f.dist.StartAtFile, "start-at-file", "", "with --scenario: read the start time from this file (a mounted ConfigMap key)")
 	fl.StringVar(&f.dist.Probes, "probes", "", "with --scenario: the simulator's probe stream, http://HOST:PORT (xdslab sim --publish)")
+	fl.StringVar(&f.dist.TargetMetrics, "target-metrics", "", "with --scenario: the control plane's Prometheus endpoint (HOST:PORT or URL), for its CPU over the shard's run: merge compares it with the CPU of the shards on its machine")
 	fl.StringVar(&f.Progress, "progress", "auto", "live progress on stderr: auto (a refreshed line on a terminal, log lines otherwise), line, log or off")
 	return cmd
 }
