@@ -39,7 +39,9 @@ import (
 // resources are not unpacked into Anys (readSotw): while the bytes are still in the buffer, the
 // Codec hashes each resource and looks it up in the Interner. A resource some client already
 // decoded (every client but the first, for the same config) is handed to the machine as that
-// shared decoded resource and its bytes are never copied; only the others are copied out.
+// shared decoded resource and its bytes are never copied; the first client to read one decodes
+// and shares it there and then (one copy of its bytes, the Interner's). Only a resource that
+// fails the client's validation is copied out for the machine to reject.
 // proto.Unmarshal would have allocated every resource again, a MB per client for a large mesh.
 //
 // The codec also stamps each response's receive time: Unmarshal is where the transport hands
@@ -327,14 +329,26 @@ func (c *Codec) readAny(b []byte) (item, bool) {
 		return item{}, false
 	}
 	w := item{size: len(val), hashed: true, hash: maphash.Bytes(hashSeed, val)}
-	if t, ok := typeOfBytes(url); ok {
+	nb, ok := readNameBytes(val)
+	w.nameOK = ok
+	if t, tok := typeOfBytes(url); tok {
 		w.typeURL = t.url() // no per-resource copy of the type URL
 		w.hit = c.interner.lookup(internKey{hash: w.hash, t: t, mode: c.mode}, val)
+		if w.hit == nil && c.interner != nil && ok {
+			// The first client to read a resource decodes and shares it now, not when its
+			// machine applies it: when a fleet connects at once, every client reads its first
+			// response before any applies one, and each would copy out the same MB (a GB for
+			// 1,000 clients) only to find the resources shared when it applies them.
+			raw := bytes.Clone(val)
+			if d, err := c.interner.decode(t, c.mode, w.hash, string(nb), raw); err == nil {
+				w.hit = d
+			} else {
+				w.raw = raw // the machine decodes it again and rejects it
+			}
+		}
 	} else {
 		w.typeURL = string(url)
 	}
-	nb, ok := readNameBytes(val)
-	w.nameOK = ok
 	switch {
 	case !ok:
 	case w.hit != nil && string(nb) == w.hit.name:
@@ -342,7 +356,7 @@ func (c *Codec) readAny(b []byte) (item, bool) {
 	default:
 		w.name = string(nb)
 	}
-	if w.hit == nil {
+	if w.hit == nil && w.raw == nil {
 		w.raw = bytes.Clone(val)
 	}
 	return w, true

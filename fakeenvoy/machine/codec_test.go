@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -150,7 +151,8 @@ func splitBuffers(b []byte, cuts []int) mem.BufferSlice {
 
 // TestCodecInterned checks that a resource the interner holds (same type, mode and bytes) is
 // handed over as the shared decoded resource without a copy of its bytes, and that one decoded
-// under another validation mode is not.
+// under another validation mode is not; a resource nobody decoded yet is decoded and shared by
+// the read itself, so that the next client's read finds it.
 func TestCodecInterned(t *testing.T) {
 	in := NewInterner()
 	resp := sotwResp(t, C, "1", "n", fetest.EDSCluster("c1"), fetest.EDSCluster("c2"))
@@ -184,12 +186,49 @@ func TestCodecInterned(t *testing.T) {
 			if got := res[0].hit == d && res[0].raw == nil && res[0].name == "c1"; got != tc.hit {
 				t.Errorf("c1 read as %+v: shared = %v, want %v", res[0], got, tc.hit)
 			}
-			if res[1].hit != nil || res[1].name != "c2" || res[1].raw == nil {
-				t.Errorf("c2 (not interned) read as %+v, want its own bytes", res[1])
+			if res[1].hit == nil || res[1].name != "c2" || res[1].raw != nil {
+				t.Errorf("c2 (not interned) read as %+v, want it decoded and shared", res[1])
+			}
+			again := &Codec{interner: in, mode: tc.mode}
+			if err := again.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &discoveryv3.DiscoveryResponse{}); err != nil {
+				t.Fatal(err)
+			}
+			next, _ := again.LastRead()
+			if next.items[1].hit != res[1].hit {
+				t.Errorf("the next client's read of c2 did not find the first's decoded copy")
 			}
 		})
 	}
 	runtime.KeepAlive(d)
+}
+
+// TestCodecInvalidNotShared: a resource that fails the client's validation is not shared by
+// the read; its bytes go to the machine, which rejects it.
+func TestCodecInvalidNotShared(t *testing.T) {
+	in := NewInterner()
+	bad := fetest.EDSCluster("bad")
+	bad.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: "static"}}}})
+	b, err := proto.Marshal(sotwResp(t, C, "1", "n", fetest.EDSCluster("c1"), bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Codec{interner: in, mode: checkEnvoy}
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &discoveryv3.DiscoveryResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	read, _ := c.LastRead()
+	if it := read.items[1]; it.hit != nil || it.raw == nil || it.name != "bad" {
+		t.Errorf("invalid resource read as %+v, want its own bytes", it)
+	}
+	if n := in.Len(); n != 1 {
+		t.Errorf("interner holds %d resources, want c1 only", n)
+	}
+	in.resp.mu.Lock()
+	defer in.resp.mu.Unlock()
+	if n := len(in.resp.m); n != 0 {
+		t.Errorf("memo holds %d runs, want none: a resource was not shared", n)
+	}
 }
 
 // TestCodecFallback checks what the codec leaves to proto: a malformed response fails as
@@ -403,15 +442,15 @@ func TestCodecResponseMemo(t *testing.T) {
 		defer in.resp.mu.Unlock()
 		return len(in.resp.m)
 	}
-	// c3 is not shared: nothing is kept.
+	// c3 was not shared: the read decodes and shares it, so the run is kept.
 	read(checkEnvoy, "1", "n1", clusters...)
-	if n := memoLen(); n != 0 {
-		t.Fatalf("memo holds %d runs after a read with a resource not shared", n)
+	if n := memoLen(); n != 1 {
+		t.Fatalf("memo holds %d runs after a first read, want 1", n)
 	}
 	// c1 and c2 are: the run is kept, and the next read (another version and nonce) takes it.
 	first, _ := read(checkEnvoy, "1", "n1", clusters[:2]...)
-	if n := memoLen(); n != 1 {
-		t.Fatalf("memo holds %d runs, want 1", n)
+	if n := memoLen(); n != 2 {
+		t.Fatalf("memo holds %d runs, want 2", n)
 	}
 	first[0].err = errIgnored // a client changes its own items
 	second, r := read(checkEnvoy, "2", "n2", clusters[:2]...)
@@ -422,9 +461,9 @@ func TestCodecResponseMemo(t *testing.T) {
 		second[1].name != "c2" || second[0].err != nil || !second[0].hashed || second[0].hash != ds[0].hash {
 		t.Fatalf("items from the memo: %+v", second)
 	}
-	// Another mode is another key: read afresh (c1 and c2 are not shared in it).
+	// Another mode is another key: read afresh (c1 and c2 are decoded again in it).
 	other, _ := read(checkNone, "1", "n1", clusters[:2]...)
-	if other[0].hit != nil || other[0].raw == nil {
+	if other[0].hit == ds[0] || other[0].hit == nil {
 		t.Fatalf("checkNone read %+v from checkEnvoy's memo", other[0])
 	}
 	runtime.KeepAlive(ds)
@@ -451,6 +490,19 @@ func TestResponseMemoBounded(t *testing.T) {
 	}
 	if got, _ := r.get(respKey{hash: uint64(last), n: len(region)}, []byte(fmt.Sprint("nur-", last))); got != nil {
 		t.Error("a run with other bytes under the same key was taken")
+	}
+}
+
+// TestResponseMemoPutOnce: clients that read a run the memo already keeps (they read it before
+// the first one kept it) copy nothing.
+func TestResponseMemoPutOnce(t *testing.T) {
+	var r respMemo
+	region := bytes.Repeat([]byte("x"), 64<<10)
+	k := respKey{hash: 1, n: len(region)}
+	items := []item{{name: "x", hit: &decoded{name: "x"}}}
+	r.put(k, region, items)
+	if n := testing.AllocsPerRun(10, func() { r.put(k, region, items) }); n != 0 {
+		t.Errorf("a put of a kept run allocates %v times, want 0", n)
 	}
 }
 

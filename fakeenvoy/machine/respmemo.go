@@ -16,9 +16,9 @@ import (
 // of reading every resource: for a full config of 2,000 resources, one pass over its bytes in
 // place of 2,000 hashes, table lookups and comparisons.
 //
-// Only runs whose every resource was already shared (hit) are kept, so the memo holds nothing
-// the Interner does not: the client that decodes a resource first and the next one, which finds
-// it shared, read it as before; from then on the memo answers. A hit is only a hit when the
+// Only runs whose every resource is shared (hit: found in the Interner, or decoded and shared by
+// the read itself) are kept, so the memo holds nothing the Interner does not: the first client
+// to read a run reads it resource by resource; from then on the memo answers. A hit is only a hit when the
 // bytes are equal (the memo keeps a copy), so a hash collision costs a read, never wrong items.
 // The memo is bounded (the respMemoMaxRuns newest runs, at most respMemoMaxBytes of kept bytes,
 // oldest first out): a run is worth keeping while a push reaches the fleet, not after, and it
@@ -102,6 +102,14 @@ func (r *respMemo) put(k respKey, region []byte, items []item) {
 		if items[i].hit == nil {
 			return
 		}
+	}
+	// Clients that read the same run before any of them kept it all get here: only the
+	// first copies it (a MB for a full config, once per client otherwise).
+	r.mu.Lock()
+	_, had := r.m[k]
+	r.mu.Unlock()
+	if had {
+		return
 	}
 	e := &respEntry{region: bytes.Clone(region), items: slices.Clone(items), distinct: distinctNames(items)}
 	r.mu.Lock()
