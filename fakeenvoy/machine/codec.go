@@ -281,20 +281,24 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 	}
 	if res == nil {
 		res = make([]item, 0, k)
+		fresh := false // this read decoded a resource no client had
 		for off := max(first, 0); off < len(b) && len(res) < k; {
 			num, typ, n := protowire.ConsumeTag(b[off:])
 			m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
 			if num == 2 && typ == protowire.BytesType {
 				v, _ := protowire.ConsumeBytes(b[off+n:])
-				w, ok := c.readAny(v)
+				w, decoded, ok := c.readAny(v)
 				if !ok {
 					return nil, false
 				}
 				res = append(res, w)
+				fresh = fresh || decoded
 			}
 			off += n + m
 		}
-		if memo != nil && contiguous && k > 0 {
+		// A run is kept once a second client reads it: one client's own resources (a
+		// sidecar's listeners on its address) would only push out the runs that repeat.
+		if memo != nil && contiguous && k > 0 && !fresh {
 			memo.put(key, b[first:end], res)
 		}
 	}
@@ -306,17 +310,18 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 	return res, true
 }
 
-// readAny reads one google.protobuf.Any (type_url, value) of a response.
-func (c *Codec) readAny(b []byte) (item, bool) {
+// readAny reads one google.protobuf.Any (type_url, value) of a response; decoded says it
+// decoded the resource for the Interner (no client had).
+func (c *Codec) readAny(b []byte) (w item, decoded, ok bool) {
 	var url, val []byte
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || typ != protowire.BytesType || (num != 1 && num != 2) {
-			return item{}, false
+			return item{}, false, false
 		}
 		v, m := protowire.ConsumeBytes(b[n:])
 		if m < 0 {
-			return item{}, false
+			return item{}, false, false
 		}
 		if num == 1 {
 			url = v
@@ -326,9 +331,9 @@ func (c *Codec) readAny(b []byte) (item, bool) {
 		b = b[n+m:]
 	}
 	if !utf8.Valid(url) {
-		return item{}, false
+		return item{}, false, false
 	}
-	w := item{size: len(val), hashed: true, hash: maphash.Bytes(hashSeed, val)}
+	w = item{size: len(val), hashed: true, hash: maphash.Bytes(hashSeed, val)}
 	nb, ok := readNameBytes(val)
 	w.nameOK = ok
 	if t, tok := typeOfBytes(url); tok {
@@ -341,7 +346,7 @@ func (c *Codec) readAny(b []byte) (item, bool) {
 			// 1,000 clients) only to find the resources shared when it applies them.
 			raw := bytes.Clone(val)
 			if d, err := c.interner.decode(t, c.mode, w.hash, string(nb), raw); err == nil {
-				w.hit = d
+				w.hit, decoded = d, true
 			} else {
 				w.raw = raw // the machine decodes it again and rejects it
 			}
@@ -359,7 +364,7 @@ func (c *Codec) readAny(b []byte) (item, bool) {
 	if w.hit == nil && w.raw == nil {
 		w.raw = bytes.Clone(val)
 	}
-	return w, true
+	return w, decoded, true
 }
 
 // LastRead returns the resources of the last response if Unmarshal read them itself (read

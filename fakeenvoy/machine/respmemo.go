@@ -16,10 +16,11 @@ import (
 // of reading every resource: for a full config of 2,000 resources, one pass over its bytes in
 // place of 2,000 hashes, table lookups and comparisons.
 //
-// Only runs whose every resource is shared (hit: found in the Interner, or decoded and shared by
-// the read itself) are kept, so the memo holds nothing the Interner does not: the first client
-// to read a run reads it resource by resource; from then on the memo answers. A hit is only a hit when the
-// bytes are equal (the memo keeps a copy), so a hash collision costs a read, never wrong items.
+// Only runs whose every resource some client had already read (hit) are kept, so the memo
+// holds nothing the Interner does not, and no run only one client receives: the first client
+// to read a run decodes and shares what is new in it, the next one finds every resource
+// shared and keeps the run; from then on the memo answers. A hit is only a hit when the bytes
+// are equal (the memo keeps a copy), so a hash collision costs a read, never wrong items.
 // The memo is bounded (the respMemoMaxRuns newest runs, at most respMemoMaxBytes of kept bytes,
 // oldest first out): a run is worth keeping while a push reaches the fleet, not after, and it
 // keeps the resources it points to alive until it leaves.
