@@ -38,6 +38,9 @@ type ShardOptions struct {
 	// none). The shard reads its process_cpu_seconds_total at its start and end, so that a
 	// merge can compare the harness's CPU with the control plane's on the machine they share.
 	TargetMetrics string
+	// MetricsWait bounds how long the shard waits for TargetMetrics to answer before it starts
+	// (default 30s): the control plane may still be coming up.
+	MetricsWait time.Duration
 	// Probes is the simulator's publisher (http://host:port); empty runs without probes for
 	// the scenario's duration. With it the shard measures its clock offset, subscribes before
 	// starting, reports ready after the connect phase and measures until the simulator's end.
@@ -72,6 +75,9 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	if opts.Retry <= 0 {
 		opts.Retry = 500 * time.Millisecond
 	}
+	if opts.MetricsWait <= 0 {
+		opts.MetricsWait = 30 * time.Second
+	}
 	say := func(format string, args ...any) {
 		if opts.Progress != nil {
 			fmt.Fprintf(opts.Progress, "fleet %s: "+format+"\n", append([]any{segName(opts.Segment)}, args...)...)
@@ -98,7 +104,7 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	var cpMetrics func(context.Context) ([]*dto.MetricFamily, error)
 	if opts.TargetMetrics != "" {
 		url := MetricsURL(opts.TargetMetrics)
-		for deadline := time.Now().Add(metricsWait); ; {
+		for deadline, first := time.Now().Add(opts.MetricsWait), true; ; first = false {
 			err := ProbeMetrics(ctx, url, ProbeTimeout)
 			if err == nil {
 				break
@@ -107,7 +113,10 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 				return nil, ctx.Err()
 			}
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("fleet: %w (waited %v)", err, metricsWait)
+				return nil, fmt.Errorf("fleet: %w (waited %v)", err, opts.MetricsWait)
+			}
+			if first {
+				say("waiting up to %v for the control plane's metrics at %s", opts.MetricsWait, url)
 			}
 			log.Info("waiting for the control plane's metrics", "url", url, "err", err)
 			if err := sleepCtx(ctx, opts.Retry); err != nil {
@@ -269,9 +278,6 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		UsageStart: usage0, UsageEnd: usage1, CPStart: cp0, CPEnd: cp1, TargetLocal: localP, TargetLocalErr: localErr,
 		Phases: phases, Notes: notes})
 }
-
-// metricsWait bounds how long a shard waits for the control plane's metrics to answer.
-const metricsWait = 30 * time.Second
 
 func segName(s fleet.Segment) string {
 	if s.Count <= 1 {

@@ -1,0 +1,39 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdslab/xdslab/scenarios"
+)
+
+// TestShardTargetMetricsUnreachable: a shard told to read the control plane's metrics where
+// nothing answers says it waits, then gives up with an error naming the flag and the address,
+// before any client starts.
+func TestShardTargetMetricsUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there any more
+	sc, err := scenarios.Builtin("quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = RunShard(ctx, sc, ShardOptions{Target: addr, TargetMetrics: addr, MetricsWait: 300 * time.Millisecond,
+		Retry: 50 * time.Millisecond, Progress: &progress})
+	if err == nil || !strings.Contains(err.Error(), "--target-metrics") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("RunShard: %v, want an error naming --target-metrics and %s", err, addr)
+	}
+	if !strings.Contains(progress.String(), "waiting up to 300ms for the control plane's metrics") {
+		t.Errorf("progress %q does not say it waits", progress.String())
+	}
+}
