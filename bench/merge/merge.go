@@ -569,10 +569,13 @@ func distributedCPU(shards []Input, merged []summary.Metric) collect.HarnessCPU 
 		return m.Values["value"], ok
 	}
 	var hc collect.HarnessCPU
-	local, localCPU := 0, 0.0
+	local, localCPU, scraped := 0, 0.0, 0
 	for _, in := range shards {
-		if cp, ok := cpuOf(in.Summary.Results.Metrics, collect.SideControlPlane); ok && (!hc.HasControlPlane || cp > hc.ControlPlane) {
-			hc.ControlPlane, hc.HasControlPlane = cp, true
+		if cp, ok := cpuOf(in.Summary.Results.Metrics, collect.SideControlPlane); ok {
+			scraped++
+			if !hc.HasControlPlane || cp > hc.ControlPlane {
+				hc.ControlPlane, hc.HasControlPlane = cp, true
+			}
 		}
 		if in.Summary.Metadata.Labels[collect.LabelTargetLocal] == "yes" {
 			if h, ok := cpuOf(in.Summary.Results.Metrics, collect.SideHarness); ok {
@@ -580,6 +583,10 @@ func distributedCPU(shards []Input, merged []summary.Metric) collect.HarnessCPU 
 				localCPU += h
 			}
 		}
+	}
+	from := fmt.Sprintf("%d shards'", scraped)
+	if scraped == 1 {
+		from = "1 shard's"
 	}
 	if !hc.HasControlPlane {
 		hc.Harness, hc.HasHarness = cpuOf(merged, collect.SideHarness)
@@ -589,26 +596,12 @@ func distributedCPU(shards []Input, merged []summary.Metric) collect.HarnessCPU 
 	if local == 0 {
 		hc.Harness, hc.HasHarness = cpuOf(merged, collect.SideHarness)
 		hc.Where = fmt.Sprintf("the harness's summed over every process; the control plane's is from its metrics, the longest of %s; "+
-			"no shard reached it on an address of its own machine", countShards(shards, collect.SideControlPlane))
+			"no shard reached it on an address of its own machine", from)
 		return hc
 	}
 	hc.Harness, hc.HasHarness, hc.Shared = localCPU, true, true
 	hc.Where = fmt.Sprintf("the harness's summed over the %d of %d shards that reached the control plane on an address of their own machine, "+
 		"so they are taken to share its cores; the simulator's is not counted, as where it ran is not known; the control plane's is from its metrics, the longest of %s",
-		local, len(shards), countShards(shards, collect.SideControlPlane))
+		local, len(shards), from)
 	return hc
-}
-
-// countShards says how many shards report the CPU of side.
-func countShards(shards []Input, side string) string {
-	n := 0
-	for _, in := range shards {
-		if _, ok := (summary.Results{Metrics: in.Summary.Results.Metrics}).Find(collect.MetricCPUSeconds, map[string]string{"side": side}); ok {
-			n++
-		}
-	}
-	if n == 1 {
-		return "1 shard's"
-	}
-	return fmt.Sprintf("%d shards'", n)
 }
