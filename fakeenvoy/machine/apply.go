@@ -40,22 +40,28 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	// names tells whether it lacks any, without a map of what it holds.
 	countHeld := u.full && u.distinct
 	heldNamed := 0
+	// changed resources that may start warming: on what they reference, on their secrets
+	withRefs, withSecrets := 0, 0
 	var present map[string]struct{} // a full response: what it holds
 	if u.full && !countHeld {
 		present = make(map[string]struct{}, len(items))
 	}
+	// A named type's subscription is, as followUp makes it, the references of another type's
+	// shared set: whether a run names only those is known once per run and set.
+	lookUp := m.wire.named(t) && !(ts.subscribed && u.run != nil && u.run.namesIn(m.namesSet(t)))
 	for i := range items {
 		it := &items[i]
 		if present != nil {
 			present[it.name] = struct{}{}
 		}
-		if m.wire.named(t) && !m.subscribedName(t, it.name) {
+		if lookUp && !m.subscribedName(t, it.name) {
 			if countHeld {
 				if _, ok := ts.res[it.name]; ok {
 					heldNamed++
 				}
 			}
 			it.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
+			u.itemErrs++
 			continue
 		}
 		if !it.hashed {
@@ -82,7 +88,11 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 			}
 		}
 		if it.err != nil {
+			u.itemErrs++
 			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", t.kind(), it.name, it.err))
+		} else {
+			withRefs += min(1, len(it.d.refs))
+			withSecrets += min(1, len(it.d.secrets))
 		}
 	}
 
@@ -130,9 +140,17 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		m.afterResponse(s, t, now)
 		return
 	}
-	ed := newEdits(ts.res, s.Info.Changed+len(gone)) // applied by commit, below (see resset.go)
+	// The changes, applied by commit below (see resset.go). With distinct names and no
+	// removed_resources each name changes once: gone holds names the items lack.
+	ed := newEdits(ts.res, s.Info.Changed+len(gone))
+	if u.distinct && len(u.removed) == 0 {
+		ed = newOnceEdits(ts.res, s.Info.Changed+len(gone))
+	}
 	if n := s.Info.Changed + len(gone); n > 0 {
 		s.Info.Touched = make([]probe.Touched, 0, n)
+	}
+	if t.wildcard() && !m.grpc {
+		m.init.reserve(t, withRefs, withSecrets) // a whole config: maps grow once, not by doubling
 	}
 	changed := false
 	for i := range items {

@@ -3,6 +3,7 @@ package machine
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Why a client has no full config. A run that reaches its end with clients short of a full
@@ -65,8 +66,9 @@ func (m *Machine) blocker() Blocker {
 // secretBlocker names the first missing secret (by name) of the warming clusters and
 // listeners, and the first (by kind and name) resource waiting for it. The missing secrets are
 // few and the waiting resources many (every cluster of a mesh with mTLS): the secrets are tried
-// in order, each against every waiting resource's references, and the first one some resource
-// waits for is the answer; no resource is asked about every missing secret.
+// in order, and the first one some resource waits for is the answer. The first resource (by
+// name) that names a secret is derived once per shared set: when it waits, as it does while
+// the secret is missing, it is the answer without visiting the others.
 func (m *Machine) secretBlocker() (Blocker, bool) {
 	if len(m.init.secC) == 0 && len(m.init.secL) == 0 {
 		return Blocker{}, false
@@ -74,16 +76,12 @@ func (m *Machine) secretBlocker() (Blocker, bool) {
 	var best *secretRef
 	var who string
 	for _, r := range m.missingSecrets() { // each secret asked about once, not once per resource
-		for _, t := range []rtype{tCDS, tLDS} {
+		for _, t := range []rtype{tCDS, tLDS} { // by kind: "cluster" before "listener"
 			_, sec, _ := m.init.warmMaps(t)
-			for name := range *sec {
-				if !slices.Contains(m.types[t].res[name].d.secretList(), r) {
-					continue
-				}
-				if w := t.kind() + " " + name; best == nil || w < who {
-					r := r
-					best, who = &r, w
-				}
+			if name, ok := m.firstWaiting(t, *sec, r); ok {
+				r := r
+				best, who = &r, t.kind()+" "+name
+				break
 			}
 		}
 		if best != nil {
@@ -110,6 +108,28 @@ func (m *Machine) secretBlocker() (Blocker, bool) {
 		}
 	}
 	return Blocker{Reason: fmt.Sprintf("waiting for secret %q from %s: %s", r.name, r.source(), why), Example: who}, true
+}
+
+// firstWaiting returns the first (by name) of type t's resources in sec that names secret r.
+func (m *Machine) firstWaiting(t rtype, sec map[string]time.Time, r secretRef) (string, bool) {
+	if len(sec) == 0 {
+		return "", false
+	}
+	ts := &m.types[t]
+	if ts.set != nil {
+		if h, ok := ts.set.holder(r); ok {
+			if _, waits := sec[h]; waits {
+				return h, true // the first of all that name r
+			}
+		}
+	}
+	first, found := "", false
+	for name := range sec {
+		if (!found || name < first) && slices.Contains(ts.res[name].d.secretList(), r) {
+			first, found = name, true
+		}
+	}
+	return first, found
 }
 
 func minKey[V any](m map[string]V) (string, bool) {

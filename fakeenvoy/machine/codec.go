@@ -65,10 +65,9 @@ type Codec struct {
 	pool     mem.BufferPool
 	// res and read are the resources of the last SotW response Unmarshal read itself (the
 	// response then holds none); only used by the receiving goroutine, like recvAt.
-	res      []item
-	read     bool
-	distinct bool      // res came from the memo with distinct names (Resources.distinct)
-	from     *respMemo // res is a copy from this memo (Resources.from)
+	res  []item
+	read bool
+	run  *respEntry // the memo's run res is a copy of (Resources.run)
 }
 
 // CodecConfig configures a client's Codec.
@@ -207,7 +206,7 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 			}
 		}
 	}
-	c.res, c.read, c.distinct = nil, false, false
+	c.res, c.read, c.run = nil, false, nil
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("fakeenvoy codec: cannot unmarshal into %T: not a proto message", v)
@@ -270,14 +269,11 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 	// differ): a run of resources some client already read is taken from the memo whole.
 	memo := c.interner.responses()
 	var key respKey
-	c.from = nil
+	c.run = nil
 	if memo != nil && contiguous && k > 0 {
 		region := b[first:end]
 		key = respKey{hash: maphash.Bytes(hashSeed, region), n: len(region), mode: c.mode}
-		res, c.distinct = memo.get(key, region)
-		if res != nil {
-			c.from = memo
-		}
+		res, c.run = memo.get(key, region)
 	}
 	if res == nil {
 		res = make([]item, 0, k)
@@ -371,8 +367,8 @@ func (c *Codec) readAny(b []byte) (w item, decoded, ok bool) {
 // false: they are in the response), and clears them: the owner passes them to
 // Machine.OnSotwRead.
 func (c *Codec) LastRead() (res Resources, read bool) {
-	res, read = Resources{items: c.res, distinct: c.distinct, from: c.from}, c.read
-	c.res, c.read, c.distinct, c.from = nil, false, false, nil
+	res, read = Resources{items: c.res, run: c.run}, c.read
+	c.res, c.read, c.run = nil, false, nil
 	return res, read
 }
 

@@ -490,7 +490,7 @@ func TestResponseMemoBounded(t *testing.T) {
 	}
 	last := respMemoMaxRuns + 9
 	region := []byte(fmt.Sprint("run-", last))
-	if got, distinct := r.get(respKey{hash: uint64(last), n: len(region)}, region); got == nil || !distinct {
+	if got, e := r.get(respKey{hash: uint64(last), n: len(region)}, region); got == nil || !e.distinct {
 		t.Error("the newest run is not kept")
 	}
 	if got, _ := r.get(respKey{hash: uint64(last), n: len(region)}, []byte(fmt.Sprint("nur-", last))); got != nil {
@@ -577,12 +577,12 @@ func TestMachineDistinctRun(t *testing.T) {
 	m := newTestMachine(t, cfg)
 	m.Start(t0)
 	res, r := viaMemo(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1"), fetest.EDSCluster("c2"), fetest.EDSCluster("c3")))
-	if !res.distinct {
+	if res.run == nil || !res.run.distinct {
 		t.Fatal("a run of three shared clusters is not known distinct")
 	}
 	m.OnSotwRead(r, res, t0)
 	res, r = viaMemo(sotwResp(t, C, "2", "b", fetest.EDSCluster("c1"), fetest.EDSCluster("c3")))
-	if !res.distinct {
+	if res.run == nil || !res.run.distinct {
 		t.Fatal("the second run is not known distinct")
 	}
 	s := m.OnSotwRead(r, res, t0)
@@ -590,7 +590,7 @@ func TestMachineDistinctRun(t *testing.T) {
 		t.Fatalf("after a full CDS without c2: nacked %v, removed %d, c2 held %v", s.Info.Nacked, s.Info.Removed, m.Resource(C, "c2") != nil)
 	}
 	res, r = viaMemo(sotwResp(t, C, "3", "c", fetest.EDSCluster("c1"), fetest.EDSCluster("c1")))
-	if res.distinct {
+	if res.run != nil && res.run.distinct {
 		t.Fatal("a run with a duplicate name is known distinct")
 	}
 	if s := m.OnSotwRead(r, res, t0); !s.Info.Nacked {

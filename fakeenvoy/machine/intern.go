@@ -3,6 +3,7 @@ package machine
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"weak"
@@ -72,6 +73,9 @@ type decoded struct {
 	secrets          []secretRef
 	secretTimeout    time.Duration
 	hasSecretTimeout bool
+	// secretClusters are the bootstrap clusters other than the control plane's that secrets
+	// name as their config source (unique; the agent's in a mesh), for secretSourceErr.
+	secretClusters []string
 }
 
 // NewInterner returns an empty table; give the same one to every client that should share.
@@ -161,6 +165,22 @@ func decodeNew(t rtype, mode checkMode, hash uint64, name string, keep, raw []by
 			return nil, err
 		}
 		d.secrets, d.secretTimeout, d.hasSecretTimeout = refs.result()
+		d.secretClusters = secretClusters(d.secrets)
 	}
 	return d, nil
+}
+
+// secretClusters returns the bootstrap clusters, other than the control plane's, that refs name
+// as config sources (unique). Not inlined: decodeNew's frame is on a fleet's deepest stacks
+// (the decoding below it), whose size is part of every client's memory.
+//
+//go:noinline
+func secretClusters(refs []secretRef) []string {
+	var cs []string
+	for _, r := range refs {
+		if r.kind == srcCluster && !r.overADS() && !slices.Contains(cs, r.arg) {
+			cs = append(cs, r.arg)
+		}
+	}
+	return cs
 }

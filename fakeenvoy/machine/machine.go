@@ -350,6 +350,21 @@ func (m *Machine) subscribedName(t rtype, name string) bool {
 	return ok
 }
 
+// namesSet returns the shared set whose references are type t's subscription names (the
+// same slice: the set is alive, so the slice is not another one's), nil when none is.
+func (m *Machine) namesSet(t rtype) *resSet {
+	names := m.types[t].names
+	if len(names) == 0 {
+		return nil
+	}
+	for p := range numTypes {
+		if s := m.types[p].set; s != nil && s.hasRefs && len(s.refs) == len(names) && &s.refs[0] == &names[0] {
+			return s
+		}
+	}
+	return nil
+}
+
 // subscribeNames makes type t's subscription names (sorted, unique), the wire adapter sending
 // the request that changes it.
 func (m *Machine) subscribeNames(s *Step, t rtype, names []string) {

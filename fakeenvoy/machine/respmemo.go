@@ -47,11 +47,70 @@ type respKey struct {
 }
 
 type respEntry struct {
+	memo   *respMemo // the memo that keeps it (copies go back there)
 	region []byte
 	items  []item
 	// distinct: no two items share a name (found once, so that a client need not check it
 	// again with a map of its own; see Resources.distinct).
 	distinct bool
+	// covered and within cache covers' and namesIn's answers for the last set asked about.
+	covered, within answerCache
+}
+
+// covers reports whether the run names every reference of set (a shared set whose
+// references were derived: resSet.refs), found once per run and set for the clients that hold
+// both: an EDS response that names every assignment the clusters reference warms every
+// warming cluster.
+func (e *respEntry) covers(set *resSet) bool {
+	if set == nil || !set.hasRefs {
+		return false
+	}
+	return e.covered.answer(set.id, func() bool {
+		named := make(map[string]struct{}, len(e.items))
+		for i := range e.items {
+			named[e.items[i].name] = struct{}{}
+		}
+		for _, r := range set.refs {
+			if _, in := named[r]; !in {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// namesIn reports whether every name of the run is one of set's references (sorted), found
+// once per run and set: a client whose subscription is those references (resSet.refs, as
+// followUp subscribes) then need not look up each resource's name in it.
+func (e *respEntry) namesIn(set *resSet) bool {
+	if set == nil || !set.hasRefs {
+		return false
+	}
+	return e.within.answer(set.id, func() bool {
+		for i := range e.items {
+			if _, ok := slices.BinarySearch(set.refs, e.items[i].name); !ok {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// answerCache keeps one answer about a shared set (by id; 0: none) for the clients that ask
+// the same question about the same set.
+type answerCache struct {
+	mu sync.Mutex
+	id uint64
+	ok bool
+}
+
+func (c *answerCache) answer(id uint64, compute func() bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.id != id {
+		c.id, c.ok = id, compute()
+	}
+	return c.ok
 }
 
 const (
@@ -60,18 +119,19 @@ const (
 )
 
 // get returns a copy of the items read from region (a client changes its own items while it
-// applies them), nil when none are kept. Give the copy back with release once applied.
-func (r *respMemo) get(k respKey, region []byte) (items []item, distinct bool) {
+// applies them) and the run that holds them, nil when none are kept. Give the copy back with
+// release once applied.
+func (r *respMemo) get(k respKey, region []byte) (items []item, e *respEntry) {
 	r.mu.Lock()
-	e := r.m[k]
+	e = r.m[k]
 	r.mu.Unlock()
 	if e == nil || !bytes.Equal(e.region, region) {
-		return nil, false
+		return nil, nil
 	}
 	n := len(e.items)
 	t := bits.Len(uint(n - 1))
 	if t >= itemTiers {
-		return slices.Clone(e.items), e.distinct
+		return slices.Clone(e.items), e
 	}
 	if p, ok := r.free[t].Get().(*[]item); ok {
 		items = (*p)[:n]
@@ -79,7 +139,7 @@ func (r *respMemo) get(k respKey, region []byte) (items []item, distinct bool) {
 		items = make([]item, n, 1<<t)
 	}
 	copy(items, e.items)
-	return items, e.distinct
+	return items, e
 }
 
 // release gives back a copy get returned (every field is overwritten by the next get's copy,
@@ -112,7 +172,7 @@ func (r *respMemo) put(k respKey, region []byte, items []item) {
 	if had {
 		return
 	}
-	e := &respEntry{region: bytes.Clone(region), items: slices.Clone(items), distinct: distinctNames(items)}
+	e := &respEntry{memo: r, region: bytes.Clone(region), items: slices.Clone(items), distinct: distinctNames(items)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.m[k]; ok {

@@ -49,6 +49,14 @@ type resSet struct {
 	// instead of encoding the list again per request.
 	refs     []string
 	refsWire []byte
+	hasRefs  bool // refs were derived (the type has a dependent one)
+	// holders maps each secret reference to the first entry (by name) that names it, derived
+	// once (secretBlocker's example).
+	holdersOnce sync.Once
+	holders     map[secretRef]string
+	// covered caches refsIn's answer for the last dependent set asked about: the clients that
+	// hold this set and the same dependent set ask once between them.
+	covered answerCache
 }
 
 // edit is one change: the entry a name now has, or its removal.
@@ -77,15 +85,31 @@ type transition struct {
 	to    weak.Pointer[resSet]
 }
 
-// edits is the overlay of changes to one type's resources during a response: m holds only net
-// changes (a put of what base holds, or a removal of what it lacks, is no change).
+// edits is the overlay of changes to one type's resources during a response. It holds only
+// net changes (a put of what base holds, or a removal of what it lacks, is no change): in m, or,
+// when every name is changed at most once and never read back after its change (newOnceEdits:
+// a response with distinct names), in list, which costs no map per response.
 type edits struct {
 	base map[string]entry
 	m    map[string]edit
+	list []namedEdit
+	once bool
 	hint int // how many edits to make room for
 }
 
+// namedEdit is one change of a list.
+type namedEdit struct {
+	name string
+	edit
+}
+
 func newEdits(base map[string]entry, hint int) *edits { return &edits{base: base, hint: hint} }
+
+// newOnceEdits returns edits whose caller changes each name at most once and asks get about a
+// name only before changing it.
+func newOnceEdits(base map[string]entry, hint int) *edits {
+	return &edits{base: base, hint: hint, once: true}
+}
 
 // get returns name's entry as the edits leave it.
 func (ed *edits) get(name string) (entry, bool) {
@@ -101,10 +125,7 @@ func (ed *edits) put(name string, e entry) {
 		delete(ed.m, name)
 		return
 	}
-	if ed.m == nil {
-		ed.m = make(map[string]edit, ed.hint)
-	}
-	ed.m[name] = edit{e: e}
+	ed.set(name, edit{e: e})
 }
 
 func (ed *edits) del(name string) {
@@ -112,10 +133,50 @@ func (ed *edits) del(name string) {
 		delete(ed.m, name)
 		return
 	}
+	ed.set(name, edit{del: true})
+}
+
+func (ed *edits) set(name string, e edit) {
+	if ed.once {
+		if ed.list == nil {
+			ed.list = make([]namedEdit, 0, ed.hint)
+		}
+		ed.list = append(ed.list, namedEdit{name, e})
+		return
+	}
 	if ed.m == nil {
 		ed.m = make(map[string]edit, ed.hint)
 	}
-	ed.m[name] = edit{del: true}
+	ed.m[name] = e
+}
+
+// len is how many changes ed holds.
+func (ed *edits) len() int { return len(ed.m) + len(ed.list) }
+
+// all yields every change.
+func (ed *edits) all(yield func(string, edit) bool) {
+	for name, e := range ed.m {
+		if !yield(name, e) {
+			return
+		}
+	}
+	for _, e := range ed.list {
+		if !yield(e.name, e.edit) {
+			return
+		}
+	}
+}
+
+// changes returns ed's changes as a map (m itself when ed keeps one).
+func (ed *edits) changes() map[string]edit {
+	if ed.m != nil || len(ed.list) == 0 {
+		return ed.m
+	}
+	m := make(map[string]edit, len(ed.list))
+	for _, e := range ed.list {
+		m[e.name] = e.edit
+	}
+	return m
 }
 
 // entryHash hashes one entry of a set (or, with del, the removal of name); a set's content
@@ -144,7 +205,7 @@ func entryHash(name string, e entry, del bool) uint64 {
 // hash is an order-independent hash of the changes (a sum over them).
 func (ed *edits) hash() uint64 {
 	var sum uint64
-	for name, e := range ed.m {
+	for name, e := range ed.all {
 		sum += entryHash(name, e.e, e.del)
 	}
 	return sum
@@ -154,7 +215,7 @@ func (ed *edits) hash() uint64 {
 // hash sum.
 func (ed *edits) result(sum uint64) (uint64, int) {
 	n := len(ed.base)
-	for name, e := range ed.m {
+	for name, e := range ed.all {
 		old, had := ed.base[name]
 		if had {
 			sum -= entryHash(name, old, false)
@@ -170,6 +231,9 @@ func (ed *edits) result(sum uint64) (uint64, int) {
 
 // leadsTo reports whether s holds exactly what ed gives (s has the expected size).
 func (ed *edits) leadsTo(s *resSet) bool {
+	if ed.list != nil {
+		ed.m, ed.list, ed.once = ed.changes(), nil, false // get must see the changes
+	}
 	for name, e := range s.m {
 		if want, ok := ed.get(name); !ok || want != e {
 			return false
@@ -182,15 +246,15 @@ func (ed *edits) leadsTo(s *resSet) bool {
 // holds one, else a new map (published for the other clients).
 func (m *Machine) commit(t rtype, ed *edits) {
 	ts := &m.types[t]
-	if len(ed.m) == 0 {
+	if ed.len() == 0 {
 		return
 	}
 	if m.interner == nil {
 		// Private: the map is the client's own.
 		if ts.res == nil {
-			ts.res = make(map[string]entry, len(ed.m))
+			ts.res = make(map[string]entry, ed.len())
 		}
-		for name, e := range ed.m {
+		for name, e := range ed.all {
 			if e.del {
 				delete(ts.res, name)
 			} else {
@@ -206,10 +270,10 @@ func (m *Machine) commit(t rtype, ed *edits) {
 
 // sameEdits reports whether want holds exactly ed's changes.
 func sameEdits(want map[string]edit, ed *edits) bool {
-	if len(want) != len(ed.m) {
+	if len(want) != ed.len() {
 		return false
 	}
-	for name, e := range ed.m {
+	for name, e := range ed.all {
 		if w, ok := want[name]; !ok || w != e {
 			return false
 		}
@@ -252,7 +316,7 @@ func (in *Interner) applyEdits(t rtype, base *resSet, ed *edits, follows bool) *
 
 	m := make(map[string]entry, n)
 	maps.Copy(m, ed.base)
-	for name, e := range ed.m {
+	for name, e := range ed.all {
 		if e.del {
 			delete(m, name)
 		} else {
@@ -261,7 +325,7 @@ func (in *Interner) applyEdits(t rtype, base *resSet, ed *edits, follows bool) *
 	}
 	s := &resSet{m: m, sum: sum}
 	if follows {
-		s.refs = setRefs(m)
+		s.refs, s.hasRefs = setRefs(m), true
 	}
 	if len(s.refs) >= minWireNames {
 		for _, n := range s.refs {
@@ -298,7 +362,7 @@ func (in *Interner) addTransition(k setKey, ed *edits, s *resSet) {
 	if tr, ok := in.trans[k]; ok && tr.to.Value() != nil {
 		return // a live one (a hash collision, or a race): keep it
 	}
-	in.trans[k] = transition{edits: ed.m, to: weak.Make(s)}
+	in.trans[k] = transition{edits: ed.changes(), to: weak.Make(s)}
 	runtime.AddCleanup(s, in.evictTransition, k)
 }
 
@@ -379,4 +443,41 @@ func collectSecretRefs(m map[string]entry) []secretRef {
 	}
 	slices.SortFunc(refs, cmpSecretRef)
 	return slices.Compact(refs)
+}
+
+// holder returns the first entry (by name) of the set that names secret r.
+func (s *resSet) holder(r secretRef) (string, bool) {
+	s.holdersOnce.Do(func() {
+		s.holders = make(map[secretRef]string)
+		for name, e := range s.m {
+			for _, ref := range e.d.secretList() {
+				if h, ok := s.holders[ref]; !ok || name < h {
+					s.holders[ref] = name
+				}
+			}
+		}
+	})
+	h, ok := s.holders[r]
+	return h, ok
+}
+
+// refsIn reports whether every reference of m's entries is a key of dep. With both shared
+// (set and depSet non-nil) the answer is kept per pair: the clients that hold the same two sets
+// ask once between them.
+func refsIn(set *resSet, m map[string]entry, depSet *resSet, dep map[string]entry) bool {
+	if set == nil || depSet == nil {
+		return allRefsIn(m, dep)
+	}
+	return set.covered.answer(depSet.id, func() bool { return allRefsIn(m, dep) })
+}
+
+func allRefsIn(m, dep map[string]entry) bool {
+	for _, e := range m {
+		for _, r := range e.refs() {
+			if _, ok := dep[r]; !ok {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -211,6 +211,13 @@ type localSecret struct {
 // secretSourceErr reports a secret source Envoy would reject the resource for: an API config
 // source on a cluster the bootstrap lacks (neither the control plane's nor the agent's).
 func (m *Machine) secretSourceErr(d *decoded) error {
+	served := true
+	for _, c := range d.secretClusters { // usually one (the agent's), for every secret
+		served = served && m.agentServes(c)
+	}
+	if served {
+		return nil
+	}
 	for _, r := range d.secretList() {
 		if r.kind == srcCluster && !r.overADS() && !m.agentServes(r.arg) {
 			return fmt.Errorf("secret %q: sds_config names cluster %q, which is not in the bootstrap (%s, %s)", r.name, r.arg, istioagent.XDSCluster, m.agentClusters())

@@ -56,6 +56,20 @@ func (in *initState) warmMaps(t rtype) (warm, sec *map[string]time.Time, prev *m
 	return &in.warmC, &in.secC, &in.prevC
 }
 
+// reserve makes room, in the warming maps of clusters (t tCDS) or listeners (tLDS) that are
+// empty, for warm resources warming on their dependencies and sec on their secrets (a few more
+// are not worth it).
+func (in *initState) reserve(t rtype, warm, sec int) {
+	const few = 8
+	w, s, _ := in.warmMaps(t)
+	if len(*w) == 0 && warm > few {
+		*w = make(map[string]time.Time, warm)
+	}
+	if len(*s) == 0 && sec > few {
+		*s = make(map[string]time.Time, sec)
+	}
+}
+
 // prev is the map of copies in effect of warming clusters (tCDS) or listeners (tLDS).
 func (in *initState) prev(t rtype) map[string]*decoded {
 	_, _, p := in.warmMaps(t)
@@ -209,6 +223,13 @@ func (m *Machine) warmByContent(u *update) {
 		if len(m.init.warmC) == 0 {
 			break
 		}
+		// Every warming cluster is one of the clusters held that reference an assignment: a
+		// response (from the codec's memo) that names every assignment they reference, with
+		// none of its items in error, warms them all.
+		if u.run != nil && u.itemErrs == 0 && len(u.removed) == 0 && u.run.covers(m.types[tCDS].set) {
+			clear(m.init.warmC)
+			break
+		}
 		if len(m.init.warmC) < len(u.items)+len(u.removed) {
 			// Few clusters warm (a steady-state change): index them, not the response.
 			waiting := make(map[string][]string, len(m.init.warmC)) // EDS name → clusters
@@ -346,19 +367,8 @@ func (m *Machine) complete() bool {
 	if !m.types[tCDS].accepted || !m.types[tLDS].accepted || len(in.warmC) > 0 || len(in.warmL) > 0 || len(in.secC) > 0 || len(in.secL) > 0 {
 		return false
 	}
-	for _, e := range m.types[tCDS].res {
-		for _, r := range e.refs() {
-			if _, ok := m.types[tEDS].res[r]; !ok {
-				return false
-			}
-		}
-	}
-	for _, e := range m.types[tLDS].res {
-		if !m.hasRoutes(e.refs()) {
-			return false
-		}
-	}
-	return true
+	c, e, l, r := &m.types[tCDS], &m.types[tEDS], &m.types[tLDS], &m.types[tRDS]
+	return refsIn(c.set, c.res, e.set, e.res) && refsIn(l.set, l.res, r.set, r.res)
 }
 
 func (m *Machine) completeGRPC() bool {

@@ -52,6 +52,10 @@ type update struct {
 	err error
 	// distinct: no two items share a name (known from the codec's memo; false: not known).
 	distinct bool
+	// run is the codec's memo run the items are a copy of (nil: none), and itemErrs how many
+	// items apply found in error (rejected or not subscribed).
+	run      *respEntry
+	itemErrs int
 	// unwatched is how a response for a type the client has no subscription for is answered.
 	unwatched unwatched
 }

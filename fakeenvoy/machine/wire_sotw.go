@@ -90,19 +90,19 @@ func (m *Machine) OnSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) Step 
 // buffer (Codec.LastRead), for Machine.OnSotwRead.
 type Resources struct {
 	items []item
-	// distinct: the codec knows no two items share a name (a run from its memo), so the
-	// machine need not find duplicates or what a full response lacks with maps of its own.
-	distinct bool
-	// from is the memo items is a copy from, given back once the response is applied.
-	from *respMemo
+	// run is the codec's memo run items is a copy of (nil: read from the bytes), given back once
+	// the response is applied. Its names are distinct when run.distinct, so the machine need not
+	// find duplicates or what a full response lacks with maps of its own. (Resources travels by
+	// value on every client's parked stacks: keep it small.)
+	run *respEntry
 }
 
 // OnSotwRead handles a SotW response received at recv whose resources the codec read (r's own
 // are ignored). It owns res: nothing of it is kept once it returns.
 func (m *Machine) OnSotwRead(r *discoveryv3.DiscoveryResponse, res Resources, recv time.Time) Step {
-	s := m.onSotwItemsOf(r, res.items, res.distinct, recv)
-	if res.from != nil {
-		res.from.release(res.items)
+	s := m.onSotwItemsOf(r, res.items, res.run, recv)
+	if res.run != nil {
+		res.run.memo.release(res.items)
 	}
 	return s
 }
@@ -110,16 +110,19 @@ func (m *Machine) OnSotwRead(r *discoveryv3.DiscoveryResponse, res Resources, re
 // onSotwItems handles a SotW response received at recv whose resources are res (r's own are
 // ignored). It owns res.
 func (m *Machine) onSotwItems(r *discoveryv3.DiscoveryResponse, res []item, recv time.Time) Step {
-	return m.onSotwItemsOf(r, res, false, recv)
+	return m.onSotwItemsOf(r, res, nil, recv)
 }
 
-// onSotwItemsOf is onSotwItems with what the codec knows of the names (Resources.distinct).
-func (m *Machine) onSotwItemsOf(r *discoveryv3.DiscoveryResponse, res []item, distinct bool, recv time.Time) Step {
+// onSotwItemsOf is onSotwItems with the codec's memo run the items are a copy of (nil: none;
+// see Resources.run).
+func (m *Machine) onSotwItemsOf(r *discoveryv3.DiscoveryResponse, res []item, run *respEntry, recv time.Time) Step {
 	m.seq++
 	m.streamResp++
 	s := Step{Response: true}
 	u := m.sotwUpdate(&s, r, res)
-	u.distinct = distinct && len(u.items) == len(res)
+	if run != nil && len(u.items) == len(res) {
+		u.run, u.distinct = run, run.distinct
+	}
 	s.Info.Recv = recv
 	m.handle(&s, &u, recv)
 	return s

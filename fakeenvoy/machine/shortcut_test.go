@@ -1,0 +1,142 @@
+package machine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
+)
+
+// TestSharedShortcuts: clients that share an Interner read their responses through the codec's
+// memo, and take the shortcuts shared state allows: a run that names every assignment the held
+// clusters reference warms them all at once; a run whose names all lie in the subscription
+// (a shared set's references) skips the per-name lookup; changes go to a list, not a map;
+// completeness is answered once per pair of sets; the blocker's example is the first holder of
+// a secret, found once per set. A private client (no Interner, no codec) takes none of them.
+// After every response, both must have done and must hold exactly the same.
+func TestSharedShortcuts(t *testing.T) {
+	mtls := func(name string) proto.Message { return mtlsCluster(t, name, nil) }
+	cla := func(name string) proto.Message { return fetest.CLA(name, "10.0.0.1", 80) }
+	script := []*discoveryv3.DiscoveryResponse{
+		// Four mTLS clusters (ADS secrets) and a plain one: all warm on EDS, four on secrets.
+		sotwResp(t, C, "1", "c1", mtls("c4"), mtls("c2"), mtls("c1"), mtls("c3"), fetest.EDSCluster("c5")),
+		// Some of the assignments: the run does not cover the clusters.
+		sotwResp(t, E, "1", "e1", cla("c2"), cla("c1")),
+		// A run that names one assignment nobody asked for: ignored, the rest applied.
+		sotwResp(t, E, "2", "e2", cla("c1"), cla("c2"), cla("c3"), cla("zz")),
+		// Every assignment: covers every warming cluster.
+		sotwResp(t, E, "3", "e3", cla("c1"), cla("c2"), cla("c3"), cla("c4"), cla("c5")),
+		// One secret of two: the blocker names the other.
+		sotwResp(t, S, "1", "s1", secret("ROOTCA")),
+		sotwResp(t, S, "2", "s2", secret("ROOTCA"), secret("default")),
+		sotwResp(t, L, "1", "l1", fetest.RDSListener(t, "l1", 80, "r1"), fetest.RDSListener(t, "l2", 81, "r2")),
+		sotwResp(t, R, "1", "r1", fetest.Route("r1", "h", "c1")),
+		sotwResp(t, R, "2", "r2", fetest.Route("r1", "h", "c1"), fetest.Route("r2", "h2", "c2")),
+		// c5 goes, c6 comes: c6 warms on EDS and secrets (held), then one run covers it.
+		sotwResp(t, C, "2", "c2", mtls("c1"), mtls("c2"), mtls("c3"), mtls("c4"), mtls("c6")),
+		sotwResp(t, E, "4", "e4", cla("c1"), cla("c2"), cla("c3"), cla("c4"), cla("c6")),
+		// A duplicate name: not known distinct, NACKed by both.
+		sotwResp(t, E, "5", "e5", cla("c1"), cla("c1"), cla("c2"), cla("c3"), cla("c4"), cla("c6")),
+	}
+
+	in := NewInterner()
+	cfg := Config{Nack: policy.Nack{Realistic: true}}
+	shared := make([]*Machine, 3)
+	for i := range shared {
+		c := cfg
+		c.Interner = in
+		shared[i] = newTestMachine(t, c)
+		shared[i].Start(t0)
+	}
+	private := newTestMachine(t, cfg)
+	private.Start(t0)
+
+	fromMemo := 0
+	for step, resp := range script {
+		want := renderShortcutStep(private.OnSotw(proto.Clone(resp).(*discoveryv3.DiscoveryResponse), t0))
+		wantState := shortcutState(private)
+		b := mustMarshal(t, resp)
+		for i, m := range shared {
+			c := &Codec{interner: in, mode: checkEnvoy}
+			r := &discoveryv3.DiscoveryResponse{}
+			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r); err != nil {
+				t.Fatal(err)
+			}
+			res, read := c.LastRead()
+			if !read {
+				t.Fatalf("step %d: the codec did not read the resources", step)
+			}
+			if res.run != nil {
+				fromMemo++
+			}
+			if got := renderShortcutStep(m.OnSotwRead(r, res, t0)); got != want {
+				t.Errorf("step %d (%s v%s), client %d:\n got %s\nwant %s", step, typeWord(resp.TypeUrl), resp.VersionInfo, i, got, want)
+			}
+			if got := shortcutState(m); got != wantState {
+				t.Errorf("step %d (%s v%s), client %d: state\n got %s\nwant %s", step, typeWord(resp.TypeUrl), resp.VersionInfo, i, got, wantState)
+			}
+		}
+	}
+	// The third client of each response read it from the memo (the second kept it).
+	if fromMemo < len(script) {
+		t.Fatalf("%d reads came from the memo, want at least %d: the shortcuts were not taken", fromMemo, len(script))
+	}
+	if !private.init.fullDone {
+		t.Fatal("the script never reaches a full config")
+	}
+}
+
+// renderShortcutStep is what a step sends and reports.
+func renderShortcutStep(s Step) string {
+	var out []string
+	for _, r := range s.Sotw {
+		out = append(out, renderSotw(r))
+	}
+	i := s.Info
+	out = append(out, fmt.Sprintf("changed=%d removed=%d noop=%v nacked=%v error=%q applied=%v full=%v timeouts=%v",
+		i.Changed, i.Removed, i.NoOp, i.Nacked, i.Error, s.Applied, s.FirstFull, s.Timeouts))
+	var touched []string
+	for _, t := range i.Touched {
+		touched = append(touched, fmt.Sprintf("%s(prev %v)", t.Name, t.Prev != nil))
+	}
+	slices.Sort(touched)
+	out = append(out, "touched "+strings.Join(touched, ","))
+	return strings.Join(out, " | ")
+}
+
+// shortcutState is what a machine holds: resources, subscriptions, warming and why it has no
+// full config.
+func shortcutState(m *Machine) string {
+	var out []string
+	for t := range numTypes {
+		ts := &m.types[t]
+		var held []string
+		for name, e := range ts.res {
+			held = append(held, fmt.Sprintf("%s:%x", name, e.d.hash))
+		}
+		slices.Sort(held)
+		out = append(out, fmt.Sprintf("%s held=%v names=%v accepted=%v v=%s", t, held, ts.names, ts.accepted, ts.version))
+	}
+	in := &m.init
+	out = append(out, fmt.Sprintf("phase=%d full=%v warmC=%v warmL=%v secC=%v secL=%v prevC=%d prevL=%d",
+		in.phase, in.fullDone, sortedKeys(in.warmC), sortedKeys(in.warmL), sortedKeys(in.secC), sortedKeys(in.secL), len(in.prevC), len(in.prevL)))
+	b, blocked := m.Blocked()
+	out = append(out, fmt.Sprintf("blocked=%v %q %q", blocked, b.Reason, b.Example))
+	return strings.Join(out, " | ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
