@@ -49,6 +49,9 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	// A named type's subscription is, as followUp makes it, the references of another type's
 	// shared set: whether a run names only those is known once per run and set.
 	lookUp := m.wire.named(t) && !(ts.subscribed && u.run != nil && u.run.namesIn(m.namesSet(t)))
+	// The bootstrap clusters a run's secrets name are found once per run: when the agent serves
+	// them all, no resource of it names a source Envoy would reject.
+	sourcesServed := u.run != nil && m.agentServesAll(u.run.secretClusters())
 	for i := range items {
 		it := &items[i]
 		if present != nil {
@@ -82,7 +85,7 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		} else {
 			it.d, it.err = m.interner.decode(t, mode, it.hash, it.name, it.raw)
 		}
-		if it.err == nil && mode == checkEnvoy && len(it.d.secrets) > 0 {
+		if it.err == nil && mode == checkEnvoy && !sourcesServed && len(it.d.secrets) > 0 {
 			if err := m.secretSourceErr(it.d); err != nil {
 				it.d, it.err = nil, err
 			}

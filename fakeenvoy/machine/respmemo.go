@@ -55,6 +55,25 @@ type respEntry struct {
 	distinct bool
 	// covered and within cache covers' and namesIn's answers for the last set asked about.
 	covered, within answerCache
+	// clusters are the bootstrap clusters the items' secrets name (decoded.secretClusters of
+	// every item, unique), found once.
+	clustersOnce sync.Once
+	clusters     []string
+}
+
+// secretClusters returns the bootstrap clusters, other than the control plane's, that the
+// run's resources name as secret sources.
+func (e *respEntry) secretClusters() []string {
+	e.clustersOnce.Do(func() {
+		for i := range e.items {
+			for _, c := range e.items[i].hit.secretClustersOf() {
+				if !slices.Contains(e.clusters, c) {
+					e.clusters = append(e.clusters, c)
+				}
+			}
+		}
+	})
+	return e.clusters
 }
 
 // covers reports whether the run names every reference of set (a shared set whose

@@ -211,11 +211,7 @@ type localSecret struct {
 // secretSourceErr reports a secret source Envoy would reject the resource for: an API config
 // source on a cluster the bootstrap lacks (neither the control plane's nor the agent's).
 func (m *Machine) secretSourceErr(d *decoded) error {
-	served := true
-	for _, c := range d.secretClusters { // usually one (the agent's), for every secret
-		served = served && m.agentServes(c)
-	}
-	if served {
+	if m.agentServesAll(d.secretClusters) { // usually one (the agent's), for every secret
 		return nil
 	}
 	for _, r := range d.secretList() {
@@ -224,6 +220,16 @@ func (m *Machine) secretSourceErr(d *decoded) error {
 		}
 	}
 	return nil
+}
+
+// agentServesAll reports whether the agent serves every one of clusters.
+func (m *Machine) agentServesAll(clusters []string) bool {
+	for _, c := range clusters {
+		if !m.agentServes(c) {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *Machine) agentServes(cluster string) bool {

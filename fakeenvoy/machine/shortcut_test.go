@@ -23,6 +23,10 @@ import (
 // After every response, both must have done and must hold exactly the same.
 func TestSharedShortcuts(t *testing.T) {
 	mtls := func(name string) proto.Message { return mtlsCluster(t, name, nil) }
+	agentCluster := func(name, source string) proto.Message {
+		src := agentSource(source, nil)
+		return autoMTLSCluster(t, name, src, src, "default", "ROOTCA")
+	}
 	cla := func(name string) proto.Message { return fetest.CLA(name, "10.0.0.1", 80) }
 	script := []*discoveryv3.DiscoveryResponse{
 		// Four mTLS clusters (ADS secrets) and a plain one: all warm on EDS, four on secrets.
@@ -44,6 +48,10 @@ func TestSharedShortcuts(t *testing.T) {
 		sotwResp(t, E, "4", "e4", cla("c1"), cla("c2"), cla("c3"), cla("c4"), cla("c6")),
 		// A duplicate name: not known distinct, NACKed by both.
 		sotwResp(t, E, "5", "e5", cla("c1"), cla("c1"), cla("c2"), cla("c3"), cla("c4"), cla("c6")),
+		// A secret on a cluster the bootstrap lacks: rejected (the run's clusters are not all
+		// served); then one on the agent's cluster, which this fleet has no agent for.
+		sotwResp(t, C, "3", "c3", mtls("c1"), mtls("c2"), mtls("c3"), mtls("c4"), mtls("c6"), agentCluster("c7", "nope")),
+		sotwResp(t, C, "4", "c4", mtls("c1"), mtls("c2"), mtls("c3"), mtls("c4"), mtls("c6"), agentCluster("c8", "sds-grpc")),
 	}
 
 	in := NewInterner()
@@ -90,6 +98,9 @@ func TestSharedShortcuts(t *testing.T) {
 	}
 	if !private.init.fullDone {
 		t.Fatal("the script never reaches a full config")
+	}
+	if b, _ := private.Blocked(); private.types[tCDS].version != "4" || !private.warming(tCDS, "c8") {
+		t.Fatalf("the script's last CDS was not applied with c8 warming (blocker %+v)", b)
 	}
 }
 
