@@ -13,6 +13,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 )
 
@@ -290,5 +291,109 @@ func TestReadSize(t *testing.T) {
 		if got := tr.readSize(); got != c.want {
 			t.Errorf("gather %d: read size %d, want %d", c.gather, got, c.want)
 		}
+	}
+}
+
+// scribblePool records the buffers given back and overwrites them, so that a byte sent after
+// its buffer was given back shows.
+type scribblePool struct {
+	mu  sync.Mutex
+	put int
+}
+
+func (p *scribblePool) Get(n int) *[]byte { b := make([]byte, n); return &b }
+
+func (p *scribblePool) Put(b *[]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.put++
+	for i := range *b {
+		(*b)[i] = 0xff
+	}
+}
+
+// chunkCodec marshals a message as its bytes in three pooled buffers.
+type chunkCodec struct{ pool *scribblePool }
+
+func (c chunkCodec) Marshal(v any) (mem.BufferSlice, error) {
+	b := v.([]byte)
+	var out mem.BufferSlice
+	for _, part := range [][]byte{b[:len(b)/3], b[len(b)/3 : 2*len(b)/3], b[2*len(b)/3:]} {
+		buf := c.pool.Get(len(part))
+		copy(*buf, part)
+		out = append(out, mem.NewBuffer(buf, c.pool))
+	}
+	return out, nil
+}
+
+func (chunkCodec) Unmarshal(mem.BufferSlice, any) error { return nil }
+func (chunkCodec) Name() string                         { return "chunk" }
+
+// dataWriter keeps the payloads of the DATA frames written.
+type dataWriter struct {
+	mu   sync.Mutex
+	data []byte
+}
+
+func (w *dataWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p := b; len(p) >= frameHeaderLen; {
+		n := int(p[0])<<16 | int(p[1])<<8 | int(p[2])
+		if p[3] == frameData {
+			w.data = append(w.data, p[frameHeaderLen:frameHeaderLen+n]...)
+		}
+		p = p[frameHeaderLen+n:]
+	}
+	return len(b), nil
+}
+
+// TestQueueRefersToBuffers: messages above the send window wait in the queue as the codec's
+// buffers, not copies of them; each buffer goes back to its pool once its bytes are written, not
+// before (the pool overwrites what it gets back), and the bytes go out whole and in order.
+func TestQueueRefersToBuffers(t *testing.T) {
+	w := &dataWriter{}
+	in := make(chan []byte)
+	defer close(in)
+	c, tr := testTransport(t, w, chanSource{in})
+	pool := &scribblePool{}
+	s, err := tr.open(context.Background(), c, chunkCodec{pool}, "/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.mu.Lock()
+	tr.connSendWin, s.sendWin = 1000, 1000
+	tr.mu.Unlock()
+	var want []byte
+	for i := range 3 {
+		msg := make([]byte, 3300+i) // thirds above gRPC's pooling threshold (1 KiB)
+		for j := range msg {
+			msg[j] = byte(i*7 + j)
+		}
+		if err := s.SendMsg(msg); err != nil {
+			t.Fatal(err)
+		}
+		want = binary.BigEndian.AppendUint32(append(want, 0), uint32(len(msg)))
+		want = append(want, msg...)
+	}
+	if tr.mu.Lock(); s.sendN != len(want)-1000 {
+		t.Fatalf("queued %d bytes, want %d", s.sendN, len(want)-1000)
+	}
+	tr.mu.Unlock()
+	for sent := 1000; sent < len(want); sent += 2500 {
+		tr.mu.Lock()
+		tr.connSendWin, s.sendWin = 2500, 2500
+		tr.mu.Unlock()
+		if err := s.flushQueued(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if string(w.data) != string(want) {
+		t.Fatalf("sent %d bytes that differ from the %d of the messages", len(w.data), len(want))
+	}
+	if pool.put != 9 || s.sendN != 0 || len(s.sendq) != 0 {
+		t.Fatalf("%d buffers given back (want 9), %d bytes and %d messages still queued", pool.put, s.sendN, len(s.sendq))
 	}
 }

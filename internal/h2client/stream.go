@@ -35,9 +35,9 @@ type stream struct {
 	// Under t.mu.
 	sendWin    int64
 	sendClosed bool
-	sendq      []byte  // framed messages waiting for window
-	sendBuf    *[]byte // the pool buffer sendq lies in
-	sendEnd    bool    // END_STREAM follows the queue
+	sendq      []queued // framed messages waiting for window, oldest first
+	sendN      int      // bytes in sendq
+	sendEnd    bool     // END_STREAM follows the queue
 	endSent    bool
 	cancelled  bool
 	done       bool // the receive side ended (final is set)
@@ -400,7 +400,6 @@ func (s *stream) SendMsg(m any) error {
 	if err != nil {
 		return status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
 	}
-	defer data.Free()
 	n := data.Len()
 	var pre [5]byte
 	binary.BigEndian.PutUint32(pre[1:], uint32(n))
@@ -411,6 +410,7 @@ func (s *stream) SendMsg(m any) error {
 	t.mu.Lock()
 	if s.done || s.cancelled || s.sendClosed || t.err != nil {
 		t.mu.Unlock()
+		data.Free()
 		return io.EOF
 	}
 	parts := make([][]byte, 0, 1+len(data))
@@ -418,34 +418,36 @@ func (s *stream) SendMsg(m any) error {
 	for _, b := range data {
 		parts = append(parts, b.ReadOnlyData())
 	}
-	if w := min(t.connSendWin, s.sendWin); len(s.sendq) == 0 && w > 0 {
+	if w := min(t.connSendWin, s.sendWin); s.sendN == 0 && w > 0 {
 		// The common case: as much as the windows allow now, framed straight from the
-		// codec's buffers; only what does not fit is copied into the queue.
+		// codec's buffers; only what does not fit is queued.
 		now := int(min(w, int64(total)))
 		t.connSendWin -= int64(now)
 		s.sendWin -= int64(now)
 		frame := t.peerMaxFrame
 		t.mu.Unlock()
 		left, err := s.writeData(parts, now, frame, false)
-		if err != nil {
-			return io.EOF
-		}
-		if now == total {
+		if err != nil || now == total {
+			data.Free()
+			if err != nil {
+				return io.EOF
+			}
 			return nil
 		}
 		t.mu.Lock()
 		if s.done || s.cancelled || t.err != nil {
 			t.mu.Unlock()
+			data.Free()
 			return io.EOF
 		}
-		s.enqueue(left, total-now)
+		s.enqueue(left, total-now, data)
 		t.mu.Unlock()
 		if err := s.flushLocked(); err != nil {
 			return io.EOF
 		}
 		return nil
 	}
-	s.enqueue(parts, total)
+	s.enqueue(parts, total, data)
 	t.mu.Unlock()
 	if err := s.flushLocked(); err != nil {
 		return io.EOF
@@ -487,7 +489,7 @@ func (s *stream) flushQueued() error {
 func (s *stream) queued() bool {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
-	return len(s.sendq) > 0 || s.sendEnd && !s.endSent
+	return s.sendN > 0 || s.sendEnd && !s.endSent
 }
 
 // flushLocked sends as much of the queue as the windows allow; t.wmu is held.
@@ -499,8 +501,8 @@ func (s *stream) flushLocked() error {
 		t.mu.Unlock()
 		return io.EOF
 	}
-	k := int(max(0, min(int64(len(s.sendq)), t.connSendWin, s.sendWin)))
-	end := s.sendEnd && !s.endSent && k == len(s.sendq)
+	k := int(max(0, min(int64(s.sendN), t.connSendWin, s.sendWin)))
+	end := s.sendEnd && !s.endSent && k == s.sendN
 	if k == 0 && !end {
 		t.mu.Unlock()
 		return nil
@@ -508,12 +510,16 @@ func (s *stream) flushLocked() error {
 	t.connSendWin -= int64(k)
 	s.sendWin -= int64(k)
 	frame := t.peerMaxFrame
-	chunk := s.sendq[:k]
+	var parts [][]byte
+	for i := range s.sendq {
+		parts = append(parts, s.sendq[i].parts...)
+	}
 	t.mu.Unlock()
-	// chunk stays valid: only writers, who hold wmu, change the queue.
-	_, err := s.writeData([][]byte{chunk}, k, frame, end)
+	// The queue stays valid: only writers, who hold wmu, change it.
+	_, err := s.writeData(parts, k, frame, end)
 	t.mu.Lock()
-	if s.sendq = s.sendq[k:]; len(s.sendq) == 0 || s.done {
+	s.dequeue(k)
+	if s.done {
 		s.releaseQueue()
 	}
 	if end {
@@ -523,28 +529,68 @@ func (s *stream) flushLocked() error {
 	return err
 }
 
-// enqueue appends n bytes from parts to the send queue; t.mu and t.wmu are held. The queue
-// lies in a pool buffer with room for the whole message (an ACK can list a thousand names): a
-// late server would otherwise cost an allocation, its clearing and several copies per ACK.
-func (s *stream) enqueue(parts [][]byte, n int) {
-	if cap(s.sendq)-len(s.sendq) < n {
-		nb := s.t.cfg.Pool.Get(len(s.sendq) + n)
-		q := (*nb)[:copy(*nb, s.sendq)]
-		s.releaseQueue()
-		s.sendq, s.sendBuf = q, nb
-	}
+// queued is one message (or what is left of it) waiting for window: the parts still to send,
+// which lie in data (given back once they are sent) or, for the small ones, in the stream's
+// own copies.
+type queued struct {
+	parts [][]byte
+	data  mem.BufferSlice
+}
+
+// smallPart is the longest part the queue copies rather than refers to (the message's
+// length prefix lives on the sender's stack).
+const smallPart = 64
+
+// enqueue appends n bytes from parts, which lie in data or are small, to the send queue; the
+// queue owns data from then on. t.mu and t.wmu are held. The queue refers to the codec's
+// buffers rather than copying them: an ACK can list a thousand names (shared bytes, for a
+// fleet's SotW EDS requests), and a server that is late to open its window would otherwise
+// cost a copy of every one.
+func (s *stream) enqueue(parts [][]byte, n int, data mem.BufferSlice) {
+	q := queued{parts: make([][]byte, 0, len(parts)), data: data}
 	for _, p := range parts {
-		s.sendq = append(s.sendq, p...)
+		if len(p) <= smallPart {
+			p = append([]byte(nil), p...)
+		}
+		q.parts = append(q.parts, p)
+	}
+	s.sendq = append(s.sendq, q)
+	s.sendN += n
+}
+
+// dequeue drops the first k bytes of the queue, giving back the buffers of the messages sent
+// whole; t.mu and t.wmu are held.
+func (s *stream) dequeue(k int) {
+	s.sendN -= k
+	i := 0
+	for ; i < len(s.sendq) && k > 0; i++ {
+		q := &s.sendq[i]
+		for len(q.parts) > 0 && k > 0 {
+			c := min(k, len(q.parts[0]))
+			if q.parts[0] = q.parts[0][c:]; len(q.parts[0]) == 0 {
+				q.parts = q.parts[1:]
+			}
+			k -= c
+		}
+		if len(q.parts) > 0 {
+			break
+		}
+		q.data.Free()
+		*q = queued{}
+	}
+	s.sendq = s.sendq[i:]
+	if len(s.sendq) == 0 {
+		s.sendq = nil
 	}
 }
 
-// releaseQueue empties the send queue and gives its buffer back; t.mu and t.wmu are held
+// releaseQueue empties the send queue and gives its buffers back; t.mu and t.wmu are held
 // (no write reads the queue).
 func (s *stream) releaseQueue() {
-	if s.sendBuf != nil {
-		s.t.cfg.Pool.Put(s.sendBuf)
+	for i := range s.sendq {
+		s.sendq[i].data.Free()
 	}
-	s.sendq, s.sendBuf = nil, nil
+	s.sendq, s.sendN = nil, 0
 }
 
 // writeData writes the first total bytes from parts as DATA frames of at most frame bytes,
