@@ -23,7 +23,11 @@
 //	sds.go          SDS secrets by source (ADS, the emulated istio-agent, files) and the
 //	                warming on them; blocked.go why a client has no full config
 //	decode.go, rtype.go   decoding resources, reading raw protobuf; the resource types
-//	resset.go, intern.go  sharing decoded resources and accepted sets among a fleet's clients
+//	resset.go, intern.go  sharing decoded resources and accepted sets among a fleet's clients,
+//	                and what is derived once per shared set (references, secret holders)
+//	respmemo.go     the codec's memo of response runs the fleet's clients receive alike, and
+//	                what apply asks once per run (does it cover the clusters, lie within the
+//	                subscription, name only served secret sources)
 //	codec.go        the client's gRPC codec: the node encoded once, SotW resources read and
 //	                looked up in the Interner straight from the transport's buffer, the
 //	                receive stamp

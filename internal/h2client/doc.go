@@ -37,7 +37,8 @@
 // DATA frame is handed to the codec in place, in the receive buffer; a longer one is gathered
 // into a buffer of the pool sized to it, and while it is, the receive buffer grows to what is
 // left of it (at most 256 KiB), so a full config of a MB takes a few reads. A send takes what
-// the flow-control windows allow at once; only the rest waits, in a pool buffer.
+// the flow-control windows allow at once; only the rest waits, as the codec's own buffers
+// (an ACK's thousand names are not copied), each given back once its bytes are written.
 //
 // A stream ends when the server sends its trailers or resets it, when the connection fails,
 // or when its context is done: the transport then interrupts a read in progress with a past
