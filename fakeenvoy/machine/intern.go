@@ -184,11 +184,3 @@ func secretClusters(refs []secretRef) []string {
 	}
 	return cs
 }
-
-// secretClustersOf is d's secretClusters (none for nil).
-func (d *decoded) secretClustersOf() []string {
-	if d == nil {
-		return nil
-	}
-	return d.secretClusters
-}

@@ -66,7 +66,7 @@ type respEntry struct {
 func (e *respEntry) secretClusters() []string {
 	e.clustersOnce.Do(func() {
 		for i := range e.items {
-			for _, c := range e.items[i].hit.secretClustersOf() {
+			for _, c := range e.items[i].hit.secretClusters { // a kept run's items are all shared
 				if !slices.Contains(e.clusters, c) {
 					e.clusters = append(e.clusters, c)
 				}

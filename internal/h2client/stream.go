@@ -510,9 +510,14 @@ func (s *stream) flushLocked() error {
 	t.connSendWin -= int64(k)
 	s.sendWin -= int64(k)
 	frame := t.peerMaxFrame
-	var parts [][]byte
-	for i := range s.sendq {
-		parts = append(parts, s.sendq[i].parts...)
+	var parts [][]byte // the queued parts that hold the k bytes, not the whole queue
+	for i, have := 0, 0; i < len(s.sendq) && have < k; i++ {
+		for _, p := range s.sendq[i].parts {
+			if have >= k {
+				break
+			}
+			parts, have = append(parts, p), have+len(p)
+		}
 	}
 	t.mu.Unlock()
 	// The queue stays valid: only writers, who hold wmu, change it.
