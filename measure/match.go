@@ -1324,6 +1324,23 @@ func (m *Matcher) Drain(ctx context.Context, poll time.Duration) (int, error) {
 	}
 }
 
+// PushLatency returns the push latencies recorded so far over every kind and group: what
+// Results().PushLatencyAll holds, without classifying what is still outstanding. A progress
+// line reads it while the clients run; it takes each shard's lock only to merge its few
+// histograms, where Results walks every client's pending entries under it.
+func (m *Matcher) PushLatency() *hdr.Histogram {
+	h := NewLatencyHistogram()
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		for _, p := range s.push {
+			p.MergeInto(h)
+		}
+		s.mu.Unlock()
+	}
+	return h
+}
+
 // Results returns every event's result and the merged histograms. Clients not yet observing an
 // event count as missed: call it after Drain (or after the fleet stopped).
 func (m *Matcher) Results() MatchResults {

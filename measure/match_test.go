@@ -541,6 +541,10 @@ func TestMatcherClasses(t *testing.T) {
 			if got := res.PushLatencyAll.TotalCount(); got != n {
 				t.Errorf("push latency samples = %d, want %d (one per observation, none for held or superseded)", got, n)
 			}
+			if got, want := m.PushLatency(), res.PushLatencyAll; !got.Equals(want) {
+				t.Errorf("PushLatency holds %d samples (max %d), Results %d (max %d): they must be the same histogram",
+					got.TotalCount(), got.Max(), want.TotalCount(), want.Max())
+			}
 		})
 	}
 }

@@ -626,9 +626,8 @@ func (r *execution) printProgress(now time.Time, p fleet.Progress) {
 			line += fmt.Sprintf(", pushes %.0f", r.samples[n-1].PushCycles-start)
 		}
 		r.samplesMu.Unlock()
-		res := r.fleet.Matcher().Results()
-		if res.PushLatencyAll.TotalCount() > 0 {
-			p99 := time.Duration(res.PushLatencyAll.ValueAtPercentile(99)) * time.Microsecond
+		if h := r.fleet.Matcher().PushLatency(); h.TotalCount() > 0 {
+			p99 := time.Duration(h.ValueAtPercentile(99)) * time.Microsecond
 			line += fmt.Sprintf(", p99 push latency %s", p99)
 		}
 	}
