@@ -272,7 +272,7 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 	c.run = nil
 	if memo != nil && contiguous && k > 0 {
 		region := b[first:end]
-		key = respKey{hash: maphash.Bytes(hashSeed, region), n: len(region), mode: c.mode}
+		key = respKey{hash: runHash(region), n: len(region), mode: c.mode}
 		res, c.run = memo.get(key, region)
 	}
 	if res == nil {

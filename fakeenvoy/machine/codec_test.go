@@ -498,6 +498,59 @@ func TestResponseMemoBounded(t *testing.T) {
 	}
 }
 
+// TestResponseMemoSharedKey: a long run is keyed by a sample of its bytes, so runs of one
+// length that differ only between the samples share a key. Both are kept and each is found by
+// its own bytes; the older leaves the memo without taking the newer with it.
+func TestResponseMemoSharedKey(t *testing.T) {
+	a := bytes.Repeat([]byte("0123456789abcdef"), 8<<10) // 128 KiB
+	b := bytes.Clone(a)
+	b[runEnds+runWindow+100] ^= 1 // between the first two windows
+	if runHash(a) != runHash(b) {
+		t.Fatal("a byte outside every sampled window changed the run's hash: the test no longer tests a shared key")
+	}
+	c := bytes.Clone(a)
+	c[runEnds+10] ^= 1 // inside the first window
+	if runHash(a) == runHash(c) {
+		t.Error("a byte inside a sampled window did not change the run's hash")
+	}
+	if small := []byte("short run"); runHash(small) != maphash.Bytes(hashSeed, small) {
+		t.Error("a short run is not hashed whole")
+	}
+	var r respMemo
+	k := respKey{hash: runHash(a), n: len(a)}
+	ia := []item{{name: "a", hit: &decoded{name: "a"}}}
+	ib := []item{{name: "b", hit: &decoded{name: "b"}}}
+	r.put(k, a, ia)
+	r.put(k, b, ib)
+	r.put(k, b, ib) // kept already
+	if got := len(r.m[k]); got != 2 || len(r.order) != 2 {
+		t.Fatalf("memo holds %d runs under the shared key (%d in order), want 2", got, len(r.order))
+	}
+	for _, tc := range []struct {
+		region []byte
+		want   string
+	}{{a, "a"}, {b, "b"}} {
+		got, e := r.get(k, tc.region)
+		if len(got) != 1 || got[0].name != tc.want || !bytes.Equal(e.region, tc.region) {
+			t.Errorf("run %s: got %+v", tc.want, got)
+		}
+	}
+	if got, _ := r.get(k, c); got != nil {
+		t.Error("a run with other bytes was taken")
+	}
+	// Fill the memo past its bound: a and then b leave, in order.
+	for i := range respMemoMaxRuns - 1 {
+		region := []byte(fmt.Sprint("run-", i))
+		r.put(respKey{hash: uint64(i), n: len(region)}, region, ia)
+	}
+	if got, _ := r.get(k, a); got != nil {
+		t.Error("the oldest run is still kept")
+	}
+	if got, _ := r.get(k, b); len(got) != 1 || got[0].name != "b" {
+		t.Error("the run that shares the oldest one's key left with it")
+	}
+}
+
 // TestResponseMemoPutOnce: clients that read a run the memo already keeps (they read it before
 // the first one kept it) copy nothing.
 func TestResponseMemoPutOnce(t *testing.T) {
@@ -538,7 +591,7 @@ func TestResponseMemoCopiesReused(t *testing.T) {
 		}
 		r.release(got)
 	}
-	if e := r.m[k]; e.items[0].d != nil || e.items[0].err != nil {
+	if e := r.m[k][0]; e.items[0].d != nil || e.items[0].err != nil {
 		t.Fatalf("a client's changes reached the memo: %+v", e.items[0])
 	}
 }
@@ -595,5 +648,41 @@ func TestMachineDistinctRun(t *testing.T) {
 	}
 	if s := m.OnSotwRead(r, res, t0); !s.Info.Nacked {
 		t.Fatal("a CDS response naming c1 twice was not NACKed")
+	}
+}
+
+// BenchmarkCodecMemoHit reads a full config of 2,000 clusters (about 0.3 MB of resources) that
+// the memo keeps, as every client after the first does: the cost of finding the run and
+// copying its items (bytes/s is the response's size over that).
+func BenchmarkCodecMemoHit(b *testing.B) {
+	in := NewInterner()
+	var ms []proto.Message
+	for i := range 2000 {
+		ms = append(ms, fetest.EDSCluster(fmt.Sprintf("outbound|8080||svc-%04d.ns-%02d.svc.cluster.local", i, i%50)))
+	}
+	raw, err := proto.Marshal(sotwResp(b, C, "1", "n1", ms...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	read := func() {
+		c := &Codec{interner: in, mode: checkEnvoy}
+		var r discoveryv3.DiscoveryResponse
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(raw)}, &r); err != nil {
+			b.Fatal(err)
+		}
+		res, ok := c.LastRead()
+		if !ok || len(res.items) != len(ms) {
+			b.Fatalf("read %d items (%v), want %d", len(res.items), ok, len(ms))
+		}
+		if res.run != nil {
+			res.run.memo.release(res.items)
+		}
+	}
+	read()
+	read() // the second read keeps the run
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		read()
 	}
 }

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"bytes"
+	"hash/maphash"
 	"math/bits"
 	"slices"
 	"sync"
@@ -25,9 +26,12 @@ import (
 // oldest first out): a run is worth keeping while a push reaches the fleet, not after, and it
 // keeps the resources it points to alive until it leaves.
 type respMemo struct {
-	mu    sync.Mutex
-	m     map[respKey]*respEntry
-	order []respKey // oldest first
+	mu sync.Mutex
+	// m holds the runs by key. A key is a sample of a run's bytes (runHash), so runs of the
+	// same length can share one: each slice is replaced, never changed, so that get reads it
+	// outside the lock.
+	m     map[respKey][]*respEntry
+	order []*respEntry // oldest first
 	bytes int
 	// free holds the copies get handed out and release gave back, by size class: a full
 	// config's copy is a quarter of a MB, and every client of a push needs one for as long as
@@ -38,8 +42,8 @@ type respMemo struct {
 // itemTiers size classes: copies of 1 << i items, up to 1 << (itemTiers-1).
 const itemTiers = 18
 
-// respKey finds a run: the hash of its bytes (hashSeed), their length and the client's
-// validation mode (part of what a shared resource is).
+// respKey finds a run: the hash of a sample of its bytes (runHash), their length and the
+// client's validation mode (part of what a shared resource is).
 type respKey struct {
 	hash uint64
 	n    int
@@ -48,6 +52,7 @@ type respKey struct {
 
 type respEntry struct {
 	memo   *respMemo // the memo that keeps it (copies go back there)
+	key    respKey
 	region []byte
 	items  []item
 	// distinct: no two items share a name (found once, so that a client need not check it
@@ -141,10 +146,7 @@ const (
 // applies them) and the run that holds them, nil when none are kept. Give the copy back with
 // release once applied.
 func (r *respMemo) get(k respKey, region []byte) (items []item, e *respEntry) {
-	r.mu.Lock()
-	e = r.m[k]
-	r.mu.Unlock()
-	if e == nil || !bytes.Equal(e.region, region) {
+	if e = r.find(k, region); e == nil {
 		return nil, nil
 	}
 	n := len(e.items)
@@ -185,32 +187,79 @@ func (r *respMemo) put(k respKey, region []byte, items []item) {
 	}
 	// Clients that read the same run before any of them kept it all get here: only the
 	// first copies it (a MB for a full config, once per client otherwise).
-	r.mu.Lock()
-	_, had := r.m[k]
-	r.mu.Unlock()
-	if had {
+	if r.find(k, region) != nil {
 		return
 	}
-	e := &respEntry{memo: r, region: bytes.Clone(region), items: slices.Clone(items), distinct: distinctNames(items)}
+	e := &respEntry{memo: r, key: k, region: bytes.Clone(region), items: slices.Clone(items), distinct: distinctNames(items)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.m[k]; ok {
-		return
+	same := r.m[k]
+	for _, o := range same {
+		if bytes.Equal(o.region, region) {
+			return // kept meanwhile by another client
+		}
 	}
 	if r.m == nil {
-		r.m = make(map[respKey]*respEntry)
+		r.m = make(map[respKey][]*respEntry)
 	}
-	r.m[k] = e
-	r.order = append(r.order, k)
+	r.m[k] = append(slices.Clip(same), e)
+	r.order = append(r.order, e)
 	r.bytes += len(region)
 	for (r.bytes > respMemoMaxBytes || len(r.order) > respMemoMaxRuns) && len(r.order) > 0 {
 		old := r.order[0]
+		r.order[0] = nil
 		r.order = r.order[1:]
-		if oe := r.m[old]; oe != nil {
-			r.bytes -= len(oe.region)
-			delete(r.m, old)
+		r.bytes -= len(old.region)
+		rest := slices.DeleteFunc(slices.Clone(r.m[old.key]), func(o *respEntry) bool { return o == old })
+		if len(rest) == 0 {
+			delete(r.m, old.key)
+		} else {
+			r.m[old.key] = rest
 		}
 	}
+}
+
+// find returns the kept run whose bytes are region's, nil when none is. Runs that share a key
+// are told apart by their bytes; the comparison is made outside the lock.
+func (r *respMemo) find(k respKey, region []byte) *respEntry {
+	r.mu.Lock()
+	same := r.m[k]
+	r.mu.Unlock()
+	for _, e := range same {
+		if bytes.Equal(e.region, region) {
+			return e
+		}
+	}
+	return nil
+}
+
+// Runs longer than runWhole are hashed by sample for the memo's key: their first and last
+// runEnds bytes and runWindow bytes every runStride between them. A run is a push's resources,
+// the same bytes for every client it reaches, and get compares the bytes anyway: hashing all
+// of a MB costs each client several times that comparison, while runs that a change leaves the
+// same length and the same in every sampled byte only share a key.
+const (
+	runWhole  = 16 << 10
+	runEnds   = 1 << 10
+	runWindow = 64
+	runStride = 4 << 10
+)
+
+// runHash is the memo's hash of a run's bytes (hashSeed): of all of them up to runWhole, else
+// of a sample.
+func runHash(region []byte) uint64 {
+	if len(region) <= runWhole {
+		return maphash.Bytes(hashSeed, region)
+	}
+	var h maphash.Hash
+	h.SetSeed(hashSeed)
+	h.Write(region[:runEnds])
+	tail := len(region) - runEnds
+	for off := runEnds; off+runWindow <= tail; off += runStride {
+		h.Write(region[off : off+runWindow])
+	}
+	h.Write(region[tail:])
+	return h.Sum64()
 }
 
 // distinctNames reports whether no two items share a name.
