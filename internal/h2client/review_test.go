@@ -1,6 +1,7 @@
 package h2client
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
@@ -395,5 +397,109 @@ func TestQueueRefersToBuffers(t *testing.T) {
 	}
 	if pool.put != 9 || s.sendN != 0 || len(s.sendq) != 0 {
 		t.Fatalf("%d buffers given back (want 9), %d bytes and %d messages still queued", pool.put, s.sendN, len(s.sendq))
+	}
+}
+
+// ledgerPool hands out fresh buffers, counts those out, fails on a buffer given back twice and
+// overwrites what it gets back, so that a piece read after its buffer went back shows.
+type ledgerPool struct {
+	t   *testing.T
+	out map[*[]byte]bool
+}
+
+func (p *ledgerPool) Get(n int) *[]byte {
+	b := make([]byte, n)
+	p.out[&b] = true
+	return &b
+}
+
+func (p *ledgerPool) Put(b *[]byte) {
+	if !p.out[b] {
+		p.t.Errorf("a buffer of %d bytes given back that is not out", cap(*b))
+	}
+	delete(p.out, b)
+	for i := range *b {
+		(*b)[i] = 0xff
+	}
+}
+
+// wantCodec checks each message against the next expected one while the codec holds it, and
+// counts those delivered in more than one piece.
+type wantCodec struct {
+	t      *testing.T
+	want   [][]byte
+	pieces int
+}
+
+func (c *wantCodec) Marshal(any) (mem.BufferSlice, error) { return nil, nil }
+func (c *wantCodec) Name() string                         { return "want" }
+func (c *wantCodec) Unmarshal(data mem.BufferSlice, _ any) error {
+	if len(c.want) == 0 {
+		c.t.Fatal("a message beyond those sent")
+	}
+	if len(data) > 1 {
+		c.pieces++
+	}
+	if got := data.Materialize(); !bytes.Equal(got, c.want[0]) {
+		c.t.Errorf("message of %d bytes delivered as %d bytes in %d pieces that differ", len(c.want[0]), len(got), len(data))
+	}
+	c.want = c.want[1:]
+	return nil
+}
+
+// TestGatheredInPlace: a message longer than its DATA frame reaches the codec as the frames'
+// pieces, where they were read, through reads of every size. Each piece is intact while the
+// codec reads it (the pool overwrites a buffer given back), and every receive buffer is back in
+// the pool once the stream has ended.
+func TestGatheredInPlace(t *testing.T) {
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	sizes := []int{10, 40000, 5, 100000, 16379, 16380, 300000, 0, 1, 70000, 3}
+	var msgs [][]byte
+	var stream []byte // every message framed as gRPC does, back to back
+	for i, n := range sizes {
+		m := make([]byte, n)
+		for j := range m {
+			m[j] = byte(i*31 + j*7)
+		}
+		msgs = append(msgs, m)
+		stream = append(stream, grpcMessage(m)...)
+	}
+	wire := bytes.Join([][]byte{
+		frame(frameSettings, 0, 0, nil),
+		frame(frameHeaders, flagEndHeaders, 1, headerBlock(enc, &buf, ":status", "200", "content-type", "application/grpc")),
+	}, nil)
+	// DATA frames of uneven sizes, so that messages start and end inside frames.
+	for i, cut := 0, 0; len(stream) > 0; i++ {
+		cut = min(len(stream), []int{16384, 1, 9000, 16384, 5, 12345}[i%6])
+		wire = append(wire, frame(frameData, 0, 1, stream[:cut])...)
+		stream = stream[cut:]
+	}
+	wire = append(wire, frame(frameHeaders, flagEndHeaders|flagEndStream, 1, headerBlock(enc, &buf, "grpc-status", "0"))...)
+	for _, chunk := range []int{7, 1000, 16393, 70000, len(wire)} {
+		pool := &ledgerPool{t: t, out: map[*[]byte]bool{}}
+		c := &Conn{cfg: Config{Target: "127.0.0.1:1", Pool: pool}.withDefaults()}
+		tr := newTransport(&c.cfg, nil, &sliceSource{b: wire, chunk: chunk})
+		tr.w = io.Discard
+		codec := &wantCodec{t: t, want: msgs}
+		s, err := tr.open(context.Background(), c, codec, "/m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ; ; n++ {
+			if err := s.RecvMsg(nil); err != nil {
+				if err != io.EOF {
+					t.Errorf("reads of %d: the stream ended with %v", chunk, err)
+				}
+				break
+			}
+		}
+		if n != len(msgs) || codec.pieces == 0 {
+			t.Errorf("reads of %d: %d messages, %d in pieces; want %d, some in pieces", chunk, n, codec.pieces, len(msgs))
+		}
+		if len(pool.out) != 0 {
+			t.Errorf("reads of %d: %d receive buffers not given back", chunk, len(pool.out))
+		}
 	}
 }

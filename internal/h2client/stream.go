@@ -53,18 +53,23 @@ type stream struct {
 	pre         [5]byte
 	preN        int
 	msgLen      int
-	msg         *[]byte // the message being gathered (from the pool)
-	got         int
-	ready       []readyMsg
-	head        int
+	// parts are the pieces, in receive buffers, of the message being gathered (the
+	// transport's current buffer is pinned while they refer to it, and the earlier ones are
+	// in transport.kept); got is how many of its bytes they hold.
+	parts [][]byte
+	got   int
+	ready []readyMsg
+	head  int
 }
 
-// readyMsg is a whole received message: in place in the receive buffer (buf nil) or gathered
-// into a pooled buffer.
+// readyMsg is a whole received message, in place in the receive buffers: in one piece (b), or
+// in the pieces of the DATA frames it came in (parts), some of them in receive buffers the
+// transport has set aside for it (held, given back once it is delivered).
 type readyMsg struct {
-	b   []byte
-	buf *[]byte
-	at  time.Time
+	b     []byte
+	parts [][]byte
+	held  []*[]byte
+	at    time.Time
 }
 
 var _ grpc.ClientStream = (*stream)(nil)
@@ -127,9 +132,7 @@ func (s *stream) advance() {
 // opened): it must not read the transport's buffer any more. t.rmu is held.
 func (s *stream) abandon() {
 	for i := s.head; i < len(s.ready); i++ {
-		if s.ready[i].buf != nil {
-			s.t.cfg.Pool.Put(s.ready[i].buf)
-		}
+		s.t.putAll(s.ready[i].held)
 	}
 	s.ready, s.head = nil, 0
 	if !s.recvDone {
@@ -139,10 +142,15 @@ func (s *stream) abandon() {
 		}
 		s.recvDone, s.final = true, err
 	}
-	if s.msg != nil {
-		s.t.cfg.Pool.Put(s.msg)
-		s.msg, s.t.gather = nil, 0
-	}
+	s.dropGathered()
+}
+
+// dropGathered drops the message being gathered, if any: the receive buffers set aside for it
+// go back to the pool.
+func (s *stream) dropGathered() {
+	s.parts, s.t.gather = nil, 0
+	s.t.putAll(s.t.kept)
+	s.t.kept, s.t.pinned = nil, false
 }
 
 func (s *stream) deliver(m any) error {
@@ -152,12 +160,21 @@ func (s *stream) deliver(m any) error {
 	if s.head == len(s.ready) {
 		s.ready, s.head = s.ready[:0], 0
 	}
-	s.c.stampAt, s.c.stampN = r.at, len(r.b)
-	err := s.codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(r.b)}, m)
-	s.c.stampAt = time.Time{}
-	if r.buf != nil {
-		s.t.cfg.Pool.Put(r.buf)
+	data, n := mem.BufferSlice{mem.SliceBuffer(r.b)}, len(r.b)
+	if r.parts != nil {
+		// The codec reads the pieces where they are: a codec that needs the message whole
+		// gathers it (mem.BufferSlice.Materialize), one that compares it with what it knows
+		// need not.
+		data, n = make(mem.BufferSlice, len(r.parts)), 0
+		for i, p := range r.parts {
+			data[i] = mem.SliceBuffer(p)
+			n += len(p)
+		}
 	}
+	s.c.stampAt, s.c.stampN = r.at, n
+	err := s.codec.Unmarshal(data, m)
+	s.c.stampAt = time.Time{}
+	s.t.putAll(r.held)
 	if err != nil {
 		err = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 		s.endLocal(err)
@@ -192,15 +209,21 @@ func (s *stream) take(b []byte) {
 				s.preN = 0
 				continue
 			}
-			s.msg = s.t.cfg.Pool.Get(s.msgLen)
 		}
-		k := copy((*s.msg)[s.got:s.msgLen], b)
+		// A message longer than what is left of the frame: its pieces stay where they were
+		// read, and the receive buffer they lie in is pinned (transport.drop).
+		k := min(len(b), s.msgLen-s.got)
+		s.parts = append(s.parts, b[:k])
+		s.t.pinned = true
 		s.got += k
 		b = b[k:]
 		s.t.gather = s.msgLen - s.got
 		if s.got == s.msgLen {
-			s.ready = append(s.ready, readyMsg{b: (*s.msg)[:s.msgLen], buf: s.msg, at: s.t.at})
-			s.msg, s.preN = nil, 0
+			// Whole. Until it is delivered no read is made (RecvMsg delivers what is ready
+			// first), so the buffer it lies in need not stay pinned.
+			s.ready = append(s.ready, readyMsg{parts: s.parts, held: s.t.kept, at: s.t.at})
+			s.parts, s.preN = nil, 0
+			s.t.kept, s.t.pinned = nil, false
 		}
 	}
 }
@@ -319,10 +342,7 @@ func (s *stream) end(err error) {
 	}
 	s.recvDone = true
 	s.final = err
-	if s.msg != nil {
-		s.t.cfg.Pool.Put(s.msg)
-		s.msg, s.t.gather = nil, 0
-	}
+	s.dropGathered()
 	s.t.mu.Lock()
 	s.done = true // the writers (under wmu) drop what is queued
 	s.t.mu.Unlock()

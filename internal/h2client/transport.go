@@ -43,6 +43,11 @@ type transport struct {
 	// gather is how many bytes of the message being gathered are still to come (0: none):
 	// the receive buffer grows to take them in fewer reads.
 	gather int
+	// pinned: pieces of the message being gathered lie in the receive buffer, which must then
+	// be neither reused nor given back; kept are the earlier receive buffers they lie in, set
+	// aside until the message is delivered (or dropped).
+	pinned bool
+	kept   []*[]byte
 
 	// rmu is held by the goroutine in a stream's RecvMsg or Header (the read state below is
 	// theirs): a new stream waits for the last stream's reader to leave.
@@ -281,12 +286,20 @@ func (t *transport) fill() error {
 		// Leftovers shrink kept, or a large message coming: in a buffer of the size wanted.
 		nb := t.cfg.Pool.Get(size)
 		n := copy(*nb, (*t.rbuf)[t.r0:t.r1])
-		t.cfg.Pool.Put(t.rbuf)
+		t.drop(t.rbuf)
 		t.rbuf, t.r0, t.r1 = nb, 0, n
 	}
 	if t.rbuf != nil && t.r0 > 0 && len(*t.rbuf)-t.r0 < frameHeaderLen+maxFrameSize {
-		n := copy(*t.rbuf, (*t.rbuf)[t.r0:t.r1])
-		t.r0, t.r1 = 0, n
+		if t.pinned {
+			// The bytes before r0 are pieces of a message being gathered: the rest moves out.
+			nb := t.cfg.Pool.Get(max(size, len(*t.rbuf)))
+			n := copy(*nb, (*t.rbuf)[t.r0:t.r1])
+			t.drop(t.rbuf)
+			t.rbuf, t.r0, t.r1 = nb, 0, n
+		} else {
+			n := copy(*t.rbuf, (*t.rbuf)[t.r0:t.r1])
+			t.r0, t.r1 = 0, n
+		}
 	}
 	get := func() []byte {
 		if t.rbuf == nil {
@@ -339,15 +352,33 @@ func (t *transport) shrink() {
 	case t.r1-t.r0 <= 4096 && len(*t.rbuf) > 4096:
 		nb := t.cfg.Pool.Get(t.r1 - t.r0)
 		n := copy(*nb, (*t.rbuf)[t.r0:t.r1])
-		t.cfg.Pool.Put(t.rbuf)
+		t.drop(t.rbuf)
 		t.rbuf, t.r0, t.r1 = nb, 0, n
 	}
 }
 
-// release gives the receive buffer back to the pool; it holds nothing unread.
+// release lets go of the receive buffer; it holds nothing unread.
 func (t *transport) release() {
-	t.cfg.Pool.Put(t.rbuf)
+	t.drop(t.rbuf)
 	t.rbuf, t.r0, t.r1 = nil, 0, 0
+}
+
+// drop lets go of the receive buffer b, which the transport reads no more: back to the pool,
+// or, when pieces of the message being gathered lie in it (pinned), set aside with it.
+func (t *transport) drop(b *[]byte) {
+	if t.pinned {
+		t.kept = append(t.kept, b)
+		t.pinned = false
+		return
+	}
+	t.cfg.Pool.Put(b)
+}
+
+// putAll gives receive buffers set aside for a message back to the pool.
+func (t *transport) putAll(bs []*[]byte) {
+	for _, b := range bs {
+		t.cfg.Pool.Put(b)
+	}
 }
 
 // readError turns a read's error into the stream's: Canceled when its context ended the
