@@ -215,6 +215,13 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if len(data) == 1 {
 		b = data[0].ReadOnlyData()
 	} else {
+		if r, ok := v.(*discoveryv3.DiscoveryResponse); ok && c.interner.responses() != nil {
+			// A run the memo keeps is found in the pieces, without gathering them.
+			if res, ok := c.readSotwPieces(newPieces(data), r); ok {
+				c.res, c.read = res, true
+				return nil
+			}
+		}
 		pool := c.pool
 		if pool == nil {
 			pool = mem.DefaultBufferPool()

@@ -149,10 +149,15 @@ func (r *respMemo) get(k respKey, region []byte) (items []item, e *respEntry) {
 	if e = r.find(k, region); e == nil {
 		return nil, nil
 	}
+	return r.copyItems(e), e
+}
+
+// copyItems returns a copy of e's items for a client (see get).
+func (r *respMemo) copyItems(e *respEntry) (items []item) {
 	n := len(e.items)
 	t := bits.Len(uint(n - 1))
 	if t >= itemTiers {
-		return slices.Clone(e.items), e
+		return slices.Clone(e.items)
 	}
 	if p, ok := r.free[t].Get().(*[]item); ok {
 		items = (*p)[:n]
@@ -160,7 +165,7 @@ func (r *respMemo) get(k respKey, region []byte) (items []item, e *respEntry) {
 		items = make([]item, n, 1<<t)
 	}
 	copy(items, e.items)
-	return items, e
+	return items
 }
 
 // release gives back a copy get returned (every field is overwritten by the next get's copy,
@@ -222,11 +227,16 @@ func (r *respMemo) put(k respKey, region []byte, items []item) {
 // find returns the kept run whose bytes are region's, nil when none is. Runs that share a key
 // are told apart by their bytes; the comparison is made outside the lock.
 func (r *respMemo) find(k respKey, region []byte) *respEntry {
+	return r.findFunc(k, func(kept []byte) bool { return bytes.Equal(kept, region) })
+}
+
+// findFunc returns the run kept under k whose bytes same says are the ones looked for.
+func (r *respMemo) findFunc(k respKey, same func(kept []byte) bool) *respEntry {
 	r.mu.Lock()
-	same := r.m[k]
+	es := r.m[k]
 	r.mu.Unlock()
-	for _, e := range same {
-		if bytes.Equal(e.region, region) {
+	for _, e := range es {
+		if same(e.region) {
 			return e
 		}
 	}
@@ -253,13 +263,18 @@ func runHash(region []byte) uint64 {
 	}
 	var h maphash.Hash
 	h.SetSeed(hashSeed)
-	h.Write(region[:runEnds])
-	tail := len(region) - runEnds
-	for off := runEnds; off+runWindow <= tail; off += runStride {
-		h.Write(region[off : off+runWindow])
-	}
-	h.Write(region[tail:])
+	sampleRun(len(region), func(from, to int) { h.Write(region[from:to]) })
 	return h.Sum64()
+}
+
+// sampleRun calls write with the ranges of a run of n (> runWhole) bytes that its hash reads.
+func sampleRun(n int, write func(from, to int)) {
+	write(0, runEnds)
+	tail := n - runEnds
+	for off := runEnds; off+runWindow <= tail; off += runStride {
+		write(off, off+runWindow)
+	}
+	write(tail, n)
 }
 
 // distinctNames reports whether no two items share a name.

@@ -1,0 +1,220 @@
+package machine
+
+import (
+	"bytes"
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+)
+
+// cutEvery splits b into pieces of n bytes, as DATA frames of n bytes would carry it.
+func cutEvery(b []byte, n int) mem.BufferSlice {
+	var cuts []int
+	for c := n; c < len(b); c += n {
+		cuts = append(cuts, c)
+	}
+	return splitBuffers(b, cuts)
+}
+
+// TestPiecesRunHash: the hash of a run read in pieces is the memo's hash of the same bytes
+// whole, for runs hashed whole and by sample, cut anywhere.
+func TestPiecesRunHash(t *testing.T) {
+	for _, n := range []int{1, 100, runWhole, runWhole + 1, 100000, 1 << 20} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i * 13 / 7)
+		}
+		for _, cut := range []int{1, 7, 4096, 16384, n} {
+			if cut == 1 && n > 100000 {
+				continue
+			}
+			p := newPieces(cutEvery(b, cut))
+			// The run lies inside the message: a few bytes before and after it.
+			if n > 10 {
+				if got, want := p.runHash(3, n-5), runHash(b[3:n-5]); got != want {
+					t.Errorf("run of %d bytes in pieces of %d: hash %x, want %x", n-8, cut, got, want)
+				}
+			}
+			if got, want := p.runHash(0, n), runHash(b); got != want {
+				t.Errorf("run of %d bytes in pieces of %d: hash %x, want %x", n, cut, got, want)
+			}
+			if !p.equal(0, n, b) || (n > 1 && p.equal(0, n, append(bytes.Clone(b[:n-1]), b[n-1]+1))) {
+				t.Errorf("run of %d bytes in pieces of %d: equal is wrong", n, cut)
+			}
+		}
+	}
+	if runHash([]byte("abc")) != maphash.Bytes(hashSeed, []byte("abc")) {
+		t.Error("a short run is not hashed whole")
+	}
+}
+
+// TestCodecPiecesMemo: a response in pieces whose run the memo keeps is read from the memo
+// without being gathered, with the same items and fields as the same bytes read whole; one the
+// memo does not keep is gathered and read as before.
+func TestCodecPiecesMemo(t *testing.T) {
+	in := NewInterner()
+	var ms []proto.Message
+	for i := range 300 {
+		ms = append(ms, fetest.EDSCluster(fmt.Sprintf("outbound|80||svc-%03d.default.svc.cluster.local", i)))
+	}
+	wire := func(version, nonce string, ms ...proto.Message) []byte {
+		b, err := proto.Marshal(sotwResp(t, C, version, nonce, ms...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	gathered := &countPool{BufferPool: mem.DefaultBufferPool()}
+	var held []Resources
+	defer runtime.KeepAlive(&held)
+	read := func(data mem.BufferSlice) (Resources, *discoveryv3.DiscoveryResponse) {
+		t.Helper()
+		c := &Codec{interner: in, mode: checkEnvoy, pool: gathered}
+		var r discoveryv3.DiscoveryResponse
+		if err := c.Unmarshal(data, &r); err != nil {
+			t.Fatal(err)
+		}
+		res, ok := c.LastRead()
+		if !ok {
+			t.Fatal("the codec did not read the resources")
+		}
+		held = append(held, res) // the Interner holds what clients hold (weakly)
+		return res, &r
+	}
+	same := func(what string, got, want Resources, gr, wr *discoveryv3.DiscoveryResponse) {
+		t.Helper()
+		if got.run != want.run {
+			t.Errorf("%s: run %p, want %p", what, got.run, want.run)
+		}
+		if len(got.items) != len(want.items) {
+			t.Fatalf("%s: %d items, want %d", what, len(got.items), len(want.items))
+		}
+		for i := range got.items {
+			g, w := got.items[i], want.items[i]
+			if g.name != w.name || g.hit != w.hit || g.hash != w.hash || g.typeURL != w.typeURL || g.size != w.size {
+				t.Fatalf("%s: item %d is %+v, want %+v", what, i, g, w)
+			}
+		}
+		if d := cmp.Diff(wr, gr, protocmp.Transform()); d != "" {
+			t.Errorf("%s: response fields differ:\n%s", what, d)
+		}
+	}
+	b := wire("1", "n1", ms...)
+	if len(b) < 2*runWhole {
+		t.Fatalf("a response of %d bytes: too short to be hashed by sample", len(b))
+	}
+	read(mem.BufferSlice{mem.SliceBuffer(b)})
+	read(mem.BufferSlice{mem.SliceBuffer(b)}) // kept now
+	b2 := wire("2", "n2", ms...)              // the same run, another version and nonce
+	want, wr := read(mem.BufferSlice{mem.SliceBuffer(b2)})
+	if want.run == nil {
+		t.Fatal("the memo does not keep the run")
+	}
+	for _, cut := range []int{1, 2, 3, 5, 100, 16384, len(b2) - 1} {
+		gathered.gets = 0
+		got, gr := read(cutEvery(b2, cut))
+		same(fmt.Sprintf("pieces of %d", cut), got, want, gr, wr)
+		if gathered.gets != 0 {
+			t.Errorf("pieces of %d: the message was gathered to read a run the memo keeps", cut)
+		}
+	}
+	// Not kept: another run (one cluster fewer), read whole and in pieces alike.
+	b3 := wire("3", "n3", ms[1:]...)
+	gotMiss, gr := read(cutEvery(b3, 16384))
+	if gotMiss.run != nil {
+		t.Fatal("a run read once is kept")
+	}
+	wantMiss, wr3 := read(mem.BufferSlice{mem.SliceBuffer(b3)})
+	wantMiss.run = nil // this second read kept it
+	same("a run not kept", gotMiss, wantMiss, gr, wr3)
+	// Resources not in one run (a field between them) are read whole.
+	split := append(wire("4", "", ms[:2]...), protowire4(4, "t")...)
+	split = append(split, wire("", "", ms[2:4]...)...)
+	got, _ := read(cutEvery(split, 64))
+	if got.run != nil || len(got.items) != 4 {
+		t.Errorf("resources in two runs: %d items, run %p; want 4, none", len(got.items), got.run)
+	}
+}
+
+// countPool counts the buffers taken from it.
+type countPool struct {
+	mem.BufferPool
+	gets int
+}
+
+func (p *countPool) Get(n int) *[]byte {
+	p.gets++
+	return p.BufferPool.Get(n)
+}
+
+// protowire4 is field num as a string: a DiscoveryResponse field other than the resources.
+func protowire4(num int, s string) []byte {
+	return append([]byte{byte(num<<3 | 2), byte(len(s))}, s...)
+}
+
+// FuzzCodecPieces reads arbitrary bytes in pieces (cut where the first three bytes say) with a
+// memo that has seen them whole twice: the read must agree with the whole read, never panic.
+func FuzzCodecPieces(f *testing.F) {
+	for _, r := range []*discoveryv3.DiscoveryResponse{
+		sotwResp(f, E, "7", "n", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80)),
+		sotwResp(f, C, "1", "x", fetest.EDSCluster("c1"), fetest.EDSCluster("c2")),
+		{VersionInfo: "3", TypeUrl: "t"},
+	} {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(append([]byte{1, 3, 40}, b...))
+		f.Add(append([]byte{20, 1, 1}, b...))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 3 {
+			return
+		}
+		b := in[3:]
+		c1 := min(int(in[0]), len(b))
+		c2 := min(c1+int(in[1]), len(b))
+		c3 := min(c2+int(in[2]), len(b))
+		it := NewInterner()
+		var held []Resources
+		defer runtime.KeepAlive(&held)
+		read := func(data mem.BufferSlice) (Resources, bool, *discoveryv3.DiscoveryResponse, error) {
+			c := &Codec{interner: it, mode: checkEnvoy}
+			r := &discoveryv3.DiscoveryResponse{}
+			err := c.Unmarshal(data, r)
+			res, ok := c.LastRead()
+			held = append(held, res) // the Interner holds what clients hold (weakly)
+			return res, ok, r, err
+		}
+		read(mem.BufferSlice{mem.SliceBuffer(b)})
+		read(mem.BufferSlice{mem.SliceBuffer(b)})
+		want, wok, wr, werr := read(mem.BufferSlice{mem.SliceBuffer(b)})
+		got, gok, gr, gerr := read(splitBuffers(b, []int{c1, c2, c3}))
+		if (werr == nil) != (gerr == nil) || wok != gok {
+			t.Fatalf("whole: read %v, %v; in pieces: read %v, %v", wok, werr, gok, gerr)
+		}
+		if werr != nil {
+			return
+		}
+		if d := cmp.Diff(wr, gr, protocmp.Transform()); d != "" {
+			t.Fatalf("response fields differ:\n%s", d)
+		}
+		if got.run != want.run || len(got.items) != len(want.items) {
+			t.Fatalf("in pieces: %d items, run %p; whole: %d, %p", len(got.items), got.run, len(want.items), want.run)
+		}
+		for i := range got.items {
+			if g, w := got.items[i], want.items[i]; g.name != w.name || g.hit != w.hit || g.hash != w.hash || g.size != w.size {
+				t.Fatalf("item %d in pieces %+v, whole %+v", i, g, w)
+			}
+		}
+	})
+}
