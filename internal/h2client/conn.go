@@ -33,7 +33,7 @@ type Config struct {
 	Target string
 	// Authority is the :authority of every stream (default: Target).
 	Authority string
-	// Pool is where receive buffers and gathered messages come from (nil: grpc-go's default).
+	// Pool is where receive buffers come from (nil: grpc-go's default).
 	Pool mem.BufferPool
 	// MaxRecvMsgSize bounds a received message (0: DefaultMaxRecvMsgSize); a longer one ends
 	// its stream with ResourceExhausted, as in grpc-go.

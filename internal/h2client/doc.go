@@ -34,9 +34,12 @@
 // kernel arrival time (of the last segment it returned) is kept, and a message's stamp is that
 // of the read that completed the frame holding its last byte. Take gives it to the codec,
 // which the transport calls (Unmarshal) right before RecvMsg returns. A message held in one
-// DATA frame is handed to the codec in place, in the receive buffer; a longer one is gathered
-// into a buffer of the pool sized to it, and while it is, the receive buffer grows to what is
-// left of it (at most 256 KiB), so a full config of a MB takes a few reads. A send takes what
+// DATA frame is handed to the codec in place, in the receive buffer; a longer one is handed over
+// as the pieces of the frames it came in, also where they were read (a codec that needs it
+// whole gathers it: mem.BufferSlice). While such a message comes in, the receive buffers its
+// pieces lie in are neither reused nor given back, but set aside until it is delivered, and
+// the receive buffer grows to what is left of it (at most 256 KiB), so a full config of a MB
+// takes a few reads. A send takes what
 // the flow-control windows allow at once; only the rest waits, as the codec's own buffers
 // (an ACK's thousand names are not copied), each given back once its bytes are written.
 //

@@ -403,13 +403,15 @@ func TestQueueRefersToBuffers(t *testing.T) {
 // ledgerPool hands out fresh buffers, counts those out, fails on a buffer given back twice and
 // overwrites what it gets back, so that a piece read after its buffer went back shows.
 type ledgerPool struct {
-	t   *testing.T
-	out map[*[]byte]bool
+	t      *testing.T
+	out    map[*[]byte]bool
+	maxOut int // the most buffers out at once
 }
 
 func (p *ledgerPool) Get(n int) *[]byte {
 	b := make([]byte, n)
 	p.out[&b] = true
+	p.maxOut = max(p.maxOut, len(p.out))
 	return &b
 }
 
@@ -501,5 +503,66 @@ func TestGatheredInPlace(t *testing.T) {
 		if len(pool.out) != 0 {
 			t.Errorf("reads of %d: %d receive buffers not given back", chunk, len(pool.out))
 		}
+	}
+}
+
+// tricklingSource serves wire one frame at a time, finding the socket empty (idle) before each
+// read, as a client does that reads faster than the server writes.
+type tricklingSource struct{ b []byte }
+
+func (s *tricklingSource) recv(get func() []byte, idle func()) (int, time.Time, error) {
+	if len(s.b) == 0 {
+		return 0, time.Time{}, errEOF
+	}
+	idle()
+	b := get()
+	n := copy(b[:min(len(b), frameHeaderLen+parseFrameHeader(s.b).length)], s.b)
+	s.b = s.b[n:]
+	return n, time.Unix(1e9, 0), nil
+}
+
+// TestGatheredTrickle: a message of a MB read a frame at a time, with the socket empty between
+// reads, keeps reading into the receive buffer its pieces lie in while it has room: a few
+// buffers, not one per read.
+func TestGatheredTrickle(t *testing.T) {
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	msg := make([]byte, 1<<20)
+	for i := range msg {
+		msg[i] = byte(i * 7)
+	}
+	stream := grpcMessage(msg)
+	wire := bytes.Join([][]byte{
+		frame(frameSettings, 0, 0, nil),
+		frame(frameHeaders, flagEndHeaders, 1, headerBlock(enc, &buf, ":status", "200", "content-type", "application/grpc")),
+	}, nil)
+	for len(stream) > 0 {
+		cut := min(len(stream), maxFrameSize)
+		wire = append(wire, frame(frameData, 0, 1, stream[:cut])...)
+		stream = stream[cut:]
+	}
+	wire = append(wire, frame(frameHeaders, flagEndHeaders|flagEndStream, 1, headerBlock(enc, &buf, "grpc-status", "0"))...)
+	pool := &ledgerPool{t: t, out: map[*[]byte]bool{}}
+	c := &Conn{cfg: Config{Target: "127.0.0.1:1", Pool: pool}.withDefaults()}
+	tr := newTransport(&c.cfg, nil, &tricklingSource{b: wire})
+	tr.w = io.Discard
+	codec := &wantCodec{t: t, want: [][]byte{msg}}
+	s, err := tr.open(context.Background(), c, codec, "/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecvMsg(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecvMsg(nil); err != io.EOF {
+		t.Fatalf("the stream ended with %v, want io.EOF", err)
+	}
+	// 1 MiB in buffers of up to maxReadBuffer, each replaced when a frame no longer fits, the
+	// first one of the configured size, and the one the trailers are read into.
+	if limit := (1<<20)/(maxReadBuffer-frameHeaderLen-maxFrameSize) + 3; pool.maxOut > limit {
+		t.Errorf("the message held %d receive buffers at once, want at most %d", pool.maxOut, limit)
+	}
+	if len(pool.out) != 0 {
+		t.Errorf("%d receive buffers not given back", len(pool.out))
 	}
 }

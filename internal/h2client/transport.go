@@ -278,7 +278,10 @@ func (t *transport) nextFrame() (frameHeader, []byte, error) {
 // (and giving it back while the socket has nothing to read) and moving a partial frame to its
 // start when the rest would not fit.
 func (t *transport) fill() error {
-	if t.rbuf != nil && t.r0 == t.r1 {
+	// A buffer pinned by a message coming in is kept while it has room: a fleet behind its
+	// pushes reads a few frames at a time, and a buffer per read would hold many times the
+	// message.
+	if t.rbuf != nil && t.r0 == t.r1 && !t.pinned {
 		t.release()
 	}
 	size := t.readSize()
@@ -309,7 +312,7 @@ func (t *transport) fill() error {
 		return (*t.rbuf)[t.r1:]
 	}
 	idle := func() {
-		if t.rbuf != nil && t.r0 == t.r1 {
+		if t.rbuf != nil && t.r0 == t.r1 && !t.pinned {
 			t.release()
 		}
 	}
@@ -346,7 +349,7 @@ func (t *transport) readSize() int {
 // stream ended), so that a client that is not reading holds no 32 KiB buffer.
 func (t *transport) shrink() {
 	switch {
-	case t.rbuf == nil:
+	case t.rbuf == nil, t.pinned: // pinned: a message coming in lies in it, and needs its room
 	case t.r0 == t.r1:
 		t.release()
 	case t.r1-t.r0 <= 4096 && len(*t.rbuf) > 4096:
