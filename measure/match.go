@@ -157,7 +157,8 @@ type matchEvent struct {
 	name0   uint64
 	// oneKey: every predicate reads one resource of one type, so that whether the event
 	// holds depends on that resource's message alone; memo is the last message it was
-	// evaluated over and the answer (thousands of clients share one decoded message).
+	// evaluated over and the answer, and the one before (thousands of clients share one
+	// decoded message).
 	oneKey bool
 	memo   atomic.Pointer[holdsMemo]
 	// claims counts the clients that hold the event pending: when the last one resolves it,
@@ -454,6 +455,10 @@ func (m *Matcher) newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
 type holdsMemo struct {
 	m    proto.Message
 	held bool
+	// prev is the answer before this one: a client's claim asks about the message it held
+	// before a response, and its response about the one it brought, so that the clients of a
+	// push alternate between two messages.
+	prev *holdsMemo
 }
 
 // oneView shows one message under every name.
@@ -469,11 +474,21 @@ func (ev *matchEvent) holds(v probe.View) bool {
 	}
 	p0 := &ev.exp.All[0]
 	m := v.Resource(p0.Op.TypeURL(), p0.Resource)
-	if memo := ev.memo.Load(); memo != nil && memo.m == m {
-		return memo.held
+	last := ev.memo.Load()
+	if last != nil {
+		if last.m == m {
+			return last.held
+		}
+		if prev := last.prev; prev != nil && prev.m == m {
+			return prev.held
+		}
 	}
 	held := ev.exp.Holds(oneView{m})
-	ev.memo.Store(&holdsMemo{m: m, held: held})
+	next := &holdsMemo{m: m, held: held}
+	if last != nil {
+		next.prev = &holdsMemo{m: last.m, held: last.held} // one back: not a chain
+	}
+	ev.memo.Store(next)
 	return held
 }
 
