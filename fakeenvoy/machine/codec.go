@@ -277,22 +277,10 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 	memo := c.interner.responses()
 	var key respKey
 	c.run = nil
-	lead := false // this client reads the run for the others that miss it meanwhile
 	if memo != nil && contiguous && k > 0 {
 		region := b[first:end]
 		key = respKey{hash: runHash(region), n: len(region), mode: c.mode}
 		res, c.run = memo.get(key, region)
-		if res == nil {
-			if wait := memo.join(key); wait != nil {
-				<-wait
-				// Kept now, unless the run cannot be (or the flight was another run's under
-				// the same key): then read it alone.
-				res, c.run = memo.get(key, region)
-			} else {
-				lead = true
-				defer memo.land(key)
-			}
-		}
 	}
 	if res == nil {
 		res = make([]item, 0, k)
@@ -311,10 +299,9 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 			}
 			off += n + m
 		}
-		// A run is kept once a second client reads it, or asks for it while this one reads:
-		// one client's own resources (a sidecar's listeners on its address) would only push
-		// out the runs that repeat.
-		if memo != nil && contiguous && k > 0 && (!fresh || (lead && memo.asked(key))) {
+		// A run is kept once a second client reads it: one client's own resources (a
+		// sidecar's listeners on its address) would only push out the runs that repeat.
+		if memo != nil && contiguous && k > 0 && !fresh {
 			memo.put(key, b[first:end], res)
 		}
 	}

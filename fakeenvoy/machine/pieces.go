@@ -158,11 +158,7 @@ func (c *Codec) readSotwPieces(p *pieces, r *discoveryv3.DiscoveryResponse) (res
 		return nil, false
 	}
 	key := respKey{hash: p.runHash(first, end), n: end - first, mode: c.mode}
-	same := func(region []byte) bool { return p.equal(first, end, region) }
-	e := memo.findFunc(key, same)
-	if e == nil && memo.await(key) {
-		e = memo.findFunc(key, same) // another client was reading it: kept now, if it could be
-	}
+	e := memo.findFunc(key, func(region []byte) bool { return p.equal(first, end, region) })
 	if e == nil {
 		return nil, false
 	}

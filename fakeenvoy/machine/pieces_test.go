@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
-	"sync"
 	"testing"
-	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
@@ -219,66 +217,4 @@ func FuzzCodecPieces(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestCodecOneReaderPerRun: clients that miss a run while another client reads it wait for
-// that read instead of reading it too, and find the run kept when it ends: of eight clients
-// reading the same response at once (half of them in pieces), exactly one reads it.
-func TestCodecOneReaderPerRun(t *testing.T) {
-	in := NewInterner()
-	var ms []proto.Message
-	for i := range 200 {
-		ms = append(ms, fetest.EDSCluster(fmt.Sprintf("c%03d", i)))
-	}
-	b, err := proto.Marshal(sotwResp(t, C, "1", "n1", ms...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const clients = 8
-	memo := in.responses()
-	// The first client to read holds its read until every other client waits for it.
-	memo.led = func(k respKey) {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			memo.mu.Lock()
-			n := memo.flights[k].waiters
-			memo.mu.Unlock()
-			if n == clients-1 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%d clients wait for the read, want %d", n, clients-1)
-				return
-			}
-		}
-	}
-	res := make([]Resources, clients)
-	var wg sync.WaitGroup
-	for i := range clients {
-		wg.Go(func() {
-			data := mem.BufferSlice{mem.SliceBuffer(b)}
-			if i%2 == 1 {
-				data = cutEvery(b, 4096)
-			}
-			c := &Codec{interner: in, mode: checkEnvoy}
-			var r discoveryv3.DiscoveryResponse
-			if err := c.Unmarshal(data, &r); err != nil {
-				t.Error(err)
-			}
-			res[i], _ = c.LastRead()
-		})
-	}
-	wg.Wait()
-	read := 0
-	for i, r := range res {
-		if len(r.items) != len(ms) {
-			t.Fatalf("client %d: %d items, want %d", i, len(r.items), len(ms))
-		}
-		if r.run == nil {
-			read++
-		}
-	}
-	if read != 1 {
-		t.Errorf("%d clients read the run themselves, want 1 (the others from the memo)", read)
-	}
-	runtime.KeepAlive(res)
 }

@@ -33,13 +33,6 @@ type respMemo struct {
 	m     map[respKey][]*respEntry
 	order []*respEntry // oldest first
 	bytes int
-	// flights are the runs some client is reading now, by key: another client that misses
-	// the same run waits for that read (a fleet connecting at once would otherwise read its
-	// first full config a thousand times over, each client finding the next resource decoded
-	// by another just before, and none of them keeping the run).
-	flights map[respKey]*flight
-	// led, when set (by tests), is called when a client starts a flight.
-	led func(respKey)
 	// free holds the copies get handed out and release gave back, by size class: a full
 	// config's copy is a quarter of a MB, and every client of a push needs one for as long as
 	// it applies the response.
@@ -148,67 +141,6 @@ const (
 	respMemoMaxRuns  = 256
 	respMemoMaxBytes = 32 << 20
 )
-
-// flight is a run one client is reading for the others (respMemo.join).
-type flight struct {
-	done    chan struct{}
-	waiters int // under respMemo.mu
-}
-
-// join makes the caller the reader of the run under k, returning nil, when no client reads
-// one; otherwise it returns the channel that closes when that client has read it (and kept it,
-// if it could), to look again then. A reader must land its flight.
-func (r *respMemo) join(k respKey) (wait <-chan struct{}) {
-	r.mu.Lock()
-	if f := r.flights[k]; f != nil {
-		f.waiters++
-		r.mu.Unlock()
-		return f.done
-	}
-	if r.flights == nil {
-		r.flights = make(map[respKey]*flight)
-	}
-	r.flights[k] = &flight{done: make(chan struct{})}
-	led := r.led
-	r.mu.Unlock()
-	if led != nil {
-		led(k)
-	}
-	return nil
-}
-
-// asked reports whether another client waits for the caller's flight under k: the run is
-// received by more than one client, so worth keeping.
-func (r *respMemo) asked(k respKey) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f := r.flights[k]
-	return f != nil && f.waiters > 0
-}
-
-// await waits for a flight under k, if any, and reports whether there was one.
-func (r *respMemo) await(k respKey) bool {
-	r.mu.Lock()
-	f := r.flights[k]
-	if f != nil {
-		f.waiters++
-	}
-	r.mu.Unlock()
-	if f == nil {
-		return false
-	}
-	<-f.done
-	return true
-}
-
-// land ends the caller's flight under k, after it kept the run or decided not to.
-func (r *respMemo) land(k respKey) {
-	r.mu.Lock()
-	f := r.flights[k]
-	delete(r.flights, k)
-	r.mu.Unlock()
-	close(f.done)
-}
 
 // get returns a copy of the items read from region (a client changes its own items while it
 // applies them) and the run that holds them, nil when none are kept. Give the copy back with
