@@ -21,7 +21,8 @@ import (
 // holds nothing the Interner does not, and no run only one client receives: the first client
 // to read a run decodes and shares what is new in it, the next one finds every resource
 // shared and keeps the run; from then on the memo answers. A hit is only a hit when the bytes
-// are equal (the memo keeps a copy), so a hash collision costs a read, never wrong items.
+// are equal (the memo keeps a copy), so a hash collision, or runs that share a sampled key
+// (runHash), cost a read, never wrong items.
 // The memo is bounded (the respMemoMaxRuns newest runs, at most respMemoMaxBytes of kept bytes,
 // oldest first out): a run is worth keeping while a push reaches the fleet, not after, and it
 // keeps the resources it points to alive until it leaves.
