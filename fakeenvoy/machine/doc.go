@@ -30,7 +30,8 @@
 //	                subscription, name only served secret sources)
 //	codec.go        the client's gRPC codec: the node encoded once, SotW resources read and
 //	                looked up in the Interner straight from the transport's buffer, the
-//	                receive stamp
+//	                receive stamp; pieces.go a response in several pieces looked up in the
+//	                memo where they lie
 //
 // Transcripts in testdata (TestMachineTranscripts) script a machine event by event (streams,
 // responses with abbreviated resources, time) with the requests, ACKs and NACKs each must

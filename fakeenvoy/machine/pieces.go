@@ -11,7 +11,7 @@ import (
 )
 
 // pieces is a message held in several pieces (the DATA frames it came in, where the transport
-// read them), read forwards: readSotwPieces finds a run the memo keeps without gathering the
+// read them), read mostly forwards: readSotwPieces finds a run the memo keeps without gathering the
 // message first. A full config of a MB is 64 frames; gathering it cost every client a copy of
 // the MB, and a thousand clients gathering at once a GB of fresh buffers.
 type pieces struct {

@@ -39,8 +39,8 @@ type Config struct {
 	// its stream with ResourceExhausted, as in grpc-go.
 	MaxRecvMsgSize int
 	// ReadBufferSize is the size of the receive buffer (0: DefaultReadBufferSize; at least one
-	// whole frame, 16 KiB and its header); it grows, up to 256 KiB, while a larger message is
-	// gathered.
+	// whole frame, 16 KiB and its header); it grows, up to 256 KiB, while a larger message comes
+	// in.
 	ReadBufferSize int
 	// Window is the receive window of each stream and of the connection (0: DefaultWindow).
 	Window uint32
