@@ -57,9 +57,9 @@ func TestPiecesRunHash(t *testing.T) {
 	}
 }
 
-// TestCodecPiecesMemo: a response in pieces whose run the memo keeps is read from the memo
-// without being gathered, with the same items and fields as the same bytes read whole; one the
-// memo does not keep is gathered and read as before.
+// TestCodecPiecesMemo: a response in pieces is read where its pieces lie, never gathered:
+// from the memo when it keeps the run, else resource by resource, with the same items and
+// fields as the same bytes read whole; resources not in one run are gathered and read whole.
 func TestCodecPiecesMemo(t *testing.T) {
 	in := NewInterner()
 	var ms []proto.Message
@@ -127,14 +127,22 @@ func TestCodecPiecesMemo(t *testing.T) {
 			t.Errorf("pieces of %d: the message was gathered to read a run the memo keeps", cut)
 		}
 	}
-	// Not kept: another run (one cluster fewer), read whole and in pieces alike.
+	// Not kept: another run (one cluster fewer, every resource shared already), read whole
+	// and in pieces alike; the read in pieces keeps it, as a whole read would.
 	b3 := wire("3", "n3", ms[1:]...)
-	gotMiss, gr := read(cutEvery(b3, 16384))
+	gathered.gets = 0
+	gotMiss, gr := read(cutEvery(b3, 1000))
 	if gotMiss.run != nil {
-		t.Fatal("a run read once is kept")
+		t.Fatal("a run read for the first time came from the memo")
+	}
+	if gathered.gets != 0 {
+		t.Error("a run the memo does not keep was gathered to be read")
 	}
 	wantMiss, wr3 := read(mem.BufferSlice{mem.SliceBuffer(b3)})
-	wantMiss.run = nil // this second read kept it
+	if wantMiss.run == nil {
+		t.Error("a run whose resources were all shared was not kept by its read in pieces")
+	}
+	wantMiss.run = nil
 	same("a run not kept", gotMiss, wantMiss, gr, wr3)
 	// Resources not in one run (a field between them) are read whole.
 	split := append(wire("4", "", ms[:2]...), protowire4(4, "t")...)
