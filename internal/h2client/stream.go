@@ -153,13 +153,29 @@ func (s *stream) dropGathered() {
 	s.t.kept, s.t.pinned = nil, false
 }
 
+// deliver hands the next ready message to the codec. Its frame is kept small (the message's
+// fields are taken out of line): the codec decodes below it, and the deepest decode decides
+// how far every receive goroutine's stack grows, and so how many collections it takes to shrink
+// back once the client is idle.
 func (s *stream) deliver(m any) error {
-	r := s.ready[s.head]
-	s.ready[s.head] = readyMsg{}
-	s.head++
-	if s.head == len(s.ready) {
-		s.ready, s.head = s.ready[:0], 0
+	data, held := s.next()
+	err := s.codec.Unmarshal(data, m)
+	s.c.stampAt = time.Time{}
+	s.t.putAll(held)
+	if err != nil {
+		err = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+		s.endLocal(err)
+		return err
 	}
+	return nil
+}
+
+// next takes the next ready message off the queue: its bytes for the codec, with its receive
+// stamp given to the Conn, and the receive buffers to give back once the codec is done.
+//
+//go:noinline
+func (s *stream) next() (mem.BufferSlice, []*[]byte) {
+	r := &s.ready[s.head]
 	data, n := mem.BufferSlice{mem.SliceBuffer(r.b)}, len(r.b)
 	if r.parts != nil {
 		// The codec reads the pieces where they are: a codec that needs the message whole
@@ -172,15 +188,13 @@ func (s *stream) deliver(m any) error {
 		}
 	}
 	s.c.stampAt, s.c.stampN = r.at, n
-	err := s.codec.Unmarshal(data, m)
-	s.c.stampAt = time.Time{}
-	s.t.putAll(r.held)
-	if err != nil {
-		err = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
-		s.endLocal(err)
-		return err
+	held := r.held
+	*r = readyMsg{}
+	s.head++
+	if s.head == len(s.ready) {
+		s.ready, s.head = s.ready[:0], 0
 	}
-	return nil
+	return data, held
 }
 
 // take reads gRPC messages out of a DATA frame's data.
