@@ -178,7 +178,8 @@ func (c *Codec) readSotwPieces(p *pieces, r *discoveryv3.DiscoveryResponse) (res
 		return nil, false
 	}
 	key := respKey{hash: p.runHash(first, end), n: end - first, mode: c.mode}
-	e := memo.findFunc(key, func(region []byte) bool { return p.equal(first, end, region) })
+	same := func(region []byte) bool { return p.equal(first, end, region) }
+	e := memo.findFunc(key, same)
 	if e != nil {
 		res = memo.copyItems(e)
 	} else {
@@ -200,7 +201,7 @@ func (c *Codec) readSotwPieces(p *pieces, r *discoveryv3.DiscoveryResponse) (res
 		}
 		// Kept once a second client reads it (see readSotw).
 		if !fresh {
-			memo.put(key, p.appendRange(make([]byte, 0, end-first), first, end), res)
+			memo.putFunc(key, same, func() []byte { return p.appendRange(make([]byte, 0, end-first), first, end) }, res)
 		}
 	}
 	if len(rest) > 0 {

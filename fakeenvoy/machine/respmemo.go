@@ -183,7 +183,13 @@ func (r *respMemo) release(items []item) {
 
 // put keeps the items read from region when every one of them is shared.
 func (r *respMemo) put(k respKey, region []byte, items []item) {
-	if len(region) > respMemoMaxBytes/4 {
+	r.putFunc(k, func(kept []byte) bool { return bytes.Equal(kept, region) }, func() []byte { return bytes.Clone(region) }, items)
+}
+
+// putFunc is put for a run of k.n bytes that same tells apart and clone returns a copy of (its
+// own, for the memo to keep): a run in pieces is copied once, and only when it is kept.
+func (r *respMemo) putFunc(k respKey, same func(kept []byte) bool, clone func() []byte, items []item) {
+	if k.n > respMemoMaxBytes/4 {
 		return
 	}
 	for i := range items {
@@ -193,24 +199,24 @@ func (r *respMemo) put(k respKey, region []byte, items []item) {
 	}
 	// Clients that read the same run before any of them kept it all get here: only the
 	// first copies it (a MB for a full config, once per client otherwise).
-	if r.find(k, region) != nil {
+	if r.findFunc(k, same) != nil {
 		return
 	}
-	e := &respEntry{memo: r, key: k, region: bytes.Clone(region), items: slices.Clone(items), distinct: distinctNames(items)}
+	e := &respEntry{memo: r, key: k, region: clone(), items: slices.Clone(items), distinct: distinctNames(items)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	same := r.m[k]
-	for _, o := range same {
-		if bytes.Equal(o.region, region) {
+	kept := r.m[k]
+	for _, o := range kept {
+		if same(o.region) {
 			return // kept meanwhile by another client
 		}
 	}
 	if r.m == nil {
 		r.m = make(map[respKey][]*respEntry)
 	}
-	r.m[k] = append(slices.Clip(same), e)
+	r.m[k] = append(slices.Clip(kept), e)
 	r.order = append(r.order, e)
-	r.bytes += len(region)
+	r.bytes += len(e.region)
 	for (r.bytes > respMemoMaxBytes || len(r.order) > respMemoMaxRuns) && len(r.order) > 0 {
 		old := r.order[0]
 		r.order[0] = nil
