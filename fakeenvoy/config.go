@@ -65,8 +65,8 @@ type ClientConfig struct {
 	Agent *istioagent.Agent
 
 	// BufferPool is the buffer pool of the client's connection, where its codec gathers a
-	// response spanning several buffers whose resources the memo does not keep (nil: grpc-go's
-	// default pool); a fleet gives its own.
+	// response spanning several buffers that it cannot read in place (nil: grpc-go's default
+	// pool); a fleet gives its own.
 	BufferPool mem.BufferPool
 	// Stamps, when set, is where the client's codec takes kernel receive stamps from: a fleet
 	// gives a client on a plaintext connection of its own that connection (package

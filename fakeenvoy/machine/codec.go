@@ -34,10 +34,10 @@ import (
 // by every client that holds that set, instead of encoding the list again.
 //
 // Responses are decoded straight from the received buffer: when a message spans one buffer it
-// is read in place. A message in several pieces (a full config comes in 16 KiB DATA frames) is
-// first looked up in the response memo where its pieces lie (readSotwPieces); only when the
-// memo does not keep its resources is it gathered into a buffer of the fleet's pool, freed when
-// Unmarshal returns. Nothing decoded points into any of these buffers afterwards. A SotW response's
+// is read in place. A SotW response in several pieces (a full config comes in 16 KiB DATA
+// frames) is read where its pieces lie too (readSotwPieces: from the response memo, or resource
+// by resource); only a message it cannot read so is gathered into a buffer of the fleet's pool,
+// freed when Unmarshal returns. Nothing decoded points into any of these buffers afterwards. A SotW response's
 // resources are not unpacked into Anys (readSotw): while the bytes are still in the buffer, the
 // Codec hashes each resource and looks it up in the Interner. A resource some client already
 // decoded (every client but the first, for the same config) is handed to the machine as that
@@ -218,7 +218,7 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 		b = data[0].ReadOnlyData()
 	} else {
 		if r, ok := v.(*discoveryv3.DiscoveryResponse); ok && c.interner.responses() != nil {
-			// A run the memo keeps is found in the pieces, without gathering them.
+			// Read where the pieces lie, without gathering them.
 			if res, ok := c.readSotwPieces(newPieces(data), r); ok {
 				c.res, c.read = res, true
 				return nil
