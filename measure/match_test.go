@@ -882,31 +882,3 @@ func TestMatcherHeldByResponseReadLate(t *testing.T) {
 		}
 	}
 }
-
-// TestHoldsMemoTwoMessages: an event read over one resource remembers its answer for the last
-// two messages it was asked about, so that clients alternating between the message before a
-// push (at the claim) and the one after it (at the response) find both answers kept.
-func TestHoldsMemoTwoMessages(t *testing.T) {
-	m := NewMatcher(MatcherConfig{Now: mtNow})
-	ev := m.newMatchEvent(probe.Expectation{EventID: 1, Kind: "add", T0: at(0), All: []probe.Predicate{present("c1", "10.0.0.1")}}, 0)
-	if !ev.oneKey {
-		t.Fatal("an event over one assignment is not oneKey")
-	}
-	before, after := mtCLA("c1", "10.0.0.2"), mtCLA("c1", "10.0.0.1", "10.0.0.2")
-	for i, c := range []struct {
-		msg   proto.Message
-		want  bool
-		store bool // a miss stores a new answer
-	}{{before, false, true}, {after, true, true}, {before, false, false}, {after, true, false}, {before, false, false}} {
-		last := ev.memo.Load()
-		if got := ev.holds(oneView{c.msg}); got != c.want {
-			t.Fatalf("ask %d: holds %v, want %v", i, got, c.want)
-		}
-		if stored := ev.memo.Load() != last; stored != c.store {
-			t.Errorf("ask %d: stored a new answer %v, want %v", i, stored, c.store)
-		}
-	}
-	if p := ev.memo.Load().prev; p == nil || p.prev != nil {
-		t.Error("the memo keeps more than two answers")
-	}
-}

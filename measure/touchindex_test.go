@@ -66,8 +66,10 @@ func TestTouchIndexCollision(t *testing.T) {
 	}
 }
 
-// TestHoldsMemoPerMessage: an event of one resource remembers its answer per message, and a
-// different message (a new version of the resource) is evaluated afresh.
+// TestHoldsMemoPerMessage: an event of one resource remembers its answer per message, for the
+// last two messages it was asked about (clients alternate between the message before a push,
+// at the claim, and the one after it, at the response); any other message (a new version of
+// the resource) is evaluated afresh.
 func TestHoldsMemoPerMessage(t *testing.T) {
 	m := NewMatcher(MatcherConfig{})
 	e := probe.Expectation{EventID: 1, Kind: "scale", All: []probe.Predicate{
@@ -80,12 +82,20 @@ func TestHoldsMemoPerMessage(t *testing.T) {
 	}
 	one, two := mtCLA("c", "10.0.0.1"), mtCLA("c", "10.0.0.1", "10.0.0.2")
 	for i, c := range []struct {
-		m    proto.Message
-		want bool
-	}{{one, true}, {one, true}, {two, false}, {one, true}, {nil, false}, {two, false}} {
+		m     proto.Message
+		want  bool
+		store bool // not one of the last two: evaluated and a new answer stored
+	}{{one, true, true}, {one, true, false}, {two, false, true}, {one, true, false}, {two, false, false}, {nil, false, true}, {two, false, false}, {one, true, true}} {
+		last := ev.memo.Load()
 		if got := ev.holds(oneView{c.m}); got != c.want {
 			t.Errorf("step %d: holds = %v, want %v", i, got, c.want)
 		}
+		if stored := ev.memo.Load() != last; stored != c.store {
+			t.Errorf("step %d: stored a new answer %v, want %v", i, stored, c.store)
+		}
+	}
+	if p := ev.memo.Load().prev; p == nil || p.prev != nil {
+		t.Error("the memo keeps more than two answers")
 	}
 	mixed := m.newMatchEvent(probe.Expectation{EventID: 2, Kind: "add", All: []probe.Predicate{
 		{Op: probe.ClusterPresent, Resource: "c"}, {Op: probe.EndpointCount, Resource: "c", Count: 1},
