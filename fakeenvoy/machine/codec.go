@@ -301,10 +301,10 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 			}
 			off += n + m
 		}
-		// A run is kept once a second client reads it: one client's own resources (a
-		// sidecar's listeners on its address) would only push out the runs that repeat.
-		if memo != nil && contiguous && k > 0 && !fresh {
-			memo.put(key, b[first:end], res)
+		// A run this read decoded some of is new to the fleet: kept on trial, proven when a
+		// second client reads it (see respMemo).
+		if memo != nil && contiguous && k > 0 {
+			memo.put(key, b[first:end], res, fresh)
 		}
 	}
 	if len(rest) > 0 {

@@ -437,25 +437,29 @@ func TestCodecResponseMemo(t *testing.T) {
 		}
 		return res.items, &r
 	}
-	memoLen := func() int {
+	memoLen := func() (proven, trial int) {
 		in.resp.mu.Lock()
 		defer in.resp.mu.Unlock()
-		return len(in.resp.m)
+		return len(in.resp.order), len(in.resp.trial)
 	}
-	// c3 was not shared: the read decodes and shares it, and keeps nothing (a run one client
-	// receives is not worth keeping); the next client's read of the same run keeps it.
+	// c3 was not shared: the read decodes and shares it, and keeps the run on trial (a run
+	// one client receives is not worth keeping among the others); the next client's read of
+	// the same run takes it from the memo and proves it.
 	read(checkEnvoy, "1", "n1", clusters...)
-	if n := memoLen(); n != 0 {
-		t.Fatalf("memo holds %d runs after a first read, want none", n)
+	if p, tr := memoLen(); p != 0 || tr != 1 {
+		t.Fatalf("memo holds %d proven runs and %d on trial after a first read, want 0 and 1", p, tr)
 	}
-	read(checkEnvoy, "1", "n1", clusters...)
-	if n := memoLen(); n != 1 {
-		t.Fatalf("memo holds %d runs after a second read, want 1", n)
+	again, _ := read(checkEnvoy, "1", "n1", clusters...)
+	if p, tr := memoLen(); p != 1 || tr != 0 {
+		t.Fatalf("memo holds %d proven runs and %d on trial after a second read, want 1 and 0", p, tr)
+	}
+	if len(again) != 3 || again[2].name != "c3" || again[2].hit == nil {
+		t.Fatalf("second read of the run on trial: %+v", again)
 	}
 	// c1 and c2 are: the run is kept, and the next read (another version and nonce) takes it.
 	first, _ := read(checkEnvoy, "1", "n1", clusters[:2]...)
-	if n := memoLen(); n != 2 {
-		t.Fatalf("memo holds %d runs, want 2", n)
+	if p, tr := memoLen(); p != 2 || tr != 0 {
+		t.Fatalf("memo holds %d proven runs and %d on trial, want 2 and 0", p, tr)
 	}
 	first[0].err = errIgnored // a client changes its own items
 	second, r := read(checkEnvoy, "2", "n2", clusters[:2]...)
@@ -480,7 +484,7 @@ func TestResponseMemoBounded(t *testing.T) {
 	hit := &decoded{name: "x"}
 	for i := range respMemoMaxRuns + 10 {
 		region := []byte(fmt.Sprint("run-", i))
-		r.put(respKey{hash: uint64(i), n: len(region)}, region, []item{{name: "x", hit: hit}})
+		r.put(respKey{hash: uint64(i), n: len(region)}, region, []item{{name: "x", hit: hit}}, false)
 	}
 	if len(r.m) != respMemoMaxRuns || len(r.order) != respMemoMaxRuns {
 		t.Fatalf("memo holds %d runs (%d in order), want %d", len(r.m), len(r.order), respMemoMaxRuns)
@@ -495,6 +499,74 @@ func TestResponseMemoBounded(t *testing.T) {
 	}
 	if got, _ := r.get(respKey{hash: uint64(last), n: len(region)}, []byte(fmt.Sprint("nur-", last))); got != nil {
 		t.Error("a run with other bytes under the same key was taken")
+	}
+}
+
+// TestResponseMemoTrial: runs that one client decoded some of are kept on trial. Many of them
+// (each client's own listeners) push out only one another, never a proven run; one that a
+// second client reads is proven, and then stays when the trial list turns over.
+func TestResponseMemoTrial(t *testing.T) {
+	var r respMemo
+	hit := &decoded{name: "x"}
+	items := []item{{name: "x", hit: hit}}
+	run := func(s string) (respKey, []byte) {
+		b := []byte(s)
+		return respKey{hash: maphash.Bytes(hashSeed, b), n: len(b)}, b
+	}
+	pk, proven := run("proven")
+	r.put(pk, proven, items, false)
+	ck, cds := run("full config")
+	r.put(ck, cds, items, true)
+	if e := r.find(ck, cds); e == nil {
+		t.Fatal("a run on trial was not found by the next client")
+	}
+	for i := range respMemoTrialRuns + 5 {
+		k, b := run(fmt.Sprint("own listeners ", i))
+		r.put(k, b, items, true)
+	}
+	if len(r.trial) != respMemoTrialRuns || len(r.order) != 2 {
+		t.Fatalf("%d runs on trial and %d proven, want %d and 2", len(r.trial), len(r.order), respMemoTrialRuns)
+	}
+	for _, tc := range []struct {
+		name string
+		k    respKey
+		b    []byte
+		kept bool
+	}{
+		{"proven", pk, proven, true},
+		{"proven by a second read", ck, cds, true},
+		{"oldest on trial", func() respKey { k, _ := run("own listeners 0"); return k }(), []byte("own listeners 0"), false},
+		{"newest on trial", func() respKey { k, _ := run(fmt.Sprint("own listeners ", respMemoTrialRuns+4)); return k }(), []byte(fmt.Sprint("own listeners ", respMemoTrialRuns+4)), true},
+	} {
+		if got := r.find(tc.k, tc.b) != nil; got != tc.kept {
+			t.Errorf("%s: kept %v, want %v", tc.name, got, tc.kept)
+		}
+	}
+	// Finding the newest run on trial proved it.
+	if len(r.trial) != respMemoTrialRuns-1 || len(r.order) != 3 {
+		t.Fatalf("after the finds: %d runs on trial and %d proven, want %d and 3", len(r.trial), len(r.order), respMemoTrialRuns-1)
+	}
+	// A second client's put of a run on trial proves it too.
+	k, b := run(fmt.Sprint("own listeners ", respMemoTrialRuns+3))
+	r.put(k, b, items, false)
+	if len(r.trial) != respMemoTrialRuns-2 || len(r.order) != 4 {
+		t.Fatalf("after a second put: %d runs on trial and %d proven, want %d and 4", len(r.trial), len(r.order), respMemoTrialRuns-2)
+	}
+	// The trial list is bounded by bytes too.
+	big := bytes.Repeat([]byte("b"), respMemoTrialBytes/2)
+	for i := range 3 {
+		big[0] = byte(i)
+		r.put(respKey{hash: uint64(i), n: len(big)}, big, items, true)
+	}
+	if r.trialBytes > respMemoTrialBytes {
+		t.Errorf("%d bytes on trial, above %d", r.trialBytes, respMemoTrialBytes)
+	}
+	n := 0
+	for _, e := range r.trial {
+		n += len(e.region)
+	}
+	if n != r.trialBytes {
+		t.Errorf("trial bytes %d, counted %d", r.trialBytes, n)
 	}
 }
 
@@ -520,9 +592,9 @@ func TestResponseMemoSharedKey(t *testing.T) {
 	k := respKey{hash: runHash(a), n: len(a)}
 	ia := []item{{name: "a", hit: &decoded{name: "a"}}}
 	ib := []item{{name: "b", hit: &decoded{name: "b"}}}
-	r.put(k, a, ia)
-	r.put(k, b, ib)
-	r.put(k, b, ib) // kept already
+	r.put(k, a, ia, false)
+	r.put(k, b, ib, false)
+	r.put(k, b, ib, false) // kept already
 	if got := len(r.m[k]); got != 2 || len(r.order) != 2 {
 		t.Fatalf("memo holds %d runs under the shared key (%d in order), want 2", got, len(r.order))
 	}
@@ -541,7 +613,7 @@ func TestResponseMemoSharedKey(t *testing.T) {
 	// Fill the memo past its bound: a and then b leave, in order.
 	for i := range respMemoMaxRuns - 1 {
 		region := []byte(fmt.Sprint("run-", i))
-		r.put(respKey{hash: uint64(i), n: len(region)}, region, ia)
+		r.put(respKey{hash: uint64(i), n: len(region)}, region, ia, false)
 	}
 	if got, _ := r.get(k, a); got != nil {
 		t.Error("the oldest run is still kept")
@@ -558,8 +630,8 @@ func TestResponseMemoPutOnce(t *testing.T) {
 	region := bytes.Repeat([]byte("x"), 64<<10)
 	k := respKey{hash: 1, n: len(region)}
 	items := []item{{name: "x", hit: &decoded{name: "x"}}}
-	r.put(k, region, items)
-	if n := testing.AllocsPerRun(10, func() { r.put(k, region, items) }); n != 0 {
+	r.put(k, region, items, false)
+	if n := testing.AllocsPerRun(10, func() { r.put(k, region, items, false) }); n != 0 {
 		t.Errorf("a put of a kept run allocates %v times, want 0", n)
 	}
 }
@@ -572,7 +644,7 @@ func TestResponseMemoCopiesReused(t *testing.T) {
 	want := []item{{name: "a", hit: hit, hashed: true, hash: 1}, {name: "b", hit: hit, hashed: true, hash: 2}, {name: "c", hit: hit, hashed: true, hash: 3}}
 	region := []byte("abc")
 	k := respKey{hash: 7, n: len(region)}
-	r.put(k, region, want)
+	r.put(k, region, want, false)
 	first, _ := r.get(k, region)
 	if len(first) != 3 || cap(first) != 4 {
 		t.Fatalf("copy of %d items with room for %d, want 3 in a class of 4", len(first), cap(first))

@@ -119,8 +119,9 @@ func (p *pieces) runHash(from, to int) uint64 {
 }
 
 // readSotwPieces is readSotw for a response in pieces: the items of its resources, from the
-// memo when it keeps their run, else read resource by resource where they lie (a resource
-// split between two pieces is copied), and the response's other fields decoded into r. ok is
+// memo when it keeps their run (or once it does, readRunPieces), else read resource by
+// resource where they lie (a resource split between two pieces is copied), and the
+// response's other fields decoded into r. ok is
 // false, and r untouched, when the bytes are not a response it can read so (a field it cannot
 // walk, resources not in one run, a resource it cannot read): the caller then gathers the
 // message and reads it whole, and decides.
@@ -180,29 +181,14 @@ func (c *Codec) readSotwPieces(p *pieces, r *discoveryv3.DiscoveryResponse) (res
 	key := respKey{hash: p.runHash(first, end), n: end - first, mode: c.mode}
 	same := func(region []byte) bool { return p.equal(first, end, region) }
 	e := memo.findFunc(key, same)
+	if e == nil {
+		var ok bool
+		if res, e, ok = c.readRunPieces(p, first, end, k, key, same); !ok {
+			return nil, false
+		}
+	}
 	if e != nil {
 		res = memo.copyItems(e)
-	} else {
-		res = make([]item, 0, k)
-		fresh := false // this read decoded a resource no client had
-		var scratch []byte
-		for off := first; off < end; {
-			// Every field of the run is a resource, walked once already.
-			_, _, n := protowire.ConsumeTag(p.peek(off, binary64))
-			l, ln := protowire.ConsumeVarint(p.peek(off+n, binary64))
-			from := off + n + ln
-			w, decoded, ok := c.readAny(p.bytes(from, from+int(l), &scratch))
-			if !ok {
-				return nil, false
-			}
-			res = append(res, w)
-			fresh = fresh || decoded
-			off = from + int(l)
-		}
-		// Kept once a second client reads it (see readSotw).
-		if !fresh {
-			memo.putFunc(key, same, func() []byte { return p.appendRange(make([]byte, 0, end-first), first, end) }, res)
-		}
 	}
 	if len(rest) > 0 {
 		if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(rest, r); err != nil {
@@ -215,4 +201,44 @@ func (c *Codec) readSotwPieces(p *pieces, r *discoveryv3.DiscoveryResponse) (res
 	}
 	c.run = e
 	return res, true
+}
+
+// recheckEvery is how many bytes of a run readRunPieces reads between two looks in the memo.
+const recheckEvery = 64 << 10
+
+// readRunPieces reads the run [first, end) of k resources resource by resource where the
+// pieces lie (a resource split between two pieces is copied), and keeps it in the memo under
+// key. Every recheckEvery bytes it looks in the memo again, and stops when another client has
+// kept the run meanwhile (e, with no items): when a fleet connects together, its clients finish
+// receiving the same full config at about the same time, and each that started reading it
+// before the first kept it would otherwise read all of it (every client of some push-1k runs'
+// first half). ok is false when a resource cannot be read so.
+func (c *Codec) readRunPieces(p *pieces, first, end, k int, key respKey, same func([]byte) bool) (res []item, e *respEntry, ok bool) {
+	memo := c.interner.responses()
+	res = make([]item, 0, k)
+	fresh := false // this read decoded a resource no client had
+	var scratch []byte
+	next := first + recheckEvery
+	for off := first; off < end; {
+		if off >= next {
+			if e := memo.findFunc(key, same); e != nil {
+				return nil, e, true
+			}
+			next = off + recheckEvery
+		}
+		// Every field of the run is a resource, walked once already.
+		_, _, n := protowire.ConsumeTag(p.peek(off, binary64))
+		l, ln := protowire.ConsumeVarint(p.peek(off+n, binary64))
+		from := off + n + ln
+		w, decoded, ok := c.readAny(p.bytes(from, from+int(l), &scratch))
+		if !ok {
+			return nil, nil, false
+		}
+		res = append(res, w)
+		fresh = fresh || decoded
+		off = from + int(l)
+	}
+	// On trial when this read decoded some of it (see readSotw).
+	memo.putFunc(key, same, func() []byte { return p.appendRange(make([]byte, 0, end-first), first, end) }, res, fresh)
+	return res, nil, true
 }

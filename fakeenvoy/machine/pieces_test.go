@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
+	"slices"
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
@@ -150,6 +152,47 @@ func TestCodecPiecesMemo(t *testing.T) {
 	got, _ := read(cutEvery(split, 64))
 	if got.run != nil || len(got.items) != 4 {
 		t.Errorf("resources in two runs: %d items, run %p; want 4, none", len(got.items), got.run)
+	}
+}
+
+// TestCodecPiecesRecheck: a client reading a run resource by resource looks in the memo again
+// as it goes, and stops once another client has kept the run meanwhile: when a fleet connects
+// together, its clients read the same full config at about the same time.
+func TestCodecPiecesRecheck(t *testing.T) {
+	in := NewInterner()
+	c := &Codec{interner: in, mode: checkEnvoy}
+	any1 := func(num int, val []byte) []byte {
+		b := protowire.AppendTag(nil, protowire.Number(num), protowire.BytesType)
+		return protowire.AppendBytes(b, val)
+	}
+	cl, err := proto.Marshal(fetest.EDSCluster("c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := append(any1(1, []byte(C)), any1(2, cl)...)
+	// A run longer than recheckEvery, whose last resource readAny cannot read (an Any with a
+	// third field): a read that reaches it fails.
+	var run []byte
+	k := 0
+	for len(run) < 2*recheckEvery {
+		run, k = append(run, any1(2, good)...), k+1
+	}
+	run, k = append(run, any1(2, append(slices.Clone(good), any1(3, []byte("x"))...))...), k+1
+	p := newPieces(cutEvery(run, 16<<10))
+	key := respKey{hash: p.runHash(0, len(run)), n: len(run), mode: c.mode}
+	same := func(region []byte) bool { return p.equal(0, len(run), region) }
+	if _, _, ok := c.readRunPieces(p, 0, len(run), k, key, same); ok {
+		t.Fatal("the run was read to its end though its last resource cannot be read: the test tests nothing")
+	}
+	// Kept by another client meanwhile: found at the first look, the rest not read.
+	items := make([]item, k)
+	for i := range items {
+		items[i] = item{name: "c1", hit: &decoded{name: "c1"}}
+	}
+	in.responses().put(key, run, items, false)
+	res, e, ok := c.readRunPieces(p, 0, len(run), k, key, same)
+	if !ok || e == nil || res != nil || len(e.items) != k {
+		t.Fatalf("read with the run kept meanwhile: ok %v, run %p, %d items read; want the kept run", ok, e, len(res))
 	}
 }
 
