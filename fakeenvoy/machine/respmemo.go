@@ -225,9 +225,7 @@ func (r *respMemo) putFunc(k respKey, same func(kept []byte) bool, clone func() 
 	kept := r.m[k]
 	for _, o := range kept {
 		if same(o.region) {
-			if !fresh {
-				r.proveLocked(o) // kept meanwhile by another client
-			}
+			r.proveLocked(o) // kept meanwhile by another client: this is a second read
 			return
 		}
 	}
