@@ -26,10 +26,12 @@ import (
 // never the proven runs. Keeping a new run at once, not only once a second client had read it
 // whole, matters when a fleet connects together: its clients read the same full config at
 // about the same time, and every one that finished reading before the second did read the MB
-// resource by resource (345–381 of the 1,000 clients of some push-1k runs). A hit is only a hit when the bytes
-// are equal (the memo keeps a copy), so a hash collision, or runs that share a sampled key
-// (runHash), cost a read, never wrong items.
-// The memo is bounded (the respMemoMaxRuns newest proven runs, at most respMemoMaxBytes of
+// resource by resource (345–381 of the 1,000 clients of some push-1k runs, at connect; see
+// also readRunPieces).
+//
+// A hit is only a hit when the bytes are equal (the memo keeps a copy), so a hash collision,
+// or runs that share a sampled key (runHash), cost a read, never wrong items. The memo is
+// bounded (the respMemoMaxRuns newest proven runs, at most respMemoMaxBytes of
 // their bytes, and respMemoTrialRuns and respMemoTrialBytes on trial, oldest first out): a run
 // is worth keeping while a push reaches the fleet, not after, and it keeps the resources it
 // points to alive until it leaves.
