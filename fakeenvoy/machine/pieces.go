@@ -121,10 +121,9 @@ func (p *pieces) runHash(from, to int) uint64 {
 // readSotwPieces is readSotw for a response in pieces: the items of its resources, from the
 // memo when it keeps their run (or once it does, readRunPieces), else read resource by
 // resource where they lie (a resource split between two pieces is copied), and the
-// response's other fields decoded into r. ok is
-// false, and r untouched, when the bytes are not a response it can read so (a field it cannot
-// walk, resources not in one run, a resource it cannot read): the caller then gathers the
-// message and reads it whole, and decides.
+// response's other fields decoded into r. ok is false, and r untouched, when the bytes are
+// not a response it can read so (a field it cannot walk, resources not in one run, a resource
+// it cannot read): the caller then gathers the message and reads it whole, and decides.
 //
 // A miss reads in place too: the clients of a push read its full config at about the same
 // time, and those that find the run not kept yet would otherwise each gather a copy of the MB
