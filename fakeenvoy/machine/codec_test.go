@@ -440,7 +440,7 @@ func TestCodecResponseMemo(t *testing.T) {
 	memoLen := func() (proven, trial int) {
 		in.resp.mu.Lock()
 		defer in.resp.mu.Unlock()
-		return len(in.resp.order), len(in.resp.trial)
+		return len(in.resp.proven.runs), len(in.resp.trial.runs)
 	}
 	// c3 was not shared: the read decodes and shares it, and keeps the run on trial (a run
 	// one client receives is not worth keeping among the others); the next client's read of
@@ -486,8 +486,8 @@ func TestResponseMemoBounded(t *testing.T) {
 		region := []byte(fmt.Sprint("run-", i))
 		r.put(respKey{hash: uint64(i), n: len(region)}, region, []item{{name: "x", hit: hit}}, false)
 	}
-	if len(r.m) != respMemoMaxRuns || len(r.order) != respMemoMaxRuns {
-		t.Fatalf("memo holds %d runs (%d in order), want %d", len(r.m), len(r.order), respMemoMaxRuns)
+	if len(r.m) != respMemoMaxRuns || len(r.proven.runs) != respMemoMaxRuns {
+		t.Fatalf("memo holds %d runs (%d in order), want %d", len(r.m), len(r.proven.runs), respMemoMaxRuns)
 	}
 	if got, _ := r.get(respKey{hash: 0, n: len("run-0")}, []byte("run-0")); got != nil {
 		t.Error("the oldest run is still kept")
@@ -524,8 +524,8 @@ func TestResponseMemoTrial(t *testing.T) {
 		k, b := run(fmt.Sprint("own listeners ", i))
 		r.put(k, b, items, true)
 	}
-	if len(r.trial) != respMemoTrialRuns || len(r.order) != 2 {
-		t.Fatalf("%d runs on trial and %d proven, want %d and 2", len(r.trial), len(r.order), respMemoTrialRuns)
+	if len(r.trial.runs) != respMemoTrialRuns || len(r.proven.runs) != 2 {
+		t.Fatalf("%d runs on trial and %d proven, want %d and 2", len(r.trial.runs), len(r.proven.runs), respMemoTrialRuns)
 	}
 	for _, tc := range []struct {
 		name string
@@ -543,14 +543,14 @@ func TestResponseMemoTrial(t *testing.T) {
 		}
 	}
 	// Finding the newest run on trial proved it.
-	if len(r.trial) != respMemoTrialRuns-1 || len(r.order) != 3 {
-		t.Fatalf("after the finds: %d runs on trial and %d proven, want %d and 3", len(r.trial), len(r.order), respMemoTrialRuns-1)
+	if len(r.trial.runs) != respMemoTrialRuns-1 || len(r.proven.runs) != 3 {
+		t.Fatalf("after the finds: %d runs on trial and %d proven, want %d and 3", len(r.trial.runs), len(r.proven.runs), respMemoTrialRuns-1)
 	}
 	// A second client's put of a run on trial proves it too.
 	k, b := run(fmt.Sprint("own listeners ", respMemoTrialRuns+3))
 	r.put(k, b, items, false)
-	if len(r.trial) != respMemoTrialRuns-2 || len(r.order) != 4 {
-		t.Fatalf("after a second put: %d runs on trial and %d proven, want %d and 4", len(r.trial), len(r.order), respMemoTrialRuns-2)
+	if len(r.trial.runs) != respMemoTrialRuns-2 || len(r.proven.runs) != 4 {
+		t.Fatalf("after a second put: %d runs on trial and %d proven, want %d and 4", len(r.trial.runs), len(r.proven.runs), respMemoTrialRuns-2)
 	}
 	// The trial list is bounded by bytes too.
 	big := bytes.Repeat([]byte("b"), respMemoTrialBytes/2)
@@ -558,15 +558,15 @@ func TestResponseMemoTrial(t *testing.T) {
 		big[0] = byte(i)
 		r.put(respKey{hash: uint64(i), n: len(big)}, big, items, true)
 	}
-	if r.trialBytes > respMemoTrialBytes {
-		t.Errorf("%d bytes on trial, above %d", r.trialBytes, respMemoTrialBytes)
+	if r.trial.bytes > respMemoTrialBytes {
+		t.Errorf("%d bytes on trial, above %d", r.trial.bytes, respMemoTrialBytes)
 	}
 	n := 0
-	for _, e := range r.trial {
+	for _, e := range r.trial.runs {
 		n += len(e.region)
 	}
-	if n != r.trialBytes {
-		t.Errorf("trial bytes %d, counted %d", r.trialBytes, n)
+	if n != r.trial.bytes {
+		t.Errorf("trial bytes %d, counted %d", r.trial.bytes, n)
 	}
 }
 
@@ -595,8 +595,8 @@ func TestResponseMemoSharedKey(t *testing.T) {
 	r.put(k, a, ia, false)
 	r.put(k, b, ib, false)
 	r.put(k, b, ib, false) // kept already
-	if got := len(r.m[k]); got != 2 || len(r.order) != 2 {
-		t.Fatalf("memo holds %d runs under the shared key (%d in order), want 2", got, len(r.order))
+	if got := len(r.m[k]); got != 2 || len(r.proven.runs) != 2 {
+		t.Fatalf("memo holds %d runs under the shared key (%d in order), want 2", got, len(r.proven.runs))
 	}
 	for _, tc := range []struct {
 		region []byte

@@ -40,12 +40,10 @@ type respMemo struct {
 	// m holds the runs by key. A key is a sample of a run's bytes (runHash), so runs of the
 	// same length can share one: each slice is replaced, never changed, so that get reads it
 	// outside the lock.
-	m     map[respKey][]*respEntry
-	order []*respEntry // the proven runs, oldest first
-	bytes int
-	// trial holds the runs on trial, oldest first, and trialBytes their bytes.
-	trial      []*respEntry
-	trialBytes int
+	m map[respKey][]*respEntry
+	// proven and trial hold the kept runs, oldest first: those a second client has read, and
+	// those only one has.
+	proven, trial runQueue
 	// free holds the copies get handed out and release gave back, by size class: a full
 	// config's copy is a quarter of a MB, and every client of a push needs one for as long as
 	// it applies the response.
@@ -237,47 +235,50 @@ func (r *respMemo) putFunc(k respKey, same func(kept []byte) bool, clone func() 
 	r.m[k] = append(slices.Clip(kept), e)
 	if fresh {
 		e.onTrial.Store(true)
-		r.trial = append(r.trial, e)
-		r.trialBytes += len(e.region)
-		for (r.trialBytes > respMemoTrialBytes || len(r.trial) > respMemoTrialRuns) && len(r.trial) > 0 {
-			old := r.trial[0]
-			r.trial[0] = nil
-			r.trial = r.trial[1:]
-			r.trialBytes -= len(old.region)
-			r.forgetLocked(old)
-		}
+		r.trial.push(e, respMemoTrialRuns, respMemoTrialBytes, r.forgetLocked)
 		return
 	}
-	r.keepLocked(e)
-}
-
-// keepLocked adds e to the proven runs, letting the oldest go past the bounds; r.mu is held
-// and e is in r.m.
-func (r *respMemo) keepLocked(e *respEntry) {
-	r.order = append(r.order, e)
-	r.bytes += len(e.region)
-	for (r.bytes > respMemoMaxBytes || len(r.order) > respMemoMaxRuns) && len(r.order) > 0 {
-		old := r.order[0]
-		r.order[0] = nil
-		r.order = r.order[1:]
-		r.bytes -= len(old.region)
-		r.forgetLocked(old)
-	}
+	r.proven.push(e, respMemoMaxRuns, respMemoMaxBytes, r.forgetLocked)
 }
 
 // proveLocked moves e, if still on trial, among the proven runs; r.mu is held.
 func (r *respMemo) proveLocked(e *respEntry) {
-	if !e.onTrial.Load() {
-		return
-	}
-	i := slices.Index(r.trial, e)
-	if i < 0 {
-		return // left the trial list, and the memo
+	if !e.onTrial.Load() || !r.trial.remove(e) {
+		return // proven already, or left the trial list and the memo
 	}
 	e.onTrial.Store(false)
-	r.trial = slices.Delete(r.trial, i, i+1)
-	r.trialBytes -= len(e.region)
-	r.keepLocked(e)
+	r.proven.push(e, respMemoMaxRuns, respMemoMaxBytes, r.forgetLocked)
+}
+
+// runQueue is a list of kept runs, oldest first, and their bytes.
+type runQueue struct {
+	runs  []*respEntry
+	bytes int
+}
+
+// push appends e, then lets the oldest runs go (gone) while there are more than maxRuns or
+// more than maxBytes of them.
+func (q *runQueue) push(e *respEntry, maxRuns, maxBytes int, gone func(*respEntry)) {
+	q.runs = append(q.runs, e)
+	q.bytes += len(e.region)
+	for (q.bytes > maxBytes || len(q.runs) > maxRuns) && len(q.runs) > 0 {
+		old := q.runs[0]
+		q.runs[0] = nil
+		q.runs = q.runs[1:]
+		q.bytes -= len(old.region)
+		gone(old)
+	}
+}
+
+// remove takes e out of the list, and reports whether it was there.
+func (q *runQueue) remove(e *respEntry) bool {
+	i := slices.Index(q.runs, e)
+	if i < 0 {
+		return false
+	}
+	q.runs = slices.Delete(q.runs, i, i+1)
+	q.bytes -= len(e.region)
+	return true
 }
 
 // forgetLocked takes old out of r.m; r.mu is held. The slice under its key is replaced, not
