@@ -83,7 +83,8 @@ type Figures struct {
 	// segment's, when it is a shard).
 	Launched, Clients int
 	// Groups holds each group's observer stats (the fleet's own for a fleet of one group);
-	// GroupClients each group's configured client count, over the whole fleet.
+	// GroupClients each group's clients in the fleet (its segment's, when it is a shard, as
+	// Clients: the shards' summaries are summed by merge).
 	Groups       map[string]measure.FleetStats
 	GroupClients map[string]int
 	// Match is the matcher's results, nil when no expectation was registered.
@@ -111,7 +112,10 @@ func (f *Fleet) Figures() Figures {
 	fig := Figures{Stats: st, Connected: value, MinConnected: minV, Launched: f.Launched(), Clients: len(f.clients),
 		Groups: f.groupStats(), GroupClients: map[string]int{}}
 	for _, g := range f.cfg.Groups {
-		fig.GroupClients[g.Name] += g.Count
+		fig.GroupClients[g.Name] = 0 // also a group with no client in the segment
+	}
+	for _, fc := range f.clients {
+		fig.GroupClients[fc.group]++
 	}
 	if f.match.Registered() > 0 {
 		r := f.match.Results()

@@ -43,6 +43,7 @@ func TestFleetSegments(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4, 11} {
 		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
 			got := map[int]id{}
+			groups := map[string]int{} // the segments' figures, summed as merge does
 			for i := range n {
 				c := cfg
 				c.Segment = Segment{Index: i, Count: n}
@@ -52,6 +53,13 @@ func TestFleetSegments(t *testing.T) {
 				}
 				if f.Size() != c.Segment.Size(c.Clients()) {
 					t.Errorf("segment %d/%d: %d clients, Size says %d", i, n, f.Size(), c.Segment.Size(c.Clients()))
+				}
+				fig := f.Figures()
+				if fig.Clients != f.Size() {
+					t.Errorf("segment %d/%d: figures count %d clients, it holds %d", i, n, fig.Clients, f.Size())
+				}
+				for g, k := range fig.GroupClients {
+					groups[g] += k
 				}
 				for k, v := range describe(f) {
 					if k%n != i {
@@ -65,6 +73,9 @@ func TestFleetSegments(t *testing.T) {
 			}
 			if len(got) != len(want) {
 				t.Fatalf("segments hold %d clients, want %d", len(got), len(want))
+			}
+			if groups["a"] != 7 || groups["b"] != 4 || len(groups) != 2 {
+				t.Errorf("the segments' clients by group sum to %v, want a:7 b:4", groups)
 			}
 			for k, v := range want {
 				if got[k] != v {
