@@ -25,13 +25,14 @@
 //	decode.go, rtype.go   decoding resources, reading raw protobuf; the resource types
 //	resset.go, intern.go  sharing decoded resources and accepted sets among a fleet's clients,
 //	                and what is derived once per shared set (references, secret holders)
-//	respmemo.go     the codec's memo of response runs the fleet's clients receive alike, and
-//	                what apply asks once per run (does it cover the clusters, lie within the
-//	                subscription, name only served secret sources)
+//	respmemo.go     the codec's memo of response runs the fleet's clients receive alike (a
+//	                new run on trial until a second client reads it), and what apply asks
+//	                once per run (does it cover the clusters, lie within the subscription,
+//	                name only served secret sources)
 //	codec.go        the client's gRPC codec: the node encoded once, SotW resources read and
 //	                looked up in the Interner straight from the transport's buffer, the
 //	                receive stamp; pieces.go a response in several pieces looked up in the
-//	                memo where they lie
+//	                memo where they lie (and again while a miss is read)
 //
 // Transcripts in testdata (TestMachineTranscripts) script a machine event by event (streams,
 // responses with abbreviated resources, time) with the requests, ACKs and NACKs each must
