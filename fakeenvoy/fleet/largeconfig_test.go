@@ -30,16 +30,18 @@ func TestFleetLargeConfigTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	name := func(i int) string { return fmt.Sprintf("outbound|8080||svc-%04d.ns-%d.svc.cluster.local", i, i%5) }
+	// Cluster i's endpoint, on net 2 or, moved, on net 3: the same length either way.
+	addr := func(net, i int) string { return fmt.Sprintf("10.%d.%d.%d", net, i/200, 10+i%200) }
 	res := func(moved int) map[resource.Type][]types.Resource {
 		r := fetest.BaseResources(t)
 		for i := range clusters {
-			name := fmt.Sprintf("outbound|8080||svc-%04d.ns-%d.svc.cluster.local", i, i%5)
-			addr := fmt.Sprintf("10.2.%d.%d", i/200, 10+i%200)
+			a := addr(2, i)
 			if i == moved {
-				addr = fmt.Sprintf("10.3.%d.%d", i/200, 10+i%200) // the same length
+				a = addr(3, i)
 			}
-			r[resource.ClusterType] = append(r[resource.ClusterType], fetest.EDSCluster(name))
-			r[resource.EndpointType] = append(r[resource.EndpointType], fetest.CLA(name, addr, 8080))
+			r[resource.ClusterType] = append(r[resource.ClusterType], fetest.EDSCluster(name(i)))
+			r[resource.EndpointType] = append(r[resource.EndpointType], fetest.CLA(name(i), a, 8080))
 		}
 		return r
 	}
@@ -54,11 +56,10 @@ func TestFleetLargeConfigTogether(t *testing.T) {
 	}
 
 	moved := clusters / 2
-	name := fmt.Sprintf("outbound|8080||svc-%04d.ns-%d.svc.cluster.local", moved, moved%5)
 	_, err = f.Expect(probe.Expectation{EventID: 1, Kind: "endpoint-move", T0: time.Now(),
 		All: []probe.Predicate{
-			{Op: probe.EndpointPresent, Resource: name, Address: fmt.Sprintf("10.3.%d.%d", moved/200, 10+moved%200), Port: 8080},
-			{Op: probe.EndpointAbsent, Resource: name, Address: fmt.Sprintf("10.2.%d.%d", moved/200, 10+moved%200), Port: 8080},
+			{Op: probe.EndpointPresent, Resource: name(moved), Address: addr(3, moved), Port: 8080},
+			{Op: probe.EndpointAbsent, Resource: name(moved), Address: addr(2, moved), Port: 8080},
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -220,8 +220,8 @@ func (c *Codec) readRunPieces(p *pieces, first, end, k int, key respKey, same fu
 	next := first + recheckEvery
 	for off := first; off < end; {
 		if off >= next {
-			if e := memo.findFunc(key, same); e != nil {
-				return nil, e, true
+			if kept := memo.findFunc(key, same); kept != nil {
+				return nil, kept, true
 			}
 			next = off + recheckEvery
 		}
