@@ -9,4 +9,9 @@
 // and its knee, policy.go compares debounce policies point by point with the U test, search.go
 // optionally searches between grid values (Nelder-Mead on the estimate), and output.go and
 // plot.go write the table, the report and the plot.
+//
+// floor.go replays the same timeline event by event (DebounceFloor): each event timed from its
+// schedule to the push that carries it, the events the lab would not time (undone or already
+// held within a push) left out. A latency threshold below that floor cannot pass against any
+// control plane that debounces as the scenario says; xdslab validate and run warn of it.
 package tune
