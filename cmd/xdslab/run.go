@@ -255,6 +255,11 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 	if advice := fdAdvice(sc.TotalClients(), sc.Connections(), f.target == "", openFileLimit()); advice != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), advice)
 	}
+	if f.target == "" { // the scenario's debounce is the in-process control plane's
+		for _, w := range floorWarnings(sc) {
+			fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+		}
+	}
 	started := time.Now()
 	// The first Ctrl-C (or SIGTERM) ends the run early through Stop; what was measured is
 	// still collected and written, so the run itself must not see the cancellation.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdslab/xdslab/bench/tune"
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/scenarios/schema"
@@ -33,6 +34,9 @@ func newValidateCmd() *cobra.Command {
 		Long: `validate loads each scenario (a file path or a built-in name), fills every default and
 checks it. A valid scenario is summarised (or printed in full with --print / --json); every
 problem is listed as FILE:LINE:COL: field: what is wrong; the fix, and the exit code is 2.
+A latency threshold below what the scenario's own debounce alone gives (its churn replayed
+through the debouncer, pushes taking no time) is a warning: no control plane that debounces
+so could pass it.
 
 A directory, a file of Kubernetes objects (apiVersion/kind documents), or any argument with
 --istio is Istio config, checked as 'xdslab controlplane --config-dir' loads it: strict
@@ -139,11 +143,29 @@ func runValidate(stdout, stderr io.Writer, args []string, o validateOptions) err
 			fmt.Fprint(stdout, s.Summary())
 			fmt.Fprintln(stdout, "ok")
 		}
+		for _, w := range floorWarnings(s) {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", arg, w)
+		}
 	}
 	if failed > 0 {
 		return usageErr(fmt.Errorf("validate: %d of %d scenario(s) invalid", failed, len(scens)))
 	}
 	return istioErr
+}
+
+// floorWarnings lists sc's latency thresholds that its own debounce alone would fail
+// (tune.DebounceFloor): they warn, for the scenario is valid, but no control plane that
+// debounces as it says could pass them.
+func floorWarnings(sc *scenarios.Scenario) []string {
+	f, err := tune.DebounceFloor(sc)
+	if err != nil {
+		return []string{"the debounce floor of the latency thresholds was not computed: " + err.Error()}
+	}
+	var out []string
+	for _, p := range f.Problems(sc) {
+		out = append(out, f.Explain(p))
+	}
+	return out
 }
 
 // istioDocRE finds a top-level apiVersion or kind key: scenario files have neither.

@@ -114,3 +114,35 @@ spec:
 		t.Errorf("the shipped example mesh does not validate: exit %d", got)
 	}
 }
+
+// TestValidateDebounceFloor: a latency threshold below what the scenario's own debounce
+// alone gives is a warning naming the threshold, the floor and the fix; the scenario stays
+// valid (exit 0), and the built-ins have none.
+func TestValidateDebounceFloor(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	p := filepath.Join(t.TempDir(), "fast.yaml")
+	body := "name: fast\nseed: 7\nduration: 20s\nchurn:\n  - {kind: endpoint-flap, rate: 20/s}\n" +
+		"thresholds:\n  xdslab_push_latency_seconds: ['p(99)<50ms', 'p(99)<1h']\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := runValidate(&stdout, &stderr, []string{p}, validateOptions{}); err != nil {
+		t.Fatalf("a scenario with an unreachable threshold is still valid: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one warning (p(99)<1h is within reach), got:\n%s", stderr.String())
+	}
+	for _, want := range []string{p + ": warning: thresholds.xdslab_push_latency_seconds: p(99)<50ms is below what the debounce alone gives",
+		"minQuiet 100ms, maxDelay 10s", "p(99) is ", "Fix: a bound above "} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("warning lacks %q:\n%s", want, lines[0])
+		}
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if err := runValidate(&stdout, &stderr, []string{"eds-churn-1k", "delta-vs-sotw", "quickstart"}, validateOptions{}); err != nil || stderr.Len() != 0 {
+		t.Fatalf("built-ins: %v, stderr:\n%s", err, stderr.String())
+	}
+}
