@@ -35,6 +35,9 @@ type Config struct {
 	Authority string
 	// Pool is where receive buffers come from (nil: grpc-go's default).
 	Pool mem.BufferPool
+	// Shared, when set, lets this connection's streams share one copy of a large message
+	// with the other connections that set the same Shared (see Shared).
+	Shared *Shared
 	// MaxRecvMsgSize bounds a received message (0: DefaultMaxRecvMsgSize); a longer one ends
 	// its stream with ResourceExhausted, as in grpc-go.
 	MaxRecvMsgSize int
@@ -93,6 +96,9 @@ type Conn struct {
 	// receiving goroutine right before it calls Unmarshal, which calls Take on that goroutine.
 	stampAt time.Time
 	stampN  int
+	// sharedN is the length of the message being handed to the codec when it lies in a
+	// shared copy (Config.Shared), else 0.
+	sharedN int
 }
 
 var _ grpc.ClientConnInterface = (*Conn)(nil)
@@ -120,6 +126,11 @@ func (c *Conn) Take(n int) (time.Time, bool) {
 	c.stampAt = time.Time{}
 	return at, true
 }
+
+// Immutable reports whether the message being decoded, n bytes long, lies in a shared copy
+// (Config.Shared): bytes nothing changes or reuses, which the codec may keep instead of
+// copying. The codec calls it from Unmarshal.
+func (c *Conn) Immutable(n int) bool { return n > 0 && c.sharedN == n }
 
 // Invoke is not supported: ADS has no unary methods.
 func (c *Conn) Invoke(context.Context, string, any, any, ...grpc.CallOption) error {

@@ -39,7 +39,22 @@
 // whole gathers it: mem.BufferSlice). While such a message comes in, the receive buffers its
 // pieces lie in are neither reused nor given back, but set aside until it is delivered, and
 // the receive buffer grows to what is left of it (at most 256 KiB), so a full config of a MB
-// takes a few reads. A send takes what
+// takes a few reads.
+//
+// Shared copies. Connections given the same Shared (Config.Shared; a fleet shares one) hold
+// one copy of a large message (64 KiB and more) that reaches many of them alike, found by its
+// first KiB: the first stream to receive it writes its frames' bytes into the copy, the others
+// compare theirs with it and write what it lacks, and none pins a receive buffer for those
+// bytes. A stream whose bytes differ from the copy in the last 32 KiB (its nonce) keeps its
+// own from there, as above, and its message is the copy's bytes followed by its own pieces;
+// one that differs earlier goes on with another copy of the same start (the push before) or
+// forks a copy of its own. A message read to its end from a copy is handed over as that one
+// piece, and Conn.Immutable tells the codec it may keep it. A thousand sidecars receiving the
+// same full config of a MB then hold one MB between them, not a GB; a copy costs its starter
+// one copy of the message, so while the recent copies go unfollowed, as when every client's
+// response differs from the start, only one message in 16 starts one.
+//
+// A send takes what
 // the flow-control windows allow at once; only the rest waits, as the codec's own buffers
 // (an ACK's thousand names are not copied), each given back once its bytes are written.
 //

@@ -58,6 +58,9 @@ type stream struct {
 	// in transport.kept); got is how many of its bytes they hold.
 	parts [][]byte
 	got   int
+	// share is the shared copy (Config.Shared) the message being gathered has matched so
+	// far: its pieces are not in parts, and no receive buffer is pinned for them.
+	share *sharedMsg
 	ready []readyMsg
 	head  int
 }
@@ -70,6 +73,8 @@ type readyMsg struct {
 	parts [][]byte
 	held  []*[]byte
 	at    time.Time
+	// shared: parts is one piece, a shared copy's (Config.Shared).
+	shared bool
 }
 
 var _ grpc.ClientStream = (*stream)(nil)
@@ -148,7 +153,7 @@ func (s *stream) abandon() {
 // dropGathered drops the message being gathered, if any: the receive buffers set aside for it
 // go back to the pool.
 func (s *stream) dropGathered() {
-	s.parts, s.t.gather = nil, 0
+	s.parts, s.share, s.t.gather = nil, nil, 0
 	s.t.putAll(s.t.kept)
 	s.t.kept, s.t.pinned = nil, false
 }
@@ -160,7 +165,7 @@ func (s *stream) dropGathered() {
 func (s *stream) deliver(m any) error {
 	data, held := s.next()
 	err := s.codec.Unmarshal(data, m)
-	s.c.stampAt = time.Time{}
+	s.c.stampAt, s.c.sharedN = time.Time{}, 0
 	s.t.putAll(held)
 	if err != nil {
 		err = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
@@ -188,6 +193,10 @@ func (s *stream) next() (mem.BufferSlice, []*[]byte) {
 		}
 	}
 	s.c.stampAt, s.c.stampN = r.at, n
+	s.c.sharedN = 0
+	if r.shared {
+		s.c.sharedN = n
+	}
 	held := r.held
 	*r = readyMsg{}
 	s.head++
@@ -225,17 +234,39 @@ func (s *stream) take(b []byte) {
 			}
 		}
 		// A message longer than what is left of the frame: its pieces stay where they were
-		// read, and the receive buffer they lie in is pinned (transport.drop).
+		// read, and the receive buffer they lie in is pinned (transport.drop), unless they
+		// are a shared copy's bytes (Config.Shared).
 		k := min(len(b), s.msgLen-s.got)
-		s.parts = append(s.parts, b[:k])
-		s.t.pinned = true
+		if s.got == 0 {
+			s.share = s.t.cfg.Shared.join(b[:k], s.msgLen)
+		}
+		if s.share != nil && !s.share.follow(s.got, b[:k]) {
+			if next := s.t.cfg.Shared.diverge(s.share, s.got, b[:k], s.msgLen); next != nil {
+				s.share = next
+			} else {
+				// From here on the message's bytes are its own: before them, the copy's.
+				s.parts = append(s.parts, s.share.prefix(s.got))
+				s.share = nil
+				s.t.cfg.Shared.diverged.Add(1)
+			}
+		}
+		if s.share == nil {
+			s.parts = append(s.parts, b[:k])
+			s.t.pinned = true
+		}
 		s.got += k
 		b = b[k:]
 		s.t.gather = s.msgLen - s.got
 		if s.got == s.msgLen {
+			shared := s.share != nil
+			if shared {
+				s.parts = append(s.parts, s.share.prefix(s.got))
+				s.share = nil
+				s.t.cfg.Shared.followed.Add(1)
+			}
 			// Whole. Until it is delivered no read is made (RecvMsg delivers what is ready
 			// first), so the buffer it lies in need not stay pinned.
-			s.ready = append(s.ready, readyMsg{parts: s.parts, held: s.t.kept, at: s.t.at})
+			s.ready = append(s.ready, readyMsg{parts: s.parts, held: s.t.kept, at: s.t.at, shared: shared})
 			s.parts, s.preN = nil, 0
 			s.t.kept, s.t.pinned = nil, false
 		}
