@@ -70,7 +70,14 @@ type Codec struct {
 	res  []item
 	read bool
 	run  *respEntry // the memo's run res is a copy of (Resources.run)
+	// kept: the message being read lies in bytes nothing changes or reuses (immutable), which
+	// the memo may keep as they are.
+	kept bool
 }
+
+// immutable is what a stamp source (Config.Stamps) may also say of the message being decoded:
+// that its n bytes lie where nothing changes or reuses them (h2client's shared copies).
+type immutable interface{ Immutable(n int) bool }
 
 // CodecConfig configures a client's Codec.
 type CodecConfig struct {
@@ -209,6 +216,10 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 		}
 	}
 	c.res, c.read, c.run = nil, false, nil
+	c.kept = false
+	if im, ok := c.rx.(immutable); ok {
+		c.kept = im.Immutable(data.Len())
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("fakeenvoy codec: cannot unmarshal into %T: not a proto message", v)
@@ -304,7 +315,15 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 		// A run this read decoded some of is new to the fleet: kept on trial, proven when a
 		// second client reads it (see respMemo).
 		if memo != nil && contiguous && k > 0 {
-			memo.put(key, b[first:end], res, fresh)
+			region := b[first:end:end]
+			if c.kept {
+				// The bytes are a copy shared by the clients that received them: the memo
+				// keeps that copy, and the next of those clients compares its run with the
+				// same bytes in place (bytes.Equal's first test).
+				memo.putFunc(key, func(kept []byte) bool { return bytes.Equal(kept, region) }, func() []byte { return region }, res, fresh)
+			} else {
+				memo.put(key, region, res, fresh)
+			}
 		}
 	}
 	if len(rest) > 0 {

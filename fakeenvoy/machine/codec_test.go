@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -766,5 +768,42 @@ func benchMemoHit(b *testing.B, frame int) {
 	b.ReportAllocs()
 	for b.Loop() {
 		read()
+	}
+}
+
+// immutableStamps is a stamp source that says every message lies in bytes nothing reuses (as
+// h2client does for a shared copy).
+type immutableStamps struct{ yes bool }
+
+func (immutableStamps) Take(int) (time.Time, bool) { return time.Time{}, false }
+func (s immutableStamps) Immutable(int) bool       { return s.yes }
+
+// TestCodecKeepsImmutableRun: a run read from a message in immutable bytes (a transport's
+// shared copy) is kept in the memo as those bytes, not copied, so that the next client of the
+// same copy compares its run with it in place; from a receive buffer it is copied.
+func TestCodecKeepsImmutableRun(t *testing.T) {
+	for _, yes := range []bool{true, false} {
+		in := NewInterner()
+		b, err := proto.Marshal(sotwResp(t, C, "1", "n1", fetest.EDSCluster("c1"), fetest.EDSCluster("c2")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &Codec{interner: in, mode: checkEnvoy, rx: immutableStamps{yes}}
+		var r discoveryv3.DiscoveryResponse
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &r); err != nil {
+			t.Fatal(err)
+		}
+		in.resp.mu.Lock()
+		runs := append(slices.Clone(in.resp.trial.runs), in.resp.proven.runs...)
+		in.resp.mu.Unlock()
+		if len(runs) != 1 {
+			t.Fatalf("immutable %v: %d runs kept, want 1", yes, len(runs))
+		}
+		region := runs[0].region
+		p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(region))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		inPlace := p >= lo && p+uintptr(len(region)) <= lo+uintptr(len(b))
+		if inPlace != yes {
+			t.Errorf("immutable %v: the memo keeps the run in the message's bytes: %v", yes, inPlace)
+		}
 	}
 }

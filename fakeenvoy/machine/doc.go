@@ -31,8 +31,10 @@
 //	                name only served secret sources)
 //	codec.go        the client's gRPC codec: the node encoded once, SotW resources read and
 //	                looked up in the Interner straight from the transport's buffer, the
-//	                receive stamp; pieces.go a response in several pieces looked up in the
-//	                memo where they lie (and again while a miss is read)
+//	                receive stamp; a run read from bytes the stamp source calls immutable
+//	                (h2client's shared copies) is kept in the memo as those bytes; pieces.go
+//	                a response in several pieces looked up in the memo where they lie (and
+//	                again while a miss is read)
 //
 // Transcripts in testdata (TestMachineTranscripts) script a machine event by event (streams,
 // responses with abbreviated resources, time) with the requests, ACKs and NACKs each must
