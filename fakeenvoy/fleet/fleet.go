@@ -240,8 +240,9 @@ type Fleet struct {
 	match   *measure.Matcher
 	hooks   probe.Hooks
 	clients []*fleetClient
-	conns   []*fleetConn // shared connections (groups with StreamsPerConn > 1)
-	own     int          // clients with a connection of their own
+	conns   []*fleetConn     // shared connections (groups with StreamsPerConn > 1)
+	own     int              // clients with a connection of their own
+	shared  *h2client.Shared // the own connections' shared copies of large messages
 
 	mu      sync.Mutex // guards cancel, started state
 	cancel  context.CancelFunc
@@ -359,6 +360,10 @@ func New(cfg Config) (*Fleet, error) {
 	}
 	pool := newBufferPool()
 	leanPool := h2client.NewPool() // the own-transport connections' (it does not clear)
+	// One copy of a large message that reaches many clients alike (a full config) instead of
+	// one per client while it arrives.
+	leanShared := h2client.NewShared()
+	f.shared = leanShared
 	opts := append(fleetDialOptions(pool), cfg.DialOptions...)
 	// One table for the whole fleet: clients with the same config share decoded resources.
 	interner := machine.NewInterner()
@@ -401,7 +406,7 @@ func New(cfg Config) (*Fleet, error) {
 			}
 			var lean *h2client.Conn
 			if spc <= 1 && g.Auth == nil && cfg.Clock == nil && len(cfg.DialOptions) == 0 {
-				lean, err = h2client.New(h2client.Config{Target: target, Pool: leanPool, MaxRecvMsgSize: MaxRecvMsgSize})
+				lean, err = h2client.New(h2client.Config{Target: target, Pool: leanPool, Shared: leanShared, MaxRecvMsgSize: MaxRecvMsgSize})
 				if err != nil {
 					return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
 				}
