@@ -525,23 +525,8 @@ func (s *tricklingSource) recv(get func() []byte, idle func()) (int, time.Time, 
 // reads, keeps reading into the receive buffer its pieces lie in while it has room: a few
 // buffers, not one per read.
 func TestGatheredTrickle(t *testing.T) {
-	var buf bytes.Buffer
-	enc := hpack.NewEncoder(&buf)
-	msg := make([]byte, 1<<20)
-	for i := range msg {
-		msg[i] = byte(i * 7)
-	}
-	stream := grpcMessage(msg)
-	wire := bytes.Join([][]byte{
-		frame(frameSettings, 0, 0, nil),
-		frame(frameHeaders, flagEndHeaders, 1, headerBlock(enc, &buf, ":status", "200", "content-type", "application/grpc")),
-	}, nil)
-	for len(stream) > 0 {
-		cut := min(len(stream), maxFrameSize)
-		wire = append(wire, frame(frameData, 0, 1, stream[:cut])...)
-		stream = stream[cut:]
-	}
-	wire = append(wire, frame(frameHeaders, flagEndHeaders|flagEndStream, 1, headerBlock(enc, &buf, "grpc-status", "0"))...)
+	msg := patterned(1<<20, 0)
+	wire := serverWire([][]byte{msg}, maxFrameSize)
 	pool := &ledgerPool{t: t, out: map[*[]byte]bool{}}
 	c := &Conn{cfg: Config{Target: "127.0.0.1:1", Pool: pool}.withDefaults()}
 	tr := newTransport(&c.cfg, nil, &tricklingSource{b: wire})
