@@ -34,8 +34,9 @@ func serverWire(msgs [][]byte, frameLen int) []byte {
 // sharedClient reads msgs from its own wire (DATA frames of frameLen, reads of chunk) on a
 // transport that shares large messages through shared, and checks every message the codec
 // gets while it holds it, and every receive buffer back in its pool at the end. It returns the
-// most receive buffers it held at once.
-func sharedClient(t *testing.T, shared *Shared, msgs [][]byte, frameLen, chunk int) int {
+// most receive buffers it held at once, and how many messages reached the codec in more than
+// one piece.
+func sharedClient(t *testing.T, shared *Shared, msgs [][]byte, frameLen, chunk int) (maxOut, pieces int) {
 	pool := &ledgerPool{t: t, out: map[*[]byte]bool{}}
 	c := &Conn{cfg: Config{Target: "127.0.0.1:1", Pool: pool, Shared: shared}.withDefaults()}
 	var src source = &sliceSource{b: serverWire(msgs, frameLen), chunk: chunk}
@@ -48,7 +49,7 @@ func sharedClient(t *testing.T, shared *Shared, msgs [][]byte, frameLen, chunk i
 	s, err := tr.open(context.Background(), c, codec, "/m")
 	if err != nil {
 		t.Error(err)
-		return 0
+		return 0, 0
 	}
 	for {
 		if err := s.RecvMsg(nil); err != nil {
@@ -64,7 +65,7 @@ func sharedClient(t *testing.T, shared *Shared, msgs [][]byte, frameLen, chunk i
 	if len(pool.out) != 0 {
 		t.Errorf("%d receive buffers not given back", len(pool.out))
 	}
-	return pool.maxOut
+	return pool.maxOut, codec.pieces
 }
 
 func patterned(n, seed int) []byte {
@@ -117,8 +118,8 @@ func TestSharedMessages(t *testing.T) {
 	// Read one after another, the same messages take exactly one copy each, and a client that
 	// follows a copy holds only the receive buffer it reads into.
 	shared = NewShared()
-	first := sharedClient(t, shared, [][]byte{tailed(full, 0)}, 16384, 0)
-	follower := sharedClient(t, shared, [][]byte{tailed(full, 1)}, 16384, 0)
+	first, _ := sharedClient(t, shared, [][]byte{tailed(full, 0)}, 16384, 0)
+	follower, _ := sharedClient(t, shared, [][]byte{tailed(full, 1)}, 16384, 0)
 	sharedClient(t, shared, [][]byte{tailed(next, 2)}, 16384, 0)
 	sharedClient(t, shared, [][]byte{tailed(next, 3)}, 16384, 0)
 	st = shared.Stats()
@@ -210,4 +211,21 @@ func FuzzSharedMessages(f *testing.F) {
 			sharedClient(t, shared, msgs[c], fl, int(chunk))
 		}
 	})
+}
+
+// TestSharedPrefixEndsFrame: a large message whose length prefix ends a DATA frame is still
+// read from a copy (its first piece is the next frame's).
+func TestSharedPrefixEndsFrame(t *testing.T) {
+	const fl = 16384
+	first := patterned(3*fl-10, 1) // its prefix and bytes, then the next prefix: three frames
+	large := patterned(200_000, 2)
+	shared := NewShared()
+	for range 2 {
+		if _, pieces := sharedClient(t, shared, [][]byte{first, large}, fl, 0); pieces != 1 {
+			t.Errorf("%d messages reached the codec in pieces, want 1 (the first; the large one is the copy's one piece)", pieces)
+		}
+	}
+	if st := shared.Stats(); st.Started != 1 || st.Followed != 2 {
+		t.Errorf("stats %+v: want the large message read from one copy by both clients", st)
+	}
 }

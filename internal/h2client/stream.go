@@ -237,6 +237,11 @@ func (s *stream) take(b []byte) {
 		// read, and the receive buffer they lie in is pinned (transport.drop), unless they
 		// are a shared copy's bytes (Config.Shared).
 		k := min(len(b), s.msgLen-s.got)
+		if k == 0 {
+			// The frame ended with the message's length prefix: its bytes come next.
+			s.t.gather = s.msgLen - s.got
+			return
+		}
 		if s.got == 0 {
 			s.share = s.t.cfg.Shared.join(b[:k], s.msgLen)
 		}
