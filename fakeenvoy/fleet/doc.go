@@ -18,9 +18,10 @@
 // plaintext connection of its own (no auth, no shared connection, the real clock, no
 // Config.DialOptions) runs on the fleet's own transport, internal/h2client: one HTTP/2
 // connection and stream read and written by the client's two goroutines, a 32 KiB receive
-// buffer from a shared pool only while there is something to read, and the kernel's receive
-// time on every response. The others use grpc-go (32 KiB read/write buffers, the codec's
-// clock).
+// buffer from a shared pool only while there is something to read, the kernel's receive
+// time on every response, and one copy among them of a large response that reaches many alike
+// (h2client.Shared: a full config pushed to the fleet). The others use grpc-go (32 KiB
+// read/write buffers, the codec's clock).
 // BenchmarkFleetHeapPerClient measures a client's heap and CPU on a 1,000-service mesh
 // (docs/performance.md).
 //
