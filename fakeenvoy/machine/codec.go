@@ -216,10 +216,7 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 		}
 	}
 	c.res, c.read, c.run = nil, false, nil
-	c.kept = false
-	if im, ok := c.rx.(immutable); ok {
-		c.kept = im.Immutable(data.Len())
-	}
+	c.kept = c.immutable(data)
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("fakeenvoy codec: cannot unmarshal into %T: not a proto message", v)
@@ -315,15 +312,7 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 		// A run this read decoded some of is new to the fleet: kept on trial, proven when a
 		// second client reads it (see respMemo).
 		if memo != nil && contiguous && k > 0 {
-			region := b[first:end:end]
-			if c.kept {
-				// The bytes are a copy shared by the clients that received them: the memo
-				// keeps that copy, and the next of those clients compares its run with the
-				// same bytes in place (bytes.Equal's first test).
-				memo.putFunc(key, func(kept []byte) bool { return bytes.Equal(kept, region) }, func() []byte { return region }, res, fresh)
-			} else {
-				memo.put(key, region, res, fresh)
-			}
+			c.keep(memo, key, b[first:end:end], res, fresh)
 		}
 	}
 	if len(rest) > 0 {
@@ -332,6 +321,31 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 		}
 	}
 	return res, true
+}
+
+// immutable says whether data lies in bytes nothing changes or reuses (the stamp source says
+// so). Not inlined, for Unmarshal's frame (see keep).
+//
+//go:noinline
+func (c *Codec) immutable(data mem.BufferSlice) bool {
+	im, ok := c.rx.(immutable)
+	return ok && im.Immutable(data.Len())
+}
+
+// keep gives the memo the run region read into res. When the message lies in immutable bytes
+// (a copy shared by the clients that received it), the memo keeps those bytes, and the next
+// of those clients compares its run with the same bytes in place (bytes.Equal's first test).
+//
+// Not inlined: its closures would widen readSotw's frame, which is on the fleet's deepest
+// stacks (the decoding below it), whose size is part of every client's memory.
+//
+//go:noinline
+func (c *Codec) keep(memo *respMemo, key respKey, region []byte, res []item, fresh bool) {
+	if !c.kept {
+		memo.put(key, region, res, fresh)
+		return
+	}
+	memo.putFunc(key, func(kept []byte) bool { return bytes.Equal(kept, region) }, func() []byte { return region }, res, fresh)
 }
 
 // readAny reads one google.protobuf.Any (type_url, value) of a response; decoded says it
