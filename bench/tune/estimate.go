@@ -51,27 +51,37 @@ func (e *estimator) timeline(sc *scenarios.Scenario) ([]debounce.SimEvent, error
 	if tl, ok := e.timelines[string(key)]; ok {
 		return tl, nil
 	}
-	sim, err := simulator.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("simulator: %w", err)
-	}
 	var tl []debounce.SimEvent
-	for {
-		ev, ok, err := sim.Next()
-		if err != nil {
-			return nil, fmt.Errorf("simulator: %w", err)
-		}
-		if !ok {
-			break
-		}
-		if ev.Skip != "" {
-			continue
-		}
+	err = eachEvent(cfg, func(ev simulator.Event) {
 		tl = append(tl, debounce.SimEvent{At: ev.Scheduled, EndpointOnly: endpointOnlyKinds[ev.Kind]})
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(tl, func(a, b debounce.SimEvent) int { return compareFloats(float64(a.At), float64(b.At)) })
 	e.timelines[string(key)] = tl
 	return tl, nil
+}
+
+// eachEvent calls f with each churn event the simulator configured by cfg schedules, skipped
+// arrivals left out, in the order it makes them.
+func eachEvent(cfg simulator.Config, f func(simulator.Event)) error {
+	sim, err := simulator.New(cfg)
+	if err != nil {
+		return fmt.Errorf("simulator: %w", err)
+	}
+	for {
+		ev, ok, err := sim.Next()
+		if err != nil {
+			return fmt.Errorf("simulator: %w", err)
+		}
+		if !ok {
+			return nil
+		}
+		if ev.Skip == "" {
+			f(ev)
+		}
+	}
 }
 
 // estimate predicts sc's push cycles and debounce delay (pushes taking no time).

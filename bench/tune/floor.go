@@ -48,22 +48,9 @@ type Floor struct {
 // endpoint's presence, an assignment's endpoint count, a cluster's existence, …); the clients
 // hold what the last push left.
 func DebounceFloor(sc *scenarios.Scenario) (Floor, error) {
-	sim, err := simulator.New(run.SimConfig(sc))
-	if err != nil {
-		return Floor{}, fmt.Errorf("simulator: %w", err)
-	}
 	var evs []floorEvent
-	for {
-		ev, ok, err := sim.Next()
-		if err != nil {
-			return Floor{}, fmt.Errorf("simulator: %w", err)
-		}
-		if !ok {
-			break
-		}
-		if ev.Skip == "" {
-			evs = append(evs, newFloorEvent(ev))
-		}
+	if err := eachEvent(run.SimConfig(sc), func(ev simulator.Event) { evs = append(evs, newFloorEvent(ev)) }); err != nil {
+		return Floor{}, err
 	}
 	slices.SortStableFunc(evs, func(a, b floorEvent) int { return compareFloats(float64(a.at), float64(b.at)) })
 	return floorOf(evs, run.ControlPlaneOptions(sc).Debounce, sc.Duration.D())
