@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -86,10 +87,31 @@ func (c Config) withDefaults() Config {
 }
 
 // Agent is the emulated istio-agent shared by a fleet's clients: one lab CA, one workload
-// certificate per client. It is safe for concurrent use.
+// certificate per identity (namespace and service account), shared by the clients of that
+// identity and issued again once half its lifetime has passed, as istio-agent rotates. It is
+// safe for concurrent use.
 type Agent struct {
-	cfg Config
-	ca  *pki.CA
+	cfg   Config
+	ca    *pki.CA
+	certs *certCache
+}
+
+// certCache holds the workload certificate issued for each identity. Signing one costs more
+// than a client's whole share of a small push (a P-256 key and a signature, 0.1–1 ms), and a
+// fleet's clients are replicas of a few dozen workloads: a certificate per client made the
+// emulated agent a tenth of the fleet's CPU while it took its full config.
+type certCache struct {
+	mu sync.Mutex
+	m  map[Workload]*issued
+}
+
+// issued is one identity's certificate: ready is closed once secret and err are set; renewAt
+// is set before the entry is shared.
+type issued struct {
+	ready   chan struct{}
+	secret  *tlsv3.Secret
+	err     error
+	renewAt time.Time
 }
 
 // New creates the lab CA (a self-signed ECDSA P-256 root, in memory) and the agent around
@@ -100,13 +122,13 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakeenvoy: agent CA: %w", err)
 	}
-	return &Agent{cfg: cfg, ca: ca}, nil
+	return &Agent{cfg: cfg, ca: ca, certs: &certCache{m: make(map[Workload]*issued)}}, nil
 }
 
-// WithIssueDelay returns an agent with the same CA that takes d to serve a first request
-// (negative: at once).
+// WithIssueDelay returns an agent with the same CA and certificates that takes d to serve a
+// first request (negative: at once).
 func (a *Agent) WithIssueDelay(d time.Duration) *Agent {
-	b := &Agent{cfg: a.cfg, ca: a.ca}
+	b := &Agent{cfg: a.cfg, ca: a.ca, certs: a.certs}
 	b.cfg.IssueDelay = max(d, 0)
 	return b
 }
@@ -155,7 +177,7 @@ var errUnservable = errors.New("the istio-agent serves default, ROOTCA, file-cer
 func (a *Agent) Serve(w Workload, name string) (*tlsv3.Secret, time.Duration, error) {
 	switch {
 	case name == SecretWorkload:
-		s, err := a.issue(w)
+		s, err := a.workloadSecret(w)
 		return s, a.cfg.IssueDelay, err
 	case name == SecretRoot:
 		return rootSecret(name, a.RootPEM()), a.cfg.IssueDelay, nil
@@ -189,9 +211,37 @@ func (a *Agent) Serve(w Workload, name string) (*tlsv3.Secret, time.Duration, er
 	return nil, 0, errUnservable
 }
 
+// workloadSecret returns w's workload certificate: the one issued for its identity while less
+// than half its lifetime has passed, else a new one. Clients asking for the same identity at
+// once wait for one signature. The secret is shared: read-only.
+func (a *Agent) workloadSecret(w Workload) (*tlsv3.Secret, error) {
+	now := a.cfg.Now()
+	c := a.certs
+	c.mu.Lock()
+	e, ok := c.m[w]
+	if !ok || !now.Before(e.renewAt) {
+		e = &issued{ready: make(chan struct{}), renewAt: now.Add(a.cfg.CertTTL / 2)}
+		c.m[w] = e
+		c.mu.Unlock()
+		e.secret, e.err = a.issue(w, now)
+		if e.err != nil { // not kept: the next client tries again
+			c.mu.Lock()
+			if c.m[w] == e {
+				delete(c.m, w)
+			}
+			c.mu.Unlock()
+		}
+		close(e.ready)
+		return e.secret, e.err
+	}
+	c.mu.Unlock()
+	<-e.ready
+	return e.secret, e.err
+}
+
 // issue signs a new workload certificate for w: SPIFFE URI SAN, serverAuth and clientAuth
 // (it serves both as a client certificate and as the inbound listener's server certificate).
-func (a *Agent) issue(w Workload) (*tlsv3.Secret, error) {
+func (a *Agent) issue(w Workload, now time.Time) (*tlsv3.Secret, error) {
 	id, err := url.Parse(a.SPIFFEID(w.namespace, w.serviceAccount))
 	if err != nil {
 		return nil, fmt.Errorf("workload identity: %w", err)
@@ -200,7 +250,7 @@ func (a *Agent) issue(w Workload) (*tlsv3.Secret, error) {
 		Subject:     pkix.Name{Organization: []string{a.cfg.TrustDomain}},
 		URIs:        []*url.URL{id},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}, a.cfg.Now(), a.cfg.CertTTL)
+	}, now, a.cfg.CertTTL)
 	if err != nil {
 		return nil, fmt.Errorf("sign workload certificate: %w", err)
 	}

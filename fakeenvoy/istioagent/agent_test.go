@@ -1,10 +1,14 @@
 package istioagent
 
 import (
+	"crypto/x509"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	// A Cluster in a secret file (TestSecretFromFile) must decode, as it does in the fleet,
 	// which links every xDS type.
@@ -73,7 +77,7 @@ func TestAgentFileCertificates(t *testing.T) {
 }
 
 // TestAgentWithIssueDelay: a group's own issue delay keeps the fleet's CA (one root for the
-// whole fleet), each certificate with a serial of its own.
+// whole fleet) and its certificates: a workload gets the same one from every group's agent.
 func TestAgentWithIssueDelay(t *testing.T) {
 	a := testAgent(t, Config{})
 	b := a.WithIssueDelay(20 * time.Millisecond)
@@ -91,13 +95,89 @@ func TestAgentWithIssueDelay(t *testing.T) {
 		if want := map[*Agent]time.Duration{a: DefaultIssueDelay, b: 20 * time.Millisecond, c: 0}[ag]; d != want {
 			t.Fatalf("issue delay %v, want %v", d, want)
 		}
-		cert, err := parseCertPEM([]byte(s.GetTlsCertificate().GetCertificateChain().GetInlineString()))
+		serials[certOf(t, s).SerialNumber.String()] = true
+	}
+	if len(serials) != 1 {
+		t.Fatalf("%d certificates for one workload across a fleet's agents, want 1", len(serials))
+	}
+}
+
+// TestAgentCertificatePerIdentity: clients of one identity share its certificate, asked for
+// at once or one after another, until half its lifetime has passed; another identity gets its
+// own, naming it.
+func TestAgentCertificatePerIdentity(t *testing.T) {
+	now := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	a := testAgent(t, Config{CertTTL: time.Hour, Now: clock})
+	w := Workload{namespace: "ns-1", serviceAccount: "app-1"}
+
+	const clients = 16
+	secrets := make([]*tlsv3.Secret, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() { secrets[i], _, errs[i] = a.Serve(w, SecretWorkload) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	first := certOf(t, secrets[0])
+	for i, s := range secrets {
+		if c := certOf(t, s); !c.Equal(first) {
+			t.Fatalf("client %d got serial %v, client 0 %v: one identity, one certificate", i, c.SerialNumber, first.SerialNumber)
+		}
+	}
+	if len(first.URIs) != 1 || first.URIs[0].String() != "spiffe://cluster.local/ns/ns-1/sa/app-1" {
+		t.Fatalf("URI SANs %v, want the workload's SPIFFE id", first.URIs)
+	}
+	if want := now.Add(time.Hour); !first.NotAfter.Equal(want) {
+		t.Fatalf("NotAfter %v, want %v (its TTL from the agent's clock)", first.NotAfter, want)
+	}
+
+	other := Workload{namespace: "ns-2", serviceAccount: "app-1"}
+	s, _, err := a.Serve(other, SecretWorkload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := certOf(t, s); c.Equal(first) || c.URIs[0].String() != "spiffe://cluster.local/ns/ns-2/sa/app-1" {
+		t.Fatalf("another identity got serial %v, URIs %v", c.SerialNumber, c.URIs)
+	}
+
+	for _, step := range []struct {
+		advance time.Duration
+		same    bool
+	}{
+		{29 * time.Minute, true}, // before half its lifetime: the same one
+		{time.Minute, false},     // half its lifetime: a new one
+		{29 * time.Minute, true}, // which is then kept
+	} {
+		mu.Lock()
+		now = now.Add(step.advance)
+		mu.Unlock()
+		s, _, err := a.Serve(w, SecretWorkload)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if serials[cert.SerialNumber.String()] {
-			t.Fatalf("serial %v issued twice", cert.SerialNumber)
+		c := certOf(t, s)
+		if c.Equal(first) != step.same {
+			t.Fatalf("at %v: serial %v, first %v: same %v, want %v", clock(), c.SerialNumber, first.SerialNumber, c.Equal(first), step.same)
 		}
-		serials[cert.SerialNumber.String()] = true
+		if !step.same {
+			if !c.NotBefore.Before(clock()) || !c.NotAfter.Equal(clock().Add(time.Hour)) {
+				t.Fatalf("renewed certificate valid %v–%v, want from before %v for an hour", c.NotBefore, c.NotAfter, clock())
+			}
+			first = c
+		}
 	}
+}
+
+func certOf(t *testing.T, s *tlsv3.Secret) *x509.Certificate {
+	t.Helper()
+	c, err := parseCertPEM([]byte(s.GetTlsCertificate().GetCertificateChain().GetInlineString()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

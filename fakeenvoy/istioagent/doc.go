@@ -7,8 +7,10 @@
 // A real Envoy in an Istio mesh never asks the control plane for its own workload certificate:
 // istiod names the SDS secrets "default" and "ROOTCA" on the "sds-grpc" config source, the
 // istio-agent's SDS server on a Unix socket next to Envoy. The Agent stands in for that agent,
-// inside the fleet and without network traffic: it issues each client a workload certificate
-// and the root from a lab CA, after a configurable issue delay, and reads file-based secrets
-// from their paths. Which secrets it serves is decided by their config source (see
-// fakeenvoy/machine's sds.go); secrets on ADS are still asked of the control plane.
+// inside the fleet and without network traffic: it serves each client the workload certificate
+// of its identity (namespace and service account; one per identity, shared by its clients and
+// issued again at half its lifetime) and the root from a lab CA, after a configurable issue
+// delay, and reads file-based secrets from their paths. Which secrets it serves is decided by
+// their config source (see fakeenvoy/machine's sds.go); secrets on ADS are still asked of the
+// control plane.
 package istioagent
