@@ -84,6 +84,10 @@ type Machine struct {
 	workload     istioagent.Workload
 	local        map[secretRef]*localSecret
 	localPending int
+	// localGen counts the local secrets that arrived; secretMemo is hasSecrets' last answer
+	// for a list of local secrets as of localGen (see hasSecrets).
+	localGen   uint32
+	secretMemo secretMemo
 	// secretsGained: a local secret arrived since the last rewarmSecrets. Until one does (or an
 	// SDS response comes), every resource waiting for secrets still lacks one: warmSecrets
 	// only puts a resource there while it does.

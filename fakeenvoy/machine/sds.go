@@ -283,6 +283,7 @@ func (m *Machine) requestLocal(r secretRef, now time.Time) {
 	l.ready = now.Add(delay)
 	if delay <= 0 {
 		l.held = true
+		m.localGen++
 		m.secretsGained = true
 		return
 	}
@@ -298,6 +299,7 @@ func (m *Machine) deliverLocal(now time.Time) bool {
 	for _, l := range m.local {
 		if !l.held && l.err == nil && !now.Before(l.ready) {
 			l.held = true
+			m.localGen++
 			m.localPending--
 			m.secretsGained = true
 			any = true
@@ -317,14 +319,37 @@ func (m *Machine) LocalSecret(name string) *tlsv3.Secret {
 	return nil
 }
 
+// secretMemo is whether every secret of refs, all local, was held when localGen was gen.
+type secretMemo struct {
+	refs []secretRef
+	gen  uint32
+	held bool
+}
+
 // hasSecrets reports whether every named secret has arrived.
+//
+// A full config's thousands of clusters name the same one or two secrets of the agent, and
+// each cluster applied asks. A local secret, once held, stays held (the client asks for it
+// once per process), and one arrives only with localGen counting it: so the last answer for
+// the same local refs holds while it was yes or while localGen has not moved. Refs on ADS are
+// looked up each time (an SDS response may remove a secret).
 func (m *Machine) hasSecrets(refs []secretRef) bool {
+	if mm := &m.secretMemo; len(refs) > 0 && (mm.held || mm.gen == m.localGen) && slices.Equal(refs, mm.refs) {
+		return mm.held
+	}
+	held, local := true, true
 	for _, r := range refs {
-		if !m.holdsSecret(r) {
-			return false
+		if r.overADS() {
+			local = false
+		}
+		if held && !m.holdsSecret(r) {
+			held = false
 		}
 	}
-	return true
+	if local && len(refs) > 0 {
+		m.secretMemo = secretMemo{refs: refs, gen: m.localGen, held: held}
+	}
+	return held
 }
 
 // warmSecrets puts a new or changed cluster or listener d into SDS warming when it names a

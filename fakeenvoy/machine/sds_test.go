@@ -1,6 +1,8 @@
 package machine
 
 import (
+	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/istioagent"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
 )
 
@@ -171,4 +174,43 @@ func FuzzSecretRefs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHasSecretsMemo: hasSecrets remembers its last answer for a list of local secrets, and
+// that answer moves with every local secret that arrives; a list with a secret on ADS is looked
+// up each time, as an SDS response may take one away.
+func TestHasSecretsMemo(t *testing.T) {
+	def := secretRef{name: istioagent.SecretWorkload, kind: srcCluster, arg: istioagent.SDSCluster}
+	root := secretRef{name: istioagent.SecretRoot, kind: srcCluster, arg: istioagent.SDSCluster}
+	file := secretRef{name: "file-root:/etc/ca.pem", kind: srcFile, arg: "/etc/ca.pem"}
+	ads := secretRef{name: "kube-cert", kind: srcADS}
+	m := &Machine{local: map[secretRef]*localSecret{
+		root: {ready: t0.Add(time.Millisecond)},
+		def:  {ready: t0.Add(2 * time.Millisecond)},
+		file: {err: errors.New("no such file")},
+	}, localPending: 2}
+	both := []secretRef{root, def}
+	check := func(step string, refs []secretRef, want bool) {
+		t.Helper()
+		if got := m.hasSecrets(refs); got != want {
+			t.Fatalf("%s: hasSecrets(%v) = %v, want %v", step, refs, got, want)
+		}
+	}
+	check("none issued", both, false)
+	check("none issued, asked again", both, false)
+	m.deliverLocal(t0.Add(time.Millisecond))
+	check("ROOTCA issued", both, false)
+	check("ROOTCA issued", []secretRef{root}, true)
+	check("ROOTCA issued, the pair again", both, false)
+	m.deliverLocal(t0.Add(2 * time.Millisecond))
+	check("both issued", both, true)
+	check("both issued, an equal list", slices.Clone(both), true)
+	check("a file that failed", []secretRef{root, file}, false)
+	check("both issued, after another list", both, true)
+	check("no secrets", nil, true)
+
+	m.types[tSDS].res = map[string]entry{ads.name: {}}
+	check("on ADS, held", []secretRef{root, ads}, true)
+	delete(m.types[tSDS].res, ads.name)
+	check("on ADS, removed", []secretRef{root, ads}, false)
 }
