@@ -219,7 +219,10 @@ type matchShard struct {
 	byGroup map[egKey]*ProbeCounts
 	// touched indexes the Touched names of the response being matched (Response).
 	touched touchIndex
-	_       [64]byte
+	// shown and moved are Response's subject sets, kept between responses (resetScratch):
+	// a response carrying a push's events fills them with a subject per event.
+	shown, moved map[uint32]bool
+	_            [64]byte
 }
 
 type matchClient struct {
@@ -461,11 +464,6 @@ type holdsMemo struct {
 	prev *holdsMemo
 }
 
-// oneView shows one message under every name.
-type oneView struct{ m proto.Message }
-
-func (v oneView) Resource(string, string) proto.Message { return v.m }
-
 // holds is ev.exp.Holds(v), remembered for the last message when every predicate reads one
 // resource (oneKey): a decoded message is immutable, so the same message gives the same answer.
 func (ev *matchEvent) holds(v probe.View) bool {
@@ -473,7 +471,11 @@ func (ev *matchEvent) holds(v probe.View) bool {
 		return ev.exp.Holds(v)
 	}
 	p0 := &ev.exp.All[0]
-	m := v.Resource(p0.Op.TypeURL(), p0.Resource)
+	return ev.holdsMsg(v.Resource(p0.Op.TypeURL(), p0.Resource))
+}
+
+// holdsMsg is holds for an event of one resource (oneKey) whose message is m.
+func (ev *matchEvent) holdsMsg(m proto.Message) bool {
 	last := ev.memo.Load()
 	if last != nil {
 		if last.m == m {
@@ -483,7 +485,13 @@ func (ev *matchEvent) holds(v probe.View) bool {
 			return prev.held
 		}
 	}
-	held := ev.exp.Holds(oneView{m})
+	held := true
+	for i := range ev.exp.All {
+		if !ev.exp.All[i].HoldsOn(m) {
+			held = false
+			break
+		}
+	}
 	next := &holdsMemo{m: m, held: held}
 	if last != nil {
 		next.prev = &holdsMemo{m: last.m, held: last.held} // one back: not a chain
@@ -635,7 +643,18 @@ func (m *Matcher) heldBefore(s *matchShard, c probe.ClientInfo, r *probe.Respons
 		return false // before this response the client held nothing of the type
 	}
 	if r != nil && m.off(r.Recv) >= ev.regAt && len(r.Touched) > 0 {
-		v = beforeView{c: c.State, r: r, x: &s.touched}
+		if ev.oneKey {
+			// beforeView's lookup, by the name's hash the event keeps: a claim asks this of
+			// every event registered since the client's last hook.
+			p0 := &ev.exp.All[0]
+			if t := p0.Op.TypeURL(); t == r.TypeURL {
+				if i := s.touched.find(p0.Resource, ev.name0); i >= 0 {
+					return ev.holdsMsg(r.Touched[i].Prev)
+				}
+			}
+		} else {
+			v = beforeView{c: c.State, r: r, x: &s.touched}
+		}
 	}
 	return ev.holds(v)
 }
@@ -846,24 +865,25 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	rbit := typeBit(r.TypeURL)
 	accepted, effective := c.State, effectiveView{c.State}
 	var reached, superseded []int // indices into pending of the events resolved here
-	var shown map[uint32]bool     // subjects whose shown state a later event has claimed
+	// s.shown holds the subjects whose shown state a later event has claimed (the shard's
+	// scratch set, emptied when the response is done).
+	defer s.resetScratch()
 	claimedBy := func(ev *matchEvent) bool {
 		for _, sj := range ev.subj {
-			if shown[sj] {
+			if s.shown[sj] {
 				return true
 			}
 		}
 		return false
 	}
-	// moved holds the subjects on which a later event's own predicates hold after r, for
+	// s.moved holds the subjects on which a later event's own predicates hold after r, for
 	// those of its predicates r touched, though that event does not hold as a whole (another
 	// of its subjects shows a still later change, or has not come yet): the client has moved
 	// past every earlier state of such a subject. An earlier event that does not hold and
 	// reads one of them can never be seen any more.
-	var moved map[uint32]bool
 	movedBy := func(ev *matchEvent) bool {
 		for _, sj := range ev.subj {
-			if moved[sj] {
+			if s.moved[sj] {
 				return true
 			}
 		}
@@ -882,10 +902,10 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 				}
 			}
 			if ok {
-				if moved == nil {
-					moved = make(map[uint32]bool, len(ev.subj))
+				if s.moved == nil {
+					s.moved = make(map[uint32]bool, len(ev.subj))
 				}
-				moved[sj] = true
+				s.moved[sj] = true
 			}
 		}
 	}
@@ -914,11 +934,11 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 				superseded = append(superseded, i)
 			}
 		case holds && eligible:
-			if shown == nil {
-				shown = make(map[uint32]bool, len(ev.subj))
+			if s.shown == nil {
+				s.shown = make(map[uint32]bool, len(ev.subj))
 			}
 			for _, sj := range ev.subj {
-				shown[sj] = true
+				s.shown[sj] = true
 			}
 			switch {
 			case p.held:
@@ -1503,6 +1523,20 @@ func (m *Matcher) Results() MatchResults {
 	}
 	return res
 }
+
+// resetScratch empties the subject sets a Response filled. One grown large (a client catching
+// up on hundreds of events) is dropped instead: clearing a map costs the room it has.
+func (s *matchShard) resetScratch() {
+	for _, set := range []*map[uint32]bool{&s.shown, &s.moved} {
+		if len(*set) > maxScratch {
+			*set = nil
+		} else {
+			clear(*set)
+		}
+	}
+}
+
+const maxScratch = 256
 
 // egKey is an event (the stats event) and a client group: a cell of matchShard.byGroup.
 type egKey struct {

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"testing"
@@ -880,5 +881,40 @@ func TestMatcherHeldByResponseReadLate(t *testing.T) {
 		if got != w {
 			t.Errorf("event %d (%s): got %+v, want %+v", e.EventID, e.Kind, got, w)
 		}
+	}
+}
+
+// TestMatcherScratchSets: the subject sets a response fills are empty for the next one, and
+// one grown past maxScratch by a response carrying hundreds of events is let go; every event
+// of both pushes is observed.
+func TestMatcherScratchSets(t *testing.T) {
+	m := NewMatcher(MatcherConfig{Now: mtNow})
+	c := &mtClient{index: 0, group: "g", ns: "default"}
+	m.Track(0, "g", "default")
+	s := m.shard(0)
+	push := func(first, n, recvMs int) {
+		t.Helper()
+		set := map[string]proto.Message{}
+		for k := first; k < first+n; k++ {
+			name := fmt.Sprint("c", k)
+			if _, err := m.Expect(probe.Expectation{EventID: uint64(k + 1), Kind: "add", T0: mtBase,
+				All: []probe.Predicate{present(name, "10.0.0.1")}}); err != nil {
+				t.Fatal(err)
+			}
+			set[name] = mtCLA(name, "10.0.0.1")
+		}
+		c.push(m, resource.EndpointType, at(recvMs), at(recvMs+1), set)
+	}
+	push(0, maxScratch+44, 10)
+	if s.shown != nil {
+		t.Fatalf("after %d events: the shard keeps a subject set of %d", maxScratch+44, len(s.shown))
+	}
+	push(maxScratch+44, 10, 20)
+	if s.shown == nil || len(s.shown) != 0 {
+		t.Fatalf("after 10 events: subject set %v, want kept and empty", s.shown)
+	}
+	res := m.Results()
+	if res.Observed != maxScratch+54 {
+		t.Fatalf("%d of %d events observed", res.Observed, maxScratch+54)
 	}
 }

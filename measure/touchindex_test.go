@@ -46,15 +46,59 @@ func TestTouchIndexFind(t *testing.T) {
 	}
 }
 
+// TestTouchIndexBloomReset: an index reset for the next response finds its names, and not the
+// last response's, whose bits its bloom no longer has.
+func TestTouchIndexBloomReset(t *testing.T) {
+	seed := maphash.MakeSeed()
+	names := func(prefix string) []probe.Touched {
+		ts := make([]probe.Touched, 4*linearMax)
+		for i := range ts {
+			ts[i].Name = fmt.Sprintf("%s-%d", prefix, i)
+		}
+		return ts
+	}
+	var x touchIndex
+	first, second := names("first"), names("second")
+	x.reset(seed, first)
+	if !x.hasHash(maphash.String(seed, first[5].Name)) {
+		t.Fatal("a touched name's hash is not found")
+	}
+	x.reset(seed, second)
+	for i, e := range second {
+		if got := x.find(e.Name, maphash.String(seed, e.Name)); got != i {
+			t.Fatalf("after a reset: find(%q) = %d, want %d", e.Name, got, i)
+		}
+	}
+	missed := 0
+	for _, e := range first {
+		if x.hasHash(maphash.String(seed, e.Name)) {
+			missed++ // a hash collision on 64 bits: not expected
+		}
+	}
+	if missed != 0 {
+		t.Fatalf("%d names of the previous response still found after a reset", missed)
+	}
+	rejected := 0
+	for i := range 1000 {
+		if w, b := bloomBit(maphash.String(seed, fmt.Sprint("absent-", i))); x.bloom[w]&b == 0 {
+			rejected++
+		}
+	}
+	if rejected < 900 { // 32 of 1,024 bits set: about 970 of 1,000 absent names turned away
+		t.Fatalf("the bloom turned away %d of 1,000 absent names", rejected)
+	}
+}
+
 // TestTouchIndexCollision: entries whose hashes are equal are told apart by their names.
 func TestTouchIndexCollision(t *testing.T) {
 	for _, n := range []int{3, linearMax + 3} {
 		touched := make([]probe.Touched, n)
-		x := touchIndex{touched: touched, built: true}
+		x := touchIndex{touched: touched}
 		for i := range touched {
 			touched[i].Name = fmt.Sprint("r", i)
-			x.byHash = append(x.byHash, touchHash{h: uint64(i / 2), i: int32(i)}) // sorted, pairs collide
+			x.byHash = append(x.byHash, touchHash{h: uint64(i / 2), i: int32(i)}) // pairs collide
 		}
+		x.index()
 		for i := range touched {
 			if got := x.find(touched[i].Name, uint64(i/2)); got != i {
 				t.Errorf("n=%d: find(%q) = %d, want %d", n, touched[i].Name, got, i)
@@ -132,3 +176,8 @@ func TestHoldsMemoReleased(t *testing.T) {
 		t.Fatalf("observed %d, missed %d; want 2, 0", r.Observed, r.Missed)
 	}
 }
+
+// oneView shows one message under every name.
+type oneView struct{ m proto.Message }
+
+func (v oneView) Resource(string, string) proto.Message { return v.m }

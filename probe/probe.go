@@ -180,8 +180,11 @@ type View interface {
 }
 
 // Holds evaluates the predicate against v.
-func (p Predicate) Holds(v View) bool {
-	m := v.Resource(p.Op.TypeURL(), p.Resource)
+func (p Predicate) Holds(v View) bool { return p.HoldsOn(v.Resource(p.Op.TypeURL(), p.Resource)) }
+
+// HoldsOn evaluates the predicate against m, its resource's message in a view (nil: the view
+// holds no such resource).
+func (p Predicate) HoldsOn(m proto.Message) bool {
 	switch p.Op {
 	case EndpointPresent, EndpointAbsent:
 		cla, _ := m.(*endpointv3.ClusterLoadAssignment)
