@@ -697,8 +697,8 @@ func touches(x *touchIndex, rbit uint8, ev *matchEvent) bool {
 	if rbit == 0 || ev.typeMask&rbit == 0 {
 		return false // no predicate reads a type other than typeBit's
 	}
-	for i, p := range ev.exp.All {
-		if ev.predType[i] == rbit && x.find(p.Resource, ev.names[i]) >= 0 {
+	for i := range ev.exp.All {
+		if ev.predType[i] == rbit && x.find(ev.exp.All[i].Resource, ev.names[i]) >= 0 {
 			return true
 		}
 	}
@@ -890,13 +890,27 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 		return false
 	}
 	markMoved := func(ev *matchEvent) {
-		for i, p := range ev.exp.All {
-			if ev.predType[i] != rbit || s.touched.find(p.Resource, ev.names[i]) < 0 {
+		var one proto.Message // an event of one resource: its message, read once
+		if ev.oneKey {
+			p0 := &ev.exp.All[0]
+			one = accepted.Resource(p0.Op.TypeURL(), p0.Resource)
+		}
+		for i := range ev.exp.All {
+			if ev.predType[i] != rbit || s.touched.find(ev.exp.All[i].Resource, ev.names[i]) < 0 {
 				continue // r did not show this predicate's resource
 			}
 			sj, ok := ev.subj[i], true
 			for j := range ev.exp.All {
-				if ev.subj[j] == sj && !ev.exp.All[j].Holds(accepted) {
+				if ev.subj[j] != sj {
+					continue
+				}
+				var held bool
+				if q := &ev.exp.All[j]; ev.oneKey {
+					held = q.HoldsOn(one)
+				} else {
+					held = q.Holds(accepted)
+				}
+				if !held {
 					ok = false
 					break
 				}
@@ -1062,7 +1076,7 @@ func retireIndexed(pending []matchPend, reached []int, drop []bool, retire func(
 		}
 		last = max(last, i)
 	}
-	var bySubj map[uint32][]int
+	var bySubj []subjEntry // the reached entries' subjects, sorted: one allocation, not a map of slices
 	for j := range pending[:last] {
 		if drop[j] {
 			continue
@@ -1072,24 +1086,36 @@ func retireIndexed(pending []matchPend, reached []int, drop []bool, retire func(
 			continue
 		}
 		if bySubj == nil {
-			bySubj = make(map[uint32][]int, len(reached))
+			n := 0
+			for _, i := range reached {
+				n += len(pending[i].subjects())
+			}
+			bySubj = make([]subjEntry, 0, n)
 			for _, i := range reached {
 				for _, sj := range pending[i].subjects() {
-					bySubj[sj] = append(bySubj[sj], i)
+					bySubj = append(bySubj, subjEntry{sj: sj, i: int32(i)})
 				}
 			}
+			slices.SortFunc(bySubj, func(a, b subjEntry) int { return cmp.Compare(a.sj, b.sj) })
 		}
 		earlier := p.ev
 	find:
 		for _, sj := range p.subjects() {
-			for _, i := range bySubj[sj] {
-				if i > j && pending[i].ev.supersedes(earlier) {
+			k, _ := slices.BinarySearchFunc(bySubj, sj, func(e subjEntry, sj uint32) int { return cmp.Compare(e.sj, sj) })
+			for ; k < len(bySubj) && bySubj[k].sj == sj; k++ {
+				if i := int(bySubj[k].i); i > j && pending[i].ev.supersedes(earlier) {
 					retire(j)
 					break find
 				}
 			}
 		}
 	}
+}
+
+// subjEntry is a subject of a reached pending entry (its index i), for retireIndexed.
+type subjEntry struct {
+	sj uint32
+	i  int32
 }
 
 // AckSent implements probe.Hooks.
