@@ -863,7 +863,8 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	cl := m.claim(s, c, &r)
 	recv := m.off(r.Recv)
 	rbit := typeBit(r.TypeURL)
-	accepted, effective := c.State, effectiveView{c.State}
+	// effective is a View once per response: as a struct value it would be boxed at each call.
+	var accepted, effective probe.View = c.State, effectiveView{c.State}
 	var reached, superseded []int // indices into pending of the events resolved here
 	// s.shown holds the subjects whose shown state a later event has claimed (the shard's
 	// scratch set, emptied when the response is done).
@@ -984,7 +985,7 @@ func (m *Matcher) effect(c probe.ClientInfo, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cl := m.claim(s, c, nil)
-	effective := effectiveView{c.State}
+	var effective probe.View = effectiveView{c.State}
 	var reached []int
 	for i := range cl.pending {
 		if p := &cl.pending[i]; p.recvd && p.ev.holds(effective) {
