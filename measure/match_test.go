@@ -918,3 +918,36 @@ func TestMatcherScratchSets(t *testing.T) {
 		t.Fatalf("%d of %d events observed", res.Observed, maxScratch+54)
 	}
 }
+
+// TestMatcherMovedByHeldLaterEvent: an event held when claimed, over the state before a
+// response that was received before it was registered and read after, no longer holds after
+// that response; but its predicates on one subject do. The client has moved past every earlier
+// state of that subject, so an earlier event waiting for another state of it is superseded,
+// not left to be missed. (No event registered before the response was received shows it:
+// movedPast alone would not know.)
+func TestMatcherMovedByHeldLaterEvent(t *testing.T) {
+	now := at(0)
+	m := NewMatcher(MatcherConfig{Now: func() time.Time { return now }})
+	c := &mtClient{index: 0, group: "g", ns: "default"}
+	m.Track(0, "g", "default")
+	c.push(m, resource.EndpointType, at(0), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.1", "10.0.0.2")))
+	now = at(100)
+	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "add", T0: at(100), All: []probe.Predicate{present("c1", "10.0.0.7")}}); err != nil {
+		t.Fatal(err)
+	}
+	now = at(120)
+	m.touch(c.info())
+	now = at(200)
+	if _, err := m.Expect(probe.Expectation{EventID: 2, Kind: "pair", T0: at(200),
+		All: []probe.Predicate{absent("c1", "10.0.0.7"), present("c1", "10.0.0.2")}}); err != nil {
+		t.Fatal(err)
+	}
+	now = at(210)
+	m.touch(c.info()) // claims event 2, held over the state before the response received at 150
+	c.push(m, resource.EndpointType, at(150), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.1", "10.0.0.3")))
+	res := m.Results()
+	if e := res.Events[0]; e.Superseded != 1 || e.Observed != 0 || e.Missed != 0 {
+		t.Errorf("event 1: observed %d, superseded %d, missed %d; want superseded: the client moved past 10.0.0.7's absence it waited to end",
+			e.Observed, e.Superseded, e.Missed)
+	}
+}
