@@ -643,17 +643,16 @@ func (m *Matcher) heldBefore(s *matchShard, c probe.ClientInfo, r *probe.Respons
 		return false // before this response the client held nothing of the type
 	}
 	if r != nil && m.off(r.Recv) >= ev.regAt && len(r.Touched) > 0 {
-		if ev.oneKey {
-			// beforeView's lookup, by the name's hash the event keeps: a claim asks this of
+		before := beforeView{c: c.State, r: r, x: &s.touched}
+		if !ev.oneKey {
+			v = before
+		} else {
+			// By the name's hash the event keeps, and no view boxed: a claim asks this of
 			// every event registered since the client's last hook.
 			p0 := &ev.exp.All[0]
-			if t := p0.Op.TypeURL(); t == r.TypeURL {
-				if i := s.touched.find(p0.Resource, ev.name0); i >= 0 {
-					return ev.holdsMsg(r.Touched[i].Prev)
-				}
+			if m, ok := before.prev(p0.Op.TypeURL(), p0.Resource, ev.name0); ok {
+				return ev.holdsMsg(m)
 			}
-		} else {
-			v = beforeView{c: c.State, r: r, x: &s.touched}
 		}
 	}
 	return ev.holds(v)
@@ -683,12 +682,21 @@ type beforeView struct {
 }
 
 func (v beforeView) Resource(typeURL, name string) proto.Message {
-	if typeURL == v.r.TypeURL {
-		if i := v.x.find(name, maphash.String(v.x.seed, name)); i >= 0 {
-			return v.r.Touched[i].Prev
-		}
+	if m, ok := v.prev(typeURL, name, maphash.String(v.x.seed, name)); ok {
+		return m
 	}
 	return v.c.Resource(typeURL, name)
+}
+
+// prev is the copy before r of a resource r touched (nil: r added it), named name with hash h
+// under the index's seed; ok is false when r did not touch it.
+func (v beforeView) prev(typeURL, name string, h uint64) (m proto.Message, ok bool) {
+	if typeURL == v.r.TypeURL {
+		if i := v.x.find(name, h); i >= 0 {
+			return v.r.Touched[i].Prev, true
+		}
+	}
+	return nil, false
 }
 
 // touches reports whether the response whose Touched names x indexes, of type bit rbit
