@@ -34,6 +34,7 @@ var (
 	heapClients  = flag.Int("fleet.heap.clients", 500, "clients of BenchmarkFleetHeapPerClient")
 	heapServices = flag.Int("fleet.heap.services", 1000, "services of BenchmarkFleetHeapPerClient's mesh (10 endpoints each)")
 	heapProfile  = flag.String("fleet.heap.profile", "", "write BenchmarkFleetHeapPerClient's heap profile (after the churn) to this file")
+	fullProfile  = flag.String("fleet.heap.cpuprofile", "", "write BenchmarkFleetHeapPerClient's CPU profile of the fleet taking its full config (from start to the last client's) to this file")
 	// serveMesh makes the test binary a control plane serving a mesh of that many services
 	// (BenchmarkFleetHeapPerClient starts itself with it, so the fleet has its process alone).
 	serveMesh = flag.Int("fleet.serve-mesh", 0, "internal: serve a control plane with a mesh of N services until stdin closes")
@@ -84,12 +85,14 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	peak := samplePeakHeap()
+	stopProfile := startCPUProfile(b, *fullProfile)
 	if err := f.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
 	defer f.Stop()
 	waitFullConfig(b, f, n, 20*time.Millisecond)
 	cpu, cpCPU := cpuTime()-cpu0, procCPU(b, srv.pid)-cp0
+	stopProfile()
 	peakFull := peak()
 	if nacks := f.Progress().Nacks; nacks != 0 {
 		b.Fatalf("%d NACKs of a valid mesh", nacks)
@@ -125,6 +128,28 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 	b.ReportMetric(float64(churnCPU.Microseconds())/max(1, float64(churnResp)), "churn-cpu-µs/response")
 	b.ReportMetric(float64(churnResp)/float64(n), "churn-responses/client")
 	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MiB")
+}
+
+// startCPUProfile starts a CPU profile into file (none when file is empty) and returns what
+// stops it.
+func startCPUProfile(b *testing.B, file string) (stop func()) {
+	if file == "" {
+		return func() {}
+	}
+	w, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(w); err != nil {
+		w.Close()
+		b.Fatalf("%v (-test.cpuprofile and -fleet.heap.cpuprofile cannot run together)", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := w.Close(); err != nil {
+			b.Error(err)
+		}
+	}
 }
 
 // procCPU returns the CPU time (user and system) process pid has used, from /proc/pid/stat.
@@ -230,45 +255,14 @@ func startMeshServer(b *testing.B, services int) *meshServer {
 // serveMeshMain is the child's main: a control plane with a mesh of services × 10 endpoints,
 // its ADS address on stdout, until stdin closes.
 func serveMeshMain(services int) int {
-	sim, err := simulator.New(simulator.Config{Seed: 1, Duration: time.Hour, Topology: meshTopology(services),
-		Churn: []simulator.Churn{{Kind: simulator.EndpointFlap, Rate: 10, Down: time.Second}}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts := controlplane.DefaultOptions()
-	opts.GRPCAddr, opts.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
-	reg := prometheus.NewRegistry()
-	opts.Registerer, opts.Gatherer = reg, reg
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := controlplane.New(opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := srv.Start(ctx); err != nil {
+	srv, sim, err := startMeshControlPlane(ctx, services)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer srv.Stop()
-	initial := sim.Initial()
-	cfgs := make([]*istioconfig.Config, len(initial))
-	for i := range initial {
-		cfgs[i] = &initial[i]
-	}
-	if err := srv.ConfigStore().Apply(cfgs, nil); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-	_, err = srv.WaitForSnapshot(wctx, func(s *model.Snapshot) bool { return s.ServiceCount() >= services })
-	wcancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	fmt.Printf("ADS %s\n", srv.GRPCAddr())
 	// Each line "churn" on stdin applies the simulator's next heapChurnEvents events (endpoint
 	// flaps), paced on their schedule from now, then answers "done".
@@ -306,6 +300,48 @@ func serveMeshMain(services int) int {
 		fmt.Println("done")
 	}
 	return 0
+}
+
+// startMeshControlPlane starts, in process, a control plane serving a mesh of services × 10
+// endpoints (and no admission limit: the benchmarks ramp their clients faster than the
+// default 25 streams a second of a 2-core machine, and a refused stream's retries are not the
+// cost of taking a full config), once it has built the mesh's snapshot. The simulator's next
+// events are endpoint flaps, 10 a second.
+func startMeshControlPlane(ctx context.Context, services int) (*controlplane.Server, *simulator.Simulator, error) {
+	sim, err := simulator.New(simulator.Config{Seed: 1, Duration: time.Hour, Topology: meshTopology(services),
+		Churn: []simulator.Churn{{Kind: simulator.EndpointFlap, Rate: 10, Down: time.Second}}})
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := controlplane.DefaultOptions()
+	opts.GRPCAddr, opts.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.AdmissionRate = -1
+	reg := prometheus.NewRegistry()
+	opts.Registerer, opts.Gatherer = reg, reg
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := controlplane.New(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, nil, err
+	}
+	initial := sim.Initial()
+	cfgs := make([]*istioconfig.Config, len(initial))
+	for i := range initial {
+		cfgs[i] = &initial[i]
+	}
+	if err := srv.ConfigStore().Apply(cfgs, nil); err != nil {
+		srv.Stop()
+		return nil, nil, err
+	}
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if _, err := srv.WaitForSnapshot(wctx, func(s *model.Snapshot) bool { return s.ServiceCount() >= services }); err != nil {
+		srv.Stop()
+		return nil, nil, err
+	}
+	return srv, sim, nil
 }
 
 // heapChurnEvents is how many endpoint flaps (10/s) one churn phase applies.
