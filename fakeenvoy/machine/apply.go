@@ -153,7 +153,7 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		s.Info.Touched = make([]probe.Touched, 0, n)
 	}
 	if t.wildcard() && !m.grpc {
-		m.init.reserve(t, withRefs, withSecrets) // a whole config: maps grow once, not by doubling
+		m.reserve(t, withRefs, withSecrets) // a whole config: maps grow once, not by doubling
 	}
 	changed := false
 	for i := range items {

@@ -3,7 +3,6 @@ package machine
 import (
 	"fmt"
 	"slices"
-	"time"
 )
 
 // Why a client has no full config. A run that reaches its end with clients short of a full
@@ -111,7 +110,7 @@ func (m *Machine) secretBlocker() (Blocker, bool) {
 }
 
 // firstWaiting returns the first (by name) of type t's resources in sec that names secret r.
-func (m *Machine) firstWaiting(t rtype, sec map[string]time.Time, r secretRef) (string, bool) {
+func (m *Machine) firstWaiting(t rtype, sec map[string]due, r secretRef) (string, bool) {
 	if len(sec) == 0 {
 		return "", false
 	}

@@ -29,6 +29,10 @@ import (
 type Interner struct {
 	mu sync.Mutex
 	m  map[internKey]weak.Pointer[decoded]
+	// dues pools the warming maps of whole configs (dueMap).
+	dues sync.Pool
+	// secretLists holds one copy of each list of secret references decoded (by its encoding).
+	secretLists map[string][]secretRef
 	// sets are the clients' shared maps of accepted resources (resset.go).
 	trans   map[setKey]transition
 	content map[contentKey]weak.Pointer[resSet]
@@ -80,7 +84,7 @@ type decoded struct {
 
 // NewInterner returns an empty table; give the same one to every client that should share.
 func NewInterner() *Interner {
-	return &Interner{m: make(map[internKey]weak.Pointer[decoded]), trans: make(map[setKey]transition),
+	return &Interner{m: make(map[internKey]weak.Pointer[decoded]), secretLists: make(map[string][]secretRef), trans: make(map[setKey]transition),
 		content: make(map[contentKey]weak.Pointer[resSet]),
 		names:   make(map[*string]weak.Pointer[resSet])}
 }
@@ -115,6 +119,7 @@ func (in *Interner) decode(t rtype, mode checkMode, hash uint64, name string, ra
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	d.secrets = in.secretListLocked(d.secrets)
 	if wp, ok := in.m[k]; ok {
 		if old := wp.Value(); old != nil {
 			if bytes.Equal(old.raw, raw) {
@@ -127,6 +132,56 @@ func (in *Interner) decode(t rtype, mode checkMode, hash uint64, name string, ra
 	runtime.AddCleanup(d, in.evict, k)
 	return d, nil
 }
+
+// secretListLocked returns the table's list equal to refs, adding refs when it has none (and
+// room): the thousands of clusters of a full config name one or two lists of secrets between
+// them, and Machine.hasSecrets knows a list it asked about by its first element's address.
+// in.mu is held.
+func (in *Interner) secretListLocked(refs []secretRef) []secretRef {
+	if len(refs) == 0 {
+		return refs
+	}
+	var b []byte
+	for _, r := range refs {
+		b = append(b, r.name...)
+		b = append(b, 0, byte(r.kind))
+		b = append(b, r.arg...)
+		b = append(b, 0)
+	}
+	if l, ok := in.secretLists[string(b)]; ok {
+		return l
+	}
+	if len(in.secretLists) < maxSecretLists {
+		in.secretLists[string(b)] = refs
+	}
+	return refs
+}
+
+// dueMap returns an empty warming map for about n names: one a client emptied (putDueMap),
+// else a new one. Every client of a fleet warms its thousands of clusters once, for a few
+// hundred milliseconds: one map of a few ten KB made and cleared per client, where most of
+// the cost of making one is clearing it.
+func (in *Interner) dueMap(n int) map[string]due {
+	if in != nil {
+		if v := in.dues.Get(); v != nil {
+			return v.(map[string]due)
+		}
+	}
+	return make(map[string]due, n)
+}
+
+// putDueMap gives back an empty warming map from dueMap.
+func (in *Interner) putDueMap(m map[string]due) {
+	if in == nil {
+		return
+	}
+	clear(m) // its deleted slots
+	in.dues.Put(m)
+}
+
+// maxSecretLists bounds Interner.secretLists: a mesh names a few lists, one per distinct set
+// of credentials; past the bound, lists are not shared (and cost hasSecrets a comparison).
+const maxSecretLists = 1024
 
 // lookup returns the table's resource with key k and bytes raw, nil when none (or in is nil).
 func (in *Interner) lookup(k internKey, raw []byte) *decoded {

@@ -1,12 +1,15 @@
 package machine
 
 import (
+	"fmt"
 	"hash/maphash"
 	"maps"
 	"runtime"
+	"slices"
 	"testing"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -185,5 +188,49 @@ func TestInternerSharedSets(t *testing.T) {
 	}
 	if a.types[tCDS].set != b.types[tCDS].set || len(a.types[tCDS].res) != 1 || a.Resource(C, "c2") != nil {
 		t.Errorf("after removing c2: sets %p and %p with %d clusters", a.types[tCDS].set, b.types[tCDS].set, len(a.types[tCDS].res))
+	}
+}
+
+// TestWarmingMapsPooled: a whole config's warming maps come from the fleet's pool and go back
+// to it, empty, once warming ends; a client given one holds only its own names. A map given
+// back with deleted names comes out empty.
+func TestWarmingMapsPooled(t *testing.T) {
+	in := NewInterner()
+	m := in.dueMap(4)
+	m["a"], m["b"] = 1, 2
+	delete(m, "a")
+	delete(m, "b")
+	m["c"] = 3
+	delete(m, "c")
+	in.putDueMap(m)
+	if got := in.dueMap(4); len(got) != 0 {
+		t.Fatalf("a pooled map holds %v", got)
+	}
+
+	config := func(prefix string) (cds, eds *discoveryv3.DiscoveryResponse, names []string) {
+		var cs, as []proto.Message
+		for i := range 20 {
+			n := fmt.Sprintf("%s%02d", prefix, i)
+			names = append(names, n)
+			cs = append(cs, fetest.EDSCluster(n))
+			as = append(as, fetest.CLA(n, "10.0.0.1", 80))
+		}
+		return sotwResp(t, C, "1", prefix+"c", cs...), sotwResp(t, E, "1", prefix+"e", as...), names
+	}
+	for _, prefix := range []string{"a", "b", "c"} {
+		cds, eds, names := config(prefix)
+		c := newTestMachine(t, Config{Interner: in})
+		c.Start(t0)
+		c.OnSotw(cds, t0)
+		if got := sortedKeys(c.init.warmC); !slices.Equal(got, names) {
+			t.Fatalf("client %s warms %v, want %v", prefix, got, names)
+		}
+		if bw, _ := pooledBits(tCDS); c.init.pooled&bw == 0 {
+			t.Fatalf("client %s: 20 warming clusters in a map not from the pool", prefix)
+		}
+		c.OnSotw(eds, t0)
+		if c.init.warmC != nil || c.init.pooled != 0 {
+			t.Fatalf("client %s: warmed, still holds %v (pooled %b)", prefix, c.init.warmC, c.init.pooled)
+		}
 	}
 }

@@ -334,7 +334,7 @@ type secretMemo struct {
 // the same local refs holds while it was yes or while localGen has not moved. Refs on ADS are
 // looked up each time (an SDS response may remove a secret).
 func (m *Machine) hasSecrets(refs []secretRef) bool {
-	if mm := &m.secretMemo; len(refs) > 0 && (mm.held || mm.gen == m.localGen) && slices.Equal(refs, mm.refs) {
+	if mm := &m.secretMemo; len(refs) > 0 && (mm.held || mm.gen == m.localGen) && sameSecretList(refs, mm.refs) {
 		return mm.held
 	}
 	held, local := true, true
@@ -352,6 +352,18 @@ func (m *Machine) hasSecrets(refs []secretRef) bool {
 	return held
 }
 
+// sameSecretList reports whether a and b hold the same references: at once when they are the
+// same list (the Interner's, shared by every resource that names those secrets).
+func sameSecretList(a, b []secretRef) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) > 0 && &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
+}
+
 // warmSecrets puts a new or changed cluster or listener d into SDS warming when it names a
 // secret the client does not hold.
 func (m *Machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Time) {
@@ -365,7 +377,7 @@ func (m *Machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Ti
 	}
 	m.keepPrev(t, name, old)
 	if *sec == nil {
-		*sec = make(map[string]time.Time)
+		*sec = make(map[string]due)
 	}
 	deadline := m.deadline(now)
 	if d.hasSecretTimeout {
@@ -374,7 +386,7 @@ func (m *Machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Ti
 			deadline = now.Add(d.secretTimeout)
 		}
 	}
-	(*sec)[name] = deadline
+	(*sec)[name] = dueAt(deadline)
 }
 
 // rewarmSecrets ends the SDS warming of the clusters and listeners whose secrets have all

@@ -57,11 +57,11 @@ func TestMachineFetchTimeoutFromConfigSource(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := warmedMachine(t, Config{InitialFetchTimeout: def})
 			m.OnSotw(sotwResp(t, C, "2", "e", clusterFetch("c1", tc.cluster, 2*time.Second), fetest.EDSCluster("c2")), t1)
-			if d, ok := m.init.warmC["c1"]; !ok || !d.Equal(tc.want) {
+			if d, ok := m.init.warmC["c1"]; !ok || !d.time().Equal(tc.want) {
 				t.Errorf("cluster deadline %v (warming %v), want %v", d, ok, tc.want)
 			}
 			m.OnSotw(sotwResp(t, L, "2", "f", listenerFetch(t, "l1", 80, tc.listener, "r-new")), t1)
-			if d, ok := m.init.warmL["l1"]; !ok || !d.Equal(tc.want) {
+			if d, ok := m.init.warmL["l1"]; !ok || !d.time().Equal(tc.want) {
 				t.Errorf("listener deadline %v (warming %v), want %v", d, ok, tc.want)
 			}
 			if got := m.NextDeadline(); !got.Equal(tc.want) {

@@ -25,11 +25,30 @@ const (
 	phaseDone
 )
 
+// due is a warming deadline as Unix nanoseconds, 0 for none: the warming maps hold one per
+// name, thousands in a full config, and a time.Time is three words, one a pointer.
+type due int64
+
+func dueAt(t time.Time) due {
+	if t.IsZero() {
+		return 0
+	}
+	return due(t.UnixNano())
+}
+
+// time is d as a time; zero for none.
+func (d due) time() time.Time {
+	if d == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(d))
+}
+
 // initState is the init manager's state.
 type initState struct {
 	phase         phase
 	phaseDeadline time.Time
-	warmC, warmL  map[string]time.Time // warming clusters / listeners → deadline (zero: none)
+	warmC, warmL  map[string]due // warming clusters / listeners → deadline (zero: none)
 	// prevC and prevL hold, per warming cluster / listener, the copy in effect while the new
 	// one warms (nil: none, the resource is new). Envoy keeps serving that copy until warming
 	// ends, so it is what Effective returns.
@@ -37,7 +56,7 @@ type initState struct {
 	// secC and secL are the clusters / listeners waiting for the SDS secrets their transport
 	// sockets name (→ deadline, zero: none), as Envoy's SDS init targets; a resource is
 	// warming while it is in warmC/warmL or secC/secL.
-	secC, secL map[string]time.Time
+	secC, secL map[string]due
 	fullDone   bool // the client held a full config at least once
 	// resyncing: a stream after the first full config started at resyncAt; the types in
 	// resyncWait have not answered on it yet. Once all have and the configuration is complete,
@@ -45,11 +64,14 @@ type initState struct {
 	resyncing  bool
 	resyncAt   time.Time
 	resyncWait uint32
+	// pooled marks the warming maps taken from the fleet's pool (pooledBits), which go back
+	// to it once emptied.
+	pooled uint8
 }
 
 // warmMaps returns the warming maps of clusters (t tCDS) or listeners (tLDS): on their
 // dependencies, on their secrets, and the copies in effect meanwhile.
-func (in *initState) warmMaps(t rtype) (warm, sec *map[string]time.Time, prev *map[string]*decoded) {
+func (in *initState) warmMaps(t rtype) (warm, sec *map[string]due, prev *map[string]*decoded) {
 	if t == tLDS {
 		return &in.warmL, &in.secL, &in.prevL
 	}
@@ -58,16 +80,42 @@ func (in *initState) warmMaps(t rtype) (warm, sec *map[string]time.Time, prev *m
 
 // reserve makes room, in the warming maps of clusters (t tCDS) or listeners (tLDS) that are
 // empty, for warm resources warming on their dependencies and sec on their secrets (a few more
-// are not worth it).
-func (in *initState) reserve(t rtype, warm, sec int) {
+// are not worth it). The maps come from the fleet's pool (Interner.dueMap) and go back to it
+// once emptied (advance).
+func (m *Machine) reserve(t rtype, warm, sec int) {
 	const few = 8
+	in := &m.init
 	w, s, _ := in.warmMaps(t)
+	bw, bs := pooledBits(t)
 	if len(*w) == 0 && warm > few {
-		*w = make(map[string]time.Time, warm)
+		*w = m.interner.dueMap(warm)
+		in.pooled |= bw
 	}
 	if len(*s) == 0 && sec > few {
-		*s = make(map[string]time.Time, sec)
+		*s = m.interner.dueMap(sec)
+		in.pooled |= bs
 	}
+}
+
+// pooledBits are initState.pooled's bits of type t's warming maps: on dependencies, on secrets.
+func pooledBits(t rtype) (warm, sec uint8) {
+	if t == tLDS {
+		return 1 << 2, 1 << 3
+	}
+	return 1 << 0, 1 << 1
+}
+
+// dropEmpty lets go of warming map *p when it is empty: an emptied map keeps its buckets, and
+// an idle client warms nothing. One from the pool (bit set in in.pooled) goes back to it.
+func (m *Machine) dropEmpty(p *map[string]due, bit uint8) {
+	if *p == nil || len(*p) > 0 {
+		return
+	}
+	if m.init.pooled&bit != 0 {
+		m.init.pooled &^= bit
+		m.interner.putDueMap(*p)
+	}
+	*p = nil
 }
 
 // prev is the map of copies in effect of warming clusters (tCDS) or listeners (tLDS).
@@ -87,11 +135,15 @@ func (in *initState) nextDeadline() time.Time {
 	if in.phase == phaseCDS || in.phase == phaseLDS {
 		consider(in.phaseDeadline)
 	}
-	for _, w := range []map[string]time.Time{in.warmC, in.warmL, in.secC, in.secL} {
+	var first due
+	for _, w := range []map[string]due{in.warmC, in.warmL, in.secC, in.secL} {
 		for _, d := range w {
-			consider(d)
+			if d != 0 && (first == 0 || d < first) {
+				first = d
+			}
 		}
 	}
+	consider(first.time())
 	return next
 }
 
@@ -161,10 +213,10 @@ func (m *Machine) warmStored(t rtype, name string, d, old *decoded, now time.Tim
 		return
 	}
 	if *warm == nil {
-		*warm = make(map[string]time.Time)
+		*warm = make(map[string]due)
 	}
 	m.keepPrev(t, name, old)
-	(*warm)[name] = m.deadlineFor(now, d)
+	(*warm)[name] = dueAt(m.deadlineFor(now, d))
 }
 
 // unwarm drops a deleted cluster or listener from warming.
@@ -191,6 +243,9 @@ func (m *Machine) warming(t rtype, name string) bool {
 // nils). A resource already warming keeps its first copy.
 func (m *Machine) keepPrev(t rtype, name string, old *decoded) {
 	_, _, prev := m.init.warmMaps(t)
+	if old == nil && len(*prev) == 0 {
+		return // nothing to keep or drop (a whole new config)
+	}
 	if m.warming(t, name) {
 		return
 	}
@@ -310,10 +365,11 @@ func (m *Machine) expireInit(s *Step, now time.Time) {
 	}
 }
 
-func expire(w map[string]time.Time, now time.Time) bool {
+func expire(w map[string]due, now time.Time) bool {
 	any := false
+	n := dueAt(now)
 	for k, d := range w {
-		if !d.IsZero() && !now.Before(d) {
+		if d != 0 && d <= n {
 			delete(w, k)
 			any = true
 		}
@@ -324,15 +380,11 @@ func expire(w map[string]time.Time, now time.Time) bool {
 // advance moves initialization forward as far as it can go and reports the first full config.
 func (m *Machine) advance(s *Step, now time.Time) {
 	in := &m.init
-	// An emptied map keeps its buckets: drop it, an idle client warms nothing.
 	for _, t := range []rtype{tCDS, tLDS} {
 		warm, sec, prev := in.warmMaps(t)
-		if len(*warm) == 0 {
-			*warm = nil
-		}
-		if len(*sec) == 0 {
-			*sec = nil
-		}
+		bw, bs := pooledBits(t)
+		m.dropEmpty(warm, bw)
+		m.dropEmpty(sec, bs)
 		if *warm == nil && *sec == nil {
 			*prev = nil
 		}
