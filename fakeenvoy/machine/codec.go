@@ -290,7 +290,13 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 	if memo != nil && contiguous && k > 0 {
 		region := b[first:end]
 		key = respKey{hash: runHash(region), n: len(region), mode: c.mode}
-		res, c.run = memo.get(key, region)
+		if res, c.run = memo.get(key, region); res == nil {
+			if done := memo.lead(key); done != nil {
+				defer done()
+			} else {
+				res, c.run = memo.get(key, region)
+			}
+		}
 	}
 	if res == nil {
 		res = make([]item, 0, k)

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -804,6 +805,60 @@ func TestCodecKeepsImmutableRun(t *testing.T) {
 		inPlace := p >= lo && p+uintptr(len(region)) <= lo+uintptr(len(b))
 		if inPlace != yes {
 			t.Errorf("immutable %v: the memo keeps the run in the message's bytes: %v", yes, inPlace)
+		}
+	}
+}
+
+// TestCodecReadsRunOnce: clients that receive the same new run at once read it resource by
+// resource in one of them only; the others wait for that read and take the run from the memo
+// (respMemo.lead), in one piece or in the frames' pieces.
+func TestCodecReadsRunOnce(t *testing.T) {
+	var ms []proto.Message
+	for i := range 1500 {
+		ms = append(ms, mtlsCluster(t, fmt.Sprintf("outbound|8080||svc-%04d.ns.svc.cluster.local", i), nil))
+	}
+	raw := mustMarshal(t, sotwResp(t, C, "1", "n1", ms...))
+	for _, frame := range []int{0, 16384} {
+		in := NewInterner()
+		const clients = 6
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			mu    sync.Mutex
+			read  int // reads that walked the run themselves
+		)
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				data := mem.BufferSlice{mem.SliceBuffer(raw)}
+				if frame > 0 {
+					data = cutEvery(raw, frame)
+				}
+				c := &Codec{interner: in, mode: checkEnvoy}
+				var r discoveryv3.DiscoveryResponse
+				<-start
+				if err := c.Unmarshal(data, &r); err != nil {
+					t.Error(err)
+					return
+				}
+				res, ok := c.LastRead()
+				if !ok || len(res.items) != len(ms) {
+					t.Errorf("frame %d: read %d items (%v), want %d", frame, len(res.items), ok, len(ms))
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if res.run == nil {
+					read++
+				} else {
+					res.run.memo.release(res.items)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if read != 1 {
+			t.Errorf("frame %d: %d of %d clients read the run themselves, want 1", frame, read, clients)
 		}
 	}
 }

@@ -181,6 +181,13 @@ func (c *Codec) readSotwPieces(p *pieces, r *discoveryv3.DiscoveryResponse) (res
 	same := func(region []byte) bool { return p.equal(first, end, region) }
 	e := memo.findFunc(key, same)
 	if e == nil {
+		if done := memo.lead(key); done != nil {
+			defer done()
+		} else {
+			e = memo.findFunc(key, same)
+		}
+	}
+	if e == nil {
 		var ok bool
 		if res, e, ok = c.readRunPieces(p, first, end, k, key, same); !ok {
 			return nil, false
