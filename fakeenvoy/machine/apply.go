@@ -143,6 +143,32 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		m.afterResponse(s, t, now)
 		return
 	}
+	// A whole config from nothing, read from the codec's memo: every client that applies the
+	// same run to an empty state ends with the same set and the same touched list (see
+	// respEntry.fresh). The first builds them below; the others adopt them, and only warm.
+	fresh := u.run != nil && u.distinct && len(u.removed) == 0 && !u.versions && !nacked && u.itemErrs == 0 &&
+		len(ts.res) == 0 && m.interner != nil
+	_, follows := m.wire.dependent(t)
+	if fresh {
+		if set, touched, ok := u.run.freshApplied(follows); ok {
+			s.Info.Touched = touched
+			if t.wildcard() && !m.grpc {
+				m.reserve(t, withRefs, withSecrets)
+			}
+			for i := range items {
+				if it := &items[i]; it.d != nil {
+					name := it.name
+					if it.d.name == name {
+						name = it.d.name
+					}
+					m.warmStored(t, name, it.d, nil, now)
+				}
+			}
+			ts.set, ts.res = set, set.m
+			m.afterApply(s, t, u, len(touched) > 0, nacked, now)
+			return
+		}
+	}
 	// The changes, applied by commit below (see resset.go). With distinct names and no
 	// removed_resources each name changes once: gone holds names the items lack.
 	ed := newEdits(ts.res, s.Info.Changed+len(gone))
@@ -192,8 +218,16 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		m.unwarm(t, name)
 	}
 	m.commit(t, ed)
+	if fresh && ts.set != nil {
+		u.run.keepFreshApplied(follows, ts.set, s.Info.Touched)
+	}
+	m.afterApply(s, t, u, changed, nacked, now)
+}
+
+// afterApply finishes applying an update whose changes (changed: any) are committed.
+func (m *Machine) afterApply(s *Step, t rtype, u *update, changed, nacked bool, now time.Time) {
 	if !nacked {
-		ts.accepted = true
+		m.types[t].accepted = true
 	}
 	m.warmByContent(u)
 	if changed {

@@ -1,7 +1,10 @@
 package machine
 
 import (
+	"weak"
+
 	"bytes"
+	"github.com/xdslab/xdslab/probe"
 	"hash/maphash"
 	"math/bits"
 	"slices"
@@ -77,10 +80,53 @@ type respEntry struct {
 	distinct bool
 	// covered and within cache covers' and namesIn's answers for the last set asked about.
 	covered, within answerCache
+	// fresh is what applying the run to an empty state leads to (Machine.apply).
+	fresh freshApply
 	// clusters are the bootstrap clusters the items' secrets name (decoded.secretClusters of
 	// every item, unique), found once.
 	clustersOnce sync.Once
 	clusters     []string
+}
+
+// freshApply is the result of applying a run, every resource accepted, to a client's empty
+// state of its type: the shared set it leads to (follows: the set derives its references, as
+// a type with a dependent one does) and the response's touched list (every resource, none held
+// before). It is the same for every client that does so, and a fleet's clients all do when
+// they connect: each would build the same edits of thousands of entries, hash and compare them
+// to find the set another built, and write the same list. The set is held weakly: the clients
+// keep it alive, the memo does not.
+type freshApply struct {
+	mu      sync.Mutex
+	set     weak.Pointer[resSet]
+	follows bool
+	touched []probe.Touched
+}
+
+// freshApplied returns the set and touched list a client applying e to an empty state ends
+// with, when one did before (ok false: none, or its set is gone).
+func (e *respEntry) freshApplied(follows bool) (set *resSet, touched []probe.Touched, ok bool) {
+	f := &e.fresh
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.touched == nil || f.follows != follows {
+		return nil, nil, false
+	}
+	if set = f.set.Value(); set == nil {
+		return nil, nil, false
+	}
+	return set, f.touched, true
+}
+
+// keepFreshApplied records what applying e to an empty state led to: set and touched, which
+// the client's response reports and must not change from now on (hooks only read it).
+func (e *respEntry) keepFreshApplied(follows bool, set *resSet, touched []probe.Touched) {
+	if len(touched) == 0 {
+		return
+	}
+	f := &e.fresh
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.set, f.follows, f.touched = weak.Make(set), follows, touched
 }
 
 // secretClusters returns the bootstrap clusters, other than the control plane's, that the

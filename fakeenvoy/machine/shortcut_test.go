@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -150,4 +151,80 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// TestFreshApplyShared: clients that apply the same run to an empty state end with the set and
+// the touched list the first built (the same ones, not copies), and warm as it did; a client
+// whose policy rejects one of the resources does not take them, nor does one that holds
+// something already; once no client holds the set, the next builds it again.
+func TestFreshApplyShared(t *testing.T) {
+	in := NewInterner()
+	resp := sotwResp(t, C, "1", "n1", fetest.EDSCluster("c1"), fetest.EDSCluster("c2"), fetest.EDSCluster("c3"))
+	b := mustMarshal(t, resp)
+	apply := func(m *Machine) Step {
+		t.Helper()
+		c := &Codec{interner: in, mode: checkEnvoy}
+		r := &discoveryv3.DiscoveryResponse{}
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := c.LastRead()
+		return m.OnSotwRead(r, res, t0)
+	}
+	newClient := func(nack policy.Nack) *Machine {
+		m := newTestMachine(t, Config{Nack: nack, Interner: in})
+		m.Start(t0)
+		return m
+	}
+	realistic := policy.Nack{Realistic: true}
+	var ms []*Machine
+	var steps []Step
+	for range 4 {
+		m := newClient(realistic)
+		ms = append(ms, m)
+		steps = append(steps, apply(m))
+	}
+	// The first reads the run and keeps it, the second builds the set from the memo's run and
+	// keeps what it led to; the third and fourth adopt it.
+	for i := 2; i < len(ms); i++ {
+		if ms[i].types[tCDS].set != ms[1].types[tCDS].set {
+			t.Errorf("client %d holds a set of its own, not the second client's", i)
+		}
+		if len(steps[i].Info.Touched) != 3 || &steps[i].Info.Touched[0] != &steps[1].Info.Touched[0] {
+			t.Errorf("client %d: touched %v, not the second client's list", i, steps[i].Info.Touched)
+		}
+		if got, want := shortcutState(ms[i]), shortcutState(ms[0]); got != want {
+			t.Errorf("client %d state\n got %s\nwant %s", i, got, want)
+		}
+		if got, want := renderShortcutStep(steps[i]), renderShortcutStep(steps[0]); got != want {
+			t.Errorf("client %d step\n got %s\nwant %s", i, got, want)
+		}
+	}
+	// A policy that rejects c2: CDS applies partly, without c2, in a set of its own.
+	picky := newClient(policy.Nack{Realistic: true, NamePattern: "^c2$"})
+	if s := apply(picky); !s.Info.Nacked || picky.types[tCDS].res["c2"].d != nil || picky.types[tCDS].set == ms[1].types[tCDS].set {
+		t.Errorf("a client rejecting c2: nacked %v, holds c2 %v, shared set %v", s.Info.Nacked,
+			picky.types[tCDS].res["c2"].d != nil, picky.types[tCDS].set == ms[1].types[tCDS].set)
+	}
+	// A client that holds c1 already does not start from nothing.
+	held := newClient(realistic)
+	apply(held)
+	before := held.types[tCDS].set
+	if s := apply(held); !s.Info.NoOp || len(s.Info.Touched) != 0 || held.types[tCDS].set != before {
+		t.Errorf("the same run again: no-op %v, touched %d, set kept %v", s.Info.NoOp, len(s.Info.Touched), held.types[tCDS].set == before)
+	}
+	// Once no client holds the set, the next builds it again (the run holds it weakly).
+	id := ms[1].types[tCDS].set.id
+	ms, steps, held = nil, nil, nil
+	for range 3 {
+		runtime.GC()
+	}
+	m := newClient(realistic)
+	apply(m)
+	if m.types[tCDS].set == nil || m.types[tCDS].set.id == id {
+		t.Errorf("after every holder went, the client holds set %v, want a new one", m.types[tCDS].set)
+	}
+	if got := len(m.types[tCDS].res); got != 3 {
+		t.Errorf("the rebuilt set holds %d clusters, want 3", got)
+	}
 }
