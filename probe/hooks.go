@@ -103,7 +103,8 @@ type ResponseInfo struct {
 
 	// Touched lists the resources of TypeURL the response added, changed or removed in the
 	// client's accepted state, each with the copy held before. It is what lets a matcher tell
-	// which subjects a response touched and what the client held before it.
+	// which subjects a response touched and what the client held before it. Clients that
+	// apply the same response alike may report the same list: read it, never change it.
 	Touched []Touched
 	// Fresh: the client held no accepted state of TypeURL before this response (a new
 	// process), so "before" is nothing, not "absent".
