@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -85,27 +86,104 @@ func validateChild(m protoreflect.Message, depth int) error {
 }
 
 // walkOnly descends into a nested message looking for Anys without re-running ValidateAll
-// (the enclosing message's ValidateAll covered it).
+// (the enclosing message's ValidateAll covered it). Fields whose type can hold no Any at any
+// depth (an address, a Struct of metadata: most of an assignment) are not walked.
 func walkOnly(m protoreflect.Message, depth int) error {
 	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		switch {
 		case fd.IsList() && fd.Message() != nil:
+			if !mayHoldAny(fd.Message()) {
+				return true
+			}
 			l := v.List()
 			for i := 0; i < l.Len() && err == nil; i++ {
 				err = validateChild(l.Get(i).Message(), depth)
 			}
 		case fd.IsMap() && fd.MapValue().Message() != nil:
+			if !mayHoldAny(fd.MapValue().Message()) {
+				return true
+			}
 			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
 				err = validateChild(mv.Message(), depth)
 				return err == nil
 			})
 		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
-			err = validateChild(v.Message(), depth)
+			if mayHoldAny(fd.Message()) {
+				err = validateChild(v.Message(), depth)
+			}
 		}
 		return err == nil
 	})
 	return err
+}
+
+// holdsAny caches mayHoldAny's answers by message type.
+var holdsAny sync.Map // protoreflect.FullName → bool
+
+const anyName protoreflect.FullName = "google.protobuf.Any"
+
+// mayHoldAny reports whether a message of type md can hold an Any at any depth of its fields
+// (one that allows extensions may: they are not in its descriptor). It is worked out once per
+// type, for every type reachable from md together (types refer to each other in cycles).
+func mayHoldAny(md protoreflect.MessageDescriptor) bool {
+	if v, ok := holdsAny.Load(md.FullName()); ok {
+		return v.(bool)
+	}
+	var reach []protoreflect.MessageDescriptor
+	seen := map[protoreflect.FullName]bool{}
+	var visit func(m protoreflect.MessageDescriptor)
+	visit = func(m protoreflect.MessageDescriptor) {
+		if seen[m.FullName()] {
+			return
+		}
+		seen[m.FullName()] = true
+		reach = append(reach, m)
+		for f := range fieldMessages(m) {
+			visit(f)
+		}
+	}
+	visit(md)
+	holds := map[protoreflect.FullName]bool{}
+	for _, m := range reach {
+		if m.FullName() == anyName || m.ExtensionRanges().Len() > 0 {
+			holds[m.FullName()] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, m := range reach {
+			if holds[m.FullName()] {
+				continue
+			}
+			for f := range fieldMessages(m) {
+				if holds[f.FullName()] {
+					holds[m.FullName()], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	for _, m := range reach {
+		holdsAny.Store(m.FullName(), holds[m.FullName()])
+	}
+	return holds[md.FullName()]
+}
+
+// fieldMessages yields the message types of m's fields (a map's values).
+func fieldMessages(m protoreflect.MessageDescriptor) func(yield func(protoreflect.MessageDescriptor) bool) {
+	return func(yield func(protoreflect.MessageDescriptor) bool) {
+		fields := m.Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			if fd.IsMap() {
+				fd = fd.MapValue()
+			}
+			if fd.Message() != nil && !yield(fd.Message()) {
+				return
+			}
+		}
+	}
 }
 
 // ShortType is the last segment of a type URL (the message name).
