@@ -35,6 +35,7 @@ var (
 	heapServices = flag.Int("fleet.heap.services", 1000, "services of BenchmarkFleetHeapPerClient's mesh (10 endpoints each)")
 	heapProfile  = flag.String("fleet.heap.profile", "", "write BenchmarkFleetHeapPerClient's heap profile (after the churn) to this file")
 	fullProfile  = flag.String("fleet.heap.cpuprofile", "", "write BenchmarkFleetHeapPerClient's CPU profile of the fleet taking its full config (from start to the last client's) to this file")
+	churnProfile = flag.String("fleet.heap.churnprofile", "", "write BenchmarkFleetHeapPerClient's CPU profile of the fleet during the churn to this file")
 	// serveMesh makes the test binary a control plane serving a mesh of that many services
 	// (BenchmarkFleetHeapPerClient starts itself with it, so the fleet has its process alone).
 	serveMesh = flag.Int("fleet.serve-mesh", 0, "internal: serve a control plane with a mesh of N services until stdin closes")
@@ -104,8 +105,10 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 	resp0 := f.Progress().Responses
 	cpu0 = cpuTime()
 	peak = samplePeakHeap()
+	stopProfile = startCPUProfile(b, *churnProfile)
 	srv.churn(b)
 	churnCPU := cpuTime() - cpu0
+	stopProfile()
 	peakChurn := peak()
 	churnResp := f.Progress().Responses - resp0
 	if *heapProfile != "" {
