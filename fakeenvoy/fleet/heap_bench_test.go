@@ -103,7 +103,7 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 		b.Fatalf("%d NACKs of a valid mesh", nacks)
 	}
 	refused := f.Progress().ConnectFailures // retries count in both sides' CPU: say so
-	time.Sleep(time.Second) // let the last ACKs settle
+	time.Sleep(time.Second)                 // let the last ACKs settle
 	heap1, stack1 := liveHeap(), stackInUse()
 
 	// Churn: endpoint flaps pushed to every client.
