@@ -1,15 +1,15 @@
 package machine
 
 import (
-	"weak"
-
 	"bytes"
-	"github.com/xdslab/xdslab/probe"
 	"hash/maphash"
 	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"weak"
+
+	"github.com/xdslab/xdslab/probe"
 )
 
 // A SotW response's resources are the same bytes for every client the push reaches (the
@@ -216,8 +216,8 @@ const (
 // its first reader takes a while (decoding every resource, the first time: about 0.1 s per
 // MB here). Every client that received it meanwhile would read it resource by resource too,
 // and decode what the first had not reached yet alongside it: 119 of the 1,000 large responses
-// of BenchmarkFleetHeapPerClient were read so, and the fleet decoded the config about twice.
-// Waiting costs them nothing they would not have spent, and the first reader has the cores.
+// of BenchmarkFleetHeapPerClient were read so. Waiting costs them nothing they would not have
+// spent, and the first reader has the cores.
 // A run of the same key but other bytes (a sampled hash shared) is read after the wait.
 func (r *respMemo) lead(k respKey) (done func()) {
 	r.mu.Lock()
