@@ -208,3 +208,22 @@ func diffSorted(a, b []string) (added, removed []string) {
 	}
 	return added, removed
 }
+
+// removedSorted is diffSorted's removed alone: what sorted a holds that sorted b lacks (nil
+// when a is empty or b is the same list), without building what b adds (a SotW client's new
+// subscription of a thousand names adds them all).
+func removedSorted(a, b []string) (removed []string) {
+	if len(a) == 0 || (len(a) == len(b) && &a[0] == &b[0]) {
+		return nil
+	}
+	j := 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j >= len(b) || b[j] != x {
+			removed = append(removed, x)
+		}
+	}
+	return removed
+}

@@ -1,6 +1,8 @@
 package machine
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -204,4 +206,29 @@ func BenchmarkMachineHeap(b *testing.B) {
 		runtime.KeepAlive(ms)
 	}
 	b.ReportMetric(perClient, "heapB/client")
+}
+
+// TestRemovedSorted: removedSorted is diffSorted's removed, for random sorted lists with and
+// without duplicates in common, and nothing for the same list.
+func TestRemovedSorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	list := func() []string {
+		var l []string
+		for range rng.IntN(12) {
+			l = append(l, fmt.Sprintf("n%02d", rng.IntN(20)))
+		}
+		slices.Sort(l)
+		return slices.Compact(l)
+	}
+	for i := range 2000 {
+		a, b := list(), list()
+		_, want := diffSorted(a, b)
+		if got := removedSorted(a, b); !slices.Equal(got, want) {
+			t.Fatalf("case %d: removedSorted(%v, %v) = %v, want %v", i, a, b, got, want)
+		}
+	}
+	same := []string{"a", "b"}
+	if got := removedSorted(same, same); got != nil {
+		t.Errorf("the same list: removed %v", got)
+	}
 }

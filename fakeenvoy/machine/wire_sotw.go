@@ -29,7 +29,7 @@ func (sotwWire) resubscribe(m *Machine, s *Step, t rtype, names []string) {
 	if len(names) == 0 && !ts.subscribed {
 		return
 	}
-	_, unsub := diffSorted(ts.names, names)
+	unsub := removedSorted(ts.names, names)
 	m.setNames(t, names, unsub)
 	s.Sotw = append(s.Sotw, m.sotwReq(t, nil))
 }
