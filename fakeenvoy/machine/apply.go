@@ -149,19 +149,15 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	fresh := u.run != nil && u.distinct && len(u.removed) == 0 && !u.versions && !nacked && u.itemErrs == 0 &&
 		len(ts.res) == 0 && m.interner != nil
 	_, follows := m.wire.dependent(t)
+	if t.wildcard() && !m.grpc {
+		m.reserve(t, withRefs, withSecrets) // a whole config: maps grow once, not by doubling
+	}
 	if fresh {
 		if set, touched, ok := u.run.freshApplied(follows); ok {
 			s.Info.Touched = touched
-			if t.wildcard() && !m.grpc {
-				m.reserve(t, withRefs, withSecrets)
-			}
 			for i := range items {
 				if it := &items[i]; it.d != nil {
-					name := it.name
-					if it.d.name == name {
-						name = it.d.name
-					}
-					m.warmStored(t, name, it.d, nil, now)
+					m.warmStored(t, it.heldName(), it.d, nil, now)
 				}
 			}
 			ts.set, ts.res = set, set.m
@@ -177,9 +173,6 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	}
 	if n := s.Info.Changed + len(gone); n > 0 {
 		s.Info.Touched = make([]probe.Touched, 0, n)
-	}
-	if t.wildcard() && !m.grpc {
-		m.reserve(t, withRefs, withSecrets) // a whole config: maps grow once, not by doubling
 	}
 	changed := false
 	for i := range items {
@@ -199,10 +192,7 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		if nacked {
 			version = "" // Envoy records Delta versions only when the whole response is accepted
 		}
-		name := it.name
-		if it.d.name == name {
-			name = it.d.name // the shared copy: the per-response one becomes garbage
-		}
+		name := it.heldName()
 		held, _ := ed.get(name)
 		old := held.d
 		ed.put(name, entry{version: version, d: it.d})
@@ -244,6 +234,15 @@ func (m *Machine) afterApply(s *Step, t rtype, u *update, changed, nacked bool, 
 }
 
 var errIgnored = fmt.Errorf("not subscribed")
+
+// heldName is the name a changed item is held under: its decoded resource's, the shared copy,
+// when equal (the per-response one then becomes garbage).
+func (it *item) heldName() string {
+	if it.d.name == it.name {
+		return it.d.name
+	}
+	return it.name
+}
 
 func joinErrors(msgs []string) string {
 	const max = 5
