@@ -91,31 +91,35 @@ func validateChild(m protoreflect.Message, depth int) error {
 func walkOnly(m protoreflect.Message, depth int) error {
 	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if md := valueMessage(fd); md == nil || !mayHoldAny(md) {
+			return true
+		}
 		switch {
-		case fd.IsList() && fd.Message() != nil:
-			if !mayHoldAny(fd.Message()) {
-				return true
-			}
+		case fd.IsList():
 			l := v.List()
 			for i := 0; i < l.Len() && err == nil; i++ {
 				err = validateChild(l.Get(i).Message(), depth)
 			}
-		case fd.IsMap() && fd.MapValue().Message() != nil:
-			if !mayHoldAny(fd.MapValue().Message()) {
-				return true
-			}
+		case fd.IsMap():
 			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
 				err = validateChild(mv.Message(), depth)
 				return err == nil
 			})
-		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
-			if mayHoldAny(fd.Message()) {
-				err = validateChild(v.Message(), depth)
-			}
+		default:
+			err = validateChild(v.Message(), depth)
 		}
 		return err == nil
 	})
 	return err
+}
+
+// valueMessage is the message type of fd's values (a map's values; a list's elements), nil
+// when they are not messages.
+func valueMessage(fd protoreflect.FieldDescriptor) protoreflect.MessageDescriptor {
+	if fd.IsMap() {
+		fd = fd.MapValue()
+	}
+	return fd.Message()
 }
 
 // holdsAny caches mayHoldAny's answers by message type.
@@ -175,11 +179,7 @@ func fieldMessages(m protoreflect.MessageDescriptor) func(yield func(protoreflec
 	return func(yield func(protoreflect.MessageDescriptor) bool) {
 		fields := m.Fields()
 		for i := range fields.Len() {
-			fd := fields.Get(i)
-			if fd.IsMap() {
-				fd = fd.MapValue()
-			}
-			if fd.Message() != nil && !yield(fd.Message()) {
+			if md := valueMessage(fields.Get(i)); md != nil && !yield(md) {
 				return
 			}
 		}
