@@ -102,8 +102,9 @@ func runHeapFleet(b *testing.B, srv *meshServer, n int) {
 	if nacks := f.Progress().Nacks; nacks != 0 {
 		b.Fatalf("%d NACKs of a valid mesh", nacks)
 	}
-	refused := f.Progress().ConnectFailures // retries count in both sides' CPU: say so
-	time.Sleep(time.Second)                 // let the last ACKs settle
+	// Retries would count in both sides' CPU: say how many there were.
+	refused := f.Progress().ConnectFailures
+	time.Sleep(time.Second) // let the last ACKs settle
 	heap1, stack1 := liveHeap(), stackInUse()
 
 	// Churn: endpoint flaps pushed to every client.
