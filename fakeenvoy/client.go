@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -21,7 +22,8 @@ import (
 // the stream.
 var ErrPolicyDisconnect = errors.New("fakeenvoy: disconnected by policy after N responses")
 
-// Client is one fake Envoy: a protocol state machine owned by the goroutine that calls Run.
+// Client is one fake Envoy: a protocol state machine owned by the goroutine that calls Run
+// (see owner for the goroutines of a stream).
 type Client struct {
 	index     int
 	group     string
@@ -39,6 +41,7 @@ type Client struct {
 	mcfg      machine.Config // what m was built from: Restart builds a fresh one
 	restarts  uint64
 	codec     *machine.Codec
+	stamped   bool // the codec takes kernel receive stamps (ClientConfig.Stamps): see runInline
 	attempts  int
 	running   bool
 	blocked   blockedCell // why it has no full config (see blocked.go)
@@ -95,6 +98,7 @@ func NewClient(cfg ClientConfig, hooks probe.Hooks) (*Client, error) {
 		m:         m,
 		mcfg:      mcfg,
 		codec:     cd,
+		stamped:   cfg.Stamps != nil,
 	}
 	c.info = probe.ClientInfo{Index: c.index, Group: c.group, NodeID: c.nodeID, ProxyType: probe.ProxyTypeOf(c.nodeID),
 		Namespace: ns, NamedOnly: cfg.GRPC, State: c}
@@ -138,7 +142,7 @@ func (c *Client) Delta() bool { return c.delta }
 
 // Subscribed reports whether the client watches resource name of typeURL (an Envoy client's
 // CDS and LDS are wildcard: every name once subscribed; a gRPC client names every type). Only
-// valid inside hooks (on the client goroutine).
+// valid inside hooks (while the client acts on its stream).
 func (c *Client) Subscribed(typeURL, name string) bool { return c.m.Subscribed(typeURL, name) }
 
 // Resource returns the accepted resource (probe.View), warming or not. Only valid inside hooks.
@@ -305,14 +309,6 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 		stream = sotwStream{s}
 	}
 
-	events := make(chan recvEvent)
-	done := make(chan struct{})
-	go c.receive(sctx, stream, events, done)
-	defer func() {
-		cancel()
-		<-done
-	}()
-
 	o := owner{c: c, stream: stream}
 	defer o.stopTimers()
 	first := c.m.Start(c.clock.Now())
@@ -320,6 +316,16 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 		// The real cause arrives on Recv; let the loop report it.
 		o.sendErr = err
 	}
+	if c.stamped {
+		return o.runInline(ctx, sctx, cancel)
+	}
+	events := make(chan recvEvent)
+	done := make(chan struct{})
+	go c.receive(sctx, stream, events, done)
+	defer func() {
+		cancel()
+		<-done
+	}()
 	return o.loop(ctx, events)
 }
 
@@ -341,14 +347,9 @@ func (c *Client) receive(ctx context.Context, s adsStream, out chan<- recvEvent,
 		}
 	}
 	for {
-		ev, err := s.recv()
-		ev.at = c.codec.LastRecv()
-		ev.res, ev.read = c.codec.LastRead()
-		if ev.at.IsZero() {
-			ev.at = c.clock.Now()
-		}
-		if err != nil {
-			forward(recvEvent{err: err, at: ev.at})
+		ev := c.next(s)
+		if ev.err != nil {
+			forward(recvEvent{err: ev.err, at: ev.at})
 			return
 		}
 		if !forward(ev) {
@@ -357,8 +358,28 @@ func (c *Client) receive(ctx context.Context, s adsStream, out chan<- recvEvent,
 	}
 }
 
-// owner is the per-stream part of the client's goroutine: the machine, the delayed step and
-// the timers.
+// next receives the stream's next response (or the error that ended it) with its receive
+// time: the codec's stamp, else the clock right after Recv returned.
+func (c *Client) next(s adsStream) recvEvent {
+	ev, err := s.recv()
+	ev.err = err
+	ev.at = c.codec.LastRecv()
+	ev.res, ev.read = c.codec.LastRead()
+	if ev.at.IsZero() {
+		ev.at = c.clock.Now()
+	}
+	return ev
+}
+
+// owner is the per-stream part of the client: the machine, the delayed step and the timers.
+// A stream runs in one of two ways:
+//   - loop: a receive goroutine reads each response and hands it to the client's goroutine,
+//     which owns everything else. The response's receive time is taken as it is read, on the
+//     receive goroutine, while the owner may still be busy with the one before.
+//   - runInline, when the codec takes kernel receive stamps: the client's goroutine reads each
+//     response itself, since a kernel stamp does not depend on when the bytes are read; that
+//     saves a hand-off between goroutines per response. The machine's deadline, while one is
+//     armed, fires on a goroutine of its own (runDeadline); mu keeps the two apart.
 type owner struct {
 	c         *Client
 	stream    adsStream
@@ -371,6 +392,15 @@ type owner struct {
 	// freeAt is when the last scripted ACK delay ended: a response that arrived during it
 	// waited by design, and its receive backlog counts from then.
 	freeAt time.Time
+
+	// runInline only.
+	mu       sync.Mutex         // held while either goroutine acts on the stream
+	armed    bool               // the deadline timer is armed
+	ticking  bool               // runDeadline runs
+	ended    bool               // the stream is over: nothing more is done on it
+	wake     chan struct{}      // tells runDeadline the deadline was disarmed
+	cancel   context.CancelFunc // ends the stream's context
+	deadGoes sync.WaitGroup     // runDeadline
 }
 
 func (o *owner) stopTimers() {
@@ -412,20 +442,7 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 				}
 				return o.received
 			}
-			o.markConnected(ev.at)
-			o.received++
-			var st machine.Step
-			switch {
-			case ev.sotw != nil && ev.read:
-				st = c.m.OnSotwRead(ev.sotw, ev.res, ev.at)
-			case ev.sotw != nil:
-				st = c.m.OnSotw(ev.sotw, ev.at)
-			default:
-				st = c.m.OnDelta(ev.delta, ev.at)
-			}
-			ok := o.perform(&st)
-			o.reportBacklog(ev.at)
-			if !ok {
+			if !o.response(ev) {
 				return o.received
 			}
 		case <-deadlineC:
@@ -441,6 +458,195 @@ func (o *owner) loop(ctx context.Context, events <-chan recvEvent) int {
 				return o.received
 			}
 		}
+	}
+}
+
+// response hands a response to the machine and performs its step; it returns false when the
+// stream must end.
+func (o *owner) response(ev recvEvent) bool {
+	c := o.c
+	o.markConnected(ev.at)
+	o.received++
+	var st machine.Step
+	switch {
+	case ev.sotw != nil && ev.read:
+		st = c.m.OnSotwRead(ev.sotw, ev.res, ev.at)
+	case ev.sotw != nil:
+		st = c.m.OnSotw(ev.sotw, ev.at)
+	default:
+		st = c.m.OnDelta(ev.delta, ev.at)
+	}
+	ok := o.perform(&st)
+	o.reportBacklog(ev.at)
+	return ok
+}
+
+// runInline runs the stream with the client's goroutine reading each response itself (see
+// owner) and returns how many responses it received. It alone reports how the stream ended.
+// A scripted ACK delay is waited out holding mu: Envoy is busy applying, so later responses
+// stay unread (their kernel stamps say when they arrived) and the deadline waits.
+func (o *owner) runInline(ctx, sctx context.Context, cancel context.CancelFunc) int {
+	c := o.c
+	o.cancel = cancel
+	defer func() {
+		cancel() // first: a runDeadline waiting out a delay lets go of mu
+		o.mu.Lock()
+		o.ended = true
+		o.mu.Unlock()
+		o.deadGoes.Wait()
+	}()
+	if md, err := o.stream.Header(); err == nil && md != nil {
+		at := c.clock.Now()
+		o.mu.Lock()
+		o.markConnected(at)
+		o.mu.Unlock()
+	}
+	for {
+		ev := c.next(o.stream)
+		o.mu.Lock()
+		ok := !o.ended && o.inlineEvent(ctx, sctx, ev)
+		n := o.received
+		o.mu.Unlock()
+		if !ok {
+			return n
+		}
+	}
+}
+
+// inlineEvent handles what runInline read; o.mu is held. It returns false when the stream
+// must end. A stream runDeadline ended (ended set) was reported there.
+func (o *owner) inlineEvent(ctx, sctx context.Context, ev recvEvent) bool {
+	c := o.c
+	if ev.err != nil {
+		switch {
+		case ctx.Err() != nil: // Run's context ended the stream, as in loop
+			if o.connected {
+				c.hooks.Disconnected(c.info, c.clock.Now(), nil)
+			}
+		case o.connected:
+			c.hooks.Disconnected(c.info, ev.at, ev.err)
+		default:
+			c.connectFailed(ev.at, ev.err)
+		}
+		return false
+	}
+	if !o.response(ev) {
+		return false
+	}
+	switch o.settle(ctx) {
+	case settleEnd:
+		return false
+	case settleCancelled:
+		if o.connected {
+			c.hooks.Disconnected(c.info, c.clock.Now(), nil)
+		}
+		return false
+	}
+	o.armInline(sctx)
+	return true
+}
+
+// What settle did.
+const (
+	settleDone      = iota // nothing held, or the held step sent
+	settleEnd              // the held step ended the stream (its hooks told)
+	settleCancelled        // ctx ended first; nothing reported
+)
+
+// settle waits out a step held for its ACK delay, if any, and sends it; o.mu is held.
+func (o *owner) settle(ctx context.Context) int {
+	if o.pending == nil {
+		return settleDone
+	}
+	select {
+	case <-ctx.Done():
+		return settleCancelled
+	case fired := <-o.delayT.C():
+		st := o.pending
+		o.pending = nil
+		o.freeAt = fired
+		if !o.send(st) {
+			return settleEnd
+		}
+		return settleDone
+	}
+}
+
+// armInline (re)arms the machine's deadline and starts runDeadline when none runs; o.mu is
+// held. A running runDeadline waits on the same timer, so a new deadline reaches it by itself;
+// a disarmed one is told, so that it ends.
+func (o *owner) armInline(sctx context.Context) {
+	was := o.armed
+	o.armed = o.armDeadline() != nil
+	switch {
+	case o.armed && !o.ticking:
+		o.ticking = true
+		if o.wake == nil {
+			o.wake = make(chan struct{}, 1)
+		}
+		o.deadGoes.Add(1)
+		go o.runDeadline(sctx)
+	case was && !o.armed && o.ticking:
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// runDeadline serves the machine's deadline while one is armed (runInline). When a step it
+// performs ends the stream (policy.Ack.DisconnectAfter: reported by send), it marks the stream
+// ended and cancels it, so that runInline's read fails and it returns without a report of its
+// own. When the stream's context ends, runInline reports.
+func (o *owner) runDeadline(sctx context.Context) {
+	defer o.deadGoes.Done()
+	c := o.c
+	stop := func() {
+		o.ticking = false
+		o.mu.Unlock()
+	}
+	for {
+		o.mu.Lock()
+		if o.ended || !o.armed || sctx.Err() != nil {
+			stop()
+			return
+		}
+		fire := o.deadline.C()
+		o.mu.Unlock()
+		select {
+		case <-sctx.Done():
+			o.mu.Lock()
+			stop()
+			return
+		case <-o.wake:
+			continue
+		case <-fire:
+		}
+		o.mu.Lock()
+		if o.ended || sctx.Err() != nil {
+			stop()
+			return
+		}
+		o.armed = false // it fired
+		st := c.m.OnTimer(c.clock.Now())
+		if !o.perform(&st) {
+			o.ended = true
+			o.cancel()
+			stop()
+			return
+		}
+		switch o.settle(sctx) {
+		case settleEnd:
+			o.ended = true
+			o.cancel()
+			stop()
+			return
+		case settleCancelled:
+			stop()
+			return
+		}
+		o.armed = o.armDeadline() != nil
+		o.mu.Unlock()
 	}
 }
 

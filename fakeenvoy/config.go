@@ -70,7 +70,8 @@ type ClientConfig struct {
 	BufferPool mem.BufferPool
 	// Stamps, when set, is where the client's codec takes kernel receive stamps from: a fleet
 	// gives a client on a plaintext connection of its own that connection (package
-	// internal/h2client; see package internal/rxstamp).
+	// internal/h2client; see package internal/rxstamp). Such a client reads its responses on
+	// its own goroutine (see package doc), so a source must stamp every message it can.
 	Stamps rxstamp.Source
 }
 

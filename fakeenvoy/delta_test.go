@@ -60,7 +60,9 @@ func checkDelta(t *testing.T, step string, got *discoveryv3.DeltaDiscoveryReques
 // TestDeltaOrderAckDeletionReconnect follows one Delta client against go-control-plane: legacy
 // wildcard CDS/LDS, EDS/RDS subscriptions driven by CDS/LDS before their ACKs, ACK = nonce,
 // removal driving an unsubscribe, and initial_resource_versions after a reconnect.
-func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
+func TestDeltaOrderAckDeletionReconnect(t *testing.T) { shells(t, testDeltaOrderAckDeletionReconnect) }
+
+func testDeltaOrderAckDeletionReconnect(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{Delta: true}, h)
@@ -110,7 +112,9 @@ func TestDeltaOrderAckDeletionReconnect(t *testing.T) {
 
 // TestDeltaReconnectInitialVersions forces a reconnect with DisconnectAfter: the new stream
 // restates every type with its names and initial_resource_versions.
-func TestDeltaReconnectInitialVersions(t *testing.T) {
+func TestDeltaReconnectInitialVersions(t *testing.T) { shells(t, testDeltaReconnectInitialVersions) }
+
+func testDeltaReconnectInitialVersions(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{Delta: true, Ack: policy.Ack{DisconnectAfter: 4}}, h)
@@ -143,7 +147,9 @@ func TestDeltaReconnectInitialVersions(t *testing.T) {
 
 // TestDeltaRealisticNack: an HCM whose inline route config is invalid inside its Any gets the
 // listener NACKed (nonce + error_detail), and versions are not recorded.
-func TestDeltaRealisticNack(t *testing.T) {
+func TestDeltaRealisticNack(t *testing.T) { shells(t, testDeltaRealisticNack) }
+
+func testDeltaRealisticNack(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{Delta: true, Nack: policy.Nack{Realistic: true}}, h)

@@ -8,12 +8,16 @@
 // Each client is a pure state machine (package fakeenvoy/machine: no I/O, no clock reads) wrapped
 // by a thin gRPC shell (Client.Run). The machine takes "stream started", "response received at t"
 // and "timer fired at t" and returns the requests to send, the ACK/NACK decision, the hooks to
-// call and the next deadline to arm. The shell owns the machine on one goroutine per client; a
-// second goroutine only forwards Recv results, stamped with their receive time (monotonic clock):
-// the kernel's arrival time of the message's last byte for a client on a plaintext connection of
-// its own (the fleet runs those on internal/h2client, whose receiving goroutine is this one: it
-// reads the socket itself), otherwise the time the client's codec took when the transport
-// handed it the message's bytes, before decoding.
+// call and the next deadline to arm. Each response is stamped with its receive time (monotonic
+// clock): the kernel's arrival time of the message's last byte for a client on a plaintext
+// connection of its own (the fleet runs those on internal/h2client, which reads the socket on
+// the goroutine that receives), otherwise the time the client's codec took when the transport
+// handed it the message's bytes, before decoding. The shell owns the machine on one goroutine
+// per client. A client with kernel stamps reads its responses on that goroutine too, since
+// their stamps do not depend on when they are read; its machine's deadline, while one is armed,
+// fires on a second goroutine, and a lock keeps the two apart. Any other client has a second
+// goroutine that only forwards Recv results, so that each is stamped as it arrives while the
+// owner may still be busy with the one before.
 //
 // The machine by concern (its doc.go lists its files): a wire adapter per protocol (SotW,
 // Delta, proxyless gRPC) reads a response into one update and builds the requests; apply.go
@@ -93,7 +97,8 @@
 // once and sends it through its codec, which also avoids grpc-go's pooled marshalling buffers;
 // the fleet's connections use grpc-go's default 32 KiB read/write buffers (an idle connection
 // holds neither) and a buffer pool with a tier at every power of two (ClientConfig.BufferPool).
-// A client runs two goroutines: its owner and its receiver. BenchmarkFleetHeapPerClient
+// A fleet's client runs one goroutine (two while a deadline is armed); any other client two: its
+// owner and its receiver. BenchmarkFleetHeapPerClient
 // (package fleet) measures a client's heap and CPU on a 1,000-service mesh
 // (docs/performance.md).
 package fakeenvoy

@@ -65,6 +65,9 @@ func newTestClient(t *testing.T, cfg ClientConfig, h probe.Hooks) *Client {
 	if cfg.Backoff == (Backoff{}) {
 		cfg.Backoff = Backoff{Base: time.Millisecond, Max: 20 * time.Millisecond}
 	}
+	if strings.Contains(t.Name(), "/inline") && cfg.Stamps == nil {
+		cfg.Stamps = noStamps{}
+	}
 	c, err := NewClient(cfg, h)
 	if err != nil {
 		t.Fatal(err)
@@ -72,9 +75,26 @@ func newTestClient(t *testing.T, cfg ClientConfig, h probe.Hooks) *Client {
 	return c
 }
 
+// shells runs test once per way a client runs its stream (see owner): "forwarded", a receive
+// goroutine handing each response over, and "inline", the client's goroutine reading each
+// itself as a client with kernel receive stamps does. newTestClient picks the way from the
+// subtest's name.
+func shells(t *testing.T, test func(t *testing.T)) {
+	t.Run("forwarded", test)
+	t.Run("inline", test)
+}
+
+// noStamps is a stamp source with no stamps: on grpc-go's transport it makes a client run its
+// streams inline while the codec stamps responses as they are decoded.
+type noStamps struct{}
+
+func (noStamps) Take(int) (time.Time, bool) { return time.Time{}, false }
+
 // TestSotwOrderAckAndUpdates follows one SotW client against go-control-plane: Envoy's request
 // order and contents, ACKs, warming, a no-op resend, a deletion and a changed cluster.
-func TestSotwOrderAckAndUpdates(t *testing.T) {
+func TestSotwOrderAckAndUpdates(t *testing.T) { shells(t, testSotwOrderAckAndUpdates) }
+
+func testSotwOrderAckAndUpdates(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	type seen struct{ c2, c1 bool }
@@ -178,7 +198,9 @@ func TestSotwOrderAckAndUpdates(t *testing.T) {
 
 // TestSotwReconnectRestatesVersions uses DisconnectAfter to force a reconnect: the new stream
 // restates every subscription in order with the last accepted versions and no nonces.
-func TestSotwReconnectRestatesVersions(t *testing.T) {
+func TestSotwReconnectRestatesVersions(t *testing.T) { shells(t, testSotwReconnectRestatesVersions) }
+
+func testSotwReconnectRestatesVersions(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{Ack: policy.Ack{DisconnectAfter: 4}, NodeOnFirstOnly: true}, h)
@@ -216,6 +238,10 @@ func TestSotwReconnectRestatesVersions(t *testing.T) {
 // Any) violates PGV is NACKed with the last accepted version and code 13; the valid cluster is
 // still applied and gets its EDS request.
 func TestSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
+	shells(t, testSotwRealisticNacksHiddenInvalidCluster)
+}
+
+func testSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{Nack: policy.Nack{Realistic: true}}, h)
@@ -257,7 +283,9 @@ func TestSotwRealisticNacksHiddenInvalidCluster(t *testing.T) {
 
 // TestConnectFailureAndBackoff: a server that is gone yields ConnectFailed and retries; Run
 // returns nil once cancelled.
-func TestConnectFailureAndBackoff(t *testing.T) {
+func TestConnectFailureAndBackoff(t *testing.T) { shells(t, testConnectFailureAndBackoff) }
+
+func testConnectFailureAndBackoff(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	srv.Srv.Stop()
 	h := newHookLog()
@@ -314,7 +342,9 @@ func (h *failLog) ConnectFailed(_ probe.ClientInfo, at time.Time, _ error) {
 
 // TestSotwWarmingTimeout: with no ClusterLoadAssignment served, LDS waits for
 // initial_fetch_timeout, then goes out.
-func TestSotwWarmingTimeout(t *testing.T) {
+func TestSotwWarmingTimeout(t *testing.T) { shells(t, testSotwWarmingTimeout) }
+
+func testSotwWarmingTimeout(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{InitialFetchTimeout: 50 * time.Millisecond}, h)
@@ -334,7 +364,9 @@ func TestSotwWarmingTimeout(t *testing.T) {
 // TestSotwReconnectAfterServerLoss: the server goes away mid-stream; the client reports the
 // disconnect, backs off and restates its subscriptions with the versions it accepted to the
 // next server the connector returns.
-func TestSotwReconnectAfterServerLoss(t *testing.T) {
+func TestSotwReconnectAfterServerLoss(t *testing.T) { shells(t, testSotwReconnectAfterServerLoss) }
+
+func testSotwReconnectAfterServerLoss(t *testing.T) {
 	a, b := fetest.NewCPServer(t), fetest.NewCPServer(t)
 	h := newHookLog()
 	c := newTestClient(t, ClientConfig{}, h)
@@ -375,7 +407,9 @@ func (h *ackHooks) AckSent(_ probe.ClientInfo, r probe.ResponseInfo, at time.Tim
 
 // TestAckDelayHoldsRequests: with an apply time of 30ms every ACK goes out no earlier than 30ms
 // after its response was received, and the exchange still completes in Envoy's order.
-func TestAckDelayHoldsRequests(t *testing.T) {
+func TestAckDelayHoldsRequests(t *testing.T) { shells(t, testAckDelayHoldsRequests) }
+
+func testAckDelayHoldsRequests(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	h := &ackHooks{acks: make(chan time.Duration, 16)}
 	c := newTestClient(t, ClientConfig{Ack: policy.Ack{Delay: dist.Constant(0.03)}}, h)

@@ -32,7 +32,7 @@ type ClientInfo struct {
 	// event on resources it does not watch does not target it.
 	NamedOnly bool
 	// State reads the client's resources and subscriptions. It is valid only during the hook
-	// call, on the client's goroutine. A client always sets it; an observer that only counts
+	// call, on the goroutine that called it. A client always sets it; an observer that only counts
 	// (measure.Observer) does not read it, a matcher of expectations does.
 	State ClientState
 }

@@ -48,7 +48,7 @@ import (
 //
 // The codec also stamps each response's receive time: Unmarshal is where the transport hands
 // over a whole message's bytes, before any decoding, so that is where the push latency ends.
-// grpc-go calls it on the goroutine that called RecvMsg (the client's receive goroutine), which
+// grpc-go calls it on the goroutine that called RecvMsg (the client's receiving goroutine), which
 // reads the stamp with LastRecv right after Recv returns.
 type Codec struct {
 	node      *corev3.Node // the stand-in the client's requests carry; nil when no node

@@ -1,7 +1,8 @@
 // Package machine is the fake Envoy's protocol state machine: one client's xDS behaviour as
 // Envoy (or grpc-go's xDS client) has it, with no I/O, no clock reads and no goroutines.
-// Package fakeenvoy wraps it in a thin gRPC shell (fakeenvoy.Client, one owner goroutine per
-// client) that feeds it events and performs what it returns; package fakeenvoy/fleet runs many.
+// Package fakeenvoy wraps it in a thin gRPC shell (fakeenvoy.Client, one owner per client: a
+// goroutine, with a lock when a second one serves its deadline) that feeds it events and performs
+// what it returns; package fakeenvoy/fleet runs many.
 //
 // New builds a client process's machine from a Config (the shell's fakeenvoy.ClientConfig,
 // with Envoy's defaults applied). The owner calls Start on every new stream, OnSotw, OnSotwRead

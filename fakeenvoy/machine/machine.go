@@ -60,10 +60,10 @@ type typeState struct {
 }
 
 // Machine is one client's pure protocol state machine: no I/O, no clock reads, no goroutines.
-// Its owner (the client's goroutine) calls Start on every new stream, OnSotw, OnSotwRead or
-// OnDelta per response and OnTimer when NextDeadline passes, and performs the returned Step.
-// Its accessors (Resource, Effective, Synced, Subscribed, LocalSecret, Blocked) are for the
-// same goroutine only.
+// Its owner (the client) calls Start on every new stream, OnSotw, OnSotwRead or OnDelta per
+// response and OnTimer when NextDeadline passes, and performs the returned Step. It is not
+// safe for concurrent use: its accessors (Resource, Effective, Synced, Subscribed, LocalSecret,
+// Blocked) are for its owner only, while it acts.
 type Machine struct {
 	node          *corev3.Node
 	wire          wire // the protocol: sotwWire, deltaWire or grpcWire
