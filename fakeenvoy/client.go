@@ -495,6 +495,9 @@ func (o *owner) runInline(ctx, sctx context.Context, cancel context.CancelFunc) 
 		o.mu.Unlock()
 		o.deadGoes.Wait()
 	}()
+	o.mu.Lock()
+	o.armInline(sctx) // the initial fetch timeout runs from the first request
+	o.mu.Unlock()
 	if md, err := o.stream.Header(); err == nil && md != nil {
 		at := c.clock.Now()
 		o.mu.Lock()

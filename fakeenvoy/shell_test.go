@@ -146,3 +146,17 @@ func testCancelDuringAckDelay(t *testing.T) {
 		t.Errorf("Disconnected with %v, want once with no error", h.disconnects)
 	}
 }
+
+// TestInitialFetchTimeoutWithoutResponse: a server that opens the stream and never answers
+// still lets the client's initial fetch time out, as Envoy's init manager does.
+func TestInitialFetchTimeoutWithoutResponse(t *testing.T) {
+	shells(t, testInitialFetchTimeoutWithoutResponse)
+}
+
+func testInitialFetchTimeoutWithoutResponse(t *testing.T) {
+	srv := fetest.NewCPServer(t) // no snapshot for the client's node: no response ever
+	h := newHookLog()
+	c := newTestClient(t, ClientConfig{InitialFetchTimeout: 20 * time.Millisecond}, h)
+	runClient(t, c, srv.Connector(t))
+	h.waitEvent(t, "warming-timeout envoy.config.cluster.v3.Cluster")
+}
