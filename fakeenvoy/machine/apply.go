@@ -35,6 +35,12 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 
 	// Per-resource decoding and checks.
 	items := u.items
+	u.st = m.interner.itemStates(len(items))
+	defer func() {
+		m.interner.putItemStates(u.st)
+		u.st = nil
+	}()
+	st := u.st
 	var itemErrs []string
 	// A full response drops what it lacks. With distinct names, counting the held names it
 	// names tells whether it lacks any, without a map of what it holds.
@@ -53,7 +59,7 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	// them all, no resource of it names a source Envoy would reject.
 	sourcesServed := u.run != nil && m.agentServesAll(u.run.secretClusters())
 	for i := range items {
-		it := &items[i]
+		it, is := &items[i], &st[i]
 		if present != nil {
 			present[it.name] = struct{}{}
 		}
@@ -63,44 +69,45 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 					heldNamed++
 				}
 			}
-			it.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
+			is.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
 			u.itemErrs++
 			continue
 		}
+		hash := it.hash
 		if !it.hashed {
-			it.hash = maphash.Bytes(hashSeed, it.raw)
+			hash = maphash.Bytes(hashSeed, it.raw)
 		}
 		held, ok := ts.res[it.name]
 		if ok && countHeld {
 			heldNamed++
 		}
-		if ok && held.d.hash == it.hash {
+		if ok && held.d.hash == hash {
 			continue // identical: skipped
 		}
 		s.Info.Changed++
 		if m.nack.MatchName(it.name) {
-			it.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
+			is.err = fmt.Errorf("rejected by policy: name matches %q", m.nack.NamePattern)
 		} else if it.hit != nil {
-			it.d = it.hit
+			is.d = it.hit
 		} else {
-			it.d, it.err = m.interner.decode(t, mode, it.hash, it.name, it.raw)
+			is.d, is.err = m.interner.decode(t, mode, hash, it.name, it.raw)
 		}
-		if it.err == nil && mode == checkEnvoy && !sourcesServed && len(it.d.secrets) > 0 {
-			if err := m.secretSourceErr(it.d); err != nil {
-				it.d, it.err = nil, err
+		if is.err == nil && mode == checkEnvoy && !sourcesServed && len(is.d.secrets) > 0 {
+			if err := m.secretSourceErr(is.d); err != nil {
+				is.d, is.err = nil, err
 			}
 		}
-		if it.err != nil {
+		if is.err != nil {
 			u.itemErrs++
-			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", t.kind(), it.name, it.err))
+			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", t.kind(), it.name, is.err))
 		} else {
-			withRefs += min(1, len(it.d.refs))
-			withSecrets += min(1, len(it.d.secrets))
+			withRefs += min(1, len(is.d.refs))
+			withSecrets += min(1, len(is.d.secrets))
 		}
 	}
 
 	if realistic && t == tLDS && respErr == nil {
-		itemErrs = append(itemErrs, m.addressConflicts(items, u.removed, u.full)...)
+		itemErrs = append(itemErrs, m.addressConflicts(items, st, u.removed, u.full)...)
 	}
 
 	// Deletions: a full response drops what it lacks; Delta drops removed_resources.
@@ -156,8 +163,8 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		if set, touched, ok := u.run.freshApplied(follows); ok {
 			s.Info.Touched = touched
 			for i := range items {
-				if it := &items[i]; it.d != nil {
-					m.warmStored(t, it.heldName(), it.d, nil, now)
+				if d := st[i].d; d != nil {
+					m.warmStored(t, heldName(&items[i], d), d, nil, now)
 				}
 			}
 			ts.set, ts.res = set, set.m
@@ -176,11 +183,11 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	}
 	changed := false
 	for i := range items {
-		it := &items[i]
-		if it.err != nil {
+		it, is := &items[i], &st[i]
+		if is.err != nil {
 			continue
 		}
-		if it.d == nil { // identical
+		if is.d == nil { // identical
 			if !nacked && u.versions {
 				e, _ := ed.get(it.name)
 				e.version = it.version
@@ -192,13 +199,13 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		if nacked {
 			version = "" // Envoy records Delta versions only when the whole response is accepted
 		}
-		name := it.heldName()
+		name := heldName(it, is.d)
 		held, _ := ed.get(name)
 		old := held.d
-		ed.put(name, entry{version: version, d: it.d})
+		ed.put(name, entry{version: version, d: is.d})
 		changed = true
 		s.Info.Touched = append(s.Info.Touched, probe.Touched{Name: name, Prev: old.message()})
-		m.warmStored(t, name, it.d, old, now)
+		m.warmStored(t, name, is.d, old, now)
 	}
 	for _, name := range gone {
 		held, _ := ed.get(name)
@@ -235,11 +242,11 @@ func (m *Machine) afterApply(s *Step, t rtype, u *update, changed, nacked bool, 
 
 var errIgnored = fmt.Errorf("not subscribed")
 
-// heldName is the name a changed item is held under: its decoded resource's, the shared copy,
-// when equal (the per-response one then becomes garbage).
-func (it *item) heldName() string {
-	if it.d.name == it.name {
-		return it.d.name
+// heldName is the name a changed item, decoded as d, is held under: d's, the shared copy, when
+// equal (the per-response one then becomes garbage).
+func heldName(it *item, d *decoded) string {
+	if d.name == it.name {
+		return d.name
 	}
 	return it.name
 }

@@ -69,7 +69,7 @@ type Codec struct {
 	// response then holds none); only used by the receiving goroutine, like recvAt.
 	res  []item
 	read bool
-	run  *respEntry // the memo's run res is a copy of (Resources.run)
+	run  *respEntry // the memo's run whose items res is (Resources.run)
 	// kept: the message being read lies in bytes nothing changes or reuses (immutable), which
 	// the memo may keep as they are.
 	kept bool

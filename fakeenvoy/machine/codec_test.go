@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -464,13 +465,13 @@ func TestCodecResponseMemo(t *testing.T) {
 	if p, tr := memoLen(); p != 2 || tr != 0 {
 		t.Fatalf("memo holds %d proven runs and %d on trial, want 2 and 0", p, tr)
 	}
-	first[0].err = errIgnored // a client changes its own items
+	first, _ = read(checkEnvoy, "1", "n1", clusters[:2]...)
 	second, r := read(checkEnvoy, "2", "n2", clusters[:2]...)
 	if r.GetVersionInfo() != "2" || r.GetNonce() != "n2" || len(r.GetResources()) != 0 {
 		t.Fatalf("response fields %v", r)
 	}
 	if len(second) != 2 || second[0].hit != ds[0] || second[1].hit != ds[1] || second[0].name != "c1" ||
-		second[1].name != "c2" || second[0].err != nil || !second[0].hashed || second[0].hash != ds[0].hash {
+		second[1].name != "c2" || &second[0] != &first[0] || !second[0].hashed || second[0].hash != ds[0].hash {
 		t.Fatalf("items from the memo: %+v", second)
 	}
 	// Another mode is another key: read afresh (c1 and c2 are decoded again in it).
@@ -639,35 +640,100 @@ func TestResponseMemoPutOnce(t *testing.T) {
 	}
 }
 
-// TestResponseMemoCopiesReused: a copy given back is handed out again, and a client's changes
-// to its copy (errors, decisions) never reach the memo or the next copy.
-func TestResponseMemoCopiesReused(t *testing.T) {
+// TestResponseMemoSharesItems: every client that gets a kept run gets the run's own items,
+// with no copy.
+func TestResponseMemoSharesItems(t *testing.T) {
 	var r respMemo
 	hit := &decoded{name: "a"}
-	want := []item{{name: "a", hit: hit, hashed: true, hash: 1}, {name: "b", hit: hit, hashed: true, hash: 2}, {name: "c", hit: hit, hashed: true, hash: 3}}
-	region := []byte("abc")
+	want := []item{{name: "a", hit: hit, hashed: true, hash: 1}, {name: "b", hit: hit, hashed: true, hash: 2}}
+	region := []byte("ab")
 	k := respKey{hash: 7, n: len(region)}
 	r.put(k, region, want, false)
-	first, _ := r.get(k, region)
-	if len(first) != 3 || cap(first) != 4 {
-		t.Fatalf("copy of %d items with room for %d, want 3 in a class of 4", len(first), cap(first))
+	first, e := r.get(k, region)
+	if e == nil || len(first) != 2 || &first[0] != &e.items[0] {
+		t.Fatalf("get returned %d items of run %p, want the run's own 2", len(first), e)
 	}
-	for i := range first {
-		first[i].d, first[i].err = hit, errIgnored
+	if n := testing.AllocsPerRun(10, func() { r.get(k, region) }); n != 0 {
+		t.Errorf("a get allocates %v times, want 0", n)
 	}
-	r.release(first)
-	r.release(make([]item, 3)) // not get's: dropped
+}
+
+// TestItemStatesPooled: apply's per-item states come back from the Interner's pool cleared,
+// in a class of a power of two; a nil Interner allocates them.
+func TestItemStatesPooled(t *testing.T) {
+	in := NewInterner()
+	st := in.itemStates(3)
+	if len(st) != 3 || cap(st) != 4 {
+		t.Fatalf("%d states with room for %d, want 3 in a class of 4", len(st), cap(st))
+	}
+	st[0], st[2] = itemState{d: &decoded{}}, itemState{err: errIgnored}
+	in.putItemStates(st)
+	in.putItemStates(make([]itemState, 3)) // not the pool's: dropped
 	for range 3 {
-		got, _ := r.get(k, region)
-		for i := range got {
-			if got[i].d != nil || got[i].err != nil || got[i].name != want[i].name || got[i].hash != want[i].hash {
-				t.Fatalf("item %d of a reused copy: %+v, want %+v", i, got[i], want[i])
+		got := in.itemStates(4)
+		for i, s := range got {
+			if s != (itemState{}) {
+				t.Fatalf("state %d of a reused slice: %+v, want zero", i, s)
 			}
 		}
-		r.release(got)
+		in.putItemStates(got)
 	}
-	if e := r.m[k][0]; e.items[0].d != nil || e.items[0].err != nil {
-		t.Fatalf("a client's changes reached the memo: %+v", e.items[0])
+	var none *Interner
+	if got := none.itemStates(3); len(got) != 3 {
+		t.Fatalf("a nil Interner gave %d states, want 3", len(got))
+	}
+	if got := in.itemStates(0); len(got) != 0 {
+		t.Fatalf("%d states for no item", len(got))
+	}
+}
+
+// TestApplyLeavesItemsAlone: applying a run the memo keeps changes nothing of its items, for a
+// client that rejects some of them by policy, one that holds some already and one that
+// applies it to nothing; each decides on its own.
+func TestApplyLeavesItemsAlone(t *testing.T) {
+	in := NewInterner()
+	b := mustMarshal(t, sotwResp(t, C, "1", "a", fetest.EDSCluster("c1"), fetest.EDSCluster("c2"), fetest.EDSCluster("c3")))
+	read := func() (Resources, *discoveryv3.DiscoveryResponse) {
+		t.Helper()
+		c := &Codec{interner: in, mode: checkEnvoy}
+		r := &discoveryv3.DiscoveryResponse{}
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := c.LastRead()
+		return res, r
+	}
+	// Three reads: the second keeps the run, the third reads it from the memo.
+	var res Resources
+	var r *discoveryv3.DiscoveryResponse
+	for range 3 {
+		res, r = read()
+	}
+	if res.run == nil {
+		t.Fatal("the run is not kept")
+	}
+	before := slices.Clone(res.run.items)
+
+	rejecting := newTestMachine(t, Config{Interner: in, Nack: policy.Nack{Realistic: true, NamePattern: "c2"}})
+	rejecting.Start(t0)
+	if s := rejecting.OnSotwRead(r, res, t0); !s.Info.Nacked || rejecting.Resource(C, "c1") == nil {
+		t.Fatalf("policy client: nacked %v, c1 held %v; want a NACK with c1 applied", s.Info.Nacked, rejecting.Resource(C, "c1") != nil)
+	}
+	holding := newTestMachine(t, Config{Interner: in, Nack: policy.Nack{Realistic: true}})
+	holding.Start(t0)
+	holding.OnSotw(sotwResp(t, C, "0", "z", fetest.EDSCluster("c1")), t0)
+	if s := holding.OnSotwRead(r, res, t0); s.Info.Nacked || s.Info.Changed != 2 {
+		t.Fatalf("holding client: nacked %v, %d changed; want an ACK with 2 changed", s.Info.Nacked, s.Info.Changed)
+	}
+	fresh := newTestMachine(t, Config{Interner: in, Nack: policy.Nack{Realistic: true}})
+	fresh.Start(t0)
+	if s := fresh.OnSotwRead(r, res, t0); s.Info.Nacked || s.Info.Changed != 3 {
+		t.Fatalf("fresh client: nacked %v, %d changed; want an ACK with 3 changed", s.Info.Nacked, s.Info.Changed)
+	}
+	for i := range before {
+		if !reflect.DeepEqual(res.run.items[i], before[i]) {
+			t.Errorf("item %d of the run changed: %+v, was %+v", i, res.run.items[i], before[i])
+		}
 	}
 }
 
@@ -727,9 +793,9 @@ func TestMachineDistinctRun(t *testing.T) {
 }
 
 // BenchmarkCodecMemoHit reads a full config of 2,000 clusters (about 0.3 MB of resources) that
-// the memo keeps, as every client after the first does: the cost of finding the run and
-// copying its items (bytes/s is the response's size over that). In sub-benchmark "frames" the
-// response comes in the pieces of the 16 KiB DATA frames that carried it.
+// the memo keeps, as every client after the first does: the cost of finding the run (bytes/s
+// is the response's size over that). In sub-benchmark "frames" the response comes in the
+// pieces of the 16 KiB DATA frames that carried it.
 func BenchmarkCodecMemoHit(b *testing.B) {
 	b.Run("whole", func(b *testing.B) { benchMemoHit(b, 0) })
 	b.Run("frames", func(b *testing.B) { benchMemoHit(b, 16384) })
@@ -758,9 +824,6 @@ func benchMemoHit(b *testing.B, frame int) {
 		res, ok := c.LastRead()
 		if !ok || len(res.items) != len(ms) {
 			b.Fatalf("read %d items (%v), want %d", len(res.items), ok, len(ms))
-		}
-		if res.run != nil {
-			res.run.memo.release(res.items)
 		}
 	}
 	read()
@@ -850,8 +913,6 @@ func TestCodecReadsRunOnce(t *testing.T) {
 				defer mu.Unlock()
 				if res.run == nil {
 					read++
-				} else {
-					res.run.memo.release(res.items)
 				}
 			}()
 		}

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"bytes"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -41,6 +42,38 @@ type Interner struct {
 	names map[*string]weak.Pointer[resSet]
 	// resp is the codec's memo of responses' resources (respmemo.go).
 	resp respMemo
+	// states pools the machines' itemStates by size class: a full config's is tens of KB, and
+	// every client of a push needs one only while it applies the response.
+	states [stateTiers]sync.Pool
+}
+
+// stateTiers size classes: slices of 1 << i itemStates, up to 1 << (stateTiers-1).
+const stateTiers = 18
+
+// itemStates returns n zeroed itemStates for apply, from the pool (give them back with
+// putItemStates); a nil Interner allocates.
+func (in *Interner) itemStates(n int) []itemState {
+	t := bits.Len(uint(n - 1))
+	if in == nil || n == 0 || t >= stateTiers {
+		return make([]itemState, n)
+	}
+	if p, ok := in.states[t].Get().(*[]itemState); ok {
+		return (*p)[:n]
+	}
+	return make([]itemState, n, 1<<t)
+}
+
+// putItemStates gives back what itemStates returned, cleared so that the pool holds no
+// decoded resource or error.
+func (in *Interner) putItemStates(st []itemState) {
+	c := cap(st)
+	t := bits.Len(uint(c - 1))
+	if in == nil || c == 0 || c&(c-1) != 0 || t >= stateTiers {
+		return // not one of the pool's
+	}
+	clear(st)
+	st = st[:0]
+	in.states[t].Put(&st)
 }
 
 // responses is the fleet's memo of responses' resources, nil when in is nil.

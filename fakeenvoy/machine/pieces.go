@@ -194,13 +194,10 @@ func (c *Codec) readSotwPieces(p *pieces, r *discoveryv3.DiscoveryResponse) (res
 		}
 	}
 	if e != nil {
-		res = memo.copyItems(e)
+		res = e.items // shared: read-only
 	}
 	if len(rest) > 0 {
 		if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(rest, r); err != nil {
-			if e != nil {
-				memo.release(res)
-			}
 			proto.Reset(r)
 			return nil, false
 		}

@@ -3,7 +3,6 @@ package machine
 import (
 	"bytes"
 	"hash/maphash"
-	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,8 @@ import (
 // resources field, contiguous as every control plane writes it), the items the codec read from
 // them, so that the next client that receives those bytes hashes and compares them once instead
 // of reading every resource: for a full config of 2,000 resources, one pass over its bytes in
-// place of 2,000 hashes, table lookups and comparisons.
+// place of 2,000 hashes, table lookups and comparisons. Every such client applies the run's own
+// items, which nothing changes (what applying them led to is each client's itemState).
 //
 // Only runs whose every resource is shared (decoded once, in the Interner) are kept, so the
 // memo holds nothing the Interner does not. A run the reading client had to decode some of is
@@ -50,14 +50,7 @@ type respMemo struct {
 	// reading holds, by key, the runs a client is reading resource by resource now because
 	// the memo had none (lead): each is closed once that read ends.
 	reading map[respKey]chan struct{}
-	// free holds the copies get handed out and release gave back, by size class: a full
-	// config's copy is a quarter of a MB, and every client of a push needs one for as long as
-	// it applies the response.
-	free [itemTiers]sync.Pool
 }
-
-// itemTiers size classes: copies of 1 << i items, up to 1 << (itemTiers-1).
-const itemTiers = 18
 
 // respKey finds a run: the hash of a sample of its bytes (runHash), their length and the
 // client's validation mode (part of what a shared resource is).
@@ -240,42 +233,13 @@ func (r *respMemo) lead(k respKey) (done func()) {
 	}
 }
 
-// get returns a copy of the items read from region (a client changes its own items while it
-// applies them) and the run that holds them, nil when none are kept. Give the copy back with
-// release once applied.
+// get returns the items read from region and the run that holds them, nil when none are
+// kept. The items are the run's own, shared by every client that gets them: read-only.
 func (r *respMemo) get(k respKey, region []byte) (items []item, e *respEntry) {
 	if e = r.find(k, region); e == nil {
 		return nil, nil
 	}
-	return r.copyItems(e), e
-}
-
-// copyItems returns a copy of e's items for a client (see get).
-func (r *respMemo) copyItems(e *respEntry) (items []item) {
-	n := len(e.items)
-	t := bits.Len(uint(n - 1))
-	if t >= itemTiers {
-		return slices.Clone(e.items)
-	}
-	if p, ok := r.free[t].Get().(*[]item); ok {
-		items = (*p)[:n]
-	} else {
-		items = make([]item, n, 1<<t)
-	}
-	copy(items, e.items)
-	return items
-}
-
-// release gives back a copy get returned (every field is overwritten by the next get's copy,
-// so it is not cleared: the pool drops it at the next collections anyway).
-func (r *respMemo) release(items []item) {
-	c := cap(items)
-	t := bits.Len(uint(c - 1))
-	if c == 0 || c&(c-1) != 0 || t >= itemTiers {
-		return // not one of get's
-	}
-	items = items[:0]
-	r.free[t].Put(&items)
+	return e.items, e
 }
 
 // put keeps the items read from region when every one of them is shared: on trial when the

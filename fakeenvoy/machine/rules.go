@@ -55,10 +55,11 @@ func (m *Machine) policyErr() error {
 // Envoy's CDS and LDS, every type of grpc-go.
 func (m *Machine) appliesPartly(t rtype) bool { return t.wildcard() || m.grpc }
 
-// addressConflicts marks new or changed listeners that bind the address of another listener
-// of the resulting set (Envoy: "has duplicate address ... as existing listener"). full: the
-// response is the whole set (else held listeners it does not touch keep their addresses).
-func (m *Machine) addressConflicts(items []item, removed []string, full bool) []string {
+// addressConflicts marks new or changed listeners (st, parallel to items) that bind the
+// address of another listener of the resulting set (Envoy: "has duplicate address ... as
+// existing listener"). full: the response is the whole set (else held listeners it does not
+// touch keep their addresses).
+func (m *Machine) addressConflicts(items []item, st []itemState, removed []string, full bool) []string {
 	owner := make(map[string]string)
 	inResp := make(map[string]struct{}, len(items))
 	claim := func(name string, l *listenerv3.Listener) string {
@@ -76,7 +77,7 @@ func (m *Machine) addressConflicts(items []item, removed []string, full bool) []
 	for i := range items {
 		it := &items[i]
 		inResp[it.name] = struct{}{}
-		if it.err == nil && it.d == nil {
+		if st[i].err == nil && st[i].d == nil {
 			if e, ok := m.types[tLDS].res[it.name]; ok {
 				claim(it.name, e.d.msg.(*listenerv3.Listener))
 			}
@@ -91,14 +92,14 @@ func (m *Machine) addressConflicts(items []item, removed []string, full bool) []
 	}
 	var errs []string
 	for i := range items {
-		it := &items[i]
-		if it.err != nil || it.d == nil {
+		it, is := &items[i], &st[i]
+		if is.err != nil || is.d == nil {
 			continue
 		}
-		l := it.d.msg.(*listenerv3.Listener)
+		l := is.d.msg.(*listenerv3.Listener)
 		if other := claim(it.name, l); other != "" {
-			it.err = fmt.Errorf("duplicate address %s as listener %s", validate.BindKey(l), other)
-			errs = append(errs, fmt.Sprintf("listener %s: %v", it.name, it.err))
+			is.err = fmt.Errorf("duplicate address %s as listener %s", validate.BindKey(l), other)
+			errs = append(errs, fmt.Sprintf("listener %s: %v", it.name, is.err))
 		}
 	}
 	return errs

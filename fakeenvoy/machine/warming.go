@@ -298,9 +298,9 @@ func (m *Machine) warmByContent(u *update) {
 					delete(m.init.warmC, c)
 				}
 			}
-			for _, it := range u.items {
-				if it.err == nil {
-					warm(it.name)
+			for i := range u.items {
+				if u.st[i].err == nil {
+					warm(u.items[i].name)
 				}
 			}
 			for _, name := range u.removed {
@@ -309,9 +309,9 @@ func (m *Machine) warmByContent(u *update) {
 			break
 		}
 		warmed := make(map[string]struct{}, len(u.items)+len(u.removed))
-		for _, it := range u.items {
-			if it.err == nil {
-				warmed[it.name] = struct{}{}
+		for i := range u.items {
+			if u.st[i].err == nil {
+				warmed[u.items[i].name] = struct{}{}
 			}
 		}
 		for _, name := range u.removed {

@@ -41,7 +41,8 @@ type update struct {
 	version string // SotW version_info
 	nonce   string
 	items   []item
-	removed []string // Delta removed_resources
+	st      []itemState // what apply made of each item (parallel to items; set by apply)
+	removed []string    // Delta removed_resources
 	// full: the response lists every resource of t the client should hold; a held one it
 	// lacks is deleted (SotW CDS and LDS).
 	full bool
@@ -52,7 +53,7 @@ type update struct {
 	err error
 	// distinct: no two items share a name (known from the codec's memo; false: not known).
 	distinct bool
-	// run is the codec's memo run the items are a copy of (nil: none), and itemErrs how many
+	// run is the codec's memo run the items are (nil: none), and itemErrs how many
 	// items apply found in error (rejected or not subscribed).
 	run      *respEntry
 	itemErrs int
@@ -69,7 +70,9 @@ const (
 	dropUnwatched                  // not applied, not answered (Delta)
 )
 
-// item is one resource of a response, before it is applied.
+// item is one resource of a response, before it is applied. Items are read-only once built:
+// the items of a memo run are shared by every client that receives it, and what applying one
+// led to is the client's own (itemState).
 //
 // A SotW response's items are built by the codec, while the bytes are still in the transport's
 // buffer (Codec.readSotw), or by OnSotw from the response's Anys.
@@ -83,8 +86,12 @@ type item struct {
 	hashed  bool // hash is already set
 	hash    uint64
 	hit     *decoded // the interned resource with these bytes, when the codec found it
-	d       *decoded // nil when identical to the held resource
-	err     error
+}
+
+// itemState is what applying an item led to, for one client (update.st).
+type itemState struct {
+	d   *decoded // nil when identical to the held resource
+	err error
 }
 
 // envoyDependent is Envoy's follow-up: clusters name assignments, listeners route configs.

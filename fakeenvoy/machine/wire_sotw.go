@@ -90,21 +90,17 @@ func (m *Machine) OnSotw(r *discoveryv3.DiscoveryResponse, recv time.Time) Step 
 // buffer (Codec.LastRead), for Machine.OnSotwRead.
 type Resources struct {
 	items []item
-	// run is the codec's memo run items is a copy of (nil: read from the bytes), given back once
-	// the response is applied. Its names are distinct when run.distinct, so the machine need not
-	// find duplicates or what a full response lacks with maps of its own. (Resources travels by
-	// value on every client's parked stacks: keep it small.)
+	// run is the codec's memo run whose items items are (nil: read from the bytes), shared by
+	// every client that received it. Its names are distinct when run.distinct, so the machine
+	// need not find duplicates or what a full response lacks with maps of its own. (Resources
+	// travels by value on every client's parked stacks: keep it small.)
 	run *respEntry
 }
 
 // OnSotwRead handles a SotW response received at recv whose resources the codec read (r's own
 // are ignored). It owns res: nothing of it is kept once it returns.
 func (m *Machine) OnSotwRead(r *discoveryv3.DiscoveryResponse, res Resources, recv time.Time) Step {
-	s := m.onSotwItemsOf(r, res.items, res.run, recv)
-	if res.run != nil {
-		res.run.memo.release(res.items)
-	}
-	return s
+	return m.onSotwItemsOf(r, res.items, res.run, recv)
 }
 
 // onSotwItems handles a SotW response received at recv whose resources are res (r's own are
@@ -113,8 +109,8 @@ func (m *Machine) onSotwItems(r *discoveryv3.DiscoveryResponse, res []item, recv
 	return m.onSotwItemsOf(r, res, nil, recv)
 }
 
-// onSotwItemsOf is onSotwItems with the codec's memo run the items are a copy of (nil: none;
-// see Resources.run).
+// onSotwItemsOf is onSotwItems with the codec's memo run the items are (nil: none; see
+// Resources.run).
 func (m *Machine) onSotwItemsOf(r *discoveryv3.DiscoveryResponse, res []item, run *respEntry, recv time.Time) Step {
 	m.seq++
 	m.streamResp++
