@@ -26,10 +26,12 @@
 //	decode.go, rtype.go   decoding resources, reading raw protobuf; the resource types
 //	resset.go, intern.go  sharing decoded resources and accepted sets among a fleet's clients,
 //	                and what is derived once per shared set (references, secret holders);
-//	                the pool of warming maps and the shared lists of secret references
+//	                the pools of warming maps and of apply's per-item states, and the
+//	                shared lists of secret references
 //	respmemo.go     the codec's memo of response runs the fleet's clients receive alike (a
 //	                new run on trial until a second client reads it; one client reads a new
-//	                run while the others that receive it wait), and what apply asks once per
+//	                run while the others that receive it wait; its items shared read-only,
+//	                what applying them led to each client's own), and what apply asks once per
 //	                run (does it cover the clusters, lie within the subscription, name only
 //	                served secret sources, what applying it to nothing leads to)
 //	codec.go        the client's gRPC codec: the node encoded once, SotW resources read and
