@@ -693,21 +693,11 @@ func TestItemStatesPooled(t *testing.T) {
 func TestApplyLeavesItemsAlone(t *testing.T) {
 	in := NewInterner()
 	b := mustMarshal(t, sotwResp(t, C, "1", "a", fetest.EDSCluster("c1"), fetest.EDSCluster("c2"), fetest.EDSCluster("c3")))
-	read := func() (Resources, *discoveryv3.DiscoveryResponse) {
-		t.Helper()
-		c := &Codec{interner: in, mode: checkEnvoy}
-		r := &discoveryv3.DiscoveryResponse{}
-		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r); err != nil {
-			t.Fatal(err)
-		}
-		res, _ := c.LastRead()
-		return res, r
-	}
 	// Three reads: the second keeps the run, the third reads it from the memo.
 	var res Resources
 	var r *discoveryv3.DiscoveryResponse
 	for range 3 {
-		res, r = read()
+		res, r = codecRead(t, in, b)
 	}
 	if res.run == nil {
 		t.Fatal("the run is not kept")
@@ -737,6 +727,19 @@ func TestApplyLeavesItemsAlone(t *testing.T) {
 	}
 }
 
+// codecRead reads the encoded SotW response b as a new Envoy client's codec (Envoy's checks)
+// of the fleet whose Interner is in does.
+func codecRead(t *testing.T, in *Interner, b []byte) (Resources, *discoveryv3.DiscoveryResponse) {
+	t.Helper()
+	c := &Codec{interner: in, mode: checkEnvoy}
+	r := &discoveryv3.DiscoveryResponse{}
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := c.LastRead()
+	return res, r
+}
+
 // TestMachineDistinctRun: a client that reads its CDS responses from the codec's memo (names
 // known distinct) still deletes a cluster a full response lacks, and still NACKs duplicates (a
 // run with a duplicate name is not known distinct).
@@ -751,12 +754,7 @@ func TestMachineDistinctRun(t *testing.T) {
 		var res Resources
 		var r *discoveryv3.DiscoveryResponse
 		for range 3 {
-			c := &Codec{interner: in, mode: checkEnvoy}
-			r = &discoveryv3.DiscoveryResponse{}
-			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r); err != nil {
-				t.Fatal(err)
-			}
-			res, _ = c.LastRead()
+			res, r = codecRead(t, in, b)
 			for _, it := range res.items {
 				if it.hit == nil {
 					raw := it.raw

@@ -163,12 +163,7 @@ func TestFreshApplyShared(t *testing.T) {
 	b := mustMarshal(t, resp)
 	apply := func(m *Machine) Step {
 		t.Helper()
-		c := &Codec{interner: in, mode: checkEnvoy}
-		r := &discoveryv3.DiscoveryResponse{}
-		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r); err != nil {
-			t.Fatal(err)
-		}
-		res, _ := c.LastRead()
+		res, r := codecRead(t, in, b)
 		return m.OnSotwRead(r, res, t0)
 	}
 	newClient := func(nack policy.Nack) *Machine {
