@@ -98,7 +98,8 @@ type Resources struct {
 }
 
 // OnSotwRead handles a SotW response received at recv whose resources the codec read (r's own
-// are ignored). It owns res: nothing of it is kept once it returns.
+// are ignored). res is read-only (its items may be a memo run's, which other clients share),
+// and nothing of it is kept once it returns.
 func (m *Machine) OnSotwRead(r *discoveryv3.DiscoveryResponse, res Resources, recv time.Time) Step {
 	return m.onSotwItemsOf(r, res.items, res.run, recv)
 }
