@@ -22,10 +22,10 @@ import (
 
 // BenchmarkMachineFullConfig is a realistic sidecar's own cost of taking a full config, with
 // no transport: the responses one client received from xdslab's control plane serving the
-// mesh of BenchmarkFleetHeapPerClient (1,000 services × 10 endpoints, 3.1 MB) are
-// replayed, as the pieces of a fleet's shared copy, into a new codec and machine per op, which read them, validate and apply them,
-// warm, and encode the requests and ACKs they answer with, until the machine holds its full
-// config. The fleet's Interner and istio-agent are shared across ops and already hold every
+// mesh of BenchmarkFleetHeapPerClient (1,000 services × 10 endpoints, 3.1 MB) are replayed,
+// as the pieces of a fleet's shared copy, into a new codec and machine per op, which read
+// them, validate and apply them, warm, and encode the requests and ACKs they answer with,
+// until the machine holds its full config. The fleet's Interner and istio-agent are shared across ops and already hold every
 // resource, as for every client of a fleet after the first. An op is one client; allocs and
 // B/op are per client, and ns/op is the CPU that BenchmarkFleetHeapPerClient's cpu-ms/client
 // spends in the codec and the machine (the rest is the transport, its system calls and the
