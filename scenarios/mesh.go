@@ -118,6 +118,9 @@ func (t *Topology) completeMesh() {
 	if m == nil {
 		return
 	}
+	if len(m.Services) == 0 {
+		m.Services = nil // "services: []" and none are one mesh (a round trip prints the former)
+	}
 	t.Services = len(m.Services)
 	t.Namespaces = max(len(m.Namespaces()), 1)
 	for i := range m.Services {
