@@ -532,8 +532,14 @@ func (s *Server) push(ctx context.Context, req *model.PushRequest) {
 	next, rep := model.BuildSnapshot(prev, s.seq+1, req, src)
 	s.metrics.PushContextInitSeconds.Observe(time.Since(start).Seconds())
 	if rep.Empty() {
-		s.log.Debug("push: nothing changed", "events", req.Count())
-		return
+		if prev.Seq != 0 {
+			s.log.Debug("push: nothing changed", "events", req.Count())
+			return
+		}
+		// The first snapshot is published even when it holds nothing (no config yet): streams
+		// wait for it, and istiod serves an empty mesh (its passthrough and blackhole
+		// clusters, its virtual listeners) once its sources are synced.
+		next, rep.Full = prev.Apply(s.seq+1, model.SnapshotDelta{}), true
 	}
 	s.seq = next.Seq
 	s.snap.Store(next)

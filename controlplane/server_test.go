@@ -22,6 +22,9 @@ import (
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -389,5 +392,41 @@ func TestMetricsAddrInUse(t *testing.T) {
 	defer s.Stop()
 	if err := s.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "metrics address") {
 		t.Fatalf("Start on a used port: err = %v", err)
+	}
+}
+
+// TestServerEmptyConfig: a control plane whose sources hold nothing still publishes a first
+// snapshot, as istiod serves an empty mesh once synced: SotW and Delta sidecars reach a full
+// config (its passthrough and blackhole clusters, its virtual listeners) without a NACK. Before,
+// the initial push changed nothing, nothing was published, and every stream waited for ever.
+func TestServerEmptyConfig(t *testing.T) {
+	pushes := &pushLog{}
+	opts := controlplanetest.Options(t)
+	opts.ConfigDir = t.TempDir()
+	opts.Pusher = pushes
+	s := controlplanetest.NewServer(t, opts)
+	snap := waitSnap(t, s, "the first snapshot", func(s *model.Snapshot) bool { return s.Seq > 0 })
+	if snap.ServiceCount() != 0 {
+		t.Fatalf("services = %d, want none", snap.ServiceCount())
+	}
+	if rep := pushes.report(t, snap.Version); !rep.Full {
+		t.Errorf("first push report = %+v, want a full push", rep)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	id := fakeenvoy.IdentityTemplate{Namespaces: 2}
+	sotw := fleet.Group{Name: "sotw", Count: 2, Identity: id, Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}}
+	delta := sotw
+	delta.Name, delta.Client.Delta = "delta", true
+	f := startFleet(t, ctx, s.GRPCAddr(), sotw, delta)
+	waitFull(t, f, 4)
+	st := f.Observer().Stats()
+	if st.Total.Nacks != 0 {
+		t.Errorf("NACKs = %d, want none", st.Total.Nacks)
+	}
+	for _, typ := range []string{"CDS", "LDS"} {
+		if st.Types[typ].Responses == 0 {
+			t.Errorf("no %s response: %+v", typ, st.Types)
+		}
 	}
 }
