@@ -53,11 +53,16 @@ func (m *Machine) blocker() Blocker {
 	if name, ok := minKey(m.init.warmL); ok {
 		return Blocker{Reason: "listeners warming: waiting for their routes (RDS)", Example: name}
 	}
-	if !m.types[tCDS].accepted {
-		return Blocker{Reason: "no CDS response accepted (NACKed)"}
-	}
-	if !m.types[tLDS].accepted {
-		return Blocker{Reason: "no LDS response accepted (NACKed)"}
+	// Past CDS and LDS without accepting one: each phase ended at its initial fetch timeout,
+	// with no response on this stream (nonce) or every one NACKed.
+	for _, t := range []rtype{tCDS, tLDS} {
+		switch ts := &m.types[t]; {
+		case ts.accepted:
+		case ts.nonce == "":
+			return Blocker{Reason: "no " + t.String() + " response received (its initial fetch timed out)"}
+		default:
+			return Blocker{Reason: "no " + t.String() + " response accepted (NACKed)"}
+		}
 	}
 	return Blocker{Reason: "clusters or listeners reference endpoints or routes that never came"}
 }
