@@ -44,11 +44,15 @@ type HarnessLimits struct {
 	// at the 99th percentile (default 50ms): its ramp could not keep up, so time to first
 	// config and every later figure carry the harness's own lag.
 	MaxStartLatenessP99 time.Duration
+	// MinHarnessCPU: a harness that used less CPU than this over the whole run (default
+	// 100ms) is not tested on CPU: it cannot have held the cores, and a ratio of a few profile
+	// samples (10 ms each) is noise: 20 ms against 20 ms in a smoke run read as 1.00×.
+	MinHarnessCPU time.Duration
 }
 
 // DefaultHarnessLimits returns the limits runs use unless told otherwise.
 func DefaultHarnessLimits() HarnessLimits {
-	return HarnessLimits{MaxCPURatio: 0.5, MaxStartLatenessP99: 50 * time.Millisecond}
+	return HarnessLimits{MaxCPURatio: 0.5, MaxStartLatenessP99: 50 * time.Millisecond, MinHarnessCPU: 100 * time.Millisecond}
 }
 
 func (l HarnessLimits) withDefaults() HarnessLimits {
@@ -58,6 +62,9 @@ func (l HarnessLimits) withDefaults() HarnessLimits {
 	}
 	if l.MaxStartLatenessP99 <= 0 {
 		l.MaxStartLatenessP99 = d.MaxStartLatenessP99
+	}
+	if l.MinHarnessCPU <= 0 {
+		l.MinHarnessCPU = d.MinHarnessCPU
 	}
 	return l
 }
@@ -115,6 +122,11 @@ func AssessHarness(ms []summary.Metric, cpu HarnessCPU, lim HarnessLimits) Harne
 		ratio := cpu.Harness / cpu.ControlPlane
 		v.Metrics = append(v.Metrics, summary.NewGauge(MetricHarnessCPURatio, summary.Default, ratio, 0, ratio, nil))
 		cpuText += fmt.Sprintf(": ratio %.2f (limit %.2f)", ratio, lim.MaxCPURatio)
+		if cpu.Harness < lim.MinHarnessCPU.Seconds() {
+			cpuText += fmt.Sprintf(", not tested: the harness used under %s of CPU, too little to have held the cores",
+				summary.FormatValue(summary.Time, lim.MinHarnessCPU.Seconds()))
+			break
+		}
 		over := ratio > lim.MaxCPURatio
 		flag(ReasonCPU, over)
 		if over {

@@ -60,6 +60,11 @@ func TestAssessHarness(t *testing.T) {
 			map[string]float64{ReasonStartLateness: 0}, -1, []string{"no contention ratio (not the same cores)"}, nil},
 		{"an idle control plane", shared(1, 0), onTime, HarnessLimits{}, false,
 			map[string]float64{ReasonStartLateness: 0}, -1, []string{"no ratio"}, nil},
+		{"too little harness CPU to judge", shared(0.02, 0.02), onTime, HarnessLimits{}, false,
+			map[string]float64{ReasonStartLateness: 0}, 1,
+			[]string{"ratio 1.00 (limit 0.50), not tested: the harness used under 100ms of CPU, too little to have held the cores"}, nil},
+		{"little harness CPU, but enough", shared(0.1, 0.02), onTime, HarnessLimits{}, true,
+			map[string]float64{ReasonCPU: 1, ReasonStartLateness: 0}, 5, nil, []string{"5.00×"}},
 		{"no fleet figures", shared(0.1, 1), -1, HarnessLimits{}, false,
 			map[string]float64{ReasonCPU: 0}, 0.1, []string{"fleet start lateness not available"}, nil},
 	} {
