@@ -42,7 +42,22 @@ const (
 	fileCertPrefix     = "file-cert:"
 	fileRootPrefix     = "file-root:"
 	fileCertKeySeparer = "~"
+	// SecretSystemRoot is the root istiod names for a DestinationRule's SIMPLE or MUTUAL TLS
+	// without caCertificates: the agent serves the operating system's CA bundle under it.
+	SecretSystemRoot = fileRootPrefix + "system"
 )
+
+// DefaultOSRoots returns where the agent looks for the operating system's CA bundle, the
+// first that reads: Debian and Ubuntu, Fedora and RHEL, openSUSE, Alpine, RHEL 7 and later.
+func DefaultOSRoots() []string {
+	return []string{
+		"/etc/ssl/certs/ca-certificates.crt",
+		"/etc/pki/tls/certs/ca-bundle.crt",
+		"/etc/ssl/ca-bundle.pem",
+		"/etc/ssl/cert.pem",
+		"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+	}
+}
 
 // Config configures the emulated istio-agent. Zero values take the defaults.
 type Config struct {
@@ -57,6 +72,9 @@ type Config struct {
 	Clusters []string
 	// ReadFile reads file-based secrets; nil means os.ReadFile.
 	ReadFile func(path string) ([]byte, error)
+	// OSRoots are the paths tried, in order, for the operating system's CA bundle
+	// (SecretSystemRoot); default DefaultOSRoots().
+	OSRoots []string
 	// Now is the clock certificates are dated from; nil means time.Now.
 	Now func() time.Time
 }
@@ -79,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReadFile == nil {
 		c.ReadFile = os.ReadFile
+	}
+	if len(c.OSRoots) == 0 {
+		c.OSRoots = DefaultOSRoots()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -170,7 +191,7 @@ func WorkloadOf(n *corev3.Node) Workload {
 
 // errUnservable marks a secret the agent can never serve (an unknown name): the client's
 // resource waits for it until its initial_fetch_timeout, as Envoy does.
-var errUnservable = errors.New("the istio-agent serves default, ROOTCA, file-cert:CERT~KEY and file-root:CA only")
+var errUnservable = errors.New("the istio-agent serves default, ROOTCA, file-root:system, file-cert:CERT~KEY and file-root:CA only")
 
 // Serve returns the secret name on one of the agent's clusters for workload w, and how long
 // the agent takes to serve it.
@@ -181,6 +202,8 @@ func (a *Agent) Serve(w Workload, name string) (*tlsv3.Secret, time.Duration, er
 		return s, a.cfg.IssueDelay, err
 	case name == SecretRoot:
 		return rootSecret(name, a.RootPEM()), a.cfg.IssueDelay, nil
+	case name == SecretSystemRoot:
+		return a.systemRoot()
 	case strings.HasPrefix(name, fileRootPrefix):
 		b, err := a.cfg.ReadFile(strings.TrimPrefix(name, fileRootPrefix))
 		if err != nil {
@@ -209,6 +232,22 @@ func (a *Agent) Serve(w Workload, name string) (*tlsv3.Secret, time.Duration, er
 		return certSecret(name, string(cert), string(key)), 0, nil
 	}
 	return nil, 0, errUnservable
+}
+
+// systemRoot serves SecretSystemRoot: the first of the operating system's CA bundles that
+// reads, as istio-agent does; none is an error (the agent has nothing to serve).
+func (a *Agent) systemRoot() (*tlsv3.Secret, time.Duration, error) {
+	for _, p := range a.cfg.OSRoots {
+		b, err := a.cfg.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if _, err := parseCertPEM(b); err != nil {
+			return nil, 0, fmt.Errorf("%s (the operating system's CA bundle): %w", p, err)
+		}
+		return rootSecret(SecretSystemRoot, string(b)), 0, nil
+	}
+	return nil, 0, fmt.Errorf("no operating system CA bundle to serve as %s (tried %s)", SecretSystemRoot, strings.Join(a.cfg.OSRoots, ", "))
 }
 
 // workloadSecret returns w's workload certificate: the one issued for its identity while less

@@ -3,6 +3,7 @@ package istioagent
 import (
 	"crypto/x509"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -72,6 +73,45 @@ func TestAgentFileCertificates(t *testing.T) {
 	} {
 		if _, _, err := a.Serve(w, name); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+}
+
+// TestAgentSystemRoot: file-root:system, the root istiod names for TLS to a service without
+// caCertificates, is the operating system's CA bundle: the first of OSRoots that reads.
+func TestAgentSystemRoot(t *testing.T) {
+	a := testAgent(t, Config{})
+	files := map[string][]byte{"/b/bundle.pem": []byte(a.RootPEM()), "/b/bad.pem": []byte("nope")}
+	a.cfg.ReadFile = func(p string) ([]byte, error) {
+		if b, ok := files[p]; ok {
+			return b, nil
+		}
+		return nil, errors.New("no such file")
+	}
+	w := Workload{namespace: "ns", serviceAccount: "sa"}
+	for _, tc := range []struct {
+		roots []string
+		want  string // error; "" served
+	}{
+		{[]string{"/a/none.pem", "/b/bundle.pem"}, ""},
+		{[]string{"/a/none.pem", "/b/bad.pem", "/b/bundle.pem"}, "/b/bad.pem (the operating system's CA bundle): no PEM certificate"},
+		{[]string{"/a/none.pem"}, "no operating system CA bundle to serve as file-root:system (tried /a/none.pem)"},
+	} {
+		a.cfg.OSRoots = tc.roots
+		s, d, err := a.Serve(w, "file-root:system")
+		switch {
+		case tc.want == "" && (err != nil || d != 0 || s.GetName() != "file-root:system" ||
+			s.GetValidationContext().GetTrustedCa().GetInlineString() != a.RootPEM()):
+			t.Errorf("%v: %v %v %v", tc.roots, s, d, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: error %v, want %q", tc.roots, err, tc.want)
+		}
+	}
+	// Where the bundle is, by default, on this machine, it is served.
+	if _, err := os.Stat(DefaultOSRoots()[0]); err == nil {
+		b := testAgent(t, Config{})
+		if _, _, err := b.Serve(w, SecretSystemRoot); err != nil {
+			t.Errorf("the default OS roots: %v", err)
 		}
 	}
 }
