@@ -159,6 +159,31 @@ func (s *Side) seed() (uint64, bool) {
 	return seed, len(s.Runs) > 0
 }
 
+// scenario is the name of the scenario the side's runs ran ("" when they do not say; the
+// first run's when they differ).
+func (s *Side) scenario() string {
+	for _, r := range s.Runs {
+		var cfg struct {
+			Name string `json:"name"`
+		}
+		if len(r.Config) > 0 && json.Unmarshal(r.Config, &cfg) == nil && cfg.Name != "" {
+			return cfg.Name
+		}
+	}
+	return ""
+}
+
+// directionOf is which way m is worse: its class, unless opts.Directions names it.
+func directionOf(m summary.Metric, opts Options) Direction {
+	dir, _ := classify(m)
+	for _, d := range opts.Directions {
+		if d.Name == m.Name {
+			dir = d.Dir
+		}
+	}
+	return dir
+}
+
 // eventMetrics name the count of independent events a run saw, in order of preference.
 var eventMetrics = []string{"xdslab_probe_events_total", "xdslab_sim_events_total"}
 
@@ -337,8 +362,12 @@ type Report struct {
 	Threshold  float64  `json:"threshold"`
 	Rows       []Row    `json:"rows"`
 	// OnlyBase and OnlyNew list metric entries present on one side only.
-	OnlyBase    []string `json:"onlyBase,omitempty"`
-	OnlyNew     []string `json:"onlyNew,omitempty"`
+	OnlyBase []string `json:"onlyBase,omitempty"`
+	OnlyNew  []string `json:"onlyNew,omitempty"`
+	// Missing are the gated entries of OnlyBase whose direction says which way is worse: base
+	// measured them and new did not (a run that crashed, stopped early or observed nothing).
+	// Nothing measured is not "no change": each fails the comparison.
+	Missing     []string `json:"missing,omitempty"`
 	Regressions int      `json:"regressions"`
 	// Inconclusive counts the gated rows that could not have detected a change (Row.Inconclusive).
 	Inconclusive int `json:"inconclusive"`
@@ -357,7 +386,7 @@ func (r *Report) Regressed() bool { return r.Regressions > 0 }
 // Failed reports whether the comparison fails: a regression, or gated rows that could not
 // detect one unless AllowInconclusive (compare exits 1 either way).
 func (r *Report) Failed() bool {
-	return r.Regressed() || r.Inconclusive > 0 && !r.AllowInconclusive
+	return r.Regressed() || len(r.Missing) > 0 || r.Inconclusive > 0 && !r.AllowInconclusive
 }
 
 // sideMetrics indexes one side: per metric key, the entry of each run (nil where absent).
@@ -407,6 +436,9 @@ func Compare(base, nw *Side, opts Options) (*Report, error) {
 	if !sameSeed {
 		rep.Notes = append(rep.Notes, "the sides do not share one recorded seed: deterministic figures are tested like measurements")
 	}
+	if bName, nName := base.scenario(), nw.scenario(); bName != nName {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the sides ran different scenarios (base %q, new %q): their figures may not be comparable", bName, nName))
+	}
 	if nb, nn := len(base.Runs), len(nw.Runs); !RunsCanReject(nb, nn, opts.Alpha) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d+%d runs: the U test over runs cannot reach p < %g with fewer than %d a side, so trends are tested on their HDR histograms (merged over each side's runs) and other figures are INCONCLUSIVE unless deterministic under one seed",
 			nb, nn, opts.Alpha, MinRuns(opts.Alpha)))
@@ -416,23 +448,22 @@ func Compare(base, nw *Side, opts Options) (*Report, error) {
 	keys := slices.Clone(bi.order)
 	slices.Sort(keys)
 	for _, k := range keys {
+		bm := bi.byKey[k]
+		proto := firstMetric(bm)
 		nm, ok := ni.byKey[k]
 		if !ok {
 			rep.OnlyBase = append(rep.OnlyBase, k)
+			if dir := directionOf(*proto, opts); dir != Neutral && (opts.Gate == nil || opts.Gate.MatchString(proto.Name)) {
+				rep.Missing = append(rep.Missing, k)
+			}
 			continue
 		}
-		bm := bi.byKey[k]
-		proto := firstMetric(bm)
 		if other := firstMetric(nm); other.Type != proto.Type {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a %s in base and a %s in new: not compared", k, proto.Type, other.Type))
 			continue
 		}
-		dir, exact := classify(*proto)
-		for _, d := range opts.Directions {
-			if d.Name == proto.Name {
-				dir = d.Dir
-			}
-		}
+		_, exact := classify(*proto)
+		dir := directionOf(*proto, opts)
 		cache := &histPair{}
 		for _, stat := range statsOf(proto.Type) {
 			row := compareStat(proto, stat, bm, nm, bEvents, nEvents, exact && sameSeed, opts, cache)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -508,5 +509,53 @@ func TestCompareHTMLOverlay(t *testing.T) {
 	}
 	if err := WriteReport(io.Discard, &Report{}, "html"); err == nil {
 		t.Error("a report without sides must refuse the html format")
+	}
+}
+
+// TestCompareMissing: what base measured and new did not fails the comparison (a NEW run that
+// crashed or observed nothing must not pass the gate), unless the metric is neutral or not
+// gated; two scenarios' summaries get a note.
+func TestCompareMissing(t *testing.T) {
+	base := &Side{Path: "base", Runs: []*summary.Summary{synthSummary(t, baseSynth(1))}}
+	empty := synthSummary(t, baseSynth(2))
+	empty.Results.Metrics = nil
+	noLatency := synthSummary(t, baseSynth(3))
+	noLatency.Results.Metrics = noLatency.Results.Metrics[1:]
+	other := synthSummary(t, baseSynth(4))
+	other.Config = []byte(`{"name":"another","seed":1}`)
+	for _, tc := range []struct {
+		name        string
+		nw          *summary.Summary
+		gate        string
+		missing     []string
+		failed      bool
+		text, notes string
+	}{
+		{"no metrics at all", empty, "", []string{`xdslab_cache_hit_ratio{type="EDS"}`, "xdslab_cp_push_cycles_total", "xdslab_push_latency_seconds"}, true,
+			"MISSING: 3 gated metric(s) measured in base were not measured in new", ""},
+		{"the latency trend gone", noLatency, "", []string{"xdslab_push_latency_seconds"}, true, "MISSING: 1 gated metric(s)", ""},
+		{"gone, but not gated", noLatency, "push_cycles", nil, false, "no significant regression", ""},
+		{"gone and gated", noLatency, "push_latency", []string{"xdslab_push_latency_seconds"}, true, "MISSING", ""},
+		{"another scenario", other, "", nil, false, "", `the sides ran different scenarios (base "synthetic", new "another")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{AllowInconclusive: true} // one run a side: only what is missing fails
+			if tc.gate != "" {
+				opts.Gate = regexp.MustCompile(tc.gate)
+			}
+			rep, err := Compare(base, &Side{Path: "new", Runs: []*summary.Summary{tc.nw}}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(rep.Missing, tc.missing) || rep.Failed() != tc.failed {
+				t.Fatalf("missing %v failed %v, want %v %v", rep.Missing, rep.Failed(), tc.missing, tc.failed)
+			}
+			if txt := reportText(t, rep); !strings.Contains(txt, tc.text) || (tc.missing != nil && strings.Contains(txt, "no significant regression")) {
+				t.Errorf("text does not say %q (or says no regression):\n%s", tc.text, txt)
+			}
+			if tc.notes != "" && !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, tc.notes) }) {
+				t.Errorf("notes %q, want %q", rep.Notes, tc.notes)
+			}
+		})
 	}
 }

@@ -193,6 +193,10 @@ func writeFooter(w io.Writer, r *Report, bullet string) {
 	if len(r.OnlyNew) > 0 {
 		fmt.Fprintf(w, "%sonly in new (not compared): %s\n", bullet, strings.Join(r.OnlyNew, ", "))
 	}
+	if len(r.Missing) > 0 {
+		fmt.Fprintf(w, "%sMISSING: %d gated metric(s) measured in base were not measured in new (nothing measured is not \"no change\"; --gate the figures you mean): %s\n",
+			bullet, len(r.Missing), strings.Join(r.Missing, ", "))
+	}
 	if r.Regressed() {
 		fmt.Fprintf(w, "%s%d regression(s) beyond threshold:\n", bullet, r.Regressions)
 		for _, row := range r.Rows {
@@ -212,7 +216,7 @@ func writeFooter(w io.Writer, r *Report, bullet string) {
 			verb = "accepted (--allow-inconclusive)"
 		}
 		lead := "no significant regression found, but "
-		if r.Regressed() {
+		if r.Regressed() || len(r.Missing) > 0 {
 			lead = "also: "
 		}
 		fmt.Fprintf(w, "%sINCONCLUSIVE: %s%d gated row(s) could not have detected a regression of any size with these runs (%s):\n",
@@ -233,7 +237,7 @@ func writeFooter(w io.Writer, r *Report, bullet string) {
 			bullet, MinRuns(r.Alpha), r.Alpha)
 		return
 	}
-	if r.Regressed() {
+	if r.Regressed() || len(r.Missing) > 0 {
 		return
 	}
 	fmt.Fprintf(w, "%sno significant regression beyond threshold\n", bullet)
@@ -279,6 +283,10 @@ func writeJUnit(w io.Writer, r *Report) error {
 			c.Skipped = &junit.Message{Message: "neutral metric: never gates"}
 		}
 		s.Cases = append(s.Cases, c)
+	}
+	for _, k := range r.Missing {
+		s.Cases = append(s.Cases, junit.Case{Name: k, Classname: "xdslab.compare",
+			Failure: &junit.Message{Message: k + " was measured in base and not in new"}})
 	}
 	return junit.Write(w, s)
 }

@@ -34,6 +34,8 @@ func WriteHTML(w io.Writer, r *Report, base, nw *Side) error {
 	switch {
 	case r.Regressed():
 		verdict = fmt.Sprintf("%d regression(s)", r.Regressions)
+	case len(r.Missing) > 0:
+		verdict = fmt.Sprintf("MISSING: %d gated metric(s) measured in base were not measured in new", len(r.Missing))
 	case r.Failed():
 		verdict = fmt.Sprintf("INCONCLUSIVE: %d gated row(s) could not have detected a regression", r.Inconclusive)
 	case r.Inconclusive > 0:

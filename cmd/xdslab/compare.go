@@ -163,6 +163,9 @@ func runCompare(cmd *cobra.Command, basePath, newPath string, f compareFlags) er
 		}
 		return withCode(exitRegression, errors.New("compare: "+fmt.Sprint(rep.Regressions)+" regression(s): "+strings.Join(names, "; ")))
 	}
+	if len(rep.Missing) > 0 {
+		return withCode(exitRegression, fmt.Errorf("compare: %d gated metric(s) measured in base were not measured in new: %s", len(rep.Missing), strings.Join(rep.Missing, ", ")))
+	}
 	if rep.Failed() {
 		return withCode(exitRegression, fmt.Errorf("compare: inconclusive: %d gated row(s) could not have detected a regression with these runs (see the table); repeat the runs, or pass --allow-inconclusive", rep.Inconclusive))
 	}
