@@ -24,9 +24,15 @@
 // relative and only old releases rejected it), label keys and values and selectors (no
 // wildcards), durations (at least 1ms, whole milliseconds), percentages, HTTP route features
 // (retryOn policies or status codes, gRPC abort status names, mirror or mirrors, header
-// operation names and values, the authority set once; semantic_routes.go), exportTo, Sidecar
-// egress hosts (namespace/host, the port-less listener last) and ingress endpoints, Gateway TLS
-// settings, locality load balancing (locality.go), and the security kinds
+// operation names and values, values being Envoy formatter strings ("%%" for a literal '%',
+// every %VARIABLE% closed; headervalue.go), the authority set once; semantic_routes.go), HTTP
+// match requests and CORS policies (matches.go: a regex is RE2 syntax, not empty, at most 1024
+// bytes; a prefix is not empty except on uri; header names are HTTP tokens, pseudo-headers or
+// JWT claims; CORS origins match something, methods are uppercase method names, header names
+// tokens or "*", maxAge whole seconds), exportTo, Sidecar egress hosts (namespace/host, the
+// port-less listener last) and ingress endpoints, Gateway TLS settings, load balancer
+// settings (a Maglev tableSize a prime below 5000011, cookie attributes named once, warmup
+// with a duration) and locality load balancing (locality.go), and the security kinds
 // (PeerAuthentication; AuthorizationPolicy in authz.go; RequestAuthentication in
 // requestauthn.go).
 //

@@ -710,6 +710,8 @@ func (c *checker) httpRoute(at Path, r *networking.HTTPRoute) {
 		}
 		if rr := rw.GetUriRegexRewrite(); rr != nil && (rr.GetMatch() == "" || rr.GetRewrite() == "") {
 			c.errf(at.With("rewrite", "uriRegexRewrite"), "needs both match and rewrite")
+		} else if rr != nil {
+			c.regex(at.With("rewrite", "uriRegexRewrite", "match"), rr.GetMatch()) // validateURIRegexRewrite
 		}
 	}
 	for j, m := range r.GetMatch() {
@@ -718,11 +720,7 @@ func (c *checker) httpRoute(at Path, r *networking.HTTPRoute) {
 			c.port(ma.With("port"), m.GetPort())
 		}
 		c.labels(ma.With("sourceLabels"), m.GetSourceLabels())
-		for _, h := range slices.Sorted(maps.Keys(m.GetHeaders())) {
-			if h == "" || strings.ToLower(h) != h {
-				c.errf(ma.With("headers", h), "header name %q must be lowercase and not empty", h)
-			}
-		}
+		c.httpMatch(ma, m) // matches.go
 		if sn := m.GetSourceNamespace(); sn != "" && !isDNSLabel(sn) {
 			c.errf(ma.With("sourceNamespace"), "%q is not a namespace name", sn)
 		}
@@ -865,13 +863,97 @@ func (c *checker) clientTLS(at Path, t *networking.ClientTLSSettings) {
 	}
 }
 
-// loadBalancer mirrors the part of istiod's validateLoadBalancer that applies to plain
-// settings: a consistent-hash cookie needs a name.
+// loadBalancer mirrors istiod's validateLoadBalancer: a consistent-hash cookie needs a name
+// and uniquely named attributes; the deprecated minimumRingSize warns and excludes ringHash
+// and maglev; a Maglev table size is a prime below maglevMaxTableSize; localityLbSetting and
+// zoneAwareLbSetting exclude each other; warmup needs a duration, a minimumPercent up to 100
+// and a positive aggression. (zoneAwareLbSetting and warmup are also not generated:
+// notgenerated.go.)
 func (c *checker) loadBalancer(at Path, lb *networking.LoadBalancerSettings, od *networking.OutlierDetection) {
-	if ck := lb.GetConsistentHash().GetHttpCookie(); ck != nil && ck.GetName() == "" {
-		c.errf(at.With("consistentHash", "httpCookie", "name"), "is required: name the cookie to hash on")
+	if ch := lb.GetConsistentHash(); ch != nil {
+		cha := at.With("consistentHash")
+		if ck := ch.GetHttpCookie(); ck != nil {
+			if ck.GetName() == "" {
+				c.errf(cha.With("httpCookie", "name"), "is required: name the cookie to hash on")
+			}
+			seen := map[string]bool{}
+			for i, a := range ck.GetAttributes() {
+				switch n := a.GetName(); {
+				case n == "":
+					c.errf(cha.With("httpCookie", "attributes", i, "name"), "is required: name the cookie attribute (e.g. SameSite)")
+				case seen[n]:
+					c.errf(cha.With("httpCookie", "attributes", i, "name"), "cookie attribute %q is set twice: keep one", n)
+				default:
+					seen[n] = true
+				}
+			}
+		}
+		//nolint:staticcheck // the deprecated field is what the rule is about
+		if ch.GetMinimumRingSize() != 0 {
+			if ch.GetHashAlgorithm() != nil {
+				c.errf(cha.With("minimumRingSize"), "cannot be set with ringHash or maglev: move the size into ringHash.minimumRingSize")
+			} else {
+				c.warnf(cha.With("minimumRingSize"), "is deprecated: use ringHash: {minimumRingSize: N}")
+			}
+		}
+		if ml := ch.GetMaglev(); ml != nil {
+			ta := cha.With("maglev", "tableSize")
+			switch n := ml.GetTableSize(); {
+			case n == 0:
+				c.errf(ta, "is required for maglev: set a prime such as 65537 (Envoy's default)")
+			case n >= maglevMaxTableSize:
+				c.errf(ta, "%d is too large: Maglev's table size must be a prime below %d, e.g. 65537", n, maglevMaxTableSize)
+			case !isPrime(n):
+				c.errf(ta, "%d is not a prime number, which Maglev needs: use %d (the next prime), or 65537 (Envoy's default)", n, nextPrime(n))
+			}
+		}
+	}
+	if lb.GetLocalityLbSetting() != nil && lb.GetZoneAwareLbSetting() != nil {
+		c.errf(at.With("zoneAwareLbSetting"), "cannot be set with localityLbSetting: keep one")
+	}
+	if w := lb.GetWarmup(); w != nil {
+		wa := at.With("warmup")
+		if w.GetDuration() == nil {
+			c.errf(wa.With("duration"), "is required: say how long a new endpoint warms up (e.g. 60s)")
+		}
+		c.duration(wa.With("duration"), w.GetDuration())
+		if mp := w.GetMinimumPercent(); mp != nil && mp.GetValue() > 100 {
+			c.errf(wa.With("minimumPercent"), "%v is more than 100: use a percentage from 0 to 100", mp.GetValue())
+		}
+		if ag := w.GetAggression(); ag != nil && ag.GetValue() <= 0 {
+			c.errf(wa.With("aggression"), "%v is not positive: use a value above 0 (1 ramps up linearly)", ag.GetValue())
+		}
 	}
 	c.localityLB(at.With("localityLbSetting"), lb.GetLocalityLbSetting(), od)
+}
+
+// maglevMaxTableSize bounds a Maglev table size (istiod's and Envoy's limit: 5000011, itself
+// a prime, is too large).
+const maglevMaxTableSize = 5000011
+
+// isPrime is the primality test istiod and Envoy apply to a Maglev table size; as theirs, it
+// counts 1 a prime (and 0 not).
+func isPrime(n uint64) bool {
+	if n < 4 {
+		return n != 0
+	}
+	if n%2 == 0 {
+		return false
+	}
+	for f := uint64(3); f*f <= n; f += 2 {
+		if n%f == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// nextPrime is the smallest prime above n (n below maglevMaxTableSize, so the answer is at
+// most maglevMaxTableSize).
+func nextPrime(n uint64) uint64 {
+	for n++; !isPrime(n); n++ {
+	}
+	return n
 }
 
 // policyParts mirrors istiod's validateConnectionPool and validateOutlierDetection.

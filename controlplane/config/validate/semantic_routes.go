@@ -93,6 +93,7 @@ func (c *checker) httpRouteFeatures(at Path, r *networking.HTTPRoute) {
 			c.percent(ma.With("percentage", "value"), m.GetPercentage().GetValue())
 		}
 	}
+	c.corsPolicy(at.With("corsPolicy"), r.GetCorsPolicy()) // matches.go
 	c.headerOperations(at.With("headers"), r.GetHeaders())
 	authority := r.GetRewrite().GetAuthority()
 	for _, k := range append(slices.Sorted(maps.Keys(r.GetHeaders().GetRequest().GetSet())), slices.Sorted(maps.Keys(r.GetHeaders().GetRequest().GetAdd()))...) {
@@ -112,7 +113,8 @@ func (c *checker) httpRouteFeatures(at Path, r *networking.HTTPRoute) {
 
 // headerOperations is istiod's header manipulation rules: request set/add may name the
 // authority (":authority" or "host") but no other pseudo-header; request removals and every
-// response operation may name neither; values hold no control characters.
+// response operation may name neither; values hold no control characters and are valid
+// Envoy header formatter strings (headerValueError: "%%" for a literal '%').
 func (c *checker) headerOperations(at Path, h *networking.Headers) {
 	if h == nil {
 		return
@@ -130,6 +132,8 @@ func (c *checker) headerOperations(at Path, h *networking.Headers) {
 	value := func(fa Path, k, v string) {
 		if !headerValueRE.MatchString(v) {
 			c.errf(fa, "the value of %q holds control characters: remove them", k)
+		} else if msg := headerValueError(v); msg != "" { // headervalue.go
+			c.errf(fa, "the value of %q %s", k, msg)
 		}
 	}
 	for _, side := range []struct {
@@ -172,6 +176,13 @@ func vsNotGenerated(at Path, vs *networking.VirtualService) []Problem {
 	for i, r := range vs.GetHttp() {
 		if r.GetDelegate() != nil {
 			add(at.With("http", i, "delegate"), "delegate VirtualServices are not followed and this route is left out; inline the delegate's routes")
+		}
+		for j, m := range r.GetMatch() {
+			for _, h := range slices.Sorted(maps.Keys(m.GetWithoutHeaders())) {
+				if m.GetWithoutHeaders()[h].GetRegex() == "*" {
+					add(at.With("http", i, "match", j, "withoutHeaders", h, "regex"), "regex \"*\" (istiod's \"header absent\") is not translated and this route is left out; write %s: {} instead, which means the same", h)
+				}
+			}
 		}
 	}
 	mesh := len(vs.GetGateways()) == 0 || slices.Contains(vs.GetGateways(), "mesh")
