@@ -189,6 +189,7 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	pol.applyLB(c, grpc)
 	if svc.Resolution == model.ResolutionPassthrough {
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
+		c.LbConfig = nil // istiod applies no consistent hash to ORIGINAL_DST clusters
 	}
 	h2 := pol.applyPool(sh, c, port.Protocol.IsHTTP2())
 	if port.Protocol == model.ProtocolUnknown && c.TypedExtensionProtocolOptions == nil && !grpc {

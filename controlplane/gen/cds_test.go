@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ type clusterSummary struct {
 	MaxReqPerConn  uint32
 	Consecutive5xx uint32
 	Panic          float64
+	LBConfig       string // "maglev N", "ring N" (minimum size), "" for none
 }
 
 func summarizeCluster(t *testing.T, c *clusterv3.Cluster) clusterSummary {
@@ -40,6 +42,15 @@ func summarizeCluster(t *testing.T, c *clusterv3.Cluster) clusterSummary {
 		MaxRequests: th.GetMaxRequests().GetValue(), MaxRetries: th.GetMaxRetries().GetValue(),
 		Consecutive5xx: c.GetOutlierDetection().GetConsecutive_5Xx().GetValue(),
 		Panic:          c.GetCommonLbConfig().GetHealthyPanicThreshold().GetValue(),
+	}
+	switch lc := c.GetLbConfig().(type) {
+	case *clusterv3.Cluster_MaglevLbConfig_:
+		s.LBConfig = fmt.Sprintf("maglev %d", lc.MaglevLbConfig.GetTableSize().GetValue())
+	case *clusterv3.Cluster_RingHashLbConfig_:
+		s.LBConfig = fmt.Sprintf("ring %d", lc.RingHashLbConfig.GetMinimumRingSize().GetValue())
+	case nil:
+	default:
+		t.Fatalf("unexpected lb_config %T", lc)
 	}
 	if a := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName]; a != nil {
 		o := &upstreamhttpv3.HttpProtocolOptions{}
@@ -53,6 +64,30 @@ func summarizeCluster(t *testing.T, c *clusterv3.Cluster) clusterSummary {
 }
 
 const maxU32 = 4294967295
+
+func hashLB(ch *networking.LoadBalancerSettings_ConsistentHashLB) *networking.LoadBalancerSettings {
+	return &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: ch}}
+}
+
+func hashTP(ch *networking.LoadBalancerSettings_ConsistentHashLB) *networking.TrafficPolicy {
+	return &networking.TrafficPolicy{LoadBalancer: hashLB(ch)}
+}
+
+// ringHash is a header hash on a ringHash ring of size (and, deprecated, minimumRingSize old).
+func ringHash(size, old uint64) *networking.LoadBalancerSettings_ConsistentHashLB {
+	return &networking.LoadBalancerSettings_ConsistentHashLB{
+		HashKey:         &networking.LoadBalancerSettings_ConsistentHashLB_HttpHeaderName{HttpHeaderName: "x-user"},
+		HashAlgorithm:   &networking.LoadBalancerSettings_ConsistentHashLB_RingHash_{RingHash: &networking.LoadBalancerSettings_ConsistentHashLB_RingHash{MinimumRingSize: size}},
+		MinimumRingSize: old,
+	}
+}
+
+func maglev(table uint64) *networking.LoadBalancerSettings_ConsistentHashLB {
+	return &networking.LoadBalancerSettings_ConsistentHashLB{
+		HashKey:       &networking.LoadBalancerSettings_ConsistentHashLB_HttpHeaderName{HttpHeaderName: "x-user"},
+		HashAlgorithm: &networking.LoadBalancerSettings_ConsistentHashLB_Maglev{Maglev: &networking.LoadBalancerSettings_ConsistentHashLB_MagLev{TableSize: table}},
+	}
+}
 
 func TestDestinationRulePolicies(t *testing.T) {
 	simple := func(lb networking.LoadBalancerSettings_SimpleLB) *networking.LoadBalancerSettings {
@@ -77,8 +112,59 @@ func TestDestinationRulePolicies(t *testing.T) {
 			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN" })},
 		{"passthrough lb", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_PASSTHROUGH)}},
 			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.Type = "ORIGINAL_DST"; s.LB = "CLUSTER_PROVIDED" })},
-		{"consistent hash", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}}}}}},
+		// Consistent hashing (istiod's ApplyRingHashLoadBalancer): no algorithm is RING_HASH
+		// with the minimum ring size always spelled out, the deprecated top-level
+		// minimumRingSize or 1024.
+		{"consistent hash", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(&networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}})},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 1024" })},
+		{"consistent hash, deprecated minimumRingSize", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(&networking.LoadBalancerSettings_ConsistentHashLB{MinimumRingSize: 2048})},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 2048" })},
+		// ringHash: RING_HASH, its minimumRingSize only when set; it wins over the deprecated field.
+		{"ringHash minimumRingSize", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(ringHash(4096, 2048))},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 4096" })},
+		{"ringHash without a size", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(ringHash(0, 2048))},
 			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RING_HASH" })},
+		{"ringHash size capped at Envoy's 8M", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(ringHash(1<<30, 0))},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 8388608" })},
+		// maglev: MAGLEV, its tableSize only when set (and one Envoy takes: a prime below 5000011).
+		{"maglev tableSize", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(maglev(65537))},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "MAGLEV"; s.LBConfig = "maglev 65537" })},
+		{"maglev without a tableSize", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(maglev(0))},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "MAGLEV" })},
+		{"maglev tableSize not prime", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(maglev(65536))},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "MAGLEV" })},
+		{"maglev tableSize too large", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(maglev(5000011))},
+			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "MAGLEV" })},
+		// Proxyless gRPC: the same ring config; maglev (which grpc-go lacks) is a default ring.
+		{"ringHash, grpc proxy", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(ringHash(4096, 0))},
+			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 4096" })},
+		{"maglev, grpc proxy", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(maglev(65537))},
+			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "RING_HASH" })},
+		// Port-level and subset load balancers replace the top-level one, hash config included.
+		{"port-level maglev over top-level ring", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{
+			LoadBalancer: hashLB(ringHash(4096, 0)),
+			PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{
+				{Port: &networking.PortSelector{Number: 80}, LoadBalancer: hashLB(maglev(131))},
+			},
+		}}, "outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "MAGLEV"; s.LBConfig = "maglev 131" })},
+		{"port-level without a load balancer drops the top-level ring", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{
+			LoadBalancer:      hashLB(ringHash(4096, 0)),
+			PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 80}, ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 5}}}},
+		}}, "outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.MaxConns = 5 })},
+		{"subset ring over top-level maglev", &networking.DestinationRule{Host: shop,
+			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: hashLB(maglev(131))},
+			Subsets:       []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}, TrafficPolicy: hashTP(ringHash(2048, 0))}},
+		}, "outbound|80|v1|" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 2048" })},
+		{"subset keeps top-level maglev", &networking.DestinationRule{Host: shop,
+			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: hashLB(maglev(131))},
+			Subsets:       []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}},
+		}, "outbound|80|v1|" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "MAGLEV"; s.LBConfig = "maglev 131" })},
+		{"subset port-level ring over subset maglev", &networking.DestinationRule{Host: shop,
+			Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}, TrafficPolicy: &networking.TrafficPolicy{
+				LoadBalancer:      hashLB(maglev(131)),
+				PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 80}, LoadBalancer: hashLB(&networking.LoadBalancerSettings_ConsistentHashLB{})}},
+			}}},
+		}, "outbound|80|v1|" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 1024" })},
 		{"connection pool and outlier", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{
 			ConnectionPool: &networking.ConnectionPoolSettings{
 				Tcp:  &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 10, ConnectTimeout: durationpb.New(time.Second)},
@@ -126,6 +212,26 @@ func TestDestinationRulePolicies(t *testing.T) {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestHashLBOnOriginalDst: a passthrough (ORIGINAL_DST) cluster stays CLUSTER_PROVIDED without
+// a ring or Maglev config whatever its DestinationRule hashes on, as istiod builds it.
+func TestHashLBOnOriginalDst(t *testing.T) {
+	svc := &model.Service{Hostname: shop, Namespace: "store", Resolution: model.ResolutionPassthrough, Ports: []model.Port{{Name: "p", Number: 80, Protocol: model.ProtocolHTTP}}}
+	dr := &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(maglev(65537))}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "d", Namespace: "store"}, Spec: dr}}})
+	p := sidecarProxy("10.9.9.9", "store")
+	rs, err := ForType(ClusterType, p).Generate(p, s, []string{"outbound|80||" + shop})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("got %d clusters, err %v", len(rs), err)
+	}
+	c := rs[0].Message.(*clusterv3.Cluster)
+	if c.GetType() != clusterv3.Cluster_ORIGINAL_DST || c.GetLbPolicy() != clusterv3.Cluster_CLUSTER_PROVIDED || c.GetLbConfig() != nil {
+		t.Errorf("type %s lb_policy %s lb_config %v, want ORIGINAL_DST CLUSTER_PROVIDED none", c.GetType(), c.GetLbPolicy(), c.GetLbConfig())
+	}
+	if _, err := validateDeep(c); err != nil {
+		t.Fatal(err)
 	}
 }
 

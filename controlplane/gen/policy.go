@@ -68,8 +68,7 @@ func portPolicy(tp *networking.TrafficPolicy, port uint32) (policy, bool) {
 	return policy{lb: tp.GetLoadBalancer(), pool: tp.GetConnectionPool(), outlier: tp.GetOutlierDetection(), tls: tp.GetTls()}, false
 }
 
-// applyLB sets the cluster's lb_policy. Consistent hashing maps to RING_HASH/MAGLEV without the
-// route hash policy that would feed it (a documented gap: Envoy then hashes randomly).
+// applyLB sets the cluster's lb_policy, and for consistent hashing its lb_config (applyHashLB).
 // grpc restricts the result to what grpc-go accepts (ROUND_ROBIN, RING_HASH, LEAST_REQUEST).
 func (p policy) applyLB(c *clusterv3.Cluster, grpc bool) {
 	c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST // Istio's default
@@ -97,11 +96,67 @@ func (p policy) applyLB(c *clusterv3.Cluster, grpc bool) {
 		}
 	}
 	if ch := p.lb.GetConsistentHash(); ch != nil {
-		c.LbPolicy = clusterv3.Cluster_RING_HASH
-		if ch.GetMaglev() != nil && !grpc {
-			c.LbPolicy = clusterv3.Cluster_MAGLEV
+		applyHashLB(c, ch, grpc)
+	}
+}
+
+// Envoy's bounds (its API validation): a ring has at most 8M entries, a Maglev table fewer
+// than 5000011 and a prime number of them.
+const (
+	maxRingSize       = 8 * 1024 * 1024
+	maxMaglevTable    = 5000011
+	defaultRingSizeLB = 1024 // Envoy's default minimum ring size, which istiod spells out
+)
+
+// applyHashLB sets a consistent-hash cluster's lb_policy and lb_config as istiod does: maglev
+// is MAGLEV, with maglev_lb_config.table_size when tableSize is set; ringHash is RING_HASH,
+// with ring_hash_lb_config.minimum_ring_size when minimumRingSize is set; neither is RING_HASH
+// with ring_hash_lb_config.minimum_ring_size always set, to the deprecated top-level
+// minimumRingSize or 1024 (the deprecated field counts only then). Beyond istiod, values
+// Envoy would reject are not sent: a ring size is capped at 8M (grpc-go's bound too), a table
+// size that is not a prime below 5000011 (Istio's validation rejects it) is left to Envoy's
+// default. grpc-go has no Maglev: for proxyless gRPC maglev is RING_HASH with grpc-go's
+// default ring.
+func applyHashLB(c *clusterv3.Cluster, ch *networking.LoadBalancerSettings_ConsistentHashLB, grpc bool) {
+	c.LbPolicy = clusterv3.Cluster_RING_HASH
+	ring := func(size uint64) {
+		c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{
+			MinimumRingSize: wrapperspb.UInt64(min(size, maxRingSize)),
+		}}
+	}
+	switch {
+	case ch.GetMaglev() != nil:
+		if grpc {
+			return
+		}
+		c.LbPolicy = clusterv3.Cluster_MAGLEV
+		if n := ch.GetMaglev().GetTableSize(); n != 0 && n < maxMaglevTable && prime(n) {
+			c.LbConfig = &clusterv3.Cluster_MaglevLbConfig_{MaglevLbConfig: &clusterv3.Cluster_MaglevLbConfig{TableSize: wrapperspb.UInt64(n)}}
+		}
+	case ch.GetRingHash() != nil:
+		if n := ch.GetRingHash().GetMinimumRingSize(); n != 0 {
+			ring(n)
+		}
+	default:
+		n := ch.GetMinimumRingSize() //nolint:staticcheck // deprecated, still honoured by istiod
+		if n == 0 {
+			n = defaultRingSizeLB
+		}
+		ring(n)
+	}
+}
+
+// prime reports whether n is a prime number (n is below maxMaglevTable: trial division).
+func prime(n uint64) bool {
+	if n < 2 {
+		return false
+	}
+	for d := uint64(2); d*d <= n; d++ {
+		if n%d == 0 {
+			return false
 		}
 	}
+	return true
 }
 
 // shared holds sub-messages that many clusters of one Generate call have in common, built once:

@@ -132,10 +132,6 @@ func walk(m protoreflect.Message) {
 		if x.CommonLbConfig != nil && proto.Size(x.CommonLbConfig) == 0 {
 			x.CommonLbConfig = nil // all defaults
 		}
-		// istiod spells out Envoy's default minimum ring size (1024) for every RING_HASH cluster.
-		if rh := x.GetRingHashLbConfig(); rh != nil && rh.GetMinimumRingSize().GetValue() == 1024 && rh.MaximumRingSize == nil && rh.HashFunction == clusterv3.Cluster_RingHashLbConfig_XX_HASH {
-			x.LbConfig = nil
-		}
 	case *tlsv3.CommonTlsContext:
 		x.AlpnProtocols = slices.DeleteFunc(x.AlpnProtocols, func(p string) bool { return p == "istio-peer-exchange" })
 	}
