@@ -323,6 +323,8 @@ func TestConfigValidate(t *testing.T) {
 		{"zone fraction", func(c *simulator.Config) { c.Churn[8].Fraction = 1.5 }, "fraction must be in (0,1]"},
 		{"replay timing", func(c *simulator.Config) { c.Churn = []simulator.Churn{{Kind: simulator.Replay, File: "x", Rate: 1}} }, "replay takes its timing"},
 		{"replay file", func(c *simulator.Config) { c.Churn = []simulator.Churn{{Kind: simulator.Replay}} }, "replay needs file"},
+		{"too many events by rate", func(c *simulator.Config) { c.Churn[0].Rate = 1e9 }, "churn schedules about 2e+10 events"},
+		{"too many events by every", func(c *simulator.Config) { c.Churn[0].Rate, c.Churn[0].Every = 0, time.Nanosecond }, "at most 5000000"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -358,7 +358,41 @@ func (c Config) Validate() error {
 			bad("churn[%d] (%s): %w", i, ch.Kind, err)
 		}
 	}
+	if n := c.expectedEvents(); n > MaxScheduledEvents {
+		bad("churn schedules about %.3g events over the run (rate × duration, or duration / every); at most %d: lower a rate, raise an every or shorten the duration", n, MaxScheduledEvents)
+	}
 	return errors.Join(errs...)
+}
+
+// MaxScheduledEvents bounds the events a configuration's churn schedules: a rate of 1e9/s for
+// 3 s made the runner spin through billions of events, deaf to its context, and no fleet
+// could measure them. Ten hours at 100 events/s fit.
+const MaxScheduledEvents = 5_000_000
+
+// expectedEvents is how many events the churn schedules, in expectation: rate × window for
+// Poisson arrivals, window / every for periodic ones, the offsets for at (a replay's trace is
+// read, not counted).
+func (c Config) expectedEvents() float64 {
+	total := 0.0
+	for _, ch := range c.Churn {
+		end := c.Duration
+		if ch.Stop > 0 && ch.Stop < end {
+			end = ch.Stop
+		}
+		window := (end - ch.Start).Seconds()
+		if window <= 0 {
+			continue
+		}
+		switch {
+		case ch.Rate > 0:
+			total += ch.Rate * window
+		case ch.Every > 0:
+			total += window / ch.Every.Seconds()
+		default:
+			total += float64(len(ch.At))
+		}
+	}
+	return total
 }
 
 func (ch Churn) validate(t Topology) error {

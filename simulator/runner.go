@@ -205,6 +205,11 @@ func (r *Runner) Run(ctx context.Context) (Stats, error) {
 	clk := r.opts.Clock
 	start := clk.Now()
 	for {
+		// Skipped and late events do not wait: without this, a dense timeline of them would
+		// keep the runner from its context.
+		if err := ctx.Err(); err != nil {
+			return r.stats, err
+		}
 		ev, ok, err := r.sim.Next()
 		if err != nil {
 			return r.stats, err

@@ -85,6 +85,29 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 	require.Zero(t, applied)
 }
 
+// TestRunnerStopsWhenBehind: a runner whose events are all late (none waits for its time)
+// still stops at its context's end, at the next event: before, it applied every late event of
+// the timeline, deaf to the context (a SIGTERM'd run with a dense churn went on).
+func TestRunnerStopsWhenBehind(t *testing.T) {
+	cfg := simulator.Config{Seed: 1, Duration: time.Hour, Topology: simtest.SmallTopology(), Churn: []simulator.Churn{{Kind: simulator.EndpointFlap, Rate: 100}}}
+	sim, err := simulator.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := simulator.NewVirtualClock(simtest.Epoch)
+	applied := 0
+	r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: clk, Sink: simulator.SinkFuncs{ApplyFunc: func(context.Context, simulator.Event) error {
+		clk.Advance(2 * time.Hour) // every later event is late
+		cancel()
+		return nil
+	}}, OnApplied: func(simulator.Event) { applied++ }})
+	require.NoError(t, err)
+	require.NoError(t, r.Init(ctx))
+	_, err = r.Run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 1, applied)
+}
+
 // TestRunnerSinkError: an event the sink fails to apply is counted failed, reported with its
 // error, and the run goes on to the events after it (issue 31: a write error is not the end).
 func TestRunnerSinkError(t *testing.T) {

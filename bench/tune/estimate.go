@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -29,11 +30,12 @@ type Estimate struct {
 // estimator caches the churn timeline per simulator configuration: a sweep of debounce
 // settings replays one timeline through many debouncers.
 type estimator struct {
+	ctx       context.Context // ends a long timeline's making
 	timelines map[string][]debounce.SimEvent
 }
 
-func newEstimator() *estimator {
-	return &estimator{timelines: map[string][]debounce.SimEvent{}}
+func newEstimator(ctx context.Context) *estimator {
+	return &estimator{ctx: ctx, timelines: map[string][]debounce.SimEvent{}}
 }
 
 // endpointOnlyKinds are the churn kinds whose events change endpoints only (EDS pushes).
@@ -52,7 +54,7 @@ func (e *estimator) timeline(sc *scenarios.Scenario) ([]debounce.SimEvent, error
 		return tl, nil
 	}
 	var tl []debounce.SimEvent
-	err = eachEvent(cfg, func(ev simulator.Event) {
+	err = eachEvent(e.ctx, cfg, func(ev simulator.Event) {
 		tl = append(tl, debounce.SimEvent{At: ev.Scheduled, EndpointOnly: endpointOnlyKinds[ev.Kind]})
 	})
 	if err != nil {
@@ -63,14 +65,28 @@ func (e *estimator) timeline(sc *scenarios.Scenario) ([]debounce.SimEvent, error
 	return tl, nil
 }
 
+// maxTimelineEvents bounds the events eachEvent makes: rate × duration of a scenario's churn
+// can schedule billions (a probe's 1e9/s for 3 s kept validate busy for minutes), and an
+// estimate or floor of that many would not finish; a run of them would not either.
+const maxTimelineEvents = 2_000_000
+
 // eachEvent calls f with each churn event the simulator configured by cfg schedules, skipped
-// arrivals left out, in the order it makes them.
-func eachEvent(cfg simulator.Config, f func(simulator.Event)) error {
+// arrivals left out, in the order it makes them. It stops with an error when ctx ends or
+// past maxTimelineEvents.
+func eachEvent(ctx context.Context, cfg simulator.Config, f func(simulator.Event)) error {
 	sim, err := simulator.New(cfg)
 	if err != nil {
 		return fmt.Errorf("simulator: %w", err)
 	}
-	for {
+	for n := 0; ; n++ {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if n >= maxTimelineEvents {
+			return fmt.Errorf("the churn schedules more than %d events (rate × duration): too many to replay; lower the churn's rate or the duration", maxTimelineEvents)
+		}
 		ev, ok, err := sim.Next()
 		if err != nil {
 			return fmt.Errorf("simulator: %w", err)

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"context"
 	"testing"
 
 	"github.com/xdslab/xdslab/scenarios"
@@ -13,7 +14,7 @@ func BenchmarkTuneEstimate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	est := newEstimator()
+	est := newEstimator(context.Background())
 	if _, err := est.estimate(sc); err != nil { // builds the timeline once
 		b.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func BenchmarkTuneTimeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		if _, err := newEstimator().timeline(sc); err != nil {
+		if _, err := newEstimator(context.Background()).timeline(sc); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -46,10 +47,10 @@ type Floor struct {
 // remove) and one whose change a later event in the same push undid (that remove) have no
 // latency. Each event's predicates are read as writes to slots of the clients' state (an
 // endpoint's presence, an assignment's endpoint count, a cluster's existence, …); the clients
-// hold what the last push left.
-func DebounceFloor(sc *scenarios.Scenario) (Floor, error) {
+// hold what the last push left. It stops with ctx's error when ctx ends.
+func DebounceFloor(ctx context.Context, sc *scenarios.Scenario) (Floor, error) {
 	var evs []floorEvent
-	if err := eachEvent(run.SimConfig(sc), func(ev simulator.Event) { evs = append(evs, newFloorEvent(ev)) }); err != nil {
+	if err := eachEvent(ctx, run.SimConfig(sc), func(ev simulator.Event) { evs = append(evs, newFloorEvent(ev)) }); err != nil {
 		return Floor{}, err
 	}
 	slices.SortStableFunc(evs, func(a, b floorEvent) int { return compareFloats(float64(a.at), float64(b.at)) })

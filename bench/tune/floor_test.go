@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ func TestBuiltinThresholdsAboveDebounceFloor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := DebounceFloor(sc)
+		f, err := DebounceFloor(context.Background(), sc)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -114,7 +115,7 @@ func TestFloorProblems(t *testing.T) {
 		"xdslab_push_latency_seconds{type:EDS}":           parse("max<1ms"),
 		"xdslab_fleet_ack_delay_seconds":                  parse("max<1ms"),
 	}
-	f, err := DebounceFloor(sc)
+	f, err := DebounceFloor(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -362,7 +362,7 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, e
 			res.Budget = &b
 		}
 	}
-	est := newEstimator()
+	est := newEstimator(ctx)
 	total := len(points)
 	if opts.Search {
 		total++

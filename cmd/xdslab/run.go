@@ -256,7 +256,7 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 		fmt.Fprintln(cmd.ErrOrStderr(), advice)
 	}
 	if f.target == "" { // the scenario's debounce is the in-process control plane's
-		for _, w := range floorWarnings(sc) {
+		for _, w := range floorWarnings(cmd.Context(), sc) {
 			fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,7 +54,7 @@ The field reference is docs/scenarios.md.`,
   xdslab validate --list
   xdslab validate examples/mesh`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runValidate(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, o)
+			return runValidate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, o)
 		},
 	}
 	f := cmd.Flags()
@@ -65,7 +66,7 @@ The field reference is docs/scenarios.md.`,
 	return cmd
 }
 
-func runValidate(stdout, stderr io.Writer, args []string, o validateOptions) error {
+func runValidate(ctx context.Context, stdout, stderr io.Writer, args []string, o validateOptions) error {
 	switch {
 	case o.print && o.asJSON:
 		return usageErr(errors.New("validate: --print and --json are exclusive"))
@@ -143,8 +144,11 @@ func runValidate(stdout, stderr io.Writer, args []string, o validateOptions) err
 			fmt.Fprint(stdout, s.Summary())
 			fmt.Fprintln(stdout, "ok")
 		}
-		for _, w := range floorWarnings(s) {
+		for _, w := range floorWarnings(ctx, s) {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", arg, w)
+		}
+		if err := ctx.Err(); err != nil {
+			return withCode(exitInterrupted, fmt.Errorf("validate: interrupted: %w", err))
 		}
 	}
 	if failed > 0 {
@@ -156,8 +160,11 @@ func runValidate(stdout, stderr io.Writer, args []string, o validateOptions) err
 // floorWarnings lists sc's latency thresholds that its own debounce alone would fail
 // (tune.DebounceFloor): they warn, for the scenario is valid, but no control plane that
 // debounces as it says could pass them.
-func floorWarnings(sc *scenarios.Scenario) []string {
-	f, err := tune.DebounceFloor(sc)
+func floorWarnings(ctx context.Context, sc *scenarios.Scenario) []string {
+	f, err := tune.DebounceFloor(ctx, sc)
+	if ctx.Err() != nil {
+		return nil // interrupted: the caller says so
+	}
 	if err != nil {
 		return []string{"the debounce floor of the latency thresholds was not computed: " + err.Error()}
 	}

@@ -79,7 +79,7 @@ spec:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := runValidate(&stdout, &stderr, tc.args, tc.opts)
+			err := runValidate(context.Background(), &stdout, &stderr, tc.args, tc.opts)
 			code := exitOK
 			var ee *exitError
 			if errors.As(err, &ee) {
@@ -127,7 +127,7 @@ func TestValidateDebounceFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if err := runValidate(&stdout, &stderr, []string{p}, validateOptions{}); err != nil {
+	if err := runValidate(context.Background(), &stdout, &stderr, []string{p}, validateOptions{}); err != nil {
 		t.Fatalf("a scenario with an unreachable threshold is still valid: %v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
@@ -142,7 +142,7 @@ func TestValidateDebounceFloor(t *testing.T) {
 	}
 	stdout.Reset()
 	stderr.Reset()
-	if err := runValidate(&stdout, &stderr, []string{"eds-churn-1k", "delta-vs-sotw", "quickstart"}, validateOptions{}); err != nil || stderr.Len() != 0 {
+	if err := runValidate(context.Background(), &stdout, &stderr, []string{"eds-churn-1k", "delta-vs-sotw", "quickstart"}, validateOptions{}); err != nil || stderr.Len() != 0 {
 		t.Fatalf("built-ins: %v, stderr:\n%s", err, stderr.String())
 	}
 }
