@@ -179,6 +179,24 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 			cla = logicalDNSAssignment(name, svc.Hostname, port.Number)
 		case grpc:
 			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_LOGICAL_DNS}
+		case svc.DNSRoundRobin:
+			// DNS_ROUND_ROBIN is LOGICAL_DNS in istiod, which Envoy only takes with one endpoint:
+			// past the first (several WorkloadEntries selected), the rest are dropped, as istiod
+			// drops a second DNS_ROUND_ROBIN entry's endpoints for the same host and port.
+			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_LOGICAL_DNS}
+			if n > 1 {
+				first := cla.GetEndpoints()[0]
+				for _, l := range cla.GetEndpoints() {
+					if len(l.GetLbEndpoints()) > 0 {
+						first = l
+						break
+					}
+				}
+				cla = &endpointv3.ClusterLoadAssignment{ClusterName: cla.GetClusterName(), Policy: cla.GetPolicy(), Endpoints: []*endpointv3.LocalityLbEndpoints{{
+					Locality: first.GetLocality(), LbEndpoints: first.GetLbEndpoints()[:1], LoadBalancingWeight: first.GetLoadBalancingWeight(), Priority: first.GetPriority(),
+				}}}
+				err = errors.Join(err, fmt.Errorf("cluster %s: resolution DNS_ROUND_ROBIN takes one endpoint, %d found: only the first is used; use resolution DNS to balance over all", name, n))
+			}
 		default:
 			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		}

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +233,68 @@ func TestHashLBOnOriginalDst(t *testing.T) {
 	}
 	if _, err := validateDeep(c); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDNSRoundRobinClusters: a DNS_ROUND_ROBIN ServiceEntry is a LOGICAL_DNS cluster in istiod
+// (convertResolution), with the same inline endpoints as DNS (its host when it has none), while
+// DNS is STRICT_DNS. Envoy takes one endpoint in a LOGICAL_DNS cluster: past it, the rest are
+// dropped with an error.
+func TestDNSRoundRobinClusters(t *testing.T) {
+	svc := func(host string, rr bool) *model.Service {
+		return &model.Service{Hostname: host, Namespace: "ext", Resolution: model.ResolutionDNS, DNSRoundRobin: rr, MeshExternal: true,
+			Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	}
+	eps := func(host string, addrs ...string) []*model.Endpoint {
+		var out []*model.Endpoint
+		for _, a := range addrs {
+			out = append(out, &model.Endpoint{Service: host, Address: a, Weight: 1})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		svc   *model.Service
+		eps   []*model.Endpoint
+		grpc  bool
+		typ   clusterv3.Cluster_DiscoveryType
+		addrs []string
+		err   string
+	}{
+		{"round robin, own host", svc("rr.example.com", true), eps("rr.example.com", "rr.example.com"), false, clusterv3.Cluster_LOGICAL_DNS, []string{"rr.example.com"}, ""},
+		{"round robin, one endpoint", svc("rr.example.com", true), eps("rr.example.com", "one.example.com"), false, clusterv3.Cluster_LOGICAL_DNS, []string{"one.example.com"}, ""},
+		{"round robin, two endpoints", svc("rr.example.com", true), eps("rr.example.com", "a.example.com", "b.example.com"), false, clusterv3.Cluster_LOGICAL_DNS, []string{"a.example.com"}, "DNS_ROUND_ROBIN takes one endpoint, 2 found"},
+		{"round robin, grpc", svc("rr.example.com", true), eps("rr.example.com", "one.example.com"), true, clusterv3.Cluster_LOGICAL_DNS, []string{"one.example.com"}, ""},
+		{"DNS, two endpoints", svc("dns.example.com", false), eps("dns.example.com", "a.example.com", "b.example.com"), false, clusterv3.Cluster_STRICT_DNS, []string{"a.example.com", "b.example.com"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{tc.svc}, Endpoints: map[string][]*model.Endpoint{tc.svc.Hostname: tc.eps}})
+			p := sidecarProxy("10.9.9.9", "ext")
+			if tc.grpc {
+				p = grpcProxy("ext")
+			}
+			name := "outbound|80||" + tc.svc.Hostname
+			rs, err := ForType(ClusterType, p).Generate(p, s, []string{name})
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("err = %v, want %q", err, tc.err)
+			}
+			if len(rs) != 1 {
+				t.Fatalf("want 1 cluster, got %d", len(rs))
+			}
+			c := rs[0].Message.(*clusterv3.Cluster)
+			if _, err := validateDeep(c); err != nil {
+				t.Fatal(err)
+			}
+			var addrs []string
+			for _, l := range c.GetLoadAssignment().GetEndpoints() {
+				for _, lb := range l.GetLbEndpoints() {
+					addrs = append(addrs, lb.GetEndpoint().GetAddress().GetSocketAddress().GetAddress())
+				}
+			}
+			if c.GetType() != tc.typ || c.GetDnsLookupFamily() != clusterv3.Cluster_V4_ONLY || !slices.Equal(addrs, tc.addrs) {
+				t.Errorf("type %s, dns_lookup_family %s, endpoints %v; want %s, V4_ONLY, %v", c.GetType(), c.GetDnsLookupFamily(), addrs, tc.typ, tc.addrs)
+			}
+		})
 	}
 }
 

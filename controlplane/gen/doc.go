@@ -65,8 +65,9 @@
 //
 // Sidecar (Envoy):
 //   - clusters "outbound|PORT||HOST" per service port and "outbound|PORT|SUBSET|HOST" per
-//     DestinationRule subset (EDS over ADS, service_name = cluster name; STRICT_DNS or
-//     LOGICAL_DNS with inline endpoints for DNS services; ORIGINAL_DST for passthrough ones),
+//     DestinationRule subset (EDS over ADS, service_name = cluster name; STRICT_DNS, or
+//     LOGICAL_DNS for DNS_ROUND_ROBIN, with inline endpoints for DNS services; ORIGINAL_DST
+//     for passthrough ones),
 //     "inbound|PORT||" per port of the proxy's own services (services with an endpoint at the
 //     proxy's IP; ORIGINAL_DST bound to 127.0.0.6, with the service's DestinationRule
 //     connection pool), BlackHoleCluster, PassthroughCluster, InboundPassthroughCluster

@@ -97,6 +97,10 @@ type Service struct {
 	Source istioconfig.Key
 	// MeshExternal marks services outside the mesh.
 	MeshExternal bool
+	// DNSRoundRobin marks a ResolutionDNS service whose ServiceEntry says DNS_ROUND_ROBIN: the
+	// proxy connects to one address its resolver returns for its one endpoint (Envoy's
+	// LOGICAL_DNS) instead of balancing over all of them (STRICT_DNS).
+	DNSRoundRobin bool
 	// ExportTo is the namespaces the service is visible from (a ServiceEntry's exportTo:
 	// "*", ".", "~" or namespace names); empty exports it everywhere (see ExportedTo).
 	ExportTo []string
@@ -136,7 +140,7 @@ func (s *Service) Equal(o *Service) bool {
 		slices.Equal(s.Addresses, o.Addresses) && slices.Equal(s.Ports, o.Ports) &&
 		s.Resolution == o.Resolution && mapsEqual(s.Labels, o.Labels) &&
 		slices.Equal(s.ServiceAccounts, o.ServiceAccounts) && s.Source == o.Source &&
-		s.MeshExternal == o.MeshExternal && slices.Equal(s.ExportTo, o.ExportTo)
+		s.MeshExternal == o.MeshExternal && s.DNSRoundRobin == o.DNSRoundRobin && slices.Equal(s.ExportTo, o.ExportTo)
 }
 
 // ShortNames returns the names a client in namespace ns may use for the service: the hostname,

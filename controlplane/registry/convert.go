@@ -138,6 +138,7 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 			ServiceAccounts: sas,
 			Source:          key,
 			MeshExternal:    spec.GetLocation() == networking.ServiceEntry_MESH_EXTERNAL,
+			DNSRoundRobin:   spec.GetResolution() == networking.ServiceEntry_DNS_ROUND_ROBIN,
 			ExportTo:        cloneOrNil(spec.GetExportTo()),
 		}
 		out.Services = append(out.Services, svc)

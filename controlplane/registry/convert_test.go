@@ -89,7 +89,7 @@ func TestConvertServiceEntry(t *testing.T) {
 			}),
 			want: Converted{
 				Services: []*model.Service{{Hostname: "db.corp", Namespace: "ext", Ports: []model.Port{{Name: "mysql", Number: 3306, Protocol: model.ProtocolUnknown}},
-					Resolution: model.ResolutionDNS, Source: seKey("ext", "db"), MeshExternal: true}},
+					Resolution: model.ResolutionDNS, DNSRoundRobin: true, Source: seKey("ext", "db"), MeshExternal: true}},
 				Endpoints: map[string][]*model.Endpoint{"db.corp": {{Service: "db.corp", Address: "db-1.corp", Source: seKey("ext", "db")}}},
 			},
 		},
