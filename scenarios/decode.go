@@ -123,8 +123,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 	if n = d.deref(n, path, depth); n == nil {
 		return
 	}
-	d.at[path] = pos{line: n.Line, col: n.Column, block: n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0}
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+	null := n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+	d.at[path] = pos{line: n.Line, col: n.Column, block: n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0, null: null}
+	if null {
 		return // an empty value keeps the default
 	}
 	t := v.Type()

@@ -65,16 +65,21 @@ func (es Errors) Unwrap() []error {
 const maxErrors = 50
 
 // pos is a position in the source.
-// block marks a block scalar (| or >), whose content starts on the line after line.
+// block marks a block scalar (| or >), whose content starts on the line after line; null an
+// empty value (which keeps the default).
 type pos struct {
 	line, col int
 	block     bool
+	null      bool
 }
 
 // source records where a scenario came from and where each path was written.
 type source struct {
 	file string
 	at   map[string]pos
+	// zero holds the paths of churn fields written as 0 that Complete replaced by their
+	// default (Scenario.writtenZeros).
+	zero map[string]bool
 }
 
 // lookup returns the position of path or of its nearest written ancestor.

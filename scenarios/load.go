@@ -192,11 +192,12 @@ func load(file, dir string, data []byte) (*Scenario, error) {
 	s := Defaults()
 	d.decode(root, reflect.ValueOf(s).Elem(), "", 0)
 	s.src = &source{file: file, at: d.at}
+	s.src.zero = s.writtenZeros()
 	s.Complete()
 	// Validation runs even after decoding errors so that one pass lists every problem; its
 	// errors about fields that failed to decode are dropped (they only echo the default).
 	errs := d.errs
-	if err := s.Validate(); err != nil {
+	if err := s.validate(true); err != nil {
 		for _, e := range err.(Errors) {
 			if !d.related(e.Path) {
 				errs = append(errs, e)

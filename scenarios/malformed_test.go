@@ -156,6 +156,41 @@ func TestMalformed(t *testing.T) {
 		{"p(99) on a gauge", "name: x\nthresholds:\n  xdslab_fleet_connected: ['p(99)>5']\n", 3, 28, "thresholds.xdslab_fleet_connected[0]", "is a gauge; p(99) does not apply", "value, min, max"},
 		{"bad tag filter", "name: x\nthresholds:\n  m_total{type}: ['count==0']\n", 3, 3, "thresholds.m_total{type}", "invalid tag filter", "tags"},
 
+		// Limits of the simulator (a run refuses more).
+		{"too many services", "name: x\ntopology: {services: 2000000}\n", 2, 22, "topology.services", "must be within 0..1000000, got 2000000", "the simulator's limit"},
+		{"far too many services", "name: x\ntopology:\n  services: 1000000000000\n", 3, 13, "topology.services", "must be within 0..1000000", "use 0 to 1000000"},
+		{"too many namespaces for the simulator", "name: x\ntopology: {namespaces: 100001}\n", 2, 24, "topology.namespaces", "must be within 1..100000", "use 1 to 100000"},
+		{"churn services past the limit", "name: x\nchurn: [{kind: scale, rate: 1/s, services: 100001}]\n", 2, 44, "churn[0].services", "<= 100000, got 100001", "the simulator's limit"},
+
+		// Thresholds that would never be measured.
+		{"cpu without side", "name: x\nthresholds:\n  xdslab_cpu_seconds: ['value<100']\n", 3, 23, "thresholds.xdslab_cpu_seconds", "written only per side, never as a total", "xdslab_cpu_seconds{side:controlplane}"},
+		{"rss without side", "name: x\nthresholds: {xdslab_peak_rss_bytes: ['value<2GiB']}\n", 2, 37, "thresholds.xdslab_peak_rss_bytes", "written only per side", "xdslab_peak_rss_bytes{side:process}"},
+		{"phase duration without phase", "name: x\nthresholds: {xdslab_phase_duration_seconds: ['value<100s']}\n", 2, 45, "thresholds.xdslab_phase_duration_seconds", "written only per phase", "{phase:measure} (phase: setup, connect, measure, drain)"},
+		{"kind without its churn", "name: x\nchurn: [{kind: endpoint-flap, rate: 1/s}]\nthresholds:\n  xdslab_sim_events_total{kind:scale}: ['count==0']\n", 4, 40, "thresholds.xdslab_sim_events_total{kind:scale}", "the scenario has no scale churn", "add churn of kind scale, or remove the threshold (this scenario churns endpoint-flap)"},
+		{"kind without any churn", "name: x\nthresholds:\n  xdslab_push_latency_seconds{kind:scale}: ['p(99)<1s']\n", 3, 44, "thresholds.xdslab_push_latency_seconds{kind:scale}", "never measured: the scenario has no scale churn", "add churn of kind scale"},
+
+		// A 0 written where the run would use the default.
+		{"zone fraction 0", "name: x\nchurn: [{kind: zone-failure, at: [1s], fraction: 0}]\n", 2, 50, "churn[0].fraction", "fraction: 0 would remove no endpoint", "(0, 1]"},
+		{"services 0", "name: x\nchurn: [{kind: service-create, rate: 1/s, services: 0}]\n", 2, 53, "churn[0].services", "services: 0 would touch no service", ">= 1"},
+		{"window 0", "name: x\nchurn: [{kind: rolling-deploy, every: 5s, window: 0s}]\n", 2, 51, "churn[0].window", "window: 0 is not a rollout window", "duration > 0"},
+		{"flap down 0", "name: x\nchurn: [{kind: endpoint-flap, rate: 1/s, down: 0s}]\n", 2, 48, "churn[0].down", "down: 0 would flap nothing away", "duration > 0"},
+
+		// Fields written that have no effect.
+		{"hosts without gateways", "name: x\ntopology:\n  gateways: {hostsPerGateway: 3}\n", 3, 31, "topology.gateways.hostsPerGateway", "hostsPerGateway 3 has no effect: there are no gateways", "count >= 1"},
+		{"passthrough without gateways", "name: x\ntopology:\n  gateways: {tlsPassthrough: true}\n", 3, 30, "topology.gateways.tlsPassthrough", "tlsPassthrough has no effect", "count >= 1"},
+		{"authz weights without policies", "name: x\ntopology:\n  authorizationPolicies: {allow: 3}\n", 3, 26, "topology.authorizationPolicies", "perNamespace is 0", "perNamespace >= 1"},
+		{"imports without scoping", "name: x\ntopology: {sidecarImports: 5}\n", 2, 28, "topology.sidecarImports", "no effect without sidecarScoping", "sidecarScoping: true"},
+		{"adaptive with fixed", "name: x\ncontrolPlane:\n  debounce: {policy: fixed, adaptive: {maxQuiet: 500ms}}\n", 3, 50, "controlPlane.debounce.adaptive.maxQuiet", "configures the adaptive debounce policy", "policy: adaptive"},
+		{"adaptive without policy", "name: x\ncontrolPlane: {debounce: {adaptive: {weight: 0.5}}}\n", 2, 46, "controlPlane.debounce.adaptive.weight", "and the policy is fixed", "policy: adaptive"},
+		{"jitter without every", "name: x\nclients: [{churn: {jitter: 0.5}}]\n", 2, 28, "clients[0].churn.jitter", "jitter 0.5 has no effect", "churn.every"},
+		{"ack timeout without flow control", "name: x\ncontrolPlane:\n  flowControl: {enabled: false, ackTimeout: 2s}\n", 3, 45, "controlPlane.flowControl.ackTimeout", "flow control is off", "enabled: true"},
+
+		// Contradictory client settings.
+		{"grpc router", "name: x\nclients: [{count: 1, type: router, xds: grpc}]\n", 2, 41, "clients[0].xds", "contradicts type router", "xds: sotw or delta"},
+		{"grpc type sotw", "name: x\nclients:\n  - {count: 1, type: grpc, xds: sotw}\n", 3, 22, "clients[0].type", "type grpc (a proxyless gRPC node, GENERATOR=grpc) contradicts xds sotw", "add xds: grpc"},
+		{"grpc type default xds", "name: x\nclients: [{type: grpc}]\n", 2, 18, "clients[0].type", "contradicts xds sotw", "type: sidecar"},
+		{"grpc type delta", "name: x\nclients: [{type: grpc, xds: delta}]\n", 2, 18, "clients[0].type", "contradicts xds delta", "add xds: grpc"},
+
 		// Syntax and documents.
 		{"tabs", "name: x\ntopology:\n\tservices: 3\n", 3, 0, "", "YAML syntax", "indent with spaces"},
 		{"bad indentation", "name: x\n topology: 1\n", 2, 0, "", "YAML syntax", "indentation"},

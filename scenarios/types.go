@@ -71,7 +71,7 @@ type Debounce struct {
 	MaxDelay  units.Duration   `yaml:"maxDelay" json:"maxDelay" doc:"Push at the latest this long after the first change of a batch; must be >= minQuiet."`
 	Endpoints bool             `yaml:"endpoints" json:"endpoints" doc:"Debounce endpoint-only (EDS) changes too; false pushes them at once."`
 	Policy    string           `yaml:"policy,omitempty" json:"policy,omitempty" enum:"fixed,adaptive" doc:"How the quiet window is chosen: fixed waits minQuiet for every batch; adaptive grows it with the recent push cost between minQuiet and adaptive.maxQuiet, and pushes a batch at the latest two windows after its first event (see docs/tuning.md)." def:"fixed"`
-	Adaptive  AdaptiveDebounce `yaml:"adaptive,omitempty" json:"adaptive,omitzero" doc:"Parameters of the adaptive policy (ignored by fixed)."`
+	Adaptive  AdaptiveDebounce `yaml:"adaptive,omitempty" json:"adaptive,omitzero" doc:"Parameters of the adaptive policy; a file that gives one with policy fixed is an error (xdslab tune may still sweep them beside policy=fixed, which ignores them)."`
 }
 
 // AdaptiveDebounce configures the adaptive debounce policy: the quiet window is costFactor ×
@@ -85,13 +85,13 @@ type AdaptiveDebounce struct {
 // FlowControl configures ACK-gated pushes.
 type FlowControl struct {
 	Enabled    bool           `yaml:"enabled" json:"enabled" doc:"Hold a connection's next push until it ACKs the previous one."`
-	AckTimeout units.Duration `yaml:"ackTimeout" json:"ackTimeout" doc:"Stop waiting for an ACK after this long and push anyway."`
+	AckTimeout units.Duration `yaml:"ackTimeout" json:"ackTimeout" doc:"Stop waiting for an ACK after this long and push anyway; a file that changes it without enabled: true is an error."`
 }
 
 // Topology describes the synthetic mesh.
 type Topology struct {
-	Namespaces                  int                   `yaml:"namespaces" json:"namespaces" doc:"Namespaces the services are spread over."`
-	Services                    int                   `yaml:"services" json:"services" doc:"Services at the start of the run."`
+	Namespaces                  int                   `yaml:"namespaces" json:"namespaces" doc:"Namespaces the services are spread over (1..100000, the simulator's limit)."`
+	Services                    int                   `yaml:"services" json:"services" doc:"Services at the start of the run (0..1000000, the simulator's limit)."`
 	Protocols                   Protocols             `yaml:"protocols" json:"protocols" doc:"Protocol mix of service ports, as weights (normalised; a written mix replaces the default as a whole)."`
 	PortsPerService             dist.Spec             `yaml:"portsPerService" json:"portsPerService" doc:"Ports per service (distribution, rounded, at least 1)."`
 	EndpointsPerService         dist.Spec             `yaml:"endpointsPerService" json:"endpointsPerService" doc:"Endpoints per service (distribution, rounded)."`
@@ -101,7 +101,7 @@ type Topology struct {
 	VirtualServices             float64               `yaml:"virtualServices" json:"virtualServices" range:"0,1" doc:"Fraction (0..1) of services with a VirtualService (weighted split across versions, timeout)."`
 	DestinationRules            float64               `yaml:"destinationRules" json:"destinationRules" range:"0,1" doc:"Fraction (0..1) of services with a DestinationRule (subsets, load balancer, outlier detection)."`
 	SidecarScoping              bool                  `yaml:"sidecarScoping" json:"sidecarScoping" doc:"Add an Istio Sidecar per namespace whose egress imports the namespace itself and sidecarImports others; events then reach only the importing namespaces, and each client is held to the changed services it imports."`
-	SidecarImports              int                   `yaml:"sidecarImports" json:"sidecarImports" doc:"Other namespaces each Sidecar imports (with sidecarScoping)."`
+	SidecarImports              int                   `yaml:"sidecarImports" json:"sidecarImports" doc:"Other namespaces each Sidecar imports (with sidecarScoping; a file that changes it without sidecarScoping is an error); more than the other namespaces imports them all."`
 	WorkloadEntries             bool                  `yaml:"workloadEntries" json:"workloadEntries" doc:"Represent endpoints as one WorkloadEntry each (selected by the ServiceEntry) instead of inline ServiceEntry endpoints."`
 	Gateways                    Gateways              `yaml:"gateways" json:"gateways" doc:"Ingress Gateways and the VirtualServices bound to them, served to router clients (clients[].type: router)."`
 	AuthorizationPolicies       AuthorizationPolicies `yaml:"authorizationPolicies,omitempty" json:"authorizationPolicies,omitzero" doc:"Namespace-wide AuthorizationPolicies (security.istio.io) in every namespace, rendered by the control plane as RBAC filters on each sidecar's inbound listener; churn config-change with target authz rewrites them (docs/scenarios.md, AuthorizationPolicies)."`
@@ -111,8 +111,8 @@ type Topology struct {
 // Gateways is the simulated ingress.
 type Gateways struct {
 	Count           int  `yaml:"count" json:"count" doc:"Gateways gw-0 … in namespace istio-system, each selecting routers labelled istio: ingressgateway, with an HTTP server on port 80 for *.gw-N.example.com."`
-	HostsPerGateway int  `yaml:"hostsPerGateway" json:"hostsPerGateway" doc:"Hosts h-J.gw-N.example.com per gateway, each a VirtualService bound to the gateway (in its backend's namespace) routing to a random service with an HTTP or gRPC port (its first such port). Backends are not deleted by service-delete. Routers hold only those clusters and route configuration http.80: an event reaches them when each of its predicates is about one of those (an endpoint change of a one-port backend reaches routers and sidecars; others reach sidecars only)."`
-	TLSPassthrough  bool `yaml:"tlsPassthrough" json:"tlsPassthrough" doc:"Add a TLS PASSTHROUGH server on port 443 to each gateway, and route each host's SNI to the same service port."`
+	HostsPerGateway int  `yaml:"hostsPerGateway" json:"hostsPerGateway" doc:"Hosts h-J.gw-N.example.com per gateway (with count >= 1), each a VirtualService bound to the gateway (in its backend's namespace) routing to a random service with an HTTP or gRPC port (its first such port). Backends are not deleted by service-delete. Routers hold only those clusters and route configuration http.80: an event reaches them when each of its predicates is about one of those (an endpoint change of a one-port backend reaches routers and sidecars; others reach sidecars only)."`
+	TLSPassthrough  bool `yaml:"tlsPassthrough" json:"tlsPassthrough" doc:"Add a TLS PASSTHROUGH server on port 443 to each gateway (with count >= 1), and route each host's SNI to the same service port."`
 }
 
 // AuthorizationPolicies are the simulated AuthorizationPolicies. They select no workload: the
@@ -120,8 +120,8 @@ type Gateways struct {
 // a selector would reach no client.
 type AuthorizationPolicies struct {
 	PerNamespace int     `yaml:"perNamespace" json:"perNamespace" doc:"Policies authz-0 … in each namespace (topology.mesh's too), each with 1 to 4 rules over principals, source namespaces, methods, paths and ports drawn from the seed; 0: none."`
-	Allow        float64 `yaml:"allow" json:"allow" doc:"Weight of ALLOW policies (an ALLOW rule admits a principal or a namespace to some methods under a path)." def:"0.7 (when allow and deny are both 0)"`
-	Deny         float64 `yaml:"deny" json:"deny" doc:"Weight of DENY policies (a DENY rule refuses other namespaces, or a principal, writes or an admin path on port 8080)." def:"0.3 (when allow and deny are both 0)"`
+	Allow        float64 `yaml:"allow" json:"allow" doc:"Weight of ALLOW policies, with perNamespace >= 1 (an ALLOW rule admits a principal or a namespace to some methods under a path)." def:"0.7 (when allow and deny are both 0)"`
+	Deny         float64 `yaml:"deny" json:"deny" doc:"Weight of DENY policies, with perNamespace >= 1 (a DENY rule refuses other namespaces, or a principal, writes or an admin path on port 8080)." def:"0.3 (when allow and deny are both 0)"`
 }
 
 // Protocols are weights of the port protocol mix.
@@ -175,11 +175,11 @@ type Churn struct {
 	Start    units.Duration   `yaml:"start,omitempty" json:"start,omitempty" doc:"The process starts this long into the measure phase." kinds:"all" def:"0s"`
 	Stop     units.Duration   `yaml:"stop,omitempty" json:"stop,omitempty" doc:"The process stops this long into the measure phase; 0 runs to the end." kinds:"all" def:"0s (end)"`
 	Delta    *dist.Spec       `yaml:"delta,omitempty" json:"delta,omitempty" doc:"Endpoints added or removed per event (up or down at random)." kinds:"scale" def:"{dist: uniform, min: 1, max: 3}"`
-	Services int              `yaml:"services,omitempty" json:"services,omitempty" doc:"Services one event touches (a rolling deploy replaces every endpoint of each); for config-change target authz, the AuthorizationPolicies one event rewrites." kinds:"scale, rolling-deploy, service-create, service-delete, config-change, service-account-change" def:"1"`
-	Window   units.Duration   `yaml:"window,omitempty" json:"window,omitempty" doc:"Each service's rollout is spread over this window." kinds:"rolling-deploy" def:"10s"`
+	Services int              `yaml:"services,omitempty" json:"services,omitempty" doc:"Services one event touches, 1..100000 (a rolling deploy replaces every endpoint of each); for config-change target authz, the AuthorizationPolicies one event rewrites. A written 0 is an error, not the default." kinds:"scale, rolling-deploy, service-create, service-delete, config-change, service-account-change" def:"1"`
+	Window   units.Duration   `yaml:"window,omitempty" json:"window,omitempty" doc:"Each service's rollout is spread over this window (> 0; a written 0 is an error, not the default)." kinds:"rolling-deploy" def:"10s"`
 	Target   string           `yaml:"target,omitempty" json:"target,omitempty" enum:"virtualservice,destinationrule,gateway,authz" doc:"The config changed: virtualservice (route weights, timeout), destinationrule (lb policy, outlier detection), gateway (rotates the backend services of Services gateway hosts, at least 2, so routers keep the same clusters; reaches router clients only; needs topology.gateways) or authz (rewrites the rules of services AuthorizationPolicies, each to a new number of rules; reaches the sidecars of their namespaces only; needs topology.authorizationPolicies)." kinds:"config-change" def:"virtualservice"`
-	Down     units.Duration   `yaml:"down,omitempty" json:"down,omitempty" doc:"How long a flapped endpoint stays away; for a zone failure, how long the zone stays down (0: it does not come back)." kinds:"endpoint-flap, zone-failure" def:"1s (endpoint-flap), 0s (zone-failure)"`
-	Fraction float64          `yaml:"fraction,omitempty" json:"fraction,omitempty" range:"0,1" doc:"Fraction (0..1] of one zone's endpoints removed at once." kinds:"zone-failure" def:"0.5"`
+	Down     units.Duration   `yaml:"down,omitempty" json:"down,omitempty" doc:"How long a flapped endpoint stays away (> 0; a written 0 is an error, not the default); for a zone failure, how long the zone stays down (0: it does not come back)." kinds:"endpoint-flap, zone-failure" def:"1s (endpoint-flap), 0s (zone-failure)"`
+	Fraction float64          `yaml:"fraction,omitempty" json:"fraction,omitempty" range:"0,1" doc:"Fraction (0..1] of one zone's endpoints removed at once; a written 0 is an error, not the default." kinds:"zone-failure" def:"0.5"`
 	File     string           `yaml:"file,omitempty" json:"file,omitempty" doc:"Event trace (JSON lines, the simulator's event-log format) to replay; relative to the scenario file." kinds:"replay" def:"required"`
 }
 
@@ -204,7 +204,7 @@ type Client struct {
 	Name                 string         `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
 	Count                int            `yaml:"count" json:"count" doc:"Clients in the group."`
 	XDS                  string         `yaml:"xds" json:"xds" enum:"sotw,delta,grpc" doc:"Protocol variant: sotw (state of the world), delta (incremental), or grpc (a proxyless gRPC client as grpc-go's xDS client behaves: API listeners host:port, then RDS, CDS, EDS by name; NACKs what grpc-go rejects; node metadata GENERATOR=grpc)."`
-	Type                 string         `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc)."`
+	Type                 string         `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc). Router goes with xds sotw or delta, grpc with xds grpc (xds grpc alone makes a sidecar-typed gRPC client); other pairs are an error."`
 	Ramp                 units.Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
 	Namespaces           int            `yaml:"namespaces" json:"namespaces" doc:"Spread clients over the first N namespaces of the topology; 0 spreads over all."`
 	NamespaceCounts      map[string]int `yaml:"namespaceCounts,omitempty" json:"namespaceCounts,omitempty" doc:"Place the clients by namespace instead: NAME: COUNT for each namespace of the topology (its ns-N, or topology.mesh's namespaces), taken in name order; the counts add up to count. xdslab import writes it from the dump's pods." def:"{}"`
@@ -263,7 +263,7 @@ type Nack struct {
 // Reconn is connection churn.
 type Reconn struct {
 	Every  units.Duration `yaml:"every" json:"every" doc:"Reconnect each client every period; 0 never."`
-	Jitter float64        `yaml:"jitter" json:"jitter" range:"0,1" doc:"Spread each period uniformly by ± this fraction (0..1)."`
+	Jitter float64        `yaml:"jitter" json:"jitter" range:"0,1" doc:"Spread each period uniformly by ± this fraction (0..1); a file that changes it without every is an error."`
 }
 
 // Phases holds the timeouts of the phases around the measure phase.

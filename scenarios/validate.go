@@ -19,6 +19,14 @@ import (
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
+// The simulator's bounds (simulator.Config.Validate, simulator/config.go, which keeps them as
+// literals): a run refuses a scenario past them, so Validate reports them at the field.
+const (
+	maxNamespaces    = 100_000
+	maxServices      = 1_000_000
+	maxChurnServices = 100_000
+)
+
 // validator collects errors with the positions recorded when the scenario was loaded.
 type validator struct {
 	s    *Scenario
@@ -65,8 +73,17 @@ func (v *validator) atLeast(path string, n, lo int) {
 // Validate checks every value and cross-field rule and returns all problems as Errors (nil when
 // the scenario is valid). Call Complete first when the scenario was built in Go.
 func (s *Scenario) Validate() error {
+	return s.validate(false)
+}
+
+// validate is Validate, with the checks of a file as written (validateFile) when file is
+// set: the loader's, not a scenario varied in Go or by Set.
+func (s *Scenario) validate(file bool) error {
 	v := &validator{s: s}
 	v.scenario()
+	if file {
+		v.validateFile()
+	}
 	if len(v.errs) == 0 {
 		return nil
 	}
@@ -106,7 +123,8 @@ func (v *validator) controlPlane() {
 	}
 	switch d := cp.Debounce; d.Policy {
 	case "", "fixed":
-		// The adaptive section is ignored (a tune may sweep it beside policy=fixed).
+		// The adaptive section is ignored (a tune may sweep it beside policy=fixed); a file
+		// that writes it with the fixed policy is rejected (validateFile).
 	case "adaptive":
 		a := d.Adaptive
 		v.nonNegDur("controlPlane.debounce.adaptive.maxQuiet", a.MaxQuiet)
@@ -171,8 +189,12 @@ func (v *validator) sink() {
 
 func (v *validator) topology() {
 	t := v.s.Topology
-	v.atLeast("topology.namespaces", t.Namespaces, 1)
-	v.atLeast("topology.services", t.Services, 0)
+	if t.Namespaces < 1 || t.Namespaces > maxNamespaces {
+		v.add("topology.namespaces", fmt.Sprintf("use 1 to %d (the simulator's limit)", maxNamespaces), "must be within 1..%d, got %d", maxNamespaces, t.Namespaces)
+	}
+	if t.Services < 0 || t.Services > maxServices {
+		v.add("topology.services", fmt.Sprintf("use 0 to %d (the simulator's limit)", maxServices), "must be within 0..%d, got %d", maxServices, t.Services)
+	}
 	p := t.Protocols
 	if p.HTTP < 0 || p.GRPC < 0 || p.TCP < 0 {
 		v.add("topology.protocols", "use weights >= 0", "negative protocol weight")
@@ -285,8 +307,8 @@ func (v *validator) churn(i int) {
 		v.add(p+".kind", "add kind: one of "+strings.Join(ChurnKinds(), ", "), "kind is required")
 		return
 	}
-	if takesServices(c.Kind) {
-		v.atLeast(p+".services", c.Services, 1)
+	if takesServices(c.Kind) && (c.Services < 1 || c.Services > maxChurnServices) {
+		v.add(p+".services", fmt.Sprintf("use a whole number >= 1 and <= %d (the simulator's limit)", maxChurnServices), "must be >= 1 and <= %d, got %d", maxChurnServices, c.Services)
 	}
 	if !slices.Contains(ChurnKinds(), c.Kind) {
 		v.add(p+".kind", suggest.Fix(c.Kind, ChurnKinds()), "unknown churn kind %q", c.Kind)
@@ -487,7 +509,7 @@ func (v *validator) thresholds() {
 	}
 	for _, k := range keys {
 		p := "thresholds." + k
-		for _, pr := range threshold.Check(k, v.s.Thresholds[k], groups, ChurnKinds()) {
+		for _, pr := range threshold.Check(k, v.s.Thresholds[k], groups, ChurnKinds(), v.s.churnedKinds()) {
 			at := p
 			if pr.Index >= 0 {
 				at = p + "[" + itoa(pr.Index) + "]"

@@ -19,13 +19,24 @@ type Problem struct {
 	Fix, Msg string
 }
 
+// taggedOnly lists the catalogued metrics a run writes only per value of one tag, with no
+// untagged total (bench/collect: the CPU and memory gauges per side, the phase durations per
+// phase), each with the tag and the value of the example fix. A threshold on the bare name
+// would never be measured.
+var taggedOnly = map[string][2]string{
+	"xdslab_cpu_seconds":            {"side", "controlplane"},
+	"xdslab_peak_rss_bytes":         {"side", "process"},
+	"xdslab_phase_duration_seconds": {"phase", "measure"},
+}
+
 // Check checks a threshold key and its expressions against the metrics catalogue: a valid
-// selector naming a metric some run writes, tags the metric carries with values it takes
-// (groups are the scenario's client groups, the values of a group tag; kinds its churn kinds,
-// the values of a kind tag), at least one expression, aggregations the metric has and units
-// that fit it. An expression built in Go without Parse (no Op) is parsed first. Problems come
-// in the order they are found.
-func Check(key string, exprs []Threshold, groups, kinds []string) []Problem {
+// selector naming a metric some run writes, with the tag a metric written only per tag value
+// needs, tags the metric carries with values it takes (groups are the scenario's client
+// groups, the values of a group tag; kinds every churn kind, the values a kind tag may name;
+// churned the kinds the scenario's churn produces, nil for any), at least one expression,
+// aggregations the metric has and units that fit it. An expression built in Go without Parse
+// (no Op) is parsed first. Problems come in the order they are found.
+func Check(key string, exprs []Threshold, groups, kinds, churned []string) []Problem {
 	var out []Problem
 	add := func(i int, fix, format string, a ...any) {
 		out = append(out, Problem{Index: i, Fix: fix, Msg: fmt.Sprintf(format, a...)})
@@ -45,7 +56,14 @@ func Check(key string, exprs []Threshold, groups, kinds []string) []Problem {
 			"unknown metric %q: no run writes it, so this threshold could never be evaluated", name)
 		return out
 	}
-	for _, p := range checkTags(cm, MetricTags(key), groups, kinds) {
+	tags := MetricTags(key)
+	if tv, ok := taggedOnly[name]; ok {
+		if _, tagged := tags[tv[0]]; !tagged {
+			add(-1, fmt.Sprintf("add the tag, e.g. %s{%s:%s} (%s: %s)", name, tv[0], tv[1], tv[0], strings.Join(catalog.Values(cm.Tags[tv[0]]), ", ")),
+				"%s is written only per %s, never as a total: this threshold would never be measured", name, tv[0])
+		}
+	}
+	for _, p := range checkTags(cm, tags, groups, kinds, churned) {
 		add(-1, p.Fix, "%s", p.Msg)
 	}
 	if len(exprs) == 0 {
@@ -77,7 +95,7 @@ func Check(key string, exprs []Threshold, groups, kinds []string) []Problem {
 // checkTags checks a threshold's tag filter against the catalogue: tags the metric carries,
 // values it takes (the scenario's client groups and churn kinds for group and kind). Case
 // matters: the fleet tags xDS types CDS, the control plane's counters cds.
-func checkTags(m catalog.Metric, tags map[string]string, groups, kinds []string) []Problem {
+func checkTags(m catalog.Metric, tags map[string]string, groups, kinds, churned []string) []Problem {
 	var out []Problem
 	add := func(fix, format string, a ...any) {
 		out = append(out, Problem{Index: -1, Fix: fix, Msg: fmt.Sprintf(format, a...)})
@@ -108,6 +126,13 @@ func checkTags(m catalog.Metric, tags map[string]string, groups, kinds []string)
 			values = catalog.Values(d)
 		}
 		if len(values) == 0 || slices.Contains(values, val) {
+			if d == catalog.Kind && churned != nil && slices.Contains(values, val) && !slices.Contains(churned, val) {
+				fix := "add churn of kind " + val + ", or remove the threshold"
+				if len(churned) > 0 {
+					fix += " (this scenario churns " + strings.Join(churned, ", ") + ")"
+				}
+				add(fix, "%s{kind:%s} is never measured: the scenario has no %s churn", m.Name, val, val)
+			}
 			continue
 		}
 		if i := slices.IndexFunc(values, func(s string) bool { return strings.EqualFold(s, val) }); i >= 0 {

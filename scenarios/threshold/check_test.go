@@ -1,8 +1,11 @@
 package threshold
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/xdslab/xdslab/internal/catalog"
 )
 
 // Check reports each problem once, on the key (-1) or on the expression it concerns; the
@@ -28,6 +31,10 @@ func TestCheck(t *testing.T) {
 		{"unknown metric", "xdslab_push_latncy_seconds", nil, nil, []Problem{{-1, `"xdslab_push_latency_seconds"`, "unknown metric"}}},
 		{"no expressions", "xdslab_fleet_nacks_total", nil, nil, []Problem{{-1, "at least one expression", "no threshold expressions"}}},
 		{"group", "xdslab_push_latency_seconds{group:A}", []Threshold{mustParse("p(99)<1s")}, []string{"a"}, []Problem{{-1, "case-sensitive", `tags group "a", not "A"`}}},
+		{"kind churned", "xdslab_sim_events_total{kind:scale}", []Threshold{mustParse("count>0")}, nil, nil},
+		{"kind not churned", "xdslab_sim_events_total{kind:endpoint-flap}", []Threshold{mustParse("count==0")}, nil, []Problem{{-1, "add churn of kind endpoint-flap", "the scenario has no endpoint-flap churn"}}},
+		{"tagged only", "xdslab_cpu_seconds", []Threshold{mustParse("value<100")}, nil, []Problem{{-1, "xdslab_cpu_seconds{side:controlplane}", "written only per side"}}},
+		{"tagged only, tagged", "xdslab_phase_duration_seconds{phase:connect}", []Threshold{mustParse("value<100s")}, nil, nil},
 		{"expressions", "xdslab_fleet_nacks_total", []Threshold{mustParse("count==0"), {Source: "nonsense"}, mustParse("p(99)<3ms")}, nil, []Problem{
 			{1, "write AGG OP VALUE", `invalid threshold "nonsense"`},
 			{2, "count", "is a counter; p(99) does not apply"},
@@ -35,7 +42,7 @@ func TestCheck(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Check(tc.key, tc.exprs, tc.groups, []string{"scale"})
+			got := Check(tc.key, tc.exprs, tc.groups, []string{"scale", "endpoint-flap"}, []string{"scale"})
 			if len(got) != len(tc.want) {
 				t.Fatalf("Check = %+v, want %d problems", got, len(tc.want))
 			}
@@ -46,5 +53,25 @@ func TestCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every metric written only per tag value is catalogued with that tag, and its example value is
+// one the tag takes.
+func TestTaggedOnlyCatalogued(t *testing.T) {
+	for name, tv := range taggedOnly {
+		m, ok := catalog.Lookup(name)
+		if !ok {
+			t.Errorf("%s is not catalogued", name)
+			continue
+		}
+		d, ok := m.Tags[tv[0]]
+		if !ok {
+			t.Errorf("%s has no tag %s", name, tv[0])
+			continue
+		}
+		if !slices.Contains(catalog.Values(d), tv[1]) {
+			t.Errorf("%s: %s is not a value of %s", name, tv[1], tv[0])
+		}
 	}
 }
