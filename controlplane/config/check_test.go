@@ -48,3 +48,19 @@ func TestCheckPaths(t *testing.T) {
 		t.Errorf("skipped = %v", r.Skipped)
 	}
 }
+
+// TestDecodeSkipsOthersFields: the objects of other kinds are skipped whatever their top-level
+// fields (a ConfigMap's data, a Secret's stringData), not failed as unknown fields; an Istio
+// kind's unknown top-level field is still an error.
+func TestDecodeSkipsOthersFields(t *testing.T) {
+	in := docs("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\ndata: {a: b}\n",
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {k: v}\ntype: Opaque\n",
+		"apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: x}\ndata: {a: b}\nspec: {hosts: [x.com], ports: [{number: 80, name: http}]}\n")
+	res, err := Decoder{}.DecodeAll("m.yaml", []byte(in))
+	if len(res.Skipped) != 2 || res.Skipped[0].Kind != "ConfigMap" || res.Skipped[1].Kind != "Secret" {
+		t.Errorf("skipped = %v, want the ConfigMap and the Secret", res.Skipped)
+	}
+	if err == nil || !strings.Contains(err.Error(), `m.yaml:15: data: unknown field "data"`) || strings.Count(err.Error(), "unknown field") != 1 {
+		t.Errorf("error %v, want only the ServiceEntry's data at line 15", err)
+	}
+}

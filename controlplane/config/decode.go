@@ -221,12 +221,6 @@ func (st *decodeState) object(js []byte, loc *locator, at validate.Path, allowLi
 		st.list(top, apiVersion, kind, loc, at)
 		return
 	}
-	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if !slices.Contains(topLevelKeys, k) {
-			st.fail(loc.line(at.With(k)), "", "%s: unknown field %q%s", at.With(k), k, suggest.Hint(k, topLevelKeys))
-			return
-		}
-	}
 	if apiVersion == "" {
 		st.fail(loc.line(at), "", "%sapiVersion is missing: add apiVersion: %s", where(at), istioconfig.APIVersions()[0])
 		return
@@ -234,8 +228,16 @@ func (st *decodeState) object(js []byte, loc *locator, at validate.Path, allowLi
 	mk := istioconfig.Kind(kind)
 	spec, known := istioconfig.NewSpec(mk)
 	if !known || !istioconfig.Accepts(mk, apiVersion) {
+		// Before the top-level fields are checked: a ConfigMap's data or a Secret's
+		// stringData are theirs, not unknown fields of an object this package stores.
 		st.skip(top, apiVersion, kind, known, loc, at)
 		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if !slices.Contains(topLevelKeys, k) {
+			st.fail(loc.line(at.With(k)), "", "%s: unknown field %q%s", at.With(k), k, suggest.Hint(k, topLevelKeys))
+			return
+		}
 	}
 	meta, ok := st.metadata(top["metadata"], loc, at.With("metadata"), mk)
 	if !ok {
