@@ -146,6 +146,11 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			}}
 			l.DefaultFilterChain = passthroughChain()
 			deps = append(pi.http, pi.wildDeps...)
+			if others := portSharers(pi.wildTCP, pi.cidrTCP, pi.tlsHosts); len(others) > 0 {
+				// istiod merges them into the HTTP listener (chains by destination and SNI).
+				errs = append(errs, fmt.Errorf("LDS: %s: HTTP services hold the port, so the TCP and TLS services without a VIP on it (%s) get no filter chain and their traffic passes through; istiod merges them into one listener, xdslab does not yet: give them a VIP or another port",
+					name, strings.Join(others, ", ")))
+			}
 		case pi.wildTCP != nil || len(pi.cidrTCP) > 0 || len(pi.tlsHosts) > 0:
 			if len(pi.tlsHosts) > 0 {
 				// One chain per host, chosen by the TLS client's SNI, as istiod does.
@@ -194,6 +199,20 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	}
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
 	return out, errors.Join(errs...)
+}
+
+// portSharers names the services without a VIP of a port that HTTP services hold.
+func portSharers(wild *model.Service, lists ...[]*model.Service) []string {
+	var out []string
+	if wild != nil {
+		out = append(out, wild.Hostname)
+	}
+	for _, l := range lists {
+		for _, svc := range l {
+			out = append(out, svc.Hostname)
+		}
+	}
+	return out
 }
 
 // ipAddresses keeps the addresses that are IPs (VIPs may also be CIDRs in a ServiceEntry;

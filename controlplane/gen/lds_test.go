@@ -30,7 +30,8 @@ func TestSidecarListenerConflicts(t *testing.T) {
 	}})
 	p := sidecarProxy("10.9.9.9", "n")
 	rs, err := ForType(ListenerType, p).Generate(p, s, nil)
-	if err == nil || !strings.Contains(err.Error(), "both use 10.0.0.1:5432") || !strings.Contains(err.Error(), "port 15001 collides") {
+	if err == nil || !strings.Contains(err.Error(), "both use 10.0.0.1:5432") || !strings.Contains(err.Error(), "port 15001 collides") ||
+		!strings.Contains(err.Error(), "0.0.0.0_8080: HTTP services hold the port, so the TCP and TLS services without a VIP on it (c.n.svc.cluster.local) get no filter chain") {
 		t.Fatalf("err = %v", err)
 	}
 	got := map[string]string{}
