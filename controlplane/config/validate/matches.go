@@ -82,9 +82,13 @@ func jwtClaimHeader(name string) bool {
 // headers must also be lowercase (an xdslab rule older than this file).
 func (c *checker) matchHeaderName(at Path, h string, lowercase bool) {
 	switch {
+	case jwtClaimHeader(h):
+		// istiod matches the claim in the metadata its JWT filter writes; xdslab matches a
+		// header of that name, which no request carries, so the route never matches.
+		c.warnf(at, "a match on the JWT claim %q is %s: the route matches a header of that name instead, which no request carries", h, notGenerated)
 	case h == "", lowercase && strings.ToLower(h) != h:
 		c.errf(at, "header name %q must be lowercase and not empty", h)
-	case jwtClaimHeader(h), slices.Contains(pseudoHeaders, h):
+	case slices.Contains(pseudoHeaders, h):
 	case !httpTokenRE.MatchString(h):
 		c.errf(at, "header name %q is not a valid HTTP header name: use letters, digits and !#$%%&'*+-.^_`|~ only (no spaces, no ':'), a pseudo-header (%s) or @request.auth.claims.NAME", h, strings.Join(pseudoHeaders, ", "))
 	}
