@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,7 +31,9 @@ const (
 )
 
 // WriteFiles writes the table (CSV and JSON), the report (text) and the plot (PNG and
-// SVG) into dir, creating it. Each file is written whole or not at all.
+// SVG) into dir, creating it. Each file is written whole or not at all. When no point has
+// figures to plot, it writes the rest, removes a plot an earlier sweep left there, and returns
+// an error that is ErrNothingToPlot.
 func WriteFiles(dir string, r *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("tune: %w", err)
@@ -45,11 +49,26 @@ func WriteFiles(dir string, r *Result) error {
 		{SVGFile, func(w io.Writer) error { return Plot(w, r, "svg") }},
 	}
 	for _, wr := range writers {
+		if (wr.name == PNGFile || wr.name == SVGFile) && !hasPlot(r) {
+			if err := os.Remove(filepath.Join(dir, wr.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("tune: %s: %w", wr.name, err)
+			}
+			continue
+		}
 		if err := atomicfile.Write(filepath.Join(dir, wr.name), wr.write); err != nil {
 			return fmt.Errorf("tune: %s: %w", wr.name, err)
 		}
 	}
+	if !hasPlot(r) {
+		return fmt.Errorf("tune: %s and %s not written: %w", PNGFile, SVGFile, ErrNothingToPlot)
+	}
 	return nil
+}
+
+// hasPlot reports whether r has a point to plot.
+func hasPlot(r *Result) bool {
+	_, err := buildPlot(r)
+	return !errors.Is(err, ErrNothingToPlot)
 }
 
 // WriteJSON writes the whole result as indented JSON.

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -67,6 +68,10 @@ func plotPolicies(r *Result) []string {
 // points grey, the frontier joined by a line, the knee and the recommendation marked; when
 // the tune ran more than one debounce policy, each policy has its own glyph shape (fixed
 // circles, adaptive triangles) and the compared pair is named in the title.
+// ErrNothingToPlot: no point has both figures of the plot (every run failed, or an estimate
+// of a scenario without churn predicts no delay).
+var ErrNothingToPlot = errors.New("no point has figures to plot")
+
 func buildPlot(r *Result) (*plotModel, error) {
 	m := &plotModel{Title: fmt.Sprintf("xdslab tune %s: latency vs cost", r.Scenario)}
 	switch {
@@ -124,7 +129,7 @@ func buildPlot(r *Result) (*plotModel, error) {
 		}
 	}
 	if len(labels) == 0 {
-		return nil, fmt.Errorf("tune plot: no point ran successfully: nothing to plot")
+		return nil, ErrNothingToPlot
 	}
 	for _, i := range r.Frontier {
 		pt := r.Points[i]

@@ -346,6 +346,13 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, e
 			return nil, fmt.Errorf("tune: %s is swept twice: give each parameter once", p.Path)
 		}
 		seen[p.Path] = true
+		// Every value is checked here, before anything runs or is written: an unknown
+		// parameter or a bad value would otherwise fail every point in turn.
+		for _, v := range p.Values {
+			if err := sc.Clone().Set(p.Path, v); err != nil {
+				return nil, fmt.Errorf("tune: --param %s=%s: %w", p.Name, v, err)
+			}
+		}
 	}
 	points := grid(opts.Params)
 	if len(points) > opts.MaxPoints {

@@ -259,13 +259,10 @@ func TestParseParam(t *testing.T) {
 			t.Errorf("ParseParam(%q) = %+v, %v", tc.in, p, err)
 		}
 	}
-	// An unknown path is caught when the grid is built, with the scenario's own message.
-	res, err := Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, "controlPlane.debounce.minQiet=1s"), EstimateOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e := res.Points[0].Error; !strings.Contains(e, "minQuiet") {
-		t.Errorf("unknown path error = %q, want a did-you-mean naming minQuiet", e)
+	// An unknown path is caught before the sweep, with the scenario's own message.
+	_, err := Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, "controlPlane.debounce.minQiet=1s"), EstimateOnly: true})
+	if err == nil || !strings.Contains(err.Error(), `did you mean "minQuiet"`) {
+		t.Errorf("unknown path error = %v, want a did-you-mean naming minQuiet", err)
 	}
 }
 
@@ -511,5 +508,46 @@ func TestTuneInterrupted(t *testing.T) {
 				t.Errorf("the table's second line is %q, want the interruption", lines[1])
 			}
 		})
+	}
+}
+
+// TestTuneBadParams: an unknown parameter or a value it cannot take fails the sweep before
+// anything runs, naming the parameter and the value.
+func TestTuneBadParams(t *testing.T) {
+	for _, tc := range []struct{ param, want string }{
+		{"foo=1,2", `--param foo=1: --set: foo: unknown field "foo"`},
+		{"minQuiet=50ms,abc", `--param minQuiet=abc:`},
+		{"policy=fixed,bogus", `unknown debounce policy "bogus"`},
+	} {
+		fake := &fakeTuneRun{}
+		_, err := Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, tc.param), Run: fake.run})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.param, err, tc.want)
+		}
+		if len(fake.calls) != 0 {
+			t.Errorf("%s: %d runs, want none", tc.param, len(fake.calls))
+		}
+	}
+}
+
+// TestWriteFilesNothingToPlot: a sweep with no point to plot (every run failed) writes its
+// table and report, no plot (an earlier sweep's is removed), and says why.
+func TestWriteFilesNothingToPlot(t *testing.T) {
+	fake := &fakeTuneRun{fail: "minQuiet=100ms"}
+	res, err := Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, "minQuiet=100ms"), Run: fake.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, PNGFile), []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFiles(dir, res); !errors.Is(err, ErrNothingToPlot) {
+		t.Fatalf("WriteFiles: %v, want ErrNothingToPlot", err)
+	}
+	for name, want := range map[string]bool{CSVFile: true, JSONFile: true, TextFile: true, PNGFile: false, SVGFile: false} {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", name, err == nil, want)
+		}
 	}
 }

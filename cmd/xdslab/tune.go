@@ -143,11 +143,15 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 	if err := tune.WriteText(cmd.OutOrStdout(), res); err != nil {
 		return err
 	}
-	if err := tune.WriteFiles(out, res); err != nil {
+	switch err := tune.WriteFiles(out, res); {
+	case errors.Is(err, tune.ErrNothingToPlot):
+		fmt.Fprintf(cmd.OutOrStdout(), "\n%s, %s and %s written to %s; no plot: %v\n", tune.CSVFile, tune.JSONFile, tune.TextFile, out, tune.ErrNothingToPlot)
+	case err != nil:
 		return err
+	default:
+		fmt.Fprintf(cmd.OutOrStdout(), "\n%s, %s, %s, %s and %s written to %s\n", tune.CSVFile, tune.JSONFile,
+			tune.TextFile, tune.PNGFile, tune.SVGFile, out)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "\n%s, %s, %s, %s and %s written to %s\n", tune.CSVFile, tune.JSONFile,
-		tune.TextFile, tune.PNGFile, tune.SVGFile, out)
 	if interrupted {
 		return withCode(exitInterrupted, fmt.Errorf("tune: %s: the table covers the runs that finished (exit %d)", res.Interrupted, exitInterrupted))
 	}
