@@ -155,6 +155,15 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 	if interrupted {
 		return withCode(exitInterrupted, fmt.Errorf("tune: %s: the table covers the runs that finished (exit %d)", res.Interrupted, exitInterrupted))
 	}
+	failed := 0
+	for _, pt := range res.Points {
+		if pt.Error != "" {
+			failed++
+		}
+	}
+	if failed > 0 && failed == len(res.Points) {
+		return usageErr(fmt.Errorf("tune: every point failed (the table says why)"))
+	}
 	return nil
 }
 
