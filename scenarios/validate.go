@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/suggest"
@@ -25,7 +26,28 @@ const (
 	maxNamespaces    = 100_000
 	maxServices      = 1_000_000
 	maxChurnServices = 100_000
+	// maxScheduledEvents is simulator.MaxScheduledEvents: the events all churn may schedule.
+	maxScheduledEvents = 5_000_000
 )
+
+// churnEvents is how many events c schedules over a run of duration d, in expectation: rate ×
+// its window, its window / every, or its offsets (a replay's trace is not counted).
+func churnEvents(c Churn, d time.Duration) float64 {
+	end := d
+	if c.Stop > 0 && c.Stop.D() < end {
+		end = c.Stop.D()
+	}
+	window := (end - c.Start.D()).Seconds()
+	switch {
+	case window <= 0:
+		return 0
+	case c.Rate > 0:
+		return c.Rate.PerSecond() * window
+	case c.Every > 0:
+		return window / c.Every.D().Seconds()
+	}
+	return float64(len(c.At))
+}
 
 // validator collects errors with the positions recorded when the scenario was loaded.
 type validator struct {
@@ -104,8 +126,15 @@ func (v *validator) scenario() {
 	v.controlPlane()
 	v.sink()
 	v.topology()
+	total, one := 0.0, false // one: a churn alone is past the limit (churn says so)
 	for i := range s.Churn {
 		v.churn(i)
+		n := churnEvents(s.Churn[i], s.Duration.D())
+		total, one = total+n, one || n > maxScheduledEvents
+	}
+	if total > maxScheduledEvents && !one {
+		v.add("churn", fmt.Sprintf("lower the rates, raise the everies or shorten duration: at most %d events in all (the simulator's limit)", maxScheduledEvents),
+			"the churn schedules about %.3g events over the run", total)
 	}
 	v.clients()
 	v.posDur("phases.connect.timeout", s.Phases.Connect.Timeout)
@@ -339,6 +368,14 @@ func (v *validator) churn(i int) {
 	}
 	if c.Rate < 0 {
 		v.add(p+".rate", `use a rate > 0 such as "20/s"`, "negative rate %s", c.Rate)
+	}
+	if n := churnEvents(c, s.Duration.D()); n > maxScheduledEvents {
+		at := p + ".rate"
+		if c.Every > 0 {
+			at = p + ".every"
+		}
+		v.add(at, fmt.Sprintf("schedule at most %d events (the simulator's limit): lower the rate, raise every or shorten the churn's window", maxScheduledEvents),
+			"schedules about %.3g events over the run", n)
 	}
 	v.nonNegDur(p+".every", c.Every)
 	for j, at := range c.At {

@@ -1,0 +1,4 @@
+package scenarios
+
+// MaxScheduledEvents is maxScheduledEvents, for the external tests.
+const MaxScheduledEvents = maxScheduledEvents
