@@ -243,6 +243,20 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 	if sim == nil {
 		labels["note.sim"] = "no simulator summary among the inputs: simulator figures and the events no shard recorded are not in this summary"
 	}
+	// A shard stopped by a signal measured part of the run: the merge says which.
+	var stopped []string
+	for _, in := range shards {
+		if n := in.Summary.Metadata.Labels["note.interrupted"]; n != "" {
+			seg := summary.Segment{Index: 0, Count: 1}
+			if p := in.Summary.Metadata.Segment; p != nil {
+				seg = *p
+			}
+			stopped = append(stopped, fmt.Sprintf("shard %d/%d: %s", seg.Index, seg.Count, n))
+		}
+	}
+	if len(stopped) > 0 {
+		labels["note.interrupted"] = strings.Join(stopped, "; ")
+	}
 	out := &summary.Summary{
 		Version: summary.Version,
 		Metadata: summary.Metadata{Tool: "xdslab", ToolVersion: opts.ToolVersion, Command: "merge",

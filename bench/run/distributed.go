@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -55,6 +56,12 @@ type ShardOptions struct {
 	ToolVersion string
 	// Progress receives one line per phase (nil: none).
 	Progress io.Writer
+	// Stop, when closed, ends the shard early (the CLI closes it on the first SIGINT or
+	// SIGTERM), as Options.Stop ends a run: once its clients connect, what was measured is
+	// collected into the summary, marked interrupted (note.interrupted), and RunShard returns
+	// it with an error wrapping ErrInterrupted. Before that, it returns ErrInterrupted alone.
+	// Canceling ctx instead abandons the shard.
+	Stop <-chan struct{}
 }
 
 // RunShard runs the scenario's clients of one segment against the target, as one shard of a
@@ -144,6 +151,35 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		localP = nil
 	}
 
+	// sctx ends with ctx, or early when Stop is closed: the waits and phases watch it; what
+	// must finish (the drain's short wait, collecting) runs on ctx.
+	sctx, cancelStop := context.WithCancel(ctx)
+	defer cancelStop()
+	var stopAt atomic.Pointer[string] // the phase Stop came in, once it did
+	cur := "setup"
+	var curMu sync.Mutex
+	setPhase := func(name string) { curMu.Lock(); cur = name; curMu.Unlock() }
+	if opts.Stop != nil {
+		go func() {
+			select {
+			case <-opts.Stop:
+				curMu.Lock()
+				p := cur
+				curMu.Unlock()
+				stopAt.Store(&p)
+				cancelStop()
+			case <-sctx.Done():
+			}
+		}()
+	}
+	// early is the error of an interruption before the clients connect: nothing measured.
+	early := func(err error) error {
+		if p := stopAt.Load(); p != nil && ctx.Err() == nil {
+			return fmt.Errorf("%w while %s, before any client connected: nothing was measured", ErrInterrupted, *p)
+		}
+		return err
+	}
+
 	began := time.Now()
 	usage0 := collect.ReadUsage()
 	cp0 := readCP()
@@ -165,21 +201,22 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 			return nil, fmt.Errorf("--probes %w", err)
 		}
 		t := time.Now()
+		setPhase("reaching the simulator")
 		for {
-			off, err = stream.MeasureClock(ctx, opts.HTTP, base, max(opts.ClockSamples, 8), nil)
+			off, err = stream.MeasureClock(sctx, opts.HTTP, base, max(opts.ClockSamples, 8), nil)
 			if err == nil {
 				break
 			}
 			log.Info("waiting for the simulator", "url", base, "err", err)
-			if err := sleepCtx(ctx, opts.Retry); err != nil {
-				return nil, err
+			if err := sleepCtx(sctx, opts.Retry); err != nil {
+				return nil, early(err)
 			}
 		}
 		clock = &summary.Clock{Reference: base + "/time", OffsetSeconds: off.Offset.Seconds(), UncertaintySeconds: off.Uncertainty.Seconds(), Samples: off.Samples}
 		say("clock offset from the simulator %v ± %v", off.Offset, off.Uncertainty)
 		scfg = stream.SubscriberConfig{Base: base, Shard: max(opts.Segment.Index, 0), Client: opts.HTTP, Clock: off}
 		for {
-			st, err = stream.Dial(ctx, scfg)
+			st, err = stream.Dial(sctx, scfg)
 			if err == nil {
 				break
 			}
@@ -188,8 +225,8 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 				return nil, fmt.Errorf("subscribe to %s: %w", base, err)
 			}
 			log.Info("waiting for the simulator's probe stream", "err", err)
-			if err := sleepCtx(ctx, opts.Retry); err != nil {
-				return nil, err
+			if err := sleepCtx(sctx, opts.Retry); err != nil {
+				return nil, early(err)
 			}
 		}
 		defer st.Close()
@@ -202,9 +239,10 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		t := time.Now()
 		local := off.ToLocal(opts.StartAt)
 		if d := time.Until(local); d > 0 {
+			setPhase("waiting for the start")
 			say("waiting %v for the start at %s", d.Round(time.Millisecond), opts.StartAt.Format(time.RFC3339Nano))
-			if err := sleepCtx(ctx, d); err != nil {
-				return nil, err
+			if err := sleepCtx(sctx, d); err != nil {
+				return nil, early(err)
 			}
 		} else {
 			log.Warn("the start time has passed: starting at once", "startAt", opts.StartAt, "late", -d)
@@ -212,16 +250,21 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		phase("wait", t)
 	}
 
-	// Connect.
+	// Connect. The fleet runs on ctx: a Stop ends the phases, not the clients.
+	if sctx.Err() != nil {
+		return nil, early(sctx.Err())
+	}
+	setPhase("connect")
 	t := time.Now()
 	if err := fl.Start(ctx); err != nil {
 		return nil, err
 	}
 	timeout := phaseTimeout(sc.Phases.Connect.Timeout, time.Minute)
 	notes := map[string]string{}
-	err = waitFull(ctx, fl, timeout)
+	err = waitFull(sctx, fl, timeout)
 	connectFull := fl.Observer().FullConfigByGroup()
-	if err != nil {
+	stopped := func() bool { return ctx.Err() == nil && sctx.Err() != nil }
+	if err != nil && !stopped() {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -233,29 +276,40 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	// Measure: until the simulator's end, or for the scenario's duration.
 	h := &shardHandler{fleet: fl, log: log, handles: map[uint64]*measure.Expected{}}
 	t = time.Now()
-	if st != nil {
-		if err := stream.Ready(ctx, scfg); err != nil {
-			return nil, fmt.Errorf("report ready to %s: %w", scfg.Base, err)
-		}
-		if err := st.Run(ctx, h); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+	if !stopped() {
+		setPhase("measure")
+		if st != nil {
+			if err := stream.Ready(sctx, scfg); err != nil && !stopped() {
+				return nil, fmt.Errorf("report ready to %s: %w", scfg.Base, err)
 			}
-			notes["probes"] = err.Error()
-			log.Warn("probe stream", "err", err)
+			if err := st.Run(sctx, h); err != nil && !stopped() {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				notes["probes"] = err.Error()
+				log.Warn("probe stream", "err", err)
+			}
+			if m := h.measureAt(); !m.IsZero() {
+				t = m
+			}
+		} else if err := sleepCtx(sctx, sc.Duration.D()); err != nil && !stopped() {
+			return nil, err
 		}
-		if m := h.measureAt(); !m.IsZero() {
-			t = m
-		}
-	} else if err := sleepCtx(ctx, sc.Duration.D()); err != nil {
-		return nil, err
+		phase("measure", t)
 	}
-	phase("measure", t)
 
-	// Drain.
+	// Drain; briefly when the shard was stopped.
 	t = time.Now()
-	dctx, cancel := context.WithTimeout(ctx, phaseTimeout(sc.Phases.Drain.Timeout, 10*time.Second))
+	drainFor := phaseTimeout(sc.Phases.Drain.Timeout, 10*time.Second)
+	if stopped() {
+		drainFor = min(drainFor, 2*time.Second)
+	} else {
+		setPhase("drain")
+	}
+	dctx, cancel := context.WithTimeout(ctx, drainFor)
+	stopDrain := context.AfterFunc(sctx, func() { time.AfterFunc(2*time.Second, cancel) })
 	left, _ := fl.Matcher().Drain(dctx, 10*time.Millisecond)
+	stopDrain()
 	cancel()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -264,6 +318,11 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		notes["drain"] = fmt.Sprintf("%d observations still outstanding after the drain timeout", left)
 	}
 	phase("drain", t)
+	var interrupted error
+	if p := stopAt.Load(); p != nil {
+		notes["interrupted"] = fmt.Sprintf("the shard was stopped (SIGINT or SIGTERM) during %s; the figures cover what it measured until then", *p)
+		interrupted = fmt.Errorf("%w: %s", ErrInterrupted, notes["interrupted"])
+	}
 	fl.Stop()
 	ended := time.Now()
 	usage1, cp1 := collect.ReadUsage(), readCP()
@@ -272,11 +331,15 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		notes["connect failures"] = note
 	}
 
-	return collect.Shard(collect.ShardInput{Scenario: sc, ToolVersion: opts.ToolVersion, Target: opts.Target,
+	sum, err := collect.Shard(collect.ShardInput{Scenario: sc, ToolVersion: opts.ToolVersion, Target: opts.Target,
 		Segment: opts.Segment, StartAt: opts.StartAt, Clock: clock, Probes: scfg.Base,
 		Began: began, Ended: ended, Fleet: fl, ConnectFull: connectFull,
 		UsageStart: usage0, UsageEnd: usage1, CPStart: cp0, CPEnd: cp1, TargetLocal: localP, TargetLocalErr: localErr,
 		Phases: phases, Notes: notes})
+	if err != nil {
+		return nil, err
+	}
+	return sum, interrupted
 }
 
 func segName(s fleet.Segment) string {

@@ -133,13 +133,25 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 		}
 	}
 	out := cmd.OutOrStdout()
-	s, err := run.RunShard(cmd.Context(), sc, run.ShardOptions{Target: f.Target, Segment: seg, StartAt: start,
-		Probes: f.dist.Probes, TargetMetrics: f.dist.TargetMetrics, Progress: cmd.ErrOrStderr()})
-	if err != nil {
+	// The first SIGINT or SIGTERM ends the shard early through Stop, which still writes what
+	// it measured (a stopped pod must not lose the whole distributed run); a second exits.
+	s, err := run.RunShard(context.WithoutCancel(cmd.Context()), sc, run.ShardOptions{Target: f.Target, Segment: seg, StartAt: start,
+		Probes: f.dist.Probes, TargetMetrics: f.dist.TargetMetrics, Progress: cmd.ErrOrStderr(), Stop: cmd.Context().Done()})
+	interrupted := errors.Is(err, run.ErrInterrupted)
+	if s == nil {
+		if interrupted {
+			return withCode(exitInterrupted, fmt.Errorf("fleet %s: %w", segLabel(seg), err))
+		}
 		return err
 	}
 	fmt.Fprintf(out, "\nfleet %s: scenario %s against %s\n\n", segLabel(seg), sc.Name, f.Target)
-	return writeFleetSummary(out, s, f.SummaryFile)
+	if werr := writeFleetSummary(out, s, f.SummaryFile); werr != nil {
+		return werr
+	}
+	if interrupted {
+		return withCode(exitInterrupted, fmt.Errorf("fleet %s: %w (summary written)", segLabel(seg), err))
+	}
+	return err
 }
 
 func segLabel(s fleet.Segment) string {

@@ -411,3 +411,66 @@ func TestShardFlagsNeedScenario(t *testing.T) {
 		}
 	}
 }
+
+// TestShardStopped: a shard stopped by a signal (its command's context ends) once its clients
+// connected writes the summary of what it measured, marked interrupted, and exits 130, so a
+// stopped pod does not lose the whole distributed run; one stopped before its start writes
+// nothing and exits 130 at once.
+func TestShardStopped(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	sc := writeScenario(t, strings.Replace(distScenario, "duration: 4s", "duration: 60s", 1))
+	opts := controlplane.DefaultOptions()
+	opts.GRPCAddr, opts.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.ConfigDir = t.TempDir()
+	cp, err := controlplane.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancelAll()
+	if err := cp.Start(bg); err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	for _, tc := range []struct {
+		name    string
+		startAt string
+		summary bool
+	}{
+		{"measuring", "", true},
+		{"waiting for the start", "+1h", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "shard.json")
+			args := []string{"fleet", "--scenario", sc, "--target", cp.GRPCAddr(), "--segment", "0/2", "--summary", file, "--progress", "off"}
+			if tc.startAt != "" {
+				args = append(args, "--start-at", tc.startAt)
+			}
+			ctx, stop := context.WithCancel(bg)
+			time.AfterFunc(3*time.Second, stop) // the signal: connected by then, 57 s from the end
+			began := time.Now()
+			if code := runCLI(ctx, args); code != exitInterrupted {
+				t.Fatalf("exit %d, want %d", code, exitInterrupted)
+			}
+			if took := time.Since(began); took > 30*time.Second {
+				t.Errorf("the stopped shard took %v to exit", took)
+			}
+			s, err := summary.ReadFile(file)
+			if !tc.summary {
+				if err == nil {
+					t.Error("a shard stopped before its start wrote a summary")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := s.Metadata.Labels["note.interrupted"]; !strings.Contains(n, "stopped (SIGINT or SIGTERM) during measure") {
+				t.Errorf("note.interrupted %q", n)
+			}
+			if m, ok := s.Results.Find(fleet.MetricFullConfigClients, nil); !ok || m.Values["value"] == 0 {
+				t.Errorf("the shard's clients' full configs are not in its summary: %+v", m)
+			}
+		})
+	}
+}
