@@ -51,7 +51,11 @@ type ShardOptions struct {
 	// ClockSamples is the number of round trips of the clock measurement (default 8).
 	ClockSamples int
 	// Retry is the pause between attempts to reach the simulator (default 500ms).
-	Retry       time.Duration
+	Retry time.Duration
+	// ProbesWait bounds how long the shard waits for the simulator at Probes to answer
+	// (default 5m; shards may start before it), and so does StartAt: a start that passes
+	// first ends the wait. Something answering that is not the simulator ends it at once.
+	ProbesWait  time.Duration
 	Logger      *slog.Logger
 	ToolVersion string
 	// Progress receives one line per phase (nil: none).
@@ -84,6 +88,9 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	}
 	if opts.MetricsWait <= 0 {
 		opts.MetricsWait = 30 * time.Second
+	}
+	if opts.ProbesWait <= 0 {
+		opts.ProbesWait = 5 * time.Minute
 	}
 	say := func(format string, args ...any) {
 		if opts.Progress != nil {
@@ -202,10 +209,27 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		}
 		t := time.Now()
 		setPhase("reaching the simulator")
+		deadline := t.Add(opts.ProbesWait)
+		if !opts.StartAt.IsZero() && opts.StartAt.Before(deadline) {
+			deadline = opts.StartAt // on the simulator's clock, which is not known yet: near enough
+		}
+		lastSaid := time.Time{}
 		for {
 			off, err = stream.MeasureClock(sctx, opts.HTTP, base, max(opts.ClockSamples, 8), nil)
 			if err == nil {
 				break
+			}
+			var se *stream.StatusError
+			if errors.As(err, &se) && !se.Retryable() {
+				return nil, fmt.Errorf("--probes %s: %w", base, err)
+			}
+			if sctx.Err() == nil && time.Now().After(deadline) {
+				return nil, fmt.Errorf("--probes %s: the simulator did not answer within %v (or before the start): %w; start xdslab sim --publish there, or fix the address",
+					base, time.Since(t).Round(time.Second), err)
+			}
+			if time.Since(lastSaid) >= 30*time.Second {
+				say("waiting for the simulator at %s: %v", base, err)
+				lastSaid = time.Now()
 			}
 			log.Info("waiting for the simulator", "url", base, "err", err)
 			if err := sleepCtx(sctx, opts.Retry); err != nil {

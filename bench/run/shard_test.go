@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -35,5 +37,38 @@ func TestShardTargetMetricsUnreachable(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "waiting up to 300ms for the control plane's metrics") {
 		t.Errorf("progress %q does not say it waits", progress.String())
+	}
+}
+
+// TestShardProbesUnreachable: a shard whose --probes address is not the simulator's gives up
+// with an error naming it: at once when something else answers there, after ProbesWait when
+// nothing does (before, it retried for ever, silently).
+func TestShardProbesUnreachable(t *testing.T) {
+	notSim := httptest.NewServer(http.NotFoundHandler())
+	defer notSim.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := "http://" + l.Addr().String()
+	l.Close()
+	sc, err := scenarios.Builtin("quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, url, want string }{
+		{"something else answers", notSim.URL, "HTTP 404: GET " + notSim.URL + "/time: not a simulator's probe stream"},
+		{"nothing answers", nobody, "the simulator did not answer within"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var progress bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := RunShard(ctx, sc, ShardOptions{Target: "127.0.0.1:1", Probes: tc.url, ProbesWait: 300 * time.Millisecond,
+				Retry: 50 * time.Millisecond, Progress: &progress})
+			if err == nil || !strings.Contains(err.Error(), "--probes "+tc.url) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("RunShard: %v, want an error naming --probes %s and %q", err, tc.url, tc.want)
+			}
+		})
 	}
 }

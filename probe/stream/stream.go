@@ -429,8 +429,12 @@ func MeasureClock(ctx context.Context, client *http.Client, base string, samples
 		err = json.NewDecoder(io.LimitReader(resp.Body, 1<<10)).Decode(&body)
 		resp.Body.Close()
 		t2 := now()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			return Offset{}, fmt.Errorf("GET %s/time: status %d: %v", base, resp.StatusCode, err)
+		switch {
+		case resp.StatusCode != http.StatusOK:
+			// Something answers, and it is not a publisher's clock (a 503 is one starting).
+			return Offset{}, &StatusError{Code: resp.StatusCode, Msg: fmt.Sprintf("GET %s/time: not a simulator's probe stream (xdslab sim --publish)", base)}
+		case err != nil || body.UnixNano == 0:
+			return Offset{}, &StatusError{Code: resp.StatusCode, Msg: fmt.Sprintf("GET %s/time: not a simulator's clock (want {\"unixNano\": …}): %v", base, err)}
 		}
 		rtt := t2.Sub(t1)
 		mid := t1.Add(rtt / 2)
