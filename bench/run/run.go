@@ -324,7 +324,10 @@ func (r *execution) execute(ctx context.Context) (*summary.Summary, error) {
 		lctx, cancel := context.WithTimeout(sctx, phaseTimeout(sc.Phases.Connect.Timeout, time.Minute))
 		err := r.tgt.loaded(lctx, services)
 		cancel()
-		if err != nil && !stopped() {
+		switch {
+		case errors.Is(err, errNoServicesGauge):
+			r.notes["setup"] = fmt.Sprintf("the target's load of the initial topology could not be checked: %v", err)
+		case err != nil && !stopped():
 			return nil, fmt.Errorf("the control plane did not load the initial topology (%d services): %w", services, err)
 		}
 	} else {

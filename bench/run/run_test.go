@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -329,4 +330,30 @@ func TestRunRepeat(t *testing.T) {
 		_, err := summary.ReadFile(filepath.Join(out, d, "summary.json"))
 		require.NoError(t, err)
 	}
+}
+
+// TestRunExternalMetricsWithoutPilotServices: a target whose metrics lack Istio's
+// pilot_services (a go-control-plane server's) is run against, its load of the topology noted
+// as unchecked; before, the run waited out the connect timeout and blamed the control plane.
+func TestRunExternalMetricsWithoutPilotServices(t *testing.T) {
+	sc := loadScenario(t, smallScenario)
+	dir := t.TempDir()
+	opts := controlplane.DefaultOptions()
+	opts.GRPCAddr, opts.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.ConfigDir = dir
+	opts.ConfigRescan = 200 * time.Millisecond
+	opts.Debounce.MinQuiet = 50 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := startControlPlane(ctx, opts)
+	require.NoError(t, err)
+	defer cp.stop()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "# TYPE foo counter\nfoo 1\n")
+	}))
+	defer other.Close()
+
+	s, err := Run(ctx, sc, Options{Out: t.TempDir(), Target: cp.addr, SinkDir: dir, TargetMetrics: other.URL + "/metrics"})
+	require.NoError(t, err)
+	require.Contains(t, s.Metadata.Labels["note.setup"], "could not be checked: the target's metrics have no pilot_services")
 }

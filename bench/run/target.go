@@ -229,11 +229,20 @@ func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*t
 		t.loaded = func(ctx context.Context, n int) error {
 			tick := time.NewTicker(100 * time.Millisecond)
 			defer tick.Stop()
+			var absentSince time.Time // the scrapes answer without pilot_services since then
 			for {
 				fams, err := t.gather(ctx)
 				if err == nil {
-					if v, ok := collect.Services(fams); ok && int(v) >= n {
+					v, ok := collect.Services(fams)
+					switch {
+					case ok && int(v) >= n:
 						return nil
+					case ok:
+						absentSince = time.Time{}
+					case absentSince.IsZero():
+						absentSince = time.Now()
+					case time.Since(absentSince) >= noServicesGaugeAfter:
+						return fmt.Errorf("%w (%s)", errNoServicesGauge, url)
 					}
 				} else {
 					log.Debug("scrape target metrics", "url", url, "err", err)
@@ -248,6 +257,14 @@ func startExternal(ctx context.Context, o externalOptions, log *slog.Logger) (*t
 	}
 	return t, nil
 }
+
+// errNoServicesGauge: the target's metrics answer without Istio's pilot_services (a
+// go-control-plane server, say), so whether it loaded the topology cannot be told.
+var errNoServicesGauge = errors.New("the target's metrics have no pilot_services")
+
+// noServicesGaugeAfter is how long the scrapes must answer without pilot_services before the
+// run stops waiting for it: a control plane just started may not have set it yet.
+const noServicesGaugeAfter = 3 * time.Second
 
 // MetricsURL turns a --target-metrics value (HOST:PORT or a URL) into the URL to scrape:
 // http:// unless a scheme is given, /metrics unless a path is.
