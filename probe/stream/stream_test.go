@@ -316,3 +316,39 @@ func TestStreamSurvivesLostAck(t *testing.T) {
 		t.Errorf("barrier timeouts %d, want 1", p.BarrierTimeouts())
 	}
 }
+
+// TestStreamAbsentShardNoTimeout: a shard that never subscribed holds no event up and is not
+// counted as a barrier timeout (the merge counts the events it has no record of); before, every
+// event of a run with a shard missing counted as one.
+func TestStreamAbsentShardNoTimeout(t *testing.T) {
+	p, err := NewPublisher(PublisherConfig{Shards: 2, AckTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	p.Open()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := Dial(ctx, SubscriberConfig{Base: srv.URL, Shard: 0, Client: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, &recorder{}) }()
+	for p.Subscribed() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	for id := range uint64(3) {
+		if n := p.Expect(ctx, expectation(id+1)); n != 1 {
+			t.Errorf("event %d: %d acks, want 1", id+1, n)
+		}
+	}
+	p.End(ctx)
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if got := p.BarrierTimeouts(); got != 0 {
+		t.Errorf("barrier timeouts %d, want 0 (shard 1 never subscribed: nothing was held)", got)
+	}
+}
