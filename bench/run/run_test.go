@@ -273,17 +273,9 @@ func TestRunInProcess(t *testing.T) {
 // runs), reached only through --target, --sink-dir and --target-metrics.
 func TestRunExternal(t *testing.T) {
 	sc := loadScenario(t, smallScenario)
-	dir := t.TempDir()
-	opts := controlplane.DefaultOptions()
-	opts.GRPCAddr, opts.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
-	opts.ConfigDir = dir
-	opts.ConfigRescan = 200 * time.Millisecond
-	opts.Debounce.MinQuiet = 50 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, err := startControlPlane(ctx, opts)
-	require.NoError(t, err)
-	defer cp.stop()
+	cp, dir := externalControlPlane(t, ctx)
 
 	out := t.TempDir()
 	s, err := Run(ctx, sc, Options{Out: out, Target: cp.addr, SinkDir: dir, TargetMetrics: cp.srv.MetricsAddr()})
@@ -302,6 +294,23 @@ func TestRunExternal(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
+}
+
+// externalControlPlane starts a control plane watching a directory of its own (what
+// 'xdslab controlplane --config-dir DIR' runs), stopped when the test ends, and returns it
+// and the directory.
+func externalControlPlane(t *testing.T, ctx context.Context) (*cpHandle, string) {
+	t.Helper()
+	dir := t.TempDir()
+	opts := controlplane.DefaultOptions()
+	opts.GRPCAddr, opts.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.ConfigDir = dir
+	opts.ConfigRescan = 200 * time.Millisecond
+	opts.Debounce.MinQuiet = 50 * time.Millisecond
+	cp, err := startControlPlane(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(cp.stop)
+	return cp, dir
 }
 
 func TestRunExternalNeedsSinkDir(t *testing.T) {
@@ -337,17 +346,9 @@ func TestRunRepeat(t *testing.T) {
 // as unchecked; before, the run waited out the connect timeout and blamed the control plane.
 func TestRunExternalMetricsWithoutPilotServices(t *testing.T) {
 	sc := loadScenario(t, smallScenario)
-	dir := t.TempDir()
-	opts := controlplane.DefaultOptions()
-	opts.GRPCAddr, opts.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
-	opts.ConfigDir = dir
-	opts.ConfigRescan = 200 * time.Millisecond
-	opts.Debounce.MinQuiet = 50 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, err := startControlPlane(ctx, opts)
-	require.NoError(t, err)
-	defer cp.stop()
+	cp, dir := externalControlPlane(t, ctx)
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "# TYPE foo counter\nfoo 1\n")
 	}))
