@@ -430,3 +430,33 @@ func TestServerEmptyConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestServerDirRemovesSeveralFiles: files removed together leave the snapshot together (one
+// reload deletes their objects in one store write). Before, only the first deleted object
+// left it; the others stayed, and a lab rerun with --clean measured the last run's routes as
+// already held.
+func TestServerDirRemovesSeveralFiles(t *testing.T) {
+	dir := t.TempDir()
+	vs := func(name string) string {
+		return "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: " + name + ", namespace: shop}\n" +
+			"spec: {hosts: [" + name + ".example.com], http: [{route: [{destination: {host: " + name + ".example.com}}]}]}\n"
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		writeAtomic(t, filepath.Join(dir, n+".yaml"), vs(n))
+	}
+	opts := controlplanetest.Options(t)
+	opts.ConfigDir = dir
+	opts.ConfigRescan = 50 * time.Millisecond
+	opts.ConfigDeleteGuard.Off = true // two of three objects: a mass deletion the guard would hold first
+	s := controlplanetest.NewServer(t, opts)
+	waitSnap(t, s, "three VirtualServices", func(s *model.Snapshot) bool { return len(s.Configs(istioconfig.KindVirtualService)) == 3 })
+	for _, n := range []string{"a", "b"} {
+		if err := os.Remove(filepath.Join(dir, n+".yaml")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := waitSnap(t, s, "one VirtualService left", func(s *model.Snapshot) bool { return len(s.Configs(istioconfig.KindVirtualService)) == 1 })
+	if got := snap.Configs(istioconfig.KindVirtualService)[0].Name; got != "c" {
+		t.Errorf("VirtualService left: %s, want c", got)
+	}
+}

@@ -132,6 +132,10 @@ type Aggregate struct {
 	// wes are WorkloadEntries by namespace.
 	wes      map[string]map[istioconfig.Key]*istioconfig.Config
 	rejected map[istioconfig.Key]error
+	// held are the keys of the other config objects ConfigChanged was given and not since
+	// deleted: a delete of one is a change even when the store's version, installed by an
+	// earlier event of the same write, no longer holds it.
+	held map[istioconfig.Key]struct{}
 }
 
 // NewAggregate returns an aggregate subscribed to opts.Registries (their current content is
@@ -147,6 +151,7 @@ func NewAggregate(opts AggregateOptions) *Aggregate {
 		seByHost: map[string]map[istioconfig.Key]struct{}{},
 		wes:      map[string]map[istioconfig.Key]*istioconfig.Config{},
 		rejected: map[istioconfig.Key]error{},
+		held:     map[istioconfig.Key]struct{}{},
 	}
 	a.cur.Store(&View{hosts: cow.New[string, entry]()})
 	for i := range a.regs {
@@ -247,10 +252,19 @@ func (a *Aggregate) ConfigChanged(old, cur *istioconfig.Config, state Configs) {
 			a.workloadEntryChanged(key, old, cur, cs)
 		default:
 			// Every event is a change of its object; the version may already hold a later one
-			// (whose own event then finds the snapshot unchanged). Only a delete of an object
-			// neither the previous View nor the version holds changed nothing.
-			if cur != nil || prev != nil || a.next.Config(key) != nil {
+			// (whose own event then finds the snapshot unchanged). A delete is one when the
+			// object was held: by the previous View, the version, or an earlier event (state
+			// is the store's version when the event was delivered, which the first event of a
+			// write deleting several objects, a directory's reload, installs for them all).
+			// Only a delete of an object nobody held changed nothing.
+			_, wasHeld := a.held[key]
+			if cur != nil || wasHeld || prev != nil || a.next.Config(key) != nil {
 				cs.add(key)
+			}
+			if cur != nil {
+				a.held[key] = struct{}{}
+			} else {
+				delete(a.held, key)
 			}
 		}
 	})

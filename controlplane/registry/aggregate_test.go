@@ -357,3 +357,35 @@ func change(agg *Aggregate, old, cur *istioconfig.Config) {
 	statesMu.Unlock()
 	agg.ConfigChanged(old, cur, next)
 }
+
+// TestAggregateDeletesOfOneWrite: objects a store deletes in one write arrive as one event
+// each, every one carrying the store's version after the whole write; each is still reported.
+// Before, only the first was: its event installed the version, and the others then found
+// neither the View nor the version holding their object, so a directory's reload that removed
+// several files left all but one of their objects in the snapshot.
+func TestAggregateDeletesOfOneWrite(t *testing.T) {
+	rec := &recorder{}
+	agg := NewAggregate(AggregateOptions{OnChange: rec.onChange})
+	vs := func(name string) *istioconfig.Config {
+		return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: name, Namespace: "ns1"},
+			Spec: &networking.VirtualService{Hosts: []string{name}}}
+	}
+	a, b, c := vs("a"), vs("b"), vs("c")
+	all := cfgState{a.Key(): a, b.Key(): b, c.Key(): c}
+	for _, x := range []*istioconfig.Config{a, b, c} {
+		agg.ConfigChanged(nil, x, all)
+	}
+	rec.take()
+	after := cfgState{} // the store's version once the write deleted all three
+	for _, x := range []*istioconfig.Config{a, b, c} {
+		agg.ConfigChanged(x, nil, after)
+	}
+	want := []string{"F VirtualService/a", "F VirtualService/b", "F VirtualService/c"}
+	if got := rec.take(); !slices.Equal(got, want) {
+		t.Errorf("deletes of one write:\n got  %q\n want %q", got, want)
+	}
+	agg.ConfigChanged(a, nil, after) // deleted already: nothing
+	if got := rec.take(); len(got) != 0 {
+		t.Errorf("a second delete: %q, want nothing", got)
+	}
+}
