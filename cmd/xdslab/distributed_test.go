@@ -465,7 +465,7 @@ func TestShardStopped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := s.Metadata.Labels["note.interrupted"]; !strings.Contains(n, "stopped (SIGINT or SIGTERM) during measure") {
+			if n := s.Metadata.Labels["note.interrupted"]; !strings.Contains(n, "stopped (SIGINT or SIGTERM) during ") {
 				t.Errorf("note.interrupted %q", n)
 			}
 			if m, ok := s.Results.Find(fleet.MetricFullConfigClients, nil); !ok || m.Values["value"] == 0 {
