@@ -310,7 +310,7 @@ func simSummary(out io.Writer, s simulator.Stats, took time.Duration) {
 // runPublishedSim is 'xdslab sim --publish': the simulator of a distributed run.
 func runPublishedSim(ctx context.Context, out io.Writer, sc *scenarios.Scenario, f simFlags, sink simulator.Sink,
 	recorders []simulator.Sink, metrics *simulator.Metrics, startAt time.Time, where string, files func() string) error {
-	pub, err := stream.NewPublisher(stream.PublisherConfig{Shards: f.pub.shards, AckTimeout: f.pub.ackTimeout})
+	pub, err := stream.NewPublisher(stream.PublisherConfig{Shards: f.pub.shards, AckTimeout: f.pub.ackTimeout, Scenario: sc.Name})
 	if err != nil {
 		return usageErr(err)
 	}

@@ -74,6 +74,9 @@ type PublisherConfig struct {
 	// Queue is each subscriber's buffer of unsent messages (default 65536); a subscriber
 	// that falls that far behind is disconnected (its missing events are counted at merge).
 	Queue int
+	// Scenario is the name of the scenario the simulator runs ("": not checked): a shard
+	// that says it runs another one is refused at subscribe, not at merge.
+	Scenario string
 }
 
 // Publisher is the simulator's side: it serves the probe stream to each shard over HTTP and
@@ -185,6 +188,10 @@ func (p *Publisher) shardParam(w http.ResponseWriter, r *http.Request) (int, boo
 func (p *Publisher) serveProbes(w http.ResponseWriter, r *http.Request) {
 	i, ok := p.shardParam(w, r)
 	if !ok {
+		return
+	}
+	if sc := r.URL.Query().Get("scenario"); sc != "" && p.cfg.Scenario != "" && sc != p.cfg.Scenario {
+		http.Error(w, fmt.Sprintf("shard %d runs scenario %q, the simulator %q: give both the same scenario", i, sc, p.cfg.Scenario), http.StatusConflict)
 		return
 	}
 	p.mu.Lock()
@@ -472,6 +479,9 @@ type SubscriberConfig struct {
 	Client *http.Client
 	// Clock converts the simulator's times to local ones.
 	Clock Offset
+	// Scenario is the name of the scenario the shard runs ("": not said); the publisher
+	// refuses a subscription of another scenario than its own.
+	Scenario string
 }
 
 // Stream is a shard's open subscription.
@@ -540,6 +550,9 @@ func (s *Stream) Run(ctx context.Context, h Handler) error {
 
 func open(ctx context.Context, cfg SubscriberConfig) (*http.Response, error) {
 	u := cfg.Base + "/probes?shard=" + strconv.Itoa(cfg.Shard)
+	if cfg.Scenario != "" {
+		u += "&scenario=" + url.QueryEscape(cfg.Scenario)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err

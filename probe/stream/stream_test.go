@@ -352,3 +352,30 @@ func TestStreamAbsentShardNoTimeout(t *testing.T) {
 		t.Errorf("barrier timeouts %d, want 0 (shard 1 never subscribed: nothing was held)", got)
 	}
 }
+
+// TestPublisherRefusesOtherScenario: a shard that runs another scenario than the simulator is
+// refused when it subscribes (HTTP 409, not to be retried), not only at merge; one that does
+// not say which it runs is let in.
+func TestPublisherRefusesOtherScenario(t *testing.T) {
+	p, err := NewPublisher(PublisherConfig{Shards: 2, Scenario: "small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	p.Open()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = Dial(ctx, SubscriberConfig{Base: srv.URL, Shard: 0, Client: srv.Client(), Scenario: "small2"})
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusConflict || se.Retryable() || !strings.Contains(se.Msg, `shard 0 runs scenario "small2", the simulator "small"`) {
+		t.Fatalf("Dial of another scenario: %v, want a 409 naming both", err)
+	}
+	for i, name := range []string{"small", ""} {
+		s, err := Dial(ctx, SubscriberConfig{Base: srv.URL, Shard: i, Client: srv.Client(), Scenario: name})
+		if err != nil {
+			t.Fatalf("Dial of scenario %q: %v", name, err)
+		}
+		s.Close()
+	}
+}
