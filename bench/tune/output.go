@@ -48,8 +48,9 @@ func WriteFiles(dir string, r *Result) error {
 		{PNGFile, func(w io.Writer) error { return Plot(w, r, "png") }},
 		{SVGFile, func(w io.Writer) error { return Plot(w, r, "svg") }},
 	}
+	plotted := hasPlot(r)
 	for _, wr := range writers {
-		if (wr.name == PNGFile || wr.name == SVGFile) && !hasPlot(r) {
+		if (wr.name == PNGFile || wr.name == SVGFile) && !plotted {
 			if err := os.Remove(filepath.Join(dir, wr.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("tune: %s: %w", wr.name, err)
 			}
@@ -59,7 +60,7 @@ func WriteFiles(dir string, r *Result) error {
 			return fmt.Errorf("tune: %s: %w", wr.name, err)
 		}
 	}
-	if !hasPlot(r) {
+	if !plotted {
 		return fmt.Errorf("tune: %s and %s not written: %w", PNGFile, SVGFile, ErrNothingToPlot)
 	}
 	return nil

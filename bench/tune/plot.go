@@ -64,14 +64,14 @@ func plotPolicies(r *Result) []string {
 	return out
 }
 
-// buildPlot decides the plot: every usable point labelled with its settings, dominated
-// points grey, the frontier joined by a line, the knee and the recommendation marked; when
-// the tune ran more than one debounce policy, each policy has its own glyph shape (fixed
-// circles, adaptive triangles) and the compared pair is named in the title.
 // ErrNothingToPlot: no point has both figures of the plot (every run failed, or an estimate
 // of a scenario without churn predicts no delay).
 var ErrNothingToPlot = errors.New("no point has figures to plot")
 
+// buildPlot decides the plot: every usable point labelled with its settings, dominated
+// points grey, the frontier joined by a line, the knee and the recommendation marked; when
+// the tune ran more than one debounce policy, each policy has its own glyph shape (fixed
+// circles, adaptive triangles) and the compared pair is named in the title.
 func buildPlot(r *Result) (*plotModel, error) {
 	m := &plotModel{Title: fmt.Sprintf("xdslab tune %s: latency vs cost", r.Scenario)}
 	switch {
