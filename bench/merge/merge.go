@@ -96,10 +96,7 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 			}
 			sim = &inputs[i]
 		case "fleet":
-			seg := summary.Segment{Index: 0, Count: 1}
-			if s.Metadata.Segment != nil {
-				seg = *s.Metadata.Segment
-			}
+			seg := segmentOf(s)
 			if count == 0 {
 				count = seg.Count
 			} else if seg.Count != count {
@@ -247,11 +244,7 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 	var stopped []string
 	for _, in := range shards {
 		if n := in.Summary.Metadata.Labels["note.interrupted"]; n != "" {
-			seg := summary.Segment{Index: 0, Count: 1}
-			if p := in.Summary.Metadata.Segment; p != nil {
-				seg = *p
-			}
-			stopped = append(stopped, fmt.Sprintf("shard %d/%d: %s", seg.Index, seg.Count, n))
+			stopped = append(stopped, fmt.Sprintf("shard %s: %s", segmentOf(in.Summary), n))
 		}
 	}
 	if len(stopped) > 0 {
@@ -618,4 +611,13 @@ func distributedCPU(shards []Input, merged []summary.Metric) collect.HarnessCPU 
 		"so they are taken to share its cores; the simulator's is not counted, as where it ran is not known; the control plane's is from its metrics, the longest of %s",
 		local, len(shards), from)
 	return hc
+}
+
+// segmentOf is the shard a fleet summary covers: its segment, or the whole fleet (0/1) when
+// it names none.
+func segmentOf(s *summary.Summary) summary.Segment {
+	if s.Metadata.Segment != nil {
+		return *s.Metadata.Segment
+	}
+	return summary.Segment{Index: 0, Count: 1}
 }
