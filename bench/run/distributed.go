@@ -160,29 +160,16 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 
 	// sctx ends with ctx, or early when Stop is closed: the waits and phases watch it; what
 	// must finish (the drain's short wait, collecting) runs on ctx.
-	sctx, cancelStop := context.WithCancel(ctx)
-	defer cancelStop()
-	var stopAt atomic.Pointer[string] // the phase Stop came in, once it did
-	cur := "setup"
-	var curMu sync.Mutex
-	setPhase := func(name string) { curMu.Lock(); cur = name; curMu.Unlock() }
-	if opts.Stop != nil {
-		go func() {
-			select {
-			case <-opts.Stop:
-				curMu.Lock()
-				p := cur
-				curMu.Unlock()
-				stopAt.Store(&p)
-				cancelStop()
-			case <-sctx.Done():
-			}
-		}()
-	}
+	var cur atomic.Value // the phase in progress, for the stop
+	cur.Store("setup")
+	setPhase := func(name string) { cur.Store(name) }
+	sw := watchStop(ctx, opts.Stop, func() string { return cur.Load().(string) })
+	defer sw.cancel()
+	sctx, stopped := sw.ctx, sw.stopped
 	// early is the error of an interruption before the clients connect: nothing measured.
 	early := func(err error) error {
-		if p := stopAt.Load(); p != nil && ctx.Err() == nil {
-			return fmt.Errorf("%w while %s, before any client connected: nothing was measured", ErrInterrupted, *p)
+		if p, ok := sw.stoppedIn(); ok && ctx.Err() == nil {
+			return fmt.Errorf("%w while %s, before any client connected: nothing was measured", ErrInterrupted, p)
 		}
 		return err
 	}
@@ -287,7 +274,6 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	notes := map[string]string{}
 	err = waitFull(sctx, fl, timeout)
 	connectFull := fl.Observer().FullConfigByGroup()
-	stopped := func() bool { return ctx.Err() == nil && sctx.Err() != nil }
 	if err != nil && !stopped() {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -343,8 +329,8 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 	}
 	phase("drain", t)
 	var interrupted error
-	if p := stopAt.Load(); p != nil {
-		notes["interrupted"] = fmt.Sprintf("the shard was stopped (SIGINT or SIGTERM) during %s; the figures cover what it measured until then", *p)
+	if p, ok := sw.stoppedIn(); ok {
+		notes["interrupted"] = fmt.Sprintf("the shard was stopped (SIGINT or SIGTERM) during %s; the figures cover what it measured until then", p)
 		interrupted = fmt.Errorf("%w: %s", ErrInterrupted, notes["interrupted"])
 	}
 	fl.Stop()

@@ -298,21 +298,9 @@ func (r *execution) execute(ctx context.Context) (*summary.Summary, error) {
 
 	// sctx ends with ctx, or early when Stop is closed: the phases watch it; what must finish
 	// (loading the topology, collecting, writing) runs on ctx.
-	sctx, cancelStop := context.WithCancel(ctx)
-	defer cancelStop()
-	var stopAt atomic.Pointer[string] // the phase Stop came in, once it did
-	if opts.Stop != nil {
-		go func() {
-			select {
-			case <-opts.Stop:
-				p, _ := r.phase.Load().(string)
-				stopAt.Store(&p)
-				cancelStop()
-			case <-sctx.Done():
-			}
-		}()
-	}
-	stopped := func() bool { return ctx.Err() == nil && sctx.Err() != nil }
+	sw := watchStop(ctx, opts.Stop, func() string { p, _ := r.phase.Load().(string); return p })
+	defer sw.cancel()
+	sctx, stopped := sw.ctx, sw.stopped
 
 	// Load the initial topology before any client connects.
 	setup := r.startPhase("setup")
@@ -386,8 +374,8 @@ func (r *execution) execute(ctx context.Context) (*summary.Summary, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if p := stopAt.Load(); p != nil && (*p != "drain" || r.drainLeft > 0) {
-		r.notes["interrupted"] = r.interruptedNote(*p, stopDrain)
+	if p, ok := sw.stoppedIn(); ok && (p != "drain" || r.drainLeft > 0) {
+		r.notes["interrupted"] = r.interruptedNote(p, stopDrain)
 	}
 	if ended != nil {
 		r.notes["ended"] = fmt.Sprintf("the run ended early: %v; the figures cover what ran before", ended)
