@@ -68,11 +68,7 @@ func expectation(id uint64) probe.Expectation {
 // each shard's Run error.
 func start(t *testing.T, p *Publisher, offset time.Duration, hs ...Handler) (base string, wait func() []error) {
 	t.Helper()
-	srv := httptest.NewServer(p.Handler())
-	t.Cleanup(srv.Close)
-	p.Open()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	srv, ctx := serve(t, p)
 	errs := make([]error, len(hs))
 	var wg sync.WaitGroup
 	for i, h := range hs {
@@ -86,6 +82,18 @@ func start(t *testing.T, p *Publisher, offset time.Duration, hs ...Handler) (bas
 		t.Fatal(err)
 	}
 	return srv.URL, func() []error { wg.Wait(); return errs }
+}
+
+// serve serves p, opened, until the test ends, and returns the server and a context canceled
+// then.
+func serve(t *testing.T, p *Publisher) (*httptest.Server, context.Context) {
+	t.Helper()
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(srv.Close)
+	p.Open()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return srv, ctx
 }
 
 // TestStreamAckBarrier: Expect does not return (the change is not written) while a shard has
@@ -325,11 +333,7 @@ func TestStreamAbsentShardNoTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p.Handler())
-	defer srv.Close()
-	p.Open()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	srv, ctx := serve(t, p)
 	s, err := Dial(ctx, SubscriberConfig{Base: srv.URL, Shard: 0, Client: srv.Client()})
 	if err != nil {
 		t.Fatal(err)
@@ -361,11 +365,7 @@ func TestPublisherRefusesOtherScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p.Handler())
-	defer srv.Close()
-	p.Open()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	srv, ctx := serve(t, p)
 	_, err = Dial(ctx, SubscriberConfig{Base: srv.URL, Shard: 0, Client: srv.Client(), Scenario: "small2"})
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusConflict || se.Retryable() || !strings.Contains(se.Msg, `shard 0 runs scenario "small2", the simulator "small"`) {
