@@ -76,15 +76,9 @@ func distRun(t *testing.T, scenarioFile string, n int, extraMerge ...string) (*s
 	opts := run.ControlPlaneOptions(sc)
 	opts.ConfigDir = mesh
 	opts.ConfigRescan = 100 * time.Millisecond
-	cp, err := controlplane.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := cp.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cp := startControlPlane(t, ctx, opts)
 	defer cp.Stop()
 
 	pub := freeAddr(t)
@@ -123,6 +117,20 @@ func distRun(t *testing.T, scenarioFile string, n int, extraMerge ...string) (*s
 		t.Fatal(err)
 	}
 	return merged, shards, code
+}
+
+// startControlPlane starts a control plane with opts on ctx; the caller stops it (before its
+// goroutine check).
+func startControlPlane(t *testing.T, ctx context.Context, opts controlplane.Options) *controlplane.Server {
+	t.Helper()
+	cp, err := controlplane.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return cp
 }
 
 func writeScenario(t *testing.T, body string) string {
@@ -422,15 +430,9 @@ func TestShardStopped(t *testing.T) {
 	opts := controlplane.DefaultOptions()
 	opts.GRPCAddr, opts.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
 	opts.ConfigDir = t.TempDir()
-	cp, err := controlplane.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bg, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelAll()
-	if err := cp.Start(bg); err != nil {
-		t.Fatal(err)
-	}
+	cp := startControlPlane(t, bg, opts)
 	defer cp.Stop()
 	for _, tc := range []struct {
 		name    string
