@@ -7,6 +7,7 @@ import (
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/controlplane/model"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -100,11 +101,10 @@ func (p policy) applyLB(c *clusterv3.Cluster, grpc bool) {
 	}
 }
 
-// Envoy's bounds (its API validation): a ring has at most 8M entries, a Maglev table fewer
-// than 5000011 and a prime number of them.
+// Envoy's bound on a ring (its API validation: at most 8M entries); a Maglev table size is
+// checked by validate.MaglevTableSize.
 const (
 	maxRingSize       = 8 * 1024 * 1024
-	maxMaglevTable    = 5000011
 	defaultRingSizeLB = 1024 // Envoy's default minimum ring size, which istiod spells out
 )
 
@@ -130,7 +130,7 @@ func applyHashLB(c *clusterv3.Cluster, ch *networking.LoadBalancerSettings_Consi
 			return
 		}
 		c.LbPolicy = clusterv3.Cluster_MAGLEV
-		if n := ch.GetMaglev().GetTableSize(); n != 0 && n < maxMaglevTable && prime(n) {
+		if n := ch.GetMaglev().GetTableSize(); n > 1 && validate.MaglevTableSize(n) {
 			c.LbConfig = &clusterv3.Cluster_MaglevLbConfig_{MaglevLbConfig: &clusterv3.Cluster_MaglevLbConfig{TableSize: wrapperspb.UInt64(n)}}
 		}
 	case ch.GetRingHash() != nil:
@@ -144,19 +144,6 @@ func applyHashLB(c *clusterv3.Cluster, ch *networking.LoadBalancerSettings_Consi
 		}
 		ring(n)
 	}
-}
-
-// prime reports whether n is a prime number (n is below maxMaglevTable: trial division).
-func prime(n uint64) bool {
-	if n < 2 {
-		return false
-	}
-	for d := uint64(2); d*d <= n; d++ {
-		if n%d == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // shared holds sub-messages that many clusters of one Generate call have in common, built once:

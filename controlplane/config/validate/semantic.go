@@ -948,6 +948,10 @@ func isPrime(n uint64) bool {
 	return true
 }
 
+// MaglevTableSize reports whether n is a Maglev table size istiod and Envoy accept: a prime
+// (1 counts) below 5000011. The generator sends only such a size.
+func MaglevTableSize(n uint64) bool { return n < maglevMaxTableSize && isPrime(n) }
+
 // nextPrime is the smallest prime above n (n below maglevMaxTableSize, so the answer is at
 // most maglevMaxTableSize).
 func nextPrime(n uint64) uint64 {
