@@ -79,7 +79,18 @@ func (c *conn) register() {
 // measured from it). A returned error ends the stream.
 func (c *conn) apply(e *effects, start time.Time) error {
 	if e.register {
+		if h := c.srv.beforeRegister; h != nil {
+			h()
+		}
 		c.register()
+		if c.sess.src.current() != c.sess.base {
+			// A push published after the first answer was built copied the connections
+			// before this one joined them: it would never reach this stream, which would keep
+			// the older state until a later change reached it. (istiod registers before it
+			// initializes the proxy for the same reason.) A full push of its own brings it up
+			// to date; what it already holds is not sent again.
+			c.srv.catchUp(c)
+		}
 	}
 	for i := range e.out {
 		r := &e.out[i]

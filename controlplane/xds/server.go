@@ -146,6 +146,10 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[*conn]struct{}
 
+	// beforeRegister, when set (tests only), runs after a stream's first answer is built and
+	// before the stream joins conns.
+	beforeRegister func()
+
 	// draining is done once Drain was called; each stream's owner learns it through its own
 	// context (serve), so that no channel is shared by every stream's wait.
 	draining context.Context
@@ -337,6 +341,16 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 		}
 	}
 	s.countTriggers(req, len(conns)-skipped, skipped)
+}
+
+// catchUp enqueues a full push for c alone: a snapshot published while c's first answer was
+// being built may have missed it (conn.apply).
+func (s *Server) catchUp(c *conn) {
+	req := &model.PushRequest{Full: true, Reasons: map[model.TriggerReason]int{model.ReasonProxyRequest: 1}, Start: s.now()}
+	s.queue.Enqueue(c, req)
+	if c.isClosed() {
+		s.queue.Remove(c) // as in Push
+	}
 }
 
 func (s *Server) register(c *conn) {

@@ -151,6 +151,10 @@ type session struct {
 	afterCDS *model.PushRequest
 	// rest is the listener and route part of the push turn begun by PushClusters.
 	rest *model.PushRequest
+	// base is the push state current when the first request named the proxy: every answer of
+	// that request is at least as new. A push published after it may have missed the stream,
+	// which registers only after the answer (see conn.apply).
+	base *pushState
 
 	eff effects
 }
@@ -195,6 +199,7 @@ func (s *session) identify(node func() (*model.Proxy, error)) error {
 		p.Identity = s.identity
 	}
 	s.proxy = p
+	s.base = s.src.current()
 	s.eff.register = true
 	return nil
 }
