@@ -430,6 +430,13 @@ func (s *session) deltaRequest(req *discoveryv3.DeltaDiscoveryRequest, now time.
 		}
 		ts.held.drop(n)
 	}
+	if len(unsub) > 0 && len(added) > 0 && !ts.wildcard {
+		// A name subscribed and unsubscribed in one request ends unsubscribed: not sent.
+		added = slices.DeleteFunc(added, func(n string) bool {
+			_, sub := ts.names[n]
+			return !sub
+		})
+	}
 	var release *model.PushRequest
 	if nonce := req.GetResponseNonce(); nonce != "" {
 		if req.GetErrorDetail() != nil {

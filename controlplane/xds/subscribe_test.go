@@ -169,3 +169,26 @@ func TestDeltaResubscribeAndWildcardUnsubscribe(t *testing.T) {
 		t.Fatalf("wildcard after unsubscribing a name: push carried %v", got)
 	}
 }
+
+// TestDeltaSubscribeAndUnsubscribeInOneRequest: a name both subscribed and unsubscribed in one
+// request ends unsubscribed: nothing is sent for it, then or on a later push.
+func TestDeltaSubscribeAndUnsubscribeInOneRequest(t *testing.T) {
+	ts := startServer(t, testOptions())
+	in := topology(3, 1)
+	ts.push(in, true)
+	kept := "outbound|8080||svc-0.ns-0.svc.cluster.local"
+	both := "outbound|8080||svc-1.ns-1.svc.cluster.local"
+	c := dialDelta(t, ts.addr, sidecarNode(t, "10.200.0.1", "ns-0", ""))
+	c.send(gen.EndpointType, []string{kept}, nil, "", "")
+	r := c.recv()
+	c.send(gen.EndpointType, nil, nil, r.Nonce, "")
+	c.send(gen.EndpointType, []string{both}, []string{both}, r.Nonce, "")
+	c.barrier()
+
+	// svc-1's endpoints change: the stream is not subscribed to them.
+	in.Endpoints["svc-1.ns-1.svc.cluster.local"] = append(in.Endpoints["svc-1.ns-1.svc.cluster.local"],
+		endpoint("svc-1.ns-1.svc.cluster.local", "10.9.9.9"))
+	ts.push(in, false, "svc-1.ns-1.svc.cluster.local")
+	ts.settle(t)
+	c.barrier()
+}
