@@ -106,7 +106,7 @@ func (o WriteOptions) Validate() error {
 		errs = append(errs, errors.New("output directory is empty: pass --out DIR"))
 	}
 	if o.PrometheusURL != "" {
-		if u, err := url.Parse(o.PrometheusURL); err != nil || u.Scheme == "" || u.Host == "" {
+		if u, err := url.Parse(o.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("prometheus URL %q: write it as http://host:port", o.PrometheusURL))
 		}
 	}

@@ -127,6 +127,7 @@ func TestWriteRejects(t *testing.T) {
 	}{
 		{"no dir", WriteOptions{}, "pass --out DIR"},
 		{"bad url", WriteOptions{Dir: "x", PrometheusURL: "prom:9090"}, "write it as http://host:port"},
+		{"not http", WriteOptions{Dir: "x", PrometheusURL: "ftp://prom:9090"}, "write it as http://host:port"},
 		{"bad target", WriteOptions{Dir: "x", ControlPlaneTargets: []string{"nohost"}}, "write host:port"},
 		{"bad lab target", WriteOptions{Dir: "x", LabTargets: []string{"a:b:c"}}, "write host:port"},
 		{"sub-second interval", WriteOptions{Dir: "x", ScrapeInterval: 500 * time.Millisecond}, "whole seconds"},
