@@ -31,7 +31,8 @@ func (f Finding) String() string {
 // Analyze checks references between cfgs, as istioctl analyze's
 // destinationrule/virtualservice analyzers do (IST0101, ReferencedResourceNotFound): every
 // subset a VirtualService routes to must be defined by a DestinationRule for that host, and
-// every Gateway it binds to must exist (analyzeGatewayRefs). Hosts
+// every Gateway it binds to must exist (analyzeGatewayRefs); and Gateways that can select one
+// router must not ask for one port with two kinds of listener (analyzeGatewayPorts). Hosts
 // are compared after expanding short names to name.namespace.svc.cluster.local, each in its
 // object's namespace. Findings are sorted by object and path.
 func Analyze(cfgs []*istioconfig.Config) []Finding {
@@ -91,6 +92,7 @@ func Analyze(cfgs []*istioconfig.Config) []Finding {
 		}
 	}
 	out = append(out, analyzeGatewayRefs(cfgs)...)
+	out = append(out, analyzeGatewayPorts(cfgs)...)
 	slices.SortStableFunc(out, func(a, b Finding) int { return strings.Compare(a.Object, b.Object) })
 	return out
 }

@@ -39,3 +39,53 @@ func TestAnalyzeGatewayRefs(t *testing.T) {
 		}
 	}
 }
+
+func TestAnalyzeGatewayPorts(t *testing.T) {
+	gw := func(name, selector, servers string) string {
+		return "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: " + name + ", namespace: istio-system}\nspec:\n  selector: " + selector + "\n  servers:\n" + servers
+	}
+	const (
+		http80  = "  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: ['*']\n"
+		tcp80   = "  - port: {number: 80, name: tcp, protocol: TCP}\n    hosts: ['*']\n"
+		pass443 = "  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: ['*']\n    tls: {mode: PASSTHROUGH}\n"
+		tcp443  = "  - port: {number: 443, name: tcp, protocol: TCP}\n    hosts: ['*']\n"
+		http81  = "  - port: {number: 81, name: http-81, protocol: HTTP}\n    hosts: ['*']\n"
+	)
+	for _, tc := range []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"same selector, HTTP and TCP on one port", []string{
+			gw("a", "{istio: ingressgateway}", http80), gw("b", "{istio: ingressgateway}", tcp80)},
+			[]string{`Gateway istio-system/b: spec.servers[0].port.number: port 80 is TCP here but HTTP in Gateway istio-system/a (servers[0]), and a router labelled istio=ingressgateway gets both`}},
+		{"one Gateway, passthrough and TCP", []string{gw("a", "{istio: ingressgateway}", pass443+tcp443)},
+			[]string{`Gateway istio-system/a: spec.servers[1].port.number: port 443 is TCP here but TLS passthrough in the same Gateway`}},
+		{"overlapping selectors", []string{
+			gw("a", "{istio: ingressgateway}", http80), gw("b", "{app: edge}", tcp80)},
+			[]string{`port 80 is TCP here but HTTP in Gateway istio-system/a (servers[0]), and a router labelled app=edge,istio=ingressgateway gets both`}},
+		{"disjoint selectors", []string{
+			gw("a", "{istio: ingressgateway}", http80), gw("b", "{istio: egressgateway}", tcp80)}, nil},
+		{"same kind or other port", []string{
+			gw("a", "{istio: ingressgateway}", http80+http81), gw("b", "{istio: ingressgateway}", http80)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfgs, err := config.Decode("gw.yaml", []byte(docs(tc.in...)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range validate.Analyze(cfgs) {
+				got = append(got, f.String())
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("findings:\n%s\nwant %d", strings.Join(got, "\n"), len(tc.want))
+			}
+			for i := range tc.want {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("finding %d:\n got %s\nwant …%s…", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
