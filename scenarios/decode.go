@@ -452,7 +452,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, depth int)
 			continue
 		}
 		if err := threshold.CheckSelector(k.Value); err != nil {
-			d.fail(k, p, `write a metric name, optionally with tags: xdslab_fleet_nacks_total{type:cds}`, "%v", err)
+			d.fail(k, p, threshold.SelectorFix(k.Value), "%v", err)
 		}
 		ev := reflect.New(v.Type().Elem()).Elem()
 		if val2 := d.deref(val, p, depth); val2 != nil && val2.Kind == yaml.ScalarNode && val2.ShortTag() == "!!str" {

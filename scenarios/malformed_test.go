@@ -157,7 +157,7 @@ func TestMalformed(t *testing.T) {
 		{"push latency of an unknown group", "name: x\nclients: [{name: sotw}, {name: delta}]\nthresholds:\n  xdslab_push_latency_seconds{group:detla}: ['p(99)<1s']\n", 4, 45, "thresholds.xdslab_push_latency_seconds{group:detla}", `has no client group "detla"`, `did you mean "delta"?`},
 		{"value on a rate", "name: x\nthresholds:\n  xdslab_cache_hit_ratio: ['value>0.9']\n", 3, 28, "thresholds.xdslab_cache_hit_ratio[0]", "is a rate; value does not apply", "'rate>0.9'"},
 		{"p(99) on a gauge", "name: x\nthresholds:\n  xdslab_fleet_connected: ['p(99)>5']\n", 3, 28, "thresholds.xdslab_fleet_connected[0]", "is a gauge; p(99) does not apply", "value, min, max"},
-		{"bad tag filter", "name: x\nthresholds:\n  m_total{type}: ['count==0']\n", 3, 3, "thresholds.m_total{type}", "invalid tag filter", "tags"},
+		{"bad tag filter", "name: x\nthresholds:\n  m_total{type}: ['count==0']\n", 3, 3, "thresholds.m_total{type}", "invalid tag filter", "one tag"},
 
 		// Limits of the simulator (a run refuses more).
 		{"too many services", "name: x\ntopology: {services: 2000000}\n", 2, 22, "topology.services", "must be within 0..1000000, got 2000000", "the simulator's limit"},
@@ -170,6 +170,15 @@ func TestMalformed(t *testing.T) {
 		{"rss without side", "name: x\nthresholds: {xdslab_peak_rss_bytes: ['value<2GiB']}\n", 2, 37, "thresholds.xdslab_peak_rss_bytes", "written only per side", "xdslab_peak_rss_bytes{side:process}"},
 		{"phase duration without phase", "name: x\nthresholds: {xdslab_phase_duration_seconds: ['value<100s']}\n", 2, 45, "thresholds.xdslab_phase_duration_seconds", "written only per phase", "{phase:measure} (phase: setup, connect, measure, drain)"},
 		{"kind without its churn", "name: x\nchurn: [{kind: endpoint-flap, rate: 1/s}]\nthresholds:\n  xdslab_sim_events_total{kind:scale}: ['count==0']\n", 4, 40, "thresholds.xdslab_sim_events_total{kind:scale}", "the scenario has no scale churn", "add churn of kind scale, or remove the threshold (this scenario churns endpoint-flap)"},
+		{"two tags", "name: x\nchurn: [{kind: scale, rate: 1/s}]\nthresholds:\n  xdslab_push_latency_seconds{group:group-1,kind:scale}: ['p(99)<1s']\n", 4, 58, "thresholds.xdslab_push_latency_seconds{group:group-1,kind:scale}", "filters on 2 tags", "xdslab_push_latency_seconds{group:group-1} and xdslab_push_latency_seconds{kind:scale}"},
+		{"tag twice", "name: x\nthresholds:\n  xdslab_fleet_nacks_total{type:CDS,type:EDS}: ['count==0']\n", 3, 3, "thresholds.xdslab_fleet_nacks_total{type:CDS,type:EDS}", `tag "type" given twice`, "xdslab_fleet_nacks_total{type:CDS} and xdslab_fleet_nacks_total{type:EDS}"},
+		{"prometheus tag filter", "name: x\nthresholds:\n  xdslab_fleet_nacks_total{type=\"cds\"}: ['count==0']\n", 3, 3, `thresholds.xdslab_fleet_nacks_total{type="cds"}`, "write tag:value", "write xdslab_fleet_nacks_total{type:CDS}"},
+		{"sds without secrets over ads", "name: x\nclients: [{auth: {mtls: true}}]\nthresholds:\n  xdslab_fleet_nacks_total{type:SDS}: ['count==0']\n", 4, 39, "thresholds.xdslab_fleet_nacks_total{type:SDS}", "no client asks the control plane for secrets", "ISTIO_MUTUAL"},
+		{"cp sds without secrets over ads", "name: x\nthresholds:\n  xdslab_cp_responses_total{type:sds}: ['count>0']\n", 3, 40, "thresholds.xdslab_cp_responses_total{type:sds}", "never measured", "PeerAuthentication"},
+		{"type the fleet never asks for", "name: x\nthresholds:\n  xdslab_fleet_responses_total{type:VHDS}: ['count==0']\n", 3, 44, "thresholds.xdslab_fleet_responses_total{type:VHDS}", "subscribe to CDS, EDS, LDS, RDS, SDS only, never VHDS", "use one of"},
+		{"unitless time bound", "name: x\nthresholds:\n  xdslab_push_latency_seconds: ['p(99)<500']\n", 3, 33, "thresholds.xdslab_push_latency_seconds[0]", "has no unit", "write 500ms or 500s"},
+		{"negative time bound", "name: x\nthresholds:\n  xdslab_push_latency_seconds: ['p(99)<-1s']\n", 3, 33, "thresholds.xdslab_push_latency_seconds[0]", "never below 0", "0 or more"},
+		{"operator as written", "name: x\nthresholds:\n  xdslab_push_latency_seconds: ['avg===avg']\n", 3, 33, "thresholds.xdslab_push_latency_seconds[0]", "missing number after ===", "AGG OP VALUE"},
 		{"kind without any churn", "name: x\nthresholds:\n  xdslab_push_latency_seconds{kind:scale}: ['p(99)<1s']\n", 3, 44, "thresholds.xdslab_push_latency_seconds{kind:scale}", "never measured: the scenario has no scale churn", "add churn of kind scale"},
 
 		// A 0 written where the run would use the default.

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/dist"
 	"github.com/xdslab/xdslab/internal/suggest"
+	"github.com/xdslab/xdslab/istioconfig"
 	"github.com/xdslab/xdslab/scenarios/threshold"
 	"github.com/xdslab/xdslab/scenarios/units"
 )
@@ -553,7 +555,56 @@ func (v *validator) thresholds() {
 			}
 			v.add(at, pr.Fix, "%s", pr.Msg)
 		}
+		if typ, ok := threshold.MetricTags(k)["type"]; ok {
+			if fix, why := v.s.unservedType(threshold.MetricName(k), typ); why != "" {
+				v.add(p, fix, "%s{type:%s} is never measured: %s", threshold.MetricName(k), typ, why)
+			}
+		}
 	}
+}
+
+// fleetTypes are the xDS types the fake Envoys subscribe to (fakeenvoy/machine).
+var fleetTypes = []string{"CDS", "EDS", "LDS", "RDS", "SDS"}
+
+// unservedType says why metric's series of xDS type typ can never be written by a run of the
+// scenario (why is "" when it may be, or when the type is not one of the metric's): the fleet
+// never subscribes to ECDS, RTDS, SRDS or VHDS, and asks the control plane for secrets (SDS)
+// only when its config names secrets served over ADS — a DestinationRule's ISTIO_MUTUAL, a
+// PeerAuthentication's inbound mTLS, a Gateway's credentialName — which only topology.mesh.config
+// (or a replay, or a Kubernetes cluster the kube sink shares with others) can hold: the
+// synthetic topology's TLS comes from the istio-agent.
+func (s *Scenario) unservedType(metric, typ string) (fix, why string) {
+	cm, ok := catalog.Lookup(metric)
+	if !ok {
+		return "", ""
+	}
+	switch cm.Tags["type"] {
+	case catalog.FleetType:
+		if slices.Contains(catalog.FleetTypes, typ) && !slices.Contains(fleetTypes, typ) {
+			return "use one of " + strings.Join(fleetTypes, ", ") + ", or remove the threshold",
+				"the fleet's clients subscribe to " + strings.Join(fleetTypes, ", ") + " only, never " + typ
+		}
+		if typ != "SDS" {
+			return "", ""
+		}
+	case catalog.CPType:
+		if typ != "sds" {
+			return "", ""
+		}
+	default:
+		return "", ""
+	}
+	if s.Sink.Kind == SinkKube || slices.Contains(s.churnedKinds(), KindReplay) {
+		return "", ""
+	}
+	for _, c := range s.Topology.Mesh.Objects() {
+		switch c.Kind {
+		case istioconfig.KindDestinationRule, istioconfig.KindPeerAuthentication, istioconfig.KindGateway:
+			return "", ""
+		}
+	}
+	return "add what asks for secrets over ADS to topology.mesh.config (a DestinationRule with tls mode ISTIO_MUTUAL, a PeerAuthentication, a Gateway with a credentialName; docs/security.md), or remove the threshold",
+		"no client asks the control plane for secrets: the scenario's config names none served over ADS (the istio-agent serves the workload certificates, with or without clients[].auth)"
 }
 
 // suggestName turns s into a valid name.

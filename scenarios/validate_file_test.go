@@ -22,7 +22,7 @@ func TestWrittenFieldsWithEffect(t *testing.T) {
 		{"proxyless grpc", "name: x\nclients: [{name: a, xds: grpc}, {name: b, xds: grpc, type: grpc}, {name: c, type: router, xds: delta}]\n"},
 		{"kind churned", "name: x\nchurn: [{kind: scale, rate: 1/s}]\nthresholds: {'xdslab_sim_events_total{kind:scale}': ['count>0']}\n"},
 		{"kind of a replay", "name: x\nchurn: [{kind: replay, file: t.jsonl}]\nthresholds: {'xdslab_push_latency_seconds{kind:endpoint-flap}': ['p(99)<1s']}\n"},
-		{"tagged cpu", "name: x\nthresholds: {'xdslab_cpu_seconds{side:controlplane}': ['value<100']}\n"},
+		{"tagged cpu", "name: x\nthresholds: {'xdslab_cpu_seconds{side:controlplane}': ['value<100s']}\n"},
 		{"most services", "name: x\ntopology: {services: 1000000}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

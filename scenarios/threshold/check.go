@@ -2,6 +2,7 @@ package threshold
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/xdslab/xdslab/internal/catalog"
 	"github.com/xdslab/xdslab/internal/suggest"
+	"github.com/xdslab/xdslab/internal/summary"
 )
 
 // Problem is one thing wrong with a threshold key or one of its expressions.
@@ -42,7 +44,7 @@ func Check(key string, exprs []Threshold, groups, kinds, churned []string) []Pro
 		out = append(out, Problem{Index: i, Fix: fix, Msg: fmt.Sprintf(format, a...)})
 	}
 	if err := CheckSelector(key); err != nil {
-		add(-1, `write a metric name, optionally with tags: xdslab_fleet_nacks_total{type:cds}`, "%v", err)
+		add(-1, SelectorFix(key), "%v", err)
 		return out
 	}
 	name := MetricName(key)
@@ -57,6 +59,15 @@ func Check(key string, exprs []Threshold, groups, kinds, churned []string) []Pro
 		return out
 	}
 	tags := MetricTags(key)
+	if len(tags) > 1 {
+		split := make([]string, 0, len(tags))
+		for _, k := range slices.Sorted(maps.Keys(tags)) {
+			split = append(split, name+"{"+k+":"+tags[k]+"}")
+		}
+		add(-1, "filter on one tag per threshold: "+strings.Join(split, " and "),
+			"%s filters on %d tags: a run writes one series per value of each tag, never combined, so this threshold would never be measured", key, len(tags))
+		return out
+	}
 	if tv, ok := taggedOnly[name]; ok {
 		if _, tagged := tags[tv[0]]; !tagged {
 			add(-1, fmt.Sprintf("add the tag, e.g. %s{%s:%s} (%s: %s)", name, tv[0], tv[1], tv[0], strings.Join(catalog.Values(cm.Tags[tv[0]]), ", ")),
@@ -81,6 +92,13 @@ func Check(key string, exprs []Threshold, groups, kinds, churned []string) []Pro
 		}
 		if !cm.HasAggregation(th.Agg) {
 			add(i, aggregationFix(cm), "%s is a %s; %s does not apply", name, cm.Type, th.Key())
+		}
+		if th.Value < 0 && (cm.Type == summary.Trend || cm.Contains == summary.Time) {
+			add(i, "write a bound of 0 or more", "%q has a negative bound, but %s is never below 0: the threshold could never pass (or never fail)", th.Source, name)
+		}
+		if th.Unit == "" && th.Value != 0 && cm.Contains == summary.Time && th.Agg != "count" && th.Agg != "rate" {
+			n := strconv.FormatFloat(th.Value, 'g', -1, 64)
+			add(i, fmt.Sprintf("write %sms or %ss", n, n), "%q has no unit, but %s is a time: give the bound a unit (k6 reads a bare number as milliseconds, xdslab's time metrics are in seconds)", th.Source, name)
 		}
 		if th.Unit == "time" && !strings.HasSuffix(name, "_seconds") {
 			add(i, "write a plain number, or use a time unit only on a _seconds metric", "%q has a time unit but %s is not in seconds", th.Source, name)
@@ -154,4 +172,47 @@ func checkTags(m catalog.Metric, tags map[string]string, groups, kinds, churned 
 func aggregationFix(m catalog.Metric) string {
 	ex := map[string]string{"counter": "'count==0' or 'rate<5'", "gauge": "'value==0'", "rate": "'rate>0.9'", "trend": "'p(99)<500ms' or 'avg<100ms'"}[string(m.Type)]
 	return fmt.Sprintf("a %s has %s, e.g. %s", m.Type, strings.Join(catalog.Aggregations(m.Type, m.Bounded), ", "), ex)
+}
+
+// SelectorFix is the fix of a threshold key CheckSelector rejects: the key rewritten when its
+// tag filter is Prometheus-style ({type="CDS"} → {type:CDS}, the value in the case the metric
+// tags it), else an example.
+func SelectorFix(key string) string {
+	const example = "write a metric name, optionally with one tag: xdslab_fleet_nacks_total{type:CDS}"
+	name, rest, ok := strings.Cut(key, "{")
+	if !ok || !strings.HasSuffix(rest, "}") {
+		return example
+	}
+	cm, known := catalog.Lookup(strings.TrimSpace(name))
+	var parts []string
+	for _, kv := range strings.Split(strings.TrimSuffix(rest, "}"), ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			k, v, ok = strings.Cut(kv, ":")
+		}
+		k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `"'`)
+		if !ok || k == "" || v == "" {
+			return example
+		}
+		if known {
+			if d, ok := cm.Tags[k]; ok {
+				if i := slices.IndexFunc(catalog.Values(d), func(s string) bool { return strings.EqualFold(s, v) }); i >= 0 {
+					v = catalog.Values(d)[i]
+				}
+			}
+		}
+		parts = append(parts, k+":"+v)
+	}
+	if len(parts) > 1 {
+		split := make([]string, len(parts))
+		for i, p := range parts {
+			split[i] = strings.TrimSpace(name) + "{" + p + "}"
+		}
+		return "filter on one tag per threshold: " + strings.Join(split, " and ")
+	}
+	fixed := strings.TrimSpace(name) + "{" + strings.Join(parts, ",") + "}"
+	if CheckSelector(fixed) != nil || fixed == key {
+		return example
+	}
+	return "write " + fixed
 }

@@ -27,13 +27,23 @@ func TestCheck(t *testing.T) {
 	}{
 		{"fine", "xdslab_push_latency_seconds{group:a}", []Threshold{mustParse("p(99)<1s")}, []string{"a"}, nil},
 		{"built in Go", "xdslab_fleet_nacks_total", []Threshold{{Source: "count==0"}}, nil, nil},
-		{"bad selector", "m{x", nil, nil, []Problem{{-1, "optionally with tags", "not closed"}}},
+		{"bad selector", "m{x", nil, nil, []Problem{{-1, "optionally with one tag", "not closed"}}},
+		{"prometheus filter", `xdslab_fleet_responses_total{type="cds"}`, nil, nil, []Problem{{-1, "write xdslab_fleet_responses_total{type:CDS}", "write tag:value"}}},
+		{"prometheus filter, cp", `xdslab_cp_responses_total{type="CDS"}`, nil, nil, []Problem{{-1, "write xdslab_cp_responses_total{type:cds}", "write tag:value"}}},
+		{"tag twice", "xdslab_fleet_nacks_total{type:CDS,type:EDS}", nil, nil, []Problem{{-1, "xdslab_fleet_nacks_total{type:CDS} and xdslab_fleet_nacks_total{type:EDS}", `tag "type" given twice`}}},
+		{"two tags", "xdslab_push_latency_seconds{group:a,kind:scale}", []Threshold{mustParse("p(99)<1s")}, []string{"a"}, []Problem{{-1,
+			"xdslab_push_latency_seconds{group:a} and xdslab_push_latency_seconds{kind:scale}", "filters on 2 tags"}}},
+		{"negative", "xdslab_push_latency_seconds", []Threshold{mustParse("p(99)<-1s"), mustParse("avg>=-1ms")}, nil, []Problem{
+			{0, "0 or more", "negative bound"}, {1, "0 or more", "negative bound"}}},
+		{"negative plain trend", "xdslab_cp_debounce_events_per_push", []Threshold{mustParse("p(50)>-1")}, nil, []Problem{{0, "0 or more", "never below 0"}}},
+		{"no unit", "xdslab_push_latency_seconds", []Threshold{mustParse("p(99)<500"), mustParse("avg<0"), mustParse("max<0.5s")}, nil, []Problem{
+			{0, "write 500ms or 500s", "has no unit"}}},
 		{"unknown metric", "xdslab_push_latncy_seconds", nil, nil, []Problem{{-1, `"xdslab_push_latency_seconds"`, "unknown metric"}}},
 		{"no expressions", "xdslab_fleet_nacks_total", nil, nil, []Problem{{-1, "at least one expression", "no threshold expressions"}}},
 		{"group", "xdslab_push_latency_seconds{group:A}", []Threshold{mustParse("p(99)<1s")}, []string{"a"}, []Problem{{-1, "case-sensitive", `tags group "a", not "A"`}}},
 		{"kind churned", "xdslab_sim_events_total{kind:scale}", []Threshold{mustParse("count>0")}, nil, nil},
 		{"kind not churned", "xdslab_sim_events_total{kind:endpoint-flap}", []Threshold{mustParse("count==0")}, nil, []Problem{{-1, "add churn of kind endpoint-flap", "the scenario has no endpoint-flap churn"}}},
-		{"tagged only", "xdslab_cpu_seconds", []Threshold{mustParse("value<100")}, nil, []Problem{{-1, "xdslab_cpu_seconds{side:controlplane}", "written only per side"}}},
+		{"tagged only", "xdslab_cpu_seconds", []Threshold{mustParse("value<100s")}, nil, []Problem{{-1, "xdslab_cpu_seconds{side:controlplane}", "written only per side"}}},
 		{"tagged only, tagged", "xdslab_phase_duration_seconds{phase:connect}", []Threshold{mustParse("value<100s")}, nil, nil},
 		{"expressions", "xdslab_fleet_nacks_total", []Threshold{mustParse("count==0"), {Source: "nonsense"}, mustParse("p(99)<3ms")}, nil, []Problem{
 			{1, "write AGG OP VALUE", `invalid threshold "nonsense"`},

@@ -115,9 +115,10 @@ func Parse(src string) (Threshold, error) {
 	}
 	// Operator.
 	s = strings.TrimSpace(s)
+	written := ""
 	for _, op := range thresholdOps {
 		if strings.HasPrefix(s, op) {
-			th.Op = op
+			th.Op, written = op, op
 			if op == "===" {
 				th.Op = "=="
 			}
@@ -132,7 +133,7 @@ func Parse(src string) (Threshold, error) {
 	s = strings.TrimSpace(s)
 	i := numberPrefix(s)
 	if i == 0 {
-		return th, thresholdErr("missing number after %s", th.Op)
+		return th, thresholdErr("missing number after %s", written)
 	}
 	v, err := strconv.ParseFloat(s[:i], 64)
 	if err != nil || math.IsInf(v, 0) {
@@ -340,12 +341,17 @@ func CheckSelector(sel string) error {
 		return fmt.Errorf("tag filter of %q is not closed with }", sel)
 	}
 	rest = strings.TrimSuffix(rest, "}")
+	seen := map[string]bool{}
 	for _, kv := range strings.Split(rest, ",") {
 		k, v, ok := strings.Cut(kv, ":")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || !ValidMetricName(k) || strings.Contains(k, ":") || v == "" || strings.ContainsAny(v, "{}") {
 			return fmt.Errorf("invalid tag filter %q in %q (write tag:value)", strings.TrimSpace(kv), sel)
 		}
+		if seen[k] {
+			return fmt.Errorf("tag %q given twice in %q: a series has one value per tag", k, sel)
+		}
+		seen[k] = true
 	}
 	return nil
 }

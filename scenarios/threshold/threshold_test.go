@@ -41,6 +41,8 @@ func TestParseThreshold(t *testing.T) {
 		{src: "avg 5", errSubstr: "missing comparison"},
 		{src: "avg<", errSubstr: "missing number"},
 		{src: "avg<fast", errSubstr: "missing number"},
+		{src: "avg===avg", errSubstr: "missing number after ==="},
+		{src: "avg!=x", errSubstr: "missing number after !="},
 		{src: "avg<5 parsecs", errSubstr: `unknown unit "parsecs"`},
 		{src: "avg<5ms extra", errSubstr: "unknown unit"},
 		{src: "<5", errSubstr: "missing aggregation"},
