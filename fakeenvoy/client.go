@@ -312,6 +312,9 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 	o := owner{c: c, stream: stream}
 	defer o.stopTimers()
 	first := c.m.Start(c.clock.Now())
+	// A Delta client the server owes nothing holds its full config again from the stream's
+	// start: reported once the stream is connected (a stream that never is did not resync).
+	o.resynced = first.Resynced
 	if err := stream.send(&first); err != nil {
 		// The real cause arrives on Recv; let the loop report it.
 		o.sendErr = err
@@ -384,6 +387,7 @@ type owner struct {
 	c         *Client
 	stream    adsStream
 	connected bool
+	resynced  bool // the stream's start resynced: report it when connected
 	received  int
 	sendErr   error
 	pending   *machine.Step // waiting for its ACK delay
@@ -675,6 +679,10 @@ func (o *owner) markConnected(at time.Time) {
 	o.connected = true
 	o.c.attempts++
 	o.c.hooks.Connected(o.c.info, at, o.c.attempts)
+	if o.resynced && o.c.resync != nil {
+		o.c.resync.Resynced(o.c.info, at, 0)
+	}
+	o.resynced = false
 }
 
 // perform reports a step to the hooks, then sends it now or after its delay. It returns false

@@ -143,6 +143,9 @@ func testDeltaReconnectInitialVersions(t *testing.T) {
 	checkDelta(t, "restate EDS", next(), deltaWant{typeURL: E, sub: []string{"c1", "c2"}, initial: map[string]bool{"c1": true, "c2": true}})
 	checkDelta(t, "restate LDS", next(), deltaWant{typeURL: L, initial: map[string]bool{"l1": true}})
 	checkDelta(t, "restate RDS", next(), deltaWant{typeURL: R, sub: []string{"r1"}, initial: map[string]bool{"r1": true}})
+	// go-control-plane owes nothing for the versions restated (it answers CDS and LDS with
+	// no-ops, EDS and RDS not at all): the client holds its full config again.
+	h.waitEvent(t, "resynced")
 }
 
 // TestDeltaRealisticNack: an HCM whose inline route config is invalid inside its Any gets the

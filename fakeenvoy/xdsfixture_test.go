@@ -54,7 +54,8 @@ func (h *hookLog) Applied(c probe.ClientInfo, r probe.ResponseInfo, v probe.View
 func (h *hookLog) WarmingTimeout(c probe.ClientInfo, typeURL string, _ time.Time) {
 	h.add("warming-timeout " + validate.ShortType(typeURL))
 }
-func (h *hookLog) FirstFullConfig(probe.ClientInfo, time.Time) { h.add("first-full") }
+func (h *hookLog) FirstFullConfig(probe.ClientInfo, time.Time)         { h.add("first-full") }
+func (h *hookLog) Resynced(probe.ClientInfo, time.Time, time.Duration) { h.add("resynced") }
 
 func (h *hookLog) nextInfo(t *testing.T) probe.ResponseInfo {
 	t.Helper()

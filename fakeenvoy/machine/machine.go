@@ -122,7 +122,8 @@ type Step struct {
 	// FirstFull: the client holds its first full (warmed) config.
 	FirstFull bool
 	// Resynced: the client holds a full config again after a reconnect, Resync after the
-	// stream started (the Resynced hook).
+	// stream started (the Resynced hook). Start's step has it when the server owes the new
+	// stream nothing (Delta: see wire.owed); the owner reports it once the stream connects.
 	Resynced bool
 	Resync   time.Duration
 	// Delay is the scripted ACK delay (policy.Ack) to wait before sending.
@@ -231,6 +232,7 @@ func (m *Machine) Start(now time.Time) Step {
 			m.wire.restate(m, &s, t)
 		}
 	}
+	m.checkResync(&s, now) // nothing owed (Delta): the full config held all along
 	return s
 }
 

@@ -59,8 +59,8 @@ type initState struct {
 	secC, secL map[string]due
 	fullDone   bool // the client held a full config at least once
 	// resyncing: a stream after the first full config started at resyncAt; the types in
-	// resyncWait have not answered on it yet. Once all have and the configuration is complete,
-	// the client holds a full config again (step.resynced).
+	// resyncWait, owed an answer (wire.owed), have not answered on it yet. Once all have and
+	// the configuration is complete, the client holds a full config again (Step.Resynced).
 	resyncing  bool
 	resyncAt   time.Time
 	resyncWait uint32
@@ -154,7 +154,8 @@ func (m *Machine) firstEnvoy(now time.Time) {
 }
 
 // startResync starts waiting, on a stream that starts at now after the first full config, for
-// every subscribed type to answer.
+// every subscribed type the server owes an answer (wire.owed: in SotW every one; in Delta those
+// whose initial_resource_versions did not cover what the client holds) to answer.
 func (m *Machine) startResync(now time.Time) {
 	in := &m.init
 	in.resyncing, in.resyncWait = in.fullDone, 0
@@ -163,7 +164,7 @@ func (m *Machine) startResync(now time.Time) {
 	}
 	in.resyncAt = now
 	for t := range numTypes {
-		if ts := &m.types[t]; ts.subscribed && (!m.wire.named(t) || len(ts.names) > 0) {
+		if m.types[t].subscribed && m.wire.owed(m, t) {
 			in.resyncWait |= 1 << t
 		}
 	}
@@ -402,6 +403,13 @@ func (m *Machine) advance(s *Step, now time.Time) {
 		in.fullDone = true
 		s.FirstFull = true
 	}
+	m.checkResync(s, now)
+}
+
+// checkResync reports, once per stream, that the client holds a full config again: every type
+// owed an answer has answered and the configuration is complete.
+func (m *Machine) checkResync(s *Step, now time.Time) {
+	in := &m.init
 	if in.resyncing && in.resyncWait == 0 && in.phase == phaseDone && m.complete() {
 		in.resyncing = false
 		s.Resynced, s.Resync = true, max(0, now.Sub(in.resyncAt))

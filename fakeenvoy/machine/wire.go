@@ -26,6 +26,9 @@ type wire interface {
 	named(t rtype) bool
 	// dependent is the type whose names follow from t's resources (CDS → EDS, LDS → RDS).
 	dependent(t rtype) (rtype, bool)
+	// owed reports whether the server owes subscribed type t an answer on a new stream that
+	// restated it (see startResync).
+	owed(m *Machine, t rtype) bool
 }
 
 var (
@@ -103,6 +106,12 @@ func envoyDependent(t rtype) (rtype, bool) {
 		return tRDS, true
 	}
 	return 0, false
+}
+
+// owedSotw: in SotW every restated subscription is answered (a named one when it names
+// something).
+func owedSotw(m *Machine, t rtype) bool {
+	return !m.wire.named(t) || len(m.types[t].names) > 0
 }
 
 func nackStatus(msg string) *status.Status {

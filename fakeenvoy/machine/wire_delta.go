@@ -60,6 +60,29 @@ func (deltaWire) named(t rtype) bool { return !t.wildcard() }
 
 func (deltaWire) dependent(t rtype) (rtype, bool) { return envoyDependent(t) }
 
+// owed: a Delta server owes a restated type only what initial_resource_versions did not cover
+// (it sends nothing for resources the client holds at their current versions): a held
+// resource without a version (applied from a NACKed response) or, for a named type, a
+// subscribed name the client does not hold. Changes made while the client was away come as
+// ordinary updates, which the client cannot tell from later ones.
+func (deltaWire) owed(m *Machine, t rtype) bool {
+	ts := &m.types[t]
+	for _, e := range ts.res {
+		if e.version == "" {
+			return true
+		}
+	}
+	if t.wildcard() {
+		return false
+	}
+	for _, n := range ts.names {
+		if _, ok := ts.res[n]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
 // deltaReq starts a Delta subscription request.
 func (m *Machine) deltaReq(t rtype) *discoveryv3.DeltaDiscoveryRequest {
 	return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t.url(), Node: m.attachNode()}

@@ -18,6 +18,8 @@ func (grpcWire) first(m *Machine, _ time.Time) {
 
 func (grpcWire) named(rtype) bool { return true }
 
+func (grpcWire) owed(m *Machine, t rtype) bool { return owedSotw(m, t) }
+
 // dependent adds RDS → CDS: a route configuration names the clusters the client asks for.
 func (grpcWire) dependent(t rtype) (rtype, bool) {
 	if t == tRDS {

@@ -60,6 +60,8 @@ func (sotwWire) named(t rtype) bool { return !t.wildcard() }
 
 func (sotwWire) dependent(t rtype) (rtype, bool) { return envoyDependent(t) }
 
+func (sotwWire) owed(m *Machine, t rtype) bool { return owedSotw(m, t) }
+
 // sotwReq is t's request with the client's last accepted version and latest nonce.
 func (m *Machine) sotwReq(t rtype, nack *status.Status) *discoveryv3.DiscoveryRequest {
 	ts := &m.types[t]
