@@ -73,14 +73,15 @@ func testDeltaOrderAckDeletionReconnect(t *testing.T) {
 		name string
 		want deltaWant
 	}{
-		// Envoy's Delta mux sends ACKs before plain updates (subscriptions).
+		// Envoy's Delta mux queues a response's ACK once it is applied: the subscriptions
+		// the update made go first.
 		{"CDS legacy wildcard", deltaWant{typeURL: C}},
-		{"CDS ACK before the EDS subscribe", deltaWant{typeURL: C, nonce: true}},
 		{"EDS subscribe", deltaWant{typeURL: E, sub: []string{"c1", "c2"}}},
-		{"EDS ACK before the LDS subscribe", deltaWant{typeURL: E, nonce: true}},
+		{"CDS ACK after the EDS subscribe", deltaWant{typeURL: C, nonce: true}},
 		{"LDS legacy wildcard once warmed", deltaWant{typeURL: L}},
-		{"LDS ACK before the RDS subscribe", deltaWant{typeURL: L, nonce: true}},
+		{"EDS ACK after the LDS subscribe", deltaWant{typeURL: E, nonce: true}},
 		{"RDS subscribe", deltaWant{typeURL: R, sub: []string{"r1"}}},
+		{"LDS ACK after the RDS subscribe", deltaWant{typeURL: L, nonce: true}},
 		{"RDS ACK", deltaWant{typeURL: R, nonce: true}},
 	}
 	wantNode := IdentityTemplate{}.Node(0)
@@ -93,12 +94,12 @@ func testDeltaOrderAckDeletionReconnect(t *testing.T) {
 	}
 	h.waitEvent(t, "first-full")
 
-	// Deleting c2: removed_resources drives an EDS unsubscribe after the CDS ACK.
+	// Deleting c2: removed_resources drives an EDS unsubscribe before the CDS ACK.
 	res := fetest.BaseResources(t)
 	res[resource.ClusterType] = []types.Resource{fetest.EDSCluster("c1")}
 	srv.Set(t, c.NodeID(), "v2", res)
-	checkDelta(t, "CDS ACK of the removal", srv.NextDelta(t), deltaWant{typeURL: C, nonce: true})
 	checkDelta(t, "EDS unsubscribe c2", srv.NextDelta(t), deltaWant{typeURL: E, unsub: []string{"c2"}})
+	checkDelta(t, "CDS ACK of the removal", srv.NextDelta(t), deltaWant{typeURL: C, nonce: true})
 	for {
 		r := h.nextInfo(t)
 		if r.TypeURL == C && r.Seq > 4 {

@@ -40,7 +40,8 @@
 //
 // Delta follows the same order with subscribe/unsubscribe diffs, legacy wildcard for CDS/LDS
 // and initial_resource_versions on reconnect; ACK = nonce, NACK = nonce + error_detail. As in
-// Envoy's Delta mux, the ACK of a response goes before the subscriptions it causes.
+// SotW (and Envoy's Delta mux, which queues the ACK once the update is applied), the
+// subscriptions a response causes go before its ACK.
 //
 // Warming: a new or changed EDS cluster waits for a ClusterLoadAssignment, a listener for its
 // route configurations, each up to the initial_fetch_timeout of the config source it names

@@ -69,7 +69,7 @@ func TestSDSWarming(t *testing.T) {
 		var s Step
 		if delta {
 			s = m.OnDelta(deltaResp(t, C, "a", nil, mtlsCluster(t, "c1", forever)), t0)
-			if len(s.Delta) != 3 || s.Delta[2].GetTypeUrl() != S || len(s.Delta[2].GetResourceNamesSubscribe()) != 2 {
+			if len(s.Delta) != 3 || s.Delta[1].GetTypeUrl() != S || len(s.Delta[1].GetResourceNamesSubscribe()) != 2 || s.Delta[2].GetResponseNonce() != "a" {
 				t.Fatalf("delta CDS step: %v", s.Delta)
 			}
 		} else {

@@ -130,17 +130,19 @@ func TestMachineInEffectWhileWarming(t *testing.T) {
 	}
 }
 
-// TestMachineDeltaAckBeforeSubscription: a Delta response that changes the clusters is ACKed
-// before the EDS subscription it causes (Envoy's Delta mux sends ACKs first).
-func TestMachineDeltaAckBeforeSubscription(t *testing.T) {
+// TestMachineDeltaSubscriptionBeforeAck: a Delta response that changes the clusters is ACKed
+// after the EDS subscription it causes, as in SotW (Envoy's Delta mux queues the ACK once the
+// update is applied, and the EDS subscription resumed at the end of CDS's onConfigUpdate went
+// out before); the EDS response that warms the clusters starts LDS before its ACK.
+func TestMachineDeltaSubscriptionBeforeAck(t *testing.T) {
 	m := newTestMachine(t, Config{Delta: true})
 	m.Start(t0)
 	s := m.OnDelta(deltaResp(t, C, "n1", nil, fetest.EDSCluster("c1")), t0)
-	if len(s.Delta) != 2 || s.Delta[0].ResponseNonce != "n1" || s.Delta[0].TypeUrl != C || s.Delta[1].TypeUrl != E {
-		t.Fatalf("requests %v: want CDS ACK, then EDS subscribe", s.Delta)
+	if len(s.Delta) != 2 || s.Delta[0].TypeUrl != E || s.Delta[1].ResponseNonce != "n1" || s.Delta[1].TypeUrl != C {
+		t.Fatalf("requests %v: want EDS subscribe, then CDS ACK", s.Delta)
 	}
 	s = m.OnDelta(deltaResp(t, E, "n2", nil, fetest.CLA("c1", "10.0.0.1", 80)), t0)
-	if len(s.Delta) != 2 || s.Delta[0].ResponseNonce != "n2" || s.Delta[1].TypeUrl != L {
-		t.Fatalf("requests %v: want EDS ACK, then LDS subscribe", s.Delta)
+	if len(s.Delta) != 2 || s.Delta[0].TypeUrl != L || s.Delta[1].ResponseNonce != "n2" {
+		t.Fatalf("requests %v: want LDS subscribe, then EDS ACK", s.Delta)
 	}
 }

@@ -46,14 +46,18 @@ func (deltaWire) resubscribe(m *Machine, s *Step, t rtype, names []string) {
 	s.Delta = append(s.Delta, r)
 }
 
-// ack goes ahead of the subscriptions the response caused: Envoy's Delta mux sends every ACK
-// before plain updates (NewGrpcMuxImpl::whoWantsToSendDiscoveryRequest).
+// ack goes after the subscriptions the response caused, as in SotW: Envoy's Delta mux
+// (NewGrpcMuxImpl::onDiscoveryResponse) queues the ACK with kickOffAck only once
+// handleResponse has returned, and the subscriptions made while the response was applied went
+// out before that: CdsApiHelper and LdsApiImpl resume EDS/SDS and RDS/SDS at the end of
+// onConfigUpdate, and the LDS subscription that warmed clusters start is made inside the EDS
+// update. (Its rule that ACKs go before plain updates orders only requests queued together.)
 func (deltaWire) ack(m *Machine, s *Step, u *update) {
 	req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: u.t.url(), ResponseNonce: u.nonce, Node: m.attachNode()}
 	if s.Info.Nacked {
 		req.ErrorDetail = nackStatus(s.Info.Error)
 	}
-	s.Delta = append([]*discoveryv3.DeltaDiscoveryRequest{req}, s.Delta...)
+	s.Delta = append(s.Delta, req)
 }
 
 func (deltaWire) named(t rtype) bool { return !t.wildcard() }
