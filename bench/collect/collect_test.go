@@ -195,6 +195,11 @@ func TestEvaluateThresholds(t *testing.T) {
 		// threshold on it fails.
 		{"empty trend fails", "xdslab_push_latency_seconds", []string{"p(99)<500ms", "max<1s"}, []bool{false, false}, []bool{false, false}},
 		{"measured trend passes", "xdslab_push_latency_seconds{kind:scale}", []string{"p(99)<500ms"}, []bool{true}, []bool{true}},
+		// Any percentile a threshold names is computed, as k6 does, not only the ones every
+		// trend carries.
+		{"any percentile", "xdslab_push_latency_seconds{kind:scale}", []string{"p(95)<1s", "p(75)<1s", "p(0)>=0", "p(100)<10s", "p(99.99)<10s", "p(95)>1s"},
+			[]bool{true, true, true, true, true, false}, []bool{true, true, true, true, true, true}},
+		{"any percentile of no data fails", "xdslab_push_latency_seconds", []string{"p(95)<1s"}, []bool{false}, []bool{false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := scenarios.Defaults()
@@ -215,6 +220,42 @@ func TestEvaluateThresholds(t *testing.T) {
 			require.Equal(t, want, all)
 		})
 	}
+}
+
+// TestEvaluateThresholdsStoresPercentiles: the percentiles thresholds name end up in the
+// metrics the summary writes (every series of the metric), as points from HDR histograms and as
+// bucket bounds from Prometheus buckets, and the summary stays valid.
+func TestEvaluateThresholdsStoresPercentiles(t *testing.T) {
+	bt, err := summary.NewBucketTrend(MetricDebounceDelay, summary.Time, summary.Buckets{Source: cpDebounceTime,
+		Count: 18, Sum: 0.1007 * 18, LE: []float64{.01, .1, 1, 3, 5, 10, 20, 30}, Cumulative: []uint64{0, 0, 18, 18, 18, 18, 18, 18}}, nil)
+	require.NoError(t, err)
+	res := summary.Results{Metrics: []summary.Metric{
+		mustTrend(t, "xdslab_push_latency_seconds", nil, 1000, 2000, 3000, 4000),
+		mustTrend(t, "xdslab_push_latency_seconds", map[string]string{"kind": "scale"}, 2500),
+		bt,
+	}}
+	sc := scenarios.Defaults()
+	sc.Name = "t"
+	sc.Clients[0].RequireFullConfig = false
+	sc.Churn = []scenarios.Churn{{Kind: scenarios.KindScale, Rate: 1}}
+	sc.Thresholds["xdslab_push_latency_seconds{kind:scale}"] = []threshold.Threshold{{Source: "p(95)<1s"}}
+	sc.Thresholds["xdslab_push_latency_seconds"] = []threshold.Threshold{{Source: "p(75)<3.1ms"}}
+	sc.Thresholds[MetricDebounceDelay] = []threshold.Threshold{{Source: "p(95)<=1s"}}
+	sc.Complete()
+	got, passed := EvaluateThresholds(sc, res)
+	require.True(t, passed, "%+v", got)
+	for _, m := range res.Metrics[:2] {
+		require.Contains(t, m.Values, "p(95)", m.Key())
+		require.Contains(t, m.Values, "p(75)", m.Key())
+	}
+	require.InDelta(t, 3e-3, res.Metrics[0].Values["p(75)"], 1e-5)
+	b, ok := res.Metrics[2].Bounded("p(95)")
+	require.True(t, ok)
+	require.Equal(t, 0.1, b.Lower())
+	require.Equal(t, 1.0, b.Upper())
+	require.NotContains(t, res.Metrics[2].Values, "p(95)", "a bucket quantile is a bound, not a value")
+	s := summary.Summary{Version: summary.Version, Results: summary.Results{Metrics: res.Metrics, Thresholds: got}}
+	require.NoError(t, s.Validate())
 }
 
 // mustTrend is a latency trend of the values (µs) given, none for an empty one.

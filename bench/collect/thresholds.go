@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/xdslab/xdslab/internal/summary"
@@ -35,12 +36,18 @@ func FullConfigCheck(groups []string, sizes map[string]int, full map[string]uint
 // from a control plane's Prometheus histogram) passes only when the bound proves the
 // expression, fails when it proves the opposite, and is otherwise inconclusive, which fails
 // too; Reason says which.
+//
+// Every percentile a threshold names is computed first, as k6 computes them: each series of
+// the metric in res.Metrics gets it (summary.Metric.WithPercentiles, in place, so the summary,
+// the console and summary.json carry what the thresholds read), a point from the HDR
+// histogram, a bucket bound from Prometheus buckets.
 func EvaluateThresholds(sc *scenarios.Scenario, res summary.Results) ([]summary.Threshold, bool) {
 	keys := make([]string, 0, len(sc.Thresholds))
 	for k := range sc.Thresholds {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	AddThresholdPercentiles(sc, res.Metrics)
 	passed := true
 	var out []summary.Threshold
 	for _, key := range keys {
@@ -57,6 +64,28 @@ func EvaluateThresholds(sc *scenarios.Scenario, res summary.Results) ([]summary.
 		out = append(out, t)
 	}
 	return out, passed
+}
+
+// AddThresholdPercentiles adds to each trend of ms (in place) the percentiles sc's thresholds
+// on its metric name, whatever their tags (summary.Metric.WithPercentiles). A trend whose
+// histogram does not decode is left as it is: its threshold then fails, naming what it lacks.
+func AddThresholdPercentiles(sc *scenarios.Scenario, ms []summary.Metric) {
+	want := map[string][]float64{}
+	for key, ths := range sc.Thresholds {
+		name := threshold.MetricName(key)
+		for _, th := range ths {
+			if th.Agg == "p" && !slices.Contains(want[name], th.Percentile) {
+				want[name] = append(want[name], th.Percentile)
+			}
+		}
+	}
+	for i, m := range ms {
+		if ps := want[m.Name]; len(ps) > 0 {
+			if with, err := m.WithPercentiles(ps); err == nil {
+				ms[i] = with
+			}
+		}
+	}
 }
 
 // evalThreshold evaluates th on the metric key selects (failed, with no value, when the run did

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -202,7 +203,8 @@ func (m Metric) validateBucketTrend() error {
 	for k, v := range m.Values {
 		w, ok := want.Values[k]
 		if !ok {
-			if _, bounded := want.Bounds[k]; bounded {
+			_, isP := percentileOf(k)
+			if _, bounded := want.Bounds[k]; bounded || isP {
 				return fmt.Errorf("values[%q] is a point, but buckets only bound it: write it in bounds", k)
 			}
 			return fmt.Errorf("values[%q]: a trend read from buckets has no such value", k)
@@ -216,6 +218,9 @@ func (m Metric) validateBucketTrend() error {
 			return fmt.Errorf("bounds[%q]: %w", k, err)
 		}
 		w, ok := want.Bounds[k]
+		if p, isP := percentileOf(k); !ok && isP && m.Buckets.Count > 0 {
+			w, ok = m.Buckets.Quantile(p / 100) // a percentile a threshold named (WithPercentiles)
+		}
 		if !ok {
 			return fmt.Errorf("bounds[%q]: its buckets bound no such value", k)
 		}
@@ -274,6 +279,16 @@ func formatBucketTrend(m Metric) string {
 			keys, cur = append(keys, bq.key), bd
 		}
 		flush()
+		keys = nil
+		for _, k := range extraPercentiles(m.Bounds) {
+			bd := m.Bounds[k]
+			if len(keys) > 0 && !bd.Equal(cur) {
+				flush()
+				keys = nil
+			}
+			keys, cur = append(keys, k), bd
+		}
+		flush()
 	}
 	if m.Buckets.Source != "" {
 		fmt.Fprintf(&b, " (%s buckets)", m.Buckets.Source)
@@ -281,4 +296,21 @@ func formatBucketTrend(m Metric) string {
 		b.WriteString(" (buckets)")
 	}
 	return b.String()
+}
+
+// extraPercentiles returns the percentile keys of values (a map of Values or Bounds) beyond the
+// ones every trend has (the ones thresholds named, see WithPercentiles), by percentile.
+func extraPercentiles[V any](values map[string]V) []string {
+	var ps []float64
+	for k := range values {
+		if p, ok := percentileOf(k); ok && !slices.Contains(trendKeys, k) {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = PercentileKey(p)
+	}
+	return out
 }

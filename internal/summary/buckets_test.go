@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -212,5 +213,91 @@ func TestFormatBound(t *testing.T) {
 		if got := FormatBound(Time, tc.b); got != tc.want {
 			t.Errorf("FormatBound(%s) = %q, want %q", fmt.Sprint(tc.b.Lower(), tc.b.Upper()), got, tc.want)
 		}
+	}
+}
+
+// TestWithPercentiles: a percentile a threshold names is added to a trend as k6 computes it —
+// from the HDR histogram as a point, from Prometheus buckets as the bucket that holds it — the
+// result validates (a percentile bound its buckets do not give does not), and the text shows it.
+func TestWithPercentiles(t *testing.T) {
+	h := hdr.New(1, 3600e6, 3)
+	for v := int64(1); v <= 100; v++ {
+		if err := h.RecordValue(v * 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ht, err := NewTrend("l", Time, h, 1e-6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ht.WithPercentiles([]float64{95, 75, 0, 100, 99.99, 99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]float64{"p(95)": 0.095, "p(75)": 0.075, "p(0)": 0.001, "p(100)": 0.1, "p(99.99)": 0.1} {
+		if v, ok := got.Values[k]; !ok || math.Abs(v-want) > want*1e-3 {
+			t.Errorf("values[%s] = %g, %v; want %g", k, v, ok, want)
+		}
+	}
+	if _, ok := ht.Values["p(95)"]; ok {
+		t.Error("WithPercentiles changed its receiver's values")
+	}
+	if err := got.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if s := formatValues(got); !strings.Contains(s, " p(0)=1ms p(75)=75.01ms p(95)=95.04ms p(99.99)=100.03ms p(100)=100.03ms") {
+		t.Errorf("text = %q, want the added percentiles in order", s)
+	}
+	if _, err := ht.WithPercentiles([]float64{101}); err == nil {
+		t.Error("p(101) accepted")
+	}
+
+	bt, err := NewBucketTrend("d", Time, spread(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotB, err := bt.WithPercentiles([]float64{95, 40, 99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := gotB.Bounds["p(95)"]; !b.Equal(bnd(0.2, 1)) {
+		t.Errorf("bounds[p(95)] = %s, want in (200ms, 1s]", FormatBound(Time, b))
+	}
+	if b := gotB.Bounds["p(40)"]; !b.Equal(bnd(none, 0.1)) {
+		t.Errorf("bounds[p(40)] = %s, want ≤ 100ms", FormatBound(Time, b))
+	}
+	if _, ok := gotB.Values["p(95)"]; ok {
+		t.Error("a bucket percentile became a point")
+	}
+	if err := gotB.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if s := formatBucketTrend(gotB); !strings.Contains(s, "p(40) ≤ 100ms p(95) in (200ms, 1s]") {
+		t.Errorf("text = %q, want the added percentiles", s)
+	}
+	gotB.Bounds["p(95)"] = bnd(0.5, 1)
+	if err := gotB.validate(); err == nil || !strings.Contains(err.Error(), `bounds["p(95)"] is in (500ms, 1s], but its buckets put it in (200ms, 1s]`) {
+		t.Errorf("validate = %v, want the narrowed p(95) refused", err)
+	}
+	gotB.Bounds["p(95)"] = bnd(0.2, 1)
+	gotB.Values["p(95)"] = 0.3
+	if err := gotB.validate(); err == nil || !strings.Contains(err.Error(), "is a point, but buckets only bound it") {
+		t.Errorf("validate = %v, want a bucket percentile as a point refused", err)
+	}
+	empty, err := NewBucketTrend("e", Time, Buckets{LE: istiodDebounce, Cumulative: make([]uint64, 8)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := empty.WithPercentiles([]float64{95}); len(e.Bounds) != 0 || len(e.Values) != 0 {
+		t.Errorf("an empty bucket trend got %v %v: no data bounds nothing", e.Values, e.Bounds)
+	}
+	bad := ht
+	bad.Values = map[string]float64{}
+	for k, v := range ht.Values {
+		bad.Values[k] = v
+	}
+	bad.Values["p95"] = 1
+	if err := bad.validate(); err == nil {
+		t.Error("a trend value p95 accepted")
 	}
 }

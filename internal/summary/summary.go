@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -492,6 +494,13 @@ func (m Metric) validate() error {
 			return fmt.Errorf("%s metric lacks values[%q]", m.Type, k)
 		}
 	}
+	if m.Type == Trend {
+		for k := range m.Values {
+			if _, ok := percentileOf(k); !ok && !slices.Contains(trendKeys, k) {
+				return fmt.Errorf("values[%q]: a trend has %s and any p(N) with 0 <= N <= 100", k, strings.Join(trendKeys, ", "))
+			}
+		}
+	}
 	if m.Histogram != nil {
 		if m.Type != Trend {
 			return fmt.Errorf("a %s metric cannot carry a histogram", m.Type)
@@ -575,4 +584,88 @@ func ReadFile(path string) (*Summary, error) {
 // WriteFile writes s to path atomically (a temporary file renamed into place).
 func WriteFile(path string, s *Summary) error {
 	return atomicfile.Write(path, func(w io.Writer) error { return Encode(w, s) })
+}
+
+// PercentileKey is the value key of percentile p (0..100) as k6 writes it: "p(95)",
+// "p(99.9)".
+func PercentileKey(p float64) string {
+	return "p(" + strconv.FormatFloat(p, 'f', -1, 64) + ")"
+}
+
+// percentileOf parses a percentile value key, "p(N)" with 0 <= N <= 100, as PercentileKey
+// writes it.
+func percentileOf(key string) (float64, bool) {
+	num, ok := strings.CutPrefix(key, "p(")
+	if !ok {
+		return 0, false
+	}
+	num, ok = strings.CutSuffix(num, ")")
+	if !ok {
+		return 0, false
+	}
+	p, err := strconv.ParseFloat(num, 64)
+	if err != nil || !(p >= 0 && p <= 100) || PercentileKey(p) != key {
+		return 0, false
+	}
+	return p, true
+}
+
+// WithPercentiles returns m with the trend percentiles ps (0..100) it lacks added, read from
+// its distribution as k6 computes every percentile a threshold names: from the HDR histogram
+// as a point (a trend that observed nothing gets 0, as its other values: NoData still says
+// so), from the Prometheus buckets as the bucket that holds it (Bounds, never a point). A
+// metric of another type, or a trend with neither, is returned unchanged. m's maps are not
+// modified.
+func (m Metric) WithPercentiles(ps []float64) (Metric, error) {
+	if m.Type != Trend {
+		return m, nil
+	}
+	var missing []float64
+	for _, p := range ps {
+		if !(p >= 0 && p <= 100) {
+			return m, fmt.Errorf("summary: %s: percentile %g is not within 0..100", m.Key(), p)
+		}
+		k := PercentileKey(p)
+		if _, ok := m.Values[k]; ok {
+			continue
+		}
+		if _, ok := m.Bounds[k]; ok {
+			continue
+		}
+		missing = append(missing, p)
+	}
+	if len(missing) == 0 {
+		return m, nil
+	}
+	switch {
+	case m.Buckets != nil:
+		if m.Buckets.Count == 0 {
+			return m, nil // no data: a bucket trend then bounds nothing
+		}
+		bounds := maps.Clone(m.Bounds)
+		if bounds == nil {
+			bounds = map[string]Bound{}
+		}
+		for _, p := range missing {
+			bounds[PercentileKey(p)], _ = m.Buckets.Quantile(p / 100)
+		}
+		m.Bounds = bounds
+	case m.Histogram != nil:
+		h, err := m.Histogram.Decode()
+		if err != nil {
+			return m, fmt.Errorf("summary: %s: %w", m.Key(), err)
+		}
+		values := maps.Clone(m.Values)
+		if values == nil {
+			values = map[string]float64{}
+		}
+		for _, p := range missing {
+			values[PercentileKey(p)] = 0
+			if h.TotalCount() > 0 {
+				values[PercentileKey(p)] = float64(h.ValueAtPercentile(p)) * m.Histogram.Scale
+			}
+		}
+		m.Values = values
+	}
+	return m, nil
 }

@@ -134,7 +134,7 @@ func formatValues(m Metric) string {
 			return "no data (nothing observed)"
 		}
 		parts := make([]string, 0, len(trendKeys))
-		for _, k := range []string{"avg", "min", "med", "max", "p(90)", "p(99)", "p(99.9)"} {
+		for _, k := range append([]string{"avg", "min", "med", "max", "p(90)", "p(99)", "p(99.9)"}, extraPercentiles(v)...) {
 			parts = append(parts, k+"="+f(v[k]))
 		}
 		return strings.Join(parts, " ")
