@@ -70,6 +70,15 @@ func runValidate(ctx context.Context, stdout, stderr io.Writer, args []string, o
 	switch {
 	case o.print && o.asJSON:
 		return usageErr(errors.New("validate: --print and --json are exclusive"))
+	case (o.list || o.schema) && len(args) > 0:
+		flag := "--list"
+		if !o.list {
+			flag = "--schema"
+		}
+		return usageErr(fmt.Errorf("validate: %s takes no arguments (got %s): drop %s to check %s, or the arguments to %s",
+			flag, strings.Join(args, " "), flag, strings.Join(args, " "), strings.TrimPrefix(flag, "--")))
+	case o.list && o.schema:
+		return usageErr(errors.New("validate: --list and --schema are exclusive"))
 	case o.list:
 		for _, name := range scenarios.BuiltinNames() {
 			s, err := scenarios.Builtin(name)

@@ -146,3 +146,21 @@ func TestValidateDebounceFloor(t *testing.T) {
 		t.Fatalf("built-ins: %v, stderr:\n%s", err, stderr.String())
 	}
 }
+
+// TestValidateListTakesNoArguments: --list (and --schema) with an argument is a usage error,
+// not the list with the argument ignored.
+func TestValidateListTakesNoArguments(t *testing.T) {
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"validate", "--list", "quickstart"},
+		{"validate", "--schema", "quickstart"},
+		{"validate", "--list", "--schema"},
+	} {
+		if got := runCLI(ctx, args); got != exitUsage {
+			t.Errorf("xdslab %s: exit %d, want %d", strings.Join(args, " "), got, exitUsage)
+		}
+	}
+	if got := runCLI(ctx, []string{"validate", "--list"}); got != exitOK {
+		t.Errorf("xdslab validate --list: exit %d, want 0", got)
+	}
+}
