@@ -107,8 +107,9 @@
 //
 // Generators do not cache. The ADS server caches marshalled resources keyed by (type, class,
 // name) and stamped with a snapshot generation (controlplane/xds); KeyScope gives the proxy
-// attributes a generator reads and ViewKey the proxy's view of the mesh, so the server can
-// share bytes among proxies of one class.
+// attributes a generator reads and ViewKey the proxy's view of the mesh (for listeners also which
+// source-conditioned tcp and tls matches select the proxy), so the server can share bytes
+// among proxies of one class.
 //
 // # Scope
 //

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // KeyScope names the proxy attributes the generator of typeURL reads, apart from the proxy's own
@@ -11,8 +12,9 @@ import (
 // ADS server's cache shares marshalled bytes among them (it adds the IP itself for a sidecar that
 // is an endpoint, whose inbound clusters and listeners are its own). EDS does not depend on the
 // proxy's attributes here (scope ""; its locality, where locality load balancing applies, is
-// LocalityClass); CDS and LDS depend only on the generator family; RDS also on the
-// proxy's namespace and labels; SDS on the proxy's verified identity. Routers have their own
+// LocalityClass); CDS and LDS depend only on the generator family (LDS also on which tcp and
+// tls matches on sourceLabels or sourceNamespace select the proxy, which ViewKey names, and
+// its inbound policies, InboundScope); RDS also on the proxy's namespace and labels; SDS on the proxy's verified identity. Routers have their own
 // class (routerKeyScope), so sidecar bytes are never served to a router nor the other way round.
 func KeyScope(typeURL string, p *model.Proxy) string {
 	if p != nil && p.Type == model.Router && !p.IsGRPC() {
@@ -50,9 +52,78 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 // none: a named EDS request is answered the same for every proxy, a wildcard one lists only
 // the clusters the proxy sees. The ADS server adds it to KeyScope in its cache keys, so
 // proxies with different views never share bytes and proxies with the same view do.
+//
+// For listeners it also names which of the snapshot's source-conditioned L4 matches apply to
+// the proxy (sourceMatchKey): a sidecar's outbound TCP chains follow the tcp routes whose
+// sourceLabels and sourceNamespace select it, which KeyScope does not name for listeners.
 func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) string {
 	if s == nil || (typeURL == EndpointType && !wildcard) {
 		return ""
 	}
-	return s.ScopeFor(p).Key()
+	k := s.ScopeFor(p).Key()
+	if typeURL == ListenerType {
+		if m := sourceMatchKey(p, s); m != "" {
+			k += "|src=" + m
+		}
+	}
+	return k
+}
+
+// sourceMatch is one L4 match (of a tcp or tls route of a VirtualService bound to the mesh)
+// that depends on the client: it names sourceLabels or a sourceNamespace.
+type sourceMatch struct {
+	labels    map[string]string
+	namespace string
+}
+
+type sourceMatchesKey struct{}
+
+// sourceMatches lists the snapshot's source-conditioned L4 matches, in config order, computed
+// once per snapshot's configs.
+func sourceMatches(s *model.Snapshot) []sourceMatch {
+	return s.Derived(sourceMatchesKey{}, func() any {
+		var out []sourceMatch
+		add := func(labels map[string]string, ns string) {
+			if len(labels) > 0 || ns != "" {
+				out = append(out, sourceMatch{labels, ns})
+			}
+		}
+		for _, c := range s.Configs(istioconfig.KindVirtualService) {
+			vs := vsSpec(c)
+			for _, tr := range vs.GetTcp() {
+				for _, m := range tr.GetMatch() {
+					add(m.GetSourceLabels(), m.GetSourceNamespace())
+				}
+			}
+			for _, tr := range vs.GetTls() {
+				for _, m := range tr.GetMatch() {
+					add(m.GetSourceLabels(), m.GetSourceNamespace())
+				}
+			}
+		}
+		return out
+	}).([]sourceMatch)
+}
+
+// sourceMatchKey is one character per source-conditioned L4 match of s: whether the proxy's
+// labels and namespace satisfy it ("" when s has none). Proxies with the same key build the
+// same outbound TCP chains, whatever their labels otherwise.
+func sourceMatchKey(p *model.Proxy, s *model.Snapshot) string {
+	ms := sourceMatches(s)
+	if len(ms) == 0 {
+		return ""
+	}
+	var labels map[string]string
+	var ns string
+	if p != nil {
+		labels, ns = p.Labels, p.Namespace
+	}
+	b := make([]byte, len(ms))
+	for i, m := range ms {
+		b[i] = '0'
+		if model.LabelsMatch(m.labels, labels) && (m.namespace == "" || m.namespace == ns) {
+			b[i] = '1'
+		}
+	}
+	return string(b)
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
 )
@@ -94,5 +95,76 @@ func TestNilInputs(t *testing.T) {
 		if err != nil || len(rs) == 0 {
 			t.Errorf("%s with a nil proxy: %d resources, %v", typeURL, len(rs), err)
 		}
+	}
+}
+
+// cacheClass is what the ADS server keys a sidecar's shared bytes by (xds.Server.class), less
+// the endpoint IP (the proxies below are no endpoints).
+func cacheClass(typeURL string, p *model.Proxy, s *model.Snapshot) string {
+	k := KeyScope(typeURL, p) + "|" + ViewKey(typeURL, p, s, true) + "|" + LocalityClass(typeURL, p, s)
+	if typeURL == ListenerType {
+		k += "|" + InboundScope(p, s)
+	}
+	return k
+}
+
+// TestCacheClassFollowsSourceMatches: tcp and tls routes that match on sourceLabels or
+// sourceNamespace make a sidecar's listeners depend on its labels and namespace, so proxies
+// that such a match tells apart must not share listener bytes, and proxies it does not tell
+// apart still do.
+func TestCacheClassFollowsSourceMatches(t *testing.T) {
+	proxy := func(ns string, labels map[string]string) *model.Proxy {
+		p := sidecarProxy("10.200.0.1", ns)
+		p.Labels = labels
+		return p
+	}
+	web := proxy("app", map[string]string{"app": "web"})
+	webV2 := proxy("app", map[string]string{"app": "web", "version": "v2"})
+	client := proxy("app", map[string]string{"app": "client"})
+	other := proxy("other", map[string]string{"app": "client"})
+	match := func(m *networking.L4MatchAttributes) *istioconfig.Config {
+		return vsConfig("mysql", "db", &networking.VirtualService{Hosts: []string{"mysql"}, Tcp: []*networking.TCPRoute{
+			tcpRoute([]*networking.L4MatchAttributes{m}, l4dest("replica", "", 0)),
+			tcpRoute(nil, l4dest("mysql", "", 0)),
+		}})
+	}
+	tests := []struct {
+		name string
+		vs   *istioconfig.Config
+		// differ lists the pairs (indexes into the proxies) whose listeners differ; the rest
+		// must share a class.
+		differ [][2]int
+	}{
+		{"no source match", match(&networking.L4MatchAttributes{Port: 3306}), nil},
+		{"sourceLabels", match(&networking.L4MatchAttributes{SourceLabels: map[string]string{"app": "web"}}), [][2]int{{0, 2}, {0, 3}, {1, 2}, {1, 3}}},
+		{"sourceNamespace", match(&networking.L4MatchAttributes{SourceNamespace: "other"}), [][2]int{{0, 3}, {1, 3}, {2, 3}}},
+	}
+	proxies := []*model.Proxy{web, webV2, client, other}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tcpMesh(tt.vs)
+			var ls [][]Resource
+			for _, p := range proxies {
+				rs, err := ForType(ListenerType, p).Generate(p, s, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls = append(ls, rs)
+			}
+			for i := range proxies {
+				for j := i + 1; j < len(proxies); j++ {
+					same := sameBytes(t, ls[i], ls[j])
+					if same == slices.Contains(tt.differ, [2]int{i, j}) {
+						t.Errorf("proxies %d and %d: identical listeners %v, want %v", i, j, same, !same)
+					}
+					if !same && cacheClass(ListenerType, proxies[i], s) == cacheClass(ListenerType, proxies[j], s) {
+						t.Errorf("proxies %d and %d get different listeners but share cache class %q", i, j, cacheClass(ListenerType, proxies[i], s))
+					}
+					if same && proxies[i].Namespace == proxies[j].Namespace && cacheClass(ListenerType, proxies[i], s) != cacheClass(ListenerType, proxies[j], s) {
+						t.Errorf("proxies %d and %d get the same listeners in one namespace but do not share a class", i, j)
+					}
+				}
+			}
+		})
 	}
 }
