@@ -394,21 +394,12 @@ func (rp *routerPlan) vsHTTPRoutes(b boundVS, gs gwServer, num uint32) ([]*route
 		if !ok {
 			continue
 		}
+		// A destination without a port goes to the service's only port, else to the gateway
+		// server's port (destinationCluster, as istiod's GetDestinationCluster).
 		for _, d := range hr2.GetRoute() {
-			host := resolveHost(d.GetDestination().GetHost(), b.c.Namespace)
-			ds := rp.s.Service(host)
-			if ds == nil {
-				continue
+			if ds := rp.s.Service(resolveHost(d.GetDestination().GetHost(), b.c.Namespace)); ds != nil {
+				deps = append(deps, ServiceKey(ds))
 			}
-			deps = append(deps, ServiceKey(ds))
-			if d.GetDestination().GetPort().GetNumber() == 0 && len(ds.Ports) > 1 {
-				fail(fmt.Errorf("destination %s has %d ports: name one with destination.port", host, len(ds.Ports)))
-				hr2 = nil
-				break
-			}
-		}
-		if hr2 == nil {
-			continue
 		}
 		rs, catchAll, err := translateHTTPRoute(rp.p, rp.ix, b.c.Namespace, hr2, &model.Service{}, model.Port{Number: num}, false)
 		if err != nil {

@@ -404,7 +404,6 @@ func TestGatewayErrors(t *testing.T) {
 	configs := []*istioconfig.Config{gw,
 		vsConfig("a", "apps", &networking.VirtualService{Hosts: []string{"a.example.com"}, Gateways: []string{"istio-system/gw"},
 			Http: []*networking.HTTPRoute{
-				{Name: "noport", Route: []*networking.HTTPRouteDestination{{Destination: gwDest("multi", 0, "")}}},
 				{Name: "badregex", Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Regex{Regex: "("}}}},
 					Route: []*networking.HTTPRouteDestination{{Destination: gwDest("multi", 8000, "")}}},
 				{Name: "good", Route: []*networking.HTTPRouteDestination{{Destination: gwDest("multi", 8001, "")}}},
@@ -429,8 +428,7 @@ func TestGatewayErrors(t *testing.T) {
 		"servers[2]: protocol TLS with tls mode AUTO_PASSTHROUGH is not supported",
 		"servers[3]: port 80 is TCP here but HTTP in Gateway istio-system/gw servers[0]",
 		"servers[5]: protocol \"UDP\" is not supported",
-		"VirtualService apps/a http[0 (noport)]", "has 2 ports: name one with destination.port",
-		"VirtualService apps/a http[1 (badregex)]",
+		"VirtualService apps/a http[0 (badregex)]",
 		`VirtualService apps/b tls[0] on Gateway istio-system/gw servers[4] port 443: SNI "a.example.com" is already routed by VirtualService apps/a tls[0]`,
 		"VirtualService apps/b tls[1]", "a match without sniHosts",
 	} {
@@ -453,6 +451,8 @@ func TestGatewayErrors(t *testing.T) {
 	}
 }
 
+// TestGatewayKeyScope: routers with the same labels and namespace share bytes; the router class
+// never equals a sidecar's, and labels that change the selected gateways change the scope.
 // TestGatewayKeyScope: routers with the same labels and namespace share bytes; the router class
 // never equals a sidecar's, and labels that change the selected gateways change the scope.
 func TestGatewayKeyScope(t *testing.T) {
@@ -652,5 +652,50 @@ func TestGatewayBenchSnapshotIsValid(t *testing.T) {
 	l, _ := find(g[ListenerType], "0.0.0.0_443")
 	if n := len(l.Message.(*listenerv3.Listener).GetFilterChains()); n != 100 {
 		t.Errorf("%d SNI chains, want 100", n)
+	}
+}
+
+// TestGatewayDestinationPort: a destination without a port goes to the service's only port,
+// else to the port of the gateway server the route is bound on (istiod's
+// GetDestinationCluster), never dropped.
+func TestGatewayDestinationPort(t *testing.T) {
+	multi := &model.Service{Hostname: "multi.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.1"}, Ports: []model.Port{
+		{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "grpc", Number: 9090, Protocol: model.ProtocolGRPC}}}
+	one := &model.Service{Hostname: "one.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.2"}, Ports: []model.Port{
+		{Name: "http", Number: 8000, Protocol: model.ProtocolHTTP}}}
+	tests := []struct {
+		name   string
+		server uint32
+		dest   *networking.Destination
+		want   string
+	}{
+		{"several ports: the server's", 80, gwDest("multi", 0, ""), ClusterName(Outbound, 80, "", multi.Hostname)},
+		{"several ports, a server port the service lacks", 8080, gwDest("multi", 0, "v1"), ClusterName(Outbound, 8080, "v1", multi.Hostname)},
+		{"one port: that one", 80, gwDest("one", 0, ""), ClusterName(Outbound, 8000, "", one.Hostname)},
+		{"a named port wins", 80, gwDest("multi", 9090, ""), ClusterName(Outbound, 9090, "", multi.Hostname)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gw := gwConfig("gw", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{server(tt.server, "HTTP", "*")}})
+			vs := vsConfig("www", "apps", &networking.VirtualService{Hosts: []string{"www.example.com"}, Gateways: []string{"istio-system/gw"},
+				Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: tt.dest}}}}})
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{multi, one}, Configs: []*istioconfig.Config{gw, vs}})
+			p := routerProxy("istio-system", ingressLabels)
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			rc := routeConfig(t, g[RouteType], "http."+strconv.Itoa(int(tt.server)))
+			var got []string
+			for _, vh := range rc.GetVirtualHosts() {
+				for _, r := range vh.GetRoutes() {
+					got = append(got, r.GetRoute().GetCluster())
+				}
+			}
+			if !slices.Equal(got, []string{tt.want}) {
+				t.Errorf("routes to %v, want [%s]", got, tt.want)
+			}
+		})
 	}
 }
