@@ -181,6 +181,13 @@ func TestMalformed(t *testing.T) {
 		{"operator as written", "name: x\nthresholds:\n  xdslab_push_latency_seconds: ['avg===avg']\n", 3, 33, "thresholds.xdslab_push_latency_seconds[0]", "missing number after ===", "AGG OP VALUE"},
 		{"kind without any churn", "name: x\nthresholds:\n  xdslab_push_latency_seconds{kind:scale}: ['p(99)<1s']\n", 3, 44, "thresholds.xdslab_push_latency_seconds{kind:scale}", "never measured: the scenario has no scale churn", "add churn of kind scale"},
 
+		// Churn that can never act (every arrival skipped).
+		{"flap without services", "name: x\ntopology: {services: 0}\nchurn: [{kind: endpoint-flap, rate: 5/s}]\n", 3, 16, "churn[0].kind", "endpoint-flap churn can never act: the topology has no services", "service-create"},
+		{"config-change without services", "name: x\ntopology: {services: 0}\nchurn:\n  - {kind: service-delete, rate: 1/s}\n  - {kind: config-change, rate: 1/s}\n", 5, 12, "churn[1].kind", "config-change churn can never act", "topology.services >= 1"},
+		{"mesh without services", "name: x\ntopology: {mesh: {services: []}}\nchurn: [{kind: scale, rate: 1/s}]\n", 3, 16, "churn[0].kind", "topology.mesh has no services", "remove this churn"},
+		{"flap without endpoints", "name: x\ntopology: {endpointsPerService: 0}\nchurn: [{kind: endpoint-flap, rate: 5/s}]\n", 3, 16, "churn[0].kind", "no service has an endpoint", "topology.endpointsPerService"},
+		{"zone failure without endpoints", "name: x\ntopology: {endpointsPerService: {dist: uniform, min: 0, max: 0.4}}\nchurn: [{kind: zone-failure, at: [1s]}]\n", 3, 16, "churn[0].kind", "zone-failure churn can never act", "add a scale churn"},
+
 		// A 0 written where the run would use the default.
 		{"zone fraction 0", "name: x\nchurn: [{kind: zone-failure, at: [1s], fraction: 0}]\n", 2, 50, "churn[0].fraction", "fraction: 0 would remove no endpoint", "(0, 1]"},
 		{"services 0", "name: x\nchurn: [{kind: service-create, rate: 1/s, services: 0}]\n", 2, 53, "churn[0].services", "services: 0 would touch no service", ">= 1"},

@@ -134,6 +134,7 @@ func (v *validator) scenario() {
 		n := churnEvents(s.Churn[i], s.Duration.D())
 		total, one = total+n, one || n > maxScheduledEvents
 	}
+	v.idleChurn()
 	if total > maxScheduledEvents && !one {
 		v.add("churn", fmt.Sprintf("lower the rates, raise the everies or shorten duration: at most %d events in all (the simulator's limit)", maxScheduledEvents),
 			"the churn schedules about %.3g events over the run", total)
@@ -561,6 +562,57 @@ func (v *validator) thresholds() {
 			}
 		}
 	}
+}
+
+// idleChurn reports churn that can never act on the topology, which the simulator would skip
+// at every arrival (a run "passes" with 0 events): churn on services when there are none and
+// no service-create (or replay) adds any, endpoint churn when no service ever has an endpoint
+// and no scale (or replay) adds one.
+func (v *validator) idleChurn() {
+	s := v.s
+	has := func(kinds ...string) bool {
+		return slices.ContainsFunc(s.Churn, func(c Churn) bool { return slices.Contains(kinds, c.Kind) })
+	}
+	noServices := s.Topology.Services == 0 && !has(KindServiceCreate, KindReplay)
+	noEndpoints := !has(KindScale, KindReplay) && (s.Topology.Mesh != nil && s.Topology.Mesh.Endpoints() == 0 ||
+		s.Topology.Mesh == nil && alwaysZero(s.Topology.EndpointsPerService))
+	for i, c := range s.Churn {
+		p := "churn[" + itoa(i) + "]"
+		switch c.Kind {
+		case KindEndpointFlap, KindScale, KindRollingDeploy, KindServiceDelete, KindServiceAccountChange, KindZoneFailure, KindConfigChange:
+		default:
+			continue
+		}
+		if c.Kind == KindConfigChange && c.Target == TargetAuthz {
+			continue // the policies are per namespace, with or without services
+		}
+		switch {
+		case noServices:
+			what := "topology.services: 0"
+			if s.Topology.Mesh != nil {
+				what = "topology.mesh has no services"
+			}
+			v.add(p+".kind", "give the topology services (topology.services >= 1), add a service-create churn, or remove this churn",
+				"%s churn can never act: the topology has no services (%s) and no churn creates any, so every arrival would be skipped", c.Kind, what)
+		case noEndpoints && (c.Kind == KindEndpointFlap || c.Kind == KindZoneFailure):
+			fix := "give the services endpoints (topology.endpointsPerService), add a scale churn, or remove this churn"
+			if s.Topology.Mesh != nil {
+				fix = "give topology.mesh's services endpoints, add a scale churn, or remove this churn"
+			}
+			v.add(p+".kind", fix, "%s churn can never act: no service has an endpoint and no churn adds any, so every arrival would be skipped", c.Kind)
+		}
+	}
+}
+
+// alwaysZero reports whether every count drawn from d rounds to 0.
+func alwaysZero(d dist.Spec) bool {
+	switch d.Dist {
+	case "", "constant":
+		return d.Value < 0.5
+	case "uniform":
+		return d.Max < 0.5
+	}
+	return d.Max > 0 && d.Max < 0.5 && d.Dist != "pareto" && d.Dist != "zipf"
 }
 
 // fleetTypes are the xDS types the fake Envoys subscribe to (fakeenvoy/machine).

@@ -24,6 +24,9 @@ func TestWrittenFieldsWithEffect(t *testing.T) {
 		{"kind of a replay", "name: x\nchurn: [{kind: replay, file: t.jsonl}]\nthresholds: {'xdslab_push_latency_seconds{kind:endpoint-flap}': ['p(99)<1s']}\n"},
 		{"tagged cpu", "name: x\nthresholds: {'xdslab_cpu_seconds{side:controlplane}': ['value<100s']}\n"},
 		{"most services", "name: x\ntopology: {services: 1000000}\n"},
+		{"churn on created services", "name: x\ntopology: {services: 0}\nchurn: [{kind: service-create, rate: 1/s}, {kind: endpoint-flap, rate: 5/s}, {kind: config-change, rate: 1/s}]\n"},
+		{"authz churn without services", "name: x\ntopology: {services: 0, authorizationPolicies: {perNamespace: 2}}\nchurn: [{kind: config-change, target: authz, rate: 1/s}]\n"},
+		{"endpoints scaled up", "name: x\ntopology: {endpointsPerService: 0}\nchurn: [{kind: scale, rate: 1/s}, {kind: endpoint-flap, rate: 5/s}]\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := LoadBytes("ok.yaml", []byte(tc.yaml)); err != nil {
