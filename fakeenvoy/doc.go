@@ -86,8 +86,10 @@
 // regexp and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures,
 // recursively inside every Any; undecodable resources; duplicate names; a Delta name both
 // added and removed; listeners binding the same address; filter chains with identical
-// matches). For CDS and LDS the valid resources are applied and the whole response is still
-// NACKed, as Envoy does. policy.Ack adds Envoy's apply time before the ACK, a hung client
+// matches). As in Envoy, what fails as a response is decoded (undecodable bytes, a resource's
+// own PGV constraints, Delta duplicates) rejects the whole response; for CDS and LDS, what fails
+// as one resource is built (what its Anys pack, a SotW duplicate's later copy, the other rules)
+// leaves the other resources applied, and the response is still NACKed. policy.Ack adds Envoy's apply time before the ACK, a hung client
 // that never ACKs, and disconnects after N responses.
 //
 // A client reports what it sees to probe.Hooks (the contract in package probe), each call with

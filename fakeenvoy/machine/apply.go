@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"strings"
@@ -24,9 +25,11 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		mode = checkEnvoy // Envoy's (rules.go)
 	}
 
-	// Response-level checks: they reject everything.
+	// Response-level checks: they reject everything. A SotW CDS or LDS response naming a
+	// resource twice is not one of them: its later copies are rejected one by one (dupItems).
 	respErr := u.err
-	if respErr == nil && realistic && !(u.distinct && len(u.removed) == 0) {
+	dupItems := realistic && u.full && !m.grpc
+	if respErr == nil && realistic && !dupItems && !(u.distinct && len(u.removed) == 0) {
 		respErr = envoyResponseErr(t, u.items, u.removed) // duplicates: none when distinct
 	}
 	if err := m.policyErr(); respErr == nil {
@@ -42,6 +45,7 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	}()
 	st := u.st
 	var itemErrs []string
+	decodeFailed := "" // the first resource Envoy fails to decode
 	// A full response drops what it lacks. With distinct names, counting the held names it
 	// names tells whether it lacks any, without a map of what it holds.
 	countHeld := u.full && u.distinct
@@ -61,6 +65,13 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	for i := range items {
 		it, is := &items[i], &st[i]
 		if present != nil {
+			if _, dup := present[it.name]; dup && dupItems {
+				// CdsApiHelper, LdsApiImpl: the first copy applied, this one an error
+				is.err = fmt.Errorf("duplicate %s %s found", t.kind(), it.name)
+				u.itemErrs++
+				itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", t.kind(), it.name, is.err))
+				continue
+			}
 			present[it.name] = struct{}{}
 		}
 		if lookUp && !m.subscribedName(t, it.name) {
@@ -99,13 +110,20 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		}
 		if is.err != nil {
 			u.itemErrs++
-			itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", t.kind(), it.name, is.err))
+			msg := fmt.Sprintf("%s %s: %v", t.kind(), it.name, is.err)
+			if _, ok := is.err.(decodeErr); ok && !m.grpc && decodeFailed == "" {
+				decodeFailed = msg // Envoy rejects the whole response (see decodeErr)
+			}
+			itemErrs = append(itemErrs, msg)
 		} else {
 			withRefs += min(1, len(is.d.refs))
 			withSecrets += min(1, len(is.d.secrets))
 		}
 	}
 
+	if decodeFailed != "" && respErr == nil {
+		respErr = errors.New(decodeFailed)
+	}
 	if realistic && t == tLDS && respErr == nil {
 		itemErrs = append(itemErrs, m.addressConflicts(items, st, u.removed, u.full)...)
 	}

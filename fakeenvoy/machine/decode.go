@@ -31,9 +31,18 @@ func (d *decoded) message() proto.Message {
 	return d.msg
 }
 
+// decodeErr is an error Envoy finds as it decodes a resource (its bytes, its own PGV
+// constraints): the whole response is rejected and nothing of it applied, since GrpcMuxImpl's
+// onDiscoveryResponse (SotW) and WatchMap::onConfigUpdate (Delta) decode every resource before
+// any callback sees one. Other errors are found while building one resource (what its Anys
+// pack, build-time checks): CdsApiHelper and LdsApiImpl still apply the others.
+type decodeErr struct{ error }
+
+func (e decodeErr) Unwrap() error { return e.error }
+
 // decode unmarshals a resource of type t, validates it as mode says, and extracts what it
 // references (for gRPC clients, also a route configuration's clusters, and an assignment as
-// grpc-go uses it).
+// grpc-go uses it). An error found decoding is a decodeErr.
 func decode(t rtype, raw []byte, mode checkMode) (proto.Message, []string, error) {
 	realistic := mode == checkEnvoy
 	var msg proto.Message
@@ -50,10 +59,13 @@ func decode(t rtype, raw []byte, mode checkMode) (proto.Message, []string, error
 		msg = &tlsv3.Secret{}
 	}
 	if err := proto.Unmarshal(raw, msg); err != nil {
-		return nil, nil, err
+		return nil, nil, decodeErr{err}
 	}
 	if realistic {
-		if err := validate.Deep(msg); err != nil {
+		if err := validate.Top(msg); err != nil {
+			return nil, nil, decodeErr{err}
+		}
+		if err := validate.Anys(msg); err != nil {
 			return nil, nil, err
 		}
 	}

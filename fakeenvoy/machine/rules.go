@@ -9,17 +9,22 @@ import (
 	"github.com/xdslab/xdslab/fakeenvoy/validate"
 )
 
-// What Envoy rejects (policy.Nack.Realistic), beside the PGV validation of every resource and of
-// every message packed in an Any (validate.Deep) and the SDS sources it cannot reach (sds.go):
+// What Envoy rejects (policy.Nack.Realistic). Two stages, as in Envoy:
 //
-//   - a response naming one resource twice, or a Delta response that both adds and removes a
-//     name: the whole response is NACKed and nothing of it applied;
-//   - a listener binding the address of another listener of the resulting set, or two filter
-//     chains of one listener with the same match: that listener is rejected.
+//   - decoding (decodeErr): a resource whose bytes do not decode or that fails its own PGV
+//     constraints (validate.Top) fails the whole response before anything of it is applied
+//     (GrpcMuxImpl::onDiscoveryResponse, WatchMap::onConfigUpdate); so does a Delta response
+//     naming a resource twice or both adding and removing a name (DeltaSubscriptionState), or
+//     a SotW EDS, RDS or SDS response naming one twice;
+//   - building one resource: what its Anys pack (validate.Anys), the SDS sources it cannot
+//     reach (sds.go), a listener binding the address of another listener of the resulting set,
+//     two filter chains of one listener with the same match, a later copy of a name a SotW CDS
+//     or LDS response repeats ("duplicate cluster X found": the first copy is applied). CDS and
+//     LDS apply their other resources and NACK the response (CdsApiHelper and LdsApiImpl catch
+//     each resource's error); EDS, RDS and SDS apply nothing of a NACKed response.
 //
-// CDS and LDS apply their valid resources even when the response is NACKed, as Envoy does; EDS,
-// RDS and SDS apply nothing of a NACKed response. grpc-go's rules are validate.GRPC's. The scripted
-// rejections of a policy.Nack (every Nth response, a probability, a name pattern) come on top.
+// grpc-go's rules are validate.GRPC's. The scripted rejections of a policy.Nack (every Nth
+// response, a probability, a name pattern) come on top.
 
 // envoyResponseErr reports what makes Envoy reject a whole response of type t.
 func envoyResponseErr(t rtype, items []item, removed []string) error {

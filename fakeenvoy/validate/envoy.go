@@ -42,8 +42,26 @@ import (
 // Deep runs PGV ValidateAll on m and, recursively, on every message packed in an Any
 // inside it — which ValidateAll alone does not do. An Any whose bytes do not decode is an
 // error; an Any naming a type this binary does not link is skipped (real Envoy may know it).
+// It is Top, then Anys.
 func Deep(m proto.Message) error {
 	return validateMsg(m.ProtoReflect(), 0)
+}
+
+// Top runs PGV ValidateAll on m alone (its nested messages, not what its Anys pack): what
+// Envoy checks as it decodes a resource (OpaqueResourceDecoderImpl::decodeResource), before
+// anything of the response is applied.
+func Top(m proto.Message) error {
+	if v, ok := m.(validatorAll); ok {
+		return v.ValidateAll()
+	}
+	return nil
+}
+
+// Anys validates, recursively, every message packed in an Any inside m (as Deep, without m's
+// own ValidateAll): what Envoy checks as it builds the resource (a typed_config unpacked when
+// its factory makes the filter or transport socket), one resource at a time.
+func Anys(m proto.Message) error {
+	return walkOnly(m.ProtoReflect(), 0)
 }
 
 type validatorAll interface{ ValidateAll() error }

@@ -1,0 +1,58 @@
+package machine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
+)
+
+// TestDecodeFailureRejectsWholeResponse: a resource failing its own PGV constraints fails as
+// Envoy decodes the response (before any callback): nothing of it is applied, no EDS request
+// goes out, only the NACK, in SotW and in Delta.
+func TestDecodeFailureRejectsWholeResponse(t *testing.T) {
+	bad := fetest.EDSCluster("c1")
+	bad.ConnectTimeout = durationpb.New(-time.Second)
+
+	m := warmedMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+	s := m.OnSotw(sotwResp(t, C, "2", "n2", bad, fetest.EDSCluster("c2"), fetest.EDSCluster("c3")), t0)
+	wantReqs(t, "SotW", s.Sotw, "CDS(1,n2,[],nack)")
+	if m.Resource(C, "c3") != nil || !proto.Equal(m.Resource(C, "c1"), fetest.EDSCluster("c1")) || s.Applied {
+		t.Errorf("SotW: a response Envoy fails to decode was applied (c3 held: %v)", m.Resource(C, "c3") != nil)
+	}
+
+	d := deltaFull(t, Config{Nack: policy.Nack{Realistic: true}})
+	s = d.OnDelta(deltaResp(t, C, "e", nil, bad, fetest.EDSCluster("c3")), t0)
+	if len(s.Delta) != 1 || s.Delta[0].GetErrorDetail() == nil || d.Resource(C, "c3") != nil || s.Applied {
+		t.Errorf("Delta: requests %v, c3 held %v: want the NACK alone, nothing applied", s.Delta, d.Resource(C, "c3") != nil)
+	}
+}
+
+// TestSotwDuplicateAppliesFirstCopy: CdsApiHelper applies the first copy of a name a SotW
+// response repeats and the other clusters, then NACKs ("duplicate cluster X found"); Delta
+// rejects a duplicate name whole (DeltaSubscriptionState).
+func TestSotwDuplicateAppliesFirstCopy(t *testing.T) {
+	first := fetest.EDSCluster("c3")
+	second := fetest.EDSCluster("c3")
+	second.ConnectTimeout = durationpb.New(7 * time.Second)
+	m := warmedMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+	s := m.OnSotw(sotwResp(t, C, "2", "n2", fetest.EDSCluster("c1"), first, second, fetest.EDSCluster("c4")), t0)
+	wantReqs(t, "SotW", s.Sotw, "EDS(1,b,[c1 c3 c4])", "CDS(1,n2,[],nack)")
+	if !s.Info.Nacked || !strings.Contains(s.Info.Error, "duplicate cluster c3 found") {
+		t.Errorf("error %q, want the duplicate", s.Info.Error)
+	}
+	if !proto.Equal(m.Resource(C, "c3"), first) || m.Resource(C, "c4") == nil || m.Resource(C, "c2") != nil {
+		t.Errorf("want the first c3 and c4 applied, c2 removed")
+	}
+
+	d := deltaFull(t, Config{Nack: policy.Nack{Realistic: true}})
+	s = d.OnDelta(deltaResp(t, C, "e", nil, first, second, fetest.EDSCluster("c4")), t0)
+	if len(s.Delta) != 1 || s.Delta[0].GetErrorDetail() == nil || d.Resource(C, "c3") != nil || d.Resource(C, "c4") != nil {
+		t.Errorf("Delta: requests %v: want the NACK alone, nothing applied", s.Delta)
+	}
+}
