@@ -20,7 +20,7 @@ import (
 // services a service-create churn adds.
 type Mesh struct {
 	Services []MeshService `yaml:"services" json:"services" doc:"The services, each written as a cluster-local ServiceEntry (NAME.NAMESPACE.svc.cluster.local, MESH_INTERNAL, STATIC) with its endpoints inline, as the simulator writes its synthetic ones."`
-	Config   string        `yaml:"config,omitempty" json:"config,omitempty" doc:"Istio objects written verbatim before the run, as YAML documents separated by --- (what kubectl apply takes): VirtualService, DestinationRule, Gateway, Sidecar, ServiceEntry, WorkloadEntry (networking.istio.io) and PeerAuthentication (security.istio.io). Checked with the control plane's own decoder (strict fields, istiod's validation rules); an error names the scenario file's line."`
+	Config   string        `yaml:"config,omitempty" json:"config,omitempty" doc:"Istio objects written verbatim before the run, as YAML documents separated by --- (what kubectl apply takes): VirtualService, DestinationRule, Gateway, Sidecar, ServiceEntry, WorkloadEntry (networking.istio.io), PeerAuthentication, AuthorizationPolicy and RequestAuthentication (security.istio.io). Checked with the control plane's own decoder (strict fields, istiod's validation rules); an error names the scenario file's line."`
 }
 
 // MeshService is one service of an explicit mesh.
@@ -283,9 +283,9 @@ func (v *validator) meshConfig() {
 	}
 	if v.s.Sink.Kind == SinkKube {
 		for _, c := range res.Configs {
-			if c.Kind == istioconfig.KindPeerAuthentication {
-				v.addAt(path, base+1, "use sink kind dir or mcp (or the in-process control plane), or leave the PeerAuthentication out",
-					"PeerAuthentication %s/%s: the kube sink cannot write it", c.Namespace, c.Name)
+			if istioconfig.IsSecurity(c.Kind) {
+				v.addAt(path, base+1, "use sink kind dir or mcp (or the in-process control plane), or leave the "+string(c.Kind)+" out",
+					"%s %s/%s: the kube sink cannot write it", c.Kind, c.Namespace, c.Name)
 			}
 		}
 	}

@@ -96,6 +96,8 @@ func TestMeshErrors(t *testing.T) {
 			`m.yaml:6: topology.mesh.config: v1 ConfigMap( \S+)?: not a kind the lab writes`},
 		{"kube sink", "name: m\nsink: {kind: kube}\ntopology:\n  mesh:\n    services: [{name: a, namespace: ns1, ports: [{number: 80, protocol: HTTP}]}]\n    config: |\n      apiVersion: security.istio.io/v1\n      kind: PeerAuthentication\n      metadata: {name: default, namespace: istio-system}\n      spec: {mtls: {mode: STRICT}}\n",
 			`topology.mesh.config: PeerAuthentication istio-system/default: the kube sink cannot write it`},
+		{"kube sink, authz", "name: m\nsink: {kind: kube}\ntopology:\n  mesh:\n    services: [{name: a, namespace: ns1, ports: [{number: 80, protocol: HTTP}]}]\n    config: |\n      apiVersion: security.istio.io/v1\n      kind: AuthorizationPolicy\n      metadata: {name: p, namespace: ns1}\n      spec: {action: DENY, rules: [{from: [{source: {namespaces: [x]}}]}]}\n",
+			`topology.mesh.config: AuthorizationPolicy ns1/p: the kube sink cannot write it; use sink kind dir or mcp`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := LoadBytes("m.yaml", []byte(tc.file))

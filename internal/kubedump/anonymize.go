@@ -320,8 +320,14 @@ func (a *Anonymizer) value(key string, v any) (any, error) {
 				out[k] = fmt.Sprintf("%s-%v", strings.ToLower(fmt.Sprint(x["protocol"])), x["number"])
 				continue
 			}
-			if s, ok := x[k].(string); ok && key == "delegate" && k == "name" {
-				out[k] = a.object(s) // a delegate names a VirtualService
+			if s, ok := x[k].(string); ok && (key == "delegate" || key == "targetRef" || key == "targetRefs") && k == "name" {
+				out[k] = a.object(s) // a delegate names a VirtualService, a targetRef a Gateway
+				continue
+			}
+			if vs, ok := x[k].([]any); ok && key == "when" && (k == "values" || k == "notValues") {
+				// An AuthorizationPolicy condition: its values are what its key says.
+				ck, _ := x["key"].(string)
+				out[k] = a.conditionValues(ck, vs)
 				continue
 			}
 			nv, err := a.value(k, x[k])
@@ -345,7 +351,13 @@ func (a *Anonymizer) value(key string, v any) (any, error) {
 		switch key {
 		case "host", "hosts", "sniHosts":
 			return a.nsHost(x), nil
-		case "exportTo", "namespace", "namespaces":
+		case "principals", "notPrincipals":
+			return a.principal(x), nil
+		case "notHosts":
+			return a.nsHost(x), nil
+		case "ipBlocks", "notIpBlocks", "remoteIpBlocks", "notRemoteIpBlocks":
+			return a.Address(x), nil
+		case "exportTo", "namespace", "namespaces", "notNamespaces":
 			if x == "." || x == "*" || x == "~" {
 				return x, nil
 			}
@@ -372,6 +384,66 @@ func (a *Anonymizer) value(key string, v any) (any, error) {
 		return x, nil
 	}
 	return v, nil
+}
+
+// principal anonymizes an AuthorizationPolicy principal, TRUST-DOMAIN/ns/NS/sa/SA: the
+// namespace and the service account as everywhere else, so the policy still names the
+// mesh's identities; "*" segments, and a trust domain, are kept; a segment with a wildcard
+// inside (prefix or suffix match) is hashed with the wildcard kept in its place.
+func (a *Anonymizer) principal(p string) string {
+	segs := strings.Split(p, "/")
+	for i := 1; i < len(segs); i++ {
+		seg := segs[i]
+		if seg == "" || seg == "*" {
+			continue
+		}
+		var mapped func(string) string
+		switch segs[i-1] {
+		case "ns":
+			mapped = a.Namespace
+		case "sa":
+			mapped = func(s string) string {
+				if s == "default" {
+					return s
+				}
+				return a.account(s)
+			}
+		default:
+			continue
+		}
+		switch {
+		case strings.HasPrefix(seg, "*"):
+			segs[i] = "*" + mapped(seg[1:])
+		case strings.HasSuffix(seg, "*"):
+			segs[i] = mapped(seg[:len(seg)-1]) + "*"
+		default:
+			segs[i] = mapped(seg)
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// conditionValues anonymizes the values of an AuthorizationPolicy condition by its key:
+// namespaces, principals and addresses as elsewhere; other keys (headers, claims, ports) are
+// kept as written, like the other match values.
+func (a *Anonymizer) conditionValues(key string, vs []any) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		s, ok := v.(string)
+		switch {
+		case !ok:
+			out[i] = v
+		case key == "source.namespace":
+			out[i] = a.Namespace(s)
+		case key == "source.principal":
+			out[i] = a.principal(s)
+		case key == "source.ip" || key == "remote.ip" || key == "destination.ip":
+			out[i] = a.Address(s)
+		default:
+			out[i] = s
+		}
+	}
+	return out
 }
 
 // isLabelKey reports whether a spec key holds a label map (workload selectors, subsets,

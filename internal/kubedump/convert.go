@@ -40,6 +40,9 @@ type Result struct {
 	Configs []*ConfigObject
 	// Unmodelled counts the objects of each kind the lab does not model, by kind.
 	Unmodelled map[string]int
+	// FQDNEndpoints counts the ready endpoints of EndpointSlices with addressType FQDN, left
+	// out (the lab's endpoints are addresses); Notes names their Services.
+	FQDNEndpoints int
 	// Notes list objects of modelled kinds that were left out, and why.
 	Notes []string
 	// Workloads are the pod counts of the dump's workloads (pods grouped by owner), sorted.
@@ -111,6 +114,8 @@ var istioKinds = map[string]istioconfig.Kind{
 	"ServiceEntry": istioconfig.KindServiceEntry, "WorkloadEntry": istioconfig.KindWorkloadEntry,
 	"VirtualService": istioconfig.KindVirtualService, "DestinationRule": istioconfig.KindDestinationRule,
 	"Gateway": istioconfig.KindGateway, "Sidecar": istioconfig.KindSidecar, "PeerAuthentication": istioconfig.KindPeerAuthentication,
+	// The control plane generates RBAC filters from them (docs/security.md), as istiod does.
+	"AuthorizationPolicy": istioconfig.KindAuthorizationPolicy,
 }
 
 func (c *converter) run(d *Dump) {
@@ -407,7 +412,16 @@ func (c *converter) service(s *service, fromPods bool) (scenarios.MeshService, b
 	} else {
 		seen := map[string]bool{}
 		family := addressFamily(s.slices)
+		fqdn := 0
 		for _, es := range s.slices {
+			if es.AddressType == discoveryv1.AddressTypeFQDN {
+				for _, ep := range es.Endpoints {
+					if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && len(ep.Addresses) > 0 {
+						fqdn++
+					}
+				}
+				continue
+			}
 			if es.AddressType != family {
 				continue
 			}
@@ -422,6 +436,10 @@ func (c *converter) service(s *service, fromPods bool) (scenarios.MeshService, b
 				}
 				add(pod, deref(ep.Zone), deref(ep.NodeName))
 			}
+		}
+		if fqdn > 0 {
+			c.res.FQDNEndpoints += fqdn
+			c.res.Notes = append(c.res.Notes, fmt.Sprintf("%s: %d ready endpoint(s) of EndpointSlices with addressType FQDN (DNS names, not addresses) are not modelled: the lab's services have address endpoints", o, fqdn))
 		}
 	}
 	keys := slices.SortedFunc(maps.Keys(groups), func(a, b epKey) int {
@@ -615,11 +633,19 @@ func (r *Result) Summary() []string {
 	if len(r.Unmodelled) > 0 {
 		out = append(out, "not modelled (counted, left out): "+r.UnmodelledText())
 	}
+	if r.FQDNEndpoints > 0 {
+		out = append(out, "not modelled (counted, left out): "+r.fqdnText())
+	}
 	if r.Nodes > 0 {
 		out = append(out, fmt.Sprintf("%d Nodes read for their region and zone labels", r.Nodes))
 	}
 	out = append(out, r.Notes...)
 	return out
+}
+
+// fqdnText counts the endpoints of FQDN EndpointSlices left out.
+func (r *Result) fqdnText() string {
+	return fmt.Sprintf("%d ready endpoint(s) of EndpointSlices with addressType FQDN (DNS names, not addresses)", r.FQDNEndpoints)
 }
 
 // UnmodelledText lists the unmodelled kinds with their counts: "AuthorizationPolicy ×2, ...".

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("the written scenario does not load: %v", err)
 			}
 			m := s.Topology.Mesh
-			if m == nil || len(m.Services) != 11 || m.Endpoints() != 23 || len(m.Objects()) != 9 {
+			if m == nil || len(m.Services) != 11 || m.Endpoints() != 23 || len(m.Objects()) != 10 {
 				t.Fatalf("mesh: got %v", s.Summary())
 			}
 			if s.Topology.Services != 11 || s.Topology.Namespaces != 3 {
@@ -190,8 +191,14 @@ func TestConvertCounts(t *testing.T) {
 	if sizes["Deployment bookinfo/reviews-v1"] != 2 || sizes["StatefulSet shop/redis"] != 1 || sizes["Deployment shop/frontend"] != 3 {
 		t.Errorf("workloads %v", sizes)
 	}
-	if r.Unmodelled["AuthorizationPolicy"] != 1 || r.Unmodelled["ConfigMap"] != 1 || r.Nodes != 3 {
+	if r.Unmodelled["ConfigMap"] != 1 || len(r.Unmodelled) != 1 || r.Nodes != 3 {
 		t.Errorf("unmodelled %v, nodes %d", r.Unmodelled, r.Nodes)
+	}
+	// The control plane generates RBAC from AuthorizationPolicies: the dump's is carried.
+	if !slices.ContainsFunc(r.Configs, func(co *ConfigObject) bool {
+		return co.Kind == "AuthorizationPolicy" && co.Namespace == "shop" && co.Name == "payments-allow-checkout"
+	}) {
+		t.Errorf("the AuthorizationPolicy is not in the config")
 	}
 }
 
@@ -340,7 +347,7 @@ items:
 	if len(r.Mesh.Services) != 1 || r.Mesh.Services[0].Ports[0].Protocol != "GRPC" {
 		t.Errorf("services %+v", r.Mesh.Services)
 	}
-	if got := r.UnmodelledText(); got != "AuthorizationPolicy ×1, ConfigMap ×1, Deployment ×1, EnvoyFilter ×1" {
+	if got := r.UnmodelledText(); got != "ConfigMap ×1, Deployment ×1, EnvoyFilter ×1" {
 		t.Errorf("unmodelled: %s", got)
 	}
 	if len(r.Notes) != 3 || !strings.Contains(r.Notes[0], "Sidecar a/web selects workloads") {
@@ -350,7 +357,7 @@ items:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(out, []byte("# Not modelled (counted, left out): AuthorizationPolicy ×1, ConfigMap ×1")) {
+	if !bytes.Contains(out, []byte("# Not modelled (counted, left out): ConfigMap ×1, Deployment ×1, EnvoyFilter ×1")) {
 		t.Errorf("scenario lacks the unmodelled comment:\n%s", out)
 	}
 	if _, err := scenarios.LoadBytes("t.yaml", out); err != nil {
@@ -444,5 +451,117 @@ func TestAnonymizeAddresses(t *testing.T) {
 	}
 	if got := an.Address("127.0.0.1"); got != "127.0.0.1" {
 		t.Errorf("loopback rewritten to %s", got)
+	}
+}
+
+// TestAuthorizationPolicyCarried: an AuthorizationPolicy goes into topology.mesh.config (the
+// control plane generates RBAC from it), the scenario loads, and anonymized its principals,
+// namespaces, addresses and conditions name the same mesh as the rest.
+func TestAuthorizationPolicyCarried(t *testing.T) {
+	dump := `apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Service, metadata: {name: pay, namespace: shop}, spec: {ports: [{name: http, port: 80}]}}
+- apiVersion: security.istio.io/v1
+  kind: AuthorizationPolicy
+  metadata: {name: pay-allow, namespace: shop}
+  spec:
+    action: ALLOW
+    selector: {matchLabels: {app: pay}}
+    rules:
+    - from:
+      - source: {principals: [cluster.local/ns/shop/sa/checkout, cluster.local/ns/front/sa/*], namespaces: [front], notNamespaces: [legacy], ipBlocks: [10.1.2.0/24]}
+      to:
+      - operation: {methods: [GET], paths: [/pay/*]}
+      when:
+      - {key: source.namespace, values: [front]}
+      - {key: 'request.headers[x-team]', values: [payments]}
+`
+	d, err := Parse([]File{{Name: "d.yaml", Data: []byte(dump)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Convert(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Unmodelled) != 0 || len(r.Configs) != 1 || r.Configs[0].Kind != "AuthorizationPolicy" {
+		t.Fatalf("unmodelled %v, configs %d", r.Unmodelled, len(r.Configs))
+	}
+	out, err := r.Scenario("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenarios.LoadBytes("t.yaml", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs := s.Topology.Mesh.Objects(); len(objs) != 1 || objs[0].Kind != "AuthorizationPolicy" {
+		t.Fatalf("mesh config objects %v", objs)
+	}
+
+	a := NewAnonymizer("")
+	if err := a.Result(r); err != nil {
+		t.Fatal(err)
+	}
+	out, err = r.Scenario("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenarios.LoadBytes("t.yaml", out); err != nil {
+		t.Fatalf("anonymized: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, leak := range []string{"shop", "checkout", "front", "legacy", "10.1.2.0"} {
+		if strings.Contains(text, leak) {
+			t.Errorf("anonymized scenario still names %q:\n%s", leak, text)
+		}
+	}
+	shop, front := a.Namespace("shop"), a.Namespace("front")
+	for _, want := range []string{"cluster.local/ns/" + shop + "/sa/" + a.account("checkout"), "cluster.local/ns/" + front + "/sa/*",
+		"- " + front, "request.headers[x-team]", "payments", "/pay/*"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("anonymized scenario lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestFQDNEndpointsCounted: endpoints of FQDN EndpointSlices (DNS names) are not modelled, and
+// say so — counted on the console and in the header, the service named in a note — instead of
+// vanishing.
+func TestFQDNEndpointsCounted(t *testing.T) {
+	dump := `apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Service, metadata: {name: ext, namespace: a}, spec: {ports: [{name: http, port: 80}]}}
+- {apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: ext-1, namespace: a, labels: {kubernetes.io/service-name: ext}}, addressType: FQDN, endpoints: [{addresses: [db.example.com]}, {addresses: [db2.example.com], conditions: {ready: false}}], ports: [{name: http, port: 80}]}
+- {apiVersion: v1, kind: Service, metadata: {name: web, namespace: a}, spec: {ports: [{name: http, port: 80}]}}
+- {apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: web-1, namespace: a, labels: {kubernetes.io/service-name: web}}, addressType: IPv4, endpoints: [{addresses: [10.0.0.1]}], ports: [{name: http, port: 80}]}
+- {apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: web-2, namespace: a, labels: {kubernetes.io/service-name: web}}, addressType: FQDN, endpoints: [{addresses: [web.example.com]}], ports: [{name: http, port: 80}]}
+`
+	d, err := Parse([]File{{Name: "d.yaml", Data: []byte(dump)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Convert(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FQDNEndpoints != 2 || r.Mesh.Endpoints() != 1 {
+		t.Errorf("FQDN endpoints %d, endpoints %d; want 2 and 1", r.FQDNEndpoints, r.Mesh.Endpoints())
+	}
+	if sum := strings.Join(r.Summary(), "\n"); !strings.Contains(sum, "not modelled (counted, left out): 2 ready endpoint(s) of EndpointSlices with addressType FQDN") ||
+		!strings.Contains(sum, "Service a/ext: 1 ready endpoint(s)") || !strings.Contains(sum, "Service a/web: 1 ready endpoint(s)") {
+		t.Errorf("summary does not count and name them:\n%s", sum)
+	}
+	if err := NewAnonymizer("").Result(r); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Scenario("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte("# Not modelled (counted, left out): 2 ready endpoint(s) of EndpointSlices with addressType FQDN")) {
+		t.Errorf("the anonymized header lost the count:\n%s", out)
 	}
 }

@@ -159,6 +159,9 @@ func (r *Result) Scenario(name string) ([]byte, error) {
 	if len(r.Unmodelled) > 0 {
 		head = append(head, "Not modelled (counted, left out): "+r.UnmodelledText()+".")
 	}
+	if r.FQDNEndpoints > 0 {
+		head = append(head, "Not modelled (counted, left out): "+r.fqdnText()+".")
+	}
 	if r.Nodes > 0 {
 		head = append(head, fmt.Sprintf("Localities from the endpoints' zones and %d Nodes' region labels.", r.Nodes))
 	}
