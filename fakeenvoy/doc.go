@@ -86,7 +86,8 @@
 // regexp and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures,
 // recursively inside every Any; undecodable resources; duplicate names; a Delta name both
 // added and removed; listeners binding the same address; filter chains with identical
-// matches). As in Envoy, what fails as a response is decoded (undecodable bytes, a resource's
+// matches; what Envoy rejects building a cluster, listener or route configuration, as package
+// validate's Cluster, Listener and RouteConfig list it). As in Envoy, what fails as a response is decoded (undecodable bytes, a resource's
 // own PGV constraints, Delta duplicates) rejects the whole response; for CDS and LDS, what fails
 // as one resource is built (what its Anys pack, a SotW duplicate's later copy, the other rules)
 // leaves the other resources applied, and the response is still NACKed. policy.Ack adds Envoy's apply time before the ACK, a hung client

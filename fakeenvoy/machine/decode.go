@@ -68,6 +68,9 @@ func decode(t rtype, raw []byte, mode checkMode) (proto.Message, []string, error
 		if err := validate.Anys(msg); err != nil {
 			return nil, nil, err
 		}
+		if err := buildErr(msg); err != nil {
+			return nil, nil, err
+		}
 	}
 	if mode == checkGRPC {
 		if err := validate.GRPC(t.kind(), msg); err != nil {
@@ -101,6 +104,20 @@ func decode(t rtype, raw []byte, mode checkMode) (proto.Message, []string, error
 		}
 	}
 	return msg, refs, nil
+}
+
+// buildErr is what Envoy rejects as it builds msg, past its PGV constraints (package
+// validate's Cluster, Listener and RouteConfig): one resource's error, not the response's.
+func buildErr(msg proto.Message) error {
+	switch v := msg.(type) {
+	case *clusterv3.Cluster:
+		return validate.Cluster(v)
+	case *listenerv3.Listener:
+		return validate.Listener(v)
+	case *routev3.RouteConfiguration:
+		return validate.RouteConfig(v)
+	}
+	return nil
 }
 
 // routeNames lists the RDS route config names of every HTTP connection manager of l: in all

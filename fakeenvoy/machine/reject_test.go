@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -54,5 +55,39 @@ func TestSotwDuplicateAppliesFirstCopy(t *testing.T) {
 	s = d.OnDelta(deltaResp(t, C, "e", nil, first, second, fetest.EDSCluster("c4")), t0)
 	if len(s.Delta) != 1 || s.Delta[0].GetErrorDetail() == nil || d.Resource(C, "c3") != nil || d.Resource(C, "c4") != nil {
 		t.Errorf("Delta: requests %v: want the NACK alone, nothing applied", s.Delta)
+	}
+}
+
+// TestBuildFailureRejectsOneResource: what Envoy rejects building a cluster (an EDS cluster
+// asking for a cluster-provided LB), a listener (no filter chains) or a route configuration
+// (one domain in two virtual hosts) NACKs the response; CDS and LDS apply the others.
+func TestBuildFailureRejectsOneResource(t *testing.T) {
+	m := warmedMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+	provided := fetest.EDSCluster("c1")
+	provided.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
+	s := m.OnSotw(sotwResp(t, C, "2", "n2", provided, fetest.EDSCluster("c2"), fetest.EDSCluster("c3")), t0)
+	wantReqs(t, "CDS", s.Sotw, "EDS(1,b,[c1 c2 c3])", "CDS(1,n2,[],nack)")
+	if !strings.Contains(s.Info.Error, "cluster c1: cluster manager: cluster provided LB specified") ||
+		m.Resource(C, "c3") == nil || !proto.Equal(m.Resource(C, "c1"), fetest.EDSCluster("c1")) {
+		t.Errorf("CDS: error %q, c3 held %v: want c1 rejected alone", s.Info.Error, m.Resource(C, "c3") != nil)
+	}
+
+	bare := fetest.RDSListener(t, "l2", 81)
+	s = m.OnSotw(sotwResp(t, L, "2", "n3", fetest.RDSListener(t, "l1", 80, "r1"), bare, fetest.RDSListener(t, "l3", 82, "r1")), t0)
+	if !strings.Contains(s.Info.Error, "no filter chains specified") || m.Resource(L, "l3") == nil || m.Resource(L, "l2") != nil {
+		t.Errorf("LDS: error %q: want l2 rejected alone", s.Info.Error)
+	}
+
+	dup := fetest.Route("r1", "h", "c1")
+	dup.VirtualHosts = append(dup.VirtualHosts, fetest.Route("r1", "h", "c2").VirtualHosts[0])
+	s = m.OnSotw(sotwResp(t, R, "2", "n4", dup), t0)
+	if !strings.Contains(s.Info.Error, "Only unique values for domains are permitted") || s.Applied {
+		t.Errorf("RDS: error %q, applied %v: want the duplicate domain rejected", s.Info.Error, s.Applied)
+	}
+
+	// Without realistic rejection the same resources are applied.
+	m = warmedMachine(t, Config{})
+	if s = m.OnSotw(sotwResp(t, C, "2", "n2", provided), t0); s.Info.Nacked {
+		t.Errorf("not realistic: NACKed %q", s.Info.Error)
 	}
 }

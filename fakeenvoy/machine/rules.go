@@ -16,10 +16,14 @@ import (
 //     (GrpcMuxImpl::onDiscoveryResponse, WatchMap::onConfigUpdate); so does a Delta response
 //     naming a resource twice or both adding and removing a name (DeltaSubscriptionState), or
 //     a SotW EDS, RDS or SDS response naming one twice;
-//   - building one resource: what its Anys pack (validate.Anys), the SDS sources it cannot
-//     reach (sds.go), a listener binding the address of another listener of the resulting set,
-//     two filter chains of one listener with the same match, a later copy of a name a SotW CDS
-//     or LDS response repeats ("duplicate cluster X found": the first copy is applied). CDS and
+//   - building one resource: what its Anys pack (validate.Anys), package validate's Cluster,
+//     Listener and RouteConfig rules (an LB policy the cluster type cannot have, an EDS
+//     cluster without eds_cluster_config, a LOGICAL_DNS cluster without exactly one endpoint,
+//     ring sizes, a listener without address or filter chains, HTTP filters out of terminal
+//     order, a domain in two virtual hosts, a regex RE2 does not compile), the SDS sources it
+//     cannot reach (sds.go), a listener binding the address of another listener of the
+//     resulting set, two filter chains of one listener with the same match, a later copy of a
+//     name a SotW CDS or LDS response repeats ("duplicate cluster X found": the first copy is applied). CDS and
 //     LDS apply their other resources and NACK the response (CdsApiHelper and LdsApiImpl catch
 //     each resource's error); EDS, RDS and SDS apply nothing of a NACKed response.
 //

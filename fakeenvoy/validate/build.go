@@ -1,0 +1,209 @@
+package validate
+
+import (
+	"fmt"
+	"regexp/syntax"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// What Envoy rejects as it builds a resource, past its PGV constraints (Top, Anys): one
+// resource at a time (CdsApiHelper and LdsApiImpl apply the others of a CDS or LDS response;
+// an RDS response's route configuration is built whole). Only what is certain is here.
+
+// RouterType is the type URL of the router HTTP filter, the only terminal one of those a
+// control plane sends Envoy.
+const RouterType = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+
+// Cluster reports what makes Envoy reject cluster c as it builds it (ClusterFactoryImplBase,
+// the factories of the built-in cluster types, ClusterManagerImpl::loadCluster, the ring hash
+// load balancer).
+func Cluster(c *clusterv3.Cluster) error {
+	custom := c.GetClusterType() != nil // a cluster_type extension: its own rules
+	typ := c.GetType()
+	lb := c.GetLbPolicy()
+	extLB := c.GetLoadBalancingPolicy() != nil // lb_policy is not used
+	if !custom {
+		switch typ {
+		case clusterv3.Cluster_ORIGINAL_DST:
+			if lb != clusterv3.Cluster_CLUSTER_PROVIDED && !extLB {
+				return fmt.Errorf("cluster: LB policy %s is not valid for Cluster type ORIGINAL_DST. Only 'CLUSTER_PROVIDED' is allowed with cluster type 'ORIGINAL_DST'", lb)
+			}
+		default:
+			if lb == clusterv3.Cluster_CLUSTER_PROVIDED && !extLB {
+				return fmt.Errorf("cluster manager: cluster provided LB specified but cluster did not provide one. Check cluster documentation.")
+			}
+		}
+		switch typ {
+		case clusterv3.Cluster_EDS:
+			if c.GetEdsClusterConfig() == nil {
+				return fmt.Errorf("cannot create an EDS cluster without an EDS config")
+			}
+		case clusterv3.Cluster_LOGICAL_DNS:
+			eps := c.GetLoadAssignment().GetEndpoints()
+			if len(eps) != 1 || len(eps[0].GetLbEndpoints()) != 1 {
+				return fmt.Errorf("LOGICAL_DNS clusters must have a single locality_lb_endpoint and a single lb_endpoint")
+			}
+		}
+	}
+	if lb == clusterv3.Cluster_RING_HASH && !extLB {
+		rh := c.GetRingHashLbConfig()
+		lo, hi := uint64(1024), uint64(8388608) // Envoy's defaults
+		if v := rh.GetMinimumRingSize(); v != nil {
+			lo = v.GetValue()
+		}
+		if v := rh.GetMaximumRingSize(); v != nil {
+			hi = v.GetValue()
+		}
+		if lo > hi {
+			return fmt.Errorf("ring hash: minimum_ring_size (%d) > maximum_ring_size (%d)", lo, hi)
+		}
+	}
+	return nil
+}
+
+// Listener reports what makes Envoy reject listener l as it builds it (ListenerManagerImpl,
+// ListenerImpl, the HTTP connection manager's config of every filter chain). A listener with
+// an api_listener is not built as one (and Envoy ignores it over LDS).
+func Listener(l *listenerv3.Listener) error {
+	if l.GetApiListener() != nil {
+		return nil
+	}
+	if l.GetAddress() == nil {
+		return fmt.Errorf("error adding listener named '%s': address is necessary", l.GetName())
+	}
+	udp := l.GetAddress().GetSocketAddress().GetProtocol() == corev3.SocketAddress_UDP // filter chains optional
+	if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil && !udp {
+		return fmt.Errorf("error adding listener '%s': no filter chains specified", l.GetName())
+	}
+	check := func(fc *listenerv3.FilterChain) error {
+		for _, f := range fc.GetFilters() {
+			a := f.GetTypedConfig()
+			if a.GetTypeUrl() != HCMType {
+				continue
+			}
+			hcm := &hcmv3.HttpConnectionManager{}
+			if err := a.UnmarshalTo(hcm); err != nil {
+				return fmt.Errorf("http connection manager: %w", err)
+			}
+			if err := HCM(hcm); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, fc := range l.GetFilterChains() {
+		if err := check(fc); err != nil {
+			return err
+		}
+	}
+	if d := l.GetDefaultFilterChain(); d != nil {
+		return check(d)
+	}
+	return nil
+}
+
+// knownNonTerminal are the HTTP filters linked here (see envoy.go) that are not terminal: one
+// of them last in a chain is an error. A filter of a type not linked may be either.
+func knownNonTerminal(a *anypb.Any) bool {
+	switch ShortType(a.GetTypeUrl()) {
+	case "envoy.extensions.filters.http.cors.v3.Cors",
+		"envoy.extensions.filters.http.fault.v3.HTTPFault",
+		"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig",
+		"envoy.extensions.filters.http.grpc_web.v3.GrpcWeb",
+		"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+		"envoy.extensions.filters.http.lua.v3.Lua",
+		"envoy.extensions.filters.http.rbac.v3.RBAC":
+		return true
+	}
+	return false
+}
+
+// HCM reports what makes Envoy reject an HTTP connection manager's config: the router filter
+// (terminal) anywhere but last, or a known non-terminal filter last
+// (Config::Utility::validateTerminalFilters); an inline route configuration Envoy rejects.
+func HCM(h *hcmv3.HttpConnectionManager) error {
+	fs := h.GetHttpFilters()
+	for i, f := range fs {
+		last := i == len(fs)-1
+		a := f.GetTypedConfig()
+		switch {
+		case a.GetTypeUrl() == RouterType && !last:
+			return fmt.Errorf("Error: terminal filter named %s of type envoy.filters.http.router must be the last filter in a http filter chain.", f.GetName())
+		case last && a != nil && knownNonTerminal(a):
+			return fmt.Errorf("Error: non-terminal filter named %s of type %s is the last filter in a http filter chain.", f.GetName(), ShortType(a.GetTypeUrl()))
+		}
+	}
+	if rc := h.GetRouteConfig(); rc != nil {
+		return RouteConfig(rc)
+	}
+	return nil
+}
+
+// RouteConfig reports what makes Envoy reject a route configuration as it builds it
+// (RouteMatcher, RouteEntryImplBase): a domain in two virtual hosts (or twice in one; domains
+// compare lower-cased), more than one "*", a safe_regex RE2 does not compile.
+func RouteConfig(rc *routev3.RouteConfiguration) error {
+	seen := make(map[string]struct{})
+	wildcard := false
+	for _, vh := range rc.GetVirtualHosts() {
+		for _, d := range vh.GetDomains() {
+			d = strings.ToLower(d)
+			if d == "*" {
+				if wildcard {
+					return fmt.Errorf("Only a single wildcard domain is permitted in route %s", rc.GetName())
+				}
+				wildcard = true
+				continue
+			}
+			if _, dup := seen[d]; dup {
+				return fmt.Errorf("Only unique values for domains are permitted. Duplicate entry of domain %s in route %s", d, rc.GetName())
+			}
+			seen[d] = struct{}{}
+		}
+		for _, r := range vh.GetRoutes() {
+			if err := routeRegexes(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// routeRegexes checks the RE2 regexes of a route's match and its regex_rewrite.
+func routeRegexes(r *routev3.Route) error {
+	m := r.GetMatch()
+	check := func(rm *matcherv3.RegexMatcher) error {
+		if rm == nil {
+			return nil
+		}
+		if _, err := syntax.Parse(rm.GetRegex(), syntax.Perl); err != nil {
+			return fmt.Errorf("route %s: regex %q: %v", r.GetName(), rm.GetRegex(), err)
+		}
+		return nil
+	}
+	if err := check(m.GetSafeRegex()); err != nil {
+		return err
+	}
+	for _, h := range m.GetHeaders() {
+		if err := check(h.GetSafeRegexMatch()); err != nil {
+			return err
+		}
+		if err := check(h.GetStringMatch().GetSafeRegex()); err != nil {
+			return err
+		}
+	}
+	for _, q := range m.GetQueryParameters() {
+		if err := check(q.GetStringMatch().GetSafeRegex()); err != nil {
+			return err
+		}
+	}
+	return check(r.GetRoute().GetRegexRewrite().GetPattern())
+}
