@@ -236,6 +236,20 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
+	// With the percentiles thresholds named (WithPercentiles): points and bucket bounds.
+	withP := sample(f)
+	for i, m := range withP.Results.Metrics {
+		m, err := m.WithPercentiles([]float64{95, 75})
+		if err != nil {
+			f.Fatal(err)
+		}
+		withP.Results.Metrics[i] = m
+	}
+	buf.Reset()
+	if err := Encode(&buf, withP); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
 	f.Add([]byte(`{"version":"1","metadata":{},"results":{"passed":true,"metrics":[]}}`))
 	f.Add([]byte(`{"version":"1","metadata":{},"results":{"passed":true,"metrics":[{"name":"a","type":"trend","contains":"time","values":{},"histogram":{"scale":1,"hdr":"HISTFAAAACB4nJNpmSzMwMDAwgABzFCaEUzOmNZg/wEiAAJ/APs="}}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
