@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -65,6 +67,14 @@ func NewSide(path string, runs ...*summary.Summary) *Side {
 		s.Files = append(s.Files, fmt.Sprintf("%s#%d", path, i+1))
 	}
 	return s
+}
+
+// file names the side's run i: its file, or PATH#i+1 for a side built without file names.
+func (s *Side) file(i int) string {
+	if i < len(s.Files) {
+		return s.Files[i]
+	}
+	return fmt.Sprintf("%s#%d", s.Path, i+1)
 }
 
 func sideFiles(dir string) ([]string, error) {
@@ -159,18 +169,66 @@ func (s *Side) seed() (uint64, bool) {
 	return seed, len(s.Runs) > 0
 }
 
-// scenario is the name of the scenario the side's runs ran ("" when they do not say; the
-// first run's when they differ).
-func (s *Side) scenario() string {
-	for _, r := range s.Runs {
-		var cfg struct {
-			Name string `json:"name"`
-		}
-		if len(r.Config) > 0 && json.Unmarshal(r.Config, &cfg) == nil && cfg.Name != "" {
-			return cfg.Name
+// scenarioOf is the name of the scenario a run ran: its config's name, else its "scenario"
+// label (a merged summary's), else "".
+func scenarioOf(r *summary.Summary) string {
+	var cfg struct {
+		Name string `json:"name"`
+	}
+	if len(r.Config) > 0 && json.Unmarshal(r.Config, &cfg) == nil && cfg.Name != "" {
+		return cfg.Name
+	}
+	return r.Metadata.Labels["scenario"]
+}
+
+// scenarios lists the distinct scenario names of the side's runs, in run order ("" for runs
+// that do not say), and per name the first file that ran it.
+func (s *Side) scenarios() (names []string, first map[string]string) {
+	first = map[string]string{}
+	for i, r := range s.Runs {
+		n := scenarioOf(r)
+		if _, ok := first[n]; !ok {
+			first[n] = s.file(i)
+			names = append(names, n)
 		}
 	}
-	return ""
+	return names, first
+}
+
+// scenarioNotes say when the runs compared are not all of one scenario: a side that pools runs
+// of different scenarios, or two sides that ran different ones.
+func scenarioNotes(base, nw *Side) []string {
+	var notes []string
+	bNames, bFirst := base.scenarios()
+	nNames, nFirst := nw.scenarios()
+	for _, side := range []struct {
+		label string
+		names []string
+		first map[string]string
+	}{{"base", bNames, bFirst}, {"new", nNames, nFirst}} {
+		if len(side.names) < 2 {
+			continue
+		}
+		var parts []string
+		for _, n := range side.names {
+			parts = append(parts, fmt.Sprintf("%q (%s)", n, side.first[n]))
+		}
+		notes = append(notes, fmt.Sprintf("%s pools runs of different scenarios: %s; its figures mix them and may not be comparable: give compare the runs of one scenario a side",
+			side.label, strings.Join(parts, ", ")))
+	}
+	bSet, nSet := slices.Sorted(maps.Keys(bFirst)), slices.Sorted(maps.Keys(nFirst))
+	if !slices.Equal(bSet, nSet) {
+		quote := func(ns []string) string {
+			q := make([]string, len(ns))
+			for i, n := range ns {
+				q[i] = strconv.Quote(n)
+			}
+			return strings.Join(q, ", ")
+		}
+		notes = append(notes, fmt.Sprintf("the sides ran different scenarios (base %s, new %s): their figures may not be comparable",
+			quote(bNames), quote(nNames)))
+	}
+	return notes
 }
 
 // directionOf is which way m is worse: its class, unless opts.Directions names it.
@@ -417,6 +475,9 @@ func Compare(base, nw *Side, opts Options) (*Report, error) {
 		return nil, errors.New("compare: each side needs at least one summary")
 	}
 	opts = opts.withDefaults()
+	if err := checkInputs(base, opts); err != nil {
+		return nil, err
+	}
 	rep := &Report{
 		Base:  SideInfo{Path: base.Path, Runs: len(base.Runs), Files: base.Files},
 		New:   SideInfo{Path: nw.Path, Runs: len(nw.Runs), Files: nw.Files},
@@ -436,8 +497,11 @@ func Compare(base, nw *Side, opts Options) (*Report, error) {
 	if !sameSeed {
 		rep.Notes = append(rep.Notes, "the sides do not share one recorded seed: deterministic figures are tested like measurements")
 	}
-	if bName, nName := base.scenario(), nw.scenario(); bName != nName {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the sides ran different scenarios (base %q, new %q): their figures may not be comparable", bName, nName))
+	rep.Notes = append(rep.Notes, scenarioNotes(base, nw)...)
+	for i, r := range nw.Runs {
+		if len(r.Results.Metrics) == 0 && len(nw.Runs) > 1 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("new %s holds no metrics (that run measured nothing): new's figures rest on its other runs", nw.file(i)))
+		}
 	}
 	if nb, nn := len(base.Runs), len(nw.Runs); !RunsCanReject(nb, nn, opts.Alpha) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d+%d runs: the U test over runs cannot reach p < %g with fewer than %d a side, so trends are tested on their HDR histograms (merged over each side's runs) and other figures are INCONCLUSIVE unless deterministic under one seed",

@@ -288,5 +288,11 @@ func writeJUnit(w io.Writer, r *Report) error {
 		s.Cases = append(s.Cases, junit.Case{Name: k, Classname: "xdslab.compare",
 			Failure: &junit.Message{Message: k + " was measured in base and not in new"}})
 	}
+	// JUnit has no place for a report's notes but its cases: each is a skipped case, so a CI
+	// test report shows it (the sides ran different scenarios, too few runs for a test, …).
+	for i, n := range r.Notes {
+		s.Cases = append(s.Cases, junit.Case{Name: fmt.Sprintf("note %d", i+1), Classname: "xdslab.compare.notes",
+			Skipped: &junit.Message{Message: "note: " + n}})
+	}
 	return junit.Write(w, s)
 }

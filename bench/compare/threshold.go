@@ -26,7 +26,9 @@ type MetricThreshold struct {
 	Fraction float64
 }
 
-// ParsePercent reads "5%" or "0.05" as 0.05. It must be finite and not negative.
+// ParsePercent reads "5%" or "0.05" as 0.05. It must be finite and not negative. A bare
+// number above 1 is refused: "5" is almost certainly meant as 5%, and read as a fraction it
+// would be 500% (a gate that lets a 4× regression pass); write 5% or 0.05 (or 500%).
 func ParsePercent(s string) (float64, error) {
 	t := strings.TrimSpace(s)
 	pct := strings.HasSuffix(t, "%")
@@ -36,7 +38,11 @@ func ParsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("threshold %q: write a percentage such as 5%% (or a fraction such as 0.05)", s)
 	}
 	if pct {
-		v /= 100
+		return v / 100, nil
+	}
+	if v > 1 {
+		return 0, fmt.Errorf("threshold %q: a bare number is a fraction (%s would mean %g%%): write %s%% or %g for %s%%, or %g%% if you mean it",
+			s, t, 100*v, t, v/100, t, 100*v)
 	}
 	return v, nil
 }
@@ -53,7 +59,7 @@ func ParseMetricThreshold(s string) (MetricThreshold, error) {
 	sel, pctText := strings.TrimSpace(s[:i]), s[i+1:]
 	frac, err := ParsePercent(pctText)
 	if err != nil {
-		return fail("bad percentage " + strconv.Quote(pctText))
+		return fail("bad percentage: " + err.Error())
 	}
 	if strings.Contains(sel, "{") && !strings.Contains(sel, "}") {
 		return fail("tag filter is not closed with }")

@@ -69,6 +69,9 @@ func TestCompareCommandExitCodes(t *testing.T) {
 		writeCompareSummary(t, p(fmt.Sprintf("point-0/run-%d/summary.json", i)), uint64(30+i), 152.6, 50)
 		writeCompareSummary(t, p(fmt.Sprintf("point-2/run-%d/summary.json", i)), uint64(40+i), 1014, 50)
 	}
+	if err := os.WriteFile(p("empty.json"), []byte(`{"version":"1","metadata":{"tool":"xdslab","started":"2026-01-01T00:00:00Z","ended":"2026-01-01T00:00:10Z","durationSeconds":10},"config":{"seed":1},"results":{"passed":true,"metrics":[]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p("broken.json"), []byte("{\"version\": \"1\",\n\"results\": 3}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +102,16 @@ func TestCompareCommandExitCodes(t *testing.T) {
 		{"bad format", []string{p("base.json"), p("same.json"), "--format", "pdf"}, exitUsage},
 		{"html report to a file", []string{p("point-0"), p("point-2"), "--format", "html", "--output", p("compare.html")}, exitRegression},
 		{"bad gate", []string{p("base.json"), p("same.json"), "--gate", "("}, exitUsage},
+		// What names nothing base measured would be ignored and the regression pass.
+		{"gate typo", []string{p("base.json"), p("slow.json"), "--gate", "^xdslab_push_latncy_seconds$"}, exitUsage},
+		{"gate that selects", []string{p("base.json"), p("slow.json"), "--gate", "^xdslab_push_latency_seconds$"}, exitRegression},
+		{"bare threshold 5 (500%)", []string{p("base.json"), p("slow.json"), "--threshold", "5"}, exitUsage},
+		{"bare metric threshold 5 (500%)", []string{p("base.json"), p("slow.json"), "--metric-threshold", "xdslab_push_latency_seconds=5"}, exitUsage},
+		{"metric threshold on an unknown metric", []string{p("base.json"), p("slow.json"), "--metric-threshold", "xdslab_push_latncy_seconds=500%"}, exitUsage},
+		{"metric threshold on an absent tag", []string{p("base.json"), p("slow.json"), "--metric-threshold", "xdslab_push_latency_seconds{type:CDS}=500%"}, exitUsage},
+		{"metric threshold on a stat never computed", []string{p("base.json"), p("slow.json"), "--metric-threshold", "xdslab_push_latency_seconds:p(95)=500%"}, exitUsage},
+		{"direction of an unknown metric", []string{p("base.json"), p("slow.json"), "--worse", "nosuch=up"}, exitUsage},
+		{"base that measured nothing", []string{p("empty.json"), p("slow.json")}, exitUsage},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,248 @@
+package compare
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/xdslab/xdslab/internal/summary"
+)
+
+// catalog is what one side measured: its metric names and, per name, its entries.
+type catalog struct {
+	names   []string
+	entries map[string][]summary.Metric
+}
+
+func catalogOf(s *Side) catalog {
+	c := catalog{entries: map[string][]summary.Metric{}}
+	seen := map[string]bool{}
+	for _, run := range s.Runs {
+		for _, m := range run.Results.Metrics {
+			if seen[m.Key()] {
+				continue
+			}
+			seen[m.Key()] = true
+			if _, ok := c.entries[m.Name]; !ok {
+				c.names = append(c.names, m.Name)
+			}
+			c.entries[m.Name] = append(c.entries[m.Name], m)
+		}
+	}
+	slices.Sort(c.names)
+	return c
+}
+
+// gateable lists the names of base whose direction says which way is worse: the metrics that
+// can fail a comparison.
+func (c catalog) gateable(opts Options) []string {
+	var out []string
+	for _, n := range c.names {
+		if directionOf(c.entries[n][0], opts) != Neutral {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkInputs refuses a comparison that could not detect the regression it is asked about, and
+// options that name what base does not hold: a --gate that selects no metric (a typo would
+// otherwise show every row "not gated" and pass), a --metric-threshold or --worse naming an
+// unknown metric, tag or stat (silently ignored, the default would apply), a base run that
+// measured nothing (nothing measured is not zero). The errors name the problem and the fix.
+func checkInputs(base *Side, opts Options) error {
+	for i, run := range base.Runs {
+		if len(run.Results.Metrics) == 0 {
+			return fmt.Errorf("compare: base %s holds no metrics: that run measured nothing (it crashed or stopped before measuring?), and nothing measured is not zero; rerun the base, or leave that summary out",
+				base.file(i))
+		}
+	}
+	c := catalogOf(base)
+	gateable := c.gateable(opts)
+	if opts.Gate != nil {
+		var selected, neutral []string
+		for _, n := range c.names {
+			if opts.Gate.MatchString(n) {
+				selected = append(selected, n)
+			}
+		}
+		for _, alt := range topAlternatives(opts.Gate.String()) {
+			if !slices.ContainsFunc(c.names, func(n string) bool { return alt.MatchString(n) }) {
+				return fmt.Errorf("compare: --gate %q: its alternative %q selects no metric of base (%s), so a regression there would pass unseen%s; the metrics that can gate: %s",
+					opts.Gate.String(), alt.String(), base.Path, suggest(alt.String(), gateable), strings.Join(gateable, ", "))
+			}
+		}
+		if len(selected) == 0 {
+			return fmt.Errorf("compare: --gate %q selects no metric of base (%s), so no regression could fail the comparison%s; the metrics that can gate: %s",
+				opts.Gate.String(), base.Path, suggest(opts.Gate.String(), gateable), strings.Join(gateable, ", "))
+		}
+		for _, n := range selected {
+			if !slices.Contains(gateable, n) {
+				neutral = append(neutral, n)
+			}
+		}
+		if len(neutral) == len(selected) {
+			return fmt.Errorf("compare: --gate %q selects only metrics that never gate (%s: inputs or figures with no worse side, see --worse), so no regression could fail the comparison; the metrics that can gate: %s",
+				opts.Gate.String(), strings.Join(neutral, ", "), strings.Join(gateable, ", "))
+		}
+	} else if len(gateable) == 0 {
+		return fmt.Errorf("compare: base (%s) holds no metric that can regress (only %s, which never gate): nothing could fail the comparison; compare runs that measured push latency, or set a direction with --worse NAME=up",
+			base.Path, strings.Join(c.names, ", "))
+	}
+	for _, mt := range opts.MetricThresholds {
+		if err := c.checkThreshold(mt, base.Path); err != nil {
+			return err
+		}
+	}
+	for _, d := range opts.Directions {
+		if _, ok := c.entries[d.Name]; !ok {
+			return fmt.Errorf("compare: --worse %s=%s: base (%s) has no metric %s%s; its metrics: %s",
+				d.Name, d.Dir, base.Path, d.Name, suggest(d.Name, c.names), strings.Join(c.names, ", "))
+		}
+	}
+	return nil
+}
+
+// checkThreshold refuses a --metric-threshold that no row would use.
+func (c catalog) checkThreshold(mt MetricThreshold, path string) error {
+	flag := "--metric-threshold " + mt.String()
+	entries, ok := c.entries[mt.Name]
+	if !ok {
+		return fmt.Errorf("compare: %s: base (%s) has no metric %s, so this threshold would apply to nothing%s; its metrics: %s",
+			flag, path, mt.Name, suggest(mt.Name, c.names), strings.Join(c.names, ", "))
+	}
+	if mt.Tags != nil {
+		want := summary.TagString(mt.Tags)
+		var have []string
+		var match []summary.Metric
+		for _, m := range entries {
+			have = append(have, flagTags(m.Tags))
+			if summary.TagString(m.Tags) == want {
+				match = append(match, m)
+			}
+		}
+		if len(match) == 0 {
+			return fmt.Errorf("compare: %s: base (%s) has no entry %s%s, so this threshold would apply to nothing%s; its entries: %s",
+				flag, path, mt.Name, flagTags(mt.Tags), suggest(flagTags(mt.Tags), have), strings.Join(have, ", "))
+		}
+		entries = match
+	}
+	if mt.Stat == "" {
+		return nil
+	}
+	var stats []string
+	for _, m := range entries {
+		for _, s := range statsOf(m.Type) {
+			if sameStat(mt.Stat, s) {
+				return nil
+			}
+			if !slices.Contains(stats, s) {
+				stats = append(stats, s)
+			}
+		}
+	}
+	return fmt.Errorf("compare: %s: compare never computes %s of %s (a %s): it compares %s; write one of those, or leave :STAT out for every stat",
+		flag, mt.Stat, mt.Name, entries[0].Type, strings.Join(stats, ", "))
+}
+
+// String writes the override as the flag takes it: NAME[{tag:value}][:STAT]=PCT.
+func (mt MetricThreshold) String() string {
+	s := mt.Name
+	if mt.Tags != nil {
+		s += flagTags(mt.Tags)
+	}
+	if mt.Stat != "" {
+		s += ":" + mt.Stat
+	}
+	return s + "=" + pctText(mt.Fraction)
+}
+
+// flagTags writes tags as --metric-threshold takes them, {k:v,…}; "(untagged)" for none.
+func flagTags(tags map[string]string) string {
+	if len(tags) == 0 {
+		return "(untagged)"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		parts = append(parts, k+":"+tags[k])
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// topAlternatives splits a --gate pattern at its top-level '|' (outside groups and classes),
+// so each alternative can be checked on its own: one typo among several must not hide behind
+// the others. A pattern without alternatives, or an alternative that does not compile alone,
+// gives nothing.
+func topAlternatives(pattern string) []*regexp.Regexp {
+	var parts []string
+	depth, class, start := 0, false, 0
+	for i := 0; i < len(pattern); i++ {
+		switch ch := pattern[i]; {
+		case ch == '\\':
+			i++
+		case class:
+			class = ch != ']'
+		case ch == '[':
+			class = true
+			if i+1 < len(pattern) && pattern[i+1] == ']' {
+				i++ // "[]abc]": the first ] is a member
+			}
+		case ch == '(':
+			depth++
+		case ch == ')':
+			depth--
+		case ch == '|' && depth == 0:
+			parts = append(parts, pattern[start:i])
+			start = i + 1
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	parts = append(parts, pattern[start:])
+	var out []*regexp.Regexp
+	for _, p := range parts {
+		if a, err := regexp.Compile(p); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// suggest is "; did you mean X?" for the candidate nearest to s (ignoring regexp anchors), or
+// "" when none is near.
+func suggest(s string, candidates []string) string {
+	plain := strings.Trim(s, "^$")
+	best, bestD := "", -1
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(plain), strings.ToLower(c)); bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD < 0 || bestD > max(2, len(plain)/4) {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s?", best)
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
