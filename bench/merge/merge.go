@@ -1,10 +1,12 @@
 package merge
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -80,6 +82,8 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 		startBy string
 		scen    string
 		scenBy  string
+		cfg     any
+		cfgBy   string
 	)
 	for i := range inputs {
 		in := inputs[i]
@@ -127,6 +131,18 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 				errs = append(errs, fmt.Errorf("%s: scenario %q differs from %s's %q", in.Source, name, scenBy, scen))
 			}
 		}
+		// The scenario each process ran, as it resolved it: one name is not one run (another
+		// seed, client count or churn under the same name measures something else).
+		if len(s.Config) > 0 {
+			var c any
+			if err := json.Unmarshal(s.Config, &c); err != nil {
+				errs = append(errs, fmt.Errorf("%s: its scenario config does not decode: %v", in.Source, err))
+			} else if cfg == nil {
+				cfg, cfgBy = c, in.Source
+			} else if where := configDiff(cfgBy, cfg, in.Source, c, ""); where != "" {
+				errs = append(errs, fmt.Errorf("%s: its scenario config differs from %s's (%s): the inputs are not one run; merge the summaries of processes started with one scenario file", in.Source, cfgBy, where))
+			}
+		}
 	}
 	if opts.Scenario != nil && scen != "" && opts.Scenario.Name != scen {
 		errs = append(errs, fmt.Errorf("merge: the scenario given is %q but %s (and the other inputs) ran scenario %q: pass --scenario %s, or the shards of a %q run",
@@ -171,6 +187,9 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 	metrics, notes, err := mergeMetrics(all, dur, len(events) > 0)
 	if err != nil {
 		return nil, err
+	}
+	if n := latencyNote(shards); n != "" {
+		notes = append(notes, n)
 	}
 	add := func(ms ...summary.Metric) { metrics = append(metrics, ms...) }
 	if len(events) > 0 {
@@ -620,4 +639,88 @@ func segmentOf(s *summary.Summary) summary.Segment {
 		return *s.Metadata.Segment
 	}
 	return summary.Segment{Index: 0, Count: 1}
+}
+
+// configDiff names the first place where two decoded scenario configs differ ("seed: 7 in a,
+// 99 in b"), or "" when they are equal. Decoding and walking the values compares them
+// canonically: key order and spacing do not count.
+func configDiff(aBy string, a any, bBy string, b any, path string) string {
+	at := func() string {
+		if path == "" {
+			return "the config"
+		}
+		return path
+	}
+	show := func(v any) string {
+		if v == nil {
+			return "absent"
+		}
+		j, _ := json.Marshal(v)
+		if len(j) > 60 {
+			return string(j[:57]) + "..."
+		}
+		return string(j)
+	}
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := slices.Sorted(maps.Keys(av))
+		for k := range bv {
+			if _, ok := av[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if d := configDiff(aBy, av[k], bBy, bv[k], p); d != "" {
+				return d
+			}
+		}
+		return ""
+	case []any:
+		bv, ok := b.([]any)
+		if !ok {
+			break
+		}
+		if len(av) != len(bv) {
+			return fmt.Sprintf("%s: %d entries in %s, %d in %s", at(), len(av), aBy, len(bv), bBy)
+		}
+		for i := range av {
+			if d := configDiff(aBy, av[i], bBy, bv[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	default:
+		if reflect.DeepEqual(a, b) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s: %s in %s, %s in %s", at(), show(a), aBy, show(b), bBy)
+}
+
+// latencyNote says when the fleet shards do not all carry the untagged push latency: the
+// merged figure then covers only the shards that do (or there is none), which a threshold or a
+// compare would otherwise take for the whole fleet's.
+func latencyNote(shards []Input) string {
+	var lacking []string
+	for _, in := range shards {
+		if _, ok := in.Summary.Results.Find(fleet.MetricPushLatency, nil); !ok {
+			lacking = append(lacking, in.Source)
+		}
+	}
+	switch {
+	case len(lacking) == 0:
+		return ""
+	case len(lacking) == len(shards):
+		return fmt.Sprintf("no shard measured %s (were they given --probes?): the merged run has no push latency", fleet.MetricPushLatency)
+	}
+	return fmt.Sprintf("%s lack(s) %s: the merged push latency covers only the other %d of %d shards' clients",
+		strings.Join(lacking, ", "), fleet.MetricPushLatency, len(shards)-len(lacking), len(shards))
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -525,5 +526,83 @@ func TestMergeBucketTrend(t *testing.T) {
 	}
 	if _, ok := out.Results.Find(collect.MetricDebounceDelay, nil); ok || !strings.Contains(out.Metadata.Labels["note.merge"], collect.MetricDebounceDelay+" left out") {
 		t.Errorf("a bucket trend in two inputs: note %q", out.Metadata.Labels["note.merge"])
+	}
+}
+
+// TestMergeRefusesOtherConfigs: shards that embed different scenario configs under one name
+// (another seed, another client count) are not one run, whatever their names and start time;
+// the error names the input and the first difference. Key order does not count.
+func TestMergeRefusesOtherConfigs(t *testing.T) {
+	const cfg = `{"name":"merge-test","seed":7,"clients":[{"name":"sidecars","count":20}],"duration":"3s"}`
+	shard := func(i int, config string) *summary.Summary {
+		s := mergeShard(t, shardSpec{index: i, count: 2, latencies: []int64{5}, responses: 1})
+		s.Config = []byte(config)
+		return s
+	}
+	for _, tc := range []struct {
+		name, config string
+		want         string
+	}{
+		{"same", cfg, ""},
+		{"same, keys reordered and spaced", `{"duration": "3s", "clients": [{"count": 20, "name": "sidecars"}], "seed": 7, "name": "merge-test"}`, ""},
+		{"seed", strings.Replace(cfg, `"seed":7`, `"seed":99`, 1), "b: its scenario config differs from a's (seed: 7 in a, 99 in b)"},
+		{"client count", strings.Replace(cfg, `"count":20`, `"count":50`, 1), "clients[0].count: 20 in a, 50 in b"},
+		{"a key more", strings.Replace(cfg, `"seed":7`, `"seed":7,"extra":1`, 1), "extra: absent in a, 1 in b"},
+		{"a client group more", strings.Replace(cfg, `}]`, `},{"name":"gw","count":1}]`, 1), "clients: 1 entries in a, 2 in b"},
+		{"not json", `{`, "b: its scenario config does not decode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Merge([]Input{{"a", shard(0, cfg)}, {"b", shard(1, tc.config)}}, Options{})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("equal configs refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "not one run") && tc.name != "not json" {
+				t.Errorf("err %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	// The simulator's config is the scenario too.
+	sim := simSummary(t, nil)
+	sim.Config = []byte(strings.Replace(cfg, `"seed":7`, `"seed":8`, 1))
+	if _, err := Merge([]Input{{"a", shard(0, cfg)}, {"b", shard(1, cfg)}, {"sim", sim}}, Options{}); err == nil || !strings.Contains(err.Error(), "sim: its scenario config differs") {
+		t.Errorf("simulator of another seed: err %v", err)
+	}
+}
+
+// TestMergeNotesMissingLatency: a shard without the untagged push latency leaves the merged
+// figure to the other shards' clients; the merged summary says so.
+func TestMergeNotesMissingLatency(t *testing.T) {
+	shard := func(i int) *summary.Summary {
+		return mergeShard(t, shardSpec{index: i, count: 2, latencies: []int64{5}, responses: 1})
+	}
+	drop := func(s *summary.Summary) *summary.Summary {
+		s.Results.Metrics = slices.DeleteFunc(s.Results.Metrics, func(m summary.Metric) bool {
+			return m.Name == fleet.MetricPushLatency && len(m.Tags) == 0
+		})
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		in   []Input
+		want string
+	}{
+		{"both carry it", []Input{{"a", shard(0)}, {"b", shard(1)}}, ""},
+		{"one lacks it", []Input{{"a", shard(0)}, {"b", drop(shard(1))}},
+			"b lack(s) xdslab_push_latency_seconds: the merged push latency covers only the other 1 of 2 shards' clients"},
+		{"none has it", []Input{{"a", drop(shard(0))}, {"b", drop(shard(1))}}, "no shard measured xdslab_push_latency_seconds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Merge(tc.in, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			note := out.Metadata.Labels["note.merge"]
+			if tc.want == "" && strings.Contains(note, fleet.MetricPushLatency) || !strings.Contains(note, tc.want) {
+				t.Errorf("note.merge %q, want %q", note, tc.want)
+			}
+		})
 	}
 }
