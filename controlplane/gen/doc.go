@@ -124,8 +124,11 @@
 // # Selection rules
 //
 // One DestinationRule applies per host (exact host over wildcard; the service's namespace first);
-// every VirtualService for the host applies, its HTTP routes concatenated (service namespace
-// first), among those the proxy's scope admits (a DestinationRule exported to its namespace, a
+// VirtualServices are read in istiod's order (private to the proxy's namespace, exported to it,
+// public; each by creation time, name, namespace): a sidecar takes the HTTP routes of the first
+// one for the host (an exact host over a wildcard, the most specific wildcard first) and the
+// tcp routes of every one, a gateway the HTTP routes of every one bound to it, in that order;
+// all among those the proxy's scope admits (a DestinationRule exported to its namespace, a
 // VirtualService exported to it and imported by its Sidecar). Proxies with the same view share
 // outbound clusters; assignments are shared by all, except where locality load balancing
 // applies.

@@ -202,7 +202,7 @@ type routerPlan struct {
 	jwt   jwtRules      // the RequestAuthentications that select the router
 	ix    *index
 	ports []*gwPort                     // by port number
-	bound map[istioconfig.Key][]boundVS // gateway key → bound VSs, by namespace/name
+	bound map[istioconfig.Key][]boundVS // gateway key → bound VSs, in vsOrder
 	errs  []error
 }
 
@@ -253,7 +253,9 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 	if len(gateways) == 0 {
 		return rp
 	}
-	for _, c := range s.Configs(istioconfig.KindVirtualService) {
+	// In istiod's order (VirtualServicesForGateway), which decides whose routes come first
+	// on a shared host.
+	for _, c := range vsOrder(s, p.Namespace) {
 		vs := vsSpec(c)
 		if vs == nil {
 			continue

@@ -699,3 +699,43 @@ func TestGatewayDestinationPort(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayVirtualServiceOrder: VirtualServices sharing a host on a gateway contribute their
+// routes in istiod's order (creation time, then name, then namespace), so an older specific
+// route is not hidden by a newer catch-all that sorts first by name.
+func TestGatewayVirtualServiceOrder(t *testing.T) {
+	svc := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	gw := gwConfig("gw", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{server(80, "HTTP", "*")}})
+	vs := func(name, ns, route string, match bool) *istioconfig.Config {
+		hr := &networking.HTTPRoute{Name: route, Route: []*networking.HTTPRouteDestination{{Destination: gwDest("web.apps.svc.cluster.local", 80, "")}}}
+		if match {
+			hr.Match = []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: "/" + route}}}}
+		}
+		return vsConfig(name, ns, &networking.VirtualService{Hosts: []string{"www.example.com"}, Gateways: []string{"istio-system/gw"}, Http: []*networking.HTTPRoute{hr}})
+	}
+	tests := []struct {
+		name string
+		vss  []*istioconfig.Config
+		want []string
+	}{
+		{"older first", []*istioconfig.Config{createdAt(vs("aaa", "apps", "all", false), 2), createdAt(vs("zzz", "apps", "api", true), 1)}, []string{"api", "all"}},
+		{"same time: by name, not namespace", []*istioconfig.Config{vs("b", "apps", "all", false), vs("a", "zz", "api", true)}, []string{"api", "all"}},
+		{"newer catch-all last", []*istioconfig.Config{createdAt(vs("aaa", "apps", "api", true), 1), createdAt(vs("zzz", "apps", "all", false), 2)}, []string{"api", "all"}},
+		{"older catch-all first (what follows is kept, unreachable)", []*istioconfig.Config{createdAt(vs("zzz", "apps", "all", false), 1), createdAt(vs("aaa", "apps", "api", true), 2)}, []string{"all", "api"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: append([]*istioconfig.Config{gw}, tt.vss...)})
+			p := routerProxy("istio-system", ingressLabels)
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			vh := vhostByName(routeConfig(t, g[RouteType], "http.80"), "www.example.com:80")
+			if got := routeNamesOf(vh); !slices.Equal(got, tt.want) {
+				t.Errorf("routes %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"slices"
 	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -13,13 +14,16 @@ import (
 // VirtualServices that apply to each host. It is built from a snapshot in O(configs) and
 // never modified afterwards.
 //
-// Selection rules (simpler than Istio's, and dependent on the proxy only through its scope, so
-// that outbound resources are shared by every client with the same view):
+// Selection rules (dependent on the proxy only through its scope, so that outbound resources
+// are shared by every client with the same view):
 //   - DestinationRule: an exact host match wins over a wildcard; among equals, one in the
 //     service's namespace wins, then the first by namespace/name. Only one applies.
-//   - VirtualService: every VS whose hosts (short names resolved in the VS's namespace) match
-//     the host and whose gateways are empty or include "mesh", ordered the same way; their
-//     HTTP routes are concatenated.
+//   - VirtualService: those whose gateways are empty or include "mesh", in istiod's order
+//     (vsOrder: the ones private to the proxy's namespace, then those exported to it by
+//     name, then public ones; each by creation time, name, namespace). tcp routes read every
+//     VS whose hosts (short names resolved in the VS's namespace) match the host, in that
+//     order (virtualServices); HTTP routes only one (httpVirtualService): the first with the
+//     exact host, else the first with the most specific wildcard host that matches.
 type index struct {
 	snap *model.Snapshot
 	// scope is the proxy's view: DestinationRules not exported to it and VirtualServices it
@@ -31,13 +35,22 @@ type index struct {
 	built   bool
 	dr      map[string]*istioconfig.Config   // exact host → chosen DR
 	drW     []*istioconfig.Config            // DRs with a wildcard host
-	vs      map[string][]*istioconfig.Config // exact host → VSs
-	vsW     []*istioconfig.Config            // VSs with at least one wildcard host
+	vs      map[string][]*istioconfig.Config // exact host → VSs, in vsOrder
+	vsW     []*istioconfig.Config            // VSs with at least one wildcard host, in vsOrder
+	vsPos   map[*istioconfig.Config]int      // position in vsOrder
 }
 
 const scanLimit = 8
 
 func newIndex(s *model.Snapshot, sc *model.Scope) *index { return &index{snap: s, scope: sc} }
+
+// namespace is the proxy's namespace ("" without a scope).
+func (ix *index) namespace() string {
+	if ix.scope == nil {
+		return ""
+	}
+	return ix.scope.Namespace
+}
 
 // drVisible and vsVisible apply the scope to one config.
 func (ix *index) drVisible(c *istioconfig.Config) bool { return ix.scope.ExportsDestinationRule(c) }
@@ -76,11 +89,13 @@ func (ix *index) build() {
 			ix.dr[h] = c
 		}
 	}
-	for _, c := range s.Configs(istioconfig.KindVirtualService) {
+	ix.vsPos = map[*istioconfig.Config]int{}
+	for i, c := range vsOrder(s, ix.namespace()) {
 		vs := vsSpec(c)
 		if vs == nil || !forMesh(vs.GetGateways()) || !ix.vsVisible(c) {
 			continue
 		}
+		ix.vsPos[c] = i
 		wild := false
 		for i, raw := range vs.GetHosts() {
 			h := resolveHost(raw, c.Namespace)
@@ -202,64 +217,140 @@ func (ix *index) destinationRule(host string) *istioconfig.Config {
 	return best
 }
 
-// virtualServices returns the VSs that apply to host, service namespace first, then by
-// namespace/name.
+// virtualServices returns the VSs with a host (exact or wildcard) that matches host, in
+// vsOrder: what istiod reads tcp routes from (getConfigsForHost).
 func (ix *index) virtualServices(host string) []*istioconfig.Config {
-	var exact, wild []*istioconfig.Config
-	if ix.useMaps() {
-		exact, wild = ix.vs[host], ix.vsW
-	} else {
-		for _, c := range ix.snap.Configs(istioconfig.KindVirtualService) {
+	if !ix.useMaps() {
+		var out []*istioconfig.Config
+		for _, c := range vsOrder(ix.snap, ix.namespace()) {
 			vs := vsSpec(c)
-			if !forMesh(vs.GetGateways()) || !ix.vsVisible(c) {
+			if vs == nil || !forMesh(vs.GetGateways()) || !ix.vsVisible(c) {
 				continue
 			}
 			for _, raw := range vs.GetHosts() {
-				if refersTo(raw, c.Namespace, host) {
-					exact = append(exact, c)
-					break
-				}
-			}
-			for _, raw := range vs.GetHosts() {
-				if strings.HasPrefix(raw, "*") {
-					wild = append(wild, c)
-					break
-				}
-			}
-		}
-	}
-	var out []*istioconfig.Config
-	if len(wild) == 0 {
-		out = exact
-	} else {
-		out = append(out, exact...)
-		for _, c := range wild {
-			for _, raw := range vsSpec(c).GetHosts() {
-				h := resolveHost(raw, c.Namespace)
-				if strings.HasPrefix(h, "*") && hostMatches(h, host) && !containsConfig(out, c) {
+				if refersTo(raw, c.Namespace, host) || (strings.HasPrefix(raw, "*") && hostMatches(raw, host)) {
 					out = append(out, c)
 					break
 				}
 			}
 		}
-	}
-	ns := serviceNamespace(ix.snap, host)
-	if len(out) < 2 || ns == "" {
 		return out
 	}
-	// Stable partition: the service's own namespace first.
-	sorted := make([]*istioconfig.Config, 0, len(out))
-	for _, c := range out {
-		if c.Namespace == ns {
-			sorted = append(sorted, c)
+	exact := ix.vs[host]
+	var wild []*istioconfig.Config
+	for _, c := range ix.vsW {
+		if _, ok := vsWildcardHost(c, host); ok && !containsConfig(exact, c) {
+			wild = append(wild, c)
 		}
 	}
-	for _, c := range out {
-		if c.Namespace != ns {
-			sorted = append(sorted, c)
+	if len(wild) == 0 {
+		return exact
+	}
+	out := append(slices.Clone(exact), wild...)
+	slices.SortStableFunc(out, func(a, b *istioconfig.Config) int { return ix.vsPos[a] - ix.vsPos[b] })
+	return out
+}
+
+// httpVirtualService returns the one VS whose HTTP routes apply to host, as istiod builds a
+// sidecar's virtual hosts (computeWildcardHostVirtualServiceIndex, and the first virtual host
+// of a name wins): the first VS in vsOrder that names host exactly, else the first whose most
+// specific wildcard host matches host; nil when none does.
+func (ix *index) httpVirtualService(host string) *istioconfig.Config {
+	var best *istioconfig.Config
+	bestLen := -1
+	for _, c := range ix.virtualServices(host) {
+		for _, raw := range vsSpec(c).GetHosts() {
+			if refersTo(raw, c.Namespace, host) {
+				return c
+			}
+		}
+		if w, ok := vsWildcardHost(c, host); ok && len(w) > bestLen {
+			best, bestLen = c, len(w)
 		}
 	}
-	return sorted
+	return best
+}
+
+// vsWildcardHost returns the longest wildcard host of VS c that matches host.
+func vsWildcardHost(c *istioconfig.Config, host string) (string, bool) {
+	best, found := "", false
+	for _, raw := range vsSpec(c).GetHosts() {
+		h := resolveHost(raw, c.Namespace)
+		if strings.HasPrefix(h, "*") && hostMatches(h, host) && (!found || len(h) > len(best)) {
+			best, found = h, true
+		}
+	}
+	return best, found
+}
+
+// vsOrder returns the snapshot's VirtualServices in the order istiod reads them for a proxy
+// of namespace ns (VirtualServicesForGateway): those exported only to some namespaces and
+// private to ns (their own namespace) first, then those exported to ns by name, then the
+// public ones; within each, by creation time, then name, then namespace
+// (configCompareByCreationTime). Computed once per snapshot's configs and namespace.
+func vsOrder(s *model.Snapshot, ns string) []*istioconfig.Config {
+	byTime := s.Derived(vsOrderKey{}, func() any {
+		cs := slices.Clone(s.Configs(istioconfig.KindVirtualService))
+		slices.SortStableFunc(cs, compareByCreation)
+		restricted := false
+		for _, c := range cs {
+			if ex := vsSpec(c).GetExportTo(); len(ex) > 0 && !slices.Contains(ex, "*") {
+				restricted = true
+			}
+		}
+		return vsOrdered{cs, restricted}
+	}).(vsOrdered)
+	if !byTime.restricted {
+		return byTime.cs
+	}
+	return s.Derived(vsOrderKey{ns: ns, local: true}, func() any {
+		cs := slices.Clone(byTime.cs)
+		slices.SortStableFunc(cs, func(a, b *istioconfig.Config) int {
+			return vsExportRank(vsSpec(a).GetExportTo(), a.Namespace, ns) - vsExportRank(vsSpec(b).GetExportTo(), b.Namespace, ns)
+		})
+		return cs
+	}).([]*istioconfig.Config)
+}
+
+type vsOrderKey struct {
+	ns    string
+	local bool
+}
+
+type vsOrdered struct {
+	cs         []*istioconfig.Config
+	restricted bool
+}
+
+// Ranks of a VirtualService's exportTo seen from a namespace, in istiod's order.
+const (
+	vsPrivate  = iota // exported to some namespaces, its own among them, the proxy's
+	vsExported        // exported to some namespaces, the proxy's named among them
+	vsPublic          // exported everywhere (or not to ns: the scope drops it anyway)
+)
+
+func vsExportRank(exportTo []string, vsNS, ns string) int {
+	switch {
+	case len(exportTo) == 0 || slices.Contains(exportTo, "*"):
+		return vsPublic
+	case vsNS == ns && (slices.Contains(exportTo, ".") || slices.Contains(exportTo, vsNS)):
+		return vsPrivate
+	case slices.Contains(exportTo, ns):
+		return vsExported
+	}
+	return vsPublic
+}
+
+// compareByCreation is istiod's configCompareByCreationTime: older first, then by name, then
+// by namespace.
+func compareByCreation(a, b *istioconfig.Config) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Namespace, b.Namespace)
 }
 
 func containsConfig(cs []*istioconfig.Config, c *istioconfig.Config) bool {

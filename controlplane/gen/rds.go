@@ -177,7 +177,7 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 	return out, errors.Join(errs...)
 }
 
-// serviceRoutes translates the HTTP routes of the VirtualServices for svc into Envoy routes for
+// serviceRoutes translates the HTTP routes of the VirtualService for svc (httpVirtualService) into Envoy routes for
 // one port. An HTTP route that cannot be translated is dropped with an error naming the
 // VirtualService; the others are kept. With no VirtualService route for the port, a default
 // route sends everything to the service's cluster. It also returns the VS keys it read.
@@ -185,8 +185,12 @@ func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Por
 	var routes []*routev3.Route
 	var deps []istioconfig.Key
 	var errs []error
+	// One VirtualService per host: istiod's first virtual host of a name wins. The others
+	// were read to decide, so they are dependencies too.
 	for _, c := range ix.virtualServices(svc.Hostname) {
 		deps = append(deps, c.Key())
+	}
+	if c := ix.httpVirtualService(svc.Hostname); c != nil {
 		vs := vsSpec(c)
 		for i, hr := range vs.GetHttp() {
 			for _, d := range routeDestinations(hr) {

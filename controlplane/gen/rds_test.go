@@ -3,6 +3,7 @@ package gen
 import (
 	"strings"
 	"testing"
+	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -103,6 +104,12 @@ func vsConfig(name, ns string, vs *networking.VirtualService) *istioconfig.Confi
 	return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: name, Namespace: ns}, Spec: vs}
 }
 
+// createdAt sets c's creation time to minute min of a fixed day.
+func createdAt(c *istioconfig.Config, min int) *istioconfig.Config {
+	c.CreationTimestamp = time.Date(2024, 1, 1, 0, min, 0, 0, time.UTC)
+	return c
+}
+
 func dest(host, subset string, weight int32) *networking.HTTPRouteDestination {
 	return &networking.HTTPRouteDestination{Destination: &networking.Destination{Host: host, Subset: subset}, Weight: weight}
 }
@@ -174,8 +181,6 @@ func TestVirtualServiceRoutes(t *testing.T) {
 			vsConfig("bad", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 				{Name: "broken", Match: []*networking.HTTPMatchRequest{{Uri: regex("([")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
 				{Name: "fine", Match: []*networking.HTTPMatchRequest{{Uri: exact("/ok")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
-			}}),
-			vsConfig("good", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 				{Name: "redir", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/old")}}, Redirect: &networking.HTTPRedirect{Uri: "/new"}},
 			}}),
 		}, "80", []string{"fine /ok -> outbound|80|v1|web.app.svc.cluster.local", "redir /old -> redirect"}, "VirtualService app/bad http[0 (broken)]"},
@@ -254,5 +259,41 @@ func TestGRPCRoutesDropUnsupportedActions(t *testing.T) {
 	}
 	if d := vh.GetDomains(); d[0] != "web.app.svc.cluster.local:80" || !strings.Contains(strings.Join(d, ","), "web:80") {
 		t.Errorf("domains %v", d)
+	}
+}
+
+// TestVirtualServicePrecedence: a sidecar reads the HTTP routes of one VirtualService per host,
+// the first in istiod's order (VirtualServicesForGateway: private to the proxy's namespace,
+// exported to it, public; each by creation time, name, namespace), an exact host before a
+// wildcard one and the most specific wildcard before the others.
+func TestVirtualServicePrecedence(t *testing.T) {
+	route := func(name string, hosts []string, exportTo ...string) *networking.VirtualService {
+		return &networking.VirtualService{Hosts: hosts, ExportTo: exportTo, Http: []*networking.HTTPRoute{
+			{Name: name, Match: []*networking.HTTPMatchRequest{{Uri: prefix("/" + name)}}, Route: []*networking.HTTPRouteDestination{dest("web.app.svc.cluster.local", "", 0)}},
+		}}
+	}
+	web := []string{"web.app.svc.cluster.local"}
+	tests := []struct {
+		name string
+		vss  []*istioconfig.Config
+		want string // the one route name seen
+	}{
+		{"older first", []*istioconfig.Config{createdAt(vsConfig("a", "app", route("new", web)), 2), createdAt(vsConfig("z", "app", route("old", web)), 1)}, "old"},
+		{"same time: by name", []*istioconfig.Config{createdAt(vsConfig("b", "app", route("b", web)), 1), createdAt(vsConfig("a", "zz", route("a", web)), 1)}, "a"},
+		{"same time and name: by namespace", []*istioconfig.Config{vsConfig("a", "zz", route("zz", web)), vsConfig("a", "other", route("other", web))}, "other"},
+		{"exact before an older wildcard", []*istioconfig.Config{createdAt(vsConfig("w", "app", route("wild", []string{"*.svc.cluster.local"})), 1), createdAt(vsConfig("e", "app", route("exact", web)), 2)}, "exact"},
+		{"most specific wildcard", []*istioconfig.Config{createdAt(vsConfig("w", "app", route("wide", []string{"*"})), 1), createdAt(vsConfig("n", "app", route("narrow", []string{"*.app.svc.cluster.local"})), 2)}, "narrow"},
+		{"private to the proxy's namespace before public", []*istioconfig.Config{createdAt(vsConfig("pub", "app", route("public", web)), 1), createdAt(vsConfig("priv", "app", route("private", web, ".")), 2)}, "private"},
+		{"exported by name before public", []*istioconfig.Config{createdAt(vsConfig("pub", "app", route("public", web)), 1), createdAt(vsConfig("exp", "other", route("exported", web, "app")), 2)}, "exported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := sidecarProxy("10.0.0.9", "app")
+			got := routeSummary(t, p, routeMesh(tt.vss...), "80")
+			want := []string{tt.want + " /" + tt.want + " -> outbound|80||web.app.svc.cluster.local"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("routes (-want +got)\n%s", diff)
+			}
+		})
 	}
 }
