@@ -36,7 +36,11 @@
 // initial_fetch_timeout passed; after every LDS response that changed something, one RDS
 // request naming every route config referenced by HTTP connection managers, sent before the LDS
 // ACK. ACK = response version + nonce; NACK = last accepted version + nonce + error_detail
-// (code 13, as Envoy). Identical resources (same bytes) are skipped: no re-warm, no request.
+// (code 13, as Envoy). Identical resources are skipped: no re-warm, no request. Identical is
+// the same bytes or, as Envoy compares them (MessageUtil::hash), the same message: a resource
+// whose bytes differ from the held copy's but not its size (a control plane marshalling maps
+// in a random order, as Go's default Marshal does) is compared field by field, map entries in
+// any order and Anys by what they pack.
 //
 // Delta follows the same order with subscribe/unsubscribe diffs, legacy wildcard for CDS/LDS
 // and initial_resource_versions on reconnect; ACK = nonce, NACK = nonce + error_detail. As in

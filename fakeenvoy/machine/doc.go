@@ -17,7 +17,8 @@
 //	                wire adapter) and what the client reports of its state
 //	wire*.go        the wire adapters (SotW, Delta, proxyless gRPC): a response becomes one
 //	                update, requests are built in the protocol's shape
-//	apply.go        applying an update: decode, accept or reject, commit, follow-up requests
+//	apply.go        applying an update: decode, accept or reject, commit, follow-up requests;
+//	                same.go whether a resource in other bytes is the one held
 //	rules.go        what Envoy rejects (package validate: the checks of a resource, Envoy's
 //	                and grpc-go's)
 //	warming.go      the init manager: initial fetch, cluster and listener warming, full config

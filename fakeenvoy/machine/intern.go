@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"weak"
 
@@ -104,6 +105,7 @@ type decoded struct {
 	// is false when the config source gives none (Envoy's 15s default applies).
 	fetchTimeout time.Duration
 	hasFetch     bool
+	size         uint32 // bytes of the resource (sameAs compares only copies of one size)
 	// secrets are the SDS secrets the resource's TLS transport sockets reference, with their
 	// config sources (sorted, unique), and secretTimeout the initial_fetch_timeout of their
 	// sds_config (hasSecretTimeout false: none given).
@@ -113,6 +115,9 @@ type decoded struct {
 	// secretClusters are the bootstrap clusters other than the control plane's that secrets
 	// name as their config source (unique; the agent's in a mesh), for secretSourceErr.
 	secretClusters []string
+	// same is sameAs's last answer for d against a held copy (nil: none yet), shared by the
+	// clients that hold that copy and receive d.
+	same atomic.Pointer[sameMemo]
 }
 
 // NewInterner returns an empty table; give the same one to every client that should share.
@@ -245,7 +250,7 @@ func decodeNew(t rtype, mode checkMode, hash uint64, name string, keep, raw []by
 	if err != nil {
 		return nil, err
 	}
-	d := &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs}
+	d := &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs, size: uint32(len(raw))}
 	d.fetchTimeout, d.hasFetch = fetchTimeoutOf(msg)
 	if t.wildcard() {
 		var refs secretRefs
