@@ -177,6 +177,8 @@ func TestEvaluateThresholds(t *testing.T) {
 		summary.NewRate("xdslab_cache_hit_ratio", 9, 1, nil),
 		mustTrend(t, "xdslab_push_latency_seconds", nil),
 		mustTrend(t, "xdslab_push_latency_seconds", map[string]string{"kind": "scale"}, 2500),
+		summary.NewCounter("xdslab_fleet_connect_failures_total", summary.Default, 2, time.Second, nil),
+		summary.NewCounter("xdslab_fleet_connect_failures_total", summary.Default, 2, time.Second, map[string]string{"code": "Unavailable"}),
 	}}
 	for _, tc := range []struct {
 		name   string
@@ -199,6 +201,10 @@ func TestEvaluateThresholds(t *testing.T) {
 		// trend carries.
 		{"any percentile", "xdslab_push_latency_seconds{kind:scale}", []string{"p(95)<1s", "p(75)<1s", "p(0)>=0", "p(100)<10s", "p(99.99)<10s", "p(95)>1s"},
 			[]bool{true, true, true, true, true, false}, []bool{true, true, true, true, true, true}},
+		// The fleet writes a code (or type) series only for the values it saw: with the total
+		// measured, a value it never saw was counted 0 times.
+		{"code seen", "xdslab_fleet_connect_failures_total{code:Unavailable}", []string{"count==2"}, []bool{true}, []bool{true}},
+		{"code never seen is 0", "xdslab_fleet_connect_failures_total{code:Internal}", []string{"count==0", "count>0", "rate==0"}, []bool{true, false, true}, []bool{true, true, true}},
 		{"any percentile of no data fails", "xdslab_push_latency_seconds", []string{"p(95)<1s"}, []bool{false}, []bool{false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

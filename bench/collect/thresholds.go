@@ -3,6 +3,7 @@ package collect
 import (
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
@@ -93,7 +94,42 @@ func AddThresholdPercentiles(sc *scenarios.Scenario, ms []summary.Metric) {
 func evalThreshold(res summary.Results, key string, th threshold.Threshold) summary.Threshold {
 	name, tags := threshold.MetricName(key), threshold.MetricTags(key)
 	m, found := res.Find(name, tags)
-	return evaluateThreshold(th, name, tags, m, found)
+	zero := false
+	if !found {
+		m, zero = countedNone(res, name, tags)
+		found = zero
+	}
+	t := evaluateThreshold(th, name, tags, m, found)
+	if zero && t.Reason == "" {
+		t.Reason = "the fleet counted none: it writes a " + tagKey(tags) + " series only for the values it saw"
+	}
+	return t
+}
+
+// countedNone returns the zero series of a fleet counter split by xDS type or gRPC code when
+// the run measured the counter (its untagged total is there) but saw no event of that value:
+// the fleet counts every type and code and writes a series only for those it saw, so the
+// missing one is a count of 0, not a figure nobody measured.
+func countedNone(res summary.Results, name string, tags map[string]string) (summary.Metric, bool) {
+	if len(tags) != 1 || !strings.HasPrefix(name, "xdslab_fleet_") {
+		return summary.Metric{}, false
+	}
+	if k := tagKey(tags); k != "type" && k != "code" {
+		return summary.Metric{}, false
+	}
+	total, ok := res.Find(name, nil)
+	if !ok || total.Type != summary.Counter {
+		return summary.Metric{}, false
+	}
+	return summary.NewCounter(name, total.Contains, 0, 0, tags), true
+}
+
+// tagKey is the key of a one-tag filter.
+func tagKey(tags map[string]string) string {
+	for k := range tags {
+		return k
+	}
+	return ""
 }
 
 // evaluateThreshold is one expression's verdict on metric m (found: the run produced it).
