@@ -59,6 +59,12 @@ is INCONCLUSIVE, never "~": the comparison then fails (exit 1) unless --allow-in
 One run per side cannot show how much a figure varies from run to run (machine load, timer
 jitter): gate on repeated runs (K >= 5 per side) when you can.
 
+--gate, --metric-threshold and --worse must name what base measured: a gate that selects no
+metric, a threshold on an unknown metric, tag or stat (compare never computes p(95) or max), a
+direction of an unknown metric would otherwise be ignored, and are refused (exit 2) with the
+names there are. So is a base that measured nothing, and a bare threshold above 1 (5 would be
+500%: write 5% or 0.05).
+
 Exit codes: 0 no regression, 1 a significant regression beyond its threshold or an
 inconclusive gated row, 2 bad usage or input.`,
 		Example: `  xdslab run quickstart --repeat 5 --out out/base
@@ -75,7 +81,7 @@ inconclusive gated row, 2 bad usage or input.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runCompare(cmd, args[0], args[1], f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.threshold, "threshold", "5%", "smallest significant change for the worse that fails the comparison")
+	fl.StringVar(&f.threshold, "threshold", "5%", "smallest significant change for the worse that fails the comparison: 5% or 0.05")
 	fl.StringArrayVar(&f.metricThresholds, "metric-threshold", nil, "per-metric threshold NAME[{tag:value}][:STAT]=PCT, e.g. xdslab_push_latency_seconds:p(99)=10% (repeatable)")
 	fl.StringArrayVar(&f.worse, "worse", nil, "direction of a metric: NAME=up (higher is worse), NAME=down or NAME=none (repeatable)")
 	fl.StringVar(&f.format, "format", "text", "output format: "+strings.Join(compare.Formats, ", "))
