@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslab/xdslab/fakeenvoy/validate"
 	"github.com/xdslab/xdslab/probe"
 )
 
@@ -112,6 +113,9 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 			is.d = nil // the held resource in other bytes (maps in another order): identical
 			s.Info.Changed--
 			continue
+		}
+		if is.err == nil && is.d.heavy && m.hashClusterOf(it.name) {
+			is.d, is.err = nil, validate.ErrHashWeights
 		}
 		if is.err != nil {
 			u.itemErrs++

@@ -10,7 +10,10 @@ import (
 	"time"
 	"weak"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslab/xdslab/fakeenvoy/validate"
 )
 
 // Interner shares decoded resources among the clients of a fleet: 10,000 clients that receive
@@ -106,6 +109,9 @@ type decoded struct {
 	fetchTimeout time.Duration
 	hasFetch     bool
 	size         uint32 // bytes of the resource (sameAs compares only copies of one size)
+	// heavy: an assignment whose healthy hosts' weights overflow a hash load balancer
+	// (validate.HashWeightsOverflow; realistic decoding only).
+	heavy bool
 	// secrets are the SDS secrets the resource's TLS transport sockets reference, with their
 	// config sources (sorted, unique), and secretTimeout the initial_fetch_timeout of their
 	// sds_config (hasSecretTimeout false: none given).
@@ -252,6 +258,9 @@ func decodeNew(t rtype, mode checkMode, hash uint64, name string, keep, raw []by
 	}
 	d := &decoded{name: name, hash: hash, raw: keep, msg: msg, refs: refs, size: uint32(len(raw))}
 	d.fetchTimeout, d.hasFetch = fetchTimeoutOf(msg)
+	if cla, ok := msg.(*endpointv3.ClusterLoadAssignment); ok && mode == checkEnvoy {
+		d.heavy = validate.HashWeightsOverflow(cla)
+	}
 	if t.wildcard() {
 		var refs secretRefs
 		if err := refs.collect(msg); err != nil && mode == checkEnvoy {

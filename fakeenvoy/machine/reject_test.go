@@ -6,8 +6,10 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
@@ -89,5 +91,28 @@ func TestBuildFailureRejectsOneResource(t *testing.T) {
 	m = warmedMachine(t, Config{})
 	if s = m.OnSotw(sotwResp(t, C, "2", "n2", provided), t0); s.Info.Nacked {
 		t.Errorf("not realistic: NACKed %q", s.Info.Error)
+	}
+}
+
+// TestHashWeightsOverflowNacked: an assignment whose host weights overflow is NACKed (nothing
+// applied) when a ring hash cluster uses it, accepted for a round robin one.
+func TestHashWeightsOverflowNacked(t *testing.T) {
+	heavy := fetest.CLA("c1", "10.0.0.1", 80)
+	heavy.Endpoints[0].LbEndpoints = append(heavy.Endpoints[0].LbEndpoints, proto.Clone(heavy.Endpoints[0].LbEndpoints[0]).(*endpointv3.LbEndpoint))
+	for _, e := range heavy.Endpoints[0].LbEndpoints {
+		e.LoadBalancingWeight = wrapperspb.UInt32(1 << 31)
+	}
+	for _, lb := range []clusterv3.Cluster_LbPolicy{clusterv3.Cluster_RING_HASH, clusterv3.Cluster_ROUND_ROBIN} {
+		m := newTestMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+		m.Start(t0)
+		c := fetest.EDSCluster("c1")
+		c.LbPolicy = lb
+		m.OnSotw(sotwResp(t, C, "1", "a", c), t0)
+		s := m.OnSotw(sotwResp(t, E, "1", "b", heavy), t0)
+		if want := lb == clusterv3.Cluster_RING_HASH; s.Info.Nacked != want || (m.Resource(E, "c1") == nil) == !want {
+			t.Errorf("%v: NACKed %v (%s), held %v; want NACKed %v", lb, s.Info.Nacked, s.Info.Error, m.Resource(E, "c1") != nil, want)
+		} else if want && !strings.Contains(s.Info.Error, "The sum of weights of all upstream hosts in a locality exceeds 4294967295") {
+			t.Errorf("error %q", s.Info.Error)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 
 	"github.com/xdslab/xdslab/fakeenvoy/validate"
@@ -20,7 +21,8 @@ import (
 //     Listener and RouteConfig rules (an LB policy the cluster type cannot have, an EDS
 //     cluster without eds_cluster_config, a LOGICAL_DNS cluster without exactly one endpoint,
 //     ring sizes, a listener without address or filter chains, HTTP filters out of terminal
-//     order, a domain in two virtual hosts, a regex RE2 does not compile), the SDS sources it
+//     order, a domain in two virtual hosts, a regex RE2 does not compile; an assignment whose
+//     host weights overflow the ring hash or Maglev cluster using it), the SDS sources it
 //     cannot reach (sds.go), a listener binding the address of another listener of the
 //     resulting set, two filter chains of one listener with the same match, a later copy of a
 //     name a SotW CDS or LDS response repeats ("duplicate cluster X found": the first copy is applied). CDS and
@@ -58,6 +60,18 @@ func (m *Machine) policyErr() error {
 		err = fmt.Errorf("rejected by policy: probability %g", m.nack.Probability)
 	}
 	return err
+}
+
+// hashClusterOf reports whether a cluster held balances the hosts of assignment name with a
+// hash load balancer that rejects an overflow of their weights (validate.HashWeightsMatter).
+// It runs only for assignments that overflow (rare): it looks at every cluster held.
+func (m *Machine) hashClusterOf(name string) bool {
+	for _, e := range m.types[tCDS].res {
+		if refs := e.refs(); len(refs) > 0 && refs[0] == name && validate.HashWeightsMatter(e.d.msg.(*clusterv3.Cluster)) {
+			return true
+		}
+	}
+	return false
 }
 
 // appliesPartly reports whether the valid resources of a NACKed response of type t are applied:

@@ -1,12 +1,15 @@
 package validate
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"regexp/syntax"
 	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -68,6 +71,63 @@ func Cluster(c *clusterv3.Cluster) error {
 	}
 	return nil
 }
+
+// HashWeightsOverflow reports whether the weights of the healthy hosts (health status unknown
+// or healthy, weight 1 unless set) of one priority of cla sum over 4294967295: a ring hash or
+// Maglev load balancer without locality-weighted balancing then rejects the assignment
+// (normalizeHostWeights: "The sum of weights of all upstream hosts in a locality exceeds
+// 4294967295"). It uses those hosts, or in panic every host of the priority, whose weights sum
+// to no less.
+func HashWeightsOverflow(cla *endpointv3.ClusterLoadAssignment) bool {
+	type sum struct {
+		prio uint32
+		w    uint64
+	}
+	var buf [4]sum
+	sums := buf[:0]
+	for _, l := range cla.GetEndpoints() {
+		var w uint64
+		for _, e := range l.GetLbEndpoints() {
+			switch e.GetHealthStatus() {
+			case corev3.HealthStatus_UNKNOWN, corev3.HealthStatus_HEALTHY:
+			default:
+				continue
+			}
+			if lw := e.GetLoadBalancingWeight(); lw != nil {
+				w += uint64(lw.GetValue())
+			} else {
+				w++
+			}
+		}
+		i := 0
+		for i < len(sums) && sums[i].prio != l.GetPriority() {
+			i++
+		}
+		if i == len(sums) {
+			sums = append(sums, sum{prio: l.GetPriority()})
+		}
+		if sums[i].w += w; sums[i].w > math.MaxUint32 {
+			return true
+		}
+	}
+	return false
+}
+
+// HashWeightsMatter reports whether cluster c balances with a ring hash or Maglev over the
+// flat set of a priority's hosts (lb_policy, no locality-weighted balancing), for
+// HashWeightsOverflow.
+func HashWeightsMatter(c *clusterv3.Cluster) bool {
+	switch c.GetLbPolicy() {
+	case clusterv3.Cluster_RING_HASH, clusterv3.Cluster_MAGLEV:
+	default:
+		return false
+	}
+	return c.GetLoadBalancingPolicy() == nil && c.GetCommonLbConfig().GetLocalityWeightedLbConfig() == nil
+}
+
+// ErrHashWeights is the error of an assignment HashWeightsOverflow reports, for a cluster
+// HashWeightsMatter reports.
+var ErrHashWeights = errors.New("The sum of weights of all upstream hosts in a locality exceeds 4294967295")
 
 // Listener reports what makes Envoy reject listener l as it builds it (ListenerManagerImpl,
 // ListenerImpl, the HTTP connection manager's config of every filter chain). A listener with

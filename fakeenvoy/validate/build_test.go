@@ -195,3 +195,32 @@ func TestRouteConfigBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestHashWeightsOverflow: the healthy hosts' weights of one priority summing over 2^32-1.
+func TestHashWeightsOverflow(t *testing.T) {
+	ep := func(w uint32, h corev3.HealthStatus) *endpointv3.LbEndpoint {
+		e := lbEndpoint(80)
+		e.LoadBalancingWeight = wrapperspb.UInt32(w)
+		e.HealthStatus = h
+		return e
+	}
+	loc := func(prio uint32, eps ...*endpointv3.LbEndpoint) *endpointv3.LocalityLbEndpoints {
+		return &endpointv3.LocalityLbEndpoints{Priority: prio, LbEndpoints: eps}
+	}
+	const big = 1 << 31
+	for _, tc := range []struct {
+		name string
+		locs []*endpointv3.LocalityLbEndpoints
+		want bool
+	}{
+		{"at the limit", []*endpointv3.LocalityLbEndpoints{loc(0, ep(big, 0), ep(big-1, 0))}, false},
+		{"over in one locality", []*endpointv3.LocalityLbEndpoints{loc(0, ep(big, 0), ep(big, corev3.HealthStatus_HEALTHY))}, true},
+		{"over across localities of a priority", []*endpointv3.LocalityLbEndpoints{loc(1, ep(big, 0)), loc(1, ep(big, 0))}, true},
+		{"split across priorities", []*endpointv3.LocalityLbEndpoints{loc(0, ep(big, 0)), loc(1, ep(big, 0))}, false},
+		{"unhealthy host left out", []*endpointv3.LocalityLbEndpoints{loc(0, ep(big, 0), ep(big, corev3.HealthStatus_UNHEALTHY))}, false},
+	} {
+		if got := HashWeightsOverflow(&endpointv3.ClusterLoadAssignment{ClusterName: "c", Endpoints: tc.locs}); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
