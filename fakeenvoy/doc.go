@@ -78,6 +78,17 @@
 // as Envoy keeps its config across a reconnect: a resync of 0, reported once the stream is
 // connected. What the server sends afterwards is an update like any other (it may warm).
 //
+// A stream counts as connected (probe.Hooks.Connected) once its response headers or its first
+// response arrive; until then a failure is a connect failure, with its gRPC code. A grpc-go
+// server (go-control-plane's) sends headers lazily, with its first response: a client whose
+// server answers nothing yet (no snapshot for its node; in Delta, nothing owed) is not counted
+// as connected, nor resynced, until it does.
+//
+// Not modelled: a removed listener drains (Envoy's --drain-time-s, 600 s by default; Istio
+// sets 45 s), keeping the RDS subscriptions of its connection managers until it is gone; the
+// fake drops its route configurations at once (SotW: the next RDS request leaves them out;
+// Delta: unsubscribes them).
+//
 // Restart (churn) makes a client a new process: no versions, resources or initial versions.
 // The node goes on every request, or only on a stream's first with NodeOnFirstOnly (Istio's
 // set_node_on_first_message_only); IdentityTemplate.IstioMetadata sends an Istio-sized node.
