@@ -202,6 +202,12 @@ func topAlternatives(pattern string) []*regexp.Regexp {
 		return nil
 	}
 	parts = append(parts, pattern[start:])
+	// Leading flags, (?i)a|b, apply to every alternative.
+	if m := leadingFlags.FindString(pattern); m != "" {
+		for i := 1; i < len(parts); i++ {
+			parts[i] = m + parts[i]
+		}
+	}
 	var out []*regexp.Regexp
 	for _, p := range parts {
 		if a, err := regexp.Compile(p); err == nil {
@@ -210,6 +216,8 @@ func topAlternatives(pattern string) []*regexp.Regexp {
 	}
 	return out
 }
+
+var leadingFlags = regexp.MustCompile(`^\(\?[imsU-]+\)`)
 
 // suggest is "; did you mean X?" for the candidate nearest to s (ignoring regexp anchors), or
 // "" when none is near.

@@ -42,6 +42,7 @@ func TestCompareRefusesWhatSelectsNothing(t *testing.T) {
 			wantErr: []string{`its alternative "^xdslab_cp_push_cylces_total$" selects no metric`, "did you mean xdslab_cp_push_cycles_total?"}},
 		{name: "gate on neutral metrics only", opts: Options{Gate: regexp.MustCompile(`sim_events`)},
 			wantErr: []string{"selects only metrics that never gate (xdslab_sim_events_total", "the metrics that can gate:"}},
+		{name: "gate with flags over its alternatives", opts: Options{Gate: regexp.MustCompile(`(?i)^XDSLAB_PUSH_LATENCY_SECONDS$|^XDSLAB_CP_PUSH_CYCLES_TOTAL$`)}},
 		{name: "gate that selects", opts: Options{Gate: regexp.MustCompile(`^xdslab_(push_latency_seconds|cp_push_cycles_total)$|hit_ratio`)}},
 		{name: "threshold on an unknown metric", opts: Options{MetricThresholds: mt("xdslab_push_latncy_seconds=10%")},
 			wantErr: []string{"--metric-threshold xdslab_push_latncy_seconds=10%: base (base) has no metric xdslab_push_latncy_seconds", "did you mean xdslab_push_latency_seconds?"}},
@@ -174,5 +175,28 @@ func TestCompareScenarioNotes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTopAlternatives(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{`^a$`, nil},
+		{`^(a|b)$`, nil},
+		{`a\|b`, nil},
+		{`[|]a`, nil},
+		{`^a$|^(b|c)$`, []string{`^a$`, `^(b|c)$`}},
+		{`[]|]x|y`, []string{`[]|]x`, `y`}},
+		{`(?i)a|b`, []string{`(?i)a`, `(?i)b`}},
+	} {
+		var got []string
+		for _, re := range topAlternatives(tc.in) {
+			got = append(got, re.String())
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("topAlternatives(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
