@@ -648,7 +648,7 @@ func (r *Result) fqdnText() string {
 	return fmt.Sprintf("%d ready endpoint(s) of EndpointSlices with addressType FQDN (DNS names, not addresses)", r.FQDNEndpoints)
 }
 
-// UnmodelledText lists the unmodelled kinds with their counts: "AuthorizationPolicy ×2, ...".
+// UnmodelledText lists the unmodelled kinds with their counts: "ConfigMap ×2, EnvoyFilter ×1".
 func (r *Result) UnmodelledText() string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(r.Unmodelled)) {
