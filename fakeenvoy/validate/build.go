@@ -139,8 +139,9 @@ func Listener(l *listenerv3.Listener) error {
 	if l.GetAddress() == nil {
 		return fmt.Errorf("error adding listener named '%s': address is necessary", l.GetName())
 	}
-	udp := l.GetAddress().GetSocketAddress().GetProtocol() == corev3.SocketAddress_UDP // filter chains optional
-	if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil && !udp {
+	// A connectionless UDP listener (not QUIC) needs no filter chain.
+	connless := l.GetAddress().GetSocketAddress().GetProtocol() == corev3.SocketAddress_UDP && l.GetUdpListenerConfig().GetQuicOptions() == nil
+	if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil && !connless {
 		return fmt.Errorf("error adding listener '%s': no filter chains specified", l.GetName())
 	}
 	check := func(fc *listenerv3.FilterChain) error {

@@ -148,6 +148,11 @@ func TestListenerBuild(t *testing.T) {
 			l.FilterChains = nil
 			l.GetAddress().GetSocketAddress().Protocol = corev3.SocketAddress_UDP
 		}), ""},
+		{"quic without filter chains", with(listener(t, hcm(nil, router)), func(l *listenerv3.Listener) {
+			l.FilterChains = nil
+			l.GetAddress().GetSocketAddress().Protocol = corev3.SocketAddress_UDP
+			l.UdpListenerConfig = &listenerv3.UdpListenerConfig{QuicOptions: &listenerv3.QuicProtocolOptions{}}
+		}), "no filter chains specified"},
 		{"no address", with(listener(t, hcm(nil, router)), func(l *listenerv3.Listener) { l.Address = nil }), "address is necessary"},
 		{"api listener", &listenerv3.Listener{Name: "a", ApiListener: &listenerv3.ApiListener{ApiListener: mustAny(t, hcm(nil, router))}}, ""},
 		{"inline routes", listener(t, hcm(routes([]string{"a", "*"}, []string{"b"}), router)), ""},
