@@ -66,14 +66,15 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	for i := range items {
 		it, is := &items[i], &st[i]
 		if present != nil {
-			if _, dup := present[it.name]; dup && dupItems {
+			n := len(present)
+			present[it.name] = struct{}{}
+			if len(present) == n && dupItems {
 				// CdsApiHelper, LdsApiImpl: the first copy applied, this one an error
 				is.err = fmt.Errorf("duplicate %s %s found", t.kind(), it.name)
 				u.itemErrs++
 				itemErrs = append(itemErrs, fmt.Sprintf("%s %s: %v", t.kind(), it.name, is.err))
 				continue
 			}
-			present[it.name] = struct{}{}
 		}
 		if lookUp && !m.subscribedName(t, it.name) {
 			if countHeld {
