@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,8 +65,6 @@ func TestCompareBounds(t *testing.T) {
 			[]*summary.Summary{debounceRun(t, in, 18, 0.1007)}, "p(50)", true, false, true, "< -66.67%", "(3s, 5s]", "(100ms, 1s]"},
 		{"an old summary's interpolated point inside the new bucket: no change", []*summary.Summary{oldDebounceRun()},
 			[]*summary.Summary{debounceRun(t, in, 18, 0.1007)}, "p(99)", false, false, false, "~", "991ms", "(100ms, 1s]"},
-		{"no observations on a side: not compared", []*summary.Summary{debounceRun(t, make([]uint64, 8), 0, 0)},
-			[]*summary.Summary{debounceRun(t, slow, 18, 4)}, "p(99)", false, false, false, "~", "—", "(3s, 5s]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Compare(NewSide("base", tc.base...), NewSide("new", tc.new...), DefaultOptions())
@@ -105,5 +104,42 @@ func TestCompareBounds(t *testing.T) {
 				t.Fatalf("json: %v", err)
 			}
 		})
+	}
+}
+
+// TestCompareBoundsNoData: a bucket trend that observed nothing on a side is not a row: only
+// in new when base observed nothing, MISSING when new did (nothing measured is not zero).
+func TestCompareBoundsNoData(t *testing.T) {
+	slow := []uint64{0, 0, 0, 0, 18, 18, 18, 18}
+	with := func(draw uint64, debounce *summary.Summary) *summary.Summary {
+		s := synthSummary(t, baseSynth(draw))
+		s.Results.Metrics = append(s.Results.Metrics, debounce.Results.Metrics...)
+		return s
+	}
+	none := func() *summary.Summary { return debounceRun(t, make([]uint64, 8), 0, 0) }
+	opts := DefaultOptions()
+	opts.AllowInconclusive = true
+	rep, err := Compare(NewSide("base", with(1, none())), NewSide("new", with(2, debounceRun(t, slow, 18, 4))), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rep.Rows {
+		if row.Metric == collect.MetricDebounceDelay {
+			t.Errorf("a row for what base did not observe: %s", row.Name())
+		}
+	}
+	if !slices.Contains(rep.OnlyNew, collect.MetricDebounceDelay) {
+		t.Errorf("only in new %v, want the debounce delay", rep.OnlyNew)
+	}
+	rep, err = Compare(NewSide("base", with(1, debounceRun(t, slow, 18, 4))), NewSide("new", with(2, none())), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rep.Missing, collect.MetricDebounceDelay) || !rep.Failed() {
+		t.Errorf("missing %v failed %v, want the debounce delay missing from new", rep.Missing, rep.Failed())
+	}
+	// A base whose only metric observed nothing measured nothing.
+	if _, err := Compare(NewSide("base", none()), NewSide("new", debounceRun(t, slow, 18, 4)), opts); err == nil || !strings.Contains(err.Error(), "observed nothing") {
+		t.Errorf("a base that observed nothing: err %v", err)
 	}
 }

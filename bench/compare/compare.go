@@ -453,11 +453,17 @@ type sideMetrics struct {
 	order []string
 }
 
+// indexSide leaves out trends that observed nothing (NoData): their zeros are not
+// measurements, so a run that measured nothing is not "0s, improved by 100%", and a gated
+// metric base measured and new did not is MISSING.
 func indexSide(s *Side) sideMetrics {
 	idx := sideMetrics{byKey: map[string][]*summary.Metric{}}
 	for i, run := range s.Runs {
 		for j := range run.Results.Metrics {
 			m := &run.Results.Metrics[j]
+			if m.NoData() {
+				continue
+			}
 			k := m.Key()
 			if _, ok := idx.byKey[k]; !ok {
 				idx.byKey[k] = make([]*summary.Metric, len(s.Runs))

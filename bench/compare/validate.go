@@ -10,17 +10,25 @@ import (
 	"github.com/xdslab/xdslab/internal/summary"
 )
 
-// catalog is what one side measured: its metric names and, per name, its entries.
+// catalog is what one side measured: its metric names and, per name, its entries. Trends
+// that observed nothing in every run (NoData) are not measurements: they are listed apart.
 type catalog struct {
 	names   []string
 	entries map[string][]summary.Metric
+	// noData are the names whose every entry observed nothing.
+	noData []string
 }
 
 func catalogOf(s *Side) catalog {
 	c := catalog{entries: map[string][]summary.Metric{}}
 	seen := map[string]bool{}
+	empty := map[string]bool{}
 	for _, run := range s.Runs {
 		for _, m := range run.Results.Metrics {
+			if m.NoData() {
+				empty[m.Name] = true
+				continue
+			}
 			if seen[m.Key()] {
 				continue
 			}
@@ -32,7 +40,28 @@ func catalogOf(s *Side) catalog {
 		}
 	}
 	slices.Sort(c.names)
+	for n := range empty {
+		if _, ok := c.entries[n]; !ok {
+			c.noData = append(c.noData, n)
+		}
+	}
+	slices.Sort(c.noData)
 	return c
+}
+
+// unmeasured says which names of c.noData match: base has them, but observed nothing in them
+// ("" when none matches).
+func (c catalog) unmeasured(match func(string) bool) string {
+	var ns []string
+	for _, n := range c.noData {
+		if match(n) {
+			ns = append(ns, n)
+		}
+	}
+	if len(ns) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (base has %s, but observed nothing in it: no data, which is not a measurement)", strings.Join(ns, ", "))
 }
 
 // gateable lists the names of base whose direction says which way is worse: the metrics that
@@ -70,13 +99,13 @@ func checkInputs(base *Side, opts Options) error {
 		}
 		for _, alt := range topAlternatives(opts.Gate.String()) {
 			if !slices.ContainsFunc(c.names, func(n string) bool { return alt.MatchString(n) }) {
-				return fmt.Errorf("compare: --gate %q: its alternative %q selects no metric of base (%s), so a regression there would pass unseen%s; the metrics that can gate: %s",
-					opts.Gate.String(), alt.String(), base.Path, suggest(alt.String(), gateable), strings.Join(gateable, ", "))
+				return fmt.Errorf("compare: --gate %q: its alternative %q selects no metric of base (%s)%s, so a regression there would pass unseen%s; the metrics that can gate: %s",
+					opts.Gate.String(), alt.String(), base.Path, c.unmeasured(alt.MatchString), suggest(alt.String(), gateable), strings.Join(gateable, ", "))
 			}
 		}
 		if len(selected) == 0 {
-			return fmt.Errorf("compare: --gate %q selects no metric of base (%s), so no regression could fail the comparison%s; the metrics that can gate: %s",
-				opts.Gate.String(), base.Path, suggest(opts.Gate.String(), gateable), strings.Join(gateable, ", "))
+			return fmt.Errorf("compare: --gate %q selects no metric of base (%s)%s, so no regression could fail the comparison%s; the metrics that can gate: %s",
+				opts.Gate.String(), base.Path, c.unmeasured(opts.Gate.MatchString), suggest(opts.Gate.String(), gateable), strings.Join(gateable, ", "))
 		}
 		for _, n := range selected {
 			if !slices.Contains(gateable, n) {
@@ -87,9 +116,12 @@ func checkInputs(base *Side, opts Options) error {
 			return fmt.Errorf("compare: --gate %q selects only metrics that never gate (%s: inputs or figures with no worse side, see --worse), so no regression could fail the comparison; the metrics that can gate: %s",
 				opts.Gate.String(), strings.Join(neutral, ", "), strings.Join(gateable, ", "))
 		}
+	} else if len(c.names) == 0 {
+		return fmt.Errorf("compare: base (%s) measured nothing: every metric it holds observed nothing (%s: no data, which is not a measurement of zero), so no regression could be found; rerun the base",
+			base.Path, strings.Join(c.noData, ", "))
 	} else if len(gateable) == 0 {
-		return fmt.Errorf("compare: base (%s) holds no metric that can regress (only %s, which never gate): nothing could fail the comparison; compare runs that measured push latency, or set a direction with --worse NAME=up",
-			base.Path, strings.Join(c.names, ", "))
+		return fmt.Errorf("compare: base (%s) holds no metric that can regress (only %s, which never gate%s): nothing could fail the comparison; compare runs that measured push latency, or set a direction with --worse NAME=up",
+			base.Path, strings.Join(c.names, ", "), c.unmeasured(func(string) bool { return true }))
 	}
 	for _, mt := range opts.MetricThresholds {
 		if err := c.checkThreshold(mt, base.Path); err != nil {
@@ -110,8 +142,8 @@ func (c catalog) checkThreshold(mt MetricThreshold, path string) error {
 	flag := "--metric-threshold " + mt.String()
 	entries, ok := c.entries[mt.Name]
 	if !ok {
-		return fmt.Errorf("compare: %s: base (%s) has no metric %s, so this threshold would apply to nothing%s; its metrics: %s",
-			flag, path, mt.Name, suggest(mt.Name, c.names), strings.Join(c.names, ", "))
+		return fmt.Errorf("compare: %s: base (%s) has no metric %s%s, so this threshold would apply to nothing%s; its metrics: %s",
+			flag, path, mt.Name, c.unmeasured(func(n string) bool { return n == mt.Name }), suggest(mt.Name, c.names), strings.Join(c.names, ", "))
 	}
 	if mt.Tags != nil {
 		want := summary.TagString(mt.Tags)

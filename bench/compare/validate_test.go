@@ -3,8 +3,11 @@ package compare
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/xdslab/xdslab/internal/summary"
 )
@@ -197,6 +200,53 @@ func TestTopAlternatives(t *testing.T) {
 		}
 		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
 			t.Errorf("topAlternatives(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestCompareNoDataIsNotZero: a trend that observed nothing (its histogram counts no value) is
+// not a measurement of 0s. A new side that measured no push latency is MISSING (it failed to
+// measure), never "improved by 100%", with one run or five, --allow-inconclusive or not; a
+// base that measured none of what a gate or a threshold names is refused.
+func TestCompareNoDataIsNotZero(t *testing.T) {
+	nothing := func(draw uint64) *summary.Summary {
+		s := synthSummary(t, baseSynth(draw))
+		m, err := summary.NewTrend("xdslab_push_latency_seconds", summary.Time, hdr.New(1, 3_600_000_000, 3), 1e-6, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Results.Metrics[0] = m
+		return s
+	}
+	for _, n := range []int{1, 5} {
+		var b, nw []*summary.Summary
+		for i := range n {
+			b = append(b, synthSummary(t, baseSynth(uint64(i+1))))
+			nw = append(nw, nothing(uint64(i+10)))
+		}
+		opts := DefaultOptions()
+		opts.AllowInconclusive = true
+		rep, err := Compare(NewSide("base", b...), NewSide("new", nw...), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := reportText(t, rep)
+		if !rep.Failed() || !slices.Contains(rep.Missing, "xdslab_push_latency_seconds") || strings.Contains(text, "improved") || strings.Contains(text, "no significant regression") {
+			t.Errorf("%d run(s) a side, new measured no push latency: failed %v missing %v\n%s", n, rep.Failed(), rep.Missing, text)
+		}
+	}
+	base := nothing(1)
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Gate: regexp.MustCompile(`^xdslab_push_latency_seconds$`)}, "base has xdslab_push_latency_seconds, but observed nothing in it"},
+		{Options{MetricThresholds: []MetricThreshold{{Name: "xdslab_push_latency_seconds", Fraction: 0.1}}}, "observed nothing in it"},
+	} {
+		opts := DefaultOptions()
+		opts.Gate, opts.MetricThresholds = tc.opts.Gate, tc.opts.MetricThresholds
+		if _, err := Compare(NewSide("base", base), NewSide("new", synthSummary(t, baseSynth(2))), opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err %v, want one saying %q", err, tc.want)
 		}
 	}
 }
