@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
+	"github.com/xdslab/xdslab/measure"
 )
 
 type deltaWant struct {
@@ -177,5 +179,37 @@ func testDeltaRealisticNack(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// TestDeltaResyncCountsFullConfig: a Delta client reconnecting to go-control-plane, which owes
+// it nothing, counts again among the connected clients holding a full config (the
+// observer's gauge), with one resync observed for the one reconnect.
+func TestDeltaResyncCountsFullConfig(t *testing.T) { shells(t, testDeltaResyncCountsFullConfig) }
+
+func testDeltaResyncCountsFullConfig(t *testing.T) {
+	srv := fetest.NewCPServer(t)
+	o := measure.NewObserver(measure.ObserverConfig{})
+	c := newTestClient(t, ClientConfig{Delta: true, Ack: policy.Ack{DisconnectAfter: 4}}, o)
+	srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
+	runClient(t, c, srv.Connector(t))
+	deadline := time.Now().Add(fetest.WaitLimit)
+	for {
+		st := o.Stats()
+		if st.Resync != nil && st.Resync.TotalCount() == 1 && st.FullConfigNow == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			n := int64(0)
+			if st.Resync != nil {
+				n = st.Resync.TotalCount()
+			}
+			t.Fatalf("after a reconnect: %d resyncs, %d clients with a full config now; want 1 and 1", n, st.FullConfigNow)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // no second resync for the same reconnect
+	if st := o.Stats(); st.Resync.TotalCount() != 1 || st.Reconnects != 1 {
+		t.Errorf("%d resyncs for %d reconnects, want 1 for 1", st.Resync.TotalCount(), st.Reconnects)
 	}
 }
