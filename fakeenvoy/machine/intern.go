@@ -108,10 +108,10 @@ type decoded struct {
 	// is false when the config source gives none (Envoy's 15s default applies).
 	fetchTimeout time.Duration
 	hasFetch     bool
-	size         uint32 // bytes of the resource (sameAs compares only copies of one size)
 	// heavy: an assignment whose healthy hosts' weights overflow a hash load balancer
 	// (validate.HashWeightsOverflow; realistic decoding only).
 	heavy bool
+	size  uint32 // bytes of the resource (sameAs compares only copies of one size)
 	// secrets are the SDS secrets the resource's TLS transport sockets reference, with their
 	// config sources (sorted, unique), and secretTimeout the initial_fetch_timeout of their
 	// sds_config (hasSecretTimeout false: none given).

@@ -104,7 +104,8 @@ type Machine struct {
 // Step is what the owner must do after feeding the machine one event, in this order: call the
 // Response hook (when Response), Applied (when Applied), WarmingTimeout for each of Timeouts,
 // FirstFullConfig (when FirstFull), Resynced (when Resynced), wait Delay, send the requests
-// (the last is the ACK/NACK of the response when Acked), call AckSent, and close the stream when Disconnect.
+// (the last is the ACK/NACK of the response when Acked), call AckSent, and close the stream
+// when Disconnect.
 type Step struct {
 	// Sotw and Delta are the requests to send, in order (one protocol's: the other is empty).
 	Sotw  []*discoveryv3.DiscoveryRequest
