@@ -353,13 +353,18 @@ func (a *Anonymizer) value(key string, v any) (any, error) {
 			return a.nsHost(x), nil
 		case "principals", "notPrincipals":
 			return a.principal(x), nil
+		case "notNamespaces":
+			return wildcarded(x, a.Namespace), nil
 		case "notHosts":
 			return a.nsHost(x), nil
 		case "ipBlocks", "notIpBlocks", "remoteIpBlocks", "notRemoteIpBlocks":
 			return a.Address(x), nil
-		case "exportTo", "namespace", "namespaces", "notNamespaces":
+		case "exportTo", "namespace", "namespaces":
 			if x == "." || x == "*" || x == "~" {
 				return x, nil
+			}
+			if key == "namespaces" { // an AuthorizationPolicy source may match a prefix or suffix
+				return wildcarded(x, a.Namespace), nil
 			}
 			return a.Namespace(x), nil
 		case "gateways", "gateway":
@@ -411,16 +416,23 @@ func (a *Anonymizer) principal(p string) string {
 		default:
 			continue
 		}
-		switch {
-		case strings.HasPrefix(seg, "*"):
-			segs[i] = "*" + mapped(seg[1:])
-		case strings.HasSuffix(seg, "*"):
-			segs[i] = mapped(seg[:len(seg)-1]) + "*"
-		default:
-			segs[i] = mapped(seg)
-		}
+		segs[i] = wildcarded(seg, mapped)
 	}
 	return strings.Join(segs, "/")
+}
+
+// wildcarded maps s, keeping "*" and the "*" of a prefix or suffix match ("*-prod",
+// "team-*") beside the mapped rest, as AuthorizationPolicy matches them.
+func wildcarded(s string, mapped func(string) string) string {
+	switch {
+	case s == "*" || s == "":
+		return s
+	case strings.HasPrefix(s, "*"):
+		return "*" + mapped(s[1:])
+	case strings.HasSuffix(s, "*"):
+		return mapped(s[:len(s)-1]) + "*"
+	}
+	return mapped(s)
 }
 
 // conditionValues anonymizes the values of an AuthorizationPolicy condition by its key:

@@ -470,7 +470,7 @@ items:
     selector: {matchLabels: {app: pay}}
     rules:
     - from:
-      - source: {principals: [cluster.local/ns/shop/sa/checkout, cluster.local/ns/front/sa/*], namespaces: [front], notNamespaces: [legacy], ipBlocks: [10.1.2.0/24]}
+      - source: {principals: [cluster.local/ns/shop/sa/checkout, cluster.local/ns/front/sa/*], namespaces: [front, team-*], notNamespaces: [legacy], ipBlocks: [10.1.2.0/24]}
       to:
       - operation: {methods: [GET], paths: [/pay/*]}
       when:
@@ -519,7 +519,7 @@ items:
 	}
 	shop, front := a.Namespace("shop"), a.Namespace("front")
 	for _, want := range []string{"cluster.local/ns/" + shop + "/sa/" + a.account("checkout"), "cluster.local/ns/" + front + "/sa/*",
-		"- " + front, "request.headers[x-team]", "payments", "/pay/*"} {
+		"- " + front, "- " + a.Namespace("team-") + "*", "request.headers[x-team]", "payments", "/pay/*"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("anonymized scenario lacks %q:\n%s", want, text)
 		}
