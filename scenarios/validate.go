@@ -646,7 +646,7 @@ func (s *Scenario) unservedType(metric, typ string) (fix, why string) {
 	default:
 		return "", ""
 	}
-	if s.Sink.Kind == SinkKube || slices.Contains(s.churnedKinds(), KindReplay) {
+	if s.Sink.Kind == SinkKube || slices.ContainsFunc(s.Churn, func(c Churn) bool { return c.Kind == KindReplay }) {
 		return "", ""
 	}
 	for _, c := range s.Topology.Mesh.Objects() {

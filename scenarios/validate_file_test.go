@@ -26,6 +26,8 @@ func TestWrittenFieldsWithEffect(t *testing.T) {
 		{"most services", "name: x\ntopology: {services: 1000000}\n"},
 		{"churn on created services", "name: x\ntopology: {services: 0}\nchurn: [{kind: service-create, rate: 1/s}, {kind: endpoint-flap, rate: 5/s}, {kind: config-change, rate: 1/s}]\n"},
 		{"authz churn without services", "name: x\ntopology: {services: 0, authorizationPolicies: {perNamespace: 2}}\nchurn: [{kind: config-change, target: authz, rate: 1/s}]\n"},
+		{"sds with secrets over ads", "name: x\ntopology:\n  mesh:\n    services: [{name: a, namespace: n, ports: [{number: 80, protocol: HTTP}], endpoints: [{count: 1}]}]\n    config: |\n      apiVersion: security.istio.io/v1\n      kind: PeerAuthentication\n      metadata: {name: default, namespace: istio-system}\n      spec: {mtls: {mode: STRICT}}\nclients: [{auth: {mtls: true}}]\nthresholds: {'xdslab_fleet_nacks_total{type:SDS}': ['count==0'], 'xdslab_cp_responses_total{type:sds}': ['count>0']}\n"},
+		{"sds of a replay", "name: x\nchurn: [{kind: replay, file: t.jsonl}]\nthresholds: {'xdslab_fleet_nacks_total{type:SDS}': ['count==0']}\n"},
 		{"endpoints scaled up", "name: x\ntopology: {endpointsPerService: 0}\nchurn: [{kind: scale, rate: 1/s}, {kind: endpoint-flap, rate: 5/s}]\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
