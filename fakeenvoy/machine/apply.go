@@ -84,6 +84,12 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 			}
 			is.err = errIgnored // unrequested names: ignored, as Envoy and grpc-go do
 			u.itemErrs++
+			if mode == checkEnvoy && !u.versions && it.hit == nil && decodeFailed == "" {
+				// Envoy's SotW mux decodes every resource, watched or not, first.
+				if err := m.sotwDecodeErr(t, it); err != nil {
+					decodeFailed = fmt.Sprintf("%s %s: %v", t.kind(), it.name, err)
+				}
+			}
 			continue
 		}
 		hash := it.hash

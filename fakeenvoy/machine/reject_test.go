@@ -116,3 +116,21 @@ func TestHashWeightsOverflowNacked(t *testing.T) {
 		}
 	}
 }
+
+// TestSotwUnwatchedDecodeFailure: Envoy's SotW mux decodes every resource of a response, the
+// ones it does not watch too: one failing its PGV constraints rejects the response. Its Delta
+// mux decodes only the watched ones.
+func TestSotwUnwatchedDecodeFailure(t *testing.T) {
+	bad := fetest.CLA("zz", "10.0.0.9", 80)
+	bad.Endpoints[0].LbEndpoints[0].LoadBalancingWeight = wrapperspb.UInt32(0) // PGV: gte 1
+	m := warmedMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+	s := m.OnSotw(sotwResp(t, E, "2", "n2", fetest.CLA("c1", "10.0.0.5", 80), bad), t0)
+	if !s.Info.Nacked || !strings.Contains(s.Info.Error, "zz") || s.Applied {
+		t.Errorf("SotW: NACKed %v (%q), applied %v: want the response rejected", s.Info.Nacked, s.Info.Error, s.Applied)
+	}
+	d := deltaFull(t, Config{Nack: policy.Nack{Realistic: true}})
+	s = d.OnDelta(deltaResp(t, E, "e", nil, fetest.CLA("c1", "10.0.0.5", 80), bad), t0)
+	if s.Info.Nacked || !s.Applied {
+		t.Errorf("Delta: NACKed %v (%q), applied %v: want the watched assignment applied", s.Info.Nacked, s.Info.Error, s.Applied)
+	}
+}

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -14,7 +15,8 @@ import (
 //
 //   - decoding (decodeErr): a resource whose bytes do not decode or that fails its own PGV
 //     constraints (validate.Top) fails the whole response before anything of it is applied
-//     (GrpcMuxImpl::onDiscoveryResponse, WatchMap::onConfigUpdate); so does a Delta response
+//     (GrpcMuxImpl::onDiscoveryResponse, WatchMap::onConfigUpdate; in SotW even a resource
+//     the client does not watch, sotwDecodeErr); so does a Delta response
 //     naming a resource twice or both adding and removing a name (DeltaSubscriptionState), or
 //     a SotW EDS, RDS or SDS response naming one twice;
 //   - building one resource: what its Anys pack (validate.Anys), package validate's Cluster,
@@ -72,6 +74,21 @@ func (m *Machine) hashClusterOf(name string) bool {
 		}
 	}
 	return false
+}
+
+// sotwDecodeErr is the decodeErr, if any, of a resource of type t that the client does not
+// watch: Envoy's SotW mux (GrpcMuxImpl::onDiscoveryResponse) decodes every resource of a
+// response before it hands the watched ones to their watches (its Delta mux decodes only those).
+func (m *Machine) sotwDecodeErr(t rtype, it *item) error {
+	hash := it.hash
+	if !it.hashed {
+		hash = maphash.Bytes(hashSeed, it.raw)
+	}
+	_, err := m.interner.decode(t, checkEnvoy, hash, it.name, it.raw)
+	if de, ok := err.(decodeErr); ok {
+		return de
+	}
+	return nil
 }
 
 // appliesPartly reports whether the valid resources of a NACKed response of type t are applied:
