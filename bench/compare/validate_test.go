@@ -250,3 +250,19 @@ func TestCompareNoDataIsNotZero(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareNotesEmptyNewRun: a new run that measured nothing, pooled with others, is said;
+// the side's figures rest on its other runs.
+func TestCompareNotesEmptyNewRun(t *testing.T) {
+	empty := synthSummary(t, baseSynth(9))
+	empty.Results.Metrics = nil
+	opts := DefaultOptions()
+	opts.AllowInconclusive = true
+	rep, err := Compare(NewSide("base", synthSummary(t, baseSynth(1))), NewSide("new", synthSummary(t, baseSynth(2)), empty), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "new new#2 holds no metrics (that run measured nothing)"; !strings.Contains(reportText(t, rep), want) {
+		t.Errorf("the report does not say %q:\n%s", want, reportText(t, rep))
+	}
+}
