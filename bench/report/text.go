@@ -2,6 +2,9 @@ package report
 
 import (
 	"bytes"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/xdslab/xdslab/internal/summary"
 )
@@ -16,6 +19,32 @@ func HarnessLines(s *summary.Summary) []string {
 	}
 	if n := s.Metadata.Labels["note.saturated"]; n != "" {
 		out = append(out, "HARNESS SATURATED: "+n)
+	}
+	return out
+}
+
+// noteLead is how the console introduces a note it knows; another note.KEY is "KEY: ".
+var noteLead = map[string]string{
+	"incomplete": "without a full config at the end of the connect phase: ",
+	"sink":       "failed events: ",
+}
+
+// NoteLines returns the console's lines for a summary's other notes (note.* labels but
+// note.harness and note.saturated, which HarnessLines prints), in key order: what a run or a
+// merge wants its reader to know (clients without a full config, failed sink writes, admission,
+// what a merge could not include, shards that were interrupted).
+func NoteLines(s *summary.Summary) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(s.Metadata.Labels)) {
+		key, ok := strings.CutPrefix(k, "note.")
+		if !ok || key == "harness" || key == "saturated" || s.Metadata.Labels[k] == "" {
+			continue
+		}
+		lead, known := noteLead[key]
+		if !known {
+			lead = key + ": "
+		}
+		out = append(out, lead+s.Metadata.Labels[k])
 	}
 	return out
 }

@@ -36,3 +36,12 @@ func TestHarnessMarkerShown(t *testing.T) {
 		})
 	}
 }
+
+// Every note but the harness's reaches the console, known ones with their lead.
+func TestNoteLines(t *testing.T) {
+	s := &summary.Summary{Metadata: summary.Metadata{Labels: map[string]string{
+		"note.harness": "h", "note.saturated": "s", "note.sink": "2 of 9", "note.merge": "shard 1 lacks x",
+		"note.interrupted": "shard 0 stopped", "note.empty": "", "shards": "2",
+	}}}
+	require.Equal(t, []string{"interrupted: shard 0 stopped", "merge: shard 1 lacks x", "failed events: 2 of 9"}, NoteLines(s))
+}

@@ -292,6 +292,9 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 			fmt.Fprintln(out, l)
 		}
 	}
+	for _, l := range report.NoteLines(merged) {
+		fmt.Fprintf(out, "\n%s\n", l)
+	}
 	if sc == nil {
 		fmt.Fprintln(out, "\nmerge: no scenario given or embedded: no thresholds evaluated")
 	}

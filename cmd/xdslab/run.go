@@ -291,14 +291,8 @@ func runRun(cmd *cobra.Command, name string, f runFlags, changed func(string) bo
 			fmt.Fprintln(out, l)
 		}
 	}
-	if why := s.Metadata.Labels["note.incomplete"]; why != "" {
-		fmt.Fprintf(out, "\nwithout a full config at the end of the connect phase: %s\n", why)
-	}
-	if why := s.Metadata.Labels["note.sink"]; why != "" {
-		fmt.Fprintf(out, "\nfailed events: %s\n", why)
-	}
-	if why := s.Metadata.Labels["note.admission"]; why != "" {
-		fmt.Fprintf(out, "\nadmission: %s\n", why)
+	for _, l := range report.NoteLines(s) {
+		fmt.Fprintf(out, "\n%s\n", l)
 	}
 	written := err == nil || interrupted || errors.Is(err, run.ErrEndedEarly)
 	switch {
