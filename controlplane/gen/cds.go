@@ -118,6 +118,9 @@ func serviceClusters(s *model.Snapshot, ix *index, sh *shared, svc *model.Servic
 	var errs []error
 	var out []Resource
 	for _, port := range svc.Ports {
+		if port.Protocol == model.ProtocolUDP {
+			continue // istiod builds nothing for UDP
+		}
 		subsets := append([]*networking.Subset{nil}, dr.GetSubsets()...)
 		seen := map[string]bool{}
 		for _, ss := range subsets {

@@ -59,6 +59,9 @@ func edsClusterNames(s *model.Snapshot, ix *index) []string {
 		}
 		dr := ix.destinationRule(svc.Hostname)
 		for _, port := range svc.Ports {
+			if port.Protocol == model.ProtocolUDP {
+				continue // no cluster (cds.go)
+			}
 			names = append(names, ClusterName(Outbound, port.Number, "", svc.Hostname))
 			if dr != nil {
 				for _, ss := range drSpec(dr).GetSubsets() {

@@ -55,6 +55,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	var errs []error
 	type portInfo struct {
 		http     []istioconfig.Key // deps of the HTTP services on the port
+		grpcWeb  bool              // one of them is GRPC-WEB there: the grpc_web filter
 		wildTCP  *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
 		cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain each
 		tlsHosts []*model.Service  // TLS/HTTPS services without a VIP: an SNI chain each
@@ -67,6 +68,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	ix := newIndex(s, sc)
 	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
+			if port.Protocol == model.ProtocolUDP {
+				continue // Envoy proxies no UDP here: istiod builds no listener
+			}
 			if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
 				errs = append(errs, fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener))
 				continue
@@ -78,9 +82,16 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			}
 			if port.Protocol.IsHTTP() {
 				pi.http = append(pi.http, ServiceKey(svc))
+				pi.grpcWeb = pi.grpcWeb || port.Protocol == model.ProtocolGRPCWeb
 				continue
 			}
 			vips := ipAddresses(svc.Addresses)
+			if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && port.Protocol != model.ProtocolTLS && port.Protocol != model.ProtocolHTTPS {
+				// Both: a listener per IP (below), and the CIDRs a chain on 0.0.0.0_PORT, as
+				// istiod builds a service per address.
+				pi.cidrTCP = append(pi.cidrTCP, svc)
+				pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
+			}
 			if len(vips) == 0 {
 				switch {
 				case port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS:
@@ -142,7 +153,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			l.ListenerFilters = []*listenerv3.ListenerFilter{httpInspector()}
 			l.FilterChains = []*listenerv3.FilterChain{{
 				FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: "raw_buffer", ApplicationProtocols: plaintextHTTPProtocols},
-				Filters:          []*listenerv3.Filter{hcmFilter(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(num), 10))))},
+				Filters:          []*listenerv3.Filter{hcmFilter(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(num), 10))), pi.grpcWeb))},
 			}}
 			l.DefaultFilterChain = passthroughChain()
 			deps = append(pi.http, pi.wildDeps...)
@@ -221,6 +232,12 @@ func ipAddresses(addrs []string) []string {
 	var out []string
 	for _, a := range addrs {
 		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			// A prefix of a single address (/32, /128) is that address, as istiod reads it.
+			if p, perr := netip.ParsePrefix(a); perr == nil && p.IsSingleIP() {
+				ip, err = p.Addr(), nil
+			}
+		}
 		if err != nil || ip.IsUnspecified() {
 			continue
 		}
@@ -300,7 +317,7 @@ func cidrs(addrs []string) []*corev3.CidrRange {
 	var out []*corev3.CidrRange
 	for _, a := range addrs {
 		p, err := netip.ParsePrefix(a)
-		if err != nil {
+		if err != nil || p.IsSingleIP() { // a single address is an IP (ipAddresses)
 			continue
 		}
 		out = append(out, &corev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(p.Bits()))})
@@ -441,7 +458,7 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		for _, c := range inboundChains(pa.port(ip.target), http, false) {
 			add(cluster, ip.target, c, func() *listenerv3.Filter {
 				if http {
-					return hcmFilter(withRBAC(inboundHCM(ip.target, cluster, ip.protocol.IsHTTP2())))
+					return hcmFilter(withRBAC(withGRPCWeb(inboundHCM(ip.target, cluster, ip.protocol.IsHTTP2()), ip.protocol == model.ProtocolGRPCWeb)))
 				}
 				return tcpProxyFilter(cluster, cluster)
 			})
@@ -576,7 +593,9 @@ func grpcListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 				continue
 			}
 			for _, port := range svc.Ports {
-				add(svc, port.Number)
+				if port.Protocol != model.ProtocolUDP {
+					add(svc, port.Number)
+				}
 			}
 		}
 		return out, nil
@@ -601,7 +620,7 @@ func lookupHostPort(s *model.Snapshot, name string) (*model.Service, model.Port,
 		return nil, model.Port{}, false
 	}
 	port, ok := svc.Port(num)
-	return svc, port, ok
+	return svc, port, ok && port.Protocol != model.ProtocolUDP
 }
 
 func uniqueSorted(names []string) []string {

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,5 +106,57 @@ func TestForType(t *testing.T) {
 	rs2, _ := ForType(ListenerType, sc).Generate(sc, s, []string{"web.app.svc.cluster.local:80"})
 	if len(rs) != 1 || len(rs2) != 0 {
 		t.Errorf("grpc got %d, sidecar got %d", len(rs), len(rs2))
+	}
+}
+
+// TestServiceAddressesIPsAndCIDRs: a ServiceEntry's addresses that are IPs (a /32 or /128 is
+// one) get a listener each; CIDRs become a prefix-range chain of 0.0.0.0_PORT, also when the
+// entry has IPs too (istiod builds a service per address).
+func TestServiceAddressesIPsAndCIDRs(t *testing.T) {
+	tests := []struct {
+		name      string
+		addresses []string
+		listeners []string // besides virtualInbound and virtualOutbound
+		prefixes  []string // of 0.0.0.0_7001's chains
+	}{
+		{"IPs only", []string{"10.62.0.1", "10.62.0.2"}, []string{"10.62.0.1_7001", "10.62.0.2_7001"}, nil},
+		{"CIDR only", []string{"10.60.0.0/16"}, []string{"0.0.0.0_7001"}, []string{"10.60.0.0/16"}},
+		{"a /32 is an IP", []string{"10.61.0.5/32"}, []string{"10.61.0.5_7001"}, nil},
+		{"CIDRs and IPs", []string{"10.60.0.0/16", "10.61.0.5/32", "10.62.0.1", "fd00::/64"},
+			[]string{"0.0.0.0_7001", "10.61.0.5_7001", "10.62.0.1_7001"}, []string{"10.60.0.0/16", "fd00::/64"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := &model.Service{Hostname: "legacy.internal", Namespace: "app", Addresses: tt.addresses, Resolution: model.ResolutionPassthrough,
+				Ports: []model.Port{{Name: "tcp", Number: 7001, Protocol: model.ProtocolTCP}}}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}})
+			p := sidecarProxy("10.1.0.9", "app")
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			var got, prefixes []string
+			for _, r := range g[ListenerType] {
+				if r.Name == VirtualInboundListener || r.Name == VirtualOutboundListener {
+					continue
+				}
+				got = append(got, r.Name)
+				if r.Name != "0.0.0.0_7001" {
+					continue
+				}
+				for _, fc := range r.Message.(*listenerv3.Listener).GetFilterChains() {
+					for _, pr := range fc.GetFilterChainMatch().GetPrefixRanges() {
+						prefixes = append(prefixes, pr.GetAddressPrefix()+"/"+strconv.Itoa(int(pr.GetPrefixLen().GetValue())))
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.listeners, got); diff != "" {
+				t.Errorf("listeners (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.prefixes, prefixes); diff != "" {
+				t.Errorf("0.0.0.0_7001 prefix ranges (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -164,7 +164,9 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 				continue
 			}
 			for _, port := range svc.Ports {
-				add(svc, port)
+				if port.Protocol != model.ProtocolUDP {
+					add(svc, port)
+				}
 			}
 		}
 	} else {

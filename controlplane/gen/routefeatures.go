@@ -12,6 +12,7 @@ import (
 	commonfaultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
 	previousprioritiesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
@@ -59,6 +60,20 @@ func corsFilter() *hcmv3.HttpFilter {
 // router (istiod's order, less its telemetry filters).
 func httpFilters() []*hcmv3.HttpFilter {
 	return []*hcmv3.HttpFilter{faultFilter(), corsFilter(), routerFilter()}
+}
+
+// grpcWebFilterName is Envoy's gRPC-Web filter, which istiod puts on a GRPC-WEB port's HTTP
+// connection manager (after authentication and authorization, before the others).
+const grpcWebFilterName = "envoy.filters.http.grpc_web"
+
+// withGRPCWeb puts the grpc_web filter first in h's filters when on is set (a GRPC-WEB port);
+// RBAC and jwt_authn filters added later go before it, as in istiod.
+func withGRPCWeb(h *hcmv3.HttpConnectionManager, on bool) *hcmv3.HttpConnectionManager {
+	if on {
+		f := &hcmv3.HttpFilter{Name: grpcWebFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&grpcwebv3.GrpcWeb{})}}
+		h.HttpFilters = append([]*hcmv3.HttpFilter{f}, h.HttpFilters...)
+	}
+	return h
 }
 
 // grpcHCM is a proxyless gRPC API listener's HTTP connection manager: grpc-go has no CORS

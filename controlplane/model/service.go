@@ -13,9 +13,14 @@ type Protocol string
 
 // Protocols.
 const (
-	ProtocolHTTP    Protocol = "HTTP"
-	ProtocolHTTP2   Protocol = "HTTP2"
-	ProtocolGRPC    Protocol = "GRPC"
+	ProtocolHTTP  Protocol = "HTTP"
+	ProtocolHTTP2 Protocol = "HTTP2"
+	ProtocolGRPC  Protocol = "GRPC"
+	// ProtocolGRPCWeb is gRPC-Web: gRPC upstream, with Envoy's grpc_web filter translating
+	// browser requests.
+	ProtocolGRPCWeb Protocol = "GRPC-WEB"
+	// ProtocolUDP is a UDP port: Envoy proxies none, so nothing is generated for it.
+	ProtocolUDP     Protocol = "UDP"
 	ProtocolTCP     Protocol = "TCP"
 	ProtocolTLS     Protocol = "TLS"
 	ProtocolHTTPS   Protocol = "HTTPS"
@@ -29,8 +34,12 @@ func ParseProtocol(s string) Protocol {
 		return ProtocolHTTP
 	case "HTTP2":
 		return ProtocolHTTP2
-	case "GRPC", "GRPC-WEB":
+	case "GRPC":
 		return ProtocolGRPC
+	case "GRPC-WEB":
+		return ProtocolGRPCWeb
+	case "UDP":
+		return ProtocolUDP
 	case "TCP", "MONGO", "MYSQL", "REDIS":
 		return ProtocolTCP
 	case "TLS":
@@ -43,11 +52,13 @@ func ParseProtocol(s string) Protocol {
 
 // IsHTTP reports whether the protocol is served through an HTTP connection manager.
 func (p Protocol) IsHTTP() bool {
-	return p == ProtocolHTTP || p == ProtocolHTTP2 || p == ProtocolGRPC
+	return p == ProtocolHTTP || p == ProtocolHTTP2 || p == ProtocolGRPC || p == ProtocolGRPCWeb
 }
 
 // IsHTTP2 reports whether upstream connections must speak HTTP/2.
-func (p Protocol) IsHTTP2() bool { return p == ProtocolHTTP2 || p == ProtocolGRPC }
+func (p Protocol) IsHTTP2() bool {
+	return p == ProtocolHTTP2 || p == ProtocolGRPC || p == ProtocolGRPCWeb
+}
 
 // Port is a service port.
 type Port struct {

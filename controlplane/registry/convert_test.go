@@ -203,6 +203,8 @@ func TestServiceEntryPortProtocol(t *testing.T) {
 	}{
 		{"HTTP", "tcp-x", model.ProtocolHTTP},
 		{"GRPC", "web", model.ProtocolGRPC},
+		{"GRPC-WEB", "web", model.ProtocolGRPCWeb},
+		{"UDP", "dns", model.ProtocolUDP},
 		{"TCP", "http", model.ProtocolTCP},
 		{"", "http-web", model.ProtocolUnknown},
 		{"", "grpc", model.ProtocolUnknown},

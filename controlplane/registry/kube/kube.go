@@ -463,7 +463,10 @@ func ConvertService(s *corev1.Service, host string) *model.Service {
 }
 
 func portProtocol(name string, appProtocol *string, l4 corev1.Protocol) model.Protocol {
-	if l4 == corev1.ProtocolUDP || l4 == corev1.ProtocolSCTP {
+	switch l4 {
+	case corev1.ProtocolUDP:
+		return model.ProtocolUDP // istiod generates nothing for it
+	case corev1.ProtocolSCTP:
 		return model.ProtocolUnknown
 	}
 	if appProtocol != nil {

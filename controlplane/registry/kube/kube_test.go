@@ -273,7 +273,7 @@ func TestConvertService(t *testing.T) {
 		{"name prefix", corev1.ServicePort{Name: "grpc-api", Port: 1}, model.ProtocolGRPC},
 		{"appProtocol wins", corev1.ServicePort{Name: "tcp-x", AppProtocol: new("http"), Port: 1}, model.ProtocolHTTP},
 		{"unknown appProtocol falls back to the name", corev1.ServicePort{Name: "http2-x", AppProtocol: new("kubernetes.io/h2c"), Port: 1}, model.ProtocolHTTP2},
-		{"udp", corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}, model.ProtocolUnknown},
+		{"udp", corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}, model.ProtocolUDP},
 		{"unnamed", corev1.ServicePort{Port: 1}, model.ProtocolUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
