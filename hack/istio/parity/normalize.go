@@ -103,6 +103,10 @@ func walk(m protoreflect.Message) {
 		if x.GetCaseSensitive().GetValue() {
 			x.CaseSensitive = nil // true is the default
 		}
+		// Every header and query parameter matcher must match: their order is not semantic,
+		// and istiod emits them in the random order of its maps.
+		slices.SortFunc(x.Headers, func(a, b *routev3.HeaderMatcher) int { return strings.Compare(text(a), text(b)) })
+		slices.SortFunc(x.QueryParameters, func(a, b *routev3.QueryParameterMatcher) int { return strings.Compare(text(a), text(b)) })
 	case *routev3.VirtualHost:
 		// With ignore_port_in_host_matching (Istio) "host" matches "host:80"; without it
 		// (xdslab) both are listed. Compare the host names.

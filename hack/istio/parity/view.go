@@ -194,7 +194,9 @@ func routeLines(r *routev3.RouteConfiguration) []string {
 	r.VirtualHosts = nil
 	out := fields("", r)
 	for _, vh := range vhs {
-		prefix := "vhost " + vh.GetName() + " "
+		// A virtual host is known by its domains (its name is cosmetic, normalised away), so a
+		// route that moves to another virtual host shows as a difference.
+		prefix := "vhost " + strings.Join(vh.GetDomains(), ",") + " "
 		routes := vh.GetRoutes()
 		vh.Routes = nil
 		out = append(out, fields(prefix, vh)...)

@@ -1,0 +1,39 @@
+package parity
+
+import (
+	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+)
+
+// TestRouteViewIgnoresMatcherOrderKeepsVirtualHost: header and query parameter matchers (all
+// must match) compare as sets, as istiod emits them in map order; a route that moves to
+// another virtual host is a difference although the virtual hosts' names are normalised away.
+func TestRouteViewIgnoresMatcherOrderKeepsVirtualHost(t *testing.T) {
+	header := func(n string) *routev3.HeaderMatcher {
+		return &routev3.HeaderMatcher{Name: n, HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}}
+	}
+	query := func(n string) *routev3.QueryParameterMatcher {
+		return &routev3.QueryParameterMatcher{Name: n, QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}}
+	}
+	route := func(hs []*routev3.HeaderMatcher, qs []*routev3.QueryParameterMatcher) *routev3.Route {
+		return &routev3.Route{
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, Headers: hs, QueryParameters: qs},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c"}}},
+		}
+	}
+	rc := func(aRoutes, bRoutes []*routev3.Route) *Dump {
+		return &Dump{Routes: map[string]*routev3.RouteConfiguration{"80": {Name: "80", VirtualHosts: []*routev3.VirtualHost{
+			{Name: "a:80", Domains: []string{"a"}, Routes: aRoutes},
+			{Name: "b:80", Domains: []string{"b"}, Routes: bRoutes},
+		}}}}
+	}
+	ab := route([]*routev3.HeaderMatcher{header("x"), header("y")}, []*routev3.QueryParameterMatcher{query("p"), query("q")})
+	ba := route([]*routev3.HeaderMatcher{header("y"), header("x")}, []*routev3.QueryParameterMatcher{query("q"), query("p")})
+	if ds := Diff(Project(rc([]*routev3.Route{ab}, nil)), Project(rc([]*routev3.Route{ba}, nil))); len(ds) > 0 {
+		t.Errorf("matcher order made a difference:\n%s", Format(ds))
+	}
+	if ds := Diff(Project(rc([]*routev3.Route{ab}, nil)), Project(rc(nil, []*routev3.Route{ab}))); len(ds) == 0 {
+		t.Error("a route moved to another virtual host made no difference")
+	}
+}
