@@ -70,13 +70,15 @@
 // Resync (probe.ResyncHook): after a reconnect, a client that held a full config holds one
 // again once every type the server owes an answer on the new stream has answered and its
 // configuration is complete (warmed); one observation per stream that gets there, none for a
-// stream that ends first. In SotW every restated subscription is owed an answer. In Delta a
-// server owes nothing for the resources initial_resource_versions restated (go-control-plane
-// answers CDS and LDS with no-ops, EDS and RDS not at all): a type is owed one only when it holds
-// a resource without a version (applied from a NACKed response) or, named, subscribes to a name
-// it does not hold. When no type is, the client holds its full config from the stream's start,
-// as Envoy keeps its config across a reconnect: a resync of 0, reported once the stream is
-// connected. What the server sends afterwards is an update like any other (it may warm).
+// stream that ends first. In SotW every restated subscription is owed an answer, but for a
+// wildcard type the client holds nothing of (go-control-plane sends nothing for a type that is
+// empty at the version restated). In Delta a server owes nothing for the resources
+// initial_resource_versions restated (go-control-plane answers CDS and LDS with no-ops, EDS and
+// RDS not at all): a type is owed one only when it holds a resource without a version (applied
+// from a NACKed response) or, named, subscribes to a name it does not hold. When no type is,
+// the client holds its full config from the stream's start, as Envoy keeps its config across a
+// reconnect: a resync of 0, reported once the stream is connected. What the server sends
+// afterwards is an update like any other (it may warm).
 //
 // A stream counts as connected (probe.Hooks.Connected) once its response headers or its first
 // response arrive; until then a failure is a connect failure, with its gRPC code. A grpc-go

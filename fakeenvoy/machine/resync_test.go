@@ -68,3 +68,25 @@ func TestDeltaResyncOwed(t *testing.T) {
 		t.Fatalf("EDS answer: resynced %v after %v, want after 3ms", s.Resynced, s.Resync)
 	}
 }
+
+// TestSotwResyncEmptyWildcard: a SotW client that holds no listeners is owed no LDS answer on a
+// new stream (go-control-plane sends none for an empty type at the version restated): it holds
+// its full config again once CDS and EDS have answered.
+func TestSotwResyncEmptyWildcard(t *testing.T) {
+	m := newTestMachine(t, Config{})
+	m.Start(t0)
+	m.OnSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1")), t0)
+	m.OnSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
+	if s := m.OnSotw(sotwResp(t, L, "1", "c"), t0); !s.FirstFull {
+		t.Fatal("no first full config")
+	}
+	at := t0.Add(time.Second)
+	if s := m.Start(at); s.Resynced {
+		t.Fatal("resynced before CDS answered")
+	}
+	m.OnSotw(sotwResp(t, C, "1", "d", fetest.EDSCluster("c1")), at)
+	s := m.OnSotw(sotwResp(t, E, "1", "e", fetest.CLA("c1", "10.0.0.1", 80)), at.Add(2*time.Millisecond))
+	if !s.Resynced || s.Resync != 2*time.Millisecond {
+		t.Errorf("EDS answer: resynced %v after %v, want after 2ms without LDS", s.Resynced, s.Resync)
+	}
+}

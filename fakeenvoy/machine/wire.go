@@ -108,10 +108,14 @@ func envoyDependent(t rtype) (rtype, bool) {
 	return 0, false
 }
 
-// owedSotw: in SotW every restated subscription is answered (a named one when it names
-// something).
+// owedSotw: in SotW a restated subscription is answered when there is something to send: a
+// named one that names something, a wildcard one that held something (go-control-plane does
+// not answer a wildcard type it has nothing of, at the version the client restates).
 func owedSotw(m *Machine, t rtype) bool {
-	return !m.wire.named(t) || len(m.types[t].names) > 0
+	if m.wire.named(t) {
+		return len(m.types[t].names) > 0
+	}
+	return len(m.types[t].res) > 0
 }
 
 func nackStatus(msg string) *status.Status {
