@@ -21,10 +21,6 @@ import (
 // resource at a time (CdsApiHelper and LdsApiImpl apply the others of a CDS or LDS response;
 // an RDS response's route configuration is built whole). Only what is certain is here.
 
-// RouterType is the type URL of the router HTTP filter, the only terminal one of those a
-// control plane sends Envoy.
-const RouterType = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
-
 // Cluster reports what makes Envoy reject cluster c as it builds it (ClusterFactoryImplBase,
 // the factories of the built-in cluster types, ClusterManagerImpl::loadCluster, the ring hash
 // load balancer).
@@ -130,7 +126,8 @@ func HashWeightsMatter(c *clusterv3.Cluster) bool {
 var ErrHashWeights = errors.New("The sum of weights of all upstream hosts in a locality exceeds 4294967295")
 
 // Listener reports what makes Envoy reject listener l as it builds it (ListenerManagerImpl,
-// ListenerImpl, the HTTP connection manager's config of every filter chain). A listener with
+// ListenerImpl; the order of every filter chain's network filters, terminalOrder; the HTTP
+// connection manager's config, HCM). A listener with
 // an api_listener is not built as one (and Envoy ignores it over LDS).
 func Listener(l *listenerv3.Listener) error {
 	if l.GetApiListener() != nil {
@@ -145,8 +142,12 @@ func Listener(l *listenerv3.Listener) error {
 		return fmt.Errorf("error adding listener '%s': no filter chains specified", l.GetName())
 	}
 	check := func(fc *listenerv3.FilterChain) error {
-		for _, f := range fc.GetFilters() {
+		fs := fc.GetFilters()
+		for i, f := range fs {
 			a := f.GetTypedConfig()
+			if err := terminalOrder("network", f.GetName(), a, i == len(fs)-1); err != nil {
+				return err
+			}
 			if a.GetTypeUrl() != HCMType {
 				continue
 			}
@@ -171,35 +172,51 @@ func Listener(l *listenerv3.Listener) error {
 	return nil
 }
 
-// knownNonTerminal are the HTTP filters linked here (see envoy.go) that are not terminal: one
-// of them last in a chain is an error. A filter of a type not linked may be either.
-func knownNonTerminal(a *anypb.Any) bool {
+// terminal says whether a filter of the type a packs is terminal: true or false for the
+// filters linked here (see envoy.go), known false for a type not linked (it may be either).
+func terminal(a *anypb.Any) (term, known bool) {
 	switch ShortType(a.GetTypeUrl()) {
+	case "envoy.extensions.filters.http.router.v3.Router",
+		"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+		"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy":
+		return true, true
 	case "envoy.extensions.filters.http.cors.v3.Cors",
 		"envoy.extensions.filters.http.fault.v3.HTTPFault",
 		"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig",
 		"envoy.extensions.filters.http.grpc_web.v3.GrpcWeb",
 		"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
 		"envoy.extensions.filters.http.lua.v3.Lua",
-		"envoy.extensions.filters.http.rbac.v3.RBAC":
-		return true
+		"envoy.extensions.filters.http.rbac.v3.RBAC",
+		"envoy.extensions.filters.network.rbac.v3.RBAC":
+		return false, true
 	}
-	return false
+	return false, false
 }
 
-// HCM reports what makes Envoy reject an HTTP connection manager's config: the router filter
-// (terminal) anywhere but last, or a known non-terminal filter last
-// (Config::Utility::validateTerminalFilters); an inline route configuration Envoy rejects.
+// terminalOrder is Config::Utility::validateTerminalFilters for a filter of a chain (kind
+// "http" or "network") named name, packed in a, last or not: a terminal filter must be last,
+// a non-terminal one must not.
+func terminalOrder(kind, name string, a *anypb.Any, last bool) error {
+	term, known := terminal(a)
+	switch {
+	case !known:
+		return nil
+	case term && !last:
+		return fmt.Errorf("Error: terminal filter named %s of type %s must be the last filter in a %s filter chain.", name, ShortType(a.GetTypeUrl()), kind)
+	case !term && last:
+		return fmt.Errorf("Error: non-terminal filter named %s of type %s is the last filter in a %s filter chain.", name, ShortType(a.GetTypeUrl()), kind)
+	}
+	return nil
+}
+
+// HCM reports what makes Envoy reject an HTTP connection manager's config: a terminal HTTP
+// filter (the router) anywhere but last, or a non-terminal one last (terminalOrder); an inline
+// route configuration Envoy rejects.
 func HCM(h *hcmv3.HttpConnectionManager) error {
 	fs := h.GetHttpFilters()
 	for i, f := range fs {
-		last := i == len(fs)-1
-		a := f.GetTypedConfig()
-		switch {
-		case a.GetTypeUrl() == RouterType && !last:
-			return fmt.Errorf("Error: terminal filter named %s of type envoy.filters.http.router must be the last filter in a http filter chain.", f.GetName())
-		case last && a != nil && knownNonTerminal(a):
-			return fmt.Errorf("Error: non-terminal filter named %s of type %s is the last filter in a http filter chain.", f.GetName(), ShortType(a.GetTypeUrl()))
+		if err := terminalOrder("http", f.GetName(), f.GetTypedConfig(), i == len(fs)-1); err != nil {
+			return err
 		}
 	}
 	if rc := h.GetRouteConfig(); rc != nil {

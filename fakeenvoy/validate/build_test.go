@@ -12,6 +12,7 @@ import (
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -140,6 +141,17 @@ func TestListenerBuild(t *testing.T) {
 		{"cors, router", listener(t, hcm(nil, cors, router)), ""},
 		{"router, cors", listener(t, hcm(nil, router, cors)), "terminal filter named router"},
 		{"cors last", listener(t, hcm(nil, cors)), "non-terminal filter named cors"},
+		{"rbac, hcm", with(listener(t, hcm(nil, router)), func(l *listenerv3.Listener) {
+			fc := l.FilterChains[0]
+			fc.Filters = append([]*listenerv3.Filter{{Name: "rbac", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(t, &netrbacv3.RBAC{StatPrefix: "r"})}}}, fc.Filters...)
+		}), ""},
+		{"hcm, rbac", with(listener(t, hcm(nil, router)), func(l *listenerv3.Listener) {
+			fc := l.FilterChains[0]
+			fc.Filters = append(fc.Filters, &listenerv3.Filter{Name: "rbac", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(t, &netrbacv3.RBAC{StatPrefix: "r"})}})
+		}), "terminal filter named hcm of type envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager must be the last filter in a network filter chain"},
+		{"rbac alone", with(listener(t, hcm(nil, router)), func(l *listenerv3.Listener) {
+			l.FilterChains[0].Filters = []*listenerv3.Filter{{Name: "rbac", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(t, &netrbacv3.RBAC{StatPrefix: "r"})}}}
+		}), "non-terminal filter named rbac"},
 		{"no filter chains", with(listener(t, hcm(nil, router)), func(l *listenerv3.Listener) { l.FilterChains = nil }), "no filter chains specified"},
 		{"default filter chain only", with(listener(t, hcm(nil, router)), func(l *listenerv3.Listener) {
 			l.DefaultFilterChain, l.FilterChains = l.FilterChains[0], nil
