@@ -22,7 +22,7 @@ import (
 //   - building one resource: what its Anys pack (validate.Anys), package validate's Cluster,
 //     Listener and RouteConfig rules (an LB policy the cluster type cannot have, an EDS
 //     cluster without eds_cluster_config, a LOGICAL_DNS cluster without exactly one endpoint,
-//     ring sizes, a listener without address or filter chains, HTTP filters out of terminal
+//     ring sizes, a listener without address or filter chains, filters out of terminal
 //     order, a domain in two virtual hosts, a regex RE2 does not compile; an assignment whose
 //     host weights overflow the ring hash or Maglev cluster using it), the SDS sources it
 //     cannot reach (sds.go), a listener binding the address of another listener of the
