@@ -123,7 +123,9 @@
 //
 // # Selection rules
 //
-// One DestinationRule applies per host (exact host over wildcard; the service's namespace first);
+// One DestinationRule applies per host, as istiod picks it (destrule.go: the proxy's namespace,
+// then the service's, then the root namespace, the most specific host in each, rules of one
+// namespace merged);
 // VirtualServices are read in istiod's order (private to the proxy's namespace, exported to it,
 // public; each by creation time, name, namespace): a sidecar takes the HTTP routes of the first
 // one for the host (an exact host over a wildcard, the most specific wildcard first) and the

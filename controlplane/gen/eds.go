@@ -102,6 +102,10 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 		return empty, nil
 	}
 	dr := ix.destinationRule(svc.Hostname)
+	if cn.Subset != "" && ix.namespace() == "" && subset(dr, cn.Subset) == nil {
+		// Named and shared by every proxy: the subset may come from a client namespace's rule.
+		dr = ruleWithSubset(s, svc.Namespace, svc.Hostname, cn.Subset)
+	}
 	var selector map[string]string
 	var ss *networking.Subset
 	if cn.Subset != "" {

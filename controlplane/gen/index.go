@@ -14,10 +14,11 @@ import (
 // VirtualServices that apply to each host. It is built from a snapshot in O(configs) and
 // never modified afterwards.
 //
-// Selection rules (dependent on the proxy only through its scope, so that outbound resources
-// are shared by every client with the same view):
-//   - DestinationRule: an exact host match wins over a wildcard; among equals, one in the
-//     service's namespace wins, then the first by namespace/name. Only one applies.
+// Selection rules (dependent on the proxy only through its scope and, for DestinationRules and
+// the order of VirtualServices, its namespace; ViewKey names what matters, so that outbound
+// resources are shared by every client with the same view):
+//   - DestinationRule: istiod's (destrule.go): the proxy's namespace, then the service's,
+//     then the root namespace; the most specific host in each; rules merged per namespace.
 //   - VirtualService: those whose gateways are empty or include "mesh", in istiod's order
 //     (vsOrder: the ones private to the proxy's namespace, then those exported to it by
 //     name, then public ones; each by creation time, name, namespace). tcp routes read every
@@ -26,15 +27,13 @@ import (
 //     exact host, else the first with the most specific wildcard host that matches.
 type index struct {
 	snap *model.Snapshot
-	// scope is the proxy's view: DestinationRules not exported to it and VirtualServices it
-	// does not see are ignored (nil: every config applies).
+	// scope is the proxy's view: VirtualServices it does not see are ignored, DestinationRules
+	// are chosen for its namespace (nil: every config applies, rules as for no namespace).
 	scope *model.Scope
 	// The maps are built on first need, after scanLimit lookups answered by a linear scan, so
 	// that a request for one or two names (an EDS push) does not pay O(configs) allocations.
 	lookups int
 	built   bool
-	dr      map[string]*istioconfig.Config   // exact host → chosen DR
-	drW     []*istioconfig.Config            // DRs with a wildcard host
 	vs      map[string][]*istioconfig.Config // exact host → VSs, in vsOrder
 	vsW     []*istioconfig.Config            // VSs with at least one wildcard host, in vsOrder
 	vsPos   map[*istioconfig.Config]int      // position in vsOrder
@@ -52,8 +51,7 @@ func (ix *index) namespace() string {
 	return ix.scope.Namespace
 }
 
-// drVisible and vsVisible apply the scope to one config.
-func (ix *index) drVisible(c *istioconfig.Config) bool { return ix.scope.ExportsDestinationRule(c) }
+// vsVisible applies the scope to one VirtualService.
 func (ix *index) vsVisible(c *istioconfig.Config) bool { return ix.scope.SeesVirtualService(c) }
 
 // useMaps reports whether lookups should go through the maps, building them when the scan
@@ -73,22 +71,7 @@ func (ix *index) useMaps() bool {
 func (ix *index) build() {
 	s := ix.snap
 	ix.built = true
-	ix.dr, ix.vs = map[string]*istioconfig.Config{}, map[string][]*istioconfig.Config{}
-	for _, c := range s.Configs(istioconfig.KindDestinationRule) {
-		dr, ok := c.Spec.(*networking.DestinationRule)
-		if !ok || dr.GetHost() == "" || !ix.drVisible(c) {
-			continue
-		}
-		h := resolveHost(dr.GetHost(), c.Namespace)
-		if strings.HasPrefix(h, "*") {
-			ix.drW = append(ix.drW, c)
-			continue
-		}
-		prev := ix.dr[h]
-		if prev == nil || (prev.Namespace != serviceNamespace(s, h) && c.Namespace == serviceNamespace(s, h)) {
-			ix.dr[h] = c
-		}
-	}
+	ix.vs = map[string][]*istioconfig.Config{}
 	ix.vsPos = map[*istioconfig.Config]int{}
 	for i, c := range vsOrder(s, ix.namespace()) {
 		vs := vsSpec(c)
@@ -172,49 +155,9 @@ func hostMatches(pattern, host string) bool {
 	return pattern == host
 }
 
-// destinationRule returns the DR that applies to host, or nil.
+// destinationRule returns the DR that applies to host for the proxy, or nil (destrule.go).
 func (ix *index) destinationRule(host string) *istioconfig.Config {
-	ns := serviceNamespace(ix.snap, host)
-	wild := ix.drW
-	if ix.useMaps() {
-		if c := ix.dr[host]; c != nil {
-			return c
-		}
-	} else {
-		var exact *istioconfig.Config
-		wild = nil
-		for _, c := range ix.snap.Configs(istioconfig.KindDestinationRule) {
-			if !ix.drVisible(c) {
-				continue
-			}
-			raw := drSpec(c).GetHost()
-			switch {
-			case refersTo(raw, c.Namespace, host):
-				if exact == nil || (exact.Namespace != ns && c.Namespace == ns) {
-					exact = c
-				}
-			case strings.HasPrefix(raw, "*"):
-				wild = append(wild, c)
-			}
-		}
-		if exact != nil {
-			return exact
-		}
-	}
-	var best *istioconfig.Config
-	bestLen := -1
-	for _, c := range wild {
-		pat := resolveHost(drSpec(c).GetHost(), c.Namespace)
-		if !hostMatches(pat, host) {
-			continue
-		}
-		// The most specific wildcard wins, then the service's namespace, then order.
-		l := len(pat)
-		if l > bestLen || (l == bestLen && c.Namespace == ns && best.Namespace != ns) {
-			best, bestLen = c, l
-		}
-	}
-	return best
+	return selectDestinationRule(ix.snap, ix.namespace(), serviceNamespace(ix.snap, host), host)
 }
 
 // virtualServices returns the VSs with a host (exact or wildcard) that matches host, in

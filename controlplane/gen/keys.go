@@ -53,7 +53,8 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 // the clusters the proxy sees. The ADS server adds it to KeyScope in its cache keys, so
 // proxies with different views never share bytes and proxies with the same view do.
 //
-// For listeners it also names which of the snapshot's source-conditioned L4 matches apply to
+// It also names the proxy's namespace when DestinationRules of that namespace apply to it
+// before any other (drNamespaceKey). For listeners it also names which of the snapshot's source-conditioned L4 matches apply to
 // the proxy (sourceMatchKey): a sidecar's outbound TCP chains follow the tcp routes whose
 // sourceLabels and sourceNamespace select it, which KeyScope does not name for listeners.
 func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) string {
@@ -61,6 +62,10 @@ func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) s
 		return ""
 	}
 	k := s.ScopeFor(p).Key()
+	if ns := drNamespaceKey(p, s); ns != "" {
+		// Its namespace's DestinationRules come first for it (destrule.go).
+		k += "|dr=" + ns
+	}
 	if typeURL == ListenerType {
 		if m := sourceMatchKey(p, s); m != "" {
 			k += "|src=" + m

@@ -1,0 +1,105 @@
+package gen
+
+import (
+	"slices"
+	"testing"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
+)
+
+// TestDestinationRuleSelection: istiod's order (PushContext.destinationRule): the proxy's
+// namespace (its most specific host, even a wildcard, over an exact one elsewhere), then the
+// service's namespace, then the root namespace; a third namespace's rules never; rules of one
+// namespace for one host merged (subsets combined, the first traffic policy kept).
+func TestDestinationRuleSelection(t *testing.T) {
+	const host = "s.svc-ns.svc.cluster.local"
+	dr := func(name, ns, h string, tp bool, subsets []string, exportTo ...string) *istioconfig.Config {
+		spec := &networking.DestinationRule{Host: h, ExportTo: exportTo}
+		if tp {
+			spec.TrafficPolicy = &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_RANDOM}}}
+		}
+		for _, s := range subsets {
+			spec.Subsets = append(spec.Subsets, &networking.Subset{Name: s, Labels: map[string]string{"v": s}})
+		}
+		return drConfig(name, ns, spec)
+	}
+	tests := []struct {
+		name    string
+		proxyNS string
+		drs     []*istioconfig.Config
+		want    string   // the chosen rule's name, "" for none
+		subsets []string // of the chosen (merged) rule
+	}{
+		{"service namespace", "client", []*istioconfig.Config{dr("svc", "svc-ns", host, true, nil)}, "svc", nil},
+		{"proxy namespace first", "client", []*istioconfig.Config{dr("svc", "svc-ns", host, true, nil), dr("mine", "client", host, true, nil)}, "mine", nil},
+		{"a proxy-namespace wildcard beats an exact rule elsewhere", "client", []*istioconfig.Config{dr("svc", "svc-ns", host, true, nil), dr("wild", "client", "*.svc.cluster.local", true, nil)}, "wild", nil},
+		{"a third namespace is ignored", "client", []*istioconfig.Config{dr("third", "third", host, true, nil)}, "", nil},
+		{"root namespace last", "client", []*istioconfig.Config{dr("root", model.RootNamespace, host, true, nil), dr("svc", "svc-ns", "*.svc-ns.svc.cluster.local", true, nil)}, "svc", nil},
+		{"root namespace", "client", []*istioconfig.Config{dr("root", model.RootNamespace, "*.cluster.local", true, nil)}, "root", nil},
+		{"not exported to the proxy", "client", []*istioconfig.Config{dr("svc", "svc-ns", host, true, nil, "other")}, "", nil},
+		{"exported to the proxy by name", "client", []*istioconfig.Config{dr("svc", "svc-ns", host, true, nil, "client")}, "svc", nil},
+		{"merged in one namespace", "client", []*istioconfig.Config{
+			createdAt(dr("b", "svc-ns", host, false, []string{"v1", "v2"}), 1), createdAt(dr("a", "svc-ns", host, true, []string{"v2", "v3"}), 2)}, "b", []string{"v1", "v2", "v3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := &model.Service{Hostname: host, Namespace: "svc-ns", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: tt.drs})
+			p := sidecarProxy("10.0.0.9", tt.proxyNS)
+			got := newIndex(s, s.ScopeFor(p)).destinationRule(host)
+			if (got == nil) != (tt.want == "") || got != nil && got.Name != tt.want {
+				t.Fatalf("rule %v, want %q", got, tt.want)
+			}
+			if got == nil {
+				return
+			}
+			var names []string
+			for _, ss := range drSpec(got).GetSubsets() {
+				names = append(names, ss.GetName())
+			}
+			if !slices.Equal(names, tt.subsets) {
+				t.Errorf("subsets %v, want %v", names, tt.subsets)
+			}
+			if tt.name == "merged in one namespace" && drSpec(got).GetTrafficPolicy() == nil {
+				t.Error("the merged rule lost the later rule's traffic policy, which the first lacks")
+			}
+		})
+	}
+}
+
+// TestDestinationRuleNamespaceKey: when a namespace has rules of its own, its proxies may get
+// other clusters than the rest, so they must not share cached bytes; a named assignment (shared
+// by all) still finds a subset that only a client namespace's rule defines.
+func TestDestinationRuleNamespaceKey(t *testing.T) {
+	const host = "s.svc-ns.svc.cluster.local"
+	svc := &model.Service{Hostname: host, Namespace: "svc-ns", Addresses: []string{"10.96.0.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	eps := map[string][]*model.Endpoint{host: {{Service: host, Address: "10.1.0.1", Labels: map[string]string{"v": "x"}, Weight: 1, Health: model.Healthy}}}
+	mine := drConfig("mine", "client", &networking.DestinationRule{Host: host, Subsets: []*networking.Subset{{Name: "x", Labels: map[string]string{"v": "x"}}}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: eps, Configs: []*istioconfig.Config{mine}})
+	client, other, other2 := sidecarProxy("10.0.0.9", "client"), sidecarProxy("10.0.0.9", "other"), sidecarProxy("10.0.0.9", "other2")
+	for _, typeURL := range []string{ClusterType, ListenerType, RouteType} {
+		if cacheClass(typeURL, client, s) == cacheClass(typeURL, other, s) {
+			t.Errorf("%s: a proxy whose namespace has its own rule shares a class with one whose has none", typeURL)
+		}
+		if typeURL != RouteType && cacheClass(typeURL, other, s) != cacheClass(typeURL, other2, s) { // RDS is keyed by namespace anyway
+			t.Errorf("%s: proxies of namespaces without rules do not share a class", typeURL)
+		}
+	}
+	gc, _ := generateAll(t, client, s)
+	go1, _ := generateAll(t, other, s)
+	subsetCluster := ClusterName(Outbound, 80, "x", host)
+	if _, ok := find(gc[ClusterType], subsetCluster); !ok {
+		t.Errorf("the client namespace's proxy lacks %s", subsetCluster)
+	}
+	if _, ok := find(go1[ClusterType], subsetCluster); ok {
+		t.Errorf("another namespace's proxy got %s", subsetCluster)
+	}
+	rs, err := endpoints(other, s, []string{subsetCluster})
+	if err != nil || len(rs) != 1 || len(summarize(rs[0].Message.(*endpointv3.ClusterLoadAssignment))) == 0 {
+		t.Errorf("named assignment %s: %v, %v; want its endpoint", subsetCluster, rs, err)
+	}
+}
