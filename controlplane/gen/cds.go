@@ -118,8 +118,8 @@ func serviceClusters(s *model.Snapshot, ix *index, sh *shared, svc *model.Servic
 	var errs []error
 	var out []Resource
 	for _, port := range svc.Ports {
-		if port.Protocol == model.ProtocolUDP {
-			continue // istiod builds nothing for UDP
+		if port.Protocol == model.ProtocolUDP || !ix.scope.SeesPort(svc, port.Number) {
+			continue // istiod builds nothing for UDP, nor for a port a Sidecar egress port leaves out
 		}
 		subsets := append([]*networking.Subset{nil}, dr.GetSubsets()...)
 		seen := map[string]bool{}

@@ -59,7 +59,7 @@ func edsClusterNames(s *model.Snapshot, ix *index) []string {
 		}
 		dr := ix.destinationRule(svc.Hostname)
 		for _, port := range svc.Ports {
-			if port.Protocol == model.ProtocolUDP {
+			if port.Protocol == model.ProtocolUDP || !ix.scope.SeesPort(svc, port.Number) {
 				continue // no cluster (cds.go)
 			}
 			names = append(names, ClusterName(Outbound, port.Number, "", svc.Hostname))

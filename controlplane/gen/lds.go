@@ -68,8 +68,8 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	ix := newIndex(s, sc)
 	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
-			if port.Protocol == model.ProtocolUDP {
-				continue // Envoy proxies no UDP here: istiod builds no listener
+			if port.Protocol == model.ProtocolUDP || !sc.SeesPort(svc, port.Number) {
+				continue // Envoy proxies no UDP here: istiod builds no listener; nor for a port its Sidecar's egress ports leave out
 			}
 			if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
 				errs = append(errs, fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener))

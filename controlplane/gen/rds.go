@@ -32,7 +32,7 @@ func httpServicesByPort(s *model.Snapshot, sc *model.Scope) map[uint32][]*model.
 	out := map[uint32][]*model.Service{}
 	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
-			if port.Protocol.IsHTTP() && port.Number != VirtualInboundPort && port.Number != VirtualOutboundPort {
+			if port.Protocol.IsHTTP() && port.Number != VirtualInboundPort && port.Number != VirtualOutboundPort && sc.SeesPort(svc, port.Number) {
 				out[port.Number] = append(out[port.Number], svc)
 			}
 		}

@@ -27,7 +27,7 @@ func sniffedPorts(s *model.Snapshot, sc *model.Scope) map[string]sniffedPort {
 			continue
 		}
 		for _, port := range svc.Ports {
-			if port.Protocol == model.ProtocolUnknown {
+			if port.Protocol == model.ProtocolUnknown && sc.SeesPort(svc, port.Number) {
 				out[HostPortName(svc.Hostname, port.Number)] = sniffedPort{svc: svc, port: port}
 			}
 		}

@@ -91,6 +91,18 @@ type EgressHost struct {
 	Namespace string
 	// Host is "*", a host name, or a wildcard suffix such as "*.example.com".
 	Host string
+	// Port is the egress listener's port when it narrows what the entry imports to that port
+	// of each service (istiod: a port whose protocol is not HTTP_PROXY), else 0 (every port).
+	Port uint32
+}
+
+// EgressPort is the port an egress listener narrows its imports to: its port, unless none is
+// set or its protocol is HTTP_PROXY (an HTTP proxy port imports every port), then 0.
+func EgressPort(l *networking.IstioEgressListener) uint32 {
+	if strings.EqualFold(l.GetPort().GetProtocol(), "HTTP_PROXY") {
+		return 0
+	}
+	return l.GetPort().GetNumber()
 }
 
 // ParseEgressHost reads an egress host of a Sidecar in namespace sidecarNS: "./h" is h in

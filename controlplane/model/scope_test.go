@@ -117,10 +117,10 @@ func TestParseEgressHost(t *testing.T) {
 		want   EgressHost
 		wantOK bool
 	}{
-		{"./*", EgressHost{"shop", "*"}, true},
-		{"*/a.com", EgressHost{"*", "a.com"}, true},
-		{"~/*", EgressHost{"", "*"}, true},
-		{"team-a/*.b.com", EgressHost{"team-a", "*.b.com"}, true},
+		{"./*", EgressHost{Namespace: "shop", Host: "*"}, true},
+		{"*/a.com", EgressHost{Namespace: "*", Host: "a.com"}, true},
+		{"~/*", EgressHost{Namespace: "", Host: "*"}, true},
+		{"team-a/*.b.com", EgressHost{Namespace: "team-a", Host: "*.b.com"}, true},
 		{"a.com", EgressHost{}, false},
 		{"ns/", EgressHost{}, false},
 	}

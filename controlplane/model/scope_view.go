@@ -176,6 +176,7 @@ func (s *Snapshot) newScope(p *Proxy) *Scope {
 		for _, eg := range spec.GetEgress() {
 			for _, h := range eg.GetHosts() {
 				if e, ok := ParseEgressHost(h, sc.Namespace); ok {
+					e.Port = EgressPort(eg)
 					sc.hosts = append(sc.hosts, e)
 				}
 			}
@@ -223,6 +224,24 @@ func (sc *Scope) SeesService(svc *Service) bool {
 		return false
 	}
 	return sc.imports(svc.Hostname, svc.Namespace)
+}
+
+// SeesPort reports whether the scope imports port number of svc: it sees svc, and an egress
+// host that imports svc has no port or that port (istiod keeps only that port of a service an
+// egress listener with a port imports).
+func (sc *Scope) SeesPort(svc *Service, port uint32) bool {
+	if !sc.SeesService(svc) {
+		return false
+	}
+	if sc == nil || sc.Sidecar == nil {
+		return true
+	}
+	for _, e := range sc.hosts {
+		if (e.Port == 0 || e.Port == port) && e.Matches(svc.Hostname, svc.Namespace) {
+			return true
+		}
+	}
+	return false
 }
 
 // SeesVirtualService reports whether the VirtualService c applies in the scope: exported to
