@@ -156,7 +156,8 @@ type BacklogHook interface {
 
 // ResyncHook is an optional interface of Hooks (a client checks for it once, when it is built).
 // Resynced is called when a client that had a full config holds one again after a reconnect:
-// every type it subscribes to answered on the new stream and its configuration is complete;
+// every type the server owes an answer on the new stream answered and its configuration is
+// complete (a Delta server owes nothing for the versions restated on reconnect: d is then 0);
 // d is the time from the stream's start to then. It must not block.
 type ResyncHook interface {
 	Resynced(c ClientInfo, at time.Time, d time.Duration)
