@@ -37,6 +37,9 @@ type index struct {
 	vs      map[string][]*istioconfig.Config // exact host → VSs, in vsOrder
 	vsW     []*istioconfig.Config            // VSs with at least one wildcard host, in vsOrder
 	vsPos   map[*istioconfig.Config]int      // position in vsOrder
+	// listenerPortDests is set for a sidecar's HTTP route configurations: a destination
+	// without a port goes to the listener's port (destinationCluster).
+	listenerPortDests bool
 }
 
 const scanLimit = 8

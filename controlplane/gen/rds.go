@@ -60,6 +60,7 @@ func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 	}
 	slices.Sort(ports)
 	ix := newIndex(s, sc)
+	ix.listenerPortDests = true
 	var errs []error
 	out := make([]Resource, 0, len(ports))
 	for _, num := range ports {
@@ -111,6 +112,12 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 			Routes:  routes,
 		})
 	}
+	vhs, vdeps, verr := vsOnlyVirtualHosts(p, ix, num, usedDomains)
+	rc.VirtualHosts = append(rc.VirtualHosts, vhs...)
+	deps = append(deps, vdeps...)
+	if verr != nil {
+		errs = append(errs, verr)
+	}
 	rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
 		Name:    AllowAnyVirtualHost,
 		Domains: []string{"*"},
@@ -125,6 +132,94 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 		}},
 	})
 	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, errors.Join(errs...)
+}
+
+// vsOnlyVirtualHosts are the virtual hosts of port num for VirtualService hosts that name no
+// service the proxy sees (an alias such as www.example.com, or a wildcard that matches none),
+// as istiod builds them (buildSidecarVirtualHostsForVirtualService): on port num when a service
+// the same VirtualService names has num as an HTTP port, or on port 80 when it names no service
+// with port 80 (only services with the port count, as on istiod's route configuration); with the
+// VirtualService's routes for that port (a destination without a port goes to it). A name
+// already served on the port is skipped (the first virtual host of a name wins); a virtual
+// host whose routes all are for other sources or ports is left out.
+func vsOnlyVirtualHosts(p *model.Proxy, ix *index, num uint32, usedDomains map[string]bool) ([]*routev3.VirtualHost, []istioconfig.Key, error) {
+	var out []*routev3.VirtualHost
+	var deps []istioconfig.Key
+	var errs []error
+	name := strconv.FormatUint(uint64(num), 10)
+	for _, c := range vsOrder(ix.snap, ix.namespace()) {
+		vs := vsSpec(c)
+		if vs == nil || len(vs.GetHttp()) == 0 || !forMesh(vs.GetGateways()) || !ix.vsVisible(c) {
+			continue
+		}
+		var hosts []string
+		onPort, anyService := false, false
+		for _, raw := range vs.GetHosts() {
+			h := strings.ToLower(resolveHost(raw, c.Namespace))
+			matched := false
+			for _, svc := range ix.matchingServices(h, num) {
+				matched = true
+				if port, _ := svc.Port(num); port.Protocol.IsHTTP() || port.Protocol == model.ProtocolUnknown {
+					onPort = true
+				}
+			}
+			anyService = anyService || matched
+			if !matched && !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+		if len(hosts) == 0 || !(onPort || !anyService && num == 80) {
+			continue
+		}
+		var routes []*routev3.Route
+		for i, hr := range vs.GetHttp() {
+			rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, &model.Service{}, model.Port{Number: num}, false)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("VirtualService %s/%s http[%d] for %s port %d: %w; route skipped, fix the VirtualService", c.Namespace, c.Name, i, strings.Join(hosts, ","), num, err))
+				continue
+			}
+			routes = append(routes, rs...)
+			if catchAll {
+				break
+			}
+		}
+		if len(routes) == 0 {
+			continue
+		}
+		deps = append(deps, c.Key())
+		for _, h := range hosts {
+			if usedDomains[h] {
+				continue
+			}
+			usedDomains[h], usedDomains[h+":"+name] = true, true
+			out = append(out, &routev3.VirtualHost{Name: HostPortName(h, num), Domains: []string{h, h + ":" + name}, Routes: routes})
+		}
+	}
+	return out, deps, errors.Join(errs...)
+}
+
+// matchingServices returns the services with port num the proxy sees there whose host name h
+// (a VirtualService host, maybe a wildcard) names: the one service of that name, or every
+// service a wildcard matches. Only they count on that port's route configuration, as istiod
+// builds it (services without the port are not in its registry there).
+func (ix *index) matchingServices(h string, num uint32) []*model.Service {
+	has := func(svc *model.Service) bool {
+		_, ok := svc.Port(num)
+		return ok && ix.scope.SeesPort(svc, num)
+	}
+	if !strings.HasPrefix(h, "*") {
+		if svc := visibleService(ix.snap, ix.scope, h); svc != nil && has(svc) {
+			return []*model.Service{svc}
+		}
+		return nil
+	}
+	var out []*model.Service
+	for _, svc := range visibleServices(ix.snap, ix.scope) {
+		if (hostMatches(h, svc.Hostname) || svc.Hostname == h) && has(svc) {
+			out = append(out, svc)
+		}
+	}
+	return out
 }
 
 // grpcRoutes is the proxyless gRPC RDS generator: route configuration "HOST:PORT" with one
@@ -681,7 +776,10 @@ func destinationCluster(ix *index, vsNamespace string, dst *networking.Destinati
 	num := dst.GetPort().GetNumber()
 	if num == 0 {
 		num = port.Number
-		if ds := ix.snap.Service(host); ds != nil && len(ds.Ports) == 1 {
+		// A service's only port, except on a sidecar's HTTP route configuration, where istiod
+		// looks the destination up among the services of the listener's port (each reduced to
+		// that port): there a destination without a port always gets the listener's.
+		if ds := ix.snap.Service(host); ds != nil && len(ds.Ports) == 1 && !ix.listenerPortDests {
 			num = ds.Ports[0].Number
 		}
 	}

@@ -160,10 +160,12 @@ func TestVirtualServiceRoutes(t *testing.T) {
 		{"weighted subsets, zero weight dropped", []*istioconfig.Config{vsConfig("w", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 			{Name: "split", Route: []*networking.HTTPRouteDestination{dest("web", "v1", 70), dest("web", "v2", 30), dest("web", "v3", 0)}},
 		}})}, "80", []string{"split / -> outbound|80|v1|web.app.svc.cluster.local=value:70 outbound|80|v2|web.app.svc.cluster.local=value:30"}, ""},
-		{"port match filters, destination port from the single-port service", []*istioconfig.Config{vsConfig("p", "app", &networking.VirtualService{Hosts: []string{"web.app.svc.cluster.local"}, Http: []*networking.HTTPRoute{
+		// istiod resolves a destination without a port among the services of the listener's
+		// port, each reduced to that port: api's only port is 8080, yet its cluster is :80.
+		{"port match filters, destination port from the listener", []*istioconfig.Config{vsConfig("p", "app", &networking.VirtualService{Hosts: []string{"web.app.svc.cluster.local"}, Http: []*networking.HTTPRoute{
 			{Name: "admin-only", Match: []*networking.HTTPMatchRequest{{Port: 9000, Uri: prefix("/admin")}}, Route: []*networking.HTTPRouteDestination{dest("web", "", 0)}},
 			{Name: "to-api", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/api")}}, Route: []*networking.HTTPRouteDestination{dest("api", "", 0)}},
-		}})}, "80", []string{"to-api /api -> outbound|8080||api.app.svc.cluster.local"}, ""},
+		}})}, "80", []string{"to-api /api -> outbound|80||api.app.svc.cluster.local"}, ""},
 		{"source labels match the proxy", []*istioconfig.Config{vsConfig("s", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 			{Name: "canary", Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "canary"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
 			{Name: "other", Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "stable"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
@@ -293,6 +295,53 @@ func TestVirtualServicePrecedence(t *testing.T) {
 			want := []string{tt.want + " /" + tt.want + " -> outbound|80||web.app.svc.cluster.local"}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("routes (-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestVirtualServiceHostsWithoutService: a VirtualService host that names no service with the
+// route configuration's port gets a virtual host of its own, as istiod builds it: on the ports
+// of the services the VirtualService names, or on port 80 when it names none with that port
+// (istiod's port 80 rule); the routes' destinations without a port take the listener's.
+func TestVirtualServiceHostsWithoutService(t *testing.T) {
+	to := func(host string) []*networking.HTTPRoute {
+		return []*networking.HTTPRoute{{Name: "r", Route: []*networking.HTTPRouteDestination{dest(host, "", 0)}}}
+	}
+	tests := []struct {
+		name string
+		vs   *networking.VirtualService
+		port string
+		want map[string]string // virtual host name → its route's cluster (alias hosts only)
+	}{
+		{"an alias on port 80", &networking.VirtualService{Hosts: []string{"alias.example.com"}, Http: to("api.app.svc.cluster.local")}, "80",
+			map[string]string{"alias.example.com:80": "outbound|80||api.app.svc.cluster.local"}},
+		{"an alias alone is on no other port", &networking.VirtualService{Hosts: []string{"alias.example.com"}, Http: to("api.app.svc.cluster.local")}, "8080",
+			map[string]string{}},
+		{"an alias beside a service: that service's port", &networking.VirtualService{Hosts: []string{"alias.example.com", "api.app.svc.cluster.local"}, Http: to("api.app.svc.cluster.local")}, "8080",
+			map[string]string{"alias.example.com:8080": "outbound|8080||api.app.svc.cluster.local"}},
+		{"a service without port 80 is a name on port 80", &networking.VirtualService{Hosts: []string{"api.app.svc.cluster.local"}, Http: to("api.app.svc.cluster.local")}, "80",
+			map[string]string{"api.app.svc.cluster.local:80": "outbound|80||api.app.svc.cluster.local"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := routeMesh(vsConfig("v", "app", tt.vs))
+			p := sidecarProxy("10.0.0.9", "app")
+			rs, err := ForType(RouteType, p).Generate(p, s, []string{tt.port})
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("%d route configurations, %v", len(rs), err)
+			}
+			if _, err := validateDeep(rs[0].Message); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, vh := range rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
+				if strings.HasPrefix(vh.GetName(), "alias.") || vh.GetName() == "api.app.svc.cluster.local:80" {
+					got[vh.GetName()] = vh.GetRoutes()[0].GetRoute().GetCluster()
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("virtual hosts (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -129,7 +129,9 @@ func webRoutes(t *testing.T, p *model.Proxy, cfgs ...*istioconfig.Config) []*rou
 
 func TestRouteFeatures(t *testing.T) {
 	webCluster := ClusterName(Outbound, 80, "", webHost)
-	apiCluster := ClusterName(Outbound, 8080, "", apiHost)
+	// On a sidecar's route configuration a destination without a port gets the listener's
+	// port, even for api, whose only port is 8080 (istiod looks it up among port 80's services).
+	apiCluster := ClusterName(Outbound, 80, "", apiHost)
 	tests := []struct {
 		name string
 		hr   *networking.HTTPRoute
@@ -185,14 +187,14 @@ func TestRouteFeatures(t *testing.T) {
 		}},
 		// Item 6, MirrorPercent + TranslateRequestMirrorPolicy: a mirror at 100% by default,
 		// mirrorPercentage in millionths, trace_sampled false, no shadow host suffix; the
-		// mirror's cluster port follows GetDestinationCluster (the service's only port).
+		// mirror's cluster port follows GetDestinationCluster (the listener's, see apiCluster).
 		{"mirror default percent", &networking.HTTPRoute{Mirror: &networking.Destination{Host: "api"}}, nil, func(r *routev3.Route) {
 			action(r).RequestMirrorPolicies = []*routev3.RouteAction_RequestMirrorPolicy{{Cluster: apiCluster,
 				RuntimeFraction: &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{Numerator: 100, Denominator: typev3.FractionalPercent_HUNDRED}},
 				TraceSampled:    wrapperspb.Bool(false), DisableShadowHostSuffixAppend: true}}
 		}},
 		{"mirrorPercentage", &networking.HTTPRoute{Mirror: &networking.Destination{Host: "api", Subset: "v2"}, MirrorPercentage: &networking.Percent{Value: 12.5}}, nil, func(r *routev3.Route) {
-			action(r).RequestMirrorPolicies = []*routev3.RouteAction_RequestMirrorPolicy{{Cluster: ClusterName(Outbound, 8080, "v2", apiHost),
+			action(r).RequestMirrorPolicies = []*routev3.RouteAction_RequestMirrorPolicy{{Cluster: ClusterName(Outbound, 80, "v2", apiHost),
 				RuntimeFraction: &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{Numerator: 125000, Denominator: typev3.FractionalPercent_MILLION}},
 				TraceSampled:    wrapperspb.Bool(false), DisableShadowHostSuffixAppend: true}}
 		}},
