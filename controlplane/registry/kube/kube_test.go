@@ -150,7 +150,7 @@ func TestControllerServicesAndEndpoints(t *testing.T) {
 		t.Fatalf("service after sync: %+v", svc)
 	}
 	eps := h.agg.Endpoints(host)
-	if len(eps) != 2 || eps[0].Address != "10.1.0.1" || eps[0].TargetPort(svc.Ports[0]) != 8080 || eps[0].Locality.Zone != "z1" {
+	if len(eps) != 2 || eps[0].Address != "10.1.0.1" || eps[0].TargetPort(svc.Ports[0]) != 8080 || eps[0].Locality != (model.Locality{}) {
 		t.Fatalf("endpoints after sync: %v", eps)
 	}
 
@@ -309,40 +309,47 @@ func TestConvertService(t *testing.T) {
 	}
 }
 
-func pod(ns, name, sa string, labels map[string]string) *corev1.Pod {
+// pod is a running, ready Pod at ip.
+func pod(ns, name, sa, ip string, labels map[string]string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		Spec: corev1.PodSpec{ServiceAccountName: sa}}
+		Spec: corev1.PodSpec{ServiceAccountName: sa},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 }
 
-// TestControllerPods: with Pods, an endpoint takes its Pod's labels, service account and
-// istio-locality; a Pod change is an endpoint-only change; a Pod that is not (yet) known leaves
-// its endpoint without them.
+// TestControllerPods: with Pods, an endpoint takes its Pod's labels, service account (a
+// SPIFFE id) and istio-locality, as istiod's; an endpoint whose Pod is not known yet is left
+// out until the Pod is ready; a label change is an endpoint-only change; a Pod's deletion
+// changes nothing until its slice changes; a new service account redefines the service.
 func TestControllerPods(t *testing.T) {
 	ctx := context.Background()
 	es := slice("shop", "web", "web-a", "10.1.0.1", "10.1.0.2")
 	for i := range es.Endpoints {
 		es.Endpoints[i].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("web-%d", i+1), Namespace: "shop"}
 	}
-	kube := kubefake.NewClientset(
-		service("shop", "web", corev1.ServicePort{Name: "http-80", Port: 80}), es,
-		pod("shop", "web-1", "sa-web", map[string]string{"app": "web", "version": "v1", LocalityLabel: "r1.z2.s3"}),
+	svc := service("shop", "web", corev1.ServicePort{Name: "http-80", Port: 80})
+	svc.Spec.Selector = map[string]string{"app": "web"}
+	kube := kubefake.NewClientset(svc, es,
+		pod("shop", "web-1", "sa-web", "10.1.0.1", map[string]string{"app": "web", "version": "v1", LocalityLabel: "r1.z2.s3"}),
 	)
 	h := startWith(t, Options{Kube: kube, Istio: istiofake.NewSimpleClientset(), Pods: true})
 	for len(h.changes) > 0 {
 		<-h.changes
 	}
+	spiffe := "spiffe://cluster.local/ns/shop/sa/sa-web"
 	eps := h.agg.Endpoints(host)
-	if len(eps) != 2 {
-		t.Fatalf("endpoints after sync: %v", eps)
+	if len(eps) != 1 {
+		t.Fatalf("endpoints after sync: %v, want only the one whose Pod is known", eps)
 	}
-	if e := eps[0]; e.Labels["version"] != "v1" || e.ServiceAccount != "sa-web" || e.Locality != (model.Locality{Region: "r1", Zone: "z2", SubZone: "s3"}) {
+	if e := eps[0]; e.Labels["version"] != "v1" || e.ServiceAccount != spiffe || e.Locality != (model.Locality{Region: "r1", Zone: "z2", SubZone: "s3"}) {
 		t.Errorf("endpoint of a known Pod: %+v", e)
 	}
-	if e := eps[1]; e.Labels != nil || e.ServiceAccount != "" || e.Locality.Zone != "z1" {
-		t.Errorf("endpoint of an unknown Pod: %+v, want the slice's zone and nothing else", e)
+	if sas := h.agg.Service(host).ServiceAccounts; !slices.Equal(sas, []string{spiffe}) {
+		t.Errorf("service accounts %q, want the Pod's", sas)
 	}
 
 	epKey := istioconfig.Key{Kind: model.KindEndpoint, Name: host, Namespace: "shop"}
+	svcKey := istioconfig.Key{Kind: model.KindService, Name: host, Namespace: "shop"}
 	endpointOnly := func(what string) {
 		t.Helper()
 		ch := h.next(t, what, func(ch registry.Change) bool { return has(ch, epKey) })
@@ -350,27 +357,53 @@ func TestControllerPods(t *testing.T) {
 			t.Fatalf("%s gave %+v, want an endpoint-only change of %s", what, ch, host)
 		}
 	}
-	// The second Pod arrives; then the first one's version changes (a rollout relabels it).
-	if _, err := kube.CoreV1().Pods("shop").Create(ctx, pod("shop", "web-2", "sa-web", map[string]string{"version": "v2"}), metav1.CreateOptions{}); err != nil {
+	// The second Pod arrives, not ready yet, then ready; then the first one's version
+	// changes (a rollout relabels it).
+	p2 := pod("shop", "web-2", "sa-web", "10.1.0.2", map[string]string{"app": "web", "version": "v2"})
+	p2.Status.Conditions[0].Status = corev1.ConditionFalse
+	if _, err := kube.CoreV1().Pods("shop").Create(ctx, p2, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p2.Status.Conditions[0].Status = corev1.ConditionTrue
+	if _, err := kube.CoreV1().Pods("shop").UpdateStatus(ctx, p2, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	endpointOnly("late Pod")
-	if e := h.agg.Endpoints(host)[1]; e.Labels["version"] != "v2" || e.ServiceAccount != "sa-web" {
-		t.Errorf("endpoint after its Pod arrived: %+v", e)
+	if eps := h.agg.Endpoints(host); len(eps) != 2 || eps[1].Labels["version"] != "v2" || eps[1].ServiceAccount != spiffe {
+		t.Errorf("endpoints after the Pod arrived: %v", eps)
 	}
-	if _, err := kube.CoreV1().Pods("shop").Update(ctx, pod("shop", "web-1", "sa-web", map[string]string{"version": "v3"}), metav1.UpdateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Pods("shop").Update(ctx, pod("shop", "web-1", "sa-web", "10.1.0.1", map[string]string{"app": "web", "version": "v3"}), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	endpointOnly("Pod relabel")
-	if e := h.agg.Endpoints(host)[0]; e.Labels["version"] != "v3" || e.Locality.Zone != "z1" {
+	if e := h.agg.Endpoints(host)[0]; e.Labels["version"] != "v3" || e.Locality != (model.Locality{}) {
 		t.Errorf("endpoint after its Pod was relabelled (no istio-locality any more): %+v", e)
 	}
+	// A deleted Pod leaves its endpoint as it was (istiod's endpoint cache) until its slice changes.
 	if err := kube.CoreV1().Pods("shop").Delete(ctx, "web-2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	endpointOnly("Pod delete")
-	if e := h.agg.Endpoints(host)[1]; e.Labels != nil {
-		t.Errorf("endpoint after its Pod was deleted: %+v", e)
+	// A Pod under another account joins: the service's accounts change, a full push.
+	p3 := pod("shop", "web-3", "sa-new", "10.1.0.3", map[string]string{"app": "web"})
+	if _, err := kube.CoreV1().Pods("shop").Create(ctx, p3, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	es = es.DeepCopy()
+	es.Endpoints[1].Addresses[0], es.Endpoints[1].TargetRef.Name = "10.1.0.3", "web-3"
+	if _, err := kube.DiscoveryV1().EndpointSlices("shop").Update(ctx, es, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The Pod and slice informers race: the slice may come first and wait for the Pod.
+	ch := h.next(t, "slice update", func(ch registry.Change) bool { return has(ch, svcKey) })
+	if !ch.Full || !has(ch, epKey) {
+		t.Errorf("a new service account gave %+v, want a service change (full push)", ch)
+	}
+	want := []string{"spiffe://cluster.local/ns/shop/sa/sa-new", spiffe}
+	if sas := h.agg.Service(host).ServiceAccounts; !slices.Equal(sas, want) {
+		t.Errorf("service accounts %q, want %q", sas, want)
+	}
+	if eps := h.agg.Endpoints(host); len(eps) != 2 || eps[1].Address != "10.1.0.3" {
+		t.Errorf("endpoints after the slice update: %v", eps)
 	}
 }
 
