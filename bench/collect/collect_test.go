@@ -107,7 +107,9 @@ func TestBucketTrendEmpty(t *testing.T) {
 	require.NoError(t, s.Validate(), "an empty bucket trend is valid")
 }
 
-// exposition is the text format of an Istio-like control plane's /metrics.
+// exposition is the text format of an Istio-like control plane's /metrics, with istiod's own
+// xds_cache_reads: type is hit or miss, no result label and no per-xDS-type split (istio
+// pilot/pkg/model/typed_xds_cache.go: xdsCacheReads.With(typeTag.Value("hit"))).
 const exposition = `# TYPE pilot_debounce_time histogram
 pilot_debounce_time_bucket{le="0.1"} 3
 pilot_debounce_time_bucket{le="0.5"} 5
@@ -118,9 +120,8 @@ pilot_debounce_time_count 6
 pilot_inbound_updates{type="eds"} 20
 pilot_inbound_updates{type="config"} 4
 # TYPE xds_cache_reads counter
-xds_cache_reads{type="cds",result="hit"} 90
-xds_cache_reads{type="cds",result="miss"} 10
-xds_cache_reads{type="eds",result="bypass"} 5
+xds_cache_reads{type="hit"} 90
+xds_cache_reads{type="miss"} 10
 # TYPE pilot_services gauge
 pilot_services 12
 # TYPE process_cpu_seconds_total counter
@@ -149,8 +150,8 @@ func TestReadCPIstioNames(t *testing.T) {
 	require.Equal(t, 6.0, s.pushCycles)
 	require.Contains(t, s.cyclesFrom, "pilot_debounce_time")
 	require.Equal(t, 24.0, s.inbound)
-	require.Equal(t, 90.0, s.cacheReads["cds"]["hit"])
-	require.Equal(t, 5.0, s.cacheReads["eds"]["bypass"])
+	// istiod's cache reads have no xDS type: no fake types "hit" and "miss".
+	require.Equal(t, map[string]map[string]float64{"": {"hit": 90, "miss": 10}}, s.cacheReads)
 	require.Equal(t, 12.0, s.services)
 	require.True(t, s.hasCPU)
 	require.Equal(t, 3.5, s.cpu)
@@ -168,6 +169,14 @@ func TestReadCPIstioNames(t *testing.T) {
 	require.Equal(t, cpPushCycles, s.cyclesFrom)
 
 	require.False(t, ReadCP(nil).ok, "no families: not available")
+
+	// xdslab's own control plane splits them by xDS type, with result hit, miss or bypass.
+	s = ReadCP(parseExposition(t, `# TYPE xds_cache_reads counter
+xds_cache_reads{result="hit",type="cds"} 90
+xds_cache_reads{result="miss",type="cds"} 10
+xds_cache_reads{result="bypass",type="eds"} 5
+`))
+	require.Equal(t, map[string]map[string]float64{"cds": {"hit": 90, "miss": 10}, "eds": {"bypass": 5}}, s.cacheReads)
 }
 
 func TestEvaluateThresholds(t *testing.T) {

@@ -80,20 +80,24 @@ type CPSample struct {
 	pushCycles  float64
 	cyclesFrom  string // which metric counted push cycles ("" when none)
 	inbound     float64
+	hasInbound  bool
 	debounce    histSnap
 	hasDebounce bool
 	perPush     histSnap
 	hasPerPush  bool
-	cacheReads  map[string]map[string]float64 // type → result → reads
-	pushes      map[string]float64            // type → responses sent
-	rejects     map[string]float64
-	services    float64
-	cpu         float64
-	hasCPU      bool
-	rss         float64
-	hasRSS      bool
-	quiet       float64 // the debounce policy's quiet window at the last push
-	hasQuiet    bool
+	// cacheReads holds xds_cache_reads by type, then result (hit, miss, bypass). istiod's
+	// series carry no xDS type (type="hit" or "miss", no result label): they are kept under
+	// the type "", which has no row of its own.
+	cacheReads map[string]map[string]float64
+	pushes     map[string]float64 // type → responses sent
+	rejects    map[string]float64
+	services   float64
+	cpu        float64
+	hasCPU     bool
+	rss        float64
+	hasRSS     bool
+	quiet      float64 // the debounce policy's quiet window at the last push
+	hasQuiet   bool
 }
 
 // ReadCP extracts a CPSample from metric families (nil: none could be read).
@@ -104,7 +108,7 @@ func ReadCP(fams []*dto.MetricFamily) CPSample {
 		case cpPushCycles:
 			s.pushCycles, s.cyclesFrom = sumValues(f), cpPushCycles
 		case cpInbound:
-			s.inbound = sumValues(f)
+			s.inbound, s.hasInbound = sumValues(f), true
 		case cpDebounceTime:
 			s.debounce, s.hasDebounce = histogramOf(f), true
 		case cpEventsPerPush:
@@ -112,6 +116,10 @@ func ReadCP(fams []*dto.MetricFamily) CPSample {
 		case cpCacheReads:
 			for _, m := range f.GetMetric() {
 				typ, res := label(m, "type"), label(m, "result")
+				if res == "" && !hasLabel(m, "result") {
+					// istiod: xds_cache_reads{type="hit"|"miss"}, no per-xDS-type split.
+					typ, res = "", typ
+				}
 				if s.cacheReads[typ] == nil {
 					s.cacheReads[typ] = map[string]float64{}
 				}
@@ -145,6 +153,62 @@ func ReadCP(fams []*dto.MetricFamily) CPSample {
 	return s
 }
 
+// resetBetween names a counter of the control plane that went down from sample a to the later
+// sample b ("" when none did, or when either sample is missing). A counter only goes down when
+// the target restarted between the scrapes, and then no difference of its counters — those that
+// went down or any other — is a count of what happened in between.
+func resetBetween(a, b CPSample) string {
+	if !a.ok || !b.ok {
+		return ""
+	}
+	down := func(x, y float64) bool { return y < x }
+	switch {
+	case a.cyclesFrom != "" && a.cyclesFrom == b.cyclesFrom && down(a.pushCycles, b.pushCycles):
+		return a.cyclesFrom
+	case a.hasInbound && b.hasInbound && down(a.inbound, b.inbound):
+		return cpInbound
+	case a.hasDebounce && b.hasDebounce && down(a.debounce.count, b.debounce.count):
+		return cpDebounceTime
+	case a.hasPerPush && b.hasPerPush && down(a.perPush.count, b.perPush.count):
+		return cpEventsPerPush
+	case a.hasCPU && b.hasCPU && down(a.cpu, b.cpu):
+		return cpCPU
+	}
+	// A series gone from the later sample went down to nothing.
+	for typ, byRes := range a.cacheReads {
+		for res, n := range byRes {
+			if down(n, b.cacheReads[typ][res]) {
+				return cpCacheReads
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		a, b map[string]float64
+	}{{cpPushes, a.pushes, b.pushes}, {cpRejects, a.rejects, b.rejects}} {
+		for typ, n := range c.a {
+			if down(n, c.b[typ]) {
+				return c.name
+			}
+		}
+	}
+	return ""
+}
+
+// restartNote says that figures were left out because the target restarted between two
+// scrapes ("" when it did not). Every pair of samples is checked: a counter back above its old
+// value after a restart only shows against the sample in between.
+func restartNote(samples ...CPSample) string {
+	for i := range samples {
+		for j := i + 1; j < len(samples); j++ {
+			if c := resetBetween(samples[i], samples[j]); c != "" {
+				return "the control plane restarted between the scrapes (" + c + " went down), so its counters count no run"
+			}
+		}
+	}
+	return ""
+}
+
 // RSS is the control plane's resident memory, when it exports it.
 func (s CPSample) RSS() (float64, bool) { return s.rss, s.hasRSS }
 
@@ -164,6 +228,15 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+func hasLabel(m *dto.Metric, name string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return true
+		}
+	}
+	return false
 }
 
 func value(f *dto.MetricFamily, m *dto.Metric) float64 {

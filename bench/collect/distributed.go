@@ -88,9 +88,13 @@ func Shard(in ShardInput) (*summary.Summary, error) {
 			summary.NewGauge(MetricCPUSeconds, summary.Time, cpu, 0, cpu, map[string]string{"side": SideHarness}),
 			summary.NewGauge(MetricPeakRSS, summary.Data, float64(u1.maxRSS), 0, float64(u1.maxRSS), map[string]string{"side": SideHarness}))
 	}
+	// A target that restarted in between has no CPU figure of the shard's run (left out).
+	cpuRestart := ""
 	if a, b := in.CPStart, in.CPEnd; a.hasCPU && b.hasCPU {
-		cp := b.cpu - a.cpu
-		metrics = append(metrics, summary.NewGauge(MetricCPUSeconds, summary.Time, cp, 0, cp, map[string]string{"side": SideControlPlane}))
+		if cpuRestart = restartNote(a, b); cpuRestart == "" {
+			cp := b.cpu - a.cpu
+			metrics = append(metrics, summary.NewGauge(MetricCPUSeconds, summary.Time, cp, 0, cp, map[string]string{"side": SideControlPlane}))
+		}
 	}
 	metrics = append(metrics, ConnectIncomplete(in.Scenario, in.Fleet.GroupSizes(), in.ConnectFull)...)
 	metrics = append(metrics, phaseDurations(in.Phases)...)
@@ -102,6 +106,9 @@ func Shard(in ShardInput) (*summary.Summary, error) {
 		LabelTargetLocal: TargetLocalLabel(in.TargetLocal, in.TargetLocalErr)}
 	for k, v := range in.Notes {
 		labels["note."+k] = v
+	}
+	if cpuRestart != "" {
+		labels["note.cpu"] = "the control plane's CPU left out: " + cpuRestart
 	}
 	s := &summary.Summary{
 		Version: summary.Version,

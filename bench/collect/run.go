@@ -137,7 +137,7 @@ func Run(in RunInput) (*summary.Summary, error) {
 	if cpEnd.hasRSS {
 		cpEnd.rss = max(cpEnd.rss, in.CPPeakRSS)
 	}
-	u := usageBetween(in.UsageStart, in.UsageEnd, in.CPUBySide, in.CPFirst, cpEnd, in.Target.Kind)
+	u := usageBetween(in.UsageStart, in.UsageEnd, in.CPUBySide, in.CPFirst, cpEnd, in.Target.Kind, in.CPStart)
 	if u.processCPU > 0 {
 		add(summary.NewGauge(MetricCPUSeconds, summary.Time, u.processCPU.Seconds(), 0, u.processCPU.Seconds(), map[string]string{"side": "process"}))
 		add(summary.NewGauge(MetricPeakRSS, summary.Data, float64(u.peakRSS), 0, float64(u.peakRSS), map[string]string{"side": "process"}))
@@ -210,23 +210,33 @@ func Run(in RunInput) (*summary.Summary, error) {
 	return s, nil
 }
 
-// collectCP adds debounce effectiveness, push cycles and cache hit rates from the control
-// plane's metrics, over the measure and drain phases (cache reads: over the whole run). Without
-// them it notes "not available".
+// collectCP adds debounce effectiveness and push cycles (over the measure and drain phases:
+// CPStart to CPEnd), cache hit rates, responses and rejects (over the whole run: CPFirst to
+// CPEnd) from the control plane's metrics. Every counter is the difference of two samples; a
+// figure whose samples are missing, or span a restart of the target, is left out with a note
+// saying why, never reported as the target's lifetime count or as a negative one.
 func collectCP(in RunInput, notes map[string]string, add func(...summary.Metric), dur time.Duration, events int) {
-	a, b := in.CPStart, in.CPEnd
-	if !a.ok || !b.ok || b.cyclesFrom == "" {
+	a, b, first := in.CPStart, in.CPEnd, in.CPFirst
+	switch {
+	case !b.ok || b.cyclesFrom == "":
 		notes["debounce"] = NotAvailable + ": the target exports neither xdslab_cp_push_cycles_total nor pilot_debounce_time" + in.Target.metricsHint()
-	} else {
+	case !a.ok || a.cyclesFrom != b.cyclesFrom:
+		notes["debounce"] = NotAvailable + ": the control plane's metrics could not be read when the measure phase started, so its push cycles in the run are not known"
+	case restartNote(a, b) != "":
+		notes["debounce"] = "push cycles, events per push and debounce delay left out: " + restartNote(a, b)
+	default:
 		cycles := b.pushCycles - a.pushCycles
-		add(summary.NewCounter(MetricPushCycles, summary.Default, cycles, dur, nil),
-			summary.NewCounter(MetricCPInbound, summary.Default, b.inbound-a.inbound, dur, nil))
-		perPush := 0.0
-		if cycles > 0 {
-			perPush = float64(events) / cycles
+		add(summary.NewCounter(MetricPushCycles, summary.Default, cycles, dur, nil))
+		if a.hasInbound && b.hasInbound {
+			add(summary.NewCounter(MetricCPInbound, summary.Default, b.inbound-a.inbound, dur, nil))
 		}
-		add(summary.NewGauge(MetricEventsPerPush, summary.Default, perPush, 0, perPush, nil))
 		note := "push cycles from " + b.cyclesFrom + "; events per push = simulator events ÷ push cycles in the measure and drain phases"
+		if cycles > 0 {
+			perPush := float64(events) / cycles
+			add(summary.NewGauge(MetricEventsPerPush, summary.Default, perPush, 0, perPush, nil))
+		} else {
+			note += fmt.Sprintf("; %s left out: no push cycles in the measure and drain phases (%d simulator events)", MetricEventsPerPush, events)
+		}
 		addBuckets := func(name string, contains summary.ValueType, source string, h histSnap) {
 			m, err := bucketTrend(name, contains, source, h)
 			if err != nil {
@@ -236,11 +246,19 @@ func collectCP(in RunInput, notes map[string]string, add func(...summary.Metric)
 			add(m)
 		}
 		if b.hasDebounce {
-			addBuckets(MetricDebounceDelay, summary.Time, cpDebounceTime, b.debounce.sub(a.debounce))
+			if a.hasDebounce {
+				addBuckets(MetricDebounceDelay, summary.Time, cpDebounceTime, b.debounce.sub(a.debounce))
+			} else {
+				note += "; " + MetricDebounceDelay + " left out: " + cpDebounceTime + " was not exported when the measure phase started"
+			}
 		}
 		if b.hasPerPush {
 			// The control plane's own view: change events (inbound updates) merged per cycle.
-			addBuckets(cpEventsPerPush, summary.Default, cpEventsPerPush, b.perPush.sub(a.perPush))
+			if a.hasPerPush {
+				addBuckets(cpEventsPerPush, summary.Default, cpEventsPerPush, b.perPush.sub(a.perPush))
+			} else {
+				note += "; " + cpEventsPerPush + " left out: it was not exported when the measure phase started"
+			}
 		}
 		if b.hasQuiet {
 			// The window at the end of the run; min and max of the two samples (start of the
@@ -256,10 +274,16 @@ func collectCP(in RunInput, notes map[string]string, add func(...summary.Metric)
 		}
 		notes["debounce"] = note
 	}
-	first := in.CPFirst
-	if !b.ok || len(b.cacheReads) == 0 {
+	// Whole-run figures need the sample taken right after the target started.
+	noFirst := "the control plane's metrics could not be read before the fleet connected, so its counts in the run are not known (the target's lifetime counts are no figure of the run)"
+	switch {
+	case !b.ok || len(b.cacheReads) == 0:
 		notes["cache"] = NotAvailable + ": the target exports no xds_cache_reads" + in.Target.metricsHint()
-	} else {
+	case !first.ok:
+		notes["cache"] = "cache hit ratio left out: " + noFirst
+	case restartNote(first, a, b) != "":
+		notes["cache"] = "cache hit ratio left out: " + restartNote(first, a, b)
+	default:
 		var hits, others float64
 		types := make([]string, 0, len(b.cacheReads))
 		for t := range b.cacheReads {
@@ -277,27 +301,45 @@ func collectCP(in RunInput, notes map[string]string, add func(...summary.Metric)
 				}
 			}
 			hits, others = hits+h, others+o
-			add(summary.NewRate(MetricCacheHitRatio, h, o, map[string]string{"type": t}))
+			// The type "" is istiod's: reads with no per-type split, in the overall ratio only.
+			if t != "" && h+o > 0 {
+				add(summary.NewRate(MetricCacheHitRatio, h, o, map[string]string{"type": t}))
+			}
 		}
-		add(summary.NewRate(MetricCacheHitRatio, hits, others, nil))
-		notes["cache"] = "cache hit ratio = hits ÷ (hits + misses + bypassed reads) over connect, measure and drain"
+		note := "cache hit ratio = hits ÷ (hits + misses + bypassed reads) over connect, measure and drain"
+		if _, istiod := b.cacheReads[""]; istiod {
+			note += "; xds_cache_reads has no per-type split (istiod's type=hit|miss): overall ratio only"
+		}
+		if hits+others > 0 {
+			add(summary.NewRate(MetricCacheHitRatio, hits, others, nil))
+		} else {
+			note = "cache hit ratio left out: no cache reads over connect, measure and drain"
+		}
+		notes["cache"] = note
 	}
-	if b.ok {
-		var resp, rej float64
-		for t, n := range b.pushes {
-			resp += n
-			add(summary.NewCounter(MetricCPResponses, summary.Default, n, dur, map[string]string{"type": t}))
+	switch {
+	case !b.ok || (len(b.pushes) == 0 && len(b.rejects) == 0):
+		notes["responses"] = NotAvailable + ": the target exports neither pilot_xds_pushes nor pilot_total_xds_rejects" + in.Target.metricsHint()
+	case !first.ok:
+		notes["responses"] = MetricCPResponses + " and " + MetricCPRejects + " left out: " + noFirst
+	case restartNote(first, a, b) != "":
+		notes["responses"] = MetricCPResponses + " and " + MetricCPRejects + " left out: " + restartNote(first, a, b)
+	default:
+		counts := func(name string, end, start map[string]float64) {
+			if len(end) == 0 {
+				return
+			}
+			total := 0.0
+			for t, n := range end {
+				n -= start[t]
+				total += n
+				add(summary.NewCounter(name, summary.Default, n, dur, map[string]string{"type": t}))
+			}
+			add(summary.NewCounter(name, summary.Default, total, dur, nil))
 		}
-		for t, n := range b.rejects {
-			rej += n
-			add(summary.NewCounter(MetricCPRejects, summary.Default, n, dur, map[string]string{"type": t}))
-		}
-		if len(b.pushes) > 0 {
-			add(summary.NewCounter(MetricCPResponses, summary.Default, resp, dur, nil))
-		}
-		if len(b.rejects) > 0 {
-			add(summary.NewCounter(MetricCPRejects, summary.Default, rej, dur, nil))
-		}
+		counts(MetricCPResponses, b.pushes, first.pushes)
+		counts(MetricCPRejects, b.rejects, first.rejects)
+		notes["responses"] = MetricCPResponses + " and " + MetricCPRejects + " = the control plane's pilot_xds_pushes and pilot_total_xds_rejects over connect, measure and drain"
 	}
 }
 

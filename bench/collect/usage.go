@@ -92,7 +92,10 @@ type usageReport struct {
 	note         string
 }
 
-func usageBetween(a, b ProcessUsage, bySide map[string]time.Duration, cpA, cpB CPSample, kind string) usageReport {
+// usageBetween is the CPU and memory between two samples of this process (a, b) and of an
+// external control plane (cpA, cpB, with cpMid any sample taken in between: a restart shows as
+// a counter that went down between any two of them).
+func usageBetween(a, b ProcessUsage, bySide map[string]time.Duration, cpA, cpB CPSample, kind string, cpMid ...CPSample) usageReport {
 	u := usageReport{bySide: bySide}
 	if a.ok && b.ok {
 		u.processCPU = b.cpu - a.cpu
@@ -100,14 +103,23 @@ func usageBetween(a, b ProcessUsage, bySide map[string]time.Duration, cpA, cpB C
 	}
 	switch {
 	case kind != "in-process":
-		if cpA.hasCPU && cpB.hasCPU {
+		restart := restartNote(append(append([]CPSample{cpA}, cpMid...), cpB)...)
+		if cpA.hasCPU && cpB.hasCPU && restart == "" {
 			u.targetCPU, u.hasTargetCPU = cpB.cpu-cpA.cpu, true
 		}
 		if cpB.hasRSS {
 			u.targetRSS, u.hasTargetRSS = cpB.rss, true
 		}
 		u.note = "the harness is this process; the control plane's CPU is its process_cpu_seconds_total over the run and its peak RSS the largest process_resident_memory_bytes sampled every 0.5s"
-		if !u.hasTargetCPU {
+		switch {
+		case restart != "" && cpA.hasCPU && cpB.hasCPU:
+			u.note = "the harness is this process; the control plane's CPU left out: " + restart + "; its peak RSS is the largest process_resident_memory_bytes sampled every 0.5s"
+			if !u.hasTargetRSS {
+				u.note = "the harness is this process; the control plane's CPU left out: " + restart
+			}
+		case !cpA.ok && cpB.hasCPU:
+			u.note = "the harness is this process; the control plane's CPU is not available: its metrics could not be read when the run started"
+		case !u.hasTargetCPU:
 			u.note = "the harness is this process; the control plane's CPU and memory are not available (no process_* metrics at --target-metrics)"
 		}
 	case bySide != nil:
