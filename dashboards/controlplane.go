@@ -170,10 +170,15 @@ func ControlPlane() Spec {
 					Title: "Cache hit ratio by type", Unit: "percentunit", Min: zero(),
 					Description: "Share of resource reads served from the marshalled-resource cache, by type (xds_cache_reads{result}). " +
 						"Low EDS hit ratios under endpoint churn are expected; low CDS/LDS ratios mean the cache keys are too fine. " +
-						"istiod exports xds_cache_reads with type=hit|miss and no per-type split, so this panel stays empty there.",
+						"istiod exports xds_cache_reads with type=hit|miss, no result label and no per-type split: " +
+						"there the panel draws one overall line, \"all (istiod)\".",
 					Queries: []Query{{
 						Expr:   ratio(rateOf(v, "xds_cache_reads", "type", `result="hit"`), rateOf(v, "xds_cache_reads", "type")),
 						Legend: "{{type}}",
+					}, {
+						// istiod: the series without a result label, whose type is the result.
+						Expr:   ratio(rateOf(v, "xds_cache_reads", "", `result=""`, `type="hit"`), rateOf(v, "xds_cache_reads", "", `result=""`)),
+						Legend: "all (istiod)",
 					}},
 				},
 				{

@@ -95,6 +95,7 @@ var exclusions = map[string]string{
 	"xdslab-lab / Late and skipped events / skipped {{kind}}":              "xdslab_sim_events_skipped_total{kind} appears only when a churn arrival finds nothing to change",
 	"xdslab-lab / Simulator lateness / p99":                                "xdslab_sim_event_lateness_seconds is observed only for late events (see above): its quantile is NaN in a healthy run",
 	"xdslab-lab / Connect failures and resends / connect failure {{code}}": "xdslab_fleet_connect_failures_total{code} appears only when a connect fails",
+	"xdslab-controlplane / Cache hit ratio by type / all (istiod)":         "istiod's xds_cache_reads{type=hit|miss} (no result label); xdslab's control plane labels every read with its result",
 }
 
 // addrCatcher is the run's progress writer: it hands over the live metrics address the run
