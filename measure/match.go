@@ -54,6 +54,11 @@ import (
 //     any push, is superseded once the client shows the failure's state of that cluster. A
 //     client whose response carries this event's state has observed it,
 //     even if a later event on the same subject was registered before that response arrived.
+//     A superseded client's push latency is the time from T0 to the response (or warming
+//     timeout) that showed it past this state: a change a debounce held back until a later one
+//     came is as late as that, and the histograms and convergence keep it. One the client was
+//     past because it already held a later event's state when that was registered (a removal
+//     and its restore merged into no push at all) has no latency: nothing was left to push.
 //   - missed: none of the above when Results is called (call Drain first).
 //
 // No push can be missed if the caller registers the expectation BEFORE it applies the change to
@@ -80,12 +85,13 @@ import (
 // event is already held.
 //
 // Convergence is defined here and only here. An event's convergence is the largest push
-// latency over the clients that observed it; when some client in reach missed it (or its
-// WatchersOnly reach is unresolved) it is censored: at least the time from T0 to Results,
-// and EventResult.Censored says so. Every event with a T0 that some client observed or missed
-// enters the convergence histogram of its kind (MatchResults.ConvergenceByKind); the overall
-// histogram is the merge of the per-kind ones. Events whose every client already held them or
-// superseded them have nothing to converge and are not recorded.
+// latency over the clients that observed or superseded it; when some client in reach missed it
+// (or its WatchersOnly reach is unresolved) it is censored: at least the time from T0 to
+// Results, and EventResult.Censored says so. Every event with a T0 that some client observed,
+// superseded with a latency, or missed enters the convergence histogram of its kind
+// (MatchResults.ConvergenceByKind); the overall histogram is the merge of the per-kind ones.
+// Events whose every client already held them (or was past them without a response) have
+// nothing to converge and are not recorded.
 //
 // Results counts, per event, the clients of each class. A WatchersOnly event that a client in
 // its groups/namespaces never claimed (the client had no hook call since) cannot be classified
@@ -191,13 +197,16 @@ type matchEvent struct {
 	lat      []time.Duration // every push latency, with KeepLatencies
 }
 
-// What an observation is: in effect (the push latency), received, or its ACK written.
+// What an observation is: in effect (the push latency), received, its ACK written, or the
+// client moved past it (superseded: a push latency too, to the response that showed the later
+// state).
 type obsKind uint8
 
 const (
 	obsEffect obsKind = iota
 	obsRecv
 	obsAck
+	obsSuperseded
 )
 
 type matchEarly struct {
@@ -741,7 +750,7 @@ func (m *Matcher) observe(s *matchShard, ev *matchEvent, at int64, kind obsKind,
 // record records latency d of ev in s's histograms; the shard lock must be held.
 func (m *Matcher) record(s *matchShard, ev *matchEvent, d time.Duration, kind obsKind, group string) {
 	if d < 0 {
-		if kind == obsEffect {
+		if kind == obsEffect || kind == obsSuperseded {
 			ev.earlyRecv.Add(1)
 		}
 		d = 0
@@ -984,7 +993,7 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 			reached = append(reached, i)
 		}
 	}
-	m.resolve(s, cl, reached, superseded)
+	m.resolve(s, cl, reached, superseded, recv)
 }
 
 // effect brings c's received expectations that now hold in effect into effect at at.
@@ -1001,20 +1010,32 @@ func (m *Matcher) effect(c probe.ClientInfo, at time.Time) {
 			reached = append(reached, i)
 		}
 	}
-	m.resolve(s, cl, reached, nil)
+	m.resolve(s, cl, reached, nil, m.off(at))
 }
 
 // resolve removes the pending entries at indices reached (observed, or confirmed held) and
 // superseded, and retires the earlier ones the reached supersede: the client reached a later
-// state without having been in theirs.
-func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []int) {
+// state without having been in theirs. A superseded entry's push latency runs to at, when the
+// client showed the later state: until then the change (or a later one on its subjects) had not
+// reached it, and a debounce that holds a busy service's changes back must show in the figures.
+func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []int, at int64) {
 	if len(reached) == 0 && len(superseded) == 0 {
 		return
 	}
 	drop := make([]bool, len(cl.pending))
-	superseded1 := func(ev *matchEvent) {
+	anyHeld := slices.ContainsFunc(cl.pending, func(p matchPend) bool { return p.held })
+	superseded1 := func(j int) {
+		ev := cl.pending[j].ev
+		// A later change on its subjects that the client already held when it was registered
+		// (a removal and its restore merged into no push at all) left nothing to push: the
+		// client was past this one without the control plane's doing, and it has no latency.
+		past := anyHeld && slices.ContainsFunc(cl.pending[j+1:], func(q matchPend) bool { return q.held && q.ev.supersedes(ev) })
+		ev = ev.stats()
 		ev.superseded.Add(1)
 		s.count(ev, cl.group).Superseded++
+		if !past {
+			m.observe(s, ev, at, obsSuperseded, cl.group)
+		}
 	}
 	held1 := func(ev *matchEvent) {
 		ev.held.Add(1)
@@ -1022,7 +1043,7 @@ func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []
 	}
 	for _, i := range superseded {
 		drop[i] = true
-		superseded1(cl.pending[i].ev.stats())
+		superseded1(i)
 	}
 	for _, i := range reached {
 		drop[i] = true
@@ -1036,7 +1057,7 @@ func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []
 		if p.held {
 			held1(p.ev.stats()) // it held when registered: the client was in its state
 		} else {
-			superseded1(p.ev.stats())
+			superseded1(j)
 		}
 	}
 	if len(reached) <= 4 {
@@ -1514,7 +1535,7 @@ func (m *Matcher) Results() MatchResults {
 			r.Censored = true
 			r.Convergence = max(r.Convergence, time.Duration(now-ev.t0.Load()))
 		}
-		if hasT0 && (r.Observed > 0 || !r.Complete()) {
+		if hasT0 && (ev.latCount.Load() > 0 || !r.Complete()) {
 			h := res.ConvergenceByKind[r.Kind]
 			if h == nil {
 				h = NewLatencyHistogram()
