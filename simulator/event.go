@@ -28,8 +28,9 @@ type Event struct {
 	Skip string
 
 	// Set by the Runner.
-	// Fired is when the Runner started applying the event; Late is set when that was after
-	// Scheduled had already passed (Lateness = Fired - scheduled time).
+	// Fired is when the Runner started applying the event; Late is set when that was more
+	// than LateAfter past the scheduled time, because the runner was behind or its wait
+	// overslept (Lateness = Fired - scheduled time).
 	Fired    time.Time
 	Late     bool
 	Lateness time.Duration

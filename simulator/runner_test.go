@@ -163,3 +163,42 @@ func TestRunnerSinkError(t *testing.T) {
 	_, err = r2.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// oversleepClock wakes every wait late, as timers do on a loaded machine.
+type oversleepClock struct {
+	*simulator.VirtualClock
+	by time.Duration
+}
+
+func (c oversleepClock) WaitUntil(ctx context.Context, t time.Time) error {
+	return c.VirtualClock.WaitUntil(ctx, t.Add(c.by))
+}
+
+// A wait that oversleeps makes its event late: the offered load fell behind the schedule as
+// surely as when the runner was behind before the wait. Jitter within LateAfter is not late.
+func TestOversleptEventsAreLate(t *testing.T) {
+	for _, tc := range []struct {
+		by   time.Duration
+		late bool
+	}{{40 * time.Millisecond, true}, {simulator.LateAfter, false}} {
+		t.Run(tc.by.String(), func(t *testing.T) {
+			cfg := simulator.Config{Seed: 1, Duration: 10 * time.Second, Topology: simtest.SmallTopology(),
+				Churn: []simulator.Churn{{Kind: simulator.ConfigChange, Target: simulator.TargetDestinationRule, Every: time.Second}}}
+			sim, err := simulator.New(cfg)
+			require.NoError(t, err)
+			clk := oversleepClock{simulator.NewVirtualClock(simtest.Epoch), tc.by}
+			r, err := simulator.NewRunner(sim, simulator.RunnerOptions{Clock: clk, Sink: simulator.SinkFuncs{}})
+			require.NoError(t, err)
+			require.NoError(t, r.Init(context.Background()))
+			stats, err := r.Run(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, 9, stats.Events)
+			if !tc.late {
+				require.Zero(t, stats.Late)
+				return
+			}
+			require.Equal(t, 9, stats.Late)
+			require.Equal(t, tc.by, stats.MaxLateness)
+		})
+	}
+}
