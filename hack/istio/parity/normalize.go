@@ -107,6 +107,10 @@ func walk(m protoreflect.Message) {
 		// and istiod emits them in the random order of its maps.
 		slices.SortFunc(x.Headers, func(a, b *routev3.HeaderMatcher) int { return strings.Compare(text(a), text(b)) })
 		slices.SortFunc(x.QueryParameters, func(a, b *routev3.QueryParameterMatcher) int { return strings.Compare(text(a), text(b)) })
+	case *routev3.RedirectAction:
+		if _, ok := x.PathRewriteSpecifier.(*routev3.RedirectAction_PathRedirect); ok && x.GetPathRedirect() == "" {
+			x.PathRewriteSpecifier = nil // Envoy keeps the request's path for an empty one too
+		}
 	case *routev3.VirtualHost:
 		// With ignore_port_in_host_matching (Istio) "host" matches "host:80"; without it
 		// (xdslab) both are listed. Compare the host names.
