@@ -184,3 +184,28 @@ func TestUsageBetweenTargetRestart(t *testing.T) {
 	require.False(t, u.hasTargetCPU)
 	require.Contains(t, u.note, "could not be read when the run started")
 }
+
+// Push cycles and inbound updates count the measure and drain phases: their rates are over
+// those phases, not over the whole run.
+func TestCollectCPRatesOverMeasureAndDrain(t *testing.T) {
+	start := cpSample(t, cpCounters(20, 150, 20, 420, 7))
+	end := cpSample(t, cpCounters(150, 200, 30, 450, 8))
+	t0 := time.Unix(1000, 0)
+	var ms []summary.Metric
+	in := RunInput{Target: Target{Kind: "in-process"}, CPFirst: start, CPStart: start, CPEnd: end,
+		Phases: []summary.Phase{{Name: "connect", Start: t0, End: t0.Add(30 * time.Second)},
+			{Name: "measure", Start: t0.Add(30 * time.Second), End: t0.Add(90 * time.Second)},
+			{Name: "drain", Start: t0.Add(90 * time.Second), End: t0.Add(95 * time.Second)}}}
+	collectCP(in, map[string]string{}, func(m ...summary.Metric) { ms = append(ms, m...) }, 100*time.Second, 10)
+	res := summary.Results{Metrics: ms}
+	m, ok := res.Find(MetricPushCycles, nil)
+	require.True(t, ok)
+	require.Equal(t, 130.0, m.Values["count"])
+	require.InDelta(t, 2.0, m.Values["rate"], 1e-12, "130 cycles in 65 s of measure and drain")
+	m, ok = res.Find(MetricCPInbound, nil)
+	require.True(t, ok)
+	require.InDelta(t, 4.0, m.Values["rate"], 1e-12)
+	m, ok = res.Find(MetricCPResponses, nil)
+	require.True(t, ok)
+	require.InDelta(t, 0.3, m.Values["rate"], 1e-12, "responses over the whole run")
+}

@@ -225,10 +225,12 @@ func collectCP(in RunInput, notes map[string]string, add func(...summary.Metric)
 	case restartNote(a, b) != "":
 		notes["debounce"] = "push cycles, events per push and debounce delay left out: " + restartNote(a, b)
 	default:
+		// Their rates are over the phases they count, not over the whole run.
+		window := measureAndDrain(in.Phases, dur)
 		cycles := b.pushCycles - a.pushCycles
-		add(summary.NewCounter(MetricPushCycles, summary.Default, cycles, dur, nil))
+		add(summary.NewCounter(MetricPushCycles, summary.Default, cycles, window, nil))
 		if a.hasInbound && b.hasInbound {
-			add(summary.NewCounter(MetricCPInbound, summary.Default, b.inbound-a.inbound, dur, nil))
+			add(summary.NewCounter(MetricCPInbound, summary.Default, b.inbound-a.inbound, window, nil))
 		}
 		note := "push cycles from " + b.cyclesFrom + "; events per push = simulator events ÷ push cycles in the measure and drain phases"
 		if cycles > 0 {
@@ -341,6 +343,24 @@ func collectCP(in RunInput, notes map[string]string, add func(...summary.Metric)
 		counts(MetricCPRejects, b.rejects, first.rejects)
 		notes["responses"] = MetricCPResponses + " and " + MetricCPRejects + " = the control plane's pilot_xds_pushes and pilot_total_xds_rejects over connect, measure and drain"
 	}
+}
+
+// measureAndDrain is the time from the start of the measure phase to the end of the drain,
+// when the phases say (else dur): the window of the CPStart and CPEnd samples.
+func measureAndDrain(phases []summary.Phase, dur time.Duration) time.Duration {
+	var from, to time.Time
+	for _, p := range phases {
+		switch p.Name {
+		case "measure":
+			from = p.Start
+		case "drain":
+			to = p.End
+		}
+	}
+	if from.IsZero() || to.IsZero() || !to.After(from) {
+		return dur
+	}
+	return to.Sub(from)
 }
 
 // metricsHint says how to read the metrics of an external target that were not read.
