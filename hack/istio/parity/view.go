@@ -194,21 +194,14 @@ func routeLines(r *routev3.RouteConfiguration) []string {
 	r.VirtualHosts = nil
 	out := fields("", r)
 	for _, vh := range vhs {
-		// What matters is which routes a request for a domain gets: the lines of a virtual
-		// host are repeated for each of its (normalised) domains, its name being cosmetic. So
-		// a route that moves to another virtual host is a difference, and one virtual host
-		// with two domains equals two with one each and the same routes.
-		routes, domains := vh.GetRoutes(), vh.GetDomains()
-		vh.Routes, vh.Domains = nil, nil
-		vhLines := fields("", vh)
-		for _, d := range domains {
-			prefix := "vhost " + d + " "
-			for _, l := range vhLines {
-				out = append(out, prefix+l)
-			}
-			for i, rt := range routes {
-				out = append(out, fmt.Sprintf("%sroute[%d]: %s", prefix, i, text(rt)))
-			}
+		// A virtual host is known by its domains (its name is cosmetic, normalised away), so a
+		// route that moves to another virtual host shows as a difference.
+		prefix := "vhost " + strings.Join(vh.GetDomains(), ",") + " "
+		routes := vh.GetRoutes()
+		vh.Routes = nil
+		out = append(out, fields(prefix, vh)...)
+		for i, rt := range routes {
+			out = append(out, fmt.Sprintf("%sroute[%d]: %s", prefix, i, text(rt)))
 		}
 	}
 	return out
