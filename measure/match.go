@@ -1190,10 +1190,14 @@ type EventResult struct {
 	// EarlyReceives counts observations received before T0 (recorded as latency 0).
 	EarlyReceives int
 	// Convergence is the event's convergence time (see the package comment): the largest push
-	// latency over the clients that observed it, and when Censored (some client missed it or
-	// is unresolved) at least the time from T0 to Results. ReceiveConvergence and
+	// latency over the clients that observed or superseded it, and when Censored (some client
+	// missed it or is unresolved) at least the time from T0 to Results. ReceiveConvergence and
 	// AckConvergence are the largest receive and ACK latencies.
-	Convergence        time.Duration
+	Convergence time.Duration
+	// PushLatencies counts the push latencies recorded (observed, and superseded by a
+	// response): the event enters the convergence histogram when it has a T0 and some, or when
+	// it is not Complete.
+	PushLatencies      int
 	Censored           bool
 	ReceiveConvergence time.Duration
 	AckConvergence     time.Duration
@@ -1526,6 +1530,7 @@ func (m *Matcher) Results() MatchResults {
 			ev.mu.Unlock()
 		}
 		r.Reached = r.Observed + r.AlreadyHeld + r.Superseded + r.Missed
+		r.PushLatencies = int(ev.latCount.Load())
 		if n := ev.latCount.Load(); n > 0 {
 			r.Convergence = time.Duration(ev.latMax.Load())
 			r.MinLatency = time.Duration(ev.latMin.Load())
@@ -1535,7 +1540,7 @@ func (m *Matcher) Results() MatchResults {
 			r.Censored = true
 			r.Convergence = max(r.Convergence, time.Duration(now-ev.t0.Load()))
 		}
-		if hasT0 && (ev.latCount.Load() > 0 || !r.Complete()) {
+		if hasT0 && (r.PushLatencies > 0 || !r.Complete()) {
 			h := res.ConvergenceByKind[r.Kind]
 			if h == nil {
 				h = NewLatencyHistogram()

@@ -227,6 +227,7 @@ func SummaryEvents(r measure.MatchResults, nodeID func(int) (string, bool)) []su
 			}
 			ev.MissedBy = append(ev.MissedBy, id)
 		}
+		ev.PushLatencies = e.PushLatencies
 		if ev.Measured() {
 			ev.ConvergenceSeconds = e.Convergence.Seconds()
 		}

@@ -472,6 +472,7 @@ func mergeEvents(shards []Input, sim *Input) []summary.Event {
 			m.Received += e.Received
 			m.EarlyReceives += e.EarlyReceives
 			m.ConvergenceSeconds = math.Max(m.ConvergenceSeconds, e.ConvergenceSeconds)
+			m.PushLatencies += e.PushLatencies
 			m.Censored = m.Censored || e.Censored
 			if in.Summary.Metadata.Probes != "" {
 				holders[e.ID]++

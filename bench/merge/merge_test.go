@@ -606,3 +606,24 @@ func TestMergeNotesMissingLatency(t *testing.T) {
 		})
 	}
 }
+
+// An event every client of a shard superseded with a latency (a debounce held it back) enters
+// the merged convergence, as it entered the shard's: merge reads pushLatencies, not only
+// observed.
+func TestMergeSupersededLatencies(t *testing.T) {
+	sup := summary.Event{ID: 1, Kind: "scale", T0: mergeT0.Add(time.Second), Reached: 5, Superseded: 5, PushLatencies: 5, ConvergenceSeconds: 0.282}
+	s0 := mergeShard(t, shardSpec{index: 0, count: 2, latencies: []int64{282_000}, responses: 5, connected: 5, probes: true, events: []summary.Event{sup}})
+	s1 := mergeShard(t, shardSpec{index: 1, count: 2, latencies: []int64{100_000}, responses: 5, connected: 5, probes: true,
+		events: []summary.Event{{ID: 1, Kind: "scale", T0: mergeT0.Add(time.Second), Reached: 5, Superseded: 5}}})
+	got, err := Merge([]Input{{"shard-0.json", s0}, {"shard-1.json", s1}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Results.Events) != 1 || got.Results.Events[0].PushLatencies != 5 {
+		t.Fatalf("merged events %+v, want one with 5 push latencies", got.Results.Events)
+	}
+	c, ok := got.Results.Find(fleet.MetricConvergence, nil)
+	if h, err := c.Histogram.Decode(); !ok || err != nil || h.TotalCount() != 1 || c.Values["max"] < 0.28 || c.Values["max"] > 0.285 {
+		t.Fatalf("merged convergence %v (found %v), want the superseded event's 0.282 s", c.Values, ok)
+	}
+}

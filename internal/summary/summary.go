@@ -159,8 +159,11 @@ type Event struct {
 	Received           int       `json:"received,omitempty"`
 	EarlyReceives      int       `json:"earlyReceives,omitempty"`
 	ConvergenceSeconds float64   `json:"convergenceSeconds,omitempty"`
-	Censored           bool      `json:"censored,omitempty"`
-	Acked              int       `json:"acked,omitempty"`
+	// PushLatencies counts the clients with a push latency of the event: those that observed
+	// it and those a response moved past it (superseded, see measure.Matcher).
+	PushLatencies int  `json:"pushLatencies,omitempty"`
+	Censored      bool `json:"censored,omitempty"`
+	Acked         int  `json:"acked,omitempty"`
 	// ShardsMissing (merged summaries) counts fleet shards that subscribed to the probes but
 	// hold no record of the event: their clients' view of it is unknown, so it is incomplete.
 	ShardsMissing int `json:"shardsMissing,omitempty"`
@@ -173,8 +176,11 @@ type Event struct {
 func (e Event) Complete() bool { return e.Missed == 0 && e.Unresolved == 0 && e.ShardsMissing == 0 }
 
 // Measured reports whether the event enters the convergence distribution (as the matcher
-// decides: it has a t0 and was observed by some client, or some client missed it).
-func (e Event) Measured() bool { return !e.T0.IsZero() && (e.Observed > 0 || !e.Complete()) }
+// decides: it has a t0 and some client has a push latency of it, or some client missed it).
+// Summaries written before PushLatencies count observations only.
+func (e Event) Measured() bool {
+	return !e.T0.IsZero() && (e.Observed > 0 || e.PushLatencies > 0 || !e.Complete())
+}
 
 // Metric is one metric, or one tagged dimension of it.
 type Metric struct {
@@ -445,7 +451,7 @@ func (m Metadata) validate() []error {
 }
 
 func (e Event) validate() error {
-	for _, n := range []int{e.Reached, e.Observed, e.AlreadyHeld, e.Superseded, e.Missed, e.Unresolved, e.Received, e.EarlyReceives, e.Acked, e.ShardsMissing} {
+	for _, n := range []int{e.Reached, e.Observed, e.AlreadyHeld, e.Superseded, e.Missed, e.Unresolved, e.Received, e.EarlyReceives, e.Acked, e.ShardsMissing, e.PushLatencies} {
 		if n < 0 {
 			return errors.New("counts must be >= 0")
 		}
