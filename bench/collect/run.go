@@ -111,6 +111,17 @@ func Run(in RunInput) (*summary.Summary, error) {
 	if note := MissedNote(events); note != "" {
 		notes["missed"] = note
 	}
+	// Events no client was in reach of (every client's groups, namespaces or subscriptions
+	// left them out): counted among the events, in no class; say so rather than let them vanish.
+	unreached := 0
+	for _, e := range res.Events {
+		if e.Reached == 0 && e.Unresolved == 0 {
+			unreached++
+		}
+	}
+	if unreached > 0 {
+		notes["unreached"] = fmt.Sprintf("%d of %d events reached no client (none of the clients in their reach was subscribed to what they changed): no latency, and not missed", unreached, len(res.Events))
+	}
 	// Observations whose response arrived before t0 (a client applying a backlog: the matcher
 	// counts them at latency 0); a loaded harness shows here, and the low percentiles lie.
 	early := 0

@@ -29,15 +29,20 @@ var noteLead = map[string]string{
 	"sink":       "failed events: ",
 }
 
-// NoteLines returns the console's lines for a summary's other notes (note.* labels but
-// note.harness and note.saturated, which HarnessLines prints), in key order: what a run or a
-// merge wants its reader to know (clients without a full config, failed sink writes, admission,
-// what a merge could not include, shards that were interrupted).
+// consoleSkips are the notes the console leaves to summary.json and report.html: HarnessLines
+// prints the harness's, and the others say where a control-plane figure comes from.
+var consoleSkips = map[string]bool{"harness": true, "saturated": true, "cpu": true, "debounce": true, "cache": true, "responses": true}
+
+// NoteLines returns the console's lines for a summary's other notes (note.* labels but the
+// harness's, which HarnessLines prints, and those saying where a control-plane figure comes
+// from), in key order: what a run or a merge wants its reader to know (clients without a full
+// config, failed sink writes, admission, events no client was in reach of, what a merge could
+// not include, shards that were interrupted).
 func NoteLines(s *summary.Summary) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(s.Metadata.Labels)) {
 		key, ok := strings.CutPrefix(k, "note.")
-		if !ok || key == "harness" || key == "saturated" || s.Metadata.Labels[k] == "" {
+		if !ok || consoleSkips[key] || s.Metadata.Labels[k] == "" {
 			continue
 		}
 		lead, known := noteLead[key]

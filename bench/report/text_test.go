@@ -41,7 +41,7 @@ func TestHarnessMarkerShown(t *testing.T) {
 func TestNoteLines(t *testing.T) {
 	s := &summary.Summary{Metadata: summary.Metadata{Labels: map[string]string{
 		"note.harness": "h", "note.saturated": "s", "note.sink": "2 of 9", "note.merge": "shard 1 lacks x",
-		"note.interrupted": "shard 0 stopped", "note.empty": "", "shards": "2",
+		"note.interrupted": "shard 0 stopped", "note.empty": "", "shards": "2", "note.cpu": "one process",
 	}}}
 	require.Equal(t, []string{"interrupted: shard 0 stopped", "merge: shard 1 lacks x", "failed events: 2 of 9"}, NoteLines(s))
 }

@@ -358,3 +358,24 @@ func TestRunExternalMetricsWithoutPilotServices(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, s.Metadata.Labels["note.setup"], "could not be checked: the target's metrics have no pilot_services")
 }
+
+// Events no client is in reach of (gRPC clients asking for another service) are in no class:
+// the summary says how many, rather than let them vanish between observed and missed.
+func TestRunNotesUnreachedEvents(t *testing.T) {
+	sc := loadScenario(t, `
+name: unreached
+seed: 3
+duration: 1500ms
+topology: {namespaces: 1, services: 4, endpointsPerService: 2, virtualServices: 0, destinationRules: 0}
+churn:
+  - {kind: scale, at: [200ms, 400ms, 600ms], delta: {dist: constant, value: 1}}
+clients:
+  - {name: grpc, count: 2, ramp: 0, xds: grpc, targets: ["nosuch:80"], requireFullConfig: false}
+phases: {connect: {timeout: 2s}, drain: {timeout: 500ms}}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Run(ctx, sc, Options{})
+	require.NoError(t, err)
+	require.Contains(t, s.Metadata.Labels["note.unreached"], "3 of 3 events reached no client")
+}
