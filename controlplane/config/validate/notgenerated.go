@@ -94,6 +94,11 @@ func firstCredential(t *networking.ServerTLSSettings) string {
 // notGeneratedServiceEntry warns about a port without a protocol on an entry without an IP
 // address: xdslab sniffs only on a VIP listener, so this port is plain TCP.
 func (c *checker) notGeneratedServiceEntry(at Path, se *networking.ServiceEntry) {
+	for i, p := range se.GetPorts() {
+		if strings.EqualFold(p.GetProtocol(), "MONGO") {
+			c.warnf(at.With("ports", i, "protocol"), "MONGO's envoy.filters.network.mongo_proxy (which istiod puts before the tcp_proxy) is %s: the port is plain TCP", notGenerated)
+		}
+	}
 	for _, a := range se.GetAddresses() {
 		if isIP(a) {
 			return
