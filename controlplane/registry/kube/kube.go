@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -19,6 +20,7 @@ import (
 	istioinformers "istio.io/client-go/pkg/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -205,6 +207,18 @@ func (c *Controller) Run(ctx context.Context, configs ConfigStore) error {
 	}
 	watch := func(infs ...cache.SharedIndexInformer) error {
 		for _, inf := range infs {
+			// The informers retry for ever; a list or watch the API server forbids would only
+			// keep Synced open without a word: say what to grant, once per informer.
+			var warned atomic.Bool
+			if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+				if apierrors.IsForbidden(err) && !warned.Swap(true) {
+					c.log.Error("kube registry: the API server forbids listing or watching a resource the control plane reads: it waits until that is granted (list and watch; examples/kube/rbac.yaml has the ClusterRole)",
+						"type", r.TypeDescription(), "error", err)
+				}
+				cache.DefaultWatchErrorHandler(ctx, r, err)
+			}); err != nil {
+				return fmt.Errorf("kube registry: %w", err)
+			}
 			reg, err := inf.AddEventHandler(handler)
 			if err != nil {
 				return fmt.Errorf("kube registry: %w", err)

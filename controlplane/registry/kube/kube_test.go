@@ -2,8 +2,11 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,14 +18,18 @@ import (
 	istiofake "istio.io/client-go/pkg/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/features"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/xdslab/xdslab/controlplane/config"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/controlplane/registry"
+	"github.com/xdslab/xdslab/internal/syncbuf"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -449,3 +456,41 @@ func TestControllerIstioKinds(t *testing.T) {
 }
 
 func create[T any](_ T, err error) error { return err }
+
+// A resource the API server forbids the control plane to list (Nodes, with an RBAC from
+// before it read them) keeps the registry waiting, as istiod waits; the log says what to grant.
+func TestForbiddenListIsLogged(t *testing.T) {
+	kube := kubefake.NewClientset()
+	kube.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("RBAC: not granted"))
+	})
+	var logs syncbuf.Buffer
+	c, err := New(Options{Kube: kube, Pods: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, config.NewMemory(config.MemoryOptions{})) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "forbids listing or watching") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log naming the forbidden resource; logs:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-c.Synced():
+		t.Fatal("synced without the Nodes")
+	default:
+	}
+	if !strings.Contains(logs.String(), "Node") {
+		t.Errorf("the log does not name Nodes:\n%s", logs.String())
+	}
+}
