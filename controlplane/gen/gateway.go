@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -158,23 +159,18 @@ func (k portKind) String() string {
 }
 
 func serverKind(srv *networking.Server) (portKind, error) {
-	proto := strings.ToUpper(srv.GetPort().GetProtocol())
-	switch proto {
-	case "HTTP", "HTTP2", "GRPC", "GRPC-WEB":
+	k, err := validate.GatewayServerKind(srv)
+	switch k {
+	case validate.PortHTTP:
 		return kindHTTP, nil
-	case "HTTPS", "TLS":
-		m := srv.GetTls().GetMode()
-		switch {
-		case m == networking.ServerTLSSettings_PASSTHROUGH:
-			return kindTLS, nil
-		case proto == "HTTPS" && (m == networking.ServerTLSSettings_SIMPLE || m == networking.ServerTLSSettings_MUTUAL) && serverCredential(srv.GetTls()) != "":
-			return kindHTTPS, nil
-		}
-		return 0, fmt.Errorf("protocol %s with tls mode %s is not supported (PASSTHROUGH, or HTTPS with SIMPLE or MUTUAL and a credentialName); server skipped", proto, m)
-	case "TCP", "MONGO", "REDIS", "MYSQL":
+	case validate.PortHTTPS:
+		return kindHTTPS, nil
+	case validate.PortTLSPassthrough:
+		return kindTLS, nil
+	case validate.PortTCP:
 		return kindTCP, nil
 	}
-	return 0, fmt.Errorf("protocol %q is not supported on a gateway server; use HTTP, HTTP2, GRPC, HTTPS/TLS (PASSTHROUGH) or TCP; server skipped", srv.GetPort().GetProtocol())
+	return 0, err
 }
 
 // gwPort is a listener port of the router and the servers on it.

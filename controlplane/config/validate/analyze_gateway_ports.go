@@ -23,22 +23,30 @@ const (
 // router generator does not generate (an unsupported protocol or TLS mode; notGeneratedGateway
 // and the generator say why).
 func GatewayPortKind(srv *networking.Server) string {
+	k, _ := GatewayServerKind(srv)
+	return k
+}
+
+// GatewayServerKind is GatewayPortKind, with why a server the router skips is skipped.
+func GatewayServerKind(srv *networking.Server) (string, error) {
 	proto := strings.ToUpper(srv.GetPort().GetProtocol())
 	switch proto {
 	case "HTTP", "HTTP2", "GRPC", "GRPC-WEB":
-		return PortHTTP
+		return PortHTTP, nil
 	case "HTTPS", "TLS":
 		t := srv.GetTls()
 		switch m := t.GetMode(); {
 		case m == networking.ServerTLSSettings_PASSTHROUGH:
-			return PortTLSPassthrough
+			return PortTLSPassthrough, nil
 		case proto == "HTTPS" && (m == networking.ServerTLSSettings_SIMPLE || m == networking.ServerTLSSettings_MUTUAL) && firstCredential(t) != "":
-			return PortHTTPS
+			return PortHTTPS, nil
+		default:
+			return "", fmt.Errorf("protocol %s with tls mode %s is not supported (PASSTHROUGH, or HTTPS with SIMPLE or MUTUAL and a credentialName); server skipped", proto, m)
 		}
 	case "TCP", "MONGO", "REDIS", "MYSQL":
-		return PortTCP
+		return PortTCP, nil
 	}
-	return ""
+	return "", fmt.Errorf("protocol %q is not supported on a gateway server; use HTTP, HTTP2, GRPC, HTTPS/TLS (PASSTHROUGH) or TCP; server skipped", srv.GetPort().GetProtocol())
 }
 
 // analyzeGatewayPorts reports Gateway servers that ask for one port with different kinds of
