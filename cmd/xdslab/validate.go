@@ -44,8 +44,9 @@ A directory, a file of Kubernetes objects (apiVersion/kind documents), or any ar
 decoding and istiod's validation of ServiceEntry, WorkloadEntry, VirtualService,
 DestinationRule, Sidecar and Gateway. Each rejected object is listed as FILE:LINE: Kind
 namespace/name: field: what is wrong: the fix (exit code 2). Warnings (objects istiod admits
-with a finding, VirtualService subsets no DestinationRule defines and Gateways a
-VirtualService binds to that do not exist, as istioctl analyze reports them) and skipped documents of other kinds are listed without failing.
+with a finding, VirtualService subsets no DestinationRule defines, Gateways a
+VirtualService binds to that do not exist, and Gateways asking one router's port for two kinds
+of listener, as istioctl analyze reports them) and skipped documents of other kinds are listed without failing.
 
 Built-in scenarios: ` + strings.Join(scenarios.BuiltinNames(), ", ") + `.
 The field reference is docs/scenarios.md.`,
