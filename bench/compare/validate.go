@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/internal/summary"
 )
 
@@ -100,12 +101,12 @@ func checkInputs(base *Side, opts Options) error {
 		for _, alt := range topAlternatives(opts.Gate.String()) {
 			if !slices.ContainsFunc(c.names, func(n string) bool { return alt.MatchString(n) }) {
 				return fmt.Errorf("compare: --gate %q: its alternative %q selects no metric of base (%s)%s, so a regression there would pass unseen%s; the metrics that can gate: %s",
-					opts.Gate.String(), alt.String(), base.Path, c.unmeasured(alt.MatchString), suggest(alt.String(), gateable), strings.Join(gateable, ", "))
+					opts.Gate.String(), alt.String(), base.Path, c.unmeasured(alt.MatchString), didYouMean(alt.String(), gateable), strings.Join(gateable, ", "))
 			}
 		}
 		if len(selected) == 0 {
 			return fmt.Errorf("compare: --gate %q selects no metric of base (%s)%s, so no regression could fail the comparison%s; the metrics that can gate: %s",
-				opts.Gate.String(), base.Path, c.unmeasured(opts.Gate.MatchString), suggest(opts.Gate.String(), gateable), strings.Join(gateable, ", "))
+				opts.Gate.String(), base.Path, c.unmeasured(opts.Gate.MatchString), didYouMean(opts.Gate.String(), gateable), strings.Join(gateable, ", "))
 		}
 		for _, n := range selected {
 			if !slices.Contains(gateable, n) {
@@ -131,7 +132,7 @@ func checkInputs(base *Side, opts Options) error {
 	for _, d := range opts.Directions {
 		if _, ok := c.entries[d.Name]; !ok {
 			return fmt.Errorf("compare: --worse %s=%s: base (%s) has no metric %s%s; its metrics: %s",
-				d.Name, d.Dir, base.Path, d.Name, suggest(d.Name, c.names), strings.Join(c.names, ", "))
+				d.Name, d.Dir, base.Path, d.Name, didYouMean(d.Name, c.names), strings.Join(c.names, ", "))
 		}
 	}
 	return nil
@@ -143,7 +144,7 @@ func (c catalog) checkThreshold(mt MetricThreshold, path string) error {
 	entries, ok := c.entries[mt.Name]
 	if !ok {
 		return fmt.Errorf("compare: %s: base (%s) has no metric %s%s, so this threshold would apply to nothing%s; its metrics: %s",
-			flag, path, mt.Name, c.unmeasured(func(n string) bool { return n == mt.Name }), suggest(mt.Name, c.names), strings.Join(c.names, ", "))
+			flag, path, mt.Name, c.unmeasured(func(n string) bool { return n == mt.Name }), didYouMean(mt.Name, c.names), strings.Join(c.names, ", "))
 	}
 	if mt.Tags != nil {
 		want := summary.TagString(mt.Tags)
@@ -157,7 +158,7 @@ func (c catalog) checkThreshold(mt MetricThreshold, path string) error {
 		}
 		if len(match) == 0 {
 			return fmt.Errorf("compare: %s: base (%s) has no entry %s%s, so this threshold would apply to nothing%s; its entries: %s",
-				flag, path, mt.Name, flagTags(mt.Tags), suggest(flagTags(mt.Tags), have), strings.Join(have, ", "))
+				flag, path, mt.Name, flagTags(mt.Tags), didYouMean(flagTags(mt.Tags), have), strings.Join(have, ", "))
 		}
 		entries = match
 	}
@@ -251,38 +252,11 @@ func topAlternatives(pattern string) []*regexp.Regexp {
 
 var leadingFlags = regexp.MustCompile(`^\(\?[imsU-]+\)`)
 
-// suggest is "; did you mean X?" for the candidate nearest to s (ignoring regexp anchors), or
+// didYouMean is "; did you mean X?" for the candidate nearest to s (ignoring regexp anchors), or
 // "" when none is near.
-func suggest(s string, candidates []string) string {
-	plain := strings.Trim(s, "^$")
-	best, bestD := "", -1
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(plain), strings.ToLower(c)); bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
+func didYouMean(s string, candidates []string) string {
+	if n := suggest.Nearest(strings.Trim(s, "^$"), candidates); n != "" {
+		return fmt.Sprintf("; did you mean %s?", n)
 	}
-	if bestD < 0 || bestD > max(2, len(plain)/4) {
-		return ""
-	}
-	return fmt.Sprintf("; did you mean %s?", best)
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
