@@ -2,6 +2,7 @@ package gen
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -101,5 +102,36 @@ func TestDestinationRuleNamespaceKey(t *testing.T) {
 	rs, err := endpoints(other, s, []string{subsetCluster})
 	if err != nil || len(rs) != 1 || len(summarize(rs[0].Message.(*endpointv3.ClusterLoadAssignment))) == 0 {
 		t.Errorf("named assignment %s: %v, %v; want its endpoint", subsetCluster, rs, err)
+	}
+}
+
+// TestNamedAssignmentFollowsProxyNamespaceRule: a subset that both the proxy's namespace and the
+// service's namespace define, differently: the proxy's cluster follows its own namespace's rule,
+// and so must the named assignment it asks for (not the service namespace's, shared by all).
+func TestNamedAssignmentFollowsProxyNamespaceRule(t *testing.T) {
+	const host = "s.svc-ns.svc.cluster.local"
+	svc := &model.Service{Hostname: host, Namespace: "svc-ns", Addresses: []string{"10.96.0.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	eps := map[string][]*model.Endpoint{host: {
+		{Service: host, Address: "10.1.0.1", Labels: map[string]string{"version": "x"}, Weight: 1, Health: model.Healthy},
+		{Service: host, Address: "10.1.0.2", Labels: map[string]string{"version": "y"}, Weight: 1, Health: model.Healthy},
+	}}
+	rule := func(ns, version string) *istioconfig.Config {
+		return drConfig("r", ns, &networking.DestinationRule{Host: host, Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": version}}}})
+	}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: eps, Configs: []*istioconfig.Config{rule("client", "x"), rule("svc-ns", "y")}})
+	name := ClusterName(Outbound, 80, "v1", host)
+	for _, tc := range []struct{ ns, want string }{{"client", "10.1.0.1"}, {"other", "10.1.0.2"}} {
+		p := sidecarProxy("10.0.0.9", tc.ns)
+		rs, err := endpoints(p, s, []string{name})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%s: %v, %v", tc.ns, rs, err)
+		}
+		got := summarize(rs[0].Message.(*endpointv3.ClusterLoadAssignment))
+		if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+			t.Errorf("proxy in %s: %s has %v, want only %s", tc.ns, name, got, tc.want)
+		}
+	}
+	if ViewKey(EndpointType, sidecarProxy("10.0.0.9", "client"), s, false) == ViewKey(EndpointType, sidecarProxy("10.0.0.9", "other"), s, false) {
+		t.Error("the named assignment of a proxy whose namespace's rule comes first shares the others' cache key")
 	}
 }

@@ -28,6 +28,7 @@ import (
 // so every proxy shares the bytes.
 func endpoints(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	ix := newIndex(s, nil)
+	ix.drNS = drNamespaceKey(p, s) // its namespace's subsets come first for it, as in its CDS
 	if wantAll(names) {
 		ix = newIndex(s, s.ScopeFor(p))
 		names = edsClusterNames(s, ix)
@@ -102,7 +103,7 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 		return empty, nil
 	}
 	dr := ix.destinationRule(svc.Hostname)
-	if cn.Subset != "" && ix.namespace() == "" && subset(dr, cn.Subset) == nil {
+	if cn.Subset != "" && ix.namespace() == "" && ix.drNS == "" && subset(dr, cn.Subset) == nil {
 		// Named and shared by every proxy: the subset may come from a client namespace's rule.
 		dr = ruleWithSubset(s, svc.Namespace, svc.Hostname, cn.Subset)
 	}

@@ -30,6 +30,9 @@ type index struct {
 	// scope is the proxy's view: VirtualServices it does not see are ignored, DestinationRules
 	// are chosen for its namespace (nil: every config applies, rules as for no namespace).
 	scope *model.Scope
+	// drNS, without a scope, is the namespace DestinationRules are chosen for: a named EDS
+	// request of a proxy whose own namespace's rules come first (drNamespaceKey).
+	drNS string
 	// The maps are built on first need, after scanLimit lookups answered by a linear scan, so
 	// that a request for one or two names (an EDS push) does not pay O(configs) allocations.
 	lookups int
@@ -160,7 +163,11 @@ func hostMatches(pattern, host string) bool {
 
 // destinationRule returns the DR that applies to host for the proxy, or nil (destrule.go).
 func (ix *index) destinationRule(host string) *istioconfig.Config {
-	return selectDestinationRule(ix.snap, ix.namespace(), serviceNamespace(ix.snap, host), host)
+	ns := ix.namespace()
+	if ix.scope == nil {
+		ns = ix.drNS
+	}
+	return selectDestinationRule(ix.snap, ns, serviceNamespace(ix.snap, host), host)
 }
 
 // virtualServices returns the VSs with a host (exact or wildcard) that matches host, in

@@ -49,8 +49,9 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 
 // ViewKey names the proxy's view of s that the generator of typeURL reads (model.Scope.Key:
 // the Sidecar that applies and the namespace exportTo is checked against), "" when it reads
-// none: a named EDS request is answered the same for every proxy, a wildcard one lists only
-// the clusters the proxy sees. The ADS server adds it to KeyScope in its cache keys, so
+// none: a named EDS request is answered the same for every proxy (but one whose own
+// namespace's DestinationRules come first), a wildcard one lists only the clusters the proxy
+// sees. The ADS server adds it to KeyScope in its cache keys, so
 // proxies with different views never share bytes and proxies with the same view do.
 //
 // It also names the proxy's namespace when DestinationRules of that namespace apply to it
@@ -58,7 +59,15 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 // the proxy (sourceMatchKey): a sidecar's outbound TCP chains follow the tcp routes whose
 // sourceLabels and sourceNamespace select it, which KeyScope does not name for listeners.
 func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) string {
-	if s == nil || (typeURL == EndpointType && !wildcard) {
+	if s == nil {
+		return ""
+	}
+	if typeURL == EndpointType && !wildcard {
+		// Shared by every proxy, but for one whose own namespace's DestinationRules come
+		// first: its subsets' endpoints follow those rules, as its clusters do.
+		if ns := drNamespaceKey(p, s); ns != "" {
+			return "dr=" + ns
+		}
 		return ""
 	}
 	k := s.ScopeFor(p).Key()

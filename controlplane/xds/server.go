@@ -604,12 +604,14 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	nameClass := func(string) string { return class }
 	if typeURL == gen.EndpointType && class != "" {
 		// Only the assignments that locality load balancing makes the proxy's are cached per
-		// locality class; the rest stay shared by every proxy.
+		// locality class; the rest stay shared by every proxy, but for one whose namespace's
+		// own DestinationRules come first (its view key names it: its subsets are its own).
+		view := gen.ViewKey(typeURL, p, st.snap, false)
 		nameClass = func(n string) string {
 			if p, err := gen.ParseClusterName(n); err == nil && gen.LocalityDependent(st.snap, p.Host) {
 				return class
 			}
-			return ""
+			return view
 		}
 	}
 	for _, n := range names {
