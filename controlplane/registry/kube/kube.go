@@ -519,9 +519,15 @@ func (c *Controller) podChanged(p *corev1.Pod, deleted bool) {
 	ip := p.Status.PodIP
 	if c.ipOfPod[k] == ip {
 		if old != nil && !maps.Equal(old.Labels, p.Labels) {
+			// The Services whose endpoints carry its labels: those selecting it before or after
+			// the change, and selectorless ones whose slices list its IP.
 			var svcs []nsName
 			for sk, sel := range c.selectors {
-				if sk.ns == p.Namespace && len(sel) > 0 && model.LabelsMatch(sel, p.Labels) {
+				if sk.ns != p.Namespace {
+					continue
+				}
+				if len(sel) > 0 && (model.LabelsMatch(sel, p.Labels) || model.LabelsMatch(sel, old.Labels)) ||
+					len(sel) == 0 && c.slicesList(sk, ip) {
 					svcs = append(svcs, sk)
 				}
 			}
@@ -556,6 +562,18 @@ func (c *Controller) podChanged(p *corev1.Pod, deleted bool) {
 			c.refresh(svc, false)
 		}
 	}
+}
+
+// slicesList reports whether one of svc's EndpointSlices lists address ip.
+func (c *Controller) slicesList(svc nsName, ip string) bool {
+	for _, es := range c.slicesOf[svc] {
+		for _, e := range es.Endpoints {
+			if slices.Contains(e.Addresses, ip) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // podServing is istiod's test for a Pod in its IP index: an IP, not terminal, not being

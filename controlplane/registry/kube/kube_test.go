@@ -494,3 +494,36 @@ func TestForbiddenListIsLogged(t *testing.T) {
 		t.Errorf("the log does not name Nodes:\n%s", logs.String())
 	}
 }
+
+// TestPodRelabelOutOfSelector: a Pod relabelled out of its Service's selector (the slice still
+// lists it until the EndpointSlice controller catches up) and a selectorless Service's endpoint
+// at a Pod's IP both carry the Pod's new labels at once.
+func TestPodRelabelOutOfSelector(t *testing.T) {
+	ctx := context.Background()
+	es := slice("shop", "web", "web-a", "10.1.0.1")
+	es.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "web-1", Namespace: "shop"}
+	svc := service("shop", "web", corev1.ServicePort{Name: "http-80", Port: 80})
+	svc.Spec.Selector = map[string]string{"app": "web"}
+	manual := service("shop", "manual", corev1.ServicePort{Name: "http-80", Port: 80})
+	mes := slice("shop", "manual", "manual-a", "10.1.0.1")
+	kube := kubefake.NewClientset(svc, es, manual, mes, pod("shop", "web-1", "sa-web", "10.1.0.1", map[string]string{"app": "web", "version": "v1"}))
+	h := startWith(t, Options{Kube: kube, Istio: istiofake.NewSimpleClientset(), Pods: true})
+	manualHost := "manual.shop.svc.cluster.local"
+	if eps := h.agg.Endpoints(manualHost); len(eps) != 1 || eps[0].Labels["version"] != "v1" {
+		t.Fatalf("selectorless service's endpoint after sync: %v, want the Pod's labels (found by IP)", eps)
+	}
+	if _, err := kube.CoreV1().Pods("shop").Update(ctx, pod("shop", "web-1", "sa-web", "10.1.0.1", map[string]string{"app": "other", "version": "v2"}), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		web, man := h.agg.Endpoints(host), h.agg.Endpoints(manualHost)
+		if len(web) == 1 && web[0].Labels["version"] == "v2" && len(man) == 1 && man[0].Labels["version"] == "v2" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the relabel: %s %v, %s %v; want both with version v2", host, web, manualHost, man)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
