@@ -1023,13 +1023,19 @@ func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []
 		return
 	}
 	drop := make([]bool, len(cl.pending))
-	anyHeld := slices.ContainsFunc(cl.pending, func(p matchPend) bool { return p.held })
+	anyHeld := -1 // whether some pending entry is held: looked at once, when first needed
 	superseded1 := func(j int) {
 		ev := cl.pending[j].ev
+		if anyHeld < 0 {
+			anyHeld = 0
+			if slices.ContainsFunc(cl.pending, func(p matchPend) bool { return p.held }) {
+				anyHeld = 1
+			}
+		}
 		// A later change on its subjects that the client already held when it was registered
 		// (a removal and its restore merged into no push at all) left nothing to push: the
 		// client was past this one without the control plane's doing, and it has no latency.
-		past := anyHeld && slices.ContainsFunc(cl.pending[j+1:], func(q matchPend) bool { return q.held && q.ev.supersedes(ev) })
+		past := anyHeld == 1 && slices.ContainsFunc(cl.pending[j+1:], func(q matchPend) bool { return q.held && q.ev.supersedes(ev) })
 		ev = ev.stats()
 		ev.superseded.Add(1)
 		s.count(ev, cl.group).Superseded++

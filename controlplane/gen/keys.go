@@ -104,6 +104,9 @@ func sourceMatches(s *model.Snapshot) []sourceMatch {
 		}
 		for _, c := range s.Configs(istioconfig.KindVirtualService) {
 			vs := vsSpec(c)
+			if !forMesh(vs.GetGateways()) {
+				continue // a gateway's routes: no sidecar reads them
+			}
 			for _, tr := range vs.GetTcp() {
 				for _, m := range tr.GetMatch() {
 					add(m.GetSourceLabels(), m.GetSourceNamespace())
