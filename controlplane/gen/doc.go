@@ -130,8 +130,8 @@
 // public; each by creation time, name, namespace): a sidecar takes the HTTP routes of the first
 // one for the host (an exact host over a wildcard, the most specific wildcard first) and the
 // tcp routes of every one, a gateway the HTTP routes of every one bound to it, in that order;
-// all among those the proxy's scope admits (a DestinationRule exported to its namespace, a
-// VirtualService exported to it and imported by its Sidecar). Proxies with the same view share
+// all among those the proxy's scope admits (a VirtualService exported to it and imported by its
+// Sidecar; DestinationRules as destrule.go chooses them). Proxies with the same view share
 // outbound clusters; assignments are shared by all, except where locality load balancing
 // applies.
 //
