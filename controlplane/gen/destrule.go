@@ -152,7 +152,11 @@ func destinationRulePools(s *model.Snapshot) *drPools {
 // selectDestinationRule is istiod's choice of rule for a service of namespace svcNS with host
 // name host, seen from a proxy of namespace proxyNS ("" for any proxy).
 func selectDestinationRule(s *model.Snapshot, proxyNS, svcNS, host string) *istioconfig.Config {
-	ps := destinationRulePools(s)
+	return destinationRulePools(s).choose(proxyNS, svcNS, host)
+}
+
+// choose is selectDestinationRule over the snapshot's pools.
+func (ps *drPools) choose(proxyNS, svcNS, host string) *istioconfig.Config {
 	all := func(*drEntry) bool { return true }
 	switch {
 	case proxyNS == "":

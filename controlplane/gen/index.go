@@ -33,6 +33,7 @@ type index struct {
 	// drNS, without a scope, is the namespace DestinationRules are chosen for: a named EDS
 	// request of a proxy whose own namespace's rules come first (drNamespaceKey).
 	drNS string
+	drs  *drPools // the snapshot's DestinationRules, fetched at the first lookup
 	// The maps are built on first need, after scanLimit lookups answered by a linear scan, so
 	// that a request for one or two names (an EDS push) does not pay O(configs) allocations.
 	lookups int
@@ -167,7 +168,10 @@ func (ix *index) destinationRule(host string) *istioconfig.Config {
 	if ix.scope == nil {
 		ns = ix.drNS
 	}
-	return selectDestinationRule(ix.snap, ns, serviceNamespace(ix.snap, host), host)
+	if ix.drs == nil {
+		ix.drs = destinationRulePools(ix.snap)
+	}
+	return ix.drs.choose(ns, serviceNamespace(ix.snap, host), host)
 }
 
 // virtualServices returns the VSs with a host (exact or wildcard) that matches host, in
