@@ -98,6 +98,11 @@ type drPools struct {
 	local     map[string]*drPool // by namespace: the rules a proxy of that namespace reads first
 	exported  map[string]*drPool // by namespace: the rules exported beyond it
 	rootLocal *drPool            // the root namespace's rules exported to it alone
+	// distinct holds the namespaces (but the root) whose own rules may choose differently
+	// for their proxies than for others: a rule not exported everywhere, a wildcard, or one for
+	// a host outside the namespace. A namespace whose rules are all public and for its own
+	// services chooses as everyone does (step 2 finds the same rule).
+	distinct map[string]bool
 }
 
 type drPoolsKey struct{}
@@ -106,7 +111,7 @@ func destinationRulePools(s *model.Snapshot) *drPools {
 	return s.Derived(drPoolsKey{}, func() any {
 		cs := slices.Clone(s.Configs(istioconfig.KindDestinationRule))
 		slices.SortStableFunc(cs, compareByCreation)
-		ps := &drPools{local: map[string]*drPool{}, exported: map[string]*drPool{}}
+		ps := &drPools{local: map[string]*drPool{}, exported: map[string]*drPool{}, distinct: map[string]bool{}}
 		pool := func(m map[string]*drPool, ns string) *drPool {
 			if m[ns] == nil {
 				m[ns] = &drPool{exact: map[string][]*drEntry{}, wild: map[string][]*drEntry{}}
@@ -131,6 +136,9 @@ func destinationRulePools(s *model.Snapshot) *drPools {
 			slices.Sort(exportTo)
 			exportTo = slices.Compact(exportTo)
 			public := len(exportTo) == 0 || slices.Contains(exportTo, "*")
+			if c.Namespace != model.RootNamespace && (!public || strings.HasPrefix(host, "*") || serviceNamespace(s, host) != c.Namespace) {
+				ps.distinct[c.Namespace] = true
+			}
 			if public || slices.Contains(exportTo, ".") {
 				pool(ps.local, c.Namespace).add(host, exportTo, c)
 			}
@@ -180,15 +188,16 @@ func (ps *drPools) choose(proxyNS, svcNS, host string) *istioconfig.Config {
 	return ps.exported[model.RootNamespace].lookup(host, exportedTo)
 }
 
-// drNamespaceKey names the proxy's namespace when its DestinationRules come first for it (it
-// has rules of its own, or it is the root namespace with rules private to it): then proxies of
-// other namespaces may get other rules for the same service. "" otherwise.
+// drNamespaceKey names the proxy's namespace when its DestinationRules come first for it and
+// may choose otherwise than for other proxies (drPools.distinct, or the root namespace with
+// rules private to it): then proxies of other namespaces may get other rules for the same
+// service. "" otherwise.
 func drNamespaceKey(p *model.Proxy, s *model.Snapshot) string {
 	if p == nil || p.Namespace == "" {
 		return ""
 	}
 	ps := destinationRulePools(s)
-	if p.Namespace == model.RootNamespace && ps.rootLocal != nil || p.Namespace != model.RootNamespace && ps.local[p.Namespace] != nil {
+	if p.Namespace == model.RootNamespace && ps.rootLocal != nil || p.Namespace != model.RootNamespace && ps.distinct[p.Namespace] {
 		return p.Namespace
 	}
 	return ""

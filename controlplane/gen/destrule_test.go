@@ -135,3 +135,25 @@ func TestNamedAssignmentFollowsProxyNamespaceRule(t *testing.T) {
 		t.Error("the named assignment of a proxy whose namespace's rule comes first shares the others' cache key")
 	}
 }
+
+// TestDestinationRuleOwnServicesShareClass: a namespace whose rules are public and for its own
+// services chooses for its proxies what every proxy gets (the service namespace's rule): its
+// proxies keep sharing classes with the rest; a private rule splits them.
+func TestDestinationRuleOwnServicesShareClass(t *testing.T) {
+	const host = "s.svc-ns.svc.cluster.local"
+	svc := &model.Service{Hostname: host, Namespace: "svc-ns", Addresses: []string{"10.96.0.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	own := drConfig("own", "svc-ns", &networking.DestinationRule{Host: host, Subsets: []*networking.Subset{{Name: "x", Labels: map[string]string{"v": "x"}}}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{own}})
+	inNS, other := sidecarProxy("10.0.0.9", "svc-ns"), sidecarProxy("10.0.0.9", "other")
+	if k := drNamespaceKey(inNS, s); k != "" {
+		t.Errorf("a namespace with public rules for its own service: key %q, want none", k)
+	}
+	if cacheClass(ClusterType, inNS, s) != cacheClass(ClusterType, other, s) {
+		t.Error("its proxies no longer share clusters with the rest")
+	}
+	private := drConfig("own", "svc-ns", &networking.DestinationRule{Host: host, ExportTo: []string{"."}})
+	s2 := model.NewSnapshot(2, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{private}})
+	if k := drNamespaceKey(inNS, s2); k != "svc-ns" {
+		t.Errorf("a private rule: key %q, want the namespace", k)
+	}
+}
