@@ -533,7 +533,8 @@ func (r *execution) readCP(ctx context.Context) collect.CPSample {
 	}
 	fams, err := r.tgt.gather(ctx)
 	if err != nil {
-		r.log.Debug("read control-plane metrics", "err", err)
+		// Said at once: the figures that need this sample are left out (with a note).
+		r.log.Warn("could not read the control plane's metrics; the figures that need this sample are left out", "err", err)
 		return collect.CPSample{}
 	}
 	return collect.ReadCP(fams)
