@@ -261,14 +261,7 @@ func TestLifecycle(t *testing.T) {
 		s := start(t, strings.Replace(readFile(t, "lifecycle.yaml"), "{name: a-2, namespace: app, labels", "{name: a-2x, namespace: app, labels", 1))
 		s.compare(t, "slice points at a missing pod", nil)
 		s.both(t, func(c kubernetes.Interface) error {
-			p, err := c.CoreV1().Pods("app").Get(ctx, "a-2x", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			p = p.DeepCopy()
-			p.Name, p.ResourceVersion = "a-2", ""
-			_, err = c.CoreV1().Pods("app").Create(ctx, p, metav1.CreateOptions{})
-			return err
+			return copyPod(ctx, c, "a-2x", func(p *corev1.Pod) { p.Name = "a-2" })
 		})
 		s.compare(t, "pod a-2 arrives", nil)
 	})
@@ -276,14 +269,10 @@ func TestLifecycle(t *testing.T) {
 		t.Parallel()
 		s := start(t, readFile(t, "lifecycle.yaml"))
 		s.both(t, func(c kubernetes.Interface) error {
-			p, err := c.CoreV1().Pods("app").Get(ctx, "a-1", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			p.Labels["version"] = "v3"
-			delete(p.Labels, "security.istio.io/tlsMode")
-			_, err = c.CoreV1().Pods("app").Update(ctx, p, metav1.UpdateOptions{})
-			return err
+			return editPod(ctx, c, "a-1", false, func(p *corev1.Pod) {
+				p.Labels["version"] = "v3"
+				delete(p.Labels, "security.istio.io/tlsMode")
+			})
 		})
 		s.compare(t, "pod a-1 relabelled", nil)
 	})
@@ -291,15 +280,11 @@ func TestLifecycle(t *testing.T) {
 		t.Parallel()
 		s := start(t, readFile(t, "lifecycle.yaml"))
 		s.both(t, func(c kubernetes.Interface) error {
-			p, err := c.CoreV1().Pods("app").Get(ctx, "a-1", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
-			now := metav1.Now()
-			p.DeletionTimestamp = &now
-			_, err = c.CoreV1().Pods("app").UpdateStatus(ctx, p, metav1.UpdateOptions{})
-			return err
+			return editPod(ctx, c, "a-1", true, func(p *corev1.Pod) {
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+				now := metav1.Now()
+				p.DeletionTimestamp = &now
+			})
 		})
 		s.compare(t, "pod a-1 terminating, its slice still ready", nil)
 	})
@@ -334,14 +319,10 @@ func TestLifecycle(t *testing.T) {
 		t.Parallel()
 		s := start(t, readFile(t, "lifecycle.yaml"))
 		s.both(t, func(c kubernetes.Interface) error {
-			p, err := c.CoreV1().Pods("app").Get(ctx, "a-2", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			p = p.DeepCopy()
-			p.Name, p.ResourceVersion, p.Spec.ServiceAccountName = "a-3", "", "other"
-			p.Status.PodIP, p.Status.PodIPs = "10.2.0.3", []corev1.PodIP{{IP: "10.2.0.3"}}
-			if _, err := c.CoreV1().Pods("app").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			if err := copyPod(ctx, c, "a-2", func(p *corev1.Pod) {
+				p.Name, p.Spec.ServiceAccountName = "a-3", "other"
+				p.Status.PodIP, p.Status.PodIPs = "10.2.0.3", []corev1.PodIP{{IP: "10.2.0.3"}}
+			}); err != nil {
 				return err
 			}
 			es, err := c.DiscoveryV1().EndpointSlices("app").Get(ctx, "a-1", metav1.GetOptions{})
@@ -356,4 +337,32 @@ func TestLifecycle(t *testing.T) {
 		})
 		s.compare(t, "a Pod under another account joins", nil)
 	})
+}
+
+// editPod changes Pod app/name in place (its status when status).
+func editPod(ctx context.Context, c kubernetes.Interface, name string, status bool, change func(*corev1.Pod)) error {
+	p, err := c.CoreV1().Pods("app").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	change(p)
+	if status {
+		_, err = c.CoreV1().Pods("app").UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	} else {
+		_, err = c.CoreV1().Pods("app").Update(ctx, p, metav1.UpdateOptions{})
+	}
+	return err
+}
+
+// copyPod creates a Pod like app/from, as change makes it (change names it).
+func copyPod(ctx context.Context, c kubernetes.Interface, from string, change func(*corev1.Pod)) error {
+	p, err := c.CoreV1().Pods("app").Get(ctx, from, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	p = p.DeepCopy()
+	p.ResourceVersion = ""
+	change(p)
+	_, err = c.CoreV1().Pods("app").Create(ctx, p, metav1.CreateOptions{})
+	return err
 }
