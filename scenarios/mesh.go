@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -35,8 +36,8 @@ type MeshService struct {
 // MeshPort is one port of a MeshService.
 type MeshPort struct {
 	Number     int    `yaml:"number" json:"number" doc:"Port number (1..65535), unique within the service."`
-	Protocol   string `yaml:"protocol" json:"protocol" doc:"Istio protocol: HTTP, HTTP2, HTTPS, GRPC, GRPC-Web, TCP, TLS, Mongo, MySQL, Redis or UDP (any case)."`
-	Name       string `yaml:"name,omitempty" json:"name,omitempty" doc:"Port name." def:"PROTOCOL-NUMBER, lower case"`
+	Protocol   string `yaml:"protocol" json:"protocol" doc:"Istio protocol: HTTP, HTTP2, HTTPS, GRPC, GRPC-Web, TCP, TLS, Mongo, MySQL, Redis or UDP (any case); auto for a port that names none, whose protocol Istio selects automatically (sniffs), as for a Kubernetes Service port named web or not named."`
+	Name       string `yaml:"name,omitempty" json:"name,omitempty" doc:"Port name." def:"PROTOCOL-NUMBER, lower case; port-NUMBER for auto"`
 	TargetPort int    `yaml:"targetPort,omitempty" json:"targetPort,omitempty" doc:"Port of the endpoints." def:"number"`
 }
 
@@ -47,8 +48,24 @@ type MeshEndpoints struct {
 	Labels   map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Workload labels of the endpoints (DestinationRule subsets select on them)." def:"{}"`
 }
 
-// meshProtocols are the Istio port protocols a MeshPort may name, as Istio spells them.
-var meshProtocols = []string{"HTTP", "HTTP2", "HTTPS", "GRPC", "GRPC-Web", "TCP", "TLS", "Mongo", "MySQL", "Redis", "UDP"}
+// ProtocolAuto is the MeshPort protocol of a port that names none: Istio selects its protocol
+// automatically (sniffs). Its ServiceEntry port has no protocol, its Kubernetes Service port no
+// appProtocol and a name that names none.
+const ProtocolAuto = "auto"
+
+// meshProtocols are the Istio port protocols a MeshPort may name, as Istio spells them, and
+// ProtocolAuto.
+var meshProtocols = []string{"HTTP", "HTTP2", "HTTPS", "GRPC", "GRPC-Web", "TCP", "TLS", "Mongo", "MySQL", "Redis", "UDP", ProtocolAuto}
+
+// DefaultPortName is the name of a port of protocol (as CanonicalProtocol spells it) that has
+// none: PROTOCOL-NUMBER in lower case, port-NUMBER for ProtocolAuto (a name Istio reads no
+// protocol from).
+func DefaultPortName(protocol string, number int) string {
+	if protocol == ProtocolAuto {
+		return fmt.Sprintf("port-%d", number)
+	}
+	return fmt.Sprintf("%s-%d", strings.ToLower(protocol), number)
+}
 
 // CanonicalProtocol returns Istio's spelling of a port protocol (case-insensitive), or false.
 func CanonicalProtocol(p string) (string, bool) {
@@ -134,7 +151,7 @@ func (t *Topology) completeMesh() {
 				p.Protocol = c
 			}
 			if p.Name == "" && p.Protocol != "" {
-				p.Name = fmt.Sprintf("%s-%d", strings.ToLower(p.Protocol), p.Number)
+				p.Name = DefaultPortName(p.Protocol, p.Number)
 			}
 			if p.TargetPort == 0 {
 				p.TargetPort = p.Number
@@ -215,6 +232,14 @@ func (v *validator) mesh() {
 				v.add(pp+".name", "give each port its own name", "port name %q given twice", pt.Name)
 			}
 			names[pt.Name] = true
+			if pt.Protocol == ProtocolAuto && pt.Number >= 1 && pt.Number <= 65535 {
+				// A Kubernetes sink writes such a port without appProtocol: Istio reads its name
+				// (and takes a few well-known ports as TCP).
+				if named := istioconfig.KubePortProtocol(int32(pt.Number), pt.Name, nil, false); named != "" {
+					v.add(pp+".protocol", fmt.Sprintf("write protocol %s, or name the port port-%d", named, pt.Number),
+						"auto, but Istio takes port %d named %q as %s", pt.Number, pt.Name, named)
+				}
+			}
 			if pt.TargetPort < 1 || pt.TargetPort > 65535 {
 				v.add(pp+".targetPort", "use 1..65535", "invalid target port %d", pt.TargetPort)
 			}
@@ -307,4 +332,32 @@ func (v *validator) addAt(path string, line int, fix, format string, a ...any) {
 		e.Line = line
 	}
 	v.errs = append(v.errs, e)
+}
+
+// Warnings are what a valid scenario asks that not every control plane generates as istiod
+// does: an auto port of topology.mesh reaches a control plane as a ServiceEntry port without a
+// protocol on an entry without an address (every sink but kube), which istiod sniffs and
+// xdslab's control plane serves as TCP (it sniffs only on an address; docs/parity.md). One
+// line names the first three such ports and counts the rest.
+func (s *Scenario) Warnings() []string {
+	if s.Topology.Mesh == nil || s.Sink.Kind == SinkKube {
+		return nil
+	}
+	var auto []string
+	for i, svc := range s.Topology.Mesh.Services {
+		for j, p := range svc.Ports {
+			if p.Protocol == ProtocolAuto {
+				auto = append(auto, fmt.Sprintf("services[%d].ports[%d] (%s/%s port %d)", i, j, svc.Namespace, svc.Name, p.Number))
+			}
+		}
+	}
+	if len(auto) == 0 {
+		return nil
+	}
+	which := strings.Join(auto[:min(3, len(auto))], ", ")
+	if len(auto) > 3 {
+		which += fmt.Sprintf(" and %d more", len(auto)-3)
+	}
+	return []string{fmt.Sprintf("topology.mesh: %d port(s) of protocol auto, %s: istiod sniffs them, but xdslab's control plane serves them as TCP, for sink kind %s writes them without an address (kind kube writes Services with cluster IPs, which it sniffs)",
+		len(auto), which, cmp.Or(s.Sink.Kind, SinkDir))}
 }

@@ -76,6 +76,10 @@ func TestMeshErrors(t *testing.T) {
 	for _, tc := range []struct{ name, file, want string }{
 		{"protocol", "name: m\ntopology:\n  mesh:\n    services: [{name: a, namespace: n, ports: [{number: 80, protocol: htp}]}]\n",
 			`m.yaml:4:\d+: topology.mesh.services\[0\].ports\[0\].protocol: unknown protocol "htp"; did you mean "HTTP"`},
+		{"auto named http", "name: m\ntopology:\n  mesh:\n    services: [{name: a, namespace: n, ports: [{number: 8080, protocol: auto, name: http-web}]}]\n",
+			`m.yaml:4:\d+: topology.mesh.services\[0\].ports\[0\].protocol: auto, but Istio takes port 8080 named "http-web" as HTTP; write protocol HTTP, or name the port port-8080`},
+		{"auto well-known", "name: m\ntopology:\n  mesh:\n    services: [{name: a, namespace: n, ports: [{number: 3306, protocol: AUTO}]}]\n",
+			`protocol: auto, but Istio takes port 3306 named "port-3306" as TCP; write protocol TCP`},
 		{"no ports", "name: m\ntopology:\n  mesh:\n    services: [{name: a, namespace: n}]\n",
 			`m.yaml:4:\d+: topology.mesh.services\[0\].ports: a service needs at least one port`},
 		{"duplicate", "name: m\ntopology:\n  mesh:\n    services:\n      - {name: a, namespace: n, ports: [{number: 80, protocol: TCP}]}\n      - {name: a, namespace: n, ports: [{number: 80, protocol: TCP}]}\n",
@@ -108,5 +112,36 @@ func TestMeshErrors(t *testing.T) {
 				t.Errorf("error\n  %v\ndoes not match\n  %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestMeshAutoProtocol: a port of protocol auto (any case) is named port-NUMBER, round-trips,
+// and warns, once for all such ports, unless the sink writes Services with cluster IPs.
+func TestMeshAutoProtocol(t *testing.T) {
+	const file = "name: m\ntopology:\n  mesh:\n    services:\n      - {name: a, namespace: n, ports: [{number: 8080, protocol: Auto}, {number: 9090, protocol: auto, name: web}, {number: 80, protocol: HTTP}]}\n"
+	s, err := LoadBytes("m.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := s.Topology.Mesh.Services[0].Ports
+	if ps[0].Protocol != ProtocolAuto || ps[0].Name != "port-8080" || ps[1].Name != "web" {
+		t.Errorf("ports %+v", ps)
+	}
+	y, err := s.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := LoadBytes("printed.yaml", y); err != nil {
+		t.Fatalf("printed mesh does not reload: %v\n%s", err, y)
+	} else if diff := cmp.Diff(s, back, ignoreSrc); diff != "" {
+		t.Fatalf("round trip: %s", diff)
+	}
+	w := s.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "2 port(s) of protocol auto, services[0].ports[0] (n/a port 8080), services[0].ports[1] (n/a port 9090): istiod sniffs them") {
+		t.Errorf("warnings %q", w)
+	}
+	s.Sink.Kind = SinkKube
+	if w := s.Warnings(); len(w) != 0 {
+		t.Errorf("kube sink: warnings %q", w)
 	}
 }

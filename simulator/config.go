@@ -87,11 +87,16 @@ type MeshService struct {
 	Endpoints                       []MeshEndpoints
 }
 
-// MeshPort is a service port; Protocol is Istio's (HTTP, GRPC, TCP, TLS, ...).
+// MeshPort is a service port; Protocol is Istio's (HTTP, GRPC, TCP, TLS, ...) or ProtocolAuto.
 type MeshPort struct {
 	Number, TargetPort uint32
 	Protocol, Name     string
 }
+
+// ProtocolAuto is the protocol of a MeshPort that names none: its ServiceEntry port has no
+// protocol and its Kubernetes Service port no appProtocol, so that Istio selects the protocol
+// (sniffs), as for a Service port named web or not named.
+const ProtocolAuto = "auto"
 
 // MeshEndpoints is Count endpoints with one locality and one set of labels.
 type MeshEndpoints struct {

@@ -51,6 +51,9 @@ func (p port) name() string {
 }
 func (p port) isHTTP() bool { return p.proto != 2 }
 func (p port) istioProto() string {
+	if p.istio == ProtocolAuto {
+		return "" // Istio selects it (sniffs)
+	}
 	if p.istio != "" {
 		return p.istio
 	}

@@ -23,7 +23,8 @@ func explicitMesh() *simulator.Mesh {
 					{Count: 2, Locality: "us/us-b", Labels: map[string]string{"app": "reviews", "version": "v2"}},
 				}},
 			{Name: "db", Namespace: "data",
-				Ports:     []simulator.MeshPort{{Number: 5432, TargetPort: 15432, Protocol: "TCP", Name: "pg"}, {Number: 8443, Protocol: "HTTPS", Name: "https"}},
+				Ports: []simulator.MeshPort{{Number: 5432, TargetPort: 15432, Protocol: "TCP", Name: "pg"}, {Number: 8443, Protocol: "HTTPS", Name: "https"},
+					{Number: 9102, Protocol: simulator.ProtocolAuto, Name: "metrics"}},
 				Endpoints: []simulator.MeshEndpoints{{Count: 1, Locality: "/us-c"}}},
 			{Name: "idle", Namespace: "data", Ports: []simulator.MeshPort{{Number: 80, Protocol: "HTTP", Name: "http"}}},
 			// Named as service-create names its first services: they must not collide.
@@ -76,6 +77,8 @@ func TestExplicitMesh(t *testing.T) {
 	require.Equal(t, "pg", db.Ports[0].Name)
 	require.Equal(t, uint32(15432), db.Ports[0].TargetPort)
 	require.Equal(t, "HTTPS", db.Ports[1].Protocol)
+	require.Equal(t, "", db.Ports[2].Protocol, "an auto port has no protocol: Istio sniffs it")
+	require.Equal(t, "metrics", db.Ports[2].Name)
 	require.Equal(t, "/us-c", db.Endpoints[0].Locality)
 	require.Equal(t, "default", db.Endpoints[0].ServiceAccount)
 	require.Empty(t, se["data/idle"].Endpoints)

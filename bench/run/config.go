@@ -77,7 +77,11 @@ func simMesh(m *scenarios.Mesh) *simulator.Mesh {
 	for _, s := range m.Services {
 		ms := simulator.MeshService{Name: s.Name, Namespace: s.Namespace, ServiceAccount: s.ServiceAccount}
 		for _, p := range s.Ports {
-			ms.Ports = append(ms.Ports, simulator.MeshPort{Number: uint32(p.Number), TargetPort: uint32(p.TargetPort), Protocol: p.Protocol, Name: p.Name})
+			proto := p.Protocol
+			if proto == scenarios.ProtocolAuto {
+				proto = simulator.ProtocolAuto
+			}
+			ms.Ports = append(ms.Ports, simulator.MeshPort{Number: uint32(p.Number), TargetPort: uint32(p.TargetPort), Protocol: proto, Name: p.Name})
 		}
 		for _, g := range s.Endpoints {
 			ms.Endpoints = append(ms.Endpoints, simulator.MeshEndpoints{Count: g.Count, Locality: g.Locality, Labels: g.Labels})

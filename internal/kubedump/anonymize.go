@@ -1,6 +1,7 @@
 package kubedump
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/xdslab/xdslab/scenarios"
 )
 
 // DefaultSalt keys the hashes when the user gives no salt. With it, anyone can hash a guessed
@@ -265,7 +268,7 @@ func (a *Anonymizer) Result(r *Result) error {
 		// Port names say the protocol (http-web, grpc-api); their suffixes could say more.
 		for j := range s.Ports {
 			p := &s.Ports[j]
-			p.Name = fmt.Sprintf("%s-%d", strings.ToLower(p.Protocol), p.Number)
+			p.Name = scenarios.DefaultPortName(p.Protocol, p.Number)
 		}
 		for j := range s.Endpoints {
 			g := &s.Endpoints[j]
@@ -316,8 +319,10 @@ func (a *Anonymizer) value(key string, v any) (any, error) {
 				continue
 			}
 			if _, ok := x[k].(string); ok && k == "name" && (key == "ports" || key == "port") && x["number"] != nil {
-				// A port's name may say more than its protocol (tcp-tn3270): name it by both.
-				out[k] = fmt.Sprintf("%s-%v", strings.ToLower(fmt.Sprint(x["protocol"])), x["number"])
+				// A port's name may say more than its protocol (tcp-tn3270): name it by both
+				// (port-NUMBER without a protocol, which then stays unnamed).
+				proto, _ := x["protocol"].(string)
+				out[k] = fmt.Sprintf("%s-%v", strings.ToLower(cmp.Or(proto, "port")), x["number"])
 				continue
 			}
 			if s, ok := x[k].(string); ok && (key == "delegate" || key == "targetRef" || key == "targetRefs") && k == "name" {

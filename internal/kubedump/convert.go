@@ -357,8 +357,10 @@ func (c *converter) service(s *service, fromPods bool) (scenarios.MeshService, b
 		}
 		numbers[p.Port] = string(p.Protocol)
 		mp := scenarios.MeshPort{Number: int(p.Port), Protocol: istioProtocol(p), Name: p.Name, TargetPort: c.targetPort(s, p)}
-		if mp.Name == "" {
-			mp.Name = fmt.Sprintf("%s-%d", strings.ToLower(mp.Protocol), p.Port)
+		if mp.Name == "" || mp.Protocol == scenarios.ProtocolAuto && istioconfig.KubePortProtocol(p.Port, mp.Name, nil, false) != "" {
+			// No name, or an auto port (an appProtocol Istio does not know) whose name would
+			// say a protocol once the lab writes it without the appProtocol.
+			mp.Name = scenarios.DefaultPortName(mp.Protocol, int(p.Port))
 		}
 		if !portName(mp.Name) {
 			c.errs.at(o, o.lineOf("spec", "ports"), "name ports with letters, digits and '-' (at most 63), as Kubernetes does", "ports[%d]: invalid port name %q", i, mp.Name)
@@ -577,37 +579,13 @@ func (c *converter) targetPort(s *service, p corev1.ServicePort) int {
 	return int(p.Port)
 }
 
-// istioProtocol is the protocol Istio gives a service port: appProtocol, else the port name's
-// prefix (http, http-web, grpc-api, ...), else UDP for UDP ports and TCP for the rest (where
-// Istio would sniff the protocol, the lab has no sniffing).
+// istioProtocol is the protocol Istio gives a service port (istioconfig.KubePortProtocol), as
+// a mesh port spells it: scenarios.ProtocolAuto where Istio selects it (sniffs).
 func istioProtocol(p corev1.ServicePort) string {
-	if p.AppProtocol != nil {
-		switch strings.ToLower(*p.AppProtocol) {
-		case "kubernetes.io/h2c":
-			return "HTTP2"
-		case "kubernetes.io/ws":
-			return "HTTP"
-		case "kubernetes.io/wss":
-			return "HTTPS"
-		}
-		if pr, ok := scenarios.CanonicalProtocol(*p.AppProtocol); ok {
-			return pr
-		}
-	}
-	if p.Name == "grpc-web" || strings.HasPrefix(p.Name, "grpc-web-") {
-		return "GRPC-Web"
-	}
-	prefix, _, _ := strings.Cut(p.Name, "-")
-	if pr, ok := scenarios.CanonicalProtocol(prefix); ok && pr != "UDP" {
+	if pr := istioconfig.KubePortProtocol(p.Port, p.Name, p.AppProtocol, p.Protocol == corev1.ProtocolUDP); pr != "" {
 		return pr
 	}
-	if pr, ok := scenarios.CanonicalProtocol(p.Name); ok && pr != "UDP" {
-		return pr
-	}
-	if p.Protocol == corev1.ProtocolUDP {
-		return "UDP"
-	}
-	return "TCP"
+	return scenarios.ProtocolAuto
 }
 
 // RenderConfig renders the Istio objects as YAML documents, in dump order.

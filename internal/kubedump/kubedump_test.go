@@ -161,8 +161,8 @@ func TestConvertCounts(t *testing.T) {
 	if p := svc["shop/cart"].Ports[0]; p.Protocol != "GRPC" {
 		t.Errorf("shop/cart: protocol %s, want GRPC from appProtocol", p.Protocol)
 	}
-	if p := svc["shop/payments"].Ports; p[0].Protocol != "HTTPS" || p[1].Protocol != "TCP" {
-		t.Errorf("shop/payments: protocols %s %s, want HTTPS TCP", p[0].Protocol, p[1].Protocol)
+	if p := svc["shop/payments"].Ports; p[0].Protocol != "HTTPS" || p[1].Protocol != "auto" || p[1].Name != "metrics" {
+		t.Errorf("shop/payments: ports %+v, want HTTPS and auto named metrics (istiod sniffs it)", p)
 	}
 	rv := svc["bookinfo/reviews"]
 	if count(rv) != 5 {
@@ -291,7 +291,8 @@ func TestBadDumps(t *testing.T) {
 	}
 }
 
-// TestIstioProtocol: the protocol Istio gives a port, from appProtocol or the name's prefix.
+// TestIstioProtocol: the protocol Istio gives a port (its ConvertProtocol), from appProtocol or
+// the name's prefix; auto where istiod sniffs.
 func TestIstioProtocol(t *testing.T) {
 	str := func(s string) *string { return &s }
 	for _, tc := range []struct {
@@ -306,13 +307,18 @@ func TestIstioProtocol(t *testing.T) {
 		{corev1.ServicePort{Name: "https-admin"}, "HTTPS"},
 		{corev1.ServicePort{Name: "tls"}, "TLS"},
 		{corev1.ServicePort{Name: "mongo"}, "Mongo"},
-		{corev1.ServicePort{Name: "metrics"}, "TCP"},
+		{corev1.ServicePort{Name: "metrics"}, "auto"},
+		{corev1.ServicePort{}, "auto"},
+		{corev1.ServicePort{Name: "db", Port: 3306}, "TCP"},
+		{corev1.ServicePort{Port: 53}, "TCP"},
+		{corev1.ServicePort{Name: "HTTP-Web"}, "HTTP"},
 		{corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP}, "UDP"},
-		{corev1.ServicePort{Name: "udp-x"}, "TCP"},
+		{corev1.ServicePort{Name: "udp-x"}, "UDP"},
 		{corev1.ServicePort{Name: "web", AppProtocol: str("http")}, "HTTP"},
 		{corev1.ServicePort{Name: "http", AppProtocol: str("kubernetes.io/h2c")}, "HTTP2"},
 		{corev1.ServicePort{Name: "x", AppProtocol: str("GRPC")}, "GRPC"},
-		{corev1.ServicePort{Name: "http", AppProtocol: str("custom.example/proto")}, "HTTP"},
+		{corev1.ServicePort{Name: "http", AppProtocol: str("custom.example/proto")}, "auto"},
+		{corev1.ServicePort{Name: "http", AppProtocol: str("custom.example/proto"), Port: 27017}, "TCP"},
 	} {
 		if got := istioProtocol(tc.port); got != tc.want {
 			t.Errorf("%+v: %s, want %s", tc.port, got, tc.want)
@@ -563,5 +569,22 @@ items:
 	}
 	if !bytes.Contains(out, []byte("# Not modelled (counted, left out): 2 ready endpoint(s) of EndpointSlices with addressType FQDN")) {
 		t.Errorf("the anonymized header lost the count:\n%s", out)
+	}
+}
+
+// TestAnonymizePortNames: a port of an Istio object is named by its protocol and number, and
+// port-NUMBER without a protocol (before, "<nil>-80", which no object may be named).
+func TestAnonymizePortNames(t *testing.T) {
+	an := NewAnonymizer("")
+	out, err := an.value("", map[string]any{"ports": []any{
+		map[string]any{"number": 80, "name": "web-frontend"},
+		map[string]any{"number": 81, "name": "http-orders", "protocol": "HTTP"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := out.(map[string]any)["ports"].([]any)
+	if a, b := ports[0].(map[string]any)["name"], ports[1].(map[string]any)["name"]; a != "port-80" || b != "http-81" {
+		t.Errorf("port names %v and %v, want port-80 and http-81", a, b)
 	}
 }

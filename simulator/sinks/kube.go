@@ -673,11 +673,15 @@ func kubeService(c istioconfig.Config, se *networking.ServiceEntry, pods bool) (
 	var sports []*discoveryv1ac.EndpointPortApplyConfiguration
 	for _, p := range se.GetPorts() {
 		target := cmp.Or(p.GetTargetPort(), p.GetNumber())
-		svc.Spec.WithPorts(corev1ac.ServicePort().WithName(p.GetName()).WithPort(int32(p.GetNumber())).
-			WithTargetPort(intstr.FromInt32(int32(target))).WithProtocol(corev1.ProtocolTCP).
-			WithAppProtocol(appProtocol(p.GetProtocol())))
-		sports = append(sports, discoveryv1ac.EndpointPort().WithName(p.GetName()).WithPort(int32(target)).
-			WithProtocol(corev1.ProtocolTCP).WithAppProtocol(appProtocol(p.GetProtocol())))
+		sp := corev1ac.ServicePort().WithName(p.GetName()).WithPort(int32(p.GetNumber())).
+			WithTargetPort(intstr.FromInt32(int32(target))).WithProtocol(corev1.ProtocolTCP)
+		ep := discoveryv1ac.EndpointPort().WithName(p.GetName()).WithPort(int32(target)).WithProtocol(corev1.ProtocolTCP)
+		if p.GetProtocol() != "" { // else none: Istio selects it from the name, or sniffs
+			sp.WithAppProtocol(appProtocol(p.GetProtocol()))
+			ep.WithAppProtocol(appProtocol(p.GetProtocol()))
+		}
+		svc.Spec.WithPorts(sp)
+		sports = append(sports, ep)
 	}
 	eps := se.GetEndpoints()
 	var out []*discoveryv1ac.EndpointSliceApplyConfiguration

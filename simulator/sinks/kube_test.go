@@ -310,6 +310,14 @@ func TestKubeServiceSlices(t *testing.T) {
 	if ep := sl[0].Endpoints[0]; *ep.Zone != "z2" || *sl[0].Ports[0].Port != 8080 {
 		t.Errorf("endpoint zone %q, slice port %d; want z2 and the target port", *ep.Zone, *sl[0].Ports[0].Port)
 	}
+	// A port without a protocol (a mesh port of protocol auto) has no appProtocol: Istio reads
+	// its name, which names none, and sniffs.
+	se.Ports = append(se.Ports, &networking.ServicePort{Name: "port-9000", Number: 9000})
+	svc, sl = kubeService(c, se, false)
+	if p := svc.Spec.Ports[1]; p.AppProtocol != nil || *p.Name != "port-9000" || sl[0].Ports[1].AppProtocol != nil {
+		t.Errorf("port without a protocol: service port %+v, slice port %+v; want no appProtocol", p, sl[0].Ports[1])
+	}
+	se.Ports = se.Ports[:1]
 	for _, tc := range []struct {
 		name string
 		mod  func(c *istioconfig.Config, se *networking.ServiceEntry)

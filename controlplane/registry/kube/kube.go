@@ -799,40 +799,14 @@ func convertService(s *corev1.Service, host, trustDomain string) *model.Service 
 	return svc
 }
 
-// wellKnownTCP are the ports Istio takes as TCP when their name says no protocol: SMTP, DNS,
-// MySQL, MongoDB.
-var wellKnownTCP = map[int32]bool{25: true, 53: true, 3306: true, 27017: true}
-
-// portProtocol is Istio's protocol of a Service port: UDP for a UDP port (nothing is
-// generated for it); else the appProtocol when set (Kubernetes' kubernetes.io/h2c, ws and wss
-// as HTTP2, HTTP and HTTPS), else the port name, up to its first '-' (a "grpc-web" prefix
-// being gRPC-Web); a name that says nothing known makes a well-known port TCP and any other
-// unknown (sniffed).
+// portProtocol is Istio's protocol of a Service port (istioconfig.KubePortProtocol): UDP for a
+// UDP port (nothing is generated for it), unknown (sniffed) when nothing names one.
 func portProtocol(port int32, name string, appProtocol *string, l4 corev1.Protocol) model.Protocol {
-	if l4 == corev1.ProtocolUDP {
-		return model.ProtocolUDP
+	p := istioconfig.KubePortProtocol(port, name, appProtocol, l4 == corev1.ProtocolUDP)
+	if p == "" {
+		return model.ProtocolUnknown
 	}
-	if appProtocol != nil {
-		name = *appProtocol
-		switch name {
-		case "kubernetes.io/h2c":
-			return model.ProtocolHTTP2
-		case "kubernetes.io/ws":
-			return model.ProtocolHTTP
-		case "kubernetes.io/wss":
-			return model.ProtocolHTTPS
-		}
-	}
-	const grpcWeb = "grpc-web"
-	if len(name) >= len(grpcWeb) && strings.EqualFold(name[:len(grpcWeb)], grpcWeb) {
-		return model.ProtocolGRPCWeb
-	}
-	prefix, _, _ := strings.Cut(name, "-")
-	p := model.ParseProtocol(prefix)
-	if p == model.ProtocolUnknown && wellKnownTCP[port] {
-		return model.ProtocolTCP
-	}
-	return p
+	return model.ParseProtocol(p)
 }
 
 // podLookup returns the Pod of a slice entry's address and targetRef (nil when none is
