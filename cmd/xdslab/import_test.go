@@ -24,7 +24,7 @@ func TestImportExample(t *testing.T) {
 	if err := runImport(&stdout, &stderr, []string{"examples/import/dump"}, importOptions{out: out, name: "imported"}); err != nil {
 		t.Fatalf("import: %v\n%s", err, stderr.String())
 	}
-	for _, want := range []string{"11 services, 23 endpoints in 3 namespaces, 10 Istio objects", "not modelled (counted, left out): ConfigMap ×1\n", "wrote " + out} {
+	for _, want := range []string{"11 services, 23 endpoints in 3 namespaces, 11 Istio objects", "not modelled (counted, left out): ConfigMap ×1\n", "wrote " + out} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
@@ -71,10 +71,10 @@ func TestImportExample(t *testing.T) {
 			t.Errorf("%s: %d endpoints simulated, want %d", k, got2[k], n)
 		}
 	}
-	// The dump's Istio objects, its AuthorizationPolicy among them (the control plane
-	// generates RBAC from it).
-	if verbatim != 10 {
-		t.Errorf("%d verbatim objects simulated, want 10", verbatim)
+	// The dump's Istio objects, its AuthorizationPolicy and RequestAuthentication among them
+	// (the control plane generates RBAC and JWT filters from them).
+	if verbatim != 11 {
+		t.Errorf("%d verbatim objects simulated, want 11", verbatim)
 	}
 }
 

@@ -390,6 +390,8 @@ func (a *Anonymizer) value(key string, v any) (any, error) {
 			return a.Locality(x), nil
 		case "credentialName":
 			return a.name("secret", "secret", x), nil
+		case "audiences": // a RequestAuthentication's: often a service's name
+			return a.object(x), nil
 		}
 		return x, nil
 	}

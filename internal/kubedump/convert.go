@@ -114,8 +114,9 @@ var istioKinds = map[string]istioconfig.Kind{
 	"ServiceEntry": istioconfig.KindServiceEntry, "WorkloadEntry": istioconfig.KindWorkloadEntry,
 	"VirtualService": istioconfig.KindVirtualService, "DestinationRule": istioconfig.KindDestinationRule,
 	"Gateway": istioconfig.KindGateway, "Sidecar": istioconfig.KindSidecar, "PeerAuthentication": istioconfig.KindPeerAuthentication,
-	// The control plane generates RBAC filters from them (docs/security.md), as istiod does.
-	"AuthorizationPolicy": istioconfig.KindAuthorizationPolicy,
+	// The control plane generates RBAC and JWT filters from them (docs/security.md), as
+	// istiod does.
+	"AuthorizationPolicy": istioconfig.KindAuthorizationPolicy, "RequestAuthentication": istioconfig.KindRequestAuthentication,
 }
 
 func (c *converter) run(d *Dump) {

@@ -93,7 +93,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("the written scenario does not load: %v", err)
 			}
 			m := s.Topology.Mesh
-			if m == nil || len(m.Services) != 11 || m.Endpoints() != 23 || len(m.Objects()) != 10 {
+			if m == nil || len(m.Services) != 11 || m.Endpoints() != 23 || len(m.Objects()) != 11 {
 				t.Fatalf("mesh: got %v", s.Summary())
 			}
 			if s.Topology.Services != 11 || s.Topology.Namespaces != 3 {
