@@ -279,3 +279,98 @@ func TestRunOnIstio(t *testing.T) {
 		t.Errorf("summary holds %d event records, %d with a convergence", len(s.Results.Events), measured)
 	}
 }
+
+// churnBoth is one mesh served to SotW and Delta sidecars side by side under every churn a
+// mesh sees: endpoint flaps, scale, services created and deleted, VirtualService and
+// DestinationRule changes.
+const churnBoth = `
+name: istio-delta-vs-sotw
+seed: 11
+duration: 8s
+topology:
+  namespaces: 2
+  services: 20
+  protocols: {http: 0.7, grpc: 0.2, tcp: 0.1}
+  endpointsPerService: {dist: lognormal, median: 3, sigma: 0.5, min: 1, max: 8}
+  virtualServices: 0.3
+  destinationRules: 0.3
+churn:
+  - {kind: endpoint-flap, rate: 4/s}
+  - {kind: scale, rate: 0.5/s}
+  - {kind: service-create, rate: 0.5/s}
+  - {kind: service-delete, rate: 0.5/s}
+  - {kind: config-change, rate: 0.5/s, target: virtualservice}
+  - {kind: config-change, rate: 0.5/s, target: destinationrule}
+clients:
+  - {name: sotw, count: 12, xds: sotw, ramp: 100/s, nack: {realistic: true}}
+  - {name: delta, count: 12, xds: delta, ramp: 100/s, nack: {realistic: true}}
+phases:
+  connect: {timeout: 60s}
+  drain: {timeout: 15s}
+thresholds:
+  xdslab_fleet_nacks_total: ['count==0']
+  xdslab_events_missed_total: ['count==0']
+`
+
+// TestDeltaAndSotwUnderChurnOnIstio: Delta and SotW sidecars of the same mesh, on Istio's
+// DiscoveryServer and on xdslab's control plane, both reach and keep full config under churn
+// that adds and deletes services, with 0 NACKs and every event observed by every client it
+// reaches.
+func TestDeltaAndSotwUnderChurnOnIstio(t *testing.T) {
+	t.Run("istio", func(t *testing.T) {
+		dir := t.TempDir()
+		srv, err := istiodlab.Start(t, istiodlab.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deltaAndSotwUnderChurn(t, run.Options{Target: srv.Addr, SinkDir: dir})
+	})
+	t.Run("xdslab", func(t *testing.T) { deltaAndSotwUnderChurn(t, run.Options{}) })
+}
+
+func deltaAndSotwUnderChurn(t *testing.T, opts run.Options) {
+	sc, err := scenarios.LoadBytes("istio-delta-vs-sotw.yaml", []byte(churnBoth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := run.Run(context.Background(), sc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range s.Results.Thresholds {
+		if !th.Passed {
+			t.Errorf("threshold failed: %s%s %s (value %v)", th.Metric, summary.TagString(th.Tags), th.Expression, th.Value)
+		}
+	}
+	kinds := map[string]float64{}
+	for _, e := range s.Results.Events {
+		kinds[string(e.Kind)]++
+		if e.T0.IsZero() || !e.Complete() {
+			t.Errorf("event %d (%s): t0 %v, reached %d, observed %d, missed %d by %v, unresolved %d", e.ID, e.Kind, e.T0,
+				e.Reached, e.Observed, e.Missed, e.MissedBy, e.Unresolved)
+		}
+	}
+	for _, k := range []string{"service-create", "service-delete", "endpoint-flap"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event ran (events %v)", k, kinds)
+		}
+	}
+	for _, g := range []string{"sotw", "delta"} {
+		tags := map[string]string{"group": g}
+		get := func(name, key string) float64 {
+			m, ok := s.Results.Find(name, tags)
+			if !ok {
+				return -1
+			}
+			return m.Values[key]
+		}
+		full, n := get(fleet.MetricFullConfigClients, "value"), get(fleet.MetricClients, "value")
+		t.Logf("%s: full config %v/%v, responses %v, NACKs %v, reconnects %v, time to first config p99 %.3fs", g, full, n,
+			get("xdslab_fleet_responses_total", "count"), get("xdslab_fleet_nacks_total", "count"), get(fleet.MetricReconnects, "count"),
+			get(fleet.MetricTimeToFirstConfig, "p(99)"))
+		if full != n || n <= 0 {
+			t.Errorf("%s: %v of %v clients at full config", g, full, n)
+		}
+	}
+	t.Logf("events by kind: %v", kinds)
+}
