@@ -144,6 +144,16 @@ func (p *deltaPeer) collect(d time.Duration) []*discoverygrpc.DeltaDiscoveryResp
 	}
 }
 
+// collectUntil gathers responses until done holds for those gathered (at most max), then
+// what follows within 200 ms of quiet.
+func (p *deltaPeer) collectUntil(max time.Duration, done func([]*discoverygrpc.DeltaDiscoveryResponse) bool) []*discoverygrpc.DeltaDiscoveryResponse {
+	var out []*discoverygrpc.DeltaDiscoveryResponse
+	for end := time.Now().Add(max); time.Now().Before(end) && !done(out); {
+		out = append(out, p.collect(50*time.Millisecond)...)
+	}
+	return append(out, p.collect(200*time.Millisecond)...)
+}
+
 func short(u string) string { return u[strings.LastIndex(u, ".")+1:] }
 
 func describe(rs []*discoverygrpc.DeltaDiscoveryResponse) string {
@@ -314,6 +324,8 @@ func (p *deltaPeer) restate(t *testing.T, addr string, edit func(url string, v m
 //   - a reconnect with initial_resource_versions: a resource claimed at a version the server
 //     never sent is sent again, and a claimed cluster that does not exist is in
 //     removed_resources (Istio re-sends everything; xdslab only what differs);
+//   - an assignment unsubscribed is not pushed when its endpoints change, and is sent with
+//     them when subscribed again;
 //   - a deleted service: its cluster is in CDS removed_resources and unchanged clusters are not
 //     sent again by xdslab.
 func TestDeltaPeerWithIstio(t *testing.T) {
@@ -323,12 +335,12 @@ func TestDeltaPeerWithIstio(t *testing.T) {
 	var peers []*deltaPeer
 	for _, name := range []string{"istio", "xdslab"} {
 		p := dialDelta(t, name, addrs[name])
-		p.bootstrap(700 * time.Millisecond)
+		p.bootstrap(400 * time.Millisecond)
 		t.Logf("%s holds CDS %d, EDS %v, LDS %d, RDS %v", p.name, len(p.held[cdsURL]), p.edsNames(), len(p.held[ldsURL]), p.rdsNames())
 
 		// Unchanged: xdslab owes nothing; Istio re-sends all.
 		q := p.restate(t, addrs[name], nil)
-		rs := q.collect(time.Second)
+		rs := q.collect(700 * time.Millisecond)
 		t.Logf("%s after a reconnect with current versions:\n%s", name, describe(rs))
 		if name == "xdslab" && len(names(rs, false))+len(names(rs, true)) > 0 {
 			t.Errorf("xdslab re-sent resources the client holds at their versions:\n%s", describe(rs))
@@ -345,7 +357,7 @@ func TestDeltaPeerWithIstio(t *testing.T) {
 				v["outbound|80||keep.app.example"] = "stale"
 			}
 		})
-		rs = q.collect(time.Second)
+		rs = q.collect(700 * time.Millisecond)
 		t.Logf("%s after a reconnect with a stale version and an unknown cluster:\n%s", name, describe(rs))
 		cds := byType(rs, cdsURL)
 		if !has(names(cds, false), "keep.app.example") {
@@ -361,11 +373,45 @@ func TestDeltaPeerWithIstio(t *testing.T) {
 		peers = append(peers, p)
 	}
 
+	// Unsubscribed, an assignment whose endpoints change is not sent; subscribed again, it is,
+	// with the new endpoints.
+	keep := "outbound|80||keep.app.example"
+	for _, p := range peers {
+		p.send(&discoverygrpc.DeltaDiscoveryRequest{TypeUrl: edsURL, ResourceNamesUnsubscribe: []string{keep}})
+		if rs := p.collect(300 * time.Millisecond); len(rs) > 0 {
+			t.Errorf("%s: an unsubscribe was answered:\n%s", p.name, describe(rs))
+		}
+	}
+	moved := strings.ReplaceAll(deltaMeshKeep, "10.0.0.1", "10.0.0.11")
+	if err := os.WriteFile(filepath.Join(dir, "keep.yaml"), []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // an endpoint push goes out within a debounce (100 ms) of the change
+	for _, p := range peers {
+		rs := p.collect(200 * time.Millisecond)
+		if has(names(byType(rs, edsURL), false), "keep.app.example") {
+			t.Errorf("%s: an unsubscribed assignment was pushed:\n%s", p.name, describe(rs))
+		}
+		p.ack(rs)
+		p.send(&discoverygrpc.DeltaDiscoveryRequest{TypeUrl: edsURL, ResourceNamesSubscribe: []string{keep}})
+		rs = p.collectUntil(3*time.Second, func([]*discoverygrpc.DeltaDiscoveryResponse) bool {
+			return strings.Contains(string(p.raw[edsURL][keep]), "10.0.0.11")
+		})
+		t.Logf("%s after subscribing again to %s:\n%s", p.name, keep, describe(rs))
+		if !strings.Contains(string(p.raw[edsURL][keep]), "10.0.0.11") {
+			t.Errorf("%s: subscribed again, %s does not hold the new endpoint", p.name, keep)
+		}
+		p.ack(rs)
+		p.collect(200 * time.Millisecond)
+	}
+
 	if err := os.Remove(filepath.Join(dir, "gone.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range peers {
-		rs := p.collect(1500 * time.Millisecond)
+		rs := p.collectUntil(5*time.Second, func(rs []*discoverygrpc.DeltaDiscoveryResponse) bool {
+			return has(names(byType(rs, ldsURL), true), "8080")
+		})
 		t.Logf("%s after the delete:\n%s", p.name, describe(rs))
 		cds := byType(rs, cdsURL)
 		if !has(names(cds, true), "gone.app.example") {
