@@ -286,7 +286,7 @@ func TestRunOnIstio(t *testing.T) {
 const churnBoth = `
 name: istio-delta-vs-sotw
 seed: 11
-duration: 8s
+duration: 6s
 topology:
   namespaces: 2
   services: 20
