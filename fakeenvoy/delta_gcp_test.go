@@ -9,6 +9,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
@@ -98,4 +99,49 @@ func TestDeltaChangedWhileAwayOnGoControlPlane(t *testing.T) {
 	runClient(t, c, srv.Connector(t))
 	h.waitEvent(t, "resynced")
 	st.wait(t, "c2 deleted while away", func(d *deltaState) bool { return !d.cluster && !d.claSub })
+}
+
+// TestDeltaChangedClusterWarmsOnGoControlPlane: go-control-plane's Delta server sends a
+// changed cluster without its (unchanged) assignment, and Envoy's Delta mux asks for nothing
+// new (the name is already subscribed): the changed cluster warms until initial_fetch_timeout,
+// and the copy held before stays in effect meanwhile.
+func TestDeltaChangedClusterWarmsOnGoControlPlane(t *testing.T) {
+	srv := fetest.NewCPServer(t)
+	h := newHookLog()
+	var mu sync.Mutex
+	var timeout string
+	effective := map[string]string{} // c2's connect timeout in effect, by response
+	h.onApplied = func(c probe.ClientInfo, r probe.ResponseInfo, _ probe.View) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cl, ok := c.State.Effective(resource.ClusterType, "c2").(*clusterv3.Cluster); ok {
+			timeout = cl.GetConnectTimeout().AsDuration().String()
+		}
+		effective[r.Nonce] = timeout
+	}
+	c := newTestClient(t, ClientConfig{Delta: true, Nack: policy.Nack{Realistic: true}, InitialFetchTimeout: 300 * time.Millisecond}, h)
+	srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
+	runClient(t, c, srv.Connector(t))
+	h.waitEvent(t, "first-full")
+
+	res := fetest.BaseResources(t)
+	changed := fetest.EDSCluster("c2")
+	changed.ConnectTimeout = durationpb.New(2 * time.Second)
+	res[resource.ClusterType] = []types.Resource{fetest.EDSCluster("c1"), changed}
+	srv.Set(t, c.NodeID(), "v2", res)
+	start := time.Now()
+	h.waitEvent(t, "warming-timeout envoy.config.endpoint.v3.ClusterLoadAssignment") // the warming clusters' wait
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("the changed cluster stopped warming after %s, before initial_fetch_timeout", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(effective) < 5 {
+		t.Errorf("%d responses applied, want the 4 of the initial config and the changed cluster's", len(effective))
+	}
+	for n, e := range effective {
+		if e == "2s" { // "" before c2 first warmed
+			t.Errorf("after response %s the changed c2 was in effect while warming", n)
+		}
+	}
 }
