@@ -47,6 +47,16 @@ spec:
   endpoints: [{address: 10.0.0.1}]
 `
 
+// deltaMeshKeepDR changes keep's cluster (its load balancer), not its endpoints.
+const deltaMeshKeepDR = `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: keep, namespace: app}
+spec:
+  host: keep.app.example
+  trafficPolicy:
+    loadBalancer: {simple: RANDOM}
+`
+
 const deltaMeshGone = `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: gone, namespace: app}
@@ -326,6 +336,7 @@ func (p *deltaPeer) restate(t *testing.T, addr string, edit func(url string, v m
 //     removed_resources (Istio re-sends everything; xdslab only what differs);
 //   - an assignment unsubscribed is not pushed when its endpoints change, and is sent with
 //     them when subscribed again;
+//   - a cluster a DestinationRule changes is followed by its assignment (it warms until then);
 //   - a deleted service: its cluster is in CDS removed_resources and unchanged clusters are not
 //     sent again by xdslab.
 func TestDeltaPeerWithIstio(t *testing.T) {
@@ -400,6 +411,24 @@ func TestDeltaPeerWithIstio(t *testing.T) {
 		t.Logf("%s after subscribing again to %s:\n%s", p.name, keep, describe(rs))
 		if !strings.Contains(string(p.raw[edsURL][keep]), "10.0.0.11") {
 			t.Errorf("%s: subscribed again, %s does not hold the new endpoint", p.name, keep)
+		}
+		p.ack(rs)
+		p.collect(200 * time.Millisecond)
+	}
+
+	// A cluster changed by a DestinationRule is followed by its assignment, unchanged as it
+	// is: the changed cluster warms until it gets one (Envoy's Delta mux asks for nothing
+	// new, the name being subscribed already).
+	if err := os.WriteFile(filepath.Join(dir, "keep-dr.yaml"), []byte(deltaMeshKeepDR), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range peers {
+		rs := p.collectUntil(5*time.Second, func(rs []*discoverygrpc.DeltaDiscoveryResponse) bool {
+			return has(names(byType(rs, cdsURL), false), "keep.app.example")
+		})
+		t.Logf("%s after a DestinationRule changed %s:\n%s", p.name, keep, describe(rs))
+		if !has(names(byType(rs, edsURL), false), "keep.app.example") {
+			t.Errorf("%s: the changed cluster %s was not followed by its assignment", p.name, keep)
 		}
 		p.ack(rs)
 		p.collect(200 * time.Millisecond)
