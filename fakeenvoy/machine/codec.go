@@ -51,8 +51,12 @@ import (
 // grpc-go calls it on the goroutine that called RecvMsg (the client's receiving goroutine), which
 // reads the stamp with LastRecv right after Recv returns.
 type Codec struct {
-	node      *corev3.Node // the stand-in the client's requests carry; nil when no node
-	nodeBytes []byte       // the encoding of the client's real node
+	node *corev3.Node // the stand-in the client's requests carry; nil when no node
+	// nodeField is the encoding of the client's real node as a length-delimited field's
+	// value (its length, then its bytes), sent as a buffer of its own after the field's tag
+	// (nodeTags): no request copies it.
+	nodeField []byte
+	nodeBuf   mem.Buffer // nodeField, boxed once
 	now       func() time.Time
 	recvAt    time.Time // entry of the last Unmarshal; only read by the receiving goroutine
 	// rx, when set, gives the kernel's receive time of each message (package
@@ -122,7 +126,9 @@ func newCodec(node *corev3.Node, now func() time.Time) (*Codec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode node: %w", err)
 		}
-		c.node, c.nodeBytes = &corev3.Node{Id: node.GetId()}, b
+		c.node = &corev3.Node{Id: node.GetId()}
+		c.nodeField = protowire.AppendBytes(make([]byte, 0, protowire.SizeBytes(len(b))), b)
+		c.nodeBuf = mem.SliceBuffer(c.nodeField)
 	}
 	return c, nil
 }
@@ -134,13 +140,14 @@ func (c *Codec) CallOption() grpc.CallOption { return grpc.ForceCodecV2(c) }
 func (*Codec) Name() string { return "proto" }
 
 // Marshal encodes a request, writing the client's node and a shared set's names as kept
-// encoded (see Codec).
+// encoded (see Codec): each is a buffer of its own, beside the rest of the request, so that a
+// request encodes only its own few fields, in one allocation (reqBufs) when they are short.
 func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 	// The request belongs to the client goroutine that is sending it (Send marshals on the
 	// caller's goroutine), so its node and names can be taken out while the rest is encoded.
 	switch r := v.(type) {
 	case *discoveryv3.DiscoveryRequest:
-		node := c.nodeBytes != nil && r.Node == c.node
+		node := c.nodeField != nil && r.Node == c.node
 		names := c.interner.namesWire(r.ResourceNames)
 		if !node && names == nil {
 			break
@@ -152,19 +159,34 @@ func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 		if names != nil {
 			r.ResourceNames = nil
 		}
-		defer func() { r.Node, r.ResourceNames = saved, savedNames }()
-		b, err := c.withNode(sotwNodeField, node, r)
-		if err != nil || names == nil {
-			return mem.BufferSlice{mem.SliceBuffer(b)}, err
+		rb := &reqBufs{}
+		err := rb.marshal(r)
+		r.Node, r.ResourceNames = saved, savedNames
+		if err != nil {
+			return nil, err
 		}
-		// Protobuf fields may come in any order: the shared encoding of the names follows.
-		return mem.BufferSlice{mem.SliceBuffer(b), mem.SliceBuffer(names)}, nil
+		// Protobuf fields may come in any order: the node first, the shared encoding of the
+		// names last.
+		out := rb.bufs[:0]
+		if node {
+			out = append(out, sotwNodeTag, c.nodeBuf)
+		}
+		out = append(out, &rb.rest)
+		if names != nil {
+			rb.names = names
+			out = append(out, &rb.names)
+		}
+		return out, nil
 	case *discoveryv3.DeltaDiscoveryRequest:
-		if c.nodeBytes != nil && r.Node == c.node {
+		if c.nodeField != nil && r.Node == c.node {
 			r.Node = nil
-			defer func() { r.Node = c.node }()
-			b, err := c.withNode(deltaNodeField, true, r)
-			return mem.BufferSlice{mem.SliceBuffer(b)}, err
+			rb := &reqBufs{}
+			err := rb.marshal(r)
+			r.Node = c.node
+			if err != nil {
+				return nil, err
+			}
+			return append(rb.bufs[:0], deltaNodeTag, c.nodeBuf, &rb.rest), nil
 		}
 	}
 	m, ok := v.(proto.Message)
@@ -186,16 +208,49 @@ const (
 	sotwNamesField protowire.Number = 3
 )
 
-// withNode encodes the node as field (when node), then m (which has no node).
-func (c *Codec) withNode(field protowire.Number, node bool, m proto.Message) ([]byte, error) {
-	size := proto.Size(m)
-	if !node {
-		return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, 0, size), m)
+// The tags of the node field, each a buffer every request shares (read only).
+var (
+	sotwNodeTag  mem.Buffer = mem.SliceBuffer(protowire.AppendTag(nil, sotwNodeField, protowire.BytesType))
+	deltaNodeTag mem.Buffer = mem.SliceBuffer(protowire.AppendTag(nil, deltaNodeField, protowire.BytesType))
+)
+
+// reqBufs is one request's encoding as Marshal returns it, in one allocation: the buffers
+// (bufs backs the BufferSlice; rest and names are pointed to, so not boxed one by one) and room
+// for the request's own fields (version, type URL, nonce: tens of bytes).
+type reqBufs struct {
+	bufs  [4]mem.Buffer
+	rest  mem.SliceBuffer
+	names mem.SliceBuffer
+	space [112]byte
+}
+
+// vtMarshaler is a message with vtprotobuf's generated encoder (built with the vtprotobuf tag).
+type vtMarshaler interface {
+	SizeVT() int
+	MarshalToSizedBufferVTStrict([]byte) (int, error)
+}
+
+// marshal encodes m (a request without its node and shared names: a few short fields) into
+// rb.rest: with the generated encoder when there is one, else proto's.
+func (rb *reqBufs) marshal(m proto.Message) error {
+	vt, ok := m.(vtMarshaler)
+	if !ok {
+		b, err := proto.Marshal(m)
+		rb.rest = b
+		return err
 	}
-	b := make([]byte, 0, protowire.SizeTag(field)+protowire.SizeBytes(len(c.nodeBytes))+size)
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	b = protowire.AppendBytes(b, c.nodeBytes)
-	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
+	size := vt.SizeVT()
+	b := rb.space[:0]
+	if size > len(rb.space) {
+		b = make([]byte, 0, size)
+	}
+	b = b[:size]
+	n, err := vt.MarshalToSizedBufferVTStrict(b)
+	if err != nil {
+		return err
+	}
+	rb.rest = b[size-n:]
+	return nil
 }
 
 // Unmarshal stamps the receive time and decodes a response, reading a SotW response's

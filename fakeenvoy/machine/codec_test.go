@@ -321,9 +321,11 @@ func TestCodecSharedNames(t *testing.T) {
 		names   []string
 		buffers int
 	}{
-		{"shared refs", set.refs, 2},
-		{"a copy of them", slices.Clone(set.refs), 1},
-		{"a prefix of them", set.refs[:18], 1},
+		// The node's tag and the node (two buffers every request of the client shares), the
+		// rest, and the names when shared.
+		{"shared refs", set.refs, 4},
+		{"a copy of them", slices.Clone(set.refs), 3},
+		{"a prefix of them", set.refs[:18], 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := &discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: E, VersionInfo: "2", ResponseNonce: "n", ResourceNames: tc.names}
