@@ -311,8 +311,8 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 // then decodes b as usual, so errors stay proto's.
 func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item, ok bool) {
 	// One pass over the top-level fields: where the resources lie, and the rest (every field
-	// but the resources, decoded by proto).
-	var rest []byte
+	// but the resources: where each lies, decoded below).
+	var rest fieldRanges
 	first, end, k := -1, -1, 0
 	contiguous := true
 	for off := 0; off < len(b); {
@@ -333,7 +333,7 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 			end = off + n + m
 			k++
 		} else {
-			rest = append(rest, b[off:off+n+m]...)
+			rest.add(off, off+n+m)
 		}
 		off += n + m
 	}
@@ -376,12 +376,124 @@ func (c *Codec) readSotw(b []byte, r *discoveryv3.DiscoveryResponse) (res []item
 			c.keep(memo, key, b[first:end:end], res, fresh)
 		}
 	}
-	if len(rest) > 0 {
-		if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(rest, r); err != nil {
-			return nil, false
-		}
+	if err := rest.read(b, r); err != nil {
+		return nil, false
 	}
 	return res, true
+}
+
+// readRest decodes a response's fields other than its resources (rest) into r, as
+// proto.UnmarshalOptions{Merge: true} does. The usual ones, version_info, type_url and nonce,
+// are read here (every response carries them, and proto's reflection costs more than the rest
+// of a small push's read); a response with any other field, or a string that is not UTF-8, is
+// left to proto whole, so that its errors stay proto's.
+func readRest(rest []byte, r *discoveryv3.DiscoveryResponse) error {
+	var f restFields
+	for b := rest; len(b) > 0; {
+		n := f.take(b)
+		if n < 0 {
+			return proto.UnmarshalOptions{Merge: true}.Unmarshal(rest, r)
+		}
+		b = b[n:]
+	}
+	f.set(r)
+	return nil
+}
+
+// restFields are the usual fields of a response other than its resources (see readRest).
+type restFields struct {
+	version, typeURL, nonce []byte
+	has                     uint8
+}
+
+// take reads the field b starts with when it is one of the usual ones, valid, and returns its
+// length; -1 when proto must read the fields.
+func (f *restFields) take(b []byte) int {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || typ != protowire.BytesType || (num != 1 && num != 4 && num != 5) {
+		return -1
+	}
+	v, m := protowire.ConsumeBytes(b[n:])
+	if m < 0 || !utf8.Valid(v) {
+		return -1
+	}
+	switch num { // a repeated field: the last one counts
+	case 1:
+		f.version = v
+		f.has |= 1
+	case 4:
+		f.typeURL = v
+		f.has |= 2
+	case 5:
+		f.nonce = v
+		f.has |= 4
+	}
+	return n + m
+}
+
+func (f *restFields) set(r *discoveryv3.DiscoveryResponse) {
+	if f.has&1 != 0 {
+		r.VersionInfo = string(f.version)
+	}
+	if f.has&2 != 0 {
+		if t, ok := typeOfBytes(f.typeURL); ok {
+			r.TypeUrl = t.url() // no copy of a known type's URL
+		} else {
+			r.TypeUrl = string(f.typeURL)
+		}
+	}
+	if f.has&4 != 0 {
+		r.Nonce = string(f.nonce)
+	}
+}
+
+// fieldRanges are where a response's fields other than its resources lie in its bytes (one
+// field each), the first few without an allocation.
+type fieldRanges struct {
+	n     int
+	at    [4][2]int
+	extra [][2]int
+}
+
+func (f *fieldRanges) add(from, to int) {
+	if f.n < len(f.at) {
+		f.at[f.n] = [2]int{from, to}
+	} else {
+		f.extra = append(f.extra, [2]int{from, to})
+	}
+	f.n++
+}
+
+func (f *fieldRanges) get(i int) (from, to int) {
+	if i < len(f.at) {
+		return f.at[i][0], f.at[i][1]
+	}
+	x := f.extra[i-len(f.at)]
+	return x[0], x[1]
+}
+
+// read decodes the fields of b they locate into r, as readRest does, gathering them only when
+// proto must read them.
+func (f *fieldRanges) read(b []byte, r *discoveryv3.DiscoveryResponse) error {
+	var rf restFields
+	fast := true
+	for i := range f.n {
+		from, to := f.get(i)
+		if rf.take(b[from:to]) != to-from {
+			fast = false
+			break
+		}
+	}
+	if fast {
+		rf.set(r)
+		return nil
+	}
+	var rest []byte
+	for i := range f.n {
+		from, to := f.get(i)
+		rest = append(rest, b[from:to]...)
+	}
+	return proto.UnmarshalOptions{Merge: true}.Unmarshal(rest, r)
 }
 
 // immutable says whether data lies in bytes nothing changes or reuses (the stamp source says

@@ -923,3 +923,75 @@ func TestCodecReadsRunOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRest checks that readRest decodes a response's other fields as
+// proto.UnmarshalOptions{Merge: true} does, its own way (version, type URL, nonce) or by proto
+// (any other field), and fails where proto fails.
+func TestReadRest(t *testing.T) {
+	field := func(num protowire.Number, v string) []byte {
+		return protowire.AppendString(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	canary := protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 1)
+	cp := protowire.AppendBytes(protowire.AppendTag(nil, 6, protowire.BytesType), field(1, "cp"))
+	unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 7)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"usual", cat(field(1, "v1"), field(4, E), field(5, "n1"))},
+		{"unknown type URL", cat(field(4, "type.googleapis.com/x.Y"), field(5, "n"))},
+		{"repeated: the last counts", cat(field(1, "a"), field(1, "b"), field(5, "n1"), field(5, ""))},
+		{"empty strings", cat(field(1, ""), field(4, ""), field(5, ""))},
+		{"canary", cat(field(1, "v"), canary)},
+		{"control plane", cat(cp, field(5, "n"))},
+		{"unknown field", cat(field(1, "v"), unknown)},
+		{"invalid UTF-8", cat(field(1, "v\xff"), field(5, "n"))},
+		{"truncated", field(1, "v1")[:3]},
+		{"version as a varint", protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)},
+		{"more fields than kept in place", cat(field(1, "a"), field(4, E), field(5, "n"), field(1, "b"), field(5, "m"), field(4, C))},
+		{"more fields, one unknown", cat(field(1, "a"), field(4, E), field(5, "n"), field(1, "b"), unknown, field(4, C))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := &discoveryv3.DiscoveryResponse{}
+			wantErr := proto.UnmarshalOptions{Merge: true}.Unmarshal(tc.b, want)
+			got := &discoveryv3.DiscoveryResponse{}
+			err := readRest(tc.b, got)
+			if (err != nil) != (wantErr != nil) {
+				t.Fatalf("readRest error %v, proto's %v", err, wantErr)
+			}
+			if err == nil {
+				if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+					t.Errorf("readRest (-proto +readRest):\n%s", diff)
+				}
+			}
+			// The same fields where they lie among resources (readSotw's fieldRanges), when
+			// they can be walked.
+			res := field(2, "resource")
+			b := slices.Clone(res)
+			var f fieldRanges
+			for off := 0; off < len(tc.b); {
+				num, typ, n := protowire.ConsumeTag(tc.b[off:])
+				if n < 0 {
+					return
+				}
+				m := protowire.ConsumeFieldValue(num, typ, tc.b[off+n:])
+				if m < 0 {
+					return
+				}
+				f.add(len(b), len(b)+n+m)
+				b = append(append(b, tc.b[off:off+n+m]...), res...)
+				off += n + m
+			}
+			got = &discoveryv3.DiscoveryResponse{}
+			if err := f.read(b, got); (err != nil) != (wantErr != nil) {
+				t.Fatalf("fieldRanges.read error %v, proto's %v", err, wantErr)
+			} else if err == nil {
+				if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+					t.Errorf("fieldRanges.read (-proto +read):\n%s", diff)
+				}
+			}
+		})
+	}
+}

@@ -197,7 +197,7 @@ func (c *Codec) readSotwPieces(p *pieces, r *discoveryv3.DiscoveryResponse) (res
 		res = e.items // shared: read-only
 	}
 	if len(rest) > 0 {
-		if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(rest, r); err != nil {
+		if err := readRest(rest, r); err != nil {
 			proto.Reset(r)
 			return nil, false
 		}
