@@ -680,6 +680,9 @@ func TestItemStatesPooled(t *testing.T) {
 		}
 		in.putItemStates(got)
 	}
+	if n := testing.AllocsPerRun(100, func() { in.putItemStates(in.itemStates(5)) }); n != 0 {
+		t.Errorf("taking and giving back states allocates %v times, want 0", n)
+	}
 	var none *Interner
 	if got := none.itemStates(3); len(got) != 3 {
 		t.Fatalf("a nil Interner gave %d states, want 3", len(got))

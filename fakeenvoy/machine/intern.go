@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 	"weak"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -61,8 +62,8 @@ func (in *Interner) itemStates(n int) []itemState {
 	if in == nil || n == 0 || t >= stateTiers {
 		return make([]itemState, n)
 	}
-	if p, ok := in.states[t].Get().(*[]itemState); ok {
-		return (*p)[:n]
+	if p, ok := in.states[t].Get().(*itemState); ok {
+		return unsafe.Slice(p, 1<<t)[:n]
 	}
 	return make([]itemState, n, 1<<t)
 }
@@ -76,8 +77,9 @@ func (in *Interner) putItemStates(st []itemState) {
 		return // not one of the pool's
 	}
 	clear(st)
-	st = st[:0]
-	in.states[t].Put(&st)
+	// The pool holds the first state's address (no box to allocate, as &st would be): every
+	// slice of tier t has room for exactly 1<<t.
+	in.states[t].Put(&st[:1][0])
 }
 
 // responses is the fleet's memo of responses' resources, nil when in is nil.
