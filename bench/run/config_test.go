@@ -54,7 +54,7 @@ func TestSimConfigMesh(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := SimConfig(sc).Topology.Mesh
-	if m == nil || len(m.Services) != 11 || len(m.Config) != 10 { // its AuthorizationPolicy among them
+	if m == nil || len(m.Services) != 11 || len(m.Config) != 11 { // its AuthorizationPolicy and RequestAuthentication among them
 		t.Fatalf("mesh: %+v", m)
 	}
 	eps := 0
