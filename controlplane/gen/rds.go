@@ -517,6 +517,10 @@ func translateMatch(m *networking.HTTPMatchRequest) (*routev3.RouteMatch, error)
 			hm.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
 		} else {
 			hm.HeaderMatchSpecifier = &routev3.HeaderMatcher_StringMatch{StringMatch: sm2}
+			// A withoutHeaders value match also matches a request without the header (Envoy
+			// reads it as "", which the value does not match), as in istiod's
+			// TranslateRouteMatch; a presence match cannot say so and needs not.
+			hm.TreatMissingHeaderAsEmpty = invert
 		}
 		rm.Headers = append(rm.Headers, hm)
 		return nil

@@ -51,7 +51,7 @@ func TestTranslateMatch(t *testing.T) {
 		{"bad path regex", &networking.HTTPMatchRequest{Uri: regex("/v[0-9")}, nil, "bad regex"},
 		{"headers sorted, presence, without", &networking.HTTPMatchRequest{
 			Headers:        map[string]*networking.StringMatch{"x-b": prefix("pre"), "x-a": exact("1"), "x-any": {}},
-			WithoutHeaders: map[string]*networking.StringMatch{"x-debug": {}},
+			WithoutHeaders: map[string]*networking.StringMatch{"x-debug": {}, "x-env": exact("prod")},
 			Method:         exact("GET"),
 		}, &routev3.RouteMatch{PathSpecifier: slash, Headers: []*routev3.HeaderMatcher{
 			hdr(":method", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "GET"}}, false),
@@ -59,6 +59,9 @@ func TestTranslateMatch(t *testing.T) {
 			hdr("x-any", nil, false),
 			hdr("x-b", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "pre"}}, false),
 			hdr("x-debug", nil, true),
+			// A request without x-env matches too (istiod's treat_missing_header_as_empty).
+			{Name: "x-env", InvertMatch: true, TreatMissingHeaderAsEmpty: true,
+				HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "prod"}}}},
 		}}, ""},
 		{"header regex", &networking.HTTPMatchRequest{Headers: map[string]*networking.StringMatch{"user": regex("^j.*")}},
 			&routev3.RouteMatch{PathSpecifier: slash, Headers: []*routev3.HeaderMatcher{hdr("user", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "^j.*"}}}, false)}}, ""},
