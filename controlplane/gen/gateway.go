@@ -356,6 +356,7 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 	rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}
 	for _, h := range sortedKeys(vhosts) {
 		if vh := vhosts[h].vh; len(vh.Routes) > 0 {
+			vh.Routes = catchAllLast(vh.Routes)
 			rc.VirtualHosts = append(rc.VirtualHosts, vh)
 		}
 	}
@@ -372,6 +373,22 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 		}}
 	}
 	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, routeClusters(rc)
+}
+
+// catchAllLast moves the catch-all routes of a gateway virtual host after the others, each
+// group in its order: a VirtualService's catch-all does not hide the routes that later
+// VirtualServices of the same host add (istiod's SortVHostRoutes on every gateway virtual host).
+func catchAllLast(routes []*routev3.Route) []*routev3.Route {
+	out := make([]*routev3.Route, 0, len(routes))
+	var all []*routev3.Route
+	for _, r := range routes {
+		if isCatchAll(r.GetMatch()) {
+			all = append(all, r)
+		} else {
+			out = append(out, r)
+		}
+	}
+	return append(out, all...)
 }
 
 // vsHTTPRoutes translates the HTTP routes of one bound VS for server gs on port num. Matches for

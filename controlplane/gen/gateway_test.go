@@ -702,7 +702,8 @@ func TestGatewayDestinationPort(t *testing.T) {
 
 // TestGatewayVirtualServiceOrder: VirtualServices sharing a host on a gateway contribute their
 // routes in istiod's order (creation time, then name, then namespace), so an older specific
-// route is not hidden by a newer catch-all that sorts first by name.
+// route is not hidden by a newer catch-all that sorts first by name; and catch-alls go after
+// every other route of the virtual host, so an older one does not hide a newer specific route.
 func TestGatewayVirtualServiceOrder(t *testing.T) {
 	svc := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
 	gw := gwConfig("gw", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{server(80, "HTTP", "*")}})
@@ -721,7 +722,8 @@ func TestGatewayVirtualServiceOrder(t *testing.T) {
 		{"older first", []*istioconfig.Config{createdAt(vs("aaa", "apps", "all", false), 2), createdAt(vs("zzz", "apps", "api", true), 1)}, []string{"api", "all"}},
 		{"same time: by name, not namespace", []*istioconfig.Config{vs("b", "apps", "all", false), vs("a", "zz", "api", true)}, []string{"api", "all"}},
 		{"newer catch-all last", []*istioconfig.Config{createdAt(vs("aaa", "apps", "api", true), 1), createdAt(vs("zzz", "apps", "all", false), 2)}, []string{"api", "all"}},
-		{"older catch-all first (what follows is kept, unreachable)", []*istioconfig.Config{createdAt(vs("zzz", "apps", "all", false), 1), createdAt(vs("aaa", "apps", "api", true), 2)}, []string{"all", "api"}},
+		{"older catch-all still last", []*istioconfig.Config{createdAt(vs("zzz", "apps", "all", false), 1), createdAt(vs("aaa", "apps", "api", true), 2)}, []string{"api", "all"}},
+		{"catch-alls keep their order", []*istioconfig.Config{createdAt(vs("a", "apps", "all", false), 1), createdAt(vs("b", "apps", "api", true), 2), createdAt(vs("c", "apps", "rest", false), 3)}, []string{"api", "all", "rest"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
