@@ -155,47 +155,12 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: "raw_buffer", ApplicationProtocols: plaintextHTTPProtocols},
 				Filters:          []*listenerv3.Filter{hcmFilter(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(num), 10))), pi.grpcWeb))},
 			}}
-			l.DefaultFilterChain = passthroughChain()
 			deps = append(pi.http, pi.wildDeps...)
-			if others := portSharers(pi.wildTCP, pi.cidrTCP, pi.tlsHosts); len(others) > 0 {
-				// istiod merges them into the HTTP listener (chains by destination and SNI).
-				errs = append(errs, fmt.Errorf("LDS: %s: HTTP services hold the port, so the TCP and TLS services without a VIP on it (%s) get no filter chain and their traffic passes through; istiod merges them into one listener, xdslab does not yet: give them a VIP or another port",
-					name, strings.Join(others, ", ")))
-			}
+			// The TCP and TLS services without a VIP on the port keep their chains beside the
+			// HTTP one, and the TCP service the default chain, as istiod merges them.
+			deps = append(deps, wildTCPChains(p, ix, l, num, pi.wildTCP, pi.cidrTCP, pi.tlsHosts, &errs)...)
 		case pi.wildTCP != nil || len(pi.cidrTCP) > 0 || len(pi.tlsHosts) > 0:
-			if len(pi.tlsHosts) > 0 {
-				// One chain per host, chosen by the TLS client's SNI, as istiod does.
-				l.ListenerFilters = []*listenerv3.ListenerFilter{tlsInspector()}
-			}
-			for _, svc := range pi.tlsHosts {
-				cluster := ClusterName(Outbound, num, "", svc.Hostname)
-				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
-					FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svc.Hostname}},
-					Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
-				})
-			}
-			for _, svc := range pi.cidrTCP {
-				cluster := ClusterName(Outbound, num, "", svc.Hostname)
-				l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
-					FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: cidrs(svc.Addresses)},
-					Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
-				})
-			}
-			deps = pi.wildDeps
-			if pi.wildTCP != nil {
-				// The VirtualServices' tcp routes for the service (tcproute.go).
-				port, _ := pi.wildTCP.Port(num)
-				chains, def, cdeps, err := tcpRouteChains(p, ix, pi.wildTCP, port)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				l.FilterChains = append(l.FilterChains, chains...)
-				l.DefaultFilterChain = def
-				deps = append(deps, cdeps...)
-			} else {
-				// Only the CIDRs go to the services; other destinations on the port pass through.
-				l.DefaultFilterChain = passthroughChain()
-			}
+			deps = append(pi.wildDeps, wildTCPChains(p, ix, l, num, pi.wildTCP, pi.cidrTCP, pi.tlsHosts, &errs)...)
 		default:
 			continue
 		}
@@ -212,18 +177,46 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	return out, errors.Join(errs...)
 }
 
-// portSharers names the services without a VIP of a port that HTTP services hold.
-func portSharers(wild *model.Service, lists ...[]*model.Service) []string {
-	var out []string
-	if wild != nil {
-		out = append(out, wild.Hostname)
+// wildTCPChains adds to l, the 0.0.0.0_PORT listener of port num, the chains of the services
+// without a VIP there that are not HTTP: one per TLS host, chosen by SNI, one per CIDR service,
+// and the tcp routes of the TCP service without any address (tcproute.go), whose default chain
+// becomes l's; without that service what no chain takes passes through. Returns the
+// VirtualServices the chains depend on.
+func wildTCPChains(p *model.Proxy, ix *index, l *listenerv3.Listener, num uint32, wild *model.Service, cidrTCP, tlsHosts []*model.Service, errs *[]error) []istioconfig.Key {
+	if len(tlsHosts) > 0 {
+		l.ListenerFilters = append([]*listenerv3.ListenerFilter{tlsInspector()}, l.ListenerFilters...)
 	}
-	for _, l := range lists {
-		for _, svc := range l {
-			out = append(out, svc.Hostname)
-		}
+	for _, svc := range tlsHosts {
+		cluster := ClusterName(Outbound, num, "", svc.Hostname)
+		l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+			FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svc.Hostname}},
+			Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
+		})
 	}
-	return out
+	for _, svc := range cidrTCP {
+		cluster := ClusterName(Outbound, num, "", svc.Hostname)
+		l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+			FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: cidrs(svc.Addresses)},
+			Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
+		})
+	}
+	if wild == nil {
+		l.DefaultFilterChain = passthroughChain()
+		return nil
+	}
+	port, _ := wild.Port(num)
+	chains, def, deps, err := tcpRouteChains(p, ix, wild, port)
+	if err != nil {
+		*errs = append(*errs, err)
+	}
+	l.FilterChains = append(l.FilterChains, chains...)
+	l.DefaultFilterChain = def
+	if n := len(l.FilterChains); def == nil && n > 1 && l.FilterChains[n-1].GetFilterChainMatch() == nil {
+		// Beside other chains, the one that matches everything is the default chain, as
+		// istiod builds it (tcpRouteChains does the same among its own chains).
+		l.FilterChains, l.DefaultFilterChain = l.FilterChains[:n-1], l.FilterChains[n-1]
+	}
+	return deps
 }
 
 // ipAddresses keeps the addresses that are IPs (VIPs may also be CIDRs in a ServiceEntry;

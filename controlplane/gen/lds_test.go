@@ -1,10 +1,12 @@
 package gen
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/google/go-cmp/cmp"
 
@@ -23,7 +25,7 @@ func TestSidecarListenerConflicts(t *testing.T) {
 	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{
 		tcp("a.n.svc.cluster.local", "10.0.0.1", 5432),
 		tcp("b.n.svc.cluster.local", "10.0.0.1", 5432), // same VIP:port as a
-		tcp("c.n.svc.cluster.local", "", 8080),         // port taken by HTTP
+		tcp("c.n.svc.cluster.local", "", 8080),         // port shared with HTTP: the default chain
 		tcp("d.n.svc.cluster.local", "", 6000),
 		tcp("e.n.svc.cluster.local", "", 6000), // 0.0.0.0_6000 already d's
 		tcp("f.n.svc.cluster.local", "10.0.0.2", 15001),
@@ -32,7 +34,7 @@ func TestSidecarListenerConflicts(t *testing.T) {
 	p := sidecarProxy("10.9.9.9", "n")
 	rs, err := ForType(ListenerType, p).Generate(p, s, nil)
 	if err == nil || !strings.Contains(err.Error(), "both use 10.0.0.1:5432") || !strings.Contains(err.Error(), "port 15001 collides") ||
-		!strings.Contains(err.Error(), "0.0.0.0_8080: HTTP services hold the port, so the TCP and TLS services without a VIP on it (c.n.svc.cluster.local) get no filter chain") {
+		strings.Contains(err.Error(), "0.0.0.0_8080") {
 		t.Fatalf("err = %v", err)
 	}
 	got := map[string]string{}
@@ -45,6 +47,10 @@ func TestSidecarListenerConflicts(t *testing.T) {
 		got[r.Name] = l.GetFilterChains()[0].GetFilters()[0].GetName()
 		if r.Name == "0.0.0.0_6000" && !strings.Contains(l.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().String(), "d.n.svc") {
 			t.Errorf("0.0.0.0_6000 should proxy to d: %v", l)
+		}
+		// What the HTTP chain does not take goes to c, not through (istiod merges the two).
+		if r.Name == "0.0.0.0_8080" && !strings.Contains(l.GetDefaultFilterChain().GetFilters()[0].GetTypedConfig().String(), "outbound|8080||c.n.svc") {
+			t.Errorf("0.0.0.0_8080's default chain should proxy to c: %v", l.GetDefaultFilterChain())
 		}
 	}
 	want := map[string]string{
@@ -159,4 +165,65 @@ func TestServiceAddressesIPsAndCIDRs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWildcardListenerSharedWithHTTP: on a port that HTTP services hold (with a VIP or not),
+// the TLS and CIDR services without a VIP keep their chains beside the HTTP chain, and the TCP
+// service without any address takes the default chain, as istiod merges them.
+func TestWildcardListenerSharedWithHTTP(t *testing.T) {
+	for _, vip := range []string{"240.0.0.1", ""} {
+		t.Run("http vip "+vip, func(t *testing.T) {
+			web := &model.Service{Hostname: "web.n.svc.cluster.local", Namespace: "n", Ports: []model.Port{{Name: "http", Number: 9000, Protocol: model.ProtocolHTTP}}}
+			if vip != "" {
+				web.Addresses = []string{vip}
+			}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{
+				web,
+				{Hostname: "mirrors.example.com", Namespace: "n", Ports: []model.Port{{Name: "tcp", Number: 9000, Protocol: model.ProtocolTCP}}},
+				{Hostname: "tls.example.com", Namespace: "n", Ports: []model.Port{{Name: "tls", Number: 9000, Protocol: model.ProtocolTLS}}},
+				{Hostname: "cidr.internal", Namespace: "n", Addresses: []string{"10.77.0.0/16"}, Ports: []model.Port{{Name: "tcp", Number: 9000, Protocol: model.ProtocolTCP}}},
+			}})
+			p := sidecarProxy("10.9.9.9", "n")
+			rs, err := ForType(ListenerType, p).Generate(p, s, []string{"0.0.0.0_9000"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 1 {
+				t.Fatalf("got %d listeners, want 0.0.0.0_9000", len(rs))
+			}
+			l := rs[0].Message.(*listenerv3.Listener)
+			var chains []string
+			for _, fc := range l.GetFilterChains() {
+				m := fc.GetFilterChainMatch()
+				chains = append(chains, fc.GetFilters()[0].GetName()+" "+strings.Join(m.GetServerNames(), ",")+strings.Join(m.GetApplicationProtocols(), ",")+cidrText(m.GetPrefixRanges()))
+			}
+			slices.Sort(chains)
+			want := []string{
+				hcmFilterName + " http/1.1,h2c",
+				tcpProxyFilterName + " 10.77.0.0/16",
+				tcpProxyFilterName + " tls.example.com",
+			}
+			if !slices.Equal(chains, want) {
+				t.Errorf("chains %q, want %q", chains, want)
+			}
+			if def := l.GetDefaultFilterChain().GetFilters()[0].GetTypedConfig().String(); !strings.Contains(def, "outbound|9000||mirrors.example.com") {
+				t.Errorf("default chain %s, want a tcp_proxy to mirrors.example.com", def)
+			}
+			var filters []string
+			for _, f := range l.GetListenerFilters() {
+				filters = append(filters, f.GetName())
+			}
+			if len(filters) != 2 {
+				t.Errorf("listener filters %q, want the TLS and HTTP inspectors", filters)
+			}
+		})
+	}
+}
+
+func cidrText(rs []*corev3.CidrRange) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.GetAddressPrefix()+"/"+strconv.FormatUint(uint64(r.GetPrefixLen().GetValue()), 10))
+	}
+	return strings.Join(out, ",")
 }
