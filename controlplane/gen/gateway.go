@@ -93,6 +93,7 @@ type gwServer struct {
 	srv  *networking.Server
 	idx  int
 	hsts []serverHost
+	kind portKind
 }
 
 func (s gwServer) String() string {
@@ -158,6 +159,10 @@ func (k portKind) String() string {
 	return "TCP"
 }
 
+// sniKind reports whether servers of kind k are told apart by SNI: HTTPS and TLS passthrough
+// servers may share a port.
+func sniKind(k portKind) bool { return k == kindHTTPS || k == kindTLS }
+
 func serverKind(srv *networking.Server) (portKind, error) {
 	k, err := validate.GatewayServerKind(srv)
 	switch k {
@@ -173,14 +178,16 @@ func serverKind(srv *networking.Server) (portKind, error) {
 	return 0, err
 }
 
-// gwPort is a listener port of the router and the servers on it.
+// gwPort is a listener port of the router and the servers on it. HTTPS and TLS passthrough
+// servers share a port (kind is the first one's): SNI picks their chains, as in istiod.
 type gwPort struct {
 	num     uint32
 	kind    portKind
 	servers []gwServer
-	// https are the HTTPS servers that get a filter chain (httpsServers), computed once.
-	https     []gwServer
-	httpsDone bool
+	// https and passthrough are the HTTPS and TLS passthrough servers that get filter chains
+	// (sniServers), computed once.
+	https, passthrough []gwServer
+	httpsDone          bool
 }
 
 // boundVS is a VirtualService bound to one gateway.
@@ -213,11 +220,15 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 	byPort := map[uint32]*gwPort{}
 	var gateways []*istioconfig.Config
 	for _, c := range s.Configs(istioconfig.KindGateway) {
-		gw, ok := c.Spec.(*networking.Gateway)
-		if !ok || !selectsRouter(gw, p.Labels) {
-			continue
+		if gw, ok := c.Spec.(*networking.Gateway); ok && selectsRouter(gw, p.Labels) {
+			gateways = append(gateways, c)
 		}
-		gateways = append(gateways, c)
+	}
+	// Oldest first (creation time, then name, then namespace), as istiod merges a router's
+	// Gateways: the first server of a port wins a host two servers claim.
+	slices.SortStableFunc(gateways, compareByCreation)
+	for _, c := range gateways {
+		gw := c.Spec.(*networking.Gateway)
 		for i, srv := range gw.GetServers() {
 			gs := gwServer{gw: c, srv: srv, idx: i, hsts: parseServerHosts(srv.GetHosts(), c.Namespace)}
 			num := srv.GetPort().GetNumber()
@@ -230,12 +241,13 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 				rp.errs = append(rp.errs, fmt.Errorf("%s: %w", gs, err))
 				continue
 			}
+			gs.kind = kind
 			gp := byPort[num]
 			if gp == nil {
 				gp = &gwPort{num: num, kind: kind}
 				byPort[num] = gp
 			}
-			if gp.kind != kind {
+			if gp.kind != kind && !(sniKind(gp.kind) && sniKind(kind)) {
 				rp.errs = append(rp.errs, fmt.Errorf("%s: port %d is %s here but %s in %s; server skipped, give it another port", gs, num, kind, gp.kind, gp.servers[0]))
 				continue
 			}
@@ -502,15 +514,8 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 		l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
 			hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, GatewayRouteName(gp.num))))),
 		}}}
-	case kindTLS:
-		l.ListenerFilters = []*listenerv3.ListenerFilter{{
-			Name:       tlsInspectorFilterName,
-			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(&tlsinspectorv3.TlsInspector{})},
-		}}
-		var d []istioconfig.Key
-		l.FilterChains, clusters, d = rp.tlsChains(gp)
-		deps = append(deps, d...)
-	case kindHTTPS:
+	case kindTLS, kindHTTPS:
+		// HTTPS servers terminate TLS and route; TLS passthrough chains forward by SNI.
 		l.ListenerFilters = []*listenerv3.ListenerFilter{{
 			Name:       tlsInspectorFilterName,
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(&tlsinspectorv3.TlsInspector{})},
@@ -522,6 +527,16 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 				Filters:          []*listenerv3.Filter{hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, GatewayHTTPSRouteName(gs)))))},
 			})
 		}
+		passthrough, cs, d := rp.tlsChains(gp)
+		clusters = cs
+		deps = append(deps, d...)
+		if !rp.az.empty() {
+			tcp := rp.az.tcpFilters()
+			for _, fc := range passthrough {
+				fc.Filters = append(slices.Clone(tcp), fc.Filters...)
+			}
+		}
+		l.FilterChains = append(l.FilterChains, passthrough...)
 	case kindTCP:
 		fc, c, d := rp.tcpChain(gp)
 		deps = append(deps, d...)
@@ -538,7 +553,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 	}
 	if !rp.az.empty() {
 		deps = append(deps, rp.az.deps...)
-		if gp.kind == kindTLS || gp.kind == kindTCP {
+		if gp.kind == kindTCP {
 			tcp := rp.az.tcpFilters()
 			for _, fc := range l.FilterChains {
 				fc.Filters = append(slices.Clone(tcp), fc.Filters...)
@@ -556,7 +571,7 @@ func (rp *routerPlan) tlsChains(gp *gwPort) ([]*listenerv3.FilterChain, []string
 	var clusters []string
 	var deps []istioconfig.Key
 	taken := map[string]string{}
-	for _, gs := range gp.servers {
+	for _, gs := range rp.passthroughServers(gp) {
 		for _, b := range rp.bound[gs.gw.Key()] {
 			hosts := gs.exposed(b)
 			if len(hosts) == 0 || len(b.vs.GetTls()) == 0 {
@@ -748,7 +763,7 @@ func (rp *routerPlan) build() (listeners, routes []Resource, clusters map[string
 			for _, c := range cs {
 				clusters[c] = true
 			}
-		case kindHTTPS:
+		case kindHTTPS, kindTLS:
 			for _, gs := range rp.httpsServers(gp) {
 				r, cs := rp.httpRoutes(GatewayHTTPSRouteName(gs), gp.num, []gwServer{gs})
 				routes = append(routes, r)

@@ -128,18 +128,35 @@ func exactMatchers(ss []string) []*matcherv3.StringMatcher {
 	return out
 }
 
-// httpsServers are the HTTPS servers of a port that get a filter chain: a server whose SNI
-// names overlap an earlier one's is skipped with an error (Envoy rejects two chains with the
-// same match), as is a second server with the same route configuration name.
+// httpsServers are the HTTPS servers of a port that get a filter chain (sniServers).
 func (rp *routerPlan) httpsServers(gp *gwPort) []gwServer {
+	rp.sniServers(gp)
+	return gp.https
+}
+
+// passthroughServers are the TLS passthrough servers of a port whose tls routes get filter
+// chains (sniServers).
+func (rp *routerPlan) passthroughServers(gp *gwPort) []gwServer {
+	rp.sniServers(gp)
+	return gp.passthrough
+}
+
+// sniServers sorts the HTTPS and TLS passthrough servers of a port, in order, into those that
+// get filter chains: a server whose SNI names overlap an earlier one's is skipped whole with
+// an error (Envoy rejects two chains with the same match; istiod's gateway merge skips a TLS
+// server with a host an earlier one of the port has), as is a second HTTPS server with the same
+// route configuration name.
+func (rp *routerPlan) sniServers(gp *gwPort) {
 	if gp.httpsDone {
-		return gp.https
+		return
 	}
 	gp.httpsDone = true
-	var out []gwServer
 	taken := map[string]gwServer{}
 	routes := map[string]gwServer{}
 	for _, gs := range gp.servers {
+		if gs.kind != kindHTTPS && gs.kind != kindTLS {
+			continue
+		}
 		snis := serverSNIs(gs.srv)
 		keys := snis
 		if len(keys) == 0 {
@@ -152,7 +169,7 @@ func (rp *routerPlan) httpsServers(gp *gwPort) []gwServer {
 				break
 			}
 		}
-		if prev, ok := routes[GatewayHTTPSRouteName(gs)]; ok && dup == "" {
+		if prev, ok := routes[GatewayHTTPSRouteName(gs)]; ok && dup == "" && gs.kind == kindHTTPS {
 			dup = fmt.Sprintf("route configuration %q is already %s's (give the port another name)", GatewayHTTPSRouteName(gs), prev)
 		}
 		if dup != "" {
@@ -162,9 +179,11 @@ func (rp *routerPlan) httpsServers(gp *gwPort) []gwServer {
 		for _, k := range keys {
 			taken[k] = gs
 		}
+		if gs.kind == kindTLS {
+			gp.passthrough = append(gp.passthrough, gs)
+			continue
+		}
 		routes[GatewayHTTPSRouteName(gs)] = gs
-		out = append(out, gs)
+		gp.https = append(gp.https, gs)
 	}
-	gp.https = out
-	return out
 }

@@ -141,3 +141,50 @@ func TestSDSSkipsCredentials(t *testing.T) {
 		t.Fatalf("SDSSecrets = %v, %v; want only %q", secs, err, SecretDefault)
 	}
 }
+
+// TestGatewayHTTPSBesideTLSPassthrough: HTTPS and TLS passthrough servers share a port, as in
+// istiod: one listener whose chains SNI picks, the HTTPS ones terminating TLS with their route
+// configuration, the passthrough ones forwarding by the tls routes; a server with a host an
+// earlier server of the port has is skipped whole, as istiod's gateway merge skips it.
+func TestGatewayHTTPSBesideTLSPassthrough(t *testing.T) {
+	shop := server(443, "HTTPS", "*/shop.example.com")
+	shop.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: "shop-cert"}
+	term := createdAt(gwConfig("term", "istio-system", &networking.Gateway{Servers: []*networking.Server{shop}}), 1)
+	pass := gwConfig("pass", "istio-system", &networking.Gateway{Servers: []*networking.Server{passthrough443("*/*.pass.example.com")}})
+	// First by name, but newer than term: istiod merges Gateways oldest first.
+	dup := createdAt(gwConfig("adup", "istio-system", &networking.Gateway{Servers: []*networking.Server{passthrough443("*/b.pass.example.com", "*/shop.example.com")}}), 2)
+	web := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "tls", Number: 8443, Protocol: model.ProtocolTLS}}}
+	tlsRoute := func(sni string) *networking.TLSRoute {
+		return &networking.TLSRoute{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{sni}}},
+			Route: []*networking.RouteDestination{{Destination: gwDest("web.apps.svc.cluster.local", 8443, "")}}}
+	}
+	configs := []*istioconfig.Config{term, pass, dup,
+		vsConfig("shop", "apps", &networking.VirtualService{Hosts: []string{"shop.example.com"}, Gateways: []string{"istio-system/term"},
+			Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: gwDest("web.apps.svc.cluster.local", 80, "")}}}}}),
+		vsConfig("pass", "apps", &networking.VirtualService{Hosts: []string{"*.pass.example.com", "shop.example.com"}, Gateways: []string{"istio-system/pass", "istio-system/adup"},
+			Tls: []*networking.TLSRoute{tlsRoute("a.pass.example.com"), tlsRoute("b.pass.example.com"), tlsRoute("shop.example.com")}}),
+	}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{web}, Configs: configs})
+	p := routerProxy("istio-system", nil)
+	g, err := generateAll(t, p, s)
+	if err == nil || !strings.Contains(err.Error(), `Gateway istio-system/adup servers[0]: SNI "shop.example.com" is already served by Gateway istio-system/term servers[0]; server skipped`) || strings.Contains(err.Error(), "another port") {
+		t.Errorf("error %v, want only the passthrough server with the HTTPS server's host skipped", err)
+	}
+	checkResources(t, p, g)
+	if got := names(g[ListenerType]); !slices.Equal(got, []string{"0.0.0.0_443"}) {
+		t.Fatalf("listeners %v", got)
+	}
+	l := g[ListenerType][0].Message.(*listenerv3.Listener)
+	var chains []string
+	for _, fc := range l.GetFilterChains() {
+		chains = append(chains, strings.Join(fc.GetFilterChainMatch().GetServerNames(), ",")+" "+fc.GetFilters()[len(fc.GetFilters())-1].GetName())
+	}
+	slices.Sort(chains)
+	want := []string{"a.pass.example.com " + tcpProxyFilterName, "b.pass.example.com " + tcpProxyFilterName, "shop.example.com " + hcmFilterName}
+	if !slices.Equal(chains, want) {
+		t.Errorf("chains %q, want %q", chains, want)
+	}
+	if got := names(g[RouteType]); !slices.Equal(got, []string{"https.443.https-443.term.istio-system"}) {
+		t.Errorf("route configurations %v", got)
+	}
+}
