@@ -513,6 +513,18 @@ func translateMatch(m *networking.HTTPMatchRequest) (*routev3.RouteMatch, error)
 		if err != nil {
 			return fmt.Errorf("header %q: %w", name, err)
 		}
+		if claims, ok := routingClaim(name); ok {
+			// A JWT claim the jwt_authn filter verified, not a header (istiod's
+			// translateMetadataMatch): the claim, or one element of a list claim, matches.
+			v := &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_PresentMatch{PresentMatch: true}}
+			if sm2 != nil {
+				v = &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_StringMatch{StringMatch: sm2}}
+			}
+			mm := jwtClaimMatcher(claims, v, true)
+			mm.Invert = invert
+			rm.DynamicMetadata = append(rm.DynamicMetadata, mm)
+			return nil
+		}
 		if sm2 == nil {
 			hm.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
 		} else {
@@ -559,6 +571,26 @@ func translateMatch(m *networking.HTTPMatchRequest) (*routev3.RouteMatch, error)
 		rm.QueryParameters = append(rm.QueryParameters, qm)
 	}
 	return rm, nil
+}
+
+// routingClaimPrefix names a JWT claim in a VirtualService header match.
+const routingClaimPrefix = "@request.auth.claims"
+
+// routingClaim reads a header match name that names a JWT claim, as istiod's ToRoutingClaim
+// does: "@request.auth.claims.a.b" or "@request.auth.claims[a][b]" is the nested claim a.b.
+// ok is false for any other name, a header like the others.
+func routingClaim(name string) (claims []string, ok bool) {
+	if !strings.HasPrefix(strings.ToLower(name), routingClaimPrefix) {
+		return nil, false
+	}
+	rest := name[len(routingClaimPrefix):]
+	switch {
+	case strings.HasPrefix(rest, ".") && len(rest) > 1:
+		return strings.Split(rest[1:], "."), true
+	case strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]") && len(rest) > 2:
+		return strings.Split(rest[1:len(rest)-1], "]["), true
+	}
+	return nil, false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

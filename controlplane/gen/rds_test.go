@@ -26,6 +26,20 @@ func regex(s string) *networking.StringMatch {
 	return &networking.StringMatch{MatchType: &networking.StringMatch_Regex{Regex: s}}
 }
 
+// claimMatcher is istiod's matcher of a JWT claim in jwt_authn's payload: the value, or one
+// element of a list, matches.
+func claimMatcher(claims []string, sm *matcherv3.StringMatcher, invert bool) *matcherv3.MetadataMatcher {
+	path := []*matcherv3.MetadataMatcher_PathSegment{{Segment: &matcherv3.MetadataMatcher_PathSegment_Key{Key: "payload"}}}
+	for _, c := range claims {
+		path = append(path, &matcherv3.MetadataMatcher_PathSegment{Segment: &matcherv3.MetadataMatcher_PathSegment_Key{Key: c}})
+	}
+	v := &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_StringMatch{StringMatch: sm}}
+	return &matcherv3.MetadataMatcher{Filter: "envoy.filters.http.jwt_authn", Path: path, Invert: invert,
+		Value: &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_OrMatch{OrMatch: &matcherv3.OrMatcher{ValueMatchers: []*matcherv3.ValueMatcher{
+			{MatchPattern: &matcherv3.ValueMatcher_ListMatch{ListMatch: &matcherv3.ListMatcher{MatchPattern: &matcherv3.ListMatcher_OneOf{OneOf: v}}}}, v,
+		}}}}}
+}
+
 func TestTranslateMatch(t *testing.T) {
 	hdr := func(name string, sm *matcherv3.StringMatcher, invert bool) *routev3.HeaderMatcher {
 		h := &routev3.HeaderMatcher{Name: name, InvertMatch: invert}
@@ -66,6 +80,17 @@ func TestTranslateMatch(t *testing.T) {
 		{"header regex", &networking.HTTPMatchRequest{Headers: map[string]*networking.StringMatch{"user": regex("^j.*")}},
 			&routev3.RouteMatch{PathSpecifier: slash, Headers: []*routev3.HeaderMatcher{hdr("user", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "^j.*"}}}, false)}}, ""},
 		{"bad header regex", &networking.HTTPMatchRequest{Headers: map[string]*networking.StringMatch{"user": regex("(")}}, nil, `header "user"`},
+		{"JWT claims", &networking.HTTPMatchRequest{
+			Headers:        map[string]*networking.StringMatch{"@request.auth.claims.group.id": exact("7"), "@request.auth.claims[roles][0]": prefix("ops"), "@request.auth.claims": exact("x")},
+			WithoutHeaders: map[string]*networking.StringMatch{"@request.auth.claims[tier]": exact("free")},
+		}, &routev3.RouteMatch{PathSpecifier: slash,
+			// A name that names no claim is a header.
+			Headers: []*routev3.HeaderMatcher{hdr("@request.auth.claims", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "x"}}, false)},
+			DynamicMetadata: []*matcherv3.MetadataMatcher{
+				claimMatcher([]string{"group", "id"}, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "7"}}, false),
+				claimMatcher([]string{"roles", "0"}, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "ops"}}, false),
+				claimMatcher([]string{"tier"}, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "free"}}, true),
+			}}, ""},
 		{"query params", &networking.HTTPMatchRequest{QueryParams: map[string]*networking.StringMatch{"q": exact("x"), "p": {}}},
 			&routev3.RouteMatch{PathSpecifier: slash, QueryParameters: []*routev3.QueryParameterMatcher{
 				{Name: "p", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}},

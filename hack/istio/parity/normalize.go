@@ -12,6 +12,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -107,6 +108,8 @@ func walk(m protoreflect.Message) {
 		// and istiod emits them in the random order of its maps.
 		slices.SortFunc(x.Headers, func(a, b *routev3.HeaderMatcher) int { return strings.Compare(text(a), text(b)) })
 		slices.SortFunc(x.QueryParameters, func(a, b *routev3.QueryParameterMatcher) int { return strings.Compare(text(a), text(b)) })
+		// So are JWT claim matchers (header matches on @request.auth.claims…).
+		slices.SortFunc(x.DynamicMetadata, func(a, b *matcherv3.MetadataMatcher) int { return strings.Compare(text(a), text(b)) })
 	case *routev3.RedirectAction:
 		if _, ok := x.PathRewriteSpecifier.(*routev3.RedirectAction_PathRedirect); ok && x.GetPathRedirect() == "" {
 			x.PathRewriteSpecifier = nil // Envoy keeps the request's path for an empty one too
