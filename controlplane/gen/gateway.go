@@ -319,6 +319,9 @@ func matchForGateway(gateways []string, port uint32, vsNS string, gc *istioconfi
 type gwVHost struct {
 	vh   *routev3.VirtualHost
 	seen map[istioconfig.Key]bool
+	// from lists the (Gateway, VirtualService) pairs whose routes the virtual host holds, in
+	// order: virtual hosts with the same list hold the same routes.
+	from []string
 }
 
 // httpRoutes builds route configuration name for servers on port num ("http.PORT" for a plain
@@ -362,15 +365,29 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 					built = true
 				}
 				v.vh.Routes = append(v.vh.Routes, routes...)
+				v.from = append(v.from, gs.gw.Key().String()+" "+b.c.Key().String())
 			}
 		}
 	}
 	rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}
+	// Hosts whose routes come from the same VirtualServices of the same Gateways share one
+	// virtual host, named after the first host, as istiod collapses them
+	// (collapseDuplicateRoutes): the same requests match the same routes either way.
+	same := map[string]*routev3.VirtualHost{}
 	for _, h := range sortedKeys(vhosts) {
-		if vh := vhosts[h].vh; len(vh.Routes) > 0 {
-			vh.Routes = catchAllLast(vh.Routes)
-			rc.VirtualHosts = append(rc.VirtualHosts, vh)
+		v := vhosts[h]
+		vh := v.vh
+		if len(vh.Routes) == 0 {
+			continue
 		}
+		key := strings.Join(v.from, "\n") + "\n" + vh.RequireTls.String()
+		if first, ok := same[key]; ok {
+			first.Domains = append(first.Domains, vh.Domains...)
+			continue
+		}
+		same[key] = vh
+		vh.Routes = catchAllLast(vh.Routes)
+		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
 	if len(rc.VirtualHosts) == 0 {
 		// Istio's answer when nothing is bound: every request gets 404.

@@ -741,3 +741,35 @@ func TestGatewayVirtualServiceOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayVirtualHostsCollapsed: hosts whose routes come from the same VirtualServices of the
+// same Gateway share one virtual host, named after the first host (istiod's
+// collapseDuplicateRoutes); a host with routes of its own keeps its virtual host.
+func TestGatewayVirtualHostsCollapsed(t *testing.T) {
+	svc := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	gw := gwConfig("gw", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{server(80, "HTTP", "*")}})
+	route := func(name string) []*networking.HTTPRoute {
+		return []*networking.HTTPRoute{{Name: name, Route: []*networking.HTTPRouteDestination{{Destination: gwDest("web.apps.svc.cluster.local", 80, "")}}}}
+	}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{gw,
+		createdAt(vsConfig("shared", "apps", &networking.VirtualService{Hosts: []string{"b.example.com", "a.example.com", "c.example.com"}, Gateways: []string{"istio-system/gw"}, Http: route("shared")}), 1),
+		createdAt(vsConfig("extra", "apps", &networking.VirtualService{Hosts: []string{"c.example.com"}, Gateways: []string{"istio-system/gw"}, Http: route("extra")}), 2),
+	}})
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var got []string
+	for _, vh := range routeConfig(t, g[RouteType], "http.80").GetVirtualHosts() {
+		got = append(got, vh.GetName()+" "+strings.Join(vh.GetDomains(), ",")+" "+strings.Join(routeNamesOf(vh), ","))
+	}
+	want := []string{
+		"a.example.com:80 a.example.com,a.example.com:80,b.example.com,b.example.com:80 shared",
+		"c.example.com:80 c.example.com,c.example.com:80 shared,extra",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("virtual hosts\n %q\nwant\n %q", got, want)
+	}
+}
