@@ -369,6 +369,24 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 			}
 		}
 	}
+	// A host of an httpsRedirect server that no VirtualService routes still redirects to HTTPS:
+	// a virtual host without routes that requires TLS, as istiod builds it.
+	for _, gs := range servers {
+		if !gs.srv.GetTls().GetHttpsRedirect() {
+			continue
+		}
+		for _, sh := range gs.hsts {
+			h := strings.ToLower(sh.host)
+			if vhosts[h] != nil {
+				continue
+			}
+			domains := []string{h, h + ":" + port}
+			if h == "*" {
+				domains = domains[:1]
+			}
+			vhosts[h] = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: domains, RequireTls: routev3.VirtualHost_ALL}}
+		}
+	}
 	rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}
 	// Hosts whose routes come from the same VirtualServices of the same Gateways share one
 	// virtual host, named after the first host, as istiod collapses them
@@ -377,7 +395,7 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 	for _, h := range sortedKeys(vhosts) {
 		v := vhosts[h]
 		vh := v.vh
-		if len(vh.Routes) == 0 {
+		if len(vh.Routes) == 0 && vh.RequireTls == routev3.VirtualHost_NONE {
 			continue
 		}
 		key := strings.Join(v.from, "\n") + "\n" + vh.RequireTls.String()

@@ -773,3 +773,34 @@ func TestGatewayVirtualHostsCollapsed(t *testing.T) {
 		t.Errorf("virtual hosts\n %q\nwant\n %q", got, want)
 	}
 }
+
+// TestGatewayHTTPSRedirectWithoutRoutes: a host of an httpsRedirect server that no VirtualService
+// routes still gets a virtual host requiring TLS (Envoy redirects to HTTPS), as istiod builds
+// it; such hosts share one virtual host.
+func TestGatewayHTTPSRedirectWithoutRoutes(t *testing.T) {
+	svc := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	redirect := server(80, "HTTP", "a.example.com", "apps/B.example.com", "routed.example.com")
+	redirect.Tls = &networking.ServerTLSSettings{HttpsRedirect: true}
+	gw := gwConfig("gw", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{redirect}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{gw,
+		vsConfig("routed", "apps", &networking.VirtualService{Hosts: []string{"routed.example.com"}, Gateways: []string{"istio-system/gw"},
+			Http: []*networking.HTTPRoute{{Name: "r", Route: []*networking.HTTPRouteDestination{{Destination: gwDest("web.apps.svc.cluster.local", 80, "")}}}}}),
+	}})
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var got []string
+	for _, vh := range routeConfig(t, g[RouteType], "http.80").GetVirtualHosts() {
+		got = append(got, strings.Join(vh.GetDomains(), ",")+" "+vh.GetRequireTls().String()+" "+strings.Join(routeNamesOf(vh), ","))
+	}
+	want := []string{
+		"a.example.com,a.example.com:80,b.example.com,b.example.com:80 ALL ",
+		"routed.example.com,routed.example.com:80 ALL r",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("virtual hosts\n %q\nwant\n %q", got, want)
+	}
+}
