@@ -85,6 +85,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				pi.grpcWeb = pi.grpcWeb || port.Protocol == model.ProtocolGRPCWeb
 				continue
 			}
+			if sniffedWithoutVIP(svc, port) {
+				pi.http = append(pi.http, ServiceKey(svc)) // and its TCP chain below
+			}
 			vips := ipAddresses(svc.Addresses)
 			if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && port.Protocol != model.ProtocolTLS && port.Protocol != model.ProtocolHTTPS {
 				// Both: a listener per IP (below), and the CIDRs a chain on 0.0.0.0_PORT, as

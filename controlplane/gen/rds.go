@@ -27,12 +27,13 @@ const DefaultRetryOn = "connect-failure,refused-stream,unavailable,cancelled,ret
 // saying on what: gRPC status names are all grpc-go understands.
 const grpcRetryOn = "unavailable,cancelled"
 
-// httpServicesByPort groups the services with an HTTP/HTTP2/GRPC port by port number.
+// httpServicesByPort groups the services with an HTTP/HTTP2/GRPC port by port number, and
+// those with a port without a protocol and no address (sniffedWithoutVIP).
 func httpServicesByPort(s *model.Snapshot, sc *model.Scope) map[uint32][]*model.Service {
 	out := map[uint32][]*model.Service{}
 	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
-			if port.Protocol.IsHTTP() && port.Number != VirtualInboundPort && port.Number != VirtualOutboundPort && sc.SeesPort(svc, port.Number) {
+			if (port.Protocol.IsHTTP() || sniffedWithoutVIP(svc, port)) && port.Number != VirtualInboundPort && port.Number != VirtualOutboundPort && sc.SeesPort(svc, port.Number) {
 				out[port.Number] = append(out[port.Number], svc)
 			}
 		}

@@ -35,6 +35,14 @@ func sniffedPorts(s *model.Snapshot, sc *model.Scope) map[string]sniffedPort {
 	return out
 }
 
+// sniffedWithoutVIP reports whether port of svc is sniffed on the 0.0.0.0_PORT listener: no
+// declared protocol and no address. As istiod does, the listener's HTTP chain routes what the
+// HTTP inspector recognises as HTTP by the port's route configuration, where the service has
+// its virtual host, and the rest goes to the service over TCP (its default chain, lds.go).
+func sniffedWithoutVIP(svc *model.Service, port model.Port) bool {
+	return port.Protocol == model.ProtocolUnknown && len(svc.Addresses) == 0
+}
+
 type sniffedPort struct {
 	svc  *model.Service
 	port model.Port

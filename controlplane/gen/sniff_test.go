@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -67,5 +69,57 @@ func TestSniffedPort(t *testing.T) {
 	}
 	if len(c.GetTransportSocketMatches()) != 2 {
 		t.Errorf("cluster has %d transport socket matches, want auto-mTLS's 2", len(c.GetTransportSocketMatches()))
+	}
+}
+
+// TestSniffedPortWithoutVIP: a port without a protocol of a service without an address is
+// sniffed on 0.0.0.0_PORT as istiod does: the HTTP inspector, a plaintext-HTTP chain to route
+// configuration "PORT" where the service has its virtual host, and a TCP default chain to the
+// service's cluster.
+func TestSniffedPortWithoutVIP(t *testing.T) {
+	const host = "sniffy.example.org"
+	src := istioconfig.Key{Kind: istioconfig.KindServiceEntry, Namespace: "ext", Name: "sniffy"}
+	in := model.SnapshotInput{Services: []*model.Service{{Hostname: host, Namespace: "ext", Resolution: model.ResolutionDNS,
+		Ports: []model.Port{{Name: "web", Number: 9300, Protocol: model.ProtocolUnknown}}, Source: src}}}
+	p := sidecarProxy("10.9.0.1", "other")
+	g, err := generateAll(t, p, model.NewSnapshot(1, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var l *listenerv3.Listener
+	for _, r := range g[ListenerType] {
+		if r.Name == "0.0.0.0_9300" {
+			l = r.Message.(*listenerv3.Listener)
+		}
+	}
+	if l == nil {
+		t.Fatal("no listener 0.0.0.0_9300")
+	}
+	if len(l.GetListenerFilters()) != 1 || l.GetListenerFilters()[0].GetName() != httpInspectorFilterName {
+		t.Errorf("listener filters %v, want the HTTP inspector", l.GetListenerFilters())
+	}
+	h := &hcmv3.HttpConnectionManager{}
+	if len(l.GetFilterChains()) != 1 || l.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(h) != nil || h.GetRds().GetRouteConfigName() != "9300" {
+		t.Fatalf("filter chains %v, want one HTTP chain to route configuration 9300", l.GetFilterChains())
+	}
+	cluster := ClusterName(Outbound, 9300, "", host)
+	if def := l.GetDefaultFilterChain().GetFilters(); len(def) != 1 || def[0].GetName() != tcpProxyFilterName || !strings.Contains(def[0].GetTypedConfig().String(), cluster) {
+		t.Errorf("default chain %v, want tcp_proxy to %s", def, cluster)
+	}
+	var rc *routev3.RouteConfiguration
+	for _, r := range g[RouteType] {
+		if r.Name == "9300" {
+			rc = r.Message.(*routev3.RouteConfiguration)
+		}
+	}
+	found := false
+	for _, vh := range rc.GetVirtualHosts() {
+		if slices.Contains(vh.GetDomains(), host) && vh.GetRoutes()[0].GetRoute().GetCluster() == cluster {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("route configuration 9300 %v, want a virtual host for %s to %s", rc, host, cluster)
 	}
 }
