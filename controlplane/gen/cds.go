@@ -358,6 +358,11 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 			pol = effectivePolicy(drSpec(drc), ip.port, nil)
 		}
 		pol.applyPool(sh, c, ip.protocol.IsHTTP2())
+		if ip.protocol == model.ProtocolUnknown && c.TypedExtensionProtocolOptions == nil {
+			// Sniffed inbound traffic (virtualInbound): HTTP/1.1 or HTTP/2 to the app as the
+			// client spoke it, as istiod's inbound cluster of such a port does.
+			c.TypedExtensionProtocolOptions = sh.downstreamProtocol()
+		}
 		out = append(out, Resource{Name: name, Message: c, Deps: d})
 	}
 	return out

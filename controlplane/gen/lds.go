@@ -451,9 +451,12 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 	for _, ip := range ports {
 		cluster := ClusterName(Inbound, ip.target, "", "")
 		http := ip.protocol.IsHTTP()
-		for _, c := range inboundChains(pa.port(ip.target), http, false) {
+		// A port without a protocol is sniffed: the HTTP chains and the TCP chains of its mode,
+		// as istiod builds them (the catch-all chains' shapes).
+		sniff := ip.protocol == model.ProtocolUnknown
+		for _, c := range inboundChains(pa.port(ip.target), http, sniff) {
 			add(cluster, ip.target, c, func() *listenerv3.Filter {
-				if http {
+				if http || sniff && c.http {
 					return hcmFilter(withRBAC(withGRPCWeb(inboundHCM(ip.target, cluster, ip.protocol.IsHTTP2()), ip.protocol == model.ProtocolGRPCWeb)))
 				}
 				return tcpProxyFilter(cluster, cluster)

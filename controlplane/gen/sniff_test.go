@@ -2,6 +2,7 @@ package gen
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,4 +123,61 @@ func TestSniffedPortWithoutVIP(t *testing.T) {
 	if !found {
 		t.Errorf("route configuration 9300 %v, want a virtual host for %s to %s", rc, host, cluster)
 	}
+}
+
+// TestSniffedInboundPort: the proxy's own port without a protocol is sniffed inbound as istiod
+// does: for PERMISSIVE mTLS an HCM chain for mTLS HTTP (istio-http ALPNs) and one for plaintext
+// HTTP, tcp_proxy chains for other mTLS, plaintext and TLS; the inbound cluster speaks the
+// downstream's protocol to the app.
+func TestSniffedInboundPort(t *testing.T) {
+	const host = "admin.app.svc.cluster.local"
+	src := istioconfig.Key{Kind: istioconfig.KindServiceEntry, Namespace: "app", Name: "admin"}
+	in := model.SnapshotInput{
+		Services: []*model.Service{{Hostname: host, Namespace: "app", Addresses: []string{"240.0.0.9"},
+			Ports: []model.Port{{Name: "admin", Number: 7777, Protocol: model.ProtocolUnknown}}, Source: src}},
+		Endpoints: map[string][]*model.Endpoint{host: {{Service: host, Address: "10.9.0.1", ServiceAccount: "spiffe://cluster.local/ns/app/sa/admin", Source: src}}},
+	}
+	p := sidecarProxy("10.9.0.1", "app")
+	g, err := generateAll(t, p, model.NewSnapshot(1, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var vi *listenerv3.Listener
+	for _, r := range g[ListenerType] {
+		if r.Name == VirtualInboundListener {
+			vi = r.Message.(*listenerv3.Listener)
+		}
+	}
+	var got []string
+	for _, fc := range vi.GetFilterChains() {
+		m := fc.GetFilterChainMatch()
+		if m.GetDestinationPort().GetValue() != 7777 {
+			continue
+		}
+		got = append(got, m.GetTransportProtocol()+" "+strings.Join(m.GetApplicationProtocols(), ",")+" "+fc.GetFilters()[0].GetName()+" "+strconv.FormatBool(fc.GetTransportSocket() != nil))
+	}
+	slices.Sort(got)
+	want := []string{
+		"raw_buffer  " + tcpProxyFilterName + " false",
+		"raw_buffer http/1.1,h2c " + hcmFilterName + " false",
+		"tls  " + tcpProxyFilterName + " false",
+		"tls istio-http/1.0,istio-http/1.1,istio-h2 " + hcmFilterName + " true",
+		"tls istio-peer-exchange,istio " + tcpProxyFilterName + " true",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("port 7777 chains\n %q\nwant\n %q", got, want)
+	}
+	for _, r := range g[ClusterType] {
+		if r.Name != "inbound|7777||" {
+			continue
+		}
+		opts := &upstreamhttpv3.HttpProtocolOptions{}
+		c := r.Message.(*clusterv3.Cluster)
+		if err := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName].UnmarshalTo(opts); err != nil || opts.GetUseDownstreamProtocolConfig() == nil {
+			t.Errorf("inbound cluster protocol options %v (%v), want use_downstream_protocol", opts, err)
+		}
+		return
+	}
+	t.Error("no cluster inbound|7777||")
 }
