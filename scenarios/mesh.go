@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -332,32 +331,4 @@ func (v *validator) addAt(path string, line int, fix, format string, a ...any) {
 		e.Line = line
 	}
 	v.errs = append(v.errs, e)
-}
-
-// Warnings are what a valid scenario asks that not every control plane generates as istiod
-// does: an auto port of topology.mesh reaches a control plane as a ServiceEntry port without a
-// protocol on an entry without an address (every sink but kube), which istiod sniffs and
-// xdslab's control plane serves as TCP (it sniffs only on an address; docs/parity.md). One
-// line names the first three such ports and counts the rest.
-func (s *Scenario) Warnings() []string {
-	if s.Topology.Mesh == nil || s.Sink.Kind == SinkKube {
-		return nil
-	}
-	var auto []string
-	for i, svc := range s.Topology.Mesh.Services {
-		for j, p := range svc.Ports {
-			if p.Protocol == ProtocolAuto {
-				auto = append(auto, fmt.Sprintf("services[%d].ports[%d] (%s/%s port %d)", i, j, svc.Namespace, svc.Name, p.Number))
-			}
-		}
-	}
-	if len(auto) == 0 {
-		return nil
-	}
-	which := strings.Join(auto[:min(3, len(auto))], ", ")
-	if len(auto) > 3 {
-		which += fmt.Sprintf(" and %d more", len(auto)-3)
-	}
-	return []string{fmt.Sprintf("topology.mesh: %d port(s) of protocol auto, %s: istiod sniffs them, but xdslab's control plane serves them as TCP, for sink kind %s writes them without an address (kind kube writes Services with cluster IPs, which it sniffs)",
-		len(auto), which, cmp.Or(s.Sink.Kind, SinkDir))}
 }

@@ -115,8 +115,8 @@ func TestMeshErrors(t *testing.T) {
 	}
 }
 
-// TestMeshAutoProtocol: a port of protocol auto (any case) is named port-NUMBER, round-trips,
-// and warns, once for all such ports, unless the sink writes Services with cluster IPs.
+// TestMeshAutoProtocol: a port of protocol auto (any case) is named port-NUMBER (its own name
+// kept) and round-trips.
 func TestMeshAutoProtocol(t *testing.T) {
 	const file = "name: m\ntopology:\n  mesh:\n    services:\n      - {name: a, namespace: n, ports: [{number: 8080, protocol: Auto}, {number: 9090, protocol: auto, name: web}, {number: 80, protocol: HTTP}]}\n"
 	s, err := LoadBytes("m.yaml", []byte(file))
@@ -135,13 +135,5 @@ func TestMeshAutoProtocol(t *testing.T) {
 		t.Fatalf("printed mesh does not reload: %v\n%s", err, y)
 	} else if diff := cmp.Diff(s, back, ignoreSrc); diff != "" {
 		t.Fatalf("round trip: %s", diff)
-	}
-	w := s.Warnings()
-	if len(w) != 1 || !strings.Contains(w[0], "2 port(s) of protocol auto, services[0].ports[0] (n/a port 8080), services[0].ports[1] (n/a port 9090): istiod sniffs them") {
-		t.Errorf("warnings %q", w)
-	}
-	s.Sink.Kind = SinkKube
-	if w := s.Warnings(); len(w) != 0 {
-		t.Errorf("kube sink: warnings %q", w)
 	}
 }

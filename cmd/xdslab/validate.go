@@ -154,7 +154,7 @@ func runValidate(ctx context.Context, stdout, stderr io.Writer, args []string, o
 			fmt.Fprint(stdout, s.Summary())
 			fmt.Fprintln(stdout, "ok")
 		}
-		for _, w := range append(s.Warnings(), floorWarnings(ctx, s)...) {
+		for _, w := range floorWarnings(ctx, s) {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", arg, w)
 		}
 		if err := ctx.Err(); err != nil {

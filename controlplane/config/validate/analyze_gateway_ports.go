@@ -10,8 +10,9 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 )
 
-// Gateway port kinds: what a router's listener on a port is. One port carries one kind; the
-// router generator skips a server whose kind differs from the port's first server's.
+// Gateway port kinds: what a router's listener on a port is. One port carries one kind (HTTPS
+// and TLS passthrough together, told apart by SNI); the router generator skips a server whose
+// kind cannot share the port with its first server's.
 const (
 	PortHTTP           = "HTTP"
 	PortHTTPS          = "HTTPS"
@@ -79,7 +80,7 @@ func analyzeGatewayPorts(cfgs []*istioconfig.Config) []Finding {
 		srvs := byPort[n]
 		for j, b := range srvs {
 			for _, a := range srvs[:j] {
-				if a.kind == b.kind || !compatible(a.sel, b.sel) {
+				if sharePort(a.kind, b.kind) || !compatible(a.sel, b.sel) {
 					continue
 				}
 				where := "in the same Gateway"
@@ -97,6 +98,13 @@ func analyzeGatewayPorts(cfgs []*istioconfig.Config) []Finding {
 		}
 	}
 	return out
+}
+
+// sharePort reports whether servers of kinds a and b can share a router's port: the same kind,
+// or HTTPS and TLS passthrough, whose filter chains SNI picks (one listener, as istiod builds).
+func sharePort(a, b string) bool {
+	sni := func(k string) bool { return k == PortHTTPS || k == PortTLSPassthrough }
+	return a == b || sni(a) && sni(b)
 }
 
 // compatible reports whether one set of labels can match both selectors: no key has two

@@ -45,11 +45,12 @@ func TestAnalyzeGatewayPorts(t *testing.T) {
 		return "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: " + name + ", namespace: istio-system}\nspec:\n  selector: " + selector + "\n  servers:\n" + servers
 	}
 	const (
-		http80  = "  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: ['*']\n"
-		tcp80   = "  - port: {number: 80, name: tcp, protocol: TCP}\n    hosts: ['*']\n"
-		pass443 = "  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: ['*']\n    tls: {mode: PASSTHROUGH}\n"
-		tcp443  = "  - port: {number: 443, name: tcp, protocol: TCP}\n    hosts: ['*']\n"
-		http81  = "  - port: {number: 81, name: http-81, protocol: HTTP}\n    hosts: ['*']\n"
+		http80   = "  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: ['*']\n"
+		tcp80    = "  - port: {number: 80, name: tcp, protocol: TCP}\n    hosts: ['*']\n"
+		pass443  = "  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: ['*']\n    tls: {mode: PASSTHROUGH}\n"
+		tcp443   = "  - port: {number: 443, name: tcp, protocol: TCP}\n    hosts: ['*']\n"
+		http81   = "  - port: {number: 81, name: http-81, protocol: HTTP}\n    hosts: ['*']\n"
+		https443 = "  - port: {number: 443, name: https, protocol: HTTPS}\n    hosts: [a.example.com]\n    tls: {mode: SIMPLE, credentialName: a-cert}\n"
 	)
 	for _, tc := range []struct {
 		name string
@@ -66,6 +67,8 @@ func TestAnalyzeGatewayPorts(t *testing.T) {
 			[]string{`port 80 is TCP here but HTTP in Gateway istio-system/a (servers[0]), and a router labelled app=edge,istio=ingressgateway gets both`}},
 		{"disjoint selectors", []string{
 			gw("a", "{istio: ingressgateway}", http80), gw("b", "{istio: egressgateway}", tcp80)}, nil},
+		{"HTTPS and TLS passthrough share a port (SNI)", []string{
+			gw("a", "{istio: ingressgateway}", https443), gw("b", "{istio: ingressgateway}", pass443)}, nil},
 		{"same kind or other port", []string{
 			gw("a", "{istio: ingressgateway}", http80+http81), gw("b", "{istio: ingressgateway}", http80)}, nil},
 	} {

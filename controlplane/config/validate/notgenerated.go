@@ -91,22 +91,12 @@ func firstCredential(t *networking.ServerTLSSettings) string {
 	return t.GetCredentialName()
 }
 
-// notGeneratedServiceEntry warns about a port without a protocol on an entry without an IP
-// address: xdslab sniffs only on a VIP listener, so this port is plain TCP.
+// notGeneratedServiceEntry warns about a MONGO port: xdslab serves it as plain TCP, without
+// the mongo_proxy filter istiod adds.
 func (c *checker) notGeneratedServiceEntry(at Path, se *networking.ServiceEntry) {
 	for i, p := range se.GetPorts() {
 		if strings.EqualFold(p.GetProtocol(), "MONGO") {
 			c.warnf(at.With("ports", i, "protocol"), "MONGO's envoy.filters.network.mongo_proxy (which istiod puts before the tcp_proxy) is %s: the port is plain TCP", notGenerated)
-		}
-	}
-	for _, a := range se.GetAddresses() {
-		if isIP(a) {
-			return
-		}
-	}
-	for i, p := range se.GetPorts() {
-		if p.GetProtocol() == "" {
-			c.warnf(at.With("ports", i, "protocol"), "is empty, and protocol sniffing without an address is %s: the port is treated as TCP; declare the protocol", notGenerated)
 		}
 	}
 }
