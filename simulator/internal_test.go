@@ -74,7 +74,7 @@ func TestTopologyDistributions(t *testing.T) {
 }
 
 // TestExplicitImporters: a namespace's own Sidecar decides for its clients, else the root
-// namespace's, else they see everything; ./*, NS/*, */* and ~/* read per namespace; a Sidecar
+// namespace's, else they see everything; ./*, NS/*, */*, ~/* and ~NS/host read per namespace; a Sidecar
 // with a workload selector is not followed; no namespace-wide Sidecar means no scoping.
 func TestExplicitImporters(t *testing.T) {
 	sidecar := func(ns string, sel bool, hosts ...string) istioconfig.Config {
@@ -98,6 +98,10 @@ func TestExplicitImporters(t *testing.T) {
 			map[string][]string{"a": {"a", "c"}, "b": {"a", "c"}, "c": {"a", "c"}}, map[string][]string{}},
 		{"one host", []istioconfig.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")},
 			map[string][]string{"a": {"a", "b", "c"}, "b": {"b", "c"}, "c": {"b", "c"}}, map[string][]string{"x.b.svc.cluster.local": {"a"}}},
+		// Exclusions (~NS/host): a namespace one reaches into is not counted whole, an excluded
+		// host not at all, and "~NS/host" is never an import.
+		{"exclusions", []istioconfig.Config{sidecar("a", false, "*/*", "~b/x.b.svc.cluster.local", "c/y.c.svc.cluster.local", "~c/y.c.svc.cluster.local")},
+			map[string][]string{"a": {"a", "b", "c"}, "b": {"b", "c"}, "c": {"b", "c"}}, map[string][]string{}},
 	} {
 		got, hosts := explicitImporters(tc.cfgs, nss)
 		if !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(hosts, tc.hosts) {

@@ -671,7 +671,8 @@ func (m *mesh) buildExplicit(x *Mesh) error {
 // importers[ns] lists the client namespaces whose sidecars see ns's services. A namespace's
 // Sidecar without a workload selector decides for its clients, else the root namespace's
 // (istio-system) one, else they see every namespace. Egress hosts are read per namespace:
-// "./…" is the client's own, "*/…" every one, "~/…" none, "NS/…" that one; a host more
+// "./…" is the client's own, "*/…" every one, "NS/…" that one, and a "~"-prefixed entry an
+// exclusion (of its listener: a namespace it reaches into is not counted whole); a host more
 // specific than "*" still counts its whole namespace (the lab holds such clients to every
 // Nil when no Sidecar narrows any namespace. A host of its own (NS/NAME.NS.svc.cluster.local)
 // imports that service only: hostImporters[NAME.NS.svc.cluster.local] lists those clients.
@@ -706,12 +707,43 @@ func explicitImporters(cfgs []istioconfig.Config, clientNSs []string) (importers
 			}
 		}
 		for _, eg := range sc.GetEgress() {
+			// A "~"-prefixed entry excludes what it names from the listener's imports (istiod).
+			// The lab holds a client only to what it surely sees: a namespace an exclusion of the
+			// listener reaches into is not counted whole, and an excluded host not at all.
+			type excl struct{ ns, host string }
+			var excls []excl
+			for _, h := range eg.GetHosts() {
+				if ns, host, ok := strings.Cut(h, "/"); ok && strings.HasPrefix(ns, "~") {
+					ns = strings.TrimPrefix(ns, "~")
+					switch ns {
+					case "", "*":
+						ns = "*"
+					case ".":
+						ns = client
+					}
+					excls = append(excls, excl{ns, host})
+				}
+			}
+			excludedNS := func(ns string) bool {
+				return slices.ContainsFunc(excls, func(e excl) bool { return e.ns == "*" || e.ns == ns })
+			}
+			excludedHost := func(host string) bool {
+				return slices.ContainsFunc(excls, func(e excl) bool {
+					return e.host == "*" || e.host == host || strings.HasPrefix(e.host, "*") && strings.HasSuffix(host, e.host[1:])
+				})
+			}
 			for _, h := range eg.GetHosts() {
 				ns, host, ok := strings.Cut(h, "/")
 				if !ok {
 					ns, host = "*", h // a bare host: any namespace
 				}
-				if host != "*" && !strings.Contains(host, "*") && ns != "~" {
+				if strings.HasPrefix(ns, "~") {
+					continue // an exclusion imports nothing
+				}
+				if host != "*" && !strings.Contains(host, "*") {
+					if excludedHost(host) {
+						continue
+					}
 					if hosts[host] == nil {
 						hosts[host] = map[string]bool{}
 					}
@@ -720,14 +752,19 @@ func explicitImporters(cfgs []istioconfig.Config, clientNSs []string) (importers
 				}
 				switch ns {
 				case ".":
-					seen[client] = true
+					if !excludedNS(client) {
+						seen[client] = true
+					}
 				case "*":
 					for _, n := range all {
-						seen[n] = true
+						if !excludedNS(n) {
+							seen[n] = true
+						}
 					}
-				case "~":
 				default:
-					seen[ns] = true
+					if !excludedNS(ns) {
+						seen[ns] = true
+					}
 				}
 			}
 		}

@@ -85,12 +85,17 @@ func SelectSidecar(sidecars []*istioconfig.Config, ns string, labels map[string]
 	return rootDefault
 }
 
-// EgressHost is one parsed Sidecar egress host "namespace/dnsName".
+// EgressHost is one parsed Sidecar egress host "namespace/dnsName", or an exclusion
+// "~namespace/dnsName".
 type EgressHost struct {
-	// Namespace is a namespace name, "*" (any) or "" for "~" (none: the entry imports nothing).
+	// Namespace is a namespace name or "*" (any).
 	Namespace string
 	// Host is "*", a host name, or a wildcard suffix such as "*.example.com".
 	Host string
+	// Exclude marks a "~"-prefixed entry: it imports nothing, and the services it matches are
+	// not imported through its egress listener by the listener's other entries (istiod's
+	// excluded hosts; "~/h" excludes h in every namespace, so "~/*" alone imports nothing).
+	Exclude bool
 	// Port is the egress listener's port when it narrows what the entry imports to that port
 	// of each service (istiod: a port whose protocol is not HTTP_PROXY), else 0 (every port).
 	Port uint32
@@ -106,30 +111,50 @@ func EgressPort(l *networking.IstioEgressListener) uint32 {
 }
 
 // ParseEgressHost reads an egress host of a Sidecar in namespace sidecarNS: "./h" is h in
-// sidecarNS, "*/h" is h in any namespace, "~/h" imports nothing. ok is false for a value
+// sidecarNS, "*/h" is h in any namespace; a "~" before the namespace makes it an exclusion
+// ("~/h" and "~*/h" of h in any namespace, "~./h" in sidecarNS). ok is false for a value
 // without a slash (validation rejects those).
 func ParseEgressHost(s, sidecarNS string) (EgressHost, bool) {
 	ns, host, ok := strings.Cut(s, "/")
 	if !ok || host == "" {
 		return EgressHost{}, false
 	}
-	switch ns {
-	case ".":
+	ns, exclude := strings.CutPrefix(ns, "~")
+	switch {
+	case ns == ".":
 		ns = sidecarNS
-	case "~":
-		ns = ""
+	case ns == "" && exclude:
+		ns = "*"
 	}
-	return EgressHost{Namespace: ns, Host: host}, true
+	return EgressHost{Namespace: ns, Host: host, Exclude: exclude}, true
 }
 
-// Matches reports whether the entry imports a service with the given host name in namespace
-// svcNS. A wildcard host matches names that end in its suffix ("*.example.com" matches
-// a.example.com, not example.com); "*" matches every name.
+// Matches reports whether the entry names a service with the given host name in namespace
+// svcNS (to import it, or for an exclusion to exclude it). A wildcard host matches names that
+// end in its suffix ("*.example.com" matches a.example.com, not example.com); "*" matches
+// every name.
 func (e EgressHost) Matches(hostname, svcNS string) bool {
 	if e.Namespace == "" || (e.Namespace != "*" && e.Namespace != svcNS) {
 		return false
 	}
 	return HostMatches(e.Host, hostname)
+}
+
+// egressImports reports whether the hosts of one egress listener import a service (host name
+// hostname in namespace ns; port 0 for any port): an entry that is not an exclusion matches
+// it (with its port, when port is given) and no exclusion of the listener does.
+func egressImports(hosts []EgressHost, hostname, ns string, port uint32) bool {
+	imported := false
+	for _, e := range hosts {
+		if !e.Matches(hostname, ns) {
+			continue
+		}
+		if e.Exclude {
+			return false
+		}
+		imported = imported || port == 0 || e.Port == 0 || e.Port == port
+	}
+	return imported
 }
 
 // HostMatches reports whether pattern ("*", "*.suffix", "*suffix" or an exact name) matches
@@ -147,7 +172,7 @@ func HostMatches(pattern, hostname string) bool {
 
 // SidecarImports reports whether a proxy using Sidecar sc (in namespace sidecarNS) sees a
 // service with the given host name, namespace and exportTo: the service must be exported to
-// the Sidecar's namespace, and some egress listener must list a host that matches it. A nil
+// the Sidecar's namespace, and some egress listener must import it (egressImports). A nil
 // Sidecar imports every service exported to sidecarNS.
 func SidecarImports(sc *networking.Sidecar, sidecarNS, hostname, svcNS string, svcExportTo []string) bool {
 	if !ExportedTo(svcExportTo, svcNS, sidecarNS) {
@@ -157,10 +182,14 @@ func SidecarImports(sc *networking.Sidecar, sidecarNS, hostname, svcNS string, s
 		return true
 	}
 	for _, eg := range sc.GetEgress() {
+		var hosts []EgressHost
 		for _, h := range eg.GetHosts() {
-			if e, ok := ParseEgressHost(h, sidecarNS); ok && e.Matches(hostname, svcNS) {
-				return true
+			if e, ok := ParseEgressHost(h, sidecarNS); ok {
+				hosts = append(hosts, e)
 			}
+		}
+		if egressImports(hosts, hostname, svcNS, 0) {
+			return true
 		}
 	}
 	return false

@@ -77,8 +77,10 @@ func TestSelectSidecar(t *testing.T) {
 
 func TestSidecarImports(t *testing.T) {
 	sc := &networking.Sidecar{Egress: []*networking.IstioEgressListener{
-		{Hosts: []string{"./*", "istio-system/*"}},
-		{Port: &networking.SidecarPort{Number: 443}, Hosts: []string{"*/*.example.com", "~/*", "team-a/ratings.team-a.svc.cluster.local"}},
+		{Hosts: []string{"./*", "istio-system/*", "~./secret.shop.svc.cluster.local"}},
+		{Port: &networking.SidecarPort{Number: 443}, Hosts: []string{"*/*.example.com", "~/internal.example.com",
+			"team-a/ratings.team-a.svc.cluster.local", "~istio-system/istiod.istio-system.svc.cluster.local"}},
+		{Hosts: []string{"~/*", "team-b/*"}}, // "~/*" excludes everything this listener names
 	}}
 	tests := []struct {
 		name, host, ns string
@@ -95,6 +97,10 @@ func TestSidecarImports(t *testing.T) {
 		{"listed but not exported to shop", "api.example.com", "external", []string{"."}, false},
 		{"exported to shop by name", "api.example.com", "external", []string{"shop"}, true},
 		{"case-insensitive", "API.Example.com", "external", nil, true},
+		{"excluded in its namespace (~./host)", "secret.shop.svc.cluster.local", "shop", nil, false},
+		{"excluded in any namespace (~/host)", "internal.example.com", "external", nil, false},
+		{"excluded in one listener, imported by another", "istiod.istio-system.svc.cluster.local", "istio-system", nil, true},
+		{"~/* beside an import in one listener", "db.team-b.svc.cluster.local", "team-b", nil, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +125,10 @@ func TestParseEgressHost(t *testing.T) {
 	}{
 		{"./*", EgressHost{Namespace: "shop", Host: "*"}, true},
 		{"*/a.com", EgressHost{Namespace: "*", Host: "a.com"}, true},
-		{"~/*", EgressHost{Namespace: "", Host: "*"}, true},
+		{"~/*", EgressHost{Namespace: "*", Host: "*", Exclude: true}, true},
+		{"~team-a/x.com", EgressHost{Namespace: "team-a", Host: "x.com", Exclude: true}, true},
+		{"~./x", EgressHost{Namespace: "shop", Host: "x", Exclude: true}, true},
+		{"~*/x", EgressHost{Namespace: "*", Host: "x", Exclude: true}, true},
 		{"team-a/*.b.com", EgressHost{Namespace: "team-a", Host: "*.b.com"}, true},
 		{"a.com", EgressHost{}, false},
 		{"ns/", EgressHost{}, false},
@@ -130,7 +139,7 @@ func TestParseEgressHost(t *testing.T) {
 			t.Errorf("ParseEgressHost(%q) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.wantOK)
 		}
 	}
-	if (EgressHost{Namespace: "", Host: "*"}).Matches("a.com", "x") {
+	if egressImports([]EgressHost{{Namespace: "*", Host: "*", Exclude: true}}, "a.com", "x", 0) {
 		t.Error("~/* must import nothing")
 	}
 }

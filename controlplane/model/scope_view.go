@@ -107,8 +107,10 @@ type Scope struct {
 	Type NodeType
 	// Sidecar is the Sidecar that applies, nil when none does (the whole exported mesh).
 	Sidecar *istioconfig.Config
-	hosts   []EgressHost
-	key     string
+	// listeners are the Sidecar's egress listeners' hosts, one list per listener (an
+	// exclusion applies within its own listener).
+	listeners [][]EgressHost
+	key       string
 }
 
 // ScopeFor returns the scope of proxy p in s: the Sidecar SelectSidecar picks for its
@@ -174,12 +176,14 @@ func (s *Snapshot) newScope(p *Proxy) *Scope {
 	case sc.Sidecar != nil:
 		spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
 		for _, eg := range spec.GetEgress() {
+			var hosts []EgressHost
 			for _, h := range eg.GetHosts() {
 				if e, ok := ParseEgressHost(h, sc.Namespace); ok {
 					e.Port = EgressPort(eg)
-					sc.hosts = append(sc.hosts, e)
+					hosts = append(hosts, e)
 				}
 			}
+			sc.listeners = append(sc.listeners, hosts)
 		}
 		sc.key = "ns=" + sc.Namespace + "|sidecar=" + sc.Sidecar.Namespace + "/" + sc.Sidecar.Name
 	case s.exportRestricted():
@@ -201,13 +205,14 @@ func (sc *Scope) Key() string {
 	return sc.key
 }
 
-// imports reports whether an egress host imports hostname in namespace ns; true with no Sidecar.
-func (sc *Scope) imports(hostname, ns string) bool {
+// imports reports whether an egress listener imports hostname in namespace ns (on port, or
+// any port when port is 0); true with no Sidecar.
+func (sc *Scope) imports(hostname, ns string, port uint32) bool {
 	if sc.Sidecar == nil {
 		return true
 	}
-	for _, e := range sc.hosts {
-		if e.Matches(hostname, ns) {
+	for _, hosts := range sc.listeners {
+		if egressImports(hosts, hostname, ns, port) {
 			return true
 		}
 	}
@@ -223,7 +228,7 @@ func (sc *Scope) SeesService(svc *Service) bool {
 	if svc == nil || !ExportedTo(svc.ExportTo, svc.Namespace, sc.Namespace) {
 		return false
 	}
-	return sc.imports(svc.Hostname, svc.Namespace)
+	return sc.imports(svc.Hostname, svc.Namespace, 0)
 }
 
 // SeesPort reports whether the scope imports port number of svc: it sees svc, and an egress
@@ -236,12 +241,7 @@ func (sc *Scope) SeesPort(svc *Service, port uint32) bool {
 	if sc == nil || sc.Sidecar == nil {
 		return true
 	}
-	for _, e := range sc.hosts {
-		if (e.Port == 0 || e.Port == port) && e.Matches(svc.Hostname, svc.Namespace) {
-			return true
-		}
-	}
-	return false
+	return sc.imports(svc.Hostname, svc.Namespace, port)
 }
 
 // SeesVirtualService reports whether the VirtualService c applies in the scope: exported to
@@ -261,11 +261,8 @@ func (sc *Scope) SeesVirtualService(c *istioconfig.Config) bool {
 	}
 	for _, h := range vs.GetHosts() {
 		h = qualify(h, c.Namespace)
-		for _, e := range sc.hosts {
-			if e.Namespace == "" || (e.Namespace != "*" && e.Namespace != c.Namespace) {
-				continue
-			}
-			if HostMatches(e.Host, h) {
+		for _, hosts := range sc.listeners {
+			if egressImports(hosts, h, c.Namespace, 0) {
 				return true
 			}
 		}

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -1127,8 +1128,9 @@ func (c *checker) defaultEndpoint(at Path, ep string) {
 }
 
 // namespacedHost mirrors istiod's validateNamespaceSlashWildcardHostname: namespace/host with
-// the namespace "*", "." (this namespace), "~" (no namespace; Sidecar only) or a name, and the
-// host "*" or a host name with an optional wildcard prefix.
+// the namespace "*", "." (this namespace) or a name, in a Sidecar also "~"-prefixed (an
+// exclusion: "~/h" and "~*/h" in any namespace, "~./h" and "~NS/h"), and the host "*" or a
+// host name with an optional wildcard prefix.
 func (c *checker) namespacedHost(at Path, h string, sidecar bool) {
 	ns, host, ok := strings.Cut(h, "/")
 	if !ok {
@@ -1138,12 +1140,15 @@ func (c *checker) namespacedHost(at Path, h string, sidecar bool) {
 		}
 		ns, host = "*", h // a Gateway host without a namespace means any namespace
 	}
+	if rest, excl := strings.CutPrefix(ns, "~"); excl {
+		if !sidecar {
+			c.errf(at, "%q: \"~\" (an exclusion) is only allowed in a Sidecar", h)
+			return
+		}
+		ns = cmp.Or(rest, "*")
+	}
 	switch {
 	case ns == "*", ns == ".":
-	case ns == "~":
-		if !sidecar {
-			c.errf(at, "%q: \"~\" (no namespace) is only allowed in a Sidecar", h)
-		}
 	case !isDNSLabel(ns):
 		c.errf(at, "%q: %q is not a namespace: use \"*\", \".\" or a namespace name", h, ns)
 	}

@@ -277,6 +277,8 @@ func TestValidateSpec(t *testing.T) {
 
 		// Sidecar (ValidateSidecar)
 		{name: "sidecar ok", kind: istioconfig.KindSidecar, spec: "egress: [{hosts: ['./*', 'istio-system/*', '~/*']}]"},
+		{name: "sidecar exclusions ok", kind: istioconfig.KindSidecar, spec: "egress: [{hosts: ['*/*', '~team-a/db.team-a.svc.cluster.local', '~./x.example.com', '~*/*.internal']}]"},
+		{name: "sidecar exclusion of a bad namespace", kind: istioconfig.KindSidecar, spec: "egress: [{hosts: ['~Team_A/x']}]", err: `spec.egress[0].hosts[0]: "~Team_A/x": "Team_A" is not a namespace`},
 		{name: "sidecar empty", kind: istioconfig.KindSidecar, spec: "{}", err: "spec: the Sidecar configures nothing"},
 		{name: "sidecar host without namespace", kind: istioconfig.KindSidecar, spec: "egress: [{hosts: [foo.com]}]", err: `spec.egress[0].hosts[0]: "foo.com" has no namespace`},
 		{name: "sidecar bad namespace", kind: istioconfig.KindSidecar, spec: "egress: [{hosts: ['Bad_NS/*']}]", err: `spec.egress[0].hosts[0]: "Bad_NS/*": "Bad_NS" is not a namespace`},
@@ -303,7 +305,7 @@ func TestValidateSpec(t *testing.T) {
 		{name: "gw no port", kind: istioconfig.KindGateway, spec: "servers: [{hosts: ['*']}]", err: "spec.servers[0].port: is required"},
 		{name: "gw no protocol", kind: istioconfig.KindGateway, spec: "servers: [{port: {number: 80, name: http}, hosts: ['*']}]", err: "spec.servers[0].port.protocol: is required"},
 		{name: "gw bad host", kind: istioconfig.KindGateway, spec: "servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['a.*']}]", err: `spec.servers[0].hosts[0]: "a.*" is not a valid host`},
-		{name: "gw ~ namespace", kind: istioconfig.KindGateway, spec: "servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['~/*']}]", err: `spec.servers[0].hosts[0]: "~/*": "~" (no namespace) is only allowed in a Sidecar`},
+		{name: "gw ~ namespace", kind: istioconfig.KindGateway, spec: "servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['~/*']}]", err: `spec.servers[0].hosts[0]: "~/*": "~" (an exclusion) is only allowed in a Sidecar`},
 		{name: "gw https without tls", kind: istioconfig.KindGateway, spec: "servers: [{port: {number: 443, name: https, protocol: HTTPS}, hosts: ['*']}]", err: "spec.servers[0].tls: is required for protocol HTTPS"},
 		{name: "gw simple without cert", kind: istioconfig.KindGateway, spec: "servers: [{port: {number: 443, name: https, protocol: HTTPS}, hosts: ['*'], tls: {mode: SIMPLE, privateKey: /k}}]", err: "spec.servers[0].tls.serverCertificate: mode SIMPLE needs a certificate"},
 		{name: "gw passthrough ok", kind: istioconfig.KindGateway, spec: "servers: [{port: {number: 443, name: tls, protocol: TLS}, hosts: ['*'], tls: {mode: PASSTHROUGH}}]"},
