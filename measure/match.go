@@ -42,8 +42,9 @@ import (
 //     It stays provisional while an earlier conflicting expectation is unresolved at the
 //     client: if the client later sees that earlier state, the held one must be observed by
 //     a response of its own.
-//   - superseded: the client reached a later conflicting expectation's state (same subject,
-//     probe.Expectation.Supersedes) without ever having been in this one's: it could never
+//   - superseded: the client reached a later conflicting expectation's state (same subject, or
+//     a deletion of the service port this one is about: probe.Expectation.Supersedes) without
+//     ever having been in this one's: it could never
 //     see it any more. Reaching the later one's state on the shared subject is enough: a
 //     response after which the later expectation's predicates on that subject hold (and this
 //     one does not) shows the client past this one's state there, even when the later one
@@ -152,6 +153,11 @@ type matchEvent struct {
 	subj     []uint32
 	typeMask uint8
 	predType []uint8
+	// scopes are the numbers of the service ports (probe.Predicate.Scope) its predicates read
+	// other than through their port's own cluster's presence, and removes those its predicates
+	// say are gone (probe.Predicate.Removes): a deletion supersedes the earlier events about
+	// what it took away (supersedes). Both are in the subjects' number space ("scope/" names).
+	scopes, removes []uint32
 	// names is the hash (Matcher.nameSeed) of each predicate's resource name.
 	names []uint64
 	// links are a registered event's places in the chains of the events that read each of its
@@ -452,6 +458,11 @@ func (m *Matcher) newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
 		ev.subj[i] = m.subjectLocked(p.Subject())
 		ev.predType[i] = typeBit(p.Op.TypeURL())
 		ev.typeMask |= ev.predType[i]
+		if sc, ok := p.Removes(); ok {
+			ev.removes = appendOnce(ev.removes, m.subjectLocked("scope/"+sc))
+		} else if sc := p.Scope(); sc != "" && p.Subject() != "cds/"+sc {
+			ev.scopes = appendOnce(ev.scopes, m.subjectLocked("scope/"+sc))
+		}
 	}
 	m.subjMu.Unlock()
 	for i, p := range e.All {
@@ -815,7 +826,9 @@ func casMin(a *atomic.Int64, v int64) {
 }
 
 // supersedes is probe.Expectation.Supersedes over the precomputed subjects: later shares a
-// subject with earlier under a different predicate.
+// subject with earlier under a different predicate, or removes a service port earlier reads
+// (a service deleted after a change of its endpoints, lb policy or routes, before the client
+// saw that change: the client can never see it any more).
 func (later *matchEvent) supersedes(earlier *matchEvent) bool {
 	for i, ps := range later.subj {
 		for j, qs := range earlier.subj {
@@ -824,7 +837,20 @@ func (later *matchEvent) supersedes(earlier *matchEvent) bool {
 			}
 		}
 	}
+	for _, r := range later.removes {
+		if slices.Contains(earlier.scopes, r) {
+			return true
+		}
+	}
 	return false
+}
+
+// appendOnce appends v to s unless s holds it.
+func appendOnce(s []uint32, v uint32) []uint32 {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
 }
 
 // Hooks. Every hook claims new expectations; Response matches (every response, applied or
@@ -1105,10 +1131,16 @@ func retireIndexed(pending []matchPend, reached []int, drop []bool, retire func(
 	var seen [16]uint64
 	bit := func(sj uint32) (int, uint64) { return int(sj>>6) & 15, 1 << (sj & 63) }
 	last := 0 // only entries before a reached one can be superseded by it
+	// A reached entry supersedes through its subjects and the service ports it removes; an
+	// earlier one is superseded through its subjects and the ports it reads (supersedes).
+	reachedKeys := func(p *matchPend) [2][]uint32 { return [2][]uint32{p.subjects(), p.ev.removes} }
+	earlierKeys := func(p *matchPend) [2][]uint32 { return [2][]uint32{p.subjects(), p.ev.scopes} }
 	for _, i := range reached {
-		for _, sj := range pending[i].subjects() {
-			w, b := bit(sj)
-			seen[w] |= b
+		for _, ks := range reachedKeys(&pending[i]) {
+			for _, sj := range ks {
+				w, b := bit(sj)
+				seen[w] |= b
+			}
 		}
 		last = max(last, i)
 	}
@@ -1118,30 +1150,35 @@ func retireIndexed(pending []matchPend, reached []int, drop []bool, retire func(
 			continue
 		}
 		p := &pending[j]
-		if !slices.ContainsFunc(p.subjects(), func(sj uint32) bool { w, b := bit(sj); return seen[w]&b != 0 }) {
+		inSeen := func(sj uint32) bool { w, b := bit(sj); return seen[w]&b != 0 }
+		if !slices.ContainsFunc(p.subjects(), inSeen) && !slices.ContainsFunc(p.ev.scopes, inSeen) {
 			continue
 		}
 		if bySubj == nil {
 			n := 0
 			for _, i := range reached {
-				n += len(pending[i].subjects())
+				n += len(pending[i].subjects()) + len(pending[i].ev.removes)
 			}
 			bySubj = make([]subjEntry, 0, n)
 			for _, i := range reached {
-				for _, sj := range pending[i].subjects() {
-					bySubj = append(bySubj, subjEntry{sj: sj, i: int32(i)})
+				for _, ks := range reachedKeys(&pending[i]) {
+					for _, sj := range ks {
+						bySubj = append(bySubj, subjEntry{sj: sj, i: int32(i)})
+					}
 				}
 			}
 			slices.SortFunc(bySubj, func(a, b subjEntry) int { return cmp.Compare(a.sj, b.sj) })
 		}
 		earlier := p.ev
 	find:
-		for _, sj := range p.subjects() {
-			k, _ := slices.BinarySearchFunc(bySubj, sj, func(e subjEntry, sj uint32) int { return cmp.Compare(e.sj, sj) })
-			for ; k < len(bySubj) && bySubj[k].sj == sj; k++ {
-				if i := int(bySubj[k].i); i > j && pending[i].ev.supersedes(earlier) {
-					retire(j)
-					break find
+		for _, ks := range earlierKeys(p) {
+			for _, sj := range ks {
+				k, _ := slices.BinarySearchFunc(bySubj, sj, func(e subjEntry, sj uint32) int { return cmp.Compare(e.sj, sj) })
+				for ; k < len(bySubj) && bySubj[k].sj == sj; k++ {
+					if i := int(bySubj[k].i); i > j && pending[i].ev.supersedes(earlier) {
+						retire(j)
+						break find
+					}
 				}
 			}
 		}
@@ -1335,10 +1372,12 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 	// classified: a client catching up can hold hundreds of merged changes.
 	laterHeld := map[uint32][]*matchEvent{}
 	supersededByHeld := func(ev *matchEvent) bool {
-		for _, sj := range ev.subj {
-			for _, q := range laterHeld[sj] {
-				if q.supersedes(ev) {
-					return true
+		for _, ks := range [2][]uint32{ev.subj, ev.scopes} {
+			for _, sj := range ks {
+				for _, q := range laterHeld[sj] {
+					if q.supersedes(ev) {
+						return true
+					}
 				}
 			}
 		}
@@ -1360,8 +1399,10 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 				case p.held:
 					o.held[idx]++
 					o.add(idx, cl.group, func(c *ProbeCounts) { c.AlreadyHeld++ })
-					for _, sj := range p.ev.subj {
-						laterHeld[sj] = append(laterHeld[sj], p.ev)
+					for _, ks := range [2][]uint32{p.ev.subj, p.ev.removes} {
+						for _, sj := range ks {
+							laterHeld[sj] = append(laterHeld[sj], p.ev)
+						}
 					}
 				case supersededByHeld(p.ev):
 					o.superseded[idx]++

@@ -328,6 +328,13 @@ func TestMatcherClasses(t *testing.T) {
 		{EventID: 2, Kind: "zone-failure", T0: at(70), All: []probe.Predicate{count("c2", 1), absent("c2", "10.0.0.5")},
 			Rest: []probe.Predicate{count("c1", 1), absent("c1", "10.0.0.1")}},
 	}
+	// An endpoint restored, then its service deleted (service-delete's predicate: its cluster
+	// absent) 85 ms later.
+	const svcA, svcB = "outbound|80||a", "outbound|80||b"
+	restoreThenDelete := []probe.Expectation{
+		{EventID: 1, Kind: "endpoint-flap", T0: at(0), All: []probe.Predicate{count(svcA, 2), present(svcA, "10.0.0.2")}},
+		{EventID: 2, Kind: "service-delete", T0: at(85), All: []probe.Predicate{{Op: probe.ClusterAbsent, Resource: svcA}}},
+	}
 	restoreThenFailureInitial := eds("c1", mtCLA("c1", "10.0.0.1"), "c2", mtCLA("c2", "10.0.0.5", "10.0.0.6"))
 	cases := []struct {
 		name   string
@@ -525,6 +532,74 @@ func TestMatcherClasses(t *testing.T) {
 			c.push(m, edsT, at(300), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.2")))
 		},
 		want: []mtWant{{observed: 1, push: 300 * time.Millisecond, recv: 300 * time.Millisecond}},
+	}, {
+		// An endpoint restored, then its service deleted 85 ms later, inside one debounce: one
+		// push removes the cluster. The restore's state was never there to see: the deletion
+		// passed it, and it keeps its latency to the response that showed the deletion.
+		name:    "a change of a service its deletion passed is superseded",
+		events:  restoreThenDelete,
+		initial: eds(svcA, mtCLA(svcA, "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}))
+			expect(0)
+			expect(1)
+			c.push(m, cds, at(300), time.Time{}, map[string]proto.Message{svcA: nil})
+		},
+		want: []mtWant{{superseded: 1, push: 300 * time.Millisecond}, {observed: 1, push: 215 * time.Millisecond, recv: 215 * time.Millisecond}},
+	}, {
+		name:    "a change of a service seen before its deletion is observed",
+		events:  restoreThenDelete,
+		initial: eds(svcA, mtCLA(svcA, "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}))
+			expect(0)
+			c.push(m, edsT, at(50), time.Time{}, eds(svcA, mtCLA(svcA, "10.0.0.1", "10.0.0.2")))
+			expect(1)
+			c.push(m, cds, at(300), time.Time{}, map[string]proto.Message{svcA: nil})
+		},
+		want: []mtWant{{observed: 1, push: 50 * time.Millisecond, recv: 50 * time.Millisecond}, {observed: 1, push: 215 * time.Millisecond, recv: 215 * time.Millisecond}},
+	}, {
+		// A real miss stays a miss: the deletion never reaches the client, so neither does
+		// anything pass the restore.
+		name:    "a change of a service whose deletion never came is missed, and so is the deletion",
+		events:  restoreThenDelete,
+		initial: eds(svcA, mtCLA(svcA, "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}))
+			expect(0)
+			expect(1)
+			c.push(m, cds, at(300), time.Time{}, eds(svcB, &clusterv3.Cluster{Name: svcB}))
+		},
+		want: []mtWant{{missed: 1, censored: true}, {missed: 1, censored: true}},
+	}, {
+		name: "another service's deletion passes nothing",
+		events: []probe.Expectation{
+			restoreThenDelete[0],
+			{EventID: 2, Kind: "service-delete", T0: at(85), All: []probe.Predicate{{Op: probe.ClusterAbsent, Resource: svcB}}},
+		},
+		initial: eds(svcA, mtCLA(svcA, "10.0.0.1"), svcB, mtCLA(svcB, "10.0.0.9")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}, svcB, &clusterv3.Cluster{Name: svcB}))
+			expect(0)
+			expect(1)
+			c.push(m, cds, at(300), time.Time{}, map[string]proto.Message{svcB: nil})
+		},
+		want: []mtWant{{missed: 1, censored: true}, {observed: 1, push: 215 * time.Millisecond, recv: 215 * time.Millisecond}},
+	}, {
+		// A route change to a subset of the service, then its deletion: the virtual host goes
+		// with the service, so the route can never be seen.
+		name: "a route change of a service its deletion passed is superseded",
+		events: []probe.Expectation{
+			{EventID: 1, Kind: "config-change", T0: at(0), All: []probe.Predicate{{Op: probe.RouteTo, Resource: "80", Host: "a", Cluster: "outbound|80|v2|a"}}},
+			restoreThenDelete[1],
+		},
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}))
+			expect(0)
+			expect(1)
+			c.push(m, cds, at(300), time.Time{}, map[string]proto.Message{svcA: nil})
+		},
+		want: []mtWant{{superseded: 1, push: 300 * time.Millisecond}, {observed: 1, push: 215 * time.Millisecond, recv: 215 * time.Millisecond}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,7 +15,14 @@ func TestRetireIndexedMatchesQuadratic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ops := []probe.Op{probe.EndpointPresent, probe.EndpointAbsent}
 	pred := func() probe.Predicate {
-		return probe.Predicate{Op: ops[rng.IntN(2)], Resource: []string{"a", "b", "c"}[rng.IntN(3)],
+		res := []string{"a", "b", "c"}[rng.IntN(3)]
+		switch rng.IntN(6) {
+		case 0: // a deletion: it supersedes through the service port it removes
+			return probe.Predicate{Op: probe.ClusterAbsent, Resource: res}
+		case 1:
+			return probe.Predicate{Op: probe.EndpointCount, Resource: res, Count: rng.IntN(2)}
+		}
+		return probe.Predicate{Op: ops[rng.IntN(2)], Resource: res,
 			Address: []string{"10.0.0.1", "10.0.0.2"}[rng.IntN(2)], Port: 80}
 	}
 	for round := range 500 {

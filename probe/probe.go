@@ -142,6 +142,55 @@ func (p Predicate) Subject() string {
 	return string(p.Op) + "/" + p.Resource
 }
 
+// Scope is the service port a predicate is about: the cluster it reads (or, for RouteTo, the
+// cluster it routes to) with the subset left out of Istio's "outbound|PORT|SUBSET|HOST" name, so
+// that the assignment, lb policy and routes of every subset of a service port share one scope.
+// A cluster name not in that form is its own scope. ListenerAbsent/Present and
+// ListenerRBACPolicies read listeners, not a service port: their scope is "".
+func (p Predicate) Scope() string {
+	switch p.Op {
+	case ListenerPresent, ListenerAbsent, ListenerRBACPolicies:
+		return ""
+	case RouteTo:
+		return serviceScope(p.Cluster)
+	}
+	return serviceScope(p.Resource)
+}
+
+// serviceScope is cluster name c without its subset ("outbound|80|v1|h" → "outbound|80||h").
+func serviceScope(c string) string {
+	dir, rest, ok := strings.Cut(c, "|")
+	if !ok {
+		return c
+	}
+	port, rest, ok := strings.Cut(rest, "|")
+	if !ok {
+		return c
+	}
+	subset, host, ok := strings.Cut(rest, "|")
+	if !ok || subset == "" || strings.Contains(host, "|") {
+		return c
+	}
+	return dir + "|" + port + "||" + host
+}
+
+// Removes is the scope (see Scope) a predicate says is gone: ClusterAbsent of a service port's
+// own cluster (no subset) says the service port was deleted, and with it its assignment, its
+// subsets and the routes to it. ok is false for any other predicate.
+func (p Predicate) Removes() (scope string, ok bool) {
+	if p.Op != ClusterAbsent || serviceScope(p.Resource) != p.Resource {
+		return "", false
+	}
+	return p.Resource, true
+}
+
+// RemovedBy reports whether removal r (a predicate with Removes) takes away the resource q is
+// about, q being another subject than r's: q reads r's scope.
+func (q Predicate) RemovedBy(r Predicate) bool {
+	scope, ok := r.Removes()
+	return ok && q.Scope() == scope && q.Subject() != r.Subject()
+}
+
 func (p Predicate) String() string {
 	switch p.Op {
 	case EndpointPresent:
@@ -491,12 +540,14 @@ func (e Expectation) Holds(v View) bool {
 }
 
 // Supersedes reports whether e, a later expectation, makes an earlier unobserved one moot: they
-// share a subject with a different predicate (the state the earlier one waited for may never be
-// visible to a client any more). It reads All only: a client that holds e need not hold Rest.
+// share a subject with a different predicate, or e removes what the earlier one is about (a
+// service deleted after a change of its endpoints, lb policy or routes: Predicate.RemovedBy).
+// Either way the state the earlier one waited for may never be visible to a client any more.
+// It reads All only: a client that holds e need not hold Rest.
 func (e Expectation) Supersedes(earlier Expectation) bool {
 	for _, p := range e.All {
 		for _, q := range earlier.All {
-			if p.Subject() == q.Subject() && p != q {
+			if (p.Subject() == q.Subject() && p != q) || q.RemovedBy(p) {
 				return true
 			}
 		}

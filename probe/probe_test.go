@@ -299,3 +299,37 @@ func BenchmarkListenerRBACPolicies(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/eval")
 }
+
+// TestSupersedesByRemoval: a service port's deletion (ClusterAbsent of its own cluster)
+// supersedes earlier expectations about what it takes away: the port's assignment, its subsets'
+// clusters and lb policies, the routes to it. Other service ports, a subset cluster's absence
+// and an identical deletion do not.
+func TestSupersedesByRemoval(t *testing.T) {
+	const c = "outbound|80||svc-20.ns-0.svc.cluster.local"
+	del := Predicate{Op: ClusterAbsent, Resource: c}
+	tests := []struct {
+		name    string
+		later   Predicate
+		earlier Predicate
+		want    bool
+	}{
+		{"endpoint count of the deleted port", del, Predicate{Op: EndpointCount, Resource: c, Count: 2}, true},
+		{"endpoint of the deleted port", del, Predicate{Op: EndpointPresent, Resource: c, Address: "10.0.0.1", Port: 8080}, true},
+		{"lb policy of a subset", del, Predicate{Op: ClusterLbPolicy, Resource: "outbound|80|v1|svc-20.ns-0.svc.cluster.local", Value: "RANDOM"}, true},
+		{"route to a subset", del, Predicate{Op: RouteTo, Resource: "80", Host: "svc-20.ns-0.svc.cluster.local", Cluster: "outbound|80|v2|svc-20.ns-0.svc.cluster.local"}, true},
+		{"presence of the same cluster (same subject)", del, Predicate{Op: ClusterPresent, Resource: c}, true},
+		{"the same deletion", del, del, false},
+		{"another port", del, Predicate{Op: EndpointCount, Resource: "outbound|81||svc-20.ns-0.svc.cluster.local", Count: 2}, false},
+		{"another service", del, Predicate{Op: EndpointCount, Resource: "outbound|80||svc-2.ns-0.svc.cluster.local", Count: 2}, false},
+		{"a subset's absence removes no port", Predicate{Op: ClusterAbsent, Resource: "outbound|80|v1|svc-20.ns-0.svc.cluster.local"}, Predicate{Op: EndpointCount, Resource: c, Count: 2}, false},
+		{"a plain cluster name is its own scope", Predicate{Op: ClusterAbsent, Resource: "c1"}, Predicate{Op: EndpointCount, Resource: "c1", Count: 1}, true},
+		{"a listener is no service port", Predicate{Op: ClusterAbsent, Resource: "c1"}, Predicate{Op: ListenerPresent, Resource: "c1"}, false},
+		{"a creation supersedes nothing of another subject", Predicate{Op: ClusterPresent, Resource: c}, Predicate{Op: EndpointCount, Resource: c, Count: 2}, false},
+	}
+	for _, tc := range tests {
+		later, earlier := Expectation{All: []Predicate{tc.later}}, Expectation{All: []Predicate{tc.earlier}}
+		if got := later.Supersedes(earlier); got != tc.want {
+			t.Errorf("%s: Supersedes = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
