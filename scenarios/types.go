@@ -262,7 +262,7 @@ type Nack struct {
 
 // Reconn is connection churn.
 type Reconn struct {
-	Every  units.Duration `yaml:"every" json:"every" doc:"Reconnect each client every period; 0 never."`
+	Every  units.Duration `yaml:"every" json:"every" doc:"Reconnect each client of this group every period (a restarted pod: a new process, a new stream); 0 never. Groups churn independently."`
 	Jitter float64        `yaml:"jitter" json:"jitter" range:"0,1" doc:"Spread each period uniformly by ± this fraction (0..1); a file that changes it without every is an error."`
 }
 

@@ -137,6 +137,9 @@ func FleetConfig(s *scenarios.Scenario, target string) (fleet.Config, error) {
 		cfg.Groups = append(cfg.Groups, fleet.Group{
 			Name: c.Name, Count: c.Count, Identity: id, StreamsPerConn: c.StreamsPerConnection,
 			AgentIssueDelay: agentDelay(c.Agent.IssueDelay),
+			// Each group reconnects on its own schedule (none: never); the fleet's Churn stays
+			// zero.
+			Churn: fleet.Churn{Every: c.Churn.Every.D(), Jitter: c.Churn.Jitter},
 			Client: fakeenvoy.ClientConfig{
 				Delta:               c.XDS == scenarios.XDSDelta,
 				GRPC:                c.XDS == scenarios.XDSGRPC,
@@ -151,9 +154,6 @@ func FleetConfig(s *scenarios.Scenario, target string) (fleet.Config, error) {
 			allRamp = false
 		}
 		ramp += c.Ramp.PerSecond()
-		if cfg.Churn.Every == 0 && c.Churn.Every > 0 {
-			cfg.Churn = fleet.Churn{Every: c.Churn.Every.D(), Jitter: c.Churn.Jitter}
-		}
 	}
 	if allRamp {
 		cfg.Ramp = ramp

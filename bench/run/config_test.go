@@ -2,6 +2,7 @@ package run
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -44,6 +45,24 @@ clients:
 		})
 	}
 	require.Equal(t, 3+7, sc.Connections())
+}
+
+// TestFleetConfigChurnPerGroup: each scenario group's churn reaches its own fleet group, and
+// only it: the fleet-wide churn stays zero, so a group without churn never reconnects.
+func TestFleetConfigChurnPerGroup(t *testing.T) {
+	sc := loadScenario(t, `
+name: churn
+clients:
+  - {name: steady, count: 2}
+  - {name: restarts, count: 2, churn: {every: 2s, jitter: 0.5}}
+  - {name: slow, count: 2, churn: {every: 30s}}
+`)
+	cfg, err := FleetConfig(sc, "127.0.0.1:1")
+	require.NoError(t, err)
+	require.Equal(t, fleet.Churn{}, cfg.Churn, "no fleet-wide churn")
+	require.Zero(t, cfg.Groups[0].Churn.Every, "no churn: never reconnects")
+	require.Equal(t, fleet.Churn{Every: 2 * time.Second, Jitter: 0.5}, cfg.Groups[1].Churn)
+	require.Equal(t, 30*time.Second, cfg.Groups[2].Churn.Every)
 }
 
 // TestSimConfigMesh: an explicit mesh (xdslab import's example) reaches the simulator whole:

@@ -79,6 +79,10 @@ type Group struct {
 	// AgentIssueDelay, when set, is the emulated istio-agent's issue delay for this group's
 	// clients (the fleet's Agent config otherwise); negative serves at once.
 	AgentIssueDelay time.Duration
+	// Churn, when Every > 0, reconnects this group's clients periodically; the zero value
+	// takes Config.Churn. A group without churn in a fleet whose Config.Churn is set cannot
+	// opt out: leave Config.Churn zero and set each group's.
+	Churn Churn
 }
 
 // Churn reconnects every client periodically: each run lasts Every ± Jitter×Every (uniform),
@@ -86,6 +90,13 @@ type Group struct {
 type Churn struct {
 	Every  time.Duration
 	Jitter float64
+}
+
+func (ch Churn) validate() error {
+	if ch.Every < 0 || ch.Jitter < 0 || ch.Jitter >= 1 {
+		return fmt.Errorf("fleet: churn needs every >= 0 and 0 <= jitter < 1, got %s and %g", ch.Every, ch.Jitter)
+	}
+	return nil
 }
 
 // Config configures a Fleet. Zero values take the documented defaults.
@@ -96,7 +107,8 @@ type Config struct {
 	// Ramp starts clients at this many per second, paced from their scheduled start times;
 	// 0 starts them all at once.
 	Ramp float64
-	// Churn, when Every > 0, reconnects clients periodically.
+	// Churn, when Every > 0, reconnects the clients of every group that sets no churn of its
+	// own (Group.Churn) periodically.
 	Churn Churn
 	// StreamsPerConn is the default of Group.StreamsPerConn for groups that leave it 0: > 1
 	// makes that many clients of a group share one grpc.ClientConn (one HTTP/2 connection),
@@ -207,6 +219,9 @@ func (c Config) Validate() error {
 				errs = append(errs, fmt.Errorf("fleet: group %s: %w", g.Name, err))
 			}
 		}
+		if err := g.Churn.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("fleet: group %s: %w", g.Name, err))
+		}
 		if g.StreamsPerConn < 0 {
 			errs = append(errs, fmt.Errorf("fleet: group %s: streams per connection %d must be >= 0 (0: the fleet's)", g.Name, g.StreamsPerConn))
 		}
@@ -217,8 +232,8 @@ func (c Config) Validate() error {
 	if c.Ramp < 0 {
 		errs = append(errs, fmt.Errorf("fleet: ramp %g clients/s must be >= 0 (0 starts all at once)", c.Ramp))
 	}
-	if c.Churn.Every < 0 || c.Churn.Jitter < 0 || c.Churn.Jitter >= 1 {
-		errs = append(errs, fmt.Errorf("fleet: churn needs every >= 0 and 0 <= jitter < 1, got %s and %g", c.Churn.Every, c.Churn.Jitter))
+	if err := c.Churn.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Segment.Validate(); err != nil {
 		errs = append(errs, err)
@@ -263,6 +278,7 @@ type fleetClient struct {
 	conn  *fleetConn // this client's own connection, or a shared one
 	own   bool
 	rng   *rand.Rand // churn jitter; used only by the client's runner goroutine
+	churn Churn      // its group's, or the fleet's
 }
 
 // fleetConn is a lazily dialled grpc.ClientConn, or a client's own connection on the fleet's
@@ -379,6 +395,10 @@ func New(cfg Config) (*Fleet, error) {
 		var shared *fleetConn // the group's connection being filled
 		member := 0           // this group's clients in the segment so far
 		g.Identity = g.Identity.WithGroupStart(index)
+		churn := g.Churn
+		if churn.Every <= 0 {
+			churn = cfg.Churn
+		}
 		for range g.Count {
 			if !cfg.Segment.Has(index) {
 				index++
@@ -416,7 +436,7 @@ func New(cfg Config) (*Fleet, error) {
 			if err != nil {
 				return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
 			}
-			fc := &fleetClient{c: c, group: g.Name, ns: c.Namespace(),
+			fc := &fleetClient{c: c, group: g.Name, ns: c.Namespace(), churn: churn,
 				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(index)^0xc4ceb9fe1a85ec53))}
 			if spc > 1 {
 				if member%spc == 0 {
@@ -598,10 +618,10 @@ func (f *Fleet) runClient(ctx context.Context, fc *fleetClient) {
 	}
 }
 
-// churnContext returns the context of one client run: ctx itself without churn, else ctx
-// cancelled after a jittered period.
+// churnContext returns the context of one client run: ctx itself without churn (its group's,
+// or the fleet's), else ctx cancelled after a jittered period.
 func (f *Fleet) churnContext(ctx context.Context, fc *fleetClient) (context.Context, func()) {
-	ch := f.cfg.Churn
+	ch := fc.churn
 	if ch.Every <= 0 {
 		return ctx, func() {}
 	}

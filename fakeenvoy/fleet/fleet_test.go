@@ -314,6 +314,54 @@ func TestFleetChurnAndSharedConns(t *testing.T) {
 	}
 }
 
+// TestFleetChurnPerGroup: a group's churn reconnects that group's clients only; a group that
+// sets none takes the fleet's.
+func TestFleetChurnPerGroup(t *testing.T) {
+	churn := Churn{Every: 100 * time.Millisecond, Jitter: 0.2}
+	tests := []struct {
+		name       string
+		fleet      Churn
+		groups     [2]Churn // of groups "churny" and "steady"
+		reconnects [2]bool
+	}{
+		{"one group churns", Churn{}, [2]Churn{churn, {}}, [2]bool{true, false}},
+		{"no group churns", Churn{}, [2]Churn{}, [2]bool{false, false}},
+		{"the fleet's churn is every group's default", churn, [2]Churn{}, [2]bool{true, true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fetest.NewCPServer(t)
+			cfg := flConfig(srv.Addr, 3, policy.Nack{})
+			g := cfg.Groups[0]
+			cfg.Groups = []Group{g, g}
+			cfg.Groups[0].Name, cfg.Groups[0].Churn = "churny", tc.groups[0]
+			cfg.Groups[1].Name, cfg.Groups[1].Churn = "steady", tc.groups[1]
+			cfg.Churn = tc.fleet
+			f, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flSetAll(t, srv, f, "v1", fetest.BaseResources(t))
+			if err := f.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			defer f.Stop()
+			flWait(t, "all connected", func() bool { return f.Progress().FullConfig >= 6 })
+			time.Sleep(600 * time.Millisecond) // several churn periods
+			st := f.groupStats()
+			for i, name := range []string{"churny", "steady"} {
+				n := st[name].Connects
+				if tc.reconnects[i] && n < 2*3 {
+					t.Errorf("group %s: %d connects of 3 clients, want reconnects", name, n)
+				}
+				if !tc.reconnects[i] && n != 3 {
+					t.Errorf("group %s: %d connects of 3 clients, want 3 (no churn)", name, n)
+				}
+			}
+		})
+	}
+}
+
 // peerServer is an ADS server that answers nothing and records, per node, the client address
 // its stream came from: one address per HTTP/2 connection.
 type peerServer struct {
@@ -460,6 +508,7 @@ func TestFleetConfigValidate(t *testing.T) {
 		{"no clients", func(c *Config) { c.Groups[0].Count = 0 }, "at least one client"},
 		{"negative ramp", func(c *Config) { c.Ramp = -1 }, "ramp"},
 		{"jitter", func(c *Config) { c.Churn = Churn{Every: time.Second, Jitter: 1} }, "jitter"},
+		{"group jitter", func(c *Config) { c.Groups[0].Churn = Churn{Every: time.Second, Jitter: 1} }, "group sidecars: fleet: churn"},
 		{"duplicate group", func(c *Config) { c.Groups = append(c.Groups, c.Groups[0]) }, "duplicate group"},
 		{"identity", func(c *Config) { c.Groups[0].Identity.Type = "gateway" }, "use sidecar or router"},
 		{"negative streams per connection", func(c *Config) { c.StreamsPerConn = -1 }, "streams per connection -1 must be >= 0"},
