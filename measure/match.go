@@ -28,7 +28,9 @@ import (
 //   - observed: the client received the change and it took effect. It is received at the
 //     first accepted response received after the expectation was registered (Expect) that
 //     touches one of its subjects (a response of the predicate's type that added, changed or
-//     removed the predicate's resource: an unrelated response never counts) and after which
+//     removed the predicate's resource: an unrelated response never counts; a new process's
+//     first CDS or LDS response is its whole set of that type, and touches every predicate of
+//     the type: a deletion a restarted client's new config shows is observed there) and after which
 //     every predicate holds in what the client accepted. It is in effect once every predicate
 //     also holds in what the client serves traffic with (probe.ClientState.Effective): a
 //     cluster still warming for its ClusterLoadAssignment, or a listener waiting for its
@@ -421,15 +423,16 @@ func (m *Matcher) subjectLocked(sj string) uint32 {
 }
 
 // movedPast reports whether a response (received at recv, of the type rbit, its touched names
-// in touched) shows the client past ev's state on a subject of ev it touched: the predicates of
+// in touched; whole: it shows every resource of its type) shows the client past ev's state on
+// a subject of ev it touched: the predicates of
 // an event registered after ev and before recv hold there (All or Rest) in accepted. The
 // caller knows ev does not hold. Unlike the pending entries' own supersession, the later event
 // need not be pending at the client: a zone failure samples its predicates (Rest holds the
 // others), and its view for a namespace may read none of ev's subjects.
-func movedPast(touched *touchIndex, ev *matchEvent, accepted probe.View, recv int64, rbit uint8) bool {
+func movedPast(touched *touchIndex, whole bool, ev *matchEvent, accepted probe.View, recv int64, rbit uint8) bool {
 	root := ev.stats()
 	for i, p := range ev.exp.All {
-		if ev.predType[i] != rbit || touched.find(p.Resource, ev.names[i]) < 0 {
+		if ev.predType[i] != rbit || (!whole && touched.find(p.Resource, ev.names[i]) < 0) {
 			continue
 		}
 		k, ok := slices.BinarySearchFunc(root.links, ev.subj[i], func(l *subjLink, sj uint32) int { return cmp.Compare(l.subj, sj) })
@@ -906,6 +909,11 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	cl := m.claim(s, c, &r)
 	recv := m.off(r.Recv)
 	rbit := typeBit(r.TypeURL)
+	// A new process's first response of a full-state type (CDS, LDS: the whole set, SotW or a
+	// Delta wildcard) shows every resource of the type, the ones it lacks as absent: it
+	// touches every predicate of the type, so that a restarted client's pending deletion is
+	// seen in its new config though no response ever names the deleted resource to it.
+	whole := r.Fresh && (r.TypeURL == resource.ClusterType || r.TypeURL == resource.ListenerType)
 	// effective is a View once per response: as a struct value it would be boxed at each call.
 	var accepted, effective probe.View = c.State, effectiveView{c.State}
 	var reached, superseded []int // indices into pending of the events resolved here
@@ -940,7 +948,7 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 			one = accepted.Resource(p0.Op.TypeURL(), p0.Resource)
 		}
 		for i := range ev.exp.All {
-			if ev.predType[i] != rbit || s.touched.find(ev.exp.All[i].Resource, ev.names[i]) < 0 {
+			if ev.predType[i] != rbit || (!whole && s.touched.find(ev.exp.All[i].Resource, ev.names[i]) < 0) {
 				continue // r did not show this predicate's resource
 			}
 			sj, ok := ev.subj[i], true
@@ -967,13 +975,13 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 			}
 		}
 	}
-	for i := len(cl.pending) - 1; i >= 0 && len(r.Touched) > 0 && rbit != 0; i-- {
+	for i := len(cl.pending) - 1; i >= 0 && (len(r.Touched) > 0 || whole) && rbit != 0; i-- {
 		p := &cl.pending[i]
-		if p.tmask&rbit == 0 || (p.oneName && !s.touched.hasHash(p.name0)) {
+		if p.tmask&rbit == 0 || (!whole && p.oneName && !s.touched.hasHash(p.name0)) {
 			continue
 		}
 		ev := p.ev
-		if !touches(&s.touched, rbit, ev) {
+		if !whole && !touches(&s.touched, rbit, ev) {
 			continue
 		}
 		holds := ev.holds(accepted)
@@ -985,7 +993,7 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 			p.held, eligible = true, true
 		}
 		switch {
-		case claimedBy(ev) || (!holds && (movedBy(ev) || movedPast(&s.touched, ev, accepted, recv, rbit))):
+		case claimedBy(ev) || (!holds && (movedBy(ev) || movedPast(&s.touched, whole, ev, accepted, recv, rbit))):
 			if p.held {
 				reached = append(reached, i) // it held when registered: the client was in it
 			} else if !p.recvd {

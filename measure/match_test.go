@@ -600,6 +600,33 @@ func TestMatcherClasses(t *testing.T) {
 			c.push(m, cds, at(300), time.Time{}, map[string]proto.Message{svcA: nil})
 		},
 		want: []mtWant{{superseded: 1, push: 300 * time.Millisecond}, {observed: 1, push: 215 * time.Millisecond, recv: 215 * time.Millisecond}},
+	}, {
+		// The client restarts (a new process: it holds nothing) after the deletion was
+		// registered; its first CDS response is its whole config, without the cluster. That
+		// response never names the deleted cluster, yet it shows it absent: the deletion is
+		// observed there, and the restore it passed superseded.
+		name:    "a deletion a restarted client's first full config shows is observed",
+		events:  restoreThenDelete,
+		initial: eds(svcA, mtCLA(svcA, "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}, svcB, &clusterv3.Cluster{Name: svcB}))
+			expect(0)
+			expect(1)
+			c.view, c.unsynced = mtView{}, true
+			c.push(m, cds, at(400), time.Time{}, eds(svcB, &clusterv3.Cluster{Name: svcB}))
+		},
+		want: []mtWant{{superseded: 1, push: 400 * time.Millisecond}, {observed: 1, push: 315 * time.Millisecond, recv: 315 * time.Millisecond}},
+	}, {
+		name:    "a deletion a restarted client's first full config lacks is missed",
+		events:  restoreThenDelete[1:],
+		initial: eds(svcA, mtCLA(svcA, "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}, svcB, &clusterv3.Cluster{Name: svcB}))
+			expect(0)
+			c.view, c.unsynced = mtView{}, true
+			c.push(m, cds, at(400), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}, svcB, &clusterv3.Cluster{Name: svcB}))
+		},
+		want: []mtWant{{missed: 1, censored: true}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
