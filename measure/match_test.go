@@ -11,6 +11,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -309,6 +310,18 @@ func eds(set ...any) map[string]proto.Message {
 	return out
 }
 
+// mtRoutes is a route configuration with one virtual host per host, routing to its cluster
+// (host, cluster pairs).
+func mtRoutes(pairs ...string) *routev3.RouteConfiguration {
+	rc := &routev3.RouteConfiguration{Name: "http.80"}
+	for i := 0; i < len(pairs); i += 2 {
+		rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{Name: pairs[i], Domains: []string{pairs[i]},
+			Routes: []*routev3.Route{{Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: pairs[i+1]}}}}}})
+	}
+	return rc
+}
+
 func lbCluster(name string, p clusterv3.Cluster_LbPolicy) *clusterv3.Cluster {
 	return &clusterv3.Cluster{Name: name, LbPolicy: p}
 }
@@ -327,6 +340,15 @@ func TestMatcherClasses(t *testing.T) {
 		{EventID: 1, Kind: "flap-restore", T0: at(0), All: []probe.Predicate{count("c1", 2), present("c1", "10.0.0.2")}},
 		{EventID: 2, Kind: "zone-failure", T0: at(70), All: []probe.Predicate{count("c2", 1), absent("c2", "10.0.0.5")},
 			Rest: []probe.Predicate{count("c1", 1), absent("c1", "10.0.0.1")}},
+	}
+	// Gateway re-bindings: hosts h-a and h-b to c1 and c2, then h-b to c3 420 ms later.
+	rdsT := resource.RouteType
+	route := func(host, cluster string) probe.Predicate {
+		return probe.Predicate{Op: probe.RouteTo, Resource: "http.80", Host: host, Cluster: cluster}
+	}
+	rebindTwice := []probe.Expectation{
+		{EventID: 78, Kind: "config-change", T0: at(0), All: []probe.Predicate{route("h-a", "c1"), route("h-b", "c2")}},
+		{EventID: 87, Kind: "config-change", T0: at(420), All: []probe.Predicate{route("h-b", "c3")}},
 	}
 	// An endpoint restored, then its service deleted (service-delete's predicate: its cluster
 	// absent) 85 ms later.
@@ -625,6 +647,40 @@ func TestMatcherClasses(t *testing.T) {
 			expect(0)
 			c.view, c.unsynced = mtView{}, true
 			c.push(m, cds, at(400), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}, svcB, &clusterv3.Cluster{Name: svcB}))
+		},
+		want: []mtWant{{missed: 1, censored: true}},
+	}, {
+		// ingress-churn on istiod: a gateway re-binding of two hosts, then 420 ms later another
+		// re-binding of one of them; istiod's debounce (full pushes under endpoint churn) puts
+		// both in one push, which shows the later binding of the shared host. The earlier event
+		// can never be seen there: superseded, with its latency to that push.
+		name:   "a host re-bound again before any push is superseded",
+		events: rebindTwice,
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, rdsT, at(0), time.Time{}, map[string]proto.Message{"http.80": mtRoutes("h-a", "c0", "h-b", "c0")})
+			expect(0)
+			expect(1)
+			c.push(m, rdsT, at(1300), time.Time{}, map[string]proto.Message{"http.80": mtRoutes("h-a", "c1", "h-b", "c3")})
+		},
+		want: []mtWant{{superseded: 1, push: 1300 * time.Millisecond}, {observed: 1, push: 880 * time.Millisecond, recv: 880 * time.Millisecond}},
+	}, {
+		name:   "a host re-binding pushed before the next one is observed",
+		events: rebindTwice,
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, rdsT, at(0), time.Time{}, map[string]proto.Message{"http.80": mtRoutes("h-a", "c0", "h-b", "c0")})
+			expect(0)
+			c.push(m, rdsT, at(300), time.Time{}, map[string]proto.Message{"http.80": mtRoutes("h-a", "c1", "h-b", "c2")})
+			expect(1)
+			c.push(m, rdsT, at(1300), time.Time{}, map[string]proto.Message{"http.80": mtRoutes("h-a", "c1", "h-b", "c3")})
+		},
+		want: []mtWant{{observed: 1, push: 300 * time.Millisecond, recv: 300 * time.Millisecond}, {observed: 1, push: 880 * time.Millisecond, recv: 880 * time.Millisecond}},
+	}, {
+		name:   "a host re-binding never pushed is missed",
+		events: rebindTwice[:1],
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, rdsT, at(0), time.Time{}, map[string]proto.Message{"http.80": mtRoutes("h-a", "c0", "h-b", "c0")})
+			expect(0)
+			c.push(m, rdsT, at(1300), time.Time{}, map[string]proto.Message{"http.80": mtRoutes("h-a", "c1", "h-b", "c0")})
 		},
 		want: []mtWant{{missed: 1, censored: true}},
 	}}

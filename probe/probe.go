@@ -135,7 +135,10 @@ func (p Predicate) Subject() string {
 	case ListenerPresent, ListenerAbsent:
 		return "lds/" + p.Resource
 	case RouteTo:
-		return "rds/" + p.Resource + "/" + p.Host + "/" + p.Cluster
+		// The virtual host, not the cluster: where a host routes is one state, so a later
+		// re-binding of the host to another cluster conflicts with an earlier one (a push that
+		// carries both shows only the later). Weighted destinations of one change share it.
+		return "rds/" + p.Resource + "/" + p.Host
 	case ListenerRBACPolicies:
 		return "lds-rbac/" + p.Resource + "/" + p.Value
 	}

@@ -303,7 +303,8 @@ func BenchmarkListenerRBACPolicies(b *testing.B) {
 // TestSupersedesByRemoval: a service port's deletion (ClusterAbsent of its own cluster)
 // supersedes earlier expectations about what it takes away: the port's assignment, its subsets'
 // clusters and lb policies, the routes to it. Other service ports, a subset cluster's absence
-// and an identical deletion do not.
+// and an identical deletion do not. A host's route superseded by the host routed elsewhere is
+// here too: the same question, one subject.
 func TestSupersedesByRemoval(t *testing.T) {
 	const c = "outbound|80||svc-20.ns-0.svc.cluster.local"
 	del := Predicate{Op: ClusterAbsent, Resource: c}
@@ -325,6 +326,15 @@ func TestSupersedesByRemoval(t *testing.T) {
 		{"a plain cluster name is its own scope", Predicate{Op: ClusterAbsent, Resource: "c1"}, Predicate{Op: EndpointCount, Resource: "c1", Count: 1}, true},
 		{"a listener is no service port", Predicate{Op: ClusterAbsent, Resource: "c1"}, Predicate{Op: ListenerPresent, Resource: "c1"}, false},
 		{"a creation supersedes nothing of another subject", Predicate{Op: ClusterPresent, Resource: c}, Predicate{Op: EndpointCount, Resource: c, Count: 2}, false},
+		// A host re-bound to another cluster: where it routes is one state (istiod pushes only
+		// the later binding when one debounce holds both).
+		{"a host routed elsewhere", Predicate{Op: RouteTo, Resource: "http.80", Host: "h-22.gw-0.example.com", Cluster: "outbound|8080||svc-30.ns-0.svc.cluster.local"},
+			Predicate{Op: RouteTo, Resource: "http.80", Host: "h-22.gw-0.example.com", Cluster: "outbound|8080||svc-27.ns-7.svc.cluster.local"}, true},
+		{"a weight changed", Predicate{Op: RouteTo, Resource: "80", Host: "a", Cluster: "outbound|80|v1|a", Weight: 30},
+			Predicate{Op: RouteTo, Resource: "80", Host: "a", Cluster: "outbound|80|v1|a", Weight: 50}, true},
+		{"another host", Predicate{Op: RouteTo, Resource: "http.80", Host: "h-22.gw-2.example.com", Cluster: "outbound|8080||svc-30.ns-0.svc.cluster.local"},
+			Predicate{Op: RouteTo, Resource: "http.80", Host: "h-22.gw-0.example.com", Cluster: "outbound|8080||svc-27.ns-7.svc.cluster.local"}, false},
+		{"the same route", Predicate{Op: RouteTo, Resource: "http.80", Host: "h", Cluster: "outbound|8080||s"}, Predicate{Op: RouteTo, Resource: "http.80", Host: "h", Cluster: "outbound|8080||s"}, false},
 	}
 	for _, tc := range tests {
 		later, earlier := Expectation{All: []Predicate{tc.later}}, Expectation{All: []Predicate{tc.earlier}}
