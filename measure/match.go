@@ -912,8 +912,10 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	// A new process's first response of a full-state type (CDS, LDS: the whole set, SotW or a
 	// Delta wildcard) shows every resource of the type, the ones it lacks as absent: it
 	// touches every predicate of the type, so that a restarted client's pending deletion is
-	// seen in its new config though no response ever names the deleted resource to it.
-	whole := r.Fresh && (r.TypeURL == resource.ClusterType || r.TypeURL == resource.ListenerType)
+	// seen in its new config though no response ever names the deleted resource to it. A
+	// NamedOnly client (proxyless gRPC) asks for these types by name, a few at a time: its
+	// first response is not its whole set.
+	whole := r.Fresh && !c.NamedOnly && (r.TypeURL == resource.ClusterType || r.TypeURL == resource.ListenerType)
 	// effective is a View once per response: as a struct value it would be boxed at each call.
 	var accepted, effective probe.View = c.State, effectiveView{c.State}
 	var reached, superseded []int // indices into pending of the events resolved here
