@@ -292,6 +292,12 @@ func Plot(w io.Writer, r *Result, format string) error {
 	lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(3)}
 	p.Add(lb)
 	p.Legend.Top = true
+	// Every point at one latency (a single point, or an estimate predicting no delay anywhere):
+	// gonum widens an empty range by ±1, below zero for anything under 1 ms, where a log axis
+	// panics. Widen it by a factor of 2 either way instead.
+	if !(p.Y.Min < p.Y.Max) {
+		p.Y.Min, p.Y.Max = p.Y.Min/2, p.Y.Max*2
+	}
 	// Room on the right for the labels of the costliest points.
 	p.X.Max += 0.15 * math.Max(p.X.Max-p.X.Min, 1)
 	wt, err := p.WriterTo(7*vg.Inch, 4.5*vg.Inch, format)

@@ -551,3 +551,24 @@ func TestWriteFilesNothingToPlot(t *testing.T) {
 		}
 	}
 }
+
+// TestPlotFlatLatency: a sweep whose points all sit at one latency under 1 ms (one point, or
+// an estimate predicting no delay) plots on the log axis instead of panicking.
+func TestPlotFlatLatency(t *testing.T) {
+	for _, params := range [][]string{
+		{"minQuiet=0s"},
+		{"minQuiet=0s", "maxDelay=1s,10s"},
+		{"minQuiet=100ms"},
+	} {
+		res, err := Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, params...), EstimateOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, format := range []string{"svg", "png"} {
+			var buf bytes.Buffer
+			if err := Plot(&buf, res, format); err != nil || buf.Len() == 0 {
+				t.Errorf("%v %s: %d bytes, %v", params, format, buf.Len(), err)
+			}
+		}
+	}
+}
