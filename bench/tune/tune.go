@@ -291,6 +291,25 @@ func dedupe(sc *scenarios.Scenario, points [][]Setting) ([][]Setting, []string) 
 	return kept, notes
 }
 
+// onlyAdaptive reports whether every swept parameter is one of the adaptive policy's.
+func onlyAdaptive(params []Param) bool {
+	for _, p := range params {
+		if !strings.HasPrefix(p.Path, pathAdaptive) {
+			return false
+		}
+	}
+	return len(params) > 0
+}
+
+// paramNames names the swept parameters, for messages: "--param weight, --param maxQuiet".
+func paramNames(params []Param) string {
+	names := make([]string, len(params))
+	for i, p := range params {
+		names[i] = "--param " + p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
 // withoutAdaptive is settings without the adaptive policy's parameters.
 func withoutAdaptive(settings []Setting) []Setting {
 	var out []Setting
@@ -353,6 +372,15 @@ func Tune(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, e
 				return nil, fmt.Errorf("tune: --param %s=%s: %w", p.Name, v, err)
 			}
 		}
+	}
+	if onlyAdaptive(opts.Params) && policyOf(sc) == "fixed" {
+		// Every point would run the same fixed-policy scenario: a sweep of nothing.
+		verb, it := "applies", "it"
+		if len(opts.Params) > 1 {
+			verb, it = "apply", "them"
+		}
+		return nil, fmt.Errorf("tune: %s %s only to the adaptive debounce policy, and %s runs the fixed one, which ignores %s: add --param policy=adaptive (or policy=fixed,adaptive to compare), or set controlPlane.debounce.policy: adaptive",
+			paramNames(opts.Params), verb, sc.Name, it)
 	}
 	points := grid(opts.Params)
 	if len(points) > opts.MaxPoints {

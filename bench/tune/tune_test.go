@@ -518,6 +518,10 @@ func TestTuneBadParams(t *testing.T) {
 		{"foo=1,2", `--param foo=1: --set: foo: unknown field "foo"`},
 		{"minQuiet=50ms,abc", `--param minQuiet=abc:`},
 		{"policy=fixed,bogus", `unknown debounce policy "bogus"`},
+		// The fixed policy ignores the adaptive parameters: the grid would be one point
+		// with an empty label.
+		{"costFactor=2,4", "--param costFactor applies only to the adaptive debounce policy"},
+		{"maxQuiet=200ms,1s", "add --param policy=adaptive"},
 	} {
 		fake := &fakeTuneRun{}
 		_, err := Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, tc.param), Run: fake.run})
