@@ -144,6 +144,7 @@ func TestTuneCommandEstimateOnly(t *testing.T) {
 		{"tune", "no-such-scenario", "--param", "minQuiet=1s"},
 		{"tune", "quickstart", "--param", "minQuiet=1s", "--repeats", "0"},
 		{"tune", "quickstart", "--param", "minQuiet=1s", "--cost", "money"},
+		{"tune", "quickstart", "--param", "minQuiet=1s", "--cost", "cpu", "--cpu-split=false", "--out", filepath.Join(out, "cpu")},
 	} {
 		if code := runCLI(context.Background(), args); code != exitUsage {
 			t.Errorf("xdslab %s: exit %d, want %d", strings.Join(args, " "), code, exitUsage)

@@ -108,6 +108,11 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 	if f.repeats < 1 {
 		return usageErr(fmt.Errorf("tune: --repeats %d must be at least 1", f.repeats))
 	}
+	if tune.Cost(f.cost) == tune.CostCPU && !f.cpuSplit && !f.estimateOnly {
+		// Without the profile a run reports only the whole process's CPU (control plane and
+		// harness together), which the frontier would rank as the control plane's.
+		return usageErr(errors.New("tune: --cost cpu needs the control plane's own CPU, which --cpu-split measures: drop --cpu-split=false, or use --cost push-cycles"))
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usageErr(fmt.Errorf("tune: --log-level %q: use debug, info, warn or error", f.logLevel))
