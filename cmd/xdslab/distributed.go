@@ -218,12 +218,13 @@ event's convergence taken over every shard's clients; an event a shard never rec
 as missed. The scenario's thresholds are then evaluated once on the merged figures (exit 99 if
 one fails, as for 'xdslab run'). compare reads merged summaries like any other.
 
---dir DIR reads every *.json in DIR (a volume the shards write to); with --wait N it first
-waits (up to --timeout) until N fleet shard summaries are there. The scenario is --scenario, or
-else the one embedded in the shards' summaries.
+--dir DIR reads every *.json in DIR (a volume the shards write to) but the outputs of earlier
+merges; with --wait N it first waits (up to --timeout) until N fleet shard summaries are
+there. The scenario is --scenario, or else the one embedded in the shards' summaries.
 
 Exit codes: 0 merged and every threshold passed, 2 bad input (unreadable summaries, missing or
-repeated shards, inputs of different runs), 99 a threshold failed.`,
+repeated shards, inputs of different runs), 99 a threshold failed, 130 interrupted while
+waiting.`,
 		Example: `  xdslab merge shard-0.json shard-1.json shard-2.json shard-3.json sim.json --out merged.json
   xdslab merge --dir /results --wait 4 --timeout 30m --out /results/merged/summary.json`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(cmd, args, f) },
@@ -249,6 +250,9 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 	if f.dir != "" {
 		var err error
 		if files, err = waitSummaries(cmd.Context(), f.dir, f.out, f.wait, f.timeout); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return withCode(exitInterrupted, fmt.Errorf("merge: %w; nothing merged", err))
+			}
 			return usageErr(fmt.Errorf("merge: %w", err))
 		}
 	}
@@ -260,7 +264,16 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 			errs = append(errs, err)
 			continue
 		}
+		if f.dir != "" && s.Metadata.Command == "merge" {
+			// An earlier merge's output written into the same volume (another --out, or a
+			// rerun): not an input of the run.
+			fmt.Fprintf(cmd.ErrOrStderr(), "merge: skipping %s: the output of an earlier merge, not a shard's or the simulator's summary\n", p)
+			continue
+		}
 		in = append(in, merge.Input{Source: p, Summary: s})
+	}
+	if len(in) == 0 && len(errs) == 0 {
+		return usageErr(fmt.Errorf("merge: no shard or simulator summaries in %s, only earlier merges' outputs", f.dir))
 	}
 	if len(errs) > 0 {
 		return usageErr(fmt.Errorf("merge: %w", errors.Join(errs...)))
@@ -335,6 +348,14 @@ func embeddedScenario(in []merge.Input) *scenarios.Scenario {
 func waitSummaries(ctx context.Context, dir, skip string, want int, timeout time.Duration) ([]string, error) {
 	deadline := time.Now().Add(timeout)
 	skipAbs, _ := filepath.Abs(skip)
+	if want == 0 {
+		// Without --wait the directory must be there now (with it, a volume may be mounted late).
+		if st, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("--dir %s: %w", dir, errors.Unwrap(err))
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("--dir %s: not a directory: give the directory the shards write their summaries to", dir)
+		}
+	}
 	for {
 		paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 		if err != nil {
@@ -367,7 +388,7 @@ func waitSummaries(ctx context.Context, dir, skip string, want int, timeout time
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("interrupted with %d of %d fleet shard summaries in %s: %w", shards, want, dir, ctx.Err())
 		case <-t.C:
 		}
 	}
