@@ -132,6 +132,9 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 			return usageErr(fmt.Errorf("fleet: --probes %w", err))
 		}
 	}
+	if err := checkOutFile("fleet: --summary", f.SummaryFile); err != nil {
+		return usageErr(err)
+	}
 	out := cmd.OutOrStdout()
 	// The first SIGINT or SIGTERM ends the shard early through Stop, which still writes what
 	// it measured (a stopped pod must not lose the whole distributed run); a second exits.
@@ -245,6 +248,9 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 	}
 	if f.wait < 0 || (f.wait > 0 && f.dir == "") {
 		return usageErr(errors.New("merge: --wait N needs --dir and N >= 1"))
+	}
+	if err := checkOutFile("merge: --out", f.out); err != nil {
+		return usageErr(err)
 	}
 	files := args
 	if f.dir != "" {

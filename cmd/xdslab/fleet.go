@@ -308,6 +308,9 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	if err := checkOutFile("fleet: --summary", f.SummaryFile); err != nil {
+		return usageErr(err)
+	}
 	fl, err := fleet.New(cfg)
 	if err != nil {
 		return usageErr(err)

@@ -119,6 +119,9 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		if startAt, err = parseStartAt(f.pub.startAt, f.pub.startAtFile, time.Now()); err != nil {
 			return usageErr(fmt.Errorf("sim: %w", err))
 		}
+		if err := checkOutFile("sim: --summary", f.pub.summary); err != nil {
+			return usageErr(err)
+		}
 	} else if f.pub.summary != "" || f.pub.startAt != "" || f.pub.startAtFile != "" {
 		return usageErr(errors.New("sim: --summary, --start-at and --start-at-file need --publish"))
 	}
