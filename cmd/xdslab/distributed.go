@@ -66,6 +66,9 @@ func parseSegment(seg string, segments int, jobIndex string) (fleet.Segment, err
 	if !ok || err1 != nil || err2 != nil {
 		return fleet.Segment{}, fmt.Errorf("--segment %q: want I/N (shard I of N, from 0), e.g. 0/4, or auto", seg)
 	}
+	if n < 1 {
+		return fleet.Segment{}, fmt.Errorf("--segment %q: the shard count N must be at least 1 (0/1 is the whole fleet)", seg)
+	}
 	if segments != 0 && segments != n {
 		return fleet.Segment{}, fmt.Errorf("--segment %s and --segments %d disagree on the shard count", seg, segments)
 	}

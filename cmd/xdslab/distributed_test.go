@@ -377,6 +377,8 @@ func TestParseSegmentAndStart(t *testing.T) {
 		{"4/4", 0, "", fleet.Segment{}, "0 <= I < N"},
 		{"1/4", 3, "", fleet.Segment{}, "disagree"},
 		{"x", 0, "", fleet.Segment{}, "want I/N"},
+		{"0/0", 0, "", fleet.Segment{}, "at least 1"},
+		{"0/-2", 0, "", fleet.Segment{}, "at least 1"},
 	} {
 		got, err := parseSegment(tc.seg, tc.segments, tc.job)
 		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
