@@ -225,7 +225,8 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		}
 		clock = &summary.Clock{Reference: base + "/time", OffsetSeconds: off.Offset.Seconds(), UncertaintySeconds: off.Uncertainty.Seconds(), Samples: off.Samples}
 		say("clock offset from the simulator %v ± %v", off.Offset, off.Uncertainty)
-		scfg = stream.SubscriberConfig{Base: base, Shard: max(opts.Segment.Index, 0), Client: opts.HTTP, Clock: off, Scenario: sc.Name}
+		scfg = stream.SubscriberConfig{Base: base, Shard: max(opts.Segment.Index, 0), Client: opts.HTTP, Clock: off, Scenario: sc.Name,
+			Shards: max(opts.Segment.Count, 1)}
 		for {
 			st, err = stream.Dial(sctx, scfg)
 			if err == nil {

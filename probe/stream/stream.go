@@ -186,6 +186,12 @@ func (p *Publisher) shardParam(w http.ResponseWriter, r *http.Request) (int, boo
 }
 
 func (p *Publisher) serveProbes(w http.ResponseWriter, r *http.Request) {
+	if n := r.URL.Query().Get("shards"); n != "" && n != strconv.Itoa(p.cfg.Shards) {
+		// Checked before the index: shard 2/3 of a 2-shard simulator is told the counts differ.
+		http.Error(w, fmt.Sprintf("shard %s of %s shards, the simulator runs %d: give every shard --segment I/%d, or the simulator --shards %s",
+			r.URL.Query().Get("shard"), n, p.cfg.Shards, p.cfg.Shards, n), http.StatusConflict)
+		return
+	}
 	i, ok := p.shardParam(w, r)
 	if !ok {
 		return
@@ -482,6 +488,9 @@ type SubscriberConfig struct {
 	// Scenario is the name of the scenario the shard runs ("": not said); the publisher
 	// refuses a subscription of another scenario than its own.
 	Scenario string
+	// Shards is the shard count the shard is one of (0: not said); the publisher refuses a
+	// subscription from a run of another count than its own.
+	Shards int
 }
 
 // Stream is a shard's open subscription.
@@ -552,6 +561,9 @@ func open(ctx context.Context, cfg SubscriberConfig) (*http.Response, error) {
 	u := cfg.Base + "/probes?shard=" + strconv.Itoa(cfg.Shard)
 	if cfg.Scenario != "" {
 		u += "&scenario=" + url.QueryEscape(cfg.Scenario)
+	}
+	if cfg.Shards > 0 {
+		u += "&shards=" + strconv.Itoa(cfg.Shards)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

@@ -379,3 +379,38 @@ func TestPublisherRefusesOtherScenario(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestPublisherRefusesOtherShardCount: a shard of a run split another way than the simulator's
+// --shards is refused when it subscribes (HTTP 409 naming both counts), whatever its index; one
+// that does not say its count is let in.
+func TestPublisherRefusesOtherShardCount(t *testing.T) {
+	p, err := NewPublisher(PublisherConfig{Shards: 2, Scenario: "small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, ctx := serve(t, p)
+	for _, tc := range []struct {
+		shard, shards int
+		want          string // "" accepted
+	}{
+		{0, 3, "shard 0 of 3 shards, the simulator runs 2"},
+		{2, 3, "shard 2 of 3 shards, the simulator runs 2"},
+		{0, 1, "shard 0 of 1 shards, the simulator runs 2"},
+		{0, 2, ""},
+		{1, 0, ""},
+	} {
+		s, err := Dial(ctx, SubscriberConfig{Base: srv.URL, Shard: tc.shard, Shards: tc.shards, Client: srv.Client(), Scenario: "small"})
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("shard %d/%d: %v, want it subscribed", tc.shard, tc.shards, err)
+			} else {
+				s.Close()
+			}
+			continue
+		}
+		var se *StatusError
+		if !errors.As(err, &se) || se.Code != http.StatusConflict || se.Retryable() || !strings.Contains(se.Msg, tc.want) {
+			t.Errorf("shard %d/%d: %v, want a 409 saying %q", tc.shard, tc.shards, err, tc.want)
+		}
+	}
+}
