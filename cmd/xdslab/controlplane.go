@@ -116,6 +116,20 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 	if adaptiveSet && policy != debounce.PolicyAdaptive {
 		return usageErr(errors.New("controlplane: --adaptive-* flags configure the adaptive debounce policy: add --debounce-policy adaptive"))
 	}
+	var secureSet []string
+	for _, name := range []string{"ca-dir", "server-dns-names", "jwks-file", "jwt-issuer", "jwks-refresh", "jwt-audience", "workload-cert-ttl"} {
+		if cmd.Flags().Changed(name) {
+			secureSet = append(secureSet, "--"+name)
+		}
+	}
+	if len(secureSet) > 0 && f.opts.Secure.Addr == "" {
+		// Without the secure listener they would be ignored, and every client served in the clear.
+		verb := "configure"
+		if len(secureSet) == 1 {
+			verb = "configures"
+		}
+		return usageErr(fmt.Errorf("controlplane: %s %s the secure ADS listener, which is off: add --secure-grpc-addr HOST:PORT (e.g. 127.0.0.1:15012)", strings.Join(secureSet, ", "), verb))
+	}
 	opts := f.opts
 	opts.Debounce.Policy = policy
 	if policy != debounce.PolicyAdaptive {

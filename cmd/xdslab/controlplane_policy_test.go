@@ -20,6 +20,10 @@ func TestControlplaneDebouncePolicyFlags(t *testing.T) {
 		{[]string{"--debounce-policy", "adaptive", "--adaptive-max-quiet", "20s"}, "set it to at most 10s"},
 		{[]string{"--debounce-policy", "adaptive", "--min-quiet", "200ms", "--adaptive-max-quiet", "100ms"}, "set it to at least 200ms"},
 		{[]string{"--debounce-policy", "adaptive", "--adaptive-weight", "1.5"}, "weight is 1.5: it must lie in (0, 1]"},
+		// The secure listener's flags without it were ignored: every client served in the clear.
+		{[]string{"--jwt-issuer", "https://issuer", "--jwt-audience", "xds"}, "--jwt-issuer, --jwt-audience configure the secure ADS listener, which is off: add --secure-grpc-addr"},
+		{[]string{"--ca-dir", "/tmp/ca"}, "--ca-dir configures the secure ADS listener"},
+		{[]string{"--workload-cert-ttl", "1h"}, "add --secure-grpc-addr"},
 	} {
 		cmd := newControlplaneCmd()
 		var out bytes.Buffer
