@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,8 @@ type simFlags struct {
 	kube         kubeFlags
 	kubeSEs      bool
 	pub          publishFlags
+	// changed reports whether a flag was given (nil: none was).
+	changed func(name string) bool
 }
 
 func newSimCmd() *cobra.Command {
@@ -62,6 +65,7 @@ removes its files. DIR must hold no YAML files unless --clean is given.
 upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.changed = cmd.Flags().Changed
 			return runSim(cmd.Context(), cmd.OutOrStdout(), args[0], f)
 		},
 	}
@@ -100,6 +104,35 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		return usageErr(errors.New("sim: --listen and --hold go with --sink mcp"))
 	case f.sink == "dir" && f.sinkDir == "":
 		return usageErr(errors.New("sim: --sink-dir is required: the directory the control plane watches (or --sink kube)"))
+	case !slices.Contains(istioconfig.APIVersions(), f.apiVersion):
+		return usageErr(fmt.Errorf("sim: --api-version %q: use one of %s", f.apiVersion, strings.Join(istioconfig.APIVersions(), ", ")))
+	case f.pub.shardWait < 0:
+		return usageErr(fmt.Errorf("sim: --shard-wait %s must be > 0", f.pub.shardWait))
+	}
+	// Flags that only mean something beside another were ignored without it.
+	changed := f.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	var needPublish, needKube []string
+	for _, name := range []string{"shards", "ack-timeout", "shard-wait"} {
+		if changed(name) && f.pub.addr == "" {
+			needPublish = append(needPublish, "--"+name)
+		}
+	}
+	for _, name := range []string{"kube-pods", "kube-service-entries"} {
+		if changed(name) && f.sink != "kube" {
+			needKube = append(needKube, "--"+name)
+		}
+	}
+	if len(needPublish) > 0 {
+		return usageErr(fmt.Errorf("sim: %s go with --publish ADDR (a distributed run's simulator, docs/distributed.md)", strings.Join(needPublish, ", ")))
+	}
+	if len(needKube) > 0 {
+		return usageErr(fmt.Errorf("sim: %s go with --sink kube (docs/kubernetes.md)", strings.Join(needKube, ", ")))
+	}
+	if changed("api-version") && f.sink != "dir" {
+		return usageErr(fmt.Errorf("sim: --api-version goes with --sink dir (the kube sink writes %s)", sinks.KubeIstioAPIVersion))
 	}
 	sc, err := scenarios.Resolve(scenario)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +127,42 @@ func TestSimMCPSink(t *testing.T) {
 	require.Equal(t, exitUsage, runCLI(ctx, []string{"sim", "quickstart", "--sink", "mcp"}))
 	require.Equal(t, exitUsage, runCLI(ctx, []string{"sim", "quickstart", "--sink-dir", t.TempDir(), "--listen", "127.0.0.1:0"}))
 	require.Equal(t, exitOK, runCLI(ctx, []string{"sim", "quickstart", "--sink", "mcp", "--listen", "127.0.0.1:0", "--fast", "--progress", "0"}))
+}
+
+// TestSimFlagsThatNeedAnother: a flag that only works beside another (or with a value the
+// sink cannot write) is a usage error before anything is written, instead of being ignored
+// or writing objects no control plane reads.
+func TestSimFlagsThatNeedAnother(t *testing.T) {
+	scenario := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(scenario, []byte("name: sim-flags\nseed: 1\nduration: 1s\ntopology: {services: 2}\n"), 0o644))
+	for _, args := range [][]string{
+		{"--api-version", "v2"},
+		{"--api-version", "networking.istio.io/v2"},
+		{"--shards", "3"},
+		{"--ack-timeout", "1s"},
+		{"--shard-wait", "1m"},
+		{"--kube-pods"},
+		{"--kube-service-entries"},
+		{"--publish", "127.0.0.1:0", "--shard-wait", "-1s"},
+	} {
+		sink := filepath.Join(t.TempDir(), "mesh")
+		full := append([]string{"sim", scenario, "--sink-dir", sink, "--progress", "0"}, args...)
+		if !slices.Contains(args, "--publish") {
+			full = append(full, "--fast")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if got := runCLI(ctx, full); got != exitUsage {
+			t.Errorf("xdslab %s: exit %d, want %d", strings.Join(full, " "), got, exitUsage)
+		}
+		cancel()
+		if _, err := os.Stat(sink); err == nil {
+			t.Errorf("%v: the mesh was written", args)
+		}
+	}
+	for _, v := range []string{"networking.istio.io/v1", "networking.istio.io/v1beta1", "networking.istio.io/v1alpha3"} {
+		sink := filepath.Join(t.TempDir(), "mesh")
+		if got := runCLI(context.Background(), []string{"sim", scenario, "--sink-dir", sink, "--fast", "--progress", "0", "--api-version", v}); got != exitOK {
+			t.Errorf("--api-version %s: exit %d", v, got)
+		}
+	}
 }
