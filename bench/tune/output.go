@@ -197,9 +197,13 @@ func WriteText(w io.Writer, r *Result) error {
 		fmt.Fprintf(w, "recommendation: none — %s\n", r.Why)
 	}
 	if sr := r.Search; sr != nil {
-		fmt.Fprintf(w, "search (gonum/optimize Nelder-Mead over the estimate, %d evaluations): minQuiet=%s maxDelay=%s, predicted %d push cycles, debounce delay p99 %s + run overhead %s (point %d)\n",
+		where := fmt.Sprintf("point %d", sr.Point)
+		if sr.OnGrid {
+			where += ", a grid point: not run again"
+		}
+		fmt.Fprintf(w, "search (gonum/optimize Nelder-Mead over the estimate, %d evaluations): minQuiet=%s maxDelay=%s, predicted %d push cycles, debounce delay p99 %s + run overhead %s (%s)\n",
 			sr.Evaluations, sr.MinQuiet, sr.MaxDelay, sr.Predicted.PushCycles, formatFigure(sr.Predicted.DebounceDelayP99, summary.Time),
-			formatFigure(sr.Overhead, summary.Time), sr.Point)
+			formatFigure(sr.Overhead, summary.Time), where)
 	} else if r.SearchNote != "" {
 		fmt.Fprintf(w, "search: %s\n", r.SearchNote)
 	}

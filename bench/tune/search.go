@@ -37,6 +37,8 @@ type Search struct {
 	Evaluations int           `json:"evaluations"`
 	// Point is the index of the found settings' real run in Points, -1 when not run.
 	Point int `json:"point"`
+	// OnGrid: the search found settings of a grid point (Point), which is not run again.
+	OnGrid bool `json:"onGrid,omitempty"`
 }
 
 // searchSpace is one searched dimension: a range in seconds, or a fixed value.
@@ -192,6 +194,14 @@ func addSearch(sc *scenarios.Scenario, res *Result, est *estimator,
 		}
 		settings = append(settings, Setting{Name: p.Name, Path: p.Path, Value: v})
 	}
+	for i, pt := range res.Points {
+		if pt.Error == "" && sameSettings(pt.Settings, settings) {
+			// A grid corner (the search is clamped to the grid's range): its runs are there.
+			found.Point, found.OnGrid = i, true
+			res.Search = found
+			return nil
+		}
+	}
 	pt, err := point(len(res.Points), settings, "search: "+pointLabel(settings))
 	if err != nil {
 		return err
@@ -200,4 +210,26 @@ func addSearch(sc *scenarios.Scenario, res *Result, est *estimator,
 	res.Points = append(res.Points, pt)
 	res.Search = found
 	return nil
+}
+
+// sameSettings reports whether a and b set the same paths to the same values (durations
+// compared as durations: 1s and 1000ms are one setting).
+func sameSettings(a, b []Setting) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Path != b[i].Path {
+			return false
+		}
+		if a[i].Value == b[i].Value {
+			continue
+		}
+		da, errA := time.ParseDuration(a[i].Value)
+		db, errB := time.ParseDuration(b[i].Value)
+		if errA != nil || errB != nil || da != db {
+			return false
+		}
+	}
+	return true
 }

@@ -576,3 +576,43 @@ func TestPlotFlatLatency(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneSearchOnGrid: a search that lands on a grid point (the search is clamped to the
+// grid's range, so a corner is common) names that point instead of running the same settings
+// again as one more point.
+func TestTuneSearchOnGrid(t *testing.T) {
+	for _, tc := range []struct {
+		params []string
+		point  int
+	}{
+		{[]string{"minQuiet=10ms,20ms", "maxDelay=1s,10s"}, 2},
+		{[]string{"minQuiet=10ms,20ms"}, 1},
+	} {
+		grid := tc.point + 1
+		if len(tc.params) == 2 {
+			grid = 4
+		}
+		for _, estimateOnly := range []bool{false, true} {
+			fake := &fakeTuneRun{}
+			res, err := Tune(context.Background(), quickstartScenario(t), Options{Params: mustParams(t, tc.params...), Run: fake.run,
+				Search: true, EstimateOnly: estimateOnly})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sr := res.Search
+			if sr == nil {
+				t.Fatalf("%v: no search: %s", tc.params, res.SearchNote)
+			}
+			if len(res.Points) != grid || sr.Point != tc.point || !sr.OnGrid {
+				t.Errorf("%v estimateOnly=%v: %d points, search point %d (on grid %v), want grid point %d of %d", tc.params, estimateOnly, len(res.Points), sr.Point, sr.OnGrid, tc.point, grid)
+			}
+			if want := map[bool]int{false: grid, true: 0}[estimateOnly]; len(fake.calls) != want {
+				t.Errorf("%v estimateOnly=%v: %d runs, want %d", tc.params, estimateOnly, len(fake.calls), want)
+			}
+			var buf bytes.Buffer
+			if err := WriteText(&buf, res); err != nil || !strings.Contains(buf.String(), "a grid point: not run again") {
+				t.Errorf("report does not say the search found a grid point (%v):\n%s", err, buf.String())
+			}
+		}
+	}
+}

@@ -72,7 +72,8 @@ estimate was from the real run at the recommended point.
 minQuiet and maxDelay of the fast estimate, for the fewest predicted push cycles whose
 predicted p99 push latency (debounce delay p99 plus the overhead the grid's runs measured on
 top of it) stays within the scenario's p(99) threshold; that point is then run like the
-others, so the frontier and the recommendation include it.`,
+others, so the frontier and the recommendation include it (a grid point it lands on is named,
+not run again).`,
 		Example: `  xdslab tune quickstart --param minQuiet=50ms,100ms,200ms --param maxDelay=1s,10s --repeats 3 --out out/tune
   xdslab tune eds-churn-1k --param minQuiet=10ms,100ms,500ms,1s --estimate-only
   xdslab tune quickstart --param policy=fixed,adaptive --param minQuiet=20ms,100ms --repeats 5 --interleave`,
