@@ -79,6 +79,9 @@ up at --ramp clients/s, runs for --duration (or until Ctrl-C), then prints a k6-
 writes it as JSON with --summary. Connect failures (ResourceExhausted included) are retried with
 Envoy's backoff and counted. Live metrics (xdslab_fleet_*) are served on --metrics-addr.
 
+Ctrl-C before --duration has passed ends the run early: the summary is written, marked
+(metadata.labels["note.interrupted"]), and the exit code is 130.
+
 The run fails with exit 99 (its summary written first, with the check as a threshold) when
 some client holds no full config as it ends: a fleet that never got its configuration measured
 nothing. A shard of a distributed run (--scenario) leaves that verdict to 'xdslab merge'.
@@ -329,10 +332,14 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err := fl.Start(ctx); err != nil {
 		return err
 	}
+	// With --duration an interrupt cuts the run short (exit 130, as for run and the shards);
+	// without, Ctrl-C is how the run ends.
+	interrupted := false
 	if f.Duration > 0 {
 		t := time.NewTimer(f.Duration)
 		select {
 		case <-ctx.Done():
+			interrupted = true
 		case <-t.C:
 		}
 		t.Stop()
@@ -364,6 +371,9 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	if seg := cfg.Segment; seg.Count > 0 {
 		s.Metadata.Segment = &summary.Segment{Index: seg.Index, Count: seg.Count}
 	}
+	if interrupted {
+		s.Metadata.Labels = map[string]string{"note.interrupted": fmt.Sprintf("interrupted after %s of the --duration %s", ended.Sub(began).Round(time.Millisecond), f.Duration)}
+	}
 	out := cmd.OutOrStdout()
 	st := fl.Observer().Stats()
 	fmt.Fprintf(out, "\nfleet: %d clients against %s for %s: %d reached a full config, %d connect failures, %d resend loops after NACK\n",
@@ -377,6 +387,9 @@ func runFleet(cmd *cobra.Command, f fleetFlags) error {
 	fmt.Fprintln(out)
 	if err := writeFleetSummary(out, s, f.SummaryFile); err != nil {
 		return err
+	}
+	if interrupted {
+		return withCode(exitInterrupted, fmt.Errorf("fleet: interrupted after %s of the --duration %s (summary written)", ended.Sub(began).Round(time.Millisecond), f.Duration))
 	}
 	if !passed {
 		return withCode(exitThreshold, fmt.Errorf("fleet: %d of %d clients never reached a full config", uint64(fl.Size())-min(st.FullConfig, uint64(fl.Size())), fl.Size()))

@@ -81,3 +81,44 @@ func TestInterruptible(t *testing.T) {
 	_, stop2 := interruptible(context.Background(), make(chan os.Signal), &stderr, func() { t.Error("exit called") })
 	stop2()
 }
+
+// TestFleetInterrupted: an interrupt before --duration has passed writes the summary, marked,
+// and exits 130 (it exited 0, or 99, as if the run had been whole); without --duration Ctrl-C
+// is how a fleet ends, not an interruption.
+func TestFleetInterrupted(t *testing.T) {
+	for _, tc := range []struct {
+		duration string
+		want     int
+		note     bool
+	}{
+		{"10m", exitInterrupted, true},
+		{"0", exitThreshold, false}, // ended by Ctrl-C as documented; no client configured: 99
+	} {
+		file := filepath.Join(t.TempDir(), "fleet.json")
+		ctx, cancel := context.WithCancel(context.Background())
+		stop := time.AfterFunc(500*time.Millisecond, cancel)
+		done := make(chan int)
+		go func() {
+			done <- runCLI(ctx, []string{"fleet", "--target", "127.0.0.1:1", "--clients", "1", "--duration", tc.duration,
+				"--progress", "off", "--summary", file})
+		}()
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("--duration %s: the interrupted fleet did not end within a minute", tc.duration)
+		}
+		stop.Stop()
+		cancel()
+		if code != tc.want {
+			t.Errorf("--duration %s: exit %d, want %d", tc.duration, code, tc.want)
+		}
+		s, err := summary.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why := s.Metadata.Labels["note.interrupted"]; (why != "") != tc.note {
+			t.Errorf("--duration %s: note.interrupted = %q, want one: %v", tc.duration, why, tc.note)
+		}
+	}
+}
