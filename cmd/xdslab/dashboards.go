@@ -58,6 +58,10 @@ func runDashboards(cmd *cobra.Command, f dashboardsFlags) error {
 	if f.out == "" {
 		return usageErr(errors.New("dashboards: --out is required: pass the directory to write into, e.g. --out /tmp/obs"))
 	}
+	if f.scrapeInterval == 0 {
+		// The options read zero as the default; on the command line it was silently 5s.
+		return usageErr(fmt.Errorf("dashboards: --scrape-interval 0s: use whole seconds, at least 1s (default %s)", dashboards.DefaultScrapeInterval))
+	}
 	o := dashboards.WriteOptions{
 		Dir: f.out, GrafanaDashboardsPath: f.grafanaPath, PrometheusURL: f.prometheusURL,
 		ControlPlaneTargets: f.cpTargets, LabTargets: f.labTargets, ScrapeInterval: f.scrapeInterval,
