@@ -116,6 +116,10 @@ func runControlplane(cmd *cobra.Command, f controlplaneFlags) error {
 	if adaptiveSet && policy != debounce.PolicyAdaptive {
 		return usageErr(errors.New("controlplane: --adaptive-* flags configure the adaptive debounce policy: add --debounce-policy adaptive"))
 	}
+	if cmd.Flags().Changed("config-delete-share") && f.opts.ConfigDeleteGuard.Share == 0 {
+		// The options read zero as the default (0.5): a guard holding every deletion was meant.
+		return usageErr(fmt.Errorf("controlplane: --config-delete-share 0 is outside (0, 1]: use a small share such as 0.01 to hold almost every deletion, or --config-delete-guard=false to hold none"))
+	}
 	var secureSet []string
 	for _, name := range []string{"ca-dir", "server-dns-names", "jwks-file", "jwt-issuer", "jwks-refresh", "jwt-audience", "workload-cert-ttl"} {
 		if cmd.Flags().Changed(name) {

@@ -24,6 +24,8 @@ func TestControlplaneDebouncePolicyFlags(t *testing.T) {
 		{[]string{"--jwt-issuer", "https://issuer", "--jwt-audience", "xds"}, "--jwt-issuer, --jwt-audience configure the secure ADS listener, which is off: add --secure-grpc-addr"},
 		{[]string{"--ca-dir", "/tmp/ca"}, "--ca-dir configures the secure ADS listener"},
 		{[]string{"--workload-cert-ttl", "1h"}, "add --secure-grpc-addr"},
+		// Zero was read as the default share, 0.5.
+		{[]string{"--config-delete-share", "0"}, "--config-delete-share 0 is outside (0, 1]"},
 	} {
 		cmd := newControlplaneCmd()
 		var out bytes.Buffer
