@@ -148,6 +148,19 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 		errs = append(errs, fmt.Errorf("merge: the scenario given is %q but %s (and the other inputs) ran scenario %q: pass --scenario %s, or the shards of a %q run",
 			opts.Scenario.Name, scenBy, scen, scen, opts.Scenario.Name))
 	}
+	if opts.Scenario != nil && cfg != nil && (scen == "" || opts.Scenario.Name == scen) {
+		// The given scenario re-gates the run: its thresholds may differ, nothing else. The
+		// merged summary embeds it as the run's config (compare reads its seed from there).
+		if j, err := collect.ScenarioJSON(opts.Scenario); err == nil {
+			var given any
+			if err := json.Unmarshal(j, &given); err == nil {
+				ran := withoutThresholds(cfg)
+				if where := configDiff(cfgBy, ran, "--scenario", keysOf(ran, withoutThresholds(given)), ""); where != "" {
+					errs = append(errs, fmt.Errorf("merge: the scenario given differs from the one the inputs ran (%s): only its thresholds may differ; pass the scenario file the run was started with, or leave --scenario out to use the one %s embeds", where, cfgBy))
+				}
+			}
+		}
+	}
 	if len(shards) == 0 && len(errs) == 0 {
 		errs = append(errs, errors.New("merge: no fleet shard summary among the inputs"))
 	}
@@ -640,6 +653,50 @@ func segmentOf(s *summary.Summary) summary.Segment {
 		return *s.Metadata.Segment
 	}
 	return summary.Segment{Index: 0, Count: 1}
+}
+
+// withoutThresholds is a decoded scenario config without its thresholds and description (what
+// a scenario given to merge may change).
+func withoutThresholds(c any) any {
+	m, ok := c.(map[string]any)
+	if !ok {
+		return c
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "thresholds" && k != "description" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// keysOf is b with, in every object, only the keys a has: a summary written before a scenario
+// key existed does not hold it, and that is no difference.
+func keysOf(a, b any) any {
+	if al, ok := a.([]any); ok {
+		bl, ok := b.([]any)
+		if !ok || len(al) != len(bl) {
+			return b
+		}
+		out := make([]any, len(bl))
+		for i := range bl {
+			out[i] = keysOf(al[i], bl[i])
+		}
+		return out
+	}
+	am, ok := a.(map[string]any)
+	bm, ok2 := b.(map[string]any)
+	if !ok || !ok2 {
+		return b
+	}
+	out := make(map[string]any, len(am))
+	for k, v := range bm {
+		if av, ok := am[k]; ok {
+			out[k] = keysOf(av, v)
+		}
+	}
+	return out
 }
 
 // configDiff names the first place where two decoded scenario configs differ ("seed: 7 in a,

@@ -627,3 +627,54 @@ func TestMergeSupersededLatencies(t *testing.T) {
 		t.Fatalf("merged convergence %v (found %v), want the superseded event's 0.282 s", c.Values, ok)
 	}
 }
+
+// TestMergeScenarioGiven: a scenario given to merge re-gates the run: its thresholds (and
+// description) may differ from the config the inputs embed, nothing else. Another seed or
+// client count was accepted and embedded as the merged run's config, so compare read a seed
+// the run never had.
+func TestMergeScenarioGiven(t *testing.T) {
+	ran := scenarios.Defaults()
+	ran.Name = "merge-test"
+	ran.Clients[0].Name = "sidecars"
+	cfg, err := collect.ScenarioJSON(ran)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := func(i int) *summary.Summary {
+		s := mergeShard(t, shardSpec{index: i, count: 2, latencies: []int64{5}, responses: 1})
+		s.Config = cfg
+		return s
+	}
+	th, err := threshold.Parse("p(99)<100ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(sc *scenarios.Scenario)
+		want string // "" merged
+	}{
+		{"the same", func(*scenarios.Scenario) {}, ""},
+		{"other thresholds", func(sc *scenarios.Scenario) {
+			sc.Thresholds = map[string][]threshold.Threshold{fleet.MetricConvergence: {th}}
+			sc.Description = "re-gated"
+		}, ""},
+		{"another seed", func(sc *scenarios.Scenario) { sc.Seed = ran.Seed + 1 }, "seed: "},
+		{"another client count", func(sc *scenarios.Scenario) { sc.Clients[0].Count++ }, "clients[0].count: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := ran.Clone()
+			tc.edit(sc)
+			_, err := Merge([]Input{{"a", shard(0)}, {"b", shard(1)}}, Options{Scenario: sc})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "the scenario given differs from the one the inputs ran ("+tc.want) {
+				t.Errorf("err %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}

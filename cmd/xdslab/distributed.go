@@ -226,7 +226,8 @@ one fails, as for 'xdslab run'). compare reads merged summaries like any other.
 
 --dir DIR reads every *.json in DIR (a volume the shards write to) but the outputs of earlier
 merges; with --wait N it first waits (up to --timeout) until N fleet shard summaries are
-there. The scenario is --scenario, or else the one embedded in the shards' summaries.
+there. The scenario is --scenario, or else the one embedded in the shards' summaries; a
+--scenario may change the thresholds, nothing else of the scenario the inputs ran.
 
 Exit codes: 0 merged and every threshold passed, 2 bad input (unreadable summaries, missing or
 repeated shards, inputs of different runs), 99 a threshold failed, 130 interrupted while
