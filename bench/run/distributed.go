@@ -66,6 +66,9 @@ type ShardOptions struct {
 	// it with an error wrapping ErrInterrupted. Before that, it returns ErrInterrupted alone.
 	// Canceling ctx instead abandons the shard.
 	Stop <-chan struct{}
+	// OnFleet, if set, is called with the shard's fleet once it is built, before anything
+	// connects (the CLI serves its live metrics); an error ends the shard.
+	OnFleet func(*fleet.Fleet) error
 }
 
 // RunShard runs the scenario's clients of one segment against the target, as one shard of a
@@ -112,6 +115,11 @@ func RunShard(ctx context.Context, sc *scenarios.Scenario, opts ShardOptions) (*
 		return nil, err
 	}
 	defer fl.Stop()
+	if opts.OnFleet != nil {
+		if err := opts.OnFleet(fl); err != nil {
+			return nil, err
+		}
+	}
 
 	// The control plane's CPU over the shard's run, when its metrics are given: they must
 	// answer before the shard starts (the control plane may still be coming up).

@@ -110,6 +110,13 @@ func parseStartAt(value, file string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// scenarioClientFlags are the fleet flags a scenario's clients section (and its duration and
+// seed) replaces with --scenario.
+var scenarioClientFlags = []string{"clients", "duration", "ramp", "delta", "nack", "ack-delay", "never-ack",
+	"disconnect-after", "group", "proxy-type", "labels", "namespace", "namespaces", "cluster-id", "istio-version",
+	"generator", "node-first-only", "initial-fetch-timeout", "churn", "churn-jitter", "agent-issue-delay",
+	"streams-per-conn", "seed", "auth", "ca-dir", "jwt-key", "jwt-issuer", "jwt-audience", "server-name"}
+
 // runScenarioFleet is 'xdslab fleet --scenario S': one shard of a distributed run.
 func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 	if f.Target == "" {
@@ -117,6 +124,16 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 	}
 	if _, _, err := net.SplitHostPort(f.Target); err != nil {
 		return usageErr(fmt.Errorf("fleet: --target %q must be HOST:PORT: %v", f.Target, err))
+	}
+	// The scenario sets the clients: a client flag beside it would be ignored.
+	var ignored []string
+	for _, name := range scenarioClientFlags {
+		if cmd.Flags().Changed(name) {
+			ignored = append(ignored, "--"+name)
+		}
+	}
+	if len(ignored) > 0 {
+		return usageErr(fmt.Errorf("fleet: %s: with --scenario the scenario sets the clients (its clients section, duration and seed): drop them, or edit the scenario", strings.Join(ignored, ", ")))
 	}
 	sc, err := scenarios.Resolve(f.dist.Scenario)
 	if err != nil {
@@ -138,11 +155,33 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err := checkOutFile("fleet: --summary", f.SummaryFile); err != nil {
 		return usageErr(err)
 	}
+	progress, _, err := progressMode("fleet", f.Progress, cmd.ErrOrStderr())
+	if err != nil {
+		return usageErr(err)
+	}
+	// Live metrics, as without --scenario (the fleet Job's pods are scraped on them).
+	var stopMetrics func()
+	defer func() {
+		if stopMetrics != nil {
+			stopMetrics()
+		}
+	}()
+	var metricsErr error
+	onFleet := func(fl *fleet.Fleet) error {
+		if f.MetricsAddr == "" {
+			return nil
+		}
+		stopMetrics, metricsErr = serveFleetMetrics(f.MetricsAddr, fl, cmd.ErrOrStderr())
+		return metricsErr
+	}
 	out := cmd.OutOrStdout()
 	// The first SIGINT or SIGTERM ends the shard early through Stop, which still writes what
 	// it measured (a stopped pod must not lose the whole distributed run); a second exits.
 	s, err := run.RunShard(context.WithoutCancel(cmd.Context()), sc, run.ShardOptions{Target: f.Target, Segment: seg, StartAt: start,
-		Probes: f.dist.Probes, TargetMetrics: f.dist.TargetMetrics, Progress: cmd.ErrOrStderr(), Stop: cmd.Context().Done()})
+		Probes: f.dist.Probes, TargetMetrics: f.dist.TargetMetrics, Progress: progress, Stop: cmd.Context().Done(), OnFleet: onFleet})
+	if metricsErr != nil {
+		return usageErr(fmt.Errorf("fleet: %w", metricsErr))
+	}
 	interrupted := errors.Is(err, run.ErrInterrupted)
 	if s == nil {
 		if interrupted {

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -476,5 +478,41 @@ func TestShardStopped(t *testing.T) {
 				t.Errorf("the shard's clients' full configs are not in its summary: %+v", m)
 			}
 		})
+	}
+}
+
+// TestShardFlags: a shard (fleet --scenario) serves --metrics-addr as a plain fleet does (the
+// fleet Job's pods are scraped there; it served nothing) and refuses the client flags its
+// scenario sets (they were ignored), and a bad --progress.
+func TestShardFlags(t *testing.T) {
+	sc := writeScenario(t, strings.Replace(distScenario, "duration: 4s", "duration: 60s", 1))
+	for _, extra := range [][]string{{"--clients", "50"}, {"--delta"}, {"--nack", "realistic"}, {"--duration", "5s"}, {"--seed", "3"}, {"--progress", "loud"}} {
+		args := append([]string{"fleet", "--scenario", sc, "--target", "127.0.0.1:1", "--segment", "0/2"}, extra...)
+		if got := runCLI(context.Background(), args); got != exitUsage {
+			t.Errorf("xdslab %s: exit %d, want %d", strings.Join(args, " "), got, exitUsage)
+		}
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- runCLI(ctx, []string{"fleet", "--scenario", sc, "--target", freeAddr(t), "--segment", "0/2", "--progress", "off",
+			"--metrics-addr", addr, "--summary", filepath.Join(t.TempDir(), "shard.json")})
+	}()
+	var body string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && body == ""; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+	}
+	cancel()
+	<-done
+	if !strings.Contains(body, "xdslab_fleet_") {
+		t.Errorf("the shard's --metrics-addr served no xdslab_fleet_* series (%d bytes)", len(body))
 	}
 }

@@ -138,7 +138,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.StringVar(&f.ServerName, "server-name", "", "with --auth: name the server certificate must carry (default localhost)")
 	fl.StringVar(&f.SummaryFile, "summary", "", "write the JSON summary to this file")
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address (/metrics)")
-	fl.StringVar(&f.dist.Scenario, "scenario", "", "run this scenario's clients (file or built-in name) as one shard of a distributed run; --clients, --ramp and the client flags are then the scenario's")
+	fl.StringVar(&f.dist.Scenario, "scenario", "", "run this scenario's clients (file or built-in name) as one shard of a distributed run; --clients, --ramp, --duration, --seed and the client flags are then the scenario's (giving them too is an error); --metrics-addr, --progress and --summary work as without it")
 	fl.StringVar(&f.Segment, "segment", "", "run shard I/N of the fleet: clients k with k mod N == I (auto: I from JOB_COMPLETION_INDEX, with --segments N)")
 	fl.IntVar(&f.Segments, "segments", 0, "the shard count N (with --segment auto or unset: the index comes from JOB_COMPLETION_INDEX)")
 	fl.StringVar(&f.dist.StartAt, "start-at", "", "with --scenario: start ramping at this time (RFC 3339 on the simulator's clock, or +DURATION)")
