@@ -151,3 +151,36 @@ func TestTuneCommandEstimateOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneRemovesEarlierPoints: a tune into the --out of an earlier, larger one removes that
+// tune's point-N directories first: their run-K would otherwise sit beside the new runs under
+// the same numbers, and compare reads every run-K of a point directory.
+func TestTuneRemovesEarlierPoints(t *testing.T) {
+	dir := t.TempDir()
+	scenario := filepath.Join(dir, "tiny.yaml")
+	if err := os.WriteFile(scenario, []byte(tinyScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "tune")
+	keep := filepath.Join(out, "notes")
+	for _, d := range []string{filepath.Join(out, "point-0", "run-3"), filepath.Join(out, "point-5", "run-1"), keep} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if code := runCLI(ctx, []string{"tune", scenario, "--param", "minQuiet=50ms", "--out", out}); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for path, want := range map[string]bool{
+		filepath.Join(out, "point-0", "run-1", "summary.json"): true,
+		filepath.Join(out, "point-0", "run-3"):                 false,
+		filepath.Join(out, "point-5"):                          false,
+		keep:                                                   true,
+	} {
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", path, err == nil, want)
+		}
+	}
+}

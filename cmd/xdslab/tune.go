@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -136,6 +139,15 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 	if !f.estimateOnly {
 		abs, _ := filepath.Abs(out)
 		fmt.Fprintf(cmd.ErrOrStderr(), "tune: every run's outputs go to %s/point-N/run-K, the table and plots to %s (--out to choose)\n", abs, abs)
+		// An earlier tune's point-N/run-K would sit beside this one's under the same numbers
+		// (compare reads every run-K of a point directory): remove them first.
+		n, err := removePointDirs(out)
+		if err != nil {
+			return usageErr(fmt.Errorf("tune: --out %s: %w", out, err))
+		}
+		if n > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "tune: removed %d point-N directories of an earlier tune in %s\n", n, out)
+		}
 	}
 	res, err := tune.Tune(cmd.Context(), sc, opts)
 	interrupted := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
@@ -180,4 +192,30 @@ func tuneRunner(out string, logger *slog.Logger, cpuSplit bool) tune.RunFunc {
 		return run.Run(ctx, sc, run.Options{Out: dir, Logger: logger, CPUProfile: cpuSplit,
 			Progress: io.Discard})
 	}
+}
+
+// pointDirRe names the directories tune writes a point's runs into.
+var pointDirRe = regexp.MustCompile(`^point-[0-9]+$`)
+
+// removePointDirs removes the point-N directories under out (an earlier tune's runs) and says
+// how many there were; a missing out is none.
+func removePointDirs(out string) (int, error) {
+	entries, err := os.ReadDir(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || !pointDirRe.MatchString(e.Name()) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(out, e.Name())); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
