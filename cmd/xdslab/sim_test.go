@@ -144,6 +144,7 @@ func TestSimFlagsThatNeedAnother(t *testing.T) {
 		{"--kube-pods"},
 		{"--kube-service-entries"},
 		{"--publish", "127.0.0.1:0", "--shard-wait", "-1s"},
+		{"--progress", "-1s"},
 	} {
 		sink := filepath.Join(t.TempDir(), "mesh")
 		full := append([]string{"sim", scenario, "--sink-dir", sink, "--progress", "0"}, args...)
