@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,6 +157,9 @@ func TestTuneCommandEstimateOnly(t *testing.T) {
 // tune's point-N directories first: their run-K would otherwise sit beside the new runs under
 // the same numbers, and compare reads every run-K of a point directory.
 func TestTuneRemovesEarlierPoints(t *testing.T) {
+	// The run's keep-alive connections (metrics scrapes) would outlive it into the next
+	// test's leak check.
+	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "tiny.yaml")
 	if err := os.WriteFile(scenario, []byte(tinyScenario), 0o644); err != nil {

@@ -485,6 +485,7 @@ func TestShardStopped(t *testing.T) {
 // fleet Job's pods are scraped there; it served nothing) and refuses the client flags its
 // scenario sets (they were ignored), and a bad --progress.
 func TestShardFlags(t *testing.T) {
+	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
 	sc := writeScenario(t, strings.Replace(distScenario, "duration: 4s", "duration: 60s", 1))
 	for _, extra := range [][]string{{"--clients", "50"}, {"--delta"}, {"--nack", "realistic"}, {"--duration", "5s"}, {"--seed", "3"}, {"--progress", "loud"}} {
 		args := append([]string{"fleet", "--scenario", sc, "--target", "127.0.0.1:1", "--segment", "0/2"}, extra...)
