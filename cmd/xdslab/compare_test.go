@@ -139,6 +139,10 @@ func TestTuneCommandEstimateOnly(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	kubeScenario := filepath.Join(t.TempDir(), "kube.yaml")
+	if err := os.WriteFile(kubeScenario, []byte(strings.Replace(tinyScenario, "seed: 5", "seed: 5\nsink: {kind: kube}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
 		{"tune", "quickstart"},
 		{"tune", "quickstart", "--param", "minQuiet"},
@@ -146,6 +150,8 @@ func TestTuneCommandEstimateOnly(t *testing.T) {
 		{"tune", "quickstart", "--param", "minQuiet=1s", "--repeats", "0"},
 		{"tune", "quickstart", "--param", "minQuiet=1s", "--cost", "money"},
 		{"tune", "quickstart", "--param", "minQuiet=1s", "--cost", "cpu", "--cpu-split=false", "--out", filepath.Join(out, "cpu")},
+		// The in-process runs cannot use the kube sink: they measured another input path.
+		{"tune", kubeScenario, "--param", "minQuiet=1s", "--out", filepath.Join(out, "kube")},
 	} {
 		if code := runCLI(context.Background(), args); code != exitUsage {
 			t.Errorf("xdslab %s: exit %d, want %d", strings.Join(args, " "), code, exitUsage)

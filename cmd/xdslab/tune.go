@@ -109,6 +109,14 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 	if len(f.params) == 0 {
 		return usageErr(errors.New("tune: no --param: give at least one, e.g. --param minQuiet=50ms,100ms,200ms"))
 	}
+	sweepsSink := false
+	for _, p := range f.params {
+		sweepsSink = sweepsSink || strings.HasPrefix(p, "sink.")
+	}
+	if sc.Sink.Kind == scenarios.SinkKube && !sweepsSink && !f.estimateOnly {
+		// Each run was made in-process with another sink, measuring another input path.
+		return usageErr(fmt.Errorf("tune: %s: sink.kind is kube, but tune runs the in-process control plane, which does not read a Kubernetes API server: set sink.kind to dir or mcp (or --param sink.kind=dir), or --estimate-only", sc.Name))
+	}
 	if f.repeats < 1 {
 		return usageErr(fmt.Errorf("tune: --repeats %d must be at least 1", f.repeats))
 	}
@@ -188,6 +196,9 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 // tuneRunner runs one repeat in-process with run.Run, its outputs in out/point-N/run-K.
 func tuneRunner(out string, logger *slog.Logger, cpuSplit bool) tune.RunFunc {
 	return func(ctx context.Context, sc *scenarios.Scenario, info tune.RunInfo) (*summary.Summary, error) {
+		if sc.Sink.Kind == scenarios.SinkKube {
+			return nil, errors.New("sink.kind kube: the in-process control plane does not read a Kubernetes API server")
+		}
 		dir := filepath.Join(out, fmt.Sprintf("point-%d", info.Point), fmt.Sprintf("run-%d", info.Repeat))
 		return run.Run(ctx, sc, run.Options{Out: dir, Logger: logger, CPUProfile: cpuSplit,
 			Progress: io.Discard})
