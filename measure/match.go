@@ -29,7 +29,7 @@ import (
 //     first accepted response received after the expectation was registered (Expect) that
 //     touches one of its subjects (a response of the predicate's type that added, changed or
 //     removed the predicate's resource: an unrelated response never counts; a new process's
-//     first CDS or LDS response is its whole set of that type, and touches every predicate of
+//     first accepted CDS or LDS response is its whole set of that type, and touches every predicate of
 //     the type: a deletion a restarted client's new config shows is observed there) and after which
 //     every predicate holds in what the client accepted. It is in effect once every predicate
 //     also holds in what the client serves traffic with (probe.ClientState.Effective): a
@@ -909,13 +909,16 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	cl := m.claim(s, c, &r)
 	recv := m.off(r.Recv)
 	rbit := typeBit(r.TypeURL)
-	// A new process's first response of a full-state type (CDS, LDS: the whole set, SotW or a
-	// Delta wildcard) shows every resource of the type, the ones it lacks as absent: it
-	// touches every predicate of the type, so that a restarted client's pending deletion is
-	// seen in its new config though no response ever names the deleted resource to it. A
-	// NamedOnly client (proxyless gRPC) asks for these types by name, a few at a time: its
-	// first response is not its whole set.
-	whole := r.Fresh && !c.NamedOnly && (r.TypeURL == resource.ClusterType || r.TypeURL == resource.ListenerType)
+	// A new process's first accepted response of a full-state type (CDS, LDS) is its whole set
+	// and shows every resource of the type, the ones it lacks as absent: it touches every
+	// predicate of the type, so that a restarted client's pending deletion is seen in its new
+	// config though no response ever names the deleted resource to it. Not a rejected one (the
+	// client applied nothing, or not all of it: what it lacks is not what the server removed);
+	// in Delta only the very first response of the type (after a rejected one the stream goes
+	// on with increments); not a NamedOnly client (proxyless gRPC), which asks for these types
+	// by name, a few at a time.
+	whole := r.Fresh && !r.Nacked && (!r.Delta || r.First) && !c.NamedOnly &&
+		(r.TypeURL == resource.ClusterType || r.TypeURL == resource.ListenerType)
 	// effective is a View once per response: as a struct value it would be boxed at each call.
 	var accepted, effective probe.View = c.State, effectiveView{c.State}
 	var reached, superseded []int // indices into pending of the events resolved here

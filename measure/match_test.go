@@ -31,6 +31,10 @@ type mtClient struct {
 	named    bool // NamedOnly (a proxyless gRPC client)
 	ptype    string
 	seq      uint64
+	// delta: responses are Delta; nackNext: the next response is rejected whole (nothing
+	// applied); got: the types a response arrived for since the process started.
+	delta, nackNext bool
+	got             map[string]bool
 }
 
 // info is what the client's hooks pass: the synthetic client is its own state.
@@ -75,9 +79,23 @@ func mtCLA(name string, addrs ...string) *endpointv3.ClusterLoadAssignment {
 // a real client does: Response, Applied, AckSent. A nil message in set removes the resource.
 func (c *mtClient) push(m *Matcher, typeURL string, recv, ack time.Time, set map[string]proto.Message) probe.ResponseInfo {
 	c.seq++
-	r := probe.ResponseInfo{Seq: c.seq, TypeURL: typeURL, Recv: recv}
+	r := probe.ResponseInfo{Seq: c.seq, TypeURL: typeURL, Recv: recv, Delta: c.delta, First: !c.got[typeURL]}
+	if c.got == nil {
+		c.got = map[string]bool{}
+	}
+	c.got[typeURL] = true
 	if c.view == nil {
 		c.view = mtView{}
+	}
+	if c.nackNext { // rejected whole: nothing applied, the type still unsynced
+		c.nackNext = false
+		r.Nacked, r.Fresh = true, c.unsynced
+		m.Response(c.info(), r)
+		m.Applied(c.info(), r, c)
+		if !ack.IsZero() {
+			m.AckSent(c.info(), r, ack)
+		}
+		return r
 	}
 	names := make([]string, 0, len(set))
 	for name := range set {
@@ -638,6 +656,33 @@ func TestMatcherClasses(t *testing.T) {
 			c.push(m, cds, at(400), time.Time{}, eds(svcB, &clusterv3.Cluster{Name: svcB}))
 		},
 		want: []mtWant{{superseded: 1, push: 400 * time.Millisecond}, {observed: 1, push: 315 * time.Millisecond, recv: 315 * time.Millisecond}},
+	}, {
+		// A restarted client rejects its first CDS response: it holds nothing, but not because
+		// the server removed anything. The deletion is not observed there.
+		name:    "a rejected first full config observes no deletion",
+		events:  restoreThenDelete[1:],
+		initial: eds(svcA, mtCLA(svcA, "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}, svcB, &clusterv3.Cluster{Name: svcB}))
+			expect(0)
+			c.view, c.unsynced, c.nackNext, c.got = mtView{}, true, true, nil
+			c.push(m, cds, at(400), time.Time{}, eds(svcB, &clusterv3.Cluster{Name: svcB}))
+		},
+		want: []mtWant{{missed: 1, censored: true}},
+	}, {
+		// Delta: after a rejected first response the stream goes on with increments; the next
+		// one (another cluster's change) is not the whole set and shows nothing absent.
+		name:    "a Delta increment after a rejected first response observes no deletion",
+		events:  restoreThenDelete[1:],
+		initial: eds(svcA, mtCLA(svcA, "10.0.0.1")),
+		script: func(m *Matcher, c *mtClient, expect func(int)) {
+			c.push(m, cds, at(0), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}, svcB, &clusterv3.Cluster{Name: svcB}))
+			expect(0)
+			c.view, c.unsynced, c.nackNext, c.got, c.delta = mtView{}, true, true, nil, true
+			c.push(m, cds, at(400), time.Time{}, eds(svcA, &clusterv3.Cluster{Name: svcA}))
+			c.push(m, cds, at(500), time.Time{}, eds(svcB, &clusterv3.Cluster{Name: svcB, AltStatName: "changed"}))
+		},
+		want: []mtWant{{missed: 1, censored: true}},
 	}, {
 		name:    "a deletion a restarted client's first full config lacks is missed",
 		events:  restoreThenDelete[1:],

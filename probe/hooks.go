@@ -109,6 +109,9 @@ type ResponseInfo struct {
 	// Fresh: the client held no accepted state of TypeURL before this response (a new
 	// process), so "before" is nothing, not "absent".
 	Fresh bool
+	// First: this is the first response of TypeURL the client (this process) applied,
+	// accepted or not. A Delta stream's later responses are increments even while Fresh.
+	First bool
 }
 
 // Touched is one resource a response added, changed or removed, with the client's copy from

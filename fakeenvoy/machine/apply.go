@@ -17,6 +17,8 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	t := u.t
 	ts := &m.types[t]
 	s.Info.Fresh = !ts.accepted
+	s.Info.First = !ts.received
+	ts.received = true
 	realistic := m.nack.Realistic
 	mode := checkNone
 	switch {

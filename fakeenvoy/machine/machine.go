@@ -50,6 +50,7 @@ func (e entry) refs() []string {
 type typeState struct {
 	subscribed bool
 	accepted   bool     // an accepted response arrived at least once
+	received   bool     // a response was applied (accepted or not) at least once
 	version    string   // SotW: last accepted version_info
 	nonce      string   // latest nonce received on this stream
 	names      []string // named types: sorted subscription (replaced, never mutated in place)

@@ -14,6 +14,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
@@ -230,5 +231,26 @@ func TestRemovedSorted(t *testing.T) {
 	same := []string{"a", "b"}
 	if got := removedSorted(same, same); got != nil {
 		t.Errorf("the same list: removed %v", got)
+	}
+}
+
+// TestFirstAndFresh: a type's first response is First whether or not it is accepted, and
+// Fresh until one is accepted; a later response is neither.
+func TestFirstAndFresh(t *testing.T) {
+	m := newTestMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+	m.Start(t0)
+	bad := &clusterv3.Cluster{Name: "bad", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}}
+	bad.ConnectTimeout = &durationpb.Duration{Seconds: -1} // PGV: rejects the whole response
+	s := m.OnSotw(sotwResp(t, C, "1", "a", bad), t0)
+	if !s.Info.Nacked || !s.Info.First || !s.Info.Fresh {
+		t.Fatalf("rejected first response: nacked %v first %v fresh %v, want all true", s.Info.Nacked, s.Info.First, s.Info.Fresh)
+	}
+	s = m.OnSotw(sotwResp(t, C, "2", "b", fetest.EDSCluster("c1")), t0)
+	if s.Info.Nacked || s.Info.First || !s.Info.Fresh {
+		t.Errorf("second response: nacked %v first %v fresh %v, want an accepted, fresh, not first one", s.Info.Nacked, s.Info.First, s.Info.Fresh)
+	}
+	s = m.OnSotw(sotwResp(t, C, "3", "c", fetest.EDSCluster("c1"), fetest.EDSCluster("c2")), t0)
+	if s.Info.First || s.Info.Fresh {
+		t.Errorf("third response: first %v fresh %v, want neither", s.Info.First, s.Info.Fresh)
 	}
 }
