@@ -180,6 +180,14 @@ func TestTuneRemovesEarlierPoints(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// A rerun refused as a usage error (adaptive-only parameters on a fixed-policy scenario)
+	// runs nothing and removes nothing.
+	if code := runCLI(ctx, []string{"tune", scenario, "--param", "costFactor=2,4", "--out", out}); code != exitUsage {
+		t.Fatalf("adaptive-only sweep: exit %d, want %d", code, exitUsage)
+	}
+	if _, err := os.Stat(filepath.Join(out, "point-5", "run-1")); err != nil {
+		t.Fatalf("a refused tune removed the earlier tune's runs: %v", err)
+	}
 	if code := runCLI(ctx, []string{"tune", scenario, "--param", "minQuiet=50ms", "--out", out}); code != exitOK {
 		t.Fatalf("exit %d", code)
 	}

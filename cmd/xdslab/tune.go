@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -143,19 +144,32 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 		out = "tune-" + sc.Name
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-	opts.Run = tuneRunner(out, logger, f.cpuSplit)
+	run := tuneRunner(out, logger, f.cpuSplit)
+	// An earlier tune's point-N/run-K would sit beside this one's under the same numbers
+	// (compare reads every run-K of a point directory): they are removed, but only as the first
+	// run starts, once tune.Tune has checked the sweep: a rerun refused as a usage error keeps
+	// the earlier tune's runs.
+	var clean sync.Once
+	var cleanErr error
+	opts.Run = func(ctx context.Context, sc *scenarios.Scenario, info tune.RunInfo) (*summary.Summary, error) {
+		clean.Do(func() {
+			n, err := removePointDirs(out)
+			if err != nil {
+				cleanErr = fmt.Errorf("--out %s: removing an earlier tune's point directories: %w", out, err)
+				return
+			}
+			if n > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "tune: removed %d point-N directories of an earlier tune in %s\n", n, out)
+			}
+		})
+		if cleanErr != nil {
+			return nil, cleanErr
+		}
+		return run(ctx, sc, info)
+	}
 	if !f.estimateOnly {
 		abs, _ := filepath.Abs(out)
 		fmt.Fprintf(cmd.ErrOrStderr(), "tune: every run's outputs go to %s/point-N/run-K, the table and plots to %s (--out to choose)\n", abs, abs)
-		// An earlier tune's point-N/run-K would sit beside this one's under the same numbers
-		// (compare reads every run-K of a point directory): remove them first.
-		n, err := removePointDirs(out)
-		if err != nil {
-			return usageErr(fmt.Errorf("tune: --out %s: %w", out, err))
-		}
-		if n > 0 {
-			fmt.Fprintf(cmd.ErrOrStderr(), "tune: removed %d point-N directories of an earlier tune in %s\n", n, out)
-		}
 	}
 	res, err := tune.Tune(cmd.Context(), sc, opts)
 	interrupted := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
