@@ -107,7 +107,7 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 	case !slices.Contains(istioconfig.APIVersions(), f.apiVersion):
 		return usageErr(fmt.Errorf("sim: --api-version %q: use one of %s", f.apiVersion, strings.Join(istioconfig.APIVersions(), ", ")))
 	case f.pub.shardWait < 0:
-		return usageErr(fmt.Errorf("sim: --shard-wait %s must be > 0", f.pub.shardWait))
+		return usageErr(fmt.Errorf("sim: --shard-wait %s must be >= 0 (0: wait the default 10m)", f.pub.shardWait))
 	case f.progress < 0:
 		return usageErr(fmt.Errorf("sim: --progress %s must be >= 0 (0 disables the progress lines)", f.progress))
 	}
