@@ -213,9 +213,9 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		c.LbConfig = nil // istiod applies no consistent hash to ORIGINAL_DST clusters
 	}
 	h2 := pol.applyPool(sh, c, port.Protocol.IsHTTP2())
-	if port.Protocol == model.ProtocolUnknown && c.TypedExtensionProtocolOptions == nil && !grpc {
+	if port.Protocol == model.ProtocolUnknown && !h2 && !grpc {
 		// Sniffed traffic: HTTP/1.1 or HTTP/2 upstream as the client spoke it.
-		c.TypedExtensionProtocolOptions = sh.downstreamProtocol()
+		useDownstreamProtocol(sh, c)
 	}
 	pol.applyOutlier(c)
 	if grpc {
@@ -357,11 +357,10 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 			d = sortDeps(append(slices.Clone(deps), drc.Key()))
 			pol = effectivePolicy(drSpec(drc), ip.port, nil)
 		}
-		pol.applyPool(sh, c, ip.protocol.IsHTTP2())
-		if ip.protocol == model.ProtocolUnknown && c.TypedExtensionProtocolOptions == nil {
+		if h2 := pol.applyPool(sh, c, ip.protocol.IsHTTP2()); ip.protocol == model.ProtocolUnknown && !h2 {
 			// Sniffed inbound traffic (virtualInbound): HTTP/1.1 or HTTP/2 to the app as the
 			// client spoke it, as istiod's inbound cluster of such a port does.
-			c.TypedExtensionProtocolOptions = sh.downstreamProtocol()
+			useDownstreamProtocol(sh, c)
 		}
 		out = append(out, Resource{Name: name, Message: c, Deps: d})
 	}

@@ -223,6 +223,31 @@ func (sh *shared) downstreamProtocol() map[string]*anypb.Any {
 	return sh.downstream
 }
 
+// useDownstreamProtocol makes the cluster of a sniffed port speak upstream the protocol the
+// client spoke, as istiod does (setUseDownstreamProtocol before applying the connection pool):
+// the shared options when the pool set none, else the pool's HTTP options (its idle timeout,
+// requests per connection, …) with use_downstream_protocol_config in place of HTTP/1.1. A pool
+// that upgrades to HTTP/2 keeps its HTTP/2 options (the caller does not call this then).
+func useDownstreamProtocol(sh *shared, c *clusterv3.Cluster) {
+	a := c.TypedExtensionProtocolOptions[httpProtocolOptionsName]
+	if a == nil {
+		c.TypedExtensionProtocolOptions = sh.downstreamProtocol()
+		return
+	}
+	opts := &upstreamhttpv3.HttpProtocolOptions{}
+	if err := a.UnmarshalTo(opts); err != nil {
+		c.TypedExtensionProtocolOptions = sh.downstreamProtocol()
+		return
+	}
+	opts.UpstreamProtocolOptions = &upstreamhttpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{
+		UseDownstreamProtocolConfig: &upstreamhttpv3.HttpProtocolOptions_UseDownstreamHttpConfig{
+			HttpProtocolOptions:  &corev3.Http1ProtocolOptions{},
+			Http2ProtocolOptions: &corev3.Http2ProtocolOptions{},
+		},
+	}
+	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
+}
+
 func (sh *shared) workloadMTLS(s *model.Snapshot) *workloadMTLS {
 	if sh.wlMTLS == nil {
 		sh.wlMTLS = newWorkloadMTLS(s)
