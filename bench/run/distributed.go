@@ -502,6 +502,10 @@ func RunPublished(ctx context.Context, sc *scenarios.Scenario, opts PublishOptio
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if p.Subscribed() == 0 {
+			// Churn for nobody measures nothing, and the topology written stays as it is.
+			return nil, fmt.Errorf("no shard subscribed within --shard-wait %s: start the shards (xdslab fleet --scenario %s --probes URL --segment I/N) against this simulator's --publish address, or wait longer", opts.ShardWait, sc.Name)
+		}
 		notes["shards"] = fmt.Sprintf("%d shard(s) subscribed within %s; running without the others (their events count as missing at merge)", p.Subscribed(), opts.ShardWait)
 	}
 	say("%d shard(s) subscribed", p.Subscribed())

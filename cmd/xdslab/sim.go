@@ -364,7 +364,7 @@ func runPublishedSim(ctx context.Context, out io.Writer, sc *scenarios.Scenario,
 		if errors.Is(err, context.Canceled) {
 			return withCode(exitInterrupted, errors.New("sim: interrupted before the end of the churn"))
 		}
-		return err
+		return fmt.Errorf("sim: %w", err)
 	}
 	ev, _ := s.Results.Find(collect.MetricSimEvents, nil)
 	to, _ := s.Results.Find(collect.MetricBarrierTimeouts, nil)

@@ -167,3 +167,15 @@ func TestSimFlagsThatNeedAnother(t *testing.T) {
 		}
 	}
 }
+
+// TestSimPublishWithoutShards: a simulator no shard subscribes to within --shard-wait fails
+// (exit 2, naming what to start) instead of running its churn for nobody and exiting 0.
+func TestSimPublishWithoutShards(t *testing.T) {
+	scenario := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(scenario, []byte("name: sim-alone\nseed: 1\nduration: 1s\ntopology: {services: 2}\n"), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sink := filepath.Join(t.TempDir(), "mesh")
+	args := []string{"sim", scenario, "--sink-dir", sink, "--progress", "0", "--publish", "127.0.0.1:0", "--shards", "1", "--shard-wait", "300ms"}
+	require.Equal(t, exitUsage, runCLI(ctx, args))
+}
