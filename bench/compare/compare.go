@@ -169,6 +169,37 @@ func (s *Side) seed() (uint64, bool) {
 	return seed, len(s.Runs) > 0
 }
 
+// summaryKind says what wrote a summary, as compare tells them apart: a whole run (xdslab run,
+// or xdslab merge of a distributed run's shards), a standalone fleet, one shard of a
+// distributed run, or a distributed run's simulator. Each holds other metrics (a shard a part
+// of the clients, the simulator none of the clients'), so only summaries of one kind compare.
+func summaryKind(r *summary.Summary) string {
+	switch {
+	case r.Metadata.Command == "sim":
+		return "a distributed run's simulator summary (xdslab sim --publish)"
+	case r.Metadata.Segment != nil && len(r.Metadata.Shards) == 0:
+		return "one shard of a distributed run (xdslab fleet --segment)"
+	case r.Metadata.Command == "fleet":
+		return "a standalone fleet's summary (xdslab fleet)"
+	}
+	return "a whole run's summary (xdslab run, or xdslab merge of a distributed run)"
+}
+
+// checkKinds refuses sides whose summaries are of different kinds (summaryKind): their
+// figures differ by construction, and every difference would read as a regression.
+func checkKinds(base, nw *Side) error {
+	want := summaryKind(base.Runs[0])
+	for _, side := range []*Side{base, nw} {
+		for i, r := range side.Runs {
+			if k := summaryKind(r); k != want {
+				return fmt.Errorf("compare: %s is %s, but %s is %s: compare summaries of one kind (the merged summary of a distributed run, not its shards or its simulator's)",
+					side.file(i), k, base.file(0), want)
+			}
+		}
+	}
+	return nil
+}
+
 // scenarioOf is the name of the scenario a run ran: its config's name, else its "scenario"
 // label (a merged summary's), else "".
 func scenarioOf(r *summary.Summary) string {
@@ -481,6 +512,9 @@ func Compare(base, nw *Side, opts Options) (*Report, error) {
 		return nil, errors.New("compare: each side needs at least one summary")
 	}
 	opts = opts.withDefaults()
+	if err := checkKinds(base, nw); err != nil {
+		return nil, err
+	}
 	if err := checkInputs(base, opts); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xdslab/xdslab/internal/golden"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -557,5 +558,40 @@ func TestCompareMissing(t *testing.T) {
 				t.Errorf("notes %q, want %q", rep.Notes, tc.notes)
 			}
 		})
+	}
+}
+
+// TestCompareRefusesMixedKinds: a shard, a simulator's summary or a standalone fleet's does not
+// compare with a whole run (or a merged distributed run); runs and merges compare.
+func TestCompareRefusesMixedKinds(t *testing.T) {
+	mk := func(cmd string, seg *summary.Segment, shards int) *summary.Summary {
+		s := &summary.Summary{Version: summary.Version, Metadata: summary.Metadata{Tool: "xdslab", Command: cmd, Segment: seg},
+			Results: summary.Results{Metrics: []summary.Metric{summary.NewCounter("xdslab_fleet_nacks_total", summary.Default, 1, time.Second, nil)}}}
+		for range shards {
+			s.Metadata.Shards = append(s.Metadata.Shards, summary.Shard{Source: "shard.json"})
+		}
+		return s
+	}
+	run, merged := mk("run", nil, 0), mk("merge", nil, 2)
+	shard, sim, fleet := mk("fleet", &summary.Segment{Index: 0, Count: 2}, 0), mk("sim", nil, 0), mk("fleet", nil, 0)
+	side := func(s ...*summary.Summary) *Side { return &Side{Path: "x", Runs: s} }
+	for _, tc := range []struct {
+		name      string
+		base, new *Side
+		want      string // "" compares
+	}{
+		{"run and merged run", side(run), side(merged), ""},
+		{"shard against merged", side(shard), side(merged), "is one shard of a distributed run"},
+		{"simulator against merged", side(merged), side(sim), "is a distributed run's simulator summary"},
+		{"standalone fleet against run", side(run), side(fleet), "is a standalone fleet's summary"},
+		{"a side mixing kinds", side(run, shard), side(run), "is one shard"},
+	} {
+		_, err := Compare(tc.base, tc.new, Options{})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
+		}
 	}
 }
