@@ -226,3 +226,18 @@ func TestSpiffeID(t *testing.T) {
 		t.Error(got)
 	}
 }
+
+// TestConvertDynamicDNSLeftOut: a DYNAMIC_DNS entry (istiod's dynamic forward proxy, which
+// xdslab does not generate; validate warns) becomes no service, rather than a DNS cluster of a
+// wildcard host that Envoy would reject.
+func TestConvertDynamicDNSLeftOut(t *testing.T) {
+	se := seConfig("x", "dyn", &networking.ServiceEntry{
+		Hosts: []string{"*.dyn.example.com"}, Resolution: networking.ServiceEntry_DYNAMIC_DNS,
+		Location: networking.ServiceEntry_MESH_EXTERNAL,
+		Ports:    []*networking.ServicePort{{Number: 80, Name: "http", Protocol: "HTTP"}},
+	})
+	got, err := ConvertServiceEntry(se, nil, ConvertOptions{})
+	if err != nil || len(got.Services) != 0 || len(got.Endpoints) != 0 {
+		t.Fatalf("got %d services, %d endpoint hosts, error %v; want none", len(got.Services), len(got.Endpoints), err)
+	}
+}

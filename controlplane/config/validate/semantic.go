@@ -451,8 +451,29 @@ func (c *checker) serviceEntry(at Path, namespace string, se *networking.Service
 			c.endpointPorts(ea, ep, names)
 			c.labels(ea.With("labels"), ep.GetLabels())
 		}
+	case networking.ServiceEntry_DYNAMIC_DNS:
+		// istiod's rules, then the warning: xdslab has no dynamic forward proxy.
+		for i, h := range se.GetHosts() {
+			if !strings.HasPrefix(h, "*") {
+				c.errf(at.With("hosts", i), "%q: resolution DYNAMIC_DNS needs wildcard hosts (*.example.com)", h)
+			}
+		}
+		if len(se.GetAddresses()) > 0 {
+			c.errf(at.With("addresses"), "are not allowed with resolution DYNAMIC_DNS: the destination comes from the request's host")
+		}
+		if len(eps) > 0 {
+			c.errf(at.With("endpoints"), "are not allowed with resolution DYNAMIC_DNS: the destination comes from the request's host")
+		}
+		for i, p := range se.GetPorts() {
+			switch strings.ToUpper(p.GetProtocol()) {
+			case "HTTP", "TLS", "GRPC", "HTTP2":
+			default:
+				c.errf(at.With("ports", i, "protocol"), "%q: resolution DYNAMIC_DNS takes HTTP, TLS, GRPC or HTTP2 ports", p.GetProtocol())
+			}
+		}
+		c.warnf(at.With("resolution"), "DYNAMIC_DNS (istiod's dynamic forward proxy cluster and filter) is %s: the entry is left out of the mesh", notGenerated)
 	default:
-		c.errf(at.With("resolution"), "%v is not a supported resolution: use NONE, STATIC, DNS or DNS_ROUND_ROBIN", res)
+		c.errf(at.With("resolution"), "%v is not a supported resolution: use NONE, STATIC, DNS, DNS_ROUND_ROBIN or DYNAMIC_DNS", res)
 	}
 	// A plain TCP port cannot tell hosts apart (no Host header, no SNI), so several hosts only
 	// make sense on HTTP or TLS ports, unless resolution NONE ignores the hosts.
