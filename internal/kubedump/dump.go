@@ -141,6 +141,9 @@ func parseFile(f File, d *Dump, errs *errList) {
 			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 				line, _ = strconv.Atoi(m[1])
 				msg = m[2]
+			} else if rest, ok := strings.CutPrefix(msg, "yaml: "); ok {
+				// The YAML parser leaves the line out when it is the stream's first.
+				line, msg = 1, rest
 			}
 			errs.add(f.Name, line, "", "fix the YAML (kubectl get ... -o yaml writes it well-formed; was the file cut or edited?)", "malformed YAML: %s", msg)
 			return // the decoder cannot resynchronize after a syntax error

@@ -257,6 +257,7 @@ func TestBadDumps(t *testing.T) {
 		name, dump, want string
 	}{
 		{"malformed YAML", "apiVersion: v1\nkind: Service\nmetadata: {name: [\n", `d.yaml:\d+: malformed YAML`},
+		{"malformed first line", "\t- apiVersion: v1\n  kind: Service\n", `d.yaml:1: malformed YAML: found character that cannot start any token`},
 		{"not an object", "- a\n- b\n", `d.yaml:1: expected an object`},
 		{"no kind", "apiVersion: v1\nmetadata: {name: x}\n", `d.yaml:1: object without kind`},
 		{"no apiVersion", "kind: Service\nmetadata: {name: x}\n", `d.yaml:1: Service: object without apiVersion`},
