@@ -127,6 +127,18 @@ func errorText(err error) string {
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)(?:: column (\d+))?`)
 
+// YAMLReaderError reports whether a yaml.v3 error message is one of its reader's (bad
+// UTF-8 or UTF-16, control characters, a read failure): those name no line even when it is not
+// the first, unlike its scanner's and parser's, which leave out only line 1.
+func YAMLReaderError(msg string) bool {
+	for _, s := range []string{"UTF-8", "UTF-16", "surrogate", "Unicode character", "control characters", "input error"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // parseError turns a yaml.v3 syntax error into an *Error with its line.
 func parseError(file string, err error) *Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
@@ -137,6 +149,8 @@ func parseError(file string, err error) *Error {
 			e.Col, _ = strconv.Atoi(msg[m[4]:m[5]])
 		}
 		msg = strings.TrimLeft(msg[m[1]:], ": ")
+	} else if strings.HasPrefix(err.Error(), "yaml: ") && !YAMLReaderError(msg) {
+		e.Line = 1 // the parser leaves the line out when it is the first
 	}
 	e.Msg = "YAML syntax: " + msg
 	if strings.Contains(msg, "found character that cannot start any token") {

@@ -212,6 +212,7 @@ func TestMalformed(t *testing.T) {
 
 		// Syntax and documents.
 		{"tabs", "name: x\ntopology:\n\tservices: 3\n", 3, 0, "", "YAML syntax", "indent with spaces"},
+		{"tab on the first line", "\tname: x\n", 1, 0, "", "YAML syntax", "indent with spaces"},
 		{"bad indentation", "name: x\n topology: 1\n", 2, 0, "", "YAML syntax", "indentation"},
 		{"empty", "", 0, 0, "", "empty", "quickstart --print"},
 		{"comment only", "# nothing\n", 0, 0, "", "empty", "quickstart"},

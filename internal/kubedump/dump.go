@@ -141,7 +141,7 @@ func parseFile(f File, d *Dump, errs *errList) {
 			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 				line, _ = strconv.Atoi(m[1])
 				msg = m[2]
-			} else if rest, ok := strings.CutPrefix(msg, "yaml: "); ok {
+			} else if rest, ok := strings.CutPrefix(msg, "yaml: "); ok && !scenarios.YAMLReaderError(rest) {
 				// The YAML parser leaves the line out when it is the stream's first.
 				line, msg = 1, rest
 			}
