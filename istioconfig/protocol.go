@@ -5,6 +5,9 @@ import "strings"
 // Istio's protocol names, as its ServiceEntry ports spell them (matched without case).
 var protocolNames = []string{"HTTP", "HTTP2", "HTTPS", "GRPC", "GRPC-Web", "TCP", "TLS", "Mongo", "MySQL", "Redis", "UDP"}
 
+// ProtocolNames lists Istio's protocol names as ParseProtocolName spells them (a fresh slice).
+func ProtocolNames() []string { return append([]string(nil), protocolNames...) }
+
 // ParseProtocolName returns Istio's spelling of the protocol name s (any case), or "" when
 // Istio does not know it: a port of such a protocol has its protocol selected automatically
 // (sniffed).

@@ -54,7 +54,7 @@ const ProtocolAuto = "auto"
 
 // meshProtocols are the Istio port protocols a MeshPort may name, as Istio spells them, and
 // ProtocolAuto.
-var meshProtocols = []string{"HTTP", "HTTP2", "HTTPS", "GRPC", "GRPC-Web", "TCP", "TLS", "Mongo", "MySQL", "Redis", "UDP", ProtocolAuto}
+var meshProtocols = append(istioconfig.ProtocolNames(), ProtocolAuto)
 
 // DefaultPortName is the name of a port of protocol (as CanonicalProtocol spells it) that has
 // none: PROTOCOL-NUMBER in lower case, port-NUMBER for ProtocolAuto (a name Istio reads no

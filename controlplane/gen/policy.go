@@ -212,12 +212,7 @@ func (sh *shared) namespaceMTLS(s *model.Snapshot, ns string) mtlsMode {
 func (sh *shared) downstreamProtocol() map[string]*anypb.Any {
 	if sh.downstream == nil {
 		sh.downstream = map[string]*anypb.Any{httpProtocolOptionsName: toAny(&upstreamhttpv3.HttpProtocolOptions{
-			UpstreamProtocolOptions: &upstreamhttpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{
-				UseDownstreamProtocolConfig: &upstreamhttpv3.HttpProtocolOptions_UseDownstreamHttpConfig{
-					HttpProtocolOptions:  &corev3.Http1ProtocolOptions{},
-					Http2ProtocolOptions: &corev3.Http2ProtocolOptions{},
-				},
-			},
+			UpstreamProtocolOptions: useDownstreamConfig(),
 		})}
 	}
 	return sh.downstream
@@ -239,13 +234,19 @@ func useDownstreamProtocol(sh *shared, c *clusterv3.Cluster) {
 		c.TypedExtensionProtocolOptions = sh.downstreamProtocol()
 		return
 	}
-	opts.UpstreamProtocolOptions = &upstreamhttpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{
+	opts.UpstreamProtocolOptions = useDownstreamConfig()
+	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
+}
+
+// useDownstreamConfig is istiod's use_downstream_protocol_config: HTTP/1.1 or HTTP/2 upstream
+// as the client spoke.
+func useDownstreamConfig() *upstreamhttpv3.HttpProtocolOptions_UseDownstreamProtocolConfig {
+	return &upstreamhttpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{
 		UseDownstreamProtocolConfig: &upstreamhttpv3.HttpProtocolOptions_UseDownstreamHttpConfig{
 			HttpProtocolOptions:  &corev3.Http1ProtocolOptions{},
 			Http2ProtocolOptions: &corev3.Http2ProtocolOptions{},
 		},
 	}
-	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
 }
 
 func (sh *shared) workloadMTLS(s *model.Snapshot) *workloadMTLS {
