@@ -804,3 +804,24 @@ func TestGatewayHTTPSRedirectWithoutRoutes(t *testing.T) {
 		t.Errorf("virtual hosts\n %q\nwant\n %q", got, want)
 	}
 }
+
+// TestGatewayRoutesAnswerEveryName: a gateway asking for a route configuration of a server
+// that is gone (its listener drains) gets an empty one, as istiod answers it.
+func TestGatewayRoutesAnswerEveryName(t *testing.T) {
+	p := &model.Proxy{Type: model.Router, Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}}
+	s := model.NewSnapshot(1, model.SnapshotInput{})
+	rs, err := ForType(RouteType, p).Generate(p, s, []string{"http.8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Name != "http.8080" {
+		t.Fatalf("route configurations %v, want http.8080", rs)
+	}
+	rc := rs[0].Message.(*routev3.RouteConfiguration)
+	if rc.GetName() != "http.8080" || len(rc.GetVirtualHosts()) != 0 {
+		t.Errorf("got %v, want an empty route configuration http.8080", rc)
+	}
+	if _, err := validateDeep(rc); err != nil {
+		t.Error(err)
+	}
+}

@@ -58,9 +58,10 @@ type Resource struct {
 // Generator builds the resources of one type for a proxy from a snapshot. names nil (or
 // containing "*") asks for every resource of the type (wildcard CDS/LDS); otherwise only the
 // named ones are returned (a name that matches nothing is omitted, except EDS, which answers
-// every well-formed cluster name, with no endpoints when the service is unknown).
-// Resources come sorted by name. A non-nil error joins every problem found; the resources
-// returned are still valid and complete except for the broken parts.
+// every well-formed cluster name, with no endpoints when the service is unknown, and RDS, which
+// answers every name as istiod does). Resources come sorted by name. A non-nil error joins
+// every problem found; the resources returned are still valid and complete except for the
+// broken parts.
 type Generator interface {
 	Generate(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error)
 }
@@ -98,7 +99,7 @@ func ForType(typeURL string, p *model.Proxy) Generator {
 			f = grpcListeners
 		}
 	case RouteType:
-		f = withSniffedRoutes(sidecarRoutes)
+		f = withEveryName(withSniffedRoutes(sidecarRoutes))
 		if grpc {
 			f = grpcRoutes
 		}

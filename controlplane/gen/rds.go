@@ -41,6 +41,32 @@ func httpServicesByPort(s *model.Snapshot, sc *model.Scope) map[uint32][]*model.
 	return out
 }
 
+// withEveryName answers every route configuration a proxy asks for by name, as istiod does: a
+// name the generator does not give (an Envoy still asks for the routes of a listener that
+// drains) gets an empty configuration.
+func withEveryName(next GeneratorFunc) GeneratorFunc {
+	return func(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
+		out, err := next(p, s, names)
+		if wantAll(names) {
+			return out, err
+		}
+		have := make(map[string]bool, len(out))
+		for _, r := range out {
+			have[r.Name] = true
+		}
+		n := len(out)
+		for _, name := range uniqueSorted(names) {
+			if !have[name] {
+				out = append(out, Resource{Name: name, Message: &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}})
+			}
+		}
+		if len(out) > n {
+			slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
+		}
+		return out, err
+	}
+}
+
 // sidecarRoutes is the sidecar RDS generator: a route configuration "PORT" per port with HTTP
 // services (the names 0.0.0.0_PORT listeners ask for), a virtual host "HOST:PORT" per service,
 // and a last "allow_any" virtual host to PassthroughCluster.
@@ -53,8 +79,11 @@ func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 			ports = append(ports, num)
 		}
 	} else {
+		// Every port asked for, with HTTP services or not (an Envoy still asks for the routes of
+		// a listener that drains): istiod answers a port number with its VirtualService-only
+		// virtual hosts and allow_any.
 		for _, n := range uniqueSorted(names) {
-			if num, err := parsePort(n); err == nil && len(byPort[num]) > 0 {
+			if num, err := parsePort(n); err == nil {
 				ports = append(ports, num)
 			}
 		}

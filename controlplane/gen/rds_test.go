@@ -374,3 +374,46 @@ func TestVirtualServiceHostsWithoutService(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarRoutesAnswerEveryName: a sidecar that asks for route configurations no listener
+// of it names (an Envoy draining a removed listener keeps asking) gets one for each, as from
+// istiod: a port number with its VirtualService-only virtual hosts and allow_any, another
+// name empty.
+func TestSidecarRoutesAnswerEveryName(t *testing.T) {
+	alias := vsConfig("v", "app", &networking.VirtualService{Hosts: []string{"alias.example.com"},
+		Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{dest("api.app.svc.cluster.local", "", 0)}}}})
+	s := routeMesh(alias)
+	p := sidecarProxy("10.0.0.9", "app")
+	rs, err := ForType(RouteType, p).Generate(p, s, []string{"9999", "80", "no-such-route", "80"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, r := range rs {
+		if _, err := validateDeep(r.Message); err != nil {
+			t.Errorf("%s: %v", r.Name, err)
+		}
+		rc := r.Message.(*routev3.RouteConfiguration)
+		if rc.GetName() != r.Name {
+			t.Errorf("resource %s holds route configuration %q", r.Name, rc.GetName())
+		}
+		var vhs []string
+		for _, vh := range rc.GetVirtualHosts() {
+			vhs = append(vhs, vh.GetName())
+		}
+		got[r.Name] = vhs
+	}
+	want := map[string][]string{
+		"80":            {"web.app.svc.cluster.local:80", "alias.example.com:80", AllowAnyVirtualHost},
+		"9999":          {AllowAnyVirtualHost},
+		"no-such-route": nil,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("route configurations by name: virtual hosts (-want +got):\n%s", diff)
+	}
+	for i := 1; i < len(rs); i++ {
+		if rs[i-1].Name >= rs[i].Name {
+			t.Errorf("resources not sorted and unique: %s before %s", rs[i-1].Name, rs[i].Name)
+		}
+	}
+}

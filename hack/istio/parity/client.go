@@ -87,9 +87,14 @@ type Dump struct {
 	Routes    map[string]*routev3.RouteConfiguration
 }
 
+// DrainingRoutes are route configuration names Fetch asks for beside those its listeners name,
+// as Envoy still asks for the routes of listeners that drain: a port number no service has and
+// a name that is no port. istiod answers every name.
+var DrainingRoutes = []string{"9999", "http.9999"}
+
 // Fetch connects to the ADS server at addr as p and fetches CDS (wildcard), EDS (every EDS
 // cluster's service name), LDS (wildcard) and RDS (every route configuration an HTTP connection
-// manager names), in Envoy's order, ACKing each response.
+// manager names, and DrainingRoutes), in Envoy's order, ACKing each response.
 func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -184,6 +189,9 @@ func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
 				}
 			}
 		}
+	}
+	for _, n := range DrainingRoutes {
+		routeNames[n] = true
 	}
 	if len(routeNames) > 0 {
 		rs, err := get(routeType, slices.Sorted(maps.Keys(routeNames)))
