@@ -20,8 +20,12 @@ import (
 // Envoy's defaults.
 const (
 	DefaultInitialFetchTimeout = 15 * time.Second
-	DefaultBackoffBase         = 500 * time.Millisecond
-	DefaultBackoffMax          = 30 * time.Second
+	// DefaultListenerDrain is istio-agent's: it starts Envoy with --drain-time-s set to the
+	// proxyConfig's drainDuration, 45s unless the mesh config says otherwise (Envoy's own
+	// default is 600s).
+	DefaultListenerDrain = 45 * time.Second
+	DefaultBackoffBase   = 500 * time.Millisecond
+	DefaultBackoffMax    = 30 * time.Second
 )
 
 // ClientConfig configures one fake Envoy. Zero values take Envoy's defaults (see
@@ -47,8 +51,13 @@ type ClientConfig struct {
 	// InitialFetchTimeout bounds how long a subscription or a warming cluster/listener waits
 	// for its first config; default 15s. A negative value disables it (Envoy's 0).
 	InitialFetchTimeout time.Duration
-	Nack                policy.Nack
-	Ack                 policy.Ack
+	// ListenerDrain is Envoy's --drain-time-s: a listener an LDS update removes or replaces
+	// drains that long, its route configurations still subscribed (package machine's
+	// drain.go); default DefaultListenerDrain. A negative value drops them at once. Proxyless
+	// gRPC clients do not drain.
+	ListenerDrain time.Duration
+	Nack          policy.Nack
+	Ack           policy.Ack
 	// Backoff between reconnect attempts; default 500ms base, 30s max, fully jittered.
 	Backoff Backoff
 	// Seed drives every random choice of the client (NACK probability, ACK delay, jitter).
@@ -86,6 +95,7 @@ func (c ClientConfig) machineConfig() machine.Config {
 		GRPC:                c.GRPC,
 		GRPCTargets:         c.GRPCTargets,
 		InitialFetchTimeout: c.InitialFetchTimeout,
+		ListenerDrain:       c.ListenerDrain,
 		Nack:                c.Nack,
 		Ack:                 c.Ack,
 		Seed:                c.Seed,
@@ -148,6 +158,9 @@ func (c ClientConfig) Validate() error {
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.InitialFetchTimeout == 0 {
 		c.InitialFetchTimeout = DefaultInitialFetchTimeout
+	}
+	if c.ListenerDrain == 0 {
+		c.ListenerDrain = DefaultListenerDrain
 	}
 	if c.Backoff.Base == 0 {
 		c.Backoff.Base = DefaultBackoffBase

@@ -55,6 +55,14 @@
 // timeout expires (Envoy's EDS cache on FetchTimedout). While a resource warms, the copy it
 // replaces stays in effect (Client.Effective); Resource is what was received.
 //
+// Draining (the machine's drain.go): a listener an LDS update removes or replaces drains for
+// ClientConfig.ListenerDrain (Envoy's --drain-time-s; 45s, istio-agent's default) with its
+// filter chains, whose route configurations stay subscribed meanwhile: the RDS request an LDS
+// change causes still names them (Delta: no unsubscribe yet), the client applies and ACKs
+// what the server sends of them, and the request that leaves them out goes when the drain
+// ends. A listener whose route configuration never arrived took no traffic and goes at once.
+// The secrets a draining listener's TLS context names are not kept (a gap: Envoy keeps them).
+//
 // SDS (the machine's sds.go): a cluster or listener whose TLS transport socket names SDS secrets
 // warms until they arrive (up to its sds_config's initial_fetch_timeout). Each secret comes from
 // where its sds_config says, as with Envoy and its istio-agent: secrets on ADS are asked of the

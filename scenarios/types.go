@@ -214,6 +214,7 @@ type Client struct {
 	DisconnectAfter      int            `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
 	NodeOnFirstOnly      bool           `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
 	InitialFetchTimeout  units.Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
+	ListenerDrain        units.Duration `yaml:"listenerDrain" json:"listenerDrain" doc:"Envoy's --drain-time-s (istio-agent passes proxyConfig drainDuration, 45s by default): a listener an LDS update removes or replaces drains this long, and its route configurations stay subscribed (asked for, applied, ACKed) until it is gone; 0 unsubscribes them at once. Proxyless gRPC clients do not drain."`
 	Churn                Reconn         `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
 	StreamsPerConnection int            `yaml:"streamsPerConnection" json:"streamsPerConnection" range:"1," doc:"ADS streams per gRPC connection: 1 gives each client its own HTTP/2 connection, as Envoy; N > 1 makes each N consecutive clients of the group share one (pilot-load style: one server-side connection and one connection's HTTP/2 flow control for N streams), which changes the workload (docs/scenarios.md, Connection layout). Groups never share a connection; not with auth."`
 	Agent                Agent          `yaml:"agent" json:"agent" doc:"The emulated istio-agent next to each client: it serves the SDS secrets whose sds_config is the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS default and ROOTCA) from a lab CA, without network traffic; secrets on ADS are asked of the control plane (docs/security.md)."`
@@ -325,6 +326,7 @@ func DefaultClient() Client {
 		Ramp:                 200,
 		AckDelay:             units.TimeDist(dist.Constant(0)),
 		InitialFetchTimeout:  units.Duration(15 * time.Second),
+		ListenerDrain:        units.Duration(45 * time.Second),
 		Churn:                Reconn{Jitter: 0.2},
 		StreamsPerConnection: 1,
 		Agent:                Agent{IssueDelay: units.Duration(5 * time.Millisecond)},

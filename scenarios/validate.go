@@ -515,6 +515,7 @@ func (v *validator) clients() {
 		}
 		v.atLeast(p+".disconnectAfter", c.DisconnectAfter, 0)
 		v.nonNegDur(p+".initialFetchTimeout", c.InitialFetchTimeout)
+		v.nonNegDur(p+".listenerDrain", c.ListenerDrain)
 		v.nonNegDur(p+".agent.issueDelay", c.Agent.IssueDelay)
 		if c.Node.ClusterID == "" {
 			v.add(p+".node.clusterID", "set a cluster id such as Kubernetes", "clusterID is empty")

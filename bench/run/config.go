@@ -106,6 +106,10 @@ func FleetConfig(s *scenarios.Scenario, target string) (fleet.Config, error) {
 		if ift == 0 {
 			ift = -1 // the scenario's 0 waits forever; the client's negative disables the timeout
 		}
+		drain := c.ListenerDrain.D()
+		if drain == 0 {
+			drain = -1 // the scenario's 0 drops at once; the client's 0 takes the default
+		}
 		ns := c.Namespaces
 		if ns == 0 || ns > s.Topology.Namespaces {
 			ns = s.Topology.Namespaces
@@ -146,6 +150,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fleet.Config, error) {
 				GRPCTargets:         c.Targets,
 				NodeOnFirstOnly:     c.NodeOnFirstOnly,
 				InitialFetchTimeout: ift,
+				ListenerDrain:       drain,
 				Nack:                nack,
 				Ack:                 policy.Ack{Delay: c.AckDelay.Spec(), NeverAck: c.NeverAck, DisconnectAfter: c.DisconnectAfter},
 			},

@@ -48,6 +48,7 @@ type fleetFlags struct {
 	Generator           string            `json:"generator,omitempty"`
 	NodeOnFirstOnly     bool              `json:"nodeOnFirstOnly,omitempty"`
 	InitialFetchTimeout time.Duration     `json:"-"`
+	ListenerDrain       time.Duration     `json:"-"`
 	Churn               time.Duration     `json:"-"`
 	ChurnJitter         float64           `json:"churnJitter,omitempty"`
 	StreamsPerConn      int               `json:"streamsPerConn,omitempty"`
@@ -125,6 +126,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.StringVar(&f.Generator, "generator", "", "node metadata GENERATOR (grpc for proxyless)")
 	fl.BoolVar(&f.NodeOnFirstOnly, "node-first-only", false, "send node only on a stream's first request (Istio's set_node_on_first_message_only)")
 	fl.DurationVar(&f.InitialFetchTimeout, "initial-fetch-timeout", 0, "Envoy's initial_fetch_timeout (0: 15s; negative: disabled)")
+	fl.DurationVar(&f.ListenerDrain, "listener-drain", fakeenvoy.DefaultListenerDrain, "Envoy's --drain-time-s (istio-agent's default): a listener an LDS update removes keeps its route configurations subscribed this long (0: drops them at once)")
 	fl.DurationVar(&f.Churn, "churn", 0, "reconnect every client this often (0: never)")
 	fl.DurationVar(&f.AgentIssueDelay, "agent-issue-delay", istioagent.DefaultIssueDelay, "how long the emulated istio-agent takes to serve a client's workload certificate and root (secrets on sds-grpc, as istiod's auto-mTLS names them; 0: at once)")
 	fl.Float64Var(&f.ChurnJitter, "churn-jitter", 0.2, "churn period jitter as a fraction of --churn, in [0,1)")
@@ -182,6 +184,7 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fleet.Config, error) {
 				Delta:               f.Delta,
 				NodeOnFirstOnly:     f.NodeOnFirstOnly,
 				InitialFetchTimeout: f.InitialFetchTimeout,
+				ListenerDrain:       listenerDrain(f.ListenerDrain),
 				Nack:                nack,
 				Ack:                 policy.Ack{Delay: delay, NeverAck: f.NeverAck, DisconnectAfter: f.DisconnectAfter},
 			},
@@ -412,6 +415,14 @@ func writeFleetSummary(out io.Writer, s *summary.Summary, file string) error {
 	return nil
 }
 
+// listenerDrain maps the flag (0: at once) onto the client's config (0: the default).
+func listenerDrain(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // agentIssueDelay maps the flag (0: at once) onto the agent's config (0: the default).
 func agentIssueDelay(d time.Duration) time.Duration {
 	if d == 0 {
@@ -426,6 +437,7 @@ func (f fleetFlags) configJSON() ([]byte, error) {
 		InitialFetchTimeout string `json:"initialFetchTimeout,omitempty"`
 		Churn               string `json:"churn,omitempty"`
 		AgentIssueDelay     string `json:"agentIssueDelay"`
+		ListenerDrain       string `json:"listenerDrain"`
 	}
 	type alias fleetFlags // drops the methods, keeps the tags
 	var d durations
@@ -437,6 +449,7 @@ func (f fleetFlags) configJSON() ([]byte, error) {
 		d.Churn = f.Churn.String()
 	}
 	d.AgentIssueDelay = f.AgentIssueDelay.String()
+	d.ListenerDrain = f.ListenerDrain.String()
 	return json.Marshal(struct {
 		alias
 		durations

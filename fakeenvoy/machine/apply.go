@@ -265,7 +265,7 @@ func (m *Machine) afterApply(s *Step, t rtype, u *update, changed, nacked bool, 
 	m.warmByContent(u)
 	if changed {
 		s.Applied = true
-		m.followUp(s, t)
+		m.followUp(s, t, now)
 		if t.wildcard() {
 			m.followUpSecrets(s, now)
 			if m.secretsGained { // secrets the agent served at once

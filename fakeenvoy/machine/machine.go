@@ -100,6 +100,11 @@ type Machine struct {
 
 	rng   *rand.Rand    // NACK probability; nil when unused
 	delay *dist.Sampler // ACK delay; nil when none
+
+	// drainFor is how long a removed or replaced listener drains (Config.ListenerDrain); drain
+	// holds, until when, the route configurations only draining listeners still use (drain.go).
+	drainFor time.Duration
+	drain    map[string]time.Time
 }
 
 // Step is what the owner must do after feeding the machine one event, in this order: call the
@@ -163,6 +168,10 @@ type Config struct {
 	// is who the client is to it (zero: read from Node).
 	Agent    *istioagent.Agent
 	Workload istioagent.Workload
+	// ListenerDrain is Envoy's --drain-time-s: a listener an LDS update removes or replaces
+	// drains that long, and keeps its route configurations subscribed meanwhile (drain.go);
+	// <= 0 unsubscribes them at once. Proxyless gRPC clients do not drain.
+	ListenerDrain time.Duration
 }
 
 // checkMode is how a machine of this configuration validates the resources it decodes.
@@ -188,6 +197,9 @@ func New(cfg Config) (*Machine, error) {
 		interner:      cfg.Interner,
 		agent:         cfg.Agent,
 		workload:      cfg.Workload,
+	}
+	if !cfg.GRPC {
+		m.drainFor = max(0, cfg.ListenerDrain)
 	}
 	if cfg.Workload == (istioagent.Workload{}) {
 		m.workload = istioagent.WorkloadOf(cfg.Node)
@@ -290,6 +302,7 @@ func (m *Machine) OnTimer(now time.Time) Step {
 	if a, b := expire(m.init.secC, now), expire(m.init.secL, now); a || b {
 		s.Timeouts = append(s.Timeouts, tSDS.url())
 	}
+	m.endDrains(&s, now)
 	m.advance(&s, now)
 	return s
 }
@@ -297,6 +310,9 @@ func (m *Machine) OnTimer(now time.Time) Step {
 // NextDeadline is when OnTimer must next run; zero when nothing waits.
 func (m *Machine) NextDeadline() time.Time {
 	next := m.init.nextDeadline()
+	if d := m.nextDrainEnd(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+		next = d
+	}
 	if m.localPending > 0 {
 		for _, l := range m.local {
 			if !l.held && l.err == nil && !l.ready.IsZero() && (next.IsZero() || l.ready.Before(next)) {
@@ -398,7 +414,7 @@ func (m *Machine) setNames(t rtype, names, unsub []string) {
 // followUp sends, after a change of type t, the request naming every resource of its
 // dependent type the changed set now references (Envoy: CDS → EDS, LDS → RDS, before the ACK
 // of the CDS/LDS response; gRPC also RDS → CDS).
-func (m *Machine) followUp(s *Step, t rtype) {
+func (m *Machine) followUp(s *Step, t rtype, now time.Time) {
 	dep, ok := m.wire.dependent(t)
 	if !ok {
 		return
@@ -408,6 +424,9 @@ func (m *Machine) followUp(s *Step, t rtype) {
 		names = set.refs // shared, computed once per set
 	} else {
 		names = setRefs(m.types[t].res)
+	}
+	if dep == tRDS && m.drainFor > 0 {
+		names = m.draining(names, now)
 	}
 	m.subscribeNames(s, dep, names)
 }
