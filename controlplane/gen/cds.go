@@ -19,12 +19,23 @@ import (
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
-// adsConfigSource points a cluster or route discovery at the ADS stream.
+// adsConfigSource points a discovery at the ADS stream, with Envoy's default initial fetch
+// timeout (15s).
 func adsConfigSource() *corev3.ConfigSource {
 	return &corev3.ConfigSource{
 		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
 		ResourceApiVersion:    corev3.ApiVersion_V3,
 	}
+}
+
+// adsWaitingSource points a discovery at the ADS stream with initial_fetch_timeout 0s, as
+// istiod sets it on EDS, RDS and its workload secrets: a cluster waits for its assignment, a
+// listener for its routes, as long as it takes (with Envoy's default they would give up after
+// 15s and take traffic without endpoints, or without routes).
+func adsWaitingSource() *corev3.ConfigSource {
+	cs := adsConfigSource()
+	cs.InitialFetchTimeout = durationpb.New(0)
+	return cs
 }
 
 // sidecarClusters is the sidecar CDS generator: every outbound cluster (per service port, plus
@@ -165,7 +176,11 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	switch svc.Resolution {
 	case model.ResolutionStatic:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
-		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: sh.adsSource(), ServiceName: name}
+		src := sh.adsSource()
+		if grpc {
+			src = adsConfigSource() // istiod's grpcgen sets no initial_fetch_timeout
+		}
+		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: src, ServiceName: name}
 	case model.ResolutionDNS:
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
 		var cla *endpointv3.ClusterLoadAssignment

@@ -523,7 +523,7 @@ func rdsHCM(statPrefix, routeName string) *hcmv3.HttpConnectionManager {
 		CodecType:  hcmv3.HttpConnectionManager_AUTO,
 		StatPrefix: statPrefix,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
-			ConfigSource:    adsConfigSource(),
+			ConfigSource:    adsWaitingSource(),
 			RouteConfigName: routeName,
 		}},
 		HttpFilters: httpFilters(),

@@ -258,7 +258,7 @@ func (sh *shared) workloadMTLS(s *model.Snapshot) *workloadMTLS {
 
 func (sh *shared) adsSource() *corev3.ConfigSource {
 	if sh.ads == nil {
-		sh.ads = adsConfigSource()
+		sh.ads = adsWaitingSource()
 	}
 	return sh.ads
 }

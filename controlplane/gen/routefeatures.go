@@ -81,6 +81,7 @@ func withGRPCWeb(h *hcmv3.HttpConnectionManager, on bool) *hcmv3.HttpConnectionM
 func grpcHCM(name string) *hcmv3.HttpConnectionManager {
 	h := rdsHCM(name, name)
 	h.HttpFilters = []*hcmv3.HttpFilter{faultFilter(), routerFilter()}
+	h.GetRds().ConfigSource = adsConfigSource() // istiod's grpcgen sets no initial_fetch_timeout
 	return h
 }
 

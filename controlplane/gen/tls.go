@@ -34,11 +34,7 @@ const IstioALPN = "istio"
 // sdsConfigSource fetches secrets over the ADS stream and waits for them forever (Istio's
 // SDS config sets initial_fetch_timeout 0s too): a cluster or listener that references a
 // secret stays warming until it arrives.
-func sdsConfigSource() *corev3.ConfigSource {
-	cs := adsConfigSource()
-	cs.InitialFetchTimeout = durationpb.New(0)
-	return cs
-}
+func sdsConfigSource() *corev3.ConfigSource { return adsWaitingSource() }
 
 // TLSModeLabel is the endpoint label that says whether a workload takes Istio mTLS
 // ("istio") or not ("disabled"); Istio's sidecar injector sets it on pods.

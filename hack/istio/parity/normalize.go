@@ -32,7 +32,6 @@ var cosmetic = map[protoreflect.FullName][]protoreflect.Name{
 		"continue_on_listener_filters_timeout", "max_connections_to_accept_per_socket_event"},
 	"envoy.config.listener.v3.FilterChain":                            {"name", "metadata", "transport_socket_connect_timeout"},
 	"envoy.config.listener.v3.ListenerFilter":                         {"filter_disabled"},
-	"envoy.config.core.v3.ConfigSource":                               {"initial_fetch_timeout"},
 	"envoy.extensions.transport_sockets.tls.v3.SdsSecretConfig":       {"sds_config"},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext":      {"tls_params"},
 	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector": {"initial_read_buffer_size"},
