@@ -55,6 +55,8 @@ import (
 //     at the client, and its predicates on the subject may be in Rest (probe.Expectation.Rest:
 //     those its cap left out): a restore that a zone failure changed again 70 ms later, before
 //     any push, is superseded once the client shows the failure's state of that cluster. A
+//     deletion removes every service port it names, in All or in Rest: one of more ports than
+//     the cap passes the earlier changes of each of them once the client has it. A
 //     client whose response carries this event's state has observed it,
 //     even if a later event on the same subject was registered before that response arrived.
 //     A superseded client's push latency is the time from T0 to the response (or warming
@@ -157,8 +159,9 @@ type matchEvent struct {
 	predType []uint8
 	// scopes are the numbers of the service ports (probe.Predicate.Scope) its predicates read
 	// other than through their port's own cluster's presence, and removes those its predicates
-	// say are gone (probe.Predicate.Removes): a deletion supersedes the earlier events about
-	// what it took away (supersedes). Both are in the subjects' number space ("scope/" names).
+	// say are gone (probe.Predicate.Removes), in All and in Rest, sorted: a deletion supersedes
+	// the earlier events about every service port it took away (supersedes), not only those its
+	// predicate cap kept. Both are in the subjects' number space ("scope/" names).
 	scopes, removes []uint32
 	// names is the hash (Matcher.nameSeed) of each predicate's resource name.
 	names []uint64
@@ -462,12 +465,21 @@ func (m *Matcher) newMatchEvent(e probe.Expectation, regAt int64) *matchEvent {
 		ev.predType[i] = typeBit(p.Op.TypeURL())
 		ev.typeMask |= ev.predType[i]
 		if sc, ok := p.Removes(); ok {
-			ev.removes = appendOnce(ev.removes, m.subjectLocked("scope/"+sc))
+			ev.removes = append(ev.removes, m.subjectLocked("scope/"+sc))
 		} else if sc := p.Scope(); sc != "" && p.Subject() != "cds/"+sc {
 			ev.scopes = appendOnce(ev.scopes, m.subjectLocked("scope/"+sc))
 		}
 	}
+	// A deletion of more service ports than the cap keeps the others' ClusterAbsent in Rest:
+	// they are gone all the same, and what was about them can never be seen any more.
+	for _, p := range e.Rest {
+		if sc, ok := p.Removes(); ok {
+			ev.removes = append(ev.removes, m.subjectLocked("scope/"+sc))
+		}
+	}
 	m.subjMu.Unlock()
+	slices.Sort(ev.removes) // supersedes searches it: a deletion of hundreds of ports costs a search, not a scan
+	ev.removes = slices.Compact(ev.removes)
 	for i, p := range e.All {
 		ev.names[i] = maphash.String(m.nameSeed, p.Resource)
 	}
@@ -831,7 +843,10 @@ func casMin(a *atomic.Int64, v int64) {
 // supersedes is probe.Expectation.Supersedes over the precomputed subjects: later shares a
 // subject with earlier under a different predicate, or removes a service port earlier reads
 // (a service deleted after a change of its endpoints, lb policy or routes, before the client
-// saw that change: the client can never see it any more).
+// saw that change: the client can never see it any more). A deletion removes the ports of its
+// Rest too (matchEvent.removes): the cap on its predicates samples what decides its own
+// delivery, not what it takes away. The cost is a search of later's sorted removes per port
+// earlier reads, however many ports later deleted.
 func (later *matchEvent) supersedes(earlier *matchEvent) bool {
 	for i, ps := range later.subj {
 		for j, qs := range earlier.subj {
@@ -840,9 +855,11 @@ func (later *matchEvent) supersedes(earlier *matchEvent) bool {
 			}
 		}
 	}
-	for _, r := range later.removes {
-		if slices.Contains(earlier.scopes, r) {
-			return true
+	if len(later.removes) > 0 {
+		for _, sc := range earlier.scopes {
+			if _, ok := slices.BinarySearch(later.removes, sc); ok {
+				return true
+			}
 		}
 	}
 	return false

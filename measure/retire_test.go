@@ -33,6 +33,9 @@ func TestRetireIndexedMatchesQuadratic(t *testing.T) {
 			for rng.IntN(3) == 0 { // some of more than two subjects (matchPend keeps two inline)
 				e.All = append(e.All, pred())
 			}
+			if rng.IntN(5) == 0 { // a deletion beyond the cap: it removes its Rest's ports too
+				e.Rest = append(e.Rest, probe.Predicate{Op: probe.ClusterAbsent, Resource: []string{"a", "b", "c"}[rng.IntN(3)]})
+			}
 			pending[i] = newPend(m.newMatchEvent(e, 0), false)
 		}
 		var reached []int

@@ -1,0 +1,81 @@
+package measure
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslab/xdslab/probe"
+)
+
+// mtCheck compares each event's classes and latencies with want (a censored event's bound
+// depends on when Results runs: its push is not compared).
+func mtCheck(t *testing.T, res MatchResults, want []mtWant) {
+	t.Helper()
+	if len(res.Events) != len(want) {
+		t.Fatalf("events = %d, want %d", len(res.Events), len(want))
+	}
+	for i, w := range want {
+		e := res.Events[i]
+		got := mtWant{observed: e.Observed, held: e.AlreadyHeld, superseded: e.Superseded, missed: e.Missed,
+			push: e.Convergence, recv: e.ReceiveConvergence, censored: e.Censored}
+		if e.Censored {
+			got.push = 0
+		}
+		if got != w {
+			t.Errorf("event %d (%s): got %+v, want %+v", e.EventID, e.Kind, got, w)
+		}
+	}
+}
+
+// TestMatcherDeletionBeyondCapSupersedes: a service-delete of 100 service ports keeps 64
+// ClusterAbsent predicates (the simulator's cap) and carries the other 36 in Rest. A change of
+// a service whose deletion is in Rest (an endpoint count, an lb policy), made before the
+// deletion and never pushed on its own, can never be seen: the deletion passed it, as it
+// passes the change of a service whose deletion it kept. Both are superseded with their latency
+// to the response that removed the clusters; neither waits to be missed.
+func TestMatcherDeletionBeyondCapSupersedes(t *testing.T) {
+	cds, edsT := resource.ClusterType, resource.EndpointType
+	const n, kept = 100, 64
+	svc := func(i int) string { return fmt.Sprintf("outbound|80||s-%02d.ns.svc.cluster.local", i) }
+	del := probe.Expectation{EventID: 9, Kind: "service-delete", T0: at(100)}
+	clusters, cla, gone := map[string]proto.Message{}, map[string]proto.Message{}, map[string]proto.Message{}
+	for i := range n {
+		p := probe.Predicate{Op: probe.ClusterAbsent, Resource: svc(i)}
+		if i < kept {
+			del.All = append(del.All, p)
+		} else {
+			del.Rest = append(del.Rest, p)
+		}
+		clusters[svc(i)] = &clusterv3.Cluster{Name: svc(i)}
+		cla[svc(i)] = mtCLA(svc(i), "10.0.0.1")
+		gone[svc(i)] = nil
+	}
+	events := []probe.Expectation{
+		{EventID: 1, Kind: "scale", T0: at(0), All: []probe.Predicate{count(svc(10), 2)}},  // deletion kept in All
+		{EventID: 2, Kind: "scale", T0: at(10), All: []probe.Predicate{count(svc(90), 2)}}, // deletion in Rest
+		{EventID: 3, Kind: "lb-change", T0: at(20), All: []probe.Predicate{{Op: probe.ClusterLbPolicy, Resource: svc(95), Value: "LEAST_REQUEST"}}},
+		del,
+	}
+	m := NewMatcher(MatcherConfig{Now: mtNow})
+	c := &mtClient{index: 0, group: "g", ns: "default"}
+	m.Track(0, "g", "default")
+	c.push(m, cds, at(0), time.Time{}, clusters)
+	c.push(m, edsT, at(0), time.Time{}, cla)
+	for _, e := range events {
+		if _, err := m.Expect(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.push(m, cds, at(400), time.Time{}, gone)
+	mtCheck(t, m.Results(), []mtWant{
+		{superseded: 1, push: 400 * time.Millisecond},
+		{superseded: 1, push: 390 * time.Millisecond},
+		{superseded: 1, push: 380 * time.Millisecond},
+		{observed: 1, push: 300 * time.Millisecond, recv: 300 * time.Millisecond},
+	})
+}
