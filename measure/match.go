@@ -59,9 +59,16 @@ import (
 //     the cap passes the earlier changes of each of them once the client has it. A
 //     client whose response carries this event's state has observed it,
 //     even if a later event on the same subject was registered before that response arrived.
-//     A superseded client's push latency is the time from T0 to the response (or warming
-//     timeout) that showed it past this state: a change a debounce held back until a later one
-//     came is as late as that, and the histograms and convergence keep it. One the client was
+//     A change the client received but that is not in effect (a cluster still warming) was not
+//     observed: Envoy applies a cluster only once it is warm, and a later change that replaces
+//     the warming copy passes it like one never received, whichever way the matcher learns it
+//     (a response shows the client past it, or the later event reached retires it).
+//     A superseded client's push latency is the time from T0 to the moment the state that
+//     showed it past this one took effect on the resources this event reads: the receive time of
+//     that response, or, when it left one of them warming, of the response (or the warming
+//     timeout) that brought it into effect; one whose passing state never took effect is
+//     missed, as a received change never in effect is. A change a debounce held back until a
+//     later one came is as late as that, and the histograms and convergence keep it. One the client was
 //     past because it already held a later event's state when that was registered (a removal
 //     and its restore merged into no push at all) has no latency: nothing was left to push.
 //   - missed: none of the above when Results is called (call Drain first).
@@ -209,8 +216,8 @@ type matchEvent struct {
 }
 
 // What an observation is: in effect (the push latency), received, its ACK written, or the
-// client moved past it (superseded: a push latency too, to the response that showed the later
-// state).
+// client moved past it (superseded: a push latency too, to the moment the later state took
+// effect).
 type obsKind uint8
 
 const (
@@ -269,6 +276,10 @@ type matchPend struct {
 	held bool
 	// recvd: received (see the package comment) but not yet in effect.
 	recvd bool
+	// passed: a response showed the client past the event's state (superseded) while the state
+	// that passed it was not yet in effect on the event's resources (a cluster warming for its
+	// assignment): it resolves as superseded when that state takes effect (passedInEffect).
+	passed bool
 }
 
 const manySubj = 0xff
@@ -1003,8 +1014,8 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 			continue
 		}
 		ev := p.ev
-		if !whole && !touches(&s.touched, rbit, ev) {
-			continue
+		if p.passed || (!whole && !touches(&s.touched, rbit, ev)) {
+			continue // passed: superseded already, waiting for the state past it to take effect
 		}
 		holds := ev.holds(accepted)
 		eligible := p.held || p.recvd || recv >= ev.regAt // r can show its state
@@ -1016,10 +1027,17 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 		}
 		switch {
 		case claimedBy(ev) || (!holds && (movedBy(ev) || movedPast(&s.touched, whole, ev, accepted, recv, rbit))):
-			if p.held {
+			switch {
+			case p.held:
 				reached = append(reached, i) // it held when registered: the client was in it
-			} else if !p.recvd {
+			case p.recvd && holds:
+				// Received and still in what the client accepted: it may yet take effect.
+			case passedInEffect(c.State, ev):
+				// Received or not, the client has moved past it without its state in effect:
+				// superseded, its latency to now, when the state past it is in effect.
 				superseded = append(superseded, i)
+			default:
+				p.passed = true // superseded once the state past it is in effect
 			}
 		case holds && eligible:
 			if s.shown == nil {
@@ -1043,37 +1061,68 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 			markMoved(ev)
 		}
 	}
-	for i := range cl.pending {
-		if p := &cl.pending[i]; p.recvd && !p.held && !slices.Contains(superseded, i) && p.ev.holds(effective) {
-			m.observe(s, p.ev, recv, obsEffect, c.Group)
-			reached = append(reached, i)
-		}
-	}
+	reached, superseded = m.inEffect(s, cl, c, effective, reached, superseded, recv)
 	m.resolve(s, cl, reached, superseded, recv)
 }
 
-// effect brings c's received expectations that now hold in effect into effect at at.
+// inEffect adds to reached the received entries of cl now in effect (observed at at) and to
+// superseded the passed ones whose resources are now in effect, skipping those already
+// superseded.
+func (m *Matcher) inEffect(s *matchShard, cl *matchClient, c probe.ClientInfo, effective probe.View, reached, superseded []int, at int64) ([]int, []int) {
+	n := len(superseded) // the entries superseded so far are the ones to skip
+	for i := range cl.pending {
+		p := &cl.pending[i]
+		if p.held || !(p.recvd || p.passed) || slices.Contains(superseded[:n], i) {
+			continue
+		}
+		switch {
+		case p.passed:
+			if passedInEffect(c.State, p.ev) {
+				superseded = append(superseded, i)
+			}
+		case p.ev.holds(effective):
+			m.observe(s, p.ev, at, obsEffect, c.Group)
+			reached = append(reached, i)
+		}
+	}
+	return reached, superseded
+}
+
+// passedInEffect reports whether what the client accepted of every resource ev reads is in
+// effect: no cluster among them warms for its assignment, no listener waits for its routes.
+// A client past ev's state is past it in effect only then: Envoy serves traffic with the copy
+// a warming resource has not replaced yet.
+func passedInEffect(st probe.ClientState, ev *matchEvent) bool {
+	for i := range ev.exp.All {
+		p := &ev.exp.All[i]
+		if ev.predType[i]&(typeBit(resource.ClusterType)|typeBit(resource.ListenerType)) == 0 {
+			continue // only clusters and listeners warm
+		}
+		t := p.Op.TypeURL()
+		if st.Effective(t, p.Resource) != st.Resource(t, p.Resource) {
+			return false
+		}
+	}
+	return true
+}
+
+// effect brings c's received expectations that now hold in effect into effect at at, and
+// supersedes at at the passed ones whose resources are now in effect.
 func (m *Matcher) effect(c probe.ClientInfo, at time.Time) {
 	s := m.shard(c.Index)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cl := m.claim(s, c, nil)
-	var effective probe.View = effectiveView{c.State}
-	var reached []int
-	for i := range cl.pending {
-		if p := &cl.pending[i]; p.recvd && p.ev.holds(effective) {
-			m.observe(s, p.ev, m.off(at), obsEffect, c.Group)
-			reached = append(reached, i)
-		}
-	}
-	m.resolve(s, cl, reached, nil, m.off(at))
+	reached, superseded := m.inEffect(s, cl, c, effectiveView{c.State}, nil, nil, m.off(at))
+	m.resolve(s, cl, reached, superseded, m.off(at))
 }
 
 // resolve removes the pending entries at indices reached (observed, or confirmed held) and
 // superseded, and retires the earlier ones the reached supersede: the client reached a later
-// state without having been in theirs. A superseded entry's push latency runs to at, when the
-// client showed the later state: until then the change (or a later one on its subjects) had not
-// reached it, and a debounce that holds a busy service's changes back must show in the figures.
+// state without having been in theirs (received or not: a received one not in effect was never
+// applied). A superseded entry's push latency runs to at, when the client showed the later
+// state in effect: until then the change (or a later one on its subjects) had not reached it,
+// and a debounce that holds a busy service's changes back must show in the figures.
 func (m *Matcher) resolve(s *matchShard, cl *matchClient, reached, superseded []int, at int64) {
 	if len(reached) == 0 && len(superseded) == 0 {
 		return

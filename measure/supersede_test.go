@@ -79,3 +79,71 @@ func TestMatcherDeletionBeyondCapSupersedes(t *testing.T) {
 		{observed: 1, push: 300 * time.Millisecond, recv: 300 * time.Millisecond},
 	})
 }
+
+// TestMatcherWarmingPassedIsSupersededInEffect: Envoy applies a cluster only once it is warm,
+// so a change received in a cluster still warming is not observed (not in effect). When a later
+// change of the same subject replaces the warming copy before it warmed, the client can never
+// be in the earlier change's state: it is superseded, and its push latency runs to the moment
+// the state that passed it took effect (the assignment that warmed the cluster), as an
+// observed change's does. The outcome is the same whichever way the matcher learns it: the
+// later event reached at the client retires it (its own predicate on the subject), or the
+// response shows the client past it through a later event that never holds as a whole there
+// (its change of the subject is in Rest), and for a change the client never received.
+func TestMatcherWarmingPassedIsSupersededInEffect(t *testing.T) {
+	cds, edsT := resource.ClusterType, resource.EndpointType
+	lb := func(c, v string) probe.Predicate {
+		return probe.Predicate{Op: probe.ClusterLbPolicy, Resource: c, Value: v}
+	}
+	rr, lr, rnd := clusterv3.Cluster_ROUND_ROBIN, clusterv3.Cluster_LEAST_REQUEST, clusterv3.Cluster_RANDOM
+	cases := []struct {
+		name     string
+		received bool              // the client received the earlier change (warming) before the later one came
+		later    probe.Expectation // changes c1 to RANDOM (T0 150 ms)
+		want     []mtWant
+	}{{
+		name:     "received, retired by the later event reached",
+		received: true,
+		later:    probe.Expectation{EventID: 2, Kind: "lb-change", T0: at(150), All: []probe.Predicate{lb("c1", "RANDOM")}},
+		want: []mtWant{{superseded: 1, push: 300 * time.Millisecond, recv: 100 * time.Millisecond},
+			{observed: 1, push: 150 * time.Millisecond, recv: 50 * time.Millisecond}},
+	}, {
+		name:     "received, moved past by a later event's Rest",
+		received: true,
+		later: probe.Expectation{EventID: 2, Kind: "lb-change", T0: at(150), All: []probe.Predicate{lb("c9", "RANDOM")},
+			Rest: []probe.Predicate{lb("c1", "RANDOM")}},
+		want: []mtWant{{superseded: 1, push: 300 * time.Millisecond, recv: 100 * time.Millisecond},
+			{observed: 1, push: 150 * time.Millisecond, recv: 50 * time.Millisecond}},
+	}, {
+		name:  "never received, retired by the later event reached",
+		later: probe.Expectation{EventID: 2, Kind: "lb-change", T0: at(150), All: []probe.Predicate{lb("c1", "RANDOM")}},
+		want: []mtWant{{superseded: 1, push: 300 * time.Millisecond},
+			{observed: 1, push: 150 * time.Millisecond, recv: 50 * time.Millisecond}},
+	}, {
+		name: "never received, moved past by a later event's Rest",
+		later: probe.Expectation{EventID: 2, Kind: "lb-change", T0: at(150), All: []probe.Predicate{lb("c9", "RANDOM")},
+			Rest: []probe.Predicate{lb("c1", "RANDOM")}},
+		want: []mtWant{{superseded: 1, push: 300 * time.Millisecond},
+			{observed: 1, push: 150 * time.Millisecond, recv: 50 * time.Millisecond}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMatcher(MatcherConfig{Now: mtNow})
+			c := &mtClient{index: 0, group: "g", ns: "default"}
+			m.Track(0, "g", "default")
+			c.push(m, cds, at(0), time.Time{}, eds("c1", lbCluster("c1", rr), "c9", lbCluster("c9", rr)))
+			for _, e := range []probe.Expectation{{EventID: 1, Kind: "lb-change", T0: at(0), All: []probe.Predicate{lb("c1", "LEAST_REQUEST")}}, tc.later} {
+				if _, err := m.Expect(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.warming = map[string]proto.Message{cds + "/c1": lbCluster("c1", rr), cds + "/c9": lbCluster("c9", rr)}
+			if tc.received {
+				c.push(m, cds, at(100), time.Time{}, eds("c1", lbCluster("c1", lr)))
+			}
+			c.push(m, cds, at(200), time.Time{}, eds("c1", lbCluster("c1", rnd), "c9", lbCluster("c9", rnd)))
+			c.warming = nil // their assignments warm both
+			c.push(m, edsT, at(300), time.Time{}, eds("c1", mtCLA("c1", "10.0.0.1"), "c9", mtCLA("c9", "10.0.0.1")))
+			mtCheck(t, m.Results(), tc.want)
+		})
+	}
+}
