@@ -28,9 +28,11 @@ import (
 //   - observed: the client received the change and it took effect. It is received at the
 //     first accepted response received after the expectation was registered (Expect) that
 //     touches one of its subjects (a response of the predicate's type that added, changed or
-//     removed the predicate's resource: an unrelated response never counts; a new process's
-//     first accepted CDS or LDS response is its whole set of that type, and touches every predicate of
-//     the type: a deletion a restarted client's new config shows is observed there) and after which
+//     removed the predicate's resource: an unrelated response never counts; a new Envoy
+//     process's first accepted CDS or LDS response is its whole set of that type, and touches every predicate of
+//     the type: a deletion a restarted client's new config shows is observed there; a proxyless
+//     gRPC client's is not, as grpc-go takes only a held resource a response lacks as deleted,
+//     and a new process holds none) and after which
 //     every predicate holds in what the client accepted. It is in effect once every predicate
 //     also holds in what the client serves traffic with (probe.ClientState.Effective): a
 //     cluster still warming for its ClusterLoadAssignment, or a listener waiting for its
@@ -943,8 +945,13 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	// config though no response ever names the deleted resource to it. Not a rejected one (the
 	// client applied nothing, or not all of it: what it lacks is not what the server removed);
 	// in Delta only the very first response of the type (after a rejected one the stream goes
-	// on with increments); not a NamedOnly client (proxyless gRPC), which asks for these types
-	// by name, a few at a time.
+	// on with increments). Not a NamedOnly client (proxyless gRPC): grpc-go's xDS client takes a
+	// CDS or LDS resource a SotW response lacks as deleted only when it held it (xdsclient's
+	// authority, AllResourcesRequiredInSotW: a name with no cached copy may be missing because
+	// the response answers a request made before the client asked for it; the watch's expiry,
+	// 15 s, says it does not exist). Its cache outlives a stream, so after a reconnect the
+	// first response lacking a held resource removes it and touches it like any other; a new
+	// process holds nothing, and its first response shows nothing absent.
 	whole := r.Fresh && !r.Nacked && (!r.Delta || r.First) && !c.NamedOnly &&
 		(r.TypeURL == resource.ClusterType || r.TypeURL == resource.ListenerType)
 	// effective is a View once per response: as a struct value it would be boxed at each call.

@@ -147,3 +147,52 @@ func TestMatcherWarmingPassedIsSupersededInEffect(t *testing.T) {
 		})
 	}
 }
+
+// TestMatcherRestartShowsAbsenceByClientKind: a deletion pending at a client when its stream
+// drops, or its process restarts. After a reconnect both kinds keep what they held, and the
+// first response lacking the cluster removes it (touched): observed. A restarted Envoy's
+// first accepted CDS response is its whole set (wildcard), so what it lacks is absent:
+// observed there. A restarted proxyless gRPC client asks by name, and grpc-go takes a name a
+// SotW response lacks as deleted only when it held it (its xdsclient's authority: an uncached
+// name may be missing because the response answers an earlier request; its watch expiry
+// decides): the new process's first response shows nothing absent, and the deletion is not
+// observed there.
+func TestMatcherRestartShowsAbsenceByClientKind(t *testing.T) {
+	cds := resource.ClusterType
+	const svcA, svcB = "outbound|80||a", "outbound|80||b"
+	both := func() map[string]proto.Message {
+		return eds(svcA, &clusterv3.Cluster{Name: svcA}, svcB, &clusterv3.Cluster{Name: svcB})
+	}
+	observed := []mtWant{{observed: 1, push: 300 * time.Millisecond, recv: 300 * time.Millisecond}}
+	cases := []struct {
+		name           string
+		named, restart bool
+		want           []mtWant
+	}{
+		{name: "envoy reconnect", want: observed},
+		{name: "grpc reconnect", named: true, want: observed},
+		{name: "envoy restart", restart: true, want: observed},
+		{name: "grpc restart", named: true, restart: true, want: []mtWant{{missed: 1, censored: true}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMatcher(MatcherConfig{Now: mtNow})
+			c := &mtClient{index: 0, group: "g", ns: "default", named: tc.named,
+				subs: map[string]bool{cds + "/" + svcA: true, cds + "/" + svcB: true}}
+			m.TrackNamed(0, "g", "default", tc.named)
+			c.push(m, cds, at(0), time.Time{}, both())
+			if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "service-delete", T0: at(100),
+				All: []probe.Predicate{{Op: probe.ClusterAbsent, Resource: svcA}}}); err != nil {
+				t.Fatal(err)
+			}
+			m.touch(c.info()) // claimed while the client watches the cluster
+			set := map[string]proto.Message{svcA: nil, svcB: &clusterv3.Cluster{Name: svcB}}
+			if tc.restart {
+				c.view, c.unsynced, c.got = mtView{}, true, nil
+				set = eds(svcB, &clusterv3.Cluster{Name: svcB})
+			}
+			c.push(m, cds, at(400), time.Time{}, set)
+			mtCheck(t, m.Results(), tc.want)
+		})
+	}
+}

@@ -127,3 +127,42 @@ func TestGRPCClientIgnoresUnweightedLocality(t *testing.T) {
 		t.Errorf("an endpoint of an unweighted locality counts as present")
 	}
 }
+
+// TestGRPCClientDeletionReconnectAndRestart: grpc-go takes a CDS or LDS resource that a SotW
+// response lacks as deleted only when it held it (xdsclient's authority: a resource with no
+// cached copy may be missing because the response answers an earlier request; its watch
+// expiry says it does not exist). Its cache outlives a stream, so the first response after a
+// reconnect that lacks a held cluster deletes it, reported as touched (the matcher sees the
+// deletion there); a new process holds nothing, so its first response lacking the cluster it
+// asks for touches nothing and is Fresh.
+func TestGRPCClientDeletionReconnectAndRestart(t *testing.T) {
+	const tgt = "svc.ns.svc.cluster.local:80"
+	const cl = "outbound|80||svc.ns.svc.cluster.local"
+	toCDS := func(m *Machine) {
+		m.Start(t0)
+		m.OnSotw(sotwResp(t, L, "1", "a", apiListener(t, tgt)), t0)
+		m.OnSotw(sotwResp(t, R, "1", "b", fetest.Route(tgt, "svc", cl)), t0)
+	}
+	m := newTestMachine(t, Config{GRPC: true, GRPCTargets: []string{tgt}})
+	toCDS(m)
+	m.OnSotw(sotwResp(t, C, "1", "c", fetest.EDSCluster(cl)), t0)
+	m.OnSotw(sotwResp(t, E, "1", "d", grpcCLA(cl, "10.0.0.1")), t0)
+	m.Start(t0) // a reconnect: the same process restates its subscriptions
+	if !m.Subscribed(C, cl) {
+		t.Fatalf("after a reconnect the client no longer asks for %s", cl)
+	}
+	s := m.OnSotw(sotwResp(t, C, "2", "e"), t0)
+	if s.Info.Fresh || s.Info.Nacked || m.Resource(C, cl) != nil {
+		t.Fatalf("reconnect: fresh %v, nacked %v, still holds the cluster %v", s.Info.Fresh, s.Info.Nacked, m.Resource(C, cl) != nil)
+	}
+	if len(s.Info.Touched) != 1 || s.Info.Touched[0].Name != cl || s.Info.Touched[0].Prev == nil {
+		t.Errorf("reconnect: touched %+v, want %s removed (its previous copy)", s.Info.Touched, cl)
+	}
+
+	m = newTestMachine(t, Config{GRPC: true, GRPCTargets: []string{tgt}}) // a restart: a new process
+	toCDS(m)
+	s = m.OnSotw(sotwResp(t, C, "2", "f"), t0)
+	if !s.Info.Fresh || s.Info.Nacked || len(s.Info.Touched) != 0 {
+		t.Errorf("restart: fresh %v, nacked %v, touched %+v; want a fresh response that touches nothing", s.Info.Fresh, s.Info.Nacked, s.Info.Touched)
+	}
+}
