@@ -868,11 +868,18 @@ func (later *matchEvent) supersedes(earlier *matchEvent) bool {
 			}
 		}
 	}
-	if len(later.removes) > 0 {
-		for _, sc := range earlier.scopes {
-			if _, ok := slices.BinarySearch(later.removes, sc); ok {
-				return true
-			}
+	return later.removesScope(earlier)
+}
+
+// removesScope reports whether later removes a service port earlier reads: a search of later's
+// sorted removes per port earlier reads.
+func (later *matchEvent) removesScope(earlier *matchEvent) bool {
+	if len(later.removes) == 0 {
+		return false
+	}
+	for _, sc := range earlier.scopes {
+		if _, ok := slices.BinarySearch(later.removes, sc); ok {
+			return true
 		}
 	}
 	return false
@@ -1217,16 +1224,17 @@ func retireIndexed(pending []matchPend, reached []int, drop []bool, retire func(
 	var seen [16]uint64
 	bit := func(sj uint32) (int, uint64) { return int(sj>>6) & 15, 1 << (sj & 63) }
 	last := 0 // only entries before a reached one can be superseded by it
-	// A reached entry supersedes through its subjects and the service ports it removes; an
-	// earlier one is superseded through its subjects and the ports it reads (supersedes).
-	reachedKeys := func(p *matchPend) [2][]uint32 { return [2][]uint32{p.subjects(), p.ev.removes} }
-	earlierKeys := func(p *matchPend) [2][]uint32 { return [2][]uint32{p.subjects(), p.ev.scopes} }
+	// A reached entry supersedes through its subjects, indexed here, and through the service
+	// ports it removes (supersedes): a deletion's removed ports, hundreds with its Rest, are
+	// searched in its own sorted list for each port an earlier entry reads, not indexed.
+	var removers []int
 	for _, i := range reached {
-		for _, ks := range reachedKeys(&pending[i]) {
-			for _, sj := range ks {
-				w, b := bit(sj)
-				seen[w] |= b
-			}
+		for _, sj := range pending[i].subjects() {
+			w, b := bit(sj)
+			seen[w] |= b
+		}
+		if len(pending[i].ev.removes) > 0 {
+			removers = append(removers, i)
 		}
 		last = max(last, i)
 	}
@@ -1236,35 +1244,35 @@ func retireIndexed(pending []matchPend, reached []int, drop []bool, retire func(
 			continue
 		}
 		p := &pending[j]
+		earlier := p.ev
+		if len(earlier.scopes) > 0 && slices.ContainsFunc(removers, func(i int) bool { return i > j && pending[i].ev.removesScope(earlier) }) {
+			retire(j)
+			continue
+		}
 		inSeen := func(sj uint32) bool { w, b := bit(sj); return seen[w]&b != 0 }
-		if !slices.ContainsFunc(p.subjects(), inSeen) && !slices.ContainsFunc(p.ev.scopes, inSeen) {
+		if !slices.ContainsFunc(p.subjects(), inSeen) {
 			continue
 		}
 		if bySubj == nil {
 			n := 0
 			for _, i := range reached {
-				n += len(pending[i].subjects()) + len(pending[i].ev.removes)
+				n += len(pending[i].subjects())
 			}
 			bySubj = make([]subjEntry, 0, n)
 			for _, i := range reached {
-				for _, ks := range reachedKeys(&pending[i]) {
-					for _, sj := range ks {
-						bySubj = append(bySubj, subjEntry{sj: sj, i: int32(i)})
-					}
+				for _, sj := range pending[i].subjects() {
+					bySubj = append(bySubj, subjEntry{sj: sj, i: int32(i)})
 				}
 			}
 			slices.SortFunc(bySubj, func(a, b subjEntry) int { return cmp.Compare(a.sj, b.sj) })
 		}
-		earlier := p.ev
 	find:
-		for _, ks := range earlierKeys(p) {
-			for _, sj := range ks {
-				k, _ := slices.BinarySearchFunc(bySubj, sj, func(e subjEntry, sj uint32) int { return cmp.Compare(e.sj, sj) })
-				for ; k < len(bySubj) && bySubj[k].sj == sj; k++ {
-					if i := int(bySubj[k].i); i > j && pending[i].ev.supersedes(earlier) {
-						retire(j)
-						break find
-					}
+		for _, sj := range p.subjects() {
+			k, _ := slices.BinarySearchFunc(bySubj, sj, func(e subjEntry, sj uint32) int { return cmp.Compare(e.sj, sj) })
+			for ; k < len(bySubj) && bySubj[k].sj == sj; k++ {
+				if i := int(bySubj[k].i); i > j && pending[i].ev.supersedes(earlier) {
+					retire(j)
+					break find
 				}
 			}
 		}
@@ -1455,19 +1463,20 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 		o.missedBy = make([][]int, n)
 	}
 	// laterHeld indexes by subject the held entries registered later than the one being
-	// classified: a client catching up can hold hundreds of merged changes.
+	// classified: a client catching up can hold hundreds of merged changes. heldRemovers are
+	// those of them that remove service ports, searched by the ports an entry reads
+	// (removesScope) rather than indexed: a deletion can remove hundreds.
 	laterHeld := map[uint32][]*matchEvent{}
+	var heldRemovers []*matchEvent
 	supersededByHeld := func(ev *matchEvent) bool {
-		for _, ks := range [2][]uint32{ev.subj, ev.scopes} {
-			for _, sj := range ks {
-				for _, q := range laterHeld[sj] {
-					if q.supersedes(ev) {
-						return true
-					}
+		for _, sj := range ev.subj {
+			for _, q := range laterHeld[sj] {
+				if q.supersedes(ev) {
+					return true
 				}
 			}
 		}
-		return false
+		return len(ev.scopes) > 0 && slices.ContainsFunc(heldRemovers, func(q *matchEvent) bool { return q.removesScope(ev) })
 	}
 	for i := range m.shards {
 		s := &m.shards[i]
@@ -1475,6 +1484,7 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 		for index, cl := range s.clients {
 			// Walk backwards so that the held entries registered later are known.
 			clear(laterHeld)
+			heldRemovers = heldRemovers[:0]
 			for j := len(cl.pending) - 1; j >= 0; j-- {
 				p := cl.pending[j]
 				idx := p.ev.idx
@@ -1485,10 +1495,11 @@ func (m *Matcher) outstanding(byGroup bool) outstandingCounts {
 				case p.held:
 					o.held[idx]++
 					o.add(idx, cl.group, func(c *ProbeCounts) { c.AlreadyHeld++ })
-					for _, ks := range [2][]uint32{p.ev.subj, p.ev.removes} {
-						for _, sj := range ks {
-							laterHeld[sj] = append(laterHeld[sj], p.ev)
-						}
+					for _, sj := range p.ev.subj {
+						laterHeld[sj] = append(laterHeld[sj], p.ev)
+					}
+					if len(p.ev.removes) > 0 {
+						heldRemovers = append(heldRemovers, p.ev)
 					}
 				case supersededByHeld(p.ev):
 					o.superseded[idx]++

@@ -196,3 +196,38 @@ func TestMatcherRestartShowsAbsenceByClientKind(t *testing.T) {
 		})
 	}
 }
+
+// TestMatcherHeldDeletionBeyondCapSupersedes: the same deletion of 100 ports, but the client
+// already lacks the clusters when it is registered (already held): an earlier change of a
+// service deleted through Rest is superseded without latency (Results' classification of what
+// is still pending), not missed.
+func TestMatcherHeldDeletionBeyondCapSupersedes(t *testing.T) {
+	cds := resource.ClusterType
+	svc := func(i int) string { return fmt.Sprintf("outbound|80||s-%02d.ns.svc.cluster.local", i) }
+	del := probe.Expectation{EventID: 9, Kind: "service-delete", T0: at(100)}
+	clusters, gone := map[string]proto.Message{}, map[string]proto.Message{}
+	for i := range 100 {
+		p := probe.Predicate{Op: probe.ClusterAbsent, Resource: svc(i)}
+		if i < 64 {
+			del.All = append(del.All, p)
+		} else {
+			del.Rest = append(del.Rest, p)
+		}
+		clusters[svc(i)] = &clusterv3.Cluster{Name: svc(i)}
+		gone[svc(i)] = nil
+	}
+	m := NewMatcher(MatcherConfig{Now: mtNow})
+	c := &mtClient{index: 0, group: "g", ns: "default"}
+	m.Track(0, "g", "default")
+	c.push(m, cds, at(0), time.Time{}, clusters)
+	if _, err := m.Expect(probe.Expectation{EventID: 1, Kind: "scale", T0: at(0), All: []probe.Predicate{count(svc(90), 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	m.touch(c.info())
+	c.push(m, cds, at(50), time.Time{}, gone)
+	if _, err := m.Expect(del); err != nil {
+		t.Fatal(err)
+	}
+	m.touch(c.info()) // claims the deletion: it holds already
+	mtCheck(t, m.Results(), []mtWant{{superseded: 1}, {held: 1}})
+}
