@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -63,5 +65,76 @@ func TestSidecarEgressPorts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSidecarEgressListenerPerPort: istiod builds a port's outbound listeners and its route
+// configuration from the egress listener that holds the port, and the rest from the catch-all
+// one, which adds nothing to the listeners the first built; clusters pool every listener.
+func TestSidecarEgressListenerPerPort(t *testing.T) {
+	svc := func(host, vip string, ports ...model.Port) *model.Service {
+		s := &model.Service{Hostname: host, Namespace: "split", Ports: ports}
+		if vip != "" {
+			s.Addresses = []string{vip}
+		}
+		return s
+	}
+	http := func(n uint32) model.Port { return model.Port{Name: "http", Number: n, Protocol: model.ProtocolHTTP} }
+	tcp := func(n uint32) model.Port { return model.Port{Name: "tcp", Number: n, Protocol: model.ProtocolTCP} }
+	services := []*model.Service{
+		svc("alpha.split.svc.cluster.local", "240.0.41.1", http(8041), http(8042), tcp(9041)),
+		svc("beta.split.svc.cluster.local", "240.0.41.2", http(8041), tcp(9041)),
+		svc("gamma.split.svc.cluster.local", "240.0.41.3", tcp(9041)),
+		svc("delta.split.example", "", tcp(9041)),
+		svc("epsilon.split.example", "", tcp(8041)),
+	}
+	sidecar := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "split"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+			{Port: &networking.SidecarPort{Number: 8041, Protocol: "HTTP", Name: "http"}, Hosts: []string{"split/alpha.split.svc.cluster.local"}},
+			{Port: &networking.SidecarPort{Number: 9041, Protocol: "TCP", Name: "tcp"}, Hosts: []string{"split/gamma.split.svc.cluster.local"}},
+			{Hosts: []string{"split/*", "splitvs/*"}},
+		}}}
+	vs := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "alpha", Namespace: "splitvs"},
+		Spec: &networking.VirtualService{Hosts: []string{"alpha.split.svc.cluster.local"}, Http: []*networking.HTTPRoute{{
+			Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "beta.split.svc.cluster.local"}}}}}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: services, Configs: []*istioconfig.Config{sidecar, vs}})
+	p := sidecarProxy("10.5.9.9", "split")
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var listeners, clusters []string
+	for _, r := range g[ListenerType] {
+		listeners = append(listeners, r.Name)
+		l := r.Message.(*listenerv3.Listener)
+		if r.Name == "0.0.0.0_8041" && strings.Contains(l.GetDefaultFilterChain().String(), "epsilon") {
+			t.Errorf("0.0.0.0_8041 is the port's egress listener's: the catch-all's epsilon adds no chain: %v", l.GetDefaultFilterChain())
+		}
+	}
+	for _, r := range g[ClusterType] {
+		if strings.HasPrefix(r.Name, "outbound|") {
+			clusters = append(clusters, r.Name)
+		}
+	}
+	wantListeners := []string{"0.0.0.0_8041", "0.0.0.0_8042", "0.0.0.0_9041", "240.0.41.1_9041", "240.0.41.2_9041", "240.0.41.3_9041", VirtualOutboundListener, VirtualInboundListener}
+	slices.Sort(wantListeners)
+	if !slices.Equal(listeners, wantListeners) {
+		t.Errorf("listeners %v, want %v", listeners, wantListeners)
+	}
+	for _, c := range []string{"outbound|8041||beta.split.svc.cluster.local", "outbound|8041||epsilon.split.example", "outbound|8042||alpha.split.svc.cluster.local"} {
+		if !slices.Contains(clusters, c) {
+			t.Errorf("cluster %s missing: clusters pool every egress listener (%v)", c, clusters)
+		}
+	}
+	routes := map[string]string{}
+	for _, r := range g[RouteType] {
+		routes[r.Name] = r.Message.(*routev3.RouteConfiguration).String()
+	}
+	if rc := routes["8041"]; !strings.Contains(rc, "alpha.split.svc.cluster.local") || strings.Contains(rc, "beta.split") {
+		t.Errorf("route 8041 should have alpha's default route only (its egress listener imports alpha, not the VirtualService): %s", rc)
+	}
+	if rc := routes["8042"]; !strings.Contains(rc, "outbound|8042||beta.split.svc.cluster.local") {
+		t.Errorf("route 8042 should route alpha by the catch-all's VirtualService: %s", rc)
 	}
 }

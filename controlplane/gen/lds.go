@@ -44,8 +44,12 @@ func ListenerName(addr string, port uint32) string {
 //     with RDS over ADS, route configuration "PORT";
 //   - per TCP (or TLS, HTTPS, unknown) service port, "VIP_PORT" with a tcp_proxy to the
 //     outbound cluster (for a port without a protocol, also a sniffed HTTP chain: sniffed), or "0.0.0.0_PORT" for a service without a VIP when no HTTP service
-//     uses the port (the first such service by hostname wins the port; TLS and HTTPS services
-//     without a VIP get a chain each matching their host as SNI, the rest passes through);
+//     uses the port (the oldest such service wins the port, model.Scope.CompareServices; TLS
+//     and HTTPS services without a VIP get a chain each matching their host as SNI, the rest
+//     passes through);
+//   - under a Sidecar, a port's listeners come from the egress listener that holds the port,
+//     then from the catch-all one, which adds nothing to the listeners the first built
+//     (outboundSource);
 //   - virtualOutbound (0.0.0.0:15001, use_original_dst, PassthroughCluster) and virtualInbound
 //     (0.0.0.0:15006, a filter chain per inbound port, InboundPassthroughCluster otherwise).
 //
@@ -53,87 +57,45 @@ func ListenerName(addr string, port uint32) string {
 func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	want := nameSet(names)
 	var errs []error
-	type portInfo struct {
-		http     []istioconfig.Key // deps of the HTTP services on the port
-		grpcWeb  bool              // one of them is GRPC-WEB there: the grpc_web filter
-		wildTCP  *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
-		cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain each
-		tlsHosts []*model.Service  // TLS/HTTPS services without a VIP: an SNI chain each
-		wildDeps []istioconfig.Key
-	}
 	ports := map[uint32]*portInfo{}
 	var tcp []Resource
 	taken := map[string]string{} // listener name → hostname that took it
 	sc := s.ScopeFor(p)
-	ix := newIndex(s, sc)
-	for _, svc := range visibleServices(s, sc) {
-		for _, port := range svc.Ports {
-			if port.Protocol == model.ProtocolUDP || !sc.SeesPort(svc, port.Number) {
-				continue // Envoy proxies no UDP here: istiod builds no listener; nor for a port its Sidecar's egress ports leave out
-			}
-			if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
-				errs = append(errs, fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener))
-				continue
-			}
-			pi := ports[port.Number]
-			if pi == nil {
-				pi = &portInfo{}
-				ports[port.Number] = pi
-			}
-			if port.Protocol.IsHTTP() {
-				pi.http = append(pi.http, ServiceKey(svc))
-				pi.grpcWeb = pi.grpcWeb || port.Protocol == model.ProtocolGRPCWeb
-				continue
-			}
-			if sniffedWithoutVIP(svc, port) {
-				pi.http = append(pi.http, ServiceKey(svc)) // and its TCP chain below
-			}
-			vips := ipAddresses(svc.Addresses)
-			if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && port.Protocol != model.ProtocolTLS && port.Protocol != model.ProtocolHTTPS {
-				// Both: a listener per IP (below), and the CIDRs a chain on 0.0.0.0_PORT, as
-				// istiod builds a service per address.
-				pi.cidrTCP = append(pi.cidrTCP, svc)
-				pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
-			}
-			if len(vips) == 0 {
-				switch {
-				case port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS:
-					pi.tlsHosts = append(pi.tlsHosts, svc)
-				case len(cidrs(svc.Addresses)) > 0:
-					pi.cidrTCP = append(pi.cidrTCP, svc)
-				case pi.wildTCP == nil:
-					pi.wildTCP = svc
+	// Each port is built from the egress listener of the proxy's Sidecar that holds it, then
+	// from the catch-all listener, which adds nothing to the listeners (addresses) the first
+	// built, as istiod locks them (outboundSource). Without a Sidecar there is one pass.
+	locked := map[string]bool{} // listener names built by an egress listener with a port
+	ixs := map[*model.Scope]*index{}
+	ixFor := func(lsc *model.Scope) *index {
+		if ixs[lsc] == nil {
+			ixs[lsc] = newIndex(s, lsc)
+		}
+		return ixs[lsc]
+	}
+	visible := visibleServices(s, sc)
+	for _, held := range []bool{true, false} {
+		for _, svc := range visible {
+			for _, port := range svc.Ports {
+				if port.Protocol == model.ProtocolUDP {
+					continue // Envoy proxies no UDP here: istiod builds no listener
 				}
-				pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
-				continue
+				lsc, byHolder := outboundSource(sc, svc, port.Number)
+				if lsc == nil || byHolder != held {
+					continue // nor for a port its Sidecar's egress listeners leave out
+				}
+				errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, svc, port, ports, taken, locked, held, &tcp, want)...)
 			}
-			chains, def, cdeps, err := tcpRouteChains(p, ix, svc, port) // VirtualService tcp routes (tcproute.go)
-			if err != nil {
-				errs = append(errs, err)
+		}
+		if !held {
+			break
+		}
+		for num, pi := range ports {
+			if pi.wild() {
+				locked[ListenerName(wildcardIP, num)] = true
 			}
-			for _, vip := range vips {
-				name := ListenerName(vip, port.Number)
-				if prev, ok := taken[name]; ok {
-					errs = append(errs, fmt.Errorf("LDS: services %s and %s both use %s:%d; %s keeps it", prev, svc.Hostname, vip, port.Number, prev))
-					continue
-				}
-				taken[name] = svc.Hostname
-				if !wanted(want, name) {
-					continue
-				}
-				l := &listenerv3.Listener{
-					Name:               name,
-					Address:            socketAddress(vip, port.Number),
-					BindToPort:         wrapperspb.Bool(false),
-					TrafficDirection:   corev3.TrafficDirection_OUTBOUND,
-					FilterChains:       chains,
-					DefaultFilterChain: def,
-				}
-				if port.Protocol == model.ProtocolUnknown {
-					sniffed(l, svc, port.Number)
-				}
-				tcp = append(tcp, Resource{Name: name, Message: l, Deps: sortDeps(append([]istioconfig.Key{ServiceKey(svc)}, cdeps...))})
-			}
+		}
+		for name := range taken {
+			locked[name] = true
 		}
 	}
 	out := tcp
@@ -161,9 +123,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			deps = append(pi.http, pi.wildDeps...)
 			// The TCP and TLS services without a VIP on the port keep their chains beside the
 			// HTTP one, and the TCP service the default chain, as istiod merges them.
-			deps = append(deps, wildTCPChains(p, ix, l, num, pi.wildTCP, pi.cidrTCP, pi.tlsHosts, &errs)...)
+			deps = append(deps, wildTCPChains(p, pi.ix, l, num, pi.wildTCP, pi.cidrTCP, pi.tlsHosts, &errs)...)
 		case pi.wildTCP != nil || len(pi.cidrTCP) > 0 || len(pi.tlsHosts) > 0:
-			deps = append(pi.wildDeps, wildTCPChains(p, ix, l, num, pi.wildTCP, pi.cidrTCP, pi.tlsHosts, &errs)...)
+			deps = append(pi.wildDeps, wildTCPChains(p, pi.ix, l, num, pi.wildTCP, pi.cidrTCP, pi.tlsHosts, &errs)...)
 		default:
 			continue
 		}
@@ -178,6 +140,128 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	}
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
 	return out, errors.Join(errs...)
+}
+
+// portInfo collects what the services on one port put on its 0.0.0.0_PORT listener.
+type portInfo struct {
+	http     []istioconfig.Key // deps of the HTTP services on the port
+	grpcWeb  bool              // one of them is GRPC-WEB there: the grpc_web filter
+	wildTCP  *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
+	cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain each
+	tlsHosts []*model.Service  // TLS/HTTPS services without a VIP: an SNI chain each
+	wildDeps []istioconfig.Key
+	// ix is the index of the egress listener the 0.0.0.0_PORT listener is built from (its
+	// VirtualServices route the TCP chains).
+	ix *index
+}
+
+// wild reports whether the port has a 0.0.0.0_PORT listener.
+func (pi *portInfo) wild() bool {
+	return len(pi.http) > 0 || pi.wildTCP != nil || len(pi.cidrTCP) > 0 || len(pi.tlsHosts) > 0
+}
+
+// outboundSource returns the scope of the egress listener a service port's outbound listeners
+// come from, as istiod builds them: the egress listener that holds the port when it imports the
+// service there (byHolder), else the catch-all listener when it imports the service; nil when
+// neither does. Without a Sidecar it is sc.
+func outboundSource(sc *model.Scope, svc *model.Service, num uint32) (lsc *model.Scope, byHolder bool) {
+	if sc.HoldsPort(num) {
+		if h := sc.Egress(num); h.SeesPort(svc, num) {
+			return h, true
+		}
+	}
+	if c := sc.CatchAll(); c.SeesPort(svc, num) {
+		return c, false
+	}
+	return nil, false
+}
+
+// addOutboundPort adds what port of svc puts on the outbound listeners: its VIP listeners
+// (to tcp), or its part of the port's 0.0.0.0_PORT listener (to ports). lsc is the egress
+// listener it comes from, ix that listener's index; a listener name in locked was built by an
+// egress listener with a port, and the catch-all listener (held false) adds nothing to it.
+func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Service, port model.Port, ports map[uint32]*portInfo, taken map[string]string, locked map[string]bool, held bool, tcp *[]Resource, want map[string]struct{}) []error {
+	var errs []error
+	if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
+		return []error{fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener)}
+	}
+	wildLocked := !held && locked[ListenerName(wildcardIP, port.Number)]
+	pi := ports[port.Number]
+	if pi == nil {
+		pi = &portInfo{}
+		ports[port.Number] = pi
+	}
+	if port.Protocol.IsHTTP() {
+		if !wildLocked {
+			pi.ix = ix
+			pi.http = append(pi.http, ServiceKey(svc))
+			pi.grpcWeb = pi.grpcWeb || port.Protocol == model.ProtocolGRPCWeb
+		}
+		return nil
+	}
+	if sniffedWithoutVIP(svc, port) && !wildLocked {
+		pi.ix = ix
+		pi.http = append(pi.http, ServiceKey(svc)) // and its TCP chain below
+	}
+	vips := ipAddresses(svc.Addresses)
+	if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && port.Protocol != model.ProtocolTLS && port.Protocol != model.ProtocolHTTPS && !wildLocked {
+		// Both: a listener per IP (below), and the CIDRs a chain on 0.0.0.0_PORT, as
+		// istiod builds a service per address.
+		pi.ix = ix
+		pi.cidrTCP = append(pi.cidrTCP, svc)
+		pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
+	}
+	if len(vips) == 0 {
+		if wildLocked {
+			return nil
+		}
+		pi.ix = ix
+		switch {
+		case port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS:
+			pi.tlsHosts = append(pi.tlsHosts, svc)
+		case len(cidrs(svc.Addresses)) > 0:
+			pi.cidrTCP = append(pi.cidrTCP, svc)
+		case pi.wildTCP == nil || lsc.CompareServices(svc, pi.wildTCP) < 0:
+			pi.wildTCP = svc // the first istiod builds it from: the oldest
+		}
+		pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
+		return nil
+	}
+	if !held {
+		// The VIP listeners the egress listener holding the port built stay as they are.
+		vips = slices.DeleteFunc(slices.Clone(vips), func(vip string) bool { return locked[ListenerName(vip, port.Number)] })
+		if len(vips) == 0 {
+			return nil
+		}
+	}
+	chains, def, cdeps, err := tcpRouteChains(p, ix, svc, port) // VirtualService tcp routes (tcproute.go)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, vip := range vips {
+		name := ListenerName(vip, port.Number)
+		if prev, ok := taken[name]; ok {
+			errs = append(errs, fmt.Errorf("LDS: services %s and %s both use %s:%d; %s keeps it", prev, svc.Hostname, vip, port.Number, prev))
+			continue
+		}
+		taken[name] = svc.Hostname
+		if !wanted(want, name) {
+			continue
+		}
+		l := &listenerv3.Listener{
+			Name:               name,
+			Address:            socketAddress(vip, port.Number),
+			BindToPort:         wrapperspb.Bool(false),
+			TrafficDirection:   corev3.TrafficDirection_OUTBOUND,
+			FilterChains:       chains,
+			DefaultFilterChain: def,
+		}
+		if port.Protocol == model.ProtocolUnknown {
+			sniffed(l, svc, port.Number)
+		}
+		*tcp = append(*tcp, Resource{Name: name, Message: l, Deps: sortDeps(append([]istioconfig.Key{ServiceKey(svc)}, cdeps...))})
+	}
+	return errs
 }
 
 // wildTCPChains adds to l, the 0.0.0.0_PORT listener of port num, the chains of the services

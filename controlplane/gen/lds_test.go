@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -226,4 +227,28 @@ func cidrText(rs []*corev3.CidrRange) string {
 		out = append(out, r.GetAddressPrefix()+"/"+strconv.FormatUint(uint64(r.GetPrefixLen().GetValue()), 10))
 	}
 	return strings.Join(out, ",")
+}
+
+// Two TCP services without any address on one port: istiod gives 0.0.0.0_PORT to the older by
+// creation time, whatever their host names.
+func TestSidecarWildcardTCPOldestService(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	mk := func(host string, created time.Time) *model.Service {
+		return &model.Service{Hostname: host, Namespace: "n", CreationTime: created, Resolution: model.ResolutionPassthrough,
+			Ports: []model.Port{{Name: "tcp", Number: 9051, Protocol: model.ProtocolTCP}}}
+	}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{
+		mk("a-new.example", t0.Add(time.Hour)), mk("z-old.example", t0),
+	}})
+	p := sidecarProxy("10.9.9.9", "n")
+	rs, err := ForType(ListenerType, p).Generate(p, s, []string{"0.0.0.0_9051"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("got %d listeners, want 0.0.0.0_9051", len(rs))
+	}
+	if l := rs[0].Message.(*listenerv3.Listener).String(); !strings.Contains(l, "outbound|9051||z-old.example") || strings.Contains(l, "a-new") {
+		t.Errorf("0.0.0.0_9051 should proxy to the older z-old only: %s", l)
+	}
 }

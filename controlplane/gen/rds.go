@@ -28,12 +28,14 @@ const DefaultRetryOn = "connect-failure,refused-stream,unavailable,cancelled,ret
 const grpcRetryOn = "unavailable,cancelled"
 
 // httpServicesByPort groups the services with an HTTP/HTTP2/GRPC port by port number, and
-// those with a port without a protocol and no address (sniffedWithoutVIP).
+// those with a port without a protocol and no address (sniffedWithoutVIP): on each port, those
+// the egress listener that holds the port imports there (Scope.Egress), as istiod builds a
+// route configuration from that listener alone.
 func httpServicesByPort(s *model.Snapshot, sc *model.Scope) map[uint32][]*model.Service {
 	out := map[uint32][]*model.Service{}
 	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
-			if (port.Protocol.IsHTTP() || sniffedWithoutVIP(svc, port)) && port.Number != VirtualInboundPort && port.Number != VirtualOutboundPort && sc.SeesPort(svc, port.Number) {
+			if (port.Protocol.IsHTTP() || sniffedWithoutVIP(svc, port)) && port.Number != VirtualInboundPort && port.Number != VirtualOutboundPort && sc.Egress(port.Number).SeesPort(svc, port.Number) {
 				out[port.Number] = append(out[port.Number], svc)
 			}
 		}
@@ -89,11 +91,17 @@ func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 		}
 	}
 	slices.Sort(ports)
-	ix := newIndex(s, sc)
-	ix.listenerPortDests = true
+	ixs := map[*model.Scope]*index{} // one per egress listener: its VirtualServices
 	var errs []error
 	out := make([]Resource, 0, len(ports))
 	for _, num := range ports {
+		esc := sc.Egress(num)
+		ix := ixs[esc]
+		if ix == nil {
+			ix = newIndex(s, esc)
+			ix.listenerPortDests = true
+			ixs[esc] = ix
+		}
 		r, err := sidecarRouteConfig(p, ix, num, byPort[num])
 		if err != nil {
 			errs = append(errs, err)

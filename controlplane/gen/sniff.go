@@ -27,7 +27,7 @@ func sniffedPorts(s *model.Snapshot, sc *model.Scope) map[string]sniffedPort {
 			continue
 		}
 		for _, port := range svc.Ports {
-			if port.Protocol == model.ProtocolUnknown && sc.SeesPort(svc, port.Number) {
+			if lsc, _ := outboundSource(sc, svc, port.Number); port.Protocol == model.ProtocolUnknown && lsc != nil {
 				out[HostPortName(svc.Hostname, port.Number)] = sniffedPort{svc: svc, port: port}
 			}
 		}
@@ -59,13 +59,18 @@ func withSniffedRoutes(next GeneratorFunc) GeneratorFunc {
 			return out, err
 		}
 		want := nameSet(names)
-		ix := newIndex(s, sc)
 		errs := []error{err}
+		ixs := map[*model.Scope]*index{}
 		for name, sp := range ports {
 			if !wanted(want, name) {
 				continue
 			}
-			routes, deps, rerr := serviceRoutes(p, ix, sp.svc, sp.port, false)
+			// istiod routes a sniffed port by the egress listener that holds it.
+			esc := sc.Egress(sp.port.Number)
+			if ixs[esc] == nil {
+				ixs[esc] = newIndex(s, esc)
+			}
+			routes, deps, rerr := serviceRoutes(p, ixs[esc], sp.svc, sp.port, false)
 			errs = append(errs, rerr)
 			rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false), VirtualHosts: []*routev3.VirtualHost{{
 				Name: name, Domains: []string{"*"}, Routes: routes,

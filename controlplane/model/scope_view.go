@@ -110,7 +110,18 @@ type Scope struct {
 	// listeners are the Sidecar's egress listeners' hosts, one list per listener (an
 	// exclusion applies within its own listener).
 	listeners [][]EgressHost
-	key       string
+	// ports are the egress listeners' port numbers, parallel to listeners (0 for the
+	// catch-all listener, which has none).
+	ports []uint32
+	// egress holds one scope per egress listener (Egress, CatchAll) and none a scope that
+	// imports nothing; nil without a Sidecar and in those scopes themselves.
+	egress []*Scope
+	none   *Scope
+	// exact marks an egress listener's scope whose hosts all name one host in one namespace
+	// (no wildcard host, no "*" namespace): istiod then orders its services by creation time
+	// alone (CompareServices).
+	exact bool
+	key   string
 }
 
 // ScopeFor returns the scope of proxy p in s: the Sidecar SelectSidecar picks for its
@@ -175,17 +186,23 @@ func (s *Snapshot) newScope(p *Proxy) *Scope {
 	switch {
 	case sc.Sidecar != nil:
 		spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
+		sc.key = "ns=" + sc.Namespace + "|sidecar=" + sc.Sidecar.Namespace + "/" + sc.Sidecar.Name
+		sc.none = &Scope{Namespace: sc.Namespace, Type: sc.Type, Sidecar: sc.Sidecar, key: sc.key}
 		for _, eg := range spec.GetEgress() {
 			var hosts []EgressHost
+			exact := true
 			for _, h := range eg.GetHosts() {
 				if e, ok := ParseEgressHost(h, sc.Namespace); ok {
 					e.Port = EgressPort(eg)
 					hosts = append(hosts, e)
+					exact = exact && (e.Exclude || (e.Namespace != "*" && !strings.Contains(e.Host, "*")))
 				}
 			}
 			sc.listeners = append(sc.listeners, hosts)
+			sc.ports = append(sc.ports, eg.GetPort().GetNumber())
+			sc.egress = append(sc.egress, &Scope{Namespace: sc.Namespace, Type: sc.Type, Sidecar: sc.Sidecar,
+				listeners: [][]EgressHost{hosts}, ports: []uint32{eg.GetPort().GetNumber()}, exact: exact, key: sc.key})
 		}
-		sc.key = "ns=" + sc.Namespace + "|sidecar=" + sc.Sidecar.Namespace + "/" + sc.Sidecar.Name
 	case s.exportRestricted():
 		sc.key = "ns=" + sc.Namespace
 	}
@@ -203,6 +220,72 @@ func (sc *Scope) Key() string {
 		return ""
 	}
 	return sc.key
+}
+
+// Egress returns the scope of the egress listener istiod builds a port's outbound listeners
+// and route configuration from: the first listener with that port, else the catch-all
+// listener without a port; a scope that imports nothing when there is neither. Without a
+// Sidecar, and for the scope of one egress listener, it is sc itself.
+func (sc *Scope) Egress(port uint32) *Scope {
+	if sc == nil || sc.egress == nil {
+		return sc
+	}
+	if i := slices.Index(sc.ports, port); i >= 0 && port != 0 {
+		return sc.egress[i]
+	}
+	return sc.CatchAll()
+}
+
+// CatchAll returns the scope of the egress listener without a port, which istiod builds every
+// port no other egress listener holds from; a scope that imports nothing when the Sidecar has
+// none. Without a Sidecar, and for the scope of one egress listener, it is sc itself.
+func (sc *Scope) CatchAll() *Scope {
+	if sc == nil || sc.egress == nil {
+		return sc
+	}
+	if i := slices.Index(sc.ports, 0); i >= 0 {
+		return sc.egress[i]
+	}
+	return sc.none
+}
+
+// HoldsPort reports whether an egress listener of the Sidecar has that port: istiod builds the
+// port's listeners from it first, and the catch-all listener adds nothing to the listeners
+// (addresses and port) that one built.
+func (sc *Scope) HoldsPort(port uint32) bool {
+	return sc != nil && sc.egress != nil && port != 0 && slices.Contains(sc.ports, port)
+}
+
+// CompareServices orders two services a scope sees as istiod iterates them when it builds an
+// egress listener's outbound listeners (where the first TCP service without an address takes
+// the port's 0.0.0.0 listener): the services exported to the proxy's namespace by name before
+// the public ones, each by creation time, then name (a ServiceEntry host's is the host name, a
+// Kubernetes Service's its own), then namespace. An egress listener's scope whose hosts are
+// all exact names in named namespaces orders them by creation time, name and namespace alone.
+func (sc *Scope) CompareServices(a, b *Service) int {
+	if sc == nil || !sc.exact {
+		if c := cmpBool(a.public(), b.public()); c != 0 {
+			return c
+		}
+	}
+	if c := a.CreationTime.Compare(b.CreationTime); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.registryName(), b.registryName()); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Namespace, b.Namespace)
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // imports reports whether an egress listener imports hostname in namespace ns (on port, or

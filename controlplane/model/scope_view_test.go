@@ -259,3 +259,92 @@ func TestScopeForMemo(t *testing.T) {
 		t.Errorf("a router shares the sidecars' scope or has a Sidecar: %+v", r)
 	}
 }
+
+// Each port comes from the egress listener that holds it, the rest from the catch-all one
+// (istiod's GetEgressListenerForRDS); the scope itself pools every listener (clusters).
+func TestScopeEgress(t *testing.T) {
+	alpha, beta := scopeSvc("alpha", "ns-a"), scopeSvc("beta", "ns-a")
+	alpha.Ports = append(alpha.Ports, Port{Name: "http-b", Number: 81, Protocol: ProtocolHTTP})
+	sidecar := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "ns-a"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+			{Port: &networking.SidecarPort{Number: 80, Protocol: "HTTP", Name: "http"}, Hosts: []string{"ns-a/alpha.ns-a.svc.cluster.local"}},
+			{Hosts: []string{"./*", "ns-b/*"}},
+		}}}
+	vs := scopeVS("ns-b", "beta", nil, "beta.ns-a.svc.cluster.local")
+	s := NewSnapshot(1, SnapshotInput{Services: []*Service{alpha, beta}, Configs: []*istioconfig.Config{sidecar, vs}})
+	sc := s.ScopeFor(proxyIn("ns-a", nil))
+	if !sc.HoldsPort(80) || sc.HoldsPort(81) || sc.HoldsPort(0) {
+		t.Errorf("HoldsPort(80, 81, 0) = %v, %v, %v; want true, false, false", sc.HoldsPort(80), sc.HoldsPort(81), sc.HoldsPort(0))
+	}
+	checks := []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"the scope pools listeners: beta on 80", sc.SeesPort(beta, 80), true},
+		{"port 80's listener imports alpha there", sc.Egress(80).SeesPort(alpha, 80), true},
+		{"port 80's listener does not import beta", sc.Egress(80).SeesPort(beta, 80), false},
+		{"port 80's listener does not see the catch-all's VirtualService", sc.Egress(80).SeesVirtualService(vs), false},
+		{"port 81 comes from the catch-all", sc.Egress(81).SeesPort(alpha, 81), true},
+		{"the catch-all sees its VirtualService", sc.CatchAll().SeesVirtualService(vs), true},
+		{"the catch-all imports beta on 80", sc.CatchAll().SeesPort(beta, 80), true},
+		{"a listener's scope is its own Egress", sc.Egress(80).Egress(81) == sc.Egress(80), true},
+		{"the scope keeps its key", sc.Egress(80).Key() == sc.Key(), true},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+
+	// Without a catch-all listener, a port no listener holds imports nothing.
+	only := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "ns-a"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+			{Port: &networking.SidecarPort{Number: 80, Protocol: "HTTP", Name: "http"}, Hosts: []string{"./*"}}}}}
+	sc = NewSnapshot(1, SnapshotInput{Services: []*Service{alpha, beta}, Configs: []*istioconfig.Config{only}}).ScopeFor(proxyIn("ns-a", nil))
+	if sc.Egress(81).SeesPort(alpha, 81) || sc.CatchAll().SeesService(alpha) || sc.CatchAll() == nil {
+		t.Error("with no catch-all listener, port 81 should import nothing (and CatchAll be a scope that sees nothing)")
+	}
+	// Without a Sidecar, every port comes from the scope itself.
+	sc = NewSnapshot(1, SnapshotInput{Services: []*Service{alpha, beta}}).ScopeFor(proxyIn("ns-a", nil))
+	if sc.Egress(80) != sc || sc.CatchAll() != sc || sc.HoldsPort(80) {
+		t.Error("without a Sidecar Egress and CatchAll should be the scope and no port held")
+	}
+}
+
+// Services are ordered as istiod iterates them: exported by name before public, then by
+// creation time, name (a ServiceEntry's host, a Kubernetes Service's name) and namespace; an
+// egress listener of exact hosts by creation time alone.
+func TestCompareServices(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	mk := func(host, ns string, created time.Time, exportTo ...string) *Service {
+		return &Service{Hostname: host, Namespace: ns, CreationTime: created, ExportTo: exportTo}
+	}
+	older, newer := mk("z.example", "n", t0), mk("a.example", "n", t0.Add(time.Second))
+	private := mk("b.example", "n", t0.Add(time.Hour), ".")
+	kube := mk("a.zz.svc.cluster.local", "zz", t0)
+	kube.Source = istioconfig.Key{Kind: KindService, Name: "a", Namespace: "zz"}
+	var none *Scope
+	exact := &Scope{exact: true}
+	tests := []struct {
+		name string
+		sc   *Scope
+		a, b *Service
+		want int
+	}{
+		{"older first, whatever the name", none, older, newer, -1},
+		{"exported by name before public", none, private, older, -1},
+		{"exact hosts: creation time alone", exact, older, private, -1},
+		{"same time: by name (a Kubernetes Service's own name)", none, kube, older, -1},
+		{"same time and name: by namespace", none, mk("h", "a", t0), mk("h", "b", t0), -1},
+		{"equal", none, older, older, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.sc.CompareServices(tt.a, tt.b); got != tt.want {
+			t.Errorf("%s: got %d, want %d", tt.name, got, tt.want)
+		}
+		if got := tt.sc.CompareServices(tt.b, tt.a); got != -tt.want {
+			t.Errorf("%s (swapped): got %d, want %d", tt.name, got, -tt.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -115,6 +116,25 @@ type Service struct {
 	// ExportTo is the namespaces the service is visible from (a ServiceEntry's exportTo:
 	// "*", ".", "~" or namespace names); empty exports it everywhere (see ExportedTo).
 	ExportTo []string
+	// CreationTime is when the object that defines the service was created (a ServiceEntry's
+	// or a Kubernetes Service's creationTimestamp): where istiod lets the first of several
+	// services take something (a port's 0.0.0.0 listener), the oldest wins (CompareServices).
+	CreationTime time.Time
+}
+
+// public reports whether the service is exported to every namespace (an empty exportTo or
+// "*"), as istiod indexes it: such services come after those exported by name.
+func (s *Service) public() bool {
+	return len(s.ExportTo) == 0 || slices.Contains(s.ExportTo, "*")
+}
+
+// registryName is the name istiod orders services of one creation time by: a Kubernetes
+// Service's name, else (a ServiceEntry's) the host name.
+func (s *Service) registryName() string {
+	if s.Source.Kind == KindService {
+		return s.Source.Name
+	}
+	return s.Hostname
 }
 
 // Port returns the port with the given number.
@@ -151,7 +171,8 @@ func (s *Service) Equal(o *Service) bool {
 		slices.Equal(s.Addresses, o.Addresses) && slices.Equal(s.Ports, o.Ports) &&
 		s.Resolution == o.Resolution && mapsEqual(s.Labels, o.Labels) &&
 		slices.Equal(s.ServiceAccounts, o.ServiceAccounts) && s.Source == o.Source &&
-		s.MeshExternal == o.MeshExternal && s.DNSRoundRobin == o.DNSRoundRobin && slices.Equal(s.ExportTo, o.ExportTo)
+		s.MeshExternal == o.MeshExternal && s.DNSRoundRobin == o.DNSRoundRobin && slices.Equal(s.ExportTo, o.ExportTo) &&
+		s.CreationTime.Equal(o.CreationTime)
 }
 
 // ShortNames returns the names a client in namespace ns may use for the service: the hostname,

@@ -145,6 +145,7 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 			MeshExternal:    spec.GetLocation() == networking.ServiceEntry_MESH_EXTERNAL,
 			DNSRoundRobin:   spec.GetResolution() == networking.ServiceEntry_DNS_ROUND_ROBIN,
 			ExportTo:        cloneOrNil(spec.GetExportTo()),
+			CreationTime:    se.CreationTimestamp,
 		}
 		out.Services = append(out.Services, svc)
 		var hostEps []*model.Endpoint

@@ -3,6 +3,7 @@ package registry
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -239,5 +240,26 @@ func TestConvertDynamicDNSLeftOut(t *testing.T) {
 	got, err := ConvertServiceEntry(se, nil, ConvertOptions{})
 	if err != nil || len(got.Services) != 0 || len(got.Endpoints) != 0 {
 		t.Fatalf("got %d services, %d endpoint hosts, error %v; want none", len(got.Services), len(got.Endpoints), err)
+	}
+}
+
+// TestConvertCreationTime: every service of an entry keeps its creationTimestamp, which orders
+// services as istiod orders them (model.Scope.CompareServices).
+func TestConvertCreationTime(t *testing.T) {
+	created := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	se := seConfig("x", "two", &networking.ServiceEntry{
+		Hosts: []string{"a.example.com", "b.example.com"}, Resolution: networking.ServiceEntry_NONE,
+		Location: networking.ServiceEntry_MESH_EXTERNAL,
+		Ports:    []*networking.ServicePort{{Number: 9051, Name: "tcp", Protocol: "TCP"}},
+	})
+	se.CreationTimestamp = created
+	got, err := ConvertServiceEntry(se, nil, ConvertOptions{})
+	if err != nil || len(got.Services) != 2 {
+		t.Fatalf("got %d services, error %v; want 2", len(got.Services), err)
+	}
+	for _, svc := range got.Services {
+		if !svc.CreationTime.Equal(created) {
+			t.Errorf("%s: CreationTime %v, want %v", svc.Hostname, svc.CreationTime, created)
+		}
 	}
 }

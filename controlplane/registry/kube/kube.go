@@ -767,7 +767,7 @@ func convertService(s *corev1.Service, host, trustDomain string) *model.Service 
 		return nil
 	}
 	svc := &model.Service{Hostname: host, Namespace: s.Namespace, Labels: s.Labels,
-		Source: istioconfig.Key{Kind: model.KindService, Name: s.Name, Namespace: s.Namespace}}
+		Source: istioconfig.Key{Kind: model.KindService, Name: s.Name, Namespace: s.Namespace}, CreationTime: s.CreationTimestamp.Time}
 	if v, ok := s.Annotations[AnnotationExportTo]; ok {
 		for _, e := range strings.Split(v, ",") {
 			if e = strings.TrimSpace(e); e != "" {

@@ -46,6 +46,9 @@ var proxies = []struct {
 	{"sidecar-plain", parity.Proxy{Type: "sidecar", IP: "10.4.9.9", Pod: "client", Namespace: "plain", Labels: map[string]string{"app": "client", "topology.kubernetes.io/region": "region-c", "topology.kubernetes.io/zone": "zone-1"}, ServiceAccount: "client", Locality: "region-b/zone-1"}},
 	// A sidecar under a Sidecar resource.
 	{"sidecar-scoped", parity.Proxy{Type: "sidecar", IP: "10.3.9.9", Pod: "client", Namespace: "scoped", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// A sidecar under a Sidecar whose egress listeners import different services and
+	// VirtualServices on one port (sidecarports.yaml).
+	{"sidecar-split", parity.Proxy{Type: "sidecar", IP: "10.5.9.9", Pod: "client", Namespace: "split", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 }
