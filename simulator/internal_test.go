@@ -103,19 +103,47 @@ func TestExplicitImporters(t *testing.T) {
 		{"exclusions", []istioconfig.Config{sidecar("a", false, "*/*", "~b/x.b.svc.cluster.local", "c/y.c.svc.cluster.local", "~c/y.c.svc.cluster.local")},
 			map[string][]string{"a": {"a", "b", "c"}, "b": {"b", "c"}, "c": {"b", "c"}}, map[string][]string{}},
 	} {
-		got, hosts := explicitImporters(tc.cfgs, nss)
+		got, hosts, _ := explicitImporters(tc.cfgs, nss)
 		if !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(hosts, tc.hosts) {
 			t.Errorf("%s: %v %v, want %v %v", tc.name, got, hosts, tc.want, tc.hosts)
 		}
 	}
 	// The one-host Sidecar: an event on x.b reaches a's sidecars, one on y.b does not.
 	m := &mesh{}
-	m.importers, m.hostImporters = explicitImporters([]istioconfig.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")}, nss)
+	m.importers, m.hostImporters, m.heldPorts = explicitImporters([]istioconfig.Config{sidecar("a", false, "./*", "b/x.b.svc.cluster.local")}, nss)
 	pr := m.predicateReach([]probe.Predicate{
 		{Op: probe.EndpointPresent, Resource: "outbound|80||x.b.svc.cluster.local"},
 		{Op: probe.EndpointPresent, Resource: "outbound|80||y.b.svc.cluster.local"},
 	}, m.reach("b"))
 	if want := [][]string{nil, {"b", "c"}}; !reflect.DeepEqual(pr, want) {
+		t.Errorf("predicate reach %v, want %v", pr, want)
+	}
+}
+
+// TestExplicitImportersEgressPorts: an egress listener with a port imports only that port and
+// builds that port's routes alone, so the lab counts none of its hosts, holds clusters to the
+// catch-all listener's imports, and holds no client of that Sidecar to a route of the port.
+func TestExplicitImportersEgressPorts(t *testing.T) {
+	sc := &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+		{Port: &networking.SidecarPort{Number: 8041, Protocol: "HTTP", Name: "http"}, Hosts: []string{"c/*"}},
+		{Hosts: []string{"./*", "b/*"}},
+	}}
+	cfgs := []istioconfig.Config{{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "s", Namespace: "a"}, Spec: sc}}
+	nss := []string{"a", "b", "c"}
+	m := &mesh{}
+	m.importers, m.hostImporters, m.heldPorts = explicitImporters(cfgs, nss)
+	if want := map[string][]string{"a": {"a", "b", "c"}, "b": {"a", "b", "c"}, "c": {"b", "c"}}; !reflect.DeepEqual(m.importers, want) {
+		t.Errorf("importers %v, want %v (the port's listener imports c on 8041 only)", m.importers, want)
+	}
+	if want := map[string][]uint32{"a": {8041}}; !reflect.DeepEqual(m.heldPorts, want) {
+		t.Errorf("heldPorts %v, want %v", m.heldPorts, want)
+	}
+	pr := m.predicateReach([]probe.Predicate{
+		{Op: probe.RouteTo, Resource: "8041", Host: "x.b.svc.cluster.local", Cluster: "outbound|8041|v1|x.b.svc.cluster.local"},
+		{Op: probe.RouteTo, Resource: "8080", Host: "x.b.svc.cluster.local", Cluster: "outbound|8080|v1|x.b.svc.cluster.local"},
+		{Op: probe.EndpointPresent, Resource: "outbound|8041||x.b.svc.cluster.local"},
+	}, m.reach("b"))
+	if want := [][]string{{"b", "c"}, nil, nil}; !reflect.DeepEqual(pr, want) {
 		t.Errorf("predicate reach %v, want %v", pr, want)
 	}
 }

@@ -156,8 +156,13 @@ type mesh struct {
 	// hostImporters[host] lists the client namespaces whose Sidecar imports that one host
 	// (NS/HOST, an explicit mesh's Sidecars) without importing its whole namespace.
 	hostImporters map[string][]string
-	sidecars      []istioconfig.Config
-	gw            gatewayState
+	// heldPorts[ns] lists the ports an egress listener with a port holds in the Sidecar of
+	// client namespace ns (an explicit mesh's): its route configuration of such a port comes
+	// from that listener alone, which the lab does not model, so no route predicate there
+	// holds those clients.
+	heldPorts map[string][]uint32
+	sidecars  []istioconfig.Config
+	gw        gatewayState
 	// namespaces are where service-create puts services: ns-0 … or the explicit mesh's.
 	namespaces []string
 	// static are the explicit mesh's Istio objects, written as they are; locs its localities
@@ -407,6 +412,11 @@ func (m *mesh) predicateReach(ps []probe.Predicate, all []string) [][]string {
 		r := m.importers[ns]
 		if hi := m.hostImporters[host]; len(hi) > 0 {
 			r = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(r), hi...))))
+		}
+		if p.Op == probe.RouteTo && len(m.heldPorts) > 0 {
+			r = slices.DeleteFunc(slices.Clone(r), func(client string) bool {
+				return slices.ContainsFunc(m.heldPorts[client], func(n uint32) bool { return fmt.Sprint(n) == p.Resource })
+			})
 		}
 		if len(r) == 0 && m.importers != nil {
 			r = []string{noImporter} // no sidecar sees this service
@@ -663,7 +673,7 @@ func (m *mesh) buildExplicit(x *Mesh) error {
 		m.services = append(m.services, s)
 	}
 	m.gw.clusters = m.routerClusters(x)
-	m.importers, m.hostImporters = explicitImporters(x.Config, m.namespaces)
+	m.importers, m.hostImporters, m.heldPorts = explicitImporters(x.Config, m.namespaces)
 	return nil
 }
 
@@ -676,7 +686,10 @@ func (m *mesh) buildExplicit(x *Mesh) error {
 // specific than "*" still counts its whole namespace (the lab holds such clients to every
 // Nil when no Sidecar narrows any namespace. A host of its own (NS/NAME.NS.svc.cluster.local)
 // imports that service only: hostImporters[NAME.NS.svc.cluster.local] lists those clients.
-func explicitImporters(cfgs []istioconfig.Config, clientNSs []string) (importers, hostImporters map[string][]string) {
+// An egress listener with a port imports only that port of its hosts and builds that port's
+// listeners and routes alone (istiod's, and xdslab's, rules): its hosts are not counted, and
+// heldPorts[client] lists its port (no route predicate of that port holds the client).
+func explicitImporters(cfgs []istioconfig.Config, clientNSs []string) (importers, hostImporters map[string][]string, heldPorts map[string][]uint32) {
 	const root = "istio-system"
 	scope := map[string]*networking.Sidecar{} // namespace → its namespace-wide Sidecar
 	for _, c := range cfgs {
@@ -689,7 +702,7 @@ func explicitImporters(cfgs []istioconfig.Config, clientNSs []string) (importers
 		}
 	}
 	if len(scope) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	all := slices.Clone(clientNSs)
 	importers = map[string][]string{}
@@ -707,6 +720,13 @@ func explicitImporters(cfgs []istioconfig.Config, clientNSs []string) (importers
 			}
 		}
 		for _, eg := range sc.GetEgress() {
+			if eg.GetPort() != nil {
+				if heldPorts == nil {
+					heldPorts = map[string][]uint32{}
+				}
+				heldPorts[client] = append(heldPorts[client], eg.GetPort().GetNumber())
+				continue
+			}
 			// A "~"-prefixed entry excludes what it names from the listener's imports (istiod).
 			// The lab holds a client only to what it surely sees: a namespace an exclusion of the
 			// listener reaches into is not counted whole, and an excluded host not at all.
@@ -778,7 +798,7 @@ func explicitImporters(cfgs []istioconfig.Config, clientNSs []string) (importers
 	for host, clients := range hosts {
 		hostImporters[host] = slices.Sorted(maps.Keys(clients))
 	}
-	return importers, hostImporters
+	return importers, hostImporters, heldPorts
 }
 
 // newExplicitEndpoint is a new endpoint in an explicit mesh: it takes the locality and labels

@@ -114,7 +114,9 @@
 // # Scope
 //
 // Every generator builds only what the proxy's model.Scope sees (Snapshot.ScopeFor: the Sidecar
-// that applies, egress hosts, exportTo of services, VirtualServices and DestinationRules).
+// that applies, egress hosts, exportTo of services, VirtualServices and DestinationRules): a
+// port's outbound listeners and route configuration from the egress listener that holds the
+// port (Scope.Egress, then Scope.CatchAll), clusters from every egress listener.
 // Inbound clusters and listeners are not scoped. A named EDS request is answered for any name;
 // the wildcard EDS list is scoped. Each
 // Resource also lists the ConfigKeys it was built from (Deps; services as ServiceKey, their
