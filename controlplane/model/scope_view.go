@@ -95,7 +95,8 @@ func restrictive(exportTo []string) bool {
 }
 
 // Scope is what one proxy sees of one snapshot, istiod's SidecarScope: the services exported
-// to the proxy's namespace that the applied Sidecar's egress hosts import, and the
+// to the proxy's namespace that the applied Sidecar's egress hosts import (or the destinations
+// of the VirtualServices its egress listeners select name), and the
 // VirtualServices and DestinationRules exported to that namespace (VirtualServices also
 // filtered by the egress hosts, in their own namespace). Generators build only what the scope
 // sees; the push filter (ChangeSet.Affects) pushes a change only to scopes that see it.
@@ -121,7 +122,11 @@ type Scope struct {
 	// (no wildcard host, no "*" namespace): istiod then orders its services by creation time
 	// alone (CompareServices).
 	exact bool
-	key   string
+	// vsDests are the services the egress listeners import through the destinations of the
+	// VirtualServices they select (istiod's collectImportedServices): host name → ports, 0
+	// for every port. They have clusters; no listener or route of theirs is built.
+	vsDests map[string]map[uint32]bool
+	key     string
 }
 
 // ScopeFor returns the scope of proxy p in s: the Sidecar SelectSidecar picks for its
@@ -203,10 +208,115 @@ func (s *Snapshot) newScope(p *Proxy) *Scope {
 			sc.egress = append(sc.egress, &Scope{Namespace: sc.Namespace, Type: sc.Type, Sidecar: sc.Sidecar,
 				listeners: [][]EgressHost{hosts}, ports: []uint32{eg.GetPort().GetNumber()}, exact: exact, key: sc.key})
 		}
+		sc.vsDests = s.vsDestinations(sc, spec)
 	case s.exportRestricted():
 		sc.key = "ns=" + sc.Namespace
 	}
 	return sc
+}
+
+// vsDestinations returns the services sc's egress listeners import through the destinations
+// of the mesh VirtualServices each selects, as istiod adds them: a destination host (short
+// names resolved in the VirtualService's namespace) names a service exported to the proxy's
+// namespace; an egress listener with a port imports that port of it, else the destinations'
+// ports (every port when one names none), those the service has.
+func (s *Snapshot) vsDestinations(sc *Scope, spec *networking.Sidecar) map[string]map[uint32]bool {
+	var out map[string]map[uint32]bool
+	for i, l := range sc.egress {
+		var vss []*istioconfig.Config
+		for _, c := range s.Configs(istioconfig.KindVirtualService) {
+			if vs, ok := c.Spec.(*networking.VirtualService); ok && forMesh(vs.GetGateways()) && l.SeesVirtualService(c) {
+				vss = append(vss, c)
+			}
+		}
+		listenerPort := EgressPort(spec.GetEgress()[i])
+		for _, c := range vss {
+			for h, ports := range vsDestinationPorts(c.Spec.(*networking.VirtualService), c.Namespace, sc.Namespace) {
+				svc := s.Service(h)
+				if svc == nil || !ExportedTo(svc.ExportTo, svc.Namespace, sc.Namespace) {
+					continue
+				}
+				add := func(n uint32) {
+					if out == nil {
+						out = map[string]map[uint32]bool{}
+					}
+					if out[h] == nil {
+						out[h] = map[uint32]bool{}
+					}
+					out[h][n] = true
+				}
+				switch {
+				case listenerPort != 0:
+					if _, ok := svc.Port(listenerPort); ok {
+						add(listenerPort)
+					}
+				case ports[0]:
+					add(0)
+				default:
+					for n := range ports {
+						if _, ok := svc.Port(n); ok {
+							add(n)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// vsDestinationPorts returns the destination hosts of vs's HTTP (those whose matches admit
+// source namespace ns), TCP and TLS routes and HTTP mirrors, each with the ports named (0: a
+// destination without a port).
+func vsDestinationPorts(vs *networking.VirtualService, vsNS, ns string) map[string]map[uint32]bool {
+	out := map[string]map[uint32]bool{}
+	add := func(d *networking.Destination) {
+		if d == nil {
+			return
+		}
+		h := qualify(d.GetHost(), vsNS)
+		if out[h] == nil {
+			out[h] = map[uint32]bool{}
+		}
+		out[h][d.GetPort().GetNumber()] = true
+	}
+	for _, r := range vs.GetHttp() {
+		admitted := true
+		for _, m := range r.GetMatch() {
+			if sn := m.GetSourceNamespace(); sn != "" {
+				if admitted = sn == ns; admitted {
+					break
+				}
+			}
+		}
+		if !admitted {
+			continue
+		}
+		for _, d := range r.GetRoute() {
+			add(d.GetDestination())
+		}
+		add(r.GetMirror())
+		for _, m := range r.GetMirrors() {
+			add(m.GetDestination())
+		}
+	}
+	for _, r := range vs.GetTcp() {
+		for _, d := range r.GetRoute() {
+			add(d.GetDestination())
+		}
+	}
+	for _, r := range vs.GetTls() {
+		for _, d := range r.GetRoute() {
+			add(d.GetDestination())
+		}
+	}
+	return out
+}
+
+// forMesh reports whether a VirtualService with these gateways applies to sidecars: none
+// listed, or "mesh" among them.
+func forMesh(gateways []string) bool {
+	return len(gateways) == 0 || slices.Contains(gateways, "mesh")
 }
 
 // Key names the view: two proxies whose scopes of one snapshot have the same key see the same
@@ -289,9 +399,12 @@ func cmpBool(a, b bool) int {
 }
 
 // imports reports whether an egress listener imports hostname in namespace ns (on port, or
-// any port when port is 0); true with no Sidecar.
+// any port when port is 0), or a VirtualService destination does; true with no Sidecar.
 func (sc *Scope) imports(hostname, ns string, port uint32) bool {
 	if sc.Sidecar == nil {
+		return true
+	}
+	if ports := sc.vsDests[hostname]; ports != nil && (port == 0 || ports[0] || ports[port]) {
 		return true
 	}
 	for _, hosts := range sc.listeners {

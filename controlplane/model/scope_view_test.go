@@ -348,3 +348,47 @@ func TestCompareServices(t *testing.T) {
 		}
 	}
 }
+
+// The destinations of the VirtualServices an egress listener selects are imported too (their
+// clusters), on the ports they name (every port for a destination without one), or the
+// listener's port; a destination hidden from the namespace is not. They get no listener.
+func TestScopeVirtualServiceDestinations(t *testing.T) {
+	far := &Service{Hostname: "far.ns-c.svc.cluster.local", Namespace: "ns-c", Ports: []Port{
+		{Name: "http", Number: 80, Protocol: ProtocolHTTP}, {Name: "http-b", Number: 81, Protocol: ProtocolHTTP}}}
+	all := &Service{Hostname: "all.ns-c.svc.cluster.local", Namespace: "ns-c", Ports: far.Ports}
+	hidden := &Service{Hostname: "hidden.ns-c.svc.cluster.local", Namespace: "ns-c", Ports: far.Ports, ExportTo: []string{"."}}
+	vs := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "a", Namespace: "ns-a"},
+		Spec: &networking.VirtualService{Hosts: []string{"a"}, Http: []*networking.HTTPRoute{
+			{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "far.ns-c.svc.cluster.local", Port: &networking.PortSelector{Number: 81}}}}},
+			{Mirror: &networking.Destination{Host: "all.ns-c.svc.cluster.local"}, Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "hidden.ns-c.svc.cluster.local"}}}},
+		}}}
+	sidecar := func(egress ...*networking.IstioEgressListener) *istioconfig.Config {
+		return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "ns-a"},
+			Spec: &networking.Sidecar{Egress: egress}}
+	}
+	catchAll := &networking.IstioEgressListener{Hosts: []string{"./*"}}
+	ported := &networking.IstioEgressListener{Port: &networking.SidecarPort{Number: 80, Protocol: "HTTP", Name: "http"}, Hosts: []string{"./*"}}
+	svcs := []*Service{scopeSvc("a", "ns-a"), far, all, hidden}
+
+	sc := NewSnapshot(1, SnapshotInput{Services: svcs, Configs: []*istioconfig.Config{vs, sidecar(catchAll)}}).ScopeFor(proxyIn("ns-a", nil))
+	for _, c := range []struct {
+		name      string
+		got, want bool
+	}{
+		{"the destination's port", sc.SeesPort(far, 81), true},
+		{"not its other port", sc.SeesPort(far, 80), false},
+		{"a mirror without a port: every port", sc.SeesPort(all, 80) && sc.SeesPort(all, 81), true},
+		{"a destination not exported to the namespace", sc.SeesService(hidden), false},
+		{"no listener for it", sc.CatchAll().SeesService(far), false},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// An egress listener with a port imports that port of its VirtualServices' destinations.
+	sc = NewSnapshot(1, SnapshotInput{Services: svcs, Configs: []*istioconfig.Config{vs, sidecar(ported)}}).ScopeFor(proxyIn("ns-a", nil))
+	if !sc.SeesPort(far, 80) || sc.SeesPort(far, 81) || !sc.SeesPort(all, 80) || sc.SeesPort(all, 81) {
+		t.Errorf("with an egress port 80: far 80/81 %v/%v, all 80/81 %v/%v; want true/false, true/false",
+			sc.SeesPort(far, 80), sc.SeesPort(far, 81), sc.SeesPort(all, 80), sc.SeesPort(all, 81))
+	}
+}
