@@ -138,3 +138,44 @@ func TestSidecarEgressListenerPerPort(t *testing.T) {
 		t.Errorf("route 8042 should route alpha by the catch-all's VirtualService: %s", rc)
 	}
 }
+
+// TestSidecarEgressListenerProtocol: the egress listener that holds a port builds its
+// services' listeners there by its own protocol (istiod's listenPort), and the catch-all one
+// still builds theirs by the services' protocol where the first built nothing.
+func TestSidecarEgressListenerProtocol(t *testing.T) {
+	zeta := &model.Service{Hostname: "zeta.split.svc.cluster.local", Namespace: "split", Addresses: []string{"240.0.41.6"},
+		Ports: []model.Port{{Name: "tcp", Number: 9044, Protocol: model.ProtocolTCP}}}
+	eta := &model.Service{Hostname: "eta.split.svc.cluster.local", Namespace: "split", Addresses: []string{"240.0.41.7"},
+		Ports: []model.Port{{Name: "http", Number: 8045, Protocol: model.ProtocolHTTP}}}
+	sidecar := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "split"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+			{Port: &networking.SidecarPort{Number: 9044, Protocol: "HTTP", Name: "http"}, Hosts: []string{"split/zeta.split.svc.cluster.local"}},
+			{Port: &networking.SidecarPort{Number: 8045, Name: "sniffed"}, Hosts: []string{"split/eta.split.svc.cluster.local"}},
+			{Hosts: []string{"split/*"}},
+		}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{zeta, eta}, Configs: []*istioconfig.Config{sidecar}})
+	p := sidecarProxy("10.5.9.9", "split")
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var listeners, routes []string
+	for _, r := range g[ListenerType] {
+		listeners = append(listeners, r.Name)
+	}
+	for _, r := range g[RouteType] {
+		routes = append(routes, r.Name)
+		if r.Name == "9044" && strings.Contains(r.Message.(*routev3.RouteConfiguration).String(), "zeta") {
+			t.Errorf("route 9044 has no virtual host of zeta (its port is TCP): %v", r.Message)
+		}
+	}
+	want := []string{"0.0.0.0_8045", "0.0.0.0_9044", "240.0.41.6_9044", "240.0.41.7_8045", VirtualOutboundListener, VirtualInboundListener}
+	slices.Sort(want)
+	if !slices.Equal(listeners, want) {
+		t.Errorf("listeners %v, want %v", listeners, want)
+	}
+	if want := []string{"8045", "9044", "eta.split.svc.cluster.local:8045"}; !slices.Equal(routes, want) {
+		t.Errorf("routes %v, want %v", routes, want)
+	}
+}

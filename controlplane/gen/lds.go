@@ -48,8 +48,8 @@ func ListenerName(addr string, port uint32) string {
 //     and HTTPS services without a VIP get a chain each matching their host as SNI, the rest
 //     passes through);
 //   - under a Sidecar, a port's listeners come from the egress listener that holds the port,
-//     then from the catch-all one, which adds nothing to the listeners the first built
-//     (outboundSource);
+//     by its protocol (listenerProtocol), then from the catch-all one, which adds nothing to
+//     the listeners the first built (outboundSource);
 //   - virtualOutbound (0.0.0.0:15001, use_original_dst, PassthroughCluster) and virtualInbound
 //     (0.0.0.0:15006, a filter chain per inbound port, InboundPassthroughCluster otherwise).
 //
@@ -76,12 +76,13 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	for _, held := range []bool{true, false} {
 		for _, svc := range visible {
 			for _, port := range svc.Ports {
+				lsc := outboundSource(sc, svc, port.Number, held)
+				if lsc == nil {
+					continue // no listener for a port its Sidecar's egress listeners leave out
+				}
+				port.Protocol = listenerProtocol(sc, port, held)
 				if port.Protocol == model.ProtocolUDP {
 					continue // Envoy proxies no UDP here: istiod builds no listener
-				}
-				lsc, byHolder := outboundSource(sc, svc, port.Number)
-				if lsc == nil || byHolder != held {
-					continue // nor for a port its Sidecar's egress listeners leave out
 				}
 				errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, svc, port, ports, taken, locked, held, &tcp, want)...)
 			}
@@ -161,19 +162,33 @@ func (pi *portInfo) wild() bool {
 }
 
 // outboundSource returns the scope of the egress listener a service port's outbound listeners
-// come from, as istiod builds them: the egress listener that holds the port when it imports the
-// service there (byHolder), else the catch-all listener when it imports the service; nil when
-// neither does. Without a Sidecar it is sc.
-func outboundSource(sc *model.Scope, svc *model.Service, num uint32) (lsc *model.Scope, byHolder bool) {
-	if sc.HoldsPort(num) {
-		if h := sc.Egress(num); h.SeesPort(svc, num) {
-			return h, true
+// come from in one pass, as istiod builds them: with held, the egress listener that holds the
+// port when it imports the service there; else the catch-all listener when it imports the
+// service (its listeners then add nothing to those of the first pass, whatever the service).
+// nil when that listener does not import it. Without a Sidecar, sc in the second pass.
+func outboundSource(sc *model.Scope, svc *model.Service, num uint32, held bool) *model.Scope {
+	if held {
+		if h := sc.Egress(num); sc.HoldsPort(num) && h.SeesPort(svc, num) {
+			return h
 		}
+		return nil
 	}
 	if c := sc.CatchAll(); c.SeesPort(svc, num) {
-		return c, false
+		return c
 	}
-	return nil, false
+	return nil
+}
+
+// listenerProtocol is the protocol a service port's outbound listeners are built by: the
+// protocol of the egress listener that holds the port, for the services it imports there
+// (byHolder), else the port's own.
+func listenerProtocol(sc *model.Scope, port model.Port, byHolder bool) model.Protocol {
+	if byHolder {
+		if p, ok := sc.EgressProtocol(port.Number); ok {
+			return p
+		}
+	}
+	return port.Protocol
 }
 
 // addOutboundPort adds what port of svc puts on the outbound listeners: its VIP listeners

@@ -30,13 +30,26 @@ const grpcRetryOn = "unavailable,cancelled"
 // httpServicesByPort groups the services with an HTTP/HTTP2/GRPC port by port number, and
 // those with a port without a protocol and no address (sniffedWithoutVIP): on each port, those
 // the egress listener that holds the port imports there (Scope.Egress), as istiod builds a
-// route configuration from that listener alone.
+// route configuration from that listener alone. A port whose 0.0.0.0_PORT listener is HTTP
+// by its egress listener's protocol (listenerProtocol) has an entry even without such a
+// service; one whose egress listener's protocol is neither HTTP nor sniffed has none.
 func httpServicesByPort(s *model.Snapshot, sc *model.Scope) map[uint32][]*model.Service {
 	out := map[uint32][]*model.Service{}
 	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
-			if (port.Protocol.IsHTTP() || sniffedWithoutVIP(svc, port)) && port.Number != VirtualInboundPort && port.Number != VirtualOutboundPort && sc.Egress(port.Number).SeesPort(svc, port.Number) {
+			if port.Number == VirtualInboundPort || port.Number == VirtualOutboundPort || !sc.Egress(port.Number).SeesPort(svc, port.Number) {
+				continue
+			}
+			held, isHeld := sc.EgressProtocol(port.Number)
+			if isHeld && !held.IsHTTP() && held != model.ProtocolUnknown {
+				continue // a TCP (or TLS) listener: no route configuration
+			}
+			if port.Protocol.IsHTTP() || sniffedWithoutVIP(svc, port) {
 				out[port.Number] = append(out[port.Number], svc)
+				continue
+			}
+			if _, ok := out[port.Number]; !ok && isHeld && (held.IsHTTP() || len(svc.Addresses) == 0) {
+				out[port.Number] = nil // the listener's route configuration, without a virtual host of svc
 			}
 		}
 	}

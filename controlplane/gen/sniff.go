@@ -27,12 +27,18 @@ func sniffedPorts(s *model.Snapshot, sc *model.Scope) map[string]sniffedPort {
 			continue
 		}
 		for _, port := range svc.Ports {
-			if lsc, _ := outboundSource(sc, svc, port.Number); port.Protocol == model.ProtocolUnknown && lsc != nil {
+			if sniffedBy(sc, svc, port, true) || sniffedBy(sc, svc, port, false) {
 				out[HostPortName(svc.Hostname, port.Number)] = sniffedPort{svc: svc, port: port}
 			}
 		}
 	}
 	return out
+}
+
+// sniffedBy reports whether the egress listener of one pass (outboundSource) builds a sniffed
+// listener for port of svc.
+func sniffedBy(sc *model.Scope, svc *model.Service, port model.Port, held bool) bool {
+	return outboundSource(sc, svc, port.Number, held) != nil && listenerProtocol(sc, port, held) == model.ProtocolUnknown
 }
 
 // sniffedWithoutVIP reports whether port of svc is sniffed on the 0.0.0.0_PORT listener: no

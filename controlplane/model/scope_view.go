@@ -366,6 +366,26 @@ func (sc *Scope) HoldsPort(port uint32) bool {
 	return sc != nil && sc.egress != nil && port != 0 && slices.Contains(sc.ports, port)
 }
 
+// EgressProtocol returns the protocol of the egress listener that holds port (HoldsPort), by
+// which istiod builds that port's listeners for the services that listener imports, whatever
+// their own port's protocol (no protocol: sniffed, ProtocolUnknown). ok is false when no
+// egress listener holds the port, and for an HTTP_PROXY port (not generated).
+func (sc *Scope) EgressProtocol(port uint32) (p Protocol, ok bool) {
+	if !sc.HoldsPort(port) {
+		return "", false
+	}
+	spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
+	for _, eg := range spec.GetEgress() {
+		if eg.GetPort().GetNumber() == port {
+			if strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") {
+				return "", false
+			}
+			return ParseProtocol(eg.GetPort().GetProtocol()), true
+		}
+	}
+	return "", false
+}
+
 // CompareServices orders two services a scope sees as istiod iterates them when it builds an
 // egress listener's outbound listeners (where the first TCP service without an address takes
 // the port's 0.0.0.0 listener): the services exported to the proxy's namespace by name before

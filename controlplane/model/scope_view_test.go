@@ -276,6 +276,12 @@ func TestScopeEgress(t *testing.T) {
 	if !sc.HoldsPort(80) || sc.HoldsPort(81) || sc.HoldsPort(0) {
 		t.Errorf("HoldsPort(80, 81, 0) = %v, %v, %v; want true, false, false", sc.HoldsPort(80), sc.HoldsPort(81), sc.HoldsPort(0))
 	}
+	if p, ok := sc.EgressProtocol(80); p != ProtocolHTTP || !ok {
+		t.Errorf("EgressProtocol(80) = %q, %v; want HTTP, true", p, ok)
+	}
+	if _, ok := sc.EgressProtocol(81); ok {
+		t.Error("EgressProtocol(81): no egress listener holds 81")
+	}
 	checks := []struct {
 		name string
 		got  bool
