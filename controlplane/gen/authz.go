@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -332,6 +333,9 @@ func (a authzPolicies) principalsOf(ns string, c condition, tcp bool, action rba
 		if len(vs) == 0 {
 			continue
 		}
+		if c.key == "source.trustDomain" {
+			vs = uniqueStrings(vs) // istiod expands aliases and drops repeats
+		}
 		var p *rbacv3.Principal
 		if strings.HasPrefix(c.key, "request.auth.") {
 			var err error
@@ -364,6 +368,17 @@ func (a authzPolicies) principalsOf(ns string, c condition, tcp bool, action rba
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// uniqueStrings is vs without repeats, first occurrences in order.
+func uniqueStrings(vs []string) []string {
+	out := make([]string, 0, len(vs))
+	for _, v := range vs {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func authenticated(m *matcherv3.StringMatcher) *rbacv3.Principal {
@@ -417,15 +432,44 @@ func (a authzPolicies) principalOf(ns, key, v string, tcp bool) (*rbacv3.Princip
 	return nil, fmt.Errorf("unknown attribute %q", key)
 }
 
-// withTrustDomain is istiod's trust-domain migration without aliases: a principal
-// TD/ns/NS/sa/SA whose trust domain is the default cluster.local names the mesh's trust domain.
+// withTrustDomain is istiod's trust-domain migration with the mesh's trust domain and no
+// aliases: a principal TD/ns/NS/sa/SA whose trust domain is the default cluster.local, the
+// mesh's, or a pattern with a wildcard at one end that matches the mesh's, names the mesh's
+// trust domain — except a leading-* pattern that matches it, which is kept as written (its
+// regex already matches). "cluster.*/ns/a/sa/b" is thus the exact principal
+// cluster.local/ns/a/sa/b, not a literal "*". A principal of another shape, or whose trust
+// domain is "*" or matches nothing, is kept.
 func (a authzPolicies) withTrustDomain(v string) string {
 	parts := strings.Split(v, "/")
-	if len(parts) != 5 || parts[0] != DefaultTrustDomain || a.td == DefaultTrustDomain {
+	if len(parts) != 5 || parts[0] == "*" {
 		return v
 	}
-	parts[0] = a.td
+	td, mesh := parts[0], a.td
+	if mesh == "" {
+		mesh = DefaultTrustDomain
+	}
+	if td != DefaultTrustDomain && !trustDomainMatches(td, mesh) {
+		return v
+	}
+	if strings.HasPrefix(td, "*") && strings.HasSuffix(mesh, td[1:]) {
+		return v
+	}
+	parts[0] = mesh
 	return strings.Join(parts, "/")
+}
+
+// trustDomainMatches is istiod's loose match of a principal's trust domain td against the
+// mesh's: equal, or either one a pattern with a * at one end that the other matches.
+func trustDomainMatches(td, mesh string) bool {
+	prefix := func(a, pattern string) bool {
+		p, ok := strings.CutSuffix(pattern, "*")
+		return ok && strings.HasPrefix(a, p)
+	}
+	suffix := func(a, pattern string) bool {
+		p, ok := strings.CutPrefix(pattern, "*")
+		return ok && strings.HasSuffix(a, p)
+	}
+	return td == mesh || mesh == "*" || prefix(td, mesh) || prefix(mesh, td) || suffix(td, mesh) || suffix(mesh, td)
 }
 
 // jwtPrincipal matches request.auth conditions on the JWT payload the jwt_authn filter leaves

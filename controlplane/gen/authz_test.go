@@ -399,3 +399,51 @@ func benchVirtualInbound(b *testing.B, p *model.Proxy, s *model.Snapshot) {
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(bytes), "bytes/listener")
 }
+
+// TestAuthzTrustDomainMigration: as istiod migrates principals to the mesh's trust domain, a
+// principal whose trust domain is a pattern with a * at its end that matches the mesh's (or
+// cluster.local) is the mesh's exact principal, not a literal "*"; a leading-* pattern that
+// matches is kept; other trust domains, "*" and other shapes are kept as written. Repeated
+// trust domains (values and notValues, source and when) are generated once, as istiod
+// expands and deduplicates them. Found by hack/istio/parity (testdata/mesh/authzidentity.yaml).
+func TestAuthzTrustDomainMigration(t *testing.T) {
+	for _, tc := range []struct{ td, in, want string }{
+		{DefaultTrustDomain, "cluster.*/ns/app/sa/mid", "cluster.local/ns/app/sa/mid"},
+		{DefaultTrustDomain, "clu*/ns/app/sa/pre", "cluster.local/ns/app/sa/pre"},
+		{DefaultTrustDomain, "cluster.local*/ns/x/sa/y", "cluster.local/ns/x/sa/y"},
+		{DefaultTrustDomain, "*.local/ns/app/sa/suf", "*.local/ns/app/sa/suf"},
+		{DefaultTrustDomain, "*-td/ns/foo/sa/x", "*-td/ns/foo/sa/x"},
+		{DefaultTrustDomain, "*/ns/foo/sa/x", "*/ns/foo/sa/x"},
+		{DefaultTrustDomain, "other.td/ns/foo/sa/x", "other.td/ns/foo/sa/x"},
+		{DefaultTrustDomain, "a/b", "a/b"},
+		{"example.org", "cluster.local/ns/a/sa/b", "example.org/ns/a/sa/b"},
+		{"example.org", "exa*/ns/a/sa/b", "example.org/ns/a/sa/b"},
+		{"example.org", "*.org/ns/a/sa/b", "*.org/ns/a/sa/b"},
+		{"example.org", "*.local/ns/a/sa/b", "*.local/ns/a/sa/b"},
+		{"example.org", "clu*/ns/a/sa/b", "clu*/ns/a/sa/b"},
+	} {
+		if got := (authzPolicies{td: tc.td}).withTrustDomain(tc.in); got != tc.want {
+			t.Errorf("td %s: %q → %q, want %q", tc.td, tc.in, got, tc.want)
+		}
+	}
+	a := authzPolicies{td: DefaultTrustDomain}
+	pol := a.rulePolicy("app", &securityapi.Rule{
+		From: []*securityapi.Rule_From{
+			{Source: &securityapi.Source{TrustDomains: []string{"cluster.local", "another.local", "cluster.local"}, NotTrustDomains: []string{"bad*", "untrusted", "untrusted"}}},
+			{Source: &securityapi.Source{Principals: []string{"cluster.*/ns/app/sa/mid"}}},
+		},
+		When: []*securityapi.Condition{{Key: "source.trustDomain", Values: []string{"x", "x"}}},
+	}, false, rbacv3.RBAC_ALLOW)
+	ids := pol.GetPrincipals()[0].GetAndIds().GetIds()
+	var n []int
+	for _, id := range ids {
+		n = append(n, len(id.GetOrIds().GetIds())+len(id.GetNotId().GetOrIds().GetIds()))
+	}
+	if !slices.Equal(n, []int{2, 2, 1}) {
+		t.Errorf("trust domain matchers per condition = %v, want [2 2 1]: %v", n, prototext.Format(pol))
+	}
+	got := pol.GetPrincipals()[1].GetAndIds().GetIds()[0].GetOrIds().GetIds()[0].GetAuthenticated().GetPrincipalName().GetExact()
+	if got != "spiffe://cluster.local/ns/app/sa/mid" {
+		t.Errorf("principal cluster.*/ns/app/sa/mid = %q, want spiffe://cluster.local/ns/app/sa/mid", got)
+	}
+}
