@@ -23,8 +23,9 @@ import (
 //
 //   - A proxy's RequestAuthentications are selected as its AuthorizationPolicies are (root
 //     namespace and its own, selector a subset of its labels, no targetRef(s)); the JWT rules of
-//     all of them are pooled and ordered by issuer (stable, so ties keep namespace and name
-//     order), and rule i is the provider "origins-i".
+//     all of them are pooled and ordered by issuer, and rule i is the provider "origins-i".
+//     Rules of one issuer keep istiod's listing order: the proxy's namespace before the root
+//     namespace, and in each the oldest object first, then by name.
 //   - The filter authenticates but never rejects a request for a missing token: each provider
 //     is required as "provider i, or no token at all", and with several rules the requirement is
 //     "any one provider, or all of those alternatives" — an invalid token is rejected, a missing
@@ -58,12 +59,12 @@ type jwtRules struct {
 // jwtFor selects the proxy's RequestAuthentications and pools their rules.
 func jwtFor(p *model.Proxy, s *model.Snapshot) jwtRules {
 	var out jwtRules
-	nss := []string{RootNamespace}
+	nss := []string{p.Namespace}
 	if p.Namespace != RootNamespace {
-		nss = append(nss, p.Namespace)
+		nss = append(nss, RootNamespace)
 	}
 	for _, ns := range nss {
-		for _, c := range s.ConfigsIn(istioconfig.KindRequestAuthentication, ns) {
+		for _, c := range byCreation(s.ConfigsIn(istioconfig.KindRequestAuthentication, ns)) {
 			if !model.RequestAuthenticationSelects(c, p) {
 				continue
 			}
@@ -78,6 +79,14 @@ func jwtFor(p *model.Proxy, s *model.Snapshot) jwtRules {
 	slices.SortStableFunc(out.rules, func(a, b *securityapi.JWTRule) int { return cmp.Compare(a.GetIssuer(), b.GetIssuer()) })
 	out.deps = sortDeps(out.deps)
 	return out
+}
+
+// byCreation is cs (one namespace's configs, by name) ordered oldest first, then by name, as
+// istiod lists them; cs itself is not modified.
+func byCreation(cs []*istioconfig.Config) []*istioconfig.Config {
+	return slices.SortedStableFunc(slices.Values(cs), func(a, b *istioconfig.Config) int {
+		return a.CreationTimestamp.Compare(b.CreationTimestamp)
+	})
 }
 
 // filter is the jwt_authn filter, or nil without rules; gateway sets clear_route_cache.

@@ -286,3 +286,28 @@ func BenchmarkVirtualInboundJWT(b *testing.B) {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) { benchVirtualInbound(b, p, s) })
 	}
 }
+
+// TestJWTSameIssuerOrder: rules of one issuer keep istiod's listing order, the proxy's
+// namespace before the root namespace and, in each, the oldest object first (then by name) —
+// not the order of names. Found by hack/istio/parity (testdata/mesh/authnorder.yaml).
+func TestJWTSameIssuerOrder(t *testing.T) {
+	rule := func(header string) []*securityapi.JWTRule {
+		return []*securityapi.JWTRule{{Issuer: "https://same.example.com", Jwks: testJWKS, FromHeaders: []*securityapi.JWTHeader{{Name: header}}}}
+	}
+	older := raConfig("default", "b-older", &securityapi.RequestAuthentication{JwtRules: rule("ns-older")})
+	older.CreationTimestamp = older.CreationTimestamp.Add(-time.Hour)
+	in := goldenInput()
+	in.Configs = append(in.Configs,
+		raConfig(RootNamespace, "a-mesh", &securityapi.RequestAuthentication{JwtRules: rule("mesh")}),
+		raConfig("default", "a-newer", &securityapi.RequestAuthentication{JwtRules: rule("ns-newer")}),
+		older,
+	)
+	j := jwtOf(t, jwtFor(sidecarProxy("10.1.0.1", "default"), model.NewSnapshot(1, in)).filter(false))
+	var got []string
+	for i := range len(j.GetProviders()) {
+		got = append(got, j.GetProviders()[fmt.Sprintf("origins-%d", i)].GetFromHeaders()[0].GetName())
+	}
+	if want := []string{"ns-older", "ns-newer", "mesh"}; !slices.Equal(got, want) {
+		t.Errorf("providers of one issuer (by their header) = %v, want %v", got, want)
+	}
+}

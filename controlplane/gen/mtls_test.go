@@ -162,3 +162,27 @@ func TestPeerAuthResolution(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerAuthRootNamespaceSelector: a PeerAuthentication with a selector in the root
+// namespace is no workload policy (istiod ignores it), for a workload of the root namespace
+// too: the namespace-level mode applies. Found by hack/istio/parity
+// (testdata/mesh/authnorder.yaml: clients kept mTLS to such an endpoint in istiod, not in
+// xdslab).
+func TestPeerAuthRootNamespaceSelector(t *testing.T) {
+	in := goldenInput()
+	in.Configs = append(in.Configs,
+		peerAuthConfig(RootNamespace, "sys", map[string]string{"app": "sys"}, securityapi.PeerAuthentication_MutualTLS_DISABLE,
+			map[uint32]securityapi.PeerAuthentication_MutualTLS_Mode{8080: securityapi.PeerAuthentication_MutualTLS_DISABLE}, 0),
+		peerAuthConfig(RootNamespace, "mesh", nil, securityapi.PeerAuthentication_MutualTLS_STRICT, nil, 0),
+	)
+	s := model.NewSnapshot(1, in)
+	for _, ns := range []string{RootNamespace, "default"} {
+		pa := peerAuthFor(&model.Proxy{Namespace: ns, Labels: map[string]string{"app": "sys"}}, s)
+		if pa.port(8080) != mtlsStrict || pa.port(80) != mtlsStrict {
+			t.Errorf("workload of %s: mode %v/%v, want the mesh-wide STRICT", ns, pa.port(8080), pa.port(80))
+		}
+	}
+	if m := newWorkloadMTLS(s).mode(RootNamespace, &model.Endpoint{Labels: map[string]string{"app": "sys"}}, 8080); m != mtlsStrict {
+		t.Errorf("endpoint of the root namespace: mode %v, want STRICT", m)
+	}
+}

@@ -36,7 +36,8 @@ type peerAuth struct {
 }
 
 // peerAuthFor resolves the proxy's policy. Among several candidates of one level the oldest
-// wins, then the first by name, as istiod picks.
+// wins, then the first by name, as istiod picks; a policy with a selector counts only outside
+// the root namespace.
 func peerAuthFor(p *model.Proxy, s *model.Snapshot) peerAuth {
 	var out peerAuth
 	pick := func(ns string, workload bool) *istioconfig.Config { return pickPeerAuth(s, ns, p.Labels, workload) }
@@ -55,7 +56,9 @@ func peerAuthFor(p *model.Proxy, s *model.Snapshot) peerAuth {
 	if p.Namespace != RootNamespace {
 		apply(pick(p.Namespace, false))
 	}
-	if w := pick(p.Namespace, true); w != nil {
+	// A policy with a selector in the root namespace is no workload policy: istiod ignores it,
+	// for the root namespace's own workloads too.
+	if w := pick(p.Namespace, true); w != nil && p.Namespace != RootNamespace {
 		apply(w)
 		for port, m := range paSpec(w).GetPortLevelMtls() {
 			if pm := modeOf(m); pm != mtlsNone {
