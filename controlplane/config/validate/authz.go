@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	securityapi "istio.io/api/security/v1beta1"
+
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // authorizationPolicy mirrors istiod's ValidateAuthorizationPolicy: selector and targetRef(s)
@@ -281,4 +283,33 @@ func (c *checker) pathTemplates(at Path, vs []string) {
 			}
 		}
 	}
+}
+
+// dryRunAnnotation is the annotation that puts an AuthorizationPolicy in dry-run (shadow rules).
+const dryRunAnnotation = "istio.io/dry-run"
+
+// Metadata applies istiod's checks of an object's annotations (validateMetadata's
+// checkDryRunAnnotation): istio.io/dry-run only on an AuthorizationPolicy, there only with
+// action ALLOW or DENY, and with a value strconv.ParseBool reads ("true", "false", "1", …).
+// istiod rejects the object otherwise; the generators would silently build shadow LOG rules
+// or read an unparsable value as false. Paths start at "metadata".
+func Metadata(cfg *istioconfig.Config) []Problem {
+	v, ok := cfg.Annotations[dryRunAnnotation]
+	if !ok {
+		return nil
+	}
+	c := &checker{}
+	at := Path{"metadata", "annotations", dryRunAnnotation}
+	ap, isAuthz := cfg.Spec.(*securityapi.AuthorizationPolicy)
+	switch {
+	case !isAuthz:
+		c.errf(at, "is supported on AuthorizationPolicy only: remove it from this %s", cfg.Kind)
+	case ap.GetAction() != securityapi.AuthorizationPolicy_ALLOW && ap.GetAction() != securityapi.AuthorizationPolicy_DENY:
+		c.errf(at, "supports actions ALLOW and DENY only, not %s: remove it, or use a DENY policy in dry-run", ap.GetAction())
+	default:
+		if _, err := strconv.ParseBool(v); err != nil {
+			c.errf(at, "%q is not a boolean: write \"true\" or \"false\"", v)
+		}
+	}
+	return c.problems
 }

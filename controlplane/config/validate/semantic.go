@@ -57,12 +57,12 @@ type SpecError struct {
 
 func (e *SpecError) Error() string { return e.Path + ": " + e.Msg }
 
-// Spec applies istiod's semantic validation of cfg's kind to its spec (cfg must pass
-// istioconfig.Validate first). It returns the errors, joined (each a *SpecError), and
+// Spec applies istiod's semantic validation of cfg's kind to its spec, and istiod's checks of
+// its annotations (Metadata) (cfg must pass istioconfig.Validate first). It returns the errors, joined (each a *SpecError), and
 // separately the warnings: findings istiod admits the object with.
 func Spec(cfg *istioconfig.Config) (warnings []*SpecError, err error) {
 	var errs []error
-	for _, p := range Check(cfg.Namespace, cfg.Spec) {
+	for _, p := range append(Metadata(cfg), Check(cfg.Namespace, cfg.Spec)...) {
 		e := &SpecError{Path: p.Path.String(), Msg: p.Msg}
 		if p.Warn {
 			warnings = append(warnings, e)

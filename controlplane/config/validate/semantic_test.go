@@ -548,3 +548,32 @@ func FuzzValidateSpec(f *testing.F) {
 
 // testJWKS is a JSON Web Key Set with one public RSA key (its private key was discarded).
 const testJWKS = `{"keys":[{"kty":"RSA","e":"AQAB","n":"13XyPgifN-Ol4E0xnK8ldLNo6kVhbppspPLbdQpOO4fcnEgdFJ6smkKkfs8wBM9D6JYJwSKBMR054lanhtGiu28HhRA6ShoZTXhG82zSdSBmPIX48W0CwgARy990a0Adp0sbAi5V_IpCa8Zex3rVAHPWLqBgeuVY74qGhBvrsaimsom9VEXMgGFkRvoc8hdyBOJTV6S4F11KiXnSQyuTo_AcXoTUkF3BJZu9AGguDhVcl0WR-240uk2A1qpV_nPp5WNRzOjOomeo2Awf4g9hlwrMgzyZ6pj6T4HVy4Y6y-jgTcI5hCYOilogpjJgAAWvRh5qycU5fiC--TrJwES2-Q"}]}`
+
+// TestDryRunAnnotation: as istiod's validateMetadata, istio.io/dry-run is an error on another
+// kind, on an AuthorizationPolicy whose action is neither ALLOW nor DENY, and with a value
+// that is no boolean; ALLOW and DENY with "true", "false", "1" … are valid.
+func TestDryRunAnnotation(t *testing.T) {
+	ap := func(action securityapi.AuthorizationPolicy_Action, v string) *istioconfig.Config {
+		return &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindAuthorizationPolicy, Name: "a", Namespace: "default",
+			Annotations: map[string]string{"istio.io/dry-run": v}}, Spec: &securityapi.AuthorizationPolicy{Action: action, Rules: []*securityapi.Rule{{}}}}
+	}
+	pa := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindPeerAuthentication, Name: "a", Namespace: "default",
+		Annotations: map[string]string{"istio.io/dry-run": "true"}}, Spec: &securityapi.PeerAuthentication{}}
+	for _, tc := range []struct {
+		cfg   *istioconfig.Config
+		valid bool
+	}{
+		{ap(securityapi.AuthorizationPolicy_ALLOW, "true"), true},
+		{ap(securityapi.AuthorizationPolicy_DENY, "false"), true},
+		{ap(securityapi.AuthorizationPolicy_DENY, "1"), true},
+		{ap(securityapi.AuthorizationPolicy_DENY, "yes"), false},
+		{ap(securityapi.AuthorizationPolicy_AUDIT, "true"), false},
+		{pa, false},
+	} {
+		_, err := validate.Spec(tc.cfg)
+		var se *validate.SpecError
+		if tc.valid != (err == nil) || (err != nil && (!errors.As(err, &se) || se.Path != "metadata.annotations.istio.io/dry-run")) {
+			t.Errorf("%s %v %q: err = %v, want valid %v (at metadata.annotations.istio.io/dry-run)", tc.cfg.Kind, tc.cfg.Spec, tc.cfg.Annotations["istio.io/dry-run"], err, tc.valid)
+		}
+	}
+}
