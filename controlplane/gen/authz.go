@@ -63,7 +63,7 @@ type authzPolicies struct {
 
 // authzFor selects the proxy's policies.
 func authzFor(p *model.Proxy, s *model.Snapshot) authzPolicies {
-	out := authzPolicies{td: meshTrustDomain(s)}
+	out := authzPolicies{}
 	nss := []string{RootNamespace}
 	if p.Namespace != RootNamespace {
 		nss = append(nss, p.Namespace)
@@ -88,7 +88,49 @@ func authzFor(p *model.Proxy, s *model.Snapshot) authzPolicies {
 		}
 	}
 	out.deps = sortDeps(out.deps)
+	for _, ps := range [][]*istioconfig.Config{out.audit, out.deny, out.allow} {
+		if slices.ContainsFunc(ps, namesPrincipals) {
+			out.td = authzTrustDomain(s)
+			break
+		}
+	}
 	return out
+}
+
+// namesPrincipals reports whether a policy has source.principal conditions, the only ones the
+// trust domain changes.
+func namesPrincipals(c *istioconfig.Config) bool {
+	for _, r := range apSpec(c).GetRules() {
+		for _, f := range r.GetFrom() {
+			if len(f.GetSource().GetPrincipals())+len(f.GetSource().GetNotPrincipals()) > 0 {
+				return true
+			}
+		}
+		for _, w := range r.GetWhen() {
+			if w.GetKey() == "source.principal" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// authzTrustDomain is the trust domain principals migrate to: istiod's is the mesh config's,
+// which xdslab reads off the identities its registries build with it — the service accounts
+// of endpoints (spiffe://TD/ns/…/sa/…). A ServiceEntry's subjectAltNames are the user's and
+// may name another trust domain: they count (meshTrustDomain) only when no endpoint has an
+// identity.
+func authzTrustDomain(s *model.Snapshot) string {
+	for _, svc := range s.Services() {
+		for _, ep := range s.Endpoints(svc.Hostname) {
+			if rest, ok := strings.CutPrefix(ep.ServiceAccount, "spiffe://"); ok {
+				if td, _, ok := strings.Cut(rest, "/"); ok && td != "" {
+					return td
+				}
+			}
+		}
+	}
+	return meshTrustDomain(s)
 }
 
 func apSpec(c *istioconfig.Config) *securityapi.AuthorizationPolicy {

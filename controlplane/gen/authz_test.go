@@ -405,7 +405,7 @@ func benchVirtualInbound(b *testing.B, p *model.Proxy, s *model.Snapshot) {
 // cluster.local) is the mesh's exact principal, not a literal "*"; a leading-* pattern that
 // matches is kept; other trust domains, "*" and other shapes are kept as written. Repeated
 // trust domains (values and notValues, source and when) are generated once, as istiod
-// expands and deduplicates them. Found by hack/istio/parity (testdata/mesh/authzidentity.yaml).
+// expands and deduplicates them. Found by hack/istio/parity (testdata/mesh/authzistio.yaml).
 func TestAuthzTrustDomainMigration(t *testing.T) {
 	for _, tc := range []struct{ td, in, want string }{
 		{DefaultTrustDomain, "cluster.*/ns/app/sa/mid", "cluster.local/ns/app/sa/mid"},
@@ -445,5 +445,39 @@ func TestAuthzTrustDomainMigration(t *testing.T) {
 	got := pol.GetPrincipals()[1].GetAndIds().GetIds()[0].GetOrIds().GetIds()[0].GetAuthenticated().GetPrincipalName().GetExact()
 	if got != "spiffe://cluster.local/ns/app/sa/mid" {
 		t.Errorf("principal cluster.*/ns/app/sa/mid = %q, want spiffe://cluster.local/ns/app/sa/mid", got)
+	}
+}
+
+// TestAuthzTrustDomainFromEndpoints: the trust domain principals migrate to is the one of the
+// identities the registry builds (endpoints' service accounts), not one a ServiceEntry's
+// subjectAltNames name: istiod keeps cluster.local/ns/… where xdslab took example.org from
+// an entry sorted first. Without endpoint identities the services' ones count, as before.
+// Found by hack/istio/parity with a ServiceEntry aaa-san.example.com whose subjectAltNames is
+// spiffe://example.org/…; not in the corpus, because the inbound mTLS chains' SAN prefix
+// (lds.go meshTrustDomain) still follows that entry.
+func TestAuthzTrustDomainFromEndpoints(t *testing.T) {
+	allow := authzConfig("default", "p", &securityapi.AuthorizationPolicy{Rules: []*securityapi.Rule{{
+		From: []*securityapi.Rule_From{{Source: &securityapi.Source{Principals: []string{"cluster.local/ns/a/sa/b"}}}},
+	}}}, nil)
+	mesh := func(epSA string) *model.Snapshot {
+		return model.NewSnapshot(1, model.SnapshotInput{
+			Services: []*model.Service{
+				{Hostname: "aaa-san.example.com", Namespace: "default", Ports: []model.Port{{Name: "tls", Number: 8443, Protocol: model.ProtocolTLS}},
+					Resolution: model.ResolutionDNS, MeshExternal: true, ServiceAccounts: []string{"spiffe://example.org/ns/default/sa/x"}},
+				{Hostname: "web.default.svc.cluster.local", Namespace: "default", Addresses: []string{"10.96.0.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}},
+			},
+			Endpoints: map[string][]*model.Endpoint{"web.default.svc.cluster.local": {{Service: "web.default.svc.cluster.local", Address: "10.1.0.1", ServiceAccount: epSA}}},
+			Configs:   []*istioconfig.Config{allow},
+		})
+	}
+	for _, tc := range []struct{ epSA, want string }{
+		{"spiffe://cluster.local/ns/default/sa/web", "cluster.local"},
+		{"spiffe://td.internal/ns/default/sa/web", "td.internal"},
+		{"", "example.org"},
+	} {
+		a := authzFor(sidecarProxy("10.1.0.1", "default"), mesh(tc.epSA))
+		if a.td != tc.want {
+			t.Errorf("endpoint identity %q: trust domain %q, want %q", tc.epSA, a.td, tc.want)
+		}
 	}
 }
