@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -121,6 +122,24 @@ func namesPrincipals(c *istioconfig.Config) bool {
 // may name another trust domain: they count (meshTrustDomain) only when no endpoint has an
 // identity.
 func authzTrustDomain(s *model.Snapshot) string {
+	if m := lastTrustDomain.Load(); m != nil && m.s == s {
+		return m.td
+	}
+	td := endpointTrustDomain(s)
+	lastTrustDomain.Store(&trustDomainMemo{s: s, td: td})
+	return td
+}
+
+// trustDomainMemo is authzTrustDomain's answer for one snapshot: every proxy's listeners of a
+// push read the same one, and the scan may cover every endpoint.
+type trustDomainMemo struct {
+	s  *model.Snapshot
+	td string
+}
+
+var lastTrustDomain atomic.Pointer[trustDomainMemo]
+
+func endpointTrustDomain(s *model.Snapshot) string {
 	for _, svc := range s.Services() {
 		for _, ep := range s.Endpoints(svc.Hostname) {
 			if rest, ok := strings.CutPrefix(ep.ServiceAccount, "spiffe://"); ok {
