@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"image/color"
@@ -129,13 +130,17 @@ type Run struct {
 func WriteHTML(w io.Writer, r Run) error {
 	s, sc, res := r.Summary, r.Scenario, r.Matches
 	d := reportData{
-		Name: sc.Name, Description: strings.TrimSpace(sc.Description),
+		Name:     runName(r),
 		Target:   r.Target,
 		Started:  s.Metadata.Started.Format(time.RFC3339),
 		Duration: time.Duration(s.Metadata.DurationSeconds * float64(time.Second)).Round(time.Millisecond).String(),
 		Passed:   s.Results.Passed,
 		Harness:  s.Metadata.Labels["note.harness"], Saturated: s.Metadata.Labels["note.saturated"],
 		Headline: catalog.Headline(s),
+	}
+	var ths map[string][]threshold.Threshold
+	if sc != nil {
+		d.Description, ths = strings.TrimSpace(sc.Description), sc.Thresholds
 	}
 	for _, t := range s.Results.Thresholds {
 		d.Thresholds = append(d.Thresholds, reportThresholdOf(s.Results, t))
@@ -155,10 +160,10 @@ func WriteHTML(w io.Writer, r Run) error {
 		make  func() (*plot.Plot, error)
 	}{
 		{"Push latency (change → in effect) by percentile, per event kind", func() (*plot.Plot, error) {
-			return latencyNines("push latency", res.PushLatencyAll, res.PushLatency, res.Kinds(), sc.Thresholds[fleet.MetricPushLatency])
+			return latencyNines("push latency", res.PushLatencyAll, res.PushLatency, res.Kinds(), ths[fleet.MetricPushLatency])
 		}},
 		{"Convergence (per event, slowest client) by percentile", func() (*plot.Plot, error) {
-			return latencyNines("convergence", res.Convergence, nil, nil, sc.Thresholds[fleet.MetricConvergence])
+			return latencyNines("convergence", res.Convergence, nil, nil, ths[fleet.MetricConvergence])
 		}},
 		{"Latency over time (per event)", func() (*plot.Plot, error) { return latencyOverTime(res, r.MeasureStart) }},
 		{"Events and push cycles over time", func() (*plot.Plot, error) { return eventsOverTime(r.Timeline, r.CyclesAtStart) }},
@@ -187,8 +192,19 @@ func WriteHTML(w io.Writer, r Run) error {
 	}
 	d.ZeroMetrics = strings.Join(zero, ", ")
 	var cfg bytes.Buffer
-	if b, err := sc.YAML(); err == nil {
-		cfg.Write(b)
+	switch {
+	case sc != nil:
+		if b, err := sc.YAML(); err == nil {
+			cfg.Write(b)
+		}
+	case len(s.Config) > 0:
+		// No scenario to judge the run by: show the config the summary embeds, as recorded.
+		if err := json.Indent(&cfg, s.Config, "", "  "); err != nil {
+			cfg.Reset()
+			cfg.Write(s.Config)
+		}
+	default:
+		cfg.WriteString("(not recorded)")
 	}
 	d.Config = cfg.String()
 	return reportTmpl.Execute(w, d)
@@ -325,13 +341,19 @@ func latencyOverTime(res measure.MatchResults, start time.Time) (*plot.Plot, err
 		}
 		x := e.T0.Sub(start).Seconds()
 		conv = append(conv, plotter.XY{X: x, Y: float64(e.Convergence) / 1e6})
-		mean = append(mean, plotter.XY{X: x, Y: float64(e.MeanLatency) / 1e6})
+		if e.MeanLatency > 0 {
+			mean = append(mean, plotter.XY{X: x, Y: float64(e.MeanLatency) / 1e6})
+		}
 	}
 	if len(conv) == 0 {
 		p.Title.Text = "no observations"
 		return p, nil
 	}
 	p.Y.Min = 0
+	if len(mean) == 0 {
+		// A summary's event records (a merged run's) hold no mean latency.
+		return p, plotutil.AddScatters(p, "convergence (max over clients)", conv)
+	}
 	return p, plotutil.AddScatters(p, "convergence (max over clients)", conv, "mean push latency", mean)
 }
 

@@ -13,11 +13,18 @@ import (
 // Write writes a run's outputs into dir (created if missing): summary.json, junit.xml, every
 // trend's .hgrm, cpu.pprof when the run took a CPU profile, and report.html.
 func Write(dir string, r Run) error {
+	return WriteBeside(filepath.Join(dir, "summary.json"), r)
+}
+
+// WriteBeside writes a run's summary to the file summaryPath and its other outputs (those of
+// Write) into that file's directory (created if missing).
+func WriteBeside(summaryPath string, r Run) error {
+	dir := filepath.Dir(summaryPath)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	s := r.Summary
-	if err := summary.WriteFile(filepath.Join(dir, "summary.json"), s); err != nil {
+	if err := summary.WriteFile(summaryPath, s); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return WriteJUnit(w, s) }); err != nil {

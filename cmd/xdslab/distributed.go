@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -253,7 +254,7 @@ type mergeFlags struct {
 func newMergeCmd() *cobra.Command {
 	var f mergeFlags
 	cmd := &cobra.Command{
-		Use:   "merge SUMMARY... | --dir DIR [--wait N] [--out FILE] [--scenario S]",
+		Use:   "merge SUMMARY... | --dir DIR [--wait N] [--out DIR] [--scenario S]",
 		Short: "Merge the summaries of a distributed run's fleet shards (and its simulator) and gate once",
 		Long: `merge combines the summary.json of every fleet shard of a distributed run ('xdslab fleet
 --segment I/N --summary F') and of its simulator ('xdslab sim --publish --summary F') into the
@@ -263,6 +264,11 @@ event's convergence taken over every shard's clients; an event a shard never rec
 as missed. The scenario's thresholds are then evaluated once on the merged figures (exit 99 if
 one fails, as for 'xdslab run'). compare reads merged summaries like any other.
 
+--out DIR writes what 'xdslab run --out DIR' writes, from the merged summary: summary.json,
+report.html (plots drawn from the merged histograms and events), junit.xml (one test case per
+threshold) and one .hgrm per trend, also when a threshold fails. --out FILE.json writes the
+summary to FILE.json and the others beside it.
+
 --dir DIR reads every *.json in DIR (a volume the shards write to) but the outputs of earlier
 merges; with --wait N it first waits (up to --timeout) until N fleet shard summaries are
 there. The scenario is --scenario, or else the one embedded in the shards' summaries; a
@@ -271,15 +277,15 @@ there. The scenario is --scenario, or else the one embedded in the shards' summa
 Exit codes: 0 merged and every threshold passed, 2 bad input (unreadable summaries, missing or
 repeated shards, inputs of different runs), 99 a threshold failed, 130 interrupted while
 waiting.`,
-		Example: `  xdslab merge shard-0.json shard-1.json shard-2.json shard-3.json sim.json --out merged.json
-  xdslab merge --dir /results --wait 4 --timeout 30m --out /results/merged/summary.json`,
+		Example: `  xdslab merge shard-0.json shard-1.json shard-2.json shard-3.json sim.json --out merged
+  xdslab merge --dir /results --wait 4 --timeout 30m --out /results/merged`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(cmd, args, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dir, "dir", "", "read every *.json summary in this directory")
 	fl.IntVar(&f.wait, "wait", 0, "with --dir: wait until this many fleet shard summaries are present")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "with --wait: give up after this long")
-	fl.StringVar(&f.out, "out", "", "write the merged summary.json here (default: print only)")
+	fl.StringVar(&f.out, "out", "", "write summary.json, report.html and junit.xml into this directory, as xdslab run does (a FILE.json: the summary there, the others beside it; default: print only)")
 	fl.StringVar(&f.scenario, "scenario", "", "scenario file or built-in name whose thresholds are evaluated (default: the one in the summaries)")
 	fl.BoolVar(&f.quiet, "quiet", false, "do not print the merged summary")
 	return cmd
@@ -292,13 +298,14 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 	if f.wait < 0 || (f.wait > 0 && f.dir == "") {
 		return usageErr(errors.New("merge: --wait N needs --dir and N >= 1"))
 	}
-	if err := checkOutFile("merge: --out", f.out); err != nil {
+	summaryPath, err := mergeOutPath(f.out)
+	if err != nil {
 		return usageErr(err)
 	}
 	files := args
 	if f.dir != "" {
 		var err error
-		if files, err = waitSummaries(cmd.Context(), f.dir, f.out, f.wait, f.timeout); err != nil {
+		if files, err = waitSummaries(cmd.Context(), f.dir, summaryPath, f.wait, f.timeout); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return withCode(exitInterrupted, fmt.Errorf("merge: %w; nothing merged", err))
 			}
@@ -361,21 +368,69 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 		fmt.Fprintln(out, "\nmerge: no scenario given or embedded: no thresholds evaluated")
 	}
 	fmt.Fprintf(out, "\nmerge: %d summaries (%s shards) merged in %v\n", len(in), merged.Metadata.Labels["shards"], took.Round(time.Microsecond))
-	if f.out != "" {
-		if dir := filepath.Dir(f.out); dir != "" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("merge: --out: %w", err)
-			}
-		}
-		if err := summary.WriteFile(f.out, merged); err != nil {
+	if summaryPath == "" {
+		fmt.Fprintln(out, "no --out given: nothing written; add --out DIR to keep summary.json, report.html and junit.xml")
+	} else {
+		// The outputs of 'xdslab run --out', from the merged summary, so that a CI job reads
+		// a sharded run's report and JUnit file where it reads a single run's.
+		r, err := report.FromSummary(merged, sc, mergedTarget(in))
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "merged summary written to %s\n", f.out)
+		if err := report.WriteBeside(summaryPath, r); err != nil {
+			return fmt.Errorf("merge: --out: %w", err)
+		}
+		if filepath.Base(summaryPath) == "summary.json" {
+			fmt.Fprintf(out, "summary.json, report.html and junit.xml written to %s\n", filepath.Dir(summaryPath))
+		} else {
+			fmt.Fprintf(out, "merged summary written to %s; report.html and junit.xml beside it in %s\n", summaryPath, filepath.Dir(summaryPath))
+		}
 	}
 	if !merged.Results.Passed {
 		return withCode(exitThreshold, errors.New("merge: a threshold failed"))
 	}
 	return nil
+}
+
+// mergeOutPath is where --out puts the merged summary: DIR/summary.json for a directory (as
+// 'xdslab run --out DIR'), or the file itself for a path ending in .json (the other outputs
+// then go beside it); "" without --out. The place is checked before anything is read or
+// waited for: a merge must not wait for its shards and then fail to write.
+func mergeOutPath(out string) (string, error) {
+	if out == "" {
+		return "", nil
+	}
+	if st, err := os.Stat(out); (err != nil || !st.IsDir()) && strings.EqualFold(filepath.Ext(out), ".json") {
+		if err := checkOutFile("merge: --out", out); err != nil {
+			return "", err
+		}
+		return out, nil
+	}
+	if err := run.CheckWritableDir(out); err != nil {
+		return "", fmt.Errorf("merge: --out %s: %w (a directory, as for xdslab run; or a FILE.json for the summary, the other outputs beside it)", out, err)
+	}
+	return filepath.Join(out, "summary.json"), nil
+}
+
+// mergedTarget names what a merged run measured, for its report: the shards and the ADS
+// address(es) they dialled.
+func mergedTarget(in []merge.Input) string {
+	shards := 0
+	var ads []string
+	for _, x := range in {
+		if x.Summary.Metadata.Command != "fleet" {
+			continue
+		}
+		shards++
+		if a := x.Summary.Metadata.Labels["ads"]; a != "" && !slices.Contains(ads, a) {
+			ads = append(ads, a)
+		}
+	}
+	t := fmt.Sprintf("%d fleet shard(s), merged", shards)
+	if len(ads) > 0 {
+		t = strings.Join(ads, ", ") + " (" + t + ")"
+	}
+	return t
 }
 
 // embeddedScenario decodes the scenario the fleet shards embed as their config (nil if none

@@ -1,16 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/report"
 	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
+	"github.com/xdslab/xdslab/measure"
 )
 
 // TestMergeCommandRefusesOtherConfigs: shards of one scenario name whose embedded configs
@@ -103,5 +110,184 @@ func TestMergeDir(t *testing.T) {
 	}
 	if _, err := waitSummaries(context.Background(), filepath.Join(dir, "nope"), "", 0, time.Second); err == nil || !strings.Contains(err.Error(), "--dir") || !strings.Contains(err.Error(), "no such file or directory") {
 		t.Errorf("missing dir: %v, want it named", err)
+	}
+}
+
+// execCLI runs the CLI like runCLI, capturing what it prints: stdout, and stderr with the
+// error the exit code comes with.
+func execCLI(ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	root := newRootCmd()
+	root.SetArgs(args)
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	err := root.ExecuteContext(ctx)
+	code = exitOK
+	if err != nil {
+		code = exitUsage
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		fmt.Fprintln(&errb, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// latencyShard is fleet shard i of n with push latencies (µs) and event records, as a shard
+// of a distributed run writes it.
+func latencyShard(t *testing.T, i, n int, at time.Time, latencies []int64, events []summary.Event) *summary.Summary {
+	t.Helper()
+	h := measure.NewLatencyHistogram()
+	for _, v := range latencies {
+		if err := h.RecordValue(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trend, err := summary.NewTrend(fleet.MetricPushLatency, summary.Time, h, 1e-6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, err := summary.NewTrend(fleet.MetricPushLatency, summary.Time, h, 1e-6, map[string]string{"kind": "scale"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &summary.Summary{Version: summary.Version,
+		Metadata: summary.Metadata{Tool: "xdslab", Command: "fleet", Started: at, Ended: at.Add(5 * time.Second), DurationSeconds: 5,
+			Segment: &summary.Segment{Index: i, Count: n}, StartAt: &at, Probes: "http://sim:15080",
+			Labels: map[string]string{"scenario": "dist", "ads": "xdslab-target:15010"},
+			Phases: []summary.Phase{{Name: "measure", Start: at.Add(time.Second), End: at.Add(4 * time.Second)}}},
+		Results: summary.Results{Passed: true, Events: events, Metrics: []summary.Metric{
+			trend, kind,
+			summary.NewGauge(fleet.MetricConnected, summary.Default, 3, 0, 3, nil),
+			summary.NewGauge(collect.MetricConnectIncomplete, summary.Default, 0, 0, 3, map[string]string{"group": "sidecars"}),
+			summary.NewGauge(collect.MetricConnectIncomplete, summary.Default, 0, 0, 0, map[string]string{"group": "mux"}),
+		}}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestMergeWritesRunOutputs: merge --out DIR writes what 'xdslab run --out DIR' writes —
+// summary.json, report.html, junit.xml and the .hgrm files — from the merged summary, with the
+// report's own writers (a CI job reads a sharded run's outputs where it reads a single run's);
+// --out FILE.json (the form before) puts the summary there and the rest beside it. A failed
+// threshold still writes them all first (exit 99), its JUnit case failed.
+func TestMergeWritesRunOutputs(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)
+	evs := func(conv float64) []summary.Event {
+		return []summary.Event{
+			{ID: 1, Kind: "scale", T0: at.Add(2 * time.Second), Reached: 3, Observed: 3, Received: 3, PushLatencies: 3, ConvergenceSeconds: conv},
+			{ID: 2, Kind: "scale", T0: at.Add(3 * time.Second), Reached: 3, Observed: 3, Received: 3, PushLatencies: 3, ConvergenceSeconds: conv / 2},
+		}
+	}
+	var inputs []string
+	for i, lat := range [][]int64{{1000, 2000, 4000}, {1500, 3000, 9000}} {
+		p := filepath.Join(dir, fmt.Sprintf("shard-%d.json", i))
+		if err := summary.WriteFile(p, latencyShard(t, i, 2, at, lat, evs(0.004+float64(i)/1000))); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, p)
+	}
+	scenario := func(th string) string {
+		return writeScenario(t, strings.Replace(distScenario, "xdslab_events_missed_total: ['count==0']", th, 1))
+	}
+	pass := scenario("xdslab_push_latency_seconds: ['p(99)<1s']\n  xdslab_fleet_connected: ['value==6']")
+	fail := scenario("xdslab_push_latency_seconds: ['p(99)<5ms']\n  xdslab_fleet_connected: ['value==6']")
+
+	for _, tc := range []struct {
+		name, scenario, out, summaryAt string
+		want                           int
+		failed                         []string // the JUnit cases that fail
+	}{
+		{"dir", pass, filepath.Join(dir, "merged"), filepath.Join(dir, "merged", "summary.json"), exitOK, nil},
+		{"dir, a threshold fails", fail, filepath.Join(dir, "failed"), filepath.Join(dir, "failed", "summary.json"), exitThreshold,
+			[]string{"xdslab_push_latency_seconds p(99)<5ms"}},
+		{"file", pass, filepath.Join(dir, "legacy", "m.json"), filepath.Join(dir, "legacy", "m.json"), exitOK, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := execCLI(context.Background(), append([]string{"merge", "--quiet", "--scenario", tc.scenario, "--out", tc.out}, inputs...)...)
+			if code != tc.want {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.want, stdout, stderr)
+			}
+			s, err := summary.ReadFile(tc.summaryAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Metadata.Command != "merge" || len(s.Results.Thresholds) != 4 {
+				t.Fatalf("%s: command %q, %d thresholds; want the merged summary, 2 written and 2 implicit thresholds", tc.summaryAt, s.Metadata.Command, len(s.Results.Thresholds))
+			}
+			beside := filepath.Dir(tc.summaryAt)
+			if !strings.Contains(stdout, beside) || !strings.Contains(stdout, "junit.xml") {
+				t.Errorf("stdout does not say where the outputs went (%s):\n%s", beside, stdout)
+			}
+
+			// junit.xml: the report package's, of the merged summary; one case per threshold.
+			got, err := os.ReadFile(filepath.Join(beside, "junit.xml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want bytes.Buffer
+			if err := report.WriteJUnit(&want, s); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("junit.xml is not report.WriteJUnit of the merged summary:\n%s\nwant\n%s", got, want.Bytes())
+			}
+			var suites struct {
+				Suites []struct {
+					Name  string `xml:"name,attr"`
+					Cases []struct {
+						Name    string    `xml:"name,attr"`
+						Failure *struct{} `xml:"failure"`
+					} `xml:"testcase"`
+				} `xml:"testsuite"`
+			}
+			if err := xml.Unmarshal(got, &suites); err != nil {
+				t.Fatal(err)
+			}
+			if len(suites.Suites) != 1 || suites.Suites[0].Name != "xdslab run dist" || len(suites.Suites[0].Cases) != 4 {
+				t.Fatalf("junit.xml: %+v, want one suite 'xdslab run dist' of 4 cases", suites)
+			}
+			var failed []string
+			for _, c := range suites.Suites[0].Cases {
+				if c.Failure != nil {
+					failed = append(failed, c.Name)
+				}
+			}
+			if !slices.Equal(failed, tc.failed) {
+				t.Errorf("failed cases %q, want %q", failed, tc.failed)
+			}
+
+			// report.html: the run's page, its plots drawn from the merged histograms and events.
+			html, err := os.ReadFile(filepath.Join(beside, "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"<title>xdslab run dist</title>", "xdslab-target:15010 (2 fleet shard(s), merged)",
+				"p(99)&lt;", "Push latency (change → in effect)", "<svg", "xdslab_fleet_connected", "name: dist"} {
+				if !strings.Contains(string(html), want) {
+					t.Errorf("report.html lacks %q", want)
+				}
+			}
+			if strings.Contains(string(html), "no observations") {
+				t.Errorf("report.html has an empty plot: the merged histograms or events were not drawn")
+			}
+			lat, _ := s.Results.Find(fleet.MetricPushLatency, nil)
+			if _, err := os.Stat(filepath.Join(beside, report.HgrmName(lat))); err != nil {
+				t.Errorf("no .hgrm of the merged trends: %v", err)
+			}
+		})
+	}
+
+	// An --out that cannot be written is refused before anything is merged.
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := execCLI(context.Background(), append([]string{"merge", "--quiet", "--out", filepath.Join(blocker, "out")}, inputs...)...); code != exitUsage || !strings.Contains(stderr, "--out") {
+		t.Errorf("unwritable --out: exit %d, want 2 naming --out:\n%s", code, stderr)
 	}
 }
