@@ -84,6 +84,8 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 		scenBy  string
 		cfg     any
 		cfgBy   string
+		runID   string
+		runBy   string
 	)
 	for i := range inputs {
 		in := inputs[i]
@@ -122,6 +124,13 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 				startAt, startBy = at, in.Source
 			} else if !at.Equal(*startAt) {
 				errs = append(errs, fmt.Errorf("%s: start time %s differs from %s's %s: the inputs are not one run", in.Source, at.Format(time.RFC3339Nano), startBy, startAt.Format(time.RFC3339Nano)))
+			}
+		}
+		if id := RunOf(s); id != "" {
+			if runID == "" {
+				runID, runBy = id, in.Source
+			} else if id != runID {
+				errs = append(errs, fmt.Errorf("%s: run %s differs from %s's run %s: the inputs are not one run; merge the files of one run (xdslab merge picks one: --run ID)", in.Source, id, runBy, runID))
 			}
 		}
 		if name := s.Metadata.Labels["scenario"]; name != "" {
@@ -262,6 +271,9 @@ func Merge(inputs []Input, opts Options) (*summary.Summary, error) {
 	}
 	if scen != "" {
 		labels["scenario"] = scen
+	}
+	if runID != "" {
+		labels[LabelRun] = runID
 	}
 	if len(notes) > 0 {
 		labels["note.merge"] = strings.Join(notes, "; ")

@@ -34,7 +34,9 @@ type distFlags struct {
 	Segments    int
 	StartAt     string
 	StartAtFile string
-	Probes      string
+	// RunID is the run's identity (--run-id; default: derived from the start).
+	RunID  string
+	Probes string
 	// TargetMetrics is the control plane's Prometheus endpoint, for its CPU.
 	TargetMetrics string
 }
@@ -148,6 +150,13 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("fleet: %w", err))
 	}
+	runID, warning, err := runIdentity("fleet", f.dist.RunID, f.dist.StartAt, start, seg.Count, time.Now())
+	if err != nil {
+		return usageErr(err)
+	}
+	if warning != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", warning)
+	}
 	if f.dist.Probes != "" {
 		if _, err := stream.ParseBase(f.dist.Probes); err != nil {
 			return usageErr(fmt.Errorf("fleet: --probes %w", err))
@@ -190,7 +199,8 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 		}
 		return err
 	}
-	fmt.Fprintf(out, "\nfleet %s: scenario %s against %s\n\n", segLabel(seg), sc.Name, f.Target)
+	setRunLabel(s, runID)
+	fmt.Fprintf(out, "\nfleet %s: scenario %s against %s%s\n\n", segLabel(seg), sc.Name, f.Target, runSuffix(runID))
 	if werr := writeFleetSummary(out, s, f.SummaryFile); werr != nil {
 		return werr
 	}
@@ -198,6 +208,63 @@ func runScenarioFleet(cmd *cobra.Command, f fleetFlags) error {
 		return withCode(exitInterrupted, fmt.Errorf("fleet %s: %w (summary written)", segLabel(seg), err))
 	}
 	return err
+}
+
+// staleStart is how long ago a start time may have passed before a process warns that runs
+// reusing it share their run id.
+const staleStart = 10 * time.Minute
+
+// runIdentity is the identity a process of a distributed run (a fleet shard, the simulator)
+// writes into its summary as metadata.labels.run: --run-id, else the id derived from the
+// shared start (merge.RunIDFromStart), which every process given the same --start-at derives
+// alike; "" without either. The warning, when set, says when merge will not be able to tell
+// this run's summaries from another's in the same directory.
+func runIdentity(cmd, explicit, startFlag string, start time.Time, shards int, now time.Time) (id, warning string, err error) {
+	if explicit != "" {
+		if err := merge.ValidRunID(explicit); err != nil {
+			return "", "", fmt.Errorf("%s: --run-id: %w", cmd, err)
+		}
+		return explicit, "", nil
+	}
+	switch {
+	case start.IsZero():
+		return "", fmt.Sprintf("%s: no --start-at or --run-id: the summary carries no run id, and xdslab merge cannot tell it from another run's summaries in the same directory", cmd), nil
+	case strings.HasPrefix(startFlag, "+") && shards > 1:
+		warning = fmt.Sprintf("%s: --start-at %s is relative to when each process starts: the shards get different start times and run ids; give them one time (RFC 3339) or one --run-id", cmd, startFlag)
+	case now.Sub(start) > staleStart:
+		warning = fmt.Sprintf("%s: the start time %s passed %s ago: every run started with it has run id %s, and xdslab merge cannot tell this run's summaries from an earlier one's in the same directory; set a new start time for each run, or pass --run-id",
+			cmd, start.UTC().Format(time.RFC3339), roughly(now.Sub(start)), merge.RunIDFromStart(start))
+	}
+	return merge.RunIDFromStart(start), warning, nil
+}
+
+// roughly says a long duration the way a person would: 25m, 5h, 339 days.
+func roughly(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		return d.Round(time.Minute).String()
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Round(time.Hour).Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
+}
+
+// setRunLabel writes the run id into a summary (nothing when id is "").
+func setRunLabel(s *summary.Summary, id string) {
+	if id == "" {
+		return
+	}
+	if s.Metadata.Labels == nil {
+		s.Metadata.Labels = map[string]string{}
+	}
+	s.Metadata.Labels[merge.LabelRun] = id
+}
+
+func runSuffix(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " (run " + id + ")"
 }
 
 func segLabel(s fleet.Segment) string {
@@ -216,6 +283,7 @@ type publishFlags struct {
 	summary     string
 	startAt     string
 	startAtFile string
+	runID       string
 }
 
 // servePublisher serves p on addr until stop; it prints the URL.
@@ -249,6 +317,8 @@ type mergeFlags struct {
 	out      string
 	scenario string
 	quiet    bool
+	// run, or the id derived from startAt or startAtFile, picks the run to merge.
+	run, startAt, startAtFile string
 }
 
 func newMergeCmd() *cobra.Command {
@@ -287,6 +357,9 @@ waiting.`,
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "with --wait: give up after this long")
 	fl.StringVar(&f.out, "out", "", "write summary.json, report.html and junit.xml into this directory, as xdslab run does (a FILE.json: the summary there, the others beside it; default: print only)")
 	fl.StringVar(&f.scenario, "scenario", "", "scenario file or built-in name whose thresholds are evaluated (default: the one in the summaries)")
+	fl.StringVar(&f.run, "run", "", "merge the summaries of this run (its id, as the shards print it and write as metadata.labels.run; default: the newest complete run)")
+	fl.StringVar(&f.startAt, "start-at", "", "merge the run that started at this time (RFC 3339), as the shards were given it: the same as --run with the id derived from it")
+	fl.StringVar(&f.startAtFile, "start-at-file", "", "like --start-at, read from this file (the ConfigMap key the shards read)")
 	fl.BoolVar(&f.quiet, "quiet", false, "do not print the merged summary")
 	return cmd
 }
@@ -298,41 +371,64 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 	if f.wait < 0 || (f.wait > 0 && f.dir == "") {
 		return usageErr(errors.New("merge: --wait N needs --dir and N >= 1"))
 	}
+	runID, err := mergeRunID(f)
+	if err != nil {
+		return usageErr(err)
+	}
 	summaryPath, err := mergeOutPath(f.out)
 	if err != nil {
 		return usageErr(err)
 	}
-	files := args
+	stderr := cmd.ErrOrStderr()
+	var read []merge.Input
+	var errs []error
 	if f.dir != "" {
-		var err error
-		if files, err = waitSummaries(cmd.Context(), f.dir, summaryPath, f.wait, f.timeout); err != nil {
+		if read, errs, err = waitSummaries(cmd.Context(), stderr, f.dir, summaryPath, f.wait, f.timeout, runID); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return withCode(exitInterrupted, fmt.Errorf("merge: %w; nothing merged", err))
 			}
 			return usageErr(fmt.Errorf("merge: %w", err))
 		}
+	} else {
+		for _, p := range args {
+			s, err := summary.ReadFile(p)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			read = append(read, merge.Input{Source: p, Summary: s})
+		}
 	}
 	var in []merge.Input
-	var errs []error
-	for _, p := range files {
-		s, err := summary.ReadFile(p)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if f.dir != "" && s.Metadata.Command == "merge" {
+	for _, x := range read {
+		if f.dir != "" && x.Summary.Metadata.Command == "merge" {
 			// An earlier merge's output written into the same volume (another --out, or a
 			// rerun): not an input of the run.
-			fmt.Fprintf(cmd.ErrOrStderr(), "merge: skipping %s: the output of an earlier merge, not a shard's or the simulator's summary\n", p)
+			fmt.Fprintf(stderr, "merge: skipping %s: the output of an earlier merge, not a shard's or the simulator's summary\n", x.Source)
 			continue
 		}
-		in = append(in, merge.Input{Source: p, Summary: s})
+		in = append(in, x)
 	}
 	if len(in) == 0 && len(errs) == 0 {
 		return usageErr(fmt.Errorf("merge: no shard or simulator summaries in %s, only earlier merges' outputs", f.dir))
 	}
 	if len(errs) > 0 {
 		return usageErr(fmt.Errorf("merge: %w", errors.Join(errs...)))
+	}
+	// The files of one run: a volume reused by the Job may hold an earlier run's.
+	sel, err := merge.Select(in, runID)
+	if err != nil {
+		return usageErr(err)
+	}
+	for _, ig := range sel.Ignored {
+		fmt.Fprintf(stderr, "merge: ignoring %s: %s\n", strings.Join(ig.Sources, ", "), ig.Why)
+	}
+	for _, n := range sel.Notes {
+		fmt.Fprintf(stderr, "merge: note: %s\n", n)
+	}
+	in = sel.Inputs
+	if len(sel.Ignored) > 0 || runID != "" {
+		fmt.Fprintf(stderr, "merge: merging run %s: %s\n", sel.Run.Name(), strings.Join(sel.Run.Sources(), ", "))
 	}
 	var sc *scenarios.Scenario
 	if f.scenario != "" {
@@ -367,7 +463,11 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 	if sc == nil {
 		fmt.Fprintln(out, "\nmerge: no scenario given or embedded: no thresholds evaluated")
 	}
-	fmt.Fprintf(out, "\nmerge: %d summaries (%s shards) merged in %v\n", len(in), merged.Metadata.Labels["shards"], took.Round(time.Microsecond))
+	ofRun := ""
+	if id := merged.Metadata.Labels[merge.LabelRun]; id != "" {
+		ofRun = " of run " + id
+	}
+	fmt.Fprintf(out, "\nmerge: %d summaries (%s shards)%s merged in %v\n", len(in), merged.Metadata.Labels["shards"], ofRun, took.Round(time.Microsecond))
 	if summaryPath == "" {
 		fmt.Fprintln(out, "no --out given: nothing written; add --out DIR to keep summary.json, report.html and junit.xml")
 	} else {
@@ -390,6 +490,31 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 		return withCode(exitThreshold, errors.New("merge: a threshold failed"))
 	}
 	return nil
+}
+
+// mergeRunID is the run merge is told to merge: --run, or the id derived from --start-at or
+// --start-at-file (the value the run's processes were given); "" for the default.
+func mergeRunID(f mergeFlags) (string, error) {
+	if f.run != "" && (f.startAt != "" || f.startAtFile != "") {
+		return "", errors.New("merge: --run and --start-at (or --start-at-file) both name the run: give one")
+	}
+	if f.run != "" {
+		if err := merge.ValidRunID(f.run); err != nil {
+			return "", fmt.Errorf("merge: --run: %w", err)
+		}
+		return f.run, nil
+	}
+	if strings.HasPrefix(f.startAt, "+") {
+		return "", fmt.Errorf("merge: --start-at %s is relative to now, not the start the run was given: give that time (RFC 3339), --start-at-file, or --run ID", f.startAt)
+	}
+	start, err := parseStartAt(f.startAt, f.startAtFile, time.Now())
+	if err != nil {
+		return "", fmt.Errorf("merge: %w", err)
+	}
+	if start.IsZero() {
+		return "", nil
+	}
+	return merge.RunIDFromStart(start), nil
 }
 
 // mergeOutPath is where --out puts the merged summary: DIR/summary.json for a directory (as
@@ -447,52 +572,154 @@ func embeddedScenario(in []merge.Input) *scenarios.Scenario {
 	return nil
 }
 
-// waitSummaries lists the *.json files in dir (except skip), waiting until want of them are
-// fleet shard summaries when want > 0.
-func waitSummaries(ctx context.Context, dir, skip string, want int, timeout time.Duration) ([]string, error) {
+// waitProgress is how often a waiting merge says what it waits for.
+const waitProgress = 30 * time.Second
+
+// simGrace is how long a merge waits, once the shards of its run are there, for the run's
+// simulator summary when the directory holds another run's (sim.json of an earlier run, about
+// to be replaced). A variable for tests.
+var simGrace = time.Minute
+
+// waitSummaries reads the *.json summaries in dir (except skip, the merge's own output). With
+// want > 0 it first waits (up to timeout) until want fleet shard summaries of the run are there
+// — of run when given, else of the newest run among them — saying so every waitProgress on
+// log; then, for at most simGrace, for that run's simulator summary if only another run's is
+// there. Files that do not read are returned as errs.
+func waitSummaries(ctx context.Context, log io.Writer, dir, skip string, want int, timeout time.Duration, run string) (in []merge.Input, errs []error, err error) {
 	deadline := time.Now().Add(timeout)
 	skipAbs, _ := filepath.Abs(skip)
 	if want == 0 {
 		// Without --wait the directory must be there now (with it, a volume may be mounted late).
 		if st, err := os.Stat(dir); err != nil {
-			return nil, fmt.Errorf("--dir %s: %w", dir, errors.Unwrap(err))
+			return nil, nil, fmt.Errorf("--dir %s: %w", dir, errors.Unwrap(err))
 		} else if !st.IsDir() {
-			return nil, fmt.Errorf("--dir %s: not a directory: give the directory the shards write their summaries to", dir)
+			return nil, nil, fmt.Errorf("--dir %s: not a directory: give the directory the shards write their summaries to", dir)
 		}
 	}
+	type cached struct {
+		mod  time.Time
+		size int64
+		s    *summary.Summary
+		err  error
+	}
+	cache := map[string]cached{}
+	which := "the newest run"
+	if run != "" {
+		which = "run " + run
+	}
+	var lastSaid, shardsAt time.Time
+	simWaitSaid := false
 	for {
 		paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		var files []string
-		shards := 0
+		sort.Strings(paths)
+		in, errs = nil, nil
 		for _, p := range paths {
 			if abs, _ := filepath.Abs(p); skip != "" && abs == skipAbs {
 				continue
 			}
-			files = append(files, p)
-			if want > 0 {
-				if s, err := summary.ReadFile(p); err == nil && s.Metadata.Command == "fleet" {
-					shards++
+			st, err := os.Stat(p)
+			if err != nil {
+				continue // gone since the listing
+			}
+			c, ok := cache[p]
+			if !ok || !c.mod.Equal(st.ModTime()) || c.size != st.Size() {
+				s, err := summary.ReadFile(p)
+				c = cached{mod: st.ModTime(), size: st.Size(), s: s, err: err}
+				cache[p] = c
+			}
+			if c.err != nil {
+				errs = append(errs, c.err)
+				continue
+			}
+			in = append(in, merge.Input{Source: p, Summary: c.s})
+		}
+		if want == 0 {
+			if len(in) == 0 && len(errs) == 0 {
+				return nil, nil, fmt.Errorf("no *.json summaries in %s", dir)
+			}
+			return in, errs, nil
+		}
+		// The run waited for, and how many of its shards are there.
+		var target *merge.Run
+		var others []merge.Run
+		for _, r := range merge.Runs(in) {
+			switch {
+			case r.Shards == 0:
+				others = append(others, r)
+			case target == nil && (run == "" || r.ID == run):
+				target = &r
+			default:
+				others = append(others, r)
+			}
+		}
+		have := 0
+		if target != nil {
+			idx := map[int]bool{}
+			for _, x := range target.Fleet {
+				if seg := x.Summary.Metadata.Segment; seg != nil {
+					idx[seg.Index] = true
+				} else {
+					idx[0] = true
 				}
 			}
+			have = len(idx)
 		}
-		sort.Strings(files)
-		if want == 0 || shards >= want {
-			if len(files) == 0 {
-				return nil, fmt.Errorf("no *.json summaries in %s", dir)
+		now := time.Now()
+		if have >= want {
+			// The run's simulator writes its summary when it ends, like the shards: while only
+			// another run's is there, give it a moment.
+			staleSim := ""
+			for _, r := range others {
+				if r.Shards == 0 && r.ID != "" && (target.ID == "" || r.ID != target.ID) {
+					staleSim = strings.Join(r.Sources(), ", ")
+				}
 			}
-			return files, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d fleet shard summaries in %s after %s", shards, want, dir, timeout)
+			if len(target.Sims) > 0 || staleSim == "" {
+				return in, errs, nil
+			}
+			if shardsAt.IsZero() {
+				shardsAt = now
+			}
+			if now.Sub(shardsAt) >= simGrace || now.After(deadline) {
+				return in, errs, nil
+			}
+			if !simWaitSaid {
+				fmt.Fprintf(log, "merge: the %d shard summaries of run %s are there; waiting up to %s for its simulator's summary (%s is another run's)\n", have, target.Name(), simGrace, staleSim)
+				simWaitSaid = true
+			}
+		} else {
+			if now.After(deadline) {
+				msg := fmt.Sprintf("%d of %d fleet shard summaries of %s in %s after %s", have, want, which, dir, timeout)
+				if target != nil {
+					msg = fmt.Sprintf("%d of %d fleet shard summaries of run %s (%s) in %s after %s", have, want, target.Name(), strings.Join(target.Sources(), ", "), dir, timeout)
+				}
+				if len(others) > 0 {
+					var o []string
+					for _, r := range others {
+						o = append(o, fmt.Sprintf("run %s: %s", r.Name(), strings.Join(r.Sources(), ", ")))
+					}
+					msg += "; other runs' files there: " + strings.Join(o, "; ")
+				}
+				return nil, nil, errors.New(msg)
+			}
+			if lastSaid.IsZero() || now.Sub(lastSaid) >= waitProgress {
+				name := which
+				if target != nil && run == "" {
+					name = "run " + target.Name()
+				}
+				fmt.Fprintf(log, "merge: waiting for %d fleet shard summaries of %s in %s: %d there, giving up in %s\n",
+					want, name, dir, have, deadline.Sub(now).Round(time.Second))
+				lastSaid = now
+			}
 		}
 		t := time.NewTimer(time.Second)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("interrupted with %d of %d fleet shard summaries in %s: %w", shards, want, dir, ctx.Err())
+			return nil, nil, fmt.Errorf("interrupted with %d of %d fleet shard summaries of %s in %s: %w", have, want, which, dir, ctx.Err())
 		case <-t.C:
 		}
 	}

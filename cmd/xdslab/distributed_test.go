@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/merge"
 	"github.com/xdslab/xdslab/bench/run"
 	"github.com/xdslab/xdslab/controlplane"
 	"github.com/xdslab/xdslab/fakeenvoy/fleet"
@@ -111,6 +113,16 @@ func distRun(t *testing.T, scenarioFile string, n int, extraMerge ...string) (*s
 			t.Fatal(err)
 		}
 		shards = append(shards, s)
+	}
+	// An earlier run's shard left in the directory (a reused volume, a summary of a version
+	// that wrote no run id): merge leaves it out.
+	stale := *shards[0]
+	staleAt := shards[0].Metadata.StartAt.Add(-24 * time.Hour)
+	stale.Metadata.StartAt, stale.Metadata.Segment = &staleAt, &summary.Segment{Index: 0, Count: 1}
+	stale.Metadata.Labels = maps.Clone(stale.Metadata.Labels)
+	delete(stale.Metadata.Labels, merge.LabelRun)
+	if err := summary.WriteFile(filepath.Join(dir, "shard-0-of-yesterday.json"), &stale); err != nil {
+		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "merged", "summary.json")
 	code := runCLI(ctx, append([]string{"merge", "--dir", dir, "--wait", fmt.Sprint(n), "--timeout", "10s", "--out", out, "--quiet"}, extraMerge...))
@@ -269,6 +281,12 @@ func TestDistributedRunCommands(t *testing.T) {
 		if len(s.Results.Thresholds) != 0 {
 			t.Errorf("shard %d evaluated thresholds on its part of the fleet", i)
 		}
+		if md.StartAt != nil && md.Labels[merge.LabelRun] != merge.RunIDFromStart(*md.StartAt) {
+			t.Errorf("shard %d: run label %q, want the id of its start %s", i, md.Labels[merge.LabelRun], md.StartAt)
+		}
+	}
+	if want := merge.RunIDFromStart(*shards[0].Metadata.StartAt); merged.Metadata.Labels[merge.LabelRun] != want || len(merged.Metadata.Shards) != 3 {
+		t.Errorf("merged run %q of %d inputs, want run %s of the 2 shards and the simulator (not the earlier run's shard)", merged.Metadata.Labels[merge.LabelRun], len(merged.Metadata.Shards), want)
 	}
 	// The two written thresholds and the implicit full-config check of each group, evaluated
 	// on the shards' per-group counts summed.

@@ -100,8 +100,8 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 			if f.dist.Scenario != "" {
 				return runScenarioFleet(cmd, f)
 			}
-			if f.dist.StartAt != "" || f.dist.StartAtFile != "" || f.dist.Probes != "" || f.dist.TargetMetrics != "" {
-				return usageErr(errors.New("fleet: --start-at, --start-at-file, --probes and --target-metrics need --scenario (a distributed run's shard)"))
+			if f.dist.StartAt != "" || f.dist.StartAtFile != "" || f.dist.Probes != "" || f.dist.TargetMetrics != "" || f.dist.RunID != "" {
+				return usageErr(errors.New("fleet: --start-at, --start-at-file, --run-id, --probes and --target-metrics need --scenario (a distributed run's shard)"))
 			}
 			return runFleet(cmd, f)
 		},
@@ -145,6 +145,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.IntVar(&f.Segments, "segments", 0, "the shard count N (with --segment auto or unset: the index comes from JOB_COMPLETION_INDEX)")
 	fl.StringVar(&f.dist.StartAt, "start-at", "", "with --scenario: start ramping at this time (RFC 3339 on the simulator's clock, or +DURATION)")
 	fl.StringVar(&f.dist.StartAtFile, "start-at-file", "", "with --scenario: read the start time from this file (a mounted ConfigMap key)")
+	fl.StringVar(&f.dist.RunID, "run-id", "", "with --scenario: the run's identity, written into the summary so that xdslab merge tells this run's shards from another's in the same directory (default: derived from the start time, the same in every shard given it)")
 	fl.StringVar(&f.dist.Probes, "probes", "", "with --scenario: the simulator's probe stream, http://HOST:PORT (xdslab sim --publish)")
 	fl.StringVar(&f.dist.TargetMetrics, "target-metrics", "", "with --scenario: the control plane's Prometheus endpoint (HOST:PORT or URL), for its CPU over the shard's run: merge compares it with the CPU of the shards on its machine")
 	fl.StringVar(&f.Progress, "progress", "auto", "live progress on stderr: auto (a refreshed line on a terminal, log lines otherwise), line, log or off")

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/xdslab/xdslab/bench/collect"
+	"github.com/xdslab/xdslab/bench/merge"
 	"github.com/xdslab/xdslab/bench/report"
 	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/internal/summary"
@@ -108,7 +110,7 @@ func TestMergeDir(t *testing.T) {
 			}
 		})
 	}
-	if _, err := waitSummaries(context.Background(), filepath.Join(dir, "nope"), "", 0, time.Second); err == nil || !strings.Contains(err.Error(), "--dir") || !strings.Contains(err.Error(), "no such file or directory") {
+	if _, _, err := waitSummaries(context.Background(), io.Discard, filepath.Join(dir, "nope"), "", 0, time.Second, ""); err == nil || !strings.Contains(err.Error(), "--dir") || !strings.Contains(err.Error(), "no such file or directory") {
 		t.Errorf("missing dir: %v, want it named", err)
 	}
 }
@@ -289,5 +291,218 @@ func TestMergeWritesRunOutputs(t *testing.T) {
 	}
 	if code, _, stderr := execCLI(context.Background(), append([]string{"merge", "--quiet", "--out", filepath.Join(blocker, "out")}, inputs...)...); code != exitUsage || !strings.Contains(stderr, "--out") {
 		t.Errorf("unwritable --out: exit %d, want 2 naming --out:\n%s", code, stderr)
+	}
+}
+
+// runShard is fleet shard i of n of the run started at start, written to dir/name; id is its
+// run label ("": a summary of an earlier version, which wrote none).
+func runShard(t *testing.T, dir, name string, i, n int, start time.Time, id string) string {
+	t.Helper()
+	s := latencyShard(t, i, n, start, []int64{1000, 2000}, nil)
+	setRunLabel(s, id)
+	p := filepath.Join(dir, name)
+	if err := summary.WriteFile(p, s); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// simFile is the simulator summary of the run started at start (id as for runShard).
+func simFile(t *testing.T, dir, name string, start time.Time, id string) string {
+	t.Helper()
+	s := &summary.Summary{Version: summary.Version,
+		Metadata: summary.Metadata{Tool: "xdslab", Command: "sim", Started: start, Ended: start.Add(5 * time.Second), DurationSeconds: 5,
+			StartAt: &start, Labels: map[string]string{"scenario": "dist"}},
+		Results: summary.Results{Passed: true, Metrics: []summary.Metric{
+			summary.NewCounter(collect.MetricSimEvents, summary.Default, 3, 5*time.Second, nil),
+		}}}
+	setRunLabel(s, id)
+	p := filepath.Join(dir, name)
+	if err := summary.WriteFile(p, s); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestMergeStaleRun: a reused volume holds an earlier run's summaries beside the run's own
+// (another shard count, a sim.json not yet replaced, files of an earlier version without a run
+// id). merge --dir merges the newest complete run and names every file it leaves out and why;
+// --run and --start-at pick a run; an incomplete or ambiguous set exits 2 naming files and fix.
+func TestMergeStaleRun(t *testing.T) {
+	old := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 12, 6, 7, 45, 0, 0, time.UTC)
+	nowID := merge.RunIDFromStart(now)
+	dir := t.TempDir()
+	// The earlier run: 3 shards of an earlier version (no run label; its start tells it).
+	for i := range 3 {
+		runShard(t, dir, fmt.Sprintf("shard-%d.json", i+2), i, 3, old, "")
+	}
+	simFile(t, dir, "sim-old.json", old, "")
+	// This run: 2 shards and its simulator, each with the run id derived from the start.
+	runShard(t, dir, "shard-0.json", 0, 2, now, nowID)
+	runShard(t, dir, "shard-1.json", 1, 2, now, nowID)
+	simFile(t, dir, "sim.json", now, nowID)
+	startFile := filepath.Join(t.TempDir(), "startAt")
+	if err := os.WriteFile(startFile, []byte(now.Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(t.TempDir(), "merged")
+	code, _, stderr := execCLI(context.Background(), "merge", "--dir", dir, "--out", out, "--quiet")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"merge: ignoring " + filepath.Join(dir, "shard-2.json") + ", " + filepath.Join(dir, "shard-3.json") + ", " + filepath.Join(dir, "shard-4.json") + ", " + filepath.Join(dir, "sim-old.json") +
+			": run 20261205T100000Z (started 2026-12-05T10:00:00Z) is older than run 20261206T074500Z (started 2026-12-06T07:45:00Z), the newest complete run",
+		"merge: merging run 20261206T074500Z: " + filepath.Join(dir, "shard-0.json") + ", " + filepath.Join(dir, "shard-1.json") + ", " + filepath.Join(dir, "sim.json"),
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	m, err := summary.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcs []string
+	for _, sh := range m.Metadata.Shards {
+		srcs = append(srcs, filepath.Base(sh.Source))
+	}
+	if m.Metadata.Labels[merge.LabelRun] != nowID || !slices.Equal(srcs, []string{"shard-0.json", "shard-1.json", "sim.json"}) {
+		t.Errorf("merged run %q of %v, want %s of shard-0, shard-1 and sim.json", m.Metadata.Labels[merge.LabelRun], srcs, nowID)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+		says []string
+	}{
+		{"the earlier run asked for", []string{"--run", "20261205T100000Z"}, exitOK,
+			[]string{"merge: merging run 20261205T100000Z", "run 20261206T074500Z (started 2026-12-06T07:45:00Z), not the run asked for"}},
+		{"this run by its start", []string{"--start-at-file", startFile}, exitOK, []string{"merge: merging run 20261206T074500Z"}},
+		{"a run that is not there", []string{"--run", "nightly-7"}, exitUsage,
+			[]string{"--run nightly-7: no fleet shard summary of that run", "run 20261206T074500Z (2-shard fleet", "run 20261205T100000Z (3-shard fleet", "pass --run with one of these ids"}},
+		{"a relative start", []string{"--start-at", "+1m"}, exitUsage, []string{"relative to now"}},
+		{"--run and --start-at", []string{"--run", "x", "--start-at-file", startFile}, exitUsage, []string{"give one"}},
+		{"a run id that cannot be one", []string{"--run", "a/b"}, exitUsage, []string{"--run: run id \"a/b\""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := execCLI(context.Background(), append([]string{"merge", "--dir", dir, "--quiet"}, tc.args...)...)
+			if code != tc.want {
+				t.Errorf("exit %d, want %d\n%s", code, tc.want, stderr)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+		})
+	}
+
+	// This run's shard 1 not written yet: the earlier complete run is merged, and the newer
+	// one named; asked for by its start, it is incomplete (exit 2, files and fix named).
+	if err := os.Remove(filepath.Join(dir, "shard-1.json")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = execCLI(context.Background(), "merge", "--dir", dir, "--quiet")
+	if code != exitOK || !strings.Contains(stderr, "merge: merging run 20261205T100000Z") ||
+		!strings.Contains(stderr, "run 20261206T074500Z (started 2026-12-06T07:45:00Z) is incomplete: shard(s) 1/2 missing") ||
+		!strings.Contains(stderr, "merge it with --run 20261206T074500Z") {
+		t.Errorf("a newer incomplete run: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = execCLI(context.Background(), "merge", "--dir", dir, "--quiet", "--start-at-file", startFile)
+	if code != exitUsage || !strings.Contains(stderr, "run 20261206T074500Z (2-shard fleet, started 2026-12-06T07:45:00Z: "+filepath.Join(dir, "shard-0.json")+", "+filepath.Join(dir, "sim.json")+") is incomplete: shard(s) 1/2 missing") ||
+		!strings.Contains(stderr, "--wait N") {
+		t.Errorf("the incomplete run asked for: exit %d, want 2 naming its files and the fix\n%s", code, stderr)
+	}
+
+	// --wait counts the shards of the run waited for, not the earlier run's: it waits until
+	// shard 1 of this run is written.
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		runShard(t, dir, "shard-1.json", 1, 2, now, nowID)
+	}()
+	code, _, stderr = execCLI(context.Background(), "merge", "--dir", dir, "--quiet", "--wait", "2", "--timeout", "20s", "--start-at-file", startFile)
+	if code != exitOK || !strings.Contains(stderr, "merge: waiting for 2 fleet shard summaries of run 20261206T074500Z in "+dir+": 1 there") ||
+		!strings.Contains(stderr, "merge: merging run 20261206T074500Z") {
+		t.Errorf("--wait for this run: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestMergeWaitsForTheRunsSimulator: once the run's shards are there, a sim.json of another run
+// (not yet replaced by this run's simulator) holds the merge for a while, not forever.
+func TestMergeWaitsForTheRunsSimulator(t *testing.T) {
+	defer func(g time.Duration) { simGrace = g }(simGrace)
+	simGrace = 3 * time.Second
+	old := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 12, 6, 7, 45, 0, 0, time.UTC)
+	nowID := merge.RunIDFromStart(now)
+	dir := t.TempDir()
+	runShard(t, dir, "shard-0.json", 0, 2, now, nowID)
+	runShard(t, dir, "shard-1.json", 1, 2, now, nowID)
+	simFile(t, dir, "sim.json", old, "")
+
+	// No simulator of this run comes: merged without it after the grace, the stale one named.
+	code, _, stderr := execCLI(context.Background(), "merge", "--dir", dir, "--quiet", "--wait", "2")
+	if code != exitOK || !strings.Contains(stderr, "waiting up to 3s for its simulator's summary ("+filepath.Join(dir, "sim.json")+" is another run's)") ||
+		!strings.Contains(stderr, "ignoring "+filepath.Join(dir, "sim.json")+": the simulator summary of run 20261205T100000Z, of which no shard summary is here") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+	// It comes: merged with it.
+	go func() {
+		time.Sleep(1200 * time.Millisecond)
+		simFile(t, dir, "sim.json", now, nowID)
+	}()
+	out := filepath.Join(t.TempDir(), "m.json")
+	code, _, stderr = execCLI(context.Background(), "merge", "--dir", dir, "--quiet", "--wait", "2", "--out", out)
+	if code != exitOK || strings.Contains(stderr, "ignoring") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	m, err := summary.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Metadata.Shards) != 3 {
+		t.Errorf("merged %d inputs, want the 2 shards and this run's simulator", len(m.Metadata.Shards))
+	}
+}
+
+// TestRunIdentity: the run id a shard or the simulator writes: --run-id, else derived from the
+// start (the same in every process given it), with a warning when merge will not be able to
+// tell this run from another in the same directory.
+func TestRunIdentity(t *testing.T) {
+	now := time.Date(2026, 12, 6, 7, 40, 0, 0, time.UTC)
+	start := time.Date(2026, 12, 6, 7, 45, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, explicit, flag string
+		start                time.Time
+		shards               int
+		id, warning, err     string
+	}{
+		{"derived", "", "2026-12-06T07:45:00Z", start, 4, "20261206T074500Z", "", ""},
+		{"explicit", "nightly-7", "", time.Time{}, 4, "nightly-7", "", ""},
+		{"bad explicit", "a b", "", time.Time{}, 4, "", "", "fleet: --run-id: run id \"a b\""},
+		{"none", "", "", time.Time{}, 4, "", "no --start-at or --run-id", ""},
+		{"long past", "", "2026-01-01T00:00:00Z", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 4, "20260101T000000Z", "passed 339 days ago", ""},
+		{"relative, several shards", "", "+30s", now.Add(30 * time.Second), 4, "20261206T074030Z", "relative to when each process starts", ""},
+		{"relative, one shard", "", "+30s", now.Add(30 * time.Second), 1, "20261206T074030Z", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, warning, err := runIdentity("fleet", tc.explicit, tc.flag, tc.start, tc.shards, now)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || id != tc.id {
+				t.Errorf("id %q err %v, want %q", id, err, tc.id)
+			}
+			if (tc.warning == "") != (warning == "") || !strings.Contains(warning, tc.warning) {
+				t.Errorf("warning %q, want %q", warning, tc.warning)
+			}
+		})
 	}
 }

@@ -87,6 +87,7 @@ upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`
 	fl.DurationVar(&f.pub.shardWait, "shard-wait", 10*time.Minute, "with --publish: longest wait for every shard to subscribe and connect its clients")
 	fl.StringVar(&f.pub.summary, "summary", "", "with --publish: write the simulator's summary (events, t0, acks) here, for xdslab merge")
 	fl.StringVar(&f.pub.startAt, "start-at", "", "with --publish: start churn no earlier than this time (RFC 3339 or +DURATION)")
+	fl.StringVar(&f.pub.runID, "run-id", "", "with --publish: the run's identity, written into the summary for xdslab merge (default: derived from the start time, as the shards derive it)")
 	fl.StringVar(&f.pub.startAtFile, "start-at-file", "", "with --publish: read the start time from this file (a mounted ConfigMap key)")
 	f.kube.register(fl, 50, 100)
 	f.kube.registerPods(fl)
@@ -157,8 +158,15 @@ func runSim(ctx context.Context, out io.Writer, scenario string, f simFlags) (er
 		if err := checkOutFile("sim: --summary", f.pub.summary); err != nil {
 			return usageErr(err)
 		}
-	} else if f.pub.summary != "" || f.pub.startAt != "" || f.pub.startAtFile != "" {
-		return usageErr(errors.New("sim: --summary, --start-at and --start-at-file need --publish"))
+		var warning string
+		if f.pub.runID, warning, err = runIdentity("sim", f.pub.runID, f.pub.startAt, startAt, f.pub.shards, time.Now()); err != nil {
+			return usageErr(err)
+		}
+		if warning != "" && f.pub.summary != "" {
+			fmt.Fprintln(out, "warning:", warning)
+		}
+	} else if f.pub.summary != "" || f.pub.startAt != "" || f.pub.startAtFile != "" || f.pub.runID != "" {
+		return usageErr(errors.New("sim: --summary, --start-at, --start-at-file and --run-id need --publish"))
 	}
 	sim, err := simulator.New(run.SimConfig(sc))
 	if err != nil {
@@ -370,6 +378,7 @@ func runPublishedSim(ctx context.Context, out io.Writer, sc *scenarios.Scenario,
 	to, _ := s.Results.Find(collect.MetricBarrierTimeouts, nil)
 	fmt.Fprintf(out, "sim: done: %v events applied%s, %v held past the ack timeout by some shard\n", ev.Values["count"], files(), to.Values["count"])
 	if f.pub.summary != "" {
+		setRunLabel(s, f.pub.runID)
 		if err := summary.WriteFile(f.pub.summary, s); err != nil {
 			return err
 		}
