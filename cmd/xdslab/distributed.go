@@ -340,15 +340,21 @@ threshold) and one .hgrm per trend, also when a threshold fails. --out FILE.json
 summary to FILE.json and the others beside it.
 
 --dir DIR reads every *.json in DIR (a volume the shards write to) but the outputs of earlier
-merges; with --wait N it first waits (up to --timeout) until N fleet shard summaries are
-there. The scenario is --scenario, or else the one embedded in the shards' summaries; a
---scenario may change the thresholds, nothing else of the scenario the inputs ran.
+merges. The inputs may hold several runs (a volume reused by the Job): each shard and the
+simulator write their run's id (metadata.labels.run: fleet/sim --run-id, or derived from the
+shared --start-at), and merge merges one run — --run ID, or the run of --start-at or
+--start-at-file (the value the shards were given), else the newest complete run — naming each
+file it leaves out and why. With --wait N it first waits (up to --timeout) until N fleet shard
+summaries of that run are there (without --run or --start-at: of the newest run), saying what
+it waits for every 30s. The scenario is --scenario, or else the one embedded in the shards'
+summaries; a --scenario may change the thresholds, nothing else of the scenario the inputs ran.
 
 Exit codes: 0 merged and every threshold passed, 2 bad input (unreadable summaries, missing or
-repeated shards, inputs of different runs), 99 a threshold failed, 130 interrupted while
-waiting.`,
+repeated shards, inputs of different runs with none complete or two equally new, a --run that
+is not there), 99 a threshold failed, 130 interrupted while waiting.`,
 		Example: `  xdslab merge shard-0.json shard-1.json shard-2.json shard-3.json sim.json --out merged
-  xdslab merge --dir /results --wait 4 --timeout 30m --out /results/merged`,
+  xdslab merge --dir /results --wait 4 --timeout 30m --start-at-file /etc/xdslab/start/startAt --out /results/merged
+  xdslab merge --dir /results --run 20261206T074500Z --out /results/merged-earlier`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(cmd, args, f) },
 	}
 	fl := cmd.Flags()

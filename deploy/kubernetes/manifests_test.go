@@ -110,6 +110,23 @@ func check(t *testing.T, dir string, r rendered) {
 		}
 		t.Errorf("%s: xdslab-fleet completions %v and parallelism %v must equal xdslab-run's shards %d", dir, deref(fleet.Spec.Completions), deref(fleet.Spec.Parallelism), shards)
 	}
+	// Every process of a run reads the same start, which is also the run's identity: the merge
+	// must read it too, or it would merge (and count towards --wait) an earlier run's
+	// summaries left on the volume.
+	startOf := func(job string) string {
+		for _, c := range r.jobs[job].Spec.Template.Spec.Containers {
+			for i, a := range c.Args {
+				if a == "--start-at-file" && i+1 < len(c.Args) {
+					return c.Args[i+1]
+				}
+			}
+		}
+		return ""
+	}
+	if want := startOf("xdslab-fleet"); want == "" || startOf("xdslab-target") != want || startOf("xdslab-merge") != want {
+		t.Errorf("%s: --start-at-file of the fleet %q, the simulator %q and the merge %q: give all three the same (the run's start and id)",
+			dir, want, startOf("xdslab-target"), startOf("xdslab-merge"))
+	}
 	for _, name := range []string{"xdslab-target", "xdslab-fleet", "xdslab-merge"} {
 		job, ok := r.jobs[name]
 		if !ok {
