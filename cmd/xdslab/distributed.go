@@ -479,7 +479,7 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 	} else {
 		// The outputs of 'xdslab run --out', from the merged summary, so that a CI job reads
 		// a sharded run's report and JUnit file where it reads a single run's.
-		r, err := report.FromSummary(merged, sc, mergedTarget(in))
+		r, err := report.FromSummary(merged, sc, mergedTarget(in, merged.Metadata.Labels[merge.LabelRun]))
 		if err != nil {
 			return err
 		}
@@ -543,9 +543,9 @@ func mergeOutPath(out string) (string, error) {
 	return filepath.Join(out, "summary.json"), nil
 }
 
-// mergedTarget names what a merged run measured, for its report: the shards and the ADS
-// address(es) they dialled.
-func mergedTarget(in []merge.Input) string {
+// mergedTarget names what a merged run measured, for its report: the shards, the ADS
+// address(es) they dialled and the run's id.
+func mergedTarget(in []merge.Input, runID string) string {
 	shards := 0
 	var ads []string
 	for _, x := range in {
@@ -558,6 +558,9 @@ func mergedTarget(in []merge.Input) string {
 		}
 	}
 	t := fmt.Sprintf("%d fleet shard(s), merged", shards)
+	if runID != "" {
+		t += ", run " + runID
+	}
 	if len(ads) > 0 {
 		t = strings.Join(ads, ", ") + " (" + t + ")"
 	}

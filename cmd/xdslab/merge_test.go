@@ -268,7 +268,7 @@ func TestMergeWritesRunOutputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"<title>xdslab run dist</title>", "xdslab-target:15010 (2 fleet shard(s), merged)",
+			for _, want := range []string{"<title>xdslab run dist</title>", "xdslab-target:15010 (2 fleet shard(s), merged, run 20261203T160000Z)",
 				"p(99)&lt;", "Push latency (change → in effect)", "<svg", "xdslab_fleet_connected", "name: dist"} {
 				if !strings.Contains(string(html), want) {
 					t.Errorf("report.html lacks %q", want)
