@@ -252,9 +252,9 @@ func Select(inputs []Input, want string) (Selection, error) {
 			if !r.Complete() {
 				d += ", incomplete: " + r.problem()
 			}
-			s = append(s, d)
+			s = append(s, "\n  "+d)
 		}
-		return strings.Join(s, "; ")
+		return strings.Join(s, "")
 	}
 	var chosen []Run
 	switch {
@@ -268,10 +268,10 @@ func Select(inputs []Input, want string) (Selection, error) {
 			if len(fleets) == 0 {
 				return sel, fmt.Errorf("merge: --run %s: no fleet shard summary among the inputs", want)
 			}
-			return sel, fmt.Errorf("merge: --run %s: no fleet shard summary of that run among the inputs; they hold %s: pass --run with one of these ids", want, list(fleets))
+			return sel, fmt.Errorf("merge: --run %s: no fleet shard summary of that run among the inputs; they hold:%s\npass --run with one of these ids", want, list(fleets))
 		}
 		if len(chosen) > 1 {
-			return sel, fmt.Errorf("merge: run %s has shards of fleets split in different numbers (%s): remove the files of the run that is not this one, or pass the files to merge", want, list(chosen))
+			return sel, fmt.Errorf("merge: run %s has shards of fleets split in different numbers:%s\nremove the files of the run that is not this one, or pass the files to merge", want, list(chosen))
 		}
 	case len(fleets) == 0:
 		return sel, errors.New("merge: no fleet shard summary among the inputs")
@@ -285,7 +285,7 @@ func Select(inputs []Input, want string) (Selection, error) {
 			}
 		}
 		if len(complete) == 0 {
-			return sel, fmt.Errorf("merge: the inputs hold %d runs and none is complete: %s. Merge one run: wait until its shards are all written (--dir with --wait N), pass --run ID, or remove the other runs' files", len(fleets), list(fleets))
+			return sel, fmt.Errorf("merge: the inputs hold %d runs and none is complete:%s\nmerge one run: wait until its shards are all written (--dir with --wait N), pass --run ID, or remove the other runs' files", len(fleets), list(fleets))
 		}
 		if len(complete) > 1 && complete[0].Start.Equal(complete[1].Start) {
 			return sel, fmt.Errorf("merge: %s and %s are both complete and started at the same time: pass --run %s or --run %s (a run id tells runs apart when it is set: fleet and sim --run-id, or a new --start-at for each run)",
@@ -297,7 +297,7 @@ func Select(inputs []Input, want string) (Selection, error) {
 	if !run.Complete() && len(fleets) > 1 {
 		// Alone, the run's gaps are named by Merge; with other runs around, say which they are.
 		others := slices.DeleteFunc(slices.Clone(fleets), func(r Run) bool { return r.ID == run.ID && r.Shards == run.Shards })
-		return sel, fmt.Errorf("merge: %s is incomplete: %s; the other runs here: %s. Wait until its shards are all written (--dir with --wait N), or pass --run with another id",
+		return sel, fmt.Errorf("merge: %s is incomplete: %s; the other runs here:%s\nwait until its shards are all written (--dir with --wait N), or pass --run with another id",
 			run.describe(), run.problem(), list(others))
 	}
 	// A simulator summary that carries no run id (its process had no --start-at or --run-id,

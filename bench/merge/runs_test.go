@@ -129,7 +129,7 @@ func TestSelectRun(t *testing.T) {
 				runInput(t, "old-0.json", 0, 1, old, oldID), runInput(t, "new-1.json", 1, 2, now, nowID),
 			},
 			want: nowID,
-			err:  []string{"run 20261206T074500Z (2-shard fleet, started 2026-12-06T07:45:00Z: new-1.json) is incomplete: shard(s) 0/2 missing", "the other runs here: run 20261205T100000Z", "--wait N"},
+			err:  []string{"run 20261206T074500Z (2-shard fleet, started 2026-12-06T07:45:00Z: new-1.json) is incomplete: shard(s) 0/2 missing", "the other runs here:\n  run 20261205T100000Z", "--wait N"},
 		},
 		{
 			name: "no run complete",

@@ -703,14 +703,15 @@ func waitSummaries(ctx context.Context, log io.Writer, dir, skip string, want in
 			if now.After(deadline) {
 				msg := fmt.Sprintf("%d of %d fleet shard summaries of %s in %s after %s", have, want, which, dir, timeout)
 				if target != nil {
-					msg = fmt.Sprintf("%d of %d fleet shard summaries of run %s (%s) in %s after %s", have, want, target.Name(), strings.Join(target.Sources(), ", "), dir, timeout)
+					msg = fmt.Sprintf("%d of %d fleet shard summaries of run %s in %s after %s (%s; missing: %s)", have, want, target.Name(), dir, timeout,
+						strings.Join(target.Sources(), ", "), strings.Join(target.Missing(), ", "))
 				}
-				if len(others) > 0 {
-					var o []string
-					for _, r := range others {
-						o = append(o, fmt.Sprintf("run %s: %s", r.Name(), strings.Join(r.Sources(), ", ")))
-					}
-					msg += "; other runs' files there: " + strings.Join(o, "; ")
+				for _, r := range others {
+					msg += fmt.Sprintf("\n  another run's files there, left out: run %s: %s", r.Name(), strings.Join(r.Sources(), ", "))
+				}
+				msg += "\ncheck the shards that did not write theirs (their logs), or raise --timeout"
+				if run == "" {
+					msg += "; pass --start-at-file or --run so that the merge waits for the right run"
 				}
 				return nil, nil, errors.New(msg)
 			}
