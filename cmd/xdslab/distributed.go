@@ -389,7 +389,8 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 	var read []merge.Input
 	var errs []error
 	if f.dir != "" {
-		if read, errs, err = waitSummaries(cmd.Context(), stderr, f.dir, summaryPath, f.wait, f.timeout, runID); err != nil {
+		w := waitSpec{dir: f.dir, skip: summaryPath, want: f.wait, timeout: f.timeout, run: runID, simGrace: simGrace}
+		if read, errs, err = waitSummaries(cmd.Context(), stderr, w); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return withCode(exitInterrupted, fmt.Errorf("merge: %w; nothing merged", err))
 			}
@@ -586,15 +587,25 @@ const waitProgress = 30 * time.Second
 
 // simGrace is how long a merge waits, once the shards of its run are there, for the run's
 // simulator summary when the directory holds another run's (sim.json of an earlier run, about
-// to be replaced). A variable for tests.
-var simGrace = time.Minute
+// to be replaced).
+const simGrace = time.Minute
 
-// waitSummaries reads the *.json summaries in dir (except skip, the merge's own output). With
-// want > 0 it first waits (up to timeout) until want fleet shard summaries of the run are there
-// — of run when given, else of the newest run among them — saying so every waitProgress on
-// log; then, for at most simGrace, for that run's simulator summary if only another run's is
-// there. Files that do not read are returned as errs.
-func waitSummaries(ctx context.Context, log io.Writer, dir, skip string, want int, timeout time.Duration, run string) (in []merge.Input, errs []error, err error) {
+// waitSpec is what waitSummaries reads and waits for.
+type waitSpec struct {
+	dir, skip string // the directory, and the merge's own output in it
+	want      int    // fleet shard summaries of the run to wait for (0: none)
+	timeout   time.Duration
+	run       string        // the run's id ("": the newest run)
+	simGrace  time.Duration // see simGrace
+}
+
+// waitSummaries reads the *.json summaries in dir (except skip). With want > 0 it first waits
+// (up to timeout) until want fleet shard summaries of the run are there — of run when given,
+// else of the newest run among them — saying so every waitProgress on log; then, for at most
+// simGrace, for that run's simulator summary if only another run's is there. Files that do not
+// read are returned as errs.
+func waitSummaries(ctx context.Context, log io.Writer, w waitSpec) (in []merge.Input, errs []error, err error) {
+	dir, skip, want, timeout, run := w.dir, w.skip, w.want, w.timeout, w.run
 	deadline := time.Now().Add(timeout)
 	skipAbs, _ := filepath.Abs(skip)
 	if want == 0 {
@@ -692,11 +703,11 @@ func waitSummaries(ctx context.Context, log io.Writer, dir, skip string, want in
 			if shardsAt.IsZero() {
 				shardsAt = now
 			}
-			if now.Sub(shardsAt) >= simGrace || now.After(deadline) {
+			if now.Sub(shardsAt) >= w.simGrace || now.After(deadline) {
 				return in, errs, nil
 			}
 			if !simWaitSaid {
-				fmt.Fprintf(log, "merge: the %d shard summaries of run %s are there; waiting up to %s for its simulator's summary (%s is another run's)\n", have, target.Name(), simGrace, staleSim)
+				fmt.Fprintf(log, "merge: the %d shard summaries of run %s are there; waiting up to %s for its simulator's summary (%s is another run's)\n", have, target.Name(), w.simGrace, staleSim)
 				simWaitSaid = true
 			}
 		} else {

@@ -110,7 +110,7 @@ func TestMergeDir(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := waitSummaries(context.Background(), io.Discard, filepath.Join(dir, "nope"), "", 0, time.Second, ""); err == nil || !strings.Contains(err.Error(), "--dir") || !strings.Contains(err.Error(), "no such file or directory") {
+	if _, _, err := waitSummaries(context.Background(), io.Discard, waitSpec{dir: filepath.Join(dir, "nope"), timeout: time.Second}); err == nil || !strings.Contains(err.Error(), "--dir") || !strings.Contains(err.Error(), "no such file or directory") {
 		t.Errorf("missing dir: %v, want it named", err)
 	}
 }
@@ -434,8 +434,6 @@ func TestMergeStaleRun(t *testing.T) {
 // TestMergeWaitsForTheRunsSimulator: once the run's shards are there, a sim.json of another run
 // (not yet replaced by this run's simulator) holds the merge for a while, not forever.
 func TestMergeWaitsForTheRunsSimulator(t *testing.T) {
-	defer func(g time.Duration) { simGrace = g }(simGrace)
-	simGrace = 3 * time.Second
 	old := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	now := time.Date(2026, 12, 6, 7, 45, 0, 0, time.UTC)
 	nowID := merge.RunIDFromStart(now)
@@ -443,29 +441,38 @@ func TestMergeWaitsForTheRunsSimulator(t *testing.T) {
 	runShard(t, dir, "shard-0.json", 0, 2, now, nowID)
 	runShard(t, dir, "shard-1.json", 1, 2, now, nowID)
 	simFile(t, dir, "sim.json", old, "")
-
-	// No simulator of this run comes: merged without it after the grace, the stale one named.
-	code, _, stderr := execCLI(context.Background(), "merge", "--dir", dir, "--quiet", "--wait", "2")
-	if code != exitOK || !strings.Contains(stderr, "waiting up to 3s for its simulator's summary ("+filepath.Join(dir, "sim.json")+" is another run's)") ||
-		!strings.Contains(stderr, "ignoring "+filepath.Join(dir, "sim.json")+": the simulator summary of run 20261205T100000Z, of which no shard summary is here") {
-		t.Errorf("exit %d\n%s", code, stderr)
+	w := waitSpec{dir: dir, want: 2, timeout: time.Minute, simGrace: 3 * time.Second}
+	simOf := func(in []merge.Input) string {
+		for _, x := range in {
+			if x.Summary.Metadata.Command == "sim" {
+				return merge.RunOf(x.Summary)
+			}
+		}
+		return ""
 	}
-	// It comes: merged with it.
+
+	// No simulator of this run comes: read after the grace, with the other run's.
+	var log bytes.Buffer
+	start := time.Now()
+	in, _, err := waitSummaries(context.Background(), &log, w)
+	if err != nil || time.Since(start) < w.simGrace || simOf(in) != "20261205T100000Z" ||
+		!strings.Contains(log.String(), "waiting up to 3s for its simulator's summary ("+filepath.Join(dir, "sim.json")+" is another run's)") {
+		t.Errorf("after %s: err %v, the simulator's run %q\n%s", time.Since(start), err, simOf(in), log.String())
+	}
+	// It comes: read at once with it.
 	go func() {
 		time.Sleep(1200 * time.Millisecond)
 		simFile(t, dir, "sim.json", now, nowID)
 	}()
-	out := filepath.Join(t.TempDir(), "m.json")
-	code, _, stderr = execCLI(context.Background(), "merge", "--dir", dir, "--quiet", "--wait", "2", "--out", out)
-	if code != exitOK || strings.Contains(stderr, "ignoring") {
-		t.Fatalf("exit %d\n%s", code, stderr)
+	start = time.Now()
+	if in, _, err = waitSummaries(context.Background(), io.Discard, w); err != nil || simOf(in) != nowID || time.Since(start) >= w.simGrace {
+		t.Errorf("after %s: err %v, the simulator's run %q, want %s's before the grace ends", time.Since(start), err, simOf(in), nowID)
 	}
-	m, err := summary.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Metadata.Shards) != 3 {
-		t.Errorf("merged %d inputs, want the 2 shards and this run's simulator", len(m.Metadata.Shards))
+	// The stale one is named when the merge goes on without it.
+	simFile(t, dir, "sim.json", old, "")
+	code, _, stderr := execCLI(context.Background(), "merge", "--dir", dir, "--quiet")
+	if code != exitOK || !strings.Contains(stderr, "ignoring "+filepath.Join(dir, "sim.json")+": the simulator summary of run 20261205T100000Z, of which no shard summary is here") {
+		t.Errorf("exit %d\n%s", code, stderr)
 	}
 }
 
