@@ -60,22 +60,17 @@ func FromSummary(s *summary.Summary, sc *scenarios.Scenario, target string) (Run
 			r.Matches.PushLatency[kind] = h
 		}
 	}
-	// The timeline counts the events from the measure phase's start (or the first t0).
+	// The timeline counts from the measure phase's start (else the run's).
 	r.MeasureStart = s.Metadata.Started
-	measureFound := false
 	for _, p := range s.Metadata.Phases {
 		if p.Name == "measure" {
-			r.MeasureStart, measureFound = p.Start, true
+			r.MeasureStart = p.Start
 			break
 		}
 	}
-	n := int64(0)
 	for _, e := range s.Results.Events {
 		if e.T0.IsZero() {
 			continue
-		}
-		if !measureFound && n == 0 && e.T0.Before(r.MeasureStart) {
-			r.MeasureStart = e.T0
 		}
 		observed := e.Observed
 		if e.PushLatencies > observed {
@@ -85,7 +80,6 @@ func FromSummary(s *summary.Summary, sc *scenarios.Scenario, target string) (Run
 			Reached: e.Reached, Observed: observed, AlreadyHeld: e.AlreadyHeld, Superseded: e.Superseded, Missed: e.Missed,
 			Unresolved: e.Unresolved, Received: e.Received, EarlyReceives: e.EarlyReceives,
 			Convergence: time.Duration(e.ConvergenceSeconds * float64(time.Second))})
-		n++
 	}
 	// Events over time, in order of t0 (the records are in order of id).
 	var t0s []time.Time
