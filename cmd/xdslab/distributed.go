@@ -324,7 +324,7 @@ type mergeFlags struct {
 func newMergeCmd() *cobra.Command {
 	var f mergeFlags
 	cmd := &cobra.Command{
-		Use:   "merge SUMMARY... | --dir DIR [--wait N] [--out DIR] [--scenario S]",
+		Use:   "merge SUMMARY... | --dir DIR [--wait N] [--run ID | --start-at T | --start-at-file F] [--out DIR] [--scenario S]",
 		Short: "Merge the summaries of a distributed run's fleet shards (and its simulator) and gate once",
 		Long: `merge combines the summary.json of every fleet shard of a distributed run ('xdslab fleet
 --segment I/N --summary F') and of its simulator ('xdslab sim --publish --summary F') into the
@@ -359,7 +359,7 @@ is not there), 99 a threshold failed, 130 interrupted while waiting.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dir, "dir", "", "read every *.json summary in this directory")
-	fl.IntVar(&f.wait, "wait", 0, "with --dir: wait until this many fleet shard summaries are present")
+	fl.IntVar(&f.wait, "wait", 0, "with --dir: wait until this many fleet shard summaries of the run are present (the run of --run or --start-at, else the newest)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "with --wait: give up after this long")
 	fl.StringVar(&f.out, "out", "", "write summary.json, report.html and junit.xml into this directory, as xdslab run does (a FILE.json: the summary there, the others beside it; default: print only)")
 	fl.StringVar(&f.scenario, "scenario", "", "scenario file or built-in name whose thresholds are evaluated (default: the one in the summaries)")
