@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -91,7 +90,7 @@ func authzFor(p *model.Proxy, s *model.Snapshot) authzPolicies {
 	out.deps = sortDeps(out.deps)
 	for _, ps := range [][]*istioconfig.Config{out.audit, out.deny, out.allow} {
 		if slices.ContainsFunc(ps, namesPrincipals) {
-			out.td = authzTrustDomain(s)
+			out.td = registryTrustDomain(s)
 			break
 		}
 	}
@@ -116,38 +115,15 @@ func namesPrincipals(c *istioconfig.Config) bool {
 	return false
 }
 
-// authzTrustDomain is the trust domain principals migrate to: istiod's is the mesh config's,
+// registryTrustDomain is the trust domain principals migrate to and inbound mTLS accepts
+// peers of: istiod's is the mesh config's,
 // which xdslab reads off the identities its registries build with it — the service accounts
 // of endpoints (spiffe://TD/ns/…/sa/…). A ServiceEntry's subjectAltNames are the user's and
 // may name another trust domain: they count (meshTrustDomain) only when no endpoint has an
 // identity.
-func authzTrustDomain(s *model.Snapshot) string {
-	if m := lastTrustDomain.Load(); m != nil && m.s == s {
-		return m.td
-	}
-	td := endpointTrustDomain(s)
-	lastTrustDomain.Store(&trustDomainMemo{s: s, td: td})
-	return td
-}
-
-// trustDomainMemo is authzTrustDomain's answer for one snapshot: every proxy's listeners of a
-// push read the same one, and the scan may cover every endpoint.
-type trustDomainMemo struct {
-	s  *model.Snapshot
-	td string
-}
-
-var lastTrustDomain atomic.Pointer[trustDomainMemo]
-
-func endpointTrustDomain(s *model.Snapshot) string {
-	for _, svc := range s.Services() {
-		for _, ep := range s.Endpoints(svc.Hostname) {
-			if rest, ok := strings.CutPrefix(ep.ServiceAccount, "spiffe://"); ok {
-				if td, _, ok := strings.Cut(rest, "/"); ok && td != "" {
-					return td
-				}
-			}
-		}
+func registryTrustDomain(s *model.Snapshot) string {
+	if td := s.IdentityTrustDomain(); td != "" {
+		return td
 	}
 	return meshTrustDomain(s)
 }

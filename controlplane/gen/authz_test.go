@@ -11,6 +11,7 @@ import (
 	rbachttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	rbactcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	securityapi "istio.io/api/security/v1beta1"
@@ -478,6 +479,50 @@ func TestAuthzTrustDomainFromEndpoints(t *testing.T) {
 		a := authzFor(sidecarProxy("10.1.0.1", "default"), mesh(tc.epSA))
 		if a.td != tc.want {
 			t.Errorf("endpoint identity %q: trust domain %q, want %q", tc.epSA, a.td, tc.want)
+		}
+	}
+}
+
+// TestInboundMTLSTrustDomainFromEndpoints: the inbound mTLS chains accept the peers of the
+// registry's trust domain (the endpoints' identities), not one a ServiceEntry's
+// subjectAltNames name (with it, the sidecar would refuse every peer of the mesh).
+func TestInboundMTLSTrustDomainFromEndpoints(t *testing.T) {
+	s := model.NewSnapshot(1, model.SnapshotInput{
+		Services: []*model.Service{
+			{Hostname: "aaa-san.example.com", Namespace: "default", Ports: []model.Port{{Name: "tls", Number: 8443, Protocol: model.ProtocolTLS}},
+				Resolution: model.ResolutionDNS, MeshExternal: true, ServiceAccounts: []string{"spiffe://example.org/ns/default/sa/x"}},
+			{Hostname: "web.default.svc.cluster.local", Namespace: "default", Addresses: []string{"10.96.0.1"},
+				Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}, ServiceAccounts: []string{"spiffe://cluster.local/ns/default/sa/web"}},
+		},
+		Endpoints: map[string][]*model.Endpoint{"web.default.svc.cluster.local": {{Service: "web.default.svc.cluster.local", Address: "10.1.0.1",
+			ServiceAccount: "spiffe://cluster.local/ns/default/sa/web", Labels: map[string]string{TLSModeLabel: "istio"}}}},
+	})
+	p := sidecarProxy("10.1.0.1", "default")
+	ls, err := ForType(ListenerType, p).Generate(p, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prefixes []string
+	for _, r := range ls {
+		for _, fc := range r.Message.(*listenerv3.Listener).GetFilterChains() {
+			ts := fc.GetTransportSocket().GetTypedConfig()
+			if ts == nil {
+				continue
+			}
+			ctx := &tlsv3.DownstreamTlsContext{}
+			if ts.MessageIs(ctx) && ts.UnmarshalTo(ctx) == nil {
+				for _, m := range ctx.GetCommonTlsContext().GetCombinedValidationContext().GetDefaultValidationContext().GetMatchSubjectAltNames() {
+					prefixes = append(prefixes, m.GetPrefix())
+				}
+			}
+		}
+	}
+	if len(prefixes) == 0 {
+		t.Fatal("no inbound mTLS chain with a subject alt name match")
+	}
+	for _, got := range prefixes {
+		if got != "spiffe://cluster.local/" {
+			t.Errorf("inbound mTLS accepts peers of %q, want spiffe://cluster.local/", got)
 		}
 	}
 }

@@ -501,7 +501,7 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 	if len(pa.deps) > 0 {
 		src = sdsConfigSource
 	}
-	td := meshTrustDomain(s)
+	td := registryTrustDomain(s) // not a ServiceEntry's subjectAltNames: they may name another
 	az := authzFor(p, s)
 	if len(az.deps) > 0 {
 		deps = sortDeps(append(deps, az.deps...))

@@ -41,10 +41,38 @@ type Snapshot struct {
 	byIP *ipIndex
 }
 
-// ipIndex maps an address to the endpoints at it, built once.
+// ipIndex maps an address to the endpoints at it, built once; it also keeps the trust domain
+// of the endpoints' identities (IdentityTrustDomain), found once.
 type ipIndex struct {
 	once sync.Once
 	m    map[string][]*Endpoint
+
+	tdOnce sync.Once
+	td     string
+}
+
+// IdentityTrustDomain is the trust domain of the first endpoint identity of the form
+// spiffe://TD/…, in service then endpoint order: the one the registries build workload
+// identities with. Empty when no endpoint has one. Found on the first call for a snapshot's
+// endpoint set.
+func (s *Snapshot) IdentityTrustDomain() string {
+	find := func() string {
+		for _, svc := range s.services {
+			for _, ep := range s.endpoints[svc.Hostname].eps {
+				if rest, ok := strings.CutPrefix(ep.ServiceAccount, "spiffe://"); ok {
+					if td, _, ok := strings.Cut(rest, "/"); ok && td != "" {
+						return td
+					}
+				}
+			}
+		}
+		return ""
+	}
+	if s.byIP == nil { // a snapshot not built by NewSnapshot (tests)
+		return find()
+	}
+	s.byIP.tdOnce.Do(func() { s.byIP.td = find() })
+	return s.byIP.td
 }
 
 // EndpointsAt returns the endpoints whose address is ip, in service then CompareEndpoints
