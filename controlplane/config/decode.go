@@ -270,7 +270,7 @@ func (st *decodeState) object(js []byte, loc *locator, at validate.Path, allowLi
 	}
 	bad := false
 	var warns []*DecodeError
-	for _, p := range validate.Check(cfg.Namespace, cfg.Spec) {
+	for _, p := range append(validate.Metadata(cfg), validate.Check(cfg.Namespace, cfg.Spec)...) {
 		full := at.With(p.Path...)
 		e := &DecodeError{File: st.file, Line: loc.line(full), Object: obj, Msg: full.String() + ": " + p.Msg}
 		if p.Warn {
