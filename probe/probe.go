@@ -487,8 +487,10 @@ type Expectation struct {
 	// state the event leaves on the rest of what it changed. They never decide whether a
 	// client received the event, and Reach.PredicateNamespaces does not cover them. A matcher
 	// reads them only to tell that a client has moved past an earlier event on one of their
-	// subjects: without them, a restore that a zone failure over hundreds of services changed
-	// again before any client saw it would wait forever for a state no client can reach.
+	// subjects (without them, a restore that a zone failure over hundreds of services changed
+	// again before any client saw it would wait forever for a state no client can reach), and,
+	// for a service deletion, which ports it removes (every earlier expectation on them is
+	// superseded).
 	Rest  []Predicate `json:"rest,omitempty"`
 	Reach Reach       `json:"reach,omitzero"`
 }
