@@ -109,6 +109,18 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 	if p := sc.GetOutboundTrafficPolicy(); p != nil && p.GetMode() == networking.OutboundTrafficPolicy_REGISTRY_ONLY {
 		c.warnf(at.With("outboundTrafficPolicy", "mode"), "REGISTRY_ONLY is %s: unknown destinations pass through (ALLOW_ANY)", notGenerated)
 	}
+	for i, eg := range sc.GetEgress() {
+		ea := at.With("egress", i)
+		if eg.GetBind() != "" {
+			c.warnf(ea.With("bind"), "is %s: the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener per port to this address)", notGenerated)
+		}
+		if eg.GetCaptureMode() == networking.CaptureMode_NONE {
+			c.warnf(ea.With("captureMode"), "NONE is %s: listeners are built as for traffic captured by iptables (istiod binds them to the bind address or 127.0.0.1)", notGenerated)
+		}
+		if strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") {
+			c.warnf(ea.With("port", "protocol"), "HTTP_PROXY is %s: no HTTP proxy listener (istiod builds one on 127.0.0.1 with a route configuration of every host)", notGenerated)
+		}
+	}
 }
 
 // notGeneratedAuthz warns about the AuthorizationPolicy parts the RBAC generator skips
