@@ -105,8 +105,8 @@ func TestDecode(t *testing.T) {
 			wantErrs: []string{`6: ServiceEntry default/a: spec.resolution: invalid value for enum field resolution`},
 		},
 		{
-			name: "dry-run annotation on an AUDIT policy names its line",
-			in: "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata:\n  name: p\n  annotations:\n    istio.io/dry-run: \"true\"\nspec:\n  action: AUDIT\n  rules: [{}]\n",
+			name:     "dry-run annotation on an AUDIT policy names its line",
+			in:       "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata:\n  name: p\n  annotations:\n    istio.io/dry-run: \"true\"\nspec:\n  action: AUDIT\n  rules: [{}]\n",
 			wantErrs: []string{`6: AuthorizationPolicy default/p: metadata.annotations.istio.io/dry-run: supports actions ALLOW and DENY only`},
 		},
 		{
