@@ -172,6 +172,7 @@ func checkSubsetName(n string) error {
 func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Service, port model.Port, dr *networking.DestinationRule, ss *networking.Subset, eps []*model.Endpoint, grpc bool) (*clusterv3.Cluster, error) {
 	c := &clusterv3.Cluster{Name: name}
 	pol := effectivePolicy(dr, port.Number, ss)
+	pol.distribution = svc.TrafficDistribution
 	var err error
 	switch svc.Resolution {
 	case model.ResolutionStatic:

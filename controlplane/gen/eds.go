@@ -81,8 +81,8 @@ func edsClusterNames(s *model.Snapshot, ix *index) []string {
 // an unknown service, port or subset gets an assignment with no endpoints (so a warming
 // cluster completes and sends no traffic); a malformed name is an error.
 //
-// When its DestinationRule asks for locality load balancing (locality.go), the assignment is
-// p's: ranked or reweighted against p's locality.
+// When its DestinationRule or the service's traffic distribution asks for locality load
+// balancing (locality.go), the assignment is p's: ranked or reweighted against p's locality.
 func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string) (Resource, error) {
 	cn, err := ParseClusterName(name)
 	if err != nil {
@@ -120,12 +120,14 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 		}
 		selector = ss.GetLabels()
 	}
-	var lb *localityLB
+	var pol policy
 	if dr != nil {
-		lb = localityPolicy(effectivePolicy(drSpec(dr), cn.Port, ss), p, s)
-		if lb != nil {
-			deps = append(deps, dr.Key())
-		}
+		pol = effectivePolicy(drSpec(dr), cn.Port, ss)
+	}
+	pol.distribution = svc.TrafficDistribution
+	lb := localityPolicy(pol, p, s)
+	if lb != nil && dr != nil {
+		deps = append(deps, dr.Key())
 	}
 	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s), lb)
 	return Resource{Name: name, Message: cla, Deps: sortDeps(deps)}, err

@@ -30,6 +30,11 @@ import (
 //     2 same region, 3 elsewhere, 4 for a region that is not the failover target of the
 //     proxy's region. Priorities are compacted to 0..N.
 //
+//   - A service's traffic distribution (model.TrafficDistribution), when its rule sets no
+//     localityLbSetting or zoneAwareLbSetting, stands for a setting with failoverPriority on
+//     network, region and zone (PreferSameZone; PreferSameNode adds subzone and
+//     kubernetes.io/hostname), applied with or without outlier detection.
+//
 // The assignment then depends on who asks: LocalityClass names the part of the proxy it reads
 // so that the ADS server caches one assignment per (cluster, class), not per proxy, and only for
 // the hosts where it matters (LocalityDependent).
@@ -88,12 +93,14 @@ func ParseLocality(v string) model.Locality {
 // per config generation (model.Snapshot.Derived).
 type localityFacts struct {
 	// hosts are the services some DestinationRule (exact or wildcard, whoever it is exported
-	// to) could give a proxy-dependent assignment: outlier detection or distribute anywhere in
-	// it. A superset is safe: it only splits the cache more than needed.
+	// to) could give a proxy-dependent assignment (outlier detection or distribute anywhere in
+	// it), and those with a traffic distribution. A superset is safe: it only splits the
+	// cache more than needed.
 	hosts map[string]bool
 	// dns is set when one of hosts is a DNS service: CDS inlines its endpoints.
 	dns bool
-	// labels are the failoverPriority labels of those rules, sorted and unique.
+	// labels are the failoverPriority labels of those rules and distributions, sorted and
+	// unique.
 	labels []string
 }
 
@@ -138,19 +145,22 @@ func computeLocalityFacts(s *model.Snapshot) *localityFacts {
 		}
 		exact[h] = true
 	}
-	slices.Sort(f.labels)
-	f.labels = slices.Compact(f.labels)
-	if len(exact) == 0 && len(wild) == 0 {
-		return f
-	}
-	f.hosts = map[string]bool{}
 	for _, svc := range s.Services() {
-		dep := exact[svc.Hostname] || slices.ContainsFunc(wild, func(p string) bool { return hostMatches(p, svc.Hostname) })
+		// A traffic distribution makes the service's assignments the proxy's (unless its rule
+		// turns locality load balancing off: a superset is safe).
+		fp := distributionFailover(svc.TrafficDistribution)
+		f.labels = append(f.labels, fp...)
+		dep := fp != nil || exact[svc.Hostname] || slices.ContainsFunc(wild, func(p string) bool { return hostMatches(p, svc.Hostname) })
 		if dep {
+			if f.hosts == nil {
+				f.hosts = map[string]bool{}
+			}
 			f.hosts[svc.Hostname] = true
 			f.dns = f.dns || svc.Resolution == model.ResolutionDNS
 		}
 	}
+	slices.Sort(f.labels)
+	f.labels = slices.Compact(f.labels)
 	return f
 }
 
@@ -219,6 +229,42 @@ func topologyLabel(labels map[string]string, loc model.Locality, k string) strin
 	return labels[k]
 }
 
+// labelHostname is the node label istiod adds to endpoints' and proxies' labels (xdslab's
+// model carries no node name: it matches only where the labels say it).
+const labelHostname = "kubernetes.io/hostname"
+
+// distributionFailover is the failoverPriority a traffic distribution stands for.
+func distributionFailover(d model.TrafficDistribution) []string {
+	switch d {
+	case model.TrafficDistributionPreferSameZone:
+		return []string{labelNetwork, labelRegion, labelZone}
+	case model.TrafficDistributionPreferSameNode:
+		return []string{labelNetwork, labelRegion, labelZone, labelSubzone, labelHostname}
+	}
+	return nil
+}
+
+// locality returns the locality load balancing setting in effect under p, as istiod resolves
+// it: the rule's localityLbSetting, none when it says enabled: false or the rule has a
+// zoneAwareLbSetting (which takes precedence and is not generated), else the one the service's
+// traffic distribution stands for (forced: failover without outlier detection), else the mesh
+// default (nil, on).
+func (p policy) locality() (set *networking.LocalityLoadBalancerSetting, forced, on bool) {
+	if p.lb.GetZoneAwareLbSetting() != nil {
+		return nil, false, false
+	}
+	if set := p.lb.GetLocalityLbSetting(); set != nil {
+		if set.GetEnabled() != nil && !set.GetEnabled().GetValue() {
+			return nil, false, false
+		}
+		return set, false, true
+	}
+	if fp := distributionFailover(p.distribution); fp != nil {
+		return &networking.LocalityLoadBalancerSetting{Enabled: wrapperspb.Bool(true), FailoverPriority: fp}, true, true
+	}
+	return nil, false, true
+}
+
 // localityLB is the locality load balancing in effect for one cluster and one proxy.
 type localityLB struct {
 	setting  *networking.LocalityLoadBalancerSetting // nil: the mesh default (enabled, nothing set)
@@ -233,14 +279,11 @@ type localityLB struct {
 // A zoneAwareLbSetting, which istiod prefers to localityLbSetting, is not generated (validation
 // warns): the assignment is left as it is.
 func localityPolicy(pol policy, p *model.Proxy, s *model.Snapshot) *localityLB {
-	if pol.lb.GetZoneAwareLbSetting() != nil {
+	set, forced, on := pol.locality()
+	if !on {
 		return nil
 	}
-	set := pol.lb.GetLocalityLbSetting()
-	if set != nil && set.GetEnabled() != nil && !set.GetEnabled().GetValue() {
-		return nil
-	}
-	failover := pol.outlier != nil
+	failover := forced || pol.outlier != nil
 	if len(set.GetDistribute()) == 0 && !failover {
 		return nil
 	}

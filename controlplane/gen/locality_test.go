@@ -18,7 +18,13 @@ import (
 // geoMesh is one service (port 80) with endpoints in five localities and a DestinationRule
 // with the traffic policy tp (nil: no DestinationRule).
 func geoMesh(tp *networking.TrafficPolicy) *model.Snapshot {
-	svc := &model.Service{Hostname: shop, Namespace: "store", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	return geoMeshDistribution(tp, model.TrafficDistributionAny)
+}
+
+// geoMeshDistribution is geoMesh with the service's traffic distribution td.
+func geoMeshDistribution(tp *networking.TrafficPolicy, td model.TrafficDistribution) *model.Snapshot {
+	svc := &model.Service{Hostname: shop, Namespace: "store", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}},
+		TrafficDistribution: td}
 	loc := func(s string) model.Locality { return ParseLocality(s) }
 	eps := []*model.Endpoint{
 		shopEP("10.0.0.1", map[string]string{"app": "a", "version": "v1"}, loc("r1/z1"), 1, model.Healthy),
@@ -297,4 +303,78 @@ func FuzzLocality(f *testing.F) {
 			t.Fatalf("%d endpoints, want all 5: %v", n, ranks(cla))
 		}
 	})
+}
+
+// TestTrafficDistribution checks istiod's locality load balancing for a service's traffic
+// distribution: failover on network, region and zone (and subzone, node for PreferSameNode)
+// without outlier detection, locality-weighted clusters, no panic threshold, and a
+// DestinationRule's localityLbSetting in its place when it has one.
+func TestTrafficDistribution(t *testing.T) {
+	outlier := &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(3), MinHealthPercent: 50}
+	inR1Z1 := &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"10.9.0.1"}, Namespace: "store", Locality: model.Locality{Region: "r1", Zone: "z1"},
+		Labels: map[string]string{"app": "a"}}
+	sameZone := []string{"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=0 w=1: 10.0.0.2", "r1/z2/ p=1 w=2: 10.0.0.3", "r2/z1/ p=2 w=1: 10.0.0.4", "r3/z1/ p=2 w=1: 10.0.0.5"}
+	flat := []string{"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=0 w=1: 10.0.0.2", "r1/z2/ p=0 w=2: 10.0.0.3", "r2/z1/ p=0 w=1: 10.0.0.4", "r3/z1/ p=0 w=1: 10.0.0.5"}
+	tests := []struct {
+		name     string
+		td       model.TrafficDistribution
+		tp       *networking.TrafficPolicy
+		want     []string
+		weighted bool
+		panic    float64 // healthy_panic_threshold
+	}{
+		{"none", model.TrafficDistributionAny, nil, flat, false, 0},
+		{"PreferSameZone without a rule", model.TrafficDistributionPreferSameZone, nil, sameZone, true, 0},
+		{"PreferSameNode: the subzone next", model.TrafficDistributionPreferSameNode, nil, []string{
+			"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=1 w=1: 10.0.0.2", "r1/z2/ p=2 w=2: 10.0.0.3", "r2/z1/ p=3 w=1: 10.0.0.4", "r3/z1/ p=3 w=1: 10.0.0.5"}, true, 0},
+		{"a rule without a locality setting keeps it; no panic threshold", model.TrafficDistributionPreferSameZone, &networking.TrafficPolicy{OutlierDetection: outlier}, sameZone, true, 0},
+		{"without it, the rule's minHealthPercent", model.TrafficDistributionAny, &networking.TrafficPolicy{OutlierDetection: outlier}, []string{
+			"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=1 w=1: 10.0.0.2", "r1/z2/ p=2 w=2: 10.0.0.3", "r2/z1/ p=3 w=1: 10.0.0.4", "r3/z1/ p=3 w=1: 10.0.0.5"}, false, 50},
+		{"the rule's locality setting wins (no failover without outlier detection)", model.TrafficDistributionPreferSameZone, &networking.TrafficPolicy{
+			LoadBalancer: &networking.LoadBalancerSettings{LocalityLbSetting: &networking.LocalityLoadBalancerSetting{
+				Failover: []*networking.LocalityLoadBalancerSetting_Failover{{From: "r1", To: "r2"}}}}}, flat, false, 0},
+		{"the rule turns it off", model.TrafficDistributionPreferSameZone, &networking.TrafficPolicy{
+			LoadBalancer: &networking.LoadBalancerSettings{LocalityLbSetting: &networking.LocalityLoadBalancerSetting{Enabled: wrapperspb.Bool(false)}}}, flat, false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := geoMeshDistribution(tc.tp, tc.td)
+			name := ClusterName(Outbound, 80, "", shop)
+			rs, err := ForType(EndpointType, inR1Z1).Generate(inR1Z1, s, []string{name})
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("EDS: %d resources, %v", len(rs), err)
+			}
+			cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
+			if diff := cmp.Diff(tc.want, ranks(cla)); diff != "" {
+				t.Errorf("assignment (-want +got):\n%s", diff)
+			}
+			if err := grpcAccepts(cla); err != nil {
+				t.Error(err)
+			}
+			rs, err = ForType(ClusterType, inR1Z1).Generate(inR1Z1, s, []string{name})
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("CDS: %d resources, %v", len(rs), err)
+			}
+			c := rs[0].Message.(*clusterv3.Cluster)
+			if got := c.GetCommonLbConfig().GetLocalityWeightedLbConfig() != nil; got != tc.weighted {
+				t.Errorf("locality_weighted_lb_config %v, want %v", got, tc.weighted)
+			}
+			if got := c.GetCommonLbConfig().GetHealthyPanicThreshold(); got == nil || got.GetValue() != tc.panic {
+				t.Errorf("healthy_panic_threshold %v, want %v", got, tc.panic)
+			}
+			if _, err := validateDeep(c); err != nil {
+				t.Error(err)
+			}
+			if got := LocalityDependent(s, shop); got != (tc.td != model.TrafficDistributionAny || tc.tp != nil) {
+				t.Errorf("LocalityDependent = %v", got)
+			}
+		})
+	}
+	// The assignments of a service with a traffic distribution are the proxy's: one per
+	// locality and topology labels.
+	s := geoMeshDistribution(nil, model.TrafficDistributionPreferSameZone)
+	want := "loc=r1/z1/|topology.istio.io/network=|topology.kubernetes.io/region=r1|topology.kubernetes.io/zone=z1"
+	if got := LocalityClass(EndpointType, inR1Z1, s); got != want {
+		t.Errorf("EDS locality class %q, want %q", got, want)
+	}
 }

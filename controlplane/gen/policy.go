@@ -31,11 +31,15 @@ const httpProtocolOptionsName = "envoy.extensions.upstreams.http.v3.HttpProtocol
 // outlier detection and client TLS, unset ones included) by its port-level settings for the
 // port; then the subset's policy, each group replacing the rule's when set, all four when the
 // subset has port-level settings for the port.
+//
+// distribution is not the rule's: it is the service's traffic distribution, which istiod
+// reads when the rule sets no locality load balancing (locality.go).
 type policy struct {
-	lb      *networking.LoadBalancerSettings
-	pool    *networking.ConnectionPoolSettings
-	outlier *networking.OutlierDetection
-	tls     *networking.ClientTLSSettings
+	lb           *networking.LoadBalancerSettings
+	pool         *networking.ConnectionPoolSettings
+	outlier      *networking.OutlierDetection
+	tls          *networking.ClientTLSSettings
+	distribution model.TrafficDistribution
 }
 
 func effectivePolicy(dr *networking.DestinationRule, port uint32, ss *networking.Subset) policy {
@@ -410,13 +414,14 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
 
 // localityWeighted reports whether the cluster needs Envoy's locality-weighted load balancing,
 // as istiod sets it: the localities carry weights of their own (distribute), or failover is
-// configured (failover or failoverPriority, with outlier detection).
+// configured (failover or failoverPriority, with outlier detection or forced by the service's
+// traffic distribution).
 func (p policy) localityWeighted() bool {
-	set := p.lb.GetLocalityLbSetting()
-	if set == nil || p.lb.GetZoneAwareLbSetting() != nil || (set.GetEnabled() != nil && !set.GetEnabled().GetValue()) {
+	set, forced, on := p.locality()
+	if !on || set == nil {
 		return false
 	}
-	return len(set.GetDistribute()) > 0 || (p.outlier != nil && (len(set.GetFailover()) > 0 || len(set.GetFailoverPriority()) > 0))
+	return len(set.GetDistribute()) > 0 || ((forced || p.outlier != nil) && (len(set.GetFailover()) > 0 || len(set.GetFailoverPriority()) > 0))
 }
 
 // applyOutlier maps Istio's outlier detection to Envoy's.
@@ -458,6 +463,11 @@ func (p policy) applyOutlier(c *clusterv3.Cluster) {
 	}
 	c.OutlierDetection = out
 	if v := od.GetMinHealthPercent(); v >= 0 {
+		if p.distribution != model.TrafficDistributionAny {
+			// istiod sends such a service's unhealthy endpoints (to see when to leave a
+			// zone): a panic threshold would send traffic to them.
+			v = 0
+		}
 		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{Value: float64(min(v, 100))}}
 	}
 }

@@ -120,6 +120,9 @@ type Service struct {
 	// or a Kubernetes Service's creationTimestamp): where istiod lets the first of several
 	// services take something (a port's 0.0.0.0 listener), the oldest wins (CompareServices).
 	CreationTime time.Time
+	// TrafficDistribution is the service's preference for close endpoints; istiod then
+	// balances its clusters by locality without a DestinationRule asking (gen/locality.go).
+	TrafficDistribution TrafficDistribution
 }
 
 // public reports whether the service is exported to every namespace (an empty exportTo or
@@ -135,6 +138,46 @@ func (s *Service) registryName() string {
 		return s.Source.Name
 	}
 	return s.Hostname
+}
+
+// TrafficDistribution is a service's preference for endpoints close to the client, as istiod
+// reads Kubernetes' spec.trafficDistribution or Istio's networking.istio.io/traffic-distribution
+// annotation.
+type TrafficDistribution int
+
+// Traffic distributions.
+const (
+	// TrafficDistributionAny: no preference.
+	TrafficDistributionAny TrafficDistribution = iota
+	// TrafficDistributionPreferSameZone (PreferSameZone, or its older name PreferClose): the
+	// same zone first, then the same region, then anywhere.
+	TrafficDistributionPreferSameZone
+	// TrafficDistributionPreferSameNode: the same node first, then subzone, zone, region.
+	TrafficDistributionPreferSameNode
+)
+
+// AnnotationTrafficDistribution is Istio's annotation for a service's traffic distribution
+// (a Service's or a ServiceEntry's; Kubernetes' spec.trafficDistribution comes first).
+const AnnotationTrafficDistribution = "networking.istio.io/traffic-distribution"
+
+// ParseTrafficDistribution returns the traffic distribution istiod takes from a Kubernetes
+// Service's spec.trafficDistribution (field; "" when unset) and its annotation (annotation; ""
+// when absent): a field value it knows wins; else the annotation, whose value is matched
+// without regard to case and means no preference when unknown.
+func ParseTrafficDistribution(field, annotation string) TrafficDistribution {
+	switch field {
+	case "PreferSameZone", "PreferClose":
+		return TrafficDistributionPreferSameZone
+	case "PreferSameNode":
+		return TrafficDistributionPreferSameNode
+	}
+	switch strings.ToLower(annotation) {
+	case "prefersamezone", "preferclose":
+		return TrafficDistributionPreferSameZone
+	case "prefersamenode":
+		return TrafficDistributionPreferSameNode
+	}
+	return TrafficDistributionAny
 }
 
 // Port returns the port with the given number.
@@ -172,7 +215,7 @@ func (s *Service) Equal(o *Service) bool {
 		s.Resolution == o.Resolution && mapsEqual(s.Labels, o.Labels) &&
 		slices.Equal(s.ServiceAccounts, o.ServiceAccounts) && s.Source == o.Source &&
 		s.MeshExternal == o.MeshExternal && s.DNSRoundRobin == o.DNSRoundRobin && slices.Equal(s.ExportTo, o.ExportTo) &&
-		s.CreationTime.Equal(o.CreationTime)
+		s.CreationTime.Equal(o.CreationTime) && s.TrafficDistribution == o.TrafficDistribution
 }
 
 // ShortNames returns the names a client in namespace ns may use for the service: the hostname,

@@ -146,6 +146,8 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 			DNSRoundRobin:   spec.GetResolution() == networking.ServiceEntry_DNS_ROUND_ROBIN,
 			ExportTo:        cloneOrNil(spec.GetExportTo()),
 			CreationTime:    se.CreationTimestamp,
+			// A ServiceEntry has no such field: istiod reads the annotation only.
+			TrafficDistribution: model.ParseTrafficDistribution("", se.Annotations[model.AnnotationTrafficDistribution]),
 		}
 		out.Services = append(out.Services, svc)
 		var hostEps []*model.Endpoint

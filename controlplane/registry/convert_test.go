@@ -95,6 +95,21 @@ func TestConvertServiceEntry(t *testing.T) {
 			},
 		},
 		{
+			name: "traffic-distribution annotation",
+			se: func() *istioconfig.Config {
+				c := seConfig("ext", "near", &networking.ServiceEntry{
+					Hosts: []string{"near.corp"}, Ports: []*networking.ServicePort{{Number: 8000, Name: "custom"}},
+				})
+				c.Annotations = map[string]string{model.AnnotationTrafficDistribution: "PreferClose"}
+				return c
+			}(),
+			want: Converted{
+				Services: []*model.Service{{Hostname: "near.corp", Namespace: "ext", Ports: []model.Port{{Name: "custom", Number: 8000, Protocol: model.ProtocolUnknown}},
+					Resolution: model.ResolutionPassthrough, Source: seKey("ext", "near"), MeshExternal: true, TrafficDistribution: model.TrafficDistributionPreferSameZone}},
+				Endpoints: map[string][]*model.Endpoint{},
+			},
+		},
+		{
 			name: "NONE resolution: passthrough, no endpoints, unknown protocol",
 			se: seConfig("ext", "any", &networking.ServiceEntry{
 				Hosts: []string{"*.example.org"}, Ports: []*networking.ServicePort{{Number: 8000, Name: "custom"}},

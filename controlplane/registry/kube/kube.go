@@ -757,7 +757,8 @@ const (
 // port's protocol is Istio's (see portProtocol). Istio's annotation
 // networking.istio.io/exportTo (a comma-separated list) is its exportTo; its service accounts
 // are those of the alpha.istio.io service-account annotations (the Controller adds its
-// endpoints' ones).
+// endpoints' ones). Its traffic distribution is spec.trafficDistribution's, else Istio's
+// annotation's (model.ParseTrafficDistribution; istiod's namespace annotation is not read).
 func ConvertService(s *corev1.Service, host string) *model.Service {
 	return convertService(s, host, registry.DefaultTrustDomain)
 }
@@ -787,6 +788,7 @@ func convertService(s *corev1.Service, host, trustDomain string) *model.Service 
 		slices.Sort(svc.ServiceAccounts)
 		svc.ServiceAccounts = slices.Compact(svc.ServiceAccounts)
 	}
+	svc.TrafficDistribution = model.ParseTrafficDistribution(ptrOr(s.Spec.TrafficDistribution, ""), s.Annotations[model.AnnotationTrafficDistribution])
 	if ip := s.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
 		svc.Addresses = []string{ip}
 	}

@@ -300,6 +300,16 @@ func TestConvertService(t *testing.T) {
 	if svc := ConvertService(exported, "x"); !slices.Equal(svc.ExportTo, []string{".", "other"}) {
 		t.Errorf("exportTo annotation: ExportTo %q, want [. other]", svc.ExportTo)
 	}
+	close := service("ns", "c")
+	close.Spec.TrafficDistribution = new("PreferClose")
+	if svc := ConvertService(close, "c"); svc.TrafficDistribution != model.TrafficDistributionPreferSameZone {
+		t.Errorf("trafficDistribution PreferClose: %d, want PreferSameZone", svc.TrafficDistribution)
+	}
+	annotated := service("ns", "a")
+	annotated.Annotations = map[string]string{model.AnnotationTrafficDistribution: "PreferSameNode"}
+	if svc := ConvertService(annotated, "a"); svc.TrafficDistribution != model.TrafficDistributionPreferSameNode {
+		t.Errorf("traffic-distribution annotation PreferSameNode: %d, want PreferSameNode", svc.TrafficDistribution)
+	}
 	ext := service("ns", "e")
 	ext.Spec.Type = corev1.ServiceTypeExternalName
 	if svc := ConvertService(ext, "e"); svc != nil {

@@ -10,15 +10,6 @@ var (
 		{"listener 10.96.0.10_27017", "istio", "filter[1] envoy.filters.network.tcp_proxy", "mongo"},
 		{"listener 10.96.0.10_27017", "xdslab", "filter[0] envoy.filters.network.tcp_proxy", "mongo"},
 	}
-	// trafficDistribution PreferClose: istiod enables locality-weighted balancing for the
-	// Service's cluster; xdslab's model has no such Service attribute.
-	preferClose = func(host string) []knownDiff {
-		c := "cluster outbound|80||" + host
-		return []knownDiff{
-			{c, "istio", "common_lb_config: {healthy_panic_threshold:{} locality_weighted_lb_config:{}}", "trafficDistribution"},
-			{c, "xdslab", "common_lb_config: {healthy_panic_threshold:{}}", "trafficDistribution"},
-		}
-	}
 	// A headless Service: istiod gives each endpoint a listener for its TCP ports and
 	// wildcard domains (*.hl.app…) for its HTTP ports; xdslab one 0.0.0.0 listener and the
 	// plain names.
@@ -43,6 +34,6 @@ var (
 // knownStatic are the differences from Istio that remain on the corpus files, by file.
 var knownStatic = map[string][]knownDiff{
 	"ports.yaml":     mongoProxy,
-	"endpoints.yaml": append(preferClose("local.app.svc.cluster.local"), headless...),
-	"protocols.yaml": append(preferClose("pd.app.svc.cluster.local"), portNotServed...),
+	"endpoints.yaml": headless,
+	"protocols.yaml": portNotServed,
 }

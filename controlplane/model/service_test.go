@@ -1,0 +1,36 @@
+package model
+
+import "testing"
+
+func TestParseTrafficDistribution(t *testing.T) {
+	for _, tc := range []struct {
+		field, annotation string
+		want              TrafficDistribution
+	}{
+		{"", "", TrafficDistributionAny},
+		{"PreferClose", "", TrafficDistributionPreferSameZone},
+		{"PreferSameZone", "", TrafficDistributionPreferSameZone},
+		{"PreferSameNode", "", TrafficDistributionPreferSameNode},
+		// The field's values are case-sensitive; an unknown one leaves the annotation to decide.
+		{"preferclose", "", TrafficDistributionAny},
+		{"Other", "PreferSameNode", TrafficDistributionPreferSameNode},
+		{"PreferClose", "PreferSameNode", TrafficDistributionPreferSameZone},
+		// The annotation's are not.
+		{"", "preferclose", TrafficDistributionPreferSameZone},
+		{"", "PREFERSAMEZONE", TrafficDistributionPreferSameZone},
+		{"", "prefersamenode", TrafficDistributionPreferSameNode},
+		{"", "Any", TrafficDistributionAny},
+	} {
+		if got := ParseTrafficDistribution(tc.field, tc.annotation); got != tc.want {
+			t.Errorf("ParseTrafficDistribution(%q, %q) = %d, want %d", tc.field, tc.annotation, got, tc.want)
+		}
+	}
+}
+
+func TestServiceEqualTrafficDistribution(t *testing.T) {
+	a := &Service{Hostname: "a.ns.svc.cluster.local"}
+	b := &Service{Hostname: "a.ns.svc.cluster.local", TrafficDistribution: TrafficDistributionPreferSameZone}
+	if a.Equal(b) {
+		t.Error("services that differ in TrafficDistribution are Equal: a change would not be pushed")
+	}
+}
