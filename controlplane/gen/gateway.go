@@ -666,6 +666,7 @@ func (rp *routerPlan) tlsChains(gp *gwPort) ([]*listenerv3.FilterChain, []string
 // match applies.
 func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, []istioconfig.Key) {
 	var deps []istioconfig.Key
+	stat := "outbound_" + ListenerName(wildcardIP, gp.num)
 	for _, gs := range gp.servers {
 		for _, b := range rp.bound[gs.gw.Key()] {
 			if len(gs.exposed(b)) == 0 || len(b.vs.GetTcp()) == 0 {
@@ -680,13 +681,14 @@ func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, [
 				if !applies {
 					continue
 				}
-				f, cs, d, err := rp.tcpProxy("outbound_"+ListenerName(wildcardIP, gp.num), tr.GetRoute(), b.c.Namespace)
+				f, cs, d, err := rp.tcpProxy(stat, tr.GetRoute(), b.c.Namespace)
 				deps = append(deps, d...)
 				if err != nil {
 					rp.errs = append(rp.errs, fmt.Errorf("VirtualService %s/%s tcp[%d] on %s port %d: %w; route skipped, fix the VirtualService", b.c.Namespace, b.c.Name, i, gs, gp.num, err))
 					continue
 				}
-				return &listenerv3.FilterChain{Filters: []*listenerv3.Filter{f}}, cs, deps
+				// A MONGO server's mongo_proxy goes before the tcp_proxy, as on sidecars.
+				return &listenerv3.FilterChain{Filters: tcpStack(model.ParseProtocol(gs.srv.GetPort().GetProtocol()), stat, f)}, cs, deps
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	httpinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	mongov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/mongo_proxy/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -27,6 +28,7 @@ import (
 const (
 	hcmFilterName           = "envoy.filters.network.http_connection_manager"
 	tcpProxyFilterName      = "envoy.filters.network.tcp_proxy"
+	mongoProxyFilterName    = "envoy.filters.network.mongo_proxy"
 	routerFilterName        = "envoy.filters.http.router"
 	originalDstFilterName   = "envoy.filters.listener.original_dst"
 	httpInspectorFilterName = "envoy.filters.listener.http_inspector"
@@ -297,9 +299,10 @@ func wildTCPChains(p *model.Proxy, ix *index, l *listenerv3.Listener, num uint32
 	}
 	for _, svc := range cidrTCP {
 		cluster := ClusterName(Outbound, num, "", svc.Hostname)
+		port, _ := svc.Port(num)
 		l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 			FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: cidrs(svc.Addresses)},
-			Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
+			Filters:          tcpStack(port.Protocol, cluster, tcpProxyFilter(cluster, cluster)),
 		})
 	}
 	if wild == nil {
@@ -528,11 +531,11 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		return h
 	}
 	var tlsInspect, httpInspect bool
-	add := func(name string, port uint32, c inboundChain, filter func() *listenerv3.Filter) {
+	add := func(name string, port uint32, c inboundChain, filters func() []*listenerv3.Filter) {
 		fc := &listenerv3.FilterChain{
 			Name:             name,
 			FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: c.transport, ApplicationProtocols: c.alpn},
-			Filters:          []*listenerv3.Filter{filter()},
+			Filters:          filters(),
 		}
 		if fc.Filters[0].GetName() != hcmFilterName && !az.empty() {
 			fc.Filters = append(tcpRBAC(), fc.Filters...)
@@ -554,20 +557,20 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		// as istiod builds them (the catch-all chains' shapes).
 		sniff := ip.protocol == model.ProtocolUnknown
 		for _, c := range inboundChains(pa.port(ip.target), http, sniff) {
-			add(cluster, ip.target, c, func() *listenerv3.Filter {
+			add(cluster, ip.target, c, func() []*listenerv3.Filter {
 				if http || sniff && c.http {
-					return hcmFilter(withRBAC(withGRPCWeb(inboundHCM(ip.target, cluster, ip.protocol.IsHTTP2()), ip.protocol == model.ProtocolGRPCWeb)))
+					return []*listenerv3.Filter{hcmFilter(withRBAC(withGRPCWeb(inboundHCM(ip.target, cluster, ip.protocol.IsHTTP2()), ip.protocol == model.ProtocolGRPCWeb)))}
 				}
-				return tcpProxyFilter(cluster, cluster)
+				return tcpStack(ip.protocol, cluster, tcpProxyFilter(cluster, cluster))
 			})
 		}
 	}
 	for _, c := range inboundChains(pa.mode, false, true) {
-		add("virtualInbound-catchall", 0, c, func() *listenerv3.Filter {
+		add("virtualInbound-catchall", 0, c, func() []*listenerv3.Filter {
 			if c.http {
-				return hcmFilter(withRBAC(inboundHCM(0, InboundPassthroughCluster, false)))
+				return []*listenerv3.Filter{hcmFilter(withRBAC(inboundHCM(0, InboundPassthroughCluster, false)))}
 			}
-			return tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)
+			return []*listenerv3.Filter{tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)}
 		})
 	}
 	if tlsInspect {
@@ -596,6 +599,19 @@ func meshTrustDomain(s *model.Snapshot) string {
 		}
 	}
 	return DefaultTrustDomain
+}
+
+// tcpStack is the network filters of a port of protocol p around its tcp_proxy tcp, whose
+// stat prefix is statPrefix, as istiod builds them: a MONGO port's mongo_proxy comes first
+// (it only decodes the traffic for statistics, kept under the same prefix).
+func tcpStack(p model.Protocol, statPrefix string, tcp *listenerv3.Filter) []*listenerv3.Filter {
+	if p != model.ProtocolMongo {
+		return []*listenerv3.Filter{tcp}
+	}
+	return []*listenerv3.Filter{{
+		Name:       mongoProxyFilterName,
+		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(&mongov3.MongoProxy{StatPrefix: statPrefix})},
+	}, tcp}
 }
 
 func tcpProxyFilter(statPrefix, cluster string) *listenerv3.Filter {

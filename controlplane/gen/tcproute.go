@@ -46,8 +46,8 @@ func tcpRouteChains(p *model.Proxy, ix *index, svc *model.Service, port model.Po
 	if len(svc.Ports) == 1 {
 		cluster = ClusterName(Outbound, svc.Ports[0].Number, "", svc.Hostname)
 	}
-	f, fdeps := singleTCPProxy(ix, cluster, svc.Hostname, "")
-	defaultChain := &listenerv3.FilterChain{Filters: []*listenerv3.Filter{f}}
+	fs, fdeps := singleTCPProxy(ix, cluster, svc.Hostname, "", port.Protocol)
+	defaultChain := &listenerv3.FilterChain{Filters: fs}
 	deps = append(deps, fdeps...)
 	if port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS {
 		return []*listenerv3.FilterChain{defaultChain}, nil, deps, nil
@@ -80,7 +80,7 @@ vsLoop:
 			if !catchAll && len(subnets) == 0 {
 				continue
 			}
-			filter, rdeps, err := tcpRouteFilter(ix, c, tr.GetRoute(), port)
+			filters, rdeps, err := tcpRouteFilters(ix, c, tr.GetRoute(), port)
 			deps = append(deps, rdeps...)
 			if err == nil && !catchAll {
 				var ranges []*corev3.CidrRange
@@ -93,7 +93,7 @@ vsLoop:
 				if err == nil {
 					chains = append(chains, &listenerv3.FilterChain{
 						FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: ranges},
-						Filters:          []*listenerv3.Filter{filter},
+						Filters:          filters,
 					})
 					continue
 				}
@@ -102,7 +102,7 @@ vsLoop:
 				errs = append(errs, fmt.Errorf("VirtualService %s/%s tcp[%d] for %s port %d: %w; route skipped, fix the VirtualService", c.Namespace, c.Name, i, svc.Hostname, port.Number, err))
 				continue
 			}
-			chains = append(chains, &listenerv3.FilterChain{Filters: []*listenerv3.Filter{filter}})
+			chains = append(chains, &listenerv3.FilterChain{Filters: filters})
 			defaultChain = nil
 			break vsLoop
 		}
@@ -129,13 +129,13 @@ func tcpMatchApplies(p *model.Proxy, m *networking.L4MatchAttributes, port uint3
 	return m.GetSourceNamespace() == "" || (p != nil && m.GetSourceNamespace() == p.Namespace)
 }
 
-// tcpRouteFilter is the tcp_proxy for a tcp route's destinations (istiod:
-// buildOutboundNetworkFilters): one destination goes to its cluster, stat prefix the cluster
-// name; several become weighted clusters (weight 0 left out) with stat prefix "VSNAME.VSNS",
-// the first destination's DestinationRule giving the idle timeout, the maximum connection
-// duration and a source-IP hash policy (buildOutboundNetworkFiltersWithWeightedClusters,
-// maybeSetHashPolicy).
-func tcpRouteFilter(ix *index, vs *istioconfig.Config, dests []*networking.RouteDestination, port model.Port) (*listenerv3.Filter, []istioconfig.Key, error) {
+// tcpRouteFilters is the tcp_proxy for a tcp route's destinations (istiod:
+// buildOutboundNetworkFilters), after the filters of the port's protocol (tcpStack): one
+// destination goes to its cluster, stat prefix the cluster name; several become weighted
+// clusters (weight 0 left out) with stat prefix "VSNAME.VSNS", the first destination's
+// DestinationRule giving the idle timeout, the maximum connection duration and a source-IP
+// hash policy (buildOutboundNetworkFiltersWithWeightedClusters, maybeSetHashPolicy).
+func tcpRouteFilters(ix *index, vs *istioconfig.Config, dests []*networking.RouteDestination, port model.Port) ([]*listenerv3.Filter, []istioconfig.Key, error) {
 	var deps []istioconfig.Key
 	for _, d := range dests {
 		h := resolveHost(d.GetDestination().GetHost(), vs.Namespace)
@@ -149,8 +149,8 @@ func tcpRouteFilter(ix *index, vs *istioconfig.Config, dests []*networking.Route
 		if err != nil {
 			return nil, deps, fmt.Errorf("route[0]: %w", err)
 		}
-		f, fdeps := singleTCPProxy(ix, cluster, resolveHost(d.GetHost(), vs.Namespace), d.GetSubset())
-		return f, append(deps, fdeps...), nil
+		fs, fdeps := singleTCPProxy(ix, cluster, resolveHost(d.GetHost(), vs.Namespace), d.GetSubset(), port.Protocol)
+		return fs, append(deps, fdeps...), nil
 	}
 	w := &tcpproxyv3.TcpProxy_WeightedCluster{}
 	for i, d := range dests {
@@ -183,17 +183,18 @@ func tcpRouteFilter(ix *index, vs *istioconfig.Config, dests []*networking.Route
 		// Weighted clusters read the rule's own source-IP hash (maybeSetHashPolicy, subset "").
 		tp.HashPolicy = sourceIPHash(rule, "")
 	}
-	return &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}, deps, nil
+	return tcpStack(port.Protocol, tp.StatPrefix, &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}), deps, nil
 }
 
 // singleTCPProxy is the tcp_proxy to one cluster of host (istiod:
-// buildOutboundNetworkFiltersWithSingleDestination): stat prefix the cluster name, and from
-// host's DestinationRule the idle timeout, the maximum connection duration and the source-IP
-// hash of the subset (or of the rule).
-func singleTCPProxy(ix *index, cluster, host, subsetName string) (*listenerv3.Filter, []istioconfig.Key) {
+// buildOutboundNetworkFiltersWithSingleDestination), after the filters of the listener port's
+// protocol proto (tcpStack): stat prefix the cluster name, and from host's DestinationRule the
+// idle timeout, the maximum connection duration and the source-IP hash of the subset (or of
+// the rule).
+func singleTCPProxy(ix *index, cluster, host, subsetName string, proto model.Protocol) ([]*listenerv3.Filter, []istioconfig.Key) {
 	dr := ix.destinationRule(host)
 	if dr == nil {
-		return tcpProxyFilter(cluster, cluster), nil
+		return tcpStack(proto, cluster, tcpProxyFilter(cluster, cluster)), nil
 	}
 	rule := drSpec(dr)
 	tp := &tcpproxyv3.TcpProxy{StatPrefix: cluster, ClusterSpecifier: &tcpproxyv3.TcpProxy_Cluster{Cluster: cluster}, HashPolicy: sourceIPHash(rule, subsetName)}
@@ -204,7 +205,7 @@ func singleTCPProxy(ix *index, cluster, host, subsetName string) (*listenerv3.Fi
 	if d := tcp.GetMaxConnectionDuration(); d != nil {
 		tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
 	}
-	return &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}, []istioconfig.Key{dr.Key()}
+	return tcpStack(proto, cluster, &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}), []istioconfig.Key{dr.Key()}
 }
 
 // sourceIPHash is istiod's maybeSetHashPolicy: a source-IP hash when the rule's consistent hash

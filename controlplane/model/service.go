@@ -21,8 +21,11 @@ const (
 	// browser requests.
 	ProtocolGRPCWeb Protocol = "GRPC-WEB"
 	// ProtocolUDP is a UDP port: Envoy proxies none, so nothing is generated for it.
-	ProtocolUDP     Protocol = "UDP"
-	ProtocolTCP     Protocol = "TCP"
+	ProtocolUDP Protocol = "UDP"
+	ProtocolTCP Protocol = "TCP"
+	// ProtocolMongo is a TCP port whose tcp_proxy Envoy's mongo_proxy filter precedes (for
+	// its statistics), as istiod builds it; everything else treats it as TCP.
+	ProtocolMongo   Protocol = "MONGO"
 	ProtocolTLS     Protocol = "TLS"
 	ProtocolHTTPS   Protocol = "HTTPS"
 	ProtocolUnknown Protocol = "UNKNOWN"
@@ -41,8 +44,11 @@ func ParseProtocol(s string) Protocol {
 		return ProtocolGRPCWeb
 	case "UDP":
 		return ProtocolUDP
-	case "TCP", "MONGO", "MYSQL", "REDIS":
+	case "TCP", "MYSQL", "REDIS":
+		// istiod's MySQL and Redis filters are off by default: plain TCP.
 		return ProtocolTCP
+	case "MONGO":
+		return ProtocolMongo
 	case "TLS":
 		return ProtocolTLS
 	case "HTTPS":

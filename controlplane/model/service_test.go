@@ -34,3 +34,14 @@ func TestServiceEqualTrafficDistribution(t *testing.T) {
 		t.Error("services that differ in TrafficDistribution are Equal: a change would not be pushed")
 	}
 }
+
+func TestParseProtocolMongo(t *testing.T) {
+	for in, want := range map[string]Protocol{"MONGO": ProtocolMongo, "mongo": ProtocolMongo, "MySQL": ProtocolTCP, "Redis": ProtocolTCP} {
+		if got := ParseProtocol(in); got != want {
+			t.Errorf("ParseProtocol(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if ProtocolMongo.IsHTTP() {
+		t.Error("MONGO is served through an HTTP connection manager")
+	}
+}

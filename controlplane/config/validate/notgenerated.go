@@ -91,16 +91,6 @@ func firstCredential(t *networking.ServerTLSSettings) string {
 	return t.GetCredentialName()
 }
 
-// notGeneratedServiceEntry warns about a MONGO port: xdslab serves it as plain TCP, without
-// the mongo_proxy filter istiod adds.
-func (c *checker) notGeneratedServiceEntry(at Path, se *networking.ServiceEntry) {
-	for i, p := range se.GetPorts() {
-		if strings.EqualFold(p.GetProtocol(), "MONGO") {
-			c.warnf(at.With("ports", i, "protocol"), "MONGO's envoy.filters.network.mongo_proxy (which istiod puts before the tcp_proxy) is %s: the port is plain TCP", notGenerated)
-		}
-	}
-}
-
 // notGeneratedSidecar warns about Sidecar fields the generators ignore.
 func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 	if len(sc.GetIngress()) > 0 {

@@ -82,7 +82,6 @@ func Check(namespace string, spec proto.Message) []Problem {
 	switch s := spec.(type) {
 	case *networking.ServiceEntry:
 		c.serviceEntry(at, namespace, s)
-		c.notGeneratedServiceEntry(at, s)
 	case *networking.WorkloadEntry:
 		c.workloadEntry(at, s)
 	case *networking.VirtualService:

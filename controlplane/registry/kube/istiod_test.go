@@ -286,6 +286,7 @@ func TestIstiodServiceConversion(t *testing.T) {
 		{"DNS port over TCP", corev1.ServicePort{Name: "dns", Port: 53}, model.ProtocolTCP},
 		{"MySQL port", corev1.ServicePort{Name: "mysqlport", Port: 3306}, model.ProtocolTCP},
 		{"MongoDB port with an unknown appProtocol", corev1.ServicePort{Name: "db", AppProtocol: new("foo"), Port: 27017}, model.ProtocolTCP},
+		{"MongoDB by name", corev1.ServicePort{Name: "mongo-db", Port: 27017}, model.ProtocolMongo},
 		{"a known name on a well-known port", corev1.ServicePort{Name: "http", Port: 25}, model.ProtocolHTTP},
 		{"upper-case name", corev1.ServicePort{Name: "HTTP-upper", Port: 7073}, model.ProtocolHTTP},
 	} {

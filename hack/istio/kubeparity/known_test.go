@@ -3,13 +3,6 @@ package kubeparity
 // The differences from Istio that remain, each for a reason xdslab's kube registry cannot
 // remove alone (docs/kubernetes.md, "Known differences from istiod").
 var (
-	// Mongo: istiod puts its mongo_proxy filter before tcp_proxy on a port whose protocol is
-	// MONGO; xdslab's model takes MONGO as TCP.
-	mongoProxy = []knownDiff{
-		{"listener 10.96.0.10_27017", "istio", "filter[0] envoy.filters.network.mongo_proxy", "mongo"},
-		{"listener 10.96.0.10_27017", "istio", "filter[1] envoy.filters.network.tcp_proxy", "mongo"},
-		{"listener 10.96.0.10_27017", "xdslab", "filter[0] envoy.filters.network.tcp_proxy", "mongo"},
-	}
 	// A headless Service: istiod gives each endpoint a listener for its TCP ports and
 	// wildcard domains (*.hl.app…) for its HTTP ports; xdslab one 0.0.0.0 listener and the
 	// plain names.
@@ -33,7 +26,6 @@ var (
 
 // knownStatic are the differences from Istio that remain on the corpus files, by file.
 var knownStatic = map[string][]knownDiff{
-	"ports.yaml":     mongoProxy,
 	"endpoints.yaml": headless,
 	"protocols.yaml": portNotServed,
 }
