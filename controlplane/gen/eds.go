@@ -133,7 +133,7 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 	return Resource{Name: name, Message: cla, Deps: sortDeps(deps)}, err
 }
 
-// loadAssignment groups the endpoints that match selector by locality. Each endpoint's
+// loadAssignment groups the endpoints that match selector and serve port by locality. Each endpoint's
 // load_balancing_weight is its weight (at least 1, as grpc-go rejects 0); a locality's weight is
 // the sum of its endpoints' weights. Duplicate address:port pairs are dropped (the first, by
 // model.CompareEndpoints order, wins) since grpc-go rejects them. With allowHostnames false
@@ -165,7 +165,10 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		if !model.LabelsMatch(selector, ep.Labels) {
 			continue
 		}
-		tp := ep.TargetPort(port)
+		tp, ok := ep.ServesPort(port)
+		if !ok {
+			continue
+		}
 		if addr, err := netip.ParseAddr(ep.Address); err == nil {
 			ap := netip.AddrPortFrom(addr, uint16(tp))
 			if seen[ap] {

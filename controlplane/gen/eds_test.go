@@ -187,3 +187,31 @@ func TestEveryLocalityLbEndpointsHasALocality(t *testing.T) {
 		t.Fatal("no inline load assignment was generated: the test checks nothing")
 	}
 }
+
+// TestEndpointsOnlyListedPorts: an endpoint that lists the ports it serves (a Kubernetes
+// EndpointSlice's) is in no assignment of another port, as istiod builds its endpoints per
+// address and slice port; one that does not (a ServiceEntry's) serves every port, unlisted ones
+// on the service port number.
+func TestEndpointsOnlyListedPorts(t *testing.T) {
+	listed := func(addr string, ports map[string]uint32) *model.Endpoint {
+		return &model.Endpoint{Service: shop, Address: addr, Weight: 1, Ports: ports, OnlyListedPorts: true}
+	}
+	s := edsMesh(
+		listed("10.0.0.1", map[string]uint32{"http": 8080, "grpc": 9191}),
+		listed("10.0.0.2", map[string]uint32{"grpc": 9191}),
+		listed("10.0.0.3", nil),
+		&model.Endpoint{Service: shop, Address: "10.0.0.4", Weight: 1, Ports: map[string]uint32{"grpc": 9191}},
+	)
+	for cluster, want := range map[string][]string{
+		"outbound|80||" + shop: {"//(2): 10.0.0.1:8080/1/HEALTHY 10.0.0.4:80/1/HEALTHY"},
+		"outbound|90||" + shop: {"//(3): 10.0.0.1:9191/1/HEALTHY 10.0.0.2:9191/1/HEALTHY 10.0.0.4:9191/1/HEALTHY"},
+	} {
+		rs, err := ForType(EndpointType, nil).Generate(nil, s, []string{cluster})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%s: %d resources, %v", cluster, len(rs), err)
+		}
+		if diff := cmp.Diff(want, summarize(rs[0].Message.(*endpointv3.ClusterLoadAssignment))); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", cluster, diff)
+		}
+	}
+}

@@ -268,13 +268,17 @@ type Endpoint struct {
 	Service string
 	Address string
 	// Ports maps a service port name to the workload's target port. A service port with no
-	// entry uses the service port number.
-	Ports          map[string]uint32
-	Labels         map[string]string
-	Locality       Locality
-	Weight         uint32
-	ServiceAccount string
-	Health         HealthStatus
+	// entry uses the service port number, unless OnlyListedPorts.
+	Ports map[string]uint32
+	// OnlyListedPorts says that Ports lists every service port the endpoint serves, as a
+	// Kubernetes EndpointSlice does: the endpoint is in no assignment of a port it does not
+	// list (istiod builds its endpoints per address and slice port).
+	OnlyListedPorts bool
+	Labels          map[string]string
+	Locality        Locality
+	Weight          uint32
+	ServiceAccount  string
+	Health          HealthStatus
 	// Source is the config that defined the endpoint (a ServiceEntry or WorkloadEntry).
 	Source istioconfig.Key
 }
@@ -287,12 +291,21 @@ func (e *Endpoint) TargetPort(p Port) uint32 {
 	return p.Number
 }
 
+// ServesPort returns the workload port for the service port p, and whether the endpoint
+// serves p at all (with OnlyListedPorts, only the ports it lists).
+func (e *Endpoint) ServesPort(p Port) (uint32, bool) {
+	if _, ok := e.Ports[p.Name]; !ok && e.OnlyListedPorts {
+		return 0, false
+	}
+	return e.TargetPort(p), true
+}
+
 // Equal reports whether two endpoints are the same in every field a generator reads.
 func (e *Endpoint) Equal(o *Endpoint) bool {
 	if e == nil || o == nil {
 		return e == o
 	}
-	return e.Service == o.Service && e.Address == o.Address && mapsEqual(e.Ports, o.Ports) &&
+	return e.Service == o.Service && e.Address == o.Address && mapsEqual(e.Ports, o.Ports) && e.OnlyListedPorts == o.OnlyListedPorts &&
 		mapsEqual(e.Labels, o.Labels) && e.Locality == o.Locality && e.Weight == o.Weight &&
 		e.ServiceAccount == o.ServiceAccount && e.Health == o.Health && e.Source == o.Source
 }

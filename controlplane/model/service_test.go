@@ -45,3 +45,27 @@ func TestParseProtocolMongo(t *testing.T) {
 		t.Error("MONGO is served through an HTTP connection manager")
 	}
 }
+
+func TestEndpointServesPort(t *testing.T) {
+	http, grpc := Port{Name: "http", Number: 80}, Port{Name: "grpc", Number: 90}
+	se := &Endpoint{Ports: map[string]uint32{"grpc": 9090}}
+	slice := &Endpoint{Ports: map[string]uint32{"grpc": 9090}, OnlyListedPorts: true}
+	for _, tc := range []struct {
+		ep   *Endpoint
+		p    Port
+		want uint32
+		ok   bool
+	}{
+		{se, grpc, 9090, true},
+		{se, http, 80, true},
+		{slice, grpc, 9090, true},
+		{slice, http, 0, false},
+	} {
+		if got, ok := tc.ep.ServesPort(tc.p); got != tc.want || ok != tc.ok {
+			t.Errorf("%+v.ServesPort(%s) = %d, %v; want %d, %v", tc.ep, tc.p.Name, got, ok, tc.want, tc.ok)
+		}
+	}
+	if se.Equal(&Endpoint{Ports: se.Ports, OnlyListedPorts: true}) {
+		t.Error("endpoints that differ in OnlyListedPorts are Equal: a change would not be pushed")
+	}
+}

@@ -77,6 +77,9 @@ func describe(eps []*model.Endpoint) []string {
 			ports = append(ports, fmt.Sprintf("%s:%d", n, e.Ports[n]))
 		}
 		s := e.Address + " " + strings.Join(ports, ",")
+		if !e.OnlyListedPorts {
+			s += " serves-unlisted-ports" // a slice's endpoint serves only the ports it lists
+		}
 		if e.Health == model.Unhealthy {
 			s += " unhealthy"
 		}

@@ -816,7 +816,8 @@ func portProtocol(port int32, name string, appProtocol *string, l4 corev1.Protoc
 type podLookup func(ip string, ref *corev1.ObjectReference) (pod *corev1.Pod, expected bool)
 
 // convertEndpointSlice returns the endpoints of a slice, as istiod builds them: one per
-// address of each entry, with the slice's ports by name. An entry that is ready (Kubernetes'
+// address of each entry, with the slice's ports by name (and those only: a service port the
+// slice does not list is not served). An entry that is ready (Kubernetes'
 // ready condition: unset means ready) is healthy; one not ready is left out when terminating
 // (unless the slice says terminating false) and unhealthy otherwise. An FQDN slice gives
 // nothing (istiod skips them). Labels, service account and locality live on Pods: pod (nil:
@@ -842,7 +843,7 @@ func convertEndpointSlice(es *discoveryv1.EndpointSlice, host, trustDomain strin
 			health = model.Unhealthy
 		}
 		for _, addr := range e.Addresses {
-			ep := &model.Endpoint{Service: host, Address: addr, Ports: ports, Health: health, Source: src}
+			ep := &model.Endpoint{Service: host, Address: addr, Ports: ports, OnlyListedPorts: true, Health: health, Source: src}
 			if pod != nil {
 				p, expected := pod(addr, e.TargetRef)
 				if p == nil && expected {
