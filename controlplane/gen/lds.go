@@ -216,11 +216,19 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		}
 		return nil
 	}
-	if sniffedWithoutVIP(svc, port) && !wildLocked {
+	headless := svc.Headless()
+	if sniffedWithoutVIP(svc, port) && !wildLocked && !headless {
 		pi.ix = ix
 		pi.http = append(pi.http, ServiceKey(svc)) // and its TCP chain below
 	}
 	vips := ipAddresses(svc.Addresses)
+	if headless {
+		// A listener per endpoint, as for a VIP; none without endpoints.
+		vips = headlessAddresses(p, ix.snap, svc, port)
+		if len(vips) == 0 {
+			return nil
+		}
+	}
 	if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && port.Protocol != model.ProtocolTLS && port.Protocol != model.ProtocolHTTPS && !wildLocked {
 		// Both: a listener per IP (below), and the CIDRs a chain on 0.0.0.0_PORT, as
 		// istiod builds a service per address.
@@ -276,9 +284,33 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		if port.Protocol == model.ProtocolUnknown {
 			sniffed(l, svc, port.Number)
 		}
-		*tcp = append(*tcp, Resource{Name: name, Message: l, Deps: sortDeps(append([]istioconfig.Key{ServiceKey(svc)}, cdeps...))})
+		deps := append([]istioconfig.Key{ServiceKey(svc)}, cdeps...)
+		if headless {
+			deps = append(deps, EndpointKey(svc))
+		}
+		*tcp = append(*tcp, Resource{Name: name, Message: l, Deps: sortDeps(deps)})
 	}
 	return errs
+}
+
+// headlessAddresses are the addresses of the listeners of a headless Service's port (not served
+// through HTTP), as istiod builds them: one per endpoint that serves the port, whose address is
+// an IP and not the proxy's own (its inbound listener takes that traffic), in endpoint order.
+func headlessAddresses(p *model.Proxy, s *model.Snapshot, svc *model.Service, port model.Port) []string {
+	var out []string
+	for _, ep := range s.Endpoints(svc.Hostname) {
+		if _, ok := ep.ServesPort(port); !ok {
+			continue
+		}
+		ip, err := netip.ParseAddr(ep.Address)
+		if err != nil || (p != nil && len(p.IPAddresses) > 0 && ep.Address == p.IPAddresses[0]) {
+			continue
+		}
+		if a := ip.String(); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // wildTCPChains adds to l, the 0.0.0.0_PORT listener of port num, the chains of the services

@@ -144,6 +144,13 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 			addDomain(n)
 			addDomain(n + ":" + name)
 		}
+		if svc.Headless() {
+			// Each endpoint's own name (a StatefulSet's POD.NAME.NS…) goes to the service's
+			// routes too, as istiod adds "*." to each of its names.
+			for _, d := range slices.Clone(domains) {
+				addDomain("*." + d)
+			}
+		}
 		for _, vip := range ipAddresses(svc.Addresses) {
 			addDomain(vip)
 			addDomain(vip + ":" + name)

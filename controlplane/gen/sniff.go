@@ -19,11 +19,12 @@ import (
 // (use_downstream_protocol, cds.go).
 
 // sniffedPorts lists the service ports of s that p sees and sniffs: no declared protocol and a
-// VIP (a port without a VIP keeps its TCP listener).
+// VIP, or a headless Service (a listener per endpoint); another port without a VIP keeps its
+// TCP listener.
 func sniffedPorts(s *model.Snapshot, sc *model.Scope) map[string]sniffedPort {
 	out := map[string]sniffedPort{}
 	for _, svc := range visibleServices(s, sc) {
-		if len(ipAddresses(svc.Addresses)) == 0 {
+		if len(ipAddresses(svc.Addresses)) == 0 && !svc.Headless() {
 			continue
 		}
 		for _, port := range svc.Ports {

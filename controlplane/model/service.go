@@ -211,6 +211,23 @@ func (s *Service) PortByName(name string) (Port, bool) {
 // cluster inlines them, so a change to them is a full push, as in Istio. False for nil.
 func (s *Service) EndpointsInCluster() bool { return s != nil && s.Resolution == ResolutionDNS }
 
+// Headless reports whether s is a headless Kubernetes Service (clusterIP None: no address,
+// passthrough): istiod gives each of its endpoints a listener of its own for the ports not
+// served through HTTP, and its names wildcard domains. False for nil.
+func (s *Service) Headless() bool {
+	return s != nil && s.Source.Kind == KindService && s.Resolution == ResolutionPassthrough && len(s.Addresses) == 0
+}
+
+// EndpointsInListeners reports whether the service's endpoints are part of its listeners (LDS
+// content): a headless Service with a port not served through HTTP (Headless). As in istiod,
+// a change to them is a full push. False for nil.
+func (s *Service) EndpointsInListeners() bool {
+	if !s.Headless() {
+		return false
+	}
+	return slices.ContainsFunc(s.Ports, func(p Port) bool { return !p.Protocol.IsHTTP() })
+}
+
 // Equal reports whether two services are the same in every field a generator reads.
 func (s *Service) Equal(o *Service) bool {
 	if s == nil || o == nil {

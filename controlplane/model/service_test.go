@@ -1,6 +1,10 @@
 package model
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/xdslab/xdslab/istioconfig"
+)
 
 func TestParseTrafficDistribution(t *testing.T) {
 	for _, tc := range []struct {
@@ -67,5 +71,29 @@ func TestEndpointServesPort(t *testing.T) {
 	}
 	if se.Equal(&Endpoint{Ports: se.Ports, OnlyListedPorts: true}) {
 		t.Error("endpoints that differ in OnlyListedPorts are Equal: a change would not be pushed")
+	}
+}
+
+func TestHeadless(t *testing.T) {
+	kube := istioconfig.Key{Kind: KindService, Name: "h", Namespace: "ns"}
+	tcp := []Port{{Name: "db", Number: 5432, Protocol: ProtocolTCP}}
+	http := []Port{{Name: "http", Number: 80, Protocol: ProtocolHTTP}}
+	for _, tc := range []struct {
+		name                string
+		svc                 *Service
+		headless, listeners bool
+	}{
+		{"nil", nil, false, false},
+		{"kube headless, a TCP port", &Service{Resolution: ResolutionPassthrough, Source: kube, Ports: append(http, tcp...)}, true, true},
+		{"kube headless, HTTP only", &Service{Resolution: ResolutionPassthrough, Source: kube, Ports: http}, true, false},
+		{"kube with a ClusterIP", &Service{Addresses: []string{"10.96.0.1"}, Source: kube, Ports: tcp}, false, false},
+		{"ServiceEntry NONE without addresses", &Service{Resolution: ResolutionPassthrough, Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry}, Ports: tcp}, false, false},
+	} {
+		if got := tc.svc.Headless(); got != tc.headless {
+			t.Errorf("%s: Headless = %v", tc.name, got)
+		}
+		if got := tc.svc.EndpointsInListeners(); got != tc.listeners {
+			t.Errorf("%s: EndpointsInListeners = %v", tc.name, got)
+		}
 	}
 }

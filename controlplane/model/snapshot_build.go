@@ -166,8 +166,8 @@ func (s *Snapshot) Apply(seq uint64, d SnapshotDelta) *Snapshot {
 //     changed and changed back within one batch) is left out, so a net no-op pushes nothing.
 //
 // Full is true when a service or a config object changed, or the endpoints of a service whose
-// endpoints are part of its cluster (Service.EndpointsInCluster), the rule the aggregate's Full
-// follows. When only endpoints changed, the result is prev.WithEndpoints (services and configs
+// endpoints are part of its cluster or listeners (Service.EndpointsInCluster,
+// EndpointsInListeners), the rule the aggregate's Full follows. When only endpoints changed, the result is prev.WithEndpoints (services and configs
 // shared, Full false). When nothing changed, prev itself is returned with an empty report.
 func BuildSnapshot(prev *Snapshot, seq uint64, req *PushRequest, src SnapshotSource) (*Snapshot, ChangeReport) {
 	if prev == nil {
@@ -282,10 +282,11 @@ func serviceNamespace(old, cur *Service) string {
 }
 
 // dnsEndpointsChanged reports whether a host in hosts has its endpoints in its cluster
-// (Service.EndpointsInCluster): an EDS-only push would leave the cluster's addresses stale.
+// (Service.EndpointsInCluster) or its listeners (Service.EndpointsInListeners): an EDS-only
+// push would leave the cluster's addresses or the listeners stale.
 func dnsEndpointsChanged(src SnapshotSource, hosts []string) bool {
 	for _, h := range hosts {
-		if src.Service(h).EndpointsInCluster() {
+		if svc := src.Service(h); svc.EndpointsInCluster() || svc.EndpointsInListeners() {
 			return true
 		}
 	}

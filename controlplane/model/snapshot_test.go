@@ -309,6 +309,18 @@ func TestBuildSnapshotDNSEndpointChangeIsFull(t *testing.T) {
 	if eps := snap.Endpoints("dns"); len(eps) != 1 || eps[0].Address != "b.example.com" {
 		t.Errorf("snapshot endpoints = %v", eps)
 	}
+	// So are a headless Service's (a listener per endpoint for its TCP ports).
+	next1 := next.clone()
+	hl := svc("hl")
+	hl.Resolution, hl.Source = ResolutionPassthrough, istioconfig.Key{Kind: KindService, Name: "hl"}
+	hl.Ports = []Port{{Name: "tcp", Number: 5432, Protocol: ProtocolTCP}}
+	next1.svcs["hl"] = hl
+	mid, _ := BuildSnapshot(snap, 3, nil, next1)
+	next1b := next1.clone()
+	next1b.setEndpoints("hl", "10.0.0.9")
+	if _, rep := BuildSnapshot(mid, 4, &PushRequest{ConfigsUpdated: keys(epKey("hl"))}, next1b); !rep.Full {
+		t.Errorf("headless endpoint change not reported full: %+v", rep)
+	}
 	// An EDS service's endpoint change in the same snapshot stays incremental on its own.
 	next2 := next.clone()
 	next2.setEndpoints("b", "10.0.0.7")

@@ -30,8 +30,9 @@ type Change struct {
 	Keys map[istioconfig.Key]struct{}
 	// Full is true when clusters, listeners or routes may have changed: a service or a config
 	// object changed, or the endpoints of a DNS-resolution service (its cluster inlines them,
-	// as in Istio). False means only endpoints of EDS services changed: an incremental (EDS)
-	// push suffices.
+	// as in Istio) or of a headless Service with a port not served through HTTP (a listener per
+	// endpoint). False means only endpoints of EDS services changed: an incremental (EDS) push
+	// suffices.
 	Full bool
 	// ServicesAdded and ServicesRemoved count services that appeared or disappeared.
 	ServicesAdded, ServicesRemoved int
@@ -454,7 +455,7 @@ func (a *Aggregate) recompute(host string, cs *changeSet) {
 	}
 	if !slices.EqualFunc(old.eps, e.eps, func(x, y *model.Endpoint) bool { return x == y || x.Equal(y) }) {
 		cs.add(istioconfig.Key{Kind: model.KindEndpoint, Name: host, Namespace: ns})
-		if e.svc.EndpointsInCluster() {
+		if e.svc.EndpointsInCluster() || e.svc.EndpointsInListeners() {
 			cs.Full = true
 		}
 	}

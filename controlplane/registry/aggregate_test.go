@@ -183,6 +183,27 @@ func TestAggregateDNSEndpointsAreFull(t *testing.T) {
 	}
 }
 
+// TestAggregateHeadlessEndpointsAreFull: a headless Service's endpoints have listeners of their
+// own for its ports not served through HTTP, so their change is Full; a headless Service with
+// HTTP ports only stays incremental (its listener does not depend on them), as in istiod.
+func TestAggregateHeadlessEndpointsAreFull(t *testing.T) {
+	mem := NewMemory("m")
+	rec := &recorder{}
+	NewAggregate(AggregateOptions{Registries: []Registry{mem}, OnChange: rec.onChange})
+	headless := func(host string, p model.Protocol) *model.Service {
+		return &model.Service{Hostname: host, Resolution: model.ResolutionPassthrough, Source: istioconfig.Key{Kind: model.KindService, Name: host},
+			Ports: []model.Port{{Name: "p", Number: 80, Protocol: p}}}
+	}
+	mem.SetService(headless("tcp", model.ProtocolTCP))
+	mem.SetService(headless("http", model.ProtocolHTTP))
+	rec.take()
+	mem.SetEndpoints("tcp", []*model.Endpoint{ep("10.0.0.1")})
+	mem.SetEndpoints("http", []*model.Endpoint{ep("10.0.0.2")})
+	if got, want := rec.take(), []string{"F Endpoint/tcp", "E Endpoint/http"}; !slices.Equal(got, want) {
+		t.Errorf("changes = %q, want %q", got, want)
+	}
+}
+
 func TestChangePushRequest(t *testing.T) {
 	at := time.Unix(5, 0)
 	tests := []struct {

@@ -315,6 +315,28 @@ func TestLifecycle(t *testing.T) {
 		})
 		s.compare(t, "service a re-created", nil)
 	})
+	t.Run("headless endpoints change", func(t *testing.T) {
+		// Each endpoint of a headless Service has listeners of its own: a change of its
+		// endpoints must reach LDS (a full push in istiod).
+		t.Parallel()
+		s := start(t, readFile(t, "endpoints.yaml"))
+		s.both(t, func(c kubernetes.Interface) error {
+			es, err := c.DiscoveryV1().EndpointSlices("app").Get(ctx, "hla-2", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			e := es.Endpoints[0].DeepCopy()
+			e.Addresses = []string{"10.1.1.7"}
+			es.Endpoints = append(es.Endpoints, *e)
+			_, err = c.DiscoveryV1().EndpointSlices("app").Update(ctx, es, metav1.UpdateOptions{})
+			return err
+		})
+		s.compare(t, "an endpoint joins headless hla", nil)
+		s.both(t, func(c kubernetes.Interface) error {
+			return c.DiscoveryV1().EndpointSlices("app").Delete(ctx, "hla-1", metav1.DeleteOptions{})
+		})
+		s.compare(t, "a slice of headless hla deleted", nil)
+	})
 	t.Run("new service account", func(t *testing.T) {
 		t.Parallel()
 		s := start(t, readFile(t, "lifecycle.yaml"))
