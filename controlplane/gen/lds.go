@@ -48,7 +48,8 @@ func ListenerName(addr string, port uint32) string {
 //     outbound cluster (for a port without a protocol, also a sniffed HTTP chain: sniffed), or "0.0.0.0_PORT" for a service without a VIP when no HTTP service
 //     uses the port (the oldest such service wins the port, model.Scope.CompareServices; TLS
 //     and HTTPS services without a VIP get a chain each matching their host as SNI, the rest
-//     passes through);
+//     passes through); a headless Kubernetes Service's port gets "IP_PORT" per endpoint
+//     instead (headlessAddresses);
 //   - under a Sidecar, a port's listeners come from the egress listener that holds the port,
 //     by its protocol (listenerProtocol), then from the catch-all one, which adds nothing to
 //     the listeners the first built (outboundSource);
