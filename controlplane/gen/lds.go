@@ -3,6 +3,7 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -513,7 +514,8 @@ func inboundChains(mode mtlsMode, http, auto bool) []inboundChain {
 // virtualInbound serves the proxy's own ports as istiod does: a BlackHole chain for
 // connections to 15006 itself, then per target port the chains of its mTLS mode (an HCM with an
 // inline route to inbound|PORT|| for HTTP ports, a tcp_proxy otherwise), then catch-all chains
-// of the workload's mode to InboundPassthroughCluster for ports no service declares. The mode
+// of the workload's mode to InboundPassthroughCluster for ports no service declares (and
+// per port-level mTLS port that no service port targets, those chains in that port's mode). The mode
 // comes from PeerAuthentication (peerauth.go); with none, PERMISSIVE, Istio's default. mTLS
 // chains take the workload certificate: over ADS (xdslab's SDS) when a PeerAuthentication asks
 // for it, from the istio-agent (sds-grpc) by default, as istiod names it.
@@ -598,13 +600,28 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 			})
 		}
 	}
-	for _, c := range inboundChains(pa.mode, false, true) {
-		add("virtualInbound-catchall", 0, c, func() []*listenerv3.Filter {
-			if c.http {
-				return []*listenerv3.Filter{hcmFilter(withRBAC(inboundHCM(0, InboundPassthroughCluster, false)))}
-			}
-			return []*listenerv3.Filter{tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)}
-		})
+	// The catch-all chains of the workload's mode, then, as istiod does, the same chains with a
+	// destination port for each port-level mTLS port that no inbound service port targets, in
+	// that port's mode (else such a port would fall to the workload's mode).
+	passthrough := []uint32{0}
+	for _, n := range slices.Sorted(maps.Keys(pa.ports)) {
+		if n != 0 && !slices.ContainsFunc(ports, func(ip inboundPort) bool { return ip.target == n }) {
+			passthrough = append(passthrough, n)
+		}
+	}
+	for _, n := range passthrough {
+		mode := pa.mode
+		if n != 0 {
+			mode = pa.ports[n]
+		}
+		for _, c := range inboundChains(mode, false, true) {
+			add("virtualInbound-catchall", n, c, func() []*listenerv3.Filter {
+				if c.http {
+					return []*listenerv3.Filter{hcmFilter(withRBAC(inboundHCM(0, InboundPassthroughCluster, false)))}
+				}
+				return []*listenerv3.Filter{tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)}
+			})
+		}
 	}
 	if tlsInspect {
 		l.ListenerFilters = append(l.ListenerFilters, tlsInspector())

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,5 +185,76 @@ func TestPeerAuthRootNamespaceSelector(t *testing.T) {
 	}
 	if m := newWorkloadMTLS(s).mode(RootNamespace, &model.Endpoint{Labels: map[string]string{"app": "sys"}}, 8080); m != mtlsStrict {
 		t.Errorf("endpoint of the root namespace: mode %v, want STRICT", m)
+	}
+}
+
+// TestPeerAuthUntargetedPorts: a port-level mode for a port no inbound service port targets
+// gets passthrough chains of its own (destination port, that mode, to
+// InboundPassthroughCluster), as istiod builds them; an UNSET port takes the workload's mode
+// and a targeted port none. Found by hack/istio/parity (testdata/mesh/security.yaml: xdslab
+// left such a port to the workload's STRICT catch-all chains).
+func TestPeerAuthUntargetedPorts(t *testing.T) {
+	const (
+		unset      = securityapi.PeerAuthentication_MutualTLS_UNSET
+		disable    = securityapi.PeerAuthentication_MutualTLS_DISABLE
+		permissive = securityapi.PeerAuthentication_MutualTLS_PERMISSIVE
+		strict     = securityapi.PeerAuthentication_MutualTLS_STRICT
+	)
+	in := goldenInput()
+	in.Configs = append(in.Configs, peerAuthConfig("default", "w", map[string]string{"app": "client"}, strict,
+		map[uint32]securityapi.PeerAuthentication_MutualTLS_Mode{7070: disable, 7071: permissive, 7072: strict, 7073: unset, 9080: disable}, 0))
+	s := model.NewSnapshot(1, in)
+	p := sidecarProxy("10.1.0.1", "default") // a reviews endpoint: inbound port 9080
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var l *listenerv3.Listener
+	for _, r := range g[ListenerType] {
+		if r.Name == VirtualInboundListener {
+			l = r.Message.(*listenerv3.Listener)
+		}
+	}
+	if l == nil {
+		t.Fatal("no virtualInbound")
+	}
+	got := map[uint32][]string{}
+	for _, fc := range l.GetFilterChains() {
+		port := fc.GetFilterChainMatch().GetDestinationPort().GetValue()
+		if port == 0 || port == VirtualInboundPort {
+			continue
+		}
+		c := fc.GetFilterChainMatch().GetTransportProtocol()
+		if fc.GetTransportSocket() != nil {
+			c += "+mtls"
+		}
+		if len(fc.GetFilterChainMatch().GetApplicationProtocols()) > 0 {
+			c += "+alpn"
+		}
+		f := fc.GetFilters()[len(fc.GetFilters())-1]
+		c += " " + f.GetName()
+		if port != 9080 && !strings.Contains(f.GetTypedConfig().String(), InboundPassthroughCluster) {
+			t.Errorf("port %d chain %s: not to %s", port, c, InboundPassthroughCluster)
+		}
+		got[port] = append(got[port], c)
+	}
+	for _, cs := range got {
+		slices.Sort(cs)
+	}
+	const hcm, tcp = " envoy.filters.network.http_connection_manager", " envoy.filters.network.tcp_proxy"
+	strictPass := []string{"tls+mtls" + tcp, "tls+mtls+alpn" + hcm}
+	want := map[uint32][]string{
+		7070: {"raw_buffer" + tcp, "raw_buffer+alpn" + hcm},
+		7071: {"raw_buffer" + tcp, "raw_buffer+alpn" + hcm, "tls" + tcp, "tls+mtls+alpn" + hcm, "tls+mtls+alpn" + tcp},
+		7072: strictPass,
+		7073: strictPass,
+		9080: {"raw_buffer" + hcm}, // the service's own chain, in the port's mode
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("virtualInbound chains by destination port (-want +got):\n%s", diff)
+	}
+	if !slices.ContainsFunc(l.GetListenerFilters(), func(f *listenerv3.ListenerFilter) bool { return f.GetName() == httpInspectorFilterName }) {
+		t.Error("no http_inspector for the plaintext HTTP chains of ports 7070 and 7071")
 	}
 }

@@ -31,7 +31,7 @@ const (
 // Istio.
 type peerAuth struct {
 	mode  mtlsMode
-	ports map[uint32]mtlsMode // workload policy's portLevelMtls
+	ports map[uint32]mtlsMode // workload policy's portLevelMtls, UNSET ports with the workload's mode
 	deps  []istioconfig.Key
 }
 
@@ -61,12 +61,14 @@ func peerAuthFor(p *model.Proxy, s *model.Snapshot) peerAuth {
 	if w := pick(p.Namespace, true); w != nil && p.Namespace != RootNamespace {
 		apply(w)
 		for port, m := range paSpec(w).GetPortLevelMtls() {
-			if pm := modeOf(m); pm != mtlsNone {
-				if out.ports == nil {
-					out.ports = map[uint32]mtlsMode{}
-				}
-				out.ports[port] = pm
+			pm := modeOf(m)
+			if pm == mtlsNone {
+				pm = out.mode // UNSET inherits the workload's mode, but the port is still listed
 			}
+			if out.ports == nil {
+				out.ports = map[uint32]mtlsMode{}
+			}
+			out.ports[port] = pm
 		}
 	}
 	out.deps = sortDeps(out.deps)
