@@ -152,12 +152,22 @@ type portInfo struct {
 	http     []istioconfig.Key // deps of the HTTP services on the port
 	grpcWeb  bool              // one of them is GRPC-WEB there: the grpc_web filter
 	wildTCP  *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
-	cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain each
+	cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain per CIDR, in istiod's service order
 	tlsHosts []*model.Service  // TLS/HTTPS services without a VIP: an SNI chain each
 	wildDeps []istioconfig.Key
 	// ix is the index of the egress listener the 0.0.0.0_PORT listener is built from (its
 	// VirtualServices route the TCP chains).
 	ix *index
+}
+
+// insertService inserts svc into list, kept in the order istiod builds services in (sc's
+// CompareServices), after those that compare equal.
+func insertService(sc *model.Scope, list []*model.Service, svc *model.Service) []*model.Service {
+	i := len(list)
+	for i > 0 && sc.CompareServices(list[i-1], svc) > 0 {
+		i--
+	}
+	return slices.Insert(list, i, svc)
 }
 
 // wild reports whether the port has a 0.0.0.0_PORT listener.
@@ -235,7 +245,7 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		// Both: a listener per IP (below), and the CIDRs a chain on 0.0.0.0_PORT, as
 		// istiod builds a service per address.
 		pi.ix = ix
-		pi.cidrTCP = append(pi.cidrTCP, svc)
+		pi.cidrTCP = insertService(lsc, pi.cidrTCP, svc)
 		pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
 	}
 	if len(vips) == 0 {
@@ -247,7 +257,7 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		case port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS:
 			pi.tlsHosts = append(pi.tlsHosts, svc)
 		case len(cidrs(svc.Addresses)) > 0:
-			pi.cidrTCP = append(pi.cidrTCP, svc)
+			pi.cidrTCP = insertService(lsc, pi.cidrTCP, svc)
 		case pi.wildTCP == nil || lsc.CompareServices(svc, pi.wildTCP) < 0:
 			pi.wildTCP = svc // the first istiod builds it from: the oldest
 		}
@@ -316,7 +326,7 @@ func headlessAddresses(p *model.Proxy, s *model.Snapshot, svc *model.Service, po
 }
 
 // wildTCPChains adds to l, the 0.0.0.0_PORT listener of port num, the chains of the services
-// without a VIP there that are not HTTP: one per TLS host, chosen by SNI, one per CIDR service,
+// without a VIP there that are not HTTP: one per TLS host, chosen by SNI, one per CIDR,
 // and the tcp routes of the TCP service without any address (tcproute.go), whose default chain
 // becomes l's; without that service what no chain takes passes through. Returns the
 // VirtualServices the chains depend on.
@@ -331,13 +341,24 @@ func wildTCPChains(p *model.Proxy, ix *index, l *listenerv3.Listener, num uint32
 			Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
 		})
 	}
+	// A chain per CIDR, as istiod builds a service per address; a CIDR that an earlier one
+	// (of this service or of one before it) already covers with the same masked prefix is
+	// skipped, as istiod keeps the first of two chains with one match.
+	seen := map[netip.Prefix]bool{}
 	for _, svc := range cidrTCP {
 		cluster := ClusterName(Outbound, num, "", svc.Hostname)
 		port, _ := svc.Port(num)
-		l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
-			FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: cidrs(svc.Addresses)},
-			Filters:          tcpStack(port.Protocol, cluster, tcpProxyFilter(cluster, cluster)),
-		})
+		for _, r := range cidrs(svc.Addresses) {
+			key := netip.PrefixFrom(netip.MustParseAddr(r.GetAddressPrefix()), int(r.GetPrefixLen().GetValue())).Masked()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+				FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{r}},
+				Filters:          tcpStack(port.Protocol, cluster, tcpProxyFilter(cluster, cluster)),
+			})
+		}
 	}
 	if wild == nil {
 		l.DefaultFilterChain = passthroughChain()

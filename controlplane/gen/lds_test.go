@@ -168,6 +168,51 @@ func TestServiceAddressesIPsAndCIDRs(t *testing.T) {
 	}
 }
 
+// TestServiceCIDRsChainEach: each CIDR of a ServiceEntry gets a chain of its own on
+// 0.0.0.0_PORT, as istiod builds a service per address; of two chains with one masked prefix
+// the first service's stays, in istiod's order (oldest first, then by host): a second host of
+// one entry, and a younger entry, add none for a CIDR already there. Found by
+// hack/istio/parity (testdata/mesh/cidrs.yaml: xdslab put every CIDR in one chain, and gave two
+// hosts of one entry the same match, which Envoy rejects).
+func TestServiceCIDRsChainEach(t *testing.T) {
+	tcp := []model.Port{{Name: "tcp", Number: 7002, Protocol: model.ProtocolTCP}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{
+		{Hostname: "b.internal", Namespace: "app", Addresses: []string{"10.81.0.0/16", "10.80.0.0/16"}, Resolution: model.ResolutionPassthrough, Ports: tcp, CreationTime: t0},
+		{Hostname: "c.internal", Namespace: "app", Addresses: []string{"10.81.0.0/16", "10.80.0.0/16"}, Resolution: model.ResolutionPassthrough, Ports: tcp, CreationTime: t0},
+		{Hostname: "z.internal", Namespace: "app", Addresses: []string{"10.80.7.0/16", "10.83.0.0/16"}, Resolution: model.ResolutionPassthrough, Ports: tcp, CreationTime: t0.Add(-time.Hour)},
+	}})
+	p := sidecarProxy("10.1.0.9", "app")
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var chains []string
+	for _, r := range g[ListenerType] {
+		if r.Name != "0.0.0.0_7002" {
+			continue
+		}
+		for _, fc := range r.Message.(*listenerv3.Listener).GetFilterChains() {
+			chains = append(chains, cidrText(fc.GetFilterChainMatch().GetPrefixRanges())+" "+fc.GetFilters()[0].GetTypedConfig().String())
+		}
+	}
+	slices.Sort(chains)
+	var want []string
+	for _, c := range []struct{ cidr, host string }{{"10.80.7.0/16", "z"}, {"10.81.0.0/16", "b"}, {"10.83.0.0/16", "z"}} {
+		want = append(want, c.cidr+" "+"outbound|7002||"+c.host+".internal")
+	}
+	if len(chains) != len(want) {
+		t.Fatalf("0.0.0.0_7002 chains %q, want %d: %q", chains, len(want), want)
+	}
+	for i := range want {
+		cidr, cluster, _ := strings.Cut(want[i], " ")
+		if !strings.HasPrefix(chains[i], cidr+" ") || !strings.Contains(chains[i], cluster) {
+			t.Errorf("chain %d: %s, want %s to %s", i, chains[i], cidr, cluster)
+		}
+	}
+}
+
 // TestWildcardListenerSharedWithHTTP: on a port that HTTP services hold (with a VIP or not),
 // the TLS and CIDR services without a VIP keep their chains beside the HTTP chain, and the TCP
 // service without any address takes the default chain, as istiod merges them.
