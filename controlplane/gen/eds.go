@@ -138,7 +138,8 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 // the sum of its endpoints' weights. Duplicate address:port pairs are dropped (the first, by
 // model.CompareEndpoints order, wins) since grpc-go rejects them. With allowHostnames false
 // (EDS), an endpoint whose address is not an IP is dropped with an error, as Envoy would reject
-// the whole assignment.
+// the whole assignment, except a unix domain socket (unix:///path, an @abstract name), which is
+// a pipe address, as istiod sends it.
 //
 // An endpoint that takes Istio mTLS (endpointTLSMode) carries the metadata tlsMode "istio"
 // that auto-mTLS clusters match on, unless the workload's PeerAuthentication (ws) says DISABLE
@@ -169,7 +170,15 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		if !ok {
 			continue
 		}
-		if addr, err := netip.ParseAddr(ep.Address); err == nil {
+		pipe, isPipe := strings.CutPrefix(ep.Address, model.UnixAddressPrefix)
+		if isPipe && !allowHostnames {
+			// A STATIC entry's unix domain socket endpoint: a pipe address, no port.
+			tp = 0
+			if seenHost[ep.Address] {
+				continue
+			}
+			seenHost[ep.Address] = true
+		} else if addr, err := netip.ParseAddr(ep.Address); err == nil {
 			ap := netip.AddrPortFrom(addr, uint16(tp))
 			if seen[ap] {
 				continue
@@ -193,7 +202,12 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		}
 		w := max(ep.Weight, 1)
 		g.weight += uint64(w)
-		lbe := newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health))
+		var lbe *endpointv3.LbEndpoint
+		if isPipe && !allowHostnames {
+			lbe = newPipeLbEndpoint(pipe, w, healthStatus(ep.Health))
+		} else {
+			lbe = newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health))
+		}
 		if endpointTLSMode(ep) == tlsModeIstio && ws.mode(svc.Namespace, ep, tp) != mtlsDisable {
 			// auto-mTLS: the cluster's transport_socket_matches pick mTLS for this endpoint.
 			if istioMD == nil {
@@ -266,6 +280,17 @@ func newLbEndpoint(addr string, port, weight uint32, health corev3.HealthStatus)
 	a.lb.HealthStatus = health
 	a.lb.LoadBalancingWeight = &a.weight
 	return &a.lb
+}
+
+// newPipeLbEndpoint is the endpoint of a unix domain socket at path, as istiod sends it.
+func newPipeLbEndpoint(path string, weight uint32, health corev3.HealthStatus) *endpointv3.LbEndpoint {
+	return &endpointv3.LbEndpoint{
+		HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+			Address: &corev3.Address{Address: &corev3.Address_Pipe{Pipe: &corev3.Pipe{Path: path}}},
+		}},
+		HealthStatus:        health,
+		LoadBalancingWeight: wrapperspb.UInt32(weight),
+	}
 }
 
 func healthStatus(h model.HealthStatus) corev3.HealthStatus {

@@ -215,3 +215,44 @@ func TestEndpointsOnlyListedPorts(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointsUnixSocket: a STATIC entry's unix domain socket endpoints (a path, an @abstract
+// name) are pipe addresses without a port, as istiod sends them; one with a service account
+// keeps the tlsMode metadata. Found by hack/istio/parity (testdata/mesh/unixsocket.yaml: xdslab
+// sent no endpoint).
+func TestEndpointsUnixSocket(t *testing.T) {
+	host := "example.unix.local"
+	svc := &model.Service{Hostname: host, Namespace: "testns", Resolution: model.ResolutionStatic, MeshExternal: true,
+		Ports: []model.Port{{Name: "http", Number: 8001, Protocol: model.ProtocolHTTP}}}
+	src := istioconfig.Key{Kind: istioconfig.KindServiceEntry, Name: "uds", Namespace: "testns"}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{host: {
+		{Service: host, Address: "unix:///var/run/example/socket", Source: src},
+		{Service: host, Address: "unix://@abstract", ServiceAccount: "spiffe://cluster.local/ns/testns/sa/sock", Source: src},
+	}}})
+	p := sidecarProxy("10.1.0.9", "app")
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var cla *endpointv3.ClusterLoadAssignment
+	for _, r := range g[EndpointType] {
+		if r.Name == "outbound|8001||"+host {
+			cla = r.Message.(*endpointv3.ClusterLoadAssignment)
+		}
+	}
+	if len(cla.GetEndpoints()) != 1 {
+		t.Fatalf("assignment %v, want one locality", cla)
+	}
+	var got []string
+	for _, lbe := range cla.GetEndpoints()[0].GetLbEndpoints() {
+		a := lbe.GetEndpoint().GetAddress()
+		if a.GetSocketAddress() != nil {
+			t.Errorf("endpoint %v: a socket address, want a pipe", a)
+		}
+		got = append(got, fmt.Sprintf("%s %v", a.GetPipe().GetPath(), lbe.GetMetadata() != nil))
+	}
+	if diff := cmp.Diff([]string{"/var/run/example/socket false", "@abstract true"}, got); diff != "" {
+		t.Errorf("pipe endpoints (-want +got):\n%s", diff)
+	}
+}

@@ -283,6 +283,8 @@ func (l Locality) String() string {
 type Endpoint struct {
 	// Service is the hostname of the service this endpoint belongs to.
 	Service string
+	// Address is an IP, a host name (resolution DNS) or a unix domain socket
+	// (UnixAddressPrefix and a path or @abstract name; resolution STATIC, no port).
 	Address string
 	// Ports maps a service port name to the workload's target port. A service port with no
 	// entry uses the service port number, unless OnlyListedPorts.
@@ -299,6 +301,9 @@ type Endpoint struct {
 	// Source is the config that defined the endpoint (a ServiceEntry or WorkloadEntry).
 	Source istioconfig.Key
 }
+
+// UnixAddressPrefix starts an endpoint address that is a unix domain socket.
+const UnixAddressPrefix = "unix://"
 
 // TargetPort returns the workload port for the service port p.
 func (e *Endpoint) TargetPort(p Port) uint32 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -92,6 +93,12 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 			fail("spec.endpoints[%d].address is empty: give an IP address or, with resolution DNS, a host name", i)
 			continue
 		}
+		if strings.HasPrefix(we.GetAddress(), model.UnixAddressPrefix) {
+			if msg := unixEndpointError(we, spec); msg != "" {
+				fail("spec.endpoints[%d]: %s", i, msg)
+				continue
+			}
+		}
 		ep, err := convertWorkload(we, se.Namespace, key, ports, true, opts)
 		if err != nil {
 			fail("spec.endpoints[%d]: %v", i, err)
@@ -106,6 +113,11 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 				continue
 			}
 			if !model.LabelsMatch(sel.GetLabels(), workloadLabels(w, wspec)) || wspec.GetAddress() == "" {
+				continue
+			}
+			if _, err := netip.ParseAddr(wspec.GetAddress()); err != nil && resolution != model.ResolutionDNS {
+				// A host name or unix socket is an endpoint of DNS entries only: istiod's
+				// other entries do not select such a WorkloadEntry.
 				continue
 			}
 			// A bad WorkloadEntry must not take the whole ServiceEntry down: skip it.
@@ -170,6 +182,26 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 		}
 	}
 	return out, nil
+}
+
+// unixEndpointError checks an inline unix domain socket endpoint by istiod's rules: resolution
+// STATIC, an absolute socket path (or an @abstract name), no ports, and exactly one service port.
+func unixEndpointError(we *networking.WorkloadEntry, spec *networking.ServiceEntry) string {
+	addr := we.GetAddress()
+	path := strings.TrimPrefix(addr, model.UnixAddressPrefix)
+	switch {
+	case spec.GetResolution() != networking.ServiceEntry_STATIC:
+		return fmt.Sprintf("address %q is a unix domain socket, which only resolution STATIC takes", addr)
+	case path == "":
+		return fmt.Sprintf("address %q has no socket path: write unix:///path/to/socket", addr)
+	case !strings.HasPrefix(path, "@") && (!strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/")):
+		return fmt.Sprintf("address %q is not an absolute path to a socket file: write unix:///path/to/socket", addr)
+	case len(we.GetPorts()) > 0:
+		return "a unix domain socket endpoint has no ports: remove them"
+	case len(spec.GetPorts()) != 1:
+		return fmt.Sprintf("a ServiceEntry with unix domain socket endpoints needs exactly one port, not %d", len(spec.GetPorts()))
+	}
+	return ""
 }
 
 func cloneOrNil[S ~[]E, E any](s S) S {

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,6 +276,71 @@ func TestConvertCreationTime(t *testing.T) {
 	for _, svc := range got.Services {
 		if !svc.CreationTime.Equal(created) {
 			t.Errorf("%s: CreationTime %v, want %v", svc.Hostname, svc.CreationTime, created)
+		}
+	}
+}
+
+// TestConvertUnixSocketEndpoints: an inline unix domain socket endpoint is kept (the EDS
+// generator sends it as a pipe) under istiod's rules: resolution STATIC, a socket path, no
+// ports, one service port; otherwise the entry is rejected. A WorkloadEntry whose address is a
+// socket or a host name is selected by DNS entries only, as istiod selects it.
+func TestConvertUnixSocketEndpoints(t *testing.T) {
+	one := []*networking.ServicePort{{Number: 8001, Name: "http", Protocol: "HTTP"}}
+	two := append(slices.Clone(one), &networking.ServicePort{Number: 8002, Name: "b", Protocol: "HTTP"})
+	for _, tc := range []struct {
+		name string
+		res  networking.ServiceEntry_Resolution
+		ep   *networking.WorkloadEntry
+		port []*networking.ServicePort
+		err  string
+	}{
+		{"static", networking.ServiceEntry_STATIC, &networking.WorkloadEntry{Address: "unix:///var/run/example/socket"}, one, ""},
+		{"abstract", networking.ServiceEntry_STATIC, &networking.WorkloadEntry{Address: "unix://@sock"}, one, ""},
+		{"dns", networking.ServiceEntry_DNS, &networking.WorkloadEntry{Address: "unix:///var/run/s"}, one, "only resolution STATIC"},
+		{"relative", networking.ServiceEntry_STATIC, &networking.WorkloadEntry{Address: "unix://s"}, one, "not an absolute path"},
+		{"directory", networking.ServiceEntry_STATIC, &networking.WorkloadEntry{Address: "unix:///var/run/"}, one, "not an absolute path"},
+		{"ports", networking.ServiceEntry_STATIC, &networking.WorkloadEntry{Address: "unix:///var/run/s", Ports: map[string]uint32{"http": 80}}, one, "has no ports"},
+		{"two service ports", networking.ServiceEntry_STATIC, &networking.WorkloadEntry{Address: "unix:///var/run/s"}, two, "exactly one port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			se := seConfig("x", "uds", &networking.ServiceEntry{Hosts: []string{"uds.local"}, Resolution: tc.res, Ports: tc.port,
+				Endpoints: []*networking.WorkloadEntry{tc.ep}})
+			got, err := ConvertServiceEntry(se, nil, ConvertOptions{})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eps := got.Endpoints["uds.local"]; len(eps) != 1 || eps[0].Address != tc.ep.Address || len(eps[0].Ports) != 0 {
+				t.Errorf("endpoints %+v, want %s alone", eps, tc.ep.Address)
+			}
+		})
+	}
+	wes := []*istioconfig.Config{
+		weConfig("x", "uds", &networking.WorkloadEntry{Address: "unix:///var/run/we", Labels: map[string]string{"app": "w"}}),
+		weConfig("x", "named", &networking.WorkloadEntry{Address: "w.example.com", Labels: map[string]string{"app": "w"}}),
+		weConfig("x", "ip", &networking.WorkloadEntry{Address: "10.0.0.1", Labels: map[string]string{"app": "w"}}),
+	}
+	for res, want := range map[networking.ServiceEntry_Resolution][]string{
+		networking.ServiceEntry_STATIC: {"10.0.0.1"},
+		networking.ServiceEntry_DNS:    {"10.0.0.1", "unix:///var/run/we", "w.example.com"},
+	} {
+		se := seConfig("x", "sel", &networking.ServiceEntry{Hosts: []string{"sel.local"}, Resolution: res, Ports: one,
+			WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "w"}}})
+		got, err := ConvertServiceEntry(se, wes, ConvertOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var addrs []string
+		for _, ep := range got.Endpoints["sel.local"] {
+			addrs = append(addrs, ep.Address)
+		}
+		if !slices.Equal(addrs, want) {
+			t.Errorf("%v selects %q, want %q", res, addrs, want)
 		}
 	}
 }

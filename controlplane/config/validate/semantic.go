@@ -327,8 +327,8 @@ func unixAddressError(addr string) string {
 		return fmt.Sprintf("%q has no socket path: write unix:///path/to/socket", addr)
 	case strings.HasPrefix(p, "@"):
 		return ""
-	case !strings.HasPrefix(p, "/"):
-		return fmt.Sprintf("%q is not an absolute socket path: write unix:///path/to/socket", addr)
+	case !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/"):
+		return fmt.Sprintf("%q is not an absolute socket path (to a file, not a directory): write unix:///path/to/socket", addr)
 	}
 	return ""
 }
