@@ -138,8 +138,8 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 // the sum of its endpoints' weights. Duplicate address:port pairs are dropped (the first, by
 // model.CompareEndpoints order, wins) since grpc-go rejects them. With allowHostnames false
 // (EDS), an endpoint whose address is not an IP is dropped with an error, as Envoy would reject
-// the whole assignment, except a unix domain socket (unix:///path, an @abstract name), which is
-// a pipe address, as istiod sends it.
+// the whole assignment. A unix domain socket (unix:///path, an @abstract name) is a pipe
+// address, as istiod sends it.
 //
 // An endpoint that takes Istio mTLS (endpointTLSMode) carries the metadata tlsMode "istio"
 // that auto-mTLS clusters match on, unless the workload's PeerAuthentication (ws) says DISABLE
@@ -171,8 +171,9 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 			continue
 		}
 		pipe, isPipe := strings.CutPrefix(ep.Address, model.UnixAddressPrefix)
-		if isPipe && !allowHostnames {
-			// A STATIC entry's unix domain socket endpoint: a pipe address, no port.
+		if isPipe {
+			// A unix domain socket endpoint (a STATIC entry's, or a WorkloadEntry a DNS entry
+			// selects): a pipe address, no port, as istiod sends it.
 			tp = 0
 			if seenHost[ep.Address] {
 				continue
@@ -203,7 +204,7 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		w := max(ep.Weight, 1)
 		g.weight += uint64(w)
 		var lbe *endpointv3.LbEndpoint
-		if isPipe && !allowHostnames {
+		if isPipe {
 			lbe = newPipeLbEndpoint(pipe, w, healthStatus(ep.Health))
 		} else {
 			lbe = newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health))

@@ -225,10 +225,14 @@ func TestEndpointsUnixSocket(t *testing.T) {
 	svc := &model.Service{Hostname: host, Namespace: "testns", Resolution: model.ResolutionStatic, MeshExternal: true,
 		Ports: []model.Port{{Name: "http", Number: 8001, Protocol: model.ProtocolHTTP}}}
 	src := istioconfig.Key{Kind: istioconfig.KindServiceEntry, Name: "uds", Namespace: "testns"}
-	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{host: {
+	// A DNS entry that selects a WorkloadEntry on a socket: its inline endpoint is the pipe too.
+	dnsHost := "dns.unix.local"
+	dns := &model.Service{Hostname: dnsHost, Namespace: "testns", Resolution: model.ResolutionDNS,
+		Ports: []model.Port{{Name: "http", Number: 8004, Protocol: model.ProtocolHTTP}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc, dns}, Endpoints: map[string][]*model.Endpoint{host: {
 		{Service: host, Address: "unix:///var/run/example/socket", Source: src},
 		{Service: host, Address: "unix://@abstract", ServiceAccount: "spiffe://cluster.local/ns/testns/sa/sock", Source: src},
-	}}})
+	}, dnsHost: {{Service: dnsHost, Address: "unix:///var/run/we", Source: istioconfig.Key{Kind: istioconfig.KindWorkloadEntry, Name: "we", Namespace: "testns"}}}}})
 	p := sidecarProxy("10.1.0.9", "app")
 	g, err := generateAll(t, p, s)
 	if err != nil {
@@ -255,4 +259,15 @@ func TestEndpointsUnixSocket(t *testing.T) {
 	if diff := cmp.Diff([]string{"/var/run/example/socket false", "@abstract true"}, got); diff != "" {
 		t.Errorf("pipe endpoints (-want +got):\n%s", diff)
 	}
+	for _, r := range g[ClusterType] {
+		if r.Name != "outbound|8004||"+dnsHost {
+			continue
+		}
+		a := r.Message.(*clusterv3.Cluster).GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress()
+		if a.GetPipe().GetPath() != "/var/run/we" {
+			t.Errorf("DNS cluster endpoint %v, want the pipe /var/run/we", a)
+		}
+		return
+	}
+	t.Errorf("no cluster outbound|8004||%s", dnsHost)
 }
