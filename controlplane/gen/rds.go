@@ -28,13 +28,20 @@ const DefaultRetryOn = "connect-failure,refused-stream,unavailable,cancelled,ret
 const grpcRetryOn = "unavailable,cancelled"
 
 // httpServicesByPort groups the services with an HTTP/HTTP2/GRPC port by port number, and
-// those with a port without a protocol and no address (sniffedWithoutVIP): on each port, those
-// the egress listener that holds the port imports there (Scope.Egress), as istiod builds a
-// route configuration from that listener alone. A port whose 0.0.0.0_PORT listener is HTTP
+// those with a port without a protocol (sniffed, with an address or without): on each port,
+// those the egress listener that holds the port imports there (Scope.Egress), as istiod builds
+// a route configuration from that listener alone. A port whose 0.0.0.0_PORT listener is HTTP
 // by its egress listener's protocol (listenerProtocol) has an entry even without such a
 // service; one whose egress listener's protocol is neither HTTP nor sniffed has none.
-func httpServicesByPort(s *model.Snapshot, sc *model.Scope) map[uint32][]*model.Service {
-	out := map[uint32][]*model.Service{}
+//
+// A sniffed port with an address has a listener of its own (VIP_PORT, whose HTTP chain names
+// the route configuration "HOST:PORT"), so it alone does not make a 0.0.0.0_PORT listener ask
+// for "PORT": listened reports the ports some service does (an HTTP port, or a sniffed one
+// without an address) or whose egress listener holds them. Where "PORT" is asked for, istiod
+// gives every HTTP or sniffed service of the port a virtual host, those with an address too.
+func httpServicesByPort(s *model.Snapshot, sc *model.Scope) (out map[uint32][]*model.Service, listened map[uint32]bool) {
+	out = map[uint32][]*model.Service{}
+	listened = map[uint32]bool{}
 	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
 			if port.Number == VirtualInboundPort || port.Number == VirtualOutboundPort || !sc.Egress(port.Number).SeesPort(svc, port.Number) {
@@ -46,14 +53,21 @@ func httpServicesByPort(s *model.Snapshot, sc *model.Scope) map[uint32][]*model.
 			}
 			if port.Protocol.IsHTTP() || sniffedWithoutVIP(svc, port) {
 				out[port.Number] = append(out[port.Number], svc)
+				listened[port.Number] = true
 				continue
 			}
-			if _, ok := out[port.Number]; !ok && isHeld && (held.IsHTTP() || len(svc.Addresses) == 0) {
-				out[port.Number] = nil // the listener's route configuration, without a virtual host of svc
+			if port.Protocol == model.ProtocolUnknown {
+				out[port.Number] = append(out[port.Number], svc) // sniffed, with an address
+			}
+			if isHeld && (held.IsHTTP() || len(svc.Addresses) == 0) {
+				if _, ok := out[port.Number]; !ok {
+					out[port.Number] = nil // the listener's route configuration, without a virtual host of svc
+				}
+				listened[port.Number] = true
 			}
 		}
 	}
-	return out
+	return out, listened
 }
 
 // withEveryName answers every route configuration a proxy asks for by name, as istiod does: a
@@ -87,10 +101,10 @@ func withEveryName(next GeneratorFunc) GeneratorFunc {
 // and a last "allow_any" virtual host to PassthroughCluster.
 func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	sc := s.ScopeFor(p)
-	byPort := httpServicesByPort(s, sc)
+	byPort, listened := httpServicesByPort(s, sc)
 	var ports []uint32
 	if wantAll(names) {
-		for num := range byPort {
+		for num := range listened {
 			ports = append(ports, num)
 		}
 	} else {

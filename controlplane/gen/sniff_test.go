@@ -181,3 +181,51 @@ func TestSniffedInboundPort(t *testing.T) {
 	}
 	t.Error("no cluster inbound|7777||")
 }
+
+// TestSniffedPortWithVIPOnSharedRoute: a port without a protocol where one service has no
+// address (0.0.0.0_9192, route configuration "9192") and another has a VIP: istiod gives every
+// sniffed service of the port a virtual host in "9192", the VIP one too (its own listener's HTTP
+// chain names "HOST:PORT"). A port whose only sniffed services have VIPs has no listener asking
+// for "PORT", so a wildcard request does not get it.
+func TestSniffedPortWithVIPOnSharedRoute(t *testing.T) {
+	sniffed := []model.Port{{Name: "auto", Number: 9192, Protocol: model.ProtocolUnknown}}
+	svc := func(host string, addrs []string, ports []model.Port) *model.Service {
+		return &model.Service{Hostname: host, Namespace: "snf", Resolution: model.ResolutionStatic, Addresses: addrs, Ports: ports,
+			Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry, Namespace: "snf", Name: host}}
+	}
+	in := model.SnapshotInput{Services: []*model.Service{
+		svc("novip.example.org", nil, sniffed),
+		svc("vip.example.org", []string{"240.77.0.1"}, sniffed),
+		svc("viponly.example.org", []string{"240.77.0.2"}, []model.Port{{Name: "auto", Number: 9194, Protocol: model.ProtocolUnknown}}),
+	}}
+	p := sidecarProxy("10.9.0.1", "other")
+	g, err := generateAll(t, p, model.NewSnapshot(1, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var rc *routev3.RouteConfiguration
+	for _, r := range g[RouteType] {
+		switch r.Name {
+		case "9192":
+			rc = r.Message.(*routev3.RouteConfiguration)
+		case "9194":
+			t.Errorf("route configuration 9194 generated; no listener asks for it")
+		}
+	}
+	got := map[string]string{}
+	for _, vh := range rc.GetVirtualHosts() {
+		for _, d := range vh.GetDomains() {
+			got[d] = vh.GetRoutes()[0].GetRoute().GetCluster()
+		}
+	}
+	for d, cluster := range map[string]string{
+		"novip.example.org": ClusterName(Outbound, 9192, "", "novip.example.org"),
+		"vip.example.org":   ClusterName(Outbound, 9192, "", "vip.example.org"),
+		"240.77.0.1":        ClusterName(Outbound, 9192, "", "vip.example.org"),
+	} {
+		if got[d] != cluster {
+			t.Errorf("route configuration 9192: domain %s routes to %q, want %q", d, got[d], cluster)
+		}
+	}
+}
