@@ -408,15 +408,11 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
 	if len(rc.VirtualHosts) == 0 {
-		// Istio's answer when nothing is bound: every request gets 404.
+		// Istio's answer when nothing is bound: a virtual host for every domain without
+		// routes, so Envoy answers every request 404 (no route, response flag NR).
 		rc.VirtualHosts = []*routev3.VirtualHost{{
 			Name:    "blackhole:" + port,
 			Domains: []string{"*"},
-			Routes: []*routev3.Route{{
-				Name:   "default",
-				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-				Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 404}},
-			}},
 		}}
 	}
 	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, routeClusters(rc)

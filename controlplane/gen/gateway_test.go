@@ -825,3 +825,20 @@ func TestGatewayRoutesAnswerEveryName(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestGatewayNothingBoundHasNoRoutes: a gateway server no VirtualService binds to gets
+// istiod's virtual host "*" without routes (Envoy answers 404, no route), not a route of its own.
+func TestGatewayNothingBoundHasNoRoutes(t *testing.T) {
+	gw := gwConfig("gw", "istio-system", &networking.Gateway{Servers: []*networking.Server{server(80, "HTTP", "*")}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Configs: []*istioconfig.Config{gw}})
+	p := routerProxy("istio-system", nil)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	vhs := routeConfig(t, g[RouteType], "http.80").GetVirtualHosts()
+	if len(vhs) != 1 || !slices.Equal(vhs[0].GetDomains(), []string{"*"}) || len(vhs[0].GetRoutes()) != 0 {
+		t.Errorf("virtual hosts %v, want one for \"*\" without routes", vhs)
+	}
+}
