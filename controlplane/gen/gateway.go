@@ -251,6 +251,13 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 				rp.errs = append(rp.errs, fmt.Errorf("%s: port %d is %s here but %s in %s; server skipped, give it another port", gs, num, kind, gp.kind, gp.servers[0]))
 				continue
 			}
+			if kind == kindTCP && len(gp.servers) > 0 && gp.servers[0].srv.GetBind() == srv.GetBind() {
+				// istiod merges only HTTP servers of a plaintext port: a second TCP server there
+				// is skipped whole, bound routes or not, and the oldest Gateway's server alone
+				// builds the listener.
+				rp.errs = append(rp.errs, fmt.Errorf("%s: port %d already has TCP server %s of an older Gateway; server skipped (as istiod does), give it another port", gs, num, gp.servers[0]))
+				continue
+			}
 			gp.servers = append(gp.servers, gs)
 		}
 	}

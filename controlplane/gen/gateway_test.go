@@ -842,3 +842,31 @@ func TestGatewayNothingBoundHasNoRoutes(t *testing.T) {
 		t.Errorf("virtual hosts %v, want one for \"*\" without routes", vhs)
 	}
 }
+
+// TestGatewaySecondTCPServerSkipped: two Gateways with a TCP server on one port: istiod keeps
+// the oldest Gateway's server (creation time, then name) and skips the other whole, so a
+// VirtualService bound only to the skipped one routes nothing and the port has no listener.
+func TestGatewaySecondTCPServerSkipped(t *testing.T) {
+	svc := &model.Service{Hostname: "db.apps.svc.cluster.local", Namespace: "apps", Ports: []model.Port{{Name: "tcp", Number: 6379, Protocol: model.ProtocolTCP}}}
+	for _, tt := range []struct {
+		boundTo      string
+		wantListener bool
+	}{{"gw/a", true}, {"gw/b", false}} {
+		t.Run(tt.boundTo, func(t *testing.T) {
+			tcpGW := func(name string) *istioconfig.Config {
+				return gwConfig(name, "gw", &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"}, Servers: []*networking.Server{server(31400, "TCP", "*")}})
+			}
+			vs := vsConfig("tcp", "apps", &networking.VirtualService{Hosts: []string{"*"}, Gateways: []string{tt.boundTo},
+				Tcp: []*networking.TCPRoute{{Route: []*networking.RouteDestination{{Destination: gwDest("db.apps.svc.cluster.local", 6379, "")}}}}})
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{tcpGW("b"), tcpGW("a"), vs}})
+			p := routerProxy("gw", ingressLabels)
+			g, err := generateAll(t, p, s)
+			if err == nil || !strings.Contains(err.Error(), "gw/b") {
+				t.Errorf("error %v, want one naming the skipped server of gw/b", err)
+			}
+			if got := slices.Contains(names(g[ListenerType]), "0.0.0.0_31400"); got != tt.wantListener {
+				t.Errorf("listeners %v: 0.0.0.0_31400 present %v, want %v", names(g[ListenerType]), got, tt.wantListener)
+			}
+		})
+	}
+}
