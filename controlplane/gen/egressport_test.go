@@ -179,3 +179,40 @@ func TestSidecarEgressListenerProtocol(t *testing.T) {
 		t.Errorf("routes %v, want %v", routes, want)
 	}
 }
+
+// TestSidecarEgressUnixBindIsNotCatchAll: an egress listener bound to a unix domain socket has
+// a port (number 0, as validation requires); istiod's catch-all listener is the one without a
+// port, so a UDS listener listed first does not take every other port's listeners and routes.
+func TestSidecarEgressUnixBindIsNotCatchAll(t *testing.T) {
+	web := &model.Service{Hostname: "web.app.svc.cluster.local", Namespace: "app", Addresses: []string{"10.96.0.10"}, Ports: []model.Port{
+		{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}}}
+	db := &model.Service{Hostname: "db.other.svc.cluster.local", Namespace: "other", Addresses: []string{"10.96.0.11"}, Ports: []model.Port{
+		{Name: "tcp", Number: 5432, Protocol: model.ProtocolTCP}}}
+	sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "scoped"}, Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+		{Port: &networking.SidecarPort{Number: 0, Protocol: "HTTP", Name: "uds"}, Bind: "unix:///var/run/app.sock", Hosts: []string{"other/db.other.svc.cluster.local"}},
+		{Hosts: []string{"app/*"}},
+	}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{web, db}, Configs: []*istioconfig.Config{sc}})
+	p := sidecarProxy("10.3.9.9", "scoped")
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listeners []string
+	for _, r := range g[ListenerType] {
+		listeners = append(listeners, r.Name)
+	}
+	for _, want := range []string{"0.0.0.0_80", "10.96.0.10_5000"} {
+		if !slices.Contains(listeners, want) {
+			t.Errorf("listeners %v lack %s: the catch-all listener (no port) imports web, not the unix socket listener", listeners, want)
+		}
+	}
+	for _, r := range g[RouteType] {
+		if r.Name != "80" {
+			continue
+		}
+		if !strings.Contains(r.Message.(*routev3.RouteConfiguration).String(), "web.app.svc.cluster.local") {
+			t.Errorf("route configuration 80 has no virtual host of web: %v", r.Message)
+		}
+	}
+}

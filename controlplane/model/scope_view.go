@@ -118,6 +118,9 @@ type Scope struct {
 	// imports nothing; nil without a Sidecar and in those scopes themselves.
 	egress []*Scope
 	none   *Scope
+	// catchAll is the scope of the first egress listener without a port (CatchAll); nil when
+	// there is none.
+	catchAll *Scope
 	// exact marks an egress listener's scope whose hosts all name one host in one namespace
 	// (no wildcard host, no "*" namespace): istiod then orders its services by creation time
 	// alone (CompareServices).
@@ -207,6 +210,11 @@ func (s *Snapshot) newScope(p *Proxy) *Scope {
 			sc.ports = append(sc.ports, eg.GetPort().GetNumber())
 			sc.egress = append(sc.egress, &Scope{Namespace: sc.Namespace, Type: sc.Type, Sidecar: sc.Sidecar,
 				listeners: [][]EgressHost{hosts}, ports: []uint32{eg.GetPort().GetNumber()}, exact: exact, key: sc.key})
+			if eg.GetPort() == nil && sc.catchAll == nil {
+				// istiod's catch-all is the listener without a port: not one with port number
+				// 0, which a unix domain socket bind has.
+				sc.catchAll = sc.egress[len(sc.egress)-1]
+			}
 		}
 		sc.vsDests = s.vsDestinations(sc, spec)
 	case s.exportRestricted():
@@ -353,8 +361,8 @@ func (sc *Scope) CatchAll() *Scope {
 	if sc == nil || sc.egress == nil {
 		return sc
 	}
-	if i := slices.Index(sc.ports, 0); i >= 0 {
-		return sc.egress[i]
+	if sc.catchAll != nil {
+		return sc.catchAll
 	}
 	return sc.none
 }
