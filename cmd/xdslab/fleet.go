@@ -166,6 +166,12 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fleet.Config, error) {
 	if f.Duration < 0 {
 		return fleet.Config{}, fmt.Errorf("fleet: --duration %s must be >= 0 (0 runs until Ctrl-C)", f.Duration)
 	}
+	if f.ListenerDrain < 0 {
+		return fleet.Config{}, fmt.Errorf("fleet: --listener-drain %s must be >= 0 (0 drops a removed listener's routes at once)", f.ListenerDrain)
+	}
+	if f.AgentIssueDelay < 0 {
+		return fleet.Config{}, fmt.Errorf("fleet: --agent-issue-delay %s must be >= 0 (0 serves the secrets at once)", f.AgentIssueDelay)
+	}
 	nack, err := policy.ParseNack(f.Nack)
 	if err != nil {
 		return fleet.Config{}, fmt.Errorf("fleet: --nack: %w", err)

@@ -169,3 +169,36 @@ spec:
 		})
 	}
 }
+
+// TestFleetConfigDurations: negative drain and issue delays are usage errors naming the flag;
+// 0 means at once (the client's "none", not its default).
+func TestFleetConfigDurations(t *testing.T) {
+	base := fleetFlags{Target: "127.0.0.1:15012", Clients: 1, Nack: "never", Progress: "off", ChurnJitter: 0.2, ListenerDrain: 45 * time.Second}
+	for _, tc := range []struct {
+		name string
+		set  func(*fleetFlags)
+		err  string
+	}{
+		{"negative drain", func(f *fleetFlags) { f.ListenerDrain = -time.Second }, "--listener-drain -1s must be >= 0"},
+		{"negative issue delay", func(f *fleetFlags) { f.AgentIssueDelay = -time.Second }, "--agent-issue-delay -1s must be >= 0"},
+		{"no drain", func(f *fleetFlags) { f.ListenerDrain = 0 }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := base
+			tc.set(&f)
+			cfg, err := fleetConfig(f, io.Discard)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cfg.Groups[0].Client.ListenerDrain; d >= 0 {
+				t.Errorf("--listener-drain 0 gave the client %s, want a negative value (none)", d)
+			}
+		})
+	}
+}
