@@ -216,3 +216,51 @@ func TestSidecarEgressUnixBindIsNotCatchAll(t *testing.T) {
 		}
 	}
 }
+
+// TestSidecarEgressProtocolOnWildcardChains: the chains a port's 0.0.0.0 listener gets for
+// services without a VIP (a CIDR service, the address-less TCP service) are built with the
+// protocol of the egress listener that holds the port, as their VIP listeners are: a MONGO
+// port under a TCP egress port gets no mongo_proxy.
+func TestSidecarEgressProtocolOnWildcardChains(t *testing.T) {
+	cidr := &model.Service{Hostname: "mongo-range.ext", Namespace: "app", Addresses: []string{"10.70.0.0/16"}, Resolution: model.ResolutionPassthrough,
+		Ports: []model.Port{{Name: "mongo", Number: 27017, Protocol: model.ProtocolMongo}}}
+	wild := &model.Service{Hostname: "mongo-any.ext", Namespace: "app", Resolution: model.ResolutionPassthrough,
+		Ports: []model.Port{{Name: "mongo", Number: 27017, Protocol: model.ProtocolMongo}}}
+	for _, tc := range []struct {
+		name  string
+		proto string
+		mongo bool
+	}{{"held as TCP", "TCP", false}, {"held as MONGO", "MONGO", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "app"}, Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+				{Port: &networking.SidecarPort{Number: 27017, Protocol: tc.proto, Name: "db"}, Hosts: []string{"app/*"}},
+			}}}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{cidr, wild}, Configs: []*istioconfig.Config{sc}})
+			p := sidecarProxy("10.3.9.9", "app")
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			var l *listenerv3.Listener
+			for _, r := range g[ListenerType] {
+				if r.Name == "0.0.0.0_27017" {
+					l = r.Message.(*listenerv3.Listener)
+				}
+			}
+			if l == nil {
+				t.Fatal("no 0.0.0.0_27017 listener")
+			}
+			chains := append(slices.Clone(l.GetFilterChains()), l.GetDefaultFilterChain())
+			if len(chains) < 2 {
+				t.Fatalf("listener chains %v, want the CIDR chain and the default chain", chains)
+			}
+			for _, fc := range chains {
+				has := slices.ContainsFunc(fc.GetFilters(), func(f *listenerv3.Filter) bool { return f.GetName() == "envoy.filters.network.mongo_proxy" })
+				if has != tc.mongo {
+					t.Errorf("chain %v: mongo_proxy %v, want %v", fc.GetFilterChainMatch(), has, tc.mongo)
+				}
+			}
+		})
+	}
+}

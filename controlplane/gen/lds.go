@@ -128,9 +128,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			deps = append(pi.http, pi.wildDeps...)
 			// The TCP and TLS services without a VIP on the port keep their chains beside the
 			// HTTP one, and the TCP service the default chain, as istiod merges them.
-			deps = append(deps, wildTCPChains(p, pi.ix, l, num, pi.wildTCP, pi.cidrTCP, pi.tlsHosts, &errs)...)
+			deps = append(deps, wildTCPChains(p, pi, l, num, &errs)...)
 		case pi.wildTCP != nil || len(pi.cidrTCP) > 0 || len(pi.tlsHosts) > 0:
-			deps = append(pi.wildDeps, wildTCPChains(p, pi.ix, l, num, pi.wildTCP, pi.cidrTCP, pi.tlsHosts, &errs)...)
+			deps = append(pi.wildDeps, wildTCPChains(p, pi, l, num, &errs)...)
 		default:
 			continue
 		}
@@ -149,11 +149,14 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 
 // portInfo collects what the services on one port put on its 0.0.0.0_PORT listener.
 type portInfo struct {
-	http     []istioconfig.Key // deps of the HTTP services on the port
-	grpcWeb  bool              // one of them is GRPC-WEB there: the grpc_web filter
-	wildTCP  *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
-	cidrTCP  []*model.Service  // TCP services whose addresses are CIDRs: a chain per CIDR, in istiod's service order
-	tlsHosts []*model.Service  // TLS/HTTPS services without a VIP: an SNI chain each
+	http    []istioconfig.Key // deps of the HTTP services on the port
+	grpcWeb bool              // one of them is GRPC-WEB there: the grpc_web filter
+	wildTCP *model.Service    // the TCP service without any address that owns 0.0.0.0_PORT
+	cidrTCP []*model.Service  // TCP services whose addresses are CIDRs: a chain per CIDR, in istiod's service order
+	// proto is the protocol wildTCP's and cidrTCP's ports are built with: an egress listener
+	// that holds the port gives its own (listenerProtocol), else the service port's.
+	proto    map[*model.Service]model.Protocol
+	tlsHosts []*model.Service // TLS/HTTPS services without a VIP: an SNI chain each
 	wildDeps []istioconfig.Key
 	// ix is the index of the egress listener the 0.0.0.0_PORT listener is built from (its
 	// VirtualServices route the TCP chains).
@@ -246,6 +249,7 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		// istiod builds a service per address.
 		pi.ix = ix
 		pi.cidrTCP = insertService(lsc, pi.cidrTCP, svc)
+		pi.setProto(svc, port.Protocol)
 		pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
 	}
 	if len(vips) == 0 {
@@ -258,8 +262,10 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 			pi.tlsHosts = append(pi.tlsHosts, svc)
 		case len(cidrs(svc.Addresses)) > 0:
 			pi.cidrTCP = insertService(lsc, pi.cidrTCP, svc)
+			pi.setProto(svc, port.Protocol)
 		case pi.wildTCP == nil || lsc.CompareServices(svc, pi.wildTCP) < 0:
 			pi.wildTCP = svc // the first istiod builds it from: the oldest
+			pi.setProto(svc, port.Protocol)
 		}
 		pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
 		return nil
@@ -325,12 +331,30 @@ func headlessAddresses(p *model.Proxy, s *model.Snapshot, svc *model.Service, po
 	return out
 }
 
+// setProto records the protocol svc's port is built with on the port's 0.0.0.0 listener.
+func (pi *portInfo) setProto(svc *model.Service, proto model.Protocol) {
+	if pi.proto == nil {
+		pi.proto = map[*model.Service]model.Protocol{}
+	}
+	pi.proto[svc] = proto
+}
+
+// portOf is svc's port num with the protocol it is built with (setProto).
+func (pi *portInfo) portOf(svc *model.Service, num uint32) model.Port {
+	port, _ := svc.Port(num)
+	if proto, ok := pi.proto[svc]; ok {
+		port.Protocol = proto
+	}
+	return port
+}
+
 // wildTCPChains adds to l, the 0.0.0.0_PORT listener of port num, the chains of the services
 // without a VIP there that are not HTTP: one per TLS host, chosen by SNI, one per CIDR,
 // and the tcp routes of the TCP service without any address (tcproute.go), whose default chain
 // becomes l's; without that service what no chain takes passes through. Returns the
 // VirtualServices the chains depend on.
-func wildTCPChains(p *model.Proxy, ix *index, l *listenerv3.Listener, num uint32, wild *model.Service, cidrTCP, tlsHosts []*model.Service, errs *[]error) []istioconfig.Key {
+func wildTCPChains(p *model.Proxy, pi *portInfo, l *listenerv3.Listener, num uint32, errs *[]error) []istioconfig.Key {
+	ix, wild, cidrTCP, tlsHosts := pi.ix, pi.wildTCP, pi.cidrTCP, pi.tlsHosts
 	if len(tlsHosts) > 0 {
 		l.ListenerFilters = append([]*listenerv3.ListenerFilter{tlsInspector()}, l.ListenerFilters...)
 	}
@@ -347,7 +371,7 @@ func wildTCPChains(p *model.Proxy, ix *index, l *listenerv3.Listener, num uint32
 	seen := map[netip.Prefix]bool{}
 	for _, svc := range cidrTCP {
 		cluster := ClusterName(Outbound, num, "", svc.Hostname)
-		port, _ := svc.Port(num)
+		port := pi.portOf(svc, num)
 		for _, r := range cidrs(svc.Addresses) {
 			key := netip.PrefixFrom(netip.MustParseAddr(r.GetAddressPrefix()), int(r.GetPrefixLen().GetValue())).Masked()
 			if seen[key] {
@@ -364,8 +388,7 @@ func wildTCPChains(p *model.Proxy, ix *index, l *listenerv3.Listener, num uint32
 		l.DefaultFilterChain = passthroughChain()
 		return nil
 	}
-	port, _ := wild.Port(num)
-	chains, def, deps, err := tcpRouteChains(p, ix, wild, port)
+	chains, def, deps, err := tcpRouteChains(p, ix, wild, pi.portOf(wild, num))
 	if err != nil {
 		*errs = append(*errs, err)
 	}
