@@ -307,8 +307,9 @@ func testMeasurementTruth(t *testing.T, xds string) (float64, float64) {
 	// t0 is stamped just after the sink's Apply returns, while the sink's clock for D started
 	// inside Apply: allow for the runner goroutine being descheduled in between (longer under
 	// the race detector on a loaded machine). Seen without -race: 0.112ms, once, at the end of
-	// make test; a client seeing a change before it is published would be off by far more.
-	slack := 0.5e-3
+	// make test, and 0.82ms once (2026-12-06, grpc clients, load 1.2, 0 of 3 reruns); a client
+	// seeing a change before it is published would be off by far more (about D).
+	slack := 1.5e-3
 	if raceEnabled {
 		// Seen: 2.3ms while the whole race suite shared two cores. The bound that matters is
 		// the one without -race, which make test runs on its own.
