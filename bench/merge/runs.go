@@ -176,18 +176,23 @@ func Runs(inputs []Input) []Run {
 		}
 	}
 	for _, in := range sims {
+		// A simulator summary belongs to one run: of the fleets of its run id (one, unless a
+		// fleet of another shard count reused the id), the first whose shards are all there.
 		id := RunOf(in.Summary)
-		placed := false
+		var home *Run
 		for _, k := range order {
-			if k.id == id && k.count > 0 {
-				byKey[k].Sims = append(byKey[k].Sims, in)
-				placed = true
+			if k.id != id || k.count == 0 {
+				continue
+			}
+			r := byKey[k]
+			if home == nil || (len(home.Missing()) > 0 && len(r.Missing()) == 0) {
+				home = r
 			}
 		}
-		if !placed {
-			r := get(key{id, 0})
-			r.Sims = append(r.Sims, in)
+		if home == nil {
+			home = get(key{id, 0})
 		}
+		home.Sims = append(home.Sims, in)
 	}
 	out := make([]Run, 0, len(order))
 	for _, k := range order {

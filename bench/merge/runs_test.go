@@ -95,6 +95,16 @@ func TestSelectRun(t *testing.T) {
 			ignored: []string{"shard-2.json, shard-3.json: run 20261206T074500Z (started 2026-12-06T07:45:00Z) is incomplete: shard(s) 0/4, 1/4 missing"},
 		},
 		{
+			name: "a run split in more shards, same start, with its simulator: the simulator is the complete run's only",
+			inputs: []Input{
+				runInput(t, "shard-2.json", 2, 4, now, nowID), runInput(t, "shard-3.json", 3, 4, now, nowID),
+				runInput(t, "shard-0.json", 0, 2, now, nowID), runInput(t, "shard-1.json", 1, 2, now, nowID),
+				runInput(t, "sim.json", 0, 0, now, nowID),
+			},
+			merged:  []string{"shard-0.json", "shard-1.json", "sim.json"},
+			ignored: []string{"shard-2.json, shard-3.json: run 20261206T074500Z (started 2026-12-06T07:45:00Z) is incomplete: shard(s) 0/4, 1/4 missing"},
+		},
+		{
 			name: "a stale simulator summary of another run",
 			inputs: []Input{
 				runInput(t, "shard-0.json", 0, 1, now, nowID), runInput(t, "sim.json", 0, 0, old, oldID),
