@@ -685,10 +685,8 @@ const DefaultTrustDomain = "cluster.local"
 func meshTrustDomain(s *model.Snapshot) string {
 	for _, svc := range s.Services() {
 		for _, sa := range svc.ServiceAccounts {
-			if rest, ok := strings.CutPrefix(sa, "spiffe://"); ok {
-				if td, _, ok := strings.Cut(rest, "/"); ok && td != "" {
-					return td
-				}
+			if td, ok := model.TrustDomainOf(sa); ok {
+				return td
 			}
 		}
 	}

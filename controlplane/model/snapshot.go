@@ -51,6 +51,16 @@ type ipIndex struct {
 	td     string
 }
 
+// TrustDomainOf returns the trust domain of a SPIFFE id spiffe://TD/…; false for anything else.
+func TrustDomainOf(id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, "spiffe://")
+	if !ok {
+		return "", false
+	}
+	td, _, ok := strings.Cut(rest, "/")
+	return td, ok && td != ""
+}
+
 // IdentityTrustDomain is the trust domain of the first endpoint identity of the form
 // spiffe://TD/…, in service then endpoint order: the one the registries build workload
 // identities with. Empty when no endpoint has one. Found on the first call for a snapshot's
@@ -59,10 +69,8 @@ func (s *Snapshot) IdentityTrustDomain() string {
 	find := func() string {
 		for _, svc := range s.services {
 			for _, ep := range s.endpoints[svc.Hostname].eps {
-				if rest, ok := strings.CutPrefix(ep.ServiceAccount, "spiffe://"); ok {
-					if td, _, ok := strings.Cut(rest, "/"); ok && td != "" {
-						return td
-					}
+				if td, ok := TrustDomainOf(ep.ServiceAccount); ok {
+					return td
 				}
 			}
 		}
