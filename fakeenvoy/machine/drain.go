@@ -68,13 +68,7 @@ func (m *Machine) endDrains(s *Step, now time.Time) {
 	if !ended {
 		return
 	}
-	var refs []string
-	if set := m.types[tLDS].set; set != nil {
-		refs = set.refs
-	} else {
-		refs = setRefs(m.types[tLDS].res)
-	}
-	m.subscribeNames(s, tRDS, m.withDraining(refs))
+	m.subscribeNames(s, tRDS, m.withDraining(m.refsOf(tLDS)))
 }
 
 // nextDrainEnd is when the next drain ends; zero when nothing drains.

@@ -419,16 +419,20 @@ func (m *Machine) followUp(s *Step, t rtype, now time.Time) {
 	if !ok {
 		return
 	}
-	var names []string
-	if set := m.types[t].set; set != nil {
-		names = set.refs // shared, computed once per set
-	} else {
-		names = setRefs(m.types[t].res)
-	}
+	names := m.refsOf(t)
 	if dep == tRDS && m.drainFor > 0 {
 		names = m.draining(names, now)
 	}
 	m.subscribeNames(s, dep, names)
+}
+
+// refsOf is what type t's held resources reference, sorted: its shared set's (computed once
+// per set, never modified) or, held privately, computed now.
+func (m *Machine) refsOf(t rtype) []string {
+	if set := m.types[t].set; set != nil {
+		return set.refs
+	}
+	return setRefs(m.types[t].res)
 }
 
 func secondsToDuration(s float64) time.Duration {
