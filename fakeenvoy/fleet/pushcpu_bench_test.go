@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,7 +53,13 @@ var (
 //   - floor-cpu-µs/response: the floor's, per response; floor-ratio is the first over the second;
 //   - runtime-cpu-µs/response: CPU in the fake Envoys' window with no label (GC workers, timers:
 //     shared by the fleet and the server), per response;
-//   - server-cpu-µs/response: the server's, in the fake Envoys' window.
+//   - server-cpu-µs/response: the server's, in the fake Envoys' window;
+//   - segs/response and floor-segs/response: TCP segments sent in each window per response
+//     (both directions: the protocol's four are the response, its ACK, the server's BDP PING
+//     and the PING's ACK; more are the kernel's own ACKs). The kernel counts them for the
+//     whole network namespace: run the benchmark in one of its own (unshare -n, after
+//     `ip link set lo up`) for figures that are the benchmark's alone. Left out where
+//     /proc/net/snmp cannot be read.
 func BenchmarkPushCPU(b *testing.B) {
 	if testing.Short() {
 		b.Skip("2,000 connections: not under -short")
@@ -88,9 +95,12 @@ func BenchmarkPushCPU(b *testing.B) {
 
 	var envoy, flr, runtimeCPU, server time.Duration
 	var responses int
+	var segs, floorSegs int64
+	segsKnown := true
 	k := 0
 	for b.Loop() {
 		r0 := f.Progress().Responses
+		s0, ok0 := tcpOutSegs()
 		split := srv.window(b, *pushProfile, func() {
 			for range pushes {
 				srv.push(b, groupEnvoy, k, floor)
@@ -98,6 +108,7 @@ func BenchmarkPushCPU(b *testing.B) {
 			}
 		})
 		responses += int(f.Progress().Responses - r0)
+		s1, ok1 := tcpOutSegs()
 		envoy += split["harness"]
 		runtimeCPU += split["runtime"]
 		server += split["server"]
@@ -108,6 +119,10 @@ func BenchmarkPushCPU(b *testing.B) {
 			}
 		})
 		flr += split["floor"]
+		s2, ok2 := tcpOutSegs()
+		segsKnown = segsKnown && ok0 && ok1 && ok2
+		segs += s1 - s0
+		floorSegs += s2 - s1
 	}
 	if nacks := f.Progress().Nacks; nacks != 0 {
 		b.Fatalf("%d NACKs of a valid mesh", nacks)
@@ -122,6 +137,40 @@ func BenchmarkPushCPU(b *testing.B) {
 	b.ReportMetric(float64(envoy)/float64(responses)/(float64(flr)/float64(floorResp)), "floor-ratio")
 	b.ReportMetric(per(runtimeCPU, responses), "runtime-cpu-µs/response")
 	b.ReportMetric(per(server, responses), "server-cpu-µs/response")
+	if segsKnown {
+		b.ReportMetric(float64(segs)/float64(responses), "segs/response")
+		b.ReportMetric(float64(floorSegs)/float64(floorResp), "floor-segs/response")
+	}
+}
+
+// tcpOutSegs reads the network namespace's count of TCP segments sent (/proc/net/snmp,
+// Tcp OutSegs); ok is false where it cannot be read.
+func tcpOutSegs() (int64, bool) {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return 0, false
+	}
+	return parseOutSegs(string(b))
+}
+
+// parseOutSegs finds OutSegs in the Tcp header line of /proc/net/snmp's text and reads it from
+// the values line that follows.
+func parseOutSegs(snmp string) (int64, bool) {
+	lines := strings.Split(snmp, "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "Tcp: ") || !strings.HasPrefix(lines[i+1], "Tcp: ") {
+			continue
+		}
+		names, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		for j, name := range names {
+			if name == "OutSegs" && j < len(values) {
+				n, err := strconv.ParseInt(values[j], 10, 64)
+				return n, err == nil
+			}
+		}
+		return 0, false
+	}
+	return 0, false
 }
 
 // pushMesh is the bench's config, pre-encoded: the initial response of each type, and the
@@ -474,4 +523,26 @@ func startFloor(ctx context.Context, tb testing.TB, srv *pushServer, mesh *pushM
 		ff.wg.Wait()
 	}
 	return ff
+}
+
+func TestParseOutSegs(t *testing.T) {
+	const snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\n" +
+		"Tcp: RtoAlgorithm RtoMin ActiveOpens OutSegs RetransSegs\nTcp: 1 200 12 98765 3\n" +
+		"Udp: InDatagrams\nUdp: 4\n"
+	for _, tt := range []struct {
+		name string
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"count", snmp, 98765, true},
+		{"no tcp", "Ip: Forwarding\nIp: 1\n", 0, false},
+		{"header only", "Tcp: OutSegs\n", 0, false},
+		{"short values", "Tcp: ActiveOpens OutSegs\nTcp: 12\n", 0, false},
+		{"not a number", "Tcp: OutSegs\nTcp: x\n", 0, false},
+	} {
+		if got, ok := parseOutSegs(tt.in); got != tt.want || ok != tt.ok {
+			t.Errorf("%s: %d, %v; want %d, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
 }
