@@ -52,6 +52,9 @@ func TestMalformed(t *testing.T) {
 		{"too many events by every", "name: x\nduration: 10s\nchurn: [{kind: endpoint-flap, every: 1us}]\n", 3, 38, "churn[0].every", "schedules about 1e+07 events", "raise every"},
 		{"too many events in all", "name: x\nduration: 100s\nchurn: [{kind: endpoint-flap, rate: 30000/s}, {kind: scale, rate: 30000/s}]\n", 3, 8, "churn", "the churn schedules about 6e+06 events", "at most 5000000 events in all"},
 		{"negative ramp", "name: x\nclients: [{ramp: -1/s}]\n", 2, 18, "clients[0].ramp", "negative rate", ">= 0"},
+		// A count the fleet cannot hold is an error, not an out-of-memory crash at the connect phase.
+		{"huge client count", "name: x\nclients: [{count: 999999999999}]\n", 2, 19, "clients[0].count", "must be within 1..1000000, got 999999999999", "use 1 to 1000000"},
+		{"clients in all past the limit", "name: x\nclients: [{name: a, count: 600000}, {name: b, count: 600000}]\n", 2, 10, "clients", "the groups hold 1200000 clients together", "at most 1000000 clients in all groups"},
 		{"auth both", "name: x\nclients:\n  - auth: {mtls: true, jwt: true}\n", 3, 0, "clients[0].auth", "choose one credential", "not both"},
 		{"auth jwt without key", "name: x\nclients:\n  - auth: {jwt: true, issuer: i, audience: a}\n", 3, 0, "clients[0].auth.jwtKey", "jwt needs jwtKey", "set it"},
 		{"auth settings without credential", "name: x\nclients:\n  - auth: {caDir: /ca}\n", 3, 0, "clients[0].auth", "auth settings without a credential", "add mtls: true"},

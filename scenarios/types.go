@@ -202,7 +202,7 @@ const (
 // Client is a group of identical fake clients.
 type Client struct {
 	Name                 string         `yaml:"name" json:"name" pattern:"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" doc:"Group name, unique, [a-z0-9-]; labels the group's metrics." def:"group-N (N = position from 1)"`
-	Count                int            `yaml:"count" json:"count" doc:"Clients in the group."`
+	Count                int            `yaml:"count" json:"count" range:"1,1000000" doc:"Clients in the group (1..1000000; all groups together at most 1000000, the lab's limit)."`
 	XDS                  string         `yaml:"xds" json:"xds" enum:"sotw,delta,grpc" doc:"Protocol variant: sotw (state of the world), delta (incremental), or grpc (a proxyless gRPC client as grpc-go's xDS client behaves: API listeners host:port, then RDS, CDS, EDS by name; NACKs what grpc-go rejects; node metadata GENERATOR=grpc)."`
 	Type                 string         `yaml:"type" json:"type" enum:"sidecar,router,grpc" doc:"Proxy type: sidecar, router (gateway), or grpc (proxyless gRPC, node metadata GENERATOR=grpc). Router goes with xds sotw or delta, grpc with xds grpc (xds grpc alone makes a sidecar-typed gRPC client); other pairs are an error."`
 	Ramp                 units.Rate     `yaml:"ramp" json:"ramp" doc:"Connect clients at this rate during the connect phase; 0 connects all at once."`
