@@ -541,10 +541,24 @@ func Encode(w io.Writer, s *Summary) error {
 // Decode reads and validates a summary. Errors name the line (and column) of bad JSON; name is
 // the source (a file name) used in messages.
 func Decode(name string, data []byte) (*Summary, error) {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty: %s", name, summaryFix)
+	}
+	if trimmed[0] != '{' {
+		// A scenario (YAML), a report, a list: not a summary at all.
+		return nil, fmt.Errorf("%s: not a JSON object (it starts with %q): %s", position(name, data, int64(len(data)-len(trimmed)), nil), firstLine(trimmed), summaryFix)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s Summary
 	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%s: the JSON ends before the summary does (truncated, e.g. by a run killed while writing it): re-run, or give a complete summary.json", position(name, data, int64(len(data)), nil))
+		}
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			return nil, fmt.Errorf("%s: %w: not an xdslab summary.json (or one of a newer xdslab); %s", position(name, data, dec.InputOffset(), err), err, summaryFix)
+		}
 		return nil, fmt.Errorf("%s: %w", position(name, data, dec.InputOffset(), err), err)
 	}
 	if dec.More() {
@@ -554,6 +568,21 @@ func Decode(name string, data []byte) (*Summary, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &s, nil
+}
+
+// summaryFix says which files Decode reads.
+const summaryFix = "give a summary.json as 'xdslab run --out DIR' or 'merge --out DIR' writes it (or 'fleet' or 'sim' with --summary FILE)"
+
+// firstLine is the start of data's first line, at most 40 bytes, for a message.
+func firstLine(data []byte) string {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		data = data[:i]
+	}
+	data = bytes.TrimRight(data, "\r")
+	if len(data) > 40 {
+		return string(data[:40]) + "…"
+	}
+	return string(data)
 }
 
 // position renders name:line:col for the error's offset (the decoder's offset when the error

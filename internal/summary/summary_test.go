@@ -3,6 +3,7 @@ package summary
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,6 +176,14 @@ func TestDecodeErrors(t *testing.T) {
 		{"duplicate", strings.Replace(valid, `"type": "EDS"`, `"type": "CDS"`, 1), "duplicate metric"},
 		{"trailing", valid + "{}", "trailing data"},
 		{"wrong value type", `{"version":"1","metadata":{},"results":{"passed":"yes","metrics":[]}}`, "x.json:1:"},
+		// A file that is not a summary says so, and what to give instead, at its position.
+		{"empty", "", "x.json: the file is empty: give a summary.json as 'xdslab run --out DIR'"},
+		{"blank", " \n\t\n", "x.json: the file is empty"},
+		{"truncated", valid[:len(valid)/2], fmt.Sprintf("x.json:%d:", 1+strings.Count(valid[:len(valid)/2], "\n"))},
+		{"truncated says so", valid[:len(valid)/2], "the JSON ends before the summary does (truncated"},
+		{"a scenario", "name: quickstart\nduration: 5s\n", `x.json:1:1: not a JSON object (it starts with "name: quickstart"): give a summary.json`},
+		{"a list", "\n  [1, 2]", `x.json:2:3: not a JSON object (it starts with "[1, 2]")`},
+		{"another JSON object", `{"foo": 1}`, `unknown field "foo": not an xdslab summary.json`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
