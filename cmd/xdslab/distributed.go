@@ -398,6 +398,10 @@ func runMerge(cmd *cobra.Command, args []string, f mergeFlags) error {
 		}
 	} else {
 		for _, p := range args {
+			if st, err := os.Stat(p); err == nil && st.IsDir() {
+				errs = append(errs, fmt.Errorf("%s is a directory: merge takes summary files, or a directory as --dir %s", p, p))
+				continue
+			}
 			s, err := summary.ReadFile(p)
 			if err != nil {
 				errs = append(errs, err)

@@ -513,3 +513,21 @@ func TestRunIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeArgumentIsADirectory: a directory given where merge takes summary files names the
+// flag that reads one (it said only "read summary: read DIR: is a directory").
+func TestMergeArgumentIsADirectory(t *testing.T) {
+	dir := t.TempDir()
+	root := newRootCmd()
+	root.SetArgs([]string{"merge", dir, "--quiet"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	err := root.ExecuteContext(context.Background())
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitUsage {
+		t.Fatalf("merge DIR: %v, want a usage error (exit 2)", err)
+	}
+	if want := dir + " is a directory: merge takes summary files, or a directory as --dir " + dir; !strings.Contains(err.Error(), want) {
+		t.Errorf("merge DIR: %q, want it to contain %q", err, want)
+	}
+}
