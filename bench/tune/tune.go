@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/xdslab/xdslab/bench/collect"
 	"github.com/xdslab/xdslab/bench/compare"
+	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/internal/summary"
 	"github.com/xdslab/xdslab/scenarios"
 	"github.com/xdslab/xdslab/scenarios/threshold"
@@ -66,8 +70,17 @@ func ParseParam(s string) (Param, error) {
 	p := Param{Name: name, Path: name}
 	if full, ok := paramAliases[name]; ok {
 		p.Path = full
+	} else if !strings.ContainsAny(name, ".[") && !slices.Contains(topLevelKeys(), name) {
+		// A typo of a short name would otherwise be reported as an unknown top-level field,
+		// with the top-level keys as the choices.
+		aliases := slices.Sorted(maps.Keys(paramAliases))
+		fix := "use a short name (" + strings.Join(aliases, ", ") + ") or a scenario path such as controlPlane.flowControl.enabled or clients[0].count"
+		if near := suggest.Nearest(name, aliases); near != "" {
+			fix = "did you mean " + strconv.Quote(near) + "? (or " + fix + ")"
+		}
+		return Param{}, fmt.Errorf("--param %q: unknown parameter %q; %s", s, name, fix)
 	}
-	for _, v := range strings.Split(vals, ",") {
+	for _, v := range splitValues(vals) {
 		v = strings.TrimSpace(v)
 		if v == "" {
 			return Param{}, fmt.Errorf("--param %q: empty value: write NAME=V1,V2,… with no empty entries", s)
@@ -78,6 +91,48 @@ func ParseParam(s string) (Param, error) {
 		p.Values = append(p.Values, v)
 	}
 	return p, nil
+}
+
+// topLevelKeys are the keys of a scenario file's top level, each a parameter too.
+func topLevelKeys() []string {
+	t := reflect.TypeFor[scenarios.Scenario]()
+	var out []string
+	for i := range t.NumField() {
+		if f := t.Field(i); f.IsExported() {
+			if k, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); k != "" && k != "-" {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// splitValues splits V1,V2,… at the commas outside brackets and quotes, so that a value
+// written as in a scenario file may hold a flow mapping or list ("{dist: exp, mean: 4}",
+// "['p(99)<1s', 'avg<500ms']").
+func splitValues(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '{' || c == '[':
+			depth++
+		case (c == '}' || c == ']') && depth > 0:
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
 }
 
 // Cost is what the Pareto frontier trades latency against.

@@ -246,6 +246,15 @@ func TestParseParam(t *testing.T) {
 		{"minQuiet", "", 0, "write NAME=V1,V2"},
 		{"minQuiet=50ms,,1s", "", 0, "empty value"},
 		{"minQuiet=1s,1s", "", 0, "listed twice"},
+		// Values are written as in a scenario file: a flow mapping or list keeps its commas.
+		{"topology.endpointsPerService={dist: exp, mean: 4},{dist: uniform, min: 1, max: 5}", "topology.endpointsPerService", 2, ""},
+		{"thresholds.xdslab_push_latency_seconds=['p(99)<1s', 'avg<500ms'],[\"p(99)<2s\"]", "thresholds.xdslab_push_latency_seconds", 2, ""},
+		{"description='a, b',c", "description", 2, ""},
+		{"duration=5s", "duration", 1, ""},
+		// A short name misspelt is an unknown parameter with the nearest short name, not an
+		// unknown top-level field.
+		{"minQuite=1s", "", 0, `unknown parameter "minQuite"; did you mean "minQuiet"?`},
+		{"foo=1,2", "", 0, `unknown parameter "foo"; use a short name (costFactor, endpoints, maxDelay, maxQuiet, minQuiet, policy, pushThrottle, weight) or a scenario path`},
 	}
 	for _, tc := range tests {
 		p, err := ParseParam(tc.in)
@@ -515,7 +524,7 @@ func TestTuneInterrupted(t *testing.T) {
 // anything runs, naming the parameter and the value.
 func TestTuneBadParams(t *testing.T) {
 	for _, tc := range []struct{ param, want string }{
-		{"foo=1,2", `--param foo=1: --set: foo: unknown field "foo"`},
+		{"topology.foo=1,2", `--param topology.foo=1: --set: topology.foo: unknown field "foo"`},
 		{"minQuiet=50ms,abc", `--param minQuiet=abc:`},
 		{"policy=fixed,bogus", `unknown debounce policy "bogus"`},
 		// The fixed policy ignores the adaptive parameters: the grid would be one point
