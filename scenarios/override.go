@@ -67,6 +67,12 @@ func (s *Scenario) Set(path, value string) error {
 	walked := ""
 	for i, seg := range segs {
 		last := i == len(segs)-1
+		for v.Kind() == reflect.Pointer { // churn[i].delta, topology.mesh
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
 		switch {
 		case seg.index >= 0:
 			if v.Kind() != reflect.Slice {
@@ -87,7 +93,7 @@ func (s *Scenario) Set(path, value string) error {
 			d := newDecoder("--set")
 			d.decode(cur, v, walked, 0)
 			if len(d.errs) > 0 {
-				return d.errs
+				return valueErrors(d.errs)
 			}
 			return s.revalidate()
 		case v.Kind() == reflect.Map:
@@ -103,7 +109,7 @@ func (s *Scenario) Set(path, value string) error {
 			tmp := reflect.New(m.Type()).Elem()
 			d.decode(wrapped, tmp, walked, 0)
 			if len(d.errs) > 0 {
-				return d.errs
+				return valueErrors(d.errs)
 			}
 			m.SetMapIndex(reflect.ValueOf(seg.name), tmp.MapIndex(reflect.ValueOf(seg.name)))
 			return s.revalidate()
@@ -121,9 +127,18 @@ func (s *Scenario) Set(path, value string) error {
 	d := newDecoder("--set")
 	d.decode(node, v, walked, 0)
 	if len(d.errs) > 0 {
-		return d.errs
+		return valueErrors(d.errs)
 	}
 	return s.revalidate()
+}
+
+// valueErrors drops the positions of errors in a value given to Set: line 1, column N of
+// the value alone read as "--set:1:1", a place in no file.
+func valueErrors(errs Errors) Errors {
+	for _, e := range errs {
+		e.Line, e.Col = 0, 0
+	}
+	return errs
 }
 
 func orTop(p string) string {

@@ -38,6 +38,11 @@ func TestSet(t *testing.T) {
 			return len(s.Thresholds["xdslab_fleet_nacks_total"]) == 1 && len(s.Thresholds) == 5
 		}, ""},
 		{"seed", "99", func(s *Scenario) bool { return s.Seed == 99 }, ""},
+		// Paths through a pointer (churn[i].delta, topology.mesh) reach its fields.
+		{"churn[1].delta.max", "5", func(s *Scenario) bool {
+			return s.Churn[1].Delta.Max == 5 && s.Churn[1].Delta.Dist == "uniform" && s.Churn[1].Delta.Min == 1
+		}, ""},
+		{"churn[1].delta", "{dist: uniform, min: 2, max: 4}", func(s *Scenario) bool { return s.Churn[1].Delta.Min == 2 && s.Churn[1].Delta.Max == 4 }, ""},
 		{"controlPlane.debounce.minQuite", "1s", nil, `did you mean "minQuiet"?`},
 		{"controlPlane.debounce.minQuiet", "5", nil, "has no unit"},
 		{"controlPlane.debounce.minQuiet", "20s", nil, "shorter than minQuiet"}, // maxDelay 10s
@@ -48,6 +53,7 @@ func TestSet(t *testing.T) {
 		{"thresholds.xdslab_fleet_nacks_total", "['p(99)<1']", nil, "is a counter"},
 		{"", "1", nil, "empty path"},
 		{"name", "a: [", nil, "invalid value"},
+		{"churn[1].delta.mean", "1", nil, "mean does not apply to dist uniform"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path+"="+tc.value, func(t *testing.T) {
@@ -57,6 +63,10 @@ func TestSet(t *testing.T) {
 				var es Errors
 				if err == nil || !errors.As(err, &es) || !strings.Contains(err.Error(), tc.errSub) {
 					t.Fatalf("Set = %v, want an Errors containing %q", err, tc.errSub)
+				}
+				// A value given to Set has no place in a file: no "--set:1:1".
+				if strings.HasPrefix(err.Error(), "--set:1") {
+					t.Errorf("Set = %q: a position in the value alone", err)
 				}
 				return
 			}
