@@ -1,6 +1,11 @@
 package scenarios
 
-import "slices"
+import (
+	"maps"
+	"slices"
+
+	"github.com/xdslab/xdslab/scenarios/threshold"
+)
 
 // churnedKinds returns the kinds of the events the scenario's churn produces: its churn kinds,
 // or with a replay every kind a trace may hold (any but replay). A threshold tagged with
@@ -50,6 +55,16 @@ func (s *Scenario) writtenZeros() map[string]bool {
 // clients) is not held to them.
 func (v *validator) validateFile() {
 	s := v.s
+	if len(s.Churn) == 0 {
+		// A latency threshold of a scenario without churn would fail with no data after every
+		// client connected: no event is ever timed.
+		for _, k := range slices.Sorted(maps.Keys(s.Thresholds)) {
+			if threshold.PerEvent(k) {
+				v.add("thresholds."+k, "add churn, e.g. churn: [{kind: endpoint-flap, rate: 2/s}], or remove the threshold",
+					"%s is never measured: the scenario has no churn, so no event is timed and the threshold would fail with no data", k)
+			}
+		}
+	}
 	if s.src != nil {
 		for i, c := range s.Churn {
 			p := "churn[" + itoa(i) + "]."

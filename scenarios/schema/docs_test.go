@@ -85,7 +85,8 @@ func TestDocsExamplesLoad(t *testing.T) {
 		switch {
 		case strings.HasPrefix(src, "name:"):
 		case strings.HasPrefix(src, "thresholds:"):
-			src = "name: fragment\n" + src
+			// A latency threshold needs churn to time (a scenario without any is an error).
+			src = "name: fragment\nchurn: [{kind: endpoint-flap, rate: 2/s}]\n" + src
 		default:
 			continue // a one-line editor directive
 		}

@@ -96,6 +96,14 @@ func Check(key string, exprs []Threshold, groups, kinds, churned []string) []Pro
 		if th.Value < 0 && (cm.Type == summary.Trend || cm.Contains == summary.Time) {
 			add(i, "write a bound of 0 or more", "%q has a negative bound, but %s is never below 0: the threshold could never pass (or never fail)", th.Source, name)
 		}
+		if cm.Type == summary.Rate && th.Agg == "rate" && (th.Value > 1 || th.Value < 0) {
+			fix := "write a bound from 0 to 1"
+			if th.Value > 1 && th.Value <= 100 && th.Unit == "" {
+				n := strconv.FormatFloat(th.Value, 'g', -1, 64)
+				fix = "write " + n + "% or " + strconv.FormatFloat(th.Value/100, 'g', -1, 64)
+			}
+			add(i, fix, "%q is outside 0..1, but %s is a ratio from 0 to 1: the threshold could never pass (or never fail)", th.Source, name)
+		}
 		if th.Unit == "" && th.Value != 0 && cm.Contains == summary.Time && th.Agg != "count" && th.Agg != "rate" {
 			n := strconv.FormatFloat(th.Value, 'g', -1, 64)
 			add(i, fmt.Sprintf("write %sms or %ss", n, n), "%q has no unit, but %s is a time: give the bound a unit (k6 reads a bare number as milliseconds, xdslab's time metrics are in seconds)", th.Source, name)
@@ -108,6 +116,23 @@ func Check(key string, exprs []Threshold, groups, kinds, churned []string) []Pro
 		}
 	}
 	return out
+}
+
+// PerEvent reports whether key selects a trend timed per churn event (push latency,
+// convergence) without filtering it to one kind: a scenario without churn never measures
+// it, and its thresholds fail with no data once every client has connected.
+func PerEvent(key string) bool {
+	if CheckSelector(key) != nil {
+		return false
+	}
+	cm, known := catalog.Lookup(MetricName(key))
+	if !known || cm.Type != summary.Trend {
+		return false
+	}
+	if _, kind := MetricTags(key)["kind"]; kind {
+		return false // Check names the kind the scenario does not churn
+	}
+	return slices.Contains(slices.Collect(maps.Values(cm.Tags)), catalog.Kind)
 }
 
 // checkTags checks a threshold's tag filter against the catalogue: tags the metric carries,

@@ -43,6 +43,10 @@ func TestCheck(t *testing.T) {
 		{"group", "xdslab_push_latency_seconds{group:A}", []Threshold{mustParse("p(99)<1s")}, []string{"a"}, []Problem{{-1, "case-sensitive", `tags group "a", not "A"`}}},
 		{"kind churned", "xdslab_sim_events_total{kind:scale}", []Threshold{mustParse("count>0")}, nil, nil},
 		{"kind not churned", "xdslab_sim_events_total{kind:endpoint-flap}", []Threshold{mustParse("count==0")}, nil, []Problem{{-1, "add churn of kind endpoint-flap", "the scenario has no endpoint-flap churn"}}},
+		// A ratio is 0..1: 'rate>90' (a percentage without its %) could never pass.
+		{"ratio as a percentage", "xdslab_cache_hit_ratio{type:eds}", []Threshold{mustParse("rate>90"), mustParse("rate>90%"), mustParse("rate>=1"), mustParse("rate<-0.5"), mustParse("rate>150%")}, nil, []Problem{
+			{0, "write 90% or 0.9", "outside 0..1"}, {3, "from 0 to 1", "outside 0..1"}, {4, "from 0 to 1", "outside 0..1"}}},
+		{"counter rate is per second", "xdslab_fleet_nacks_total", []Threshold{mustParse("rate<90")}, nil, nil},
 		{"tagged only", "xdslab_cpu_seconds", []Threshold{mustParse("value<100s")}, nil, []Problem{{-1, "xdslab_cpu_seconds{side:controlplane}", "written only per side"}}},
 		{"tagged only, tagged", "xdslab_phase_duration_seconds{phase:connect}", []Threshold{mustParse("value<100s")}, nil, nil},
 		{"expressions", "xdslab_fleet_nacks_total", []Threshold{mustParse("count==0"), {Source: "nonsense"}, mustParse("p(99)<3ms")}, nil, []Problem{
@@ -82,6 +86,26 @@ func TestTaggedOnlyCatalogued(t *testing.T) {
 		}
 		if !slices.Contains(catalog.Values(d), tv[1]) {
 			t.Errorf("%s: %s is not a value of %s", name, tv[1], tv[0])
+		}
+	}
+}
+
+// TestPerEvent: the trends timed per churn event, which a scenario without churn never
+// measures; a kind filter is Check's to judge, and a counter's total of 0 is measured.
+func TestPerEvent(t *testing.T) {
+	for key, want := range map[string]bool{
+		"xdslab_push_latency_seconds":                true,
+		"xdslab_convergence_seconds{group:a}":        true,
+		"xdslab_push_ack_latency_seconds":            true,
+		"xdslab_push_received_latency_seconds":       true,
+		"xdslab_push_latency_seconds{kind:scale}":    false,
+		"xdslab_time_to_first_config_seconds":        false,
+		"xdslab_events_missed_total":                 false,
+		"xdslab_no_such_metric":                      false,
+		"xdslab_push_latency_seconds{group:a,kind:x": false,
+	} {
+		if got := PerEvent(key); got != want {
+			t.Errorf("PerEvent(%q) = %v, want %v", key, got, want)
 		}
 	}
 }
