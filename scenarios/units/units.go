@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -34,15 +35,56 @@ func ParseDuration(s string) (Duration, string, error) {
 	if s == "0" {
 		return 0, "", nil
 	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
+	if _, err := strconv.ParseFloat(s, 64); err == nil && durationNumberRE.MatchString(s) {
 		return 0, fmt.Sprintf("add a unit, e.g. %ss or %sms", s, s), fmt.Errorf("duration %q has no unit", s)
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, `write a Go duration such as "250ms", "5s" or "1m30s"`, fmt.Errorf("invalid duration %q", s)
+		return 0, durationFix(s), fmt.Errorf("invalid duration %q", s)
 	}
 	return Duration(d), "", nil
 }
+
+// durationNumberRE is a plain decimal number ("5", "-1.5"), not "NaN", "Inf" or "0x10", which
+// ParseFloat takes too but a unit would not fix.
+var durationNumberRE = regexp.MustCompile(`^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)$`)
+
+// durationSyntaxRE is the syntax time.ParseDuration reads; a string of that form it refuses
+// is out of range.
+var durationSyntaxRE = regexp.MustCompile(`^[-+]?(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// nextUnit is the unit after each unit in a compound duration ("1h30" means 1h30m).
+var nextUnit = map[string]string{"h": "m", "m": "s", "s": "ms", "ms": "us", "us": "ns", "µs": "ns", "μs": "ns"}
+
+// durationFix says how to write s, which time.ParseDuration refuses.
+func durationFix(s string) string {
+	const generic = `write a Go duration such as "250ms", "5s" or "1m30s"`
+	if durationSyntaxRE.MatchString(s) {
+		return "it is out of range: a duration is at most 2562047h47m16s (about 292 years)"
+	}
+	// "1h30": the last number lacks its unit, the one after the unit before it.
+	i := len(s)
+	for i > 0 && (s[i-1] >= '0' && s[i-1] <= '9' || s[i-1] == '.') {
+		i--
+	}
+	if i > 0 && i < len(s) && durationSyntaxRE.MatchString(s[:i]) {
+		for _, u := range []string{"ms", "us", "µs", "μs", "ns", "h", "m", "s"} {
+			if strings.HasSuffix(s[:i], u) {
+				return fmt.Sprintf("every number needs its unit: did you mean %q?", s+nextUnit[u])
+			}
+		}
+	}
+	// An unknown unit ("5x", "5sec", "2 days").
+	if m := unitRE.FindStringSubmatch(s); m != nil {
+		if _, known := nextUnit[m[1]]; !known && m[1] != "ns" {
+			return fmt.Sprintf("unknown unit %q: use ns, us, ms, s, m or h, e.g. \"250ms\", \"5s\" or \"1m30s\"", m[1])
+		}
+	}
+	return generic
+}
+
+// unitRE finds the first unit-like word after a number.
+var unitRE = regexp.MustCompile(`[0-9.]\s*([^0-9.\s+-][^0-9.]*)`)
 
 // Rate is an arrival rate in events (or clients) per second. In YAML it is written "N/s",
 // "N/m" or "N/h", or as a bare number meaning per second. It marshals as "N/s".

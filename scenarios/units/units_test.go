@@ -16,6 +16,16 @@ func TestParseDuration(t *testing.T) {
 		{in: " 1m30s ", want: 90 * time.Second},
 		{in: "5", fix: "add a unit, e.g. 5s or 5ms", err: `duration "5" has no unit`},
 		{in: "soon", fix: `write a Go duration such as "250ms", "5s" or "1m30s"`, err: `invalid duration "soon"`},
+		// The fix says what is wrong with a duration Go refuses.
+		{in: "1h30", fix: `every number needs its unit: did you mean "1h30m"?`, err: `invalid duration "1h30"`},
+		{in: "1m30", fix: `every number needs its unit: did you mean "1m30s"?`, err: `invalid duration "1m30"`},
+		{in: "2s500", fix: `every number needs its unit: did you mean "2s500ms"?`, err: `invalid duration "2s500"`},
+		{in: "5x", fix: `unknown unit "x": use ns, us, ms, s, m or h, e.g. "250ms", "5s" or "1m30s"`, err: `invalid duration "5x"`},
+		{in: "5sec", fix: `unknown unit "sec": use ns, us, ms, s, m or h, e.g. "250ms", "5s" or "1m30s"`, err: `invalid duration "5sec"`},
+		{in: "99999999h", fix: "it is out of range: a duration is at most 2562047h47m16s (about 292 years)", err: `invalid duration "99999999h"`},
+		// ParseFloat reads these as numbers; a unit would not make them durations.
+		{in: "NaN", fix: `write a Go duration such as "250ms", "5s" or "1m30s"`, err: `invalid duration "NaN"`},
+		{in: "Inf", fix: `write a Go duration such as "250ms", "5s" or "1m30s"`, err: `invalid duration "Inf"`},
 	} {
 		d, fix, err := ParseDuration(tc.in)
 		if d.D() != tc.want || fix != tc.fix || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
