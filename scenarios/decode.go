@@ -388,7 +388,14 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string, depth in
 		k, val := kv[0], kv[1]
 		idx, ok := fields[k.Value]
 		if !ok {
-			d.fail(k, path, d.keyFix(k.Value, t, path), "unknown field %q", k.Value)
+			fix := d.keyFix(k.Value, t, path)
+			if val.Anchor != "" {
+				// A key only to hold an anchor (docker-compose's x-… keys): strict keys have no room
+				// for one.
+				fix = fmt.Sprintf("a scenario has no free keys to hold anchors: put &%s on the first value that uses it (clients: [&%s {name: a, count: 5}, {<<: *%s, name: b}]) and remove %q",
+					val.Anchor, val.Anchor, val.Anchor, k.Value)
+			}
+			d.fail(k, path, fix, "unknown field %q", k.Value)
 			// Suppress consequences at the missing field and its parent only, not the siblings.
 			d.failed[len(d.failed)-1] = join(path, k.Value)
 			continue

@@ -25,6 +25,8 @@ func TestMalformed(t *testing.T) {
 		{"unknown client key", "name: x\nclients:\n  - count: 1\n    ackdelay: 5ms\n", 4, 5, "clients[0]", `unknown field "ackdelay"`, `did you mean "ackDelay"?`},
 		{"unknown dist key", "name: x\ntopology: {endpointsPerService: {dist: exp, mena: 3}}\n", 2, 45, "topology.endpointsPerService", `unknown distribution field "mena"`, `did you mean "mean"?`},
 		{"duplicate key", "name: x\nseed: 1\nseed: 2\n", 3, 1, "", `key "seed" given twice`, "first is at line 2"},
+		// A key that only holds an anchor says where an anchor can go.
+		{"anchor on a free key", "name: x\nbase: &base {count: 5}\nclients:\n  - <<: *base\n    name: a\n", 2, 1, "", `unknown field "base"`, "put &base on the first value that uses it"},
 		// A key given twice leaves its siblings checked.
 		{"sibling of a duplicate key", "name: x\nthresholds:\n  xdslab_fleet_nacks_total: ['count==0']\n  xdslab_fleet_nacks_total: ['count==1']\n  xdslab_nope_total: ['count==0']\n", 5, 22, "thresholds.xdslab_nope_total", `unknown metric "xdslab_nope_total"`, "write one of the metrics"},
 		{"sibling of a duplicate field", "name: x\nseed: 1\nseed: 2\nduration: 5\n", 4, 11, "duration", `duration "5" has no unit`, "5s"},
