@@ -86,8 +86,9 @@
 //     operations (route and destination level), mirrors, fault per-route config, URI rewrites
 //     for every match type, redirects, CORS (not for proxyless gRPC, which has no CORS filter),
 //     DestinationRule consistent-hash policies and istiod's retry policy (previous_hosts, 5 host
-//     re-picks, retriable status codes). A VirtualService's delegate, and tls routes for
-//     sidecars, are not generated: validation warns.
+//     re-picks, retriable status codes). A VirtualService's delegate is not generated:
+//     validation warns. Its tls routes give a TLS or HTTPS port chains by SNI
+//     (tlsroutes.go).
 //
 // Router (node type "router", a gateway; gateway.go): from the Gateways whose selector matches
 // the router's labels and the VirtualServices bound to them (gateways "ns/name", a bare name in

@@ -302,6 +302,9 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		if port.Protocol == model.ProtocolUnknown {
 			sniffed(l, svc, port.Number)
 		}
+		if hasServerNames(chains...) {
+			l.ListenerFilters = append(l.ListenerFilters, tlsInspector()) // tls routes (tlsroutes.go)
+		}
 		deps := append([]istioconfig.Key{ServiceKey(svc)}, cdeps...)
 		if headless {
 			deps = append(deps, EndpointKey(svc))
@@ -358,12 +361,30 @@ func wildTCPChains(p *model.Proxy, pi *portInfo, l *listenerv3.Listener, num uin
 	if len(tlsHosts) > 0 {
 		l.ListenerFilters = append([]*listenerv3.ListenerFilter{tlsInspector()}, l.ListenerFilters...)
 	}
+	var deps []istioconfig.Key
+	// A TLS host's chains come from its tls routes (tlsroutes.go), else it is one chain for its
+	// own name; a chain that matches what an earlier one does is left out, as istiod merges them.
+	seenTLS := map[string]bool{}
 	for _, svc := range tlsHosts {
-		cluster := ClusterName(Outbound, num, "", svc.Hostname)
-		l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
-			FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svc.Hostname}},
-			Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
-		})
+		tr, err := tlsRouteChains(p, ix, svc, pi.portOf(svc, num), nil)
+		if err != nil {
+			*errs = append(*errs, err)
+		}
+		deps = append(deps, tr.deps...)
+		chains := tr.chains
+		if len(chains) == 0 {
+			cluster := ClusterName(Outbound, num, "", svc.Hostname)
+			chains = []*listenerv3.FilterChain{{
+				FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svc.Hostname}},
+				Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
+			}}
+		}
+		for _, c := range chains {
+			if k := l4MatchKey(c.GetFilterChainMatch()); !seenTLS[k] {
+				seenTLS[k] = true
+				l.FilterChains = append(l.FilterChains, c)
+			}
+		}
 	}
 	// A chain per CIDR, as istiod builds a service per address; a CIDR that an earlier one
 	// (of this service or of one before it) already covers with the same masked prefix is
@@ -386,9 +407,10 @@ func wildTCPChains(p *model.Proxy, pi *portInfo, l *listenerv3.Listener, num uin
 	}
 	if wild == nil {
 		l.DefaultFilterChain = passthroughChain()
-		return nil
+		return deps
 	}
-	chains, def, deps, err := tcpRouteChains(p, ix, wild, pi.portOf(wild, num))
+	chains, def, tdeps, err := tcpRouteChains(p, ix, wild, pi.portOf(wild, num))
+	deps = append(deps, tdeps...)
 	if err != nil {
 		*errs = append(*errs, err)
 	}

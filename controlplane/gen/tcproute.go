@@ -31,7 +31,7 @@ import (
 //     matches those destination prefixes;
 //   - without a catch-all route, a last chain sends everything to the service's own cluster.
 //
-// A TLS or HTTPS port is left alone (istiod reads tls routes there, not tcp ones). It also
+// A TLS or HTTPS port reads tls routes instead (tlsRouteChains), not tcp ones. It also
 // returns the VirtualServices and DestinationRules read, and an error per route dropped.
 //
 // As istiod's buildSidecarOutboundListener does, the chain that matches everything becomes the
@@ -50,7 +50,18 @@ func tcpRouteChains(p *model.Proxy, ix *index, svc *model.Service, port model.Po
 	defaultChain := &listenerv3.FilterChain{Filters: fs}
 	deps = append(deps, fdeps...)
 	if port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS {
-		return []*listenerv3.FilterChain{defaultChain}, nil, deps, nil
+		// tls routes instead (tlsroutes.go): chains by SNI, what none takes passes through.
+		tr, err := tlsRouteChains(p, ix, svc, port, nil)
+		deps = append(deps, tr.deps...)
+		switch {
+		case len(tr.chains) == 0 && tr.def != nil:
+			return []*listenerv3.FilterChain{tr.def}, nil, deps, err
+		case len(tr.chains) == 0:
+			return []*listenerv3.FilterChain{defaultChain}, nil, deps, err
+		case tr.def != nil:
+			return tr.chains, tr.def, deps, err
+		}
+		return tr.chains, passthroughChain(), deps, err
 	}
 	var errs []error
 	seenSubnets := map[string]bool{}
