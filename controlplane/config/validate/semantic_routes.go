@@ -185,12 +185,6 @@ func vsNotGenerated(at Path, vs *networking.VirtualService) []Problem {
 			}
 		}
 	}
-	mesh := len(vs.GetGateways()) == 0 || slices.Contains(vs.GetGateways(), "mesh")
-	if mesh {
-		for i := range vs.GetTls() {
-			add(at.With("tls", i), "tls routes are generated for gateways only, not for sidecars (mesh): sidecars send such traffic to the host's own cluster")
-		}
-	}
 	return out
 }
 
