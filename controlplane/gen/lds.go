@@ -660,7 +660,7 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		for _, c := range inboundChains(pa.port(ip.target), http, sniff) {
 			add(cluster, ip.target, c, func() []*listenerv3.Filter {
 				if http || sniff && c.http {
-					return []*listenerv3.Filter{hcmFilter(withRBAC(withGRPCWeb(inboundHCM(ip.target, cluster, ip.protocol.IsHTTP2()), ip.protocol == model.ProtocolGRPCWeb)))}
+					return []*listenerv3.Filter{hcmFilter(withRBAC(withGRPCWeb(inboundHCM(ip.target, cluster, ip.protocol), ip.protocol == model.ProtocolGRPCWeb)))}
 				}
 				return tcpStack(ip.protocol, cluster, tcpProxyFilter(cluster, cluster))
 			})
@@ -683,7 +683,7 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		for _, c := range inboundChains(mode, false, true) {
 			add("virtualInbound-catchall", n, c, func() []*listenerv3.Filter {
 				if c.http {
-					return []*listenerv3.Filter{hcmFilter(withRBAC(inboundHCM(0, InboundPassthroughCluster, false)))}
+					return []*listenerv3.Filter{hcmFilter(withRBAC(inboundHCM(0, InboundPassthroughCluster, model.ProtocolUnknown)))}
 				}
 				return []*listenerv3.Filter{tcpProxyFilter(InboundPassthroughCluster, InboundPassthroughCluster)}
 			})
@@ -759,7 +759,9 @@ func rdsHCM(statPrefix, routeName string) *hcmv3.HttpConnectionManager {
 	}
 }
 
-func inboundHCM(port uint32, cluster string, h2 bool) *hcmv3.HttpConnectionManager {
+// inboundHCM is the connection manager of an inbound HTTP chain to cluster for a port of
+// protocol proto (ProtocolUnknown for a sniffed port and the catch-all chains).
+func inboundHCM(port uint32, cluster string, proto model.Protocol) *hcmv3.HttpConnectionManager {
 	name := "inbound|http|" + strconv.FormatUint(uint64(port), 10)
 	h := &hcmv3.HttpConnectionManager{
 		CodecType:  hcmv3.HttpConnectionManager_AUTO,
@@ -787,10 +789,12 @@ func inboundHCM(port uint32, cluster string, h2 bool) *hcmv3.HttpConnectionManag
 		ForwardClientCertDetails:    hcmv3.HttpConnectionManager_APPEND_FORWARD,
 		SetCurrentClientCertDetails: &hcmv3.HttpConnectionManager_SetCurrentClientCertDetails{Subject: wrapperspb.Bool(true), Dns: true, Uri: true},
 	}
-	if h2 {
+	if proto.IsHTTP2() {
 		h.Http2ProtocolOptions = &corev3.Http2ProtocolOptions{}
-	} else {
-		// A request that reset before any byte went upstream is retried (a workload restarting).
+	}
+	if proto != model.ProtocolGRPC && proto != model.ProtocolGRPCWeb {
+		// A request that reset before any byte went upstream is retried (a workload
+		// restarting), HTTP/2 included; not gRPC, whose streams do not replay well (as istiod).
 		h.GetRouteConfig().VirtualHosts[0].Routes[0].GetRoute().RetryPolicy = &routev3.RetryPolicy{
 			RetryOn: "reset-before-request", NumRetries: wrapperspb.UInt32(2),
 		}

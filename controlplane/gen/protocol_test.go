@@ -65,3 +65,32 @@ func TestGRPCWebAndUDPPorts(t *testing.T) {
 	}
 	inboundChainFor(t, g, 53, "raw_buffer") // fails the test when missing
 }
+
+// TestInboundRetryByProtocol: the inbound route of an HTTP or HTTP2 port retries a request
+// reset before it reached the workload (reset-before-request, twice), as istiod's; a GRPC or
+// GRPC-WEB port's does not (a stream does not replay well). HTTP2 is not gRPC.
+func TestInboundRetryByProtocol(t *testing.T) {
+	const host = "api.app.svc.cluster.local"
+	svc := &model.Service{Hostname: host, Namespace: "app", Addresses: []string{"10.96.0.11"}, Ports: []model.Port{
+		{Name: "http", Number: 80, Protocol: model.ProtocolHTTP},
+		{Name: "h2", Number: 81, Protocol: model.ProtocolHTTP2},
+		{Name: "grpc", Number: 82, Protocol: model.ProtocolGRPC},
+		{Name: "grpc-web", Number: 83, Protocol: model.ProtocolGRPCWeb},
+	}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: map[string][]*model.Endpoint{
+		host: {{Service: host, Address: "10.1.0.6", Weight: 1, Health: model.Healthy}},
+	}})
+	p := sidecarProxy("10.1.0.6", "app")
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	for port, want := range map[uint32]bool{80: true, 81: true, 82: false, 83: false} {
+		_, h := hcmFilters(t, inboundChainFor(t, g, port, "raw_buffer"))
+		rp := h.GetRouteConfig().GetVirtualHosts()[0].GetRoutes()[0].GetRoute().GetRetryPolicy()
+		if got := rp.GetRetryOn() == "reset-before-request" && rp.GetNumRetries().GetValue() == 2; got != want {
+			t.Errorf("inbound port %d: retry policy %v, want reset-before-request: %v", port, rp, want)
+		}
+	}
+}
