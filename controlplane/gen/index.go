@@ -23,8 +23,8 @@ import (
 //     (vsOrder: the ones private to the proxy's namespace, then those exported to it by
 //     name, then public ones; each by creation time, name, namespace). tcp routes read every
 //     VS whose hosts (short names resolved in the VS's namespace) match the host, in that
-//     order (virtualServices); HTTP routes only one (httpVirtualService): the first with the
-//     exact host, else the first with the most specific wildcard host that matches.
+//     order (virtualServices); HTTP routes only one (httpVirtualServices): the first with the
+//     exact host and a route for the port, else the first with the most specific wildcard host.
 type index struct {
 	snap *model.Snapshot
 	// scope is the proxy's view: VirtualServices it does not see are ignored, DestinationRules
@@ -208,24 +208,31 @@ func (ix *index) virtualServices(host string) []*istioconfig.Config {
 	return out
 }
 
-// httpVirtualService returns the one VS whose HTTP routes apply to host, as istiod builds a
-// sidecar's virtual hosts (computeWildcardHostVirtualServiceIndex, and the first virtual host
-// of a name wins): the first VS in vsOrder that names host exactly, else the first whose most
-// specific wildcard host matches host; nil when none does.
-func (ix *index) httpVirtualService(host string) *istioconfig.Config {
+// httpVirtualServices returns the VSs whose HTTP routes may apply to host, in the order they
+// are tried, as istiod builds a sidecar's virtual hosts (computeWildcardHostVirtualServiceIndex,
+// and the first virtual host of a name wins): every VS in vsOrder that names host exactly, else
+// the first whose most specific wildcard host matches host; none when none does. The first of
+// them with a route for the port (its routes may all be for other ports or sources, or it may
+// have tcp routes only) is the one whose routes apply: istiod builds no virtual host for a VS
+// without routes there, so the next VS's virtual host of the name is the first. A wildcard VS
+// is never tried after an exact one: istiod's index gives the host to the exact VS.
+func (ix *index) httpVirtualServices(host string) []*istioconfig.Config {
+	var exact []*istioconfig.Config
 	var best *istioconfig.Config
 	bestLen := -1
 	for _, c := range ix.virtualServices(host) {
-		for _, raw := range vsSpec(c).GetHosts() {
-			if refersTo(raw, c.Namespace, host) {
-				return c
-			}
+		if slices.ContainsFunc(vsSpec(c).GetHosts(), func(raw string) bool { return refersTo(raw, c.Namespace, host) }) {
+			exact = append(exact, c)
+			continue
 		}
 		if w, ok := vsWildcardHost(c, host); ok && len(w) > bestLen {
 			best, bestLen = c, len(w)
 		}
 	}
-	return best
+	if len(exact) > 0 || best == nil {
+		return exact
+	}
+	return []*istioconfig.Config{best}
 }
 
 // vsWildcardHost returns the longest wildcard host of VS c that matches host.

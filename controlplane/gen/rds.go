@@ -346,7 +346,8 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 	return out, errors.Join(errs...)
 }
 
-// serviceRoutes translates the HTTP routes of the VirtualService for svc (httpVirtualService) into Envoy routes for
+// serviceRoutes translates the HTTP routes of the VirtualService for svc (the first of
+// httpVirtualServices with a route for the port) into Envoy routes for
 // one port. An HTTP route that cannot be translated is dropped with an error naming the
 // VirtualService; the others are kept. With no VirtualService route for the port, a default
 // route sends everything to the service's cluster. It also returns the VS keys it read.
@@ -359,7 +360,10 @@ func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Por
 	for _, c := range ix.virtualServices(svc.Hostname) {
 		deps = append(deps, c.Key())
 	}
-	if c := ix.httpVirtualService(svc.Hostname); c != nil {
+	for _, c := range ix.httpVirtualServices(svc.Hostname) {
+		if len(routes) > 0 {
+			break // the first VS with a route for the port wins
+		}
 		vs := vsSpec(c)
 		for i, hr := range vs.GetHttp() {
 			for _, d := range routeDestinations(hr) {

@@ -315,12 +315,19 @@ func TestVirtualServicePrecedence(t *testing.T) {
 		{"most specific wildcard", []*istioconfig.Config{createdAt(vsConfig("w", "app", route("wide", []string{"*"})), 1), createdAt(vsConfig("n", "app", route("narrow", []string{"*.app.svc.cluster.local"})), 2)}, "narrow"},
 		{"private to the proxy's namespace before public", []*istioconfig.Config{createdAt(vsConfig("pub", "app", route("public", web)), 1), createdAt(vsConfig("priv", "app", route("private", web, ".")), 2)}, "private"},
 		{"exported by name before public", []*istioconfig.Config{createdAt(vsConfig("pub", "app", route("public", web)), 1), createdAt(vsConfig("exp", "other", route("exported", web, "app")), 2)}, "exported"},
+		// A VS without a route for the port builds no virtual host: the next one's routes apply.
+		{"an older VS with tcp routes only", []*istioconfig.Config{createdAt(vsConfig("tcp", "app", &networking.VirtualService{Hosts: web, Tcp: []*networking.TCPRoute{{Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: web[0]}}}}}}), 1), createdAt(vsConfig("http", "app", route("http", web)), 2)}, "http"},
+		{"an older VS whose routes are for another port", []*istioconfig.Config{createdAt(vsConfig("p", "app", &networking.VirtualService{Hosts: web, Http: []*networking.HTTPRoute{{Name: "other-port", Match: []*networking.HTTPMatchRequest{{Port: 9000}}, Route: []*networking.HTTPRouteDestination{dest("web.app.svc.cluster.local", "", 0)}}}}), 1), createdAt(vsConfig("q", "app", route("on80", web)), 2)}, "on80"},
+		{"a wildcard VS is not tried after an exact one without routes", []*istioconfig.Config{createdAt(vsConfig("tcp", "app", &networking.VirtualService{Hosts: web, Tcp: []*networking.TCPRoute{{Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: web[0]}}}}}}), 1), createdAt(vsConfig("w", "app", route("wild", []string{"*.app.svc.cluster.local"})), 2)}, "default"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := sidecarProxy("10.0.0.9", "app")
 			got := routeSummary(t, p, routeMesh(tt.vss...), "80")
 			want := []string{tt.want + " /" + tt.want + " -> outbound|80||web.app.svc.cluster.local"}
+			if tt.want == "default" {
+				want = []string{"default / -> outbound|80||web.app.svc.cluster.local"}
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("routes (-want +got)\n%s", diff)
 			}
