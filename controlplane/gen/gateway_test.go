@@ -870,3 +870,32 @@ func TestGatewaySecondTCPServerSkipped(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayDestinationWithoutPortOfHiddenService: a gateway route's destination without a
+// port takes the service's only port when the gateway sees the service, and the server's port
+// when the service is exported elsewhere (istiod's GetDestinationCluster finds no service for
+// the proxy then).
+func TestGatewayDestinationWithoutPortOfHiddenService(t *testing.T) {
+	seen := &model.Service{Hostname: "seen.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.1"}, Ports: []model.Port{{Name: "http", Number: 8000, Protocol: model.ProtocolHTTP}}}
+	hidden := &model.Service{Hostname: "hidden.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.2"}, ExportTo: []string{"."}, Ports: []model.Port{{Name: "http", Number: 8000, Protocol: model.ProtocolHTTP}}}
+	gw := gwConfig("gw", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{server(80, "HTTP", "*")}})
+	vs := vsConfig("vs", "apps", &networking.VirtualService{Hosts: []string{"www.example.com"}, Gateways: []string{"istio-system/gw"}, Http: []*networking.HTTPRoute{
+		{Name: "hidden", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/hidden")}}, Route: []*networking.HTTPRouteDestination{{Destination: gwDest(hidden.Hostname, 0, "")}}},
+		{Name: "seen", Route: []*networking.HTTPRouteDestination{{Destination: gwDest(seen.Hostname, 0, "")}}},
+	}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{seen, hidden}, Configs: []*istioconfig.Config{gw, vs}})
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var got []string
+	for _, r := range vhostByName(routeConfig(t, g[RouteType], "http.80"), "www.example.com:80").GetRoutes() {
+		got = append(got, r.GetRoute().GetCluster())
+	}
+	want := []string{"outbound|80||hidden.apps.svc.cluster.local", "outbound|8000||seen.apps.svc.cluster.local"}
+	if !slices.Equal(got, want) {
+		t.Errorf("clusters %v, want %v", got, want)
+	}
+}

@@ -879,7 +879,8 @@ func routeAction(ix *index, vsNamespace string, hr *networking.HTTPRoute, r *rou
 }
 
 // destinationCluster is the outbound cluster for a route destination (istiod:
-// GetDestinationCluster): its port, else the service's only port, else the listener's port.
+// GetDestinationCluster): its port, else the only port of the service the proxy sees, else
+// the listener's port.
 func destinationCluster(ix *index, vsNamespace string, dst *networking.Destination, port model.Port) (string, error) {
 	if dst.GetHost() == "" {
 		return "", errors.New("destination without a host")
@@ -890,8 +891,10 @@ func destinationCluster(ix *index, vsNamespace string, dst *networking.Destinati
 		num = port.Number
 		// A service's only port, except on a sidecar's HTTP route configuration, where istiod
 		// looks the destination up among the services of the listener's port (each reduced to
-		// that port): there a destination without a port always gets the listener's.
-		if ds := ix.snap.Service(host); ds != nil && len(ds.Ports) == 1 && !ix.listenerPortDests {
+		// that port): there a destination without a port always gets the listener's. Only a
+		// service the proxy sees counts: for one exported elsewhere istiod finds no service and
+		// takes the listener's port.
+		if ds := visibleService(ix.snap, ix.scope, host); ds != nil && len(ds.Ports) == 1 && !ix.listenerPortDests {
 			num = ds.Ports[0].Number
 		}
 	}
