@@ -43,7 +43,7 @@ func adsWaitingSource() *corev3.ConfigSource {
 // BlackHoleCluster, PassthroughCluster and InboundPassthroughCluster.
 func sidecarClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	want := nameSet(names)
-	ix := newIndex(s, s.ScopeFor(p))
+	ix := newIndex(s, s.ScopeFor(p)).of(p)
 	out, errs := outboundClusters(p, s, ix, want, false)
 	out = append(out, inboundClusters(p, s, want)...)
 	for _, c := range []*clusterv3.Cluster{blackHole(), passthrough(PassthroughCluster), inboundPassthrough()} {
@@ -58,7 +58,7 @@ func sidecarClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resou
 // grpcClusters is the proxyless gRPC CDS generator: only outbound clusters grpc-go accepts
 // (EDS, or LOGICAL_DNS for DNS services; passthrough services are skipped).
 func grpcClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
-	out, err := outboundClusters(p, s, newIndex(s, s.ScopeFor(p)), nameSet(names), true)
+	out, err := outboundClusters(p, s, newIndex(s, s.ScopeFor(p)).of(p), nameSet(names), true)
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
 	return out, err
 }

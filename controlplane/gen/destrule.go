@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -23,11 +24,23 @@ import (
 // exportTo are merged, oldest first: subsets combined (the first of a name kept), the first
 // top-level traffic policy kept. A proxy without a namespace (a named EDS request, answered
 // alike for all) skips step 1 and sees every exported rule.
+//
+// A rule with a workloadSelector (istiod: SidecarScope.DestinationRule, mergeDestinationRule)
+// stays in its namespace (exportTo "." whatever it says) and applies only to the proxies of
+// that namespace whose labels include its selector's. Such rules come before the others, each
+// group oldest first; two with equal selectors merge, and a rule without a selector exported
+// alike (only to the namespace) merges into it rather than standing alone. Of the rules a step
+// finds for a host, a proxy takes the first selector rule that selects it, else the last rule
+// without a selector, else none: a step that finds only selector rules which select other
+// workloads ends the search without a rule.
 
 // drEntry is one (merged) rule of a pool for one host and exportTo set.
 type drEntry struct {
 	exportTo []string // sorted, deduplicated; empty: everywhere
 	cfg      *istioconfig.Config
+	// selector is the workloadSelector's labels of a rule that has one (hasSelector).
+	selector    map[string]string
+	hasSelector bool
 }
 
 // drPool holds the rules of one namespace in one role, by resolved host.
@@ -41,13 +54,94 @@ func (p *drPool) add(host string, exportTo []string, c *istioconfig.Config) {
 	if strings.HasPrefix(host, "*") {
 		m = p.wild
 	}
+	sel := drSpec(c).GetWorkloadSelector()
+	// istiod's mergeDestinationRule: c merges into every entry exported alike (or, also
+	// standing alone, into one whose exportTo its own includes) unless both have selectors
+	// that differ; it stands alone when the last entry it met says so.
+	alone := true
 	for _, e := range m[host] {
-		if slices.Equal(e.exportTo, exportTo) {
-			e.cfg = mergeDestinationRules(e.cfg, c)
-			return
+		switch {
+		case slices.Equal(e.exportTo, exportTo):
+			alone = false
+		case len(e.exportTo) > 0 && includesAll(exportTo, e.exportTo):
+			alone = true
+		default:
+			alone = true
+			continue
+		}
+		both := e.hasSelector && sel != nil
+		if both && !maps.Equal(e.selector, sel.GetMatchLabels()) {
+			alone = true
+			continue
+		}
+		if both || !e.hasSelector && sel == nil {
+			alone = false
+		}
+		e.cfg = mergeDestinationRules(e.cfg, c)
+	}
+	if alone {
+		m[host] = append(m[host], &drEntry{exportTo: exportTo, cfg: c, selector: sel.GetMatchLabels(), hasSelector: sel != nil})
+	}
+}
+
+// includesAll reports whether every element of sub is in set.
+func includesAll(set, sub []string) bool {
+	for _, x := range sub {
+		if !slices.Contains(set, x) {
+			return false
 		}
 	}
-	m[host] = append(m[host], &drEntry{exportTo: exportTo, cfg: c})
+	return true
+}
+
+// entries returns the entries of the most specific host of the pool that matches host and has
+// visible ones, nil when none.
+func (p *drPool) entries(host string, visible func(*drEntry) bool) []*drEntry {
+	if p == nil {
+		return nil
+	}
+	var out []*drEntry
+	for _, e := range p.exact[host] {
+		if visible(e) {
+			out = append(out, e)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	bestLen := -1
+	for pat, es := range p.wild {
+		if len(pat) <= bestLen || !hostMatches(pat, host) {
+			continue
+		}
+		var vis []*drEntry
+		for _, e := range es {
+			if visible(e) {
+				vis = append(vis, e)
+			}
+		}
+		if len(vis) > 0 {
+			out, bestLen = vis, len(pat)
+		}
+	}
+	return out
+}
+
+// pick is the rule a proxy of namespace ns with labels takes among the entries one step found
+// (istiod's SidecarScope.DestinationRule, outbound): the first selector rule of ns that selects
+// it, else the last rule without a selector; nil when neither.
+func pick(es []*drEntry, ns string, labels map[string]string) *istioconfig.Config {
+	var catchAll *istioconfig.Config
+	for _, e := range es {
+		if !e.hasSelector {
+			catchAll = e.cfg
+			continue
+		}
+		if e.cfg.Namespace == ns && model.LabelsMatch(e.selector, labels) {
+			return e.cfg
+		}
+	}
+	return catchAll
 }
 
 // mergeDestinationRules returns first with the subsets of next it lacks and, when it has
@@ -103,6 +197,9 @@ type drPools struct {
 	// a host outside the namespace. A namespace whose rules are all public and for its own
 	// services chooses as everyone does (step 2 finds the same rule).
 	distinct map[string]bool
+	// selectors are, by namespace, the workloadSelectors of its rules, in pool order: which
+	// of them select a proxy decides its rules (drSelectorKey).
+	selectors map[string][]map[string]string
 }
 
 type drPoolsKey struct{}
@@ -110,8 +207,19 @@ type drPoolsKey struct{}
 func destinationRulePools(s *model.Snapshot) *drPools {
 	return s.Derived(drPoolsKey{}, func() any {
 		cs := slices.Clone(s.Configs(istioconfig.KindDestinationRule))
-		slices.SortStableFunc(cs, compareByCreation)
-		ps := &drPools{local: map[string]*drPool{}, exported: map[string]*drPool{}, distinct: map[string]bool{}}
+		// Rules with a workloadSelector first, then by creation (istiod:
+		// sortConfigBySelectorAndCreationTime).
+		slices.SortStableFunc(cs, func(a, b *istioconfig.Config) int {
+			as, bs := drSpec(a).GetWorkloadSelector() != nil, drSpec(b).GetWorkloadSelector() != nil
+			if as != bs {
+				if as {
+					return -1
+				}
+				return 1
+			}
+			return compareByCreation(a, b)
+		})
+		ps := &drPools{local: map[string]*drPool{}, exported: map[string]*drPool{}, distinct: map[string]bool{}, selectors: map[string][]map[string]string{}}
 		pool := func(m map[string]*drPool, ns string) *drPool {
 			if m[ns] == nil {
 				m[ns] = &drPool{exact: map[string][]*drEntry{}, wild: map[string][]*drEntry{}}
@@ -125,8 +233,9 @@ func destinationRulePools(s *model.Snapshot) *drPools {
 			}
 			host := resolveHost(dr.GetHost(), c.Namespace)
 			exportTo := slices.Clone(dr.GetExportTo())
-			if len(dr.GetWorkloadSelector().GetMatchLabels()) > 0 {
+			if dr.GetWorkloadSelector() != nil {
 				exportTo = []string{"."} // istiod never exports a rule with a workload selector
+				ps.selectors[c.Namespace] = append(ps.selectors[c.Namespace], dr.GetWorkloadSelector().GetMatchLabels())
 			}
 			for i, e := range exportTo {
 				if e == c.Namespace {
@@ -158,34 +267,56 @@ func destinationRulePools(s *model.Snapshot) *drPools {
 }
 
 // selectDestinationRule is istiod's choice of rule for a service of namespace svcNS with host
-// name host, seen from a proxy of namespace proxyNS ("" for any proxy).
+// name host, seen from a proxy of namespace proxyNS ("" for any proxy) without labels.
 func selectDestinationRule(s *model.Snapshot, proxyNS, svcNS, host string) *istioconfig.Config {
-	return destinationRulePools(s).choose(proxyNS, svcNS, host)
+	return destinationRulePools(s).choose(proxyNS, svcNS, host, nil)
 }
 
-// choose is selectDestinationRule over the snapshot's pools.
-func (ps *drPools) choose(proxyNS, svcNS, host string) *istioconfig.Config {
+// choose is selectDestinationRule over the snapshot's pools, for a proxy with labels (which
+// workloadSelectors of its namespace's rules select).
+func (ps *drPools) choose(proxyNS, svcNS, host string, labels map[string]string) *istioconfig.Config {
 	all := func(*drEntry) bool { return true }
 	switch {
 	case proxyNS == "":
 	case proxyNS != model.RootNamespace:
-		if c := ps.local[proxyNS].lookup(host, all); c != nil {
-			return c
+		if es := ps.local[proxyNS].entries(host, all); len(es) > 0 {
+			return pick(es, proxyNS, labels)
 		}
 	default:
-		if c := ps.rootLocal.lookup(host, all); c != nil {
-			return c
+		if es := ps.rootLocal.entries(host, all); len(es) > 0 {
+			return pick(es, proxyNS, labels)
 		}
 	}
 	exportedTo := func(e *drEntry) bool {
 		return proxyNS == "" || len(e.exportTo) == 0 || slices.Contains(e.exportTo, "*") || slices.Contains(e.exportTo, proxyNS)
 	}
 	if svcNS != "" {
-		if c := ps.exported[svcNS].lookup(host, exportedTo); c != nil {
-			return c
+		if es := ps.exported[svcNS].entries(host, exportedTo); len(es) > 0 {
+			return pick(es, proxyNS, labels)
 		}
 	}
-	return ps.exported[model.RootNamespace].lookup(host, exportedTo)
+	return pick(ps.exported[model.RootNamespace].entries(host, exportedTo), proxyNS, labels)
+}
+
+// drSelectorKey names which workloadSelectors of the DestinationRules of the proxy's namespace
+// select it, one character per selector ("" when the namespace has none): proxies of one
+// namespace with the same key take the same rules.
+func drSelectorKey(p *model.Proxy, s *model.Snapshot) string {
+	if p == nil || p.Namespace == "" {
+		return ""
+	}
+	sels := destinationRulePools(s).selectors[p.Namespace]
+	if len(sels) == 0 {
+		return ""
+	}
+	b := make([]byte, len(sels))
+	for i, sel := range sels {
+		b[i] = '0'
+		if model.LabelsMatch(sel, p.Labels) {
+			b[i] = '1'
+		}
+	}
+	return string(b)
 }
 
 // drNamespaceKey names the proxy's namespace when its DestinationRules come first for it and

@@ -27,10 +27,10 @@ import (
 // request is answered for any name, as the assignment of a cluster does not depend on who asks,
 // so every proxy shares the bytes.
 func endpoints(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
-	ix := newIndex(s, nil)
+	ix := newIndex(s, nil).of(p)
 	ix.drNS = drNamespaceKey(p, s) // its namespace's subsets come first for it, as in its CDS
 	if wantAll(names) {
-		ix = newIndex(s, s.ScopeFor(p))
+		ix = newIndex(s, s.ScopeFor(p)).of(p)
 		names = edsClusterNames(s, ix)
 	} else {
 		names = slices.Clone(names)

@@ -216,7 +216,7 @@ func selectsRouter(gw *networking.Gateway, labels map[string]string) bool {
 }
 
 func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
-	rp := &routerPlan{p: p, s: s, az: authzFor(p, s), jwt: jwtFor(p, s), ix: newIndex(s, s.ScopeFor(p)), bound: map[istioconfig.Key][]boundVS{}}
+	rp := &routerPlan{p: p, s: s, az: authzFor(p, s), jwt: jwtFor(p, s), ix: newIndex(s, s.ScopeFor(p)).of(p), bound: map[istioconfig.Key][]boundVS{}}
 	byPort := map[uint32]*gwPort{}
 	var gateways []*istioconfig.Config
 	for _, c := range s.Configs(istioconfig.KindGateway) {

@@ -34,6 +34,9 @@ type index struct {
 	// request of a proxy whose own namespace's rules come first (drNamespaceKey).
 	drNS string
 	drs  *drPools // the snapshot's DestinationRules, fetched at the first lookup
+	// labels are the proxy's: the DestinationRules of its namespace with a workloadSelector
+	// apply when they select it (of).
+	labels map[string]string
 	// The maps are built on first need, after scanLimit lookups answered by a linear scan, so
 	// that a request for one or two names (an EDS push) does not pay O(configs) allocations.
 	lookups int
@@ -171,7 +174,15 @@ func (ix *index) destinationRule(host string) *istioconfig.Config {
 	if ix.drs == nil {
 		ix.drs = destinationRulePools(ix.snap)
 	}
-	return ix.drs.choose(ns, serviceNamespace(ix.snap, host), host)
+	return ix.drs.choose(ns, serviceNamespace(ix.snap, host), host, ix.labels)
+}
+
+// of sets the proxy the index chooses DestinationRules for (its labels); it returns ix.
+func (ix *index) of(p *model.Proxy) *index {
+	if p != nil {
+		ix.labels = p.Labels
+	}
+	return ix
 }
 
 // virtualServices returns the VSs with a host (exact or wildcard) that matches host, in

@@ -55,7 +55,8 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 // proxies with different views never share bytes and proxies with the same view do.
 //
 // It also names the proxy's namespace when DestinationRules of that namespace apply to it
-// before any other (drNamespaceKey). For listeners it also names which of the snapshot's source-conditioned L4 matches apply to
+// before any other (drNamespaceKey), and which of that namespace's DestinationRule
+// workloadSelectors select it (drSelectorSuffix). For listeners it also names which of the snapshot's source-conditioned L4 matches apply to
 // the proxy (sourceMatchKey): a sidecar's outbound TCP chains follow the tcp routes whose
 // sourceLabels and sourceNamespace select it, which KeyScope does not name for listeners.
 func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) string {
@@ -66,14 +67,14 @@ func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) s
 		// Shared by every proxy, but for one whose own namespace's DestinationRules come
 		// first: its subsets' endpoints follow those rules, as its clusters do.
 		if ns := drNamespaceKey(p, s); ns != "" {
-			return "dr=" + ns
+			return "dr=" + ns + drSelectorSuffix(p, s)
 		}
 		return ""
 	}
 	k := s.ScopeFor(p).Key()
 	if ns := drNamespaceKey(p, s); ns != "" {
 		// Its namespace's DestinationRules come first for it (destrule.go).
-		k += "|dr=" + ns
+		k += "|dr=" + ns + drSelectorSuffix(p, s)
 	}
 	if typeURL == ListenerType {
 		if m := sourceMatchKey(p, s); m != "" {
@@ -81,6 +82,16 @@ func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) s
 		}
 	}
 	return k
+}
+
+// drSelectorSuffix names, after drNamespaceKey, which workloadSelectors of the DestinationRules
+// of the proxy's namespace select it (drSelectorKey): two proxies of one namespace that rules
+// with a selector treat differently get different clusters, routes and listeners.
+func drSelectorSuffix(p *model.Proxy, s *model.Snapshot) string {
+	if k := drSelectorKey(p, s); k != "" {
+		return "|sel=" + k
+	}
+	return ""
 }
 
 // sourceMatch is one L4 match (of a tcp or tls route of a VirtualService bound to the mesh)

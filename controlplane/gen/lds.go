@@ -72,7 +72,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	ixs := map[*model.Scope]*index{}
 	ixFor := func(lsc *model.Scope) *index {
 		if ixs[lsc] == nil {
-			ixs[lsc] = newIndex(s, lsc)
+			ixs[lsc] = newIndex(s, lsc).of(p)
 		}
 		return ixs[lsc]
 	}

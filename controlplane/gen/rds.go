@@ -125,7 +125,7 @@ func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 		esc := sc.Egress(num)
 		ix := ixs[esc]
 		if ix == nil {
-			ix = newIndex(s, esc)
+			ix = newIndex(s, esc).of(p)
 			ix.listenerPortDests = true
 			ixs[esc] = ix
 		}
@@ -298,7 +298,7 @@ func (ix *index) matchingServices(h string, num uint32) []*model.Service {
 // virtual host for the service (domains HOST:PORT, HOST and the short names).
 func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	sc := s.ScopeFor(p)
-	ix := newIndex(s, sc)
+	ix := newIndex(s, sc).of(p)
 	var errs []error
 	var out []Resource
 	add := func(svc *model.Service, port model.Port) {

@@ -75,7 +75,7 @@ func withSniffedRoutes(next GeneratorFunc) GeneratorFunc {
 			// istiod routes a sniffed port by the egress listener that holds it.
 			esc := sc.Egress(sp.port.Number)
 			if ixs[esc] == nil {
-				ixs[esc] = newIndex(s, esc)
+				ixs[esc] = newIndex(s, esc).of(p)
 			}
 			routes, deps, rerr := serviceRoutes(p, ixs[esc], sp.svc, sp.port, false)
 			errs = append(errs, rerr)
