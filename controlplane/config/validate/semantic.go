@@ -827,9 +827,6 @@ func (c *checker) destinationRule(at Path, namespace string, dr *networking.Dest
 	}
 	if ws := dr.GetWorkloadSelector(); ws != nil {
 		c.selector(at.With("workloadSelector", "matchLabels"), ws.GetMatchLabels(), "workloadSelector")
-		if len(ws.GetMatchLabels()) > 0 {
-			c.warnf(at.With("workloadSelector"), "is %s per workload: the rule stays private to its namespace, as in istiod, but applies to every proxy there, not only the selected ones", notGenerated)
-		}
 	}
 	c.exportTo(at.With("exportTo"), namespace, dr.GetExportTo(), false)
 }
