@@ -169,6 +169,9 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 			addDomain(vip)
 			addDomain(vip + ":" + name)
 		}
+		for _, d := range cidrDomains(svc, name) { // cidrdomains.go
+			addDomain(d)
+		}
 		if len(domains) == 0 {
 			continue // every name already served by an earlier service (e.g. a shared VIP only)
 		}
