@@ -15,10 +15,12 @@ import (
 // never modified afterwards.
 //
 // Selection rules (dependent on the proxy only through its scope and, for DestinationRules and
-// the order of VirtualServices, its namespace; ViewKey names what matters, so that outbound
-// resources are shared by every client with the same view):
+// the order of VirtualServices, its namespace, and for DestinationRules with a workloadSelector
+// its labels; ViewKey names what matters, so that outbound resources are shared by every client
+// with the same view):
 //   - DestinationRule: istiod's (destrule.go): the proxy's namespace, then the service's,
-//     then the root namespace; the most specific host in each; rules merged per namespace.
+//     then the root namespace; the most specific host in each; rules merged per namespace; a
+//     rule with a workloadSelector only for the proxies of its namespace it selects.
 //   - VirtualService: those whose gateways are empty or include "mesh", in istiod's order
 //     (vsOrder: the ones private to the proxy's namespace, then those exported to it by
 //     name, then public ones; each by creation time, name, namespace). tcp routes read every
