@@ -139,6 +139,63 @@ func hostError(host string) string {
 	return ""
 }
 
+// sniHost checks a tls match's SNI host as istiod does: a host name (a wildcard allowed as its
+// first label) that one of the VirtualService's hosts covers, so that the route never claims
+// TLS traffic for names the VirtualService is not about; an IP address is only warned about
+// (SNI carries names, and most clients send none for an IP). Unless the VirtualService is
+// bound to the mesh gateway by name, istiod also takes the SNI a sidecar sends for an
+// AUTO_PASSTHROUGH gateway (outbound_.PORT_._.HOST).
+func (c *checker) sniHost(at Path, h string, vs *networking.VirtualService) {
+	vsHosts := vs.GetHosts()
+	if isIP(h) {
+		c.warnf(at, "%q is an IP address: SNI carries host names and most TLS clients send none for an IP, so this match may never apply", h)
+		return
+	}
+	if strings.HasPrefix(h, "outbound_") && !slices.Contains(vs.GetGateways(), "mesh") {
+		if !autoPassthroughSNI(h) {
+			c.errf(at, "%q is not a valid auto-generated SNI: write outbound_.PORT_._.HOST (outbound_.443_._.api.example.com)", h)
+			return
+		}
+	} else if msg := hostError(h); msg != "" {
+		c.errf(at, "%s", msg)
+		return
+	}
+	for _, vh := range vsHosts {
+		if hostSubsetOf(h, vh) {
+			return
+		}
+	}
+	c.errf(at, "%q is not covered by any of the VirtualService's hosts [%s]: add it (or a wildcard covering it) to hosts, or match a host they cover", h, strings.Join(vsHosts, ", "))
+}
+
+// autoPassthroughSNI reports whether h has the shape of the SNI a sidecar sends through an
+// AUTO_PASSTHROUGH gateway, outbound_.PORT_SUBSET_.HOST, by istiod's loose reading: at least
+// four parts split at '_', the first "outbound", a port part holding a digit and a host part
+// holding a letter.
+func autoPassthroughSNI(h string) bool {
+	parts := strings.Split(h, "_")
+	if len(parts) < 4 || parts[0] != "outbound" {
+		return false
+	}
+	port, host := strings.Trim(parts[1], "."), strings.Trim(parts[3], ".")
+	return strings.ContainsAny(port, "0123456789") &&
+		strings.IndexFunc(host, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }) >= 0
+}
+
+// hostSubsetOf reports whether every name host h (which may be a wildcard) stands for is also
+// one that pattern stands for: equal names, or a pattern "*suffix" whose suffix ends h (past
+// h's own wildcard). As istiod compares them, names are compared as written.
+func hostSubsetOf(h, pattern string) bool {
+	if h == pattern {
+		return true
+	}
+	suffix, wild := strings.CutPrefix(pattern, "*")
+	if !wild {
+		return false
+	}
+	return strings.HasSuffix(strings.TrimPrefix(h, "*"), suffix)
+}
+
 // partialWildcard reports a host like "*foo.com": a wildcard that is not a whole label.
 func partialWildcard(h string) bool {
 	return strings.HasPrefix(h, "*") && h != "*" && !strings.HasPrefix(h, "*.")
@@ -582,9 +639,7 @@ func (c *checker) virtualService(at Path, namespace string, vs *networking.Virtu
 				c.errf(ma.With("sniHosts"), "is required: list the SNI host names this route matches")
 			}
 			for k, h := range m.GetSniHosts() {
-				if msg := hostError(h); msg != "" && h != "*" {
-					c.errf(ma.With("sniHosts", k), "%s", msg)
-				}
+				c.sniHost(ma.With("sniHosts", k), h, vs)
 			}
 			for k, d := range m.GetDestinationSubnets() {
 				if !isIPOrCIDR(d) {
