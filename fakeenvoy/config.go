@@ -52,8 +52,8 @@ type ClientConfig struct {
 	// for its first config; default 15s. A negative value disables it (Envoy's 0).
 	InitialFetchTimeout time.Duration
 	// ListenerDrain is Envoy's --drain-time-s: a listener an LDS update removes or replaces
-	// drains that long, its route configurations still subscribed (package machine's
-	// drain.go); default DefaultListenerDrain. A negative value drops them at once. Proxyless
+	// drains that long, its route configurations and secrets on ADS still subscribed (package
+	// machine's drain.go); default DefaultListenerDrain. A negative value drops them at once. Proxyless
 	// gRPC clients do not drain.
 	ListenerDrain time.Duration
 	Nack          policy.Nack

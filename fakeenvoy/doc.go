@@ -57,11 +57,13 @@
 //
 // Draining (the machine's drain.go): a listener an LDS update removes or replaces drains for
 // ClientConfig.ListenerDrain (Envoy's --drain-time-s; 45s, istio-agent's default) with its
-// filter chains, whose route configurations stay subscribed meanwhile: the RDS request an LDS
-// change causes still names them (Delta: no unsubscribe yet), the client applies and ACKs
-// what the server sends of them, and the request that leaves them out goes when the drain
-// ends. A listener whose route configuration never arrived took no traffic and goes at once.
-// The secrets a draining listener's TLS context names are not kept (a gap: Envoy keeps them).
+// filter chains, whose route configurations and SDS secrets on ADS (a gateway's
+// credentialName secrets, kubernetes://...) stay subscribed meanwhile: the RDS and SDS
+// requests an LDS change causes still name them (Delta: no unsubscribe yet), the client
+// applies and ACKs what the server sends of them, and the request that leaves them out goes
+// when the drain ends. A listener whose route configuration or secret never arrived took no
+// traffic and goes at once. The agent's secrets (sds-grpc) are not on ADS: the client asks
+// the agent for each once per process and keeps it.
 //
 // SDS (the machine's sds.go): a cluster or listener whose TLS transport socket names SDS secrets
 // warms until they arrive (up to its sds_config's initial_fetch_timeout). Each secret comes from
@@ -93,11 +95,6 @@
 // server (go-control-plane's) sends headers lazily, with its first response: a client whose
 // server answers nothing yet (no snapshot for its node; in Delta, nothing owed) is not counted
 // as connected, nor resynced, until it does.
-//
-// Not modelled: a removed listener drains (Envoy's --drain-time-s, 600 s by default; Istio
-// sets 45 s), keeping the RDS subscriptions of its connection managers until it is gone; the
-// fake drops its route configurations at once (SotW: the next RDS request leaves them out;
-// Delta: unsubscribes them).
 //
 // Restart (churn) makes a client a new process: no versions, resources or initial versions.
 // The node goes on every request, or only on a stream's first with NodeOnFirstOnly (Istio's

@@ -238,6 +238,9 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		name := heldName(it, is.d)
 		held, _ := ed.get(name)
 		old := held.d
+		if t == tLDS && old != nil {
+			m.noteDrainedSecrets(old) // the replaced copy drains with its secrets
+		}
 		ed.put(name, entry{version: version, d: is.d})
 		changed = true
 		s.Info.Touched = append(s.Info.Touched, probe.Touched{Name: name, Prev: old.message()})
@@ -245,6 +248,9 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	}
 	for _, name := range gone {
 		held, _ := ed.get(name)
+		if t == tLDS {
+			m.noteDrainedSecrets(held.d)
+		}
 		s.Info.Touched = append(s.Info.Touched, probe.Touched{Name: name, Prev: held.d.message()})
 		ed.del(name)
 		changed = true

@@ -22,8 +22,8 @@
 //	rules.go        what Envoy rejects (package validate: the checks of a resource, Envoy's
 //	                and grpc-go's)
 //	warming.go      the init manager: initial fetch, cluster and listener warming, full config
-//	drain.go        listener draining: a removed listener's route configurations stay
-//	                subscribed for the drain time
+//	drain.go        listener draining: a removed listener's route configurations and
+//	                secrets on ADS stay subscribed for the drain time
 //	sds.go          SDS secrets by source (ADS, the emulated istio-agent, files) and the
 //	                warming on them; blocked.go why a client has no full config
 //	decode.go, rtype.go   decoding resources, reading raw protobuf; the resource types

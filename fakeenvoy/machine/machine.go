@@ -102,9 +102,12 @@ type Machine struct {
 	delay *dist.Sampler // ACK delay; nil when none
 
 	// drainFor is how long a removed or replaced listener drains (Config.ListenerDrain); drain
-	// holds, until when, the route configurations only draining listeners still use (drain.go).
-	drainFor time.Duration
-	drain    map[string]time.Time
+	// holds, per type (RDS, SDS), until when, the route configurations and secrets only
+	// draining listeners still use (drain.go). drainedSecrets are the secrets on ADS that the
+	// listeners an LDS change is removing or replacing named, until followUpSecrets reads them.
+	drainFor       time.Duration
+	drain          [numTypes]map[string]time.Time
+	drainedSecrets []string
 }
 
 // Step is what the owner must do after feeding the machine one event, in this order: call the
@@ -169,8 +172,8 @@ type Config struct {
 	Agent    *istioagent.Agent
 	Workload istioagent.Workload
 	// ListenerDrain is Envoy's --drain-time-s: a listener an LDS update removes or replaces
-	// drains that long, and keeps its route configurations subscribed meanwhile (drain.go);
-	// <= 0 unsubscribes them at once. Proxyless gRPC clients do not drain.
+	// drains that long, and keeps its route configurations and its secrets on ADS subscribed
+	// meanwhile (drain.go); <= 0 unsubscribes them at once. Proxyless gRPC clients do not drain.
 	ListenerDrain time.Duration
 }
 
@@ -421,7 +424,7 @@ func (m *Machine) followUp(s *Step, t rtype, now time.Time) {
 	}
 	names := m.refsOf(t)
 	if dep == tRDS && m.drainFor > 0 {
-		names = m.draining(names, now)
+		names = m.draining(tRDS, names, nil, now)
 	}
 	m.subscribeNames(s, dep, names)
 }

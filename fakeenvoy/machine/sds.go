@@ -456,11 +456,27 @@ func (d *decoded) secretList() []secretRef {
 
 // followUpSecrets subscribes SDS to every secret on ADS that the clusters and listeners now
 // reference, when that set changed, and asks the agent for those it serves (gRPC clients take
-// no SDS).
+// no SDS). The secrets of listeners the change removed or replaced stay subscribed while they
+// drain (drain.go).
 func (m *Machine) followUpSecrets(s *Step, now time.Time) {
 	if m.grpc {
 		return
 	}
+	names := m.adsSecretNames(now)
+	if m.drainFor > 0 {
+		dropped := m.drainedSecrets
+		m.drainedSecrets = nil
+		names = m.draining(tSDS, names, func(n string) bool { return slices.Contains(dropped, n) }, now)
+	}
+	if ts := &m.types[tSDS]; slices.Equal(ts.names, names) && (ts.subscribed || len(names) == 0) {
+		return
+	}
+	m.subscribeNames(s, tSDS, names)
+}
+
+// adsSecretNames is the secrets on ADS that the clusters and listeners reference, sorted and
+// unique; it asks the agent for the others (once per client process).
+func (m *Machine) adsSecretNames(now time.Time) []string {
 	var names []string
 	for _, t := range []rtype{tCDS, tLDS} {
 		// The references of a shared set are derived once for every client that holds it.
@@ -475,9 +491,5 @@ func (m *Machine) followUpSecrets(s *Step, now time.Time) {
 		}
 	}
 	slices.Sort(names)
-	names = slices.Compact(names)
-	if ts := &m.types[tSDS]; slices.Equal(ts.names, names) && (ts.subscribed || len(names) == 0) {
-		return
-	}
-	m.subscribeNames(s, tSDS, names)
+	return slices.Compact(names)
 }

@@ -63,9 +63,11 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the expected effects
 //	     c1=t:N (connect timeout N s: another version) | c1=mtls (ADS secrets default, ROOTCA);
 //	     several joined with +
 //	EDS  c1 (one endpoint 10.0.0.1:80 in a weighted locality) | c1=IP
-//	LDS  l1=PORT/R1,R2 (one filter chain per RDS route config) | l1=api/R (a gRPC API listener)
+//	LDS  l1=PORT/R1,R2 (one filter chain per RDS route config) | l1=api/R (a gRPC API listener);
+//	     PORT/R1+sds:S1,S2: each chain's DownstreamTlsContext names ADS secrets S1, S2 (a
+//	     gateway's credentialName secrets)
 //	RDS  r1=C1,C2 (one route per cluster)
-//	SDS  s1
+//	SDS  s1 | s1=PEM (other contents: another version)
 //
 // RES@TYPE packs RES in an Any of another TYPE than the response's.
 // go test -run TestMachineTranscripts -update rewrites the effect lines from what the machine
@@ -264,6 +266,7 @@ func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, err
 		a.Endpoints[0].LoadBalancingWeight = wrapperspb.UInt32(1)
 		return a, nil
 	case tLDS:
+		spec, sds, hasSDS := strings.Cut(spec, "+sds:")
 		port, routes, _ := strings.Cut(spec, "/")
 		var rs []string
 		if routes != "" {
@@ -281,7 +284,17 @@ func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, err
 		if err != nil {
 			return nil, fmt.Errorf("listener spec %q: want PORT/ROUTES or api/ROUTE", spec)
 		}
-		return fetest.RDSListener(x.t, name, uint32(p), rs...), nil
+		l := fetest.RDSListener(x.t, name, uint32(p), rs...)
+		if hasSDS {
+			tc := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{}}
+			for _, n := range strings.Split(sds, ",") {
+				tc.CommonTlsContext.TlsCertificateSdsSecretConfigs = append(tc.CommonTlsContext.TlsCertificateSdsSecretConfigs, sdsRef(n, nil))
+			}
+			for _, fc := range l.FilterChains {
+				fc.TransportSocket = tlsSocket(x.t, tc)
+			}
+		}
+		return l, nil
 	case tRDS:
 		rc := &routev3.RouteConfiguration{Name: name, VirtualHosts: []*routev3.VirtualHost{{Name: "h", Domains: []string{"*"}}}}
 		for _, c := range strings.Split(spec, ",") {
@@ -295,7 +308,11 @@ func (x *machineScript) resource(t rtype, name, spec string) (proto.Message, err
 		}
 		return rc, nil
 	case tSDS:
-		return secret(name), nil
+		sec := secret(name)
+		if spec != "" {
+			sec.GetValidationContext().TrustedCa.Specifier = &corev3.DataSource_InlineString{InlineString: spec}
+		}
+		return sec, nil
 	}
 	return &endpointv3.ClusterLoadAssignment{ClusterName: name}, nil // an unknown type: any bytes
 }

@@ -80,8 +80,8 @@ func (deltaWire) owed(m *Machine, t rtype) bool {
 		return false
 	}
 	for _, n := range ts.names {
-		if _, ok := ts.res[n]; !ok && !(t == tRDS && m.isDraining(n)) {
-			return true // a draining listener's routes the server removed: not owed again
+		if _, ok := ts.res[n]; !ok && !m.isDraining(t, n) {
+			return true // a draining listener's routes or secrets the server removed: not owed again
 		}
 	}
 	return false
