@@ -17,19 +17,21 @@ import (
 	"github.com/xdslab/xdslab/internal/rxstamp"
 )
 
-// Envoy's defaults.
+// Envoy's defaults, and istio-agent's drain time (see Bootstrap).
 const (
 	DefaultInitialFetchTimeout = 15 * time.Second
 	// DefaultListenerDrain is istio-agent's: it starts Envoy with --drain-time-s set to the
 	// proxyConfig's drainDuration, 45s unless the mesh config says otherwise (Envoy's own
-	// default is 600s).
+	// default, a ClientConfig's, is EnvoyListenerDrain).
 	DefaultListenerDrain = 45 * time.Second
 	DefaultBackoffBase   = 500 * time.Millisecond
 	DefaultBackoffMax    = 30 * time.Second
 )
 
-// ClientConfig configures one fake Envoy. Zero values take Envoy's defaults (see
-// withDefaults).
+// ClientConfig configures one fake Envoy. Zero values take Envoy's own defaults (see
+// withDefaults), BootstrapEnvoy's profile among them; the fleet's front ends (a scenario's
+// clients[].bootstrap, xdslab fleet --bootstrap) default to BootstrapIstio and fill the fields
+// they were not given with Profile.Apply.
 type ClientConfig struct {
 	// Index and Group are the client's position in the fleet and its group (scenario client
 	// name); they are reported back to hooks unchanged.
@@ -48,13 +50,22 @@ type ClientConfig struct {
 	// NodeOnFirstOnly sends node only on the first request of each stream
 	// (set_node_on_first_message_only); by default every request carries it, as Envoy does.
 	NodeOnFirstOnly bool
-	// InitialFetchTimeout bounds how long a subscription or a warming cluster/listener waits
-	// for its first config; default 15s. A negative value disables it (Envoy's 0).
+	// InitialFetchTimeout is the initial_fetch_timeout of the bootstrap's cds_config and
+	// lds_config: how long the first CDS and LDS responses are waited for; default 15s
+	// (Envoy's; Istio's bootstrap sets 0s: see Bootstrap). A negative value disables it
+	// (Envoy's 0).
 	InitialFetchTimeout time.Duration
+	// SourceFetchTimeout is Envoy's initial_fetch_timeout of a config source the control plane
+	// sends without one (a cluster's eds_config, an RDS config_source, a secret's sds_config,
+	// as Istio leaves credentialName secrets): how long a warming cluster or listener waits for
+	// what it serves; default 15s (ConfigSource's default, which no bootstrap changes). A
+	// negative value disables it. A config source's own value always wins.
+	SourceFetchTimeout time.Duration
 	// ListenerDrain is Envoy's --drain-time-s: a listener an LDS update removes or replaces
 	// drains that long, its route configurations and secrets on ADS still subscribed (package
-	// machine's drain.go); default DefaultListenerDrain. A negative value drops them at once. Proxyless
-	// gRPC clients do not drain.
+	// machine's drain.go); default EnvoyListenerDrain (Envoy's 600s; istio-agent passes
+	// DefaultListenerDrain). A negative value drops them at once. Proxyless gRPC clients do not
+	// drain.
 	ListenerDrain time.Duration
 	Nack          policy.Nack
 	Ack           policy.Ack
@@ -95,6 +106,7 @@ func (c ClientConfig) machineConfig() machine.Config {
 		GRPC:                c.GRPC,
 		GRPCTargets:         c.GRPCTargets,
 		InitialFetchTimeout: c.InitialFetchTimeout,
+		SourceFetchTimeout:  c.SourceFetchTimeout,
 		ListenerDrain:       c.ListenerDrain,
 		Nack:                c.Nack,
 		Ack:                 c.Ack,
@@ -159,8 +171,11 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	if c.InitialFetchTimeout == 0 {
 		c.InitialFetchTimeout = DefaultInitialFetchTimeout
 	}
+	if c.SourceFetchTimeout == 0 {
+		c.SourceFetchTimeout = DefaultInitialFetchTimeout
+	}
 	if c.ListenerDrain == 0 {
-		c.ListenerDrain = DefaultListenerDrain
+		c.ListenerDrain = EnvoyListenerDrain
 	}
 	if c.Backoff.Base == 0 {
 		c.Backoff.Base = DefaultBackoffBase

@@ -119,7 +119,7 @@ func TestDeltaChangedClusterWarmsOnGoControlPlane(t *testing.T) {
 		}
 		effective[r.Nonce] = timeout
 	}
-	c := newTestClient(t, ClientConfig{Delta: true, Nack: policy.Nack{Realistic: true}, InitialFetchTimeout: 300 * time.Millisecond}, h)
+	c := newTestClient(t, ClientConfig{Delta: true, Nack: policy.Nack{Realistic: true}, InitialFetchTimeout: 300 * time.Millisecond, SourceFetchTimeout: 300 * time.Millisecond}, h)
 	srv.Set(t, c.NodeID(), "v1", fetest.BaseResources(t))
 	runClient(t, c, srv.Connector(t))
 	h.waitEvent(t, "first-full")

@@ -49,15 +49,17 @@
 //
 // Warming: a new or changed EDS cluster waits for a ClusterLoadAssignment, a listener for its
 // route configurations, each up to the initial_fetch_timeout of the config source it names
-// (eds_config, the HCM's rds.config_source; 0s waits forever, as Istio sets it; the client's
-// InitialFetchTimeout, default 15s, when none is given, and for the bootstrap CDS and LDS). A
+// (eds_config, the HCM's rds.config_source, a secret's sds_config; 0s waits forever, as Istio
+// sets it; when it gives none, Envoy's ConfigSource default, ClientConfig.SourceFetchTimeout,
+// 15s, whatever the bootstrap says). The bootstrap CDS and LDS wait
+// ClientConfig.InitialFetchTimeout (Envoy's 15s by default; Istio's bootstrap sets 0s). A
 // Delta client cannot ask again for an assignment it holds: it uses that one only when the
 // timeout expires (Envoy's EDS cache on FetchTimedout). While a resource warms, the copy it
 // replaces stays in effect (Client.Effective); Resource is what was received.
 //
 // Draining (the machine's drain.go): a listener an LDS update removes or replaces drains for
-// ClientConfig.ListenerDrain (Envoy's --drain-time-s; 45s, istio-agent's default) with its
-// filter chains, whose route configurations and SDS secrets on ADS (a gateway's
+// ClientConfig.ListenerDrain (Envoy's --drain-time-s: 600s by default; istio-agent passes
+// 45s) with its filter chains, whose route configurations and SDS secrets on ADS (a gateway's
 // credentialName secrets, kubernetes://...) stay subscribed meanwhile: the RDS and SDS
 // requests an LDS change causes still name them (Delta: no unsubscribe yet), the client
 // applies and ACKs what the server sends of them, and the request that leaves them out goes
@@ -98,7 +100,17 @@
 //
 // Restart (churn) makes a client a new process: no versions, resources or initial versions.
 // The node goes on every request, or only on a stream's first with NodeOnFirstOnly (Istio's
-// set_node_on_first_message_only); IdentityTemplate.IstioMetadata sends an Istio-sized node.
+// set_node_on_first_message_only): the first of every stream, a reconnect's and a restarted
+// process's too, SotW and Delta; IdentityTemplate.IstioMetadata sends an Istio-sized node.
+//
+// Bootstrap profiles (bootstrap.go): a ClientConfig's zero values are plain Envoy's
+// (BootstrapEnvoy: the node on every request, a 15s initial_fetch_timeout on the bootstrap CDS
+// and LDS, a 600s drain). The fleet's front ends default to BootstrapIstio, what istio-agent's
+// bootstrap template and command line give Envoy (set_node_on_first_message_only: true,
+// initial_fetch_timeout: 0s on CDS and LDS, --drain-time-s 45s), since the fleet otherwise
+// behaves as istio-agent's Envoy (its SDS secrets, its issue delay) and istiod is its first
+// target: a scenario's clients[].bootstrap and xdslab fleet --bootstrap, whose profile fills
+// the three settings the group or the flags do not give (Profile.Apply).
 //
 // A gRPC client (ClientConfig.GRPC; see package validate's grpc.go) behaves like grpc-go's
 // xDS client instead: SotW with named subscriptions from its targets' API listeners down to

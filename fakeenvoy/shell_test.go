@@ -78,7 +78,7 @@ func TestShellGoroutines(t *testing.T) {
 		t.Run(tc.shell, func(t *testing.T) {
 			srv := fetest.NewCPServer(t)
 			h := newShellHooks()
-			c := newTestClient(t, ClientConfig{InitialFetchTimeout: 30 * time.Millisecond}, h)
+			c := newTestClient(t, ClientConfig{SourceFetchTimeout: 30 * time.Millisecond}, h)
 			res := fetest.BaseResources(t)
 			res[resource.EndpointType] = nil // the clusters warm until the timeout
 			srv.Set(t, c.NodeID(), "v1", res)

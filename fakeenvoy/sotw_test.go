@@ -347,7 +347,7 @@ func TestSotwWarmingTimeout(t *testing.T) { shells(t, testSotwWarmingTimeout) }
 func testSotwWarmingTimeout(t *testing.T) {
 	srv := fetest.NewCPServer(t)
 	h := newHookLog()
-	c := newTestClient(t, ClientConfig{InitialFetchTimeout: 50 * time.Millisecond}, h)
+	c := newTestClient(t, ClientConfig{InitialFetchTimeout: 50 * time.Millisecond, SourceFetchTimeout: 50 * time.Millisecond}, h)
 	res := fetest.BaseResources(t)
 	res[resource.EndpointType] = nil
 	srv.Set(t, c.NodeID(), "v1", res)

@@ -71,7 +71,8 @@ type Machine struct {
 	nodeFirstOnly bool
 	grpc          bool          // a proxyless gRPC client: grpc-go's rules, not Envoy's
 	targets       []string      // gRPC: the API listeners ("host:port") it asks for, sorted
-	ift           time.Duration // <= 0: no initial fetch timeout
+	ift           time.Duration // the bootstrap CDS and LDS's; <= 0: no initial fetch timeout
+	srcIft        time.Duration // a config source's that gives none; <= 0: none
 	nack          policy.Nack
 	ack           policy.Ack
 	interner      *Interner // nil: private decoding
@@ -156,9 +157,14 @@ type Config struct {
 	Delta       bool
 	GRPC        bool
 	GRPCTargets []string
-	// InitialFetchTimeout bounds how long a bootstrap subscription, or a warming cluster or
-	// listener whose config source gives none, waits; <= 0 waits forever.
+	// InitialFetchTimeout bounds how long a bootstrap subscription (CDS, LDS) waits: the
+	// bootstrap's cds_config and lds_config initial_fetch_timeout; <= 0 waits forever.
 	InitialFetchTimeout time.Duration
+	// SourceFetchTimeout bounds how long a warming cluster or listener waits for what a config
+	// source that gives no initial_fetch_timeout serves (its eds_config, RDS config_source, a
+	// secret's sds_config): Envoy's ConfigSource default, 15s, whatever the bootstrap says. 0
+	// takes InitialFetchTimeout; < 0 waits forever.
+	SourceFetchTimeout time.Duration
 	// Nack (compiled: policy.Nack.Compile) and Ack are the client's scripted behaviour.
 	Nack policy.Nack
 	Ack  policy.Ack
@@ -195,11 +201,15 @@ func New(cfg Config) (*Machine, error) {
 		nodeFirstOnly: cfg.NodeOnFirstOnly,
 		grpc:          cfg.GRPC,
 		ift:           cfg.InitialFetchTimeout,
+		srcIft:        cfg.SourceFetchTimeout,
 		nack:          cfg.Nack,
 		ack:           cfg.Ack,
 		interner:      cfg.Interner,
 		agent:         cfg.Agent,
 		workload:      cfg.Workload,
+	}
+	if cfg.SourceFetchTimeout == 0 {
+		m.srcIft = cfg.InitialFetchTimeout
 	}
 	if !cfg.GRPC {
 		m.drainFor = max(0, cfg.ListenerDrain)

@@ -379,7 +379,7 @@ func (m *Machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Ti
 	if *sec == nil {
 		*sec = make(map[string]due)
 	}
-	deadline := m.deadline(now)
+	deadline := m.sourceDeadline(now)
 	if d.hasSecretTimeout {
 		deadline = time.Time{}
 		if d.secretTimeout > 0 {

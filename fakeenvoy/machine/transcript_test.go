@@ -34,7 +34,9 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the expected effects
 // streams starting, responses arriving, time passing — and list what each event must make it do,
 // exactly and in order. A file holds cases:
 //
-//	=== NAME [delta] [grpc=TARGET,...] [nack=POLICY] [ift=DUR] [drain=DUR]   a new case: a fresh client (SotW Envoy)
+//	=== NAME [delta] [grpc=TARGET,...] [nack=POLICY] [ift=DUR] [srcift=DUR] [drain=DUR]   a new case: a fresh client (SotW Envoy);
+//	                                            ift: the bootstrap CDS/LDS's (negative: none), srcift: a config
+//	                                            source's that gives none (default: ift's)
 //	# ...                                       a comment
 //	start                                       a new stream
 //	< TYPE [v=VERSION] [n=NONCE] RES... [-NAME...]   a response (Delta: -NAME is removed)
@@ -111,6 +113,12 @@ func newMachineScript(t testing.TB, header string) *machineScript {
 				t.Fatalf("%s: %v", header, err)
 			}
 			cfg.InitialFetchTimeout = d
+		case "srcift":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("%s: %v", header, err)
+			}
+			cfg.SourceFetchTimeout = d
 		case "drain":
 			d, err := time.ParseDuration(v)
 			if err != nil {

@@ -179,12 +179,21 @@ func (m *Machine) deadline(now time.Time) time.Time {
 	return now.Add(m.ift)
 }
 
+// sourceDeadline returns when what a config source that gives no initial_fetch_timeout serves,
+// asked for at now, times out (Envoy's ConfigSource default: Config.SourceFetchTimeout).
+func (m *Machine) sourceDeadline(now time.Time) time.Time {
+	if m.srcIft <= 0 {
+		return time.Time{}
+	}
+	return now.Add(m.srcIft)
+}
+
 // deadlineFor returns when a cluster or listener d that starts warming at now times out: after
 // the initial_fetch_timeout of the config source it names (0s waits forever, as in Envoy), or
-// after the client's default when that config source gives none.
+// after Envoy's default when that config source gives none.
 func (m *Machine) deadlineFor(now time.Time, d *decoded) time.Time {
 	if d == nil || !d.hasFetch {
-		return m.deadline(now)
+		return m.sourceDeadline(now)
 	}
 	if d.fetchTimeout <= 0 {
 		return time.Time{}

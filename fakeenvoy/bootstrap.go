@@ -1,0 +1,80 @@
+package fakeenvoy
+
+import (
+	"fmt"
+	"time"
+)
+
+// Bootstrap is a bootstrap profile: what an Envoy's bootstrap and command line set for its ADS
+// client, as one whole. A fleet pretending to be Istio sidecars takes Istio's; one pretending
+// to be plain Envoys, Envoy's. ClientConfig itself holds explicit values (its zero values are
+// Envoy's): the fleet's front ends (scenarios' clients[].bootstrap, xdslab fleet --bootstrap)
+// fill the fields they were not given from a profile.
+type Bootstrap string
+
+const (
+	// BootstrapIstio is what istio-agent gives Envoy: its bootstrap template
+	// (tools/packaging/common/envoy_bootstrap.json) sets ads_config
+	// set_node_on_first_message_only: true and initial_fetch_timeout: 0s on cds_config and
+	// lds_config, and the agent starts Envoy with --drain-time-s set to proxyConfig's
+	// drainDuration, 45s by default (pkg/envoy/proxy.go, pkg/config/mesh/mesh.go).
+	BootstrapIstio Bootstrap = "istio"
+	// BootstrapEnvoy is Envoy's own defaults: the node on every request, a 15s
+	// initial_fetch_timeout (ConfigSource's default) and --drain-time-s 600.
+	BootstrapEnvoy Bootstrap = "envoy"
+)
+
+// DefaultBootstrap is the fleet's profile when none is given: Istio's, since istiod is the
+// first target and the fleet otherwise behaves as istio-agent's Envoy (the agent's drain time,
+// its SDS secrets and issue delay).
+const DefaultBootstrap = BootstrapIstio
+
+// Profile is what a bootstrap profile sets, in Envoy's terms: an InitialFetchTimeout of 0
+// waits forever, a ListenerDrain of 0 drops a removed listener at once.
+type Profile struct {
+	// NodeOnFirstOnly is ads_config.set_node_on_first_message_only.
+	NodeOnFirstOnly bool
+	// InitialFetchTimeout is the initial_fetch_timeout of the bootstrap's cds_config and
+	// lds_config (not of the config sources the control plane sends: those that give none
+	// take Envoy's 15s whatever the profile).
+	InitialFetchTimeout time.Duration
+	// ListenerDrain is --drain-time-s.
+	ListenerDrain time.Duration
+}
+
+// EnvoyListenerDrain is Envoy's own --drain-time-s default.
+const EnvoyListenerDrain = 600 * time.Second
+
+// ParseBootstrap reads a profile name; empty is DefaultBootstrap.
+func ParseBootstrap(s string) (Bootstrap, error) {
+	switch Bootstrap(s) {
+	case "":
+		return DefaultBootstrap, nil
+	case BootstrapIstio, BootstrapEnvoy:
+		return Bootstrap(s), nil
+	}
+	return "", fmt.Errorf("unknown bootstrap profile %q: want %s or %s", s, BootstrapIstio, BootstrapEnvoy)
+}
+
+// Profile returns what b sets (DefaultBootstrap's for an empty b).
+func (b Bootstrap) Profile() Profile {
+	if b == BootstrapEnvoy {
+		return Profile{InitialFetchTimeout: DefaultInitialFetchTimeout, ListenerDrain: EnvoyListenerDrain}
+	}
+	return Profile{NodeOnFirstOnly: true, InitialFetchTimeout: 0, ListenerDrain: DefaultListenerDrain}
+}
+
+// Apply sets c's NodeOnFirstOnly, InitialFetchTimeout and ListenerDrain to the profile's, in
+// ClientConfig's terms (a negative duration for none).
+func (p Profile) Apply(c *ClientConfig) {
+	c.NodeOnFirstOnly = p.NodeOnFirstOnly
+	c.InitialFetchTimeout = noneIfZero(p.InitialFetchTimeout)
+	c.ListenerDrain = noneIfZero(p.ListenerDrain)
+}
+
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
