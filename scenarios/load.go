@@ -207,6 +207,7 @@ func load(file, dir string, data []byte) (*Scenario, error) {
 	d.decode(root, reflect.ValueOf(s).Elem(), "", 0)
 	s.src = &source{file: file, at: d.at}
 	s.src.zero = s.writtenZeros()
+	s.applyBootstraps()
 	s.Complete()
 	// Validation runs even after decoding errors so that one pass lists every problem; its
 	// errors about fields that failed to decode are dropped (they only echo the default).

@@ -129,6 +129,9 @@ func (s *Scenario) Set(path, value string) error {
 	if len(d.errs) > 0 {
 		return valueErrors(d.errs)
 	}
+	if len(segs) == 3 && segs[0].name == "clients" && segs[1].index >= 0 && segs[2].name == "bootstrap" {
+		s.applyBootstrapOf(segs[1].index) // the profile's values, but for what the file wrote
+	}
 	return s.revalidate()
 }
 

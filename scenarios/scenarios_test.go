@@ -172,7 +172,8 @@ clients:
 		t.Errorf("config-change target %q, zone-failure fraction %g", c[2].Target, c[3].Fraction)
 	}
 	g := s.Clients
-	if g[0].Name != "group-1" || g[0].Count != 3 || g[0].XDS != XDSSotW || g[0].InitialFetchTimeout.D() != 15*time.Second {
+	if g[0].Name != "group-1" || g[0].Count != 3 || g[0].XDS != XDSSotW || g[0].Bootstrap != BootstrapIstio ||
+		!g[0].NodeOnFirstOnly || g[0].InitialFetchTimeout.D() != 0 || g[0].ListenerDrain.D() != 45*time.Second {
 		t.Errorf("client group defaults = %+v", g[0])
 	}
 	if g[0].AckDelay.Dist != "constant" || g[0].AckDelay.Value != 0.005 {

@@ -212,9 +212,10 @@ type Client struct {
 	Nack                 Nack           `yaml:"nack" json:"nack" doc:"When clients reject a response (policies combine: any one NACKs)."`
 	NeverAck             bool           `yaml:"neverAck" json:"neverAck" doc:"Never ACK or NACK (a hung client)."`
 	DisconnectAfter      int            `yaml:"disconnectAfter" json:"disconnectAfter" doc:"Close the stream after this many responses, then reconnect; 0 never."`
-	NodeOnFirstOnly      bool           `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)."`
-	InitialFetchTimeout  units.Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS, and of warming clusters and listeners whose config source (eds_config, RDS config_source) gives none; a config source's own value wins (Istio sends 0s). 0 waits forever."`
-	ListenerDrain        units.Duration `yaml:"listenerDrain" json:"listenerDrain" doc:"Envoy's --drain-time-s (istio-agent passes proxyConfig drainDuration, 45s by default): a listener an LDS update removes or replaces drains this long, and its route configurations and its SDS secrets on ADS (a gateway's credentialName secrets) stay subscribed (asked for, applied, ACKed) until it is gone; 0 unsubscribes them at once. Proxyless gRPC clients do not drain."`
+	Bootstrap            string         `yaml:"bootstrap" json:"bootstrap" enum:"istio,envoy" doc:"The Envoy bootstrap the group's clients run with, which sets nodeOnFirstOnly, initialFetchTimeout and listenerDrain (a field written beside it wins): istio is istio-agent's Envoy (Istio's bootstrap template sets set_node_on_first_message_only: true and initial_fetch_timeout: 0s on its CDS and LDS; the agent passes --drain-time-s 45s), envoy is Envoy's own defaults (the node on every request, 15s, 600s). xds grpc clients follow grpc-go instead (the node on a stream's first request, no drain)."`
+	NodeOnFirstOnly      bool           `yaml:"nodeOnFirstOnly" json:"nodeOnFirstOnly" doc:"Send the node only on a stream's first request (Envoy's set_node_on_first_message_only)." def:"true (bootstrap istio), false (envoy)"`
+	InitialFetchTimeout  units.Duration `yaml:"initialFetchTimeout" json:"initialFetchTimeout" doc:"Envoy's initial_fetch_timeout of the bootstrap CDS and LDS: how long the first CDS and LDS responses are waited for. 0 waits forever. The config sources the control plane sends keep their own (Istio's eds_config and RDS config_source say 0s); one that gives none (as Istio leaves a credentialName secret's sds_config) takes Envoy's 15s whatever the bootstrap." def:"0s (bootstrap istio), 15s (envoy)"`
+	ListenerDrain        units.Duration `yaml:"listenerDrain" json:"listenerDrain" def:"45s (bootstrap istio), 600s (envoy)" doc:"Envoy's --drain-time-s (istio-agent passes proxyConfig drainDuration, 45s by default): a listener an LDS update removes or replaces drains this long, and its route configurations and its SDS secrets on ADS (a gateway's credentialName secrets) stay subscribed (asked for, applied, ACKed) until it is gone; 0 unsubscribes them at once. Proxyless gRPC clients do not drain."`
 	Churn                Reconn         `yaml:"churn" json:"churn" doc:"Connection churn: each client reconnects periodically."`
 	StreamsPerConnection int            `yaml:"streamsPerConnection" json:"streamsPerConnection" range:"1," doc:"ADS streams per gRPC connection: 1 gives each client its own HTTP/2 connection, as Envoy; N > 1 makes each N consecutive clients of the group share one (pilot-load style: one server-side connection and one connection's HTTP/2 flow control for N streams), which changes the workload (docs/scenarios.md, Connection layout). Groups never share a connection; not with auth."`
 	Agent                Agent          `yaml:"agent" json:"agent" doc:"The emulated istio-agent next to each client: it serves the SDS secrets whose sds_config is the agent's bootstrap cluster sds-grpc (istiod's auto-mTLS default and ROOTCA) from a lab CA, without network traffic; secrets on ADS are asked of the control plane (docs/security.md)."`
@@ -250,7 +251,7 @@ type Node struct {
 	ClusterID     string            `yaml:"clusterID" json:"clusterID" doc:"Metadata CLUSTER_ID."`
 	IstioVersion  string            `yaml:"istioVersion" json:"istioVersion" doc:"Metadata ISTIO_VERSION."`
 	Labels        map[string]string `yaml:"labels,omitempty" json:"labels,omitempty" doc:"Metadata LABELS (workload labels), added to every client of the group. A router group without an istio label gets istio: ingressgateway, which the simulated Gateways select." def:"{}"`
-	IstioMetadata bool              `yaml:"istioMetadata,omitempty" json:"istioMetadata,omitempty" doc:"Send an Istio-sized node (about 5 KB: istio-agent's PROXY_CONFIG, ANNOTATIONS, POD_PORTS, OWNER, Envoy's extensions and client features) instead of the basic metadata; pair with nodeOnFirstOnly as Istio's bootstrap does."`
+	IstioMetadata bool              `yaml:"istioMetadata,omitempty" json:"istioMetadata,omitempty" doc:"Send an Istio-sized node (about 5 KB: istio-agent's PROXY_CONFIG, ANNOTATIONS, POD_PORTS, OWNER, Envoy's extensions and client features) instead of the basic metadata; bootstrap istio (the default) sends it on a stream's first request only, as Istio's bootstrap does."`
 }
 
 // Nack is a client group's NACK policy.
@@ -325,8 +326,10 @@ func DefaultClient() Client {
 		Type:                 TypeSidecar,
 		Ramp:                 200,
 		AckDelay:             units.TimeDist(dist.Constant(0)),
-		InitialFetchTimeout:  units.Duration(15 * time.Second),
-		ListenerDrain:        units.Duration(45 * time.Second),
+		Bootstrap:            BootstrapIstio,
+		NodeOnFirstOnly:      true,                             // BootstrapIstio's
+		InitialFetchTimeout:  0,                                // BootstrapIstio's: forever
+		ListenerDrain:        units.Duration(45 * time.Second), // BootstrapIstio's
 		Churn:                Reconn{Jitter: 0.2},
 		StreamsPerConnection: 1,
 		Agent:                Agent{IssueDelay: units.Duration(5 * time.Millisecond)},

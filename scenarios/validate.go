@@ -532,6 +532,9 @@ func (v *validator) clients() {
 			}
 		}
 		v.atLeast(p+".disconnectAfter", c.DisconnectAfter, 0)
+		if !slices.Contains(BootstrapProfiles(), c.Bootstrap) {
+			v.add(p+".bootstrap", suggest.Fix(c.Bootstrap, BootstrapProfiles()), "unknown bootstrap profile %q (istio: istio-agent's Envoy; envoy: Envoy's own defaults)", c.Bootstrap)
+		}
 		v.nonNegDur(p+".initialFetchTimeout", c.InitialFetchTimeout)
 		v.nonNegDur(p+".listenerDrain", c.ListenerDrain)
 		v.nonNegDur(p+".agent.issueDelay", c.Agent.IssueDelay)

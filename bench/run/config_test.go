@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/fakeenvoy/fleet"
 	"github.com/xdslab/xdslab/scenarios"
 )
@@ -98,4 +99,34 @@ func scenariosQuickstart(t *testing.T) *scenarios.Scenario {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestFleetConfigBootstrap: a group's bootstrap profile reaches its clients as package
+// fakeenvoy's profile of the same name says (the two packages hold the values each), and a
+// field written beside it wins.
+func TestFleetConfigBootstrap(t *testing.T) {
+	sc := loadScenario(t, `
+name: boot
+clients:
+  - {name: istio, count: 1}
+  - {name: envoy, count: 1, bootstrap: envoy}
+  - {name: mixed, count: 1, bootstrap: envoy, nodeOnFirstOnly: true, listenerDrain: 0s}
+`)
+	cfg, err := FleetConfig(sc, "127.0.0.1:1")
+	require.NoError(t, err)
+	want := func(b fakeenvoy.Bootstrap) fakeenvoy.ClientConfig {
+		var c fakeenvoy.ClientConfig
+		b.Profile().Apply(&c)
+		return c
+	}
+	mixed := want(fakeenvoy.BootstrapEnvoy)
+	mixed.NodeOnFirstOnly, mixed.ListenerDrain = true, -1
+	for i, w := range []fakeenvoy.ClientConfig{want(fakeenvoy.BootstrapIstio), want(fakeenvoy.BootstrapEnvoy), mixed} {
+		got := cfg.Groups[i].Client
+		require.Equal(t, w.NodeOnFirstOnly, got.NodeOnFirstOnly, "group %s nodeOnFirstOnly", cfg.Groups[i].Name)
+		require.Equal(t, w.InitialFetchTimeout, got.InitialFetchTimeout, "group %s initialFetchTimeout", cfg.Groups[i].Name)
+		require.Equal(t, w.ListenerDrain, got.ListenerDrain, "group %s listenerDrain", cfg.Groups[i].Name)
+	}
+	require.Equal(t, string(fakeenvoy.DefaultBootstrap), scenarios.DefaultClient().Bootstrap)
+	require.Equal(t, scenarios.BootstrapProfiles()[0], string(fakeenvoy.DefaultBootstrap))
 }
