@@ -117,7 +117,7 @@ func parseStartAt(value, file string, now time.Time) (time.Time, error) {
 // seed) replaces with --scenario.
 var scenarioClientFlags = []string{"clients", "duration", "ramp", "delta", "nack", "ack-delay", "never-ack",
 	"disconnect-after", "group", "proxy-type", "labels", "namespace", "namespaces", "cluster-id", "istio-version",
-	"generator", "node-first-only", "initial-fetch-timeout", "listener-drain", "churn", "churn-jitter", "agent-issue-delay",
+	"generator", "bootstrap", "node-first-only", "initial-fetch-timeout", "listener-drain", "churn", "churn-jitter", "agent-issue-delay",
 	"streams-per-conn", "seed", "auth", "ca-dir", "jwt-key", "jwt-issuer", "jwt-audience", "server-name"}
 
 // runScenarioFleet is 'xdslab fleet --scenario S': one shard of a distributed run.

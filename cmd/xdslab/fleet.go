@@ -46,6 +46,7 @@ type fleetFlags struct {
 	ClusterID           string            `json:"clusterID,omitempty"`
 	IstioVersion        string            `json:"istioVersion,omitempty"`
 	Generator           string            `json:"generator,omitempty"`
+	Bootstrap           string            `json:"bootstrap"`
 	NodeOnFirstOnly     bool              `json:"nodeOnFirstOnly,omitempty"`
 	InitialFetchTimeout time.Duration     `json:"-"`
 	ListenerDrain       time.Duration     `json:"-"`
@@ -67,6 +68,9 @@ type fleetFlags struct {
 	Segments            int               `json:"segments,omitempty"`
 	dist                distFlags
 	jobIndex            string // JOB_COMPLETION_INDEX
+	// changed reports whether a flag was given (nil: none was); withBootstrap fills the
+	// others that --bootstrap sets.
+	changed func(name string) bool
 }
 
 func newFleetCmd() *cobra.Command {
@@ -96,6 +100,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.jobIndex = os.Getenv("JOB_COMPLETION_INDEX")
+			f.changed = cmd.Flags().Changed
 			f.dist.Segment, f.dist.Segments = f.Segment, f.Segments
 			if f.dist.Scenario != "" {
 				return runScenarioFleet(cmd, f)
@@ -124,9 +129,10 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.StringVar(&f.ClusterID, "cluster-id", "", "node metadata CLUSTER_ID (default Kubernetes)")
 	fl.StringVar(&f.IstioVersion, "istio-version", "", "node metadata ISTIO_VERSION")
 	fl.StringVar(&f.Generator, "generator", "", "node metadata GENERATOR (grpc for proxyless)")
-	fl.BoolVar(&f.NodeOnFirstOnly, "node-first-only", false, "send node only on a stream's first request (Istio's set_node_on_first_message_only)")
-	fl.DurationVar(&f.InitialFetchTimeout, "initial-fetch-timeout", 0, "Envoy's initial_fetch_timeout (0: 15s; negative: disabled)")
-	fl.DurationVar(&f.ListenerDrain, "listener-drain", fakeenvoy.DefaultListenerDrain, "Envoy's --drain-time-s (istio-agent's default): a listener an LDS update removes keeps its route configurations subscribed this long (0: drops them at once)")
+	fl.StringVar(&f.Bootstrap, "bootstrap", string(fakeenvoy.DefaultBootstrap), "the Envoy bootstrap the clients run with: istio (istio-agent's Envoy: node on a stream's first request only, no initial_fetch_timeout on CDS and LDS, 45s drain) or envoy (Envoy's own defaults: node on every request, 15s, 600s); --node-first-only, --initial-fetch-timeout and --listener-drain given beside it win")
+	fl.BoolVar(&f.NodeOnFirstOnly, "node-first-only", false, "send node only on a stream's first request (set_node_on_first_message_only; default: the --bootstrap profile's, true for istio; --node-first-only=false sends it on every request)")
+	fl.DurationVar(&f.InitialFetchTimeout, "initial-fetch-timeout", 0, "Envoy's initial_fetch_timeout of the bootstrap CDS and LDS (default: the --bootstrap profile's, none for istio, 15s for envoy; 0: none)")
+	fl.DurationVar(&f.ListenerDrain, "listener-drain", 0, "Envoy's --drain-time-s: a listener an LDS update removes keeps its route configurations and ADS secrets subscribed this long (default: the --bootstrap profile's, 45s for istio, 600s for envoy; 0: drops them at once)")
 	fl.DurationVar(&f.Churn, "churn", 0, "reconnect every client this often (0: never)")
 	fl.DurationVar(&f.AgentIssueDelay, "agent-issue-delay", istioagent.DefaultIssueDelay, "how long the emulated istio-agent takes to serve a client's workload certificate and root (secrets on sds-grpc, as istiod's auto-mTLS names them; 0: at once)")
 	fl.Float64Var(&f.ChurnJitter, "churn-jitter", 0.2, "churn period jitter as a fraction of --churn, in [0,1)")
@@ -190,7 +196,7 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fleet.Config, error) {
 			Client: fakeenvoy.ClientConfig{
 				Delta:               f.Delta,
 				NodeOnFirstOnly:     f.NodeOnFirstOnly,
-				InitialFetchTimeout: f.InitialFetchTimeout,
+				InitialFetchTimeout: initialFetchTimeout(f.InitialFetchTimeout),
 				ListenerDrain:       listenerDrain(f.ListenerDrain),
 				Nack:                nack,
 				Ack:                 policy.Ack{Delay: delay, NeverAck: f.NeverAck, DisconnectAfter: f.DisconnectAfter},
@@ -317,6 +323,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 func runFleet(cmd *cobra.Command, f fleetFlags) error {
+	f, err := f.withBootstrap()
+	if err != nil {
+		return usageErr(err)
+	}
 	cfg, err := fleetConfig(f, cmd.ErrOrStderr())
 	if err != nil {
 		return usageErr(err)
@@ -422,6 +432,37 @@ func writeFleetSummary(out io.Writer, s *summary.Summary, file string) error {
 	return nil
 }
 
+// withBootstrap checks --bootstrap and gives the flags it sets that were not given (see
+// changed) its profile's values.
+func (f fleetFlags) withBootstrap() (fleetFlags, error) {
+	b, err := fakeenvoy.ParseBootstrap(f.Bootstrap)
+	if err != nil {
+		return f, fmt.Errorf("fleet: --bootstrap: %w", err)
+	}
+	f.Bootstrap = string(b)
+	given := func(name string) bool { return f.changed != nil && f.changed(name) }
+	p := b.Profile()
+	if !given("node-first-only") {
+		f.NodeOnFirstOnly = p.NodeOnFirstOnly
+	}
+	if !given("initial-fetch-timeout") {
+		f.InitialFetchTimeout = p.InitialFetchTimeout
+	}
+	if !given("listener-drain") {
+		f.ListenerDrain = p.ListenerDrain
+	}
+	return f, nil
+}
+
+// initialFetchTimeout maps the flag (0 or negative: none) onto the client's config (0: the
+// default, negative: none).
+func initialFetchTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 // listenerDrain maps the flag (0: at once) onto the client's config (0: the default).
 func listenerDrain(d time.Duration) time.Duration {
 	if d == 0 {
@@ -441,7 +482,7 @@ func agentIssueDelay(d time.Duration) time.Duration {
 func (f fleetFlags) configJSON() ([]byte, error) {
 	type durations struct {
 		Duration            string `json:"duration"`
-		InitialFetchTimeout string `json:"initialFetchTimeout,omitempty"`
+		InitialFetchTimeout string `json:"initialFetchTimeout"` // 0s: none
 		Churn               string `json:"churn,omitempty"`
 		AgentIssueDelay     string `json:"agentIssueDelay"`
 		ListenerDrain       string `json:"listenerDrain"`
@@ -449,9 +490,7 @@ func (f fleetFlags) configJSON() ([]byte, error) {
 	type alias fleetFlags // drops the methods, keeps the tags
 	var d durations
 	d.Duration = f.Duration.String()
-	if f.InitialFetchTimeout != 0 {
-		d.InitialFetchTimeout = f.InitialFetchTimeout.String()
-	}
+	d.InitialFetchTimeout = max(0, f.InitialFetchTimeout).String()
 	if f.Churn != 0 {
 		d.Churn = f.Churn.String()
 	}

@@ -202,3 +202,59 @@ func TestFleetConfigDurations(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetBootstrapFlags: --bootstrap (istio by default) sets --node-first-only,
+// --initial-fetch-timeout and --listener-drain unless they are given; an unknown profile is a
+// usage error naming the flag.
+func TestFleetBootstrapFlags(t *testing.T) {
+	base := fleetFlags{Target: "127.0.0.1:15012", Clients: 1, Nack: "never", Progress: "off", ChurnJitter: 0.2}
+	type trio struct {
+		node       bool
+		ift, drain time.Duration
+	}
+	for _, tc := range []struct {
+		name      string
+		bootstrap string
+		given     map[string]bool
+		set       func(*fleetFlags)
+		want      trio
+	}{
+		{"default", "", nil, nil, trio{true, -1, 45 * time.Second}},
+		{"istio", "istio", nil, nil, trio{true, -1, 45 * time.Second}},
+		{"envoy", "envoy", nil, nil, trio{false, 15 * time.Second, 600 * time.Second}},
+		{"envoy, node first given", "envoy", map[string]bool{"node-first-only": true},
+			func(f *fleetFlags) { f.NodeOnFirstOnly = true }, trio{true, 15 * time.Second, 600 * time.Second}},
+		{"istio, node on every request given", "istio", map[string]bool{"node-first-only": true},
+			func(f *fleetFlags) { f.NodeOnFirstOnly = false }, trio{false, -1, 45 * time.Second}},
+		{"istio, drain 0 and a timeout given", "istio", map[string]bool{"listener-drain": true, "initial-fetch-timeout": true},
+			func(f *fleetFlags) { f.ListenerDrain, f.InitialFetchTimeout = 0, 3*time.Second }, trio{true, 3 * time.Second, -1}},
+		{"envoy, timeout 0 given", "envoy", map[string]bool{"initial-fetch-timeout": true},
+			func(f *fleetFlags) { f.InitialFetchTimeout = 0 }, trio{false, -1, 600 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := base
+			f.Bootstrap = tc.bootstrap
+			f.changed = func(name string) bool { return tc.given[name] }
+			if tc.set != nil {
+				tc.set(&f)
+			}
+			f, err := f.withBootstrap()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := fleetConfig(f, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := cfg.Groups[0].Client
+			if got := (trio{c.NodeOnFirstOnly, c.InitialFetchTimeout, c.ListenerDrain}); got != tc.want {
+				t.Errorf("client %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	f := base
+	f.Bootstrap = "istiod"
+	if _, err := f.withBootstrap(); err == nil || !strings.Contains(err.Error(), "--bootstrap") || !strings.Contains(err.Error(), "istio or envoy") {
+		t.Errorf("--bootstrap istiod: err %v, want a usage error naming --bootstrap and the profiles", err)
+	}
+}
