@@ -63,8 +63,13 @@ type fakeEnvoy struct {
 	node  *corev3.Node
 	delta bool
 	hooks probe.Hooks
-	// fetchTimeout is the client's default initial fetch timeout (0: Envoy's 15s).
+	// fetchTimeout is the initial fetch timeout of the config sources that give none, as
+	// credentialName secrets' (0: Envoy's 15s).
 	fetchTimeout time.Duration
+	// nodeFirstOnly sends the node on a stream's first request only (Istio's bootstrap);
+	// ack scripts the client's ACKs (DisconnectAfter forces reconnects).
+	nodeFirstOnly bool
+	ack           policy.Ack
 }
 
 // runFakeEnvoys starts n fake Envoys (realistic NACK policy) against ts, client i as spec(i),
@@ -90,8 +95,13 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 		if sp.hooks != nil {
 			hooks = sp.hooks
 		}
-		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: "g", Node: sp.node, Delta: sp.delta,
-			Nack: policy.Nack{Realistic: true}, Seed: uint64(i), Agent: agent, InitialFetchTimeout: sp.fetchTimeout}, hooks)
+		cfg := fakeenvoy.ClientConfig{Index: i, Group: "g", Node: sp.node, Delta: sp.delta,
+			Nack: policy.Nack{Realistic: true}, Seed: uint64(i), Agent: agent, SourceFetchTimeout: sp.fetchTimeout,
+			NodeOnFirstOnly: sp.nodeFirstOnly, Ack: sp.ack}
+		if sp.ack.DisconnectAfter > 0 {
+			cfg.Backoff = fakeenvoy.Backoff{Base: time.Millisecond, Max: 20 * time.Millisecond} // reconnect at once
+		}
+		c, err := fakeenvoy.NewClient(cfg, hooks)
 		if err != nil {
 			t.Fatal(err)
 		}

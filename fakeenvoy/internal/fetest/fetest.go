@@ -3,6 +3,7 @@ package fetest
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -153,6 +154,49 @@ type CPServer struct {
 	streamOf map[proto.Message]int64
 	Srv      *grpc.Server
 	Close    func() // stops the server
+	// wire is every request as it came off the wire, before go-control-plane's server fills
+	// in the node of a request that lacks it; streams counts the gRPC streams opened.
+	wire    []WireRequest
+	streams int
+}
+
+// WireRequest is a request as the client sent it: the gRPC stream it came on (numbered from 1
+// in the order they opened), its type, and whether it carried a node.
+type WireRequest struct {
+	Stream  int
+	TypeURL string
+	Node    bool
+}
+
+// Wire returns the requests received so far as they came off the wire.
+func (s *CPServer) Wire() []WireRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.wire)
+}
+
+// wireStream notes each request received on one stream before the handler sees it.
+type wireStream struct {
+	grpc.ServerStream
+	s  *CPServer
+	id int
+}
+
+func (w *wireStream) RecvMsg(m any) error {
+	if err := w.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	r := WireRequest{Stream: w.id}
+	switch v := m.(type) {
+	case *discoveryv3.DiscoveryRequest:
+		r.TypeURL, r.Node = v.GetTypeUrl(), v.GetNode() != nil
+	case *discoveryv3.DeltaDiscoveryRequest:
+		r.TypeURL, r.Node = v.GetTypeUrl(), v.GetNode() != nil
+	}
+	w.s.mu.Lock()
+	w.s.wire = append(w.s.wire, r)
+	w.s.mu.Unlock()
+	return nil
 }
 
 // NewCPServer starts a server stopped when the test ends.
@@ -183,7 +227,13 @@ func NewCPServerB(t testing.TB) *CPServer {
 		},
 	}
 	xds := serverv3.NewServer(ctx, s.Cache, cb)
-	s.Srv = grpc.NewServer()
+	s.Srv = grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		s.mu.Lock()
+		s.streams++
+		id := s.streams
+		s.mu.Unlock()
+		return h(srv, &wireStream{ServerStream: ss, s: s, id: id})
+	}))
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(s.Srv, xds)
 	go func() { _ = s.Srv.Serve(lis) }()
 	s.Close = func() {
