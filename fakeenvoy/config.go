@@ -48,7 +48,8 @@ type ClientConfig struct {
 	GRPC        bool
 	GRPCTargets []string
 	// NodeOnFirstOnly sends node only on the first request of each stream
-	// (set_node_on_first_message_only); by default every request carries it, as Envoy does.
+	// (set_node_on_first_message_only); by default every request carries it, as Envoy does. A
+	// gRPC client sends it on a stream's first request only, as grpc-go does, whatever this says.
 	NodeOnFirstOnly bool
 	// InitialFetchTimeout is the initial_fetch_timeout of the bootstrap's cds_config and
 	// lds_config: how long the first CDS and LDS responses are waited for; default 15s

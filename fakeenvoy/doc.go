@@ -114,7 +114,8 @@
 //
 // A gRPC client (ClientConfig.GRPC; see package validate's grpc.go) behaves like grpc-go's
 // xDS client instead: SotW with named subscriptions from its targets' API listeners down to
-// EDS, no warming, and grpc-go's resource rules.
+// EDS, no warming, grpc-go's resource rules, the node on a stream's first request only and
+// NACKs with code 3 (INVALID_ARGUMENT), as grpc-go sends them.
 //
 // NACK policies (policy.Nack) combine a probability, every Nth response, a resource-name
 // regexp and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures,

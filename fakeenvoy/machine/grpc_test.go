@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -164,5 +165,30 @@ func TestGRPCClientDeletionReconnectAndRestart(t *testing.T) {
 	s = m.OnSotw(sotwResp(t, C, "2", "f"), t0)
 	if !s.Info.Fresh || s.Info.Nacked || len(s.Info.Touched) != 0 {
 		t.Errorf("restart: fresh %v, nacked %v, touched %+v; want a fresh response that touches nothing", s.Info.Fresh, s.Info.Nacked, s.Info.Touched)
+	}
+}
+
+// TestGRPCNodeOnFirstRequestOnly: grpc-go sends the node on a stream's first request only
+// (its ADS stream's sendMessageLocked), on every stream, whatever NodeOnFirstOnly says (it is
+// an Envoy bootstrap setting).
+func TestGRPCNodeOnFirstRequestOnly(t *testing.T) {
+	const tgt = "svc.ns.svc.cluster.local:80"
+	m := newTestMachine(t, Config{GRPC: true, GRPCTargets: []string{tgt}})
+	for stream := range 2 {
+		first := m.Start(t0)
+		if len(first.Sotw) == 0 || first.Sotw[0].GetNode() == nil {
+			t.Fatalf("stream %d: no node on the first request", stream)
+		}
+		for _, r := range first.Sotw[1:] {
+			if r.GetNode() != nil {
+				t.Errorf("stream %d: node on a later %s request of the restatement", stream, typeWord(r.GetTypeUrl()))
+			}
+		}
+		s := m.OnSotw(sotwResp(t, L, strconv.Itoa(stream+1), "a", apiListener(t, tgt)), t0)
+		for _, r := range s.Sotw {
+			if r.GetNode() != nil {
+				t.Errorf("stream %d: node on the %s request after a response", stream, typeWord(r.GetTypeUrl()))
+			}
+		}
 	}
 }

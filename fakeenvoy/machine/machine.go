@@ -149,7 +149,8 @@ func (s *Step) Requests() int { return len(s.Sotw) + len(s.Delta) }
 // Envoy's defaults applied.
 type Config struct {
 	// Node goes on the requests (on every one, or the first of each stream with
-	// NodeOnFirstOnly). Its namespace and service account are the Workload unless set.
+	// NodeOnFirstOnly, or with GRPC: grpc-go sends it only there). Its namespace and service
+	// account are the Workload unless set.
 	Node            *corev3.Node
 	NodeOnFirstOnly bool
 	// Delta selects incremental xDS; GRPC a proxyless gRPC client (SotW, named subscriptions
@@ -198,7 +199,7 @@ func New(cfg Config) (*Machine, error) {
 	m := &Machine{
 		node:          cfg.Node,
 		wire:          sotwWire{},
-		nodeFirstOnly: cfg.NodeOnFirstOnly,
+		nodeFirstOnly: cfg.NodeOnFirstOnly || cfg.GRPC, // grpc-go: a stream's first request only
 		grpc:          cfg.GRPC,
 		ift:           cfg.InitialFetchTimeout,
 		srcIft:        cfg.SourceFetchTimeout,

@@ -118,6 +118,12 @@ func owedSotw(m *Machine, t rtype) bool {
 	return len(m.types[t].res) > 0
 }
 
-func nackStatus(msg string) *status.Status {
-	return &status.Status{Code: int32(codes.Internal), Message: msg}
+// nackStatus is a NACK's error_detail: code 13 INTERNAL, as Envoy sends it; grpc-go's xDS
+// client sends code 3 INVALID_ARGUMENT (ads_stream.go, sendMessageLocked).
+func (m *Machine) nackStatus(msg string) *status.Status {
+	code := codes.Internal
+	if m.grpc {
+		code = codes.InvalidArgument
+	}
+	return &status.Status{Code: int32(code), Message: msg}
 }

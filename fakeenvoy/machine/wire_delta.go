@@ -55,7 +55,7 @@ func (deltaWire) resubscribe(m *Machine, s *Step, t rtype, names []string) {
 func (deltaWire) ack(m *Machine, s *Step, u *update) {
 	req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: u.t.url(), ResponseNonce: u.nonce, Node: m.attachNode()}
 	if s.Info.Nacked {
-		req.ErrorDetail = nackStatus(s.Info.Error)
+		req.ErrorDetail = m.nackStatus(s.Info.Error)
 	}
 	s.Delta = append(s.Delta, req)
 }

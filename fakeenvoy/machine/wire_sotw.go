@@ -51,7 +51,7 @@ func (sotwWire) ack(m *Machine, s *Step, u *update) {
 	}
 	var nack *status.Status
 	if s.Info.Nacked {
-		nack = nackStatus(s.Info.Error)
+		nack = m.nackStatus(s.Info.Error)
 	}
 	s.Sotw = append(s.Sotw, m.sotwReq(u.t, nack))
 }
