@@ -36,8 +36,12 @@ import (
 
 // drEntry is one (merged) rule of a pool for one host and exportTo set.
 type drEntry struct {
-	exportTo []string // sorted, deduplicated; empty: everywhere
-	cfg      *istioconfig.Config
+	exportTo []string // sorted, deduplicated, the rule's own namespace as "."; empty: everywhere
+	// written is exportTo as the rule wrote it (sorted, deduplicated, its own namespace by
+	// name if so written): istiod decides merges on the written sets, so a rule exported to
+	// "shop" does not merge with one of shop exported to ".".
+	written []string
+	cfg     *istioconfig.Config
 	// selector is the workloadSelector's labels of a rule that has one (hasSelector).
 	selector    map[string]string
 	hasSelector bool
@@ -49,7 +53,7 @@ type drPool struct {
 	wild  map[string][]*drEntry
 }
 
-func (p *drPool) add(host string, exportTo []string, c *istioconfig.Config) {
+func (p *drPool) add(host string, exportTo, written []string, c *istioconfig.Config) {
 	m := p.exact
 	if strings.HasPrefix(host, "*") {
 		m = p.wild
@@ -61,9 +65,9 @@ func (p *drPool) add(host string, exportTo []string, c *istioconfig.Config) {
 	alone := true
 	for _, e := range m[host] {
 		switch {
-		case slices.Equal(e.exportTo, exportTo):
+		case slices.Equal(e.written, written):
 			alone = false
-		case len(e.exportTo) > 0 && includesAll(exportTo, e.exportTo):
+		case len(e.written) > 0 && includesAll(written, e.written):
 			alone = true
 		default:
 			alone = true
@@ -80,7 +84,7 @@ func (p *drPool) add(host string, exportTo []string, c *istioconfig.Config) {
 		e.cfg = mergeDestinationRules(e.cfg, c)
 	}
 	if alone {
-		m[host] = append(m[host], &drEntry{exportTo: exportTo, cfg: c, selector: sel.GetMatchLabels(), hasSelector: sel != nil})
+		m[host] = append(m[host], &drEntry{exportTo: exportTo, written: written, cfg: c, selector: sel.GetMatchLabels(), hasSelector: sel != nil})
 	}
 }
 
@@ -237,6 +241,7 @@ func destinationRulePools(s *model.Snapshot) *drPools {
 				exportTo = []string{"."} // istiod never exports a rule with a workload selector
 				ps.selectors[c.Namespace] = append(ps.selectors[c.Namespace], dr.GetWorkloadSelector().GetMatchLabels())
 			}
+			written := slices.Compact(slices.Sorted(slices.Values(exportTo)))
 			for i, e := range exportTo {
 				if e == c.Namespace {
 					exportTo[i] = "."
@@ -249,17 +254,17 @@ func destinationRulePools(s *model.Snapshot) *drPools {
 				ps.distinct[c.Namespace] = true
 			}
 			if public || slices.Contains(exportTo, ".") {
-				pool(ps.local, c.Namespace).add(host, exportTo, c)
+				pool(ps.local, c.Namespace).add(host, exportTo, written, c)
 			}
 			privateOnly := len(exportTo) == 1 && exportTo[0] == "."
 			switch {
 			case !privateOnly:
-				pool(ps.exported, c.Namespace).add(host, exportTo, c)
+				pool(ps.exported, c.Namespace).add(host, exportTo, written, c)
 			case c.Namespace == model.RootNamespace:
 				if ps.rootLocal == nil {
 					ps.rootLocal = &drPool{exact: map[string][]*drEntry{}, wild: map[string][]*drEntry{}}
 				}
-				ps.rootLocal.add(host, exportTo, c)
+				ps.rootLocal.add(host, exportTo, written, c)
 			}
 		}
 		return ps

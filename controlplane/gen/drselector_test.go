@@ -134,3 +134,33 @@ func TestDestinationRuleSelectorMerge(t *testing.T) {
 		t.Errorf("unselected proxy: rule %v, want public", got)
 	}
 }
+
+// A rule exported to its own namespace by name is exported differently from a selector rule
+// (exported to ".") as istiod compares the written sets: it does not merge into the selector
+// rule, and stays the rule of the proxies the selector does not pick.
+func TestDestinationRuleSelectorOwnNamespaceByName(t *testing.T) {
+	const host = "ledger.shop.svc.cluster.local"
+	s := model.NewSnapshot(1, model.SnapshotInput{
+		Services: []*model.Service{{Hostname: host, Namespace: "shop", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}},
+		Configs: []*istioconfig.Config{
+			createdAt(drConfig("ledger-all", "shop", &networking.DestinationRule{Host: host, ExportTo: []string{"shop"},
+				TrafficPolicy: &networking.TrafficPolicy{ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{ConnectTimeout: durationpb.New(4 * time.Second)}}}}), 1),
+			createdAt(drConfig("ledger-payments", "shop", &networking.DestinationRule{Host: host,
+				WorkloadSelector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "payments"}}}), 2),
+		},
+	})
+	web := sidecarProxy("10.0.0.4", "shop")
+	web.Labels = map[string]string{"app": "web"}
+	if got := newIndex(s, s.ScopeFor(web)).of(web).destinationRule(host); got == nil || got.Name != "ledger-all" {
+		t.Fatalf("unselected proxy: rule %v, want ledger-all", got)
+	}
+	pay := sidecarProxy("10.0.0.5", "shop")
+	pay.Labels = map[string]string{"app": "payments"}
+	got := newIndex(s, s.ScopeFor(pay)).of(pay).destinationRule(host)
+	if got == nil || got.Name != "ledger-payments" {
+		t.Fatalf("selected proxy: rule %v, want ledger-payments", got)
+	}
+	if drSpec(got).GetTrafficPolicy() != nil {
+		t.Errorf("selected proxy's rule took ledger-all's traffic policy: the two are exported differently and must not merge")
+	}
+}
