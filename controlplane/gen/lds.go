@@ -244,12 +244,16 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 			return nil
 		}
 	}
-	if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && port.Protocol != model.ProtocolTLS && port.Protocol != model.ProtocolHTTPS && !wildLocked {
-		// Both: a listener per IP (below), and the CIDRs a chain on 0.0.0.0_PORT, as
-		// istiod builds a service per address.
+	if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && !wildLocked {
+		// Both: a listener per IP (below), and the CIDRs chains on 0.0.0.0_PORT, as istiod
+		// builds a service per address (a TLS port's by SNI within each CIDR, wildTCPChains).
 		pi.ix = ix
-		pi.cidrTCP = insertService(lsc, pi.cidrTCP, svc)
-		pi.setProto(svc, port.Protocol)
+		if port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS {
+			pi.tlsHosts = append(pi.tlsHosts, svc)
+		} else {
+			pi.cidrTCP = insertService(lsc, pi.cidrTCP, svc)
+			pi.setProto(svc, port.Protocol)
+		}
 		pi.wildDeps = append(pi.wildDeps, ServiceKey(svc))
 	}
 	if len(vips) == 0 {
@@ -364,25 +368,36 @@ func wildTCPChains(p *model.Proxy, pi *portInfo, l *listenerv3.Listener, num uin
 	var deps []istioconfig.Key
 	// A TLS host's chains come from its tls routes (tlsroutes.go), else it is one chain for its
 	// own name; a chain that matches what an earlier one does is left out, as istiod merges them.
+	// A host whose addresses are CIDRs is, as istiod builds a service per address, one such
+	// set of chains per CIDR, each also matching that destination prefix.
 	seenTLS := map[string]bool{}
 	for _, svc := range tlsHosts {
-		tr, err := tlsRouteChains(p, ix, svc, pi.portOf(svc, num), nil)
-		if err != nil {
-			*errs = append(*errs, err)
+		perAddress := [][]string{nil}
+		if cs := cidrStrings(svc.Addresses); len(cs) > 0 {
+			perAddress = perAddress[:0]
+			for _, c := range cs {
+				perAddress = append(perAddress, []string{c})
+			}
 		}
-		deps = append(deps, tr.deps...)
-		chains := tr.chains
-		if len(chains) == 0 {
-			cluster := ClusterName(Outbound, num, "", svc.Hostname)
-			chains = []*listenerv3.FilterChain{{
-				FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{svc.Hostname}},
-				Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
-			}}
-		}
-		for _, c := range chains {
-			if k := l4MatchKey(c.GetFilterChainMatch()); !seenTLS[k] {
-				seenTLS[k] = true
-				l.FilterChains = append(l.FilterChains, c)
+		for _, svcCIDRs := range perAddress {
+			tr, err := tlsRouteChains(p, ix, svc, pi.portOf(svc, num), svcCIDRs)
+			if err != nil {
+				*errs = append(*errs, err)
+			}
+			deps = append(deps, tr.deps...)
+			chains := tr.chains
+			if len(chains) == 0 {
+				cluster := ClusterName(Outbound, num, "", svc.Hostname)
+				chains = []*listenerv3.FilterChain{{
+					FilterChainMatch: sniChainMatch([]string{svc.Hostname}, svcCIDRs),
+					Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
+				}}
+			}
+			for _, c := range chains {
+				if k := l4MatchKey(c.GetFilterChainMatch()); !seenTLS[k] {
+					seenTLS[k] = true
+					l.FilterChains = append(l.FilterChains, c)
+				}
 			}
 		}
 	}
@@ -511,6 +526,16 @@ func httpInspector() *listenerv3.ListenerFilter {
 
 // cidrs are the addresses of a service that are CIDR ranges (a VIP-less ServiceEntry's
 // addresses), as filter chain prefix ranges.
+// cidrStrings returns the addresses of addrs that are CIDRs (not a single address) as
+// prefixes ("10.77.0.0/16"), each as cidrs reads it.
+func cidrStrings(addrs []string) []string {
+	var out []string
+	for _, r := range cidrs(addrs) {
+		out = append(out, r.GetAddressPrefix()+"/"+strconv.FormatUint(uint64(r.GetPrefixLen().GetValue()), 10))
+	}
+	return out
+}
+
 func cidrs(addrs []string) []*corev3.CidrRange {
 	var out []*corev3.CidrRange
 	for _, a := range addrs {

@@ -7,6 +7,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
@@ -142,5 +143,38 @@ func TestTLSRoutesWildcardListener(t *testing.T) {
 	}
 	if diff := cmp.Diff(passthroughChain(), l.GetDefaultFilterChain(), protocmp.Transform()); diff != "" {
 		t.Errorf("default chain (-passthrough +ours):\n%s", diff)
+	}
+}
+
+// A TLS service whose addresses are CIDRs (with or without an IP as well) is one service per
+// address to istiod: on 0.0.0.0_PORT each CIDR gets the host's chains matching its prefix as
+// well as SNI, from tls routes or, without any, the host's own name.
+func TestTLSCIDRChains(t *testing.T) {
+	const netHost, mixHost = "vaultnet.example", "ledgernet.example"
+	vs := vsConfig("vaultnet", "vaults", &networking.VirtualService{
+		Hosts: []string{netHost},
+		Tls: []*networking.TLSRoute{{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{netHost}}},
+			Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: netHost, Port: &networking.PortSelector{Number: 7743}}}}}},
+	})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{
+		{Hostname: netHost, Namespace: "vaults", Addresses: []string{"10.91.0.0/16", "10.92.4.0/24"}, Ports: []model.Port{{Name: "tls", Number: 7743, Protocol: model.ProtocolTLS}}},
+		{Hostname: mixHost, Namespace: "vaults", Addresses: []string{"240.0.14.7", "10.95.0.0/16"}, Ports: []model.Port{{Name: "tls", Number: 7743, Protocol: model.ProtocolTLS}}},
+	}, Configs: []*istioconfig.Config{vs}})
+	l := outboundListener(t, sidecarProxy("10.0.0.9", "app"), s, "0.0.0.0_7743")
+	prefixed := func(sni, pfx string, bits uint32) *listenerv3.FilterChainMatch {
+		return &listenerv3.FilterChainMatch{ServerNames: []string{sni}, PrefixRanges: []*corev3.CidrRange{{AddressPrefix: pfx, PrefixLen: wrapperspb.UInt32(bits)}}}
+	}
+	var got []*listenerv3.FilterChainMatch
+	for _, c := range l.GetFilterChains() {
+		got = append(got, c.GetFilterChainMatch())
+	}
+	want := []*listenerv3.FilterChainMatch{
+		prefixed(mixHost, "10.95.0.0", 16),
+		prefixed(netHost, "10.91.0.0", 16),
+		prefixed(netHost, "10.92.4.0", 24),
+	}
+	sortMatches := cmpopts.SortSlices(func(a, b *listenerv3.FilterChainMatch) bool { return l4MatchKey(a) < l4MatchKey(b) })
+	if d := cmp.Diff(want, got, protocmp.Transform(), sortMatches); d != "" {
+		t.Errorf("0.0.0.0_7743 chain matches (-want +got):\n%s", d)
 	}
 }
