@@ -25,9 +25,25 @@ func (s *Scenario) Clone() *Scenario {
 		}
 	}
 	c.Clients = slices.Clone(s.Clients)
+	for i := range c.Clients {
+		// A client's maps and lists too: Set on a clone (a tune point) wrote through them into
+		// the original and every other point.
+		cl := &c.Clients[i]
+		cl.NamespaceCounts = maps.Clone(cl.NamespaceCounts)
+		cl.Targets = slices.Clone(cl.Targets)
+		cl.Node.Labels = maps.Clone(cl.Node.Labels)
+	}
 	if m := s.Topology.Mesh; m != nil {
 		mc := *m
 		mc.Services = slices.Clone(m.Services)
+		for i := range mc.Services {
+			ms := &mc.Services[i]
+			ms.Ports = slices.Clone(ms.Ports)
+			ms.Endpoints = slices.Clone(ms.Endpoints)
+			for j := range ms.Endpoints {
+				ms.Endpoints[j].Labels = maps.Clone(ms.Endpoints[j].Labels)
+			}
+		}
 		c.Topology.Mesh = &mc
 	}
 	c.Thresholds = maps.Clone(s.Thresholds)
