@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,5 +48,27 @@ func TestSummaryFileCheckedFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(file); err != nil {
 		t.Errorf("fleet into a new directory: %v", err)
+	}
+}
+
+// TestTuneOutUnwritable: tune refuses an --out it cannot write before the estimate or any run
+// (it printed the whole table, then failed on "mkdir /dev/null: not a directory").
+func TestTuneOutUnwritable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs([]string{"tune", "../../bench/tune/testdata/tiny.yaml", "--param", "minQuiet=50ms,100ms", "--estimate-only", "--out", filepath.Join(file, "tune")})
+	root.SetOut(&stdout)
+	root.SetErr(io.Discard)
+	err := root.ExecuteContext(context.Background())
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "tune: --out "+filepath.Join(file, "tune")) {
+		t.Fatalf("tune --out under a file: %v, want a usage error naming --out", err)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("tune printed before refusing --out:\n%s", stdout.String())
 	}
 }

@@ -171,6 +171,11 @@ func runTune(cmd *cobra.Command, name string, f tuneFlags) error {
 		abs, _ := filepath.Abs(out)
 		fmt.Fprintf(cmd.ErrOrStderr(), "tune: every run's outputs go to %s/point-N/run-K, the table and plots to %s (--out to choose)\n", abs, abs)
 	}
+	// The table and plots are written at the end, after every run (or the estimate was
+	// printed): an --out that cannot be written is refused before.
+	if err := checkOutFile("--out", filepath.Join(out, tune.TextFile)); err != nil {
+		return usageErr(fmt.Errorf("tune: %w", err))
+	}
 	res, err := tune.Tune(cmd.Context(), sc, opts)
 	interrupted := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if err != nil && !(interrupted && res != nil) {
