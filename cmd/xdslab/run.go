@@ -78,7 +78,7 @@ Exit codes: 0 ok, 2 bad usage or scenario, 99 a threshold failed (outputs are wr
   xdslab controlplane --config-dir /tmp/mesh --grpc-addr 127.0.0.1:15010 &
   xdslab run quickstart --target 127.0.0.1:15010 --sink-dir /tmp/mesh --target-metrics 127.0.0.1:15014
   xdslab run quickstart --target 127.0.0.1:15010 --sink kube --kubeconfig kind.kubeconfig --clean`,
-		Args: cobra.MaximumNArgs(1),
+		Args: oneScenario("run", true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := "quickstart"
 			if len(args) == 1 {

@@ -63,7 +63,7 @@ removes its files. DIR must hold no YAML files unless --clean is given.
 
 --events FILE records every applied event as one JSON line (id, kind, scheduled offset, t0,
 upserts, deletes, expectation); a scenario's replay churn re-emits such a file.`,
-		Args: cobra.ExactArgs(1),
+		Args: oneScenario("sim", false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.changed = cmd.Flags().Changed
 			return runSim(cmd.Context(), cmd.OutOrStdout(), args[0], f)
