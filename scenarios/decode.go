@@ -349,9 +349,10 @@ func (d *decoder) pairs(n *yaml.Node, path string, depth int) [][2]*yaml.Node {
 		}
 		if prev, dup := seen[k.Value]; dup {
 			d.fail(k, path, fmt.Sprintf("remove one of them (the first is at line %d)", prev.Line), "key %q given twice", k.Value)
-			// The first is kept: suppress consequences at this key only, not at its siblings
-			// (every other threshold went unchecked after a key given twice under thresholds).
-			d.failed[len(d.failed)-1] = join(path, k.Value)
+			// The first is kept and checked like any value: this has no consequences to
+			// suppress (every other threshold went unchecked after a key given twice under
+			// thresholds).
+			d.failed = d.failed[:len(d.failed)-1]
 			continue
 		}
 		seen[k.Value] = k

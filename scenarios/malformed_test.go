@@ -29,6 +29,7 @@ func TestMalformed(t *testing.T) {
 		{"anchor on a free key", "name: x\nbase: &base {count: 5}\nclients:\n  - <<: *base\n    name: a\n", 2, 1, "", `unknown field "base"`, "put &base on the first value that uses it"},
 		// A key given twice leaves its siblings checked.
 		{"sibling of a duplicate key", "name: x\nthresholds:\n  xdslab_fleet_nacks_total: ['count==0']\n  xdslab_fleet_nacks_total: ['count==1']\n  xdslab_nope_total: ['count==0']\n", 5, 22, "thresholds.xdslab_nope_total", `unknown metric "xdslab_nope_total"`, "write one of the metrics"},
+		{"the kept value of a duplicate key", "name: x\nthresholds:\n  xdslab_fleet_nacks_total: ['avg<1']\n  xdslab_fleet_nacks_total: ['count==1']\n", 3, 30, "thresholds.xdslab_fleet_nacks_total[0]", "is a counter; avg does not apply", "count"},
 		{"sibling of a duplicate field", "name: x\nseed: 1\nseed: 2\nduration: 5\n", 4, 11, "duration", `duration "5" has no unit`, "5s"},
 
 		// Wrong types.

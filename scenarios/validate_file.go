@@ -59,7 +59,8 @@ func (v *validator) validateFile() {
 		// A latency threshold of a scenario without churn would fail with no data after every
 		// client connected: no event is ever timed.
 		for _, k := range slices.Sorted(maps.Keys(s.Thresholds)) {
-			if threshold.PerEvent(k) {
+			reported := slices.ContainsFunc(v.errs, func(e *Error) bool { return e.Path == "thresholds."+k || under(e.Path, "thresholds."+k) })
+			if threshold.PerEvent(k) && !reported {
 				v.add("thresholds."+k, "add churn, e.g. churn: [{kind: endpoint-flap, rate: 2/s}], or remove the threshold",
 					"%s is never measured: the scenario has no churn, so no event is timed and the threshold would fail with no data", k)
 			}
