@@ -124,6 +124,10 @@ func (v *validator) validateFile() {
 	dc := DefaultClient()
 	for i, c := range s.Clients {
 		p := "clients[" + itoa(i) + "]"
+		if c.XDS == XDSGRPC && c.ListenerDrain != dc.ListenerDrain {
+			v.add(p+".listenerDrain", "remove listenerDrain, or use xds: sotw or delta (Envoy clients drain)",
+				"listenerDrain %s has no effect: proxyless gRPC clients (xds grpc) do not drain listeners", c.ListenerDrain)
+		}
 		if c.Churn.Every == 0 && c.Churn.Jitter != dc.Churn.Jitter {
 			v.add(p+".churn.jitter", `add churn.every (e.g. "60s"), or remove jitter`,
 				"jitter %g has no effect: the clients do not reconnect (churn.every 0)", c.Churn.Jitter)
