@@ -107,6 +107,11 @@ func sideFiles(dir string) ([]string, error) {
 		}
 	}
 	if len(files) == 0 {
+		if deeper, _ := filepath.Glob(filepath.Join(dir, "*", "*", "summary.json")); len(deeper) > 0 {
+			// A tune's --out: point-N/run-K/summary.json, a side per point.
+			return nil, fmt.Errorf("compare: %s holds runs two levels down (%s): compare two of its directories, e.g. %s %s",
+				dir, deeper[0], filepath.Dir(filepath.Dir(deeper[0])), filepath.Join(dir, "point-1"))
+		}
 		return nil, fmt.Errorf("compare: %s holds no summary.json (nor */summary.json): run 'xdslab run --repeat K --out %s' first, or give a summary file", dir, dir)
 	}
 	if len(files) > maxSideRuns {

@@ -317,6 +317,8 @@ func TestLoadSide(t *testing.T) {
 	}
 
 	// Errors name the file and line, and say what to do.
+	tuneOut := filepath.Join(dir, "tune")
+	writeSummary(t, filepath.Join(tuneOut, "point-0", "run-1", "summary.json"), synthSummary(t, baseSynth(1)))
 	bad := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(bad, []byte("{\n  \"version\": \"1\",\n  \"results\": {\"metrics\": [}\n}"), 0o644); err != nil {
 		t.Fatal(err)
@@ -328,6 +330,8 @@ func TestLoadSide(t *testing.T) {
 		{bad, []string{"bad.json:3:"}},
 		{filepath.Join(dir, "missing.json"), []string{"give a summary.json or a directory of runs"}},
 		{t.TempDir(), []string{"holds no summary.json", "xdslab run --repeat K"}},
+		// A tune's --out (point-N/run-K) names its point directories.
+		{tuneOut, []string{"holds runs two levels down", "compare two of its directories, e.g. " + filepath.Join(tuneOut, "point-0") + " " + filepath.Join(tuneOut, "point-1")}},
 	}
 	for _, tc := range tests {
 		_, err := LoadSide(tc.path)
