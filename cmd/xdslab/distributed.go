@@ -662,7 +662,7 @@ func waitSummaries(ctx context.Context, log io.Writer, w waitSpec) (in []merge.I
 		}
 		if want == 0 {
 			if len(in) == 0 && len(errs) == 0 {
-				return nil, nil, fmt.Errorf("no *.json summaries in %s", dir)
+				return nil, nil, fmt.Errorf("no *.json summaries in %s: the shards write them there ('xdslab fleet --scenario S --segment I/N --summary %s/shard-I.json'); add --wait N to wait for N shards", dir, dir)
 			}
 			return in, errs, nil
 		}

@@ -531,3 +531,23 @@ func TestMergeArgumentIsADirectory(t *testing.T) {
 		t.Errorf("merge DIR: %q, want it to contain %q", err, want)
 	}
 }
+
+// TestMergeEmptyDir: --dir of a directory without summaries says what writes them and how
+// to wait for them.
+func TestMergeEmptyDir(t *testing.T) {
+	dir := t.TempDir()
+	root := newRootCmd()
+	root.SetArgs([]string{"merge", "--dir", dir, "--quiet"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	err := root.ExecuteContext(context.Background())
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitUsage {
+		t.Fatalf("merge --dir EMPTY: %v, want a usage error (exit 2)", err)
+	}
+	for _, want := range []string{"no *.json summaries in " + dir, "--summary " + dir + "/shard-I.json", "--wait N"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("merge --dir EMPTY: %q, want it to contain %q", err, want)
+		}
+	}
+}
