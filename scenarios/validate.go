@@ -30,10 +30,11 @@ const (
 	maxChurnServices = 100_000
 	// maxScheduledEvents is simulator.MaxScheduledEvents: the events all churn may schedule.
 	maxScheduledEvents = 5_000_000
-	// maxClients bounds the clients of one scenario, all groups together: every client is a
+	// MaxClients bounds the clients of one scenario, all groups together (and of xdslab fleet
+	// --clients): every client is a
 	// fake Envoy with its own state machine, and a count far past it exhausts memory before
 	// the connect phase ends (a group of 1e12 died with "fatal error: out of memory").
-	maxClients = 1_000_000
+	MaxClients = 1_000_000
 )
 
 // churnEvents is how many events c schedules over a run of duration d, in expectation: rate ×
@@ -474,14 +475,14 @@ func (v *validator) clients() {
 	}
 	total, over := 0, false
 	for _, c := range s.Clients {
-		if c.Count > maxClients {
+		if c.Count > MaxClients {
 			over = true // reported at the group
 		} else if c.Count > 0 {
 			total += c.Count
 		}
 	}
-	if total > maxClients && !over {
-		v.add("clients", fmt.Sprintf("lower the counts: at most %d clients in all groups together (the lab's limit)", maxClients), "the groups hold %d clients together, more than %d", total, maxClients)
+	if total > MaxClients && !over {
+		v.add("clients", fmt.Sprintf("lower the counts: at most %d clients in all groups together (the lab's limit)", MaxClients), "the groups hold %d clients together, more than %d", total, MaxClients)
 	}
 	seen := map[string]int{}
 	for i, c := range s.Clients {
@@ -494,8 +495,8 @@ func (v *validator) clients() {
 			v.add(p+".name", "use lower-case letters, digits and '-', e.g. "+strconv.Quote(suggestName(c.Name)), "invalid group name %q", c.Name)
 		}
 		v.atLeast(p+".count", c.Count, 1)
-		if c.Count > maxClients {
-			v.add(p+".count", fmt.Sprintf("use 1 to %d (the lab's limit, all groups together)", maxClients), "must be within 1..%d, got %d", maxClients, c.Count)
+		if c.Count > MaxClients {
+			v.add(p+".count", fmt.Sprintf("use 1 to %d (the lab's limit, all groups together)", MaxClients), "must be within 1..%d, got %d", MaxClients, c.Count)
 		}
 		if c.XDS != XDSSotW && c.XDS != XDSDelta && c.XDS != XDSGRPC {
 			v.add(p+".xds", suggest.Fix(c.XDS, []string{XDSSotW, XDSDelta, XDSGRPC}), "unknown xds variant %q", c.XDS)

@@ -169,6 +169,11 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fleet.Config, error) {
 	if f.Clients <= 0 {
 		return fleet.Config{}, fmt.Errorf("fleet: --clients %d must be at least 1", f.Clients)
 	}
+	if f.Clients > scenarios.MaxClients {
+		// Every client's state is allocated as it starts: 1e11 took the machine's 23 GB in
+		// seconds.
+		return fleet.Config{}, fmt.Errorf("fleet: --clients %d is more than %d, the lab's limit (as for a scenario's clients): use at most that", f.Clients, scenarios.MaxClients)
+	}
 	if f.Duration < 0 {
 		return fleet.Config{}, fmt.Errorf("fleet: --duration %s must be >= 0 (0 runs until Ctrl-C)", f.Duration)
 	}

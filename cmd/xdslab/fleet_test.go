@@ -258,3 +258,24 @@ func TestFleetBootstrapFlags(t *testing.T) {
 		t.Errorf("--bootstrap istiod: err %v, want a usage error naming --bootstrap and the profiles", err)
 	}
 }
+
+// TestFleetConfigClients: --clients past the lab's limit is refused before any client starts
+// (1e11 took the machine's memory in seconds), as a scenario's count is.
+func TestFleetConfigClients(t *testing.T) {
+	for _, tc := range []struct {
+		clients int
+		want    string // "" accepted
+	}{
+		{1, ""},
+		{1_000_000, ""},
+		{0, "--clients 0 must be at least 1"},
+		{1_000_001, "--clients 1000001 is more than 1000000, the lab's limit"},
+		{99_999_999_999, "--clients 99999999999 is more than 1000000"},
+	} {
+		f := fleetFlags{Target: "127.0.0.1:1", Clients: tc.clients, Nack: "never", Progress: "off"}
+		_, err := fleetConfig(f, io.Discard)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("--clients %d: %v, want %q", tc.clients, err, tc.want)
+		}
+	}
+}
