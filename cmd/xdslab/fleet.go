@@ -113,7 +113,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Target, "target", "", "ADS server HOST:PORT (required; insecure gRPC unless --auth)")
-	fl.IntVar(&f.Clients, "clients", 10, "number of clients")
+	fl.IntVar(&f.Clients, "clients", 10, "number of clients, 1..1000000 (in all, over every --segment)")
 	fl.DurationVar(&f.Duration, "duration", 0, "run time after the ramp starts (0: until Ctrl-C)")
 	fl.Float64Var(&f.Ramp, "ramp", 100, "clients started per second (0: all at once)")
 	fl.BoolVar(&f.Delta, "delta", false, "speak incremental (Delta) ADS instead of state of the world")
