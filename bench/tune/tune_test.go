@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -624,4 +625,35 @@ func TestTuneSearchOnGrid(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzParseParam: any --param value parses or gives an error naming it; a parsed one has a
+// name and distinct, non-empty values, which joined with commas parse back to the same values.
+func FuzzParseParam(f *testing.F) {
+	for _, s := range []string{"minQuiet=50ms,100ms,200ms", "minQuite=1s", "foo=1,2", "=1s", "minQuiet", "minQuiet=1s,,2s", "minQuiet=1s,1s",
+		"topology.endpointsPerService={dist: exp, mean: 4},8", "thresholds.xdslab_push_latency_seconds=['p(99)<1s', 'avg<1s']",
+		"description='a, b',c", "clients[0].count=1,2", "x.y={a, [b, c]},'d,e\",f", "churn[0].delta.max=5,6"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseParam(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), "--param") {
+				t.Fatalf("ParseParam(%q): %v does not name the flag", s, err)
+			}
+			return
+		}
+		if p.Name == "" || p.Path == "" || len(p.Values) == 0 {
+			t.Fatalf("ParseParam(%q) = %+v", s, p)
+		}
+		for i, v := range p.Values {
+			if v == "" || slices.Contains(p.Values[:i], v) {
+				t.Fatalf("ParseParam(%q) = %+v: an empty or repeated value", s, p)
+			}
+		}
+		back, err := ParseParam(p.Name + "=" + strings.Join(p.Values, ","))
+		if err != nil || !slices.Equal(back.Values, p.Values) {
+			t.Fatalf("ParseParam(%q) = %q, which joined parses to %q, %v", s, p.Values, back.Values, err)
+		}
+	})
 }
