@@ -432,6 +432,12 @@ func (d *decoder) slice(n *yaml.Node, v reflect.Value, path string, depth int) {
 	et := v.Type().Elem()
 	out := reflect.MakeSlice(v.Type(), 0, len(n.Content))
 	for i, item := range n.Content {
+		if x := item; x.Kind == yaml.ScalarNode && x.ShortTag() == "!!null" {
+			// A "-" with nothing after it: in clients it was a whole group of 100 default
+			// clients, elsewhere a zero; an empty value keeps a default only where there is one.
+			d.fail(x, path+"["+itoa(i)+"]", "remove the empty entry, or write the item after its -", "empty list entry")
+			continue
+		}
 		ev := reflect.New(et).Elem()
 		if et == clientType {
 			ev.Set(reflect.ValueOf(DefaultClient()))

@@ -64,6 +64,9 @@ func TestMalformed(t *testing.T) {
 		{"ratio bound as a percentage", "name: x\nthresholds:\n  xdslab_cache_hit_ratio{type:eds}: ['rate>90']\n", 3, 38, "thresholds.xdslab_cache_hit_ratio{type:eds}[0]", "outside 0..1", "write 90% or 0.9"},
 		// A proxyless gRPC client does not drain: a listenerDrain written on one is a no-op.
 		{"listenerDrain on grpc", "name: x\nclients: [{xds: grpc, listenerDrain: 10s}]\n", 2, 38, "clients[0].listenerDrain", "has no effect: proxyless gRPC clients (xds grpc) do not drain", "remove listenerDrain"},
+		// A "-" with nothing after it is not a group of 100 default clients.
+		{"empty client entry", "name: x\nclients:\n  -\n  - {name: a}\n", 3, 4, "clients[0]", "empty list entry", "remove the empty entry"},
+		{"empty offset", "name: x\nchurn: [{kind: scale, at: [1s, ~]}]\n", 2, 32, "churn[0].at[1]", "empty list entry", "remove the empty entry"},
 		{"huge client count", "name: x\nclients: [{count: 999999999999}]\n", 2, 19, "clients[0].count", "must be within 1..1000000, got 999999999999", "use 1 to 1000000"},
 		{"clients in all past the limit", "name: x\nclients: [{name: a, count: 600000}, {name: b, count: 600000}]\n", 2, 10, "clients", "the groups hold 1200000 clients together", "at most 1000000 clients in all groups"},
 		{"auth both", "name: x\nclients:\n  - auth: {mtls: true, jwt: true}\n", 3, 0, "clients[0].auth", "choose one credential", "not both"},
