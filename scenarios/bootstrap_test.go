@@ -28,6 +28,9 @@ func TestBootstrapProfiles(t *testing.T) {
 		{"envoy, timeout written 0", "name: x\nclients: [{bootstrap: envoy, initialFetchTimeout: 0s}]\n", trio{false, 0, 600 * time.Second, BootstrapEnvoy}},
 		{"istio, drain written", "name: x\nclients: [{listenerDrain: 10s, nodeOnFirstOnly: false}]\n", trio{false, 0, 10 * time.Second, BootstrapIstio}},
 		{"envoy, fields written first", "name: x\nclients:\n  - listenerDrain: 0s\n    bootstrap: envoy\n", trio{false, 15 * time.Second, 0, BootstrapEnvoy}},
+		// A gRPC group does not drain, but its profile's drain (not written) is no error.
+		{"envoy, grpc", "name: x\nclients: [{xds: grpc, bootstrap: envoy}]\n", envoy},
+		{"envoy, grpc, profile's drain written", "name: x\nclients: [{xds: grpc, bootstrap: envoy, listenerDrain: 10m}]\n", envoy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := LoadBytes("b.yaml", []byte(tc.yaml))

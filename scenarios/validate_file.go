@@ -124,7 +124,11 @@ func (v *validator) validateFile() {
 	dc := DefaultClient()
 	for i, c := range s.Clients {
 		p := "clients[" + itoa(i) + "]"
-		if c.XDS == XDSGRPC && c.ListenerDrain != dc.ListenerDrain {
+		// The group's bootstrap profile gives listenerDrain its value unless the file writes
+		// one: that value (written out or not) is no error, any other is.
+		var profile Client
+		profile.UseBootstrap(c.Bootstrap)
+		if c.XDS == XDSGRPC && c.ListenerDrain != profile.ListenerDrain {
 			v.add(p+".listenerDrain", "remove listenerDrain, or use xds: sotw or delta (Envoy clients drain)",
 				"listenerDrain %s has no effect: proxyless gRPC clients (xds grpc) do not drain listeners", c.ListenerDrain)
 		}
