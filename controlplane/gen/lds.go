@@ -387,10 +387,14 @@ func wildTCPChains(p *model.Proxy, pi *portInfo, l *listenerv3.Listener, num uin
 			deps = append(deps, tr.deps...)
 			chains := tr.chains
 			if len(chains) == 0 {
+				// The tcp_proxy carries the service's DestinationRule (idle timeout, maximum
+				// connection duration, source-IP hash), as istiod's single-destination one does.
 				cluster := ClusterName(Outbound, num, "", svc.Hostname)
+				filters, ddeps := singleTCPProxy(ix, cluster, svc.Hostname, "", model.ProtocolTLS)
+				deps = append(deps, ddeps...)
 				chains = []*listenerv3.FilterChain{{
 					FilterChainMatch: sniChainMatch([]string{svc.Hostname}, svcCIDRs),
-					Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster, cluster)},
+					Filters:          filters,
 				}}
 			}
 			for _, c := range chains {
@@ -414,9 +418,11 @@ func wildTCPChains(p *model.Proxy, pi *portInfo, l *listenerv3.Listener, num uin
 				continue
 			}
 			seen[key] = true
+			filters, ddeps := singleTCPProxy(ix, cluster, svc.Hostname, "", port.Protocol)
+			deps = append(deps, ddeps...)
 			l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 				FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{r}},
-				Filters:          tcpStack(port.Protocol, cluster, tcpProxyFilter(cluster, cluster)),
+				Filters:          filters,
 			})
 		}
 	}

@@ -226,3 +226,46 @@ func TestTCPRouteErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSNIAndCIDRChainsCarryDestinationRule: the chain of a TLS host without a VIP (chosen by
+// SNI) and the chain of a TCP service's CIDR on 0.0.0.0_PORT carry the service's
+// DestinationRule in their tcp_proxy (idle timeout, maximum connection duration, source-IP
+// hash), as istiod's single-destination tcp_proxy does everywhere.
+func TestSNIAndCIDRChainsCarryDestinationRule(t *testing.T) {
+	const tlsHost, cidrHost = "secure.example.com", "subnet.example.com"
+	rule := func(host string) *networking.DestinationRule {
+		return &networking.DestinationRule{Host: host, TrafficPolicy: &networking.TrafficPolicy{
+			LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{
+				HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}}}},
+			ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{IdleTimeout: durationpb.New(time.Minute)}},
+		}}
+	}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{
+		{Hostname: tlsHost, Namespace: "db", Ports: []model.Port{{Name: "tls", Number: 9443, Protocol: model.ProtocolTLS}}},
+		{Hostname: cidrHost, Namespace: "db", Addresses: []string{"10.40.0.0/16"}, Ports: []model.Port{{Name: "tcp", Number: 9443, Protocol: model.ProtocolTCP}}},
+	}, Configs: []*istioconfig.Config{drConfig("secure", "db", rule(tlsHost)), drConfig("subnet", "db", rule(cidrHost))}})
+	p := sidecarProxy("10.0.0.9", "app")
+	rs, err := ForType(ListenerType, p).Generate(p, s, []string{"0.0.0.0_9443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("%d listeners", len(rs))
+	}
+	if _, err := validateDeep(rs[0].Message); err != nil {
+		t.Fatal(err)
+	}
+	hashed := func(cluster string) *tcpproxyv3.TcpProxy {
+		tp := singleTCP(cluster)
+		tp.IdleTimeout = durationpb.New(time.Minute)
+		tp.HashPolicy = []*hashv3.HashPolicy{{PolicySpecifier: &hashv3.HashPolicy_SourceIp_{SourceIp: &hashv3.HashPolicy_SourceIp{}}}}
+		return tp
+	}
+	want := []*listenerv3.FilterChain{
+		tcpChain(&listenerv3.FilterChainMatch{ServerNames: []string{tlsHost}}, hashed(ClusterName(Outbound, 9443, "", tlsHost))),
+		tcpChain(&listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{{AddressPrefix: "10.40.0.0", PrefixLen: wrapperspb.UInt32(16)}}}, hashed(ClusterName(Outbound, 9443, "", cidrHost))),
+	}
+	if diff := cmp.Diff(want, rs[0].Message.(*listenerv3.Listener).GetFilterChains(), protocmp.Transform()); diff != "" {
+		t.Errorf("filter chains (-istiod +ours):\n%s", diff)
+	}
+}
