@@ -154,6 +154,9 @@ func serviceClusters(s *model.Snapshot, ix *index, sh *shared, svc *model.Servic
 			if err != nil {
 				errs = append(errs, err)
 			}
+			if c == nil {
+				continue // a DNS cluster without endpoints
+			}
 			out = append(out, Resource{Name: name, Message: c, Deps: deps})
 		}
 	}
@@ -167,8 +170,9 @@ func checkSubsetName(n string) error {
 	return nil
 }
 
-// outboundCluster builds one outbound cluster. Errors concern the endpoints inlined for DNS
-// clusters; the cluster returned is still valid.
+// outboundCluster builds one outbound cluster, nil for a DNS cluster (not proxyless gRPC's)
+// that none of the service's endpoints are for, which istiod does not build. Errors concern the endpoints inlined for
+// DNS clusters; the cluster returned is still valid.
 func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Service, port model.Port, dr *networking.DestinationRule, ss *networking.Subset, eps []*model.Endpoint, grpc bool) (*clusterv3.Cluster, error) {
 	c := &clusterv3.Cluster{Name: name}
 	pol := effectivePolicy(dr, port.Number, ss)
@@ -191,6 +195,12 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 			n += len(l.GetLbEndpoints())
 		}
 		switch {
+		case n == 0 && len(eps) > 0 && !grpc:
+			// The service has endpoints but none for this cluster (a subset whose labels no
+			// endpoint has, such as a DNS entry's own host name, which has no labels): istiod
+			// builds no cluster then (its buildCluster gives up on a DNS cluster without
+			// endpoints), and routes to it fail.
+			return nil, err
 		case n == 0 || (grpc && n > 1):
 			// The proxy resolves the service's own hostname (grpc-go's LOGICAL_DNS takes exactly
 			// one endpoint).

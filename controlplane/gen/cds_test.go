@@ -342,3 +342,42 @@ func TestInboundClusters(t *testing.T) {
 		}
 	}
 }
+
+// TestDNSSubsetWithoutEndpoints: a DNS service's subset that none of its endpoints is in (its
+// own host name, which has no labels, or endpoints of other versions) gets no cluster, as
+// istiod builds none; a subset without labels, and the service's cluster, keep theirs.
+func TestDNSSubsetWithoutEndpoints(t *testing.T) {
+	const host, named = "dns.example.com", "named.example.com"
+	svc := func(h string) *model.Service {
+		return &model.Service{Hostname: h, Namespace: "ext", Resolution: model.ResolutionDNS, MeshExternal: true,
+			Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	}
+	subsets := []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}, {Name: "v2", Labels: map[string]string{"version": "v2"}}, {Name: "all"}}
+	s := model.NewSnapshot(1, model.SnapshotInput{
+		Services: []*model.Service{svc(host), svc(named)},
+		Endpoints: map[string][]*model.Endpoint{
+			host:  {{Service: host, Address: "a.example.net", Weight: 1, Labels: map[string]string{"version": "v1"}}},
+			named: {{Service: named, Address: named, Weight: 1}}, // the entry's own host name
+		},
+		Configs: []*istioconfig.Config{
+			drConfig("dns", "ext", &networking.DestinationRule{Host: host, Subsets: subsets}),
+			drConfig("named", "ext", &networking.DestinationRule{Host: named, Subsets: subsets}),
+		},
+	})
+	p := sidecarProxy("10.9.9.9", "ext")
+	rs, err := ForType(ClusterType, p).Generate(p, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		if strings.HasPrefix(r.Name, "outbound|80|") {
+			got = append(got, r.Name)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"outbound|80|all|dns.example.com", "outbound|80|all|named.example.com", "outbound|80|v1|dns.example.com", "outbound|80||dns.example.com", "outbound|80||named.example.com"}
+	if !slices.Equal(got, want) {
+		t.Errorf("clusters %v, want %v", got, want)
+	}
+}
