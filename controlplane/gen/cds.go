@@ -178,7 +178,13 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	pol := effectivePolicy(dr, port.Number, ss)
 	pol.distribution = svc.TrafficDistribution
 	var err error
-	switch svc.Resolution {
+	resolution := svc.Resolution
+	if resolution == model.ResolutionPassthrough && sh.proxy != nil && sh.proxy.Type == model.Router {
+		// A gateway cannot pass through to the address the client dialled: istiod falls back
+		// to EDS (the entry's endpoints, often none).
+		resolution = model.ResolutionStatic
+	}
+	switch resolution {
 	case model.ResolutionStatic:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
 		src := sh.adsSource()
@@ -234,7 +240,7 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
 	}
 	pol.applyLB(c, grpc)
-	if svc.Resolution == model.ResolutionPassthrough {
+	if resolution == model.ResolutionPassthrough {
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 		c.LbConfig = nil // istiod applies no consistent hash to ORIGINAL_DST clusters
 	}

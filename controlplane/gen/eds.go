@@ -31,7 +31,7 @@ func endpoints(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, e
 	ix.drNS = drNamespaceKey(p, s) // its namespace's subsets come first for it, as in its CDS
 	if wantAll(names) {
 		ix = newIndex(s, s.ScopeFor(p)).of(p)
-		names = edsClusterNames(s, ix)
+		names = edsClusterNames(s, ix, p != nil && p.Type == model.Router)
 	} else {
 		names = slices.Clone(names)
 		slices.Sort(names)
@@ -51,11 +51,12 @@ func endpoints(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, e
 	return out, errors.Join(errs...)
 }
 
-// edsClusterNames lists every outbound EDS cluster name in the snapshot, sorted.
-func edsClusterNames(s *model.Snapshot, ix *index) []string {
+// edsClusterNames lists every outbound EDS cluster name in the snapshot, sorted: a router's
+// include the passthrough (resolution NONE) services', EDS on gateways (cds.go).
+func edsClusterNames(s *model.Snapshot, ix *index, router bool) []string {
 	var names []string
 	for _, svc := range visibleServices(s, ix.scope) {
-		if svc.Resolution != model.ResolutionStatic {
+		if svc.Resolution != model.ResolutionStatic && !(router && svc.Resolution == model.ResolutionPassthrough) {
 			continue
 		}
 		dr := ix.destinationRule(svc.Hostname)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -897,5 +898,46 @@ func TestGatewayDestinationWithoutPortOfHiddenService(t *testing.T) {
 	want := []string{"outbound|80||hidden.apps.svc.cluster.local", "outbound|8000||seen.apps.svc.cluster.local"}
 	if !slices.Equal(got, want) {
 		t.Errorf("clusters %v, want %v", got, want)
+	}
+}
+
+// TestGatewayPassthroughServiceIsEDS: a gateway's cluster of a resolution NONE service is an
+// EDS cluster with the usual load balancer (istiod: a gateway cannot pass through to the
+// address the client dialled), where a sidecar's is ORIGINAL_DST.
+func TestGatewayPassthroughServiceIsEDS(t *testing.T) {
+	const host = "legacy.apps.svc.cluster.local"
+	svc := &model.Service{Hostname: host, Namespace: "apps", Resolution: model.ResolutionPassthrough, Addresses: []string{"10.96.5.1"}, Ports: []model.Port{{Name: "http", Number: 8000, Protocol: model.ProtocolHTTP}}}
+	gw := gwConfig("gw", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{server(80, "HTTP", "*")}})
+	vs := vsConfig("vs", "apps", &networking.VirtualService{Hosts: []string{"www.example.com"}, Gateways: []string{"istio-system/gw"}, Http: []*networking.HTTPRoute{
+		{Route: []*networking.HTTPRouteDestination{{Destination: gwDest(host, 8000, "")}}},
+	}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{gw, vs}})
+	name := "outbound|8000||" + host
+	for _, tt := range []struct {
+		p    *model.Proxy
+		typ  clusterv3.Cluster_DiscoveryType
+		lb   clusterv3.Cluster_LbPolicy
+		eds  bool
+		what string
+	}{
+		{routerProxy("istio-system", ingressLabels), clusterv3.Cluster_EDS, clusterv3.Cluster_LEAST_REQUEST, true, "gateway"},
+		{sidecarProxy("10.9.9.9", "apps"), clusterv3.Cluster_ORIGINAL_DST, clusterv3.Cluster_CLUSTER_PROVIDED, false, "sidecar"},
+	} {
+		g, err := generateAll(t, tt.p, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkResources(t, tt.p, g)
+		r, ok := find(g[ClusterType], name)
+		if !ok {
+			t.Fatalf("%s: no cluster %s", tt.what, name)
+		}
+		c := r.Message.(*clusterv3.Cluster)
+		if c.GetType() != tt.typ || c.GetLbPolicy() != tt.lb {
+			t.Errorf("%s: cluster type %s, lb %s; want %s, %s", tt.what, c.GetType(), c.GetLbPolicy(), tt.typ, tt.lb)
+		}
+		if _, ok := find(g[EndpointType], name); ok != tt.eds {
+			t.Errorf("%s: EDS assignment listed: %v, want %v", tt.what, ok, tt.eds)
+		}
 	}
 }
