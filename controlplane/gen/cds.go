@@ -371,7 +371,10 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 	ports, deps := inboundPorts(p, s)
 	var out []Resource
 	sh := &shared{}
-	ix := newIndex(s, nil)
+	// The rule of the service is the one the proxy's own outbound clusters read (its
+	// namespace's first, then the service's, then the root's), as istiod's inbound cluster
+	// takes its connection pool from the sidecar scope's rule.
+	ix := newIndex(s, s.ScopeFor(p))
 	for _, ip := range ports {
 		name := ClusterName(Inbound, ip.target, "", "")
 		if !wanted(want, name) {

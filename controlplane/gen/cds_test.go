@@ -381,3 +381,33 @@ func TestDNSSubsetWithoutEndpoints(t *testing.T) {
 		t.Errorf("clusters %v, want %v", got, want)
 	}
 }
+
+// TestInboundClusterPoolFromProxyScopeRule: an inbound cluster takes its connection pool from
+// the rule the proxy's sidecar scope picks for the service, as istiod's: one exported only to
+// the proxy's (and service's) namespace counts, and a rule in the proxy's namespace goes first.
+func TestInboundClusterPoolFromProxyScopeRule(t *testing.T) {
+	const host = "api.team.svc.cluster.local"
+	svc := &model.Service{Hostname: host, Namespace: "team", Addresses: []string{"10.96.7.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	pool := func(n int32) *networking.TrafficPolicy {
+		return &networking.TrafficPolicy{ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: n}}}
+	}
+	s := model.NewSnapshot(1, model.SnapshotInput{
+		Services:  []*model.Service{svc},
+		Endpoints: map[string][]*model.Endpoint{host: {{Service: host, Address: "10.7.0.1", Weight: 1, Health: model.Healthy}}},
+		Configs: []*istioconfig.Config{
+			drConfig("private", "team", &networking.DestinationRule{Host: host, ExportTo: []string{"."}, TrafficPolicy: pool(7)}),
+			drConfig("root", model.RootNamespace, &networking.DestinationRule{Host: host, TrafficPolicy: pool(9)}),
+		},
+	})
+	p := sidecarProxy("10.7.0.1", "team")
+	rs, err := ForType(ClusterType, p).Generate(p, s, []string{"inbound|80||"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("%d clusters", len(rs))
+	}
+	if got := rs[0].Message.(*clusterv3.Cluster).GetCircuitBreakers().GetThresholds()[0].GetMaxConnections().GetValue(); got != 7 {
+		t.Errorf("inbound max_connections %d, want 7 (the rule private to the proxy's namespace)", got)
+	}
+}
