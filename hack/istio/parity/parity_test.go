@@ -55,62 +55,19 @@ var proxies = []struct {
 
 // TestParityWithIstio serves testdata/mesh from Istio's DiscoveryServer and from xdslab's
 // control plane, fetches every proxy's CDS, EDS, LDS and RDS from both, and fails on any
-// semantic difference that is not a known gap (known.go).
+// semantic difference that is not a known gap (pendingGaps).
 func TestParityWithIstio(t *testing.T) {
 	dir := "testdata/mesh"
 	if d := os.Getenv("PARITY_DIR"); d != "" {
 		dir = d // another corpus, for probing by hand
 	}
-	istio, err := istiodlab.Start(t, istiodlab.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := controlplanetest.Options(t)
-	opts.ConfigDir = dir
-	opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ours := controlplanetest.NewServer(t, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	select {
-	case <-ours.Synced():
-	case <-ctx.Done():
-		t.Fatal("xdslab did not sync testdata/mesh in 60s")
-	}
-	if _, err := ours.WaitForSnapshot(ctx, func(s *model.Snapshot) bool { return s != nil && len(s.Services()) > 0 }); err != nil {
-		t.Fatal(err)
-	}
+	ctx, istioAddr, oursAddr := serveBoth(t, dir)
 	applied := map[int]bool{}
 	ran := map[string]bool{}
 	for _, p := range proxies {
 		t.Run(p.name, func(t *testing.T) {
 			ran[p.name] = true
-			want, err := parity.Fetch(ctx, istio.Addr, p.proxy)
-			if err != nil {
-				t.Fatalf("Istio: %v", err)
-			}
-			got, err := parity.Fetch(ctx, ours.GRPCAddr(), p.proxy)
-			if err != nil {
-				t.Fatalf("xdslab: %v", err)
-			}
-			wv, gv := parity.Project(want), parity.Project(got)
-			if p.proxy.Type == "router" {
-				wv.DropUnreferencedClusters()
-				gv.DropUnreferencedClusters()
-			}
-			if *dump != "" {
-				for _, side := range []struct {
-					name string
-					v    parity.View
-				}{{"istio", wv}, {"xdslab", gv}} {
-					for k, lines := range side.v {
-						if strings.Contains(k, *dump) {
-							t.Logf("%s %s:\n  %s", side.name, k, strings.Join(lines, "\n  "))
-						}
-					}
-				}
-			}
-			applyPending(p.name, wv, applied)
-			if ds := parity.Diff(wv, gv); len(ds) > 0 {
+			if ds := compareProxy(t, ctx, istioAddr, oursAddr, p.name, p.proxy, applied); len(ds) > 0 {
 				t.Errorf("%d semantic differences (- only Istio, + only xdslab):\n%s", len(ds), parity.Format(ds))
 			}
 		})
@@ -120,6 +77,65 @@ func TestParityWithIstio(t *testing.T) {
 			t.Errorf("pending gap %q changed no Istio line: it is closed; remove it from pendingGaps and docs/parity.md", g.why)
 		}
 	}
+}
+
+// serveBoth serves the Istio YAML of dir from istiodlab and from xdslab until t ends, waits
+// until xdslab has loaded it, and returns a context bounding the fetches and both ADS addresses.
+func serveBoth(t *testing.T, dir string) (ctx context.Context, istioAddr, oursAddr string) {
+	t.Helper()
+	istio, err := istiodlab.Start(t, istiodlab.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := controlplanetest.Options(t)
+	opts.ConfigDir = dir
+	opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ours := controlplanetest.NewServer(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	select {
+	case <-ours.Synced():
+	case <-ctx.Done():
+		t.Fatalf("xdslab did not sync %s in 60s", dir)
+	}
+	if _, err := ours.WaitForSnapshot(ctx, func(s *model.Snapshot) bool { return s != nil && len(s.Services()) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, istio.Addr, ours.GRPCAddr()
+}
+
+// compareProxy fetches p's resources from both servers, projects them, rewrites Istio's view
+// with pendingGaps (recording in applied which ones changed a line) and returns the
+// differences. With -dump it logs both views of the matching resources.
+func compareProxy(t *testing.T, ctx context.Context, istioAddr, oursAddr, name string, p parity.Proxy, applied map[int]bool) []parity.Delta {
+	t.Helper()
+	want, err := parity.Fetch(ctx, istioAddr, p)
+	if err != nil {
+		t.Fatalf("Istio: %v", err)
+	}
+	got, err := parity.Fetch(ctx, oursAddr, p)
+	if err != nil {
+		t.Fatalf("xdslab: %v", err)
+	}
+	wv, gv := parity.Project(want), parity.Project(got)
+	if p.Type == "router" {
+		wv.DropUnreferencedClusters()
+		gv.DropUnreferencedClusters()
+	}
+	if *dump != "" {
+		for _, side := range []struct {
+			name string
+			v    parity.View
+		}{{"istio", wv}, {"xdslab", gv}} {
+			for k, lines := range side.v {
+				if strings.Contains(k, *dump) {
+					t.Logf("%s %s:\n  %s", side.name, k, strings.Join(lines, "\n  "))
+				}
+			}
+		}
+	}
+	applyPending(name, wv, applied)
+	return parity.Diff(wv, gv)
 }
 
 // pendingGap is a difference from Istio that xdslab does not close yet: an item of issue 26 not
