@@ -643,7 +643,7 @@ func (rp *routerPlan) tlsChains(gp *gwPort) ([]*listenerv3.FilterChain, []string
 				if len(snis) == 0 {
 					continue
 				}
-				f, cs, d, err := rp.tcpProxy("outbound_"+ListenerName(wildcardIP, gp.num), tr.GetRoute(), b.c.Namespace)
+				f, cs, d, err := rp.tcpProxy("outbound_"+ListenerName(wildcardIP, gp.num), tr.GetRoute(), b.c.Namespace, gp.num)
 				deps = append(deps, d...)
 				if err != nil {
 					rp.errs = append(rp.errs, fmt.Errorf("%s: %w; route skipped, fix the VirtualService", where, err))
@@ -684,7 +684,7 @@ func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, [
 				if !applies {
 					continue
 				}
-				f, cs, d, err := rp.tcpProxy(stat, tr.GetRoute(), b.c.Namespace)
+				f, cs, d, err := rp.tcpProxy(stat, tr.GetRoute(), b.c.Namespace, gp.num)
 				deps = append(deps, d...)
 				if err != nil {
 					rp.errs = append(rp.errs, fmt.Errorf("VirtualService %s/%s tcp[%d] on %s port %d: %w; route skipped, fix the VirtualService", b.c.Namespace, b.c.Name, i, gs, gp.num, err))
@@ -698,8 +698,10 @@ func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, [
 	return nil, nil, deps
 }
 
-// tcpProxy builds a tcp_proxy to one destination or a weighted set.
-func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDestination, vsNS string) (*listenerv3.Filter, []string, []istioconfig.Key, error) {
+// tcpProxy builds a tcp_proxy to one destination or a weighted set, for server port
+// listenPort: a destination without a port takes the only port of a service the gateway sees,
+// else listenPort (istiod's GetDestinationCluster).
+func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDestination, vsNS string, listenPort uint32) (*listenerv3.Filter, []string, []istioconfig.Key, error) {
 	if len(dests) == 0 {
 		return nil, nil, nil, errors.New("no route destination")
 	}
@@ -725,10 +727,10 @@ func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDesti
 			deps = append(deps, ServiceKey(ds))
 		}
 		if num == 0 {
-			if ds == nil || len(ds.Ports) != 1 {
-				return nil, nil, deps, fmt.Errorf("route[%d]: destination %s needs a port (destination.port)", i, host)
+			num = listenPort
+			if vs := visibleService(rp.s, rp.ix.scope, host); vs != nil && len(vs.Ports) == 1 {
+				num = vs.Ports[0].Number
 			}
-			num = ds.Ports[0].Number
 		}
 		if num > 65535 {
 			return nil, nil, deps, fmt.Errorf("route[%d]: port %d out of range", i, num)

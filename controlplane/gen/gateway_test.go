@@ -941,3 +941,46 @@ func TestGatewayPassthroughServiceIsEDS(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayTCPDestinationWithoutPort: a gateway tcp route's destination without a port takes
+// the only port of a service the gateway sees, else the server's port (istiod's
+// GetDestinationCluster): for a service with several ports, or one exported elsewhere.
+func TestGatewayTCPDestinationWithoutPort(t *testing.T) {
+	tcp := func(n ...uint32) []model.Port {
+		var ps []model.Port
+		for _, x := range n {
+			ps = append(ps, model.Port{Name: "tcp-" + strconv.Itoa(int(x)), Number: x, Protocol: model.ProtocolTCP})
+		}
+		return ps
+	}
+	one := &model.Service{Hostname: "one.apps.svc.cluster.local", Namespace: "apps", Ports: tcp(5432)}
+	multi := &model.Service{Hostname: "multi.apps.svc.cluster.local", Namespace: "apps", Ports: tcp(5433, 5434)}
+	hidden := &model.Service{Hostname: "hidden.apps.svc.cluster.local", Namespace: "apps", ExportTo: []string{"."}, Ports: tcp(5435)}
+	for _, tt := range []struct {
+		svc  *model.Service
+		want string
+	}{
+		{one, "outbound|5432||one.apps.svc.cluster.local"},
+		{multi, "outbound|31400||multi.apps.svc.cluster.local"},
+		{hidden, "outbound|31400||hidden.apps.svc.cluster.local"},
+	} {
+		gw := gwConfig("gw", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{server(31400, "TCP", "*")}})
+		vs := vsConfig("vs", "apps", &networking.VirtualService{Hosts: []string{"*"}, Gateways: []string{"istio-system/gw"}, Tcp: []*networking.TCPRoute{
+			{Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: tt.svc.Hostname}}}},
+		}})
+		s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{tt.svc}, Configs: []*istioconfig.Config{gw, vs}})
+		p := routerProxy("istio-system", ingressLabels)
+		g, err := generateAll(t, p, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkResources(t, p, g)
+		r, ok := find(g[ListenerType], "0.0.0.0_31400")
+		if !ok {
+			t.Fatalf("%s: no listener 0.0.0.0_31400", tt.svc.Hostname)
+		}
+		if got := tcpClusterOf(t, r.Message.(*listenerv3.Listener).GetFilterChains()[0]); got != tt.want {
+			t.Errorf("cluster %s, want %s", got, tt.want)
+		}
+	}
+}
