@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"strings"
 	"time"
 
 	"github.com/xdslab/xdslab/scenarios/units"
@@ -64,11 +65,15 @@ func (s *Scenario) applyBootstraps() {
 	}
 }
 
-// applyBootstrapOf applies group i's profile to the fields its file (if any) does not write.
+// applyBootstrapOf applies group i's profile to the fields its file (if any) and Set do not
+// write.
 func (s *Scenario) applyBootstrapOf(i int) {
 	p := "clients[" + itoa(i) + "]."
 	s.Clients[i].applyBootstrap(s.Clients[i].Bootstrap, func(key string) bool {
-		if s.src == nil {
+		if s.setKeys[p+key] {
+			return true
+		}
+		if s.src == nil || s.setKeys[strings.TrimSuffix(p, ".")] { // no file, or Set replaced the group
 			return false
 		}
 		at, ok := s.src.at[p+key]

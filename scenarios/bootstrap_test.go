@@ -93,3 +93,62 @@ func sameTrio(a, b Client) bool {
 	return a.Bootstrap == b.Bootstrap && a.NodeOnFirstOnly == b.NodeOnFirstOnly &&
 		a.InitialFetchTimeout == b.InitialFetchTimeout && a.ListenerDrain == b.ListenerDrain
 }
+
+// TestBootstrapSetOrder: Set keeps a profile field it wrote whatever is set after it, and a
+// group or list Set writes whole takes its own profile for the fields it does not write.
+func TestBootstrapSetOrder(t *testing.T) {
+	type trio struct {
+		node       bool
+		ift, drain time.Duration
+	}
+	for _, tc := range []struct {
+		name string
+		file string
+		sets [][2]string
+		want trio
+	}{
+		{"field then profile", "name: x\nclients: [{name: a, count: 2}]\n",
+			[][2]string{{"clients[0].initialFetchTimeout", "5s"}, {"clients[0].bootstrap", "envoy"}}, trio{false, 5 * time.Second, 600 * time.Second}},
+		{"profile then field", "name: x\nclients: [{name: a, count: 2}]\n",
+			[][2]string{{"clients[0].bootstrap", "envoy"}, {"clients[0].initialFetchTimeout", "5s"}}, trio{false, 5 * time.Second, 600 * time.Second}},
+		{"whole group", "name: x\nclients: [{name: a, count: 2}]\n",
+			[][2]string{{"clients[0]", "{name: a, count: 2, bootstrap: envoy}"}}, trio{false, 15 * time.Second, 600 * time.Second}},
+		{"whole group with a field", "name: x\nclients: [{name: a, count: 2}]\n",
+			[][2]string{{"clients[0]", "{name: a, count: 2, bootstrap: envoy, listenerDrain: 5s}"}}, trio{false, 15 * time.Second, 5 * time.Second}},
+		{"whole list, the file's field replaced", "name: x\nclients: [{name: a, count: 2, listenerDrain: 7s}]\n",
+			[][2]string{{"clients", "[{name: a, count: 2, bootstrap: envoy}]"}}, trio{false, 15 * time.Second, 600 * time.Second}},
+		{"file field kept", "name: x\nclients: [{name: a, count: 2, listenerDrain: 7s}]\n",
+			[][2]string{{"clients[0].bootstrap", "envoy"}}, trio{false, 15 * time.Second, 7 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := LoadBytes("b.yaml", []byte(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kv := range tc.sets {
+				if err := s.Set(kv[0], kv[1]); err != nil {
+					t.Fatalf("Set(%s, %s): %v", kv[0], kv[1], err)
+				}
+			}
+			c := s.Clients[0]
+			if got := (trio{c.NodeOnFirstOnly, c.InitialFetchTimeout.D(), c.ListenerDrain.D()}); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	// A clone's Set does not write into the original's record of what was set.
+	s, err := LoadBytes("b.yaml", []byte("name: x\nclients: [{name: a, count: 2}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Clone()
+	if err := c.Set("clients[0].listenerDrain", "5s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("clients[0].bootstrap", "envoy"); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Clients[0].ListenerDrain.D(); d != 600*time.Second {
+		t.Errorf("original's drain %v after a clone's Set, want envoy's 600s", d)
+	}
+}

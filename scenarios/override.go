@@ -50,6 +50,7 @@ func (s *Scenario) Clone() *Scenario {
 	for k, v := range c.Thresholds {
 		c.Thresholds[k] = slices.Clone(v)
 	}
+	c.setKeys = maps.Clone(s.setKeys)
 	return &c
 }
 
@@ -145,10 +146,66 @@ func (s *Scenario) Set(path, value string) error {
 	if len(d.errs) > 0 {
 		return valueErrors(d.errs)
 	}
-	if len(segs) == 3 && segs[0].name == "clients" && segs[1].index >= 0 && segs[2].name == "bootstrap" {
-		s.applyBootstrapOf(segs[1].index) // the profile's values, but for what the file wrote
+	if segs[0].name == "clients" {
+		s.setClients(segs, node)
 	}
 	return s.revalidate()
+}
+
+// setClients keeps the bootstrap profiles true after Set wrote path segs (under clients) with
+// node: a profile field Set wrote is written, as in a file, and a group whose profile Set
+// wrote (alone, or in a whole group or list) takes the profile's values for the fields
+// neither the file nor Set wrote.
+func (s *Scenario) setClients(segs []pathSeg, node *yaml.Node) {
+	written := func(i int, m *yaml.Node) {
+		if m == nil || m.Kind != yaml.MappingNode {
+			return
+		}
+		for k := 0; k+1 < len(m.Content); k += 2 {
+			if key := m.Content[k].Value; slices.Contains(bootstrapFields, key) {
+				s.markSet(i, key)
+			}
+		}
+	}
+	// A group Set replaced whole is written only as far as the new value goes: what the file
+	// wrote for the group it replaced no longer counts.
+	replaced := func(i int, el *yaml.Node) {
+		g := "clients[" + itoa(i) + "]"
+		for k := range s.setKeys {
+			if strings.HasPrefix(k, g+".") {
+				delete(s.setKeys, k)
+			}
+		}
+		s.markSet(i, "")
+		written(i, el)
+		s.applyBootstrapOf(i)
+	}
+	switch {
+	case len(segs) == 1 && node.Kind == yaml.SequenceNode: // clients=[...]
+		for i, el := range node.Content {
+			if i < len(s.Clients) {
+				replaced(i, el)
+			}
+		}
+	case len(segs) == 2 && segs[1].index >= 0: // clients[i]={...}
+		replaced(segs[1].index, node)
+	case len(segs) == 3 && segs[1].index >= 0 && segs[2].name == "bootstrap":
+		s.applyBootstrapOf(segs[1].index) // the profile's values, but for what was written
+	case len(segs) == 3 && segs[1].index >= 0 && slices.Contains(bootstrapFields, segs[2].name):
+		s.markSet(segs[1].index, segs[2].name)
+	}
+}
+
+// markSet records that Set wrote client group i's field key, or with key "" the whole group.
+func (s *Scenario) markSet(i int, key string) {
+	if s.setKeys == nil {
+		s.setKeys = map[string]bool{}
+	}
+	k := "clients[" + itoa(i) + "]"
+	if key != "" {
+		k += "." + key
+	}
+	s.setKeys[k] = true
 }
 
 // valueErrors drops the positions of errors in a value given to Set: line 1, column N of

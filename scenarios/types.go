@@ -33,6 +33,9 @@ type Scenario struct {
 	// src is where the scenario came from and where each field was written; unexported so it is
 	// neither printed nor embedded in summaries.
 	src *source
+	// setKeys are the client fields a bootstrap profile governs that Set wrote
+	// ("clients[0].listenerDrain"): like the file's, a later profile leaves them as written.
+	setKeys map[string]bool
 }
 
 // ControlPlane tunes the in-process control plane.
