@@ -70,9 +70,23 @@ func durationFix(s string) string {
 	if i > 0 && i < len(s) && durationSyntaxRE.MatchString(s[:i]) {
 		for _, u := range []string{"ms", "us", "µs", "μs", "ns", "h", "m", "s"} {
 			if strings.HasSuffix(s[:i], u) {
+				if nextUnit[u] == "" { // nothing is finer than ns
+					return fmt.Sprintf("every number needs its unit, and none is finer than ns: drop %q or give it a unit", s[i:])
+				}
 				return fmt.Sprintf("every number needs its unit: did you mean %q?", s+nextUnit[u])
 			}
 		}
+	}
+	// An exponent ("1e3s"): ParseDuration reads plain decimals only.
+	if m := exponentRE.FindString(s); m != "" {
+		if f, err := strconv.ParseFloat(m, 64); err == nil && !math.IsInf(f, 0) {
+			n, unit := strconv.FormatFloat(f, 'f', -1, 64), s[len(m):]
+			if unit == "" {
+				return fmt.Sprintf("durations take no exponent: write the number out with a unit, e.g. %q", n+"s")
+			}
+			return fmt.Sprintf("durations take no exponent: write the number out, %q", n+unit)
+		}
+		return "durations take no exponent: write the number out"
 	}
 	// An unknown unit ("5x", "5sec", "2 days").
 	if m := unitRE.FindStringSubmatch(s); m != nil {
@@ -82,6 +96,9 @@ func durationFix(s string) string {
 	}
 	return generic
 }
+
+// exponentRE is a number with an exponent, with or without a unit after it ("1e3s", "2.5E-3").
+var exponentRE = regexp.MustCompile(`^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+`)
 
 // unitRE finds the first unit-like word after a number.
 var unitRE = regexp.MustCompile(`[0-9.]\s*([^0-9.\s+-][^0-9.]*)`)

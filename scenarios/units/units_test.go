@@ -22,6 +22,9 @@ func TestParseDuration(t *testing.T) {
 		{in: "2s500", fix: `every number needs its unit: did you mean "2s500ms"?`, err: `invalid duration "2s500"`},
 		{in: "5x", fix: `unknown unit "x": use ns, us, ms, s, m or h, e.g. "250ms", "5s" or "1m30s"`, err: `invalid duration "5x"`},
 		{in: "5sec", fix: `unknown unit "sec": use ns, us, ms, s, m or h, e.g. "250ms", "5s" or "1m30s"`, err: `invalid duration "5sec"`},
+		{in: "1ns5", fix: `every number needs its unit, and none is finer than ns: drop "5" or give it a unit`, err: `invalid duration "1ns5"`},
+		{in: "1e3s", fix: `durations take no exponent: write the number out, "1000s"`, err: `invalid duration "1e3s"`},
+		{in: "2.5e-3", fix: `durations take no exponent: write the number out with a unit, e.g. "0.0025s"`, err: `invalid duration "2.5e-3"`},
 		{in: "99999999h", fix: "it is out of range: a duration is at most 2562047h47m16s (about 292 years)", err: `invalid duration "99999999h"`},
 		// ParseFloat reads these as numbers; a unit would not make them durations.
 		{in: "NaN", fix: `write a Go duration such as "250ms", "5s" or "1m30s"`, err: `invalid duration "NaN"`},
