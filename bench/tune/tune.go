@@ -110,18 +110,23 @@ func topLevelKeys() []string {
 // splitValues splits V1,V2,… at the commas outside brackets and quotes, so that a value
 // written as in a scenario file may hold a flow mapping or list ("{dist: exp, mean: 4}",
 // "['p(99)<1s', 'avg<500ms']").
+//
+// A quote opens only where YAML reads one, at the start of a scalar (after a comma, a bracket,
+// a colon or only blanks): the apostrophe in "it's a,b" is a letter, and the comma splits.
 func splitValues(s string) []string {
 	var out []string
 	depth, start := 0, 0
 	var quote byte
+	var prev byte // the last character before this one that is not a blank; 0 at a value's start
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		opens := prev == 0 || prev == ',' || prev == '{' || prev == '[' || prev == ':'
 		switch {
 		case quote != 0:
 			if c == quote {
 				quote = 0
 			}
-		case c == '\'' || c == '"':
+		case (c == '\'' || c == '"') && opens:
 			quote = c
 		case c == '{' || c == '[':
 			depth++
@@ -130,6 +135,11 @@ func splitValues(s string) []string {
 		case c == ',' && depth == 0:
 			out = append(out, s[start:i])
 			start = i + 1
+			prev = 0
+			continue
+		}
+		if c != ' ' && c != '\t' {
+			prev = c
 		}
 	}
 	return append(out, s[start:])

@@ -251,6 +251,9 @@ func TestParseParam(t *testing.T) {
 		{"topology.endpointsPerService={dist: exp, mean: 4},{dist: uniform, min: 1, max: 5}", "topology.endpointsPerService", 2, ""},
 		{"thresholds.xdslab_push_latency_seconds=['p(99)<1s', 'avg<500ms'],[\"p(99)<2s\"]", "thresholds.xdslab_push_latency_seconds", 2, ""},
 		{"description='a, b',c", "description", 2, ""},
+		// An apostrophe inside a word opens no quote, as in YAML: the comma splits.
+		{"description=it's a,b", "description", 2, ""},
+		{"description={k: 'x, y'},z", "description", 2, ""},
 		{"duration=5s", "duration", 1, ""},
 		// A short name misspelt is an unknown parameter with the nearest short name, not an
 		// unknown top-level field.
