@@ -130,12 +130,7 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 	if lb != nil && dr != nil {
 		deps = append(deps, dr.Key())
 	}
-	var rule *networking.DestinationRule
-	if dr != nil {
-		rule = drSpec(dr)
-		deps = append(deps, dr.Key()) // its TLS mode decides the endpoints' tlsMode
-	}
-	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s), lb, drTLSMode(rule, ss, port.Number))
+	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s), lb)
 	return Resource{Name: name, Message: cla, Deps: sortDeps(deps)}, err
 }
 
@@ -152,12 +147,7 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 // for its port: clients then send it plaintext, as istiod's endpoints say.
 //
 // With lb set, the localities are then ranked or reweighted for the proxy (locality.go).
-//
-// drMode, when not nil, is the TLS mode the cluster's DestinationRule sets (drTLSMode): it
-// alone decides whether endpoints get the tlsMode "istio" metadata (only for ISTIO_MUTUAL),
-// as istiod's endpoint builder decides; else an endpoint with a sidecar gets it unless its
-// PeerAuthentication disables mTLS.
-func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool, ws *workloadMTLS, lb *localityLB, drMode *networking.ClientTLSSettings_TLSmode) (*endpointv3.ClusterLoadAssignment, error) {
+func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool, ws *workloadMTLS, lb *localityLB) (*endpointv3.ClusterLoadAssignment, error) {
 	// group holds a locality's messages, allocated together.
 	type group struct {
 		loc     model.Locality
@@ -220,11 +210,7 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		} else {
 			lbe = newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health))
 		}
-		mtls := endpointTLSMode(ep) == tlsModeIstio && ws.mode(svc.Namespace, ep, tp) != mtlsDisable
-		if drMode != nil {
-			mtls = *drMode == networking.ClientTLSSettings_ISTIO_MUTUAL
-		}
-		if mtls {
+		if endpointTLSMode(ep) == tlsModeIstio && ws.mode(svc.Namespace, ep, tp) != mtlsDisable {
 			// auto-mTLS: the cluster's transport_socket_matches pick mTLS for this endpoint.
 			if istioMD == nil {
 				istioMD = tlsModeMetadata()
@@ -333,39 +319,4 @@ func sortDeps(deps []istioconfig.Key) []istioconfig.Key {
 		return cmp.Or(strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return slices.Compact(deps)
-}
-
-// drTLSMode is the TLS mode DestinationRule dr sets for the cluster of port and subset ss (nil
-// when it sets none), as istiod's endpoint builder reads it (tlsModeForDestinationRule): the
-// subset's policy (its port-level TLS first), else the rule's (its port-level TLS first).
-// Unlike the cluster's own TLS, a port-level setting without TLS does not hide the level above.
-func drTLSMode(dr *networking.DestinationRule, ss *networking.Subset, port uint32) *networking.ClientTLSSettings_TLSmode {
-	forPort := func(tp *networking.TrafficPolicy) *networking.ClientTLSSettings_TLSmode {
-		if tp == nil {
-			return nil
-		}
-		var mode *networking.ClientTLSSettings_TLSmode
-		if tp.GetTls() != nil {
-			m := tp.GetTls().GetMode()
-			mode = &m
-		}
-		for _, pl := range tp.GetPortLevelSettings() {
-			if pl.GetPort().GetNumber() == port && pl.GetTls() != nil {
-				m := pl.GetTls().GetMode()
-				mode = &m
-				break
-			}
-		}
-		return mode
-	}
-	if dr == nil {
-		return nil
-	}
-	if ss == nil {
-		return forPort(dr.GetTrafficPolicy())
-	}
-	if m := forPort(ss.GetTrafficPolicy()); m != nil {
-		return m
-	}
-	return forPort(dr.GetTrafficPolicy())
 }

@@ -115,7 +115,6 @@ func TestEndpointsErrorsKeepTheRest(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 	want := []istioconfig.Key{
-		{Kind: istioconfig.KindDestinationRule, Name: "shop", Namespace: "store"}, // its TLS mode decides the tlsMode metadata
 		{Kind: model.KindEndpoint, Name: shop, Namespace: "store"},
 		{Kind: model.KindService, Name: shop, Namespace: "store"},
 	}
@@ -271,67 +270,4 @@ func TestEndpointsUnixSocket(t *testing.T) {
 		return
 	}
 	t.Errorf("no cluster outbound|8004||%s", dnsHost)
-}
-
-// TestEndpointTLSModeFollowsDestinationRule: when the cluster's DestinationRule sets a TLS mode
-// for the port (a port-level setting without TLS does not hide the rule's), only ISTIO_MUTUAL
-// marks endpoints tlsMode "istio", as istiod's endpoint builder decides; the cluster itself may
-// still have auto-mTLS's transport_socket_matches (the port-level setting replaces the rule's
-// TLS there), so a sidecar's endpoint gets plaintext. Without a mode, an endpoint with a
-// sidecar gets the metadata. Both the inlined DNS assignment and EDS follow the rule.
-func TestEndpointTLSModeFollowsDestinationRule(t *testing.T) {
-	const dnsHost, edsHost = "dns.apps.svc.cluster.local", "eds.apps.svc.cluster.local"
-	tcp := []model.Port{{Name: "tcp", Number: 5432, Protocol: model.ProtocolTCP}}
-	src := istioconfig.Key{Kind: istioconfig.KindWorkloadEntry, Name: "w", Namespace: "apps"}
-	ep := func(host, addr string) *model.Endpoint {
-		return &model.Endpoint{Service: host, Address: addr, Weight: 1, ServiceAccount: "sa", Source: src, Health: model.Healthy}
-	}
-	rule := func(host string, mode networking.ClientTLSSettings_TLSmode) *istioconfig.Config {
-		return drConfig(host[:3], "apps", &networking.DestinationRule{Host: host, TrafficPolicy: &networking.TrafficPolicy{
-			Tls: &networking.ClientTLSSettings{Mode: mode},
-			PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 5432},
-				LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_LEAST_REQUEST}}}},
-		}})
-	}
-	for _, tt := range []struct {
-		name string
-		dr   []*istioconfig.Config
-		want bool
-	}{
-		{"no rule", nil, true},
-		{"DISABLE", []*istioconfig.Config{rule(dnsHost, networking.ClientTLSSettings_DISABLE), rule(edsHost, networking.ClientTLSSettings_DISABLE)}, false},
-		{"ISTIO_MUTUAL", []*istioconfig.Config{rule(dnsHost, networking.ClientTLSSettings_ISTIO_MUTUAL), rule(edsHost, networking.ClientTLSSettings_ISTIO_MUTUAL)}, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			s := model.NewSnapshot(1, model.SnapshotInput{
-				Services: []*model.Service{
-					{Hostname: dnsHost, Namespace: "apps", Resolution: model.ResolutionDNS, Ports: tcp},
-					{Hostname: edsHost, Namespace: "apps", Resolution: model.ResolutionStatic, Addresses: []string{"10.96.3.1"}, Ports: tcp},
-				},
-				Endpoints: map[string][]*model.Endpoint{dnsHost: {ep(dnsHost, "10.3.0.1")}, edsHost: {ep(edsHost, "10.3.0.2")}},
-				Configs:   tt.dr,
-			})
-			p := sidecarProxy("10.9.9.9", "apps")
-			g, err := generateAll(t, p, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkResources(t, p, g)
-			c, ok := find(g[ClusterType], "outbound|5432||"+dnsHost)
-			if !ok {
-				t.Fatal("no DNS cluster")
-			}
-			e, ok := find(g[EndpointType], "outbound|5432||"+edsHost)
-			if !ok {
-				t.Fatal("no EDS assignment")
-			}
-			for what, cla := range map[string]*endpointv3.ClusterLoadAssignment{"DNS": c.Message.(*clusterv3.Cluster).GetLoadAssignment(), "EDS": e.Message.(*endpointv3.ClusterLoadAssignment)} {
-				lb := cla.GetEndpoints()[0].GetLbEndpoints()[0]
-				got := lb.GetMetadata().GetFilterMetadata()["envoy.transport_socket_match"].GetFields()["tlsMode"].GetStringValue() == "istio"
-				if got != tt.want {
-					t.Errorf("%s endpoint tlsMode istio: %v, want %v", what, got, tt.want)
-				}
-			}
-		})
-	}
 }
