@@ -123,7 +123,12 @@ func splitValues(s string) []string {
 		opens := prev == 0 || prev == ',' || prev == '{' || prev == '[' || prev == ':'
 		switch {
 		case quote != 0:
-			if c == quote {
+			switch {
+			case c == '\\' && quote == '"' && i+1 < len(s):
+				i++ // an escape inside double quotes: the next character is the value's
+			case c == '\'' && quote == '\'' && i+1 < len(s) && s[i+1] == '\'':
+				i++ // '' inside single quotes is one apostrophe
+			case c == quote:
 				quote = 0
 			}
 		case (c == '\'' || c == '"') && opens:

@@ -254,6 +254,9 @@ func TestParseParam(t *testing.T) {
 		// An apostrophe inside a word opens no quote, as in YAML: the comma splits.
 		{"description=it's a,b", "description", 2, ""},
 		{"description={k: 'x, y'},z", "description", 2, ""},
+		// YAML's escapes inside quotes: '' in single quotes, \" in double quotes.
+		{"description='it''s a,b',c", "description", 2, ""},
+		{"description=\"a\\\",b\",c", "description", 2, ""},
 		{"duration=5s", "duration", 1, ""},
 		// A short name misspelt is an unknown parameter with the nearest short name, not an
 		// unknown top-level field.
