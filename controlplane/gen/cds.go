@@ -388,7 +388,10 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 		}
 		d := deps
 		var pol policy
-		if drc := ix.destinationRule(ip.svc.Hostname); drc != nil {
+		// Only a service the scope holds has a rule there: istiod picks the sidecar scope's
+		// rules for the services it imports, so a Sidecar that does not import the proxy's
+		// own service leaves its inbound cluster without one.
+		if drc := ix.destinationRule(ip.svc.Hostname); drc != nil && ix.scope.SeesService(ip.svc) {
 			d = sortDeps(append(slices.Clone(deps), drc.Key()))
 			pol = effectivePolicy(drSpec(drc), ip.port, nil)
 		}

@@ -411,3 +411,38 @@ func TestInboundClusterPoolFromProxyScopeRule(t *testing.T) {
 		t.Errorf("inbound max_connections %d, want 7 (the rule private to the proxy's namespace)", got)
 	}
 }
+
+// A Sidecar that does not import the proxy's own service gives its inbound cluster no rule, as
+// istiod's sidecar scope holds rules for the services it imports only.
+func TestInboundClusterNoRuleOutsideSidecarScope(t *testing.T) {
+	const host = "api.team.svc.cluster.local"
+	svc := &model.Service{Hostname: host, Namespace: "team", Addresses: []string{"10.96.7.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	db := &model.Service{Hostname: "db.data.svc.cluster.local", Namespace: "data", Addresses: []string{"10.96.7.2"}, Ports: []model.Port{{Name: "tcp", Number: 5432, Protocol: model.ProtocolTCP}}}
+	pool := &networking.TrafficPolicy{ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 7}}}
+	maxConns := func(egress string) uint32 {
+		s := model.NewSnapshot(1, model.SnapshotInput{
+			Services:  []*model.Service{svc, db},
+			Endpoints: map[string][]*model.Endpoint{host: {{Service: host, Address: "10.7.0.1", Weight: 1, Health: model.Healthy}}},
+			Configs: []*istioconfig.Config{
+				drConfig("api", "team", &networking.DestinationRule{Host: host, TrafficPolicy: pool}),
+				{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "team"}, Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{egress}}}}},
+			},
+		})
+		p := sidecarProxy("10.7.0.1", "team")
+		rs, err := ForType(ClusterType, p).Generate(p, s, []string{"inbound|80||"})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%d clusters, %v", len(rs), err)
+		}
+		th := rs[0].Message.(*clusterv3.Cluster).GetCircuitBreakers().GetThresholds()
+		if len(th) == 0 {
+			return 0
+		}
+		return th[0].GetMaxConnections().GetValue()
+	}
+	if got := maxConns("data/*"); got == 7 {
+		t.Errorf("Sidecar importing data/* only: inbound max connections %d, the rule of a service it does not import", got)
+	}
+	if got := maxConns("./*"); got != 7 {
+		t.Errorf("Sidecar importing its namespace: inbound max connections %d, want the rule's 7", got)
+	}
+}
