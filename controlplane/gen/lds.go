@@ -530,8 +530,6 @@ func httpInspector() *listenerv3.ListenerFilter {
 	}
 }
 
-// cidrs are the addresses of a service that are CIDR ranges (a VIP-less ServiceEntry's
-// addresses), as filter chain prefix ranges.
 // cidrStrings returns the addresses of addrs that are CIDRs (not a single address) as
 // prefixes ("10.77.0.0/16"), each as cidrs reads it.
 func cidrStrings(addrs []string) []string {
@@ -542,6 +540,8 @@ func cidrStrings(addrs []string) []string {
 	return out
 }
 
+// cidrs are the addresses of a service that are CIDR ranges (a VIP-less ServiceEntry's
+// addresses), as filter chain prefix ranges.
 func cidrs(addrs []string) []*corev3.CidrRange {
 	var out []*corev3.CidrRange
 	for _, a := range addrs {
