@@ -115,8 +115,10 @@ var (
 func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRE.MatchString(s) }
 
 // hostError checks a host name that may start with a wildcard label ("*.example.com" or "*"),
-// as istiod's ValidateWildcardDomain: at most 255 characters, the wildcard only as the whole
-// first label (or a "*" prefix of it), every other label a DNS-1123 label.
+// as istiod's ValidateWildcardDomain: at most 255 characters; a first label that is "*", a
+// DNS-1123 label, or one with a "*" or "*-" prefix ("*foo.example.com", "*-foo.example.com");
+// every later label a DNS-1123 label, the last one not all digits, and an empty last label
+// allowed (a trailing dot, "api.example.com.").
 func hostError(host string) string {
 	switch {
 	case host == "":
@@ -124,19 +126,39 @@ func hostError(host string) string {
 	case len(host) > 255:
 		return fmt.Sprintf("%q is longer than 255 characters: shorten it", host)
 	}
-	rest := host
-	if strings.HasPrefix(host, "*") {
-		rest = strings.TrimPrefix(strings.TrimPrefix(host, "*"), ".")
-		if rest == "" {
-			return ""
-		}
+	invalid := fmt.Sprintf("%q is not a valid host: use DNS labels (letters, digits, '-') separated by dots, with '*' allowed only at the start of the first label (*.example.com)", host)
+	first, rest, dotted := strings.Cut(host, ".")
+	if !wildcardLabel(first) {
+		return invalid
 	}
-	for _, l := range strings.Split(rest, ".") {
+	if !dotted {
+		return ""
+	}
+	labels := strings.Split(rest, ".")
+	if last := labels[len(labels)-1]; last != "" && strings.Trim(last, "0123456789") == "" {
+		return fmt.Sprintf("%q is not a valid host: its last label %q is all digits (an IP address belongs in addresses or endpoints; a host needs a name)", host, last)
+	}
+	for i, l := range labels {
+		if i == len(labels)-1 && l == "" {
+			break
+		}
 		if !isDNSLabel(l) {
-			return fmt.Sprintf("%q is not a valid host: use DNS labels (letters, digits, '-') separated by dots, with '*' allowed only as the first label (*.example.com)", host)
+			return invalid
 		}
 	}
 	return ""
+}
+
+// wildcardLabel reports whether l may be a host's first label: "*", a DNS-1123 label, or one
+// after a "*" or "*-" prefix.
+func wildcardLabel(l string) bool {
+	if l == "*" {
+		return true
+	}
+	if after, wild := strings.CutPrefix(l, "*"); wild {
+		l = strings.TrimPrefix(after, "-")
+	}
+	return isDNSLabel(l)
 }
 
 // sniHost checks a tls match's SNI host as istiod does: a host name (a wildcard allowed as its
