@@ -455,6 +455,18 @@ func (st *decodeState) specError(raw json.RawMessage, err error, spec proto.Mess
 		if len(cands) > 0 && suggest.Hint(name, cands) == "" {
 			text += fmt.Sprintf(" (valid fields here: %s)", strings.Join(cands, ", "))
 		}
+	case strings.HasPrefix(text, "invalid value for enum field "):
+		if vals := enumValuesAt(spec.ProtoReflect().Descriptor(), sub); len(vals) > 0 {
+			_, got, _ := strings.Cut(text, ": ")
+			got, _ = strconv.Unquote(got)
+			if n := suggest.Nearest(got, vals); n != "" {
+				text += fmt.Sprintf(": did you mean %q? (one of: %s)", n, strings.Join(vals, ", "))
+			} else {
+				text += ": use one of: " + strings.Join(vals, ", ")
+			}
+			break
+		}
+		text += ": check the value's type (quote strings, use numbers without quotes, durations like \"5s\")"
 	case strings.HasPrefix(text, "invalid value for "):
 		text += ": check the value's type (quote strings, use numbers without quotes, durations like \"5s\")"
 	}

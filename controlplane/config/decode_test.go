@@ -102,7 +102,17 @@ func TestDecode(t *testing.T) {
 		{
 			name:     "bad enum",
 			in:       seHead + "  resolution: SOMETIMES\n",
-			wantErrs: []string{`6: ServiceEntry default/a: spec.resolution: invalid value for enum field resolution`},
+			wantErrs: []string{`6: ServiceEntry default/a: spec.resolution: invalid value for enum field resolution: "SOMETIMES": use one of: NONE, STATIC, DNS, DNS_ROUND_ROBIN, DYNAMIC_DNS`},
+		},
+		{
+			name:     "misspelt enum",
+			in:       seHead + "  resolution: STATC\n",
+			wantErrs: []string{`6: ServiceEntry default/a: spec.resolution: invalid value for enum field resolution: "STATC": did you mean "STATIC"? (one of: NONE, STATIC, DNS, DNS_ROUND_ROBIN, DYNAMIC_DNS)`},
+		},
+		{
+			name:     "misspelt enum in a nested message",
+			in:       "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata:\n  name: p\nspec:\n  mtls: {mode: STRIKT}\n",
+			wantErrs: []string{`6: PeerAuthentication default/p: spec.mtls.mode: invalid value for enum field mode: "STRIKT": did you mean "STRICT"?`},
 		},
 		{
 			name:     "dry-run annotation on an AUDIT policy names its line",

@@ -163,17 +163,28 @@ func fieldsAt(md protoreflect.MessageDescriptor, p validate.Path) []string {
 	if len(p) == 0 {
 		return nil
 	}
+	if md = messageAt(md, p[:len(p)-1]); md == nil {
+		return nil
+	}
+	fs := md.Fields()
+	out := make([]string, fs.Len())
+	for i := range out {
+		out[i] = fs.Get(i).JSONName()
+	}
+	return out
+}
+
+// messageAt walks path p (JSON or proto field names, list indexes, map keys) down from md and
+// returns the message type it ends in, or nil where p leaves messages or names no field.
+func messageAt(md protoreflect.MessageDescriptor, p validate.Path) protoreflect.MessageDescriptor {
 	skipMapKey := false
-	for _, e := range p[:len(p)-1] {
+	for _, e := range p {
 		name, ok := e.(string)
 		if skipMapKey || !ok { // a map key or a list index: stays on the element type
 			skipMapKey = false
 			continue
 		}
-		fd := md.Fields().ByJSONName(name)
-		if fd == nil {
-			fd = md.Fields().ByName(protoreflect.Name(name))
-		}
+		fd := fieldNamed(md, name)
 		if fd == nil {
 			return nil
 		}
@@ -185,10 +196,41 @@ func fieldsAt(md protoreflect.MessageDescriptor, p validate.Path) []string {
 		}
 		md = fd.Message()
 	}
-	fs := md.Fields()
-	out := make([]string, fs.Len())
+	return md
+}
+
+// fieldNamed finds a field by its JSON name or its proto name.
+func fieldNamed(md protoreflect.MessageDescriptor, name string) protoreflect.FieldDescriptor {
+	if fd := md.Fields().ByJSONName(name); fd != nil {
+		return fd
+	}
+	return md.Fields().ByName(protoreflect.Name(name))
+}
+
+// enumValuesAt returns the names of the enum values the field at path p (a field, or an element
+// of a repeated field) takes, or nil where p names no enum field.
+func enumValuesAt(md protoreflect.MessageDescriptor, p validate.Path) []string {
+	for len(p) > 0 {
+		if _, isIndex := p[len(p)-1].(int); !isIndex {
+			break
+		}
+		p = p[:len(p)-1]
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	name, ok := p[len(p)-1].(string)
+	if md = messageAt(md, p[:len(p)-1]); !ok || md == nil {
+		return nil
+	}
+	fd := fieldNamed(md, name)
+	if fd == nil || fd.IsMap() || fd.Enum() == nil {
+		return nil
+	}
+	vs := fd.Enum().Values()
+	out := make([]string, vs.Len())
 	for i := range out {
-		out[i] = fs.Get(i).JSONName()
+		out[i] = string(vs.Get(i).Name())
 	}
 	return out
 }
