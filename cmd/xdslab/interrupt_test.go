@@ -61,7 +61,7 @@ func TestInterruptible(t *testing.T) {
 	sigs := make(chan os.Signal, 2)
 	var stderr bytes.Buffer
 	exited := make(chan struct{})
-	ctx, stop := interruptible(context.Background(), sigs, &stderr, func() { close(exited) })
+	ctx, stop := interruptible(context.Background(), sigs, &stderr, stopNote([]string{"run", "quickstart"}), func() { close(exited) })
 	sigs <- syscall.SIGINT
 	<-ctx.Done()
 	sigs <- syscall.SIGINT
@@ -78,8 +78,12 @@ func TestInterruptible(t *testing.T) {
 	}
 
 	// Without a signal, stop releases the watcher (goleak checks) and exit is never called.
-	_, stop2 := interruptible(context.Background(), make(chan os.Signal), &stderr, func() { t.Error("exit called") })
+	_, stop2 := interruptible(context.Background(), make(chan os.Signal), &stderr, "", func() { t.Error("exit called") })
 	stop2()
+
+	if got := stopNote([]string{"controlplane", "--config-dir", "d"}); !strings.Contains(got, "draining") {
+		t.Errorf("controlplane's note %q does not say it drains", got)
+	}
 }
 
 // TestFleetInterrupted: an interrupt before --duration has passed writes the summary, marked,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -47,7 +48,7 @@ func withCode(code int, err error) error { return &exitError{code: code, err: er
 func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	ctx, stop := interruptible(context.Background(), sigs, os.Stderr, func() { os.Exit(exitInterrupted) })
+	ctx, stop := interruptible(context.Background(), sigs, os.Stderr, stopNote(os.Args[1:]), func() { os.Exit(exitInterrupted) })
 	code := runCLI(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
@@ -55,14 +56,15 @@ func main() {
 
 // interruptible returns a context canceled by the first signal on sigs: a command stops what it
 // does and writes what it has (xdslab run writes the results measured so far and exits 130).
-// A second signal calls exit at once, with nothing more written. stop releases the watcher.
-func interruptible(parent context.Context, sigs <-chan os.Signal, stderr io.Writer, exit func()) (context.Context, func()) {
+// A second signal calls exit at once, with nothing more written. note says what stopping does
+// (stopNote). stop releases the watcher.
+func interruptible(parent context.Context, sigs <-chan os.Signal, stderr io.Writer, note string, exit func()) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
 	go func() {
 		select {
 		case sig := <-sigs:
-			fmt.Fprintf(stderr, "\nxdslab: %s: stopping and writing what was measured; press Ctrl-C again to exit at once\n", sig)
+			fmt.Fprintf(stderr, "\nxdslab: %s: %s; press Ctrl-C again to exit at once\n", sig, note)
 			cancel()
 		case <-done:
 			return
@@ -75,6 +77,21 @@ func interruptible(parent context.Context, sigs <-chan os.Signal, stderr io.Writ
 		}
 	}()
 	return ctx, func() { close(done); cancel() }
+}
+
+// stopNote says what the command args name does on its first signal: the control plane drains
+// its streams, every other command writes what it measured or wrote so far.
+func stopNote(args []string) string {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if a == "controlplane" {
+			return "stopping: draining xDS streams (--drain-timeout)"
+		}
+		break
+	}
+	return "stopping and writing what was measured"
 }
 
 // runCLI executes the CLI with args and returns the process exit code.
