@@ -195,7 +195,7 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	case model.ResolutionDNS:
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
 		var cla *endpointv3.ClusterLoadAssignment
-		cla, err = loadAssignment(name, svc, port, eps, ss.GetLabels(), true, sh.workloadMTLS(s), localityPolicy(pol, sh.proxy, s))
+		cla, err = loadAssignment(name, svc, port, eps, ss.GetLabels(), true, sh.workloadMTLS(s), ruleTLSMode(dr, ss.GetName(), port.Number), localityPolicy(pol, sh.proxy, s))
 		n := 0
 		for _, l := range cla.GetEndpoints() {
 			n += len(l.GetLbEndpoints())

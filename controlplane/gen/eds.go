@@ -24,11 +24,12 @@ import (
 // would produce for a sidecar (outbound, default and subsets).
 //
 // Only the wildcard list is scoped to the proxy's view (the clusters its CDS has); a named
-// request is answered for any name, as the assignment of a cluster does not depend on who asks,
-// so every proxy shares the bytes.
+// request is answered for any name. An assignment depends on who asks only through the
+// DestinationRule it sees (edsrule.go) and, with locality load balancing, its locality: proxies
+// that see the same rules share the bytes.
 func endpoints(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	ix := newIndex(s, nil).of(p)
-	ix.drNS = drNamespaceKey(p, s) // its namespace's subsets come first for it, as in its CDS
+	ix.drNS = namedRuleNamespace(p, s) // the rules it sees, as in its CDS (edsrule.go)
 	if wantAll(names) {
 		ix = newIndex(s, s.ScopeFor(p)).of(p)
 		names = edsClusterNames(s, ix, p != nil && p.Type == model.Router)
@@ -103,11 +104,11 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 		empty.Deps = sortDeps(deps)
 		return empty, nil
 	}
-	dr := ix.destinationRule(svc.Hostname)
-	if cn.Subset != "" && ix.namespace() == "" && ix.drNS == "" && subset(dr, cn.Subset) == nil {
-		// Named and shared by every proxy: the subset may come from a client namespace's rule.
-		dr = ruleWithSubset(s, svc.Namespace, svc.Hostname, cn.Subset)
+	drNS := ix.drNS // named: AssignmentRuleKey chooses alike
+	if ix.scope != nil {
+		drNS = ix.namespace()
 	}
+	dr := namedAssignmentRule(s, drNS, ix.labels, svc.Namespace, svc.Hostname, cn.Subset)
 	var selector map[string]string
 	var ss *networking.Subset
 	if cn.Subset != "" {
@@ -130,7 +131,13 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 	if lb != nil && dr != nil {
 		deps = append(deps, dr.Key())
 	}
-	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s), lb)
+	var mode *networking.ClientTLSSettings_TLSmode
+	if dr != nil {
+		if mode = ruleTLSMode(drSpec(dr), cn.Subset, cn.Port); mode != nil {
+			deps = append(deps, dr.Key()) // its TLS mode decides the endpoints' tlsMode
+		}
+	}
+	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s), mode, lb)
 	return Resource{Name: name, Message: cla, Deps: sortDeps(deps)}, err
 }
 
@@ -143,11 +150,14 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 // address, as istiod sends it.
 //
 // An endpoint that takes Istio mTLS (endpointTLSMode) carries the metadata tlsMode "istio"
-// that auto-mTLS clusters match on, unless the workload's PeerAuthentication (ws) says DISABLE
-// for its port: clients then send it plaintext, as istiod's endpoints say.
+// that auto-mTLS clusters match on, as istiod's endpoints say, when drMode (the TLS mode the
+// cluster's DestinationRule sets for it, ruleTLSMode) is ISTIO_MUTUAL, or when it is nil and
+// the workload's PeerAuthentication (ws) does not say DISABLE for its port. Any other mode
+// leaves every endpoint without it: clients then send it plaintext.
 //
 // With lb set, the localities are then ranked or reweighted for the proxy (locality.go).
-func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool, ws *workloadMTLS, lb *localityLB) (*endpointv3.ClusterLoadAssignment, error) {
+func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool, ws *workloadMTLS, drMode *networking.ClientTLSSettings_TLSmode, lb *localityLB) (*endpointv3.ClusterLoadAssignment, error) {
+	byRule := endpointsMTLSOf(drMode)
 	// group holds a locality's messages, allocated together.
 	type group struct {
 		loc     model.Locality
@@ -210,7 +220,7 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		} else {
 			lbe = newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health))
 		}
-		if endpointTLSMode(ep) == tlsModeIstio && ws.mode(svc.Namespace, ep, tp) != mtlsDisable {
+		if endpointTLSMode(ep) == tlsModeIstio && (byRule == mtlsAlways || byRule == mtlsByPeerAuth && ws.mode(svc.Namespace, ep, tp) != mtlsDisable) {
 			// auto-mTLS: the cluster's transport_socket_matches pick mTLS for this endpoint.
 			if istioMD == nil {
 				istioMD = tlsModeMetadata()

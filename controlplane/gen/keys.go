@@ -51,7 +51,8 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 // the Sidecar that applies and the namespace exportTo is checked against), "" when it reads
 // none: a named EDS request is answered the same for every proxy (but one whose own
 // namespace's DestinationRules come first), a wildcard one lists only the clusters the proxy
-// sees. The ADS server adds it to KeyScope in its cache keys, so
+// sees (edsrule.go: a named one also names which rules exported to a list of namespaces the
+// proxy sees). The ADS server adds it to KeyScope in its cache keys, so
 // proxies with different views never share bytes and proxies with the same view do.
 //
 // It also names the proxy's namespace when DestinationRules of that namespace apply to it
@@ -65,11 +66,12 @@ func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) s
 	}
 	if typeURL == EndpointType && !wildcard {
 		// Shared by every proxy, but for one whose own namespace's DestinationRules come
-		// first: its subsets' endpoints follow those rules, as its clusters do.
+		// first: its subsets' endpoints follow those rules, as its clusters do. Other proxies
+		// share by which rules exported to a list of namespaces they see (edsrule.go).
 		if ns := drNamespaceKey(p, s); ns != "" {
 			return "dr=" + ns + drSelectorSuffix(p, s)
 		}
-		return ""
+		return exportedRuleKey(p, s)
 	}
 	k := s.ScopeFor(p).Key()
 	if ns := drNamespaceKey(p, s); ns != "" {

@@ -602,16 +602,33 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	var missing []string
 	gens := make(map[string]uint64, len(names))
 	nameClass := func(string) string { return class }
-	if typeURL == gen.EndpointType && class != "" {
+	if typeURL == gen.EndpointType {
 		// Only the assignments that locality load balancing makes the proxy's are cached per
-		// locality class; the rest stay shared by every proxy, but for one whose namespace's
-		// own DestinationRules come first (its view key names it: its subsets are its own).
-		view := gen.ViewKey(typeURL, p, st.snap, false)
-		nameClass = func(n string) string {
-			if p, err := gen.ParseClusterName(n); err == nil && gen.LocalityDependent(st.snap, p.Host) {
-				return class
+		// locality class; the rest stay shared by every proxy with the same view of the
+		// DestinationRules (its view key: its namespace when that namespace's own rules come
+		// first, which rules exported to a list of namespaces it sees). Each assignment's key
+		// also names what the rule's TLS mode makes of it (gen.AssignmentRuleKey), so a rule
+		// change is never served the old bytes.
+		view := class
+		if class != "" {
+			view = gen.ViewKey(typeURL, p, st.snap, false)
+		}
+		ruleKey := gen.AssignmentRuleKey(p, st.snap)
+		if class != "" || ruleKey != nil {
+			nameClass = func(n string) string {
+				k := view
+				if class != view {
+					if cn, err := gen.ParseClusterName(n); err == nil && gen.LocalityDependent(st.snap, cn.Host) {
+						k = class
+					}
+				}
+				if ruleKey != nil {
+					if r := ruleKey(n); r != "" {
+						k += "|" + r
+					}
+				}
+				return k
 			}
-			return view
 		}
 	}
 	for _, n := range names {
@@ -658,7 +675,10 @@ func (s *Server) genOf(st *pushState, typeURL, name string) uint64 {
 // assignmentGen is the generation of a named ClusterLoadAssignment. It is built from its
 // service, the service's endpoints, for a subset or locality load balancing the
 // DestinationRule, and the PeerAuthentications of its workloads (gen.endpoints), so it changes
-// only with those: a full push for another service keeps every other assignment's bytes.
+// only with those: a full push for another service keeps every other assignment's bytes. The
+// rule's TLS mode, which decides the endpoints' tlsMode, is in the assignment's cache key
+// instead (gen.AssignmentRuleKey): a rule change that changes it moves the assignment to
+// another key, and the proxies that see the same outcome keep sharing one entry.
 func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 	g := max(snap.ServiceGen(p.Host), snap.EndpointGen(p.Host))
 	// With PeerAuthentications, an endpoint's tlsMode metadata depends on its workload's policy.
