@@ -615,6 +615,7 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 		}
 		ruleKey := gen.AssignmentRuleKey(p, st.snap)
 		if class != "" || ruleKey != nil {
+			var keys []ruleClass // the classes with a rule key, built once per call
 			nameClass = func(n string) string {
 				k := view
 				if class != view {
@@ -622,12 +623,21 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 						k = class
 					}
 				}
-				if ruleKey != nil {
-					if r := ruleKey(n); r != "" {
-						k += "|" + r
+				if ruleKey == nil {
+					return k
+				}
+				r := ruleKey(n)
+				if r == "" {
+					return k
+				}
+				for _, c := range keys {
+					if c.base == k && c.rule == r {
+						return c.key
 					}
 				}
-				return k
+				c := ruleClass{base: k, rule: r, key: k + "|" + r}
+				keys = append(keys, c)
+				return c.key
 			}
 		}
 	}
@@ -658,6 +668,10 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	}
 	return out, err
 }
+
+// ruleClass is the cache class of a named assignment whose class base the rule key rule
+// (gen.AssignmentRuleKey) extends.
+type ruleClass struct{ base, rule, key string }
 
 // genOf is the generation of one named resource: for an assignment assignmentGen, everything
 // else changes with the last full change.
