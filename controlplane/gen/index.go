@@ -33,7 +33,8 @@ type index struct {
 	// are chosen for its namespace (nil: every config applies, rules as for no namespace).
 	scope *model.Scope
 	// drNS, without a scope, is the namespace DestinationRules are chosen for: a named EDS
-	// request of a proxy whose own namespace's rules come first (drNamespaceKey).
+	// request's (namedRuleNamespace: the proxy's own when its namespace's rules come first,
+	// or when some rule is exported to a list of namespaces).
 	drNS string
 	drs  *drPools // the snapshot's DestinationRules, fetched at the first lookup
 	// labels are the proxy's: the DestinationRules of its namespace with a workloadSelector
