@@ -134,14 +134,14 @@ func namedAssignmentRule(s *model.Snapshot, drNS string, labels map[string]strin
 	return dr
 }
 
-// restrictedRuleExports lists, in config order, the exportTo namespaces (its own namespace by
-// name) of every DestinationRule exported beyond its namespace to a list of namespaces rather
-// than everywhere: the rules a proxy without a namespace sees and some namespaces do not.
-// Rules with a workloadSelector stay in their namespace and are not listed.
-func restrictedRuleExports(s *model.Snapshot) [][]string {
+// restrictedRuleExports lists, in config order, every DestinationRule exported beyond its
+// namespace to a list of namespaces rather than everywhere, with those namespaces (its own by
+// name): the rules a proxy without a namespace sees and some namespaces do not. Rules with a
+// workloadSelector stay in their namespace and are not listed.
+func restrictedRuleExports(s *model.Snapshot) []restrictedRule {
 	type key struct{}
 	return s.Derived(key{}, func() any {
-		var out [][]string
+		var out []restrictedRule
 		for _, c := range s.Configs(istioconfig.KindDestinationRule) {
 			dr := drSpec(c)
 			if dr == nil || dr.GetHost() == "" || dr.GetWorkloadSelector() != nil {
@@ -161,33 +161,39 @@ func restrictedRuleExports(s *model.Snapshot) [][]string {
 			if len(exportTo) == 1 && exportTo[0] == c.Namespace {
 				continue // private: only its own namespace's proxies, which drNamespaceKey names
 			}
-			out = append(out, exportTo)
+			out = append(out, restrictedRule{id: c.Namespace + "/" + c.Name, exportTo: exportTo})
 		}
 		return out
-	}).([][]string)
+	}).([]restrictedRule)
 }
 
-// exportedRuleKey names, for a named EDS request, which of the snapshot's rules exported to a
-// list of namespaces (restrictedRuleExports) p's namespace is in, one character per rule; ""
-// when there are none. Proxies of namespaces whose own rules do not come first
-// (drNamespaceKey "") with the same key choose the same rule for every host.
+// restrictedRule is a DestinationRule exported to a list of namespaces (restrictedRuleExports).
+type restrictedRule struct {
+	id       string   // namespace/name
+	exportTo []string // sorted, "." written as the rule's namespace
+}
+
+// exportedRuleKey names, for a named EDS request, the rules exported to a list of namespaces
+// (restrictedRuleExports) that p's namespace is in, by namespace/name; "" when it is in none.
+// Proxies of namespaces whose own rules do not come first (drNamespaceKey "") with the same
+// key choose the same rule for every host, and a rule a proxy does not see never changes its
+// key: the proxies that see none keep sharing the assignments they shared before such a rule
+// came.
 func exportedRuleKey(p *model.Proxy, s *model.Snapshot) string {
-	rs := restrictedRuleExports(s)
-	if len(rs) == 0 {
+	if p == nil || p.Namespace == "" {
 		return ""
 	}
-	var ns string
-	if p != nil {
-		ns = p.Namespace
-	}
-	b := make([]byte, 0, len(rs)+4)
-	b = append(b, "drv="...)
-	for _, exportTo := range rs {
-		c := byte('0')
-		if ns != "" && slices.Contains(exportTo, ns) {
-			c = '1'
+	var b []byte
+	for _, r := range restrictedRuleExports(s) {
+		if !slices.Contains(r.exportTo, p.Namespace) {
+			continue
 		}
-		b = append(b, c)
+		if b == nil {
+			b = append(b, "drv="...)
+		} else {
+			b = append(b, ',')
+		}
+		b = append(b, r.id...)
 	}
 	return string(b)
 }
@@ -244,14 +250,13 @@ func AssignmentRuleKey(p *model.Proxy, s *model.Snapshot) func(name string) stri
 	}
 	drNS := namedRuleNamespace(p, s)
 	var labels map[string]string
-	var sel string
 	if p != nil {
 		labels = p.Labels
-		if drNS != "" && drNS == p.Namespace {
-			sel = drSelectorKey(p, s) // which of its namespace's selector rules take it
-		}
 	}
-	memo := ruleKeyMemoOf(s, drNS+"|"+sel)
+	// The proxies of one named-EDS view (ViewKey: the namespace and selector rules that come
+	// first for them, else the rules exported to a list of namespaces they see) choose alike,
+	// so they share one memo: namespaces that see the same rules do not each fill their own.
+	memo := ruleKeyMemoOf(s, ViewKey(EndpointType, p, s, false))
 	return func(name string) string {
 		memo.mu.RLock()
 		k, ok := memo.keys[name]
@@ -259,32 +264,35 @@ func AssignmentRuleKey(p *model.Proxy, s *model.Snapshot) func(name string) stri
 		if ok {
 			return k
 		}
-		k = assignmentRuleKey(s, hosts, drNS, labels, name)
-		memo.mu.Lock()
-		memo.keys[name] = k
-		memo.mu.Unlock()
+		k, ruled := assignmentRuleKey(s, hosts, drNS, labels, name)
+		if ruled { // only names of a service a TLS rule may apply to: others are cheap to redo
+			memo.mu.Lock()
+			memo.keys[name] = k
+			memo.mu.Unlock()
+		}
 		return k
 	}
 }
 
-// assignmentRuleKey is AssignmentRuleKey's outcome for one cluster name, computed.
-func assignmentRuleKey(s *model.Snapshot, hosts *tlsRuleHosts, drNS string, labels map[string]string, name string) string {
+// assignmentRuleKey is AssignmentRuleKey's outcome for one cluster name, computed; ruled
+// reports a name of a service port that a rule setting a TLS mode may apply to.
+func assignmentRuleKey(s *model.Snapshot, hosts *tlsRuleHosts, drNS string, labels map[string]string, name string) (key string, ruled bool) {
 	cn, err := ParseClusterName(name)
 	if err != nil || cn.Direction != Outbound || !hosts.wild && !hosts.exact[cn.Host] {
-		return ""
+		return "", false
 	}
 	svc := s.Service(cn.Host)
 	if svc == nil {
-		return ""
+		return "", false
 	}
 	if _, ok := svc.Port(cn.Port); !ok {
-		return ""
+		return "", false
 	}
 	dr := namedAssignmentRule(s, drNS, labels, svc.Namespace, cn.Host, cn.Subset)
 	if dr == nil {
-		return ""
+		return "", true
 	}
-	return endpointsMTLSOf(ruleTLSMode(drSpec(dr), cn.Subset, cn.Port)).key()
+	return endpointsMTLSOf(ruleTLSMode(drSpec(dr), cn.Subset, cn.Port)).key(), true
 }
 
 // ruleKeyMemo remembers AssignmentRuleKey's outcomes of one rule view, by cluster name.
@@ -293,7 +301,7 @@ type ruleKeyMemo struct {
 	keys map[string]string
 }
 
-// ruleKeyMemoOf returns the memo of rule view (namespace and selector key) in s, shared by
+// ruleKeyMemoOf returns the memo of named-EDS view (ViewKey) in s, shared by
 // the snapshots with the same services and configs.
 func ruleKeyMemoOf(s *model.Snapshot, view string) *ruleKeyMemo {
 	type key struct{}

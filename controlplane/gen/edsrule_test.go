@@ -163,9 +163,9 @@ func TestAssignmentRuleKeyFollowsProxyView(t *testing.T) {
 		want map[string]view // by proxy namespace
 	}{
 		{"exported to apps", rule(networking.ClientTLSSettings_DISABLE, "apps"), map[string]view{
-			"apps":  {mtls: false, key: "drv=1|tls=plain"},
-			"web":   {mtls: true, key: "drv=0"},
-			"batch": {mtls: true, key: "drv=0"},
+			"apps":  {mtls: false, key: "drv=vault/ledger|tls=plain"},
+			"web":   {mtls: true, key: ""},
+			"batch": {mtls: true, key: ""},
 			"vault": {mtls: true, key: "dr=vault"}, // its own rules come first: a view of its own
 		}},
 		{"public", rule(networking.ClientTLSSettings_DISABLE), map[string]view{
@@ -199,6 +199,39 @@ func TestAssignmentRuleKeyFollowsProxyView(t *testing.T) {
 				if key != w.key {
 					t.Errorf("proxy of %s: key %q, want %q", ns, key, w.key)
 				}
+			}
+		})
+	}
+}
+
+// TestExportedRuleKeyIgnoresUnseenRules: the named-EDS view of a proxy names only the rules
+// exported to a list of namespaces that it sees, so a rule exported elsewhere, however many
+// come, leaves the key (and the cache entries the proxies share) as it was.
+func TestExportedRuleKeyIgnoresUnseenRules(t *testing.T) {
+	lb := func(name, host string, exportTo ...string) *istioconfig.Config {
+		return drConfig(name, "vault", &networking.DestinationRule{Host: host, ExportTo: exportTo,
+			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{
+				LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_RANDOM}}}})
+	}
+	web := sidecarProxy("10.9.9.9", "web")
+	apps := sidecarProxy("10.9.9.8", "apps")
+	for _, tt := range []struct {
+		name      string
+		rules     []*istioconfig.Config
+		web, apps string
+	}{
+		{"none", nil, "", ""},
+		{"one for apps", []*istioconfig.Config{lb("a", "a.vault.svc.cluster.local", "apps")}, "", "drv=vault/a"},
+		{"two for apps", []*istioconfig.Config{lb("a", "a.vault.svc.cluster.local", "apps"), lb("b", "b.vault.svc.cluster.local", "apps", ".")}, "", "drv=vault/a,vault/b"},
+		{"one for web", []*istioconfig.Config{lb("a", "a.vault.svc.cluster.local", "apps"), lb("c", "c.vault.svc.cluster.local", "web")}, "drv=vault/c", "drv=vault/a"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := model.NewSnapshot(1, model.SnapshotInput{Configs: tt.rules})
+			if got := ViewKey(EndpointType, web, s, false); got != tt.web {
+				t.Errorf("web: %q, want %q", got, tt.web)
+			}
+			if got := ViewKey(EndpointType, apps, s, false); got != tt.apps {
+				t.Errorf("apps: %q, want %q", got, tt.apps)
 			}
 		})
 	}
