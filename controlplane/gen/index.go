@@ -50,6 +50,10 @@ type index struct {
 	// listenerPortDests is set for a sidecar's HTTP route configurations: a destination
 	// without a port goes to the listener's port (destinationCluster).
 	listenerPortDests bool
+	// whole is the proxy's whole scope when scope is one egress listener's (nil: scope is
+	// the whole scope). istiod reads a route destination's consistent hash from the rules of
+	// the services its SidecarScope holds, every egress listener's (hashScope).
+	whole *model.Scope
 }
 
 const scanLimit = 8
@@ -62,6 +66,16 @@ func (ix *index) namespace() string {
 		return ""
 	}
 	return ix.scope.Namespace
+}
+
+// hashScope is the scope whose services a route destination's consistent hash is read for
+// (istiod: HashForHTTPDestination looks the rule up in the proxy's SidecarScope, which holds no
+// rule for a service the proxy does not see).
+func (ix *index) hashScope() *model.Scope {
+	if ix.whole != nil {
+		return ix.whole
+	}
+	return ix.scope
 }
 
 // vsVisible applies the scope to one VirtualService.

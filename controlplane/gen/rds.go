@@ -127,6 +127,9 @@ func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 		if ix == nil {
 			ix = newIndex(s, esc).of(p)
 			ix.listenerPortDests = true
+			if esc != sc {
+				ix.whole = sc
+			}
 			ixs[esc] = ix
 		}
 		r, err := sidecarRouteConfig(p, ix, num, byPort[num])
@@ -804,8 +807,15 @@ func routeAction(ix *index, vsNamespace string, hr *networking.HTTPRoute, r *rou
 			ra.RequestMirrorPolicies = append(ra.RequestMirrorPolicies, mirrorPolicy(cluster, f))
 		}
 	}
+	// A destination's rule hashes only when the proxy sees its service: istiod finds no rule
+	// for a service not exported to it (or that its Sidecar does not import), so a route to
+	// it, single or weighted, has no hash policy (and keeps the previous-hosts retry predicate).
 	hash := func(d *networking.Destination) *routev3.RouteAction_HashPolicy {
-		return hashPolicy(consistentHash(ix.destinationRule(resolveHost(d.GetHost(), vsNamespace)), d))
+		h := resolveHost(d.GetHost(), vsNamespace)
+		if visibleService(ix.snap, ix.hashScope(), h) == nil {
+			return nil
+		}
+		return hashPolicy(consistentHash(ix.destinationRule(h), d))
 	}
 	total := 0
 	for i, d := range dests {
