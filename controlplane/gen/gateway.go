@@ -753,7 +753,7 @@ func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDesti
 	// As on sidecars (tcproute.go), the first destination's DestinationRule gives the idle
 	// timeout, maximum connection duration and source-IP hash.
 	first := dests[0].GetDestination()
-	if dr := rp.ix.destinationRule(resolveHost(first.GetHost(), vsNS)); dr != nil {
+	if dr := rp.ix.routeDestinationRule(resolveHost(first.GetHost(), vsNS)); dr != nil {
 		deps = append(deps, dr.Key())
 		rule := drSpec(dr)
 		tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()

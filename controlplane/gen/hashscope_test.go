@@ -3,8 +3,12 @@ package gen
 import (
 	"slices"
 	"testing"
+	"time"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -83,5 +87,94 @@ func TestRouteHashNeedsVisibleService(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A tcp route's tcp_proxy reads the idle timeout, maximum duration and source-IP hash of its
+// first destination's DestinationRule only when the proxy sees that destination's service
+// (istiod: buildOutboundNetworkFilters, ServiceForHostname and SidecarScope.DestinationRule),
+// for one destination and for weighted ones.
+func TestTCPRouteRuleNeedsVisibleService(t *testing.T) {
+	const vaultHost = "vault.db.svc.cluster.local"
+	svcs := []*model.Service{
+		{Hostname: mysqlHost, Namespace: "db", Addresses: []string{"10.96.0.20"}, Ports: []model.Port{{Name: "tcp", Number: 3306, Protocol: model.ProtocolTCP}}},
+		{Hostname: replicaHost, Namespace: "db", Addresses: []string{"10.96.0.21"}, Ports: []model.Port{{Name: "tcp", Number: 3306, Protocol: model.ProtocolTCP}}},
+		// vault is private to db.
+		{Hostname: vaultHost, Namespace: "db", ExportTo: []string{"."}, Addresses: []string{"10.96.0.22"}, Ports: []model.Port{{Name: "tcp", Number: 3306, Protocol: model.ProtocolTCP}}},
+	}
+	dr := drConfig("vault", "db", &networking.DestinationRule{Host: "vault", TrafficPolicy: &networking.TrafficPolicy{
+		ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{IdleTimeout: durationpb.New(time.Hour)}},
+		LoadBalancer:   &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}}}},
+	}})
+	for _, weighted := range []bool{false, true} {
+		dests := []*networking.RouteDestination{l4dest(vaultHost, "", 0)}
+		if weighted {
+			dests = []*networking.RouteDestination{l4dest(vaultHost, "", 40), l4dest(replicaHost, "", 60)}
+		}
+		vs := vsConfig("mysql", "db", &networking.VirtualService{Hosts: []string{"mysql"}, Tcp: []*networking.TCPRoute{tcpRoute(nil, dests...)}})
+		s := model.NewSnapshot(1, model.SnapshotInput{Services: svcs, Configs: []*istioconfig.Config{dr, vs}})
+		for _, ns := range []string{"db", "app"} {
+			p := sidecarProxy("10.0.0.9", ns)
+			rs, err := ForType(ListenerType, p).Generate(p, s, []string{"10.96.0.20_3306"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 1 {
+				t.Fatalf("%d listeners", len(rs))
+			}
+			if _, err := validateDeep(rs[0].Message); err != nil {
+				t.Fatal(err)
+			}
+			tp := &tcpproxyv3.TcpProxy{}
+			if err := rs[0].Message.(*listenerv3.Listener).GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(tp); err != nil {
+				t.Fatal(err)
+			}
+			sees := ns == "db"
+			if (tp.GetIdleTimeout() != nil) != sees || (len(tp.GetHashPolicy()) > 0) != sees {
+				t.Errorf("weighted %v, proxy in %s: idle timeout %v, hash %v; want the rule's only where vault is seen", weighted, ns, tp.GetIdleTimeout(), tp.GetHashPolicy())
+			}
+		}
+	}
+}
+
+// The route configuration "HOST:PORT" of a sniffed port with a VIP is the virtual host of that
+// service among the port's (istiod builds the port's virtual hosts, each service reduced to the
+// listener's port): a destination without a port goes to the listener's port, even to a
+// service with one other port.
+func TestSniffedRouteDestinationPort(t *testing.T) {
+	const (
+		frontHost = "front.example.com"
+		backHost  = "back.app.svc.cluster.local"
+	)
+	svcs := []*model.Service{
+		{Hostname: frontHost, Namespace: "app", Addresses: []string{"240.0.0.9"}, Ports: []model.Port{{Name: "port-80", Number: 80, Protocol: model.ProtocolUnknown}}},
+		{Hostname: backHost, Namespace: "app", Addresses: []string{"240.0.0.10"}, Ports: []model.Port{{Name: "http", Number: 5432, Protocol: model.ProtocolHTTP}}},
+	}
+	vs := vsConfig("front", "app", &networking.VirtualService{Hosts: []string{frontHost}, Http: []*networking.HTTPRoute{
+		{Name: "split", Route: []*networking.HTTPRouteDestination{dest(frontHost, "", 50), dest("back", "", 50)}},
+	}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: svcs, Configs: []*istioconfig.Config{vs}})
+	p := sidecarProxy("10.0.0.9", "app")
+	name := HostPortName(frontHost, 80)
+	rs, err := ForType(RouteType, p).Generate(p, s, []string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		if r.Name != name {
+			continue
+		}
+		for _, vh := range r.Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
+			for _, rt := range vh.GetRoutes() {
+				for _, c := range rt.GetRoute().GetWeightedClusters().GetClusters() {
+					got = append(got, c.GetName())
+				}
+			}
+		}
+	}
+	want := []string{ClusterName(Outbound, 80, "", frontHost), ClusterName(Outbound, 80, "", backHost)}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: weighted clusters %v, want %v", name, got, want)
 	}
 }

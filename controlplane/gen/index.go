@@ -51,8 +51,8 @@ type index struct {
 	// without a port goes to the listener's port (destinationCluster).
 	listenerPortDests bool
 	// whole is the proxy's whole scope when scope is one egress listener's (nil: scope is
-	// the whole scope). istiod reads a route destination's consistent hash from the rules of
-	// the services its SidecarScope holds, every egress listener's (hashScope).
+	// the whole scope). istiod reads a route destination's DestinationRule from its
+	// SidecarScope, which holds the services of every egress listener (routeDestinationRule).
 	whole *model.Scope
 }
 
@@ -68,14 +68,21 @@ func (ix *index) namespace() string {
 	return ix.scope.Namespace
 }
 
-// hashScope is the scope whose services a route destination's consistent hash is read for
-// (istiod: HashForHTTPDestination looks the rule up in the proxy's SidecarScope, which holds no
-// rule for a service the proxy does not see).
-func (ix *index) hashScope() *model.Scope {
+// routeDestinationRule is the DestinationRule a route destination's host reads its consistent
+// hash, or a tcp_proxy its idle timeout, maximum duration and source-IP hash, from: the one
+// that applies to the host (destinationRule) when the proxy's whole scope sees its service,
+// else none. istiod looks both the service and the rule up in the proxy's SidecarScope
+// (ServiceForHostname, HashForHTTPDestination), which has neither for a service not exported
+// to the proxy's namespace or not imported by its Sidecar.
+func (ix *index) routeDestinationRule(host string) *istioconfig.Config {
+	sc := ix.scope
 	if ix.whole != nil {
-		return ix.whole
+		sc = ix.whole
 	}
-	return ix.scope
+	if visibleService(ix.snap, sc, host) == nil {
+		return nil
+	}
+	return ix.destinationRule(host)
 }
 
 // vsVisible applies the scope to one VirtualService.

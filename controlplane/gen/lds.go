@@ -73,6 +73,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	ixFor := func(lsc *model.Scope) *index {
 		if ixs[lsc] == nil {
 			ixs[lsc] = newIndex(s, lsc).of(p)
+			if lsc != sc {
+				ixs[lsc].whole = sc
+			}
 		}
 		return ixs[lsc]
 	}

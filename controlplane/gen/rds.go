@@ -811,11 +811,7 @@ func routeAction(ix *index, vsNamespace string, hr *networking.HTTPRoute, r *rou
 	// for a service not exported to it (or that its Sidecar does not import), so a route to
 	// it, single or weighted, has no hash policy (and keeps the previous-hosts retry predicate).
 	hash := func(d *networking.Destination) *routev3.RouteAction_HashPolicy {
-		h := resolveHost(d.GetHost(), vsNamespace)
-		if visibleService(ix.snap, ix.hashScope(), h) == nil {
-			return nil
-		}
-		return hashPolicy(consistentHash(ix.destinationRule(h), d))
+		return hashPolicy(consistentHash(ix.routeDestinationRule(resolveHost(d.GetHost(), vsNamespace)), d))
 	}
 	total := 0
 	for i, d := range dests {

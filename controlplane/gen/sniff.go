@@ -75,7 +75,15 @@ func withSniffedRoutes(next GeneratorFunc) GeneratorFunc {
 			// istiod routes a sniffed port by the egress listener that holds it.
 			esc := sc.Egress(sp.port.Number)
 			if ixs[esc] == nil {
-				ixs[esc] = newIndex(s, esc).of(p)
+				// istiod builds the port's virtual hosts, as for the route configuration
+				// "PORT", and keeps this service's: a destination without a port takes the
+				// listener's (destinationCluster).
+				ix := newIndex(s, esc).of(p)
+				ix.listenerPortDests = true
+				if esc != sc {
+					ix.whole = sc
+				}
+				ixs[esc] = ix
 			}
 			routes, deps, rerr := serviceRoutes(p, ixs[esc], sp.svc, sp.port, false)
 			errs = append(errs, rerr)

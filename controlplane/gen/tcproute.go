@@ -181,7 +181,7 @@ func tcpRouteFilters(ix *index, vs *istioconfig.Config, dests []*networking.Rout
 		return nil, deps, errors.New("every destination has weight 0")
 	}
 	tp := &tcpproxyv3.TcpProxy{StatPrefix: vs.Name + "." + vs.Namespace, ClusterSpecifier: &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: w}}
-	if dr := ix.destinationRule(resolveHost(dests[0].GetDestination().GetHost(), vs.Namespace)); dr != nil {
+	if dr := ix.routeDestinationRule(resolveHost(dests[0].GetDestination().GetHost(), vs.Namespace)); dr != nil {
 		deps = append(deps, dr.Key())
 		rule := drSpec(dr)
 		tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()
@@ -203,7 +203,7 @@ func tcpRouteFilters(ix *index, vs *istioconfig.Config, dests []*networking.Rout
 // idle timeout, the maximum connection duration and the source-IP hash of the subset (or of
 // the rule).
 func singleTCPProxy(ix *index, cluster, host, subsetName string, proto model.Protocol) ([]*listenerv3.Filter, []istioconfig.Key) {
-	dr := ix.destinationRule(host)
+	dr := ix.routeDestinationRule(host)
 	if dr == nil {
 		return tcpStack(proto, cluster, tcpProxyFilter(cluster, cluster)), nil
 	}
