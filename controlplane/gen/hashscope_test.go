@@ -178,3 +178,52 @@ func TestSniffedRouteDestinationPort(t *testing.T) {
 		t.Errorf("%s: weighted clusters %v, want %v", name, got, want)
 	}
 }
+
+// The route configuration "HOST:PORT" of a sniffed VIP port comes from the egress listener that
+// holds the port: when that listener does not import the service (the catch-all listener
+// does), istiod answers it without a virtual host.
+func TestSniffedRouteFromHoldingEgressListener(t *testing.T) {
+	const (
+		frontHost = "front.app.svc.cluster.local"
+		otherHost = "other.app.svc.cluster.local"
+	)
+	svcs := []*model.Service{
+		{Hostname: frontHost, Namespace: "app", Addresses: []string{"240.0.0.9"}, Ports: []model.Port{{Name: "port-80", Number: 80, Protocol: model.ProtocolUnknown}}},
+		{Hostname: otherHost, Namespace: "app", Addresses: []string{"240.0.0.10"}, Ports: []model.Port{{Name: "tcp", Number: 80, Protocol: model.ProtocolTCP}}},
+	}
+	name := HostPortName(frontHost, 80)
+	for _, tt := range []struct {
+		name   string
+		egress []*networking.IstioEgressListener
+		vhosts int
+	}{
+		{"catch-all imports it", []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}, 1},
+		{"port 80 held by a listener without it", []*networking.IstioEgressListener{
+			{Port: &networking.SidecarPort{Number: 80, Protocol: "TCP", Name: "tcp"}, Hosts: []string{"./" + otherHost}},
+			{Hosts: []string{"./*"}},
+		}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "app"}, Spec: &networking.Sidecar{Egress: tt.egress}}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: svcs, Configs: []*istioconfig.Config{sc}})
+			p := sidecarProxy("10.0.0.9", "app")
+			rs, err := ForType(RouteType, p).Generate(p, s, []string{name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, r := range rs {
+				if r.Name != name {
+					continue
+				}
+				found = true
+				if n := len(r.Message.(*routev3.RouteConfiguration).GetVirtualHosts()); n != tt.vhosts {
+					t.Errorf("%s: %d virtual hosts, want %d", name, n, tt.vhosts)
+				}
+			}
+			if !found {
+				t.Errorf("no route configuration %s", name)
+			}
+		})
+	}
+}

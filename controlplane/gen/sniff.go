@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Protocol sniffing (issue 26, item 12). A ServiceEntry port without a protocol is sniffed, as
@@ -84,6 +85,15 @@ func withSniffedRoutes(next GeneratorFunc) GeneratorFunc {
 					ix.whole = sc
 				}
 				ixs[esc] = ix
+			}
+			if !esc.SeesPort(sp.svc, sp.port.Number) {
+				// The egress listener that holds the port does not import the service (its
+				// VIP listener comes from the catch-all listener): istiod builds the route
+				// configuration from the port's egress listener, which has no virtual host of
+				// the service, and answers it empty.
+				rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}
+				out = append(out, Resource{Name: name, Message: rc, Deps: sortDeps([]istioconfig.Key{ServiceKey(sp.svc)})})
+				continue
 			}
 			routes, deps, rerr := serviceRoutes(p, ixs[esc], sp.svc, sp.port, false)
 			errs = append(errs, rerr)
