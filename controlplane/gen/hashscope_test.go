@@ -227,3 +227,37 @@ func TestSniffedRouteFromHoldingEgressListener(t *testing.T) {
 		})
 	}
 }
+
+// Under a Sidecar, a tcp route's destination without a port goes to its service's only port
+// when the proxy's whole scope holds that service, as a destination of a VirtualService an
+// egress listener imports, though no egress host names it (istiod: ServiceForHostname on the
+// SidecarScope, GetDestinationCluster).
+func TestTCPRouteDestinationPortUnderSidecar(t *testing.T) {
+	const (
+		frontHost = "front.other.svc.cluster.local"
+		backHost  = "back.plain.svc.cluster.local"
+	)
+	svcs := []*model.Service{
+		{Hostname: frontHost, Namespace: "other", Addresses: []string{"240.0.0.9"}, Ports: []model.Port{{Name: "tcp", Number: 8443, Protocol: model.ProtocolTCP}}},
+		{Hostname: backHost, Namespace: "plain", Addresses: []string{"240.0.0.10"}, Ports: []model.Port{{Name: "tcp", Number: 9000, Protocol: model.ProtocolTCP}}},
+	}
+	sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "other"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}}}
+	vs := vsConfig("front", "other", &networking.VirtualService{Hosts: []string{"front"}, Tcp: []*networking.TCPRoute{tcpRoute(nil, l4dest(backHost, "", 0))}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: svcs, Configs: []*istioconfig.Config{sc, vs}})
+	p := sidecarProxy("10.0.0.9", "other")
+	rs, err := ForType(ListenerType, p).Generate(p, s, []string{"240.0.0.9_8443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("%d listeners", len(rs))
+	}
+	tp := &tcpproxyv3.TcpProxy{}
+	if err := rs[0].Message.(*listenerv3.Listener).GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(tp); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tp.GetCluster(), ClusterName(Outbound, 9000, "", backHost); got != want {
+		t.Errorf("tcp_proxy cluster %s, want %s", got, want)
+	}
+}

@@ -75,14 +75,18 @@ func (ix *index) namespace() string {
 // (ServiceForHostname, HashForHTTPDestination), which has neither for a service not exported
 // to the proxy's namespace or not imported by its Sidecar.
 func (ix *index) routeDestinationRule(host string) *istioconfig.Config {
-	sc := ix.scope
-	if ix.whole != nil {
-		sc = ix.whole
-	}
-	if visibleService(ix.snap, sc, host) == nil {
+	if visibleService(ix.snap, ix.proxyScope(), host) == nil {
 		return nil
 	}
 	return ix.destinationRule(host)
+}
+
+// proxyScope is the proxy's whole scope (istiod's SidecarScope): whole, else scope.
+func (ix *index) proxyScope() *model.Scope {
+	if ix.whole != nil {
+		return ix.whole
+	}
+	return ix.scope
 }
 
 // vsVisible applies the scope to one VirtualService.

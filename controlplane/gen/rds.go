@@ -902,8 +902,10 @@ func destinationCluster(ix *index, vsNamespace string, dst *networking.Destinati
 		// looks the destination up among the services of the listener's port (each reduced to
 		// that port): there a destination without a port always gets the listener's. Only a
 		// service the proxy sees counts: for one exported elsewhere istiod finds no service and
-		// takes the listener's port.
-		if ds := visibleService(ix.snap, ix.scope, host); ds != nil && len(ds.Ports) == 1 && !ix.listenerPortDests {
+		// takes the listener's port. istiod looks it up in the proxy's whole scope
+		// (ServiceForHostname), which holds every egress listener's services and the
+		// destinations of the VirtualServices they import.
+		if ds := visibleService(ix.snap, ix.proxyScope(), host); ds != nil && len(ds.Ports) == 1 && !ix.listenerPortDests {
 			num = ds.Ports[0].Number
 		}
 	}
