@@ -19,6 +19,11 @@ import (
 // proxy sidecar-web), other and plain (sidecars of no service) and istio-system (the mesh's root
 // namespace and the ingress gateway).
 type randMesh struct {
+	seed uint64
+	// base leaves out the shapes of the second stream (extras): the mesh the seed made before
+	// they were added, to reproduce a difference they hide (a random Sidecar narrows what a
+	// proxy sees).
+	base bool
 	r    *rand.Rand
 	docs []map[string]any
 	// ages is the pool of creation timestamps, drawn without replacement, so that no two
@@ -66,7 +71,7 @@ var (
 )
 
 func newRandMesh(seed uint64) *randMesh {
-	m := &randMesh{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	m := &randMesh{seed: seed, r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	for i := range 400 {
 		m.ages = append(m.ages, i)
 	}
@@ -139,6 +144,9 @@ func (m *randMesh) generate() {
 		m.gatewaysAndRoutes()
 	}
 	m.security()
+	if !m.base {
+		m.extras()
+	}
 }
 
 // web is the service of the proxy sidecar-web (WorkloadEntry web-1, 10.1.0.1).
@@ -833,4 +841,266 @@ func (m *randMesh) security() {
 		spec["rules"] = rules
 		m.add("AuthorizationPolicy", "security.istio.io/v1", fmt.Sprintf("authz%d", i), ns, spec)
 	}
+}
+
+// extraStream is mixed into the seed of the second PCG stream the shapes added after the first
+// generator are drawn from (extras): the first stream's draws, and so every object a seed
+// produced before them, stay as they were, so that a seed keeps its meaning.
+const extraStream = 0x5deece66d2b4a1f3
+
+// extras appends the shapes of the second stream: ServiceEntries of more protocols (MONGO,
+// GRPC-WEB, MYSQL, REDIS), with several hosts, or with CIDR addresses, and Sidecar resources
+// (namespace-wide, by workload selector, in the root namespace) whose egress hosts import with
+// `ns/host`, `./*`, `*/host` and `ns/*` patterns, and that the random test's proxies fall
+// under (sidecar-web in app, the clients in other and plain).
+func (m *randMesh) extras() {
+	m.r = rand.New(rand.NewPCG(m.seed^extraStream, extraStream))
+	withSidecars := m.chance(0.6)
+	for i := range m.r.IntN(4) {
+		switch m.r.IntN(3) {
+		case 0:
+			m.protocolService(i)
+		case 1:
+			m.multiHostService(i)
+		case 2:
+			// A Sidecar importing an entry with several addresses is not generated yet.
+			m.cidrService(i, !withSidecars)
+		}
+	}
+	if withSidecars {
+		m.sidecars()
+	}
+}
+
+// protocolService adds an entry with a port of a protocol the first generator does not draw.
+// It always has a VIP: a MONGO or MYSQL port without one shared with another protocol, and a
+// GRPC-WEB port shared with other HTTP services without one, are not generated yet
+// (docs/parity.md); MYSQL and REDIS are TCP for both (their filters are off in istiod by
+// default). GRPC-WEB and MONGO keep ports of their own.
+func (m *randMesh) protocolService(i int) {
+	s := &rsvc{name: fmt.Sprintf("p%d", i), ns: m.pick(clientNamespaces...), resolution: m.pick("STATIC", "STATIC", "DNS")}
+	s.internal = m.chance(0.6)
+	if s.internal {
+		s.host = fmt.Sprintf("%s.%s.svc.cluster.local", s.name, s.ns)
+	} else {
+		s.host = fmt.Sprintf("%s.example.com", s.name)
+	}
+	s.vip = m.nextVIP()
+	proto := m.pick("MONGO", "GRPC-WEB", "MYSQL", "REDIS")
+	var num int
+	switch proto {
+	case "MONGO":
+		num = 27017
+	case "GRPC-WEB":
+		num = 8090
+	case "MYSQL":
+		num = m.pick2(3306, portPool[m.r.IntN(len(portPool))])
+	case "REDIS":
+		num = m.pick2(6379, portPool[m.r.IntN(len(portPool))])
+	}
+	s.ports = []rport{{name: fmt.Sprintf("%s-%d", strings.ToLower(proto), num), number: num, protocol: proto}}
+	if m.chance(0.4) {
+		for _, p := range m.ports(s) {
+			if p.number != num {
+				s.ports = append(s.ports, p)
+				break
+			}
+		}
+	}
+	spec := m.serviceSpec(s)
+	m.inlineEndpoints(s, spec)
+	m.add("ServiceEntry", "networking.istio.io/v1", s.name, s.ns, spec)
+	m.services = append(m.services, s)
+}
+
+// inlineEndpoints gives s's entry one or two inline endpoints (IPs, or host names for DNS).
+func (m *randMesh) inlineEndpoints(s *rsvc, spec map[string]any) {
+	var eps []any
+	for k := range 1 + m.r.IntN(2) {
+		ep := map[string]any{"labels": map[string]any{"version": fmt.Sprintf("v%d", 1+k%2)}}
+		if s.resolution == "DNS" && m.chance(0.5) {
+			ep["address"] = fmt.Sprintf("e%d.%s.example.net", k, s.name)
+		} else {
+			ep["address"] = m.nextIP()
+		}
+		m.endpointExtras(s, ep)
+		eps = append(eps, ep)
+	}
+	spec["endpoints"] = eps
+}
+
+// multiHostService adds an entry with two or three hosts (one VIP or none: the virtual host
+// domains of an HTTP port of an entry with several addresses are not generated yet), HTTP and
+// TLS ports only (Istio's validation) and inline endpoints.
+func (m *randMesh) multiHostService(i int) {
+	s := &rsvc{name: fmt.Sprintf("m%d", i), ns: m.pick(clientNamespaces...), resolution: m.pick("STATIC", "DNS")}
+	if m.chance(0.7) {
+		s.vip = m.nextVIP()
+	}
+	s.internal = m.chance(0.4)
+	var hosts []string
+	for k := range 2 + m.r.IntN(2) {
+		if s.internal {
+			hosts = append(hosts, fmt.Sprintf("%s-%c.%s.svc.cluster.local", s.name, 'a'+k, s.ns))
+		} else {
+			hosts = append(hosts, fmt.Sprintf("%s-%c.example.com", s.name, 'a'+k))
+		}
+	}
+	s.host = hosts[0]
+	// Istio rejects several hosts with a port that is neither HTTP nor TLS (unless NONE).
+	nums := slices.Clone(portPool)
+	m.r.Shuffle(len(nums), func(i, j int) { nums[i], nums[j] = nums[j], nums[i] })
+	for k := range 1 + m.r.IntN(2) {
+		protos := []string{"HTTP", "HTTP", "HTTP2", "GRPC", "TLS", "HTTPS"}
+		if s.vip != "" {
+			// An HTTP port of an entry with several hosts and an address is not generated
+			// yet: istiod gives the address's domain to whichever host's virtual host it
+			// builds first, in map order.
+			protos = []string{"TLS", "HTTPS"}
+		}
+		p := rport{number: nums[k], protocol: m.pick(protos...)}
+		p.name = fmt.Sprintf("%s-%d", strings.ToLower(p.protocol), p.number)
+		s.ports = append(s.ports, p)
+	}
+	spec := m.serviceSpec(s)
+	spec["hosts"] = toAny(hosts)
+	m.inlineEndpoints(s, spec)
+	m.add("ServiceEntry", "networking.istio.io/v1", s.name, s.ns, spec)
+	m.services = append(m.services, s)
+	for _, h := range hosts[1:] {
+		o := *s
+		o.host = h
+		m.services = append(m.services, &o)
+	}
+}
+
+// cidrService adds a resolution NONE entry whose addresses are CIDRs: one (an HTTP port of an
+// entry with several addresses is not generated yet), or, when several is true, maybe several
+// CIDRs and IPs on TCP and TLS ports (istiod keeps one of those addresses for a proxy under a
+// Sidecar: not generated yet).
+func (m *randMesh) cidrService(i int, several bool) {
+	s := &rsvc{name: fmt.Sprintf("c%d", i), ns: m.pick(clientNamespaces...), resolution: "NONE", host: fmt.Sprintf("c%d.cidr.example.com", i)}
+	addrs := []string{fmt.Sprintf("172.16.%d.0/%d", 10*i+m.r.IntN(10), m.pick2(24, 28))}
+	if several && m.chance(0.5) {
+		for range 1 + m.r.IntN(2) {
+			if m.chance(0.5) {
+				addrs = append(addrs, fmt.Sprintf("172.17.%d.0/24", m.r.IntN(50)))
+			} else {
+				addrs = append(addrs, fmt.Sprintf("172.18.%d.%d", m.r.IntN(50), 1+m.r.IntN(200)))
+			}
+		}
+		slices.Sort(addrs)
+		addrs = slices.Compact(addrs)
+	}
+	protos := []string{"HTTP", "TCP", "TCP", "TLS", "HTTPS"}
+	if len(addrs) > 1 {
+		protos = []string{"TCP", "TCP", "TLS", "HTTPS"}
+	}
+	nums := slices.Clone(portPool)
+	m.r.Shuffle(len(nums), func(i, j int) { nums[i], nums[j] = nums[j], nums[i] })
+	for k := range 1 + m.r.IntN(2) {
+		p := rport{number: nums[k], protocol: m.pick(protos...)}
+		p.name = fmt.Sprintf("%s-%d", strings.ToLower(p.protocol), p.number)
+		s.ports = append(s.ports, p)
+	}
+	spec := m.serviceSpec(s)
+	spec["addresses"] = toAny(addrs)
+	m.add("ServiceEntry", "networking.istio.io/v1", s.name, s.ns, spec)
+	m.services = append(m.services, s)
+}
+
+// sidecars adds Sidecar resources the random test's proxies fall under: per client namespace
+// one without a workloadSelector (every proxy of the namespace) or one selecting its proxy
+// (app=web in app, app=client in other and plain), and maybe one in the root namespace (the
+// namespaces without their own). Their egress listeners: one without a port whose hosts are a
+// mix of `./*`, `ns/*`, `ns/host`, `*/host` and exclusions, and maybe one with the port of a
+// service it imports; outboundTrafficPolicy ALLOW_ANY sometimes. No ingress, bind,
+// captureMode, HTTP_PROXY port or REGISTRY_ONLY (not generated).
+func (m *randMesh) sidecars() {
+	var nss []string
+	for _, ns := range clientNamespaces {
+		if m.chance(0.4) {
+			nss = append(nss, ns)
+		}
+	}
+	if len(nss) == 0 {
+		nss = append(nss, m.pick(clientNamespaces...))
+	}
+	for _, ns := range nss {
+		spec := m.sidecarSpec(ns)
+		name := "default"
+		if m.chance(0.4) {
+			app := "client"
+			if ns == "app" {
+				app = "web"
+			}
+			spec["workloadSelector"] = map[string]any{"labels": map[string]any{"app": app}}
+			name = "by-workload"
+		}
+		m.add("Sidecar", "networking.istio.io/v1", name, ns, spec)
+	}
+	if m.chance(0.25) {
+		m.add("Sidecar", "networking.istio.io/v1", "default", "istio-system", m.sidecarSpec("istio-system"))
+	}
+}
+
+func (m *randMesh) sidecarSpec(ns string) map[string]any {
+	var hosts []string
+	addHost := func(h string) {
+		if !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	if m.chance(0.5) {
+		addHost("./*")
+	}
+	if m.chance(0.2) {
+		addHost(m.pick(clientNamespaces...) + "/*")
+	}
+	for range 1 + m.r.IntN(3) {
+		if len(m.services) == 0 {
+			break
+		}
+		s := m.services[m.r.IntN(len(m.services))]
+		if s.wildcard {
+			continue
+		}
+		switch m.r.IntN(3) {
+		case 0:
+			addHost("*/" + s.host)
+		default:
+			addHost(s.ns + "/" + s.host)
+		}
+	}
+	if m.chance(0.1) {
+		addHost("istio-system/*")
+	}
+	if len(hosts) == 0 {
+		addHost("./*")
+	}
+	if m.chance(0.15) && slices.Contains(hosts, "./*") && ns != "istio-system" {
+		for _, s := range m.services {
+			if s.ns == ns && !s.wildcard {
+				addHost("~./" + s.host)
+				break
+			}
+		}
+	}
+	var egress []any
+	if m.chance(0.3) && len(m.services) > 0 {
+		s := m.services[m.r.IntN(len(m.services))]
+		p := s.ports[m.r.IntN(len(s.ports))]
+		if !s.wildcard && p.protocol != "" {
+			egress = append(egress, map[string]any{
+				"port":  map[string]any{"number": p.number, "protocol": p.protocol, "name": fmt.Sprintf("egress-%d", p.number)},
+				"hosts": []any{s.ns + "/" + s.host},
+			})
+		}
+	}
+	egress = append(egress, map[string]any{"hosts": toAny(hosts)})
+	spec := map[string]any{"egress": egress}
+	if m.chance(0.3) {
+		spec["outboundTrafficPolicy"] = map[string]any{"mode": "ALLOW_ANY"}
+	}
+	return spec
 }
