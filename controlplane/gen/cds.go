@@ -171,7 +171,8 @@ func checkSubsetName(n string) error {
 }
 
 // outboundCluster builds one outbound cluster, nil for a DNS cluster (not proxyless gRPC's)
-// that none of the service's endpoints are for, which istiod does not build. Errors concern the endpoints inlined for
+// that none of the service's endpoints are for, which istiod does not build (proxyless gRPC
+// resolves the service's host name then). Errors concern the endpoints inlined for
 // DNS clusters; the cluster returned is still valid.
 func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Service, port model.Port, dr *networking.DestinationRule, ss *networking.Subset, eps []*model.Endpoint, grpc bool) (*clusterv3.Cluster, error) {
 	c := &clusterv3.Cluster{Name: name}
@@ -201,11 +202,13 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 			n += len(l.GetLbEndpoints())
 		}
 		switch {
-		case n == 0 && len(eps) > 0 && !grpc:
-			// The service has endpoints but none for this cluster (a subset whose labels no
-			// endpoint has, such as a DNS entry's own host name, which has no labels): istiod
-			// builds no cluster then (its buildCluster gives up on a DNS cluster without
-			// endpoints), and routes to it fail.
+		case n == 0 && !grpc:
+			// No endpoint for this cluster: a subset whose labels no endpoint has (a DNS
+			// entry's own host name, its endpoint when it lists none, has no labels), or an
+			// entry whose workloadSelector selects no WorkloadEntry (such an entry has no
+			// host-name endpoint). istiod builds no cluster then (its buildCluster gives up on
+			// a DNS cluster without endpoints); routes and listeners still name it, and their
+			// requests and connections fail.
 			return nil, err
 		case n == 0 || (grpc && n > 1):
 			// The proxy resolves the service's own hostname (grpc-go's LOGICAL_DNS takes exactly

@@ -21,6 +21,14 @@ import (
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
+// dnsHostEndpoint is the endpoint the registry gives a DNS ServiceEntry that lists no
+// endpoints and has no workloadSelector (registry.ConvertServiceEntry): its own host name,
+// without labels. Fixtures of such entries must carry it: a DNS service with no endpoints at
+// all is an entry whose workloadSelector selects nothing, for which istiod builds no cluster.
+func dnsHostEndpoint(svc *model.Service) *model.Endpoint {
+	return &model.Endpoint{Service: svc.Hostname, Address: svc.Hostname, Source: svc.Source}
+}
+
 // goldenMesh is a small mesh that exercises every feature the generators support.
 func goldenMesh() *model.Snapshot { return model.NewSnapshot(1, goldenInput()) }
 
@@ -57,6 +65,7 @@ func goldenInput() model.SnapshotInput {
 			ep("api.example.com", "api-1.example.com", "v1", "", "", 1, model.Healthy),
 			ep("api.example.com", "api-2.example.com", "v1", "", "", 1, model.Healthy),
 		},
+		"httpbin.org": {dnsHostEndpoint(services[4])},
 	}
 	dr := &networking.DestinationRule{
 		Host: "reviews",

@@ -36,9 +36,11 @@ func TestTLSOrigination(t *testing.T) {
 		{"disable", &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_DISABLE}, false, "", "", "", 0, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			svc := &model.Service{Hostname: host, Namespace: "app", Resolution: model.ResolutionDNS, MeshExternal: true,
+				Ports: []model.Port{{Name: "http", Number: 8443, Protocol: model.ProtocolHTTP}}, Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry, Namespace: "app", Name: "origin"}}
 			in := model.SnapshotInput{
-				Services: []*model.Service{{Hostname: host, Namespace: "app", Resolution: model.ResolutionDNS, MeshExternal: true,
-					Ports: []model.Port{{Name: "http", Number: 8443, Protocol: model.ProtocolHTTP}}, Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry, Namespace: "app", Name: "origin"}}},
+				Services:  []*model.Service{svc},
+				Endpoints: map[string][]*model.Endpoint{host: {dnsHostEndpoint(svc)}},
 				Configs: []*istioconfig.Config{{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "origin", Namespace: "app"},
 					Spec: &networking.DestinationRule{Host: host, TrafficPolicy: &networking.TrafficPolicy{Tls: tc.tls}}}},
 			}
