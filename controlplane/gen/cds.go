@@ -247,9 +247,13 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 		c.LbConfig = nil // istiod applies no consistent hash to ORIGINAL_DST clusters
 	}
-	h2 := pol.applyPool(sh, c, port.Protocol.IsHTTP2())
-	if port.Protocol == model.ProtocolUnknown && !h2 && !grpc {
-		// Sniffed traffic: HTTP/1.1 or HTTP/2 upstream as the client spoke it.
+	// A sidecar's sniffed traffic: HTTP/1.1 or HTTP/2 upstream as the client spoke it. istiod
+	// chooses this before it applies the rule, so an h2UpgradePolicy UPGRADE does not change
+	// it. A gateway does not sniff: its cluster of such a port speaks HTTP/1.1 unless the
+	// rule upgrades it.
+	sniffed := port.Protocol == model.ProtocolUnknown && !grpc && (sh.proxy == nil || sh.proxy.Type != model.Router)
+	h2 := pol.applyPool(sh, c, port.Protocol.IsHTTP2(), !sniffed)
+	if sniffed {
 		useDownstreamProtocol(sh, c)
 	}
 	pol.applyOutlier(c)
@@ -267,8 +271,24 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 			LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{}},
 		}
 	}
-	applyUpstreamTLS(sh, s, c, svc, port, ss.GetName(), pol, eps, h2)
+	applyUpstreamTLS(sh, s, c, svc, port, ss.GetName(), pol, eps, h2, passthroughRule(svc, dr, ss))
 	return c, err
+}
+
+// passthroughRule reports whether istiod infers the auto-mTLS of the cluster of svc (of
+// subset ss when not nil) from the service's endpoints: for a resolution NONE service, or
+// when the load balancer of the rule's top-level traffic policy (of the subset's own policy,
+// for a subset cluster) is PASSTHROUGH. Port-level settings do not count: istiod reads the
+// rule's (or subset's) traffic policy alone there.
+func passthroughRule(svc *model.Service, dr *networking.DestinationRule, ss *networking.Subset) bool {
+	if svc.Resolution == model.ResolutionPassthrough {
+		return true
+	}
+	tp := dr.GetTrafficPolicy()
+	if ss != nil {
+		tp = ss.GetTrafficPolicy()
+	}
+	return tp.GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH
 }
 
 // applyUpstreamTLS gives an outbound cluster its TLS as istiod does. SIMPLE and MUTUAL
@@ -277,10 +297,13 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 // accounts; secrets over ADS, from xdslab's SDS); DISABLE or another mode keeps plaintext. Without client TLS settings, auto-mTLS: a
 // mesh-internal service whose namespace (or the mesh) is not PeerAuthentication DISABLE gets
 // transport_socket_matches, mTLS to endpoints whose metadata says tlsMode "istio" and
-// plaintext to the rest; a passthrough (ORIGINAL_DST) cluster gets mTLS as its socket only
-// when every endpoint has tlsMode "istio". Auto-mTLS names its secrets on the istio-agent's
-// sds-grpc, as istiod does.
-func applyUpstreamTLS(sh *shared, s *model.Snapshot, c *clusterv3.Cluster, svc *model.Service, port model.Port, subset string, pol policy, eps []*model.Endpoint, h2 bool) {
+// plaintext to the rest; an ORIGINAL_DST cluster gets mTLS as its socket instead. Where
+// istiod infers the service's mTLS from its endpoints (fromEndpoints: a resolution NONE
+// service, whose cluster is ORIGINAL_DST on a sidecar and EDS on a gateway, or a rule's
+// PASSTHROUGH load balancer, see passthroughRule), auto-mTLS applies only when the service
+// has endpoints and every one has tlsMode "istio". Auto-mTLS names its secrets on the
+// istio-agent's sds-grpc, as istiod does.
+func applyUpstreamTLS(sh *shared, s *model.Snapshot, c *clusterv3.Cluster, svc *model.Service, port model.Port, subset string, pol policy, eps []*model.Endpoint, h2, fromEndpoints bool) {
 	sni := IstioSNI(port.Number, subset, svc.Hostname)
 	if t := pol.tls; t != nil {
 		switch t.GetMode() {
@@ -304,17 +327,18 @@ func applyUpstreamTLS(sh *shared, s *model.Snapshot, c *clusterv3.Cluster, svc *
 	if svc.MeshExternal || sh.namespaceMTLS(s, svc.Namespace) == mtlsDisable {
 		return
 	}
-	if c.GetType() == clusterv3.Cluster_ORIGINAL_DST {
-		n := 0
+	if fromEndpoints {
+		if len(eps) == 0 {
+			return
+		}
 		for _, ep := range eps {
 			if endpointTLSMode(ep) != tlsModeIstio {
 				return
 			}
-			n++
 		}
-		if n > 0 {
-			c.TransportSocket = istioMutualSocket(agentSDSConfigSource, sni, svc.ServiceAccounts, h2)
-		}
+	}
+	if c.GetType() == clusterv3.Cluster_ORIGINAL_DST {
+		c.TransportSocket = istioMutualSocket(agentSDSConfigSource, sni, svc.ServiceAccounts, h2)
 		return
 	}
 	c.TransportSocketMatches = autoMTLSMatches(sh, istioMutualSocket(agentSDSConfigSource, sni, svc.ServiceAccounts, h2))
@@ -398,7 +422,10 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 			d = sortDeps(append(slices.Clone(deps), drc.Key()))
 			pol = effectivePolicy(drSpec(drc), ip.port, nil)
 		}
-		if h2 := pol.applyPool(sh, c, ip.protocol.IsHTTP2()); ip.protocol == model.ProtocolUnknown && !h2 {
+		// istiod applies no h2UpgradePolicy to inbound clusters: only an HTTP/2 port's
+		// cluster speaks HTTP/2 to the app.
+		pol.applyPool(sh, c, ip.protocol.IsHTTP2(), false)
+		if ip.protocol == model.ProtocolUnknown {
 			// Sniffed inbound traffic (virtualInbound): HTTP/1.1 or HTTP/2 to the app as the
 			// client spoke it, as istiod's inbound cluster of such a port does.
 			useDownstreamProtocol(sh, c)

@@ -514,7 +514,9 @@ func gatewayHTTPRoute(hr *networking.HTTPRoute, vsNS string, gc *istioconfig.Con
 	return out, true
 }
 
-// routeClusters lists the clusters a route configuration forwards to.
+// routeClusters lists the clusters a route configuration forwards or mirrors to (the
+// gateway builds those: istiod sends it every cluster of the mesh, so a route's mirror
+// cluster exists there too).
 func routeClusters(rc *routev3.RouteConfiguration) []string {
 	var out []string
 	for _, vh := range rc.GetVirtualHosts() {
@@ -525,6 +527,9 @@ func routeClusters(rc *routev3.RouteConfiguration) []string {
 			}
 			for _, wc := range ra.GetWeightedClusters().GetClusters() {
 				out = append(out, wc.GetName())
+			}
+			for _, m := range ra.GetRequestMirrorPolicies() {
+				out = append(out, m.GetCluster())
 			}
 		}
 	}

@@ -327,8 +327,11 @@ func httpOptions(h2 bool, common *corev3.HttpProtocolOptions) *upstreamhttpv3.Ht
 // duration (tcp.maxConnectionDuration) and requests per connection go to the cluster's common
 // HTTP protocol options, whatever the port's protocol (Envoy applies them to HTTP upstreams;
 // a TCP port's tcp_proxy takes the tcp ones, tcproute.go); on HTTP/2 upstreams also the
-// maximum concurrent streams and the HTTP/2 keepalive.
-func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
+// maximum concurrent streams and the HTTP/2 keepalive. h2 says the port's protocol is HTTP/2;
+// upgrade says whether the pool's h2UpgradePolicy UPGRADE may make it HTTP/2 (istiod upgrades
+// outbound clusters only, and not a sidecar's cluster of a sniffed port, whose upstream
+// protocol is already the client's). It reports whether the cluster speaks HTTP/2 upstream.
+func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2, upgrade bool) bool {
 	c.ConnectTimeout = sh.defaultTimeout()
 	if p.pool == nil {
 		c.CircuitBreakers = sh.defaultBreakers()
@@ -370,7 +373,7 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2 bool) bool {
 		if v := hs.GetMaxRequestsPerConnection(); v > 0 {
 			commonOpts().MaxRequestsPerConnection = wrapperspb.UInt32(uint32(v))
 		}
-		if hs.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE {
+		if upgrade && hs.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE {
 			h2 = true
 		}
 	}

@@ -47,7 +47,7 @@ func TestConnectionPoolProtocolOptions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &clusterv3.Cluster{Name: "outbound|80||a"}
-			policy{pool: tc.pool}.applyPool(&shared{}, c, tc.proto.IsHTTP2())
+			policy{pool: tc.pool}.applyPool(&shared{}, c, tc.proto.IsHTTP2(), true)
 			a := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName]
 			if tc.none {
 				if a != nil {
