@@ -25,7 +25,7 @@ var (
 // and xdslab agree (the others differ in ways docs/parity.md lists as not generated yet), enough
 // for meshes of every shape the generator draws, few enough for the test to stay short. A
 // fixed difference adds its seeds here.
-var randomSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 50, 51, 53, 54, 55, 56, 57, 58, 59, 60}
+var randomSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60}
 
 // randomProxies are the proxies a random mesh is compared from: the corpus's, less the two
 // that only the corpus's Sidecar resources give a point of view.
