@@ -13,6 +13,7 @@ import (
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -56,7 +57,8 @@ func sidecarClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resou
 }
 
 // grpcClusters is the proxyless gRPC CDS generator: only outbound clusters grpc-go accepts
-// (EDS, or LOGICAL_DNS for DNS services; passthrough services are skipped).
+// (EDS, also for passthrough services as istiod's grpcgen builds them, or LOGICAL_DNS for DNS
+// services).
 func grpcClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	out, err := outboundClusters(p, s, newIndex(s, s.ScopeFor(p)).of(p), nameSet(names), true)
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
@@ -112,9 +114,6 @@ func outboundClusters(p *model.Proxy, s *model.Snapshot, ix *index, want map[str
 
 // serviceClusters builds one service's outbound clusters.
 func serviceClusters(s *model.Snapshot, ix *index, sh *shared, svc *model.Service, want map[string]struct{}, grpc bool) ([]Resource, error) {
-	if grpc && svc.Resolution == model.ResolutionPassthrough {
-		return nil, nil // grpc-go has no ORIGINAL_DST clusters
-	}
 	drc := ix.destinationRule(svc.Hostname)
 	var dr *networking.DestinationRule
 	deps := []istioconfig.Key{ServiceKey(svc), svc.Source}
@@ -180,9 +179,10 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	pol.distribution = svc.TrafficDistribution
 	var err error
 	resolution := svc.Resolution
-	if resolution == model.ResolutionPassthrough && sh.proxy != nil && sh.proxy.Type == model.Router {
-		// A gateway cannot pass through to the address the client dialled: istiod falls back
-		// to EDS (the entry's endpoints, often none).
+	if resolution == model.ResolutionPassthrough && (grpc || sh.proxy != nil && sh.proxy.Type == model.Router) {
+		// A gateway cannot pass through to the address the client dialled, nor can grpc-go
+		// (no ORIGINAL_DST clusters): istiod falls back to EDS (the entry's endpoints, often
+		// none).
 		resolution = model.ResolutionStatic
 	}
 	switch resolution {
@@ -256,12 +256,16 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	if sniffed {
 		useDownstreamProtocol(sh, c)
 	}
-	pol.applyOutlier(c)
 	if grpc {
+		// As istiod's grpcgen: of the connection pool only http2MaxRequests, as the
+		// max_requests breaker (unset, grpc-go allows 1024 concurrent RPCs), and no outlier
+		// detection (grpc-go would eject on it; locality priorities still follow it, eds.go).
 		// grpc-go takes TLS from certificate providers, not SDS: proxyless clusters stay
 		// plaintext.
+		c.CircuitBreakers = grpcBreakers(pol)
 		return c, err
 	}
+	pol.applyOutlier(c)
 	if c.CommonLbConfig == nil {
 		c.CommonLbConfig = sh.panicDisabled()
 	}
@@ -289,6 +293,17 @@ func passthroughRule(svc *model.Service, dr *networking.DestinationRule, ss *net
 		tp = ss.GetTrafficPolicy()
 	}
 	return tp.GetLoadBalancer().GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH
+}
+
+// grpcBreakers is a proxyless gRPC cluster's circuit breakers: max_requests from the connection
+// pool's http2MaxRequests, the one threshold grpc-go reads (istiod's grpcgen
+// applyCircuitBreakers), nil without it.
+func grpcBreakers(pol policy) *clusterv3.CircuitBreakers {
+	n := pol.pool.GetHttp().GetHttp2MaxRequests()
+	if n <= 0 {
+		return nil
+	}
+	return &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(uint32(n))}}}
 }
 
 // applyUpstreamTLS gives an outbound cluster its TLS as istiod does. SIMPLE and MUTUAL

@@ -36,7 +36,10 @@ type clusterSummary struct {
 
 func summarizeCluster(t *testing.T, c *clusterv3.Cluster) clusterSummary {
 	t.Helper()
-	th := c.GetCircuitBreakers().GetThresholds()[0]
+	var th *clusterv3.CircuitBreakers_Thresholds // none: every limit reads 0
+	if ths := c.GetCircuitBreakers().GetThresholds(); len(ths) > 0 {
+		th = ths[0]
+	}
 	s := clusterSummary{
 		Type: c.GetType().String(), LB: c.GetLbPolicy().String(), ConnectTimeout: c.GetConnectTimeout().AsDuration(),
 		MaxConns: th.GetMaxConnections().GetValue(), MaxPending: th.GetMaxPendingRequests().GetValue(),
@@ -96,6 +99,9 @@ func TestDestinationRulePolicies(t *testing.T) {
 	}
 	def := clusterSummary{Type: "EDS", LB: "LEAST_REQUEST", ConnectTimeout: DefaultConnectTimeout, MaxConns: maxU32, MaxPending: maxU32, MaxRequests: maxU32, MaxRetries: maxU32}
 	with := func(f func(*clusterSummary)) clusterSummary { s := def; f(&s); return s }
+	grpcBreakers := func(s *clusterSummary, maxRequests uint32) {
+		s.MaxConns, s.MaxPending, s.MaxRequests, s.MaxRetries = 0, 0, maxRequests, 0
+	}
 	tests := []struct {
 		name    string
 		dr      *networking.DestinationRule
@@ -105,12 +111,21 @@ func TestDestinationRulePolicies(t *testing.T) {
 		want    clusterSummary
 	}{
 		{"no DR", nil, "outbound|80||" + shop, model.ProtocolHTTP, false, def},
-		{"no DR, grpc proxy", nil, "outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN" })},
+		// Proxyless gRPC (istiod's grpcgen): no circuit breakers but max_requests from
+		// http2MaxRequests (grpc-go's default of 1024 without it), no outlier detection.
+		{"no DR, grpc proxy", nil, "outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN"; grpcBreakers(s, 0) })},
+		{"pool and outlier detection, grpc proxy", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{
+			ConnectionPool: &networking.ConnectionPoolSettings{
+				Tcp:  &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 7},
+				Http: &networking.ConnectionPoolSettings_HTTPSettings{Http2MaxRequests: 40, Http1MaxPendingRequests: 9, MaxRetries: 3},
+			},
+			OutlierDetection: &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(4), Interval: durationpb.New(time.Second)},
+		}}, "outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN"; grpcBreakers(s, 40) })},
 		{"GRPC port gets HTTP/2", nil, "outbound|80||" + shop, model.ProtocolGRPC, false, with(func(s *clusterSummary) { s.H2 = true })},
 		{"simple random", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_RANDOM)}},
 			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RANDOM" })},
 		{"random is round robin for grpc", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_RANDOM)}},
-			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN" })},
+			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN"; grpcBreakers(s, 0) })},
 		{"passthrough lb", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_PASSTHROUGH)}},
 			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.Type = "ORIGINAL_DST"; s.LB = "CLUSTER_PROVIDED" })},
 		// Consistent hashing (istiod's ApplyRingHashLoadBalancer): no algorithm is RING_HASH
@@ -138,9 +153,9 @@ func TestDestinationRulePolicies(t *testing.T) {
 			"outbound|80||" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "MAGLEV" })},
 		// Proxyless gRPC: the same ring config; maglev (which grpc-go lacks) is a default ring.
 		{"ringHash, grpc proxy", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(ringHash(4096, 0))},
-			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 4096" })},
+			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 4096"; grpcBreakers(s, 0) })},
 		{"maglev, grpc proxy", &networking.DestinationRule{Host: shop, TrafficPolicy: hashTP(maglev(65537))},
-			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "RING_HASH" })},
+			"outbound|80||" + shop, model.ProtocolHTTP, true, with(func(s *clusterSummary) { s.LB = "RING_HASH"; grpcBreakers(s, 0) })},
 		// Port-level and subset load balancers replace the top-level one, hash config included.
 		{"port-level maglev over top-level ring", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{
 			LoadBalancer: hashLB(ringHash(4096, 0)),

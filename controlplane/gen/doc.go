@@ -101,8 +101,13 @@
 // reference plus BlackHoleCluster. Other TLS termination and AUTO_PASSTHROUGH servers are
 // skipped with an error.
 //
-// Proxyless gRPC (GENERATOR=grpc): API listeners and route configurations "HOST:PORT" (only the
-// names asked for), outbound EDS or LOGICAL_DNS clusters, the same ClusterLoadAssignments.
+// Proxyless gRPC (GENERATOR=grpc), as istiod's grpcgen (docs/parity.md, "Proxyless gRPC"): API
+// listeners named as asked, "HOST:PORT" or a short name of the proxy's namespace, for every
+// port the proxy's Sidecar imports; route configurations "FQDN:PORT" built as a sidecar's for
+// the port and reduced to the service's virtual host (none for a port that is not HTTP), with
+// istiod's retry policies, redirects and direct responses but no CORS; outbound EDS clusters
+// (passthrough services too) or LOGICAL_DNS ones for DNS services, with only the max_requests
+// circuit breaker and no outlier detection; the same ClusterLoadAssignments.
 //
 // # Caching
 //

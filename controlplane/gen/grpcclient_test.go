@@ -29,8 +29,8 @@ import (
 // TestGRPCClientAcceptsResources serves the proxyless gRPC resources generated here through
 // go-control-plane's reference SotW server (not ours: the ADS server lives in controlplane/xds)
 // to grpc-go's own xDS client, and makes an RPC through them: grpc-go accepts the listener, the
-// route configuration (VirtualService with a subset, retries, a timeout, a fault delay, header
-// operations, a mirror and a hash policy) and the fault filter before the router, the cluster
+// route configuration (VirtualService with a redirect and a direct response route, then one with
+// a subset, retries, a timeout, a fault delay, header operations, a mirror and a hash policy) and the fault filter before the router, the cluster
 // (DestinationRule with outlier detection and a consistent hash) and the assignment (two
 // localities ranked by priority for the client's locality), all scoped by a Sidecar.
 func TestGRPCClientAcceptsResources(t *testing.T) {
@@ -65,6 +65,14 @@ func TestGRPCClientAcceptsResources(t *testing.T) {
 	vs := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "backend", Namespace: "test", ResourceVersion: "1"}, Spec: &networking.VirtualService{
 		Hosts: []string{"backend"},
 		Http: []*networking.HTTPRoute{{
+			// A redirect and a direct response, as istiod sends them: grpc-go accepts the route
+			// configuration and fails only the RPCs these match.
+			Match:    []*networking.HTTPMatchRequest{{Uri: prefix("/moved.Service/")}},
+			Redirect: &networking.HTTPRedirect{Uri: "/grpc.health.v1.Health/Check"},
+		}, {
+			Match:          []*networking.HTTPMatchRequest{{Uri: prefix("/fixed.Service/")}},
+			DirectResponse: &networking.HTTPDirectResponse{Status: 503},
+		}, {
 			Match:   []*networking.HTTPMatchRequest{{Uri: prefix("/grpc.health.v1.Health/")}},
 			Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "backend", Subset: "v1"}}},
 			Timeout: durationpb.New(5 * time.Second),

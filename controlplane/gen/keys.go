@@ -14,7 +14,8 @@ import (
 // proxy's attributes here (scope ""; its locality, where locality load balancing applies, is
 // LocalityClass); CDS and LDS depend only on the generator family (LDS also on which tcp and
 // tls matches on sourceLabels or sourceNamespace select the proxy, which ViewKey names, and
-// its inbound policies, InboundScope); RDS also on the proxy's namespace and labels; SDS on the proxy's verified identity. Routers have their own
+// its inbound policies, InboundScope; a proxyless gRPC client's LDS on its namespace, which
+// resolves short listener names); RDS also on the proxy's namespace and labels; SDS on the proxy's verified identity. Routers have their own
 // class (routerKeyScope), so sidecar bytes are never served to a router nor the other way round.
 func KeyScope(typeURL string, p *model.Proxy) string {
 	if p != nil && p.Type == model.Router && !p.IsGRPC() {
@@ -43,6 +44,12 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 			b.WriteString("|" + k + "=" + p.Labels[k])
 		}
 		return b.String()
+	case ListenerType:
+		if p != nil && p.IsGRPC() {
+			// A gRPC listener name may be a short name of the proxy's namespace
+			// (grpcServicePort): "web:80" is another service's listener in another namespace.
+			return fam + "|" + p.Namespace
+		}
 	}
 	return fam
 }

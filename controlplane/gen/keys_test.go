@@ -85,6 +85,20 @@ func TestKeyScope(t *testing.T) {
 	}
 }
 
+// TestGRPCListenerKeyScope: a gRPC listener's short name resolves in the client's namespace
+// ("web:80" is web.app's listener for a client in app, nothing for one in other), so gRPC
+// clients of different namespaces must not share cached listener bytes.
+func TestGRPCListenerKeyScope(t *testing.T) {
+	s := grpcParityMesh()
+	a, b, c := grpcProxy("app"), grpcProxy("app"), grpcProxy("other")
+	if KeyScope(ListenerType, a) != KeyScope(ListenerType, b) {
+		t.Error("gRPC clients of one namespace have different listener scopes")
+	}
+	if KeyScope(ListenerType, a) == KeyScope(ListenerType, c) && ViewKey(ListenerType, a, s, false) == ViewKey(ListenerType, c, s, false) {
+		t.Error("gRPC clients of different namespaces share a listener cache key, but web:80 is a listener in app only")
+	}
+}
+
 func TestNilInputs(t *testing.T) {
 	s := routeMesh()
 	for _, typeURL := range Types() {

@@ -836,57 +836,71 @@ func inboundHCM(port uint32, cluster string, proto model.Protocol) *hcmv3.HttpCo
 	return sidecarHCM(h)
 }
 
-// grpcListeners is the proxyless gRPC LDS generator: an API listener "HOST:PORT" per requested
-// service port (every service port on a wildcard request), whose HTTP connection manager fetches
-// route configuration "HOST:PORT" over ADS. Names that match no service port are omitted.
+// grpcListeners is the proxyless gRPC LDS generator: an API listener per requested name
+// "HOST:PORT" that names a service port the proxy sees (grpcServicePort: a host name, or a short
+// name of the proxy's namespace), every such port on a wildcard request, whose HTTP connection
+// manager fetches route configuration "FQDN:PORT" over ADS. Names that match no service port
+// are omitted.
 func grpcListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	sc := s.ScopeFor(p)
 	var out []Resource
-	add := func(svc *model.Service, port uint32) {
-		name := HostPortName(svc.Hostname, port)
+	add := func(name string, svc *model.Service, port uint32) {
 		out = append(out, Resource{
 			Name: name,
 			Message: &listenerv3.Listener{
 				Name:        name,
-				ApiListener: &listenerv3.ApiListener{ApiListener: toAny(grpcHCM(name))},
+				ApiListener: &listenerv3.ApiListener{ApiListener: toAny(grpcHCM(HostPortName(svc.Hostname, port)))},
 			},
 			Deps: sortDeps([]istioconfig.Key{ServiceKey(svc)}),
 		})
 	}
 	if wantAll(names) {
 		for _, svc := range visibleServices(s, sc) {
-			if svc.Resolution == model.ResolutionPassthrough {
-				continue
-			}
 			for _, port := range svc.Ports {
-				if port.Protocol != model.ProtocolUDP {
-					add(svc, port.Number)
+				if sc.SeesPort(svc, port.Number) {
+					add(HostPortName(svc.Hostname, port.Number), svc, port.Number)
 				}
 			}
 		}
 		return out, nil
 	}
 	for _, name := range uniqueSorted(names) {
-		svc, port, ok := lookupHostPort(s, name)
-		if ok && svc.Resolution != model.ResolutionPassthrough && sc.SeesService(svc) {
-			add(svc, port.Number)
+		if svc, port, ok := grpcServicePort(p, s, sc, name); ok {
+			add(name, svc, port.Number)
 		}
 	}
 	return out, nil
 }
 
-// lookupHostPort finds the service port a "HOST:PORT" name refers to.
-func lookupHostPort(s *model.Snapshot, name string) (*model.Service, model.Port, bool) {
+// grpcServicePort finds the service port a proxyless gRPC listener or route configuration name
+// "HOST:PORT" refers to among those sc sees, as istiod's grpcgen reads a listener name: HOST is
+// a service's host name or, for a service of the proxy's namespace NS, "NAME", "NAME.NS" or
+// "NAME.NS.svc" (a client dialling xds:///NAME.NS:PORT asks for that listener). Ports a Sidecar
+// does not import are not found; as in istiod, every other port is, of any protocol and
+// resolution (grpcRoutes gives a port that is not HTTP no virtual host).
+func grpcServicePort(p *model.Proxy, s *model.Snapshot, sc *model.Scope, name string) (*model.Service, model.Port, bool) {
 	host, num, err := ParseHostPort(name)
 	if err != nil {
 		return nil, model.Port{}, false
 	}
 	svc := s.Service(host)
-	if svc == nil {
+	if svc == nil && p != nil && p.Namespace != "" {
+		short := host
+		for _, suffix := range []string{"." + p.Namespace + ".svc", "." + p.Namespace} {
+			if t, ok := strings.CutSuffix(host, suffix); ok {
+				short = t
+				break
+			}
+		}
+		if !strings.Contains(short, ".") {
+			svc = s.Service(short + "." + p.Namespace + ".svc.cluster.local")
+		}
+	}
+	if svc == nil || !sc.SeesPort(svc, num) {
 		return nil, model.Port{}, false
 	}
 	port, ok := svc.Port(num)
-	return svc, port, ok && port.Protocol != model.ProtocolUDP
+	return svc, port, ok
 }
 
 func uniqueSorted(names []string) []string {

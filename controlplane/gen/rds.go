@@ -23,10 +23,6 @@ import (
 // DefaultRetryOn is Istio's default retry_on for sidecar routes.
 const DefaultRetryOn = "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"
 
-// grpcRetryOn is used for proxyless gRPC routes when a VirtualService asks for retries without
-// saying on what: gRPC status names are all grpc-go understands.
-const grpcRetryOn = "unavailable,cancelled"
-
 // httpServicesByPort groups the services with an HTTP/HTTP2/GRPC port by port number, and
 // those with a port without a protocol (sniffed, with an address or without): on each port,
 // those the egress listener that holds the port imports there (Scope.Egress), as istiod builds
@@ -301,15 +297,39 @@ func (ix *index) matchingServices(h string, num uint32) []*model.Service {
 }
 
 // grpcRoutes is the proxyless gRPC RDS generator: route configuration "HOST:PORT" with one
-// virtual host for the service (domains HOST:PORT, HOST and the short names).
+// virtual host for the service (domains HOST:PORT, HOST and the short names) where the port is
+// HTTP or sniffed for the proxy (httpServicesByPort), none elsewhere (istiod's grpcgen filters
+// the sidecar's route configuration of the port down to the service's virtual host).
 func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	sc := s.ScopeFor(p)
-	ix := newIndex(s, sc).of(p)
+	// As a sidecar's route configuration of the port (istiod builds gRPC routes with the
+	// sidecar's builder): the egress listener that holds the port scopes it, and a destination
+	// without a port takes the port's.
+	ixs := map[*model.Scope]*index{}
+	indexFor := func(num uint32) *index {
+		esc := sc.Egress(num)
+		ix := ixs[esc]
+		if ix == nil {
+			ix = newIndex(s, esc).of(p)
+			ix.listenerPortDests = true
+			ixs[esc] = ix
+		}
+		return ix
+	}
 	var errs []error
 	var out []Resource
-	add := func(svc *model.Service, port model.Port) {
-		name := HostPortName(svc.Hostname, port.Number)
-		routes, rdeps, err := serviceRoutes(p, ix, svc, port, true)
+	var httpPorts map[uint32][]*model.Service
+	add := func(name string, svc *model.Service, port model.Port) {
+		if httpPorts == nil {
+			httpPorts, _ = httpServicesByPort(s, sc)
+		}
+		if !slices.Contains(httpPorts[port.Number], svc) {
+			// Not an HTTP (or sniffed) port of svc for this proxy: istiod's route builder gives
+			// it no virtual host, and RPCs to it fail.
+			out = append(out, Resource{Name: name, Message: &routev3.RouteConfiguration{Name: name}, Deps: []istioconfig.Key{ServiceKey(svc)}})
+			return
+		}
+		routes, rdeps, err := serviceRoutes(p, indexFor(port.Number), svc, port, true)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -333,19 +353,16 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 	}
 	if wantAll(names) {
 		for _, svc := range visibleServices(s, sc) {
-			if svc.Resolution == model.ResolutionPassthrough {
-				continue
-			}
 			for _, port := range svc.Ports {
-				if port.Protocol != model.ProtocolUDP {
-					add(svc, port)
+				if sc.SeesPort(svc, port.Number) {
+					add(HostPortName(svc.Hostname, port.Number), svc, port)
 				}
 			}
 		}
 	} else {
 		for _, name := range uniqueSorted(names) {
-			if svc, port, ok := lookupHostPort(s, name); ok && svc.Resolution != model.ResolutionPassthrough && sc.SeesService(svc) {
-				add(svc, port)
+			if svc, port, ok := grpcServicePort(p, s, sc, name); ok {
+				add(name, svc, port)
 			}
 		}
 	}
@@ -436,9 +453,23 @@ func routeDestinations(hr *networking.HTTPRoute) []*networking.Destination {
 
 func defaultRetryPolicy(grpc bool) *routev3.RetryPolicy {
 	if grpc {
-		return nil // grpc-go applies its own retry policy from the service config
+		return grpcRetryPolicy(nil)
 	}
 	return sidecarRetryPolicy(nil, false)
+}
+
+// grpcRetryPolicy is a proxyless gRPC route's retry policy: istiod's (its route builder is the
+// sidecar's for gRPC clients too: sidecarRetryPolicy, the default of 2 retries with no retries
+// in the route, none with attempts 0), less the host predicate and re-picks grpc-go does not
+// read. grpc-go reads the gRPC status names of retry_on (the default's "unavailable" and
+// "cancelled"; it ignores Envoy's conditions), num_retries and retry_back_off.
+func grpcRetryPolicy(in *networking.HTTPRetry) *routev3.RetryPolicy {
+	rp := sidecarRetryPolicy(in, true)
+	if rp == nil {
+		return nil
+	}
+	rp.RetryHostPredicate, rp.HostSelectionRetryMaxAttempts, rp.RetryPriority = nil, 0, nil
+	return rp
 }
 
 // defaultHashPolicy is the hash policy of a service's default route from its DestinationRule's
@@ -496,14 +527,11 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 		ops.applyToRoute(r)
 		switch {
 		case hr.GetRedirect() != nil:
-			if grpc {
-				return nil, nil // grpc-go cannot redirect: the route is left out for gRPC clients
-			}
+			// Kept for gRPC clients too, as istiod keeps it: grpc-go accepts a route it cannot
+			// follow and fails the RPCs it matches, which then do not fall through to the
+			// routes after it.
 			r.Action = &routev3.Route_Redirect{Redirect: redirectAction(hr.GetRedirect(), port.Number)}
-		case hr.GetDirectResponse() != nil:
-			if grpc {
-				return nil, nil // nor answer directly
-			}
+		case hr.GetDirectResponse() != nil: // kept for gRPC clients too (above)
 			dr := hr.GetDirectResponse()
 			if dr.GetStatus() < 200 || dr.GetStatus() > 599 {
 				return nil, fmt.Errorf("direct_response status %d is not in 200..599", dr.GetStatus())
@@ -869,21 +897,10 @@ func routeAction(ix *index, vsNamespace string, hr *networking.HTTPRoute, r *rou
 		ra.RetryPolicy = sidecarRetryPolicy(hr.GetRetries(), consistent)
 		return ra, nil
 	}
-	if rt := hr.GetRetries(); rt != nil {
-		if rt.GetAttempts() < 0 {
-			return nil, fmt.Errorf("negative retry attempts %d", rt.GetAttempts())
-		}
-		if rt.GetAttempts() > 0 {
-			on := rt.GetRetryOn()
-			if on == "" {
-				on = grpcRetryOn
-			}
-			ra.RetryPolicy = &routev3.RetryPolicy{RetryOn: on, NumRetries: wrapperspb.UInt32(uint32(rt.GetAttempts()))}
-			if d := rt.GetPerTryTimeout(); d != nil && d.AsDuration() > 0 {
-				ra.RetryPolicy.PerTryTimeout = durationpb.New(d.AsDuration())
-			}
-		}
+	if rt := hr.GetRetries(); rt.GetAttempts() < 0 {
+		return nil, fmt.Errorf("negative retry attempts %d", rt.GetAttempts())
 	}
+	ra.RetryPolicy = grpcRetryPolicy(hr.GetRetries())
 	return ra, nil
 }
 

@@ -267,7 +267,10 @@ func TestRouteDomains(t *testing.T) {
 	}
 }
 
-func TestGRPCRoutesDropUnsupportedActions(t *testing.T) {
+// TestGRPCRoutesKeepRedirects: a proxyless gRPC client gets a redirect route as istiod's grpcgen
+// sends it (grpc-go accepts it and fails the RPCs it matches, which must not fall through to
+// the next route); names that are no service port get nothing.
+func TestGRPCRoutesKeepRedirects(t *testing.T) {
 	s := routeMesh(vsConfig("v", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 		{Name: "redir", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/old")}}, Redirect: &networking.HTTPRedirect{Uri: "/new"}},
 		{Name: "main", Route: []*networking.HTTPRouteDestination{dest("web", "", 0)}, Retries: &networking.HTTPRetry{Attempts: 2}},
@@ -281,10 +284,10 @@ func TestGRPCRoutesDropUnsupportedActions(t *testing.T) {
 		t.Fatalf("got %v", rs)
 	}
 	vh := rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts()[0]
-	if len(vh.GetRoutes()) != 1 || vh.GetRoutes()[0].GetName() != "main" {
+	if len(vh.GetRoutes()) != 2 || vh.GetRoutes()[0].GetRedirect().GetPathRedirect() != "/new" || vh.GetRoutes()[1].GetName() != "main" {
 		t.Fatalf("routes: %v", vh.GetRoutes())
 	}
-	if rp := vh.GetRoutes()[0].GetRoute().GetRetryPolicy(); rp.GetRetryOn() != grpcRetryOn || rp.GetNumRetries().GetValue() != 2 {
+	if rp := vh.GetRoutes()[1].GetRoute().GetRetryPolicy(); rp.GetRetryOn() != DefaultRetryOn || rp.GetNumRetries().GetValue() != 2 {
 		t.Errorf("retry policy %v", rp)
 	}
 	if d := vh.GetDomains(); d[0] != "web.app.svc.cluster.local:80" || !strings.Contains(strings.Join(d, ","), "web:80") {
