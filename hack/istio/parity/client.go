@@ -40,6 +40,9 @@ type Proxy struct {
 	ServiceAccount string
 	// Locality is the node's locality ("region/zone/subzone"), empty for none.
 	Locality string
+	// Generator is the GENERATOR metadata, empty for none (an Envoy). "grpc" is what
+	// istio-agent's gRPC bootstrap sends for a proxyless gRPC client (FetchGRPC).
+	Generator string
 }
 
 // Node is the Envoy node Istio's agent sends for p: id TYPE~IP~POD.NS~NS.svc.cluster.local and
@@ -62,6 +65,9 @@ func (p Proxy) Node() *corev3.Node {
 	}
 	if p.ServiceAccount != "" {
 		meta["SERVICE_ACCOUNT"] = p.ServiceAccount
+	}
+	if p.Generator != "" {
+		meta["GENERATOR"] = p.Generator
 	}
 	st, err := structpb.NewStruct(meta)
 	if err != nil {

@@ -15,4 +15,8 @@
 // access logs, tracing, the "istio" metadata and ALPN "istio-peer-exchange") and cosmetic fields
 // (stat prefixes, filter chain names) are normalized away; docs/parity.md lists each exclusion
 // and why it does not change traffic.
+//
+// Proxyless gRPC clients (node metadata GENERATOR "grpc") are fetched as grpc-go fetches
+// (FetchGRPC: named LDS, then the RDS, CDS and EDS names they lead to) and projected on what
+// grpc-go's xDS client reads (ProjectGRPC).
 package parity

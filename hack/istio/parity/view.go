@@ -187,9 +187,22 @@ func anyText(a *anypb.Any) string {
 	return "{" + text(m) + "}"
 }
 
-func routeLines(r *routev3.RouteConfiguration) []string {
+func routeLines(r *routev3.RouteConfiguration) []string { return routeLinesWith(r, false) }
+
+// routeLinesWith renders r; with keepPorts the virtual hosts' domains are kept as written
+// (sorted), not folded as normalize folds them for Envoy's ignore_port_in_host_matching.
+func routeLinesWith(r *routev3.RouteConfiguration, keepPorts bool) []string {
 	r = proto.Clone(r).(*routev3.RouteConfiguration)
+	var domains [][]string
+	for _, vh := range r.GetVirtualHosts() {
+		domains = append(domains, slices.Sorted(slices.Values(vh.GetDomains())))
+	}
 	normalize(r)
+	if keepPorts {
+		for i, vh := range r.GetVirtualHosts() {
+			vh.Domains = domains[i]
+		}
+	}
 	vhs := r.GetVirtualHosts()
 	r.VirtualHosts = nil
 	out := fields("", r)

@@ -1,0 +1,347 @@
+package parity
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// FetchGRPC connects to the ADS server at addr as p (a proxyless gRPC client: p.Generator
+// "grpc") and fetches what grpc-go's xDS client asks for when it dials each of listeners
+// ("HOST:PORT" targets): LDS by name, then RDS for the route configurations those API listeners
+// name, CDS for the clusters their routes send to, EDS for those clusters' service names,
+// ACKing each response. With listeners nil it makes one wildcard LDS request and stops there
+// (the names a control plane offers; grpc-go never asks so).
+func FetchGRPC(ctx context.Context, addr string, p Proxy, listeners []string) (*Dump, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ADS %s: %w", addr, err)
+	}
+	node := p.Node()
+	get := func(typeURL string, names []string) ([]*anypb.Any, error) {
+		if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names}); err != nil {
+			return nil, fmt.Errorf("ADS %s: send %s: %w", addr, typeURL, err)
+		}
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				return nil, fmt.Errorf("ADS %s: waiting for %s: %w", addr, typeURL, err)
+			}
+			ack := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
+			if resp.GetTypeUrl() == typeURL {
+				ack.ResourceNames = names
+			}
+			if err := stream.Send(ack); err != nil {
+				return nil, fmt.Errorf("ADS %s: ack %s: %w", addr, resp.GetTypeUrl(), err)
+			}
+			if resp.GetTypeUrl() == typeURL {
+				return resp.GetResources(), nil
+			}
+		}
+	}
+	d := &Dump{
+		Clusters:  map[string]*clusterv3.Cluster{},
+		Endpoints: map[string]*endpointv3.ClusterLoadAssignment{},
+		Listeners: map[string]*listenerv3.Listener{},
+		Routes:    map[string]*routev3.RouteConfiguration{},
+	}
+	rs, err := get(listenerType, listeners)
+	if err != nil {
+		return nil, err
+	}
+	routeNames := map[string]bool{}
+	for _, a := range rs {
+		l := &listenerv3.Listener{}
+		if err := a.UnmarshalTo(l); err != nil {
+			return nil, fmt.Errorf("ADS %s: listener: %w", addr, err)
+		}
+		d.Listeners[l.GetName()] = l
+		if n := apiListenerHCM(l).GetRds().GetRouteConfigName(); n != "" {
+			routeNames[n] = true
+		}
+	}
+	if listeners == nil || len(routeNames) == 0 {
+		return d, nil
+	}
+	if rs, err = get(routeType, slices.Sorted(maps.Keys(routeNames))); err != nil {
+		return nil, err
+	}
+	clusterNames := map[string]bool{}
+	for _, a := range rs {
+		r := &routev3.RouteConfiguration{}
+		if err := a.UnmarshalTo(r); err != nil {
+			return nil, fmt.Errorf("ADS %s: route: %w", addr, err)
+		}
+		d.Routes[r.GetName()] = r
+		for _, vh := range r.GetVirtualHosts() {
+			for _, rt := range vh.GetRoutes() {
+				if c := rt.GetRoute().GetCluster(); c != "" {
+					clusterNames[c] = true
+				}
+				for _, wc := range rt.GetRoute().GetWeightedClusters().GetClusters() {
+					clusterNames[wc.GetName()] = true
+				}
+			}
+		}
+	}
+	if len(clusterNames) == 0 {
+		return d, nil
+	}
+	if rs, err = get(clusterType, slices.Sorted(maps.Keys(clusterNames))); err != nil {
+		return nil, err
+	}
+	edsNames := map[string]bool{}
+	for _, a := range rs {
+		c := &clusterv3.Cluster{}
+		if err := a.UnmarshalTo(c); err != nil {
+			return nil, fmt.Errorf("ADS %s: cluster: %w", addr, err)
+		}
+		d.Clusters[c.GetName()] = c
+		if c.GetType() == clusterv3.Cluster_EDS {
+			n := c.GetEdsClusterConfig().GetServiceName()
+			if n == "" {
+				n = c.GetName()
+			}
+			edsNames[n] = true
+		}
+	}
+	if len(edsNames) == 0 {
+		return d, nil
+	}
+	if rs, err = get(endpointType, slices.Sorted(maps.Keys(edsNames))); err != nil {
+		return nil, err
+	}
+	for _, a := range rs {
+		cla := &endpointv3.ClusterLoadAssignment{}
+		if err := a.UnmarshalTo(cla); err != nil {
+			return nil, fmt.Errorf("ADS %s: endpoints: %w", addr, err)
+		}
+		d.Endpoints[cla.GetClusterName()] = cla
+	}
+	return d, nil
+}
+
+// apiListenerHCM is the HTTP connection manager of l's API listener, nil without one.
+func apiListenerHCM(l *listenerv3.Listener) *hcmv3.HttpConnectionManager {
+	h := &hcmv3.HttpConnectionManager{}
+	if a := l.GetApiListener().GetApiListener(); a == nil || a.UnmarshalTo(h) != nil {
+		return nil
+	}
+	return h
+}
+
+// GRPCRouteName is the name a proxyless gRPC route configuration is compared under: istiod
+// names it as the service's default cluster ("outbound|PORT||HOST"), xdslab as the listener
+// ("HOST:PORT"). The name only links an API listener to its RDS resource, which grpc-go
+// follows either way, so both are folded into "HOST:PORT".
+func GRPCRouteName(name string) string {
+	parts := strings.Split(name, "|")
+	if len(parts) == 4 && parts[0] == "outbound" && parts[2] == "" {
+		if _, err := strconv.Atoi(parts[1]); err == nil {
+			return net.JoinHostPort(parts[3], parts[1])
+		}
+	}
+	return name
+}
+
+// ProjectGRPC builds the View of a proxyless gRPC client's dump: Project's, on what grpc-go's
+// xDS client reads (grpcReads), after folding route configuration names (GRPCRouteName, in the
+// listeners' RDS references too). Virtual host domains keep their ports (grpc-go matches the
+// dialled "HOST:PORT" against them, with no ignore_port_in_host_matching), less IP addresses
+// and CIDRs (grpc-go only ever looks up a listener by a service's host name, so an IP domain is never
+// matched) and the absolute FQDN form with a trailing dot (as Project drops it).
+func ProjectGRPC(d *Dump) View {
+	n := &Dump{
+		Clusters:  map[string]*clusterv3.Cluster{},
+		Endpoints: d.Endpoints,
+		Listeners: map[string]*listenerv3.Listener{},
+		Routes:    map[string]*routev3.RouteConfiguration{},
+	}
+	for name, c := range d.Clusters {
+		n.Clusters[name] = grpcCluster(c)
+	}
+	for name, l := range d.Listeners {
+		n.Listeners[name] = grpcListener(l)
+	}
+	for name, r := range d.Routes {
+		n.Routes[GRPCRouteName(name)] = grpcRouteConfiguration(r)
+	}
+	v := View{}
+	for name, c := range n.Clusters {
+		v["cluster "+name] = clusterLines(c, n.Endpoints)
+	}
+	for name, l := range n.Listeners {
+		v["listener "+name] = listenerLines(l)
+	}
+	for name, r := range n.Routes {
+		v["route "+name] = routeLinesWith(r, true)
+	}
+	for k, lines := range v {
+		slices.Sort(lines)
+		v[k] = slices.Compact(lines)
+	}
+	return v
+}
+
+// grpcListener is what grpc-go reads of a client's API listener: the connection manager's
+// RDS reference (its config source only needs to be ADS) or inline routes, HTTP filters and
+// max_stream_duration. The listener's address is not read (istiod fills the service's VIP and
+// port, xdslab nothing).
+func grpcListener(l *listenerv3.Listener) *listenerv3.Listener {
+	out := &listenerv3.Listener{Name: l.GetName()}
+	h := apiListenerHCM(l)
+	if h == nil {
+		return proto.Clone(l).(*listenerv3.Listener) // not an API listener: compared whole
+	}
+	read := &hcmv3.HttpConnectionManager{HttpFilters: h.GetHttpFilters(), RouteSpecifier: h.GetRouteSpecifier()}
+	if d := h.GetCommonHttpProtocolOptions().GetMaxStreamDuration(); d != nil {
+		read.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{MaxStreamDuration: d}
+	}
+	if rds := h.GetRds(); rds != nil {
+		read.RouteSpecifier = &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			ConfigSource:    grpcConfigSource(rds.GetConfigSource()),
+			RouteConfigName: GRPCRouteName(rds.GetRouteConfigName()),
+		}}
+	}
+	if a, err := anypb.New(read); err == nil {
+		out.ApiListener = &listenerv3.ApiListener{ApiListener: a}
+	}
+	return out
+}
+
+// grpcConfigSource is what grpc-go reads of a config source: ADS or not (resource_api_version
+// and initial_fetch_timeout are not read).
+func grpcConfigSource(cs *corev3.ConfigSource) *corev3.ConfigSource {
+	if cs.GetAds() != nil {
+		return &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}
+	}
+	return cs
+}
+
+// grpcCluster is what grpc-go reads of a cluster: its discovery type, EDS service name and
+// config source, inline assignment (LOGICAL_DNS), load balancing policy and its config, the
+// max_requests circuit breaker (default priority; unset means grpc-go's 1024), outlier
+// detection, transport socket and LRS server. Connect timeouts, HTTP protocol options, DNS
+// settings and common_lb_config are not read.
+func grpcCluster(c *clusterv3.Cluster) *clusterv3.Cluster {
+	out := &clusterv3.Cluster{
+		Name:                 c.GetName(),
+		ClusterDiscoveryType: c.GetClusterDiscoveryType(),
+		LoadAssignment:       c.GetLoadAssignment(),
+		LbPolicy:             c.GetLbPolicy(),
+		LbConfig:             c.GetLbConfig(),
+		LoadBalancingPolicy:  c.GetLoadBalancingPolicy(),
+		OutlierDetection:     c.GetOutlierDetection(),
+		TransportSocket:      c.GetTransportSocket(),
+		LrsServer:            c.GetLrsServer(),
+	}
+	if eds := c.GetEdsClusterConfig(); eds != nil {
+		out.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: grpcConfigSource(eds.GetEdsConfig()), ServiceName: eds.GetServiceName()}
+	}
+	for _, th := range c.GetCircuitBreakers().GetThresholds() {
+		if th.GetPriority() == corev3.RoutingPriority_DEFAULT && th.GetMaxRequests() != nil {
+			out.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{MaxRequests: th.GetMaxRequests()}}}
+			break
+		}
+	}
+	return out
+}
+
+// grpcRouteConfiguration is what grpc-go reads of a route configuration: virtual hosts (less IP
+// domains) with their routes, retry policy and per-filter configs.
+func grpcRouteConfiguration(r *routev3.RouteConfiguration) *routev3.RouteConfiguration {
+	out := &routev3.RouteConfiguration{Name: r.GetName(), ClusterSpecifierPlugins: r.GetClusterSpecifierPlugins()}
+	for _, vh := range r.GetVirtualHosts() {
+		v := &routev3.VirtualHost{Name: vh.GetName(), RetryPolicy: grpcRetryPolicy(vh.GetRetryPolicy()), TypedPerFilterConfig: vh.GetTypedPerFilterConfig()}
+		for _, d := range vh.GetDomains() {
+			h := d
+			if host, _, err := net.SplitHostPort(d); err == nil {
+				h = host
+			}
+			_, _, cidrErr := net.ParseCIDR(h)
+			if net.ParseIP(strings.Trim(h, "[]")) == nil && cidrErr != nil && !strings.HasSuffix(h, ".") {
+				v.Domains = append(v.Domains, d)
+			}
+		}
+		for _, rt := range vh.GetRoutes() {
+			v.Routes = append(v.Routes, grpcRoute(rt))
+		}
+		out.VirtualHosts = append(out.VirtualHosts, v)
+	}
+	return out
+}
+
+// grpcRoute is what grpc-go reads of a route: its match, its action — for a route action the
+// clusters, hash policies (header and filter state; others are skipped), max_stream_duration
+// and retry policy; other actions make RPCs fail either way and are kept whole — and per-filter
+// configs. Timeouts other than max_stream_duration, header operations, mirrors, rewrites and
+// CORS are not read.
+func grpcRoute(rt *routev3.Route) *routev3.Route {
+	out := &routev3.Route{Name: rt.GetName(), Match: rt.GetMatch(), TypedPerFilterConfig: rt.GetTypedPerFilterConfig()}
+	ra := rt.GetRoute()
+	if ra == nil {
+		out.Action = rt.GetAction()
+		return out
+	}
+	read := &routev3.RouteAction{
+		ClusterSpecifier: ra.GetClusterSpecifier(),
+		RetryPolicy:      grpcRetryPolicy(ra.GetRetryPolicy()),
+	}
+	if msd := ra.GetMaxStreamDuration(); msd != nil {
+		read.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: msd.GetMaxStreamDuration(), GrpcTimeoutHeaderMax: msd.GetGrpcTimeoutHeaderMax()}
+	}
+	for _, hp := range ra.GetHashPolicy() {
+		if hp.GetHeader() != nil || hp.GetFilterState() != nil {
+			read.HashPolicy = append(read.HashPolicy, hp)
+		}
+	}
+	out.Action = &routev3.Route_Route{Route: read}
+	return out
+}
+
+// grpcRetryPolicy is what grpc-go reads of a retry policy: the gRPC status codes of retry_on
+// (other conditions are ignored; without a code it never retries, as without a policy),
+// num_retries and retry_back_off.
+func grpcRetryPolicy(rp *routev3.RetryPolicy) *routev3.RetryPolicy {
+	if rp == nil {
+		return nil
+	}
+	var codes []string
+	for _, c := range strings.Split(rp.GetRetryOn(), ",") {
+		c = strings.ToLower(strings.TrimSpace(c))
+		if slices.Contains(grpcRetryCodes, c) && !slices.Contains(codes, c) {
+			codes = append(codes, c)
+		}
+	}
+	if len(codes) == 0 {
+		return nil
+	}
+	slices.Sort(codes)
+	return &routev3.RetryPolicy{RetryOn: strings.Join(codes, ","), NumRetries: rp.GetNumRetries(), RetryBackOff: rp.GetRetryBackOff()}
+}
+
+// grpcRetryCodes are the retry_on conditions grpc-go knows (gRPC status codes).
+var grpcRetryCodes = []string{"cancelled", "deadline-exceeded", "internal", "resource-exhausted", "unavailable"}
