@@ -218,3 +218,33 @@ func TestGRPCRouteDestinationPort(t *testing.T) {
 		t.Errorf("cluster %s, want %s", got, want)
 	}
 }
+
+// TestGRPCRoutesOfVirtualServiceDestination: a service the client's Sidecar imports only as the
+// destination of a VirtualService it imports (by the VirtualService's other host, from any
+// namespace) still gets its virtual host on an HTTP port (GRPC here), as istiod's sidecar route
+// builder gives the VirtualService's host one (random mesh seed 134).
+func TestGRPCRoutesOfVirtualServiceDestination(t *testing.T) {
+	svcs := []*model.Service{
+		{Hostname: "s0.other.svc.cluster.local", Namespace: "other", Ports: []model.Port{{Name: "http", Number: 5432, Protocol: model.ProtocolHTTP}}},
+		{Hostname: "s2.example.com", Namespace: "plain", Ports: []model.Port{{Name: "grpc", Number: 5432, Protocol: model.ProtocolGRPC}}},
+	}
+	vs := vsConfig("v", "plain", &networking.VirtualService{Hosts: []string{"s0.other.svc.cluster.local", "s2.example.com"}, Http: []*networking.HTTPRoute{
+		{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "s2.example.com", Port: &networking.PortSelector{Number: 5432}}}}},
+	}})
+	sidecar := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "app"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*", "*/s0.other.svc.cluster.local"}}}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: svcs, Configs: []*istioconfig.Config{vs, sidecar}})
+	p := grpcProxy("app")
+	ls, err := ForType(ListenerType, p).Generate(p, s, []string{"s2.example.com:5432"})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("listener: %v, %v; want one (the Sidecar imports the VirtualService, so its destination)", ls, err)
+	}
+	rs, err := ForType(RouteType, p).Generate(p, s, []string{"s2.example.com:5432"})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("got %v, %v", rs, err)
+	}
+	vhs := rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts()
+	if len(vhs) != 1 || vhs[0].GetRoutes()[0].GetRoute().GetCluster() != "outbound|5432||s2.example.com" {
+		t.Fatalf("virtual hosts %v, want one routing to outbound|5432||s2.example.com", vhs)
+	}
+}

@@ -298,8 +298,9 @@ func (ix *index) matchingServices(h string, num uint32) []*model.Service {
 
 // grpcRoutes is the proxyless gRPC RDS generator: route configuration "HOST:PORT" with one
 // virtual host for the service (domains HOST:PORT, HOST and the short names) where the port is
-// HTTP or sniffed for the proxy (httpServicesByPort), none elsewhere (istiod's grpcgen filters
-// the sidecar's route configuration of the port down to the service's virtual host).
+// HTTP or sniffed for the proxy (by its protocol, or that of the Sidecar egress listener that
+// holds it), none elsewhere (istiod's grpcgen filters the sidecar's route configuration of the
+// port down to the service's virtual host).
 func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	sc := s.ScopeFor(p)
 	// As a sidecar's route configuration of the port (istiod builds gRPC routes with the
@@ -318,12 +319,12 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 	}
 	var errs []error
 	var out []Resource
-	var httpPorts map[uint32][]*model.Service
 	add := func(name string, svc *model.Service, port model.Port) {
-		if httpPorts == nil {
-			httpPorts, _ = httpServicesByPort(s, sc)
+		proto := port.Protocol
+		if held, ok := sc.EgressProtocol(port.Number); ok {
+			proto = held // the Sidecar egress listener's protocol builds the port
 		}
-		if !slices.Contains(httpPorts[port.Number], svc) {
+		if !proto.IsHTTP() && proto != model.ProtocolUnknown {
 			// Not an HTTP (or sniffed) port of svc for this proxy: istiod's route builder gives
 			// it no virtual host, and RPCs to it fail.
 			out = append(out, Resource{Name: name, Message: &routev3.RouteConfiguration{Name: name}, Deps: []istioconfig.Key{ServiceKey(svc)}})
