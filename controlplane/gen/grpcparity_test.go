@@ -222,13 +222,16 @@ func TestGRPCRouteDestinationPort(t *testing.T) {
 // TestGRPCRoutesOfVirtualServiceDestination: a service the client's Sidecar imports only as the
 // destination of a VirtualService it imports (by the VirtualService's other host, from any
 // namespace) still gets its virtual host on an HTTP port (GRPC here), as istiod's sidecar route
-// builder gives the VirtualService's host one (random mesh seed 134).
+// builder gives the VirtualService's host one (random mesh seed 134); a service imported only as a
+// destination gets none.
 func TestGRPCRoutesOfVirtualServiceDestination(t *testing.T) {
 	svcs := []*model.Service{
 		{Hostname: "s0.other.svc.cluster.local", Namespace: "other", Ports: []model.Port{{Name: "http", Number: 5432, Protocol: model.ProtocolHTTP}}},
 		{Hostname: "s2.example.com", Namespace: "plain", Ports: []model.Port{{Name: "grpc", Number: 5432, Protocol: model.ProtocolGRPC}}},
+		{Hostname: "s3.plain.svc.cluster.local", Namespace: "plain", Ports: []model.Port{{Name: "http", Number: 8443, Protocol: model.ProtocolHTTP}}},
 	}
 	vs := vsConfig("v", "plain", &networking.VirtualService{Hosts: []string{"s0.other.svc.cluster.local", "s2.example.com"}, Http: []*networking.HTTPRoute{
+		{Match: []*networking.HTTPMatchRequest{{Uri: prefix("/s3")}}, Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "s3.plain.svc.cluster.local", Port: &networking.PortSelector{Number: 8443}}}}},
 		{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "s2.example.com", Port: &networking.PortSelector{Number: 5432}}}}},
 	}})
 	sidecar := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "app"},
@@ -244,7 +247,20 @@ func TestGRPCRoutesOfVirtualServiceDestination(t *testing.T) {
 		t.Fatalf("got %v, %v", rs, err)
 	}
 	vhs := rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts()
-	if len(vhs) != 1 || vhs[0].GetRoutes()[0].GetRoute().GetCluster() != "outbound|5432||s2.example.com" {
+	if len(vhs) != 1 || vhs[len(vhs)-1].GetRoutes()[1].GetRoute().GetCluster() != "outbound|5432||s2.example.com" {
 		t.Fatalf("virtual hosts %v, want one routing to outbound|5432||s2.example.com", vhs)
+	}
+	// A service imported only as a destination, whose host no imported VirtualService names,
+	// has a listener but no virtual host: the sidecar's route configuration of its port has
+	// none for it (random mesh seed 229).
+	if ls, err := ForType(ListenerType, p).Generate(p, s, []string{"s3.plain.svc.cluster.local:8443"}); err != nil || len(ls) != 1 {
+		t.Fatalf("listener of the destination: %v, %v", ls, err)
+	}
+	rs, err = ForType(RouteType, p).Generate(p, s, []string{"s3.plain.svc.cluster.local:8443"})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("got %v, %v", rs, err)
+	}
+	if vhs := rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts(); len(vhs) != 0 {
+		t.Errorf("virtual hosts %v for a destination no VirtualService names, want none", vhs)
 	}
 }

@@ -297,10 +297,11 @@ func (ix *index) matchingServices(h string, num uint32) []*model.Service {
 }
 
 // grpcRoutes is the proxyless gRPC RDS generator: route configuration "HOST:PORT" with one
-// virtual host for the service (domains HOST:PORT, HOST and the short names) where the port is
-// HTTP or sniffed for the proxy (by its protocol, or that of the Sidecar egress listener that
-// holds it), none elsewhere (istiod's grpcgen filters the sidecar's route configuration of the
-// port down to the service's virtual host).
+// virtual host for the service (domains HOST:PORT, HOST and the short names) where the
+// sidecar's route configuration of the port has one for the host (an HTTP or sniffed service
+// of the port's egress listener, or a host of a VirtualService it imports), none elsewhere
+// (istiod's grpcgen filters the sidecar's route configuration of the port down to the host's
+// virtual host).
 func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	sc := s.ScopeFor(p)
 	// As a sidecar's route configuration of the port (istiod builds gRPC routes with the
@@ -319,12 +320,33 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 	}
 	var errs []error
 	var out []Resource
-	add := func(name string, svc *model.Service, port model.Port) {
-		proto := port.Protocol
-		if held, ok := sc.EgressProtocol(port.Number); ok {
-			proto = held // the Sidecar egress listener's protocol builds the port
+	// The hosts the sidecar's route configuration of a port has a virtual host for: its HTTP
+	// (or sniffed) services and the hosts of the VirtualServices the port's egress listener
+	// imports. istiod's grpcgen builds that configuration and keeps the host's virtual host.
+	var byPort map[uint32][]*model.Service
+	vhostDomains := map[uint32]map[string]bool{}
+	hasVirtualHost := func(svc *model.Service, num uint32) bool {
+		d, ok := vhostDomains[num]
+		if !ok {
+			if byPort == nil {
+				byPort, _ = httpServicesByPort(s, sc)
+			}
+			d = map[string]bool{}
+			r, _ := sidecarRouteConfig(p, indexFor(num), num, byPort[num]) // serviceRoutes reports the errors
+			for _, vh := range r.Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
+				if vh.GetName() == AllowAnyVirtualHost {
+					continue
+				}
+				for _, dom := range vh.GetDomains() {
+					d[dom] = true
+				}
+			}
+			vhostDomains[num] = d
 		}
-		if !proto.IsHTTP() && proto != model.ProtocolUnknown {
+		return d[svc.Hostname] || d[HostPortName(svc.Hostname, num)]
+	}
+	add := func(name string, svc *model.Service, port model.Port) {
+		if !hasVirtualHost(svc, port.Number) {
 			// Not an HTTP (or sniffed) port of svc for this proxy: istiod's route builder gives
 			// it no virtual host, and RPCs to it fail.
 			out = append(out, Resource{Name: name, Message: &routev3.RouteConfiguration{Name: name}, Deps: []istioconfig.Key{ServiceKey(svc)}})
