@@ -320,33 +320,35 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 	}
 	var errs []error
 	var out []Resource
-	// The hosts the sidecar's route configuration of a port has a virtual host for: its HTTP
-	// (or sniffed) services and the hosts of the VirtualServices the port's egress listener
-	// imports. istiod's grpcgen builds that configuration and keeps the host's virtual host.
-	var byPort map[uint32][]*model.Service
-	vhostDomains := map[uint32]map[string]bool{}
-	hasVirtualHost := func(svc *model.Service, num uint32) bool {
-		d, ok := vhostDomains[num]
+	// Whether the sidecar's route configuration of the port has a virtual host for svc, as
+	// istiod's grpcgen builds that configuration and keeps the host's virtual host: svc is an
+	// HTTP (or sniffed) service of the port's egress listener (httpServicesByPort's test, for
+	// this one service), or a host of a VirtualService that listener imports (its
+	// VirtualService-only virtual hosts, computed once per port, only when needed).
+	vsHosts := map[uint32]map[string]bool{}
+	hasVirtualHost := func(svc *model.Service, port model.Port) bool {
+		num := port.Number
+		held, isHeld := sc.EgressProtocol(num)
+		if num != VirtualInboundPort && num != VirtualOutboundPort && sc.Egress(num).SeesPort(svc, num) &&
+			!(isHeld && !held.IsHTTP() && held != model.ProtocolUnknown) &&
+			(port.Protocol.IsHTTP() || port.Protocol == model.ProtocolUnknown) {
+			return true
+		}
+		d, ok := vsHosts[num]
 		if !ok {
-			if byPort == nil {
-				byPort, _ = httpServicesByPort(s, sc)
-			}
 			d = map[string]bool{}
-			r, _ := sidecarRouteConfig(p, indexFor(num), num, byPort[num]) // serviceRoutes reports the errors
-			for _, vh := range r.Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
-				if vh.GetName() == AllowAnyVirtualHost {
-					continue
-				}
+			vhs, _, _ := vsOnlyVirtualHosts(p, indexFor(num), num, map[string]bool{}) // errors are serviceRoutes' to report
+			for _, vh := range vhs {
 				for _, dom := range vh.GetDomains() {
 					d[dom] = true
 				}
 			}
-			vhostDomains[num] = d
+			vsHosts[num] = d
 		}
 		return d[svc.Hostname] || d[HostPortName(svc.Hostname, num)]
 	}
 	add := func(name string, svc *model.Service, port model.Port) {
-		if !hasVirtualHost(svc, port.Number) {
+		if !hasVirtualHost(svc, port) {
 			// Not an HTTP (or sniffed) port of svc for this proxy: istiod's route builder gives
 			// it no virtual host, and RPCs to it fail.
 			out = append(out, Resource{Name: name, Message: &routev3.RouteConfiguration{Name: name}, Deps: []istioconfig.Key{ServiceKey(svc)}})
