@@ -343,13 +343,20 @@ func applyUpstreamTLS(sh *shared, s *model.Snapshot, c *clusterv3.Cluster, svc *
 		return
 	}
 	if fromEndpoints {
-		if len(eps) == 0 {
-			return
-		}
+		// As istiod infers it from the endpoints of the cluster's port: none, or one without a
+		// sidecar, and the cluster gets no TLS.
+		serving := 0
 		for _, ep := range eps {
+			if _, ok := ep.ServesPort(port); !ok {
+				continue
+			}
+			serving++
 			if endpointTLSMode(ep) != tlsModeIstio {
 				return
 			}
+		}
+		if serving == 0 {
+			return
 		}
 	}
 	if c.GetType() == clusterv3.Cluster_ORIGINAL_DST {

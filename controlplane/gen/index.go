@@ -81,6 +81,18 @@ func (ix *index) routeDestinationRule(host string) *istioconfig.Config {
 	return ix.destinationRule(host)
 }
 
+// egressIndex is the index of proxy p's egress listener scope esc within its whole scope sc
+// (a Sidecar's listener, or sc itself): lookups istiod makes in the whole SidecarScope (the
+// rule of a route's destination, routeDestinationRule) go to sc. Every index of an egress
+// listener is made here, so none forgets its whole scope.
+func egressIndex(s *model.Snapshot, sc, esc *model.Scope, p *model.Proxy) *index {
+	ix := newIndex(s, esc).of(p)
+	if esc != sc {
+		ix.whole = sc
+	}
+	return ix
+}
+
 // proxyScope is the proxy's whole scope (istiod's SidecarScope): whole, else scope.
 func (ix *index) proxyScope() *model.Scope {
 	if ix.whole != nil {

@@ -72,10 +72,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	ixs := map[*model.Scope]*index{}
 	ixFor := func(lsc *model.Scope) *index {
 		if ixs[lsc] == nil {
-			ixs[lsc] = newIndex(s, lsc).of(p)
-			if lsc != sc {
-				ixs[lsc].whole = sc
-			}
+			ixs[lsc] = egressIndex(s, sc, lsc, p)
 		}
 		return ixs[lsc]
 	}

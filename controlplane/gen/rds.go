@@ -121,11 +121,8 @@ func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 		esc := sc.Egress(num)
 		ix := ixs[esc]
 		if ix == nil {
-			ix = newIndex(s, esc).of(p)
+			ix = egressIndex(s, sc, esc, p)
 			ix.listenerPortDests = true
-			if esc != sc {
-				ix.whole = sc
-			}
 			ixs[esc] = ix
 		}
 		r, err := sidecarRouteConfig(p, ix, num, byPort[num])
@@ -312,7 +309,7 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 		esc := sc.Egress(num)
 		ix := ixs[esc]
 		if ix == nil {
-			ix = newIndex(s, esc).of(p)
+			ix = egressIndex(s, sc, esc, p)
 			ix.listenerPortDests = true
 			ixs[esc] = ix
 		}
@@ -328,10 +325,10 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 	vsHosts := map[uint32]map[string]bool{}
 	hasVirtualHost := func(svc *model.Service, port model.Port) bool {
 		num := port.Number
-		held, isHeld := sc.EgressProtocol(num)
-		if num != VirtualInboundPort && num != VirtualOutboundPort && sc.Egress(num).SeesPort(svc, num) &&
-			!(isHeld && !held.IsHTTP() && held != model.ProtocolUnknown) &&
-			(port.Protocol.IsHTTP() || port.Protocol == model.ProtocolUnknown) {
+		// Unlike a sidecar's listeners, grpcgen builds the virtual hosts without looking at
+		// the protocol the egress listener declares for the port: the service port's own
+		// protocol decides.
+		if sc.Egress(num).SeesPort(svc, num) && (port.Protocol.IsHTTP() || port.Protocol == model.ProtocolUnknown) {
 			return true
 		}
 		d, ok := vsHosts[num]

@@ -79,11 +79,8 @@ func withSniffedRoutes(next GeneratorFunc) GeneratorFunc {
 				// istiod builds the port's virtual hosts, as for the route configuration
 				// "PORT", and keeps this service's: a destination without a port takes the
 				// listener's (destinationCluster).
-				ix := newIndex(s, esc).of(p)
+				ix := egressIndex(s, sc, esc, p)
 				ix.listenerPortDests = true
-				if esc != sc {
-					ix.whole = sc
-				}
 				ixs[esc] = ix
 			}
 			if !esc.SeesPort(sp.svc, sp.port.Number) {
