@@ -155,6 +155,9 @@ func wildcardLabel(l string) bool {
 	if l == "*" {
 		return true
 	}
+	if len(l) > 63 { // the limit counts the wildcard prefix too
+		return false
+	}
 	if after, wild := strings.CutPrefix(l, "*"); wild {
 		l = strings.TrimPrefix(after, "-")
 	}
@@ -880,7 +883,6 @@ func (c *checker) destinationRule(at Path, namespace string, dr *networking.Dest
 	switch h := dr.GetHost(); {
 	case h == "":
 		c.errf(at.With("host"), "is required: name the service this rule applies to")
-	case isIP(h):
 	default:
 		if msg := hostError(h); msg != "" {
 			c.errf(at.With("host"), "%s", msg)

@@ -74,6 +74,8 @@ func TestValidateSpec(t *testing.T) {
 		{name: "se double dash wildcard", kind: istioconfig.KindServiceEntry, spec: "hosts: ['*--foo.example.com']", err: `spec.hosts[0]: "*--foo.example.com" is not a valid host`},
 		{name: "se wildcard dot only ok", kind: istioconfig.KindServiceEntry, spec: "hosts: ['*.']"},
 		{name: "se dash wildcard alone", kind: istioconfig.KindServiceEntry, spec: "hosts: ['*-.example.com']", err: `spec.hosts[0]: "*-.example.com" is not a valid host`},
+		{name: "se wildcard label too long", kind: istioconfig.KindServiceEntry, spec: "hosts: ['*" + strings.Repeat("a", 63) + ".example.com']", err: `spec.hosts[0]: "*aaa`},
+		{name: "dr ip host", kind: istioconfig.KindDestinationRule, spec: "host: 10.1.2.3", err: `spec.host: "10.1.2.3" is not a valid host: its last label "3" is all digits`},
 		{name: "se trailing dot ok", kind: istioconfig.KindServiceEntry, spec: "hosts: [api.example.com.]"},
 		{name: "se numeric top label", kind: istioconfig.KindServiceEntry, spec: "hosts: [api.example.123]", err: `spec.hosts[0]: "api.example.123" is not a valid host: its last label "123" is all digits`},
 		{name: "vs destination ip", kind: istioconfig.KindVirtualService, spec: "hosts: [r]\nhttp: [{route: [{destination: {host: 10.1.2.3}}]}]", err: `spec.http[0].route[0].destination.host: "10.1.2.3" is not a valid host: its last label "3" is all digits`},
