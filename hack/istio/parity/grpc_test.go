@@ -1,6 +1,7 @@
 package parity_test
 
 import (
+	"context"
 	"maps"
 	"net"
 	"os"
@@ -42,58 +43,14 @@ func TestParityGRPCWithIstio(t *testing.T) {
 	applied := map[int]bool{}
 	for _, p := range grpcProxies {
 		t.Run(p.name, func(t *testing.T) {
-			names := map[string]bool{}
-			for _, addr := range []string{istioAddr, oursAddr} {
-				d, err := parity.FetchGRPC(ctx, addr, p.proxy, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for n := range d.Listeners {
-					names[n] = true
-					for _, s := range shortGRPCNames(n, p.proxy.Namespace) {
-						names[s] = true
-					}
-				}
-			}
-			if len(names) == 0 {
+			ds, skip := compareGRPC(t, ctx, istioAddr, oursAddr, p.proxy, applied)
+			if skip {
 				if dir != "testdata/mesh" {
 					t.Skip("neither control plane offers this client a listener")
 				}
 				t.Fatal("neither control plane offers a listener")
 			}
-			listeners := slices.Sorted(maps.Keys(names))
-			want, err := parity.FetchGRPC(ctx, istioAddr, p.proxy, listeners)
-			if err != nil {
-				t.Fatalf("Istio: %v", err)
-			}
-			got, err := parity.FetchGRPC(ctx, oursAddr, p.proxy, listeners)
-			if err != nil {
-				t.Fatalf("xdslab: %v", err)
-			}
-			wv, gv := parity.ProjectGRPC(want), parity.ProjectGRPC(got)
-			if *dump != "" {
-				for _, side := range []struct {
-					name string
-					v    parity.View
-				}{{"istio", wv}, {"xdslab", gv}} {
-					for k, lines := range side.v {
-						if strings.Contains(k, *dump) {
-							t.Logf("%s %s:\n  %s", side.name, k, strings.Join(lines, "\n  "))
-						}
-					}
-				}
-			}
-			t.Logf("%d listeners asked for; Istio answers %d listeners, %d routes, %d clusters", len(listeners), len(want.Listeners), len(want.Routes), len(want.Clusters))
-			for k, lines := range wv {
-				for i, d := range grpcDivergences {
-					if n, ok := d.rewrite(k, lines, gv[k]); ok {
-						lines = n
-						applied[i] = true
-					}
-				}
-				wv[k] = lines
-			}
-			if ds := parity.Diff(wv, gv); len(ds) > 0 {
+			if len(ds) > 0 {
 				t.Errorf("%d semantic differences (- only Istio, + only xdslab):\n%s", len(ds), parity.Format(ds))
 			}
 		})
@@ -104,6 +61,64 @@ func TestParityGRPCWithIstio(t *testing.T) {
 			t.Errorf("gRPC divergence %q changed no Istio line: remove it from grpcDivergences and docs/parity.md", d.why)
 		}
 	}
+}
+
+// compareGRPC fetches from both control planes, as gRPC client p, what grpc-go fetches when it
+// dials every "HOST:PORT" either offers the client (wildcard LDS) and the short names of those,
+// projects both (ProjectGRPC), rewrites Istio's lines by grpcDivergences (marking in applied
+// the divergences that changed a line) and returns the differences; skip reports that
+// neither control plane offers the client a listener.
+func compareGRPC(t *testing.T, ctx context.Context, istioAddr, oursAddr string, p parity.Proxy, applied map[int]bool) (ds []parity.Delta, skip bool) {
+	t.Helper()
+	names := map[string]bool{}
+	for _, addr := range []string{istioAddr, oursAddr} {
+		d, err := parity.FetchGRPC(ctx, addr, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range d.Listeners {
+			names[n] = true
+			for _, s := range shortGRPCNames(n, p.Namespace) {
+				names[s] = true
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, true
+	}
+	listeners := slices.Sorted(maps.Keys(names))
+	want, err := parity.FetchGRPC(ctx, istioAddr, p, listeners)
+	if err != nil {
+		t.Fatalf("Istio: %v", err)
+	}
+	got, err := parity.FetchGRPC(ctx, oursAddr, p, listeners)
+	if err != nil {
+		t.Fatalf("xdslab: %v", err)
+	}
+	wv, gv := parity.ProjectGRPC(want), parity.ProjectGRPC(got)
+	if *dump != "" {
+		for _, side := range []struct {
+			name string
+			v    parity.View
+		}{{"istio", wv}, {"xdslab", gv}} {
+			for k, lines := range side.v {
+				if strings.Contains(k, *dump) {
+					t.Logf("%s %s:\n  %s", side.name, k, strings.Join(lines, "\n  "))
+				}
+			}
+		}
+	}
+	t.Logf("%d listeners asked for; Istio answers %d listeners, %d routes, %d clusters", len(listeners), len(want.Listeners), len(want.Routes), len(want.Clusters))
+	for k, lines := range wv {
+		for i, d := range grpcDivergences {
+			if n, ok := d.rewrite(k, lines, gv[k]); ok {
+				lines = n
+				applied[i] = true
+			}
+		}
+		wv[k] = lines
+	}
+	return parity.Diff(wv, gv), false
 }
 
 // grpcDivergence is a difference from istiod's proxyless gRPC resources that xdslab keeps on

@@ -42,7 +42,7 @@ var randomProxies = func() []int {
 // TestParityRandom compares istiod and xdslab on meshes nobody wrote: for each seed, a random
 // valid Istio configuration (randmesh_test.go) is written to a directory, served by both
 // control planes and compared from the corpus's points of view, as TestParityWithIstio
-// compares testdata/mesh. A failing seed's YAML is kept (its path is logged) to reproduce it:
+// compares testdata/mesh, and from its proxyless gRPC clients', as TestParityGRPCWithIstio. A failing seed's YAML is kept (its path is logged) to reproduce it:
 //
 //	go test -count=1 -run TestParityRandom ./parity/ -parity.seed 17
 //	PARITY_DIR=DIR go test -count=1 -run TestParityWithIstio ./parity/
@@ -83,6 +83,13 @@ func TestParityRandom(t *testing.T) {
 				p := proxies[i]
 				if ds := compareProxy(t, ctx, istioAddr, oursAddr, p.name, p.proxy, map[int]bool{}); len(ds) > 0 {
 					t.Errorf("seed %d, proxy %s: %d semantic differences (- only Istio, + only xdslab):\n%s", seed, p.name, len(ds), parity.Format(ds))
+				}
+			}
+			// Proxyless gRPC clients too, as TestParityGRPCWithIstio compares the corpus (a
+			// client offered no listener has nothing to compare).
+			for _, p := range grpcProxies {
+				if ds, _ := compareGRPC(t, ctx, istioAddr, oursAddr, p.proxy, map[int]bool{}); len(ds) > 0 {
+					t.Errorf("seed %d, gRPC client %s: %d semantic differences (- only Istio, + only xdslab):\n%s", seed, p.name, len(ds), parity.Format(ds))
 				}
 			}
 			failed = false
