@@ -208,8 +208,10 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 // vsOnlyVirtualHosts are the virtual hosts of port num for VirtualService hosts that name no
 // service the proxy sees (an alias such as www.example.com, or a wildcard that matches none),
 // as istiod builds them (buildSidecarVirtualHostsForVirtualService): on port num when a service
-// the same VirtualService names has num as an HTTP port, or on port 80 when it names no service
-// with port 80 (only services with the port count, as on istiod's route configuration); with the
+// the same VirtualService names has num as an HTTP (or sniffed) port, and always on port 80,
+// also when a service it names has port 80 with another protocol (TCP, TLS): istiod's route
+// configuration of a port holds each service with that one port, a VS whose services have no
+// HTTP port there falls back to port 80, as for a VS naming no service; with the
 // VirtualService's routes for that port (a destination without a port goes to it). A name
 // already served on the port is skipped (the first virtual host of a name wins); a virtual
 // host whose routes all are for other sources or ports is left out.
@@ -224,7 +226,7 @@ func vsOnlyVirtualHosts(p *model.Proxy, ix *index, num uint32, usedDomains map[s
 			continue
 		}
 		var hosts []string
-		onPort, anyService := false, false
+		onPort := num == 80
 		for _, raw := range vs.GetHosts() {
 			h := strings.ToLower(resolveHost(raw, c.Namespace))
 			matched := false
@@ -234,12 +236,11 @@ func vsOnlyVirtualHosts(p *model.Proxy, ix *index, num uint32, usedDomains map[s
 					onPort = true
 				}
 			}
-			anyService = anyService || matched
 			if !matched && !slices.Contains(hosts, h) {
 				hosts = append(hosts, h)
 			}
 		}
-		if len(hosts) == 0 || !(onPort || !anyService && num == 80) {
+		if len(hosts) == 0 || !onPort {
 			continue
 		}
 		var routes []*routev3.Route

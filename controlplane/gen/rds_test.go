@@ -385,6 +385,66 @@ func TestVirtualServiceHostsWithoutService(t *testing.T) {
 	}
 }
 
+// TestVirtualServiceHostsBesideNonHTTPService: a VirtualService naming a service whose port 80
+// is not HTTP (TCP here) and a host of no service still gives that host a virtual host on port
+// 80, as when it names no service (random seed 236), and so wins the host over a newer
+// VirtualService naming it alone (random seed 109); on another port where the service is not
+// HTTP it gives none.
+func TestVirtualServiceHostsBesideNonHTTPService(t *testing.T) {
+	named := func(name string, hosts ...string) *networking.VirtualService {
+		return &networking.VirtualService{Hosts: hosts, Http: []*networking.HTTPRoute{
+			{Name: name, Route: []*networking.HTTPRouteDestination{dest("web.app.svc.cluster.local", "", 0)}},
+		}}
+	}
+	const db = "db.app.svc.cluster.local"
+	tests := []struct {
+		name string
+		vss  []*istioconfig.Config
+		port string
+		want map[string]string // alias virtual host name → its first route's name
+	}{
+		{"beside a TCP port 80: on port 80", []*istioconfig.Config{vsConfig("v", "app", named("beside", "alias.example.com", db))}, "80",
+			map[string]string{"alias.example.com:80": "beside"}},
+		{"the older VS wins the alias", []*istioconfig.Config{
+			createdAt(vsConfig("newer", "app", named("alone", "alias.example.com")), 2),
+			createdAt(vsConfig("older", "app", named("beside", db, "alias.example.com")), 1)}, "80",
+			map[string]string{"alias.example.com:80": "beside"}},
+		{"the newer VS beside a TCP port 80 still loses", []*istioconfig.Config{
+			createdAt(vsConfig("newer", "app", named("beside", db, "alias.example.com")), 2),
+			createdAt(vsConfig("older", "app", named("alone", "alias.example.com")), 1)}, "80",
+			map[string]string{"alias.example.com:80": "alone"}},
+		{"beside a TCP port other than 80: nowhere", []*istioconfig.Config{vsConfig("v", "app", named("beside", "alias.example.com", db))}, "9000",
+			map[string]string{}},
+		{"beside an HTTP port: on that port", []*istioconfig.Config{vsConfig("v", "app", named("beside", "alias.example.com", db))}, "8443",
+			map[string]string{"alias.example.com:8443": "beside"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{
+				{Hostname: "web.app.svc.cluster.local", Namespace: "app", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}},
+				{Hostname: db, Namespace: "app", Ports: []model.Port{{Name: "tcp", Number: 80, Protocol: model.ProtocolTCP}, {Name: "tcp-admin", Number: 9000, Protocol: model.ProtocolTCP}, {Name: "http", Number: 8443, Protocol: model.ProtocolHTTP}}},
+			}, Configs: tt.vss})
+			p := sidecarProxy("10.0.0.9", "app")
+			rs, err := ForType(RouteType, p).Generate(p, s, []string{tt.port})
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("%d route configurations, %v", len(rs), err)
+			}
+			if _, err := validateDeep(rs[0].Message); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, vh := range rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
+				if strings.HasPrefix(vh.GetName(), "alias.") {
+					got[vh.GetName()] = vh.GetRoutes()[0].GetName()
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("virtual hosts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestSidecarRoutesAnswerEveryName: a sidecar that asks for route configurations no listener
 // of it names (an Envoy draining a removed listener keeps asking) gets one for each, as from
 // istiod: a port number with its VirtualService-only virtual hosts and allow_any, another
