@@ -93,28 +93,22 @@ type Dump struct {
 	Routes    map[string]*routev3.RouteConfiguration
 }
 
-// DrainingRoutes are route configuration names Fetch asks for beside those its listeners name,
-// as Envoy still asks for the routes of listeners that drain: a port number no service has and
-// a name that is no port. istiod answers every name.
-var DrainingRoutes = []string{"9999", "http.9999"}
-
-// Fetch connects to the ADS server at addr as p and fetches CDS (wildcard), EDS (every EDS
-// cluster's service name), LDS (wildcard) and RDS (every route configuration an HTTP connection
-// manager names, and DrainingRoutes), in Envoy's order, ACKing each response.
-func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
+// openADS opens an ADS stream to addr as p and returns get, which sends a request for typeURL
+// and names and returns the resources of the first response of that type, ACKing every
+// response on the way (pushes of other types may arrive meanwhile), and closeConn, which
+// closes the connection. The stream ends with ctx.
+func openADS(ctx context.Context, addr string, p Proxy) (get func(typeURL string, names []string) ([]*anypb.Any, error), closeConn func(), err error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer conn.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ADS %s: %w", addr, err)
+		conn.Close()
+		return nil, nil, fmt.Errorf("ADS %s: %w", addr, err)
 	}
 	node := p.Node()
-	get := func(typeURL string, names []string) ([]*anypb.Any, error) {
+	get = func(typeURL string, names []string) ([]*anypb.Any, error) {
 		if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names}); err != nil {
 			return nil, fmt.Errorf("ADS %s: send %s: %w", addr, typeURL, err)
 		}
@@ -123,7 +117,6 @@ func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
 			if err != nil {
 				return nil, fmt.Errorf("ADS %s: waiting for %s: %w", addr, typeURL, err)
 			}
-			// ACK every response (pushes of other types may arrive meanwhile).
 			ack := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
 			if resp.GetTypeUrl() == typeURL {
 				ack.ResourceNames = names
@@ -136,16 +129,22 @@ func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
 			}
 		}
 	}
-	d := &Dump{
+	return get, func() { conn.Close() }, nil
+}
+
+// newDump is an empty Dump.
+func newDump() *Dump {
+	return &Dump{
 		Clusters:  map[string]*clusterv3.Cluster{},
 		Endpoints: map[string]*endpointv3.ClusterLoadAssignment{},
 		Listeners: map[string]*listenerv3.Listener{},
 		Routes:    map[string]*routev3.RouteConfiguration{},
 	}
-	rs, err := get(clusterType, nil)
-	if err != nil {
-		return nil, err
-	}
+}
+
+// addClusters adds the clusters of a CDS response (rs, from addr) to d and returns the service
+// names of its EDS clusters.
+func (d *Dump) addClusters(addr string, rs []*anypb.Any) (map[string]bool, error) {
 	edsNames := map[string]bool{}
 	for _, a := range rs {
 		c := &clusterv3.Cluster{}
@@ -161,18 +160,56 @@ func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
 			edsNames[n] = true
 		}
 	}
-	if len(edsNames) > 0 {
-		rs, err := get(endpointType, slices.Sorted(maps.Keys(edsNames)))
-		if err != nil {
-			return nil, err
+	return edsNames, nil
+}
+
+// fetchEndpoints asks (get, on the stream to addr) for the assignments of names and adds them
+// to d; no names, no request.
+func (d *Dump) fetchEndpoints(get func(string, []string) ([]*anypb.Any, error), addr string, names map[string]bool) error {
+	if len(names) == 0 {
+		return nil
+	}
+	rs, err := get(endpointType, slices.Sorted(maps.Keys(names)))
+	if err != nil {
+		return err
+	}
+	for _, a := range rs {
+		cla := &endpointv3.ClusterLoadAssignment{}
+		if err := a.UnmarshalTo(cla); err != nil {
+			return fmt.Errorf("ADS %s: endpoints: %w", addr, err)
 		}
-		for _, a := range rs {
-			cla := &endpointv3.ClusterLoadAssignment{}
-			if err := a.UnmarshalTo(cla); err != nil {
-				return nil, fmt.Errorf("ADS %s: endpoints: %w", addr, err)
-			}
-			d.Endpoints[cla.GetClusterName()] = cla
-		}
+		d.Endpoints[cla.GetClusterName()] = cla
+	}
+	return nil
+}
+
+// DrainingRoutes are route configuration names Fetch asks for beside those its listeners name,
+// as Envoy still asks for the routes of listeners that drain: a port number no service has and
+// a name that is no port. istiod answers every name.
+var DrainingRoutes = []string{"9999", "http.9999"}
+
+// Fetch connects to the ADS server at addr as p and fetches CDS (wildcard), EDS (every EDS
+// cluster's service name), LDS (wildcard) and RDS (every route configuration an HTTP connection
+// manager names, and DrainingRoutes), in Envoy's order, ACKing each response.
+func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	get, closeConn, err := openADS(ctx, addr, p)
+	if err != nil {
+		return nil, err
+	}
+	defer closeConn()
+	d := newDump()
+	rs, err := get(clusterType, nil)
+	if err != nil {
+		return nil, err
+	}
+	edsNames, err := d.addClusters(addr, rs)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.fetchEndpoints(get, addr, edsNames); err != nil {
+		return nil, err
 	}
 	rs, err = get(listenerType, nil)
 	if err != nil {

@@ -11,13 +11,9 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -29,45 +25,14 @@ import (
 // ACKing each response. With listeners nil it makes one wildcard LDS request and stops there
 // (the names a control plane offers; grpc-go never asks so).
 func FetchGRPC(ctx context.Context, addr string, p Proxy, listeners []string) (*Dump, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	get, closeConn, err := openADS(ctx, addr, p)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("ADS %s: %w", addr, err)
-	}
-	node := p.Node()
-	get := func(typeURL string, names []string) ([]*anypb.Any, error) {
-		if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names}); err != nil {
-			return nil, fmt.Errorf("ADS %s: send %s: %w", addr, typeURL, err)
-		}
-		for {
-			resp, err := stream.Recv()
-			if err != nil {
-				return nil, fmt.Errorf("ADS %s: waiting for %s: %w", addr, typeURL, err)
-			}
-			ack := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
-			if resp.GetTypeUrl() == typeURL {
-				ack.ResourceNames = names
-			}
-			if err := stream.Send(ack); err != nil {
-				return nil, fmt.Errorf("ADS %s: ack %s: %w", addr, resp.GetTypeUrl(), err)
-			}
-			if resp.GetTypeUrl() == typeURL {
-				return resp.GetResources(), nil
-			}
-		}
-	}
-	d := &Dump{
-		Clusters:  map[string]*clusterv3.Cluster{},
-		Endpoints: map[string]*endpointv3.ClusterLoadAssignment{},
-		Listeners: map[string]*listenerv3.Listener{},
-		Routes:    map[string]*routev3.RouteConfiguration{},
-	}
+	defer closeConn()
+	d := newDump()
 	rs, err := get(listenerType, listeners)
 	if err != nil {
 		return nil, err
@@ -113,33 +78,12 @@ func FetchGRPC(ctx context.Context, addr string, p Proxy, listeners []string) (*
 	if rs, err = get(clusterType, slices.Sorted(maps.Keys(clusterNames))); err != nil {
 		return nil, err
 	}
-	edsNames := map[string]bool{}
-	for _, a := range rs {
-		c := &clusterv3.Cluster{}
-		if err := a.UnmarshalTo(c); err != nil {
-			return nil, fmt.Errorf("ADS %s: cluster: %w", addr, err)
-		}
-		d.Clusters[c.GetName()] = c
-		if c.GetType() == clusterv3.Cluster_EDS {
-			n := c.GetEdsClusterConfig().GetServiceName()
-			if n == "" {
-				n = c.GetName()
-			}
-			edsNames[n] = true
-		}
-	}
-	if len(edsNames) == 0 {
-		return d, nil
-	}
-	if rs, err = get(endpointType, slices.Sorted(maps.Keys(edsNames))); err != nil {
+	edsNames, err := d.addClusters(addr, rs)
+	if err != nil {
 		return nil, err
 	}
-	for _, a := range rs {
-		cla := &endpointv3.ClusterLoadAssignment{}
-		if err := a.UnmarshalTo(cla); err != nil {
-			return nil, fmt.Errorf("ADS %s: endpoints: %w", addr, err)
-		}
-		d.Endpoints[cla.GetClusterName()] = cla
+	if err := d.fetchEndpoints(get, addr, edsNames); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
