@@ -264,3 +264,70 @@ func TestGRPCRoutesOfVirtualServiceDestination(t *testing.T) {
 		t.Errorf("virtual hosts %v for a destination no VirtualService names, want none", vhs)
 	}
 }
+
+// TestGRPCRoutesOfVirtualServiceOnlyHosts: where the port's egress listener does not hold a
+// service but imports a VirtualService whose host covers it, the gRPC route configuration
+// "HOST:PORT" is that VirtualService's virtual host on the sidecar's route configuration of the
+// port, as istiod's grpcgen keeps it: the domains of the VirtualService's host (HOST and
+// HOST:PORT, not the service's short names; random mesh seed 119), or of a wildcard host that
+// covers the service (no virtual host before).
+func TestGRPCRoutesOfVirtualServiceOnlyHosts(t *testing.T) {
+	svcs := []*model.Service{
+		{Hostname: "front.app.svc.cluster.local", Namespace: "app", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}},
+		{Hostname: "back.other.svc.cluster.local", Namespace: "other", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}},
+		{Hostname: "side.far.svc.cluster.local", Namespace: "far", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}},
+	}
+	toFront := []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "front.app.svc.cluster.local", Port: &networking.PortSelector{Number: 80}}}}
+	toSide := []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "side.far.svc.cluster.local", Port: &networking.PortSelector{Number: 80}}}}
+	wild := vsConfig("wild", "app", &networking.VirtualService{Hosts: []string{"*.other.svc.cluster.local"}, Http: []*networking.HTTPRoute{{Route: toFront}}})
+	via := vsConfig("via", "app", &networking.VirtualService{Hosts: []string{"side.far.svc.cluster.local"}, Http: []*networking.HTTPRoute{
+		{Match: []*networking.HTTPMatchRequest{{Uri: prefix("/front")}}, Route: toFront},
+		{Route: toSide},
+	}})
+	sidecar := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "app"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+			{Port: &networking.SidecarPort{Number: 80, Protocol: "HTTP", Name: "http"}, Hosts: []string{"./*"}},
+			{Hosts: []string{"other/*"}},
+		}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: svcs, Configs: []*istioconfig.Config{wild, via, sidecar}})
+	p := grpcProxy("app")
+	for _, tc := range []struct {
+		name, route string
+		domains     []string
+		clusters    []string
+	}{
+		{"wildcard host covering a service the listener does not hold", "back.other.svc.cluster.local:80",
+			[]string{"*.other.svc.cluster.local", "*.other.svc.cluster.local:80"}, []string{"outbound|80||front.app.svc.cluster.local"}},
+		{"host of a service imported only as a destination", "side.far.svc.cluster.local:80",
+			[]string{"side.far.svc.cluster.local", "side.far.svc.cluster.local:80"}, []string{"outbound|80||front.app.svc.cluster.local", "outbound|80||side.far.svc.cluster.local"}},
+		{"service the listener holds", "front.app.svc.cluster.local:80",
+			[]string{"front.app.svc.cluster.local:80", "front.app.svc.cluster.local", "front:80", "front", "front.app:80", "front.app", "front.app.svc:80", "front.app.svc"}, []string{"outbound|80||front.app.svc.cluster.local"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := ForType(RouteType, p).Generate(p, s, []string{tc.route})
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("got %v, %v", rs, err)
+			}
+			vhs := rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts()
+			if len(vhs) != 1 {
+				t.Fatalf("virtual hosts %v, want one", vhs)
+			}
+			if got := vhs[0].GetDomains(); !slices.Equal(got, tc.domains) {
+				t.Errorf("domains %q, want %q", got, tc.domains)
+			}
+			var clusters []string
+			for _, r := range vhs[0].GetRoutes() {
+				clusters = append(clusters, r.GetRoute().GetCluster())
+				if r.GetRoute().GetRetryPolicy().GetNumRetries().GetValue() != 2 {
+					t.Errorf("route %s: retry policy %v, want gRPC's default (2 retries)", r.GetName(), r.GetRoute().GetRetryPolicy())
+				}
+			}
+			if !slices.Equal(clusters, tc.clusters) {
+				t.Errorf("clusters %q, want %q", clusters, tc.clusters)
+			}
+			if _, err := validateDeep(rs[0].Message); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -183,7 +184,7 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 			Routes:  routes,
 		})
 	}
-	vhs, vdeps, verr := vsOnlyVirtualHosts(p, ix, num, usedDomains)
+	vhs, vdeps, verr := vsOnlyVirtualHosts(p, ix, num, usedDomains, false)
 	rc.VirtualHosts = append(rc.VirtualHosts, vhs...)
 	deps = append(deps, vdeps...)
 	if verr != nil {
@@ -214,8 +215,9 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 // HTTP port there falls back to port 80, as for a VS naming no service; with the
 // VirtualService's routes for that port (a destination without a port goes to it). A name
 // already served on the port is skipped (the first virtual host of a name wins); a virtual
-// host whose routes all are for other sources or ports is left out.
-func vsOnlyVirtualHosts(p *model.Proxy, ix *index, num uint32, usedDomains map[string]bool) ([]*routev3.VirtualHost, []istioconfig.Key, error) {
+// host whose routes all are for other sources or ports is left out. grpc builds the routes as
+// for a proxyless gRPC client (serviceRoutes' grpc).
+func vsOnlyVirtualHosts(p *model.Proxy, ix *index, num uint32, usedDomains map[string]bool, grpc bool) ([]*routev3.VirtualHost, []istioconfig.Key, error) {
 	var out []*routev3.VirtualHost
 	var deps []istioconfig.Key
 	var errs []error
@@ -245,7 +247,7 @@ func vsOnlyVirtualHosts(p *model.Proxy, ix *index, num uint32, usedDomains map[s
 		}
 		var routes []*routev3.Route
 		for i, hr := range vs.GetHttp() {
-			rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, &model.Service{}, model.Port{Number: num}, false)
+			rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, &model.Service{}, model.Port{Number: num}, grpc)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("VirtualService %s/%s http[%d] for %s port %d: %w; route skipped, fix the VirtualService", c.Namespace, c.Name, i, strings.Join(hosts, ","), num, err))
 				continue
@@ -294,12 +296,13 @@ func (ix *index) matchingServices(h string, num uint32) []*model.Service {
 	return out
 }
 
-// grpcRoutes is the proxyless gRPC RDS generator: route configuration "HOST:PORT" with one
-// virtual host for the service (domains HOST:PORT, HOST and the short names) where the
-// sidecar's route configuration of the port has one for the host (an HTTP or sniffed service
-// of the port's egress listener, or a host of a VirtualService it imports), none elsewhere
-// (istiod's grpcgen filters the sidecar's route configuration of the port down to the host's
-// virtual host).
+// grpcRoutes is the proxyless gRPC RDS generator: route configuration "HOST:PORT" with the
+// virtual hosts the sidecar's route configuration of the port has for the host (istiod's
+// grpcgen filters that configuration down to them): the service's own (domains HOST:PORT, HOST
+// and the short names) for an HTTP or sniffed service of the port's egress listener; else the
+// VirtualService-only virtual hosts of VirtualServices that listener imports whose host names
+// the service or, a wildcard, covers it (domains HOST and HOST:PORT, or the wildcard's); none
+// elsewhere.
 func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	sc := s.ScopeFor(p)
 	// As a sidecar's route configuration of the port (istiod builds gRPC routes with the
@@ -318,38 +321,59 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 	}
 	var errs []error
 	var out []Resource
-	// Whether the sidecar's route configuration of the port has a virtual host for svc, as
-	// istiod's grpcgen builds that configuration and keeps the host's virtual host: svc is an
-	// HTTP (or sniffed) service of the port's egress listener (httpServicesByPort's test, for
-	// this one service), or a host of a VirtualService that listener imports (its
-	// VirtualService-only virtual hosts, computed once per port, only when needed).
-	vsHosts := map[uint32]map[string]bool{}
-	hasVirtualHost := func(svc *model.Service, port model.Port) bool {
+	// The virtual hosts the sidecar's route configuration of the port has for svc, as
+	// istiod's grpcgen builds that configuration and keeps the host's virtual hosts: (nil,
+	// true) when svc is an HTTP (or sniffed) service of the port's egress listener
+	// (httpServicesByPort's test, for this one service), whose own virtual host it is;
+	// otherwise the port's VirtualService-only virtual hosts (computed once per port, only
+	// when needed) with a domain that names the host (HOST or HOST:PORT) or a wildcard that
+	// covers it: a VirtualService naming a service the listener does not hold, which the
+	// client reaches through that VirtualService's own virtual host.
+	vsHosts := map[uint32][]*routev3.VirtualHost{}
+	vsDeps := map[uint32][]istioconfig.Key{}
+	virtualHosts := func(svc *model.Service, port model.Port) ([]*routev3.VirtualHost, bool) {
 		num := port.Number
 		// Unlike a sidecar's listeners, grpcgen builds the virtual hosts without looking at
 		// the protocol the egress listener declares for the port: the service port's own
 		// protocol decides.
 		if sc.Egress(num).SeesPort(svc, num) && (port.Protocol.IsHTTP() || port.Protocol == model.ProtocolUnknown) {
-			return true
+			return nil, true
 		}
-		d, ok := vsHosts[num]
+		vhs, ok := vsHosts[num]
 		if !ok {
-			d = map[string]bool{}
-			vhs, _, _ := vsOnlyVirtualHosts(p, indexFor(num), num, map[string]bool{}) // errors are serviceRoutes' to report
-			for _, vh := range vhs {
-				for _, dom := range vh.GetDomains() {
-					d[dom] = true
-				}
-			}
-			vsHosts[num] = d
+			vhs, vsDeps[num], _ = vsOnlyVirtualHosts(p, indexFor(num), num, map[string]bool{}, true) // errors are serviceRoutes' to report
+			vsHosts[num] = vhs
 		}
-		return d[svc.Hostname] || d[HostPortName(svc.Hostname, num)]
+		var out []*routev3.VirtualHost
+		for _, vh := range vhs {
+			if vhNames(vh, svc.Hostname, num) {
+				out = append(out, vh)
+			}
+		}
+		return out, len(out) > 0
 	}
 	add := func(name string, svc *model.Service, port model.Port) {
-		if !hasVirtualHost(svc, port) {
+		vhs, ok := virtualHosts(svc, port)
+		if !ok {
 			// Not an HTTP (or sniffed) port of svc for this proxy: istiod's route builder gives
 			// it no virtual host, and RPCs to it fail.
 			out = append(out, Resource{Name: name, Message: &routev3.RouteConfiguration{Name: name}, Deps: []istioconfig.Key{ServiceKey(svc)}})
+			return
+		}
+		if len(vhs) > 0 {
+			// The VirtualServices' virtual hosts, as on the sidecar's route configuration of
+			// the port (domains HOST and HOST:PORT, or the wildcard's). Dependencies: the
+			// port's VirtualServices of such hosts and what the service's routes would read.
+			_, rdeps, err := serviceRoutes(p, indexFor(port.Number), svc, port, true)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			deps := append(append(rdeps, vsDeps[port.Number]...), ServiceKey(svc))
+			rc := &routev3.RouteConfiguration{Name: name}
+			for _, vh := range vhs {
+				rc.VirtualHosts = append(rc.VirtualHosts, proto.Clone(vh).(*routev3.VirtualHost)) // a wildcard's may serve several services
+			}
+			out = append(out, Resource{Name: name, Message: rc, Deps: sortDeps(deps)})
 			return
 		}
 		routes, rdeps, err := serviceRoutes(p, indexFor(port.Number), svc, port, true)
@@ -390,6 +414,22 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// vhNames reports whether a virtual host of route configuration num has a domain for host: host
+// itself, host:num, or a wildcard (with no port or port num) that covers host, as istiod's
+// grpcgen selects a host's virtual hosts.
+func vhNames(vh *routev3.VirtualHost, host string, num uint32) bool {
+	for _, d := range vh.GetDomains() {
+		h, port, found := strings.Cut(d, ":")
+		if found && port != strconv.FormatUint(uint64(num), 10) {
+			continue
+		}
+		if h == host || (strings.HasPrefix(h, "*") && hostMatches(h, host)) {
+			return true
+		}
+	}
+	return false
 }
 
 // serviceRoutes translates the HTTP routes of the VirtualService for svc (the first of
