@@ -25,6 +25,9 @@ var grpcProxies = []struct {
 	{"grpc-other", parity.Proxy{Type: "sidecar", IP: "10.2.9.9", Pod: "client", Namespace: "other", Labels: map[string]string{"app": "client"}, ServiceAccount: "client", Locality: "region-b/zone-1", Generator: "grpc"}},
 	// A gRPC client under a Sidecar resource (its scope).
 	{"grpc-scoped", parity.Proxy{Type: "sidecar", IP: "10.3.9.9", Pod: "client", Namespace: "scoped", Labels: map[string]string{"app": "client"}, ServiceAccount: "client", Generator: "grpc"}},
+	// A gRPC client whose Sidecar's port-80 listener imports VirtualServices naming services it
+	// does not hold (grpcvsonly.yaml).
+	{"grpc-vsonly", parity.Proxy{Type: "sidecar", IP: "10.4.9.9", Pod: "client", Namespace: "vsonly", Labels: map[string]string{"app": "client"}, ServiceAccount: "client", Generator: "grpc"}},
 }
 
 // TestParityGRPCWithIstio serves testdata/mesh from Istio's DiscoveryServer (its proxyless gRPC
