@@ -163,6 +163,21 @@ func (d *Dump) addClusters(addr string, rs []*anypb.Any) (map[string]bool, error
 	return edsNames, nil
 }
 
+// addListeners adds the listeners of an LDS response (rs, from addr) to d and returns the route
+// configuration names routes finds in them.
+func (d *Dump) addListeners(addr string, rs []*anypb.Any, routes func(l *listenerv3.Listener, names map[string]bool)) (map[string]bool, error) {
+	names := map[string]bool{}
+	for _, a := range rs {
+		l := &listenerv3.Listener{}
+		if err := a.UnmarshalTo(l); err != nil {
+			return nil, fmt.Errorf("ADS %s: listener: %w", addr, err)
+		}
+		d.Listeners[l.GetName()] = l
+		routes(l, names)
+	}
+	return names, nil
+}
+
 // fetchEndpoints asks (get, on the stream to addr) for the assignments of names and adds them
 // to d; no names, no request.
 func (d *Dump) fetchEndpoints(get func(string, []string) ([]*anypb.Any, error), addr string, names map[string]bool) error {
@@ -215,13 +230,7 @@ func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
 	if err != nil {
 		return nil, err
 	}
-	routeNames := map[string]bool{}
-	for _, a := range rs {
-		l := &listenerv3.Listener{}
-		if err := a.UnmarshalTo(l); err != nil {
-			return nil, fmt.Errorf("ADS %s: listener: %w", addr, err)
-		}
-		d.Listeners[l.GetName()] = l
+	routeNames, err := d.addListeners(addr, rs, func(l *listenerv3.Listener, routeNames map[string]bool) {
 		for _, fc := range append(slices.Clone(l.GetFilterChains()), l.GetDefaultFilterChain()) {
 			for _, f := range fc.GetFilters() {
 				h := &hcmv3.HttpConnectionManager{}
@@ -232,6 +241,9 @@ func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
 				}
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, n := range DrainingRoutes {
 		routeNames[n] = true

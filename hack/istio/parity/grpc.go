@@ -37,16 +37,13 @@ func FetchGRPC(ctx context.Context, addr string, p Proxy, listeners []string) (*
 	if err != nil {
 		return nil, err
 	}
-	routeNames := map[string]bool{}
-	for _, a := range rs {
-		l := &listenerv3.Listener{}
-		if err := a.UnmarshalTo(l); err != nil {
-			return nil, fmt.Errorf("ADS %s: listener: %w", addr, err)
-		}
-		d.Listeners[l.GetName()] = l
+	routeNames, err := d.addListeners(addr, rs, func(l *listenerv3.Listener, routeNames map[string]bool) {
 		if n := apiListenerHCM(l).GetRds().GetRouteConfigName(); n != "" {
 			routeNames[n] = true
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if listeners == nil || len(routeNames) == 0 {
 		return d, nil

@@ -276,18 +276,7 @@ func (m *randMesh) service(i int) {
 				m.add("WorkloadEntry", "networking.istio.io/v1", fmt.Sprintf("%s-%d", s.name, k), s.ns, we)
 			}
 		} else if s.resolution == "STATIC" || m.chance(0.6) {
-			var eps []any
-			for k := range 1 + m.r.IntN(3) {
-				ep := map[string]any{"labels": map[string]any{"version": fmt.Sprintf("v%d", 1+k%2)}}
-				if s.resolution == "DNS" && m.chance(0.6) {
-					ep["address"] = fmt.Sprintf("e%d.%s.example.net", k, s.name)
-				} else {
-					ep["address"] = m.nextIP()
-				}
-				m.endpointExtras(s, ep)
-				eps = append(eps, ep)
-			}
-			spec["endpoints"] = eps
+			m.inlineEndpoints(s, spec, 3, 0.6)
 		}
 	}
 	if s.resolution == "DNS" && spec["endpoints"] == nil && spec["workloadSelector"] == nil && s.wildcard {
@@ -908,17 +897,18 @@ func (m *randMesh) protocolService(i int) {
 		}
 	}
 	spec := m.serviceSpec(s)
-	m.inlineEndpoints(s, spec)
+	m.inlineEndpoints(s, spec, 2, 0.5)
 	m.add("ServiceEntry", "networking.istio.io/v1", s.name, s.ns, spec)
 	m.services = append(m.services, s)
 }
 
-// inlineEndpoints gives s's entry one or two inline endpoints (IPs, or host names for DNS).
-func (m *randMesh) inlineEndpoints(s *rsvc, spec map[string]any) {
+// inlineEndpoints gives s's entry 1..most inline endpoints: IPs, or for DNS host names with
+// chance dnsNames each.
+func (m *randMesh) inlineEndpoints(s *rsvc, spec map[string]any, most int, dnsNames float64) {
 	var eps []any
-	for k := range 1 + m.r.IntN(2) {
+	for k := range 1 + m.r.IntN(most) {
 		ep := map[string]any{"labels": map[string]any{"version": fmt.Sprintf("v%d", 1+k%2)}}
-		if s.resolution == "DNS" && m.chance(0.5) {
+		if s.resolution == "DNS" && m.chance(dnsNames) {
 			ep["address"] = fmt.Sprintf("e%d.%s.example.net", k, s.name)
 		} else {
 			ep["address"] = m.nextIP()
@@ -964,7 +954,7 @@ func (m *randMesh) multiHostService(i int) {
 	}
 	spec := m.serviceSpec(s)
 	spec["hosts"] = toAny(hosts)
-	m.inlineEndpoints(s, spec)
+	m.inlineEndpoints(s, spec, 2, 0.5)
 	m.add("ServiceEntry", "networking.istio.io/v1", s.name, s.ns, spec)
 	m.services = append(m.services, s)
 	for _, h := range hosts[1:] {
