@@ -61,10 +61,20 @@ func (s *Scenario) Clone() *Scenario {
 //	s.Set("topology.endpointsPerService", "{dist: exp, mean: 4}")
 //	s.Set("clients[0].ackDelay.mean", "3ms")
 //
-// It then completes and validates the scenario; on error the scenario may hold the new value
-// and must not be run. This is how `xdslab tune --param` and command-line overrides vary a
-// scenario.
+// It then completes and validates the scenario; on error the scenario is left as it was
+// (the change is made on a deep copy, taken over only when it validates). This is how `xdslab
+// tune --param` and command-line overrides vary a scenario.
 func (s *Scenario) Set(path, value string) error {
+	c := s.Clone()
+	if err := c.set(path, value); err != nil {
+		return err
+	}
+	*s = *c
+	return nil
+}
+
+// set is Set on s itself, which it may leave half changed on error.
+func (s *Scenario) set(path, value string) error {
 	fail := func(msg, fix string) error {
 		return Errors{{File: "--set", Path: path, Msg: msg, Fix: fix}}
 	}

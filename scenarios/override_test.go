@@ -54,6 +54,8 @@ func TestSet(t *testing.T) {
 		{"", "1", nil, "empty path"},
 		{"name", "a: [", nil, "invalid value"},
 		{"churn[1].delta.mean", "1", nil, "mean does not apply to dist uniform"},
+		// A failing path through a pointer that is nil allocates nothing in the scenario.
+		{"topology.mesh.services", "5", nil, "topology.mesh"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path+"="+tc.value, func(t *testing.T) {
@@ -67,6 +69,10 @@ func TestSet(t *testing.T) {
 				// A value given to Set has no place in a file: no "--set:1:1".
 				if strings.HasPrefix(err.Error(), "--set:1") {
 					t.Errorf("Set = %q: a position in the value alone", err)
+				}
+				// A failed Set leaves the scenario as it was.
+				if diff := cmp.Diff(base, s, ignoreSrc, cmp.AllowUnexported(Scenario{})); diff != "" {
+					t.Errorf("a failed Set changed the scenario:\n%s", diff)
 				}
 				return
 			}
