@@ -59,6 +59,9 @@ type authzPolicies struct {
 	audit, deny, allow []*istioconfig.Config
 	deps               []istioconfig.Key
 	td                 string
+	// keepTrustDomain leaves source principals and trust domains as written (withTrustDomain,
+	// principalsOf): istiod migrates them for Envoy, not for proxyless gRPC servers.
+	keepTrustDomain bool
 }
 
 // authzFor selects the proxy's policies.
@@ -370,8 +373,8 @@ func (a authzPolicies) principalsOf(ns string, c condition, tcp bool, action rba
 		if len(vs) == 0 {
 			continue
 		}
-		if c.key == "source.trustDomain" {
-			vs = uniqueStrings(vs) // istiod expands aliases and drops repeats
+		if c.key == "source.trustDomain" && !a.keepTrustDomain {
+			vs = uniqueStrings(vs) // istiod expands aliases and drops repeats (not for gRPC)
 		}
 		var p *rbacv3.Principal
 		if strings.HasPrefix(c.key, "request.auth.") {
@@ -478,7 +481,7 @@ func (a authzPolicies) principalOf(ns, key, v string, tcp bool) (*rbacv3.Princip
 // domain is "*" or matches nothing, is kept.
 func (a authzPolicies) withTrustDomain(v string) string {
 	parts := strings.Split(v, "/")
-	if len(parts) != 5 || parts[0] == "*" {
+	if a.keepTrustDomain || len(parts) != 5 || parts[0] == "*" {
 		return v
 	}
 	td, mesh := parts[0], a.td

@@ -260,9 +260,8 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		// As istiod's grpcgen: of the connection pool only http2MaxRequests, as the
 		// max_requests breaker (unset, grpc-go allows 1024 concurrent RPCs), and no outlier
 		// detection (grpc-go would eject on it; locality priorities still follow it, eds.go).
-		// grpc-go takes TLS from certificate providers, not SDS: proxyless clusters stay
-		// plaintext.
 		c.CircuitBreakers = grpcBreakers(pol)
+		applyGRPCUpstreamTLS(c, svc, pol)
 		return c, err
 	}
 	pol.applyOutlier(c)

@@ -45,7 +45,8 @@
 // dry-run policies as shadow rules; rule i of NAME in NS named "ns[NS]-policy[NAME]-rule[i]";
 // an ALLOW without rules matches nothing. Policies of the root namespace and the proxy's apply
 // when their selector matches its labels (model.AuthorizationPolicySelects; never with a
-// targetRef, never to proxyless gRPC). HTTP-only conditions on a TCP chain, and
+// targetRef; a proxyless gRPC server's listener carries them as istiod's grpcgen builds them,
+// grpcserver.go). HTTP-only conditions on a TCP chain, and
 // the conditions xdslab does not generate anywhere (path templates, experimental keys), drop an
 // ALLOW rule and are left out of a DENY or AUDIT rule.
 //

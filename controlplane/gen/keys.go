@@ -66,7 +66,8 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 // before any other (drNamespaceKey), and which of that namespace's DestinationRule
 // workloadSelectors select it (drSelectorSuffix). For listeners it also names which of the snapshot's source-conditioned L4 matches apply to
 // the proxy (sourceMatchKey): a sidecar's outbound TCP chains follow the tcp routes whose
-// sourceLabels and sourceNamespace select it, which KeyScope does not name for listeners.
+// sourceLabels and sourceNamespace select it, which KeyScope does not name for listeners; and,
+// for a proxyless gRPC workload, its IP and labels (grpcServerKey: its server listeners).
 func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) string {
 	if s == nil {
 		return ""
@@ -88,6 +89,9 @@ func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) s
 	if typeURL == ListenerType {
 		if m := sourceMatchKey(p, s); m != "" {
 			k += "|src=" + m
+		}
+		if srv := grpcServerKey(p, s); srv != "" {
+			k += "|srv=" + srv
 		}
 	}
 	return k

@@ -837,10 +837,25 @@ func inboundHCM(port uint32, cluster string, proto model.Protocol) *hcmv3.HttpCo
 // "HOST:PORT" that names a service port the proxy sees (grpcServicePort: a host name, or a short
 // name of the proxy's namespace), every such port on a wildcard request, whose HTTP connection
 // manager fetches route configuration "FQDN:PORT" over ADS. Names that match no service port
-// are omitted.
+// are omitted. Names that start with GRPCServerListenerPrefix ask for a gRPC server's listener
+// (grpcServerListeners); a wildcard request lists none of those.
 func grpcListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	sc := s.ScopeFor(p)
 	var out []Resource
+	if !wantAll(names) {
+		var server []string
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool {
+			if strings.HasPrefix(n, GRPCServerListenerPrefix) {
+				server = append(server, n)
+				return true
+			}
+			return false
+		})
+		out = grpcServerListeners(p, s, server)
+		if len(names) == 0 {
+			return sortedResources(out), nil
+		}
+	}
 	add := func(name string, svc *model.Service, port uint32) {
 		out = append(out, Resource{
 			Name: name,
@@ -866,7 +881,13 @@ func grpcListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 			add(name, svc, port.Number)
 		}
 	}
-	return out, nil
+	return sortedResources(out), nil
+}
+
+// sortedResources sorts rs by name.
+func sortedResources(rs []Resource) []Resource {
+	slices.SortFunc(rs, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
+	return rs
 }
 
 // grpcServicePort finds the service port a proxyless gRPC listener or route configuration name

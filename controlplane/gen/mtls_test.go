@@ -8,6 +8,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/google/go-cmp/cmp"
 	networking "istio.io/api/networking/v1alpha3"
 	securityapi "istio.io/api/security/v1beta1"
@@ -75,15 +76,25 @@ func TestIstioMutualGolden(t *testing.T) {
 			t.Errorf("cluster %s: transport socket %v, want %v", name, tls[name], want)
 		}
 	}
-	// The proxyless family keeps plaintext clusters (grpc-go takes no SDS).
+	// The proxyless family takes ISTIO_MUTUAL from grpc-go's certificate provider, never SDS,
+	// and has no auto-mTLS (TestGRPCClusterTLS).
 	gp := grpcProxy("default")
 	rs, err := ForType(ClusterType, gp).Generate(gp, s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
-		if r.Message.(*clusterv3.Cluster).GetTransportSocket() != nil {
-			t.Errorf("grpc cluster %s has a transport socket", r.Name)
+		c := r.Message.(*clusterv3.Cluster)
+		ut := &tlsv3.UpstreamTlsContext{}
+		if ts := c.GetTransportSocket(); ts != nil {
+			if err := ts.GetTypedConfig().UnmarshalTo(ut); err != nil {
+				t.Fatalf("grpc cluster %s: %v", r.Name, err)
+			}
+		}
+		want := r.Name == "outbound|9090||ratings.default.svc.cluster.local" || r.Name == "outbound|3306||mysql.db.svc.cluster.local"
+		if got := ut.GetCommonTlsContext().GetTlsCertificateProviderInstance() != nil; got != want || len(c.GetTransportSocketMatches()) > 0 ||
+			len(ut.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs()) > 0 {
+			t.Errorf("grpc cluster %s: certificate provider TLS %v, want %v; socket %v, matches %v", r.Name, got, want, c.GetTransportSocket(), c.GetTransportSocketMatches())
 		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 // istiod selects for a sidecar: c is in the root namespace or p's, has no targetRef(s) (those
 // are for Gateway API gateways and waypoints), and its selector is empty or a subset of p's labels.
 // A router is selected the same way (a Gateway API gateway, which istiod selects by targetRef,
-// is not modelled); proxyless gRPC clients get no RBAC from xdslab, so no policy selects them.
+// is not modelled). A proxyless gRPC workload is selected the same way: its server listeners
+// carry RBAC filters.
 func AuthorizationPolicySelects(c *istioconfig.Config, p *Proxy) bool {
 	if c == nil {
 		return false
@@ -26,9 +27,10 @@ func AuthorizationPolicySelects(c *istioconfig.Config, p *Proxy) bool {
 }
 
 // RequestAuthenticationSelects reports whether RequestAuthentication c applies to proxy p, with
-// the rules of AuthorizationPolicySelects (istiod selects both kinds the same way).
+// the rules of AuthorizationPolicySelects (istiod selects both kinds the same way), except that
+// it selects no proxyless gRPC workload (xdslab gives those no jwt_authn filter, as istiod).
 func RequestAuthenticationSelects(c *istioconfig.Config, p *Proxy) bool {
-	if c == nil {
+	if c == nil || p == nil || p.IsGRPC() {
 		return false
 	}
 	ra, ok := c.Spec.(*securityapi.RequestAuthentication)
@@ -39,7 +41,7 @@ func RequestAuthenticationSelects(c *istioconfig.Config, p *Proxy) bool {
 }
 
 func policySelects(c *istioconfig.Config, p *Proxy, sel interface{ GetMatchLabels() map[string]string }, targetRef bool) bool {
-	if p == nil || p.IsGRPC() || targetRef || (c.Namespace != RootNamespace && c.Namespace != p.Namespace) {
+	if p == nil || targetRef || (c.Namespace != RootNamespace && c.Namespace != p.Namespace) {
 		return false
 	}
 	for k, v := range sel.GetMatchLabels() {

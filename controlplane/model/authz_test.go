@@ -9,7 +9,8 @@ import (
 )
 
 // Which proxies an AuthorizationPolicy selects: root namespace or the proxy's, selector a subset
-// of its labels, no targetRef, never a proxyless gRPC client.
+// of its labels, no targetRef; a proxyless gRPC workload too (its server listeners' RBAC), but
+// no RequestAuthentication selects it.
 func TestAuthorizationPolicySelects(t *testing.T) {
 	ap := func(ns string, sel map[string]string, target bool) *istioconfig.Config {
 		spec := &securityapi.AuthorizationPolicy{}
@@ -29,17 +30,18 @@ func TestAuthorizationPolicySelects(t *testing.T) {
 		c    *istioconfig.Config
 		p    *Proxy
 		want bool
+		ra   bool // what RequestAuthenticationSelects says of the same scope
 	}{
-		{"namespace-wide", ap("app", nil, false), web, true},
-		{"mesh-wide", ap(RootNamespace, nil, false), web, true},
-		{"mesh-wide reaches routers", ap(RootNamespace, nil, false), router, true},
-		{"other namespace", ap("shop", nil, false), web, false},
-		{"selector subset", ap("app", map[string]string{"app": "web"}, false), web, true},
-		{"selector mismatch", ap("app", map[string]string{"app": "web", "v": "2"}, false), web, false},
-		{"root selector applies in any namespace", ap(RootNamespace, map[string]string{"istio": "ingressgateway"}, false), router, true},
-		{"targetRef", ap("app", nil, true), web, false},
-		{"proxyless gRPC", ap("app", nil, false), grpc, false},
-		{"nil config", nil, web, false},
+		{"namespace-wide", ap("app", nil, false), web, true, true},
+		{"mesh-wide", ap(RootNamespace, nil, false), web, true, true},
+		{"mesh-wide reaches routers", ap(RootNamespace, nil, false), router, true, true},
+		{"other namespace", ap("shop", nil, false), web, false, false},
+		{"selector subset", ap("app", map[string]string{"app": "web"}, false), web, true, true},
+		{"selector mismatch", ap("app", map[string]string{"app": "web", "v": "2"}, false), web, false, false},
+		{"root selector applies in any namespace", ap(RootNamespace, map[string]string{"istio": "ingressgateway"}, false), router, true, true},
+		{"targetRef", ap("app", nil, true), web, false, false},
+		{"proxyless gRPC", ap("app", nil, false), grpc, true, false},
+		{"nil config", nil, web, false, false},
 	}
 	for _, tt := range tests {
 		if got := AuthorizationPolicySelects(tt.c, tt.p); got != tt.want {
@@ -52,8 +54,8 @@ func TestAuthorizationPolicySelects(t *testing.T) {
 			ra = &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindRequestAuthentication, Name: "r", Namespace: tt.c.Namespace},
 				Spec: &securityapi.RequestAuthentication{Selector: ap.Selector, TargetRefs: ap.TargetRefs}}
 		}
-		if got := RequestAuthenticationSelects(ra, tt.p); got != tt.want {
-			t.Errorf("RequestAuthentication %s: %v, want %v", tt.name, got, tt.want)
+		if got := RequestAuthenticationSelects(ra, tt.p); got != tt.ra {
+			t.Errorf("RequestAuthentication %s: %v, want %v", tt.name, got, tt.ra)
 		}
 		if tt.c != nil && (RequestAuthenticationSelects(tt.c, tt.p) || AuthorizationPolicySelects(ra, tt.p)) {
 			t.Errorf("%s: a selector function accepted the other kind", tt.name)
