@@ -14,6 +14,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -155,7 +156,7 @@ func grpcListener(l *listenerv3.Listener) *listenerv3.Listener {
 	out := &listenerv3.Listener{Name: l.GetName()}
 	h := apiListenerHCM(l)
 	if h == nil {
-		return proto.Clone(l).(*listenerv3.Listener) // not an API listener: compared whole
+		return grpcServerListener(l)
 	}
 	read := &hcmv3.HttpConnectionManager{HttpFilters: h.GetHttpFilters(), RouteSpecifier: h.GetRouteSpecifier()}
 	if d := h.GetCommonHttpProtocolOptions().GetMaxStreamDuration(); d != nil {
@@ -196,7 +197,7 @@ func grpcCluster(c *clusterv3.Cluster) *clusterv3.Cluster {
 		LbConfig:             c.GetLbConfig(),
 		LoadBalancingPolicy:  c.GetLoadBalancingPolicy(),
 		OutlierDetection:     c.GetOutlierDetection(),
-		TransportSocket:      c.GetTransportSocket(),
+		TransportSocket:      grpcTransportSocket(c.GetTransportSocket()),
 		LrsServer:            c.GetLrsServer(),
 	}
 	if eds := c.GetEdsClusterConfig(); eds != nil {
@@ -286,3 +287,142 @@ func grpcRetryPolicy(rp *routev3.RetryPolicy) *routev3.RetryPolicy {
 
 // grpcRetryCodes are the retry_on conditions grpc-go knows (gRPC status codes).
 var grpcRetryCodes = []string{"cancelled", "deadline-exceeded", "internal", "resource-exhausted", "unavailable"}
+
+// grpcServerListener is what grpc-go's xDS server reads of its listener (not an API listener):
+// the address, listener filters and use_original_dst (which it NACKs), and per filter chain
+// (default one included) the match, the transport socket (grpcTransportSocket) and the
+// network filters, of an HTTP connection manager its HTTP filters and routes (inline:
+// grpcRouteConfiguration; RDS: its name and config source). Other filters are kept whole.
+func grpcServerListener(l *listenerv3.Listener) *listenerv3.Listener {
+	out := &listenerv3.Listener{Name: l.GetName(), Address: l.GetAddress(), ListenerFilters: l.GetListenerFilters(), UseOriginalDst: l.GetUseOriginalDst()}
+	chain := func(fc *listenerv3.FilterChain) *listenerv3.FilterChain {
+		if fc == nil {
+			return nil
+		}
+		o := &listenerv3.FilterChain{Name: fc.GetName(), FilterChainMatch: fc.GetFilterChainMatch(), TransportSocket: grpcTransportSocket(fc.GetTransportSocket())}
+		for _, f := range fc.GetFilters() {
+			h := &hcmv3.HttpConnectionManager{}
+			if f.GetTypedConfig().UnmarshalTo(h) != nil {
+				o.Filters = append(o.Filters, f)
+				continue
+			}
+			read := &hcmv3.HttpConnectionManager{HttpFilters: h.GetHttpFilters(), RouteSpecifier: h.GetRouteSpecifier()}
+			if rc := h.GetRouteConfig(); rc != nil {
+				read.RouteSpecifier = &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: grpcRouteConfiguration(rc)}
+			}
+			if rds := h.GetRds(); rds != nil {
+				read.RouteSpecifier = &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: grpcConfigSource(rds.GetConfigSource()), RouteConfigName: GRPCRouteName(rds.GetRouteConfigName())}}
+			}
+			a, err := anypb.New(read)
+			if err != nil {
+				o.Filters = append(o.Filters, f)
+				continue
+			}
+			o.Filters = append(o.Filters, &listenerv3.Filter{Name: f.GetName(), ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: a}})
+		}
+		return o
+	}
+	for _, fc := range l.GetFilterChains() {
+		out.FilterChains = append(out.FilterChains, chain(fc))
+	}
+	out.DefaultFilterChain = chain(l.GetDefaultFilterChain())
+	return out
+}
+
+// grpcTransportSocket is what gRPC reads of a TLS transport socket: its name, and of the
+// Upstream or DownstreamTlsContext the certificate provider instances (current and deprecated
+// fields), the peer SAN matchers, system roots, SNI and whether client certificates are
+// required. SDS secret configs are not read while a certificate provider instance is named
+// (grpc-go NACKs an identity given only by SDS), so they are dropped then. Another socket is
+// kept whole.
+func grpcTransportSocket(ts *corev3.TransportSocket) *corev3.TransportSocket {
+	if ts == nil {
+		return nil
+	}
+	var read proto.Message
+	up, down := &tlsv3.UpstreamTlsContext{}, &tlsv3.DownstreamTlsContext{}
+	switch {
+	case ts.GetTypedConfig().MessageIs(up) && ts.GetTypedConfig().UnmarshalTo(up) == nil:
+		read = &tlsv3.UpstreamTlsContext{CommonTlsContext: grpcCommonTLS(up.GetCommonTlsContext()), Sni: up.GetSni()}
+	case ts.GetTypedConfig().MessageIs(down) && ts.GetTypedConfig().UnmarshalTo(down) == nil:
+		read = &tlsv3.DownstreamTlsContext{CommonTlsContext: grpcCommonTLS(down.GetCommonTlsContext()), RequireClientCertificate: down.GetRequireClientCertificate()}
+	default:
+		return ts
+	}
+	a, err := anypb.New(read)
+	if err != nil {
+		return ts
+	}
+	return &corev3.TransportSocket{Name: ts.GetName(), ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: a}}
+}
+
+// grpcCommonTLS is what gRPC reads of a CommonTlsContext (grpcTransportSocket).
+func grpcCommonTLS(c *tlsv3.CommonTlsContext) *tlsv3.CommonTlsContext {
+	if c == nil {
+		return nil
+	}
+	out := &tlsv3.CommonTlsContext{
+		TlsCertificateProviderInstance:            c.GetTlsCertificateProviderInstance(),
+		TlsCertificateCertificateProviderInstance: c.GetTlsCertificateCertificateProviderInstance(), //nolint:staticcheck // read by older gRPC
+		TlsParams:        c.GetTlsParams(),
+		CustomHandshaker: c.GetCustomHandshaker(),
+	}
+	if out.TlsCertificateProviderInstance == nil && out.TlsCertificateCertificateProviderInstance == nil {
+		out.TlsCertificateSdsSecretConfigs = c.GetTlsCertificateSdsSecretConfigs()
+		out.TlsCertificates = c.GetTlsCertificates()
+	}
+	vc := func(v *tlsv3.CertificateValidationContext) *tlsv3.CertificateValidationContext {
+		if v == nil {
+			return nil
+		}
+		return &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: v.GetCaCertificateProviderInstance(), MatchSubjectAltNames: v.GetMatchSubjectAltNames(), SystemRootCerts: v.GetSystemRootCerts()}
+	}
+	switch t := c.GetValidationContextType().(type) {
+	case *tlsv3.CommonTlsContext_ValidationContext:
+		out.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc(t.ValidationContext)}
+	case *tlsv3.CommonTlsContext_CombinedValidationContext:
+		cv := t.CombinedValidationContext
+		out.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+			DefaultValidationContext:                     vc(cv.GetDefaultValidationContext()),
+			ValidationContextCertificateProviderInstance: cv.GetValidationContextCertificateProviderInstance(), //nolint:staticcheck // read by older gRPC
+		}}
+	default:
+		out.ValidationContextType = c.GetValidationContextType()
+	}
+	return out
+}
+
+// InboundPorts connects to the ADS server at addr as p's Envoy sidecar (p without its
+// generator) and returns the ports of its inbound clusters ("inbound|PORT||"), sorted: the
+// ports its workload serves, those a proxyless gRPC server of the workload may ask its
+// listener for.
+func InboundPorts(ctx context.Context, addr string, p Proxy) ([]uint32, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.Generator = ""
+	get, closeConn, err := openADS(ctx, addr, p)
+	if err != nil {
+		return nil, err
+	}
+	defer closeConn()
+	rs, err := get(clusterType, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []uint32
+	for _, a := range rs {
+		c := &clusterv3.Cluster{}
+		if err := a.UnmarshalTo(c); err != nil {
+			return nil, fmt.Errorf("ADS %s: cluster: %w", addr, err)
+		}
+		parts := strings.Split(c.GetName(), "|")
+		if len(parts) != 4 || parts[0] != "inbound" {
+			continue
+		}
+		if n, err := strconv.ParseUint(parts[1], 10, 32); err == nil {
+			out = append(out, uint32(n))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}

@@ -6,9 +6,11 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/hack/istio/parity"
 )
 
@@ -28,6 +30,12 @@ var grpcProxies = []struct {
 	// A gRPC client whose Sidecar's port-80 listener imports VirtualServices naming services it
 	// does not hold (grpcvsonly.yaml).
 	{"grpc-vsonly", parity.Proxy{Type: "sidecar", IP: "10.4.9.9", Pod: "client", Namespace: "vsonly", Labels: map[string]string{"app": "client"}, ServiceAccount: "client", Generator: "grpc"}},
+	// gRPC servers (grpcserver.yaml): STRICT with a DISABLE port and AuthorizationPolicies,
+	// PERMISSIVE without and with the tlsMode label, DISABLE.
+	{"grpc-strict", parity.Proxy{Type: "sidecar", IP: "10.62.0.1", Pod: "greeter-1", Namespace: "rpc-strict", Labels: map[string]string{"app": "greeter"}, ServiceAccount: "greeter", Generator: "grpc"}},
+	{"grpc-perm", parity.Proxy{Type: "sidecar", IP: "10.62.1.1", Pod: "echo-1", Namespace: "rpc-perm", Labels: map[string]string{"app": "echo"}, ServiceAccount: "echo", Generator: "grpc"}},
+	{"grpc-perm-istio", parity.Proxy{Type: "sidecar", IP: "10.62.1.2", Pod: "echo-2", Namespace: "rpc-perm", Labels: map[string]string{"app": "echo", "security.istio.io/tlsMode": "istio"}, ServiceAccount: "echo", Generator: "grpc"}},
+	{"grpc-plain", parity.Proxy{Type: "sidecar", IP: "10.62.2.1", Pod: "plain-1", Namespace: "rpc-plain", Labels: map[string]string{"app": "plain"}, ServiceAccount: "plain", Generator: "grpc"}},
 }
 
 // TestParityGRPCWithIstio serves testdata/mesh from Istio's DiscoveryServer (its proxyless gRPC
@@ -68,6 +76,7 @@ func TestParityGRPCWithIstio(t *testing.T) {
 
 // compareGRPC fetches from both control planes, as gRPC client p, what grpc-go fetches when it
 // dials every "HOST:PORT" either offers the client (wildcard LDS) and the short names of those,
+// and the server listeners of p's workload (grpcServerNames),
 // projects both (ProjectGRPC), rewrites Istio's lines by grpcDivergences (marking in applied
 // the divergences that changed a line) and returns the differences; skip reports that
 // neither control plane offers the client a listener.
@@ -88,6 +97,9 @@ func compareGRPC(t *testing.T, ctx context.Context, istioAddr, oursAddr string, 
 	}
 	if len(names) == 0 {
 		return nil, true
+	}
+	for _, n := range grpcServerNames(t, ctx, istioAddr, oursAddr, p) {
+		names[n] = true
 	}
 	listeners := slices.Sorted(maps.Keys(names))
 	want, err := parity.FetchGRPC(ctx, istioAddr, p, listeners)
@@ -182,18 +194,6 @@ var grpcDivergences = []grpcDivergence{
 			return out, changed
 		},
 	},
-	{
-		// Not generated yet: istiod gives a DestinationRule's ISTIO_MUTUAL a TLS transport
-		// socket with grpc-go's certificate provider instances ("default"); xdslab's proxyless
-		// clusters stay plaintext.
-		why: "ISTIO_MUTUAL certificate-provider TLS (gap)",
-		rewrite: func(key string, istio, _ []string) ([]string, bool) {
-			out := slices.DeleteFunc(slices.Clone(istio), func(l string) bool {
-				return strings.HasPrefix(l, "transport_socket: ") && strings.Contains(l, "certificate_provider_instance")
-			})
-			return out, len(out) != len(istio)
-		},
-	},
 }
 
 // removeField removes from the one-line text l the field that starts at prefix (which holds the
@@ -237,6 +237,31 @@ func shortGRPCNames(listener, ns string) []string {
 	out := []string{net.JoinHostPort(name+"."+hostNS, port)}
 	if hostNS == ns {
 		out = append(out, net.JoinHostPort(name, port))
+	}
+	return out
+}
+
+// grpcServerNames are the server listener names a grpc-go xDS server of p's workload asks for
+// when it listens on a port the workload serves (either control plane's inbound ports, see
+// parity.InboundPorts), on 0.0.0.0 and on p's IP, and for a port it does not serve (1), which
+// neither answers.
+func grpcServerNames(t *testing.T, ctx context.Context, istioAddr, oursAddr string, p parity.Proxy) []string {
+	t.Helper()
+	ports := map[uint32]bool{1: true}
+	for _, addr := range []string{istioAddr, oursAddr} {
+		ps, err := parity.InboundPorts(ctx, addr, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range ps {
+			ports[n] = true
+		}
+	}
+	var out []string
+	for n := range ports {
+		for _, host := range []string{"0.0.0.0", p.IP} {
+			out = append(out, gen.GRPCServerListenerPrefix+net.JoinHostPort(host, strconv.FormatUint(uint64(n), 10)))
+		}
 	}
 	return out
 }

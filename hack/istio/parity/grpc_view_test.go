@@ -7,6 +7,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -49,5 +50,50 @@ func TestProjectGRPC(t *testing.T) {
 	// So is a retry on another gRPC status.
 	if ds := Diff(ProjectGRPC(istio), ProjectGRPC(dump("web.app.svc.cluster.local:80", "internal", []string{"web.app:80"}, false))); len(ds) == 0 {
 		t.Error("another retry status made no difference")
+	}
+}
+
+// TestProjectGRPCServer: the gRPC view of a server listener keeps what grpc-go's xDS server
+// reads (address, chain, TLS certificate providers, client certificates, HTTP filters, routes)
+// and drops what it does not (names, stat prefix, an SDS secret next to a certificate
+// provider instance).
+func TestProjectGRPCServer(t *testing.T) {
+	listener := func(statPrefix, vhName string, rootSDS, requireClient bool) *Dump {
+		cv := &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{DefaultValidationContext: &tlsv3.CertificateValidationContext{
+			CaCertificateProviderInstance: &tlsv3.CertificateProviderPluginInstance{InstanceName: "default", CertificateName: "ROOTCA"},
+		}}
+		if rootSDS {
+			cv.ValidationContextSdsSecretConfig = &tlsv3.SdsSecretConfig{Name: "ROOTCA"}
+		}
+		tc, err := anypb.New(&tlsv3.DownstreamTlsContext{RequireClientCertificate: wrapperspb.Bool(requireClient), CommonTlsContext: &tlsv3.CommonTlsContext{
+			TlsCertificateProviderInstance: &tlsv3.CertificateProviderPluginInstance{InstanceName: "default", CertificateName: "default"},
+			ValidationContextType:          &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: cv},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := anypb.New(&hcmv3.HttpConnectionManager{StatPrefix: statPrefix, RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
+			Name: "inbound", VirtualHosts: []*routev3.VirtualHost{{Name: vhName, Domains: []string{"*"}, Routes: []*routev3.Route{{
+				Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: &routev3.Route_NonForwardingAction{NonForwardingAction: &routev3.NonForwardingAction{}},
+			}}}},
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const name = "xds.istio.io/grpc/lds/inbound/0.0.0.0:8080"
+		l := &listenerv3.Listener{Name: name,
+			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{Address: "0.0.0.0", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 8080}}}},
+			FilterChains: []*listenerv3.FilterChain{{Name: "inbound-mtls",
+				Filters:         []*listenerv3.Filter{{Name: "inbound-hcmmtls", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: h}}},
+				TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: tc}},
+			}}}
+		return &Dump{Listeners: map[string]*listenerv3.Listener{name: l}}
+	}
+	istio := listener("", "", false, true)
+	if ds := Diff(ProjectGRPC(istio), ProjectGRPC(listener("inbound_grpc_mtls", "inbound", true, true))); len(ds) > 0 {
+		t.Errorf("differences:\n%s", Format(ds))
+	}
+	if ds := Diff(ProjectGRPC(istio), ProjectGRPC(listener("", "", false, false))); len(ds) == 0 {
+		t.Error("client certificates not required made no difference")
 	}
 }
