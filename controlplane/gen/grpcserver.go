@@ -195,7 +195,8 @@ func (a authzPolicies) grpcFilters() []*hcmv3.HttpFilter {
 // deprecated ones older gRPC libraries read (as istiod sends both), accepting only the peers
 // named by sans (any when empty). Envoy's schema requires a combined validation context to name
 // an SDS secret as well: xdslab adds the roots' (SecretRootCA over ADS), which istiod leaves
-// out and gRPC libraries do not read (they take certificate provider instances only).
+// out and gRPC libraries do not read (grpc-go's and grpc-java's parsers take only certificate
+// provider instances from a combined validation context).
 func grpcCommonTLS(sans []string) *tlsv3.CommonTlsContext {
 	vc := &tlsv3.CertificateValidationContext{
 		CaCertificateProviderInstance: &tlsv3.CertificateProviderPluginInstance{InstanceName: GRPCCertProviderInstance, CertificateName: SecretRootCA},
