@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,7 +183,8 @@ func (ca *testCA) issue(t *testing.T, spiffe string, serial int64) string {
 // TestGRPCXDSServerServes runs a real grpc-go xDS server (xds.NewGRPCServer, bootstrapped as
 // istio-agent bootstraps it) against xdslab's control plane: it fetches its server listener
 // (gen.GRPCServerListenerPrefix + its address), goes SERVING, and serves a grpc-go xDS client's
-// RPC; the AuthorizationPolicy's RBAC filter denies the Watch method. Plaintext without
+// RPC; the AuthorizationPolicy's RBAC filter denies the Watch method, until the policy changes
+// (a push reaches the server). Plaintext without
 // PeerAuthentication; with a PeerAuthentication STRICT the listener takes mTLS on the
 // file_watcher certificate provider (a plaintext client is refused) and the client's
 // ISTIO_MUTUAL cluster presents its certificate and checks the server's SPIFFE id. Neither
@@ -276,6 +278,24 @@ func TestGRPCXDSServerServes(t *testing.T) {
 			}
 			if status.Code(err) != codes.PermissionDenied {
 				t.Errorf("Watch: %v, want PermissionDenied from the RBAC filter", err)
+			}
+
+			// A policy change reaches the server: denying another method, Watch is served.
+			writeFile(t, dir, "authz.yaml", strings.Replace(grpcServerMesh(target, mtls)["authz.yaml"], "/grpc.health.v1.Health/Watch", "/other.Service/*", 1))
+			for {
+				wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+				w, err := hc.Watch(wctx, &healthpb.HealthCheckRequest{})
+				if err == nil {
+					_, err = w.Recv()
+				}
+				wcancel()
+				if err == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("Watch still refused after the policy changed: %v", err)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 
 			// A plaintext client dialling the server directly: served without mTLS, refused
