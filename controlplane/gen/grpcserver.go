@@ -24,8 +24,8 @@ import (
 )
 
 // Proxyless gRPC servers (grpc-go's xds.NewGRPCServer and its peers in other languages) ask LDS
-// for "GRPCServerListenerPrefix + HOST:PORT", the address they listen on, as the bootstrap
-// istio-agent writes for them names it (server_listener_resource_name_template). What xdslab
+// for GRPCServerListenerPrefix + "HOST:PORT", the address they listen on: the bootstrap
+// istio-agent writes for them sets that as server_listener_resource_name_template. What xdslab
 // answers follows istiod's grpcgen (the rules were learned from it; the code is xdslab's):
 //
 //   - A listener only for a port some service of the proxy's workload targets (its endpoints
@@ -41,7 +41,8 @@ import (
 //     (a NonForwardingAction route, what a gRPC server requires) and the filters RBAC DENY,
 //     RBAC ALLOW, router. The RBAC rules come from the AuthorizationPolicies that select the
 //     workload, built as for a sidecar's HTTP chain, except as istiod builds them for gRPC: rule
-//     names "NS-NAME-i", no trust-domain migration, dry-run policies enforced, AUDIT and CUSTOM
+//     names "NS-NAME-i", principals and trust domains as written (no trust-domain migration,
+//     repeats kept), dry-run policies enforced, AUDIT and CUSTOM
 //     left out, and an ALLOW policy without rules adding nothing (so no deny-all). A filter
 //     whose rules are empty is left out.
 
