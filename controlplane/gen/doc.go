@@ -82,7 +82,11 @@
 //     a BlackHole chain for its own port; every HTTP connection manager runs the fault and CORS
 //     filters, then the router;
 //   - route configurations "PORT" with a virtual host "HOST:PORT" per service (FQDN, short
-//     names for the proxy's namespace, VIPs, each with and without ":PORT") and "allow_any" last.
+//     names for the proxy's namespace, VIPs, each with and without ":PORT") and "allow_any" last
+//     ("block_all", a 502, under a Sidecar's REGISTRY_ONLY). The catch-alls of virtualOutbound
+//     and of each 0.0.0.0_PORT listener, and allow_any, follow the Sidecar's
+//     outboundTrafficPolicy as istiod's: PassthroughCluster, BlackHoleCluster (REGISTRY_ONLY)
+//     or the egressProxy's cluster (outbound.go).
 //     Routes carry what istiod's route.TranslateRoute puts there (routefeatures.go): header
 //     operations (route and destination level), mirrors, fault per-route config, URI rewrites
 //     for every match type, redirects, CORS (not for proxyless gRPC, which has no CORS filter),

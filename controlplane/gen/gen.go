@@ -41,6 +41,9 @@ const (
 	VirtualInboundPort = 15006
 	// AllowAnyVirtualHost is the last virtual host of every sidecar route configuration.
 	AllowAnyVirtualHost = "allow_any"
+	// BlockAllVirtualHost is the catch-all virtual host under REGISTRY_ONLY: 502 for any
+	// host the route configuration does not name.
+	BlockAllVirtualHost = "block_all"
 )
 
 // Resource is one generated xDS resource.

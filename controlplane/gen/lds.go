@@ -137,7 +137,8 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		out = append(out, Resource{Name: name, Message: l, Deps: sortDeps(deps)})
 	}
 	if wanted(want, VirtualOutboundListener) {
-		out = append(out, Resource{Name: VirtualOutboundListener, Message: virtualOutbound()})
+		fb := fallbackOf(s.ScopeFor(p))
+		out = append(out, Resource{Name: VirtualOutboundListener, Message: virtualOutbound(fb), Deps: fb.deps()})
 	}
 	if wanted(want, VirtualInboundListener) {
 		l, deps := virtualInbound(p, s)
@@ -427,8 +428,9 @@ func wildTCPChains(p *model.Proxy, pi *portInfo, l *listenerv3.Listener, num uin
 		}
 	}
 	if wild == nil {
-		l.DefaultFilterChain = passthroughChain()
-		return deps
+		fb := fallbackOf(ix.scope)
+		l.DefaultFilterChain = passthroughChain(fb)
+		return append(deps, fb.deps()...)
 	}
 	chains, def, tdeps, err := tcpRouteChains(p, ix, wild, pi.portOf(wild, num))
 	deps = append(deps, tdeps...)
@@ -467,7 +469,10 @@ func ipAddresses(addrs []string) []string {
 	return out
 }
 
-func virtualOutbound() *listenerv3.Listener {
+// virtualOutbound is the listener iptables sends outbound connections to: what no listener of
+// the connection's original destination port takes goes to the proxy's outbound fallback
+// (outbound.go).
+func virtualOutbound(fb outboundFallback) *listenerv3.Listener {
 	return &listenerv3.Listener{
 		Name:             VirtualOutboundListener,
 		Address:          socketAddress(wildcardIP, VirtualOutboundPort),
@@ -477,7 +482,7 @@ func virtualOutbound() *listenerv3.Listener {
 			selfLoopChain(VirtualOutboundListener, VirtualOutboundPort),
 			{
 				Name:    "virtualOutbound-catchall-tcp",
-				Filters: []*listenerv3.Filter{tcpProxyFilter(PassthroughCluster, PassthroughCluster)},
+				Filters: []*listenerv3.Filter{tcpProxyFilter(fb.cluster, fb.cluster)},
 			},
 		},
 	}
@@ -510,12 +515,13 @@ func selfLoopChain(listener string, port uint32) *listenerv3.FilterChain {
 	}
 }
 
-// passthroughChain sends what no other chain of an outbound listener takes to its original
-// destination.
-func passthroughChain() *listenerv3.FilterChain {
+// passthroughChain sends what no other chain of an outbound listener takes to the proxy's
+// outbound fallback (outbound.go): its original destination under ALLOW_ANY, BlackHoleCluster
+// under REGISTRY_ONLY. istiod names the chain PassthroughFilterChain either way.
+func passthroughChain(fb outboundFallback) *listenerv3.FilterChain {
 	return &listenerv3.FilterChain{
 		Name:    "PassthroughFilterChain",
-		Filters: []*listenerv3.Filter{tcpProxyFilter(PassthroughCluster, PassthroughCluster)},
+		Filters: []*listenerv3.Filter{tcpProxyFilter(fb.cluster, fb.cluster)},
 	}
 }
 

@@ -95,7 +95,8 @@ func withEveryName(next GeneratorFunc) GeneratorFunc {
 
 // sidecarRoutes is the sidecar RDS generator: a route configuration "PORT" per port with HTTP
 // services (the names 0.0.0.0_PORT listeners ask for), a virtual host "HOST:PORT" per service,
-// and a last "allow_any" virtual host to PassthroughCluster.
+// and a last catch-all virtual host: "allow_any" to PassthroughCluster, or "block_all" under a
+// Sidecar's REGISTRY_ONLY (catchAllVirtualHost).
 func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	sc := s.ScopeFor(p)
 	byPort, listened := httpServicesByPort(s, sc)
@@ -190,20 +191,42 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 	if verr != nil {
 		errs = append(errs, verr)
 	}
-	rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
+	fb := fallbackOf(ix.scope)
+	rc.VirtualHosts = append(rc.VirtualHosts, catchAllVirtualHost(fb))
+	deps = append(deps, fb.deps()...)
+	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, errors.Join(errs...)
+}
+
+// catchAllVirtualHost is the last virtual host of a sidecar's route configuration, for
+// requests to hosts no other virtual host names, as istiod's buildCatchAllVirtualHost builds
+// it: under ALLOW_ANY "allow_any" to the fallback cluster (PassthroughCluster or the egress
+// proxy's) without timeouts, under REGISTRY_ONLY "block_all", which answers 502 itself.
+func catchAllVirtualHost(fb outboundFallback) *routev3.VirtualHost {
+	match := &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}
+	if fb.blockAll {
+		return &routev3.VirtualHost{
+			Name:    BlockAllVirtualHost,
+			Domains: []string{"*"},
+			Routes: []*routev3.Route{{
+				Name:   BlockAllVirtualHost,
+				Match:  match,
+				Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 502}},
+			}},
+		}
+	}
+	return &routev3.VirtualHost{
 		Name:    AllowAnyVirtualHost,
 		Domains: []string{"*"},
 		Routes: []*routev3.Route{{
 			Name:  AllowAnyVirtualHost,
-			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Match: match,
 			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: PassthroughCluster},
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: fb.cluster},
 				Timeout:          durationpb.New(0),
 				MaxGrpcTimeout:   durationpb.New(0), //nolint:staticcheck // istiod's buildCatchAllVirtualHost sets it
 			}},
 		}},
-	})
-	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, errors.Join(errs...)
+	}
 }
 
 // vsOnlyVirtualHosts are the virtual hosts of port num for VirtualService hosts that name no

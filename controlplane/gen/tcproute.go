@@ -61,7 +61,8 @@ func tcpRouteChains(p *model.Proxy, ix *index, svc *model.Service, port model.Po
 		case tr.def != nil:
 			return tr.chains, tr.def, deps, err
 		}
-		return tr.chains, passthroughChain(), deps, err
+		fb := fallbackOf(ix.scope)
+		return tr.chains, passthroughChain(fb), append(deps, fb.deps()...), err
 	}
 	var errs []error
 	seenSubnets := map[string]bool{}

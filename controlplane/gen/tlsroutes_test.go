@@ -87,7 +87,7 @@ func TestTLSRoutesVIP(t *testing.T) {
 	if diff := cmp.Diff(want, l.GetFilterChains(), protocmp.Transform()); diff != "" {
 		t.Errorf("filter chains (-istiod +ours):\n%s", diff)
 	}
-	if diff := cmp.Diff(passthroughChain(), l.GetDefaultFilterChain(), protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(passthroughChain(outboundFallback{cluster: PassthroughCluster}), l.GetDefaultFilterChain(), protocmp.Transform()); diff != "" {
 		t.Errorf("default chain (-passthrough +ours):\n%s", diff)
 	}
 	if fs := l.GetListenerFilters(); len(fs) != 1 || fs[0].GetName() != tlsInspectorFilterName {
@@ -141,7 +141,7 @@ func TestTLSRoutesWildcardListener(t *testing.T) {
 	if diff := cmp.Diff(want, l.GetFilterChains(), protocmp.Transform()); diff != "" {
 		t.Errorf("filter chains (-istiod +ours):\n%s", diff)
 	}
-	if diff := cmp.Diff(passthroughChain(), l.GetDefaultFilterChain(), protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(passthroughChain(outboundFallback{cluster: PassthroughCluster}), l.GetDefaultFilterChain(), protocmp.Transform()); diff != "" {
 		t.Errorf("default chain (-passthrough +ours):\n%s", diff)
 	}
 }

@@ -96,9 +96,6 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 	if len(sc.GetIngress()) > 0 {
 		c.warnf(at.With("ingress"), "is %s: inbound listeners come from the services whose endpoints are the proxy", notGenerated)
 	}
-	if p := sc.GetOutboundTrafficPolicy(); p != nil && p.GetMode() == networking.OutboundTrafficPolicy_REGISTRY_ONLY {
-		c.warnf(at.With("outboundTrafficPolicy", "mode"), "REGISTRY_ONLY is %s: unknown destinations pass through (ALLOW_ANY)", notGenerated)
-	}
 	for i, eg := range sc.GetEgress() {
 		ea := at.With("egress", i)
 		if eg.GetBind() != "" {

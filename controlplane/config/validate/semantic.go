@@ -1198,6 +1198,29 @@ func (c *checker) sidecar(at Path, sc *networking.Sidecar) {
 			c.namespacedHost(ea.With("hosts", j), h, true)
 		}
 	}
+	c.outboundTrafficPolicy(at.With("outboundTrafficPolicy"), sc.GetOutboundTrafficPolicy())
+}
+
+// outboundTrafficPolicy mirrors istiod's validateSidecarOutboundTrafficPolicy: an egressProxy
+// only with mode ALLOW_ANY, with a fully qualified host and a port, and a valid destination.
+func (c *checker) outboundTrafficPolicy(at Path, tp *networking.OutboundTrafficPolicy) {
+	ep := tp.GetEgressProxy()
+	if ep == nil {
+		return
+	}
+	ea := at.With("egressProxy")
+	if tp.GetMode() != networking.OutboundTrafficPolicy_ALLOW_ANY {
+		c.errf(ea, "is only read with mode ALLOW_ANY (under %s unknown destinations are dropped): remove it or set mode: ALLOW_ANY", tp.GetMode())
+		return
+	}
+	if msg := fqdnError(ep.GetHost()); msg != "" {
+		c.errf(ea.With("host"), "%s", msg)
+	}
+	if ep.GetPort() == nil {
+		c.errf(ea.With("port"), "is required: unknown destinations go to cluster outbound|PORT||HOST, so name the egress proxy's port ({number: 3128})")
+		return
+	}
+	c.destination(ea, ep)
 }
 
 func (c *checker) sidecarPort(at Path, n uint32, name, proto string) {

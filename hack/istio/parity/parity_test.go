@@ -49,6 +49,10 @@ var proxies = []struct {
 	// A sidecar under a Sidecar whose egress listeners import different services and
 	// VirtualServices on one port (sidecarports.yaml).
 	{"sidecar-split", parity.Proxy{Type: "sidecar", IP: "10.5.9.9", Pod: "client", Namespace: "split", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// Sidecars under a Sidecar's outboundTrafficPolicy (outboundpolicy.yaml): REGISTRY_ONLY,
+	// and ALLOW_ANY with an egressProxy.
+	{"sidecar-locked", parity.Proxy{Type: "sidecar", IP: "10.6.9.9", Pod: "client", Namespace: "locked", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	{"sidecar-egressproxy", parity.Proxy{Type: "sidecar", IP: "10.7.9.9", Pod: "client", Namespace: "egressed", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 }

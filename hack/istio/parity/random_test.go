@@ -27,12 +27,13 @@ var (
 // fixed difference adds its seeds here.
 var randomSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60}
 
-// randomProxies are the proxies a random mesh is compared from: the corpus's, less the two
+// randomProxies are the proxies a random mesh is compared from: the corpus's, less those
 // that only the corpus's Sidecar resources give a point of view.
 var randomProxies = func() []int {
+	corpusOnly := map[string]bool{"sidecar-scoped": true, "sidecar-split": true, "sidecar-locked": true, "sidecar-egressproxy": true}
 	var out []int
 	for i, p := range proxies {
-		if p.name != "sidecar-scoped" && p.name != "sidecar-split" {
+		if !corpusOnly[p.name] {
 			out = append(out, i)
 		}
 	}
