@@ -91,8 +91,9 @@
 //     operations (route and destination level), mirrors, fault per-route config, URI rewrites
 //     for every match type, redirects, CORS (not for proxyless gRPC, which has no CORS filter),
 //     DestinationRule consistent-hash policies and istiod's retry policy (previous_hosts, 5 host
-//     re-picks, retriable status codes). A VirtualService's delegate is not generated:
-//     validation warns. Its tls routes give a TLS or HTTPS port chains by SNI
+//     re-picks, retriable status codes). A root VirtualService's delegate routes are the
+//     delegate's, merged with them as istiod merges them (model.MergeDelegates, read through
+//     Snapshot.VirtualServices). Its tls routes give a TLS or HTTPS port chains by SNI
 //     (tlsroutes.go).
 //
 // Router (node type "router", a gateway; gateway.go): from the Gateways whose selector matches

@@ -305,7 +305,7 @@ func vsWildcardHost(c *istioconfig.Config, host string) (string, bool) {
 // (configCompareByCreationTime). Computed once per snapshot's configs and namespace.
 func vsOrder(s *model.Snapshot, ns string) []*istioconfig.Config {
 	byTime := s.Derived(vsOrderKey{}, func() any {
-		cs := slices.Clone(s.Configs(istioconfig.KindVirtualService))
+		cs := slices.Clone(s.VirtualServices()) // delegates merged into their roots
 		slices.SortStableFunc(cs, compareByCreation)
 		restricted := false
 		for _, c := range cs {

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/xdslab/xdslab/controlplane/model"
-	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // KeyScope names the proxy attributes the generator of typeURL reads, apart from the proxy's own
@@ -126,7 +125,7 @@ func sourceMatches(s *model.Snapshot) []sourceMatch {
 				out = append(out, sourceMatch{labels, ns})
 			}
 		}
-		for _, c := range s.Configs(istioconfig.KindVirtualService) {
+		for _, c := range s.VirtualServices() {
 			vs := vsSpec(c)
 			if !forMesh(vs.GetGateways()) {
 				continue // a gateway's routes: no sidecar reads them

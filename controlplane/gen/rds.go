@@ -575,7 +575,8 @@ func defaultHashPolicy(ix *index, svc *model.Service, port model.Port) []*routev
 // are unreachable and istiod leaves them out.
 func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *model.Service, port model.Port, grpc bool) (routes []*routev3.Route, catchAll bool, err error) {
 	if hr.GetDelegate() != nil {
-		return nil, false, errors.New("delegate VirtualServices are not supported")
+		// Unreachable: the snapshot merges delegates into their roots (model.MergeDelegates).
+		return nil, false, errors.New("delegate route not merged into its root")
 	}
 	type match struct {
 		rm               *routev3.RouteMatch

@@ -232,7 +232,7 @@ func (s *Snapshot) vsDestinations(sc *Scope, spec *networking.Sidecar) map[strin
 	var out map[string]map[uint32]bool
 	for i, l := range sc.egress {
 		var vss []*istioconfig.Config
-		for _, c := range s.Configs(istioconfig.KindVirtualService) {
+		for _, c := range s.VirtualServices() {
 			if vs, ok := c.Spec.(*networking.VirtualService); ok && forMesh(vs.GetGateways()) && l.SeesVirtualService(c) {
 				vss = append(vss, c)
 			}
@@ -600,7 +600,9 @@ func (ch *ChangeSet) keyAffects(k istioconfig.Key, prev, next *Scope) bool {
 	case KindService, KindEndpoint:
 		return prev.SeesService(ch.Prev.Service(k.Name)) || next.SeesService(ch.Next.Service(k.Name))
 	case istioconfig.KindVirtualService:
-		return seen(ch.Prev.Config(k), prev.SeesVirtualService) || seen(ch.Next.Config(k), next.SeesVirtualService)
+		// A delegate reaches the proxies that see a root naming it (delegate.go).
+		return seen(ch.Prev.Config(k), prev.SeesVirtualService) || seen(ch.Next.Config(k), next.SeesVirtualService) ||
+			slices.ContainsFunc(ch.Prev.DelegateRoots(k), prev.SeesVirtualService) || slices.ContainsFunc(ch.Next.DelegateRoots(k), next.SeesVirtualService)
 	case istioconfig.KindDestinationRule:
 		return (ch.Prev.Config(k) != nil && prev.seesDestinationRule(ch.Prev.Config(k), ch.Prev)) ||
 			(ch.Next.Config(k) != nil && next.seesDestinationRule(ch.Next.Config(k), ch.Next))

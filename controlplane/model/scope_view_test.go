@@ -183,6 +183,12 @@ func TestChangeSetAffects(t *testing.T) {
 	}
 	bHost := "b.ns-b.svc.cluster.local"
 	aProxy, bProxy := proxyIn("ns-a", nil), proxyIn("ns-b", nil)
+	// A root VirtualService of b delegating to ns-c/routes, and that delegate (no hosts),
+	// exported only to the root's namespace: a proxy of ns-d sees the root, not the delegate.
+	delegating := scopeVS("ns-b", "vs-b", nil, "b")
+	delegating.Spec.(*networking.VirtualService).Http = []*networking.HTTPRoute{{Delegate: &networking.Delegate{Name: "routes", Namespace: "ns-c"}}}
+	delegate := scopeVS("ns-c", "routes", []string{"ns-b"})
+	delegate.Spec.(*networking.VirtualService).Http = []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: bHost}}}}}
 	tests := []struct {
 		name  string
 		next  *Snapshot
@@ -209,6 +215,10 @@ func TestChangeSetAffects(t *testing.T) {
 			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(istioconfig.KindDestinationRule, "ns-b", "dr-b"): {}}}, proxyIn("ns-c", nil), true},
 		{"a VirtualService outside the egress hosts skips", withConfigs(scopeVS("ns-b", "vs-b", nil, "b", "b2")),
 			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{key(istioconfig.KindVirtualService, "ns-b", "vs-b"): {}}}, aProxy, false},
+		{"a delegate's change reaches the proxies that see its root", withConfigs(delegating, delegate),
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{delegate.Key(): {}}}, proxyIn("ns-d", nil), true},
+		{"... not those that do not", withConfigs(delegating, delegate),
+			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{delegate.Key(): {}}}, aProxy, false},
 		{"the applied Sidecar's change reaches its proxies", withConfigs(scopeSidecar("ns-a", "default", nil, t0, "./*", "ns-b/*")),
 			&PushRequest{Full: true, ConfigsUpdated: map[istioconfig.Key]struct{}{scA.Key(): {}}}, aProxy, true},
 		{"... not the proxies of other namespaces", withConfigs(scopeSidecar("ns-a", "default", nil, t0, "./*", "ns-b/*")),

@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // Finding is a problem between objects that each pass validation: istiod admits them (its
@@ -91,6 +93,7 @@ func Analyze(cfgs []*istioconfig.Config) []Finding {
 			}
 		}
 	}
+	out = append(out, analyzeDelegates(cfgs)...)
 	out = append(out, analyzeGatewayRefs(cfgs)...)
 	out = append(out, analyzeGatewayPorts(cfgs)...)
 	slices.SortStableFunc(out, func(a, b Finding) int { return strings.Compare(a.Object, b.Object) })
@@ -104,4 +107,43 @@ func fqdn(host, namespace string) string {
 		return host
 	}
 	return host + "." + namespace + ".svc.cluster.local"
+}
+
+// analyzeDelegates reports what istiod's VirtualService merge drops, which it only logs
+// (model.MergeDelegates): a root route whose delegate does not exist, has hosts or is not
+// exported to the root's namespace, a delegate route whose matches are not within the root
+// route's, and a delegate (a VirtualService without hosts) that no root names, which routes
+// nothing.
+func analyzeDelegates(cfgs []*istioconfig.Config) []Finding {
+	var vss []*istioconfig.Config
+	for _, c := range cfgs {
+		if _, ok := c.Spec.(*networking.VirtualService); ok && c.Kind == istioconfig.KindVirtualService {
+			vss = append(vss, c)
+		}
+	}
+	_, issues := model.MergeDelegates(vss)
+	var out []Finding
+	named := map[istioconfig.Key]bool{}
+	for _, c := range vss {
+		for _, r := range c.Spec.(*networking.VirtualService).GetHttp() {
+			if ref := r.GetDelegate(); ref != nil && len(c.Spec.(*networking.VirtualService).GetHosts()) > 0 {
+				named[model.DelegateKey(ref, c.Namespace)] = true
+			}
+		}
+	}
+	for _, is := range issues {
+		what := "this route is dropped"
+		if is.DelegateRoute >= 0 {
+			what = "that route is left out of this one"
+		}
+		out = append(out, Finding{Object: fmt.Sprintf("%s %s/%s", is.Root.Kind, is.Root.Namespace, is.Root.Name), Source: is.Root.Source,
+			Path: Path{"spec"}.With("http", is.Route, "delegate").String(), Msg: is.Msg + ": " + what})
+	}
+	for _, c := range vss {
+		if len(c.Spec.(*networking.VirtualService).GetHosts()) == 0 && !named[c.Key()] {
+			out = append(out, Finding{Object: fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name), Source: c.Source, Path: "spec.hosts",
+				Msg: "is empty, so this is a delegate VirtualService, and no VirtualService with hosts delegates to it: it routes nothing; add hosts, or delegate to it from a root's http route"})
+		}
+	}
+	return out
 }

@@ -650,6 +650,7 @@ func (c *checker) virtualService(at Path, namespace string, vs *networking.Virtu
 		c.errf(at, "a VirtualService needs http, tls or tcp routes: add at least one")
 	}
 	for i, r := range vs.GetHttp() {
+		c.delegateRoute(at.With("http", i), r, delegate)
 		c.httpRoute(at.With("http", i), r)
 	}
 	c.vsNotGenerated(at, vs) // semantic_routes.go
@@ -689,6 +690,34 @@ func (c *checker) virtualService(at Path, namespace string, vs *networking.Virtu
 		c.routeDestinations(ra.With("route"), routeDests(r.GetRoute()))
 	}
 	c.exportTo(at.With("exportTo"), namespace, vs.GetExportTo(), false)
+}
+
+// delegateRoute mirrors istiod's validateHTTPRouteConflict for delegation: a root route (one
+// with delegate) takes its destinations from the delegate, so it has no route or redirect of
+// its own; a delegate VirtualService's (no hosts) routes cannot delegate again. Whether the
+// delegate exists, has no hosts and is exported to the root is checked by Analyze.
+func (c *checker) delegateRoute(at Path, r *networking.HTTPRoute, inDelegate bool) {
+	ref := r.GetDelegate()
+	if ref == nil {
+		return
+	}
+	if inDelegate {
+		c.errf(at.With("delegate"), "a delegate VirtualService (one without hosts) cannot delegate again: delegation is one level deep; inline the routes of %s here", ref.GetName())
+		return
+	}
+	// istiod admits these and finds no delegate, so the route is dropped.
+	if ref.GetName() == "" {
+		c.warnf(at.With("delegate", "name"), "is empty: no VirtualService has that name, so this route is dropped; name the VirtualService (without hosts) whose routes this route takes")
+	}
+	if ns := ref.GetNamespace(); ns != "" && !isDNSLabel(ns) {
+		c.warnf(at.With("delegate", "namespace"), "%q is not a namespace name: no delegate is found there, so this route is dropped", ns)
+	}
+	if len(r.GetRoute()) > 0 {
+		c.errf(at.With("route"), "a route with delegate takes its destinations from the delegate VirtualService: remove route (or delegate)")
+	}
+	if r.GetRedirect() != nil {
+		c.errf(at.With("redirect"), "a route with delegate takes its actions from the delegate VirtualService: remove redirect (or delegate)")
+	}
 }
 
 // gatewayName mirrors istiod's validateGatewayNames: "mesh", a gateway name, or

@@ -174,9 +174,6 @@ func vsNotGenerated(at Path, vs *networking.VirtualService) []Problem {
 		out = append(out, Problem{Path: p, Msg: vsNotGeneratedMsg + ": " + fmt.Sprintf(format, args...), Warn: true})
 	}
 	for i, r := range vs.GetHttp() {
-		if r.GetDelegate() != nil {
-			add(at.With("http", i, "delegate"), "delegate VirtualServices are not followed and this route is left out; inline the delegate's routes")
-		}
 		for j, m := range r.GetMatch() {
 			for _, h := range slices.Sorted(maps.Keys(m.GetWithoutHeaders())) {
 				if m.GetWithoutHeaders()[h].GetRegex() == "*" {
