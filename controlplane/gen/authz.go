@@ -3,6 +3,7 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -31,8 +32,14 @@ import (
 //   - A proxy's policies are those of the root namespace and of its own namespace whose selector
 //     is empty or a subset of its labels; a policy with targetRef(s) applies to Gateway API
 //     gateways and waypoints only, never to a sidecar or an Istio gateway.
-//   - Per action one filter, AUDIT (action LOG), then DENY, then ALLOW; CUSTOM is not generated.
+//   - Per action one filter, AUDIT (action LOG), then DENY, then ALLOW.
 //     Policies annotated istio.io/dry-run: "true" go to shadow_rules.
+//   - CUSTOM policies come first (before jwt_authn on HTTP chains), one filter per provider,
+//     by provider name. istiod's default mesh config defines no extensionProviders, so every
+//     provider is unknown, for which istiod builds no ext_authz filter but a DENY RBAC filter
+//     of the provider's enforced (not dry-run) rules, each named
+//     "istio-ext-authz-PROVIDER-ns[NS]-policy[NAME]-rule[i]-deny-due-to-bad-CUSTOM-action" and
+//     generated as a DENY rule: what the policy would send to the authorizer is refused.
 //   - Each rule i of policy NAME in NS is the RBAC policy "ns[NS]-policy[NAME]-rule[i]"; an
 //     ALLOW policy without rules is one policy that matches nothing (deny all).
 //   - A rule's principals are one AND per from entry (source conditions, then the when
@@ -57,6 +64,7 @@ const (
 // authzPolicies are the AuthorizationPolicies that apply to one proxy, by action.
 type authzPolicies struct {
 	audit, deny, allow []*istioconfig.Config
+	custom             []*istioconfig.Config // CUSTOM: denied, as istiod for an unknown provider
 	deps               []istioconfig.Key
 	td                 string
 	// keepTrustDomain leaves source principals and trust domains as written (withTrustDomain,
@@ -84,14 +92,16 @@ func authzFor(p *model.Proxy, s *model.Snapshot) authzPolicies {
 				out.deny = append(out.deny, c)
 			case securityapi.AuthorizationPolicy_AUDIT:
 				out.audit = append(out.audit, c)
+			case securityapi.AuthorizationPolicy_CUSTOM:
+				out.custom = append(out.custom, c)
 			default:
-				continue // CUSTOM: not generated (validate warns)
+				continue
 			}
 			out.deps = append(out.deps, c.Key())
 		}
 	}
 	out.deps = sortDeps(out.deps)
-	for _, ps := range [][]*istioconfig.Config{out.audit, out.deny, out.allow} {
+	for _, ps := range [][]*istioconfig.Config{out.custom, out.audit, out.deny, out.allow} {
 		if slices.ContainsFunc(ps, namesPrincipals) {
 			out.td = registryTrustDomain(s)
 			break
@@ -139,9 +149,68 @@ func apSpec(c *istioconfig.Config) *securityapi.AuthorizationPolicy {
 	return s
 }
 
-func (a authzPolicies) empty() bool { return len(a.audit)+len(a.deny)+len(a.allow) == 0 }
+func (a authzPolicies) empty() bool {
+	return len(a.custom)+len(a.audit)+len(a.deny)+len(a.allow) == 0
+}
 
-// httpFilters are the HTTP RBAC filters, audit, deny, allow.
+// Names of the RBAC policies istiod generates for a CUSTOM policy whose provider the mesh
+// config does not define.
+const (
+	extAuthzPolicyPrefix = "istio-ext-authz-"
+	badCustomSuffix      = "-deny-due-to-bad-CUSTOM-action"
+)
+
+// customRBAC is one DENY RBAC per CUSTOM provider, by provider name: the enforced policies'
+// rules generated as DENY rules (a dry-run policy adds its provider, with no rules).
+func (a authzPolicies) customRBAC(tcp bool) []*rbacv3.RBAC {
+	byProvider := map[string]*rbacv3.RBAC{}
+	for _, c := range a.custom {
+		ap := apSpec(c)
+		provider := ap.GetProvider().GetName()
+		r := byProvider[provider]
+		if r == nil {
+			r = &rbacv3.RBAC{Action: rbacv3.RBAC_DENY, Policies: map[string]*rbacv3.Policy{}}
+			byProvider[provider] = r
+		}
+		if dry, _ := strconv.ParseBool(c.Annotations[dryRunAnnotation]); dry {
+			// Validation rejects dry-run CUSTOM policies, as istiod's does; istiod's builder
+			// would still add the provider's filter, without their rules.
+			continue
+		}
+		name := func(i int) string {
+			return extAuthzPolicyPrefix + provider + "-" + authzPolicyName(c.Namespace, c.Name, i) + badCustomSuffix
+		}
+		for i, rule := range ap.GetRules() {
+			if rule == nil {
+				continue
+			}
+			if pol := a.rulePolicy(c.Namespace, rule, tcp, rbacv3.RBAC_DENY); pol != nil {
+				r.Policies[name(i)] = pol
+			}
+		}
+		if len(ap.GetRules()) == 0 {
+			r.Policies[name(0)] = matchNothing()
+		}
+	}
+	out := make([]*rbacv3.RBAC, 0, len(byProvider))
+	for _, p := range slices.Sorted(maps.Keys(byProvider)) {
+		out = append(out, byProvider[p])
+	}
+	return out
+}
+
+// customHTTPFilters are the HTTP RBAC filters of the CUSTOM policies (customRBAC), which istiod
+// puts before jwt_authn.
+func (a authzPolicies) customHTTPFilters() []*hcmv3.HttpFilter {
+	var out []*hcmv3.HttpFilter
+	for _, r := range a.customRBAC(false) {
+		out = append(out, &hcmv3.HttpFilter{Name: httpRBACFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(&rbachttpv3.RBAC{Rules: r})}})
+	}
+	return out
+}
+
+// httpFilters are the HTTP RBAC filters, audit, deny, allow (customHTTPFilters go before the
+// jwt_authn filter).
 func (a authzPolicies) httpFilters() []*hcmv3.HttpFilter {
 	var out []*hcmv3.HttpFilter
 	for _, r := range a.build(false) {
@@ -152,9 +221,14 @@ func (a authzPolicies) httpFilters() []*hcmv3.HttpFilter {
 	return out
 }
 
-// tcpFilters are the network RBAC filters, audit, deny, allow.
+// tcpFilters are the network RBAC filters, CUSTOM (customRBAC), audit, deny, allow.
 func (a authzPolicies) tcpFilters() []*listenerv3.Filter {
 	var out []*listenerv3.Filter
+	for _, r := range a.customRBAC(true) {
+		out = append(out, &listenerv3.Filter{Name: networkRBACFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(&rbactcpv3.RBAC{
+			Rules: r, StatPrefix: rbacTCPStatPrefix,
+		})}})
+	}
 	for _, r := range a.build(true) {
 		out = append(out, &listenerv3.Filter{Name: networkRBACFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(&rbactcpv3.RBAC{
 			Rules: r.rules, StatPrefix: rbacTCPStatPrefix, ShadowRules: r.shadow, ShadowRulesStatPrefix: shadowStatPrefix(r.shadow),

@@ -56,11 +56,9 @@ func authzMesh(extra ...*istioconfig.Config) *model.Snapshot {
 		authzConfig(RootNamespace, "mesh-deny", &securityapi.AuthorizationPolicy{Selector: selector("app", "client"), Action: securityapi.AuthorizationPolicy_DENY,
 			Rules: []*securityapi.Rule{{From: []*securityapi.Rule_From{{Source: &securityapi.Source{IpBlocks: []string{"10.9.0.0/16"}}}}}}},
 			map[string]string{dryRunAnnotation: "true"}),
-		// Never applied to sidecars: another label, a targetRef, CUSTOM.
+		// Never applied to sidecars: another label, a targetRef (CUSTOM: authzcustom_test.go).
 		authzConfig("db", "other-app", &securityapi.AuthorizationPolicy{Selector: selector("app", "other")}, nil),
 		authzConfig("db", "waypoint", &securityapi.AuthorizationPolicy{TargetRefs: []*typev1beta1.PolicyTargetReference{{Kind: "Service", Name: "mysql"}}}, nil),
-		authzConfig("db", "custom", &securityapi.AuthorizationPolicy{Action: securityapi.AuthorizationPolicy_CUSTOM,
-			ActionDetail: &securityapi.AuthorizationPolicy_Provider{Provider: &securityapi.AuthorizationPolicy_ExtensionProvider{Name: "ext"}}, Rules: []*securityapi.Rule{{}}}, nil),
 	)
 	in.Configs = append(in.Configs, extra...)
 	return model.NewSnapshot(1, in)
@@ -98,7 +96,7 @@ func policyNames(r *rbacv3.RBAC) []string {
 // TestAuthzTCPChain: on a tcp_proxy chain the network RBAC filters come first, AUDIT/DENY/ALLOW;
 // the DENY rule loses its HTTP-only path (it denies every connection), the ALLOW rule with a
 // method is dropped, the port rule kept; the dry-run policy is shadow rules; policies of another
-// label, with a targetRef or CUSTOM are not applied. Every listener validates deeply.
+// label or with a targetRef are not applied. Every listener validates deeply.
 func TestAuthzTCPChain(t *testing.T) {
 	s := authzMesh()
 	p := sidecarProxy("10.1.1.1", "db") // mysql: inbound 3306, TCP
@@ -155,7 +153,7 @@ func TestAuthzTCPChain(t *testing.T) {
 				}
 			}
 			if slices.ContainsFunc(r.Deps, func(k istioconfig.Key) bool {
-				return k.Name == "other-app" || k.Name == "waypoint" || k.Name == "custom"
+				return k.Name == "other-app" || k.Name == "waypoint"
 			}) {
 				t.Errorf("deps %v name a policy that does not apply", r.Deps)
 			}

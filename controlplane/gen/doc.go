@@ -41,7 +41,9 @@
 //
 // AuthorizationPolicy becomes istiod's RBAC filters on every virtualInbound chain of a sidecar
 // (not the BlackHole one) and on every chain of a router's listeners: envoy.filters.http.rbac
-// first in an HCM's filters, or envoy.filters.network.rbac before a tcp_proxy; one filter per action, AUDIT (LOG), DENY, ALLOW;
+// first in an HCM's filters, or envoy.filters.network.rbac before a tcp_proxy; one filter per
+// CUSTOM provider (a DENY of its rules, as istiod for a provider its mesh config lacks; on
+// HTTP chains before jwt_authn), then one per action, AUDIT (LOG), DENY, ALLOW;
 // dry-run policies as shadow rules; rule i of NAME in NS named "ns[NS]-policy[NAME]-rule[i]";
 // an ALLOW without rules matches nothing. Policies of the root namespace and the proxy's apply
 // when their selector matches its labels (model.AuthorizationPolicySelects; never with a

@@ -917,7 +917,7 @@ func gatewayHCM(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnectionManager {
 // withRBAC puts the router's jwt_authn filter (RequestAuthentication) and HTTP RBAC filters
 // first in a gateway HCM's filters, as istiod does for a gateway these policies select.
 func (rp *routerPlan) withRBAC(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnectionManager {
-	var pre []*hcmv3.HttpFilter
+	pre := rp.az.customHTTPFilters()
 	if f := rp.jwt.filter(true); f != nil {
 		pre = append(pre, f)
 	}

@@ -652,7 +652,7 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		deps = sortDeps(append(deps, jr.deps...))
 	}
 	// The jwt_authn and RBAC filters, built once for the proxy's chains.
-	var httpRBAC []*hcmv3.HttpFilter
+	httpRBAC := az.customHTTPFilters()
 	if f := jr.filter(false); f != nil {
 		httpRBAC = append(httpRBAC, f)
 	}

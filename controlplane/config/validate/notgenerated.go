@@ -111,14 +111,13 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 }
 
 // notGeneratedAuthz warns about the AuthorizationPolicy parts the RBAC generator skips
-// (controlplane/gen/authz.go): CUSTOM, targetRef(s), path templates and
-// experimental.envoy.filters keys. A skipped condition is handled as istiod handles an
-// HTTP-only condition on a TCP chain: an ALLOW rule with it is dropped, a DENY or AUDIT rule
-// loses it.
+// (controlplane/gen/authz.go): targetRef(s), path templates and experimental.envoy.filters
+// keys. A skipped condition is handled as istiod handles an HTTP-only condition on a TCP
+// chain: an ALLOW rule with it is dropped, a DENY, AUDIT or CUSTOM rule loses it. It also says
+// what a CUSTOM policy does under istiod's default mesh config, which xdslab follows.
 func (c *checker) notGeneratedAuthz(at Path, ap *securityapi.AuthorizationPolicy) {
-	if ap.GetAction() == securityapi.AuthorizationPolicy_CUSTOM {
-		c.warnf(at.With("action"), "CUSTOM is %s: no ext_authz filter; the policy has no effect", notGenerated)
-		return
+	if ap.GetAction() == securityapi.AuthorizationPolicy_CUSTOM && ap.GetProvider().GetName() != "" {
+		c.warnf(at.With("provider", "name"), "%q is not an extension provider of the mesh config (xdslab, as istiod's default mesh config, defines none): as istiod does, no ext_authz filter is built and the requests the rules match are denied (403, or the connection closed)", ap.GetProvider().GetName())
 	}
 	if ap.GetTargetRef() != nil || len(ap.GetTargetRefs()) > 0 {
 		c.warnf(at.With("targetRefs"), "are %s: a policy with targetRef applies to Gateway API gateways and waypoints only (istiod ignores it for sidecars and Istio gateways), which xdslab does not model", notGenerated)
