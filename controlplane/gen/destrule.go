@@ -14,7 +14,9 @@ import (
 
 // DestinationRule selection, with istiod's rules (PushContext.destinationRule): for a proxy of
 // namespace P and a service of namespace S, the most specific rule (exact host, else the
-// longest wildcard) among
+// longest wildcard; chosen among all of a step's rules, then kept only if exported to P, so a
+// more specific rule exported elsewhere hides a less specific one and the next step is tried)
+// among
 //  1. the rules of P (any exportTo that includes P itself; for P the root namespace, only its
 //     rules exported to it alone);
 //  2. else the rules of S exported beyond S, to P;
@@ -98,34 +100,28 @@ func includesAll(set, sub []string) bool {
 	return true
 }
 
-// entries returns the entries of the most specific host of the pool that matches host and has
-// visible ones, nil when none.
+// entries returns the visible entries of the most specific host of the pool that matches
+// host (its exact name, else the longest wildcard), nil when none matches or none of that
+// host's is visible. As istiod's MostSpecificHostMatch, the host is chosen before visibility:
+// a more specific rule exported elsewhere hides a less specific one exported to the proxy, and
+// the search moves on to the next namespace.
 func (p *drPool) entries(host string, visible func(*drEntry) bool) []*drEntry {
 	if p == nil {
 		return nil
 	}
-	var out []*drEntry
-	for _, e := range p.exact[host] {
-		if visible(e) {
-			out = append(out, e)
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
-	bestLen := -1
-	for pat, es := range p.wild {
-		if len(pat) <= bestLen || !hostMatches(pat, host) {
-			continue
-		}
-		var vis []*drEntry
-		for _, e := range es {
-			if visible(e) {
-				vis = append(vis, e)
+	es := p.exact[host]
+	if len(es) == 0 {
+		bestLen := -1
+		for pat, wes := range p.wild {
+			if len(pat) > bestLen && len(wes) > 0 && hostMatches(pat, host) {
+				es, bestLen = wes, len(pat)
 			}
 		}
-		if len(vis) > 0 {
-			out, bestLen = vis, len(pat)
+	}
+	var out []*drEntry
+	for _, e := range es {
+		if visible(e) {
+			out = append(out, e)
 		}
 	}
 	return out

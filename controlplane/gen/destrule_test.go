@@ -15,7 +15,8 @@ import (
 // TestDestinationRuleSelection: istiod's order (PushContext.destinationRule): the proxy's
 // namespace (its most specific host, even a wildcard, over an exact one elsewhere), then the
 // service's namespace, then the root namespace; a third namespace's rules never; rules of one
-// namespace for one host merged (subsets combined, the first traffic policy kept).
+// namespace for one host merged (subsets combined, the first traffic policy kept); the most
+// specific host chosen before exportTo is checked.
 func TestDestinationRuleSelection(t *testing.T) {
 	const host = "s.svc-ns.svc.cluster.local"
 	dr := func(name, ns, h string, tp bool, subsets []string, exportTo ...string) *istioconfig.Config {
@@ -43,6 +44,17 @@ func TestDestinationRuleSelection(t *testing.T) {
 		{"root namespace", "client", []*istioconfig.Config{dr("root", model.RootNamespace, "*.cluster.local", true, nil)}, "root", nil},
 		{"not exported to the proxy", "client", []*istioconfig.Config{dr("svc", "svc-ns", host, true, nil, "other")}, "", nil},
 		{"exported to the proxy by name", "client", []*istioconfig.Config{dr("svc", "svc-ns", host, true, nil, "client")}, "svc", nil},
+		// istiod picks the most specific host before it filters by exportTo (MostSpecificHostMatch).
+		{"an exact rule exported elsewhere hides the namespace's wildcard", "client", []*istioconfig.Config{
+			dr("wild", "svc-ns", "*.svc-ns.svc.cluster.local", true, nil, "*"), dr("team", "svc-ns", host, true, nil, "team")}, "", nil},
+		{"... and the root namespace's rule applies", "client", []*istioconfig.Config{
+			dr("wild", "svc-ns", "*.svc-ns.svc.cluster.local", true, nil, "*"), dr("team", "svc-ns", host, true, nil, "team"), dr("root", model.RootNamespace, host, true, nil)}, "root", nil},
+		{"a longer wildcard exported elsewhere hides a shorter one", "client", []*istioconfig.Config{
+			dr("wide", "svc-ns", "*.cluster.local", true, nil, "*"), dr("narrow", "svc-ns", "*.svc-ns.svc.cluster.local", true, nil, "team")}, "", nil},
+		{"... not from the namespace it is exported to", "team", []*istioconfig.Config{
+			dr("wide", "svc-ns", "*.cluster.local", true, nil, "*"), dr("narrow", "svc-ns", "*.svc-ns.svc.cluster.local", true, nil, "team")}, "narrow", nil},
+		{"a private rule hides nothing", "client", []*istioconfig.Config{
+			dr("wild", "svc-ns", "*.svc-ns.svc.cluster.local", true, nil, "*"), dr("own", "svc-ns", host, true, nil, ".")}, "wild", nil},
 		{"merged in one namespace", "client", []*istioconfig.Config{
 			createdAt(dr("b", "svc-ns", host, false, []string{"v1", "v2"}), 1), createdAt(dr("a", "svc-ns", host, true, []string{"v2", "v3"}), 2)}, "b", []string{"v1", "v2", "v3"}},
 	}
