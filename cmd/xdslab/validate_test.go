@@ -66,7 +66,7 @@ spec:
 	}{
 		{name: "good directory", args: []string{filepath.Dir(good)}, code: exitOK,
 			stderr: []string{
-				`warning: ` + good + `: VirtualService default/api: spec.tls[0].route[0].destination.subset: subset "v9" of host api.example.com: no DestinationRule`,
+				`warning: ` + good + `:16: VirtualService default/api: spec.tls[0].route[0].destination.subset: subset "v9" of host api.example.com: no DestinationRule`,
 				good + `:18: skipped v1 Service default/web`,
 			},
 			stdoutPart: "1 file(s), 2 object(s) would load; 0 error(s), 1 warning(s), 1 skipped"},

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/istioconfig"
@@ -66,12 +69,14 @@ func CheckPaths(paths []string, d Decoder) CheckReport {
 	slices.Sort(r.Files)
 	r.Files = slices.Compact(r.Files)
 	owner := map[istioconfig.Key]string{}
+	contents := map[string][]byte{}
 	for _, f := range r.Files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			r.Errors = append(r.Errors, err)
 			continue
 		}
+		contents[f] = data
 		res, err := d.DecodeAll(f, data)
 		r.Skipped = append(r.Skipped, res.Skipped...)
 		if err == nil {
@@ -97,5 +102,40 @@ func CheckPaths(paths []string, d Decoder) CheckReport {
 		}
 	}
 	r.Findings = validate.Analyze(r.Configs)
+	for i := range r.Findings {
+		r.Findings[i].Line = findingLine(r.Findings[i], contents[r.Findings[i].Source])
+	}
 	return r
+}
+
+// findingLine is the line of a finding's field in its file: the object's document is found
+// by kind, name and namespace, the field in it as for a DecodeError. 0 when not found (an
+// object inside a List, say).
+func findingLine(f validate.Finding, data []byte) int {
+	kind, ref, ok := strings.Cut(f.Object, " ")
+	ns, name, ok2 := strings.Cut(ref, "/")
+	path, ok3 := validate.ParsePath(f.Path)
+	if !ok || !ok2 || !ok3 || len(data) == 0 {
+		return 0
+	}
+	docs, isJSON := splitJSON(data)
+	if !isJSON {
+		docs = splitYAML(data)
+	}
+	for _, d := range docs {
+		var head struct {
+			Kind     string `yaml:"kind"`
+			Metadata struct {
+				Name      string `yaml:"name"`
+				Namespace string `yaml:"namespace"`
+			} `yaml:"metadata"`
+		}
+		if err := yaml.Unmarshal(d.src, &head); err != nil {
+			continue
+		}
+		if head.Kind == kind && head.Metadata.Name == name && (head.Metadata.Namespace == ns || head.Metadata.Namespace == "") {
+			return d.loc.line(path)
+		}
+	}
+	return 0
 }

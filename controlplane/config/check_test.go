@@ -64,3 +64,25 @@ func TestDecodeSkipsOthersFields(t *testing.T) {
 		t.Errorf("error %v, want only the ServiceEntry's data at line 15", err)
 	}
 }
+
+// TestCheckPathsFindingLines: a finding between objects names the line of its field, found
+// in the object's document by kind, namespace and name.
+func TestCheckPathsFindingLines(t *testing.T) {
+	dir := t.TempDir()
+	root := "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: root, namespace: shop}\nspec:\n  hosts: [shop.example.com]\n  http:\n" +
+		"  - route: [{destination: {host: shop.example.com}}]\n    match: [{uri: {prefix: /a}}]\n" +
+		"  - match: [{uri: {prefix: /b}}]\n    delegate: {name: missing}\n"
+	other := "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: root, namespace: other}\nspec:\n  hosts: [o.example.com]\n  http:\n  - route: [{destination: {host: o.example.com}}]\n"
+	p := filepath.Join(dir, "vs.yaml")
+	if err := os.WriteFile(p, []byte(docs(other, root)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := CheckPaths([]string{p}, Decoder{})
+	if len(r.Findings) != 1 {
+		t.Fatalf("findings = %v, want the missing delegate", r.Findings)
+	}
+	// other takes 7 lines and the separator one: root's http[1].delegate is line 8+10.
+	if got := r.Findings[0].String(); !strings.HasPrefix(got, p+":18: VirtualService shop/root: spec.http[1].delegate: ") {
+		t.Errorf("finding %q, want it at line 18", got)
+	}
+}

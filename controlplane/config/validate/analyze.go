@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -17,6 +18,8 @@ import (
 type Finding struct {
 	// Object is "Kind namespace/name" of the object with the reference, Source its file.
 	Object, Source string
+	// Line is the line of Path in Source, 0 when unknown (config.CheckPaths fills it).
+	Line int
 	// Path is the field (spec.http[0].route[1].destination.subset).
 	Path string
 	Msg  string
@@ -24,10 +27,38 @@ type Finding struct {
 
 func (f Finding) String() string {
 	s := ""
-	if f.Source != "" {
+	switch {
+	case f.Source != "" && f.Line > 0:
+		s = f.Source + ":" + strconv.Itoa(f.Line) + ": "
+	case f.Source != "":
 		s = f.Source + ": "
 	}
 	return s + f.Object + ": " + f.Path + ": " + f.Msg
+}
+
+// ParsePath reads a path as Path.String writes it (spec.http[0].delegate); ok is false for
+// text it cannot have written.
+func ParsePath(s string) (p Path, ok bool) {
+	for _, part := range strings.Split(s, ".") {
+		key, rest, _ := strings.Cut(part, "[")
+		if key == "" {
+			return nil, false
+		}
+		p = append(p, key)
+		for rest != "" {
+			n, after, found := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(n)
+			if !found || err != nil {
+				return nil, false
+			}
+			p = append(p, i)
+			rest = strings.TrimPrefix(after, "[")
+			if after != "" && !strings.HasPrefix(after, "[") {
+				return nil, false
+			}
+		}
+	}
+	return p, true
 }
 
 // Analyze checks references between cfgs, as istioctl analyze's

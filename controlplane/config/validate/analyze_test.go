@@ -86,3 +86,17 @@ func TestAnalyzeDelegates(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePath(t *testing.T) {
+	for _, s := range []string{"spec", "spec.http[0].delegate", "spec.http[2].match[1].headers.x-user", "spec.a[0][1].b"} {
+		p, ok := validate.ParsePath(s)
+		if !ok || p.String() != s {
+			t.Errorf("ParsePath(%q) = %v, %v; String() %q", s, p, ok, p.String())
+		}
+	}
+	for _, s := range []string{"", "spec..a", "spec.a[x]", "spec.a[0", "spec.a[0]b"} {
+		if _, ok := validate.ParsePath(s); ok {
+			t.Errorf("ParsePath(%q) ok, want not", s)
+		}
+	}
+}
