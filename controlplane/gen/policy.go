@@ -34,11 +34,16 @@ const httpProtocolOptionsName = "envoy.extensions.upstreams.http.v3.HttpProtocol
 //
 // distribution is not the rule's: it is the service's traffic distribution, which istiod
 // reads when the rule sets no locality load balancing (locality.go).
+//
+// retryBudget has no port-level form: the rule's, unless port-level settings for the port
+// replace the policy (they drop it), replaced by the subset's when it sets one without
+// port-level settings for the port.
 type policy struct {
 	lb           *networking.LoadBalancerSettings
 	pool         *networking.ConnectionPoolSettings
 	outlier      *networking.OutlierDetection
 	tls          *networking.ClientTLSSettings
+	retryBudget  *networking.TrafficPolicy_RetryBudget
 	distribution model.TrafficDistribution
 }
 
@@ -46,6 +51,9 @@ func effectivePolicy(dr *networking.DestinationRule, port uint32, ss *networking
 	p, _ := portPolicy(dr.GetTrafficPolicy(), port)
 	if tp := ss.GetTrafficPolicy(); tp != nil {
 		sp, portLevel := portPolicy(tp, port)
+		if sp.retryBudget != nil {
+			p.retryBudget = sp.retryBudget
+		}
 		if sp.lb != nil || portLevel {
 			p.lb = sp.lb
 		}
@@ -70,7 +78,7 @@ func portPolicy(tp *networking.TrafficPolicy, port uint32) (policy, bool) {
 			return policy{lb: pl.GetLoadBalancer(), pool: pl.GetConnectionPool(), outlier: pl.GetOutlierDetection(), tls: pl.GetTls()}, true
 		}
 	}
-	return policy{lb: tp.GetLoadBalancer(), pool: tp.GetConnectionPool(), outlier: tp.GetOutlierDetection(), tls: tp.GetTls()}, false
+	return policy{lb: tp.GetLoadBalancer(), pool: tp.GetConnectionPool(), outlier: tp.GetOutlierDetection(), tls: tp.GetTls(), retryBudget: tp.GetRetryBudget()}, false
 }
 
 // applyLB sets the cluster's lb_policy, and for consistent hashing its lb_config (applyHashLB).
@@ -335,12 +343,20 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2, upgrade bool) bo
 	c.ConnectTimeout = sh.defaultTimeout()
 	if p.pool == nil {
 		c.CircuitBreakers = sh.defaultBreakers()
+		if p.retryBudget != nil {
+			th := defaultThresholds()
+			th.RetryBudget = retryBudgetOf(p.retryBudget)
+			c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th}}
+		}
 		if h2 {
 			c.TypedExtensionProtocolOptions = sh.protocolOptions(true)
 		}
 		return h2
 	}
 	th := defaultThresholds()
+	if p.retryBudget != nil {
+		th.RetryBudget = retryBudgetOf(p.retryBudget)
+	}
 	var common *corev3.HttpProtocolOptions
 	commonOpts := func() *corev3.HttpProtocolOptions {
 		if common == nil {
@@ -358,6 +374,9 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2, upgrade bool) bo
 		}
 		if d := tcp.GetMaxConnectionDuration(); d != nil {
 			commonOpts().MaxConnectionDuration = durationpb.New(d.AsDuration())
+		}
+		if ka := tcp.GetTcpKeepalive(); ka != nil {
+			c.UpstreamConnectionOptions = &clusterv3.UpstreamConnectionOptions{TcpKeepalive: tcpKeepaliveOf(ka)}
 		}
 	}
 	if hs != nil {
@@ -413,6 +432,46 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2, upgrade bool) bo
 		c.TypedExtensionProtocolOptions = sh.protocolOptions(true)
 	}
 	return h2
+}
+
+// tcpKeepaliveOf is a connection pool's TCP keepalive as istiod sets it on the cluster's
+// upstream connections: SO_KEEPALIVE with the OS defaults, each value set overriding its
+// default (time and interval in whole seconds, the rest dropped).
+func tcpKeepaliveOf(ka *networking.ConnectionPoolSettings_TCPSettings_TcpKeepalive) *corev3.TcpKeepalive {
+	out := &corev3.TcpKeepalive{}
+	if n := ka.GetProbes(); n > 0 {
+		out.KeepaliveProbes = wrapperspb.UInt32(n)
+	}
+	if d := ka.GetTime(); d != nil {
+		out.KeepaliveTime = wrapperspb.UInt32(uint32(d.GetSeconds()))
+	}
+	if d := ka.GetInterval(); d != nil {
+		out.KeepaliveInterval = wrapperspb.UInt32(uint32(d.GetSeconds()))
+	}
+	return out
+}
+
+// retryBudgetOf is a traffic policy's retry budget as istiod sets it on the circuit breaker
+// thresholds: 20 % of active requests and a minimum concurrency of 3 unless set, the interval
+// as given (Envoy's 10 s when unset); nil for a percentage Envoy rejects.
+func retryBudgetOf(rb *networking.TrafficPolicy_RetryBudget) *clusterv3.CircuitBreakers_Thresholds_RetryBudget {
+	out := &clusterv3.CircuitBreakers_Thresholds_RetryBudget{
+		BudgetPercent:       &typev3.Percent{Value: 20},
+		MinRetryConcurrency: wrapperspb.UInt32(3),
+	}
+	if v := rb.GetPercent(); v != nil {
+		if v.GetValue() < 0 || v.GetValue() > 100 {
+			return nil // Envoy would reject the cluster (istiod sends it); validate warns
+		}
+		out.BudgetPercent = &typev3.Percent{Value: v.GetValue()}
+	}
+	if n := rb.GetMinRetryConcurrency(); n > 0 {
+		out.MinRetryConcurrency = wrapperspb.UInt32(n)
+	}
+	if d := rb.GetBudgetInterval(); d != nil {
+		out.BudgetInterval = durationpb.New(d.AsDuration())
+	}
+	return out
 }
 
 // localityWeighted reports whether the cluster needs Envoy's locality-weighted load balancing,

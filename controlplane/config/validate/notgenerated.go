@@ -29,8 +29,10 @@ func (c *checker) notGeneratedPolicy(at Path, tp *networking.TrafficPolicy) {
 	if tp.GetProxyProtocol() != nil {
 		c.warnf(at.With("proxyProtocol"), "is %s: no PROXY protocol header is sent upstream", notGenerated)
 	}
-	if tp.GetRetryBudget() != nil {
-		c.warnf(at.With("retryBudget"), "is %s: retries are limited by maxRetries only", notGenerated)
+	if v := tp.GetRetryBudget().GetPercent(); v != nil && (v.GetValue() < 0 || v.GetValue() > 100) {
+		// istiod admits it and passes it on, and Envoy rejects the cluster; xdslab, whose
+		// clusters pass Envoy's validation, leaves the budget out.
+		c.warnf(at.With("retryBudget", "percent"), "%v is not a percentage: Envoy rejects istiod's cluster with it, xdslab leaves the retry budget out; use 0 to 100", v.GetValue())
 	}
 	for i, pl := range tp.GetPortLevelSettings() {
 		c.notGeneratedParts(at.With("portLevelSettings", i), pl.GetLoadBalancer(), pl.GetConnectionPool(), pl.GetTls())
@@ -46,11 +48,6 @@ func (c *checker) notGeneratedParts(at Path, lb *networking.LoadBalancerSettings
 	}
 	if lb.GetWarmupDurationSecs() != nil || lb.GetWarmup() != nil {
 		c.warnf(at.With("loadBalancer", "warmup"), "is %s: new endpoints get their full share at once", notGenerated)
-	}
-	if tcp := cp.GetTcp(); tcp != nil {
-		if tcp.GetTcpKeepalive() != nil {
-			c.warnf(at.With("connectionPool", "tcp", "tcpKeepalive"), "is %s: the OS keepalive settings apply", notGenerated)
-		}
 	}
 	if h := cp.GetHttp(); h != nil {
 		if h.GetUseClientProtocol() {

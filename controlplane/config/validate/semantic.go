@@ -944,8 +944,8 @@ func (c *checker) trafficPolicy(at Path, tp *networking.TrafficPolicy) {
 		return
 	}
 	if tp.GetConnectionPool() == nil && tp.GetOutlierDetection() == nil && tp.GetLoadBalancer() == nil && tp.GetTls() == nil &&
-		len(tp.GetPortLevelSettings()) == 0 && tp.GetTunnel() == nil && tp.GetProxyProtocol() == nil {
-		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings) or remove it")
+		len(tp.GetPortLevelSettings()) == 0 && tp.GetTunnel() == nil && tp.GetProxyProtocol() == nil && tp.GetRetryBudget() == nil {
+		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings, retryBudget) or remove it")
 	}
 	c.policyParts(at, tp.GetConnectionPool(), tp.GetOutlierDetection())
 	c.loadBalancer(at.With("loadBalancer"), tp.GetLoadBalancer(), tp.GetOutlierDetection())
