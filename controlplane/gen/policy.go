@@ -108,9 +108,47 @@ func (p policy) applyLB(c *clusterv3.Cluster, grpc bool) {
 			c.LoadAssignment = nil
 		}
 	}
+	if sc := slowStart(p.lb); sc != nil && !grpc {
+		// istiod's warmup, on round robin and least request only (also the default, which
+		// a consistent hash then replaces: its lb_config when it sets one, else the policy
+		// alone). istiod's gRPC generator has none.
+		switch c.LbPolicy {
+		case clusterv3.Cluster_ROUND_ROBIN:
+			c.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: sc}}
+		case clusterv3.Cluster_LEAST_REQUEST:
+			c.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{SlowStartConfig: sc}}
+		}
+	}
 	if ch := p.lb.GetConsistentHash(); ch != nil {
 		applyHashLB(c, ch, grpc)
 	}
+}
+
+// slowStart is a load balancer's warmup as istiod sets it: warmup's duration, aggression
+// (default 1, linear) and minimum weight (default 10 %); the deprecated warmupDurationSecs
+// alone gives the window only. nil without either.
+func slowStart(lb *networking.LoadBalancerSettings) *clusterv3.Cluster_SlowStartConfig {
+	if w := lb.GetWarmup(); w != nil {
+		sc := &clusterv3.Cluster_SlowStartConfig{
+			// istiod fixes the value; a runtime key must be non-empty, and istiod's is "(".
+			Aggression:       &corev3.RuntimeDouble{DefaultValue: 1, RuntimeKey: "("},
+			MinWeightPercent: &typev3.Percent{Value: 10},
+		}
+		if d := w.GetDuration(); d != nil {
+			sc.SlowStartWindow = durationpb.New(d.AsDuration())
+		}
+		if a := w.GetAggression(); a != nil {
+			sc.Aggression.DefaultValue = a.GetValue()
+		}
+		if m := w.GetMinimumPercent(); m != nil {
+			sc.MinWeightPercent.Value = m.GetValue()
+		}
+		return sc
+	}
+	if d := lb.GetWarmupDurationSecs(); d != nil {
+		return &clusterv3.Cluster_SlowStartConfig{SlowStartWindow: durationpb.New(d.AsDuration())}
+	}
+	return nil
 }
 
 // Envoy's bound on a ring (its API validation: at most 8M entries); a Maglev table size is

@@ -74,3 +74,43 @@ func TestTCPKeepaliveAndRetryBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmup: a load balancer's warmup is the slow start of round robin and least request
+// (also the default), with istiod's defaults (aggression 1, minimum 10 %); the deprecated
+// warmupDurationSecs gives the window alone; RANDOM gets none; a consistent hash keeps the
+// least-request config istiod set before it unless it sets its own (a ring hash without a
+// minimum size does not); proxyless gRPC gets none.
+func TestWarmup(t *testing.T) {
+	window := durationpb.New(45e9)
+	full := &clusterv3.Cluster_SlowStartConfig{SlowStartWindow: window, Aggression: &corev3.RuntimeDouble{DefaultValue: 2, RuntimeKey: "("}, MinWeightPercent: &typev3.Percent{Value: 10}}
+	warm := &networking.WarmupConfiguration{Duration: window, Aggression: wrapperspb.Double(2)}
+	lr := func(sc *clusterv3.Cluster_SlowStartConfig) *clusterv3.Cluster {
+		return &clusterv3.Cluster{LbPolicy: clusterv3.Cluster_LEAST_REQUEST, LbConfig: &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{SlowStartConfig: sc}}}
+	}
+	tests := []struct {
+		name string
+		lb   *networking.LoadBalancerSettings
+		grpc bool
+		want *clusterv3.Cluster // lb_policy and lb_config
+	}{
+		{"round robin", &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_ROUND_ROBIN}, Warmup: warm},
+			false, &clusterv3.Cluster{LbPolicy: clusterv3.Cluster_ROUND_ROBIN, LbConfig: &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: full}}}},
+		{"default", &networking.LoadBalancerSettings{Warmup: warm}, false, lr(full)},
+		{"deprecated seconds", &networking.LoadBalancerSettings{WarmupDurationSecs: window}, false, lr(&clusterv3.Cluster_SlowStartConfig{SlowStartWindow: window})},
+		{"random", &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_RANDOM}, Warmup: warm},
+			false, &clusterv3.Cluster{LbPolicy: clusterv3.Cluster_RANDOM}},
+		{"ring hash without a minimum size", &networking.LoadBalancerSettings{Warmup: warm, LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{
+			HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}, HashAlgorithm: &networking.LoadBalancerSettings_ConsistentHashLB_RingHash_{RingHash: &networking.LoadBalancerSettings_ConsistentHashLB_RingHash{}}}}},
+			false, &clusterv3.Cluster{LbPolicy: clusterv3.Cluster_RING_HASH, LbConfig: lr(full).LbConfig}},
+		{"grpc", &networking.LoadBalancerSettings{Warmup: warm}, true, &clusterv3.Cluster{LbPolicy: clusterv3.Cluster_ROUND_ROBIN}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clusterv3.Cluster{}
+			policy{lb: tt.lb}.applyLB(c, tt.grpc)
+			if diff := cmp.Diff(tt.want, c, protocmp.Transform()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -46,9 +46,6 @@ func (c *checker) notGeneratedParts(at Path, lb *networking.LoadBalancerSettings
 	if lb.GetBackendUtilization() != nil {
 		c.warnf(at.With("loadBalancer", "backendUtilization"), "is %s: Envoy's default load balancer applies", notGenerated)
 	}
-	if lb.GetWarmupDurationSecs() != nil || lb.GetWarmup() != nil {
-		c.warnf(at.With("loadBalancer", "warmup"), "is %s: new endpoints get their full share at once", notGenerated)
-	}
 	if h := cp.GetHttp(); h != nil {
 		if h.GetUseClientProtocol() {
 			c.warnf(at.With("connectionPool", "http", "useClientProtocol"), "is %s: the port's protocol decides the upstream protocol", notGenerated)

@@ -996,8 +996,7 @@ func (c *checker) clientTLS(at Path, t *networking.ClientTLSSettings) {
 // and uniquely named attributes; the deprecated minimumRingSize warns and excludes ringHash
 // and maglev; a Maglev table size is a prime below maglevMaxTableSize; localityLbSetting and
 // zoneAwareLbSetting exclude each other; warmup needs a duration, a minimumPercent up to 100
-// and a positive aggression. (zoneAwareLbSetting and warmup are also not generated:
-// notgenerated.go.)
+// and a positive aggression. (zoneAwareLbSetting is also not generated: notgenerated.go.)
 func (c *checker) loadBalancer(at Path, lb *networking.LoadBalancerSettings, od *networking.OutlierDetection) {
 	if ch := lb.GetConsistentHash(); ch != nil {
 		cha := at.With("consistentHash")
