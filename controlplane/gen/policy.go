@@ -376,7 +376,9 @@ func httpOptions(h2 bool, common *corev3.HttpProtocolOptions) *upstreamhttpv3.Ht
 // maximum concurrent streams and the HTTP/2 keepalive. h2 says the port's protocol is HTTP/2;
 // upgrade says whether the pool's h2UpgradePolicy UPGRADE may make it HTTP/2 (istiod upgrades
 // outbound clusters only, and not a sidecar's cluster of a sniffed port, whose upstream
-// protocol is already the client's). It reports whether the cluster speaks HTTP/2 upstream.
+// protocol is already the client's; not with useClientProtocol, which makes it the client's
+// on any port). It reports whether the cluster speaks HTTP/2 upstream (always, not as the
+// client does).
 func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2, upgrade bool) bool {
 	c.ConnectTimeout = sh.defaultTimeout()
 	if p.pool == nil {
@@ -430,7 +432,7 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2, upgrade bool) bo
 		if v := hs.GetMaxRequestsPerConnection(); v > 0 {
 			commonOpts().MaxRequestsPerConnection = wrapperspb.UInt32(uint32(v))
 		}
-		if upgrade && hs.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE {
+		if upgrade && !hs.GetUseClientProtocol() && hs.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE {
 			h2 = true
 		}
 	}
@@ -468,6 +470,13 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2, upgrade bool) bo
 		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
 	case h2:
 		c.TypedExtensionProtocolOptions = sh.protocolOptions(true)
+	}
+	if hs.GetUseClientProtocol() {
+		// HTTP/1.1 or HTTP/2 upstream as the client spoke it, whatever the port's protocol
+		// (istiod then neither upgrades nor keeps the HTTP/2 options), on every port and
+		// inbound too, as istiod's applyConnectionPool.
+		useDownstreamProtocol(sh, c)
+		return false
 	}
 	return h2
 }

@@ -1,10 +1,12 @@
 package gen
 
 import (
+	"strings"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -112,5 +114,48 @@ func TestWarmup(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestUseClientProtocol: connectionPool.http.useClientProtocol makes every port's cluster
+// speak upstream as the client spoke (use_downstream_protocol_config), keeping the common
+// HTTP options and dropping HTTP/2's, as istiod's applyConnectionPool does.
+func TestUseClientProtocol(t *testing.T) {
+	const host = "mixed.proto.svc.cluster.local"
+	svc := &model.Service{Hostname: host, Namespace: "proto", Addresses: []string{"240.7.0.2"},
+		Ports: []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "grpc", Number: 8081, Protocol: model.ProtocolGRPC}, {Name: "tcp", Number: 8082, Protocol: model.ProtocolTCP}}}
+	dr := drConfig("mixed", "proto", &networking.DestinationRule{Host: host, TrafficPolicy: &networking.TrafficPolicy{
+		ConnectionPool: &networking.ConnectionPoolSettings{Http: &networking.ConnectionPoolSettings_HTTPSettings{
+			UseClientProtocol: true, IdleTimeout: durationpb.New(33e9), MaxConcurrentStreams: 12}}}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{dr}})
+	p := sidecarProxy("10.7.7.8", "proto")
+	rs, err := ForType(ClusterType, p).Generate(p, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &upstreamhttpv3.HttpProtocolOptions{
+		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(33e9)},
+		UpstreamProtocolOptions:   useDownstreamConfig(),
+	}
+	n := 0
+	for _, r := range rs {
+		c := r.Message.(*clusterv3.Cluster)
+		if !strings.HasSuffix(r.Name, "||"+host) {
+			continue
+		}
+		n++
+		if err := c.ValidateAll(); err != nil {
+			t.Errorf("%s: %v", r.Name, err)
+		}
+		got := &upstreamhttpv3.HttpProtocolOptions{}
+		if err := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName].UnmarshalTo(got); err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
+		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+			t.Errorf("%s protocol options (-want +got):\n%s", r.Name, diff)
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d clusters of %s, want 3", n, host)
 	}
 }

@@ -46,11 +46,6 @@ func (c *checker) notGeneratedParts(at Path, lb *networking.LoadBalancerSettings
 	if lb.GetBackendUtilization() != nil {
 		c.warnf(at.With("loadBalancer", "backendUtilization"), "is %s: Envoy's default load balancer applies", notGenerated)
 	}
-	if h := cp.GetHttp(); h != nil {
-		if h.GetUseClientProtocol() {
-			c.warnf(at.With("connectionPool", "http", "useClientProtocol"), "is %s: the port's protocol decides the upstream protocol", notGenerated)
-		}
-	}
 	if t.GetCredentialName() != "" && (t.GetMode() == networking.ClientTLSSettings_SIMPLE || t.GetMode() == networking.ClientTLSSettings_MUTUAL) {
 		c.warnf(at.With("tls", "credentialName"), "is %s for sidecars (as in istiod): the cluster stays plaintext; use caCertificates/clientCertificate files", notGenerated)
 	}
