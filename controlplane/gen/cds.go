@@ -275,6 +275,7 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		}
 	}
 	applyUpstreamTLS(sh, s, c, svc, port, ss.GetName(), pol, eps, h2, passthroughRule(svc, dr, ss))
+	pol.applyProxyProtocol(c)
 	return c, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -35,16 +36,17 @@ const httpProtocolOptionsName = "envoy.extensions.upstreams.http.v3.HttpProtocol
 // distribution is not the rule's: it is the service's traffic distribution, which istiod
 // reads when the rule sets no locality load balancing (locality.go).
 //
-// retryBudget has no port-level form: the rule's, unless port-level settings for the port
-// replace the policy (they drop it), replaced by the subset's when it sets one without
-// port-level settings for the port.
+// retryBudget and proxyProtocol have no port-level form: the rule's, unless port-level
+// settings for the port replace the policy (they drop them), replaced by the subset's when it
+// sets one without port-level settings for the port.
 type policy struct {
-	lb           *networking.LoadBalancerSettings
-	pool         *networking.ConnectionPoolSettings
-	outlier      *networking.OutlierDetection
-	tls          *networking.ClientTLSSettings
-	retryBudget  *networking.TrafficPolicy_RetryBudget
-	distribution model.TrafficDistribution
+	lb            *networking.LoadBalancerSettings
+	pool          *networking.ConnectionPoolSettings
+	outlier       *networking.OutlierDetection
+	tls           *networking.ClientTLSSettings
+	retryBudget   *networking.TrafficPolicy_RetryBudget
+	proxyProtocol *networking.TrafficPolicy_ProxyProtocol
+	distribution  model.TrafficDistribution
 }
 
 func effectivePolicy(dr *networking.DestinationRule, port uint32, ss *networking.Subset) policy {
@@ -53,6 +55,9 @@ func effectivePolicy(dr *networking.DestinationRule, port uint32, ss *networking
 		sp, portLevel := portPolicy(tp, port)
 		if sp.retryBudget != nil {
 			p.retryBudget = sp.retryBudget
+		}
+		if sp.proxyProtocol != nil {
+			p.proxyProtocol = sp.proxyProtocol
 		}
 		if sp.lb != nil || portLevel {
 			p.lb = sp.lb
@@ -78,7 +83,7 @@ func portPolicy(tp *networking.TrafficPolicy, port uint32) (policy, bool) {
 			return policy{lb: pl.GetLoadBalancer(), pool: pl.GetConnectionPool(), outlier: pl.GetOutlierDetection(), tls: pl.GetTls()}, true
 		}
 	}
-	return policy{lb: tp.GetLoadBalancer(), pool: tp.GetConnectionPool(), outlier: tp.GetOutlierDetection(), tls: tp.GetTls(), retryBudget: tp.GetRetryBudget()}, false
+	return policy{lb: tp.GetLoadBalancer(), pool: tp.GetConnectionPool(), outlier: tp.GetOutlierDetection(), tls: tp.GetTls(), retryBudget: tp.GetRetryBudget(), proxyProtocol: tp.GetProxyProtocol()}, false
 }
 
 // applyLB sets the cluster's lb_policy, and for consistent hashing its lb_config (applyHashLB).
@@ -479,6 +484,43 @@ func (p policy) applyPool(sh *shared, c *clusterv3.Cluster, h2, upgrade bool) bo
 		return false
 	}
 	return h2
+}
+
+// upstreamProxyProtocolSocketName is Envoy's transport socket that sends a PROXY protocol
+// header before the wrapped socket's bytes.
+const upstreamProxyProtocolSocketName = "envoy.transport_sockets.upstream_proxy_protocol"
+
+// applyProxyProtocol wraps the cluster's transport sockets (each auto-mTLS match's too, or a
+// raw buffer when it has none) in the upstream PROXY protocol socket of the policy's version,
+// as istiod does for outbound clusters. The shared matches are copied, never modified.
+func (p policy) applyProxyProtocol(c *clusterv3.Cluster) {
+	pp := p.proxyProtocol
+	if pp == nil {
+		return
+	}
+	wrap := func(inner *corev3.TransportSocket) *corev3.TransportSocket {
+		return &corev3.TransportSocket{Name: upstreamProxyProtocolSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
+			TypedConfig: toAny(&proxyprotocolv3.ProxyProtocolUpstreamTransport{
+				Config:          &corev3.ProxyProtocolConfig{Version: corev3.ProxyProtocolConfig_Version(pp.GetVersion())},
+				TransportSocket: inner,
+			}),
+		}}
+	}
+	if c.TransportSocket == nil && len(c.TransportSocketMatches) == 0 {
+		// istiod names this raw buffer by its short legacy name (Envoy picks the socket by type).
+		c.TransportSocket = wrap(&corev3.TransportSocket{Name: "raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: toAny(&rawbufferv3.RawBuffer{})}})
+		return
+	}
+	if c.TransportSocket != nil {
+		c.TransportSocket = wrap(c.TransportSocket)
+	}
+	if len(c.TransportSocketMatches) > 0 {
+		ms := make([]*clusterv3.Cluster_TransportSocketMatch, 0, len(c.TransportSocketMatches))
+		for _, m := range c.TransportSocketMatches {
+			ms = append(ms, &clusterv3.Cluster_TransportSocketMatch{Name: m.GetName(), Match: m.GetMatch(), TransportSocket: wrap(m.GetTransportSocket())})
+		}
+		c.TransportSocketMatches = ms
+	}
 }
 
 // tcpKeepaliveOf is a connection pool's TCP keepalive as istiod sets it on the cluster's

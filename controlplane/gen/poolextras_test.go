@@ -6,6 +6,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
@@ -157,5 +158,69 @@ func TestUseClientProtocol(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d clusters of %s, want 3", n, host)
+	}
+}
+
+// TestProxyProtocol: a traffic policy's proxyProtocol wraps the cluster's transport socket in
+// the upstream PROXY protocol socket, as istiod does: a raw buffer when there is none, and each
+// auto-mTLS match's socket (the shared matches left as they were); port-level settings drop
+// it, a subset's replaces it.
+func TestProxyProtocol(t *testing.T) {
+	const host = "db.pp.svc.cluster.local"
+	svc := &model.Service{Hostname: host, Namespace: "pp", Addresses: []string{"240.7.0.3"},
+		Ports: []model.Port{{Name: "tcp", Number: 5432, Protocol: model.ProtocolTCP}, {Name: "tcp-admin", Number: 5433, Protocol: model.ProtocolTCP}}}
+	eps := map[string][]*model.Endpoint{host: {{Service: host, Address: "10.7.0.3", Labels: map[string]string{TLSModeLabel: "istio", "role": "primary"}, ServiceAccount: "db"}}}
+	dr := drConfig("db", "pp", &networking.DestinationRule{Host: host,
+		TrafficPolicy: &networking.TrafficPolicy{ProxyProtocol: &networking.TrafficPolicy_ProxyProtocol{Version: networking.TrafficPolicy_ProxyProtocol_V2},
+			PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 5433}, Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_DISABLE}}}},
+		Subsets: []*networking.Subset{{Name: "primary", Labels: map[string]string{"role": "primary"},
+			TrafficPolicy: &networking.TrafficPolicy{ProxyProtocol: &networking.TrafficPolicy_ProxyProtocol{Version: networking.TrafficPolicy_ProxyProtocol_V1}}}},
+	})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: eps, Configs: []*istioconfig.Config{dr}})
+	p := sidecarProxy("10.7.7.9", "pp")
+	rs, err := ForType(ClusterType, p).Generate(p, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(ts *corev3.TransportSocket) (string, string) {
+		if ts.GetName() != upstreamProxyProtocolSocketName {
+			return "", ts.GetName()
+		}
+		pp := &proxyprotocolv3.ProxyProtocolUpstreamTransport{}
+		if err := ts.GetTypedConfig().UnmarshalTo(pp); err != nil {
+			t.Fatal(err)
+		}
+		return pp.GetConfig().GetVersion().String(), pp.GetTransportSocket().GetName()
+	}
+	want := map[string][]string{ // cluster → per socket (matches, or the one socket): version/inner
+		"outbound|5432||" + host:        {"V2/" + tlsTransportSocketName, "V2/" + rawBufferSocketName},
+		"outbound|5432|primary|" + host: {"V1/" + tlsTransportSocketName, "V1/" + rawBufferSocketName},
+		"outbound|5433||" + host:        {"/"}, // port-level: no PROXY protocol, TLS disabled (no socket)
+	}
+	for _, r := range rs {
+		exp, ok := want[r.Name]
+		if !ok {
+			continue
+		}
+		c := r.Message.(*clusterv3.Cluster)
+		if err := c.ValidateAll(); err != nil {
+			t.Errorf("%s: %v", r.Name, err)
+		}
+		var got []string
+		for _, m := range c.GetTransportSocketMatches() {
+			v, inner := version(m.GetTransportSocket())
+			got = append(got, v+"/"+inner)
+		}
+		if len(c.GetTransportSocketMatches()) == 0 {
+			v, inner := version(c.GetTransportSocket())
+			got = append(got, v+"/"+inner)
+		}
+		if !cmp.Equal(exp, got) {
+			t.Errorf("%s sockets %v, want %v", r.Name, got, exp)
+		}
+	}
+	// The shared auto-mTLS matches are not wrapped for other clusters.
+	if ts := (&shared{}).plaintextMatch().GetTransportSocket(); ts.GetName() != rawBufferSocketName {
+		t.Errorf("shared plaintext match changed: %v", ts)
 	}
 }

@@ -26,9 +26,6 @@ func (c *checker) notGeneratedPolicy(at Path, tp *networking.TrafficPolicy) {
 	if tp.GetTunnel() != nil {
 		c.warnf(at.With("tunnel"), "is %s: the cluster does not tunnel; remove it or expect plain connections", notGenerated)
 	}
-	if tp.GetProxyProtocol() != nil {
-		c.warnf(at.With("proxyProtocol"), "is %s: no PROXY protocol header is sent upstream", notGenerated)
-	}
 	if v := tp.GetRetryBudget().GetPercent(); v != nil && (v.GetValue() < 0 || v.GetValue() > 100) {
 		// istiod admits it and passes it on, and Envoy rejects the cluster; xdslab, whose
 		// clusters pass Envoy's validation, leaves the budget out.

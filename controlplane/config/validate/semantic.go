@@ -947,6 +947,12 @@ func (c *checker) trafficPolicy(at Path, tp *networking.TrafficPolicy) {
 		len(tp.GetPortLevelSettings()) == 0 && tp.GetTunnel() == nil && tp.GetProxyProtocol() == nil && tp.GetRetryBudget() == nil {
 		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings, retryBudget) or remove it")
 	}
+	if tp.GetTunnel() != nil && tp.GetProxyProtocol() != nil {
+		c.errf(at.With("proxyProtocol"), "cannot be set with tunnel (istiod rejects both together): remove one")
+	}
+	if v := tp.GetProxyProtocol().GetVersion(); v != networking.TrafficPolicy_ProxyProtocol_V1 && v != networking.TrafficPolicy_ProxyProtocol_V2 {
+		c.errf(at.With("proxyProtocol", "version"), "%d is not a PROXY protocol version: use V1 or V2", v)
+	}
 	c.policyParts(at, tp.GetConnectionPool(), tp.GetOutlierDetection())
 	c.loadBalancer(at.With("loadBalancer"), tp.GetLoadBalancer(), tp.GetOutlierDetection())
 	c.clientTLS(at.With("tls"), tp.GetTls())
