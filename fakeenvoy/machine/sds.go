@@ -10,6 +10,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -39,6 +40,7 @@ import (
 
 const (
 	upstreamTLSType   = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+	proxyProtocolType = "type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport"
 	downstreamTLSType = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
 )
 
@@ -148,6 +150,14 @@ func (r *secretRefs) socket(ts *corev3.TransportSocket) error {
 			return fmt.Errorf("transport socket %s: %w", ts.GetName(), err)
 		}
 		common = c.GetCommonTlsContext()
+	case proxyProtocolType:
+		// The upstream PROXY protocol socket wraps another (a DestinationRule's
+		// proxyProtocol): Envoy builds the wrapped one, secrets included.
+		c := &proxyprotocolv3.ProxyProtocolUpstreamTransport{}
+		if err := a.UnmarshalTo(c); err != nil {
+			return fmt.Errorf("transport socket %s: %w", ts.GetName(), err)
+		}
+		return r.socket(c.GetTransportSocket())
 	default:
 		return nil
 	}

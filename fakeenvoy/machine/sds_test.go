@@ -11,6 +11,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
@@ -213,4 +214,33 @@ func TestHasSecretsMemo(t *testing.T) {
 	check("on ADS, held", []secretRef{root, ads}, true)
 	delete(m.types[tSDS].res, ads.name)
 	check("on ADS, removed", []secretRef{root, ads}, false)
+}
+
+// TestSDSWrappedSocket: a transport socket wrapped in the upstream PROXY protocol socket (a
+// DestinationRule's proxyProtocol) names the secrets of the socket it wraps, which Envoy fetches
+// as for the bare socket; each transport socket match is followed alike.
+func TestSDSWrappedSocket(t *testing.T) {
+	wrapped := func(inner *corev3.TransportSocket) *corev3.TransportSocket {
+		a, err := anypb.New(&proxyprotocolv3.ProxyProtocolUpstreamTransport{Config: &corev3.ProxyProtocolConfig{}, TransportSocket: inner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &corev3.TransportSocket{Name: "envoy.transport_sockets.upstream_proxy_protocol", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: a}}
+	}
+	forever := durationpb.New(0)
+	c := mtlsCluster(t, "c1", forever)
+	c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{{Name: "m", TransportSocket: wrapped(c.TransportSocket)}}
+	c.TransportSocket = nil
+	var r secretRefs
+	if err := r.collect(c); err != nil {
+		t.Fatal(err)
+	}
+	refs, _, _ := r.result()
+	var names []string
+	for _, ref := range refs {
+		names = append(names, ref.name)
+	}
+	if !slices.Equal(names, []string{"ROOTCA", "default"}) {
+		t.Errorf("secrets %v, want ROOTCA and default from the wrapped socket", names)
+	}
 }
