@@ -68,7 +68,7 @@ func CheckPaths(paths []string, d Decoder) CheckReport {
 	}
 	slices.Sort(r.Files)
 	r.Files = slices.Compact(r.Files)
-	owner := map[istioconfig.Key]string{}
+	owner := map[istioconfig.Key]string{} // "file:line" of each object's first definition
 	contents := map[string][]byte{}
 	for _, f := range r.Files {
 		data, err := os.ReadFile(f)
@@ -79,9 +79,6 @@ func CheckPaths(paths []string, d Decoder) CheckReport {
 		contents[f] = data
 		res, err := d.DecodeAll(f, data)
 		r.Skipped = append(r.Skipped, res.Skipped...)
-		if err == nil {
-			err = duplicates(f, res.Configs)
-		}
 		if err != nil {
 			var joined interface{ Unwrap() []error }
 			if errors.As(err, &joined) {
@@ -92,12 +89,13 @@ func CheckPaths(paths []string, d Decoder) CheckReport {
 			continue
 		}
 		r.Warnings = append(r.Warnings, res.Warnings...)
-		for _, c := range res.Configs {
+		for i, c := range res.Configs {
+			at := fmt.Sprintf("%s:%d", f, res.line(i))
 			if first, taken := owner[c.Key()]; taken {
-				r.Errors = append(r.Errors, fmt.Errorf("%s: %s %s/%s is already defined in %s: this copy is ignored; remove one", f, c.Kind, c.Namespace, c.Name, first))
+				r.Errors = append(r.Errors, fmt.Errorf("%s: %s %s/%s is already defined in %s: this copy is ignored; remove one", at, c.Kind, c.Namespace, c.Name, first))
 				continue
 			}
-			owner[c.Key()] = f
+			owner[c.Key()] = at
 			r.Configs = append(r.Configs, c)
 		}
 	}

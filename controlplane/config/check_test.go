@@ -36,7 +36,7 @@ func TestCheckPaths(t *testing.T) {
 		errs = append(errs, e.Error())
 	}
 	all := strings.Join(errs, "\n")
-	for _, want := range []string{"missing: no such file", "b.yaml: ServiceEntry default/x is already defined in " + filepath.Join(dir, "a.yaml"), "c.yaml:4: ServiceEntry default/why: spec.hosts: is required"} {
+	for _, want := range []string{"missing: no such file", "b.yaml:1: ServiceEntry default/x is already defined in " + filepath.Join(dir, "a.yaml") + ":1:", "c.yaml:4: ServiceEntry default/why: spec.hosts: is required"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("errors lack %q:\n%s", want, all)
 		}

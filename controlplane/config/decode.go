@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
@@ -89,6 +90,22 @@ type Decoded struct {
 	Skipped []Skipped
 	// Warnings are findings that istiod admits the object with (it is in Configs).
 	Warnings []*DecodeError
+	// at holds where each of Configs is written, for a line found only when needed.
+	at []objectAt
+}
+
+// objectAt is where an object is written: its document and its path in it.
+type objectAt struct {
+	loc  *locator
+	path validate.Path
+}
+
+// line returns the file line Configs[i] starts on, or 0 when unknown.
+func (d Decoded) line(i int) int {
+	if i < 0 || i >= len(d.at) {
+		return 0
+	}
+	return d.at[i].loc.line(d.at[i].path)
 }
 
 // Decode decodes every document of data (YAML documents separated by "---" lines, or a stream
@@ -117,13 +134,15 @@ func (d Decoder) DecodeAll(file string, data []byte) (Decoded, error) {
 	for _, doc := range docs {
 		st.document(doc)
 	}
-	return Decoded{Configs: st.out, Skipped: st.skipped, Warnings: st.warns}, errors.Join(st.errs...)
+	return Decoded{Configs: st.out, Skipped: st.skipped, Warnings: st.warns, at: st.at}, errors.Join(st.errs...)
 }
 
 type decodeState struct {
 	d       Decoder
 	file    string
 	out     []*istioconfig.Config
+	at      []objectAt              // where each of out is written
+	seen    map[istioconfig.Key]int // index in out of each object's first copy
 	errs    []error
 	skipped []Skipped
 	warns   []*DecodeError
@@ -151,6 +170,9 @@ func (st *decodeState) document(doc rawDoc) {
 		var err error
 		js, err = yaml.YAMLToJSONStrict(doc.src)
 		if err != nil {
+			js, err = st.mergedKeys(doc, err)
+		}
+		if err != nil {
 			st.yamlError(doc.loc, err)
 			return
 		}
@@ -159,6 +181,57 @@ func (st *decodeState) document(doc rawDoc) {
 		return // an empty document, as kubectl skips them
 	}
 	st.object(js, doc.loc, nil, true)
+}
+
+// mergedKeys retries a document the strict conversion refused for a key "already set in
+// map". The strict decoder counts a key that overrides one a merge key (<<: *base) brought in
+// as a duplicate, but YAML's merge keys are made to be overridden, and istiod (like kubectl)
+// reads such YAML. So the document is converted leniently, as istiod does, unless a mapping
+// writes one key twice itself: then the first such key is the error.
+func (st *decodeState) mergedKeys(doc rawDoc, strictErr error) ([]byte, error) {
+	if !strings.Contains(strictErr.Error(), "already set in map") {
+		return nil, strictErr
+	}
+	js, err := yaml.YAMLToJSON(doc.src)
+	if err != nil {
+		return nil, strictErr
+	}
+	var root yamlv3.Node
+	if err := yamlv3.Unmarshal(doc.src, &root); err != nil {
+		return nil, strictErr
+	}
+	if line, key, dup := duplicateKey(&root); dup {
+		return nil, fmt.Errorf("line %d: key %q already set in map", line, key)
+	}
+	return js, nil
+}
+
+// duplicateKey finds the first mapping under n that writes one key twice, merge keys aside.
+// line is relative to n's text.
+func duplicateKey(n *yamlv3.Node) (line int, key string, dup bool) {
+	if n.Kind == yamlv3.MappingNode {
+		seen := make(map[[2]string]bool, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind == yamlv3.ScalarNode && k.ShortTag() == "!!merge" {
+				continue
+			}
+			id := [2]string{k.ShortTag(), k.Value}
+			if k.Kind == yamlv3.ScalarNode && seen[id] {
+				return k.Line, k.Value, true
+			}
+			seen[id] = true
+		}
+	}
+	for _, c := range n.Content {
+		if c.Kind == yamlv3.AliasNode {
+			continue // its anchor was walked where it is written
+		}
+		if line, key, dup := duplicateKey(c); dup {
+			return line, key, true
+		}
+	}
+	return 0, "", false
 }
 
 // yamlError reports a YAML syntax error at its file line, with a hint for the usual causes.
@@ -280,11 +353,23 @@ func (st *decodeState) object(js []byte, loc *locator, at validate.Path, allowLi
 		st.errs = append(st.errs, e)
 		bad = true
 	}
-	if !bad {
-		// Warnings only of objects that load: a rejected object's errors come first.
-		st.warns = append(st.warns, warns...)
-		st.out = append(st.out, cfg)
+	if bad {
+		return
 	}
+	if first, dup := st.seen[cfg.Key()]; dup {
+		// One input defines one object once: which copy would win is anyone's guess.
+		prev := st.at[first]
+		st.fail(loc.line(at), obj, "defined twice in this file (first at line %d): remove one copy", prev.loc.line(prev.path))
+		return
+	}
+	if st.seen == nil {
+		st.seen = make(map[istioconfig.Key]int)
+	}
+	st.seen[cfg.Key()] = len(st.out)
+	// Warnings only of objects that load: a rejected object's errors come first.
+	st.warns = append(st.warns, warns...)
+	st.out = append(st.out, cfg)
+	st.at = append(st.at, objectAt{loc: loc, path: at})
 }
 
 // skip records a document of a kind or apiVersion this package does not store, with a hint

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	networking "istio.io/api/networking/v1alpha3"
+
 	"github.com/xdslab/xdslab/internal/golden"
 	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -136,6 +138,31 @@ func TestDecode(t *testing.T) {
 			wantErrs: []string{`5: invalid YAML: key "name" already set in map: remove the duplicate key`},
 		},
 		{
+			name: "merge key overridden, as istiod reads it",
+			in: seHead + "  hosts: [a]\n  ports:\n  - &http {number: 80, name: http, protocol: HTTP}\n" +
+				"  - <<: *http\n    number: 81\n    name: http-alt\n",
+			wantKeys: []string{"ServiceEntry/default/a"},
+		},
+		{
+			name: "merge key, and a key the mapping writes twice itself",
+			in: seHead + "  hosts: [a]\n  ports:\n  - &http {number: 80, name: http, protocol: HTTP}\n" +
+				"  - <<: *http\n    number: 81\n    name: http-alt\n    number: 82\n",
+			wantErrs: []string{`12: invalid YAML: key "number" already set in map: remove the duplicate key`},
+		},
+		{
+			name: "one object twice in a List names both lines",
+			in: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: networking.istio.io/v1\n  kind: ServiceEntry\n  metadata: {name: a}\n  spec: {hosts: [a]}\n" +
+				"- apiVersion: networking.istio.io/v1\n  kind: ServiceEntry\n  metadata: {name: a}\n  spec: {hosts: [b]}\n",
+			wantKeys: []string{"ServiceEntry/default/a"},
+			wantErrs: []string{`8: ServiceEntry default/a: defined twice in this file (first at line 4): remove one copy`},
+		},
+		{
+			name:     "one object twice in two documents names both lines",
+			in:       seHead + "  hosts: [a]\n---\n" + seHead + "  hosts: [b]\n",
+			wantKeys: []string{"ServiceEntry/default/a"},
+			wantErrs: []string{`8: ServiceEntry default/a: defined twice in this file (first at line 1): remove one copy`},
+		},
+		{
 			name:     "unknown kind, and the next document still loads",
 			in:       "apiVersion: networking.istio.io/v1\nkind: ServiceEntri\nmetadata: {name: a}\n---\n" + seHead + "  hosts: [a]\n",
 			wantKeys: []string{"ServiceEntry/default/a"},
@@ -255,6 +282,40 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// TestDecodeMergeKeys: a key written after a merge key overrides the merged one, as
+// sigs.k8s.io/yaml's lenient conversion (istiod's file source, kubectl) reads it.
+func TestDecodeMergeKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		port string // the third port, under "  - "
+		want string // its number, name and protocol
+	}{
+		{name: "override after the merge", port: "<<: *http\n    number: 81\n    name: alt", want: "81 alt HTTP"},
+		// YAML says a mapping's own keys win; sigs.k8s.io/yaml lets a later merge key win, and
+		// so does istiod, which reads the file with it.
+		{name: "a key before the merge is overridden, as istiod reads it", port: "protocol: TCP\n    <<: *http\n    number: 82\n    name: alt", want: "82 alt HTTP"},
+		{name: "merge of a list of anchors: the first wins", port: "<<: [*tcp, *http]\n    number: 83\n    name: alt", want: "83 alt TCP"},
+		{name: "merge of a list of anchors, other order", port: "<<: [*http, *tcp]\n    number: 84\n    name: alt", want: "84 alt HTTP"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := seHead + "  hosts: [a]\n  ports:\n  - &http {number: 80, name: http, protocol: HTTP}\n" +
+				"  - &tcp {number: 90, name: tcp, protocol: TCP}\n  - " + tc.port + "\n"
+			cs, err := Decode("f.yaml", []byte(in))
+			if err != nil || len(cs) != 1 {
+				t.Fatalf("Decode: %d configs, %v", len(cs), err)
+			}
+			ports := cs[0].Spec.(*networking.ServiceEntry).GetPorts()
+			if len(ports) != 3 {
+				t.Fatalf("ports = %v, want 3", ports)
+			}
+			if got := fmt.Sprintf("%d %s %s", ports[2].GetNumber(), ports[2].GetName(), ports[2].GetProtocol()); got != tc.want {
+				t.Errorf("third port = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestDecodeDefaultNamespace(t *testing.T) {
 	cs, err := Decoder{DefaultNamespace: "team-a"}.Decode("f", []byte(seHead+"  hosts: [a]\n"))
 	if err != nil || len(cs) != 1 || cs[0].Namespace != "team-a" {
@@ -286,6 +347,7 @@ func FuzzDecodeYAML(f *testing.F) {
 	f.Add([]byte("--- {apiVersion: v1, kind: List, items: [{}]}\n...\n"))
 	f.Add([]byte(`{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"g"},"spec":{"servers":[{"port":{"number":"x"}}]}}`))
 	f.Add([]byte("a: &x [*x]\n"))
+	f.Add([]byte(seHead + "  hosts: [a]\n  ports:\n  - &p {number: 80, name: http}\n  - {<<: *p, number: 81}\n  - {<<: [*p, *p], name: b, name: c}\n---\n" + seHead))
 	f.Add([]byte("{apiVersion: security.istio.io/v1, kind: RequestAuthentication, metadata: {name: j}, spec: {jwtRules: [{issuer: i, jwks: '{\"keys\":[]}', fromHeaders: [{name: ''}]}]}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cs, err := Decode("fuzz.yaml", data)

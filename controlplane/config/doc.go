@@ -38,7 +38,11 @@
 // PeerAuthentication, AuthorizationPolicy and RequestAuthentication under security.istio.io/v1 or v1beta1, metadata{name, namespace (default "default"), labels, annotations, resourceVersion,
 // creationTimestamp} and spec, decoded with protojson after sigs.k8s.io/yaml turns the YAML
 // into JSON. "apiVersion: v1, kind: List" documents contribute their items. Decoding is strict:
-// an unknown field (top level, metadata or spec) is an error. Every error is a *DecodeError
+// an unknown field (top level, metadata or spec) is an error, and so is a key a mapping writes
+// twice, or an object (kind, namespace, name) an input defines twice (the error names both
+// lines). Anchors, aliases and merge keys (<<: *base) read as istiod's file source reads them
+// (sigs.k8s.io/yaml): a key beside a merge key is not a duplicate; it overrides the merged one
+// when written after it, and is overridden when written before it. Every error is a *DecodeError
 // naming file and line (of the offending key where it can be found, else of the document
 // start), the path (spec.ports[0].targetPort), and the fix ("did you mean …?"). A bad document
 // contributes nothing; the good ones are still returned beside the joined errors.

@@ -778,9 +778,6 @@ func (s *FileSource) load(paths []string, force bool) {
 		default:
 			r.fi = fi
 			r.dec, r.err = s.opts.Decoder.DecodeAll(p, data)
-			if r.err == nil {
-				r.err = duplicates(p, r.dec.Configs)
-			}
 		}
 		results = append(results, r)
 	}
@@ -1015,18 +1012,6 @@ func (s *FileSource) report(p string, st *fileState, dec Decoded) {
 		}
 	}
 	st.reported = now
-}
-
-// duplicates rejects a file that defines one object twice.
-func duplicates(p string, objs []*istioconfig.Config) error {
-	seen := make(map[istioconfig.Key]bool, len(objs))
-	for _, c := range objs {
-		if seen[c.Key()] {
-			return fmt.Errorf("%s: %s %s/%s is defined twice in this file: remove one copy", p, c.Kind, c.Namespace, c.Name)
-		}
-		seen[c.Key()] = true
-	}
-	return nil
 }
 
 // setObjects replaces a file's objects in the definition index.
