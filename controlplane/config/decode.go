@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -247,6 +248,11 @@ func (st *decodeState) yamlError(loc *locator, err error) {
 	// The line is in front of the message already.
 	msg = yamlNoiseRE.ReplaceAllString(msg, "")
 	hint := ""
+	if bad, ok := badChar(loc.src); ok && (strings.Contains(msg, "control characters") || strings.Contains(msg, "UTF-8")) {
+		// The reader's error has no position: find the character ourselves.
+		st.fail(bad.line+loc.firstLine-1, "", "invalid YAML: %s", bad.fix)
+		return
+	}
 	switch {
 	case strings.Contains(msg, "tab character"):
 		hint = "YAML indents with spaces, never tabs: replace the tabs"
@@ -262,6 +268,33 @@ func (st *decodeState) yamlError(loc *locator, err error) {
 		hint = "fix the YAML syntax"
 	}
 	st.fail(line, "", "invalid YAML: %s: %s", msg, hint)
+}
+
+// badText is the first character of a text that YAML does not allow, with its fix.
+type badText struct {
+	line int // 1-based, in the text
+	fix  string
+}
+
+// badChar finds the first byte sequence of src that is not UTF-8, or the first character YAML
+// does not allow in a file (C0 and C1 control characters other than tab, line feed, carriage
+// return and next line; DEL; U+FFFE and U+FFFF).
+func badChar(src []byte) (badText, bool) {
+	line, col := 1, 1
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			return badText{line, fmt.Sprintf("byte 0x%02x at column %d is not UTF-8: save the file as UTF-8", src[i], col)}, true
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r', r >= 0x7f && r <= 0x9f && r != 0x85, r == 0xfffe, r == 0xffff:
+			return badText{line, fmt.Sprintf("control character %U at column %d is not allowed: remove it (or write it escaped in a double-quoted string)", r, col)}, true
+		case r == '\n':
+			line, col = line+1, 0
+		}
+		i += n
+		col++
+	}
+	return badText{}, false
 }
 
 var topLevelKeys = []string{"apiVersion", "kind", "metadata", "spec", "status"}

@@ -163,6 +163,17 @@ func TestDecode(t *testing.T) {
 			wantErrs: []string{`8: ServiceEntry default/a: defined twice in this file (first at line 1): remove one copy`},
 		},
 		{
+			name:     "a byte that is not UTF-8 names its line and column",
+			in:       seHead + "  hosts: [a]\n---\n" + seHead + "  hosts: [caf\xe9]\n",
+			wantKeys: []string{"ServiceEntry/default/a"},
+			wantErrs: []string{`13: invalid YAML: byte 0xe9 at column 14 is not UTF-8: save the file as UTF-8`},
+		},
+		{
+			name:     "a control character names its line and column",
+			in:       seHead + "  hosts: [a]\n  location: MESH_\x00INTERNAL\n",
+			wantErrs: []string{`7: invalid YAML: control character U+0000 at column 18 is not allowed`},
+		},
+		{
 			name:     "unknown kind, and the next document still loads",
 			in:       "apiVersion: networking.istio.io/v1\nkind: ServiceEntri\nmetadata: {name: a}\n---\n" + seHead + "  hosts: [a]\n",
 			wantKeys: []string{"ServiceEntry/default/a"},

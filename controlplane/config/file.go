@@ -864,10 +864,11 @@ func (s *FileSource) apply(results []readResult, now time.Time) {
 		p, st := r.path, s.files[r.path]
 		if r.gone {
 			if st != nil {
+				n := len(st.objs) // before setObjects forgets them
 				s.setObjects(p, st, nil, affected)
 				delete(s.files, p)
 				s.paths = nil
-				s.opts.Logger.Info("config file removed", "file", p, "objects", len(st.objs))
+				s.opts.Logger.Info("config file removed", "file", p, "objects", n)
 			}
 			continue
 		}

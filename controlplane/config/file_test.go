@@ -219,6 +219,9 @@ func TestFileSourceLifecycle(t *testing.T) {
 	if got, want := h.events(), "delete ServiceEntry/default/w; delete ServiceEntry/default/x; delete ServiceEntry/default/yy"; got != want {
 		t.Errorf("after the delete:\n got %s\nwant %s", got, want)
 	}
+	if logs := h.logs.String(); !strings.Contains(logs, "a.yaml objects=3") {
+		t.Errorf("the removal's log does not count the 3 objects it deleted:\n%s", logs)
+	}
 	for _, f := range h.src.Status().Files {
 		if strings.HasSuffix(f.Path, "a.yaml") {
 			t.Errorf("deleted file still in status: %+v", f)
