@@ -977,10 +977,26 @@ func (c *checker) trafficPolicy(at Path, tp *networking.TrafficPolicy) {
 }
 
 // clientTLS mirrors istiod's validateTLS: ISTIO_MUTUAL takes its certificates from the mesh,
-// so none may be given; MUTUAL needs a client certificate and key unless credentialName names
-// them.
+// so none may be given; insecureSkipVerify excludes what only verification reads (CA
+// certificates and subject alt names, and in SIMPLE mode a credentialName, which there holds
+// only the CA); a credentialName of SIMPLE or MUTUAL holds the certificates, so none may be
+// given beside it; MUTUAL needs a client certificate and key unless credentialName names them.
 func (c *checker) clientTLS(at Path, t *networking.ClientTLSSettings) {
-	switch t.GetMode() {
+	mode := t.GetMode()
+	if t.GetInsecureSkipVerify().GetValue() {
+		verifies := t.GetCaCertificates() != "" || len(t.GetSubjectAltNames()) > 0
+		switch {
+		case mode == networking.ClientTLSSettings_SIMPLE && (verifies || t.GetCredentialName() != ""):
+			c.errf(at.With("insecureSkipVerify"), "cannot be true with caCertificates, credentialName or subjectAltNames in SIMPLE mode, which only verify the server: remove them, or insecureSkipVerify")
+		case mode == networking.ClientTLSSettings_MUTUAL && verifies:
+			c.errf(at.With("insecureSkipVerify"), "cannot be true with caCertificates or subjectAltNames, which only verify the server: remove them, or insecureSkipVerify")
+		}
+	}
+	if (mode == networking.ClientTLSSettings_SIMPLE || mode == networking.ClientTLSSettings_MUTUAL) && t.GetCredentialName() != "" &&
+		(t.GetClientCertificate() != "" || t.GetPrivateKey() != "" || t.GetCaCertificates() != "" || t.GetCaCrl() != "") {
+		c.errf(at.With("credentialName"), "holds the certificates: remove clientCertificate, privateKey, caCertificates and caCrl, or credentialName")
+	}
+	switch mode {
 	case networking.ClientTLSSettings_ISTIO_MUTUAL:
 		if t.GetClientCertificate() != "" || t.GetPrivateKey() != "" || t.GetCaCertificates() != "" || t.GetCredentialName() != "" {
 			c.errf(at, "ISTIO_MUTUAL uses the mesh's certificates: remove clientCertificate, privateKey, caCertificates and credentialName (or use MUTUAL)")
