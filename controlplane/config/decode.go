@@ -585,6 +585,20 @@ func (st *decodeState) specError(raw json.RawMessage, err error, spec proto.Mess
 			break
 		}
 		text += ": check the value's type (quote strings, use numbers without quotes, durations like \"5s\")"
+	case strings.Contains(text, ", oneof ") && strings.HasSuffix(text, " is already set"):
+		// protojson names the oneof by its proto name: name the fields the user wrote instead.
+		if md := messageAt(spec.ProtoReflect().Descriptor(), sub[:max(len(sub)-1, 0)]); md != nil && len(sub) > 0 {
+			if name, ok := sub[len(sub)-1].(string); ok {
+				if fd := fieldNamed(md, name); fd != nil && fd.ContainingOneof() != nil {
+					var alts []string
+					fs := fd.ContainingOneof().Fields()
+					for i := range fs.Len() {
+						alts = append(alts, fs.Get(i).JSONName())
+					}
+					text = fmt.Sprintf("only one of %s may be set: keep one", strings.Join(alts, ", "))
+				}
+			}
+		}
 	case strings.HasPrefix(text, "invalid value for "):
 		text += ": check the value's type (quote strings, use numbers without quotes, durations like \"5s\")"
 	}

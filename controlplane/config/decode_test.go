@@ -102,6 +102,11 @@ func TestDecode(t *testing.T) {
 			wantErrs: []string{`8: ServiceEntry default/a: spec.ports[0].number: invalid value for uint32 field number`},
 		},
 		{
+			name:     "two fields of a oneof name the alternatives",
+			in:       "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec:\n  host: a\n  trafficPolicy:\n    loadBalancer:\n      consistentHash: {httpHeaderName: x}\n      simple: ROUND_ROBIN\n",
+			wantErrs: []string{`9: DestinationRule default/d: spec.trafficPolicy.loadBalancer.simple: only one of simple, consistentHash`},
+		},
+		{
 			name:     "bad enum",
 			in:       seHead + "  resolution: SOMETIMES\n",
 			wantErrs: []string{`6: ServiceEntry default/a: spec.resolution: invalid value for enum field resolution: "SOMETIMES": use one of: NONE, STATIC, DNS, DNS_ROUND_ROBIN, DYNAMIC_DNS`},
