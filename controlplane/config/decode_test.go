@@ -210,6 +210,11 @@ func TestDecode(t *testing.T) {
 			wantErrs: []string{`4: Gateway default/My_Gateway: metadata.name "My_Gateway" is not a valid name`},
 		},
 		{
+			name:     "a Gateway's name is a DNS label",
+			in:       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata:\n  name: gw.v2\nspec: {servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['*']}]}\n",
+			wantErrs: []string{`4: Gateway default/gw.v2: metadata.name: "gw.v2" is not a valid Gateway name`},
+		},
+		{
 			name:     "unknown metadata field",
 			in:       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata:\n  name: g\n  label: {a: b}\n",
 			wantErrs: []string{`5: metadata.label: unknown field "label" (did you mean "labels"?)`},

@@ -288,17 +288,22 @@ func (c *checker) pathTemplates(at Path, vs []string) {
 // dryRunAnnotation is the annotation that puts an AuthorizationPolicy in dry-run (shadow rules).
 const dryRunAnnotation = "istio.io/dry-run"
 
-// Metadata applies istiod's checks of an object's annotations (validateMetadata's
-// checkDryRunAnnotation): istio.io/dry-run only on an AuthorizationPolicy, there only with
-// action ALLOW or DENY, and with a value strconv.ParseBool reads ("true", "false", "1", …).
-// istiod rejects the object otherwise; the generators would silently build shadow LOG rules
-// or read an unparsable value as false. Paths start at "metadata".
+// Metadata applies istiod's checks of an object's metadata: a Gateway's name is a DNS label
+// (ValidateGateway), and (validateMetadata's checkDryRunAnnotation) istio.io/dry-run only on
+// an AuthorizationPolicy, there only with action ALLOW or DENY, and with a value
+// strconv.ParseBool reads ("true", "false", "1", …). istiod rejects the object otherwise; the
+// generators would silently build shadow LOG rules or read an unparsable value as false.
+// Paths start at "metadata".
 func Metadata(cfg *istioconfig.Config) []Problem {
+	c := &checker{}
+	if cfg.Kind == istioconfig.KindGateway && !isDNSLabel(cfg.Name) {
+		// istiod's ValidateGateway: a reference namespace/name cannot name a dotted one.
+		c.errf(Path{"metadata", "name"}, "%q is not a valid Gateway name: a Gateway's name is a DNS label (at most 63 lowercase letters, digits and '-', no dots)", cfg.Name)
+	}
 	v, ok := cfg.Annotations[dryRunAnnotation]
 	if !ok {
-		return nil
+		return c.problems
 	}
-	c := &checker{}
 	at := Path{"metadata", "annotations", dryRunAnnotation}
 	ap, isAuthz := cfg.Spec.(*securityapi.AuthorizationPolicy)
 	switch {

@@ -730,8 +730,12 @@ func (c *checker) gatewayName(at Path, g string) {
 	if !slash {
 		name, ns = ns, ""
 	}
-	if (slash && !isDNSLabel(ns)) || !istioconfig.IsDNS1123Subdomain(name) {
+	switch {
+	case (slash && !isDNSLabel(ns)) || !istioconfig.IsDNS1123Subdomain(name):
 		c.errf(at, "%q is not a gateway reference: use \"mesh\", a Gateway name, or namespace/name", g)
+	case slash && !isDNSLabel(name):
+		// Without a slash, a dotted name is the legacy name.namespace form; after it, a name.
+		c.errf(at, "%q names Gateway %q, which cannot exist: a Gateway's name is a DNS label (no dots)", g, name)
 	}
 }
 
@@ -1356,6 +1360,10 @@ func (c *checker) gateway(at Path, gw *networking.Gateway) {
 		}
 		c.port(sa.With("port", "number"), p.GetNumber())
 		c.protocol(sa.With("port", "protocol"), p.GetProtocol(), true)
+		// (A unix:// bind, which istiod takes with port 0, is left to the port rule.)
+		if b := s.GetBind(); b != "" && !isIP(b) && !strings.HasPrefix(b, unixPrefix) {
+			c.errf(sa.With("bind"), "%q is not an IP address: bind the server to an IP address, or remove bind", b)
+		}
 		if p.GetName() != "" {
 			if names[p.GetName()] {
 				c.errf(sa.With("port", "name"), "port name %q is used by another server: give each server port its own name", p.GetName())
