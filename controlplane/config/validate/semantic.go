@@ -632,19 +632,25 @@ func (c *checker) virtualService(at Path, namespace string, vs *networking.Virtu
 		}
 		c.gatewayName(at.With("gateways", i), g)
 	}
+	hostsValid := true
 	for i, h := range vs.GetHosts() {
 		ha := at.With("hosts", i)
 		switch {
 		case h == "*":
 			if mesh {
 				c.errf(ha, "\"*\" is not allowed for a VirtualService bound to the mesh (no gateways, or \"mesh\"): name the hosts, or bind it to a gateway only")
+				hostsValid = false
 			}
 		case isIP(h):
 		default:
 			if msg := hostError(h); msg != "" {
 				c.errf(ha, "%s", msg)
+				hostsValid = false
 			}
 		}
+	}
+	if hostsValid {
+		c.duplicateHosts(at.With("hosts"), vs.GetHosts())
 	}
 	if len(vs.GetHttp()) == 0 && len(vs.GetTls()) == 0 && len(vs.GetTcp()) == 0 {
 		c.errf(at, "a VirtualService needs http, tls or tcp routes: add at least one")
@@ -718,6 +724,38 @@ func (c *checker) delegateRoute(at Path, r *networking.HTTPRoute, inDelegate boo
 	if r.GetRedirect() != nil {
 		c.errf(at.With("redirect"), "a route with delegate takes its actions from the delegate VirtualService: remove redirect (or delegate)")
 	}
+}
+
+// duplicateHosts mirrors istiod's check of a VirtualService's hosts: no two may overlap, the
+// same host twice or a wildcard and a host it covers (*.example.com and a.example.com, or
+// *.com), for which of the two would route the host is not said.
+func (c *checker) duplicateHosts(at Path, hosts []string) {
+	for j := 1; j < len(hosts); j++ {
+		for i := range j {
+			if hostsOverlap(hosts[i], hosts[j]) {
+				c.errf(at.With(j), "%q overlaps %q (hosts[%d]): list each host once; a wildcard already covers the hosts it matches, so remove one", hosts[j], hosts[i], i)
+				break
+			}
+		}
+	}
+}
+
+// hostsOverlap says whether two host names (each maybe a *-prefixed wildcard) match a common
+// host, as istiod's host.Name.Matches: case-sensitively, by suffix.
+func hostsOverlap(a, b string) bool {
+	aw, bw := strings.HasPrefix(a, "*"), strings.HasPrefix(b, "*")
+	switch {
+	case aw && bw:
+		if len(a) < len(b) {
+			return strings.HasSuffix(b[1:], a[1:])
+		}
+		return strings.HasSuffix(a[1:], b[1:])
+	case aw:
+		return strings.HasSuffix(b, a[1:])
+	case bw:
+		return strings.HasSuffix(a, b[1:])
+	}
+	return a == b
 }
 
 // gatewayName mirrors istiod's validateGatewayNames: "mesh", a gateway name, or
