@@ -987,7 +987,7 @@ func (c *checker) trafficPolicy(at Path, tp *networking.TrafficPolicy) {
 	}
 	if tp.GetConnectionPool() == nil && tp.GetOutlierDetection() == nil && tp.GetLoadBalancer() == nil && tp.GetTls() == nil &&
 		len(tp.GetPortLevelSettings()) == 0 && tp.GetTunnel() == nil && tp.GetProxyProtocol() == nil && tp.GetRetryBudget() == nil {
-		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings, retryBudget) or remove it")
+		c.errf(at, "is empty: set a policy (connectionPool, outlierDetection, loadBalancer, tls, portLevelSettings, tunnel, proxyProtocol, retryBudget) or remove it")
 	}
 	if tp.GetTunnel() != nil && tp.GetProxyProtocol() != nil {
 		c.errf(at.With("proxyProtocol"), "cannot be set with tunnel (istiod rejects both together): remove one")
