@@ -14,3 +14,11 @@ func TestEventLimitIsTheSimulators(t *testing.T) {
 		t.Fatalf("scenarios' limit %d, the simulator's %d", got, simulator.MaxScheduledEvents)
 	}
 }
+
+// TestEndpointLimitIsTheSimulators: validate's bound on the topology's endpoints is the
+// simulator's address space (simulator.MaxEndpointAddresses).
+func TestEndpointLimitIsTheSimulators(t *testing.T) {
+	if got := scenarios.MaxEndpoints; got != simulator.MaxEndpointAddresses {
+		t.Fatalf("scenarios' limit %d, the simulator's %d", got, simulator.MaxEndpointAddresses)
+	}
+}

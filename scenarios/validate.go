@@ -30,6 +30,9 @@ const (
 	maxChurnServices = 100_000
 	// maxScheduledEvents is simulator.MaxScheduledEvents: the events all churn may schedule.
 	maxScheduledEvents = 5_000_000
+	// maxEndpoints is simulator.MaxEndpointAddresses: the simulator gives every endpoint its
+	// own address in 10.0.0.0/8 and stops the run when they run out.
+	maxEndpoints = 256 * 256 * 254
 	// MaxClients bounds the clients of one scenario, all groups together (and of xdslab fleet
 	// --clients): every client is a
 	// fake Envoy with its own state machine, and a count far past it exhausts memory before
@@ -240,6 +243,10 @@ func (v *validator) topology() {
 	}
 	v.countDist("topology.portsPerService", t.PortsPerService, 1)
 	v.countDist("topology.endpointsPerService", t.EndpointsPerService, 0)
+	if least := leastDraw(t.EndpointsPerService); t.Mesh == nil && float64(t.Services)*least > maxEndpoints {
+		v.add("topology.endpointsPerService", fmt.Sprintf("give the %d services at most %d endpoints in all (%d each)", t.Services, maxEndpoints, maxEndpoints/max(t.Services, 1)),
+			"at least %g endpoints per service make at least %.4g endpoints, past the simulator's %d endpoint addresses (10.0.0.0/8)", least, float64(t.Services)*least, maxEndpoints)
+	}
 	v.atLeast("topology.localities.regions", t.Localities.Regions, 1)
 	v.atLeast("topology.localities.zonesPerRegion", t.Localities.ZonesPerRegion, 1)
 	if t.Versions < 1 || t.Versions > 100 {
@@ -334,6 +341,19 @@ func (v *validator) countDist(path string, s dist.Spec, lo int) {
 	if (s.Dist == "constant" || s.Dist == "") && s.Value < float64(lo) {
 		v.add(path, fmt.Sprintf("use a value >= %d", lo), "constant %g is below %d", s.Value, lo)
 	}
+}
+
+// leastDraw is the least value a count distribution can draw (rounded as counts are): a
+// constant's value, else the min that uniform and pareto draw from and the others clamp to
+// (when max is set); 0 when nothing bounds it.
+func leastDraw(s dist.Spec) float64 {
+	switch {
+	case s.Dist == "constant" || s.Dist == "":
+		return math.Round(max(s.Value, 0))
+	case s.Dist == "uniform" || s.Dist == "pareto" || s.Max > 0:
+		return math.Round(max(s.Min, 0))
+	}
+	return 0
 }
 
 func (v *validator) churn(i int) {

@@ -178,6 +178,10 @@ type mesh struct {
 // maxAddresses is the size of 10.0.0.0/8 without .0 and .255 host octets.
 const maxAddresses = 256 * 256 * 254
 
+// MaxEndpointAddresses is how many endpoints a run can hold at once: each has its own address
+// in 10.0.0.0/8, and a run stops when they run out.
+const MaxEndpointAddresses = maxAddresses
+
 func (m *mesh) allocAddr() (string, error) {
 	if m.nextAddr >= maxAddresses {
 		return "", fmt.Errorf("simulator: address space 10.0.0.0/8 exhausted after %d endpoints", maxAddresses)
