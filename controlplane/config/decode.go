@@ -17,6 +17,7 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"sigs.k8s.io/yaml"
 
 	"github.com/xdslab/xdslab/controlplane/config/validate"
@@ -599,10 +600,28 @@ func (st *decodeState) specError(raw json.RawMessage, err error, spec proto.Mess
 				}
 			}
 		}
+	case isDurationAt(spec.ProtoReflect().Descriptor(), sub):
+		text += `: write a duration with a unit, such as "10s", "500ms" or "1m30s" (units h, m, s, ms, us, ns)`
 	case strings.HasPrefix(text, "invalid value for "):
 		text += ": check the value's type (quote strings, use numbers without quotes, durations like \"5s\")"
 	}
 	st.fail(loc.line(full), obj, "%s: %s", full, text)
+}
+
+// isDurationAt says whether path p (from md) ends at a google.protobuf.Duration field.
+func isDurationAt(md protoreflect.MessageDescriptor, p validate.Path) bool {
+	if len(p) == 0 {
+		return false
+	}
+	name, ok := p[len(p)-1].(string)
+	if !ok {
+		return false
+	}
+	if md = messageAt(md, p[:len(p)-1]); md == nil {
+		return false
+	}
+	fd := fieldNamed(md, name)
+	return fd != nil && fd.Message() != nil && fd.Message().FullName() == durationName
 }
 
 func cleanProtoMsg(s string) string {

@@ -256,6 +256,16 @@ func TestDecode(t *testing.T) {
 			wantErrs: []string{`9: DestinationRule default/d: spec.trafficPolicy.connectionPool.tcp.connectTimeout: invalid google.protobuf.Duration value`},
 		},
 		{
+			name:     "a duration without a unit",
+			in:       "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n  hosts: [a]\n  http:\n  - timeout: 10\n    route: [{destination: {host: a}}]\n",
+			wantErrs: []string{`7: VirtualService default/v: spec.http[0].timeout: unexpected token 10: write a duration with a unit, such as "10s"`},
+		},
+		{
+			name:     "a duration in days",
+			in:       "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec:\n  host: a\n  trafficPolicy:\n    outlierDetection: {interval: 1d}\n",
+			wantErrs: []string{`7: DestinationRule default/d: spec.trafficPolicy.outlierDetection.interval: invalid google.protobuf.Duration value "1d": write a duration with a unit, such as "10s", "500ms" or "1m30s" (units h, m, s, ms, us, ns)`},
+		},
+		{
 			name: "Go-style durations as Istio's CRDs take them",
 			in: "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec:\n  host: a\n  trafficPolicy:\n    outlierDetection: {interval: 1m30s, baseEjectionTime: 15m}\n" +
 				"  subsets:\n  - name: v1\n    trafficPolicy:\n      connectionPool: {tcp: {connectTimeout: 250ms}}\n",
