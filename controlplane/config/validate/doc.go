@@ -19,9 +19,13 @@
 // endpoints (NONE takes none; STATIC needs IPs or unix sockets; DNS without endpoints needs
 // hosts without wildcards; DNS_ROUND_ROBIN at most one endpoint; endpoints and a
 // workloadSelector exclude each other; CIDR addresses only with NONE or STATIC; several hosts
-// only on HTTP or TLS ports), route weights (each 0-100, not all 0 when a route has several
-// destinations; a sum other than 100 is a warning, as current istiod reads weights as
-// relative and only old releases rejected it), label keys and values and selectors (no
+// only on HTTP or TLS ports), VirtualService hosts (no two overlapping: a host twice, or a
+// wildcard and a host it covers), Gateway names (DNS labels, also in namespace/name
+// references) and server binds (IP addresses), route weights (none negative, not all 0 when a
+// route has several destinations; weights past 100 are admitted and a sum other than 100 is a
+// warning, as current istiod reads weights as relative shares and only old releases rejected
+// it), client TLS (insecureSkipVerify without CA certificates or subject alt names, and in
+// SIMPLE mode without credentialName; no certificate files beside a credentialName), label keys and values and selectors (no
 // wildcards), durations (at least 1ms, whole milliseconds), percentages, HTTP route features
 // (retryOn policies or status codes, gRPC abort status names, mirror or mirrors, header
 // operation names and values, values being Envoy formatter strings ("%%" for a literal '%',

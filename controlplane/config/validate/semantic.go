@@ -791,10 +791,10 @@ func routeDests(rs []*networking.RouteDestination) []dest {
 }
 
 // routeDestinations mirrors istiod's validateRouteDestinations and
-// validateHTTPRouteDestinations: every destination is set and valid, every weight is 0-100,
+// validateHTTPRouteDestinations: every destination is set and valid, no weight is negative,
 // and several destinations do not all weigh 0. istiod up to 1.1x also required the weights
-// to add up to 100; current istiod (and Envoy) read them as relative, so a sum other than 100
-// is a warning here, not an error.
+// to add up to 100; current istiod (and Envoy) read them as relative shares, so a weight past
+// 100 is admitted and a sum other than 100 is a warning here, not an error.
 func (c *checker) routeDestinations(at Path, ds []dest) {
 	total := int64(0)
 	for i, d := range ds {
@@ -804,8 +804,8 @@ func (c *checker) routeDestinations(at Path, ds []dest) {
 		} else {
 			c.destination(da.With("destination"), d.d)
 		}
-		if d.weight < 0 || d.weight > 100 {
-			c.errf(da.With("weight"), "%d is not a percentage: use a weight from 0 to 100", d.weight)
+		if d.weight < 0 {
+			c.errf(da.With("weight"), "%d is negative: use a weight of 0 or more (weights are relative shares, best written as percentages)", d.weight)
 		}
 		total += int64(d.weight)
 	}
