@@ -21,7 +21,10 @@
 // workloadSelector exclude each other; CIDR addresses only with NONE or STATIC; several hosts
 // only on HTTP or TLS ports), VirtualService hosts (no two overlapping: a host twice, or a
 // wildcard and a host it covers), Gateway names (DNS labels, also in namespace/name
-// references) and server binds (IP addresses), route weights (none negative, not all 0 when a
+// references), server binds (IP addresses) and port names (required), tcp and tls routes
+// (destinations required; destinationSubnets IPs or CIDRs), DestinationRule port-level
+// settings (at least one setting besides the port), PeerAuthentication portLevelMtls (not an
+// empty map), route weights (none negative, not all 0 when a
 // route has several destinations; weights past 100 are admitted and a sum other than 100 is a
 // warning, as current istiod reads weights as relative shares and only old releases rejected
 // it), client TLS (insecureSkipVerify without CA certificates or subject alt names, and in
@@ -33,7 +36,7 @@
 // match requests and CORS policies (matches.go: a regex is RE2 syntax, not empty, at most 1024
 // bytes; a prefix is not empty except on uri; header names are HTTP tokens, pseudo-headers or
 // JWT claims; CORS origins match something, methods are uppercase method names, header names
-// tokens or "*", maxAge whole seconds), exportTo, Sidecar egress hosts (namespace/host, the
+// tokens or "*", maxAge whole seconds), exportTo, Sidecar egress and Gateway server hosts (namespace/host, no short names, the
 // port-less listener last) and ingress endpoints, Gateway TLS settings, load balancer
 // settings (a Maglev tableSize a prime below 5000011, cookie attributes named once, warmup
 // with a duration) and locality load balancing (locality.go), and the security kinds

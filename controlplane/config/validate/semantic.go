@@ -682,16 +682,34 @@ func (c *checker) virtualService(at Path, namespace string, vs *networking.Virtu
 				c.port(ma.With("port"), m.GetPort())
 			}
 			c.labels(ma.With("sourceLabels"), m.GetSourceLabels())
+			for k, g := range m.GetGateways() {
+				c.gatewayName(ma.With("gateways", k), g)
+			}
+		}
+		if len(r.GetRoute()) == 0 {
+			c.errf(ra.With("route"), "is required: list the destinations this tls route sends to")
 		}
 		c.routeDestinations(ra.With("route"), routeDests(r.GetRoute()))
 	}
 	for i, r := range vs.GetTcp() {
 		ra := at.With("tcp", i)
 		for j, m := range r.GetMatch() {
-			if m.GetPort() != 0 {
-				c.port(ra.With("match", j, "port"), m.GetPort())
+			ma := ra.With("match", j)
+			for k, d := range m.GetDestinationSubnets() {
+				if !isIPOrCIDR(d) {
+					c.errf(ma.With("destinationSubnets", k), "%q is not an IP address or CIDR", d)
+				}
 			}
-			c.labels(ra.With("match", j, "sourceLabels"), m.GetSourceLabels())
+			if m.GetPort() != 0 {
+				c.port(ma.With("port"), m.GetPort())
+			}
+			c.labels(ma.With("sourceLabels"), m.GetSourceLabels())
+			for k, g := range m.GetGateways() {
+				c.gatewayName(ma.With("gateways", k), g)
+			}
+		}
+		if len(r.GetRoute()) == 0 {
+			c.errf(ra.With("route"), "is required: list the destinations this tcp route sends to")
 		}
 		c.routeDestinations(ra.With("route"), routeDests(r.GetRoute()))
 	}
@@ -1011,6 +1029,9 @@ func (c *checker) trafficPolicy(at Path, tp *networking.TrafficPolicy) {
 				c.errf(pa.With("port", "number"), "port %d has settings twice: merge them", n)
 			}
 			ports[n] = true
+		}
+		if pl.GetOutlierDetection() == nil && pl.GetConnectionPool() == nil && pl.GetLoadBalancer() == nil && pl.GetTls() == nil {
+			c.errf(pa, "sets nothing for its port: add connectionPool, outlierDetection, loadBalancer or tls, or remove it")
 		}
 		c.policyParts(pa, pl.GetConnectionPool(), pl.GetOutlierDetection())
 		c.loadBalancer(pa.With("loadBalancer"), pl.GetLoadBalancer(), pl.GetOutlierDetection())
@@ -1362,12 +1383,16 @@ func (c *checker) namespacedHost(at Path, h string, sidecar bool) {
 	case ns == "*", ns == ".":
 	case !isDNSLabel(ns):
 		c.errf(at, "%q: %q is not a namespace: use \"*\", \".\" or a namespace name", h, ns)
+		return
 	}
 	if host == "*" {
 		return
 	}
 	if msg := hostError(host); msg != "" {
 		c.errf(at, "%s", msg)
+	} else if !strings.Contains(host, ".") {
+		// istiod's validateSidecarOrGatewayHostnamePart: the host is matched as written.
+		c.errf(at, "%q: %q is a short host name, which is not allowed here: write the full name (NAME.NAMESPACE.svc.cluster.local for a Kubernetes service)", h, host)
 	}
 }
 
@@ -1398,6 +1423,9 @@ func (c *checker) gateway(at Path, gw *networking.Gateway) {
 		}
 		c.port(sa.With("port", "number"), p.GetNumber())
 		c.protocol(sa.With("port", "protocol"), p.GetProtocol(), true)
+		if p.GetName() == "" {
+			c.errf(sa.With("port", "name"), "is required: name the server's port, e.g. http-%d", p.GetNumber())
+		}
 		// (A unix:// bind, which istiod takes with port 0, is left to the port rule.)
 		if b := s.GetBind(); b != "" && !isIP(b) && !strings.HasPrefix(b, unixPrefix) {
 			c.errf(sa.With("bind"), "%q is not an IP address: bind the server to an IP address, or remove bind", b)
@@ -1442,6 +1470,9 @@ func (c *checker) gateway(at Path, gw *networking.Gateway) {
 // beyond 65535, and a valid selector.
 func (c *checker) peerAuthentication(at Path, pa *securityapi.PeerAuthentication) {
 	sel := pa.GetSelector().GetMatchLabels()
+	if pa.PortLevelMtls != nil && len(pa.PortLevelMtls) == 0 {
+		c.errf(at.With("portLevelMtls"), "is empty: list ports with their mode, or remove it")
+	}
 	if len(pa.GetPortLevelMtls()) > 0 && len(sel) == 0 {
 		c.errf(at.With("portLevelMtls"), "a mesh- or namespace-wide PeerAuthentication (no selector) cannot set port-level mTLS: add selector.matchLabels or remove portLevelMtls")
 	}
