@@ -1,10 +1,13 @@
 package validate
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
 	securityapi "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
 
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -26,6 +29,7 @@ func (c *checker) authorizationPolicy(at Path, ap *securityapi.AuthorizationPoli
 	if ap.GetTargetRef() != nil && len(ap.GetTargetRefs()) > 0 {
 		c.errf(at.With("targetRefs"), "only one of targetRef or targetRefs can be set: use targetRefs")
 	}
+	c.targetRefs(at, ap.GetTargetRef(), ap.GetTargetRefs())
 	c.selector(at.With("selector", "matchLabels"), sel, "AuthorizationPolicy selector")
 	action := ap.GetAction()
 	if action == securityapi.AuthorizationPolicy_CUSTOM {
@@ -44,6 +48,34 @@ func (c *checker) authorizationPolicy(at Path, ap *securityapi.AuthorizationPoli
 		c.authzRule(at.With("rules", i), action, r)
 	}
 	c.notGeneratedAuthz(at, ap)
+}
+
+// targetRefKinds are the group/kind pairs istiod lets a policy's targetRef(s) name (the
+// version is not checked; the core group is written "" or "core").
+var targetRefKinds = []string{"core/Service", "networking.istio.io/ServiceEntry", "gateway.networking.k8s.io/Gateway", "gateway.networking.k8s.io/GatewayClass"}
+
+// targetRefs mirrors istiod's validatePolicyTargetReference for a policy's targetRef and each
+// of its targetRefs: a name, no namespace (no cross-namespace references), and a group/kind
+// of targetRefKinds.
+func (c *checker) targetRefs(at Path, one *typev1beta1.PolicyTargetReference, many []*typev1beta1.PolicyTargetReference) {
+	check := func(ra Path, r *typev1beta1.PolicyTargetReference) {
+		if r == nil {
+			return
+		}
+		if r.GetName() == "" {
+			c.errf(ra.With("name"), "is required: name the %s the policy applies to", cmp.Or(r.GetKind(), "Service"))
+		}
+		if r.GetNamespace() != "" {
+			c.errf(ra.With("namespace"), "must not be set: a policy references objects of its own namespace only")
+		}
+		if gk := cmp.Or(r.GetGroup(), "core") + "/" + r.GetKind(); !slices.Contains(targetRefKinds, gk) {
+			c.errf(ra.With("kind"), "%s/%s is not a kind a policy can target: use one of %s (group/kind, \"\" for core)", r.GetGroup(), r.GetKind(), strings.Join(targetRefKinds, ", "))
+		}
+	}
+	check(at.With("targetRef"), one)
+	for i, r := range many {
+		check(at.With("targetRefs", i), r)
+	}
 }
 
 func (c *checker) authzRule(at Path, action securityapi.AuthorizationPolicy_Action, r *securityapi.Rule) {

@@ -29,6 +29,7 @@ func (c *checker) requestAuthentication(at Path, ra *securityapi.RequestAuthenti
 	if ra.GetSelector() != nil && refs > 0 || ra.GetTargetRef() != nil && len(ra.GetTargetRefs()) > 0 {
 		c.errf(at.With("targetRefs"), "only one of selector, targetRef or targetRefs can be set: keep one")
 	}
+	c.targetRefs(at, ra.GetTargetRef(), ra.GetTargetRefs())
 	c.selector(at.With("selector", "matchLabels"), ra.GetSelector().GetMatchLabels(), "RequestAuthentication selector")
 	for i, r := range ra.GetJwtRules() {
 		c.jwtRule(at.With("jwtRules", i), r)
