@@ -135,7 +135,7 @@ func (c *checker) authzRule(at Path, action securityapi.AuthorizationPolicy_Acti
 			name string
 			v    []string
 		}{{"trustDomains", s.TrustDomains}, {"notTrustDomains", s.NotTrustDomains}} {
-			c.wildcardValues(fat.With(l.name), l.v)
+			c.trustDomains(fat.With(l.name), l.v)
 		}
 		if s.Principals != nil || s.NotPrincipals != nil || s.IpBlocks != nil || s.NotIpBlocks != nil || s.Namespaces != nil ||
 			s.NotNamespaces != nil || s.RemoteIpBlocks != nil || s.NotRemoteIpBlocks != nil || s.ServiceAccounts != nil || s.NotServiceAccounts != nil {
@@ -249,16 +249,36 @@ func (c *checker) authzValues(at Path, key string, values []string) {
 	case "destination.port":
 		c.portValues(at, values)
 	case "source.trustDomain":
-		c.wildcardValues(at, values)
+		c.trustDomains(at, values)
 	case "source.serviceAccount":
 		c.serviceAccounts(at, values)
 	}
 }
 
+// serviceAccounts mirrors istiod's CheckServiceAccount: at most 16 values, each NAME or
+// NAMESPACE/NAME of at most 320 characters, without wildcards.
 func (c *checker) serviceAccounts(at Path, vs []string) {
+	if len(vs) > 16 {
+		c.errf(at, "has %d values: list at most 16 service accounts (or match by namespace or principal)", len(vs))
+	}
 	for k, v := range vs {
-		if strings.Count(v, "/") > 1 || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") {
+		switch {
+		case strings.Count(v, "/") > 1 || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/"):
 			c.errf(at.With(k), "%q is not a service account: write NAME or NAMESPACE/NAME", v)
+		case strings.Contains(v, "*"):
+			c.errf(at.With(k), "%q: wildcards are not allowed in a service account: name it, or match principals instead", v)
+		case len(v) > 320:
+			c.errf(at.With(k), "is %d characters long: a service account is at most 320", len(v))
+		}
+	}
+}
+
+// trustDomains mirrors istiod's CheckTrustDomainValues: wildcard values without '/'.
+func (c *checker) trustDomains(at Path, vs []string) {
+	c.wildcardValues(at, vs)
+	for i, v := range vs {
+		if strings.Contains(v, "/") {
+			c.errf(at.With(i), "%q: a trust domain has no '/': write the domain alone, e.g. cluster.local", v)
 		}
 	}
 }
