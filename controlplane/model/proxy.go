@@ -35,8 +35,13 @@ type Proxy struct {
 	// DNSDomain is the fourth field, e.g. "ns.svc.cluster.local".
 	DNSDomain string
 	// Namespace from metadata NAMESPACE, else from the ID.
-	Namespace    string
-	Labels       map[string]string
+	Namespace string
+	// Labels are the proxy's labels: those of its node (metadata LABELS) as parsed, replaced
+	// by its workload's in the registry for a connected proxy (WithWorkloadLabels).
+	Labels map[string]string
+	// StaticLabels are the node's metadata STATIC_LABELS (the agent's ISTIO_METAJSON_LABELS):
+	// kept under the workload's labels when those replace the node's.
+	StaticLabels map[string]string
 	ClusterID    string
 	Generator    string
 	IstioVersion string
@@ -100,17 +105,30 @@ func ParseProxy(node *corev3.Node) (*Proxy, error) {
 	p.Generator = stringField(md, "GENERATOR")
 	p.IstioVersion = stringField(md, "ISTIO_VERSION")
 	p.InterceptionMode = stringField(md, "INTERCEPTION_MODE")
-	if lv := md["LABELS"].GetStructValue(); lv != nil {
-		p.Labels = make(map[string]string, len(lv.GetFields()))
-		for k, v := range lv.GetFields() {
-			s, ok := v.GetKind().(*structpb.Value_StringValue)
-			if !ok {
-				return nil, fmt.Errorf("node %q: metadata LABELS[%q] is not a string", node.GetId(), k)
-			}
-			p.Labels[k] = s.StringValue
-		}
+	if p.Labels, err = stringMap(md, "LABELS", node.GetId()); err != nil {
+		return nil, err
+	}
+	if p.StaticLabels, err = stringMap(md, "STATIC_LABELS", node.GetId()); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// stringMap reads metadata key as a map of strings (nil when absent).
+func stringMap(md map[string]*structpb.Value, key, nodeID string) (map[string]string, error) {
+	lv := md[key].GetStructValue()
+	if lv == nil {
+		return nil, nil
+	}
+	out := make(map[string]string, len(lv.GetFields()))
+	for k, v := range lv.GetFields() {
+		s, ok := v.GetKind().(*structpb.Value_StringValue)
+		if !ok {
+			return nil, fmt.Errorf("node %q: metadata %s[%q] is not a string", nodeID, key, k)
+		}
+		out[k] = s.StringValue
+	}
+	return out, nil
 }
 
 func stringField(md map[string]*structpb.Value, key string) string {

@@ -50,6 +50,11 @@ func TestParseProxy(t *testing.T) {
 		{name: "bad ip", id: "sidecar~ten~pod.ns~ns.svc", wantErr: "bad IP"},
 		{name: "no namespace", id: "sidecar~10.0.0.1~pod~d", wantErr: "no namespace"},
 		{name: "empty", id: "", wantErr: "want 4 fields"},
+		{name: "static labels", id: "sidecar~10.0.0.1~p.ns~d",
+			md: map[string]any{"LABELS": map[string]any{"app": "a", "team": "t"}, "STATIC_LABELS": map[string]any{"team": "t"}},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.0.0.1"}, ID: "p.ns", DNSDomain: "d", Namespace: "ns",
+				Labels: map[string]string{"app": "a", "team": "t"}, StaticLabels: map[string]string{"team": "t"}}},
+		{name: "non-string static label", id: "sidecar~10.0.0.1~p.ns~d", md: map[string]any{"STATIC_LABELS": map[string]any{"a": true}}, wantErr: "STATIC_LABELS"},
 		{name: "non-string label", id: "sidecar~10.0.0.1~p.ns~d", md: map[string]any{"LABELS": map[string]any{"a": 1.0}}, wantErr: "not a string"},
 	}
 	for _, tc := range tests {
@@ -69,7 +74,8 @@ func TestParseProxy(t *testing.T) {
 				got.Namespace != tc.want.Namespace || got.ClusterID != tc.want.ClusterID ||
 				got.Generator != tc.want.Generator || got.IstioVersion != tc.want.IstioVersion ||
 				got.InterceptionMode != tc.want.InterceptionMode || got.NodeID != tc.want.NodeID ||
-				got.IP() != tc.want.IPAddresses[0] || !mapsEqual(got.Labels, tc.want.Labels) {
+				got.IP() != tc.want.IPAddresses[0] || !mapsEqual(got.Labels, tc.want.Labels) ||
+				!mapsEqual(got.StaticLabels, tc.want.StaticLabels) {
 				t.Errorf("got %+v\nwant %+v", *got, tc.want)
 			}
 		})

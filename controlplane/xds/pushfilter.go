@@ -1,6 +1,8 @@
 package xds
 
 import (
+	"maps"
+
 	"github.com/xdslab/xdslab/controlplane/model"
 )
 
@@ -32,18 +34,24 @@ func newPushFilter(prev *pushState, next *model.Snapshot, req *model.PushRequest
 	return &pushFilter{ch: model.NewChangeSet(ps, next, req), memo: map[viewChange]bool{}}
 }
 
-// needsPush reports whether p must be pushed.
-func (f *pushFilter) needsPush(p *model.Proxy) bool {
+// needsPush reports whether p, a proxy as parsed from its node, must be pushed, and whether
+// the push changes the labels of its workload (model.WithWorkloadLabels), which then needs a
+// full push whatever changed.
+func (f *pushFilter) needsPush(p *model.Proxy) (need, relabeled bool) {
 	if p == nil || f.ch.Everything {
-		return true
+		return true, false
 	}
 	for _, ip := range p.IPAddresses {
 		if f.ch.TouchesIP(ip) {
-			return true
+			// Only a change of the endpoints at its address can change its workload.
+			prev, next := model.WithWorkloadLabels(p, f.ch.Prev), model.WithWorkloadLabels(p, f.ch.Next)
+			return true, !maps.Equal(prev.Labels, next.Labels)
 		}
 	}
+	// The endpoints at its addresses did not change: neither did its labels.
+	p = model.WithWorkloadLabels(p, f.ch.Next)
 	if f.ch.TouchesAuthz(p) {
-		return true
+		return true, false
 	}
 	prev, next := f.ch.Prev.ScopeFor(p), f.ch.Next.ScopeFor(p)
 	k := viewChange{p.Type, prev.Key(), next.Key()}
@@ -52,7 +60,7 @@ func (f *pushFilter) needsPush(p *model.Proxy) bool {
 		need = f.ch.Affects(prev, next)
 		f.memo[k] = need
 	}
-	return need
+	return need, false
 }
 
 // countTriggers records a push's fan-out: pilot_push_triggers{type} gets, per reason, the

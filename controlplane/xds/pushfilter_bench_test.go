@@ -43,7 +43,7 @@ func BenchmarkPushFilter(b *testing.B) {
 		f := newPushFilter(&pushState{snap: prev}, next, req)
 		pushed = 0
 		for _, p := range ps {
-			if f.needsPush(p) {
+			if need, _ := f.needsPush(p); need {
 				pushed++
 			}
 		}

@@ -328,11 +328,18 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 	s.mu.Unlock()
 	skipped := 0
 	for _, c := range conns {
-		if !filter.needsPush(c.proxy()) {
+		need, relabeled := filter.needsPush(c.proxy())
+		if !need {
 			skipped++
 			continue
 		}
-		s.queue.Enqueue(c, req)
+		r := req
+		if relabeled && !req.Full {
+			// Its workload's labels changed (an endpoint update): what selects it may have,
+			// so everything is regenerated for it.
+			r = req.Merge(&model.PushRequest{Full: true})
+		}
+		s.queue.Enqueue(c, r)
 		if c.isClosed() {
 			// c closed after the copy above: its unregister may have run Remove before this
 			// Enqueue, which then made a new entry. closeConn closes c.closed before

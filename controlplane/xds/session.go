@@ -138,7 +138,12 @@ type session struct {
 	// identity is the stream's verified identity (mTLS or JWT; "" for none), stamped on the
 	// proxy: SDS secrets are issued for it, never for what the node claims.
 	identity string
+	// proxy is the stream's client as its node describes it (immutable: the push goroutine
+	// reads it); effProxy is it with the labels of its workload in effSnap (effective), the
+	// one every answer is generated for.
 	proxy    *model.Proxy
+	effProxy *model.Proxy
+	effSnap  *model.Snapshot
 	types    map[string]*typeState
 	// nonces counts responses; a nonce is the count in base 36.
 	nonces uint64
@@ -202,6 +207,15 @@ func (s *session) identify(node func() (*model.Proxy, error)) error {
 	s.base = s.src.current()
 	s.eff.register = true
 	return nil
+}
+
+// effective returns the proxy with the labels istiod gives it in st's snapshot: its
+// workload's in the registry (model.WithWorkloadLabels), recomputed when the snapshot changes.
+func (s *session) effective(st *pushState) *model.Proxy {
+	if s.effProxy == nil || s.effSnap != st.snap {
+		s.effProxy, s.effSnap = model.WithWorkloadLabels(s.proxy, st.snap), st.snap
+	}
+	return s.effProxy
 }
 
 // allRequired reports whether a type's SotW responses must list every subscribed resource
@@ -771,9 +785,9 @@ func (s *session) respond(ts *typeState, a answer, now time.Time) map[string]str
 	var res []*cache.Resource
 	var err error
 	if full && !ts.wildcard && ts.set != nil {
-		res, err = s.src.subscribed(s.proxy, st, ts.typeURL, ts.set) // the whole shared subscription
+		res, err = s.src.subscribed(s.effective(st), st, ts.typeURL, ts.set) // the whole shared subscription
 	} else {
-		res, err = s.src.resources(s.proxy, st, ts.typeURL, names, full && ts.wildcard)
+		res, err = s.src.resources(s.effective(st), st, ts.typeURL, names, full && ts.wildcard)
 	}
 	if err != nil {
 		s.note(note{kind: noteGenError, typeURL: ts.typeURL, msg: err.Error()})
