@@ -31,11 +31,16 @@ var grpcProxies = []struct {
 	// does not hold (grpcvsonly.yaml).
 	{"grpc-vsonly", parity.Proxy{Type: "sidecar", IP: "10.4.9.9", Pod: "client", Namespace: "vsonly", Labels: map[string]string{"app": "client"}, ServiceAccount: "client", Generator: "grpc"}},
 	// gRPC servers (grpcserver.yaml): STRICT with a DISABLE port and AuthorizationPolicies,
-	// PERMISSIVE without and with the tlsMode label, DISABLE.
+	// PERMISSIVE without and with the tlsMode label (on grpc-perm-istio's WorkloadEntry, not on
+	// its node: istiod reads the workload's labels), DISABLE.
 	{"grpc-strict", parity.Proxy{Type: "sidecar", IP: "10.62.0.1", Pod: "greeter-1", Namespace: "rpc-strict", Labels: map[string]string{"app": "greeter"}, ServiceAccount: "greeter", Generator: "grpc"}},
 	{"grpc-perm", parity.Proxy{Type: "sidecar", IP: "10.62.1.1", Pod: "echo-1", Namespace: "rpc-perm", Labels: map[string]string{"app": "echo"}, ServiceAccount: "echo", Generator: "grpc"}},
-	{"grpc-perm-istio", parity.Proxy{Type: "sidecar", IP: "10.62.1.2", Pod: "echo-2", Namespace: "rpc-perm", Labels: map[string]string{"app": "echo", "security.istio.io/tlsMode": "istio"}, ServiceAccount: "echo", Generator: "grpc"}},
+	{"grpc-perm-istio", parity.Proxy{Type: "sidecar", IP: "10.62.1.2", Pod: "echo-2", Namespace: "rpc-perm", Labels: map[string]string{"app": "echo"}, ServiceAccount: "echo", Generator: "grpc"}},
 	{"grpc-plain", parity.Proxy{Type: "sidecar", IP: "10.62.2.1", Pod: "plain-1", Namespace: "rpc-plain", Labels: map[string]string{"app": "plain"}, ServiceAccount: "plain", Generator: "grpc"}},
+	// gRPC servers whose node's labels are not their workload's (workloadlabels.yaml): shelf-1
+	// is tier back, not front; till's inline endpoint has no labels, not the node's tlsMode.
+	{"grpc-relabel-shelf", parity.Proxy{Type: "sidecar", IP: "10.63.0.1", Pod: "shelf-1", Namespace: "relabel", Labels: map[string]string{"app": "shelf", "tier": "front"}, ServiceAccount: "shelf", Generator: "grpc"}},
+	{"grpc-relabel-till", parity.Proxy{Type: "sidecar", IP: "10.63.0.2", Pod: "till-1", Namespace: "relabel", Labels: map[string]string{"app": "till", "security.istio.io/tlsMode": "istio"}, ServiceAccount: "till", Generator: "grpc"}},
 }
 
 // TestParityGRPCWithIstio serves testdata/mesh from Istio's DiscoveryServer (its proxyless gRPC

@@ -53,6 +53,9 @@ var proxies = []struct {
 	// and ALLOW_ANY with an egressProxy.
 	{"sidecar-locked", parity.Proxy{Type: "sidecar", IP: "10.6.9.9", Pod: "client", Namespace: "locked", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	{"sidecar-egressproxy", parity.Proxy{Type: "sidecar", IP: "10.7.9.9", Pod: "client", Namespace: "egressed", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// A workload of shelf.relabel whose node's labels (tier front) are not its WorkloadEntry's
+	// (tier back): istiod selects by the WorkloadEntry's (workloadlabels.yaml).
+	{"sidecar-relabel", parity.Proxy{Type: "sidecar", IP: "10.63.0.1", Pod: "shelf-1", Namespace: "relabel", Labels: map[string]string{"app": "shelf", "tier": "front"}, ServiceAccount: "shelf"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 }
