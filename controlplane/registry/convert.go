@@ -99,7 +99,7 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 				continue
 			}
 		}
-		ep, err := convertWorkload(we, se.Namespace, key, ports, true, opts)
+		ep, err := convertWorkload(we, we.GetLabels(), se.Namespace, key, ports, true, opts)
 		if err != nil {
 			fail("spec.endpoints[%d]: %v", i, err)
 			continue
@@ -121,7 +121,7 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 				continue
 			}
 			// A bad WorkloadEntry must not take the whole ServiceEntry down: skip it.
-			if ep, err := convertWorkload(wspec, w.Namespace, w.Key(), ports, false, opts); err == nil {
+			if ep, err := convertWorkload(wspec, workloadLabels(w, wspec), w.Namespace, w.Key(), ports, false, opts); err == nil {
 				eps = append(eps, ep)
 			}
 		}
@@ -260,20 +260,27 @@ func convertResolution(r networking.ServiceEntry_Resolution) model.Resolution {
 	return model.ResolutionPassthrough // NONE
 }
 
-// workloadLabels are the labels a workloadSelector matches: the WorkloadEntry's spec labels,
-// else its metadata labels (Istio falls back the same way).
+// workloadLabels are a WorkloadEntry's labels as istiod reads them: its spec labels with its
+// metadata labels over them. A workloadSelector matches these, and they are the labels of its
+// endpoints (and so of a proxy at its address).
 func workloadLabels(c *istioconfig.Config, spec *networking.WorkloadEntry) map[string]string {
-	if len(spec.GetLabels()) > 0 {
+	if len(c.Labels) == 0 {
 		return spec.GetLabels()
 	}
-	return c.Labels
+	if len(spec.GetLabels()) == 0 {
+		return c.Labels
+	}
+	m := maps.Clone(spec.GetLabels())
+	maps.Copy(m, c.Labels)
+	return m
 }
 
-// convertWorkload builds the endpoint of one workload (an inline endpoint or a WorkloadEntry).
-// Service is left empty: the caller sets it per host.
+// convertWorkload builds the endpoint of one workload (an inline endpoint or a WorkloadEntry)
+// with labels (its spec's, or a WorkloadEntry's workloadLabels). Service is left empty: the
+// caller sets it per host.
 // Inline endpoints must only name ports of the entry (Istio's validation); a WorkloadEntry may be
 // selected by several entries with different ports, so its other port names are ignored.
-func convertWorkload(we *networking.WorkloadEntry, namespace string, source istioconfig.Key, ports portSet, inline bool, opts ConvertOptions) (*model.Endpoint, error) {
+func convertWorkload(we *networking.WorkloadEntry, labels map[string]string, namespace string, source istioconfig.Key, ports portSet, inline bool, opts ConvertOptions) (*model.Endpoint, error) {
 	loc, err := parseLocality(we.GetLocality())
 	if err != nil {
 		return nil, err
@@ -286,7 +293,7 @@ func convertWorkload(we *networking.WorkloadEntry, namespace string, source isti
 	ep := &model.Endpoint{
 		Address:  we.GetAddress(),
 		Ports:    targetPorts(we.GetPorts(), ports),
-		Labels:   maps.Clone(we.GetLabels()),
+		Labels:   maps.Clone(labels),
 		Locality: loc,
 		Weight:   we.GetWeight(),
 		Source:   source,

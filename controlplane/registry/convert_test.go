@@ -140,6 +140,23 @@ func TestConvertServiceEntry(t *testing.T) {
 					c.Labels = map[string]string{"app": "vm"}
 					return c
 				}(),
+				// Labels in both: the metadata's win (istiod merges them so), for the selector
+				// and for the endpoint.
+				func() *istioconfig.Config {
+					c := weConfig("ns1", "both-labels", &networking.WorkloadEntry{Address: "10.1.0.5", Labels: map[string]string{"app": "vm", "tier": "spec"}})
+					c.Labels = map[string]string{"tier": "meta"}
+					return c
+				}(),
+				func() *istioconfig.Config {
+					c := weConfig("ns1", "meta-overrides", &networking.WorkloadEntry{Address: "10.1.0.6", Labels: map[string]string{"app": "db"}})
+					c.Labels = map[string]string{"app": "vm"}
+					return c
+				}(),
+				func() *istioconfig.Config {
+					c := weConfig("ns1", "meta-deselects", &networking.WorkloadEntry{Address: "10.1.0.7", Labels: map[string]string{"app": "vm"}})
+					c.Labels = map[string]string{"app": "db"}
+					return c
+				}(),
 			},
 			want: Converted{
 				Services: []*model.Service{{Hostname: "vm.ns1.svc.cluster.local", Namespace: "ns1",
@@ -148,7 +165,9 @@ func TestConvertServiceEntry(t *testing.T) {
 				Endpoints: map[string][]*model.Endpoint{"vm.ns1.svc.cluster.local": {
 					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.1", Ports: map[string]uint32{"http-web": 8080},
 						Labels: map[string]string{"app": "vm", "v": "1"}, ServiceAccount: "spiffe://cluster.local/ns/ns1/sa/vm-sa", Source: weKey("ns1", "vm-1")},
-					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.4", Source: weKey("ns1", "meta-labels")},
+					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.4", Labels: map[string]string{"app": "vm"}, Source: weKey("ns1", "meta-labels")},
+					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.5", Labels: map[string]string{"app": "vm", "tier": "meta"}, Source: weKey("ns1", "both-labels")},
+					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.6", Labels: map[string]string{"app": "vm"}, Source: weKey("ns1", "meta-overrides")},
 				}},
 			},
 		},
