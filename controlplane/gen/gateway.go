@@ -480,8 +480,10 @@ func (rp *routerPlan) vsHTTPRoutes(b boundVS, gs gwServer, num uint32) ([]*route
 }
 
 // gatewayHTTPRoute returns hr restricted to the matches that apply on gateway gc at port num,
-// with their port and gateways cleared (translateHTTPRoute checks them for sidecars); ok is
-// false when no match applies. hr itself is returned when it needs no change.
+// with their port and gateways cleared (translateHTTPRoute checks them for sidecars), and
+// with them the sourceLabels and sourceNamespace of a match that named gc, which istiod does
+// not check then (sourceMatchHTTP); ok is false when no match applies. hr itself is returned
+// when it needs no change.
 func gatewayHTTPRoute(hr *networking.HTTPRoute, vsNS string, gc *istioconfig.Config, num uint32) (*networking.HTTPRoute, bool) {
 	if len(hr.GetMatch()) == 0 {
 		return hr, true
@@ -508,6 +510,9 @@ func gatewayHTTPRoute(hr *networking.HTTPRoute, vsNS string, gc *istioconfig.Con
 	out.Match = nil
 	for _, m := range keep {
 		m2 := proto.Clone(m).(*networking.HTTPMatchRequest)
+		if len(m2.GetGateways()) > 0 {
+			m2.SourceLabels, m2.SourceNamespace = nil, ""
+		}
 		m2.Port, m2.Gateways = 0, nil
 		out.Match = append(out.Match, m2)
 	}

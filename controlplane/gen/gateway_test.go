@@ -984,3 +984,37 @@ func TestGatewayTCPDestinationWithoutPort(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayMatchSourceConditions: a match naming the gateway applies on it whatever its
+// sourceLabels and sourceNamespace say (istiod checks those only for a match without
+// gateways); one without gateways is checked against the gateway's labels and namespace.
+// Found by the third stream of hack/istio/parity's random meshes (found.yaml section 15).
+func TestGatewayMatchSourceConditions(t *testing.T) {
+	svc := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+	gw := gwConfig("gw", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{server(80, "HTTP", "*")}})
+	route := func(name, uri string, m *networking.HTTPMatchRequest) *networking.HTTPRoute {
+		m.Uri = prefix(uri)
+		return &networking.HTTPRoute{Name: name, Match: []*networking.HTTPMatchRequest{m}, Route: []*networking.HTTPRouteDestination{{Destination: gwDest("web", 0, "")}}}
+	}
+	vs := vsConfig("www", "apps", &networking.VirtualService{Hosts: []string{"www.example.com"}, Gateways: []string{"istio-system/gw", "mesh"}, Http: []*networking.HTTPRoute{
+		route("named-labels", "/a", &networking.HTTPMatchRequest{Gateways: []string{"istio-system/gw"}, SourceLabels: map[string]string{"app": "client"}}),
+		route("named-namespace", "/b", &networking.HTTPMatchRequest{Gateways: []string{"istio-system/gw"}, SourceNamespace: "apps"}),
+		route("mesh-only", "/c", &networking.HTTPMatchRequest{Gateways: []string{"mesh"}}),
+		route("unnamed-labels", "/d", &networking.HTTPMatchRequest{SourceLabels: map[string]string{"app": "client"}}),
+		route("unnamed-gateway-labels", "/e", &networking.HTTPMatchRequest{SourceLabels: map[string]string{"istio": "ingressgateway"}}),
+	}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{gw, vs}})
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var got []string
+	for _, vh := range routeConfig(t, g[RouteType], "http.80").GetVirtualHosts() {
+		got = append(got, routeNamesOf(vh)...)
+	}
+	if want := []string{"named-labels", "named-namespace", "unnamed-gateway-labels"}; !slices.Equal(got, want) {
+		t.Errorf("routes %v, want %v", got, want)
+	}
+}

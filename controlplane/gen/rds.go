@@ -670,13 +670,16 @@ func isCatchAll(rm *routev3.RouteMatch) bool {
 	return all && len(rm.GetHeaders()) == 0 && len(rm.GetQueryParameters()) == 0 && len(rm.GetDynamicMetadata()) == 0
 }
 
-// matchApplies reports whether a match request concerns this proxy and port.
+// matchApplies reports whether a match request concerns this proxy and port. As in istiod
+// (sourceMatchHTTP), a match that names gateways applies wherever one of them is the proxy's
+// (mesh for a sidecar) whatever its sourceLabels and sourceNamespace say: those are checked
+// only for a match without gateways.
 func matchApplies(p *model.Proxy, m *networking.HTTPMatchRequest, port uint32) bool {
 	if m.GetPort() != 0 && m.GetPort() != port {
 		return false
 	}
-	if len(m.GetGateways()) > 0 && !forMesh(m.GetGateways()) {
-		return false
+	if len(m.GetGateways()) > 0 {
+		return forMesh(m.GetGateways())
 	}
 	if len(m.GetSourceLabels()) > 0 && (p == nil || !model.LabelsMatch(m.GetSourceLabels(), p.Labels)) {
 		return false

@@ -199,6 +199,14 @@ func TestVirtualServiceRoutes(t *testing.T) {
 			{Name: "other", Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "stable"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
 			{Name: "rest", Route: []*networking.HTTPRouteDestination{dest("web", "", 0)}},
 		}})}, "80", []string{"canary / -> outbound|80|v2|web.app.svc.cluster.local"}, ""}, // canary matches every request of this proxy: "rest" is unreachable and left out, as istiod does
+		// istiod checks sourceLabels and sourceNamespace only for a match without gateways: one
+		// naming mesh applies to every sidecar (and one naming only a gateway to none).
+		{"a match naming mesh ignores its source conditions", []*istioconfig.Config{vsConfig("g", "app", &networking.VirtualService{Hosts: []string{"web"}, Gateways: []string{"mesh", "istio-system/edge"}, Http: []*networking.HTTPRoute{
+			{Name: "mesh-blue", Match: []*networking.HTTPMatchRequest{{Gateways: []string{"mesh"}, Uri: prefix("/blue"), SourceLabels: map[string]string{"track": "stable"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
+			{Name: "mesh-green", Match: []*networking.HTTPMatchRequest{{Gateways: []string{"mesh"}, Uri: prefix("/green"), SourceNamespace: "elsewhere"}}, Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
+			{Name: "edge-only", Match: []*networking.HTTPMatchRequest{{Gateways: []string{"istio-system/edge"}, Uri: prefix("/edge"), SourceLabels: map[string]string{"track": "canary"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
+			{Name: "labelled", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/red"), SourceLabels: map[string]string{"track": "stable"}}}, Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
+		}})}, "80", []string{"mesh-blue /blue -> outbound|80|v1|web.app.svc.cluster.local", "mesh-green /green -> outbound|80|v2|web.app.svc.cluster.local"}, ""},
 		{"nothing after a catch-all match", []*istioconfig.Config{vsConfig("c", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
 			{Name: "a", Match: []*networking.HTTPMatchRequest{{Uri: prefix("/a")}, {Uri: regex(".*")}, {Uri: prefix("/b")}}, Route: []*networking.HTTPRouteDestination{dest("web", "v1", 0)}},
 			{Name: "b", Route: []*networking.HTTPRouteDestination{dest("web", "v2", 0)}},
