@@ -243,7 +243,9 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
 	}
 	pol.applyLB(c, grpc)
-	if resolution == model.ResolutionPassthrough {
+	if resolution == model.ResolutionPassthrough || !grpc && originalDstSubset(dr, ss, port.Number) {
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
+		c.EdsClusterConfig, c.LoadAssignment = nil, nil
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 		c.LbConfig = nil // istiod applies no consistent hash to ORIGINAL_DST clusters
 	}
@@ -277,6 +279,20 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	applyUpstreamTLS(sh, s, c, svc, port, ss.GetName(), pol, eps, h2, passthroughRule(svc, dr, ss))
 	pol.applyProxyProtocol(c)
 	return c, err
+}
+
+// originalDstSubset reports whether the cluster of subset ss (nil: none) passes through to
+// the address the client dialled whatever its port-level load balancer says, as istiod builds
+// it: when the subset's own top-level load balancer is PASSTHROUGH, or when the service's
+// cluster of the port is (the rule's load balancer for the port is PASSTHROUGH), istiod
+// makes the subset cluster ORIGINAL_DST before it applies the merged policy, and an
+// ORIGINAL_DST cluster keeps CLUSTER_PROVIDED (no consistent hash).
+func originalDstSubset(dr *networking.DestinationRule, ss *networking.Subset, port uint32) bool {
+	if ss == nil {
+		return false
+	}
+	const pass = networking.LoadBalancerSettings_PASSTHROUGH
+	return ss.GetTrafficPolicy().GetLoadBalancer().GetSimple() == pass || effectivePolicy(dr, port, nil).lb.GetSimple() == pass
 }
 
 // passthroughRule reports whether istiod infers the auto-mTLS of the cluster of svc (of

@@ -181,6 +181,23 @@ func TestDestinationRulePolicies(t *testing.T) {
 				PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 80}, LoadBalancer: hashLB(&networking.LoadBalancerSettings_ConsistentHashLB{})}},
 			}}},
 		}, "outbound|80|v1|" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "RING_HASH"; s.LBConfig = "ring 1024" })},
+		// istiod makes a subset cluster ORIGINAL_DST when the subset's own top-level load
+		// balancer, or the service cluster's for the port, is PASSTHROUGH, before it applies
+		// the merged policy: a port-level hash or balancer does not change it.
+		{"subset passthrough over its port-level ring", &networking.DestinationRule{Host: shop,
+			Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}, TrafficPolicy: &networking.TrafficPolicy{
+				LoadBalancer:      simple(networking.LoadBalancerSettings_PASSTHROUGH),
+				PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 80}, LoadBalancer: hashLB(ringHash(4096, 0))}},
+			}}},
+		}, "outbound|80|v1|" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.Type = "ORIGINAL_DST"; s.LB = "CLUSTER_PROVIDED" })},
+		{"subset balancer under a passthrough rule", &networking.DestinationRule{Host: shop,
+			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_PASSTHROUGH)},
+			Subsets:       []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_ROUND_ROBIN)}}},
+		}, "outbound|80|v1|" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.Type = "ORIGINAL_DST"; s.LB = "CLUSTER_PROVIDED" })},
+		{"subset balancer under a port-level passthrough on another port", &networking.DestinationRule{Host: shop,
+			TrafficPolicy: &networking.TrafficPolicy{PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 81}, LoadBalancer: simple(networking.LoadBalancerSettings_PASSTHROUGH)}}},
+			Subsets:       []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}, TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: simple(networking.LoadBalancerSettings_ROUND_ROBIN)}}},
+		}, "outbound|80|v1|" + shop, model.ProtocolHTTP, false, with(func(s *clusterSummary) { s.LB = "ROUND_ROBIN" })},
 		{"connection pool and outlier", &networking.DestinationRule{Host: shop, TrafficPolicy: &networking.TrafficPolicy{
 			ConnectionPool: &networking.ConnectionPoolSettings{
 				Tcp:  &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 10, ConnectTimeout: durationpb.New(time.Second)},
