@@ -63,7 +63,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	var errs []error
 	ports := map[uint32]*portInfo{}
 	var tcp []Resource
-	taken := map[string]string{} // listener name → hostname that took it
+	taken := map[string]takenBy{} // listener name → the service port that took it
 	sc := s.ScopeFor(p)
 	// Each port is built from the egress listener of the proxy's Sidecar that holds it, then
 	// from the catch-all listener, which adds nothing to the listeners (addresses) the first
@@ -213,7 +213,7 @@ func listenerProtocol(sc *model.Scope, port model.Port, byHolder bool) model.Pro
 // (to tcp), or its part of the port's 0.0.0.0_PORT listener (to ports). lsc is the egress
 // listener it comes from, ix that listener's index; a listener name in locked was built by an
 // egress listener with a port, and the catch-all listener (held false) adds nothing to it.
-func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Service, port model.Port, ports map[uint32]*portInfo, taken map[string]string, locked map[string]bool, held bool, tcp *[]Resource, want map[string]struct{}) []error {
+func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Service, port model.Port, ports map[uint32]*portInfo, taken map[string]takenBy, locked map[string]bool, held bool, tcp *[]Resource, want map[string]struct{}) []error {
 	var errs []error
 	if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
 		return []error{fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener)}
@@ -289,10 +289,21 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 	for _, vip := range vips {
 		name := ListenerName(vip, port.Number)
 		if prev, ok := taken[name]; ok {
-			errs = append(errs, fmt.Errorf("LDS: services %s and %s both use %s:%d; %s keeps it", prev, svc.Hostname, vip, port.Number, prev))
+			if mergeable(prev.proto, port.Protocol) {
+				// As istiod merges two TCP listeners of one address and port: the chains of
+				// this service whose matches the listener has no chain for yet join it; a
+				// chain left out is a conflict (istiod counts it), reported below.
+				if r := findResource(*tcp, name); r != nil {
+					r.Deps = sortDeps(append(append(r.Deps, ServiceKey(svc)), cdeps...))
+					if mergeTCPChains(r.Message.(*listenerv3.Listener), chains, def) == 0 {
+						continue
+					}
+				}
+			}
+			errs = append(errs, fmt.Errorf("LDS: services %s and %s both use %s:%d; %s keeps it", prev.host, svc.Hostname, vip, port.Number, prev.host))
 			continue
 		}
-		taken[name] = svc.Hostname
+		taken[name] = takenBy{svc.Hostname, port.Protocol}
 		if !wanted(want, name) {
 			continue
 		}
@@ -317,6 +328,88 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		*tcp = append(*tcp, Resource{Name: name, Message: l, Deps: sortDeps(deps)})
 	}
 	return errs
+}
+
+// takenBy is the service port an outbound listener of an address was first built for.
+type takenBy struct {
+	host  string
+	proto model.Protocol
+}
+
+// mergeable reports whether istiod merges the listener of a service port of protocol in into
+// the listener of the same address and port built for one of protocol had (its
+// TCPOverTCP conflict): both are neither HTTP nor sniffed, and MONGO only meets MONGO
+// (isConflictWithWellKnownPort; istiod keeps the first listener otherwise). istiod treats
+// MYSQL so too; xdslab reads MYSQL as TCP and merges it with TCP.
+func mergeable(had, in model.Protocol) bool {
+	for _, p := range []model.Protocol{had, in} {
+		if p == model.ProtocolUnknown || p.IsHTTP() {
+			return false
+		}
+	}
+	return had == in || had != model.ProtocolMongo && in != model.ProtocolMongo
+}
+
+// mergeTCPChains adds to l the chains (chains, then def) whose matches none of l's chains
+// has, as istiod's mergeTCPFilterChains does; a passthrough default (tls routes without a
+// catch-all) counts as none, as istiod adds it after merging. The chain that matches
+// everything is l's default chain when l has other chains. Returns how many chains it left
+// out.
+func mergeTCPChains(l *listenerv3.Listener, chains []*listenerv3.FilterChain, def *listenerv3.FilterChain) (dropped int) {
+	isPassthrough := func(c *listenerv3.FilterChain) bool { return c.GetName() == passthroughChain().GetName() }
+	all := slices.Clone(l.GetFilterChains())
+	if d := l.GetDefaultFilterChain(); d != nil && !isPassthrough(d) {
+		all = append(all, d)
+	}
+	seen := map[string]bool{}
+	for _, c := range all {
+		seen[l4MatchKey(c.GetFilterChainMatch())] = true
+	}
+	in := slices.Clone(chains)
+	if def != nil && !isPassthrough(def) {
+		in = append(in, def)
+	}
+	for _, c := range in {
+		if k := l4MatchKey(c.GetFilterChainMatch()); !seen[k] {
+			seen[k] = true
+			all = append(all, c)
+		} else {
+			dropped++
+		}
+	}
+	var catchAll *listenerv3.FilterChain
+	var rest []*listenerv3.FilterChain
+	for _, c := range all {
+		if c.GetFilterChainMatch() == nil || l4MatchKey(c.GetFilterChainMatch()) == l4MatchKey(nil) && c.GetFilterChainMatch().GetDestinationPort() == nil {
+			catchAll = c
+			continue
+		}
+		rest = append(rest, c)
+	}
+	switch {
+	case len(rest) == 0 && catchAll == nil:
+		l.FilterChains, l.DefaultFilterChain = nil, passthroughChain()
+	case len(rest) == 0:
+		l.FilterChains, l.DefaultFilterChain = []*listenerv3.FilterChain{catchAll}, nil
+	case catchAll != nil:
+		l.FilterChains, l.DefaultFilterChain = rest, catchAll
+	default:
+		l.FilterChains, l.DefaultFilterChain = rest, passthroughChain()
+	}
+	if hasServerNames(l.FilterChains...) && !slices.ContainsFunc(l.ListenerFilters, func(f *listenerv3.ListenerFilter) bool { return f.GetName() == tlsInspector().GetName() }) {
+		l.ListenerFilters = append(l.ListenerFilters, tlsInspector())
+	}
+	return dropped
+}
+
+// findResource is the resource of rs named name, nil if none.
+func findResource(rs []Resource, name string) *Resource {
+	for i := range rs {
+		if rs[i].Name == name {
+			return &rs[i]
+		}
+	}
+	return nil
 }
 
 // headlessAddresses are the addresses of the listeners of a headless Service's port (not served
@@ -406,25 +499,33 @@ func wildTCPChains(p *model.Proxy, pi *portInfo, l *listenerv3.Listener, num uin
 			}
 		}
 	}
-	// A chain per CIDR, as istiod builds a service per address; a CIDR that an earlier one
-	// (of this service or of one before it) already covers with the same masked prefix is
-	// skipped, as istiod keeps the first of two chains with one match.
-	seen := map[netip.Prefix]bool{}
+	// A set of chains per CIDR, as istiod builds a service per address: the service's tcp
+	// routes (tcproute.go), whose catch-all chain (a route without match or destination
+	// subnets, else the service's own cluster) matches the CIDR and whose destinationSubnets
+	// chains match those subnets alone. A chain whose match an earlier one (of this service or
+	// of one before it) already has is skipped, as istiod keeps the first of two chains with
+	// one match.
+	seen := map[string]bool{}
 	for _, svc := range cidrTCP {
-		cluster := ClusterName(Outbound, num, "", svc.Hostname)
 		port := pi.portOf(svc, num)
-		for _, r := range cidrs(svc.Addresses) {
-			key := netip.PrefixFrom(netip.MustParseAddr(r.GetAddressPrefix()), int(r.GetPrefixLen().GetValue())).Masked()
-			if seen[key] {
-				continue
+		for i, r := range cidrs(svc.Addresses) {
+			chains, def, tdeps, err := tcpRouteChains(p, ix, svc, port)
+			deps = append(deps, tdeps...)
+			if err != nil && i == 0 { // the same errors for every CIDR
+				*errs = append(*errs, err)
 			}
-			seen[key] = true
-			filters, ddeps := singleTCPProxy(ix, cluster, svc.Hostname, "", port.Protocol)
-			deps = append(deps, ddeps...)
-			l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
-				FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{r}},
-				Filters:          filters,
-			})
+			if def != nil {
+				chains = append(chains, def)
+			}
+			for _, c := range chains {
+				if c.GetFilterChainMatch() == nil {
+					c.FilterChainMatch = &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{r}}
+				}
+				if k := l4MatchKey(c.GetFilterChainMatch()); !seen[k] {
+					seen[k] = true
+					l.FilterChains = append(l.FilterChains, c)
+				}
+			}
 		}
 	}
 	if wild == nil {
