@@ -20,9 +20,9 @@ import (
 // namespace and the ingress gateway).
 type randMesh struct {
 	seed uint64
-	// base leaves out the shapes of the second stream (extras): the mesh the seed made before
-	// they were added, to reproduce a difference they hide (a random Sidecar narrows what a
-	// proxy sees).
+	// base leaves out the shapes of the second and third streams (extras, shapes): the mesh
+	// the seed made before they were added, to reproduce a difference they hide (a random
+	// Sidecar narrows what a proxy sees).
 	base bool
 	r    *rand.Rand
 	docs []map[string]any
@@ -146,6 +146,7 @@ func (m *randMesh) generate() {
 	m.security()
 	if !m.base {
 		m.extras()
+		m.shapes()
 	}
 }
 
