@@ -471,6 +471,15 @@ func (rp *routerPlan) vsHTTPRoutes(b boundVS, gs gwServer, num uint32) ([]*route
 			fail(err)
 			continue
 		}
+		if rd := hr2.GetRedirect(); rd != nil && gs.srv.GetTls() != nil {
+			// A server with a tls block (HTTPS, or HTTP with httpsRedirect) redirects to
+			// https by default, as istiod's IsTLS: its port 443 is left out.
+			for _, r := range rs {
+				if _, ok := r.GetAction().(*routev3.Route_Redirect); ok {
+					r.Action = &routev3.Route_Redirect{Redirect: redirectAction(rd, num, true)}
+				}
+			}
+		}
 		out = append(out, rs...)
 		if catchAll {
 			break // nothing after a catch-all is reachable (istiod: BuildHTTPRoutesForVirtualService)

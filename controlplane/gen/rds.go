@@ -617,7 +617,7 @@ func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *netwo
 			// Kept for gRPC clients too, as istiod keeps it: grpc-go accepts a route it cannot
 			// follow and fails the RPCs it matches, which then do not fall through to the
 			// routes after it.
-			r.Action = &routev3.Route_Redirect{Redirect: redirectAction(hr.GetRedirect(), port.Number)}
+			r.Action = &routev3.Route_Redirect{Redirect: redirectAction(hr.GetRedirect(), port.Number, false)}
 		case hr.GetDirectResponse() != nil: // kept for gRPC clients too (above)
 			dr := hr.GetDirectResponse()
 			if dr.GetStatus() < 200 || dr.GetStatus() > 599 {
@@ -841,10 +841,11 @@ var redirectCodes = map[uint32]routev3.RedirectAction_RedirectResponseCode{
 	308: routev3.RedirectAction_PERMANENT_REDIRECT,
 }
 
-// redirectAction is istiod's ApplyRedirect for a plain-text listener on port: authority, uri
-// or prefixRewrite, scheme, the response code, and a port (an explicit one, or the listener's
-// for derivePort FROM_REQUEST_PORT), left out when it is the scheme's default.
-func redirectAction(r *networking.HTTPRedirect, port uint32) *routev3.RedirectAction {
+// redirectAction is istiod's ApplyRedirect for a listener on port: authority, uri or
+// prefixRewrite, scheme, the response code, and a port (an explicit one, or the listener's
+// for derivePort FROM_REQUEST_PORT), left out when it is the scheme's default; without a
+// scheme, that is https for tls (a gateway server with a tls block, istiod's IsTLS), else http.
+func redirectAction(r *networking.HTTPRedirect, port uint32, tls bool) *routev3.RedirectAction {
 	ra := &routev3.RedirectAction{HostRedirect: r.GetAuthority(), ResponseCode: redirectCodes[r.GetRedirectCode()]}
 	switch {
 	case r.GetPrefixRewrite() != "":
@@ -865,7 +866,11 @@ func redirectAction(r *networking.HTTPRedirect, port uint32) *routev3.RedirectAc
 			ra.PortRedirect = rp.Port
 		}
 		scheme := r.GetScheme()
-		if scheme == "" {
+		switch {
+		case scheme != "":
+		case tls:
+			scheme = "https"
+		default:
 			scheme = "http"
 		}
 		if (ra.PortRedirect == 80 && scheme == "http") || (ra.PortRedirect == 443 && scheme == "https") {
