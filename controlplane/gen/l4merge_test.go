@@ -36,6 +36,9 @@ func TestL4RoutesOfSharedAndCIDRListeners(t *testing.T) {
 			Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: to, Port: &networking.PortSelector{Number: 9443}}}},
 		}}})
 	}
+	registryOnly := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "app"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}},
+			OutboundTrafficPolicy: &networking.OutboundTrafficPolicy{Mode: networking.OutboundTrafficPolicy_REGISTRY_ONLY}}}
 	tests := []struct {
 		name     string
 		svcs     []*model.Service
@@ -49,6 +52,12 @@ func TestL4RoutesOfSharedAndCIDRListeners(t *testing.T) {
 		{"second host's catch-all replaces the passthrough default", []*model.Service{shared("one.internal"), shared("two.internal")},
 			[]*istioconfig.Config{tlsRoute("one.internal", "two.internal")}, "240.1.0.9_9443",
 			[]string{"default -> outbound|9443||two.internal", "sni one.internal -> outbound|9443||two.internal"}},
+		{"both hosts' tls routes: the merged listener's default is the passthrough", []*model.Service{shared("one.internal"), shared("two.internal")},
+			[]*istioconfig.Config{tlsRoute("one.internal", "one.internal"), tlsRoute("two.internal", "two.internal")}, "240.1.0.9_9443",
+			[]string{"default -> PassthroughCluster", "sni one.internal -> outbound|9443||one.internal", "sni two.internal -> outbound|9443||two.internal"}},
+		{"both hosts' tls routes under REGISTRY_ONLY: the merged listener's default is the black hole", []*model.Service{shared("one.internal"), shared("two.internal")},
+			[]*istioconfig.Config{tlsRoute("one.internal", "one.internal"), tlsRoute("two.internal", "two.internal"), registryOnly}, "240.1.0.9_9443",
+			[]string{"default -> BlackHoleCluster", "sni one.internal -> outbound|9443||one.internal", "sni two.internal -> outbound|9443||two.internal"}},
 		{"no routes: the first host keeps the listener", []*model.Service{shared("one.internal"), shared("two.internal")},
 			nil, "240.1.0.9_9443",
 			[]string{"- -> outbound|9443||one.internal"}},
@@ -107,7 +116,7 @@ func l4ChainText(fc *listenerv3.FilterChain, label string) string {
 	var clusters []string
 	cfg := fc.GetFilters()[len(fc.GetFilters())-1].GetTypedConfig().String()
 	for _, f := range strings.Fields(strings.NewReplacer(`"`, " ").Replace(cfg)) {
-		if strings.HasPrefix(f, "outbound|") || f == PassthroughCluster {
+		if strings.HasPrefix(f, "outbound|") || f == PassthroughCluster || f == BlackHoleCluster {
 			clusters = append(clusters, f)
 		}
 	}

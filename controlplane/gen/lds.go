@@ -294,8 +294,9 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 				// this service whose matches the listener has no chain for yet join it; a
 				// chain left out is a conflict (istiod counts it), reported below.
 				if r := findResource(*tcp, name); r != nil {
-					r.Deps = sortDeps(append(append(r.Deps, ServiceKey(svc)), cdeps...))
-					if mergeTCPChains(r.Message.(*listenerv3.Listener), chains, def) == 0 {
+					fb := fallbackOf(ix.scope)
+					r.Deps = sortDeps(append(append(append(r.Deps, ServiceKey(svc)), cdeps...), fb.deps()...))
+					if mergeTCPChains(r.Message.(*listenerv3.Listener), chains, def, fb) == 0 {
 						continue
 					}
 				}
@@ -353,10 +354,10 @@ func mergeable(had, in model.Protocol) bool {
 // mergeTCPChains adds to l the chains (chains, then def) whose matches none of l's chains
 // has, as istiod's mergeTCPFilterChains does; a passthrough default (tls routes without a
 // catch-all) counts as none, as istiod adds it after merging. The chain that matches
-// everything is l's default chain when l has other chains. Returns how many chains it left
-// out.
-func mergeTCPChains(l *listenerv3.Listener, chains []*listenerv3.FilterChain, def *listenerv3.FilterChain) (dropped int) {
-	isPassthrough := func(c *listenerv3.FilterChain) bool { return c.GetName() == passthroughChain().GetName() }
+// everything is l's default chain when l has other chains; without one, the passthrough
+// chain to the proxy's outbound fallback fb is. Returns how many chains it left out.
+func mergeTCPChains(l *listenerv3.Listener, chains []*listenerv3.FilterChain, def *listenerv3.FilterChain, fb outboundFallback) (dropped int) {
+	isPassthrough := func(c *listenerv3.FilterChain) bool { return c.GetName() == passthroughChain(fb).GetName() }
 	all := slices.Clone(l.GetFilterChains())
 	if d := l.GetDefaultFilterChain(); d != nil && !isPassthrough(d) {
 		all = append(all, d)
@@ -388,13 +389,13 @@ func mergeTCPChains(l *listenerv3.Listener, chains []*listenerv3.FilterChain, de
 	}
 	switch {
 	case len(rest) == 0 && catchAll == nil:
-		l.FilterChains, l.DefaultFilterChain = nil, passthroughChain()
+		l.FilterChains, l.DefaultFilterChain = nil, passthroughChain(fb)
 	case len(rest) == 0:
 		l.FilterChains, l.DefaultFilterChain = []*listenerv3.FilterChain{catchAll}, nil
 	case catchAll != nil:
 		l.FilterChains, l.DefaultFilterChain = rest, catchAll
 	default:
-		l.FilterChains, l.DefaultFilterChain = rest, passthroughChain()
+		l.FilterChains, l.DefaultFilterChain = rest, passthroughChain(fb)
 	}
 	if hasServerNames(l.FilterChains...) && !slices.ContainsFunc(l.ListenerFilters, func(f *listenerv3.ListenerFilter) bool { return f.GetName() == tlsInspector().GetName() }) {
 		l.ListenerFilters = append(l.ListenerFilters, tlsInspector())
