@@ -83,7 +83,7 @@ func MergeDelegates(vss []*istioconfig.Config) ([]*istioconfig.Config, []Delegat
 						Msg: fmt.Sprintf("route %d of delegate %s/%s delegates again: delegation is one level deep", j, key.Namespace, key.Name)})
 					continue
 				}
-				m, ok := MergeDelegateRoute(r, qualifyDelegateRoute(dr, d.Namespace))
+				m, ok := MergeDelegateRoute(qualifyRootGateways(r, c.Namespace), qualifyDelegateRoute(dr, d.Namespace))
 				if !ok {
 					issues = append(issues, DelegateIssue{Root: c, Route: i, DelegateRoute: j,
 						Msg: fmt.Sprintf("the matches of route %d of delegate %s/%s are not within the root route's", j, key.Namespace, key.Name)})
@@ -146,10 +146,30 @@ func qualifyDelegateRoute(r *networking.HTTPRoute, ns string) *networking.HTTPRo
 	return r
 }
 
+// qualifyRootGateways returns root route r of a VirtualService in namespace ns with its
+// matches' gateways written as "namespace/name", as istiod resolves the root's short names
+// before it compares them with the delegate's (r itself is not modified; a route whose matches
+// name no gateway is returned as it is).
+func qualifyRootGateways(r *networking.HTTPRoute, ns string) *networking.HTTPRoute {
+	if !slices.ContainsFunc(r.GetMatch(), func(m *networking.HTTPMatchRequest) bool { return len(m.GetGateways()) > 0 }) {
+		return r
+	}
+	r = proto.Clone(r).(*networking.HTTPRoute)
+	for _, m := range r.GetMatch() {
+		for i, g := range m.GetGateways() {
+			m.Gateways[i] = qualifyGateway(g, ns)
+		}
+	}
+	return r
+}
+
 // qualifyGateway writes a gateway reference of namespace ns as "namespace/name" ("mesh" and
-// references with a namespace stay), reading the legacy "name.namespace…" form as istiod does.
+// references with a namespace stay, "./name" takes ns), reading the legacy "name.namespace…"
+// form as istiod does.
 func qualifyGateway(g, ns string) string {
 	switch {
+	case strings.HasPrefix(g, "./"):
+		return ns + "/" + g[2:]
 	case g == "mesh" || strings.Contains(g, "/"):
 		return g
 	case strings.Contains(g, "."):
