@@ -71,7 +71,9 @@ func (s *Snapshot) exportRestricted() bool {
 			}
 		}
 		for _, c := range s.configs[istioconfig.KindVirtualService] {
-			if vs, ok := c.Spec.(*networking.VirtualService); ok && restrictive(vs.GetExportTo()) {
+			// A delegate's (no hosts) exportTo says which roots may use it; no proxy reads a
+			// delegate, so it restricts no proxy's view.
+			if vs, ok := c.Spec.(*networking.VirtualService); ok && len(vs.GetHosts()) > 0 && restrictive(vs.GetExportTo()) {
 				return true
 			}
 		}

@@ -116,6 +116,14 @@ func TestScopeKeyUnscoped(t *testing.T) {
 	if k := n.ScopeFor(proxyIn("ns-a", nil)).Key(); k != "" {
 		t.Errorf("after an endpoint change: key %q", k)
 	}
+	// A delegate VirtualService (no hosts) exported to its root's namespace only restricts
+	// which roots may use it, not what any proxy sees.
+	d := NewSnapshot(1, SnapshotInput{Services: []*Service{scopeSvc("a", "ns-a")}, Configs: []*istioconfig.Config{scopeVS("ns-b", "delegate", []string{"ns-a"})}})
+	for _, ns := range []string{"ns-a", "ns-c"} {
+		if k := d.ScopeFor(proxyIn(ns, nil)).Key(); k != "" {
+			t.Errorf("with a delegate exported to ns-a, a proxy in %s: key %q, want \"\"", ns, k)
+		}
+	}
 	n = n.Apply(3, SnapshotDelta{Services: map[string]*Service{"p.ns-b.svc.cluster.local": scopeSvc("p", "ns-b", ".")}})
 	if k := n.ScopeFor(proxyIn("ns-a", nil)).Key(); k != "ns=ns-a" {
 		t.Errorf("after adding an exportTo . service: key %q, want ns=ns-a", k)
