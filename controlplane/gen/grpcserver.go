@@ -247,11 +247,13 @@ func endpointIPs(s *model.Snapshot) map[string]bool {
 	}).(map[string]bool)
 }
 
-// grpcServerKey names what a proxyless gRPC proxy's server listeners read beside its namespace
-// (which KeyScope names): its IP (the ports its workload serves) and labels (its
-// PeerAuthentication, AuthorizationPolicies and tlsMode), "" for a proxy that is no endpoint
-// (it serves no port, and gets no server listener) or not a gRPC one.
-func grpcServerKey(p *model.Proxy, s *model.Snapshot) string {
+// GRPCServerKey names what a proxyless gRPC proxy's server listeners (names with
+// GRPCServerListenerPrefix) read beside its view (ViewKey) and namespace (KeyScope): its IP
+// (the ports its workload serves) and labels (its PeerAuthentication, AuthorizationPolicies
+// and tlsMode), "" for a proxy that is no endpoint (it serves no port, and gets no server
+// listener) or not a gRPC one. Its client listeners and its wildcard listener list read
+// neither, and are shared with other gRPC proxies of its view.
+func GRPCServerKey(p *model.Proxy, s *model.Snapshot) string {
 	if p == nil || !p.IsGRPC() {
 		return ""
 	}

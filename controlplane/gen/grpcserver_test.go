@@ -341,29 +341,34 @@ func TestGRPCClusterTLS(t *testing.T) {
 	}
 }
 
-// TestGRPCServerViewKey: proxyless gRPC proxies share listener bytes (ViewKey) unless one is a
-// workload, whose server listeners follow its IP and labels: two workloads of one namespace
-// with other labels or IPs never share, two clients that serve nothing still do.
+// TestGRPCServerViewKey: a proxyless gRPC workload's server listeners follow its IP and labels
+// (GRPCServerKey, which the ADS server adds to those names' cache class): two workloads of one
+// namespace with other labels or IPs never share them, two clients that serve nothing have no
+// server key. Its other listeners stay shared: ViewKey does not name the IP or labels.
 func TestGRPCServerViewKey(t *testing.T) {
 	s := grpcServerSnapshot()
 	withIP := func(p *model.Proxy, ip string) *model.Proxy {
 		p.IPAddresses = []string{ip}
 		return p
 	}
-	key := func(p *model.Proxy) string { return ViewKey(ListenerType, p, s, false) }
+	key := func(p *model.Proxy) string { return GRPCServerKey(p, s) }
 	if a, b := key(grpcServerProxy()), key(grpcServerProxy(TLSModeLabel, "istio")); a == b {
-		t.Errorf("workloads with other labels share listener key %q", a)
+		t.Errorf("workloads with other labels share server key %q", a)
 	}
 	if a, b := key(grpcServerProxy()), key(withIP(grpcServerProxy(), "10.200.0.8")); a == b {
-		t.Errorf("a workload and a client share listener key %q", a)
+		t.Errorf("a workload and a client share server key %q", a)
 	}
-	if a, b := key(withIP(grpcServerProxy(), "10.200.0.8")), key(withIP(grpcServerProxy("x", "y"), "10.200.0.9")); a != b {
-		t.Errorf("two clients that serve nothing do not share: %q, %q", a, b)
+	if a, b := key(withIP(grpcServerProxy(), "10.200.0.8")), key(withIP(grpcServerProxy("x", "y"), "10.200.0.9")); a != "" || b != "" {
+		t.Errorf("clients that serve nothing have server keys %q, %q", a, b)
 	}
-	// A sidecar's key is untouched (the ADS server names its IP and inbound scope itself).
+	view := func(p *model.Proxy) string { return ViewKey(ListenerType, p, s, false) }
+	if a, b := view(grpcServerProxy()), view(withIP(grpcServerProxy("x", "y"), "10.200.0.9")); a != b {
+		t.Errorf("a workload's client listeners are not shared with a client's: %q, %q", a, b)
+	}
+	// A sidecar has no server key (the ADS server names its IP and inbound scope itself).
 	side := grpcServerProxy()
 	side.Generator = ""
-	if a, b := key(side), func() string { p := grpcServerProxy(TLSModeLabel, "istio"); p.Generator = ""; return key(p) }(); a != b {
-		t.Errorf("sidecar listener keys differ by labels: %q, %q", a, b)
+	if k := key(side); k != "" {
+		t.Errorf("sidecar server key %q", k)
 	}
 }

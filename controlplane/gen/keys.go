@@ -65,8 +65,9 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 // before any other (drNamespaceKey), and which of that namespace's DestinationRule
 // workloadSelectors select it (drSelectorSuffix). For listeners it also names which of the snapshot's source-conditioned L4 matches apply to
 // the proxy (sourceMatchKey): a sidecar's outbound TCP chains follow the tcp routes whose
-// sourceLabels and sourceNamespace select it, which KeyScope does not name for listeners; and,
-// for a proxyless gRPC workload, its IP and labels (grpcServerKey: its server listeners).
+// sourceLabels and sourceNamespace select it, which KeyScope does not name for listeners. A
+// proxyless gRPC workload's server listeners also read its IP and labels: the ADS server
+// keys those names alone by GRPCServerKey, so its client listeners stay shared.
 func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) string {
 	if s == nil {
 		return ""
@@ -88,9 +89,6 @@ func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) s
 	if typeURL == ListenerType {
 		if m := sourceMatchKey(p, s); m != "" {
 			k += "|src=" + m
-		}
-		if srv := grpcServerKey(p, s); srv != "" {
-			k += "|srv=" + srv
 		}
 	}
 	return k

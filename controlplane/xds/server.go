@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -609,6 +610,19 @@ func (s *Server) resources(p *model.Proxy, st *pushState, typeURL string, names 
 	var missing []string
 	gens := make(map[string]uint64, len(names))
 	nameClass := func(string) string { return class }
+	if typeURL == gen.ListenerType && p.IsGRPC() {
+		// A gRPC workload's server listeners are its own (its IP and labels); its client
+		// listeners stay shared by the class.
+		if srv := gen.GRPCServerKey(p, st.snap); srv != "" {
+			srvClass := class + "|srv=" + srv
+			nameClass = func(n string) string {
+				if strings.HasPrefix(n, gen.GRPCServerListenerPrefix) {
+					return srvClass
+				}
+				return class
+			}
+		}
+	}
 	if typeURL == gen.EndpointType {
 		// Only the assignments that locality load balancing makes the proxy's are cached per
 		// locality class; the rest stay shared by every proxy with the same view of the
