@@ -263,6 +263,9 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		// max_requests breaker (unset, grpc-go allows 1024 concurrent RPCs), and no outlier
 		// detection (grpc-go would eject on it; locality priorities still follow it, eds.go).
 		c.CircuitBreakers = grpcBreakers(pol)
+		// Nor the connection pool's TCP keepalive and HTTP protocol options (grpc-go reads
+		// neither; istiod's grpcgen sets neither).
+		c.UpstreamConnectionOptions, c.TypedExtensionProtocolOptions = nil, nil
 		applyGRPCUpstreamTLS(c, svc, pol)
 		return c, err
 	}
