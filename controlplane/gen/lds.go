@@ -54,7 +54,9 @@ func ListenerName(addr string, port uint32) string {
 //   - under a Sidecar, a port's listeners come from the egress listener that holds the port,
 //     by its protocol (listenerProtocol), then from the catch-all one, which adds nothing to
 //     the listeners the first built (outboundSource);
-//   - virtualOutbound (0.0.0.0:15001, use_original_dst, PassthroughCluster) and virtualInbound
+//   - virtualOutbound (0.0.0.0:15001, use_original_dst, the proxy's outbound fallback:
+//     PassthroughCluster, BlackHoleCluster under REGISTRY_ONLY, or an egressProxy's cluster;
+//     outbound.go) and virtualInbound
 //     (0.0.0.0:15006, a filter chain per inbound port, InboundPassthroughCluster otherwise).
 //
 // Outbound listeners do not bind (bind_to_port false): virtualOutbound hands them connections.

@@ -576,7 +576,7 @@ func defaultHashPolicy(ix *index, svc *model.Service, port model.Port) []*routev
 func translateHTTPRoute(p *model.Proxy, ix *index, vsNamespace string, hr *networking.HTTPRoute, svc *model.Service, port model.Port, grpc bool) (routes []*routev3.Route, catchAll bool, err error) {
 	if hr.GetDelegate() != nil {
 		// Unreachable: the snapshot merges delegates into their roots (model.MergeDelegates).
-		return nil, false, errors.New("delegate route not merged into its root")
+		return nil, false, fmt.Errorf("route %q delegates to VirtualService %s, whose routes were not merged into it (an xdslab bug: please report it with the VirtualServices)", hr.GetName(), hr.GetDelegate().GetName())
 	}
 	type match struct {
 		rm               *routev3.RouteMatch
