@@ -7,9 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/istioconfig"
@@ -69,14 +66,15 @@ func CheckPaths(paths []string, d Decoder) CheckReport {
 	slices.Sort(r.Files)
 	r.Files = slices.Compact(r.Files)
 	owner := map[istioconfig.Key]string{} // "file:line" of each object's first definition
-	contents := map[string][]byte{}
+	// Where each loaded object is written, by file and "Kind namespace/name" (a finding's
+	// Source and Object), for the lines of the findings between objects.
+	where := map[[2]string]objectAt{}
 	for _, f := range r.Files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			r.Errors = append(r.Errors, err)
 			continue
 		}
-		contents[f] = data
 		res, err := d.DecodeAll(f, data)
 		r.Skipped = append(r.Skipped, res.Skipped...)
 		if err != nil {
@@ -96,44 +94,28 @@ func CheckPaths(paths []string, d Decoder) CheckReport {
 				continue
 			}
 			owner[c.Key()] = at
+			if i < len(res.at) {
+				where[[2]string{f, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name)}] = res.at[i]
+			}
 			r.Configs = append(r.Configs, c)
 		}
 	}
 	r.Findings = validate.Analyze(r.Configs)
 	for i := range r.Findings {
-		r.Findings[i].Line = findingLine(r.Findings[i], contents[r.Findings[i].Source])
+		r.Findings[i].Line = findingLine(r.Findings[i], where)
 	}
 	return r
 }
 
-// findingLine is the line of a finding's field in its file: the object's document is found
-// by kind, name and namespace, the field in it as for a DecodeError. 0 when not found (an
-// object inside a List, say).
-func findingLine(f validate.Finding, data []byte) int {
-	kind, ref, ok := strings.Cut(f.Object, " ")
-	ns, name, ok2 := strings.Cut(ref, "/")
-	path, ok3 := validate.ParsePath(f.Path)
-	if !ok || !ok2 || !ok3 || len(data) == 0 {
+// findingLine is the line of a finding's field in its file, found where the decoder recorded
+// the object (its document, and its path there inside a List), as for a DecodeError: each
+// document is parsed for lines at most once, whatever the number of findings. 0 when not
+// found.
+func findingLine(f validate.Finding, where map[[2]string]objectAt) int {
+	at, ok := where[[2]string{f.Source, f.Object}]
+	path, ok2 := validate.ParsePath(f.Path)
+	if !ok || !ok2 {
 		return 0
 	}
-	docs, isJSON := splitJSON(data)
-	if !isJSON {
-		docs = splitYAML(data)
-	}
-	for _, d := range docs {
-		var head struct {
-			Kind     string `yaml:"kind"`
-			Metadata struct {
-				Name      string `yaml:"name"`
-				Namespace string `yaml:"namespace"`
-			} `yaml:"metadata"`
-		}
-		if err := yaml.Unmarshal(d.src, &head); err != nil {
-			continue
-		}
-		if head.Kind == kind && head.Metadata.Name == name && (head.Metadata.Namespace == ns || head.Metadata.Namespace == "") {
-			return d.loc.line(path)
-		}
-	}
-	return 0
+	return at.loc.line(at.path.With(path...))
 }

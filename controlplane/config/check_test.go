@@ -86,3 +86,23 @@ func TestCheckPathsFindingLines(t *testing.T) {
 		t.Errorf("finding %q, want it at line 18", got)
 	}
 }
+
+// TestCheckPathsFindingLinesInList: a finding of an object inside a List is at its field's
+// line in the List's item, as the decoder recorded the object.
+func TestCheckPathsFindingLinesInList(t *testing.T) {
+	dir := t.TempDir()
+	list := "apiVersion: v1\nkind: List\nitems:\n" +
+		"- apiVersion: networking.istio.io/v1\n  kind: VirtualService\n  metadata: {name: root, namespace: listed}\n" +
+		"  spec:\n    hosts: [l.example.com]\n    http:\n    - match: [{uri: {prefix: /b}}]\n      delegate: {name: missing}\n"
+	p := filepath.Join(dir, "list.yaml")
+	if err := os.WriteFile(p, []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := CheckPaths([]string{p}, Decoder{})
+	if len(r.Findings) != 1 {
+		t.Fatalf("findings = %v, want the missing delegate", r.Findings)
+	}
+	if got := r.Findings[0].String(); !strings.HasPrefix(got, p+":11: VirtualService listed/root: spec.http[0].delegate: ") {
+		t.Errorf("finding %q, want it at line 11", got)
+	}
+}
