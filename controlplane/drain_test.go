@@ -33,7 +33,10 @@ func TestServerDrain(t *testing.T) {
 		t.Run(fmt.Sprintf("hung=%v", hung), func(t *testing.T) {
 			logs := &syncbuf.Buffer{}
 			opts := controlplanetest.Options(t)
-			opts.DrainTimeout = time.Second
+			// Long enough for the healthy client to read the pushes queued for it (several CDS
+			// responses of 3,000 clusters) under -race on a loaded machine; 1s was not (the drain
+			// timed out with both streams left and the healthy one saw EOF).
+			opts.DrainTimeout = 3 * time.Second
 			opts.Debounce.MinQuiet, opts.Debounce.MaxDelay = 0, 0
 			opts.FlowControl = false // pushes do not wait for ACKs: the second one blocks on the hung client
 			opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
