@@ -63,13 +63,37 @@ func WithWorkloadLabels(p *Proxy, s *Snapshot) *Proxy {
 	if !ok {
 		return p
 	}
+	if sameLabels(p.Labels, wl, p.StaticLabels) {
+		return p // the usual case, checked without building the map (every push asks)
+	}
 	labels := make(map[string]string, len(wl)+len(p.StaticLabels))
 	maps.Copy(labels, p.StaticLabels)
 	maps.Copy(labels, wl)
-	if maps.Equal(labels, p.Labels) { // nil and empty are the same
-		return p
-	}
 	c := *p
 	c.Labels = labels
 	return &c
+}
+
+// sameLabels reports whether have equals over laid over under (over's value wins for a key
+// both hold), without building that map; nil and empty are the same.
+func sameLabels(have, over, under map[string]string) bool {
+	n := len(over)
+	for k, v := range under {
+		if _, ok := over[k]; ok {
+			continue
+		}
+		n++
+		if hv, ok := have[k]; !ok || hv != v {
+			return false
+		}
+	}
+	if n != len(have) {
+		return false
+	}
+	for k, v := range over {
+		if hv, ok := have[k]; !ok || hv != v {
+			return false
+		}
+	}
+	return true
 }

@@ -96,3 +96,26 @@ func TestWithWorkloadLabels(t *testing.T) {
 		})
 	}
 }
+
+func TestSameLabels(t *testing.T) {
+	tests := []struct {
+		have, over, under map[string]string
+		want              bool
+	}{
+		{nil, nil, nil, true},
+		{map[string]string{}, nil, nil, true},
+		{map[string]string{"a": "1"}, map[string]string{"a": "1"}, nil, true},
+		{map[string]string{"a": "1"}, map[string]string{"a": "1"}, map[string]string{"a": "0"}, true},
+		{map[string]string{"a": "0"}, map[string]string{"a": "1"}, map[string]string{"a": "0"}, false},
+		{map[string]string{"a": "1", "s": "x"}, map[string]string{"a": "1"}, map[string]string{"s": "x"}, true},
+		{map[string]string{"a": "1"}, map[string]string{"a": "1"}, map[string]string{"s": "x"}, false},
+		{map[string]string{"a": "1", "b": "2"}, map[string]string{"a": "1"}, nil, false},
+		{map[string]string{"a": "1", "s": "y"}, map[string]string{"a": "1"}, map[string]string{"s": "x"}, false},
+		{nil, map[string]string{"a": "1"}, nil, false},
+	}
+	for i, tt := range tests {
+		if got := sameLabels(tt.have, tt.over, tt.under); got != tt.want {
+			t.Errorf("%d: sameLabels(%v, %v, %v) = %v, want %v", i, tt.have, tt.over, tt.under, got, tt.want)
+		}
+	}
+}

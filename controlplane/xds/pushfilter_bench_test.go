@@ -10,16 +10,31 @@ import (
 
 // BenchmarkPushFilter measures the per-connection cost of deciding an endpoint push on the
 // scale-10k shape: 2,000 services in 20 namespaces, a Sidecar per namespace importing itself
-// and two others, 10,000 proxies.
+// and two others, 10,000 proxies: at addresses that are no endpoint (the fleet's default,
+// 100.64.0.0/10), and at endpoints, where each proxy's labels are its workload's, looked up
+// per push (model.WithWorkloadLabels): with the same labels on the node (no allocation), and
+// with other ones (a copy of the proxy per push).
 func BenchmarkPushFilter(b *testing.B) {
+	for _, mode := range []string{"no-endpoint", "at-endpoint-same-labels", "at-endpoint-other-labels"} {
+		b.Run(mode, func(b *testing.B) { benchPushFilter(b, mode) })
+	}
+}
+
+func benchPushFilter(b *testing.B, mode string) {
+	atEndpoints := mode != "no-endpoint"
 	const namespaces, services, proxies = 20, 2000, 10000
 	in := model.SnapshotInput{Endpoints: map[string][]*model.Endpoint{}}
+	var addrs, addrNS []string // the endpoints' addresses and namespaces
 	for i := range services {
 		ns := fmt.Sprintf("ns-%d", i%namespaces)
 		host := fmt.Sprintf("svc-%d.%s.svc.cluster.local", i, ns)
 		in.Services = append(in.Services, &model.Service{Hostname: host, Namespace: ns,
 			Ports: []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}}})
-		in.Endpoints[host] = []*model.Endpoint{endpoint(host, fmt.Sprintf("10.%d.%d.1", i/250, i%250))}
+		for e := range proxies / services {
+			ip := fmt.Sprintf("10.%d.%d.%d", i/250, i%250, e+1)
+			in.Endpoints[host] = append(in.Endpoints[host], endpoint(host, ip))
+			addrs, addrNS = append(addrs, ip), append(addrNS, ns)
+		}
 	}
 	for n := range namespaces {
 		in.Configs = append(in.Configs, sidecarConfig(fmt.Sprintf("ns-%d", n), "./*",
@@ -31,9 +46,16 @@ func BenchmarkPushFilter(b *testing.B) {
 	req := &model.PushRequest{ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: host, Namespace: "ns-7"}: {}}}
 	ps := make([]*model.Proxy, proxies)
 	for i := range ps {
-		p, err := model.ParseProxy(sidecarNode(b, fmt.Sprintf("100.64.%d.%d", i/250, i%250+1), fmt.Sprintf("ns-%d", i%namespaces), ""))
+		ip, ns := fmt.Sprintf("100.64.%d.%d", i/250, i%250+1), fmt.Sprintf("ns-%d", i%namespaces)
+		if atEndpoints {
+			ip, ns = addrs[i], addrNS[i]
+		}
+		p, err := model.ParseProxy(sidecarNode(b, ip, ns, ""))
 		if err != nil {
 			b.Fatal(err)
+		}
+		if mode == "at-endpoint-same-labels" {
+			p.Labels = map[string]string{"app": "x"} // the endpoints' (endpoint())
 		}
 		ps[i] = p
 	}
