@@ -335,9 +335,11 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 			continue
 		}
 		r := req
-		if relabeled && !req.Full {
+		if relabeled {
 			// Its workload's labels changed (an endpoint update): what selects it may have,
-			// so everything is regenerated for it.
+			// so everything is regenerated for it, also when req is a full push scoped to
+			// some keys (a full push without keys is everything), as istiod's proxy update
+			// is a forced full push.
 			r = req.Merge(&model.PushRequest{Full: true})
 		}
 		s.queue.Enqueue(c, r)

@@ -3,6 +3,7 @@ package xds
 import (
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -58,6 +59,24 @@ func TestWorkloadLabelsSelectAndRepush(t *testing.T) {
 	r = wl.recv()
 	if r.TypeUrl != gen.ListenerType || httpFilterCount(t, r, rbac) != 0 {
 		t.Fatalf("after its workload went back to app x: got %s with %s filters", r.TypeUrl, rbac)
+	}
+	wl.ack(r)
+	ts.settle(t)
+
+	// The same change in a full push scoped to the service's endpoints (as the aggregate
+	// registry sends for some entries): still everything for the relabelled proxy.
+	eps := maps.Clone(in.Endpoints)
+	ep := *eps[host][0]
+	ep.Labels = map[string]string{"app": "a"}
+	eps[host] = []*model.Endpoint{&ep}
+	in.Endpoints = eps
+	ts.seq++
+	ts.Push(model.NewSnapshot(ts.seq, in), &model.PushRequest{Full: true, Start: time.Now(),
+		ConfigsUpdated: map[istioconfig.Key]struct{}{{Kind: model.KindEndpoint, Name: host}: {}},
+		Reasons:        map[model.TriggerReason]int{model.ReasonEndpointUpdate: 1}})
+	r = wl.recv()
+	if r.TypeUrl != gen.ListenerType || httpFilterCount(t, r, rbac) == 0 {
+		t.Fatalf("after a scoped full push made its workload app a: got %s without %s filters", r.TypeUrl, rbac)
 	}
 	wl.ack(r)
 	ts.settle(t)
