@@ -249,7 +249,8 @@ func (c *checker) authzValues(at Path, key string, values []string) {
 	case "destination.port":
 		c.portValues(at, values)
 	case "source.trustDomain":
-		c.trustDomains(at, values)
+		// Wildcards only: istiod's '/' rule is for from.source.trustDomains alone.
+		c.wildcardValues(at, values)
 	case "source.serviceAccount":
 		c.serviceAccounts(at, values)
 	}

@@ -626,12 +626,12 @@ func (c *checker) virtualService(at Path, namespace string, vs *networking.Virtu
 		}
 	}
 	mesh := len(vs.GetGateways()) == 0
-	for i, g := range vs.GetGateways() {
+	for _, g := range vs.GetGateways() {
 		if g == "mesh" {
 			mesh = true
 		}
-		c.gatewayName(at.With("gateways", i), g)
 	}
+	c.gatewayNames(at.With("gateways"), vs.GetGateways())
 	hostsValid := true
 	for i, h := range vs.GetHosts() {
 		ha := at.With("hosts", i)
@@ -682,9 +682,7 @@ func (c *checker) virtualService(at Path, namespace string, vs *networking.Virtu
 				c.port(ma.With("port"), m.GetPort())
 			}
 			c.labels(ma.With("sourceLabels"), m.GetSourceLabels())
-			for k, g := range m.GetGateways() {
-				c.gatewayName(ma.With("gateways", k), g)
-			}
+			c.gatewayNames(ma.With("gateways"), m.GetGateways())
 		}
 		if len(r.GetRoute()) == 0 {
 			c.errf(ra.With("route"), "is required: list the destinations this tls route sends to")
@@ -704,9 +702,7 @@ func (c *checker) virtualService(at Path, namespace string, vs *networking.Virtu
 				c.port(ma.With("port"), m.GetPort())
 			}
 			c.labels(ma.With("sourceLabels"), m.GetSourceLabels())
-			for k, g := range m.GetGateways() {
-				c.gatewayName(ma.With("gateways", k), g)
-			}
+			c.gatewayNames(ma.With("gateways"), m.GetGateways())
 		}
 		if len(r.GetRoute()) == 0 {
 			c.errf(ra.With("route"), "is required: list the destinations this tcp route sends to")
@@ -776,8 +772,28 @@ func hostsOverlap(a, b string) bool {
 	return a == b
 }
 
-// gatewayName mirrors istiod's validateGatewayNames: "mesh", a gateway name, or
-// namespace/name.
+// gatewayNames mirrors istiod's validateGatewayNames over a list of gateway references
+// (gatewayName): istiod checks the entries up to the first one without a namespace ("mesh", a
+// name) and none after it, so a bad reference there is admitted, and is only a warning here
+// (it names no Gateway, so nothing is bound to it).
+func (c *checker) gatewayNames(at Path, gs []string) {
+	for i, g := range gs {
+		c.gatewayName(at.With(i), g)
+		if !strings.Contains(g, "/") {
+			for j := i + 1; j < len(gs); j++ {
+				w := &checker{}
+				w.gatewayName(at.With(j), gs[j])
+				for _, e := range w.problems {
+					c.warnf(at.With(j), "%s (istiod admits it, as it checks no reference after %q: it binds to no Gateway)", e.Msg, g)
+				}
+			}
+			return
+		}
+	}
+}
+
+// gatewayName mirrors istiod's validateGatewayNames for one reference: "mesh", a gateway name,
+// or namespace/name.
 func (c *checker) gatewayName(at Path, g string) {
 	if g == "mesh" {
 		return
@@ -914,9 +930,7 @@ func (c *checker) httpRoute(at Path, r *networking.HTTPRoute) {
 		if sn := m.GetSourceNamespace(); sn != "" && !isDNSLabel(sn) {
 			c.errf(ma.With("sourceNamespace"), "%q is not a namespace name", sn)
 		}
-		for k, g := range m.GetGateways() {
-			c.gatewayName(ma.With("gateways", k), g)
-		}
+		c.gatewayNames(ma.With("gateways"), m.GetGateways())
 	}
 	ds := make([]dest, len(r.GetRoute()))
 	for i, d := range r.GetRoute() {
