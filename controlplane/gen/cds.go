@@ -185,6 +185,12 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		// none).
 		resolution = model.ResolutionStatic
 	}
+	if !grpc && originalDstSubset(dr, ss, port.Number) {
+		// istiod makes such a subset cluster ORIGINAL_DST before it looks at endpoints: a DNS
+		// service's gets neither a DNS lookup family nor endpoints, and is built also when
+		// no endpoint has the subset's labels.
+		resolution = model.ResolutionPassthrough
+	}
 	switch resolution {
 	case model.ResolutionStatic:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
@@ -243,7 +249,7 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
 	}
 	pol.applyLB(c, grpc)
-	if resolution == model.ResolutionPassthrough || !grpc && originalDstSubset(dr, ss, port.Number) {
+	if resolution == model.ResolutionPassthrough {
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
 		c.EdsClusterConfig, c.LoadAssignment = nil, nil
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED

@@ -478,3 +478,47 @@ func TestInboundClusterNoRuleOutsideSidecarScope(t *testing.T) {
 		t.Errorf("Sidecar importing its namespace: inbound max connections %d, want the rule's 7", got)
 	}
 }
+
+// TestDNSSubsetOriginalDst: a DNS service's subset cluster that istiod makes ORIGINAL_DST (the
+// subset's own load balancer, or the rule's for the port, is PASSTHROUGH) has neither a DNS
+// lookup family nor endpoints, and exists also when no endpoint has the subset's labels
+// (found by a review of random seeds' fix 6546122, checked against istiod).
+func TestDNSSubsetOriginalDst(t *testing.T) {
+	const host = "dnsx.example.com"
+	svc := &model.Service{Hostname: host, Namespace: "store", Resolution: model.ResolutionDNS,
+		Ports: []model.Port{{Name: "tcp", Number: 7443, Protocol: model.ProtocolTCP}}}
+	eps := map[string][]*model.Endpoint{host: {{Service: host, Address: "10.8.0.1", Weight: 1, Labels: map[string]string{"version": "v1"}}}}
+	pass := &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: networking.LoadBalancerSettings_PASSTHROUGH}}}
+	subsets := func(own *networking.TrafficPolicy) []*networking.Subset {
+		return []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}, TrafficPolicy: own},
+			{Name: "v2", Labels: map[string]string{"version": "v2"}, TrafficPolicy: own}}
+	}
+	for name, dr := range map[string]*networking.DestinationRule{
+		"subsets' own":   {Host: host, Subsets: subsets(pass)},
+		"the rule's top": {Host: host, TrafficPolicy: pass, Subsets: subsets(nil)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: eps,
+				Configs: []*istioconfig.Config{{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "d", Namespace: "store"}, Spec: dr}}})
+			p := sidecarProxy("10.9.9.9", "store")
+			want := []string{"outbound|7443|v1|" + host, "outbound|7443|v2|" + host}
+			rs, err := ForType(ClusterType, p).Generate(p, s, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 2 {
+				t.Fatalf("got %d clusters, want both subsets' (v2 has no endpoint)", len(rs))
+			}
+			for _, r := range rs {
+				c := r.Message.(*clusterv3.Cluster)
+				if c.GetType() != clusterv3.Cluster_ORIGINAL_DST || c.GetDnsLookupFamily() != clusterv3.Cluster_AUTO || c.GetLoadAssignment() != nil || c.GetLbPolicy() != clusterv3.Cluster_CLUSTER_PROVIDED {
+					t.Errorf("%s: type %v, dns_lookup_family %v, load assignment %v, lb %v; want ORIGINAL_DST, none, none, CLUSTER_PROVIDED",
+						c.GetName(), c.GetType(), c.GetDnsLookupFamily(), c.GetLoadAssignment() != nil, c.GetLbPolicy())
+				}
+				if _, err := validateDeep(c); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
