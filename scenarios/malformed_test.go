@@ -180,7 +180,7 @@ func TestMalformed(t *testing.T) {
 		{"too many services", "name: x\ntopology: {services: 2000000}\n", 2, 22, "topology.services", "must be within 0..1000000, got 2000000", "the simulator's limit"},
 		{"far too many services", "name: x\ntopology:\n  services: 1000000000000\n", 3, 13, "topology.services", "must be within 0..1000000", "use 0 to 1000000"},
 		{"too many namespaces for the simulator", "name: x\ntopology: {namespaces: 100001}\n", 2, 24, "topology.namespaces", "must be within 1..100000", "use 1 to 100000"},
-		{"more endpoints than addresses", "name: x\ntopology: {services: 10, endpointsPerService: 100000000}\n", 2, 47, "topology.endpointsPerService", "at least 1e+08 endpoints per service make at least 1e+09 endpoints, past the simulator's 16646144 endpoint addresses", "at most 16646144 endpoints in all (1664614 each)"},
+		{"more endpoints than addresses", "name: x\ntopology: {services: 10, endpointsPerService: 100000000}\n", 2, 47, "topology.endpointsPerService", "at least 100000000 endpoints per service make at least 1000000000 endpoints, past the simulator's 16646144 endpoint addresses", "at most 16646144 endpoints in all (1664614 each)"},
 		{"more endpoints than addresses, by the min", "name: x\ntopology:\n  services: 1000\n  endpointsPerService: {dist: exp, mean: 5, min: 20000, max: 30000}\n", 4, 24, "topology.endpointsPerService", "at least 20000 endpoints per service", "(16646 each)"},
 		{"churn services past the limit", "name: x\nchurn: [{kind: scale, rate: 1/s, services: 100001}]\n", 2, 44, "churn[0].services", "<= 100000, got 100001", "the simulator's limit"},
 
@@ -404,5 +404,14 @@ churn:
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestEndpointLimitReadsTheClamp: a constant endpoint count clamped by its max draws the max
+// (dist.Sampler clamps every draw but pareto's and uniform's), so the address limit reads the
+// max: 10 services of at most 10 endpoints fit, whatever the value.
+func TestEndpointLimitReadsTheClamp(t *testing.T) {
+	if _, err := LoadBytes("clamped.yaml", []byte("name: x\ntopology: {services: 10, endpointsPerService: {dist: constant, value: 100000000, max: 10}}\n")); err != nil {
+		t.Errorf("a clamped constant was refused: %v", err)
 	}
 }

@@ -245,7 +245,7 @@ func (v *validator) topology() {
 	v.countDist("topology.endpointsPerService", t.EndpointsPerService, 0)
 	if least := leastDraw(t.EndpointsPerService); t.Mesh == nil && float64(t.Services)*least > maxEndpoints {
 		v.add("topology.endpointsPerService", fmt.Sprintf("give the %d services at most %d endpoints in all (%d each)", t.Services, maxEndpoints, maxEndpoints/max(t.Services, 1)),
-			"at least %g endpoints per service make at least %.4g endpoints, past the simulator's %d endpoint addresses (10.0.0.0/8)", least, float64(t.Services)*least, maxEndpoints)
+			"at least %.0f endpoints per service make at least %.0f endpoints, past the simulator's %d endpoint addresses (10.0.0.0/8)", least, float64(t.Services)*least, maxEndpoints)
 	}
 	v.atLeast("topology.localities.regions", t.Localities.Regions, 1)
 	v.atLeast("topology.localities.zonesPerRegion", t.Localities.ZonesPerRegion, 1)
@@ -348,6 +348,10 @@ func (v *validator) countDist(path string, s dist.Spec, lo int) {
 // (when max is set); 0 when nothing bounds it.
 func leastDraw(s dist.Spec) float64 {
 	switch {
+	case (s.Dist == "constant" || s.Dist == "") && s.Max > 0:
+		// A max clamps the constant (dist.Sampler), as it clamps every draw but pareto's
+		// and uniform's.
+		return math.Round(max(min(max(s.Value, s.Min), s.Max), 0))
 	case s.Dist == "constant" || s.Dist == "":
 		return math.Round(max(s.Value, 0))
 	case s.Dist == "uniform" || s.Dist == "pareto" || s.Max > 0:

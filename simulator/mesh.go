@@ -178,8 +178,9 @@ type mesh struct {
 // maxAddresses is the size of 10.0.0.0/8 without .0 and .255 host octets.
 const maxAddresses = 256 * 256 * 254
 
-// MaxEndpointAddresses is how many endpoints a run can hold at once: each has its own address
-// in 10.0.0.0/8, and a run stops when they run out.
+// MaxEndpointAddresses is how many endpoint addresses a run can ever allocate, its initial
+// topology and its churn together: each endpoint gets a new address in 10.0.0.0/8 (none is
+// reused), and a run stops when they run out.
 const MaxEndpointAddresses = maxAddresses
 
 func (m *mesh) allocAddr() (string, error) {
