@@ -128,3 +128,26 @@ func l4ChainText(fc *listenerv3.FilterChain, label string) string {
 	}
 	return match + " -> " + strings.Join(slices.Compact(clusters), ",")
 }
+
+// TestTCPRouteErrorOnce: a service with a VIP and a CIDR builds its tcp routes for both (the
+// VIP's listener and the CIDR's chains on 0.0.0.0_PORT); an error of those routes is
+// reported once, not once per place.
+func TestTCPRouteErrorOnce(t *testing.T) {
+	port := []model.Port{{Name: "tcp", Number: 7100, Protocol: model.ProtocolTCP}}
+	both := &model.Service{Hostname: "mixed.internal", Namespace: "app", Addresses: []string{"240.1.0.11", "10.70.0.0/24"}, Resolution: model.ResolutionStatic, Ports: port}
+	sink := &model.Service{Hostname: "sink.internal", Namespace: "app", Addresses: []string{"240.1.0.12"}, Resolution: model.ResolutionStatic, Ports: port}
+	subnet := []*networking.L4MatchAttributes{{DestinationSubnets: []string{"10.70.0.128/25"}}}
+	to := []*networking.RouteDestination{{Destination: &networking.Destination{Host: "sink.internal"}}}
+	vs := vsConfig("twice", "app", &networking.VirtualService{Hosts: []string{"mixed.internal"}, Tcp: []*networking.TCPRoute{
+		{Match: subnet, Route: to}, {Match: subnet, Route: to},
+	}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{both, sink}, Configs: []*istioconfig.Config{vs}})
+	p := sidecarProxy("10.1.0.9", "app")
+	_, err := ForType(ListenerType, p).Generate(p, s, nil)
+	if err == nil {
+		t.Fatal("no error for the repeated tcp route match")
+	}
+	if n := strings.Count(err.Error(), "VirtualService app/twice tcp[1]"); n != 1 {
+		t.Errorf("the repeated route is reported %d times, want once:\n%v", n, err)
+	}
+}

@@ -147,6 +147,14 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		out = append(out, Resource{Name: VirtualInboundListener, Message: l, Deps: deps})
 	}
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
+	// A service's tcp routes are built for its VIP listeners and again for its CIDRs'
+	// chains: each of their errors is reported once.
+	seen := map[string]bool{}
+	errs = slices.DeleteFunc(errs, func(e error) bool {
+		dup := seen[e.Error()]
+		seen[e.Error()] = true
+		return dup
+	})
 	return out, errors.Join(errs...)
 }
 
