@@ -77,13 +77,14 @@ func MergeDelegates(vss []*istioconfig.Config) ([]*istioconfig.Config, []Delegat
 					Msg: fmt.Sprintf("delegate VirtualService %s/%s is not exported to the root's namespace %s", key.Namespace, key.Name, c.Namespace)})
 				continue
 			}
+			qr := qualifyRootGateways(r, c.Namespace) // once for all the delegate's routes
 			for j, dr := range d.Spec.(*networking.VirtualService).GetHttp() {
 				if dr.GetDelegate() != nil {
 					issues = append(issues, DelegateIssue{Root: c, Route: i, DelegateRoute: j,
 						Msg: fmt.Sprintf("route %d of delegate %s/%s delegates again: delegation is one level deep", j, key.Namespace, key.Name)})
 					continue
 				}
-				m, ok := MergeDelegateRoute(qualifyRootGateways(r, c.Namespace), qualifyDelegateRoute(dr, d.Namespace))
+				m, ok := MergeDelegateRoute(qr, qualifyDelegateRoute(dr, d.Namespace))
 				if !ok {
 					issues = append(issues, DelegateIssue{Root: c, Route: i, DelegateRoute: j,
 						Msg: fmt.Sprintf("the matches of route %d of delegate %s/%s are not within the root route's", j, key.Namespace, key.Name)})
@@ -138,11 +139,7 @@ func qualifyDelegateRoute(r *networking.HTTPRoute, ns string) *networking.HTTPRo
 			m.Destination.Host = qualify(m.GetDestination().GetHost(), ns)
 		}
 	}
-	for _, m := range r.GetMatch() {
-		for i, g := range m.GetGateways() {
-			m.Gateways[i] = qualifyGateway(g, ns)
-		}
-	}
+	qualifyMatchGateways(r.GetMatch(), ns)
 	return r
 }
 
@@ -155,12 +152,18 @@ func qualifyRootGateways(r *networking.HTTPRoute, ns string) *networking.HTTPRou
 		return r
 	}
 	r = proto.Clone(r).(*networking.HTTPRoute)
-	for _, m := range r.GetMatch() {
+	qualifyMatchGateways(r.GetMatch(), ns)
+	return r
+}
+
+// qualifyMatchGateways writes the gateways of matches ms (of a VirtualService in namespace ns)
+// in place as qualifyGateway does.
+func qualifyMatchGateways(ms []*networking.HTTPMatchRequest, ns string) {
+	for _, m := range ms {
 		for i, g := range m.GetGateways() {
 			m.Gateways[i] = qualifyGateway(g, ns)
 		}
 	}
-	return r
 }
 
 // qualifyGateway writes a gateway reference of namespace ns as "namespace/name" ("mesh" and
