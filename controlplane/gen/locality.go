@@ -51,13 +51,17 @@ const (
 	labelNetwork        = "topology.istio.io/network"
 )
 
-// ProxyLocality is the locality istiod gives p in s: its topology labels (region, zone,
-// subzone; else topology.istio.io/locality or istio-locality, "region/zone/subzone"),
-// else the locality of its workload in the registry (the first endpoint at its address that has
-// one), else the locality its node reports.
+// ProxyLocality is the locality istiod gives p in s: p.Locality for a proxy whose labels
+// model.WithWorkloadLabels resolved (p.Resolved); for one built by hand, its topology labels
+// (region, zone, subzone; else topology.istio.io/locality or istio-locality,
+// "region/zone/subzone"), else the locality of its workload in the registry (the first
+// endpoint at its address that has one), else the locality its node reports.
 func ProxyLocality(p *model.Proxy, s *model.Snapshot) model.Locality {
 	if p == nil {
 		return model.Locality{}
+	}
+	if p.Resolved {
+		return p.Locality // model.WithWorkloadLabels resolved it, as istiod does
 	}
 	r, okR := p.Labels[labelRegion]
 	z, okZ := p.Labels[labelZone]
@@ -227,6 +231,15 @@ func topologyLabel(labels map[string]string, loc model.Locality, k string) strin
 		return loc.SubZone
 	}
 	return labels[k]
+}
+
+// endpointTopologyLabel is the value of label k of ep as istiod's registries label their
+// workloads: its locality's region, zone and subzone, and the registry's cluster.
+func endpointTopologyLabel(ep *model.Endpoint, k string) string {
+	if k == model.LabelCluster {
+		return model.RegistryClusterID
+	}
+	return topologyLabel(ep.Labels, ep.Locality, k)
 }
 
 // labelHostname is the node label istiod adds to endpoints' and proxies' labels (xdslab's
@@ -447,7 +460,7 @@ func (l *localityLB) failoverPriority(cla *endpointv3.ClusterLoadAssignment, eps
 			ep := eps[i][k]
 			rank, adjust := 0, 0
 			for j, name := range names {
-				if topologyLabel(ep.Labels, ep.Locality, name) == want[j] {
+				if endpointTopologyLabel(ep, name) == want[j] {
 					continue
 				}
 				if j == 0 && network {

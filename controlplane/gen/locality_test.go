@@ -64,12 +64,18 @@ func TestLocalityLoadBalancing(t *testing.T) {
 		Labels: map[string]string{"app": "a"}}
 	inR2 := &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"10.9.0.2"}, Namespace: "store", Locality: model.Locality{Region: "r2", Zone: "z9"},
 		Labels: map[string]string{"app": "b"}}
+	// As model.WithWorkloadLabels resolves a proxy: topology labels added.
+	resolved := &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"10.9.0.1"}, Namespace: "store", Locality: model.Locality{Region: "r1", Zone: "z1"},
+		Labels: map[string]string{"app": "a", model.LabelCluster: model.RegistryClusterID, model.LabelRegion: "r1", model.LabelZone: "z1"}, Resolved: true}
 	tests := []struct {
 		name  string
 		tp    *networking.TrafficPolicy
 		proxy *model.Proxy
 		want  []string
 	}{
+		{"failoverPriority on the cluster: every registry endpoint is in the proxy's", &networking.TrafficPolicy{OutlierDetection: outlier, LoadBalancer: lbs(&networking.LocalityLoadBalancerSetting{
+			FailoverPriority: []string{model.LabelCluster, "app"}})}, resolved, []string{
+			"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=1 w=1: 10.0.0.2", "r1/z2/ p=0 w=2: 10.0.0.3", "r2/z1/ p=0 w=1: 10.0.0.4", "r3/z1/ p=1 w=1: 10.0.0.5"}},
 		{"no rule: priority 0 everywhere", nil, inR1Z1, []string{
 			"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=0 w=1: 10.0.0.2", "r1/z2/ p=0 w=2: 10.0.0.3", "r2/z1/ p=0 w=1: 10.0.0.4", "r3/z1/ p=0 w=1: 10.0.0.5"}},
 		{"outlier detection alone: default failover", &networking.TrafficPolicy{OutlierDetection: outlier}, inR1Z1, []string{
@@ -166,6 +172,8 @@ func TestProxyLocality(t *testing.T) {
 		{"the registry's workload", &model.Proxy{IPAddresses: []string{"10.0.0.3"}, Locality: node}, "r1/z2"},
 		{"the node's", &model.Proxy{IPAddresses: []string{"10.7.7.7"}, Locality: node}, "node-r/node-z"},
 		{"none", &model.Proxy{}, ""},
+		{"resolved by model.WithWorkloadLabels: its own", &model.Proxy{IPAddresses: []string{"10.0.0.3"}, Locality: model.Locality{Region: "r9", Zone: "z9"},
+			NodeLocality: node, Resolved: true}, "r9/z9"},
 	}
 	for _, tc := range tests {
 		if got := ProxyLocality(tc.proxy, s).String(); got != tc.want {

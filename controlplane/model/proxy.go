@@ -34,22 +34,38 @@ type Proxy struct {
 	ID string
 	// DNSDomain is the fourth field, e.g. "ns.svc.cluster.local".
 	DNSDomain string
-	// Namespace from metadata NAMESPACE, else from the ID.
+	// Namespace is the proxy's config namespace: metadata NAMESPACE, else the first label of
+	// DNSDomain when it has several (istiod's GetProxyConfigNamespace).
 	Namespace string
-	// Labels are the proxy's labels: those of its node (metadata LABELS) as parsed, replaced
-	// by its workload's in the registry for a connected proxy (WithWorkloadLabels).
+	// NodeNamespace is metadata NAMESPACE as sent, "" when absent: istiod then looks for the
+	// proxy's ServiceEntry workload in every namespace, and for its Pod in none.
+	NodeNamespace string
+	// Labels are the proxy's labels as istiod gives them (Resolved): its node's (metadata
+	// LABELS) with the topology labels added (topology.go), those of its workload in the
+	// registry instead for a connected proxy (WithWorkloadLabels).
 	Labels map[string]string
+	// NodeLabels are the node's metadata LABELS as parsed.
+	NodeLabels map[string]string
 	// StaticLabels are the node's metadata STATIC_LABELS (the agent's ISTIO_METAJSON_LABELS):
 	// kept under the workload's labels when those replace the node's.
 	StaticLabels map[string]string
 	ClusterID    string
+	// NodeName is metadata NODE_NAME (the Kubernetes node), Network metadata NETWORK.
+	NodeName     string
+	Network      string
 	Generator    string
 	IstioVersion string
 	// InterceptionMode from metadata INTERCEPTION_MODE (REDIRECT, TPROXY, NONE).
 	InterceptionMode string
-	// Locality is the node's own locality (Node.locality). istiod prefers what the registry
-	// and the proxy's labels say (gen.ProxyLocality); this is the last resort.
+	// Locality is the proxy's locality as istiod resolves it (Resolved): its labels' region,
+	// zone and subzone, else its locality label's, else its node's (NodeLocality). On a proxy
+	// built by hand (not Resolved) it is the node's own (gen.ProxyLocality resolves it).
 	Locality Locality
+	// NodeLocality is the node's own locality (Node.locality).
+	NodeLocality Locality
+	// Resolved says that Labels and Locality are istiod's (ParseProxy, WithWorkloadLabels), the
+	// topology labels added; a proxy built by hand has only its node's.
+	Resolved bool
 	// NodeID is the raw node id.
 	NodeID string
 	// Identity is the SPIFFE id the stream's peer authenticated as (client certificate or
@@ -89,28 +105,38 @@ func ParseProxy(node *corev3.Node) (*Proxy, error) {
 	}
 	p := &Proxy{Type: t, IPAddresses: []string{ip}, ID: id, DNSDomain: domain, NodeID: node.GetId()}
 	if l := node.GetLocality(); l != nil {
-		p.Locality = Locality{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
+		p.NodeLocality = Locality{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
 	}
 	md := node.GetMetadata().GetFields()
-	p.Namespace = stringField(md, "NAMESPACE")
+	p.NodeNamespace = stringField(md, "NAMESPACE")
+	p.Namespace = p.NodeNamespace
 	if p.Namespace == "" {
-		if i := strings.IndexByte(id, '.'); i >= 0 && i < len(id)-1 {
-			p.Namespace = id[i+1:]
+		// As istiod: the namespace of a Kubernetes DNS domain ("ns.svc.cluster.local"), not
+		// the id's pod.namespace.
+		if ns, _, ok := strings.Cut(domain, "."); ok {
+			p.Namespace = ns
 		}
 	}
 	if p.Namespace == "" {
-		return nil, fmt.Errorf("node id %q: no namespace in metadata NAMESPACE nor in the pod.namespace field", node.GetId())
+		return nil, fmt.Errorf("node id %q: no namespace in metadata NAMESPACE nor in the DNS domain field (namespace.svc.cluster.local)", node.GetId())
 	}
 	p.ClusterID = stringField(md, "CLUSTER_ID")
+	p.NodeName = stringField(md, "NODE_NAME")
+	p.Network = stringField(md, "NETWORK")
 	p.Generator = stringField(md, "GENERATOR")
 	p.IstioVersion = stringField(md, "ISTIO_VERSION")
 	p.InterceptionMode = stringField(md, "INTERCEPTION_MODE")
-	if p.Labels, err = stringMap(md, "LABELS", node.GetId()); err != nil {
+	if p.NodeLabels, err = stringMap(md, "LABELS", node.GetId()); err != nil {
 		return nil, err
 	}
 	if p.StaticLabels, err = stringMap(md, "STATIC_LABELS", node.GetId()); err != nil {
 		return nil, err
 	}
+	// The labels and locality istiod gives a proxy whose workload it does not know.
+	l := labelLayers{over: p.NodeLabels}
+	p.Locality = l.addProxy(p, p.NodeLocality)
+	p.Labels = l.build()
+	p.Resolved = true
 	return p, nil
 }
 

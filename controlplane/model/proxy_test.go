@@ -19,11 +19,12 @@ func node(t testing.TB, id string, md map[string]any) *corev3.Node {
 
 func TestParseProxy(t *testing.T) {
 	tests := []struct {
-		name    string
-		id      string
-		md      map[string]any
-		want    Proxy
-		wantErr string
+		name     string
+		id       string
+		md       map[string]any
+		locality *corev3.Locality
+		want     Proxy
+		wantErr  string
 	}{
 		{
 			name: "istio sidecar",
@@ -32,11 +33,53 @@ func TestParseProxy(t *testing.T) {
 				"LABELS": map[string]any{"app": "web", "version": "v1"}, "INTERCEPTION_MODE": "REDIRECT"},
 			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.1.2.3"}, ID: "web-0.ns-1",
 				DNSDomain: "ns-1.svc.cluster.local", Namespace: "ns-1", ClusterID: "Kubernetes",
-				IstioVersion: "1.28.0", InterceptionMode: "REDIRECT",
-				Labels: map[string]string{"app": "web", "version": "v1"}},
+				IstioVersion: "1.28.0", InterceptionMode: "REDIRECT", NodeNamespace: "ns-1",
+				Labels:     map[string]string{"app": "web", "version": "v1", LabelCluster: "Kubernetes"},
+				NodeLabels: map[string]string{"app": "web", "version": "v1"}},
 		},
 		{
-			name: "grpc proxyless, namespace from id",
+			name: "topology labels from the node's locality, NODE_NAME and NETWORK",
+			id:   "sidecar~10.1.2.3~web-0.ns-1~ns-1.svc.cluster.local",
+			md: map[string]any{"NAMESPACE": "ns-1", "CLUSTER_ID": "east", "NODE_NAME": "node-7", "NETWORK": "net-1",
+				"LABELS": map[string]any{"app": "web"}},
+			locality: &corev3.Locality{Region: "r1", Zone: "z1", SubZone: "s1"},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.1.2.3"}, ID: "web-0.ns-1",
+				DNSDomain: "ns-1.svc.cluster.local", Namespace: "ns-1", ClusterID: "east", NodeNamespace: "ns-1",
+				NodeName: "node-7", Network: "net-1",
+				Labels: map[string]string{"app": "web", LabelCluster: "east", LabelRegion: "r1", LabelZone: "z1",
+					LabelSubzone: "s1", LabelHostname: "node-7", LabelNetwork: "net-1"},
+				NodeLabels: map[string]string{"app": "web"},
+				Locality:   Locality{"r1", "z1", "s1"}, NodeLocality: Locality{"r1", "z1", "s1"}},
+		},
+		{
+			name: "the labels' locality wins over the node's; a network label over NETWORK",
+			id:   "sidecar~10.1.2.3~web-0.ns-1~ns-1.svc.cluster.local",
+			md: map[string]any{"NAMESPACE": "ns-1", "NETWORK": "net-1",
+				"LABELS": map[string]any{LabelLocality: "r2/z2", LabelNetwork: "net-2"}},
+			locality: &corev3.Locality{Region: "r1", Zone: "z1"},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.1.2.3"}, ID: "web-0.ns-1",
+				DNSDomain: "ns-1.svc.cluster.local", Namespace: "ns-1", NodeNamespace: "ns-1", Network: "net-1",
+				Labels:     map[string]string{LabelLocality: "r2/z2", LabelNetwork: "net-2", LabelRegion: "r2", LabelZone: "z2"},
+				NodeLabels: map[string]string{LabelLocality: "r2/z2", LabelNetwork: "net-2"},
+				Locality:   Locality{"r2", "z2", ""}, NodeLocality: Locality{"r1", "z1", ""}},
+		},
+		{
+			name: "a subzone without a zone is not a label",
+			id:   "sidecar~10.1.2.3~web-0.ns-1~ns-1.svc.cluster.local",
+			md:   map[string]any{"NAMESPACE": "ns-1"}, locality: &corev3.Locality{Region: "r1", SubZone: "s1"},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.1.2.3"}, ID: "web-0.ns-1",
+				DNSDomain: "ns-1.svc.cluster.local", Namespace: "ns-1", NodeNamespace: "ns-1",
+				Labels:   map[string]string{LabelRegion: "r1"},
+				Locality: Locality{"r1", "", "s1"}, NodeLocality: Locality{"r1", "", "s1"}},
+		},
+		{
+			name: "no NAMESPACE: the DNS domain's namespace, not the id's",
+			id:   "sidecar~10.1.2.3~web-0.ns-a~ns-b.svc.cluster.local",
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.1.2.3"}, ID: "web-0.ns-a",
+				DNSDomain: "ns-b.svc.cluster.local", Namespace: "ns-b", Labels: map[string]string{}},
+		},
+		{
+			name: "grpc proxyless, namespace from the DNS domain",
 			id:   "sidecar~::1~client.default~default.svc.cluster.local",
 			md:   map[string]any{"GENERATOR": "grpc"},
 			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"::1"}, ID: "client.default",
@@ -49,17 +92,20 @@ func TestParseProxy(t *testing.T) {
 		{name: "bad type", id: "waypoint~10.0.0.1~pod.ns~ns.svc", wantErr: "unknown proxy type"},
 		{name: "bad ip", id: "sidecar~ten~pod.ns~ns.svc", wantErr: "bad IP"},
 		{name: "no namespace", id: "sidecar~10.0.0.1~pod~d", wantErr: "no namespace"},
+		{name: "no namespace but the id's", id: "sidecar~10.0.0.1~pod.ns~d", wantErr: "no namespace"},
 		{name: "empty", id: "", wantErr: "want 4 fields"},
 		{name: "static labels", id: "sidecar~10.0.0.1~p.ns~d",
-			md: map[string]any{"LABELS": map[string]any{"app": "a", "team": "t"}, "STATIC_LABELS": map[string]any{"team": "t"}},
-			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.0.0.1"}, ID: "p.ns", DNSDomain: "d", Namespace: "ns",
-				Labels: map[string]string{"app": "a", "team": "t"}, StaticLabels: map[string]string{"team": "t"}}},
-		{name: "non-string static label", id: "sidecar~10.0.0.1~p.ns~d", md: map[string]any{"STATIC_LABELS": map[string]any{"a": true}}, wantErr: "STATIC_LABELS"},
-		{name: "non-string label", id: "sidecar~10.0.0.1~p.ns~d", md: map[string]any{"LABELS": map[string]any{"a": 1.0}}, wantErr: "not a string"},
+			md: map[string]any{"NAMESPACE": "ns", "LABELS": map[string]any{"app": "a", "team": "t"}, "STATIC_LABELS": map[string]any{"team": "t"}},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.0.0.1"}, ID: "p.ns", DNSDomain: "d", Namespace: "ns", NodeNamespace: "ns",
+				Labels: map[string]string{"app": "a", "team": "t"}, NodeLabels: map[string]string{"app": "a", "team": "t"}, StaticLabels: map[string]string{"team": "t"}}},
+		{name: "non-string static label", id: "sidecar~10.0.0.1~p.ns~ns.svc", md: map[string]any{"STATIC_LABELS": map[string]any{"a": true}}, wantErr: "STATIC_LABELS"},
+		{name: "non-string label", id: "sidecar~10.0.0.1~p.ns~ns.svc", md: map[string]any{"LABELS": map[string]any{"a": 1.0}}, wantErr: "not a string"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseProxy(node(t, tc.id, tc.md))
+			n := node(t, tc.id, tc.md)
+			n.Locality = tc.locality
+			got, err := ParseProxy(n)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want containing %q", err, tc.wantErr)
@@ -75,7 +121,9 @@ func TestParseProxy(t *testing.T) {
 				got.Generator != tc.want.Generator || got.IstioVersion != tc.want.IstioVersion ||
 				got.InterceptionMode != tc.want.InterceptionMode || got.NodeID != tc.want.NodeID ||
 				got.IP() != tc.want.IPAddresses[0] || !mapsEqual(got.Labels, tc.want.Labels) ||
-				!mapsEqual(got.StaticLabels, tc.want.StaticLabels) {
+				!mapsEqual(got.StaticLabels, tc.want.StaticLabels) || !mapsEqual(got.NodeLabels, tc.want.NodeLabels) ||
+				got.NodeNamespace != tc.want.NodeNamespace || got.NodeName != tc.want.NodeName || got.Network != tc.want.Network ||
+				got.Locality != tc.want.Locality || got.NodeLocality != tc.want.NodeLocality || !got.Resolved {
 				t.Errorf("got %+v\nwant %+v", *got, tc.want)
 			}
 		})

@@ -1,8 +1,6 @@
 package model
 
 import (
-	"maps"
-
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -16,24 +14,48 @@ const endpointSliceKind istioconfig.Kind = "EndpointSlice"
 
 // WorkloadLabels returns the labels istiod reads from its registries for p, a proxy as parsed
 // from its node, in s, and whether the registry knows p's workload at all (an unlabelled
-// workload gives nil, true). istiod asks its Kubernetes registry first (the Pod of the proxy:
-// here an endpoint of a Service at the proxy's address, in its namespace, that carries its
-// Pod's labels) and then its ServiceEntry registry: the labels of the first workload
-// (an inline endpoint of a ServiceEntry, or a WorkloadEntry one selects) at one of the
-// proxy's addresses whose ServiceEntry is in the proxy's namespace. A WorkloadEntry that no
-// ServiceEntry selects is not a workload of the registry. s nil knows no workload.
+// workload gives nil, true). It returns the registry's labels as stored; workload adds the
+// topology labels istiod's registries add to them.
 func WorkloadLabels(p *Proxy, s *Snapshot) (map[string]string, bool) {
+	ep, _ := workload(p, s)
+	if ep == nil {
+		return nil, false
+	}
+	return ep.Labels, true
+}
+
+// workload returns the endpoint istiod takes for p's workload in s, and whether it is a Pod's
+// (a Kubernetes endpoint), or nil. istiod asks only the registries of the proxy's CLUSTER_ID
+// when it sends one (xdslab's are RegistryClusterID's), its Kubernetes registry first (the Pod
+// of the proxy: here an endpoint of a Service at the proxy's address, in its namespace, that
+// carries its Pod's labels; none without metadata NAMESPACE, as istiod finds the Pod by the id's
+// pod.namespace only when NAMESPACE names the same namespace) and then its ServiceEntry
+// registry: the first workload (an inline endpoint of a ServiceEntry, or a WorkloadEntry one
+// selects) at one of the proxy's addresses whose ServiceEntry is in the proxy's namespace (any
+// namespace without metadata NAMESPACE). A WorkloadEntry that no ServiceEntry selects is not a
+// workload of the registry. s nil knows no workload.
+func workload(p *Proxy, s *Snapshot) (*Endpoint, bool) {
 	if p == nil || s == nil {
 		return nil, false
 	}
+	if p.ClusterID != "" && p.ClusterID != RegistryClusterID {
+		return nil, false
+	}
+	ns := p.NodeNamespace
+	if !p.Resolved {
+		ns = p.Namespace // a proxy built by hand: its namespace is its node's
+	}
 	sameNS := func(ep *Endpoint) bool {
-		if p.Namespace == "" {
+		if ns == "" {
 			return true
 		}
 		svc := s.Service(ep.Service)
-		return svc != nil && svc.Namespace == p.Namespace
+		return svc != nil && svc.Namespace == ns
 	}
 	for _, kube := range []bool{true, false} {
+		if kube && ns == "" {
+			continue
+		}
 		for _, ip := range p.IPAddresses {
 			for _, ep := range s.EndpointsAt(ip) {
 				if (ep.Source.Kind == endpointSliceKind) != kube || !sameNS(ep) {
@@ -44,56 +66,50 @@ func WorkloadLabels(p *Proxy, s *Snapshot) (map[string]string, bool) {
 				if kube && ep.Labels == nil {
 					continue
 				}
-				return ep.Labels, true
+				return ep, kube
 			}
 		}
 	}
 	return nil, false
 }
 
-// WithWorkloadLabels returns p, a proxy as parsed from its node, with the labels istiod gives
-// it in s (SetWorkloadLabels): its workload's (WorkloadLabels) over its node's STATIC_LABELS
-// when the registry knows its workload, else its node's LABELS; always its node's for a proxy
-// labelled TestVMLabel. It returns p itself when the labels are the same, else a copy.
+// WithWorkloadLabels returns p, a proxy as parsed from its node, with the labels and locality
+// istiod gives it in s (its SetWorkloadLabels, then setTopologyLabels): its workload's labels
+// (WorkloadLabels, with the cluster and locality its registry adds) over its node's
+// STATIC_LABELS when the registry knows its workload, else its node's LABELS (always for a
+// proxy labelled TestVMLabel); then the topology labels of its locality, CLUSTER_ID, NODE_NAME
+// and NETWORK (topology.go). It returns p itself when nothing changes, else a copy.
 func WithWorkloadLabels(p *Proxy, s *Snapshot) *Proxy {
-	if p == nil || p.Labels[TestVMLabel] != "" {
-		return p
+	if p == nil {
+		return nil
 	}
-	wl, ok := WorkloadLabels(p, s)
-	if !ok {
-		return p
+	nodeLabels, nodeLoc := p.NodeLabels, p.NodeLocality
+	if !p.Resolved {
+		nodeLabels, nodeLoc = p.Labels, p.Locality // built by hand: no topology labels yet
 	}
-	if sameLabels(p.Labels, wl, p.StaticLabels) {
+	var l labelLayers
+	var ep *Endpoint
+	var kube bool
+	if nodeLabels[TestVMLabel] == "" {
+		ep, kube = workload(p, s)
+	}
+	if ep != nil {
+		l.under, l.over = p.StaticLabels, ep.Labels
+		l.addRegistry(ep, kube)
+	} else {
+		if p.Resolved {
+			return p // ParseProxy resolved them for no workload
+		}
+		l.over = nodeLabels
+	}
+	loc := l.addProxy(p, nodeLoc)
+	if loc == p.Locality && l.same(p.Labels) {
 		return p // the usual case, checked without building the map (every push asks)
 	}
-	labels := make(map[string]string, len(wl)+len(p.StaticLabels))
-	maps.Copy(labels, p.StaticLabels)
-	maps.Copy(labels, wl)
 	c := *p
-	c.Labels = labels
+	if !p.Resolved {
+		c.NodeLabels, c.NodeLocality = nodeLabels, nodeLoc
+	}
+	c.Labels, c.Locality, c.Resolved = l.build(), loc, true
 	return &c
-}
-
-// sameLabels reports whether have equals over laid over under (over's value wins for a key
-// both hold), without building that map; nil and empty are the same.
-func sameLabels(have, over, under map[string]string) bool {
-	n := len(over)
-	for k, v := range under {
-		if _, ok := over[k]; ok {
-			continue
-		}
-		n++
-		if hv, ok := have[k]; !ok || hv != v {
-			return false
-		}
-	}
-	if n != len(have) {
-		return false
-	}
-	for k, v := range over {
-		if hv, ok := have[k]; !ok || hv != v {
-			return false
-		}
-	}
-	return true
 }

@@ -285,24 +285,24 @@ func convertWorkload(we *networking.WorkloadEntry, labels map[string]string, nam
 	if err != nil {
 		return nil, err
 	}
+	if we.GetLocality() == "" {
+		// As istiod: the locality label's (topology.istio.io/locality or istio-locality).
+		loc, _ = model.LocalityFromLabel(labels)
+	}
 	for name := range we.GetPorts() {
 		if _, ok := ports.byName(name); !ok && inline {
 			return nil, fmt.Errorf("ports names %q, which is not a port of the ServiceEntry (%s): use one of the spec.ports names", name, ports.names())
 		}
 	}
 	ep := &model.Endpoint{
-		Address:  we.GetAddress(),
-		Ports:    targetPorts(we.GetPorts(), ports),
-		Labels:   maps.Clone(labels),
+		Address: we.GetAddress(),
+		Ports:   targetPorts(we.GetPorts(), ports),
+		// With the topology labels istiod's registry adds: a selector (a PeerAuthentication
+		// over the endpoint, a subset, failoverPriority) reads them.
+		Labels:   model.RegistryLabels(labels, loc, "", we.GetNetwork()),
 		Locality: loc,
 		Weight:   we.GetWeight(),
 		Source:   source,
-	}
-	if n := we.GetNetwork(); n != "" {
-		if ep.Labels == nil {
-			ep.Labels = map[string]string{}
-		}
-		ep.Labels[LabelTopologyNetwork] = n
 	}
 	if sa := we.GetServiceAccount(); sa != "" {
 		ep.ServiceAccount = SpiffeID(opts.TrustDomain, namespace, sa)

@@ -92,7 +92,7 @@ func TestConvertServiceEntry(t *testing.T) {
 			want: Converted{
 				Services: []*model.Service{{Hostname: "db.corp", Namespace: "ext", Ports: []model.Port{{Name: "mysql", Number: 3306, Protocol: model.ProtocolUnknown}},
 					Resolution: model.ResolutionDNS, DNSRoundRobin: true, Source: seKey("ext", "db"), MeshExternal: true}},
-				Endpoints: map[string][]*model.Endpoint{"db.corp": {{Service: "db.corp", Address: "db-1.corp", Source: seKey("ext", "db")}}},
+				Endpoints: map[string][]*model.Endpoint{"db.corp": {{Service: "db.corp", Address: "db-1.corp", Labels: map[string]string{model.LabelCluster: model.RegistryClusterID}, Source: seKey("ext", "db")}}},
 			},
 		},
 		{
@@ -164,10 +164,10 @@ func TestConvertServiceEntry(t *testing.T) {
 					ServiceAccounts: []string{"spiffe://cluster.local/ns/ns1/sa/vm-sa"}, Source: seKey("ns1", "vm")}},
 				Endpoints: map[string][]*model.Endpoint{"vm.ns1.svc.cluster.local": {
 					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.1", Ports: map[string]uint32{"http-web": 8080},
-						Labels: map[string]string{"app": "vm", "v": "1"}, ServiceAccount: "spiffe://cluster.local/ns/ns1/sa/vm-sa", Source: weKey("ns1", "vm-1")},
-					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.4", Labels: map[string]string{"app": "vm"}, Source: weKey("ns1", "meta-labels")},
-					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.5", Labels: map[string]string{"app": "vm", "tier": "meta"}, Source: weKey("ns1", "both-labels")},
-					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.6", Labels: map[string]string{"app": "vm"}, Source: weKey("ns1", "meta-overrides")},
+						Labels: map[string]string{"app": "vm", "v": "1", model.LabelCluster: model.RegistryClusterID}, ServiceAccount: "spiffe://cluster.local/ns/ns1/sa/vm-sa", Source: weKey("ns1", "vm-1")},
+					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.4", Labels: map[string]string{"app": "vm", model.LabelCluster: model.RegistryClusterID}, Source: weKey("ns1", "meta-labels")},
+					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.5", Labels: map[string]string{"app": "vm", "tier": "meta", model.LabelCluster: model.RegistryClusterID}, Source: weKey("ns1", "both-labels")},
+					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.6", Labels: map[string]string{"app": "vm", model.LabelCluster: model.RegistryClusterID}, Source: weKey("ns1", "meta-overrides")},
 				}},
 			},
 		},
@@ -183,6 +183,29 @@ func TestConvertServiceEntry(t *testing.T) {
 			wantErr: []string{"ServiceEntry/ns1/bad", "spec.hosts[0] is empty", `spec.hosts[2] "x" is listed twice`, "spec.ports[0].number is 0", "spec.ports[2].number 80 is listed twice",
 				"spec.ports[3].name is empty", "both spec.endpoints and spec.workloadSelector", "spec.endpoints[0].address is empty",
 				`locality "a/b/c/d"`, `"nope", which is not a port`},
+		},
+		{
+			name: "a workload's locality label is its locality when it has none; a network label wins over network",
+			se: seConfig("ns1", "geo", &networking.ServiceEntry{
+				Hosts: []string{"geo.example.com"}, Ports: []*networking.ServicePort{{Number: 80, Name: "http", Protocol: "HTTP"}},
+				Resolution: networking.ServiceEntry_STATIC,
+				Endpoints: []*networking.WorkloadEntry{
+					{Address: "10.2.0.1", Labels: map[string]string{model.LegacyLocalityLabel: "eu.z1", LabelTopologyNetwork: "mine"}, Network: "net-a"},
+					{Address: "10.2.0.2", Labels: map[string]string{model.LabelLocality: "us/z2"}, Locality: "ap/z3"},
+				},
+			}),
+			want: Converted{
+				Services: []*model.Service{{Hostname: "geo.example.com", Namespace: "ns1", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}},
+					Resolution: model.ResolutionStatic, Source: seKey("ns1", "geo"), MeshExternal: true}},
+				Endpoints: map[string][]*model.Endpoint{"geo.example.com": {
+					{Service: "geo.example.com", Address: "10.2.0.1", Locality: model.Locality{Region: "eu", Zone: "z1"}, Source: seKey("ns1", "geo"),
+						Labels: map[string]string{model.LegacyLocalityLabel: "eu.z1", LabelTopologyNetwork: "mine", model.LabelCluster: model.RegistryClusterID,
+							model.LabelRegion: "eu", model.LabelZone: "z1"}},
+					{Service: "geo.example.com", Address: "10.2.0.2", Locality: model.Locality{Region: "ap", Zone: "z3"}, Source: seKey("ns1", "geo"),
+						Labels: map[string]string{model.LabelLocality: "us/z2", model.LabelCluster: model.RegistryClusterID,
+							model.LabelRegion: "ap", model.LabelZone: "z3"}},
+				}},
+			},
 		},
 		{
 			name:    "not a ServiceEntry",
@@ -223,10 +246,12 @@ func svcWant(host, ns string, src istioconfig.Key, sas []string) *model.Service 
 
 func apiEndpoints(host string) []*model.Endpoint {
 	return []*model.Endpoint{
-		{Service: host, Address: "10.0.0.1", Ports: map[string]uint32{"grpc-api": 9091}, Locality: model.Locality{Region: "eu", Zone: "z", SubZone: "sz"}, Source: seKey("ns1", "api")},
+		{Service: host, Address: "10.0.0.1", Ports: map[string]uint32{"grpc-api": 9091}, Locality: model.Locality{Region: "eu", Zone: "z", SubZone: "sz"}, Source: seKey("ns1", "api"),
+			Labels: map[string]string{model.LabelCluster: model.RegistryClusterID, model.LabelRegion: "eu", model.LabelZone: "z", model.LabelSubzone: "sz"}},
 		{Service: host, Address: "10.0.0.2", Ports: map[string]uint32{"http": 8080, "grpc-api": 9091},
-			Labels: map[string]string{"app": "api", LabelTopologyNetwork: "net-a"}, Locality: model.Locality{Region: "us-east1", Zone: "us-east1-b"},
-			Weight: 3, ServiceAccount: "spiffe://cluster.local/ns/ns1/sa/api-sa", Source: seKey("ns1", "api")},
+			Labels:   map[string]string{"app": "api", LabelTopologyNetwork: "net-a", model.LabelCluster: model.RegistryClusterID, model.LabelRegion: "us-east1", model.LabelZone: "us-east1-b"},
+			Locality: model.Locality{Region: "us-east1", Zone: "us-east1-b"},
+			Weight:   3, ServiceAccount: "spiffe://cluster.local/ns/ns1/sa/api-sa", Source: seKey("ns1", "api")},
 	}
 }
 

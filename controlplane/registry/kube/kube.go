@@ -876,16 +876,17 @@ const (
 // locality: the istio-locality label's when it has one, else its Node's (node: the labels of
 // the Pod's Node, nil when not known).
 func applyPod(ep *model.Endpoint, p *corev1.Pod, trustDomain string, node map[string]string) {
-	ep.Labels = maps.Clone(p.Labels)
 	ep.ServiceAccount = registry.SpiffeID(trustDomain, p.Namespace, p.Spec.ServiceAccountName)
 	if loc, ok := p.Labels[LocalityLabel]; ok && loc != "" {
 		parts := strings.SplitN(loc, ".", 3)
 		parts = append(parts, "", "")
 		ep.Locality = model.Locality{Region: parts[0], Zone: parts[1], SubZone: parts[2]}
-		return
+	} else {
+		ep.Locality = model.Locality{Region: cmp.Or(node[NodeRegionLabel], node[nodeRegionLabelBeta]),
+			Zone: cmp.Or(node[NodeZoneLabel], node[nodeZoneLabelBeta]), SubZone: node[NodeSubzoneLabel]}
 	}
-	ep.Locality = model.Locality{Region: cmp.Or(node[NodeRegionLabel], node[nodeRegionLabelBeta]),
-		Zone: cmp.Or(node[NodeZoneLabel], node[nodeZoneLabelBeta]), SubZone: node[NodeSubzoneLabel]}
+	// With the topology labels istiod's registry adds (its node's name too).
+	ep.Labels = model.RegistryLabels(p.Labels, ep.Locality, p.Spec.NodeName, "")
 }
 
 func ptrOr[T any](p *T, def T) T {

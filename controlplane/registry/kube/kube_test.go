@@ -361,6 +361,11 @@ func TestControllerPods(t *testing.T) {
 	if e := eps[0]; e.Labels["version"] != "v1" || e.ServiceAccount != spiffe || e.Locality != (model.Locality{Region: "r1", Zone: "z2", SubZone: "s3"}) {
 		t.Errorf("endpoint of a known Pod: %+v", e)
 	}
+	// The topology labels istiod's registry adds to a Pod's: its cluster and locality.
+	if e := eps[0]; e.Labels[model.LabelCluster] != model.RegistryClusterID || e.Labels[model.LabelRegion] != "r1" ||
+		e.Labels[model.LabelZone] != "z2" || e.Labels[model.LabelSubzone] != "s3" {
+		t.Errorf("endpoint of a known Pod: labels %v, want its cluster and locality's topology labels too", e.Labels)
+	}
 	if sas := h.agg.Service(host).ServiceAccounts; !slices.Equal(sas, []string{spiffe}) {
 		t.Errorf("service accounts %q, want the Pod's", sas)
 	}
