@@ -66,6 +66,9 @@ type Proxy struct {
 	// Resolved says that Labels and Locality are istiod's (ParseProxy, WithWorkloadLabels), the
 	// topology labels added; a proxy built by hand has only its node's.
 	Resolved bool
+	// memo is a parsed proxy's last WithWorkloadLabels result (nil on copies and on proxies
+	// built by hand).
+	memo *workloadMemo
 	// NodeID is the raw node id.
 	NodeID string
 	// Identity is the SPIFFE id the stream's peer authenticated as (client certificate or
@@ -137,6 +140,7 @@ func ParseProxy(node *corev3.Node) (*Proxy, error) {
 	p.Locality = l.addProxy(p, p.NodeLocality)
 	p.Labels = l.build()
 	p.Resolved = true
+	p.memo = &workloadMemo{}
 	return p, nil
 }
 

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"sync/atomic"
+
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -104,12 +106,30 @@ func WithWorkloadLabels(p *Proxy, s *Snapshot) *Proxy {
 	}
 	loc := l.addProxy(p, nodeLoc)
 	if loc == p.Locality && l.same(p.Labels) {
-		return p // the usual case, checked without building the map (every push asks)
+		return p // checked without building the map (every push asks)
+	}
+	// The usual case at a workload (its labels carry at least the registry's cluster, which
+	// the node's do not): the result of the last call, when its labels are still these.
+	if p.memo != nil {
+		if last := p.memo.last.Load(); last != nil && last.Locality == loc && l.same(last.Labels) {
+			return last
+		}
 	}
 	c := *p
+	c.memo = nil
 	if !p.Resolved {
 		c.NodeLabels, c.NodeLocality = nodeLabels, nodeLoc
 	}
 	c.Labels, c.Locality, c.Resolved = l.build(), loc, true
+	if p.memo != nil {
+		p.memo.last.Store(&c)
+	}
 	return &c
+}
+
+// workloadMemo holds a parsed proxy's last result of WithWorkloadLabels, so that a push that
+// leaves its workload's labels alone does not copy the proxy again. It is shared by the
+// goroutines that ask (the push filter and the proxy's session).
+type workloadMemo struct {
+	last atomic.Pointer[Proxy]
 }

@@ -177,6 +177,10 @@ func TestTopologyLabels(t *testing.T) {
 			if !maps.Equal(got.Labels, tc.want) || got.Locality != tc.wantLoc {
 				t.Errorf("labels = %v, locality %v\nwant %v, locality %v", got.Labels, got.Locality, tc.want, tc.wantLoc)
 			}
+			// A second call gives the same proxy (p, or its memoized copy), not a new copy.
+			if again := WithWorkloadLabels(p, snap); again != got {
+				t.Errorf("a second call from the node's proxy made another copy")
+			}
 			// On a snapshot where its workload is gone, the node's proxy itself.
 			if gone := WithWorkloadLabels(p, NewSnapshot(2, SnapshotInput{})); gone != p {
 				t.Errorf("no workload: got a copy %v, want the node's proxy", gone.Labels)
