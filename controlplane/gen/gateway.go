@@ -326,8 +326,8 @@ func matchForGateway(gateways []string, port uint32, vsNS string, gc *istioconfi
 type gwVHost struct {
 	vh   *routev3.VirtualHost
 	seen map[istioconfig.Key]bool
-	// from lists the (Gateway, VirtualService) pairs whose routes the virtual host holds, in
-	// order: virtual hosts with the same list hold the same routes.
+	// from lists the (Gateway, VirtualService) pairs whose routes the virtual host holds (those
+	// with routes on the port), in order: virtual hosts with the same list hold the same routes.
 	from []string
 }
 
@@ -337,6 +337,9 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 	port := strconv.FormatUint(uint64(num), 10)
 	vhosts := map[string]*gwVHost{}
 	var deps []istioconfig.Key
+	// A VirtualService's routes are built once per Gateway, for its first server here, as istiod
+	// caches them per Gateway and VirtualService.
+	built := map[string][]*routev3.Route{}
 	for _, gs := range servers {
 		deps = append(deps, gs.gw.Key())
 		for _, b := range rp.bound[gs.gw.Key()] {
@@ -344,16 +347,26 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 			if len(hosts) == 0 {
 				continue
 			}
-			var routes []*routev3.Route
-			built := false
+			from := gs.gw.Key().String() + " " + b.c.Key().String()
+			routes, ok := built[from]
+			if !ok {
+				var rdeps []istioconfig.Key
+				routes, rdeps = rp.vsHTTPRoutes(b, gs, num)
+				deps = append(deps, b.c.Key())
+				deps = append(deps, rdeps...)
+				built[from] = routes
+			}
+			if len(routes) == 0 {
+				// istiod skips a VirtualService with no route here (only tcp or tls routes, or
+				// matches for other ports or gateways): it neither makes its hosts' virtual
+				// hosts nor requires TLS on them.
+				continue
+			}
 			for _, h := range hosts {
+				h = strings.ToLower(h)
 				v := vhosts[h]
 				if v == nil {
-					domains := []string{h, h + ":" + port}
-					if h == "*" {
-						domains = domains[:1]
-					}
-					v = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: domains}, seen: map[istioconfig.Key]bool{}}
+					v = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: gatewayDomains(h, port)}, seen: map[istioconfig.Key]bool{}}
 					vhosts[h] = v
 				}
 				if gs.srv.GetTls().GetHttpsRedirect() {
@@ -364,56 +377,58 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 					continue
 				}
 				v.seen[b.c.Key()] = true
-				if !built {
-					var rdeps []istioconfig.Key
-					routes, rdeps = rp.vsHTTPRoutes(b, gs, num)
-					deps = append(deps, b.c.Key())
-					deps = append(deps, rdeps...)
-					built = true
-				}
 				v.vh.Routes = append(v.vh.Routes, routes...)
-				v.from = append(v.from, gs.gw.Key().String()+" "+b.c.Key().String())
+				v.from = append(v.from, from)
 			}
 		}
 	}
-	// A host of an httpsRedirect server that no VirtualService routes still redirects to HTTPS:
-	// a virtual host without routes that requires TLS, as istiod builds it.
+	// An httpsRedirect server requires TLS on the virtual host keyed by each of its hosts as
+	// written (lowercased, "./" resolved to the Gateway's namespace, "*/" dropped), whichever
+	// server's VirtualServices fill it; a host no virtual host has yet gets one without routes,
+	// so that it still redirects. As istiod, a host with a namespace ("app/exact.example.org")
+	// never names an existing virtual host (those are keyed by host alone) and becomes a
+	// virtual host whose domain is that string itself.
 	for _, gs := range servers {
 		if !gs.srv.GetTls().GetHttpsRedirect() {
 			continue
 		}
-		for _, sh := range gs.hsts {
-			h := strings.ToLower(sh.host)
-			if vhosts[h] != nil {
+		for _, h := range redirectHosts(gs.srv.GetHosts(), gs.gw.Namespace) {
+			if v := vhosts[h]; v != nil {
+				v.vh.RequireTls = routev3.VirtualHost_ALL
 				continue
 			}
-			domains := []string{h, h + ":" + port}
-			if h == "*" {
-				domains = domains[:1]
-			}
-			vhosts[h] = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: domains, RequireTls: routev3.VirtualHost_ALL}}
+			vhosts[h] = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: gatewayDomains(h, port), RequireTls: routev3.VirtualHost_ALL}}
 		}
 	}
 	rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}
-	// Hosts whose routes come from the same VirtualServices of the same Gateways share one
-	// virtual host, named after the first host, as istiod collapses them
-	// (collapseDuplicateRoutes): the same requests match the same routes either way.
-	same := map[string]*routev3.VirtualHost{}
-	for _, h := range sortedKeys(vhosts) {
+	// Virtual hosts with the same routes (the same VirtualServices of the same Gateways, in the
+	// same order, none of them without routes here) and the same require_tls share one, as
+	// istiod collapses them (collapseDuplicateRoutes): hosts in istiod's order (most specific
+	// first, wildcards last), each compared with the last host seen with those routes, which
+	// takes the host's domains if its require_tls matches, else the host stays a virtual host
+	// of its own and becomes the one later hosts with those routes are compared with.
+	keys := make([]string, 0, len(vhosts))
+	for h, v := range vhosts {
+		if len(v.vh.Routes) == 0 && v.vh.RequireTls == routev3.VirtualHost_NONE {
+			continue
+		}
+		keys = append(keys, h)
+	}
+	slices.SortFunc(keys, compareHostSpecificity)
+	last := map[string]*routev3.VirtualHost{}
+	for _, h := range keys {
 		v := vhosts[h]
 		vh := v.vh
-		if len(vh.Routes) == 0 && vh.RequireTls == routev3.VirtualHost_NONE {
+		key := strings.Join(v.from, "\n")
+		if prev, ok := last[key]; ok && prev.RequireTls == vh.RequireTls {
+			prev.Domains = append(prev.Domains, vh.Domains...)
 			continue
 		}
-		key := strings.Join(v.from, "\n") + "\n" + vh.RequireTls.String()
-		if first, ok := same[key]; ok {
-			first.Domains = append(first.Domains, vh.Domains...)
-			continue
-		}
-		same[key] = vh
+		last[key] = vh
 		vh.Routes = catchAllLast(vh.Routes)
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
+	slices.SortStableFunc(rc.VirtualHosts, func(a, b *routev3.VirtualHost) int { return strings.Compare(a.Name, b.Name) })
 	if len(rc.VirtualHosts) == 0 {
 		// Istio's answer when nothing is bound: a virtual host for every domain without
 		// routes, so Envoy answers every request 404 (no route, response flag NR).
@@ -423,6 +438,56 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 		}}
 	}
 	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, routeClusters(rc)
+}
+
+// gatewayDomains is the domains of a gateway virtual host for host h on port: h and h:PORT, or
+// "*" alone.
+func gatewayDomains(h, port string) []string {
+	if h == "*" {
+		return []string{h}
+	}
+	return []string{h, h + ":" + port}
+}
+
+// redirectHosts returns the hosts of an httpsRedirect server as istiod keys their virtual
+// hosts: lowercased, "./host" as "GATEWAYNS/host", "*/host" as "host", any other namespace
+// kept, and "*" alone when one of them is "*/*".
+func redirectHosts(hosts []string, gwNS string) []string {
+	out := make([]string, 0, len(hosts))
+	for _, raw := range hosts {
+		h := strings.ToLower(raw)
+		if ns, rest, found := strings.Cut(h, "/"); found {
+			switch ns {
+			case ".":
+				h = gwNS + "/" + rest
+			case "*":
+				if rest == "*" {
+					return []string{"*"}
+				}
+				h = rest
+			}
+		}
+		if h != "" && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// compareHostSpecificity orders hosts as istiod sorts host names: hosts without a leading
+// wildcard first, then longer before shorter, then alphabetically.
+func compareHostSpecificity(a, b string) int {
+	aw, bw := strings.HasPrefix(a, "*"), strings.HasPrefix(b, "*")
+	switch {
+	case aw != bw:
+		if aw {
+			return 1
+		}
+		return -1
+	case len(a) != len(b):
+		return len(b) - len(a)
+	}
+	return strings.Compare(a, b)
 }
 
 // catchAllLast moves the catch-all routes of a gateway virtual host after the others, each

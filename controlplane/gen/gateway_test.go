@@ -777,7 +777,9 @@ func TestGatewayVirtualHostsCollapsed(t *testing.T) {
 
 // TestGatewayHTTPSRedirectWithoutRoutes: a host of an httpsRedirect server that no VirtualService
 // routes still gets a virtual host requiring TLS (Envoy redirects to HTTPS), as istiod builds
-// it; such hosts share one virtual host.
+// it; such hosts share one virtual host. A host with a namespace ("apps/B.example.com") keeps
+// it in that virtual host's domains, lowercased, as istiod keys it by the server host as
+// written.
 func TestGatewayHTTPSRedirectWithoutRoutes(t *testing.T) {
 	svc := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.1.1"}, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
 	redirect := server(80, "HTTP", "a.example.com", "apps/B.example.com", "routed.example.com")
@@ -798,7 +800,7 @@ func TestGatewayHTTPSRedirectWithoutRoutes(t *testing.T) {
 		got = append(got, strings.Join(vh.GetDomains(), ",")+" "+vh.GetRequireTls().String()+" "+strings.Join(routeNamesOf(vh), ","))
 	}
 	want := []string{
-		"a.example.com,a.example.com:80,b.example.com,b.example.com:80 ALL ",
+		"apps/b.example.com,apps/b.example.com:80,a.example.com,a.example.com:80 ALL ",
 		"routed.example.com,routed.example.com:80 ALL r",
 	}
 	if !slices.Equal(got, want) {
