@@ -78,7 +78,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		}
 		return ixs[lsc]
 	}
-	visible := visibleServices(s, sc)
+	// In istiod's service order (oldest first), which decides which service's listener of a
+	// shared address and port comes first, and so how the next one merges into it.
+	visible := slices.SortedStableFunc(slices.Values(visibleServices(s, sc)), sc.CompareServices)
 	for _, held := range []bool{true, false} {
 		for _, svc := range visible {
 			for _, port := range svc.Ports {
@@ -299,14 +301,33 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 	for _, vip := range vips {
 		name := ListenerName(vip, port.Number)
 		if prev, ok := taken[name]; ok {
-			if mergeable(prev.proto, port.Protocol) {
-				// As istiod merges two TCP listeners of one address and port: the chains of
-				// this service whose matches the listener has no chain for yet join it; a
-				// chain left out is a conflict (istiod counts it), reported below.
+			switch merge := mergeKind(prev.proto, port.Protocol); merge {
+			case mergeTCP, mergeSniffed:
+				// As istiod merges two listeners of one address and port (its TCPOverTCP and
+				// TCPOverAuto, and AutoOverTCP conflicts): the TCP chains of this service whose
+				// matches the listener has no chain for yet join it; a chain left out is a
+				// conflict (istiod counts it), reported below. A sniffed service's HTTP chain
+				// then joins a TCP listener, which becomes sniffed: its plaintext HTTP goes to
+				// this service's route configuration, everything else to the TCP chains.
+				if merge == mergeSniffed {
+					taken[name] = takenBy{prev.host, model.ProtocolUnknown}
+				}
 				if r := findResource(*tcp, name); r != nil {
 					fb := fallbackOf(ix.scope)
 					r.Deps = sortDeps(append(append(append(r.Deps, ServiceKey(svc)), cdeps...), fb.deps()...))
-					if mergeTCPChains(r.Message.(*listenerv3.Listener), chains, def, fb) == 0 {
+					l := r.Message.(*listenerv3.Listener)
+					dropped := mergeTCPChains(l, chains, def, fb)
+					if merge == mergeSniffed {
+						sniffed(l, svc, port.Number)
+						if hasServerNames(l.FilterChains...) {
+							l.ListenerFilters = append(l.ListenerFilters, tlsInspector())
+						}
+					}
+					if dropped == 0 {
+						continue
+					}
+					if merge == mergeSniffed {
+						errs = append(errs, fmt.Errorf("LDS: services %s and %s both use %s:%d; %s's TCP chains keep it, %s adds its sniffed HTTP chain and not its TCP chains", prev.host, svc.Hostname, vip, port.Number, prev.host, svc.Hostname))
 						continue
 					}
 				}
@@ -347,18 +368,42 @@ type takenBy struct {
 	proto model.Protocol
 }
 
-// mergeable reports whether istiod merges the listener of a service port of protocol in into
-// the listener of the same address and port built for one of protocol had (its
-// TCPOverTCP conflict): both are neither HTTP nor sniffed, and MONGO only meets MONGO
-// (isConflictWithWellKnownPort; istiod keeps the first listener otherwise). istiod treats
-// MYSQL so too; xdslab reads MYSQL as TCP and merges it with TCP.
-func mergeable(had, in model.Protocol) bool {
-	for _, p := range []model.Protocol{had, in} {
-		if p == model.ProtocolUnknown || p.IsHTTP() {
-			return false
-		}
+// listenerMerge is what istiod does with a service port's listener on an address and port
+// that an earlier service port's listener already has.
+type listenerMerge int
+
+const (
+	// keepFirst: the earlier listener stays as it is (an HTTP or sniffed port meeting a
+	// sniffed one, or MONGO meeting another protocol).
+	keepFirst listenerMerge = iota
+	// mergeTCP: the new port's TCP chains join the listener (TCPOverTCP, and TCPOverAuto,
+	// where the listener stays sniffed).
+	mergeTCP
+	// mergeSniffed: a sniffed port meets a TCP listener (AutoOverTCP): its TCP chains join the
+	// listener, which becomes sniffed with its HTTP chain.
+	mergeSniffed
+)
+
+// mergeKind returns what istiod does with the listener of a service port of protocol in on
+// the address and port of a listener built for protocol had (had is ProtocolUnknown once a
+// listener is sniffed): the TCP chains merge when neither is HTTP, and a sniffed port upgrades
+// a TCP listener to sniffed; MONGO only meets MONGO (isConflictWithWellKnownPort; istiod keeps
+// the first listener otherwise). istiod treats MYSQL so too; xdslab reads MYSQL as TCP and
+// merges it with TCP.
+func mergeKind(had, in model.Protocol) listenerMerge {
+	if had.IsHTTP() || in.IsHTTP() {
+		return keepFirst
 	}
-	return had == in || had != model.ProtocolMongo && in != model.ProtocolMongo
+	if had != in && (had == model.ProtocolMongo || in == model.ProtocolMongo) {
+		return keepFirst
+	}
+	switch {
+	case in == model.ProtocolUnknown && had == model.ProtocolUnknown:
+		return keepFirst
+	case in == model.ProtocolUnknown:
+		return mergeSniffed
+	}
+	return mergeTCP
 }
 
 // mergeTCPChains adds to l the chains (chains, then def) whose matches none of l's chains
