@@ -387,14 +387,14 @@ const (
 // mergeKind returns what istiod does with the listener of a service port of protocol in on
 // the address and port of a listener built for protocol had (had is ProtocolUnknown once a
 // listener is sniffed): the TCP chains merge when neither is HTTP, and a sniffed port upgrades
-// a TCP listener to sniffed; MONGO only meets MONGO (isConflictWithWellKnownPort; istiod keeps
-// the first listener otherwise). istiod treats MYSQL so too; xdslab reads MYSQL as TCP and
-// merges it with TCP.
+// a TCP listener to sniffed; MONGO and MYSQL only meet their own protocol
+// (isConflictWithWellKnownPort; istiod keeps the first listener otherwise).
 func mergeKind(had, in model.Protocol) listenerMerge {
 	if had.IsHTTP() || in.IsHTTP() {
 		return keepFirst
 	}
-	if had != in && (had == model.ProtocolMongo || in == model.ProtocolMongo) {
+	serverFirst := func(p model.Protocol) bool { return p == model.ProtocolMongo || p == model.ProtocolMySQL }
+	if had != in && (serverFirst(had) || serverFirst(in)) {
 		return keepFirst
 	}
 	switch {

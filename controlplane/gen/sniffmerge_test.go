@@ -20,7 +20,8 @@ import (
 // turns the listener sniffed (AutoOverTCP): the TCP chains stay, its own HTTP chain joins
 // them, and its TCP chains the listener has a match for already are left out, reported as a
 // conflict. A TCP service after a sniffed one adds only chains of new matches (TCPOverAuto).
-// MONGO still keeps the first listener (corpus sniffmerge.yaml).
+// MONGO and MYSQL still keep the first listener, meeting another protocol; REDIS merges as TCP
+// (corpus sniffmerge.yaml).
 func TestSniffedAndTCPShareVIP(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	svc := func(host string, proto model.Protocol, min int) *model.Service {
@@ -70,6 +71,25 @@ func TestSniffedAndTCPShareVIP(t *testing.T) {
 		svcs:     []*model.Service{svc("pipe.internal", model.ProtocolMongo, 1), svc("auto.internal", model.ProtocolUnknown, 2)},
 		want:     []string{"- -> outbound|7300||pipe.internal"},
 		conflict: "auto.internal",
+	}, {
+		// MYSQL meets only MYSQL, as MONGO: the TCP service's subnet chain does not join.
+		name:     "TCP after MYSQL: MYSQL keeps it",
+		svcs:     []*model.Service{svc("db.internal", model.ParseProtocol("MYSQL"), 1), svc("pipe.internal", model.ProtocolTCP, 2)},
+		cfgs:     []*istioconfig.Config{subnetRoute},
+		want:     []string{"- -> outbound|7300||db.internal"},
+		conflict: "pipe.internal",
+	}, {
+		name:     "sniffed after MYSQL: MYSQL keeps it",
+		svcs:     []*model.Service{svc("db.internal", model.ParseProtocol("MYSQL"), 1), svc("auto.internal", model.ProtocolUnknown, 2)},
+		want:     []string{"- -> outbound|7300||db.internal"},
+		conflict: "auto.internal",
+	}, {
+		// REDIS is TCP here: its chains merge (its catch-all is left out).
+		name:     "REDIS after TCP with a subnet route: merged",
+		svcs:     []*model.Service{svc("pipe.internal", model.ProtocolTCP, 1), svc("cache.internal", model.ParseProtocol("REDIS"), 2)},
+		cfgs:     []*istioconfig.Config{subnetRoute},
+		want:     []string{"cidr 240.2.0.5/32 -> outbound|7300||pipe.internal", "default -> outbound|7300||pipe.internal"},
+		conflict: "cache.internal",
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := model.NewSnapshot(1, model.SnapshotInput{Services: tt.svcs, Configs: tt.cfgs})

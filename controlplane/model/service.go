@@ -25,7 +25,10 @@ const (
 	ProtocolTCP Protocol = "TCP"
 	// ProtocolMongo is a TCP port whose tcp_proxy Envoy's mongo_proxy filter precedes (for
 	// its statistics), as istiod builds it; everything else treats it as TCP.
-	ProtocolMongo   Protocol = "MONGO"
+	ProtocolMongo Protocol = "MONGO"
+	// ProtocolMySQL is a TCP port (istiod's MySQL filter is off by default) that, as MONGO,
+	// shares no listener with a port of another protocol (istiod keeps the first).
+	ProtocolMySQL   Protocol = "MYSQL"
 	ProtocolTLS     Protocol = "TLS"
 	ProtocolHTTPS   Protocol = "HTTPS"
 	ProtocolUnknown Protocol = "UNKNOWN"
@@ -44,9 +47,11 @@ func ParseProtocol(s string) Protocol {
 		return ProtocolGRPCWeb
 	case "UDP":
 		return ProtocolUDP
-	case "TCP", "MYSQL", "REDIS":
-		// istiod's MySQL and Redis filters are off by default: plain TCP.
+	case "TCP", "REDIS":
+		// istiod's Redis filter is off by default: plain TCP.
 		return ProtocolTCP
+	case "MYSQL":
+		return ProtocolMySQL
 	case "MONGO":
 		return ProtocolMongo
 	case "TLS":

@@ -40,7 +40,7 @@ func TestServiceEqualTrafficDistribution(t *testing.T) {
 }
 
 func TestParseProtocolMongo(t *testing.T) {
-	for in, want := range map[string]Protocol{"MONGO": ProtocolMongo, "mongo": ProtocolMongo, "MySQL": ProtocolTCP, "Redis": ProtocolTCP} {
+	for in, want := range map[string]Protocol{"MONGO": ProtocolMongo, "mongo": ProtocolMongo, "MySQL": ProtocolMySQL, "Redis": ProtocolTCP} {
 		if got := ParseProtocol(in); got != want {
 			t.Errorf("ParseProtocol(%q) = %s, want %s", in, got, want)
 		}
