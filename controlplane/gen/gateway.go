@@ -324,8 +324,7 @@ func matchForGateway(gateways []string, port uint32, vsNS string, gc *istioconfi
 // ---- RDS ----
 
 type gwVHost struct {
-	vh   *routev3.VirtualHost
-	seen map[istioconfig.Key]bool
+	vh *routev3.VirtualHost
 	// from lists the (Gateway, VirtualService) pairs whose routes the virtual host holds (those
 	// with routes on the port), in order: virtual hosts with the same list hold the same routes.
 	from []string
@@ -366,17 +365,16 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 				h = strings.ToLower(h)
 				v := vhosts[h]
 				if v == nil {
-					v = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: gatewayDomains(h, port)}, seen: map[istioconfig.Key]bool{}}
+					v = &gwVHost{vh: &routev3.VirtualHost{Name: h + ":" + port, Domains: gatewayDomains(h, port)}}
 					vhosts[h] = v
 				}
 				if gs.srv.GetTls().GetHttpsRedirect() {
 					// Istio answers plain HTTP on such a server with a redirect to HTTPS.
 					v.vh.RequireTls = routev3.VirtualHost_ALL
 				}
-				if v.seen[b.c.Key()] {
-					continue
-				}
-				v.seen[b.c.Key()] = true
+				// Once per server that exposes the host: a VirtualService bound to two
+				// Gateways (or exposed by two servers of one) repeats its routes, as in istiod;
+				// the repeats never match first.
 				v.vh.Routes = append(v.vh.Routes, routes...)
 				v.from = append(v.from, from)
 			}

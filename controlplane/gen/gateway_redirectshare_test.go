@@ -97,3 +97,41 @@ func TestGatewayRedirectSharedPort(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayRoutesRepeatPerServer: a VirtualService bound to two Gateways whose HTTP servers
+// on one port both expose its host gives that virtual host its routes once per server, as
+// istiod appends them (the repeats never match first; the catch-all routes still go last), and
+// a host only one server exposes does not collapse with it.
+func TestGatewayRoutesRepeatPerServer(t *testing.T) {
+	svc := &model.Service{Hostname: "shop.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.3.1"},
+		Ports: []model.Port{{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}}}
+	gw := func(name string, min int, hosts ...string) *istioconfig.Config {
+		return createdAt(gwConfig(name, "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{server(80, "HTTP", hosts...)}}), min)
+	}
+	dest := []*networking.HTTPRouteDestination{{Destination: gwDest("shop.apps.svc.cluster.local", 8080, "")}}
+	vs := vsConfig("both", "apps", &networking.VirtualService{Hosts: []string{"pier.example.org", "quay.example.org"},
+		Gateways: []string{"istio-system/east", "istio-system/west"},
+		Http: []*networking.HTTPRoute{
+			{Name: "prefixed", Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: "/p"}}}}, Route: dest},
+			{Name: "rest", Route: dest},
+		}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{
+		gw("east", 1, "pier.example.org"), gw("west", 2, "pier.example.org", "quay.example.org"), vs}})
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var got []string
+	for _, vh := range routeConfig(t, g[RouteType], "http.80").GetVirtualHosts() {
+		got = append(got, strings.Join(vh.GetDomains(), ",")+" "+strings.Join(routeNamesOf(vh), ","))
+	}
+	want := []string{
+		"pier.example.org,pier.example.org:80 prefixed,prefixed,rest,rest",
+		"quay.example.org,quay.example.org:80 prefixed,rest",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("virtual hosts\n %q\nwant\n %q", got, want)
+	}
+}
