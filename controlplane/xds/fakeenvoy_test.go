@@ -2,6 +2,8 @@ package xds
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +91,7 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 	if err != nil {
 		t.Fatal(err)
 	}
+	var clients []*fakeenvoy.Client
 	for i := range n {
 		sp := spec(i)
 		var hooks probe.Hooks = rec
@@ -105,6 +108,7 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 		if err != nil {
 			t.Fatal(err)
 		}
+		clients = append(clients, c)
 		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
 	}
 	for range n {
@@ -113,7 +117,13 @@ func runFakeEnvoys(t *testing.T, ts *testServer, rec *recorder, n int, wait time
 		case <-time.After(wait):
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
-			t.Fatalf("only %d of %d clients got a full config", len(rec.full), n)
+			var why []string
+			for i, c := range clients {
+				if b, blocked := c.Blocked(); blocked {
+					why = append(why, fmt.Sprintf("client %d: %s (%s)", i, b.Reason, b.Example))
+				}
+			}
+			t.Fatalf("only %d of %d clients got a full config: %s", len(rec.full), n, strings.Join(why, "; "))
 		}
 	}
 }

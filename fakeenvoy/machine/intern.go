@@ -115,11 +115,10 @@ type decoded struct {
 	heavy bool
 	size  uint32 // bytes of the resource (sameAs compares only copies of one size)
 	// secrets are the SDS secrets the resource's TLS transport sockets reference, with their
-	// config sources (sorted, unique), and secretTimeout the initial_fetch_timeout of their
-	// sds_config (hasSecretTimeout false: none given).
-	secrets          []secretRef
-	secretTimeout    time.Duration
-	hasSecretTimeout bool
+	// config sources (sorted, unique), and secretWaits the initial_fetch_timeout of those
+	// whose sds_config gives one (the others wait Envoy's ConfigSource default).
+	secrets     []secretRef
+	secretWaits []secretWait
 	// secretClusters are the bootstrap clusters other than the control plane's that secrets
 	// name as their config source (unique; the agent's in a mesh), for secretSourceErr.
 	secretClusters []string
@@ -268,7 +267,7 @@ func decodeNew(t rtype, mode checkMode, hash uint64, name string, keep, raw []by
 		if err := refs.collect(msg); err != nil && mode == checkEnvoy {
 			return nil, err
 		}
-		d.secrets, d.secretTimeout, d.hasSecretTimeout = refs.result()
+		d.secrets, d.secretWaits = refs.result()
 		d.secretClusters = secretClusters(d.secrets)
 	}
 	return d, nil

@@ -104,9 +104,16 @@ func sourceOf(cs *corev3.ConfigSource) (kind srcKind, arg string, ok bool) {
 
 // secretRefs collects the SDS secrets of one resource.
 type secretRefs struct {
-	refs    []secretRef
-	timeout time.Duration
-	hasTO   bool
+	refs  []secretRef
+	waits []secretWait
+}
+
+// secretWait is the initial_fetch_timeout a secret's sds_config gives (0: wait forever). Envoy
+// makes each secret an init target of its own: a resource warms when each of its secrets has
+// arrived or waited out its own timeout.
+type secretWait struct {
+	ref  secretRef
+	wait time.Duration
 }
 
 // collect adds the secrets msg's transport sockets reference (clusters: transport_socket and
@@ -176,27 +183,79 @@ func (r *secretRefs) socket(ts *corev3.TransportSocket) error {
 		if !ok {
 			return fmt.Errorf("transport socket %s: secret %q: sds_config names no config source (ads, api_config_source or path)", ts.GetName(), sc.GetName())
 		}
-		r.refs = append(r.refs, secretRef{name: sc.GetName(), kind: kind, arg: arg})
+		ref := secretRef{name: sc.GetName(), kind: kind, arg: arg}
+		r.refs = append(r.refs, ref)
 		if ift := sc.GetSdsConfig().GetInitialFetchTimeout(); ift != nil {
-			// The resource waits for all of its secrets: the longest wait wins, 0 (forever) most.
-			d := ift.AsDuration()
-			switch {
-			case !r.hasTO:
-				r.timeout, r.hasTO = d, true
-			case r.timeout > 0 && (d <= 0 || d > r.timeout):
-				r.timeout = d
-			}
+			r.waits = append(r.waits, secretWait{ref: ref, wait: max(ift.AsDuration(), 0)})
 		}
 	}
 	return nil
 }
 
-func (r *secretRefs) result() ([]secretRef, time.Duration, bool) {
+func (r *secretRefs) result() ([]secretRef, []secretWait) {
 	if len(r.refs) == 0 {
-		return nil, 0, false
+		return nil, nil
 	}
 	slices.SortFunc(r.refs, cmpSecretRef)
-	return slices.Compact(r.refs), r.timeout, r.hasTO
+	// One secret named twice with different timeouts (two filter chains) waits the longest
+	// of them, 0 (forever) most.
+	slices.SortFunc(r.waits, func(a, b secretWait) int {
+		if c := cmpSecretRef(a.ref, b.ref); c != 0 {
+			return c
+		}
+		return cmpWait(b.wait, a.wait)
+	})
+	waits := slices.CompactFunc(r.waits, func(a, b secretWait) bool { return a.ref == b.ref })
+	if len(waits) == 0 {
+		waits = nil
+	}
+	return slices.Compact(r.refs), waits
+}
+
+// cmpWait orders timeouts from the shortest to forever (0).
+func cmpWait(a, b time.Duration) int {
+	switch {
+	case a == b:
+		return 0
+	case a == 0:
+		return 1
+	case b == 0:
+		return -1
+	case a < b:
+		return -1
+	}
+	return 1
+}
+
+// secretWait returns how long resource d waits for its secret ref: its sds_config's
+// initial_fetch_timeout, else Envoy's default; 0 is forever.
+func (m *Machine) secretWait(d *decoded, ref secretRef) time.Duration {
+	for _, w := range d.secretWaits {
+		if w.ref == ref {
+			return w.wait
+		}
+	}
+	return max(m.srcIft, 0)
+}
+
+// secretDeadlines returns, for resource d whose secrets start warming at start, the deadline
+// of the secrets it misses of miss (sorted; nil: those it does not hold) that wait forever
+// (forever) and the latest deadline of those that do not (finite, zero for none).
+func (m *Machine) secretDeadlines(d *decoded, miss []secretRef, start time.Time) (forever bool, finite time.Time) {
+	for _, r := range d.secrets {
+		if miss != nil && !isMissing(r, miss) || miss == nil && m.holdsSecret(r) {
+			continue
+		}
+		w := m.secretWait(d, r)
+		if w == 0 {
+			forever = true
+			continue
+		}
+		if dl := start.Add(w); dl.After(finite) {
+			finite = dl
+		}
+	}
+	return forever, finite
 }
 
 func cmpSecretRef(a, b secretRef) int {
@@ -383,20 +442,30 @@ func (m *Machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Ti
 	_, sec, _ := m.init.warmMaps(t)
 	if len(d.secrets) == 0 || m.hasSecrets(d.secrets) {
 		delete(*sec, name)
+		delete(*m.init.finiteMap(t), name)
 		return
 	}
 	m.keepPrev(t, name, old)
 	if *sec == nil {
 		*sec = make(map[string]due)
 	}
-	deadline := m.sourceDeadline(now)
-	if d.hasSecretTimeout {
-		deadline = time.Time{}
-		if d.secretTimeout > 0 {
-			deadline = now.Add(d.secretTimeout)
+	// Each secret waits out its own timeout: the resource waits for the last of them, and
+	// forever while a secret that waits forever is missing; once those have arrived, the
+	// others' deadlines, counted from now, apply (rewarmSecrets).
+	forever, finite := m.secretDeadlines(d, nil, now)
+	fin := m.init.finiteMap(t)
+	delete(*fin, name)
+	if forever {
+		(*sec)[name] = 0
+		if !finite.IsZero() {
+			if *fin == nil {
+				*fin = make(map[string]due)
+			}
+			(*fin)[name] = dueAt(finite)
 		}
+		return
 	}
-	(*sec)[name] = dueAt(deadline)
+	(*sec)[name] = dueAt(finite)
 }
 
 // rewarmSecrets ends the SDS warming of the clusters and listeners whose secrets have all
@@ -411,16 +480,31 @@ func (m *Machine) rewarmSecrets() {
 		// Every secret referenced is held: every waiting resource has its secrets.
 		clear(m.init.secC)
 		clear(m.init.secL)
+		clear(m.init.finC)
+		clear(m.init.finL)
 		return
 	}
-	for c := range m.init.secC {
-		if !anyMissing(m.types[tCDS].res[c].d.secretList(), miss) {
-			delete(m.init.secC, c)
+	for _, t := range []rtype{tCDS, tLDS} {
+		_, sec, _ := m.init.warmMaps(t)
+		fin := m.init.finiteMap(t)
+		for name := range *sec {
+			d := m.types[t].res[name].d
+			if !anyMissing(d.secretList(), miss) {
+				delete(*sec, name)
+				delete(*fin, name)
+				continue
+			}
+			// A resource that waited forever for a secret now held waits for the others'
+			// deadlines.
+			if f, ok := (*fin)[name]; ok && (*sec)[name] == 0 {
+				if forever, _ := m.secretDeadlines(d, miss, time.Time{}); !forever {
+					(*sec)[name] = f
+					delete(*fin, name)
+				}
+			}
 		}
-	}
-	for l := range m.init.secL {
-		if !anyMissing(m.types[tLDS].res[l].d.secretList(), miss) {
-			delete(m.init.secL, l)
+		if len(*sec) == 0 {
+			clear(*fin)
 		}
 	}
 }

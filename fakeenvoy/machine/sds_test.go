@@ -139,6 +139,44 @@ func TestSDSTimeout(t *testing.T) {
 	}
 }
 
+// TestSDSEachSecretItsOwnTimeout: each secret waits out its own initial_fetch_timeout, as
+// Envoy's SDS init targets do: a resource with a secret that waits forever and one that waits
+// 2s (istiod's ISTIO_MUTUAL workload certificate and a gateway's certificate files) waits
+// forever only while the first is missing; once it arrives, the second's deadline, counted
+// from when warming began, ends warming. A secret that waits forever and never arrives keeps
+// the resource warming.
+func TestSDSEachSecretItsOwnTimeout(t *testing.T) {
+	mixed := func(name string) *clusterv3.Cluster {
+		c := fetest.EDSCluster(name)
+		c.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{sdsRef("default", durationpb.New(0))},
+			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext: &tlsv3.CertificateValidationContext{}, ValidationContextSdsSecretConfig: sdsRef("file-root:/certs/ca.crt", durationpb.New(2*time.Second)),
+			}},
+		}})
+		return c
+	}
+	for _, arrives := range []bool{true, false} {
+		m := newTestMachine(t, Config{})
+		m.Start(t0)
+		m.OnSotw(sotwResp(t, C, "1", "a", mixed("c1")), t0)
+		m.OnSotw(sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80)), t0)
+		if d := m.init.secC["c1"]; d != 0 {
+			t.Fatalf("deadline %v while the secret that waits forever is missing, want none", d.time())
+		}
+		if arrives {
+			m.OnSotw(sotwResp(t, S, "1", "c", secret("default")), t0.Add(time.Second))
+			if d := m.init.secC["c1"]; !d.time().Equal(t0.Add(2 * time.Second)) {
+				t.Fatalf("after default arrived: deadline %v, want the CA's 2s from the start", d.time())
+			}
+		}
+		s := m.OnTimer(t0.Add(2 * time.Second))
+		if warmed := m.init.phase == phaseLDS; warmed != arrives {
+			t.Errorf("default arrives %v: warmed at 2s %v (timeouts %v), want %v", arrives, warmed, s.Timeouts, arrives)
+		}
+	}
+}
+
 // TestSDSStaticSecretRejected: a secret reference without sds_config names a bootstrap secret
 // the fake Envoy does not have: NACKed under the realistic policy.
 func TestSDSStaticSecretRejected(t *testing.T) {
@@ -168,7 +206,7 @@ func FuzzSecretRefs(f *testing.F) {
 		}
 		var r secretRefs
 		_ = r.collect(msg)
-		names, _, _ := r.result()
+		names, _ := r.result()
 		for i := 1; i < len(names); i++ {
 			if cmpSecretRef(names[i-1], names[i]) >= 0 {
 				t.Fatalf("names not sorted and unique: %q", names)
@@ -235,7 +273,7 @@ func TestSDSWrappedSocket(t *testing.T) {
 	if err := r.collect(c); err != nil {
 		t.Fatal(err)
 	}
-	refs, _, _ := r.result()
+	refs, _ := r.result()
 	var names []string
 	for _, ref := range refs {
 		names = append(names, ref.name)

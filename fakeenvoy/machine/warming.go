@@ -57,6 +57,10 @@ type initState struct {
 	// sockets name (→ deadline, zero: none), as Envoy's SDS init targets; a resource is
 	// warming while it is in warmC/warmL or secC/secL.
 	secC, secL map[string]due
+	// finC and finL hold, per cluster / listener of secC / secL waiting forever for a secret,
+	// the deadline of its other missing secrets, which applies once those waiting forever
+	// have arrived.
+	finC, finL map[string]due
 	fullDone   bool // the client held a full config at least once
 	// resyncing: a stream after the first full config started at resyncAt; the types in
 	// resyncWait, owed an answer (wire.owed), have not answered on it yet. Once all have and
@@ -67,6 +71,14 @@ type initState struct {
 	// pooled marks the warming maps taken from the fleet's pool (pooledBits), which go back
 	// to it once emptied.
 	pooled uint8
+}
+
+// finiteMap returns the map of finite secret deadlines of clusters (t tCDS) or listeners.
+func (in *initState) finiteMap(t rtype) *map[string]due {
+	if t == tLDS {
+		return &in.finL
+	}
+	return &in.finC
 }
 
 // warmMaps returns the warming maps of clusters (t tCDS) or listeners (tLDS): on their
