@@ -103,11 +103,13 @@
 // the VS's namespace, legacy "name.ns"; exported to the gateway's namespace), never sidecar
 // listeners: "0.0.0.0_PORT" per server port (HTTP: RDS "http.PORT" with a virtual host
 // "HOST:PORT" per exposed VS host; TLS PASSTHROUGH: TLS inspector and an SNI filter chain per
-// tls route; TCP: the first matching tcp route; HTTPS with SIMPLE or MUTUAL and a
-// credentialName: a filter chain per server with the SDS secret "kubernetes://NAME" and RDS
-// "https.PORT.PORTNAME.GATEWAY.NS", gateway_https.go), and only the clusters those routes
-// reference plus BlackHoleCluster. Other TLS termination and AUTO_PASSTHROUGH servers are
-// skipped with an error.
+// tls route; TCP: the first matching tcp route; HTTPS terminating TLS (SIMPLE, MUTUAL,
+// OPTIONAL_MUTUAL, ISTIO_MUTUAL; a credentialName's "kubernetes://NAME" over ADS, certificate
+// files as the agent's "file-cert:"/"file-root:" secrets, or the agent's "default"/"ROOTCA"):
+// a filter chain per server with RDS "https.PORT.PORTNAME.GATEWAY.NS"; protocol TLS
+// terminating TLS: a filter chain per server with its first matching tcp route;
+// gateway_https.go), and only the clusters those routes reference plus BlackHoleCluster.
+// AUTO_PASSTHROUGH servers are skipped with an error.
 //
 // Proxyless gRPC (GENERATOR=grpc), as istiod's grpcgen (docs/parity.md, "Proxyless gRPC"): API
 // listeners named as asked, "HOST:PORT" or a short name of the proxy's namespace, for every

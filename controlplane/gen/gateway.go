@@ -38,19 +38,22 @@ import (
 //   - only the clusters those routes reference (as Istio with
 //     PILOT_FILTER_GATEWAY_CLUSTER_CONFIG=true), and BlackHoleCluster.
 //
-//   - per port with HTTPS servers that terminate TLS (SIMPLE or MUTUAL with a credentialName),
-//     listener "0.0.0.0_PORT" with the TLS inspector and one filter chain per server: its hosts
-//     as SNI names, a TLS context whose certificate is the SDS secret "kubernetes://NAME" over
-//     ADS (MUTUAL: the client CA "kubernetes://NAME-cacert", or caCertCredentialName, and the
-//     subjectAltNames), and an HTTP connection manager fetching route configuration
+//   - per port with HTTPS servers that terminate TLS (SIMPLE, MUTUAL, OPTIONAL_MUTUAL or
+//     ISTIO_MUTUAL), listener "0.0.0.0_PORT" with the TLS inspector and one filter chain per
+//     server: its hosts as SNI names, a TLS context (gatewayTLSSocket: a credentialName's
+//     secret "kubernetes://NAME" over ADS, certificate files as the istio-agent's
+//     "file-cert:CERT~KEY" and "file-root:CA", ISTIO_MUTUAL the agent's "default" and
+//     "ROOTCA"), and an HTTP connection manager fetching route configuration
 //     "https.PORT.PORTNAME.GATEWAY.NAMESPACE" (GatewayHTTPSRouteName) built like "http.PORT"
-//     from that server alone.
+//     from that server alone;
+//   - on the same listener, a chain per protocol TLS server that terminates TLS: its hosts as
+//     SNI names, the same TLS context, and a tcp_proxy per the first matching tcp route.
 //
-// Other TLS termination (OPTIONAL_MUTUAL, ISTIO_MUTUAL, certificate files, protocol TLS) and
-// AUTO_PASSTHROUGH are not generated: such a server is skipped with an error naming it.
+// AUTO_PASSTHROUGH is not generated: such a server is skipped with an error naming it.
 // xdslab serves no Kubernetes secrets: a gateway's SDS request for "kubernetes://NAME" gets
 // nothing, as istiod answers for a secret that is missing, and the listener waits out its
-// initial fetch timeout (istiod's credential SDS config keeps Envoy's default 15 s).
+// initial fetch timeout (istiod's credential SDS config keeps Envoy's default 15 s; so does
+// its config of the agent's file secrets, which a missing file leaves unanswered).
 
 // GatewayRouteName is the route configuration name of a router's HTTP listener on port.
 func GatewayRouteName(port uint32) string { return "http." + strconv.FormatUint(uint64(port), 10) }
@@ -144,7 +147,8 @@ const (
 	kindHTTP portKind = iota + 1
 	kindTLS
 	kindTCP
-	kindHTTPS // HTTPS terminated at the gateway (tls SIMPLE or MUTUAL with a credentialName)
+	kindHTTPS   // HTTPS terminated at the gateway (tls SIMPLE, MUTUAL, OPTIONAL_MUTUAL or ISTIO_MUTUAL)
+	kindTLSTerm // protocol TLS terminated at the gateway, then tcp routes
 )
 
 func (k portKind) String() string {
@@ -155,13 +159,15 @@ func (k portKind) String() string {
 		return "TLS passthrough"
 	case kindHTTPS:
 		return "HTTPS"
+	case kindTLSTerm:
+		return "TLS termination"
 	}
 	return "TCP"
 }
 
-// sniKind reports whether servers of kind k are told apart by SNI: HTTPS and TLS passthrough
-// servers may share a port.
-func sniKind(k portKind) bool { return k == kindHTTPS || k == kindTLS }
+// sniKind reports whether servers of kind k are told apart by SNI: HTTPS, TLS termination and
+// TLS passthrough servers may share a port.
+func sniKind(k portKind) bool { return k == kindHTTPS || k == kindTLS || k == kindTLSTerm }
 
 func serverKind(srv *networking.Server) (portKind, error) {
 	k, err := validate.GatewayServerKind(srv)
@@ -172,6 +178,8 @@ func serverKind(srv *networking.Server) (portKind, error) {
 		return kindHTTPS, nil
 	case validate.PortTLSPassthrough:
 		return kindTLS, nil
+	case validate.PortTLSTerminated:
+		return kindTLSTerm, nil
 	case validate.PortTCP:
 		return kindTCP, nil
 	}
@@ -184,10 +192,10 @@ type gwPort struct {
 	num     uint32
 	kind    portKind
 	servers []gwServer
-	// https and passthrough are the HTTPS and TLS passthrough servers that get filter chains
-	// (sniServers), computed once.
-	https, passthrough []gwServer
-	httpsDone          bool
+	// https, terminated and passthrough are the HTTPS, TLS termination and TLS passthrough
+	// servers that get filter chains (sniServers), computed once.
+	https, terminated, passthrough []gwServer
+	httpsDone                      bool
 }
 
 // boundVS is a VirtualService bound to one gateway.
@@ -634,8 +642,9 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 		l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
 			hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, GatewayRouteName(gp.num))))),
 		}}}
-	case kindTLS, kindHTTPS:
-		// HTTPS servers terminate TLS and route; TLS passthrough chains forward by SNI.
+	case kindTLS, kindHTTPS, kindTLSTerm:
+		// HTTPS servers terminate TLS and route; TLS termination servers terminate TLS and
+		// forward by their tcp routes; TLS passthrough chains forward by SNI.
 		l.ListenerFilters = []*listenerv3.ListenerFilter{{
 			Name:       tlsInspectorFilterName,
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: toAny(&tlsinspectorv3.TlsInspector{})},
@@ -650,6 +659,17 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 		passthrough, cs, d := rp.tlsChains(gp)
 		clusters = cs
 		deps = append(deps, d...)
+		for _, gs := range rp.terminatedServers(gp) {
+			fc, cs, d := rp.tcpChainOf(gp, []gwServer{gs})
+			deps = append(deps, d...)
+			if fc == nil {
+				continue // no tcp route: istiod builds no chain either
+			}
+			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: serverSNIs(gs.srv)}
+			fc.TransportSocket = gatewayTLSSocket(gs.srv.GetTls())
+			passthrough = append(passthrough, fc)
+			clusters = append(clusters, cs...)
+		}
 		if !rp.az.empty() {
 			tcp := rp.az.tcpFilters()
 			for _, fc := range passthrough {
@@ -750,9 +770,15 @@ func (rp *routerPlan) tlsChains(gp *gwPort) ([]*listenerv3.FilterChain, []string
 // tcpChain builds the filter chain of a TCP port: the first tcp route (bound VSs in order) whose
 // match applies.
 func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, []istioconfig.Key) {
+	return rp.tcpChainOf(gp, gp.servers)
+}
+
+// tcpChainOf builds the filter chain of the first tcp route of servers (a TCP port's, or one
+// TLS termination server's).
+func (rp *routerPlan) tcpChainOf(gp *gwPort, servers []gwServer) (*listenerv3.FilterChain, []string, []istioconfig.Key) {
 	var deps []istioconfig.Key
 	stat := "outbound_" + ListenerName(wildcardIP, gp.num)
-	for _, gs := range gp.servers {
+	for _, gs := range servers {
 		for _, b := range rp.bound[gs.gw.Key()] {
 			if len(gs.exposed(b)) == 0 || len(b.vs.GetTcp()) == 0 {
 				continue
@@ -887,7 +913,7 @@ func (rp *routerPlan) build() (listeners, routes []Resource, clusters map[string
 			for _, c := range cs {
 				clusters[c] = true
 			}
-		case kindHTTPS, kindTLS:
+		case kindHTTPS, kindTLS, kindTLSTerm:
 			for _, gs := range rp.httpsServers(gp) {
 				r, cs := rp.httpRoutes(GatewayHTTPSRouteName(gs), gp.num, []gwServer{gs})
 				routes = append(routes, r)

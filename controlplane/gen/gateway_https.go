@@ -12,8 +12,8 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 )
 
-// Gateway HTTPS termination (gateway.go), as istiod builds it for a server with tls.mode SIMPLE
-// or MUTUAL and a credentialName.
+// Gateway TLS termination (gateway.go), as istiod builds it for an HTTPS or TLS server with
+// tls.mode SIMPLE, MUTUAL, OPTIONAL_MUTUAL or ISTIO_MUTUAL.
 
 // CredentialPrefix is the scheme istiod gives a credentialName that has none: a Kubernetes
 // secret, served to gateways over SDS (ADS).
@@ -64,13 +64,53 @@ func serverSNIs(srv *networking.Server) []string {
 	return slices.Compact(out)
 }
 
-// gatewayTLSSocket is the downstream TLS context of an HTTPS server: ALPN h2 and http/1.1, the
-// certificates of its credentials; for MUTUAL a required client certificate checked against
-// the credential's CA secret (NAME-cacert, or caCertCredentialName) and the subjectAltNames,
-// SPKI and hash pins; for SIMPLE only the subjectAltNames, if any. TLS versions and cipher
-// suites as the server says.
+// gatewayTLSSocket is the downstream TLS context of a server that terminates TLS (HTTPS, or
+// protocol TLS before its tcp routes), as istiod builds it: ALPN h2 and http/1.1; a client
+// certificate required for MUTUAL and ISTIO_MUTUAL, asked for but optional for OPTIONAL_MUTUAL.
+// Where the certificates come from depends on the server:
+//   - ISTIO_MUTUAL: the gateway's own workload certificate, SDS "default", checked against the
+//     mesh root "ROOTCA", both from the istio-agent (sds-grpc);
+//   - a credentialName (or credentialNames): the Kubernetes secrets over ADS
+//     (credentialSecret); clients are checked against NAME-cacert, or caCertCredentialName,
+//     with the subjectAltNames, SPKI and hash pins; SIMPLE checks only the subjectAltNames;
+//   - certificate files: the istio-agent serves them as SDS "file-cert:CERT~KEY" (one per
+//     tlsCertificates entry, else serverCertificate and privateKey) and clients are checked
+//     against "file-root:CA" (caCertificates; "ROOTCA" without it) and the subjectAltNames.
+//
+// TLS versions and cipher suites as the server says, except for ISTIO_MUTUAL (istiod ignores
+// them there).
 func gatewayTLSSocket(t *networking.ServerTLSSettings) *corev3.TransportSocket {
+	mode := t.GetMode()
 	ctx := &tlsv3.CommonTlsContext{AlpnProtocols: []string{"h2", "http/1.1"}}
+	require := mode == networking.ServerTLSSettings_MUTUAL || mode == networking.ServerTLSSettings_ISTIO_MUTUAL
+	verify := require || mode == networking.ServerTLSSettings_OPTIONAL_MUTUAL
+	switch {
+	case mode == networking.ServerTLSSettings_ISTIO_MUTUAL:
+		ctx.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: SecretDefault, SdsConfig: agentSDSConfigSource()}}
+		ctx.ValidationContextType = combinedValidation(agentValidation(t), &tlsv3.SdsSecretConfig{Name: SecretRootCA, SdsConfig: agentSDSConfigSource()})
+	case serverCredential(t) != "":
+		credentialTLS(ctx, t, verify)
+	default:
+		fileTLS(ctx, t, verify)
+	}
+	if mode != networking.ServerTLSSettings_ISTIO_MUTUAL {
+		if v := t.GetMinProtocolVersion(); v != networking.ServerTLSSettings_TLS_AUTO {
+			tlsParams(ctx).TlsMinimumProtocolVersion = tlsv3.TlsParameters_TlsProtocol(v)
+		}
+		if v := t.GetMaxProtocolVersion(); v != networking.ServerTLSSettings_TLS_AUTO {
+			tlsParams(ctx).TlsMaximumProtocolVersion = tlsv3.TlsParameters_TlsProtocol(v)
+		}
+		if cs := t.GetCipherSuites(); len(cs) > 0 {
+			tlsParams(ctx).CipherSuites = cs
+		}
+	}
+	return &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
+		TypedConfig: toAny(&tlsv3.DownstreamTlsContext{CommonTlsContext: ctx, RequireClientCertificate: wrapperspb.Bool(require)}),
+	}}
+}
+
+// credentialTLS sets the certificates and client validation of a server with credentials.
+func credentialTLS(ctx *tlsv3.CommonTlsContext, t *networking.ServerTLSSettings, verify bool) {
 	names := t.GetCredentialNames()
 	if len(names) == 0 {
 		names = []string{t.GetCredentialName()}
@@ -79,37 +119,88 @@ func gatewayTLSSocket(t *networking.ServerTLSSettings) *corev3.TransportSocket {
 		ctx.TlsCertificateSdsSecretConfigs = append(ctx.TlsCertificateSdsSecretConfigs, credentialSecret(n))
 	}
 	sans := exactMatchers(t.GetSubjectAltNames())
-	mutual := t.GetMode() == networking.ServerTLSSettings_MUTUAL
-	if mutual {
-		ca := names[0] + credentialCASuffix
-		if c := t.GetCaCertCredentialName(); c != "" {
-			ca = c
+	if !verify {
+		if len(sans) > 0 {
+			ctx.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{MatchSubjectAltNames: sans}}
 		}
-		dvc := &tlsv3.CertificateValidationContext{MatchSubjectAltNames: sans,
-			VerifyCertificateSpki: t.GetVerifyCertificateSpki(), VerifyCertificateHash: t.GetVerifyCertificateHash()}
-		if t.GetInsecureSkipVerify().GetValue() {
-			dvc.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
+		return
+	}
+	ca := names[0] + credentialCASuffix
+	if c := t.GetCaCertCredentialName(); c != "" {
+		ca = c
+	}
+	dvc := &tlsv3.CertificateValidationContext{MatchSubjectAltNames: sans,
+		VerifyCertificateSpki: t.GetVerifyCertificateSpki(), VerifyCertificateHash: t.GetVerifyCertificateHash()}
+	if t.GetInsecureSkipVerify().GetValue() {
+		dvc.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
+	}
+	ctx.ValidationContextType = combinedValidation(dvc, credentialSecret(ca))
+}
+
+// Prefixes of the SDS names under which the istio-agent serves certificate files.
+const (
+	fileCertSecretPrefix = "file-cert:"
+	fileRootSecretPrefix = "file-root:"
+)
+
+// fileCertSecret names the agent's secret of a certificate and key file pair, "default" (the
+// workload certificate, as istiod falls back) when either path is missing.
+func fileCertSecret(cert, key string) string {
+	if cert == "" || key == "" {
+		return SecretDefault
+	}
+	return fileCertSecretPrefix + cert + "~" + key
+}
+
+// fileTLS sets the certificates and client validation of a server with certificate files.
+// istiod names the files' secrets on the agent with Envoy's default initial fetch timeout: a
+// file the agent cannot read holds the listener 15 s, then it serves without the certificate.
+func fileTLS(ctx *tlsv3.CommonTlsContext, t *networking.ServerTLSSettings, verify bool) {
+	if certs := t.GetTlsCertificates(); len(certs) > 0 {
+		for _, c := range certs {
+			ctx.TlsCertificateSdsSecretConfigs = append(ctx.TlsCertificateSdsSecretConfigs, fileSecret(fileCertSecret(c.GetServerCertificate(), c.GetPrivateKey())))
 		}
-		ctx.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
-			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-				DefaultValidationContext:         dvc,
-				ValidationContextSdsSecretConfig: credentialSecret(ca),
-			},
-		}
-	} else if len(sans) > 0 {
-		ctx.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{MatchSubjectAltNames: sans}}
+	} else {
+		ctx.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{fileSecret(fileCertSecret(t.GetServerCertificate(), t.GetPrivateKey()))}
 	}
-	if v := t.GetMinProtocolVersion(); v != networking.ServerTLSSettings_TLS_AUTO {
-		tlsParams(ctx).TlsMinimumProtocolVersion = tlsv3.TlsParameters_TlsProtocol(v)
+	if !verify {
+		return
 	}
-	if v := t.GetMaxProtocolVersion(); v != networking.ServerTLSSettings_TLS_AUTO {
-		tlsParams(ctx).TlsMaximumProtocolVersion = tlsv3.TlsParameters_TlsProtocol(v)
+	root := SecretRootCA
+	if ca := t.GetCaCertificates(); ca != "" {
+		root = fileRootSecretPrefix + ca
 	}
-	if cs := t.GetCipherSuites(); len(cs) > 0 {
-		tlsParams(ctx).CipherSuites = cs
+	ctx.ValidationContextType = combinedValidation(agentValidation(t), fileSecret(root))
+}
+
+// fileSecret is an SDS reference to the istio-agent: the workload secrets wait forever (as
+// istiod's), the file secrets Envoy's default initial fetch timeout.
+func fileSecret(name string) *tlsv3.SdsSecretConfig {
+	if name == SecretDefault || name == SecretRootCA {
+		return &tlsv3.SdsSecretConfig{Name: name, SdsConfig: agentSDSConfigSource()}
 	}
-	return &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
-		TypedConfig: toAny(&tlsv3.DownstreamTlsContext{CommonTlsContext: ctx, RequireClientCertificate: wrapperspb.Bool(mutual)}),
+	src := agentSDSConfigSource()
+	src.InitialFetchTimeout = nil
+	return &tlsv3.SdsSecretConfig{Name: name, SdsConfig: src}
+}
+
+// agentValidation is the static part of the client validation of a server whose certificates
+// come from the istio-agent: the subjectAltNames, the CRL file, and insecureSkipVerify (no SPKI
+// or hash pins: istiod sets those for credentials only).
+func agentValidation(t *networking.ServerTLSSettings) *tlsv3.CertificateValidationContext {
+	dvc := &tlsv3.CertificateValidationContext{MatchSubjectAltNames: exactMatchers(t.GetSubjectAltNames())}
+	if crl := t.GetCaCrl(); crl != "" {
+		dvc.Crl = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: crl}}
+	}
+	if t.GetInsecureSkipVerify().GetValue() {
+		dvc.TrustChainVerification = tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
+	}
+	return dvc
+}
+
+func combinedValidation(dvc *tlsv3.CertificateValidationContext, sds *tlsv3.SdsSecretConfig) *tlsv3.CommonTlsContext_CombinedValidationContext {
+	return &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+		DefaultValidationContext: dvc, ValidationContextSdsSecretConfig: sds,
 	}}
 }
 
@@ -134,6 +225,13 @@ func (rp *routerPlan) httpsServers(gp *gwPort) []gwServer {
 	return gp.https
 }
 
+// terminatedServers are the TLS termination servers of a port whose tcp routes get filter
+// chains (sniServers).
+func (rp *routerPlan) terminatedServers(gp *gwPort) []gwServer {
+	rp.sniServers(gp)
+	return gp.terminated
+}
+
 // passthroughServers are the TLS passthrough servers of a port whose tls routes get filter
 // chains (sniServers).
 func (rp *routerPlan) passthroughServers(gp *gwPort) []gwServer {
@@ -141,7 +239,7 @@ func (rp *routerPlan) passthroughServers(gp *gwPort) []gwServer {
 	return gp.passthrough
 }
 
-// sniServers sorts the HTTPS and TLS passthrough servers of a port, in order, into those that
+// sniServers sorts the HTTPS, TLS termination and TLS passthrough servers of a port, in order, into those that
 // get filter chains: a server whose SNI names overlap an earlier one's is skipped whole with
 // an error (Envoy rejects two chains with the same match; istiod's gateway merge skips a TLS
 // server with a host an earlier one of the port has), as is a second HTTPS server with the same
@@ -154,7 +252,7 @@ func (rp *routerPlan) sniServers(gp *gwPort) {
 	taken := map[string]gwServer{}
 	routes := map[string]gwServer{}
 	for _, gs := range gp.servers {
-		if gs.kind != kindHTTPS && gs.kind != kindTLS {
+		if !sniKind(gs.kind) {
 			continue
 		}
 		snis := serverSNIs(gs.srv)
@@ -179,8 +277,12 @@ func (rp *routerPlan) sniServers(gp *gwPort) {
 		for _, k := range keys {
 			taken[k] = gs
 		}
-		if gs.kind == kindTLS {
+		switch gs.kind {
+		case kindTLS:
 			gp.passthrough = append(gp.passthrough, gs)
+			continue
+		case kindTLSTerm:
+			gp.terminated = append(gp.terminated, gs)
 			continue
 		}
 		routes[GatewayHTTPSRouteName(gs)] = gs

@@ -392,7 +392,7 @@ func TestGatewayExportTo(t *testing.T) {
 // TestGatewayErrors: bad servers and routes cost only themselves, with an error naming them.
 func TestGatewayErrors(t *testing.T) {
 	simple := server(8443, "HTTPS", "*")
-	// Termination with certificate files is not generated (a credentialName is, gateway_https_test.go).
+	// Termination with certificate files is generated (gateway_tlsmodes_test.go).
 	simple.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, ServerCertificate: "/c.pem", PrivateKey: "/k.pem"}
 	auto := server(15443, "TLS", "*")
 	auto.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}
@@ -425,7 +425,6 @@ func TestGatewayErrors(t *testing.T) {
 		t.Fatal("no error for the unsupported servers and bad routes")
 	}
 	for _, want := range []string{
-		"Gateway istio-system/gw servers[1]: protocol HTTPS with tls mode SIMPLE is not supported",
 		"servers[2]: protocol TLS with tls mode AUTO_PASSTHROUGH is not supported",
 		"servers[3]: port 80 is TCP here but HTTP in Gateway istio-system/gw servers[0]",
 		"servers[5]: protocol \"UDP\" is not supported",
@@ -439,7 +438,7 @@ func TestGatewayErrors(t *testing.T) {
 	}
 	// What is valid is still served, and passes Envoy's checks.
 	checkResources(t, p, g)
-	if got := names(g[ListenerType]); !slices.Equal(got, []string{"0.0.0.0_443", "0.0.0.0_80"}) {
+	if got := names(g[ListenerType]); !slices.Equal(got, []string{"0.0.0.0_443", "0.0.0.0_80", "0.0.0.0_8443"}) {
 		t.Errorf("listeners %v", got)
 	}
 	vh := vhostByName(routeConfig(t, g[RouteType], "http.80"), "a.example.com:80")

@@ -10,12 +10,13 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 )
 
-// Gateway port kinds: what a router's listener on a port is. One port carries one kind (HTTPS
-// and TLS passthrough together, told apart by SNI); the router generator skips a server whose
-// kind cannot share the port with its first server's.
+// Gateway port kinds: what a router's listener on a port is. One port carries one kind (HTTPS,
+// TLS termination and TLS passthrough together, told apart by SNI); the router generator skips
+// a server whose kind cannot share the port with its first server's.
 const (
 	PortHTTP           = "HTTP"
 	PortHTTPS          = "HTTPS"
+	PortTLSTerminated  = "TLS termination"
 	PortTLSPassthrough = "TLS passthrough"
 	PortTCP            = "TCP"
 )
@@ -39,15 +40,17 @@ func GatewayServerKind(srv *networking.Server) (string, error) {
 		switch m := t.GetMode(); {
 		case m == networking.ServerTLSSettings_PASSTHROUGH:
 			return PortTLSPassthrough, nil
-		case proto == "HTTPS" && (m == networking.ServerTLSSettings_SIMPLE || m == networking.ServerTLSSettings_MUTUAL) && firstCredential(t) != "":
+		case m == networking.ServerTLSSettings_AUTO_PASSTHROUGH:
+			return "", fmt.Errorf("protocol %s with tls mode %s is not supported (PASSTHROUGH, SIMPLE, MUTUAL, OPTIONAL_MUTUAL or ISTIO_MUTUAL); server skipped", proto, m)
+		case proto == "HTTPS":
 			return PortHTTPS, nil
 		default:
-			return "", fmt.Errorf("protocol %s with tls mode %s is not supported (PASSTHROUGH, or HTTPS with SIMPLE or MUTUAL and a credentialName); server skipped", proto, m)
+			return PortTLSTerminated, nil
 		}
 	case "TCP", "MONGO", "REDIS", "MYSQL":
 		return PortTCP, nil
 	}
-	return "", fmt.Errorf("protocol %q is not supported on a gateway server; use HTTP, HTTP2, GRPC, HTTPS/TLS (PASSTHROUGH) or TCP; server skipped", srv.GetPort().GetProtocol())
+	return "", fmt.Errorf("protocol %q is not supported on a gateway server; use HTTP, HTTP2, GRPC, HTTPS, TLS or TCP; server skipped", srv.GetPort().GetProtocol())
 }
 
 // analyzeGatewayPorts reports Gateway servers that ask for one port with different kinds of
@@ -101,9 +104,10 @@ func analyzeGatewayPorts(cfgs []*istioconfig.Config) []Finding {
 }
 
 // sharePort reports whether servers of kinds a and b can share a router's port: the same kind,
-// or HTTPS and TLS passthrough, whose filter chains SNI picks (one listener, as istiod builds).
+// or two of HTTPS, TLS termination and TLS passthrough, whose filter chains SNI picks (one
+// listener, as istiod builds).
 func sharePort(a, b string) bool {
-	sni := func(k string) bool { return k == PortHTTPS || k == PortTLSPassthrough }
+	sni := func(k string) bool { return k == PortHTTPS || k == PortTLSTerminated || k == PortTLSPassthrough }
 	return a == b || sni(a) && sni(b)
 }
 

@@ -55,15 +55,12 @@ func (c *checker) notGeneratedGateway(at Path, gw *networking.Gateway) {
 		t := s.GetTls()
 		mode := t.GetMode()
 		switch mode {
-		case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL,
-			networking.ServerTLSSettings_ISTIO_MUTUAL:
-			https := strings.EqualFold(s.GetPort().GetProtocol(), "HTTPS")
+		case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL:
+			proto := strings.ToUpper(s.GetPort().GetProtocol())
 			credential := t.GetCredentialName() != "" || len(t.GetCredentialNames()) > 0
-			if https && credential && (mode == networking.ServerTLSSettings_SIMPLE || mode == networking.ServerTLSSettings_MUTUAL) {
+			if (proto == "HTTPS" || proto == "TLS") && credential {
 				c.warnf(at.With("servers", i, "tls", "credentialName"), "is served by xdslab to nobody: it keeps no Kubernetes secrets, so the gateway's SDS request for %q gets nothing (as istiod answers for a missing secret) and the port's TLS handshakes fail", "kubernetes://"+firstCredential(t))
-				continue
 			}
-			c.warnf(at.With("servers", i, "tls", "mode"), "%s is %s here (only HTTPS with SIMPLE or MUTUAL and a credentialName is): the router gets no listener for port %d", mode, notGenerated, s.GetPort().GetNumber())
 		case networking.ServerTLSSettings_AUTO_PASSTHROUGH:
 			c.warnf(at.With("servers", i, "tls", "mode"), "AUTO_PASSTHROUGH is %s: the router gets no listener for port %d", notGenerated, s.GetPort().GetNumber())
 		}
