@@ -108,8 +108,10 @@
 // files as the agent's "file-cert:"/"file-root:" secrets, or the agent's "default"/"ROOTCA"):
 // a filter chain per server with RDS "https.PORT.PORTNAME.GATEWAY.NS"; protocol TLS
 // terminating TLS: a filter chain per server with its first matching tcp route;
-// gateway_https.go), and only the clusters those routes reference plus BlackHoleCluster.
-// AUTO_PASSTHROUGH servers are skipped with an error.
+// gateway_https.go; AUTO_PASSTHROUGH: a chain per port and subset of each service the hosts
+// cover, by SNI "outbound_.PORT_.SUBSET_.HOST", to the SNI-DNAT cluster of that name,
+// gateway_autopassthrough.go), and only the clusters those routes reference plus
+// BlackHoleCluster.
 //
 // Proxyless gRPC (GENERATOR=grpc), as istiod's grpcgen (docs/parity.md, "Proxyless gRPC"): API
 // listeners named as asked, "HOST:PORT" or a short name of the proxy's namespace, for every

@@ -138,6 +138,9 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 		}
 	}
 	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s), mode, lb)
+	if cn.SNIDNAT && cla != nil {
+		mtlsEndpointsOnly(cla) // gateway_autopassthrough.go
+	}
 	return Resource{Name: name, Message: cla, Deps: sortDeps(deps)}, err
 }
 

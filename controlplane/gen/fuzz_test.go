@@ -10,9 +10,9 @@ func TestParseClusterName(t *testing.T) {
 		want ClusterNameParts
 		ok   bool
 	}{
-		{"outbound|80||a.b", ClusterNameParts{Outbound, 80, "", "a.b"}, true},
-		{"outbound|443|v1|a.b", ClusterNameParts{Outbound, 443, "v1", "a.b"}, true},
-		{"inbound|8080||", ClusterNameParts{Inbound, 8080, "", ""}, true},
+		{"outbound|80||a.b", ClusterNameParts{Direction: Outbound, Port: 80, Subset: "", Host: "a.b"}, true},
+		{"outbound|443|v1|a.b", ClusterNameParts{Direction: Outbound, Port: 443, Subset: "v1", Host: "a.b"}, true},
+		{"inbound|8080||", ClusterNameParts{Direction: Inbound, Port: 8080, Subset: "", Host: ""}, true},
 		{"outbound|80||", ClusterNameParts{}, false},
 		{"outbound|0||a", ClusterNameParts{}, false},
 		{"outbound|65536||a", ClusterNameParts{}, false},
@@ -22,6 +22,11 @@ func TestParseClusterName(t *testing.T) {
 		{"outbound|80|a", ClusterNameParts{}, false},
 		{"outbound|80||a|b", ClusterNameParts{}, false},
 		{"BlackHoleCluster", ClusterNameParts{}, false},
+		{"outbound_.80_._.a.b", ClusterNameParts{Direction: Outbound, Port: 80, Host: "a.b", SNIDNAT: true}, true},
+		{"outbound_.443_.v1_.a_.b", ClusterNameParts{Direction: Outbound, Port: 443, Subset: "v1", Host: "a_.b", SNIDNAT: true}, true},
+		{"outbound_.80_._.", ClusterNameParts{}, false},
+		{"outbound_.0_._.a", ClusterNameParts{}, false},
+		{"outbound_.80_.a", ClusterNameParts{}, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseClusterName(tt.in)
@@ -32,7 +37,7 @@ func TestParseClusterName(t *testing.T) {
 }
 
 func FuzzParseClusterName(f *testing.F) {
-	for _, s := range []string{"outbound|80||a.b", "inbound|1||", "outbound|65535|v1|x", "||||", "outbound|9|", ""} {
+	for _, s := range []string{"outbound|80||a.b", "inbound|1||", "outbound|65535|v1|x", "||||", "outbound|9|", "", "outbound_.80_.v1_.a.b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -41,7 +46,7 @@ func FuzzParseClusterName(f *testing.F) {
 			return
 		}
 		// A parsed name round-trips.
-		if got := ClusterName(cn.Direction, cn.Port, cn.Subset, cn.Host); got != s {
+		if got := cn.String(); got != s {
 			t.Fatalf("ParseClusterName(%q) = %+v, which renders as %q", s, cn, got)
 		}
 		// EDS on any parseable name answers with that name, never panics.

@@ -49,7 +49,9 @@ import (
 //   - on the same listener, a chain per protocol TLS server that terminates TLS: its hosts as
 //     SNI names, the same TLS context, and a tcp_proxy per the first matching tcp route.
 //
-// AUTO_PASSTHROUGH is not generated: such a server is skipped with an error naming it.
+//   - on the same listener, for AUTO_PASSTHROUGH servers, a chain per port and subset of each
+//     service their hosts cover, by SNI, to the SNI-DNAT clusters (gateway_autopassthrough.go).
+//
 // xdslab serves no Kubernetes secrets: a gateway's SDS request for "kubernetes://NAME" gets
 // nothing, as istiod answers for a secret that is missing, and the listener waits out its
 // initial fetch timeout (istiod's credential SDS config keeps Envoy's default 15 s; so does
@@ -149,6 +151,7 @@ const (
 	kindTCP
 	kindHTTPS   // HTTPS terminated at the gateway (tls SIMPLE, MUTUAL, OPTIONAL_MUTUAL or ISTIO_MUTUAL)
 	kindTLSTerm // protocol TLS terminated at the gateway, then tcp routes
+	kindTLSAuto // TLS AUTO_PASSTHROUGH: SNI-DNAT to the services the server's hosts cover
 )
 
 func (k portKind) String() string {
@@ -161,13 +164,17 @@ func (k portKind) String() string {
 		return "HTTPS"
 	case kindTLSTerm:
 		return "TLS termination"
+	case kindTLSAuto:
+		return "TLS auto passthrough"
 	}
 	return "TCP"
 }
 
 // sniKind reports whether servers of kind k are told apart by SNI: HTTPS, TLS termination and
 // TLS passthrough servers may share a port.
-func sniKind(k portKind) bool { return k == kindHTTPS || k == kindTLS || k == kindTLSTerm }
+func sniKind(k portKind) bool {
+	return k == kindHTTPS || k == kindTLS || k == kindTLSTerm || k == kindTLSAuto
+}
 
 func serverKind(srv *networking.Server) (portKind, error) {
 	k, err := validate.GatewayServerKind(srv)
@@ -180,6 +187,8 @@ func serverKind(srv *networking.Server) (portKind, error) {
 		return kindTLS, nil
 	case validate.PortTLSTerminated:
 		return kindTLSTerm, nil
+	case validate.PortTLSAuto:
+		return kindTLSAuto, nil
 	case validate.PortTCP:
 		return kindTCP, nil
 	}
@@ -192,10 +201,11 @@ type gwPort struct {
 	num     uint32
 	kind    portKind
 	servers []gwServer
-	// https, terminated and passthrough are the HTTPS, TLS termination and TLS passthrough
-	// servers that get filter chains (sniServers), computed once.
-	https, terminated, passthrough []gwServer
-	httpsDone                      bool
+	// https, terminated, passthrough and autoPassthrough are the HTTPS, TLS termination, TLS
+	// passthrough and AUTO_PASSTHROUGH servers that get filter chains (sniServers), computed
+	// once.
+	https, terminated, passthrough, autoPassthrough []gwServer
+	httpsDone                                       bool
 }
 
 // boundVS is a VirtualService bound to one gateway.
@@ -642,7 +652,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 		l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
 			hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, GatewayRouteName(gp.num))))),
 		}}}
-	case kindTLS, kindHTTPS, kindTLSTerm:
+	case kindTLS, kindHTTPS, kindTLSTerm, kindTLSAuto:
 		// HTTPS servers terminate TLS and route; TLS termination servers terminate TLS and
 		// forward by their tcp routes; TLS passthrough chains forward by SNI.
 		l.ListenerFilters = []*listenerv3.ListenerFilter{{
@@ -677,6 +687,11 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 			}
 		}
 		l.FilterChains = append(l.FilterChains, passthrough...)
+		// AUTO_PASSTHROUGH chains: no authorization filters, as istiod builds them.
+		auto, cs, d := rp.autoPassthroughChains(gp)
+		l.FilterChains = append(l.FilterChains, auto...)
+		clusters = append(clusters, cs...)
+		deps = append(deps, d...)
 	case kindTCP:
 		fc, c, d := rp.tcpChain(gp)
 		deps = append(deps, d...)
@@ -913,7 +928,7 @@ func (rp *routerPlan) build() (listeners, routes []Resource, clusters map[string
 			for _, c := range cs {
 				clusters[c] = true
 			}
-		case kindHTTPS, kindTLS, kindTLSTerm:
+		case kindHTTPS, kindTLS, kindTLSTerm, kindTLSAuto:
 			for _, gs := range rp.httpsServers(gp) {
 				r, cs := rp.httpRoutes(GatewayHTTPSRouteName(gs), gp.num, []gwServer{gs})
 				routes = append(routes, r)
@@ -945,15 +960,26 @@ func routerClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resour
 	_, _, used := rp.build()
 	want := nameSet(names)
 	refs := make(map[string]struct{}, len(used))
+	var sniDNAT []ClusterNameParts
 	for c := range used {
-		if wanted(want, c) {
-			refs[c] = struct{}{}
+		if !wanted(want, c) {
+			continue
 		}
+		if cn, err := ParseClusterName(c); err == nil && cn.SNIDNAT {
+			sniDNAT = append(sniDNAT, cn)
+			continue
+		}
+		refs[c] = struct{}{}
 	}
 	var out []Resource
 	var err error
 	if len(refs) > 0 {
 		out, err = outboundClusters(p, s, rp.ix, refs, false)
+	}
+	if len(sniDNAT) > 0 {
+		rs, e := sniDNATClusters(p, s, rp.ix, sniDNAT)
+		out = append(out, rs...)
+		err = errors.Join(err, e)
 	}
 	if wanted(want, BlackHoleCluster) {
 		out = append(out, Resource{Name: BlackHoleCluster, Message: blackHole()})

@@ -232,6 +232,13 @@ func (rp *routerPlan) terminatedServers(gp *gwPort) []gwServer {
 	return gp.terminated
 }
 
+// autoPassthroughServers are the AUTO_PASSTHROUGH servers of a port that get filter chains
+// (sniServers).
+func (rp *routerPlan) autoPassthroughServers(gp *gwPort) []gwServer {
+	rp.sniServers(gp)
+	return gp.autoPassthrough
+}
+
 // passthroughServers are the TLS passthrough servers of a port whose tls routes get filter
 // chains (sniServers).
 func (rp *routerPlan) passthroughServers(gp *gwPort) []gwServer {
@@ -283,6 +290,9 @@ func (rp *routerPlan) sniServers(gp *gwPort) {
 			continue
 		case kindTLSTerm:
 			gp.terminated = append(gp.terminated, gs)
+			continue
+		case kindTLSAuto:
+			gp.autoPassthrough = append(gp.autoPassthrough, gs)
 			continue
 		}
 		routes[GatewayHTTPSRouteName(gs)] = gs

@@ -394,6 +394,7 @@ func TestGatewayErrors(t *testing.T) {
 	simple := server(8443, "HTTPS", "*")
 	// Termination with certificate files is generated (gateway_tlsmodes_test.go).
 	simple.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, ServerCertificate: "/c.pem", PrivateKey: "/k.pem"}
+	// AUTO_PASSTHROUGH is generated (gateway_autopassthrough_test.go).
 	auto := server(15443, "TLS", "*")
 	auto.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}
 	gw := gwConfig("gw", "istio-system", &networking.Gateway{Servers: []*networking.Server{
@@ -425,7 +426,6 @@ func TestGatewayErrors(t *testing.T) {
 		t.Fatal("no error for the unsupported servers and bad routes")
 	}
 	for _, want := range []string{
-		"servers[2]: protocol TLS with tls mode AUTO_PASSTHROUGH is not supported",
 		"servers[3]: port 80 is TCP here but HTTP in Gateway istio-system/gw servers[0]",
 		"servers[5]: protocol \"UDP\" is not supported",
 		"VirtualService apps/a http[0 (badregex)]",
@@ -438,7 +438,7 @@ func TestGatewayErrors(t *testing.T) {
 	}
 	// What is valid is still served, and passes Envoy's checks.
 	checkResources(t, p, g)
-	if got := names(g[ListenerType]); !slices.Equal(got, []string{"0.0.0.0_443", "0.0.0.0_80", "0.0.0.0_8443"}) {
+	if got := names(g[ListenerType]); !slices.Equal(got, []string{"0.0.0.0_15443", "0.0.0.0_443", "0.0.0.0_80", "0.0.0.0_8443"}) {
 		t.Errorf("listeners %v", got)
 	}
 	vh := vhostByName(routeConfig(t, g[RouteType], "http.80"), "a.example.com:80")

@@ -146,11 +146,41 @@ type ClusterNameParts struct {
 	Port      uint32
 	Subset    string
 	Host      string
+	// SNIDNAT marks a gateway's SNI-DNAT cluster "outbound_.PORT_.SUBSET_.HOST" (IstioSNI),
+	// which an AUTO_PASSTHROUGH server forwards to by SNI (gateway_autopassthrough.go).
+	SNIDNAT bool
 }
 
-// ParseClusterName splits "outbound|PORT|SUBSET|HOST" (or inbound). The port must be a decimal
-// number in 1..65535; an outbound name needs a host.
+// String renders the name p was parsed from.
+func (p ClusterNameParts) String() string {
+	if p.SNIDNAT {
+		return IstioSNI(p.Port, p.Subset, p.Host)
+	}
+	return ClusterName(p.Direction, p.Port, p.Subset, p.Host)
+}
+
+// sniDNATPrefix starts the name of an SNI-DNAT cluster.
+const sniDNATPrefix = Outbound + "_."
+
+// ParseClusterName splits "outbound|PORT|SUBSET|HOST" (or inbound), or a gateway's SNI-DNAT
+// cluster name "outbound_.PORT_.SUBSET_.HOST". The port must be a decimal number in
+// 1..65535; an outbound name needs a host.
 func ParseClusterName(name string) (ClusterNameParts, error) {
+	if rest, ok := strings.CutPrefix(name, sniDNATPrefix); ok {
+		port, rest, ok1 := strings.Cut(rest, "_.")
+		sub, host, ok2 := strings.Cut(rest, "_.")
+		if !ok1 || !ok2 {
+			return ClusterNameParts{}, fmt.Errorf("cluster name %q: want outbound_.PORT_.SUBSET_.HOST", name)
+		}
+		num, err := parsePort(port)
+		if err != nil {
+			return ClusterNameParts{}, fmt.Errorf("cluster name %q: %w", name, err)
+		}
+		if host == "" || strings.Contains(host, "|") || strings.Contains(sub, "|") {
+			return ClusterNameParts{}, fmt.Errorf("cluster name %q: want outbound_.PORT_.SUBSET_.HOST with a host and no '|'", name)
+		}
+		return ClusterNameParts{Direction: Outbound, Port: num, Subset: sub, Host: host, SNIDNAT: true}, nil
+	}
 	dir, rest, ok1 := strings.Cut(name, "|")
 	port, rest, ok2 := strings.Cut(rest, "|")
 	sub, host, ok3 := strings.Cut(rest, "|")

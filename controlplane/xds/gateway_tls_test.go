@@ -10,6 +10,7 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/xdslab/xdslab/controlplane/gen"
 	"github.com/xdslab/xdslab/fakeenvoy"
 	"github.com/xdslab/xdslab/internal/pki"
 	"github.com/xdslab/xdslab/istioconfig"
@@ -48,10 +49,12 @@ func writeCertFiles(t *testing.T, dir string) (cert, key, ca string) {
 
 // A gateway whose servers terminate TLS in every mode xdslab generates (ISTIO_MUTUAL, files
 // the agent reads, files it cannot read, credentials xdslab does not serve; HTTPS and protocol
-// TLS) reaches a full config on the fake Envoy (SotW and Delta, realistic NACK policy), with
-// its istio-agent serving the workload and file secrets, without a NACK. The missing file and
-// credential are waited out by their initial fetch timeout, as Envoy does with istiod's
-// config; a file secret that waited forever would hold the listener.
+// TLS) and pass it through to SNI-DNAT clusters (AUTO_PASSTHROUGH) reaches a full config on
+// the fake Envoy (SotW and Delta, realistic NACK policy), with its istio-agent serving the
+// workload and file secrets, without a NACK. The missing file and credential are waited out
+// by their initial fetch timeout, as Envoy does with istiod's config; a file secret that
+// waited forever would hold the listener. A new mTLS endpoint reaches the SNI-DNAT cluster's
+// assignment.
 func TestFakeEnvoyGatewayTLSModesWarm(t *testing.T) {
 	ts := startServer(t, testOptions())
 	in := topology(3, 1)
@@ -68,6 +71,7 @@ func TestFakeEnvoyGatewayTLSModesWarm(t *testing.T) {
 		tlsServer(9443, "https-cred", "HTTPS", "cred.gw.example", &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_OPTIONAL_MUTUAL, CredentialName: "not-served"}),
 		tlsServer(9444, "tls-files", "TLS", "db.gw.example", &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_MUTUAL, ServerCertificate: cert, PrivateKey: key, CaCertificates: ca}),
 		tlsServer(9444, "tls-mesh", "TLS", "cache.gw.example", &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_ISTIO_MUTUAL}),
+		tlsServer(15443, "tls-auto", "TLS", "*.ns-0.svc.cluster.local", &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}),
 	}
 	dest := &networking.Destination{Host: "svc-0.ns-0.svc.cluster.local", Port: &networking.PortSelector{Number: 8080}}
 	in.Configs = []*istioconfig.Config{
@@ -83,7 +87,9 @@ func TestFakeEnvoyGatewayTLSModesWarm(t *testing.T) {
 
 	const n = 2
 	rec := &recorder{full: map[int]bool{}, ready: make(chan int, n), seen: map[int]chan struct{}{}}
-	rec.want = &probe.Expectation{All: []probe.Predicate{{Op: probe.ListenerPresent, Resource: "0.0.0.0_9443"}, {Op: probe.ListenerPresent, Resource: "0.0.0.0_9444"}}}
+	sniDNAT := gen.IstioSNI(8080, "", "svc-0.ns-0.svc.cluster.local")
+	rec.want = &probe.Expectation{All: []probe.Predicate{{Op: probe.ListenerPresent, Resource: "0.0.0.0_9443"}, {Op: probe.ListenerPresent, Resource: "0.0.0.0_9444"},
+		{Op: probe.ListenerPresent, Resource: "0.0.0.0_15443"}, {Op: probe.ClusterPresent, Resource: sniDNAT}}}
 	chans := make([]chan struct{}, n)
 	for i := range n {
 		chans[i] = make(chan struct{})
@@ -97,7 +103,28 @@ func TestFakeEnvoyGatewayTLSModesWarm(t *testing.T) {
 		select {
 		case <-ch:
 		case <-time.After(20 * time.Second):
-			t.Fatalf("gateway %d (delta=%v) has a full config without both TLS listeners", i, i == 1)
+			t.Fatalf("gateway %d (delta=%v) has a full config without the TLS listeners and the SNI-DNAT cluster", i, i == 1)
+		}
+	}
+	// An endpoint with a sidecar joins the SNI-DNAT assignment.
+	host := "svc-0.ns-0.svc.cluster.local"
+	want := probe.Expectation{EventID: 1, Kind: "endpoint-add", All: []probe.Predicate{{Op: probe.EndpointPresent, Resource: sniDNAT, Address: "10.78.0.1", Port: 8080}}}
+	rec.mu.Lock()
+	rec.want = &want
+	for i := range n {
+		chans[i] = make(chan struct{})
+		rec.seen[i] = chans[i]
+	}
+	rec.mu.Unlock()
+	ep := endpoint(host, "10.78.0.1")
+	ep.Labels[gen.TLSModeLabel] = "istio"
+	in.Endpoints[host] = append(in.Endpoints[host], ep)
+	ts.push(in, false, host)
+	for i, ch := range chans {
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("gateway %d (delta=%v) never observed %s", i, i == 1, want.All[0])
 		}
 	}
 	rec.mu.Lock()

@@ -18,6 +18,7 @@ const (
 	PortHTTPS          = "HTTPS"
 	PortTLSTerminated  = "TLS termination"
 	PortTLSPassthrough = "TLS passthrough"
+	PortTLSAuto        = "TLS auto passthrough"
 	PortTCP            = "TCP"
 )
 
@@ -41,7 +42,7 @@ func GatewayServerKind(srv *networking.Server) (string, error) {
 		case m == networking.ServerTLSSettings_PASSTHROUGH:
 			return PortTLSPassthrough, nil
 		case m == networking.ServerTLSSettings_AUTO_PASSTHROUGH:
-			return "", fmt.Errorf("protocol %s with tls mode %s is not supported (PASSTHROUGH, SIMPLE, MUTUAL, OPTIONAL_MUTUAL or ISTIO_MUTUAL); server skipped", proto, m)
+			return PortTLSAuto, nil
 		case proto == "HTTPS":
 			return PortHTTPS, nil
 		default:
@@ -104,10 +105,12 @@ func analyzeGatewayPorts(cfgs []*istioconfig.Config) []Finding {
 }
 
 // sharePort reports whether servers of kinds a and b can share a router's port: the same kind,
-// or two of HTTPS, TLS termination and TLS passthrough, whose filter chains SNI picks (one
+// or two of HTTPS, TLS termination and TLS (auto) passthrough, whose filter chains SNI picks (one
 // listener, as istiod builds).
 func sharePort(a, b string) bool {
-	sni := func(k string) bool { return k == PortHTTPS || k == PortTLSTerminated || k == PortTLSPassthrough }
+	sni := func(k string) bool {
+		return k == PortHTTPS || k == PortTLSTerminated || k == PortTLSPassthrough || k == PortTLSAuto
+	}
 	return a == b || sni(a) && sni(b)
 }
 

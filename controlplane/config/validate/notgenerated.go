@@ -61,8 +61,6 @@ func (c *checker) notGeneratedGateway(at Path, gw *networking.Gateway) {
 			if (proto == "HTTPS" || proto == "TLS") && credential {
 				c.warnf(at.With("servers", i, "tls", "credentialName"), "is served by xdslab to nobody: it keeps no Kubernetes secrets, so the gateway's SDS request for %q gets nothing (as istiod answers for a missing secret) and the port's TLS handshakes fail", "kubernetes://"+firstCredential(t))
 			}
-		case networking.ServerTLSSettings_AUTO_PASSTHROUGH:
-			c.warnf(at.With("servers", i, "tls", "mode"), "AUTO_PASSTHROUGH is %s: the router gets no listener for port %d", notGenerated, s.GetPort().GetNumber())
 		}
 	}
 }

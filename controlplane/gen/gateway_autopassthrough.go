@@ -1,0 +1,171 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
+)
+
+// Gateway AUTO_PASSTHROUGH servers (gateway.go), as istiod builds them: the client (a sidecar
+// of another network or cluster) speaks Istio mTLS end to end and names the destination in
+// its SNI, "outbound_.PORT_.SUBSET_.HOST" (IstioSNI). The gateway reads the SNI and the ALPN
+// (TLS inspector) and forwards the TLS bytes untouched:
+//   - per service the router sees (not a mesh-external one) whose host one of the server's
+//     hosts covers, and per port of it (not UDP), a filter chain matching the SNI
+//     "outbound_.PORT_._.HOST" and Istio's mTLS ALPNs, with a tcp_proxy to the SNI-DNAT
+//     cluster of that name; the same for each subset of the service's DestinationRule;
+//   - the SNI-DNAT clusters: the service's outbound cluster of the port (or subset), named as
+//     the SNI, with the DestinationRule's policy but no upstream TLS (the bytes are the
+//     client's TLS already); their endpoints are those that take Istio mTLS only, so that a
+//     plaintext workload cannot be reached through the gateway.
+//
+// No authorization filter is put on these chains (istiod builds them without), and istiod's
+// default mesh config builds them for any router a Gateway with such a server selects.
+
+// istioMTLSALPNs are the ALPN protocols of Istio's mTLS that an AUTO_PASSTHROUGH chain matches.
+var istioMTLSALPNs = []string{"istio", "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1", "istio-h2"}
+
+// autoPassthroughChains builds the filter chains of the port's AUTO_PASSTHROUGH servers and
+// the SNI-DNAT clusters they forward to.
+func (rp *routerPlan) autoPassthroughChains(gp *gwPort) ([]*listenerv3.FilterChain, []string, []istioconfig.Key) {
+	var chains []*listenerv3.FilterChain
+	var clusters []string
+	var deps []istioconfig.Key
+	for _, gs := range rp.autoPassthroughServers(gp) {
+		hosts := serverSNIs(gs.srv)
+		for _, svc := range visibleServices(rp.s, rp.ix.scope) {
+			if svc.MeshExternal || !coveredBy(svc.Hostname, hosts) {
+				continue
+			}
+			deps = append(deps, ServiceKey(svc))
+			drc := rp.ix.destinationRule(svc.Hostname)
+			var rule *networking.DestinationRule
+			if drc != nil {
+				deps = append(deps, drc.Key())
+				rule = drSpec(drc)
+			}
+			for _, port := range svc.Ports {
+				if port.Protocol == model.ProtocolUDP || !rp.ix.scope.SeesPort(svc, port.Number) {
+					continue
+				}
+				subsets := []string{""}
+				for _, ss := range rule.GetSubsets() {
+					if checkSubsetName(ss.GetName()) == nil && !slices.Contains(subsets, ss.GetName()) {
+						subsets = append(subsets, ss.GetName())
+					}
+				}
+				for _, subset := range subsets {
+					name := IstioSNI(port.Number, subset, svc.Hostname)
+					tp := &tcpproxyv3.TcpProxy{StatPrefix: name, ClusterSpecifier: &tcpproxyv3.TcpProxy_Cluster{Cluster: name}}
+					tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()
+					if d := tcp.GetIdleTimeout(); d != nil {
+						tp.IdleTimeout = durationpb.New(d.AsDuration())
+					}
+					if d := tcp.GetMaxConnectionDuration(); d != nil {
+						tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
+					}
+					if rule != nil {
+						tp.HashPolicy = sourceIPHash(rule, subset)
+					}
+					f := &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}
+					chains = append(chains, &listenerv3.FilterChain{
+						Name:             name,
+						FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{name}, ApplicationProtocols: istioMTLSALPNs},
+						Filters:          tcpStack(port.Protocol, name, f),
+					})
+					clusters = append(clusters, name)
+				}
+			}
+		}
+	}
+	return chains, clusters, deps
+}
+
+// coveredBy reports whether one of the server hosts covers the service host.
+func coveredBy(host string, serverHosts []string) bool {
+	if len(serverHosts) == 0 {
+		return true // "*"
+	}
+	for _, h := range serverHosts {
+		if model.HostMatches(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// sniDNATClusters builds the SNI-DNAT clusters of names (parsed, SNIDNAT): the service's
+// outbound cluster of the port or subset under that name, without upstream TLS.
+func sniDNATClusters(p *model.Proxy, s *model.Snapshot, ix *index, names []ClusterNameParts) ([]Resource, error) {
+	var out []Resource
+	var errs []error
+	sh := &shared{proxy: p}
+	for _, cn := range names {
+		svc := visibleService(s, ix.scope, cn.Host)
+		if svc == nil {
+			continue
+		}
+		port, ok := svc.Port(cn.Port)
+		if !ok {
+			continue
+		}
+		deps := []istioconfig.Key{ServiceKey(svc), svc.Source}
+		drc := ix.destinationRule(svc.Hostname)
+		var dr *networking.DestinationRule
+		if drc != nil {
+			deps = append(deps, drc.Key())
+			dr = drSpec(drc)
+		}
+		if svc.Resolution == model.ResolutionDNS {
+			deps = append(deps, EndpointKey(svc))
+		}
+		ss := subset(drc, cn.Subset)
+		if cn.Subset != "" && ss == nil {
+			continue
+		}
+		name := cn.String()
+		c, err := outboundCluster(sh, s, name, svc, port, dr, ss, s.Endpoints(svc.Hostname), false)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("SNI-DNAT cluster %s: %w", name, err))
+		}
+		if c == nil {
+			continue
+		}
+		// The client's mTLS passes through: no TLS of the gateway's own.
+		c.TransportSocket, c.TransportSocketMatches = nil, nil
+		if c.LoadAssignment != nil {
+			mtlsEndpointsOnly(c.LoadAssignment)
+		}
+		out = append(out, Resource{Name: name, Message: c, Deps: sortDeps(deps)})
+	}
+	return out, errors.Join(errs...)
+}
+
+// mtlsEndpointsOnly keeps, in an SNI-DNAT cluster's assignment, the endpoints that take Istio
+// mTLS (the tlsMode metadata of loadAssignment), as istiod filters them: a locality keeps its
+// place with the weight of what is left (none when nothing is).
+func mtlsEndpointsOnly(cla *endpointv3.ClusterLoadAssignment) {
+	for _, l := range cla.GetEndpoints() {
+		l.LbEndpoints = slices.DeleteFunc(l.LbEndpoints, func(e *endpointv3.LbEndpoint) bool {
+			return e.GetMetadata().GetFilterMetadata()[transportSocketMatchKey].GetFields()["tlsMode"].GetStringValue() != tlsModeIstio
+		})
+		var w uint32
+		for _, e := range l.LbEndpoints {
+			w += e.GetLoadBalancingWeight().GetValue()
+		}
+		l.LoadBalancingWeight = nil
+		if len(l.LbEndpoints) > 0 {
+			l.LoadBalancingWeight = wrapperspb.UInt32(w)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package gen
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
+)
+
+// TestGatewayAutoPassthrough: an AUTO_PASSTHROUGH server gets a filter chain per port and
+// subset of each service its hosts cover (not a mesh-external one, not a UDP port), matching
+// the SNI "outbound_.PORT_.SUBSET_.HOST" and Istio's mTLS ALPNs, with a tcp_proxy (the
+// DestinationRule's idle timeout and source-IP hash, no authorization filter) to the SNI-DNAT
+// cluster of that name: the service's cluster without upstream TLS, whose assignment holds
+// only the endpoints that take Istio mTLS.
+func TestGatewayAutoPassthrough(t *testing.T) {
+	const api, mail, web = "api.apps.svc.cluster.local", "mail.apps.svc.cluster.local", "web.other.svc.cluster.local"
+	services := []*model.Service{
+		{Hostname: api, Namespace: "apps", ServiceAccounts: []string{"spiffe://cluster.local/ns/apps/sa/api"}, Ports: []model.Port{
+			{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}, {Name: "grpc", Number: 9090, Protocol: model.ProtocolGRPC}, {Name: "dns", Number: 53, Protocol: model.ProtocolUDP}}},
+		{Hostname: mail, Namespace: "apps", MeshExternal: true, Ports: []model.Port{{Name: "smtp", Number: 25, Protocol: model.ProtocolTCP}}},
+		{Hostname: web, Namespace: "other", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}},
+	}
+	eps := map[string][]*model.Endpoint{api: {
+		{Service: api, Address: "10.1.0.1", Weight: 1, Labels: map[string]string{"version": "v1", TLSModeLabel: "istio"}},
+		{Service: api, Address: "10.1.0.2", Weight: 1, Labels: map[string]string{"version": "v2"}}, // no sidecar
+	}}
+	auto := server(15443, "TLS", "*.apps.svc.cluster.local")
+	auto.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}
+	configs := []*istioconfig.Config{
+		gwConfig("crossnet", "istio-system", &networking.Gateway{Servers: []*networking.Server{auto}}),
+		drConfig("api", "apps", &networking.DestinationRule{Host: api, TrafficPolicy: &networking.TrafficPolicy{
+			ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{IdleTimeout: durationpb.New(30 * time.Second)}},
+			LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{
+				ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}}}},
+			Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL}},
+			Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}, {Name: "v2", Labels: map[string]string{"version": "v2"}}}}),
+		// The gateway's DENY policy applies to its other chains, not to these.
+		{Meta: istioconfig.Meta{Kind: istioconfig.KindAuthorizationPolicy, Name: "deny", Namespace: "istio-system"}, Spec: &securityapi.AuthorizationPolicy{
+			Action: securityapi.AuthorizationPolicy_DENY, Rules: []*securityapi.Rule{{}}}},
+	}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: services, Endpoints: eps, Configs: configs})
+	p := routerProxy("istio-system", nil)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	if got := names(g[ListenerType]); !slices.Equal(got, []string{"0.0.0.0_15443"}) {
+		t.Fatalf("listeners %v", got)
+	}
+	l := g[ListenerType][0].Message.(*listenerv3.Listener)
+	if len(l.GetListenerFilters()) != 1 || l.GetListenerFilters()[0].GetName() != tlsInspectorFilterName {
+		t.Errorf("listener filters %v, want the TLS inspector", l.GetListenerFilters())
+	}
+	var want []string
+	for _, port := range []uint32{80, 9090} {
+		for _, subset := range []string{"", "v1", "v2"} {
+			want = append(want, IstioSNI(port, subset, api))
+		}
+	}
+	var got []string
+	for _, fc := range l.GetFilterChains() {
+		m := fc.GetFilterChainMatch()
+		if len(m.GetServerNames()) != 1 {
+			t.Fatalf("chain %v: want one SNI", m.GetServerNames())
+		}
+		name := m.GetServerNames()[0]
+		got = append(got, name)
+		if !slices.Equal(m.GetApplicationProtocols(), []string{"istio", "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1", "istio-h2"}) {
+			t.Errorf("chain %s: ALPN %v", name, m.GetApplicationProtocols())
+		}
+		if fc.GetTransportSocket() != nil {
+			t.Errorf("chain %s terminates TLS", name)
+		}
+		if len(fc.GetFilters()) != 1 {
+			t.Fatalf("chain %s: filters %v, want the tcp_proxy only (no RBAC)", name, fc.GetFilters())
+		}
+		tp := &tcpproxyv3.TcpProxy{}
+		if err := fc.GetFilters()[0].GetTypedConfig().UnmarshalTo(tp); err != nil {
+			t.Fatal(err)
+		}
+		if tp.GetCluster() != name || tp.GetIdleTimeout().AsDuration() != 30*time.Second || len(tp.GetHashPolicy()) != 1 {
+			t.Errorf("chain %s: tcp_proxy %v, want cluster %s, idle 30s, a source-IP hash", name, tp, name)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("chains %v\nwant %v", got, want)
+	}
+	for _, name := range want {
+		r, ok := find(g[ClusterType], name)
+		if !ok {
+			t.Errorf("no cluster %s", name)
+			continue
+		}
+		c := r.Message.(*clusterv3.Cluster)
+		if c.GetTransportSocket() != nil || len(c.GetTransportSocketMatches()) > 0 {
+			t.Errorf("cluster %s originates TLS: the client's mTLS passes through", name)
+		}
+		if c.GetEdsClusterConfig().GetServiceName() != name {
+			t.Errorf("cluster %s: EDS service name %q", name, c.GetEdsClusterConfig().GetServiceName())
+		}
+	}
+	// The SNI-DNAT assignment keeps the endpoint with a sidecar; the service's own has both.
+	addrs := func(name string) []string {
+		rs, err := endpoints(p, s, []string{name})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("EDS %s: %v, %d resources", name, err, len(rs))
+		}
+		var out []string
+		for _, l := range rs[0].Message.(*endpointv3.ClusterLoadAssignment).GetEndpoints() {
+			for _, e := range l.GetLbEndpoints() {
+				out = append(out, e.GetEndpoint().GetAddress().GetSocketAddress().GetAddress())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := addrs(IstioSNI(80, "", api)); !slices.Equal(got, []string{"10.1.0.1"}) {
+		t.Errorf("SNI-DNAT endpoints %v, want the mTLS one", got)
+	}
+	if got := addrs(IstioSNI(80, "v2", api)); len(got) != 0 {
+		t.Errorf("SNI-DNAT v2 endpoints %v, want none (v2 has no sidecar)", got)
+	}
+	if got := addrs(ClusterName(Outbound, 80, "", api)); !slices.Equal(got, []string{"10.1.0.1", "10.1.0.2"}) {
+		t.Errorf("outbound endpoints %v, want both", got)
+	}
+}
