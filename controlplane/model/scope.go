@@ -170,6 +170,18 @@ func HostMatches(pattern, hostname string) bool {
 	return pattern == hostname
 }
 
+// SidecarEgress is the Sidecar's egress listeners as istiod reads them: one catch-all
+// listener of hosts "*/*" (every namespace) when it lists none, as a Sidecar with only ingress
+// listeners or an inboundConnectionPool does.
+func SidecarEgress(sc *networking.Sidecar) []*networking.IstioEgressListener {
+	if eg := sc.GetEgress(); len(eg) > 0 {
+		return eg
+	}
+	return defaultEgress
+}
+
+var defaultEgress = []*networking.IstioEgressListener{{Hosts: []string{"*/*"}}}
+
 // SidecarImports reports whether a proxy using Sidecar sc (in namespace sidecarNS) sees a
 // service with the given host name, namespace and exportTo: the service must be exported to
 // the Sidecar's namespace, and some egress listener must import it (egressImports). A nil
@@ -181,7 +193,7 @@ func SidecarImports(sc *networking.Sidecar, sidecarNS, hostname, svcNS string, s
 	if sc == nil {
 		return true
 	}
-	for _, eg := range sc.GetEgress() {
+	for _, eg := range SidecarEgress(sc) {
 		var hosts []EgressHost
 		for _, h := range eg.GetHosts() {
 			if e, ok := ParseEgressHost(h, sidecarNS); ok {

@@ -198,7 +198,7 @@ func (s *Snapshot) newScope(p *Proxy) *Scope {
 		spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
 		sc.key = "ns=" + sc.Namespace + "|sidecar=" + sc.Sidecar.Namespace + "/" + sc.Sidecar.Name
 		sc.none = &Scope{Namespace: sc.Namespace, Type: sc.Type, Sidecar: sc.Sidecar, key: sc.key}
-		for _, eg := range spec.GetEgress() {
+		for _, eg := range SidecarEgress(spec) {
 			var hosts []EgressHost
 			exact := true
 			for _, h := range eg.GetHosts() {
@@ -239,7 +239,7 @@ func (s *Snapshot) vsDestinations(sc *Scope, spec *networking.Sidecar) map[strin
 				vss = append(vss, c)
 			}
 		}
-		listenerPort := EgressPort(spec.GetEgress()[i])
+		listenerPort := EgressPort(SidecarEgress(spec)[i])
 		for _, c := range vss {
 			for h, ports := range vsDestinationPorts(c.Spec.(*networking.VirtualService), c.Namespace, sc.Namespace) {
 				svc := s.Service(h)

@@ -65,6 +65,10 @@ func TestScopeForSeesServices(t *testing.T) {
 			[]string{"b"}, "ns=ns-a|sidecar=ns-a/default"},
 		{"*/* imports every namespace", []*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "*/*")}, proxyIn("ns-a", nil),
 			[]string{"a", "b", "c", "core", "to-a"}, "ns=ns-a|sidecar=ns-a/default"},
+		{"a Sidecar without egress listeners imports every namespace, as */*", []*istioconfig.Config{{
+			Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "in-only", Namespace: "ns-a", CreationTimestamp: t0},
+			Spec: &networking.Sidecar{Ingress: []*networking.IstioIngressListener{{Port: &networking.SidecarPort{Number: 8080, Protocol: "HTTP", Name: "http"}}}},
+		}}, proxyIn("ns-a", nil), []string{"a", "b", "c", "core", "to-a"}, "ns=ns-a|sidecar=ns-a/in-only"},
 		{"~/* imports nothing", []*istioconfig.Config{scopeSidecar("ns-a", "default", nil, t0, "~/*")}, proxyIn("ns-a", nil),
 			nil, "ns=ns-a|sidecar=ns-a/default"},
 		{"root-namespace Sidecar applies where none is, ./ meaning the proxy's namespace",
