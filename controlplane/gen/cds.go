@@ -404,7 +404,16 @@ type inboundPort struct {
 	target   uint32
 	port     uint32 // the service port
 	protocol model.Protocol
-	svc      *model.Service
+	svc      *model.Service // nil for a Sidecar ingress port no service targets
+
+	// Set for a Sidecar ingress port (sidecaringress.go).
+	fromSidecar  bool
+	endpoint     string // the defaultEndpoint's address (IP or unix://PATH); "" for ORIGINAL_DST
+	endpointPort uint32
+	bind         string // the listener address when bindToPort
+	bindToPort   bool   // a listener of its own rather than chains in virtualInbound
+	// pool is the Sidecar's connection pool for the port, over the DestinationRule's.
+	pool *networking.ConnectionPoolSettings
 }
 
 // inboundPorts lists the proxy's inbound ports by target port (first service by hostname wins
@@ -442,7 +451,7 @@ func inboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []istioconf
 // connection pool of the service's DestinationRule (its port-level settings for the service
 // port) and no outlier detection, load balancing or TLS.
 func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}) []Resource {
-	ports, deps := inboundPorts(p, s)
+	ports, deps := proxyInboundPorts(p, s)
 	var out []Resource
 	sh := &shared{}
 	// The rule of the service is the one the proxy's own outbound clusters read (its
@@ -465,9 +474,24 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 		// Only a service the scope holds has a rule there: istiod picks the sidecar scope's
 		// rules for the services it imports, so a Sidecar that does not import the proxy's
 		// own service leaves its inbound cluster without one.
-		if drc := ix.destinationRule(ip.svc.Hostname); drc != nil && ix.scope.SeesService(ip.svc) {
+		// A Sidecar ingress port no service targets has no rule.
+		if drc := ix.destinationRule(svcHost(ip.svc)); ip.svc != nil && drc != nil && ix.scope.SeesService(ip.svc) {
 			d = sortDeps(append(slices.Clone(deps), drc.Key()))
 			pol = effectivePolicy(drSpec(drc), ip.port, nil)
+		}
+		if ip.pool != nil {
+			// The Sidecar's pool replaces the rule's, as a whole.
+			pol.pool = ip.pool
+		}
+		if ip.endpoint != "" {
+			// A Sidecar ingress defaultEndpoint: a STATIC cluster to it, bound to 127.0.0.6
+			// unless it is the loopback (iptables does not capture that).
+			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
+			c.LbPolicy = clusterv3.Cluster_ROUND_ROBIN
+			c.LoadAssignment = inboundAssignment(name, ip.endpoint, ip.endpointPort)
+			if ip.endpoint == "127.0.0.1" {
+				c.UpstreamBindConfig = nil
+			}
 		}
 		// istiod applies no h2UpgradePolicy to inbound clusters: only an HTTP/2 port's
 		// cluster speaks HTTP/2 to the app.
@@ -480,6 +504,13 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 		out = append(out, Resource{Name: name, Message: c, Deps: d})
 	}
 	return out
+}
+
+func svcHost(svc *model.Service) string {
+	if svc == nil {
+		return ""
+	}
+	return svc.Hostname
 }
 
 // inboundBind binds upstream connections to 127.0.0.6, which the sidecar's iptables rules do

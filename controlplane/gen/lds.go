@@ -144,9 +144,20 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		fb := fallbackOf(s.ScopeFor(p))
 		out = append(out, Resource{Name: VirtualOutboundListener, Message: virtualOutbound(fb), Deps: fb.deps()})
 	}
+	vi, bound, deps := inboundListeners(p, s)
 	if wanted(want, VirtualInboundListener) {
-		l, deps := virtualInbound(p, s)
-		out = append(out, Resource{Name: VirtualInboundListener, Message: l, Deps: deps})
+		out = append(out, Resource{Name: VirtualInboundListener, Message: vi, Deps: deps})
+	}
+	for _, l := range bound {
+		if !wanted(want, l.Name) {
+			continue
+		}
+		if findResource(out, l.Name) != nil {
+			// istiod sends both listeners under one name, which Envoy rejects as a duplicate.
+			errs = append(errs, fmt.Errorf("Sidecar ingress listener %s has the name of an outbound listener: left out (istiod sends both, and Envoy rejects the duplicate)", l.Name))
+			continue
+		}
+		out = append(out, Resource{Name: l.Name, Message: l, Deps: deps})
 	}
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
 	// A service's tcp routes are built for its VIP listeners and again for its CIDRs'
@@ -780,7 +791,15 @@ func inboundChains(mode mtlsMode, http, auto bool) []inboundChain {
 // chains take the workload certificate: over ADS (xdslab's SDS) when a PeerAuthentication asks
 // for it, from the istio-agent (sds-grpc) by default, as istiod names it.
 func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []istioconfig.Key) {
-	ports, deps := inboundPorts(p, s)
+	l, _, deps := inboundListeners(p, s)
+	return l, deps
+}
+
+// inboundListeners is virtualInbound and the listeners of the Sidecar ingress ports that bind
+// their own port (captureMode NONE): BIND_PORT on the port's bind address, with that port's
+// chains (as in virtualInbound) and no original_dst filter.
+func inboundListeners(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []*listenerv3.Listener, []istioconfig.Key) {
+	ports, deps := proxyInboundPorts(p, s)
 	l := &listenerv3.Listener{
 		Name:             VirtualInboundListener,
 		Address:          socketAddress(wildcardIP, VirtualInboundPort),
@@ -825,7 +844,10 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		}
 		return h
 	}
-	var tlsInspect, httpInspect bool
+	type inspectors struct{ tls, http bool }
+	inspect := map[*listenerv3.Listener]*inspectors{l: {}}
+	var bound []*listenerv3.Listener
+	to := l // the listener add appends to
 	add := func(name string, port uint32, c inboundChain, filters func() []*listenerv3.Filter) {
 		fc := &listenerv3.FilterChain{
 			Name:             name,
@@ -841,11 +863,22 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 		if c.mtls {
 			fc.TransportSocket = inboundMTLSSocket(src, td)
 		}
-		tlsInspect = tlsInspect || c.transport == "tls"
-		httpInspect = httpInspect || slices.Equal(c.alpn, plaintextHTTPProtocols)
-		l.FilterChains = append(l.FilterChains, fc)
+		in := inspect[to]
+		in.tls = in.tls || c.transport == "tls"
+		in.http = in.http || slices.Equal(c.alpn, plaintextHTTPProtocols)
+		to.FilterChains = append(to.FilterChains, fc)
 	}
 	for _, ip := range ports {
+		to = l
+		if ip.bindToPort {
+			to = &listenerv3.Listener{
+				Name:             ListenerName(ip.bind, ip.target),
+				Address:          socketAddress(ip.bind, ip.target),
+				TrafficDirection: corev3.TrafficDirection_INBOUND,
+			}
+			inspect[to] = &inspectors{}
+			bound = append(bound, to)
+		}
 		cluster := ClusterName(Inbound, ip.target, "", "")
 		http := ip.protocol.IsHTTP()
 		// A port without a protocol is sniffed: the HTTP chains and the TCP chains of its mode,
@@ -863,6 +896,7 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 	// The catch-all chains of the workload's mode, then, as istiod does, the same chains with a
 	// destination port for each port-level mTLS port that no inbound service port targets, in
 	// that port's mode (else such a port would fall to the workload's mode).
+	to = l
 	passthrough := []uint32{0}
 	for _, n := range slices.Sorted(maps.Keys(pa.ports)) {
 		if n != 0 && !slices.ContainsFunc(ports, func(ip inboundPort) bool { return ip.target == n }) {
@@ -883,13 +917,15 @@ func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []
 			})
 		}
 	}
-	if tlsInspect {
-		l.ListenerFilters = append(l.ListenerFilters, tlsInspector())
+	for _, ll := range append([]*listenerv3.Listener{l}, bound...) {
+		if inspect[ll].tls {
+			ll.ListenerFilters = append(ll.ListenerFilters, tlsInspector())
+		}
+		if inspect[ll].http {
+			ll.ListenerFilters = append(ll.ListenerFilters, httpInspector())
+		}
 	}
-	if httpInspect {
-		l.ListenerFilters = append(l.ListenerFilters, httpInspector())
-	}
-	return l, deps
+	return l, bound, deps
 }
 
 // DefaultTrustDomain is the SPIFFE trust domain assumed when no service account says otherwise.

@@ -1,0 +1,158 @@
+package gen
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
+)
+
+// Sidecar ingress listeners (Sidecar.ingress), as istiod builds them. A Sidecar with ingress
+// listeners replaces the inbound ports its workload's services give it (inboundPorts): each
+// ingress port gets the chains a service port would get (its mTLS mode from PeerAuthentication,
+// inbound|PORT|| as cluster), and the services' ports it does not list get none (their traffic
+// falls to the catch-all chains). An ingress port's cluster sends to its defaultEndpoint (a
+// STATIC cluster: 127.0.0.1 or the workload's own IP for 0.0.0.0, or a unix socket) or, without
+// one, to where the connection was going (ORIGINAL_DST). With captureMode NONE (or DEFAULT on a
+// proxy whose interception mode is NONE) the port gets a listener of its own bound to its bind
+// address (the workload's IP by default), named BIND_PORT, instead of chains in virtualInbound.
+// The connection pool of the ingress port, else the Sidecar's inboundConnectionPool, overrides
+// the DestinationRule's on the inbound cluster (also on the clusters of service-derived ports,
+// for inboundConnectionPool). Ingress tls settings are ignored, as istiod ignores them unless
+// ENABLE_TLS_ON_SIDECAR_INGRESS is set, which its default is not.
+
+// proxyInboundPorts are the inbound ports of p as its listeners and clusters are built: the
+// Sidecar's ingress ports when the proxy's Sidecar has any, else its services' (inboundPorts).
+func proxyInboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []istioconfig.Key) {
+	ports, deps := inboundPorts(p, s)
+	if p == nil {
+		return ports, deps
+	}
+	sc := s.ScopeFor(p)
+	if sc == nil || sc.Sidecar == nil {
+		return ports, deps
+	}
+	spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
+	if len(spec.GetIngress()) == 0 {
+		if pool := spec.GetInboundConnectionPool(); pool != nil {
+			for i := range ports {
+				ports[i].pool = pool
+			}
+			deps = sortDeps(append(deps, sc.Sidecar.Key()))
+		}
+		return ports, deps
+	}
+	var out []inboundPort
+	seen := map[uint32]bool{}
+	for _, in := range spec.GetIngress() {
+		n := in.GetPort().GetNumber()
+		if seen[n] || n == 0 || n == VirtualInboundPort {
+			continue // a port listed twice: the first wins, as istiod keeps the first chain config
+		}
+		seen[n] = true
+		ip := inboundPort{
+			target:      n,
+			port:        n,
+			protocol:    model.ParseProtocol(in.GetPort().GetProtocol()),
+			bind:        in.GetBind(),
+			bindToPort:  bindsToPort(in.GetCaptureMode(), p),
+			pool:        in.GetConnectionPool(),
+			fromSidecar: true,
+		}
+		if ip.pool == nil {
+			ip.pool = spec.GetInboundConnectionPool()
+		}
+		// The service whose endpoint on the proxy targets this port gives the cluster its
+		// DestinationRule (istiod's findOrCreateService).
+		if i := slices.IndexFunc(ports, func(sp inboundPort) bool { return sp.target == n }); i >= 0 {
+			ip.svc = ports[i].svc
+		}
+		ip.endpoint, ip.endpointPort = ingressEndpoint(in.GetDefaultEndpoint(), p)
+		if ip.bind == "" {
+			ip.bind = inboundBindIP(p)
+		}
+		out = append(out, ip)
+	}
+	slices.SortFunc(out, func(a, b inboundPort) int { return int(a.target) - int(b.target) })
+	return out, sortDeps(append(deps, sc.Sidecar.Key()))
+}
+
+// bindsToPort reports whether an ingress port with capture mode mode gets a listener of its own
+// (binding its port) rather than chains in virtualInbound: NONE does, DEFAULT follows the
+// proxy's interception mode.
+func bindsToPort(mode networking.CaptureMode, p *model.Proxy) bool {
+	if mode == networking.CaptureMode_DEFAULT {
+		return strings.EqualFold(p.InterceptionMode, "NONE")
+	}
+	return mode == networking.CaptureMode_NONE
+}
+
+// inboundBindIP is the address an ingress port without bind listens on: the proxy's first
+// global unicast IP, else the IPv4 wildcard (istiod's getSidecarInboundBindIPs).
+func inboundBindIP(p *model.Proxy) string {
+	for _, a := range p.IPAddresses {
+		if ip := net.ParseIP(a); ip != nil && ip.IsGlobalUnicast() {
+			return a
+		}
+	}
+	return wildcardIP
+}
+
+// ingressEndpoint resolves an ingress defaultEndpoint to the address and port its STATIC cluster
+// sends to: "unix://…" as it is, 127.0.0.1 (and ::1, which an IPv4 proxy answers with
+// 127.0.0.1), 0.0.0.0 for the proxy's first IPv4 address (127.0.0.1 without one), :: for its
+// first IPv6 address (::1 without one). Anything else, or none, is "": the cluster is
+// ORIGINAL_DST.
+func ingressEndpoint(def string, p *model.Proxy) (string, uint32) {
+	if strings.HasPrefix(def, model.UnixAddressPrefix) {
+		return def, 0
+	}
+	if def == "" {
+		return "", 0
+	}
+	host, portText, err := net.SplitHostPort(def)
+	if err != nil {
+		return "", 0
+	}
+	port, err := strconv.ParseUint(portText, 10, 32)
+	if err != nil {
+		return "", 0
+	}
+	first := func(v4 bool, fallback string) string {
+		for _, a := range p.IPAddresses {
+			if ip, err := netip.ParseAddr(a); err == nil && ip.Is4() == v4 {
+				return a
+			}
+		}
+		return fallback
+	}
+	switch host {
+	case "127.0.0.1", "::1":
+		return "127.0.0.1", uint32(port)
+	case "0.0.0.0":
+		return first(true, "127.0.0.1"), uint32(port)
+	case "::":
+		return first(false, "::1"), uint32(port)
+	}
+	return "", uint32(port)
+}
+
+// inboundAssignment is the load assignment of a STATIC inbound cluster to addr (an IP, or a
+// unix socket as unix://PATH) and port.
+func inboundAssignment(name, addr string, port uint32) *endpointv3.ClusterLoadAssignment {
+	a := socketAddress(addr, port)
+	if path, ok := strings.CutPrefix(addr, model.UnixAddressPrefix); ok {
+		a = &corev3.Address{Address: &corev3.Address_Pipe{Pipe: &corev3.Pipe{Path: path}}}
+	}
+	return &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{
+		LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: a}}}},
+	}}}
+}

@@ -1,0 +1,143 @@
+package gen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
+)
+
+// TestSidecarIngress: a Sidecar's ingress listeners replace the inbound ports of the proxy's
+// services, as istiod builds them (sidecaringress.yaml in the parity corpus): a STATIC cluster
+// to the defaultEndpoint (127.0.0.1 without the 127.0.0.6 bind, 0.0.0.0 as the workload's IP, a
+// unix socket) or ORIGINAL_DST without one; captureMode NONE a BIND_PORT listener of its own;
+// the Sidecar's connection pools over the DestinationRule's.
+func TestSidecarIngress(t *testing.T) {
+	const ip = "10.64.0.1"
+	svc := &model.Service{Hostname: "till.inbound.svc.cluster.local", Namespace: "inbound", Addresses: []string{"240.0.80.1"}, Ports: []model.Port{
+		{Name: "http-till", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "http-admin", Number: 7000, Protocol: model.ProtocolHTTP}}}
+	eps := map[string][]*model.Endpoint{svc.Hostname: {{Service: svc.Hostname, Address: ip, Ports: map[string]uint32{"http-till": 18080, "http-admin": 17000}, Labels: map[string]string{"app": "client"}}}}
+	dr := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "till", Namespace: "inbound"}, Spec: &networking.DestinationRule{
+		Host:          svc.Hostname,
+		TrafficPolicy: &networking.TrafficPolicy{ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 41}}},
+	}}
+	pool := func(n int32) *networking.ConnectionPoolSettings {
+		return &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: n}}
+	}
+	in := func(num uint32, proto, def string) *networking.IstioIngressListener {
+		return &networking.IstioIngressListener{Port: &networking.SidecarPort{Number: num, Protocol: proto, Name: fmt.Sprintf("p%d", num)}, DefaultEndpoint: def}
+	}
+	none := func(l *networking.IstioIngressListener, bind string) *networking.IstioIngressListener {
+		l.CaptureMode, l.Bind = networking.CaptureMode_NONE, bind
+		return l
+	}
+	withPool := func(l *networking.IstioIngressListener, n int32) *networking.IstioIngressListener {
+		l.ConnectionPool = pool(n)
+		return l
+	}
+	tests := []struct {
+		name      string
+		sidecar   *networking.Sidecar // nil: no Sidecar
+		clusters  []string            // inbound clusters: NAME TYPE ENDPOINT bind|nobind max=N
+		listeners []string            // inbound listeners other than virtualInbound
+		ports     []uint32            // virtualInbound's destination ports
+	}{
+		{"no Sidecar: the services' target ports", nil,
+			[]string{"inbound|17000|| ORIGINAL_DST - bind max=41", "inbound|18080|| ORIGINAL_DST - bind max=41"}, nil, []uint32{17000, 18080}},
+		{"inboundConnectionPool over the rule on service ports", &networking.Sidecar{InboundConnectionPool: pool(13)},
+			[]string{"inbound|17000|| ORIGINAL_DST - bind max=13", "inbound|18080|| ORIGINAL_DST - bind max=13"}, nil, []uint32{17000, 18080}},
+		{"ingress ports replace the services' ports", &networking.Sidecar{Ingress: []*networking.IstioIngressListener{in(18080, "HTTP", "127.0.0.1:8080")}},
+			[]string{"inbound|18080|| STATIC 127.0.0.1:8080 nobind max=41"}, nil, []uint32{18080}},
+		{"0.0.0.0 is the workload's IP, a unix socket as it is, none ORIGINAL_DST", &networking.Sidecar{Ingress: []*networking.IstioIngressListener{
+			in(19000, "TCP", "0.0.0.0:9000"), in(18081, "GRPC", "unix:///var/run/till.sock"), in(18085, "", "")}},
+			[]string{"inbound|18081|| STATIC /var/run/till.sock bind max=4294967295", "inbound|18085|| ORIGINAL_DST - bind max=4294967295", "inbound|19000|| STATIC 10.64.0.1:9000 bind max=4294967295"},
+			nil, []uint32{18081, 18085, 19000}},
+		{"captureMode NONE binds a listener of its own", &networking.Sidecar{Ingress: []*networking.IstioIngressListener{
+			none(in(18082, "HTTP", "127.0.0.1:8082"), ""), none(in(18083, "TCP", ""), "0.0.0.0"), in(18080, "HTTP", "")}},
+			[]string{"inbound|18080|| ORIGINAL_DST - bind max=41", "inbound|18082|| STATIC 127.0.0.1:8082 nobind max=4294967295", "inbound|18083|| ORIGINAL_DST - bind max=4294967295"},
+			[]string{"0.0.0.0_18083", "10.64.0.1_18082"}, []uint32{18080}},
+		{"the port's pool over inboundConnectionPool over the rule", &networking.Sidecar{InboundConnectionPool: pool(13), Ingress: []*networking.IstioIngressListener{
+			withPool(in(18080, "HTTP", ""), 7), in(17000, "HTTP", "")}},
+			[]string{"inbound|17000|| ORIGINAL_DST - bind max=13", "inbound|18080|| ORIGINAL_DST - bind max=7"}, nil, []uint32{17000, 18080}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			configs := []*istioconfig.Config{dr}
+			if tt.sidecar != nil {
+				configs = append(configs, &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "till-in", Namespace: "inbound"}, Spec: tt.sidecar})
+			}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: eps, Configs: configs})
+			p := sidecarProxy(ip, "inbound")
+			p.InterceptionMode = "REDIRECT"
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			var clusters, listeners []string
+			var ports []uint32
+			for _, r := range g[ClusterType] {
+				if strings.HasPrefix(r.Name, "inbound|") {
+					clusters = append(clusters, inboundClusterText(r.Message.(*clusterv3.Cluster)))
+				}
+			}
+			for _, r := range g[ListenerType] {
+				l := r.Message.(*listenerv3.Listener)
+				switch {
+				case r.Name == VirtualInboundListener:
+					for _, fc := range l.GetFilterChains() {
+						if n := fc.GetFilterChainMatch().GetDestinationPort().GetValue(); n != 0 && n != VirtualInboundPort && !slices.Contains(ports, n) {
+							ports = append(ports, n)
+						}
+					}
+				case l.GetTrafficDirection().String() == "INBOUND":
+					listeners = append(listeners, r.Name)
+					if len(l.GetListenerFilters()) > 0 && l.GetListenerFilters()[0].GetName() == originalDstFilterName {
+						t.Errorf("%s: a listener that binds its port has original_dst", r.Name)
+					}
+				}
+			}
+			slices.Sort(ports)
+			if !slices.Equal(clusters, tt.clusters) {
+				t.Errorf("inbound clusters\n %s\nwant\n %s", strings.Join(clusters, "\n "), strings.Join(tt.clusters, "\n "))
+			}
+			if !slices.Equal(listeners, tt.listeners) {
+				t.Errorf("inbound listeners %v, want %v", listeners, tt.listeners)
+			}
+			if !slices.Equal(ports, tt.ports) {
+				t.Errorf("virtualInbound ports %v, want %v", ports, tt.ports)
+			}
+		})
+	}
+}
+
+// inboundClusterText is "NAME TYPE ENDPOINT bind|nobind max=N" (N: max_connections).
+func inboundClusterText(c *clusterv3.Cluster) string {
+	ep := "-"
+	for _, lle := range c.GetLoadAssignment().GetEndpoints() {
+		for _, lb := range lle.GetLbEndpoints() {
+			a := lb.GetEndpoint().GetAddress()
+			if p := a.GetPipe(); p != nil {
+				ep = p.GetPath()
+			} else {
+				ep = fmt.Sprintf("%s:%d", a.GetSocketAddress().GetAddress(), a.GetSocketAddress().GetPortValue())
+			}
+		}
+	}
+	bind := "nobind"
+	if c.GetUpstreamBindConfig() != nil {
+		bind = "bind"
+	}
+	var max uint32
+	for _, th := range c.GetCircuitBreakers().GetThresholds() {
+		max = th.GetMaxConnections().GetValue()
+	}
+	return fmt.Sprintf("%s %s %s %s max=%d", c.GetName(), c.GetType(), ep, bind, max)
+}

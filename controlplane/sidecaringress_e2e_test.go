@@ -1,0 +1,131 @@
+package controlplane_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+
+	"github.com/xdslab/xdslab/controlplane/controlplanetest"
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/fleet"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
+	"github.com/xdslab/xdslab/probe"
+)
+
+// sidecarIngressMesh is a service whose two workloads are the fake Envoys below (the fleet's
+// first addresses), under a Sidecar with ingress listeners of every kind xdslab generates:
+// STATIC clusters to 127.0.0.1, to the workload's IP and to a unix socket, an ORIGINAL_DST one,
+// and listeners that bind their own port (captureMode NONE).
+const sidecarIngressMesh = `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: till, namespace: inbound}
+spec:
+  hosts: [till.inbound.svc.cluster.local]
+  addresses: [240.0.80.1]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports:
+  - {name: http-till, number: 8080, protocol: HTTP, targetPort: 18080}
+  - {name: tcp-till, number: 9090, protocol: TCP, targetPort: 19090}
+  workloadSelector: {labels: {app: till}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: till-1, namespace: inbound}
+spec: {address: 100.64.0.1, labels: {app: till}, serviceAccount: till}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: till-2, namespace: inbound}
+spec: {address: 100.64.0.2, labels: {app: till}, serviceAccount: till}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: till-in, namespace: inbound}
+spec:
+  workloadSelector: {labels: {app: till}}
+  inboundConnectionPool: {tcp: {maxConnections: 13}}
+  ingress:
+  - port: {number: 18080, protocol: HTTP, name: http-in}
+    defaultEndpoint: 127.0.0.1:8080
+    connectionPool: {http: {http2MaxRequests: 301}}
+  - port: {number: 19090, protocol: TCP, name: tcp-in}
+    defaultEndpoint: 0.0.0.0:9090
+  - port: {number: 18081, protocol: GRPC, name: grpc-in}
+    defaultEndpoint: unix:///var/run/till/grpc.sock
+  - port: {number: 18082, protocol: HTTP, name: http-bound}
+    defaultEndpoint: 127.0.0.1:8082
+    captureMode: NONE
+  - port: {number: 18083, protocol: TCP, name: tcp-bound}
+    bind: 0.0.0.0
+    captureMode: NONE
+  - port: {number: 18085, name: auto-in}
+`
+
+// TestFleetSidecarIngress: fake Envoys whose Sidecar has ingress listeners warm the inbound
+// clusters and listeners xdslab generates for it and reach a full config without a NACK, over
+// SotW and Delta.
+func TestFleetSidecarIngress(t *testing.T) {
+	dir := t.TempDir()
+	writeAtomic(t, filepath.Join(dir, "till.yaml"), sidecarIngressMesh)
+	opts := controlplanetest.Options(t)
+	opts.ConfigDir = dir
+	s := controlplanetest.NewServer(t, opts)
+	waitSnap(t, s, "the workloads", func(s *model.Snapshot) bool { return len(s.Endpoints("till.inbound.svc.cluster.local")) == 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	id := fakeenvoy.IdentityTemplate{Namespace: "inbound", Labels: map[string]string{"app": "till"}}
+	sotw := fleet.Group{Name: "sotw", Count: 1, Identity: id, Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}}
+	delta := sotw
+	delta.Name, delta.Client.Delta = "delta", true
+	held := &heldIngress{seen: map[string]bool{}}
+	f, err := fleet.New(fleet.Config{Target: s.GRPCAddr(), Groups: []fleet.Group{sotw, delta}, Hooks: held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	waitFull(t, f, 2)
+	if st := f.Observer().Stats(); st.Total.Nacks != 0 {
+		t.Errorf("NACKs = %d, want none", st.Total.Nacks)
+	}
+	// The Sidecar applied: each client holds its own bound listener and the STATIC cluster.
+	for _, want := range []string{"sotw 100.64.0.1_18082", "delta 100.64.0.2_18082", "sotw 0.0.0.0_18083", "delta 0.0.0.0_18083", "sotw static", "delta static"} {
+		if !held.has(want) {
+			t.Errorf("no client holds %q", want)
+		}
+	}
+}
+
+// heldIngress records, per fleet group, the Sidecar ingress listeners its clients hold and
+// whether they hold inbound|18080|| as a STATIC cluster.
+type heldIngress struct {
+	probe.NopHooks
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (h *heldIngress) Applied(c probe.ClientInfo, _ probe.ResponseInfo, v probe.View) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, name := range []string{"100.64.0.1_18082", "100.64.0.2_18082", "0.0.0.0_18083"} {
+		if v.Resource("type.googleapis.com/envoy.config.listener.v3.Listener", name) != nil {
+			h.seen[c.Group+" "+name] = true
+		}
+	}
+	if cl, ok := v.Resource("type.googleapis.com/envoy.config.cluster.v3.Cluster", "inbound|18080||").(*clusterv3.Cluster); ok && cl.GetType() == clusterv3.Cluster_STATIC {
+		h.seen[c.Group+" static"] = true
+	}
+}
+
+func (h *heldIngress) has(s string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seen[s]
+}
