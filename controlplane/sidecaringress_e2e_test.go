@@ -76,14 +76,75 @@ func TestFleetSidecarIngress(t *testing.T) {
 	opts.ConfigDir = dir
 	s := controlplanetest.NewServer(t, opts)
 	waitSnap(t, s, "the workloads", func(s *model.Snapshot) bool { return len(s.Endpoints("till.inbound.svc.cluster.local")) == 2 })
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
 	id := fakeenvoy.IdentityTemplate{Namespace: "inbound", Labels: map[string]string{"app": "till"}}
+	held := &heldListeners{names: []string{"100.64.0.1_18082", "100.64.0.2_18082", "0.0.0.0_18083"}, static: "inbound|18080||", seen: map[string]bool{}}
+	runHeldFleet(t, s.GRPCAddr(), id, held)
+	// The Sidecar applied: each client holds its own bound listener and the STATIC cluster.
+	for _, want := range []string{"sotw 100.64.0.1_18082", "delta 100.64.0.2_18082", "sotw 0.0.0.0_18083", "delta 0.0.0.0_18083", "sotw static", "delta static"} {
+		if !held.has(want) {
+			t.Errorf("no client holds %q", want)
+		}
+	}
+}
+
+// sidecarEgressBindMesh is a service under a Sidecar whose HTTP egress ports bind addresses.
+const sidecarEgressBindMesh = `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: kiln, namespace: egressbind}
+spec:
+  hosts: [kiln.egressbind.svc.cluster.local]
+  addresses: [240.0.81.1]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports:
+  - {name: http-kiln, number: 8080, protocol: HTTP}
+  - {name: http-admin, number: 9080, protocol: HTTP}
+  endpoints:
+  - address: 10.65.1.1
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: pinned, namespace: egressbind}
+spec:
+  egress:
+  - port: {number: 8080, protocol: HTTP, name: http-pinned}
+    bind: 127.0.0.2
+    hosts: ["./*"]
+  - port: {number: 9080, protocol: HTTP, name: http-local}
+    captureMode: NONE
+    hosts: ["./*"]
+  - hosts: ["./*"]
+`
+
+// TestFleetSidecarEgressBind: fake Envoys under a Sidecar whose HTTP egress ports bind an
+// address (127.0.0.2_8080) or their port (127.0.0.1_9080) hold those listeners and reach a full
+// config without a NACK, over SotW and Delta.
+func TestFleetSidecarEgressBind(t *testing.T) {
+	dir := t.TempDir()
+	writeAtomic(t, filepath.Join(dir, "kiln.yaml"), sidecarEgressBindMesh)
+	opts := controlplanetest.Options(t)
+	opts.ConfigDir = dir
+	s := controlplanetest.NewServer(t, opts)
+	waitSnap(t, s, "the service", func(s *model.Snapshot) bool { return len(s.Endpoints("kiln.egressbind.svc.cluster.local")) == 1 })
+	held := &heldListeners{names: []string{"127.0.0.2_8080", "127.0.0.1_9080"}, seen: map[string]bool{}}
+	runHeldFleet(t, s.GRPCAddr(), fakeenvoy.IdentityTemplate{Namespace: "egressbind"}, held)
+	for _, want := range []string{"sotw 127.0.0.2_8080", "delta 127.0.0.2_8080", "sotw 127.0.0.1_9080", "delta 127.0.0.1_9080"} {
+		if !held.has(want) {
+			t.Errorf("no client holds %q", want)
+		}
+	}
+}
+
+// runHeldFleet runs one SotW and one Delta fake Envoy of identity id against target, with
+// hooks held, until both hold a full config, and fails on any NACK.
+func runHeldFleet(t *testing.T, target string, id fakeenvoy.IdentityTemplate, held *heldListeners) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
 	sotw := fleet.Group{Name: "sotw", Count: 1, Identity: id, Client: fakeenvoy.ClientConfig{Nack: policy.Nack{Realistic: true}}}
 	delta := sotw
 	delta.Name, delta.Client.Delta = "delta", true
-	held := &heldIngress{seen: map[string]bool{}}
-	f, err := fleet.New(fleet.Config{Target: s.GRPCAddr(), Groups: []fleet.Group{sotw, delta}, Hooks: held})
+	f, err := fleet.New(fleet.Config{Target: target, Groups: []fleet.Group{sotw, delta}, Hooks: held})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,36 +156,35 @@ func TestFleetSidecarIngress(t *testing.T) {
 	if st := f.Observer().Stats(); st.Total.Nacks != 0 {
 		t.Errorf("NACKs = %d, want none", st.Total.Nacks)
 	}
-	// The Sidecar applied: each client holds its own bound listener and the STATIC cluster.
-	for _, want := range []string{"sotw 100.64.0.1_18082", "delta 100.64.0.2_18082", "sotw 0.0.0.0_18083", "delta 0.0.0.0_18083", "sotw static", "delta static"} {
-		if !held.has(want) {
-			t.Errorf("no client holds %q", want)
-		}
-	}
 }
 
-// heldIngress records, per fleet group, the Sidecar ingress listeners its clients hold and
-// whether they hold inbound|18080|| as a STATIC cluster.
-type heldIngress struct {
+// heldListeners records, per fleet group ("GROUP NAME"), which of names its clients hold as
+// listeners, and ("GROUP static") whether they hold cluster static as a STATIC cluster.
+type heldListeners struct {
 	probe.NopHooks
-	mu   sync.Mutex
-	seen map[string]bool
+	names  []string
+	static string
+	mu     sync.Mutex
+	seen   map[string]bool
 }
 
-func (h *heldIngress) Applied(c probe.ClientInfo, _ probe.ResponseInfo, v probe.View) {
+func (h *heldListeners) Applied(c probe.ClientInfo, _ probe.ResponseInfo, v probe.View) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, name := range []string{"100.64.0.1_18082", "100.64.0.2_18082", "0.0.0.0_18083"} {
+	for _, name := range h.names {
 		if v.Resource("type.googleapis.com/envoy.config.listener.v3.Listener", name) != nil {
 			h.seen[c.Group+" "+name] = true
 		}
 	}
-	if cl, ok := v.Resource("type.googleapis.com/envoy.config.cluster.v3.Cluster", "inbound|18080||").(*clusterv3.Cluster); ok && cl.GetType() == clusterv3.Cluster_STATIC {
+	if h.static == "" {
+		return
+	}
+	if cl, ok := v.Resource("type.googleapis.com/envoy.config.cluster.v3.Cluster", h.static).(*clusterv3.Cluster); ok && cl.GetType() == clusterv3.Cluster_STATIC {
 		h.seen[c.Group+" static"] = true
 	}
 }
 
-func (h *heldIngress) has(s string) bool {
+func (h *heldListeners) has(s string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.seen[s]

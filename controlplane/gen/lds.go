@@ -81,6 +81,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	// In istiod's service order (oldest first), which decides which service's listener of a
 	// shared address and port comes first, and so how the next one merges into it.
 	visible := slices.SortedStableFunc(slices.Values(visibleServices(s, sc)), sc.CompareServices)
+	boundOut := map[string]*boundHTTP{} // HTTP egress ports bound to an address (egressbind.go)
 	for _, held := range []bool{true, false} {
 		for _, svc := range visible {
 			for _, port := range svc.Ports {
@@ -91,6 +92,12 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				port.Protocol = listenerProtocol(sc, port, held)
 				if port.Protocol == model.ProtocolUDP {
 					continue // Envoy proxies no UDP here: istiod builds no listener
+				}
+				if held {
+					if b, ok := boundEgressPort(sc, port); ok {
+						addBoundHTTPPort(b, svc, port, boundOut, taken)
+						continue
+					}
 				}
 				errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, svc, port, ports, taken, locked, held, &tcp, want)...)
 			}
@@ -108,6 +115,11 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		}
 	}
 	out := tcp
+	for name, b := range boundOut {
+		if wanted(want, name) {
+			out = append(out, Resource{Name: name, Message: b.listener(name), Deps: sortDeps(b.deps)})
+		}
+	}
 	for num, pi := range ports {
 		name := ListenerName(wildcardIP, num)
 		if !wanted(want, name) {

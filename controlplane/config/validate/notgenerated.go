@@ -83,11 +83,14 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 	}
 	for i, eg := range sc.GetEgress() {
 		ea := at.With("egress", i)
-		if eg.GetBind() != "" {
-			c.warnf(ea.With("bind"), "is %s: the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener per port to this address)", notGenerated)
+		// Generated for an egress port of an HTTP protocol bound to an IP (gen/egressbind.go).
+		// A 0.0.0.0 bind is the usual listener, except under captureMode NONE.
+		bound := eg.GetPort() != nil && model.ParseProtocol(eg.GetPort().GetProtocol()).IsHTTP() && !strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix) && eg.GetBind() != "0.0.0.0"
+		if eg.GetBind() != "" && eg.GetBind() != "0.0.0.0" && !bound {
+			c.warnf(ea.With("bind"), "is %s here (only on an egress listener with a port of an HTTP protocol and an IP bind): the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener per port to this address)", notGenerated)
 		}
-		if eg.GetCaptureMode() == networking.CaptureMode_NONE {
-			c.warnf(ea.With("captureMode"), "NONE is %s: listeners are built as for traffic captured by iptables (istiod binds them to the bind address or 127.0.0.1)", notGenerated)
+		if eg.GetCaptureMode() == networking.CaptureMode_NONE && !bound {
+			c.warnf(ea.With("captureMode"), "NONE is %s here (only on an egress listener with a port of an HTTP protocol): listeners are built as for traffic captured by iptables (istiod binds them to the bind address or 127.0.0.1)", notGenerated)
 		}
 		if strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") {
 			c.warnf(ea.With("port", "protocol"), "HTTP_PROXY is %s: no HTTP proxy listener (istiod builds one on 127.0.0.1 with a route configuration of every host)", notGenerated)

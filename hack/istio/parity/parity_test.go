@@ -58,6 +58,8 @@ var proxies = []struct {
 	{"sidecar-relabel", parity.Proxy{Type: "sidecar", IP: "10.63.0.1", Pod: "shelf-1", Namespace: "relabel", Labels: map[string]string{"app": "shelf", "tier": "front"}, ServiceAccount: "shelf"}},
 	// A workload of till.inbound under a Sidecar with ingress listeners (sidecaringress.yaml).
 	{"sidecar-inbound", parity.Proxy{Type: "sidecar", IP: "10.64.0.1", Pod: "till-1", Namespace: "inbound", Labels: map[string]string{"app": "till"}, ServiceAccount: "till"}},
+	// A sidecar of no service under a Sidecar whose egress listeners bind addresses (egressbind.yaml).
+	{"sidecar-egressbind", parity.Proxy{Type: "sidecar", IP: "10.65.9.9", Pod: "client", Namespace: "egressbind", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 }

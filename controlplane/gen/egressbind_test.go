@@ -1,0 +1,76 @@
+package gen
+
+import (
+	"slices"
+	"testing"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
+)
+
+// TestSidecarEgressBind: an HTTP egress port with a bind address or captureMode NONE gets a
+// listener BIND_PORT (egressbind.yaml in the parity corpus): one HTTP chain fetching route
+// configuration PORT, bound to its port only under captureMode NONE; the catch-all listener
+// still builds 0.0.0.0_PORT. A unix socket bind and a TCP port are not bound (not generated).
+func TestSidecarEgressBind(t *testing.T) {
+	kiln := &model.Service{Hostname: "kiln.egressbind.svc.cluster.local", Namespace: "egressbind", Addresses: []string{"240.0.81.1"}, Ports: []model.Port{
+		{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}}}
+	egress := func(num uint32, proto, bind string, mode networking.CaptureMode) *networking.IstioEgressListener {
+		return &networking.IstioEgressListener{Port: &networking.SidecarPort{Number: num, Protocol: proto, Name: "p"}, Bind: bind, CaptureMode: mode, Hosts: []string{"./*"}}
+	}
+	tests := []struct {
+		name      string
+		egress    *networking.IstioEgressListener
+		listeners []string // outbound listeners besides virtualOutbound, "!" after a bound one's name when it binds its port
+	}{
+		{"bind address", egress(8080, "HTTP", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_8080", "240.0.81.1_5000"}},
+		{"captureMode NONE", egress(8080, "HTTP", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_8080!", "240.0.81.1_5000"}},
+		{"bind address and captureMode NONE", egress(8080, "HTTP", "127.0.0.3", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.3_8080!", "240.0.81.1_5000"}},
+		{"no bind", egress(8080, "HTTP", "", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
+		{"0.0.0.0 bind: the usual listener", egress(8080, "HTTP", "0.0.0.0", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
+		{"unix socket bind: not generated", egress(8080, "HTTP", "unix:///var/run/kiln.sock", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
+		{"TCP port: not generated", egress(5000, "TCP", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "pinned", Namespace: "egressbind"},
+				Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{tt.egress, {Hosts: []string{"./*"}}}}}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{kiln}, Configs: []*istioconfig.Config{sc}})
+			p := sidecarProxy("10.65.9.9", "egressbind")
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			var got []string
+			for _, r := range g[ListenerType] {
+				l := r.Message.(*listenerv3.Listener)
+				if r.Name == VirtualOutboundListener || l.GetTrafficDirection().String() != "OUTBOUND" {
+					continue
+				}
+				name := r.Name
+				if l.GetBindToPort() == nil {
+					name += "!"
+				}
+				got = append(got, name)
+				if a := l.GetAddress().GetSocketAddress().GetAddress(); a == "0.0.0.0" || a == "240.0.81.1" {
+					continue
+				}
+				fc := l.GetFilterChains()
+				if len(fc) != 1 || fc[0].GetFilterChainMatch() != nil || l.GetDefaultFilterChain() != nil || len(l.GetListenerFilters()) != 0 {
+					t.Errorf("%s: want one HTTP chain without a match, no default chain, no listener filter: %v", r.Name, l)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.listeners) {
+				t.Errorf("listeners %v, want %v", got, tt.listeners)
+			}
+			if !slices.ContainsFunc(g[RouteType], func(r Resource) bool { return r.Name == "8080" }) {
+				t.Error("no route configuration 8080")
+			}
+		})
+	}
+}
