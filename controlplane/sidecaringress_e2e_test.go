@@ -87,7 +87,8 @@ func TestFleetSidecarIngress(t *testing.T) {
 	}
 }
 
-// sidecarEgressBindMesh is a service under a Sidecar whose HTTP egress ports bind addresses.
+// sidecarEgressBindMesh is a service under a Sidecar whose HTTP egress ports bind addresses;
+// its DestinationRule tunnels its TCP port.
 const sidecarEgressBindMesh = `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: kiln, namespace: egressbind}
@@ -99,8 +100,17 @@ spec:
   ports:
   - {name: http-kiln, number: 8080, protocol: HTTP}
   - {name: http-admin, number: 9080, protocol: HTTP}
+  - {name: tcp-kiln, number: 5000, protocol: TCP}
   endpoints:
   - address: 10.65.1.1
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: kiln, namespace: egressbind}
+spec:
+  host: kiln.egressbind.svc.cluster.local
+  trafficPolicy:
+    tunnel: {protocol: CONNECT, targetHost: kiln-exit.example.org, targetPort: 8443}
 ---
 apiVersion: networking.istio.io/v1
 kind: Sidecar
@@ -117,8 +127,9 @@ spec:
 `
 
 // TestFleetSidecarEgressBind: fake Envoys under a Sidecar whose HTTP egress ports bind an
-// address (127.0.0.2_8080) or their port (127.0.0.1_9080) hold those listeners and reach a full
-// config without a NACK, over SotW and Delta.
+// address (127.0.0.2_8080) or their port (127.0.0.1_9080) hold those listeners, and the
+// tunnelling tcp_proxy of 240.0.81.1_5000, and reach a full config without a NACK, over SotW
+// and Delta.
 func TestFleetSidecarEgressBind(t *testing.T) {
 	dir := t.TempDir()
 	writeAtomic(t, filepath.Join(dir, "kiln.yaml"), sidecarEgressBindMesh)
@@ -126,9 +137,9 @@ func TestFleetSidecarEgressBind(t *testing.T) {
 	opts.ConfigDir = dir
 	s := controlplanetest.NewServer(t, opts)
 	waitSnap(t, s, "the service", func(s *model.Snapshot) bool { return len(s.Endpoints("kiln.egressbind.svc.cluster.local")) == 1 })
-	held := &heldListeners{names: []string{"127.0.0.2_8080", "127.0.0.1_9080"}, seen: map[string]bool{}}
+	held := &heldListeners{names: []string{"127.0.0.2_8080", "127.0.0.1_9080", "240.0.81.1_5000"}, seen: map[string]bool{}}
 	runHeldFleet(t, s.GRPCAddr(), fakeenvoy.IdentityTemplate{Namespace: "egressbind"}, held)
-	for _, want := range []string{"sotw 127.0.0.2_8080", "delta 127.0.0.2_8080", "sotw 127.0.0.1_9080", "delta 127.0.0.1_9080"} {
+	for _, want := range []string{"sotw 127.0.0.2_8080", "delta 127.0.0.2_8080", "sotw 127.0.0.1_9080", "delta 127.0.0.1_9080", "sotw 240.0.81.1_5000", "delta 240.0.81.1_5000"} {
 		if !held.has(want) {
 			t.Errorf("no client holds %q", want)
 		}

@@ -3,8 +3,10 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -192,8 +194,10 @@ func tcpRouteFilters(ix *index, vs *istioconfig.Config, dests []*networking.Rout
 		if d := tcp.GetMaxConnectionDuration(); d != nil {
 			tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
 		}
-		// Weighted clusters read the rule's own source-IP hash (maybeSetHashPolicy, subset "").
+		// Weighted clusters read the rule's own source-IP hash (maybeSetHashPolicy, subset "")
+		// and tunnel.
 		tp.HashPolicy = sourceIPHash(rule, "")
+		tp.TunnelingConfig = tunnelingConfig(rule, "")
 	}
 	return tcpStack(port.Protocol, tp.StatPrefix, &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}), deps, nil
 }
@@ -209,7 +213,8 @@ func singleTCPProxy(ix *index, cluster, host, subsetName string, proto model.Pro
 		return tcpStack(proto, cluster, tcpProxyFilter(cluster, cluster)), nil
 	}
 	rule := drSpec(dr)
-	tp := &tcpproxyv3.TcpProxy{StatPrefix: cluster, ClusterSpecifier: &tcpproxyv3.TcpProxy_Cluster{Cluster: cluster}, HashPolicy: sourceIPHash(rule, subsetName)}
+	tp := &tcpproxyv3.TcpProxy{StatPrefix: cluster, ClusterSpecifier: &tcpproxyv3.TcpProxy_Cluster{Cluster: cluster}, HashPolicy: sourceIPHash(rule, subsetName),
+		TunnelingConfig: tunnelingConfig(rule, subsetName)}
 	tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()
 	if d := tcp.GetIdleTimeout(); d != nil {
 		tp.IdleTimeout = durationpb.New(d.AsDuration())
@@ -218,6 +223,31 @@ func singleTCPProxy(ix *index, cluster, host, subsetName string, proto model.Pro
 		tp.MaxDownstreamConnectionDuration = durationpb.New(d.AsDuration())
 	}
 	return tcpStack(proto, cluster, &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}), []istioconfig.Key{dr.Key()}
+}
+
+// tunnelingConfig is the tunneling_config of a sidecar's tcp_proxy from the rule's tunnel
+// settings, as istiod's tunnelingconfig.Apply builds it: the connection goes through the
+// cluster as an HTTP CONNECT (or POST) to targetHost:targetPort. The named subset's tunnel
+// when a subset is named (without falling back to the rule's), else the rule's; nil without.
+// A gateway's tcp_proxy gets none (istiod skips it there).
+func tunnelingConfig(rule *networking.DestinationRule, subsetName string) *tcpproxyv3.TcpProxy_TunnelingConfig {
+	t := rule.GetTrafficPolicy().GetTunnel()
+	if subsetName != "" {
+		t = nil
+		for _, ss := range rule.GetSubsets() {
+			if ss.GetName() == subsetName {
+				t = ss.GetTrafficPolicy().GetTunnel()
+				break
+			}
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	return &tcpproxyv3.TcpProxy_TunnelingConfig{
+		Hostname: net.JoinHostPort(t.GetTargetHost(), strconv.FormatUint(uint64(t.GetTargetPort()), 10)),
+		UsePost:  t.GetProtocol() == "POST",
+	}
 }
 
 // sourceIPHash is istiod's maybeSetHashPolicy: a source-IP hash when the rule's consistent hash

@@ -23,9 +23,6 @@ func (c *checker) notGeneratedPolicy(at Path, tp *networking.TrafficPolicy) {
 		return
 	}
 	c.notGeneratedParts(at, tp.GetLoadBalancer(), tp.GetConnectionPool(), tp.GetTls())
-	if tp.GetTunnel() != nil {
-		c.warnf(at.With("tunnel"), "is %s: the cluster does not tunnel; remove it or expect plain connections", notGenerated)
-	}
 	if v := tp.GetRetryBudget().GetPercent(); v != nil && (v.GetValue() < 0 || v.GetValue() > 100) {
 		// istiod admits it and passes it on, and Envoy rejects the cluster; xdslab, whose
 		// clusters pass Envoy's validation, leaves the budget out.

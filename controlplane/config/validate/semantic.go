@@ -1024,6 +1024,20 @@ func (c *checker) trafficPolicy(at Path, tp *networking.TrafficPolicy) {
 	if tp.GetTunnel() != nil && tp.GetProxyProtocol() != nil {
 		c.errf(at.With("proxyProtocol"), "cannot be set with tunnel (istiod rejects both together): remove one")
 	}
+	if t := tp.GetTunnel(); t != nil {
+		// istiod's validateTunnelSettings.
+		if p := t.GetProtocol(); p != "" && p != "CONNECT" && p != "POST" {
+			c.errf(at.With("tunnel", "protocol"), "%q is not a tunnel protocol: use CONNECT or POST (upper case)", p)
+		}
+		if h := t.GetTargetHost(); !isIP(h) {
+			if msg := fqdnError(h); msg != "" {
+				c.errf(at.With("tunnel", "targetHost"), "%s (or an IP address)", msg)
+			}
+		}
+		if n := t.GetTargetPort(); n == 0 || n > 65535 {
+			c.errf(at.With("tunnel", "targetPort"), "%d is not a port: use 1 to 65535", n)
+		}
+	}
 	if v := tp.GetProxyProtocol().GetVersion(); v != networking.TrafficPolicy_ProxyProtocol_V1 && v != networking.TrafficPolicy_ProxyProtocol_V2 {
 		c.errf(at.With("proxyProtocol", "version"), "%d is not a PROXY protocol version: use V1 or V2", v)
 	}
