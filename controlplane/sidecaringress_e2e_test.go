@@ -123,13 +123,16 @@ spec:
   - port: {number: 9080, protocol: HTTP, name: http-local}
     captureMode: NONE
     hosts: ["./*"]
+  - port: {number: 5000, protocol: TCP, name: tcp-pinned}
+    bind: 127.0.0.2
+    hosts: ["./*"]
   - hosts: ["./*"]
 `
 
 // TestFleetSidecarEgressBind: fake Envoys under a Sidecar whose HTTP egress ports bind an
-// address (127.0.0.2_8080) or their port (127.0.0.1_9080) hold those listeners, and the
-// tunnelling tcp_proxy of 240.0.81.1_5000, and reach a full config without a NACK, over SotW
-// and Delta.
+// address (127.0.0.2_8080, TCP 127.0.0.2_5000) or their port (127.0.0.1_9080) hold those
+// listeners, and the tunnelling tcp_proxy of 240.0.81.1_5000, and reach a full config without
+// a NACK, over SotW and Delta.
 func TestFleetSidecarEgressBind(t *testing.T) {
 	dir := t.TempDir()
 	writeAtomic(t, filepath.Join(dir, "kiln.yaml"), sidecarEgressBindMesh)
@@ -137,9 +140,9 @@ func TestFleetSidecarEgressBind(t *testing.T) {
 	opts.ConfigDir = dir
 	s := controlplanetest.NewServer(t, opts)
 	waitSnap(t, s, "the service", func(s *model.Snapshot) bool { return len(s.Endpoints("kiln.egressbind.svc.cluster.local")) == 1 })
-	held := &heldListeners{names: []string{"127.0.0.2_8080", "127.0.0.1_9080", "240.0.81.1_5000"}, seen: map[string]bool{}}
+	held := &heldListeners{names: []string{"127.0.0.2_8080", "127.0.0.1_9080", "240.0.81.1_5000", "127.0.0.2_5000"}, seen: map[string]bool{}}
 	runHeldFleet(t, s.GRPCAddr(), fakeenvoy.IdentityTemplate{Namespace: "egressbind"}, held)
-	for _, want := range []string{"sotw 127.0.0.2_8080", "delta 127.0.0.2_8080", "sotw 127.0.0.1_9080", "delta 127.0.0.1_9080", "sotw 240.0.81.1_5000", "delta 240.0.81.1_5000"} {
+	for _, want := range []string{"sotw 127.0.0.2_8080", "delta 127.0.0.2_8080", "sotw 127.0.0.1_9080", "delta 127.0.0.1_9080", "sotw 240.0.81.1_5000", "delta 240.0.81.1_5000", "sotw 127.0.0.2_5000", "delta 127.0.0.2_5000"} {
 		if !held.has(want) {
 			t.Errorf("no client holds %q", want)
 		}

@@ -14,7 +14,8 @@ import (
 // TestSidecarEgressBind: an HTTP egress port with a bind address or captureMode NONE gets a
 // listener BIND_PORT (egressbind.yaml in the parity corpus): one HTTP chain fetching route
 // configuration PORT, bound to its port only under captureMode NONE; the catch-all listener
-// still builds 0.0.0.0_PORT. A unix socket bind and a TCP port are not bound (not generated).
+// still builds 0.0.0.0_PORT. A TCP port's services share BIND_PORT with their tcp_proxy chains.
+// A unix socket bind and a sniffed port are not bound (not generated).
 func TestSidecarEgressBind(t *testing.T) {
 	kiln := &model.Service{Hostname: "kiln.egressbind.svc.cluster.local", Namespace: "egressbind", Addresses: []string{"240.0.81.1"}, Ports: []model.Port{
 		{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}}}
@@ -32,7 +33,9 @@ func TestSidecarEgressBind(t *testing.T) {
 		{"no bind", egress(8080, "HTTP", "", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
 		{"0.0.0.0 bind: the usual listener", egress(8080, "HTTP", "0.0.0.0", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
 		{"unix socket bind: not generated", egress(8080, "HTTP", "unix:///var/run/kiln.sock", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
-		{"TCP port: not generated", egress(5000, "TCP", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
+		{"TCP port bind address", egress(5000, "TCP", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
+		{"TCP port captureMode NONE", egress(5000, "TCP", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
+		{"sniffed port: not generated", egress(5000, "", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

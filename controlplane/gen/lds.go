@@ -81,6 +81,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	// In istiod's service order (oldest first), which decides which service's listener of a
 	// shared address and port comes first, and so how the next one merges into it.
 	visible := slices.SortedStableFunc(slices.Values(visibleServices(s, sc)), sc.CompareServices)
+	boundTCP := map[string]bool{}       // TCP egress listeners that bind their port (egressbind.go)
 	boundOut := map[string]*boundHTTP{} // HTTP egress ports bound to an address (egressbind.go)
 	for _, held := range []bool{true, false} {
 		for _, svc := range visible {
@@ -95,7 +96,13 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				}
 				if held {
 					if b, ok := boundEgressPort(sc, port); ok {
-						addBoundHTTPPort(b, svc, port, boundOut, taken)
+						if port.Protocol.IsHTTP() {
+							addBoundHTTPPort(b, svc, port, boundOut, taken)
+						} else {
+							addBoundTCPPort(b, svc, func(at *model.Service) {
+								errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want)...)
+							}, boundTCP, port.Number)
+						}
 						continue
 					}
 				}
@@ -112,6 +119,11 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		}
 		for name := range taken {
 			locked[name] = true
+		}
+	}
+	for i := range tcp {
+		if boundTCP[tcp[i].Name] {
+			tcp[i].Message.(*listenerv3.Listener).BindToPort = nil
 		}
 	}
 	out := tcp

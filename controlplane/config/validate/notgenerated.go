@@ -80,14 +80,18 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 	}
 	for i, eg := range sc.GetEgress() {
 		ea := at.With("egress", i)
-		// Generated for an egress port of an HTTP protocol bound to an IP (gen/egressbind.go).
-		// A 0.0.0.0 bind is the usual listener, except under captureMode NONE.
-		bound := eg.GetPort() != nil && model.ParseProtocol(eg.GetPort().GetProtocol()).IsHTTP() && !strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix) && eg.GetBind() != "0.0.0.0"
+		// Generated for an egress port of an HTTP protocol, TCP or MONGO bound to an IP
+		// (gen/egressbind.go). A 0.0.0.0 bind is the usual listener, except under captureMode
+		// NONE.
+		proto := model.ParseProtocol(eg.GetPort().GetProtocol())
+		bound := eg.GetPort() != nil && (proto.IsHTTP() || proto == model.ProtocolTCP || proto == model.ProtocolMongo) &&
+			!strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix) && eg.GetBind() != "0.0.0.0"
+		const where = "only on an egress listener with a port of protocol HTTP, HTTP2, GRPC, GRPC-WEB, TCP or MONGO"
 		if eg.GetBind() != "" && eg.GetBind() != "0.0.0.0" && !bound {
-			c.warnf(ea.With("bind"), "is %s here (only on an egress listener with a port of an HTTP protocol and an IP bind): the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener per port to this address)", notGenerated)
+			c.warnf(ea.With("bind"), "is %s here (%s and an IP bind): the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener per port to this address)", notGenerated, where)
 		}
 		if eg.GetCaptureMode() == networking.CaptureMode_NONE && !bound {
-			c.warnf(ea.With("captureMode"), "NONE is %s here (only on an egress listener with a port of an HTTP protocol): listeners are built as for traffic captured by iptables (istiod binds them to the bind address or 127.0.0.1)", notGenerated)
+			c.warnf(ea.With("captureMode"), "NONE is %s here (%s, without a 0.0.0.0 bind): listeners are built as for traffic captured by iptables (istiod binds them to the bind address or 127.0.0.1)", notGenerated, where)
 		}
 		if strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") {
 			c.warnf(ea.With("port", "protocol"), "HTTP_PROXY is %s: no HTTP proxy listener (istiod builds one on 127.0.0.1 with a route configuration of every host)", notGenerated)
