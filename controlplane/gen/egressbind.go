@@ -13,19 +13,19 @@ import (
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
-// Sidecar egress listeners with a port of an HTTP protocol, TCP or MONGO and a bind address or
-// captureMode NONE, as istiod builds them: the services the egress listener imports on that
-// port share one listener BIND_PORT on its bind address (127.0.0.1 under captureMode NONE
-// without one) instead of 0.0.0.0_PORT and their VIP listeners: for HTTP a single HTTP
-// connection manager chain (no HTTP inspector, no passthrough chain) fetching route
-// configuration PORT, for TCP their tcp_proxy chains merged as on a shared VIP. It binds its port under captureMode
+// Sidecar egress listeners with a port of an HTTP protocol, TCP, MONGO or none (sniffed) and a
+// bind address or captureMode NONE, as istiod builds them: the services the egress listener
+// imports on that port share one listener BIND_PORT on its bind address (127.0.0.1 under
+// captureMode NONE without one) instead of 0.0.0.0_PORT and their VIP listeners: for HTTP a
+// single HTTP connection manager chain (no HTTP inspector, no passthrough chain) fetching route
+// configuration PORT, for TCP their tcp_proxy chains merged as on a shared VIP, for a sniffed
+// port the first service's TCP and HTTP chains (route configuration HOST:PORT), as on its VIP. It binds its port under captureMode
 // NONE; with a bind address and the default capture mode it takes connections iptables hands
 // over (bind_to_port false). The catch-all egress listener still builds 0.0.0.0_PORT for the
-// services it imports on the port. Other protocols (sniffed, TLS, HTTPS), unix socket binds,
-// captureMode NONE with a 0.0.0.0 bind and HTTP_PROXY ports are not generated (xdslab validate
-// warns).
+// services it imports on the port. TLS and HTTPS ports, unix socket binds, captureMode NONE
+// with a 0.0.0.0 bind and HTTP_PROXY ports are not generated (xdslab validate warns).
 
-// addBoundTCPPort adds port of svc to the bound TCP listener of b: as for a service whose only
+// addBoundTCPPort adds port of svc to the bound TCP (or sniffed) listener of b: as for a service whose only
 // address is the bind address (istiod keys the listener by bind and port, whatever the
 // service's VIPs), its tcp_proxy chains merged with those of the services before it on the
 // port (addOutboundPort). The listener binds its port under captureMode NONE (boundNames).
@@ -55,7 +55,7 @@ type boundHTTP struct {
 // boundEgressPort reports whether port (its protocol already the egress listener's) is held by
 // an egress listener of sc that binds it to an address, and how.
 func boundEgressPort(sc *model.Scope, port model.Port) (boundEgress, bool) {
-	if sc == nil || sc.Sidecar == nil || !sc.HoldsPort(port.Number) || !port.Protocol.IsHTTP() && port.Protocol != model.ProtocolTCP && port.Protocol != model.ProtocolMongo {
+	if sc == nil || sc.Sidecar == nil || !sc.HoldsPort(port.Number) || !port.Protocol.IsHTTP() && port.Protocol != model.ProtocolTCP && port.Protocol != model.ProtocolMongo && port.Protocol != model.ProtocolUnknown {
 		return boundEgress{}, false
 	}
 	spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
@@ -65,6 +65,8 @@ func boundEgressPort(sc *model.Scope, port model.Port) (boundEgress, bool) {
 		}
 		none := eg.GetCaptureMode() == networking.CaptureMode_NONE
 		switch {
+		case strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY"):
+			return boundEgress{}, false // not generated
 		case strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix), eg.GetBind() == wildcardIP:
 			// A wildcard bind is the usual 0.0.0.0_PORT listener (not generated bound to its
 			// port under captureMode NONE).
