@@ -73,7 +73,8 @@
 //     for passthrough ones),
 //     "inbound|PORT||" per port of the proxy's own services (services with an endpoint at the
 //     proxy's IP; ORIGINAL_DST bound to 127.0.0.6, with the service's DestinationRule
-//     connection pool), BlackHoleCluster, PassthroughCluster, InboundPassthroughCluster
+//     connection pool) or per ingress port of its Sidecar (sidecaringress.go: STATIC to the
+//     defaultEndpoint, ORIGINAL_DST without one), BlackHoleCluster, PassthroughCluster, InboundPassthroughCluster
 //     (no circuit breaking, upstream HTTP in the downstream's protocol);
 //   - listeners "0.0.0.0_PORT" (HTTP/HTTP2/GRPC ports: HTTP inspector, a chain for plaintext
 //     HTTP with an HTTP connection manager, RDS "PORT", and a passthrough default chain),
@@ -135,7 +136,9 @@
 // that applies, egress hosts, exportTo of services, VirtualServices and DestinationRules): a
 // port's outbound listeners and route configuration from the egress listener that holds the
 // port (Scope.Egress, then Scope.CatchAll), clusters from every egress listener.
-// Inbound clusters and listeners are not scoped. A named EDS request is answered for any name;
+// Inbound clusters and listeners are not scoped, except by the Sidecar's ingress listeners and
+// inboundConnectionPool (sidecaringress.go); HTTP, TCP and sniffed egress ports with a bind
+// address or captureMode NONE get BIND_PORT listeners (egressbind.go). A named EDS request is answered for any name;
 // the wildcard EDS list is scoped. Each
 // Resource also lists the ConfigKeys it was built from (Deps; services as ServiceKey, their
 // endpoints as EndpointKey), recorded in the golden files so a change in what a resource reads
