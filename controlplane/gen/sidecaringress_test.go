@@ -141,3 +141,32 @@ func inboundClusterText(c *clusterv3.Cluster) string {
 	}
 	return fmt.Sprintf("%s %s %s %s max=%d", c.GetName(), c.GetType(), ep, bind, max)
 }
+
+// TestSidecarIngressNameClash: an ingress listener that binds its port under the name of an
+// outbound listener (0.0.0.0_8080 here, the HTTP service's) is left out with an error: istiod
+// sends both, which Envoy rejects as a duplicate.
+func TestSidecarIngressNameClash(t *testing.T) {
+	svc := &model.Service{Hostname: "till.inbound.svc.cluster.local", Namespace: "inbound", Addresses: []string{"240.0.80.1"},
+		Ports: []model.Port{{Name: "http-till", Number: 8080, Protocol: model.ProtocolHTTP}}}
+	sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "till-in", Namespace: "inbound"}, Spec: &networking.Sidecar{
+		Ingress: []*networking.IstioIngressListener{{Port: &networking.SidecarPort{Number: 8080, Protocol: "HTTP", Name: "http"}, Bind: "0.0.0.0", CaptureMode: networking.CaptureMode_NONE}},
+	}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: []*istioconfig.Config{sc}})
+	p := sidecarProxy("10.64.0.1", "inbound")
+	rs, err := ForType(ListenerType, p).Generate(p, s, nil)
+	if err == nil || !strings.Contains(err.Error(), "Sidecar ingress listener 0.0.0.0_8080 has the name of an outbound listener") {
+		t.Errorf("error %v, want the clash reported", err)
+	}
+	n := 0
+	for _, r := range rs {
+		if r.Name == "0.0.0.0_8080" {
+			n++
+			if d := r.Message.(*listenerv3.Listener).GetTrafficDirection().String(); d != "OUTBOUND" {
+				t.Errorf("0.0.0.0_8080 is %s, want the outbound listener kept", d)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d listeners 0.0.0.0_8080, want 1", n)
+	}
+}
