@@ -8,6 +8,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
@@ -129,26 +130,60 @@ func sniDNATClusters(p *model.Proxy, s *model.Snapshot, ix *index, names []Clust
 		if svc.Resolution == model.ResolutionDNS {
 			deps = append(deps, EndpointKey(svc))
 		}
-		ss := subset(drc, cn.Subset)
-		if cn.Subset != "" && ss == nil {
+		if subset(drc, cn.Subset) == nil && cn.Subset != "" {
 			continue
 		}
+		// istiod builds these clusters without the TLS step (no TLS the rule asks for, nor
+		// auto_sni with it, no auto-mTLS: the client's mTLS passes through), but a DNS
+		// cluster's endpoints still take their tlsMode from the rule, as in EDS.
 		name := cn.String()
-		c, err := outboundCluster(sh, s, name, svc, port, dr, ss, s.Endpoints(svc.Hostname), false)
+		plain := withoutTLS(dr)
+		var ss *networking.Subset
+		for _, x := range plain.GetSubsets() {
+			if cn.Subset != "" && x.GetName() == cn.Subset {
+				ss = x
+				break
+			}
+		}
+		c, err := outboundCluster(sh, s, name, svc, port, plain, ss, s.Endpoints(svc.Hostname), false)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("SNI-DNAT cluster %s: %w", name, err))
 		}
 		if c == nil {
 			continue
 		}
-		// The client's mTLS passes through: no TLS of the gateway's own.
 		c.TransportSocket, c.TransportSocketMatches = nil, nil
 		if c.LoadAssignment != nil {
+			if ruled, _ := outboundCluster(sh, s, name, svc, port, dr, subset(drc, cn.Subset), s.Endpoints(svc.Hostname), false); ruled != nil {
+				c.LoadAssignment = ruled.LoadAssignment
+			}
 			mtlsEndpointsOnly(c.LoadAssignment)
 		}
 		out = append(out, Resource{Name: name, Message: c, Deps: sortDeps(deps)})
 	}
 	return out, errors.Join(errs...)
+}
+
+// withoutTLS returns a copy of dr without its TLS settings (top level, port level, subsets).
+func withoutTLS(dr *networking.DestinationRule) *networking.DestinationRule {
+	if dr == nil {
+		return nil
+	}
+	dr = proto.Clone(dr).(*networking.DestinationRule)
+	drop := func(tp *networking.TrafficPolicy) {
+		if tp == nil {
+			return
+		}
+		tp.Tls = nil
+		for _, pl := range tp.GetPortLevelSettings() {
+			pl.Tls = nil
+		}
+	}
+	drop(dr.GetTrafficPolicy())
+	for _, ss := range dr.GetSubsets() {
+		drop(ss.GetTrafficPolicy())
+	}
+	return dr
 }
 
 // mtlsEndpointsOnly keeps, in an SNI-DNAT cluster's assignment, the endpoints that take Istio

@@ -9,6 +9,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
 	securityapi "istio.io/api/security/v1beta1"
@@ -43,7 +44,11 @@ func TestGatewayAutoPassthrough(t *testing.T) {
 			ConnectionPool: &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{IdleTimeout: durationpb.New(30 * time.Second)}},
 			LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{
 				ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true}}}},
-			Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL}},
+			Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL},
+			// TLS origination on 9090: none on the SNI-DNAT clusters (nor its auto_sni), and
+			// no endpoint takes Istio mTLS there.
+			PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 9090},
+				Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_SIMPLE}}}},
 			Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}, {Name: "v2", Labels: map[string]string{"version": "v2"}}}}),
 		// The gateway's DENY policy applies to its other chains, not to these.
 		{Meta: istioconfig.Meta{Kind: istioconfig.KindAuthorizationPolicy, Name: "deny", Namespace: "istio-system"}, Spec: &securityapi.AuthorizationPolicy{
@@ -109,6 +114,15 @@ func TestGatewayAutoPassthrough(t *testing.T) {
 		if c.GetTransportSocket() != nil || len(c.GetTransportSocketMatches()) > 0 {
 			t.Errorf("cluster %s originates TLS: the client's mTLS passes through", name)
 		}
+		if a := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName]; a != nil {
+			opts := &upstreamhttpv3.HttpProtocolOptions{}
+			if err := a.UnmarshalTo(opts); err != nil {
+				t.Fatal(err)
+			}
+			if opts.GetUpstreamHttpProtocolOptions() != nil {
+				t.Errorf("cluster %s: upstream_http_protocol_options %v, set by TLS origination only", name, opts.GetUpstreamHttpProtocolOptions())
+			}
+		}
 		if c.GetEdsClusterConfig().GetServiceName() != name {
 			t.Errorf("cluster %s: EDS service name %q", name, c.GetEdsClusterConfig().GetServiceName())
 		}
@@ -130,6 +144,9 @@ func TestGatewayAutoPassthrough(t *testing.T) {
 	}
 	if got := addrs(IstioSNI(80, "", api)); !slices.Equal(got, []string{"10.1.0.1"}) {
 		t.Errorf("SNI-DNAT endpoints %v, want the mTLS one", got)
+	}
+	if got := addrs(IstioSNI(9090, "", api)); len(got) != 0 {
+		t.Errorf("SNI-DNAT endpoints of the TLS-originating port %v, want none", got)
 	}
 	if got := addrs(IstioSNI(80, "v2", api)); len(got) != 0 {
 		t.Errorf("SNI-DNAT v2 endpoints %v, want none (v2 has no sidecar)", got)

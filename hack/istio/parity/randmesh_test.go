@@ -148,6 +148,7 @@ func (m *randMesh) generate() {
 		m.extras()
 		m.shapes()
 		m.later()
+		m.gwtlsShapes()
 	}
 }
 
