@@ -14,7 +14,8 @@ import (
 // LocalityClass); CDS and LDS depend only on the generator family (LDS also on which tcp and
 // tls matches on sourceLabels or sourceNamespace select the proxy, which ViewKey names, and
 // its inbound policies, InboundScope; a proxyless gRPC client's LDS on its namespace, which
-// resolves short listener names); RDS also on the proxy's namespace and labels; SDS on the proxy's verified identity. Routers have their own
+// resolves short listener names); RDS also on the proxy's namespace (and on which HTTP matches'
+// sourceLabels select it, which ViewKey names); SDS on the proxy's verified identity. Routers have their own
 // class (routerKeyScope), so sidecar bytes are never served to a router nor the other way round.
 func KeyScope(typeURL string, p *model.Proxy) string {
 	if p != nil && p.Type == model.Router && !p.IsGRPC() {
@@ -37,12 +38,10 @@ func KeyScope(typeURL string, p *model.Proxy) string {
 		if p == nil {
 			return fam
 		}
-		var b strings.Builder
-		b.WriteString(fam + "|" + p.Namespace)
-		for _, k := range sortedKeys(p.Labels) {
-			b.WriteString("|" + k + "=" + p.Labels[k])
-		}
-		return b.String()
+		// The proxy's labels matter only to the HTTP matches that name sourceLabels, which
+		// ViewKey names (httpSourceMatchKey): not one class per label set, node name
+		// (kubernetes.io/hostname) included.
+		return fam + "|" + p.Namespace
 	case ListenerType:
 		if p != nil && p.IsGRPC() {
 			// A gRPC listener name may be a short name of the proxy's namespace
@@ -91,7 +90,66 @@ func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) s
 			k += "|src=" + m
 		}
 	}
+	if typeURL == RouteType {
+		if m := httpSourceMatchKey(p, s); m != "" {
+			k += "|hsrc=" + m
+		}
+	}
 	return k
+}
+
+type httpSourceSelectorsKey struct{}
+
+// httpSourceSelectors lists the distinct sourceLabels of the HTTP matches of the snapshot's
+// VirtualServices (roots merged with their delegates), whatever gateways they are bound to,
+// in config order, computed once per snapshot's configs.
+func httpSourceSelectors(s *model.Snapshot) []map[string]string {
+	return s.Derived(httpSourceSelectorsKey{}, func() any {
+		var out []map[string]string
+		seen := map[string]bool{}
+		for _, c := range s.VirtualServices() {
+			for _, hr := range vsSpec(c).GetHttp() {
+				for _, m := range hr.GetMatch() {
+					sel := m.GetSourceLabels()
+					if len(sel) == 0 {
+						continue
+					}
+					var b strings.Builder
+					for _, k := range sortedKeys(sel) {
+						b.WriteString(k + "=" + sel[k] + "\x00")
+					}
+					if !seen[b.String()] {
+						seen[b.String()] = true
+						out = append(out, sel)
+					}
+				}
+			}
+		}
+		return out
+	}).([]map[string]string)
+}
+
+// httpSourceMatchKey is one character per distinct sourceLabels of the snapshot's HTTP
+// matches: whether the proxy's labels satisfy it ("" when there is none). A sidecar's routes
+// read its labels only there (sourceMatchHTTP), its namespace being in KeyScope: proxies with
+// the same key build the same routes, whatever their labels otherwise.
+func httpSourceMatchKey(p *model.Proxy, s *model.Snapshot) string {
+	sels := httpSourceSelectors(s)
+	if len(sels) == 0 {
+		return ""
+	}
+	var labels map[string]string
+	if p != nil {
+		labels = p.Labels
+	}
+	b := make([]byte, len(sels))
+	for i, sel := range sels {
+		b[i] = '0'
+		if model.LabelsMatch(sel, labels) {
+			b[i] = '1'
+		}
+	}
+	return string(b)
 }
 
 // drSelectorSuffix names, after drNamespaceKey, which workloadSelectors of the DestinationRules

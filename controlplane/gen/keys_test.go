@@ -8,6 +8,7 @@ import (
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/istioconfig"
 	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
 )
 
 func TestIndexScanMatchesMaps(t *testing.T) {
@@ -178,6 +179,67 @@ func TestCacheClassFollowsSourceMatches(t *testing.T) {
 						t.Errorf("proxies %d and %d get the same listeners in one namespace but do not share a class", i, j)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestCacheClassIgnoresUnreadLabels: a sidecar's routes read its labels only where an HTTP
+// match names sourceLabels, and its inbound listener only where a policy's selector does, so
+// proxies that differ in a label nothing reads (the node name istiod adds as
+// kubernetes.io/hostname) share a class, and proxies a selector tells apart do not.
+func TestCacheClassIgnoresUnreadLabels(t *testing.T) {
+	proxy := func(labels map[string]string) *model.Proxy {
+		p := sidecarProxy("10.200.0.1", "app")
+		p.Labels = labels
+		return p
+	}
+	node1 := proxy(map[string]string{"app": "web", model.LabelHostname: "node-1"})
+	node2 := proxy(map[string]string{"app": "web", model.LabelHostname: "node-2"})
+	canary := proxy(map[string]string{"app": "web", "track": "canary", model.LabelHostname: "node-1"})
+	proxies := []*model.Proxy{node1, node2, canary}
+	sourceVS := vsConfig("web", "app", &networking.VirtualService{Hosts: []string{"web"}, Http: []*networking.HTTPRoute{
+		{Match: []*networking.HTTPMatchRequest{{SourceLabels: map[string]string{"track": "canary"}}}, Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "api"}}}},
+		{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "web"}}}},
+	}})
+	policy := authzConfig("app", "canary-only", &securityapi.AuthorizationPolicy{Selector: selector("track", "canary"), Action: securityapi.AuthorizationPolicy_DENY,
+		Rules: []*securityapi.Rule{{To: []*securityapi.Rule_To{{Operation: &securityapi.Operation{Paths: []string{"/admin"}}}}}}}, nil)
+	plainPolicy := authzConfig("app", "everyone", &securityapi.AuthorizationPolicy{Action: securityapi.AuthorizationPolicy_DENY,
+		Rules: []*securityapi.Rule{{To: []*securityapi.Rule_To{{Operation: &securityapi.Operation{Paths: []string{"/debug"}}}}}}}, nil)
+	tests := []struct {
+		name    string
+		typeURL string
+		cfgs    []*istioconfig.Config
+		// canaryDiffers: proxy 2 (track=canary) gets other resources than proxies 0 and 1.
+		canaryDiffers bool
+	}{
+		{"routes without source matches", RouteType, nil, false},
+		{"routes with a sourceLabels match", RouteType, []*istioconfig.Config{sourceVS}, true},
+		{"listeners with a namespace-wide policy", ListenerType, []*istioconfig.Config{plainPolicy}, false},
+		{"listeners with a selecting policy", ListenerType, []*istioconfig.Config{plainPolicy, policy}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := routeMesh(tt.cfgs...)
+			var rs [][]Resource
+			for _, p := range proxies {
+				r, err := ForType(tt.typeURL, p).Generate(p, s, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rs = append(rs, r)
+			}
+			if !sameBytes(t, rs[0], rs[1]) {
+				t.Fatal("proxies that differ only in their node name get different resources")
+			}
+			if a, b := cacheClass(tt.typeURL, node1, s), cacheClass(tt.typeURL, node2, s); a != b {
+				t.Errorf("proxies that differ only in their node name: classes %q and %q", a, b)
+			}
+			if same := sameBytes(t, rs[0], rs[2]); same == tt.canaryDiffers {
+				t.Fatalf("canary's resources identical to node-1's: %v, want %v", same, !tt.canaryDiffers)
+			}
+			if tt.canaryDiffers && cacheClass(tt.typeURL, node1, s) == cacheClass(tt.typeURL, canary, s) {
+				t.Errorf("canary gets other resources but shares class %q", cacheClass(tt.typeURL, canary, s))
 			}
 		})
 	}

@@ -175,18 +175,47 @@ func labelsMatch(sel, labels map[string]string) bool {
 	return true
 }
 
-// InboundScope names what a sidecar's inbound listener reads besides its IP: the namespace and
-// labels that select its PeerAuthentication, AuthorizationPolicies and RequestAuthentications. The ADS server adds it to the listener cache class
+// InboundScope names what a sidecar's inbound listener reads besides its IP: its namespace and
+// which of the PeerAuthentications, AuthorizationPolicies and RequestAuthentications with a
+// selector (in the root namespace and its own) select it. The ADS server adds it to the listener cache class
 // of every sidecar (its catch-all inbound chains follow the mode and carry the jwt_authn and RBAC
 // filters too); it is empty when the snapshot has none of these kinds.
 func InboundScope(p *model.Proxy, s *model.Snapshot) string {
 	if p == nil || s == nil || len(s.Configs(istioconfig.KindPeerAuthentication))+len(s.Configs(istioconfig.KindAuthorizationPolicy))+len(s.Configs(istioconfig.KindRequestAuthentication)) == 0 {
 		return ""
 	}
+	// The labels matter only to the selectors of these policies in the root namespace and the
+	// proxy's: one character per policy with a selector, whether it selects the proxy (not one
+	// class per label set, node name included).
 	var b strings.Builder
-	b.WriteString(p.Namespace)
-	for _, k := range sortedKeys(p.Labels) {
-		b.WriteString("|" + k + "=" + p.Labels[k])
+	b.WriteString(p.Namespace + "|")
+	nss := []string{RootNamespace}
+	if p.Namespace != RootNamespace {
+		nss = append(nss, p.Namespace)
+	}
+	for _, ns := range nss {
+		for _, c := range s.ConfigsIn(istioconfig.KindPeerAuthentication, ns) {
+			if sel := paSpec(c).GetSelector().GetMatchLabels(); len(sel) > 0 {
+				b.WriteByte(bit(labelsMatch(sel, p.Labels)))
+			}
+		}
+		for _, c := range s.ConfigsIn(istioconfig.KindAuthorizationPolicy, ns) {
+			if ap := apSpec(c); ap != nil && len(ap.GetSelector().GetMatchLabels()) > 0 {
+				b.WriteByte(bit(model.AuthorizationPolicySelects(c, p)))
+			}
+		}
+		for _, c := range s.ConfigsIn(istioconfig.KindRequestAuthentication, ns) {
+			if ra, ok := c.Spec.(*securityapi.RequestAuthentication); ok && len(ra.GetSelector().GetMatchLabels()) > 0 {
+				b.WriteByte(bit(model.RequestAuthenticationSelects(c, p)))
+			}
+		}
 	}
 	return b.String()
+}
+
+func bit(v bool) byte {
+	if v {
+		return '1'
+	}
+	return '0'
 }
