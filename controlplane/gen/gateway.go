@@ -1017,18 +1017,14 @@ func routerForType(typeURL string) Generator {
 }
 
 // routerKeyScope is KeyScope for routers: the class "router", then for CDS, LDS and RDS the
-// labels (which Gateways select the router) and the namespace (VirtualService matches on
-// sourceNamespace). EDS is shared with every proxy.
+// namespace (VirtualService matches on sourceNamespace). The labels a router's config reads
+// (which Gateways select it, its policies, sourceLabels) are ViewKey's (SelectedLabels). EDS is
+// shared with every proxy.
 func routerKeyScope(typeURL string, p *model.Proxy) string {
 	if typeURL == EndpointType {
 		return ""
 	}
-	var b strings.Builder
-	b.WriteString("router|" + p.Namespace)
-	for _, k := range sortedKeys(p.Labels) {
-		b.WriteString("|" + k + "=" + p.Labels[k])
-	}
-	return b.String()
+	return "router|" + p.Namespace
 }
 
 // gatewayHCM is a gateway's HTTP connection manager: the sidecar defaults, and the client's

@@ -485,8 +485,8 @@ func TestGatewayKeyScope(t *testing.T) {
 		if sameBytes(t, ga[typeURL], gs[typeURL]) {
 			t.Errorf("%s: router and sidecar got identical resources; the test mesh should tell them apart", typeURL)
 		}
-		if KeyScope(typeURL, a) == KeyScope(typeURL, other) {
-			t.Errorf("%s: routers selected by different gateways share scope", typeURL)
+		if cacheClass(typeURL, a, s) == cacheClass(typeURL, other, s) {
+			t.Errorf("%s: routers selected by different gateways share class %q", typeURL, cacheClass(typeURL, a, s))
 		}
 	}
 	if go2, _ := generateAll(t, other, s); sameBytes(t, ga[ListenerType], go2[ListenerType]) {

@@ -1,9 +1,14 @@
 package gen
 
 import (
+	"slices"
 	"strings"
 
+	networking "istio.io/api/networking/v1alpha3"
+	securityapi "istio.io/api/security/v1beta1"
+
 	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
 )
 
 // KeyScope names the proxy attributes the generator of typeURL reads, apart from the proxy's own
@@ -18,7 +23,7 @@ import (
 // sourceLabels select it, which ViewKey names); SDS on the proxy's verified identity. Routers have their own
 // class (routerKeyScope), so sidecar bytes are never served to a router nor the other way round.
 func KeyScope(typeURL string, p *model.Proxy) string {
-	if p != nil && p.Type == model.Router && !p.IsGRPC() {
+	if p != nil && p.Type == model.Router && !p.IsGRPC() && typeURL != EndpointType {
 		return routerKeyScope(typeURL, p)
 	}
 	fam := "sidecar"
@@ -95,7 +100,108 @@ func ViewKey(typeURL string, p *model.Proxy, s *model.Snapshot, wildcard bool) s
 			k += "|hsrc=" + m
 		}
 	}
+	if p != nil && p.Type == model.Router && !p.IsGRPC() && typeURL != EndpointType {
+		// Which Gateways select the router, and its policies and source matches.
+		k += "|lbl=" + SelectedLabels(p, s)
+	}
 	return k
+}
+
+type selectorKeysKey struct{}
+
+// selectorKeys is the set of label keys some selector of s reads from a proxy's labels: the
+// selectors of Gateways, Sidecars, PeerAuthentications, AuthorizationPolicies,
+// RequestAuthentications and DestinationRules, and the sourceLabels of VirtualService matches
+// (delegates included), computed once per snapshot's configs.
+func selectorKeys(s *model.Snapshot) map[string]bool {
+	return s.Derived(selectorKeysKey{}, func() any {
+		keys := map[string]bool{}
+		add := func(m map[string]string) {
+			for k := range m {
+				keys[k] = true
+			}
+		}
+		for _, c := range s.Configs(istioconfig.KindGateway) {
+			if gw, ok := c.Spec.(*networking.Gateway); ok {
+				add(gw.GetSelector())
+			}
+		}
+		for _, c := range s.Configs(istioconfig.KindSidecar) {
+			if sc, ok := c.Spec.(*networking.Sidecar); ok {
+				add(sc.GetWorkloadSelector().GetLabels())
+			}
+		}
+		for _, c := range s.Configs(istioconfig.KindDestinationRule) {
+			add(drSpec(c).GetWorkloadSelector().GetMatchLabels())
+		}
+		for _, c := range s.Configs(istioconfig.KindPeerAuthentication) {
+			add(paSpec(c).GetSelector().GetMatchLabels())
+		}
+		for _, c := range s.Configs(istioconfig.KindAuthorizationPolicy) {
+			add(apSpec(c).GetSelector().GetMatchLabels())
+		}
+		for _, c := range s.Configs(istioconfig.KindRequestAuthentication) {
+			if ra, ok := c.Spec.(*securityapi.RequestAuthentication); ok {
+				add(ra.GetSelector().GetMatchLabels())
+			}
+		}
+		vss := append(slices.Clone(s.Configs(istioconfig.KindVirtualService)), s.VirtualServices()...)
+		for _, c := range vss {
+			vs := vsSpec(c)
+			for _, hr := range vs.GetHttp() {
+				for _, m := range hr.GetMatch() {
+					add(m.GetSourceLabels())
+				}
+			}
+			for _, tr := range vs.GetTcp() {
+				for _, m := range tr.GetMatch() {
+					add(m.GetSourceLabels())
+				}
+			}
+			for _, tr := range vs.GetTls() {
+				for _, m := range tr.GetMatch() {
+					add(m.GetSourceLabels())
+				}
+			}
+		}
+		return keys
+	}).(map[string]bool)
+}
+
+// SelectedLabels is the proxy's labels that some selector of s reads (selectorKeys), as
+// "k=v|k=v" in key order: proxies that differ only in other labels (the node name istiod adds
+// as kubernetes.io/hostname, a pod-template hash) are selected alike.
+func SelectedLabels(p *model.Proxy, s *model.Snapshot) string {
+	if p == nil || s == nil {
+		return ""
+	}
+	keys := selectorKeys(s)
+	var b strings.Builder
+	for _, k := range sortedKeys(p.Labels) {
+		if keys[k] {
+			b.WriteString(k + "=" + p.Labels[k] + "|")
+		}
+	}
+	return b.String()
+}
+
+// InboundIPScope names what a sidecar's CDS and LDS read of the proxy itself when the Sidecar
+// that applies to it has ingress listeners: its IPs (an ingress port binds to the first, a
+// 0.0.0.0 default endpoint sends to it) and its interception mode (NONE binds every ingress
+// port). "" otherwise: inbound config then follows the proxy's IP only where it is an endpoint,
+// which the ADS server adds itself.
+func InboundIPScope(p *model.Proxy, s *model.Snapshot) string {
+	if p == nil || s == nil {
+		return ""
+	}
+	sc := s.ScopeFor(p)
+	if sc == nil || sc.Sidecar == nil {
+		return ""
+	}
+	if spec, ok := sc.Sidecar.Spec.(*networking.Sidecar); !ok || len(spec.GetIngress()) == 0 {
+		return ""
+	}
+	return "ingress=" + strings.Join(p.IPAddresses, "+") + "|icpt=" + p.InterceptionMode
 }
 
 type httpSourceSelectorsKey struct{}

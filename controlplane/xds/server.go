@@ -730,7 +730,8 @@ func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 // (gen.ViewKey: its Sidecar and namespace, when they restrict what it sees), the proxy type,
 // for a sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are
 // its own; a router's IP is usually an endpoint of its gateway Service, and it has no inbound
-// config), and for a sidecar's listeners the PeerAuthentications that select it (gen.InboundScope:
+// config), for a sidecar under a Sidecar with ingress listeners its IPs and interception mode
+// (gen.InboundIPScope: those listeners bind to its IP whether or not it is an endpoint), and for a sidecar's listeners the PeerAuthentications that select it (gen.InboundScope:
 // every sidecar's virtualInbound has catch-all chains of its mode). For EDS and CDS, also the
 // proxy's locality class (gen.LocalityClass) when locality load balancing makes assignments
 // depend on it; a named assignment that does not depend on it is still shared by every proxy
@@ -753,6 +754,13 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
 		k += "|" + p.IP()
+	}
+	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
+		// A Sidecar's ingress listeners read the proxy's own IP and interception mode,
+		// whether or not it is an endpoint.
+		if in := gen.InboundIPScope(p, st.snap); in != "" {
+			k += "|" + in
+		}
 	}
 	if !p.IsGRPC() && p.Type != model.Router && typeURL == gen.ListenerType {
 		// Its PeerAuthentication's selection: the mode of its inbound ports, and of the
