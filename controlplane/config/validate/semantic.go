@@ -234,6 +234,11 @@ func fqdnError(host string) string {
 	if len(host) > 255 {
 		return fmt.Sprintf("%q is longer than 255 characters: shorten it", host)
 	}
+	parts := strings.Split(host, ".")
+	if tld := parts[len(parts)-1]; tld != "" && strings.Trim(tld, "0123456789") == "" {
+		// istiod reads an all-digit last label as a number (an IP-like name): refused.
+		return fmt.Sprintf("%q is not a fully qualified domain name: its top-level label %q is all digits: use a host name", host, tld)
+	}
 	for _, l := range strings.Split(strings.TrimSuffix(host, "."), ".") {
 		if !isDNSLabel(l) {
 			return fmt.Sprintf("%q is not a fully qualified domain name: use DNS labels (letters, digits, '-') separated by dots, without wildcards", host)
