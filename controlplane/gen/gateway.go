@@ -874,7 +874,10 @@ func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDesti
 	cs = slices.DeleteFunc(cs, func(c wc) bool { return c.weight == 0 })
 	tp := &tcpproxyv3.TcpProxy{StatPrefix: statPrefix}
 	// As on sidecars (tcproute.go), the first destination's DestinationRule gives the idle
-	// timeout, maximum connection duration and source-IP hash.
+	// timeout, maximum connection duration, source-IP hash and tunnel (istiod applies the
+	// tunnel on gateway TCP and TLS-passthrough routes too; only AUTO_PASSTHROUGH chains,
+	// gateway_autopassthrough.go, go without). One destination reads its subset's, a weighted
+	// set the rule's.
 	first := dests[0].GetDestination()
 	if dr := rp.ix.routeDestinationRule(resolveHost(first.GetHost(), vsNS)); dr != nil {
 		deps = append(deps, dr.Key())
@@ -891,6 +894,7 @@ func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDesti
 			subsetName = first.GetSubset()
 		}
 		tp.HashPolicy = sourceIPHash(rule, subsetName)
+		tp.TunnelingConfig = tunnelingConfig(rule, subsetName)
 	}
 	var names []string
 	if len(cs) == 1 {

@@ -225,11 +225,12 @@ func singleTCPProxy(ix *index, cluster, host, subsetName string, proto model.Pro
 	return tcpStack(proto, cluster, &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}), []istioconfig.Key{dr.Key()}
 }
 
-// tunnelingConfig is the tunneling_config of a sidecar's tcp_proxy from the rule's tunnel
+// tunnelingConfig is the tunneling_config of a tcp_proxy from the rule's tunnel
 // settings, as istiod's tunnelingconfig.Apply builds it: the connection goes through the
 // cluster as an HTTP CONNECT (or POST) to targetHost:targetPort. The named subset's tunnel
 // when a subset is named (without falling back to the rule's), else the rule's; nil without.
-// A gateway's tcp_proxy gets none (istiod skips it there).
+// Sidecar tcp routes and gateway TCP and TLS-passthrough routes take it; a gateway's
+// AUTO_PASSTHROUGH chains get none (istiod skips it there).
 func tunnelingConfig(rule *networking.DestinationRule, subsetName string) *tcpproxyv3.TcpProxy_TunnelingConfig {
 	t := rule.GetTrafficPolicy().GetTunnel()
 	if subsetName != "" {

@@ -90,3 +90,96 @@ func TestDestinationRuleTunnel(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayDestinationRuleTunnel: istiod applies a DestinationRule's tunnel on a gateway's TCP
+// and TLS-passthrough routes as on a sidecar's (one destination its subset's, a weighted set the
+// rule's), but not on AUTO_PASSTHROUGH chains (tunnel.yaml, the gateway cases).
+func TestGatewayDestinationRuleTunnel(t *testing.T) {
+	const duct = "duct.app.svc.cluster.local"
+	services := []*model.Service{{Hostname: duct, Namespace: "app", Addresses: []string{"240.0.81.7"},
+		Ports: []model.Port{{Name: "tcp-duct", Number: 6000, Protocol: model.ProtocolTCP}}}}
+	dr := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindDestinationRule, Name: "duct", Namespace: "app"}, Spec: &networking.DestinationRule{
+		Host:          duct,
+		TrafficPolicy: &networking.TrafficPolicy{Tunnel: &networking.TrafficPolicy_TunnelSettings{Protocol: "CONNECT", TargetHost: "duct-exit.example.org", TargetPort: 8443}},
+		Subsets: []*networking.Subset{
+			{Name: "a", Labels: map[string]string{"lane": "a"}, TrafficPolicy: &networking.TrafficPolicy{Tunnel: &networking.TrafficPolicy_TunnelSettings{Protocol: "POST", TargetHost: "10.65.3.9", TargetPort: 7000}}},
+			{Name: "b", Labels: map[string]string{"lane": "b"}},
+		},
+	}}
+	route := func(subset string, weight int32) *networking.RouteDestination {
+		return &networking.RouteDestination{Destination: gwDest(duct, 6000, subset), Weight: weight}
+	}
+	sni := func(name string, dests ...*networking.RouteDestination) *networking.TLSRoute {
+		return &networking.TLSRoute{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{name}, Port: 16443}}, Route: dests}
+	}
+	pass := server(16443, "TLS", "*.tunnel.example.org")
+	pass.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH}
+	auto := server(16447, "TLS", "*.app.svc.cluster.local")
+	auto.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}
+	configs := []*istioconfig.Config{
+		dr,
+		gwConfig("tunnel", "istio-system", &networking.Gateway{Selector: map[string]string{"istio": "ingressgateway"},
+			Servers: []*networking.Server{server(16000, "TCP", "*.tunnel.example.org"), pass, auto}}),
+		vsConfig("duct", "istio-system", &networking.VirtualService{
+			Hosts:    []string{"a.tunnel.example.org", "w.tunnel.example.org", "b.tunnel.example.org", "r.tunnel.example.org"},
+			Gateways: []string{"tunnel"},
+			Tcp:      []*networking.TCPRoute{{Match: []*networking.L4MatchAttributes{{Port: 16000}}, Route: []*networking.RouteDestination{route("a", 0)}}},
+			Tls: []*networking.TLSRoute{
+				sni("w.tunnel.example.org", route("a", 70), route("b", 30)),
+				sni("b.tunnel.example.org", route("b", 0)),
+				sni("r.tunnel.example.org", route("", 0)),
+			},
+		}),
+	}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: services, Configs: configs})
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	tests := []struct {
+		listener string
+		chain    string // the chain's first server name; "" for a chain without
+		hostname string // "" for no tunneling_config
+		post     bool
+	}{
+		{"0.0.0.0_16000", "", "10.65.3.9:7000", true},
+		{"0.0.0.0_16443", "w.tunnel.example.org", "duct-exit.example.org:8443", false},
+		{"0.0.0.0_16443", "b.tunnel.example.org", "", false},
+		{"0.0.0.0_16443", "r.tunnel.example.org", "duct-exit.example.org:8443", false},
+		{"0.0.0.0_16447", "outbound_.6000_._." + duct, "", false},
+		{"0.0.0.0_16447", "outbound_.6000_.a_." + duct, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.listener+"/"+tt.chain, func(t *testing.T) {
+			r := findResource(g[ListenerType], tt.listener)
+			if r == nil {
+				t.Fatal("no listener")
+			}
+			n := 0
+			for _, fc := range r.Message.(*listenerv3.Listener).GetFilterChains() {
+				if names := fc.GetFilterChainMatch().GetServerNames(); tt.chain != "" && (len(names) == 0 || names[0] != tt.chain) {
+					continue
+				}
+				for _, f := range fc.GetFilters() {
+					if f.GetName() != tcpProxyFilterName {
+						continue
+					}
+					tp := &tcpproxyv3.TcpProxy{}
+					if err := f.GetTypedConfig().UnmarshalTo(tp); err != nil {
+						t.Fatal(err)
+					}
+					n++
+					tc := tp.GetTunnelingConfig()
+					if tc.GetHostname() != tt.hostname || tc.GetUsePost() != tt.post {
+						t.Errorf("tunneling_config %v, want hostname %q post %v", tc, tt.hostname, tt.post)
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d tcp_proxy filters, want 1", n)
+			}
+		})
+	}
+}
