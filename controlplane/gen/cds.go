@@ -489,7 +489,7 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
 			c.LbPolicy = clusterv3.Cluster_ROUND_ROBIN
 			c.LoadAssignment = inboundAssignment(name, ip.endpoint, ip.endpointPort)
-			if ip.endpoint == "127.0.0.1" {
+			if ip.endpoint == "127.0.0.1" || ip.endpoint == "::1" {
 				c.UpstreamBindConfig = nil
 			}
 		}

@@ -15,8 +15,8 @@ import (
 
 // Sidecar egress listeners with a port of an HTTP protocol, TCP, MONGO or none (sniffed) and a
 // bind address or captureMode NONE, as istiod builds them: the services the egress listener
-// imports on that port share one listener BIND_PORT on its bind address (127.0.0.1 under
-// captureMode NONE without one) instead of 0.0.0.0_PORT and their VIP listeners: for HTTP a
+// imports on that port share one listener BIND_PORT on its bind address (the proxy's loopback,
+// 127.0.0.1 or ::1 on an IPv6-only proxy, under captureMode NONE without one) instead of 0.0.0.0_PORT and their VIP listeners: for HTTP a
 // single HTTP connection manager chain (no HTTP inspector, no passthrough chain) fetching route
 // configuration PORT, for TCP their tcp_proxy chains merged as on a shared VIP, for a sniffed
 // port the first service's TCP and HTTP chains (route configuration HOST:PORT), as on its VIP. It binds its port under captureMode
@@ -53,8 +53,10 @@ type boundHTTP struct {
 }
 
 // boundEgressPort reports whether port (its protocol already the egress listener's) is held by
-// an egress listener of sc that binds it to an address, and how.
-func boundEgressPort(sc *model.Scope, port model.Port) (boundEgress, bool) {
+// an egress listener of sc that binds it to an address, and how: captureMode NONE without a
+// bind takes localhost, the proxy's loopback (127.0.0.1, ::1 on an IPv6-only proxy: istiod's
+// actualLocalHosts).
+func boundEgressPort(sc *model.Scope, port model.Port, localhost string) (boundEgress, bool) {
 	if sc == nil || sc.Sidecar == nil || !sc.HoldsPort(port.Number) || !port.Protocol.IsHTTP() && port.Protocol != model.ProtocolTCP && port.Protocol != model.ProtocolMongo && port.Protocol != model.ProtocolUnknown {
 		return boundEgress{}, false
 	}
@@ -74,7 +76,7 @@ func boundEgressPort(sc *model.Scope, port model.Port) (boundEgress, bool) {
 		case eg.GetBind() != "":
 			return boundEgress{bind: eg.GetBind(), bindToPort: none}, true
 		case none:
-			return boundEgress{bind: "127.0.0.1", bindToPort: true}, true
+			return boundEgress{bind: localhost, bindToPort: true}, true
 		}
 		return boundEgress{}, false
 	}

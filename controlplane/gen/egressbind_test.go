@@ -83,3 +83,36 @@ func TestSidecarEgressBind(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarEgressBindLocalhost: captureMode NONE without a bind listens on the proxy's
+// loopback, istiod's actualLocalHosts: ::1 on an IPv6-only proxy, 127.0.0.1 otherwise.
+func TestSidecarEgressBindLocalhost(t *testing.T) {
+	kiln := &model.Service{Hostname: "kiln.egressbind.svc.cluster.local", Namespace: "egressbind", Addresses: []string{"240.0.81.1"}, Ports: []model.Port{
+		{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}}}
+	for _, tt := range []struct{ ip, want string }{{"10.65.9.9", "127.0.0.1"}, {"fd00::9", "::1"}} {
+		t.Run(tt.ip, func(t *testing.T) {
+			sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "pinned", Namespace: "egressbind"},
+				Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+					{Port: &networking.SidecarPort{Number: 8080, Protocol: "HTTP", Name: "http"}, CaptureMode: networking.CaptureMode_NONE, Hosts: []string{"./*"}},
+					{Port: &networking.SidecarPort{Number: 5000, Protocol: "TCP", Name: "tcp"}, CaptureMode: networking.CaptureMode_NONE, Hosts: []string{"./*"}},
+				}}}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{kiln}, Configs: []*istioconfig.Config{sc}})
+			p := sidecarProxy(tt.ip, "egressbind")
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			for _, port := range []uint32{8080, 5000} {
+				r := findResource(g[ListenerType], ListenerName(tt.want, port))
+				if r == nil {
+					t.Errorf("no listener %s", ListenerName(tt.want, port))
+					continue
+				}
+				if a := r.Message.(*listenerv3.Listener).GetAddress().GetSocketAddress().GetAddress(); a != tt.want {
+					t.Errorf("%s listens on %s, want %s", r.Name, a, tt.want)
+				}
+			}
+		})
+	}
+}

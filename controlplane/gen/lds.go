@@ -95,7 +95,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					continue // Envoy proxies no UDP here: istiod builds no listener
 				}
 				if held {
-					if b, ok := boundEgressPort(sc, port); ok {
+					if b, ok := boundEgressPort(sc, port, proxyLocalhost(p)); ok {
 						if port.Protocol.IsHTTP() {
 							addBoundHTTPPort(b, svc, port, boundOut, taken)
 						} else {

@@ -54,16 +54,21 @@ func proxyInboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []isti
 	seen := map[uint32]bool{}
 	for _, in := range spec.GetIngress() {
 		n := in.GetPort().GetNumber()
-		if seen[n] || n == 0 || n == VirtualInboundPort {
+		if seen[n] || n == 0 {
 			continue // a port listed twice: the first wins, as istiod keeps the first chain config
+		}
+		proto := model.ParseProtocol(in.GetPort().GetProtocol())
+		bindToPort := bindsToPort(in.GetCaptureMode(), p)
+		if !ingressPortBindable(p, in.GetBind(), n, proto, bindToPort) {
+			continue // istiod skips it (and logs a warning)
 		}
 		seen[n] = true
 		ip := inboundPort{
 			target:      n,
 			port:        n,
-			protocol:    model.ParseProtocol(in.GetPort().GetProtocol()),
+			protocol:    proto,
 			bind:        in.GetBind(),
-			bindToPort:  bindsToPort(in.GetCaptureMode(), p),
+			bindToPort:  bindToPort,
 			pool:        in.GetConnectionPool(),
 			fromSidecar: true,
 		}
@@ -85,6 +90,64 @@ func proxyInboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []isti
 	return out, sortDeps(append(deps, sc.Sidecar.Key()))
 }
 
+// ingressPortBindable is istiod's CanBindToPort for a Sidecar ingress port: a privileged port
+// (1-1023) the port binds cannot be taken by an unprivileged proxy (UNPRIVILEGED_POD), and a
+// port of the agent's own listeners (StaticPorts: status, Prometheus, secure metrics) cannot
+// be taken on the wildcard address: bind the proxy's wildcard, or no bind on an HTTP port.
+// virtualInbound's own port (15006) is not reserved here, as istiod does not check it on
+// ingress.
+func ingressPortBindable(p *model.Proxy, bind string, port uint32, proto model.Protocol, bindToPort bool) bool {
+	if bindToPort && p.Unprivileged && port < 1024 {
+		return false
+	}
+	if bind != "" && bind != proxyWildcard(p) || bind == "" && !proto.IsHTTP() {
+		return true
+	}
+	return !slices.Contains(p.StaticPorts, port)
+}
+
+// proxyIPv4 reports whether the proxy has an IPv4 address, or none at all (istiod's
+// SupportsIPv4 and IP mode: a proxy with only IPv6 addresses takes IPv6 wildcards and
+// loopbacks).
+func proxyIPv4(p *model.Proxy) bool {
+	if len(p.IPAddresses) == 0 {
+		return true
+	}
+	for _, a := range p.IPAddresses {
+		if ip, err := netip.ParseAddr(a); err != nil || ip.Unmap().Is4() {
+			return true
+		}
+	}
+	return false
+}
+
+// proxyIPv6 reports whether the proxy has an IPv6 address.
+func proxyIPv6(p *model.Proxy) bool {
+	for _, a := range p.IPAddresses {
+		if ip, err := netip.ParseAddr(a); err == nil && !ip.Unmap().Is4() {
+			return true
+		}
+	}
+	return false
+}
+
+// proxyWildcard is the proxy's wildcard address: 0.0.0.0, :: for an IPv6-only proxy.
+func proxyWildcard(p *model.Proxy) string {
+	if proxyIPv4(p) {
+		return wildcardIP
+	}
+	return "::"
+}
+
+// proxyLocalhost is the proxy's loopback address: 127.0.0.1, ::1 for an IPv6-only proxy
+// (istiod's actualLocalHosts, first entry).
+func proxyLocalhost(p *model.Proxy) string {
+	if proxyIPv4(p) {
+		return "127.0.0.1"
+	}
+	return "::1"
+}
+
 // bindsToPort reports whether an ingress port with capture mode mode gets a listener of its own
 // (binding its port) rather than chains in virtualInbound: NONE does, DEFAULT follows the
 // proxy's interception mode.
@@ -96,19 +159,19 @@ func bindsToPort(mode networking.CaptureMode, p *model.Proxy) bool {
 }
 
 // inboundBindIP is the address an ingress port without bind listens on: the proxy's first
-// global unicast IP, else the IPv4 wildcard (istiod's getSidecarInboundBindIPs).
+// global unicast IP, else its wildcard (istiod's getSidecarInboundBindIPs).
 func inboundBindIP(p *model.Proxy) string {
 	for _, a := range p.IPAddresses {
 		if ip := net.ParseIP(a); ip != nil && ip.IsGlobalUnicast() {
 			return a
 		}
 	}
-	return wildcardIP
+	return proxyWildcard(p)
 }
 
 // ingressEndpoint resolves an ingress defaultEndpoint to the address and port its STATIC cluster
-// sends to: "unix://…" as it is, 127.0.0.1 (and ::1, which an IPv4 proxy answers with
-// 127.0.0.1), 0.0.0.0 for the proxy's first IPv4 address (127.0.0.1 without one), :: for its
+// sends to: "unix://…" as it is, 127.0.0.1 (::1 on an IPv6-only proxy), ::1 (127.0.0.1 on a
+// proxy without IPv6 address), 0.0.0.0 for the proxy's first IPv4 address (127.0.0.1 without one), :: for its
 // first IPv6 address (::1 without one). Anything else, or none, is "": the cluster is
 // ORIGINAL_DST.
 func ingressEndpoint(def string, p *model.Proxy) (string, uint32) {
@@ -135,7 +198,14 @@ func ingressEndpoint(def string, p *model.Proxy) (string, uint32) {
 		return fallback
 	}
 	switch host {
-	case "127.0.0.1", "::1":
+	case "127.0.0.1":
+		// istiod's actualLocalHosts: 127.0.0.1 unless the proxy has only IPv6 addresses.
+		return proxyLocalhost(p), uint32(port)
+	case "::1":
+		// ::1 when the proxy has an IPv6 address, else 127.0.0.1.
+		if proxyIPv6(p) {
+			return "::1", uint32(port)
+		}
 		return "127.0.0.1", uint32(port)
 	case "0.0.0.0":
 		return first(true, "127.0.0.1"), uint32(port)

@@ -170,3 +170,73 @@ func TestSidecarIngressNameClash(t *testing.T) {
 		t.Errorf("%d listeners 0.0.0.0_8080, want 1", n)
 	}
 }
+
+// TestSidecarIngressPortRules: which Sidecar ingress ports istiod leaves out (CanBindToPort)
+// and where its loopback default endpoints go: virtualInbound's port 15006 is kept; a port of
+// the agent's own listeners (ENVOY_STATUS_PORT, ENVOY_PROMETHEUS_PORT, …) is left out on the
+// wildcard address (bind 0.0.0.0, or none on an HTTP port) only; a privileged port is left
+// out when an unprivileged pod would bind it; 127.0.0.1 is ::1 on an IPv6-only proxy and ::1
+// is 127.0.0.1 on an IPv4 one.
+func TestSidecarIngressPortRules(t *testing.T) {
+	in := func(num uint32, proto, bind string, mode networking.CaptureMode, def string) *networking.IstioIngressListener {
+		return &networking.IstioIngressListener{Port: &networking.SidecarPort{Number: num, Protocol: proto, Name: fmt.Sprintf("p%d", num)}, Bind: bind, CaptureMode: mode, DefaultEndpoint: def}
+	}
+	const dflt, none = networking.CaptureMode_DEFAULT, networking.CaptureMode_NONE
+	static := []uint32{15021, 15090}
+	tests := []struct {
+		name         string
+		ip           string
+		unprivileged bool
+		static       []uint32
+		ingress      []*networking.IstioIngressListener
+		clusters     []string // inbound clusters: NAME TYPE ENDPOINT bind|nobind max=N
+	}{
+		{"virtualInbound's port is kept", "10.64.0.1", false, static,
+			[]*networking.IstioIngressListener{in(15006, "TCP", "", dflt, "127.0.0.1:9006")},
+			[]string{"inbound|15006|| STATIC 127.0.0.1:9006 nobind max=4294967295"}},
+		{"an agent port: no bind on HTTP is the wildcard, on TCP not", "10.64.0.1", false, static,
+			[]*networking.IstioIngressListener{in(15021, "HTTP", "", dflt, ""), in(15090, "TCP", "", dflt, "")},
+			[]string{"inbound|15090|| ORIGINAL_DST - bind max=4294967295"}},
+		{"an agent port: bind 0.0.0.0 left out, another bind kept", "10.64.0.1", false, static,
+			[]*networking.IstioIngressListener{in(15090, "TCP", "0.0.0.0", none, ""), in(15021, "HTTP", "10.64.0.1", none, "")},
+			[]string{"inbound|15021|| ORIGINAL_DST - bind max=4294967295"}},
+		{"no agent ports in the metadata", "10.64.0.1", false, nil,
+			[]*networking.IstioIngressListener{in(15021, "HTTP", "", dflt, "")},
+			[]string{"inbound|15021|| ORIGINAL_DST - bind max=4294967295"}},
+		{"unprivileged: a privileged port it binds left out", "10.64.0.1", true, nil,
+			[]*networking.IstioIngressListener{in(80, "HTTP", "", none, ""), in(81, "HTTP", "", dflt, ""), in(1024, "HTTP", "", none, "")},
+			[]string{"inbound|1024|| ORIGINAL_DST - bind max=4294967295", "inbound|81|| ORIGINAL_DST - bind max=4294967295"}},
+		{"privileged: a privileged port it binds kept", "10.64.0.1", false, nil,
+			[]*networking.IstioIngressListener{in(80, "HTTP", "", none, "")},
+			[]string{"inbound|80|| ORIGINAL_DST - bind max=4294967295"}},
+		{"IPv4: ::1 is 127.0.0.1", "10.64.0.1", false, nil,
+			[]*networking.IstioIngressListener{in(18080, "HTTP", "", dflt, "[::1]:8080")},
+			[]string{"inbound|18080|| STATIC 127.0.0.1:8080 nobind max=4294967295"}},
+		{"IPv6: 127.0.0.1 is ::1", "fd00::1", false, nil,
+			[]*networking.IstioIngressListener{in(18080, "HTTP", "", dflt, "127.0.0.1:8080"), in(18081, "HTTP", "", dflt, "[::1]:8081")},
+			[]string{"inbound|18080|| STATIC ::1:8080 nobind max=4294967295", "inbound|18081|| STATIC ::1:8081 nobind max=4294967295"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "till-in", Namespace: "inbound"}, Spec: &networking.Sidecar{Ingress: tt.ingress}}
+			s := model.NewSnapshot(1, model.SnapshotInput{Configs: []*istioconfig.Config{sc}})
+			p := sidecarProxy(tt.ip, "inbound")
+			p.InterceptionMode, p.Unprivileged, p.StaticPorts = "REDIRECT", tt.unprivileged, tt.static
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			var clusters []string
+			for _, r := range g[ClusterType] {
+				if strings.HasPrefix(r.Name, "inbound|") {
+					clusters = append(clusters, inboundClusterText(r.Message.(*clusterv3.Cluster)))
+				}
+			}
+			slices.Sort(clusters)
+			if !slices.Equal(clusters, tt.clusters) {
+				t.Errorf("inbound clusters\n %s\nwant\n %s", strings.Join(clusters, "\n "), strings.Join(tt.clusters, "\n "))
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -57,6 +58,14 @@ type Proxy struct {
 	IstioVersion string
 	// InterceptionMode from metadata INTERCEPTION_MODE (REDIRECT, TPROXY, NONE).
 	InterceptionMode string
+	// Unprivileged is metadata UNPRIVILEGED_POD read as a boolean ("true", "1", …): the
+	// proxy cannot bind ports 1-1023.
+	Unprivileged bool
+	// StaticPorts are the ports of the agent's own listeners, from metadata ENVOY_STATUS_PORT,
+	// ENVOY_PROMETHEUS_PORT, ENVOY_SECURE_METRICS_PORT and ENVOY_SECURE_MERGED_METRICS_PORT
+	// (those absent or 0 left out): a Sidecar ingress port on the wildcard address may not
+	// take one (istiod's conflictWithReservedListener).
+	StaticPorts []uint32
 	// Locality is the proxy's locality as istiod resolves it (Resolved): its labels' region,
 	// zone and subzone, else its locality label's, else its node's (NodeLocality). On a proxy
 	// built by hand (not Resolved) it is the node's own (gen.ProxyLocality resolves it).
@@ -129,6 +138,12 @@ func ParseProxy(node *corev3.Node) (*Proxy, error) {
 	p.Generator = stringField(md, "GENERATOR")
 	p.IstioVersion = stringField(md, "ISTIO_VERSION")
 	p.InterceptionMode = stringField(md, "INTERCEPTION_MODE")
+	p.Unprivileged, _ = strconv.ParseBool(stringField(md, "UNPRIVILEGED_POD"))
+	for _, k := range []string{"ENVOY_STATUS_PORT", "ENVOY_PROMETHEUS_PORT", "ENVOY_SECURE_METRICS_PORT", "ENVOY_SECURE_MERGED_METRICS_PORT"} {
+		if n := portField(md, k); n != 0 {
+			p.StaticPorts = append(p.StaticPorts, n)
+		}
+	}
 	if p.NodeLabels, err = stringMap(md, "LABELS", node.GetId()); err != nil {
 		return nil, err
 	}
@@ -163,6 +178,23 @@ func stringMap(md map[string]*structpb.Value, key, nodeID string) (map[string]st
 
 func stringField(md map[string]*structpb.Value, key string) string {
 	return md[key].GetStringValue()
+}
+
+// portField reads metadata key as a port: a number (as the agent sends it) or a decimal
+// string; 0 when absent or not a port.
+func portField(md map[string]*structpb.Value, key string) uint32 {
+	v := md[key]
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NumberValue:
+		if n := k.NumberValue; n > 0 && n <= 65535 && n == float64(uint32(n)) {
+			return uint32(n)
+		}
+	case *structpb.Value_StringValue:
+		if n, err := strconv.ParseUint(k.StringValue, 10, 16); err == nil {
+			return uint32(n)
+		}
+	}
+	return 0
 }
 
 // IsGRPC reports whether the proxy is a proxyless gRPC client.

@@ -64,6 +64,15 @@ func TestParseProxy(t *testing.T) {
 				Locality:   Locality{"r2", "z2", ""}, NodeLocality: Locality{"r1", "z1", ""}},
 		},
 		{
+			name: "UNPRIVILEGED_POD and the agent's ports (numbers, a decimal string; 0 and junk left out)",
+			id:   "sidecar~10.1.2.3~web-0.ns-1~ns-1.svc.cluster.local",
+			md: map[string]any{"NAMESPACE": "ns-1", "UNPRIVILEGED_POD": "true", "ENVOY_STATUS_PORT": 15021, "ENVOY_PROMETHEUS_PORT": "15090",
+				"ENVOY_SECURE_METRICS_PORT": 0, "ENVOY_SECURE_MERGED_METRICS_PORT": "x"},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.1.2.3"}, ID: "web-0.ns-1",
+				DNSDomain: "ns-1.svc.cluster.local", Namespace: "ns-1", NodeNamespace: "ns-1", Labels: map[string]string{},
+				Unprivileged: true, StaticPorts: []uint32{15021, 15090}},
+		},
+		{
 			name: "a subzone without a zone is not a label",
 			id:   "sidecar~10.1.2.3~web-0.ns-1~ns-1.svc.cluster.local",
 			md:   map[string]any{"NAMESPACE": "ns-1"}, locality: &corev3.Locality{Region: "r1", SubZone: "s1"},
