@@ -153,7 +153,7 @@ func proxyLocalhost(p *model.Proxy) string {
 // proxy's interception mode.
 func bindsToPort(mode networking.CaptureMode, p *model.Proxy) bool {
 	if mode == networking.CaptureMode_DEFAULT {
-		return strings.EqualFold(p.InterceptionMode, "NONE")
+		return p.InterceptionMode == "NONE" // case-sensitive, as istiod's GetInterceptionMode
 	}
 	return mode == networking.CaptureMode_NONE
 }

@@ -240,3 +240,30 @@ func TestSidecarIngressPortRules(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarIngressInterceptionMode: an ingress port of captureMode DEFAULT binds a listener of
+// its own on a proxy whose INTERCEPTION_MODE is NONE, compared case-sensitively as istiod's
+// GetInterceptionMode does ("none" is not NONE: the proxy is REDIRECT's).
+func TestSidecarIngressInterceptionMode(t *testing.T) {
+	sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "till-in", Namespace: "inbound"}, Spec: &networking.Sidecar{
+		Ingress: []*networking.IstioIngressListener{{Port: &networking.SidecarPort{Number: 18080, Protocol: "HTTP", Name: "http"}, DefaultEndpoint: "127.0.0.1:8080"}},
+	}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Configs: []*istioconfig.Config{sc}})
+	for _, tt := range []struct {
+		mode  string
+		bound bool
+	}{{"NONE", true}, {"none", false}, {"None", false}, {"REDIRECT", false}, {"", false}} {
+		t.Run(tt.mode, func(t *testing.T) {
+			p := sidecarProxy("10.64.0.1", "inbound")
+			p.InterceptionMode = tt.mode
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			if got := findResource(g[ListenerType], "10.64.0.1_18080") != nil; got != tt.bound {
+				t.Errorf("listener 10.64.0.1_18080 built: %v, want %v", got, tt.bound)
+			}
+		})
+	}
+}
