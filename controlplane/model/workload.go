@@ -77,7 +77,8 @@ func workload(p *Proxy, s *Snapshot) (*Endpoint, bool) {
 
 // WithWorkloadLabels returns p, a proxy as parsed from its node, with the labels and locality
 // istiod gives it in s (its SetWorkloadLabels, then setTopologyLabels): its workload's labels
-// (WorkloadLabels, with the cluster and locality its registry adds) over its node's
+// (WorkloadLabels, with the cluster and locality its registry adds; a Pod's node name only
+// from the proxy's NODE_NAME, not from its endpoint) over its node's
 // STATIC_LABELS when the registry knows its workload, else its node's LABELS (always for a
 // proxy labelled TestVMLabel); then the topology labels of its locality, CLUSTER_ID, NODE_NAME
 // and NETWORK (topology.go). It returns p itself when nothing changes, else a copy.
@@ -97,6 +98,12 @@ func WithWorkloadLabels(p *Proxy, s *Snapshot) *Proxy {
 	}
 	if ep != nil {
 		l.under, l.over = p.StaticLabels, ep.Labels
+		if kube && p.NodeName == "" {
+			// A Pod's endpoint carries its node's name (kubernetes.io/hostname, as istiod's
+			// endpoints do), but istiod labels the proxy with its NODE_NAME only
+			// (GetProxyWorkloadLabels): without one, none. With one, addProxy sets it.
+			l.over = withoutLabel(ep.Labels, LabelHostname)
+		}
 		l.addRegistry(ep, kube)
 	} else {
 		if p.Resolved {
@@ -132,4 +139,18 @@ func WithWorkloadLabels(p *Proxy, s *Snapshot) *Proxy {
 // goroutines that ask (the push filter and the proxy's session).
 type workloadMemo struct {
 	last atomic.Pointer[Proxy]
+}
+
+// withoutLabel returns labels without key k: labels itself when it has no k, else a copy.
+func withoutLabel(labels map[string]string, k string) map[string]string {
+	if _, ok := labels[k]; !ok {
+		return labels
+	}
+	out := make(map[string]string, len(labels)-1)
+	for lk, v := range labels {
+		if lk != k {
+			out[lk] = v
+		}
+	}
+	return out
 }

@@ -120,6 +120,9 @@ func TestTopologyLabels(t *testing.T) {
 			"ledger.other.internal": {{Service: "ledger.other.internal", Address: "10.9.0.4", Labels: map[string]string{"app": "ledger"}, Source: seOther}},
 			"pods.shop.svc.cluster.local": {
 				{Service: "pods.shop.svc.cluster.local", Address: "10.9.0.5", Labels: map[string]string{"app": "pod"}, Locality: Locality{"pod-r", "pod-z", "pod-s"}, Source: slice},
+				// As the Kubernetes registry builds a Pod's endpoint: its node's name among the
+				// labels (RegistryLabels).
+				{Service: "pods.shop.svc.cluster.local", Address: "10.9.0.6", Labels: RegistryLabels(map[string]string{"app": "pod"}, Locality{}, "pod-node", ""), Source: slice},
 			},
 		},
 	})
@@ -148,6 +151,12 @@ func TestTopologyLabels(t *testing.T) {
 		{name: "a Pod's locality", ip: "10.9.0.5",
 			md:   map[string]any{"NAMESPACE": "shop", "CLUSTER_ID": "Kubernetes"},
 			want: map[string]string{"app": "pod", LabelCluster: "Kubernetes", LabelRegion: "pod-r", LabelZone: "pod-z", LabelSubzone: "pod-s"}, wantLoc: Locality{"pod-r", "pod-z", "pod-s"}},
+		{name: "a Pod on a node, the proxy without NODE_NAME: no hostname (istiod reads the proxy's only)", ip: "10.9.0.6",
+			md:   map[string]any{"NAMESPACE": "shop", "CLUSTER_ID": "Kubernetes"},
+			want: map[string]string{"app": "pod", LabelCluster: "Kubernetes", LabelRegion: "node-r", LabelZone: "node-z"}, wantLoc: Locality{"node-r", "node-z", ""}},
+		{name: "a Pod on a node, the proxy's NODE_NAME", ip: "10.9.0.6",
+			md:   map[string]any{"NAMESPACE": "shop", "CLUSTER_ID": "Kubernetes", "NODE_NAME": "n-2"},
+			want: map[string]string{"app": "pod", LabelCluster: "Kubernetes", LabelRegion: "node-r", LabelZone: "node-z", LabelHostname: "n-2"}, wantLoc: Locality{"node-r", "node-z", ""}},
 		{name: "another cluster's proxy: no workload in this cluster's registries", ip: "10.9.0.1",
 			md:   map[string]any{"NAMESPACE": "shop", "CLUSTER_ID": "west", "LABELS": map[string]any{"app": "web"}},
 			want: map[string]string{"app": "web", LabelCluster: "west", LabelRegion: "node-r", LabelZone: "node-z"}, wantLoc: Locality{"node-r", "node-z", ""}},
