@@ -3,10 +3,13 @@ package controlplane_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 
 	"github.com/xdslab/xdslab/controlplane/controlplanetest"
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -131,7 +134,8 @@ spec:
 
 // TestFleetSidecarEgressBind: fake Envoys under a Sidecar whose HTTP egress ports bind an
 // address (127.0.0.2_8080, TCP 127.0.0.2_5000) or their port (127.0.0.1_9080) hold those
-// listeners, and the tunnelling tcp_proxy of 240.0.81.1_5000, and reach a full config without
+// listeners, whose tcp_proxy filters on 240.0.81.1_5000 and 127.0.0.2_5000 carry the
+// DestinationRule's tunneling_config (decoded and compared), and reach a full config without
 // a NACK, over SotW and Delta.
 func TestFleetSidecarEgressBind(t *testing.T) {
 	dir := t.TempDir()
@@ -140,9 +144,11 @@ func TestFleetSidecarEgressBind(t *testing.T) {
 	opts.ConfigDir = dir
 	s := controlplanetest.NewServer(t, opts)
 	waitSnap(t, s, "the service", func(s *model.Snapshot) bool { return len(s.Endpoints("kiln.egressbind.svc.cluster.local")) == 1 })
-	held := &heldListeners{names: []string{"127.0.0.2_8080", "127.0.0.1_9080", "240.0.81.1_5000", "127.0.0.2_5000"}, seen: map[string]bool{}}
+	held := &heldListeners{names: []string{"127.0.0.2_8080", "127.0.0.1_9080", "240.0.81.1_5000", "127.0.0.2_5000"}, seen: map[string]bool{},
+		tunnel: map[string]string{"240.0.81.1_5000": "kiln-exit.example.org:8443", "127.0.0.2_5000": "kiln-exit.example.org:8443"}}
 	runHeldFleet(t, s.GRPCAddr(), fakeenvoy.IdentityTemplate{Namespace: "egressbind"}, held)
-	for _, want := range []string{"sotw 127.0.0.2_8080", "delta 127.0.0.2_8080", "sotw 127.0.0.1_9080", "delta 127.0.0.1_9080", "sotw 240.0.81.1_5000", "delta 240.0.81.1_5000", "sotw 127.0.0.2_5000", "delta 127.0.0.2_5000"} {
+	for _, want := range []string{"sotw 127.0.0.2_8080", "delta 127.0.0.2_8080", "sotw 127.0.0.1_9080", "delta 127.0.0.1_9080", "sotw 240.0.81.1_5000", "delta 240.0.81.1_5000", "sotw 127.0.0.2_5000", "delta 127.0.0.2_5000",
+		"sotw tunnel 240.0.81.1_5000", "delta tunnel 240.0.81.1_5000", "sotw tunnel 127.0.0.2_5000", "delta tunnel 127.0.0.2_5000"} {
 		if !held.has(want) {
 			t.Errorf("no client holds %q", want)
 		}
@@ -178,6 +184,9 @@ type heldListeners struct {
 	probe.NopHooks
 	names  []string
 	static string
+	// tunnel maps a listener to the tunneling_config hostname every tcp_proxy of it must
+	// carry ("GROUP tunnel NAME" is seen when it does).
+	tunnel map[string]string
 	mu     sync.Mutex
 	seen   map[string]bool
 }
@@ -188,6 +197,11 @@ func (h *heldListeners) Applied(c probe.ClientInfo, _ probe.ResponseInfo, v prob
 	for _, name := range h.names {
 		if v.Resource("type.googleapis.com/envoy.config.listener.v3.Listener", name) != nil {
 			h.seen[c.Group+" "+name] = true
+		}
+	}
+	for name, want := range h.tunnel {
+		if l, ok := v.Resource("type.googleapis.com/envoy.config.listener.v3.Listener", name).(*listenerv3.Listener); ok && tunnels(l, want) {
+			h.seen[c.Group+" tunnel "+name] = true
 		}
 	}
 	if h.static == "" {
@@ -202,4 +216,21 @@ func (h *heldListeners) has(s string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.seen[s]
+}
+
+// tunnels reports whether l has tcp_proxy filters and each tunnels to hostname.
+func tunnels(l *listenerv3.Listener, hostname string) bool {
+	n := 0
+	for _, fc := range append(slices.Clone(l.GetFilterChains()), l.GetDefaultFilterChain()) {
+		for _, f := range fc.GetFilters() {
+			tp := &tcpproxyv3.TcpProxy{}
+			if f.GetTypedConfig().MessageIs(tp) {
+				if err := f.GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetTunnelingConfig().GetHostname() != hostname {
+					return false
+				}
+				n++
+			}
+		}
+	}
+	return n > 0
 }

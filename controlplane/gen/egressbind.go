@@ -28,13 +28,16 @@ import (
 // addBoundTCPPort adds port of svc to the bound TCP (or sniffed) listener of b: as for a service whose only
 // address is the bind address (istiod keys the listener by bind and port, whatever the
 // service's VIPs), its tcp_proxy chains merged with those of the services before it on the
-// port (addOutboundPort). The listener binds its port under captureMode NONE (boundNames).
-func addBoundTCPPort(b boundEgress, svc *model.Service, add func(*model.Service), boundNames map[string]bool, port uint32) {
+// port (addOutboundPort). The listener binds its port under captureMode NONE (boundNames:
+// true), and depends on the Sidecar (sidecars).
+func addBoundTCPPort(b boundEgress, svc *model.Service, add func(*model.Service), boundNames map[string]bool, sidecars map[string]istioconfig.Key, port uint32) {
 	at := *svc
 	at.Addresses = []string{b.bind}
 	add(&at)
+	name := ListenerName(b.bind, port)
+	sidecars[name] = b.sidecar
 	if b.bindToPort {
-		boundNames[ListenerName(b.bind, port)] = true
+		boundNames[name] = true
 	}
 }
 
@@ -42,6 +45,9 @@ func addBoundTCPPort(b boundEgress, svc *model.Service, add func(*model.Service)
 type boundEgress struct {
 	bind       string
 	bindToPort bool
+	// sidecar is the Sidecar whose egress listener binds the port: the listener's address
+	// and bind_to_port come from it.
+	sidecar istioconfig.Key
 }
 
 // boundHTTP collects the services of one bound HTTP egress port.
@@ -74,9 +80,9 @@ func boundEgressPort(sc *model.Scope, port model.Port, localhost string) (boundE
 			// port under captureMode NONE).
 			return boundEgress{}, false
 		case eg.GetBind() != "":
-			return boundEgress{bind: eg.GetBind(), bindToPort: none}, true
+			return boundEgress{bind: eg.GetBind(), bindToPort: none, sidecar: sc.Sidecar.Key()}, true
 		case none:
-			return boundEgress{bind: localhost, bindToPort: true}, true
+			return boundEgress{bind: localhost, bindToPort: true, sidecar: sc.Sidecar.Key()}, true
 		}
 		return boundEgress{}, false
 	}
@@ -89,7 +95,7 @@ func addBoundHTTPPort(b boundEgress, svc *model.Service, port model.Port, bound 
 	name := ListenerName(b.bind, port.Number)
 	bh := bound[name]
 	if bh == nil {
-		bh = &boundHTTP{boundEgress: b, port: port.Number, grpcWeb: port.Protocol == model.ProtocolGRPCWeb}
+		bh = &boundHTTP{boundEgress: b, port: port.Number, grpcWeb: port.Protocol == model.ProtocolGRPCWeb, deps: []istioconfig.Key{b.sidecar}}
 		bound[name] = bh
 		taken[name] = takenBy{svc.Hostname, port.Protocol}
 	}

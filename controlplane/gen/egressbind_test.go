@@ -16,7 +16,7 @@ import (
 // configuration PORT, bound to its port only under captureMode NONE; the catch-all listener
 // still builds 0.0.0.0_PORT. A TCP port's services share BIND_PORT with their tcp_proxy chains.
 // A sniffed port's too. A unix socket bind, a TLS and an HTTP_PROXY port are not bound (not
-// generated).
+// generated). A bound listener depends on the Sidecar.
 func TestSidecarEgressBind(t *testing.T) {
 	kiln := &model.Service{Hostname: "kiln.egressbind.svc.cluster.local", Namespace: "egressbind", Addresses: []string{"240.0.81.1"}, Ports: []model.Port{
 		{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}}}
@@ -64,6 +64,10 @@ func TestSidecarEgressBind(t *testing.T) {
 				got = append(got, name)
 				if a := l.GetAddress().GetSocketAddress().GetAddress(); a == "0.0.0.0" || a == "240.0.81.1" {
 					continue
+				}
+				// Its address and bind_to_port come from the Sidecar.
+				if !slices.Contains(r.Deps, sc.Key()) {
+					t.Errorf("%s: deps %v lack the Sidecar %v", r.Name, r.Deps, sc.Key())
 				}
 				fc := l.GetFilterChains()
 				if tt.egress.GetPort().GetProtocol() == "" {

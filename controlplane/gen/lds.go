@@ -81,8 +81,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	// In istiod's service order (oldest first), which decides which service's listener of a
 	// shared address and port comes first, and so how the next one merges into it.
 	visible := slices.SortedStableFunc(slices.Values(visibleServices(s, sc)), sc.CompareServices)
-	boundTCP := map[string]bool{}       // TCP egress listeners that bind their port (egressbind.go)
-	boundOut := map[string]*boundHTTP{} // HTTP egress ports bound to an address (egressbind.go)
+	boundTCP := map[string]bool{}                   // TCP egress listeners that bind their port (egressbind.go)
+	boundTCPSidecar := map[string]istioconfig.Key{} // the Sidecar of each TCP egress listener bound to an address
+	boundOut := map[string]*boundHTTP{}             // HTTP egress ports bound to an address (egressbind.go)
 	for _, held := range []bool{true, false} {
 		for _, svc := range visible {
 			for _, port := range svc.Ports {
@@ -101,7 +102,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 						} else {
 							addBoundTCPPort(b, svc, func(at *model.Service) {
 								errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want)...)
-							}, boundTCP, port.Number)
+							}, boundTCP, boundTCPSidecar, port.Number)
 						}
 						continue
 					}
@@ -124,6 +125,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	for i := range tcp {
 		if boundTCP[tcp[i].Name] {
 			tcp[i].Message.(*listenerv3.Listener).BindToPort = nil
+		}
+		if k, ok := boundTCPSidecar[tcp[i].Name]; ok && !slices.Contains(tcp[i].Deps, k) {
+			tcp[i].Deps = sortDeps(append(slices.Clone(tcp[i].Deps), k))
 		}
 	}
 	out := tcp

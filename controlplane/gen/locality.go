@@ -242,8 +242,9 @@ func endpointTopologyLabel(ep *model.Endpoint, k string) string {
 	return topologyLabel(ep.Labels, ep.Locality, k)
 }
 
-// labelHostname is the node label istiod adds to endpoints' and proxies' labels (xdslab's
-// model carries no node name: it matches only where the labels say it).
+// labelHostname is the node label istiod adds to endpoints' labels (a Pod's node) and to
+// proxies' (their NODE_NAME); xdslab's model carries both (model.RegistryLabels,
+// model.WithWorkloadLabels).
 const labelHostname = "kubernetes.io/hostname"
 
 // distributionFailover is the failoverPriority a traffic distribution stands for.
