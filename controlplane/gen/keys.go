@@ -2,6 +2,7 @@ package gen
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -187,8 +188,9 @@ func SelectedLabels(p *model.Proxy, s *model.Snapshot) string {
 
 // InboundIPScope names what a sidecar's CDS and LDS read of the proxy itself when the Sidecar
 // that applies to it has ingress listeners: its IPs (an ingress port binds to the first, a
-// 0.0.0.0 default endpoint sends to it) and its interception mode (NONE binds every ingress
-// port). "" otherwise: inbound config then follows the proxy's IP only where it is an endpoint,
+// 0.0.0.0 default endpoint sends to it), its interception mode (NONE binds every ingress
+// port), and whether it is an unprivileged pod and which ports the agent's own listeners take
+// (ingress ports istiod leaves out). "" otherwise: inbound config then follows the proxy's IP only where it is an endpoint,
 // which the ADS server adds itself.
 func InboundIPScope(p *model.Proxy, s *model.Snapshot) string {
 	if p == nil || s == nil {
@@ -201,7 +203,12 @@ func InboundIPScope(p *model.Proxy, s *model.Snapshot) string {
 	if spec, ok := sc.Sidecar.Spec.(*networking.Sidecar); !ok || len(spec.GetIngress()) == 0 {
 		return ""
 	}
-	return "ingress=" + strings.Join(p.IPAddresses, "+") + "|icpt=" + p.InterceptionMode
+	ports := make([]string, len(p.StaticPorts))
+	for i, n := range p.StaticPorts {
+		ports[i] = strconv.FormatUint(uint64(n), 10)
+	}
+	return "ingress=" + strings.Join(p.IPAddresses, "+") + "|icpt=" + p.InterceptionMode +
+		"|unpriv=" + strconv.FormatBool(p.Unprivileged) + "|agent=" + strings.Join(ports, ",")
 }
 
 type httpSourceSelectorsKey struct{}
