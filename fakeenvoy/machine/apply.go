@@ -268,14 +268,14 @@ func (m *Machine) afterApply(s *Step, t rtype, u *update, changed, nacked bool, 
 	if !nacked {
 		m.types[t].accepted = true
 	}
-	m.warmByContent(u)
+	m.warmByContent(u, now)
 	if changed {
 		s.Applied = true
 		m.followUp(s, t, now)
 		if t.wildcard() {
 			m.followUpSecrets(s, now)
 			if m.secretsGained { // secrets the agent served at once
-				m.rewarmSecrets()
+				m.rewarmSecrets(now)
 			}
 		}
 	}

@@ -94,10 +94,14 @@ type Machine struct {
 	// SDS response comes), every resource waiting for secrets still lacks one: warmSecrets
 	// only puts a resource there while it does.
 	secretsGained bool
-	started       bool
-	nodeSent      bool   // node already sent on this stream
-	seq           uint64 // responses over the client's life
-	streamResp    int    // responses on this stream
+	// subs are the client's SDS subscriptions (sds.go: secretSub), sorted by key, kept while
+	// a cluster or listener names them: a slice, as a client has a few.
+	subs         []secretSub
+	deadlineMemo deadlineMemo
+	started      bool
+	nodeSent     bool   // node already sent on this stream
+	seq          uint64 // responses over the client's life
+	streamResp   int    // responses on this stream
 
 	rng   *rand.Rand    // NACK probability; nil when unused
 	delay *dist.Sampler // ACK delay; nil when none
@@ -311,7 +315,7 @@ func (m *Machine) OnTimer(now time.Time) Step {
 	var s Step
 	m.expireInit(&s, now)
 	if m.deliverLocal(now) {
-		m.rewarmSecrets()
+		m.rewarmSecrets(now)
 	}
 	if a, b := expire(m.init.secC, now), expire(m.init.secL, now); a || b {
 		s.Timeouts = append(s.Timeouts, tSDS.url())

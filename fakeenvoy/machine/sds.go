@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,8 +110,9 @@ type secretRefs struct {
 }
 
 // secretWait is the initial_fetch_timeout a secret's sds_config gives (0: wait forever). Envoy
-// makes each secret an init target of its own: a resource warms when each of its secrets has
-// arrived or waited out its own timeout.
+// makes each secret's subscription an init target of its own, shared by the resources that name
+// it (secretSub): a resource warms until each of its secrets has arrived or its subscription
+// has timed out.
 type secretWait struct {
 	ref  secretRef
 	wait time.Duration
@@ -238,24 +240,116 @@ func (m *Machine) secretWait(d *decoded, ref secretRef) time.Duration {
 	return max(m.srcIft, 0)
 }
 
-// secretDeadlines returns, for resource d whose secrets start warming at start, the deadline
-// of the secrets it misses of miss (sorted; nil: those it does not hold) that wait forever
-// (forever) and the latest deadline of those that do not (finite, zero for none).
-func (m *Machine) secretDeadlines(d *decoded, miss []secretRef, start time.Time) (forever bool, finite time.Time) {
+// subKey names one SDS subscription as Envoy keeps it: one per secret name and whole
+// sds_config (the secret manager's findOrCreate keys its providers by both, the config's
+// initial_fetch_timeout included), shared by every cluster and listener that names it.
+type subKey struct {
+	ref  secretRef
+	wait time.Duration // the effective initial_fetch_timeout; 0: forever
+}
+
+// secretSub is a subscription's init target, shared the way Envoy shares it (a shared init
+// target): its timeout runs from when the first resource naming it started warming, once; once
+// it is ready (the secret arrived, or that timeout passed) every resource that names it later is
+// ready at once, and one naming it while it is pending waits for the same deadline.
+type secretSub struct {
+	key     subKey
+	start   due  // when the first resource naming it started warming
+	arrived bool // the secret arrived (it stays ready even if taken away later)
+}
+
+func cmpSubKey(a, b subKey) int {
+	if c := cmpSecretRef(a.ref, b.ref); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.wait, b.wait)
+}
+
+// ready reports whether sub is ready at now: arrived, or timed out.
+func (s *secretSub) ready(now time.Time) bool {
+	return s.arrived || s.key.wait > 0 && !now.Before(s.start.time().Add(s.key.wait))
+}
+
+// sub returns the subscription of k, started at now when there was none.
+func (m *Machine) sub(k subKey, now time.Time) *secretSub {
+	i, ok := slices.BinarySearchFunc(m.subs, k, func(s secretSub, k subKey) int { return cmpSubKey(s.key, k) })
+	if !ok {
+		if m.subs == nil {
+			m.subs = make([]secretSub, 0, 2) // a sidecar's workload certificate and root
+		}
+		m.subs = slices.Insert(m.subs, i, secretSub{key: k, start: dueAt(now)})
+	}
+	return &m.subs[i]
+}
+
+// secretDeadlines returns, for resource d warming at now, whether one of its secrets whose
+// subscription is pending waits forever (forever), and the latest deadline of its pending
+// subscriptions that do not (finite, zero for none): when both are false/zero, d does not wait
+// (every subscription it names is ready). A subscription d is the first to name starts at now.
+func (m *Machine) secretDeadlines(d *decoded, now time.Time) (forever bool, finite time.Time) {
 	for _, r := range d.secrets {
-		if miss != nil && !isMissing(r, miss) || miss == nil && m.holdsSecret(r) {
+		sub := m.sub(subKey{ref: r, wait: m.secretWait(d, r)}, now)
+		if !sub.arrived && m.holdsSecret(r) {
+			sub.arrived = true
+		}
+		if sub.ready(now) {
 			continue
 		}
-		w := m.secretWait(d, r)
-		if w == 0 {
+		if sub.key.wait == 0 {
 			forever = true
 			continue
 		}
-		if dl := start.Add(w); dl.After(finite) {
+		if dl := sub.start.time().Add(sub.key.wait); dl.After(finite) {
 			finite = dl
 		}
 	}
 	return forever, finite
+}
+
+// deadlineMemo is memoDeadlines' last answer: secretDeadlines of a resource naming refs with
+// waits, at at.
+type deadlineMemo struct {
+	refs    []secretRef
+	waits   []secretWait
+	at      time.Time
+	forever bool
+	finite  time.Time
+}
+
+// memoDeadlines is secretDeadlines, remembered for the last list of secrets (a full config's
+// thousands of clusters share one or two): the answer holds for the same lists at the same
+// instant until a secret arrives or a subscription is dropped (rewarmSecrets, pruneSubs
+// forget it).
+func (m *Machine) memoDeadlines(d *decoded, now time.Time) (forever bool, finite time.Time) {
+	mm := &m.deadlineMemo
+	if mm.refs != nil && now.Equal(mm.at) && sameSecretList(d.secrets, mm.refs) && sameWaits(d.secretWaits, mm.waits) {
+		return mm.forever, mm.finite
+	}
+	forever, finite = m.secretDeadlines(d, now)
+	*mm = deadlineMemo{refs: d.secrets, waits: d.secretWaits, at: now, forever: forever, finite: finite}
+	return forever, finite
+}
+
+// pruneSubs drops the SDS subscriptions no cluster or listener names any more (as Envoy
+// destroys a secret provider its last owner let go of): a resource that names that secret
+// again later starts a new one. Those on ADS that draining listeners still use are kept.
+func (m *Machine) pruneSubs() {
+	if len(m.subs) == 0 {
+		return
+	}
+	m.deadlineMemo = deadlineMemo{}
+	c, l := &m.types[tCDS], &m.types[tLDS]
+	cr, lr := c.set.secretRefsOr(c.res), l.set.secretRefsOr(l.res)
+	m.subs = slices.DeleteFunc(m.subs, func(s secretSub) bool {
+		if isMissing(s.key.ref, cr) || isMissing(s.key.ref, lr) {
+			return false
+		}
+		_, draining := m.drain[tSDS][s.key.ref.name]
+		return !draining || !s.key.ref.overADS()
+	})
+	if len(m.subs) == 0 {
+		m.subs = nil
+	}
 }
 
 func cmpSecretRef(a, b secretRef) int {
@@ -434,44 +528,59 @@ func sameSecretList(a, b []secretRef) bool {
 }
 
 // warmSecrets puts a new or changed cluster or listener d into SDS warming when it names a
-// secret the client does not hold.
+// secret the client does not hold whose subscription is not ready (secretDeadlines).
 func (m *Machine) warmSecrets(t rtype, name string, d, old *decoded, now time.Time) {
 	if !t.wildcard() {
 		return
 	}
 	_, sec, _ := m.init.warmMaps(t)
+	fin := m.init.finiteMap(t)
 	if len(d.secrets) == 0 || m.hasSecrets(d.secrets) {
 		delete(*sec, name)
-		delete(*m.init.finiteMap(t), name)
+		delete(*fin, name)
+		return
+	}
+	// Each secret waits out its own subscription's timeout: the resource waits for the last
+	// of them, and forever while a secret that waits forever is missing; once those have
+	// arrived, the others' deadlines apply (rewarmSecrets).
+	forever, finite := m.memoDeadlines(d, now)
+	if !forever && finite.IsZero() {
+		delete(*sec, name)
+		delete(*fin, name)
 		return
 	}
 	m.keepPrev(t, name, old)
 	if *sec == nil {
 		*sec = make(map[string]due)
 	}
-	// Each secret waits out its own timeout: the resource waits for the last of them, and
-	// forever while a secret that waits forever is missing; once those have arrived, the
-	// others' deadlines, counted from now, apply (rewarmSecrets).
-	forever, finite := m.secretDeadlines(d, nil, now)
-	fin := m.init.finiteMap(t)
-	delete(*fin, name)
-	if forever {
-		(*sec)[name] = 0
-		if !finite.IsZero() {
-			if *fin == nil {
-				*fin = make(map[string]due)
-			}
-			(*fin)[name] = dueAt(finite)
-		}
-		return
-	}
-	(*sec)[name] = dueAt(finite)
+	m.setSecretDeadline(sec, fin, name, forever, finite)
 }
 
-// rewarmSecrets ends the SDS warming of the clusters and listeners whose secrets have all
-// arrived.
-func (m *Machine) rewarmSecrets() {
+// setSecretDeadline records the SDS warming deadline of a resource: none while a secret that
+// waits forever is missing (the finite one then kept in fin), else finite.
+func (m *Machine) setSecretDeadline(sec, fin *map[string]due, name string, forever bool, finite time.Time) {
+	if !forever {
+		(*sec)[name] = dueAt(finite)
+		delete(*fin, name)
+		return
+	}
+	(*sec)[name] = 0
+	if finite.IsZero() {
+		delete(*fin, name)
+		return
+	}
+	if *fin == nil {
+		*fin = make(map[string]due)
+	}
+	(*fin)[name] = dueAt(finite)
+}
+
+// rewarmSecrets, at now, ends the SDS warming of the clusters and listeners whose secrets have
+// all arrived or whose subscriptions are otherwise ready, and moves the deadline of the others
+// to that of the subscriptions they still wait for.
+func (m *Machine) rewarmSecrets(now time.Time) {
 	m.secretsGained = false
+	m.deadlineMemo = deadlineMemo{}
 	if len(m.init.secC) == 0 && len(m.init.secL) == 0 {
 		return
 	}
@@ -484,6 +593,13 @@ func (m *Machine) rewarmSecrets() {
 		clear(m.init.finL)
 		return
 	}
+	// Resources share their secret lists (interned): the last answer holds for the same list.
+	var last struct {
+		refs    []secretRef
+		waits   []secretWait
+		forever bool
+		finite  time.Time
+	}
 	for _, t := range []rtype{tCDS, tLDS} {
 		_, sec, _ := m.init.warmMaps(t)
 		fin := m.init.finiteMap(t)
@@ -494,19 +610,32 @@ func (m *Machine) rewarmSecrets() {
 				delete(*fin, name)
 				continue
 			}
-			// A resource that waited forever for a secret now held waits for the others'
-			// deadlines.
-			if f, ok := (*fin)[name]; ok && (*sec)[name] == 0 {
-				if forever, _ := m.secretDeadlines(d, miss, time.Time{}); !forever {
-					(*sec)[name] = f
-					delete(*fin, name)
-				}
+			if last.refs == nil || !sameSecretList(d.secrets, last.refs) || !sameWaits(d.secretWaits, last.waits) {
+				last.refs, last.waits = d.secrets, d.secretWaits
+				last.forever, last.finite = m.secretDeadlines(d, now)
 			}
+			if !last.forever && last.finite.IsZero() {
+				delete(*sec, name)
+				delete(*fin, name)
+				continue
+			}
+			m.setSecretDeadline(sec, fin, name, last.forever, last.finite)
 		}
 		if len(*sec) == 0 {
 			clear(*fin)
 		}
 	}
+}
+
+// sameWaits reports whether a and b are the same timeouts: at once when they are the same list.
+func sameWaits(a, b []secretWait) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) > 0 && &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
 }
 
 // missingSecrets is the secret references of the client's clusters and listeners that it does
@@ -562,6 +691,7 @@ func (m *Machine) followUpSecrets(s *Step, now time.Time) {
 		m.drainedSecrets = nil
 		names = m.draining(tSDS, names, func(n string) bool { return slices.Contains(dropped, n) }, now)
 	}
+	m.pruneSubs()
 	if ts := &m.types[tSDS]; slices.Equal(ts.names, names) && (ts.subscribed || len(names) == 0) {
 		return
 	}

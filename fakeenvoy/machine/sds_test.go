@@ -282,3 +282,132 @@ func TestSDSWrappedSocket(t *testing.T) {
 		t.Errorf("secrets %v, want ROOTCA and default from the wrapped socket", names)
 	}
 }
+
+// TestSDSSharedSubscriptions: Envoy keeps one SDS subscription per secret and sds_config, its
+// init target shared by every cluster and listener that names it. Its initial_fetch_timeout
+// runs once, from when the first of them started warming; a resource naming it once it is
+// ready (arrived or timed out) does not wait, one naming it while it is pending waits for the
+// same deadline; a subscription nothing names any more is dropped, and a resource naming that
+// secret later starts a new one. A resource's deadline is that of the subscriptions it still
+// waits for, recomputed as secrets arrive, and a secret that waits forever arriving after the
+// others timed out ends warming at once, with no SDS timeout reported later.
+func TestSDSSharedSubscriptions(t *testing.T) {
+	type sec struct {
+		name string
+		ift  time.Duration // 0: forever
+	}
+	cluster := func(name string, secs ...sec) *clusterv3.Cluster {
+		c := fetest.EDSCluster(name)
+		if len(secs) == 0 {
+			return c
+		}
+		common := &tlsv3.CommonTlsContext{}
+		for _, s := range secs {
+			common.TlsCertificateSdsSecretConfigs = append(common.TlsCertificateSdsSecretConfigs, sdsRef(s.name, durationpb.New(s.ift)))
+		}
+		c.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: common})
+		return c
+	}
+	const (
+		none    = time.Duration(-1) // not warming on secrets
+		forever = time.Duration(0)  // warming, no deadline
+	)
+	type step struct {
+		at         time.Duration
+		cds        []*clusterv3.Cluster // a CDS response (the whole set) when non-nil
+		sds        []string             // else an SDS response (the whole set) when non-nil
+		want       map[string]time.Duration
+		sdsTimeout bool // a timer step reports an SDS timeout
+		subs       int  // subscriptions held after the step; -1: unchecked
+	}
+	x15 := sec{"gw-cert", 15 * time.Second}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"a resource naming a timed-out subscription does not wait", []step{
+			{at: 0, cds: []*clusterv3.Cluster{cluster("c1", x15)}, want: map[string]time.Duration{"c1": 15 * time.Second}, subs: 1},
+			{at: 15 * time.Second, want: map[string]time.Duration{"c1": none}, sdsTimeout: true, subs: 1},
+			{at: 20 * time.Second, cds: []*clusterv3.Cluster{cluster("c1", x15), cluster("c2", x15)}, want: map[string]time.Duration{"c1": none, "c2": none}, subs: 1},
+		}},
+		{"a resource joining a pending subscription waits for its deadline", []step{
+			{at: 0, cds: []*clusterv3.Cluster{cluster("c1", x15)}, want: map[string]time.Duration{"c1": 15 * time.Second}, subs: 1},
+			{at: 5 * time.Second, cds: []*clusterv3.Cluster{cluster("c1", x15), cluster("c2", x15)}, want: map[string]time.Duration{"c1": 15 * time.Second, "c2": 15 * time.Second}, subs: 1},
+			{at: 15 * time.Second, want: map[string]time.Duration{"c1": none, "c2": none}, sdsTimeout: true, subs: 1},
+		}},
+		{"another timeout is another subscription", []step{
+			{at: 0, cds: []*clusterv3.Cluster{cluster("c1", x15)}, want: map[string]time.Duration{"c1": 15 * time.Second}, subs: 1},
+			{at: 15 * time.Second, want: map[string]time.Duration{"c1": none}, sdsTimeout: true, subs: 1},
+			{at: 20 * time.Second, cds: []*clusterv3.Cluster{cluster("c1", x15), cluster("c2", sec{"gw-cert", 30 * time.Second})}, want: map[string]time.Duration{"c2": 50 * time.Second}, subs: 2},
+		}},
+		{"a subscription nothing names is dropped", []step{
+			{at: 0, cds: []*clusterv3.Cluster{cluster("c1", x15)}, want: map[string]time.Duration{"c1": 15 * time.Second}, subs: 1},
+			{at: 15 * time.Second, want: map[string]time.Duration{"c1": none}, sdsTimeout: true, subs: 1},
+			{at: 20 * time.Second, cds: []*clusterv3.Cluster{cluster("c0")}, subs: 0},
+			{at: 30 * time.Second, cds: []*clusterv3.Cluster{cluster("c0"), cluster("c2", x15)}, want: map[string]time.Duration{"c2": 45 * time.Second}, subs: 1},
+		}},
+		{"the deadline is recomputed over the secrets still missing", []step{
+			{at: 0, cds: []*clusterv3.Cluster{cluster("c1", sec{"a", 2 * time.Second}, sec{"b", 5 * time.Second})}, want: map[string]time.Duration{"c1": 5 * time.Second}, subs: 2},
+			{at: time.Second, sds: []string{"b"}, want: map[string]time.Duration{"c1": 2 * time.Second}, subs: 2},
+			{at: 2 * time.Second, want: map[string]time.Duration{"c1": none}, sdsTimeout: true, subs: 2},
+		}},
+		{"a secret waiting forever arriving after the others timed out ends warming", []step{
+			{at: 0, cds: []*clusterv3.Cluster{cluster("c1", sec{"default", 0}, sec{"a", 2 * time.Second})}, want: map[string]time.Duration{"c1": forever}, subs: 2},
+			{at: 2 * time.Second, want: map[string]time.Duration{"c1": forever}, subs: 2},
+			{at: 3 * time.Second, sds: []string{"default"}, want: map[string]time.Duration{"c1": none}, subs: 2},
+			{at: 4 * time.Second, want: map[string]time.Duration{"c1": none}, subs: 2},
+		}},
+		{"a secret waiting forever arriving first leaves the others' deadline", []step{
+			{at: 0, cds: []*clusterv3.Cluster{cluster("c1", sec{"default", 0}, sec{"a", 2 * time.Second})}, want: map[string]time.Duration{"c1": forever}, subs: 2},
+			{at: time.Second, sds: []string{"default"}, want: map[string]time.Duration{"c1": 2 * time.Second}, subs: 2},
+			{at: 2 * time.Second, want: map[string]time.Duration{"c1": none}, sdsTimeout: true, subs: 2},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMachine(t, Config{})
+			m.Start(t0)
+			for i, st := range tc.steps {
+				now := t0.Add(st.at)
+				nonce := strconv.Itoa(i)
+				var s Step
+				switch {
+				case st.cds != nil:
+					msgs := make([]proto.Message, len(st.cds))
+					for j, c := range st.cds {
+						msgs[j] = c
+					}
+					s = m.OnSotw(sotwResp(t, C, nonce, nonce, msgs...), now)
+				case st.sds != nil:
+					msgs := make([]proto.Message, len(st.sds))
+					for j, n := range st.sds {
+						msgs[j] = secret(n)
+					}
+					s = m.OnSotw(sotwResp(t, S, nonce, nonce, msgs...), now)
+				default:
+					s = m.OnTimer(now)
+					if got := slices.Contains(s.Timeouts, S); got != st.sdsTimeout {
+						t.Errorf("step %d (%v): SDS timeout %v (timeouts %v), want %v", i, st.at, got, s.Timeouts, st.sdsTimeout)
+					}
+				}
+				if s.Info.Nacked {
+					t.Fatalf("step %d: NACK %s", i, s.Info.Error)
+				}
+				for c, w := range st.want {
+					d, ok := m.init.secC[c]
+					switch {
+					case w == none && ok:
+						t.Errorf("step %d (%v): cluster %s warms on secrets until %v, want not", i, st.at, c, d.time().Sub(t0))
+					case w == forever && (!ok || d != 0):
+						t.Errorf("step %d (%v): cluster %s: deadline %v (warming %v), want forever", i, st.at, c, d.time().Sub(t0), ok)
+					case w > 0 && (!ok || !d.time().Equal(t0.Add(w))):
+						t.Errorf("step %d (%v): cluster %s: deadline %v (warming %v), want %v", i, st.at, c, d.time().Sub(t0), ok, w)
+					}
+				}
+				if st.subs >= 0 && len(m.subs) != st.subs {
+					t.Errorf("step %d (%v): %d subscriptions, want %d", i, st.at, len(m.subs), st.subs)
+				}
+			}
+		})
+	}
+}

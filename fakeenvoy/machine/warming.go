@@ -294,7 +294,7 @@ func (m *Machine) hasRoutes(refs []string) bool {
 // ClusterLoadAssignment received (even unchanged) warms its clusters, a removed one means "does
 // not exist" and warms them too; route configurations warm the listeners that have them all;
 // secrets the resources that have them all.
-func (m *Machine) warmByContent(u *update) {
+func (m *Machine) warmByContent(u *update, now time.Time) {
 	switch u.t {
 	case tEDS:
 		if len(m.init.warmC) == 0 {
@@ -353,7 +353,7 @@ func (m *Machine) warmByContent(u *update) {
 			}
 		}
 	case tSDS:
-		m.rewarmSecrets()
+		m.rewarmSecrets(now)
 	}
 }
 
