@@ -1,6 +1,7 @@
 package istioagent
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -205,6 +206,9 @@ func (a *Agent) Serve(w Workload, name string) (*tlsv3.Secret, time.Duration, er
 	case name == SecretSystemRoot:
 		return a.systemRoot()
 	case strings.HasPrefix(name, fileRootPrefix):
+		if strings.Contains(name, fileCertKeySeparer) {
+			return nil, 0, fmt.Errorf("want file-root:CA (no %s)", fileCertKeySeparer)
+		}
 		b, err := a.cfg.ReadFile(strings.TrimPrefix(name, fileRootPrefix))
 		if err != nil {
 			return nil, 0, err
@@ -214,10 +218,12 @@ func (a *Agent) Serve(w Workload, name string) (*tlsv3.Secret, time.Duration, er
 		}
 		return rootSecret(name, string(b)), 0, nil
 	case strings.HasPrefix(name, fileCertPrefix):
-		certPath, keyPath, ok := strings.Cut(strings.TrimPrefix(name, fileCertPrefix), fileCertKeySeparer)
-		if !ok {
-			return nil, 0, fmt.Errorf("want file-cert:CERT%sKEY", fileCertKeySeparer)
+		// The agent splits the name at every separator and wants exactly two paths.
+		paths := strings.Split(strings.TrimPrefix(name, fileCertPrefix), fileCertKeySeparer)
+		if len(paths) != 2 {
+			return nil, 0, fmt.Errorf("want file-cert:CERT%sKEY (one %s)", fileCertKeySeparer, fileCertKeySeparer)
 		}
+		certPath, keyPath := paths[0], paths[1]
 		cert, err := a.cfg.ReadFile(certPath)
 		if err != nil {
 			return nil, 0, err
@@ -228,6 +234,11 @@ func (a *Agent) Serve(w Workload, name string) (*tlsv3.Secret, time.Duration, er
 		}
 		if _, err := parseCertPEM(cert); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", certPath, err)
+		}
+		// The agent serves the pair only once it loads as one: a key that is no PEM private
+		// key, or not the certificate's, is refused.
+		if _, err := tls.X509KeyPair(cert, key); err != nil {
+			return nil, 0, fmt.Errorf("%s with key %s: %w", certPath, keyPath, err)
 		}
 		return certSecret(name, string(cert), string(key)), 0, nil
 	}

@@ -48,10 +48,25 @@ func TestSecretFromFile(t *testing.T) {
 	}
 }
 
-// TestAgentFileCertificates: the agent's file-cert: and file-root: names read PEM files.
+// TestAgentFileCertificates: the agent's file-cert: and file-root: names read PEM files; as
+// istio-agent, it serves file-cert:CERT~KEY only when the pair loads as one (tls.X509KeyPair)
+// and the name holds exactly one ~, and file-root:CA only without one.
 func TestAgentFileCertificates(t *testing.T) {
 	a := testAgent(t, Config{})
-	files := map[string][]byte{"/c/root.pem": []byte(a.RootPEM()), "/c/key.pem": []byte("KEY"), "/c/bad.pem": []byte("nope")}
+	pair := func(sa string) (cert, key []byte) {
+		s, err := a.workloadSecret(Workload{namespace: "ns", serviceAccount: sa})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := s.GetTlsCertificate()
+		return []byte(tc.GetCertificateChain().GetInlineString()), []byte(tc.GetPrivateKey().GetInlineString())
+	}
+	cert, key := pair("a")
+	_, otherKey := pair("b")
+	files := map[string][]byte{
+		"/c/root.pem": []byte(a.RootPEM()), "/c/cert.pem": cert, "/c/key.pem": key,
+		"/c/other-key.pem": otherKey, "/c/junk-key.pem": []byte("KEY"), "/c/bad.pem": []byte("nope"),
+	}
 	a.cfg.ReadFile = func(p string) ([]byte, error) {
 		if b, ok := files[p]; ok {
 			return b, nil
@@ -62,17 +77,23 @@ func TestAgentFileCertificates(t *testing.T) {
 	if s, d, err := a.Serve(w, "file-root:/c/root.pem"); err != nil || d != 0 || s.GetValidationContext() == nil {
 		t.Fatalf("file-root: %v %v %v", s, d, err)
 	}
-	if s, _, err := a.Serve(w, "file-cert:/c/root.pem~/c/key.pem"); err != nil || s.GetTlsCertificate().GetPrivateKey().GetInlineString() != "KEY" {
+	if s, _, err := a.Serve(w, "file-cert:/c/cert.pem~/c/key.pem"); err != nil || s.GetTlsCertificate().GetPrivateKey().GetInlineString() != string(key) {
 		t.Fatalf("file-cert: %v %v", s, err)
 	}
-	for name, want := range map[string]string{
-		"file-root:/c/bad.pem":            "no PEM certificate",
-		"file-root:/c/none.pem":           "no such file",
-		"file-cert:/c/root.pem":           "want file-cert:CERT~KEY",
-		"file-cert:/c/bad.pem~/c/key.pem": "no PEM certificate",
+	for _, tc := range []struct{ name, want string }{
+		{"file-root:/c/bad.pem", "no PEM certificate"},
+		{"file-root:/c/none.pem", "no such file"},
+		{"file-root:/c/root.pem~/c/key.pem", "want file-root:CA (no ~)"},
+		{"file-cert:/c/root.pem", "want file-cert:CERT~KEY (one ~)"},
+		{"file-cert:/c/cert.pem~/c/key.pem~/c/key.pem", "want file-cert:CERT~KEY (one ~)"},
+		{"file-cert:/c/bad.pem~/c/key.pem", "no PEM certificate"},
+		{"file-cert:/c/cert.pem~/c/none.pem", "no such file"},
+		{"file-cert:/c/cert.pem~/c/junk-key.pem", "/c/cert.pem with key /c/junk-key.pem: tls: "},
+		{"file-cert:/c/cert.pem~/c/other-key.pem", "/c/cert.pem with key /c/other-key.pem: tls: private key does not match public key"},
+		{"file-cert:/c/root.pem~/c/key.pem", "/c/root.pem with key /c/key.pem: tls: private key does not match public key"},
 	} {
-		if _, _, err := a.Serve(w, name); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", name, err, want)
+		if s, _, err := a.Serve(w, tc.name); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: served %v, error %v, want %q", tc.name, s != nil, err, tc.want)
 		}
 	}
 }
