@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// gwtlsStream is mixed into the seed of the fourth PCG stream (gateway TLS modes), drawn after
-// the first three: every object a seed produced before these shapes were added stays as it was.
+// gwtlsStream is mixed into the seed of the fifth PCG stream (gateway TLS modes), drawn after
+// the first four: every object a seed produced before these shapes were added stays as it was.
 const gwtlsStream = 0x6a09e667f3bcc909
 
 // gwtlsShapes appends, sometimes, a Gateway whose servers terminate TLS in the modes the other

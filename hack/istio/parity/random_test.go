@@ -18,7 +18,7 @@ import (
 var (
 	paritySeeds = flag.Int("parity.seeds", 0, "TestParityRandom: run seeds 1..N instead of the fixed list")
 	paritySeed  = flag.Uint64("parity.seed", 0, "TestParityRandom: run this seed only")
-	parityBase  = flag.Bool("parity.base", false, "TestParityRandom: draw only the first stream's shapes (a seed's mesh before the Sidecars and ServiceEntries of the second stream, extras, the routes and rules of the third, shapes, and the fourth's, later)")
+	parityBase  = flag.Bool("parity.base", false, "TestParityRandom: draw only the first stream's shapes (a seed's mesh before the Sidecars and ServiceEntries of the second stream, extras, the routes and rules of the third, shapes, the fourth's, later, and the gateway TLS modes of the fifth, gwtlsShapes)")
 )
 
 // randomSeeds are the seeds TestParityRandom runs by default: those of 1..60 on which istiod
