@@ -411,3 +411,33 @@ func TestSDSSharedSubscriptions(t *testing.T) {
 		})
 	}
 }
+
+// TestSDSGatewayUpdateAfterTimeout: a gateway listener naming a credentialName the control
+// plane does not serve (its sds_config gives no initial_fetch_timeout: Envoy's 15s) warms 15s
+// once; a later update of that listener, naming the same secret, applies at once, as the
+// subscription it shares with the first copy has timed out already (Envoy's shared SDS init
+// target), instead of warming another 15s.
+func TestSDSGatewayUpdateAfterTimeout(t *testing.T) {
+	m := warmedMachine(t, Config{})
+	gw := func(routes ...string) *listenerv3.Listener {
+		l := fetest.RDSListener(t, "gw", 443, routes...)
+		for _, fc := range l.FilterChains {
+			fc.TransportSocket = tlsSocket(t, &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+				TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{sdsRef("kubernetes://gw-cred", nil)}}})
+		}
+		return l
+	}
+	l1 := fetest.RDSListener(t, "l1", 80, "r1")
+	m.OnSotw(sotwResp(t, L, "2", "e", l1, gw("r1")), t0.Add(time.Second))
+	if !m.warming(tLDS, "gw") {
+		t.Fatal("the gateway listener does not warm on its missing secret")
+	}
+	if s := m.OnTimer(t0.Add(16 * time.Second)); !slices.Contains(s.Timeouts, S) || m.warming(tLDS, "gw") {
+		t.Fatalf("at 16s: timeouts %v, warming %v; want an SDS timeout and the listener active", s.Timeouts, m.warming(tLDS, "gw"))
+	}
+	m.OnSotw(sotwResp(t, L, "3", "f", l1, gw("r1", "r1")), t0.Add(30*time.Second))
+	if m.warming(tLDS, "gw") {
+		d := m.init.secL["gw"]
+		t.Fatalf("the updated gateway listener warms again until %v, want it applied at once", d.time().Sub(t0))
+	}
+}
