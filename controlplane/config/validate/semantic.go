@@ -1481,20 +1481,87 @@ func (c *checker) gateway(at Path, gw *networking.Gateway) {
 		if tls.GetHttpsRedirect() && proto != "HTTP" {
 			c.errf(ta.With("httpsRedirect"), "only applies to an HTTP server: remove it")
 		}
-		switch tls.GetMode() {
-		case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL:
-			if tls.GetCredentialName() == "" && len(tls.GetCredentialNames()) == 0 {
-				if tls.GetServerCertificate() == "" {
-					c.errf(ta.With("serverCertificate"), "mode %s needs a certificate: set credentialName, or serverCertificate and privateKey", tls.GetMode())
-				}
-				if tls.GetPrivateKey() == "" {
-					c.errf(ta.With("privateKey"), "mode %s needs a private key: set credentialName, or serverCertificate and privateKey", tls.GetMode())
-				}
-				if tls.GetMode() != networking.ServerTLSSettings_SIMPLE && tls.GetCaCertificates() == "" {
-					c.errf(ta.With("caCertificates"), "mode %s verifies clients and needs CA certificates: set caCertificates or credentialName", tls.GetMode())
-				}
+		c.serverTLS(ta, tls)
+	}
+}
+
+// serverTLS mirrors istiod's validateTLSOptions for a Gateway server's certificates:
+// ISTIO_MUTUAL takes the mesh's certificates and admits no other source; a server names at most
+// one certificate source (credentialName, credentialNames, serverCertificate/privateKey,
+// tlsCertificates); SIMPLE and (OPTIONAL_)MUTUAL without a credential need a certificate and key
+// in each source entry, and the mutual modes a CA bundle.
+func (c *checker) serverTLS(ta Path, tls *networking.ServerTLSSettings) {
+	mode := tls.GetMode()
+	if mode == networking.ServerTLSSettings_ISTIO_MUTUAL {
+		for _, f := range []struct {
+			set  bool
+			name string
+		}{
+			{tls.GetServerCertificate() != "", "serverCertificate"},
+			{tls.GetPrivateKey() != "", "privateKey"},
+			{tls.GetCaCertificates() != "", "caCertificates"},
+			{len(tls.GetTlsCertificates()) > 0, "tlsCertificates"},
+			{tls.GetCredentialName() != "", "credentialName"},
+			{len(tls.GetCredentialNames()) > 0, "credentialNames"},
+		} {
+			if f.set {
+				c.errf(ta.With(f.name), "mode ISTIO_MUTUAL uses the mesh's certificates: remove %s (or use mode MUTUAL)", f.name)
 			}
 		}
+		return
+	}
+	var sources []string
+	if tls.GetServerCertificate() != "" && tls.GetPrivateKey() != "" {
+		sources = append(sources, "serverCertificate/privateKey")
+	}
+	if tls.GetCredentialName() != "" {
+		sources = append(sources, "credentialName")
+	}
+	if len(tls.GetCredentialNames()) > 0 {
+		sources = append(sources, "credentialNames")
+	}
+	if len(tls.GetTlsCertificates()) > 0 {
+		sources = append(sources, "tlsCertificates")
+	}
+	if len(sources) > 1 {
+		c.errf(ta, "sets %s: give the server one certificate source only", strings.Join(sources, " and "))
+	}
+	if tls.GetCaCrl() != "" {
+		if tls.GetCredentialName() != "" {
+			c.errf(ta.With("caCrl"), "cannot be used with credentialName: put the CRL in the credential")
+		}
+		if mode == networking.ServerTLSSettings_SIMPLE {
+			c.errf(ta.With("caCrl"), "is not supported with mode SIMPLE, which verifies no client: remove it")
+		}
+	}
+	switch mode {
+	case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL:
+	default:
+		return
+	}
+	if tls.GetCredentialName() != "" || len(tls.GetCredentialNames()) > 0 {
+		return
+	}
+	if mode != networking.ServerTLSSettings_SIMPLE && tls.GetCaCertificates() == "" {
+		c.errf(ta.With("caCertificates"), "mode %s verifies clients and needs CA certificates: set caCertificates or credentialName", mode)
+	}
+	if certs := tls.GetTlsCertificates(); len(certs) > 0 {
+		for i, cert := range certs {
+			ca := ta.With("tlsCertificates", i)
+			if cert.GetServerCertificate() == "" {
+				c.errf(ca.With("serverCertificate"), "is required: each tlsCertificates entry needs a certificate and a private key")
+			}
+			if cert.GetPrivateKey() == "" {
+				c.errf(ca.With("privateKey"), "is required: each tlsCertificates entry needs a certificate and a private key")
+			}
+		}
+		return
+	}
+	if tls.GetServerCertificate() == "" {
+		c.errf(ta.With("serverCertificate"), "mode %s needs a certificate: set credentialName, serverCertificate and privateKey, or tlsCertificates", mode)
+	}
+	if tls.GetPrivateKey() == "" {
+		c.errf(ta.With("privateKey"), "mode %s needs a private key: set credentialName, serverCertificate and privateKey, or tlsCertificates", mode)
 	}
 }
 
