@@ -37,11 +37,14 @@ import (
 var istioMTLSALPNs = []string{"istio", "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1", "istio-h2"}
 
 // autoPassthroughChains builds the filter chains of the port's AUTO_PASSTHROUGH servers and
-// the SNI-DNAT clusters they forward to.
+// the SNI-DNAT clusters they forward to. Servers whose hosts overlap (*.svc.cluster.local and
+// *.apps.svc.cluster.local) would match one SNI twice, which Envoy rejects: the first server's
+// chain is kept and the later one reported.
 func (rp *routerPlan) autoPassthroughChains(gp *gwPort) ([]*listenerv3.FilterChain, []string, []istioconfig.Key) {
 	var chains []*listenerv3.FilterChain
 	var clusters []string
 	var deps []istioconfig.Key
+	taken := map[string]gwServer{}
 	for _, gs := range rp.autoPassthroughServers(gp) {
 		hosts := serverSNIs(gs.srv)
 		for _, svc := range visibleServices(rp.s, rp.ix.scope) {
@@ -67,6 +70,11 @@ func (rp *routerPlan) autoPassthroughChains(gp *gwPort) ([]*listenerv3.FilterCha
 				}
 				for _, subset := range subsets {
 					name := IstioSNI(port.Number, subset, svc.Hostname)
+					if prev, ok := taken[name]; ok {
+						rp.errs = append(rp.errs, fmt.Errorf("%s: AUTO_PASSTHROUGH SNI %q on port %d is already served by %s, whose hosts overlap; kept there, make the servers' hosts disjoint", gs, name, gp.num, prev))
+						continue
+					}
+					taken[name] = gs
 					tp := &tcpproxyv3.TcpProxy{StatPrefix: name, ClusterSpecifier: &tcpproxyv3.TcpProxy_Cluster{Cluster: name}}
 					tcp := rule.GetTrafficPolicy().GetConnectionPool().GetTcp()
 					if d := tcp.GetIdleTimeout(); d != nil {

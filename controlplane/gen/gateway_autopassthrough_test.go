@@ -1,7 +1,9 @@
 package gen
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +155,68 @@ func TestGatewayAutoPassthrough(t *testing.T) {
 	}
 	if got := addrs(ClusterName(Outbound, 80, "", api)); !slices.Equal(got, []string{"10.1.0.1", "10.1.0.2"}) {
 		t.Errorf("outbound endpoints %v, want both", got)
+	}
+}
+
+// TestGatewayAutoPassthroughOverlap: two AUTO_PASSTHROUGH servers of one port whose hosts
+// overlap would each build the chain of a service both cover, and Envoy rejects a listener
+// with one filter chain match twice: the first server keeps it, the later one is reported.
+func TestGatewayAutoPassthroughOverlap(t *testing.T) {
+	const api, web = "api.apps.svc.cluster.local", "web.other.svc.cluster.local"
+	services := []*model.Service{
+		{Hostname: api, Namespace: "apps", Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}},
+		{Hostname: web, Namespace: "other", Ports: []model.Port{{Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}}},
+	}
+	tests := []struct {
+		name  string
+		hosts [][]string // per server, in order
+		want  []string   // chain SNIs
+		err   []string   // substrings of the error; none when nil
+	}{
+		{name: "disjoint", hosts: [][]string{{"*.apps.svc.cluster.local"}, {"*.other.svc.cluster.local"}},
+			want: []string{IstioSNI(80, "", api), IstioSNI(5000, "", web)}},
+		{name: "narrow first", hosts: [][]string{{"*.apps.svc.cluster.local"}, {"*.svc.cluster.local"}},
+			want: []string{IstioSNI(80, "", api), IstioSNI(5000, "", web)},
+			err:  []string{"Gateway istio-system/crossnet servers[1]", "already served by Gateway istio-system/crossnet servers[0]", IstioSNI(80, "", api)}},
+		{name: "wide first", hosts: [][]string{{"*.svc.cluster.local"}, {"*.apps.svc.cluster.local"}},
+			want: []string{IstioSNI(80, "", api), IstioSNI(5000, "", web)},
+			err:  []string{"Gateway istio-system/crossnet servers[1]", "already served by Gateway istio-system/crossnet servers[0]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var servers []*networking.Server
+			for i, h := range tt.hosts {
+				srv := server(15443, "TLS", h...)
+				srv.Port.Name = fmt.Sprintf("tls-%d", i)
+				srv.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}
+				servers = append(servers, srv)
+			}
+			configs := []*istioconfig.Config{gwConfig("crossnet", "istio-system", &networking.Gateway{Servers: servers})}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: services, Configs: configs})
+			p := routerProxy("istio-system", nil)
+			g, err := generateAll(t, p, s)
+			if tt.err == nil && err != nil {
+				t.Fatalf("error %v", err)
+			}
+			for _, w := range tt.err {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v, want it to name %q", err, w)
+				}
+			}
+			checkResources(t, p, g)
+			r, ok := find(g[ListenerType], "0.0.0.0_15443")
+			if !ok {
+				t.Fatalf("no listener 0.0.0.0_15443")
+			}
+			var got []string
+			for _, fc := range r.Message.(*listenerv3.Listener).GetFilterChains() {
+				got = append(got, fc.GetFilterChainMatch().GetServerNames()...)
+			}
+			slices.Sort(got)
+			slices.Sort(tt.want)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("chain SNIs %v, want %v (each once)", got, tt.want)
+			}
+		})
 	}
 }
