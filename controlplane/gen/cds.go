@@ -203,9 +203,12 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
 		var cla *endpointv3.ClusterLoadAssignment
 		cla, err = loadAssignment(name, svc, port, eps, ss.GetLabels(), true, sh.workloadMTLS(s), ruleTLSMode(dr, ss.GetName(), port.Number), localityPolicy(pol, sh.proxy, s))
-		n := 0
-		for _, l := range cla.GetEndpoints() {
-			n += len(l.GetLbEndpoints())
+		n := lbEndpointCount(cla)
+		if n == 0 && !grpc && strings.HasPrefix(name, sniDNATPrefix) {
+			// A gateway's SNI-DNAT cluster keeps only the endpoints that take Istio mTLS
+			// (loadAssignment); istiod builds it, and chooses its type, by all of them.
+			all, _ := loadAssignment(ClusterName(Outbound, port.Number, ss.GetName(), svc.Hostname), svc, port, eps, ss.GetLabels(), true, sh.workloadMTLS(s), ruleTLSMode(dr, ss.GetName(), port.Number), nil)
+			n = lbEndpointCount(all)
 		}
 		switch {
 		case n == 0 && !grpc:
@@ -228,7 +231,7 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 			// past the first (several WorkloadEntries selected), the rest are dropped, as istiod
 			// drops a second DNS_ROUND_ROBIN entry's endpoints for the same host and port.
 			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_LOGICAL_DNS}
-			if n > 1 {
+			if n > 1 && lbEndpointCount(cla) > 0 {
 				first := cla.GetEndpoints()[0]
 				for _, l := range cla.GetEndpoints() {
 					if len(l.GetLbEndpoints()) > 0 {
@@ -562,4 +565,13 @@ func inboundPassthrough() *clusterv3.Cluster {
 	c := passthrough(InboundPassthroughCluster)
 	c.UpstreamBindConfig = inboundBind()
 	return c
+}
+
+// lbEndpointCount is how many endpoints the assignment holds, over its localities.
+func lbEndpointCount(cla *endpointv3.ClusterLoadAssignment) int {
+	n := 0
+	for _, l := range cla.GetEndpoints() {
+		n += len(l.GetLbEndpoints())
+	}
+	return n
 }

@@ -138,9 +138,6 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 		}
 	}
 	cla, err := loadAssignment(name, svc, port, s.Endpoints(svc.Hostname), selector, svc.Resolution == model.ResolutionDNS, newWorkloadMTLS(s), mode, lb)
-	if cn.SNIDNAT && cla != nil {
-		mtlsEndpointsOnly(cla) // gateway_autopassthrough.go
-	}
 	return Resource{Name: name, Message: cla, Deps: sortDeps(deps)}, err
 }
 
@@ -158,9 +155,15 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 // the workload's PeerAuthentication (ws) does not say DISABLE for its port. Any other mode
 // leaves every endpoint without it: clients then send it plaintext.
 //
+// A gateway's SNI-DNAT cluster (its name is IstioSNI's, gateway_autopassthrough.go) keeps only
+// the endpoints that take Istio mTLS, as istiod filters them by that name: before the locality
+// load balancing, and a locality whose endpoints all go keeps its place, empty and without a
+// weight.
+//
 // With lb set, the localities are then ranked or reweighted for the proxy (locality.go).
 func loadAssignment(name string, svc *model.Service, port model.Port, eps []*model.Endpoint, selector map[string]string, allowHostnames bool, ws *workloadMTLS, drMode *networking.ClientTLSSettings_TLSmode, lb *localityLB) (*endpointv3.ClusterLoadAssignment, error) {
 	byRule := endpointsMTLSOf(drMode)
+	sniDNAT := strings.HasPrefix(name, sniDNATPrefix)
 	// group holds a locality's messages, allocated together.
 	type group struct {
 		loc     model.Locality
@@ -215,6 +218,10 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 			byLoc[ep.Locality] = g
 			groups = append(groups, g)
 		}
+		mtls := endpointTLSMode(ep) == tlsModeIstio && (byRule == mtlsAlways || byRule == mtlsByPeerAuth && ws.mode(svc.Namespace, ep, tp) != mtlsDisable)
+		if sniDNAT && !mtls {
+			continue // the locality keeps its place, without this endpoint
+		}
 		w := max(ep.Weight, 1)
 		g.weight += uint64(w)
 		var lbe *endpointv3.LbEndpoint
@@ -223,7 +230,7 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		} else {
 			lbe = newLbEndpoint(ep.Address, tp, w, healthStatus(ep.Health))
 		}
-		if endpointTLSMode(ep) == tlsModeIstio && (byRule == mtlsAlways || byRule == mtlsByPeerAuth && ws.mode(svc.Namespace, ep, tp) != mtlsDisable) {
+		if mtls {
 			// auto-mTLS: the cluster's transport_socket_matches pick mTLS for this endpoint.
 			if istioMD == nil {
 				istioMD = tlsModeMetadata()
@@ -243,8 +250,10 @@ func loadAssignment(name string, svc *model.Service, port model.Port, eps []*mod
 		cla.Endpoints = make([]*endpointv3.LocalityLbEndpoints, 0, len(groups))
 	}
 	for _, g := range groups {
-		g.wrapped.Value = uint32(min(g.weight, math.MaxUint32))
-		g.lle.LoadBalancingWeight = &g.wrapped
+		if len(g.lle.LbEndpoints) > 0 { // an SNI-DNAT cluster's locality may have none left
+			g.wrapped.Value = uint32(min(g.weight, math.MaxUint32))
+			g.lle.LoadBalancingWeight = &g.wrapped
+		}
 		// Always a Locality message, even with empty fields: grpc-go NACKs a
 		// LocalityLbEndpoints without one ("EDS response contains a locality without ID").
 		g.locMsg = corev3.Locality{Region: g.loc.Region, Zone: g.loc.Zone, SubZone: g.loc.SubZone}

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"slices"
 
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -143,7 +141,9 @@ func sniDNATClusters(p *model.Proxy, s *model.Snapshot, ix *index, names []Clust
 		}
 		// istiod builds these clusters without the TLS step (no TLS the rule asks for, nor
 		// auto_sni with it, no auto-mTLS: the client's mTLS passes through), but a DNS
-		// cluster's endpoints still take their tlsMode from the rule, as in EDS.
+		// cluster's endpoints still take their tlsMode from the rule, as in EDS, and only
+		// those that take Istio mTLS are kept, before the locality load balancing (the
+		// name tells loadAssignment).
 		name := cn.String()
 		plain := withoutTLS(dr)
 		var ss *networking.Subset
@@ -165,7 +165,6 @@ func sniDNATClusters(p *model.Proxy, s *model.Snapshot, ix *index, names []Clust
 			if ruled, _ := outboundCluster(sh, s, name, svc, port, dr, subset(drc, cn.Subset), s.Endpoints(svc.Hostname), false); ruled != nil {
 				c.LoadAssignment = ruled.LoadAssignment
 			}
-			mtlsEndpointsOnly(c.LoadAssignment)
 		}
 		out = append(out, Resource{Name: name, Message: c, Deps: sortDeps(deps)})
 	}
@@ -192,23 +191,4 @@ func withoutTLS(dr *networking.DestinationRule) *networking.DestinationRule {
 		drop(ss.GetTrafficPolicy())
 	}
 	return dr
-}
-
-// mtlsEndpointsOnly keeps, in an SNI-DNAT cluster's assignment, the endpoints that take Istio
-// mTLS (the tlsMode metadata of loadAssignment), as istiod filters them: a locality keeps its
-// place with the weight of what is left (none when nothing is).
-func mtlsEndpointsOnly(cla *endpointv3.ClusterLoadAssignment) {
-	for _, l := range cla.GetEndpoints() {
-		l.LbEndpoints = slices.DeleteFunc(l.LbEndpoints, func(e *endpointv3.LbEndpoint) bool {
-			return e.GetMetadata().GetFilterMetadata()[transportSocketMatchKey].GetFields()["tlsMode"].GetStringValue() != tlsModeIstio
-		})
-		var w uint32
-		for _, e := range l.LbEndpoints {
-			w += e.GetLoadBalancingWeight().GetValue()
-		}
-		l.LoadBalancingWeight = nil
-		if len(l.LbEndpoints) > 0 {
-			l.LoadBalancingWeight = wrapperspb.UInt32(w)
-		}
-	}
 }

@@ -220,3 +220,93 @@ func TestGatewayAutoPassthroughOverlap(t *testing.T) {
 		})
 	}
 }
+
+// TestSNIDNATLocalityDistribute: an SNI-DNAT cluster keeps the endpoints that take Istio mTLS
+// before the locality load balancing, as istiod filters them: the distribute weights apply to
+// what is left, and a locality left empty keeps its place (counted with weight 1, as istiod
+// counts a locality without one). Both for EDS (a STATIC service) and the inline assignment of a
+// DNS service's SNI-DNAT cluster in CDS.
+func TestSNIDNATLocalityDistribute(t *testing.T) {
+	for _, res := range []model.Resolution{model.ResolutionStatic, model.ResolutionDNS} {
+		t.Run(fmt.Sprint(res), func(t *testing.T) {
+			const api = "api.apps.svc.cluster.local"
+			svc := &model.Service{Hostname: api, Namespace: "apps", Resolution: res, Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}}
+			mtls := map[string]string{TLSModeLabel: "istio"}
+			ep := func(addr, loc string, labels map[string]string) *model.Endpoint {
+				return &model.Endpoint{Service: api, Address: addr, Weight: 1, Labels: labels, Locality: ParseLocality(loc)}
+			}
+			eps := map[string][]*model.Endpoint{api: {
+				ep("10.0.0.1", "r1/z1", mtls), ep("10.0.0.2", "r1/z1", nil), // one plaintext beside it
+				ep("10.0.0.3", "r1/z2", nil), // plaintext only: the locality is left empty
+				ep("10.0.0.4", "r2/z1", mtls),
+			}}
+			auto := server(15443, "TLS", "*.apps.svc.cluster.local")
+			auto.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}
+			configs := []*istioconfig.Config{
+				gwConfig("crossnet", "istio-system", &networking.Gateway{Servers: []*networking.Server{auto}}),
+				drConfig("api", "apps", &networking.DestinationRule{Host: api, TrafficPolicy: &networking.TrafficPolicy{
+					LoadBalancer: &networking.LoadBalancerSettings{LocalityLbSetting: &networking.LocalityLoadBalancerSetting{
+						Distribute: []*networking.LocalityLoadBalancerSetting_Distribute{{From: "r1/z1/*", To: map[string]uint32{"r1/*": 80, "r2/*": 20}}}}}}}),
+			}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: eps, Configs: configs})
+			p := routerProxy("istio-system", nil)
+			p.Locality = model.Locality{Region: "r1", Zone: "z1"}
+			name := IstioSNI(80, "", api)
+			var cla *endpointv3.ClusterLoadAssignment
+			if res == model.ResolutionDNS {
+				g, err := generateAll(t, p, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkResources(t, p, g)
+				r, ok := find(g[ClusterType], name)
+				if !ok {
+					t.Fatalf("no cluster %s", name)
+				}
+				cla = r.Message.(*clusterv3.Cluster).GetLoadAssignment()
+			} else {
+				rs, err := endpoints(p, s, []string{name})
+				if err != nil || len(rs) != 1 {
+					t.Fatalf("EDS %s: %v, %d resources", name, err, len(rs))
+				}
+				cla = rs[0].Message.(*endpointv3.ClusterLoadAssignment)
+				if _, err := validateDeep(cla); err != nil {
+					t.Error(err)
+				}
+			}
+			want := []string{"r1/z1/ p=0 w=40: 10.0.0.1", "r1/z2/ p=0 w=40: ", "r2/z1/ p=0 w=20: 10.0.0.4"}
+			if got := ranks(cla); !slices.Equal(got, want) {
+				t.Errorf("assignment %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+// TestSNIDNATDNSClusterWithoutMTLSEndpoints: a DNS service none of whose endpoints take Istio
+// mTLS still gets its SNI-DNAT cluster, as istiod builds it (by all the endpoints), with no
+// endpoint in its assignment.
+func TestSNIDNATDNSClusterWithoutMTLSEndpoints(t *testing.T) {
+	const db = "db.apps.svc.cluster.local"
+	svc := &model.Service{Hostname: db, Namespace: "apps", Resolution: model.ResolutionDNS, Ports: []model.Port{{Name: "tcp", Number: 5432, Protocol: model.ProtocolTCP}}}
+	auto := server(15443, "TLS", "*.apps.svc.cluster.local")
+	auto.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_AUTO_PASSTHROUGH}
+	// The entry's own host name, as the registry gives a DNS entry without endpoints.
+	eps := map[string][]*model.Endpoint{db: {{Service: db, Address: db, Weight: 1}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Endpoints: eps,
+		Configs: []*istioconfig.Config{gwConfig("crossnet", "istio-system", &networking.Gateway{Servers: []*networking.Server{auto}})}})
+	p := routerProxy("istio-system", nil)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	name := IstioSNI(5432, "", db)
+	r, ok := find(g[ClusterType], name)
+	if !ok {
+		t.Fatalf("no cluster %s", name)
+	}
+	c := r.Message.(*clusterv3.Cluster)
+	if c.GetType() != clusterv3.Cluster_STRICT_DNS || lbEndpointCount(c.GetLoadAssignment()) != 0 {
+		t.Errorf("cluster %s: type %v, %d endpoints; want STRICT_DNS without endpoints", name, c.GetType(), lbEndpointCount(c.GetLoadAssignment()))
+	}
+}
