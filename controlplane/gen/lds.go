@@ -213,6 +213,10 @@ type portInfo struct {
 	// ix is the index of the egress listener the 0.0.0.0_PORT listener is built from (its
 	// VirtualServices route the TCP chains).
 	ix *index
+	// first is the service whose port joined the listener first (joinWild), with the
+	// protocol it is built with.
+	first      *model.Service
+	firstProto model.Protocol
 }
 
 // insertService inserts svc into list, kept in the order istiod builds services in (sc's
@@ -223,6 +227,27 @@ func insertService(sc *model.Scope, list []*model.Service, svc *model.Service) [
 		i--
 	}
 	return slices.Insert(list, i, svc)
+}
+
+// joinWild records svc's port as joining the port's 0.0.0.0_PORT listener, in istiod's service
+// order, unless istiod's isConflictWithWellKnownPort keeps it out: a MONGO or MYSQL port meets
+// only its own protocol there, whichever comes first (the HTTP inspector and sniffing in front
+// of a server-first protocol would break it), and the first service's listener stays alone.
+func (pi *portInfo) joinWild(svc *model.Service, port model.Port) error {
+	if pi.first == nil {
+		pi.first, pi.firstProto = svc, port.Protocol
+		return nil
+	}
+	serverFirst := func(p model.Protocol) bool { return p == model.ProtocolMongo || p == model.ProtocolMySQL }
+	if port.Protocol == pi.firstProto || !serverFirst(port.Protocol) && !serverFirst(pi.firstProto) {
+		return nil
+	}
+	wk := pi.firstProto
+	if serverFirst(port.Protocol) {
+		wk = port.Protocol
+	}
+	return fmt.Errorf("LDS: services %s (%s) and %s (%s) both use %s:%d, and %s shares a listener with its own protocol only; %s keeps it (as istiod), give one of them a VIP or another port",
+		pi.first.Hostname, pi.firstProto, svc.Hostname, port.Protocol, wildcardIP, port.Number, wk, pi.first.Hostname)
 }
 
 // wild reports whether the port has a 0.0.0.0_PORT listener.
@@ -277,6 +302,9 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 	}
 	if port.Protocol.IsHTTP() {
 		if !wildLocked {
+			if err := pi.joinWild(svc, port); err != nil {
+				return []error{err}
+			}
 			pi.ix = ix
 			pi.http = append(pi.http, ServiceKey(svc))
 			pi.grpcWeb = pi.grpcWeb || port.Protocol == model.ProtocolGRPCWeb
@@ -284,10 +312,6 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		return nil
 	}
 	headless := svc.Headless()
-	if sniffedWithoutVIP(svc, port) && !wildLocked && !headless {
-		pi.ix = ix
-		pi.http = append(pi.http, ServiceKey(svc)) // and its TCP chain below
-	}
 	vips := ipAddresses(svc.Addresses)
 	if headless {
 		// A listener per endpoint, as for a VIP; none without endpoints.
@@ -296,7 +320,21 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 			return nil
 		}
 	}
-	if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && !wildLocked {
+	joinsWild := !wildLocked && (len(vips) == 0 || len(cidrs(svc.Addresses)) > 0)
+	if joinsWild {
+		if err := pi.joinWild(svc, port); err != nil {
+			errs = append(errs, err)
+			if len(vips) == 0 {
+				return errs
+			}
+			joinsWild = false // its VIP listeners below, nothing on 0.0.0.0_PORT
+		}
+	}
+	if sniffedWithoutVIP(svc, port) && joinsWild && !headless {
+		pi.ix = ix
+		pi.http = append(pi.http, ServiceKey(svc)) // and its TCP chain below
+	}
+	if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && joinsWild {
 		// Both: a listener per IP (below), and the CIDRs chains on 0.0.0.0_PORT, as istiod
 		// builds a service per address (a TLS port's by SNI within each CIDR, wildTCPChains).
 		pi.ix = ix

@@ -134,3 +134,91 @@ func TestSniffedAndTCPShareVIP(t *testing.T) {
 		})
 	}
 }
+
+// TestWellKnownPortSharesWildcard: a MONGO or MYSQL service without a VIP and an HTTP (or other)
+// service on the same port both want 0.0.0.0_PORT. As istiod (isConflictWithWellKnownPort),
+// the server-first protocol meets only its own there: the first service (oldest) keeps the
+// listener, the other adds nothing, reported; no HTTP inspector in front of MYSQL.
+func TestWellKnownPortSharesWildcard(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	svc := func(host string, proto model.Protocol, min int) *model.Service {
+		return &model.Service{Hostname: host, Namespace: "app", Resolution: model.ResolutionStatic,
+			Ports: []model.Port{{Name: "p", Number: 7400, Protocol: proto}}, CreationTime: t0.Add(time.Duration(min) * time.Minute)}
+	}
+	withVIP := func(s *model.Service) *model.Service { s.Addresses = []string{"240.2.0.9"}; return s }
+	mysql := model.ParseProtocol("MYSQL")
+	for _, tt := range []struct {
+		name     string
+		svcs     []*model.Service
+		want     []string // per chain, the HTTP chain as "http"
+		sniffed  bool     // the listener has the HTTP inspector
+		conflict string   // the service a reported conflict names second; "" for none
+	}{{
+		name:     "HTTP after MYSQL: MYSQL keeps it alone",
+		svcs:     []*model.Service{svc("db.internal", mysql, 1), svc("web.internal", model.ProtocolHTTP, 2)},
+		want:     []string{"- -> outbound|7400||db.internal"},
+		conflict: "web.internal",
+	}, {
+		name:     "MYSQL after HTTP: HTTP keeps it",
+		svcs:     []*model.Service{svc("web.internal", model.ProtocolHTTP, 1), svc("db.internal", mysql, 2)},
+		want:     []string{"default -> PassthroughCluster", "http"},
+		sniffed:  true,
+		conflict: "db.internal",
+	}, {
+		name:     "HTTP after MONGO: MONGO keeps it alone",
+		svcs:     []*model.Service{svc("pipe.internal", model.ProtocolMongo, 1), svc("web.internal", model.ProtocolHTTP, 2)},
+		want:     []string{"- -> outbound|7400||pipe.internal"},
+		conflict: "web.internal",
+	}, {
+		name:     "sniffed after MYSQL: MYSQL keeps it alone",
+		svcs:     []*model.Service{svc("db.internal", mysql, 1), svc("auto.internal", model.ProtocolUnknown, 2)},
+		want:     []string{"- -> outbound|7400||db.internal"},
+		conflict: "auto.internal",
+	}, {
+		name: "HTTP after TCP: merged",
+		svcs: []*model.Service{svc("pipe.internal", model.ProtocolTCP, 1), svc("web.internal", model.ProtocolHTTP, 2)},
+		want: []string{"default -> outbound|7400||pipe.internal", "http"}, sniffed: true,
+	}, {
+		// A MYSQL service with a VIP has its own listener: no conflict.
+		name: "MYSQL with a VIP beside HTTP",
+		svcs: []*model.Service{withVIP(svc("db.internal", mysql, 1)), svc("web.internal", model.ProtocolHTTP, 2)},
+		want: []string{"default -> PassthroughCluster", "http"}, sniffed: true,
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: tt.svcs})
+			p := sidecarProxy("10.1.0.9", "app")
+			g, err := generateAll(t, p, s)
+			checkResources(t, p, g)
+			if tt.conflict == "" && err != nil {
+				t.Errorf("error %v", err)
+			}
+			if tt.conflict != "" && (err == nil || !strings.Contains(err.Error(), tt.conflict+" ("+string(tt.svcs[1].Ports[0].Protocol)+") both use 0.0.0.0:7400")) {
+				t.Errorf("error %v, want a conflict naming %s", err, tt.conflict)
+			}
+			r, ok := find(g[ListenerType], "0.0.0.0_7400")
+			if !ok {
+				t.Fatal("listener 0.0.0.0_7400 not generated")
+			}
+			l := r.Message.(*listenerv3.Listener)
+			var got []string
+			for _, fc := range l.GetFilterChains() {
+				if len(fc.GetFilterChainMatch().GetApplicationProtocols()) > 0 {
+					got = append(got, "http")
+					continue
+				}
+				got = append(got, l4ChainText(fc, ""))
+			}
+			if d := l.GetDefaultFilterChain(); d != nil {
+				got = append(got, l4ChainText(d, "default"))
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("chains (-want +got)\n%s", diff)
+			}
+			inspector := slices.ContainsFunc(l.GetListenerFilters(), func(f *listenerv3.ListenerFilter) bool { return f.GetName() == httpInspectorFilterName })
+			if inspector != tt.sniffed {
+				t.Errorf("HTTP inspector %v, want %v", inspector, tt.sniffed)
+			}
+		})
+	}
+}
