@@ -662,7 +662,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 		for _, gs := range rp.httpsServers(gp) {
 			l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 				FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: serverSNIs(gs.srv)},
-				TransportSocket:  gatewayTLSSocket(gs.srv.GetTls()),
+				TransportSocket:  gatewayTLSSocket(gs.srv.GetTls(), false),
 				Filters:          []*listenerv3.Filter{hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, GatewayHTTPSRouteName(gs)))))},
 			})
 		}
@@ -676,7 +676,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 				continue // no tcp route: istiod builds no chain either
 			}
 			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: serverSNIs(gs.srv)}
-			fc.TransportSocket = gatewayTLSSocket(gs.srv.GetTls())
+			fc.TransportSocket = gatewayTLSSocket(gs.srv.GetTls(), true)
 			passthrough = append(passthrough, fc)
 			clusters = append(clusters, cs...)
 		}

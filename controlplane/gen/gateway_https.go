@@ -65,7 +65,9 @@ func serverSNIs(srv *networking.Server) []string {
 }
 
 // gatewayTLSSocket is the downstream TLS context of a server that terminates TLS (HTTPS, or
-// protocol TLS before its tcp routes), as istiod builds it: ALPN h2 and http/1.1; a client
+// protocol TLS before its tcp routes, tcp), as istiod builds it: ALPN h2 and http/1.1, led by
+// "istio-peer-exchange" on a protocol TLS server with ISTIO_MUTUAL (istiod's ALPN for a
+// terminating TCP server, where a sidecar client may offer only Istio's ALPNs); a client
 // certificate required for MUTUAL and ISTIO_MUTUAL, asked for but optional for OPTIONAL_MUTUAL.
 // Where the certificates come from depends on the server:
 //   - ISTIO_MUTUAL: the gateway's own workload certificate, SDS "default", checked against the
@@ -79,9 +81,12 @@ func serverSNIs(srv *networking.Server) []string {
 //
 // TLS versions and cipher suites as the server says, except for ISTIO_MUTUAL (istiod ignores
 // them there).
-func gatewayTLSSocket(t *networking.ServerTLSSettings) *corev3.TransportSocket {
+func gatewayTLSSocket(t *networking.ServerTLSSettings, tcp bool) *corev3.TransportSocket {
 	mode := t.GetMode()
 	ctx := &tlsv3.CommonTlsContext{AlpnProtocols: []string{"h2", "http/1.1"}}
+	if tcp && mode == networking.ServerTLSSettings_ISTIO_MUTUAL {
+		ctx.AlpnProtocols = []string{"istio-peer-exchange", "h2", "http/1.1"}
+	}
 	require := mode == networking.ServerTLSSettings_MUTUAL || mode == networking.ServerTLSSettings_ISTIO_MUTUAL
 	verify := require || mode == networking.ServerTLSSettings_OPTIONAL_MUTUAL
 	switch {

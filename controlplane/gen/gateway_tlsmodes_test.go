@@ -179,8 +179,14 @@ func TestGatewayTLSModes(t *testing.T) {
 			if got := ctx.GetTlsParams().GetTlsMinimumProtocolVersion() == tlsv3.TlsParameters_TLSv1_3; got != tc.tlsMin {
 				t.Errorf("minimum TLS 1.3 %v, want %v", got, tc.tlsMin)
 			}
-			if !slices.Equal(ctx.GetAlpnProtocols(), []string{"h2", "http/1.1"}) {
-				t.Errorf("ALPN %v", ctx.GetAlpnProtocols())
+			// istiod leads with "istio-peer-exchange" on a TCP server that terminates
+			// ISTIO_MUTUAL only.
+			alpn := []string{"h2", "http/1.1"}
+			if tc.proto == "TLS" && tc.tls.GetMode() == networking.ServerTLSSettings_ISTIO_MUTUAL {
+				alpn = []string{"istio-peer-exchange", "h2", "http/1.1"}
+			}
+			if !slices.Equal(ctx.GetAlpnProtocols(), alpn) {
+				t.Errorf("ALPN %v, want %v", ctx.GetAlpnProtocols(), alpn)
 			}
 		})
 	}
