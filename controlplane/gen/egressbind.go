@@ -63,7 +63,7 @@ type boundHTTP struct {
 // bind takes localhost, the proxy's loopback (127.0.0.1, ::1 on an IPv6-only proxy: istiod's
 // actualLocalHosts).
 func boundEgressPort(sc *model.Scope, port model.Port, localhost string) (boundEgress, bool) {
-	if sc == nil || sc.Sidecar == nil || !sc.HoldsPort(port.Number) || !port.Protocol.IsHTTP() && port.Protocol != model.ProtocolTCP && port.Protocol != model.ProtocolMongo && port.Protocol != model.ProtocolUnknown {
+	if sc == nil || sc.Sidecar == nil || !sc.HoldsPort(port.Number) || !port.Protocol.IsHTTP() && port.Protocol != model.ProtocolTCP && port.Protocol != model.ProtocolMongo && port.Protocol != model.ProtocolMySQL && port.Protocol != model.ProtocolUnknown {
 		return boundEgress{}, false
 	}
 	spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)

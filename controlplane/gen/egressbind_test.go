@@ -14,9 +14,9 @@ import (
 // TestSidecarEgressBind: an HTTP egress port with a bind address or captureMode NONE gets a
 // listener BIND_PORT (egressbind.yaml in the parity corpus): one HTTP chain fetching route
 // configuration PORT, bound to its port only under captureMode NONE; the catch-all listener
-// still builds 0.0.0.0_PORT. A TCP port's services share BIND_PORT with their tcp_proxy chains.
-// A sniffed port's too. A unix socket bind, a TLS and an HTTP_PROXY port are not bound (not
-// generated). A bound listener depends on the Sidecar.
+// still builds 0.0.0.0_PORT. A TCP port's services share BIND_PORT with their tcp_proxy chains,
+// and a MONGO or MYSQL port's (MYSQL is TCP). A sniffed port's too. A unix socket bind, a TLS
+// and an HTTP_PROXY port are not bound (not generated). A bound listener depends on the Sidecar.
 func TestSidecarEgressBind(t *testing.T) {
 	kiln := &model.Service{Hostname: "kiln.egressbind.svc.cluster.local", Namespace: "egressbind", Addresses: []string{"240.0.81.1"}, Ports: []model.Port{
 		{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}}}
@@ -36,6 +36,9 @@ func TestSidecarEgressBind(t *testing.T) {
 		{"unix socket bind: not generated", egress(8080, "HTTP", "unix:///var/run/kiln.sock", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
 		{"TCP port bind address", egress(5000, "TCP", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
 		{"TCP port captureMode NONE", egress(5000, "TCP", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
+		{"MYSQL port bind address: as TCP", egress(5000, "MYSQL", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
+		{"MYSQL port captureMode NONE: as TCP", egress(5000, "MYSQL", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
+		{"MONGO port captureMode NONE", egress(5000, "MONGO", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
 		{"sniffed port bind address", egress(5000, "", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
 		{"HTTP_PROXY port: not generated", egress(5000, "HTTP_PROXY", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
 		{"TLS port: not generated", egress(5000, "TLS", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},

@@ -80,13 +80,13 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 	}
 	for i, eg := range sc.GetEgress() {
 		ea := at.With("egress", i)
-		// Generated for an egress port of an HTTP protocol, TCP, MONGO or none bound to an IP
+		// Generated for an egress port of an HTTP protocol, TCP, MONGO, MYSQL or none bound to an IP
 		// (gen/egressbind.go). A 0.0.0.0 bind is the usual listener, except under captureMode
 		// NONE.
 		proto := model.ParseProtocol(eg.GetPort().GetProtocol())
-		bound := eg.GetPort() != nil && (proto.IsHTTP() || proto == model.ProtocolTCP || proto == model.ProtocolMongo || eg.GetPort().GetProtocol() == "") &&
+		bound := eg.GetPort() != nil && (proto.IsHTTP() || proto == model.ProtocolTCP || proto == model.ProtocolMongo || proto == model.ProtocolMySQL || eg.GetPort().GetProtocol() == "") &&
 			!strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix) && eg.GetBind() != "0.0.0.0"
-		const where = "only on an egress listener with a port of protocol HTTP, HTTP2, GRPC, GRPC-WEB, TCP, MONGO or none"
+		const where = "only on an egress listener with a port of protocol HTTP, HTTP2, GRPC, GRPC-WEB, TCP, MONGO, MYSQL or none"
 		if eg.GetBind() != "" && eg.GetBind() != "0.0.0.0" && !bound {
 			c.warnf(ea.With("bind"), "is %s here (%s and an IP bind): the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener per port to this address)", notGenerated, where)
 		}
