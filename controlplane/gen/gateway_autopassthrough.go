@@ -21,8 +21,9 @@ import (
 // (TLS inspector) and forwards the TLS bytes untouched:
 //   - per service the router sees (not a mesh-external one) whose host one of the server's
 //     hosts covers, and per port of it (not UDP), a filter chain matching the SNI
-//     "outbound_.PORT_._.HOST" and Istio's mTLS ALPNs, with a tcp_proxy to the SNI-DNAT
-//     cluster of that name; the same for each subset of the service's DestinationRule;
+//     "outbound_.PORT_._.HOST" and Istio's mTLS ALPNs (allIstioMTLSALPNs), with a tcp_proxy
+//     to the SNI-DNAT cluster of that name; the same for each subset of the service's
+//     DestinationRule;
 //   - the SNI-DNAT clusters: the service's outbound cluster of the port (or subset), named as
 //     the SNI, with the DestinationRule's policy but no upstream TLS (the bytes are the
 //     client's TLS already); their endpoints are those that take Istio mTLS only, so that a
@@ -30,9 +31,6 @@ import (
 //
 // No authorization filter is put on these chains (istiod builds them without), and istiod's
 // default mesh config builds them for any router a Gateway with such a server selects.
-
-// istioMTLSALPNs are the ALPN protocols of Istio's mTLS that an AUTO_PASSTHROUGH chain matches.
-var istioMTLSALPNs = []string{"istio", "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1", "istio-h2"}
 
 // autoPassthroughChains builds the filter chains of the port's AUTO_PASSTHROUGH servers and
 // the SNI-DNAT clusters they forward to. Servers whose hosts overlap (*.svc.cluster.local and
@@ -87,7 +85,7 @@ func (rp *routerPlan) autoPassthroughChains(gp *gwPort) ([]*listenerv3.FilterCha
 					f := &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}
 					chains = append(chains, &listenerv3.FilterChain{
 						Name:             name,
-						FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{name}, ApplicationProtocols: istioMTLSALPNs},
+						FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{name}, ApplicationProtocols: allIstioMTLSALPNs},
 						Filters:          tcpStack(port.Protocol, name, f),
 					})
 					clusters = append(clusters, name)

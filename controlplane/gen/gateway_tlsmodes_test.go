@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -71,8 +72,9 @@ func TestGatewayTLSModes(t *testing.T) {
 			t.SubjectAltNames, t.CaCrl, t.VerifyCertificateSpki = []string{"client.example.com"}, "/certs/ca.crl", []string{"pin"}
 			return t
 		}(), certs: []sdsRef{fileCert}, ca: fileRoot, sans: []string{"client.example.com"}, crl: "/certs/ca.crl", require: true},
-		{name: "https mutual files, no CA: the mesh root", proto: "HTTPS", tls: files(networking.ServerTLSSettings_MUTUAL, ""),
-			certs: []sdsRef{fileCert}, ca: meshRoot, require: true},
+		{name: "https mutual certificate files with a CA", proto: "HTTPS", tls: &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_MUTUAL, CaCertificates: "/certs/ca.crt",
+			TlsCertificates: []*networking.ServerTLSSettings_TLSCertificate{{ServerCertificate: "/certs/rsa.crt", PrivateKey: "/certs/rsa.key"}, {ServerCertificate: "/certs/ec.crt", PrivateKey: "/certs/ec.key"}}},
+			certs: []sdsRef{{name: "file-cert:/certs/rsa.crt~/certs/rsa.key", agent: true}, {name: "file-cert:/certs/ec.crt~/certs/ec.key", agent: true}}, ca: fileRoot, require: true},
 		{name: "https optional mutual files", proto: "HTTPS", tls: files(networking.ServerTLSSettings_OPTIONAL_MUTUAL, "/certs/ca.crt"),
 			certs: []sdsRef{fileCert}, ca: fileRoot},
 		{name: "https several certificate files", proto: "HTTPS", tls: &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE,
@@ -105,6 +107,10 @@ func TestGatewayTLSModes(t *testing.T) {
 				vs.Tcp = []*networking.TCPRoute{{Route: []*networking.RouteDestination{{Destination: gwDest("web", 80, "")}}}}
 			}
 			configs := []*istioconfig.Config{gwConfig("gw", "istio-system", &networking.Gateway{Servers: []*networking.Server{srv, idle}}), vsConfig("svc", "apps", vs)}
+			// Every case is a Gateway istiod (and xdslab) admits.
+			if _, err := validate.Spec(configs[0]); err != nil {
+				t.Fatalf("the Gateway is refused: %v", err)
+			}
 			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{web}, Configs: configs})
 			p := routerProxy("istio-system", nil)
 			g, err := generateAll(t, p, s)
