@@ -1526,6 +1526,12 @@ func (c *checker) serverTLS(ta Path, tls *networking.ServerTLSSettings) {
 	if len(sources) > 1 {
 		c.errf(ta, "sets %s: give the server one certificate source only", strings.Join(sources, " and "))
 	}
+	terminating := mode == networking.ServerTLSSettings_SIMPLE || mode == networking.ServerTLSSettings_MUTUAL ||
+		mode == networking.ServerTLSSettings_OPTIONAL_MUTUAL
+	if terminating && (tls.GetCredentialName() != "" || len(tls.GetCredentialNames()) > 0) {
+		// The certificates come from the credential: istiod checks nothing more, the CRL included.
+		return
+	}
 	if tls.GetCaCrl() != "" {
 		if tls.GetCredentialName() != "" {
 			c.errf(ta.With("caCrl"), "cannot be used with credentialName: put the CRL in the credential")
@@ -1534,12 +1540,7 @@ func (c *checker) serverTLS(ta Path, tls *networking.ServerTLSSettings) {
 			c.errf(ta.With("caCrl"), "is not supported with mode SIMPLE, which verifies no client: remove it")
 		}
 	}
-	switch mode {
-	case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL:
-	default:
-		return
-	}
-	if tls.GetCredentialName() != "" || len(tls.GetCredentialNames()) > 0 {
+	if !terminating {
 		return
 	}
 	if mode != networking.ServerTLSSettings_SIMPLE && tls.GetCaCertificates() == "" {
