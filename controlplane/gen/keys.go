@@ -203,12 +203,16 @@ func InboundIPScope(p *model.Proxy, s *model.Snapshot) string {
 	if spec, ok := sc.Sidecar.Spec.(*networking.Sidecar); !ok || len(spec.GetIngress()) == 0 {
 		return ""
 	}
-	ports := make([]string, len(p.StaticPorts))
+	var b strings.Builder
+	b.WriteString("ingress=" + strings.Join(p.IPAddresses, "+") + "|icpt=" + p.InterceptionMode +
+		"|unpriv=" + strconv.FormatBool(p.Unprivileged) + "|agent=")
 	for i, n := range p.StaticPorts {
-		ports[i] = strconv.FormatUint(uint64(n), 10)
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(uint64(n), 10))
 	}
-	return "ingress=" + strings.Join(p.IPAddresses, "+") + "|icpt=" + p.InterceptionMode +
-		"|unpriv=" + strconv.FormatBool(p.Unprivileged) + "|agent=" + strings.Join(ports, ",")
+	return b.String()
 }
 
 type httpSourceSelectorsKey struct{}
@@ -335,4 +339,14 @@ func sourceMatchKey(p *model.Proxy, s *model.Snapshot) string {
 		}
 	}
 	return string(b)
+}
+
+// LoopbackKey is "v6" for a sidecar with no IPv4 address, "" otherwise: its listeners bound to
+// the loopback (egress captureMode NONE without bind, ingress default endpoints) take ::1 where
+// an IPv4 proxy's take 127.0.0.1 (istiod's actualLocalHosts), whether or not it is an endpoint.
+func LoopbackKey(p *model.Proxy) string {
+	if p == nil || proxyIPv4(p) {
+		return ""
+	}
+	return "v6"
 }

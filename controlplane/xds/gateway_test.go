@@ -283,6 +283,38 @@ func TestSidecarListenerClassFollowsPeerAuthentication(t *testing.T) {
 	}
 }
 
+// TestLoopbackClassFollowsFamily: under an egress listener with captureMode NONE and no bind,
+// an IPv6-only sidecar's listener binds ::1 and an IPv4 one's 127.0.0.1, endpoints or not, so
+// they never share listener bytes.
+func TestLoopbackClassFollowsFamily(t *testing.T) {
+	in := topology(3, 2)
+	in.Configs = []*istioconfig.Config{{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "ns-1"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{{
+			Port: &networking.SidecarPort{Number: 8080, Protocol: "HTTP", Name: "http"}, CaptureMode: networking.CaptureMode_NONE, Hosts: []string{"*/*"}}}}}}
+	st := &pushState{snap: model.NewSnapshot(1, in)}
+	v4 := &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"100.64.0.1"}, Namespace: "ns-1"}
+	v6 := &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"fd00::1"}, Namespace: "ns-1"}
+	var s Server
+	x, err := gen.ForType(gen.ListenerType, nil).Generate(v4, st.snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := gen.ForType(gen.ListenerType, nil).Generate(v6, st.snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sameResources(t, x, y) {
+		t.Fatal("IPv4 and IPv6-only sidecars got the same listeners; the class check below guards nothing")
+	}
+	if a, b := s.class(v4, st, gen.ListenerType, true), s.class(v6, st, gen.ListenerType, true); a == b {
+		t.Errorf("IPv4 and IPv6-only sidecars share listener class %q", a)
+	}
+	v4b := &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"100.64.0.2"}, Namespace: "ns-1"}
+	if a, b := s.class(v4, st, gen.ListenerType, true), s.class(v4b, st, gen.ListenerType, true); a != b {
+		t.Errorf("two IPv4 sidecars: classes %q and %q, want one", a, b)
+	}
+}
+
 // sameResources reports whether x and y are the same resources with the same marshalled bytes.
 func sameResources(t *testing.T, x, y []gen.Resource) bool {
 	t.Helper()

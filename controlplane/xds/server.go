@@ -730,8 +730,10 @@ func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 // (gen.ViewKey: its Sidecar and namespace, when they restrict what it sees), the proxy type,
 // for a sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are
 // its own; a router's IP is usually an endpoint of its gateway Service, and it has no inbound
-// config), for a sidecar under a Sidecar with ingress listeners its IPs and interception mode
-// (gen.InboundIPScope: those listeners bind to its IP whether or not it is an endpoint), and for a sidecar's listeners the PeerAuthentications that select it (gen.InboundScope:
+// config), for a sidecar under a Sidecar with ingress listeners its IPs, interception mode,
+// UNPRIVILEGED_POD and agent ports (gen.InboundIPScope: those listeners bind to its IP whether or
+// not it is an endpoint, and the last two decide which ports istiod leaves out), for an IPv6-only
+// sidecar its family (gen.LoopbackKey: loopback listeners and endpoints take ::1), and for a sidecar's listeners the PeerAuthentications that select it (gen.InboundScope:
 // every sidecar's virtualInbound has catch-all chains of its mode). For EDS and CDS, also the
 // proxy's locality class (gen.LocalityClass) when locality load balancing makes assignments
 // depend on it; a named assignment that does not depend on it is still shared by every proxy
@@ -760,6 +762,9 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 		// whether or not it is an endpoint.
 		if in := gen.InboundIPScope(p, st.snap); in != "" {
 			k += "|" + in
+		}
+		if v6 := gen.LoopbackKey(p); v6 != "" {
+			k += "|" + v6
 		}
 	}
 	if !p.IsGRPC() && p.Type != model.Router && typeURL == gen.ListenerType {
