@@ -193,7 +193,7 @@ func SelectedLabels(p *model.Proxy, s *model.Snapshot) string {
 // (ingress ports istiod leaves out). "" otherwise: inbound config then follows the proxy's IP only where it is an endpoint,
 // which the ADS server adds itself.
 func InboundIPScope(p *model.Proxy, s *model.Snapshot) string {
-	if p == nil || s == nil {
+	if p == nil || s == nil || !anyIngressSidecar(s) {
 		return ""
 	}
 	sc := s.ScopeFor(p)
@@ -349,4 +349,19 @@ func LoopbackKey(p *model.Proxy) string {
 		return ""
 	}
 	return "v6"
+}
+
+type ingressSidecarsKey struct{}
+
+// anyIngressSidecar reports whether some Sidecar of s has ingress listeners, computed once per
+// snapshot's configs: without one, InboundIPScope looks up no proxy's scope.
+func anyIngressSidecar(s *model.Snapshot) bool {
+	return s.Derived(ingressSidecarsKey{}, func() any {
+		for _, c := range s.Configs(istioconfig.KindSidecar) {
+			if sc, ok := c.Spec.(*networking.Sidecar); ok && len(sc.GetIngress()) > 0 {
+				return true
+			}
+		}
+		return false
+	}).(bool)
 }
