@@ -322,7 +322,7 @@ type deadlineMemo struct {
 // forget it).
 func (m *Machine) memoDeadlines(d *decoded, now time.Time) (forever bool, finite time.Time) {
 	mm := &m.deadlineMemo
-	if mm.refs != nil && now.Equal(mm.at) && sameSecretList(d.secrets, mm.refs) && sameWaits(d.secretWaits, mm.waits) {
+	if mm.refs != nil && now.Equal(mm.at) && sameList(d.secrets, mm.refs) && sameList(d.secretWaits, mm.waits) {
 		return mm.forever, mm.finite
 	}
 	forever, finite = m.secretDeadlines(d, now)
@@ -497,7 +497,7 @@ type secretMemo struct {
 // the same local refs holds while it was yes or while localGen has not moved. Refs on ADS are
 // looked up each time (an SDS response may remove a secret).
 func (m *Machine) hasSecrets(refs []secretRef) bool {
-	if mm := &m.secretMemo; len(refs) > 0 && (mm.held || mm.gen == m.localGen) && sameSecretList(refs, mm.refs) {
+	if mm := &m.secretMemo; len(refs) > 0 && (mm.held || mm.gen == m.localGen) && sameList(refs, mm.refs) {
 		return mm.held
 	}
 	held, local := true, true
@@ -515,9 +515,9 @@ func (m *Machine) hasSecrets(refs []secretRef) bool {
 	return held
 }
 
-// sameSecretList reports whether a and b hold the same references: at once when they are the
-// same list (the Interner's, shared by every resource that names those secrets).
-func sameSecretList(a, b []secretRef) bool {
+// sameList reports whether a and b hold the same elements: at once when they are the same list
+// (the Interner's secret references and timeouts, shared by every resource that names them).
+func sameList[T comparable](a, b []T) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -610,7 +610,7 @@ func (m *Machine) rewarmSecrets(now time.Time) {
 				delete(*fin, name)
 				continue
 			}
-			if last.refs == nil || !sameSecretList(d.secrets, last.refs) || !sameWaits(d.secretWaits, last.waits) {
+			if last.refs == nil || !sameList(d.secrets, last.refs) || !sameList(d.secretWaits, last.waits) {
 				last.refs, last.waits = d.secrets, d.secretWaits
 				last.forever, last.finite = m.secretDeadlines(d, now)
 			}
@@ -625,17 +625,6 @@ func (m *Machine) rewarmSecrets(now time.Time) {
 			clear(*fin)
 		}
 	}
-}
-
-// sameWaits reports whether a and b are the same timeouts: at once when they are the same list.
-func sameWaits(a, b []secretWait) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) > 0 && &a[0] == &b[0] {
-		return true
-	}
-	return slices.Equal(a, b)
 }
 
 // missingSecrets is the secret references of the client's clusters and listeners that it does
