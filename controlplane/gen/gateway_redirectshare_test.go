@@ -81,16 +81,7 @@ func TestGatewayRedirectSharedPort(t *testing.T) {
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{svc}, Configs: tt.configs})
-			p := routerProxy("istio-system", ingressLabels)
-			g, err := generateAll(t, p, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkResources(t, p, g)
-			var got []string
-			for _, vh := range routeConfig(t, g[RouteType], "http.80").GetVirtualHosts() {
-				got = append(got, strings.Join(vh.GetDomains(), ",")+" "+vh.GetRequireTls().String()+" "+strings.Join(routeNamesOf(vh), ","))
-			}
+			got := routerVirtualHosts(t, s, "http.80")
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("virtual hosts\n %q\nwant\n %q", got, tt.want)
 			}

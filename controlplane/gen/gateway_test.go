@@ -788,16 +788,7 @@ func TestGatewayHTTPSRedirectWithoutRoutes(t *testing.T) {
 		vsConfig("routed", "apps", &networking.VirtualService{Hosts: []string{"routed.example.com"}, Gateways: []string{"istio-system/gw"},
 			Http: []*networking.HTTPRoute{{Name: "r", Route: []*networking.HTTPRouteDestination{{Destination: gwDest("web.apps.svc.cluster.local", 80, "")}}}}}),
 	}})
-	p := routerProxy("istio-system", ingressLabels)
-	g, err := generateAll(t, p, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkResources(t, p, g)
-	var got []string
-	for _, vh := range routeConfig(t, g[RouteType], "http.80").GetVirtualHosts() {
-		got = append(got, strings.Join(vh.GetDomains(), ",")+" "+vh.GetRequireTls().String()+" "+strings.Join(routeNamesOf(vh), ","))
-	}
+	got := routerVirtualHosts(t, s, "http.80")
 	want := []string{
 		"apps/b.example.com,apps/b.example.com:80,a.example.com,a.example.com:80 ALL ",
 		"routed.example.com,routed.example.com:80 ALL r",
@@ -1067,4 +1058,21 @@ func TestGatewayRedirectPortOfTLSServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// routerVirtualHosts generates the ingress router's config from s (checked) and summarises
+// route configuration name's virtual hosts, one "domains require_tls route-names" line each.
+func routerVirtualHosts(t *testing.T, s *model.Snapshot, name string) []string {
+	t.Helper()
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	var got []string
+	for _, vh := range routeConfig(t, g[RouteType], name).GetVirtualHosts() {
+		got = append(got, strings.Join(vh.GetDomains(), ",")+" "+vh.GetRequireTls().String()+" "+strings.Join(routeNamesOf(vh), ","))
+	}
+	return got
 }
