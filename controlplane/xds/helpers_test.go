@@ -105,10 +105,12 @@ func sidecarNode(t testing.TB, ip, ns, generator string) *corev3.Node {
 	return &corev3.Node{Id: fmt.Sprintf("sidecar~%s~pod.%s~%s.svc.cluster.local", ip, ns, ns), Metadata: md}
 }
 
-func dial(t *testing.T, addr string, node *corev3.Node) *adsClient {
+// dial opens a scripted SotW ADS stream to addr; extra dial options come after the defaults.
+func dial(t *testing.T, addr string, node *corev3.Node, extra ...grpc.DialOption) *adsClient {
 	t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20))}, extra...)
+	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,8 +209,16 @@ func (s *Server) Register(g *grpc.Server) {
 // just over 32 KiB (an EDS ACK naming a thousand clusters) would take, and clear, a 1 MiB
 // buffer; and each connection would keep a 32 KiB write buffer while idle, which is what ten
 // thousand sidecars between pushes are.
+//
+// The receive windows are fixed (serverRecvWindow), which turns off grpc-go's BDP estimation:
+// with it, every request the server read (each ACK) made the server send a connection
+// WINDOW_UPDATE and a PING, and read the PING's ACK: two more segments a response on the
+// wire, and a write and a read more for the server and for every client. An xDS server
+// receives small requests only, so there is no bandwidth to probe for.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
+		grpc.InitialWindowSize(serverRecvWindow),
+		grpc.InitialConnWindowSize(serverRecvWindow),
 		grpc.SharedWriteBuffer(true),
 		experimental.BufferPool(FineBufferPool()),
 		grpc.ForceServerCodecV2(newCodec()),
@@ -218,6 +226,12 @@ func ServerOptions() []grpc.ServerOption {
 		grpc.MaxConcurrentStreams(1 << 20),
 	}
 }
+
+// serverRecvWindow is the ADS server's HTTP/2 receive window, per stream and per connection:
+// what a client may send before the server has read it. Requests are small (the largest, a
+// Delta subscription or an EDS ACK naming thousands of clusters, is some hundreds of KiB), and
+// grpc-go gives window back as the server reads, so 1 MiB never holds a client up.
+const serverRecvWindow = 1 << 20
 
 // FineBufferPool returns a gRPC buffer pool with tiers at every power of two from 256 B to
 // 16 MiB; clients that receive large xDS responses benefit from it too
