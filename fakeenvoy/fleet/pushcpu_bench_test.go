@@ -34,6 +34,7 @@ var (
 	pushClients = flag.Int("fleet.push.clients", 1000, "clients of BenchmarkPushCPU (each fleet: the fake Envoys and the floor)")
 	pushCount   = flag.Int("fleet.push.pushes", 20, "endpoint changes per measured window of BenchmarkPushCPU")
 	pushProfile = flag.String("fleet.push.profile", "", "write the CPU profile of BenchmarkPushCPU's last fake-Envoy window to this file")
+	pushWindows = flag.String("fleet.push.windows", "bdp", "BenchmarkPushCPU's server receive windows: bdp (grpc-go's default, as istiod: a PING and a WINDOW_UPDATE after each request read) or fixed (xdslab's control plane: none)")
 )
 
 // BenchmarkPushCPU measures what the fleet spends per pushed response, against a floor taken
@@ -56,7 +57,7 @@ var (
 //   - server-cpu-µs/response: the server's, in the fake Envoys' window;
 //   - segs/response and floor-segs/response: TCP segments sent in each window per response
 //     (both directions: the protocol's four are the response, its ACK, the server's BDP PING
-//     and the PING's ACK; more are the kernel's own ACKs). The kernel counts them for the
+//     and the PING's ACK, two under -fleet.push.windows fixed; more are the kernel's own ACKs). The kernel counts them for the
 //     whole network namespace: run the benchmark in one of its own (unshare -n, after
 //     `ip link set lo up`) for figures that are the benchmark's alone. Left out where
 //     /proc/net/snmp cannot be read.
@@ -290,7 +291,15 @@ func startPushServer(tb testing.TB, mesh *pushMesh) *pushServer {
 		tb.Fatal(err)
 	}
 	s := &pushServer{addr: lis.Addr().String(), mesh: mesh, reached: make(chan struct{}, 1)}
-	s.srv = grpc.NewServer(grpc.ForceServerCodecV2(rawCodec{}))
+	opts := []grpc.ServerOption{grpc.ForceServerCodecV2(rawCodec{})}
+	switch *pushWindows {
+	case "bdp":
+	case "fixed":
+		opts = append(opts, grpc.InitialWindowSize(1<<20), grpc.InitialConnWindowSize(1<<20))
+	default:
+		tb.Fatalf("-fleet.push.windows %q: want bdp or fixed", *pushWindows)
+	}
+	s.srv = grpc.NewServer(opts...)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(s.srv, s)
 	pprof.Do(context.Background(), pprof.Labels("side", "server"), func(context.Context) {
 		go func() { _ = s.srv.Serve(lis) }()
