@@ -50,6 +50,11 @@ func fleetDialOptions(pool mem.BufferPool) []grpc.DialOption {
 		grpc.WithReadBufferSize(connBufferSize),
 		grpc.WithWriteBufferSize(connBufferSize),
 		bufferPoolOption(pool),
+		// Envoy's fixed windows (as h2client's): grpc-go's default probes the bandwidth with a
+		// PING after each response it reads, which Envoy never sends, so a control plane
+		// measured through TLS or shared connections would answer PINGs no Envoy sends.
+		grpc.WithInitialWindowSize(h2client.DefaultWindow),
+		grpc.WithInitialConnWindowSize(h2client.DefaultWindow),
 	}
 }
 
