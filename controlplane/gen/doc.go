@@ -81,7 +81,7 @@
 //     "VIP_PORT" (TCP ports: tcp_proxy, or the VirtualServices' tcp routes as istiod builds
 //     them: destination-subnet chains, a catch-all, weighted clusters; tcproute.go),
 //     "0.0.0.0_PORT" for a VIP-less TCP service (a prefix_ranges chain per CIDR service,
-//     passthrough for the rest), "IP_PORT" per endpoint of a headless Kubernetes Service, virtualOutbound (15001) and virtualInbound (15006), each with
+//     passthrough for the rest), "IP_PORT" per endpoint of a headless Kubernetes Service or of a NONE ServiceEntry without addresses with a workloadSelector, virtualOutbound (15001) and virtualInbound (15006), each with
 //     a BlackHole chain for its own port; every HTTP connection manager runs the fault and CORS
 //     filters, then the router;
 //   - route configurations "PORT" with a virtual host "HOST:PORT" per service (FQDN, short

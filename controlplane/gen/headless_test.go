@@ -89,3 +89,79 @@ func TestHeadless(t *testing.T) {
 		t.Errorf("sniffed route configuration: %v", rc)
 	}
 }
+
+// TestNoneEntryListenersPerEndpoint checks what istiod makes of a ServiceEntry of resolution
+// NONE without addresses: with a workloadSelector it is built as a headless Service (a
+// listener per picked workload for each port not served through HTTP, none when the selector
+// picks nothing, the 0.0.0.0 listener for an HTTP port); without one it keeps the port's
+// 0.0.0.0 listener. Its names get no "*." domains (istiod adds those for Kubernetes only).
+func TestNoneEntryListenersPerEndpoint(t *testing.T) {
+	tcp := model.Port{Name: "tcp", Number: 7100, Protocol: model.ProtocolTCP}
+	sniffed := model.Port{Name: "any", Number: 7101, Protocol: model.ProtocolUnknown}
+	web := model.Port{Name: "http", Number: 7102, Protocol: model.ProtocolHTTP}
+	entry := func(selector bool, ports ...model.Port) *model.Service {
+		return &model.Service{Hostname: "vat.example.org", Namespace: "brew", Resolution: model.ResolutionPassthrough, Ports: ports,
+			WorkloadSelector: selector, Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry, Name: "vat", Namespace: "brew"}}
+	}
+	ep := func(addr string) *model.Endpoint {
+		return &model.Endpoint{Service: "vat.example.org", Address: addr, Weight: 1}
+	}
+	for _, tc := range []struct {
+		name string
+		svc  *model.Service
+		eps  []*model.Endpoint
+		want []string
+	}{
+		{"selector picks two", entry(true, tcp, sniffed, web), []*model.Endpoint{ep("10.7.0.1"), ep("10.7.0.2"), ep("10.250.0.9")},
+			[]string{"0.0.0.0_7102", "10.7.0.1_7100", "10.7.0.1_7101", "10.7.0.2_7100", "10.7.0.2_7101"}},
+		{"selector picks none", entry(true, tcp), nil, nil},
+		{"selector picks only the proxy", entry(true, tcp), []*model.Endpoint{ep("10.250.0.9")}, nil},
+		{"no selector", entry(false, tcp), nil, []string{"0.0.0.0_7100"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := model.SnapshotInput{Services: []*model.Service{tc.svc}}
+			if tc.eps != nil {
+				in.Endpoints = map[string][]*model.Endpoint{"vat.example.org": tc.eps}
+			}
+			s := model.NewSnapshot(1, in)
+			p := &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"10.250.0.9"}, Namespace: "brew", ID: "client.brew"}
+			rs, err := ForType(ListenerType, p).Generate(p, s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range rs {
+				if _, err := validateDeep(r.Message); err != nil {
+					t.Errorf("%s: %v", r.Name, err)
+				}
+				if r.Name == VirtualInboundListener || r.Name == VirtualOutboundListener {
+					continue
+				}
+				names = append(names, r.Name)
+				if r.Name != "0.0.0.0_7102" && r.Name != "0.0.0.0_7100" && !slices.Contains(r.Deps, EndpointKey(tc.svc)) {
+					t.Errorf("%s does not depend on the endpoints: %v", r.Name, r.Deps)
+				}
+			}
+			if diff := cmp.Diff(tc.want, names); diff != "" {
+				t.Errorf("listeners (-want +got)\n%s", diff)
+			}
+		})
+	}
+	if !entry(true, tcp).EndpointsInListeners() || entry(true, web).EndpointsInListeners() {
+		t.Error("EndpointsInListeners: want true for a selecting NONE entry's TCP port, false for an HTTP port only")
+	}
+	rs, err := ForType(RouteType, &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"10.250.0.9"}, Namespace: "brew", ID: "client.brew"}).Generate(
+		&model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"10.250.0.9"}, Namespace: "brew", ID: "client.brew"},
+		model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{entry(true, web)}, Endpoints: map[string][]*model.Endpoint{"vat.example.org": {ep("10.7.0.1")}}}),
+		[]string{"7102"})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("routes: %d, %v", len(rs), err)
+	}
+	for _, vh := range rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
+		for _, d := range vh.GetDomains() {
+			if strings.HasPrefix(d, "*.") {
+				t.Errorf("virtual host %s has domain %s: istiod adds \"*.\" domains for Kubernetes Services only", vh.GetName(), d)
+			}
+		}
+	}
+}

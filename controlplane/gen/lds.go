@@ -49,7 +49,8 @@ func ListenerName(addr string, port uint32) string {
 //     outbound cluster (for a port without a protocol, also a sniffed HTTP chain: sniffed), or "0.0.0.0_PORT" for a service without a VIP when no HTTP service
 //     uses the port (the oldest such service wins the port, model.Scope.CompareServices; TLS
 //     and HTTPS services without a VIP get a chain each matching their host as SNI, the rest
-//     passes through); a headless Kubernetes Service's port gets "IP_PORT" per endpoint
+//     passes through); a headless Kubernetes Service's port, and a NONE ServiceEntry's without
+//     addresses whose endpoints a workloadSelector picks, gets "IP_PORT" per endpoint
 //     instead (headlessAddresses);
 //   - under a Sidecar, a port's listeners come from the egress listener that holds the port,
 //     by its protocol (listenerProtocol), then from the catch-all one, which adds nothing to
@@ -311,13 +312,18 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		}
 		return nil
 	}
-	headless := svc.Headless()
+	headless := svc.ListenersPerEndpoint()
 	vips := ipAddresses(svc.Addresses)
 	if headless {
-		// A listener per endpoint, as for a VIP; none without endpoints.
+		// A listener per endpoint, as for a VIP; none without endpoints, but for a ServiceEntry
+		// without a workloadSelector, whose port keeps its 0.0.0.0 listener when no endpoint at
+		// all serves it (istiod's fallback for a plain NONE entry).
 		vips = headlessAddresses(p, ix.snap, svc, port)
 		if len(vips) == 0 {
-			return nil
+			if !svc.WildcardWithoutEndpoints() || servesPort(ix.snap, svc, port) {
+				return nil
+			}
+			headless = false
 		}
 	}
 	joinsWild := !wildLocked && (len(vips) == 0 || len(cidrs(svc.Addresses)) > 0)
@@ -545,9 +551,11 @@ func findResource(rs []Resource, name string) *Resource {
 	return nil
 }
 
-// headlessAddresses are the addresses of the listeners of a headless Service's port (not served
-// through HTTP), as istiod builds them: one per endpoint that serves the port, whose address is
-// an IP and not the proxy's own (its inbound listener takes that traffic), in endpoint order.
+// headlessAddresses are the addresses of the listeners of a port (not served through HTTP) of a
+// service with a listener per endpoint (model.Service.ListenersPerEndpoint: a headless Service,
+// a NONE ServiceEntry without addresses), as istiod builds them: one per endpoint that serves
+// the port, whose address is an IP and not the proxy's own (its inbound listener takes that
+// traffic), in endpoint order.
 func headlessAddresses(p *model.Proxy, s *model.Snapshot, svc *model.Service, port model.Port) []string {
 	var out []string
 	for _, ep := range s.Endpoints(svc.Hostname) {
@@ -563,6 +571,14 @@ func headlessAddresses(p *model.Proxy, s *model.Snapshot, svc *model.Service, po
 		}
 	}
 	return out
+}
+
+// servesPort reports whether an endpoint of svc, whatever its address, serves port.
+func servesPort(s *model.Snapshot, svc *model.Service, port model.Port) bool {
+	return slices.ContainsFunc(s.Endpoints(svc.Hostname), func(ep *model.Endpoint) bool {
+		_, ok := ep.ServesPort(port)
+		return ok
+	})
 }
 
 // setProto records the protocol svc's port is built with on the port's 0.0.0.0 listener.

@@ -20,12 +20,12 @@ import (
 // (use_downstream_protocol, cds.go).
 
 // sniffedPorts lists the service ports of s that p sees and sniffs: no declared protocol and a
-// VIP, or a headless Service (a listener per endpoint); another port without a VIP keeps its
-// TCP listener.
+// VIP, or a service with a listener per endpoint (perEndpoint); another port without a VIP
+// keeps its TCP listener.
 func sniffedPorts(s *model.Snapshot, sc *model.Scope) map[string]sniffedPort {
 	out := map[string]sniffedPort{}
 	for _, svc := range visibleServices(s, sc) {
-		if len(ipAddresses(svc.Addresses)) == 0 && !svc.Headless() {
+		if len(ipAddresses(svc.Addresses)) == 0 && !perEndpoint(s, svc) {
 			continue
 		}
 		for _, port := range svc.Ports {
@@ -35,6 +35,13 @@ func sniffedPorts(s *model.Snapshot, sc *model.Scope) map[string]sniffedPort {
 		}
 	}
 	return out
+}
+
+// perEndpoint reports whether svc's ports not served through HTTP get a listener per endpoint
+// rather than the 0.0.0.0 one (model.Service.ListenersPerEndpoint): a ServiceEntry without a
+// workloadSelector has them only when it has endpoints.
+func perEndpoint(s *model.Snapshot, svc *model.Service) bool {
+	return svc.ListenersPerEndpoint() && (!svc.WildcardWithoutEndpoints() || len(s.Endpoints(svc.Hostname)) > 0)
 }
 
 // sniffedBy reports whether the egress listener of one pass (outboundSource) builds a sniffed

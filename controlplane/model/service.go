@@ -124,6 +124,10 @@ type Service struct {
 	// proxy connects to one address its resolver returns for its one endpoint (Envoy's
 	// LOGICAL_DNS) instead of balancing over all of them (STRICT_DNS).
 	DNSRoundRobin bool
+	// WorkloadSelector marks a ServiceEntry whose workloadSelector has labels: its endpoints
+	// are the WorkloadEntries it picks, and with resolution NONE and no address istiod builds
+	// no 0.0.0.0 listener for it when it picks none (WildcardWithoutEndpoints).
+	WorkloadSelector bool
 	// ExportTo is the namespaces the service is visible from (a ServiceEntry's exportTo:
 	// "*", ".", "~" or namespace names); empty exports it everywhere (see ExportedTo).
 	ExportTo []string
@@ -223,11 +227,28 @@ func (s *Service) Headless() bool {
 	return s != nil && s.Source.Kind == KindService && s.Resolution == ResolutionPassthrough && len(s.Addresses) == 0
 }
 
+// ListenersPerEndpoint reports whether istiod builds, for each port of s not served through
+// HTTP, a listener per endpoint ("IP_PORT") instead of the port's 0.0.0.0 listener: a
+// passthrough service without an address (a headless Kubernetes Service, a ServiceEntry of
+// resolution NONE without addresses), but for WildcardWithoutEndpoints. False for nil.
+func (s *Service) ListenersPerEndpoint() bool {
+	return s != nil && s.Resolution == ResolutionPassthrough && len(s.Addresses) == 0
+}
+
+// WildcardWithoutEndpoints reports whether a service with ListenersPerEndpoint keeps the port's
+// 0.0.0.0 listener when the port has no endpoint at all, as istiod does for a ServiceEntry
+// without workloadSelector labels (such a NONE entry has no endpoints: istiod's validation
+// rejects inline ones); a Kubernetes Service or an entry whose selector picks nothing gets no
+// listener for the port then. False for nil.
+func (s *Service) WildcardWithoutEndpoints() bool {
+	return s != nil && s.Source.Kind != KindService && !s.WorkloadSelector
+}
+
 // EndpointsInListeners reports whether the service's endpoints are part of its listeners (LDS
-// content): a headless Service with a port not served through HTTP (Headless). As in istiod,
-// a change to them is a full push. False for nil.
+// content): a port not served through HTTP of a service with a listener per endpoint
+// (ListenersPerEndpoint). As in istiod, a change to them is a full push. False for nil.
 func (s *Service) EndpointsInListeners() bool {
-	if !s.Headless() {
+	if !s.ListenersPerEndpoint() {
 		return false
 	}
 	return slices.ContainsFunc(s.Ports, func(p Port) bool { return !p.Protocol.IsHTTP() })
@@ -242,7 +263,8 @@ func (s *Service) Equal(o *Service) bool {
 		slices.Equal(s.Addresses, o.Addresses) && slices.Equal(s.Ports, o.Ports) &&
 		s.Resolution == o.Resolution && mapsEqual(s.Labels, o.Labels) &&
 		slices.Equal(s.ServiceAccounts, o.ServiceAccounts) && s.Source == o.Source &&
-		s.MeshExternal == o.MeshExternal && s.DNSRoundRobin == o.DNSRoundRobin && slices.Equal(s.ExportTo, o.ExportTo) &&
+		s.MeshExternal == o.MeshExternal && s.DNSRoundRobin == o.DNSRoundRobin && s.WorkloadSelector == o.WorkloadSelector &&
+		slices.Equal(s.ExportTo, o.ExportTo) &&
 		s.CreationTime.Equal(o.CreationTime) && s.TrafficDistribution == o.TrafficDistribution
 }
 

@@ -87,7 +87,10 @@ func TestHeadless(t *testing.T) {
 		{"kube headless, a TCP port", &Service{Resolution: ResolutionPassthrough, Source: kube, Ports: append(http, tcp...)}, true, true},
 		{"kube headless, HTTP only", &Service{Resolution: ResolutionPassthrough, Source: kube, Ports: http}, true, false},
 		{"kube with a ClusterIP", &Service{Addresses: []string{"10.96.0.1"}, Source: kube, Ports: tcp}, false, false},
-		{"ServiceEntry NONE without addresses", &Service{Resolution: ResolutionPassthrough, Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry}, Ports: tcp}, false, false},
+		// A NONE entry's endpoints (a workloadSelector's picks) have listeners of their own.
+		{"ServiceEntry NONE without addresses", &Service{Resolution: ResolutionPassthrough, Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry}, Ports: tcp}, false, true},
+		{"ServiceEntry NONE with a selector", &Service{Resolution: ResolutionPassthrough, WorkloadSelector: true, Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry}, Ports: tcp}, false, true},
+		{"ServiceEntry NONE with an address", &Service{Resolution: ResolutionPassthrough, Addresses: []string{"240.0.0.1"}, Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry}, Ports: tcp}, false, false},
 	} {
 		if got := tc.svc.Headless(); got != tc.headless {
 			t.Errorf("%s: Headless = %v", tc.name, got)

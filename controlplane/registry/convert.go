@@ -156,8 +156,10 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 			Source:          key,
 			MeshExternal:    spec.GetLocation() == networking.ServiceEntry_MESH_EXTERNAL,
 			DNSRoundRobin:   spec.GetResolution() == networking.ServiceEntry_DNS_ROUND_ROBIN,
-			ExportTo:        cloneOrNil(spec.GetExportTo()),
-			CreationTime:    se.CreationTimestamp,
+			// istiod's LabelSelectors: an empty selector is as none there.
+			WorkloadSelector: len(spec.GetWorkloadSelector().GetLabels()) > 0,
+			ExportTo:         cloneOrNil(spec.GetExportTo()),
+			CreationTime:     se.CreationTimestamp,
 			// A ServiceEntry has no such field: istiod reads the annotation only.
 			TrafficDistribution: model.ParseTrafficDistribution("", se.Annotations[model.AnnotationTrafficDistribution]),
 		}

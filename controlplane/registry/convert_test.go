@@ -161,7 +161,7 @@ func TestConvertServiceEntry(t *testing.T) {
 			want: Converted{
 				Services: []*model.Service{{Hostname: "vm.ns1.svc.cluster.local", Namespace: "ns1",
 					Ports: []model.Port{{Name: "http-web", Number: 80, Protocol: model.ProtocolHTTP}}, Resolution: model.ResolutionStatic,
-					ServiceAccounts: []string{"spiffe://cluster.local/ns/ns1/sa/vm-sa"}, Source: seKey("ns1", "vm")}},
+					ServiceAccounts: []string{"spiffe://cluster.local/ns/ns1/sa/vm-sa"}, Source: seKey("ns1", "vm"), WorkloadSelector: true}},
 				Endpoints: map[string][]*model.Endpoint{"vm.ns1.svc.cluster.local": {
 					{Service: "vm.ns1.svc.cluster.local", Address: "10.1.0.1", Ports: map[string]uint32{"http-web": 8080},
 						Labels: map[string]string{"app": "vm", "v": "1", model.LabelCluster: model.RegistryClusterID}, ServiceAccount: "spiffe://cluster.local/ns/ns1/sa/vm-sa", Source: weKey("ns1", "vm-1")},

@@ -487,7 +487,7 @@ func (c *checker) serviceEntry(at Path, namespace string, se *networking.Service
 			c.errf(at.With("endpoints"), "resolution NONE takes no endpoints: remove them, or set resolution: STATIC (IPs) or DNS (host names)")
 		}
 		if hasSelector {
-			c.warnf(at.With("workloadSelector"), "is ignored with resolution NONE: set resolution: STATIC to use the selected workloads as endpoints")
+			c.warnf(at.With("workloadSelector"), "with resolution NONE only gives each selected workload an outbound listener of its own for the ports not served through HTTP (as for a headless Service, and none when it selects nothing), with no load balancing: set resolution: STATIC to balance over the selected workloads")
 		}
 	case networking.ServiceEntry_STATIC:
 		unix := false

@@ -125,7 +125,7 @@ func TestValidateSpec(t *testing.T) {
 		{name: "se STATIC without endpoints ok (scaled to zero)", kind: istioconfig.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC"},
 		{name: "se STATIC with selector ok", kind: istioconfig.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {app: a}}"},
 		{name: "se empty selector warns", kind: istioconfig.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {}}", warn: "spec.workloadSelector.labels: is empty"},
-		{name: "se selector with NONE warns", kind: istioconfig.KindServiceEntry, spec: "hosts: [a.com]\nworkloadSelector: {labels: {app: a}}", warn: "spec.workloadSelector: is ignored with resolution NONE"},
+		{name: "se selector with NONE warns", kind: istioconfig.KindServiceEntry, spec: "hosts: [a.com]\nworkloadSelector: {labels: {app: a}}", warn: "spec.workloadSelector: with resolution NONE only gives each selected workload an outbound listener"},
 		{name: "se partial wildcard warns", kind: istioconfig.KindServiceEntry, spec: "hosts: ['*foo.com']", warn: `spec.hosts[0]: "*foo.com" is a partial wildcard`},
 		{name: "se STATIC endpoint on a network warns", kind: istioconfig.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nendpoints: [{network: n2}]", warn: `spec.endpoints[0].address: is empty: the endpoint on network "n2"`},
 		{name: "se selector and endpoints", kind: istioconfig.KindServiceEntry, spec: "hosts: [a.com]\nresolution: STATIC\nworkloadSelector: {labels: {app: a}}\nendpoints: [{address: 10.0.0.1}]", err: "spec.workloadSelector: a ServiceEntry takes either endpoints or a workloadSelector"},
