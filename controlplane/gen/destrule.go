@@ -267,6 +267,21 @@ func destinationRulePools(s *model.Snapshot) *drPools {
 	}).(*drPools)
 }
 
+// noRuleNamespace is the namespace a proxy of no namespace (istiod's empty config namespace)
+// chooses DestinationRules for: no rule is of it or exported to it by name ("~" is not a
+// DestinationRule's exportTo), so it sees only the rules exported everywhere, as in istiod,
+// where "" here stands for any proxy (a named EDS request answered alike for all).
+const noRuleNamespace = "~"
+
+// ruleNamespace is the namespace a proxy of namespace ns chooses DestinationRules for: ns, or
+// noRuleNamespace for "".
+func ruleNamespace(ns string) string {
+	if ns == "" {
+		return noRuleNamespace
+	}
+	return ns
+}
+
 // selectDestinationRule is istiod's choice of rule for a service of namespace svcNS with host
 // name host, seen from a proxy of namespace proxyNS ("" for any proxy) without labels.
 func selectDestinationRule(s *model.Snapshot, proxyNS, svcNS, host string) *istioconfig.Config {

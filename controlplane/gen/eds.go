@@ -106,7 +106,7 @@ func endpointResource(p *model.Proxy, s *model.Snapshot, ix *index, name string)
 	}
 	drNS := ix.drNS // named: AssignmentRuleKey chooses alike
 	if ix.scope != nil {
-		drNS = ix.namespace()
+		drNS = ruleNamespace(ix.namespace())
 	}
 	dr := namedAssignmentRule(s, drNS, ix.labels, svc.Namespace, svc.Hostname, cn.Subset)
 	var selector map[string]string

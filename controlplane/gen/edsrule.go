@@ -117,7 +117,7 @@ func namedRuleNamespace(p *model.Proxy, s *model.Snapshot) string {
 		return ns
 	}
 	if p != nil && len(restrictedRuleExports(s)) > 0 {
-		return p.Namespace
+		return ruleNamespace(p.Namespace)
 	}
 	return ""
 }

@@ -207,7 +207,7 @@ func hostMatches(pattern, host string) bool {
 
 // destinationRule returns the DR that applies to host for the proxy, or nil (destrule.go).
 func (ix *index) destinationRule(host string) *istioconfig.Config {
-	ns := ix.namespace()
+	ns := ruleNamespace(ix.namespace())
 	if ix.scope == nil {
 		ns = ix.drNS
 	}

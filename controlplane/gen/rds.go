@@ -152,7 +152,13 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 				domains = append(domains, d)
 			}
 		}
-		for _, n := range svc.ShortNames(p.Namespace) {
+		names := []string{svc.Hostname}
+		if p.Namespace != "" {
+			// istiod expands names by the proxy's DNS domain (NS.svc.cluster.local); a proxy
+			// of no namespace has a domain without ".svc." and a Kubernetes name no short one.
+			names = svc.ShortNames(p.Namespace)
+		}
+		for _, n := range names {
 			addDomain(n)
 			addDomain(n + ":" + name)
 		}

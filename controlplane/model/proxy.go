@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,15 +29,17 @@ const (
 // Proxy is a connected client, parsed from its Envoy node. It is immutable once built.
 type Proxy struct {
 	Type NodeType
-	// IPAddresses of the workload (the second field of the id; several separated by "+" is
-	// not used by Istio ids, one address is the norm).
+	// IPAddresses of the workload, as istiod takes them: metadata INSTANCE_IPS (a comma
+	// separated list) when every address in it is an IP, else the second field of the id.
 	IPAddresses []string
 	// ID is "pod.namespace" (the third field).
 	ID string
 	// DNSDomain is the fourth field, e.g. "ns.svc.cluster.local".
 	DNSDomain string
 	// Namespace is the proxy's config namespace: metadata NAMESPACE, else the first label of
-	// DNSDomain when it has several (istiod's GetProxyConfigNamespace).
+	// DNSDomain when it has several (istiod's GetProxyConfigNamespace), else "" (istiod serves
+	// such a proxy as of no namespace: it sees what is exported everywhere, the root
+	// namespace's Sidecar and policies).
 	Namespace string
 	// NodeNamespace is metadata NAMESPACE as sent, "" when absent: istiod then looks for the
 	// proxy's ServiceEntry workload in every namespace, and for its Pod in none.
@@ -87,7 +90,8 @@ type Proxy struct {
 	Identity string
 }
 
-// ParseNodeID splits an Istio node id "type~ip~pod.ns~ns.svc.cluster.local".
+// ParseNodeID splits an Istio node id "type~ip~pod.ns~ns.svc.cluster.local". The IP field is
+// returned as written: ParseProxy checks it, and needs it only without INSTANCE_IPS.
 func ParseNodeID(id string) (NodeType, string, string, string, error) {
 	parts := strings.Split(id, "~")
 	if len(parts) != 4 {
@@ -96,9 +100,6 @@ func ParseNodeID(id string) (NodeType, string, string, string, error) {
 	t := NodeType(parts[0])
 	if t != SidecarProxy && t != Router {
 		return "", "", "", "", fmt.Errorf("node id %q: unknown proxy type %q (want %q or %q)", id, parts[0], SidecarProxy, Router)
-	}
-	if _, err := netip.ParseAddr(parts[1]); err != nil {
-		return "", "", "", "", fmt.Errorf("node id %q: bad IP address %q", id, parts[1])
 	}
 	if parts[2] == "" {
 		return "", "", "", "", fmt.Errorf("node id %q: empty pod.namespace field", id)
@@ -115,22 +116,23 @@ func ParseProxy(node *corev3.Node) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{Type: t, IPAddresses: []string{ip}, ID: id, DNSDomain: domain, NodeID: node.GetId()}
+	md := node.GetMetadata().GetFields()
+	ips, err := proxyIPs(stringField(md, "INSTANCE_IPS"), ip)
+	if err != nil {
+		return nil, fmt.Errorf("node id %q: %w", node.GetId(), err)
+	}
+	p := &Proxy{Type: t, IPAddresses: ips, ID: id, DNSDomain: domain, NodeID: node.GetId()}
 	if l := node.GetLocality(); l != nil {
 		p.NodeLocality = Locality{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
 	}
-	md := node.GetMetadata().GetFields()
 	p.NodeNamespace = stringField(md, "NAMESPACE")
 	p.Namespace = p.NodeNamespace
 	if p.Namespace == "" {
 		// As istiod: the namespace of a Kubernetes DNS domain ("ns.svc.cluster.local"), not
-		// the id's pod.namespace.
+		// the id's pod.namespace; without one, none ("").
 		if ns, _, ok := strings.Cut(domain, "."); ok {
 			p.Namespace = ns
 		}
-	}
-	if p.Namespace == "" {
-		return nil, fmt.Errorf("node id %q: no namespace in metadata NAMESPACE nor in the DNS domain field (namespace.svc.cluster.local)", node.GetId())
 	}
 	p.ClusterID = stringField(md, "CLUSTER_ID")
 	p.NodeName = stringField(md, "NODE_NAME")
@@ -157,6 +159,25 @@ func ParseProxy(node *corev3.Node) (*Proxy, error) {
 	p.Resolved = true
 	p.memo = &workloadMemo{}
 	return p, nil
+}
+
+// proxyIPs are a proxy's addresses as istiod's ParseServiceNodeWithMetadata takes them: the
+// INSTANCE_IPS metadata (comma separated) when it is set and every entry is an IP, else the
+// node id's IP field when that is an IP.
+func proxyIPs(instanceIPs, idIP string) ([]string, error) {
+	if instanceIPs != "" {
+		ips := strings.Split(instanceIPs, ",")
+		if !slices.ContainsFunc(ips, func(s string) bool { _, err := netip.ParseAddr(s); return err != nil }) {
+			return ips, nil
+		}
+	}
+	if _, err := netip.ParseAddr(idIP); err == nil {
+		return []string{idIP}, nil
+	}
+	if instanceIPs != "" {
+		return nil, fmt.Errorf("bad IP address %q, and metadata INSTANCE_IPS %q is not a comma separated list of IP addresses", idIP, instanceIPs)
+	}
+	return nil, fmt.Errorf("bad IP address %q and no metadata INSTANCE_IPS", idIP)
 }
 
 // stringMap reads metadata key as a map of strings (nil when absent).

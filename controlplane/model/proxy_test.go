@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,8 +101,19 @@ func TestParseProxy(t *testing.T) {
 		{name: "too few fields", id: "sidecar~10.0.0.1~pod.ns", wantErr: "want 4 fields"},
 		{name: "bad type", id: "waypoint~10.0.0.1~pod.ns~ns.svc", wantErr: "unknown proxy type"},
 		{name: "bad ip", id: "sidecar~ten~pod.ns~ns.svc", wantErr: "bad IP"},
-		{name: "no namespace", id: "sidecar~10.0.0.1~pod~d", wantErr: "no namespace"},
-		{name: "no namespace but the id's", id: "sidecar~10.0.0.1~pod.ns~d", wantErr: "no namespace"},
+		{name: "bad ip and bad INSTANCE_IPS", id: "sidecar~ten~pod.ns~ns.svc", md: map[string]any{"INSTANCE_IPS": "10.0.0.1,eleven"}, wantErr: "INSTANCE_IPS"},
+		// As istiod: INSTANCE_IPS first (every entry an IP), else the id's address.
+		{name: "INSTANCE_IPS over the id's address", id: "sidecar~10.0.0.1~pod.ns~ns.svc", md: map[string]any{"INSTANCE_IPS": "10.9.0.1,fd00::1"},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.9.0.1", "fd00::1"}, ID: "pod.ns", DNSDomain: "ns.svc", Namespace: "ns", Labels: map[string]string{}}},
+		{name: "INSTANCE_IPS with a bad entry: the id's address", id: "sidecar~10.0.0.1~pod.ns~ns.svc", md: map[string]any{"INSTANCE_IPS": "10.9.0.1, 10.9.0.2"},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.0.0.1"}, ID: "pod.ns", DNSDomain: "ns.svc", Namespace: "ns", Labels: map[string]string{}}},
+		{name: "INSTANCE_IPS with a bad id address", id: "sidecar~vm~pod.ns~ns.svc", md: map[string]any{"INSTANCE_IPS": "10.9.0.1"},
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.9.0.1"}, ID: "pod.ns", DNSDomain: "ns.svc", Namespace: "ns", Labels: map[string]string{}}},
+		// istiod serves a proxy of no namespace (its config namespace "").
+		{name: "no namespace", id: "sidecar~10.0.0.1~pod~d",
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.0.0.1"}, ID: "pod", DNSDomain: "d", Labels: map[string]string{}}},
+		{name: "no namespace but the id's", id: "sidecar~10.0.0.1~pod.ns~d",
+			want: Proxy{Type: SidecarProxy, IPAddresses: []string{"10.0.0.1"}, ID: "pod.ns", DNSDomain: "d", Labels: map[string]string{}}},
 		{name: "empty", id: "", wantErr: "want 4 fields"},
 		{name: "static labels", id: "sidecar~10.0.0.1~p.ns~d",
 			md: map[string]any{"NAMESPACE": "ns", "LABELS": map[string]any{"app": "a", "team": "t"}, "STATIC_LABELS": map[string]any{"team": "t"}},
@@ -129,7 +141,7 @@ func TestParseProxy(t *testing.T) {
 				got.Namespace != tc.want.Namespace || got.ClusterID != tc.want.ClusterID ||
 				got.Generator != tc.want.Generator || got.IstioVersion != tc.want.IstioVersion ||
 				got.InterceptionMode != tc.want.InterceptionMode || got.NodeID != tc.want.NodeID ||
-				got.IP() != tc.want.IPAddresses[0] || !mapsEqual(got.Labels, tc.want.Labels) ||
+				!slices.Equal(got.IPAddresses, tc.want.IPAddresses) || !mapsEqual(got.Labels, tc.want.Labels) ||
 				!mapsEqual(got.StaticLabels, tc.want.StaticLabels) || !mapsEqual(got.NodeLabels, tc.want.NodeLabels) ||
 				got.NodeNamespace != tc.want.NodeNamespace || got.NodeName != tc.want.NodeName || got.Network != tc.want.Network ||
 				got.Locality != tc.want.Locality || got.NodeLocality != tc.want.NodeLocality || !got.Resolved {
@@ -154,7 +166,7 @@ func FuzzParseNodeID(f *testing.F) {
 			}
 			return
 		}
-		if p.Namespace == "" || p.NodeID != id || (p.Type != SidecarProxy && p.Type != Router) {
+		if len(p.IPAddresses) == 0 || p.NodeID != id || (p.Type != SidecarProxy && p.Type != Router) {
 			t.Fatalf("accepted %q as %+v", id, p)
 		}
 	})

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/gen"
@@ -208,6 +210,36 @@ func TestCacheClassFollowsTheView(t *testing.T) {
 			if (ka == kc) != shared {
 				t.Errorf("%s wildcard=%v: ns-0 class %q, ns-1 class %q; shared = %v, want %v", typeURL, wildcard, ka, kc, ka == kc, shared)
 			}
+		}
+	}
+}
+
+// TestCacheClassNamesEveryOwnEndpointIP checks that a sidecar's CDS and LDS class names each of
+// its addresses (INSTANCE_IPS) that is an endpoint's, not only the first: a proxy whose second
+// address is an endpoint has inbound config of its own.
+func TestCacheClassNamesEveryOwnEndpointIP(t *testing.T) {
+	ts := startServer(t, testOptions())
+	ts.push(topology(3, 1), true)
+	st := ts.state.Load()
+	parse := func(instanceIPs string) *model.Proxy {
+		md, err := structpb.NewStruct(map[string]any{"NAMESPACE": "ns-0", "INSTANCE_IPS": instanceIPs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := model.ParseProxy(&corev3.Node{Id: "sidecar~10.250.0.1~pod.ns-0~ns-0.svc.cluster.local", Metadata: md})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// 10.0.1.1 is svc-1's endpoint; 10.250.0.1 and 10.250.0.2 are no endpoint's.
+	plain, other, second := parse("10.250.0.1,10.250.0.2"), parse("10.250.0.2"), parse("10.250.0.1,10.0.1.1")
+	for _, typeURL := range []string{gen.ClusterType, gen.ListenerType} {
+		if a, b := ts.class(plain, st, typeURL, true), ts.class(other, st, typeURL, true); a != b {
+			t.Errorf("%s: proxies at no endpoint's address have classes %q and %q", typeURL, a, b)
+		}
+		if a, b := ts.class(plain, st, typeURL, true), ts.class(second, st, typeURL, true); a == b {
+			t.Errorf("%s: a proxy whose second address is an endpoint's shares class %q with one that has none", typeURL, a)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -742,8 +743,8 @@ func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 // class names the proxies that receive identical bytes for typeURL: the generators' key scope
 // (the proxy family; for routes also the namespace and labels), the proxy's view of the mesh
 // (gen.ViewKey: its Sidecar and namespace, when they restrict what it sees), the proxy type,
-// for a sidecar whose IP is an endpoint, that IP (its inbound clusters and listeners are
-// its own; a router's IP is usually an endpoint of its gateway Service, and it has no inbound
+// for a sidecar whose IPs (INSTANCE_IPS, else the node id's) are endpoints', those IPs (its
+// inbound clusters and listeners are its own; a router's IP is usually an endpoint of its gateway Service, and it has no inbound
 // config), for a sidecar under a Sidecar with ingress listeners its IPs, interception mode,
 // UNPRIVILEGED_POD and agent ports (gen.InboundIPScope: those listeners bind to its IP whether or
 // not it is an endpoint, and the last two decide which ports istiod leaves out), for an IPv6-only
@@ -768,8 +769,18 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 	if loc != "" {
 		k += "|" + loc
 	}
-	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) && st.endpointIP(p.IP()) {
-		k += "|" + p.IP()
+	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
+		// Its addresses that are endpoints' (its inbound ports; no listener to itself), each
+		// in its place: INSTANCE_IPS may give a proxy several.
+		var own []string
+		for i, ip := range p.IPAddresses {
+			if st.endpointIP(ip) {
+				own = append(own, strconv.Itoa(i)+"="+ip)
+			}
+		}
+		if len(own) > 0 {
+			k += "|" + strings.Join(own, "+")
+		}
 	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
 		// A Sidecar's ingress listeners read the proxy's own IP and interception mode,

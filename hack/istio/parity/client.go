@@ -43,9 +43,19 @@ type Proxy struct {
 	// Generator is the GENERATOR metadata, empty for none (an Envoy). "grpc" is what
 	// istio-agent's gRPC bootstrap sends for a proxyless gRPC client (FetchGRPC).
 	Generator string
+	// NoNamespace leaves the NAMESPACE metadata out and Namespace empty: the id's third field
+	// is Pod alone and its DNS domain is Domain, which should have no namespace either (a VM
+	// whose agent knows none).
+	NoNamespace bool
+	// Domain is the id's fourth field; empty for NAMESPACE.svc.cluster.local.
+	Domain string
+	// NodeIP is the id's address field when it is not IP; IP is then only INSTANCE_IPS (which
+	// istiod reads first).
+	NodeIP string
 }
 
-// Node is the Envoy node Istio's agent sends for p: id TYPE~IP~POD.NS~NS.svc.cluster.local and
+// Node is the Envoy node Istio's agent sends for p: id TYPE~IP~POD.NS~NS.svc.cluster.local (but
+// for NoNamespace, Domain and NodeIP) and
 // the metadata istiod reads (NAMESPACE, LABELS, SERVICE_ACCOUNT, ISTIO_VERSION, CLUSTER_ID,
 // INSTANCE_IPS, INTERCEPTION_MODE, …).
 func (p Proxy) Node() *corev3.Node {
@@ -54,7 +64,6 @@ func (p Proxy) Node() *corev3.Node {
 		labels[k] = v
 	}
 	meta := map[string]any{
-		"NAMESPACE":         p.Namespace,
 		"LABELS":            labels,
 		"ISTIO_VERSION":     "1.29.0",
 		"CLUSTER_ID":        "Kubernetes",
@@ -62,6 +71,9 @@ func (p Proxy) Node() *corev3.Node {
 		"INTERCEPTION_MODE": "REDIRECT",
 		"WORKLOAD_NAME":     p.Pod,
 		"MESH_ID":           "cluster.local",
+	}
+	if !p.NoNamespace {
+		meta["NAMESPACE"] = p.Namespace
 	}
 	if p.ServiceAccount != "" {
 		meta["SERVICE_ACCOUNT"] = p.ServiceAccount
@@ -73,9 +85,19 @@ func (p Proxy) Node() *corev3.Node {
 	if err != nil {
 		panic(fmt.Sprintf("parity: node metadata: %v", err)) // only literal JSON values above
 	}
+	id, domain, ip := p.Pod+"."+p.Namespace, p.Namespace+".svc.cluster.local", p.IP
+	if p.NoNamespace {
+		id = p.Pod
+	}
+	if p.Domain != "" {
+		domain = p.Domain
+	}
+	if p.NodeIP != "" {
+		ip = p.NodeIP
+	}
 	n := &corev3.Node{
-		Id:       fmt.Sprintf("%s~%s~%s.%s~%s.svc.cluster.local", p.Type, p.IP, p.Pod, p.Namespace, p.Namespace),
-		Cluster:  p.Pod + "." + p.Namespace,
+		Id:       fmt.Sprintf("%s~%s~%s~%s", p.Type, ip, id, domain),
+		Cluster:  id,
 		Metadata: st,
 	}
 	if p.Locality != "" {

@@ -60,6 +60,9 @@ var proxies = []struct {
 	{"sidecar-inbound", parity.Proxy{Type: "sidecar", IP: "10.64.0.1", Pod: "till-1", Namespace: "inbound", Labels: map[string]string{"app": "till"}, ServiceAccount: "till"}},
 	// A sidecar of no service under a Sidecar whose egress listeners bind addresses (egressbind.yaml).
 	{"sidecar-egressbind", parity.Proxy{Type: "sidecar", IP: "10.65.9.9", Pod: "client", Namespace: "egressbind", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// A VM whose node names no namespace (no NAMESPACE metadata, a DNS domain without one) and
+	// whose INSTANCE_IPS is not the node id's address (nonamespace.yaml).
+	{"sidecar-nons", parity.Proxy{Type: "sidecar", IP: "10.66.0.1", NodeIP: "10.66.9.250", Pod: "reader-vm", NoNamespace: true, Domain: "localdomain", Labels: map[string]string{"app": "reader-node"}, ServiceAccount: "reader"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 }
