@@ -557,7 +557,7 @@ func (c *checker) serviceEntry(at Path, namespace string, se *networking.Service
 				c.errf(at.With("ports", i, "protocol"), "%q: resolution DYNAMIC_DNS takes HTTP, TLS, GRPC or HTTP2 ports", p.GetProtocol())
 			}
 		}
-		c.warnf(at.With("resolution"), "DYNAMIC_DNS (istiod's dynamic forward proxy cluster and filter) is %s: the entry is left out of the mesh", notGenerated)
+		c.warnf(at.With("resolution"), "DYNAMIC_DNS (istiod's dynamic forward proxy cluster and filter, which istiod builds by default) is %s: the entry is left out of the mesh, so requests to its hosts take the outbound traffic policy (passthrough under ALLOW_ANY)", notGenerated)
 	default:
 		c.errf(at.With("resolution"), "%v is not a supported resolution: use NONE, STATIC, DNS, DNS_ROUND_ROBIN or DYNAMIC_DNS", res)
 	}
