@@ -276,7 +276,8 @@ func (s *Snapshot) vsDestinations(sc *Scope, spec *networking.Sidecar) map[strin
 }
 
 // vsDestinationPorts returns the destination hosts of vs's HTTP (those whose matches admit
-// source namespace ns), TCP and TLS routes and HTTP mirrors, each with the ports named (0: a
+// source namespace ns; every one for a proxy of no namespace, ns "", as istiod skips the
+// check then), TCP and TLS routes and HTTP mirrors, each with the ports named (0: a
 // destination without a port).
 func vsDestinationPorts(vs *networking.VirtualService, vsNS, ns string) map[string]map[uint32]bool {
 	out := map[string]map[uint32]bool{}
@@ -293,7 +294,7 @@ func vsDestinationPorts(vs *networking.VirtualService, vsNS, ns string) map[stri
 	for _, r := range vs.GetHttp() {
 		admitted := true
 		for _, m := range r.GetMatch() {
-			if sn := m.GetSourceNamespace(); sn != "" {
+			if sn := m.GetSourceNamespace(); sn != "" && ns != "" {
 				if admitted = sn == ns; admitted {
 					break
 				}
