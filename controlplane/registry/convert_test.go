@@ -388,3 +388,27 @@ func TestConvertUnixSocketEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertWorkloadSelectorFlag checks Service.WorkloadSelector: set by a workloadSelector
+// with labels, as istiod's LabelSelectors; an empty selector is as none (a NONE entry with it
+// keeps its 0.0.0.0 listener when it selects nothing).
+func TestConvertWorkloadSelectorFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sel  *networking.WorkloadSelector
+		want bool
+	}{
+		{"none", nil, false},
+		{"empty", &networking.WorkloadSelector{}, false},
+		{"labels", &networking.WorkloadSelector{Labels: map[string]string{"app": "cask"}}, true},
+	} {
+		conv, err := ConvertServiceEntry(seConfig("cellar", "cask", &networking.ServiceEntry{Hosts: []string{"cask.example.org"},
+			Ports: []*networking.ServicePort{{Number: 7461, Name: "tcp", Protocol: "TCP"}}, Resolution: networking.ServiceEntry_NONE, WorkloadSelector: tc.sel}), nil, ConvertOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := conv.Services[0].WorkloadSelector; got != tc.want {
+			t.Errorf("%s: WorkloadSelector = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
