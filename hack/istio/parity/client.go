@@ -113,6 +113,8 @@ type Dump struct {
 	Endpoints map[string]*endpointv3.ClusterLoadAssignment
 	Listeners map[string]*listenerv3.Listener
 	Routes    map[string]*routev3.RouteConfiguration
+	// Router: the proxy is a gateway, whose listeners' server TLS parameters are compared.
+	Router bool
 }
 
 // openADS opens an ADS stream to addr as p and returns get, which sends a request for typeURL
@@ -237,6 +239,7 @@ func Fetch(ctx context.Context, addr string, p Proxy) (*Dump, error) {
 	}
 	defer closeConn()
 	d := newDump()
+	d.Router = p.Type == "router"
 	rs, err := get(clusterType, nil)
 	if err != nil {
 		return nil, err

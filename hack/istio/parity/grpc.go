@@ -136,7 +136,7 @@ func ProjectGRPC(d *Dump) View {
 		v["cluster "+name] = clusterLines(c, n.Endpoints)
 	}
 	for name, l := range n.Listeners {
-		v["listener "+name] = listenerLines(l)
+		v["listener "+name] = listenerLines(l, false)
 	}
 	for name, r := range n.Routes {
 		v["route "+name] = routeLinesWith(r, true)

@@ -65,20 +65,30 @@ var keptMetadata = []string{"envoy.transport_socket_match", "envoy.lb"}
 
 // normalize removes, in place, everything in m that this package classes as cosmetic or
 // telemetry, descending into typed_config Anys.
-func normalize(m proto.Message) { walk(m.ProtoReflect()) }
+func normalize(m proto.Message) { walk(m.ProtoReflect(), false) }
 
-func walk(m protoreflect.Message) {
+// normalizeServerTLS is normalize for a gateway's listener: the tls_params of its downstream
+// TLS contexts are kept. There they come from the Gateway server's own minProtocolVersion,
+// maxProtocolVersion and cipherSuites on both sides, and decide which clients can connect;
+// the cosmetic tls_params are the defaults istiod spells out on a sidecar's mesh mTLS.
+func normalizeServerTLS(m proto.Message) { walk(m.ProtoReflect(), true) }
+
+func walk(m protoreflect.Message, serverTLS bool) {
 	if a, ok := m.Interface().(*anypb.Any); ok {
 		inner, err := a.UnmarshalNew()
 		if err != nil {
 			return // unknown type: left as bytes, still compared
 		}
-		walk(inner.ProtoReflect())
+		walk(inner.ProtoReflect(), serverTLS)
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(inner)
 		if err == nil {
 			a.Value = b
 		}
 		return
+	}
+	var keptParams *tlsv3.TlsParameters
+	if x, ok := m.Interface().(*tlsv3.DownstreamTlsContext); ok && serverTLS {
+		keptParams = x.GetCommonTlsContext().GetTlsParams()
 	}
 	for _, f := range cosmetic[m.Descriptor().FullName()] {
 		if fd := m.Descriptor().Fields().ByName(f); fd != nil {
@@ -150,18 +160,21 @@ func walk(m protoreflect.Message) {
 		case fd.IsList() && fd.Message() != nil:
 			l := v.List()
 			for i := range l.Len() {
-				walk(l.Get(i).Message())
+				walk(l.Get(i).Message(), serverTLS)
 			}
 		case fd.IsMap() && fd.MapValue().Message() != nil:
 			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-				walk(mv.Message())
+				walk(mv.Message(), serverTLS)
 				return true
 			})
 		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
-			walk(v.Message())
+			walk(v.Message(), serverTLS)
 		}
 		return true
 	})
+	if keptParams != nil {
+		m.Interface().(*tlsv3.DownstreamTlsContext).CommonTlsContext.TlsParams = keptParams
+	}
 	// Drop empty metadata left behind.
 	if md := m.Descriptor().Fields().ByName("metadata"); md != nil && md.Message() != nil && md.Message().FullName() == "envoy.config.core.v3.Metadata" && m.Has(md) {
 		if x, ok := m.Get(md).Message().Interface().(*corev3.Metadata); ok && len(x.FilterMetadata) == 0 && len(x.TypedFilterMetadata) == 0 {

@@ -29,7 +29,7 @@ func Project(d *Dump) View {
 		v["cluster "+name] = clusterLines(c, d.Endpoints)
 	}
 	for name, l := range d.Listeners {
-		v["listener "+name] = listenerLines(l)
+		v["listener "+name] = listenerLines(l, d.Router)
 	}
 	for name, r := range d.Routes {
 		v["route "+name] = routeLines(r)
@@ -141,9 +141,13 @@ func endpointLines(cla *endpointv3.ClusterLoadAssignment) []string {
 	return out
 }
 
-func listenerLines(l *listenerv3.Listener) []string {
+func listenerLines(l *listenerv3.Listener, router bool) []string {
 	l = proto.Clone(l).(*listenerv3.Listener)
-	normalize(l)
+	if router {
+		normalizeServerTLS(l)
+	} else {
+		normalize(l)
+	}
 	chains := l.GetFilterChains()
 	def := l.GetDefaultFilterChain()
 	l.FilterChains, l.DefaultFilterChain = nil, nil

@@ -3,7 +3,11 @@ package parity
 import (
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // TestRouteViewIgnoresMatcherOrderKeepsVirtualHost: header and query parameter matchers (all
@@ -52,5 +56,30 @@ func TestRouteViewEmptyPathRedirect(t *testing.T) {
 	}
 	if ds := Diff(Project(redirect(true)), Project(redirect(false))); len(ds) > 0 {
 		t.Errorf("differences:\n%s", Format(ds))
+	}
+}
+
+// TestListenerViewServerTLSParams: a gateway's downstream TLS parameters (its servers'
+// versions and cipher suites) are compared; a sidecar's are not (istiod spells out its mesh
+// mTLS defaults there), nor are an upstream context's.
+func TestListenerViewServerTLSParams(t *testing.T) {
+	listener := func(router bool, suites ...string) *Dump {
+		ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+			TlsParams: &tlsv3.TlsParameters{CipherSuites: suites},
+		}}
+		a, err := anypb.New(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &listenerv3.Listener{Name: "0.0.0.0_443", FilterChains: []*listenerv3.FilterChain{{
+			TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: a}},
+		}}}
+		return &Dump{Listeners: map[string]*listenerv3.Listener{l.Name: l}, Router: router}
+	}
+	if ds := Diff(Project(listener(true, "AES128-SHA")), Project(listener(true, "AES256-SHA"))); len(ds) == 0 {
+		t.Error("a gateway's cipher suites made no difference")
+	}
+	if ds := Diff(Project(listener(false, "AES128-SHA")), Project(listener(false, "AES256-SHA"))); len(ds) > 0 {
+		t.Errorf("a sidecar's cipher suites made a difference:\n%s", Format(ds))
 	}
 }
