@@ -10,17 +10,12 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 )
 
 // Gateway TLS termination (gateway.go), as istiod builds it for an HTTPS or TLS server with
 // tls.mode SIMPLE, MUTUAL, OPTIONAL_MUTUAL or ISTIO_MUTUAL.
-
-// CredentialPrefix is the scheme istiod gives a credentialName that has none: a Kubernetes
-// secret, served to gateways over SDS (ADS).
-const CredentialPrefix = "kubernetes://"
-
-// credentialCASuffix names the client CA secret that goes with a credential.
-const credentialCASuffix = "-cacert"
 
 // serverCredential is the credential a server's certificate comes from (the first of
 // credentialNames, else credentialName), "" for none.
@@ -31,20 +26,19 @@ func serverCredential(t *networking.ServerTLSSettings) string {
 	return t.GetCredentialName()
 }
 
-// credentialResource is the SDS resource name of a credential: kubernetes://NAME unless it
-// names its scheme.
-func credentialResource(name string) string {
-	if strings.Contains(name, "://") {
-		return name
-	}
-	return CredentialPrefix + name
-}
-
-// credentialSecret is the SDS reference to a credential over ADS. Unlike the workload
-// certificates, istiod leaves Envoy's default initial fetch timeout: a missing secret must not
-// hold the listener forever.
+// credentialSecret is the SDS reference to a credential (or its CA, NAME-cacert), by its
+// scheme (validate.CredentialResource): the istio-agent's own certificate or root for exactly
+// builtin:// (and builtin://-cacert), else the resource over ADS. Unlike the workload
+// certificates, istiod leaves Envoy's default initial fetch timeout on the ADS ones: a missing
+// secret must not hold the listener forever.
 func credentialSecret(name string) *tlsv3.SdsSecretConfig {
-	return &tlsv3.SdsSecretConfig{Name: credentialResource(name), SdsConfig: adsConfigSource()}
+	switch name {
+	case validate.CredentialBuiltin:
+		return &tlsv3.SdsSecretConfig{Name: SecretDefault, SdsConfig: agentSDSConfigSource()}
+	case validate.CredentialBuiltin + validate.CredentialCASuffix:
+		return &tlsv3.SdsSecretConfig{Name: SecretRootCA, SdsConfig: agentSDSConfigSource()}
+	}
+	return &tlsv3.SdsSecretConfig{Name: validate.CredentialResource(name), SdsConfig: adsConfigSource()}
 }
 
 // serverSNIs are the SNI names of a server's filter chain: its hosts without their namespace,
@@ -72,15 +66,16 @@ func serverSNIs(srv *networking.Server) []string {
 // Where the certificates come from depends on the server:
 //   - ISTIO_MUTUAL: the gateway's own workload certificate, SDS "default", checked against the
 //     mesh root "ROOTCA", both from the istio-agent (sds-grpc);
-//   - a credentialName (or credentialNames): the Kubernetes secrets over ADS
-//     (credentialSecret); clients are checked against NAME-cacert, or caCertCredentialName,
-//     with the subjectAltNames, SPKI and hash pins; SIMPLE checks only the subjectAltNames;
+//   - a credentialName (or credentialNames): the Kubernetes secrets over ADS, or the
+//     agent's own certificate for builtin:// (credentialSecret); clients are checked against
+//     NAME-cacert, or caCertCredentialName, with the subjectAltNames, SPKI and hash pins;
+//     SIMPLE checks only the subjectAltNames;
 //   - certificate files: the istio-agent serves them as SDS "file-cert:CERT~KEY" (one per
 //     tlsCertificates entry, else serverCertificate and privateKey) and clients are checked
 //     against "file-root:CA" (caCertificates; "ROOTCA" without it) and the subjectAltNames.
 //
-// TLS versions and cipher suites as the server says, except for ISTIO_MUTUAL (istiod ignores
-// them there).
+// TLS versions as the server says, and its cipher suites that Envoy knows
+// (serverCipherSuites), except for ISTIO_MUTUAL (istiod ignores them there).
 func gatewayTLSSocket(t *networking.ServerTLSSettings, tcp bool) *corev3.TransportSocket {
 	mode := t.GetMode()
 	ctx := &tlsv3.CommonTlsContext{AlpnProtocols: []string{"h2", "http/1.1"}}
@@ -105,13 +100,26 @@ func gatewayTLSSocket(t *networking.ServerTLSSettings, tcp bool) *corev3.Transpo
 		if v := t.GetMaxProtocolVersion(); v != networking.ServerTLSSettings_TLS_AUTO {
 			tlsParams(ctx).TlsMaximumProtocolVersion = tlsv3.TlsParameters_TlsProtocol(v)
 		}
-		if cs := t.GetCipherSuites(); len(cs) > 0 {
+		if cs := serverCipherSuites(t.GetCipherSuites()); len(cs) > 0 {
 			tlsParams(ctx).CipherSuites = cs
 		}
 	}
 	return &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
 		TypedConfig: toAny(&tlsv3.DownstreamTlsContext{CommonTlsContext: ctx, RequireClientCertificate: wrapperspb.Bool(require)}),
 	}}
+}
+
+// serverCipherSuites are a server's cipherSuites as istiod passes them to Envoy: the ones it
+// knows (validate.KnownCipherSuite), each once, in the order written; none (Envoy's defaults)
+// when nothing is left.
+func serverCipherSuites(suites []string) []string {
+	var out []string
+	for _, cs := range suites {
+		if validate.KnownCipherSuite(cs) && !slices.Contains(out, cs) {
+			out = append(out, cs)
+		}
+	}
+	return out
 }
 
 // credentialTLS sets the certificates and client validation of a server with credentials.
@@ -130,7 +138,7 @@ func credentialTLS(ctx *tlsv3.CommonTlsContext, t *networking.ServerTLSSettings,
 		}
 		return
 	}
-	ca := names[0] + credentialCASuffix
+	ca := names[0] + validate.CredentialCASuffix
 	if c := t.GetCaCertCredentialName(); c != "" {
 		ca = c
 	}

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"slices"
 	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -45,28 +46,89 @@ func (c *checker) notGeneratedParts(at Path, lb *networking.LoadBalancerSettings
 	}
 }
 
-// notGeneratedGateway warns about Gateway servers the router generator skips, and about the
-// credentials of those it generates, which xdslab cannot serve.
+// notGeneratedGateway warns about the credentials of the Gateway servers the router generator
+// builds, which xdslab cannot serve: those the gateway asks its control plane for over ADS.
+// Exactly "builtin://" (the gateway's own workload certificate, its CA "builtin://-cacert")
+// comes from the istio-agent and gets no warning.
 func (c *checker) notGeneratedGateway(at Path, gw *networking.Gateway) {
 	for i, s := range gw.GetServers() {
 		t := s.GetTls()
 		mode := t.GetMode()
 		switch mode {
 		case networking.ServerTLSSettings_SIMPLE, networking.ServerTLSSettings_MUTUAL, networking.ServerTLSSettings_OPTIONAL_MUTUAL:
-			proto := strings.ToUpper(s.GetPort().GetProtocol())
-			credential := t.GetCredentialName() != "" || len(t.GetCredentialNames()) > 0
-			if (proto == "HTTPS" || proto == "TLS") && credential {
-				c.warnf(at.With("servers", i, "tls", "credentialName"), "is served by xdslab to nobody: it keeps no Kubernetes secrets, so the gateway's SDS request for %q gets nothing (as istiod answers for a missing secret) and the port's TLS handshakes fail", "kubernetes://"+firstCredential(t))
+		default:
+			continue
+		}
+		if p := strings.ToUpper(s.GetPort().GetProtocol()); p != "HTTPS" && p != "TLS" {
+			continue
+		}
+		ta := at.With("servers", i, "tls")
+		names, field := t.GetCredentialNames(), "credentialNames"
+		if len(names) == 0 {
+			if t.GetCredentialName() == "" {
+				continue
 			}
+			names, field = []string{t.GetCredentialName()}, "credentialName"
+		}
+		refs := names
+		if mode != networking.ServerTLSSettings_SIMPLE {
+			ca := names[0] + CredentialCASuffix
+			if t.GetCaCertCredentialName() != "" {
+				ca = t.GetCaCertCredentialName()
+			}
+			refs = append(slices.Clone(names), ca)
+		}
+		for _, n := range refs {
+			if n == CredentialBuiltin || n == CredentialBuiltin+CredentialCASuffix {
+				continue
+			}
+			res := CredentialResource(n)
+			switch {
+			case res == "default":
+				c.warnf(ta.With(field), "%q names the workload certificate under another name than %q: istiod asks its control plane for \"default\" over ADS and gets nothing (the port's TLS handshakes fail), xdslab serves it there to an authenticated gateway; write %q for the certificate the istio-agent serves", n, CredentialBuiltin, CredentialBuiltin)
+			case strings.HasPrefix(n, credentialExternalSDS):
+				c.warnf(ta.With(field), "%q is asked for as %q over ADS, as istiod does for a gateway without a credential socket (node metadata \"credential\") and a mesh config without an SDS provider; xdslab models neither and keeps no Kubernetes secrets, so it gets nothing and the port's TLS handshakes fail", n, res)
+			default:
+				c.warnf(ta.With(field), "is served by xdslab to nobody: it keeps no Kubernetes secrets, so the gateway's SDS request for %q gets nothing (as istiod answers for a missing secret) and the port's TLS handshakes fail", res)
+			}
+			break // one warning per server
 		}
 	}
 }
 
-func firstCredential(t *networking.ServerTLSSettings) string {
-	if ns := t.GetCredentialNames(); len(ns) > 0 {
-		return ns[0]
+// The schemes of a Gateway server's credentialName that istiod reads (pilot/pkg/model
+// credentials, and the SDS references of pilot/pkg/security/model):
+//   - builtin:// is the gateway's own workload certificate: exactly "builtin://" is the
+//     istio-agent's "default" (its CA, "builtin://-cacert", the agent's "ROOTCA"); any other
+//     name under the scheme is "default" asked over ADS, which istiod does not serve;
+//   - sds://NAME is NAME on an external SDS server: the gateway's credential socket when its
+//     node metadata says "credential", else the mesh config's SDS extension provider; with
+//     neither (the default, and all xdslab models) NAME is read as a credentialName over ADS;
+//   - configmap://, kubernetes-gateway:// and kubernetes:// keep their scheme, invalid://
+//     stands for any name under it, and any other name, "://" or not, is a Kubernetes secret.
+const (
+	CredentialBuiltin     = "builtin://"
+	credentialExternalSDS = "sds://"
+	// CredentialCASuffix names the client CA secret that goes with a credential.
+	CredentialCASuffix = "-cacert"
+)
+
+// CredentialResource is the SDS resource a gateway asks its control plane for over ADS for a
+// credential name other than exactly builtin:// and builtin://-cacert (served by the agent).
+func CredentialResource(name string) string {
+	name = strings.TrimPrefix(name, credentialExternalSDS)
+	switch {
+	case strings.HasPrefix(name, CredentialBuiltin):
+		return "default"
+	case strings.HasPrefix(name, "invalid://"):
+		return "invalid://"
 	}
-	return t.GetCredentialName()
+	for _, p := range []string{"kubernetes://", "kubernetes-gateway://", "configmap://"} {
+		if strings.HasPrefix(name, p) {
+			return name
+		}
+	}
+	return "kubernetes://" + name
 }
 
 // notGeneratedSidecar warns about Sidecar fields the generators ignore.

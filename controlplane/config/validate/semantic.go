@@ -1492,6 +1492,7 @@ func (c *checker) gateway(at Path, gw *networking.Gateway) {
 // in each source entry, and the mutual modes a CA bundle.
 func (c *checker) serverTLS(ta Path, tls *networking.ServerTLSSettings) {
 	mode := tls.GetMode()
+	c.serverCipherSuites(ta, tls)
 	if mode == networking.ServerTLSSettings_ISTIO_MUTUAL {
 		for _, f := range []struct {
 			set  bool
