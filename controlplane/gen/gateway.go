@@ -3,6 +3,7 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,11 @@ import (
 //   - only the clusters those routes reference (as Istio with
 //     PILOT_FILTER_GATEWAY_CLUSTER_CONFIG=true), and BlackHoleCluster.
 //
+//   - servers that bind an address (Server.bind) get the same on listener "BIND_PORT" of
+//     their own, their route configurations named with ".BIND" after istiod's names;
+//   - a server port that a service of the router translates (gatewayListenPort) is listened
+//     on at the target port, "http.TARGET" its HTTP route configuration.
+//
 //   - per port with HTTPS servers that terminate TLS (SIMPLE, MUTUAL, OPTIONAL_MUTUAL or
 //     ISTIO_MUTUAL), listener "0.0.0.0_PORT" with the TLS inspector and one filter chain per
 //     server: its hosts as SNI names, a TLS context (gatewayTLSSocket: a credentialName's
@@ -60,11 +66,25 @@ import (
 // GatewayRouteName is the route configuration name of a router's HTTP listener on port.
 func GatewayRouteName(port uint32) string { return "http." + strconv.FormatUint(uint64(port), 10) }
 
+// gatewayHTTPRouteName is istiod's route configuration name of the HTTP listener of a port
+// and bind address: "http.PORT", and ".BIND" after it for a server that binds one.
+func gatewayHTTPRouteName(gp *gwPort) string {
+	return GatewayRouteName(gp.listen) + bindSuffix(gp.bind)
+}
+
 // GatewayHTTPSRouteName is istiod's route configuration name of an HTTPS server:
-// "https.PORT.PORTNAME.GATEWAY.NAMESPACE".
+// "https.PORT.PORTNAME.GATEWAY.NAMESPACE", and ".BIND" after it for a server that binds an
+// address.
 func GatewayHTTPSRouteName(gs gwServer) string {
 	return "https." + strconv.FormatUint(uint64(gs.srv.GetPort().GetNumber()), 10) + "." + gs.srv.GetPort().GetName() + "." +
-		gs.gw.Name + "." + gs.gw.Namespace
+		gs.gw.Name + "." + gs.gw.Namespace + bindSuffix(gs.srv.GetBind())
+}
+
+func bindSuffix(bind string) string {
+	if bind == "" {
+		return ""
+	}
+	return "." + bind
 }
 
 // ParseGatewayRef resolves a VirtualService's gateway reference the way istiod does: "mesh"
@@ -196,9 +216,13 @@ func serverKind(srv *networking.Server) (portKind, error) {
 }
 
 // gwPort is a listener port of the router and the servers on it. HTTPS and TLS passthrough
-// servers share a port (kind is the first one's): SNI picks their chains, as in istiod.
+// servers share a port (kind is the first one's): SNI picks their chains, as in istiod. Servers
+// that bind an address (Server.bind) have a port of their own per address, listener
+// "BIND_PORT", as in istiod: they neither merge nor conflict with the port's other servers.
 type gwPort struct {
-	num     uint32
+	num     uint32 // the servers' port number (the first server's), which route matches name
+	listen  uint32 // the port the listener binds: num, or the target port of the router's service port num
+	bind    string // the servers' bind address, "" for the wildcard
 	kind    portKind
 	servers []gwServer
 	// https, terminated, passthrough and autoPassthrough are the HTTPS, TLS termination, TLS
@@ -206,6 +230,14 @@ type gwPort struct {
 	// once.
 	https, terminated, passthrough, autoPassthrough []gwServer
 	httpsDone                                       bool
+}
+
+// addr is the address the port's listener binds.
+func (gp *gwPort) addr() string {
+	if gp.bind != "" {
+		return gp.bind
+	}
+	return wildcardIP
 }
 
 // boundVS is a VirtualService bound to one gateway.
@@ -222,9 +254,60 @@ type routerPlan struct {
 	az    authzPolicies // the AuthorizationPolicies that select the router
 	jwt   jwtRules      // the RequestAuthentications that select the router
 	ix    *index
-	ports []*gwPort                     // by port number
+	ports []*gwPort                     // by listener port, then bind address
 	bound map[istioconfig.Key][]boundVS // gateway key → bound VSs, in vsOrder
 	errs  []error
+	// portDeps are the services (and their endpoints) that translate the router's server ports
+	// (gatewayListenPort): every listener and route configuration depends on them.
+	portDeps []istioconfig.Key
+}
+
+// DisableGatewayPortTranslationLabel on a Kubernetes Service of the router keeps its ports
+// from translating Gateway server ports (istiod's label of the same name).
+const DisableGatewayPortTranslationLabel = "networking.istio.io/disable-gateway-port-translation"
+
+// gatewayListenPort is the port a router listens on for a Gateway server of port num, as
+// istiod resolves it for a Gateway that selects the router by labels: a service of the
+// router's namespace with an endpoint at the router's address and a port num sends that port
+// to the endpoint's target port, and the router listens there (an installed ingress gateway's
+// Service maps 80 to 8080). The oldest such service decides (then by host name, istiod's
+// order of a proxy's service targets); a Kubernetes Service labelled
+// DisableGatewayPortTranslationLabel is passed over (on a ServiceEntry istiod translates
+// whatever its labels, as the parity corpus shows); without one the router listens on num.
+// deps are the services and endpoints read.
+func gatewayListenPort(p *model.Proxy, s *model.Snapshot, num uint32) (uint32, []istioconfig.Key) {
+	type target struct {
+		svc *model.Service
+		ep  *model.Endpoint
+	}
+	var targets []target
+	var deps []istioconfig.Key
+	for _, ip := range p.IPAddresses {
+		for _, ep := range s.EndpointsAt(ip) {
+			svc := s.Service(ep.Service)
+			if svc == nil || svc.Namespace != p.Namespace {
+				continue
+			}
+			if _, ok := svc.Port(num); ok {
+				deps = append(deps, ServiceKey(svc), EndpointKey(svc))
+				targets = append(targets, target{svc, ep})
+			}
+		}
+	}
+	slices.SortStableFunc(targets, func(a, b target) int {
+		if c := a.svc.CreationTime.Compare(b.svc.CreationTime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.svc.Hostname, b.svc.Hostname)
+	})
+	for _, t := range targets {
+		if _, off := t.svc.Labels[DisableGatewayPortTranslationLabel]; off && t.svc.Source.Kind != istioconfig.KindServiceEntry {
+			continue
+		}
+		port, _ := t.svc.Port(num)
+		return t.ep.TargetPort(port), deps
+	}
+	return num, deps
 }
 
 // selectsRouter reports whether a Gateway applies to a router with these labels: its selector
@@ -235,7 +318,11 @@ func selectsRouter(gw *networking.Gateway, labels map[string]string) bool {
 
 func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 	rp := &routerPlan{p: p, s: s, az: authzFor(p, s), jwt: jwtFor(p, s), ix: newIndex(s, s.ScopeFor(p)).of(p), bound: map[istioconfig.Key][]boundVS{}}
-	byPort := map[uint32]*gwPort{}
+	type portKey struct {
+		listen uint32
+		bind   string
+	}
+	byPort := map[portKey]*gwPort{}
 	var gateways []*istioconfig.Config
 	for _, c := range s.Configs(istioconfig.KindGateway) {
 		if gw, ok := c.Spec.(*networking.Gateway); ok && selectsRouter(gw, p.Labels) {
@@ -254,22 +341,32 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 				rp.errs = append(rp.errs, fmt.Errorf("%s: port %d is not in 1..65535; server skipped, fix the Gateway", gs, num))
 				continue
 			}
+			bind := srv.GetBind()
+			if bind != "" {
+				if _, err := netip.ParseAddr(bind); err != nil {
+					// A unix:// bind, which istiod takes with port 0 only.
+					rp.errs = append(rp.errs, fmt.Errorf("%s: bind %q is not an IP address; server skipped, fix the Gateway", gs, bind))
+					continue
+				}
+			}
 			kind, err := serverKind(srv)
 			if err != nil {
 				rp.errs = append(rp.errs, fmt.Errorf("%s: %w", gs, err))
 				continue
 			}
 			gs.kind = kind
-			gp := byPort[num]
+			listen, deps := gatewayListenPort(p, s, num)
+			rp.portDeps = append(rp.portDeps, deps...)
+			gp := byPort[portKey{listen, bind}]
 			if gp == nil {
-				gp = &gwPort{num: num, kind: kind}
-				byPort[num] = gp
+				gp = &gwPort{num: num, listen: listen, bind: bind, kind: kind}
+				byPort[portKey{listen, bind}] = gp
 			}
 			if gp.kind != kind && !(sniKind(gp.kind) && sniKind(kind)) {
 				rp.errs = append(rp.errs, fmt.Errorf("%s: port %d is %s here but %s in %s; server skipped, give it another port", gs, num, kind, gp.kind, gp.servers[0]))
 				continue
 			}
-			if kind == kindTCP && len(gp.servers) > 0 && gp.servers[0].srv.GetBind() == srv.GetBind() {
+			if kind == kindTCP && len(gp.servers) > 0 {
 				// istiod merges only HTTP servers of a plaintext port: a second TCP server there
 				// is skipped whole, bound routes or not, and the oldest Gateway's server alone
 				// builds the listener.
@@ -282,7 +379,12 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 	for _, gp := range byPort {
 		rp.ports = append(rp.ports, gp)
 	}
-	slices.SortFunc(rp.ports, func(a, b *gwPort) int { return int(a.num) - int(b.num) })
+	slices.SortFunc(rp.ports, func(a, b *gwPort) int {
+		if a.listen != b.listen {
+			return int(a.listen) - int(b.listen)
+		}
+		return strings.Compare(a.bind, b.bind)
+	})
 	if len(gateways) == 0 {
 		return rp
 	}
@@ -453,7 +555,7 @@ func (rp *routerPlan) httpRoutes(name string, num uint32, servers []gwServer) (R
 			Domains: []string{"*"},
 		}}
 	}
-	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, routeClusters(rc)
+	return Resource{Name: name, Message: rc, Deps: sortDeps(append(deps, rp.portDeps...))}, routeClusters(rc)
 }
 
 // gatewayDomains is the domains of a gateway virtual host for host h on port: h and h:PORT, or
@@ -636,13 +738,13 @@ func routeClusters(rc *routev3.RouteConfiguration) []string {
 // listener builds the router's listener for one port and the clusters it references; nil when
 // the port has nothing to serve (a TLS or TCP port without a bound route).
 func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
-	name := ListenerName(wildcardIP, gp.num)
+	name := ListenerName(gp.addr(), gp.listen)
 	l := &listenerv3.Listener{
 		Name:             name,
-		Address:          socketAddress(wildcardIP, gp.num),
+		Address:          socketAddress(gp.addr(), gp.listen),
 		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 	}
-	var deps []istioconfig.Key
+	deps := slices.Clone(rp.portDeps)
 	for _, gs := range gp.servers {
 		deps = append(deps, gs.gw.Key())
 	}
@@ -650,7 +752,7 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 	switch gp.kind {
 	case kindHTTP:
 		l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
-			hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, GatewayRouteName(gp.num))))),
+			hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, gatewayHTTPRouteName(gp))))),
 		}}}
 	case kindTLS, kindHTTPS, kindTLSTerm, kindTLSAuto:
 		// HTTPS servers terminate TLS and route; TLS termination servers terminate TLS and
@@ -760,7 +862,7 @@ func (rp *routerPlan) tlsChains(gp *gwPort) ([]*listenerv3.FilterChain, []string
 				if len(snis) == 0 {
 					continue
 				}
-				f, cs, d, err := rp.tcpProxy("outbound_"+ListenerName(wildcardIP, gp.num), tr.GetRoute(), b.c.Namespace, gp.num)
+				f, cs, d, err := rp.tcpProxy(b.c, tr.GetRoute(), gp.num)
 				deps = append(deps, d...)
 				if err != nil {
 					rp.errs = append(rp.errs, fmt.Errorf("%s: %w; route skipped, fix the VirtualService", where, err))
@@ -792,7 +894,6 @@ func (rp *routerPlan) tcpChain(gp *gwPort) (*listenerv3.FilterChain, []string, [
 // TLS termination server's).
 func (rp *routerPlan) tcpChainOf(gp *gwPort, servers []gwServer) (*listenerv3.FilterChain, []string, []istioconfig.Key) {
 	var deps []istioconfig.Key
-	stat := "outbound_" + ListenerName(wildcardIP, gp.num)
 	for _, gs := range servers {
 		for _, b := range rp.bound[gs.gw.Key()] {
 			if len(gs.exposed(b)) == 0 || len(b.vs.GetTcp()) == 0 {
@@ -807,24 +908,37 @@ func (rp *routerPlan) tcpChainOf(gp *gwPort, servers []gwServer) (*listenerv3.Fi
 				if !applies {
 					continue
 				}
-				f, cs, d, err := rp.tcpProxy(stat, tr.GetRoute(), b.c.Namespace, gp.num)
+				f, cs, d, err := rp.tcpProxy(b.c, tr.GetRoute(), gp.num)
 				deps = append(deps, d...)
 				if err != nil {
 					rp.errs = append(rp.errs, fmt.Errorf("VirtualService %s/%s tcp[%d] on %s port %d: %w; route skipped, fix the VirtualService", b.c.Namespace, b.c.Name, i, gs, gp.num, err))
 					continue
 				}
-				// A MONGO server's mongo_proxy goes before the tcp_proxy, as on sidecars.
-				return &listenerv3.FilterChain{Filters: tcpStack(model.ParseProtocol(gs.srv.GetPort().GetProtocol()), stat, f)}, cs, deps
+				// A MONGO server's mongo_proxy goes before the tcp_proxy, as on sidecars, with the
+				// same stat prefix.
+				return &listenerv3.FilterChain{Filters: tcpStack(model.ParseProtocol(gs.srv.GetPort().GetProtocol()), tcpStatPrefix(b.c, tr.GetRoute(), cs), f)}, cs, deps
 			}
 		}
 	}
 	return nil, nil, deps
 }
 
-// tcpProxy builds a tcp_proxy to one destination or a weighted set, for server port
-// listenPort: a destination without a port takes the only port of a service the gateway sees,
-// else listenPort (istiod's GetDestinationCluster).
-func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDestination, vsNS string, listenPort uint32) (*listenerv3.Filter, []string, []istioconfig.Key, error) {
+// tcpStatPrefix is istiod's stat prefix of a gateway's tcp or tls route of VirtualService vs
+// (its tcp_proxy's, and a MONGO server's mongo_proxy's): the cluster of a single destination,
+// "NAME.NAMESPACE" of the VirtualService for a weighted set, even one with a single weight
+// left.
+func tcpStatPrefix(vs *istioconfig.Config, dests []*networking.RouteDestination, clusters []string) string {
+	if len(dests) == 1 && len(clusters) == 1 {
+		return clusters[0]
+	}
+	return vs.Name + "." + vs.Namespace
+}
+
+// tcpProxy builds the tcp_proxy of a tcp or tls route of VirtualService vs to one destination
+// or a weighted set, for server port listenPort: a destination without a port takes the only
+// port of a service the gateway sees, else listenPort (istiod's GetDestinationCluster).
+func (rp *routerPlan) tcpProxy(vsc *istioconfig.Config, dests []*networking.RouteDestination, listenPort uint32) (*listenerv3.Filter, []string, []istioconfig.Key, error) {
+	vsNS := vsc.Namespace
 	if len(dests) == 0 {
 		return nil, nil, nil, errors.New("no route destination")
 	}
@@ -872,7 +986,7 @@ func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDesti
 		}
 	}
 	cs = slices.DeleteFunc(cs, func(c wc) bool { return c.weight == 0 })
-	tp := &tcpproxyv3.TcpProxy{StatPrefix: statPrefix}
+	tp := &tcpproxyv3.TcpProxy{}
 	// As on sidecars (tcproute.go), the first destination's DestinationRule gives the idle
 	// timeout, maximum connection duration, source-IP hash and tunnel (istiod applies the
 	// tunnel on gateway TCP and TLS-passthrough routes too; only AUTO_PASSTHROUGH chains,
@@ -908,6 +1022,7 @@ func (rp *routerPlan) tcpProxy(statPrefix string, dests []*networking.RouteDesti
 		}
 		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: w}
 	}
+	tp.StatPrefix = tcpStatPrefix(vsc, dests, names)
 	f := &listenerv3.Filter{Name: tcpProxyFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(tp)}}
 	return f, names, deps, nil
 }
@@ -927,7 +1042,7 @@ func (rp *routerPlan) build() (listeners, routes []Resource, clusters map[string
 		}
 		switch gp.kind {
 		case kindHTTP:
-			r, cs := rp.httpRoutes(GatewayRouteName(gp.num), gp.num, gp.servers)
+			r, cs := rp.httpRoutes(gatewayHTTPRouteName(gp), gp.num, gp.servers)
 			routes = append(routes, r)
 			for _, c := range cs {
 				clusters[c] = true

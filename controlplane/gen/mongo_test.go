@@ -88,7 +88,7 @@ func TestMongo(t *testing.T) {
 		{sidecar, "10.96.0.51_27017", []string{"mongo(w.db) tcp(w.db)"}},
 		{sidecar, "0.0.0.0_27018", []string{fmt.Sprintf("mongo(%[1]s) tcp(%[1]s)", c(27018, hl))}},
 		{sidecar, "0.0.0.0_27019", []string{fmt.Sprintf("mongo(%[1]s) tcp(%[1]s)", c(27019, cidr)), "tcp(PassthroughCluster)"}},
-		{routerProxy("istio-system", ingressLabels), "0.0.0.0_27017", []string{"mongo(outbound_0.0.0.0_27017) tcp(outbound_0.0.0.0_27017)"}},
+		{routerProxy("istio-system", ingressLabels), "0.0.0.0_27017", []string{fmt.Sprintf("mongo(%[1]s) tcp(%[1]s)", c(27017, mongo))}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.listener, func(t *testing.T) {

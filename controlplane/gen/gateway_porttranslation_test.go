@@ -1,0 +1,82 @@
+package gen
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/xdslab/xdslab/controlplane/model"
+	"github.com/xdslab/xdslab/istioconfig"
+)
+
+// TestGatewayPortTranslation: a router listens on the target port of its own service's port
+// that a Gateway server names, as istiod resolves it: the oldest service of the router's
+// namespace with an endpoint at its address decides, services of other namespaces do not
+// count, a Kubernetes Service labelled networking.istio.io/disable-gateway-port-translation
+// is passed over (a ServiceEntry's label is not, as in istiod), and an HTTPS server's route
+// configuration keeps the server's port in its name.
+func TestGatewayPortTranslation(t *testing.T) {
+	const routerIP = "100.64.0.1" // routerProxy's address
+	old, young := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	svc := func(host, ns string, created time.Time, labels map[string]string, fromSE bool, ports ...model.Port) *model.Service {
+		s := &model.Service{Hostname: host, Namespace: ns, CreationTime: created, Labels: labels, Ports: ports}
+		if fromSE {
+			s.Source = istioconfig.Key{Kind: istioconfig.KindServiceEntry, Name: host, Namespace: ns}
+		}
+		return s
+	}
+	port := func(name string, n uint32, p model.Protocol) model.Port {
+		return model.Port{Name: name, Number: n, Protocol: p}
+	}
+	at := func(s *model.Service, targets map[string]uint32) []*model.Endpoint {
+		return []*model.Endpoint{{Service: s.Hostname, Address: routerIP, Ports: targets, Weight: 1, Health: model.Healthy}}
+	}
+	off := map[string]string{DisableGatewayPortTranslationLabel: "true"}
+	front := svc("front.istio-system.svc.cluster.local", "istio-system", young, nil, false, port("http", 80, model.ProtocolHTTP), port("https", 443, model.ProtocolHTTPS))
+	older := svc("older.istio-system.svc.cluster.local", "istio-system", old, nil, false, port("http-alt", 80, model.ProtocolHTTP))
+	elsewhere := svc("front.other.svc.cluster.local", "other", old, nil, false, port("tcp", 9000, model.ProtocolTCP))
+	optedOut := svc("opted.istio-system.svc.cluster.local", "istio-system", old, off, false, port("tcp", 9100, model.ProtocolTCP))
+	optedOutSE := svc("opted-se.istio-system.svc.cluster.local", "istio-system", old, off, true, port("tcp", 9200, model.ProtocolTCP))
+	web := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.6.1"}, Ports: []model.Port{port("http", 80, model.ProtocolHTTP)}}
+	endpoints := map[string][]*model.Endpoint{
+		front.Hostname:      at(front, map[string]uint32{"http": 8080, "https": 8443}),
+		older.Hostname:      at(older, map[string]uint32{"http-alt": 8081}),
+		elsewhere.Hostname:  at(elsewhere, map[string]uint32{"tcp": 9001}),
+		optedOut.Hostname:   at(optedOut, map[string]uint32{"tcp": 9101}),
+		optedOutSE.Hostname: at(optedOutSE, map[string]uint32{"tcp": 9201}),
+	}
+	https := server(443, "HTTPS", "*/www.example.com")
+	https.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: "www-cert"}
+	gw := gwConfig("edge", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{
+		server(80, "HTTP", "*/www.example.com"), https, server(9000, "TCP", "*"), server(9100, "TCP", "*"), server(9200, "TCP", "*"),
+	}})
+	vs := vsConfig("www", "apps", &networking.VirtualService{Hosts: []string{"*"}, Gateways: []string{"istio-system/edge"},
+		Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: gwDest(web.Hostname, 80, "")}}}},
+		Tcp:  []*networking.TCPRoute{{Route: []*networking.RouteDestination{{Destination: gwDest(web.Hostname, 80, "")}}}}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{front, older, elsewhere, optedOut, optedOutSE, web}, Endpoints: endpoints,
+		Configs: []*istioconfig.Config{gw, vs}})
+	p := routerProxy("istio-system", ingressLabels)
+	g, err := generateAll(t, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResources(t, p, g)
+	// 80: the older service's 8081; 443: 8443; 9000: no service of istio-system; 9100: opted
+	// out; 9200: a ServiceEntry's label does not opt out.
+	wantListeners := []string{"0.0.0.0_8081", "0.0.0.0_8443", "0.0.0.0_9000", "0.0.0.0_9100", "0.0.0.0_9201"}
+	if got := names(g[ListenerType]); !slices.Equal(got, wantListeners) {
+		t.Errorf("listeners %v, want %v", got, wantListeners)
+	}
+	wantRoutes := []string{"http.8081", "https.443.https-443.edge.istio-system"}
+	if got := names(g[RouteType]); !slices.Equal(got, wantRoutes) {
+		t.Errorf("route configurations %v, want %v", got, wantRoutes)
+	}
+	l, _ := find(g[ListenerType], "0.0.0.0_8443")
+	for _, d := range []istioconfig.Key{ServiceKey(front), ServiceKey(older)} {
+		if !slices.Contains(l.Deps, d) {
+			t.Errorf("listener 0.0.0.0_8443 does not depend on %v (deps %v)", d, l.Deps)
+		}
+	}
+}
