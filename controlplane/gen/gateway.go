@@ -751,8 +751,11 @@ func (rp *routerPlan) listener(gp *gwPort) (*Resource, []string) {
 	var clusters []string
 	switch gp.kind {
 	case kindHTTP:
+		// The first (oldest) server's protocol decides, as istiod builds the port's connection
+		// manager from it: GRPC-WEB adds the grpc_web filter.
+		grpcWeb := model.ParseProtocol(gp.servers[0].srv.GetPort().GetProtocol()) == model.ProtocolGRPCWeb
 		l.FilterChains = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
-			hcmFilter(rp.withRBAC(gatewayHCM(rdsHCM("outbound_"+name, gatewayHTTPRouteName(gp))))),
+			hcmFilter(rp.withRBAC(withGRPCWeb(gatewayHCM(rdsHCM("outbound_"+name, gatewayHTTPRouteName(gp))), grpcWeb))),
 		}}}
 	case kindTLS, kindHTTPS, kindTLSTerm, kindTLSAuto:
 		// HTTPS servers terminate TLS and route; TLS termination servers terminate TLS and

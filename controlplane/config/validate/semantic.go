@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
@@ -1478,8 +1479,10 @@ func (c *checker) gateway(at Path, gw *networking.Gateway) {
 			continue
 		}
 		ta := sa.With("tls")
-		if tls.GetHttpsRedirect() && proto != "HTTP" {
-			c.errf(ta.With("httpsRedirect"), "only applies to an HTTP server: remove it")
+		if tls.GetHttpsRedirect() && !model.ParseProtocol(p.GetProtocol()).IsHTTP() && proto != "HTTP_PROXY" {
+			// istiod warns and keeps the server: an HTTPS server's virtual hosts then require
+			// TLS, which its clients use already; a TLS or TCP server has none.
+			c.warnf(ta.With("httpsRedirect"), "redirects plain HTTP clients, and a %s server has none: it changes nothing here (istiod warns too); remove it", p.GetProtocol())
 		}
 		c.serverTLS(ta, tls)
 	}
