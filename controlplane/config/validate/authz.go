@@ -2,6 +2,7 @@ package validate
 
 import (
 	"cmp"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,18 +226,23 @@ var authzKeys = map[string]bool{
 }
 
 // authzKey is the key half of istiod's ValidateAttribute: a known attribute, and a name in
-// brackets for request.headers and request.auth.claims.
+// brackets for request.headers, request.auth.claims and experimental.envoy.filters.… (whose
+// key reads FILTER.PATH[NAME]).
 func (c *checker) authzKey(at Path, key string) {
-	for _, m := range []string{"request.headers", "request.auth.claims"} {
+	for _, m := range []string{"request.headers", "request.auth.claims", "experimental.envoy.filters."} {
 		if strings.HasPrefix(key, m) {
 			open := strings.Index(key, "[")
 			if !strings.HasSuffix(key, "]") || open <= 0 || open >= len(key)-2 {
-				c.errf(at, "%q is not of the form %s[NAME]", key, m)
+				form := m + "[NAME]"
+				if strings.HasSuffix(m, ".") {
+					form = m + "FILTER.PATH[NAME]"
+				}
+				c.errf(at, "%q is not of the form %s", key, form)
 			}
 			return
 		}
 	}
-	if !authzKeys[key] && !strings.HasPrefix(key, "experimental.envoy.filters.") {
+	if !authzKeys[key] {
 		c.errf(at, "unknown attribute %q: use one of request.headers[NAME], source.ip, remote.ip, source.namespace, source.principal, source.serviceAccount, source.trustDomain, request.auth.principal, request.auth.audiences, request.auth.presenter, request.auth.claims[NAME], destination.ip, destination.port, connection.sni", key)
 	}
 }
@@ -319,11 +325,16 @@ func (c *checker) wildcardValues(at Path, vs []string) {
 	}
 }
 
+// pathLiteralRE is a path segment of URI characters (RFC 3986 pchar, unencoded ones and
+// %-escapes), which a path with templates must be made of between its templates.
+var pathLiteralRE = regexp.MustCompile(`^[a-zA-Z0-9._~%!$&'()+,;:@=-]+$`)
+
 // pathTemplates is istiod's CheckValidPathTemplate: {*} anywhere, {**} only last, no other
-// braces.
+// braces, and in a path with a template every other segment non-empty and of URI characters.
 func (c *checker) pathTemplates(at Path, vs []string) {
 	for i, v := range vs {
 		seenAny := false
+		templated := strings.Contains(v, "{*}") || strings.Contains(v, "{**}")
 		for _, g := range strings.Split(strings.Trim(v, "/"), "/") {
 			switch {
 			case (g == "{*}" || g == "{**}") && seenAny:
@@ -333,6 +344,8 @@ func (c *checker) pathTemplates(at Path, vs []string) {
 			case g == "{*}":
 			case strings.ContainsAny(g, "{}"):
 				c.errf(at.With(i), "path %q has '{' or '}' outside the templates {*} and {**}", v)
+			case templated && !pathLiteralRE.MatchString(g):
+				c.errf(at.With(i), "path %q: segment %q of a path with templates must be non-empty and of URI characters (letters, digits, -._~%%!$&'()+,;:@=): escape the others (%%20 for a space)", v, g)
 			}
 		}
 	}

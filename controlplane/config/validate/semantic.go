@@ -39,6 +39,8 @@ type Problem struct {
 
 type checker struct {
 	problems []Problem
+	// namespace is the checked object's namespace (Check's), for rules that compare with it.
+	namespace string
 }
 
 func (c *checker) errf(at Path, format string, args ...any) {
@@ -78,7 +80,7 @@ func Spec(cfg *istioconfig.Config) (warnings []*SpecError, err error) {
 // the order found; paths start at "spec". A decoder joins them to the document's path to find
 // the line; Spec is the same for callers without a document.
 func Check(namespace string, spec proto.Message) []Problem {
-	c := &checker{}
+	c := &checker{namespace: namespace}
 	at := Path{"spec"}
 	switch s := spec.(type) {
 	case *networking.ServiceEntry:
@@ -377,8 +379,11 @@ func (c *checker) exportTo(at Path, namespace string, list []string, allowNone b
 			if !allowNone {
 				c.errf(at.With(i), "\"~\" (export to no namespace) is only allowed on a ServiceEntry: remove it")
 			}
-		case !isDNSLabel(e) || strings.ToLower(e) != e:
+		case !isDNSLabel(e):
 			c.errf(at.With(i), "%q is not a namespace: use \".\", \"*\" or a namespace name", e)
+		case strings.ToLower(e) != e:
+			// istiod's check (a DNS label) admits upper case, which no namespace has.
+			c.warnf(at.With(i), "%q names no namespace (namespaces are lower case), so nothing is exported there: write it in lower case", e)
 		}
 		if seen[v] {
 			c.errf(at.With(i), "%q is listed twice: remove the duplicate", e)
@@ -799,20 +804,28 @@ func (c *checker) gatewayNames(at Path, gs []string) {
 }
 
 // gatewayName mirrors istiod's validateGatewayNames for one reference: "mesh", a gateway name,
-// or namespace/name.
+// or namespace/name. A reference without a slash (a name, or the legacy name.namespace form)
+// is checked as istiod's ValidateFQDN checks it: DNS labels of any case, an optional trailing
+// dot, a last label that is not all digits (so no IP address); one with upper case letters is
+// admitted, as istiod admits it, with a warning: it names no Gateway.
 func (c *checker) gatewayName(at Path, g string) {
 	if g == "mesh" {
 		return
 	}
 	ns, name, slash := strings.Cut(g, "/")
 	if !slash {
-		name, ns = ns, ""
+		switch {
+		case fqdnError(g) != "":
+			c.errf(at, "%q is not a gateway reference: use \"mesh\", a Gateway name, or namespace/name (an IP address is not one)", g)
+		case strings.ToLower(g) != g:
+			c.warnf(at, "%q names no Gateway (names and namespaces are lower case): write namespace/name in lower case", g)
+		}
+		return
 	}
 	switch {
-	case (slash && !isDNSLabel(ns)) || !istioconfig.IsDNS1123Subdomain(name):
+	case !isDNSLabel(ns) || !istioconfig.IsDNS1123Subdomain(name):
 		c.errf(at, "%q is not a gateway reference: use \"mesh\", a Gateway name, or namespace/name", g)
-	case slash && !isDNSLabel(name):
-		// Without a slash, a dotted name is the legacy name.namespace form; after it, a name.
+	case !isDNSLabel(name):
 		c.errf(at, "%q names Gateway %q, which cannot exist: a Gateway's name is a DNS label (no dots)", g, name)
 	}
 }
@@ -1080,6 +1093,7 @@ func (c *checker) trafficPolicy(at Path, tp *networking.TrafficPolicy) {
 // given beside it; MUTUAL needs a client certificate and key unless credentialName names them.
 func (c *checker) clientTLS(at Path, t *networking.ClientTLSSettings) {
 	mode := t.GetMode()
+	c.configMapCredential(at.With("credentialName"), t.GetCredentialName())
 	if t.GetInsecureSkipVerify().GetValue() {
 		verifies := t.GetCaCertificates() != "" || len(t.GetSubjectAltNames()) > 0
 		switch {
@@ -1108,6 +1122,27 @@ func (c *checker) clientTLS(at Path, t *networking.ClientTLSSettings) {
 		if t.GetPrivateKey() == "" {
 			c.errf(at.With("privateKey"), "is required for MUTUAL TLS (or set credentialName)")
 		}
+	}
+}
+
+// configMapPrefix marks a credentialName read from a ConfigMap (CA certificates) rather than a
+// Secret.
+const configMapPrefix = "configmap://"
+
+// configMapCredential mirrors istiod's ValidateTLS for a configmap://NAMESPACE/NAME
+// credentialName: istiod reads such a ConfigMap from the config cluster, and only from the
+// rule's own namespace, so both parts are required and the namespace must be the rule's.
+func (c *checker) configMapCredential(at Path, cred string) {
+	rest, ok := strings.CutPrefix(cred, configMapPrefix)
+	if !ok {
+		return
+	}
+	parts := strings.Split(rest, "/")
+	switch {
+	case len(parts) < 2 || parts[0] == "" || parts[1] == "":
+		c.errf(at, "%q needs a namespace and a name: write %sNAMESPACE/NAME", cred, configMapPrefix)
+	case parts[0] != c.namespace || c.namespace == "":
+		c.errf(at, "%q names a ConfigMap of namespace %q: a rule reads ConfigMaps of its own namespace only: write %s%s/%s, or move the ConfigMap", cred, parts[0], configMapPrefix, c.namespace, parts[1])
 	}
 }
 
@@ -1209,51 +1244,7 @@ func nextPrime(n uint64) uint64 {
 
 // policyParts mirrors istiod's validateConnectionPool and validateOutlierDetection.
 func (c *checker) policyParts(at Path, cp *networking.ConnectionPoolSettings, od *networking.OutlierDetection) {
-	if cp != nil {
-		if cp.GetTcp() == nil && cp.GetHttp() == nil {
-			c.errf(at.With("connectionPool"), "is empty: set tcp or http settings, or remove it")
-		}
-		if t := cp.GetTcp(); t != nil {
-			if t.GetMaxConnections() < 0 {
-				c.errf(at.With("connectionPool", "tcp", "maxConnections"), "%d is negative: use 0 (the default) or more", t.GetMaxConnections())
-			}
-			c.duration(at.With("connectionPool", "tcp", "connectTimeout"), t.GetConnectTimeout())
-			c.duration(at.With("connectionPool", "tcp", "maxConnectionDuration"), t.GetMaxConnectionDuration())
-			if d := t.GetIdleTimeout(); d != nil && d.AsDuration() != 0 { // 0s turns the timeout off
-				c.duration(at.With("connectionPool", "tcp", "idleTimeout"), d)
-			}
-			if ka := t.GetTcpKeepalive(); ka != nil {
-				c.duration(at.With("connectionPool", "tcp", "tcpKeepalive", "time"), ka.GetTime())
-				c.duration(at.With("connectionPool", "tcp", "tcpKeepalive", "interval"), ka.GetInterval())
-			}
-		}
-		if h := cp.GetHttp(); h != nil {
-			for name, v := range map[string]int32{"http1MaxPendingRequests": h.GetHttp1MaxPendingRequests(),
-				"http2MaxRequests": h.GetHttp2MaxRequests(), "maxRequestsPerConnection": h.GetMaxRequestsPerConnection(),
-				"maxRetries": h.GetMaxRetries(), "maxConcurrentStreams": h.GetMaxConcurrentStreams()} {
-				if v < 0 {
-					c.errf(at.With("connectionPool", "http", name), "%d is negative: use 0 (the default) or more", v)
-				}
-			}
-			c.duration(at.With("connectionPool", "http", "idleTimeout"), h.GetIdleTimeout())
-			if ka := h.GetHttp2KeepAlive(); ka != nil {
-				kaAt := at.With("connectionPool", "http", "http2KeepAlive")
-				for _, f := range []struct {
-					name string
-					d    *durationpb.Duration
-				}{{"interval", ka.GetInterval()}, {"timeout", ka.GetTimeout()}} {
-					name, d := f.name, f.d
-					if d == nil {
-						c.errf(kaAt.With(name), "is required: say how often to ping and how long to wait (e.g. 30s)")
-					}
-					c.duration(kaAt.With(name), d)
-				}
-			}
-			if h.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE && h.GetUseClientProtocol() {
-				c.errf(at.With("connectionPool", "http", "useClientProtocol"), "cannot be true with h2UpgradePolicy UPGRADE: keep one")
-			}
-		}
-	}
+	c.connectionPool(at.With("connectionPool"), cp)
 	if od != nil {
 		oa := at.With("outlierDetection")
 		//nolint:staticcheck // the deprecated field is what the rule is about
@@ -1270,6 +1261,59 @@ func (c *checker) policyParts(at Path, cp *networking.ConnectionPoolSettings, od
 		}
 		if v := od.GetMinHealthPercent(); v < 0 || v > 100 {
 			c.errf(oa.With("minHealthPercent"), "%d is not a percentage: use 0 to 100", v)
+		}
+	}
+}
+
+// connectionPool mirrors istiod's validateConnectionPool (of a traffic policy, a port's, or a
+// Sidecar's inbound pools); at is the pool's path.
+func (c *checker) connectionPool(pa Path, cp *networking.ConnectionPoolSettings) {
+	if cp == nil {
+		return
+	}
+	if cp.GetTcp() == nil && cp.GetHttp() == nil {
+		c.errf(pa, "is empty: set tcp or http settings, or remove it")
+	}
+	if t := cp.GetTcp(); t != nil {
+		if t.GetMaxConnections() < 0 {
+			c.errf(pa.With("tcp", "maxConnections"), "%d is negative: use 0 (the default) or more", t.GetMaxConnections())
+		}
+		c.duration(pa.With("tcp", "connectTimeout"), t.GetConnectTimeout())
+		c.duration(pa.With("tcp", "maxConnectionDuration"), t.GetMaxConnectionDuration())
+		// istiod checks no idle timeout under 1ms (0s turns the timeout off; it reads
+		// the value in whole milliseconds).
+		if d := t.GetIdleTimeout(); d != nil && d.AsDuration().Milliseconds() != 0 {
+			c.duration(pa.With("tcp", "idleTimeout"), d)
+		}
+		if ka := t.GetTcpKeepalive(); ka != nil {
+			c.duration(pa.With("tcp", "tcpKeepalive", "time"), ka.GetTime())
+			c.duration(pa.With("tcp", "tcpKeepalive", "interval"), ka.GetInterval())
+		}
+	}
+	if h := cp.GetHttp(); h != nil {
+		for name, v := range map[string]int32{"http1MaxPendingRequests": h.GetHttp1MaxPendingRequests(),
+			"http2MaxRequests": h.GetHttp2MaxRequests(), "maxRequestsPerConnection": h.GetMaxRequestsPerConnection(),
+			"maxRetries": h.GetMaxRetries(), "maxConcurrentStreams": h.GetMaxConcurrentStreams()} {
+			if v < 0 {
+				c.errf(pa.With("http", name), "%d is negative: use 0 (the default) or more", v)
+			}
+		}
+		c.duration(pa.With("http", "idleTimeout"), h.GetIdleTimeout())
+		if ka := h.GetHttp2KeepAlive(); ka != nil {
+			kaAt := pa.With("http", "http2KeepAlive")
+			for _, f := range []struct {
+				name string
+				d    *durationpb.Duration
+			}{{"interval", ka.GetInterval()}, {"timeout", ka.GetTimeout()}} {
+				name, d := f.name, f.d
+				if d == nil {
+					c.errf(kaAt.With(name), "is required: say how often to ping and how long to wait (e.g. 30s)")
+				}
+				c.duration(kaAt.With(name), d)
+			}
+		}
+		if h.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE && h.GetUseClientProtocol() {
+			c.errf(pa.With("http", "useClientProtocol"), "cannot be true with h2UpgradePolicy UPGRADE: keep one")
 		}
 	}
 }
@@ -1293,6 +1337,7 @@ func (c *checker) sidecar(at Path, sc *networking.Sidecar) {
 			c.errf(ia.With("port"), "is required: an ingress listener needs port: {number, protocol, name}")
 		} else {
 			c.sidecarPort(ia.With("port"), in.GetPort().GetNumber(), in.GetPort().GetName(), in.GetPort().GetProtocol())
+			c.noTargetPort(ia.With("port"), in.GetPort())
 			if ports[in.GetPort().GetNumber()] {
 				c.errf(ia.With("port", "number"), "port %d has two ingress listeners: keep one", in.GetPort().GetNumber())
 			}
@@ -1304,7 +1349,10 @@ func (c *checker) sidecar(at Path, sc *networking.Sidecar) {
 		if ep := in.GetDefaultEndpoint(); ep != "" {
 			c.defaultEndpoint(ia.With("defaultEndpoint"), ep)
 		}
+		c.sidecarIngressTLS(ia, in)
+		c.connectionPool(ia.With("connectionPool"), in.GetConnectionPool())
 	}
+	c.connectionPool(at.With("inboundConnectionPool"), sc.GetInboundConnectionPool())
 	egressPorts := map[uint32]bool{}
 	portless := 0
 	for i, eg := range sc.GetEgress() {
@@ -1317,7 +1365,7 @@ func (c *checker) sidecar(at Path, sc *networking.Sidecar) {
 			if i != len(sc.GetEgress())-1 {
 				c.errf(ea.With("port"), "the egress listener without a port must be the last one: move it to the end")
 			}
-		} else if n := eg.GetPort().GetNumber(); n == 0 {
+		} else if c.noTargetPort(ea.With("port"), eg.GetPort()); eg.GetPort().GetNumber() == 0 {
 			// Port 0 is a unix domain socket listener, named by its bind address.
 			c.protocol(ea.With("port", "protocol"), eg.GetPort().GetProtocol(), false)
 			switch b := eg.GetBind(); {
@@ -1329,6 +1377,7 @@ func (c *checker) sidecar(at Path, sc *networking.Sidecar) {
 				}
 			}
 		} else {
+			n := eg.GetPort().GetNumber()
 			c.sidecarPort(ea.With("port"), n, eg.GetPort().GetName(), eg.GetPort().GetProtocol())
 			if egressPorts[n] {
 				c.errf(ea.With("port", "number"), "port %d has two egress listeners: merge their hosts", n)
@@ -1368,6 +1417,48 @@ func (c *checker) outboundTrafficPolicy(at Path, tp *networking.OutboundTrafficP
 		return
 	}
 	c.destination(ea, ep)
+}
+
+// noTargetPort mirrors istiod's ValidateSidecar: a Sidecar port's (deprecated) targetPort is
+// refused, as a Sidecar listener forwards to no other port.
+func (c *checker) noTargetPort(at Path, p *networking.SidecarPort) {
+	//nolint:staticcheck // the deprecated field is what the rule is about
+	if p.GetTargetPort() > 0 {
+		c.errf(at.With("targetPort"), "has no effect on a Sidecar listener: remove it")
+	}
+}
+
+// sidecarIngressTLS mirrors istiod's ValidateSidecar for an ingress listener's tls: only on
+// an HTTPS or TLS port, in a mode other than ISTIO_MUTUAL or AUTO_PASSTHROUGH, with
+// certificate files (no credentials, subject alt names or HTTPS redirect), and as a Gateway
+// server's TLS settings otherwise.
+func (c *checker) sidecarIngressTLS(ia Path, in *networking.IstioIngressListener) {
+	tls := in.GetTls()
+	if tls == nil {
+		return
+	}
+	ta := ia.With("tls")
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{
+		{len(tls.GetSubjectAltNames()) > 0, "subjectAltNames"},
+		{tls.GetHttpsRedirect(), "httpsRedirect"},
+		{tls.GetCredentialName() != "", "credentialName"},
+		{len(tls.GetCredentialNames()) > 0, "credentialNames"},
+		{len(tls.GetTlsCertificates()) > 0, "tlsCertificates"},
+	} {
+		if f.set {
+			c.errf(ta.With(f.name), "is not supported on a Sidecar ingress listener: remove it (use serverCertificate, privateKey and caCertificates files)")
+		}
+	}
+	if m := tls.GetMode(); m == networking.ServerTLSSettings_ISTIO_MUTUAL || m == networking.ServerTLSSettings_AUTO_PASSTHROUGH {
+		c.errf(ta.With("mode"), "%s is not supported on a Sidecar ingress listener: use SIMPLE or MUTUAL with certificate files, or remove tls", m)
+	}
+	if p := strings.ToUpper(in.GetPort().GetProtocol()); p != "HTTPS" && p != "TLS" {
+		c.errf(ta, "applies to HTTPS or TLS ports only, not %s: set the port's protocol to HTTPS or TLS, or remove tls", cmp.Or(in.GetPort().GetProtocol(), "a port without protocol"))
+	}
+	c.serverTLS(ta, tls)
 }
 
 func (c *checker) sidecarPort(at Path, n uint32, name, proto string) {
@@ -1455,13 +1546,27 @@ func (c *checker) gateway(at Path, gw *networking.Gateway) {
 			c.errf(sa.With("port"), "is required: set port: {number, name, protocol}")
 			continue
 		}
-		c.port(sa.With("port", "number"), p.GetNumber())
+		// istiod's validateServerPort and validateServerBind: a server bound to a unix socket
+		// has port 0 (its listener is named by the socket), any other a port.
+		unixBind := strings.HasPrefix(s.GetBind(), unixPrefix)
+		switch {
+		case unixBind && p.GetNumber() != 0:
+			c.errf(sa.With("port", "number"), "must be 0 for a server bound to a unix socket (%s): set number: 0, or bind to an IP address", s.GetBind())
+		case !unixBind:
+			c.port(sa.With("port", "number"), p.GetNumber())
+		}
 		c.protocol(sa.With("port", "protocol"), p.GetProtocol(), true)
 		if p.GetName() == "" {
 			c.errf(sa.With("port", "name"), "is required: name the server's port, e.g. http-%d", p.GetNumber())
 		}
-		// (A unix:// bind, which istiod takes with port 0, is left to the port rule.)
-		if b := s.GetBind(); b != "" && !isIP(b) && !strings.HasPrefix(b, unixPrefix) {
+		switch b := s.GetBind(); {
+		case unixBind:
+			if msg := unixAddressError(b); msg != "" {
+				c.errf(sa.With("bind"), "%s", msg)
+			} else if p.GetNumber() == 0 {
+				c.warnf(sa.With("bind"), "a Gateway server on a unix socket is %s (istiod builds a listener on the socket; xdslab builds none for port 0)", notGenerated)
+			}
+		case b != "" && !isIP(b):
 			c.errf(sa.With("bind"), "%q is not an IP address: bind the server to an IP address, or remove bind", b)
 		}
 		if p.GetName() != "" {
