@@ -131,7 +131,15 @@ func (d Decoder) DecodeAll(file string, data []byte) (Decoded, error) {
 	st := &decodeState{d: d, file: file}
 	docs, ok := splitJSON(data)
 	if !ok {
-		docs = splitYAML(data)
+		var notes []yamlNote
+		docs, notes = splitYAML(data)
+		for _, n := range notes {
+			if n.warn {
+				st.warns = append(st.warns, &DecodeError{File: file, Line: n.line, Msg: n.msg})
+			} else {
+				st.fail(n.line, "", "%s", n.msg)
+			}
+		}
 	}
 	for _, doc := range docs {
 		st.document(doc)
@@ -448,6 +456,12 @@ func (st *decodeState) list(top map[string]json.RawMessage, apiVersion, kind str
 			return
 		}
 	}
+	if len(items) > 0 {
+		// istiod's file source skips a List as a kind it does not watch; kubectl apply (and
+		// so istiod's Kubernetes source) reads its items, as xdslab does.
+		st.warns = append(st.warns, &DecodeError{File: st.file, Line: loc.line(at.With("kind")),
+			Msg: fmt.Sprintf("%s: istiod's file source does not read a List's items (it skips the document); xdslab reads them, as kubectl applies them: for a directory istiod serves too, write the items as documents separated by '---'", at.With("kind"))})
+	}
 	for i, item := range items {
 		st.object(item, loc, at.With("items", i), false)
 	}
@@ -648,16 +662,38 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-// splitYAML cuts a YAML stream at "---" lines (and "..." end markers) and returns the
-// documents that hold more than blanks and comments, each with the file line it starts on.
-func splitYAML(data []byte) []rawDoc {
+// yamlNote is what splitYAML found between documents: an error, or a warning (warn).
+type yamlNote struct {
+	line int
+	msg  string
+	warn bool
+}
+
+// splitYAML cuts a YAML stream at "---" lines and returns the documents that hold more than
+// blanks and comments, each with the file line it starts on. A "..." end marker ends its
+// document as in istiod's file source, which reads each "---"-separated part as one YAML
+// document: whatever follows the marker up to the next "---" line is not read (a warning
+// names its first line), and a marker that ends no document (nothing but blanks and comments
+// before it since the last "---") is an error, as it is there.
+func splitYAML(data []byte) ([]rawDoc, []yamlNote) {
 	var docs []rawDoc
+	var notes []yamlNote
 	start, startLine := 0, 1
+	// ended is the line of the "..." marker that ended the current part's document (0: none),
+	// ignored the first line with content after it.
+	ended, ignored := 0, 0
 	flush := func(end int) {
 		src := data[start:end]
 		if first := firstContentLine(src); first > 0 {
 			docs = append(docs, rawDoc{src: src, loc: &locator{src: src, firstLine: startLine, docLine: startLine + first - 1}})
 		}
+	}
+	endPart := func() {
+		if ignored > 0 {
+			notes = append(notes, yamlNote{line: ignored, warn: true, msg: fmt.Sprintf(
+				"not read: the '...' end marker on line %d ends the document, and istiod reads nothing after it until the next '---' line: put '---' before this line to start a new document, or remove '...'", ended)})
+		}
+		ended, ignored = 0, 0
 	}
 	line := 1
 	for off := 0; off < len(data); line++ {
@@ -667,8 +703,21 @@ func splitYAML(data []byte) []rawDoc {
 			next = off + end + 1
 		}
 		l := bytes.TrimRight(data[off:next], "\r\n")
-		if isDocMarker(l) {
+		switch {
+		case isDocMarker(l) && l[0] == '.':
+			if ended > 0 {
+				break // a second marker in the part that is not read
+			}
+			if firstContentLine(data[start:off]) == 0 {
+				notes = append(notes, yamlNote{line: line, msg: "the '...' end marker ends no document (istiod refuses the file): remove it, or put the document before it"})
+			}
 			flush(off)
+			ended = line
+		case isDocMarker(l):
+			if ended == 0 {
+				flush(off)
+			}
+			endPart()
 			rest := bytes.TrimSpace(l[3:])
 			if len(rest) > 0 && rest[0] != '#' {
 				// "--- value": the document starts on the marker line; keep columns by blanking
@@ -679,11 +728,16 @@ func splitYAML(data []byte) []rawDoc {
 			} else {
 				start, startLine = next, line+1
 			}
+		case ended > 0 && ignored == 0 && firstContentLine(l) > 0:
+			ignored = line
 		}
 		off = next
 	}
-	flush(len(data))
-	return docs
+	if ended == 0 {
+		flush(len(data))
+	}
+	endPart()
+	return docs, notes
 }
 
 func isDocMarker(l []byte) bool {

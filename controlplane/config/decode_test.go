@@ -313,6 +313,103 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// TestDecodeEndMarkers: a "..." end marker ends its document as istiod's file source reads it
+// (each "---"-separated part is one YAML document): what follows it up to the next "---" is
+// not read, with a warning on its first line, and a marker that ends no document is an error.
+func TestDecodeEndMarkers(t *testing.T) {
+	gw := func(name string) string {
+		return "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: " + name + "}\nspec: {servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['*']}]}\n"
+	}
+	tests := []struct {
+		name     string
+		in       string
+		wantKeys []string
+		// wantErr and wantWarn are "line: message prefix" of the one expected error or warning.
+		wantErr, wantWarn string
+	}{
+		{name: "a trailing marker", in: gw("a") + "...\n", wantKeys: []string{"Gateway/default/a"}},
+		{name: "a marker then ---", in: gw("a") + "...\n---\n" + gw("b"), wantKeys: []string{"Gateway/default/a", "Gateway/default/b"}},
+		{name: "a document after a marker without ---", in: gw("a") + "...\n" + gw("b"), wantKeys: []string{"Gateway/default/a"},
+			wantWarn: "6: not read: the '...' end marker on line 5 ends the document"},
+		{name: "a marker with a comment", in: gw("a") + "... # end\n\n" + gw("b") + "---\n" + gw("c"), wantKeys: []string{"Gateway/default/a", "Gateway/default/c"},
+			wantWarn: "7: not read: the '...' end marker on line 5"},
+		{name: "broken YAML after a marker is not read", in: gw("a") + "...\nkind: [\n", wantKeys: []string{"Gateway/default/a"},
+			wantWarn: "6: not read"},
+		{name: "comments and a second marker after a marker", in: gw("a") + "...\n# note\n...\n---\n" + gw("b"), wantKeys: []string{"Gateway/default/a", "Gateway/default/b"}},
+		{name: "a marker that ends no document", in: "# header\n...\n---\n" + gw("b"), wantKeys: []string{"Gateway/default/b"},
+			wantErr: "2: the '...' end marker ends no document"},
+		{name: "a lone marker last", in: gw("a") + "---\n...\n", wantKeys: []string{"Gateway/default/a"},
+			wantErr: "6: the '...' end marker ends no document"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Decoder{}.DecodeAll("f.yaml", []byte(tc.in))
+			var keys []string
+			for _, c := range res.Configs {
+				keys = append(keys, c.Key().String())
+			}
+			if strings.Join(keys, ",") != strings.Join(tc.wantKeys, ",") {
+				t.Errorf("keys = %v, want %v", keys, tc.wantKeys)
+			}
+			var errs, warns []string
+			if err != nil {
+				for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+					errs = append(errs, e.Error())
+				}
+			}
+			for _, w := range res.Warnings {
+				warns = append(warns, w.Error())
+			}
+			check := func(what string, got []string, want string) {
+				t.Helper()
+				if want == "" {
+					if len(got) > 0 {
+						t.Errorf("%s: got %q, want none", what, got)
+					}
+					return
+				}
+				if len(got) != 1 || !strings.HasPrefix(got[0], "f.yaml:"+want) {
+					t.Errorf("%s:\n got %q\nwant one starting f.yaml:%s", what, got, want)
+				}
+			}
+			check("errors", errs, tc.wantErr)
+			check("warnings", warns, tc.wantWarn)
+		})
+	}
+}
+
+// TestDecodeListWarns: a List's items are read, with a warning on its kind that istiod's file
+// source skips the List; an empty List has nothing to warn about.
+func TestDecodeListWarns(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		keys     int
+		warn     string
+	}{
+		{name: "items", in: "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: security.istio.io/v1, kind: PeerAuthentication, metadata: {name: a}, spec: {}}\n", keys: 1,
+			warn: "f.yaml:2: kind: istiod's file source does not read a List's items"},
+		{name: "items null", in: "apiVersion: v1\nkind: List\nitems: null\n"},
+		{name: "no items", in: "apiVersion: v1\nkind: List\nitems: []\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Decoder{}.DecodeAll("f.yaml", []byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Configs) != tc.keys {
+				t.Errorf("%d configs, want %d", len(res.Configs), tc.keys)
+			}
+			var warns []string
+			for _, w := range res.Warnings {
+				warns = append(warns, w.Error())
+			}
+			if (tc.warn == "") != (len(warns) == 0) || len(warns) > 1 || (tc.warn != "" && !strings.HasPrefix(warns[0], tc.warn)) {
+				t.Errorf("warnings %q, want one starting %q (none if empty)", warns, tc.warn)
+			}
+		})
+	}
+}
+
 // TestDecodeMergeKeys: a key written after a merge key overrides the merged one, as
 // sigs.k8s.io/yaml's lenient conversion (istiod's file source, kubectl) reads it.
 func TestDecodeMergeKeys(t *testing.T) {
@@ -378,6 +475,7 @@ func FuzzDecodeYAML(f *testing.F) {
 	f.Add([]byte("--- {apiVersion: v1, kind: List, items: [{}]}\n...\n"))
 	f.Add([]byte(`{"apiVersion":"networking.istio.io/v1","kind":"Gateway","metadata":{"name":"g"},"spec":{"servers":[{"port":{"number":"x"}}]}}`))
 	f.Add([]byte("a: &x [*x]\n"))
+	f.Add([]byte("# c\n...\n" + seHead + "  hosts: [a]\n...\nkind: [\n--- # next\n...\n"))
 	f.Add([]byte(seHead + "  hosts: [a]\n  ports:\n  - &p {number: 80, name: http}\n  - {<<: *p, number: 81}\n  - {<<: [*p, *p], name: b, name: c}\n---\n" + seHead))
 	f.Add([]byte("{apiVersion: security.istio.io/v1, kind: RequestAuthentication, metadata: {name: j}, spec: {jwtRules: [{issuer: i, jwks: '{\"keys\":[]}', fromHeaders: [{name: ''}]}]}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
