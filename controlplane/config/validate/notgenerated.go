@@ -46,16 +46,14 @@ func (c *checker) notGeneratedParts(at Path, lb *networking.LoadBalancerSettings
 	}
 }
 
-// notGeneratedGateway warns about a Gateway server bound to a unix socket, which the router
-// generator skips, and about the credentials of the servers it builds that xdslab cannot
-// serve: those the gateway asks its control plane for over ADS. Exactly "builtin://" (the
+// notGeneratedGateway warns about the credentials of the servers the router generator builds
+// (not those bound to a unix socket, which it skips) that xdslab cannot serve: those the gateway asks its control plane for over ADS. Exactly "builtin://" (the
 // gateway's own workload certificate, its CA "builtin://-cacert") comes from the istio-agent
 // and gets no warning.
 func (c *checker) notGeneratedGateway(at Path, gw *networking.Gateway) {
 	for i, s := range gw.GetServers() {
 		if strings.HasPrefix(s.GetBind(), unixPrefix) {
-			c.warnf(at.With("servers", i, "bind"), "a unix socket is %s: the server is skipped (istiod listens on one only for port 0, which xdslab refuses); bind an IP address", notGenerated)
-			continue
+			continue // skipped by the router generator; the gateway checks warn about it
 		}
 		t := s.GetTls()
 		mode := t.GetMode()

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/internal/suggest"
 	"github.com/xdslab/xdslab/istioconfig"
 	"google.golang.org/protobuf/proto"
@@ -1575,6 +1574,10 @@ func (c *checker) gateway(at Path, gw *networking.Gateway) {
 			}
 			names[p.GetName()] = true
 		}
+		//nolint:staticcheck // the deprecated field is what the rule is about
+		if p.GetTargetPort() > 0 {
+			c.errf(sa.With("port", "targetPort"), "has no effect on a Gateway server: remove it")
+		}
 		proto := strings.ToUpper(p.GetProtocol())
 		tls := s.GetTls()
 		if (proto == "HTTPS" || proto == "TLS") && tls == nil {
@@ -1584,10 +1587,19 @@ func (c *checker) gateway(at Path, gw *networking.Gateway) {
 			continue
 		}
 		ta := sa.With("tls")
-		if tls.GetHttpsRedirect() && !model.ParseProtocol(p.GetProtocol()).IsHTTP() && proto != "HTTP_PROXY" {
-			// istiod warns and keeps the server: an HTTPS server's virtual hosts then require
-			// TLS, which its clients use already; a TLS or TCP server has none.
-			c.warnf(ta.With("httpsRedirect"), "redirects plain HTTP clients, and a %s server has none: it changes nothing here (istiod warns too); remove it", p.GetProtocol())
+		httpProto := slices.Contains([]string{"HTTP", "HTTP2", "HTTP_PROXY", "GRPC", "GRPC-WEB"}, proto)
+		switch {
+		case proto == "HTTPS" || proto == "TLS" || !slices.Contains(protocols, proto):
+		case !httpProto:
+			// istiod's validateServer: TLS settings on a port of another protocol.
+			c.errf(ta, "applies to HTTPS or TLS servers only, not %s: set the port's protocol to HTTPS or TLS, or remove tls", p.GetProtocol())
+		case (tls.GetMode() != networking.ServerTLSSettings_PASSTHROUGH && tls.GetMode() != networking.ServerTLSSettings_AUTO_PASSTHROUGH) ||
+			tls.GetCaCertificates() != "" || tls.GetPrivateKey() != "" || tls.GetServerCertificate() != "":
+			// An HTTP server takes tls for httpsRedirect only (the default mode, PASSTHROUGH).
+			c.errf(ta, "a plain text %s server terminates no TLS: keep only httpsRedirect in tls (without a mode or certificates), or make the port HTTPS", p.GetProtocol())
+		}
+		if tls.GetHttpsRedirect() && !httpProto {
+			c.warnf(ta.With("httpsRedirect"), "is meant for HTTP servers (istiod admits it on a %s server with a warning): remove it", p.GetProtocol())
 		}
 		c.serverTLS(ta, tls)
 	}
