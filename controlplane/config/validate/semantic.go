@@ -902,8 +902,26 @@ func (c *checker) httpRoute(at Path, r *networking.HTTPRoute) {
 			c.errf(at.With("rewrite"), "an http route has either rewrite or redirect, not both: remove one")
 		}
 		rd := r.GetRedirect()
-		if rd.GetUri() == "" && rd.GetAuthority() == "" && rd.GetScheme() == "" && rd.GetPort() == 0 && rd.GetDerivePort() == 0 {
-			c.errf(at.With("redirect"), "says nothing to change: set uri, authority, scheme or port")
+		// istiod's validateHTTPRedirect: uri or prefixRewrite, the latter only under prefix
+		// matches of the URI; something to change (a port or derivePort counts when set,
+		// whatever its value).
+		if rd.GetUri() != "" && rd.GetPrefixRewrite() != "" {
+			c.errf(at.With("redirect", "prefixRewrite"), "cannot be set with uri: keep one")
+		}
+		if rd.GetPrefixRewrite() != "" {
+			for i, m := range r.GetMatch() {
+				if m.GetUri() != nil && m.GetUri().GetPrefix() == "" {
+					c.errf(at.With("match", i, "uri"), "must be a prefix match for the redirect's prefixRewrite, which replaces the matched prefix: use prefix, or redirect.uri")
+				}
+			}
+		}
+		if rd.GetUri() == "" && rd.GetPrefixRewrite() == "" && rd.GetAuthority() == "" && rd.GetScheme() == "" {
+			switch p, isPort := rd.GetRedirectPort().(*networking.HTTPRedirect_Port); {
+			case rd.GetRedirectPort() == nil:
+				c.errf(at.With("redirect"), "says nothing to change: set uri, prefixRewrite, authority, scheme or port")
+			case isPort && p.Port == 0:
+				c.warnf(at.With("redirect", "port"), "0 keeps the port, so the redirect changes nothing and loops (istiod admits it): set a port, uri, authority or scheme")
+			}
 		}
 		if code := rd.GetRedirectCode(); code != 0 && (code < 300 || code > 399) {
 			c.errf(at.With("redirect", "redirectCode"), "%d is not a redirect status: use a 3xx code such as 301", code)
