@@ -400,6 +400,21 @@ var validationMutations2 = []mutation{
 	{kind: "ServiceEntry", path: "spec.ports[0].number", value: `"80"`},
 	{kind: "ServiceEntry", path: "spec.ports[0].number", value: `80.0`},
 	{kind: "ServiceEntry", path: "spec.ports[0].number", value: `-1`},
+
+	// The differences docs/parity.md lists as deliberate, kept here so the list cannot go stale.
+	{kind: "VirtualService", path: "spec.http[0].match", value: `[{headers: {X-User: {exact: a}}}]`, differs: "xdslab refuses an upper-case header name in a match (HTTP/2 and Envoy see header names in lower case, so it never matches); istiod admits it"},
+	{kind: "VirtualService", path: "spec.http[0].fault", value: `{delay: {percentage: {value: 10}}}`, differs: "xdslab refuses a fault delay without fixedDelay (it delays nothing); istiod admits it"},
+	{kind: "VirtualService", path: "spec.http[0]", value: `{redirect: {derivePort: FROM_PROTOCOL_DEFAULT}}`},
+	{kind: "VirtualService", path: "spec.http[0]", value: `{redirect: {port: 0}}`},
+	{kind: "VirtualService", path: "spec.http[0]", value: `{redirect: {prefixRewrite: /v2/}}`},
+	{kind: "VirtualService", path: "spec.http[0]", value: `{redirect: {uri: /a, prefixRewrite: /v2/}}`},
+	{kind: "VirtualService", path: "spec.http[0]", value: `{match: [{uri: {exact: /a}}], redirect: {prefixRewrite: /v2/}}`},
+	{kind: "VirtualService", path: "spec.http[0]", value: `{match: [{uri: {prefix: /a}}, {headers: {x-a: {exact: b}}}], redirect: {prefixRewrite: /v2/}}`},
+	{kind: "VirtualService", path: "spec.http[0]", value: `{redirect: {port: 0, authority: a}}`},
+	{kind: "VirtualService", path: "spec.http[0]", value: `{redirect: {port: 70000}}`},
+	{kind: "Gateway", path: "spec.selector", value: `{istio: "*"}`, differs: "xdslab refuses a wildcard in a Gateway's selector (no pod carries it as a label value); istiod checks none"},
+	{kind: "DestinationRule", path: "spec.trafficPolicy.portLevelSettings", value: `[{port: {number: 0}, tls: {mode: SIMPLE}}]`, differs: "xdslab refuses a port-level setting for port 0 (no port has it); istiod checks no port number there"},
+	{kind: "DestinationRule", path: "spec.trafficPolicy.loadBalancer", value: `{simple: ROUND_ROBIN, consistentHash: {httpHeaderName: x}}`, differs: "xdslab refuses two fields of one oneof, as the API server's schema does; istiod's decoder keeps the last"},
 }
 
 // validationFiles are whole files: what a file holds beside its objects.
@@ -412,6 +427,8 @@ var validationFiles = []fileCase{
 	{name: "a Gateway API HTTPRoute beside", yaml: validPeerAuthn("a") + "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: vcheck}\nspec: {}\n"},
 	{name: "a Kubernetes Service beside", yaml: validPeerAuthn("a") + "---\napiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: vcheck}\nspec: {ports: [{port: 0}]}\n"},
 	{name: "an unknown field in an unread kind", yaml: validPeerAuthn("a") + "---\napiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: g, namespace: vcheck}\nspec: {bogus: 1}\n", differs: "xdslab skips the kinds it does not read unvalidated; istiod's file source validates them and refuses the whole file for one invalid object"},
+	{name: "a key written twice", yaml: "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: a, namespace: vcheck}\nspec: {mtls: {mode: STRICT}}\nspec: {mtls: {mode: DISABLE}}\n", differs: "xdslab refuses a key written twice and names both lines; istiod keeps the last"},
+	{name: "an object defined twice", yaml: validPeerAuthn("a") + "---\n" + validPeerAuthn("a"), differs: "xdslab refuses an object defined twice in one file and names both lines; istiod keeps the last"},
 	{name: "List with items null", yaml: "apiVersion: v1\nkind: List\nitems: null\n"},
 	{name: "List with an item", yaml: "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(validPeerAuthn("a"), "\n", "\n  "), differs: "istiod's file source skips a List (a kind it does not watch); xdslab reads its items as kubectl applies them, and warns"},
 	{name: "List with a bad item", yaml: "apiVersion: v1\nkind: List\nitems: [{apiVersion: security.istio.io/v1, kind: PeerAuthentication, metadata: {name: a}, spec: {mtls: {mode: BAD}}}]\n", differs: "istiod's file source skips a List unread; xdslab reads its items and refuses a bad one"},

@@ -100,7 +100,7 @@ func compareVerdicts(t *testing.T, y, differs string) {
 	}
 	switch {
 	case istioOK == oursOK && differs != "":
-		t.Errorf("istiod and xdslab now agree (admitted: %v), but the test lists a difference (%s): remove it from the list\n%s", istioOK, differs, y)
+		t.Errorf("istiod and xdslab now agree (admitted: %v; %v; %v), but the test lists a difference (%s): remove it from the list\n%s", istioOK, ierr, oerr, differs, y)
 	case istioOK != oursOK && differs == "":
 		t.Errorf("istiod admits: %v (%v); xdslab admits: %v (%v)\n%s", istioOK, ierr, oursOK, oerr, y)
 	}
