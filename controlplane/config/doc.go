@@ -37,7 +37,11 @@
 // ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar and Gateway, and
 // PeerAuthentication, AuthorizationPolicy and RequestAuthentication under security.istio.io/v1 or v1beta1, metadata{name, namespace (default "default"), labels, annotations, resourceVersion,
 // creationTimestamp} and spec, decoded with protojson after sigs.k8s.io/yaml turns the YAML
-// into JSON. "apiVersion: v1, kind: List" documents contribute their items. Decoding is strict:
+// into JSON. "apiVersion: v1, kind: List" documents contribute their items, with a warning:
+// istiod's file source skips a List. Documents are separated by "---" lines; a "..." end
+// marker ends its document as in istiod's file source, so what follows it up to the next
+// "---" is not read (a warning names its first line), and a marker that ends no document is an
+// error. Decoding is strict:
 // an unknown field (top level, metadata or spec) is an error, and so is a key a mapping writes
 // twice, or an object (kind, namespace, name) an input defines twice (the error names both
 // lines). Anchors, aliases and merge keys (<<: *base) read as istiod's file source reads them

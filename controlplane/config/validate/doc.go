@@ -21,7 +21,12 @@
 // workloadSelector exclude each other; CIDR addresses only with NONE or STATIC; several hosts
 // only on HTTP or TLS ports), VirtualService hosts (no two overlapping: a host twice, or a
 // wildcard and a host it covers), Gateway names (DNS labels, also in namespace/name
-// references), server binds (IP addresses) and port names (required), tcp and tls routes
+// references; a reference without a namespace is a domain name, not an IP), server binds (IP
+// addresses, or a unix socket with port 0), port names (required), no targetPort, and TLS
+// settings only on HTTPS and TLS ports (an HTTP server's tls holds httpsRedirect), HTTP
+// redirects (something to change; prefixRewrite only under prefix matches), Sidecar ports (no
+// targetPort), connection pools and ingress TLS (certificate files on an HTTPS or TLS port),
+// configmap:// credentialNames (NAMESPACE/NAME, of the rule's namespace), tcp and tls routes
 // (destinations required; destinationSubnets IPs or CIDRs), DestinationRule port-level
 // settings (at least one setting besides the port), PeerAuthentication portLevelMtls (not an
 // empty map), route weights (none negative, not all 0 when a
