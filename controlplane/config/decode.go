@@ -435,6 +435,11 @@ func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind str
 			sk.Hint = fmt.Sprintf("did you mean kind: %s?", n)
 		}
 	}
+	if sk.Hint == "" && (strings.HasSuffix(group, "istio.io") || strings.HasPrefix(group, "gateway.networking.")) {
+		// An Istio or Gateway API kind xdslab does not read, so does not check: istiod's
+		// file source validates it, and an invalid one makes it refuse the whole file.
+		sk.Hint = "xdslab does not check it, but istiod's file source refuses the whole file when it is invalid: check it with istioctl validate"
+	}
 	st.skipped = append(st.skipped, sk)
 }
 
