@@ -48,7 +48,7 @@ type fileCase struct {
 //	go test -count=1 -run TestValidationWithIstio ./parity/
 func TestValidationWithIstio(t *testing.T) {
 	objs := corpusObjects(t)
-	for _, m := range append(validationMutations, validationMutations2...) {
+	for _, m := range slices.Concat(validationMutations, validationMutations2, validationMutations3) {
 		name := m.kind + " " + m.path + "=" + m.value
 		t.Run(name, func(t *testing.T) {
 			base := pickBase(objs, m)
