@@ -822,10 +822,13 @@ func (c *checker) gatewayName(at Path, g string) {
 		return
 	}
 	switch {
-	case !isDNSLabel(ns) || !istioconfig.IsDNS1123Subdomain(name):
-		c.errf(at, "%q is not a gateway reference: use \"mesh\", a Gateway name, or namespace/name", g)
-	case !isDNSLabel(name):
+	case isDNSLabel(ns) && istioconfig.IsDNS1123Subdomain(name) && !isDNSLabel(name):
 		c.errf(at, "%q names Gateway %q, which cannot exist: a Gateway's name is a DNS label (no dots)", g, name)
+	case !isDNSLabel(ns) || !isDNSLabel(name):
+		c.errf(at, "%q is not a gateway reference: use \"mesh\", a Gateway name, or namespace/name", g)
+	case strings.ToLower(g) != g:
+		// istiod's check (DNS labels) admits upper case, which no name or namespace has.
+		c.warnf(at, "%q names no Gateway (names and namespaces are lower case): write namespace/name in lower case", g)
 	}
 }
 

@@ -35,6 +35,10 @@ var validationMutations = []mutation{
 	{kind: "VirtualService", path: "spec.gateways", value: `["UPPER.com"]`},
 	{kind: "VirtualService", path: "spec.gateways", value: `["gw.ns."]`},
 	{kind: "VirtualService", path: "spec.gateways", value: `["gw"]`},
+	{kind: "VirtualService", path: "spec.gateways", value: `["ns/UPPER"]`},
+	{kind: "VirtualService", path: "spec.gateways", value: `["ns/a.b"]`},
+	{kind: "VirtualService", path: "spec.gateways", value: `["/gw"]`},
+	{kind: "VirtualService", path: "spec.gateways", value: `["NS/gw"]`},
 
 	// Gateway server binds.
 	{kind: "Gateway", path: "spec.servers[0].bind", value: `"unix:///var/run/gw.sock"`},
