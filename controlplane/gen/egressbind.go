@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -13,29 +15,37 @@ import (
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
-// Sidecar egress listeners with a port of an HTTP protocol, TCP, MONGO or none (sniffed) and a
-// bind address or captureMode NONE, as istiod builds them: the services the egress listener
-// imports on that port share one listener BIND_PORT on its bind address (the proxy's loopback,
-// 127.0.0.1 or ::1 on an IPv6-only proxy, under captureMode NONE without one) instead of 0.0.0.0_PORT and their VIP listeners: for HTTP a
-// single HTTP connection manager chain (no HTTP inspector, no passthrough chain) fetching route
-// configuration PORT, for TCP their tcp_proxy chains merged as on a shared VIP, for a sniffed
-// port the first service's TCP and HTTP chains (route configuration HOST:PORT), as on its VIP. It binds its port under captureMode
-// NONE; with a bind address and the default capture mode it takes connections iptables hands
-// over (bind_to_port false). The catch-all egress listener still builds 0.0.0.0_PORT for the
-// services it imports on the port. TLS and HTTPS ports, unix socket binds, captureMode NONE
-// with a 0.0.0.0 bind and HTTP_PROXY ports are not generated (xdslab validate warns).
+// Sidecar egress listeners bound to an address, and proxies in interception mode NONE, as
+// istiod builds them (its buildSidecarOutboundListeners). An egress listener (with a port, or
+// the catch-all one without) binds its ports when the proxy's INTERCEPTION_MODE is NONE or the
+// listener's captureMode is NONE, on its bind address, else on the proxy's loopback (127.0.0.1,
+// ::1 on an IPv6-only proxy); with a bind address and the default capture mode on a REDIRECT
+// proxy its listeners are on that address but do not bind (iptables hands them connections).
+// The services the egress listener imports on a port then share one listener BIND_PORT instead
+// of 0.0.0.0_PORT and their VIP listeners: for HTTP a single HTTP connection manager chain (no
+// HTTP inspector, no passthrough chain) fetching route configuration PORT; for TCP, MONGO,
+// MYSQL, TLS and HTTPS their chains merged as on a shared VIP (a TLS service whose address is a
+// CIDR matches by SNI, others everything); for a sniffed port the first service's TCP and HTTP
+// chains (route configuration HOST:PORT), as on its VIP, also without a VIP. A port's services
+// of different protocols meet as istiod's listener conflicts have them: a sniffed service
+// replaces an HTTP one's listener, anything else keeps the first. The catch-all egress listener
+// builds a port the egress listener holding it built on another address (0.0.0.0_PORT under a
+// held bind). Unix socket binds, a 0.0.0.0 bind that binds its port and HTTP_PROXY ports are not
+// generated (xdslab validate warns).
 
-// addBoundTCPPort adds port of svc to the bound TCP (or sniffed) listener of b: as for a service whose only
-// address is the bind address (istiod keys the listener by bind and port, whatever the
-// service's VIPs), its tcp_proxy chains merged with those of the services before it on the
-// port (addOutboundPort). The listener binds its port under captureMode NONE (boundNames:
-// true), and depends on the Sidecar (sidecars).
+// addBoundTCPPort adds port of svc to the bound TCP (or TLS, or sniffed) listener of b: as for
+// a service whose only address is the bind address (istiod keys the listener by bind and port,
+// whatever the service's VIPs), its tcp_proxy chains merged with those of the services before
+// it on the port (addOutboundPort). The listener binds its port under captureMode NONE
+// (boundNames: true), and depends on the Sidecar (sidecars).
 func addBoundTCPPort(b boundEgress, svc *model.Service, add func(*model.Service), boundNames map[string]bool, sidecars map[string]istioconfig.Key, port uint32) {
 	at := *svc
 	at.Addresses = []string{b.bind}
 	add(&at)
 	name := ListenerName(b.bind, port)
-	sidecars[name] = b.sidecar
+	if b.sidecar != (istioconfig.Key{}) {
+		sidecars[name] = b.sidecar
+	}
 	if b.bindToPort {
 		boundNames[name] = true
 	}
@@ -58,48 +68,143 @@ type boundHTTP struct {
 	deps    []istioconfig.Key
 }
 
-// boundEgressPort reports whether port (its protocol already the egress listener's) is held by
-// an egress listener of sc that binds it to an address, and how: captureMode NONE without a
-// bind takes localhost, the proxy's loopback (127.0.0.1, ::1 on an IPv6-only proxy: istiod's
-// actualLocalHosts).
-func boundEgressPort(sc *model.Scope, port model.Port, localhost string) (boundEgress, bool) {
-	if sc == nil || sc.Sidecar == nil || !sc.HoldsPort(port.Number) || !port.Protocol.IsHTTP() && port.Protocol != model.ProtocolTCP && port.Protocol != model.ProtocolMongo && port.Protocol != model.ProtocolMySQL && port.Protocol != model.ProtocolUnknown {
-		return boundEgress{}, false
+// noneInterception reports whether the proxy's INTERCEPTION_MODE is NONE (compared
+// case-sensitively, as istiod's GetInterceptionMode does: "none" is REDIRECT): no iptables, so
+// no virtual listeners, every outbound listener binds its port, and no inbound config comes
+// from the proxy's services (only from its Sidecar's ingress listeners).
+func noneInterception(p *model.Proxy) bool {
+	return p != nil && p.InterceptionMode == "NONE"
+}
+
+// egressOf is the egress listener of sc's Sidecar a pass builds port from: with held the one
+// that holds the port, else the catch-all one (the first without a port); nil without a
+// Sidecar or such a listener.
+func egressOf(sc *model.Scope, num uint32, held bool) *networking.IstioEgressListener {
+	if sc == nil || sc.Sidecar == nil {
+		return nil
 	}
 	spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
 	for _, eg := range spec.GetEgress() {
-		if eg.GetPort().GetNumber() != port.Number {
-			continue
+		if held && eg.GetPort().GetNumber() == num && num != 0 || !held && model.EgressPort(eg) == 0 {
+			return eg
 		}
-		none := eg.GetCaptureMode() == networking.CaptureMode_NONE
-		switch {
-		case strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY"):
-			return boundEgress{}, false // not generated
-		case strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix), eg.GetBind() == wildcardIP:
-			// A wildcard bind is the usual 0.0.0.0_PORT listener (not generated bound to its
-			// port under captureMode NONE).
-			return boundEgress{}, false
-		case eg.GetBind() != "":
-			return boundEgress{bind: eg.GetBind(), bindToPort: none, sidecar: sc.Sidecar.Key()}, true
-		case none:
-			return boundEgress{bind: localhost, bindToPort: true, sidecar: sc.Sidecar.Key()}, true
-		}
-		return boundEgress{}, false
 	}
-	return boundEgress{}, false
+	return nil
+}
+
+// bindOutcome is what egressBinding decides for a service port's outbound listeners.
+type bindOutcome int
+
+const (
+	// unbound: the usual listeners (VIP_PORT, 0.0.0.0_PORT), handed over by virtualOutbound.
+	unbound bindOutcome = iota
+	// bound: one listener BIND_PORT for the egress listener's services on the port.
+	bound
+	// skipped: none at all (a privileged port an unprivileged proxy cannot bind).
+	skipped
+)
+
+// egressBinding reports how the outbound listeners of port (its protocol already the one it is
+// built by) are bound when the pass (held: the egress listener holding the port; else the
+// catch-all listener, or the whole mesh without a Sidecar) builds them, as istiod's
+// buildSidecarOutboundListeners decides: a proxy in interception mode NONE binds every port
+// whatever the capture mode, else captureMode NONE does; a bound port listens on the egress
+// listener's bind address, else on the proxy's loopback (127.0.0.1, ::1 on an IPv6-only proxy:
+// istiod's actualLocalHosts); a bind address without captureMode NONE gives BIND_PORT listeners
+// that do not bind (iptables hands them their connections). An unprivileged proxy cannot bind a
+// privileged port (istiod's CanBindToPort): skipped. Not generated (unbound, xdslab validate
+// warns): unix socket and 0.0.0.0 binds, HTTP_PROXY ports, and protocols other than HTTP,
+// TCP, MONGO, MYSQL, TLS, HTTPS or none.
+func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) (boundEgress, bindOutcome) {
+	eg := egressOf(sc, port.Number, held)
+	if held && eg == nil {
+		return boundEgress{}, unbound
+	}
+	switch port.Protocol {
+	case model.ProtocolTCP, model.ProtocolMongo, model.ProtocolMySQL, model.ProtocolUnknown, model.ProtocolTLS, model.ProtocolHTTPS:
+	default:
+		if !port.Protocol.IsHTTP() {
+			return boundEgress{}, unbound
+		}
+	}
+	bindToPort := noneInterception(p) || eg.GetCaptureMode() == networking.CaptureMode_NONE
+	bind := eg.GetBind()
+	switch {
+	case strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY"),
+		strings.HasPrefix(bind, model.UnixAddressPrefix), bind == wildcardIP:
+		// Not generated: the usual listeners (a wildcard bind without captureMode NONE is
+		// them, but for bind_to_port).
+		return boundEgress{}, unbound
+	case bind == "" && !bindToPort:
+		return boundEgress{}, unbound
+	case bind == "":
+		bind = proxyLocalhost(p)
+	}
+	if bindToPort && p != nil && p.Unprivileged && port.Number < 1024 {
+		return boundEgress{}, skipped
+	}
+	b := boundEgress{bind: bind, bindToPort: bindToPort}
+	if sc != nil && sc.Sidecar != nil {
+		b.sidecar = sc.Sidecar.Key()
+	}
+	return b, bound
 }
 
 // addBoundHTTPPort adds port of svc to the bound listener b names, creating it for the first
-// service (whose protocol it keeps: istiod's later HTTP services on it change nothing).
-func addBoundHTTPPort(b boundEgress, svc *model.Service, port model.Port, bound map[string]*boundHTTP, taken map[string]takenBy) {
+// service (whose protocol it keeps: istiod's later HTTP services on it change nothing). A
+// listener the egress listener holding the port built (locked) takes nothing from the
+// catch-all one, and a TCP or sniffed listener already there keeps the address: istiod merges
+// the HTTP chain into it only where its chains leave the traffic unmatched, which a TCP
+// listener's catch-all chain never does (HTTPOverTCP), and a sniffed one takes no more HTTP.
+func addBoundHTTPPort(b boundEgress, svc *model.Service, port model.Port, bound map[string]*boundHTTP, taken map[string]takenBy, locked map[string]bool) error {
 	name := ListenerName(b.bind, port.Number)
+	if locked[name] {
+		return nil
+	}
 	bh := bound[name]
 	if bh == nil {
-		bh = &boundHTTP{boundEgress: b, port: port.Number, grpcWeb: port.Protocol == model.ProtocolGRPCWeb, deps: []istioconfig.Key{b.sidecar}}
+		if prev, ok := taken[name]; ok {
+			if prev.proto.IsHTTP() || prev.proto == model.ProtocolUnknown {
+				return nil
+			}
+			// The listener is sniffed from now on (a later sniffed service adds nothing), as
+			// istiod marks it, unless MONGO or MYSQL keep their own protocol.
+			if prev.proto != model.ProtocolMongo && prev.proto != model.ProtocolMySQL {
+				taken[name] = takenBy{prev.host, model.ProtocolUnknown}
+			}
+			return fmt.Errorf("LDS: services %s and %s both use %s:%d; %s's TCP chains keep it, %s adds no HTTP chain", prev.host, svc.Hostname, b.bind, port.Number, prev.host, svc.Hostname)
+		}
+		bh = &boundHTTP{boundEgress: b, port: port.Number, grpcWeb: port.Protocol == model.ProtocolGRPCWeb}
+		if b.sidecar != (istioconfig.Key{}) {
+			bh.deps = []istioconfig.Key{b.sidecar}
+		}
 		bound[name] = bh
 		taken[name] = takenBy{svc.Hostname, port.Protocol}
 	}
 	bh.deps = append(bh.deps, ServiceKey(svc))
+	return nil
+}
+
+// boundOverHTTP settles a TCP, TLS or sniffed port of svc meeting the bound HTTP listener
+// name (addBoundHTTPPort) as istiod does: a sniffed service replaces the listener with its own
+// (AutoOverHTTP: ok true, the caller builds it), other protocols add nothing to it (their
+// catch-all chain conflicts with the HTTP one) but make it sniffed, so that no later sniffed
+// service replaces it (TCPOverHTTP), unless MONGO or MYSQL, which istiod keeps apart.
+func boundOverHTTP(name string, svc *model.Service, port model.Port, bound map[string]*boundHTTP, taken map[string]takenBy) (ok bool, err error) {
+	prev := taken[name]
+	if !prev.proto.IsHTTP() {
+		// Already sniffed by an earlier TCP service: istiod keeps it as it is.
+		return false, fmt.Errorf("LDS: services %s and %s both use %s; %s keeps it", prev.host, svc.Hostname, name, prev.host)
+	}
+	if port.Protocol == model.ProtocolUnknown {
+		delete(bound, name)
+		delete(taken, name)
+		return true, nil
+	}
+	if port.Protocol != model.ProtocolMongo && port.Protocol != model.ProtocolMySQL {
+		taken[name] = takenBy{prev.host, model.ProtocolUnknown}
+	}
+	return false, fmt.Errorf("LDS: services %s and %s both use %s; %s keeps it", prev.host, svc.Hostname, name, prev.host)
 }
 
 // listener is the bound listener named name.
@@ -116,4 +221,31 @@ func (bh *boundHTTP) listener(name string) *listenerv3.Listener {
 		l.BindToPort = wrapperspb.Bool(false)
 	}
 	return l
+}
+
+// boundPort is what addOutboundPort builds differently for a port on a bound listener.
+type boundPort struct {
+	// sni is the host name the service's own chain of a TLS port matches (boundSNI).
+	sni string
+}
+
+// sniHost is bp's sni, "" for nil.
+func (bp *boundPort) sniHost() string {
+	if bp == nil {
+		return ""
+	}
+	return bp.sni
+}
+
+// boundSNI is the host name the chain of a TLS or HTTPS port of svc matches by SNI on a bound
+// listener (its tls routes aside), "" for none: as istiod matches by SNI a service whose
+// address is a CIDR, not one with an IP or none (0.0.0.0, which is not the bind address).
+func boundSNI(svc *model.Service, port model.Port) string {
+	if port.Protocol != model.ProtocolTLS && port.Protocol != model.ProtocolHTTPS || len(svc.Addresses) == 0 {
+		return ""
+	}
+	if pfx, err := netip.ParsePrefix(svc.Addresses[0]); err == nil && !pfx.IsSingleIP() {
+		return svc.Hostname
+	}
+	return ""
 }

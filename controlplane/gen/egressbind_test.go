@@ -15,8 +15,9 @@ import (
 // listener BIND_PORT (egressbind.yaml in the parity corpus): one HTTP chain fetching route
 // configuration PORT, bound to its port only under captureMode NONE; the catch-all listener
 // still builds 0.0.0.0_PORT. A TCP port's services share BIND_PORT with their tcp_proxy chains,
-// and a MONGO or MYSQL port's (MYSQL is TCP). A sniffed port's too. A unix socket bind, a TLS
-// and an HTTP_PROXY port are not bound (not generated). A bound listener depends on the Sidecar.
+// and a MONGO or MYSQL port's (MYSQL is TCP), and a TLS or HTTPS port's. A sniffed port's too.
+// A unix socket bind, a 0.0.0.0 bind under captureMode NONE and an HTTP_PROXY port are not
+// bound (not generated). A bound listener depends on the Sidecar.
 func TestSidecarEgressBind(t *testing.T) {
 	kiln := &model.Service{Hostname: "kiln.egressbind.svc.cluster.local", Namespace: "egressbind", Addresses: []string{"240.0.81.1"}, Ports: []model.Port{
 		{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}}}
@@ -41,7 +42,9 @@ func TestSidecarEgressBind(t *testing.T) {
 		{"MONGO port captureMode NONE", egress(5000, "MONGO", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
 		{"sniffed port bind address", egress(5000, "", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
 		{"HTTP_PROXY port: not generated", egress(5000, "HTTP_PROXY", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
-		{"TLS port: not generated", egress(5000, "TLS", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
+		{"TLS port bind address", egress(5000, "TLS", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
+		{"HTTPS port captureMode NONE", egress(5000, "HTTPS", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
+		{"0.0.0.0 bind and captureMode NONE: not generated", egress(8080, "HTTP", "0.0.0.0", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +122,53 @@ func TestSidecarEgressBindLocalhost(t *testing.T) {
 				if a := r.Message.(*listenerv3.Listener).GetAddress().GetSocketAddress().GetAddress(); a != tt.want {
 					t.Errorf("%s listens on %s, want %s", r.Name, a, tt.want)
 				}
+			}
+		})
+	}
+}
+
+// TestSidecarEgressBindCatchAll: the catch-all egress listener (no port) binds its services'
+// ports as one with a port does (egresscatchall.yaml in the parity corpus): under captureMode
+// NONE every port on 127.0.0.1, bound, instead of the VIP and 0.0.0.0 listeners; with a bind
+// address and the default capture mode on that address, not bound. virtualOutbound stays.
+func TestSidecarEgressBindCatchAll(t *testing.T) {
+	kiln := &model.Service{Hostname: "kiln.egressbind.svc.cluster.local", Namespace: "egressbind", Addresses: []string{"240.0.81.1"}, Ports: []model.Port{
+		{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}, {Name: "tls", Number: 8443, Protocol: model.ProtocolTLS}}}
+	for _, tt := range []struct {
+		name      string
+		egress    *networking.IstioEgressListener
+		listeners []string // "!" after a name that binds its port
+	}{
+		{"captureMode NONE", &networking.IstioEgressListener{CaptureMode: networking.CaptureMode_NONE, Hosts: []string{"./*"}}, []string{"127.0.0.1_5000!", "127.0.0.1_8080!", "127.0.0.1_8443!"}},
+		{"bind address", &networking.IstioEgressListener{Bind: "127.0.0.4", Hosts: []string{"./*"}}, []string{"127.0.0.4_5000", "127.0.0.4_8080", "127.0.0.4_8443"}},
+		{"neither", &networking.IstioEgressListener{Hosts: []string{"./*"}}, []string{"0.0.0.0_8080", "240.0.81.1_5000", "240.0.81.1_8443"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "catchall", Namespace: "egressbind"},
+				Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{tt.egress}}}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{kiln}, Configs: []*istioconfig.Config{sc}})
+			p := sidecarProxy("10.65.9.9", "egressbind")
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			var got []string
+			for _, r := range g[ListenerType] {
+				l := r.Message.(*listenerv3.Listener)
+				if l.GetTrafficDirection().String() != "OUTBOUND" || r.Name == VirtualOutboundListener {
+					continue
+				}
+				if l.GetBindToPort() == nil {
+					r.Name += "!"
+				}
+				got = append(got, r.Name)
+			}
+			if !slices.Equal(got, tt.listeners) {
+				t.Errorf("listeners %v, want %v", got, tt.listeners)
+			}
+			if findResource(g[ListenerType], VirtualOutboundListener) == nil {
+				t.Error("no virtualOutbound")
 			}
 		})
 	}

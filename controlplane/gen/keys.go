@@ -186,24 +186,38 @@ func SelectedLabels(p *model.Proxy, s *model.Snapshot) string {
 	return b.String()
 }
 
-// InboundIPScope names what a sidecar's CDS and LDS read of the proxy itself when the Sidecar
-// that applies to it has ingress listeners: its IPs (an ingress port binds to the first, a
-// 0.0.0.0 default endpoint sends to it), its interception mode (NONE binds every ingress
-// port), and whether it is an unprivileged pod and which ports the agent's own listeners take
-// (ingress ports istiod leaves out). "" otherwise: inbound config then follows the proxy's IP only where it is an endpoint,
-// which the ADS server adds itself.
+// InboundIPScope names what a sidecar's CDS and LDS read of the proxy itself beyond its view:
+// its interception mode when it is NONE (no virtual listeners, every outbound listener bound
+// to its port, no inbound config from its services; egressbind.go), and then, or when some
+// Sidecar egress listener has captureMode NONE, whether it is an unprivileged pod (a bound
+// privileged port is left out); and when the Sidecar that applies to it has ingress listeners
+// its IPs (an ingress port binds to the first, a 0.0.0.0 default endpoint sends to it), its
+// interception mode (NONE binds every ingress port), whether it is an unprivileged pod and which
+// ports the agent's own listeners take (ingress ports istiod leaves out). "" for a proxy in
+// another mode with none of those: inbound config then follows the proxy's IP only where it
+// is an endpoint, which the ADS server adds itself.
 func InboundIPScope(p *model.Proxy, s *model.Snapshot) string {
-	if p == nil || s == nil || !anyIngressSidecar(s) {
-		return ""
-	}
-	sc := s.ScopeFor(p)
-	if sc == nil || sc.Sidecar == nil {
-		return ""
-	}
-	if spec, ok := sc.Sidecar.Spec.(*networking.Sidecar); !ok || len(spec.GetIngress()) == 0 {
+	if p == nil || s == nil {
 		return ""
 	}
 	var b strings.Builder
+	none := noneInterception(p)
+	if none {
+		b.WriteString("icpt=NONE|")
+	}
+	if p.Unprivileged && (none || anyEgressCaptureNone(s)) {
+		b.WriteString("unpriv|")
+	}
+	if !anyIngressSidecar(s) {
+		return b.String()
+	}
+	sc := s.ScopeFor(p)
+	if sc == nil || sc.Sidecar == nil {
+		return b.String()
+	}
+	if spec, ok := sc.Sidecar.Spec.(*networking.Sidecar); !ok || len(spec.GetIngress()) == 0 {
+		return b.String()
+	}
 	b.WriteString("ingress=" + strings.Join(p.IPAddresses, "+") + "|icpt=" + p.InterceptionMode +
 		"|unpriv=" + strconv.FormatBool(p.Unprivileged) + "|agent=")
 	for i, n := range p.StaticPorts {
@@ -360,6 +374,26 @@ func anyIngressSidecar(s *model.Snapshot) bool {
 		for _, c := range s.Configs(istioconfig.KindSidecar) {
 			if sc, ok := c.Spec.(*networking.Sidecar); ok && len(sc.GetIngress()) > 0 {
 				return true
+			}
+		}
+		return false
+	}).(bool)
+}
+
+type egressCaptureNoneKey struct{}
+
+// anyEgressCaptureNone reports whether some Sidecar of s has an egress listener with
+// captureMode NONE (its ports bind, so an unprivileged proxy leaves out the privileged ones),
+// computed once per snapshot's configs.
+func anyEgressCaptureNone(s *model.Snapshot) bool {
+	return s.Derived(egressCaptureNoneKey{}, func() any {
+		for _, c := range s.Configs(istioconfig.KindSidecar) {
+			if sc, ok := c.Spec.(*networking.Sidecar); ok {
+				for _, eg := range sc.GetEgress() {
+					if eg.GetCaptureMode() == networking.CaptureMode_NONE {
+						return true
+					}
+				}
 			}
 		}
 		return false

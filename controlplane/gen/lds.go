@@ -96,19 +96,31 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				if port.Protocol == model.ProtocolUDP {
 					continue // Envoy proxies no UDP here: istiod builds no listener
 				}
-				if held {
-					if b, ok := boundEgressPort(sc, port, proxyLocalhost(p)); ok {
-						if port.Protocol.IsHTTP() {
-							addBoundHTTPPort(b, svc, port, boundOut, taken)
-						} else {
-							addBoundTCPPort(b, svc, func(at *model.Service) {
-								errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want)...)
-							}, boundTCP, boundTCPSidecar, port.Number)
+				switch b, how := egressBinding(p, sc, port, held); how {
+				case skipped:
+					continue
+				case bound:
+					name := ListenerName(b.bind, port.Number)
+					switch {
+					case port.Protocol.IsHTTP():
+						if err := addBoundHTTPPort(b, svc, port, boundOut, taken, locked); err != nil {
+							errs = append(errs, err)
 						}
 						continue
+					case locked[name]:
+						continue // built by the egress listener holding the port
+					case boundOut[name] != nil:
+						if replace, err := boundOverHTTP(name, svc, port, boundOut, taken); !replace {
+							errs = append(errs, err)
+							continue
+						}
 					}
+					addBoundTCPPort(b, svc, func(at *model.Service) {
+						errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want, &boundPort{sni: boundSNI(svc, port)})...)
+					}, boundTCP, boundTCPSidecar, port.Number)
+					continue
 				}
-				errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, svc, port, ports, taken, locked, held, &tcp, want)...)
+				errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, svc, port, ports, taken, locked, held, &tcp, want, nil)...)
 			}
 		}
 		if !held {
@@ -169,12 +181,14 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		}
 		out = append(out, Resource{Name: name, Message: l, Deps: sortDeps(deps)})
 	}
-	if wanted(want, VirtualOutboundListener) {
+	// A proxy in interception mode NONE has no iptables to hand connections to the virtual
+	// listeners: istiod builds neither.
+	if wanted(want, VirtualOutboundListener) && !noneInterception(p) {
 		fb := fallbackOf(s.ScopeFor(p))
 		out = append(out, Resource{Name: VirtualOutboundListener, Message: virtualOutbound(fb), Deps: fb.deps()})
 	}
 	vi, bound, deps := inboundListeners(p, s)
-	if wanted(want, VirtualInboundListener) {
+	if wanted(want, VirtualInboundListener) && !noneInterception(p) {
 		out = append(out, Resource{Name: VirtualInboundListener, Message: vi, Deps: deps})
 	}
 	for _, l := range bound {
@@ -290,9 +304,11 @@ func listenerProtocol(sc *model.Scope, port model.Port, byHolder bool) model.Pro
 // (to tcp), or its part of the port's 0.0.0.0_PORT listener (to ports). lsc is the egress
 // listener it comes from, ix that listener's index; a listener name in locked was built by an
 // egress listener with a port, and the catch-all listener (held false) adds nothing to it.
-func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Service, port model.Port, ports map[uint32]*portInfo, taken map[string]takenBy, locked map[string]bool, held bool, tcp *[]Resource, want map[string]struct{}) []error {
+// bp is set for a port on a bound listener (egressbind.go), whose address svc has.
+func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Service, port model.Port, ports map[uint32]*portInfo, taken map[string]takenBy, locked map[string]bool, held bool, tcp *[]Resource, want map[string]struct{}, bp *boundPort) []error {
 	var errs []error
-	if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort {
+	if bp == nil && (port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort) {
+		// A bound listener (bp) is on another address than the virtual listeners' wildcard.
 		return []error{fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener)}
 	}
 	wildLocked := !held && locked[ListenerName(wildcardIP, port.Number)]
@@ -380,6 +396,13 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 	chains, def, cdeps, err := tcpRouteChains(p, ix, svc, port) // VirtualService tcp routes (tcproute.go)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if sni := bp.sniHost(); sni != "" && def == nil && len(chains) == 1 && chains[0].GetFilterChainMatch() == nil {
+		// The service's own chain, by SNI; what it does not take passes through.
+		fb := fallbackOf(ix.scope)
+		chains[0].FilterChainMatch = sniChainMatch([]string{sni}, nil)
+		def = passthroughChain(fb)
+		cdeps = append(cdeps, fb.deps()...)
 	}
 	for _, vip := range vips {
 		name := ListenerName(vip, port.Number)

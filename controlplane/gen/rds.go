@@ -41,7 +41,9 @@ func httpServicesByPort(s *model.Snapshot, sc *model.Scope) (out map[uint32][]*m
 	listened = map[uint32]bool{}
 	for _, svc := range visibleServices(s, sc) {
 		for _, port := range svc.Ports {
-			if port.Number == VirtualInboundPort || port.Number == VirtualOutboundPort || !sc.Egress(port.Number).SeesPort(svc, port.Number) {
+			// The virtual listeners' ports too: no REDIRECT proxy's listener asks for their
+			// route configuration, a proxy in interception mode NONE's does (egressbind.go).
+			if !sc.Egress(port.Number).SeesPort(svc, port.Number) {
 				continue
 			}
 			held, isHeld := sc.EgressProtocol(port.Number)

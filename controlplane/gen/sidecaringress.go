@@ -30,17 +30,26 @@ import (
 // ENABLE_TLS_ON_SIDECAR_INGRESS is set, which its default is not.
 
 // proxyInboundPorts are the inbound ports of p as its listeners and clusters are built: the
-// Sidecar's ingress ports when the proxy's Sidecar has any, else its services' (inboundPorts).
+// Sidecar's ingress ports when the proxy's Sidecar has any, else its services' (inboundPorts),
+// none for a proxy in interception mode NONE.
 func proxyInboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []istioconfig.Key) {
 	ports, deps := inboundPorts(p, s)
 	if p == nil {
 		return ports, deps
 	}
 	sc := s.ScopeFor(p)
-	if sc == nil || sc.Sidecar == nil {
+	var spec *networking.Sidecar
+	if sc != nil && sc.Sidecar != nil {
+		spec, _ = sc.Sidecar.Spec.(*networking.Sidecar)
+	}
+	if len(spec.GetIngress()) == 0 && noneInterception(p) {
+		// No iptables: the proxy's services' ports would take the application's own ports, so
+		// istiod builds inbound listeners and clusters only from Sidecar ingress listeners.
+		return nil, nil
+	}
+	if spec == nil {
 		return ports, deps
 	}
-	spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
 	if len(spec.GetIngress()) == 0 {
 		if pool := spec.GetInboundConnectionPool(); pool != nil {
 			for i := range ports {

@@ -19,15 +19,13 @@ import (
 // (lds.go, sniffed); its cluster speaks upstream the protocol the downstream spoke
 // (use_downstream_protocol, cds.go).
 
-// sniffedPorts lists the service ports of s that p sees and sniffs: no declared protocol and a
-// VIP, or a service with a listener per endpoint (perEndpoint); another port without a VIP
-// keeps its TCP listener.
+// sniffedPorts lists the service ports of s that p sees and sniffs (no declared protocol), with
+// or without a VIP: as istiod, route configuration HOST:PORT is answered whatever listener
+// asks for it (a VIP listener, a headless Service's listener per endpoint, a bound listener
+// of a proxy in interception mode NONE; egressbind.go).
 func sniffedPorts(s *model.Snapshot, sc *model.Scope) map[string]sniffedPort {
 	out := map[string]sniffedPort{}
 	for _, svc := range visibleServices(s, sc) {
-		if len(ipAddresses(svc.Addresses)) == 0 && !perEndpoint(s, svc) {
-			continue
-		}
 		for _, port := range svc.Ports {
 			if sniffedBy(sc, svc, port, true) || sniffedBy(sc, svc, port, false) {
 				out[HostPortName(svc.Hostname, port.Number)] = sniffedPort{svc: svc, port: port}

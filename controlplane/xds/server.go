@@ -784,7 +784,7 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
 		// A Sidecar's ingress listeners read the proxy's own IP and interception mode,
-		// whether or not it is an endpoint.
+		// whether or not it is an endpoint; interception mode NONE changes every sidecar's.
 		if in := gen.InboundIPScope(p, st.snap); in != "" {
 			k += "|" + in
 		}

@@ -145,18 +145,16 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 	}
 	for i, eg := range sc.GetEgress() {
 		ea := at.With("egress", i)
-		// Generated for an egress port of an HTTP protocol, TCP, MONGO, MYSQL or none bound to an IP
-		// (gen/egressbind.go). A 0.0.0.0 bind is the usual listener, except under captureMode
-		// NONE.
-		proto := model.ParseProtocol(eg.GetPort().GetProtocol())
-		bound := eg.GetPort() != nil && (proto.IsHTTP() || proto == model.ProtocolTCP || proto == model.ProtocolMongo || proto == model.ProtocolMySQL || eg.GetPort().GetProtocol() == "") &&
-			!strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix) && eg.GetBind() != "0.0.0.0"
-		const where = "only on an egress listener with a port of protocol HTTP, HTTP2, GRPC, GRPC-WEB, TCP, MONGO, MYSQL or none"
-		if eg.GetBind() != "" && eg.GetBind() != "0.0.0.0" && !bound {
-			c.warnf(ea.With("bind"), "is %s here (%s and an IP bind): the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener per port to this address)", notGenerated, where)
-		}
-		if eg.GetCaptureMode() == networking.CaptureMode_NONE && !bound {
-			c.warnf(ea.With("captureMode"), "NONE is %s here (%s, without a 0.0.0.0 bind): listeners are built as for traffic captured by iptables (istiod binds them to the bind address or 127.0.0.1)", notGenerated, where)
+		// Generated (gen/egressbind.go): an IP bind and captureMode NONE on an egress listener
+		// with or without a port, and on a proxy in interception mode NONE. Not generated: a
+		// unix socket bind, captureMode NONE with a 0.0.0.0 bind, HTTP_PROXY ports.
+		proxyPort := strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY")
+		switch {
+		case proxyPort:
+		case strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix):
+			c.warnf(ea.With("bind"), "is %s: a unix socket listener; the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener to the socket, with route configuration %q for HTTP)", notGenerated, eg.GetBind())
+		case eg.GetBind() == "0.0.0.0" && eg.GetCaptureMode() == networking.CaptureMode_NONE:
+			c.warnf(ea.With("captureMode"), "NONE with bind 0.0.0.0 is %s: the usual 0.0.0.0 and VIP listeners, handed connections by iptables (istiod binds one listener per port on 0.0.0.0)", notGenerated)
 		}
 		if strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") {
 			c.warnf(ea.With("port", "protocol"), "HTTP_PROXY is %s: no HTTP proxy listener (istiod builds one on 127.0.0.1 with a route configuration of every host)", notGenerated)

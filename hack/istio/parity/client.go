@@ -40,6 +40,9 @@ type Proxy struct {
 	ServiceAccount string
 	// Locality is the node's locality ("region/zone/subzone"), empty for none.
 	Locality string
+	// InterceptionMode is the INTERCEPTION_MODE metadata, REDIRECT when empty (NONE: no
+	// iptables, every listener binds its port).
+	InterceptionMode string
 	// Generator is the GENERATOR metadata, empty for none (an Envoy). "grpc" is what
 	// istio-agent's gRPC bootstrap sends for a proxyless gRPC client (FetchGRPC).
 	Generator string
@@ -74,6 +77,9 @@ func (p Proxy) Node() *corev3.Node {
 	}
 	if !p.NoNamespace {
 		meta["NAMESPACE"] = p.Namespace
+	}
+	if p.InterceptionMode != "" {
+		meta["INTERCEPTION_MODE"] = p.InterceptionMode
 	}
 	if p.ServiceAccount != "" {
 		meta["SERVICE_ACCOUNT"] = p.ServiceAccount

@@ -62,7 +62,15 @@ var proxies = []struct {
 	{"sidecar-egressbind", parity.Proxy{Type: "sidecar", IP: "10.65.9.9", Pod: "client", Namespace: "egressbind", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// A VM whose node names no namespace (no NAMESPACE metadata, a DNS domain without one) and
 	// whose INSTANCE_IPS is not the node id's address (nonamespace.yaml).
-	{"sidecar-nons", parity.Proxy{Type: "sidecar", IP: "10.66.0.1", NodeIP: "10.66.9.250", Pod: "reader-vm", NoNamespace: true, Domain: "localdomain", Labels: map[string]string{"app": "reader-node"}, ServiceAccount: "reader"}},
+	{"sidecar-nons", parity.Proxy{Type: "sidecar", IP: "10.68.0.1", NodeIP: "10.68.9.250", Pod: "reader-vm", NoNamespace: true, Domain: "localdomain", Labels: map[string]string{"app": "reader-node"}, ServiceAccount: "reader"}},
+	// Proxies in interception mode NONE (nonemode.yaml): a workload of loom.bare under no
+	// Sidecar, and one of spindle.bare under a Sidecar with ingress and egress listeners.
+	{"sidecar-none", parity.Proxy{Type: "sidecar", IP: "10.66.0.1", Pod: "loom-1", Namespace: "bare", Labels: map[string]string{"app": "loom"}, ServiceAccount: "loom", InterceptionMode: "NONE"}},
+	{"sidecar-none-scoped", parity.Proxy{Type: "sidecar", IP: "10.66.0.2", Pod: "spindle-1", Namespace: "bare", Labels: map[string]string{"app": "spindle"}, ServiceAccount: "spindle", InterceptionMode: "NONE"}},
+	// Sidecars of no service in interception mode REDIRECT whose Sidecars bind TLS and HTTPS
+	// egress ports and catch-all egress listeners (egresscatchall.yaml).
+	{"sidecar-reel", parity.Proxy{Type: "sidecar", IP: "10.66.2.1", Pod: "client", Namespace: "reel", Labels: map[string]string{"app": "reel"}, ServiceAccount: "client"}},
+	{"sidecar-reel-bind", parity.Proxy{Type: "sidecar", IP: "10.66.2.2", Pod: "client2", Namespace: "reel", Labels: map[string]string{"app": "reelbind"}, ServiceAccount: "client"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 }
