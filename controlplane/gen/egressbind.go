@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,11 +25,14 @@ import (
 // The services the egress listener imports on a port then share one listener BIND_PORT instead
 // of 0.0.0.0_PORT and their VIP listeners: for HTTP a single HTTP connection manager chain (no
 // HTTP inspector, no passthrough chain) fetching route configuration PORT; for TCP, MONGO,
-// MYSQL, TLS and HTTPS their chains merged as on a shared VIP (a TLS service whose address is a
-// CIDR matches by SNI, others everything); for a sniffed port the first service's TCP and HTTP
-// chains (route configuration HOST:PORT), as on its VIP, also without a VIP. A port's services
+// MYSQL, TLS and HTTPS their chains merged as on a shared VIP (a TLS service matches by SNI
+// for a CIDR address, everything for an IP or no address, both for both); for a sniffed port
+// the first service's TCP and HTTP chains (route configuration HOST:PORT), as on its VIP, also
+// without a VIP. A port's services
 // of different protocols meet as istiod's listener conflicts have them: a sniffed service
-// replaces an HTTP one's listener, anything else keeps the first. The catch-all egress listener
+// replaces an HTTP one's listener; an HTTP chain and TCP chains merge where their matches
+// differ (an SNI chain beside the HTTP chain, which takes the rest); MONGO and MYSQL and a
+// sniffed listener keep the first. The catch-all egress listener
 // builds a port the egress listener holding it built on another address (0.0.0.0_PORT under a
 // held bind). Unix socket binds, a 0.0.0.0 bind that binds its port and HTTP_PROXY ports are not
 // generated (xdslab validate warns).
@@ -58,14 +62,6 @@ type boundEgress struct {
 	// sidecar is the Sidecar whose egress listener binds the port: the listener's address
 	// and bind_to_port come from it.
 	sidecar istioconfig.Key
-}
-
-// boundHTTP collects the services of one bound HTTP egress port.
-type boundHTTP struct {
-	boundEgress
-	port    uint32
-	grpcWeb bool
-	deps    []istioconfig.Key
 }
 
 // noneInterception reports whether the proxy's INTERCEPTION_MODE is NONE (compared
@@ -150,83 +146,86 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 	return b, bound
 }
 
-// addBoundHTTPPort adds port of svc to the bound listener b names, creating it for the first
-// service (whose protocol it keeps: istiod's later HTTP services on it change nothing). A
-// listener the egress listener holding the port built (locked) takes nothing from the
-// catch-all one, and a TCP or sniffed listener already there keeps the address: istiod merges
-// the HTTP chain into it only where its chains leave the traffic unmatched, which a TCP
-// listener's catch-all chain never does (HTTPOverTCP), and a sniffed one takes no more HTTP.
-func addBoundHTTPPort(b boundEgress, svc *model.Service, port model.Port, bound map[string]*boundHTTP, taken map[string]takenBy, locked map[string]bool) error {
+// addBoundHTTPPort adds port of svc to the bound listener b names (to tcp, with the TCP
+// listeners, as istiod keeps them in one map), creating it for the first service: one HTTP
+// connection manager chain without a match (no HTTP inspector), fetching route configuration
+// PORT, whose protocol (GRPC-WEB's filter) is the first service's. A listener the egress
+// listener holding the port built (locked) takes nothing from the catch-all one. On a listener
+// already there, as istiod's conflicts go: another HTTP service or a sniffed one's listener
+// changes nothing; on a TCP one's (HTTPOverTCP) the HTTP chain joins where the TCP chains leave
+// traffic unmatched (they match by SNI or destination prefix: it becomes the default chain),
+// and the listener is sniffed from then on; MONGO and MYSQL keep theirs.
+func addBoundHTTPPort(ix *index, b boundEgress, svc *model.Service, port model.Port, tcp *[]Resource, taken map[string]takenBy, locked map[string]bool, want map[string]struct{}) error {
 	name := ListenerName(b.bind, port.Number)
 	if locked[name] {
 		return nil
 	}
-	bh := bound[name]
-	if bh == nil {
-		if prev, ok := taken[name]; ok {
-			if prev.proto.IsHTTP() || prev.proto == model.ProtocolUnknown {
-				return nil
-			}
-			// The listener is sniffed from now on (a later sniffed service adds nothing), as
-			// istiod marks it, unless MONGO or MYSQL keep their own protocol.
-			if prev.proto != model.ProtocolMongo && prev.proto != model.ProtocolMySQL {
-				taken[name] = takenBy{prev.host, model.ProtocolUnknown}
-			}
-			return fmt.Errorf("LDS: services %s and %s both use %s:%d; %s's TCP chains keep it, %s adds no HTTP chain", prev.host, svc.Hostname, b.bind, port.Number, prev.host, svc.Hostname)
-		}
-		bh = &boundHTTP{boundEgress: b, port: port.Number, grpcWeb: port.Protocol == model.ProtocolGRPCWeb}
-		if b.sidecar != (istioconfig.Key{}) {
-			bh.deps = []istioconfig.Key{b.sidecar}
-		}
-		bound[name] = bh
-		taken[name] = takenBy{svc.Hostname, port.Protocol}
+	chain := &listenerv3.FilterChain{
+		Filters: []*listenerv3.Filter{hcmFilter(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(port.Number), 10))), port.Protocol == model.ProtocolGRPCWeb))},
 	}
-	bh.deps = append(bh.deps, ServiceKey(svc))
+	prev, ok := taken[name]
+	if !ok {
+		taken[name] = takenBy{svc.Hostname, port.Protocol}
+		if !wanted(want, name) {
+			return nil
+		}
+		l := &listenerv3.Listener{
+			Name:             name,
+			Address:          socketAddress(b.bind, port.Number),
+			TrafficDirection: corev3.TrafficDirection_OUTBOUND,
+			FilterChains:     []*listenerv3.FilterChain{chain},
+		}
+		if !b.bindToPort {
+			l.BindToPort = wrapperspb.Bool(false)
+		}
+		deps := []istioconfig.Key{ServiceKey(svc)}
+		if b.sidecar != (istioconfig.Key{}) {
+			deps = append(deps, b.sidecar)
+		}
+		*tcp = append(*tcp, Resource{Name: name, Message: l, Deps: sortDeps(deps)})
+		return nil
+	}
+	r := findResource(*tcp, name)
+	switch {
+	case prev.proto.IsHTTP() || prev.proto == model.ProtocolUnknown:
+		if r != nil && prev.proto.IsHTTP() && !slices.Contains(r.Deps, ServiceKey(svc)) {
+			r.Deps = sortDeps(append(slices.Clone(r.Deps), ServiceKey(svc)))
+		}
+		return nil
+	case prev.proto == model.ProtocolMongo || prev.proto == model.ProtocolMySQL:
+		return fmt.Errorf("LDS: services %s (%s) and %s (%s) both use %s; %s shares a listener with its own protocol only, %s keeps it", prev.host, prev.proto, svc.Hostname, port.Protocol, name, prev.proto, prev.host)
+	}
+	taken[name] = takenBy{prev.host, model.ProtocolUnknown}
+	if r == nil {
+		return nil
+	}
+	fb := fallbackOf(ix.scope)
+	dropped := mergeTCPChains(r.Message.(*listenerv3.Listener), nil, chain, fb)
+	r.Deps = sortDeps(append(append(slices.Clone(r.Deps), ServiceKey(svc)), fb.deps()...))
+	if dropped > 0 {
+		return fmt.Errorf("LDS: services %s and %s both use %s; %s's TCP chains keep it, %s adds no HTTP chain", prev.host, svc.Hostname, name, prev.host, svc.Hostname)
+	}
 	return nil
 }
 
-// boundOverHTTP settles a TCP, TLS or sniffed port of svc meeting the bound HTTP listener
-// name (addBoundHTTPPort) as istiod does: a sniffed service replaces the listener with its own
-// (AutoOverHTTP: ok true, the caller builds it), other protocols add nothing to it (their
-// catch-all chain conflicts with the HTTP one) but make it sniffed, so that no later sniffed
-// service replaces it (TCPOverHTTP), unless MONGO or MYSQL, which istiod keeps apart.
-func boundOverHTTP(name string, svc *model.Service, port model.Port, bound map[string]*boundHTTP, taken map[string]takenBy) (ok bool, err error) {
-	prev := taken[name]
-	if !prev.proto.IsHTTP() {
-		// Already sniffed by an earlier TCP service: istiod keeps it as it is.
-		return false, fmt.Errorf("LDS: services %s and %s both use %s; %s keeps it", prev.host, svc.Hostname, name, prev.host)
+// replaceBoundHTTP removes the bound HTTP listener name, which a sniffed service replaces with
+// its own, as istiod does (AutoOverHTTP). It reports whether there was one.
+func replaceBoundHTTP(name string, tcp *[]Resource, taken map[string]takenBy) bool {
+	if prev, ok := taken[name]; !ok || !prev.proto.IsHTTP() {
+		return false
 	}
-	if port.Protocol == model.ProtocolUnknown {
-		delete(bound, name)
-		delete(taken, name)
-		return true, nil
-	}
-	if port.Protocol != model.ProtocolMongo && port.Protocol != model.ProtocolMySQL {
-		taken[name] = takenBy{prev.host, model.ProtocolUnknown}
-	}
-	return false, fmt.Errorf("LDS: services %s and %s both use %s; %s keeps it", prev.host, svc.Hostname, name, prev.host)
-}
-
-// listener is the bound listener named name.
-func (bh *boundHTTP) listener(name string) *listenerv3.Listener {
-	l := &listenerv3.Listener{
-		Name:             name,
-		Address:          socketAddress(bh.bind, bh.port),
-		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{hcmFilter(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(bh.port), 10))), bh.grpcWeb))},
-		}},
-	}
-	if !bh.bindToPort {
-		l.BindToPort = wrapperspb.Bool(false)
-	}
-	return l
+	delete(taken, name)
+	*tcp = slices.DeleteFunc(*tcp, func(r Resource) bool { return r.Name == name })
+	return true
 }
 
 // boundPort is what addOutboundPort builds differently for a port on a bound listener.
 type boundPort struct {
-	// sni is the host name the service's own chain of a TLS port matches (boundSNI).
+	// sni is the host name the service's own chain of a TLS port matches (boundSNI), "" for
+	// a chain that matches everything.
 	sni string
+	// alsoAll: a TLS port with sni also has the chain that matches everything (boundSNI).
+	alsoAll bool
 }
 
 // sniHost is bp's sni, "" for nil.
@@ -237,15 +236,25 @@ func (bp *boundPort) sniHost() string {
 	return bp.sni
 }
 
-// boundSNI is the host name the chain of a TLS or HTTPS port of svc matches by SNI on a bound
-// listener (its tls routes aside), "" for none: as istiod matches by SNI a service whose
-// address is a CIDR, not one with an IP or none (0.0.0.0, which is not the bind address).
-func boundSNI(svc *model.Service, port model.Port) string {
-	if port.Protocol != model.ProtocolTLS && port.Protocol != model.ProtocolHTTPS || len(svc.Addresses) == 0 {
-		return ""
+// boundTLSChains reads the addresses of a TLS or HTTPS service on a bound listener as istiod
+// builds a service per address there: its own chain (its tls routes aside) matches its host
+// name by SNI for a CIDR address and everything for an IP (not the bind address) or no address
+// (istiod's 0.0.0.0). sni is the host name when some address is a CIDR, and alsoAll whether
+// the chain that matches everything comes too (some address is not a CIDR).
+func boundTLSChains(svc *model.Service, port model.Port) *boundPort {
+	if port.Protocol != model.ProtocolTLS && port.Protocol != model.ProtocolHTTPS {
+		return &boundPort{}
 	}
-	if pfx, err := netip.ParsePrefix(svc.Addresses[0]); err == nil && !pfx.IsSingleIP() {
-		return svc.Hostname
+	bp := &boundPort{}
+	if len(svc.Addresses) == 0 {
+		return bp
 	}
-	return ""
+	for _, a := range svc.Addresses {
+		if pfx, err := netip.ParsePrefix(a); err == nil && !pfx.IsSingleIP() {
+			bp.sni = svc.Hostname
+		} else {
+			bp.alsoAll = true
+		}
+	}
+	return bp
 }

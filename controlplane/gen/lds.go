@@ -84,7 +84,6 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	visible := slices.SortedStableFunc(slices.Values(visibleServices(s, sc)), sc.CompareServices)
 	boundTCP := map[string]bool{}                   // TCP egress listeners that bind their port (egressbind.go)
 	boundTCPSidecar := map[string]istioconfig.Key{} // the Sidecar of each TCP egress listener bound to an address
-	boundOut := map[string]*boundHTTP{}             // HTTP egress ports bound to an address (egressbind.go)
 	for _, held := range []bool{true, false} {
 		for _, svc := range visible {
 			for _, port := range svc.Ports {
@@ -103,20 +102,17 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					name := ListenerName(b.bind, port.Number)
 					switch {
 					case port.Protocol.IsHTTP():
-						if err := addBoundHTTPPort(b, svc, port, boundOut, taken, locked); err != nil {
+						if err := addBoundHTTPPort(ixFor(lsc), b, svc, port, &tcp, taken, locked, want); err != nil {
 							errs = append(errs, err)
 						}
 						continue
 					case locked[name]:
 						continue // built by the egress listener holding the port
-					case boundOut[name] != nil:
-						if replace, err := boundOverHTTP(name, svc, port, boundOut, taken); !replace {
-							errs = append(errs, err)
-							continue
-						}
+					case port.Protocol == model.ProtocolUnknown:
+						replaceBoundHTTP(name, &tcp, taken)
 					}
 					addBoundTCPPort(b, svc, func(at *model.Service) {
-						errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want, &boundPort{sni: boundSNI(svc, port)})...)
+						errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want, boundTLSChains(svc, port))...)
 					}, boundTCP, boundTCPSidecar, port.Number)
 					continue
 				}
@@ -144,11 +140,6 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		}
 	}
 	out := tcp
-	for name, b := range boundOut {
-		if wanted(want, name) {
-			out = append(out, Resource{Name: name, Message: b.listener(name), Deps: sortDeps(b.deps)})
-		}
-	}
 	for num, pi := range ports {
 		name := ListenerName(wildcardIP, num)
 		if !wanted(want, name) {
@@ -398,11 +389,17 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		errs = append(errs, err)
 	}
 	if sni := bp.sniHost(); sni != "" && def == nil && len(chains) == 1 && chains[0].GetFilterChainMatch() == nil {
-		// The service's own chain, by SNI; what it does not take passes through.
-		fb := fallbackOf(ix.scope)
-		chains[0].FilterChainMatch = sniChainMatch([]string{sni}, nil)
-		def = passthroughChain(fb)
-		cdeps = append(cdeps, fb.deps()...)
+		// The service's own chain by SNI (a CIDR address); with an IP address too, the same
+		// chain matching everything, else what it does not take passes through.
+		all := chains[0]
+		chains = []*listenerv3.FilterChain{{FilterChainMatch: sniChainMatch([]string{sni}, nil), Filters: all.Filters}}
+		if bp.alsoAll {
+			def = all
+		} else {
+			fb := fallbackOf(ix.scope)
+			def = passthroughChain(fb)
+			cdeps = append(cdeps, fb.deps()...)
+		}
 	}
 	for _, vip := range vips {
 		name := ListenerName(vip, port.Number)
@@ -415,7 +412,9 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 				// conflict (istiod counts it), reported below. A sniffed service's HTTP chain
 				// then joins a TCP listener, which becomes sniffed: its plaintext HTTP goes to
 				// this service's route configuration, everything else to the TCP chains.
-				if merge == mergeSniffed {
+				if merge == mergeSniffed || prev.proto.IsHTTP() {
+					// Sniffed from now on (istiod's listener protocol), also an HTTP one a
+					// TCP service's chains join.
 					taken[name] = takenBy{prev.host, model.ProtocolUnknown}
 				}
 				if r := findResource(*tcp, name); r != nil {
@@ -496,10 +495,16 @@ const (
 // a TCP listener to sniffed; MONGO and MYSQL only meet their own protocol
 // (isConflictWithWellKnownPort; istiod keeps the first listener otherwise).
 func mergeKind(had, in model.Protocol) listenerMerge {
+	serverFirst := func(p model.Protocol) bool { return p == model.ProtocolMongo || p == model.ProtocolMySQL }
+	if had.IsHTTP() && !in.IsHTTP() && in != model.ProtocolUnknown && !serverFirst(in) {
+		// Only on a bound listener (egressbind.go), where an HTTP service's listener has a
+		// chain without a match (TCPOverHTTP): the TCP chains that match by SNI or destination
+		// prefix join it.
+		return mergeTCP
+	}
 	if had.IsHTTP() || in.IsHTTP() {
 		return keepFirst
 	}
-	serverFirst := func(p model.Protocol) bool { return p == model.ProtocolMongo || p == model.ProtocolMySQL }
 	if had != in && (serverFirst(had) || serverFirst(in)) {
 		return keepFirst
 	}

@@ -30,13 +30,19 @@ func noneModeMesh(configs ...*istioconfig.Config) *model.Snapshot {
 	services := []*model.Service{
 		quill,
 		// 8443: a CIDR's TLS service by SNI, then a VIP's catch-all chain; 5300 sniffed.
-		svc("nibcidr", 1, []string{"10.90.128.0/20"}, port("tls", 8443, model.ProtocolTLS)),
+		svc("nibcidr", 1, []string{"10.90.128.0/20"}, port("tls", 8443, model.ProtocolTLS), port("tls2", 7443, model.ProtocolTLS)),
 		svc("ink", 2, []string{"240.0.90.2"}, port("http", 8080, model.ProtocolHTTP), port("tls", 8443, model.ProtocolTLS), port("any", 5300, model.ProtocolUnknown)),
 		// No address: the same bound listeners; its sniffed port's route HOST:5400.
 		svc("blot", 3, nil, port("https", 8443, model.ProtocolHTTPS), port("any", 5400, model.ProtocolUnknown), port("low", 80, model.ProtocolHTTP)),
 		// 6000: HTTP, then sniffed (which replaces it); 6100: TCP, then HTTP (which adds nothing).
-		svc("reed", 4, []string{"240.0.90.4"}, port("http", 6000, model.ProtocolHTTP), port("tcp", 6100, model.ProtocolTCP)),
-		svc("stem", 5, []string{"240.0.90.5"}, port("any", 6000, model.ProtocolUnknown), port("http", 6100, model.ProtocolHTTP)),
+		// 7443: a TLS service by SNI, then an HTTP one, whose chain takes what SNI does not;
+		// 7444: the other way round.
+		svc("reed", 4, []string{"240.0.90.4"}, port("http", 6000, model.ProtocolHTTP), port("tcp", 6100, model.ProtocolTCP), port("http2", 7444, model.ProtocolHTTP)),
+		svc("stem", 5, []string{"240.0.90.5"}, port("any", 6000, model.ProtocolUnknown), port("http", 6100, model.ProtocolHTTP), port("http2", 7443, model.ProtocolHTTP)),
+		svc("weft", 6, []string{"10.90.144.0/20"}, port("tls", 7444, model.ProtocolTLS), port("tcp", 7445, model.ProtocolTCP)),
+		// 7445: a TLS service of a CIDR and an IP (istiod: a service per address), by SNI and
+		// matching everything, before a TCP one.
+		svc("selvage", 3, []string{"10.90.160.0/20", "240.0.90.9"}, port("tls", 7445, model.ProtocolTLS)),
 	}
 	eps := map[string][]*model.Endpoint{quill.Hostname: {{Service: quill.Hostname, Address: "10.90.0.1", Ports: map[string]uint32{"http": 8080, "tcp": 9000}, Labels: map[string]string{"app": "quill"}}}}
 	return model.NewSnapshot(1, model.SnapshotInput{Services: services, Endpoints: eps, Configs: configs})
@@ -49,7 +55,8 @@ func noneModeMesh(configs ...*istioconfig.Config) *model.Snapshot {
 // chains of its first service (a CIDR's TLS service by SNI) with the later ones merged, a
 // sniffed port the first service's chains, also without a VIP (route configuration HOST:PORT);
 // a sniffed service replaces an older HTTP one's listener, an HTTP service adds nothing to an
-// older TCP one's. The mode is compared case-sensitively, as istiod does: "none" is REDIRECT.
+// older TCP one's chain that matches everything, and takes what an SNI chain does not match,
+// before or after it. The mode is compared case-sensitively, as istiod does: "none" is REDIRECT.
 // An unprivileged proxy in mode NONE leaves out the privileged port 80.
 func TestInterceptionNone(t *testing.T) {
 	s := noneModeMesh()
@@ -86,7 +93,7 @@ func TestInterceptionNone(t *testing.T) {
 	}
 	t.Run("mode NONE", func(t *testing.T) {
 		g := gen(t, "NONE", false)
-		want := []string{"127.0.0.1_5300", "127.0.0.1_5400", "127.0.0.1_6000", "127.0.0.1_6100", "127.0.0.1_80", "127.0.0.1_8080", "127.0.0.1_8443", "127.0.0.1_9000"}
+		want := []string{"127.0.0.1_5300", "127.0.0.1_5400", "127.0.0.1_6000", "127.0.0.1_6100", "127.0.0.1_7443", "127.0.0.1_7444", "127.0.0.1_7445", "127.0.0.1_80", "127.0.0.1_8080", "127.0.0.1_8443", "127.0.0.1_9000"}
 		if got := names(g[ListenerType]); !slices.Equal(got, want) {
 			t.Fatalf("listeners %v, want %v", got, want)
 		}
@@ -124,6 +131,9 @@ func TestInterceptionNone(t *testing.T) {
 			{"127.0.0.1_5400", []string{"/http/1.1,h2c>rds:blot.nib.svc.cluster.local:5400"}, "outbound|5400||blot.nib.svc.cluster.local"},
 			{"127.0.0.1_6000", []string{"/http/1.1,h2c>rds:stem.nib.svc.cluster.local:6000"}, "outbound|6000||stem.nib.svc.cluster.local"},
 			{"127.0.0.1_6100", []string{"/>outbound|6100||reed.nib.svc.cluster.local"}, ""},
+			{"127.0.0.1_7443", []string{"nibcidr.nib.svc.cluster.local/>outbound|7443||nibcidr.nib.svc.cluster.local"}, "rds:7443"},
+			{"127.0.0.1_7444", []string{"weft.nib.svc.cluster.local/>outbound|7444||weft.nib.svc.cluster.local"}, "rds:7444"},
+			{"127.0.0.1_7445", []string{"selvage.nib.svc.cluster.local/>outbound|7445||selvage.nib.svc.cluster.local"}, "outbound|7445||selvage.nib.svc.cluster.local"},
 		} {
 			matches, def := chains(tt.listener)
 			if !slices.Equal(matches, tt.matches) || def != tt.def {
