@@ -34,8 +34,9 @@ import (
 // differ (an SNI chain beside the HTTP chain, which takes the rest); MONGO and MYSQL and a
 // sniffed listener keep the first. The catch-all egress listener
 // builds a port the egress listener holding it built on another address (0.0.0.0_PORT under a
-// held bind). Unix socket binds, a 0.0.0.0 bind that binds its port and HTTP_PROXY ports are not
-// generated (xdslab validate warns).
+// held bind). A 0.0.0.0 bind that binds its port (captureMode NONE, interception mode NONE)
+// binds 0.0.0.0_PORT, which the port's services join as services without a VIP do. Unix socket
+// binds and HTTP_PROXY ports are not generated (xdslab validate warns).
 
 // addBoundTCPPort adds port of svc to the bound TCP (or TLS, or sniffed) listener of b: as for
 // a service whose only address is the bind address (istiod keys the listener by bind and port,
@@ -98,6 +99,9 @@ const (
 	bound
 	// skipped: none at all (a privileged port an unprivileged proxy cannot bind).
 	skipped
+	// boundWild: 0.0.0.0_PORT binding its port, for every service of the egress listener on
+	// the port (a VIP changes nothing).
+	boundWild
 )
 
 // egressBinding reports how the outbound listeners of port (its protocol already the one it is
@@ -108,9 +112,10 @@ const (
 // listener's bind address, else on the proxy's loopback (127.0.0.1, ::1 on an IPv6-only proxy:
 // istiod's actualLocalHosts); a bind address without captureMode NONE gives BIND_PORT listeners
 // that do not bind (iptables hands them their connections). An unprivileged proxy cannot bind a
-// privileged port (istiod's CanBindToPort): skipped. Not generated (unbound, xdslab validate
-// warns): unix socket and 0.0.0.0 binds, HTTP_PROXY ports, and protocols other than HTTP,
-// TCP, MONGO, MYSQL, TLS, HTTPS or none.
+// privileged port (istiod's CanBindToPort): skipped. A 0.0.0.0 bind that binds its port is
+// boundWild (the virtual listeners' and the agent's ports skipped), one that does not the usual
+// listeners. Not generated (unbound, xdslab validate warns): unix socket binds, HTTP_PROXY ports.
+// UDP ports have no listener either way.
 func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) (boundEgress, bindOutcome) {
 	eg := egressOf(sc, port.Number, held)
 	if held && eg == nil {
@@ -125,12 +130,18 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 	}
 	bindToPort := noneInterception(p) || eg.GetCaptureMode() == networking.CaptureMode_NONE
 	bind := eg.GetBind()
+	wild := false
 	switch {
 	case strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY"),
-		strings.HasPrefix(bind, model.UnixAddressPrefix), bind == wildcardIP:
-		// Not generated: the usual listeners (a wildcard bind without captureMode NONE is
-		// them, but for bind_to_port).
-		return boundEgress{}, unbound
+		strings.HasPrefix(bind, model.UnixAddressPrefix):
+		return boundEgress{}, unbound // not generated: the usual listeners
+	case bind == wildcardIP && !bindToPort:
+		return boundEgress{}, unbound // the usual listeners
+	case bind == wildcardIP:
+		if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort || p != nil && slices.Contains(p.StaticPorts, port.Number) {
+			return boundEgress{}, skipped // istiod's CanBindToPort: a reserved port of the wildcard
+		}
+		wild = true
 	case bind == "" && !bindToPort:
 		return boundEgress{}, unbound
 	case bind == "":
@@ -142,6 +153,9 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 	b := boundEgress{bind: bind, bindToPort: bindToPort}
 	if sc != nil && sc.Sidecar != nil {
 		b.sidecar = sc.Sidecar.Key()
+	}
+	if wild {
+		return b, boundWild
 	}
 	return b, bound
 }
@@ -226,6 +240,23 @@ type boundPort struct {
 	sni string
 	// alsoAll: a TLS port with sni also has the chain that matches everything (boundSNI).
 	alsoAll bool
+	// wild: the listener is bound on the wildcard address, where the port joins 0.0.0.0_PORT
+	// as a service without a VIP does; a TLS port there matches by SNI (tlsSNI: no address or
+	// a CIDR) and everything (tlsAll: an IP), as istiod reads it per address.
+	wild, tlsSNI, tlsAll bool
+}
+
+// wildTLS is boundPort of a service port on a listener bound on the wildcard address.
+func wildTLS(svc *model.Service) *boundPort {
+	bp := &boundPort{wild: true, tlsSNI: len(svc.Addresses) == 0}
+	for _, a := range svc.Addresses {
+		if pfx, err := netip.ParsePrefix(a); err == nil && !pfx.IsSingleIP() {
+			bp.tlsSNI = true
+		} else {
+			bp.tlsAll = true
+		}
+	}
+	return bp
 }
 
 // sniHost is bp's sni, "" for nil.

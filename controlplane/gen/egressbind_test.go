@@ -16,7 +16,8 @@ import (
 // configuration PORT, bound to its port only under captureMode NONE; the catch-all listener
 // still builds 0.0.0.0_PORT. A TCP port's services share BIND_PORT with their tcp_proxy chains,
 // and a MONGO or MYSQL port's (MYSQL is TCP), and a TLS or HTTPS port's. A sniffed port's too.
-// A unix socket bind, a 0.0.0.0 bind under captureMode NONE and an HTTP_PROXY port are not
+// A 0.0.0.0 bind under captureMode NONE binds 0.0.0.0_PORT, which every service of the port
+// joins (as one without a VIP). A unix socket bind and an HTTP_PROXY port are not
 // bound (not generated). A bound listener depends on the Sidecar.
 func TestSidecarEgressBind(t *testing.T) {
 	kiln := &model.Service{Hostname: "kiln.egressbind.svc.cluster.local", Namespace: "egressbind", Addresses: []string{"240.0.81.1"}, Ports: []model.Port{
@@ -44,7 +45,8 @@ func TestSidecarEgressBind(t *testing.T) {
 		{"HTTP_PROXY port: not generated", egress(5000, "HTTP_PROXY", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
 		{"TLS port bind address", egress(5000, "TLS", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
 		{"HTTPS port captureMode NONE", egress(5000, "HTTPS", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
-		{"0.0.0.0 bind and captureMode NONE: not generated", egress(8080, "HTTP", "0.0.0.0", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
+		{"0.0.0.0 bind and captureMode NONE", egress(8080, "HTTP", "0.0.0.0", networking.CaptureMode_NONE), []string{"0.0.0.0_8080!", "240.0.81.1_5000"}},
+		{"TCP port 0.0.0.0 bind and captureMode NONE: every service there", egress(5000, "TCP", "0.0.0.0", networking.CaptureMode_NONE), []string{"0.0.0.0_5000!", "0.0.0.0_8080", "240.0.81.1_5000"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

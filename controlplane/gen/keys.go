@@ -190,8 +190,8 @@ func SelectedLabels(p *model.Proxy, s *model.Snapshot) string {
 // its interception mode when it is NONE (no virtual listeners, every outbound listener bound
 // to its port, no inbound config from its services; egressbind.go), and then, or when some
 // Sidecar egress listener has captureMode NONE, whether it is an unprivileged pod (a bound
-// privileged port is left out); and when the Sidecar that applies to it has ingress listeners
-// its IPs (an ingress port binds to the first, a 0.0.0.0 default endpoint sends to it), its
+// privileged port is left out) and the agent's ports (left out of a 0.0.0.0 bind); and when
+// the Sidecar that applies to it has ingress listeners its IPs (an ingress port binds to the first, a 0.0.0.0 default endpoint sends to it), its
 // interception mode (NONE binds every ingress port), whether it is an unprivileged pod and which
 // ports the agent's own listeners take (ingress ports istiod leaves out). "" for a proxy in
 // another mode with none of those: inbound config then follows the proxy's IP only where it
@@ -205,8 +205,15 @@ func InboundIPScope(p *model.Proxy, s *model.Snapshot) string {
 	if none {
 		b.WriteString("icpt=NONE|")
 	}
-	if p.Unprivileged && (none || anyEgressCaptureNone(s)) {
-		b.WriteString("unpriv|")
+	if none || anyEgressCaptureNone(s) {
+		// Ports that bind: an unprivileged pod leaves out privileged ones, and a 0.0.0.0
+		// bind the agent's own.
+		if p.Unprivileged {
+			b.WriteString("unpriv|")
+		}
+		if len(p.StaticPorts) > 0 {
+			b.WriteString("agent=" + joinPorts(p.StaticPorts) + "|")
+		}
 	}
 	if !anyIngressSidecar(s) {
 		return b.String()
@@ -219,8 +226,14 @@ func InboundIPScope(p *model.Proxy, s *model.Snapshot) string {
 		return b.String()
 	}
 	b.WriteString("ingress=" + strings.Join(p.IPAddresses, "+") + "|icpt=" + p.InterceptionMode +
-		"|unpriv=" + strconv.FormatBool(p.Unprivileged) + "|agent=")
-	for i, n := range p.StaticPorts {
+		"|unpriv=" + strconv.FormatBool(p.Unprivileged) + "|agent=" + joinPorts(p.StaticPorts))
+	return b.String()
+}
+
+// joinPorts is ports as "N,N,…".
+func joinPorts(ports []uint32) string {
+	var b strings.Builder
+	for i, n := range ports {
 		if i > 0 {
 			b.WriteByte(',')
 		}

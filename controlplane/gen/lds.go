@@ -84,6 +84,8 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	visible := slices.SortedStableFunc(slices.Values(visibleServices(s, sc)), sc.CompareServices)
 	boundTCP := map[string]bool{}                   // TCP egress listeners that bind their port (egressbind.go)
 	boundTCPSidecar := map[string]istioconfig.Key{} // the Sidecar of each TCP egress listener bound to an address
+	wildBound := map[uint32]bool{}                  // ports whose 0.0.0.0_PORT binds its port (egressbind.go)
+	wildSidecar := map[uint32]istioconfig.Key{}     // and the Sidecar that binds it
 	for _, held := range []bool{true, false} {
 		for _, svc := range visible {
 			for _, port := range svc.Ports {
@@ -97,6 +99,16 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 				}
 				switch b, how := egressBinding(p, sc, port, held); how {
 				case skipped:
+					continue
+				case boundWild:
+					// As a service without a VIP on 0.0.0.0_PORT, which binds its port.
+					at := *svc
+					at.Addresses = nil
+					wildBound[port.Number] = true
+					if b.sidecar != (istioconfig.Key{}) {
+						wildSidecar[port.Number] = b.sidecar
+					}
+					errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, &at, port, ports, taken, locked, held, &tcp, want, wildTLS(svc))...)
 					continue
 				case bound:
 					name := ListenerName(b.bind, port.Number)
@@ -169,6 +181,12 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			deps = append(pi.wildDeps, wildTCPChains(p, pi, l, num, &errs)...)
 		default:
 			continue
+		}
+		if wildBound[num] {
+			l.BindToPort = nil
+			if k, ok := wildSidecar[num]; ok {
+				deps = append(deps, k)
+			}
 		}
 		out = append(out, Resource{Name: name, Message: l, Deps: sortDeps(deps)})
 	}
@@ -298,7 +316,7 @@ func listenerProtocol(sc *model.Scope, port model.Port, byHolder bool) model.Pro
 // bp is set for a port on a bound listener (egressbind.go), whose address svc has.
 func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Service, port model.Port, ports map[uint32]*portInfo, taken map[string]takenBy, locked map[string]bool, held bool, tcp *[]Resource, want map[string]struct{}, bp *boundPort) []error {
 	var errs []error
-	if bp == nil && (port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort) {
+	if (bp == nil || bp.wild) && (port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort) {
 		// A bound listener (bp) is on another address than the virtual listeners' wildcard.
 		return []error{fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener)}
 	}
@@ -319,7 +337,7 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		}
 		return nil
 	}
-	headless := svc.ListenersPerEndpoint()
+	headless := svc.ListenersPerEndpoint() && bp == nil // a bound listener has one address, not one per endpoint
 	vips := ipAddresses(svc.Addresses)
 	if headless {
 		// A listener per endpoint, as for a VIP; none without endpoints, but for a ServiceEntry
@@ -364,8 +382,19 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 			return nil
 		}
 		pi.ix = ix
+		tls := port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS
 		switch {
-		case port.Protocol == model.ProtocolTLS || port.Protocol == model.ProtocolHTTPS:
+		case tls && bp != nil && bp.wild:
+			// Bound on the wildcard: by SNI without an address or for a CIDR, matching
+			// everything for an IP (the wild TCP service's chain), as istiod reads addresses.
+			if bp.tlsSNI {
+				pi.tlsHosts = append(pi.tlsHosts, svc)
+			}
+			if bp.tlsAll && (pi.wildTCP == nil || lsc.CompareServices(svc, pi.wildTCP) < 0) {
+				pi.wildTCP = svc
+				pi.setProto(svc, port.Protocol)
+			}
+		case tls:
 			pi.tlsHosts = append(pi.tlsHosts, svc)
 		case len(cidrs(svc.Addresses)) > 0:
 			pi.cidrTCP = insertService(lsc, pi.cidrTCP, svc)

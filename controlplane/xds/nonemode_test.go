@@ -15,8 +15,9 @@ import (
 // REDIRECT that is otherwise the same, also without a Sidecar, so the two never share CDS or LDS
 // bytes; "none" is REDIRECT (istiod compares case-sensitively) and shares with it. Routes are
 // shared. An unprivileged pod in mode NONE (which leaves out privileged ports) gets a class of
-// its own, and one in REDIRECT too once a Sidecar egress port has captureMode NONE. The proxy
-// is an endpoint of svc-1 (inbound clusters in REDIRECT).
+// its own, as does one whose agent takes other ports (left out of a 0.0.0.0 bind), and an
+// unprivileged one in REDIRECT too once a Sidecar egress port has captureMode NONE. The proxy is
+// an endpoint of svc-1 (inbound clusters in REDIRECT).
 func TestInterceptionNoneClass(t *testing.T) {
 	sidecar := func(mode string, unprivileged bool) *model.Proxy {
 		return &model.Proxy{Type: model.SidecarProxy, IPAddresses: []string{"10.0.1.1"}, Namespace: "ns-1", InterceptionMode: mode, Unprivileged: unprivileged}
@@ -37,6 +38,11 @@ func TestInterceptionNoneClass(t *testing.T) {
 		}
 		if x, y := s.class(sidecar("NONE", false), st, typeURL, true), s.class(sidecar("NONE", true), st, typeURL, true); x == y {
 			t.Errorf("%s: privileged and unprivileged pods in mode NONE share class %q", typeURL, x)
+		}
+		agent := sidecar("NONE", false)
+		agent.StaticPorts = []uint32{15021}
+		if x, y := s.class(sidecar("NONE", false), st, typeURL, true), s.class(agent, st, typeURL, true); x == y {
+			t.Errorf("%s: proxies in mode NONE with other agent ports share class %q", typeURL, x)
 		}
 	}
 	if a, b := s.class(sidecar("REDIRECT", false), st, gen.RouteType, true), s.class(sidecar("NONE", false), st, gen.RouteType, true); a != b {

@@ -145,16 +145,11 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 	}
 	for i, eg := range sc.GetEgress() {
 		ea := at.With("egress", i)
-		// Generated (gen/egressbind.go): an IP bind and captureMode NONE on an egress listener
-		// with or without a port, and on a proxy in interception mode NONE. Not generated: a
-		// unix socket bind, captureMode NONE with a 0.0.0.0 bind, HTTP_PROXY ports.
-		proxyPort := strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY")
-		switch {
-		case proxyPort:
-		case strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix):
+		// Generated (gen/egressbind.go): an IP bind (0.0.0.0 included) and captureMode NONE on
+		// an egress listener with or without a port, and on a proxy in interception mode NONE.
+		// Not generated: a unix socket bind, HTTP_PROXY ports.
+		if !strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") && strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix) {
 			c.warnf(ea.With("bind"), "is %s: a unix socket listener; the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener to the socket, with route configuration %q for HTTP)", notGenerated, eg.GetBind())
-		case eg.GetBind() == "0.0.0.0" && eg.GetCaptureMode() == networking.CaptureMode_NONE:
-			c.warnf(ea.With("captureMode"), "NONE with bind 0.0.0.0 is %s: the usual 0.0.0.0 and VIP listeners, handed connections by iptables (istiod binds one listener per port on 0.0.0.0)", notGenerated)
 		}
 		if strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") {
 			c.warnf(ea.With("port", "protocol"), "HTTP_PROXY is %s: no HTTP proxy listener (istiod builds one on 127.0.0.1 with a route configuration of every host)", notGenerated)
