@@ -152,7 +152,7 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 			c.warnf(ea.With("bind"), "is %s: a unix socket listener; the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener to the socket, with route configuration %q for HTTP)", notGenerated, eg.GetBind())
 		}
 		if strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") {
-			c.warnf(ea.With("port", "protocol"), "HTTP_PROXY is %s: no HTTP proxy listener (istiod builds one on 127.0.0.1 with a route configuration of every host)", notGenerated)
+			c.warnf(ea.With("port", "protocol"), "HTTP_PROXY is %s: no HTTP proxy listener (istiod builds one for the port, on 0.0.0.0 or the bind address, on 127.0.0.1 when it binds its port, whose route configuration has a virtual host per port of every service the egress listener imports)", notGenerated)
 		}
 	}
 }
