@@ -83,6 +83,7 @@ type Server struct {
 	snap    atomic.Pointer[model.Snapshot]
 	changed atomic.Pointer[chan struct{}] // closed and replaced on every new snapshot
 	seq     uint64                        // owned by the push goroutine
+	loaded  bool                          // the initial push was taken (owned by the push goroutine)
 	synced  chan struct{}
 
 	ctx       context.Context // ends when the server stops
@@ -474,7 +475,7 @@ func (s *Server) initialPush() {
 	// change before the request is in and none after it.
 	sent := false
 	s.agg.Load().InOrder(func(v *registry.View) {
-		req := &model.PushRequest{Full: true, Reasons: map[model.TriggerReason]int{model.ReasonGlobalUpdate: 1}, Start: s.opts.Now(), Source: v}
+		req := &model.PushRequest{Full: true, Initial: true, Reasons: map[model.TriggerReason]int{model.ReasonGlobalUpdate: 1}, Start: s.opts.Now(), Source: v}
 		select {
 		case s.reqs <- req:
 			sent = true
@@ -523,6 +524,16 @@ func (s *Server) onChange(c registry.Change) {
 // view the batch's newest change published (the aggregate's latest for a request without one:
 // the initial push), publish it and hand it to the Pusher.
 func (s *Server) push(ctx context.Context, req *model.PushRequest) {
+	if !s.loaded {
+		if !req.Initial {
+			// A change the sources delivered while loading their initial content: the first
+			// snapshot, built from the initial push's view, holds it. A snapshot built now
+			// would serve proxies a mesh read in part.
+			s.log.Debug("push: before the initial load completed, left to the first push", "events", req.Count())
+			return
+		}
+		s.loaded = true
+	}
 	src := req.Source
 	if src == nil { // every request the server sends has one; a nil one reads the latest
 		src = s.agg.Load().View()

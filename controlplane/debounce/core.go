@@ -318,5 +318,6 @@ func mergeInto(batch, req *model.PushRequest) *model.PushRequest {
 	if req.Source != nil {
 		batch.Source = req.Source
 	}
+	batch.Initial = batch.Initial || req.Initial
 	return batch
 }

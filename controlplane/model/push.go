@@ -40,6 +40,10 @@ type PushRequest struct {
 	// that it holds exactly the changes ConfigsUpdated names. A merge keeps the later
 	// request's (the other one's, when set).
 	Source SnapshotSource
+	// Initial marks the request a control plane makes once its sources have delivered their
+	// initial content (a merge carries it): no snapshot is built before it, so that no proxy is
+	// served a mesh read in part, as istiod serves none before its caches have synced.
+	Initial bool
 }
 
 // Count is the number of events merged into the request.
@@ -66,6 +70,7 @@ func (pr *PushRequest) Merge(other *PushRequest) *PushRequest {
 	}
 	out := &PushRequest{
 		Full:    pr.Full,
+		Initial: pr.Initial,
 		Reasons: make(map[TriggerReason]int, len(pr.Reasons)+len(other.Reasons)),
 		Start:   pr.Start,
 		Source:  pr.Source,
@@ -103,6 +108,7 @@ func (pr *PushRequest) MergeOwned(other *PushRequest, owned bool) (*PushRequest,
 func (pr *PushRequest) mergeIn(other *PushRequest) {
 	everything := (pr.Full && len(pr.ConfigsUpdated) == 0) || (other.Full && len(other.ConfigsUpdated) == 0)
 	pr.Full = pr.Full || other.Full
+	pr.Initial = pr.Initial || other.Initial
 	if pr.Reasons == nil {
 		pr.Reasons = make(map[TriggerReason]int, len(other.Reasons))
 	}
