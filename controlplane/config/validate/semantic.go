@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -1489,8 +1490,9 @@ func (c *checker) sidecarPort(at Path, n uint32, name, proto string) {
 	c.protocol(at.With("protocol"), proto, false)
 }
 
-// defaultEndpoint mirrors istiod's validateSidecarIngressPortAndBind: 127.0.0.1:PORT,
-// 0.0.0.0:PORT ([::1] and [::] too) or a unix socket.
+// defaultEndpoint mirrors istiod's Sidecar ingress validation: 127.0.0.1:PORT, 0.0.0.0:PORT,
+// [::1]:PORT, [::]:PORT, :PORT (no host: the port's cluster is ORIGINAL_DST, as without a
+// defaultEndpoint) or a unix socket; no other host, not even another loopback address.
 func (c *checker) defaultEndpoint(at Path, ep string) {
 	if strings.HasPrefix(ep, unixPrefix) {
 		if msg := unixAddressError(ep); msg != "" {
@@ -1498,9 +1500,10 @@ func (c *checker) defaultEndpoint(at Path, ep string) {
 		}
 		return
 	}
-	ap, err := netip.ParseAddrPort(ep)
-	if err != nil || ap.Port() == 0 || !(ap.Addr().IsLoopback() || ap.Addr().IsUnspecified()) {
-		c.errf(at, "%q is not a local endpoint: use 127.0.0.1:PORT, 0.0.0.0:PORT or unix:///socket", ep)
+	host, portText, err := net.SplitHostPort(ep)
+	port, perr := strconv.ParseUint(portText, 10, 16)
+	if err != nil || perr != nil || port == 0 || !slices.Contains([]string{"", "127.0.0.1", "0.0.0.0", "::1", "::"}, host) {
+		c.errf(at, "%q is not a local endpoint: use 127.0.0.1:PORT, 0.0.0.0:PORT, :PORT or unix:///socket", ep)
 	}
 }
 
