@@ -48,7 +48,15 @@ func httpServicesByPort(s *model.Snapshot, sc *model.Scope) (out map[uint32][]*m
 			}
 			held, isHeld := sc.EgressProtocol(port.Number)
 			if isHeld && !held.IsHTTP() && held != model.ProtocolUnknown {
-				continue // a TCP (or TLS) listener: no route configuration
+				// A TCP (or TLS) egress listener asks for no route configuration, but the
+				// catch-all listener's HTTP services on the port still make 0.0.0.0_PORT ask
+				// for "PORT" (unless the holder's listener took that address): istiod answers it
+				// from the egress listener that holds the port, whatever its protocol, with a
+				// virtual host for each service it imports whose own port is HTTP or sniffed.
+				if port.Protocol.IsHTTP() || port.Protocol == model.ProtocolUnknown {
+					out[port.Number] = append(out[port.Number], svc)
+				}
+				continue
 			}
 			if port.Protocol.IsHTTP() || sniffedWithoutVIP(svc, port) {
 				out[port.Number] = append(out[port.Number], svc)
@@ -62,6 +70,16 @@ func httpServicesByPort(s *model.Snapshot, sc *model.Scope) (out map[uint32][]*m
 				if _, ok := out[port.Number]; !ok {
 					out[port.Number] = nil // the listener's route configuration, without a virtual host of svc
 				}
+				listened[port.Number] = true
+			}
+		}
+	}
+	// A port held by a TCP (or TLS) egress listener is asked for when the catch-all listener
+	// imports an HTTP service on it (its 0.0.0.0_PORT listener).
+	for _, svc := range visibleServices(s, sc) {
+		for _, port := range svc.Ports {
+			if held, ok := sc.EgressProtocol(port.Number); ok && !held.IsHTTP() && held != model.ProtocolUnknown &&
+				port.Protocol.IsHTTP() && sc.CatchAll().SeesPort(svc, port.Number) {
 				listened[port.Number] = true
 			}
 		}
