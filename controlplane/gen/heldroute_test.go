@@ -17,7 +17,7 @@ import (
 // 0.0.0.0_PORT asks for route configuration "PORT". istiod answers it from the egress listener
 // that holds the port, whatever that listener's protocol: a virtual host for each service it
 // imports whose own port is HTTP or sniffed (random seeds 10, 49, 87 of the sixth stream;
-// found.yaml 21).
+// sidecarports.yaml).
 func TestRouteOfPortHeldByTCPEgress(t *testing.T) {
 	ember := &model.Service{Hostname: "ember.app.svc.cluster.local", Namespace: "app", Addresses: []string{"240.0.90.1"}, Ports: []model.Port{{Name: "http", Number: 5300, Protocol: model.ProtocolHTTP}}}
 	cinder := &model.Service{Hostname: "cinder.app.svc.cluster.local", Namespace: "app", Addresses: []string{"240.0.90.2"}, Ports: []model.Port{{Name: "auto", Number: 5300, Protocol: model.ProtocolUnknown}}}

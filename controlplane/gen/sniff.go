@@ -88,11 +88,12 @@ func withSniffedRoutes(next GeneratorFunc) GeneratorFunc {
 				ix.listenerPortDests = true
 				ixs[esc] = ix
 			}
-			if !esc.SeesPort(sp.svc, sp.port.Number) {
+			if !esc.SeesPort(sp.svc, sp.port.Number) || !httpOrSniffedOwnPort(sp.svc, sp.port) {
 				// The egress listener that holds the port does not import the service (its
 				// VIP listener comes from the catch-all listener): istiod builds the route
 				// configuration from the port's egress listener, which has no virtual host of
-				// the service, and answers it empty.
+				// the service, and answers it empty. So it does when the port is sniffed only by
+				// its egress listener's protocol (httpOrSniffedOwnPort).
 				rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false)}
 				out = append(out, Resource{Name: name, Message: rc, Deps: sortDeps([]istioconfig.Key{ServiceKey(sp.svc)})})
 				continue
@@ -107,4 +108,15 @@ func withSniffedRoutes(next GeneratorFunc) GeneratorFunc {
 		slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Name, b.Name) })
 		return out, errors.Join(errs...)
 	}
+}
+
+// httpOrSniffedOwnPort reports whether istiod builds a virtual host of svc on port, which it
+// does by the service's own protocol there, whatever the egress listener that holds the port
+// declares: HTTP or none. A TCP port an egress listener without a protocol sniffs gets none
+// (its VirtualServices' http routes included). Port 80 of a service without any HTTP or
+// sniffed port is left as before (istiod's port 80 exception gives a VirtualService's hosts a
+// virtual host there; not compared yet).
+func httpOrSniffedOwnPort(svc *model.Service, port model.Port) bool {
+	httpOrSniffed := func(p model.Port) bool { return p.Protocol.IsHTTP() || p.Protocol == model.ProtocolUnknown }
+	return httpOrSniffed(port) || port.Number == 80 && !slices.ContainsFunc(svc.Ports, httpOrSniffed)
 }
