@@ -46,6 +46,12 @@ import (
 func addBoundTCPPort(b boundEgress, svc *model.Service, add func(*model.Service), boundNames map[string]bool, sidecars map[string]istioconfig.Key, port uint32) {
 	at := *svc
 	at.Addresses = []string{b.bind}
+	if b.bind == wildcardIP {
+		// On 0.0.0.0_PORT as a service without an address: a sniffed port's HTTP chain
+		// fetches route configuration PORT (istiod names HOST:PORT for other binds only),
+		// with the first service's TCP default chain.
+		at.Addresses = nil
+	}
 	add(&at)
 	name := ListenerName(b.bind, port)
 	if b.sidecar != (istioconfig.Key{}) {
@@ -113,8 +119,9 @@ const (
 // istiod's actualLocalHosts); a bind address without captureMode NONE gives BIND_PORT listeners
 // that do not bind (iptables hands them their connections). An unprivileged proxy cannot bind a
 // privileged port (istiod's CanBindToPort): skipped. A 0.0.0.0 bind that binds its port is
-// boundWild (the virtual listeners' and the agent's ports skipped), one that does not the usual
-// listeners. Not generated (unbound, xdslab validate warns): unix socket binds, HTTP_PROXY ports.
+// boundWild (the virtual listeners' and the agent's ports skipped); one that does not is
+// boundWild too for a TCP, TLS or sniffed port (one 0.0.0.0_PORT instead of the VIP listeners,
+// not binding) and the usual listener for an HTTP port. Not generated (unbound, xdslab validate warns): unix socket binds, HTTP_PROXY ports.
 // UDP ports have no listener either way.
 func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) (boundEgress, bindOutcome) {
 	eg := egressOf(sc, port.Number, held)
@@ -135,8 +142,13 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 	case strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY"),
 		strings.HasPrefix(bind, model.UnixAddressPrefix):
 		return boundEgress{}, unbound // not generated: the usual listeners
+	case bind == wildcardIP && !bindToPort && port.Protocol.IsHTTP():
+		return boundEgress{}, unbound // the usual 0.0.0.0_PORT listener
 	case bind == wildcardIP && !bindToPort:
-		return boundEgress{}, unbound // the usual listeners
+		// A TCP, TLS or sniffed port's services share one 0.0.0.0_PORT, which does not bind,
+		// instead of their VIP listeners, as for any bind address (istiod keys the listener by
+		// bind and port).
+		wild = true
 	case bind == wildcardIP:
 		if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort || p != nil && slices.Contains(p.StaticPorts, port.Number) {
 			return boundEgress{}, skipped // istiod's CanBindToPort: a reserved port of the wildcard

@@ -85,7 +85,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	boundTCP := map[string]bool{}                   // TCP egress listeners that bind their port (egressbind.go)
 	boundTCPSidecar := map[string]istioconfig.Key{} // the Sidecar of each TCP egress listener bound to an address
 	wildBound := map[uint32]bool{}                  // ports whose 0.0.0.0_PORT binds its port (egressbind.go)
-	wildSidecar := map[uint32]istioconfig.Key{}     // and the Sidecar that binds it
+	wildSidecar := map[uint32]istioconfig.Key{}     // the Sidecar whose 0.0.0.0 bind builds a port's 0.0.0.0_PORT
 	for _, held := range []bool{true, false} {
 		for _, svc := range visible {
 			for _, port := range svc.Ports {
@@ -104,7 +104,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					// As a service without a VIP on 0.0.0.0_PORT, which binds its port.
 					at := *svc
 					at.Addresses = nil
-					wildBound[port.Number] = true
+					if b.bindToPort {
+						wildBound[port.Number] = true
+					}
 					if b.sidecar != (istioconfig.Key{}) {
 						wildSidecar[port.Number] = b.sidecar
 					}
@@ -184,9 +186,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		}
 		if wildBound[num] {
 			l.BindToPort = nil
-			if k, ok := wildSidecar[num]; ok {
-				deps = append(deps, k)
-			}
+		}
+		if k, ok := wildSidecar[num]; ok {
+			deps = append(deps, k)
 		}
 		out = append(out, Resource{Name: name, Message: l, Deps: sortDeps(deps)})
 	}
