@@ -149,6 +149,7 @@ func (m *randMesh) generate() {
 		m.shapes()
 		m.later()
 		m.gwtlsShapes()
+		m.bindShapes()
 	}
 }
 
