@@ -52,3 +52,45 @@ func TestSniffedRouteOfTCPPortUnderSniffedEgress(t *testing.T) {
 		}
 	}
 }
+
+// TestSniffedBoundRouteOfServiceWithoutVIP: an egress listener without a protocol bound to an
+// address (or under captureMode NONE) over a service without a VIP: the bound listener's HTTP
+// chain asks for "HOST:PORT", which istiod answers with the service's virtual host (domain
+// "*", its VirtualService's routes), as for a service with a VIP (random seed 232 of the sixth
+// stream; egressbind.yaml 9). Bound to 0.0.0.0 the chain asks for "PORT" instead.
+func TestSniffedBoundRouteOfServiceWithoutVIP(t *testing.T) {
+	shale := &model.Service{Hostname: "shale.app.svc.cluster.local", Namespace: "app", Resolution: model.ResolutionDNS, Ports: []model.Port{
+		{Name: "http2", Number: 7400, Protocol: model.ProtocolHTTP2}}}
+	vs := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "shale", Namespace: "app"},
+		Spec: &networking.VirtualService{Hosts: []string{"shale"}, Http: []*networking.HTTPRoute{{
+			Redirect: &networking.HTTPRedirect{Uri: "/moved"},
+		}}}}
+	for _, eg := range []*networking.IstioEgressListener{
+		{Port: &networking.SidecarPort{Number: 7400, Name: "any"}, Bind: "127.0.0.2", Hosts: []string{"./*"}},
+		{Port: &networking.SidecarPort{Number: 7400, Name: "any"}, CaptureMode: networking.CaptureMode_NONE, Hosts: []string{"./*"}},
+	} {
+		sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "default", Namespace: "app"},
+			Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{eg, {Hosts: []string{"./*"}}}}}
+		s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{shale}, Configs: []*istioconfig.Config{vs, sc}})
+		p := sidecarProxy("10.1.0.1", "app")
+		g, err := generateAll(t, p, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkResources(t, p, g)
+		const name = "shale.app.svc.cluster.local:7400"
+		var rc *routev3.RouteConfiguration
+		for _, r := range g[RouteType] {
+			if r.Name == name {
+				rc = r.Message.(*routev3.RouteConfiguration)
+			}
+		}
+		if rc == nil {
+			t.Fatalf("bind %q: no route configuration %s (routes %v)", eg.GetBind(), name, names(g[RouteType]))
+		}
+		vhs := rc.GetVirtualHosts()
+		if len(vhs) != 1 || len(vhs[0].GetDomains()) != 1 || vhs[0].GetDomains()[0] != "*" || len(vhs[0].GetRoutes()) != 1 || vhs[0].GetRoutes()[0].GetRedirect() == nil {
+			t.Errorf("bind %q: %s = %v, want one virtual host \"*\" with the redirect", eg.GetBind(), name, vhs)
+		}
+	}
+}
