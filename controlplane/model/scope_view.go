@@ -447,7 +447,8 @@ func (sc *Scope) imports(hostname, ns string, port uint32) bool {
 }
 
 // SeesService reports whether the scope contains svc: exported to the proxy's namespace and
-// imported by the Sidecar.
+// imported by the Sidecar on one of its ports (istiod's egress listener with a port imports
+// only the services that have that port: needsPortMatch).
 func (sc *Scope) SeesService(svc *Service) bool {
 	if sc == nil {
 		return true
@@ -455,7 +456,15 @@ func (sc *Scope) SeesService(svc *Service) bool {
 	if svc == nil || !ExportedTo(svc.ExportTo, svc.Namespace, sc.Namespace) {
 		return false
 	}
-	return sc.imports(svc.Hostname, svc.Namespace, 0)
+	if sc.Sidecar == nil || len(svc.Ports) == 0 {
+		return sc.imports(svc.Hostname, svc.Namespace, 0)
+	}
+	for _, p := range svc.Ports {
+		if sc.imports(svc.Hostname, svc.Namespace, p.Number) {
+			return true
+		}
+	}
+	return false
 }
 
 // SeesPort reports whether the scope imports port number of svc: it sees svc, and an egress
