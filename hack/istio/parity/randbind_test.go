@@ -374,6 +374,11 @@ func (m *randMesh) ingressListeners(ns, ip string) []any {
 			switch m.r.IntN(3) {
 			case 0:
 				in["bind"] = "0.0.0.0"
+				if slices.Contains(portPool, n) {
+					// 0.0.0.0_PORT would have an outbound listener's name: istiod sends both,
+					// which Envoy rejects (docs/parity.md), so nothing to compare.
+					in["bind"] = ip
+				}
 			case 1:
 				in["bind"] = ip
 			}
