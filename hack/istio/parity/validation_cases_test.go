@@ -139,7 +139,7 @@ var validationMutations = []mutation{
 	{kind: "Sidecar", path: "spec.inboundConnectionPool", value: `{tcp: {maxConnections: -2}}`},
 	{kind: "Sidecar", path: "spec.ingress", value: `[{port: {number: 9080, protocol: HTTP, name: http}, defaultEndpoint: "127.0.0.1:0"}]`},
 	{kind: "Sidecar", path: "spec.ingress", value: `[{port: {number: 9080, protocol: HTTP, name: http}, defaultEndpoint: "localhost:8080"}]`},
-	{kind: "Sidecar", path: "spec.ingress", value: `[{port: {number: 9080, protocol: HTTP, name: http}, defaultEndpoint: ":8080"}]`, differs: "xdslab refuses an endpoint without a host; istiod admits it and builds the inbound cluster with an empty endpoint address, which Envoy refuses"},
+	{kind: "Sidecar", path: "spec.ingress", value: `[{port: {number: 9080, protocol: HTTP, name: http}, defaultEndpoint: ":8080"}]`},
 	{kind: "Sidecar", path: "spec.ingress", value: `[{port: {number: 9080, protocol: HTTP, name: http}, defaultEndpoint: "[::]:8080"}]`},
 	{kind: "Sidecar", path: "spec.ingress", value: `[{port: {number: 9080, protocol: HTTP, name: http}, defaultEndpoint: "unix://rel"}]`},
 	{kind: "Sidecar", path: "spec.ingress", value: `[{port: {number: 9080, protocol: HTTP, name: http}, bind: "unix:///a.sock"}]`},
