@@ -45,13 +45,7 @@ import (
 // (boundNames: true), and depends on the Sidecar (sidecars).
 func addBoundTCPPort(b boundEgress, svc *model.Service, add func(*model.Service), boundNames map[string]bool, sidecars map[string]istioconfig.Key, port uint32) {
 	at := *svc
-	at.Addresses = []string{b.bind}
-	if b.bind == wildcardIP {
-		// On 0.0.0.0_PORT as a service without an address: a sniffed port's HTTP chain
-		// fetches route configuration PORT (istiod names HOST:PORT for other binds only),
-		// with the first service's TCP default chain.
-		at.Addresses = nil
-	}
+	at.Addresses = []string{b.bind} // never the wildcard: egressBinding makes that boundWild
 	add(&at)
 	name := ListenerName(b.bind, port)
 	if b.sidecar != (istioconfig.Key{}) {
@@ -88,7 +82,7 @@ func egressOf(sc *model.Scope, num uint32, held bool) *networking.IstioEgressLis
 	}
 	spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
 	for _, eg := range spec.GetEgress() {
-		if held && eg.GetPort().GetNumber() == num && num != 0 || !held && model.EgressPort(eg) == 0 {
+		if held && eg.GetPort().GetNumber() == num && num != 0 || !held && eg.GetPort() == nil {
 			return eg
 		}
 	}
@@ -142,17 +136,16 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 	case strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY"),
 		strings.HasPrefix(bind, model.UnixAddressPrefix):
 		return boundEgress{}, unbound // not generated: the usual listeners
+	case bind == wildcardIP && (port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort || p != nil && slices.Contains(p.StaticPorts, port.Number)):
+		// istiod's CanBindToPort: a reserved port of the wildcard, whether or not the
+		// listener binds it.
+		return boundEgress{}, skipped
 	case bind == wildcardIP && !bindToPort && port.Protocol.IsHTTP():
 		return boundEgress{}, unbound // the usual 0.0.0.0_PORT listener
-	case bind == wildcardIP && !bindToPort:
-		// A TCP, TLS or sniffed port's services share one 0.0.0.0_PORT, which does not bind,
-		// instead of their VIP listeners, as for any bind address (istiod keys the listener by
-		// bind and port).
-		wild = true
 	case bind == wildcardIP:
-		if port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort || p != nil && slices.Contains(p.StaticPorts, port.Number) {
-			return boundEgress{}, skipped // istiod's CanBindToPort: a reserved port of the wildcard
-		}
+		// Bound (captureMode NONE, interception mode NONE) or, for a TCP, TLS or sniffed port,
+		// one 0.0.0.0_PORT that does not bind, which the port's services share instead of their
+		// VIP listeners, as for any bind address (istiod keys the listener by bind and port).
 		wild = true
 	case bind == "" && !bindToPort:
 		return boundEgress{}, unbound

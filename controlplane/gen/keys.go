@@ -189,8 +189,8 @@ func SelectedLabels(p *model.Proxy, s *model.Snapshot) string {
 // InboundIPScope names what a sidecar's CDS and LDS read of the proxy itself beyond its view:
 // its interception mode when it is NONE (no virtual listeners, every outbound listener bound
 // to its port, no inbound config from its services; egressbind.go), and then, or when some
-// Sidecar egress listener has captureMode NONE, whether it is an unprivileged pod (a bound
-// privileged port is left out) and the agent's ports (left out of a 0.0.0.0 bind); and when
+// Sidecar egress listener has captureMode NONE or a 0.0.0.0 bind, whether it is an unprivileged
+// pod (a bound privileged port is left out) and the agent's ports (left out of a 0.0.0.0 bind); and when
 // the Sidecar that applies to it has ingress listeners its IPs (an ingress port binds to the first, a 0.0.0.0 default endpoint sends to it), its
 // interception mode (NONE binds every ingress port), whether it is an unprivileged pod and which
 // ports the agent's own listeners take (ingress ports istiod leaves out). "" for a proxy in
@@ -396,14 +396,14 @@ func anyIngressSidecar(s *model.Snapshot) bool {
 type egressCaptureNoneKey struct{}
 
 // anyEgressCaptureNone reports whether some Sidecar of s has an egress listener with
-// captureMode NONE (its ports bind, so an unprivileged proxy leaves out the privileged ones),
-// computed once per snapshot's configs.
+// captureMode NONE (its ports bind, so an unprivileged proxy leaves out the privileged ones) or
+// a 0.0.0.0 bind (which leaves out the agent's ports), computed once per snapshot's configs.
 func anyEgressCaptureNone(s *model.Snapshot) bool {
 	return s.Derived(egressCaptureNoneKey{}, func() any {
 		for _, c := range s.Configs(istioconfig.KindSidecar) {
 			if sc, ok := c.Spec.(*networking.Sidecar); ok {
 				for _, eg := range sc.GetEgress() {
-					if eg.GetCaptureMode() == networking.CaptureMode_NONE {
+					if eg.GetCaptureMode() == networking.CaptureMode_NONE || eg.GetBind() == wildcardIP {
 						return true
 					}
 				}

@@ -104,6 +104,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					// As a service without a VIP on 0.0.0.0_PORT, which binds its port.
 					at := *svc
 					at.Addresses = nil
+					if !held && locked[ListenerName(wildcardIP, port.Number)] {
+						continue // built by the egress listener holding the port, with its bind
+					}
 					if b.bindToPort {
 						wildBound[port.Number] = true
 					}
