@@ -2,7 +2,10 @@ package controlplane_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -105,5 +108,36 @@ func TestNoSnapshotBeforeInitialLoad(t *testing.T) {
 	}
 	if n := snap.ServiceCount(); n != 2 {
 		t.Errorf("first snapshot holds %d services, want both of the initial load", n)
+	}
+}
+
+// TestFirstSnapshotHoldsTheWholeDirectory: with a debounce too short to merge anything, the
+// first snapshot still holds every object the config directory's initial read wrote: the
+// initial push waits until the aggregate has applied all of the store's events (before, it
+// took the view as it was when the directory source synced, and 2,000 entries came out as a few
+// hundred).
+func TestFirstSnapshotHoldsTheWholeDirectory(t *testing.T) {
+	const n = 2000
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: e%d, namespace: load}\nspec:\n  hosts: [e%d.example.com]\n  ports: [{number: 80, name: http, protocol: HTTP}]\n  resolution: DNS\n", i, i)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "entries.yaml"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := controlplanetest.Options(t)
+	opts.Logger = slog.New(slog.DiscardHandler)
+	opts.ConfigDir = dir
+	opts.Debounce.MinQuiet, opts.Debounce.MaxDelay = time.Microsecond, time.Microsecond
+	s := controlplanetest.NewServer(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	snap, err := s.WaitForSnapshot(ctx, func(sn *model.Snapshot) bool { return sn.Seq != 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.ServiceCount(); got != n {
+		t.Errorf("first snapshot holds %d services, want the directory's %d", got, n)
 	}
 }

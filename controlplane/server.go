@@ -84,7 +84,9 @@ type Server struct {
 	changed atomic.Pointer[chan struct{}] // closed and replaced on every new snapshot
 	seq     uint64                        // owned by the push goroutine
 	loaded  bool                          // the initial push was taken (owned by the push goroutine)
-	synced  chan struct{}
+	// cfgApplied counts the store's events the aggregate has applied (config-events goroutine).
+	cfgApplied atomic.Uint64
+	synced     chan struct{}
 
 	ctx       context.Context // ends when the server stops
 	cancel    context.CancelFunc
@@ -281,6 +283,7 @@ func (s *Server) Start(ctx context.Context) error {
 			if s.mcp != nil {
 				s.serveMCP(ev)
 			}
+			s.cfgApplied.Add(1)
 		}
 		return nil
 	})
@@ -467,6 +470,20 @@ func (s *Server) initialPush() {
 	if s.files != nil {
 		select {
 		case <-s.files.Synced():
+		case <-s.ctx.Done():
+			return
+		}
+	}
+	// The store hands its events to the aggregate on the config-events goroutine: wait until
+	// it has applied every one the initial loads wrote, so that the initial push's view holds
+	// them all (a first snapshot of part of the mesh, with a short debounce, otherwise).
+	for {
+		pending, taken := s.store.Backlog()
+		if pending == 0 && s.cfgApplied.Load() >= taken {
+			break
+		}
+		select {
+		case <-time.After(time.Millisecond):
 		case <-s.ctx.Done():
 			return
 		}

@@ -50,6 +50,7 @@ type Memory struct {
 	backlog   []*Event
 	head      int
 	live      int                        // non-nil entries in backlog[head:]
+	taken     uint64                     // events pop handed to Run for delivery, in all
 	lastByKey map[istioconfig.Key]*Event // the newest undelivered event of each key
 	coalesced uint64
 	running   bool
@@ -121,6 +122,15 @@ func (m *Memory) Pending() int {
 	return m.live
 }
 
+// Backlog is the number of undelivered events and the number of events taken for delivery so
+// far, read together: a consumer that has applied that many events, with none undelivered,
+// has seen every write made before the call.
+func (m *Memory) Backlog() (pending int, taken uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live, m.taken
+}
+
 // Coalesced is the number of writes merged into an undelivered event (see the type doc).
 func (m *Memory) Coalesced() uint64 {
 	m.mu.Lock()
@@ -146,6 +156,7 @@ func (m *Memory) pop() (Event, bool) {
 			continue
 		}
 		m.live--
+		m.taken++
 		if m.lastByKey[e.Key()] == e {
 			delete(m.lastByKey, e.Key())
 		}
