@@ -1180,3 +1180,45 @@ func (rp *routerPlan) withRBAC(h *hcmv3.HttpConnectionManager) *hcmv3.HttpConnec
 	}
 	return h
 }
+
+// RouterPortKey names the Gateway server ports that a router listens on elsewhere
+// (gatewayListenPort), "SERVER>LISTEN" each, sorted and joined by ",": its listeners and their
+// route configuration names follow them, and they depend on the router's own address, which
+// KeyScope and ViewKey do not name for a router. It is "" for a router none of whose addresses
+// is an endpoint of a service translating a selecting Gateway's server port, so routers without
+// translation keep sharing bytes. The ADS server adds it to a router's LDS and RDS classes.
+func RouterPortKey(p *model.Proxy, s *model.Snapshot) string {
+	if p == nil || s == nil || p.Type != model.Router || p.IsGRPC() {
+		return ""
+	}
+	own := false
+	for _, ip := range p.IPAddresses {
+		if len(s.EndpointsAt(ip)) > 0 {
+			own = true
+			break
+		}
+	}
+	if !own {
+		return ""
+	}
+	seen := map[uint32]bool{}
+	var parts []string
+	for _, c := range s.Configs(istioconfig.KindGateway) {
+		gw, ok := c.Spec.(*networking.Gateway)
+		if !ok || !selectsRouter(gw, p.Labels) {
+			continue
+		}
+		for _, srv := range gw.GetServers() {
+			num := srv.GetPort().GetNumber()
+			if num == 0 || num > 65535 || seen[num] {
+				continue
+			}
+			seen[num] = true
+			if listen, _ := gatewayListenPort(p, s, num); listen != num {
+				parts = append(parts, strconv.FormatUint(uint64(num), 10)+">"+strconv.FormatUint(uint64(listen), 10))
+			}
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}

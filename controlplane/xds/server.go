@@ -769,6 +769,13 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 	if loc != "" {
 		k += "|" + loc
 	}
+	if p.Type == model.Router && (typeURL == gen.ListenerType || typeURL == gen.RouteType) {
+		// A router listens on a service's target port when its address is that service's
+		// endpoint (gatewayListenPort): its listeners and route configuration names follow.
+		if pk := gen.RouterPortKey(p, st.snap); pk != "" {
+			k += "|gwport=" + pk
+		}
+	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
 		// Its addresses that are endpoints' (its inbound ports; no listener to itself), each
 		// in its place: INSTANCE_IPS may give a proxy several.
