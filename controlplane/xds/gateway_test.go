@@ -2,10 +2,15 @@ package xds
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 	networking "istio.io/api/networking/v1alpha3"
 	securityapi "istio.io/api/security/v1beta1"
 
@@ -384,4 +389,55 @@ func TestRouterClassFollowsPortTranslation(t *testing.T) {
 			t.Errorf("%s: a translating router and one that is not got the same resources; the class test guards nothing", typeURL)
 		}
 	}
+}
+
+// TestRouterRepushedWhenItsPortsTranslate: an endpoint-only push that makes a router's
+// address an endpoint of a service translating its Gateway's port 80 to 8080 re-pushes the
+// router's listeners, now on 8080.
+func TestRouterRepushedWhenItsPortsTranslate(t *testing.T) {
+	ts := startServer(t, testOptions())
+	in := topology(3, 1)
+	in.Configs = gatewayConfigs("svc-1.ns-1.svc.cluster.local")
+	in.Services = append(in.Services, &model.Service{Hostname: "ingress.istio-system.svc.cluster.local", Namespace: "istio-system",
+		Ports: []model.Port{{Name: "http", Number: 80, Protocol: model.ProtocolHTTP}}})
+	// The router's workload, already an endpoint of a service of no Gateway port: the push
+	// below changes none of its labels.
+	workloadAt := func(host string) *model.Endpoint {
+		ep := endpoint(host, "10.9.0.1")
+		ep.Labels = map[string]string{"istio": "ingressgateway"}
+		return ep
+	}
+	in.Services = append(in.Services, &model.Service{Hostname: "metrics.istio-system.svc.cluster.local", Namespace: "istio-system",
+		Ports: []model.Port{{Name: "http-metrics", Number: 15020, Protocol: model.ProtocolHTTP}}})
+	in.Endpoints["metrics.istio-system.svc.cluster.local"] = []*model.Endpoint{workloadAt("metrics.istio-system.svc.cluster.local")}
+	ts.push(in, true)
+	md, err := structpb.NewStruct(map[string]any{"NAMESPACE": "istio-system", "LABELS": map[string]any{"istio": "ingressgateway"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, ts.addr, &corev3.Node{Id: "router~10.9.0.1~ingress-1.istio-system~istio-system.svc.cluster.local", Metadata: md})
+	c.send(gen.ListenerType, "", "", nil, "")
+	r := c.recv()
+	ls := decode(t, r, func() *listenerv3.Listener { return &listenerv3.Listener{} })
+	if _, ok := ls["0.0.0.0_80"]; !ok {
+		t.Fatalf("before the ingress Service has an endpoint at the router: listeners %v, want 0.0.0.0_80", slices.Collect(maps.Keys(ls)))
+	}
+	c.ack(r)
+	ts.settle(t)
+
+	in.Endpoints = maps.Clone(in.Endpoints)
+	ep := workloadAt("ingress.istio-system.svc.cluster.local")
+	ep.Ports = map[string]uint32{"http": 8080}
+	in.Endpoints["ingress.istio-system.svc.cluster.local"] = []*model.Endpoint{ep}
+	ts.push(in, false, "ingress.istio-system.svc.cluster.local")
+	r = c.recv()
+	if r.TypeUrl != gen.ListenerType {
+		t.Fatalf("after the endpoint push: got %s, want listeners", r.TypeUrl)
+	}
+	ls = decode(t, r, func() *listenerv3.Listener { return &listenerv3.Listener{} })
+	if _, ok := ls["0.0.0.0_8080"]; !ok {
+		t.Fatalf("after the ingress Service got an endpoint at the router: listeners %v, want 0.0.0.0_8080", slices.Collect(maps.Keys(ls)))
+	}
+	c.ack(r)
+	ts.settle(t)
 }

@@ -35,14 +35,20 @@ func newPushFilter(prev *pushState, next *model.Snapshot, req *model.PushRequest
 }
 
 // needsPush reports whether p, a proxy as parsed from its node, must be pushed, and whether
-// the push changes the labels of its workload (model.WithWorkloadLabels), which then needs a
-// full push whatever changed.
-func (f *pushFilter) needsPush(p *model.Proxy) (need, relabeled bool) {
+// it needs a full push whatever changed: when the push changes the labels of its workload
+// (model.WithWorkloadLabels), and for a router whose address is (or was) a changed service's
+// endpoint, since a service of its namespace with an endpoint there translates its Gateway
+// server ports (gen.RouterPortKey) and so its listeners and route configuration names
+// (gateway pods change rarely: pushing them everything then costs little).
+func (f *pushFilter) needsPush(p *model.Proxy) (need, full bool) {
 	if p == nil || f.ch.Everything {
 		return true, false
 	}
 	for _, ip := range p.IPAddresses {
 		if f.ch.TouchesIP(ip) {
+			if p.Type == model.Router && !p.IsGRPC() {
+				return true, true
+			}
 			// Only a change of the endpoints at its address can change its workload.
 			prev, next := model.WithWorkloadLabels(p, f.ch.Prev), model.WithWorkloadLabels(p, f.ch.Next)
 			return true, !maps.Equal(prev.Labels, next.Labels)

@@ -344,17 +344,18 @@ func (s *Server) Push(snap *model.Snapshot, req *model.PushRequest) {
 	s.mu.Unlock()
 	skipped := 0
 	for _, c := range conns {
-		need, relabeled := filter.needsPush(c.proxy())
+		need, full := filter.needsPush(c.proxy())
 		if !need {
 			skipped++
 			continue
 		}
 		r := req
-		if relabeled {
+		if full {
 			// Its workload's labels changed (an endpoint update): what selects it may have,
 			// so everything is regenerated for it, also when req is a full push scoped to
 			// some keys (a full push without keys is everything), as istiod's proxy update
-			// is a forced full push.
+			// is a forced full push. So for a router at a changed endpoint: its listen
+			// ports may have changed.
 			r = req.Merge(&model.PushRequest{Full: true})
 		}
 		s.queue.Enqueue(c, r)
