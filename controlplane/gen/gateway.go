@@ -262,18 +262,18 @@ type routerPlan struct {
 	portDeps []istioconfig.Key
 }
 
-// DisableGatewayPortTranslationLabel on a Kubernetes Service of the router keeps its ports
-// from translating Gateway server ports (istiod's label of the same name).
-const DisableGatewayPortTranslationLabel = "networking.istio.io/disable-gateway-port-translation"
+// DisableGatewayPortTranslationLabel on a service of the router (a Kubernetes Service or a
+// ServiceEntry) keeps its ports from translating Gateway server ports (istiod's
+// model.DisableGatewayPortTranslationLabel, of the experimental.istio.io group).
+const DisableGatewayPortTranslationLabel = "experimental.istio.io/disable-gateway-port-translation"
 
 // gatewayListenPort is the port a router listens on for a Gateway server of port num, as
 // istiod resolves it for a Gateway that selects the router by labels: a service of the
 // router's namespace with an endpoint at the router's address and a port num sends that port
 // to the endpoint's target port, and the router listens there (an installed ingress gateway's
 // Service maps 80 to 8080). The oldest such service decides (then by host name, istiod's
-// order of a proxy's service targets); a Kubernetes Service labelled
-// DisableGatewayPortTranslationLabel is passed over (on a ServiceEntry istiod translates
-// whatever its labels, as the parity corpus shows); without one the router listens on num.
+// order of a proxy's service targets); a service labelled DisableGatewayPortTranslationLabel
+// is passed over, whatever its registry; without one the router listens on num.
 // deps are the services and endpoints read.
 func gatewayListenPort(p *model.Proxy, s *model.Snapshot, num uint32) (uint32, []istioconfig.Key) {
 	type target struct {
@@ -301,7 +301,7 @@ func gatewayListenPort(p *model.Proxy, s *model.Snapshot, num uint32) (uint32, [
 		return strings.Compare(a.svc.Hostname, b.svc.Hostname)
 	})
 	for _, t := range targets {
-		if _, off := t.svc.Labels[DisableGatewayPortTranslationLabel]; off && t.svc.Source.Kind != istioconfig.KindServiceEntry {
+		if _, off := t.svc.Labels[DisableGatewayPortTranslationLabel]; off {
 			continue
 		}
 		port, _ := t.svc.Port(num)

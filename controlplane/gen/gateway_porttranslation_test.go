@@ -14,9 +14,10 @@ import (
 // TestGatewayPortTranslation: a router listens on the target port of its own service's port
 // that a Gateway server names, as istiod resolves it: the oldest service of the router's
 // namespace with an endpoint at its address decides, services of other namespaces do not
-// count, a Kubernetes Service labelled networking.istio.io/disable-gateway-port-translation
-// is passed over (a ServiceEntry's label is not, as in istiod), and an HTTPS server's route
-// configuration keeps the server's port in its name.
+// count, a service labelled experimental.istio.io/disable-gateway-port-translation is passed
+// over, a Kubernetes Service or a ServiceEntry (the networking.istio.io label of the same name
+// is not istiod's and counts for nothing), and an HTTPS server's route configuration keeps the
+// server's port in its name.
 func TestGatewayPortTranslation(t *testing.T) {
 	const routerIP = "100.64.0.1" // routerProxy's address
 	old, young := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -39,6 +40,7 @@ func TestGatewayPortTranslation(t *testing.T) {
 	elsewhere := svc("front.other.svc.cluster.local", "other", old, nil, false, port("tcp", 9000, model.ProtocolTCP))
 	optedOut := svc("opted.istio-system.svc.cluster.local", "istio-system", old, off, false, port("tcp", 9100, model.ProtocolTCP))
 	optedOutSE := svc("opted-se.istio-system.svc.cluster.local", "istio-system", old, off, true, port("tcp", 9200, model.ProtocolTCP))
+	notIstiods := svc("legacy.istio-system.svc.cluster.local", "istio-system", old, map[string]string{"networking.istio.io/disable-gateway-port-translation": "true"}, false, port("tcp", 9300, model.ProtocolTCP))
 	web := &model.Service{Hostname: "web.apps.svc.cluster.local", Namespace: "apps", Addresses: []string{"10.96.6.1"}, Ports: []model.Port{port("http", 80, model.ProtocolHTTP)}}
 	endpoints := map[string][]*model.Endpoint{
 		front.Hostname:      at(front, map[string]uint32{"http": 8080, "https": 8443}),
@@ -46,16 +48,17 @@ func TestGatewayPortTranslation(t *testing.T) {
 		elsewhere.Hostname:  at(elsewhere, map[string]uint32{"tcp": 9001}),
 		optedOut.Hostname:   at(optedOut, map[string]uint32{"tcp": 9101}),
 		optedOutSE.Hostname: at(optedOutSE, map[string]uint32{"tcp": 9201}),
+		notIstiods.Hostname: at(notIstiods, map[string]uint32{"tcp": 9301}),
 	}
 	https := server(443, "HTTPS", "*/www.example.com")
 	https.Tls = &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_SIMPLE, CredentialName: "www-cert"}
 	gw := gwConfig("edge", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{
-		server(80, "HTTP", "*/www.example.com"), https, server(9000, "TCP", "*"), server(9100, "TCP", "*"), server(9200, "TCP", "*"),
+		server(80, "HTTP", "*/www.example.com"), https, server(9000, "TCP", "*"), server(9100, "TCP", "*"), server(9200, "TCP", "*"), server(9300, "TCP", "*"),
 	}})
 	vs := vsConfig("www", "apps", &networking.VirtualService{Hosts: []string{"*"}, Gateways: []string{"istio-system/edge"},
 		Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: gwDest(web.Hostname, 80, "")}}}},
 		Tcp:  []*networking.TCPRoute{{Route: []*networking.RouteDestination{{Destination: gwDest(web.Hostname, 80, "")}}}}})
-	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{front, older, elsewhere, optedOut, optedOutSE, web}, Endpoints: endpoints,
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{front, older, elsewhere, optedOut, optedOutSE, notIstiods, web}, Endpoints: endpoints,
 		Configs: []*istioconfig.Config{gw, vs}})
 	p := routerProxy("istio-system", ingressLabels)
 	g, err := generateAll(t, p, s)
@@ -64,8 +67,8 @@ func TestGatewayPortTranslation(t *testing.T) {
 	}
 	checkResources(t, p, g)
 	// 80: the older service's 8081; 443: 8443; 9000: no service of istio-system; 9100: opted
-	// out; 9200: a ServiceEntry's label does not opt out.
-	wantListeners := []string{"0.0.0.0_8081", "0.0.0.0_8443", "0.0.0.0_9000", "0.0.0.0_9100", "0.0.0.0_9201"}
+	// out; 9200: a ServiceEntry opts out too; 9300: the networking.istio.io label does not.
+	wantListeners := []string{"0.0.0.0_8081", "0.0.0.0_8443", "0.0.0.0_9000", "0.0.0.0_9100", "0.0.0.0_9200", "0.0.0.0_9301"}
 	if got := names(g[ListenerType]); !slices.Equal(got, wantListeners) {
 		t.Errorf("listeners %v, want %v", got, wantListeners)
 	}
