@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -36,13 +35,16 @@ var envoyCipherSuites = map[string]bool{
 
 // KnownCipherSuite reports whether istiod passes a Gateway server's cipher suite on to Envoy:
 // a name Envoy knows, "ALL", an empty one, or an expression (a name led by an operator or a
-// bracket, such as "[A|B]" or "-A", which istiod does not parse). The router generator leaves
+// bracket, such as "[A|B]" or "-A", which istiod does not parse: its first byte, read as a
+// rune, is no letter or digit). The router generator leaves
 // the others out, as istiod does, and validation warns about them.
 func KnownCipherSuite(cs string) bool {
 	if cs == "" || cs == "ALL" || envoyCipherSuites[cs] {
 		return true
 	}
-	r, _ := utf8.DecodeRuneInString(cs)
+	// istiod tests the first byte as a rune (rune(cs[0])), not the first UTF-8 character: a
+	// name led by an en dash (0xE2, 'â') is no expression, one led by U+05D7 (0xD7, '×') is.
+	r := rune(cs[0])
 	return !unicode.IsLetter(r) && !unicode.IsNumber(r)
 }
 
