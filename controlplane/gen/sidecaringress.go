@@ -194,8 +194,8 @@ func ingressEndpoint(def string, p *model.Proxy) (string, uint32) {
 	if err != nil {
 		return "", 0
 	}
-	port, err := strconv.ParseUint(portText, 10, 32)
-	if err != nil {
+	port, err := strconv.Atoi(portText) // as istiod reads it ("+8080" is 8080); validate bounds it
+	if err != nil || port < 0 || port > 65535 {
 		return "", 0
 	}
 	first := func(v4 bool, fallback string) string {

@@ -1501,8 +1501,8 @@ func (c *checker) defaultEndpoint(at Path, ep string) {
 		return
 	}
 	host, portText, err := net.SplitHostPort(ep)
-	port, perr := strconv.ParseUint(portText, 10, 16)
-	if err != nil || perr != nil || port == 0 || !slices.Contains([]string{"", "127.0.0.1", "0.0.0.0", "::1", "::"}, host) {
+	port, perr := strconv.Atoi(portText) // as istiod: "+8080" is 8080
+	if err != nil || perr != nil || port < 1 || port > 65535 || !slices.Contains([]string{"", "127.0.0.1", "0.0.0.0", "::1", "::"}, host) {
 		c.errf(at, "%q is not a local endpoint: use 127.0.0.1:PORT, 0.0.0.0:PORT, :PORT or unix:///socket", ep)
 	}
 }
