@@ -316,6 +316,17 @@ func selectsRouter(gw *networking.Gateway, labels map[string]string) bool {
 	return model.LabelsMatch(gw.GetSelector(), labels)
 }
 
+// routerGateways returns the Gateways of s that apply to router p, in the snapshot's order.
+func routerGateways(p *model.Proxy, s *model.Snapshot) []*istioconfig.Config {
+	var out []*istioconfig.Config
+	for _, c := range s.Configs(istioconfig.KindGateway) {
+		if gw, ok := c.Spec.(*networking.Gateway); ok && selectsRouter(gw, p.Labels) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 	rp := &routerPlan{p: p, s: s, az: authzFor(p, s), jwt: jwtFor(p, s), ix: newIndex(s, s.ScopeFor(p)).of(p), bound: map[istioconfig.Key][]boundVS{}}
 	type portKey struct {
@@ -323,12 +334,7 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 		bind   string
 	}
 	byPort := map[portKey]*gwPort{}
-	var gateways []*istioconfig.Config
-	for _, c := range s.Configs(istioconfig.KindGateway) {
-		if gw, ok := c.Spec.(*networking.Gateway); ok && selectsRouter(gw, p.Labels) {
-			gateways = append(gateways, c)
-		}
-	}
+	gateways := routerGateways(p, s)
 	// Oldest first (creation time, then name, then namespace), as istiod merges a router's
 	// Gateways: the first server of a port wins a host two servers claim.
 	slices.SortStableFunc(gateways, compareByCreation)
@@ -1203,12 +1209,8 @@ func RouterPortKey(p *model.Proxy, s *model.Snapshot) string {
 	}
 	seen := map[uint32]bool{}
 	var parts []string
-	for _, c := range s.Configs(istioconfig.KindGateway) {
-		gw, ok := c.Spec.(*networking.Gateway)
-		if !ok || !selectsRouter(gw, p.Labels) {
-			continue
-		}
-		for _, srv := range gw.GetServers() {
+	for _, c := range routerGateways(p, s) {
+		for _, srv := range c.Spec.(*networking.Gateway).GetServers() {
 			num := srv.GetPort().GetNumber()
 			if num == 0 || num > 65535 || seen[num] {
 				continue
