@@ -779,15 +779,19 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
 		// Its addresses that are endpoints' (its inbound ports; no listener to itself), each
-		// in its place: INSTANCE_IPS may give a proxy several.
-		var own []string
+		// in its place: INSTANCE_IPS may give a proxy several. The first, the usual one alone,
+		// goes in as it is, with no allocation beyond the key's.
+		sep := "|"
 		for i, ip := range p.IPAddresses {
-			if st.endpointIP(ip) {
-				own = append(own, strconv.Itoa(i)+"="+ip)
+			if !st.endpointIP(ip) {
+				continue
 			}
-		}
-		if len(own) > 0 {
-			k += "|" + strings.Join(own, "+")
+			if i == 0 {
+				k += sep + ip
+			} else {
+				k += sep + strconv.Itoa(i) + "=" + ip
+			}
+			sep = "+"
 		}
 	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
