@@ -234,11 +234,20 @@ func (c *Conn) dialTCP(ctx context.Context) (*transport, error) {
 	return t, nil
 }
 
-// source is how a transport reads: into the buffer get returns, once data is there, with
-// the kernel's receive time of what it read (zero when not known). A read that finds nothing
-// calls idle before it waits, so that no buffer is held while the socket is quiet.
+// source is how a transport reads: into the buffer into.buffer returns, once data is there,
+// with the kernel's receive time of what it read (zero when not known). A read that finds
+// nothing calls into.idle before it waits, so that no buffer is held while the socket is quiet.
 type source interface {
-	recv(get func() []byte, idle func()) (n int, at time.Time, err error)
+	recv(into receiver) (n int, at time.Time, err error)
+}
+
+// receiver is where a source reads to (the transport): an interface rather than two funcs,
+// so that a read allocates no closures (a fake Envoy reads once or twice a response).
+type receiver interface {
+	// buffer returns the room to read into.
+	buffer() []byte
+	// idle is called when the socket has nothing to read, before the read waits.
+	idle()
 }
 
 // socketSource reads a TCP socket with recvmsg and its SO_TIMESTAMPNS stamps.
@@ -246,6 +255,13 @@ type socketSource struct {
 	raw    syscall.RawConn
 	oob    []byte
 	stamps bool
+
+	// The read in progress: readFn (s.read, made once) is what raw.Read calls, into is where
+	// it reads, and n, oobn and rerr what recvmsg returned.
+	readFn  func(fd uintptr) bool
+	into    receiver
+	n, oobn int
+	rerr    error
 }
 
 func newSocketSource(tc *net.TCPConn) (*socketSource, error) {
@@ -254,21 +270,17 @@ func newSocketSource(tc *net.TCPConn) (*socketSource, error) {
 		return nil, err
 	}
 	s := &socketSource{raw: raw, oob: make([]byte, rxstamp.OOBSize)}
+	s.readFn = s.read
 	s.stamps = rxstamp.Enable(raw) == nil
 	return s, nil
 }
 
-func (s *socketSource) recv(get func() []byte, idle func()) (int, time.Time, error) {
-	var n, oobn int
-	var rerr error
-	err := s.raw.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), get(), s.oob, 0)
-		if rerr == syscall.EAGAIN {
-			idle()
-			return false
-		}
-		return true
-	})
+func (s *socketSource) recv(into receiver) (int, time.Time, error) {
+	s.into = into
+	err := s.raw.Read(s.readFn)
+	s.into = nil
+	n, oobn, rerr := s.n, s.oobn, s.rerr
+	s.rerr = nil
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -283,6 +295,17 @@ func (s *socketSource) recv(get func() []byte, idle func()) (int, time.Time, err
 		at = rxstamp.Kernel(s.oob[:oobn])
 	}
 	return n, at, nil
+}
+
+// read is one recvmsg into s.into's buffer; false (wait, then call again) when the socket is
+// empty.
+func (s *socketSource) read(fd uintptr) bool {
+	s.n, s.oobn, _, _, s.rerr = syscall.Recvmsg(int(fd), s.into.buffer(), s.oob, 0)
+	if s.rerr == syscall.EAGAIN {
+		s.into.idle()
+		return false
+	}
+	return true
 }
 
 var errEOF = errors.New("EOF")

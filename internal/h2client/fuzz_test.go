@@ -21,11 +21,11 @@ type sliceSource struct {
 	chunk int
 }
 
-func (s *sliceSource) recv(get func() []byte, idle func()) (int, time.Time, error) {
+func (s *sliceSource) recv(into receiver) (int, time.Time, error) {
 	if len(s.b) == 0 {
 		return 0, time.Time{}, errEOF
 	}
-	buf := get()
+	buf := into.buffer()
 	n := copy(buf[:min(len(buf), s.chunk)], s.b)
 	s.b = s.b[n:]
 	return n, time.Unix(1e9, 0), nil

@@ -38,12 +38,12 @@ func (w *gateWriter) Write(b []byte) (int, error) {
 // chanSource serves the bytes sent on in, one send per read.
 type chanSource struct{ in chan []byte }
 
-func (s chanSource) recv(get func() []byte, idle func()) (int, time.Time, error) {
+func (s chanSource) recv(into receiver) (int, time.Time, error) {
 	b, ok := <-s.in
 	if !ok {
 		return 0, time.Time{}, errEOF
 	}
-	return copy(get(), b), time.Time{}, nil
+	return copy(into.buffer(), b), time.Time{}, nil
 }
 
 func testTransport(t *testing.T, w io.Writer, src source) (*Conn, *transport) {
@@ -510,12 +510,12 @@ func TestGatheredInPlace(t *testing.T) {
 // read, as a client does that reads faster than the server writes.
 type tricklingSource struct{ b []byte }
 
-func (s *tricklingSource) recv(get func() []byte, idle func()) (int, time.Time, error) {
+func (s *tricklingSource) recv(into receiver) (int, time.Time, error) {
 	if len(s.b) == 0 {
 		return 0, time.Time{}, errEOF
 	}
-	idle()
-	b := get()
+	into.idle()
+	b := into.buffer()
 	n := copy(b[:min(len(b), frameHeaderLen+parseFrameHeader(s.b).length)], s.b)
 	s.b = s.b[n:]
 	return n, time.Unix(1e9, 0), nil

@@ -32,6 +32,11 @@ type stream struct {
 	stop      func() bool
 	afterDone chan struct{}
 
+	// Under t.wmu: SendMsg's scratch (the message's length prefix and the parts it is
+	// framed from).
+	wpre   [5]byte
+	wparts [][]byte
+
 	// Under t.mu.
 	sendWin    int64
 	sendClosed bool
@@ -62,7 +67,12 @@ type stream struct {
 	// far: its pieces are not in parts, and no receive buffer is pinned for them.
 	share *sharedMsg
 	ready []readyMsg
-	head  int
+	// one and oneSlice carry a message that lies in one piece to the codec without an
+	// allocation (next): a codec does not keep the BufferSlice it is given beyond Unmarshal
+	// (grpc-go frees it then); deliver clears one so that it pins no receive buffer.
+	one      mem.SliceBuffer
+	oneSlice [1]mem.Buffer
+	head     int
 }
 
 // readyMsg is a whole received message, in place in the receive buffers: in one piece (b), or
@@ -165,6 +175,7 @@ func (s *stream) dropGathered() {
 func (s *stream) deliver(m any) error {
 	data, held := s.next()
 	err := s.codec.Unmarshal(data, m)
+	s.one = nil
 	s.c.stampAt, s.c.sharedN = time.Time{}, 0
 	s.t.putAll(held)
 	if err != nil {
@@ -181,7 +192,9 @@ func (s *stream) deliver(m any) error {
 //go:noinline
 func (s *stream) next() (mem.BufferSlice, []*[]byte) {
 	r := &s.ready[s.head]
-	data, n := mem.BufferSlice{mem.SliceBuffer(r.b)}, len(r.b)
+	s.one = r.b
+	s.oneSlice[0] = &s.one
+	data, n := mem.BufferSlice(s.oneSlice[:]), len(r.b)
 	if r.parts != nil {
 		// The codec reads the pieces where they are: a codec that needs the message whole
 		// gathers it (mem.BufferSlice.Materialize), one that compares it with what it knows
@@ -471,8 +484,6 @@ func (s *stream) SendMsg(m any) error {
 		return status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
 	}
 	n := data.Len()
-	var pre [5]byte
-	binary.BigEndian.PutUint32(pre[1:], uint32(n))
 	total := 5 + n
 	t := s.t
 	t.wmu.Lock()
@@ -483,11 +494,16 @@ func (s *stream) SendMsg(m any) error {
 		data.Free()
 		return io.EOF
 	}
-	parts := make([][]byte, 0, 1+len(data))
-	parts = append(parts, pre[:])
+	// The length prefix and the list of parts are the stream's scratch (wmu is held): the
+	// parts are framed into a write buffer, and what is queued is copied (enqueue).
+	pre := s.wpre[:]
+	pre[0] = 0
+	binary.BigEndian.PutUint32(pre[1:], uint32(n))
+	parts := append(s.wparts[:0], pre)
 	for _, b := range data {
 		parts = append(parts, b.ReadOnlyData())
 	}
+	defer func() { clear(parts); s.wparts = parts[:0] }()
 	if w := min(t.connSendWin, s.sendWin); s.sendN == 0 && w > 0 {
 		// The common case: as much as the windows allow now, framed straight from the
 		// codec's buffers; only what does not fit is queued.

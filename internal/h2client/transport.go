@@ -40,6 +40,8 @@ type transport struct {
 	fields []hpack.HeaderField
 	// connUnacked is how many DATA bytes the connection received since its last window update.
 	connUnacked uint32
+	// readN is the size of a receive buffer taken for the read in progress (fill).
+	readN int
 	// gather is how many bytes of the message being gathered are still to come (0: none):
 	// the receive buffer grows to take them in fewer reads.
 	gather int
@@ -281,26 +283,13 @@ func (t *transport) fill() error {
 	// A buffer pinned by a message coming in is kept while it has room: a fleet behind its
 	// pushes reads a few frames at a time, and a buffer per read would hold many times the
 	// message.
-	if t.rbuf != nil && t.r0 == t.r1 && !t.pinned {
-		t.release()
-	}
+	t.idle()
 	size := t.readSize()
 	if t.rbuf != nil {
 		t.makeRoom(size)
 	}
-	get := func() []byte {
-		if t.rbuf == nil {
-			t.rbuf = t.cfg.Pool.Get(size)
-			t.r0, t.r1 = 0, 0
-		}
-		return (*t.rbuf)[t.r1:]
-	}
-	idle := func() {
-		if t.rbuf != nil && t.r0 == t.r1 && !t.pinned {
-			t.release()
-		}
-	}
-	n, at, err := t.src.recv(get, idle)
+	t.readN = size
+	n, at, err := t.src.recv(t)
 	if err != nil {
 		if t.rbuf != nil && t.r0 == t.r1 {
 			t.release()
@@ -310,6 +299,24 @@ func (t *transport) fill() error {
 	t.r1 += n
 	t.at = at
 	return nil
+}
+
+// buffer is the room to read into (receiver): after the unread bytes of the receive buffer,
+// taking one of t.readN bytes from the pool when it holds none.
+func (t *transport) buffer() []byte {
+	if t.rbuf == nil {
+		t.rbuf = t.cfg.Pool.Get(t.readN)
+		t.r0, t.r1 = 0, 0
+	}
+	return (*t.rbuf)[t.r1:]
+}
+
+// idle gives the receive buffer back while the socket has nothing to read (receiver), unless
+// it holds unread bytes or pieces of a message coming in.
+func (t *transport) idle() {
+	if t.rbuf != nil && t.r0 == t.r1 && !t.pinned {
+		t.release()
+	}
 }
 
 // makeRoom readies the receive buffer for a read of a buffer of size: in a larger buffer when
