@@ -17,10 +17,12 @@ const (
 	// (tools/packaging/common/envoy_bootstrap.json) sets ads_config
 	// set_node_on_first_message_only: true and initial_fetch_timeout: 0s on cds_config and
 	// lds_config, and the agent starts Envoy with --drain-time-s set to proxyConfig's
-	// drainDuration, 45s by default (pkg/envoy/proxy.go, pkg/config/mesh/mesh.go).
+	// drainDuration, 45s by default (pkg/envoy/proxy.go, pkg/config/mesh/mesh.go); the
+	// connection to the control plane is the agent's (1 MiB windows: see Profile).
 	BootstrapIstio Bootstrap = "istio"
 	// BootstrapEnvoy is Envoy's own defaults: the node on every request, a 15s
-	// initial_fetch_timeout (ConfigSource's default) and --drain-time-s 600.
+	// initial_fetch_timeout (ConfigSource's default), --drain-time-s 600 and Envoy's own
+	// connection to the control plane (256 MiB windows).
 	BootstrapEnvoy Bootstrap = "envoy"
 )
 
@@ -40,7 +42,21 @@ type Profile struct {
 	InitialFetchTimeout time.Duration
 	// ListenerDrain is --drain-time-s.
 	ListenerDrain time.Duration
+	// Window and WindowUpdate are the HTTP/2 flow control of the connection that reaches the
+	// control plane: its stream and connection receive windows, and how many received bytes
+	// each WINDOW_UPDATE gives back. Envoy's own: 256 MiB windows, half given back at a time.
+	// Behind istio-agent, Envoy talks to the agent's xDS proxy and the agent's gRPC client talks
+	// to istiod (pilot/pkg/grpc ClientOptions): 1 MiB windows, with grpc-go's quarter.
+	Window, WindowUpdate uint32
 }
+
+// The HTTP/2 windows of each profile's connection to the control plane (see Profile).
+const (
+	EnvoyWindow       = 256 << 20
+	EnvoyWindowUpdate = EnvoyWindow / 2
+	AgentWindow       = 1 << 20
+	AgentWindowUpdate = AgentWindow / 4
+)
 
 // EnvoyListenerDrain is Envoy's own --drain-time-s default.
 const EnvoyListenerDrain = 600 * time.Second
@@ -59,13 +75,16 @@ func ParseBootstrap(s string) (Bootstrap, error) {
 // Profile returns what b sets (DefaultBootstrap's for an empty b).
 func (b Bootstrap) Profile() Profile {
 	if b == BootstrapEnvoy {
-		return Profile{InitialFetchTimeout: DefaultInitialFetchTimeout, ListenerDrain: EnvoyListenerDrain}
+		return Profile{InitialFetchTimeout: DefaultInitialFetchTimeout, ListenerDrain: EnvoyListenerDrain,
+			Window: EnvoyWindow, WindowUpdate: EnvoyWindowUpdate}
 	}
-	return Profile{NodeOnFirstOnly: true, InitialFetchTimeout: 0, ListenerDrain: DefaultListenerDrain}
+	return Profile{NodeOnFirstOnly: true, InitialFetchTimeout: 0, ListenerDrain: DefaultListenerDrain,
+		Window: AgentWindow, WindowUpdate: AgentWindowUpdate}
 }
 
 // Apply sets c's NodeOnFirstOnly, InitialFetchTimeout and ListenerDrain to the profile's, in
-// ClientConfig's terms (a negative duration for none).
+// ClientConfig's terms (a negative duration for none). The windows are the connection's, not
+// the client's: a fleet sets them per group (fleet.Group).
 func (p Profile) Apply(c *ClientConfig) {
 	c.NodeOnFirstOnly = p.NodeOnFirstOnly
 	c.InitialFetchTimeout = noneIfZero(p.InitialFetchTimeout)

@@ -110,7 +110,9 @@
 // initial_fetch_timeout: 0s on CDS and LDS, --drain-time-s 45s), since the fleet otherwise
 // behaves as istio-agent's Envoy (its SDS secrets, its issue delay) and istiod is its first
 // target: a scenario's clients[].bootstrap and xdslab fleet --bootstrap, whose profile fills
-// the three settings the group or the flags do not give (Profile.Apply).
+// the three settings the group or the flags do not give (Profile.Apply). A profile also says
+// whose connection reaches the control plane (Profile.Window): Envoy's own, or under Istio's
+// the agent's xDS proxy's gRPC connection, with its 1 MiB windows (set per fleet group).
 //
 // A gRPC client (ClientConfig.GRPC; see package validate's grpc.go) behaves like grpc-go's
 // xDS client instead: SotW with named subscriptions from its targets' API listeners down to

@@ -138,9 +138,12 @@ func FleetConfig(s *scenarios.Scenario, target string) (fleet.Config, error) {
 		if c.XDS == scenarios.XDSGRPC {
 			id.Generator = "grpc"
 		}
+		profile := fakeenvoy.Bootstrap(c.Bootstrap).Profile()
 		cfg.Groups = append(cfg.Groups, fleet.Group{
 			Name: c.Name, Count: c.Count, Identity: id, StreamsPerConn: c.StreamsPerConnection,
 			AgentIssueDelay: agentDelay(c.Agent.IssueDelay),
+			// The connection to the control plane: istio-agent's under bootstrap istio.
+			Window: profile.Window, WindowUpdate: profile.WindowUpdate,
 			// Each group reconnects on its own schedule (none: never); the fleet's Churn stays
 			// zero.
 			Churn: fleet.Churn{Every: c.Churn.Every.D(), Jitter: c.Churn.Jitter},

@@ -127,6 +127,11 @@ clients:
 		require.Equal(t, w.InitialFetchTimeout, got.InitialFetchTimeout, "group %s initialFetchTimeout", cfg.Groups[i].Name)
 		require.Equal(t, w.ListenerDrain, got.ListenerDrain, "group %s listenerDrain", cfg.Groups[i].Name)
 	}
+	// The connection: istio-agent's windows under bootstrap istio, Envoy's under envoy.
+	for i, w := range []uint32{fakeenvoy.AgentWindow, fakeenvoy.EnvoyWindow, fakeenvoy.EnvoyWindow} {
+		require.Equal(t, w, cfg.Groups[i].Window, "group %s window", cfg.Groups[i].Name)
+	}
+	require.Equal(t, uint32(fakeenvoy.AgentWindowUpdate), cfg.Groups[0].WindowUpdate)
 	require.Equal(t, string(fakeenvoy.DefaultBootstrap), scenarios.DefaultClient().Bootstrap)
 	require.Equal(t, scenarios.BootstrapProfiles()[0], string(fakeenvoy.DefaultBootstrap))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime/pprof"
 	"slices"
@@ -81,6 +82,11 @@ type Group struct {
 	// Config.StreamsPerConn. A group's clients share connections only among themselves,
 	// in the order of their indices; with a Segment, among the clients of that segment.
 	StreamsPerConn int
+	// Window and WindowUpdate, when set, are the HTTP/2 receive windows of this group's
+	// connections and how much of them each WINDOW_UPDATE gives back (fakeenvoy.Profile: the
+	// bootstrap istio profile's are istio-agent's 1 MiB and a quarter); zero keeps Envoy's
+	// (256 MiB, half). grpc-go connections give back a quarter whatever WindowUpdate says.
+	Window, WindowUpdate uint32
 	// AgentIssueDelay, when set, is the emulated istio-agent's issue delay for this group's
 	// clients (the fleet's Agent config otherwise); negative serves at once.
 	AgentIssueDelay time.Duration
@@ -226,6 +232,12 @@ func (c Config) Validate() error {
 		}
 		if err := g.Churn.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("fleet: group %s: %w", g.Name, err))
+		}
+		if g.Window != 0 && (g.Window < 65535 || g.Window > math.MaxInt32) {
+			errs = append(errs, fmt.Errorf("fleet: group %s: window %d must be 0 (Envoy's) or between 65,535 (HTTP/2's initial window) and 2^31-1", g.Name, g.Window))
+		}
+		if lim := cmp.Or(g.Window, h2client.DefaultWindow); g.WindowUpdate > lim {
+			errs = append(errs, fmt.Errorf("fleet: group %s: window update %d must be at most the window", g.Name, g.WindowUpdate))
 		}
 		if g.StreamsPerConn < 0 {
 			errs = append(errs, fmt.Errorf("fleet: group %s: streams per connection %d must be >= 0 (0: the fleet's)", g.Name, g.StreamsPerConn))
@@ -395,6 +407,12 @@ func New(cfg Config) (*Fleet, error) {
 	}
 	index := 0
 	for _, g := range cfg.Groups {
+		gopts := opts
+		if g.Window > 0 { // before the fleet's DialOptions, which have the last word
+			w := int32(min(g.Window, math.MaxInt32))
+			gopts = append(append(fleetDialOptions(pool), grpc.WithInitialWindowSize(w), grpc.WithInitialConnWindowSize(w)),
+				cfg.DialOptions...)
+		}
 		authOpts := map[string][]grpc.DialOption{} // namespace → the group's dial options
 		spc := cfg.streamsPerConn(g)
 		var shared *fleetConn // the group's connection being filled
@@ -431,7 +449,8 @@ func New(cfg Config) (*Fleet, error) {
 			}
 			var lean *h2client.Conn
 			if spc <= 1 && g.Auth == nil && cfg.Clock == nil && len(cfg.DialOptions) == 0 {
-				lean, err = h2client.New(h2client.Config{Target: target, Pool: leanPool, Shared: leanShared, MaxRecvMsgSize: MaxRecvMsgSize})
+				lean, err = h2client.New(h2client.Config{Target: target, Pool: leanPool, Shared: leanShared, MaxRecvMsgSize: MaxRecvMsgSize,
+					Window: g.Window, WindowUpdate: g.WindowUpdate})
 				if err != nil {
 					return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
 				}
@@ -445,12 +464,12 @@ func New(cfg Config) (*Fleet, error) {
 				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(index)^0xc4ceb9fe1a85ec53))}
 			if spc > 1 {
 				if member%spc == 0 {
-					shared = &fleetConn{target: cfg.Target, opts: opts}
+					shared = &fleetConn{target: cfg.Target, opts: gopts}
 					f.conns = append(f.conns, shared)
 				}
 				fc.conn = shared
 			} else {
-				copts := opts
+				copts := gopts
 				if g.Auth != nil {
 					ao, ok := authOpts[fc.ns]
 					if !ok {
@@ -458,7 +477,7 @@ func New(cfg Config) (*Fleet, error) {
 						if err != nil {
 							return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
 						}
-						ao = append(slices.Clip(opts), extra...)
+						ao = append(slices.Clip(gopts), extra...)
 						authOpts[fc.ns] = ao
 					}
 					copts = ao

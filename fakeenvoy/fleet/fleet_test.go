@@ -513,6 +513,9 @@ func TestFleetConfigValidate(t *testing.T) {
 		{"identity", func(c *Config) { c.Groups[0].Identity.Type = "gateway" }, "use sidecar or router"},
 		{"negative streams per connection", func(c *Config) { c.StreamsPerConn = -1 }, "streams per connection -1 must be >= 0"},
 		{"negative group streams per connection", func(c *Config) { c.Groups[0].StreamsPerConn = -2 }, "group sidecars: streams per connection -2 must be >= 0"},
+		{"istio-agent's windows", func(c *Config) { c.Groups[0].Window, c.Groups[0].WindowUpdate = 1<<20, 1<<18 }, ""},
+		{"window below HTTP/2's initial", func(c *Config) { c.Groups[0].Window = 1000 }, "group sidecars: window 1000 must be 0"},
+		{"window update above the window", func(c *Config) { c.Groups[0].Window, c.Groups[0].WindowUpdate = 1<<20, 1<<21 }, "window update 2097152 must be at most the window"},
 		{"group target sharing", func(c *Config) { c.Groups[0].Target, c.Groups[0].StreamsPerConn = "127.0.0.1:2", 4 }, "group sidecars: 4 streams per connection: auth and a group target"},
 		{"group target, the fleet's default", func(c *Config) { c.Groups[0].Target, c.StreamsPerConn = "127.0.0.1:2", 3 }, "group sidecars: 3 streams per connection"},
 		{"group target, the group opts out", func(c *Config) {

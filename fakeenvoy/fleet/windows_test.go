@@ -5,13 +5,17 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslab/xdslab/fakeenvoy"
+	"github.com/xdslab/xdslab/fakeenvoy/policy"
 	"github.com/xdslab/xdslab/internal/h2tally"
 )
 
@@ -102,5 +106,93 @@ func TestFleetGRPCConnsSendNoPings(t *testing.T) {
 	}
 	if got := tl.counts(); got.Pings != 0 {
 		t.Errorf("over %d responses the fleet's gRPC connection sent %d PINGs, want none (Envoy's fixed windows)", exchanges, got.Pings)
+	}
+}
+
+// blobADS answers each stream's first request with one response of a 3 MiB resource, then
+// counts the stream's requests (reading each, so that every frame its client sent before one
+// has been tallied once it is counted).
+type blobADS struct {
+	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
+	requests atomic.Int64
+}
+
+const blobSize = 3 << 20
+
+func (b *blobADS) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	res := &anypb.Any{TypeUrl: "type.googleapis.com/xdslab.test.Blob", Value: make([]byte, blobSize)}
+	for i := 0; ; i++ {
+		req, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		b.requests.Add(1)
+		if i == 0 {
+			if err := st.Send(&discoveryv3.DiscoveryResponse{TypeUrl: req.TypeUrl, VersionInfo: "v", Nonce: "n", Resources: []*anypb.Any{res}}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// TestFleetGroupWindows: a group's Window and WindowUpdate reach its connections, on the
+// fleet's own transport and on grpc-go's: with istio-agent's (1 MiB, a quarter given back at a
+// time) a 3 MiB response takes a dozen connection WINDOW_UPDATEs, with Envoy's 256 MiB only the
+// one that opens the connection window.
+func TestFleetGroupWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		window, update uint32
+		spc            int // streams per connection: 2 dials grpc-go
+		want           func(n int) bool
+		wantText       string
+	}{
+		{"own transport, agent's", fakeenvoy.AgentWindow, fakeenvoy.AgentWindowUpdate, 1, func(n int) bool { return n == 1+12 }, "13"},
+		{"own transport, Envoy's", 0, 0, 1, func(n int) bool { return n == 1 }, "1"},
+		{"grpc-go, agent's", fakeenvoy.AgentWindow, fakeenvoy.AgentWindowUpdate, 2, func(n int) bool { return n >= 2*blobSize/fakeenvoy.AgentWindowUpdate }, "at least 24"},
+		{"grpc-go, Envoy's", 0, 0, 2, func(n int) bool { return n == 1 }, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl := &tallyListener{Listener: lis}
+			ads := &blobADS{}
+			srv := grpc.NewServer()
+			discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, ads)
+			go func() { _ = srv.Serve(tl) }()
+			defer srv.Stop()
+
+			cfg := flConfig(lis.Addr().String(), 2, policy.Nack{})
+			g := &cfg.Groups[0]
+			g.Window, g.WindowUpdate, g.StreamsPerConn = tc.window, tc.update, tc.spc
+			f, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if err := f.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer f.Stop()
+			// Each client's first request, then the one that answers the response (a NACK: the
+			// blob is not a cluster).
+			deadline := time.Now().Add(time.Minute)
+			for ads.requests.Load() < 4 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d requests after a minute, want 4", ads.requests.Load())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			tl.mu.Lock()
+			defer tl.mu.Unlock()
+			for i, c := range tl.conns {
+				if n := c.Counts().ConnWindowUpdates; !tc.want(n) {
+					t.Errorf("connection %d: %d connection WINDOW_UPDATEs for its 3 MiB responses, want %s", i, n, tc.wantText)
+				}
+			}
+		})
 	}
 }

@@ -47,6 +47,10 @@ type Config struct {
 	ReadBufferSize int
 	// Window is the receive window of each stream and of the connection (0: DefaultWindow).
 	Window uint32
+	// WindowUpdate is how many received bytes a window gives back at once: a WINDOW_UPDATE is
+	// sent once a stream, or the connection, has received that many since its last one (0:
+	// half the window, as Envoy's HTTP/2 codec; grpc-go gives back a quarter). At most Window.
+	WindowUpdate uint32
 	// DialTimeout bounds a connect (0: DefaultDialTimeout).
 	DialTimeout time.Duration
 	// UserAgent is the user-agent header (empty: DefaultUserAgent).
@@ -71,6 +75,9 @@ func (c Config) withDefaults() Config {
 		c.Window = DefaultWindow
 	}
 	c.Window = min(max(c.Window, defaultWindow), maxWindow)
+	if c.WindowUpdate == 0 || c.WindowUpdate > c.Window {
+		c.WindowUpdate = c.Window / 2
+	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = DefaultDialTimeout
 	}

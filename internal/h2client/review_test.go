@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,10 +14,13 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+
+	"github.com/xdslab/xdslab/internal/h2tally"
 )
 
 // gateWriter blocks a write of DATA once gate is set, until release is closed.
@@ -549,5 +553,67 @@ func TestGatheredTrickle(t *testing.T) {
 	}
 	if len(pool.out) != 0 {
 		t.Errorf("%d receive buffers not given back", len(pool.out))
+	}
+}
+
+// tallyListener hands out each accepted connection tallied (the frames its client sends).
+type tallyListener struct {
+	net.Listener
+	conns chan *h2tally.Conn
+}
+
+func (l tallyListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := h2tally.FromClient(c)
+	l.conns <- tc
+	return tc, nil
+}
+
+// TestWindowUpdateEvery: the client gives its windows back in steps of Config.WindowUpdate
+// (istio-agent's grpc-go connection: a quarter of a 1 MiB window), or of half the window by
+// default (Envoy's codec): 3 MiB received through 1 MiB windows take 12 connection
+// WINDOW_UPDATEs at a quarter and 6 at half, beside the one that opens the connection window.
+func TestWindowUpdateEvery(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		window, step uint32
+		want         int
+	}{
+		{"quarter", 1 << 20, 1 << 18, 1 + 12},
+		{"half (default)", 1 << 20, 0, 1 + 6},
+		{"Envoy's 256 MiB", 0, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl := tallyListener{Listener: lis, conns: make(chan *h2tally.Conn, 1)}
+			srv := grpc.NewServer()
+			discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
+			go srv.Serve(tl)
+			defer srv.Stop()
+			c, codec := newConn(t, Config{Target: lis.Addr().String(), Window: tc.window, WindowUpdate: tc.step})
+			s, err := openADS(context.Background(), c, codec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const size = 3 << 20
+			if err := s.Send(req("v", size, 0)); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := s.Recv(); err != nil || len(r.GetResources()[0].GetValue()) != size {
+				t.Fatalf("the 3 MiB response: %v", err)
+			}
+			// One more exchange: once its response is back, the server has read every frame
+			// the client sent before its request, the last WINDOW_UPDATE included.
+			echo(t, s, "after")
+			if got := (<-tl.conns).Counts().ConnWindowUpdates; got != tc.want {
+				t.Errorf("connection WINDOW_UPDATEs for 3 MiB: %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -544,7 +544,7 @@ func (t *transport) onData(s *stream, h frameHeader, p []byte) error {
 		return protocolError("DATA on stream 0")
 	}
 	t.connUnacked += uint32(h.length)
-	if t.connUnacked >= t.cfg.Window/2 {
+	if t.connUnacked >= t.cfg.WindowUpdate {
 		inc := t.connUnacked
 		t.connUnacked = 0
 		if err := t.writeControl(func(b []byte) []byte { return appendWindowUpdate(b, 0, inc) }); err != nil {
@@ -563,7 +563,7 @@ func (t *transport) onData(s *stream, h frameHeader, p []byte) error {
 		return nil
 	}
 	s.unacked += uint32(h.length)
-	if s.unacked >= t.cfg.Window/2 && h.flags&flagEndStream == 0 {
+	if s.unacked >= t.cfg.WindowUpdate && h.flags&flagEndStream == 0 {
 		inc := s.unacked
 		s.unacked = 0
 		if err := t.writeControl(func(b []byte) []byte { return appendWindowUpdate(b, s.id, inc) }); err != nil {
