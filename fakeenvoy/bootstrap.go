@@ -18,7 +18,8 @@ const (
 	// set_node_on_first_message_only: true and initial_fetch_timeout: 0s on cds_config and
 	// lds_config, and the agent starts Envoy with --drain-time-s set to proxyConfig's
 	// drainDuration, 45s by default (pkg/envoy/proxy.go, pkg/config/mesh/mesh.go); the
-	// connection to the control plane is the agent's (1 MiB windows: see Profile).
+	// connection to the control plane is the agent's (1 MiB windows, a 30s keepalive: see
+	// Profile).
 	BootstrapIstio Bootstrap = "istio"
 	// BootstrapEnvoy is Envoy's own defaults: the node on every request, a 15s
 	// initial_fetch_timeout (ConfigSource's default), --drain-time-s 600 and Envoy's own
@@ -48,6 +49,11 @@ type Profile struct {
 	// Behind istio-agent, Envoy talks to the agent's xDS proxy and the agent's gRPC client talks
 	// to istiod (pilot/pkg/grpc ClientOptions): 1 MiB windows, with grpc-go's quarter.
 	Window, WindowUpdate uint32
+	// KeepaliveTime and KeepaliveTimeout are that connection's keepalive: a PING once nothing
+	// was read for KeepaliveTime, the connection given up when nothing is read within
+	// KeepaliveTimeout of it. Envoy's ADS connection has none; istio-agent's gRPC client pings
+	// after 30s and waits 10s (pkg/keepalive's defaults).
+	KeepaliveTime, KeepaliveTimeout time.Duration
 }
 
 // The HTTP/2 windows of each profile's connection to the control plane (see Profile).
@@ -56,6 +62,12 @@ const (
 	EnvoyWindowUpdate = EnvoyWindow / 2
 	AgentWindow       = 1 << 20
 	AgentWindowUpdate = AgentWindow / 4
+)
+
+// istio-agent's keepalive on its connection to istiod (see Profile).
+const (
+	AgentKeepaliveTime    = 30 * time.Second
+	AgentKeepaliveTimeout = 10 * time.Second
 )
 
 // EnvoyListenerDrain is Envoy's own --drain-time-s default.
@@ -79,7 +91,7 @@ func (b Bootstrap) Profile() Profile {
 			Window: EnvoyWindow, WindowUpdate: EnvoyWindowUpdate}
 	}
 	return Profile{NodeOnFirstOnly: true, InitialFetchTimeout: 0, ListenerDrain: DefaultListenerDrain,
-		Window: AgentWindow, WindowUpdate: AgentWindowUpdate}
+		Window: AgentWindow, WindowUpdate: AgentWindowUpdate, KeepaliveTime: AgentKeepaliveTime, KeepaliveTimeout: AgentKeepaliveTimeout}
 }
 
 // Apply sets c's NodeOnFirstOnly, InitialFetchTimeout and ListenerDrain to the profile's, in

@@ -144,6 +144,7 @@ func FleetConfig(s *scenarios.Scenario, target string) (fleet.Config, error) {
 			AgentIssueDelay: agentDelay(c.Agent.IssueDelay),
 			// The connection to the control plane: istio-agent's under bootstrap istio.
 			Window: profile.Window, WindowUpdate: profile.WindowUpdate,
+			KeepaliveTime: profile.KeepaliveTime, KeepaliveTimeout: profile.KeepaliveTimeout,
 			// Each group reconnects on its own schedule (none: never); the fleet's Churn stays
 			// zero.
 			Churn: fleet.Churn{Every: c.Churn.Every.D(), Jitter: c.Churn.Jitter},

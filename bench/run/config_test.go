@@ -132,6 +132,9 @@ clients:
 		require.Equal(t, w, cfg.Groups[i].Window, "group %s window", cfg.Groups[i].Name)
 	}
 	require.Equal(t, uint32(fakeenvoy.AgentWindowUpdate), cfg.Groups[0].WindowUpdate)
+	require.Equal(t, fakeenvoy.AgentKeepaliveTime, cfg.Groups[0].KeepaliveTime)
+	require.Equal(t, fakeenvoy.AgentKeepaliveTimeout, cfg.Groups[0].KeepaliveTimeout)
+	require.Zero(t, cfg.Groups[1].KeepaliveTime, "Envoy's ADS connection has no keepalive")
 	require.Equal(t, string(fakeenvoy.DefaultBootstrap), scenarios.DefaultClient().Bootstrap)
 	require.Equal(t, scenarios.BootstrapProfiles()[0], string(fakeenvoy.DefaultBootstrap))
 }

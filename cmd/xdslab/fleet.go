@@ -129,7 +129,7 @@ DIST:PARAMS with durations — exp:MEAN, uniform:MIN:MAX, normal:MEAN:SIGMA, log
 	fl.StringVar(&f.ClusterID, "cluster-id", "", "node metadata CLUSTER_ID (default Kubernetes)")
 	fl.StringVar(&f.IstioVersion, "istio-version", "", "node metadata ISTIO_VERSION")
 	fl.StringVar(&f.Generator, "generator", "", "node metadata GENERATOR (grpc for proxyless)")
-	fl.StringVar(&f.Bootstrap, "bootstrap", string(fakeenvoy.DefaultBootstrap), "the Envoy bootstrap the clients run with: istio (istio-agent's Envoy: node on a stream's first request only, no initial_fetch_timeout on CDS and LDS, 45s drain, the agent's connection with 1 MiB HTTP/2 windows) or envoy (Envoy's own defaults: node on every request, 15s, 600s, 256 MiB windows); --node-first-only, --initial-fetch-timeout and --listener-drain given beside it win")
+	fl.StringVar(&f.Bootstrap, "bootstrap", string(fakeenvoy.DefaultBootstrap), "the Envoy bootstrap the clients run with: istio (istio-agent's Envoy: node on a stream's first request only, no initial_fetch_timeout on CDS and LDS, 45s drain, the agent's connection with 1 MiB HTTP/2 windows and a 30s keepalive) or envoy (Envoy's own defaults: node on every request, 15s, 600s, 256 MiB windows); --node-first-only, --initial-fetch-timeout and --listener-drain given beside it win")
 	fl.BoolVar(&f.NodeOnFirstOnly, "node-first-only", false, "send node only on a stream's first request (set_node_on_first_message_only; default: the --bootstrap profile's, true for istio; --node-first-only=false sends it on every request)")
 	fl.DurationVar(&f.InitialFetchTimeout, "initial-fetch-timeout", 0, "Envoy's initial_fetch_timeout of the bootstrap CDS and LDS (default: the --bootstrap profile's, none for istio, 15s for envoy; 0: none)")
 	fl.DurationVar(&f.ListenerDrain, "listener-drain", 0, "Envoy's --drain-time-s: a listener an LDS update removes keeps its route configurations and ADS secrets subscribed this long (default: the --bootstrap profile's, 45s for istio, 600s for envoy; 0: drops them at once)")
@@ -191,6 +191,7 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fleet.Config, error) {
 	if err != nil {
 		return fleet.Config{}, fmt.Errorf("fleet: --ack-delay: %w", err)
 	}
+	profile := fakeenvoy.Bootstrap(f.Bootstrap).Profile()
 	cfg := fleet.Config{
 		Target: f.Target,
 		Groups: []fleet.Group{{
@@ -207,8 +208,8 @@ func fleetConfig(f fleetFlags, progress io.Writer) (fleet.Config, error) {
 				Ack:                 policy.Ack{Delay: delay, NeverAck: f.NeverAck, DisconnectAfter: f.DisconnectAfter},
 			},
 			// The connection to the control plane: istio-agent's under --bootstrap istio.
-			Window:       fakeenvoy.Bootstrap(f.Bootstrap).Profile().Window,
-			WindowUpdate: fakeenvoy.Bootstrap(f.Bootstrap).Profile().WindowUpdate,
+			Window: profile.Window, WindowUpdate: profile.WindowUpdate,
+			KeepaliveTime: profile.KeepaliveTime, KeepaliveTimeout: profile.KeepaliveTimeout,
 		}},
 		Ramp:           f.Ramp,
 		Churn:          fleet.Churn{Every: f.Churn, Jitter: f.ChurnJitter},

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -225,6 +226,12 @@ func ServerOptions() []grpc.ServerOption {
 		grpc.ForceServerCodecV2(newCodec()),
 		grpc.MaxRecvMsgSize(16 << 20),
 		grpc.MaxConcurrentStreams(1 << 20),
+		// istiod's keepalive (pilot/pkg/grpc ServerOptions, pkg/keepalive's defaults): a
+		// client may ping every 15s (istio-agent pings a connection idle for 30s; grpc-go's
+		// default policy, 5 minutes, sends it away at its fourth PING of an idle stream), and
+		// the server pings a connection it has read nothing from for 30s.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	}
 }
 

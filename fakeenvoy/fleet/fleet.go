@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
 
 	"github.com/xdslab/xdslab/fakeenvoy"
@@ -87,6 +88,11 @@ type Group struct {
 	// bootstrap istio profile's are istio-agent's 1 MiB and a quarter); zero keeps Envoy's
 	// (256 MiB, half). grpc-go connections give back a quarter whatever WindowUpdate says.
 	Window, WindowUpdate uint32
+	// KeepaliveTime, when > 0, pings the server once one of this group's connections has read
+	// nothing for that long, and gives the connection up when nothing is read within
+	// KeepaliveTimeout (0: grpc-go's 20s) of the PING: grpc-go's client keepalive, which
+	// istio-agent runs with 30s and 10s (fakeenvoy.Profile). Zero: none, as Envoy.
+	KeepaliveTime, KeepaliveTimeout time.Duration
 	// AgentIssueDelay, when set, is the emulated istio-agent's issue delay for this group's
 	// clients (the fleet's Agent config otherwise); negative serves at once.
 	AgentIssueDelay time.Duration
@@ -238,6 +244,9 @@ func (c Config) Validate() error {
 		}
 		if lim := cmp.Or(g.Window, h2client.DefaultWindow); g.WindowUpdate > lim {
 			errs = append(errs, fmt.Errorf("fleet: group %s: window update %d must be at most the window", g.Name, g.WindowUpdate))
+		}
+		if g.KeepaliveTime < 0 || g.KeepaliveTimeout < 0 {
+			errs = append(errs, fmt.Errorf("fleet: group %s: keepalive %v and its timeout %v must be >= 0 (0: none; the timeout's 0: 20s)", g.Name, g.KeepaliveTime, g.KeepaliveTimeout))
 		}
 		if g.StreamsPerConn < 0 {
 			errs = append(errs, fmt.Errorf("fleet: group %s: streams per connection %d must be >= 0 (0: the fleet's)", g.Name, g.StreamsPerConn))
@@ -408,10 +417,16 @@ func New(cfg Config) (*Fleet, error) {
 	index := 0
 	for _, g := range cfg.Groups {
 		gopts := opts
-		if g.Window > 0 { // before the fleet's DialOptions, which have the last word
-			w := int32(min(g.Window, math.MaxInt32))
-			gopts = append(append(fleetDialOptions(pool), grpc.WithInitialWindowSize(w), grpc.WithInitialConnWindowSize(w)),
-				cfg.DialOptions...)
+		if g.Window > 0 || g.KeepaliveTime > 0 { // before the fleet's DialOptions, which have the last word
+			gopts = fleetDialOptions(pool)
+			if g.Window > 0 {
+				w := int32(min(g.Window, math.MaxInt32))
+				gopts = append(gopts, grpc.WithInitialWindowSize(w), grpc.WithInitialConnWindowSize(w))
+			}
+			if g.KeepaliveTime > 0 {
+				gopts = append(gopts, grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: g.KeepaliveTime, Timeout: g.KeepaliveTimeout}))
+			}
+			gopts = append(gopts, cfg.DialOptions...)
 		}
 		authOpts := map[string][]grpc.DialOption{} // namespace → the group's dial options
 		spc := cfg.streamsPerConn(g)
@@ -450,7 +465,7 @@ func New(cfg Config) (*Fleet, error) {
 			var lean *h2client.Conn
 			if spc <= 1 && g.Auth == nil && cfg.Clock == nil && len(cfg.DialOptions) == 0 {
 				lean, err = h2client.New(h2client.Config{Target: target, Pool: leanPool, Shared: leanShared, MaxRecvMsgSize: MaxRecvMsgSize,
-					Window: g.Window, WindowUpdate: g.WindowUpdate})
+					Window: g.Window, WindowUpdate: g.WindowUpdate, KeepaliveTime: g.KeepaliveTime, KeepaliveTimeout: g.KeepaliveTimeout})
 				if err != nil {
 					return nil, fmt.Errorf("fleet: group %s: %w", g.Name, err)
 				}

@@ -516,6 +516,7 @@ func TestFleetConfigValidate(t *testing.T) {
 		{"istio-agent's windows", func(c *Config) { c.Groups[0].Window, c.Groups[0].WindowUpdate = 1<<20, 1<<18 }, ""},
 		{"window below HTTP/2's initial", func(c *Config) { c.Groups[0].Window = 1000 }, "group sidecars: window 1000 must be 0"},
 		{"window update above the window", func(c *Config) { c.Groups[0].Window, c.Groups[0].WindowUpdate = 1<<20, 1<<21 }, "window update 2097152 must be at most the window"},
+		{"negative keepalive", func(c *Config) { c.Groups[0].KeepaliveTime = -time.Second }, "keepalive -1s and its timeout 0s must be >= 0"},
 		{"group target sharing", func(c *Config) { c.Groups[0].Target, c.Groups[0].StreamsPerConn = "127.0.0.1:2", 4 }, "group sidecars: 4 streams per connection: auth and a group target"},
 		{"group target, the fleet's default", func(c *Config) { c.Groups[0].Target, c.StreamsPerConn = "127.0.0.1:2", 3 }, "group sidecars: 3 streams per connection"},
 		{"group target, the group opts out", func(c *Config) {

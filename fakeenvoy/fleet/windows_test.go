@@ -11,6 +11,7 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -194,5 +195,54 @@ func TestFleetGroupWindows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFleetGroupKeepalive: a group's keepalive reaches its connections on the fleet's own
+// transport: idle, each pings the server (istio-agent's connection does every 30s).
+func TestFleetGroupKeepalive(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &tallyListener{Listener: lis}
+	srv := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond}))
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &blobADS{}) // one response, then quiet
+	go func() { _ = srv.Serve(tl) }()
+	defer srv.Stop()
+
+	cfg := flConfig(lis.Addr().String(), 2, policy.Nack{})
+	cfg.Groups[0].KeepaliveTime, cfg.Groups[0].KeepaliveTimeout = 20*time.Millisecond, time.Minute
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		tl.mu.Lock()
+		pinged := 0
+		for _, c := range tl.conns {
+			if c.Counts().Pings >= 2 {
+				pinged++
+			}
+		}
+		n := len(tl.conns)
+		tl.mu.Unlock()
+		if n == 2 && pinged == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute %d of %d connections sent two keepalive PINGs, want 2 of 2", pinged, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p := f.Progress(); p.ConnectFailures != 0 {
+		t.Errorf("%d connect failures", p.ConnectFailures)
 	}
 }

@@ -24,7 +24,9 @@ const (
 	DefaultReadBufferSize = 32 << 10
 	DefaultWindow         = 256 << 20 // Envoy's initial stream and connection windows
 	DefaultDialTimeout    = 20 * time.Second
-	DefaultUserAgent      = "xdslab-fakeenvoy"
+	// DefaultKeepaliveTimeout is grpc-go's keepalive timeout.
+	DefaultKeepaliveTimeout = 20 * time.Second
+	DefaultUserAgent        = "xdslab-fakeenvoy"
 )
 
 // Config configures a Conn.
@@ -51,6 +53,12 @@ type Config struct {
 	// sent once a stream, or the connection, has received that many since its last one (0:
 	// half the window, as Envoy's HTTP/2 codec; grpc-go gives back a quarter). At most Window.
 	WindowUpdate uint32
+	// KeepaliveTime, when > 0, pings the server once the connection has read nothing for that
+	// long while a stream is open, and KeepaliveTimeout (0: DefaultKeepaliveTimeout) later
+	// fails the connection if it has still read nothing: grpc-go's client keepalive
+	// (keepalive.ClientParameters), which istio-agent's connection to istiod runs with 30s and
+	// 10s. Envoy's ADS connection has none by default.
+	KeepaliveTime, KeepaliveTimeout time.Duration
 	// DialTimeout bounds a connect (0: DefaultDialTimeout).
 	DialTimeout time.Duration
 	// UserAgent is the user-agent header (empty: DefaultUserAgent).
@@ -80,6 +88,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.KeepaliveTime > 0 && c.KeepaliveTimeout <= 0 {
+		c.KeepaliveTimeout = DefaultKeepaliveTimeout
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = DefaultUserAgent
@@ -238,6 +249,7 @@ func (c *Conn) dialTCP(ctx context.Context) (*transport, error) {
 		nc.Close()
 		return nil, err
 	}
+	t.startKeepalive()
 	return t, nil
 }
 
@@ -302,6 +314,16 @@ func (s *socketSource) recv(into receiver) (int, time.Time, error) {
 		at = rxstamp.Kernel(s.oob[:oobn])
 	}
 	return n, at, nil
+}
+
+// waiting says whether the socket holds bytes not read yet (a peek that does not wait).
+func (s *socketSource) waiting() bool {
+	n := 0
+	_ = s.raw.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, _ = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	})
+	return n > 0
 }
 
 // read is one recvmsg into s.into's buffer; false (wait, then call again) when the socket is

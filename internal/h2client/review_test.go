@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
@@ -616,4 +618,120 @@ func TestWindowUpdateEvery(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKeepalive: with Config.KeepaliveTime a connection that reads nothing pings the server
+// (grpc-go's client keepalive, istio-agent's), and fails once a PING goes unanswered for
+// KeepaliveTimeout; without it, an idle connection sends no PING.
+func TestKeepalive(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		time time.Duration
+	}{{"on", 20 * time.Millisecond}, {"off", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl := tallyListener{Listener: lis, conns: make(chan *h2tally.Conn, 1)}
+			srv := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond}))
+			discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
+			go srv.Serve(tl)
+			defer srv.Stop()
+			c, codec := newConn(t, Config{Target: lis.Addr().String(), KeepaliveTime: tc.time, KeepaliveTimeout: tc.time})
+			s, err := openADS(context.Background(), c, codec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			echo(t, s, "v")
+			tc0 := <-tl.conns
+			if tc.time == 0 {
+				time.Sleep(100 * time.Millisecond)
+				echo(t, s, "w") // the server has read every frame sent before
+				if n := tc0.Counts().Pings; n != 0 {
+					t.Errorf("an idle connection without keepalive sent %d PINGs", n)
+				}
+				return
+			}
+			// The stream waits for a response, as a fake Envoy does between pushes: its
+			// receiver reads the PINGs' ACKs.
+			recvErr := make(chan error, 1)
+			go func() {
+				_, err := s.Recv()
+				recvErr <- err
+			}()
+			deadline := time.Now().Add(time.Minute)
+			for tc0.Counts().Pings < 3 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d keepalive PINGs in a minute of idleness, want 3", tc0.Counts().Pings)
+				}
+				select {
+				case err := <-recvErr:
+					t.Fatalf("the idle stream ended: %v", err)
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			if err := s.Send(req("w", 10, 0)); err != nil { // answered PINGs kept the connection up
+				t.Fatal(err)
+			}
+			if err := <-recvErr; err != nil {
+				t.Fatalf("the response after the PINGs: %v", err)
+			}
+		})
+	}
+	t.Run("answered, receiver busy", func(t *testing.T) {
+		// Nobody reads (a scripted ACK delay holds the receiver): the PING's ACK waits in the
+		// socket, which counts as the server's answer, so the connection stays up.
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := tallyListener{Listener: lis, conns: make(chan *h2tally.Conn, 1)}
+		srv := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond}))
+		discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
+		go srv.Serve(tl)
+		defer srv.Stop()
+		c, codec := newConn(t, Config{Target: lis.Addr().String(), KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: 10 * time.Millisecond})
+		s, err := openADS(context.Background(), c, codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, s, "v")
+		tc0 := <-tl.conns
+		deadline := time.Now().Add(time.Minute)
+		for tc0.Counts().Pings < 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("no keepalive PING in a minute of idleness")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // several timeouts' worth, nobody reading
+		echo(t, s, "w")
+	})
+	t.Run("unanswered", func(t *testing.T) {
+		// A server that takes the connection and never writes: the client's PING goes
+		// unanswered.
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lis.Close()
+		go func() {
+			nc, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close()
+			_, _ = io.Copy(io.Discard, nc)
+		}()
+		c, codec := newConn(t, Config{Target: lis.Addr().String(), KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: 10 * time.Millisecond})
+		s, err := openADS(context.Background(), c, codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Recv()
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "keepalive") {
+			t.Fatalf("Recv on a connection whose PING went unanswered: %v, want Unavailable naming the keepalive", err)
+		}
+	})
 }

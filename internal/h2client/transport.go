@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
@@ -59,6 +61,13 @@ type transport struct {
 	wbuf []byte
 	henc *hpack.Encoder
 	hbuf bytes.Buffer
+
+	// Keepalive (Config.KeepaliveTime): lastRead is when a read last returned bytes (unix
+	// nanoseconds), ka the timer that checks it, pingAt when the keepalive PING not yet
+	// answered went out (0: none) and pingDue when it times out; both belong to ka's function.
+	lastRead        atomic.Int64
+	ka              *time.Timer
+	pingAt, pingDue int64
 
 	mu           sync.Mutex
 	connSendWin  int64
@@ -111,6 +120,9 @@ func (t *transport) close(err error) {
 	t.mu.Lock()
 	if t.err == nil {
 		t.err = err
+	}
+	if t.ka != nil {
+		t.ka.Stop()
 	}
 	t.mu.Unlock()
 	if t.nc != nil {
@@ -298,7 +310,77 @@ func (t *transport) fill() error {
 	}
 	t.r1 += n
 	t.at = at
+	if t.ka != nil {
+		t.lastRead.Store(time.Now().UnixNano())
+	}
 	return nil
+}
+
+// bytesWaiting says whether the socket holds bytes not read yet, without reading them.
+func (t *transport) bytesWaiting() bool {
+	w, ok := t.src.(interface{ waiting() bool })
+	return ok && w.waiting()
+}
+
+// startKeepalive starts the keepalive timer (Config.KeepaliveTime), before the first read.
+func (t *transport) startKeepalive() {
+	if t.cfg.KeepaliveTime <= 0 {
+		return
+	}
+	t.lastRead.Store(time.Now().UnixNano())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err == nil {
+		t.ka = time.AfterFunc(t.cfg.KeepaliveTime, t.keepalive)
+	}
+}
+
+// keepalive runs when the keepalive timer fires, as grpc-go's client keepalive loop: once
+// nothing was read for KeepaliveTime while a stream is open (grpc-go's client does not ping
+// without one) it sends a PING, and fails the connection when nothing is read within
+// KeepaliveTimeout of it; it looks again at least every KeepaliveTime.
+func (t *transport) keepalive() {
+	if t.failed() != nil {
+		return
+	}
+	ka, now := t.cfg.KeepaliveTime, time.Now().UnixNano()
+	last := t.lastRead.Load()
+	if last <= t.pingAt && t.bytesWaiting() {
+		// Bytes waiting in the socket are the server's answer too: the stream's receiver
+		// may be busy (a scripted ACK delay), where grpc-go's reader goroutine never is and
+		// would have read them now.
+		last = now
+		t.lastRead.Store(now)
+	}
+	var next time.Duration
+	switch idle := time.Duration(now - last); {
+	case t.pingAt != 0 && last <= t.pingAt && now >= t.pingDue:
+		t.close(fmt.Errorf("keepalive: nothing read within %v of a PING", t.cfg.KeepaliveTimeout))
+		return
+	case t.pingAt != 0 && last <= t.pingAt:
+		next = min(ka, time.Duration(t.pingDue-now))
+	case idle < ka:
+		t.pingAt, next = 0, ka-idle
+	default:
+		t.pingAt, next = 0, ka
+		t.mu.Lock()
+		open := t.active != nil
+		t.mu.Unlock()
+		if open {
+			if err := t.writeControl(func(b []byte) []byte {
+				return binary.BigEndian.AppendUint64(appendFrameHeader(b, 8, framePing, 0, 0), uint64(now))
+			}); err != nil {
+				return
+			}
+			t.pingAt, t.pingDue = now, now+int64(t.cfg.KeepaliveTimeout)
+			next = min(ka, t.cfg.KeepaliveTimeout)
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err == nil {
+		t.ka.Reset(next)
+	}
 }
 
 // buffer is the room to read into (receiver): after the unread bytes of the receive buffer,
