@@ -7,6 +7,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -65,5 +66,39 @@ func TestDeepReachesNestedAnys(t *testing.T) {
 	}
 	if err := Deep(cla(garbage)); err == nil || !strings.Contains(err.Error(), "typed_config") {
 		t.Errorf("an Any that does not decode: %v, want an error", err)
+	}
+}
+
+// TestDeepDynamicForwardProxy: the dynamic forward proxy cluster type and its HTTP and SNI
+// filters (istiod's DYNAMIC_DNS ServiceEntries) are unpacked and validated, not skipped as
+// unknown types: a DNS cache config without a name, which Envoy rejects, is an error. The
+// configs are encoded by hand so that only the package's own imports can register them.
+func TestDeepDynamicForwardProxy(t *testing.T) {
+	const prefix = "type.googleapis.com/envoy.extensions."
+	unnamed := []byte{0x0a, 0x00}                // dns_cache_config {}
+	named := []byte{0x0a, 0x03, 0x0a, 0x01, 'c'} // dns_cache_config {name: "c"}
+	cluster := func(v []byte) proto.Message {
+		return &clusterv3.Cluster{Name: "outbound|80||*.example.com", LbPolicy: clusterv3.Cluster_CLUSTER_PROVIDED,
+			ClusterDiscoveryType: &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
+				Name: "envoy.clusters.dynamic_forward_proxy", TypedConfig: &anypb.Any{TypeUrl: prefix + "clusters.dynamic_forward_proxy.v3.ClusterConfig", Value: v}}}}
+	}
+	filter := func(typ string) func(v []byte) proto.Message {
+		return func(v []byte) proto.Message {
+			return &listenerv3.Listener{Name: "0.0.0.0_80", FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{
+				Name: "f", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: &anypb.Any{TypeUrl: prefix + typ, Value: v}},
+			}}}}}
+		}
+	}
+	for name, build := range map[string]func([]byte) proto.Message{
+		"cluster":     cluster,
+		"http filter": filter("filters.http.dynamic_forward_proxy.v3.FilterConfig"),
+		"sni filter":  filter("filters.network.sni_dynamic_forward_proxy.v3.FilterConfig"),
+	} {
+		if err := Deep(build(named)); err != nil {
+			t.Errorf("%s with a named cache: %v", name, err)
+		}
+		if err := Deep(build(unnamed)); err == nil || !strings.Contains(err.Error(), "Name") {
+			t.Errorf("%s with an unnamed cache: %v, want its validation error", name, err)
+		}
 	}
 }
