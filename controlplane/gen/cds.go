@@ -131,6 +131,14 @@ func serviceClusters(s *model.Snapshot, ix *index, sh *shared, svc *model.Servic
 		if port.Protocol == model.ProtocolUDP || !ix.scope.SeesPort(svc, port.Number) {
 			continue // istiod builds nothing for UDP, nor for a port a Sidecar egress port leaves out
 		}
+		if svc.DynamicForwardProxy() && !grpc {
+			// One dynamic forward proxy cluster per port it serves, without subsets (dfp.go).
+			name := ClusterName(Outbound, port.Number, "", svc.Hostname)
+			if dfpServesPort(port.Protocol) && wanted(want, name) {
+				out = append(out, Resource{Name: name, Message: dfpCluster(sh, s, name, svc, port, dr), Deps: deps})
+			}
+			continue
+		}
 		subsets := append([]*networking.Subset{nil}, dr.GetSubsets()...)
 		seen := map[string]bool{}
 		for _, ss := range subsets {
@@ -179,6 +187,11 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 	pol.distribution = svc.TrafficDistribution
 	var err error
 	resolution := svc.Resolution
+	if resolution == model.ResolutionDynamicDNS {
+		// Not a dynamic forward proxy here (serviceClusters builds those): a proxyless gRPC
+		// client's cluster or a gateway's SNI-DNAT one, EDS in istiod.
+		resolution = model.ResolutionStatic
+	}
 	if resolution == model.ResolutionPassthrough && (grpc || sh.proxy != nil && sh.proxy.Type == model.Router) {
 		// A gateway cannot pass through to the address the client dialled, nor can grpc-go
 		// (no ORIGINAL_DST clusters): istiod falls back to EDS (the entry's endpoints, often

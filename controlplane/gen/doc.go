@@ -70,7 +70,9 @@
 //   - clusters "outbound|PORT||HOST" per service port and "outbound|PORT|SUBSET|HOST" per
 //     DestinationRule subset (EDS over ADS, service_name = cluster name; STRICT_DNS, or
 //     LOGICAL_DNS for DNS_ROUND_ROBIN, with inline endpoints for DNS services; ORIGINAL_DST
-//     for passthrough ones),
+//     for passthrough ones; envoy.clusters.dynamic_forward_proxy, without subsets, for the
+//     wildcard hosts of DYNAMIC_DNS ServiceEntries, whose HTTP connection managers and TLS
+//     chains get the dynamic forward proxy filters: dfp.go),
 //     "inbound|PORT||" per port of the proxy's own services (services with an endpoint at the
 //     proxy's IP; ORIGINAL_DST bound to 127.0.0.6, with the service's DestinationRule
 //     connection pool) or per ingress port of its Sidecar (sidecaringress.go: STATIC to the

@@ -180,7 +180,7 @@ func addBoundHTTPPort(ix *index, b boundEgress, svc *model.Service, port model.P
 		return nil
 	}
 	chain := &listenerv3.FilterChain{
-		Filters: []*listenerv3.Filter{hcmFilter(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(port.Number), 10))), port.Protocol == model.ProtocolGRPCWeb))},
+		Filters: []*listenerv3.Filter{hcmFilter(withDFP(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(port.Number), 10))), port.Protocol == model.ProtocolGRPCWeb), svc))},
 	}
 	prev, ok := taken[name]
 	if !ok {
@@ -282,6 +282,12 @@ func boundTLSChains(svc *model.Service, port model.Port) *boundPort {
 		return &boundPort{}
 	}
 	bp := &boundPort{}
+	if svc.DynamicForwardProxy() {
+		// Its host by SNI, whatever the bind, as istiod matches a dynamic forward proxy's
+		// TLS port (dfp.go).
+		bp.sni = svc.Hostname
+		return bp
+	}
 	if len(svc.Addresses) == 0 {
 		return bp
 	}

@@ -176,7 +176,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			l.ListenerFilters = []*listenerv3.ListenerFilter{httpInspector()}
 			l.FilterChains = []*listenerv3.FilterChain{{
 				FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: "raw_buffer", ApplicationProtocols: plaintextHTTPProtocols},
-				Filters:          []*listenerv3.Filter{hcmFilter(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(num), 10))), pi.grpcWeb))},
+				Filters:          []*listenerv3.Filter{hcmFilter(withDFP(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(num), 10))), pi.grpcWeb), pi.httpFirst))},
 			}}
 			deps = append(pi.http, pi.wildDeps...)
 			// The TCP and TLS services without a VIP on the port keep their chains beside the
@@ -246,6 +246,10 @@ type portInfo struct {
 	// protocol it is built with.
 	first      *model.Service
 	firstProto model.Protocol
+	// httpFirst is the service the port's HTTP chain is built from, the first with an HTTP
+	// chain there (istiod keeps its HTTP connection manager: a dynamic forward proxy's
+	// filter, dfp.go, is there when this service is one).
+	httpFirst *model.Service
 }
 
 // insertService inserts svc into list, kept in the order istiod builds services in (sc's
@@ -277,6 +281,14 @@ func (pi *portInfo) joinWild(svc *model.Service, port model.Port) error {
 	}
 	return fmt.Errorf("LDS: services %s (%s) and %s (%s) both use %s:%d, and %s shares a listener with its own protocol only; %s keeps it (as istiod), give one of them a VIP or another port",
 		pi.first.Hostname, pi.firstProto, svc.Hostname, port.Protocol, wildcardIP, port.Number, wk, pi.first.Hostname)
+}
+
+// addHTTP records svc as a service with an HTTP chain on the port's 0.0.0.0_PORT listener.
+func (pi *portInfo) addHTTP(svc *model.Service) {
+	if len(pi.http) == 0 {
+		pi.httpFirst = svc
+	}
+	pi.http = append(pi.http, ServiceKey(svc))
 }
 
 // wild reports whether the port has a 0.0.0.0_PORT listener.
@@ -337,7 +349,7 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 				return []error{err}
 			}
 			pi.ix = ix
-			pi.http = append(pi.http, ServiceKey(svc))
+			pi.addHTTP(svc)
 			pi.grpcWeb = pi.grpcWeb || port.Protocol == model.ProtocolGRPCWeb
 		}
 		return nil
@@ -368,7 +380,7 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 	}
 	if sniffedWithoutVIP(svc, port) && joinsWild && !headless {
 		pi.ix = ix
-		pi.http = append(pi.http, ServiceKey(svc)) // and its TCP chain below
+		pi.addHTTP(svc) // and its TCP chain below
 	}
 	if len(vips) > 0 && len(cidrs(svc.Addresses)) > 0 && joinsWild {
 		// Both: a listener per IP (below), and the CIDRs chains on 0.0.0.0_PORT, as istiod
@@ -426,7 +438,9 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		// The service's own chain by SNI (a CIDR address); with an IP address too, the same
 		// chain matching everything, else what it does not take passes through.
 		all := chains[0]
-		chains = []*listenerv3.FilterChain{{FilterChainMatch: sniChainMatch([]string{sni}, nil), Filters: all.Filters}}
+		filters, adeps := withSNIDFP(p, ix.snap, all.Filters, svc, port.Number)
+		cdeps = append(cdeps, adeps...)
+		chains = []*listenerv3.FilterChain{{FilterChainMatch: sniChainMatch([]string{sni}, nil), Filters: filters}}
 		if bp.alsoAll {
 			def = all
 		} else {
@@ -696,7 +710,8 @@ func wildTCPChains(p *model.Proxy, pi *portInfo, l *listenerv3.Listener, num uin
 				// connection duration, source-IP hash), as istiod's single-destination one does.
 				cluster := ClusterName(Outbound, num, "", svc.Hostname)
 				filters, ddeps := singleTCPProxy(ix, cluster, svc.Hostname, "", model.ProtocolTLS)
-				deps = append(deps, ddeps...)
+				filters, adeps := withSNIDFP(p, ix.snap, filters, svc, num)
+				deps = append(append(deps, ddeps...), adeps...)
 				chains = []*listenerv3.FilterChain{{
 					FilterChainMatch: sniChainMatch([]string{svc.Hostname}, svcCIDRs),
 					Filters:          filters,

@@ -1,16 +1,13 @@
 package gen
 
 import (
-	"fmt"
 	"strconv"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
@@ -168,11 +165,21 @@ func tlsInspector() *listenerv3.ListenerFilter {
 // (auto_san_validation). A credentialName (a Kubernetes secret) is not read on a sidecar, as
 // in istiod: the cluster stays plaintext.
 func originateTLS(c *clusterv3.Cluster, svc *model.Service, t *networking.ClientTLSSettings, h2 bool) {
-	if t.GetCredentialName() != "" {
+	if !originateTLSSocket(c, svc, t, h2) {
 		return
 	}
+	autoSNI := t.GetSni() == ""
+	setAutoVerify(c, h2, autoVerify{sni: autoSNI, san: autoSNI && len(t.GetSubjectAltNames()) == 0 && !t.GetInsecureSkipVerify().GetValue()})
+}
+
+// originateTLSSocket sets c's transport socket for originateTLS and reports whether it did
+// (not for a credentialName, nor for MUTUAL without its certificate and key).
+func originateTLSSocket(c *clusterv3.Cluster, svc *model.Service, t *networking.ClientTLSSettings, h2 bool) bool {
+	if t.GetCredentialName() != "" {
+		return false
+	}
 	if t.GetMode() == networking.ClientTLSSettings_MUTUAL && (t.GetClientCertificate() == "" || t.GetPrivateKey() == "") {
-		return // rejected by validation (istiod logs and sends no TLS)
+		return false // rejected by validation (istiod logs and sends no TLS)
 	}
 	ctx := &tlsv3.CommonTlsContext{}
 	if t.GetMode() == networking.ClientTLSSettings_MUTUAL {
@@ -209,18 +216,5 @@ func originateTLS(c *clusterv3.Cluster, svc *model.Service, t *networking.Client
 	c.TransportSocket = &corev3.TransportSocket{Name: tlsTransportSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
 		TypedConfig: toAny(&tlsv3.UpstreamTlsContext{CommonTlsContext: ctx, Sni: t.GetSni()}),
 	}}
-	autoSNI := t.GetSni() == ""
-	autoSAN := autoSNI && len(t.GetSubjectAltNames()) == 0 && !t.GetInsecureSkipVerify().GetValue()
-	if !autoSNI && !autoSAN {
-		return
-	}
-	opts := httpOptions(h2, nil)
-	if a := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName]; a != nil {
-		opts = &upstreamhttpv3.HttpProtocolOptions{}
-		if err := a.UnmarshalTo(opts); err != nil {
-			panic(fmt.Sprintf("gen: own protocol options do not decode: %v", err)) // built here
-		}
-	}
-	opts.UpstreamHttpProtocolOptions = &corev3.UpstreamHttpProtocolOptions{AutoSni: autoSNI, AutoSanValidation: autoSAN}
-	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
+	return true
 }

@@ -90,6 +90,10 @@ const (
 	ResolutionDNS
 	// ResolutionPassthrough: traffic goes to the original destination.
 	ResolutionPassthrough
+	// ResolutionDynamicDNS: a ServiceEntry's DYNAMIC_DNS: the proxy resolves the host the
+	// request names (its Host header, or its TLS SNI) through a dynamic forward proxy, for
+	// wildcard hosts (DynamicForwardProxy).
+	ResolutionDynamicDNS
 )
 
 func (r Resolution) String() string {
@@ -100,6 +104,8 @@ func (r Resolution) String() string {
 		return "DNS"
 	case ResolutionPassthrough:
 		return "PASSTHROUGH"
+	case ResolutionDynamicDNS:
+		return "DYNAMIC_DNS"
 	}
 	return fmt.Sprintf("Resolution(%d)", int(r))
 }
@@ -219,6 +225,13 @@ func (s *Service) PortByName(name string) (Port, bool) {
 // content) rather than its EDS assignment: a DNS-resolution service's STRICT_DNS/LOGICAL_DNS
 // cluster inlines them, so a change to them is a full push, as in Istio. False for nil.
 func (s *Service) EndpointsInCluster() bool { return s != nil && s.Resolution == ResolutionDNS }
+
+// DynamicForwardProxy reports whether istiod serves s through a dynamic forward proxy: a
+// wildcard host (*.example.com) of resolution DYNAMIC_DNS, whose HTTP, HTTP2, GRPC and TLS
+// ports get a dynamic forward proxy cluster and filter instead of endpoints. False for nil.
+func (s *Service) DynamicForwardProxy() bool {
+	return s != nil && s.Resolution == ResolutionDynamicDNS && strings.HasPrefix(s.Hostname, "*")
+}
 
 // Headless reports whether s is a headless Kubernetes Service (clusterIP None: no address,
 // passthrough): istiod gives each of its endpoints a listener of its own for the ports not

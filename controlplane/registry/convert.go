@@ -55,11 +55,6 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 	if !ok || spec == nil {
 		return Converted{}, fmt.Errorf("%s: spec is %T, want a ServiceEntry", se.Key(), se.Spec)
 	}
-	if spec.GetResolution() == networking.ServiceEntry_DYNAMIC_DNS {
-		// istiod serves it through a dynamic forward proxy, which xdslab does not generate
-		// (validate warns): the entry is left out.
-		return Converted{Endpoints: map[string][]*model.Endpoint{}}, nil
-	}
 	var errs []error
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{se.Key()}, args...)...))
@@ -258,6 +253,8 @@ func convertResolution(r networking.ServiceEntry_Resolution) model.Resolution {
 		return model.ResolutionStatic
 	case networking.ServiceEntry_DNS, networking.ServiceEntry_DNS_ROUND_ROBIN:
 		return model.ResolutionDNS
+	case networking.ServiceEntry_DYNAMIC_DNS:
+		return model.ResolutionDynamicDNS
 	}
 	return model.ResolutionPassthrough // NONE
 }

@@ -288,18 +288,26 @@ func TestSpiffeID(t *testing.T) {
 	}
 }
 
-// TestConvertDynamicDNSLeftOut: a DYNAMIC_DNS entry (istiod's dynamic forward proxy, which
-// xdslab does not generate; validate warns) becomes no service, rather than a DNS cluster of a
-// wildcard host that Envoy would reject.
-func TestConvertDynamicDNSLeftOut(t *testing.T) {
+// TestConvertDynamicDNS: a DYNAMIC_DNS entry becomes a service of resolution DYNAMIC_DNS per
+// wildcard host, without addresses or endpoints (istiod's dynamic forward proxy resolves the
+// request's host; gen builds its cluster and filters).
+func TestConvertDynamicDNS(t *testing.T) {
 	se := seConfig("x", "dyn", &networking.ServiceEntry{
-		Hosts: []string{"*.dyn.example.com"}, Resolution: networking.ServiceEntry_DYNAMIC_DNS,
+		Hosts: []string{"*.dyn.example.com", "*.dyn.example.org"}, Resolution: networking.ServiceEntry_DYNAMIC_DNS,
 		Location: networking.ServiceEntry_MESH_EXTERNAL,
-		Ports:    []*networking.ServicePort{{Number: 80, Name: "http", Protocol: "HTTP"}},
+		Ports:    []*networking.ServicePort{{Number: 80, Name: "http", Protocol: "HTTP"}, {Number: 443, Name: "tls", Protocol: "TLS"}},
 	})
 	got, err := ConvertServiceEntry(se, nil, ConvertOptions{})
-	if err != nil || len(got.Services) != 0 || len(got.Endpoints) != 0 {
-		t.Fatalf("got %d services, %d endpoint hosts, error %v; want none", len(got.Services), len(got.Endpoints), err)
+	if err != nil || len(got.Services) != 2 {
+		t.Fatalf("got %d services, error %v; want 2", len(got.Services), err)
+	}
+	for _, svc := range got.Services {
+		if svc.Resolution != model.ResolutionDynamicDNS || !svc.DynamicForwardProxy() || len(svc.Addresses) != 0 || len(svc.Ports) != 2 || !svc.MeshExternal {
+			t.Errorf("%s: resolution %v, dynamic forward proxy %v, addresses %v, %d ports, external %v", svc.Hostname, svc.Resolution, svc.DynamicForwardProxy(), svc.Addresses, len(svc.Ports), svc.MeshExternal)
+		}
+		if eps := got.Endpoints[svc.Hostname]; len(eps) != 0 {
+			t.Errorf("%s: %d endpoints, want none", svc.Hostname, len(eps))
+		}
 	}
 }
 

@@ -544,7 +544,8 @@ func (c *checker) serviceEntry(at Path, namespace string, se *networking.Service
 			c.labels(ea.With("labels"), ep.GetLabels())
 		}
 	case networking.ServiceEntry_DYNAMIC_DNS:
-		// istiod's rules, then the warning: xdslab has no dynamic forward proxy.
+		// istiod's rules; gen builds istiod's dynamic forward proxy cluster and filters
+		// (gen/dfp.go).
 		for i, h := range se.GetHosts() {
 			if !strings.HasPrefix(h, "*") {
 				c.errf(at.With("hosts", i), "%q: resolution DYNAMIC_DNS needs wildcard hosts (*.example.com)", h)
@@ -563,7 +564,6 @@ func (c *checker) serviceEntry(at Path, namespace string, se *networking.Service
 				c.errf(at.With("ports", i, "protocol"), "%q: resolution DYNAMIC_DNS takes HTTP, TLS, GRPC or HTTP2 ports", p.GetProtocol())
 			}
 		}
-		c.warnf(at.With("resolution"), "DYNAMIC_DNS (istiod's dynamic forward proxy cluster and filter, which istiod builds by default) is %s: the entry is left out of the mesh, so requests to its hosts take the outbound traffic policy (passthrough under ALLOW_ANY)", notGenerated)
 	default:
 		c.errf(at.With("resolution"), "%v is not a supported resolution: use NONE, STATIC, DNS, DNS_ROUND_ROBIN or DYNAMIC_DNS", res)
 	}

@@ -71,6 +71,9 @@ var proxies = []struct {
 	// egress ports and catch-all egress listeners (egresscatchall.yaml).
 	{"sidecar-reel", parity.Proxy{Type: "sidecar", IP: "10.66.2.1", Pod: "client", Namespace: "reel", Labels: map[string]string{"app": "reel"}, ServiceAccount: "client"}},
 	{"sidecar-reel-bind", parity.Proxy{Type: "sidecar", IP: "10.66.2.2", Pod: "client2", Namespace: "reel", Labels: map[string]string{"app": "reelbind"}, ServiceAccount: "client"}},
+	// A sidecar of no service under a Sidecar that imports DYNAMIC_DNS ServiceEntries, one of
+	// them exported to its namespace only (dynamicdns.yaml).
+	{"sidecar-dfp", parity.Proxy{Type: "sidecar", IP: "10.69.9.9", Pod: "client", Namespace: "dfp", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 }
