@@ -12,7 +12,9 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -52,6 +54,9 @@ func Cluster(c *clusterv3.Cluster) error {
 			}
 		}
 	}
+	if err := dynamicForwardProxy(c); err != nil {
+		return err
+	}
 	if lb == clusterv3.Cluster_RING_HASH && !extLB {
 		rh := c.GetRingHashLbConfig()
 		lo, hi := uint64(1024), uint64(8388608) // Envoy's defaults
@@ -64,6 +69,36 @@ func Cluster(c *clusterv3.Cluster) error {
 		if lo > hi {
 			return fmt.Errorf("ring hash: minimum_ring_size (%d) > maximum_ring_size (%d)", lo, hi)
 		}
+	}
+	return nil
+}
+
+// dynamicForwardProxy reports what Envoy's dynamic forward proxy cluster factory rejects
+// (ClusterFactory::createClusterWithConfig): unless allow_insecure_cluster_options, the
+// cluster's upstream HTTP options must turn auto_sni and auto_san_validation on. Without typed
+// HttpProtocolOptions nor the deprecated upstream_http_protocol_options Envoy turns both on
+// itself; typed options replace that default with theirs, which must then set both.
+func dynamicForwardProxy(c *clusterv3.Cluster) error {
+	ct := c.GetClusterType()
+	if ct.GetName() != "envoy.clusters.dynamic_forward_proxy" {
+		return nil
+	}
+	cfg := &dfpclusterv3.ClusterConfig{}
+	if err := ct.GetTypedConfig().UnmarshalTo(cfg); err != nil || cfg.GetAllowInsecureClusterOptions() {
+		return nil // an undecodable config is Deep's to report
+	}
+	opts := c.GetUpstreamHttpProtocolOptions()
+	if a := c.GetTypedExtensionProtocolOptions()["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]; a != nil {
+		typed := &upstreamhttpv3.HttpProtocolOptions{}
+		if err := a.UnmarshalTo(typed); err != nil {
+			return nil // Deep's to report
+		}
+		opts = typed.GetUpstreamHttpProtocolOptions()
+	} else if opts == nil {
+		return nil // Envoy's default: both on
+	}
+	if !opts.GetAutoSni() || !opts.GetAutoSanValidation() {
+		return errors.New("dynamic_forward_proxy cluster must have auto_sni and auto_san_validation true unless allow_insecure_cluster_options is set")
 	}
 	return nil
 }

@@ -9,10 +9,12 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -74,6 +76,22 @@ func TestClusterBuild(t *testing.T) {
 		return c
 	}
 	with := func(c *clusterv3.Cluster, f func(*clusterv3.Cluster)) *clusterv3.Cluster { f(c); return c }
+	// A dynamic forward proxy cluster: allow_insecure_cluster_options, and typed upstream HTTP
+	// options (nil: none) with their auto_sni and auto_san_validation (nil: unset).
+	dfp := func(insecure bool, opts *corev3.UpstreamHttpProtocolOptions, typedOpts bool) *clusterv3.Cluster {
+		c := &clusterv3.Cluster{Name: "outbound|80||*.example.com", LbPolicy: clusterv3.Cluster_CLUSTER_PROVIDED,
+			ClusterDiscoveryType: &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
+				Name: "envoy.clusters.dynamic_forward_proxy", TypedConfig: mustAny(t, &dfpclusterv3.ClusterConfig{AllowInsecureClusterOptions: insecure})}}}
+		if typedOpts {
+			c.TypedExtensionProtocolOptions = map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": mustAny(t, &upstreamhttpv3.HttpProtocolOptions{
+				UpstreamHttpProtocolOptions: opts,
+				UpstreamProtocolOptions: &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig{
+					ProtocolConfig: &upstreamhttpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}}}},
+			})}
+		}
+		return c
+	}
+	const dfpAuto = "must have auto_sni and auto_san_validation true"
 	for _, tc := range []struct {
 		name string
 		c    *clusterv3.Cluster
@@ -91,6 +109,14 @@ func TestClusterBuild(t *testing.T) {
 		{"ring hash defaults", ring(0, 0), ""},
 		{"ring hash min over max", ring(4096, 2048), "minimum_ring_size (4096) > maximum_ring_size (2048)"},
 		{"ring hash min over default max", ring(8388608, 0), ""},
+		{"dfp without protocol options", dfp(false, nil, false), ""},
+		{"dfp typed options without auto", dfp(false, nil, true), dfpAuto},
+		{"dfp typed options, auto_sni only", dfp(false, &corev3.UpstreamHttpProtocolOptions{AutoSni: true}, true), dfpAuto},
+		{"dfp typed options, both", dfp(false, &corev3.UpstreamHttpProtocolOptions{AutoSni: true, AutoSanValidation: true}, true), ""},
+		{"dfp insecure, typed options without auto", dfp(true, nil, true), ""},
+		{"dfp deprecated options without san", with(dfp(false, nil, false), func(c *clusterv3.Cluster) {
+			c.UpstreamHttpProtocolOptions = &corev3.UpstreamHttpProtocolOptions{AutoSni: true}
+		}), dfpAuto},
 	} {
 		err := Cluster(tc.c)
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
