@@ -80,6 +80,13 @@ func dfpCluster(sh *shared, s *model.Snapshot, name string, svc *model.Service, 
 		cfg.AllowInsecureClusterOptions = verify.insecure
 		setAutoVerify(c, h2, verify)
 	}
+	if !cfg.AllowInsecureClusterOptions && !autoVerifies(c) {
+		// Not istiod's: without TLS, its cluster with upstream HTTP options (HTTP/2, or the
+		// pool's idle timeout, connection duration, requests per connection) turns neither
+		// auto_sni nor auto_san_validation on, and Envoy rejects it. As istiod does for its
+		// ALLOW_ANY_DYNAMIC_DNS cluster without TLS, the insecure options are allowed.
+		cfg.AllowInsecureClusterOptions = true
+	}
 	c.ClusterDiscoveryType = &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{Name: dfpClusterTypeName, TypedConfig: toAny(cfg)}}
 	pol.applyProxyProtocol(c)
 	return c
@@ -149,6 +156,22 @@ func setAutoVerify(c *clusterv3.Cluster, h2 bool, v autoVerify) {
 	}
 	opts.UpstreamHttpProtocolOptions = &corev3.UpstreamHttpProtocolOptions{AutoSni: v.sni, AutoSanValidation: v.san}
 	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: toAny(opts)}
+}
+
+// autoVerifies reports whether Envoy's dynamic forward proxy factory finds auto_sni and
+// auto_san_validation on in c: set in its upstream HTTP options, or, without such options,
+// Envoy's default.
+func autoVerifies(c *clusterv3.Cluster) bool {
+	a := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName]
+	if a == nil {
+		return true
+	}
+	opts := &upstreamhttpv3.HttpProtocolOptions{}
+	if err := a.UnmarshalTo(opts); err != nil {
+		panic(fmt.Sprintf("gen: own protocol options do not decode: %v", err)) // built here
+	}
+	u := opts.GetUpstreamHttpProtocolOptions()
+	return u.GetAutoSni() && u.GetAutoSanValidation()
 }
 
 // dfpHTTPFilter is the HTTP filter that resolves the request's host into svc's DNS cache.

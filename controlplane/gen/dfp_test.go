@@ -20,6 +20,7 @@ import (
 	securityapi "istio.io/api/security/v1beta1"
 
 	"github.com/xdslab/xdslab/controlplane/model"
+	envoyvalidate "github.com/xdslab/xdslab/fakeenvoy/validate"
 	"github.com/xdslab/xdslab/istioconfig"
 )
 
@@ -45,7 +46,7 @@ func dfpMesh() *model.Snapshot {
 		dock,
 		svc("*.buoy.example", 1, model.ResolutionDynamicDNS, true, port("tls", 7107, model.ProtocolTLS)),
 		svc("rope.pier.example", 2, model.ResolutionDNS, true, port("http", 7108, model.ProtocolHTTP), port("http2", 7109, model.ProtocolHTTP)),
-		svc("*.knot.example", 3, model.ResolutionDynamicDNS, true, port("http", 7108, model.ProtocolHTTP)),
+		svc("*.knot.example", 3, model.ResolutionDynamicDNS, true, port("http", 7108, model.ProtocolHTTP), port("h2", 7110, model.ProtocolHTTP2)),
 		svc("*.hitch.example", 0, model.ResolutionDynamicDNS, true, port("http", 7109, model.ProtocolHTTP)),
 	}
 	tls := func(mode networking.ClientTLSSettings_TLSmode) *networking.ClientTLSSettings {
@@ -84,7 +85,8 @@ func dfpMesh() *model.Snapshot {
 // TestDynamicForwardProxy: a wildcard DYNAMIC_DNS entry's HTTP, HTTP2, GRPC and TLS ports get
 // istiod's dynamic forward proxy: one cluster per port (no subsets, CLUSTER_PROVIDED whatever
 // the rule's load balancer, the rule's pool, outlier detection and TLS, auto SNI and SAN
-// validation as istiod sets them for such a cluster, none of the entry's SANs), the HTTP filter
+// validation as istiod sets them for such a cluster, none of the entry's SANs; the insecure
+// options allowed where Envoy would reject istiod's cluster without them), the HTTP filter
 // before the router of a port whose HTTP chain the entry builds (the oldest service with one
 // there), and on a TLS port the SNI filter before the tcp_proxy of the host's SNI chain, after
 // the proxy's own network RBAC filters.
@@ -120,6 +122,9 @@ func TestDynamicForwardProxy(t *testing.T) {
 		{cluster: "outbound|7106||*.dock.example", tls: matches, autoSNI: true, autoSAN: true, timeout: DefaultConnectTimeout},
 		{cluster: "outbound|7107||*.buoy.example", tls: socket, sni: "buoy.internal", autoSAN: true, insecure: true, timeout: DefaultConnectTimeout},
 		{cluster: "outbound|7108||*.knot.example", timeout: DefaultConnectTimeout},
+		// Not istiod's: HTTP/2 options without TLS, which Envoy takes only with the insecure
+		// options allowed.
+		{cluster: "outbound|7110||*.knot.example", insecure: true, h2: true, timeout: DefaultConnectTimeout},
 	}
 	for _, tc := range cases {
 		t.Run(tc.cluster, func(t *testing.T) {
@@ -128,6 +133,9 @@ func TestDynamicForwardProxy(t *testing.T) {
 				t.Fatal("no cluster")
 			}
 			c := r.Message.(*clusterv3.Cluster)
+			if err := envoyvalidate.Cluster(c); err != nil {
+				t.Errorf("the fake Envoy rejects it: %v", err)
+			}
 			ct := c.GetClusterType()
 			cfg := &dfpclusterv3.ClusterConfig{}
 			if ct.GetName() != dfpClusterTypeName || ct.GetTypedConfig().UnmarshalTo(cfg) != nil {
