@@ -205,6 +205,9 @@ func withSNIDFP(p *model.Proxy, s *model.Snapshot, filters []*listenerv3.Filter,
 	f := &listenerv3.Filter{Name: sniDFPFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(cfg)}}
 	n := len(filters)
 	out := append(filters[:n-1:n-1], f, filters[n-1])
+	if p == nil {
+		return out, nil
+	}
 	az := authzFor(p, s)
 	if az.empty() {
 		return out, nil

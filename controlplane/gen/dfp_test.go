@@ -328,3 +328,19 @@ func TestDynamicForwardProxyCacheClass(t *testing.T) {
 		t.Error("proxies whose outbound listeners differ share a listener cache class")
 	}
 }
+
+// TestDynamicForwardProxyNilProxy: without a proxy (the generators' nil input), a TLS port's
+// chain still gets its SNI filter, and no proxy's policies.
+func TestDynamicForwardProxyNilProxy(t *testing.T) {
+	rs, err := ForType(ListenerType, nil).Generate(nil, dfpMesh(), []string{"0.0.0.0_7102"})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("%d listeners, %v", len(rs), err)
+	}
+	var names []string
+	for _, f := range rs[0].Message.(*listenerv3.Listener).GetFilterChains()[0].GetFilters() {
+		names = append(names, f.GetName())
+	}
+	if want := []string{sniDFPFilterName, tcpProxyFilterName}; !slices.Equal(names, want) {
+		t.Errorf("filters %v, want %v", names, want)
+	}
+}
