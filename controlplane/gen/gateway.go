@@ -269,12 +269,15 @@ const DisableGatewayPortTranslationLabel = "experimental.istio.io/disable-gatewa
 
 // gatewayListenPort is the port a router listens on for a Gateway server of port num, as
 // istiod resolves it for a Gateway that selects the router by labels: a service of the
-// router's namespace with an endpoint at the router's address and a port num sends that port
-// to the endpoint's target port, and the router listens there (an installed ingress gateway's
-// Service maps 80 to 8080). The oldest such service decides (then by host name, istiod's
-// order of a proxy's service targets); a service labelled DisableGatewayPortTranslationLabel
-// is passed over, whatever its registry; without one the router listens on num.
-// deps are the services and endpoints read.
+// router's own (model.IsServiceTarget: a Kubernetes Service of its config namespace, a
+// ServiceEntry of its node's NAMESPACE or, without one, of any namespace) with an endpoint at
+// the router's address that serves its port num sends that port to the endpoint's target
+// port, and the router listens there (an installed ingress gateway's Service maps 80 to
+// 8080). The oldest such service decides (then by host name, istiod's order of a proxy's
+// service targets); a service labelled DisableGatewayPortTranslationLabel is passed over,
+// whatever its registry; without one the router listens on num. An endpoint that does not
+// serve the port (a Kubernetes endpoint whose slice does not list it) is no target of it in
+// istiod and passes the port on to the next service. deps are the services and endpoints read.
 func gatewayListenPort(p *model.Proxy, s *model.Snapshot, num uint32) (uint32, []istioconfig.Key) {
 	type target struct {
 		svc *model.Service
@@ -284,10 +287,10 @@ func gatewayListenPort(p *model.Proxy, s *model.Snapshot, num uint32) (uint32, [
 	var deps []istioconfig.Key
 	for _, ip := range p.IPAddresses {
 		for _, ep := range s.EndpointsAt(ip) {
-			svc := s.Service(ep.Service)
-			if svc == nil || svc.Namespace != p.Namespace {
+			if !model.IsServiceTarget(p, s, ep) {
 				continue
 			}
+			svc := s.Service(ep.Service)
 			if _, ok := svc.Port(num); ok {
 				deps = append(deps, ServiceKey(svc), EndpointKey(svc))
 				targets = append(targets, target{svc, ep})
@@ -305,7 +308,9 @@ func gatewayListenPort(p *model.Proxy, s *model.Snapshot, num uint32) (uint32, [
 			continue
 		}
 		port, _ := t.svc.Port(num)
-		return t.ep.TargetPort(port), deps
+		if tp, ok := t.ep.ServesPort(port); ok {
+			return tp, deps
+		}
 	}
 	return num, deps
 }

@@ -83,3 +83,81 @@ func TestGatewayPortTranslation(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayPortTranslationTargets: the services whose ports translate a router's server
+// ports are its service targets as istiod's registries find them. A ServiceEntry counts when
+// it is of the node's NAMESPACE, or of any namespace when the node sends none (its config
+// namespace, from its DNS domain, plays no part); a Kubernetes Service when it is of the
+// config namespace; and an endpoint that does not serve the port (its slice does not list it)
+// is passed over for the next service.
+func TestGatewayPortTranslationTargets(t *testing.T) {
+	const routerIP = "100.64.0.1" // routerProxy's address
+	old, young := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	entry := func(host, ns string, created time.Time, num uint32) *model.Service {
+		return &model.Service{Hostname: host, Namespace: ns, CreationTime: created, Resolution: model.ResolutionStatic,
+			Source: istioconfig.Key{Kind: istioconfig.KindServiceEntry, Name: host, Namespace: ns},
+			Ports:  []model.Port{{Name: "http-pier", Number: num, Protocol: model.ProtocolHTTP}}}
+	}
+	kubeSvc := func(host, ns string, created time.Time, num uint32) *model.Service {
+		return &model.Service{Hostname: host, Namespace: ns, CreationTime: created,
+			Source: istioconfig.Key{Kind: model.KindService, Name: host, Namespace: ns},
+			Ports:  []model.Port{{Name: "http-pier", Number: num, Protocol: model.ProtocolHTTP}}}
+	}
+	seAt := func(s *model.Service, target uint32) *model.Endpoint {
+		return &model.Endpoint{Service: s.Hostname, Address: routerIP, Ports: map[string]uint32{"http-pier": target}, Weight: 1, Health: model.Healthy,
+			Source: istioconfig.Key{Kind: istioconfig.KindWorkloadEntry, Name: "pier-gw", Namespace: s.Namespace}}
+	}
+	sliceAt := func(s *model.Service, ports map[string]uint32) *model.Endpoint {
+		return &model.Endpoint{Service: s.Hostname, Address: routerIP, Ports: ports, OnlyListedPorts: true, Weight: 1, Health: model.Healthy,
+			Source: istioconfig.Key{Kind: "EndpointSlice", Name: "slice", Namespace: s.Namespace}}
+	}
+	// Port 7100: a ServiceEntry of namespace dock only.
+	dockSE := entry("pier.dock.example", "dock", old, 7100)
+	// Port 7200: a Kubernetes Service of namespace dock only.
+	dockKube := kubeSvc("pier.dock.svc.cluster.local", "dock", old, 7200)
+	// Port 7300: an older Kubernetes Service of the gateway's namespace whose slice does not
+	// list the port, then a younger one that serves it.
+	mute := kubeSvc("mute.istio-system.svc.cluster.local", "istio-system", old, 7300)
+	loud := kubeSvc("loud.istio-system.svc.cluster.local", "istio-system", young, 7300)
+	services := []*model.Service{dockSE, dockKube, mute, loud}
+	endpoints := map[string][]*model.Endpoint{
+		dockSE.Hostname:   {seAt(dockSE, 7101)},
+		dockKube.Hostname: {sliceAt(dockKube, map[string]uint32{"http-pier": 7201})},
+		mute.Hostname:     {sliceAt(mute, map[string]uint32{"other": 9999})},
+		loud.Hostname:     {sliceAt(loud, map[string]uint32{"http-pier": 7302})},
+	}
+	gw := gwConfig("pier", "istio-system", &networking.Gateway{Selector: ingressLabels, Servers: []*networking.Server{
+		server(7100, "HTTP", "*/pier.example"), server(7200, "HTTP", "*/pier.example"), server(7300, "HTTP", "*/pier.example"),
+	}})
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: services, Endpoints: endpoints, Configs: []*istioconfig.Config{gw}})
+
+	for _, tc := range []struct {
+		name string
+		// nodeNS is the node's NAMESPACE; the config namespace is istio-system (its DNS domain).
+		nodeNS string
+		want   string // RouterPortKey
+	}{
+		{"node NAMESPACE istio-system: dock's entry is not the router's", "istio-system", "7300>7302"},
+		{"no node NAMESPACE: an entry of any namespace is the router's", "", "7100>7101,7300>7302"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := routerProxy("istio-system", ingressLabels)
+			p.NodeNamespace, p.Resolved = tc.nodeNS, true
+			if got := RouterPortKey(p, s); got != tc.want {
+				t.Errorf("RouterPortKey = %q, want %q", got, tc.want)
+			}
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			want := []string{"0.0.0.0_7100", "0.0.0.0_7200", "0.0.0.0_7302"}
+			if tc.nodeNS == "" {
+				want = []string{"0.0.0.0_7101", "0.0.0.0_7200", "0.0.0.0_7302"}
+			}
+			if got := names(g[ListenerType]); !slices.Equal(got, want) {
+				t.Errorf("listeners %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -75,6 +75,32 @@ func workload(p *Proxy, s *Snapshot) (*Endpoint, bool) {
 	return nil, false
 }
 
+// IsServiceTarget reports whether istiod counts ep, an endpoint at one of p's addresses, among
+// p's service targets (GetProxyServiceTargets), whose ports translate a router's Gateway
+// server ports. Its Kubernetes registry takes the Services of the proxy's Pod, in the Pod's
+// namespace (or, Pod unknown, the Services of the proxy's config namespace): a Kubernetes
+// endpoint counts when its service is in p's config namespace. Its ServiceEntry registry
+// takes the entries of the node's NAMESPACE, or of any namespace when the node sends none:
+// there the config namespace (from the DNS domain) plays no part. A proxy built by hand (not
+// Resolved) is of its Namespace. s nil or a service s does not hold counts for nothing.
+func IsServiceTarget(p *Proxy, s *Snapshot, ep *Endpoint) bool {
+	if p == nil || s == nil || ep == nil {
+		return false
+	}
+	svc := s.Service(ep.Service)
+	if svc == nil {
+		return false
+	}
+	if ep.Source.Kind == endpointSliceKind {
+		return svc.Namespace == p.Namespace
+	}
+	ns := p.NodeNamespace
+	if !p.Resolved {
+		ns = p.Namespace
+	}
+	return ns == "" || svc.Namespace == ns
+}
+
 // WithWorkloadLabels returns p, a proxy as parsed from its node, with the labels and locality
 // istiod gives it in s (its SetWorkloadLabels, then setTopologyLabels): its workload's labels
 // (WorkloadLabels, with the cluster and locality its registry adds; a Pod's node name only

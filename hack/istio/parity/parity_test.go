@@ -76,6 +76,9 @@ var proxies = []struct {
 	{"sidecar-dfp", parity.Proxy{Type: "sidecar", IP: "10.69.9.9", Pod: "client", Namespace: "dfp", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
+	// A router whose node sends no NAMESPACE, its config namespace istio-system from its DNS
+	// domain: its service targets are ServiceEntries of any namespace (gwporttranslation.yaml).
+	{"gateway-nons", parity.Proxy{Type: "router", IP: "10.9.0.7", Pod: "quay-gw", NoNamespace: true, Domain: "istio-system.svc.cluster.local", Labels: map[string]string{"istio": "quaygateway"}, ServiceAccount: "quay-gw"}},
 }
 
 // TestParityWithIstio serves testdata/mesh from Istio's DiscoveryServer and from xdslab's
