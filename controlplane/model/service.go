@@ -130,9 +130,12 @@ type Service struct {
 	// proxy connects to one address its resolver returns for its one endpoint (Envoy's
 	// LOGICAL_DNS) instead of balancing over all of them (STRICT_DNS).
 	DNSRoundRobin bool
-	// WorkloadSelector marks a ServiceEntry whose workloadSelector has labels: its endpoints
-	// are the WorkloadEntries it picks, and with resolution NONE and no address istiod builds
-	// no 0.0.0.0 listener for it when it picks none (WildcardWithoutEndpoints).
+	// WorkloadSelector marks a ServiceEntry whose workloadSelector has a labels map, empty or
+	// not (istiod's LabelSelectors are nil only without one): its endpoints are the
+	// WorkloadEntries it picks (an empty map picks every one of its namespace), and with
+	// resolution NONE and no address istiod builds no 0.0.0.0 listener for it when it picks
+	// none (WildcardWithoutEndpoints). `workloadSelector: {}` picks them all too, but is no
+	// WorkloadSelector here: it keeps the listener, as in istiod.
 	WorkloadSelector bool
 	// ExportTo is the namespaces the service is visible from (a ServiceEntry's exportTo:
 	// "*", ".", "~" or namespace names); empty exports it everywhere (see ExportedTo).
@@ -250,7 +253,7 @@ func (s *Service) ListenersPerEndpoint() bool {
 
 // WildcardWithoutEndpoints reports whether a service with ListenersPerEndpoint keeps the port's
 // 0.0.0.0 listener when the port has no endpoint at all, as istiod does for a ServiceEntry
-// without workloadSelector labels (such a NONE entry has no endpoints: istiod's validation
+// without a workloadSelector labels map (such a NONE entry has no endpoints: istiod's validation
 // rejects inline ones); a Kubernetes Service or an entry whose selector picks nothing gets no
 // listener for the port then. False for nil.
 func (s *Service) WildcardWithoutEndpoints() bool {

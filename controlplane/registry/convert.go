@@ -151,8 +151,9 @@ func ConvertServiceEntry(se *istioconfig.Config, workloads []*istioconfig.Config
 			Source:          key,
 			MeshExternal:    spec.GetLocation() == networking.ServiceEntry_MESH_EXTERNAL,
 			DNSRoundRobin:   spec.GetResolution() == networking.ServiceEntry_DNS_ROUND_ROBIN,
-			// istiod's LabelSelectors: an empty selector is as none there.
-			WorkloadSelector: len(spec.GetWorkloadSelector().GetLabels()) > 0,
+			// istiod's LabelSelectors, nil only without a labels map: `labels: {}` is a
+			// selector (of every WorkloadEntry of the namespace), `workloadSelector: {}` none.
+			WorkloadSelector: spec.GetWorkloadSelector().GetLabels() != nil,
 			ExportTo:         cloneOrNil(spec.GetExportTo()),
 			CreationTime:     se.CreationTimestamp,
 			// A ServiceEntry has no such field: istiod reads the annotation only.
