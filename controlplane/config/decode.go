@@ -414,6 +414,38 @@ func (st *decodeState) object(js []byte, loc *locator, at validate.Path, allowLi
 	st.at = append(st.at, objectAt{loc: loc, path: at})
 }
 
+// istiodFileKinds are the "apiVersion kind" pairs istiod's file source parses (its crd
+// ParseInputs over collections.PilotGatewayAPI(), without the alpha Gateway API kinds
+// PILOT_ENABLE_ALPHA_GATEWAY_API adds, each with its version aliases) among those xdslab
+// does not read. istiod converts and validates such a document and refuses the whole file
+// when one is invalid; it passes over any other document (an IstioOperator, a ConfigMap, an
+// EnvoyFilter of apiVersion networking.istio.io/v1) without reading it.
+var istiodFileKinds = func() map[string]bool {
+	m := map[string]bool{}
+	add := func(group, kind string, versions ...string) {
+		for _, v := range versions {
+			m[group+"/"+v+" "+kind] = true
+		}
+	}
+	add("networking.istio.io", "EnvoyFilter", "v1alpha3")
+	add("networking.istio.io", "ProxyConfig", "v1beta1")
+	add("networking.istio.io", "WorkloadGroup", "v1alpha3", "v1beta1", "v1")
+	add("telemetry.istio.io", "Telemetry", "v1alpha1", "v1")
+	add("extensions.istio.io", "WasmPlugin", "v1alpha1")
+	add("extensions.istio.io", "TrafficExtension", "v1alpha1")
+	const gw = "gateway.networking.k8s.io"
+	add(gw, "Gateway", "v1alpha2", "v1beta1", "v1")
+	add(gw, "GatewayClass", "v1alpha2", "v1beta1", "v1")
+	add(gw, "HTTPRoute", "v1alpha2", "v1beta1", "v1")
+	add(gw, "GRPCRoute", "v1alpha2", "v1")
+	add(gw, "TCPRoute", "v1alpha2", "v1")
+	add(gw, "TLSRoute", "v1alpha2", "v1")
+	add(gw, "ReferenceGrant", "v1alpha2", "v1beta1")
+	add(gw, "BackendTLSPolicy", "v1")
+	add(gw, "ListenerSet", "v1")
+	return m
+}()
+
 // skip records a document of a kind or apiVersion this package does not store, with a hint
 // when it looks like a typo of one it does.
 func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind string, knownKind bool, loc *locator, at validate.Path) {
@@ -428,17 +460,17 @@ func (st *decodeState) skip(top map[string]json.RawMessage, apiVersion, kind str
 	}
 	group, _, _ := strings.Cut(apiVersion, "/")
 	switch {
+	case istiodFileKinds[apiVersion+" "+kind]:
+		// A kind istiod's file source reads and xdslab does not (a Gateway API Gateway is
+		// no Istio Gateway of the wrong apiVersion), so does not check: istiod converts and
+		// validates it, and an invalid one makes it refuse the whole file.
+		sk.Hint = "xdslab does not check it, but istiod's file source refuses the whole file when it is invalid: check it with istioctl validate"
 	case knownKind:
 		sk.Hint = fmt.Sprintf("for a %s use apiVersion: %s", kind, istioconfig.KindAPIVersions(istioconfig.Kind(kind))[0])
 	case group == istioconfig.Group || group == istioconfig.SecurityGroup:
 		if n := suggest.Nearest(kind, strings.Split(istioconfig.KindNames(), ", ")); n != "" {
 			sk.Hint = fmt.Sprintf("did you mean kind: %s?", n)
 		}
-	}
-	if sk.Hint == "" && (strings.HasSuffix(group, "istio.io") || strings.HasPrefix(group, "gateway.networking.")) {
-		// An Istio or Gateway API kind xdslab does not read, so does not check: istiod's
-		// file source validates it, and an invalid one makes it refuse the whole file.
-		sk.Hint = "xdslab does not check it, but istiod's file source refuses the whole file when it is invalid: check it with istioctl validate"
 	}
 	st.skipped = append(st.skipped, sk)
 }

@@ -508,3 +508,45 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "docs/s")
 }
+
+// TestSkippedHint: a document xdslab skips gets the hint that istiod's file source refuses
+// the whole file for an invalid one only when istiod's file source parses its apiVersion and
+// kind (EnvoyFilter v1alpha3, Telemetry, WasmPlugin, WorkloadGroup, the stable Gateway API
+// kinds); an IstioOperator, a ConfigMap, an EnvoyFilter of a version istiod does not know or
+// an alpha Gateway API kind is passed over by istiod too and gets no such hint.
+func TestSkippedHint(t *testing.T) {
+	const refuses = "istiod's file source refuses the whole file"
+	for _, tc := range []struct {
+		apiVersion, kind string
+		want             string // a part of the hint, "" for none
+	}{
+		{"networking.istio.io/v1alpha3", "EnvoyFilter", refuses},
+		{"networking.istio.io/v1", "EnvoyFilter", ""},
+		{"networking.istio.io/v1beta1", "ProxyConfig", refuses},
+		{"networking.istio.io/v1", "WorkloadGroup", refuses},
+		{"telemetry.istio.io/v1", "Telemetry", refuses},
+		{"telemetry.istio.io/v1alpha1", "Telemetry", refuses},
+		{"extensions.istio.io/v1alpha1", "WasmPlugin", refuses},
+		{"gateway.networking.k8s.io/v1", "HTTPRoute", refuses},
+		{"gateway.networking.k8s.io/v1beta1", "Gateway", refuses},
+		{"gateway.networking.k8s.io/v1alpha2", "TCPRoute", refuses},
+		{"gateway.networking.k8s.io/v1alpha2", "UDPRoute", ""},
+		{"gateway.networking.x-k8s.io/v1alpha1", "XBackendTrafficPolicy", ""},
+		{"install.istio.io/v1alpha1", "IstioOperator", ""},
+		{"v1", "ConfigMap", ""},
+		{"networking.istio.io/v1", "VirtualServce", "did you mean kind: VirtualService?"},
+		{"networking.istio.io/v2", "VirtualService", "for a VirtualService use apiVersion: networking.istio.io/v1"},
+	} {
+		t.Run(tc.apiVersion+" "+tc.kind, func(t *testing.T) {
+			in := "apiVersion: " + tc.apiVersion + "\nkind: " + tc.kind + "\nmetadata: {name: x, namespace: default}\nspec: {}\n"
+			res, _ := Decoder{}.DecodeAll("h.yaml", []byte(in))
+			if len(res.Skipped) != 1 {
+				t.Fatalf("skipped %v, want the document", res.Skipped)
+			}
+			hint := res.Skipped[0].Hint
+			if tc.want == "" && hint != "" || tc.want != "" && !strings.Contains(hint, tc.want) {
+				t.Errorf("hint %q, want %q", hint, tc.want)
+			}
+		})
+	}
+}
