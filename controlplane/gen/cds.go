@@ -47,7 +47,7 @@ func sidecarClusters(p *model.Proxy, s *model.Snapshot, names []string) ([]Resou
 	ix := newIndex(s, s.ScopeFor(p)).of(p)
 	out, errs := outboundClusters(p, s, ix, want, false)
 	out = append(out, inboundClusters(p, s, want)...)
-	for _, c := range []*clusterv3.Cluster{blackHole(), passthrough(PassthroughCluster), inboundPassthrough()} {
+	for _, c := range []*clusterv3.Cluster{blackHole(), passthrough(PassthroughCluster), inboundPassthrough(p)} {
 		if wanted(want, c.Name) {
 			out = append(out, Resource{Name: c.Name, Message: c})
 		}
@@ -214,6 +214,9 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: src, ServiceName: name}
 	case model.ResolutionDNS:
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
+		if !grpc {
+			c.DnsLookupFamily = dnsLookupFamily(sh.proxy)
+		}
 		var cla *endpointv3.ClusterLoadAssignment
 		cla, err = loadAssignment(name, svc, port, eps, ss.GetLabels(), true, sh.workloadMTLS(s), ruleTLSMode(dr, ss.GetName(), port.Number), localityPolicy(pol, sh.proxy, s))
 		n := lbEndpointCount(cla)
@@ -483,7 +486,7 @@ func inboundClusters(p *model.Proxy, s *model.Snapshot, want map[string]struct{}
 			Name:                 name,
 			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
 			LbPolicy:             clusterv3.Cluster_CLUSTER_PROVIDED,
-			UpstreamBindConfig:   inboundBind(),
+			UpstreamBindConfig:   inboundBind(p),
 		}
 		d := deps
 		var pol policy
@@ -529,12 +532,26 @@ func svcHost(svc *model.Service) string {
 	return svc.Hostname
 }
 
-// inboundBind binds upstream connections to 127.0.0.6, which the sidecar's iptables rules do
-// not capture again.
-func inboundBind() *corev3.BindConfig {
+// inboundBind binds upstream connections to 127.0.0.6 (::6 on an IPv6-only proxy, istiod's
+// passthrough bind for its IP family), which the sidecar's iptables rules do not capture again.
+func inboundBind(p *model.Proxy) *corev3.BindConfig {
+	addr := "127.0.0.6"
+	if p != nil && !proxyIPv4(p) {
+		addr = "::6"
+	}
 	return &corev3.BindConfig{SourceAddress: &corev3.SocketAddress{
-		Address: "127.0.0.6", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 0},
+		Address: addr, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 0},
 	}}
+}
+
+// dnsLookupFamily is the address family a proxy's DNS clusters resolve (istiod's
+// SelectDNSLookupFamily, dual stack off): IPv6 only for a proxy all of whose addresses are
+// IPv6, else IPv4 only (also for a dual-stack proxy or none known).
+func dnsLookupFamily(p *model.Proxy) clusterv3.Cluster_DnsLookupFamily {
+	if p != nil && !proxyIPv4(p) {
+		return clusterv3.Cluster_V6_ONLY
+	}
+	return clusterv3.Cluster_V4_ONLY
 }
 
 // blackHole drops everything: a STATIC cluster with no endpoints.
@@ -573,10 +590,11 @@ func passthrough(name string) *clusterv3.Cluster {
 const passthroughIdleTimeout = 5 * time.Minute
 
 // inboundPassthrough forwards inbound traffic for ports no service declares to the original
-// destination, binding to 127.0.0.6 as Istio does so that iptables does not loop it back.
-func inboundPassthrough() *clusterv3.Cluster {
+// destination, binding to 127.0.0.6 (::6 on an IPv6-only proxy) as Istio does so that
+// iptables does not loop it back.
+func inboundPassthrough(p *model.Proxy) *clusterv3.Cluster {
 	c := passthrough(InboundPassthroughCluster)
-	c.UpstreamBindConfig = inboundBind()
+	c.UpstreamBindConfig = inboundBind(p)
 	return c
 }
 

@@ -112,7 +112,9 @@ const (
 // listener's bind address, else on the proxy's loopback (127.0.0.1, ::1 on an IPv6-only proxy:
 // istiod's actualLocalHosts); a bind address without captureMode NONE gives BIND_PORT listeners
 // that do not bind (iptables hands them their connections). An unprivileged proxy cannot bind a
-// privileged port (istiod's CanBindToPort): skipped. A 0.0.0.0 bind that binds its port is
+// privileged port (istiod's CanBindToPort): skipped. A wildcard bind is the proxy's (0.0.0.0,
+// or :: on an IPv6-only proxy, istiod's actualWildcard; the other is an address like any
+// other). A 0.0.0.0 bind that binds its port is
 // boundWild (the virtual listeners' and the agent's ports skipped); one that does not is
 // boundWild too for a TCP, TLS or sniffed port (one 0.0.0.0_PORT instead of the VIP listeners,
 // not binding) and the usual listener for an HTTP port. Not generated (unbound, xdslab validate warns): unix socket binds, HTTP_PROXY ports.
@@ -132,17 +134,20 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 	bindToPort := noneInterception(p) || eg.GetCaptureMode() == networking.CaptureMode_NONE
 	bind := eg.GetBind()
 	wild := false
+	// The proxy's wildcard, as istiod's actualWildcard: 0.0.0.0, or :: on an IPv6-only proxy
+	// (where 0.0.0.0 is an address like any other, and :: is one on an IPv4 proxy).
+	wildcard := proxyWildcard(p)
 	switch {
 	case strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY"),
 		strings.HasPrefix(bind, model.UnixAddressPrefix):
 		return boundEgress{}, unbound // not generated: the usual listeners
-	case bind == wildcardIP && (port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort || p != nil && slices.Contains(p.StaticPorts, port.Number)):
+	case bind == wildcard && (port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort || p != nil && slices.Contains(p.StaticPorts, port.Number)):
 		// istiod's CanBindToPort: a reserved port of the wildcard, whether or not the
 		// listener binds it.
 		return boundEgress{}, skipped
-	case bind == wildcardIP && !bindToPort && port.Protocol.IsHTTP():
+	case bind == wildcard && !bindToPort && port.Protocol.IsHTTP():
 		return boundEgress{}, unbound // the usual 0.0.0.0_PORT listener
-	case bind == wildcardIP:
+	case bind == wildcard:
 		// Bound (captureMode NONE, interception mode NONE) or, for a TCP, TLS or sniffed port,
 		// one 0.0.0.0_PORT that does not bind, which the port's services share instead of their
 		// VIP listeners, as for any bind address (istiod keys the listener by bind and port).

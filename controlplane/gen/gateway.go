@@ -220,11 +220,14 @@ func serverKind(srv *networking.Server) (portKind, error) {
 // that bind an address (Server.bind) have a port of their own per address, listener
 // "BIND_PORT", as in istiod: they neither merge nor conflict with the port's other servers.
 type gwPort struct {
-	num     uint32 // the servers' port number (the first server's), which route matches name
-	listen  uint32 // the port the listener binds: num, or the target port of the router's service port num
-	bind    string // the servers' bind address, "" for the wildcard
-	kind    portKind
-	servers []gwServer
+	num    uint32 // the servers' port number (the first server's), which route matches name
+	listen uint32 // the port the listener binds: num, or the target port of the router's service port num
+	bind   string // the servers' bind address, "" for the wildcard
+	// wildcard is the router's wildcard address (0.0.0.0, :: for an IPv6-only router), which
+	// a port without bind listens on.
+	wildcard string
+	kind     portKind
+	servers  []gwServer
 	// https, terminated, passthrough and autoPassthrough are the HTTPS, TLS termination, TLS
 	// passthrough and AUTO_PASSTHROUGH servers that get filter chains (sniServers), computed
 	// once.
@@ -232,10 +235,13 @@ type gwPort struct {
 	httpsDone                                       bool
 }
 
-// addr is the address the port's listener binds.
+// addr is the address the port's listener binds: its bind, else the router's wildcard.
 func (gp *gwPort) addr() string {
 	if gp.bind != "" {
 		return gp.bind
+	}
+	if gp.wildcard != "" {
+		return gp.wildcard
 	}
 	return wildcardIP
 }
@@ -374,7 +380,7 @@ func newRouterPlan(p *model.Proxy, s *model.Snapshot) *routerPlan {
 			rp.portDeps = append(rp.portDeps, deps...)
 			gp := byPort[portKey{listen, bind}]
 			if gp == nil {
-				gp = &gwPort{num: num, listen: listen, bind: bind, kind: kind}
+				gp = &gwPort{num: num, listen: listen, bind: bind, kind: kind, wildcard: proxyWildcard(p)}
 				byPort[portKey{listen, bind}] = gp
 			}
 			if gp.kind != kind && !(sniKind(gp.kind) && sniKind(kind)) {

@@ -368,9 +368,12 @@ func sourceMatchKey(p *model.Proxy, s *model.Snapshot) string {
 	return string(b)
 }
 
-// LoopbackKey is "v6" for a sidecar with no IPv4 address, "" otherwise: its listeners bound to
-// the loopback (egress captureMode NONE without bind, ingress default endpoints) take ::1 where
-// an IPv4 proxy's take 127.0.0.1 (istiod's actualLocalHosts), whether or not it is an endpoint.
+// LoopbackKey is "v6" for a proxy with no IPv4 address, "" otherwise: a sidecar's listeners
+// bound to the loopback (egress captureMode NONE without bind, ingress default endpoints) take
+// ::1 where an IPv4 proxy's take 127.0.0.1 (istiod's actualLocalHosts), whether or not it is an
+// endpoint, and a proxy's wildcard listeners are on :: (a Sidecar egress bind :: is its
+// wildcard, 0.0.0.0 an address), its DNS clusters resolve IPv6 only and its inbound ones bind
+// ::6. The ADS server adds it to a sidecar's CDS and LDS classes and a router's.
 func LoopbackKey(p *model.Proxy) string {
 	if p == nil || proxyIPv4(p) {
 		return ""
@@ -397,13 +400,14 @@ type egressCaptureNoneKey struct{}
 
 // anyEgressCaptureNone reports whether some Sidecar of s has an egress listener with
 // captureMode NONE (its ports bind, so an unprivileged proxy leaves out the privileged ones) or
-// a 0.0.0.0 bind (which leaves out the agent's ports), computed once per snapshot's configs.
+// a wildcard bind, 0.0.0.0 or :: (an IPv6-only proxy's; it leaves out the agent's ports),
+// computed once per snapshot's configs.
 func anyEgressCaptureNone(s *model.Snapshot) bool {
 	return s.Derived(egressCaptureNoneKey{}, func() any {
 		for _, c := range s.Configs(istioconfig.KindSidecar) {
 			if sc, ok := c.Spec.(*networking.Sidecar); ok {
 				for _, eg := range sc.GetEgress() {
-					if eg.GetCaptureMode() == networking.CaptureMode_NONE || eg.GetBind() == wildcardIP {
+					if eg.GetCaptureMode() == networking.CaptureMode_NONE || eg.GetBind() == wildcardIP || eg.GetBind() == "::" {
 						return true
 					}
 				}

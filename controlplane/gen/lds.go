@@ -60,6 +60,9 @@ func ListenerName(addr string, port uint32) string {
 //     outbound.go) and virtualInbound
 //     (0.0.0.0:15006, a filter chain per inbound port, InboundPassthroughCluster otherwise).
 //
+// On an IPv6-only proxy the wildcard is :: (istiod's actualWildcard): "::_PORT", and the
+// virtual listeners on ::.
+//
 // Outbound listeners do not bind (bind_to_port false): virtualOutbound hands them connections.
 func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, error) {
 	want := nameSet(names)
@@ -104,7 +107,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					// As a service without a VIP on 0.0.0.0_PORT, which binds its port.
 					at := *svc
 					at.Addresses = nil
-					if !held && locked[ListenerName(wildcardIP, port.Number)] {
+					if !held && locked[ListenerName(proxyWildcard(p), port.Number)] {
 						continue // built by the egress listener holding the port, with its bind
 					}
 					if b.bindToPort {
@@ -141,7 +144,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		}
 		for num, pi := range ports {
 			if pi.wild() {
-				locked[ListenerName(wildcardIP, num)] = true
+				locked[ListenerName(proxyWildcard(p), num)] = true
 			}
 		}
 		for name := range taken {
@@ -158,13 +161,13 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	}
 	out := tcp
 	for num, pi := range ports {
-		name := ListenerName(wildcardIP, num)
+		name := ListenerName(proxyWildcard(p), num)
 		if !wanted(want, name) {
 			continue
 		}
 		l := &listenerv3.Listener{
 			Name:             name,
-			Address:          socketAddress(wildcardIP, num),
+			Address:          socketAddress(proxyWildcard(p), num),
 			BindToPort:       wrapperspb.Bool(false),
 			TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 		}
@@ -199,7 +202,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	// listeners: istiod builds neither.
 	if wanted(want, VirtualOutboundListener) && !noneInterception(p) {
 		fb := fallbackOf(s.ScopeFor(p))
-		out = append(out, Resource{Name: VirtualOutboundListener, Message: virtualOutbound(fb), Deps: fb.deps()})
+		out = append(out, Resource{Name: VirtualOutboundListener, Message: virtualOutbound(p, fb), Deps: fb.deps()})
 	}
 	vi, bound, deps := inboundListeners(p, s)
 	if wanted(want, VirtualInboundListener) && !noneInterception(p) {
@@ -337,7 +340,7 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 		// A bound listener (bp) is on another address than the virtual listeners' wildcard.
 		return []error{fmt.Errorf("LDS: service %s port %d collides with the sidecar's %s/%s listener port; the port is not served, pick another port", svc.Hostname, port.Number, VirtualOutboundListener, VirtualInboundListener)}
 	}
-	wildLocked := !held && locked[ListenerName(wildcardIP, port.Number)]
+	wildLocked := !held && locked[ListenerName(proxyWildcard(p), port.Number)]
 	pi := ports[port.Number]
 	if pi == nil {
 		pi = &portInfo{}
@@ -356,6 +359,12 @@ func addOutboundPort(p *model.Proxy, ix *index, lsc *model.Scope, svc *model.Ser
 	}
 	headless := svc.ListenersPerEndpoint() && bp == nil // a bound listener has one address, not one per endpoint
 	vips := ipAddresses(svc.Addresses)
+	if bp != nil && !bp.wild {
+		// A bound listener is on its bind address, also an unspecified one that is not the
+		// proxy's wildcard (:: on an IPv4 proxy, 0.0.0.0 on an IPv6-only one): istiod keys it
+		// by the bind as written.
+		vips = svc.Addresses
+	}
 	if headless {
 		// A listener per endpoint, as for a VIP; none without endpoints, but for a ServiceEntry
 		// without a workloadSelector, whose port keeps its 0.0.0.0 listener when no endpoint at
@@ -798,11 +807,11 @@ func ipAddresses(addrs []string) []string {
 
 // virtualOutbound is the listener iptables sends outbound connections to: what no listener of
 // the connection's original destination port takes goes to the proxy's outbound fallback
-// (outbound.go).
-func virtualOutbound(fb outboundFallback) *listenerv3.Listener {
+// (outbound.go). It listens on the proxy's wildcard (:: for an IPv6-only proxy).
+func virtualOutbound(p *model.Proxy, fb outboundFallback) *listenerv3.Listener {
 	return &listenerv3.Listener{
 		Name:             VirtualOutboundListener,
-		Address:          socketAddress(wildcardIP, VirtualOutboundPort),
+		Address:          socketAddress(proxyWildcard(p), VirtualOutboundPort),
 		UseOriginalDst:   wrapperspb.Bool(true),
 		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 		FilterChains: []*listenerv3.FilterChain{
@@ -961,7 +970,7 @@ func inboundListeners(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, 
 	ports, deps := proxyInboundPorts(p, s)
 	l := &listenerv3.Listener{
 		Name:             VirtualInboundListener,
-		Address:          socketAddress(wildcardIP, VirtualInboundPort),
+		Address:          socketAddress(proxyWildcard(p), VirtualInboundPort),
 		TrafficDirection: corev3.TrafficDirection_INBOUND,
 		ListenerFilters: []*listenerv3.ListenerFilter{{
 			Name:       originalDstFilterName,

@@ -318,6 +318,14 @@ func TestLoopbackClassFollowsFamily(t *testing.T) {
 	if a, b := s.class(v4, st, gen.ListenerType, true), s.class(v4b, st, gen.ListenerType, true); a != b {
 		t.Errorf("two IPv4 sidecars: classes %q and %q, want one", a, b)
 	}
+	// An IPv6-only router's listeners are on :: and its DNS clusters resolve IPv6 only.
+	r4 := &model.Proxy{Type: model.Router, IPAddresses: []string{"100.64.0.1"}, Namespace: "istio-system"}
+	r6 := &model.Proxy{Type: model.Router, IPAddresses: []string{"fd00::1"}, Namespace: "istio-system"}
+	for _, typeURL := range []string{gen.ListenerType, gen.ClusterType} {
+		if a, b := s.class(r4, st, typeURL, true), s.class(r6, st, typeURL, true); a == b {
+			t.Errorf("IPv4 and IPv6-only routers share %s class %q", typeURL, a)
+		}
+	}
 }
 
 // sameResources reports whether x and y are the same resources with the same marshalled bytes.

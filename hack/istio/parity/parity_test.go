@@ -74,6 +74,14 @@ var proxies = []struct {
 	// A sidecar of no service under a Sidecar that imports DYNAMIC_DNS ServiceEntries, one of
 	// them exported to its namespace only (dynamicdns.yaml).
 	{"sidecar-dfp", parity.Proxy{Type: "sidecar", IP: "10.69.9.9", Pod: "client", Namespace: "dfp", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	// IPv6-only sidecars of no service (ipv6only.yaml): one that sees the whole corpus, one
+	// under a Sidecar that binds egress ports to :: and 0.0.0.0, and an IPv4 sidecar under that
+	// Sidecar too (:: is an address like any other there).
+	{"sidecar-v6", parity.Proxy{Type: "sidecar", IP: "fd00:10::9", Pod: "client", Namespace: "sixth", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	{"sidecar-v6-bind", parity.Proxy{Type: "sidecar", IP: "fd00:10::10", Pod: "binder", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
+	{"sidecar-v4-bind", parity.Proxy{Type: "sidecar", IP: "10.69.0.10", Pod: "binder4", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
+	// An IPv6-only ingress gateway (ipv6only.yaml): the gateway's view from fd00:9::1.
+	{"gateway-v6", parity.Proxy{Type: "router", IP: "fd00:9::1", Pod: "ingress-v6", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 	// A router whose node sends no NAMESPACE, its config namespace istio-system from its DNS
