@@ -169,6 +169,24 @@ func TestIstiodEndpoints(t *testing.T) {
 				func() any { p := pod("shop", "p3", "sa", "10.0.0.3", nil); p.Spec.NodeName = "unknown"; return p }(),
 				web, sliceWith("shop", "web", "web-a", http, entry("p1", ready, "10.0.0.1"), entry("p2", ready, "10.0.0.2"), entry("p3", ready, "10.0.0.3"))},
 			want: []string{"10.0.0.1 http:8080 loc=r9/z9/s9", "10.0.0.2 http:8080 loc=r8/z8", "10.0.0.3 http:8080"}},
+		{name: "locality labels as istiod reads them", pods: true,
+			objs: []any{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{NodeRegionLabel: "r9", NodeZoneLabel: "z9", NodeSubzoneLabel: "s9"}}},
+				// topology.istio.io/locality first, over the Node's.
+				func() any {
+					p := pod("shop", "p1", "sa", "10.0.0.1", map[string]string{"topology.istio.io/locality": "north1.north1-c.rack7"})
+					p.Spec.NodeName = "n1"
+					return p
+				}(),
+				// Parts past the third are dropped.
+				pod("shop", "p2", "sa", "10.0.0.2", map[string]string{LocalityLabel: "north2.north2-a.rack8.shelf3"}),
+				// An empty topology.istio.io/locality hides istio-locality: the Node's.
+				func() any {
+					p := pod("shop", "p3", "sa", "10.0.0.3", map[string]string{"topology.istio.io/locality": "", LocalityLabel: "north3.north3-b"})
+					p.Spec.NodeName = "n1"
+					return p
+				}(),
+				web, sliceWith("shop", "web", "web-a", http, entry("p1", ready, "10.0.0.1"), entry("p2", ready, "10.0.0.2"), entry("p3", ready, "10.0.0.3"))},
+			want: []string{"10.0.0.1 http:8080 loc=north1/north1-c/rack7", "10.0.0.2 http:8080 loc=north2/north2-a/rack8", "10.0.0.3 http:8080 loc=r9/z9/s9"}},
 		{name: "then it arrives ready", pods: true,
 			objs: []any{web, sliceWith("shop", "web", "web-a", http, entry("p2", ready, "10.0.0.2")),
 				pod("shop", "p2", "sa", "10.0.0.2", map[string]string{"version": "v2"})},

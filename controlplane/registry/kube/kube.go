@@ -51,9 +51,10 @@ type Options struct {
 	Istio istioclient.Interface
 	// Pods also watches Pods and Nodes, as istiod does: an EndpointSlice endpoint that points
 	// at a Pod (targetRef), or whose address is a ready Pod's IP in the slice's namespace,
-	// takes the Pod's labels, service account and locality (its istio-locality label, else its
-	// Node's topology labels). An endpoint whose Pod is not known yet is left out until the Pod
-	// is ready. Without it endpoints have no labels (subsets select nothing) and no locality.
+	// takes the Pod's labels, service account and locality (its topology.istio.io/locality or
+	// istio-locality label, else its Node's topology labels). An endpoint whose Pod is not
+	// known yet is left out until the Pod is ready. Without it endpoints have no labels
+	// (subsets select nothing) and no locality.
 	Pods bool
 	// Namespace limits the watch to one namespace; empty watches all.
 	Namespace string
@@ -873,14 +874,15 @@ const (
 )
 
 // applyPod gives an endpoint what its Pod says: labels, service account (as a SPIFFE id), and
-// locality: the istio-locality label's when it has one, else its Node's (node: the labels of
-// the Pod's Node, nil when not known).
+// locality, as istiod's getPodLocality reads it: its locality label's
+// (model.LocalityFromLabel: topology.istio.io/locality, else istio-locality, whichever key it
+// has first even when empty; "." read as "/" in a value without "/", parts past the third
+// dropped) when that is not empty, else its Node's (node: the labels of the Pod's Node, nil
+// when not known).
 func applyPod(ep *model.Endpoint, p *corev1.Pod, trustDomain string, node map[string]string) {
 	ep.ServiceAccount = registry.SpiffeID(trustDomain, p.Namespace, p.Spec.ServiceAccountName)
-	if loc, ok := p.Labels[LocalityLabel]; ok && loc != "" {
-		parts := strings.SplitN(loc, ".", 3)
-		parts = append(parts, "", "")
-		ep.Locality = model.Locality{Region: parts[0], Zone: parts[1], SubZone: parts[2]}
+	if loc, ok := model.LocalityFromLabel(p.Labels); ok {
+		ep.Locality = loc
 	} else {
 		ep.Locality = model.Locality{Region: cmp.Or(node[NodeRegionLabel], node[nodeRegionLabelBeta]),
 			Zone: cmp.Or(node[NodeZoneLabel], node[nodeZoneLabelBeta]), SubZone: node[NodeSubzoneLabel]}
