@@ -436,7 +436,10 @@ type inboundPort struct {
 }
 
 // inboundPorts lists the proxy's inbound ports by target port (first service by hostname wins
-// a port shared by several services), and the dependency keys they came from.
+// a port shared by several services), and the dependency keys they came from. The services
+// are the proxy's service targets as istiod's registries find them (model.IsServiceTarget: a
+// ServiceEntry of another namespace than the node's NAMESPACE is not one), and a port counts
+// only where the endpoint serves it.
 func inboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []istioconfig.Key) {
 	if p == nil || len(p.IPAddresses) == 0 {
 		return nil, nil
@@ -450,9 +453,12 @@ func inboundPorts(p *model.Proxy, s *model.Snapshot) ([]inboundPort, []istioconf
 				continue
 			}
 			deps = append(deps, ServiceKey(svc), EndpointKey(svc))
+			if !model.IsServiceTarget(p, s, ep) {
+				continue
+			}
 			for _, port := range svc.Ports {
-				tp := ep.TargetPort(port)
-				if seen[tp] || tp == VirtualInboundPort || tp == VirtualOutboundPort {
+				tp, ok := ep.ServesPort(port)
+				if !ok || seen[tp] || tp == VirtualInboundPort || tp == VirtualOutboundPort {
 					continue
 				}
 				seen[tp] = true

@@ -801,6 +801,11 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 			}
 			sep = "+"
 		}
+		if sep == "+" && p.NodeNamespace == "" {
+			// Without a node NAMESPACE, ServiceEntries of every namespace are its service
+			// targets (model.IsServiceTarget), not only its config namespace's.
+			k += "|nons"
+		}
 	}
 	if !p.IsGRPC() && p.Type != model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
 		// A Sidecar's ingress listeners read the proxy's own IP and interception mode,
