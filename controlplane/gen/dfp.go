@@ -60,10 +60,11 @@ func dfpServesPort(p model.Protocol) bool {
 	return false
 }
 
-// dnsCacheConfig is the DNS cache the cluster and filters of host share: Envoy keeps one
-// cache per name, so they must agree on every setting.
-func dnsCacheConfig(host string) *dfpcommonv3.DnsCacheConfig {
-	return &dfpcommonv3.DnsCacheConfig{Name: host + dfpDNSCacheNameSuffix, DnsLookupFamily: clusterv3.Cluster_V4_ONLY}
+// dnsCacheConfig is the DNS cache the cluster and filters of host share on proxy p: Envoy
+// keeps one cache per name, so they must agree on every setting. Its family is p's DNS
+// clusters' (V6_ONLY on an IPv6-only proxy, as istiod's SelectDNSLookupFamily).
+func dnsCacheConfig(host string, p *model.Proxy) *dfpcommonv3.DnsCacheConfig {
+	return &dfpcommonv3.DnsCacheConfig{Name: host + dfpDNSCacheNameSuffix, DnsLookupFamily: dnsLookupFamily(p)}
 }
 
 // dfpCluster builds the dynamic forward proxy cluster name of svc's port with the traffic
@@ -75,7 +76,7 @@ func dfpCluster(sh *shared, s *model.Snapshot, name string, svc *model.Service, 
 	h2 := pol.applyPool(sh, c, port.Protocol.IsHTTP2(), true)
 	// The load balancer is the proxy's (CLUSTER_PROVIDED): istiod applies none of the rule's.
 	pol.applyOutlier(c)
-	cfg := &dfpclusterv3.ClusterConfig{ClusterImplementationSpecifier: &dfpclusterv3.ClusterConfig_DnsCacheConfig{DnsCacheConfig: dnsCacheConfig(svc.Hostname)}}
+	cfg := &dfpclusterv3.ClusterConfig{ClusterImplementationSpecifier: &dfpclusterv3.ClusterConfig_DnsCacheConfig{DnsCacheConfig: dnsCacheConfig(svc.Hostname, sh.proxy)}}
 	if verify, ok := dfpUpstreamTLS(sh, s, c, svc, pol.tls, h2); ok {
 		cfg.AllowInsecureClusterOptions = verify.insecure
 		setAutoVerify(c, h2, verify)
@@ -174,20 +175,22 @@ func autoVerifies(c *clusterv3.Cluster) bool {
 	return u.GetAutoSni() && u.GetAutoSanValidation()
 }
 
-// dfpHTTPFilter is the HTTP filter that resolves the request's host into svc's DNS cache.
-func dfpHTTPFilter(svc *model.Service) *hcmv3.HttpFilter {
-	cfg := &dfphttpv3.FilterConfig{ImplementationSpecifier: &dfphttpv3.FilterConfig_DnsCacheConfig{DnsCacheConfig: dnsCacheConfig(svc.Hostname)}}
+// dfpHTTPFilter is the HTTP filter that resolves the request's host into svc's DNS cache on
+// proxy p.
+func dfpHTTPFilter(svc *model.Service, p *model.Proxy) *hcmv3.HttpFilter {
+	cfg := &dfphttpv3.FilterConfig{ImplementationSpecifier: &dfphttpv3.FilterConfig_DnsCacheConfig{DnsCacheConfig: dnsCacheConfig(svc.Hostname, p)}}
 	return &hcmv3.HttpFilter{Name: dfpHTTPFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: toAny(cfg)}}
 }
 
-// withDFP puts svc's dynamic forward proxy filter just before h's router (the last filter)
-// when svc is served through one (istiod's place for it: after fault, CORS and telemetry).
-func withDFP(h *hcmv3.HttpConnectionManager, svc *model.Service) *hcmv3.HttpConnectionManager {
+// withDFP puts svc's dynamic forward proxy filter on proxy p just before h's router (the last
+// filter) when svc is served through one (istiod's place for it: after fault, CORS and
+// telemetry).
+func withDFP(h *hcmv3.HttpConnectionManager, svc *model.Service, p *model.Proxy) *hcmv3.HttpConnectionManager {
 	if !svc.DynamicForwardProxy() || len(h.HttpFilters) == 0 {
 		return h
 	}
 	n := len(h.HttpFilters)
-	h.HttpFilters = append(h.HttpFilters[:n-1:n-1], dfpHTTPFilter(svc), h.HttpFilters[n-1])
+	h.HttpFilters = append(h.HttpFilters[:n-1:n-1], dfpHTTPFilter(svc, p), h.HttpFilters[n-1])
 	return h
 }
 
@@ -201,7 +204,7 @@ func withSNIDFP(p *model.Proxy, s *model.Snapshot, filters []*listenerv3.Filter,
 	if !svc.DynamicForwardProxy() || len(filters) == 0 {
 		return filters, nil
 	}
-	cfg := &snidfpv3.FilterConfig{DnsCacheConfig: dnsCacheConfig(svc.Hostname), PortSpecifier: &snidfpv3.FilterConfig_PortValue{PortValue: port}}
+	cfg := &snidfpv3.FilterConfig{DnsCacheConfig: dnsCacheConfig(svc.Hostname, p), PortSpecifier: &snidfpv3.FilterConfig_PortValue{PortValue: port}}
 	f := &listenerv3.Filter{Name: sniDFPFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: toAny(cfg)}}
 	n := len(filters)
 	out := append(filters[:n-1:n-1], f, filters[n-1])

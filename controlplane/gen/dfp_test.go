@@ -344,3 +344,53 @@ func TestDynamicForwardProxyNilProxy(t *testing.T) {
 		t.Errorf("filters %v, want %v", names, want)
 	}
 }
+
+// TestDynamicForwardProxyFamily: the DNS cache a DYNAMIC_DNS entry's cluster and filters share
+// resolves in the proxy's family, as its DNS clusters do: V6_ONLY on an IPv6-only proxy (its
+// wildcard listeners on ::), V4_ONLY otherwise; cluster and filters must agree, Envoy keeping
+// one cache per name.
+func TestDynamicForwardProxyFamily(t *testing.T) {
+	for _, tc := range []struct {
+		ip, wildcard string
+		want         clusterv3.Cluster_DnsLookupFamily
+	}{{"10.71.0.1", "0.0.0.0", clusterv3.Cluster_V4_ONLY}, {"fd00:71::1", "::", clusterv3.Cluster_V6_ONLY}} {
+		t.Run(tc.ip, func(t *testing.T) {
+			p := sidecarProxy(tc.ip, "pier")
+			g, err := generateAll(t, p, dfpMesh())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, ok := find(g[ClusterType], "outbound|7101||*.kiosk.example")
+			if !ok {
+				t.Fatal("no cluster")
+			}
+			cc := &dfpclusterv3.ClusterConfig{}
+			if err := r.Message.(*clusterv3.Cluster).GetClusterType().GetTypedConfig().UnmarshalTo(cc); err != nil {
+				t.Fatal(err)
+			}
+			if got := cc.GetDnsCacheConfig().GetDnsLookupFamily(); got != tc.want {
+				t.Errorf("cluster's cache family %v, want %v", got, tc.want)
+			}
+			r, ok = find(g[ListenerType], tc.wildcard+"_7101")
+			if !ok {
+				t.Fatalf("no listener %s_7101", tc.wildcard)
+			}
+			h := &hcmv3.HttpConnectionManager{}
+			if err := r.Message.(*listenerv3.Listener).GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(h); err != nil {
+				t.Fatal(err)
+			}
+			fc := &dfphttpv3.FilterConfig{}
+			if err := h.GetHttpFilters()[2].GetTypedConfig().UnmarshalTo(fc); err != nil || fc.GetDnsCacheConfig().GetDnsLookupFamily() != tc.want {
+				t.Errorf("HTTP filter %v (%v), want family %v", fc, err, tc.want)
+			}
+			r, ok = find(g[ListenerType], tc.wildcard+"_7102")
+			if !ok {
+				t.Fatalf("no listener %s_7102", tc.wildcard)
+			}
+			sni := &snidfpv3.FilterConfig{}
+			if err := r.Message.(*listenerv3.Listener).GetFilterChains()[0].GetFilters()[1].GetTypedConfig().UnmarshalTo(sni); err != nil || sni.GetDnsCacheConfig().GetDnsLookupFamily() != tc.want {
+				t.Errorf("SNI filter %v (%v), want family %v", sni, err, tc.want)
+			}
+		})
+	}
+}

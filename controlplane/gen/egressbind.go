@@ -179,13 +179,13 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 // changes nothing; on a TCP one's (HTTPOverTCP) the HTTP chain joins where the TCP chains leave
 // traffic unmatched (they match by SNI or destination prefix: it becomes the default chain),
 // and the listener is sniffed from then on; MONGO and MYSQL keep theirs.
-func addBoundHTTPPort(ix *index, b boundEgress, svc *model.Service, port model.Port, tcp *[]Resource, taken map[string]takenBy, locked map[string]bool, want map[string]struct{}) error {
+func addBoundHTTPPort(p *model.Proxy, ix *index, b boundEgress, svc *model.Service, port model.Port, tcp *[]Resource, taken map[string]takenBy, locked map[string]bool, want map[string]struct{}) error {
 	name := ListenerName(b.bind, port.Number)
 	if locked[name] {
 		return nil
 	}
 	chain := &listenerv3.FilterChain{
-		Filters: []*listenerv3.Filter{hcmFilter(withDFP(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(port.Number), 10))), port.Protocol == model.ProtocolGRPCWeb), svc))},
+		Filters: []*listenerv3.Filter{hcmFilter(withDFP(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(port.Number), 10))), port.Protocol == model.ProtocolGRPCWeb), svc, p))},
 	}
 	prev, ok := taken[name]
 	if !ok {

@@ -122,7 +122,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					name := ListenerName(b.bind, port.Number)
 					switch {
 					case port.Protocol.IsHTTP():
-						if err := addBoundHTTPPort(ixFor(lsc), b, svc, port, &tcp, taken, locked, want); err != nil {
+						if err := addBoundHTTPPort(p, ixFor(lsc), b, svc, port, &tcp, taken, locked, want); err != nil {
 							errs = append(errs, err)
 						}
 						continue
@@ -179,7 +179,7 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 			l.ListenerFilters = []*listenerv3.ListenerFilter{httpInspector()}
 			l.FilterChains = []*listenerv3.FilterChain{{
 				FilterChainMatch: &listenerv3.FilterChainMatch{TransportProtocol: "raw_buffer", ApplicationProtocols: plaintextHTTPProtocols},
-				Filters:          []*listenerv3.Filter{hcmFilter(withDFP(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(num), 10))), pi.grpcWeb), pi.httpFirst))},
+				Filters:          []*listenerv3.Filter{hcmFilter(withDFP(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, strconv.FormatUint(uint64(num), 10))), pi.grpcWeb), pi.httpFirst, p))},
 			}}
 			deps = append(pi.http, pi.wildDeps...)
 			// The TCP and TLS services without a VIP on the port keep their chains beside the
