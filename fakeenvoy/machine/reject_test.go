@@ -6,7 +6,9 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -132,5 +134,25 @@ func TestSotwUnwatchedDecodeFailure(t *testing.T) {
 	s = d.OnDelta(deltaResp(t, E, "e", nil, fetest.CLA("c1", "10.0.0.5", 80), bad), t0)
 	if s.Info.Nacked || !s.Applied {
 		t.Errorf("Delta: NACKed %v (%q), applied %v: want the watched assignment applied", s.Info.Nacked, s.Info.Error, s.Applied)
+	}
+}
+
+// TestPipeListeners: a listener on a unix domain socket (a pipe address, as istiod binds a
+// Sidecar egress listener's unix socket) is accepted; a second one on the same socket is
+// rejected as Envoy rejects a duplicate address, the first kept.
+func TestPipeListeners(t *testing.T) {
+	onPipe := func(name, path string) *listenerv3.Listener {
+		l := fetest.RDSListener(t, name, 0, "r1")
+		l.Address = &corev3.Address{Address: &corev3.Address_Pipe{Pipe: &corev3.Pipe{Path: path}}}
+		return l
+	}
+	m := warmedMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+	s := m.OnSotw(sotwResp(t, L, "2", "n2", onPipe("unix:///var/run/a.sock_0", "/var/run/a.sock"), onPipe("unix://@b_0", "@b")), t0)
+	if s.Info.Nacked {
+		t.Fatalf("pipe listeners NACKed: %q", s.Info.Error)
+	}
+	s = m.OnSotw(sotwResp(t, L, "3", "n3", onPipe("unix:///var/run/a.sock_0", "/var/run/a.sock"), onPipe("again", "/var/run/a.sock")), t0)
+	if !strings.Contains(s.Info.Error, "duplicate address pipe:/var/run/a.sock") || m.Resource(L, "again") != nil || m.Resource(L, "unix:///var/run/a.sock_0") == nil {
+		t.Errorf("error %q: want the second listener on the socket rejected, the first kept", s.Info.Error)
 	}
 }

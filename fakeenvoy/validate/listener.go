@@ -7,11 +7,15 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// BindKey is the address a listener binds ("" when it does not bind: bind_to_port false,
-// a pipe, an api_listener).
+// BindKey is the address a listener binds ("" when it does not bind: bind_to_port false, an
+// api_listener). A pipe (a unix domain socket, "@" first for an abstract one) is its path:
+// Envoy refuses a second listener on a socket another one binds as on an address and port.
 func BindKey(l *listenerv3.Listener) string {
 	if b := l.GetBindToPort(); b != nil && !b.GetValue() {
 		return ""
+	}
+	if p := l.GetAddress().GetPipe(); p != nil {
+		return "pipe:" + p.GetPath()
 	}
 	sa := l.GetAddress().GetSocketAddress()
 	if sa == nil {
