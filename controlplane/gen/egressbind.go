@@ -35,8 +35,9 @@ import (
 // sniffed listener keep the first. The catch-all egress listener
 // builds a port the egress listener holding it built on another address (0.0.0.0_PORT under a
 // held bind). A 0.0.0.0 bind that binds its port (captureMode NONE, interception mode NONE)
-// binds 0.0.0.0_PORT, which the port's services join as services without a VIP do. Unix socket
-// binds and HTTP_PROXY ports are not generated (xdslab validate warns).
+// binds 0.0.0.0_PORT, which the port's services join as services without a VIP do. HTTP_PROXY
+// ports and unix socket binds on port 0 are HTTP proxy listeners (httpproxy.go); a unix
+// socket bind on the catch-all listener is not generated (xdslab validate warns).
 
 // addBoundTCPPort adds port of svc to the bound TCP (or TLS, or sniffed) listener of b: as for
 // a service whose only address is the bind address (istiod keys the listener by bind and port,
@@ -117,7 +118,8 @@ const (
 // other). A 0.0.0.0 bind that binds its port is
 // boundWild (the virtual listeners' and the agent's ports skipped); one that does not is
 // boundWild too for a TCP, TLS or sniffed port (one 0.0.0.0_PORT instead of the VIP listeners,
-// not binding) and the usual listener for an HTTP port. Not generated (unbound, xdslab validate warns): unix socket binds, HTTP_PROXY ports.
+// not binding) and the usual listener for an HTTP port. Not generated (unbound, xdslab
+// validate warns): a unix socket bind on the catch-all listener.
 // UDP ports have no listener either way.
 func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) (boundEgress, bindOutcome) {
 	eg := egressOf(sc, port.Number, held)
@@ -138,9 +140,10 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 	// (where 0.0.0.0 is an address like any other, and :: is one on an IPv4 proxy).
 	wildcard := proxyWildcard(p)
 	switch {
-	case strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY"),
-		strings.HasPrefix(bind, model.UnixAddressPrefix):
-		return boundEgress{}, unbound // not generated: the usual listeners
+	case strings.HasPrefix(bind, model.UnixAddressPrefix):
+		// Not generated on the catch-all listener: the usual listeners. (An HTTP_PROXY
+		// port and a unix socket on port 0 are built by httpproxy.go, not per service port.)
+		return boundEgress{}, unbound
 	case bind == wildcard && (port.Number == VirtualOutboundPort || port.Number == VirtualInboundPort || p != nil && slices.Contains(p.StaticPorts, port.Number)):
 		// istiod's CanBindToPort: a reserved port of the wildcard, whether or not the
 		// listener binds it.

@@ -17,8 +17,9 @@ import (
 // still builds 0.0.0.0_PORT. A TCP port's services share BIND_PORT with their tcp_proxy chains,
 // and a MONGO or MYSQL port's (MYSQL is TCP), and a TLS or HTTPS port's. A sniffed port's too.
 // A 0.0.0.0 bind under captureMode NONE binds 0.0.0.0_PORT, which every service of the port
-// joins (as one without a VIP). A unix socket bind and an HTTP_PROXY port are not
-// bound (not generated). A bound listener depends on the Sidecar.
+// joins (as one without a VIP). An HTTP_PROXY port gets its HTTP proxy listener on the bind
+// (httpproxy.go); a unix socket bind on a port number (which validation rejects) is not
+// bound. A bound listener depends on the Sidecar.
 func TestSidecarEgressBind(t *testing.T) {
 	kiln := &model.Service{Hostname: "kiln.egressbind.svc.cluster.local", Namespace: "egressbind", Addresses: []string{"240.0.81.1"}, Ports: []model.Port{
 		{Name: "http", Number: 8080, Protocol: model.ProtocolHTTP}, {Name: "tcp", Number: 5000, Protocol: model.ProtocolTCP}}}
@@ -35,14 +36,14 @@ func TestSidecarEgressBind(t *testing.T) {
 		{"bind address and captureMode NONE", egress(8080, "HTTP", "127.0.0.3", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.3_8080!", "240.0.81.1_5000"}},
 		{"no bind", egress(8080, "HTTP", "", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
 		{"0.0.0.0 bind: the usual listener", egress(8080, "HTTP", "0.0.0.0", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
-		{"unix socket bind: not generated", egress(8080, "HTTP", "unix:///var/run/kiln.sock", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
+		{"unix socket bind on a port number (invalid): the usual listeners", egress(8080, "HTTP", "unix:///var/run/kiln.sock", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
 		{"TCP port bind address", egress(5000, "TCP", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
 		{"TCP port captureMode NONE", egress(5000, "TCP", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
 		{"MYSQL port bind address: as TCP", egress(5000, "MYSQL", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
 		{"MYSQL port captureMode NONE: as TCP", egress(5000, "MYSQL", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
 		{"MONGO port captureMode NONE", egress(5000, "MONGO", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
 		{"sniffed port bind address", egress(5000, "", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
-		{"HTTP_PROXY port: not generated", egress(5000, "HTTP_PROXY", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "240.0.81.1_5000"}},
+		{"HTTP_PROXY port: one HTTP proxy listener on the bind", egress(5000, "HTTP_PROXY", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
 		{"TLS port bind address", egress(5000, "TLS", "127.0.0.2", networking.CaptureMode_DEFAULT), []string{"0.0.0.0_8080", "127.0.0.2_5000", "240.0.81.1_5000"}},
 		{"HTTPS port captureMode NONE", egress(5000, "HTTPS", "", networking.CaptureMode_NONE), []string{"0.0.0.0_8080", "127.0.0.1_5000!", "240.0.81.1_5000"}},
 		{"0.0.0.0 bind and captureMode NONE", egress(8080, "HTTP", "0.0.0.0", networking.CaptureMode_NONE), []string{"0.0.0.0_8080!", "240.0.81.1_5000"}},

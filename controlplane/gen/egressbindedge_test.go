@@ -43,7 +43,7 @@ func TestSidecarEgressBindEdges(t *testing.T) {
 		{"HTTP_PROXY is not the catch-all", "NONE", []*networking.IstioEgressListener{
 			{Port: port(15080, "HTTP_PROXY"), Hosts: []string{"./*"}},
 			{Hosts: []string{"./a.rv.svc.cluster.local", "./b.rv.svc.cluster.local"}},
-		}, []want{{"127.0.0.1_5500", true}, {"127.0.0.1_5700", true}}},
+		}, []want{{"127.0.0.1_15080", true}, {"127.0.0.1_5500", true}, {"127.0.0.1_5700", true}}},
 		{"0.0.0.0 bind skips the agent's port", "REDIRECT", []*networking.IstioEgressListener{
 			{Port: port(15021, "TCP"), Bind: "0.0.0.0", Hosts: []string{"./c.rv.svc.cluster.local"}},
 		}, nil},

@@ -189,8 +189,9 @@ func SelectedLabels(p *model.Proxy, s *model.Snapshot) string {
 // InboundIPScope names what a sidecar's CDS and LDS read of the proxy itself beyond its view:
 // its interception mode when it is NONE (no virtual listeners, every outbound listener bound
 // to its port, no inbound config from its services; egressbind.go), and then, or when some
-// Sidecar egress listener has captureMode NONE or a 0.0.0.0 bind, whether it is an unprivileged
-// pod (a bound privileged port is left out) and the agent's ports (left out of a 0.0.0.0 bind); and when
+// Sidecar egress listener has captureMode NONE, a 0.0.0.0 bind or an HTTP_PROXY port without a
+// bind, whether it is an unprivileged pod (a bound privileged port is left out) and the agent's
+// ports (left out of a 0.0.0.0 bind, and of an HTTP_PROXY listener on 0.0.0.0); and when
 // the Sidecar that applies to it has ingress listeners its IPs (an ingress port binds to the first, a 0.0.0.0 default endpoint sends to it), its
 // interception mode (NONE binds every ingress port), whether it is an unprivileged pod and which
 // ports the agent's own listeners take (ingress ports istiod leaves out). "" for a proxy in
@@ -399,15 +400,17 @@ func anyIngressSidecar(s *model.Snapshot) bool {
 type egressCaptureNoneKey struct{}
 
 // anyEgressCaptureNone reports whether some Sidecar of s has an egress listener with
-// captureMode NONE (its ports bind, so an unprivileged proxy leaves out the privileged ones) or
-// a wildcard bind, 0.0.0.0 or :: (an IPv6-only proxy's; it leaves out the agent's ports),
+// captureMode NONE (its ports bind, so an unprivileged proxy leaves out the privileged ones), a
+// wildcard bind, 0.0.0.0 or :: (an IPv6-only proxy's), or an HTTP_PROXY port without a bind
+// (which leave out the agent's ports),
 // computed once per snapshot's configs.
 func anyEgressCaptureNone(s *model.Snapshot) bool {
 	return s.Derived(egressCaptureNoneKey{}, func() any {
 		for _, c := range s.Configs(istioconfig.KindSidecar) {
 			if sc, ok := c.Spec.(*networking.Sidecar); ok {
 				for _, eg := range sc.GetEgress() {
-					if eg.GetCaptureMode() == networking.CaptureMode_NONE || eg.GetBind() == wildcardIP || eg.GetBind() == "::" {
+					// An HTTP_PROXY port without a bind listens on the wildcard too (httpproxy.go).
+					if eg.GetCaptureMode() == networking.CaptureMode_NONE || eg.GetBind() == wildcardIP || eg.GetBind() == "::" || isHTTPProxy(eg) && eg.GetBind() == "" {
 						return true
 					}
 				}

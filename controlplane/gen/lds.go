@@ -89,6 +89,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	boundTCPSidecar := map[string]istioconfig.Key{} // the Sidecar of each TCP egress listener bound to an address
 	wildBound := map[uint32]bool{}                  // ports whose 0.0.0.0_PORT binds its port (egressbind.go)
 	wildSidecar := map[uint32]istioconfig.Key{}     // the Sidecar whose 0.0.0.0 bind builds a port's 0.0.0.0_PORT
+	// HTTP proxy egress listeners first: their listeners are their egress listeners' own
+	// (httpproxy.go), and the catch-all listener adds nothing to them.
+	addProxyListeners(p, sc, visible, &tcp, taken, want)
 	for _, held := range []bool{true, false} {
 		for _, svc := range visible {
 			for _, port := range svc.Ports {
@@ -306,7 +309,8 @@ func (pi *portInfo) wild() bool {
 // nil when that listener does not import it. Without a Sidecar, sc in the second pass.
 func outboundSource(sc *model.Scope, svc *model.Service, num uint32, held bool) *model.Scope {
 	if held {
-		if h := sc.Egress(num); sc.HoldsPort(num) && h.SeesPort(svc, num) {
+		// An HTTP_PROXY egress listener builds one listener for all its services (httpproxy.go).
+		if h := sc.Egress(num); sc.HoldsPort(num) && !httpProxyPort(sc, num) && h.SeesPort(svc, num) {
 			return h
 		}
 		return nil

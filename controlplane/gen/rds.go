@@ -139,7 +139,43 @@ func sidecarRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resourc
 	ixs := map[*model.Scope]*index{} // one per egress listener: its VirtualServices
 	var errs []error
 	out := make([]Resource, 0, len(ports))
+	// The route configurations of HTTP proxy egress listeners (httpproxy.go): a unix socket's,
+	// and below an HTTP_PROXY port's.
+	var sockets []string
+	if wantAll(names) {
+		for _, pe := range proxyEgresses(p, sc) {
+			if pe.port == 0 {
+				sockets = append(sockets, pe.route)
+			} else if !slices.Contains(ports, pe.port) {
+				ports = append(ports, pe.port)
+			}
+		}
+		slices.Sort(ports)
+	} else {
+		for _, n := range uniqueSorted(names) {
+			if strings.HasPrefix(n, model.UnixAddressPrefix) {
+				sockets = append(sockets, n)
+			}
+		}
+	}
+	for _, name := range sockets {
+		if esc, ok := proxyRouteEgress(sc, name); ok {
+			r, err := proxyRouteConfig(p, s, sc, esc, name)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, r)
+		}
+	}
 	for _, num := range ports {
+		if esc, ok := proxyRouteEgress(sc, strconv.FormatUint(uint64(num), 10)); ok {
+			r, err := proxyRouteConfig(p, s, sc, esc, strconv.FormatUint(uint64(num), 10))
+			if err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, r)
+			continue
+		}
 		esc := sc.Egress(num)
 		ix := ixs[esc]
 		if ix == nil {
@@ -165,37 +201,13 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 	usedDomains := map[string]bool{}
 	for _, svc := range svcs {
 		port, _ := svc.Port(num)
-		var domains []string
-		addDomain := func(d string) {
-			if !usedDomains[d] {
-				usedDomains[d] = true
-				domains = append(domains, d)
+		domains := serviceDomains(p, svc, name, func(d string) bool {
+			if usedDomains[d] {
+				return false
 			}
-		}
-		names := []string{svc.Hostname}
-		if p.Namespace != "" {
-			// istiod expands names by the proxy's DNS domain (NS.svc.cluster.local); a proxy
-			// of no namespace has a domain without ".svc." and a Kubernetes name no short one.
-			names = svc.ShortNames(p.Namespace)
-		}
-		for _, n := range names {
-			addDomain(n)
-			addDomain(n + ":" + name)
-		}
-		if svc.Headless() {
-			// Each endpoint's own name (a StatefulSet's POD.NAME.NS…) goes to the service's
-			// routes too, as istiod adds "*." to each of its names.
-			for _, d := range slices.Clone(domains) {
-				addDomain("*." + d)
-			}
-		}
-		for _, vip := range ipAddresses(svc.Addresses) {
-			addDomain(vip)
-			addDomain(vip + ":" + name)
-		}
-		for _, d := range cidrDomains(svc, name) { // cidrdomains.go
-			addDomain(d)
-		}
+			usedDomains[d] = true
+			return true
+		})
 		if len(domains) == 0 {
 			continue // every name already served by an earlier service (e.g. a shared VIP only)
 		}
@@ -221,6 +233,46 @@ func sidecarRouteConfig(p *model.Proxy, ix *index, num uint32, svcs []*model.Ser
 	rc.VirtualHosts = append(rc.VirtualHosts, catchAllVirtualHost(fb))
 	deps = append(deps, fb.deps()...)
 	return Resource{Name: name, Message: rc, Deps: sortDeps(deps)}, errors.Join(errs...)
+}
+
+// serviceDomains lists the domains of svc's virtual host on port (a port number): each of its
+// names (the short names the proxy's namespace allows) with and without ":port", with "*." for
+// a headless service's, its IP addresses with and without ":port", and its CIDR domains
+// (cidrdomains.go), as istiod's generateVirtualHostDomains lists them. keep says whether a
+// domain goes in (and marks it taken): an earlier virtual host of the route configuration may
+// already have it.
+func serviceDomains(p *model.Proxy, svc *model.Service, port string, keep func(string) bool) []string {
+	var domains []string
+	addDomain := func(d string) {
+		if keep(d) {
+			domains = append(domains, d)
+		}
+	}
+	names := []string{svc.Hostname}
+	if p != nil && p.Namespace != "" {
+		// istiod expands names by the proxy's DNS domain (NS.svc.cluster.local); a proxy
+		// of no namespace has a domain without ".svc." and a Kubernetes name no short one.
+		names = svc.ShortNames(p.Namespace)
+	}
+	for _, n := range names {
+		addDomain(n)
+		addDomain(n + ":" + port)
+	}
+	if svc.Headless() {
+		// Each endpoint's own name (a StatefulSet's POD.NAME.NS…) goes to the service's
+		// routes too, as istiod adds "*." to each of its names.
+		for _, d := range slices.Clone(domains) {
+			addDomain("*." + d)
+		}
+	}
+	for _, vip := range ipAddresses(svc.Addresses) {
+		addDomain(vip)
+		addDomain(vip + ":" + port)
+	}
+	for _, d := range cidrDomains(svc, port) { // cidrdomains.go
+		addDomain(d)
+	}
+	return domains
 }
 
 // catchAllVirtualHost is the last virtual host of a sidecar's route configuration, for
@@ -487,6 +539,19 @@ func vhNames(vh *routev3.VirtualHost, host string, num uint32) bool {
 // VirtualService; the others are kept. With no VirtualService route for the port, a default
 // route sends everything to the service's cluster. It also returns the VS keys it read.
 func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Port, grpc bool) ([]*routev3.Route, []istioconfig.Key, error) {
+	routes, deps, err := vsServiceRoutes(p, ix, svc, port, grpc)
+	if len(routes) == 0 {
+		var ddeps []istioconfig.Key
+		routes, ddeps = defaultServiceRoutes(ix, svc, port, grpc)
+		deps = append(deps, ddeps...)
+	}
+	return routes, deps, err
+}
+
+// vsServiceRoutes are serviceRoutes' routes from the VirtualService for svc, none when no
+// VirtualService has a route for the port (port number 0: an HTTP proxy's route
+// configuration, where a match that names a port applies nowhere), with the keys it read.
+func vsServiceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Port, grpc bool) ([]*routev3.Route, []istioconfig.Key, error) {
 	var routes []*routev3.Route
 	var deps []istioconfig.Key
 	var errs []error
@@ -525,23 +590,28 @@ func serviceRoutes(p *model.Proxy, ix *index, svc *model.Service, port model.Por
 			}
 		}
 	}
-	if len(routes) == 0 {
-		if dr := ix.destinationRule(svc.Hostname); dr != nil {
-			deps = append(deps, dr.Key())
-		}
-		routes = []*routev3.Route{{
-			Name:  "default",
-			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: ClusterName(Outbound, port.Number, "", svc.Hostname)},
-				Timeout:          durationpb.New(0),
-				MaxGrpcTimeout:   durationpb.New(0), //nolint:staticcheck // istiod's BuildDefaultHTTPOutboundRoute sets it, for gRPC clients too
-				RetryPolicy:      defaultRetryPolicy(grpc),
-				HashPolicy:       defaultHashPolicy(ix, svc, port),
-			}},
-		}}
-	}
 	return routes, deps, errors.Join(errs...)
+}
+
+// defaultServiceRoutes is the route of port of svc without a VirtualService: everything to
+// the service's cluster (istiod's BuildDefaultHTTPOutboundRoute), with the key of the
+// DestinationRule whose consistent hash it reads.
+func defaultServiceRoutes(ix *index, svc *model.Service, port model.Port, grpc bool) ([]*routev3.Route, []istioconfig.Key) {
+	var deps []istioconfig.Key
+	if dr := ix.destinationRule(svc.Hostname); dr != nil {
+		deps = append(deps, dr.Key())
+	}
+	return []*routev3.Route{{
+		Name:  "default",
+		Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: ClusterName(Outbound, port.Number, "", svc.Hostname)},
+			Timeout:          durationpb.New(0),
+			MaxGrpcTimeout:   durationpb.New(0), //nolint:staticcheck // istiod's BuildDefaultHTTPOutboundRoute sets it, for gRPC clients too
+			RetryPolicy:      defaultRetryPolicy(grpc),
+			HashPolicy:       defaultHashPolicy(ix, svc, port),
+		}},
+	}}, deps
 }
 
 // defaultRetryPolicy is the retry policy of a service's default route (istiod:

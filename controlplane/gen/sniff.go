@@ -88,6 +88,14 @@ func withSniffedRoutes(next GeneratorFunc) GeneratorFunc {
 				ix.listenerPortDests = true
 				ixs[esc] = ix
 			}
+			if httpProxyPort(sc, sp.port.Number) {
+				// An HTTP_PROXY egress listener holds the port: istiod filters its route
+				// configuration down to the service's virtual hosts (httpproxy.go).
+				r, rerr := sniffedProxyRouteConfig(p, s, sc, esc, name, sp.svc)
+				errs = append(errs, rerr)
+				out = append(out, r)
+				continue
+			}
 			if !esc.SeesPort(sp.svc, sp.port.Number) || !httpOrSniffedOwnPort(sp.svc, sp.port) {
 				// The egress listener that holds the port does not import the service (its
 				// VIP listener comes from the catch-all listener): istiod builds the route

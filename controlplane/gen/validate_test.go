@@ -221,6 +221,9 @@ func checkResources(t *testing.T, p *model.Proxy, g generated) {
 		}
 		sa := l.GetAddress().GetSocketAddress()
 		a := fmt.Sprintf("%s:%d", sa.GetAddress(), sa.GetPortValue())
+		if pipe := l.GetAddress().GetPipe(); pipe != nil {
+			a = "pipe:" + pipe.GetPath() // a unix socket listener (httpproxy.go)
+		}
 		if prev, ok := addrs[a]; ok {
 			t.Errorf("listeners %s and %s share address %s", prev, r.Name, a)
 		}

@@ -357,6 +357,19 @@ func (sc *Scope) Egress(port uint32) *Scope {
 	return sc.CatchAll()
 }
 
+// EgressAt returns the scope of the Sidecar's i-th egress listener (in SidecarEgress order):
+// what that listener alone imports. Without a Sidecar, and for the scope of one egress
+// listener, it is sc itself; nil for an index out of range.
+func (sc *Scope) EgressAt(i int) *Scope {
+	if sc == nil || sc.egress == nil {
+		return sc
+	}
+	if i < 0 || i >= len(sc.egress) {
+		return nil
+	}
+	return sc.egress[i]
+}
+
 // CatchAll returns the scope of the egress listener without a port, which istiod builds every
 // port no other egress listener holds from; a scope that imports nothing when the Sidecar has
 // none. Without a Sidecar, and for the scope of one egress listener, it is sc itself.
@@ -380,7 +393,8 @@ func (sc *Scope) HoldsPort(port uint32) bool {
 // EgressProtocol returns the protocol of the egress listener that holds port (HoldsPort), by
 // which istiod builds that port's listeners for the services that listener imports, whatever
 // their own port's protocol (no protocol: sniffed, ProtocolUnknown). ok is false when no
-// egress listener holds the port, and for an HTTP_PROXY port (not generated).
+// egress listener holds the port, and for an HTTP_PROXY port (whose egress listener builds one
+// HTTP proxy listener for all its services' ports, gen/httpproxy.go).
 func (sc *Scope) EgressProtocol(port uint32) (p Protocol, ok bool) {
 	if !sc.HoldsPort(port) {
 		return "", false

@@ -146,13 +146,18 @@ func (c *checker) notGeneratedSidecar(at Path, sc *networking.Sidecar) {
 	for i, eg := range sc.GetEgress() {
 		ea := at.With("egress", i)
 		// Generated (gen/egressbind.go): an IP bind (0.0.0.0 included) and captureMode NONE on
-		// an egress listener with or without a port, and on a proxy in interception mode NONE.
-		// Not generated: a unix socket bind, HTTP_PROXY ports.
-		if !strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") && strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix) {
-			c.warnf(ea.With("bind"), "is %s: a unix socket listener; the egress listener's services get the usual 0.0.0.0 and VIP listeners (istiod binds one listener to the socket, with route configuration %q for HTTP)", notGenerated, eg.GetBind())
+		// an egress listener with or without a port, and on a proxy in interception mode NONE;
+		// (gen/httpproxy.go) HTTP_PROXY ports, and a unix socket bind on port 0 with an HTTP
+		// protocol (HTTP, HTTP2, GRPC, GRPC-WEB, HTTP_PROXY). Not generated: a unix socket
+		// bind on the catch-all listener, or on port 0 with another protocol.
+		if !strings.HasPrefix(eg.GetBind(), model.UnixAddressPrefix) {
+			continue
 		}
-		if strings.EqualFold(eg.GetPort().GetProtocol(), "HTTP_PROXY") {
-			c.warnf(ea.With("port", "protocol"), "HTTP_PROXY is %s: no HTTP proxy listener (istiod builds one for the port, on 0.0.0.0 or the bind address, on 127.0.0.1 when it binds its port, whose route configuration has a virtual host per port of every service the egress listener imports)", notGenerated)
+		switch proto := strings.ToUpper(eg.GetPort().GetProtocol()); {
+		case eg.GetPort() == nil:
+			c.warnf(ea.With("bind"), "is %s on the egress listener without a port: its services get the usual 0.0.0.0 and VIP listeners (istiod builds a listener %s_PORT per service port, all on the one socket, which Envoy cannot all bind)", notGenerated, eg.GetBind())
+		case eg.GetPort().GetNumber() == 0 && !slices.Contains([]string{"HTTP", "HTTP2", "GRPC", "GRPC-WEB", "HTTP_PROXY"}, proto):
+			c.warnf(ea.With("bind"), "is %s with port protocol %q: no listener on the socket (xdslab builds a unix socket listener for an HTTP protocol only; istiod builds %s_0, whose tcp_proxy goes to cluster outbound|0||HOST, which it does not build)", notGenerated, eg.GetPort().GetProtocol(), eg.GetBind())
 		}
 	}
 }

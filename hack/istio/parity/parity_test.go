@@ -82,6 +82,10 @@ var proxies = []struct {
 	{"sidecar-v4-bind", parity.Proxy{Type: "sidecar", IP: "10.69.0.10", Pod: "binder4", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
 	// An IPv6-only ingress gateway (ipv6only.yaml): the gateway's view from fd00:9::1.
 	{"gateway-v6", parity.Proxy{Type: "router", IP: "fd00:9::1", Pod: "ingress-v6", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
+	// Sidecars of no service under a Sidecar with HTTP_PROXY ports and unix socket egress
+	// listeners (httpproxy.go), in interception mode REDIRECT and NONE.
+	{"sidecar-quire", parity.Proxy{Type: "sidecar", IP: "10.131.9.1", Pod: "scribe-1", Namespace: "quire", Labels: map[string]string{"app": "scribe"}, ServiceAccount: "scribe"}},
+	{"sidecar-quire-none", parity.Proxy{Type: "sidecar", IP: "10.131.9.2", Pod: "scribe-2", Namespace: "quire", Labels: map[string]string{"app": "scribe"}, ServiceAccount: "scribe", InterceptionMode: "NONE"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 	// A router whose node sends no NAMESPACE, its config namespace istio-system from its DNS
