@@ -37,7 +37,8 @@ import (
 // VirtualService routes are built for port 0 (a match that names a port applies nowhere, a
 // destination without a port takes the service's only port, else 0), the same on each of its
 // ports, and the hosts of the VirtualService that name no service get a virtual host, domain
-// HOST alone, when one of its services has port 80 (below); then allow_any (or block_all). A sniffed service's
+// HOST alone, when the first HTTP port of its services is 80 (below); then allow_any (or
+// block_all). A sniffed service's
 // route configuration "HOST:PORT" on a port an HTTP_PROXY listener holds keeps the virtual
 // hosts of that configuration that list HOST:PORT or HOST, with domain "*" when there is one.
 //
@@ -204,8 +205,10 @@ func proxyRouteEgress(sc *model.Scope, name string) (*model.Scope, bool) {
 }
 
 // proxyVirtualHosts are the virtual hosts of an HTTP proxy route configuration built from the
-// egress listener esc (ix its index), before the catch-all one, with the keys read.
-func proxyVirtualHosts(p *model.Proxy, ix *index, esc *model.Scope) ([]*routev3.VirtualHost, []istioconfig.Key, error) {
+// egress listener esc (ix its index), before the catch-all one, with the keys read. grpc
+// builds them for a proxyless gRPC client (its routes as serviceRoutes' grpc; istiod keeps the
+// port on a VirtualService host's domains for it).
+func proxyVirtualHosts(p *model.Proxy, ix *index, esc *model.Scope, grpc bool) ([]*routev3.VirtualHost, []istioconfig.Key, error) {
 	svcs := slices.SortedStableFunc(slices.Values(visibleServices(ix.snap, esc)), esc.CompareServices)
 	httpPorts := func(svc *model.Service) []model.Port {
 		var out []model.Port
@@ -273,7 +276,7 @@ func proxyVirtualHosts(p *model.Proxy, ix *index, esc *model.Scope) ([]*routev3.
 		}
 		var routes []*routev3.Route
 		for i, hr := range vs.GetHttp() {
-			rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, &model.Service{}, model.Port{}, false)
+			rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, &model.Service{}, model.Port{}, grpc)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("VirtualService %s/%s http[%d] for %s on an HTTP proxy listener: %w; route skipped, fix the VirtualService", c.Namespace, c.Name, i, strings.Join(hosts, ","), err))
 				continue
@@ -287,16 +290,20 @@ func proxyVirtualHosts(p *model.Proxy, ix *index, esc *model.Scope) ([]*routev3.
 			continue
 		}
 		deps = append(deps, c.Key())
-		// A host that names no service has the one domain h on each port (istiod leaves the
-		// port out for Envoy's ignore_port_in_host_matching): the first port's virtual host
-		// takes it, and keeps it on port 80 only. istiod takes the ports in map order, so
-		// with port 80 among others the virtual host comes or not from one run to the next;
-		// xdslab builds it.
-		if !slices.Contains(ports, 80) {
-			continue
-		}
-		for _, h := range hosts {
-			add(HostPortName(h, 80), "80", []string{h}, routes)
+		// A host that names no service has the one domain HOST on each port (istiod leaves
+		// the port out for Envoy's ignore_port_in_host_matching; for a gRPC client HOST:PORT
+		// too): the first port's virtual host takes it, and keeps it on port 80 only. istiod
+		// takes the ports from a map, in their order but for a random start (so mostly, not
+		// always: docs/parity.md); xdslab takes them in order.
+		for _, num := range ports {
+			port := strconv.FormatUint(uint64(num), 10)
+			for _, h := range hosts {
+				domains := []string{h}
+				if grpc {
+					domains = append(domains, h+":"+port)
+				}
+				add(HostPortName(h, num), port, domains, routes)
+			}
 		}
 	}
 	for _, svc := range svcs {
@@ -305,7 +312,7 @@ func proxyVirtualHosts(p *model.Proxy, ix *index, esc *model.Scope) ([]*routev3.
 			continue
 		}
 		deps = append(deps, ServiceKey(svc))
-		vsRoutes, vdeps, err := vsServiceRoutes(p, ix, svc, model.Port{}, false)
+		vsRoutes, vdeps, err := vsServiceRoutes(p, ix, svc, model.Port{}, grpc)
 		deps = append(deps, vdeps...)
 		if err != nil {
 			errs = append(errs, err)
@@ -314,7 +321,7 @@ func proxyVirtualHosts(p *model.Proxy, ix *index, esc *model.Scope) ([]*routev3.
 			routes := vsRoutes
 			if len(routes) == 0 {
 				var ddeps []istioconfig.Key
-				routes, ddeps = defaultServiceRoutes(ix, svc, port, false)
+				routes, ddeps = defaultServiceRoutes(ix, svc, port, grpc)
 				deps = append(deps, ddeps...)
 			}
 			name := strconv.FormatUint(uint64(port.Number), 10)
@@ -327,7 +334,8 @@ func proxyVirtualHosts(p *model.Proxy, ix *index, esc *model.Scope) ([]*routev3.
 // proxyRouteConfig is the route configuration name of the HTTP proxy egress listener esc.
 func proxyRouteConfig(p *model.Proxy, s *model.Snapshot, sc, esc *model.Scope, name string) (Resource, error) {
 	ix := egressIndex(s, sc, esc, p)
-	vhs, deps, err := proxyVirtualHosts(p, ix, esc)
+	ix.proxyDests = true
+	vhs, deps, err := proxyVirtualHosts(p, ix, esc, false)
 	fb := fallbackOf(ix.scope)
 	vhs = append(vhs, catchAllVirtualHost(fb))
 	deps = append(deps, fb.deps()...)
@@ -341,7 +349,8 @@ func proxyRouteConfig(p *model.Proxy, s *model.Snapshot, sc, esc *model.Scope, n
 // catch-all one, as istiod's getVirtualHostsForSniffedServicePort keeps them.
 func sniffedProxyRouteConfig(p *model.Proxy, s *model.Snapshot, sc, esc *model.Scope, name string, svc *model.Service) (Resource, error) {
 	ix := egressIndex(s, sc, esc, p)
-	vhs, deps, err := proxyVirtualHosts(p, ix, esc)
+	ix.proxyDests = true
+	vhs, deps, err := proxyVirtualHosts(p, ix, esc, false)
 	var kept []*routev3.VirtualHost
 	for _, vh := range vhs {
 		if slices.Contains(vh.GetDomains(), name) || slices.Contains(vh.GetDomains(), svc.Hostname) {
@@ -352,5 +361,22 @@ func sniffedProxyRouteConfig(p *model.Proxy, s *model.Snapshot, sc, esc *model.S
 		kept[0].Domains = []string{"*"}
 	}
 	rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: wrapperspb.Bool(false), VirtualHosts: kept}
+	return Resource{Name: name, Message: rc, Deps: sortDeps(append(deps, ServiceKey(svc)))}, err
+}
+
+// grpcProxyRouteConfig is a proxyless gRPC client's route configuration name for port of svc
+// when an HTTP_PROXY egress listener esc holds the port: istiod's grpcgen builds the HTTP proxy
+// virtual hosts of esc for the client and keeps those whose domains name the host (HOST, or
+// HOST:PORT, or a wildcard covering it), none when no virtual host does.
+func grpcProxyRouteConfig(p *model.Proxy, s *model.Snapshot, sc, esc *model.Scope, name string, svc *model.Service, port model.Port) (Resource, error) {
+	ix := egressIndex(s, sc, esc, p)
+	ix.proxyDests = true
+	vhs, deps, err := proxyVirtualHosts(p, ix, esc, true)
+	rc := &routev3.RouteConfiguration{Name: name}
+	for _, vh := range vhs {
+		if vhNames(vh, svc.Hostname, port.Number) {
+			rc.VirtualHosts = append(rc.VirtualHosts, vh)
+		}
+	}
 	return Resource{Name: name, Message: rc, Deps: sortDeps(append(deps, ServiceKey(svc)))}, err
 }

@@ -176,9 +176,14 @@ func TestHTTPProxyRoutes(t *testing.T) {
 			{Port: &networking.SidecarPort{Number: 3128, Protocol: "HTTP_PROXY", Name: "proxy"}, Hosts: []string{"./*"}},
 			{Hosts: []string{"./*"}},
 		}}}
-	// tern.example.org is a VirtualService host beside tern's two HTTP ports: istiod builds its
-	// virtual host (on port 80) or not by map order; xdslab builds it.
-	s := model.NewSnapshot(1, model.SnapshotInput{Services: httpProxyMesh(), Configs: []*istioconfig.Config{sc, vs}})
+	// tern.example.org is a VirtualService host beside tern's HTTP ports 80 then 8080: the first,
+	// 80, keeps its virtual host (istiod mostly, by map order; xdslab always). gull.example.org
+	// beside gull's port 3128 alone gets none.
+	gullVS := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "gull", Namespace: "coast"},
+		Spec: &networking.VirtualService{Hosts: []string{"gull.coast.svc.cluster.local", "gull.example.org"}, Http: []*networking.HTTPRoute{
+			{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "gull.coast.svc.cluster.local"}}}},
+		}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: httpProxyMesh(), Configs: []*istioconfig.Config{sc, vs, gullVS}})
 	p := sidecarProxy("10.140.9.9", "coast")
 	rs, err := ForType(RouteType, p).Generate(p, s, []string{"3128", "petrel.coast.svc.cluster.local:3128"})
 	if err != nil {
@@ -266,5 +271,75 @@ func TestInboundIPScopeHTTPProxy(t *testing.T) {
 				t.Errorf("agent ports 15021 and 15090: scopes %q and %q, want shared %v", k1, k2, tt.share)
 			}
 		})
+	}
+}
+
+// TestHTTPProxyRouteLookups: on an HTTP proxy route configuration (built for port 0) a
+// destination without a port takes the service's only port when the egress listener imports
+// it, else 0, as istiod looks it up among that listener's services alone; a proxyless gRPC
+// client's route configuration HOST:PORT on an HTTP_PROXY port keeps the virtual hosts of that
+// configuration naming the host (none when the listener does not import it), with their ports.
+func TestHTTPProxyRouteLookups(t *testing.T) {
+	to := func(host string) []*networking.HTTPRouteDestination {
+		return []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: host}}}
+	}
+	vs := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindVirtualService, Name: "tern", Namespace: "coast"},
+		Spec: &networking.VirtualService{Hosts: []string{"tern.coast.svc.cluster.local"}, Http: []*networking.HTTPRoute{
+			{Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: "/petrel"}}}}, Route: to("petrel.coast.svc.cluster.local")},
+			{Route: to("auk.coast.svc.cluster.local")},
+		}}}
+	sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "proxy", Namespace: "coast"},
+		Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+			// Imports tern, auk and gull, not petrel (the catch-all listener does).
+			{Port: &networking.SidecarPort{Number: 3128, Protocol: "HTTP_PROXY", Name: "proxy"}, Hosts: []string{"./tern.coast.svc.cluster.local", "./auk.coast.svc.cluster.local", "./gull.coast.svc.cluster.local"}},
+			{Hosts: []string{"./*"}},
+		}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: httpProxyMesh(), Configs: []*istioconfig.Config{sc, vs}})
+	p := sidecarProxy("10.140.9.9", "coast")
+	rs, err := ForType(RouteType, p).Generate(p, s, []string{"3128"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clusters []string
+	for _, vh := range rs[0].Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
+		if vh.GetName() == "tern.coast.svc.cluster.local:80" {
+			for _, r := range vh.GetRoutes() {
+				clusters = append(clusters, r.GetRoute().GetCluster())
+			}
+		}
+	}
+	if want := []string{"outbound|0||petrel.coast.svc.cluster.local", "outbound|3128||auk.coast.svc.cluster.local"}; !slices.Equal(clusters, want) {
+		t.Errorf("tern's routes go to %v, want %v", clusters, want)
+	}
+
+	g := grpcProxy("coast")
+	rs, err = ForType(RouteType, g).Generate(g, s, []string{"gull.coast.svc.cluster.local:3128", "petrel.coast.svc.cluster.local:3128", "auk.coast.svc.cluster.local:3128", "tern.coast.svc.cluster.local:8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, r := range rs {
+		if r.Name == "gull.coast.svc.cluster.local:3128" {
+			if d := r.Message.(*routev3.RouteConfiguration).GetVirtualHosts()[0].GetDomains(); slices.Contains(d, "gull.coast.svc.cluster.local") || !slices.Contains(d, "gull.coast.svc.cluster.local:3128") {
+				t.Errorf("gRPC gull:3128 domains %v, want those with :3128 alone", d)
+			}
+		}
+		for _, vh := range r.Message.(*routev3.RouteConfiguration).GetVirtualHosts() {
+			got[r.Name] = append(got[r.Name], vh.GetName())
+		}
+	}
+	// gull's virtual host of 3128; none for petrel (not imported) nor auk (TCP); tern's 8080
+	// is no HTTP_PROXY port (its own virtual host).
+	want := map[string][]string{
+		"gull.coast.svc.cluster.local:3128": {"gull.coast.svc.cluster.local:3128"},
+		"tern.coast.svc.cluster.local:8080": {"tern.coast.svc.cluster.local:8080"},
+	}
+	if len(got) != len(want) {
+		t.Errorf("gRPC virtual hosts %v, want %v", got, want)
+	}
+	for name, w := range want {
+		if !slices.Equal(got[name], w) {
+			t.Errorf("gRPC %s: virtual hosts %v, want %v", name, got[name], w)
+		}
 	}
 }

@@ -50,6 +50,10 @@ type index struct {
 	// listenerPortDests is set for a sidecar's HTTP route configurations: a destination
 	// without a port goes to the listener's port (destinationCluster).
 	listenerPortDests bool
+	// proxyDests is set for an HTTP proxy route configuration (httpproxy.go), built for port
+	// 0: istiod looks a destination without a port up among the services of the egress
+	// listener alone (all their ports), its only port, else 0.
+	proxyDests bool
 	// whole is the proxy's whole scope when scope is one egress listener's (nil: scope is
 	// the whole scope). istiod reads a route destination's DestinationRule from its
 	// SidecarScope, which holds the services of every egress listener (routeDestinationRule).

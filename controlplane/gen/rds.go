@@ -454,6 +454,15 @@ func grpcRoutes(p *model.Proxy, s *model.Snapshot, names []string) ([]Resource, 
 		return out, len(out) > 0
 	}
 	add := func(name string, svc *model.Service, port model.Port) {
+		if httpProxyPort(sc, port.Number) {
+			// An HTTP_PROXY egress listener holds the port (httpproxy.go).
+			r, err := grpcProxyRouteConfig(p, s, sc, sc.Egress(port.Number), name, svc, port)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, r)
+			return
+		}
 		vhs, ok := virtualHosts(svc, port)
 		if !ok {
 			// Not an HTTP (or sniffed) port of svc for this proxy: istiod's route builder gives
@@ -1113,7 +1122,11 @@ func destinationCluster(ix *index, vsNamespace string, dst *networking.Destinati
 		// takes the listener's port. istiod looks it up in the proxy's whole scope
 		// (ServiceForHostname), which holds every egress listener's services and the
 		// destinations of the VirtualServices they import.
-		if ds := visibleService(ix.snap, ix.proxyScope(), host); ds != nil && len(ds.Ports) == 1 && !ix.listenerPortDests {
+		lookIn := ix.proxyScope()
+		if ix.proxyDests {
+			lookIn = ix.scope
+		}
+		if ds := visibleService(ix.snap, lookIn, host); ds != nil && len(ds.Ports) == 1 && !ix.listenerPortDests {
 			num = ds.Ports[0].Number
 		}
 	}
