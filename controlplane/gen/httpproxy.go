@@ -34,13 +34,14 @@ import (
 // per HTTP or sniffed port of every service the egress listener imports: on port 80 all the
 // service's domains, on any other port only those with ":PORT" (istiod's
 // mergeAllVirtualHosts), each domain in the first virtual host that lists it; a service's
-// VirtualService routes are built for port 0 (a match that names a port applies nowhere, a
-// destination without a port takes the service's only port, else 0), the same on each of its
-// ports, and the hosts of the VirtualService that name no service get a virtual host, domain
-// HOST alone, when the first HTTP port of its services is 80 (below); then allow_any (or
-// block_all). A sniffed service's
-// route configuration "HOST:PORT" on a port an HTTP_PROXY listener holds keeps the virtual
-// hosts of that configuration that list HOST:PORT or HOST, with domain "*" when there is one.
+// VirtualService routes are built for port 0 (a match that names a port applies nowhere; a
+// destination without a port takes the service's only port when the egress listener imports
+// it, else 0), the same on each of its ports, and the hosts of the VirtualService that name no
+// service get a virtual host, domain HOST alone, when the first HTTP port of its services is
+// 80 (below); then allow_any (or block_all). A sniffed service's route configuration
+// "HOST:PORT" on a port an HTTP_PROXY listener holds keeps the virtual hosts of that
+// configuration that list HOST:PORT or HOST, with domain "*" when there is one; a proxyless
+// gRPC client's "HOST:PORT" there those that name the host (grpcProxyRouteConfig).
 //
 // The catch-all egress listener adds nothing to the listener (istiod locks it): on a port an
 // HTTP_PROXY listener holds without a bind (0.0.0.0_PORT) its HTTP and address-less services
@@ -127,7 +128,7 @@ func proxyEgresses(p *model.Proxy, sc *model.Scope) []proxyEgress {
 	return out
 }
 
-// proxyServices are the services of visible (in istiod's order) the egress listener imports.
+// services are the services of visible (in istiod's order) the egress listener imports.
 func (pe proxyEgress) services(visible []*model.Service) []*model.Service {
 	var out []*model.Service
 	for _, svc := range visible {

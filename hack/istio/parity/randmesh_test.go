@@ -150,6 +150,7 @@ func (m *randMesh) generate() {
 		m.later()
 		m.gwtlsShapes()
 		m.bindShapes()
+		m.proxyShapes()
 	}
 }
 
