@@ -30,6 +30,8 @@ var grpcProxies = []struct {
 	// A gRPC client whose Sidecar's port-80 listener imports VirtualServices naming services it
 	// does not hold (grpcvsonly.yaml).
 	{"grpc-vsonly", parity.Proxy{Type: "sidecar", IP: "10.4.9.9", Pod: "client", Namespace: "vsonly", Labels: map[string]string{"app": "client"}, ServiceAccount: "client", Generator: "grpc"}},
+	// A gRPC client under a Sidecar with HTTP_PROXY ports (httpproxy.yaml).
+	{"grpc-quire", parity.Proxy{Type: "sidecar", IP: "10.131.9.3", Pod: "scribe-3", Namespace: "quire", Labels: map[string]string{"app": "scribe"}, ServiceAccount: "scribe", Generator: "grpc"}},
 	// gRPC servers (grpcserver.yaml): STRICT with a DISABLE port and AuthorizationPolicies,
 	// PERMISSIVE without and with the tlsMode label (on grpc-perm-istio's WorkloadEntry, not on
 	// its node: istiod reads the workload's labels), DISABLE.
