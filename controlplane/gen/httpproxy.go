@@ -61,6 +61,8 @@ type proxyEgress struct {
 	route string
 	// grpcWeb: the egress port's protocol is GRPC-WEB (its chain has the grpc_web filter).
 	grpcWeb bool
+	// httpProxy: the egress port's protocol is HTTP_PROXY (else an HTTP unix socket).
+	httpProxy bool
 }
 
 // name is the listener's name, istiod's BIND_PORT ("unix:///path_0" on a socket).
@@ -103,7 +105,7 @@ func proxyEgresses(p *model.Proxy, sc *model.Scope) []proxyEgress {
 		if !isHTTPProxy(eg) && !(unix && proto.IsHTTP()) {
 			continue
 		}
-		pe := proxyEgress{scope: sc.EgressAt(i), bind: eg.GetBind(), port: num, grpcWeb: proto == model.ProtocolGRPCWeb}
+		pe := proxyEgress{scope: sc.EgressAt(i), bind: eg.GetBind(), port: num, grpcWeb: proto == model.ProtocolGRPCWeb, httpProxy: isHTTPProxy(eg)}
 		// A unix socket listener always binds it: no iptables hands connections to a socket.
 		pe.bindToPort = unix || noneInterception(p) || eg.GetCaptureMode() == networking.CaptureMode_NONE
 		switch {
@@ -111,12 +113,12 @@ func proxyEgresses(p *model.Proxy, sc *model.Scope) []proxyEgress {
 		case pe.bindToPort:
 			pe.bind = proxyLocalhost(p)
 		default:
-			pe.bind = wildcardIP
+			pe.bind = proxyWildcard(p)
 		}
 		if pe.bindToPort && p != nil && p.Unprivileged && num > 0 && num < 1024 {
 			continue
 		}
-		if pe.bind == wildcardIP && (num == VirtualOutboundPort || num == VirtualInboundPort || p != nil && slices.Contains(p.StaticPorts, num)) {
+		if pe.bind == proxyWildcard(p) && (num == VirtualOutboundPort || num == VirtualInboundPort || p != nil && slices.Contains(p.StaticPorts, num)) {
 			continue
 		}
 		pe.route = strconv.FormatUint(uint64(num), 10)
@@ -128,7 +130,9 @@ func proxyEgresses(p *model.Proxy, sc *model.Scope) []proxyEgress {
 	return out
 }
 
-// services are the services of visible (in istiod's order) the egress listener imports.
+// services are the services of visible the egress listener imports, in the order istiod
+// iterates them for it (its egress listener's own: an egress listener whose hosts are all
+// exact names orders them differently from the whole scope).
 func (pe proxyEgress) services(visible []*model.Service) []*model.Service {
 	var out []*model.Service
 	for _, svc := range visible {
@@ -136,12 +140,21 @@ func (pe proxyEgress) services(visible []*model.Service) []*model.Service {
 			out = append(out, svc)
 		}
 	}
+	slices.SortStableFunc(out, pe.scope.CompareServices)
 	return out
 }
 
 // listener is the egress listener's HTTP proxy listener; deps are the Sidecar and the
 // services it imports (without one it has none).
-func (pe proxyEgress) listener(sidecar istioconfig.Key, svcs []*model.Service) Resource {
+func (pe proxyEgress) listener(p *model.Proxy, sidecar istioconfig.Key, svcs []*model.Service) Resource {
+	// The service whose DYNAMIC_DNS filter the connection manager carries (withDFP): istiod
+	// builds the listener once per service and keeps the last on an HTTP_PROXY port (nothing
+	// locks it before the loop ends), the first on a socket (the next return early: an HTTP
+	// listener is there already).
+	policy := svcs[0]
+	if pe.httpProxy {
+		policy = svcs[len(svcs)-1]
+	}
 	name := pe.name()
 	addr := socketAddress(pe.bind, pe.port)
 	if path, ok := strings.CutPrefix(pe.bind, model.UnixAddressPrefix); ok {
@@ -152,7 +165,7 @@ func (pe proxyEgress) listener(sidecar istioconfig.Key, svcs []*model.Service) R
 		Address:          addr,
 		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{hcmFilter(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, pe.route)), pe.grpcWeb))},
+			Filters: []*listenerv3.Filter{hcmFilter(withDFP(withGRPCWeb(sidecarHCM(rdsHCM("outbound_"+name, pe.route)), pe.grpcWeb), policy, p))},
 		}},
 	}
 	if !pe.bindToPort {
@@ -176,7 +189,7 @@ func addProxyListeners(p *model.Proxy, sc *model.Scope, visible []*model.Service
 		}
 		taken[pe.name()] = takenBy{svcs[0].Hostname, model.ProtocolHTTP}
 		if wanted(want, pe.name()) {
-			*tcp = append(*tcp, pe.listener(sc.Sidecar.Key(), svcs))
+			*tcp = append(*tcp, pe.listener(p, sc.Sidecar.Key(), svcs))
 		}
 	}
 }

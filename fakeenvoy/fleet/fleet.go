@@ -91,7 +91,9 @@ type Group struct {
 	// KeepaliveTime, when > 0, pings the server once one of this group's connections has read
 	// nothing for that long, and gives the connection up when nothing is read within
 	// KeepaliveTimeout (0: grpc-go's 20s) of the PING: grpc-go's client keepalive, which
-	// istio-agent runs with 30s and 10s (fakeenvoy.Profile). Zero: none, as Envoy.
+	// istio-agent runs with 30s and 10s (fakeenvoy.Profile). Zero: none, as Envoy. grpc-go
+	// connections (TLS, shared) raise a KeepaliveTime under 10s to 10s; the fleet's own
+	// transport takes it as it is.
 	KeepaliveTime, KeepaliveTimeout time.Duration
 	// AgentIssueDelay, when set, is the emulated istio-agent's issue delay for this group's
 	// clients (the fleet's Agent config otherwise); negative serves at once.

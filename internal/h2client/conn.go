@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 	"time"
 
 	"google.golang.org/grpc"
@@ -316,14 +318,17 @@ func (s *socketSource) recv(into receiver) (int, time.Time, error) {
 	return n, at, nil
 }
 
-// waiting says whether the socket holds bytes not read yet (a peek that does not wait).
-func (s *socketSource) waiting() bool {
-	n := 0
+// queued is how many bytes the socket holds not read yet (FIONREAD), without reading them;
+// -1 when it cannot tell.
+func (s *socketSource) queued() int {
+	n := -1
 	_ = s.raw.Control(func(fd uintptr) {
-		var b [1]byte
-		n, _, _ = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		v, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+		if err == nil {
+			n = v
+		}
 	})
-	return n > 0
+	return n
 }
 
 // read is one recvmsg into s.into's buffer; false (wait, then call again) when the socket is

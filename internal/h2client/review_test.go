@@ -691,7 +691,7 @@ func TestKeepalive(t *testing.T) {
 		discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
 		go srv.Serve(tl)
 		defer srv.Stop()
-		c, codec := newConn(t, Config{Target: lis.Addr().String(), KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: 10 * time.Millisecond})
+		c, codec := newConn(t, Config{Target: lis.Addr().String(), KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: 100 * time.Millisecond})
 		s, err := openADS(context.Background(), c, codec)
 		if err != nil {
 			t.Fatal(err)
@@ -705,8 +705,43 @@ func TestKeepalive(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond) // several timeouts' worth, nobody reading
+		time.Sleep(500 * time.Millisecond) // several timeouts' worth, nobody reading
 		echo(t, s, "w")
+	})
+	t.Run("no stream", func(t *testing.T) {
+		// A connection whose stream ended does not ping (grpc-go's client goes dormant; a
+		// server counts PINGs without a stream against its policy).
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := tallyListener{Listener: lis, conns: make(chan *h2tally.Conn, 1)}
+		srv := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond, PermitWithoutStream: true}))
+		discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
+		go srv.Serve(tl)
+		defer srv.Stop()
+		c, codec := newConn(t, Config{Target: lis.Addr().String(), KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: time.Minute})
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := openADS(ctx, c, codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, s, "v")
+		tc0 := <-tl.conns
+		cancel()
+		if _, err := s.Recv(); status.Code(err) != codes.Canceled {
+			t.Fatalf("Recv after cancel: %v", err)
+		}
+		before := tc0.Counts().Pings
+		time.Sleep(100 * time.Millisecond) // ten keepalive periods without a stream
+		s2, err := openADS(context.Background(), c, codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, s2, "w") // the server has read what the client sent before
+		if n := tc0.Counts().Pings - before; n > 1 {
+			t.Errorf("%d keepalive PINGs on a connection without a stream, want at most the one in flight", n)
+		}
 	})
 	t.Run("unanswered", func(t *testing.T) {
 		// A server that takes the connection and never writes: the client's PING goes

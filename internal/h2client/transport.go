@@ -64,10 +64,12 @@ type transport struct {
 
 	// Keepalive (Config.KeepaliveTime): lastRead is when a read last returned bytes (unix
 	// nanoseconds), ka the timer that checks it, pingAt when the keepalive PING not yet
-	// answered went out (0: none) and pingDue when it times out; both belong to ka's function.
+	// answered went out (0: none), pingDue when it times out and pingQueued what the socket
+	// held unread then; the last three belong to ka's function.
 	lastRead        atomic.Int64
 	ka              *time.Timer
 	pingAt, pingDue int64
+	pingQueued      int // bytes waiting unread in the socket when the PING went out
 
 	mu           sync.Mutex
 	connSendWin  int64
@@ -316,10 +318,14 @@ func (t *transport) fill() error {
 	return nil
 }
 
-// bytesWaiting says whether the socket holds bytes not read yet, without reading them.
-func (t *transport) bytesWaiting() bool {
-	w, ok := t.src.(interface{ waiting() bool })
-	return ok && w.waiting()
+// queuedBytes is how many bytes the socket holds not read yet, without reading them (-1: not
+// known).
+func (t *transport) queuedBytes() int {
+	q, ok := t.src.(interface{ queued() int })
+	if !ok {
+		return -1
+	}
+	return q.queued()
 }
 
 // startKeepalive starts the keepalive timer (Config.KeepaliveTime), before the first read.
@@ -345,10 +351,11 @@ func (t *transport) keepalive() {
 	}
 	ka, now := t.cfg.KeepaliveTime, time.Now().UnixNano()
 	last := t.lastRead.Load()
-	if last <= t.pingAt && t.bytesWaiting() {
-		// Bytes waiting in the socket are the server's answer too: the stream's receiver
-		// may be busy (a scripted ACK delay), where grpc-go's reader goroutine never is and
-		// would have read them now.
+	if t.pingAt != 0 && last <= t.pingAt && t.queuedBytes() > t.pingQueued {
+		// Bytes that arrived in the socket since the PING are the server's answer too: the
+		// stream's receiver may be busy (a scripted ACK delay), where grpc-go's reader
+		// goroutine never is and would have read them now. (Bytes already waiting when the
+		// PING went out prove nothing.)
 		last = now
 		t.lastRead.Store(now)
 	}
@@ -363,16 +370,19 @@ func (t *transport) keepalive() {
 		t.pingAt, next = 0, ka-idle
 	default:
 		t.pingAt, next = 0, ka
+		// A stream that ended counts for nothing: grpc-go's client does not ping without an
+		// open stream (the server would count each such PING against its policy).
 		t.mu.Lock()
-		open := t.active != nil
+		open := t.active != nil && !t.active.done && !t.active.cancelled && t.active.ctx.Err() == nil
 		t.mu.Unlock()
 		if open {
+			queued := t.queuedBytes() // before the PING, whose ACK may be back at once
 			if err := t.writeControl(func(b []byte) []byte {
 				return binary.BigEndian.AppendUint64(appendFrameHeader(b, 8, framePing, 0, 0), uint64(now))
 			}); err != nil {
 				return
 			}
-			t.pingAt, t.pingDue = now, now+int64(t.cfg.KeepaliveTimeout)
+			t.pingAt, t.pingDue, t.pingQueued = now, now+int64(t.cfg.KeepaliveTimeout), queued
 			next = min(ka, t.cfg.KeepaliveTimeout)
 		}
 	}
