@@ -1,9 +1,13 @@
 package gen
 
 import (
+	"cmp"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	dfphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_forward_proxy/v3"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -55,38 +59,47 @@ func TestHTTPProxyListeners(t *testing.T) {
 		unprivileged bool
 		want         []want // the HTTP proxy listeners
 		absent       []string
+		ip           string // the proxy's address ("" for 10.140.9.9)
 	}{
 		{"HTTP_PROXY under REDIRECT", egress(3128, "HTTP_PROXY", "", 0, "./*"), "", false,
-			[]want{{"0.0.0.0_3128", "3128", "", false}}, nil},
+			[]want{{"0.0.0.0_3128", "3128", "", false}}, nil, ""},
 		{"HTTP_PROXY, lower case", egress(3128, "http_proxy", "", 0, "./*"), "", false,
-			[]want{{"0.0.0.0_3128", "3128", "", false}}, nil},
+			[]want{{"0.0.0.0_3128", "3128", "", false}}, nil, ""},
 		{"HTTP_PROXY with a bind", egress(3128, "HTTP_PROXY", "127.0.0.5", 0, "./*"), "", false,
-			[]want{{"127.0.0.5_3128", "3128", "", false}}, nil},
+			[]want{{"127.0.0.5_3128", "3128", "", false}}, nil, ""},
 		{"HTTP_PROXY under captureMode NONE", egress(3128, "HTTP_PROXY", "", networking.CaptureMode_NONE, "./*"), "", false,
-			[]want{{"127.0.0.1_3128", "3128", "", true}}, nil},
+			[]want{{"127.0.0.1_3128", "3128", "", true}}, nil, ""},
 		{"HTTP_PROXY in interception mode NONE", egress(3128, "HTTP_PROXY", "", 0, "./*"), "NONE", false,
-			[]want{{"127.0.0.1_3128", "3128", "", true}}, nil},
+			[]want{{"127.0.0.1_3128", "3128", "", true}}, nil, ""},
 		// No listener of its own: the catch-all listener builds gull's 0.0.0.0_3128, whose
 		// route configuration 3128 istiod still answers from the HTTP_PROXY listener (below).
 		{"HTTP_PROXY importing nothing", egress(3128, "HTTP_PROXY", "", 0, "./nobody.coast.svc.cluster.local"), "", false,
-			nil, nil},
+			nil, nil, ""},
 		{"HTTP_PROXY on a privileged port an unprivileged proxy binds", egress(80, "HTTP_PROXY", "", networking.CaptureMode_NONE, "./*"), "", true,
-			nil, []string{"127.0.0.1_80"}},
+			nil, []string{"127.0.0.1_80"}, ""},
 		{"HTTP_PROXY on the virtual outbound port", egress(15001, "HTTP_PROXY", "", 0, "./*"), "", false,
-			nil, []string{"0.0.0.0_15001"}},
+			nil, []string{"0.0.0.0_15001"}, ""},
 		{"unix socket, HTTP", egress(0, "HTTP", "unix:///var/run/coast/http.sock", 0, "./tern.coast.svc.cluster.local"), "", false,
-			[]want{{"unix:///var/run/coast/http.sock_0", "unix:///var/run/coast/http.sock", "/var/run/coast/http.sock", true}}, nil},
+			[]want{{"unix:///var/run/coast/http.sock_0", "unix:///var/run/coast/http.sock", "/var/run/coast/http.sock", true}}, nil, ""},
 		{"unix socket, abstract, HTTP_PROXY", egress(0, "HTTP_PROXY", "unix://@coast", 0, "./*"), "", false,
-			[]want{{"unix://@coast_0", "unix://@coast", "@coast", true}}, nil},
+			[]want{{"unix://@coast_0", "unix://@coast", "@coast", true}}, nil, ""},
 		{"unix socket, TCP: not generated", egress(0, "TCP", "unix:///var/run/coast/tcp.sock", 0, "./*"), "", false,
-			nil, []string{"unix:///var/run/coast/tcp.sock_0"}},
+			nil, []string{"unix:///var/run/coast/tcp.sock_0"}, ""},
+		// An IPv6-only proxy's wildcard is :: (istiod's actualWildcards), where 0.0.0.0 is an
+		// address like any other.
+		{"HTTP_PROXY on an IPv6-only proxy", egress(3128, "HTTP_PROXY", "", 0, "./*"), "", false,
+			[]want{{"::_3128", "3128", "", false}}, []string{"0.0.0.0_3128"}, "fd00:140::9"},
+		{"HTTP_PROXY bound to :: on the virtual outbound port, IPv6-only", egress(15001, "HTTP_PROXY", "::", 0, "./*"), "", false,
+			nil, []string{"::_15001"}, "fd00:140::9"},
+		{"HTTP_PROXY bound to 0.0.0.0 on the virtual outbound port, IPv6-only", egress(15001, "HTTP_PROXY", "0.0.0.0", 0, "./*"), "", false,
+			[]want{{"0.0.0.0_15001", "15001", "", false}}, nil, "fd00:140::9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "proxy", Namespace: "coast"},
 				Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{tt.egress, {Hosts: []string{"./*"}}}}}
 			s := model.NewSnapshot(1, model.SnapshotInput{Services: httpProxyMesh(), Configs: []*istioconfig.Config{sc}})
-			p := sidecarProxy("10.140.9.9", "coast")
+			p := sidecarProxy(cmp.Or(tt.ip, "10.140.9.9"), "coast")
 			p.InterceptionMode = tt.mode
 			p.Unprivileged = tt.unprivileged
 			g, err := generateAll(t, p, s)
@@ -341,5 +354,60 @@ func TestHTTPProxyRouteLookups(t *testing.T) {
 		if !slices.Equal(got[name], w) {
 			t.Errorf("gRPC %s: virtual hosts %v, want %v", name, got[name], w)
 		}
+	}
+}
+
+// TestHTTPProxyDynamicForwardProxy: an HTTP proxy listener carries the dynamic forward proxy
+// filter of the DYNAMIC_DNS entry istiod builds it from last (an HTTP_PROXY port: nothing
+// locks the listener before its loop over the egress listener's services ends), in the
+// proxy's DNS family; without such an entry, none.
+func TestHTTPProxyDynamicForwardProxy(t *testing.T) {
+	dfp := &model.Service{Hostname: "*.zz.example", Namespace: "coast", Resolution: model.ResolutionDynamicDNS, MeshExternal: true,
+		CreationTime: time.Unix(1e9, 0), Ports: []model.Port{{Name: "http", Number: 8090, Protocol: model.ProtocolHTTP}}}
+	for _, tc := range []struct {
+		name, host, ip, listener string
+		family                   clusterv3.Cluster_DnsLookupFamily // 0: no filter
+	}{
+		{"the entry alone", "./*.zz.example", "10.140.9.9", "0.0.0.0_3128", clusterv3.Cluster_V4_ONLY},
+		{"the entry alone, IPv6-only", "./*.zz.example", "fd00:140::9", "::_3128", clusterv3.Cluster_V6_ONLY},
+		{"no entry", "./tern.coast.svc.cluster.local", "10.140.9.9", "0.0.0.0_3128", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "proxy", Namespace: "coast"},
+				Spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
+					{Port: &networking.SidecarPort{Number: 3128, Protocol: "HTTP_PROXY", Name: "p"}, Hosts: []string{tc.host}}}}}
+			s := model.NewSnapshot(1, model.SnapshotInput{Services: append(httpProxyMesh(), dfp), Configs: []*istioconfig.Config{sc}})
+			p := sidecarProxy(tc.ip, "coast")
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			r := findResource(g[ListenerType], tc.listener)
+			if r == nil {
+				t.Fatalf("no listener %s: %v", tc.listener, resourceNames(g[ListenerType]))
+			}
+			h := &hcmv3.HttpConnectionManager{}
+			if err := r.Message.(*listenerv3.Listener).GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(h); err != nil {
+				t.Fatal(err)
+			}
+			var fc *dfphttpv3.FilterConfig
+			for _, f := range h.GetHttpFilters() {
+				if f.GetName() == dfpHTTPFilterName {
+					fc = &dfphttpv3.FilterConfig{}
+					if err := f.GetTypedConfig().UnmarshalTo(fc); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			switch {
+			case tc.family == 0 && fc != nil:
+				t.Errorf("a dynamic forward proxy filter without a DYNAMIC_DNS entry: %v", fc)
+			case tc.family != 0 && fc == nil:
+				t.Errorf("no dynamic forward proxy filter: %v", h.GetHttpFilters())
+			case tc.family != 0 && (fc.GetDnsCacheConfig().GetName() != "*.zz.example_dfp_dns_cache" || fc.GetDnsCacheConfig().GetDnsLookupFamily() != tc.family):
+				t.Errorf("filter cache %v, want *.zz.example's in %v", fc.GetDnsCacheConfig(), tc.family)
+			}
+		})
 	}
 }
