@@ -2,7 +2,6 @@ package gen
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -288,18 +287,8 @@ func proxyVirtualHosts(p *model.Proxy, ix *index, esc *model.Scope, grpc bool) (
 		if len(hosts) == 0 || len(ports) == 0 {
 			continue
 		}
-		var routes []*routev3.Route
-		for i, hr := range vs.GetHttp() {
-			rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, &model.Service{}, model.Port{}, grpc)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("VirtualService %s/%s http[%d] for %s on an HTTP proxy listener: %w; route skipped, fix the VirtualService", c.Namespace, c.Name, i, strings.Join(hosts, ","), err))
-				continue
-			}
-			routes = append(routes, rs...)
-			if catchAll {
-				break
-			}
-		}
+		routes, rerrs := hostlessRoutes(p, ix, c, vs, hosts, model.Port{}, grpc, "an HTTP proxy listener")
+		errs = append(errs, rerrs...)
 		if len(routes) == 0 {
 			continue
 		}

@@ -346,18 +346,8 @@ func vsOnlyVirtualHosts(p *model.Proxy, ix *index, num uint32, usedDomains map[s
 		if len(hosts) == 0 || !onPort {
 			continue
 		}
-		var routes []*routev3.Route
-		for i, hr := range vs.GetHttp() {
-			rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, &model.Service{}, model.Port{Number: num}, grpc)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("VirtualService %s/%s http[%d] for %s port %d: %w; route skipped, fix the VirtualService", c.Namespace, c.Name, i, strings.Join(hosts, ","), num, err))
-				continue
-			}
-			routes = append(routes, rs...)
-			if catchAll {
-				break
-			}
-		}
+		routes, rerrs := hostlessRoutes(p, ix, c, vs, hosts, model.Port{Number: num}, grpc, fmt.Sprintf("port %d", num))
+		errs = append(errs, rerrs...)
 		if len(routes) == 0 {
 			continue
 		}
@@ -1139,4 +1129,25 @@ func destinationCluster(ix *index, vsNamespace string, dst *networking.Destinati
 		}
 	}
 	return ClusterName(Outbound, num, dst.GetSubset(), host), nil
+}
+
+// hostlessRoutes translates the HTTP routes of VirtualService c (spec vs) for its hosts that
+// name no service, on port (its number 0 on an HTTP proxy listener), up to the first route
+// that catches everything; a route that does not translate is skipped with an error naming
+// where it was (where: "port 80", "an HTTP proxy listener").
+func hostlessRoutes(p *model.Proxy, ix *index, c *istioconfig.Config, vs *networking.VirtualService, hosts []string, port model.Port, grpc bool, where string) ([]*routev3.Route, []error) {
+	var routes []*routev3.Route
+	var errs []error
+	for i, hr := range vs.GetHttp() {
+		rs, catchAll, err := translateHTTPRoute(p, ix, c.Namespace, hr, &model.Service{}, port, grpc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("VirtualService %s/%s http[%d] for %s on %s: %w; route skipped, fix the VirtualService", c.Namespace, c.Name, i, strings.Join(hosts, ","), where, err))
+			continue
+		}
+		routes = append(routes, rs...)
+		if catchAll {
+			break
+		}
+	}
+	return routes, errs
 }
