@@ -251,18 +251,7 @@ func (m *randMesh) boundSidecar() {
 	if m.severalAddresses() {
 		return // a Sidecar's view of an entry with several addresses is not generated yet
 	}
-	var free []string
-	for _, ns := range clientNamespaces {
-		selected := false
-		for _, d := range m.docs {
-			if d["kind"] == "Sidecar" && d["metadata"].(map[string]any)["namespace"] == ns && d["spec"].(map[string]any)["workloadSelector"] != nil {
-				selected = true
-			}
-		}
-		if !selected {
-			free = append(free, ns)
-		}
-	}
+	free := m.unselectedNamespaces()
 	if len(free) == 0 {
 		return
 	}
@@ -464,4 +453,22 @@ func (m *randMesh) boundEgress(used map[int]bool) map[string]any {
 	slices.Sort(hosts)
 	eg["hosts"] = toAny(slices.Compact(hosts))
 	return eg
+}
+
+// unselectedNamespaces are the client namespaces whose proxy no Sidecar with a workloadSelector
+// selects yet (it draws nothing).
+func (m *randMesh) unselectedNamespaces() []string {
+	var free []string
+	for _, ns := range clientNamespaces {
+		selected := false
+		for _, d := range m.docs {
+			if d["kind"] == "Sidecar" && d["metadata"].(map[string]any)["namespace"] == ns && d["spec"].(map[string]any)["workloadSelector"] != nil {
+				selected = true
+			}
+		}
+		if !selected {
+			free = append(free, ns)
+		}
+	}
+	return free
 }

@@ -33,18 +33,7 @@ func (m *randMesh) proxyShapes() {
 		}
 	}
 	if spec == nil {
-		var free []string
-		for _, ns := range clientNamespaces {
-			selected := false
-			for _, d := range m.docs {
-				if d["kind"] == "Sidecar" && d["metadata"].(map[string]any)["namespace"] == ns && d["spec"].(map[string]any)["workloadSelector"] != nil {
-					selected = true
-				}
-			}
-			if !selected {
-				free = append(free, ns)
-			}
-		}
+		free := m.unselectedNamespaces()
 		if len(free) == 0 {
 			return
 		}
