@@ -136,6 +136,22 @@ func (b *blobADS) StreamAggregatedResources(st discoveryv3.AggregatedDiscoverySe
 	}
 }
 
+// startFleet starts a fleet of cfg, stopped when the test ends.
+func startFleet(t *testing.T, cfg Config) *Fleet {
+	t.Helper()
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := f.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); f.Stop() })
+	return f
+}
+
 // TestFleetGroupWindows: a group's Window and WindowUpdate reach its connections, on the
 // fleet's own transport and on grpc-go's: with istio-agent's (1 MiB, a quarter given back at a
 // time) a 3 MiB response takes a dozen connection WINDOW_UPDATEs, with Envoy's 256 MiB only the
@@ -168,16 +184,7 @@ func TestFleetGroupWindows(t *testing.T) {
 			cfg := flConfig(lis.Addr().String(), 2, policy.Nack{})
 			g := &cfg.Groups[0]
 			g.Window, g.WindowUpdate, g.StreamsPerConn = tc.window, tc.update, tc.spc
-			f, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			if err := f.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer f.Stop()
+			startFleet(t, cfg)
 			// Each client's first request, then the one that answers the response (a NACK: the
 			// blob is not a cluster).
 			deadline := time.Now().Add(time.Minute)
@@ -213,16 +220,7 @@ func TestFleetGroupKeepalive(t *testing.T) {
 
 	cfg := flConfig(lis.Addr().String(), 2, policy.Nack{})
 	cfg.Groups[0].KeepaliveTime, cfg.Groups[0].KeepaliveTimeout = 20*time.Millisecond, time.Minute
-	f, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer f.Stop()
+	f := startFleet(t, cfg)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		tl.mu.Lock()

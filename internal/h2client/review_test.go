@@ -574,6 +574,22 @@ func (l tallyListener) Accept() (net.Conn, error) {
 	return tc, nil
 }
 
+// tallyServer serves echoADS with opts on a loopback port of its own until the test ends: its
+// address, and each connection it accepts, tallied (the frames its client sends).
+func tallyServer(t *testing.T, opts ...grpc.ServerOption) (string, <-chan *h2tally.Conn) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := tallyListener{Listener: lis, conns: make(chan *h2tally.Conn, 1)}
+	srv := grpc.NewServer(opts...)
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
+	go srv.Serve(tl)
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String(), tl.conns
+}
+
 // TestWindowUpdateEvery: the client gives its windows back in steps of Config.WindowUpdate
 // (istio-agent's grpc-go connection: a quarter of a 1 MiB window), or of half the window by
 // default (Envoy's codec): 3 MiB received through 1 MiB windows take 12 connection
@@ -589,16 +605,8 @@ func TestWindowUpdateEvery(t *testing.T) {
 		{"Envoy's 256 MiB", 0, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lis, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tl := tallyListener{Listener: lis, conns: make(chan *h2tally.Conn, 1)}
-			srv := grpc.NewServer()
-			discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
-			go srv.Serve(tl)
-			defer srv.Stop()
-			c, codec := newConn(t, Config{Target: lis.Addr().String(), Window: tc.window, WindowUpdate: tc.step})
+			addr, conns := tallyServer(t)
+			c, codec := newConn(t, Config{Target: addr, Window: tc.window, WindowUpdate: tc.step})
 			s, err := openADS(context.Background(), c, codec)
 			if err != nil {
 				t.Fatal(err)
@@ -613,7 +621,7 @@ func TestWindowUpdateEvery(t *testing.T) {
 			// One more exchange: once its response is back, the server has read every frame
 			// the client sent before its request, the last WINDOW_UPDATE included.
 			echo(t, s, "after")
-			if got := (<-tl.conns).Counts().ConnWindowUpdates; got != tc.want {
+			if got := (<-conns).Counts().ConnWindowUpdates; got != tc.want {
 				t.Errorf("connection WINDOW_UPDATEs for 3 MiB: %d, want %d", got, tc.want)
 			}
 		})
@@ -629,22 +637,14 @@ func TestKeepalive(t *testing.T) {
 		time time.Duration
 	}{{"on", 20 * time.Millisecond}, {"off", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
-			lis, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tl := tallyListener{Listener: lis, conns: make(chan *h2tally.Conn, 1)}
-			srv := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond}))
-			discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
-			go srv.Serve(tl)
-			defer srv.Stop()
-			c, codec := newConn(t, Config{Target: lis.Addr().String(), KeepaliveTime: tc.time, KeepaliveTimeout: tc.time})
+			addr, conns := tallyServer(t, grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond}))
+			c, codec := newConn(t, Config{Target: addr, KeepaliveTime: tc.time, KeepaliveTimeout: tc.time})
 			s, err := openADS(context.Background(), c, codec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			echo(t, s, "v")
-			tc0 := <-tl.conns
+			tc0 := <-conns
 			if tc.time == 0 {
 				time.Sleep(100 * time.Millisecond)
 				echo(t, s, "w") // the server has read every frame sent before
@@ -682,22 +682,14 @@ func TestKeepalive(t *testing.T) {
 	t.Run("answered, receiver busy", func(t *testing.T) {
 		// Nobody reads (a scripted ACK delay holds the receiver): the PING's ACK waits in the
 		// socket, which counts as the server's answer, so the connection stays up.
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tl := tallyListener{Listener: lis, conns: make(chan *h2tally.Conn, 1)}
-		srv := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond}))
-		discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
-		go srv.Serve(tl)
-		defer srv.Stop()
-		c, codec := newConn(t, Config{Target: lis.Addr().String(), KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: 100 * time.Millisecond})
+		addr, conns := tallyServer(t, grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond}))
+		c, codec := newConn(t, Config{Target: addr, KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: 100 * time.Millisecond})
 		s, err := openADS(context.Background(), c, codec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		echo(t, s, "v")
-		tc0 := <-tl.conns
+		tc0 := <-conns
 		deadline := time.Now().Add(time.Minute)
 		for tc0.Counts().Pings < 1 {
 			if time.Now().After(deadline) {
@@ -711,23 +703,15 @@ func TestKeepalive(t *testing.T) {
 	t.Run("no stream", func(t *testing.T) {
 		// A connection whose stream ended does not ping (grpc-go's client goes dormant; a
 		// server counts PINGs without a stream against its policy).
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tl := tallyListener{Listener: lis, conns: make(chan *h2tally.Conn, 1)}
-		srv := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond, PermitWithoutStream: true}))
-		discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &echoADS{})
-		go srv.Serve(tl)
-		defer srv.Stop()
-		c, codec := newConn(t, Config{Target: lis.Addr().String(), KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: time.Minute})
+		addr, conns := tallyServer(t, grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Millisecond, PermitWithoutStream: true}))
+		c, codec := newConn(t, Config{Target: addr, KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: time.Minute})
 		ctx, cancel := context.WithCancel(context.Background())
 		s, err := openADS(ctx, c, codec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		echo(t, s, "v")
-		tc0 := <-tl.conns
+		tc0 := <-conns
 		cancel()
 		if _, err := s.Recv(); status.Code(err) != codes.Canceled {
 			t.Fatalf("Recv after cancel: %v", err)
