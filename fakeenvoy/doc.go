@@ -122,7 +122,8 @@
 // NACK policies (policy.Nack) combine a probability, every Nth response, a resource-name
 // regexp and "realistic" rejection of what Envoy rejects (PGV ValidateAll failures,
 // recursively inside every Any; undecodable resources; duplicate names; a Delta name both
-// added and removed; listeners binding the same address; filter chains with identical
+// added and removed; a listener taking an address another holds, its own or an additional one,
+// bound or not, as Envoy compares them; filter chains with identical
 // matches; what Envoy rejects building a cluster, listener or route configuration, as package
 // validate's Cluster, Listener and RouteConfig list it). As in Envoy, what fails as a response is decoded (undecodable bytes, a resource's
 // own PGV constraints, Delta duplicates) rejects the whole response; for CDS and LDS, what fails

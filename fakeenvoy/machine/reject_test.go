@@ -156,3 +156,48 @@ func TestPipeListeners(t *testing.T) {
 		t.Errorf("error %q: want the second listener on the socket rejected, the first kept", s.Info.Error)
 	}
 }
+
+// TestListenerAddressConflicts: Envoy refuses a listener that takes an address another one
+// holds, its own or an additional one, whether or not either binds it (a dual-stack sidecar's
+// wildcard listener has :: beside 0.0.0.0: a listener on :: and the same port is refused).
+func TestListenerAddressConflicts(t *testing.T) {
+	at := func(name, ip string, port uint32, bound bool, also ...string) *listenerv3.Listener {
+		l := fetest.RDSListener(t, name, 0, "r1")
+		l.Address = &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Address: ip, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port}}}}
+		for _, a := range also {
+			l.AdditionalAddresses = append(l.AdditionalAddresses, &listenerv3.AdditionalAddress{Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+				Address: a, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port}}}}})
+		}
+		if !bound {
+			l.BindToPort = wrapperspb.Bool(false)
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name    string
+		second  *listenerv3.Listener
+		wantErr string // "" for accepted
+	}{
+		{"another port", at("0.0.0.0_81", "0.0.0.0", 81, false, "::"), ""},
+		{"the additional address, not bound", at("::_80", "::", 80, false), "duplicate address TCP::::80 as listener 0.0.0.0_80"},
+		{"the additional address, bound", at("::_80", "::", 80, true), "duplicate address TCP::::80 as listener 0.0.0.0_80"},
+		{"the address as an additional one", at("10.0.0.1_80", "10.0.0.1", 80, false, "0.0.0.0"), "duplicate address TCP:0.0.0.0:80 as listener 0.0.0.0_80"},
+		{"the address written otherwise", at("other", "0:0::0", 80, false), "duplicate address TCP::::80 as listener 0.0.0.0_80"},
+		{"another IP", at("127.0.0.1_80", "127.0.0.1", 80, false, "::1"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := warmedMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+			first := at("0.0.0.0_80", "0.0.0.0", 80, false, "::")
+			s := m.OnSotw(sotwResp(t, L, "2", "n2", first, tc.second), t0)
+			switch {
+			case tc.wantErr == "" && s.Info.Nacked:
+				t.Errorf("NACKed %q, want both listeners accepted", s.Info.Error)
+			case tc.wantErr != "" && !strings.Contains(s.Info.Error, tc.wantErr):
+				t.Errorf("error %q, want %q", s.Info.Error, tc.wantErr)
+			case tc.wantErr != "" && (m.Resource(L, tc.second.GetName()) != nil || m.Resource(L, "0.0.0.0_80") == nil):
+				t.Errorf("want %s rejected and 0.0.0.0_80 kept", tc.second.GetName())
+			}
+		})
+	}
+}

@@ -95,23 +95,26 @@ func (m *Machine) sotwDecodeErr(t rtype, it *item) error {
 // Envoy's CDS and LDS, every type of grpc-go.
 func (m *Machine) appliesPartly(t rtype) bool { return t.wildcard() || m.grpc }
 
-// addressConflicts marks new or changed listeners (st, parallel to items) that bind the
-// address of another listener of the resulting set (Envoy: "has duplicate address ... as
-// existing listener"). full: the response is the whole set (else held listeners it does not
-// touch keep their addresses).
+// addressConflicts marks new or changed listeners (st, parallel to items) that take an
+// address (their own or an additional one, validate.AddressKeys) of another listener of the
+// resulting set (Envoy: "has duplicate address ... as existing listener"). full: the response
+// is the whole set (else held listeners it does not touch keep their addresses).
 func (m *Machine) addressConflicts(items []item, st []itemState, removed []string, full bool) []string {
 	owner := make(map[string]string)
 	inResp := make(map[string]struct{}, len(items))
-	claim := func(name string, l *listenerv3.Listener) string {
-		k := validate.BindKey(l)
-		if k == "" {
-			return ""
+	// claim gives l's addresses to name, but for the first one another listener holds: that
+	// address and the other listener's name are returned, and l claims none.
+	claim := func(name string, l *listenerv3.Listener) (string, string) {
+		keys := validate.AddressKeys(l)
+		for _, k := range keys {
+			if other, ok := owner[k]; ok && other != name {
+				return k, other
+			}
 		}
-		if other, ok := owner[k]; ok && other != name {
-			return other
+		for _, k := range keys {
+			owner[k] = name
 		}
-		owner[k] = name
-		return ""
+		return "", ""
 	}
 	// Unchanged listeners keep their addresses first; in Delta, so do held ones not touched.
 	for i := range items {
@@ -137,8 +140,8 @@ func (m *Machine) addressConflicts(items []item, st []itemState, removed []strin
 			continue
 		}
 		l := is.d.msg.(*listenerv3.Listener)
-		if other := claim(it.name, l); other != "" {
-			is.err = fmt.Errorf("duplicate address %s as listener %s", validate.BindKey(l), other)
+		if k, other := claim(it.name, l); other != "" {
+			is.err = fmt.Errorf("duplicate address %s as listener %s", k, other)
 			errs = append(errs, fmt.Sprintf("listener %s: %v", it.name, is.err))
 		}
 	}

@@ -2,26 +2,44 @@ package validate
 
 import (
 	"fmt"
+	"net/netip"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/proto"
 )
 
-// BindKey is the address a listener binds ("" when it does not bind: bind_to_port false, an
-// api_listener). A pipe (a unix domain socket, "@" first for an abstract one) is its path:
-// Envoy refuses a second listener on a socket another one binds as on an address and port.
-func BindKey(l *listenerv3.Listener) string {
-	if b := l.GetBindToPort(); b != nil && !b.GetValue() {
-		return ""
+// AddressKeys are the addresses a listener takes (its address, then its additional
+// addresses), as Envoy compares them for "has duplicate address" between two listeners: a
+// socket address as protocol, IP and port, a pipe (a unix domain socket, "@" first for an
+// abstract one) as its path. Envoy compares them whether or not the listeners bind their
+// ports, but for a port 0 a binding listener takes (the kernel picks one). An IP is compared
+// as an address, not as written ("::0" is "::"); an api_listener has none.
+func AddressKeys(l *listenerv3.Listener) []string {
+	binds := l.GetBindToPort() == nil || l.GetBindToPort().GetValue()
+	var keys []string
+	add := func(a *corev3.Address) {
+		if p := a.GetPipe(); p != nil {
+			keys = append(keys, "pipe:"+p.GetPath())
+			return
+		}
+		sa := a.GetSocketAddress()
+		if sa == nil || sa.GetPortValue() == 0 && binds {
+			return
+		}
+		ip := sa.GetAddress()
+		if a, err := netip.ParseAddr(ip); err == nil {
+			ip = a.String()
+		}
+		keys = append(keys, fmt.Sprintf("%s:%s:%d", sa.GetProtocol(), ip, sa.GetPortValue()))
 	}
-	if p := l.GetAddress().GetPipe(); p != nil {
-		return "pipe:" + p.GetPath()
+	if a := l.GetAddress(); a != nil {
+		add(a)
 	}
-	sa := l.GetAddress().GetSocketAddress()
-	if sa == nil {
-		return ""
+	for _, a := range l.GetAdditionalAddresses() {
+		add(a.GetAddress())
 	}
-	return fmt.Sprintf("%s:%s:%d", sa.GetProtocol(), sa.GetAddress(), sa.GetPortValue())
+	return keys
 }
 
 // DuplicateFilterChain reports two filter chains of l with the same match (Envoy rejects
