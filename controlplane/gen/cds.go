@@ -596,11 +596,18 @@ func passthrough(name string) *clusterv3.Cluster {
 const passthroughIdleTimeout = 5 * time.Minute
 
 // inboundPassthrough forwards inbound traffic for ports no service declares to the original
-// destination, binding to 127.0.0.6 (::6 on an IPv6-only proxy) as Istio does so that
-// iptables does not loop it back.
+// destination, binding to 127.0.0.6 (::6 on an IPv6-only proxy, both on a dual-stack one) as
+// Istio does so that iptables does not loop it back.
 func inboundPassthrough(p *model.Proxy) *clusterv3.Cluster {
 	c := passthrough(InboundPassthroughCluster)
 	c.UpstreamBindConfig = inboundBind(p)
+	if proxyDualStack(p) {
+		// Envoy picks the source address of the destination's family (istiod adds ::6 for a
+		// dual-stack proxy whether or not its dual stack support is on).
+		c.UpstreamBindConfig.ExtraSourceAddresses = []*corev3.ExtraSourceAddress{{
+			Address: &corev3.SocketAddress{Address: "::6", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 0}},
+		}}
+	}
 	return c
 }
 

@@ -61,6 +61,9 @@ func addBoundTCPPort(b boundEgress, svc *model.Service, add func(*model.Service)
 type boundEgress struct {
 	bind       string
 	bindToPort bool
+	// extra is the listener's additional address: ::1 beside a loopback bind istiod picked
+	// for a dual-stack proxy (dualStackExtra).
+	extra string
 	// sidecar is the Sidecar whose egress listener binds the port: the listener's address
 	// and bind_to_port come from it.
 	sidecar istioconfig.Key
@@ -134,7 +137,7 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 		}
 	}
 	bindToPort := noneInterception(p) || eg.GetCaptureMode() == networking.CaptureMode_NONE
-	bind := eg.GetBind()
+	bind, extra := eg.GetBind(), ""
 	wild := false
 	// The proxy's wildcard, as istiod's actualWildcard: 0.0.0.0, or :: on an IPv6-only proxy
 	// (where 0.0.0.0 is an address like any other, and :: is one on an IPv4 proxy).
@@ -159,11 +162,12 @@ func egressBinding(p *model.Proxy, sc *model.Scope, port model.Port, held bool) 
 		return boundEgress{}, unbound
 	case bind == "":
 		bind = proxyLocalhost(p)
+		extra = dualStackExtra(p, bind)
 	}
 	if bindToPort && p != nil && p.Unprivileged && port.Number < 1024 {
 		return boundEgress{}, skipped
 	}
-	b := boundEgress{bind: bind, bindToPort: bindToPort}
+	b := boundEgress{bind: bind, bindToPort: bindToPort, extra: extra}
 	if sc != nil && sc.Sidecar != nil {
 		b.sidecar = sc.Sidecar.Key()
 	}
@@ -205,6 +209,7 @@ func addBoundHTTPPort(p *model.Proxy, ix *index, b boundEgress, svc *model.Servi
 		if !b.bindToPort {
 			l.BindToPort = wrapperspb.Bool(false)
 		}
+		withAdditionalAddress(l, b.extra)
 		deps := []istioconfig.Key{ServiceKey(svc)}
 		if b.sidecar != (istioconfig.Key{}) {
 			deps = append(deps, b.sidecar)

@@ -62,6 +62,9 @@ type proxyEgress struct {
 	grpcWeb bool
 	// httpProxy: the egress port's protocol is HTTP_PROXY (else an HTTP unix socket).
 	httpProxy bool
+	// extra is the listener's additional address on a dual-stack proxy when istiod picked
+	// its bind (dualStackExtra).
+	extra string
 }
 
 // name is the listener's name, istiod's BIND_PORT ("unix:///path_0" on a socket).
@@ -111,8 +114,10 @@ func proxyEgresses(p *model.Proxy, sc *model.Scope) []proxyEgress {
 		case pe.bind != "":
 		case pe.bindToPort:
 			pe.bind = proxyLocalhost(p)
+			pe.extra = dualStackExtra(p, pe.bind)
 		default:
 			pe.bind = proxyWildcard(p)
+			pe.extra = dualStackExtra(p, pe.bind)
 		}
 		if pe.bindToPort && p != nil && p.Unprivileged && num > 0 && num < 1024 {
 			continue
@@ -170,6 +175,7 @@ func (pe proxyEgress) listener(p *model.Proxy, sidecar istioconfig.Key, svcs []*
 	if !pe.bindToPort {
 		l.BindToPort = wrapperspb.Bool(false)
 	}
+	withAdditionalAddress(l, pe.extra)
 	deps := []istioconfig.Key{sidecar}
 	for _, svc := range svcs {
 		deps = append(deps, ServiceKey(svc))

@@ -374,9 +374,14 @@ func sourceMatchKey(p *model.Proxy, s *model.Snapshot) string {
 // ::1 where an IPv4 proxy's take 127.0.0.1 (istiod's actualLocalHosts), whether or not it is an
 // endpoint, and a proxy's wildcard listeners are on :: (a Sidecar egress bind :: is its
 // wildcard, 0.0.0.0 an address), its DNS clusters resolve IPv6 only and its inbound ones bind
-// ::6. The ADS server adds it to a sidecar's CDS and LDS classes and a router's.
+// ::6. A dual-stack proxy's is "dual": its outbound listeners on addresses istiod picks have the
+// IPv6 one beside them, and its InboundPassthroughCluster binds ::6 too (proxyDualStack). The
+// ADS server adds it to a sidecar's CDS and LDS classes and a router's.
 func LoopbackKey(p *model.Proxy) string {
-	if p == nil || proxyIPv4(p) {
+	switch {
+	case proxyDualStack(p):
+		return "dual"
+	case p == nil || proxyIPv4(p):
 		return ""
 	}
 	return "v6"

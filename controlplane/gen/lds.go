@@ -89,6 +89,8 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	boundTCPSidecar := map[string]istioconfig.Key{} // the Sidecar of each TCP egress listener bound to an address
 	wildBound := map[uint32]bool{}                  // ports whose 0.0.0.0_PORT binds its port (egressbind.go)
 	wildSidecar := map[uint32]istioconfig.Key{}     // the Sidecar whose 0.0.0.0 bind builds a port's 0.0.0.0_PORT
+	boundExtra := map[string]string{}               // bound TCP listeners' additional address (dualStackExtra)
+	wildNamed := map[uint32]bool{}                  // ports whose egress listener names the wildcard as its bind
 	// HTTP proxy egress listeners first: their listeners are their egress listeners' own
 	// (httpproxy.go), and the catch-all listener adds nothing to them.
 	addProxyListeners(p, sc, visible, &tcp, taken, want)
@@ -123,6 +125,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					continue
 				case bound:
 					name := ListenerName(b.bind, port.Number)
+					if b.extra != "" {
+						boundExtra[name] = b.extra
+					}
 					switch {
 					case port.Protocol.IsHTTP():
 						if err := addBoundHTTPPort(p, ixFor(lsc), b, svc, port, &tcp, taken, locked, want); err != nil {
@@ -138,6 +143,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 						errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want, boundTLSChains(svc, port))...)
 					}, boundTCP, boundTCPSidecar, port.Number)
 					continue
+				}
+				if held && egressOf(sc, port.Number, true).GetBind() == proxyWildcard(p) {
+					wildNamed[port.Number] = true // an HTTP port there (egressBinding: unbound)
 				}
 				errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, svc, port, ports, taken, locked, held, &tcp, want, nil)...)
 			}
@@ -157,6 +165,9 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	for i := range tcp {
 		if boundTCP[tcp[i].Name] {
 			tcp[i].Message.(*listenerv3.Listener).BindToPort = nil
+		}
+		if extra, ok := boundExtra[tcp[i].Name]; ok {
+			withAdditionalAddress(tcp[i].Message.(*listenerv3.Listener), extra)
 		}
 		if k, ok := boundTCPSidecar[tcp[i].Name]; ok && !slices.Contains(tcp[i].Deps, k) {
 			tcp[i].Deps = sortDeps(append(slices.Clone(tcp[i].Deps), k))
@@ -196,8 +207,13 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 		if wildBound[num] {
 			l.BindToPort = nil
 		}
-		if k, ok := wildSidecar[num]; ok {
+		k, ok := wildSidecar[num]
+		if ok {
 			deps = append(deps, k)
+		}
+		if !ok && !wildNamed[num] {
+			// istiod's own wildcard (a Sidecar's 0.0.0.0 bind is an address as written).
+			withAdditionalAddress(l, dualStackExtra(p, wildcardIP))
 		}
 		out = append(out, Resource{Name: name, Message: l, Deps: sortDeps(deps)})
 	}

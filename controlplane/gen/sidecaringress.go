@@ -9,6 +9,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/xdslab/xdslab/controlplane/model"
@@ -138,6 +139,45 @@ func proxyIPv6(p *model.Proxy) bool {
 		}
 	}
 	return false
+}
+
+// proxyDualStack reports whether the proxy has addresses of both families (istiod's IP mode
+// Dual). Without istiod's ISTIO_DUAL_STACK (off by default, as in xdslab) such a proxy is built
+// as an IPv4 one but for what istiod adds for it regardless: the IPv6 wildcard or loopback
+// beside each outbound listener address it picks itself (dualStackExtra) and the IPv6 source
+// address of InboundPassthroughCluster.
+func proxyDualStack(p *model.Proxy) bool {
+	return p != nil && proxyIPv6(p) && slices.ContainsFunc(p.IPAddresses, func(a string) bool {
+		ip, err := netip.ParseAddr(a)
+		return err == nil && ip.Unmap().Is4()
+	})
+}
+
+// dualStackExtra is the other address istiod gives an outbound listener on a dual-stack proxy
+// when it picked the listener's address itself (its actualWildcards and actualLocalHosts, both
+// families there): :: beside the wildcard 0.0.0.0, ::1 beside the loopback 127.0.0.1; "" for any
+// other address (a bind the Sidecar names, a VIP) and on any other proxy.
+func dualStackExtra(p *model.Proxy, addr string) string {
+	if !proxyDualStack(p) {
+		return ""
+	}
+	switch addr {
+	case wildcardIP:
+		return "::"
+	case "127.0.0.1":
+		return "::1"
+	}
+	return ""
+}
+
+// withAdditionalAddress gives l the additional address extra on its own port (nothing for "").
+func withAdditionalAddress(l *listenerv3.Listener, extra string) {
+	if extra == "" {
+		return
+	}
+	l.AdditionalAddresses = append(l.AdditionalAddresses, &listenerv3.AdditionalAddress{
+		Address: socketAddress(extra, l.GetAddress().GetSocketAddress().GetPortValue()),
+	})
 }
 
 // proxyWildcard is the proxy's wildcard address: 0.0.0.0, :: for an IPv6-only proxy.

@@ -66,6 +66,7 @@ var proxies = []struct {
 	// Proxies in interception mode NONE (nonemode.yaml): a workload of loom.bare under no
 	// Sidecar, and one of spindle.bare under a Sidecar with ingress and egress listeners.
 	{"sidecar-none", parity.Proxy{Type: "sidecar", IP: "10.66.0.1", Pod: "loom-1", Namespace: "bare", Labels: map[string]string{"app": "loom"}, ServiceAccount: "loom", InterceptionMode: "NONE"}},
+	{"sidecar-none-dual", parity.Proxy{Type: "sidecar", IP: "10.66.0.3,fd00:66::3", NodeIP: "10.66.0.3", Pod: "loom-2", Namespace: "bare", Labels: map[string]string{"app": "loom"}, ServiceAccount: "loom", InterceptionMode: "NONE"}},
 	{"sidecar-none-scoped", parity.Proxy{Type: "sidecar", IP: "10.66.0.2", Pod: "spindle-1", Namespace: "bare", Labels: map[string]string{"app": "spindle"}, ServiceAccount: "spindle", InterceptionMode: "NONE"}},
 	// Sidecars of no service in interception mode REDIRECT whose Sidecars bind TLS and HTTPS
 	// egress ports and catch-all egress listeners (egresscatchall.yaml).
@@ -79,6 +80,8 @@ var proxies = []struct {
 	// Sidecar too (:: is an address like any other there).
 	{"sidecar-v6", parity.Proxy{Type: "sidecar", IP: "fd00:10::9", Pod: "client", Namespace: "sixth", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
 	{"sidecar-v6-bind", parity.Proxy{Type: "sidecar", IP: "fd00:10::10", Pod: "binder", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
+	{"sidecar-dual", parity.Proxy{Type: "sidecar", IP: "10.69.0.11,fd00:10::11", NodeIP: "10.69.0.11", Pod: "dual", Namespace: "sixth", Labels: map[string]string{"app": "client"}, ServiceAccount: "client"}},
+	{"sidecar-dual-bind", parity.Proxy{Type: "sidecar", IP: "10.69.0.12,fd00:10::12", NodeIP: "10.69.0.12", Pod: "binder-dual", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
 	{"sidecar-v4-bind", parity.Proxy{Type: "sidecar", IP: "10.69.0.10", Pod: "binder4", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
 	// An IPv6-only ingress gateway (ipv6only.yaml): the gateway's view from fd00:9::1.
 	{"gateway-v6", parity.Proxy{Type: "router", IP: "fd00:9::1", Pod: "ingress-v6", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
@@ -86,6 +89,8 @@ var proxies = []struct {
 	// listeners (httpproxy.go), in interception mode REDIRECT and NONE.
 	{"sidecar-quire", parity.Proxy{Type: "sidecar", IP: "10.131.9.1", Pod: "scribe-1", Namespace: "quire", Labels: map[string]string{"app": "scribe"}, ServiceAccount: "scribe"}},
 	{"sidecar-quire-none", parity.Proxy{Type: "sidecar", IP: "10.131.9.2", Pod: "scribe-2", Namespace: "quire", Labels: map[string]string{"app": "scribe"}, ServiceAccount: "scribe", InterceptionMode: "NONE"}},
+	{"sidecar-quire-dual", parity.Proxy{Type: "sidecar", IP: "10.131.9.3,fd00:131::3", NodeIP: "10.131.9.3", Pod: "scribe-3", Namespace: "quire", Labels: map[string]string{"app": "scribe"}, ServiceAccount: "scribe"}},
+	{"sidecar-quire-dual-none", parity.Proxy{Type: "sidecar", IP: "10.131.9.4,fd00:131::4", NodeIP: "10.131.9.4", Pod: "scribe-4", Namespace: "quire", Labels: map[string]string{"app": "scribe"}, ServiceAccount: "scribe", InterceptionMode: "NONE"}},
 	// The ingress gateway.
 	{"gateway", parity.Proxy{Type: "router", IP: "10.9.0.1", Pod: "ingress", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 	// A router whose node sends no NAMESPACE, its config namespace istio-system from its DNS
