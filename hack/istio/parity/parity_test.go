@@ -84,6 +84,7 @@ var proxies = []struct {
 	{"sidecar-dual-bind", parity.Proxy{Type: "sidecar", IP: "10.69.0.12,fd00:10::12", NodeIP: "10.69.0.12", Pod: "binder-dual", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
 	{"sidecar-v4-bind", parity.Proxy{Type: "sidecar", IP: "10.69.0.10", Pod: "binder4", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
 	// An IPv6-only ingress gateway (ipv6only.yaml): the gateway's view from fd00:9::1.
+	{"gateway-dual", parity.Proxy{Type: "router", IP: "10.9.0.8,fd00:9::8", NodeIP: "10.9.0.8", Pod: "ingress-dual", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 	{"gateway-v6", parity.Proxy{Type: "router", IP: "fd00:9::1", Pod: "ingress-v6", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},
 	// Sidecars of no service under a Sidecar with HTTP_PROXY ports and unix socket egress
 	// listeners (httpproxy.go), in interception mode REDIRECT and NONE.
