@@ -380,7 +380,7 @@ func applyUpstreamTLS(sh *shared, s *model.Snapshot, c *clusterv3.Cluster, svc *
 		if sans == nil {
 			sans = svc.ServiceAccounts
 		}
-		c.TransportSocket = istioMutualSocket(sdsConfigSource, sni, sans, h2)
+		c.TransportSocket = istioMutualSocket(workloadSecretSource(sh.proxy), sni, sans, h2)
 		return
 	}
 	if svc.MeshExternal || sh.namespaceMTLS(s, svc.Namespace) == mtlsDisable {

@@ -115,7 +115,7 @@ func dfpUpstreamTLS(sh *shared, s *model.Snapshot, c *clusterv3.Cluster, svc *mo
 			if sans == nil {
 				sans = svc.ServiceAccounts
 			}
-			c.TransportSocket = istioMutualSocket(sdsConfigSource, t.GetSni(), sans, h2)
+			c.TransportSocket = istioMutualSocket(workloadSecretSource(sh.proxy), t.GetSni(), sans, h2)
 			return dfpAutoVerify(t.GetSni(), t.GetInsecureSkipVerify().GetValue()), true
 		}
 		return autoVerify{}, false

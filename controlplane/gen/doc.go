@@ -27,7 +27,8 @@
 // settings gets transport_socket_matches: mTLS (SDS "default"/"ROOTCA" on the istio-agent's
 // sds-grpc, SANs the service accounts, SNI "outbound_.PORT_.SUBSET_.HOST", ALPN "istio"[, "h2"])
 // for those endpoints, plaintext for others. A DestinationRule's ISTIO_MUTUAL (also port-level or
-// subset) is a plain transport socket with its secrets over ADS (xdslab's SDS); DISABLE keeps
+// subset) is a plain transport socket with its secrets over ADS (xdslab's SDS) for a proxy whose
+// stream authenticated, from the agent (sds-grpc, as istiod) for any other; DISABLE keeps
 // plaintext. Proxyless gRPC clusters stay plaintext (grpc-go takes no SDS). PeerAuthentication
 // (security.istio.io) picks the inbound mode of each of the proxy's ports: mesh-wide
 // (RootNamespace), then namespace, then a workload policy whose selector matches the proxy's

@@ -977,7 +977,8 @@ func inboundChains(mode mtlsMode, http, auto bool) []inboundChain {
 // per port-level mTLS port that no service port targets, those chains in that port's mode). The mode
 // comes from PeerAuthentication (peerauth.go); with none, PERMISSIVE, Istio's default. mTLS
 // chains take the workload certificate: over ADS (xdslab's SDS) when a PeerAuthentication asks
-// for it, from the istio-agent (sds-grpc) by default, as istiod names it.
+// for it and the proxy's stream authenticated an identity (workloadSecretSource), else from the
+// istio-agent (sds-grpc), as istiod names it.
 func virtualInbound(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, []istioconfig.Key) {
 	l, _, deps := inboundListeners(p, s)
 	return l, deps
@@ -1004,7 +1005,7 @@ func inboundListeners(p *model.Proxy, s *model.Snapshot) (*listenerv3.Listener, 
 	}
 	src := agentSDSConfigSource
 	if len(pa.deps) > 0 {
-		src = sdsConfigSource
+		src = workloadSecretSource(p)
 	}
 	td := registryTrustDomain(s) // not a ServiceEntry's subjectAltNames: they may name another
 	az := authzFor(p, s)

@@ -54,10 +54,12 @@ func istioMutualMesh() *model.Snapshot {
 
 // TestIstioMutualGolden: DestinationRule ISTIO_MUTUAL gives a cluster the TLS transport socket
 // referencing SDS default and ROOTCA; a PERMISSIVE port of virtualInbound gets an mTLS and a
-// plaintext chain told apart by the TLS inspector. Everything passes deep validation.
+// plaintext chain told apart by the TLS inspector. Everything passes deep validation. The proxy
+// authenticated on the secure listener: its secrets come over ADS (TestWorkloadSecretSource).
 func TestIstioMutualGolden(t *testing.T) {
 	s := istioMutualMesh()
 	p := sidecarProxy("10.1.0.1", "default") // a reviews endpoint: inbound port 9080
+	p.Identity = "spiffe://cluster.local/ns/default/sa/reviews"
 	g, err := generateAll(t, p, s)
 	if err != nil {
 		t.Fatal(err)
@@ -267,5 +269,73 @@ func TestPeerAuthUntargetedPorts(t *testing.T) {
 	}
 	if !slices.ContainsFunc(l.GetListenerFilters(), func(f *listenerv3.ListenerFilter) bool { return f.GetName() == httpInspectorFilterName }) {
 		t.Error("no http_inspector for the plaintext HTTP chains of ports 7070 and 7071")
+	}
+}
+
+// TestWorkloadSecretSource: where a DestinationRule's ISTIO_MUTUAL and a PeerAuthentication ask
+// for mTLS, the workload certificate and root come over ADS from xdslab's SDS for a proxy whose
+// stream authenticated an identity, and from the istio-agent (sds-grpc) for any other, as istiod
+// names them for every proxy (xdslab's SDS serves no secret on the plaintext listener: naming ADS
+// there kept those clusters and listeners warming for ever). Auto-mTLS names the agent for both.
+func TestWorkloadSecretSource(t *testing.T) {
+	s := istioMutualMesh()
+	for _, tc := range []struct {
+		name, identity, want string
+	}{
+		{"plaintext stream", "", AgentSDSCluster},
+		{"authenticated stream", "spiffe://cluster.local/ns/default/sa/reviews", "ads"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := sidecarProxy("10.1.0.1", "default")
+			p.Identity = tc.identity
+			if got, want := SecretsKey(p), map[bool]string{true: "ads", false: ""}[tc.identity != ""]; got != want {
+				t.Errorf("SecretsKey = %q, want %q", got, want)
+			}
+			g, err := generateAll(t, p, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResources(t, p, g)
+			source := func(sc *tlsv3.SdsSecretConfig) string {
+				if sc.GetSdsConfig().GetAds() != nil {
+					return "ads"
+				}
+				return sc.GetSdsConfig().GetApiConfigSource().GetGrpcServices()[0].GetEnvoyGrpc().GetClusterName()
+			}
+			check := func(what string, ctx *tlsv3.CommonTlsContext, want string) {
+				t.Helper()
+				for _, sc := range append(slices.Clone(ctx.GetTlsCertificateSdsSecretConfigs()), ctx.GetCombinedValidationContext().GetValidationContextSdsSecretConfig()) {
+					if got := source(sc); got != want {
+						t.Errorf("%s: secret %s from %q, want %q", what, sc.GetName(), got, want)
+					}
+				}
+			}
+			seen := 0
+			for _, r := range g[ClusterType] {
+				c := r.Message.(*clusterv3.Cluster)
+				ut := &tlsv3.UpstreamTlsContext{}
+				if ts := c.GetTransportSocket(); ts != nil && ts.GetTypedConfig().UnmarshalTo(ut) == nil && ut.GetCommonTlsContext() != nil {
+					check(r.Name, ut.GetCommonTlsContext(), tc.want) // the rule's ISTIO_MUTUAL
+					seen++
+				}
+				for _, m := range c.GetTransportSocketMatches() {
+					if m.GetTransportSocket().GetTypedConfig().UnmarshalTo(ut) == nil && ut.GetCommonTlsContext() != nil {
+						check(r.Name+" (auto-mTLS)", ut.GetCommonTlsContext(), AgentSDSCluster)
+					}
+				}
+			}
+			for _, r := range g[ListenerType] {
+				for _, fc := range r.Message.(*listenerv3.Listener).GetFilterChains() {
+					dt := &tlsv3.DownstreamTlsContext{}
+					if ts := fc.GetTransportSocket(); ts != nil && ts.GetTypedConfig().UnmarshalTo(dt) == nil && dt.GetCommonTlsContext() != nil {
+						check(r.Name+" "+fc.GetName(), dt.GetCommonTlsContext(), tc.want) // the PeerAuthentication's mTLS
+						seen++
+					}
+				}
+			}
+			if seen == 0 {
+				t.Fatal("no ISTIO_MUTUAL cluster or mTLS chain generated")
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"slices"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -75,6 +76,17 @@ func TestTLSOrigination(t *testing.T) {
 			sans := len(ctx.GetCombinedValidationContext().GetDefaultValidationContext().GetMatchSubjectAltNames())
 			if u.GetSni() != tc.sni || cert != tc.cert || root != tc.root || sans != tc.sans {
 				t.Errorf("sni %q cert %q root %q sans %d, want %q %q %q %d", u.GetSni(), cert, root, sans, tc.sni, tc.cert, tc.root, tc.sans)
+			}
+			// The agent's file secrets keep Envoy's default initial fetch timeout (15 s), as
+			// istiod leaves it: a file the agent cannot read holds the cluster that long, not
+			// for ever.
+			for _, sc := range append(slices.Clone(ctx.GetTlsCertificateSdsSecretConfigs()), ctx.GetCombinedValidationContext().GetValidationContextSdsSecretConfig()) {
+				if sc == nil {
+					continue
+				}
+				if src := sc.GetSdsConfig(); src.GetApiConfigSource().GetGrpcServices()[0].GetEnvoyGrpc().GetClusterName() != AgentSDSCluster || src.GetInitialFetchTimeout() != nil {
+					t.Errorf("secret %s: source %v, want the agent's sds-grpc without initial_fetch_timeout", sc.GetName(), src)
+				}
 			}
 			opts := &upstreamhttpv3.HttpProtocolOptions{}
 			if a := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsName]; a != nil {

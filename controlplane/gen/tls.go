@@ -33,6 +33,31 @@ const IstioALPN = "istio"
 // secret stays warming until it arrives.
 func sdsConfigSource() *corev3.ConfigSource { return adsWaitingSource() }
 
+// workloadSecretSource is where p's workload certificate ("default") and root ("ROOTCA") come
+// from where a DestinationRule's ISTIO_MUTUAL or a PeerAuthentication asks for mTLS: over ADS
+// from xdslab's SDS when p's stream authenticated an identity (the secure listener: SDS serves
+// that identity's certificate), else from the istio-agent (sds-grpc), as istiod names them for
+// every proxy. Over the plaintext listener xdslab's SDS serves no secret, so naming ADS there
+// would keep such a cluster or listener warming for ever where istiod's warms
+// (hack/istio TestCorpusWarmsOnIstioAndXdslab). Auto-mTLS always names the agent.
+func workloadSecretSource(p *model.Proxy) func() *corev3.ConfigSource {
+	if p != nil && p.Identity != "" {
+		return sdsConfigSource
+	}
+	return agentSDSConfigSource
+}
+
+// SecretsKey is "ads" for a proxy whose stream authenticated an identity, "" otherwise: its
+// ISTIO_MUTUAL clusters and PeerAuthentication's inbound chains fetch their secrets over ADS,
+// the others' from the istio-agent (workloadSecretSource). The ADS server adds it to a proxy's
+// CDS and LDS classes.
+func SecretsKey(p *model.Proxy) string {
+	if p != nil && p.Identity != "" {
+		return "ads"
+	}
+	return ""
+}
+
 // TLSModeLabel is the endpoint label that says whether a workload takes Istio mTLS
 // ("istio") or not ("disabled"); Istio's sidecar injector sets it on pods.
 const TLSModeLabel = "security.istio.io/tlsMode"
@@ -183,9 +208,7 @@ func originateTLSSocket(c *clusterv3.Cluster, svc *model.Service, t *networking.
 	}
 	ctx := &tlsv3.CommonTlsContext{}
 	if t.GetMode() == networking.ClientTLSSettings_MUTUAL {
-		ctx.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{
-			Name: "file-cert:" + t.GetClientCertificate() + "~" + t.GetPrivateKey(), SdsConfig: agentSDSConfigSource(),
-		}}
+		ctx.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{fileSecret("file-cert:" + t.GetClientCertificate() + "~" + t.GetPrivateKey())}
 	}
 	sans := t.GetSubjectAltNames()
 	if len(sans) == 0 && svc.Source.Kind == istioconfig.KindServiceEntry {
@@ -207,7 +230,7 @@ func originateTLSSocket(c *clusterv3.Cluster, svc *model.Service, t *networking.
 		}
 		ctx.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 			DefaultValidationContext:         vc,
-			ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: "file-root:" + ca, SdsConfig: agentSDSConfigSource()},
+			ValidationContextSdsSecretConfig: fileSecret("file-root:" + ca),
 		}}
 	}
 	if h2 {

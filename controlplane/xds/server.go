@@ -757,7 +757,8 @@ func assignmentGen(snap *model.Snapshot, p gen.ClusterNameParts) uint64 {
 // UNPRIVILEGED_POD and agent ports (gen.InboundIPScope: those listeners bind to its IP whether or
 // not it is an endpoint, and the last two decide which ports istiod leaves out), for an IPv6-only
 // sidecar or router its family (gen.LoopbackKey: loopback listeners and endpoints take ::1,
-// wildcard listeners ::, DNS clusters resolve IPv6 only), and for a sidecar's listeners the PeerAuthentications that select it (gen.InboundScope:
+// wildcard listeners ::, DNS clusters resolve IPv6 only), whether its stream authenticated an
+// identity (gen.SecretsKey: where its ISTIO_MUTUAL secrets come from), and for a sidecar's listeners the PeerAuthentications that select it (gen.InboundScope:
 // every sidecar's virtualInbound has catch-all chains of its mode). For EDS and CDS, also the
 // proxy's locality class (gen.LocalityClass) when locality load balancing makes assignments
 // depend on it; a named assignment that does not depend on it is still shared by every proxy
@@ -815,6 +816,13 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 		}
 		if v6 := gen.LoopbackKey(p); v6 != "" {
 			k += "|" + v6
+		}
+	}
+	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
+		// An authenticated stream's ISTIO_MUTUAL and PeerAuthentication secrets come over ADS,
+		// the others' from the istio-agent.
+		if sk := gen.SecretsKey(p); sk != "" {
+			k += "|" + sk
 		}
 	}
 	if !p.IsGRPC() && p.Type == model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
