@@ -32,7 +32,6 @@ var cosmetic = map[protoreflect.FullName][]protoreflect.Name{
 		"continue_on_listener_filters_timeout", "max_connections_to_accept_per_socket_event"},
 	"envoy.config.listener.v3.FilterChain":                            {"name", "metadata", "transport_socket_connect_timeout"},
 	"envoy.config.listener.v3.ListenerFilter":                         {"filter_disabled"},
-	"envoy.extensions.transport_sockets.tls.v3.SdsSecretConfig":       {"sds_config"},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext":      {"tls_params"},
 	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector": {"initial_read_buffer_size"},
 	"envoy.config.route.v3.RouteConfiguration":                        {"name", "max_direct_response_body_size_bytes", "validate_clusters", "ignore_port_in_host_matching"},
