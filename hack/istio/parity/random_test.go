@@ -17,6 +17,7 @@ import (
 
 var (
 	paritySeeds = flag.Int("parity.seeds", 0, "TestParityRandom: run seeds 1..N instead of the fixed list")
+	parityWarm  = flag.Bool("parity.warm", true, "TestParityRandom: also require every random proxy to reach a full config on a fake Envoy from both control planes, without a NACK (false: compare resources only)")
 	paritySeed  = flag.Uint64("parity.seed", 0, "TestParityRandom: run this seed only")
 	parityBase  = flag.Bool("parity.base", false, "TestParityRandom: draw only the first stream's shapes (a seed's mesh before the Sidecars and ServiceEntries of the second stream, extras, the routes and rules of the third, shapes, the fourth's, later, and the gateway TLS modes of the fifth, gwtlsShapes)")
 )
@@ -105,6 +106,15 @@ func TestParityRandom(t *testing.T) {
 			}
 			if compared == 0 {
 				t.Errorf("seed %d: no gRPC client was offered a listener: nothing compared", seed)
+			}
+			if *parityWarm {
+				// Every random proxy holds a full config on a fake Envoy from both sides
+				// (TestCorpusWarmsOnIstioAndXdslab's judge).
+				for _, target := range []struct{ name, addr string }{{"istiod", istioAddr}, {"xdslab", oursAddr}} {
+					for _, err := range warm(t, target.addr, randomProxies, nil) {
+						t.Errorf("seed %d, %s: %v", seed, target.name, err)
+					}
+				}
 			}
 			failed = false
 		})

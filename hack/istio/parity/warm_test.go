@@ -2,6 +2,7 @@ package parity_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -40,8 +41,8 @@ func (h *warmHooks) Response(c probe.ClientInfo, info probe.ResponseInfo) {
 }
 
 // refusedByEnvoy are corpus proxies whose config Envoy refuses from istiod and from xdslab
-// alike (docs/parity.md says why): the fake Envoy must NACK it on both sides with this error,
-// and still reach a full config with the rest.
+// alike (docs/parity.md says why): the fake Envoy must NACK it on both sides with this error.
+// A refused LDS response holds the client's full config.
 var refusedByEnvoy = map[string]string{
 	// A Sidecar egress bind :: on HTTP port 7410 beside the catch-all's 0.0.0.0_7410, to
 	// which istiod adds :: on a dual-stack proxy.
@@ -52,73 +53,94 @@ var refusedByEnvoy = map[string]string{
 // Envoy's realistic NACKs, istio-agent's bootstrap and an agent serving its certificates) holds
 // a full config from istiod and from xdslab, and NACKs nothing but what Envoy would refuse from
 // both (refusedByEnvoy): what a real Envoy accepts from istiod, the fake one must accept too,
-// and xdslab's output must pass the same client. (Comparing the resources, TestParityWithIstio,
-// cannot see a rule the fake Envoy applies wrongly to what both sides generate alike.)
+// and xdslab's output must pass the same client. Comparing the resources (TestParityWithIstio)
+// cannot see a rule the fake Envoy applies wrongly to what both sides generate alike; this
+// found xdslab's ISTIO_MUTUAL secrets named where a plaintext stream never gets them.
 func TestCorpusWarmsOnIstioAndXdslab(t *testing.T) {
 	_, istioAddr, oursAddr := serveBoth(t, "testdata/mesh")
+	all := make([]int, len(proxies))
+	for i := range proxies {
+		all[i] = i
+	}
 	for _, target := range []struct{ name, addr string }{{"istiod", istioAddr}, {"xdslab", oursAddr}} {
 		t.Run(target.name, func(t *testing.T) {
-			cc, err := grpc.NewClient(target.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cc.Close()
-			agent, err := istioagent.New(istioagent.Config{IssueDelay: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			hooks := &warmHooks{full: map[int]bool{}, nacks: map[int][]string{}}
-			runCtx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			defer func() { cancel(); wg.Wait() }()
-			var clients []*fakeenvoy.Client
-			for i, p := range proxies {
-				c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: p.name, Node: p.proxy.Node(),
-					Nack: policy.Nack{Realistic: true}, Seed: uint64(i), Agent: agent, SourceFetchTimeout: 200 * time.Millisecond, NodeOnFirstOnly: true}, hooks)
-				if err != nil {
-					t.Fatal(err)
-				}
-				clients = append(clients, c)
-				wg.Go(func() { _ = c.Run(runCtx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
-			}
-			// Done when every proxy holds its full config, or, for one Envoy refuses, has NACKed.
-			done := func() bool {
-				hooks.mu.Lock()
-				defer hooks.mu.Unlock()
-				for i, p := range proxies {
-					want, refused := refusedByEnvoy[p.name]
-					if refused && !slices.ContainsFunc(hooks.nacks[i], func(e string) bool { return strings.Contains(e, want) }) || !refused && !hooks.full[i] {
-						return false
-					}
-				}
-				return true
-			}
-			for deadline := time.Now().Add(60 * time.Second); !done() && time.Now().Before(deadline); {
-				time.Sleep(50 * time.Millisecond)
-			}
-			hooks.mu.Lock()
-			defer hooks.mu.Unlock()
-			for i, p := range proxies {
-				want, refused := refusedByEnvoy[p.name]
-				if !hooks.full[i] && !refused { // a refused LDS response holds a full config
-					msg := "no full config after 60s"
-					if b, blocked := clients[i].Blocked(); blocked {
-						msg += ": " + b.Reason + " (" + b.Example + ")"
-					}
-					t.Errorf("%s: %s", p.name, msg)
-				}
-				nacks := hooks.nacks[i]
-				switch {
-				case refused && !slices.ContainsFunc(nacks, func(e string) bool { return strings.Contains(e, want) }):
-					t.Errorf("%s: NACKs %q, want one with %q (Envoy refuses it)", p.name, nacks, want)
-				case refused:
-					if other := slices.DeleteFunc(slices.Clone(nacks), func(e string) bool { return strings.Contains(e, want) }); len(other) > 0 {
-						t.Errorf("%s: %d NACKs besides %q: %q", p.name, len(other), want, other)
-					}
-				case len(nacks) > 0:
-					t.Errorf("%s: %d NACKs: %q", p.name, len(nacks), nacks)
-				}
+			for _, err := range warm(t, target.addr, all, refusedByEnvoy) {
+				t.Error(err)
 			}
 		})
 	}
+}
+
+// warm runs a fake Envoy for each of the proxies at points against the ADS server at addr and
+// returns what went wrong: a proxy without a full config within 60 s (and where it waits),
+// NACKs, and, for a proxy in refused, no NACK with its error or others besides it.
+func warm(t *testing.T, addr string, points []int, refused map[string]string) []error {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return []error{err}
+	}
+	defer cc.Close()
+	agent, err := istioagent.New(istioagent.Config{IssueDelay: -1})
+	if err != nil {
+		return []error{err}
+	}
+	hooks := &warmHooks{full: map[int]bool{}, nacks: map[int][]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	clients := map[int]*fakeenvoy.Client{}
+	for _, i := range points {
+		p := proxies[i]
+		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: p.name, Node: p.proxy.Node(),
+			Nack: policy.Nack{Realistic: true}, Seed: uint64(i), Agent: agent, SourceFetchTimeout: 200 * time.Millisecond, NodeOnFirstOnly: true}, hooks)
+		if err != nil {
+			return []error{err}
+		}
+		clients[i] = c
+		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
+	}
+	nacked := func(i int) bool {
+		want := refused[proxies[i].name]
+		return slices.ContainsFunc(hooks.nacks[i], func(e string) bool { return strings.Contains(e, want) })
+	}
+	// Done when every proxy holds its full config, or, for one Envoy refuses, has NACKed.
+	done := func() bool {
+		hooks.mu.Lock()
+		defer hooks.mu.Unlock()
+		for _, i := range points {
+			if _, r := refused[proxies[i].name]; r && !nacked(i) || !r && !hooks.full[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(60 * time.Second); !done() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	hooks.mu.Lock()
+	defer hooks.mu.Unlock()
+	var errs []error
+	for _, i := range points {
+		name, nacks := proxies[i].name, hooks.nacks[i]
+		want, r := refused[name]
+		if !hooks.full[i] && !r {
+			msg := "no full config after 60s"
+			if b, blocked := clients[i].Blocked(); blocked {
+				msg += ": " + b.Reason + " (" + b.Example + ")"
+			}
+			errs = append(errs, fmt.Errorf("%s: %s", name, msg))
+		}
+		switch {
+		case r && !nacked(i):
+			errs = append(errs, fmt.Errorf("%s: NACKs %q, want one with %q (Envoy refuses it)", name, nacks, want))
+		case r:
+			if other := slices.DeleteFunc(slices.Clone(nacks), func(e string) bool { return strings.Contains(e, want) }); len(other) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %d NACKs besides %q: %q", name, len(other), want, other))
+			}
+		case len(nacks) > 0:
+			errs = append(errs, fmt.Errorf("%s: %d NACKs: %q", name, len(nacks), nacks))
+		}
+	}
+	return errs
 }
