@@ -49,8 +49,8 @@ var refusedByEnvoy = map[string]string{
 	"sidecar-dual-bind": "duplicate address TCP::::7410",
 }
 
-// TestCorpusWarmsOnIstioAndXdslab: from every point of view of the corpus, a fake Envoy (SotW,
-// Envoy's realistic NACKs, istio-agent's bootstrap and an agent serving its certificates) holds
+// TestCorpusWarmsOnIstioAndXdslab: from every point of view of the corpus, a fake Envoy (SotW
+// and Delta, Envoy's realistic NACKs, istio-agent's bootstrap and an agent serving its certificates) holds
 // a full config from istiod and from xdslab, and NACKs nothing but what Envoy would refuse from
 // both (refusedByEnvoy): what a real Envoy accepts from istiod, the fake one must accept too,
 // and xdslab's output must pass the same client. Comparing the resources (TestParityWithIstio)
@@ -71,9 +71,10 @@ func TestCorpusWarmsOnIstioAndXdslab(t *testing.T) {
 	}
 }
 
-// warm runs a fake Envoy for each of the proxies at points against the ADS server at addr and
-// returns what went wrong: a proxy without a full config within 60 s (and where it waits),
-// NACKs, and, for a proxy in refused, no NACK with its error or others besides it.
+// warm runs two fake Envoys, SotW and Delta, for each of the proxies at points against the ADS
+// server at addr and returns what went wrong: a client without a full config within 60 s (and
+// where it waits), NACKs, and, for a proxy in refused, no NACK with its error or others besides
+// it.
 func warm(t *testing.T, addr string, points []int, refused map[string]string) []error {
 	t.Helper()
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -89,27 +90,39 @@ func warm(t *testing.T, addr string, points []int, refused map[string]string) []
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	clients := map[int]*fakeenvoy.Client{}
+	// A client's index is its proxy's, plus len(proxies) for the Delta one.
+	type client struct {
+		idx, proxy int
+		delta      bool
+		c          *fakeenvoy.Client
+	}
+	var clients []client
 	for _, i := range points {
 		p := proxies[i]
-		c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: i, Group: p.name, Node: p.proxy.Node(),
-			Nack: policy.Nack{Realistic: true}, Seed: uint64(i), Agent: agent, SourceFetchTimeout: 200 * time.Millisecond, NodeOnFirstOnly: true}, hooks)
-		if err != nil {
-			return []error{err}
+		for _, delta := range []bool{false, true} {
+			idx := i
+			if delta {
+				idx += len(proxies)
+			}
+			c, err := fakeenvoy.NewClient(fakeenvoy.ClientConfig{Index: idx, Group: p.name, Node: p.proxy.Node(), Delta: delta,
+				Nack: policy.Nack{Realistic: true}, Seed: uint64(idx), Agent: agent, SourceFetchTimeout: 200 * time.Millisecond, NodeOnFirstOnly: true}, hooks)
+			if err != nil {
+				return []error{err}
+			}
+			clients = append(clients, client{idx, i, delta, c})
+			wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
 		}
-		clients[i] = c
-		wg.Go(func() { _ = c.Run(ctx, func(context.Context) (grpc.ClientConnInterface, error) { return cc, nil }) })
 	}
-	nacked := func(i int) bool {
-		want := refused[proxies[i].name]
-		return slices.ContainsFunc(hooks.nacks[i], func(e string) bool { return strings.Contains(e, want) })
+	nacked := func(c client) bool {
+		want := refused[proxies[c.proxy].name]
+		return slices.ContainsFunc(hooks.nacks[c.idx], func(e string) bool { return strings.Contains(e, want) })
 	}
-	// Done when every proxy holds its full config, or, for one Envoy refuses, has NACKed.
+	// Done when every client holds its full config, or, for a proxy Envoy refuses, has NACKed.
 	done := func() bool {
 		hooks.mu.Lock()
 		defer hooks.mu.Unlock()
-		for _, i := range points {
-			if _, r := refused[proxies[i].name]; r && !nacked(i) || !r && !hooks.full[i] {
+		for _, c := range clients {
+			if _, r := refused[proxies[c.proxy].name]; r && !nacked(c) || !r && !hooks.full[c.idx] {
 				return false
 			}
 		}
@@ -121,18 +134,21 @@ func warm(t *testing.T, addr string, points []int, refused map[string]string) []
 	hooks.mu.Lock()
 	defer hooks.mu.Unlock()
 	var errs []error
-	for _, i := range points {
-		name, nacks := proxies[i].name, hooks.nacks[i]
-		want, r := refused[name]
-		if !hooks.full[i] && !r {
+	for _, c := range clients {
+		name, nacks := proxies[c.proxy].name, hooks.nacks[c.idx]
+		if c.delta {
+			name += " (Delta)"
+		}
+		want, r := refused[proxies[c.proxy].name]
+		if !hooks.full[c.idx] && !r {
 			msg := "no full config after 60s"
-			if b, blocked := clients[i].Blocked(); blocked {
+			if b, blocked := c.c.Blocked(); blocked {
 				msg += ": " + b.Reason + " (" + b.Example + ")"
 			}
 			errs = append(errs, fmt.Errorf("%s: %s", name, msg))
 		}
 		switch {
-		case r && !nacked(i):
+		case r && !nacked(c):
 			errs = append(errs, fmt.Errorf("%s: NACKs %q, want one with %q (Envoy refuses it)", name, nacks, want))
 		case r:
 			if other := slices.DeleteFunc(slices.Clone(nacks), func(e string) bool { return strings.Contains(e, want) }); len(other) > 0 {
