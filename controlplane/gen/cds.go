@@ -304,6 +304,12 @@ func outboundCluster(sh *shared, s *model.Snapshot, name string, svc *model.Serv
 			LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{}},
 		}
 	}
+	if za := pol.zoneAwareConfig(); za != nil {
+		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{
+			HealthyPanicThreshold:   c.CommonLbConfig.GetHealthyPanicThreshold(),
+			LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_ZoneAwareLbConfig_{ZoneAwareLbConfig: za},
+		}
+	}
 	applyUpstreamTLS(sh, s, c, svc, port, ss.GetName(), pol, eps, h2, passthroughRule(svc, dr, ss))
 	pol.applyProxyProtocol(c)
 	return c, err

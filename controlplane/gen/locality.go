@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -34,6 +36,15 @@ import (
 //     localityLbSetting or zoneAwareLbSetting, stands for a setting with failoverPriority on
 //     network, region and zone (PreferSameZone; PreferSameNode adds subzone and
 //     kubernetes.io/hostname), applied with or without outlier detection.
+//
+//   - A DestinationRule's zoneAwareLbSetting takes precedence over its localityLbSetting and
+//     over the traffic distribution. Unless it says enabled: false, it ranks the assignment
+//     with or without outlier detection: failoverPriority as above, then each locality by
+//     region only (0 the proxy's region, 1 the failover target of the proxy's region, 2
+//     elsewhere), so that Envoy's zone-aware routing balances the zones of the proxy's region
+//     at priority 0; the cluster gets zone_aware_lb_config (min_cluster_size from
+//     minClusterSize). With enabled: false the assignment is left as it is and the cluster's
+//     zone_aware_lb_config says routing_enabled 0 %.
 //
 // The assignment then depends on who asks: LocalityClass names the part of the proxy it reads
 // so that the ADS server caches one assignment per (cluster, class), not per proxy, and only for
@@ -106,6 +117,9 @@ type localityFacts struct {
 	// labels are the failoverPriority labels of those rules and distributions, sorted and
 	// unique.
 	labels []string
+	// regionOnly is set when all of hosts depend on the proxy through zoneAwareLbSetting
+	// only, which reads the proxy's region and not its zone or subzone.
+	regionOnly bool
 }
 
 type localityFactsKey struct{}
@@ -116,6 +130,9 @@ func localityFactsOf(s *model.Snapshot) *localityFacts {
 
 func computeLocalityFacts(s *model.Snapshot) *localityFacts {
 	f := &localityFacts{}
+	// anyLocality: some rule reads more of the proxy's locality than its region (locality
+	// failover or distribute, or a traffic distribution below).
+	anyLocality := false
 	var exact map[string]bool
 	var wild []string
 	for _, c := range s.Configs(istioconfig.KindDestinationRule) {
@@ -124,16 +141,27 @@ func computeLocalityFacts(s *model.Snapshot) *localityFacts {
 			continue
 		}
 		sensitive := false
-		visitPolicies(dr, func(tp *networking.TrafficPolicy) {
-			if tp.GetOutlierDetection() != nil || len(tp.GetLoadBalancer().GetLocalityLbSetting().GetDistribute()) > 0 {
-				sensitive = true
-			}
-			f.labels = append(f.labels, tp.GetLoadBalancer().GetLocalityLbSetting().GetFailoverPriority()...)
-			for _, pl := range tp.GetPortLevelSettings() {
-				if pl.GetOutlierDetection() != nil || len(pl.GetLoadBalancer().GetLocalityLbSetting().GetDistribute()) > 0 {
+		visit := func(od *networking.OutlierDetection, lb *networking.LoadBalancerSettings) {
+			if za := lb.GetZoneAwareLbSetting(); za != nil {
+				// It wins over the level's localityLbSetting and outlier detection (a
+				// subset that inherits it with outlier detection of its own only splits the
+				// cache more than needed).
+				if _, routing := (policy{lb: lb}).zoneAware(); routing {
 					sensitive = true
+					f.labels = append(f.labels, za.GetFailoverPriority()...)
 				}
-				f.labels = append(f.labels, pl.GetLoadBalancer().GetLocalityLbSetting().GetFailoverPriority()...)
+				return
+			}
+			if od != nil || len(lb.GetLocalityLbSetting().GetDistribute()) > 0 {
+				sensitive = true
+				anyLocality = true
+			}
+			f.labels = append(f.labels, lb.GetLocalityLbSetting().GetFailoverPriority()...)
+		}
+		visitPolicies(dr, func(tp *networking.TrafficPolicy) {
+			visit(tp.GetOutlierDetection(), tp.GetLoadBalancer())
+			for _, pl := range tp.GetPortLevelSettings() {
+				visit(pl.GetOutlierDetection(), pl.GetLoadBalancer())
 			}
 		})
 		if !sensitive {
@@ -154,6 +182,7 @@ func computeLocalityFacts(s *model.Snapshot) *localityFacts {
 		// turns locality load balancing off: a superset is safe).
 		fp := distributionFailover(svc.TrafficDistribution)
 		f.labels = append(f.labels, fp...)
+		anyLocality = anyLocality || fp != nil
 		dep := fp != nil || exact[svc.Hostname] || slices.ContainsFunc(wild, func(p string) bool { return hostMatches(p, svc.Hostname) })
 		if dep {
 			if f.hosts == nil {
@@ -163,6 +192,7 @@ func computeLocalityFacts(s *model.Snapshot) *localityFacts {
 			f.dns = f.dns || svc.Resolution == model.ResolutionDNS
 		}
 	}
+	f.regionOnly = !anyLocality
 	slices.Sort(f.labels)
 	f.labels = slices.Compact(f.labels)
 	return f
@@ -189,8 +219,9 @@ func LocalityDependent(s *model.Snapshot, host string) bool {
 // LocalityClass names what the generators of typeURL read of p for locality load balancing in
 // s: "" when nothing (no DestinationRule makes an assignment depend on the proxy; for CDS, none
 // does for a DNS service, whose endpoints CDS inlines; other types never), else the proxy's
-// locality and the values of its labels that failoverPriority rules name. Proxies of one class
-// get the same assignments.
+// locality (its region alone when only zoneAwareLbSetting rules make assignments depend on
+// it) and the values of its labels that failoverPriority rules name. Proxies of one class get
+// the same assignments.
 func LocalityClass(typeURL string, p *model.Proxy, s *model.Snapshot) string {
 	if s == nil || (typeURL != EndpointType && typeURL != ClusterType) {
 		return ""
@@ -201,7 +232,11 @@ func LocalityClass(typeURL string, p *model.Proxy, s *model.Snapshot) string {
 	}
 	loc := ProxyLocality(p, s)
 	var b strings.Builder
-	b.WriteString("loc=" + loc.Region + "/" + loc.Zone + "/" + loc.SubZone)
+	if f.regionOnly {
+		b.WriteString("region=" + loc.Region)
+	} else {
+		b.WriteString("loc=" + loc.Region + "/" + loc.Zone + "/" + loc.SubZone)
+	}
 	if len(f.labels) > 0 {
 		labels := proxyTopologyLabels(p, loc)
 		for _, l := range f.labels {
@@ -260,7 +295,7 @@ func distributionFailover(d model.TrafficDistribution) []string {
 
 // locality returns the locality load balancing setting in effect under p, as istiod resolves
 // it: the rule's localityLbSetting, none when it says enabled: false or the rule has a
-// zoneAwareLbSetting (which takes precedence and is not generated), else the one the service's
+// zoneAwareLbSetting (which takes precedence: zoneAware), else the one the service's
 // traffic distribution stands for (forced: failover without outlier detection), else the mesh
 // default (nil, on).
 func (p policy) locality() (set *networking.LocalityLoadBalancerSetting, forced, on bool) {
@@ -279,10 +314,39 @@ func (p policy) locality() (set *networking.LocalityLoadBalancerSetting, forced,
 	return nil, false, true
 }
 
+// zoneAware returns the rule's zoneAwareLbSetting under p (nil: none), and whether it routes
+// by zone (it does unless it says enabled: false).
+func (p policy) zoneAware() (set *networking.ZoneAwareLoadBalancerSetting, routing bool) {
+	set = p.lb.GetZoneAwareLbSetting()
+	if set == nil {
+		return nil, false
+	}
+	return set, set.GetEnabled() == nil || set.GetEnabled().GetValue()
+}
+
+// zoneAwareConfig is the cluster's zone_aware_lb_config under p, as istiod sets it (nil: the
+// rule has no zoneAwareLbSetting): its min_cluster_size, and routing_enabled 0 % when the
+// setting says enabled: false (Envoy's default is 100 %).
+func (p policy) zoneAwareConfig() *clusterv3.Cluster_CommonLbConfig_ZoneAwareLbConfig {
+	set, routing := p.zoneAware()
+	if set == nil {
+		return nil
+	}
+	out := &clusterv3.Cluster_CommonLbConfig_ZoneAwareLbConfig{}
+	if n := set.GetMinClusterSize(); n != nil {
+		out.MinClusterSize = wrapperspb.UInt64(uint64(n.GetValue()))
+	}
+	if !routing {
+		out.RoutingEnabled = &typev3.Percent{}
+	}
+	return out
+}
+
 // localityLB is the locality load balancing in effect for one cluster and one proxy.
 type localityLB struct {
-	setting  *networking.LocalityLoadBalancerSetting // nil: the mesh default (enabled, nothing set)
-	failover bool                                    // outlier detection is in effect
+	setting  *networking.LocalityLoadBalancerSetting  // nil: the mesh default (enabled, nothing set)
+	zone     *networking.ZoneAwareLoadBalancerSetting // set: zone-aware instead of setting
+	failover bool                                     // outlier detection is in effect
 	locality model.Locality
 	labels   func(string) string // the proxy's labels, topology labels added
 }
@@ -290,9 +354,17 @@ type localityLB struct {
 // localityPolicy returns the locality load balancing of a cluster under pol for proxy p, or
 // nil when it leaves the assignment as it is.
 //
-// A zoneAwareLbSetting, which istiod prefers to localityLbSetting, is not generated (validation
-// warns): the assignment is left as it is.
+// A zoneAwareLbSetting, which istiod prefers to localityLbSetting, ranks the assignment with
+// or without outlier detection, unless it says enabled: false (then the assignment is left as
+// it is).
 func localityPolicy(pol policy, p *model.Proxy, s *model.Snapshot) *localityLB {
+	if za, routing := pol.zoneAware(); za != nil {
+		if !routing {
+			return nil
+		}
+		loc := ProxyLocality(p, s)
+		return &localityLB{zone: za, locality: loc, labels: proxyTopologyLabels(p, loc)}
+	}
 	set, forced, on := pol.locality()
 	if !on {
 		return nil
@@ -309,6 +381,13 @@ func localityPolicy(pol policy, p *model.Proxy, s *model.Snapshot) *localityLB {
 // cla.Endpoints[i]'s LbEndpoints, in order (failoverPriority reads their labels).
 func (l *localityLB) apply(cla *endpointv3.ClusterLoadAssignment, eps [][]*model.Endpoint) {
 	if l == nil || len(cla.GetEndpoints()) == 0 {
+		return
+	}
+	if l.zone != nil {
+		if fp := l.zone.GetFailoverPriority(); len(fp) > 0 {
+			l.failoverPriority(cla, eps, fp)
+		}
+		l.failoverByRegion(cla, l.zone.GetFailover())
 		return
 	}
 	if d := l.setting.GetDistribute(); len(d) > 0 {
@@ -418,6 +497,26 @@ func (l *localityLB) failoverByLocality(cla *endpointv3.ClusterLoadAssignment, f
 			rank = 0
 		}
 		le.Priority = le.Priority*5 + rank
+	}
+	compactPriorities(cla.Endpoints)
+}
+
+// failoverByRegion ranks each locality by region alone, for zone-aware routing (on top of a
+// failoverPriority rank): 0 the proxy's region, 1 the target of the first failover rule from
+// the proxy's region, 2 any other. Then it compacts the priorities.
+func (l *localityLB) failoverByRegion(cla *endpointv3.ClusterLoadAssignment, failover []*networking.ZoneAwareLoadBalancerSetting_Failover) {
+	for _, le := range cla.Endpoints {
+		region := le.GetLocality().GetRegion()
+		rank := uint32(0)
+		if region != l.locality.Region {
+			rank = 2
+			if i := slices.IndexFunc(failover, func(f *networking.ZoneAwareLoadBalancerSetting_Failover) bool {
+				return f.GetFrom() == l.locality.Region
+			}); i >= 0 && failover[i].GetTo() == region {
+				rank = 1
+			}
+		}
+		le.Priority = le.Priority*3 + rank
 	}
 	compactPriorities(cla.Endpoints)
 }

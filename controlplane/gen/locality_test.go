@@ -91,9 +91,6 @@ func TestLocalityLoadBalancing(t *testing.T) {
 		{"failover setting without outlier detection: nothing", &networking.TrafficPolicy{LoadBalancer: lbs(&networking.LocalityLoadBalancerSetting{
 			Failover: []*networking.LocalityLoadBalancerSetting_Failover{{From: "r1", To: "r2"}}})}, inR1Z1, []string{
 			"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=0 w=1: 10.0.0.2", "r1/z2/ p=0 w=2: 10.0.0.3", "r2/z1/ p=0 w=1: 10.0.0.4", "r3/z1/ p=0 w=1: 10.0.0.5"}},
-		{"zone-aware (not generated) wins over locality", &networking.TrafficPolicy{OutlierDetection: outlier, LoadBalancer: &networking.LoadBalancerSettings{
-			ZoneAwareLbSetting: &networking.ZoneAwareLoadBalancerSetting{}}}, inR1Z1, []string{
-			"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=0 w=1: 10.0.0.2", "r1/z2/ p=0 w=2: 10.0.0.3", "r2/z1/ p=0 w=1: 10.0.0.4", "r3/z1/ p=0 w=1: 10.0.0.5"}},
 		{"distribute: shares split by weight, the rest emptied", &networking.TrafficPolicy{LoadBalancer: lbs(&networking.LocalityLoadBalancerSetting{
 			Distribute: []*networking.LocalityLoadBalancerSetting_Distribute{
 				{From: "r2/*", To: map[string]uint32{"r2/*": 100}},

@@ -84,6 +84,41 @@ func (c *checker) localityLB(at Path, lb *networking.LocalityLoadBalancerSetting
 	}
 }
 
+// zoneAwareLB mirrors istiod's ValidateZoneAwareLbSetting for a DestinationRule's
+// zoneAwareLbSetting, od being the outlier detection at the same level: zone-aware routing
+// already ranks by region (failover orders the other regions) and balances zones, so
+// failoverPriority may not name the region, zone or subzone labels, and failover takes two
+// different regions, without wildcards.
+func (c *checker) zoneAwareLB(at Path, lb *networking.ZoneAwareLoadBalancerSetting, od *networking.OutlierDetection) {
+	if lb == nil {
+		return
+	}
+	for i, l := range lb.GetFailoverPriority() {
+		if l == labelRegion || l == labelZone || l == labelSubzone {
+			c.errf(at.With("failoverPriority", i), "%q is not allowed with zone-aware load balancing, which ranks by region and balances zones itself: remove it", l)
+		}
+	}
+	if (len(lb.GetFailover()) > 0 || len(lb.GetFailoverPriority()) > 0) && od == nil {
+		c.warnf(at, "fails over only with outlier detection: add outlierDetection to this policy, or nothing fails over")
+	}
+	for i, f := range lb.GetFailover() {
+		fa := at.With("failover", i)
+		switch {
+		case f.GetFrom() == f.GetTo():
+			c.errf(fa, "from and to are both %q: name two different regions", f.GetFrom())
+		case strings.Contains(f.GetFrom(), "/") || strings.Contains(f.GetTo(), "/"):
+			c.errf(fa, "names a zone (%q -> %q): failover takes regions only, zone-aware routing balances the zones", f.GetFrom(), f.GetTo())
+		case strings.Contains(f.GetFrom(), "*") || strings.Contains(f.GetTo(), "*"):
+			c.errf(fa, "uses a '*' wildcard (%q -> %q): name regions", f.GetFrom(), f.GetTo())
+		}
+	}
+	for i, l := range lb.GetFailoverPriority() {
+		if strings.SplitN(l, "=", 2)[0] == labelHostname {
+			c.warnf(at.With("failoverPriority", i), "%q is compared with the workloads' own labels only: xdslab knows no node names", l)
+		}
+	}
+}
+
 // checkLocalities reports, as istiod, a malformed locality ("region/zone/subzone", at most one
 // '*', last) or one that overlaps another of the list.
 func checkLocalities(locs []string) error {

@@ -35,9 +35,6 @@ func (c *checker) notGeneratedPolicy(at Path, tp *networking.TrafficPolicy) {
 }
 
 func (c *checker) notGeneratedParts(at Path, lb *networking.LoadBalancerSettings, cp *networking.ConnectionPoolSettings, t *networking.ClientTLSSettings) {
-	if lb.GetZoneAwareLbSetting() != nil {
-		c.warnf(at.With("loadBalancer", "zoneAwareLbSetting"), "is %s: no zone-aware load balancing, and no locality failover or distribution for this policy either", notGenerated)
-	}
 	if lb.GetBackendUtilization() != nil {
 		c.warnf(at.With("loadBalancer", "backendUtilization"), "is %s: Envoy's default load balancer applies", notGenerated)
 	}

@@ -1171,7 +1171,8 @@ func (c *checker) configMapCredential(at Path, cred string) {
 // and uniquely named attributes; the deprecated minimumRingSize warns and excludes ringHash
 // and maglev; a Maglev table size is a prime below maglevMaxTableSize; localityLbSetting and
 // zoneAwareLbSetting exclude each other; warmup needs a duration, a minimumPercent up to 100
-// and a positive aggression. (zoneAwareLbSetting is also not generated: notgenerated.go.)
+// and a positive aggression; the locality and zone-aware settings are checked as istiod
+// checks them (locality.go).
 func (c *checker) loadBalancer(at Path, lb *networking.LoadBalancerSettings, od *networking.OutlierDetection) {
 	if ch := lb.GetConsistentHash(); ch != nil {
 		cha := at.With("consistentHash")
@@ -1228,6 +1229,7 @@ func (c *checker) loadBalancer(at Path, lb *networking.LoadBalancerSettings, od 
 		}
 	}
 	c.localityLB(at.With("localityLbSetting"), lb.GetLocalityLbSetting(), od)
+	c.zoneAwareLB(at.With("zoneAwareLbSetting"), lb.GetZoneAwareLbSetting(), od)
 }
 
 // maglevMaxTableSize bounds a Maglev table size (istiod's and Envoy's limit: 5000011, itself
