@@ -151,6 +151,7 @@ func (m *randMesh) generate() {
 		m.gwtlsShapes()
 		m.bindShapes()
 		m.proxyShapes()
+		m.zoneShapes()
 	}
 }
 
