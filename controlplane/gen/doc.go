@@ -168,8 +168,11 @@
 // proxy's locality (ProxyLocality: topology labels, else its workload in the registry, else
 // its node): 0 same subzone, 1 same zone, 2 same region, 3 elsewhere, compacted; failover
 // (region to region) and failoverPriority (labels) refine it; distribute reweights localities
-// with or without outlier detection; enabled: false turns it off. DNS clusters' inlined
-// endpoints too. Such an assignment is the proxy's: LocalityClass names what it reads of the
+// with or without outlier detection; enabled: false turns it off. A zoneAwareLbSetting takes
+// precedence: with or without outlier detection, failoverPriority then the region alone (the
+// proxy's, the failover target, the others), and the cluster's zone_aware_lb_config
+// (routing_enabled 0 % and no ranking for enabled: false). DNS clusters' inlined endpoints
+// too. Such an assignment is the proxy's: LocalityClass names what it reads of the
 // proxy, LocalityDependent the hosts it concerns, so the ADS server caches one assignment per
 // (cluster, locality class) and keeps every other one shared.
 package gen
