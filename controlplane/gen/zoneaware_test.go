@@ -176,3 +176,55 @@ func TestZoneAwareDNSCluster(t *testing.T) {
 		t.Errorf("CDS class %q", got)
 	}
 }
+
+// FuzzZoneAware ranks the geo mesh for any proxy locality and any zone-aware setting: never a
+// panic, every endpoint kept (zone-aware ranking drops none), and an assignment Envoy and
+// grpc-go accept (priorities 0..N without a gap, no locality twice at one priority, valid).
+func FuzzZoneAware(f *testing.F) {
+	f.Add("r1/z1", "r1", "r2", "app", uint32(0), true, false)
+	f.Add("", "", "", "", uint32(1), false, true)
+	f.Add("r3/z1/s", "r3", "r1", "version=v1", uint32(4), true, true)
+	f.Add("r9", "r9", "r9", "topology.istio.io/network", uint32(2), true, false)
+	f.Fuzz(func(t *testing.T, proxyLoc, from, to, label string, minSize uint32, enabled, outlier bool) {
+		set := &networking.ZoneAwareLoadBalancerSetting{Enabled: wrapperspb.Bool(enabled),
+			Failover: []*networking.ZoneAwareLoadBalancerSetting_Failover{{From: from, To: to}}}
+		if minSize > 0 {
+			set.MinClusterSize = wrapperspb.UInt32(minSize)
+		}
+		if label != "" {
+			set.FailoverPriority = []string{label, "app"}
+		}
+		tp := &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{ZoneAwareLbSetting: set}}
+		if outlier {
+			tp.OutlierDetection = &networking.OutlierDetection{}
+		}
+		s := geoMesh(tp)
+		p := &model.Proxy{Type: model.SidecarProxy, Locality: ParseLocality(proxyLoc), Labels: map[string]string{"app": "a"}}
+		name := ClusterName(Outbound, 80, "", shop)
+		rs, err := ForType(EndpointType, p).Generate(p, s, []string{name})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("EDS: %d resources, %v", len(rs), err)
+		}
+		cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
+		if _, err := validateDeep(cla); err != nil {
+			t.Fatal(err)
+		}
+		if err := grpcAccepts(cla); err != nil {
+			t.Fatalf("%v: %v", ranks(cla), err)
+		}
+		n := 0
+		for _, l := range cla.GetEndpoints() {
+			n += len(l.GetLbEndpoints())
+		}
+		if n != 5 {
+			t.Fatalf("%d endpoints, want all 5: %v", n, ranks(cla))
+		}
+		rs, err = ForType(ClusterType, p).Generate(p, s, []string{name})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("CDS: %d resources, %v", len(rs), err)
+		}
+		if _, err := validateDeep(rs[0].Message); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
