@@ -295,7 +295,7 @@ func distributionFailover(d model.TrafficDistribution) []string {
 
 // locality returns the locality load balancing setting in effect under p, as istiod resolves
 // it: the rule's localityLbSetting, none when it says enabled: false or the rule has a
-// zoneAwareLbSetting (which takes precedence: zoneAware), else the one the service's
+// zoneAwareLbSetting (which takes precedence, see zoneAware), else the one the service's
 // traffic distribution stands for (forced: failover without outlier detection), else the mesh
 // default (nil, on).
 func (p policy) locality() (set *networking.LocalityLoadBalancerSetting, forced, on bool) {
