@@ -251,7 +251,12 @@ type matchShard struct {
 	// shown and moved are Response's subject sets, kept between responses (resetScratch):
 	// a response carrying a push's events fills them with a subject per event.
 	shown, moved map[uint32]bool
-	_            [64]byte
+	// resp and eff are the response being matched and the client's effective view
+	// (Response, effect), kept here so that taking their addresses (claim's heldBefore keeps
+	// the response in a view) and boxing the view allocate nothing; cleared when done.
+	resp probe.ResponseInfo
+	eff  effectiveView
+	_    [64]byte
 }
 
 type matchClient struct {
@@ -943,7 +948,9 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	defer s.mu.Unlock()
 	s.touched.reset(m.nameSeed, r.Touched)
 	defer s.touched.release()
-	cl := m.claim(s, c, &r)
+	s.resp, s.eff = r, effectiveView{c.State}
+	defer s.releaseViews()
+	cl := m.claim(s, c, &s.resp)
 	recv := m.off(r.Recv)
 	rbit := typeBit(r.TypeURL)
 	// A new process's first accepted response of a full-state type (CDS, LDS) is its whole set
@@ -961,8 +968,9 @@ func (m *Matcher) Response(c probe.ClientInfo, r probe.ResponseInfo) {
 	// process holds nothing, and its first response shows nothing absent.
 	whole := r.Fresh && !r.Nacked && (!r.Delta || r.First) && !c.NamedOnly &&
 		(r.TypeURL == resource.ClusterType || r.TypeURL == resource.ListenerType)
-	// effective is a View once per response: as a struct value it would be boxed at each call.
-	var accepted, effective probe.View = c.State, effectiveView{c.State}
+	// effective is a View once per response: as a struct value it would be boxed at each call
+	// (and, boxed here, once per response: the shard's copy is not).
+	var accepted, effective probe.View = c.State, &s.eff
 	var reached, superseded []int // indices into pending of the events resolved here
 	// s.shown holds the subjects whose shown state a later event has claimed (the shard's
 	// scratch set, emptied when the response is done).
@@ -1127,7 +1135,9 @@ func (m *Matcher) effect(c probe.ClientInfo, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cl := m.claim(s, c, nil)
-	reached, superseded := m.inEffect(s, cl, c, effectiveView{c.State}, nil, nil, m.off(at))
+	s.eff = effectiveView{c.State}
+	defer s.releaseViews()
+	reached, superseded := m.inEffect(s, cl, c, &s.eff, nil, nil, m.off(at))
 	m.resolve(s, cl, reached, superseded, m.off(at))
 }
 
@@ -1742,6 +1752,9 @@ func (s *matchShard) resetScratch() {
 }
 
 const maxScratch = 256
+
+// releaseViews drops the response and client Response or effect held (s.resp, s.eff).
+func (s *matchShard) releaseViews() { s.resp, s.eff = probe.ResponseInfo{}, effectiveView{} }
 
 // egKey is an event (the stats event) and a client group: a cell of matchShard.byGroup.
 type egKey struct {
