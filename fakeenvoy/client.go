@@ -232,6 +232,11 @@ type adsStream interface {
 
 type sotwStream struct {
 	grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
+	// reuse, when set, is the one response message every recv decodes into (reset first),
+	// instead of a new one each: only when each response is done with before the next is read
+	// (runInline). Nothing of a response is kept past its handling (the machine copies what it
+	// keeps; the strings and slices the codec set are its own, not the message's).
+	reuse *discoveryv3.DiscoveryResponse
 }
 
 func (s sotwStream) Header() (map[string][]string, error) {
@@ -249,8 +254,15 @@ func (s sotwStream) send(st *machine.Step) error {
 }
 
 func (s sotwStream) recv() (recvEvent, error) {
-	r, err := s.Recv()
-	return recvEvent{sotw: r}, err
+	if s.reuse == nil {
+		r, err := s.Recv()
+		return recvEvent{sotw: r}, err
+	}
+	proto.Reset(s.reuse)
+	if err := s.RecvMsg(s.reuse); err != nil {
+		return recvEvent{}, err
+	}
+	return recvEvent{sotw: s.reuse}, nil
 }
 
 type deltaStream struct {
@@ -306,7 +318,11 @@ func (c *Client) runStream(ctx context.Context, connect Connector) int {
 			}
 			return 0
 		}
-		stream = sotwStream{s}
+		ss := sotwStream{BidiStreamingClient: s}
+		if c.stamped {
+			ss.reuse = &discoveryv3.DiscoveryResponse{} // runInline handles each response before reading the next
+		}
+		stream = ss
 	}
 
 	o := owner{c: c, stream: stream}
