@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -77,6 +78,9 @@ type Codec struct {
 	// kept: the message being read lies in bytes nothing changes or reuses (immutable), which
 	// the memo may keep as they are.
 	kept bool
+	// spare is the request encoding the transport gave back last (see reqBufs): set by the
+	// goroutine that frees it, taken by Marshal.
+	spare atomic.Pointer[reqBufs]
 }
 
 // immutable is what a stamp source (Config.Stamps) may also say of the message being decoded:
@@ -159,7 +163,7 @@ func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 		if names != nil {
 			r.ResourceNames = nil
 		}
-		rb := &reqBufs{}
+		rb := c.reqBufs()
 		err := rb.marshal(r)
 		r.Node, r.ResourceNames = saved, savedNames
 		if err != nil {
@@ -172,20 +176,23 @@ func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 			out = append(out, sotwNodeTag, c.nodeBuf)
 		}
 		out = append(out, &rb.rest)
+		rb.refs.Store(1)
 		if names != nil {
-			rb.names = names
+			rb.names.SliceBuffer = names
 			out = append(out, &rb.names)
+			rb.refs.Store(2)
 		}
 		return out, nil
 	case *discoveryv3.DeltaDiscoveryRequest:
 		if c.nodeField != nil && r.Node == c.node {
 			r.Node = nil
-			rb := &reqBufs{}
+			rb := c.reqBufs()
 			err := rb.marshal(r)
 			r.Node = c.node
 			if err != nil {
 				return nil, err
 			}
+			rb.refs.Store(1)
 			return append(rb.bufs[:0], deltaNodeTag, c.nodeBuf, &rb.rest), nil
 		}
 	}
@@ -216,12 +223,50 @@ var (
 
 // reqBufs is one request's encoding as Marshal returns it, in one allocation: the buffers
 // (bufs backs the BufferSlice; rest and names are pointed to, so not boxed one by one) and room
-// for the request's own fields (version, type URL, nonce: tens of bytes).
+// for the request's own fields (version, type URL, nonce: tens of bytes; big when they do not
+// fit, an ACK restating many names no shared set holds).
+//
+// The transport owns it from Marshal until it has freed every buffer of it (mem.Buffer's Free,
+// once each, and once more for each Ref): it may keep them until they are written (h2client
+// queues a request the windows hold back; grpc-go's writer goroutine writes every one later).
+// The last Free gives it back to its codec, whose next Marshal reuses it; a transport that
+// never frees them all (grpc-go's reader of a BufferSlice frees what it splits off, not
+// these) leaves it to the GC, and the codec makes another.
 type reqBufs struct {
+	codec *Codec
+	refs  atomic.Int32 // the transport's references to rest and names
 	bufs  [4]mem.Buffer
-	rest  mem.SliceBuffer
-	names mem.SliceBuffer
+	rest  ownedBuf
+	names ownedBuf
+	big   []byte
 	space [112]byte
+}
+
+// ownedBuf is a buffer of a reqBufs: its Ref and Free count the transport's references to
+// the reqBufs.
+type ownedBuf struct {
+	mem.SliceBuffer
+	rb *reqBufs
+}
+
+// Ref implements mem.Buffer.
+func (b *ownedBuf) Ref() { b.rb.refs.Add(1) }
+
+// Free implements mem.Buffer: the last reference freed gives the reqBufs back to its codec.
+func (b *ownedBuf) Free() {
+	if rb := b.rb; rb.refs.Add(-1) == 0 {
+		rb.codec.spare.Store(rb)
+	}
+}
+
+// reqBufs returns the reqBufs the transport last gave back, or a new one.
+func (c *Codec) reqBufs() *reqBufs {
+	if rb := c.spare.Swap(nil); rb != nil {
+		return rb
+	}
+	rb := &reqBufs{codec: c}
+	rb.rest.rb, rb.names.rb = rb, rb
+	return rb
 }
 
 // vtMarshaler is a message with vtprotobuf's generated encoder (built with the vtprotobuf tag).
@@ -236,20 +281,23 @@ func (rb *reqBufs) marshal(m proto.Message) error {
 	vt, ok := m.(vtMarshaler)
 	if !ok {
 		b, err := proto.Marshal(m)
-		rb.rest = b
+		rb.rest.SliceBuffer = b
 		return err
 	}
 	size := vt.SizeVT()
-	b := rb.space[:0]
+	b := rb.space[:]
 	if size > len(rb.space) {
-		b = make([]byte, 0, size)
+		if cap(rb.big) < size {
+			rb.big = make([]byte, size)
+		}
+		b = rb.big
 	}
 	b = b[:size]
 	n, err := vt.MarshalToSizedBufferVTStrict(b)
 	if err != nil {
 		return err
 	}
-	rb.rest = b[size-n:]
+	rb.rest.SliceBuffer = b[size-n:]
 	return nil
 }
 

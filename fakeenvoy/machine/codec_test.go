@@ -998,3 +998,61 @@ func TestReadRest(t *testing.T) {
 		})
 	}
 }
+
+// TestCodecReusesFreedRequest: a request's encoding is reused by the next Marshal only once the
+// transport freed every buffer of it (and once more for each Ref); until then the next request
+// is encoded apart, and the first one's bytes stay as they were.
+func TestCodecReusesFreedRequest(t *testing.T) {
+	c, err := newCodec(fetest.Node("ns-1", 7), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := make([]string, 20) // an ACK of many names: its fields do not fit reqBufs.space
+	for i := range long {
+		long[i] = fmt.Sprintf("outbound|80||svc%d.ns.svc.cluster.local", i)
+	}
+	for _, tc := range []struct {
+		name  string
+		names []string
+		refs  int  // Refs taken by the transport
+		frees int  // Frees it makes of the BufferSlice
+		reuse bool // the next Marshal reuses the first one's encoding
+	}{
+		{"freed", nil, 0, 1, true},
+		{"freed, many names", long, 0, 1, true},
+		{"not freed", nil, 0, 0, false},
+		{"referenced once more, freed once", nil, 1, 1, false},
+		{"referenced once more, freed twice", long, 1, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: E, VersionInfo: "v1", ResponseNonce: "n1", ResourceNames: tc.names}
+			out, err := c.Marshal(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := out.Materialize()
+			for range tc.refs {
+				out.Ref()
+			}
+			for range tc.frees {
+				out.Free()
+			}
+			next, err := c.Marshal(&discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: E, VersionInfo: "v2", ResponseNonce: "n2", ResourceNames: tc.names})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reused := &out[0] == &next[0]; reused != tc.reuse {
+				t.Errorf("the second request reuses the first's encoding: %v, want %v", reused, tc.reuse)
+			}
+			if !tc.reuse && !bytes.Equal(out.Materialize(), first) {
+				t.Error("the first request's bytes changed while the transport held them")
+			}
+			if !tc.reuse {
+				for range 1 + tc.refs - tc.frees {
+					out.Free() // what the transport still held
+				}
+			}
+			next.Free()
+		})
+	}
+}
