@@ -213,6 +213,9 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 	ed := newEdits(ts.res, s.Info.Changed+len(gone))
 	if u.distinct && len(u.removed) == 0 {
 		ed = newOnceEdits(ts.res, s.Info.Changed+len(gone))
+		if n := s.Info.Changed + len(gone); n > 0 && n <= cap(m.editList) {
+			ed.list = m.editList[:0] // commit keeps none of it (the interner copies what it keeps)
+		}
 	}
 	if n := s.Info.Changed + len(gone); n > 0 {
 		s.Info.Touched = make([]probe.Touched, 0, n)
@@ -257,6 +260,10 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		m.unwarm(t, name)
 	}
 	m.commit(t, ed)
+	if ed.list != nil && cap(ed.list) <= maxEditList {
+		clear(ed.list)
+		m.editList = ed.list[:0]
+	}
 	if fresh && ts.set != nil {
 		u.run.keepFreshApplied(follows, ts.set, s.Info.Touched)
 	}
@@ -283,6 +290,10 @@ func (m *Machine) afterApply(s *Step, t rtype, u *update, changed, nacked bool, 
 }
 
 var errIgnored = fmt.Errorf("not subscribed")
+
+// maxEditList bounds the list of edits a machine keeps for its next response (Machine.editList):
+// a steady push changes a few resources; a full config's thousands are not kept.
+const maxEditList = 16
 
 // heldName is the name a changed item, decoded as d, is held under: d's, the shared copy, when
 // equal (the per-response one then becomes garbage).

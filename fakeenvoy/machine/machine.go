@@ -113,6 +113,12 @@ type Machine struct {
 	drainFor       time.Duration
 	drain          [numTypes]map[string]time.Time
 	drainedSecrets []string
+
+	// Scratch reused from one response to the next, so that a steady push allocates none of
+	// it: the SotW update being handled (onSotwItemsTo) and the storage of apply's list of
+	// edits (empty between responses).
+	upd      update
+	editList []namedEdit
 }
 
 // Step is what the owner must do after feeding the machine one event, in this order: call the
@@ -144,10 +150,28 @@ type Step struct {
 	Delay time.Duration
 	// Disconnect: the stream must be closed once the requests are sent (policy.Ack).
 	Disconnect bool
+	// reuse: the step is its caller's, handed to the machine again for each event
+	// (OnSotwReadTo), and the requests its Sotw list held the last time are reused.
+	reuse bool
 }
 
 // Requests is how many requests the step sends.
 func (s *Step) Requests() int { return len(s.Sotw) + len(s.Delta) }
+
+// reset readies a step its caller hands back for another event: a zero Step that keeps its
+// Sotw list's storage, and the requests in it, for request.
+func (s *Step) reset() { *s = Step{Sotw: s.Sotw[:0], reuse: true} }
+
+// request returns a SotW request for s to append next (its fields are the caller's to set):
+// when s is reused, the one its list held at that place the last time, if any.
+func (s *Step) request() *discoveryv3.DiscoveryRequest {
+	if n := len(s.Sotw); s.reuse && n < cap(s.Sotw) {
+		if r := s.Sotw[: n+1 : n+1][n]; r != nil {
+			return r
+		}
+	}
+	return &discoveryv3.DiscoveryRequest{}
+}
 
 // Config configures a machine. The client shell builds it from its own configuration, with
 // Envoy's defaults applied.

@@ -19,7 +19,7 @@ type sotwWire struct{}
 
 func (sotwWire) first(m *Machine, now time.Time) { m.firstEnvoy(now) }
 
-func (sotwWire) restate(m *Machine, s *Step, t rtype) { s.Sotw = append(s.Sotw, m.sotwReq(t, nil)) }
+func (sotwWire) restate(m *Machine, s *Step, t rtype) { s.Sotw = append(s.Sotw, m.sotwReq(s, t, nil)) }
 
 // resubscribe sends the whole list, even unchanged (Envoy's legacy mux follows every CDS or
 // LDS change with its EDS or RDS request); nothing for a type never subscribed that stays
@@ -31,7 +31,7 @@ func (sotwWire) resubscribe(m *Machine, s *Step, t rtype, names []string) {
 	}
 	unsub := removedSorted(ts.names, names)
 	m.setNames(t, names, unsub)
-	s.Sotw = append(s.Sotw, m.sotwReq(t, nil))
+	s.Sotw = append(s.Sotw, m.sotwReq(s, t, nil))
 }
 
 // ack goes after the requests the response caused (the legacy mux sends the EDS or RDS request
@@ -40,7 +40,8 @@ func (sotwWire) ack(m *Machine, s *Step, u *update) {
 	if u.unwatched == ackUnwatched {
 		// Envoy with no watch for the type: an empty response is ACKed with its version, one
 		// with resources is answered with the old version and the new nonce, no error_detail.
-		req := &discoveryv3.DiscoveryRequest{TypeUrl: u.typeURL, ResponseNonce: u.nonce, Node: m.attachNode()}
+		req := s.request()
+		*req = discoveryv3.DiscoveryRequest{TypeUrl: u.typeURL, ResponseNonce: u.nonce, Node: m.attachNode()}
 		if t, ok := typeOf(u.typeURL); ok {
 			req.VersionInfo = m.types[t].version
 		} else if len(u.items) == 0 {
@@ -53,7 +54,7 @@ func (sotwWire) ack(m *Machine, s *Step, u *update) {
 	if s.Info.Nacked {
 		nack = m.nackStatus(s.Info.Error)
 	}
-	s.Sotw = append(s.Sotw, m.sotwReq(u.t, nack))
+	s.Sotw = append(s.Sotw, m.sotwReq(s, u.t, nack))
 }
 
 func (sotwWire) named(t rtype) bool { return !t.wildcard() }
@@ -62,10 +63,12 @@ func (sotwWire) dependent(t rtype) (rtype, bool) { return envoyDependent(t) }
 
 func (sotwWire) owed(m *Machine, t rtype) bool { return owedSotw(m, t) }
 
-// sotwReq is t's request with the client's last accepted version and latest nonce.
-func (m *Machine) sotwReq(t rtype, nack *status.Status) *discoveryv3.DiscoveryRequest {
+// sotwReq is t's request with the client's last accepted version and latest nonce, for s to
+// send next (see Step.request).
+func (m *Machine) sotwReq(s *Step, t rtype, nack *status.Status) *discoveryv3.DiscoveryRequest {
 	ts := &m.types[t]
-	r := &discoveryv3.DiscoveryRequest{
+	r := s.request()
+	*r = discoveryv3.DiscoveryRequest{
 		VersionInfo:   ts.version,
 		TypeUrl:       t.url(),
 		ResponseNonce: ts.nonce,
@@ -112,19 +115,39 @@ func (m *Machine) onSotwItems(r *discoveryv3.DiscoveryResponse, res []item, recv
 	return m.onSotwItemsOf(r, res, nil, recv)
 }
 
+// OnSotwReadTo is OnSotwRead into the caller's step s, which it resets first: the list of
+// requests s held, and those requests, are reused for this response's (see Step.request), so
+// the caller must be done with them (sent them). An owner that handles one step at a time
+// passes the same Step for every response and saves the step's, its list's and its ACK's
+// allocations. Nothing else of s is reused: Info (its Touched list included) is new.
+func (m *Machine) OnSotwReadTo(s *Step, r *discoveryv3.DiscoveryResponse, res Resources, recv time.Time) {
+	s.reset()
+	m.onSotwItemsTo(s, r, res.items, res.run, recv)
+}
+
 // onSotwItemsOf is onSotwItems with the codec's memo run the items are (nil: none; see
 // Resources.run).
 func (m *Machine) onSotwItemsOf(r *discoveryv3.DiscoveryResponse, res []item, run *respEntry, recv time.Time) Step {
+	var s Step
+	m.onSotwItemsTo(&s, r, res, run, recv)
+	return s
+}
+
+// onSotwItemsTo is onSotwItemsOf into s (a zero Step, or one reset for reuse). The update is
+// the machine's scratch (m.upd), cleared when done: the wire adapters take it through an
+// interface, where a local one would be moved to the heap.
+func (m *Machine) onSotwItemsTo(s *Step, r *discoveryv3.DiscoveryResponse, res []item, run *respEntry, recv time.Time) {
 	m.seq++
 	m.streamResp++
-	s := Step{Response: true}
-	u := m.sotwUpdate(&s, r, res)
+	s.Response = true
+	u := &m.upd
+	*u = m.sotwUpdate(s, r, res)
 	if run != nil && len(u.items) == len(res) {
 		u.run, u.distinct = run, run.distinct
 	}
 	s.Info.Recv = recv
-	m.handle(&s, &u, recv)
-	return s
+	m.handle(s, u, recv)
+	*u = update{}
 }
 
 // sotwUpdate reads a SotW response whose resources are res into an update, and fills s.Info
