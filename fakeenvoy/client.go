@@ -407,8 +407,11 @@ type owner struct {
 	received  int
 	sendErr   error
 	pending   *machine.Step // waiting for its ACK delay
-	deadline  clock.Timer
-	delayT    clock.Timer
+	// step is the step of the last SotW response the codec read, handed back to the machine
+	// for the next (Machine.OnSotwReadTo): no response is handled while a step is pending.
+	step     machine.Step
+	deadline clock.Timer
+	delayT   clock.Timer
 	// freeAt is when the last scripted ACK delay ended: a response that arrived during it
 	// waited by design, and its receive backlog counts from then.
 	freeAt time.Time
@@ -487,16 +490,21 @@ func (o *owner) response(ev recvEvent) bool {
 	c := o.c
 	o.markConnected(ev.at)
 	o.received++
-	var st machine.Step
+	var st *machine.Step
 	switch {
 	case ev.sotw != nil && ev.read:
-		st = c.m.OnSotwRead(ev.sotw, ev.res, ev.at)
+		// The owner's own step, reused: the step before it was sent (or is held by no one:
+		// pending is only ever the step of the last event, sent before the next is handled).
+		st = &o.step
+		c.m.OnSotwReadTo(st, ev.sotw, ev.res, ev.at)
 	case ev.sotw != nil:
-		st = c.m.OnSotw(ev.sotw, ev.at)
+		s := c.m.OnSotw(ev.sotw, ev.at)
+		st = &s
 	default:
-		st = c.m.OnDelta(ev.delta, ev.at)
+		s := c.m.OnDelta(ev.delta, ev.at)
+		st = &s
 	}
-	ok := o.perform(&st)
+	ok := o.perform(st)
 	o.reportBacklog(ev.at)
 	return ok
 }
