@@ -479,9 +479,17 @@ func (f *restFields) take(b []byte) int {
 	return n + m
 }
 
+// set sets the fields f read in r. The version and nonce, when both came, are one string's
+// halves: one allocation, not two (the client keeps both, as the last ones of the type).
 func (f *restFields) set(r *discoveryv3.DiscoveryResponse) {
-	if f.has&1 != 0 {
+	switch f.has & 5 {
+	case 5:
+		both := string(f.version) + string(f.nonce)
+		r.VersionInfo, r.Nonce = both[:len(f.version)], both[len(f.version):]
+	case 1:
 		r.VersionInfo = string(f.version)
+	case 4:
+		r.Nonce = string(f.nonce)
 	}
 	if f.has&2 != 0 {
 		if t, ok := typeOfBytes(f.typeURL); ok {
@@ -489,9 +497,6 @@ func (f *restFields) set(r *discoveryv3.DiscoveryResponse) {
 		} else {
 			r.TypeUrl = string(f.typeURL)
 		}
-	}
-	if f.has&4 != 0 {
-		r.Nonce = string(f.nonce)
 	}
 }
 
