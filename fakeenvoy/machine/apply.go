@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,9 +218,9 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 			ed.list = m.editList[:0] // commit keeps none of it (the interner copies what it keeps)
 		}
 	}
-	if n := s.Info.Changed + len(gone); n > 0 {
-		s.Info.Touched = make([]probe.Touched, 0, n)
-	}
+	// The touched list is built in the machine's scratch, then reported as a list of its own
+	// or one the memo's run shares (shareTouched).
+	touched := m.touched[:0]
 	changed := false
 	for i := range items {
 		it, is := &items[i], &st[i]
@@ -246,7 +247,7 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		}
 		ed.put(name, entry{version: version, d: is.d})
 		changed = true
-		s.Info.Touched = append(s.Info.Touched, probe.Touched{Name: name, Prev: old.message()})
+		touched = append(touched, probe.Touched{Name: name, Prev: old.message()})
 		m.warmStored(t, name, is.d, old, now)
 	}
 	for _, name := range gone {
@@ -254,11 +255,12 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		if t == tLDS {
 			m.noteDrainedSecrets(held.d)
 		}
-		s.Info.Touched = append(s.Info.Touched, probe.Touched{Name: name, Prev: held.d.message()})
+		touched = append(touched, probe.Touched{Name: name, Prev: held.d.message()})
 		ed.del(name)
 		changed = true
 		m.unwarm(t, name)
 	}
+	s.Info.Touched = m.shareTouched(u, touched, s.Info.Changed+len(gone), fresh)
 	m.commit(t, ed)
 	if ed.list != nil && cap(ed.list) <= maxEditList {
 		clear(ed.list)
@@ -268,6 +270,31 @@ func (m *Machine) apply(s *Step, u *update, now time.Time) {
 		u.run.keepFreshApplied(follows, ts.set, s.Info.Touched)
 	}
 	m.afterApply(s, t, u, changed, nacked, now)
+}
+
+// shareTouched returns the touched list a response reports, from touched (built in
+// m.touched, which it takes back for the next response); n is how many resources the response
+// changed or removed (the list is nil when none, else not). A push's run read from the memo
+// (u.run), applied to a held state, is applied alike by every client holding the same copies:
+// they report the list the run keeps when equal (see respEntry.touched). A fresh apply's list
+// is kept by the run as it is (keepFreshApplied), and one without a run is the response's own:
+// each is a copy.
+func (m *Machine) shareTouched(u *update, touched []probe.Touched, n int, fresh bool) []probe.Touched {
+	var out []probe.Touched
+	switch {
+	case n == 0:
+	case len(touched) == 0:
+		out = []probe.Touched{}
+	case u.run != nil && !fresh:
+		out = u.run.shareTouched(touched)
+	default:
+		out = slices.Clone(touched)
+	}
+	clear(touched)
+	if cap(touched) <= maxEditList {
+		m.touched = touched[:0]
+	}
+	return out
 }
 
 // afterApply finishes applying an update whose changes (changed: any) are committed.

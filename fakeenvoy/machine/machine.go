@@ -115,10 +115,11 @@ type Machine struct {
 	drainedSecrets []string
 
 	// Scratch reused from one response to the next, so that a steady push allocates none of
-	// it: the SotW update being handled (onSotwItemsTo) and the storage of apply's list of
-	// edits (empty between responses).
+	// it: the SotW update being handled (onSotwItemsTo), and the storage of apply's list of
+	// edits and of its touched list (empty between responses).
 	upd      update
 	editList []namedEdit
+	touched  []probe.Touched
 }
 
 // Step is what the owner must do after feeding the machine one event, in this order: call the

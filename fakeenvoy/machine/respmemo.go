@@ -79,6 +79,37 @@ type respEntry struct {
 	// every item, unique), found once.
 	clustersOnce sync.Once
 	clusters     []string
+	// touched is the touched list the last client that applied the run to a state it held
+	// reported (see shareTouched).
+	touched atomic.Pointer[[]probe.Touched]
+}
+
+// shareTouched returns a list equal to touched (a client's scratch) for the client to report:
+// the run's when equal, else a copy, which the run keeps. A push reaches clients that hold the
+// same shared copies of what it changes, so each would report an equal list (the same names,
+// the same previous messages); the hooks only read it (probe.ResponseInfo.Touched). The list
+// kept holds the previous copies alive while the run is in the memo.
+func (e *respEntry) shareTouched(touched []probe.Touched) []probe.Touched {
+	if p := e.touched.Load(); p != nil && sameTouched(*p, touched) {
+		return *p
+	}
+	l := slices.Clone(touched)
+	e.touched.Store(&l)
+	return l
+}
+
+// sameTouched reports whether a and b name the same resources with the same previous copies
+// (the same messages, not equal ones), in the same order.
+func sameTouched(a, b []probe.Touched) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Prev != b[i].Prev {
+			return false
+		}
+	}
+	return true
 }
 
 // freshApply is the result of applying a run, every resource accepted, to a client's empty

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdslab/xdslab/fakeenvoy/internal/fetest"
 	"github.com/xdslab/xdslab/fakeenvoy/policy"
+	"github.com/xdslab/xdslab/probe"
 )
 
 // TestOnSotwReadToSameSteps: a machine handed one reused Step for every response
@@ -102,4 +103,44 @@ func stepsEqual(a, b Step) bool {
 	return a.Response == b.Response && a.Acked == b.Acked && a.Applied == b.Applied &&
 		slices.Equal(a.Timeouts, b.Timeouts) && a.FirstFull == b.FirstFull && a.Resynced == b.Resynced &&
 		a.Resync == b.Resync && a.Delay == b.Delay && a.Disconnect == b.Disconnect && len(a.Delta) == len(b.Delta)
+}
+
+// TestPushTouchedShared: clients that apply the same push, read from the memo, to the same
+// held copies report one touched list (the run's); a client whose held copy differs reports
+// its own, equal in names.
+func TestPushTouchedShared(t *testing.T) {
+	in := NewInterner()
+	cfg := Config{Interner: in}
+	initial := sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.1", 80), fetest.CLA("c2", "10.0.0.2", 80))
+	other := sotwResp(t, E, "1", "b", fetest.CLA("c1", "10.0.0.7", 80), fetest.CLA("c2", "10.0.0.2", 80))
+	push := sotwResp(t, E, "2", "c", fetest.CLA("c1", "10.0.0.3", 80))
+	touched := func(held *discoveryv3.DiscoveryResponse) []probe.Touched {
+		m := newTestMachine(t, cfg)
+		m.Start(t0)
+		m.OnSotw(sotwResp(t, C, "1", "a", fetest.EDSCluster("c1"), fetest.EDSCluster("c2")), t0)
+		codec := &Codec{interner: in, mode: withShellDefaults(cfg).checkMode()}
+		var st Step
+		for _, r := range []*discoveryv3.DiscoveryResponse{held, push} {
+			got := &discoveryv3.DiscoveryResponse{}
+			if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(mustMarshal(t, r))}, got); err != nil {
+				t.Fatal(err)
+			}
+			res, _ := codec.LastRead()
+			m.OnSotwReadTo(&st, got, res, t0)
+		}
+		if len(st.Info.Touched) != 1 || st.Info.Touched[0].Name != "c1" {
+			t.Fatalf("the push touched %v, want c1", st.Info.Touched)
+		}
+		return st.Info.Touched
+	}
+	first, second, third := touched(initial), touched(initial), touched(initial)
+	if &third[0] != &second[0] {
+		t.Errorf("the third client's touched list is not the one the second reported")
+	}
+	if first[0].Prev != third[0].Prev {
+		t.Errorf("the clients held different copies of c1 before the push")
+	}
+	if own := touched(other); &own[0] == &third[0] || own[0].Prev == third[0].Prev {
+		t.Errorf("a client that held another copy of c1 reports the others' list")
+	}
 }
