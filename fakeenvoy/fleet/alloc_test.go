@@ -102,13 +102,14 @@ func TestSteadyPushAllocations(t *testing.T) {
 	if nacks := f.Progress().Nacks; nacks != 0 {
 		t.Fatalf("%d NACKs of a valid mesh", nacks)
 	}
-	n := float64(total) / runs
-	t.Logf("%.2f objects allocated per steady EDS push", n)
+	t.Logf("%.3f objects allocated per steady EDS push", float64(total)/runs)
 	if raceEnabled {
 		t.Skip("the race detector allocates: the count is not checked")
 	}
-	if n > steadyPushAllocs {
-		t.Errorf("a steady EDS push allocates %.2f objects in the fake Envoy, want at most %d", n, steadyPushAllocs)
+	// Whole objects per push, as testing.AllocsPerRun counts them: an odd allocation of the
+	// process's during the run (one or two in 500 pushes) is not a push's.
+	if n := total / runs; n > steadyPushAllocs {
+		t.Errorf("a steady EDS push allocates %d objects in the fake Envoy, want at most %d", n, steadyPushAllocs)
 	}
 }
 
