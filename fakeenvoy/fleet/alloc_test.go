@@ -31,8 +31,8 @@ const steadyPushAllocs = 1
 // first (as most of a fleet's clients do: the memo of decoded resources has it), ACKed. The
 // server is a hand-written HTTP/2 peer on 127.0.0.1 (h2Peer) that writes pre-encoded frames and
 // reads the ACK into a buffer of its own, so that every allocation counted is the clients'.
-// Each allocation was CPU of the harness in BenchmarkPushCPU (13 objects a response before this
-// test). The count is of the process (runtime.MemStats) around the measured client's exchange
+// Each allocation was CPU of the harness in BenchmarkPushCPU (14 objects a push when this test
+// came). The count is of the process (runtime.MemStats) around the measured client's exchange
 // only: the two clients that read each push first (one decodes it, one proves the memo's run)
 // have sent their ACKs, and finished with the push, before it starts.
 func TestSteadyPushAllocations(t *testing.T) {
