@@ -280,7 +280,16 @@ type vtMarshaler interface {
 func (rb *reqBufs) marshal(m proto.Message) error {
 	vt, ok := m.(vtMarshaler)
 	if !ok {
-		b, err := proto.Marshal(m)
+		// proto's encoder, appending to the room the last request left (a larger one is
+		// kept for the next).
+		buf := rb.space[:0]
+		if cap(rb.big) > len(rb.space) {
+			buf = rb.big[:0]
+		}
+		b, err := proto.MarshalOptions{}.MarshalAppend(buf, m)
+		if cap(b) > len(rb.space) {
+			rb.big = b[:cap(b)]
+		}
 		rb.rest.SliceBuffer = b
 		return err
 	}
