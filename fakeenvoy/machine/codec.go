@@ -252,12 +252,21 @@ type ownedBuf struct {
 // Ref implements mem.Buffer.
 func (b *ownedBuf) Ref() { b.rb.refs.Add(1) }
 
-// Free implements mem.Buffer: the last reference freed gives the reqBufs back to its codec.
+// Free implements mem.Buffer: the last reference freed gives the reqBufs back to its codec,
+// without a room larger than maxKeptRequest (a private client's ACK of many names: each of
+// thousands of clients would keep its own).
 func (b *ownedBuf) Free() {
 	if rb := b.rb; rb.refs.Add(-1) == 0 {
+		if cap(rb.big) > maxKeptRequest {
+			rb.big = nil
+		}
 		rb.codec.spare.Store(rb)
 	}
 }
+
+// maxKeptRequest bounds the room for a request's own fields a codec keeps between requests: an
+// ACK's names below minWireNames (those of a shared set are sent as the set's encoding).
+const maxKeptRequest = 4 << 10
 
 // reqBufs returns the reqBufs the transport last gave back, or a new one.
 func (c *Codec) reqBufs() *reqBufs {
