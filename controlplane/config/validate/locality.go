@@ -63,21 +63,35 @@ func (c *checker) localityLB(at Path, lb *networking.LocalityLoadBalancerSetting
 	if err := checkLocalities(from); err != nil {
 		c.errf(at.With("distribute"), "from: %v", err)
 	}
-	if (len(lb.GetFailover()) > 0 || len(lb.GetFailoverPriority()) > 0) && od == nil {
+	checkFailover(c, at, lb.GetFailover(), lb.GetFailoverPriority(), od, "")
+}
+
+// regionPair is a failover entry of either setting (locality or zone-aware).
+type regionPair interface {
+	GetFrom() string
+	GetTo() string
+}
+
+// checkFailover checks what localityLbSetting and zoneAwareLbSetting share: failover entries
+// name two different regions, without zones or wildcards (zoneNote ends the zone error), a
+// failover needs outlier detection od beside it, and a failoverPriority on the node name is
+// warned about.
+func checkFailover[F regionPair](c *checker, at Path, failover []F, priority []string, od *networking.OutlierDetection, zoneNote string) {
+	if (len(failover) > 0 || len(priority) > 0) && od == nil {
 		c.warnf(at, "fails over only with outlier detection: add outlierDetection to this policy, or nothing fails over")
 	}
-	for i, f := range lb.GetFailover() {
+	for i, f := range failover {
 		fa := at.With("failover", i)
 		switch {
 		case f.GetFrom() == f.GetTo():
 			c.errf(fa, "from and to are both %q: name two different regions", f.GetFrom())
 		case strings.Contains(f.GetFrom(), "/") || strings.Contains(f.GetTo(), "/"):
-			c.errf(fa, "names a zone (%q -> %q): failover takes regions only", f.GetFrom(), f.GetTo())
+			c.errf(fa, "names a zone (%q -> %q): failover takes regions only%s", f.GetFrom(), f.GetTo(), zoneNote)
 		case strings.Contains(f.GetFrom(), "*") || strings.Contains(f.GetTo(), "*"):
 			c.errf(fa, "uses a '*' wildcard (%q -> %q): name regions", f.GetFrom(), f.GetTo())
 		}
 	}
-	for i, l := range lb.GetFailoverPriority() {
+	for i, l := range priority {
 		if strings.SplitN(l, "=", 2)[0] == labelHostname {
 			c.warnf(at.With("failoverPriority", i), "%q is compared with the workloads' own labels only: xdslab knows no node names", l)
 		}
@@ -98,25 +112,7 @@ func (c *checker) zoneAwareLB(at Path, lb *networking.ZoneAwareLoadBalancerSetti
 			c.errf(at.With("failoverPriority", i), "%q is not allowed with zone-aware load balancing, which ranks by region and balances zones itself: remove it", l)
 		}
 	}
-	if (len(lb.GetFailover()) > 0 || len(lb.GetFailoverPriority()) > 0) && od == nil {
-		c.warnf(at, "fails over only with outlier detection: add outlierDetection to this policy, or nothing fails over")
-	}
-	for i, f := range lb.GetFailover() {
-		fa := at.With("failover", i)
-		switch {
-		case f.GetFrom() == f.GetTo():
-			c.errf(fa, "from and to are both %q: name two different regions", f.GetFrom())
-		case strings.Contains(f.GetFrom(), "/") || strings.Contains(f.GetTo(), "/"):
-			c.errf(fa, "names a zone (%q -> %q): failover takes regions only, zone-aware routing balances the zones", f.GetFrom(), f.GetTo())
-		case strings.Contains(f.GetFrom(), "*") || strings.Contains(f.GetTo(), "*"):
-			c.errf(fa, "uses a '*' wildcard (%q -> %q): name regions", f.GetFrom(), f.GetTo())
-		}
-	}
-	for i, l := range lb.GetFailoverPriority() {
-		if strings.SplitN(l, "=", 2)[0] == labelHostname {
-			c.warnf(at.With("failoverPriority", i), "%q is compared with the workloads' own labels only: xdslab knows no node names", l)
-		}
-	}
+	checkFailover(c, at, lb.GetFailover(), lb.GetFailoverPriority(), od, ", zone-aware routing balances the zones")
 }
 
 // checkLocalities reports, as istiod, a malformed locality ("region/zone/subzone", at most one
