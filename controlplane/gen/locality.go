@@ -141,6 +141,16 @@ func computeLocalityFacts(s *model.Snapshot) *localityFacts {
 			continue
 		}
 		sensitive := false
+		// Outlier detection anywhere in the rule: a level's load balancer without a
+		// zone-aware setting may inherit it from another level (a subset's simple load
+		// balancer replaces the rule's zone-aware one, its outlier detection stays), and then
+		// fails over by region, zone and subzone (istiod's mesh-wide locality default).
+		ruleOD := false
+		visitPolicies(dr, func(tp *networking.TrafficPolicy) {
+			ruleOD = ruleOD || tp.GetOutlierDetection() != nil || slices.ContainsFunc(tp.GetPortLevelSettings(), func(pl *networking.TrafficPolicy_PortTrafficPolicy) bool {
+				return pl.GetOutlierDetection() != nil
+			})
+		})
 		visit := func(od *networking.OutlierDetection, lb *networking.LoadBalancerSettings) {
 			if za := lb.GetZoneAwareLbSetting(); za != nil {
 				// It wins over the level's localityLbSetting and outlier detection (a
@@ -152,7 +162,7 @@ func computeLocalityFacts(s *model.Snapshot) *localityFacts {
 				}
 				return
 			}
-			if od != nil || len(lb.GetLocalityLbSetting().GetDistribute()) > 0 {
+			if od != nil || ruleOD && lb != nil || len(lb.GetLocalityLbSetting().GetDistribute()) > 0 {
 				sensitive = true
 				anyLocality = true
 			}

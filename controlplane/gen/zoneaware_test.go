@@ -84,6 +84,14 @@ func TestZoneAwareLoadBalancing(t *testing.T) {
 			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{
 				Simple: networking.LoadBalancerSettings_ROUND_ROBIN}}}}}}, subset: "v1", want: []string{
 			"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=0 w=1: 10.0.0.2", "r2/z1/ p=0 w=1: 10.0.0.4"}, class: "region=r1"},
+		// The subset keeps the rule's outlier detection: its simple load balancer fails over by
+		// region, zone and subzone (istiod's mesh-wide locality default), so the class is the
+		// whole locality, not the region (two zones' proxies must not share the assignment).
+		{name: "a subset's load balancer replaces the rule's, its outlier detection stays", dr: &networking.DestinationRule{TrafficPolicy: &networking.TrafficPolicy{
+			OutlierDetection: outlier, LoadBalancer: za(&networking.ZoneAwareLoadBalancerSetting{})}, Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"},
+			TrafficPolicy: &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{
+				Simple: networking.LoadBalancerSettings_LEAST_REQUEST}}}}}}, subset: "v1", want: []string{
+			"r1/z1/ p=0 w=1: 10.0.0.1", "r1/z1/s2 p=1 w=1: 10.0.0.2", "r2/z1/ p=2 w=1: 10.0.0.4"}, panic: 20, class: "loc=r1/z1/"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
