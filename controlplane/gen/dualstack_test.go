@@ -37,33 +37,58 @@ func TestDualStackProxy(t *testing.T) {
 				egress(5500, "TCP", "", networking.CaptureMode_NONE),            // 127.0.0.1 and ::1
 				egress(3128, "HTTP_PROXY", "", networking.CaptureMode_DEFAULT),  // 0.0.0.0 and ::
 				{Hosts: []string{"./*"}}}}}
-	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{vip, novip}, Configs: []*istioconfig.Config{sc},
+	// loop binds two ports to 127.0.0.1 itself (held), the catch-all the rest: under interception
+	// mode NONE those two keep the bind as written, the others get istiod's loopbacks.
+	loop := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "loop", Namespace: "duo"},
+		Spec: &networking.Sidecar{
+			WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "loop"}},
+			Egress: []*networking.IstioEgressListener{
+				egress(5500, "TCP", "127.0.0.1", networking.CaptureMode_DEFAULT),
+				egress(7500, "HTTP", "127.0.0.1", networking.CaptureMode_DEFAULT),
+				{Hosts: []string{"./*"}}}}}
+	// wild's catch-all names 0.0.0.0 as its bind: an address as written, no :: beside it.
+	wild := &istioconfig.Config{Meta: istioconfig.Meta{Kind: istioconfig.KindSidecar, Name: "wild", Namespace: "duo"},
+		Spec: &networking.Sidecar{
+			WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "wild"}},
+			Egress:           []*networking.IstioEgressListener{{Hosts: []string{"./*"}, Bind: "0.0.0.0"}}}}
+	s := model.NewSnapshot(1, model.SnapshotInput{Services: []*model.Service{vip, novip}, Configs: []*istioconfig.Config{sc, loop, wild},
 		Endpoints: map[string][]*model.Endpoint{vip.Hostname: {{Service: vip.Hostname, Address: "10.97.0.9", Weight: 1, Health: model.Healthy}}}})
 
 	for _, tc := range []struct {
 		name  string
 		ips   []string
 		app   string
+		none  bool   // interception mode NONE
 		class string // LoopbackKey
 		// extra is each outbound listener's additional address ("" for none).
 		extra    map[string]string
 		upstream []string // InboundPassthroughCluster's source addresses
 	}{
-		{"IPv4", []string{"10.97.0.1"}, "client", "", map[string]string{
+		{"IPv4", []string{"10.97.0.1"}, "client", false, "", map[string]string{
 			"0.0.0.0_443": "", "0.0.0.0_7500": "", "0.0.0.0_7501": "", "240.0.97.1_5500": ""}, []string{"127.0.0.6"}},
-		{"dual stack", []string{"10.97.0.1", "fd00:97::1"}, "client", "dual", map[string]string{
+		{"dual stack", []string{"10.97.0.1", "fd00:97::1"}, "client", false, "dual", map[string]string{
 			"0.0.0.0_443": "::", "0.0.0.0_7500": "::", "0.0.0.0_7501": "::", "240.0.97.1_5500": ""}, []string{"127.0.0.6", "::6"}},
-		{"dual stack, IPv6 first", []string{"fd00:97::1", "10.97.0.1"}, "client", "dual", map[string]string{
+		{"dual stack, IPv6 first", []string{"fd00:97::1", "10.97.0.1"}, "client", false, "dual", map[string]string{
 			"0.0.0.0_443": "::", "0.0.0.0_7500": "::", "0.0.0.0_7501": "::", "240.0.97.1_5500": ""}, []string{"127.0.0.6", "::6"}},
-		{"IPv4, Sidecar", []string{"10.97.0.1"}, "bound", "", map[string]string{
+		{"IPv4, Sidecar", []string{"10.97.0.1"}, "bound", false, "", map[string]string{
 			"0.0.0.0_3128": "", "0.0.0.0_443": "", "0.0.0.0_7500": "", "0.0.0.0_7501": "", "127.0.0.1_5500": "", "240.0.97.1_5500": ""}, []string{"127.0.0.6"}},
-		{"dual stack, Sidecar", []string{"10.97.0.1", "fd00:97::1"}, "bound", "dual", map[string]string{
+		{"dual stack, Sidecar", []string{"10.97.0.1", "fd00:97::1"}, "bound", false, "dual", map[string]string{
 			"0.0.0.0_3128": "::", "0.0.0.0_443": "::", "0.0.0.0_7500": "::", "0.0.0.0_7501": "", "127.0.0.1_5500": "::1", "240.0.97.1_5500": ""}, []string{"127.0.0.6", "::6"}},
-		{"IPv6 only", []string{"fd00:97::1"}, "client", "v6", map[string]string{
+		// Interception mode NONE: every port on istiod's loopbacks, once each.
+		{"dual stack, interception NONE", []string{"10.97.0.1", "fd00:97::1"}, "client", true, "dual", map[string]string{
+			"127.0.0.1_443": "::1", "127.0.0.1_5500": "::1", "127.0.0.1_7500": "::1", "127.0.0.1_7501": "::1"}, []string{"127.0.0.6", "::6"}},
+		{"dual stack, interception NONE, loopback bind named", []string{"10.97.0.1", "fd00:97::1"}, "loop", true, "dual", map[string]string{
+			"127.0.0.1_443": "::1", "127.0.0.1_5500": "", "127.0.0.1_7500": "", "127.0.0.1_7501": "::1"}, []string{"127.0.0.6", "::6"}},
+		{"dual stack, catch-all bind 0.0.0.0", []string{"10.97.0.1", "fd00:97::1"}, "wild", false, "dual", map[string]string{
+			"0.0.0.0_443": "", "0.0.0.0_5500": "", "0.0.0.0_7500": "", "0.0.0.0_7501": ""}, []string{"127.0.0.6", "::6"}},
+		{"IPv6 only", []string{"fd00:97::1"}, "client", false, "v6", map[string]string{
 			"240.0.97.1_5500": "", "::_443": "", "::_7500": "", "::_7501": ""}, []string{"::6"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &model.Proxy{Type: model.SidecarProxy, IPAddresses: tc.ips, ID: "pod.duo", Namespace: "duo", DNSDomain: "duo.svc.cluster.local", Labels: map[string]string{"app": tc.app}}
+			if tc.none {
+				p.InterceptionMode = "NONE"
+			}
 			if got := LoopbackKey(p); got != tc.class {
 				t.Errorf("LoopbackKey = %q, want %q", got, tc.class)
 			}

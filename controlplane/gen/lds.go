@@ -125,9 +125,6 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					continue
 				case bound:
 					name := ListenerName(b.bind, port.Number)
-					if b.extra != "" {
-						boundExtra[name] = b.extra
-					}
 					switch {
 					case port.Protocol.IsHTTP():
 						if err := addBoundHTTPPort(p, ixFor(lsc), b, svc, port, &tcp, taken, locked, want); err != nil {
@@ -139,13 +136,20 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 					case port.Protocol == model.ProtocolUnknown:
 						replaceBoundHTTP(name, &tcp, taken)
 					}
+					if _, built := taken[name]; !built && b.extra != "" {
+						// The listener this port creates has istiod's loopback of the other
+						// family beside it (an HTTP port's gets it in addBoundHTTPPort).
+						boundExtra[name] = b.extra
+					}
 					addBoundTCPPort(b, svc, func(at *model.Service) {
 						errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want, boundTLSChains(svc, port))...)
 					}, boundTCP, boundTCPSidecar, port.Number)
 					continue
 				}
-				if held && egressOf(sc, port.Number, true).GetBind() == proxyWildcard(p) {
-					wildNamed[port.Number] = true // an HTTP port there (egressBinding: unbound)
+				if egressOf(sc, port.Number, held).GetBind() == proxyWildcard(p) && (held || !locked[ListenerName(proxyWildcard(p), port.Number)]) {
+					// An HTTP port there (egressBinding: unbound), on the listener this egress
+					// listener builds (the catch-all adds nothing to one a held port built).
+					wildNamed[port.Number] = true
 				}
 				errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, svc, port, ports, taken, locked, held, &tcp, want, nil)...)
 			}
