@@ -359,7 +359,8 @@ func grpcBreakers(pol policy) *clusterv3.CircuitBreakers {
 // applyUpstreamTLS gives an outbound cluster its TLS as istiod does. SIMPLE and MUTUAL
 // originate TLS (originateTLS). A DestinationRule's
 // ISTIO_MUTUAL is a transport socket (its SNI and SANs, else Istio's SNI and the service's
-// accounts; secrets over ADS, from xdslab's SDS); DISABLE or another mode keeps plaintext. Without client TLS settings, auto-mTLS: a
+// accounts; secrets from workloadSecretSource: the istio-agent, or xdslab's SDS over ADS for
+// a proxy whose stream authenticated); DISABLE or another mode keeps plaintext. Without client TLS settings, auto-mTLS: a
 // mesh-internal service whose namespace (or the mesh) is not PeerAuthentication DISABLE gets
 // transport_socket_matches, mTLS to endpoints whose metadata says tlsMode "istio" and
 // plaintext to the rest; an ORIGINAL_DST cluster gets mTLS as its socket instead. Where

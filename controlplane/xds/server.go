@@ -818,17 +818,18 @@ func (s *Server) class(p *model.Proxy, st *pushState, typeURL string, wildcard b
 			k += "|" + v6
 		}
 	}
-	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
-		// An authenticated stream's ISTIO_MUTUAL and PeerAuthentication secrets come over ADS,
-		// the others' from the istio-agent.
+	if !p.IsGRPC() && (typeURL == gen.ClusterType || typeURL == gen.ListenerType && p.Type != model.Router) {
+		// An authenticated stream's ISTIO_MUTUAL (clusters) and PeerAuthentication (a
+		// sidecar's inbound listeners) secrets come over ADS, the others' from the istio-agent.
 		if sk := gen.SecretsKey(p); sk != "" {
 			k += "|" + sk
 		}
 	}
 	if !p.IsGRPC() && p.Type == model.Router && (typeURL == gen.ClusterType || typeURL == gen.ListenerType) {
 		// An IPv6-only router's DNS clusters resolve IPv6 only, and its listeners without
-		// bind are on ::.
-		if v6 := gen.LoopbackKey(p); v6 != "" {
+		// bind are on ::. (A dual-stack router's are an IPv4 one's: istiod adds the other
+		// family's addresses to a gateway's listeners only with its dual stack support on.)
+		if v6 := gen.LoopbackKey(p); v6 == "v6" {
 			k += "|" + v6
 		}
 	}

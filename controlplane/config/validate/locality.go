@@ -63,7 +63,7 @@ func (c *checker) localityLB(at Path, lb *networking.LocalityLoadBalancerSetting
 	if err := checkLocalities(from); err != nil {
 		c.errf(at.With("distribute"), "from: %v", err)
 	}
-	checkFailover(c, at, lb.GetFailover(), lb.GetFailoverPriority(), od, "")
+	checkFailover(c, at, lb.GetFailover(), lb.GetFailoverPriority(), od, "", "fails over only with outlier detection: add outlierDetection to this policy, or nothing fails over")
 }
 
 // regionPair is a failover entry of either setting (locality or zone-aware).
@@ -74,11 +74,11 @@ type regionPair interface {
 
 // checkFailover checks what localityLbSetting and zoneAwareLbSetting share: failover entries
 // name two different regions, without zones or wildcards (zoneNote ends the zone error), a
-// failover needs outlier detection od beside it, and a failoverPriority on the node name is
-// warned about.
-func checkFailover[F regionPair](c *checker, at Path, failover []F, priority []string, od *networking.OutlierDetection, zoneNote string) {
+// failover without outlier detection od beside it is warned about (noOD, as istiod warns), and
+// so is a failoverPriority on the node name.
+func checkFailover[F regionPair](c *checker, at Path, failover []F, priority []string, od *networking.OutlierDetection, zoneNote, noOD string) {
 	if (len(failover) > 0 || len(priority) > 0) && od == nil {
-		c.warnf(at, "fails over only with outlier detection: add outlierDetection to this policy, or nothing fails over")
+		c.warnf(at, "%s", noOD)
 	}
 	for i, f := range failover {
 		fa := at.With("failover", i)
@@ -112,7 +112,8 @@ func (c *checker) zoneAwareLB(at Path, lb *networking.ZoneAwareLoadBalancerSetti
 			c.errf(at.With("failoverPriority", i), "%q is not allowed with zone-aware load balancing, which ranks by region and balances zones itself: remove it", l)
 		}
 	}
-	checkFailover(c, at, lb.GetFailover(), lb.GetFailoverPriority(), od, ", zone-aware routing balances the zones")
+	checkFailover(c, at, lb.GetFailover(), lb.GetFailoverPriority(), od, ", zone-aware routing balances the zones",
+		"ranks endpoints without outlier detection, but then only endpoints that health checks or the registry mark unhealthy move traffic to the next priority: add outlierDetection to this policy to fail over on errors too")
 }
 
 // checkLocalities reports, as istiod, a malformed locality ("region/zone/subzone", at most one
