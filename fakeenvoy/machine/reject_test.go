@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,10 +181,10 @@ func TestListenerAddressConflicts(t *testing.T) {
 		wantErr string // "" for accepted
 	}{
 		{"another port", at("0.0.0.0_81", "0.0.0.0", 81, false, "::"), ""},
-		{"the additional address, not bound", at("::_80", "::", 80, false), "duplicate address TCP::::80 as listener 0.0.0.0_80"},
-		{"the additional address, bound", at("::_80", "::", 80, true), "duplicate address TCP::::80 as listener 0.0.0.0_80"},
-		{"the address as an additional one", at("10.0.0.1_80", "10.0.0.1", 80, false, "0.0.0.0"), "duplicate address TCP:0.0.0.0:80 as listener 0.0.0.0_80"},
-		{"the address written otherwise", at("other", "0:0::0", 80, false), "duplicate address TCP::::80 as listener 0.0.0.0_80"},
+		{"the additional address, not bound", at("::_80", "::", 80, false), "duplicate address [::]:80 as listener 0.0.0.0_80"},
+		{"the additional address, bound", at("::_80", "::", 80, true), "duplicate address [::]:80 as listener 0.0.0.0_80"},
+		{"the address as an additional one", at("10.0.0.1_80", "10.0.0.1", 80, false, "0.0.0.0"), "duplicate address 0.0.0.0:80 as listener 0.0.0.0_80"},
+		{"the address written otherwise", at("other", "0:0::0", 80, false), "duplicate address [::]:80 as listener 0.0.0.0_80"},
 		{"another IP", at("127.0.0.1_80", "127.0.0.1", 80, false, "::1"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,6 +198,76 @@ func TestListenerAddressConflicts(t *testing.T) {
 				t.Errorf("error %q, want %q", s.Info.Error, tc.wantErr)
 			case tc.wantErr != "" && (m.Resource(L, tc.second.GetName()) != nil || m.Resource(L, "0.0.0.0_80") == nil):
 				t.Errorf("want %s rejected and 0.0.0.0_80 kept", tc.second.GetName())
+			}
+		})
+	}
+}
+
+// TestListenerAddressesHeld: a listener a response changes keeps its addresses while its new
+// copy warms (and for good when the change is refused), as Envoy's old copy serves until then:
+// another listener may not take them in the same response; a changed listener is held against
+// its own old copy when its addresses change and its sockets do not; a port-0 address is
+// compared only with listeners that do not bind.
+func TestListenerAddressesHeld(t *testing.T) {
+	at := func(name string, bound bool, addrs ...string) *listenerv3.Listener {
+		l := fetest.RDSListener(t, name, 0, "r1")
+		sock := func(hp string) *corev3.Address {
+			host, port, _ := strings.Cut(hp, "|")
+			n, _ := strconv.Atoi(port)
+			return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+				Address: host, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(n)}}}}
+		}
+		l.Address = sock(addrs[0])
+		for _, a := range addrs[1:] {
+			l.AdditionalAddresses = append(l.AdditionalAddresses, &listenerv3.AdditionalAddress{Address: sock(a)})
+		}
+		if !bound {
+			l.BindToPort = wrapperspb.Bool(false)
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name    string
+		first   []proto.Message // listeners applied first
+		second  []proto.Message // the response under test
+		wantErr string          // "" for accepted
+	}{
+		{"a listener moves, another takes its old address",
+			[]proto.Message{at("x", false, "10.0.0.1|80")},
+			[]proto.Message{at("y", false, "10.0.0.1|80"), at("x", false, "10.0.0.2|80")},
+			"listener y: duplicate address 10.0.0.1:80 as listener x"},
+		{"a listener moves to a new address",
+			[]proto.Message{at("x", false, "10.0.0.1|80")},
+			[]proto.Message{at("x", false, "10.0.0.2|80")}, ""},
+		{"a listener keeps one of its addresses and changes the other",
+			[]proto.Message{at("x", false, "0.0.0.0|80", "::|80")},
+			[]proto.Message{at("x", false, "10.0.0.1|80", "::|80")},
+			"listener x: duplicate address [::]:80 as listener x"},
+		{"a listener changes nothing but its chains",
+			[]proto.Message{at("x", false, "0.0.0.0|80", "::|80")},
+			[]proto.Message{at("x", false, "::|80", "0.0.0.0|80")}, ""},
+		{"a listener adds an address (new sockets)",
+			[]proto.Message{at("x", false, "0.0.0.0|80")},
+			[]proto.Message{at("x", false, "0.0.0.0|80", "::|80")}, ""},
+		{"port 0: a binding listener's is its own",
+			[]proto.Message{at("a", true, "127.0.0.1|0")},
+			[]proto.Message{at("a", true, "127.0.0.1|0"), at("b", false, "127.0.0.1|0")}, ""},
+		{"port 0: one that does not bind holds it",
+			[]proto.Message{at("a", false, "127.0.0.1|0")},
+			[]proto.Message{at("a", false, "127.0.0.1|0"), at("b", true, "127.0.0.1|0")},
+			"listener b: duplicate address 127.0.0.1:0 as listener a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := warmedMachine(t, Config{Nack: policy.Nack{Realistic: true}})
+			if s := m.OnSotw(sotwResp(t, L, "2", "n2", tc.first...), t0); s.Info.Nacked {
+				t.Fatalf("first response NACKed: %q", s.Info.Error)
+			}
+			s := m.OnSotw(sotwResp(t, L, "3", "n3", tc.second...), t0)
+			switch {
+			case tc.wantErr == "" && s.Info.Nacked:
+				t.Errorf("NACKed %q, want accepted", s.Info.Error)
+			case tc.wantErr != "" && !strings.Contains(s.Info.Error, tc.wantErr):
+				t.Errorf("error %q, want %q", s.Info.Error, tc.wantErr)
 			}
 		})
 	}

@@ -96,40 +96,39 @@ func (m *Machine) sotwDecodeErr(t rtype, it *item) error {
 func (m *Machine) appliesPartly(t rtype) bool { return t.wildcard() || m.grpc }
 
 // addressConflicts marks new or changed listeners (st, parallel to items) that take an
-// address (their own or an additional one, validate.AddressKeys) of another listener of the
-// resulting set (Envoy: "has duplicate address ... as existing listener"). full: the response
-// is the whole set (else held listeners it does not touch keep their addresses).
+// address (their own or an additional one, validate.ListenerAddresses) of another listener of
+// the resulting set (Envoy: "has duplicate address ... as existing listener"). full: the
+// response is the whole set (else held listeners it does not touch keep their addresses).
+//
+// As in Envoy, a held listener's addresses stay taken while a response changes it (its old copy
+// serves until the new one has warmed, and for good when the change is refused), and a changed
+// listener is held against its own old copy when its addresses differ from the old copy's and
+// its socket options do not (Envoy then moves it to new sockets, which may not take the old
+// ones' addresses). A port-0 address is compared only with listeners that do not bind.
 func (m *Machine) addressConflicts(items []item, st []itemState, removed []string, full bool) []string {
 	owner := make(map[string]string)
 	inResp := make(map[string]struct{}, len(items))
-	// claim gives l's addresses to name, but for the first one another listener holds: that
-	// address and the other listener's name are returned, and l claims none.
-	claim := func(name string, l *listenerv3.Listener) (string, string) {
-		keys := validate.AddressKeys(l)
-		for _, k := range keys {
-			if other, ok := owner[k]; ok && other != name {
-				return k, other
+	take := func(name string, l *listenerv3.Listener) {
+		binds := validate.Binds(l)
+		for _, a := range validate.ListenerAddresses(l) {
+			if _, ok := owner[a.Key]; !ok && !(a.PortZero && binds) {
+				owner[a.Key] = name
 			}
 		}
-		for _, k := range keys {
-			owner[k] = name
-		}
-		return "", ""
 	}
-	// Unchanged listeners keep their addresses first; in Delta, so do held ones not touched.
+	// Held listeners keep their addresses first: those in the response (changed or not) and,
+	// in Delta, those it does not touch.
 	for i := range items {
 		it := &items[i]
 		inResp[it.name] = struct{}{}
-		if st[i].err == nil && st[i].d == nil {
-			if e, ok := m.types[tLDS].res[it.name]; ok {
-				claim(it.name, e.d.msg.(*listenerv3.Listener))
-			}
+		if e, ok := m.types[tLDS].res[it.name]; ok {
+			take(it.name, e.d.msg.(*listenerv3.Listener))
 		}
 	}
 	if !full {
 		for name, e := range m.types[tLDS].res {
 			if _, ok := inResp[name]; !ok && !slices.Contains(removed, name) {
-				claim(name, e.d.msg.(*listenerv3.Listener))
+				take(name, e.d.msg.(*listenerv3.Listener))
 			}
 		}
 	}
@@ -140,10 +139,37 @@ func (m *Machine) addressConflicts(items []item, st []itemState, removed []strin
 			continue
 		}
 		l := is.d.msg.(*listenerv3.Listener)
-		if k, other := claim(it.name, l); other != "" {
-			is.err = fmt.Errorf("duplicate address %s as listener %s", k, other)
-			errs = append(errs, fmt.Sprintf("listener %s: %v", it.name, is.err))
+		addrs := validate.ListenerAddresses(l)
+		self := false // held against its own old copy
+		if e, ok := m.types[tLDS].res[it.name]; ok {
+			old := e.d.msg.(*listenerv3.Listener)
+			self = !sameAddresses(validate.ListenerAddresses(old), addrs) && validate.SameSockets(old, l)
+		}
+		for _, a := range addrs {
+			if other, ok := owner[a.Key]; ok && (other != it.name || self) {
+				is.err = fmt.Errorf("duplicate address %s as listener %s", a.Key, other)
+				errs = append(errs, fmt.Sprintf("listener %s: %v", it.name, is.err))
+				break
+			}
+		}
+		if is.err == nil {
+			take(it.name, l)
 		}
 	}
 	return errs
+}
+
+// sameAddresses reports whether two address lists hold the same addresses, in any order.
+func sameAddresses(a, b []validate.ListenerAddress) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	ka := make([]string, len(a))
+	kb := make([]string, len(b))
+	for i := range a {
+		ka[i], kb[i] = a[i].Key, b[i].Key
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
 }

@@ -9,29 +9,41 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// AddressKeys are the addresses a listener takes (its address, then its additional
-// addresses), as Envoy compares them for "has duplicate address" between two listeners: a
-// socket address as protocol, IP and port, a pipe (a unix domain socket, "@" first for an
-// abstract one) as its path. Envoy compares them whether or not the listeners bind their
-// ports, but for a port 0 a binding listener takes (the kernel picks one). An IP is compared
-// as an address, not as written ("::0" is "::"); an api_listener has none.
-func AddressKeys(l *listenerv3.Listener) []string {
-	binds := l.GetBindToPort() == nil || l.GetBindToPort().GetValue()
-	var keys []string
+// ListenerAddress is one address a listener takes, as Envoy compares them for "has duplicate
+// address" between two listeners.
+type ListenerAddress struct {
+	// Key is the address as Envoy prints it: IP and port ("0.0.0.0:80", "[::]:80"; an IP is
+	// compared as an address, not as written: "::0" is "::"), "udp://" first for UDP, and
+	// "pipe:PATH" for a unix domain socket ("@" first for an abstract one).
+	Key string
+	// PortZero: an IP address on port 0, which a binding listener takes from the kernel:
+	// Envoy compares a new listener's port-0 address only with existing listeners that do not
+	// bind.
+	PortZero bool
+}
+
+// ListenerAddresses are the addresses a listener takes: its address, then its additional
+// addresses (none for an api_listener). Envoy compares them whether or not the listeners bind
+// their ports (but for port 0, above).
+func ListenerAddresses(l *listenerv3.Listener) []ListenerAddress {
+	var out []ListenerAddress
 	add := func(a *corev3.Address) {
 		if p := a.GetPipe(); p != nil {
-			keys = append(keys, "pipe:"+p.GetPath())
+			out = append(out, ListenerAddress{Key: "pipe:" + p.GetPath()})
 			return
 		}
 		sa := a.GetSocketAddress()
-		if sa == nil || sa.GetPortValue() == 0 && binds {
+		if sa == nil {
 			return
 		}
-		ip := sa.GetAddress()
-		if a, err := netip.ParseAddr(ip); err == nil {
-			ip = a.String()
+		key := fmt.Sprintf("%s:%d", sa.GetAddress(), sa.GetPortValue())
+		if ip, err := netip.ParseAddr(sa.GetAddress()); err == nil {
+			key = netip.AddrPortFrom(ip, uint16(sa.GetPortValue())).String()
 		}
-		keys = append(keys, fmt.Sprintf("%s:%s:%d", sa.GetProtocol(), ip, sa.GetPortValue()))
+		if sa.GetProtocol() == corev3.SocketAddress_UDP {
+			key = "udp://" + key
+		}
+		out = append(out, ListenerAddress{Key: key, PortZero: sa.GetPortValue() == 0})
 	}
 	if a := l.GetAddress(); a != nil {
 		add(a)
@@ -39,7 +51,28 @@ func AddressKeys(l *listenerv3.Listener) []string {
 	for _, a := range l.GetAdditionalAddresses() {
 		add(a.GetAddress())
 	}
-	return keys
+	return out
+}
+
+// Binds reports whether a listener binds its addresses (bind_to_port, true when unset).
+func Binds(l *listenerv3.Listener) bool {
+	return l.GetBindToPort() == nil || l.GetBindToPort().GetValue()
+}
+
+// SameSockets reports whether two copies of a listener have the same socket options, as Envoy
+// compares them when one replaces the other (transparent, freebind, TCP Fast Open, the socket
+// options, and the additional addresses' number and socket options): only then does it hold the
+// new copy's addresses against the old one's.
+func SameSockets(a, b *listenerv3.Listener) bool {
+	opts := func(l *listenerv3.Listener) *listenerv3.Listener {
+		o := &listenerv3.Listener{Transparent: l.GetTransparent(), Freebind: l.GetFreebind(),
+			TcpFastOpenQueueLength: l.GetTcpFastOpenQueueLength(), SocketOptions: l.GetSocketOptions()}
+		for _, aa := range l.GetAdditionalAddresses() {
+			o.AdditionalAddresses = append(o.AdditionalAddresses, &listenerv3.AdditionalAddress{SocketOptions: aa.GetSocketOptions()})
+		}
+		return o
+	}
+	return proto.Equal(opts(a), opts(b))
 }
 
 // DuplicateFilterChain reports two filter chains of l with the same match (Envoy rejects

@@ -46,7 +46,7 @@ func (h *warmHooks) Response(c probe.ClientInfo, info probe.ResponseInfo) {
 var refusedByEnvoy = map[string]string{
 	// A Sidecar egress bind :: on HTTP port 7410 beside the catch-all's 0.0.0.0_7410, to
 	// which istiod adds :: on a dual-stack proxy.
-	"sidecar-dual-bind": "duplicate address TCP::::7410",
+	"sidecar-dual-bind": "duplicate address [::]:7410",
 }
 
 // TestCorpusWarmsOnIstioAndXdslab: from every point of view of the corpus, a fake Envoy (SotW
