@@ -162,7 +162,8 @@ type h2Peer struct {
 	conn net.Conn
 	head [9]byte
 	in   []byte // the frame being read
-	msgs []byte // stream 1's DATA not yet returned as messages
+	msgs []byte // stream 1's DATA not yet returned as messages, from read on
+	read int    // where in msgs the next message starts (the one before is still the caller's)
 	out  []byte // a frame being written
 	enc  []byte // the response headers, encoded
 }
@@ -219,14 +220,15 @@ func (p *h2Peer) write(b []byte) {
 
 // next returns stream 1's next gRPC message from the client (valid until the next call).
 func (p *h2Peer) next() []byte {
+	// The message returned last is no longer the caller's: what follows it moves to the front.
+	p.msgs = append(p.msgs[:0], p.msgs[p.read:]...)
+	p.read = 0
 	for {
 		if len(p.msgs) >= 5 {
 			n := 5 + int(binary.BigEndian.Uint32(p.msgs[1:5]))
 			if len(p.msgs) >= n {
-				msg := p.msgs[5:n]
-				// The rest moves to the front at the next call; msg stays valid until then.
-				p.msgs = append(p.msgs[:0], p.msgs[n:]...)
-				return msg[: n-5 : n-5]
+				p.read = n
+				return p.msgs[5:n:n]
 			}
 		}
 		p.frame()

@@ -229,9 +229,10 @@ var (
 // The transport owns it from Marshal until it has freed every buffer of it (mem.Buffer's Free,
 // once each, and once more for each Ref): it may keep them until they are written (h2client
 // queues a request the windows hold back; grpc-go's writer goroutine writes every one later).
-// The last Free gives it back to its codec, whose next Marshal reuses it; a transport that
-// never frees them all (grpc-go's reader of a BufferSlice frees what it splits off, not
-// these) leaves it to the GC, and the codec makes another.
+// The last Free gives it back to its codec, whose next Marshal reuses it (h2client frees each
+// once its bytes are written or copied; grpc-go v1.85's SendMsg and writer free each once it
+// is written, its retry buffer once the stream commits); a transport that never frees them
+// all leaves it to the GC, and the codec makes another.
 type reqBufs struct {
 	codec *Codec
 	refs  atomic.Int32 // the transport's references to rest and names

@@ -1037,12 +1037,26 @@ func TestCodecReusesFreedRequest(t *testing.T) {
 			for range tc.frees {
 				out.Free()
 			}
-			next, err := c.Marshal(&discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: E, VersionInfo: "v2", ResponseNonce: "n2", ResourceNames: tc.names})
+			req2 := &discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: E, VersionInfo: "v2", ResponseNonce: "n2", ResourceNames: tc.names}
+			next, err := c.Marshal(req2)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if reused := &out[0] == &next[0]; reused != tc.reuse {
 				t.Errorf("the second request reuses the first's encoding: %v, want %v", reused, tc.reuse)
+			}
+			// What the reused (or new) room holds is the second request, nothing of the first
+			// (the node is the codec's own encoding of it, compared apart).
+			got := &discoveryv3.DiscoveryRequest{}
+			if err := proto.Unmarshal(next.Materialize(), got); err != nil {
+				t.Fatal(err)
+			}
+			if got.GetNode().GetId() != req2.GetNode().GetId() {
+				t.Errorf("the second request's node %q, want %q", got.GetNode().GetId(), req2.GetNode().GetId())
+			}
+			got.Node, req2.Node = nil, nil
+			if !proto.Equal(got, req2) {
+				t.Errorf("the second request decodes as %v, want %v", got, req2)
 			}
 			if !tc.reuse && !bytes.Equal(out.Materialize(), first) {
 				t.Error("the first request's bytes changed while the transport held them")
