@@ -23,9 +23,11 @@ import (
 //
 //   - A proxy's RequestAuthentications are selected as its AuthorizationPolicies are (root
 //     namespace and its own, selector a subset of its labels, no targetRef(s)); the JWT rules of
-//     all of them are pooled and ordered by issuer, and rule i is the provider "origins-i".
-//     Rules of one issuer keep istiod's listing order: the proxy's namespace before the root
-//     namespace, and in each the oldest object first, then by name.
+//     all of them are pooled in istiod's listing order (the proxy's namespace before the root
+//     namespace, and in each the oldest object first, then by name) and sorted by issuer with
+//     the sort istiod uses (Go's slices.SortFunc, not stable): up to twelve rules, rules of one
+//     issuer keep the listing order; beyond, they come in the order that sort leaves them in,
+//     which depends only on the listing order. Rule i is the provider "origins-i".
 //   - The filter authenticates but never rejects a request for a missing token: each provider
 //     is required as "provider i, or no token at all", and with several rules the requirement is
 //     "any one provider, or all of those alternatives" — an invalid token is rejected, a missing
@@ -76,7 +78,9 @@ func jwtFor(p *model.Proxy, s *model.Snapshot) jwtRules {
 			}
 		}
 	}
-	slices.SortStableFunc(out.rules, func(a, b *securityapi.JWTRule) int { return cmp.Compare(a.GetIssuer(), b.GetIssuer()) })
+	// Not SortStableFunc: istiod's sort is not stable, and past twelve rules (where SortFunc
+	// stops sorting by insertion) rules of one issuer would otherwise come in another order.
+	slices.SortFunc(out.rules, func(a, b *securityapi.JWTRule) int { return cmp.Compare(a.GetIssuer(), b.GetIssuer()) })
 	out.deps = sortDeps(out.deps)
 	return out
 }

@@ -311,3 +311,37 @@ func TestJWTSameIssuerOrder(t *testing.T) {
 		t.Errorf("providers of one issuer (by their header) = %v, want %v", got, want)
 	}
 }
+
+// TestJWTManyRulesOrder: past twelve pooled rules, rules of one issuer come in the order
+// istiod's sort by issuer (slices.SortFunc, not stable) leaves them in, not in listing order.
+// Found by hack/istio/parity's JWT stream (seed 13; testdata/mesh/jwtmany.yaml).
+func TestJWTManyRulesOrder(t *testing.T) {
+	issuers := []string{"b", "a", "c", "b", "a", "b", "c", "a", "b", "a", "c", "b", "a"}
+	var rules []*securityapi.JWTRule
+	for i, iss := range issuers {
+		rules = append(rules, &securityapi.JWTRule{Issuer: "https://" + iss + ".test", Jwks: testJWKS, FromHeaders: []*securityapi.JWTHeader{{Name: fmt.Sprintf("x-h%d", i)}}})
+	}
+	for _, tc := range []struct {
+		name  string
+		rules []*securityapi.JWTRule
+		want  []string
+	}{
+		// Twelve or fewer: listing order within an issuer.
+		{"twelve", rules[:12], []string{"x-h1", "x-h4", "x-h7", "x-h9", "x-h0", "x-h3", "x-h5", "x-h8", "x-h11", "x-h2", "x-h6", "x-h10"}},
+		// Thirteen: istiod's order (checked against istiod by jwtmany.yaml).
+		{"thirteen", rules, []string{"x-h7", "x-h1", "x-h12", "x-h9", "x-h4", "x-h3", "x-h5", "x-h8", "x-h0", "x-h11", "x-h6", "x-h10", "x-h2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := goldenInput()
+			in.Configs = append(in.Configs, raConfig("default", "many", &securityapi.RequestAuthentication{JwtRules: tc.rules}))
+			j := jwtOf(t, jwtFor(sidecarProxy("10.1.0.1", "default"), model.NewSnapshot(1, in)).filter(false))
+			var got []string
+			for i := range len(j.GetProviders()) {
+				got = append(got, j.GetProviders()[fmt.Sprintf("origins-%d", i)].GetFromHeaders()[0].GetName())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("providers (by their header) = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
