@@ -163,7 +163,11 @@ func grpcServerChain(kind string, az authzPolicies, tlsCtx *tlsv3.DownstreamTlsC
 }
 
 // grpcFilters are a proxyless gRPC server's RBAC filters, DENY then ALLOW, each left out when
-// it has no rule.
+// it has no rule. A rule xdslab cannot generate (an ALLOW rule naming a claim key istiod cannot
+// split, say) keeps its name with a policy that matches nothing, as istiod's grpcgen keeps it
+// with an empty policy, which grpc-go matches with nothing: so an ALLOW policy whose rules all
+// fail still denies every request, rather than leaving the server without an ALLOW filter.
+// (matchNothing rather than istiod's empty policy, which Envoy's schema rejects.)
 func (a authzPolicies) grpcFilters() []*hcmv3.HttpFilter {
 	a.keepTrustDomain = true
 	var out []*hcmv3.HttpFilter
@@ -178,9 +182,11 @@ func (a authzPolicies) grpcFilters() []*hcmv3.HttpFilter {
 				if r == nil {
 					continue
 				}
-				if pol := a.rulePolicy(c.Namespace, r, false, g.action); pol != nil {
-					rules.Policies[fmt.Sprintf("%s-%s-%d", c.Namespace, c.Name, i)] = pol
+				pol := a.rulePolicy(c.Namespace, r, false, g.action)
+				if pol == nil {
+					pol = matchNothing()
 				}
+				rules.Policies[fmt.Sprintf("%s-%s-%d", c.Namespace, c.Name, i)] = pol
 			}
 		}
 		if len(rules.Policies) == 0 {

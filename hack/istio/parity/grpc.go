@@ -12,7 +12,9 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	rbachttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
@@ -306,7 +308,7 @@ func grpcServerListener(l *listenerv3.Listener) *listenerv3.Listener {
 				o.Filters = append(o.Filters, f)
 				continue
 			}
-			read := &hcmv3.HttpConnectionManager{HttpFilters: h.GetHttpFilters(), RouteSpecifier: h.GetRouteSpecifier()}
+			read := &hcmv3.HttpConnectionManager{HttpFilters: grpcHTTPFilters(h.GetHttpFilters()), RouteSpecifier: h.GetRouteSpecifier()}
 			if rc := h.GetRouteConfig(); rc != nil {
 				read.RouteSpecifier = &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: grpcRouteConfiguration(rc)}
 			}
@@ -326,6 +328,40 @@ func grpcServerListener(l *listenerv3.Listener) *listenerv3.Listener {
 		out.FilterChains = append(out.FilterChains, chain(fc))
 	}
 	out.DefaultFilterChain = chain(l.GetDefaultFilterChain())
+	return out
+}
+
+// grpcHTTPFilters are a gRPC server's HTTP filters as grpc-go reads them: an RBAC policy with
+// neither permissions nor principals (istiod's grpcgen sends one for a rule it cannot
+// generate) matches no request, so it reads as the policy that says so (not any, not any),
+// which xdslab sends because Envoy's schema rejects an empty one. Other filters are kept.
+func grpcHTTPFilters(fs []*hcmv3.HttpFilter) []*hcmv3.HttpFilter {
+	out := make([]*hcmv3.HttpFilter, 0, len(fs))
+	for _, f := range fs {
+		r := &rbachttpv3.RBAC{}
+		if !f.GetTypedConfig().MessageIs(r) || f.GetTypedConfig().UnmarshalTo(r) != nil {
+			out = append(out, f)
+			continue
+		}
+		changed := false
+		for _, rules := range []*rbacv3.RBAC{r.GetRules(), r.GetShadowRules()} {
+			for name, pol := range rules.GetPolicies() {
+				if len(pol.GetPermissions()) == 0 && len(pol.GetPrincipals()) == 0 && pol.GetCondition() == nil && pol.GetCheckedCondition() == nil {
+					rules.Policies[name] = &rbacv3.Policy{
+						Permissions: []*rbacv3.Permission{{Rule: &rbacv3.Permission_NotRule{NotRule: &rbacv3.Permission{Rule: &rbacv3.Permission_Any{Any: true}}}}},
+						Principals:  []*rbacv3.Principal{{Identifier: &rbacv3.Principal_NotId{NotId: &rbacv3.Principal{Identifier: &rbacv3.Principal_Any{Any: true}}}}},
+					}
+					changed = true
+				}
+			}
+		}
+		a, err := anypb.New(r)
+		if !changed || err != nil {
+			out = append(out, f)
+			continue
+		}
+		out = append(out, &hcmv3.HttpFilter{Name: f.GetName(), ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}})
+	}
 	return out
 }
 

@@ -5,9 +5,12 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	rbachttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -95,5 +98,45 @@ func TestProjectGRPCServer(t *testing.T) {
 	}
 	if ds := Diff(ProjectGRPC(istio), ProjectGRPC(listener("", "", false, false))); len(ds) == 0 {
 		t.Error("client certificates not required made no difference")
+	}
+}
+
+// TestGRPCHTTPFiltersEmptyPolicy: a gRPC server's RBAC policy with neither permissions nor
+// principals (istiod's for a rule it cannot generate) reads as the policy that matches nothing,
+// and a policy that matches something stays as it is.
+func TestGRPCHTTPFiltersEmptyPolicy(t *testing.T) {
+	never := &rbacv3.Policy{
+		Permissions: []*rbacv3.Permission{{Rule: &rbacv3.Permission_NotRule{NotRule: &rbacv3.Permission{Rule: &rbacv3.Permission_Any{Any: true}}}}},
+		Principals:  []*rbacv3.Principal{{Identifier: &rbacv3.Principal_NotId{NotId: &rbacv3.Principal{Identifier: &rbacv3.Principal_Any{Any: true}}}}},
+	}
+	anyone := &rbacv3.Policy{
+		Permissions: []*rbacv3.Permission{{Rule: &rbacv3.Permission_Any{Any: true}}},
+		Principals:  []*rbacv3.Principal{{Identifier: &rbacv3.Principal_Any{Any: true}}},
+	}
+	filter := func(p *rbacv3.Policy) []*hcmv3.HttpFilter {
+		a, err := anypb.New(&rbachttpv3.RBAC{Rules: &rbacv3.RBAC{Policies: map[string]*rbacv3.Policy{"ns-p-0": p}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []*hcmv3.HttpFilter{{Name: "envoy.filters.http.rbac", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}}}
+	}
+	for _, tc := range []struct {
+		name string
+		in   *rbacv3.Policy
+		want *rbacv3.Policy
+	}{
+		{"empty", &rbacv3.Policy{}, never},
+		{"never", never, never},
+		{"anyone", anyone, anyone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := &rbachttpv3.RBAC{}
+			if err := grpcHTTPFilters(filter(tc.in))[0].GetTypedConfig().UnmarshalTo(got); err != nil {
+				t.Fatal(err)
+			}
+			if p := got.GetRules().GetPolicies()["ns-p-0"]; !proto.Equal(p, tc.want) {
+				t.Errorf("policy %v, want %v", p, tc.want)
+			}
+		})
 	}
 }
