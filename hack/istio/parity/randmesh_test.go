@@ -152,6 +152,7 @@ func (m *randMesh) generate() {
 		m.bindShapes()
 		m.proxyShapes()
 		m.zoneShapes()
+		m.jwtShapes()
 	}
 }
 
