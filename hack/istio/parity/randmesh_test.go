@@ -20,9 +20,9 @@ import (
 // namespace and the ingress gateway).
 type randMesh struct {
 	seed uint64
-	// base leaves out the shapes of the second to fifth streams (extras, shapes, later,
-	// gwtlsShapes): the mesh the seed made before they were added, to reproduce a difference
-	// they hide (a random Sidecar narrows what a proxy sees).
+	// base leaves out the shapes of the second to eighth streams (extras, shapes, later,
+	// gwtlsShapes, bindShapes, proxyShapes, jwtShapes): the mesh the seed made before they were
+	// added, to reproduce a difference they hide (a random Sidecar narrows what a proxy sees).
 	base bool
 	r    *rand.Rand
 	docs []map[string]any
