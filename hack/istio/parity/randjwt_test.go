@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-// jwtStream is mixed into the seed of the eighth PCG stream (request authentication and the
+// jwtStream is mixed into the seed of the ninth PCG stream (request authentication and the
 // policies that read it), drawn after the first seven: every object a seed produced before
 // these shapes were added stays as it was.
 const jwtStream = 0xbb67ae8584caa73b
@@ -349,7 +349,7 @@ func (m *randMesh) jwtCondition() map[string]any {
 	return c
 }
 
-// TestRandomJWTValid checks, without serving anything, that the eighth stream writes only
+// TestRandomJWTValid checks, without serving anything, that the ninth stream writes only
 // what Istio's validation and xdslab's admit (checkValid) for seeds 1..300 (or -parity.seeds
 // N), and that most seeds draw some request authentication.
 func TestRandomJWTValid(t *testing.T) {
