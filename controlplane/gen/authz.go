@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	securityapi "istio.io/api/security/v1beta1"
 
+	"github.com/xdslab/xdslab/controlplane/config/validate"
 	"github.com/xdslab/xdslab/controlplane/model"
 	"github.com/xdslab/xdslab/istioconfig"
 )
@@ -537,7 +538,7 @@ func (a authzPolicies) principalOf(ns, key, v string, tcp bool) (*rbacv3.Princip
 		if tcp {
 			return nil, errCannot
 		}
-		name, ok := inBrackets(strings.TrimPrefix(key, "request.headers"))
+		name, ok := validate.InBrackets(strings.TrimPrefix(key, "request.headers"))
 		if !ok {
 			return nil, fmt.Errorf("bad key %q", key)
 		}
@@ -612,7 +613,7 @@ func jwtPrincipal(key string, vs []string, tcp bool) (*rbacv3.Principal, error) 
 	case key == "request.auth.presenter":
 		return metadataPrincipal(jwtClaimMatcher([]string{"azp"}, stringOr(vs), true)), nil
 	case strings.HasPrefix(key, "request.auth.claims"):
-		claims, ok := nestedBrackets(strings.TrimPrefix(key, "request.auth.claims"))
+		claims, ok := validate.ClaimNames(strings.TrimPrefix(key, "request.auth.claims"))
 		if !ok {
 			return nil, fmt.Errorf("bad key %q", key)
 		}
@@ -684,35 +685,6 @@ func stringOr(vs []string) *matcherv3.ValueMatcher {
 		return ms[0]
 	}
 	return &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_OrMatch{OrMatch: &matcherv3.OrMatcher{ValueMatchers: ms}}}
-}
-
-func inBrackets(s string) (string, bool) {
-	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {
-		return "", false
-	}
-	return s[1 : len(s)-1], true
-}
-
-// nestedBrackets splits [a][b] into a, b; anything else is one [name].
-func nestedBrackets(s string) ([]string, bool) {
-	var out []string
-	rest := s
-	for rest != "" {
-		if rest[0] != '[' {
-			break
-		}
-		end := strings.IndexAny(rest[1:], "[]")
-		if end < 0 || rest[1+end] != ']' {
-			break
-		}
-		out = append(out, rest[1:1+end])
-		rest = rest[2+end:]
-	}
-	if rest == "" && len(out) > 0 {
-		return out, true
-	}
-	n, ok := inBrackets(s)
-	return []string{n}, ok
 }
 
 // wildcardMatch is a value with at most one * at an end: * is any non-empty value, *x a

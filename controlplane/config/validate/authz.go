@@ -238,6 +238,12 @@ func (c *checker) authzKey(at Path, key string) {
 					form = m + "FILTER.PATH[NAME]"
 				}
 				c.errf(at, "%q is not of the form %s", key, form)
+				return
+			}
+			if m == "request.auth.claims" {
+				if names, ok := ClaimNames(strings.TrimPrefix(key, m)); ok && slices.Contains(names, "") {
+					c.warnf(at, "%q names an empty claim: istiod (and xdslab) generate a metadata matcher with an empty key, which Envoy refuses with the whole listener: remove the empty brackets", key)
+				}
 			}
 			return
 		}
@@ -383,4 +389,38 @@ func Metadata(cfg *istioconfig.Config) []Problem {
 		}
 	}
 	return c.problems
+}
+
+// InBrackets is NAME of "[NAME]" (a request.headers key's part after the attribute), false for
+// anything else.
+func InBrackets(s string) (string, bool) {
+	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {
+		return "", false
+	}
+	return s[1 : len(s)-1], true
+}
+
+// ClaimNames is the claim path of a request.auth.claims key's part after the attribute, as
+// istiod reads it: "[a][b]" is the nested claims a, b; anything else one "[name]" (so
+// "[[team]]" is the claim "[team]"). A name may be empty ("[a][]"): Envoy refuses the metadata
+// matcher such a path becomes.
+func ClaimNames(s string) ([]string, bool) {
+	var out []string
+	rest := s
+	for rest != "" {
+		if rest[0] != '[' {
+			break
+		}
+		end := strings.IndexAny(rest[1:], "[]")
+		if end < 0 || rest[1+end] != ']' {
+			break
+		}
+		out = append(out, rest[1:1+end])
+		rest = rest[2+end:]
+	}
+	if rest == "" && len(out) > 0 {
+		return out, true
+	}
+	n, ok := InBrackets(s)
+	return []string{n}, ok
 }
