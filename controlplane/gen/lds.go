@@ -95,64 +95,59 @@ func sidecarListeners(p *model.Proxy, s *model.Snapshot, names []string) ([]Reso
 	// (httpproxy.go), and the catch-all listener adds nothing to them.
 	addProxyListeners(p, sc, visible, &tcp, taken, want)
 	for _, held := range []bool{true, false} {
-		for _, svc := range visible {
-			for _, port := range svc.Ports {
-				lsc := outboundSource(sc, svc, port.Number, held)
-				if lsc == nil {
-					continue // no listener for a port its Sidecar's egress listeners leave out
-				}
-				port.Protocol = listenerProtocol(sc, port, held)
-				if port.Protocol == model.ProtocolUDP {
-					continue // Envoy proxies no UDP here: istiod builds no listener
-				}
-				switch b, how := egressBinding(p, sc, port, held); how {
-				case skipped:
-					continue
-				case boundWild:
-					// As a service without a VIP on 0.0.0.0_PORT, which binds its port.
-					at := *svc
-					at.Addresses = nil
-					if !held && locked[ListenerName(proxyWildcard(p), port.Number)] {
-						continue // built by the egress listener holding the port, with its bind
-					}
-					if b.bindToPort {
-						wildBound[port.Number] = true
-					}
-					if b.sidecar != (istioconfig.Key{}) {
-						wildSidecar[port.Number] = b.sidecar
-					}
-					errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, &at, port, ports, taken, locked, held, &tcp, want, wildTLS(svc))...)
-					continue
-				case bound:
-					name := ListenerName(b.bind, port.Number)
-					switch {
-					case port.Protocol.IsHTTP():
-						if err := addBoundHTTPPort(p, ixFor(lsc), b, svc, port, &tcp, taken, locked, want); err != nil {
-							errs = append(errs, err)
-						}
-						continue
-					case locked[name]:
-						continue // built by the egress listener holding the port
-					case port.Protocol == model.ProtocolUnknown:
-						replaceBoundHTTP(name, &tcp, taken)
-					}
-					if _, built := taken[name]; !built && b.extra != "" {
-						// The listener this port creates has istiod's loopback of the other
-						// family beside it (an HTTP port's gets it in addBoundHTTPPort).
-						boundExtra[name] = b.extra
-					}
-					addBoundTCPPort(b, svc, func(at *model.Service) {
-						errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want, boundTLSChains(svc, port))...)
-					}, boundTCP, boundTCPSidecar, port.Number)
-					continue
-				}
-				if egressOf(sc, port.Number, held).GetBind() == proxyWildcard(p) && (held || !locked[ListenerName(proxyWildcard(p), port.Number)]) {
-					// An HTTP port there (egressBinding: unbound), on the listener this egress
-					// listener builds (the catch-all adds nothing to one a held port built).
-					wildNamed[port.Number] = true
-				}
-				errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, svc, port, ports, taken, locked, held, &tcp, want, nil)...)
+		for _, sp := range outboundOrder(sc, visible, held) {
+			svc, port, lsc := sp.svc, sp.port, sp.lsc
+			port.Protocol = listenerProtocol(sc, port, held)
+			if port.Protocol == model.ProtocolUDP {
+				continue // Envoy proxies no UDP here: istiod builds no listener
 			}
+			switch b, how := egressBinding(p, sc, port, held); how {
+			case skipped:
+				continue
+			case boundWild:
+				// As a service without a VIP on 0.0.0.0_PORT, which binds its port.
+				at := *svc
+				at.Addresses = nil
+				if !held && locked[ListenerName(proxyWildcard(p), port.Number)] {
+					continue // built by the egress listener holding the port, with its bind
+				}
+				if b.bindToPort {
+					wildBound[port.Number] = true
+				}
+				if b.sidecar != (istioconfig.Key{}) {
+					wildSidecar[port.Number] = b.sidecar
+				}
+				errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, &at, port, ports, taken, locked, held, &tcp, want, wildTLS(svc))...)
+				continue
+			case bound:
+				name := ListenerName(b.bind, port.Number)
+				switch {
+				case port.Protocol.IsHTTP():
+					if err := addBoundHTTPPort(p, ixFor(lsc), b, svc, port, &tcp, taken, locked, want); err != nil {
+						errs = append(errs, err)
+					}
+					continue
+				case locked[name]:
+					continue // built by the egress listener holding the port
+				case port.Protocol == model.ProtocolUnknown:
+					replaceBoundHTTP(name, &tcp, taken)
+				}
+				if _, built := taken[name]; !built && b.extra != "" {
+					// The listener this port creates has istiod's loopback of the other
+					// family beside it (an HTTP port's gets it in addBoundHTTPPort).
+					boundExtra[name] = b.extra
+				}
+				addBoundTCPPort(b, svc, func(at *model.Service) {
+					errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, at, port, ports, taken, locked, held, &tcp, want, boundTLSChains(svc, port))...)
+				}, boundTCP, boundTCPSidecar, port.Number)
+				continue
+			}
+			if egressOf(sc, port.Number, held).GetBind() == proxyWildcard(p) && (held || !locked[ListenerName(proxyWildcard(p), port.Number)]) {
+				// An HTTP port there (egressBinding: unbound), on the listener this egress
+				// listener builds (the catch-all adds nothing to one a held port built).
+				wildNamed[port.Number] = true
+			}
+			errs = append(errs, addOutboundPort(p, ixFor(lsc), lsc, svc, port, ports, taken, locked, held, &tcp, want, nil)...)
 		}
 		if !held {
 			break
@@ -320,6 +315,51 @@ func (pi *portInfo) addHTTP(svc *model.Service) {
 // wild reports whether the port has a 0.0.0.0_PORT listener.
 func (pi *portInfo) wild() bool {
 	return len(pi.http) > 0 || pi.wildTCP != nil || len(pi.cidrTCP) > 0 || len(pi.tlsHosts) > 0
+}
+
+// servicePort is a service's port with the egress listener (scope) it is built from.
+type servicePort struct {
+	svc  *model.Service
+	port model.Port
+	lsc  *model.Scope
+}
+
+// outboundOrder lists the service ports that outboundSource gives an egress listener, in the
+// order istiod builds them: for the catch-all listener (held false) the services in visible's
+// order (the proxy's scope, CompareServices), each port in turn; for the egress listeners that
+// hold ports, each listener's services in that listener's own order (an egress listener whose
+// hosts are all exact names orders them by creation time alone, where the whole scope puts
+// services exported by name first), which decides the first of several services on one bound
+// listener.
+func outboundOrder(sc *model.Scope, visible []*model.Service, held bool) []servicePort {
+	var out []servicePort
+	for _, svc := range visible {
+		for _, port := range svc.Ports {
+			if lsc := outboundSource(sc, svc, port.Number, held); lsc != nil {
+				out = append(out, servicePort{svc, port, lsc})
+			}
+		}
+	}
+	if !held {
+		return out
+	}
+	// Grouped by egress listener (listeners hold different ports, so build different
+	// listeners), each group in its listener's order.
+	var scopes []*model.Scope
+	groups := map[*model.Scope][]servicePort{}
+	for _, sp := range out {
+		if _, ok := groups[sp.lsc]; !ok {
+			scopes = append(scopes, sp.lsc)
+		}
+		groups[sp.lsc] = append(groups[sp.lsc], sp)
+	}
+	out = out[:0]
+	for _, lsc := range scopes {
+		g := groups[lsc]
+		slices.SortStableFunc(g, func(a, b servicePort) int { return lsc.CompareServices(a.svc, b.svc) })
+		out = append(out, g...)
+	}
+	return out
 }
 
 // outboundSource returns the scope of the egress listener a service port's outbound listeners

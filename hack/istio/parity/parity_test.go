@@ -84,6 +84,7 @@ var proxies = []struct {
 	{"sidecar-dual-bind", parity.Proxy{Type: "sidecar", IP: "10.69.0.12,fd00:10::12", NodeIP: "10.69.0.12", Pod: "binder-dual", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
 	{"sidecar-duo-loop", parity.Proxy{Type: "sidecar", IP: "10.97.0.31,fd00:97::31", NodeIP: "10.97.0.31", Pod: "loop-1", Namespace: "duo", Labels: map[string]string{"app": "loop"}, ServiceAccount: "loop", InterceptionMode: "NONE"}},
 	{"sidecar-duo-wild", parity.Proxy{Type: "sidecar", IP: "10.97.0.32,fd00:97::32", NodeIP: "10.97.0.32", Pod: "wild-1", Namespace: "duo", Labels: map[string]string{"app": "wild"}, ServiceAccount: "wild"}},
+	{"sidecar-counter", parity.Proxy{Type: "sidecar", IP: "10.98.0.1", Pod: "counter-1", Namespace: "counter", Labels: map[string]string{"app": "counter"}, ServiceAccount: "counter"}},
 	{"sidecar-v4-bind", parity.Proxy{Type: "sidecar", IP: "10.69.0.10", Pod: "binder4", Namespace: "sixth", Labels: map[string]string{"app": "sixbind"}, ServiceAccount: "client"}},
 	// An IPv6-only ingress gateway (ipv6only.yaml): the gateway's view from fd00:9::1.
 	{"gateway-dual", parity.Proxy{Type: "router", IP: "10.9.0.8,fd00:9::8", NodeIP: "10.9.0.8", Pod: "ingress-dual", Namespace: "istio-system", Labels: map[string]string{"istio": "ingressgateway"}, ServiceAccount: "ingress"}},

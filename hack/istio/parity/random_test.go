@@ -34,7 +34,7 @@ var randomProxies = func() []int {
 	corpusOnly := map[string]bool{"sidecar-scoped": true, "sidecar-split": true, "sidecar-locked": true, "sidecar-egressproxy": true, "sidecar-inbound": true, "sidecar-egressbind": true,
 		"sidecar-none-scoped": true, "sidecar-reel": true, "sidecar-reel-bind": true, "sidecar-quire": true, "sidecar-quire-none": true,
 		"sidecar-dual-bind": true, "sidecar-quire-dual": true, "sidecar-quire-dual-none": true, "gateway-dual": true,
-		"sidecar-duo-loop": true, "sidecar-duo-wild": true}
+		"sidecar-duo-loop": true, "sidecar-duo-wild": true, "sidecar-counter": true}
 	var out []int
 	for i, p := range proxies {
 		if !corpusOnly[p.name] {
