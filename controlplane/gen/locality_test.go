@@ -283,31 +283,40 @@ func FuzzLocality(f *testing.F) {
 				set.FailoverPriority = []string{label, "app"}
 			}
 		}
-		tp := &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{LocalityLbSetting: set}}
-		if outlier {
-			tp.OutlierDetection = &networking.OutlierDetection{}
-		}
-		s := geoMesh(tp)
-		p := &model.Proxy{Type: model.SidecarProxy, Locality: ParseLocality(proxyLoc), Labels: map[string]string{"app": "a"}}
-		rs, err := ForType(EndpointType, p).Generate(p, s, []string{ClusterName(Outbound, 80, "", shop)})
-		if err != nil || len(rs) != 1 {
-			t.Fatalf("Generate: %d resources, %v", len(rs), err)
-		}
-		cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
-		if _, err := validateDeep(cla); err != nil {
-			t.Fatal(err)
-		}
-		if err := grpcAccepts(cla); err != nil {
-			t.Fatalf("%v: %v", ranks(cla), err)
-		}
-		n := 0
-		for _, l := range cla.GetEndpoints() {
-			n += len(l.GetLbEndpoints())
-		}
+		_, _, cla, n := geoAssignment(t, &networking.LoadBalancerSettings{LocalityLbSetting: set}, outlier, proxyLoc)
 		if n != 5 && len(set.GetDistribute()) == 0 {
 			t.Fatalf("%d endpoints, want all 5: %v", n, ranks(cla))
 		}
 	})
+}
+
+// geoAssignment is the geo mesh's shop:80 assignment under lb (and outlier detection when
+// outlier) for a proxy at proxyLoc, checked as the fuzzers check it (valid, accepted by grpc-go),
+// with the proxy, the snapshot and how many endpoints it keeps.
+func geoAssignment(t *testing.T, lb *networking.LoadBalancerSettings, outlier bool, proxyLoc string) (*model.Proxy, *model.Snapshot, *endpointv3.ClusterLoadAssignment, int) {
+	t.Helper()
+	tp := &networking.TrafficPolicy{LoadBalancer: lb}
+	if outlier {
+		tp.OutlierDetection = &networking.OutlierDetection{}
+	}
+	s := geoMesh(tp)
+	p := &model.Proxy{Type: model.SidecarProxy, Locality: ParseLocality(proxyLoc), Labels: map[string]string{"app": "a"}}
+	rs, err := ForType(EndpointType, p).Generate(p, s, []string{ClusterName(Outbound, 80, "", shop)})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("EDS: %d resources, %v", len(rs), err)
+	}
+	cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
+	if _, err := validateDeep(cla); err != nil {
+		t.Fatal(err)
+	}
+	if err := grpcAccepts(cla); err != nil {
+		t.Fatalf("%v: %v", ranks(cla), err)
+	}
+	n := 0
+	for _, l := range cla.GetEndpoints() {
+		n += len(l.GetLbEndpoints())
+	}
+	return p, s, cla, n
 }
 
 // TestTrafficDistribution checks istiod's locality load balancing for a service's traffic

@@ -202,32 +202,11 @@ func FuzzZoneAware(f *testing.F) {
 		if label != "" {
 			set.FailoverPriority = []string{label, "app"}
 		}
-		tp := &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{ZoneAwareLbSetting: set}}
-		if outlier {
-			tp.OutlierDetection = &networking.OutlierDetection{}
-		}
-		s := geoMesh(tp)
-		p := &model.Proxy{Type: model.SidecarProxy, Locality: ParseLocality(proxyLoc), Labels: map[string]string{"app": "a"}}
-		name := ClusterName(Outbound, 80, "", shop)
-		rs, err := ForType(EndpointType, p).Generate(p, s, []string{name})
-		if err != nil || len(rs) != 1 {
-			t.Fatalf("EDS: %d resources, %v", len(rs), err)
-		}
-		cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
-		if _, err := validateDeep(cla); err != nil {
-			t.Fatal(err)
-		}
-		if err := grpcAccepts(cla); err != nil {
-			t.Fatalf("%v: %v", ranks(cla), err)
-		}
-		n := 0
-		for _, l := range cla.GetEndpoints() {
-			n += len(l.GetLbEndpoints())
-		}
+		p, s, cla, n := geoAssignment(t, &networking.LoadBalancerSettings{ZoneAwareLbSetting: set}, outlier, proxyLoc)
 		if n != 5 {
 			t.Fatalf("%d endpoints, want all 5: %v", n, ranks(cla))
 		}
-		rs, err = ForType(ClusterType, p).Generate(p, s, []string{name})
+		rs, err := ForType(ClusterType, p).Generate(p, s, []string{ClusterName(Outbound, 80, "", shop)})
 		if err != nil || len(rs) != 1 {
 			t.Fatalf("CDS: %d resources, %v", len(rs), err)
 		}
