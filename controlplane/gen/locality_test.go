@@ -111,21 +111,9 @@ func TestLocalityLoadBalancing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := geoMesh(tc.tp)
-			name := ClusterName(Outbound, 80, "", shop)
-			rs, err := ForType(EndpointType, tc.proxy).Generate(tc.proxy, s, []string{name})
-			if err != nil || len(rs) != 1 {
-				t.Fatalf("Generate: %d resources, %v", len(rs), err)
-			}
-			cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
+			cla := checkedAssignment(t, tc.proxy, geoMesh(tc.tp), ClusterName(Outbound, 80, "", shop))
 			if diff := cmp.Diff(tc.want, ranks(cla)); diff != "" {
 				t.Errorf("assignment (-want +got):\n%s", diff)
-			}
-			if _, err := validateDeep(cla); err != nil {
-				t.Error(err)
-			}
-			if err := grpcAccepts(cla); err != nil {
-				t.Errorf("grpc-go would reject it: %v", err)
 			}
 		})
 	}
@@ -301,17 +289,7 @@ func geoAssignment(t *testing.T, lb *networking.LoadBalancerSettings, outlier bo
 	}
 	s := geoMesh(tp)
 	p := &model.Proxy{Type: model.SidecarProxy, Locality: ParseLocality(proxyLoc), Labels: map[string]string{"app": "a"}}
-	rs, err := ForType(EndpointType, p).Generate(p, s, []string{ClusterName(Outbound, 80, "", shop)})
-	if err != nil || len(rs) != 1 {
-		t.Fatalf("EDS: %d resources, %v", len(rs), err)
-	}
-	cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
-	if _, err := validateDeep(cla); err != nil {
-		t.Fatal(err)
-	}
-	if err := grpcAccepts(cla); err != nil {
-		t.Fatalf("%v: %v", ranks(cla), err)
-	}
+	cla := checkedAssignment(t, p, s, ClusterName(Outbound, 80, "", shop))
 	n := 0
 	for _, l := range cla.GetEndpoints() {
 		n += len(l.GetLbEndpoints())
@@ -391,4 +369,22 @@ func TestTrafficDistribution(t *testing.T) {
 	if got := LocalityClass(EndpointType, inR1Z1, s); got != want {
 		t.Errorf("EDS locality class %q, want %q", got, want)
 	}
+}
+
+// checkedAssignment is p's EDS assignment of cluster name in s, checked as Envoy (deep
+// validation) and grpc-go check it; what they refuse is an error of t.
+func checkedAssignment(t *testing.T, p *model.Proxy, s *model.Snapshot, name string) *endpointv3.ClusterLoadAssignment {
+	t.Helper()
+	rs, err := ForType(EndpointType, p).Generate(p, s, []string{name})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("EDS: %d resources, %v", len(rs), err)
+	}
+	cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
+	if _, err := validateDeep(cla); err != nil {
+		t.Error(err)
+	}
+	if err := grpcAccepts(cla); err != nil {
+		t.Errorf("grpc-go would reject %v: %v", ranks(cla), err)
+	}
+	return cla
 }

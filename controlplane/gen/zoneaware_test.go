@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
@@ -97,21 +96,11 @@ func TestZoneAwareLoadBalancing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := withRule(geoMesh(nil), tc.td, tc.dr)
 			name := ClusterName(Outbound, 80, tc.subset, shop)
-			rs, err := ForType(EndpointType, inR1Z1).Generate(inR1Z1, s, []string{name})
-			if err != nil || len(rs) != 1 {
-				t.Fatalf("EDS: %d resources, %v", len(rs), err)
-			}
-			cla := rs[0].Message.(*endpointv3.ClusterLoadAssignment)
+			cla := checkedAssignment(t, inR1Z1, s, name)
 			if diff := cmp.Diff(tc.want, ranks(cla)); diff != "" {
 				t.Errorf("assignment (-want +got):\n%s", diff)
 			}
-			if _, err := validateDeep(cla); err != nil {
-				t.Error(err)
-			}
-			if err := grpcAccepts(cla); err != nil {
-				t.Error(err)
-			}
-			rs, err = ForType(ClusterType, inR1Z1).Generate(inR1Z1, s, []string{name})
+			rs, err := ForType(ClusterType, inR1Z1).Generate(inR1Z1, s, []string{name})
 			if err != nil || len(rs) != 1 {
 				t.Fatalf("CDS: %d resources, %v", len(rs), err)
 			}
