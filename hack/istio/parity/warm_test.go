@@ -151,6 +151,9 @@ func warm(t *testing.T, addr string, points []int) map[string]warmOutcome {
 // warmStrict judges warm's outcomes: every client holds its full config without a NACK, but a
 // proxy in refused, which must have NACKed with its error and nothing else.
 func warmStrict(out map[string]warmOutcome, refused map[string]string) []error {
+	if len(out) == 0 {
+		return []error{fmt.Errorf("no fake Envoy ran: nothing judged")}
+	}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(out)) {
 		o := out[name]
@@ -178,6 +181,9 @@ func warmStrict(out map[string]warmOutcome, refused map[string]string) []error {
 // xdslab without one, and one that NACKs istiod's config must NACK xdslab's with the same
 // errors (reproduced faithfully, reported in shared).
 func warmAlike(istio, ours map[string]warmOutcome) (errs []error, shared []string) {
+	if len(istio) == 0 || len(ours) != len(istio) {
+		return []error{fmt.Errorf("%d fake Envoys ran against istiod, %d against xdslab: nothing judged alike", len(istio), len(ours))}, nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(istio)) {
 		i, x := istio[name], ours[name]
 		switch {
