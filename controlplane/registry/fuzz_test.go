@@ -45,7 +45,9 @@ func FuzzConvertServiceEntry(f *testing.F) {
 					}
 				}
 			}
-			if svc.Resolution != model.ResolutionStatic && svc.Resolution != model.ResolutionDNS && svc.Resolution != model.ResolutionPassthrough {
+			switch svc.Resolution {
+			case model.ResolutionStatic, model.ResolutionDNS, model.ResolutionPassthrough, model.ResolutionDynamicDNS:
+			default:
 				t.Fatalf("resolution %v", svc.Resolution)
 			}
 		}
