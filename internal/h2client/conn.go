@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"net"
 	"sync"
 	"syscall"
@@ -273,32 +272,17 @@ type receiver interface {
 }
 
 // socketSource reads a TCP socket with recvmsg and its SO_TIMESTAMPNS stamps.
-//
-// Its reads run in one call of raw.Read held open across them, on a coroutine (iter.Pull)
-// that hands each read to recv and waits for the next. Go's poller forgets what it knew of
-// the socket's readiness when a raw.Read starts, so a read that starts afresh must try
-// recvmsg before it may wait: a client that has ACKed and waits for the next response paid
-// a system call that found nothing for every response (1.4 µs on the 2-core VM of
-// docs/performance.md, with the poller's set-up around it about 4 µs of 30). In the held
-// read a read that left the socket empty (it returned less than it had room for) waits for
-// readiness first, which the poller has kept since the read before.
-//
-// A held read keeps a reference to the socket, which a close waits for: release ends it.
 type socketSource struct {
 	raw    syscall.RawConn
 	oob    []byte
 	stamps bool
 
-	// mu is held by recv and release: one drives the coroutine at a time. next and stop
-	// are the held read's (nil when none runs); into, n, oobn and rerr the read's in
-	// progress: where it reads and what recvmsg returned (rerr also the end of raw.Read).
-	mu      sync.Mutex
-	next    func() (struct{}, bool)
-	stop    func()
+	// The read in progress: readFn (s.read, made once) is what raw.Read calls, into is where
+	// it reads, and n, oobn and rerr what recvmsg returned.
+	readFn  func(fd uintptr) bool
 	into    receiver
 	n, oobn int
 	rerr    error
-	reads   int // recvmsg calls made (tests read it under mu)
 }
 
 func newSocketSource(tc *net.TCPConn) (*socketSource, error) {
@@ -307,89 +291,31 @@ func newSocketSource(tc *net.TCPConn) (*socketSource, error) {
 		return nil, err
 	}
 	s := &socketSource{raw: raw, oob: make([]byte, rxstamp.OOBSize)}
+	s.readFn = s.read
 	s.stamps = rxstamp.Enable(raw) == nil
 	return s, nil
 }
 
 func (s *socketSource) recv(into receiver) (int, time.Time, error) {
-	s.mu.Lock()
-	if s.next == nil {
-		s.next, s.stop = iter.Pull(s.held)
-	}
 	s.into = into
-	s.next()
+	err := s.raw.Read(s.readFn)
 	s.into = nil
-	n, oobn, err := s.n, s.oobn, s.rerr
+	n, oobn, rerr := s.n, s.oobn, s.rerr
 	s.rerr = nil
 	if err != nil {
-		// The held read is over (it yielded its end and waits to return): a new one
-		// starts at the next recv.
-		s.stop()
-		s.next, s.stop = nil, nil
-	}
-	s.mu.Unlock()
-	if err != nil {
 		return 0, time.Time{}, err
+	}
+	if rerr != nil {
+		return 0, time.Time{}, rerr
+	}
+	if n == 0 {
+		return 0, time.Time{}, errEOF
 	}
 	var at time.Time
 	if s.stamps {
 		at = rxstamp.Kernel(s.oob[:oobn])
 	}
 	return n, at, nil
-}
-
-// held is the coroutine of recv's reads: it yields after each read that returned bytes, and
-// once more, with rerr set, when the reads end (an error, the end of the stream, or raw.Read's
-// own error: a deadline, a close).
-func (s *socketSource) held(yield func(struct{}) bool) {
-	wait, stopped := false, false
-	err := s.raw.Read(func(fd uintptr) bool {
-		for {
-			if wait {
-				wait = false
-				s.into.idle()
-				return false
-			}
-			buf := s.into.buffer()
-			s.reads++
-			n, oobn, _, _, err := syscall.Recvmsg(int(fd), buf, s.oob, 0)
-			if err == syscall.EAGAIN {
-				s.into.idle()
-				return false
-			}
-			if err == nil && n == 0 {
-				err = errEOF
-			}
-			s.n, s.oobn, s.rerr = n, oobn, err
-			if err != nil {
-				return true
-			}
-			if !yield(struct{}{}) {
-				stopped = true
-				return true
-			}
-			// A short read took all the socket held: the next waits for more.
-			wait = n < len(buf)
-		}
-	})
-	if stopped {
-		return
-	}
-	if err != nil {
-		s.n, s.rerr = 0, err
-	}
-	yield(struct{}{})
-}
-
-// release ends the held read, if one runs, so that the socket can close. A read waiting for
-// data must have been woken (a past read deadline): recv holds mu until its read returns.
-func (s *socketSource) release() {
-	s.mu.Lock()
-	if s.stop != nil {
-		s.stop()
-		s.next, s.stop = nil, nil
-	}
-	s.mu.Unlock()
 }
 
 // queued is how many bytes the socket holds not read yet (FIONREAD), without reading them;
@@ -403,6 +329,17 @@ func (s *socketSource) queued() int {
 		}
 	})
 	return n
+}
+
+// read is one recvmsg into s.into's buffer; false (wait, then call again) when the socket is
+// empty.
+func (s *socketSource) read(fd uintptr) bool {
+	s.n, s.oobn, _, _, s.rerr = syscall.Recvmsg(int(fd), s.into.buffer(), s.oob, 0)
+	if s.rerr == syscall.EAGAIN {
+		s.into.idle()
+		return false
+	}
+	return true
 }
 
 var errEOF = errors.New("EOF")

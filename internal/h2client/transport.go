@@ -128,12 +128,6 @@ func (t *transport) close(err error) {
 	}
 	t.mu.Unlock()
 	if t.nc != nil {
-		if r, ok := t.src.(interface{ release() }); ok {
-			// A close waits for every read of the socket: the held read must end first,
-			// and a read waiting for data must wake to let it.
-			_ = t.nc.SetReadDeadline(time.Unix(1, 0))
-			r.release()
-		}
 		t.nc.Close()
 	}
 }
