@@ -28,7 +28,15 @@
 // status mapping for a non-gRPC response), so the client reports the same thing on either
 // transport.
 //
-// Reading. A receive buffer is taken from the pool only once the socket is readable and given
+// Reading. The reads of a connection run in one raw.Read held open across them, on a
+// coroutine that hands each read to the receiving goroutine (socketSource): Go's poller forgets
+// a socket's readiness when a raw.Read starts, so a read started afresh after each response had
+// to try the socket before it could wait, and found it empty. In the held read the read after
+// one that emptied the socket waits for readiness first, when nothing can be in the socket
+// without a readiness of its own: TCP_INQ said nothing was left, no FIN either, and a write
+// that started after that read succeeded (a reset before the read would have failed it). A
+// client that writes nothing between reads reads first, as before. A close ends the held read
+// before it closes the socket. A receive buffer is taken from the pool only once the socket is readable and given
 // back when every byte in it has been used and delivered (a read that finds nothing gives it
 // back before it waits), so an idle client holds none. The socket has SO_TIMESTAMPNS: each read's
 // kernel arrival time (of the last segment it returned) is kept, and a message's stamp is that

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 // the test gives it and drains what the client writes.
 type rawPeer struct {
 	nc      *net.TCPConn
+	got     atomic.Int64  // bytes read from the client
 	drained chan struct{} // closed when the client's side of the connection has ended
 }
 
@@ -49,7 +52,9 @@ func rawStream(t *testing.T, codec *lenCodec) (*stream, *transport, *rawPeer) {
 		defer close(p.drained)
 		b := make([]byte, 64<<10)
 		for {
-			if _, err := nc.Read(b); err != nil {
+			n, err := nc.Read(b)
+			p.got.Add(int64(n))
+			if err != nil {
 				return
 			}
 		}
@@ -82,30 +87,46 @@ func within(t *testing.T, what string, f func() error) error {
 	}
 }
 
-// TestPeerEndsAfterData: a server that writes a frame and then closes the connection (a FIN)
-// or resets it (an RST: it closed with bytes unread, or crashed) must fail the stream with
-// Unavailable once the client has read the frame, whether the close came while the client
-// was busy with earlier bytes or waiting in RecvMsg. The frame and the end can reach the
-// socket before the client reads; a read path that takes the frame and then waits for
-// readiness (Go's poller keeps one token for both) waits for ever. A reviewer found exactly
-// that in a read held open across responses (reverted); this guards any later attempt.
+// How a server ends a connection in TestPeerEndsAfterData.
+const (
+	endFIN   = iota // shutdown(SHUT_WR): a FIN, the server still reading
+	endClose        // close: a FIN, or an RST when the client's last bytes are unread
+	endRST          // close with SO_LINGER 0: an RST
+)
+
+// TestPeerEndsAfterData: a server that writes a frame and then ends the connection (a FIN,
+// a close, an RST: it closed with bytes unread, or crashed) must fail the stream with
+// Unavailable once the client has read the frame, whether the end came while the client was
+// busy with earlier bytes or waiting in RecvMsg, and whether the client wrote (an ACK) in
+// between. The frame and the end can reach the socket before the client reads, and Go's
+// poller keeps one readiness for both: a read path that takes the frame and then waits for
+// readiness waits for ever (a reviewer found exactly that in a first version of the held
+// read; TCP_INQ's FIN hint and the write that proves no reset came guard it now).
 func TestPeerEndsAfterData(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		reset bool
+		end   int
 		busy  bool // the client is busy when the frame and the end arrive, else waiting
+		ack   bool // the client ACKs the push before it reads on
 		final []byte
 	}{
-		{name: "push then FIN, client busy", busy: true},
-		{name: "push then FIN, client waiting"},
-		{name: "push then RST, client busy", reset: true, busy: true},
-		{name: "push then RST, client waiting", reset: true},
-		{name: "GOAWAY then FIN, client busy", busy: true, final: goawayFrame(1)},
-		{name: "GOAWAY then RST, client waiting", reset: true, final: goawayFrame(1)},
+		{name: "push then FIN, client busy", end: endFIN, busy: true},
+		{name: "push then FIN, client waiting", end: endFIN},
+		{name: "push then FIN, client busy, ACKs", end: endFIN, busy: true, ack: true},
+		{name: "push then FIN, client waiting, ACKs", end: endFIN, ack: true},
+		{name: "push then close, client busy", end: endClose, busy: true},
+		{name: "push then close, client waiting, ACKs", end: endClose, ack: true},
+		{name: "push then RST, client busy", end: endRST, busy: true},
+		{name: "push then RST, client waiting", end: endRST},
+		{name: "push then RST, client busy, ACKs", end: endRST, busy: true, ack: true},
+		{name: "push then RST, client waiting, ACKs", end: endRST, ack: true},
+		{name: "GOAWAY then FIN, client busy", end: endFIN, busy: true, final: goawayFrame(1)},
+		{name: "GOAWAY then close, client waiting", end: endClose, final: goawayFrame(1)},
+		{name: "GOAWAY then RST, client waiting", end: endRST, final: goawayFrame(1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for range 10 { // the order in which the bytes and the end are seen varies
-				peerEndsAfterData(t, tc.reset, tc.busy, tc.final)
+				peerEndsAfterData(t, tc.end, tc.busy, tc.ack, tc.final)
 				if t.Failed() {
 					return
 				}
@@ -120,7 +141,7 @@ func goawayFrame(last uint32) []byte {
 	return frame(frameGoAway, 0, 0, p)
 }
 
-func peerEndsAfterData(t *testing.T, reset, busy bool, final []byte) {
+func peerEndsAfterData(t *testing.T, how int, busy, ack bool, final []byte) {
 	t.Helper()
 	codec := &lenCodec{req: mem.BufferSlice{mem.SliceBuffer(patterned(200, 4))}}
 	s, _, p := rawStream(t, codec)
@@ -138,13 +159,16 @@ func peerEndsAfterData(t *testing.T, reset, busy bool, final []byte) {
 		last = final
 	}
 	end := func() error {
-		if reset {
+		if how == endRST {
 			if err := p.nc.SetLinger(0); err != nil {
 				return err
 			}
 		}
 		if _, err := p.nc.Write(last); err != nil {
 			return err
+		}
+		if how == endFIN {
+			return p.nc.CloseWrite()
 		}
 		return p.nc.Close()
 	}
@@ -153,6 +177,13 @@ func peerEndsAfterData(t *testing.T, reset, busy bool, final []byte) {
 		var errs []error
 		for range 2 { // the push (or nothing after a GOAWAY), then the end
 			err := s.RecvMsg(&m)
+			if err == nil && ack {
+				// On a reset connection the write may fail first: SendMsg then says io.EOF
+				// and RecvMsg gives the stream's status, as with grpc-go.
+				if err = s.SendMsg(&m); errors.Is(err, io.EOF) {
+					err = s.RecvMsg(&m)
+				}
+			}
 			errs = append(errs, err)
 			if err != nil {
 				break
@@ -180,10 +211,10 @@ func peerEndsAfterData(t *testing.T, reset, busy bool, final []byte) {
 	}
 	err := errs[len(errs)-1]
 	if err == nil {
-		t.Fatalf("RecvMsg returned %d messages and no error after the server ended the connection", len(errs))
+		t.Fatalf("the stream returned %d messages and no error after the server ended the connection", len(errs))
 	}
 	if status.Code(err) != codes.Unavailable {
-		t.Fatalf("RecvMsg after the server ended the connection: %v, want Unavailable", err)
+		t.Fatalf("the stream after the server ended the connection: %v, want Unavailable", err)
 	}
 }
 

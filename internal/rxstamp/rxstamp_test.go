@@ -101,3 +101,97 @@ func TestKernelStampsLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestInqParses reads a TCP_CM_INQ out of control data built by hand, beside a stamp.
+func TestInqParses(t *testing.T) {
+	inq := make([]byte, syscall.CmsgSpace(4))
+	h := (*syscall.Cmsghdr)(unsafe.Pointer(&inq[0]))
+	h.Level, h.Type = syscall.IPPROTO_TCP, tcpInq
+	h.SetLen(syscall.CmsgLen(4))
+	binary.NativeEndian.PutUint32(inq[syscall.CmsgLen(0):], 7)
+	stamp := cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, 1, 2)
+	for _, tt := range []struct {
+		name string
+		oob  []byte
+		n    int
+		ok   bool
+	}{
+		{"inq", inq, 7, true},
+		{"after a stamp", append(append([]byte(nil), stamp...), inq...), 7, true},
+		{"none", stamp, 0, false},
+		{"truncated", inq[:syscall.CmsgLen(0)+2], 0, false},
+	} {
+		if n, ok := Inq(tt.oob); n != tt.n || ok != tt.ok {
+			t.Errorf("%s: %d, %v; want %d, %v", tt.name, n, ok, tt.n, tt.ok)
+		}
+	}
+}
+
+// TestInqLoopback reads a real loopback socket with EnableInq: a read that takes all the
+// socket holds says 0 left, one that leaves bytes says how many, and one that takes the last
+// bytes before the peer's FIN says more to read (the FIN), as Linux documents.
+func TestInqLoopback(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := lis.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	c, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := EnableInq(raw); err != nil {
+		t.Skipf("no TCP_INQ here: %v", err)
+	}
+	peer := <-accepted
+	defer peer.Close()
+	oob := make([]byte, OOBSize)
+	read := func(size int) (int, int) {
+		t.Helper()
+		buf := make([]byte, size)
+		var n, oobn int
+		var rerr error
+		if err := raw.Read(func(fd uintptr) bool {
+			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), buf, oob, 0)
+			return rerr != syscall.EAGAIN
+		}); err != nil || rerr != nil {
+			t.Fatalf("recvmsg: %v, %v", err, rerr)
+		}
+		left, ok := Inq(oob[:oobn])
+		if !ok {
+			t.Fatal("no TCP_CM_INQ with the read")
+		}
+		return n, left
+	}
+	// The peer's writes on loopback are in the socket when Write returns.
+	if _, err := peer.Write([]byte("0123456789")); err != nil {
+		t.Fatal(err)
+	}
+	if n, left := read(4); n != 4 || left != 6 {
+		t.Errorf("read 4 of 10: got %d bytes, %d left; want 4, 6", n, left)
+	}
+	if n, left := read(64); n != 6 || left != 0 {
+		t.Errorf("read the rest: got %d bytes, %d left; want 6, 0", n, left)
+	}
+	if _, err := peer.Write([]byte("end")); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, left := read(64); n != 3 || left == 0 {
+		t.Errorf("read the last bytes before a FIN: got %d bytes, %d left; want 3 and more to read", n, left)
+	}
+}
