@@ -47,32 +47,10 @@ func cmsg(level, typ int32, a, b int64) []byte {
 // TestKernelStampsLoopback reads a real loopback socket with Enable and recvmsg: the stamp is no
 // earlier than the write and no later than the read's return.
 func TestKernelStampsLoopback(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := lis.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	c, err := net.Dial("tcp", lis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	raw, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, peer := loopback(t)
 	if err := Enable(raw); err != nil {
 		t.Skipf("the kernel does not timestamp TCP receives here: %v", err)
 	}
-	peer := <-accepted
-	defer peer.Close()
 	buf, oob := make([]byte, 4096), make([]byte, OOBSize)
 	// The first segments after the process first asks may come unstamped: send until one is.
 	deadline := time.Now().Add(time.Minute)
@@ -131,32 +109,10 @@ func TestInqParses(t *testing.T) {
 // socket holds says 0 left, one that leaves bytes says how many, and one that takes the last
 // bytes before the peer's FIN says more to read (the FIN), as Linux documents.
 func TestInqLoopback(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := lis.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	c, err := net.Dial("tcp", lis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	raw, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, peer := loopback(t)
 	if err := EnableInq(raw); err != nil {
 		t.Skipf("no TCP_INQ here: %v", err)
 	}
-	peer := <-accepted
-	defer peer.Close()
 	oob := make([]byte, OOBSize)
 	read := func(size int) (int, int) {
 		t.Helper()
@@ -194,4 +150,38 @@ func TestInqLoopback(t *testing.T) {
 	if n, left := read(64); n != 3 || left == 0 {
 		t.Errorf("read the last bytes before a FIN: got %d bytes, %d left; want 3 and more to read", n, left)
 	}
+}
+
+// loopback connects a TCP socket to a peer on loopback: the socket's RawConn and the peer
+// (both closed when the test ends).
+func loopback(t *testing.T) (syscall.RawConn, net.Conn) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := lis.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, ok := <-accepted
+	if !ok {
+		t.Fatal("the listener accepted nothing")
+	}
+	t.Cleanup(func() { peer.Close() })
+	return raw, peer
 }
