@@ -268,10 +268,13 @@ type source interface {
 type receiver interface {
 	// buffer returns the room to read into.
 	buffer() []byte
-	// idle is called when the socket has nothing to read, before the read waits.
+	// idle is called when the socket has nothing to read (or is taken to have nothing: a held
+	// read that waits first), before the read waits.
 	idle()
-	// writeSeq numbers the writes started so far; wroteSince says whether one started after
-	// the write numbered seq succeeded.
+	// writeSeq is the number of the last write started (writes are numbered as they start);
+	// wroteSince says whether a write numbered above seq, so started after writeSeq returned
+	// seq, has succeeded. The connection's preface and a stream's HEADERS are not counted:
+	// after them the next read tries the socket first.
 	writeSeq() uint64
 	wroteSince(seq uint64) bool
 }
@@ -289,7 +292,7 @@ type receiver interface {
 // arrive together are one: the read that takes the bytes must not be taken for the end. So
 // the read waits first only when
 //   - the last read returned less than it had room for, and TCP_INQ says it left nothing,
-//     not even a FIN (the kernel says "1" after one, to make the reader read on);
+//     not even a FIN (the kernel counts one, to make the reader read on);
 //   - a write that started after that read succeeded: a reset that came before the read
 //     would have failed it (a reset is not in TCP_INQ). A fake Envoy writes its ACK after
 //     each response; one that writes nothing (never ACKs, reads a GOAWAY) reads first, as

@@ -33,6 +33,9 @@ func TestOneReadPerResponse(t *testing.T) {
 	msg := patterned(300, 3)
 	codec := &lenCodec{req: mem.BufferSlice{mem.SliceBuffer(patterned(200, 4))}}
 	s, tr, p := rawStream(t, codec)
+	if !tr.src.(*socketSource).inq {
+		t.Skip("no TCP_INQ here: every read tries the socket first")
+	}
 	var m struct{}
 	const pushes = 50
 	const ack = 5 + 200 + frameHeaderLen
@@ -42,7 +45,6 @@ func TestOneReadPerResponse(t *testing.T) {
 	if err := s.RecvMsg(&m); err != nil {
 		t.Fatal(err)
 	}
-	first := readsOf(tr) // the peer's SETTINGS and headers, and the first push
 	sent := p.got.Load() + ack
 	// The server: each push a little after the ACK of the last, as a control plane's
 	// comes; the client is waiting by then.
@@ -62,6 +64,10 @@ func TestOneReadPerResponse(t *testing.T) {
 		}
 		serverErr <- nil
 	}()
+	// Counted from the second push: the held read started with the bytes of the first
+	// exchange already in the socket, and the poller may announce them once more after the
+	// read that took them (a stale readiness costs one recvmsg that finds nothing, once).
+	var first int
 	for i := range pushes + 1 {
 		if err := s.SendMsg(&m); err != nil {
 			t.Fatal(err)
@@ -75,12 +81,15 @@ func TestOneReadPerResponse(t *testing.T) {
 		if codec.got != len(msg) {
 			t.Fatalf("push %d: the codec got %d bytes, want %d", i, codec.got, len(msg))
 		}
+		if i == 0 {
+			first = readsOf(tr)
+		}
 	}
 	if err := <-serverErr; err != nil {
 		t.Fatal(err)
 	}
-	if got := readsOf(tr) - first; got != pushes {
-		t.Errorf("%d pushes took %d recvmsg calls, want one each", pushes, got)
+	if got := readsOf(tr) - first; got != pushes-1 {
+		t.Errorf("%d pushes took %d recvmsg calls, want one each", pushes-1, got)
 	}
 }
 

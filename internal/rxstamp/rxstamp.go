@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Source gives the receive time of the message being decoded when it is n bytes long (ok
@@ -21,13 +23,10 @@ func Enable(raw syscall.RawConn) error {
 	return setsockopt(raw, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS)
 }
 
-// tcpInq is Linux's TCP_INQ (and TCP_CM_INQ, its control message), since 4.18.
-const tcpInq = 36
-
 // EnableInq asks the kernel to say, with each recvmsg of a TCP socket, how many bytes it
-// still holds unread (TCP_INQ; Inq reads it).
+// still holds unread (TCP_INQ, Linux 4.18 and later; Inq reads it).
 func EnableInq(raw syscall.RawConn) error {
-	return setsockopt(raw, syscall.IPPROTO_TCP, tcpInq)
+	return setsockopt(raw, syscall.IPPROTO_TCP, unix.TCP_INQ)
 }
 
 func setsockopt(raw syscall.RawConn, level, opt int) error {
@@ -56,7 +55,7 @@ func Kernel(oob []byte) time.Time {
 // the socket held unread when the read returned, and not 0 when the peer's FIN has arrived
 // (the kernel's hint to read on, to find the end); ok false when absent.
 func Inq(oob []byte) (n int, ok bool) {
-	data := findCmsg(oob, syscall.IPPROTO_TCP, tcpInq)
+	data := findCmsg(oob, syscall.IPPROTO_TCP, unix.TCP_CM_INQ)
 	if len(data) < 4 {
 		return 0, false
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestKernelParses reads a stamp out of control data built by hand, after another message,
@@ -84,7 +86,7 @@ func TestKernelStampsLoopback(t *testing.T) {
 func TestInqParses(t *testing.T) {
 	inq := make([]byte, syscall.CmsgSpace(4))
 	h := (*syscall.Cmsghdr)(unsafe.Pointer(&inq[0]))
-	h.Level, h.Type = syscall.IPPROTO_TCP, tcpInq
+	h.Level, h.Type = syscall.IPPROTO_TCP, unix.TCP_CM_INQ
 	h.SetLen(syscall.CmsgLen(4))
 	binary.NativeEndian.PutUint32(inq[syscall.CmsgLen(0):], 7)
 	stamp := cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, 1, 2)
@@ -113,23 +115,44 @@ func TestInqLoopback(t *testing.T) {
 	if err := EnableInq(raw); err != nil {
 		t.Skipf("no TCP_INQ here: %v", err)
 	}
+	// Both control messages, as the fleet's reads ask for them: OOBSize must hold the two.
+	stamps := Enable(raw) == nil
 	oob := make([]byte, OOBSize)
+	var stamped bool // whether the last read carried a stamp
 	read := func(size int) (int, int) {
 		t.Helper()
 		buf := make([]byte, size)
-		var n, oobn int
+		var n, oobn, flags int
 		var rerr error
 		if err := raw.Read(func(fd uintptr) bool {
-			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), buf, oob, 0)
+			n, oobn, flags, _, rerr = syscall.Recvmsg(int(fd), buf, oob, 0)
 			return rerr != syscall.EAGAIN
 		}); err != nil || rerr != nil {
 			t.Fatalf("recvmsg: %v, %v", err, rerr)
+		}
+		if flags&syscall.MSG_CTRUNC != 0 {
+			t.Fatalf("control data truncated: OOBSize %d is too small", len(oob))
 		}
 		left, ok := Inq(oob[:oobn])
 		if !ok {
 			t.Fatal("no TCP_CM_INQ with the read")
 		}
+		stamped = !Kernel(oob[:oobn]).IsZero()
 		return n, left
+	}
+	// The first segments after the process first asks for stamps may come without one: read
+	// until one has it, so that the reads below carry both control messages.
+	for deadline := time.Now().Add(time.Minute); stamps; {
+		if _, err := peer.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		read(64)
+		if stamped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing stamped by the kernel in a minute")
+		}
 	}
 	// The peer's writes on loopback are in the socket when Write returns.
 	if _, err := peer.Write([]byte("0123456789")); err != nil {
