@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"net"
 	"sync"
 	"syscall"
@@ -268,53 +267,22 @@ type source interface {
 type receiver interface {
 	// buffer returns the room to read into.
 	buffer() []byte
-	// idle is called when the socket has nothing to read (or is taken to have nothing: a held
-	// read that waits first), before the read waits.
+	// idle is called when the socket has nothing to read, before the read waits.
 	idle()
-	// writeSeq is the number of the last write started (writes are numbered as they start);
-	// wroteSince says whether a write numbered above seq, so started after writeSeq returned
-	// seq, has succeeded. The connection's preface and a stream's HEADERS are not counted:
-	// after them the next read tries the socket first.
-	writeSeq() uint64
-	wroteSince(seq uint64) bool
 }
 
 // socketSource reads a TCP socket with recvmsg and its SO_TIMESTAMPNS stamps.
-//
-// Its reads run in one call of raw.Read held open across them, on a coroutine (iter.Pull)
-// that hands each read to recv and waits for the next. Go's poller forgets what it knew of
-// the socket's readiness when a raw.Read starts, so a read started afresh must try recvmsg
-// before it may wait: a client that has ACKed and waits for its next response paid for a
-// system call that found nothing, every response. In the held read the poller keeps the
-// readiness that came since the last wait, and the read after one that emptied the socket
-// waits for it first — but only when nothing else can be in the socket without a readiness
-// of its own. The poller keeps one readiness per socket, so bytes and the peer's end that
-// arrive together are one: the read that takes the bytes must not be taken for the end. So
-// the read waits first only when
-//   - the last read returned less than it had room for, and TCP_INQ says it left nothing,
-//     not even a FIN (the kernel counts one, to make the reader read on);
-//   - a write that started after that read succeeded: a reset that came before the read
-//     would have failed it (a reset is not in TCP_INQ). A fake Envoy writes its ACK after
-//     each response; one that writes nothing (never ACKs, reads a GOAWAY) reads first, as
-//     before.
-//
-// A held read keeps a reference to the socket, which a close waits for: release ends it.
 type socketSource struct {
 	raw    syscall.RawConn
 	oob    []byte
 	stamps bool
-	inq    bool // TCP_INQ is on
 
-	// mu is held by recv and release: one drives the coroutine at a time. next and stop
-	// are the held read's (nil when none runs); into, n, oobn and rerr the read's in
-	// progress: where it reads and what recvmsg returned (rerr also the end of raw.Read).
-	mu      sync.Mutex
-	next    func() (struct{}, bool)
-	stop    func()
+	// The read in progress: readFn (s.read, made once) is what raw.Read calls, into is where
+	// it reads, and n, oobn and rerr what recvmsg returned.
+	readFn  func(fd uintptr) bool
 	into    receiver
 	n, oobn int
 	rerr    error
-	reads   int // recvmsg calls made (tests read it under mu)
 }
 
 func newSocketSource(tc *net.TCPConn) (*socketSource, error) {
@@ -323,107 +291,31 @@ func newSocketSource(tc *net.TCPConn) (*socketSource, error) {
 		return nil, err
 	}
 	s := &socketSource{raw: raw, oob: make([]byte, rxstamp.OOBSize)}
+	s.readFn = s.read
 	s.stamps = rxstamp.Enable(raw) == nil
-	s.inq = rxstamp.EnableInq(raw) == nil
 	return s, nil
 }
 
 func (s *socketSource) recv(into receiver) (int, time.Time, error) {
-	n, oobn, err := s.step(into)
+	s.into = into
+	err := s.raw.Read(s.readFn)
+	s.into = nil
+	n, oobn, rerr := s.n, s.oobn, s.rerr
+	s.rerr = nil
 	if err != nil {
 		return 0, time.Time{}, err
+	}
+	if rerr != nil {
+		return 0, time.Time{}, rerr
+	}
+	if n == 0 {
+		return 0, time.Time{}, errEOF
 	}
 	var at time.Time
 	if s.stamps {
 		at = rxstamp.Kernel(s.oob[:oobn])
 	}
 	return n, at, nil
-}
-
-// step has the held read (started when none runs) make its next read.
-func (s *socketSource) step(into receiver) (n, oobn int, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.next == nil {
-		s.next, s.stop = iter.Pull(s.held)
-	}
-	s.into = into
-	s.next()
-	s.into = nil
-	n, oobn, err = s.n, s.oobn, s.rerr
-	s.rerr = nil
-	if err != nil {
-		// The held read is over (it yielded its end and waits to return): a new one
-		// starts at the next recv.
-		s.stop()
-		s.next, s.stop = nil, nil
-	}
-	return n, oobn, err
-}
-
-// held is the coroutine of recv's reads: it yields after each read that returned bytes, and
-// once more, with rerr set, when the reads end (an error, the end of the stream, or raw.Read's
-// own error: a deadline, a close).
-func (s *socketSource) held(yield func(struct{}) bool) {
-	emptied, stopped := false, false
-	var seq uint64
-	err := s.raw.Read(func(fd uintptr) bool {
-		for {
-			if emptied && s.into.wroteSince(seq) {
-				emptied = false
-				s.into.idle()
-				return false
-			}
-			buf := s.into.buffer()
-			s.reads++
-			n, oobn, _, _, err := syscall.Recvmsg(int(fd), buf, s.oob, 0)
-			if err == syscall.EAGAIN {
-				emptied = false
-				s.into.idle()
-				return false
-			}
-			if err == nil && n == 0 {
-				err = errEOF
-			}
-			s.n, s.oobn, s.rerr = n, oobn, err
-			if err != nil {
-				return true
-			}
-			emptied = n < len(buf) && s.inq && s.left(oobn) == 0
-			seq = s.into.writeSeq()
-			if !yield(struct{}{}) {
-				stopped = true
-				return true
-			}
-		}
-	})
-	if stopped {
-		return
-	}
-	if err != nil {
-		s.n, s.rerr = 0, err
-	}
-	yield(struct{}{})
-}
-
-// left is what the read of oobn control bytes says the socket still held (TCP_INQ); -1 when
-// it does not say.
-func (s *socketSource) left(oobn int) int {
-	if n, ok := rxstamp.Inq(s.oob[:oobn]); ok {
-		return n
-	}
-	return -1
-}
-
-// release ends the held read, if one runs, so that the socket can close. A read waiting for
-// data must have been woken (a past read deadline): recv holds mu until its read returns.
-func (s *socketSource) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stop != nil {
-		s.stop()
-		s.next, s.stop = nil, nil
-	}
 }
 
 // queued is how many bytes the socket holds not read yet (FIONREAD), without reading them;
@@ -437,6 +329,17 @@ func (s *socketSource) queued() int {
 		}
 	})
 	return n
+}
+
+// read is one recvmsg into s.into's buffer; false (wait, then call again) when the socket is
+// empty.
+func (s *socketSource) read(fd uintptr) bool {
+	s.n, s.oobn, _, _, s.rerr = syscall.Recvmsg(int(fd), s.into.buffer(), s.oob, 0)
+	if s.rerr == syscall.EAGAIN {
+		s.into.idle()
+		return false
+	}
+	return true
 }
 
 var errEOF = errors.New("EOF")

@@ -9,9 +9,8 @@
 // connection a reader goroutine and a writer goroutine, so each response crosses three
 // goroutines before the client's machine sees it, and each ACK two more before it is written;
 // its reader also tries a read that finds nothing after every frame. Here the stream's
-// receiving goroutine reads the socket itself (through a coroutine it hands control to, see
-// Reading) and its sending goroutine writes it: a response costs one read system call and its
-// ACK one write. What grpc-go does for many streams (a
+// receiving goroutine reads the socket itself and its sending goroutine writes it: a response
+// costs one read system call and its ACK one write. What grpc-go does for many streams (a
 // resolver, a balancer, keepalive, BDP-driven windows) a fake Envoy has no use for.
 //
 // The protocol is HTTP/2 (RFC 9113) as a gRPC client speaks it:
@@ -29,26 +28,18 @@
 // status mapping for a non-gRPC response), so the client reports the same thing on either
 // transport.
 //
-// Reading. The reads of a connection run in one raw.Read held open across them, on a coroutine
-// that hands each read to the receiving goroutine (socketSource): Go's poller forgets a
-// socket's readiness when a raw.Read starts, so a read started afresh after each response had
-// to try the socket before it could wait, and found it empty. In the held read the read after
-// one that emptied the socket waits for readiness first, when nothing can be in the socket
-// without a readiness of its own: TCP_INQ said nothing was left, no FIN either, and a write
-// that started after that read succeeded (a reset before the read would have failed it). A
-// client that writes nothing between reads reads first, as before. A close ends the held read
-// before it closes the socket. A receive buffer is taken from the pool only once the socket is
-// readable and given back when every byte in it has been used and delivered (a read that finds
-// nothing gives it back before it waits), so an idle client holds none. The socket has
-// SO_TIMESTAMPNS: each read's kernel arrival time (of the last segment it returned) is kept,
-// and a message's stamp is that of the read that completed the frame holding its last byte.
-// Take gives it to the codec, which the transport calls (Unmarshal) right before RecvMsg
-// returns. A message held in one DATA frame is handed to the codec in place, in the receive
-// buffer; a longer one is handed over as the pieces of the frames it came in, also where they
-// were read (a codec that needs it whole gathers it: mem.BufferSlice). While such a message
-// comes in, the receive buffers its pieces lie in are neither reused nor given back, but set
-// aside until it is delivered, and the receive buffer grows to what is left of it (at most 256
-// KiB), so a full config of a MB takes a few reads.
+// Reading. A receive buffer is taken from the pool only once the socket is readable and given
+// back when every byte in it has been used and delivered (a read that finds nothing gives it
+// back before it waits), so an idle client holds none. The socket has SO_TIMESTAMPNS: each read's
+// kernel arrival time (of the last segment it returned) is kept, and a message's stamp is that
+// of the read that completed the frame holding its last byte. Take gives it to the codec,
+// which the transport calls (Unmarshal) right before RecvMsg returns. A message held in one
+// DATA frame is handed to the codec in place, in the receive buffer; a longer one is handed over
+// as the pieces of the frames it came in, also where they were read (a codec that needs it
+// whole gathers it: mem.BufferSlice). While such a message comes in, the receive buffers its
+// pieces lie in are neither reused nor given back, but set aside until it is delivered, and
+// the receive buffer grows to what is left of it (at most 256 KiB), so a full config of a MB
+// takes a few reads.
 //
 // Shared copies. Connections given the same Shared (Config.Shared; a fleet shares one) hold
 // one copy of a large message (64 KiB and more) that reaches many of them alike, found by its

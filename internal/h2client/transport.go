@@ -32,8 +32,7 @@ type transport struct {
 	src source
 	w   io.Writer
 
-	// Read side, owned by the receiving goroutine (the socket reads run on its source's
-	// coroutine, which it hands control to and takes it back from: one runs at a time).
+	// Read side, owned by the receiving goroutine.
 	rbuf   *[]byte // nil when it holds nothing unread
 	r0, r1 int     // unread bytes: (*rbuf)[r0:r1]
 	at     time.Time
@@ -58,13 +57,10 @@ type transport struct {
 	// theirs): a new stream waits for the last stream's reader to leave.
 	rmu sync.Mutex
 
-	wmu sync.Mutex // one writer at a time; never held while waiting for a window
-	// wstarted numbers the writes of writeLocked as they start, wgood is the number of the
-	// last that succeeded (the read side's proof that no reset came before it).
-	wstarted, wgood atomic.Uint64
-	wbuf            []byte
-	henc            *hpack.Encoder
-	hbuf            bytes.Buffer
+	wmu  sync.Mutex // one writer at a time; never held while waiting for a window
+	wbuf []byte
+	henc *hpack.Encoder
+	hbuf bytes.Buffer
 
 	// Keepalive (Config.KeepaliveTime): lastRead is when a read last returned bytes (unix
 	// nanoseconds), ka the timer that checks it, pingAt when the keepalive PING not yet
@@ -132,12 +128,6 @@ func (t *transport) close(err error) {
 	}
 	t.mu.Unlock()
 	if t.nc != nil {
-		if r, ok := t.src.(interface{ release() }); ok {
-			// A close waits for every read of the socket: the held read must end first,
-			// and a read waiting for data must wake to let it.
-			_ = t.nc.SetReadDeadline(time.Unix(1, 0))
-			r.release()
-		}
 		t.nc.Close()
 	}
 }
@@ -161,18 +151,12 @@ func (t *transport) writeLocked(b []byte) error {
 	if err := t.failed(); err != nil {
 		return err
 	}
-	seq := t.wstarted.Add(1)
 	if _, err := t.w.Write(b); err != nil {
 		t.close(err)
 		return err
 	}
-	t.wgood.Store(seq)
 	return nil
 }
-
-func (t *transport) writeSeq() uint64 { return t.wstarted.Load() }
-
-func (t *transport) wroteSince(seq uint64) bool { return t.wgood.Load() > seq }
 
 // writeControl writes a small frame the reader answers with (settings ACK, ping ACK,
 // window update, reset).
@@ -432,7 +416,7 @@ func (t *transport) idle() {
 // to its start when a whole frame would not fit after them (out to a new buffer when pieces of
 // a message coming in lie before them: pinned).
 //
-// It is not inlined: fill is on the stack of every client's receive goroutine waiting for its
+// It is not inlined: fill is on the stack of every client's receive goroutine parked in its
 // socket read, and a few more bytes in its frame keep that stack from shrinking to 2 KiB
 // (stack-B/client in BenchmarkFleetHeapPerClient went from 13.8 to 16.4 KB).
 //
