@@ -212,9 +212,27 @@ func TestFleetGroupWindows(t *testing.T) {
 	}
 }
 
-// TestFleetGroupKeepalive: a group's keepalive reaches its connections on the fleet's own
-// transport: idle, each pings the server (istio-agent's connection does every 30s).
+// TestFleetGroupKeepalive: a group's keepalive reaches its connections, on the fleet's own
+// transport and on grpc-go's (a group sharing connections): idle, each pings the server
+// (istio-agent's connection does every 30s). grpc-go raises a keepalive under 10s to 10s, so
+// its case waits that long for one PING.
 func TestFleetGroupKeepalive(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		spc          int // streams per connection: 1 is the fleet's own transport, more grpc-go's
+		conns, pings int
+	}{
+		{name: "own transport", spc: 1, conns: 2, pings: 2},
+		{name: "grpc-go, shared", spc: 2, conns: 1, pings: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fleetKeepalive(t, tc.spc, tc.conns, tc.pings)
+		})
+	}
+}
+
+func fleetKeepalive(t *testing.T, spc, conns, pings int) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -227,23 +245,24 @@ func TestFleetGroupKeepalive(t *testing.T) {
 
 	cfg := flConfig(lis.Addr().String(), 2, policy.Nack{})
 	cfg.Groups[0].KeepaliveTime, cfg.Groups[0].KeepaliveTimeout = 20*time.Millisecond, time.Minute
+	cfg.Groups[0].StreamsPerConn = spc
 	f := startFleet(t, cfg)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		tl.mu.Lock()
 		pinged := 0
 		for _, c := range tl.conns {
-			if c.Counts().Pings >= 2 {
+			if c.Counts().Pings >= pings {
 				pinged++
 			}
 		}
 		n := len(tl.conns)
 		tl.mu.Unlock()
-		if n == 2 && pinged == 2 {
+		if n == conns && pinged == conns {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after a minute %d of %d connections sent two keepalive PINGs, want 2 of 2", pinged, n)
+			t.Fatalf("after a minute %d of %d connections sent %d keepalive PINGs, want %d of %d", pinged, n, pings, conns, conns)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
