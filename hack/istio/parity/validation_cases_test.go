@@ -187,7 +187,7 @@ var validationMutations = []mutation{
 	{kind: "WorkloadEntry", path: "spec.address", value: `"vm.example"`},
 	{kind: "WorkloadEntry", path: "spec.address", value: `"UPPER.example"`},
 	{kind: "WorkloadEntry", path: "spec.address", value: `"10.0.0.0/24"`},
-	{kind: "WorkloadEntry", path: "spec.address", value: `"unix:///a.sock"`},
+	{kind: "WorkloadEntry", path: "spec.address", value: `"unix:///a.sock"`, errAt: "spec.ports"},
 	{kind: "WorkloadEntry", path: "spec.address", value: `"unix://rel"`},
 	{kind: "WorkloadEntry", path: "spec.ports", value: `{http: 0}`},
 	{kind: "WorkloadEntry", path: "spec.ports", value: `{"Bad_Name": 80}`},
@@ -354,7 +354,7 @@ var validationMutations2 = []mutation{
 
 	// AuthorizationPolicy and RequestAuthentication, more.
 	{kind: "AuthorizationPolicy", path: "spec.action", value: `AUDIT`},
-	{kind: "AuthorizationPolicy", path: "spec.action", value: `CUSTOM`},
+	{kind: "AuthorizationPolicy", path: "spec.action", value: `CUSTOM`, errAt: "spec.provider.name"},
 	{kind: "AuthorizationPolicy", path: "spec.provider", value: `{name: p}`},
 	{kind: "AuthorizationPolicy", path: "spec.selector", value: `{matchLabels: {}}`},
 	{kind: "AuthorizationPolicy", path: "spec.rules[0].to", value: `[{operation: {ports: ["0"]}}]`},
@@ -465,7 +465,7 @@ var validationMutations3 = []mutation{
 	{kind: "RequestAuthentication", path: "spec.jwtRules[0].jwks", value: `"{\"keys\":[]}"`},
 	{kind: "RequestAuthentication", path: "spec.jwtRules[0].jwks", value: `"{\"keys\":[{\"kty\":\"oct\"}]}"`},
 	{kind: "ServiceEntry", path: "spec.workloadSelector", value: `{labels: {app: a}}`},
-	{kind: "ServiceEntry", path: "spec.resolution", value: `NONE`},
+	{kind: "ServiceEntry", path: "spec.resolution", value: `NONE`, errAt: "spec.endpoints"},
 	{kind: "ServiceEntry", path: "spec.addresses", value: `["10.0.0.0/8"]`},
 	{kind: "ServiceEntry", path: "spec.location", value: `MESH_INTERNAL`},
 	{kind: "WorkloadEntry", path: "spec.ports", value: `{http: 80, "grpc": 90}`},

@@ -31,6 +31,9 @@ type mutation struct {
 	// differs says why istiod and xdslab decide this mutation differently, on purpose: the
 	// test then requires that they do (a difference that went away must leave the list).
 	differs string
+	// errAt is the field xdslab's error must name when the mutation makes another field
+	// wrong (a unix socket address and the entry's ports); empty: the mutated one.
+	errAt string
 }
 
 // fileCase is a whole file both sides read, for what a file holds beside its objects (document
@@ -44,6 +47,9 @@ type fileCase struct {
 // (crd.ParseInputs, which runs each schema's ValidateConfig: a file with an invalid object is
 // refused whole): each mutation changes one field of a corpus object, and both must admit or
 // both refuse the result. What it prints for a difference is each side's verdict and error.
+// xdslab's refusal must also name the field to fix: the mutated one or one that holds it
+// (errAt when the mutation makes another field wrong). istiod's messages are prose, so which
+// field they blame is not compared.
 //
 //	go test -count=1 -run TestValidationWithIstio ./parity/
 func TestValidationWithIstio(t *testing.T) {
@@ -64,6 +70,12 @@ func TestValidationWithIstio(t *testing.T) {
 				t.Fatal(err)
 			}
 			compareVerdicts(t, string(y), m.differs)
+			// A refusal names the field to fix: the mutated one, or one that holds it.
+			if _, oerr := (config.Decoder{}).DecodeAll("mutated.yaml", y); oerr != nil && m.differs == "" {
+				if at := cmp.Or(m.errAt, m.path); !namesPathOrAncestor(oerr.Error(), at) {
+					t.Errorf("xdslab refuses the mutation without naming %s or a field that holds it: %v", at, oerr)
+				}
+			}
 		})
 	}
 	for _, f := range validationFiles {
@@ -260,4 +272,16 @@ func index(s string) (int, bool) {
 	}
 	n, err := strconv.Atoi(s[1 : len(s)-1])
 	return n, err == nil
+}
+
+// namesPathOrAncestor says whether msg names path (dotted, with [i]) or one of the fields that
+// hold it, the top level (spec) excepted.
+func namesPathOrAncestor(msg, path string) bool {
+	for p := path; strings.ContainsAny(p, ".["); {
+		if strings.Contains(msg, p) {
+			return true
+		}
+		p = p[:strings.LastIndexAny(p, ".[")]
+	}
+	return strings.Contains(msg, path)
 }
